@@ -1,0 +1,336 @@
+"""Tool-call id templates: validate ids against a provider's format and generate new ones.
+
+A template is literal text with ``{r:LENGTH:CHARSET}`` random runs and ``{f}`` (the
+function name). ``IdTemplate("toolu_{r:24:b}")`` matches and generates Anthropic-style
+ids. A raw regular expression works too (``IdTemplate.from_regex(r"[a-zA-Z0-9]{9}")``);
+it generates through exrex.
+
+Determinism: ``generate(seed=...)`` on the template form derives every character from an
+xxhash of the seed, so it is stable across processes, platforms and chaincast versions.
+On the regex form it is stable for a given exrex version. Without a seed both forms draw
+from the operating system's cryptographic random source.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import exrex
+import regex
+import xxhash
+
+from cast.errors import IdTemplateError
+
+__all__ = ["CHARSETS", "IdTemplate", "TemplateLike", "as_template"]
+
+_DIGITS = "0123456789"
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_UPPER = _LOWER.upper()
+
+CHARSETS: dict[str, str] = {
+    "d": _DIGITS,
+    "digit": _DIGITS,
+    "l": _LOWER,
+    "lower": _LOWER,
+    "u": _UPPER,
+    "upper": _UPPER,
+    "a": _LOWER + _UPPER,
+    "alpha": _LOWER + _UPPER,
+    "x": _DIGITS + _LOWER + _UPPER,
+    "alnum": _DIGITS + _LOWER + _UPPER,
+    "h": "0123456789abcdef",
+    "hex": "0123456789abcdef",
+    "H": "0123456789ABCDEF",
+    "HEX": "0123456789ABCDEF",
+    "b": _DIGITS + _UPPER + _LOWER,
+    "base62": _DIGITS + _UPPER + _LOWER,
+}
+"""Charset aliases of ``{r:N:CHARSET}`` and the characters each draws from, in order."""
+
+_PLACEHOLDER = regex.compile(r"\{(?:r:(?P<len>[^:{}]*):(?P<cs>[^:{}]*)|(?P<f>f))\}")
+_FUNCTION_NAME_PATTERN = r"[^\s]+?"
+_MAX_ATTEMPTS = 64
+_MAX_RUN_LENGTH = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """A ``{r:N:charset}`` run: N characters drawn from ``chars``."""
+
+    length: int
+    chars: str
+
+    def draw(self, stream: _ByteStream) -> str:
+        return stream.take(self.length, self.chars)
+
+
+@dataclass(frozen=True, slots=True)
+class _FunctionName:
+    """The ``{f}`` placeholder."""
+
+
+_Piece = str | _Run | _FunctionName
+
+
+class _ByteStream:
+    """Characters from a charset, drawn without bias from a byte source."""
+
+    __slots__ = ("_next_block",)
+
+    def __init__(self, next_block: Callable[[], bytes]) -> None:
+        self._next_block = next_block
+
+    def take(self, count: int, chars: str) -> str:
+        table, delete = _translation(chars)
+        out = b""
+        while len(out) < count:
+            out += self._next_block().translate(table, delete)
+        return out[:count].decode("ascii")
+
+
+@lru_cache(maxsize=64)
+def _translation(chars: str) -> tuple[bytes, bytes]:
+    """A bytes.translate table mapping each byte to a char; bytes past the last full
+    multiple of ``len(chars)`` are deleted (rejection sampling keeps it unbiased)."""
+    base = len(chars)
+    accepted = 256 - 256 % base
+    table = bytes(ord(chars[b % base]) if b < accepted else 0 for b in range(256))
+    return table, bytes(range(accepted, 256))
+
+
+def _seed_bytes(seed: object) -> bytes:
+    if isinstance(seed, bytes):
+        return seed
+    if isinstance(seed, str):
+        return seed.encode("utf-8", "surrogatepass")
+    return repr(seed).encode("utf-8")
+
+
+def _seeded_stream(seed: object) -> _ByteStream:
+    data = _seed_bytes(seed)
+    counter = 0
+
+    def next_block() -> bytes:
+        nonlocal counter
+        block = xxhash.xxh3_128_digest(data, seed=counter)
+        counter += 1
+        return block
+
+    return _ByteStream(next_block)
+
+
+def _random_stream() -> _ByteStream:
+    return _ByteStream(lambda: secrets.token_bytes(32))
+
+
+# exrex draws from module-level ``choice``/``randint``; they are swapped for a seeded or
+# cryptographic generator for the duration of one call, under this lock.
+_EXREX_LOCK = threading.Lock()
+
+
+def _exrex_generate(pattern: str, rng: random.Random) -> str:
+    with _EXREX_LOCK:
+        saved = exrex.choice, exrex.randint
+        exrex.choice, exrex.randint = rng.choice, rng.randint
+        try:
+            return str(exrex.getone(pattern))
+        finally:
+            exrex.choice, exrex.randint = saved
+
+
+def _parse_template(pattern: str) -> tuple[_Piece, ...]:
+    pieces: list[_Piece] = []
+    pos = 0
+    for match in _PLACEHOLDER.finditer(pattern):
+        if match.start() > pos:
+            pieces.append(pattern[pos : match.start()])
+        if match.group("f"):
+            pieces.append(_FunctionName())
+        else:
+            length_text, charset = match.group("len"), match.group("cs")
+            if not length_text.isdigit() or not 0 < int(length_text) <= _MAX_RUN_LENGTH:
+                raise IdTemplateError(
+                    f"id template {pattern!r}: length {length_text!r} in {match.group(0)} "
+                    f"must be a whole number from 1 to {_MAX_RUN_LENGTH}"
+                )
+            if charset not in CHARSETS:
+                known = ", ".join(CHARSETS)
+                raise IdTemplateError(
+                    f"id template {pattern!r}: unknown charset {charset!r} in {match.group(0)};"
+                    f" known charsets: {known}"
+                )
+            pieces.append(_Run(int(length_text), CHARSETS[charset]))
+        pos = match.end()
+    if pos < len(pattern):
+        pieces.append(pattern[pos:])
+    if not pieces:
+        raise IdTemplateError("id template is empty")
+    return tuple(pieces)
+
+
+def _pieces_regex(pieces: tuple[_Piece, ...], function_name: str | None) -> str:
+    out: list[str] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            out.append(regex.escape(piece))
+        elif isinstance(piece, _Run):
+            out.append(f"[{regex.escape(piece.chars)}]{{{piece.length}}}")
+        elif function_name is None:
+            out.append(_FUNCTION_NAME_PATTERN)
+        else:
+            out.append(regex.escape(function_name))
+    return "".join(out)
+
+
+class IdTemplate:
+    """A tool-call id format: ``matches`` checks an id, ``generate`` makes a new one.
+
+    Build from the template language (``IdTemplate("call_{r:24:x}")``) or from a regular
+    expression (``IdTemplate.from_regex(r"[a-zA-Z0-9]{9}")``). Immutable and hashable.
+    """
+
+    __slots__ = ("_named", "_pieces", "is_regex", "pattern", "regex")
+
+    DEFAULT_FUNCTION_NAME: ClassVar[str] = "function"
+
+    pattern: str
+    is_regex: bool
+    regex: Any
+
+    def __init__(self, pattern: str | IdTemplate) -> None:
+        if isinstance(pattern, IdTemplate):
+            self._copy_from(pattern)
+            return
+        if not isinstance(pattern, str):
+            raise TypeError(f"id template must be a str or IdTemplate, not {type(pattern).__name__}")
+        pieces = _parse_template(pattern)
+        object.__setattr__(self, "pattern", pattern)
+        object.__setattr__(self, "is_regex", False)
+        object.__setattr__(self, "_pieces", pieces)
+        object.__setattr__(self, "regex", regex.compile(_pieces_regex(pieces, None)))
+        object.__setattr__(self, "_named", any(isinstance(p, _FunctionName) for p in pieces))
+
+    @classmethod
+    def from_regex(cls, expression: str) -> IdTemplate:
+        """A template whose ids are the full matches of a regular expression."""
+        try:
+            compiled = regex.compile(expression)
+        except regex.error as exc:
+            raise IdTemplateError(f"invalid id regex {expression!r}: {exc}") from exc
+        self = cls.__new__(cls)
+        object.__setattr__(self, "pattern", expression)
+        object.__setattr__(self, "is_regex", True)
+        object.__setattr__(self, "_pieces", ())
+        object.__setattr__(self, "regex", compiled)
+        object.__setattr__(self, "_named", False)
+        return self
+
+    def _copy_from(self, other: IdTemplate) -> None:
+        for name in self.__slots__:
+            object.__setattr__(self, name, getattr(other, name))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"IdTemplate is immutable; cannot set {name!r}")
+
+    def __repr__(self) -> str:
+        if self.is_regex:
+            return f"IdTemplate.from_regex({self.pattern!r})"
+        return f"IdTemplate({self.pattern!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IdTemplate):
+            return NotImplemented
+        return (self.pattern, self.is_regex) == (other.pattern, other.is_regex)
+
+    def __hash__(self) -> int:
+        return hash((IdTemplate, self.pattern, self.is_regex))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        if self.is_regex:
+            return (IdTemplate.from_regex, (self.pattern,))
+        return (IdTemplate, (self.pattern,))
+
+    @property
+    def uses_function_name(self) -> bool:
+        """True when the template contains ``{f}``."""
+        return bool(self._named)
+
+    def matches(self, value: str, function_name: str | None = None) -> bool:
+        """Whether ``value`` is an id of this format.
+
+        With ``function_name``, ``{f}`` must be exactly that name; without it, ``{f}``
+        accepts any run of non-space characters.
+        """
+        if function_name is not None and self._named:
+            return _named_regex(self._pieces, function_name).fullmatch(value) is not None
+        return self.regex.fullmatch(value) is not None
+
+    def generate(self, function_name: str | None = None, *, seed: object = None) -> str:
+        """A new id of this format. The same seed always gives the same id.
+
+        ``seed`` may be a str, bytes or int. Without one the id is drawn from a
+        cryptographic random source. ``{f}`` becomes ``function_name`` (or the word
+        ``function`` when none is given).
+        """
+        if self.is_regex:
+            rng: random.Random = (
+                random.SystemRandom()
+                if seed is None
+                else random.Random(xxhash.xxh3_64_intdigest(_seed_bytes(seed)))
+            )
+            for _ in range(_MAX_ATTEMPTS):
+                value = _exrex_generate(self.pattern, rng)
+                if self.regex.fullmatch(value) is not None:
+                    return value
+            raise IdTemplateError(f"cannot generate an id that fully matches {self.pattern!r}")
+        stream = _random_stream() if seed is None else _seeded_stream(seed)
+        name = function_name or self.DEFAULT_FUNCTION_NAME
+        out: list[str] = []
+        for piece in self._pieces:
+            if isinstance(piece, str):
+                out.append(piece)
+            elif isinstance(piece, _Run):
+                out.append(piece.draw(stream))
+            else:
+                out.append(name)
+        return "".join(out)
+
+    @property
+    def capacity(self) -> int | None:
+        """How many distinct ids the random runs can produce (None for regex form)."""
+        if self.is_regex:
+            return None
+        total = 1
+        for piece in self._pieces:
+            if isinstance(piece, _Run):
+                total *= len(piece.chars) ** piece.length
+        return total
+
+
+@lru_cache(maxsize=1024)
+def _named_regex(pieces: tuple[_Piece, ...], function_name: str) -> Any:
+    return regex.compile(_pieces_regex(pieces, function_name))
+
+
+TemplateLike = str | IdTemplate
+"""Where a template is taken, a template string or an :class:`IdTemplate` is accepted."""
+
+
+@lru_cache(maxsize=256)
+def _template_from_string(pattern: str) -> IdTemplate:
+    return IdTemplate(pattern)
+
+
+def as_template(template: TemplateLike) -> IdTemplate:
+    """The :class:`IdTemplate` for a template string or template."""
+    if isinstance(template, IdTemplate):
+        return template
+    if isinstance(template, str):
+        return _template_from_string(template)
+    raise TypeError(f"id template must be a str or IdTemplate, not {type(template).__name__}")

@@ -1,0 +1,291 @@
+"""Roles, parts and messages: the frozen data every other module works on.
+
+Every model is a frozen pydantic v2 model, so a chain handed to chaincast can never be
+changed behind its owner's back. ``bytes`` fields travel as base64 in JSON. Sizes are
+UTF-8 byte counts (what a provider receives), computed once per message.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from enum import StrEnum
+from functools import cached_property
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    TypeAdapter,
+)
+
+__all__ = [
+    "BinaryPart",
+    "ImagePart",
+    "Message",
+    "Part",
+    "Reasoning",
+    "Role",
+    "TextPart",
+    "ToolCall",
+    "ToolResult",
+    "part_size",
+    "utf8_len",
+]
+
+
+class Role(StrEnum):
+    """Who speaks a message. ``"user"`` and ``"assistant"`` are accepted on input."""
+
+    SYSTEM = "system"
+    HUMAN = "human"
+    AI = "ai"
+    TOOL = "tool"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Role | None:
+        if isinstance(value, str):
+            return _ROLE_ALIASES.get(value.lower())
+        return None
+
+
+_ROLE_ALIASES = {
+    "system": Role.SYSTEM,
+    "human": Role.HUMAN,
+    "user": Role.HUMAN,
+    "ai": Role.AI,
+    "assistant": Role.AI,
+    "tool": Role.TOOL,
+}
+
+
+def utf8_len(text: str) -> int:
+    """Length of ``text`` in UTF-8 bytes, without encoding ASCII text."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _bytes_from_json(value: Any) -> Any:
+    # JSON carries bytes as base64 text; Python callers may pass bytes directly.
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f"expected base64 text for bytes, got {value[:40]!r}") from exc
+    return value
+
+
+def _bytes_to_json(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+Base64Bytes: TypeAlias = Annotated[
+    bytes,
+    BeforeValidator(_bytes_from_json),
+    PlainSerializer(_bytes_to_json, return_type=str, when_used="json"),
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
+
+
+class Reasoning(_Frozen):
+    """A provider's reasoning: thinking text and/or its opaque signature blob."""
+
+    content: str = ""
+    signature: Base64Bytes = b""
+
+    @property
+    def size(self) -> int:
+        return utf8_len(self.content) + len(self.signature)
+
+
+class TextPart(_Frozen):
+    """Plain text, optionally carrying the reasoning that produced it."""
+
+    type: Literal["text"] = "text"
+    text: str
+    reasoning: Reasoning | None = None
+
+    @property
+    def size(self) -> int:
+        return part_size(self)
+
+
+class ImagePart(_Frozen):
+    """An image by URL (``data:`` URLs included)."""
+
+    type: Literal["image_url"] = "image_url"
+    url: str
+    detail: str = ""
+
+    @property
+    def size(self) -> int:
+        return part_size(self)
+
+
+class BinaryPart(_Frozen):
+    """Raw bytes with their MIME type (files, audio, inline images)."""
+
+    type: Literal["binary"] = "binary"
+    mime_type: str
+    data: Base64Bytes
+
+    @property
+    def size(self) -> int:
+        return part_size(self)
+
+
+class ToolCall(_Frozen):
+    """A function call requested by the AI; ``arguments`` is JSON text."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: str = "{}"
+    reasoning: Reasoning | None = None
+
+    @property
+    def size(self) -> int:
+        return part_size(self)
+
+
+class ToolResult(_Frozen):
+    """The answer to the tool call whose id is ``tool_call_id``."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    name: str
+    content: str
+
+    @property
+    def size(self) -> int:
+        return part_size(self)
+
+
+Part: TypeAlias = Annotated[
+    TextPart | ImagePart | BinaryPart | ToolCall | ToolResult,
+    Field(discriminator="type"),
+]
+
+
+def part_size(part: TextPart | ImagePart | BinaryPart | ToolCall | ToolResult) -> int:
+    """UTF-8 bytes of every field but ``type``, reasoning included."""
+    cls = type(part)
+    reasoning: Reasoning | None
+    if cls is TextPart:
+        size = utf8_len(part.text)  # type: ignore[union-attr]
+        reasoning = part.reasoning  # type: ignore[union-attr]
+    elif cls is ToolResult:
+        return (
+            utf8_len(part.tool_call_id)  # type: ignore[union-attr]
+            + utf8_len(part.name)  # type: ignore[union-attr]
+            + utf8_len(part.content)  # type: ignore[union-attr]
+        )
+    elif cls is ToolCall:
+        size = utf8_len(part.id) + utf8_len(part.name) + utf8_len(part.arguments)  # type: ignore[union-attr]
+        reasoning = part.reasoning  # type: ignore[union-attr]
+    elif cls is ImagePart:
+        return utf8_len(part.url) + utf8_len(part.detail)  # type: ignore[union-attr]
+    else:
+        return utf8_len(part.mime_type) + len(part.data)  # type: ignore[union-attr]
+    if reasoning is not None:
+        size += utf8_len(reasoning.content) + len(reasoning.signature)
+    return size
+
+
+class Message(_Frozen):
+    """One message of a chain: a role and its parts, in order."""
+
+    role: Role
+    parts: tuple[Part, ...] = ()
+
+    def model_post_init(self, context: Any, /) -> None:
+        # Computed once while the message is built: the AST reads it for free.
+        self.__dict__["size"] = sum(map(part_size, self.parts))
+
+    @cached_property
+    def size(self) -> int:
+        """UTF-8 bytes of all parts; the role adds nothing."""
+        return sum(map(part_size, self.parts))
+
+    def model_copy(self, *, update: Any = None, deep: bool = False) -> Message:
+        """Copy, recomputing the size when fields change."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            copied.__dict__["size"] = sum(map(part_size, copied.parts))
+        return copied
+
+    @property
+    def text(self) -> str:
+        """The text parts joined by newlines (reasoning and other parts left out)."""
+        return "\n".join(p.text for p in self.parts if type(p) is TextPart)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls among the parts, in order."""
+        return tuple(p for p in self.parts if type(p) is ToolCall)
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        """The tool results among the parts, in order."""
+        return tuple(p for p in self.parts if type(p) is ToolResult)
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """A system message with one text part."""
+        return _new_message(Role.SYSTEM, (TextPart(text=text),))
+
+    @classmethod
+    def human(cls, text: str) -> Message:
+        """A human message with one text part."""
+        return _new_message(Role.HUMAN, (TextPart(text=text),))
+
+    @classmethod
+    def ai(cls, text: str = "", *tool_calls: ToolCall) -> Message:
+        """An AI message: optional text, then tool calls."""
+        parts: tuple[Any, ...] = ((TextPart(text=text),) if text else ()) + tool_calls
+        return _new_message(Role.AI, parts)
+
+    @classmethod
+    def tool(cls, tool_call_id: str, name: str, content: str) -> Message:
+        """A tool message holding one result."""
+        return _new_message(
+            Role.TOOL, (ToolResult(tool_call_id=tool_call_id, name=name, content=content),)
+        )
+
+
+def _new_message(role: Role, parts: tuple[Any, ...]) -> Message:
+    return Message(role=role, parts=parts)
+
+
+def new_trusted(cls: type[Any], fields: dict[str, Any], size: int | None = None) -> Any:
+    """Build a model from fields already known to be valid, skipping validation.
+
+    Transforms rebuild thousands of messages whose fields come from validated
+    messages; re-validating them would cost more than the transform itself.
+    """
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    if size is not None:
+        fields["size"] = size
+    return obj
+
+
+def trusted_message(role: Role, parts: tuple[Any, ...], size: int | None = None) -> Message:
+    """A message from parts already validated (see :func:`new_trusted`)."""
+    if size is None:
+        size = sum(map(part_size, parts))
+    msg: Message = new_trusted(Message, {"role": role, "parts": parts}, size)
+    return msg
+
+
+MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])

@@ -1,0 +1,1 @@
+"""Concurrent summarization of LLM agent chains under byte budgets."""
