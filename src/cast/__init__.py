@@ -1,0 +1,64 @@
+"""cast: parse LLM agent chains into an immutable, size-tracked AST; repair, port and
+convert them.
+
+>>> from cast import ChainAST, Message
+>>> ast = ChainAST.from_messages([Message.system("be brief"), Message.human("hi"), Message.ai("hello")])
+>>> [len(section.body) for section in ast.sections], ast.size
+([1], 15)
+"""
+
+from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast.constants import (
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    FAKE_GEMINI_SIGNATURE,
+    FALLBACK_RESPONSE_CONTENT,
+    SUMMARIZATION_TOOL_ARGS,
+    SUMMARIZATION_TOOL_NAME,
+)
+from cast.errors import ChainError, CodecError, IdTemplateError, MessageFormatError
+from cast.ids import CHARSETS, IdTemplate
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    Part,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
+from cast.parse import ChainIssue, diagnose
+from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
+
+__all__ = [
+    "CHARSETS",
+    "DEFAULT_TOOL_CALL_ID_TEMPLATE",
+    "FAKE_GEMINI_SIGNATURE",
+    "FALLBACK_RESPONSE_CONTENT",
+    "SUMMARIZATION_TOOL_ARGS",
+    "SUMMARIZATION_TOOL_NAME",
+    "BinaryPart",
+    "BodyPair",
+    "BodyPairType",
+    "ChainAST",
+    "ChainError",
+    "ChainIssue",
+    "CodecError",
+    "Header",
+    "IdTemplate",
+    "IdTemplateError",
+    "ImagePart",
+    "Message",
+    "MessageFormatError",
+    "Part",
+    "Reasoning",
+    "Role",
+    "Section",
+    "TextPart",
+    "ToolCall",
+    "ToolResult",
+    "contains_tool_call_reasoning",
+    "diagnose",
+    "extract_reasoning_message",
+]

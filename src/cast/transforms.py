@@ -1,0 +1,406 @@
+"""Transforms of a ChainAST. Each returns a new tree; the receiver is never changed, and
+every section, pair and message a transform does not touch is shared, not copied."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast.errors import ChainError, IdTemplateError
+from cast.ids import TemplateLike, as_template
+from cast.messages import (
+    Message,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    new_trusted,
+    trusted_message,
+    utf8_len,
+)
+
+__all__ = [
+    "add_tool_response",
+    "append_human_message",
+    "clear_reasoning",
+    "contains_tool_call_reasoning",
+    "extract_reasoning_message",
+    "map_messages",
+    "normalize_tool_call_ids",
+    "sanitize_arguments",
+    "sanitize_tool_call_arguments",
+]
+
+_MAX_ID_ATTEMPTS = 64
+
+
+def _with_field(part: Any, name: str, value: object) -> Any:
+    fields = dict(part.__dict__)
+    fields[name] = value
+    return new_trusted(type(part), fields)
+
+
+def _rebuild_pair(pair: BodyPair, ai: Message, tools: tuple[Message, ...]) -> BodyPair:
+    return BodyPair._trusted(pair.type, ai, tools, ai.size + sum(m.size for m in tools))
+
+
+def _rebuild_section(section: Section, header: Header, body: tuple[BodyPair, ...]) -> Section:
+    return Section._trusted(header, body, header.size + sum(p.size for p in body))
+
+
+def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> ChainAST:
+    """Apply ``change`` to every message; ``None`` means unchanged. Shares what stays.
+
+    ``change`` must keep each message's role and tool-call pairing (ids, counts).
+    """
+    sections: list[Section] = []
+    changed_any = False
+    for section in ast.sections:
+        header = section.header
+        system = header.system_message
+        human = header.human_message
+        new_system = change(system) if system is not None else None
+        new_human = change(human) if human is not None else None
+        if new_system is not None or new_human is not None:
+            system = new_system or system
+            human = new_human or human
+            header = Header._trusted(
+                system,
+                human,
+                (system.size if system else 0) + (human.size if human else 0),
+            )
+        body: list[BodyPair] = []
+        body_changed = False
+        for pair in section.body:
+            ai = change(pair.ai_message)
+            tools = pair.tool_messages
+            new_tools = [change(m) for m in tools]
+            if ai is None and not any(new_tools):
+                body.append(pair)
+                continue
+            body_changed = True
+            body.append(
+                _rebuild_pair(
+                    pair,
+                    ai or pair.ai_message,
+                    tuple(n or o for n, o in zip(new_tools, tools, strict=True)),
+                )
+            )
+        if header is section.header and not body_changed:
+            sections.append(section)
+            continue
+        changed_any = True
+        sections.append(_rebuild_section(section, header, tuple(body) if body_changed else section.body))
+    if not changed_any:
+        return ast
+    return ChainAST._trusted(tuple(sections))
+
+
+# -- tool-call ids -----------------------------------------------------------------------
+
+
+def normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
+    """Give every tool call whose id does not fit ``template``, or repeats an id used
+    earlier in the chain, a new id generated from the template; its results follow.
+
+    Ids that fit and are first used are kept. New ids are seeded by the old id, the
+    function name and how many times that old id was replaced before, so the result is
+    deterministic and appending to a chain never changes the ids already given.
+    """
+    tmpl = as_template(template)
+    uses_name = tmpl.uses_function_name
+    matches = tmpl.matches
+
+    # Pass 1: which ids are kept (fit the template, first occurrence), so new ids avoid them.
+    kept_ids: set[str] = set()
+    plan: list[tuple[int, int, list[int]]] = []  # (section, pair, positions of calls to rename)
+    for s_index, section in enumerate(ast.sections):
+        for p_index, pair in enumerate(section.body):
+            if pair.type is BodyPairType.COMPLETION:
+                continue
+            rename: list[int] = []
+            for position, part in enumerate(pair.ai_message.parts):
+                if type(part) is not ToolCall:
+                    continue
+                call_id = part.id
+                if call_id not in kept_ids and (
+                    matches(call_id, part.name) if uses_name else matches(call_id)
+                ):
+                    kept_ids.add(call_id)
+                else:
+                    rename.append(position)
+            if rename:
+                plan.append((s_index, p_index, rename))
+    if not plan:
+        return ast
+
+    capacity = tmpl.capacity
+    if capacity is not None and capacity < len(kept_ids) + sum(len(r) for _, _, r in plan):
+        raise IdTemplateError(
+            f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids, "
+            "fewer than this chain needs"
+        )
+
+    used = kept_ids
+    replaced: dict[str, int] = {}
+    sections = list(ast.sections)
+    for s_index, plan_pairs in _group_by_section(plan):
+        section = sections[s_index]
+        body = list(section.body)
+        for p_index, positions in plan_pairs:
+            pair = body[p_index]
+            body[p_index] = _rename_pair_calls(pair, positions, tmpl, used, replaced)
+        sections[s_index] = _rebuild_section(section, section.header, tuple(body))
+    return ChainAST._trusted(tuple(sections))
+
+
+def _group_by_section(
+    plan: list[tuple[int, int, list[int]]],
+) -> Iterable[tuple[int, list[tuple[int, list[int]]]]]:
+    current = -1
+    group: list[tuple[int, list[int]]] = []
+    for s_index, p_index, positions in plan:
+        if s_index != current:
+            if group:
+                yield current, group
+            current, group = s_index, []
+        group.append((p_index, positions))
+    if group:
+        yield current, group
+
+
+def _new_id(tmpl: Any, old_id: str, name: str, used: set[str], replaced: dict[str, int]) -> str:
+    occurrence = replaced.get(old_id, 0)
+    replaced[old_id] = occurrence + 1
+    for attempt in range(_MAX_ID_ATTEMPTS):
+        seed = f"{old_id}\x1f{name}\x1f{occurrence}\x1f{attempt}"
+        new = tmpl.generate(name, seed=seed)
+        if new not in used:
+            used.add(new)
+            return str(new)
+    raise IdTemplateError(
+        f"id template {tmpl.pattern!r} keeps producing ids already used in the chain"
+    )
+
+
+def _rename_pair_calls(
+    pair: BodyPair, positions: list[int], tmpl: Any, used: set[str], replaced: dict[str, int]
+) -> BodyPair:
+    ai = pair.ai_message
+    parts = list(ai.parts)
+    size_delta = 0
+    # For each old id, the final ids of its calls in call order (results consume in order).
+    final: dict[str, list[str]] = {}
+    rename = set(positions)
+    for position, part in enumerate(parts):
+        if type(part) is not ToolCall:
+            continue
+        if position in rename:
+            new_id = _new_id(tmpl, part.id, part.name, used, replaced)
+            parts[position] = _with_field(part, "id", new_id)
+            size_delta += utf8_len(new_id) - utf8_len(part.id)
+        else:
+            new_id = part.id
+        final.setdefault(part.id, []).append(new_id)
+    new_ai = trusted_message(Role.AI, tuple(parts), ai.size + size_delta)
+
+    tools: list[Message] = []
+    for message in pair.tool_messages:
+        tool_parts = list(message.parts)
+        delta = 0
+        changed = False
+        for position, part in enumerate(tool_parts):
+            if type(part) is not ToolResult:
+                continue
+            ids = final.get(part.tool_call_id)
+            if not ids:
+                continue
+            new_id = ids.pop(0) if len(ids) > 1 else ids[0]
+            if new_id != part.tool_call_id:
+                tool_parts[position] = _with_field(part, "tool_call_id", new_id)
+                delta += utf8_len(new_id) - utf8_len(part.tool_call_id)
+                changed = True
+        tools.append(
+            trusted_message(Role.TOOL, tuple(tool_parts), message.size + delta) if changed else message
+        )
+    return _rebuild_pair(pair, new_ai, tuple(tools))
+
+
+# -- reasoning ---------------------------------------------------------------------------
+
+
+def _without_reasoning(message: Message) -> Message | None:
+    parts = message.parts
+    for part in parts:
+        if (type(part) is TextPart or type(part) is ToolCall) and part.reasoning is not None:
+            break
+    else:
+        return None
+    new_parts = tuple(
+        _with_field(p, "reasoning", None)
+        if (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None
+        else p
+        for p in parts
+    )
+    return trusted_message(message.role, new_parts)
+
+
+def clear_reasoning(ast: ChainAST) -> ChainAST:
+    """Drop ``reasoning`` from every text part and tool call; everything else is kept."""
+    return map_messages(ast, _without_reasoning)
+
+
+def contains_tool_call_reasoning(messages: Iterable[Message]) -> bool:
+    """Whether any tool call in ``messages`` carries reasoning."""
+    return any(
+        type(part) is ToolCall and part.reasoning is not None
+        for message in messages
+        for part in message.parts
+    )
+
+
+def extract_reasoning_message(messages: Iterable[Message]) -> Message | None:
+    """The first text part with reasoning in the AI messages, as a new AI message holding
+    only that part; None when there is none."""
+    for message in messages:
+        if message.role is not Role.AI:
+            continue
+        for part in message.parts:
+            if type(part) is TextPart and part.reasoning is not None:
+                return trusted_message(Role.AI, (part,))
+    return None
+
+
+# -- arguments ---------------------------------------------------------------------------
+
+_CONTROL_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_control_in_strings(text: str) -> str:
+    out: list[str] = []
+    in_string = False
+    escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            elif char < " ":
+                out.append(_CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}")
+                continue
+        elif char == '"':
+            in_string = True
+        out.append(char)
+    return "".join(out)
+
+
+def sanitize_arguments(arguments: str) -> str:
+    """Arguments as valid JSON text: raw control characters inside strings escaped,
+    anything still invalid (or empty) replaced by ``"{}"``."""
+    try:
+        json.loads(arguments)
+    except ValueError:
+        pass
+    else:
+        return arguments
+    fixed = _escape_control_in_strings(arguments)
+    try:
+        json.loads(fixed)
+    except ValueError:
+        return "{}"
+    return fixed
+
+
+def _sanitized(message: Message) -> Message | None:
+    if message.role is not Role.AI:
+        return None
+    parts = message.parts
+    new_parts: list[Any] | None = None
+    for position, part in enumerate(parts):
+        if type(part) is not ToolCall:
+            continue
+        fixed = sanitize_arguments(part.arguments)
+        if fixed != part.arguments:
+            if new_parts is None:
+                new_parts = list(parts)
+            new_parts[position] = _with_field(part, "arguments", fixed)
+    if new_parts is None:
+        return None
+    return trusted_message(Role.AI, tuple(new_parts))
+
+
+def sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
+    """Escape raw control characters inside JSON strings of tool-call arguments;
+    arguments still not valid JSON become ``"{}"``."""
+    return map_messages(ast, _sanitized)
+
+
+# -- editing ----------------------------------------------------------------------------
+
+
+def append_human_message(ast: ChainAST, text: str) -> ChainAST:
+    """Add human text to the chain.
+
+    Empty chain or a last section with a body: a new section. A last section without a
+    human message: the message becomes its human message. Otherwise the text is appended
+    as a new part of the last section's human message.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    part = TextPart(text=text)
+    sections = ast.sections
+    if not sections or sections[-1].body:
+        human = trusted_message(Role.HUMAN, (part,))
+        section = Section._trusted(Header._trusted(None, human, human.size), (), human.size)
+        return ChainAST._trusted((*sections, section), ast.size + human.size)
+    last = sections[-1]
+    header = last.header
+    old = header.human_message
+    human = trusted_message(Role.HUMAN, (part,) if old is None else (*old.parts, part))
+    new_header = Header._trusted(
+        header.system_message,
+        human,
+        (header.system_message.size if header.system_message else 0) + human.size,
+    )
+    new_last = _rebuild_section(last, new_header, last.body)
+    return ChainAST._trusted((*sections[:-1], new_last))
+
+
+def add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str) -> ChainAST:
+    """Set the result of the (latest) tool call with this id.
+
+    Replaces the content of its existing result, or adds the missing result. Raises
+    :class:`ChainError` when no tool call in the chain has this id.
+    """
+    sections = ast.sections
+    for s_index in range(len(sections) - 1, -1, -1):
+        section = sections[s_index]
+        for p_index in range(len(section.body) - 1, -1, -1):
+            pair = section.body[p_index]
+            if not any(type(p) is ToolCall and p.id == tool_call_id for p in pair.ai_message.parts):
+                continue
+            new_pair = _set_result(pair, tool_call_id, name, content)
+            body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
+            new_sections = list(sections)
+            new_sections[s_index] = _rebuild_section(section, section.header, body)
+            return ChainAST._trusted(tuple(new_sections))
+    raise ChainError(f"no tool call with id {tool_call_id!r} in the chain", rule="unknown-tool-call")
+
+
+def _set_result(pair: BodyPair, tool_call_id: str, name: str, content: str) -> BodyPair:
+    tools = list(pair.tool_messages)
+    for m_index, message in enumerate(tools):
+        for position, part in enumerate(message.parts):
+            if type(part) is ToolResult and part.tool_call_id == tool_call_id:
+                parts = list(message.parts)
+                parts[position] = ToolResult(tool_call_id=tool_call_id, name=part.name, content=content)
+                tools[m_index] = trusted_message(Role.TOOL, tuple(parts))
+                return _rebuild_pair(pair, pair.ai_message, tuple(tools))
+    result = ToolResult(tool_call_id=tool_call_id, name=name, content=content)
+    tools.append(trusted_message(Role.TOOL, (result,)))
+    return _rebuild_pair(pair, pair.ai_message, tuple(tools))
