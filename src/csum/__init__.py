@@ -1,1 +1,30 @@
-"""Concurrent summarization of LLM agent chains under byte budgets."""
+"""csum: keep LLM agent chains under byte budgets by summarizing their old parts through
+an injected async handler.
+
+>>> import anyio
+>>> from cast import Message
+>>> from csum import Summarizer, SummarizerConfig
+>>> async def handler(prompt: str) -> str:
+...     return "the user greeted twice"
+>>> chain = [Message.human("hi"), Message.ai("hello"), Message.human("hi again"), Message.ai("hey")]
+>>> out = anyio.run(Summarizer().summarize_chain, handler, chain)
+>>> out[1].text
+'**summarized content:**\\nthe user greeted twice'
+"""
+
+from csum.config import SummarizerConfig
+from csum.errors import SummarizationError
+from csum.prompt import messages_to_prompt
+from csum.strategies import SUMMARIZED_CONTENT_PREFIX, SummarizeHandler, is_summarized
+from csum.summarizer import Summarizer, SummaryResult
+
+__all__ = [
+    "SUMMARIZED_CONTENT_PREFIX",
+    "SummarizationError",
+    "SummarizeHandler",
+    "Summarizer",
+    "SummarizerConfig",
+    "SummaryResult",
+    "is_summarized",
+    "messages_to_prompt",
+]

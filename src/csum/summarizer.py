@@ -1,0 +1,158 @@
+"""The summarizer: parse with repair, run the phases, hand back a new chain."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio
+
+from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
+from cast.ids import TemplateLike, as_template
+from cast.messages import Message
+from cast.parse import ChainIssue, parse_chain
+from csum.config import SummarizerConfig
+from csum.strategies import (
+    HandlerCalls,
+    SummarizeHandler,
+    gather,
+    needs_section_summary,
+    rotate_section,
+    summarize_qa,
+    summarize_section,
+)
+
+__all__ = ["SummaryResult", "Summarizer"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryResult:
+    """A summarized chain and what it cost."""
+
+    messages: list[Message]
+    size_before: int
+    size_after: int
+    handler_calls: int
+    handler_input_bytes: int
+    handler_output_bytes: int
+    repairs: tuple[ChainIssue, ...]
+    """What parsing with repair changed in the input (empty for a valid chain)."""
+    seconds: float
+
+    @property
+    def changed(self) -> bool:
+        """Whether summarization (or repair) changed the chain."""
+        return self.handler_calls > 0 or bool(self.repairs)
+
+
+class Summarizer:
+    """Keeps chains within byte budgets by summarizing their old parts.
+
+    ``max_concurrency`` bounds the handler calls in flight within one call of
+    :meth:`summarize_chain` (None: unbounded).
+    """
+
+    def __init__(
+        self, config: SummarizerConfig | None = None, *, max_concurrency: int | None = None
+    ) -> None:
+        if config is None:
+            config = SummarizerConfig()
+        elif not isinstance(config, SummarizerConfig):
+            raise TypeError(f"config must be a SummarizerConfig, not {type(config).__name__}")
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise ValueError(f"max_concurrency must be a positive int or None, not {max_concurrency!r}")
+        self.config = config
+        self.max_concurrency = max_concurrency
+
+    def __repr__(self) -> str:
+        return f"Summarizer({self.config!r}, max_concurrency={self.max_concurrency!r})"
+
+    async def summarize_chain(
+        self,
+        handler: SummarizeHandler,
+        messages: Iterable[Message | dict[str, Any]],
+        *,
+        id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    ) -> list[Message]:
+        """The chain summarized to fit the config (see :meth:`summarize`)."""
+        result = await self.summarize(handler, messages, id_template=id_template)
+        return result.messages
+
+    async def summarize(
+        self,
+        handler: SummarizeHandler,
+        messages: Iterable[Message | dict[str, Any]],
+        *,
+        id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE,
+        on_call: Callable[[int, int], None] | None = None,
+    ) -> SummaryResult:
+        """Summarize a chain and report what it cost.
+
+        Parses with repair (a chain whose first message is not system/human still raises
+        ``ChainError``), then runs section summarization and last-section rotation
+        concurrently, then QA summarization when enabled. Raises
+        :class:`SummarizationError` when the handler fails; the input is never changed
+        and no partial result escapes. ``on_call(calls, input_bytes)`` is told after each
+        handler call (progress reporting).
+        """
+        if not callable(handler):
+            raise TypeError(f"handler must be an async callable, not {type(handler).__name__}")
+        started = time.perf_counter()
+        template = as_template(id_template)
+        issues: list[ChainIssue] = []
+        ast = parse_chain(messages, repair=True, issues=issues)
+        size_before = ast.size
+        config = self.config
+        limiter = None if self.max_concurrency is None else anyio.CapacityLimiter(self.max_concurrency)
+        calls = HandlerCalls(handler, limiter, on_call=on_call)
+
+        sections = list(ast.sections)
+        keep_from = max(len(sections) - config.keep_qa_sections, 0)
+        jobs: list[Callable[[], Awaitable[Any]]] = []
+        targets: list[int] = []
+        for index, section in enumerate(sections):
+            if index < keep_from:
+                if needs_section_summary(section):
+                    jobs.append(partial(summarize_section, calls, section, index, template))
+                    targets.append(index)
+            elif config.preserve_last and len(section.body) > 1:
+                jobs.append(partial(rotate_section, calls, section, index, config, template))
+                targets.append(index)
+        if jobs:
+            for index, new_section in zip(targets, await gather(jobs), strict=True):
+                sections[index] = new_section
+            ast = type(ast)._trusted(tuple(sections))
+        if config.use_qa:
+            ast = await summarize_qa(calls, ast, config, template)
+
+        return SummaryResult(
+            messages=ast.to_messages(),
+            size_before=size_before,
+            size_after=ast.size,
+            handler_calls=calls.calls,
+            handler_input_bytes=calls.input_bytes,
+            handler_output_bytes=calls.output_bytes,
+            repairs=tuple(issues),
+            seconds=time.perf_counter() - started,
+        )
+
+    def summarize_chain_sync(
+        self,
+        handler: SummarizeHandler,
+        messages: Iterable[Message | dict[str, Any]],
+        *,
+        id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE,
+        backend: str = "asyncio",
+    ) -> list[Message]:
+        """:meth:`summarize_chain` for scripts: runs its own event loop (``backend``)."""
+        return anyio.run(
+            partial(self.summarize_chain, handler, messages, id_template=id_template),
+            backend=backend,
+        )
