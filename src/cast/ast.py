@@ -142,16 +142,23 @@ class BodyPair:
 
     def __post_init__(self) -> None:
         _check_role(self.ai_message, Role.AI, "BodyPair.ai_message")
-        if not isinstance(self.tool_messages, tuple):
-            _set(self, "tool_messages", tuple(self.tool_messages))
+        tool_messages: Any = self.tool_messages  # lists are accepted too
+        if not isinstance(tool_messages, tuple):
+            _set(self, "tool_messages", tuple(tool_messages))
         for message in self.tool_messages:
             _check_role(message, Role.TOOL, "BodyPair.tool_messages[]")
+        declared = BodyPairType(self.type)
+        _set(self, "type", declared)
         actual = pair_type_of(self.ai_message)
-        if BodyPairType(self.type) is not actual:
-            raise ChainError(f"body pair declared {self.type.value} but its AI message makes it {actual.value}")
+        if declared is not actual:
+            raise ChainError(
+                f"body pair declared {declared.value} but its AI message makes it {actual.value}"
+            )
         if actual is BodyPairType.COMPLETION:
             if self.tool_messages:
-                raise ChainError("a COMPLETION pair has no tool calls, so it takes no tool messages")
+                raise ChainError(
+                    "a COMPLETION pair has no tool calls, so it takes no tool messages"
+                )
         else:
             problem = _pairing_problem(self.ai_message, self.tool_messages)
             if problem is not None:
@@ -244,10 +251,12 @@ class Section:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.header, Header):
-            raise TypeError(f"Section.header must be a Header, not {type(self.header).__name__}")
-        if not isinstance(self.body, tuple):
-            _set(self, "body", tuple(self.body))
+        header: Any = self.header
+        if not isinstance(header, Header):
+            raise TypeError(f"Section.header must be a Header, not {type(header).__name__}")
+        body: Any = self.body  # lists are accepted too
+        if not isinstance(body, tuple):
+            _set(self, "body", tuple(body))
         for pair in self.body:
             if not isinstance(pair, BodyPair):
                 raise TypeError(f"Section.body holds BodyPair nodes, not {type(pair).__name__}")
@@ -285,9 +294,13 @@ def _check_sections(sections: tuple[Section, ...]) -> None:
                 raise ChainError("section 0 must open with a system or human message")
         else:
             if header.system_message is not None:
-                raise ChainError(f"section {index}: only the first section may hold a system message")
+                raise ChainError(
+                    f"section {index}: only the first section may hold a system message"
+                )
             if header.human_message is None:
-                raise ChainError(f"section {index}: every section after the first opens with a human message")
+                raise ChainError(
+                    f"section {index}: every section after the first opens with a human message"
+                )
         if index < last and not section.body:
             raise ChainError(
                 f"section {index}: only the last section may have an empty body "
@@ -346,7 +359,9 @@ class ChainAST:
     # -- building and reading ---------------------------------------------------------
 
     @classmethod
-    def from_messages(cls, messages: Iterable[Message | dict[str, Any]], *, repair: bool = False) -> Self:
+    def from_messages(
+        cls, messages: Iterable[Message | dict[str, Any]], *, repair: bool = False
+    ) -> Self:
         """Parse a chain of messages (or their dicts).
 
         Raises :class:`ChainError` (with the offending message's ``index``) when the chain

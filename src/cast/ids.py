@@ -66,8 +66,14 @@ class _Run:
     length: int
     chars: str
 
-    def draw(self, stream: _ByteStream) -> str:
-        return stream.take(self.length, self.chars)
+    def draw(self, next_block: Callable[[], bytes]) -> str:
+        """``length`` characters from the byte blocks, without bias: bytes past the
+        last whole multiple of ``len(chars)`` are skipped (rejection sampling)."""
+        table, delete = _translation(self.chars)
+        out = b""
+        while len(out) < self.length:
+            out += next_block().translate(table, delete)
+        return out[: self.length].decode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,22 +82,6 @@ class _FunctionName:
 
 
 _Piece = str | _Run | _FunctionName
-
-
-class _ByteStream:
-    """Characters from a charset, drawn without bias from a byte source."""
-
-    __slots__ = ("_next_block",)
-
-    def __init__(self, next_block: Callable[[], bytes]) -> None:
-        self._next_block = next_block
-
-    def take(self, count: int, chars: str) -> str:
-        table, delete = _translation(chars)
-        out = b""
-        while len(out) < count:
-            out += self._next_block().translate(table, delete)
-        return out[:count].decode("ascii")
 
 
 @lru_cache(maxsize=64)
@@ -112,21 +102,21 @@ def _seed_bytes(seed: object) -> bytes:
     return repr(seed).encode("utf-8")
 
 
-def _seeded_stream(seed: object) -> _ByteStream:
+def _seeded_blocks(seed: object) -> Callable[[], bytes]:
+    """16-byte blocks derived from the seed: xxh3-128 of it under counters 0, 1, ..."""
     data = _seed_bytes(seed)
-    counter = 0
+    counter = -1
 
     def next_block() -> bytes:
         nonlocal counter
-        block = xxhash.xxh3_128_digest(data, seed=counter)
         counter += 1
-        return block
+        return xxhash.xxh3_128_digest(data, seed=counter)
 
-    return _ByteStream(next_block)
+    return next_block
 
 
-def _random_stream() -> _ByteStream:
-    return _ByteStream(lambda: secrets.token_bytes(32))
+def _random_block() -> bytes:
+    return secrets.token_bytes(32)
 
 
 # exrex draws from module-level ``choice``/``randint``; they are swapped for a seeded or
@@ -149,7 +139,7 @@ def _parse_template(pattern: str) -> tuple[_Piece, ...]:
     pos = 0
     for match in _PLACEHOLDER.finditer(pattern):
         if match.start() > pos:
-            pieces.append(pattern[pos : match.start()])
+            pieces.append(_literal(pattern, pattern[pos : match.start()]))
         if match.group("f"):
             pieces.append(_FunctionName())
         else:
@@ -168,10 +158,21 @@ def _parse_template(pattern: str) -> tuple[_Piece, ...]:
             pieces.append(_Run(int(length_text), CHARSETS[charset]))
         pos = match.end()
     if pos < len(pattern):
-        pieces.append(pattern[pos:])
+        pieces.append(_literal(pattern, pattern[pos:]))
     if not pieces:
         raise IdTemplateError("id template is empty")
     return tuple(pieces)
+
+
+def _literal(pattern: str, text: str) -> str:
+    # A brace outside a placeholder is a placeholder mistyped ("{r:24}", "{r:24:x"), not
+    # literal text: accepting it would silently produce constant ids.
+    if "{" in text or "}" in text:
+        raise IdTemplateError(
+            f"id template {pattern!r}: {text!r} holds a brace outside a placeholder; "
+            "placeholders are {r:LENGTH:CHARSET} and {f}"
+        )
+    return text
 
 
 def _pieces_regex(pieces: tuple[_Piece, ...], function_name: str | None) -> str:
@@ -202,13 +203,17 @@ class IdTemplate:
     pattern: str
     is_regex: bool
     regex: Any
+    _pieces: tuple[_Piece, ...]
+    _named: bool
 
     def __init__(self, pattern: str | IdTemplate) -> None:
         if isinstance(pattern, IdTemplate):
             self._copy_from(pattern)
             return
         if not isinstance(pattern, str):
-            raise TypeError(f"id template must be a str or IdTemplate, not {type(pattern).__name__}")
+            raise TypeError(
+                f"id template must be a str or IdTemplate, not {type(pattern).__name__}"
+            )
         pieces = _parse_template(pattern)
         object.__setattr__(self, "pattern", pattern)
         object.__setattr__(self, "is_regex", False)
@@ -268,7 +273,9 @@ class IdTemplate:
         accepts any run of non-space characters.
         """
         if function_name is not None and self._named:
-            return _named_regex(self._pieces, function_name).fullmatch(value) is not None
+            # An empty name stands for none, as in ``generate``.
+            name = function_name or self.DEFAULT_FUNCTION_NAME
+            return _named_regex(self._pieces, name).fullmatch(value) is not None
         return self.regex.fullmatch(value) is not None
 
     def generate(self, function_name: str | None = None, *, seed: object = None) -> str:
@@ -289,16 +296,38 @@ class IdTemplate:
                 if self.regex.fullmatch(value) is not None:
                     return value
             raise IdTemplateError(f"cannot generate an id that fully matches {self.pattern!r}")
-        stream = _random_stream() if seed is None else _seeded_stream(seed)
+        if seed is not None:
+            return self._generate_seeded(_seed_bytes(seed), function_name)
+        next_block = _random_block
         name = function_name or self.DEFAULT_FUNCTION_NAME
         out: list[str] = []
         for piece in self._pieces:
-            if isinstance(piece, str):
+            if type(piece) is str:
                 out.append(piece)
-            elif isinstance(piece, _Run):
-                out.append(piece.draw(stream))
+            elif type(piece) is _Run:
+                out.append(piece.draw(next_block))
             else:
                 out.append(name)
+        return "".join(out)
+
+    def _generate_seeded(self, data: bytes, function_name: str | None) -> str:
+        # The hot path of id normalization: the blocks of _seeded_blocks, inlined.
+        digest = xxhash.xxh3_128_digest
+        counter = 0
+        out: list[str] = []
+        for piece in self._pieces:
+            if type(piece) is str:
+                out.append(piece)
+            elif type(piece) is _Run:
+                table, delete = _translation(piece.chars)
+                length = piece.length
+                drawn = b""
+                while len(drawn) < length:
+                    drawn += digest(data, seed=counter).translate(table, delete)
+                    counter += 1
+                out.append(drawn[:length].decode("ascii"))
+            else:
+                out.append(function_name or self.DEFAULT_FUNCTION_NAME)
         return "".join(out)
 
     @property

@@ -264,19 +264,42 @@ def _new_message(role: Role, parts: tuple[Any, ...]) -> Message:
     return Message(role=role, parts=parts)
 
 
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+_FIELDS_SETS: dict[type[Any], set[str]] = {}
+
+
 def new_trusted(cls: type[Any], fields: dict[str, Any], size: int | None = None) -> Any:
     """Build a model from fields already known to be valid, skipping validation.
 
     Transforms rebuild thousands of messages whose fields come from validated
-    messages; re-validating them would cost more than the transform itself.
+    messages; re-validating them would cost more than the transform itself. ``fields``
+    must hold every field of ``cls``.
     """
-    obj = cls.__new__(cls)
-    object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
     if size is not None:
-        fields["size"] = size
+        obj.__dict__["size"] = size
+    fields_set = _FIELDS_SETS.get(cls)
+    if fields_set is None:
+        fields_set = _FIELDS_SETS[cls] = set(cls.model_fields)
+    # The fields set is shared between trusted instances; pydantic never mutates it.
+    _SET_FIELDS_SET(obj, fields_set)
+    _SET_EXTRA(obj, None)
+    _SET_PRIVATE(obj, None)
+    return obj
+
+
+def replace_field(model: Any, name: str, value: object) -> Any:
+    """A copy of a validated part with one field replaced (no re-validation)."""
+    obj = object.__new__(type(model))
+    fields = obj.__dict__
+    fields.update(model.__dict__)
+    fields[name] = value
+    _SET_FIELDS_SET(obj, model.__pydantic_fields_set__)
+    _SET_EXTRA(obj, None)
+    _SET_PRIVATE(obj, None)
     return obj
 
 

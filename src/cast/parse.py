@@ -108,6 +108,7 @@ def parse_chain(
     # The open section.
     system: Message | None = None
     human: Message | None = None
+    human_index = 0  # input position of ``human``, for error messages
     body: list[BodyPair] = []
     body_size = 0
     in_section = False
@@ -148,7 +149,11 @@ def parse_chain(
             for call in missing:
                 fallback = trusted_message(
                     _TOOL,
-                    (ToolResult(tool_call_id=call.id, name=call.name, content=FALLBACK_RESPONSE_CONTENT),),
+                    (
+                        ToolResult(
+                            tool_call_id=call.id, name=call.name, content=FALLBACK_RESPONSE_CONTENT
+                        ),
+                    ),
                 )
                 tools.append(fallback)
                 pair_size += fallback.size
@@ -165,7 +170,9 @@ def parse_chain(
             human.size if human is not None else 0
         )
         size = header_size + body_size
-        sections.append(Section._trusted(Header._trusted(system, human, header_size), tuple(body), size))
+        sections.append(
+            Section._trusted(Header._trusted(system, human, header_size), tuple(body), size)
+        )
         total += size
         system = human = None
         body = []
@@ -181,10 +188,14 @@ def parse_chain(
             if pair_ai is None:
                 if not in_section:
                     report.fatal(index, "first-message", _FIRST_MESSAGE)
+                orphan_ids = ", ".join(
+                    repr(p.tool_call_id) for p in message.parts if type(p) is ToolResult
+                )
                 report.problem(
                     index,
                     "orphan-tool-message",
-                    "tool message does not follow an AI message with tool calls",
+                    f"tool message (results for {orphan_ids or 'no id'}) does not follow "
+                    "an AI message with tool calls",
                     "repair drops it",
                 )
                 continue
@@ -244,7 +255,9 @@ def parse_chain(
                 continue
             pair_ai = message
             pair_ai_index = index
-            pair_type = _SUMMARIZATION if first_name == SUMMARIZATION_TOOL_NAME else _REQUEST_RESPONSE
+            pair_type = (
+                _SUMMARIZATION if first_name == SUMMARIZATION_TOOL_NAME else _REQUEST_RESPONSE
+            )
             pair_size = size
             continue
 
@@ -252,18 +265,22 @@ def parse_chain(
             if in_section and not body:
                 if human is None:
                     human = message
+                    human_index = index
                     continue
                 report.problem(
                     index,
                     "consecutive-human",
-                    f"human message right after the human message at message {index - 1}",
+                    f"human message right after the human message at message {human_index}",
                     "repair merges its parts into that message",
                 )
-                human = trusted_message(_HUMAN, human.parts + message.parts, human.size + message.size)
+                human = trusted_message(
+                    _HUMAN, human.parts + message.parts, human.size + message.size
+                )
                 continue
             if in_section:
                 close_section()
             human = message
+            human_index = index
             in_section = True
             continue
 

@@ -16,7 +16,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    new_trusted,
+    replace_field,
     trusted_message,
     utf8_len,
 )
@@ -34,12 +34,6 @@ __all__ = [
 ]
 
 _MAX_ID_ATTEMPTS = 64
-
-
-def _with_field(part: Any, name: str, value: object) -> Any:
-    fields = dict(part.__dict__)
-    fields[name] = value
-    return new_trusted(type(part), fields)
 
 
 def _rebuild_pair(pair: BodyPair, ai: Message, tools: tuple[Message, ...]) -> BodyPair:
@@ -92,7 +86,9 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
             sections.append(section)
             continue
         changed_any = True
-        sections.append(_rebuild_section(section, header, tuple(body) if body_changed else section.body))
+        sections.append(
+            _rebuild_section(section, header, tuple(body) if body_changed else section.body)
+        )
     if not changed_any:
         return ast
     return ChainAST._trusted(tuple(sections))
@@ -191,24 +187,43 @@ def _rename_pair_calls(
     ai = pair.ai_message
     parts = list(ai.parts)
     size_delta = 0
-    # For each old id, the final ids of its calls in call order (results consume in order).
+    # Old id -> the final ids of its calls in call order; results consume them in order.
     final: dict[str, list[str]] = {}
     rename = set(positions)
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
             continue
+        old_id = part.id
         if position in rename:
-            new_id = _new_id(tmpl, part.id, part.name, used, replaced)
-            parts[position] = _with_field(part, "id", new_id)
-            size_delta += utf8_len(new_id) - utf8_len(part.id)
+            new_id = _new_id(tmpl, old_id, part.name, used, replaced)
+            parts[position] = replace_field(part, "id", new_id)
+            size_delta += utf8_len(new_id) - utf8_len(old_id)
         else:
-            new_id = part.id
-        final.setdefault(part.id, []).append(new_id)
+            new_id = old_id
+        ids = final.get(old_id)
+        if ids is None:
+            final[old_id] = [new_id]
+        else:
+            ids.append(new_id)
     new_ai = trusted_message(Role.AI, tuple(parts), ai.size + size_delta)
 
     tools: list[Message] = []
     for message in pair.tool_messages:
-        tool_parts = list(message.parts)
+        message_parts = message.parts
+        if len(message_parts) == 1:  # the common shape: one result per tool message
+            part = message_parts[0]
+            if type(part) is ToolResult:
+                ids = final.get(part.tool_call_id)
+                if ids:
+                    new_id = ids.pop(0) if len(ids) > 1 else ids[0]
+                    if new_id != part.tool_call_id:
+                        new_part = replace_field(part, "tool_call_id", new_id)
+                        size = message.size + utf8_len(new_id) - utf8_len(part.tool_call_id)
+                        tools.append(trusted_message(Role.TOOL, (new_part,), size))
+                        continue
+            tools.append(message)
+            continue
+        tool_parts = list(message_parts)
         delta = 0
         changed = False
         for position, part in enumerate(tool_parts):
@@ -219,11 +234,13 @@ def _rename_pair_calls(
                 continue
             new_id = ids.pop(0) if len(ids) > 1 else ids[0]
             if new_id != part.tool_call_id:
-                tool_parts[position] = _with_field(part, "tool_call_id", new_id)
+                tool_parts[position] = replace_field(part, "tool_call_id", new_id)
                 delta += utf8_len(new_id) - utf8_len(part.tool_call_id)
                 changed = True
         tools.append(
-            trusted_message(Role.TOOL, tuple(tool_parts), message.size + delta) if changed else message
+            trusted_message(Role.TOOL, tuple(tool_parts), message.size + delta)
+            if changed
+            else message
         )
     return _rebuild_pair(pair, new_ai, tuple(tools))
 
@@ -239,7 +256,7 @@ def _without_reasoning(message: Message) -> Message | None:
     else:
         return None
     new_parts = tuple(
-        _with_field(p, "reasoning", None)
+        replace_field(p, "reasoning", None)
         if (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None
         else p
         for p in parts
@@ -328,7 +345,7 @@ def _sanitized(message: Message) -> Message | None:
         if fixed != part.arguments:
             if new_parts is None:
                 new_parts = list(parts)
-            new_parts[position] = _with_field(part, "arguments", fixed)
+            new_parts[position] = replace_field(part, "arguments", fixed)
     if new_parts is None:
         return None
     return trusted_message(Role.AI, tuple(new_parts))
@@ -389,7 +406,9 @@ def add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str)
             new_sections = list(sections)
             new_sections[s_index] = _rebuild_section(section, section.header, body)
             return ChainAST._trusted(tuple(new_sections))
-    raise ChainError(f"no tool call with id {tool_call_id!r} in the chain", rule="unknown-tool-call")
+    raise ChainError(
+        f"no tool call with id {tool_call_id!r} in the chain", rule="unknown-tool-call"
+    )
 
 
 def _set_result(pair: BodyPair, tool_call_id: str, name: str, content: str) -> BodyPair:
@@ -398,7 +417,9 @@ def _set_result(pair: BodyPair, tool_call_id: str, name: str, content: str) -> B
         for position, part in enumerate(message.parts):
             if type(part) is ToolResult and part.tool_call_id == tool_call_id:
                 parts = list(message.parts)
-                parts[position] = ToolResult(tool_call_id=tool_call_id, name=part.name, content=content)
+                parts[position] = ToolResult(
+                    tool_call_id=tool_call_id, name=part.name, content=content
+                )
                 tools[m_index] = trusted_message(Role.TOOL, tuple(parts))
                 return _rebuild_pair(pair, pair.ai_message, tuple(tools))
     result = ToolResult(tool_call_id=tool_call_id, name=name, content=content)

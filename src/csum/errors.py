@@ -18,7 +18,9 @@ class SummarizationError(RuntimeError):
     """Summarization failed; nothing of the input was changed and no partial result
     escapes. ``section`` is the index of the section being summarized, when known."""
 
-    def __init__(self, message: str, *, section: int | None = None, phase: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, section: int | None = None, phase: str | None = None
+    ) -> None:
         self.section = section
         self.phase = phase
         where = []

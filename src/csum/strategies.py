@@ -140,8 +140,10 @@ def is_summarized(pair: BodyPair) -> bool:
         return True
     if pair.type is BodyPairType.COMPLETION:
         parts = pair.ai_message.parts
-        return bool(parts) and type(parts[0]) is TextPart and parts[0].text.startswith(
-            SUMMARIZED_CONTENT_PREFIX
+        return (
+            bool(parts)
+            and type(parts[0]) is TextPart
+            and parts[0].text.startswith(SUMMARIZED_CONTENT_PREFIX)
         )
     return False
 
@@ -211,7 +213,9 @@ async def summarize_section(
 ) -> Section:
     """The section with its whole body replaced by one summary pair."""
     summarized = _messages_of(section.body)
-    text = await calls.summarize(_human(section), summarized, phase="section summary", section=index)
+    text = await calls.summarize(
+        _human(section), summarized, phase="section summary", section=index
+    )
     pair = _summary_pair(
         text,
         summary_type(section.body),
@@ -365,7 +369,9 @@ async def summarize_qa(
         lambda: calls.summarize(human_messages, ai_messages, phase="QA summary", section=0)
     ]
     if config.summarize_human_in_qa and human_messages:
-        jobs.append(lambda: calls.summarize(human_messages, [], phase="QA human summary", section=0))
+        jobs.append(
+            lambda: calls.summarize(human_messages, [], phase="QA human summary", section=0)
+        )
     texts = await gather(jobs)
 
     human: Message | None = None

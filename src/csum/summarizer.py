@@ -25,7 +25,7 @@ from csum.strategies import (
     summarize_section,
 )
 
-__all__ = ["SummaryResult", "Summarizer"]
+__all__ = ["Summarizer", "SummaryResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,9 @@ class Summarizer:
             or not isinstance(max_concurrency, int)
             or max_concurrency < 1
         ):
-            raise ValueError(f"max_concurrency must be a positive int or None, not {max_concurrency!r}")
+            raise ValueError(
+                f"max_concurrency must be a positive int or None, not {max_concurrency!r}"
+            )
         self.config = config
         self.max_concurrency = max_concurrency
 
@@ -110,7 +112,9 @@ class Summarizer:
         ast = parse_chain(messages, repair=True, issues=issues)
         size_before = ast.size
         config = self.config
-        limiter = None if self.max_concurrency is None else anyio.CapacityLimiter(self.max_concurrency)
+        limiter = (
+            None if self.max_concurrency is None else anyio.CapacityLimiter(self.max_concurrency)
+        )
         calls = HandlerCalls(handler, limiter, on_call=on_call)
 
         sections = list(ast.sections)

@@ -1,0 +1,1 @@
+"""Benchmarks of chaincast (run each module with python -m)."""
