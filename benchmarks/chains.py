@@ -9,7 +9,32 @@ import string
 
 from cast import Message, Role, TextPart, ToolCall, ToolResult
 
-_WORDS = ["scan", "port", "host", "service", "version", "error", "file", "path", "config", "result", "output", "request", "token", "build", "deploy", "check", "report", "found", "open", "closed", "timeout", "retry", "user", "query"]
+_WORDS = (
+    "scan",
+    "port",
+    "host",
+    "service",
+    "version",
+    "error",
+    "file",
+    "path",
+    "config",
+    "result",
+    "output",
+    "request",
+    "token",
+    "build",
+    "deploy",
+    "check",
+    "report",
+    "found",
+    "open",
+    "closed",
+    "timeout",
+    "retry",
+    "user",
+    "query",
+)
 _TOOLS = ("terminal", "file_read", "search", "browser", "nmap_scan", "sql_query")
 
 
