@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
 from cast.ids import IdTemplate
@@ -102,23 +103,37 @@ class HandlerCalls:
 
 async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     """Run ``jobs`` concurrently; results by index. The first failure cancels the rest
-    and is raised (several simultaneous failures: one error chaining them all)."""
-    if len(jobs) == 1:
+    and is raised (several simultaneous failures: one error chaining them all).
+
+    Workers pull jobs from a shared counter and a new worker starts only after the
+    previous ones had a chance to run: jobs that complete without waiting (an instant
+    handler) share one task instead of paying for a task each, while jobs that wait
+    (a real model call) each get their own, so they all run at once.
+    """
+    count = len(jobs)
+    if count == 1:
         return [await jobs[0]()]
-    results: list[T | None] = [None] * len(jobs)
+    results: list[T | None] = [None] * count
     failures: list[SummarizationError] = []
+    next_job = 0
 
     async with anyio.create_task_group() as group:
 
-        async def run(index: int, job: Callable[[], Awaitable[T]]) -> None:
-            try:
-                results[index] = await job()
-            except SummarizationError as exc:
-                failures.append(exc)
-                group.cancel_scope.cancel()
+        async def worker() -> None:
+            nonlocal next_job
+            while next_job < count:
+                index = next_job
+                next_job += 1
+                try:
+                    results[index] = await jobs[index]()
+                except SummarizationError as exc:
+                    failures.append(exc)
+                    group.cancel_scope.cancel()
+                    return
 
-        for index, job in enumerate(jobs):
-            group.start_soon(run, index, job)
+        while next_job < count:
+            group.start_soon(worker)
+            await anyio.lowlevel.checkpoint()
 
     if failures:
         if len(failures) == 1:
