@@ -1,0 +1,170 @@
+"""Reading and writing chain files for the command lines: JSON from a path or stdin,
+format detection, and the byte-size units people type (``50KiB``, ``2MB``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import regex
+
+from cast.errors import ChainError, CodecError
+from cast.messages import MESSAGES_ADAPTER, Message
+from cast.parse import to_message
+
+__all__ = [
+    "NATIVE_FORMAT",
+    "InputError",
+    "decode_chain",
+    "encode_chain",
+    "format_size",
+    "known_formats",
+    "parse_size",
+    "read_json",
+    "write_json",
+]
+
+NATIVE_FORMAT = "chaincast"
+"""chaincast's own JSON: a list of ``Message.model_dump(mode="json")`` objects."""
+
+
+class InputError(ChainError):
+    """A chain file that cannot be read, parsed as JSON, or recognised."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, rule="input")
+
+
+def read_json(source: str, stdin: TextIO | None = None) -> Any:
+    """The JSON value in the file at ``source`` (``-`` reads standard input)."""
+    try:
+        if source == "-":
+            text = (stdin or sys.stdin).read()
+            where = "standard input"
+        else:
+            text = Path(source).read_text(encoding="utf-8")
+            where = source
+    except OSError as exc:
+        raise InputError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read {source}: not UTF-8 text ({exc.reason})") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+
+
+def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -> None:
+    """Write ``payload`` as indented JSON to the file ``target`` or standard output."""
+    text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    if target is None or target == "-":
+        (stdout or sys.stdout).write(text)
+        return
+    try:
+        Path(target).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+
+
+def known_formats() -> list[str]:
+    """Every format name the command lines accept."""
+    from cast.codecs import CODECS
+
+    return [NATIVE_FORMAT, *CODECS]
+
+
+def _looks_native(payload: Any) -> bool:
+    return (
+        isinstance(payload, list)
+        and bool(payload)
+        and all(isinstance(item, dict) and "parts" in item and "role" in item for item in payload)
+    )
+
+
+def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], str]:
+    """The messages of a payload and the format they were read as (detected when
+    ``fmt`` is None). Raises :class:`InputError` / :class:`CodecError` on bad input."""
+    from cast.codecs import detect_format, get_codec
+
+    if fmt is None:
+        if _looks_native(payload):
+            fmt = NATIVE_FORMAT
+        else:
+            fmt = detect_format(payload)
+            if fmt is None:
+                raise InputError(
+                    "cannot tell the chain's format; pass --format (one of "
+                    + ", ".join(known_formats())
+                    + ")"
+                )
+    if fmt == NATIVE_FORMAT:
+        if not isinstance(payload, list):
+            raise CodecError("expected a JSON array of messages", path="$")
+        return [to_message(item, index) for index, item in enumerate(payload)], fmt
+    try:
+        codec = get_codec(fmt)
+    except (KeyError, ValueError) as exc:
+        raise InputError(
+            f"unknown format {fmt!r}; known formats: {', '.join(known_formats())}"
+        ) from exc
+    return list(codec.decode(payload)), fmt
+
+
+def encode_chain(messages: Sequence[Message], fmt: str) -> Any:
+    """The payload of ``messages`` in format ``fmt``."""
+    from cast.codecs import get_codec
+
+    if fmt == NATIVE_FORMAT:
+        return MESSAGES_ADAPTER.dump_python(list(messages), mode="json")
+    try:
+        codec = get_codec(fmt)
+    except (KeyError, ValueError) as exc:
+        raise InputError(
+            f"unknown format {fmt!r}; known formats: {', '.join(known_formats())}"
+        ) from exc
+    return codec.encode(list(messages))
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+}
+_SIZE = regex.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size such as ``50KiB``, ``2MB``, ``1.5MiB`` or ``4096``."""
+    match = _SIZE.fullmatch(text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise ValueError(f"invalid size {text!r}: use a number with B, KB, KiB, MB, MiB, GB or GiB")
+    value = int(float(match.group(1)) * _UNITS[unit])
+    if value <= 0:
+        raise ValueError(f"invalid size {text!r}: must be positive")
+    return value
+
+
+def format_size(size: int) -> str:
+    """A byte count for people: ``812 B``, ``12.3 KiB``, ``4.0 MiB``."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")

@@ -1,0 +1,178 @@
+"""The ``cast`` command line: inspect, convert and lint chain files.
+
+``main(argv) -> int`` runs in-process (tests call it); ``entrypoint()`` is the console
+script. User errors print one line and exit with code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from cast.ast import BodyPairType, ChainAST
+from cast.chainio import (
+    decode_chain,
+    encode_chain,
+    format_size,
+    known_formats,
+    read_json,
+    write_json,
+)
+from cast.errors import ChainError
+from cast.messages import Message, ToolCall
+from cast.parse import diagnose, parse_chain
+
+__all__ = ["entrypoint", "main", "main_parser", "render_tree"]
+
+EXIT_OK = 0
+EXIT_FOUND = 1
+EXIT_USAGE = 2
+
+
+def main_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``cast``."""
+    parser = argparse.ArgumentParser(
+        prog="cast",
+        description="Inspect, convert and lint LLM agent chains (message histories).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    formats = ", ".join(known_formats())
+
+    inspect = commands.add_parser("inspect", help="show a chain as a tree of sections and pairs")
+    inspect.add_argument("file", help="chain file, or - for standard input")
+    inspect.add_argument("--format", "-f", help=f"input format (detected when omitted): {formats}")
+
+    convert = commands.add_parser(
+        "convert", help="convert a chain to another provider's format, made acceptable to it"
+    )
+    convert.add_argument("file", help="chain file, or - for standard input")
+    convert.add_argument(
+        "--from", dest="source", help=f"input format (detected when omitted): {formats}"
+    )
+    convert.add_argument("--to", dest="target", required=True, help=f"output format: {formats}")
+    convert.add_argument(
+        "--target-provider",
+        help="provider whose rules the output must meet (default: the --to format's provider)",
+    )
+    convert.add_argument(
+        "--no-port",
+        action="store_true",
+        help="convert only; do not repair ids, reasoning or pairing",
+    )
+    convert.add_argument("-o", "--output", help="output file (default: standard output)")
+
+    lint = commands.add_parser("lint", help="list what a provider would reject in a chain")
+    lint.add_argument("file", help="chain file, or - for standard input")
+    lint.add_argument("--target", "-t", required=True, help="provider to check against")
+    lint.add_argument("--format", "-f", help=f"input format (detected when omitted): {formats}")
+    lint.add_argument(
+        "--source", help="provider that produced the chain (checks foreign reasoning)"
+    )
+    return parser
+
+
+def _pair_line(pair_index: int, pair: object) -> str:
+    from cast.ast import BodyPair
+
+    assert isinstance(pair, BodyPair)
+    calls = [p for p in pair.ai_message.parts if type(p) is ToolCall]
+    line = f"    pair {pair_index}  {pair.type.value:<16} {format_size(pair.size):>10}"
+    if calls:
+        shown = ", ".join(f"{c.name}({c.id})" for c in calls[:4])
+        more = f" +{len(calls) - 4} more" if len(calls) > 4 else ""
+        line += f"  calls: {shown}{more}"
+    elif pair.type is BodyPairType.COMPLETION:
+        text = pair.ai_message.text.replace("\n", " ")
+        line += f"  {text[:60]!r}" + ("..." if len(text) > 60 else "")
+    return line
+
+
+def render_tree(ast: ChainAST, messages: Sequence[Message]) -> list[str]:
+    """The lines of ``cast inspect``'s tree."""
+    lines = [
+        f"chain: {len(messages)} messages, {format_size(ast.size)}, "
+        f"{len(ast.sections)} section{'s' if len(ast.sections) != 1 else ''}"
+    ]
+    for s_index, section in enumerate(ast.sections):
+        header = section.header
+        parts = []
+        if header.system_message is not None:
+            parts.append(f"system {format_size(header.system_message.size)}")
+        if header.human_message is not None:
+            parts.append(f"human {format_size(header.human_message.size)}")
+        lines.append(
+            f"  section {s_index}  {format_size(section.size):>10}  header: {', '.join(parts)}"
+            f"  pairs: {len(section.body)}"
+        )
+        lines.extend(_pair_line(p_index, pair) for p_index, pair in enumerate(section.body))
+    return lines
+
+
+def _inspect(args: argparse.Namespace, out: TextIO) -> int:
+    messages, fmt = decode_chain(read_json(args.file), args.format)
+    issues = diagnose(messages)
+    fatal = [issue for issue in issues if issue.fatal]
+    if fatal:
+        raise ChainError(fatal[0].message, index=fatal[0].index, rule=fatal[0].rule)
+    ast = parse_chain(messages, repair=True)
+    print(f"format: {fmt}", file=out)
+    for line in render_tree(ast, messages):
+        print(line, file=out)
+    if issues:
+        print(f"repairs needed ({len(issues)}); the tree above shows the repaired chain:", file=out)
+        for issue in issues:
+            print(f"  {issue}", file=out)
+    else:
+        print("valid: parses strictly, no repair needed", file=out)
+    return EXIT_OK
+
+
+def _convert(args: argparse.Namespace, out: TextIO) -> int:
+    messages, _ = decode_chain(read_json(args.file), args.source)
+    if not args.no_port:
+        from cast.port import port
+        from cast.providers import provider_for_format
+
+        target = args.target_provider or provider_for_format(args.target)
+        source = provider_for_format(args.source) if args.source else None
+        messages = port(messages, target, source=source)
+    write_json(encode_chain(messages, args.target), args.output, out)
+    return EXIT_OK
+
+
+def _lint(args: argparse.Namespace, out: TextIO) -> int:
+    from cast.lint import lint
+
+    messages, _ = decode_chain(read_json(args.file), args.format)
+    violations = lint(messages, args.target, source=args.source)
+    for violation in violations:
+        print(f"message {violation.index}: [{violation.rule}] {violation.message}", file=out)
+    noun = "violation" if len(violations) == 1 else "violations"
+    print(f"{len(violations)} {noun} for {args.target}", file=out)
+    return EXIT_FOUND if violations else EXIT_OK
+
+
+def main(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Run ``cast`` with ``argv``; returns the exit code."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    parser = main_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    handlers = {"inspect": _inspect, "convert": _convert, "lint": _lint}
+    try:
+        return handlers[args.command](args, out)
+    except (ChainError, ValueError) as exc:
+        print(f"cast {args.command}: error: {exc}", file=err)
+        return EXIT_USAGE
+
+
+def entrypoint() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

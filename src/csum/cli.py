@@ -1,0 +1,200 @@
+"""The ``csum`` command line: summarize a chain file to fit a byte budget.
+
+``csum summarize FILE`` prints the sizes before and after, the handler calls and the
+time (to standard error), and writes the summarized chain in the input's format.
+Without ``--handler`` it uses the offline extractive handler: no model, no API key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from functools import partial
+from importlib import resources
+from typing import Any, TextIO
+
+import anyio
+
+from cast.chainio import (
+    decode_chain,
+    encode_chain,
+    format_size,
+    known_formats,
+    parse_size,
+    read_json,
+    write_json,
+)
+from cast.errors import ChainError
+from csum.config import SummarizerConfig
+from csum.errors import SummarizationError
+from csum.summarizer import Summarizer, SummaryResult
+
+__all__ = ["EXAMPLE", "entrypoint", "main", "main_parser"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+EXAMPLE = "claude_code_session.json"
+"""The bundled example: a real Claude Code sub-agent session (Anthropic Messages format)."""
+
+
+def main_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``csum``."""
+    parser = argparse.ArgumentParser(
+        prog="csum", description="Summarize LLM agent chains to fit byte budgets."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    summarize = commands.add_parser("summarize", help="summarize a chain file")
+    source = summarize.add_mutually_exclusive_group(required=True)
+    source.add_argument("file", nargs="?", help="chain file, or - for standard input")
+    source.add_argument(
+        "--example", action="store_true", help="use the bundled example chain (a real session)"
+    )
+    summarize.add_argument(
+        "--format", "-f", help=f"input format, also used for output: {', '.join(known_formats())}"
+    )
+    summarize.add_argument(
+        "--budget",
+        default="50KiB",
+        help="byte budget of the active (last) sections, e.g. 50KiB, 2MB (default: 50KiB)",
+    )
+    summarize.add_argument(
+        "--pair-budget",
+        help="size over which an older pair is summarized on its own (default: budget/3, at most 16KiB)",
+    )
+    summarize.add_argument(
+        "--keep-sections", type=int, default=1, help="newest sections kept with all their pairs"
+    )
+    summarize.add_argument(
+        "--qa",
+        action="store_true",
+        help="also fold the oldest sections into one (QA summarization)",
+    )
+    summarize.add_argument(
+        "--qa-budget", help="chain size that triggers QA summarization (default: 2x budget)"
+    )
+    summarize.add_argument(
+        "--handler",
+        default="extractive",
+        help="extractive (offline, default) | openai:MODEL | anthropic:MODEL",
+    )
+    summarize.add_argument(
+        "--max-concurrency", type=int, default=None, help="handler calls in flight at most"
+    )
+    summarize.add_argument("-o", "--output", help="output file (default: standard output)")
+    summarize.add_argument("--quiet", "-q", action="store_true", help="print no statistics")
+    return parser
+
+
+def _config(args: argparse.Namespace) -> SummarizerConfig:
+    budget = parse_size(args.budget)
+    pair_budget = (
+        parse_size(args.pair_budget) if args.pair_budget else min(16384, max(budget // 3, 1))
+    )
+    qa_budget = parse_size(args.qa_budget) if args.qa_budget else 2 * budget
+    if args.keep_sections < 1:
+        raise ValueError("--keep-sections must be at least 1")
+    return SummarizerConfig(
+        last_section_bytes=budget,
+        max_body_pair_bytes=pair_budget,
+        keep_qa_sections=args.keep_sections,
+        use_qa=args.qa,
+        max_qa_bytes=qa_budget,
+    )
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, str]:
+    if args.example:
+        text = resources.files("csum").joinpath("examples", EXAMPLE).read_text(encoding="utf-8")
+        import json
+
+        return json.loads(text), "example:" + EXAMPLE
+    return read_json(args.file), args.file
+
+
+class _Progress:
+    """A one-line progress display on a terminal; silent when output is piped."""
+
+    def __init__(self, stream: TextIO, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled and stream.isatty()
+        self.shown = False
+
+    def __call__(self, calls: int, input_bytes: int) -> None:
+        if self.enabled:
+            self.stream.write(
+                f"\rsummarizing: {calls} handler calls, {format_size(input_bytes)} sent"
+            )
+            self.stream.flush()
+            self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _report(result: SummaryResult, origin: str, err: TextIO) -> None:
+    saved = result.size_before - result.size_after
+    share = 100 * saved / result.size_before if result.size_before else 0.0
+    print(
+        f"{origin}: {format_size(result.size_before)} -> {format_size(result.size_after)} "
+        f"({share:.0f}% smaller), {len(result.messages)} messages, "
+        f"{result.handler_calls} handler calls ({format_size(result.handler_input_bytes)} sent), "
+        f"{result.seconds:.2f}s",
+        file=err,
+    )
+    if result.repairs:
+        print(f"repaired {len(result.repairs)} problems first:", file=err)
+        for issue in result.repairs:
+            print(f"  {issue}", file=err)
+
+
+def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from csum.handlers import resolve_handler
+
+    config = _config(args)
+    payload, origin = _load(args)
+    messages, fmt = decode_chain(payload, args.format)
+    handler = resolve_handler(args.handler)
+    summarizer = Summarizer(config, max_concurrency=args.max_concurrency)
+    progress = _Progress(err, not args.quiet)
+    started = time.perf_counter()
+    try:
+        result = anyio.run(partial(summarizer.summarize, handler, messages, on_call=progress))
+    finally:
+        progress.done()
+    write_json(encode_chain(result.messages, fmt), args.output, out)
+    if not args.quiet:
+        _report(result, origin, err)
+        if args.output:
+            print(f"wrote {args.output} ({fmt}) in {time.perf_counter() - started:.2f}s", file=err)
+    return EXIT_OK
+
+
+def main(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Run ``csum`` with ``argv``; returns the exit code."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    try:
+        args = main_parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        return _summarize(args, out, err)
+    except SummarizationError as exc:
+        print(f"csum {args.command}: summarization failed, nothing written: {exc}", file=err)
+        return EXIT_FAILED
+    except (ChainError, ValueError, ImportError) as exc:
+        print(f"csum {args.command}: error: {exc}", file=err)
+        return EXIT_USAGE
+
+
+def entrypoint() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
