@@ -1,0 +1,133 @@
+"""Every public module of cast declares a complete, sorted ``__all__``."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from types import ModuleType
+
+import pytest
+
+import cast
+
+PACKAGES = (cast,)
+
+# Public-looking helpers that cast's own modules share and users should not call: they
+# build models without validation. They stay out of ``__all__`` on purpose.
+INTERNAL = {
+    "cast.messages": {"new_trusted", "replace_field", "trusted_message"},
+}
+
+# The names the contract promises at the top of the package.
+CONTRACT_NAMES = {
+    "Role",
+    "Reasoning",
+    "TextPart",
+    "ImagePart",
+    "BinaryPart",
+    "ToolCall",
+    "ToolResult",
+    "Part",
+    "Message",
+    "ChainAST",
+    "Section",
+    "Header",
+    "BodyPair",
+    "BodyPairType",
+    "ChainError",
+    "IdTemplate",
+    "IdTemplateError",
+    "contains_tool_call_reasoning",
+    "extract_reasoning_message",
+    "diagnose",
+    "SUMMARIZATION_TOOL_NAME",
+    "SUMMARIZATION_TOOL_ARGS",
+    "FALLBACK_RESPONSE_CONTENT",
+    "DEFAULT_TOOL_CALL_ID_TEMPLATE",
+    "FAKE_GEMINI_SIGNATURE",
+}
+
+
+def _public_module_names() -> list[str]:
+    names = [package.__name__ for package in PACKAGES]
+    for package in PACKAGES:
+        names.extend(
+            info.name
+            for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+            # Private modules, and __main__ (importing it would run the CLI), are skipped.
+            if not any(part.startswith("_") for part in info.name.split("."))
+        )
+    return sorted(names)
+
+
+MODULES = _public_module_names()
+
+
+def isort_key(name: str) -> tuple[int, str]:
+    """The order of ruff's RUF022: CONSTANTS, then Classes, then functions and the rest."""
+    if name.isupper() and len(name) > 1:
+        return 0, name
+    if name[:1].isupper():
+        return 1, name
+    return 2, name
+
+
+def _defined_here(module: ModuleType) -> set[str]:
+    """Public classes and functions whose home is this module."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and value.__module__ == module.__name__
+    }
+
+
+def test_the_walk_finds_the_core_modules() -> None:
+    assert {"cast", "cast.messages", "cast.ids", "cast.ast", "cast.parse"} <= set(MODULES)
+    assert {"cast.transforms", "cast.errors", "cast.constants"} <= set(MODULES)
+
+
+@pytest.mark.parametrize("module_name", [pytest.param(name, id=name) for name in MODULES])
+def test_all_is_complete_sorted_and_resolvable(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{module_name} has no __all__"
+    assert all(isinstance(name, str) for name in exported)
+    assert len(set(exported)) == len(exported), "duplicate names"
+    assert list(exported) == sorted(exported, key=isort_key)
+    missing_objects = [name for name in exported if not hasattr(module, name)]
+    assert missing_objects == []
+    unlisted = _defined_here(module) - set(exported) - INTERNAL.get(module_name, set())
+    assert unlisted == set(), f"public names of {module_name} missing from __all__"
+
+
+def test_every_name_in_cast_all_is_importable() -> None:
+    namespace: dict[str, object] = {}
+    exec("from cast import *", namespace)  # the star import is the point
+    assert set(cast.__all__) <= set(namespace)
+    for name in cast.__all__:
+        assert getattr(importlib.import_module("cast"), name) is namespace[name]
+
+
+def test_cast_exports_the_contract_names() -> None:
+    assert set(cast.__all__) >= CONTRACT_NAMES
+
+
+def test_every_public_attribute_of_cast_is_exported() -> None:
+    public = {
+        name
+        for name, value in vars(cast).items()
+        if not name.startswith("_") and not isinstance(value, ModuleType)
+    }
+    assert public <= set(cast.__all__)
+
+
+def test_cast_re_exports_come_from_their_modules_all() -> None:
+    for name in cast.__all__:
+        value = getattr(cast, name)
+        home = getattr(value, "__module__", None)
+        if not (inspect.isclass(value) or inspect.isfunction(value)) or home == "cast":
+            continue
+        assert name in importlib.import_module(home).__all__, f"{name} not in {home}.__all__"
