@@ -1,0 +1,55 @@
+"""Summarize handlers: the async callables that turn a prompt into a summary.
+
+``extractive`` runs offline and is the default; ``openai_compatible`` and
+``anthropic`` call a model through the provider's official SDK (an optional extra).
+:func:`resolve_handler` builds one from a command-line string.
+"""
+
+from __future__ import annotations
+
+from csum.handlers._base import RetryPolicy, SummarizeHandler
+from csum.handlers._errors import HandlerError
+from csum.handlers.anthropic import anthropic
+from csum.handlers.extractive import extractive, summarize_extractive
+from csum.handlers.openai_compatible import openai_compatible
+
+__all__ = [
+    "HANDLER_SPECS",
+    "HandlerError",
+    "RetryPolicy",
+    "SummarizeHandler",
+    "anthropic",
+    "extractive",
+    "openai_compatible",
+    "resolve_handler",
+    "summarize_extractive",
+]
+
+HANDLER_SPECS = ("extractive", "extractive:MAX_BYTES", "openai:MODEL", "anthropic:MODEL")
+"""The forms :func:`resolve_handler` accepts."""
+
+
+def resolve_handler(spec: str) -> SummarizeHandler:
+    """The handler named by ``spec``: ``extractive`` (optionally ``extractive:MAX_BYTES``),
+    ``openai:MODEL`` or ``anthropic:MODEL``.
+
+    The model name is everything after the first colon (``openai:llama3:8b`` works).
+    SDK handlers take their key and base URL from the SDK's environment variables.
+    Raises :class:`ValueError` for anything else, and :class:`ImportError` with the
+    install command when the provider's SDK is missing.
+    """
+    kind, sep, rest = spec.strip().partition(":")
+    kind = kind.lower()
+    if kind == "extractive":
+        if not sep:
+            return extractive()
+        if rest.isdigit() and int(rest) > 0:
+            return extractive(int(rest))
+        raise ValueError(f"bad handler {spec!r}: extractive:MAX_BYTES needs a positive integer")
+    if kind in ("openai", "anthropic"):
+        if not rest.strip():
+            raise ValueError(f"bad handler {spec!r}: name the model, as in {kind}:MODEL")
+        if kind == "openai":
+            return openai_compatible(rest.strip())
+        return anthropic(rest.strip())
+    raise ValueError(f"unknown handler {spec!r}: expected one of " + ", ".join(HANDLER_SPECS))

@@ -1,0 +1,195 @@
+"""What the SDK handlers share: the handler type, the retry policy and the retry loop.
+
+The SDKs' own retries are switched off (``max_retries=0``) and this loop retries
+instead, so the policy is one, explicit and testable: rate limits (429), request
+timeouts (408), server errors (5xx), transport errors and timeouts are retried with
+exponential backoff and jitter; any other error fails at once. Sleeps go through
+:func:`anyio.sleep`, so the handlers run on asyncio and on trio.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import anyio
+
+from csum.handlers._errors import HandlerError
+
+__all__ = [
+    "Failure",
+    "RetryPolicy",
+    "SdkErrors",
+    "SummarizeHandler",
+    "classify_sdk_error",
+    "run_with_retries",
+]
+
+SummarizeHandler: TypeAlias = Callable[[str], Awaitable[str]]
+"""Takes the prompt text (see :func:`csum.prompt.messages_to_prompt`), returns a summary."""
+
+RETRIED_STATUS_CODES = frozenset({408, 429})
+"""4xx statuses that are retried; every 5xx is retried too."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how long to wait between attempts.
+
+    The n-th retry waits ``min(backoff_max, backoff_base * 2 ** (n - 1))`` seconds, less
+    up to ``jitter`` of it drawn at random (so clients that failed together spread
+    out), and at least the provider's ``Retry-After`` (capped by ``backoff_max``).
+    """
+
+    max_retries: int = 3
+    backoff_base: float = 0.5
+    backoff_max: float = 20.0
+    jitter: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if not self.backoff_base >= 0 or not math.isfinite(self.backoff_base):
+            raise ValueError(f"backoff_base must be a finite number >= 0, got {self.backoff_base}")
+        if not self.backoff_max >= self.backoff_base or not math.isfinite(self.backoff_max):
+            raise ValueError(
+                f"backoff_max must be finite and >= backoff_base, got {self.backoff_max}"
+            )
+        if not 0 <= self.jitter <= 1:
+            raise ValueError(f"jitter must be within 0..1, got {self.jitter}")
+
+    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (1 for the first retry)."""
+        base = min(self.backoff_max, self.backoff_base * 2.0 ** min(retry - 1, 62))
+        delay = base * (1.0 - self.jitter * rng.random())
+        if retry_after is not None and retry_after > delay:
+            delay = min(retry_after, self.backoff_max)
+        return delay
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failed attempt, as the retry loop sees it."""
+
+    message: str
+    retryable: bool
+    status_code: int | None = None
+    provider_message: str = ""
+    error_type: str = ""
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SdkErrors:
+    """The exception classes of one provider SDK (openai and anthropic share a shape)."""
+
+    base: type[Exception]
+    status: type[Exception]
+    connection: type[Exception]
+    timeout: type[Exception]
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> float | None:
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue  # an HTTP date: the backoff alone decides
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def _provider_message(body: object) -> tuple[str, str]:
+    """(message, error type) from an SDK error body: the inner ``error`` object."""
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            message = inner.get("message")
+            kind = inner.get("type") or inner.get("code")
+            return (
+                message if isinstance(message, str) else "",
+                kind if isinstance(kind, str) else "",
+            )
+    if isinstance(body, str):
+        return body, ""
+    return "", ""
+
+
+def classify_sdk_error(exc: Exception, errors: SdkErrors) -> Failure:
+    """Map an SDK exception to a :class:`Failure`: retryable or not, and why."""
+    if isinstance(exc, errors.timeout):
+        return Failure("the request timed out", retryable=True, error_type="timeout")
+    if isinstance(exc, errors.connection):
+        cause = exc.__cause__ or exc.__context__
+        detail = f": {cause}" if cause is not None and str(cause) else ""
+        return Failure(f"connection error{detail}", retryable=True, error_type="connection")
+    if isinstance(exc, errors.status):
+        status: int = getattr(exc, "status_code", 0)
+        response: Any = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+        message, kind = _provider_message(getattr(exc, "body", None))
+        return Failure(
+            message or str(exc),
+            retryable=status in RETRIED_STATUS_CODES or status >= 500,
+            status_code=status,
+            provider_message=message,
+            error_type=kind,
+            retry_after=_retry_after(headers),
+        )
+    return Failure(str(exc) or type(exc).__name__, retryable=False)
+
+
+async def run_with_retries(
+    attempt: Callable[[], Awaitable[str]],
+    *,
+    provider: str,
+    model: str,
+    timeout: float,
+    policy: RetryPolicy,
+    errors: SdkErrors,
+) -> str:
+    """Await ``attempt()`` under a ``timeout`` per attempt, retrying as ``policy`` says.
+
+    Raises :class:`HandlerError` (the SDK error as its cause) once a failure is not
+    retryable or the retries are spent.
+    """
+    rng = random.Random()
+    attempts = 0
+    while True:
+        attempts += 1
+        cause: BaseException
+        try:
+            with anyio.fail_after(timeout):
+                return await attempt()
+        except HandlerError as exc:
+            exc.attempts = attempts
+            raise
+        except TimeoutError as exc:
+            failure = Failure(
+                f"no response within {timeout:g} s", retryable=True, error_type="timeout"
+            )
+            cause = exc
+        except errors.base as exc:
+            failure = classify_sdk_error(exc, errors)
+            cause = exc
+        if not failure.retryable or attempts > policy.max_retries:
+            raise HandlerError(
+                failure.message,
+                provider=provider,
+                model=model,
+                status_code=failure.status_code,
+                provider_message=failure.provider_message,
+                error_type=failure.error_type,
+                attempts=attempts,
+                retryable=failure.retryable,
+            ) from cause
+        await anyio.sleep(policy.delay(attempts, failure.retry_after, rng))

@@ -1,0 +1,141 @@
+"""A summarize handler for OpenAI and OpenAI-compatible chat completion servers.
+
+Uses the official ``openai`` SDK (``AsyncOpenAI().chat.completions.create``), imported
+when the handler is built. The fixed system prompt goes first and the prompt last, so
+providers that cache prompt prefixes reuse the system part across calls. The SDK's
+retries are off; :mod:`csum.handlers._base` retries instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+from csum.handlers._base import RetryPolicy, SdkErrors, SummarizeHandler, run_with_retries
+from csum.handlers._errors import HandlerError
+from csum.prompt import DEFAULT_SYSTEM_PROMPT
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "TokenLimitParam", "openai_compatible"]
+
+_PROVIDER = "openai"
+TokenLimitParam: TypeAlias = Literal["max_completion_tokens", "max_tokens"]
+"""Name of the output-token limit field in the request."""
+_NEW_LIMIT_PARAM: TokenLimitParam = "max_completion_tokens"
+
+
+def _import_sdk() -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise ImportError(
+            "the openai_compatible handler needs the openai SDK: pip install 'chaincast[openai]'"
+        ) from exc
+    return openai
+
+
+def _check_options(model: str, timeout: float, max_output_tokens: int | None) -> None:
+    if not model:
+        raise ValueError("model must be a non-empty model name")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    if max_output_tokens is not None and max_output_tokens <= 0:
+        raise ValueError(f"max_output_tokens must be > 0 or None, got {max_output_tokens}")
+
+
+def openai_compatible(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 3,
+    max_output_tokens: int | None = 1024,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    client: Any = None,
+    backoff_base: float = 0.5,
+    backoff_max: float = 20.0,
+    token_limit_param: TokenLimitParam = _NEW_LIMIT_PARAM,
+) -> SummarizeHandler:
+    """A handler that asks ``model`` for the summary through chat completions.
+
+    ``base_url`` and ``api_key`` default to the SDK's (``OPENAI_BASE_URL``,
+    ``OPENAI_API_KEY``). ``timeout`` bounds each attempt as a whole; ``max_retries``
+    retries follow rate limits, 408, 5xx, transport errors and timeouts, waiting
+    ``backoff_base * 2**n`` seconds with jitter. Other errors, and a response without
+    text, raise :class:`HandlerError` at once. ``token_limit_param`` names the output
+    limit field: ``max_tokens`` for servers that predate ``max_completion_tokens``.
+    Without ``client`` each call opens (and closes) its own ``AsyncOpenAI``, so the
+    handler works across event loops; a ``client`` given is used (with its retries
+    off) and left open.
+    """
+    sdk = _import_sdk()
+    _check_options(model, timeout, max_output_tokens)
+    policy = RetryPolicy(
+        max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max
+    )
+    errors = SdkErrors(
+        base=sdk.OpenAIError,
+        status=sdk.APIStatusError,
+        connection=sdk.APIConnectionError,
+        timeout=sdk.APITimeoutError,
+    )
+    limits: dict[str, int] = {}
+    if max_output_tokens is not None:
+        limits[token_limit_param] = max_output_tokens
+
+    async def complete(active: Any, prompt: str) -> str:
+        completion = await active.chat.completions.create(
+            model=model,
+            messages=[
+                {"role": "system", "content": system_prompt},
+                {"role": "user", "content": prompt},
+            ],
+            timeout=timeout,
+            **limits,
+        )
+        return _summary_text(completion, model)
+
+    async def attempt(prompt: str) -> str:
+        if client is not None:
+            return await complete(client.with_options(max_retries=0), prompt)
+        async with sdk.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        ) as owned:
+            return await complete(owned, prompt)
+
+    async def summarize(prompt: str) -> str:
+        return await run_with_retries(
+            lambda: attempt(prompt),
+            provider=_PROVIDER,
+            model=model,
+            timeout=timeout,
+            policy=policy,
+            errors=errors,
+        )
+
+    summarize.__qualname__ = f"openai_compatible({model!r})"
+    return summarize
+
+
+def _summary_text(completion: Any, model: str) -> str:
+    """The text of the first choice; a missing or blank one is a :class:`HandlerError`."""
+    choices = getattr(completion, "choices", None) or []
+    if not choices:
+        raise HandlerError("the response has no choices", provider=_PROVIDER, model=model)
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None)
+    if isinstance(content, str) and content.strip():
+        return content.strip()
+    reason = getattr(choice, "finish_reason", None)
+    refusal = getattr(message, "refusal", None)
+    detail = f"finish_reason={reason!r}"
+    if refusal:
+        detail += f", refusal={refusal!r}"
+    if reason == "length":
+        detail += "; raise max_output_tokens"
+    raise HandlerError(
+        f"the response has no summary text ({detail})",
+        provider=_PROVIDER,
+        model=model,
+        error_type="empty_response",
+    )
