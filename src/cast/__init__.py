@@ -31,11 +31,25 @@ from cast.messages import (
 from cast.parse import ChainIssue, diagnose
 from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
 
+# port and lint are bound after the submodules they live in, so ``cast.port`` and
+# ``cast.lint`` are the functions (the modules stay importable as cast.port / cast.lint).
+from cast.lint import Violation, lint  # noqa: I001
+from cast.port import port
+from cast.providers import (
+    PROVIDERS,
+    ProviderProfile,
+    ReasoningPolicy,
+    UnknownProviderError,
+    get_provider,
+    register_provider,
+)
+
 __all__ = [
     "CHARSETS",
     "DEFAULT_TOOL_CALL_ID_TEMPLATE",
     "FAKE_GEMINI_SIGNATURE",
     "FALLBACK_RESPONSE_CONTENT",
+    "PROVIDERS",
     "SUMMARIZATION_TOOL_ARGS",
     "SUMMARIZATION_TOOL_NAME",
     "BinaryPart",
@@ -52,13 +66,21 @@ __all__ = [
     "Message",
     "MessageFormatError",
     "Part",
+    "ProviderProfile",
     "Reasoning",
+    "ReasoningPolicy",
     "Role",
     "Section",
     "TextPart",
     "ToolCall",
     "ToolResult",
+    "UnknownProviderError",
+    "Violation",
     "contains_tool_call_reasoning",
     "diagnose",
     "extract_reasoning_message",
+    "get_provider",
+    "lint",
+    "port",
+    "register_provider",
 ]

@@ -133,13 +133,24 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
     messages, _ = decode_chain(read_json(args.file), args.source)
     if not args.no_port:
         from cast.port import port
-        from cast.providers import provider_for_format
 
-        target = args.target_provider or provider_for_format(args.target)
-        source = provider_for_format(args.source) if args.source else None
-        messages = port(messages, target, source=source)
+        target = args.target_provider or _provider_of_format(args.target)
+        if target is None:
+            # No provider rules for this format (e.g. langchaingo): repair only.
+            messages = parse_chain(messages, repair=True).to_messages()
+        else:
+            source = _provider_of_format(args.source) if args.source else None
+            messages = port(messages, target, source=source)
     write_json(encode_chain(messages, args.target), args.output, out)
     return EXIT_OK
+
+
+def _provider_of_format(fmt: str) -> str | None:
+    """The provider whose rules a wire format implies (None for neutral formats)."""
+    from cast.providers import PROVIDERS
+
+    fmt = {"claude_code": "anthropic"}.get(fmt, fmt)
+    return fmt if fmt in PROVIDERS else None
 
 
 def _lint(args: argparse.Namespace, out: TextIO) -> int:

@@ -1,0 +1,326 @@
+"""Lint a chain for a provider: every problem that provider would reject, without
+changing anything.
+
+``lint(messages, target)`` returns :class:`Violation` records, each with the index of
+the offending message in the input, the :class:`~cast.providers.Rule` it breaks, and
+the error text the provider returns for it (its own words, with ids filled in, where
+they are known; chaincast's words otherwise, with ``verbatim=False``). It checks:
+
+* structure — what :func:`cast.parse.diagnose` reports: a first message that is not
+  system/human, a late system message, consecutive human messages, orphan, unknown
+  and duplicate tool results, tool calls without results;
+* tool-call ids — ids the provider rejects (pattern, length) and, where the provider
+  wants them unique, ids used twice in the chain;
+* reasoning — what the target's reasoning policy forbids or requires; with ``source``,
+  signatures from another provider (a foreign signature cannot be told apart byte-wise,
+  so without ``source`` signed reasoning is trusted);
+* roles — a conversation that does not open with a human message (Anthropic, Bedrock,
+  Gemini), a human message right after a tool message (Mistral).
+
+:func:`cast.port.port` fixes every one of them, so a ported chain lints clean. Lint only
+raises for items that are not valid messages (``MessageFormatError``) and unknown
+provider names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from cast.constants import FAKE_GEMINI_SIGNATURE
+from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
+from cast.parse import diagnose, to_message
+from cast.providers import (
+    ProviderProfile,
+    ReasoningPolicy,
+    ReasoningScope,
+    Rule,
+    resolve_provider,
+)
+
+__all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
+
+DEFAULT_ERROR_TEXTS: dict[str, str] = {
+    Rule.FIRST_MESSAGE: "the chain must open with a system or human message",
+    Rule.SYSTEM_POSITION: "a system message may only open the chain",
+    Rule.CONSECUTIVE_HUMAN: "human message right after another human message",
+    Rule.ORPHAN_TOOL_MESSAGE: "tool message does not follow an AI message with tool calls",
+    Rule.UNKNOWN_TOOL_RESULT: "tool result {id} answers no tool call of the AI message before it",
+    Rule.DUPLICATE_TOOL_RESULT: "second tool result for {id}, which is already answered",
+    Rule.MISSING_TOOL_RESULT: "tool calls without results right after them: {ids}",
+    Rule.TOOL_CALL_ID_FORMAT: "tool call id {id!r} does not match the provider's id format",
+    Rule.TOOL_CALL_ID_TOO_LONG: "tool call id {id} is {length} characters long, over {max_length}",
+    Rule.DUPLICATE_TOOL_CALL_ID: "tool call id {id} is used by an earlier tool call",
+    Rule.UNSUPPORTED_REASONING: "the provider does not take reasoning back in assistant messages",
+    Rule.FOREIGN_SIGNATURE: "reasoning signed by another provider",
+    Rule.UNSIGNED_REASONING: "reasoning without the signature the provider requires",
+    Rule.MISSING_THOUGHT_SIGNATURE: "the first tool call {name} carries no thought signature",
+    Rule.MISSING_REASONING_CONTENT: "assistant message at index {index} has no reasoning content",
+    Rule.FIRST_TURN_NOT_HUMAN: "the conversation must open with a human message",
+    Rule.TOOL_THEN_HUMAN: "human message right after a tool message",
+}
+"""chaincast's wording for each rule, used where a provider's own text is not known."""
+
+_AI = Role.AI
+_TOOL = Role.TOOL
+_HUMAN = Role.HUMAN
+_SYSTEM = Role.SYSTEM
+_FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One problem the provider would reject.
+
+    ``index`` is the offending message's position in the input; ``rule`` a
+    :class:`~cast.providers.Rule` value; ``message`` the provider's error text for it
+    (``verbatim``) or chaincast's when the provider's is not known; ``field`` the part
+    inside the message, e.g. ``parts[2].id``.
+    """
+
+    index: int | None
+    rule: str
+    message: str
+    provider: str
+    field: str = ""
+    verbatim: bool = True
+
+    def __str__(self) -> str:
+        where = f"message {self.index}" if self.index is not None else "chain"
+        if self.field:
+            where += f", {self.field}"
+        return f"{where}: [{self.provider}:{self.rule}] {self.message}"
+
+
+class _Fields(dict[str, Any]):
+    """Format fields; one a template names but lint does not know renders empty."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+class _Report:
+    __slots__ = ("found", "profile")
+
+    def __init__(self, profile: ProviderProfile) -> None:
+        self.profile = profile
+        self.found: list[Violation] = []
+
+    def add(self, rule: Rule, index: int | None, field: str = "", **values: Any) -> None:
+        text = self.profile.errors.get(rule)
+        verbatim = text is not None
+        if text is None:
+            text = DEFAULT_ERROR_TEXTS[rule]
+        values.setdefault("index", index)
+        values.setdefault("max_length", self.profile.max_id_length)
+        message = text.format_map(_Fields(values))
+        self.found.append(Violation(index, str(rule), message, self.profile.name, field, verbatim))
+
+
+def lint(
+    messages: Iterable[Message | dict[str, Any]],
+    target: str | ProviderProfile,
+    *,
+    source: str | ProviderProfile | None = None,
+) -> list[Violation]:
+    """Every problem ``target`` would reject in the chain, in message order.
+
+    ``source`` (optional) names the provider whose reasoning the chain carries; with it,
+    signatures from another provider are reported for targets that verify them.
+    """
+    profile = resolve_provider(target)
+    foreign = source is not None and resolve_provider(source).name != profile.name
+    items = [to_message(item, i) for i, item in enumerate(messages)]
+    report = _Report(profile)
+    _check_structure(items, report)
+    _check_ids(items, report)
+    _check_reasoning(items, report, foreign)
+    _check_roles(items, report)
+    return sorted(report.found, key=_order)
+
+
+def _order(violation: Violation) -> int:
+    return -1 if violation.index is None else violation.index
+
+
+# -- structure ------------------------------------------------------------------------------
+
+_PAIRING_RULES = (Rule.UNKNOWN_TOOL_RESULT, Rule.DUPLICATE_TOOL_RESULT)
+
+
+def _check_structure(items: list[Message], report: _Report) -> None:
+    issues = diagnose(items)
+    if not issues:
+        return
+    missing, stray = _pairing(items)
+    for issue in issues:
+        rule = Rule(issue.rule)
+        index = issue.index
+        if rule is Rule.MISSING_TOOL_RESULT and index is not None:
+            ids = missing.get(index, [])
+            report.add(rule, index, ids=", ".join(ids), id=ids[0] if ids else "")
+        elif rule in _PAIRING_RULES and index is not None and stray.get(index):
+            call_id, position = stray[index].pop(0)
+            report.add(rule, index, f"parts[{position}]", id=call_id, position=position)
+        elif rule is Rule.ORPHAN_TOOL_MESSAGE and index is not None:
+            results = items[index].tool_results
+            report.add(rule, index, id=results[0].tool_call_id if results else "", position=0)
+        else:
+            report.add(rule, index)
+
+
+def _pairing(
+    items: list[Message],
+) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, int]]]]:
+    """For each AI message, its calls left without a result in the tool messages right
+    after it; for each such tool message, its results that answer none (id, part)."""
+    missing: dict[int, list[str]] = {}
+    stray: dict[int, list[tuple[str, int]]] = {}
+    index = 0
+    count = len(items)
+    while index < count:
+        message = items[index]
+        if message.role is not _AI:
+            index += 1
+            continue
+        calls = message.tool_calls
+        pending: dict[str, int] = {}
+        for call in calls:
+            pending[call.id] = pending.get(call.id, 0) + 1
+        after = index + 1
+        while after < count and items[after].role is _TOOL:
+            for position, part in enumerate(items[after].parts):
+                if type(part) is not ToolResult:
+                    continue
+                left = pending.get(part.tool_call_id, 0)
+                if left:
+                    pending[part.tool_call_id] = left - 1
+                else:
+                    stray.setdefault(after, []).append((part.tool_call_id, position))
+            after += 1
+        unanswered = []
+        for call in calls:
+            if pending.get(call.id, 0):
+                pending[call.id] -= 1
+                unanswered.append(call.id)
+        if unanswered:
+            missing[index] = unanswered
+        index = after
+    return missing, stray
+
+
+# -- ids ------------------------------------------------------------------------------------
+
+
+def _check_ids(items: list[Message], report: _Report) -> None:
+    profile = report.profile
+    unique = profile.unique_tool_call_ids
+    seen: set[str] = set()
+    for index, message in enumerate(items):
+        if message.role is not _AI:
+            continue
+        call_number = 0
+        for position, part in enumerate(message.parts):
+            if type(part) is not ToolCall:
+                continue
+            call_id = part.id
+            field = f"parts[{position}].id"
+            values = {"id": call_id, "position": position, "call": call_number}
+            problem = profile.id_problem(call_id)
+            if problem is not None:
+                report.add(problem, index, field, length=len(call_id), **values)
+            if unique and call_id in seen:
+                report.add(Rule.DUPLICATE_TOOL_CALL_ID, index, field, **values)
+            seen.add(call_id)
+            call_number += 1
+
+
+# -- reasoning ------------------------------------------------------------------------------
+
+
+def _check_reasoning(items: list[Message], report: _Report, foreign: bool) -> None:
+    policy = report.profile.reasoning
+    check_foreign = foreign and policy.signed
+    turns = report.profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
+    turn_calls = _turns_with_calls(items) if turns else set()
+    turn = 0
+    for index, message in enumerate(items):
+        if message.role is _HUMAN:
+            turn += 1
+        if message.role is not _AI:
+            continue
+        first_call: ToolCall | None = None
+        first_call_position = 0
+        reasoned = False
+        for position, part in enumerate(message.parts):
+            cls = type(part)
+            if cls is not TextPart and cls is not ToolCall:
+                continue
+            if cls is ToolCall and first_call is None:
+                first_call, first_call_position = part, position  # type: ignore[assignment]
+            reasoning = part.reasoning  # type: ignore[union-attr]
+            if reasoning is None:
+                continue
+            reasoned = True
+            field = f"parts[{position}].reasoning"
+            if policy is ReasoningPolicy.STRIP:
+                report.add(Rule.UNSUPPORTED_REASONING, index, field, position=position)
+            elif policy is ReasoningPolicy.NATIVE_SIGNATURES and not reasoning.signature:
+                report.add(Rule.UNSIGNED_REASONING, index, field, position=position)
+            elif (
+                check_foreign
+                and reasoning.signature
+                and not (
+                    policy is ReasoningPolicy.THOUGHT_SIGNATURE
+                    and reasoning.signature == _FAKE_SIGNATURE
+                )
+            ):
+                report.add(Rule.FOREIGN_SIGNATURE, index, field, position=position)
+        if policy is ReasoningPolicy.THOUGHT_SIGNATURE and first_call is not None:
+            signature = first_call.reasoning.signature if first_call.reasoning else b""
+            if not signature:
+                report.add(
+                    Rule.MISSING_THOUGHT_SIGNATURE,
+                    index,
+                    f"parts[{first_call_position}].reasoning",
+                    name=first_call.name,
+                    position=first_call_position,
+                )
+        if (
+            policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED
+            and not reasoned
+            and (first_call is not None or turn in turn_calls)
+        ):
+            report.add(Rule.MISSING_REASONING_CONTENT, index)
+
+
+def _turns_with_calls(items: list[Message]) -> set[int]:
+    """The turns (counted by human messages seen so far) in which an AI message calls a tool."""
+    turns: set[int] = set()
+    turn = 0
+    for message in items:
+        if message.role is _HUMAN:
+            turn += 1
+        elif message.role is _AI and message.tool_calls:
+            turns.add(turn)
+    return turns
+
+
+# -- roles ----------------------------------------------------------------------------------
+
+
+def _check_roles(items: list[Message], report: _Report) -> None:
+    profile = report.profile
+    if profile.needs_human_first and items and items[0].role is _SYSTEM:
+        # (A chain that opens with an AI or tool message is a first-message problem.)
+        for index, message in enumerate(items):
+            if message.role is _HUMAN:
+                break
+            if message.role is _AI:
+                report.add(Rule.FIRST_TURN_NOT_HUMAN, index)
+                break
+    if profile.needs_ai_between_tool_and_human:
+        for index in range(1, len(items)):
+            if items[index].role is _HUMAN and items[index - 1].role is _TOOL:
+                report.add(Rule.TOOL_THEN_HUMAN, index)

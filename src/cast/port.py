@@ -1,0 +1,346 @@
+"""Port a chain to a provider: the same conversation, in a shape that provider accepts.
+
+``port(messages, target, source=...)`` runs, in order:
+
+1. **repair** — results that answer no call of the AI message right before them are
+   removed, then the chain is parsed with repair (orphan tool messages dropped, a
+   fallback result for every unanswered call, consecutive human messages merged);
+2. **reasoning** — kept only when ``source`` is the target (and the target takes
+   reasoning back at all), otherwise dropped; then what the target requires is added:
+   ``FAKE_GEMINI_SIGNATURE`` on the first tool call of each AI message (Gemini,
+   Vertex), an empty reasoning content on tool-call turns (DeepSeek, Kimi);
+3. **ids** — only ids the target rejects, and ids repeated in the chain, get new ids
+   from the target's template (seeded by the old id, so deterministic); results follow;
+4. **arguments** — raw control characters escaped; what is still not a JSON object
+   (invalid JSON, ``NaN``, an array, a bare value) becomes ``{}``, since arguments are a
+   function's parameters and Anthropic, Bedrock and Gemini take them as an object;
+5. **roles** — a placeholder human message where the target needs the conversation to
+   open with one, an AI message between a tool result and the next human message where
+   the target needs one (Mistral).
+
+Every step leaves a chain it already fixed unchanged, so ``port`` is idempotent byte
+for byte: a stateless proxy that ports every request keeps a stable prefix for the
+providers' prompt caches. The input is never modified.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+
+from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast.constants import FAKE_GEMINI_SIGNATURE
+from cast.ids import IdTemplate
+from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, ToolResult, trusted_message
+from cast.parse import parse_chain, to_message
+from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
+from cast.transforms import map_messages, normalize_tool_call_ids, sanitize_arguments
+
+__all__ = ["OPENING_HUMAN_TEXT", "TOOL_BRIDGE_TEXT", "port"]
+
+OPENING_HUMAN_TEXT = "Continue."
+"""Text of the human message port adds when a target needs the chain to open with one."""
+
+TOOL_BRIDGE_TEXT = "Tool results received."
+"""Text of the AI message port puts between a tool result and the next human message
+for targets that reject a human message right after a tool message (Mistral)."""
+
+_FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
+_AI = Role.AI
+_TOOL = Role.TOOL
+_COMPLETION = BodyPairType.COMPLETION
+
+Change = Callable[[Message], Message | None]
+
+
+def port(
+    messages: Iterable[Message | dict[str, Any]],
+    target: str | ProviderProfile,
+    *,
+    source: str | ProviderProfile | None = None,
+) -> list[Message]:
+    """The chain rewritten so that ``target`` accepts it (see the module docstring).
+
+    ``source`` names the provider that produced the chain's reasoning; ``None`` means
+    unknown, and unknown reasoning is treated as foreign. Raises ``ChainError`` for what
+    no repair can fix (a chain that opens with an AI or tool message, or a system
+    message after the start), ``UnknownProviderError`` for an unregistered name, and
+    ``MessageFormatError`` for an item that is not a valid message.
+    """
+    profile = resolve_provider(target)
+    same_source = source is not None and resolve_provider(source).name == profile.name
+    ast = parse_chain(_drop_unanswering_results(messages), repair=True)
+    ast = _port_reasoning(ast, profile, same_source)
+    ast = normalize_tool_call_ids(ast, _accepted_ids(profile))
+    ast = map_messages(ast, _with_object_arguments)
+    ast = _fix_roles(ast, profile)
+    return ast.to_messages()
+
+
+# -- repair ---------------------------------------------------------------------------------
+
+
+def _drop_unanswering_results(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
+    """The messages with every result that answers no call of the AI message before it
+    (or answers one a second time) removed, and tool messages left without results.
+
+    Tool messages that follow no AI message are left for the parser, which drops them
+    (or refuses a chain that opens with one).
+    """
+    out: list[Message] = []
+    pending: dict[str, int] | None = None  # unanswered calls of the current AI message
+    for index, item in enumerate(messages):
+        message = item if type(item) is Message else to_message(item, index)
+        role = message.role
+        if role is _TOOL and pending is not None:
+            kept: list[Any] = []
+            answers = False
+            for part in message.parts:
+                if type(part) is ToolResult:
+                    left = pending.get(part.tool_call_id, 0)
+                    if not left:
+                        continue
+                    pending[part.tool_call_id] = left - 1
+                    answers = True
+                kept.append(part)
+            if not answers:
+                continue
+            if len(kept) != len(message.parts):
+                message = trusted_message(_TOOL, tuple(kept))
+        elif role is _AI:
+            pending = {}
+            for part in message.parts:
+                if type(part) is ToolCall:
+                    pending[part.id] = pending.get(part.id, 0) + 1
+        elif role is not _TOOL:
+            pending = None
+        out.append(message)
+    return out
+
+
+# -- reasoning ------------------------------------------------------------------------------
+
+
+def _port_reasoning(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+    policy = profile.reasoning
+    if not same_source or policy is ReasoningPolicy.STRIP:
+        ast = map_messages(ast, _drop_reasoning)
+    elif policy is ReasoningPolicy.NATIVE_SIGNATURES:
+        ast = map_messages(ast, _drop_unsigned_reasoning)
+    if policy is ReasoningPolicy.THOUGHT_SIGNATURE:
+        return _map_ai_messages(ast, _with_thought_signature, whole_turn=False)
+    if policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED:
+        whole_turn = profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
+        return _map_ai_messages(ast, _with_reasoning_content, whole_turn=whole_turn)
+    return ast
+
+
+def _map_ai_messages(ast: ChainAST, change: Change, *, whole_turn: bool) -> ChainAST:
+    """``change`` applied to the AI messages that call tools, or with ``whole_turn`` to
+    every AI message of a section (a turn) in which one does; shares what stays."""
+    sections: list[Section] = []
+    changed = False
+    for section in ast.sections:
+        turn_has_calls = whole_turn and any(p.type is not _COMPLETION for p in section.body)
+        body: list[BodyPair] = []
+        for pair in section.body:
+            new = None
+            if turn_has_calls or pair.type is not _COMPLETION:
+                new = change(pair.ai_message)
+            if new is None:
+                body.append(pair)
+                continue
+            size = new.size + sum(m.size for m in pair.tool_messages)
+            body.append(BodyPair._trusted(pair.type, new, pair.tool_messages, size))
+        if all(map(_same, body, section.body)):
+            sections.append(section)
+            continue
+        changed = True
+        size = section.header.size + sum(p.size for p in body)
+        sections.append(Section._trusted(section.header, tuple(body), size))
+    return ChainAST._trusted(tuple(sections)) if changed else ast
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b
+
+
+def _without_reasoning(message: Message, drops: Callable[[Reasoning], bool]) -> Message | None:
+    """The message without the reasoning ``drops`` selects, or None when it has none.
+
+    A text part that only carried reasoning (empty text) goes with its reasoning.
+    """
+    parts = message.parts
+    if not any(
+        (type(p) is TextPart or type(p) is ToolCall)
+        and p.reasoning is not None
+        and drops(p.reasoning)
+        for p in parts
+    ):
+        return None
+    kept: list[Any] = []
+    for part in parts:
+        cls = type(part)
+        reasoning = part.reasoning if cls is TextPart or cls is ToolCall else None  # type: ignore[union-attr]
+        if reasoning is None or not drops(reasoning):
+            kept.append(part)
+        elif cls is ToolCall or part.text:  # type: ignore[union-attr]
+            kept.append(part.model_copy(update={"reasoning": None}))
+    return trusted_message(message.role, tuple(kept))
+
+
+def _drop_reasoning(message: Message) -> Message | None:
+    return _without_reasoning(message, _always)
+
+
+def _drop_unsigned_reasoning(message: Message) -> Message | None:
+    return _without_reasoning(message, _unsigned)
+
+
+def _always(reasoning: Reasoning) -> bool:
+    return True
+
+
+def _unsigned(reasoning: Reasoning) -> bool:
+    return not reasoning.signature
+
+
+def _with_thought_signature(message: Message) -> Message | None:
+    """The first tool call signed (with the placeholder Gemini accepts) when it is not."""
+    parts = message.parts
+    for position, part in enumerate(parts):
+        if type(part) is not ToolCall:
+            continue
+        reasoning = part.reasoning
+        if reasoning is not None and reasoning.signature:
+            return None
+        content = reasoning.content if reasoning is not None else ""
+        signed = Reasoning(content=content, signature=_FAKE_SIGNATURE)
+        new_parts = list(parts)
+        new_parts[position] = part.model_copy(update={"reasoning": signed})
+        return trusted_message(_AI, tuple(new_parts))
+    return None
+
+
+def _with_reasoning_content(message: Message) -> Message | None:
+    """Empty reasoning on an AI message that carries none, where the OpenAI codec reads
+    it back from: the first non-empty text, else the first tool call, else a new empty
+    text part."""
+    parts = message.parts
+    first_text = first_call = -1
+    for position, part in enumerate(parts):
+        cls = type(part)
+        if cls is TextPart:
+            if part.reasoning is not None:  # type: ignore[union-attr]
+                return None
+            if first_text < 0 and part.text:  # type: ignore[union-attr]
+                first_text = position
+        elif cls is ToolCall:
+            if part.reasoning is not None:  # type: ignore[union-attr]
+                return None
+            if first_call < 0:
+                first_call = position
+    target = first_text if first_text >= 0 else first_call
+    empty = Reasoning()
+    if target < 0:
+        return trusted_message(_AI, (TextPart(text="", reasoning=empty), *parts))
+    new_parts = list(parts)
+    new_parts[target] = parts[target].model_copy(update={"reasoning": empty})
+    return trusted_message(_AI, tuple(new_parts))
+
+
+# -- arguments ------------------------------------------------------------------------------
+
+
+def _with_object_arguments(message: Message) -> Message | None:
+    if message.role is not _AI:
+        return None
+    parts = message.parts
+    new_parts: list[Any] | None = None
+    for position, part in enumerate(parts):
+        if type(part) is not ToolCall:
+            continue
+        arguments = _object_arguments(part.arguments)
+        if arguments != part.arguments:
+            if new_parts is None:
+                new_parts = list(parts)
+            new_parts[position] = part.model_copy(update={"arguments": arguments})
+    return None if new_parts is None else trusted_message(_AI, tuple(new_parts))
+
+
+def _object_arguments(arguments: str) -> str:
+    """``arguments`` when it is a JSON object, else its sanitized form when that is one,
+    else ``"{}"``."""
+    if _is_object(arguments):
+        return arguments
+    try:
+        fixed = sanitize_arguments(arguments)
+    except RecursionError:  # nesting deeper than the JSON parser goes
+        return "{}"
+    return fixed if fixed != arguments and _is_object(fixed) else "{}"
+
+
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text, parse_constant=_reject_constant), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _reject_constant(name: str) -> object:
+    # NaN and Infinity are not JSON (RFC 8259 section 6), though Python's parser takes them.
+    raise ValueError(name)
+
+
+# -- ids ------------------------------------------------------------------------------------
+
+
+class _AcceptedIds(IdTemplate):
+    """The target's template for new ids, matching what the target accepts: so
+    ``normalize_tool_call_ids`` renames exactly the ids the target would reject."""
+
+    __slots__ = ("_profile",)
+
+    _profile: ProviderProfile
+
+    def __init__(self, profile: ProviderProfile) -> None:  # the template is copied, not parsed
+        for name in IdTemplate.__slots__:
+            object.__setattr__(self, name, getattr(profile.id_template, name))
+        object.__setattr__(self, "_profile", profile)
+
+    def matches(self, value: str, function_name: str | None = None) -> bool:
+        """Whether the target accepts ``value`` (the function name plays no part)."""
+        return self._profile.accepts_id(value)
+
+
+@lru_cache(maxsize=64)
+def _accepted_ids(profile: ProviderProfile) -> IdTemplate:
+    return _AcceptedIds(profile)
+
+
+# -- roles ----------------------------------------------------------------------------------
+
+
+def _fix_roles(ast: ChainAST, profile: ProviderProfile) -> ChainAST:
+    sections = list(ast.sections)
+    changed = False
+    if profile.needs_human_first and sections:
+        first = sections[0]
+        if first.header.human_message is None and first.body:
+            human = trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),))
+            system = first.header.system_message
+            header = Header._trusted(system, human, first.header.size + human.size)
+            sections[0] = Section._trusted(header, first.body, first.size + human.size)
+            changed = True
+    if profile.needs_ai_between_tool_and_human:
+        # Every section after the first opens with a human message.
+        for index in range(len(sections) - 1):
+            section = sections[index]
+            if section.body and section.body[-1].tool_messages:
+                bridge = BodyPair.completion(TOOL_BRIDGE_TEXT)
+                body = (*section.body, bridge)
+                sections[index] = Section._trusted(section.header, body, section.size + bridge.size)
+                changed = True
+    return ChainAST._trusted(tuple(sections)) if changed else ast
