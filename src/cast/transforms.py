@@ -318,17 +318,18 @@ def _escape_control_in_strings(text: str) -> str:
 
 def sanitize_arguments(arguments: str) -> str:
     """Arguments as valid JSON text: raw control characters inside strings escaped,
-    anything still invalid (or empty) replaced by ``"{}"``."""
+    anything still invalid (or empty, or nested too deeply to parse) replaced by
+    ``"{}"``."""
     try:
         json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     else:
         return arguments
     fixed = _escape_control_in_strings(arguments)
     try:
         json.loads(fixed)
-    except ValueError:
+    except (ValueError, RecursionError):
         return "{}"
     return fixed
 
