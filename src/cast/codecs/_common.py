@@ -1,0 +1,178 @@
+"""Helpers shared by the provider codecs: typed field access that fails with a
+:class:`~cast.errors.CodecError` naming the bad field, JSON and base64 conversions
+that round-trip exactly, and the encode-side message intake.
+
+Paths are only formatted when an error is raised, so the happy path costs one
+``isinstance`` per field.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
+from pydantic import ValidationError
+
+from cast.errors import CodecError
+from cast.messages import Message
+
+__all__ = [
+    "args_object",
+    "as_messages",
+    "b64decode",
+    "b64encode",
+    "canonical_object",
+    "dumps_compact",
+    "error",
+    "fail",
+    "json_type",
+    "parse_data_url",
+    "signature_text",
+]
+
+
+def json_type(value: object) -> str:
+    """The JSON name of ``value``'s type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def error(path: str, expected: str, value: object = ..., index: int | None = None) -> CodecError:
+    """A :class:`CodecError` at ``path``; with ``value``, it says what was found."""
+    message = expected if value is ... else f"expected {expected}, got {json_type(value)}"
+    return CodecError(message, path=path, index=index)
+
+
+def fail(path: str, expected: str, value: object = ..., index: int | None = None) -> NoReturn:
+    """Raise :func:`error`."""
+    raise error(path, expected, value, index)
+
+
+def b64decode(text: str, path: str, index: int | None = None) -> bytes:
+    """Standard base64 (RFC 4648 §4) to bytes, strictly: no stray characters."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        fail(path, f"expected base64 data, got {text[:40]!r}", index=index)
+
+
+def b64encode(data: bytes) -> str:
+    """Bytes to standard padded base64 text."""
+    return base64.b64encode(data).decode("ascii")
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def dumps_compact(value: object) -> str:
+    """The canonical JSON text of ``value``: compact separators, non-ASCII kept.
+
+    OpenAI returns tool-call arguments in this form (``{"user_id":"omar_davis_3817"}``
+    in the tau-bench corpus), so object-valued arguments (Anthropic ``input``,
+    Gemini ``args``) are turned into the same text.
+    """
+    return _COMPACT.encode(value)
+
+
+def _reject_constant(name: str) -> object:
+    # NaN and Infinity are not JSON (RFC 8259 §6); Python's parser accepts them.
+    raise ValueError(name)
+
+
+def _loads(text: str) -> object:
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def args_object(arguments: str, path: str, index: int | None = None) -> dict[str, Any]:
+    """Tool-call arguments (JSON text) as the object Anthropic and Gemini expect.
+
+    An empty string means no arguments (OpenAI streams send it for argument-less
+    calls); anything else must be a JSON object.
+    """
+    if not arguments:
+        return {}
+    try:
+        value = _loads(arguments)
+    except ValueError:
+        fail(path, f"expected a JSON object as arguments, got {arguments[:40]!r}", index=index)
+    if not isinstance(value, dict):
+        fail(path, "a JSON object as arguments", value, index)
+    return value
+
+
+def canonical_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed when it is exactly the canonical JSON text of an object
+    (``dumps_compact`` of the result gives ``text`` back), else ``None``."""
+    if not text or text[0] != "{" or text[-1] != "}":
+        return None
+    try:
+        value = _loads(text)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and dumps_compact(value) == text:
+        return value
+    return None
+
+
+def signature_text(signature: bytes) -> str:
+    """A signature blob as the string a provider sends.
+
+    Codecs keep a provider's signature string as its UTF-8 bytes, so this is the
+    exact inverse for every signature decoded here. Bytes that are not UTF-8 (for
+    example a raw blob from langchaingo) go out as base64 text.
+    """
+    try:
+        return signature.decode("utf-8")
+    except UnicodeDecodeError:
+        return b64encode(signature)
+
+
+def parse_data_url(url: str) -> tuple[str, bytes] | None:
+    """``data:<mime>;base64,<data>`` as ``(mime, bytes)``; ``None`` for other URLs
+    or data URLs that are not base64 (RFC 2397)."""
+    if not url.startswith("data:"):
+        return None
+    head, sep, data = url.partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+    mime = head[5 : -len(";base64")]
+    try:
+        return mime, base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def as_messages(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
+    """The messages to encode: Messages pass through, dicts (the native JSON form)
+    are validated; a bad one raises :class:`CodecError`."""
+    out: list[Message] = []
+    for index, item in enumerate(messages):
+        if type(item) is Message:
+            out.append(item)
+            continue
+        if isinstance(item, Message):
+            out.append(item)
+            continue
+        if not isinstance(item, dict):
+            fail(f"messages[{index}]", "a Message or its dict", item, index)
+        try:
+            out.append(Message.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CodecError(first["msg"], path=f"messages[{index}].{where}", index=index) from exc
+    return out

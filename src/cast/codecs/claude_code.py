@@ -1,0 +1,229 @@
+"""Claude Code session logs: a list of Anthropic ``message`` objects, one per log line.
+
+Claude Code (``~/.claude/projects/**/*.jsonl``) writes one line per content block: an
+assistant response is spread over several entries that share ``message.id``, and the
+user entries holding the results of its tool calls sit between them. This module
+rebuilds the API-shaped conversation (:func:`to_api_messages`) and decodes it with
+the Anthropic codec (:func:`decode_claude_code_log`). Format facts come from the
+recorded sessions in ``shared/corpus/anthropic_claudecode`` (marot/spotter,
+``test/fixtures/transcripts``).
+
+Entries may be the ``message`` objects themselves or whole log lines
+(``{"type": "user" | "assistant", "message": {...}, ...}``); other line types
+(summaries, system notices) are skipped. Log-only fields (``id``, ``model``,
+``usage``, ``stop_reason``, and ``caller`` on ``tool_use`` blocks) are not carried.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from cast.codecs import anthropic
+from cast.codecs._common import error, fail
+from cast.errors import CodecError
+from cast.ids import IdTemplate
+from cast.messages import Message
+
+__all__ = ["decode", "decode_claude_code_log", "encode", "to_api_messages"]
+
+_MESSAGE_ID = IdTemplate("msg_{r:24:b}")
+_BLOCK_PATH = re.compile(r"^messages\[(\d+)\]\.content\[(\d+)\]")
+_MISSING: Any = object()
+
+
+def _entry_message(entry: object, k: int) -> dict[str, Any] | None:
+    """The message object of entry ``k``; ``None`` for log lines that hold none."""
+    if not isinstance(entry, dict):
+        fail(f"entries[{k}]", "a message object or a log line", entry, k)
+    if "role" in entry:
+        return entry
+    message = entry.get("message", _MISSING)
+    if message is _MISSING:
+        if entry.get("type") in ("user", "assistant"):
+            fail(f"entries[{k}].message", "a user or assistant log line without a message", index=k)
+        return None  # summary, system and other non-message lines
+    if not isinstance(message, dict):
+        fail(f"entries[{k}].message", "a message object", message, k)
+    return message
+
+
+def _blocks(content: object, where: str, k: int) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return content
+    raise error(where, "a string or an array of content blocks", content, k)
+
+
+def _is_result(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def to_api_messages(entries: Iterable[object]) -> list[dict[str, Any]]:
+    """The Messages API conversation a Claude Code log records.
+
+    Consecutive assistant entries with the same ``message.id`` become one assistant
+    message, and the user entries logged between them (the results of its tool calls)
+    move after it. User entries then become user messages in their order: a run of
+    entries holding only ``tool_result`` blocks makes one message, which the next
+    other user entry joins (as Claude Code sends it: results first, then the user's
+    text); other entries stay messages of their own. The input is not modified;
+    content blocks are shared, not copied.
+    """
+    return _merge(entries, None)
+
+
+def _is_results(content: object) -> bool:
+    return isinstance(content, list) and bool(content) and all(map(_is_result, content))
+
+
+def _merge(
+    entries: Iterable[object], origin: list[list[tuple[int, int]]] | None
+) -> list[dict[str, Any]]:
+    """:func:`to_api_messages`; with ``origin``, also record for each output message
+    the (entry, block) position each of its content blocks came from."""
+    out: list[dict[str, Any]] = []
+    group_id: object = None
+    group: list[Any] | None = None  # content blocks of the open assistant message
+    group_from: list[tuple[int, int]] = []
+    users: list[tuple[int, Any]] = []  # user entries (index, content) logged since then
+    only_results = True  # whether all of them hold tool results only
+
+    def emit(content: Any, where: list[tuple[int, int]], role: str = "user") -> None:
+        out.append({"role": role, "content": content})
+        if origin is not None:
+            origin.append(where)
+
+    def flush() -> None:
+        nonlocal group, group_from, users, only_results
+        if group is not None:
+            emit(group, group_from, "assistant")
+        results: list[Any] | None = None  # the open results message, while it can grow
+        results_from: list[tuple[int, int]] = []
+        for k, content in users:
+            if _is_results(content):
+                if results is None:
+                    results, results_from = [], []
+                    emit(results, results_from)
+                results.extend(content)
+                results_from.extend((k, b) for b in range(len(content)))
+                continue
+            blocks = _blocks(content, f"entries[{k}].content", k)
+            if results is not None and blocks:
+                results.extend(blocks)
+                results_from.extend((k, b) for b in range(len(blocks)))
+            else:
+                emit(content, [(k, b) for b in range(len(blocks))])
+            results = None
+        group, group_from, users, only_results = None, [], [], True
+
+    for k, entry in enumerate(entries):
+        message = _entry_message(entry, k)
+        if message is None:
+            continue
+        role = message.get("role")
+        content = message.get("content", _MISSING)
+        if content is _MISSING:
+            fail(f"entries[{k}].content", "the message has no content", index=k)
+        if role == "assistant":
+            message_id = message.get("id")
+            if group is None or message_id is None or message_id != group_id or not only_results:
+                flush()
+                group, group_id = [], message_id
+            blocks = _blocks(content, f"entries[{k}].content", k)
+            group.extend(blocks)
+            group_from.extend((k, b) for b in range(len(blocks)))
+        elif role == "user":
+            users.append((k, content))
+            only_results = only_results and _is_results(content)
+        else:
+            fail(f"entries[{k}].role", f"expected user or assistant, got {role!r}", index=k)
+    flush()
+    return out
+
+
+def decode_claude_code_log(entries: Iterable[object]) -> list[Message]:
+    """Messages of a Claude Code log (see :func:`to_api_messages`).
+
+    Errors name the log entry: ``entries[12].content[0].input``.
+    """
+    if not isinstance(entries, list | tuple):
+        fail("", "a list of log entries", entries)
+    origin: list[list[tuple[int, int]]] = []
+    merged = _merge(entries, origin)
+    try:
+        return anthropic.decode(merged)
+    except CodecError as exc:
+        raise _relocate(exc, origin) from exc
+
+
+def _relocate(exc: CodecError, origin: list[list[tuple[int, int]]]) -> CodecError:
+    """The error with its path moved from the merged messages to the log entries."""
+    match = _BLOCK_PATH.match(exc.path)
+    if match is None:
+        return exc
+    message, block = int(match[1]), int(match[2])
+    try:
+        k, b = origin[message][block]
+    except IndexError:
+        return exc
+    path = f"entries[{k}].content[{b}]{exc.path[match.end() :]}"
+    return CodecError(exc.detail, path=path, index=k)
+
+
+decode = decode_claude_code_log
+
+
+def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
+    """A Claude Code style log of ``messages``: one entry per assistant content block
+    (sharing a generated ``id``), each tool result logged right after its call.
+
+    Claude Code logs have no system prompt: a SYSTEM message is an error.
+    """
+    payload = anthropic.encode(messages)
+    if "system" in payload:
+        fail("messages[0]", "a Claude Code log has no system prompt", index=0)
+    api = payload["messages"]
+    out: list[dict[str, Any]] = []
+    position = 0
+    while position < len(api):
+        message = api[position]
+        position += 1
+        if message["role"] == "user":
+            out.append({"role": "user", "content": message["content"]})
+            continue
+        message_id = _MESSAGE_ID.generate(seed=f"claude_code:{position}")
+        content = message["content"]
+        following = api[position] if position < len(api) else None
+        results: list[dict[str, Any]] = []
+        rest: list[Any] = []
+        if (
+            following is not None
+            and following["role"] == "user"
+            and isinstance(following["content"], list)
+        ):
+            blocks = following["content"]
+            if any(_is_result(b) for b in blocks):
+                position += 1
+                for block in blocks:
+                    (results if _is_result(block) else rest).append(block)
+        if not content:
+            out.append({"id": message_id, "type": "message", "role": "assistant", "content": []})
+        # Results keep their order; each is logged as soon as its call has been.
+        called: set[object] = set()
+        next_result = 0
+        for block in content:
+            out.append(
+                {"id": message_id, "type": "message", "role": "assistant", "content": [block]}
+            )
+            if block.get("type") == "tool_use":
+                called.add(block["id"])
+            while next_result < len(results) and results[next_result]["tool_use_id"] in called:
+                out.append({"role": "user", "content": [results[next_result]]})
+                next_result += 1
+        out.extend({"role": "user", "content": [b]} for b in results[next_result:])
+        if rest:
+            out.append({"role": "user", "content": rest})
+    return out

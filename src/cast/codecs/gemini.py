@@ -1,0 +1,527 @@
+"""Gemini ``generateContent`` codec: ``{"systemInstruction": ..., "contents": [...]}``.
+
+Wire format: https://ai.google.dev/api/caching#Content (``Content``/``Part``:
+``text``, ``thought``, ``thoughtSignature``, ``inlineData``, ``fileData``,
+``functionCall {id?, name, args}``, ``functionResponse {id?, name, response}``),
+https://ai.google.dev/gemini-api/docs/function-calling (results go in the next
+``user`` turn), https://ai.google.dev/gemini-api/docs/thought-signatures (signatures
+ride on ``functionCall`` and ``text`` parts and must come back unchanged; thought
+summaries are ``text`` parts with ``thought: true``). Gemini 2.x often returns calls
+without ``id``; Vertex AI rejects ``id`` on some endpoints ("Unknown name "id" at
+'contents[1].parts[0].function_call'", see shared/research/providers.md), hence
+``encode(include_ids=False)``.
+
+Mapping, in short: ``model`` turns are AI messages, ``user`` turns are HUMAN messages
+except that each ``functionResponse`` becomes its own TOOL message. A thought part
+becomes the ``reasoning`` of the part after it (or an empty TextPart holding only
+reasoning when nothing follows it or it carries its own signature). Signatures are
+kept as the UTF-8 bytes of the wire string, so ``FAKE_GEMINI_SIGNATURE.encode()``
+goes out as the documented ``skip_thought_signature_validator``. A ``response``
+object ``{"result": "<text>"}`` is the text itself; any other object is its compact
+JSON text (see ``docs/codecs.md`` for the exact rule and every normalization).
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from typing import Any
+
+from cast.codecs._common import (
+    args_object,
+    as_messages,
+    b64decode,
+    b64encode,
+    canonical_object,
+    dumps_compact,
+    error,
+    fail,
+    parse_data_url,
+    signature_text,
+)
+from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
+from cast.ids import TemplateLike, as_template
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    trusted_message,
+)
+
+__all__ = ["decode", "encode"]
+
+_HUMAN = Role.HUMAN
+_AI = Role.AI
+_TOOL = Role.TOOL
+_SYSTEM = Role.SYSTEM
+_MISSING: Any = object()
+
+# The REST API accepts both spellings (proto3 JSON mapping); the SDKs' dict forms use
+# snake_case. Decode reads either; encode writes lowerCamelCase.
+_SNAKE = {
+    "systemInstruction": "system_instruction",
+    "thoughtSignature": "thought_signature",
+    "inlineData": "inline_data",
+    "fileData": "file_data",
+    "functionCall": "function_call",
+    "functionResponse": "function_response",
+    "mimeType": "mime_type",
+    "fileUri": "file_uri",
+}
+
+
+def _get(obj: dict[str, Any], key: str) -> Any:
+    value = obj.get(key, _MISSING)
+    if value is _MISSING:
+        snake = _SNAKE.get(key)
+        if snake is not None:
+            value = obj.get(snake, _MISSING)
+    return value
+
+
+class _Ids:
+    """Ids for calls and responses that arrive without one.
+
+    A call without ``id`` gets one from ``template``, seeded by the call's position and
+    name, so decoding the same payload twice gives the same ids. A response without
+    ``id`` answers the oldest unanswered call with its name.
+    """
+
+    def __init__(self, template: TemplateLike) -> None:
+        self.template = as_template(template)
+        self.pending: defaultdict[str, deque[str]] = defaultdict(deque)
+
+    def call(self, call_id: str | None, name: str, c: int, j: int) -> str:
+        if call_id is None:
+            call_id = self.template.generate(name, seed=f"gemini:call:{c}:{j}:{name}")
+        self.pending[name].append(call_id)
+        return call_id
+
+    def response(self, call_id: str | None, name: str, c: int, j: int) -> str:
+        queue = self.pending.get(name)
+        if call_id is not None:
+            if queue and call_id in queue:
+                queue.remove(call_id)
+            return call_id
+        if queue:
+            return queue.popleft()
+        return self.template.generate(name, seed=f"gemini:response:{c}:{j}:{name}")
+
+
+def decode(
+    payload: object, *, id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE
+) -> list[Message]:
+    """Messages of a ``generateContent`` request body (or of its bare ``contents``).
+
+    ``id_template`` shapes the ids made up for calls that have none on the wire.
+    """
+    system: object = None
+    if isinstance(payload, dict):
+        contents = _get(payload, "contents")
+        if contents is _MISSING:
+            fail("contents", "the request body has no contents field")
+        if not isinstance(contents, list):
+            fail("contents", "an array of contents", contents)
+        system = _get(payload, "systemInstruction")
+    elif isinstance(payload, list):
+        contents = payload
+    else:
+        fail("", "a request body object or a list of contents", payload)
+
+    out: list[Message] = []
+    if system is not _MISSING and system is not None:
+        out.append(_decode_system(system))
+    ids = _Ids(id_template)
+    for c, content in enumerate(contents):
+        if not isinstance(content, dict):
+            fail(f"contents[{c}]", "a content object", content, c)
+        parts = content.get("parts", _MISSING)
+        if parts is _MISSING:
+            parts = []
+        elif not isinstance(parts, list):
+            fail(f"contents[{c}].parts", "an array of parts", parts, c)
+        role = content.get("role", "user")  # a single-turn request may omit it
+        if role == "model":
+            out.append(_decode_model(parts, c, ids))
+        elif role == "user":
+            _decode_user(parts, c, ids, out)
+        else:
+            fail(f"contents[{c}].role", f"expected user or model, got {role!r}", index=c)
+    return out
+
+
+def _decode_system(system: object) -> Message:
+    if not isinstance(system, dict):
+        fail("systemInstruction", "a content object", system)
+    parts = system.get("parts")
+    if not isinstance(parts, list):
+        fail("systemInstruction.parts", "an array of parts", parts)
+    texts: list[TextPart] = []
+    for j, part in enumerate(parts):
+        text = part.get("text") if isinstance(part, dict) else None
+        if not isinstance(text, str):
+            fail(f"systemInstruction.parts[{j}]", "a text part", part)
+        texts.append(TextPart(text=text))
+    return trusted_message(_SYSTEM, tuple(texts))
+
+
+def _signature(part: dict[str, Any], where: str, c: int) -> bytes:
+    signature = _get(part, "thoughtSignature")
+    if signature is _MISSING or signature is None:
+        return b""
+    if not isinstance(signature, str):
+        fail(f"{where}.thoughtSignature", "base64 text", signature, c)
+    return signature.encode("utf-8")
+
+
+def _attachable(part: object) -> bool:
+    """Whether a thought part right before ``part`` is read as ``part``'s reasoning."""
+    if not isinstance(part, dict) or part.get("thought") is True:
+        return False
+    if _get(part, "functionCall") is not _MISSING:
+        return True
+    text = part.get("text")
+    return isinstance(text, str) and text != ""
+
+
+def _decode_model(parts: list[Any], c: int, ids: _Ids) -> Message:
+    out: list[Any] = []
+    count = len(parts)
+    j = 0
+    while j < count:
+        part = parts[j]
+        where = f"contents[{c}].parts[{j}]"
+        if not isinstance(part, dict):
+            fail(where, "a part object", part, c)
+        signature = _signature(part, where, c)
+        if part.get("thought") is True:
+            text = part.get("text", "")
+            if not isinstance(text, str):
+                fail(f"{where}.text", "a string", text, c)
+            if text and not signature and j + 1 < count and _attachable(parts[j + 1]):
+                nxt = parts[j + 1]
+                nxt_where = f"contents[{c}].parts[{j + 1}]"
+                signature = _signature(nxt, nxt_where, c)
+                out.append(
+                    _decode_model_part(
+                        nxt,
+                        c=c,
+                        j=j + 1,
+                        where=nxt_where,
+                        thought=text,
+                        signature=signature,
+                        ids=ids,
+                    )
+                )
+                j += 2
+                continue
+            out.append(TextPart(text="", reasoning=Reasoning(content=text, signature=signature)))
+            j += 1
+            continue
+        out.append(
+            _decode_model_part(
+                part, c=c, j=j, where=where, thought="", signature=signature, ids=ids
+            )
+        )
+        j += 1
+    return trusted_message(_AI, tuple(out))
+
+
+def _decode_model_part(
+    part: dict[str, Any],
+    *,
+    c: int,
+    j: int,
+    where: str,
+    thought: str,
+    signature: bytes,
+    ids: _Ids,
+) -> Any:
+    reasoning = Reasoning(content=thought, signature=signature) if thought or signature else None
+    text = part.get("text", _MISSING)
+    if text is not _MISSING:
+        if not isinstance(text, str):
+            fail(f"{where}.text", "a string", text, c)
+        return TextPart(text=text, reasoning=reasoning)
+    call = _get(part, "functionCall")
+    if call is not _MISSING:
+        return _decode_call(
+            call, c=c, j=j, where=f"{where}.functionCall", reasoning=reasoning, ids=ids
+        )
+    if _get(part, "functionResponse") is not _MISSING:
+        fail(f"{where}.functionResponse", "function responses belong in a user turn", index=c)
+    return _decode_media(part, c, where)
+
+
+def _decode_call(
+    call: object, *, c: int, j: int, where: str, reasoning: Reasoning | None, ids: _Ids
+) -> ToolCall:
+    if not isinstance(call, dict):
+        fail(where, "an object with name and args", call, c)
+    name = call.get("name")
+    if not isinstance(name, str):
+        fail(f"{where}.name", "a string", name, c)
+    args = call.get("args", {})
+    if not isinstance(args, dict):
+        fail(f"{where}.args", "an object", args, c)
+    call_id = call.get("id")
+    if call_id is not None and not isinstance(call_id, str):
+        fail(f"{where}.id", "a string", call_id, c)
+    return ToolCall(
+        id=ids.call(call_id, name, c, j),
+        name=name,
+        arguments=dumps_compact(args),
+        reasoning=reasoning,
+    )
+
+
+def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
+    inline = _get(part, "inlineData")
+    if inline is not _MISSING:
+        if not isinstance(inline, dict):
+            fail(f"{where}.inlineData", "an object with mimeType and data", inline, c)
+        mime = _get(inline, "mimeType")
+        if not isinstance(mime, str):
+            fail(f"{where}.inlineData.mimeType", "a string", mime, c)
+        data = inline.get("data")
+        if not isinstance(data, str):
+            fail(f"{where}.inlineData.data", "base64 text", data, c)
+        return BinaryPart(mime_type=mime, data=b64decode(data, f"{where}.inlineData.data", c))
+    file = _get(part, "fileData")
+    if file is not _MISSING:
+        if not isinstance(file, dict):
+            fail(f"{where}.fileData", "an object with fileUri", file, c)
+        uri = _get(file, "fileUri")
+        if not isinstance(uri, str):
+            fail(f"{where}.fileData.fileUri", "a string", uri, c)
+        return ImagePart(url=uri)
+    raise error(
+        where, "a text, functionCall, functionResponse, inlineData or fileData part", index=c
+    )
+
+
+def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> None:
+    """A user turn: each ``functionResponse`` becomes a TOOL message; every run of
+    other parts becomes a HUMAN message, in the order they come."""
+    human: list[Any] = []
+    emitted = False
+    for j, part in enumerate(parts):
+        where = f"contents[{c}].parts[{j}]"
+        if not isinstance(part, dict):
+            fail(where, "a part object", part, c)
+        response = _get(part, "functionResponse")
+        if response is not _MISSING:
+            if human:
+                out.append(trusted_message(_HUMAN, tuple(human)))
+                human = []
+            out.append(_decode_response(response, c, j, f"{where}.functionResponse", ids))
+            emitted = True
+            continue
+        text = part.get("text", _MISSING)
+        if text is not _MISSING:
+            if not isinstance(text, str):
+                fail(f"{where}.text", "a string", text, c)
+            human.append(TextPart(text=text))
+        elif _get(part, "functionCall") is not _MISSING:
+            fail(f"{where}.functionCall", "function calls belong in a model turn", index=c)
+        else:
+            human.append(_decode_media(part, c, where))
+    if human or not emitted:
+        out.append(trusted_message(_HUMAN, tuple(human)))
+
+
+def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) -> Message:
+    if not isinstance(response, dict):
+        fail(where, "an object with name and response", response, c)
+    name = response.get("name")
+    if not isinstance(name, str):
+        fail(f"{where}.name", "a string", name, c)
+    call_id = response.get("id")
+    if call_id is not None and not isinstance(call_id, str):
+        fail(f"{where}.id", "a string", call_id, c)
+    body = response.get("response", {})
+    if not isinstance(body, dict):
+        fail(f"{where}.response", "an object", body, c)
+    result = ToolResult(
+        tool_call_id=ids.response(call_id, name, c, j), name=name, content=_response_text(body)
+    )
+    return trusted_message(_TOOL, (result,))
+
+
+def _response_text(body: dict[str, Any]) -> str:
+    """``{"result": "<text>"}`` is that text; any other object its compact JSON."""
+    if len(body) == 1:
+        value = body.get("result", _MISSING)
+        if isinstance(value, str):
+            return value
+    return dumps_compact(body)
+
+
+def _response_object(content: str) -> dict[str, Any]:
+    """Inverse of :func:`_response_text`: the canonical JSON text of an object that is
+    not itself ``{"result": <string>}`` goes as that object; any other text is
+    wrapped as ``{"result": text}``. Decoding the output always gives ``content``."""
+    value = canonical_object(content)
+    if value is not None and not (len(value) == 1 and isinstance(value.get("result"), str)):
+        return value
+    return {"result": content}
+
+
+def encode(
+    messages: Iterable[Message | dict[str, Any]], *, include_ids: bool = True
+) -> dict[str, Any]:
+    """A ``generateContent`` request body ``{"systemInstruction"?, "contents"}``.
+
+    With ``include_ids=False`` calls and responses go without ``id`` (Gemini 2.x and
+    Vertex AI endpoints that reject it); responses then pair with calls by order.
+    """
+    contents: list[dict[str, Any]] = []
+    system: dict[str, Any] | None = None
+    tool_turn: list[dict[str, Any]] | None = None  # parts of the open response turn
+    for i, message in enumerate(as_messages(messages)):
+        role = message.role
+        if role is _TOOL:
+            if tool_turn is None:
+                tool_turn = []
+                contents.append({"role": "user", "parts": tool_turn})
+            _encode_results(message, i, include_ids, tool_turn)
+            continue
+        if role is _HUMAN:
+            if tool_turn is not None and message.parts:
+                tool_turn.extend(_encode_user_parts(message, i))
+            else:
+                contents.append({"role": "user", "parts": _encode_user_parts(message, i)})
+        elif role is _AI:
+            contents.append(
+                {"role": "model", "parts": _encode_model_parts(message, i, include_ids)}
+            )
+        else:
+            if i != 0:
+                fail(
+                    f"messages[{i}]",
+                    "Gemini takes a system instruction only before the first message",
+                    index=i,
+                )
+            system = {"parts": _encode_system_parts(message)}
+        tool_turn = None
+    payload: dict[str, Any] = {"contents": contents}
+    if system is not None:
+        payload["systemInstruction"] = system
+    return payload
+
+
+def _encode_system_parts(message: Message) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(message.parts):
+        if type(part) is not TextPart:
+            fail(f"messages[0].parts[{j}]", "the system instruction holds text only", index=0)
+        parts.append({"text": part.text})
+    return parts
+
+
+def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
+    if isinstance(part, BinaryPart):
+        return {"inlineData": {"mimeType": part.mime_type, "data": b64encode(part.data)}}
+    url = part.url
+    inline = parse_data_url(url)
+    if inline is not None:
+        return {"inlineData": {"mimeType": inline[0], "data": b64encode(inline[1])}}
+    file: dict[str, str] = {"fileUri": url}
+    mime = mimetypes.guess_type(url, strict=False)[0]
+    if mime is not None:
+        file["mimeType"] = mime
+    return {"fileData": file}
+
+
+def _encode_user_parts(message: Message, i: int) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(message.parts):
+        if isinstance(part, TextPart):
+            parts.append({"text": part.text})
+        elif isinstance(part, ImagePart | BinaryPart):
+            parts.append(_encode_media(part))
+        else:
+            fail(
+                f"messages[{i}].parts[{j}]",
+                f"a human message cannot carry a {part.type} part",
+                index=i,
+            )
+    return parts
+
+
+def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(message.parts):
+        if isinstance(part, TextPart):
+            out: dict[str, Any] = {"text": part.text}
+        elif isinstance(part, ToolCall):
+            call: dict[str, Any] = {
+                "name": part.name,
+                "args": args_object(
+                    part.arguments,
+                    f"messages[{i}].parts[{j}].arguments",
+                    i,
+                ),
+            }
+            if include_ids:
+                call["id"] = part.id
+            out = {"functionCall": call}
+        elif isinstance(part, ImagePart | BinaryPart):
+            parts.append(_encode_media(part))
+            continue
+        else:
+            fail(
+                f"messages[{i}].parts[{j}]",
+                f"an AI message cannot carry a {part.type} part",
+                index=i,
+            )
+        reasoning = part.reasoning
+        if reasoning is not None:
+            signature = reasoning.signature
+            if reasoning.content:
+                thought: dict[str, Any] = {"text": reasoning.content, "thought": True}
+                if isinstance(part, TextPart) and not part.text:
+                    # A reasoning-only part: the thought part alone, with its signature.
+                    if signature:
+                        thought["thoughtSignature"] = signature_text(signature)
+                    parts.append(thought)
+                    continue
+                parts.append(thought)
+            if signature:
+                out["thoughtSignature"] = signature_text(signature)
+        parts.append(out)
+    return parts
+
+
+def _encode_results(
+    message: Message, i: int, include_ids: bool, parts: list[dict[str, Any]]
+) -> None:
+    """``functionResponse`` parts of a TOOL message. A ``response`` holds one object,
+    so text parts after a result are joined to its text with newlines (lossy: they
+    come back as part of the result)."""
+    results: list[tuple[ToolResult, list[str]]] = []
+    for j, part in enumerate(message.parts):
+        if isinstance(part, ToolResult):
+            results.append((part, []))
+        elif isinstance(part, TextPart) and results:
+            results[-1][1].append(part.text)
+        else:
+            fail(
+                f"messages[{i}].parts[{j}]",
+                "a Gemini tool turn holds function responses (and text joined to them) only",
+                index=i,
+            )
+    if not results:
+        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+    for result, extra in results:
+        content = "\n".join([result.content, *extra]) if extra else result.content
+        response: dict[str, Any] = {"name": result.name, "response": _response_object(content)}
+        if include_ids:
+            response["id"] = result.tool_call_id
+        parts.append({"functionResponse": response})

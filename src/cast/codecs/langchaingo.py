@@ -1,0 +1,223 @@
+"""langchaingo codec: the JSON of Go's ``[]llms.MessageContent`` (how PentAGI stores
+message chains).
+
+Source of every field name and tag: ``llms/marshaling.go`` (``MarshalJSON`` /
+``UnmarshalJSON`` of ``MessageContent`` and of each part type) and
+``llms/generatecontent.go`` in tmc/langchaingo and in its fork vxcontrol/langchaingo
+(the fork PentAGI uses, which adds ``reasoning`` to text parts and tool calls);
+``llms/reasoning/reasoning.go`` in the fork (``ContentReasoning``: ``content`` and
+``signature``, both ``omitempty``, the signature a Go ``[]byte`` and so base64 text);
+roles from ``llms/chat_messages.go`` (``ChatMessageType``).
+
+Wire shape::
+
+    {"role": "human", "text": "hi"}                      # exactly one text part
+    {"role": "ai", "parts": [                            # anything else
+        {"type": "text", "text": "...", "reasoning": {"content": "...", "signature": "<b64>"}},
+        {"type": "image_url", "image_url": {"url": "...", "detail": "high"}},
+        {"type": "binary", "binary": {"mime_type": "image/png", "data": "<b64>"}},
+        {"type": "tool_call", "tool_call": {"id": "...", "type": "function",
+            "function": {"name": "...", "arguments": "{...}"}, "reasoning": {...}}},
+        {"type": "tool_response", "tool_response": {"tool_call_id": "...", "name": "...",
+            "content": "..."}}]}
+
+Roles ``human``, ``ai``, ``system``, ``tool`` map one to one; ``generic`` is read as
+human and ``function`` as tool (langchaingo's providers send them as user and tool
+messages). Unlike the other codecs, signatures here are raw bytes: Go marshals
+``[]byte`` as base64, which decode undoes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cast.codecs._common import as_messages, b64decode, b64encode, error, fail
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    trusted_message,
+)
+
+__all__ = ["decode", "encode"]
+
+_ROLES = {
+    "human": Role.HUMAN,
+    "ai": Role.AI,
+    "system": Role.SYSTEM,
+    "tool": Role.TOOL,
+    "generic": Role.HUMAN,
+    "function": Role.TOOL,
+}
+_WIRE_ROLES = {Role.HUMAN: "human", Role.AI: "ai", Role.SYSTEM: "system", Role.TOOL: "tool"}
+_MISSING: Any = object()
+
+
+def decode(payload: object) -> list[Message]:
+    """Messages of a marshaled ``[]llms.MessageContent``."""
+    if not isinstance(payload, list):
+        fail("", "an array of MessageContent objects", payload)
+    out: list[Message] = []
+    for i, item in enumerate(payload):
+        where = f"[{i}]"
+        if not isinstance(item, dict):
+            fail(where, "a MessageContent object", item, i)
+        wire_role = item.get("role")
+        role = _ROLES.get(wire_role) if isinstance(wire_role, str) else None
+        if role is None:
+            fail(
+                f"{where}.role",
+                f"expected human, ai, system, tool or generic, got {wire_role!r}",
+                index=i,
+            )
+        parts: tuple[Any, ...] = ()
+        raw_parts = item.get("parts")
+        if raw_parts is not None:
+            if not isinstance(raw_parts, list):
+                fail(f"{where}.parts", "an array of parts", raw_parts, i)
+            parts = tuple(_decode_part(p, i, j) for j, p in enumerate(raw_parts))
+        # UnmarshalJSON: a top-level "text" is the single text part when parts are empty.
+        if not parts:
+            text = item.get("text")
+            if isinstance(text, str):
+                parts = (TextPart(text=text),)
+            elif text is not None:
+                fail(f"{where}.text", "a string", text, i)
+        out.append(trusted_message(role, parts))
+    return out
+
+
+def _field(obj: dict[str, Any], key: str, where: str, i: int, default: Any = _MISSING) -> str:
+    value = obj.get(key, default)
+    if not isinstance(value, str):
+        if value is _MISSING:
+            fail(f"{where}.{key}", "missing; expected a string", index=i)
+        fail(f"{where}.{key}", "a string", value, i)
+    return value
+
+
+def _object(obj: dict[str, Any], key: str, where: str, i: int) -> dict[str, Any]:
+    value = obj.get(key)
+    if not isinstance(value, dict):
+        fail(f"{where}.{key}", "an object", value, i)
+    return value
+
+
+def _decode_reasoning(value: object, where: str, i: int) -> Reasoning | None:
+    """``ContentReasoning``; an empty one is none at all (``IsEmpty`` in the source)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        fail(where, "a reasoning object", value, i)
+    content = _field(value, "content", where, i, "")
+    signature = value.get("signature")
+    data = b""
+    if signature is not None:
+        if not isinstance(signature, str):
+            fail(f"{where}.signature", "base64 text", signature, i)
+        data = b64decode(signature, f"{where}.signature", i)
+    if not content and not data:
+        return None
+    return Reasoning(content=content, signature=data)
+
+
+def _decode_part(part: object, i: int, j: int) -> Any:
+    where = f"[{i}].parts[{j}]"
+    if not isinstance(part, dict):
+        fail(where, "a content part object", part, i)
+    kind = part.get("type", "")
+    if kind in ("text", ""):  # UnmarshalJSON reads a missing type as text
+        return TextPart(
+            text=_field(part, "text", where, i, ""),
+            reasoning=_decode_reasoning(part.get("reasoning"), f"{where}.reasoning", i),
+        )
+    if kind == "image_url":
+        image = _object(part, "image_url", where, i)
+        return ImagePart(
+            url=_field(image, "url", f"{where}.image_url", i),
+            detail=_field(image, "detail", f"{where}.image_url", i, ""),
+        )
+    if kind == "binary":
+        binary = _object(part, "binary", where, i)
+        data = _field(binary, "data", f"{where}.binary", i)
+        return BinaryPart(
+            mime_type=_field(binary, "mime_type", f"{where}.binary", i, ""),
+            data=b64decode(data, f"{where}.binary.data", i),
+        )
+    if kind == "tool_call":
+        call = _object(part, "tool_call", where, i)
+        call_where = f"{where}.tool_call"
+        function = _object(call, "function", call_where, i)
+        return ToolCall(
+            id=_field(call, "id", call_where, i),
+            name=_field(function, "name", f"{call_where}.function", i),
+            arguments=_field(function, "arguments", f"{call_where}.function", i),
+            reasoning=_decode_reasoning(call.get("reasoning"), f"{call_where}.reasoning", i),
+        )
+    if kind == "tool_response":
+        response = _object(part, "tool_response", where, i)
+        response_where = f"{where}.tool_response"
+        return ToolResult(
+            tool_call_id=_field(response, "tool_call_id", response_where, i),
+            name=_field(response, "name", response_where, i),
+            content=_field(response, "content", response_where, i),
+        )
+    raise error(f"{where}.type", f"unknown content type {kind!r}", index=i)
+
+
+def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
+    """The JSON ``json.Marshal`` gives for the equivalent ``[]llms.MessageContent``."""
+    out: list[dict[str, Any]] = []
+    for message in as_messages(messages):
+        role = _WIRE_ROLES[message.role]
+        parts = message.parts
+        if len(parts) == 1 and type(parts[0]) is TextPart and not _reasoning(parts[0].reasoning):
+            out.append({"role": role, "text": parts[0].text})
+        else:
+            out.append({"role": role, "parts": [_encode_part(p) for p in parts]})
+    return out
+
+
+def _reasoning(reasoning: Reasoning | None) -> dict[str, str] | None:
+    if reasoning is None:
+        return None
+    out: dict[str, str] = {}
+    if reasoning.content:
+        out["content"] = reasoning.content
+    if reasoning.signature:
+        out["signature"] = b64encode(reasoning.signature)
+    return out or None
+
+
+def _encode_part(part: Any) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        out: dict[str, Any] = {"type": "text", "text": part.text}
+        reasoning = _reasoning(part.reasoning)
+        if reasoning is not None:
+            out["reasoning"] = reasoning
+        return out
+    if isinstance(part, ToolCall):
+        call: dict[str, Any] = {
+            "id": part.id,
+            "type": "function",
+            "function": {"name": part.name, "arguments": part.arguments},
+        }
+        reasoning = _reasoning(part.reasoning)
+        if reasoning is not None:
+            call["reasoning"] = reasoning
+        return {"type": "tool_call", "tool_call": call}
+    if isinstance(part, ToolResult):
+        response = {"tool_call_id": part.tool_call_id, "name": part.name, "content": part.content}
+        return {"type": "tool_response", "tool_response": response}
+    if isinstance(part, ImagePart):
+        image = {"url": part.url}
+        if part.detail:
+            image["detail"] = part.detail
+        return {"type": "image_url", "image_url": image}
+    return {"type": "binary", "binary": {"mime_type": part.mime_type, "data": b64encode(part.data)}}

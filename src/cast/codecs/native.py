@@ -1,0 +1,39 @@
+"""chaincast's own JSON form: a list of ``Message.model_dump(mode="json")`` dicts.
+
+``bytes`` fields are base64 text (see :mod:`cast.messages`). Decode also accepts
+``{"messages": [...]}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from cast.codecs._common import as_messages, fail
+from cast.errors import CodecError
+from cast.messages import MESSAGES_ADAPTER, Message
+
+__all__ = ["decode", "encode"]
+
+
+def decode(payload: object) -> list[Message]:
+    """Messages of a list of native message dicts."""
+    if isinstance(payload, dict) and "messages" in payload:
+        payload = payload["messages"]
+    if not isinstance(payload, list):
+        fail("", "an array of messages", payload)
+    try:
+        return MESSAGES_ADAPTER.validate_python(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = first["loc"]
+        index = loc[0] if loc and isinstance(loc[0], int) else None
+        path = "messages" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+        raise CodecError(first["msg"], path=path, index=index) from exc
+
+
+def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
+    """The native JSON form of ``messages``."""
+    return [m.model_dump(mode="json") for m in as_messages(messages)]
