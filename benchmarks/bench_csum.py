@@ -23,7 +23,7 @@ from benchmarks.bench_cast import best_of
 from benchmarks.chains import build_chain
 from cast import Message, ToolCall
 from cast.messages import MESSAGES_ADAPTER
-from csum import Summarizer, SummarizerConfig
+from csum import Summarizer
 
 HANDLER_SECONDS = 0.1
 
@@ -88,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     payload = MESSAGES_ADAPTER.dump_python(big, mode="json")
     t_dumps = best_of(args.repeat, lambda: json.dumps(payload))
     summarizer = Summarizer()
-    t_ours = best_of(args.repeat, lambda: anyio.run(summarizer.summarize_chain, instant_handler, big))
+    t_ours = best_of(
+        args.repeat, lambda: anyio.run(summarizer.summarize_chain, instant_handler, big)
+    )
     print(f"2. summarize_chain on {len(big)} messages ({sum(m.size for m in big) / 1e6:.1f} MB) "
           f"with an instant handler: {t_ours * 1e3:.0f} ms; json.dumps: {t_dumps * 1e3:.0f} ms; "
           f"ratio {t_ours / t_dumps:.2f}x (goal <= 1x)")

@@ -2,7 +2,8 @@
 convert them.
 
 >>> from cast import ChainAST, Message
->>> ast = ChainAST.from_messages([Message.system("be brief"), Message.human("hi"), Message.ai("hello")])
+>>> chain = [Message.system("be brief"), Message.human("hi"), Message.ai("hello")]
+>>> ast = ChainAST.from_messages(chain)
 >>> [len(section.body) for section in ast.sections], ast.size
 ([1], 15)
 """
@@ -17,6 +18,10 @@ from cast.constants import (
 )
 from cast.errors import ChainError, CodecError, IdTemplateError, MessageFormatError
 from cast.ids import CHARSETS, IdTemplate
+
+# ``cast.port`` and ``cast.lint`` name the functions; their modules remain importable
+# with ``from cast.port import ...`` / ``from cast.lint import ...``.
+from cast.lint import Violation, lint
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -29,11 +34,6 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import ChainIssue, diagnose
-from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
-
-# port and lint are bound after the submodules they live in, so ``cast.port`` and
-# ``cast.lint`` are the functions (the modules stay importable as cast.port / cast.lint).
-from cast.lint import Violation, lint  # noqa: I001
 from cast.port import port
 from cast.providers import (
     PROVIDERS,
@@ -43,6 +43,7 @@ from cast.providers import (
     get_provider,
     register_provider,
 )
+from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
 
 __all__ = [
     "CHARSETS",

@@ -12,11 +12,9 @@ from typing import Any, TextIO
 import regex
 
 from cast.errors import ChainError, CodecError
-from cast.messages import MESSAGES_ADAPTER, Message
-from cast.parse import to_message
+from cast.messages import Message
 
 __all__ = [
-    "NATIVE_FORMAT",
     "InputError",
     "decode_chain",
     "encode_chain",
@@ -27,8 +25,6 @@ __all__ = [
     "write_json",
 ]
 
-NATIVE_FORMAT = "chaincast"
-"""chaincast's own JSON: a list of ``Message.model_dump(mode="json")`` objects."""
 
 
 class InputError(ChainError):
@@ -73,61 +69,40 @@ def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -
 
 def known_formats() -> list[str]:
     """Every format name the command lines accept."""
-    from cast.codecs import CODECS
+    from cast.codecs import CODECS, NATIVE
 
-    return [NATIVE_FORMAT, *CODECS]
+    return [NATIVE, *CODECS]
 
 
-def _looks_native(payload: Any) -> bool:
-    return (
-        isinstance(payload, list)
-        and bool(payload)
-        and all(isinstance(item, dict) and "parts" in item and "role" in item for item in payload)
-    )
+def _codec(fmt: str) -> Any:
+    from cast.codecs import get_codec
+
+    try:
+        return get_codec(fmt)
+    except CodecError as exc:
+        raise InputError(
+            f"unknown format {fmt!r}; known formats: {', '.join(known_formats())}"
+        ) from exc
 
 
 def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], str]:
     """The messages of a payload and the format they were read as (detected when
     ``fmt`` is None). Raises :class:`InputError` / :class:`CodecError` on bad input."""
-    from cast.codecs import detect_format, get_codec
+    from cast.codecs import detect_format
 
     if fmt is None:
-        if _looks_native(payload):
-            fmt = NATIVE_FORMAT
-        else:
+        try:
             fmt = detect_format(payload)
-            if fmt is None:
-                raise InputError(
-                    "cannot tell the chain's format; pass --format (one of "
-                    + ", ".join(known_formats())
-                    + ")"
-                )
-    if fmt == NATIVE_FORMAT:
-        if not isinstance(payload, list):
-            raise CodecError("expected a JSON array of messages", path="$")
-        return [to_message(item, index) for index, item in enumerate(payload)], fmt
-    try:
-        codec = get_codec(fmt)
-    except (KeyError, ValueError) as exc:
-        raise InputError(
-            f"unknown format {fmt!r}; known formats: {', '.join(known_formats())}"
-        ) from exc
-    return list(codec.decode(payload)), fmt
+        except CodecError as exc:
+            raise InputError(
+                f"{exc.detail}; pass --format (one of {', '.join(known_formats())})"
+            ) from exc
+    return list(_codec(fmt).decode(payload)), fmt
 
 
 def encode_chain(messages: Sequence[Message], fmt: str) -> Any:
     """The payload of ``messages`` in format ``fmt``."""
-    from cast.codecs import get_codec
-
-    if fmt == NATIVE_FORMAT:
-        return MESSAGES_ADAPTER.dump_python(list(messages), mode="json")
-    try:
-        codec = get_codec(fmt)
-    except (KeyError, ValueError) as exc:
-        raise InputError(
-            f"unknown format {fmt!r}; known formats: {', '.join(known_formats())}"
-        ) from exc
-    return codec.encode(list(messages))
+    return _codec(fmt).encode(list(messages))
 
 
 _UNITS = {

@@ -63,7 +63,7 @@ def main_parser() -> argparse.ArgumentParser:
     )
     summarize.add_argument(
         "--pair-budget",
-        help="size over which an older pair is summarized on its own (default: budget/3, at most 16KiB)",
+        help="size over which an older pair is summarized alone (default: budget/3, max 16KiB)",
     )
     summarize.add_argument(
         "--keep-sections", type=int, default=1, help="newest sections kept with all their pairs"
