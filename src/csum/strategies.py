@@ -23,8 +23,17 @@ import anyio
 import anyio.lowlevel
 
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast.constants import SUMMARIZATION_TOOL_NAME
 from cast.ids import IdTemplate
-from cast.messages import Message, Role, TextPart, trusted_message, utf8_len
+from cast.messages import (
+    Message,
+    Role,
+    TextPart,
+    ToolCall,
+    replace_field,
+    trusted_message,
+    utf8_len,
+)
 from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
@@ -34,12 +43,17 @@ __all__ = [
     "SUMMARIZED_CONTENT_PREFIX",
     "HandlerCalls",
     "SummarizeHandler",
+    "exceeds_qa_limits",
+    "gather",
     "is_summarized",
+    "needs_section_summary",
+    "recent_sections_to_keep",
     "rotate_section",
     "split_last_section_pairs",
     "summarize_qa",
     "summarize_section",
     "summary_type",
+    "unique_summary_ids",
 ]
 
 SUMMARIZED_CONTENT_PREFIX = "**summarized content:**\n"
@@ -65,6 +79,13 @@ class HandlerCalls:
     input_bytes: int = 0
     output_bytes: int = 0
     on_call: Callable[[int, int], None] | None = field(default=None, repr=False)
+    created: list[BodyPair] = field(default_factory=list, repr=False)
+    """The summary pairs made in this run (their ids are made unique at the end)."""
+
+    def adopt(self, pair: BodyPair) -> BodyPair:
+        """Record a summary pair made in this run."""
+        self.created.append(pair)
+        return pair
 
     async def summarize(
         self,
@@ -82,6 +103,9 @@ class HandlerCalls:
                 result = await self.handler(prompt)
             else:
                 async with self.limiter:
+                    # The limiter may hand its slot over just as the caller is
+                    # cancelled: do not start a handler call then.
+                    await anyio.lowlevel.checkpoint_if_cancelled()
                     result = await self.handler(prompt)
         except Exception as exc:
             raise SummarizationError(
@@ -231,13 +255,15 @@ async def summarize_section(
     text = await calls.summarize(
         _human(section), summarized, phase="section summary", section=index
     )
-    pair = _summary_pair(
-        text,
-        summary_type(section.body),
-        summarized,
-        id_template=id_template,
-        keep_reasoning=False,
-        seed=f"section\x1f{index}",
+    pair = calls.adopt(
+        _summary_pair(
+            text,
+            summary_type(section.body),
+            summarized,
+            id_template=id_template,
+            keep_reasoning=False,
+            seed=f"section\x1f{index}",
+        )
     )
     return _section(section.header, (pair,))
 
@@ -298,13 +324,15 @@ async def rotate_section(
         texts = await gather([job(i) for i in oversized])
         for i, text in zip(oversized, texts, strict=True):
             pair = body[i]
-            body[i] = _summary_pair(
-                text,
-                summary_type((pair,)),
-                pair.messages(),
-                id_template=id_template,
-                keep_reasoning=True,
-                seed=f"pair\x1f{index}\x1f{i}",
+            body[i] = calls.adopt(
+                _summary_pair(
+                    text,
+                    summary_type((pair,)),
+                    pair.messages(),
+                    id_template=id_template,
+                    keep_reasoning=True,
+                    seed=f"pair\x1f{index}\x1f{i}",
+                )
             )
         section = _section(section.header, tuple(body))
 
@@ -317,13 +345,15 @@ async def rotate_section(
         return section
     summarized = _messages_of(summarize)
     text = await calls.summarize(human, summarized, phase="last section rotation", section=index)
-    pair = _summary_pair(
-        text,
-        summary_type(summarize),
-        summarized,
-        id_template=id_template,
-        keep_reasoning=True,
-        seed=f"rotation\x1f{index}",
+    pair = calls.adopt(
+        _summary_pair(
+            text,
+            summary_type(summarize),
+            summarized,
+            id_template=id_template,
+            keep_reasoning=True,
+            seed=f"rotation\x1f{index}",
+        )
     )
     return _section(section.header, (pair, *keep))
 
@@ -394,13 +424,15 @@ async def summarize_qa(
         human = trusted_message(Role.HUMAN, (TextPart(text=texts[1]),))
     elif human_messages:
         human = trusted_message(Role.HUMAN, tuple(p for m in human_messages for p in m.parts))
-    pair = _summary_pair(
-        texts[0],
-        summary_type(pairs),
-        ai_messages,
-        id_template=id_template,
-        keep_reasoning=False,
-        seed="qa",
+    pair = calls.adopt(
+        _summary_pair(
+            texts[0],
+            summary_type(pairs),
+            ai_messages,
+            id_template=id_template,
+            keep_reasoning=False,
+            seed="qa",
+        )
     )
     system = sections[0].header.system_message
     header = Header._trusted(
@@ -409,3 +441,59 @@ async def summarize_qa(
     # Folded sections always include section 0, so kept ones carry no system message.
     kept = sections[len(sections) - keep :]
     return ChainAST._trusted((_section(header, (pair,)), *kept))
+
+
+# -- ids ---------------------------------------------------------------------------------
+
+
+def unique_summary_ids(
+    ast: ChainAST, created: Sequence[BodyPair], template: IdTemplate
+) -> ChainAST:
+    """The chain with the summary pairs made in this run renamed where their call id
+    repeats another id of the chain; ids that were already there never change.
+
+    Summary ids are seeded by position and summary text, so two runs (or a handler that
+    always answers the same) can produce one id twice; providers reject repeated ids.
+    """
+    new = {id(pair) for pair in created}
+    fixed: set[str] = set()
+    for section in ast.sections:
+        for pair in section.body:
+            if id(pair) not in new:
+                fixed.update(call.id for call in pair.tool_calls)
+    seen = set(fixed)
+    sections = list(ast.sections)
+    changed = False
+    for s_index, section in enumerate(sections):
+        body = list(section.body)
+        renamed = False
+        for p_index, pair in enumerate(body):
+            if id(pair) not in new or pair.type is not BodyPairType.SUMMARIZATION:
+                continue
+            call_id = pair.tool_calls[0].id
+            if call_id not in seen:
+                seen.add(call_id)
+                continue
+            attempt = 0
+            while call_id in seen:
+                attempt += 1
+                call_id = template.generate(
+                    SUMMARIZATION_TOOL_NAME, seed=f"{pair.tool_calls[0].id}\x1f{attempt}"
+                )
+            seen.add(call_id)
+            body[p_index] = _renamed_summary(pair, call_id)
+            renamed = changed = True
+        if renamed:
+            sections[s_index] = _section(section.header, tuple(body))
+    return ChainAST._trusted(tuple(sections)) if changed else ast
+
+
+def _renamed_summary(pair: BodyPair, call_id: str) -> BodyPair:
+    """A SUMMARIZATION pair with its call (and result) given a new id."""
+    ai_parts = tuple(
+        replace_field(p, "id", call_id) if type(p) is ToolCall else p for p in pair.ai_message.parts
+    )
+    result = pair.tool_messages[0].parts[0]
+    ai = trusted_message(Role.AI, ai_parts)
+    tool = trusted_message(Role.TOOL, (replace_field(result, "tool_call_id", call_id),))
+    return BodyPair._trusted(pair.type, ai, (tool,), ai.size + tool.size)

@@ -23,6 +23,7 @@ from csum.strategies import (
     rotate_section,
     summarize_qa,
     summarize_section,
+    unique_summary_ids,
 )
 
 __all__ = ["Summarizer", "SummaryResult"]
@@ -135,6 +136,8 @@ class Summarizer:
             ast = type(ast)._trusted(tuple(sections))
         if config.use_qa:
             ast = await summarize_qa(calls, ast, config, template)
+        if calls.created:
+            ast = unique_summary_ids(ast, calls.created, template)
 
         return SummaryResult(
             messages=ast.to_messages(),
