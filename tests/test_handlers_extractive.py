@@ -292,3 +292,20 @@ def test_budget_holds_for_arbitrary_text(prompt: str, max_bytes: int) -> None:
     summary = summarize_extractive(prompt, max_bytes)
     assert utf8(summary) <= max_bytes  # also proves the output is valid UTF-8
     assert summary == summarize_extractive(prompt, max_bytes)
+
+
+def test_scanner_output_keeps_ports_and_product_versions() -> None:
+    ai = [
+        Message.ai("", ToolCall(id="c1", name="nmap", arguments='{"host": "10.0.0.5"}')),
+        Message.tool(
+            "c1",
+            "nmap",
+            "Starting Nmap 7.94\n22/tcp open ssh OpenSSH 8.9p1\n80/tcp open http nginx/1.18.0\n"
+            "error: host timeout on 443",
+        ),
+    ]
+    summary = summarize_extractive(messages_to_prompt([], ai))
+    for identifier in ("22/tcp", "80/tcp", "OpenSSH 8.9p1", "nginx/1.18.0", "Nmap 7.94"):
+        assert identifier in summary
+    assert "-> error: host timeout on 443" in summary
+    assert "error: error:" not in summary

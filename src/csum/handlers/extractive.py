@@ -73,6 +73,7 @@ _IDENTIFIER = regex.compile(
   | (?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)
   | (?P<ip>\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b)
   | (?P<hostport>\b(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):\d{2,5}\b)
+  | (?P<portproto>\b\d{1,5}/(?:tcp|udp|sctp)\b)
   | (?P<winpath>\b[A-Za-z]:\\[^\s<>"'`|*?]+)
   | (?P<path>(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)*/?|\b[\w.@+-]+(?:/[\w.@+-]+)+/?)
   | (?P<file>\b[\w-]+(?:\.[\w-]+)*\.(?i:py|pyi|ipynb|js|mjs|cjs|ts|tsx|jsx|json|jsonl|ya?ml
@@ -81,6 +82,8 @@ _IDENTIFIER = regex.compile(
         |pem|key|crt|tar|gz|zip|whl|so|dll|exe)\b)
   | (?P<pin>\b[A-Za-z][\w.-]*(?:==|>=|<=|~=|!=|@)v?\d+(?:\.\d+)+[\w.+-]*)
   | (?P<envassign>\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*=[^\s,;'"`]+)
+  | (?P<product>\b[A-Za-z][\w-]*[/_]v?\d+(?:\.\d+)+[\w.+-]*
+        |\b[A-Z][\w-]+[ ]v?\d+\.\d+(?:\.\d+)*[a-z0-9]*\b)
   | (?P<version>\bv?\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z]+)*\b|\bv\d+(?:\.\d+)?\b)
   | (?P<hash>\b(?:sha(?:1|256|512):)?(?=[0-9]*[a-f])(?=[a-f]*[0-9])[0-9a-f]{7,128}\b)
   | (?P<upperid>\b[A-Z]{2,}[A-Z0-9]*-[A-Za-z0-9]{2,}(?:-[A-Za-z0-9]+)*\b)
@@ -286,7 +289,10 @@ def _outcome(content: str) -> str:
     if errors:
         # The last error line proper, rather than a "caused by" line after it.
         proper = [line for line in errors if _ERROR_LINE.search(line)] or errors
-        return "error: " + _clip(_one_line(proper[-1]), _OUTCOME_CAP)
+        line = _one_line(proper[-1])
+        if not line.lower().startswith("error"):
+            line = "error: " + line
+        return _clip(line, _OUTCOME_CAP)
     return _clip(_one_line(_first_line(content)), _OUTCOME_CAP)
 
 
