@@ -1,0 +1,103 @@
+"""Command line: ``python -m benchmarks.policies [--quick] [--no-write] ...``.
+
+The full mode replays every workload and rewrites ``docs/benchmarks.md`` and its plots.
+``--quick`` (for CI) runs a smaller loop and a corpus subset with no simulated latency,
+prints the tables, and exits 1 when an invariant fails; it never checks timings and
+writes nothing unless ``--out`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from benchmarks.policies.report import render_markdown, render_tables, write_plots
+from benchmarks.policies.suite import SuiteConfig, check_invariants, run_suite
+
+__all__ = ["main"]
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = REPO / "docs" / "benchmarks.md"
+QUICK_STEPS = 400
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.policies",
+        description="Replay agent loops under context policies; report cost, quality, validity.",
+    )
+    parser.add_argument("--quick", action="store_true", help="CI mode: invariants only, < 1 min")
+    parser.add_argument(
+        "--steps", type=int, help="AI turns of the simulated loop (2000; quick 400)"
+    )
+    parser.add_argument("--seed", type=int, default=7, help="simulator seed (7)")
+    parser.add_argument(
+        "--budget", type=int, default=131072, help="window of the long loops, bytes (131072)"
+    )
+    parser.add_argument(
+        "--small-budget", type=int, default=24576, help="window of the tau-bench replays (24576)"
+    )
+    parser.add_argument(
+        "--latency-scale",
+        type=float,
+        help="real seconds slept per modelled handler second (0.001; quick 0)",
+    )
+    parser.add_argument(
+        "--out", type=Path, help=f"markdown report (default {DEFAULT_OUT.relative_to(REPO)})"
+    )
+    parser.add_argument("--no-write", action="store_true", help="write no markdown and no plots")
+    parser.add_argument("--no-plots", action="store_true", help="write no plots")
+    parser.add_argument("--no-lint", action="store_true", help="skip cast.lint (faster)")
+    parser.add_argument("--corpus", type=Path, help="corpus folder (default ../shared/corpus)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; 0 when every invariant held, 1 otherwise."""
+    args = _parser().parse_args(argv)
+    quick: bool = args.quick
+    config = SuiteConfig(
+        quick=quick,
+        steps=args.steps or (QUICK_STEPS if quick else 2000),
+        seed=args.seed,
+        budget=args.budget,
+        small_budget=args.small_budget,
+        time_scale=args.latency_scale
+        if args.latency_scale is not None
+        else (0.0 if quick else 0.001),
+        lint=not args.no_lint,
+        corpus=args.corpus,
+    )
+    started = time.perf_counter()
+    suite = anyio.run(partial(run_suite, config, lambda line: print(line, flush=True)))
+    failures = check_invariants(suite)
+
+    out: Path | None = None if args.no_write else (args.out or (None if quick else DEFAULT_OUT))
+    if out is None:
+        print("\n".join(render_tables(suite)))
+        for note in suite.notes:
+            print(f"note: {note}")
+    else:
+        plots: list[str] = []
+        if not args.no_plots:
+            paths, why = write_plots(suite, out.parent / "img")
+            if why is not None:
+                suite.notes.append(why)
+            plots = [p.relative_to(out.parent).as_posix() for p in paths]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(render_markdown(suite, failures, plots), encoding="utf-8")
+        print(f"wrote {out}")
+    for failure in failures:
+        print(f"INVARIANT FAILED: {failure}", file=sys.stderr)
+    print(f"{'quick' if quick else 'full'} run: {time.perf_counter() - started:.1f} s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

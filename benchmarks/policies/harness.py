@@ -1,0 +1,259 @@
+"""Replay a workload as an agent loop under a policy, and measure every step.
+
+The loop appends the workload's messages one by one; before each AI message it hands
+the history to the policy, sends what the policy returns (that is the cost: its size
+in UTF-8 bytes), keeps it as the new history and appends the AI message. Each output
+is checked: strict parse, the newest pair kept, planted facts asked for at that turn.
+Outputs the policy changed (and the final one) are linted for OpenAI and Anthropic.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from benchmarks.policies.policy import Policy
+from benchmarks.policies.simulate import FACT_PATTERN, Workload
+from cast import ChainAST, ChainError, Message, Part, Role
+
+__all__ = ["LINT_TARGETS", "RunResult", "facts_in", "lint_available", "run_policy"]
+
+LINT_TARGETS = ("openai", "anthropic")
+_FACT = re.compile(FACT_PATTERN)
+_TEXT_FIELDS = ("text", "arguments", "content")
+_FACTS_CACHE: dict[int, tuple[Message, frozenset[str]]] = {}
+
+
+def lint_available() -> bool:
+    """Whether ``cast.lint`` exists in this tree."""
+    try:
+        from cast.lint import lint  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _texts_of(part: Part) -> list[str]:
+    texts = [text for name in _TEXT_FIELDS if isinstance(text := getattr(part, name, None), str)]
+    reasoning = getattr(part, "reasoning", None)
+    if reasoning is not None:
+        texts.append(reasoning.content)
+    return texts
+
+
+def _facts_of(message: Message) -> frozenset[str]:
+    hit = _FACTS_CACHE.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    found: set[str] = set()
+    for part in message.parts:
+        for text in _texts_of(part):
+            if "FACT-" in text:
+                found.update(_FACT.findall(text))
+    facts = frozenset(found)
+    _FACTS_CACHE[id(message)] = (message, facts)
+    return facts
+
+
+def facts_in(messages: Sequence[Message]) -> set[str]:
+    """Every planted fact token present in the messages (kept or inside summaries)."""
+    out: set[str] = set()
+    for message in messages:
+        out |= _facts_of(message)
+    return out
+
+
+def _invalid(messages: Sequence[Message]) -> str | None:
+    """Why no provider would take this chain (strict parse failure, or nothing to send)."""
+    if not messages:
+        return "empty chain"
+    try:
+        ChainAST.from_messages(messages)
+    except ChainError as exc:
+        return str(exc)
+    return None
+
+
+def _last_pair_kept(before: Sequence[Message], after: Sequence[Message]) -> bool:
+    """Whether ``after`` ends with the newest body pair of ``before`` (or, when a new
+    question follows it, with that question), unchanged."""
+    last_ai = next((i for i in range(len(before) - 1, -1, -1) if before[i].role is Role.AI), None)
+    if last_ai is None or any(m.role is Role.HUMAN for m in before[last_ai:]):
+        tail = list(before[-1:])
+    else:
+        tail = list(before[last_ai:])
+    if len(after) < len(tail):
+        return False
+    return all(a is b or a == b for a, b in zip(after[len(after) - len(tail) :], tail, strict=True))
+
+
+@dataclass
+class RunResult:
+    """Everything measured for one policy on one workload (or a group of them)."""
+
+    policy: str
+    workload: str
+    budget: int
+    turns: int = 0
+    sent_bytes: int = 0
+    peak_bytes: int = 0
+    final_bytes: int = 0
+    over_budget: int = 0
+    over_budget_forced: int = 0
+    """Turns over budget whose system prompt, question and newest pair alone exceed it."""
+    handler_calls: int = 0
+    handler_input_bytes: int = 0
+    handler_output_bytes: int = 0
+    summarizing_steps: int = 0
+    summarize_wall_s: float = 0.0
+    modelled_s: float = 0.0
+    overhead_s: float = 0.0
+    max_overhead_s: float = 0.0
+    invalid: int = 0
+    first_invalid: str = ""
+    lint_outputs: int = 0
+    lint_violations: dict[str, int] = field(default_factory=dict)
+    """Target -> violations over all linted outputs."""
+    lint_new: dict[str, int] = field(default_factory=dict)
+    """Target -> violations of rules the replayed recording itself does not break."""
+    lint_rules: dict[str, set[str]] = field(default_factory=dict)
+    last_pair_lost: int = 0
+    facts_planted: int = 0
+    facts_final: int = 0
+    references: int = 0
+    references_found: int = 0
+    sizes: list[int] = field(default_factory=list)
+    """Bytes sent at each AI turn (the plotted series)."""
+    seconds: float = 0.0
+
+    def merge(self, other: RunResult) -> None:
+        """Add ``other`` (same policy, another workload of the group) into this one."""
+        for name in (
+            "turns", "sent_bytes", "final_bytes", "over_budget", "over_budget_forced",
+            "handler_calls",
+            "handler_input_bytes", "handler_output_bytes", "summarizing_steps",
+            "summarize_wall_s", "modelled_s", "overhead_s", "invalid", "lint_outputs",
+            "last_pair_lost", "facts_planted", "facts_final", "references",
+            "references_found", "seconds",
+        ):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.peak_bytes = max(self.peak_bytes, other.peak_bytes)
+        self.max_overhead_s = max(self.max_overhead_s, other.max_overhead_s)
+        self.first_invalid = self.first_invalid or other.first_invalid
+        for mine, theirs in (
+            (self.lint_violations, other.lint_violations),
+            (self.lint_new, other.lint_new),
+        ):
+            for target, count in theirs.items():
+                mine[target] = mine.get(target, 0) + count
+        for target, rules in other.lint_rules.items():
+            self.lint_rules.setdefault(target, set()).update(rules)
+        self.sizes.extend(other.sizes)
+
+
+class _Linter:
+    """Lints outputs for every target; knows which rules the recording breaks itself."""
+
+    def __init__(self, enabled: bool, workload: Workload) -> None:
+        self.fn: Callable[[Sequence[Message], str], Sequence[object]] | None = None
+        self.inherited: dict[str, set[str]] = {}
+        if enabled and lint_available():
+            from cast.lint import lint
+
+            self.fn = lint
+            self.inherited = {t: self._rules(workload.messages, t) for t in LINT_TARGETS}
+
+    def _rules(self, messages: Sequence[Message], target: str) -> set[str]:
+        assert self.fn is not None
+        return {str(getattr(v, "rule", v)) for v in self.fn(messages, target)}
+
+    def check(self, messages: Sequence[Message], result: RunResult) -> None:
+        if self.fn is None:
+            return
+        result.lint_outputs += 1
+        for target in LINT_TARGETS:
+            rules = [str(getattr(v, "rule", v)) for v in self.fn(messages, target)]
+            if not rules:
+                continue
+            new = sum(1 for rule in rules if rule not in self.inherited[target])
+            result.lint_violations[target] = result.lint_violations.get(target, 0) + len(rules)
+            result.lint_new[target] = result.lint_new.get(target, 0) + new
+            result.lint_rules.setdefault(target, set()).update(rules)
+
+
+def _floor_size(history: Sequence[Message]) -> int:
+    """The least any valid policy that keeps the newest pair can send: the system
+    prompt, the newest question and everything from the newest AI message on."""
+    size = history[0].size if history and history[0].role is Role.SYSTEM else 0
+    last_ai: int | None = None
+    for index in range(len(history) - 1, -1, -1):
+        role = history[index].role
+        if role is Role.HUMAN:
+            if last_ai is None:  # a new question: the pair before it may go
+                return size + sum(m.size for m in history[index:])
+            return size + history[index].size + sum(m.size for m in history[last_ai:])
+        if role is Role.AI and last_ai is None:
+            last_ai = index
+    start = 0 if last_ai is None else last_ai
+    return size + sum(m.size for m in history[start:] if m.role is not Role.SYSTEM)
+
+
+async def run_policy(policy: Policy, workload: Workload, *, lint: bool = True) -> RunResult:
+    """Replay ``workload`` under ``policy`` and measure it."""
+    started = time.perf_counter()
+    result = RunResult(policy.name, workload.name, workload.budget)
+    result.facts_planted = len(workload.facts)
+    linter = _Linter(lint, workload)
+    history: list[Message] = []
+    pending: list[str] = []  # facts asked for since the last AI turn
+    for index, message in enumerate(workload.messages):
+        pending.extend(workload.references.get(index, ()))
+        if message.role is not Role.AI or not history:
+            history.append(message)
+            continue
+        t0 = time.perf_counter()
+        out, step = await policy.apply(history)
+        elapsed = time.perf_counter() - t0
+        overhead = max(0.0, elapsed - step.handler_busy_s - step.glue_s)
+        result.overhead_s += overhead
+        result.max_overhead_s = max(result.max_overhead_s, overhead)
+        if step.handler_calls:
+            result.summarizing_steps += 1
+            result.summarize_wall_s += elapsed - step.glue_s
+        result.handler_calls += step.handler_calls
+        result.handler_input_bytes += step.handler_input_bytes
+        result.handler_output_bytes += step.handler_output_bytes
+        result.modelled_s += step.modelled_s
+
+        size = sum(m.size for m in out)
+        result.turns += 1
+        result.sent_bytes += size
+        result.peak_bytes = max(result.peak_bytes, size)
+        result.sizes.append(size)
+        if size > workload.budget:
+            result.over_budget += 1
+            if _floor_size(history) > workload.budget:
+                result.over_budget_forced += 1
+        problem = _invalid(out)
+        if problem is not None:
+            result.invalid += 1
+            if not result.first_invalid:
+                result.first_invalid = f"{workload.name} turn {result.turns}: {problem}"
+        if not _last_pair_kept(history, out):
+            result.last_pair_lost += 1
+        if step.changed:
+            linter.check(out, result)
+        if pending:
+            present = facts_in(out)
+            result.references += len(pending)
+            result.references_found += sum(1 for fact in pending if fact in present)
+            pending.clear()
+        history = [*out, message]
+    result.final_bytes = sum(m.size for m in history)
+    result.facts_final = len(facts_in(history) & workload.facts.keys())
+    linter.check(history, result)
+    result.seconds = time.perf_counter() - started
+    _FACTS_CACHE.clear()
+    return result
