@@ -9,29 +9,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import time
 import tracemalloc
-from collections.abc import Callable
-from typing import Any
 
 from benchmarks.chains import build_chain
+from benchmarks.timing import best_of
 from cast import ChainAST, Message
 from cast.messages import MESSAGES_ADAPTER
-
-
-def best_of(repeat: int, func: Callable[[], Any]) -> float:
-    """The fastest of ``repeat`` timed calls, in seconds (GC paused while timing)."""
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            func()
-            times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return min(times)
 
 
 def memory_ratio(messages: list[Message]) -> tuple[int, int]:

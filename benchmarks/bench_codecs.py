@@ -12,31 +12,15 @@ Run: python -m benchmarks.bench_codecs [--repeat 20] [--corpus ../shared/corpus]
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.timing import best_of
 from cast.codecs import anthropic, claude_code, openai
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-
-
-def best_of(repeat: int, func: Callable[[], Any]) -> float:
-    """The fastest of ``repeat`` timed calls, in seconds (GC paused while timing)."""
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            func()
-            times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return min(times)
 
 
 def largest(folder: Path) -> Path:

@@ -19,8 +19,8 @@ import time
 
 import anyio
 
-from benchmarks.bench_cast import best_of
 from benchmarks.chains import build_chain
+from benchmarks.timing import best_of
 from cast import Message, ToolCall
 from cast.messages import MESSAGES_ADAPTER
 from csum import Summarizer
