@@ -26,7 +26,6 @@ __all__ = [
 ]
 
 
-
 class InputError(ChainError):
     """A chain file that cannot be read, parsed as JSON, or recognised."""
 
@@ -36,28 +35,36 @@ class InputError(ChainError):
 
 def read_json(source: str, stdin: TextIO | None = None) -> Any:
     """The JSON value in the file at ``source`` (``-`` reads standard input)."""
+    where = "standard input" if source == "-" else source
     try:
         if source == "-":
             text = (stdin or sys.stdin).read()
-            where = "standard input"
         else:
             text = Path(source).read_text(encoding="utf-8")
-            where = source
     except OSError as exc:
-        raise InputError(f"cannot read {source}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read {where}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise InputError(f"cannot read {source}: not UTF-8 text ({exc.reason})") from exc
+        raise InputError(f"cannot read {where}: not UTF-8 text ({exc.reason})") from exc
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
+    except RecursionError as exc:
+        raise _too_deep(where) from exc
+
+
+def _too_deep(what: str) -> InputError:
+    return InputError(f"{what} is nested too deeply (beyond Python's recursion limit)")
 
 
 def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -> None:
     """Write ``payload`` as indented JSON to the file ``target`` or standard output."""
-    text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    try:
+        text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    except RecursionError as exc:
+        raise _too_deep("the output chain") from exc
     if target is None or target == "-":
         (stdout or sys.stdout).write(text)
         return
@@ -97,12 +104,20 @@ def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], s
             raise InputError(
                 f"{exc.detail}; pass --format (one of {', '.join(known_formats())})"
             ) from exc
-    return list(_codec(fmt).decode(payload)), fmt
+    codec = _codec(fmt)
+    try:
+        return list(codec.decode(payload)), fmt
+    except RecursionError as exc:
+        raise _too_deep(f"the {fmt} chain") from exc
 
 
 def encode_chain(messages: Sequence[Message], fmt: str) -> Any:
     """The payload of ``messages`` in format ``fmt``."""
-    return _codec(fmt).encode(list(messages))
+    codec = _codec(fmt)
+    try:
+        return codec.encode(list(messages))
+    except RecursionError as exc:
+        raise _too_deep(f"the chain converted to {fmt}") from exc
 
 
 _UNITS = {
@@ -118,6 +133,7 @@ _UNITS = {
     "gb": 1000**3,
     "gib": 1024**3,
 }
+_MAX_SIZE = 2**63
 _SIZE = regex.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
 
 
@@ -127,7 +143,10 @@ def parse_size(text: str) -> int:
     unit = match.group(2).lower() if match else ""
     if match is None or unit not in _UNITS:
         raise ValueError(f"invalid size {text!r}: use a number with B, KB, KiB, MB, MiB, GB or GiB")
-    value = int(float(match.group(1)) * _UNITS[unit])
+    number = float(match.group(1)) * _UNITS[unit]
+    if not number < _MAX_SIZE:  # inf too: float("9" * 400) overflows
+        raise ValueError(f"invalid size {text!r}: too large")
+    value = int(number)
     if value <= 0:
         raise ValueError(f"invalid size {text!r}: must be positive")
     return value

@@ -7,8 +7,10 @@ script. User errors print one line and exit with code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from contextlib import redirect_stderr, redirect_stdout
 from typing import TextIO
 
 from cast.ast import BodyPairType, ChainAST
@@ -130,7 +132,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
-    messages, _ = decode_chain(read_json(args.file), args.source)
+    messages, detected = decode_chain(read_json(args.file), args.source)
     if not args.no_port:
         from cast.port import port
 
@@ -139,7 +141,8 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
             # No provider rules for this format (e.g. langchaingo): repair only.
             messages = parse_chain(messages, repair=True).to_messages()
         else:
-            source = _provider_of_format(args.source) if args.source else None
+            # The input's format names the provider that produced its reasoning.
+            source = _provider_of_format(detected)
             messages = port(messages, target, source=source)
     write_json(encode_chain(messages, args.target), args.output, out)
     return EXIT_OK
@@ -173,17 +176,31 @@ def main(
     err = stderr or sys.stderr
     parser = main_parser()
     try:
-        args = parser.parse_args(argv)
+        with redirect_stdout(out), redirect_stderr(err):  # argparse prints to sys.std*
+            args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     handlers = {"inspect": _inspect, "convert": _convert, "lint": _lint}
     try:
         return handlers[args.command](args, out)
     except (ChainError, ValueError) as exc:
-        print(f"cast {args.command}: error: {exc}", file=err)
+        print(f"cast {args.command}: error: {_one_line(exc)}", file=err)
         return EXIT_USAGE
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error's text on one line (file names and input text may hold line breaks)."""
+    return " ".join(str(exc).splitlines()) or type(exc).__name__
 
 
 def entrypoint() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``cast inspect ... | head``): stop without a traceback, and
+        # point stdout at devnull so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)

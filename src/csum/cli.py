@@ -8,9 +8,11 @@ Without ``--handler`` it uses the offline extractive handler: no model, no API k
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import redirect_stderr, redirect_stdout
 from functools import partial
 from importlib import resources
 from typing import Any, TextIO
@@ -97,6 +99,8 @@ def _config(args: argparse.Namespace) -> SummarizerConfig:
     qa_budget = parse_size(args.qa_budget) if args.qa_budget else 2 * budget
     if args.keep_sections < 1:
         raise ValueError("--keep-sections must be at least 1")
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        raise ValueError("--max-concurrency must be at least 1")
     return SummarizerConfig(
         last_section_bytes=budget,
         max_body_pair_bytes=pair_budget,
@@ -112,7 +116,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, str]:
         import json
 
         return json.loads(text), "example:" + EXAMPLE
-    return read_json(args.file), args.file
+    return read_json(args.file), "standard input" if args.file == "-" else args.file
 
 
 class _Progress:
@@ -182,19 +186,36 @@ def main(
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     try:
-        args = main_parser().parse_args(argv)
+        with redirect_stdout(out), redirect_stderr(err):  # argparse prints to sys.std*
+            args = main_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
         return _summarize(args, out, err)
     except SummarizationError as exc:
-        print(f"csum {args.command}: summarization failed, nothing written: {exc}", file=err)
+        print(
+            f"csum {args.command}: summarization failed, nothing written: {_one_line(exc)}",
+            file=err,
+        )
         return EXIT_FAILED
     except (ChainError, ValueError, ImportError) as exc:
-        print(f"csum {args.command}: error: {exc}", file=err)
+        print(f"csum {args.command}: error: {_one_line(exc)}", file=err)
         return EXIT_USAGE
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error's text on one line (handler errors may quote multi-line responses)."""
+    return " ".join(str(exc).splitlines()) or type(exc).__name__
 
 
 def entrypoint() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``csum summarize ... | head``): stop without a traceback, and
+        # point stdout at devnull so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)

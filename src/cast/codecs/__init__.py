@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any, Protocol, cast
 
 from cast.codecs import anthropic, claude_code, gemini, langchaingo, native, openai
+from cast.codecs._common import json_type
 from cast.errors import CodecError
 from cast.messages import Message
 
@@ -91,7 +92,7 @@ def detect_format(payload: object) -> str:
         raise CodecError("cannot detect the format: no messages or contents field")
     if isinstance(payload, list):
         return _detect_list(payload)
-    raise CodecError(f"cannot detect the format of a {type(payload).__name__}")
+    raise CodecError(f"cannot detect the format of a JSON {json_type(payload)}")
 
 
 def _detect_list(items: list[Any]) -> str:

@@ -107,7 +107,7 @@ def args_object(arguments: str, path: str, index: int | None = None) -> dict[str
         return {}
     try:
         value = _loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         fail(path, f"expected a JSON object as arguments, got {arguments[:40]!r}", index=index)
     if not isinstance(value, dict):
         fail(path, "a JSON object as arguments", value, index)
@@ -121,7 +121,7 @@ def canonical_object(text: str) -> dict[str, Any] | None:
         return None
     try:
         value = _loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if isinstance(value, dict) and dumps_compact(value) == text:
         return value
