@@ -34,6 +34,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    new_trusted,
     trusted_message,
 )
 
@@ -211,19 +212,34 @@ class BodyPair:
         from cast.ids import as_template
 
         call_id = as_template(id_template).generate(SUMMARIZATION_TOOL_NAME, seed=seed)
+        if not isinstance(text, str):
+            raise TypeError(f"summary text must be a str, not {type(text).__name__}")
         reasoning = Reasoning(signature=FAKE_GEMINI_SIGNATURE.encode()) if fake_signature else None
-        call = ToolCall(
-            id=call_id,
-            name=SUMMARIZATION_TOOL_NAME,
-            arguments=SUMMARIZATION_TOOL_ARGS,
-            reasoning=reasoning,
+        # Every field is known valid here: built without re-validation (hot in csum).
+        call = new_trusted(
+            ToolCall,
+            {
+                "type": "tool_call",
+                "id": call_id,
+                "name": SUMMARIZATION_TOOL_NAME,
+                "arguments": SUMMARIZATION_TOOL_ARGS,
+                "reasoning": reasoning,
+            },
         )
         prefix: tuple[Any, ...] = ()
         if reasoning_message is not None:
             _check_role(reasoning_message, Role.AI, "reasoning_message")
             prefix = tuple(p for p in reasoning_message.parts if type(p) is not ToolCall)
         ai_message = trusted_message(Role.AI, (*prefix, call))
-        result = ToolResult(tool_call_id=call_id, name=SUMMARIZATION_TOOL_NAME, content=text)
+        result = new_trusted(
+            ToolResult,
+            {
+                "type": "tool_result",
+                "tool_call_id": call_id,
+                "name": SUMMARIZATION_TOOL_NAME,
+                "content": text,
+            },
+        )
         tool_message = trusted_message(Role.TOOL, (result,))
         return cls._trusted(
             BodyPairType.SUMMARIZATION,
