@@ -209,9 +209,8 @@ def test_the_three_cases() -> None:
     assert [(e.role, e.content) for e in parsed_human.messages] == [("human", "the request")]
 
 
-def test_empty_inputs_raise() -> None:
-    with pytest.raises(ValueError, match="at least one message"):
-        messages_to_prompt([], [])
+def test_no_messages_no_prompt() -> None:
+    assert messages_to_prompt([], []) == ""
 
 
 @pytest.mark.parametrize(

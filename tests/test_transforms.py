@@ -14,11 +14,13 @@ from cast import (
     BodyPairType,
     ChainAST,
     ChainError,
+    Header,
     IdTemplate,
     IdTemplateError,
     Message,
     Reasoning,
     Role,
+    Section,
     TextPart,
     ToolCall,
     ToolResult,
@@ -303,6 +305,18 @@ def test_add_tool_response_targets_the_latest_call_with_the_id() -> None:
     chain = [H("a"), A(call("c1")), T("c1", "f", "first"), A(call("c1")), T("c1", "f", "second")]
     out = ChainAST.from_messages(chain).add_tool_response("c1", "f", "updated")
     assert [r.content for r in out.find_tool_call_responses("c1")] == ["first", "updated"]
+
+
+def test_add_tool_response_adds_the_missing_result() -> None:
+    ai = A(call("c1"), call("c2", "g"))
+    first = T("c1", "f", "r1")
+    pair = BodyPair.from_messages(ai, first)  # c2 still waits for its result
+    ast = ChainAST([Section(Header(human_message=H("a")), (pair,))])
+    out = ast.add_tool_response("c2", "g", "r2")
+    assert out.to_messages() == [H("a"), ai, first, T("c2", "g", "r2")]
+    assert ChainAST.from_messages(out.to_messages()) == out  # now complete: parses strictly
+    assert out.size == ast.size + len("c2") + len("g") + len("r2")
+    assert ast.to_messages() == [H("a"), ai, first]
 
 
 def test_add_tool_response_unknown_id_raises() -> None:

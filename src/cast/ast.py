@@ -114,7 +114,11 @@ class Header:
 
 
 def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> str | None:
-    """Why these tool messages do not answer exactly the AI message's calls, or None."""
+    """Why these tool messages cannot answer the AI message's calls, or None.
+
+    Calls still waiting for their result are allowed: an agent loop holds such a pair
+    between the model's request and the tools' answers (see ``add_tool_response``).
+    """
     pending: dict[str, int] = {}
     for part in ai_message.parts:
         if type(part) is ToolCall:
@@ -126,9 +130,6 @@ def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> s
                 if left == 0:
                     return f"tool result {part.tool_call_id!r} answers no call of this pair"
                 pending[part.tool_call_id] = left - 1
-    missing = [call_id for call_id, left in pending.items() if left]
-    if missing:
-        return f"tool calls without results: {', '.join(map(repr, missing))}"
     return None
 
 

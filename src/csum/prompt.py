@@ -278,11 +278,11 @@ def messages_to_prompt(human_messages: Sequence[Message], ai_messages: Sequence[
     With both kinds, the human messages are context and the AI/tool messages are
     summarized; with only one kind, those messages are summarized. Every text,
     reasoning, tool call (name and arguments) and tool result appears in full and
-    verbatim; images and binary data become placeholders. Deterministic. Raises
-    :class:`ValueError` when both sequences are empty.
+    verbatim; images and binary data become placeholders. Deterministic. With no
+    messages at all there is nothing to summarize: the prompt is empty.
     """
     if not human_messages and not ai_messages:
-        raise ValueError("messages_to_prompt needs at least one message to summarize")
+        return ""
     if human_messages and ai_messages:
         case = PromptCase.HUMAN_AND_AI
     elif ai_messages:
