@@ -11,10 +11,11 @@ class SummarizerConfig(BaseModel):
     """Budgets of the summarization algorithm (sizes in UTF-8 bytes).
 
     Defaults follow the algorithm's reference values. Sizes and counts must be positive
-    and ``reserve_percent`` within 0..99; anything else is a ``ValidationError``.
+    and ``reserve_percent`` within 0..99; anything else (including ``True`` or ``"100"``
+    for a number) is a ``ValidationError``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     preserve_last: bool = True
     """Rotate the last sections: summarize oversized and oldest pairs to fit budgets."""
