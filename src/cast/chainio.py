@@ -4,10 +4,11 @@ format detection, and the byte-size units people type (``50KiB``, ``2MB``)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import regex
 
@@ -20,8 +21,10 @@ __all__ = [
     "encode_chain",
     "format_size",
     "known_formats",
+    "one_line",
     "parse_size",
     "read_json",
+    "run_console",
     "write_json",
 ]
 
@@ -162,3 +165,21 @@ def format_size(size: int) -> str:
         if value < 1024 or unit == "GiB":
             return f"{value:.1f} {unit}"
     raise AssertionError("unreachable")
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's text on one line (file names, input text and handler replies may
+    hold line breaks)."""
+    return " ".join(str(exc).splitlines()) or type(exc).__name__
+
+
+def run_console(main: Callable[[], int]) -> NoReturn:
+    """Exit with ``main()``'s code; a closed stdout (``... | head``) ends quietly."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)

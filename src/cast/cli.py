@@ -7,7 +7,6 @@ script. User errors print one line and exit with code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
@@ -19,7 +18,9 @@ from cast.chainio import (
     encode_chain,
     format_size,
     known_formats,
+    one_line,
     read_json,
+    run_console,
     write_json,
 )
 from cast.errors import ChainError
@@ -184,23 +185,10 @@ def main(
     try:
         return handlers[args.command](args, out)
     except (ChainError, ValueError) as exc:
-        print(f"cast {args.command}: error: {_one_line(exc)}", file=err)
+        print(f"cast {args.command}: error: {one_line(exc)}", file=err)
         return EXIT_USAGE
-
-
-def _one_line(exc: BaseException) -> str:
-    """The error's text on one line (file names and input text may hold line breaks)."""
-    return " ".join(str(exc).splitlines()) or type(exc).__name__
 
 
 def entrypoint() -> None:
     """Console-script entry point."""
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader went away (``cast inspect ... | head``): stop without a traceback, and
-        # point stdout at devnull so the interpreter's final flush does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 1
-    sys.exit(code)
+    run_console(main)

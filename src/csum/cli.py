@@ -8,7 +8,6 @@ Without ``--handler`` it uses the offline extractive handler: no model, no API k
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -24,8 +23,10 @@ from cast.chainio import (
     encode_chain,
     format_size,
     known_formats,
+    one_line,
     parse_size,
     read_json,
+    run_console,
     write_json,
 )
 from cast.errors import ChainError
@@ -194,28 +195,15 @@ def main(
         return _summarize(args, out, err)
     except SummarizationError as exc:
         print(
-            f"csum {args.command}: summarization failed, nothing written: {_one_line(exc)}",
+            f"csum {args.command}: summarization failed, nothing written: {one_line(exc)}",
             file=err,
         )
         return EXIT_FAILED
     except (ChainError, ValueError, ImportError) as exc:
-        print(f"csum {args.command}: error: {_one_line(exc)}", file=err)
+        print(f"csum {args.command}: error: {one_line(exc)}", file=err)
         return EXIT_USAGE
-
-
-def _one_line(exc: BaseException) -> str:
-    """The error's text on one line (handler errors may quote multi-line responses)."""
-    return " ".join(str(exc).splitlines()) or type(exc).__name__
 
 
 def entrypoint() -> None:
     """Console-script entry point."""
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader went away (``csum summarize ... | head``): stop without a traceback, and
-        # point stdout at devnull so the interpreter's final flush does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 1
-    sys.exit(code)
+    run_console(main)
