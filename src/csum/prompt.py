@@ -45,9 +45,9 @@ from typing import Final
 import xxhash
 
 from cast.messages import (
-    BinaryPart,
     ImagePart,
     Message,
+    Role,
     TextPart,
     ToolCall,
     ToolResult,
@@ -209,67 +209,99 @@ def _image_placeholder(part: ImagePart) -> str:
     return label
 
 
-def _attr(value: str) -> str:
-    # Ids are shown in an attribute; only the characters that would end it are escaped.
-    return value.replace("&", "&amp;").replace('"', "&quot;").replace(">", "&gt;")
+@dataclass(frozen=True, slots=True)
+class _Tags:
+    """The structure tags of one prompt, formatted once with its marker."""
+
+    mark: str
+    text: tuple[str, str]
+    reasoning: tuple[str, str]
+    name_open: str
+    call_args: str
+    call_end: str
+    result_end: str
+    message_end: str
+
+    @classmethod
+    def with_mark(cls, mark: str) -> _Tags:
+        return cls(
+            mark=mark,
+            text=(f"<text{mark}>", f"</text{mark}>\n"),
+            reasoning=(f"<reasoning{mark}>", f"</reasoning{mark}>\n"),
+            name_open=f'">\n<name{mark}>',
+            call_args=f"</name{mark}>\n<arguments{mark}>",
+            call_end=f"</arguments{mark}>\n</tool_call{mark}>\n",
+            result_end=f"</content{mark}>\n</tool_result{mark}>\n",
+            message_end=f"</message{mark}>\n",
+        )
 
 
-def _render_message(out: list[str], index: int, message: Message, mark: str) -> int:
+_ROLE_NAMES = {role: role.value for role in Role}
+
+
+def _render_message(out: list[str], index: int, message: Message, tags: _Tags) -> int:
     """Append the message; return how many structure tags (one marker each) it wrote."""
     # Content goes in as its own list item, so it is copied once, by the final join.
     append = out.append
-    tags = 2
-    append(f'<message{mark} index="{index}" role="{message.role.value}">\n')
+    mark = tags.mark
+    count = 2
+    append(f'<message{mark} index="{index}" role="{_ROLE_NAMES[message.role]}">\n')
     for part in message.parts:
-        cls = type(part)
-        if cls is TextPart or cls is ToolCall:
-            assert isinstance(part, TextPart | ToolCall)
-            if part.reasoning is not None and part.reasoning.content:
-                tags += 2
-                append(f"<reasoning{mark}>")
-                append(part.reasoning.content)
-                append(f"</reasoning{mark}>\n")
-            if isinstance(part, TextPart):
-                tags += 2
-                append(f"<text{mark}>")
-                append(part.text)
-                append(f"</text{mark}>\n")
-            else:
-                tags += 6
-                append(f'<tool_call{mark} id="{_attr(part.id)}">\n<name{mark}>')
-                append(part.name)
-                append(f"</name{mark}>\n<arguments{mark}>")
-                append(part.arguments)
-                append(f"</arguments{mark}>\n</tool_call{mark}>\n")
-        elif cls is ToolResult:
-            assert isinstance(part, ToolResult)
-            tags += 6
-            append(f'<tool_result{mark} id="{_attr(part.tool_call_id)}">\n<name{mark}>')
+        if isinstance(part, ToolResult):
+            count += 6
+            append(f'<tool_result{mark} id="{_attr(part.tool_call_id)}')
+            append(tags.name_open)
             append(part.name)
             append(f"</name{mark}>\n<content{mark}>")
             append(part.content)
-            append(f"</content{mark}>\n</tool_result{mark}>\n")
-        elif cls is ImagePart:
-            assert isinstance(part, ImagePart)
-            tags += 2
+            append(tags.result_end)
+        elif isinstance(part, TextPart | ToolCall):
+            reasoning = part.reasoning
+            if reasoning is not None and reasoning.content:
+                count += 2
+                append(tags.reasoning[0])
+                append(reasoning.content)
+                append(tags.reasoning[1])
+            if isinstance(part, TextPart):
+                count += 2
+                append(tags.text[0])
+                append(part.text)
+                append(tags.text[1])
+            else:
+                count += 6
+                append(f'<tool_call{mark} id="{_attr(part.id)}')
+                append(tags.name_open)
+                append(part.name)
+                append(tags.call_args)
+                append(part.arguments)
+                append(tags.call_end)
+        elif isinstance(part, ImagePart):
+            count += 2
             append(f"<image{mark}>{_image_placeholder(part)}</image{mark}>\n")
         else:
-            assert isinstance(part, BinaryPart)
+            count += 2
             label = f"[binary {part.mime_type}, {len(part.data)} bytes]"
-            tags += 2
             append(f"<binary{mark}>{label}</binary{mark}>\n")
-    append(f"</message{mark}>\n")
-    return tags
+    append(tags.message_end)
+    return count
 
 
-def _render_block(out: list[str], tag: str, messages: Sequence[Message], mark: str) -> int:
+def _render_block(out: list[str], tag: str, messages: Sequence[Message], tags: _Tags) -> int:
     """Append the block; return how many structure tags it wrote."""
+    mark = tags.mark
     out.append(f"<{tag}{mark}>\n")
-    tags = 2
+    count = 2
     for index, message in enumerate(messages):
-        tags += _render_message(out, index, message, mark)
+        count += _render_message(out, index, message, tags)
     out.append(f"</{tag}{mark}>\n")
-    return tags
+    return count
+
+
+def _attr(value: str) -> str:
+    # Ids are shown in an attribute; only the characters that would end it are escaped.
+    if "&" in value or '"' in value or ">" in value:
+        return value.replace("&", "&amp;").replace('"', "&quot;").replace(">", "&gt;")
+    return value
 
 
 def messages_to_prompt(human_messages: Sequence[Message], ai_messages: Sequence[Message]) -> str:
@@ -305,7 +337,8 @@ def messages_to_prompt(human_messages: Sequence[Message], ai_messages: Sequence[
     while True:
         mark = "_" + xxhash.xxh3_64_hexdigest(f"{sizes}:{attempt}".encode())[:8]
         out = [instructions]
-        expected = sum(_render_block(out, tag, messages, mark) for tag, messages in blocks)
+        tags = _Tags.with_mark(mark)
+        expected = sum(_render_block(out, tag, messages, tags) for tag, messages in blocks)
         prompt = "".join(out)
         if prompt.count(mark) == expected:
             return prompt
