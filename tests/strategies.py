@@ -216,3 +216,18 @@ def mutilated_chains(draw: st.DrawFn, max_mutations: int = 5) -> list[Message]:
         else:
             _edit_results(chain, draw, mutation.removesuffix("-result"))
     return chain
+
+
+def json_garbage(keys: list[str], words: list[str]) -> st.SearchStrategy[Any]:
+    """Arbitrary JSON-like values built from a codec's own keys and words, to check
+    that decoders raise nothing but CodecError on malformed payloads."""
+    scalars = (
+        st.none() | st.booleans() | st.integers() | st.sampled_from(words) | st.text(max_size=4)
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(keys), inner, max_size=4)
+        ),
+        max_leaves=12,
+    )

@@ -27,6 +27,7 @@ from cast.messages import (
     ToolCall,
     ToolResult,
 )
+from strategies import json_garbage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
 
@@ -451,8 +452,8 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
 
 # -- garbage in: CodecError out, nothing else --------------------------------------------
 
-_KEYS = st.sampled_from(
-    [
+_garbage = json_garbage(
+    keys=[
         "messages",
         "system",
         "role",
@@ -469,33 +470,20 @@ _KEYS = st.sampled_from(
         "source",
         "media_type",
         "url",
-    ]
-)
-_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.sampled_from(
-        [
-            "user",
-            "assistant",
-            "text",
-            "tool_use",
-            "tool_result",
-            "thinking",
-            "redacted_thinking",
-            "image",
-            "document",
-            "base64",
-            "url",
-        ]
-    )
-    | st.text(max_size=4)
-)
-_garbage = st.recursive(
-    _SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
-    max_leaves=12,
+    ],
+    words=[
+        "user",
+        "assistant",
+        "text",
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "image",
+        "document",
+        "base64",
+        "url",
+    ],
 )
 
 

@@ -17,6 +17,7 @@ from cast.codecs import anthropic, claude_code, detect_format, get_codec
 from cast.errors import CodecError
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
 from cast.parse import parse_chain
+from strategies import json_garbage
 from test_codecs_anthropic import anthropic_ai, anthropic_human, anthropic_tool, with_call_names
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "anthropic_claudecode"
@@ -238,20 +239,9 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
 
 # -- garbage in: CodecError out, nothing else --------------------------------------------
 
-_KEYS = st.sampled_from(
-    ["role", "content", "type", "id", "message", "text", "tool_use_id", "name", "input"]
-)
-_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.sampled_from(["user", "assistant", "message", "text", "tool_use", "tool_result", "m1"])
-    | st.text(max_size=4)
-)
-_garbage = st.recursive(
-    _SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
-    max_leaves=12,
+_garbage = json_garbage(
+    keys=["role", "content", "type", "id", "message", "text", "tool_use_id", "name", "input"],
+    words=["user", "assistant", "message", "text", "tool_use", "tool_result", "m1"],
 )
 
 

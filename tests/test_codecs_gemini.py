@@ -29,6 +29,7 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import parse_chain
+from strategies import json_garbage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
 
@@ -418,8 +419,8 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
 
 # -- garbage in: CodecError out, nothing else --------------------------------------------
 
-_KEYS = st.sampled_from(
-    [
+_garbage = json_garbage(
+    keys=[
         "contents",
         "systemInstruction",
         "role",
@@ -438,19 +439,8 @@ _KEYS = st.sampled_from(
         "mimeType",
         "data",
         "fileUri",
-    ]
-)
-_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.sampled_from(["user", "model", "result"])
-    | st.text(max_size=4)
-)
-_garbage = st.recursive(
-    _SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
-    max_leaves=12,
+    ],
+    words=["user", "model", "result"],
 )
 
 

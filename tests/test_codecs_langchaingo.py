@@ -26,6 +26,7 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import parse_chain
+from strategies import json_garbage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
 
@@ -259,8 +260,8 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
 
 # -- garbage in: CodecError out, nothing else --------------------------------------------
 
-_KEYS = st.sampled_from(
-    [
+_garbage = json_garbage(
+    keys=[
         "role",
         "text",
         "parts",
@@ -281,33 +282,20 @@ _KEYS = st.sampled_from(
         "arguments",
         "tool_response",
         "tool_call_id",
-    ]
-)
-_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.sampled_from(
-        [
-            "human",
-            "ai",
-            "system",
-            "tool",
-            "generic",
-            "text",
-            "image_url",
-            "binary",
-            "tool_call",
-            "tool_response",
-            "aGk=",
-        ]
-    )
-    | st.text(max_size=4)
-)
-_garbage = st.recursive(
-    _SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
-    max_leaves=12,
+    ],
+    words=[
+        "human",
+        "ai",
+        "system",
+        "tool",
+        "generic",
+        "text",
+        "image_url",
+        "binary",
+        "tool_call",
+        "tool_response",
+        "aGk=",
+    ],
 )
 
 

@@ -26,6 +26,7 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import parse_chain
+from strategies import json_garbage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openai_taubench"
@@ -391,8 +392,8 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
 
 # -- garbage in: CodecError out, nothing else --------------------------------------------
 
-_KEYS = st.sampled_from(
-    [
+_garbage = json_garbage(
+    keys=[
         "messages",
         "role",
         "content",
@@ -413,32 +414,19 @@ _KEYS = st.sampled_from(
         "format",
         "file",
         "file_data",
-    ]
-)
-_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.sampled_from(
-        [
-            "user",
-            "assistant",
-            "tool",
-            "system",
-            "text",
-            "image_url",
-            "function",
-            "input_audio",
-            "file",
-            "refusal",
-        ]
-    )
-    | st.text(max_size=4)
-)
-_garbage = st.recursive(
-    _SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
-    max_leaves=12,
+    ],
+    words=[
+        "user",
+        "assistant",
+        "tool",
+        "system",
+        "text",
+        "image_url",
+        "function",
+        "input_audio",
+        "file",
+        "refusal",
+    ],
 )
 
 
