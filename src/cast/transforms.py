@@ -9,7 +9,7 @@ from typing import Any
 
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
 from cast.errors import ChainError, IdTemplateError
-from cast.ids import TemplateLike, as_template
+from cast.ids import IdTemplate, TemplateLike, as_template
 from cast.messages import (
     Message,
     Role,
@@ -139,17 +139,23 @@ def normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
             "fewer than this chain needs"
         )
 
-    used = kept_ids
-    replaced: dict[str, int] = {}
+    new_id = _id_generator(tmpl, kept_ids)
     sections = list(ast.sections)
+    total_delta = 0
     for s_index, plan_pairs in _group_by_section(plan):
         section = sections[s_index]
         body = list(section.body)
+        section_delta = 0
         for p_index, positions in plan_pairs:
             pair = body[p_index]
-            body[p_index] = _rename_pair_calls(pair, positions, tmpl, used, replaced)
-        sections[s_index] = _rebuild_section(section, section.header, tuple(body))
-    return ChainAST._trusted(tuple(sections))
+            renamed = _rename_pair_calls(pair, positions, new_id)
+            section_delta += renamed.size - pair.size
+            body[p_index] = renamed
+        sections[s_index] = Section._trusted(
+            section.header, tuple(body), section.size + section_delta
+        )
+        total_delta += section_delta
+    return ChainAST._trusted(tuple(sections), ast.size + total_delta)
 
 
 def _group_by_section(
@@ -167,63 +173,106 @@ def _group_by_section(
         yield current, group
 
 
-def _new_id(tmpl: Any, old_id: str, name: str, used: set[str], replaced: dict[str, int]) -> str:
-    occurrence = replaced.get(old_id, 0)
-    replaced[old_id] = occurrence + 1
-    for attempt in range(_MAX_ID_ATTEMPTS):
-        seed = f"{old_id}\x1f{name}\x1f{occurrence}\x1f{attempt}"
-        new = tmpl.generate(name, seed=seed)
-        if new not in used:
-            used.add(new)
-            return str(new)
-    raise IdTemplateError(
-        f"id template {tmpl.pattern!r} keeps producing ids already used in the chain"
-    )
+def _id_generator(tmpl: IdTemplate, used: set[str]) -> Callable[[str, str], str]:
+    """New ids from ``tmpl``, never one in ``used`` (which they join).
+
+    Each is seeded by the old id, the function name and how many times that old id was
+    replaced before, so a chain that grows keeps the ids it was already given.
+    """
+    replaced: dict[str, int] = {}
+    generate = tmpl.generate
+
+    def new_id(old_id: str, name: str) -> str:
+        occurrence = replaced.get(old_id, 0)
+        replaced[old_id] = occurrence + 1
+        for attempt in range(_MAX_ID_ATTEMPTS):
+            new = generate(name, seed=f"{old_id}\x1f{name}\x1f{occurrence}\x1f{attempt}")
+            if new not in used:
+                used.add(new)
+                return new
+        raise IdTemplateError(
+            f"id template {tmpl.pattern!r} keeps producing ids already used in the chain"
+        )
+
+    return new_id
 
 
 def _rename_pair_calls(
-    pair: BodyPair, positions: list[int], tmpl: Any, used: set[str], replaced: dict[str, int]
+    pair: BodyPair, positions: list[int], new_id: Callable[[str, str], str]
 ) -> BodyPair:
+    """The pair with the calls at ``positions`` renamed and their results following."""
+    ai = pair.ai_message
+    parts: list[Any] = list(ai.parts)
+    call_ids = [p.id for p in parts if type(p) is ToolCall]
+    if len(set(call_ids)) != len(call_ids):
+        return _rename_pair_calls_in_order(pair, positions, new_id)
+    mapping: dict[str, str] = {}
+    delta = 0
+    for position in positions:
+        part = parts[position]
+        old_id = part.id
+        new = new_id(old_id, part.name)
+        mapping[old_id] = new
+        parts[position] = replace_field(part, "id", new)
+        delta += utf8_len(new) - utf8_len(old_id)
+    new_ai = trusted_message(Role.AI, tuple(parts), ai.size + delta)
+    tools: list[Message] = []
+    for message in pair.tool_messages:
+        message_parts: tuple[Any, ...] = message.parts
+        if len(message_parts) == 1:  # the common shape: one result per tool message
+            part = message_parts[0]
+            renamed = mapping.get(part.tool_call_id) if type(part) is ToolResult else None
+            if renamed is None:
+                tools.append(message)
+                continue
+            step = utf8_len(renamed) - utf8_len(part.tool_call_id)
+            result = replace_field(part, "tool_call_id", renamed)
+            tools.append(trusted_message(Role.TOOL, (result,), message.size + step))
+            delta += step
+            continue
+        new_parts = list(message_parts)
+        step = 0
+        changed = False
+        for index, part in enumerate(new_parts):
+            if type(part) is ToolResult and part.tool_call_id in mapping:
+                new = mapping[part.tool_call_id]
+                step += utf8_len(new) - utf8_len(part.tool_call_id)
+                new_parts[index] = replace_field(part, "tool_call_id", new)
+                changed = True
+        tools.append(
+            trusted_message(Role.TOOL, tuple(new_parts), message.size + step)
+            if changed
+            else message
+        )
+        delta += step
+    return BodyPair._trusted(pair.type, new_ai, tuple(tools), pair.size + delta)
+
+
+def _rename_pair_calls_in_order(
+    pair: BodyPair, positions: list[int], new_id: Callable[[str, str], str]
+) -> BodyPair:
+    """Like :func:`_rename_pair_calls` for a pair that repeats a call id: the results of
+    an id answer its calls in order."""
     ai = pair.ai_message
     parts = list(ai.parts)
     size_delta = 0
-    # Old id -> the final ids of its calls in call order; results consume them in order.
-    final: dict[str, list[str]] = {}
+    final: dict[str, list[str]] = {}  # old id -> the final ids of its calls, in order
     rename = set(positions)
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
             continue
         old_id = part.id
         if position in rename:
-            new_id = _new_id(tmpl, old_id, part.name, used, replaced)
-            parts[position] = replace_field(part, "id", new_id)
-            size_delta += utf8_len(new_id) - utf8_len(old_id)
+            new = new_id(old_id, part.name)
+            parts[position] = replace_field(part, "id", new)
+            size_delta += utf8_len(new) - utf8_len(old_id)
         else:
-            new_id = old_id
-        ids = final.get(old_id)
-        if ids is None:
-            final[old_id] = [new_id]
-        else:
-            ids.append(new_id)
+            new = old_id
+        final.setdefault(old_id, []).append(new)
     new_ai = trusted_message(Role.AI, tuple(parts), ai.size + size_delta)
-
     tools: list[Message] = []
     for message in pair.tool_messages:
-        message_parts = message.parts
-        if len(message_parts) == 1:  # the common shape: one result per tool message
-            part = message_parts[0]
-            if type(part) is ToolResult:
-                ids = final.get(part.tool_call_id)
-                if ids:
-                    new_id = ids.pop(0) if len(ids) > 1 else ids[0]
-                    if new_id != part.tool_call_id:
-                        new_part = replace_field(part, "tool_call_id", new_id)
-                        size = message.size + utf8_len(new_id) - utf8_len(part.tool_call_id)
-                        tools.append(trusted_message(Role.TOOL, (new_part,), size))
-                        continue
-            tools.append(message)
-            continue
-        tool_parts = list(message_parts)
+        tool_parts = list(message.parts)
         delta = 0
         changed = False
         for position, part in enumerate(tool_parts):
@@ -232,10 +281,10 @@ def _rename_pair_calls(
             ids = final.get(part.tool_call_id)
             if not ids:
                 continue
-            new_id = ids.pop(0) if len(ids) > 1 else ids[0]
-            if new_id != part.tool_call_id:
-                tool_parts[position] = replace_field(part, "tool_call_id", new_id)
-                delta += utf8_len(new_id) - utf8_len(part.tool_call_id)
+            new = ids.pop(0) if len(ids) > 1 else ids[0]
+            if new != part.tool_call_id:
+                tool_parts[position] = replace_field(part, "tool_call_id", new)
+                delta += utf8_len(new) - utf8_len(part.tool_call_id)
                 changed = True
         tools.append(
             trusted_message(Role.TOOL, tuple(tool_parts), message.size + delta)
