@@ -102,19 +102,6 @@ def _seed_bytes(seed: object) -> bytes:
     return repr(seed).encode("utf-8")
 
 
-def _seeded_blocks(seed: object) -> Callable[[], bytes]:
-    """16-byte blocks derived from the seed: xxh3-128 of it under counters 0, 1, ..."""
-    data = _seed_bytes(seed)
-    counter = -1
-
-    def next_block() -> bytes:
-        nonlocal counter
-        counter += 1
-        return xxhash.xxh3_128_digest(data, seed=counter)
-
-    return next_block
-
-
 def _random_block() -> bytes:
     return secrets.token_bytes(32)
 
@@ -311,7 +298,8 @@ class IdTemplate:
         return "".join(out)
 
     def _generate_seeded(self, data: bytes, function_name: str | None) -> str:
-        # The hot path of id normalization: the blocks of _seeded_blocks, inlined.
+        # Byte blocks are xxh3-128 digests of the seed under counters 0, 1, ...; each
+        # run consumes whole blocks (the hot path of id normalization, so inlined).
         digest = xxhash.xxh3_128_digest
         counter = 0
         out: list[str] = []
