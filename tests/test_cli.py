@@ -20,7 +20,7 @@ import pytest
 import cast.cli
 import csum.cli
 import csum.handlers
-from cast import ChainAST, Message, diagnose
+from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
 from cast.chainio import decode_chain
 from cast.lint import lint
 
@@ -386,6 +386,29 @@ def test_summarize_example(csum_cli: Callable[..., Run]) -> None:
     assert "\r" not in result.err
 
 
+@pytest.mark.parametrize(
+    ("argv", "pattern"),
+    [
+        pytest.param(("--target", "mistral"), r"[a-zA-Z0-9]{9}", id="target-mistral"),
+        pytest.param(("--target", "anthropic"), r"toolu_[0-9A-Za-z]{24}", id="target-anthropic"),
+        pytest.param(("--id-template", "sum_{r:6:h}"), r"sum_[0-9a-f]{6}", id="template"),
+        pytest.param((), r"call_[0-9a-zA-Z]{24}", id="default"),
+    ],
+)
+def test_summarize_summary_ids_follow_the_target(
+    csum_cli: Callable[..., Run], argv: tuple[str, ...], pattern: str
+) -> None:
+    result = csum_cli("summarize", "--example", *argv)
+
+    assert result.code == 0, result.err
+    after = _strict(json.loads(result.out), "anthropic")
+    summary_ids = [
+        call.id for m in after for call in m.tool_calls if call.name == SUMMARIZATION_TOOL_NAME
+    ]
+    assert summary_ids
+    assert all(re.fullmatch(pattern, call_id) for call_id in summary_ids)
+
+
 def _example_payload() -> Any:
     return json.loads(
         resources.files("csum").joinpath("examples", EXAMPLE).read_text(encoding="utf-8")
@@ -671,6 +694,8 @@ CSUM_ERRORS = [
     pytest.param(("@ok.json", "--handler", "extractive:0"), "positive", id="handler-extractive"),
     pytest.param(("@ok.json", "--keep-sections", "0"), "--keep-sections", id="keep-sections-0"),
     pytest.param(("@ok.json", "--max-concurrency", "0"), "--max-concurrency", id="concurrency-0"),
+    pytest.param(("--example", "--target", "nope"), "unknown provider", id="target-unknown"),
+    pytest.param(("--example", "--id-template", "x{r:0:d}"), "id template", id="bad-template"),
     pytest.param(("--example", "-o", "@missing-dir-out"), "cannot write", id="output-dir"),
     pytest.param(("--example", "-o", "@a-directory"), "cannot write", id="output-is-dir"),
 ]

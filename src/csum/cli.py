@@ -29,7 +29,9 @@ from cast.chainio import (
     run_console,
     write_json,
 )
+from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
 from cast.errors import ChainError
+from cast.ids import IdTemplate
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
 from csum.summarizer import Summarizer, SummaryResult
@@ -86,6 +88,15 @@ def main_parser() -> argparse.ArgumentParser:
     )
     summarize.add_argument(
         "--max-concurrency", type=int, default=None, help="handler calls in flight at most"
+    )
+    ids = summarize.add_mutually_exclusive_group()
+    ids.add_argument(
+        "--target",
+        help="provider the chain is sent to: summary tool calls get ids in its format",
+    )
+    ids.add_argument(
+        "--id-template",
+        help="template of the summary tool-call ids, e.g. 'toolu_{r:24:b}' (default call_{r:24:x})",
     )
     summarize.add_argument("-o", "--output", help="output file (default: standard output)")
     summarize.add_argument("--quiet", "-q", action="store_true", help="print no statistics")
@@ -158,6 +169,17 @@ def _report(result: SummaryResult, origin: str, err: TextIO) -> None:
             print(f"  {issue}", file=err)
 
 
+def _id_template(args: argparse.Namespace) -> IdTemplate:
+    """The template of summary call ids: given, the target provider's, or the default."""
+    if args.id_template:
+        return IdTemplate(args.id_template)
+    if args.target:
+        from cast.providers import get_provider
+
+        return get_provider(args.target).id_template
+    return IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)
+
+
 def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from csum.handlers import resolve_handler
 
@@ -166,10 +188,13 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     messages, fmt = decode_chain(payload, args.format)
     handler = resolve_handler(args.handler)
     summarizer = Summarizer(config, max_concurrency=args.max_concurrency)
+    template = _id_template(args)
     progress = _Progress(err, not args.quiet)
     started = time.perf_counter()
     try:
-        result = anyio.run(partial(summarizer.summarize, handler, messages, on_call=progress))
+        result = anyio.run(
+            partial(summarizer.summarize, handler, messages, id_template=template, on_call=progress)
+        )
     finally:
         progress.done()
     write_json(encode_chain(result.messages, fmt), args.output, out)
