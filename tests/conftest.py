@@ -21,6 +21,12 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+settings.register_profile(
+    "thorough",  # HYPOTHESIS_PROFILE=thorough: a long hunt before a release
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
