@@ -193,3 +193,42 @@ async def run_with_retries(
                 retryable=failure.retryable,
             ) from cause
         await anyio.sleep(policy.delay(attempts, failure.retry_after, rng))
+
+
+def sdk_handler(
+    *,
+    provider: str,
+    model: str,
+    timeout: float,
+    policy: RetryPolicy,
+    errors: SdkErrors,
+    client: Any,
+    open_client: Callable[[], Any],
+    complete: Callable[[Any, str], Awaitable[str]],
+    name: str,
+) -> SummarizeHandler:
+    """A handler calling ``complete(client, prompt)`` with retries.
+
+    With ``client`` given, it is used with the SDK's own retries turned off and never
+    closed; otherwise each call opens its own client with ``open_client()`` (an async
+    context manager), so the handler works across event loops.
+    """
+
+    async def attempt(prompt: str) -> str:
+        if client is not None:
+            return await complete(client.with_options(max_retries=0), prompt)
+        async with open_client() as owned:
+            return await complete(owned, prompt)
+
+    async def summarize(prompt: str) -> str:
+        return await run_with_retries(
+            lambda: attempt(prompt),
+            provider=provider,
+            model=model,
+            timeout=timeout,
+            policy=policy,
+            errors=errors,
+        )
+
+    summarize.__qualname__ = name
+    return summarize

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from csum.handlers._base import RetryPolicy, SdkErrors, SummarizeHandler, run_with_retries
+from csum.handlers._base import RetryPolicy, SdkErrors, SummarizeHandler, sdk_handler
 from csum.handlers._errors import HandlerError
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
@@ -78,26 +78,19 @@ def anthropic(
         )
         return _summary_text(response, model)
 
-    async def attempt(prompt: str) -> str:
-        if client is not None:
-            return await complete(client.with_options(max_retries=0), prompt)
-        async with sdk.AsyncAnthropic(
+    return sdk_handler(
+        provider=_PROVIDER,
+        model=model,
+        timeout=timeout,
+        policy=policy,
+        errors=errors,
+        client=client,
+        open_client=lambda: sdk.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
-        ) as owned:
-            return await complete(owned, prompt)
-
-    async def summarize(prompt: str) -> str:
-        return await run_with_retries(
-            lambda: attempt(prompt),
-            provider=_PROVIDER,
-            model=model,
-            timeout=timeout,
-            policy=policy,
-            errors=errors,
-        )
-
-    summarize.__qualname__ = f"anthropic({model!r})"
-    return summarize
+        ),
+        complete=complete,
+        name=f"anthropic({model!r})",
+    )
 
 
 def _summary_text(response: Any, model: str) -> str:
