@@ -35,8 +35,22 @@ CLAUDE_CODE_BROKEN = (
 )
 """A compaction call logged as six user entries in a row: five consecutive-human repairs."""
 SOURCES = {"taubench": TAU, "claude_code": CLAUDE_CODE}
-FORMATS = ("openai", "anthropic", "gemini", "langchaingo", "chaincast")
-PROVIDER_OF = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
+FORMATS = (
+    "openai",
+    "openai_responses",
+    "anthropic",
+    "bedrock",
+    "gemini",
+    "langchaingo",
+    "chaincast",
+)
+PROVIDER_OF = {
+    "openai": "openai",
+    "openai_responses": "openai-responses",
+    "anthropic": "anthropic",
+    "bedrock": "bedrock",
+    "gemini": "gemini",
+}
 EXAMPLE = "claude_code_session.json"
 
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not found")

@@ -153,8 +153,8 @@ def _provider_of_format(fmt: str) -> str | None:
     """The provider whose rules a wire format implies (None for neutral formats)."""
     from cast.providers import PROVIDERS
 
-    fmt = {"claude_code": "anthropic"}.get(fmt, fmt)
-    return fmt if fmt in PROVIDERS else None
+    name = {"claude_code": "anthropic"}.get(fmt, fmt).replace("_", "-")
+    return name if name in PROVIDERS else None
 
 
 def _lint(args: argparse.Namespace, out: TextIO) -> int:

@@ -6,16 +6,18 @@ provider's canonical shape (see ``docs/codecs.md``). Malformed payloads raise
 :class:`~cast.errors.CodecError` with the path of the bad field. Payloads are never
 modified.
 
-==============  ==========================================================
-name            payload
-==============  ==========================================================
-``openai``      Chat Completions ``{"messages": [...]}``
-``anthropic``   Messages API ``{"system": ..., "messages": [...]}``
-``gemini``      ``generateContent`` ``{"systemInstruction": ..., "contents": [...]}``
-``langchaingo`` Go ``[]llms.MessageContent`` JSON (PentAGI's stored chains)
-``claude_code`` Claude Code session log entries
-``chaincast``   chaincast's own JSON form of ``Message``
-==============  ==========================================================
+====================  ======================================================
+name                  payload
+====================  ======================================================
+``openai``            Chat Completions ``{"messages": [...]}``
+``anthropic``         Messages API ``{"system": ..., "messages": [...]}``
+``gemini``            ``generateContent`` ``{"systemInstruction": ..., "contents": [...]}``
+``langchaingo``       Go ``[]llms.MessageContent`` JSON (PentAGI's stored chains)
+``claude_code``       Claude Code session log entries
+``bedrock``           Bedrock Converse ``{"system": [...], "messages": [...]}``
+``openai_responses``  Responses API ``{"instructions": ..., "input": [...]}``
+``chaincast``         chaincast's own JSON form of ``Message``
+====================  ======================================================
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any, Protocol, cast
 
-from cast.codecs import anthropic, claude_code, gemini, langchaingo, native, openai
+from cast.codecs import (
+    anthropic,
+    bedrock,
+    claude_code,
+    gemini,
+    langchaingo,
+    native,
+    openai,
+    openai_responses,
+)
 from cast.codecs._common import json_type
 from cast.errors import CodecError
 from cast.messages import Message
@@ -49,6 +60,8 @@ _MODULES: dict[str, ModuleType] = {
     "gemini": gemini,
     "langchaingo": langchaingo,
     "claude_code": claude_code,
+    "bedrock": bedrock,
+    "openai_responses": openai_responses,
 }
 
 CODECS: tuple[str, ...] = tuple(_MODULES)
@@ -72,6 +85,9 @@ _ANTHROPIC_BLOCKS = (
     "image",
     "document",
 )
+_RESPONSES_ITEMS = ("function_call", "function_call_output", "reasoning")
+_RESPONSES_PARTS = ("input_text", "output_text", "input_image")
+_CONVERSE_BLOCKS = ("text", "image", "toolUse", "toolResult", "reasoningContent")
 _NESTED = ("image_url", "binary", "tool_call", "tool_response")  # langchaingo part payloads
 _FLAT = ("url", "mime_type", "tool_call_id", "arguments", "id")  # native part fields
 
@@ -86,10 +102,14 @@ def detect_format(payload: object) -> str:
     if isinstance(payload, dict):
         if any(k in payload for k in ("contents", "systemInstruction", "system_instruction")):
             return "gemini"
+        if "input" in payload:
+            return "openai_responses"
         messages = payload.get("messages")
         if isinstance(messages, list):
+            if _converse(messages) or _converse_system(payload.get("system")):
+                return "bedrock"
             return "anthropic" if "system" in payload else _detect_list(messages)
-        raise CodecError("cannot detect the format: no messages or contents field")
+        raise CodecError("cannot detect the format: no messages, contents or input field")
     if isinstance(payload, list):
         return _detect_list(payload)
     raise CodecError(f"cannot detect the format of a JSON {json_type(payload)}")
@@ -99,6 +119,10 @@ def _detect_list(items: list[Any]) -> str:
     dicts = [item for item in items if isinstance(item, dict)]
     if not dicts:
         raise CodecError("cannot detect the format of a list without message objects")
+    if _responses(dicts):
+        return "openai_responses"
+    if _converse(dicts):
+        return "bedrock"
     for item in dicts:
         # Claude Code: whole log lines, or assistant entries with their message id.
         if ("message" in item and "role" not in item) or (
@@ -154,3 +178,37 @@ def _native_or_langchaingo(dicts: list[dict[str, Any]]) -> str:
 
 def _native_reasoning(value: object) -> bool:
     return isinstance(value, dict) and "content" in value and "signature" in value
+
+
+def _responses(dicts: list[dict[str, Any]]) -> bool:
+    """Responses items: typed call/output/reasoning items, or ``input_text``-style parts."""
+    for item in dicts:
+        if item.get("type") in _RESPONSES_ITEMS:
+            return True
+        content = item.get("content")
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") in _RESPONSES_PARTS for p in content
+        ):
+            return True
+    return False
+
+
+def _converse(items: list[Any]) -> bool:
+    """Converse messages: content blocks keyed by kind (``{"toolUse": ...}``), no ``type``."""
+    for item in items:
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, list) and any(_converse_block(b) for b in content):
+            return True
+    return False
+
+
+def _converse_system(system: object) -> bool:
+    return isinstance(system, list) and any(_converse_block(b) for b in system)
+
+
+def _converse_block(block: object) -> bool:
+    return (
+        isinstance(block, dict)
+        and "type" not in block
+        and any(key in block for key in _CONVERSE_BLOCKS)
+    )

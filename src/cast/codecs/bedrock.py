@@ -1,0 +1,395 @@
+"""Amazon Bedrock Converse codec: the request body ``{"system": [...], "messages": [...]}``.
+
+Wire format: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html
+(request body), https://docs.aws.amazon.com/bedrock/latest/APIReference/
+API_runtime_ContentBlock.html (blocks are objects with one key: ``text``, ``image``,
+``toolUse``, ``toolResult``, ``reasoningContent``, ...), ``API_runtime_ToolUseBlock.html``,
+``API_runtime_ToolResultBlock.html`` (``content`` of ``text``/``json``/``image`` blocks,
+optional ``status`` ``success | error``), ``API_runtime_ReasoningContentBlock.html``
+(``reasoningText{text, signature}`` or base64 ``redactedContent``),
+``API_runtime_ImageBlock.html`` (``format`` and ``source.bytes``, base64 in JSON) and
+https://docs.aws.amazon.com/bedrock/latest/userguide/tool-use.html.
+
+Mapping, as for Anthropic: every ``toolResult`` becomes its own TOOL message and the
+rest of that user message a HUMAN message after them; encode merges consecutive TOOL
+messages (and the HUMAN message right after them) into one user message. A
+``reasoningContent`` block becomes the ``reasoning`` of the text or ``toolUse`` after it.
+``status`` is not carried (``ToolResult`` has no error flag): dropped on decode, never
+sent. Canonical shape: content and ``system`` are always block lists. See
+``docs/codecs.md`` for every normalization.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cast.codecs._common import (
+    args_object,
+    as_messages,
+    b64decode,
+    b64encode,
+    dumps_compact,
+    error,
+    fail,
+    parse_data_url,
+    signature_text,
+)
+from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    trusted_message,
+)
+
+__all__ = ["decode", "encode"]
+
+_HUMAN = Role.HUMAN
+_AI = Role.AI
+_TOOL = Role.TOOL
+_SYSTEM = Role.SYSTEM
+_MISSING: Any = object()
+_KINDS = ("text", "image", "toolUse", "toolResult", "reasoningContent", "cachePoint")
+
+
+def decode(payload: object) -> list[Message]:
+    """Messages of a Converse request body (or of its bare message list)."""
+    system: object = None
+    if isinstance(payload, dict):
+        items = payload.get("messages", _MISSING)
+        if items is _MISSING:
+            fail("messages", "the request body has no messages field")
+        if not isinstance(items, list):
+            fail("messages", "an array of messages", items)
+        system = payload.get("system")
+    elif isinstance(payload, list):
+        items = payload
+    else:
+        fail("", "a request body object or a list of messages", payload)
+
+    out: list[Message] = []
+    if system is not None:
+        out.append(_decode_system(system))
+    names: dict[str, str] = {}  # toolUseId -> name of the latest call with that id
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            fail(f"messages[{i}]", "a message object", item, i)
+        role = item.get("role")
+        content = item.get("content", _MISSING)
+        if content is _MISSING:
+            fail(f"messages[{i}].content", "the message has no content", index=i)
+        if not isinstance(content, list):
+            fail(f"messages[{i}].content", "an array of content blocks", content, i)
+        if role == "assistant":
+            out.append(_decode_assistant(content, i, names))
+        elif role == "user":
+            _decode_user(content, i, names, out)
+        else:
+            fail(f"messages[{i}].role", f"expected user or assistant, got {role!r}", index=i)
+    return out
+
+
+def _decode_system(system: object) -> Message:
+    if not isinstance(system, list):
+        fail("system", "an array of system content blocks", system)
+    parts: list[TextPart] = []
+    for j, block in enumerate(system):
+        if isinstance(block, dict) and "cachePoint" in block and "text" not in block:
+            continue
+        if not isinstance(block, dict):
+            fail(f"system[{j}]", "a text block", block)
+        text = block.get("text")
+        if not isinstance(text, str):
+            fail(f"system[{j}].text", "a string", text)
+        parts.append(TextPart(text=text))
+    return trusted_message(_SYSTEM, tuple(parts))
+
+
+def _kind(block: object, where: str, i: int) -> tuple[str, Any]:
+    """The block's one member: its name and value."""
+    if not isinstance(block, dict):
+        fail(where, "a content block object", block, i)
+    for kind in _KINDS:
+        if kind in block:
+            return kind, block[kind]
+    keys = ", ".join(sorted(str(k) for k in block)) or "none"
+    raise error(where, f"unsupported content block (keys: {keys})", index=i)
+
+
+def _text(value: object, where: str, i: int) -> str:
+    if not isinstance(value, str):
+        fail(f"{where}.text", "a string", value, i)
+    return value
+
+
+def _decode_image(image: object, where: str, i: int) -> BinaryPart:
+    """``{"format": "png", "source": {"bytes": <base64>}}`` as ``image/<format>`` bytes."""
+    where = f"{where}.image"
+    if not isinstance(image, dict):
+        fail(where, "an image object", image, i)
+    fmt = image.get("format")
+    if not isinstance(fmt, str):
+        fail(f"{where}.format", "a string", fmt, i)
+    source = image.get("source")
+    if not isinstance(source, dict):
+        fail(f"{where}.source", "a source object", source, i)
+    data = source.get("bytes")
+    if not isinstance(data, str):
+        fail(f"{where}.source.bytes", "base64 text (s3Location sources are not supported)", index=i)
+    return BinaryPart(mime_type=f"image/{fmt}", data=b64decode(data, f"{where}.source.bytes", i))
+
+
+def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Message:
+    parts: list[Any] = []
+    pending: Reasoning | None = None  # a reasoning block waiting for the part it led to
+    for j, block in enumerate(content):
+        where = f"messages[{i}].content[{j}]"
+        kind, value = _kind(block, where, i)
+        if kind == "text":
+            text = _text(value, where, i)
+            if pending is not None and text:
+                parts.append(TextPart(text=text, reasoning=pending))
+                pending = None
+                continue
+            if pending is not None:
+                parts.append(TextPart(text="", reasoning=pending))
+                pending = None
+            parts.append(TextPart(text=text))
+        elif kind == "toolUse":
+            parts.append(_decode_call(value, where, i, names, pending))
+            pending = None
+        elif kind == "reasoningContent":
+            if pending is not None:
+                parts.append(TextPart(text="", reasoning=pending))
+            pending = _decode_reasoning(value, f"{where}.reasoningContent", i)
+        elif kind == "image":
+            if pending is not None:
+                parts.append(TextPart(text="", reasoning=pending))
+                pending = None
+            parts.append(_decode_image(value, where, i))
+        elif kind != "cachePoint":
+            fail(where, f"unsupported assistant content block {kind!r}", index=i)
+    if pending is not None:
+        parts.append(TextPart(text="", reasoning=pending))
+    return trusted_message(_AI, tuple(parts))
+
+
+def _decode_call(
+    value: object, where: str, i: int, names: dict[str, str], reasoning: Reasoning | None
+) -> ToolCall:
+    where = f"{where}.toolUse"
+    if not isinstance(value, dict):
+        fail(where, "a toolUse object", value, i)
+    call_id = value.get("toolUseId")
+    if not isinstance(call_id, str):
+        fail(f"{where}.toolUseId", "a string", call_id, i)
+    name = value.get("name")
+    if not isinstance(name, str):
+        fail(f"{where}.name", "a string", name, i)
+    arguments = value.get("input")
+    if not isinstance(arguments, dict):
+        fail(f"{where}.input", "an object", arguments, i)
+    names[call_id] = name
+    return ToolCall(id=call_id, name=name, arguments=dumps_compact(arguments), reasoning=reasoning)
+
+
+def _decode_reasoning(value: object, where: str, i: int) -> Reasoning:
+    if not isinstance(value, dict):
+        fail(where, "a reasoningContent object", value, i)
+    if "redactedContent" in value:
+        data = value["redactedContent"]
+        if not isinstance(data, str):
+            fail(f"{where}.redactedContent", "base64 text", data, i)
+        b64decode(data, f"{where}.redactedContent", i)
+        return Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode("utf-8"))
+    block = value.get("reasoningText")
+    if not isinstance(block, dict):
+        fail(f"{where}.reasoningText", "an object with text and signature", block, i)
+    text = block.get("text")
+    if not isinstance(text, str):
+        fail(f"{where}.reasoningText.text", "a string", text, i)
+    signature = block.get("signature", "")
+    if not isinstance(signature, str):
+        fail(f"{where}.reasoningText.signature", "a string", signature, i)
+    return Reasoning(content=text, signature=signature.encode("utf-8"))
+
+
+def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Message]) -> None:
+    """A user message: each ``toolResult`` becomes a TOOL message; every run of other
+    blocks becomes a HUMAN message, in the order they come."""
+    human: list[Any] = []
+    emitted = False
+    for j, block in enumerate(content):
+        where = f"messages[{i}].content[{j}]"
+        kind, value = _kind(block, where, i)
+        if kind == "toolResult":
+            if human:
+                out.append(trusted_message(_HUMAN, tuple(human)))
+                human = []
+            out.append(_decode_result(value, f"{where}.toolResult", i, names))
+            emitted = True
+        elif kind == "text":
+            human.append(TextPart(text=_text(value, where, i)))
+        elif kind == "image":
+            human.append(_decode_image(value, where, i))
+        elif kind != "cachePoint":
+            fail(where, f"unsupported user content block {kind!r}", index=i)
+    if human or not emitted:
+        out.append(trusted_message(_HUMAN, tuple(human)))
+
+
+def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> Message:
+    """A ``toolResult`` as a TOOL message: a first ``text`` block is the result, later
+    blocks follow it; ``json`` blocks are read as their compact JSON text."""
+    if not isinstance(value, dict):
+        fail(where, "a toolResult object", value, i)
+    call_id = value.get("toolUseId")
+    if not isinstance(call_id, str):
+        fail(f"{where}.toolUseId", "a string", call_id, i)
+    content = value.get("content")
+    if not isinstance(content, list):
+        fail(f"{where}.content", "an array of tool result blocks", content, i)
+    texts: list[Any] = []
+    for k, inner in enumerate(content):
+        inner_where = f"{where}.content[{k}]"
+        if not isinstance(inner, dict):
+            fail(inner_where, "a tool result block object", inner, i)
+        if "text" in inner:
+            texts.append(TextPart(text=_text(inner["text"], inner_where, i)))
+        elif "json" in inner:
+            texts.append(TextPart(text=dumps_compact(inner["json"])))
+        elif "image" in inner:
+            texts.append(_decode_image(inner["image"], inner_where, i))
+        else:
+            fail(inner_where, "a text, json or image block", index=i)
+    first = texts[0] if texts and isinstance(texts[0], TextPart) else None
+    result = ToolResult(
+        tool_call_id=call_id, name=names.get(call_id, ""), content=first.text if first else ""
+    )
+    return trusted_message(_TOOL, (result, *(texts[1:] if first else texts)))
+
+
+def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
+    """A Converse request body ``{"system"?: [...], "messages": [...]}``."""
+    out: list[dict[str, Any]] = []
+    system: list[dict[str, Any]] | None = None
+    tool_turn: list[dict[str, Any]] | None = None  # the user message of the latest results
+    for i, message in enumerate(as_messages(messages)):
+        role = message.role
+        if role is _TOOL:
+            if tool_turn is None:
+                tool_turn = []
+                out.append({"role": "user", "content": tool_turn})
+            _encode_results(message, i, tool_turn)
+            continue
+        if role is _HUMAN:
+            if tool_turn is not None and message.parts:
+                tool_turn.extend(_encode_blocks(message, i))
+            else:
+                out.append({"role": "user", "content": _encode_blocks(message, i)})
+        elif role is _AI:
+            out.append({"role": "assistant", "content": _encode_blocks(message, i)})
+        else:
+            if i != 0:
+                fail(
+                    f"messages[{i}]",
+                    "Converse takes a system prompt only before the first message",
+                    index=i,
+                )
+            system = _encode_system(message)
+        tool_turn = None
+    payload: dict[str, Any] = {"messages": out}
+    if system is not None:
+        payload["system"] = system
+    return payload
+
+
+def _encode_system(message: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for j, part in enumerate(message.parts):
+        if type(part) is not TextPart:
+            fail(f"messages[0].parts[{j}]", "the system prompt holds text only", index=0)
+        blocks.append({"text": part.text})
+    return blocks
+
+
+def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
+    signature = reasoning.signature
+    if not reasoning.content and signature.startswith(REDACTED_THINKING_PREFIX):
+        data = signature[len(REDACTED_THINKING_PREFIX) :]
+        return {"reasoningContent": {"redactedContent": signature_text(data)}}
+    text: dict[str, str] = {"text": reasoning.content}
+    if signature:
+        text["signature"] = signature_text(signature)
+    return {"reasoningContent": {"reasoningText": text}}
+
+
+def _encode_image(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str, Any]:
+    if isinstance(part, ImagePart):
+        inline = parse_data_url(part.url)
+        if inline is None:
+            fail(where, "Converse takes images as bytes only, not by URL", index=i)
+        mime, data = inline
+    else:
+        mime, data = part.mime_type, part.data
+    if not mime.startswith("image/"):
+        fail(where, f"Converse cannot carry a {mime!r} binary part here", index=i)
+    return {"image": {"format": mime[6:], "source": {"bytes": b64encode(data)}}}
+
+
+def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
+    """Content blocks of an assistant or user message; a part's reasoning goes out
+    as a reasoningContent block right before it."""
+    blocks: list[dict[str, Any]] = []
+    ai = message.role is _AI
+    for j, part in enumerate(message.parts):
+        where = f"messages[{i}].parts[{j}]"
+        if isinstance(part, TextPart):
+            reasoning = part.reasoning
+            if reasoning is not None and ai:
+                blocks.append(_reasoning_block(reasoning))
+                if not part.text:
+                    continue  # a reasoning-only part: the reasoning block alone
+            blocks.append({"text": part.text})
+        elif isinstance(part, ToolCall) and ai:
+            if part.reasoning is not None:
+                blocks.append(_reasoning_block(part.reasoning))
+            arguments = args_object(part.arguments, f"{where}.arguments", i)
+            blocks.append(
+                {"toolUse": {"toolUseId": part.id, "name": part.name, "input": arguments}}
+            )
+        elif isinstance(part, ImagePart | BinaryPart):
+            blocks.append(_encode_image(part, where, i))
+        else:
+            fail(where, f"a {message.role.value} message cannot carry a {part.type} part", index=i)
+    return blocks
+
+
+def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
+    """``toolResult`` blocks of a TOOL message: the result text first, then the parts
+    after it; ``status`` is never sent."""
+    content: list[dict[str, Any]] | None = None
+    for j, part in enumerate(message.parts):
+        where = f"messages[{i}].parts[{j}]"
+        if isinstance(part, ToolResult):
+            content = [{"text": part.content}]
+            blocks.append({"toolResult": {"toolUseId": part.tool_call_id, "content": content}})
+        elif content is None or isinstance(part, ToolCall):
+            fail(
+                where,
+                "a tool message holds tool results, each optionally followed by "
+                "text or image parts",
+                index=i,
+            )
+        elif isinstance(part, TextPart):
+            content.append({"text": part.text})
+        else:
+            content.append(_encode_image(part, where, i))
+    if content is None:
+        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
