@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -309,3 +311,23 @@ def test_scanner_output_keeps_ports_and_product_versions() -> None:
         assert identifier in summary
     assert "-> error: host timeout on 443" in summary
     assert "error: error:" not in summary
+
+
+def test_identifiers_outrank_actions_under_a_small_budget() -> None:
+    hashes = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(8)]
+    ai = [
+        Message.ai(
+            "",
+            *(
+                ToolCall(id=f"c{i}", name="run_step", arguments=f'{{"step": "stage number {i}"}}')
+                for i in range(8)
+            ),
+        ),
+        *(
+            Message.tool(f"c{i}", "run_step", f"ok, wrote artifact sha256:{hashes[i]}")
+            for i in range(8)
+        ),
+    ]
+    summary = summarize_extractive(messages_to_prompt([], ai), 700)
+    assert sum(h in summary for h in hashes) >= 6
+    assert summary.count("run_step(") < 8  # actions give way to the identifiers

@@ -2,9 +2,9 @@
 
 It reads the prompt back with :func:`csum.prompt.parse_prompt` and extracts what an
 agent needs to carry on: the user's requests, the final answer, error lines with
-their causes, each tool call with its key arguments and outcome, technical
-identifiers (paths, URLs, hosts and ports, commands, versions, hashes, ids, numbers
-with units) and the first sentence of every answer. Candidates are ranked in that
+their causes, technical identifiers (paths, URLs, hosts and ports, commands, versions,
+hashes, ids, numbers with units), each tool call with its key arguments and outcome,
+and the first sentence of every answer. Candidates are ranked in that
 order and packed greedily into ``max_bytes`` UTF-8 bytes, a bound never exceeded.
 A text that is not such a prompt is read as plain text.
 """
@@ -43,7 +43,8 @@ CATEGORY_ORDER: Final = (REQUESTS, ACTIONS, ERRORS, IDENTIFIERS, ANSWERS)
 """Output lines, in order; each category appears only when it has items."""
 
 # Priorities: lower is packed first.
-_P_REQUEST, _P_FINAL_ANSWER, _P_ERROR, _P_ACTION, _P_IDENT = 0, 1, 2, 3, 4
+# Identifiers outrank actions: an agent can redo an action, not recover a lost hash.
+_P_REQUEST, _P_FINAL_ANSWER, _P_ERROR, _P_IDENT, _P_ACTION = 0, 1, 2, 3, 4
 _P_ANSWER, _P_REASONING_IDENT, _P_CALL_ID = 5, 6, 7
 
 _ACTION_CAP = 240
