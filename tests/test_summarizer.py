@@ -294,7 +294,7 @@ async def test_oversized_pairs_are_summarized_alone(
 @pytest.mark.anyio
 async def test_oversized_pairs_are_summarized_concurrently() -> None:
     messages = rotation_chain(400, 400, 400, 400, 10)
-    handler = FakeHandler(delay=lambda _p: 0.02)
+    handler = FakeHandler(delay=lambda _p: 0.2)  # long enough for all to start
     result = await run(messages, handler, max_body_pair_bytes=300, last_section_bytes=10**6)
     assert handler.calls == 4
     assert handler.peak == 4
@@ -681,7 +681,7 @@ async def test_output_does_not_depend_on_handler_timing() -> None:
 )
 async def test_max_concurrency_bounds_calls_in_flight(limit: int | None, peak: int) -> None:
     # 8 sections: the 7 old ones are summarized at once, unless bounded.
-    handler = FakeHandler(delay=lambda _p: 0.01)
+    handler = FakeHandler(delay=lambda _p: 0.2)  # long enough for all to start
     result = await run(sections_chain(8), handler, max_concurrency=limit)
     assert handler.calls == 7
     assert handler.peak == peak
@@ -692,7 +692,7 @@ async def test_max_concurrency_bounds_calls_in_flight(limit: int | None, peak: i
 @pytest.mark.anyio
 async def test_sections_and_last_section_rotation_run_together() -> None:
     messages = sections_chain(3) + rotation_chain(400, 400, 100)
-    handler = FakeHandler(delay=lambda _p: 0.01)
+    handler = FakeHandler(delay=lambda _p: 0.2)  # long enough for all to start
     await run(messages, handler, max_body_pair_bytes=300)
     # 3 section summaries and 2 oversized pairs of the last section, all at once.
     assert handler.calls == 5
