@@ -11,13 +11,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from cast.errors import CodecError
-from cast.messages import Message
+from cast.messages import Message, Role
 
 __all__ = [
     "args_object",
@@ -26,6 +26,7 @@ __all__ = [
     "b64encode",
     "canonical_object",
     "dumps_compact",
+    "encode_user_turns",
     "error",
     "fail",
     "json_type",
@@ -176,3 +177,54 @@ def as_messages(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
             where = ".".join(str(p) for p in first["loc"])
             raise CodecError(first["msg"], path=f"messages[{index}].{where}", index=index) from exc
     return out
+
+
+Blocks = list[dict[str, Any]]
+
+
+def encode_user_turns(
+    messages: Iterable[Message | dict[str, Any]],
+    *,
+    api: str,
+    results: Callable[[Message, int, Blocks], None],
+    human: Callable[[Message, int], Any],
+    human_blocks: Callable[[Message, int], Blocks],
+    assistant: Callable[[Message, int], Any],
+    system: Callable[[Message], Any],
+) -> tuple[Blocks, Any]:
+    """The ``messages`` list and system value of APIs that carry tool results in user
+    turns (Anthropic, Bedrock): consecutive TOOL messages share one user turn, results
+    first, and a HUMAN message right after them joins it; the system prompt is hoisted.
+
+    ``results`` appends one TOOL message's result blocks to the turn; ``human`` gives a
+    user turn's content, ``human_blocks`` the blocks a HUMAN message adds to a results
+    turn, ``assistant`` an assistant turn's content, ``system`` the top-level value.
+    """
+    out: Blocks = []
+    system_value: Any = None
+    tool_turn: Blocks | None = None  # the user turn of the latest results
+    for i, message in enumerate(as_messages(messages)):
+        role = message.role
+        if role is Role.TOOL:
+            if tool_turn is None:
+                tool_turn = []
+                out.append({"role": "user", "content": tool_turn})
+            results(message, i, tool_turn)
+            continue
+        if role is Role.HUMAN:
+            if tool_turn is not None and message.parts:
+                tool_turn.extend(human_blocks(message, i))
+            else:
+                out.append({"role": "user", "content": human(message, i)})
+        elif role is Role.AI:
+            out.append({"role": "assistant", "content": assistant(message, i)})
+        else:
+            if i != 0:
+                fail(
+                    f"messages[{i}]",
+                    f"{api} takes a system prompt only before the first message",
+                    index=i,
+                )
+            system_value = system(message)
+        tool_turn = None
+    return out, system_value

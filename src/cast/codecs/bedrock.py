@@ -26,10 +26,10 @@ from typing import Any
 
 from cast.codecs._common import (
     args_object,
-    as_messages,
     b64decode,
     b64encode,
     dumps_compact,
+    encode_user_turns,
     error,
     fail,
     parse_data_url,
@@ -277,33 +277,15 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
     """A Converse request body ``{"system"?: [...], "messages": [...]}``."""
-    out: list[dict[str, Any]] = []
-    system: list[dict[str, Any]] | None = None
-    tool_turn: list[dict[str, Any]] | None = None  # the user message of the latest results
-    for i, message in enumerate(as_messages(messages)):
-        role = message.role
-        if role is _TOOL:
-            if tool_turn is None:
-                tool_turn = []
-                out.append({"role": "user", "content": tool_turn})
-            _encode_results(message, i, tool_turn)
-            continue
-        if role is _HUMAN:
-            if tool_turn is not None and message.parts:
-                tool_turn.extend(_encode_blocks(message, i))
-            else:
-                out.append({"role": "user", "content": _encode_blocks(message, i)})
-        elif role is _AI:
-            out.append({"role": "assistant", "content": _encode_blocks(message, i)})
-        else:
-            if i != 0:
-                fail(
-                    f"messages[{i}]",
-                    "Converse takes a system prompt only before the first message",
-                    index=i,
-                )
-            system = _encode_system(message)
-        tool_turn = None
+    out, system = encode_user_turns(
+        messages,
+        api="Converse",
+        results=_encode_results,
+        human=_encode_blocks,
+        human_blocks=_encode_blocks,
+        assistant=_encode_blocks,
+        system=_encode_system,
+    )
     payload: dict[str, Any] = {"messages": out}
     if system is not None:
         payload["system"] = system
