@@ -21,8 +21,8 @@ import cast.cli
 import csum.cli
 import csum.handlers
 from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
+from cast._lint import lint
 from cast.chainio import decode_chain
-from cast.lint import lint
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -764,7 +764,7 @@ def test_python_dash_m_help(module: str, words: tuple[str, ...]) -> None:
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
 
     assert done.returncode == 0, done.stderr
@@ -780,7 +780,7 @@ def test_python_dash_m_user_error_has_no_traceback(tmp_path: Path) -> None:
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
 
     assert done.returncode == 2
@@ -793,7 +793,7 @@ def test_python_dash_m_user_error_has_no_traceback(tmp_path: Path) -> None:
 def test_closed_pipe_ends_quietly() -> None:
     big = CORPUS / "anthropic_claudecode" / "claudecode_spotter_ae4a77f8.json"
     command = [sys.executable, "-m", "cast", "convert", str(big), "--to", "openai"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
         assert proc.stdout is not None
         assert proc.stderr is not None

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from cast import FAKE_GEMINI_SIGNATURE, Message, MessageFormatError, Reasoning, Role, TextPart
 from cast import ToolCall as Call
-from cast.lint import DEFAULT_ERROR_TEXTS, Violation, lint
-from cast.port import port
+from cast._lint import DEFAULT_ERROR_TEXTS, Violation, lint
+from cast._port import port
 from cast.providers import PROVIDERS, Rule, UnknownProviderError, get_provider
 
 FAKE = FAKE_GEMINI_SIGNATURE.encode()

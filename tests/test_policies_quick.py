@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import anyio
 import pytest
 
+from benchmarks.policies.__main__ import main
+from benchmarks.policies.baselines import DropOldest, FractionPartition
+from benchmarks.policies.harness import run_policy
+from benchmarks.policies.simulate import simulate
 from cast import ChainAST
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # benchmarks/ is a package at the repository root
-    sys.path.insert(0, str(ROOT))
-
-from benchmarks.policies.__main__ import main  # noqa: E402
-from benchmarks.policies.baselines import DropOldest, FractionPartition  # noqa: E402
-from benchmarks.policies.harness import run_policy  # noqa: E402
-from benchmarks.policies.simulate import simulate  # noqa: E402
 
 
 def test_quick_mode_holds_every_invariant(capsys: pytest.CaptureFixture[str]) -> None:

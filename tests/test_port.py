@@ -27,10 +27,10 @@ from cast import (
     ToolCall,
     ToolResult,
 )
+from cast._lint import lint
+from cast._port import OPENING_HUMAN_TEXT, TOOL_BRIDGE_TEXT, port
 from cast.codecs import anthropic, claude_code, gemini, openai
-from cast.lint import lint
 from cast.parse import diagnose, parse_chain
-from cast.port import OPENING_HUMAN_TEXT, TOOL_BRIDGE_TEXT, port
 from cast.providers import PROVIDERS, ProviderProfile, UnknownProviderError, get_provider
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"

@@ -29,7 +29,7 @@ _FACTS_CACHE: dict[int, tuple[Message, frozenset[str]]] = {}
 def lint_available() -> bool:
     """Whether ``cast.lint`` exists in this tree."""
     try:
-        from cast.lint import lint  # noqa: F401
+        from cast import lint  # noqa: F401
     except ImportError:
         return False
     return True
@@ -160,7 +160,7 @@ class _Linter:
         self.fn: Callable[[Sequence[Message], str], Sequence[object]] | None = None
         self.inherited: dict[str, set[str]] = {}
         if enabled and lint_available():
-            from cast.lint import lint
+            from cast import lint
 
             self.fn = lint
             self.inherited = {t: self._rules(workload.messages, t) for t in LINT_TARGETS}

@@ -143,7 +143,7 @@ def make_handler(kind: str, max_bytes: int = SUMMARY_MAX_BYTES) -> SummarizeHand
     """``"extractive"`` (the library's offline handler) or ``"truncate"``."""
     if kind == "truncate":
         return truncate_handler(max_bytes)
-    from csum.handlers.extractive import extractive
+    from csum.handlers import extractive
 
     return extractive(max_bytes)
 

@@ -8,6 +8,10 @@ convert them.
 ([1], 15)
 """
 
+from types import ModuleType as _ModuleType
+
+from cast._lint import Violation, lint
+from cast._port import port
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
 from cast.constants import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
@@ -18,10 +22,6 @@ from cast.constants import (
 )
 from cast.errors import ChainError, CodecError, IdTemplateError, MessageFormatError
 from cast.ids import CHARSETS, IdTemplate
-
-# ``cast.port`` and ``cast.lint`` name the functions; their modules remain importable
-# with ``from cast.port import ...`` / ``from cast.lint import ...``.
-from cast.lint import Violation, lint
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -34,7 +34,6 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import ChainIssue, diagnose
-from cast.port import port
 from cast.providers import (
     PROVIDERS,
     ProviderProfile,
@@ -85,3 +84,12 @@ __all__ = [
     "port",
     "register_provider",
 ]
+
+
+def __getattr__(name: str) -> _ModuleType:
+    """``cast.codecs`` loads on first use, so ``import cast`` stays light."""
+    if name == "codecs":
+        import importlib
+
+        return importlib.import_module("cast.codecs")
+    raise AttributeError(f"module 'cast' has no attribute {name!r}")

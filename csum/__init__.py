@@ -12,6 +12,8 @@ an injected async handler.
 '**summarized content:**\\nthe user greeted twice'
 """
 
+from types import ModuleType as _ModuleType
+
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
 from csum.prompt import messages_to_prompt
@@ -28,3 +30,12 @@ __all__ = [
     "is_summarized",
     "messages_to_prompt",
 ]
+
+
+def __getattr__(name: str) -> _ModuleType:
+    """``csum.handlers`` loads on first use, so ``import csum`` stays light."""
+    if name == "handlers":
+        import importlib
+
+        return importlib.import_module("csum.handlers")
+    raise AttributeError(f"module 'csum' has no attribute {name!r}")

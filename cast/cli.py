@@ -135,7 +135,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     messages, detected = decode_chain(read_json(args.file), args.source)
     if not args.no_port:
-        from cast.port import port
+        from cast._port import port
 
         target = args.target_provider or _provider_of_format(args.target)
         if target is None:
@@ -158,7 +158,7 @@ def _provider_of_format(fmt: str) -> str | None:
 
 
 def _lint(args: argparse.Namespace, out: TextIO) -> int:
-    from cast.lint import lint
+    from cast._lint import lint
 
     messages, _ = decode_chain(read_json(args.file), args.format)
     violations = lint(messages, args.target, source=args.source)

@@ -7,11 +7,11 @@
 
 from __future__ import annotations
 
+from csum.handlers._anthropic import anthropic
 from csum.handlers._base import RetryPolicy, SummarizeHandler
 from csum.handlers._errors import HandlerError
-from csum.handlers.anthropic import anthropic
-from csum.handlers.extractive import extractive, summarize_extractive
-from csum.handlers.openai_compatible import openai_compatible
+from csum.handlers._extractive import extractive, summarize_extractive
+from csum.handlers._openai_compatible import openai_compatible
 
 __all__ = [
     "HANDLER_SPECS",
