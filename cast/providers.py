@@ -286,9 +286,7 @@ _GEMINI_MISSING_SIGNATURE = (
     "performance. Additional data, function call `default_api:{name}` , position {index}. "
     "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
 )  # paws#103, chatbox#3308
-_GEMINI_ORPHAN = (
-    "Please ensure that function response turn comes immediately after a function call turn."
-)  # langchain#27799
+_GEMINI_ORPHAN = "Please ensure that function response turn comes immediately after a function call turn."  # langchain#27799
 _GEMINI_ERRORS = {
     Rule.MISSING_TOOL_RESULT: (
         "Please ensure that the number of function response parts is equal to the number of "

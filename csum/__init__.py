@@ -14,10 +14,11 @@ an injected async handler.
 
 from types import ModuleType as _ModuleType
 
+from csum._calls import SummarizeHandler
+from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
 from csum.prompt import messages_to_prompt
-from csum.strategies import SUMMARIZED_CONTENT_PREFIX, SummarizeHandler, is_summarized
 from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = [

@@ -9,233 +9,38 @@
 3. QA summarization: when the chain has too many sections or bytes, the oldest sections
    become one summary section followed by the newest sections that fit.
 
-Handler calls go through :class:`HandlerCalls`; results are placed by index, so the
-output never depends on which call finished first.
+Handler calls go through :class:`csum._calls.HandlerCalls`; results are placed by index
+(:func:`csum._gather.gather`), so the output never depends on which call finished first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
 
-import anyio
-import anyio.lowlevel
-
-from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
-from cast.constants import SUMMARIZATION_TOOL_NAME
+from cast.ast import BodyPair, ChainAST, Header, Section
 from cast.ids import IdTemplate
-from cast.messages import (
-    Message,
-    Role,
-    TextPart,
-    ToolCall,
-    replace_field,
-    trusted_message,
-    utf8_len,
+from cast.messages import Message, Role, TextPart, trusted_message
+from csum._calls import HandlerCalls
+from csum._gather import gather
+from csum._pairs import (
+    human_of,
+    is_summarized,
+    messages_of,
+    rebuild_section,
+    summary_pair,
+    summary_type,
 )
-from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
 from csum.config import SummarizerConfig
-from csum.errors import SummarizationError
-from csum.prompt import messages_to_prompt
 
 __all__ = [
-    "SUMMARIZED_CONTENT_PREFIX",
-    "HandlerCalls",
-    "SummarizeHandler",
     "exceeds_qa_limits",
-    "gather",
-    "is_summarized",
     "needs_section_summary",
     "recent_sections_to_keep",
     "rotate_section",
     "split_last_section_pairs",
     "summarize_qa",
     "summarize_section",
-    "summary_type",
-    "unique_summary_ids",
 ]
-
-SUMMARIZED_CONTENT_PREFIX = "**summarized content:**\n"
-"""Prefix of the text of COMPLETION summary pairs; marks them as already summarized."""
-
-SummarizeHandler = Callable[[str], Awaitable[str]]
-"""Takes the prompt text, returns the summary text."""
-
-T = TypeVar("T")
-
-
-@dataclass
-class HandlerCalls:
-    """Calls the handler for one summarization run and keeps its books.
-
-    ``limiter`` bounds the calls in flight. A handler exception or a non-``str`` result
-    becomes a :class:`SummarizationError` whose ``__cause__`` is the handler's exception.
-    """
-
-    handler: SummarizeHandler
-    limiter: anyio.CapacityLimiter | None = None
-    calls: int = 0
-    input_bytes: int = 0
-    output_bytes: int = 0
-    on_call: Callable[[int, int], None] | None = field(default=None, repr=False)
-    created: list[BodyPair] = field(default_factory=list, repr=False)
-    """The summary pairs made in this run (their ids are made unique at the end)."""
-
-    def adopt(self, pair: BodyPair) -> BodyPair:
-        """Record a summary pair made in this run."""
-        self.created.append(pair)
-        return pair
-
-    async def summarize(
-        self,
-        human_messages: Sequence[Message],
-        ai_messages: Sequence[Message],
-        *,
-        phase: str,
-        section: int,
-    ) -> str:
-        prompt = messages_to_prompt(human_messages, ai_messages)
-        self.calls += 1
-        self.input_bytes += utf8_len(prompt)
-        try:
-            if self.limiter is None:
-                result = await self.handler(prompt)
-            else:
-                async with self.limiter:
-                    # The limiter may hand its slot over just as the caller is
-                    # cancelled: do not start a handler call then.
-                    await anyio.lowlevel.checkpoint_if_cancelled()
-                    result = await self.handler(prompt)
-        except Exception as exc:
-            raise SummarizationError(
-                f"the summarize handler raised {type(exc).__name__}: {exc}",
-                section=section,
-                phase=phase,
-            ) from exc
-        if not isinstance(result, str):
-            raise SummarizationError(
-                f"the summarize handler returned {type(result).__name__}, expected str",
-                section=section,
-                phase=phase,
-            )
-        self.output_bytes += utf8_len(result)
-        if self.on_call is not None:
-            self.on_call(self.calls, self.input_bytes)
-        return result
-
-
-async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
-    """Run ``jobs`` concurrently; results by index. The first failure cancels the rest
-    and is raised (several simultaneous failures: one error chaining them all).
-
-    Workers pull jobs from a shared counter and a new worker starts only after the
-    previous ones had a chance to run: jobs that complete without waiting (an instant
-    handler) share one task instead of paying for a task each, while jobs that wait
-    (a real model call) each get their own, so they all run at once.
-    """
-    count = len(jobs)
-    if count == 1:
-        return [await jobs[0]()]
-    results: list[T | None] = [None] * count
-    failures: list[SummarizationError] = []
-    next_job = 0
-
-    async with anyio.create_task_group() as group:
-
-        async def worker() -> None:
-            nonlocal next_job
-            while next_job < count:
-                index = next_job
-                next_job += 1
-                try:
-                    results[index] = await jobs[index]()
-                except SummarizationError as exc:
-                    failures.append(exc)
-                    group.cancel_scope.cancel()
-                    return
-
-        while next_job < count:
-            group.start_soon(worker)
-            await anyio.lowlevel.checkpoint()
-
-    if failures:
-        if len(failures) == 1:
-            raise failures[0]
-        causes = [f.__cause__ if isinstance(f.__cause__, Exception) else f for f in failures]
-        raise SummarizationError(
-            f"{len(failures)} concurrent handler calls failed: " + "; ".join(map(str, failures))
-        ) from ExceptionGroup("summarize handler failures", causes)
-    return results  # type: ignore[return-value]
-
-
-# -- pair helpers ------------------------------------------------------------------------
-
-
-def is_summarized(pair: BodyPair) -> bool:
-    """Whether a pair already holds a summary (a SUMMARIZATION pair, or a COMPLETION whose
-    first part is text starting with ``SUMMARIZED_CONTENT_PREFIX``)."""
-    if pair.type is BodyPairType.SUMMARIZATION:
-        return True
-    if pair.type is BodyPairType.COMPLETION:
-        parts = pair.ai_message.parts
-        return (
-            bool(parts)
-            and type(parts[0]) is TextPart
-            and parts[0].text.startswith(SUMMARIZED_CONTENT_PREFIX)
-        )
-    return False
-
-
-def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:
-    """COMPLETION when every pair is a COMPLETION, else SUMMARIZATION."""
-    if all(p.type is BodyPairType.COMPLETION for p in pairs):
-        return BodyPairType.COMPLETION
-    return BodyPairType.SUMMARIZATION
-
-
-def _messages_of(pairs: Sequence[BodyPair]) -> list[Message]:
-    out: list[Message] = []
-    for pair in pairs:
-        out.append(pair.ai_message)
-        out.extend(pair.tool_messages)
-    return out
-
-
-def _summary_pair(
-    text: str,
-    kind: BodyPairType,
-    summarized: list[Message],
-    *,
-    id_template: IdTemplate,
-    keep_reasoning: bool,
-    seed: str,
-) -> BodyPair:
-    """The pair replacing ``summarized``: a prefixed COMPLETION or a SUMMARIZATION pair.
-
-    With ``keep_reasoning`` (last sections only) a summary of pairs whose tool calls
-    carried reasoning gets the fake Gemini signature and the first reasoning text part
-    in front of its call.
-    """
-    if kind is BodyPairType.COMPLETION:
-        return BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + text)
-    fake_signature = keep_reasoning and contains_tool_call_reasoning(summarized)
-    return BodyPair.summarization(
-        text,
-        id_template=id_template,
-        fake_signature=fake_signature,
-        reasoning_message=extract_reasoning_message(summarized) if fake_signature else None,
-        seed=f"{seed}\x1f{text}",
-    )
-
-
-def _human(section: Section) -> list[Message]:
-    human = section.header.human_message
-    return [] if human is None else [human]
-
-
-def _section(header: Header, body: tuple[BodyPair, ...]) -> Section:
-    return Section._trusted(header, body, header.size + sum(p.size for p in body))
 
 
 # -- phase 1: sections -------------------------------------------------------------------
@@ -251,12 +56,12 @@ async def summarize_section(
     calls: HandlerCalls, section: Section, index: int, id_template: IdTemplate
 ) -> Section:
     """The section with its whole body replaced by one summary pair."""
-    summarized = _messages_of(section.body)
+    summarized = messages_of(section.body)
     text = await calls.summarize(
-        _human(section), summarized, phase="section summary", section=index
+        human_of(section), summarized, phase="section summary", section=index
     )
     pair = calls.adopt(
-        _summary_pair(
+        summary_pair(
             text,
             summary_type(section.body),
             summarized,
@@ -265,7 +70,7 @@ async def summarize_section(
             seed=f"section\x1f{index}",
         )
     )
-    return _section(section.header, (pair,))
+    return rebuild_section(section.header, (pair,))
 
 
 # -- phase 2: last-section rotation ------------------------------------------------------
@@ -308,7 +113,7 @@ async def rotate_section(
 ) -> Section:
     """Bring one of the last sections within budget; its last pair is kept verbatim."""
     body = list(section.body)
-    human = _human(section)
+    human = human_of(section)
     oversized = [
         i
         for i, pair in enumerate(body[:-1])
@@ -325,7 +130,7 @@ async def rotate_section(
         for i, text in zip(oversized, texts, strict=True):
             pair = body[i]
             body[i] = calls.adopt(
-                _summary_pair(
+                summary_pair(
                     text,
                     summary_type((pair,)),
                     pair.messages(),
@@ -334,7 +139,7 @@ async def rotate_section(
                     seed=f"pair\x1f{index}\x1f{i}",
                 )
             )
-        section = _section(section.header, tuple(body))
+        section = rebuild_section(section.header, tuple(body))
 
     if section.size <= config.last_section_bytes:
         return section
@@ -343,10 +148,10 @@ async def rotate_section(
     )
     if not summarize:
         return section
-    summarized = _messages_of(summarize)
+    summarized = messages_of(summarize)
     text = await calls.summarize(human, summarized, phase="last section rotation", section=index)
     pair = calls.adopt(
-        _summary_pair(
+        summary_pair(
             text,
             summary_type(summarize),
             summarized,
@@ -355,7 +160,7 @@ async def rotate_section(
             seed=f"rotation\x1f{index}",
         )
     )
-    return _section(section.header, (pair, *keep))
+    return rebuild_section(section.header, (pair, *keep))
 
 
 # -- phase 3: QA -------------------------------------------------------------------------
@@ -406,7 +211,7 @@ async def summarize_qa(
         return ast
     human_messages = [s.header.human_message for s in folded if s.header.human_message is not None]
     pairs = [pair for s in folded for pair in s.body]
-    ai_messages = _messages_of(pairs)
+    ai_messages = messages_of(pairs)
     if not ai_messages:
         return ast
 
@@ -425,7 +230,7 @@ async def summarize_qa(
     elif human_messages:
         human = trusted_message(Role.HUMAN, tuple(p for m in human_messages for p in m.parts))
     pair = calls.adopt(
-        _summary_pair(
+        summary_pair(
             texts[0],
             summary_type(pairs),
             ai_messages,
@@ -440,60 +245,4 @@ async def summarize_qa(
     )
     # Folded sections always include section 0, so kept ones carry no system message.
     kept = sections[len(sections) - keep :]
-    return ChainAST._trusted((_section(header, (pair,)), *kept))
-
-
-# -- ids ---------------------------------------------------------------------------------
-
-
-def unique_summary_ids(
-    ast: ChainAST, created: Sequence[BodyPair], template: IdTemplate
-) -> ChainAST:
-    """The chain with the summary pairs made in this run renamed where their call id
-    repeats another id of the chain; ids that were already there never change.
-
-    Summary ids are seeded by position and summary text, so two runs (or a handler that
-    always answers the same) can produce one id twice; providers reject repeated ids.
-    """
-    new = {id(pair) for pair in created}
-    fixed: set[str] = set()
-    for section in ast.sections:
-        for pair in section.body:
-            if id(pair) not in new:
-                fixed.update(call.id for call in pair.tool_calls)
-    seen = set(fixed)
-    sections = list(ast.sections)
-    changed = False
-    for s_index, section in enumerate(sections):
-        body = list(section.body)
-        renamed = False
-        for p_index, pair in enumerate(body):
-            if id(pair) not in new or pair.type is not BodyPairType.SUMMARIZATION:
-                continue
-            call_id = pair.tool_calls[0].id
-            if call_id not in seen:
-                seen.add(call_id)
-                continue
-            attempt = 0
-            while call_id in seen:
-                attempt += 1
-                call_id = template.generate(
-                    SUMMARIZATION_TOOL_NAME, seed=f"{pair.tool_calls[0].id}\x1f{attempt}"
-                )
-            seen.add(call_id)
-            body[p_index] = _renamed_summary(pair, call_id)
-            renamed = changed = True
-        if renamed:
-            sections[s_index] = _section(section.header, tuple(body))
-    return ChainAST._trusted(tuple(sections)) if changed else ast
-
-
-def _renamed_summary(pair: BodyPair, call_id: str) -> BodyPair:
-    """A SUMMARIZATION pair with its call (and result) given a new id."""
-    ai_parts = tuple(
-        replace_field(p, "id", call_id) if type(p) is ToolCall else p for p in pair.ai_message.parts
-    )
-    result = pair.tool_messages[0].parts[0]
-    ai = trusted_message(Role.AI, ai_parts)
-    tool = trusted_message(Role.TOOL, (replace_field(result, "tool_call_id", call_id),))
-    return BodyPair._trusted(pair.type, ai, (tool,), ai.size + tool.size)
+    return ChainAST._trusted((rebuild_section(header, (pair,)), *kept))

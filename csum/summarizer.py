@@ -14,16 +14,15 @@ from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
 from cast.ids import TemplateLike, as_template
 from cast.messages import Message
 from cast.parse import ChainIssue, parse_chain
+from csum._calls import HandlerCalls, SummarizeHandler
+from csum._gather import gather
+from csum._summary_ids import unique_summary_ids
 from csum.config import SummarizerConfig
 from csum.strategies import (
-    HandlerCalls,
-    SummarizeHandler,
-    gather,
     needs_section_summary,
     rotate_section,
     summarize_qa,
     summarize_section,
-    unique_summary_ids,
 )
 
 __all__ = ["Summarizer", "SummaryResult"]

@@ -26,18 +26,17 @@ from cast import (
     TextPart,
 )
 from csum import SUMMARIZED_CONTENT_PREFIX, SummarizationError, SummarizerConfig
+from csum._calls import HandlerCalls
+from csum._gather import gather
+from csum._pairs import is_summarized, summary_type
 from csum.strategies import (
-    HandlerCalls,
     exceeds_qa_limits,
-    gather,
-    is_summarized,
     needs_section_summary,
     recent_sections_to_keep,
     rotate_section,
     split_last_section_pairs,
     summarize_qa,
     summarize_section,
-    summary_type,
 )
 from csum_builders import (
     FakeHandler,

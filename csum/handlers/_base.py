@@ -13,10 +13,11 @@ import math
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 import anyio
 
+from csum._calls import SummarizeHandler
 from csum.handlers._errors import HandlerError
 
 __all__ = [
@@ -27,9 +28,6 @@ __all__ = [
     "classify_sdk_error",
     "run_with_retries",
 ]
-
-SummarizeHandler: TypeAlias = Callable[[str], Awaitable[str]]
-"""Takes the prompt text (see :func:`csum.prompt.messages_to_prompt`), returns a summary."""
 
 RETRIED_STATUS_CODES = frozenset({408, 429})
 """4xx statuses that are retried; every 5xx is retried too."""

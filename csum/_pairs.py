@@ -1,0 +1,89 @@
+"""Summary pairs: recognising them, building them, and rebuilding sections around them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cast.ast import BodyPair, BodyPairType, Header, Section
+from cast.ids import IdTemplate
+from cast.messages import Message, TextPart
+from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
+
+__all__ = [
+    "SUMMARIZED_CONTENT_PREFIX",
+    "human_of",
+    "is_summarized",
+    "messages_of",
+    "rebuild_section",
+    "summary_pair",
+    "summary_type",
+]
+
+SUMMARIZED_CONTENT_PREFIX = "**summarized content:**\n"
+"""Prefix of the text of COMPLETION summary pairs; marks them as already summarized."""
+
+
+def is_summarized(pair: BodyPair) -> bool:
+    """Whether a pair already holds a summary (a SUMMARIZATION pair, or a COMPLETION whose
+    first part is text starting with ``SUMMARIZED_CONTENT_PREFIX``)."""
+    if pair.type is BodyPairType.SUMMARIZATION:
+        return True
+    if pair.type is BodyPairType.COMPLETION:
+        parts = pair.ai_message.parts
+        return (
+            bool(parts)
+            and type(parts[0]) is TextPart
+            and parts[0].text.startswith(SUMMARIZED_CONTENT_PREFIX)
+        )
+    return False
+
+
+def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:
+    """COMPLETION when every pair is a COMPLETION, else SUMMARIZATION."""
+    if all(p.type is BodyPairType.COMPLETION for p in pairs):
+        return BodyPairType.COMPLETION
+    return BodyPairType.SUMMARIZATION
+
+
+def messages_of(pairs: Sequence[BodyPair]) -> list[Message]:
+    out: list[Message] = []
+    for pair in pairs:
+        out.append(pair.ai_message)
+        out.extend(pair.tool_messages)
+    return out
+
+
+def summary_pair(
+    text: str,
+    kind: BodyPairType,
+    summarized: list[Message],
+    *,
+    id_template: IdTemplate,
+    keep_reasoning: bool,
+    seed: str,
+) -> BodyPair:
+    """The pair replacing ``summarized``: a prefixed COMPLETION or a SUMMARIZATION pair.
+
+    With ``keep_reasoning`` (last sections only) a summary of pairs whose tool calls
+    carried reasoning gets the fake Gemini signature and the first reasoning text part
+    in front of its call.
+    """
+    if kind is BodyPairType.COMPLETION:
+        return BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + text)
+    fake_signature = keep_reasoning and contains_tool_call_reasoning(summarized)
+    return BodyPair.summarization(
+        text,
+        id_template=id_template,
+        fake_signature=fake_signature,
+        reasoning_message=extract_reasoning_message(summarized) if fake_signature else None,
+        seed=f"{seed}\x1f{text}",
+    )
+
+
+def human_of(section: Section) -> list[Message]:
+    human = section.header.human_message
+    return [] if human is None else [human]
+
+
+def rebuild_section(header: Header, body: tuple[BodyPair, ...]) -> Section:
+    return Section._trusted(header, body, header.size + sum(p.size for p in body))
