@@ -30,10 +30,11 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast._fast import trusted_chain, trusted_header, trusted_message, trusted_pair, trusted_section
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.ids import IdTemplate
-from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, ToolResult, trusted_message
+from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.parse import parse_chain, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
 from cast.transforms import map_messages, normalize_tool_call_ids, sanitize_arguments
@@ -153,14 +154,14 @@ def _map_ai_messages(ast: ChainAST, change: Change, *, whole_turn: bool) -> Chai
                 body.append(pair)
                 continue
             size = new.size + sum(m.size for m in pair.tool_messages)
-            body.append(BodyPair._trusted(pair.type, new, pair.tool_messages, size))
+            body.append(trusted_pair(pair.type, new, pair.tool_messages, size))
         if all(map(_same, body, section.body)):
             sections.append(section)
             continue
         changed = True
         size = section.header.size + sum(p.size for p in body)
-        sections.append(Section._trusted(section.header, tuple(body), size))
-    return ChainAST._trusted(tuple(sections)) if changed else ast
+        sections.append(trusted_section(section.header, tuple(body), size))
+    return trusted_chain(tuple(sections)) if changed else ast
 
 
 def _same(a: object, b: object) -> bool:
@@ -331,8 +332,8 @@ def _fix_roles(ast: ChainAST, profile: ProviderProfile) -> ChainAST:
         if first.header.human_message is None and first.body:
             human = trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),))
             system = first.header.system_message
-            header = Header._trusted(system, human, first.header.size + human.size)
-            sections[0] = Section._trusted(header, first.body, first.size + human.size)
+            header = trusted_header(system, human, first.header.size + human.size)
+            sections[0] = trusted_section(header, first.body, first.size + human.size)
             changed = True
     if profile.needs_ai_between_tool_and_human:
         # Every section after the first opens with a human message.
@@ -341,6 +342,6 @@ def _fix_roles(ast: ChainAST, profile: ProviderProfile) -> ChainAST:
             if section.body and section.body[-1].tool_messages:
                 bridge = BodyPair.completion(TOOL_BRIDGE_TEXT)
                 body = (*section.body, bridge)
-                sections[index] = Section._trusted(section.header, body, section.size + bridge.size)
+                sections[index] = trusted_section(section.header, body, section.size + bridge.size)
                 changed = True
-    return ChainAST._trusted(tuple(sections)) if changed else ast
+    return trusted_chain(tuple(sections)) if changed else ast

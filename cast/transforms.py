@@ -7,19 +7,18 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from cast._fast import (
+    trusted_chain,
+    trusted_header,
+    trusted_message,
+    trusted_pair,
+    trusted_section,
+    with_field,
+)
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
 from cast.errors import ChainError, IdTemplateError
 from cast.ids import IdTemplate, TemplateLike, as_template
-from cast.messages import (
-    Message,
-    Role,
-    TextPart,
-    ToolCall,
-    ToolResult,
-    replace_field,
-    trusted_message,
-    utf8_len,
-)
+from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
 
 __all__ = [
     "add_tool_response",
@@ -37,11 +36,11 @@ _MAX_ID_ATTEMPTS = 64
 
 
 def _rebuild_pair(pair: BodyPair, ai: Message, tools: tuple[Message, ...]) -> BodyPair:
-    return BodyPair._trusted(pair.type, ai, tools, ai.size + sum(m.size for m in tools))
+    return trusted_pair(pair.type, ai, tools, ai.size + sum(m.size for m in tools))
 
 
 def _rebuild_section(section: Section, header: Header, body: tuple[BodyPair, ...]) -> Section:
-    return Section._trusted(header, body, header.size + sum(p.size for p in body))
+    return trusted_section(header, body, header.size + sum(p.size for p in body))
 
 
 def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> ChainAST:
@@ -60,7 +59,7 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
         if new_system is not None or new_human is not None:
             system = new_system or system
             human = new_human or human
-            header = Header._trusted(
+            header = trusted_header(
                 system,
                 human,
                 (system.size if system else 0) + (human.size if human else 0),
@@ -91,7 +90,7 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
         )
     if not changed_any:
         return ast
-    return ChainAST._trusted(tuple(sections))
+    return trusted_chain(tuple(sections))
 
 
 # -- tool-call ids -----------------------------------------------------------------------
@@ -151,11 +150,11 @@ def normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
             renamed = _rename_pair_calls(pair, positions, new_id)
             section_delta += renamed.size - pair.size
             body[p_index] = renamed
-        sections[s_index] = Section._trusted(
+        sections[s_index] = trusted_section(
             section.header, tuple(body), section.size + section_delta
         )
         total_delta += section_delta
-    return ChainAST._trusted(tuple(sections), ast.size + total_delta)
+    return trusted_chain(tuple(sections), ast.size + total_delta)
 
 
 def _group_by_section(
@@ -213,7 +212,7 @@ def _rename_pair_calls(
         old_id = part.id
         new = new_id(old_id, part.name)
         mapping[old_id] = new
-        parts[position] = replace_field(part, "id", new)
+        parts[position] = with_field(part, "id", new)
         delta += utf8_len(new) - utf8_len(old_id)
     new_ai = trusted_message(Role.AI, tuple(parts), ai.size + delta)
     tools: list[Message] = []
@@ -226,7 +225,7 @@ def _rename_pair_calls(
                 tools.append(message)
                 continue
             step = utf8_len(renamed) - utf8_len(part.tool_call_id)
-            result = replace_field(part, "tool_call_id", renamed)
+            result = with_field(part, "tool_call_id", renamed)
             tools.append(trusted_message(Role.TOOL, (result,), message.size + step))
             delta += step
             continue
@@ -237,7 +236,7 @@ def _rename_pair_calls(
             if type(part) is ToolResult and part.tool_call_id in mapping:
                 new = mapping[part.tool_call_id]
                 step += utf8_len(new) - utf8_len(part.tool_call_id)
-                new_parts[index] = replace_field(part, "tool_call_id", new)
+                new_parts[index] = with_field(part, "tool_call_id", new)
                 changed = True
         tools.append(
             trusted_message(Role.TOOL, tuple(new_parts), message.size + step)
@@ -245,7 +244,7 @@ def _rename_pair_calls(
             else message
         )
         delta += step
-    return BodyPair._trusted(pair.type, new_ai, tuple(tools), pair.size + delta)
+    return trusted_pair(pair.type, new_ai, tuple(tools), pair.size + delta)
 
 
 def _rename_pair_calls_in_order(
@@ -264,7 +263,7 @@ def _rename_pair_calls_in_order(
         old_id = part.id
         if position in rename:
             new = new_id(old_id, part.name)
-            parts[position] = replace_field(part, "id", new)
+            parts[position] = with_field(part, "id", new)
             size_delta += utf8_len(new) - utf8_len(old_id)
         else:
             new = old_id
@@ -283,7 +282,7 @@ def _rename_pair_calls_in_order(
                 continue
             new = ids.pop(0) if len(ids) > 1 else ids[0]
             if new != part.tool_call_id:
-                tool_parts[position] = replace_field(part, "tool_call_id", new)
+                tool_parts[position] = with_field(part, "tool_call_id", new)
                 delta += utf8_len(new) - utf8_len(part.tool_call_id)
                 changed = True
         tools.append(
@@ -305,7 +304,7 @@ def _without_reasoning(message: Message) -> Message | None:
     else:
         return None
     new_parts = tuple(
-        replace_field(p, "reasoning", None)
+        with_field(p, "reasoning", None)
         if (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None
         else p
         for p in parts
@@ -395,7 +394,7 @@ def _sanitized(message: Message) -> Message | None:
         if fixed != part.arguments:
             if new_parts is None:
                 new_parts = list(parts)
-            new_parts[position] = replace_field(part, "arguments", fixed)
+            new_parts[position] = with_field(part, "arguments", fixed)
     if new_parts is None:
         return None
     return trusted_message(Role.AI, tuple(new_parts))
@@ -423,19 +422,19 @@ def append_human_message(ast: ChainAST, text: str) -> ChainAST:
     sections = ast.sections
     if not sections or sections[-1].body:
         human = trusted_message(Role.HUMAN, (part,))
-        section = Section._trusted(Header._trusted(None, human, human.size), (), human.size)
-        return ChainAST._trusted((*sections, section), ast.size + human.size)
+        section = trusted_section(trusted_header(None, human, human.size), (), human.size)
+        return trusted_chain((*sections, section), ast.size + human.size)
     last = sections[-1]
     header = last.header
     old = header.human_message
     human = trusted_message(Role.HUMAN, (part,) if old is None else (*old.parts, part))
-    new_header = Header._trusted(
+    new_header = trusted_header(
         header.system_message,
         human,
         (header.system_message.size if header.system_message else 0) + human.size,
     )
     new_last = _rebuild_section(last, new_header, last.body)
-    return ChainAST._trusted((*sections[:-1], new_last))
+    return trusted_chain((*sections[:-1], new_last))
 
 
 def add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str) -> ChainAST:
@@ -455,7 +454,7 @@ def add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str)
             body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
             new_sections = list(sections)
             new_sections[s_index] = _rebuild_section(section, section.header, body)
-            return ChainAST._trusted(tuple(new_sections))
+            return trusted_chain(tuple(new_sections))
     raise ChainError(
         f"no tool call with id {tool_call_id!r} in the chain", rule="unknown-tool-call"
     )

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from csum._calls import SummarizeHandler
-from csum.handlers._errors import HandlerError
+from csum.errors import HandlerError
 
 __all__ = [
     "Failure",

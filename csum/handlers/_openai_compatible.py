@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeAlias
 
+from csum.errors import HandlerError
 from csum.handlers._base import RetryPolicy, SdkErrors, SummarizeHandler, sdk_handler
-from csum.handlers._errors import HandlerError
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "TokenLimitParam", "openai_compatible"]
