@@ -85,9 +85,14 @@ def trusted_header(system: Message | None, human: Message | None, size: int) -> 
 
 
 def trusted_pair(
-    kind: BodyPairType, ai_message: Message, tool_messages: tuple[Message, ...], size: int
+    kind: BodyPairType,
+    ai_message: Message,
+    tool_messages: tuple[Message, ...],
+    size: int | None = None,
 ) -> BodyPair:
-    """A body pair; ``size`` must be the sum of its messages' sizes."""
+    """A body pair; its size is computed from the messages unless given."""
+    if size is None:
+        size = ai_message.size + sum(m.size for m in tool_messages)
     node = BodyPair.__new__(BodyPair)
     _set(node, "type", kind)
     _set(node, "ai_message", ai_message)

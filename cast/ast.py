@@ -193,9 +193,7 @@ class BodyPair:
         _set(self, "size", _checked_pair(self.ai_message, self.tool_messages, declared)[1])
 
     @classmethod
-    def build(
-        cls, ai_message: Message, tool_messages: Iterable[Message] = ()
-    ) -> BodyPair:
+    def build(cls, ai_message: Message, tool_messages: Iterable[Message] = ()) -> BodyPair:
         """A pair whose type is read from the AI message, checked like the constructor
         (roles, and every result answering a call of the pair)."""
         tools = tool_messages if type(tool_messages) is tuple else tuple(tool_messages)
@@ -341,7 +339,6 @@ class Section:
             out.append(pair.ai_message)
             out.extend(pair.tool_messages)
         return out
-
 
 
 def _check_sections(sections: tuple[Section, ...]) -> None:

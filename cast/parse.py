@@ -89,9 +89,7 @@ class _Reporter:
         self.repair = repair
         self.issues = issues
 
-    def problem(
-        self, index: int | None, rule: ParseRule, message: str, repair_note: str
-    ) -> None:
+    def problem(self, index: int | None, rule: ParseRule, message: str, repair_note: str) -> None:
         if not self.repair:
             raise ChainError(message, index=index, rule=rule)
         if self.issues is not None:

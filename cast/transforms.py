@@ -15,7 +15,7 @@ from cast._fast import (
     trusted_section,
     with_field,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.errors import ChainError, IdTemplateError
 from cast.ids import IdTemplate, TemplateLike, as_template
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
@@ -27,20 +27,12 @@ __all__ = [
     "contains_tool_call_reasoning",
     "extract_reasoning_message",
     "map_messages",
+    "map_tool_call_arguments",
     "normalize_tool_call_ids",
     "sanitize_arguments",
     "sanitize_tool_call_arguments",
 ]
 
-_MAX_ID_ATTEMPTS = 64
-
-
-def _rebuild_pair(pair: BodyPair, ai: Message, tools: tuple[Message, ...]) -> BodyPair:
-    return trusted_pair(pair.type, ai, tools, ai.size + sum(m.size for m in tools))
-
-
-def _rebuild_section(section: Section, header: Header, body: tuple[BodyPair, ...]) -> Section:
-    return trusted_section(header, body, header.size + sum(p.size for p in body))
 
 
 def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> ChainAST:
@@ -75,8 +67,8 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
                 continue
             body_changed = True
             body.append(
-                _rebuild_pair(
-                    pair,
+                trusted_pair(
+                    pair.type,
                     ai or pair.ai_message,
                     tuple(n or o for n, o in zip(new_tools, tools, strict=True)),
                 )
@@ -85,9 +77,7 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
             sections.append(section)
             continue
         changed_any = True
-        sections.append(
-            _rebuild_section(section, header, tuple(body) if body_changed else section.body)
-        )
+        sections.append(trusted_section(header, tuple(body) if body_changed else section.body))
     if not changed_any:
         return ast
     return trusted_chain(tuple(sections))
@@ -179,19 +169,12 @@ def _id_generator(tmpl: IdTemplate, used: set[str]) -> Callable[[str, str], str]
     replaced before, so a chain that grows keeps the ids it was already given.
     """
     replaced: dict[str, int] = {}
-    generate = tmpl.generate
+    generate_unused = tmpl.generate_unused
 
     def new_id(old_id: str, name: str) -> str:
         occurrence = replaced.get(old_id, 0)
         replaced[old_id] = occurrence + 1
-        for attempt in range(_MAX_ID_ATTEMPTS):
-            new = generate(name, seed=f"{old_id}\x1f{name}\x1f{occurrence}\x1f{attempt}")
-            if new not in used:
-                used.add(new)
-                return new
-        raise IdTemplateError(
-            f"id template {tmpl.pattern!r} keeps producing ids already used in the chain"
-        )
+        return generate_unused(name, seed=f"{old_id}\x1f{name}\x1f{occurrence}", used=used)
 
     return new_id
 
@@ -290,7 +273,7 @@ def _rename_pair_calls_in_order(
             if changed
             else message
         )
-    return _rebuild_pair(pair, new_ai, tuple(tools))
+    return trusted_pair(pair.type, new_ai, tuple(tools))
 
 
 # -- reasoning ---------------------------------------------------------------------------
@@ -382,7 +365,9 @@ def sanitize_arguments(arguments: str) -> str:
     return fixed
 
 
-def _sanitized(message: Message) -> Message | None:
+def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Message | None:
+    """The AI message with each tool call's arguments replaced by ``fix(arguments)``;
+    ``None`` when ``fix`` changes none of them (or the message is not an AI message)."""
     if message.role is not Role.AI:
         return None
     parts = message.parts
@@ -390,7 +375,7 @@ def _sanitized(message: Message) -> Message | None:
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
             continue
-        fixed = sanitize_arguments(part.arguments)
+        fixed = fix(part.arguments)
         if fixed != part.arguments:
             if new_parts is None:
                 new_parts = list(parts)
@@ -398,6 +383,10 @@ def _sanitized(message: Message) -> Message | None:
     if new_parts is None:
         return None
     return trusted_message(Role.AI, tuple(new_parts))
+
+
+def _sanitized(message: Message) -> Message | None:
+    return map_tool_call_arguments(message, sanitize_arguments)
 
 
 def sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
@@ -433,7 +422,7 @@ def append_human_message(ast: ChainAST, text: str) -> ChainAST:
         human,
         (header.system_message.size if header.system_message else 0) + human.size,
     )
-    new_last = _rebuild_section(last, new_header, last.body)
+    new_last = trusted_section(new_header, last.body)
     return trusted_chain((*sections[:-1], new_last))
 
 
@@ -453,7 +442,7 @@ def add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str)
             new_pair = _set_result(pair, tool_call_id, name, content)
             body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
             new_sections = list(sections)
-            new_sections[s_index] = _rebuild_section(section, section.header, body)
+            new_sections[s_index] = trusted_section(section.header, body)
             return trusted_chain(tuple(new_sections))
     raise ChainError(
         f"no tool call with id {tool_call_id!r} in the chain", rule="unknown-tool-call"
@@ -470,7 +459,7 @@ def _set_result(pair: BodyPair, tool_call_id: str, name: str, content: str) -> B
                     tool_call_id=tool_call_id, name=part.name, content=content
                 )
                 tools[m_index] = trusted_message(Role.TOOL, tuple(parts))
-                return _rebuild_pair(pair, pair.ai_message, tuple(tools))
+                return trusted_pair(pair.type, pair.ai_message, tuple(tools))
     result = ToolResult(tool_call_id=tool_call_id, name=name, content=content)
     tools.append(trusted_message(Role.TOOL, (result,)))
-    return _rebuild_pair(pair, pair.ai_message, tuple(tools))
+    return trusted_pair(pair.type, pair.ai_message, tuple(tools))

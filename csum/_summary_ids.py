@@ -37,13 +37,7 @@ def unique_summary_ids(
             if call_id not in seen:
                 seen.add(call_id)
                 continue
-            attempt = 0
-            while call_id in seen:
-                attempt += 1
-                call_id = template.generate(
-                    SUMMARIZATION_TOOL_NAME, seed=f"{pair.tool_calls[0].id}\x1f{attempt}"
-                )
-            seen.add(call_id)
+            call_id = template.generate_unused(SUMMARIZATION_TOOL_NAME, seed=call_id, used=seen)
             body[p_index] = _renamed_summary(pair, call_id)
             renamed = changed = True
         if renamed:

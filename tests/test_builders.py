@@ -166,9 +166,7 @@ def test_build_equals_the_constructors() -> None:
         ),
     ],
 )
-def test_build_checks_like_the_constructors(
-    build: Any, error: type[Exception], match: str
-) -> None:
+def test_build_checks_like_the_constructors(build: Any, error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         build()
 
