@@ -308,8 +308,13 @@ class IdTemplate:
         seed and the same ``used`` give the same id. Raises :class:`IdTemplateError`
         when the first 64 attempts all hit used ids (a template too small for the chain).
         """
+        generate = self._generate_seeded if not self.is_regex else None
         for attempt in range(_MAX_UNUSED_ATTEMPTS):
-            value = self.generate(function_name, seed=f"{seed}\x1f{attempt}")
+            key = f"{seed}\x1f{attempt}"
+            if generate is not None:  # the hot path of id normalization, so inlined
+                value = generate(key.encode("utf-8", "surrogatepass"), function_name)
+            else:
+                value = self.generate(function_name, seed=key)
             if value not in used:
                 used.add(value)
                 return value

@@ -122,6 +122,7 @@ class _ChainBuilder:
         "sections",
         "system",
         "total",
+        "unanswered",
     )
 
     def __init__(self, report: _Reporter) -> None:
@@ -142,6 +143,7 @@ class _ChainBuilder:
         self.pair_tools: list[Message] = []
         self.pair_size = 0
         self.pending: dict[str, int] = {}  # call id -> calls not answered yet
+        self.unanswered = 0  # the sum of ``pending``
         self.extra_calls: list[ToolCall] = []
 
     # -- one method per role ------------------------------------------------------------
@@ -163,7 +165,7 @@ class _ChainBuilder:
             )
             return
         pending = self.pending
-        duplicates: list[int] = []
+        duplicates: list[int] | None = None
         for position, part in enumerate(message.parts):
             if type(part) is not ToolResult:
                 continue
@@ -171,6 +173,7 @@ class _ChainBuilder:
             left = pending.get(call_id)
             if left:
                 pending[call_id] = left - 1
+                self.unanswered -= 1
             elif left is None:
                 self._unknown_result(index, part)
             else:
@@ -180,7 +183,7 @@ class _ChainBuilder:
                     f"second tool result for id {call_id!r}, which is already answered",
                     "repair drops it",
                 )
-                duplicates.append(position)
+                duplicates = [*(duplicates or ()), position]
         if duplicates:
             kept = tuple(p for i, p in enumerate(message.parts) if i not in duplicates)
             if not any(type(p) is ToolResult for p in kept):
@@ -207,6 +210,7 @@ class _ChainBuilder:
             self.body.append(trusted_pair(_COMPLETION, message, (), size))
             self.body_size += size
             return
+        self.unanswered = calls
         self.pair_ai = message
         self.pair_ai_index = index
         self.pair_type = (
@@ -275,7 +279,7 @@ class _ChainBuilder:
             ai = grown
             self.extra_calls = []
         tools = self.pair_tools
-        if any(self.pending.values()):
+        if self.unanswered:
             for fallback in self._fallback_results(ai):
                 tools.append(fallback)
                 size += fallback.size

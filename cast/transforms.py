@@ -185,18 +185,20 @@ def _rename_pair_calls(
     """The pair with the calls at ``positions`` renamed and their results following."""
     ai = pair.ai_message
     parts: list[Any] = list(ai.parts)
-    call_ids = [p.id for p in parts if type(p) is ToolCall]
-    if len(set(call_ids)) != len(call_ids):
-        return _rename_pair_calls_in_order(pair, positions, new_id)
-    mapping: dict[str, str] = {}
+    if len(parts) > 1:
+        call_ids = [p.id for p in parts if type(p) is ToolCall]
+        if len(set(call_ids)) != len(call_ids):
+            return _rename_pair_calls_in_order(pair, positions, new_id)
+    mapping: dict[str, tuple[str, int]] = {}  # old id -> (new id, size change)
     delta = 0
     for position in positions:
         part = parts[position]
         old_id = part.id
         new = new_id(old_id, part.name)
-        mapping[old_id] = new
+        step = utf8_len(new) - utf8_len(old_id)
+        mapping[old_id] = (new, step)
         parts[position] = with_field(part, "id", new)
-        delta += utf8_len(new) - utf8_len(old_id)
+        delta += step
     new_ai = trusted_message(Role.AI, tuple(parts), ai.size + delta)
     tools: list[Message] = []
     for message in pair.tool_messages:
@@ -207,8 +209,8 @@ def _rename_pair_calls(
             if renamed is None:
                 tools.append(message)
                 continue
-            step = utf8_len(renamed) - utf8_len(part.tool_call_id)
-            result = with_field(part, "tool_call_id", renamed)
+            new, step = renamed
+            result = with_field(part, "tool_call_id", new)
             tools.append(trusted_message(Role.TOOL, (result,), message.size + step))
             delta += step
             continue
@@ -217,8 +219,8 @@ def _rename_pair_calls(
         changed = False
         for index, part in enumerate(new_parts):
             if type(part) is ToolResult and part.tool_call_id in mapping:
-                new = mapping[part.tool_call_id]
-                step += utf8_len(new) - utf8_len(part.tool_call_id)
+                new, part_step = mapping[part.tool_call_id]
+                step += part_step
                 new_parts[index] = with_field(part, "tool_call_id", new)
                 changed = True
         tools.append(
