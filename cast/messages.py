@@ -27,6 +27,7 @@ __all__ = [
     "ImagePart",
     "Message",
     "Part",
+    "ProviderPart",
     "Reasoning",
     "Role",
     "TextPart",
@@ -117,12 +118,19 @@ class TextPart(_Frozen):
         return part_size(self)
 
 
+def _is_empty(value: object) -> bool:
+    return value == "" or value is False
+
+
 class ImagePart(_Frozen):
-    """An image by URL (``data:`` URLs included)."""
+    """An image by URL (``data:`` URLs included), or other media by URL when
+    ``mime_type`` says so (a PDF or a video a provider fetches itself)."""
 
     type: Literal["image_url"] = "image_url"
     url: str
     detail: str = ""
+    mime_type: str = Field(default="", exclude_if=_is_empty)
+    """What the URL points to, when the payload said (``""``: an image of any type)."""
 
     @property
     def size(self) -> int:
@@ -135,6 +143,9 @@ class BinaryPart(_Frozen):
     type: Literal["binary"] = "binary"
     mime_type: str
     data: Base64Bytes
+    filename: str = Field(default="", exclude_if=_is_empty)
+    """The file's name where the payload gave one (OpenAI ``file.filename``, Bedrock
+    document ``name``)."""
 
     @property
     def size(self) -> int:
@@ -162,6 +173,26 @@ class ToolResult(_Frozen):
     tool_call_id: str
     name: str
     content: str
+    is_error: bool = Field(default=False, exclude_if=_is_empty)
+    """The tool failed (Anthropic ``is_error``, Bedrock ``status: "error"``)."""
+
+    @property
+    def size(self) -> int:
+        return part_size(self)
+
+
+class ProviderPart(_Frozen):
+    """A block only one provider understands, kept whole so that chains sent back to
+    that provider are unchanged: ``provider`` is its wire format (``"anthropic"``,
+    ``"openai-responses"``, ``"bedrock"``, ``"gemini"``), ``kind`` the block's type on
+    the wire (``"web_search_tool_result"``, ``"cache_point"``), ``data`` the block as
+    compact JSON text. :func:`cast.port` turns it into a note for other providers.
+    """
+
+    type: Literal["provider"] = "provider"
+    provider: str
+    kind: str
+    data: str = "{}"
 
     @property
     def size(self) -> int:
@@ -169,12 +200,14 @@ class ToolResult(_Frozen):
 
 
 Part: TypeAlias = Annotated[
-    TextPart | ImagePart | BinaryPart | ToolCall | ToolResult,
+    TextPart | ImagePart | BinaryPart | ToolCall | ToolResult | ProviderPart,
     Field(discriminator="type"),
 ]
 
+AnyPart: TypeAlias = TextPart | ImagePart | BinaryPart | ToolCall | ToolResult | ProviderPart
 
-def part_size(part: TextPart | ImagePart | BinaryPart | ToolCall | ToolResult) -> int:
+
+def part_size(part: AnyPart) -> int:
     """UTF-8 bytes of every field but ``type``, reasoning included."""
     cls = type(part)
     reasoning: Reasoning | None
@@ -191,9 +224,11 @@ def part_size(part: TextPart | ImagePart | BinaryPart | ToolCall | ToolResult) -
         size = utf8_len(part.id) + utf8_len(part.name) + utf8_len(part.arguments)  # type: ignore[union-attr]
         reasoning = part.reasoning  # type: ignore[union-attr]
     elif cls is ImagePart:
-        return utf8_len(part.url) + utf8_len(part.detail)  # type: ignore[union-attr]
+        return utf8_len(part.url) + utf8_len(part.detail) + utf8_len(part.mime_type)  # type: ignore[union-attr]
+    elif cls is ProviderPart:
+        return utf8_len(part.provider) + utf8_len(part.kind) + utf8_len(part.data)  # type: ignore[union-attr]
     else:
-        return utf8_len(part.mime_type) + len(part.data)  # type: ignore[union-attr]
+        return utf8_len(part.mime_type) + len(part.data) + utf8_len(part.filename)  # type: ignore[union-attr]
     if reasoning is not None:
         size += utf8_len(reasoning.content) + len(reasoning.signature)
     return size
@@ -268,6 +303,7 @@ _SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
 _FIELDS_SETS: dict[type[Any], set[str]] = {}
+_DEFAULTS: dict[type[Any], dict[str, Any]] = {}
 
 
 def new_trusted(cls: type[Any], fields: dict[str, Any], size: int | None = None) -> Any:
@@ -275,9 +311,18 @@ def new_trusted(cls: type[Any], fields: dict[str, Any], size: int | None = None)
 
     Transforms rebuild thousands of messages whose fields come from validated
     messages; re-validating them would cost more than the transform itself. ``fields``
-    must hold every field of ``cls``.
+    must hold every required field of ``cls``; the others take their defaults.
     """
     obj = object.__new__(cls)
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        defaults = _DEFAULTS[cls] = {
+            name: info.default
+            for name, info in cls.model_fields.items()
+            if not info.is_required() and info.default_factory is None
+        }
+    if defaults:  # fields added with a default after a caller was written
+        obj.__dict__.update(defaults)
     obj.__dict__.update(fields)
     if size is not None:
         obj.__dict__["size"] = size
