@@ -224,11 +224,14 @@ def part_size(part: AnyPart) -> int:
         size = utf8_len(part.id) + utf8_len(part.name) + utf8_len(part.arguments)  # type: ignore[union-attr]
         reasoning = part.reasoning  # type: ignore[union-attr]
     elif cls is ImagePart:
-        return utf8_len(part.url) + utf8_len(part.detail) + utf8_len(part.mime_type)  # type: ignore[union-attr]
+        image: ImagePart = part  # type: ignore[assignment]
+        return utf8_len(image.url) + utf8_len(image.detail) + utf8_len(image.mime_type)
     elif cls is ProviderPart:
-        return utf8_len(part.provider) + utf8_len(part.kind) + utf8_len(part.data)  # type: ignore[union-attr]
+        kept: ProviderPart = part  # type: ignore[assignment]
+        return utf8_len(kept.provider) + utf8_len(kept.kind) + utf8_len(kept.data)
     else:
-        return utf8_len(part.mime_type) + len(part.data) + utf8_len(part.filename)  # type: ignore[union-attr]
+        binary: BinaryPart = part  # type: ignore[assignment]
+        return utf8_len(binary.mime_type) + len(binary.data) + utf8_len(binary.filename)
     if reasoning is not None:
         size += utf8_len(reasoning.content) + len(reasoning.signature)
     return size

@@ -546,7 +546,9 @@ def test_server_blocks_cache_points_and_late_system_round_trip() -> None:
     kinds = [p.kind for p in messages[2].parts if isinstance(p, ProviderPart)]
     assert kinds == ["server_tool_use", "web_search_tool_result", "text"]
     result = messages[6].parts[0]
-    assert isinstance(result, ToolResult) and result.is_error and result.content == "no such tool"
+    assert isinstance(result, ToolResult)
+    assert result.is_error
+    assert result.content == "no such tool"
     assert isinstance(messages[6].parts[1], ProviderPart)
     assert anthropic.encode(messages) == payload
 

@@ -147,7 +147,7 @@ def _cache_point(block: dict[str, Any], parts: list[Any]) -> None:
         parts.append(provider_part(_PROVIDER, CACHE_CONTROL, value))
 
 
-def _text(block: dict[str, Any], where: str, i: int) -> str:
+def _text(block: dict[str, Any], where: str, i: int | None) -> str:
     text = block.get("text")
     if not isinstance(text, str):
         fail(f"{where}.text", "a string", text, i)
