@@ -122,13 +122,10 @@ def _decode_system(system: object, where: str, i: int | None) -> Message:
     parts: list[Any] = []
     for j, block in enumerate(system):
         block_where = f"{where}[{j}]"
-        if not isinstance(block, dict) or block.get("type") != "text":
+        if not isinstance(block, dict):
             fail(block_where, "a text block", block, i)
-        if _whole(block, "text"):
-            parts.append(provider_part(_PROVIDER, "text", block))
-            continue
-        parts.append(TextPart(text=_text(block, block_where, i)))
-        _cache_point(block, parts)
+        # Text, or blocks kept whole (tool_addition in a system message).
+        _decode_block(block, block.get("type"), block_where, i, parts)
     return trusted_message(_SYSTEM, tuple(parts))
 
 
