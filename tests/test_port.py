@@ -394,7 +394,6 @@ def test_port_accepts_dicts_and_never_changes_its_input() -> None:
 @pytest.mark.parametrize(
     ("chain", "error"),
     [
-        pytest.param([Message.ai("hi")], ChainError, id="opens-with-ai"),
         pytest.param(
             [Message.human("a"), Message.ai("b"), Message.system("late")], ChainError,
             id="late-system",
@@ -405,6 +404,16 @@ def test_port_accepts_dicts_and_never_changes_its_input() -> None:
 def test_port_refuses_what_no_repair_fixes(chain: list[Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         port(chain, "openai")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_chain_opening_with_an_ai_message_gets_an_opening_human(target: str) -> None:
+    """Replays of earlier turns (recorded requests open with an assistant message):
+    a placeholder human message opens them; tool messages before any call go."""
+    chain = [Message.tool("c0", "f", "stray"), Message.ai("Hello!"), Message.human("hi")]
+    out = port(chain, target)
+    assert out[:2] == [Message.human(OPENING_HUMAN_TEXT), chain[1]]
+    assert lint(out, target) == []
 
 
 def test_unknown_targets_and_sources_are_errors() -> None:

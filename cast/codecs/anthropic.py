@@ -151,7 +151,7 @@ def _text(block: dict[str, Any], where: str, i: int | None) -> str:
     return text
 
 
-def _decode_media(block: dict[str, Any], kind: str, where: str, i: int) -> Any:
+def _decode_media(block: dict[str, Any], kind: str, where: str, i: int | None) -> Any:
     """``image``/``document`` blocks: a base64 source is raw bytes with their media
     type, a text source (documents) UTF-8 bytes of ``text/plain``, a URL source media
     by URL (a document's is a PDF); a document's ``title`` is the file name."""
@@ -185,7 +185,7 @@ def _decode_media(block: dict[str, Any], kind: str, where: str, i: int) -> Any:
 
 
 def _decode_block(
-    block: dict[str, Any], kind: object, where: str, i: int, parts: list[Any]
+    block: dict[str, Any], kind: object, where: str, i: int | None, parts: list[Any]
 ) -> None:
     """A text, image or document block (or one kept whole) appended to ``parts``, with
     its cache point after it."""

@@ -375,14 +375,19 @@ def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) ->
         if not isinstance(inner, dict):
             fail(f"{where}.parts[{k}]", "a part object", inner, c)
         extras.append(_decode_media(inner, c, f"{where}.parts[{k}]"))
+    error = body.get("error") if len(body) == 1 else None
     result = ToolResult(
-        tool_call_id=ids.response(call_id, name, c, j), name=name, content=_response_text(body)
+        tool_call_id=ids.response(call_id, name, c, j),
+        name=name,
+        content=error if isinstance(error, str) else _response_text(body),
+        is_error=isinstance(error, str),
     )
     return trusted_message(_TOOL, (result, *extras))
 
 
 def _response_text(body: dict[str, Any]) -> str:
-    """``{"result": "<text>"}`` is that text; any other object its compact JSON."""
+    """``{"result": "<text>"}`` is that text (``{"error": "<text>"}`` too, as a failed
+    result); any other object its compact JSON."""
     if len(body) == 1:
         value = body.get("result", _MISSING)
         if isinstance(value, str):
@@ -395,7 +400,9 @@ def _response_object(content: str) -> dict[str, Any]:
     not itself ``{"result": <string>}`` goes as that object; any other text is
     wrapped as ``{"result": text}``. Decoding the output always gives ``content``."""
     value = canonical_object(content)
-    if value is not None and not (len(value) == 1 and isinstance(value.get("result"), str)):
+    if value is not None and not (
+        len(value) == 1 and isinstance(value.get("result", value.get("error")), str)
+    ):
         return value
     return {"result": content}
 
@@ -556,6 +563,8 @@ def _encode_results(
             results[-1][1].append(part.text)
         elif isinstance(part, ImagePart | BinaryPart) and results:
             results[-1][2].append(_encode_media(part))
+        elif isinstance(part, ProviderPart) and results:
+            results[-1][2].append(_kept(part, f"messages[{i}].parts[{j}]", i))
         else:
             fail(
                 f"messages[{i}].parts[{j}]",
@@ -566,7 +575,9 @@ def _encode_results(
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
     for result, extra, media in results:
         content = "\n".join([result.content, *extra]) if extra else result.content
-        response: dict[str, Any] = {"name": result.name, "response": _response_object(content)}
+        # A failed call goes as {"error": text}, the documented key for error details.
+        body = {"error": content} if result.is_error else _response_object(content)
+        response: dict[str, Any] = {"name": result.name, "response": body}
         if include_ids:
             response["id"] = result.tool_call_id
         if media:
