@@ -77,6 +77,7 @@ DEFAULT_ERROR_TEXTS: dict[str, str] = {
     Rule.MEDIA_IN_TOOL_RESULT: "the provider takes no {media} in a tool result",
     Rule.MEDIA_BY_URL: "the provider takes {media} only inline, not by URL",
     Rule.FOREIGN_PROVIDER_PART: "a {provider} {kind} block, which only {provider} understands",
+    Rule.MISPLACED_PROVIDER_PART: "a cache breakpoint with no block before it to mark",
 }
 """chaincast's wording for each rule, used where a provider's own text is not known."""
 
@@ -352,21 +353,35 @@ def _check_roles(items: list[Message], report: _Report) -> None:
 
 def media_of(part: ImagePart | BinaryPart) -> tuple[str, bool]:
     """The media type of a media part and whether it goes by URL (``image/*`` for an
-    image URL that names no type)."""
+    image URL that names no type; ``application/octet-stream`` for ``text/*`` bytes that
+    are not UTF-8)."""
     if isinstance(part, BinaryPart):
-        return part.mime_type, False
+        mime = part.mime_type
+        if mime.startswith("text/") and not _is_utf8(part.data):
+            return "application/octet-stream", False  # mislabeled: no text provider reads it
+        return mime, False
     url = part.url
     if url.startswith("data:"):
         return url[5:].partition(";")[0].partition(",")[0], False
     return part.mime_type or "image/*", True
 
 
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def is_cache_point(part: ProviderPart) -> bool:
+    """An Anthropic ``cache_control`` breakpoint: it marks the block before it."""
+    return part.kind == "cache_control" and part.provider == "anthropic"
+
+
 def is_empty(message: Message) -> bool:
     """No parts, or only empty text without reasoning."""
-    return all(
-        type(p) is TextPart and not p.text and p.reasoning is None
-        for p in message.parts
-    )
+    return all(type(p) is TextPart and not p.text and p.reasoning is None for p in message.parts)
 
 
 def _check_content(items: list[Message], report: _Report) -> None:
@@ -389,7 +404,9 @@ def _check_content(items: list[Message], report: _Report) -> None:
             field = f"parts[{position}]"
             if cls is ProviderPart:
                 kept: ProviderPart = part  # type: ignore[assignment]
-                if kept.provider != profile.wire_format:
+                if position == 0 and is_cache_point(kept):
+                    report.add(Rule.MISPLACED_PROVIDER_PART, index, field, position=position)
+                elif kept.provider != profile.wire_format:
                     report.add(
                         Rule.FOREIGN_PROVIDER_PART,
                         index,

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from cast._lint import is_empty, media_of
+from cast._lint import is_cache_point, is_empty, media_of
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.ids import IdTemplate
@@ -222,7 +222,11 @@ def _port_parts(
     changed = False
     for part in message.parts:
         if isinstance(part, ProviderPart):
-            if same_source and part.provider == profile.wire_format:
+            if (
+                same_source
+                and part.provider == profile.wire_format
+                and not (not new and is_cache_point(part))
+            ):
                 new.append(part)
                 continue
             changed = True

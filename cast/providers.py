@@ -118,6 +118,7 @@ class Rule(StrEnum):
     MEDIA_IN_TOOL_RESULT = "media-in-tool-result"
     MEDIA_BY_URL = "media-by-url"
     FOREIGN_PROVIDER_PART = "foreign-provider-part"
+    MISPLACED_PROVIDER_PART = "misplaced-provider-part"
 
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -349,7 +350,10 @@ _GEMINI_MISSING_SIGNATURE = (
     "performance. Additional data, function call `default_api:{name}` , position {index}. "
     "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
 )  # paws#103, chatbox#3308
-_GEMINI_ORPHAN = "Please ensure that function response turn comes immediately after a function call turn."  # langchain#27799
+_GEMINI_ORPHAN = (
+    "Please ensure that function response turn comes immediately after a function call "
+    "turn."
+)  # langchain#27799
 _GEMINI_ERRORS = {
     Rule.MISSING_TOOL_RESULT: (
         "Please ensure that the number of function response parts is equal to the number of "

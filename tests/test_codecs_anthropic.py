@@ -148,7 +148,7 @@ def _user(*blocks: Any) -> dict[str, Any]:
         pytest.param({"system": "x"}, "messages", id="no-messages"),
         pytest.param({"messages": [], "system": 5}, "system", id="system-number"),
         pytest.param(
-            {"messages": [], "system": [{"type": "image"}]}, "system[0]", id="system-image"
+            {"messages": [], "system": [{"type": "image"}]}, "system[0].source", id="system-image"
         ),
         pytest.param({"messages": [{"role": "user"}]}, "messages[0].content", id="no-content"),
         pytest.param(

@@ -413,6 +413,8 @@ def test_documents_videos_and_s3_sources() -> None:
     (message,) = bedrock.decode(payload)
     _, doc, clip, kept = message.parts
     assert doc == BinaryPart(mime_type="application/pdf", data=b"%PDF-1.4\n", filename="report")
-    assert isinstance(clip, BinaryPart) and clip.mime_type == "video/mp4"
-    assert isinstance(kept, ProviderPart) and kept.kind == "image"
+    assert isinstance(clip, BinaryPart)
+    assert clip.mime_type == "video/mp4"
+    assert isinstance(kept, ProviderPart)
+    assert kept.kind == "image"
     assert bedrock.encode([message]) == payload

@@ -372,9 +372,14 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     reasonings: list[str] = []
+    blocks: list[dict[str, Any]] = []  # content parts in order, when a kept block is among them
     for j, part in enumerate(message.parts):
+        if isinstance(part, ProviderPart):
+            blocks.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+            continue
         if isinstance(part, TextPart):
             texts.append(part.text)
+            blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall):
             calls.append(
                 {
@@ -397,7 +402,9 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
             reasonings.append(reasoning.content)
 
     content: Any
-    if not texts:
+    if len(blocks) > len(texts):
+        content = blocks
+    elif not texts:
         content = None
     elif len(texts) == 1:
         content = texts[0]
@@ -427,15 +434,19 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
             if tool_names and part.name:
                 current["name"] = part.name
             out.append(current)
-        elif isinstance(part, TextPart) and current is not None:
+        elif isinstance(part, TextPart | ProviderPart) and current is not None:
             content = current["content"]
             if isinstance(content, str):
                 content = current["content"] = [{"type": "text", "text": content}]
-            content.append({"type": "text", "text": part.text})
+            if isinstance(part, TextPart):
+                content.append({"type": "text", "text": part.text})
+            else:
+                content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
             fail(
                 f"messages[{i}].parts[{j}]",
-                "a tool message holds tool results, each optionally followed by text parts",
+                "a tool message holds tool results, each optionally followed by text or "
+                "provider parts",
                 index=i,
             )
     if current is None:
