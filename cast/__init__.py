@@ -20,9 +20,18 @@ from cast.constants import (
     SUMMARIZATION_TOOL_ARGS,
     SUMMARIZATION_TOOL_NAME,
 )
-from cast.errors import ChainError, CodecError, IdTemplateError, MessageFormatError
-from cast.ids import CHARSETS, IdTemplate
+from cast.errors import (
+    ChainError,
+    CodecError,
+    IdTemplateError,
+    InputError,
+    MessageFormatError,
+    ParseRule,
+    UnknownProviderError,
+)
+from cast.ids import CHARSETS, IdTemplate, TemplateLike
 from cast.messages import (
+    AnyPart,
     BinaryPart,
     ImagePart,
     Message,
@@ -33,13 +42,13 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    utf8_len,
 )
-from cast.parse import ChainIssue, diagnose
+from cast.parse import ChainIssue, diagnose, parse_chain
 from cast.providers import (
     PROVIDERS,
     ProviderProfile,
     ReasoningPolicy,
-    UnknownProviderError,
     get_provider,
     register_provider,
 )
@@ -53,6 +62,7 @@ __all__ = [
     "PROVIDERS",
     "SUMMARIZATION_TOOL_ARGS",
     "SUMMARIZATION_TOOL_NAME",
+    "AnyPart",
     "BinaryPart",
     "BodyPair",
     "BodyPairType",
@@ -64,8 +74,10 @@ __all__ = [
     "IdTemplate",
     "IdTemplateError",
     "ImagePart",
+    "InputError",
     "Message",
     "MessageFormatError",
+    "ParseRule",
     "Part",
     "ProviderPart",
     "ProviderProfile",
@@ -73,6 +85,7 @@ __all__ = [
     "ReasoningPolicy",
     "Role",
     "Section",
+    "TemplateLike",
     "TextPart",
     "ToolCall",
     "ToolResult",
@@ -83,8 +96,10 @@ __all__ = [
     "extract_reasoning_message",
     "get_provider",
     "lint",
+    "parse_chain",
     "port",
     "register_provider",
+    "utf8_len",
 ]
 
 

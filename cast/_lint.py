@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cast.constants import FAKE_GEMINI_SIGNATURE
+from cast.errors import ParseRule
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -172,7 +173,7 @@ _PAIRING_RULES = (Rule.UNKNOWN_TOOL_RESULT, Rule.DUPLICATE_TOOL_RESULT)
 def _check_structure(items: list[Message], report: _Report) -> None:
     issues = diagnose(items)
     if report.profile.system_anywhere:
-        issues = [i for i in issues if i.rule != Rule.SYSTEM_POSITION]
+        issues = [i for i in issues if i.rule != ParseRule.SYSTEM_POSITION]
     if not issues:
         return
     missing, stray = _pairing(items)
