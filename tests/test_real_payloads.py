@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cast import lint, port
+from cast import lint, open_with_human, port
 from cast.codecs import get_codec
 from cast.codecs._common import b64decode_any
 from cast.errors import ChainError
@@ -75,10 +75,14 @@ def decode_payload(codec: str, payload: Any) -> list[Message]:
 
 
 def parse_messages(messages: list[Message]) -> list[Message]:
-    """Step 2: strict parse, or a repaired one when strict refuses; the chain back."""
+    """Step 2: strict parse, or a repaired one when strict refuses; the chain back. A
+    chain that opens with an AI message is refused even with repair (parse rule 1):
+    :func:`cast.open_with_human` gives it the opening human message port adds."""
     try:
         return parse_chain(messages).to_messages()
-    except ChainError:  # a strict refusal is allowed; repair must work
+    except ChainError as error:  # a strict refusal is allowed; repair must work
+        if error.rule == "first-message":
+            messages = open_with_human(messages)
         return parse_chain(messages, repair=True).to_messages()
 
 
