@@ -439,6 +439,16 @@ _GEMINI_TOOL_MEDIA = frozenset(
     {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
 )
 
+# Gemini and Vertex take the same content (the Gemini 3 API behind both).
+_GEMINI_CONTENT: dict[str, object] = {
+    "tool_error_flag": True,
+    "empty_content_ok": False,
+    "user_media": None,
+    "tool_result_media": _GEMINI_TOOL_MEDIA,
+    "url_media": frozenset({"*"}),
+    "ai_media": True,
+}
+
 _BUILTINS = (
     _profile(
         "openai",
@@ -536,12 +546,7 @@ _BUILTINS = (
         merges_same_role=True,
         needs_human_first=True,
         errors=_GEMINI_ERRORS,
-        tool_error_flag=True,
-        empty_content_ok=False,
-        user_media=None,
-        tool_result_media=_GEMINI_TOOL_MEDIA,
-        url_media=frozenset({"*"}),
-        ai_media=True,
+        **_GEMINI_CONTENT,
         sources=(
             "https://ai.google.dev/gemini-api/docs/function-calling#multimodal",
             "https://ai.google.dev/gemini-api/docs/thought-signatures",
@@ -558,12 +563,7 @@ _BUILTINS = (
         merges_same_role=True,
         needs_human_first=True,
         errors=_VERTEX_ERRORS,
-        tool_error_flag=True,
-        empty_content_ok=False,
-        user_media=None,
-        tool_result_media=_GEMINI_TOOL_MEDIA,
-        url_media=frozenset({"*"}),
-        ai_media=True,
+        **_GEMINI_CONTENT,
         sources=(
             "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures",
             "pydantic/pydantic-ai#5081",
