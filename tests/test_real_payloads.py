@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from cast import lint, open_with_human, port
-from cast.codecs import get_codec
+from cast.codecs import detect_format, get_codec
 from cast.codecs._common import b64decode_any
 from cast.errors import ChainError
 from cast.messages import Message
@@ -160,6 +160,7 @@ def test_enough_payloads_across_every_codec() -> None:
 def test_decode_parse_round_trip(path: Path) -> None:
     codec = codec_of(path)
     payload = load(path)
+    assert detect_format(payload) == codec
     messages = decode_payload(codec, payload)
     parse_messages(messages)
     assert_round_trip(codec, payload, messages)
