@@ -11,7 +11,7 @@ convert them.
 from types import ModuleType as _ModuleType
 
 from cast._lint import Violation, lint
-from cast._port import port
+from cast._port import open_with_human, port
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
 from cast.constants import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
@@ -36,6 +36,7 @@ from cast.messages import (
     ImagePart,
     Message,
     Part,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -78,6 +79,7 @@ __all__ = [
     "MessageFormatError",
     "ParseRule",
     "Part",
+    "ProviderPart",
     "ProviderProfile",
     "Reasoning",
     "ReasoningPolicy",
@@ -94,6 +96,7 @@ __all__ = [
     "extract_reasoning_message",
     "get_provider",
     "lint",
+    "open_with_human",
     "parse_chain",
     "port",
     "register_provider",

@@ -35,14 +35,25 @@ _SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
 _FIELDS_SETS: dict[type[Any], set[str]] = {}
+_DEFAULTS: dict[type[Any], dict[str, Any]] = {}
 
 
 def new_trusted(cls: type[_M], fields: dict[str, Any], size: int | None = None) -> _M:
-    """A ``cls`` model holding ``fields`` (every field of ``cls``), not validated.
+    """A ``cls`` model holding ``fields`` (every required field of ``cls``; the others
+    take their defaults), not validated.
 
     ``size`` is stored as the model's cached size (messages only).
     """
     obj = object.__new__(cls)
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        defaults = _DEFAULTS[cls] = {
+            name: info.default
+            for name, info in cls.model_fields.items()
+            if not info.is_required() and info.default_factory is None
+        }
+    if defaults:  # fields added with a default after a caller was written
+        obj.__dict__.update(defaults)
     obj.__dict__.update(fields)
     if size is not None:
         obj.__dict__["size"] = size

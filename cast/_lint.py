@@ -15,7 +15,11 @@ they are known; chaincast's words otherwise, with ``verbatim=False``). It checks
   signatures from another provider (a foreign signature cannot be told apart byte-wise,
   so without ``source`` signed reasoning is trusted);
 * roles — a conversation that does not open with a human message (Anthropic, Bedrock,
-  Gemini), a human message right after a tool message (Mistral).
+  Gemini), a human message right after a tool message (Mistral), system messages after
+  the first where the provider takes one system prompt only;
+* content — media the provider cannot take where it stands (in a tool result, by URL,
+  of that type at all), blocks kept from another provider (``ProviderPart``), and
+  empty messages where the provider refuses them (Anthropic, Bedrock, Gemini).
 
 :func:`cast.port.port` fixes every one of them, so a ported chain lints clean. Lint only
 raises for items that are not valid messages (``MessageFormatError``) and unknown
@@ -29,7 +33,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from cast.constants import FAKE_GEMINI_SIGNATURE
-from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
+from cast.errors import ParseRule
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    ProviderPart,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
 from cast.parse import diagnose, to_message
 from cast.providers import (
     ProviderProfile,
@@ -59,6 +73,12 @@ DEFAULT_ERROR_TEXTS: dict[str, str] = {
     Rule.MISSING_REASONING_CONTENT: "assistant message at index {index} has no reasoning content",
     Rule.FIRST_TURN_NOT_HUMAN: "the conversation must open with a human message",
     Rule.TOOL_THEN_HUMAN: "human message right after a tool message",
+    Rule.EMPTY_MESSAGE: "message {index} has no content",
+    Rule.UNSUPPORTED_MEDIA: "the provider takes no {media} in a {role} message",
+    Rule.MEDIA_IN_TOOL_RESULT: "the provider takes no {media} in a tool result",
+    Rule.MEDIA_BY_URL: "the provider takes {media} only inline, not by URL",
+    Rule.FOREIGN_PROVIDER_PART: "a {provider} {kind} block, which only {provider} understands",
+    Rule.MISPLACED_PROVIDER_PART: "a cache breakpoint with no block before it to mark",
 }
 """chaincast's wording for each rule, used where a provider's own text is not known."""
 
@@ -137,6 +157,7 @@ def lint(
     _check_ids(items, report)
     _check_reasoning(items, report, foreign)
     _check_roles(items, report)
+    _check_content(items, report)
     return sorted(report.found, key=_order)
 
 
@@ -151,6 +172,8 @@ _PAIRING_RULES = (Rule.UNKNOWN_TOOL_RESULT, Rule.DUPLICATE_TOOL_RESULT)
 
 def _check_structure(items: list[Message], report: _Report) -> None:
     issues = diagnose(items)
+    if report.profile.system_anywhere:
+        issues = [i for i in issues if i.rule != ParseRule.SYSTEM_POSITION]
     if not issues:
         return
     missing, stray = _pairing(items)
@@ -324,3 +347,78 @@ def _check_roles(items: list[Message], report: _Report) -> None:
         for index in range(1, len(items)):
             if items[index].role is _HUMAN and items[index - 1].role is _TOOL:
                 report.add(Rule.TOOL_THEN_HUMAN, index)
+
+
+# -- content --------------------------------------------------------------------------------
+
+
+def media_of(part: ImagePart | BinaryPart) -> tuple[str, bool]:
+    """The media type of a media part and whether it goes by URL (``image/*`` for an
+    image URL that names no type; ``application/octet-stream`` for ``text/*`` bytes that
+    are not UTF-8)."""
+    if isinstance(part, BinaryPart):
+        mime = part.mime_type
+        if mime.startswith("text/") and not _is_utf8(part.data):
+            return "application/octet-stream", False  # mislabeled: no text provider reads it
+        return mime, False
+    url = part.url
+    if url.startswith("data:"):
+        return url[5:].partition(";")[0].partition(",")[0], False
+    return part.mime_type or "image/*", True
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def is_cache_point(part: ProviderPart) -> bool:
+    """An Anthropic ``cache_control`` breakpoint: it marks the block before it."""
+    return part.kind == "cache_control" and part.provider == "anthropic"
+
+
+def is_empty(message: Message) -> bool:
+    """No parts, or only empty text without reasoning."""
+    return all(type(p) is TextPart and not p.text and p.reasoning is None for p in message.parts)
+
+
+def _check_content(items: list[Message], report: _Report) -> None:
+    """Media the provider cannot take where it stands, blocks of another provider, and
+    empty messages where the provider refuses them."""
+    profile = report.profile
+    last = len(items) - 1
+    for index, message in enumerate(items):
+        role = message.role
+        if (
+            not profile.empty_content_ok
+            and role is not _SYSTEM
+            and is_empty(message)
+            and not (role is _AI and index == last)
+        ):
+            report.add(Rule.EMPTY_MESSAGE, index)
+        place = role.value
+        for position, part in enumerate(message.parts):
+            cls = type(part)
+            field = f"parts[{position}]"
+            if cls is ProviderPart:
+                kept: ProviderPart = part  # type: ignore[assignment]
+                if position == 0 and is_cache_point(kept):
+                    report.add(Rule.MISPLACED_PROVIDER_PART, index, field, position=position)
+                elif kept.provider != profile.wire_format:
+                    report.add(
+                        Rule.FOREIGN_PROVIDER_PART,
+                        index,
+                        field,
+                        provider=kept.provider,
+                        kind=kept.kind,
+                        position=position,
+                    )
+            elif cls is ImagePart or cls is BinaryPart:
+                mime, url = media_of(part)  # type: ignore[arg-type]
+                problem = profile.media_problem(mime, url=url, place=place)
+                if problem is not None:
+                    media = f"{mime} by URL" if url else mime
+                    report.add(problem, index, field, media=media, role=place, position=position)

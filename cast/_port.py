@@ -2,6 +2,17 @@
 
 ``port(messages, target, source=...)`` runs, in order:
 
+0. **content** — blocks kept from one provider (``ProviderPart``) stay only when
+   ``source`` is the target and the target speaks that wire format; otherwise a cache
+   point or a reasoning item is dropped and any other block becomes a text note saying
+   what it was (its text, when it is text with extra fields). Media the target cannot
+   hold in a tool result move to a human message right after the tool results; media it
+   cannot hold anywhere (or only inline, given by URL) become a text note. Failed tool
+   results get an ``[tool error]`` prefix where the wire format has no error flag.
+   Empty messages are filled or dropped where the target refuses them. Leading tool
+   messages are dropped, a placeholder human message opens a chain that starts with an
+   AI message, leading system messages are merged into one, and system messages after
+   the first move into it where the target takes one system prompt only;
 1. **repair** — results that answer no call of the AI message right before them are
    removed, then the chain is parsed with repair (orphan tool messages dropped, a
    fallback result for every unanswered call, consecutive human messages merged);
@@ -31,12 +42,29 @@ from typing import Any
 
 from cast._fast import trusted_chain, trusted_header, trusted_message, trusted_pair, trusted_section
 from cast._json import loads_strict
+from cast._lint import is_cache_point, is_empty, media_of
 from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.ids import IdTemplate
-from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    ProviderPart,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
 from cast.parse import parse_chain, to_message
-from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
+from cast.providers import (
+    ProviderProfile,
+    ReasoningPolicy,
+    ReasoningScope,
+    Rule,
+    resolve_provider,
+)
 from cast.transforms import (
     map_messages,
     map_tool_call_arguments,
@@ -44,7 +72,15 @@ from cast.transforms import (
     sanitize_arguments,
 )
 
-__all__ = ["OPENING_HUMAN_TEXT", "TOOL_BRIDGE_TEXT", "port"]
+__all__ = [
+    "EMPTY_ANSWER_TEXT",
+    "MOVED_MEDIA_TEXT",
+    "OPENING_HUMAN_TEXT",
+    "TOOL_BRIDGE_TEXT",
+    "TOOL_ERROR_PREFIX",
+    "open_with_human",
+    "port",
+]
 
 OPENING_HUMAN_TEXT = "Continue."
 """Text of the human message port adds when a target needs the chain to open with one."""
@@ -52,6 +88,17 @@ OPENING_HUMAN_TEXT = "Continue."
 TOOL_BRIDGE_TEXT = "Tool results received."
 """Text of the AI message port puts between a tool result and the next human message
 for targets that reject a human message right after a tool message (Mistral)."""
+
+MOVED_MEDIA_TEXT = "Attachments returned by the tool calls above:"
+"""Text opening the human message that receives media moved out of tool results."""
+
+TOOL_ERROR_PREFIX = "[tool error] "
+"""Prefix of a failed tool result's content for targets without an error flag."""
+
+_NOTE_LIMIT = 4096  # characters of a kept block quoted in its note
+_DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"})
+"""Provider blocks dropped for other targets: cache breakpoints and reasoning items
+(reasoning is only ever replayed to the provider that made it)."""
 
 _FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
 _AI = Role.AI
@@ -69,20 +116,179 @@ def port(
 ) -> list[Message]:
     """The chain rewritten so that ``target`` accepts it (see the module docstring).
 
-    ``source`` names the provider that produced the chain's reasoning; ``None`` means
-    unknown, and unknown reasoning is treated as foreign. Raises ``ChainError`` for what
-    no repair can fix (a chain that opens with an AI or tool message, or a system
-    message after the start), ``UnknownProviderError`` for an unregistered name, and
-    ``MessageFormatError`` for an item that is not a valid message.
+    ``source`` names the provider that produced the chain's reasoning and kept blocks;
+    ``None`` means unknown, and unknown reasoning is treated as foreign. Raises
+    ``UnknownProviderError`` for an unregistered name and ``MessageFormatError`` for an
+    item that is not a valid message.
     """
     profile = resolve_provider(target)
     same_source = source is not None and resolve_provider(source).name == profile.name
-    ast = parse_chain(_drop_unanswering_results(messages), repair=True)
+    items = [
+        item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
+    ]
+    items = _port_content(items, profile, same_source)
+    items = _place_system(open_with_human(items), profile)
+    ast = parse_chain(_drop_unanswering_results(items), repair=True)
     ast = _port_reasoning(ast, profile, same_source)
     ast = normalize_tool_call_ids(ast, _accepted_ids(profile))
     ast = map_messages(ast, _with_object_arguments)
     ast = _fix_roles(ast, profile)
-    return ast.to_messages()
+    out = ast.to_messages()
+    return out if profile.empty_content_ok else _fill_empty(out)
+
+
+EMPTY_ANSWER_TEXT = "(no answer)"
+"""Text of an empty AI message (not the last) for targets that refuse empty messages."""
+
+
+def _fill_empty(messages: list[Message]) -> list[Message]:
+    """Empty human messages get :data:`OPENING_HUMAN_TEXT`, empty AI messages before the
+    last :data:`EMPTY_ANSWER_TEXT` (Anthropic: "all messages must have non-empty
+    content except for the optional final assistant message")."""
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        role = message.role
+        if role is Role.SYSTEM or (role is _AI and index == last) or not is_empty(message):
+            continue
+        text = EMPTY_ANSWER_TEXT if role is _AI else OPENING_HUMAN_TEXT
+        messages[index] = trusted_message(role, (TextPart(text=text),))
+    return messages
+
+
+# -- content --------------------------------------------------------------------------------
+
+
+def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
+    """The chain in a shape the parser takes (parse rule 1): tool messages that open it
+    dropped (they answer nothing), and a human message holding
+    :data:`OPENING_HUMAN_TEXT` before an AI message that would open it (replays of
+    earlier turns). Other chains come back unchanged."""
+    items = [
+        item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
+    ]
+    start = 0
+    while start < len(items) and items[start].role is _TOOL:
+        start += 1
+    out = items[start:]
+    if out and out[0].role is _AI:
+        out.insert(0, trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),)))
+    return out
+
+
+def _place_system(items: list[Message], profile: ProviderProfile) -> list[Message]:
+    """Leading system messages merged into one; later ones moved into it (appended)
+    where the target takes one system prompt only."""
+    out: list[Message] = []
+    late: list[Any] = []
+    for index, message in enumerate(items):
+        if message.role is not Role.SYSTEM:
+            out.append(message)
+            continue
+        leading = all(m.role is Role.SYSTEM for m in items[:index])
+        if leading and out:
+            out[0] = trusted_message(Role.SYSTEM, (*out[0].parts, *message.parts))
+        elif leading or profile.system_anywhere:
+            out.append(message)
+        else:
+            late.extend(message.parts)
+    if late:
+        if out and out[0].role is Role.SYSTEM:
+            out[0] = trusted_message(Role.SYSTEM, (*out[0].parts, *late))
+        else:
+            out.insert(0, trusted_message(Role.SYSTEM, tuple(late)))
+    return out
+
+
+def _port_content(
+    items: list[Message], profile: ProviderProfile, same_source: bool
+) -> list[Message]:
+    """Kept blocks, media, tool errors and empty messages made acceptable to the target
+    (see the module docstring); messages that need nothing are passed through."""
+    out: list[Message] = []
+    moved: list[Any] = []  # media leaving the current run of tool messages
+    for message in items:
+        role = message.role
+        if role is not _TOOL and moved:
+            out.append(trusted_message(Role.HUMAN, (TextPart(text=MOVED_MEDIA_TEXT), *moved)))
+            moved = []
+        parts = _port_parts(message, profile, same_source, moved)
+        out.append(message if parts is None else trusted_message(role, parts))
+    if moved:
+        out.append(trusted_message(Role.HUMAN, (TextPart(text=MOVED_MEDIA_TEXT), *moved)))
+    return out
+
+
+def _port_parts(
+    message: Message, profile: ProviderProfile, same_source: bool, moved: list[Any]
+) -> tuple[Any, ...] | None:
+    """The message's parts for the target, or None when they all stay as they are."""
+    place = message.role.value
+    new: list[Any] = []
+    changed = False
+    for part in message.parts:
+        if isinstance(part, ProviderPart):
+            if (
+                same_source
+                and part.provider == profile.wire_format
+                and not (not new and is_cache_point(part))
+            ):
+                new.append(part)
+                continue
+            changed = True
+            if part.kind not in _DROPPED_KINDS:
+                new.append(_note_for(part, profile))
+        elif isinstance(part, ImagePart | BinaryPart):
+            mime, url = media_of(part)
+            problem = profile.media_problem(mime, url=url, place=place)
+            if problem is None:
+                new.append(part)
+                continue
+            changed = True
+            what = _describe(part, mime, url)
+            if problem is Rule.MEDIA_IN_TOOL_RESULT:
+                moved.append(part)
+                new.append(TextPart(text=f"[{what}: moved to the next user message]"))
+            elif problem is Rule.MEDIA_BY_URL:
+                new.append(TextPart(text=f"[{what} omitted: {profile.name} takes it inline only]"))
+            else:
+                new.append(
+                    TextPart(
+                        text=f"[{what} omitted: {profile.name} takes none in a {place} message]"
+                    )
+                )
+        elif isinstance(part, ToolResult) and part.is_error and not profile.tool_error_flag:
+            changed = True
+            content = part.content
+            if not content.startswith(TOOL_ERROR_PREFIX):
+                content = TOOL_ERROR_PREFIX + content
+            new.append(ToolResult(tool_call_id=part.tool_call_id, name=part.name, content=content))
+        else:
+            new.append(part)
+    return tuple(new) if changed else None
+
+
+def _describe(part: ImagePart | BinaryPart, mime: str, url: bool) -> str:
+    if isinstance(part, ImagePart):
+        return f"{mime} at {part.url}" if url else f"{mime} attachment ({len(part.url)} bytes)"
+    name = f" {part.filename}" if part.filename else ""
+    return f"{mime}{name} attachment ({len(part.data)} bytes)"
+
+
+def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
+    """A kept block as text for another target: its own text when it is text with
+    extra fields (citations, cache control), else a note quoting the block."""
+    try:
+        block = loads_strict(part.data)
+    except ValueError:
+        block = None
+    if isinstance(block, dict) and isinstance(block.get("text"), str) and part.kind == "text":
+        return TextPart(text=block["text"])
+    data = part.data
+    if len(data) > _NOTE_LIMIT:
+        data = f"{data[:_NOTE_LIMIT]}... ({len(part.data) - _NOTE_LIMIT} more characters cut)"
+    return TextPart(
+        text=f"[{part.provider} {part.kind} block, which {profile.name} does not take: {data}]"
+    )
 
 
 # -- repair ---------------------------------------------------------------------------------

@@ -342,24 +342,23 @@ class Section:
 
 
 def _check_sections(sections: tuple[Section, ...]) -> None:
+    """What the parser can produce: every section opens with a system or human message;
+    one after the first holds a system message only when the parser's repair opened it
+    with one (a system message sent mid-chain); only the last section, or one right
+    before a section opened by a system message, has an empty body."""
     last = len(sections) - 1
     for index, section in enumerate(sections):
         if not isinstance(section, Section):
             raise TypeError(f"ChainAST.sections holds Section nodes, not {type(section).__name__}")
         header = section.header
-        if index == 0:
-            if header.system_message is None and header.human_message is None:
+        if header.system_message is None and header.human_message is None:
+            if index == 0:
                 raise ChainError("section 0 must open with a system or human message")
-        else:
-            if header.system_message is not None:
-                raise ChainError(
-                    f"section {index}: only the first section may hold a system message"
-                )
-            if header.human_message is None:
-                raise ChainError(
-                    f"section {index}: every section after the first opens with a human message"
-                )
-        if index < last and not section.body:
+            raise ChainError(
+                f"section {index}: every section after the first opens with a human message "
+                "(or a system message)"
+            )
+        if index < last and not section.body and sections[index + 1].header.system_message is None:
             raise ChainError(
                 f"section {index}: only the last section may have an empty body "
                 "(two human messages in a row do not parse)"

@@ -31,6 +31,7 @@ __all__ = [
     "ImagePart",
     "Message",
     "Part",
+    "ProviderPart",
     "Reasoning",
     "Role",
     "TextPart",
@@ -162,12 +163,19 @@ class TextPart(_Frozen):
         return part_size(self)
 
 
+def _is_empty(value: object) -> bool:
+    return value == "" or value is False
+
+
 class ImagePart(_Frozen):
-    """An image by URL (``data:`` URLs included)."""
+    """An image by URL (``data:`` URLs included), or other media by URL when
+    ``mime_type`` says so (a PDF or a video a provider fetches itself)."""
 
     type: Literal["image_url"] = "image_url"
     url: str
     detail: str = ""
+    mime_type: str = Field(default="", exclude_if=_is_empty)
+    """What the URL points to, when the payload said (``""``: an image of any type)."""
 
     @property
     def size(self) -> int:
@@ -180,6 +188,9 @@ class BinaryPart(_Frozen):
     type: Literal["binary"] = "binary"
     mime_type: str
     data: Base64Bytes
+    filename: str = Field(default="", exclude_if=_is_empty)
+    """The file's name where the payload gave one (OpenAI ``file.filename``, Bedrock
+    document ``name``)."""
 
     @property
     def size(self) -> int:
@@ -207,6 +218,26 @@ class ToolResult(_Frozen):
     tool_call_id: str
     name: str
     content: str
+    is_error: bool = Field(default=False, exclude_if=_is_empty)
+    """The tool failed (Anthropic ``is_error``, Bedrock ``status: "error"``)."""
+
+    @property
+    def size(self) -> int:
+        return part_size(self)
+
+
+class ProviderPart(_Frozen):
+    """A block only one provider understands, kept whole so that chains sent back to
+    that provider are unchanged: ``provider`` is its wire format (``"anthropic"``,
+    ``"openai-responses"``, ``"bedrock"``, ``"gemini"``), ``kind`` the block's type on
+    the wire (``"web_search_tool_result"``, ``"cache_point"``), ``data`` the block as
+    compact JSON text. :func:`cast.port` turns it into a note for other providers.
+    """
+
+    type: Literal["provider"] = "provider"
+    provider: str
+    kind: str
+    data: str = "{}"
 
     @property
     def size(self) -> int:
@@ -214,15 +245,14 @@ class ToolResult(_Frozen):
 
 
 Part: TypeAlias = Annotated[
-    TextPart | ImagePart | BinaryPart | ToolCall | ToolResult,
+    TextPart | ImagePart | BinaryPart | ToolCall | ToolResult | ProviderPart,
     Field(discriminator="type"),
 ]
 
+AnyPart: TypeAlias = TextPart | ImagePart | BinaryPart | ToolCall | ToolResult | ProviderPart
+"""Any one of the six part classes (``Part`` is the same union, tagged for pydantic)."""
 
-AnyPart: TypeAlias = TextPart | ImagePart | BinaryPart | ToolCall | ToolResult
-"""Any one of the five part classes (``Part`` is the same union, tagged for pydantic)."""
-
-_PART_CLASSES = frozenset({TextPart, ImagePart, BinaryPart, ToolCall, ToolResult})
+_PART_CLASSES = frozenset({TextPart, ImagePart, BinaryPart, ToolCall, ToolResult, ProviderPart})
 
 
 def part_size(part: AnyPart) -> int:
@@ -242,9 +272,14 @@ def part_size(part: AnyPart) -> int:
         size = utf8_len(part.id) + utf8_len(part.name) + utf8_len(part.arguments)  # type: ignore[union-attr]
         reasoning = part.reasoning  # type: ignore[union-attr]
     elif cls is ImagePart:
-        return utf8_len(part.url) + utf8_len(part.detail)  # type: ignore[union-attr]
+        image: ImagePart = part  # type: ignore[assignment]
+        return utf8_len(image.url) + utf8_len(image.detail) + utf8_len(image.mime_type)
+    elif cls is ProviderPart:
+        kept: ProviderPart = part  # type: ignore[assignment]
+        return utf8_len(kept.provider) + utf8_len(kept.kind) + utf8_len(kept.data)
     else:
-        return utf8_len(part.mime_type) + len(part.data)  # type: ignore[union-attr]
+        binary: BinaryPart = part  # type: ignore[assignment]
+        return utf8_len(binary.mime_type) + len(binary.data) + utf8_len(binary.filename)
     if reasoning is not None:
         size += utf8_len(reasoning.content) + len(reasoning.signature)
     return size

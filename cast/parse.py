@@ -1,8 +1,10 @@
 """Chain → AST, in one pass, with the seven parse rules and their repairs.
 
 1. The first message must be system or human (an error even with repair).
-2. A system message opens a section; one after the first section is an error (even with
-   repair).
+2. A system message opens a section; one after the first message is an error, or with
+   repair: right after a system message that opens a section (several leading system
+   messages) its parts are merged into that message; anywhere else it opens a new
+   section (instructions sent mid-chain, which OpenAI and Anthropic accept).
 3. A human message opens a new section, except when the current section has no body:
    it joins a header without a human message; right after another human message it is
    an error, or with repair its parts are merged into that message.
@@ -243,13 +245,31 @@ class _ChainBuilder:
         self.in_section = True
 
     def system_message(self, index: int, message: Message) -> None:
-        """Rule 2: only the first message may be a system message."""
-        if index != 0:
-            self.report.fatal(
+        """Rule 2: only the first message may be a system message. With repair, a
+        system message right after another (several leading ones) is merged into it,
+        and a later one (instructions sent mid-chain) opens a new section."""
+        if index == 0:
+            self.system = message
+            self.in_section = True
+            return
+        text = "a system message may only open the chain (found after the first section began)"
+        system = self.system
+        if system is not None and self.human is None and not self.body:
+            self.report.problem(
                 index,
                 ParseRule.SYSTEM_POSITION,
-                "a system message may only open the chain (found after the first section began)",
+                text,
+                "repair merges its parts into the system message before it",
             )
+            self.system = trusted_message(
+                Role.SYSTEM, system.parts + message.parts, system.size + message.size
+            )
+            return
+        self.report.problem(
+            index, ParseRule.SYSTEM_POSITION, text, "repair opens a section with it"
+        )
+        if self.in_section:
+            self.close_section()
         self.system = message
         self.in_section = True
 

@@ -24,6 +24,7 @@ from cast.errors import ParseRule, UnknownProviderError
 from cast.ids import IdTemplate, TemplateLike, as_template
 
 __all__ = [
+    "IMAGE_TYPES",
     "PROVIDERS",
     "ProviderProfile",
     "ReasoningPolicy",
@@ -31,6 +32,7 @@ __all__ = [
     "Rule",
     "SystemPlacement",
     "get_provider",
+    "media_matches",
     "register_provider",
     "resolve_provider",
 ]
@@ -109,6 +111,26 @@ class Rule(StrEnum):
     # Roles.
     FIRST_TURN_NOT_HUMAN = "first-turn-not-human"
     TOOL_THEN_HUMAN = "tool-then-human"
+    EMPTY_MESSAGE = "empty-message"
+    # Content.
+    UNSUPPORTED_MEDIA = "unsupported-media"
+    MEDIA_IN_TOOL_RESULT = "media-in-tool-result"
+    MEDIA_BY_URL = "media-by-url"
+    FOREIGN_PROVIDER_PART = "foreign-provider-part"
+    MISPLACED_PROVIDER_PART = "misplaced-provider-part"
+
+
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types every vision API here takes (PNG, JPEG, GIF, WebP)."""
+
+
+def media_matches(patterns: frozenset[str] | None, mime_type: str) -> bool:
+    """Whether ``mime_type`` is among ``patterns`` (``None``: anything; ``"image/*"``
+    matches every image type)."""
+    if patterns is None or mime_type in patterns or "*" in patterns:
+        return True
+    major = mime_type.partition("/")[0]
+    return f"{major}/*" in patterns
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +144,16 @@ class ProviderProfile:
     it. ``errors`` maps a :class:`Rule` to the provider's error text for it, with
     ``str.format`` fields (``{index}``, ``{position}``, ``{call}``, ``{id}``, ``{ids}``,
     ``{name}``, ``{length}``, ``{max_length}``); rules without one get chaincast's text.
+
+    Content rules: ``system_anywhere`` — system messages are accepted after the first
+    message (several leading ones, or instructions mid-chain); ``empty_content_ok`` —
+    a message without content (or with only empty text) is accepted; ``user_media`` —
+    the media types a human message can carry inline (``None``: any, ``"image/*"``
+    patterns allowed); ``tool_result_media`` — those a tool result can carry;
+    ``url_media`` — those the API takes by URL (``image/*`` covers an ``ImagePart``
+    without a ``mime_type``); ``ai_media`` — AI messages can carry media;
+    ``tool_error_flag`` — the wire format marks failed tool results (Anthropic
+    ``is_error``, Bedrock ``status``, Gemini's ``error`` response key).
     """
 
     name: str
@@ -138,6 +170,13 @@ class ProviderProfile:
     results_contiguous: bool = True
     needs_human_first: bool = False
     needs_ai_between_tool_and_human: bool = False
+    system_anywhere: bool = False
+    empty_content_ok: bool = True
+    user_media: frozenset[str] | None = IMAGE_TYPES
+    tool_result_media: frozenset[str] = frozenset()
+    url_media: frozenset[str] = frozenset({"image/*"})
+    ai_media: bool = False
+    tool_error_flag: bool = False
     errors: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     sources: tuple[str, ...] = ()
     _matcher: IdTemplate | None = field(default=None, init=False, repr=False, compare=False)
@@ -158,6 +197,31 @@ class ProviderProfile:
         object.__setattr__(self, "reasoning_scope", ReasoningScope(self.reasoning_scope))
         object.__setattr__(self, "system_placement", SystemPlacement(self.system_placement))
         object.__setattr__(self, "sources", tuple(self.sources))
+        if self.user_media is not None:
+            object.__setattr__(self, "user_media", frozenset(self.user_media))
+        object.__setattr__(self, "tool_result_media", frozenset(self.tool_result_media))
+        object.__setattr__(self, "url_media", frozenset(self.url_media))
+
+    def media_problem(self, mime_type: str, *, url: bool, place: str) -> Rule | None:
+        """Why the provider would refuse media of ``mime_type`` (by URL or inline) in a
+        message of ``place`` (``"human"``, ``"tool"``, ``"ai"``, ``"system"``), or None.
+
+        ``MEDIA_IN_TOOL_RESULT`` means a human message could carry it (port moves it
+        there); ``MEDIA_BY_URL`` that inline data would do; ``UNSUPPORTED_MEDIA`` that
+        the provider takes it nowhere.
+        """
+        if url and not media_matches(self.url_media, mime_type):
+            if media_matches(self.user_media, mime_type):
+                return Rule.MEDIA_BY_URL
+            return Rule.UNSUPPORTED_MEDIA
+        inline_ok = url or media_matches(self.user_media, mime_type)
+        if place == "tool":
+            if media_matches(self.tool_result_media, mime_type) and inline_ok:
+                return None
+            return Rule.MEDIA_IN_TOOL_RESULT if inline_ok else Rule.UNSUPPORTED_MEDIA
+        if place == "system" or (place == "ai" and not self.ai_media):
+            return Rule.UNSUPPORTED_MEDIA
+        return None if inline_ok else Rule.UNSUPPORTED_MEDIA
 
     def id_problem(self, tool_call_id: str) -> Rule | None:
         """Why the provider would reject this tool-call id, or None when it accepts it."""
@@ -234,10 +298,10 @@ _ANTHROPIC_ERRORS = {
     Rule.UNSIGNED_REASONING: (
         "messages.{index}.content.{position}.thinking.signature: Field required"
     ),
-    Rule.SYSTEM_POSITION: (
-        'Unexpected role "system". The Messages API accepts a top-level `system` parameter, '
-        'not "system" as an input message role.'
-    ),  # ChainForge#271
+    Rule.EMPTY_MESSAGE: (
+        "messages.{index}: all messages must have non-empty content except for the optional "
+        "final assistant message"
+    ),  # anthropics/claude-code#3196, #6774
 }
 
 _BEDROCK_ID = "Value at 'messages.{index}.member.content.{position}.member.toolUse.toolUseId'"
@@ -348,6 +412,42 @@ _GROQ_ERRORS = {
 }
 
 _ANTHROPIC_IDS = r"[a-zA-Z0-9_-]+"
+# Converse image, document and video formats (API_runtime_ImageBlock, _DocumentBlock,
+# _VideoBlock); cast.codecs.bedrock maps the same formats.
+_BEDROCK_MEDIA = IMAGE_TYPES | {
+    "application/pdf",
+    "text/csv",
+    "application/msword",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.ms-excel",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "text/html",
+    "text/plain",
+    "text/markdown",
+    "video/x-matroska",
+    "video/quicktime",
+    "video/mp4",
+    "video/webm",
+    "video/x-flv",
+    "video/mpeg",
+    "video/mpg",
+    "video/x-ms-wmv",
+    "video/3gpp",
+}
+# Gemini 3 multimodal function responses: images, PDF and plain text.
+_GEMINI_TOOL_MEDIA = frozenset(
+    {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
+)
+
+# Gemini and Vertex take the same content (the Gemini 3 API behind both).
+_GEMINI_CONTENT: dict[str, object] = {
+    "tool_error_flag": True,
+    "empty_content_ok": False,
+    "user_media": None,
+    "tool_result_media": _GEMINI_TOOL_MEDIA,
+    "url_media": frozenset({"*"}),
+    "ai_media": True,
+}
 
 _BUILTINS = (
     _profile(
@@ -357,7 +457,15 @@ _BUILTINS = (
         max_id_length=40,
         reasoning=ReasoningPolicy.STRIP,
         errors=_OPENAI_CHAT_ERRORS,
-        sources=("vercel/ai#8132", "vllm-project/vllm#22966", "BerriAI/litellm#10083"),
+        system_anywhere=True,
+        user_media=IMAGE_TYPES | {"audio/wav", "audio/mp3", "application/pdf"},
+        sources=(
+            "https://platform.openai.com/docs/guides/images-vision",
+            "https://platform.openai.com/docs/guides/pdf-files",
+            "vercel/ai#8132",
+            "vllm-project/vllm#22966",
+            "BerriAI/litellm#10083",
+        ),
     ),
     _profile(
         "openai-responses",
@@ -366,7 +474,16 @@ _BUILTINS = (
         max_id_length=64,
         reasoning=ReasoningPolicy.ENCRYPTED_ITEMS,
         errors=_RESPONSES_ERRORS,
-        sources=("AnswerDotAI/fastllm#45", "continuedev/continue#10092"),
+        system_anywhere=True,
+        user_media=IMAGE_TYPES | {"application/pdf"},
+        tool_result_media=IMAGE_TYPES | {"application/pdf"},
+        url_media=frozenset({"image/*", "application/pdf"}),
+        sources=(
+            "https://platform.openai.com/docs/api-reference/responses/create",
+            "pydantic/pydantic-ai tests/models/cassettes/test_multimodal_tool_returns",
+            "AnswerDotAI/fastllm#45",
+            "continuedev/continue#10092",
+        ),
     ),
     _profile(
         "anthropic",
@@ -379,7 +496,16 @@ _BUILTINS = (
         merges_same_role=True,
         needs_human_first=True,
         errors=_ANTHROPIC_ERRORS,
+        system_anywhere=True,
+        tool_error_flag=True,
+        empty_content_ok=False,
+        user_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
+        tool_result_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
+        url_media=frozenset({"image/*", "application/pdf"}),
         sources=(
+            "https://docs.anthropic.com/en/docs/build-with-claude/pdf-support",
+            "anthropics/claude-code#3196",
+            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system",
             "https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use",
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
             "CommandCodeAI/command-code#323",
@@ -398,7 +524,14 @@ _BUILTINS = (
         merges_same_role=True,
         needs_human_first=True,
         errors=_BEDROCK_ERRORS,
+        tool_error_flag=True,
+        empty_content_ok=False,
+        user_media=_BEDROCK_MEDIA,
+        tool_result_media=_BEDROCK_MEDIA,
+        url_media=frozenset(),
         sources=(
+            "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ContentBlock.html",
+            "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolResultContentBlock.html",
             "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html",
             "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolResultBlock.html",
             "OpenHands/OpenHands#4912",
@@ -413,7 +546,9 @@ _BUILTINS = (
         merges_same_role=True,
         needs_human_first=True,
         errors=_GEMINI_ERRORS,
+        **_GEMINI_CONTENT,
         sources=(
+            "https://ai.google.dev/gemini-api/docs/function-calling#multimodal",
             "https://ai.google.dev/gemini-api/docs/thought-signatures",
             "https://ai.google.dev/gemini-api/docs/function-calling",
         ),
@@ -428,6 +563,7 @@ _BUILTINS = (
         merges_same_role=True,
         needs_human_first=True,
         errors=_VERTEX_ERRORS,
+        **_GEMINI_CONTENT,
         sources=(
             "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures",
             "pydantic/pydantic-ai#5081",
@@ -457,7 +593,11 @@ _BUILTINS = (
         reasoning=ReasoningPolicy.REASONING_CONTENT_REQUIRED,
         reasoning_scope=ReasoningScope.TOOL_CALL_TURNS,
         errors=_DEEPSEEK_ERRORS,
+        system_anywhere=True,
+        user_media=frozenset(),
+        url_media=frozenset(),
         sources=(
+            "https://api-docs.deepseek.com/api/create-chat-completion",
             "https://api-docs.deepseek.com/guides/thinking_mode",
             "continuedev/continue#9913",
         ),

@@ -34,7 +34,6 @@ __all__ = [
 ]
 
 
-
 def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> ChainAST:
     """Apply ``change`` to every message; ``None`` means unchanged. Shares what stays.
 

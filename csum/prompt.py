@@ -47,6 +47,7 @@ import xxhash
 from cast import (
     ImagePart,
     Message,
+    ProviderPart,
     Role,
     TextPart,
     ToolCall,
@@ -275,6 +276,10 @@ def _render_message(out: list[str], index: int, message: Message, tags: _Tags) -
         elif isinstance(part, ImagePart):
             count += 2
             append(f"<image{mark}>{_image_placeholder(part)}</image{mark}>\n")
+        elif isinstance(part, ProviderPart):
+            count += 2
+            label = f"[{part.provider} {part.kind}] {part.data}"
+            append(f"<block{mark}>{label}</block{mark}>\n")
         else:
             count += 2
             label = f"[binary {part.mime_type}, {len(part.data)} bytes]"

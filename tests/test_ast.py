@@ -118,12 +118,12 @@ def _pair() -> BodyPair:
             lambda: ChainAST(
                 [
                     Section(Header(human_message=H("a")), (BodyPair.completion("x"),)),
-                    Section(Header(S("s"), H("b"))),
+                    Section(Header()),
                 ]
             ),
             ChainError,
-            "system message",
-            id="chain-system-in-later-section",
+            "section 1",
+            id="chain-later-section-without-opening",
         ),
         pytest.param(
             lambda: ChainAST(
@@ -167,7 +167,10 @@ def test_replace_checks_like_the_constructor() -> None:
         header.replace(human_message=A("x"))
     section = Section(header, (BodyPair.completion("x"),))
     with pytest.raises(ChainError):
-        ChainAST([section]).replace_sections([section, section.replace(header=Header(S("s")))])
+        ChainAST([section]).replace_sections([section.replace(body=()), section])
+    # A section opened by a system message sent mid-chain (what repair builds).
+    late = section.replace(header=Header(S("s")))
+    assert ChainAST([section]).replace_sections([section, late]).sections[1] == late
     assert header.replace(system_message=S("s")) == Header(S("s"), H("a"))
     assert section.replace(body=()).body == ()
 

@@ -660,7 +660,6 @@ CAST_ERRORS = [
         "contents[0]",
         id="wrong-from",
     ),
-    pytest.param(("convert", "@ai-first.json", "--to", "anthropic"), "message 0:", id="port-ai"),
     pytest.param(
         ("convert", "@ok.json", "--to", "openai", "-o", "@missing-dir-out"),
         "cannot write",
@@ -681,6 +680,17 @@ def test_cast_user_errors_exit_2_with_one_line(
     result = cast_cli(*_argv(argv, bad_inputs))
 
     assert_user_error(result, f"cast {argv[0]}: error: ", needle)
+
+
+def test_convert_gives_a_chain_that_opens_with_an_ai_message_an_opening_human(
+    cast_cli: Callable[..., Run], bad_inputs: dict[str, str]
+) -> None:
+    """Replayed histories open with an assistant message (recorded requests to OpenAI and
+    Anthropic do); converting one adds the opening human message port adds."""
+    result = cast_cli("convert", bad_inputs["ai-first.json"], "--to", "anthropic")
+    assert result.code == 0, result
+    payload = json.loads(result.out)
+    assert [m["role"] for m in payload["messages"]] == ["user", "assistant", "user"]
 
 
 def test_cast_user_error_on_standard_input(cast_cli: Callable[..., Run]) -> None:

@@ -19,6 +19,7 @@ from cast.messages import (
     BinaryPart,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -126,14 +127,9 @@ def _user(*blocks: Any) -> dict[str, Any]:
         pytest.param({"system": "x"}, "messages", id="no-messages"),
         pytest.param({"messages": [], "system": 5}, "system", id="system-number"),
         pytest.param(
-            {"messages": [], "system": [{"type": "image"}]}, "system[0]", id="system-image"
+            {"messages": [], "system": [{"type": "image"}]}, "system[0].source", id="system-image"
         ),
         pytest.param({"messages": [{"role": "user"}]}, "messages[0].content", id="no-content"),
-        pytest.param(
-            {"messages": [{"role": "system", "content": "x"}]},
-            "messages[0].role",
-            id="system-role",
-        ),
         pytest.param(
             _assistant(
                 {"type": "text", "text": "a"},
@@ -158,19 +154,9 @@ def _user(*blocks: Any) -> dict[str, Any]:
             id="redacted-data-number",
         ),
         pytest.param(
-            _assistant({"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}),
-            "messages[0].content[0].type",
-            id="server-tool-use",
-        ),
-        pytest.param(
             _user({"type": "text", "text": "x"}, {"type": "tool_result", "content": "r"}),
             "messages[0].content[1].tool_use_id",
             id="result-without-tool-use-id",
-        ),
-        pytest.param(
-            _user({"type": "tool_result", "tool_use_id": "t", "content": [{"type": "video"}]}),
-            "messages[0].content[0].content[0].type",
-            id="result-block-unknown",
         ),
         pytest.param(
             _user(
@@ -181,11 +167,6 @@ def _user(*blocks: Any) -> dict[str, Any]:
             ),
             "messages[0].content[0].source.data",
             id="image-bad-base64",
-        ),
-        pytest.param(
-            _user({"type": "image", "source": {"type": "file", "file_id": "file_1"}}),
-            "messages[0].content[0].source.type",
-            id="image-file-source",
         ),
         pytest.param(
             _user({"type": "tool_use", "id": "t", "name": "f", "input": {}}),
@@ -204,9 +185,6 @@ def test_broken_payloads_raise_codec_error(payload: Any, path: str) -> None:
 @pytest.mark.parametrize(
     ("messages", "path"),
     [
-        pytest.param(
-            [Message.human("hi"), Message.system("late")], "messages[1]", id="late-system"
-        ),
         pytest.param(
             [Message.ai("", ToolCall(id="t", name="f", arguments="[1, 2]"))],
             "messages[0].parts[0].arguments",
@@ -271,7 +249,7 @@ def test_normalizations() -> None:
         ],
     }
     assert anthropic.encode(anthropic.decode(payload)) == {
-        "system": "only one block",
+        "system": [{"type": "text", "text": "only one block", "cache_control": {"type": "x"}}],
         "messages": [
             {"role": "user", "content": "hi"},
             {"role": "assistant", "content": [{"type": "text", "text": "plain string"}]},
@@ -284,7 +262,12 @@ def test_normalizations() -> None:
             {
                 "role": "user",
                 "content": [
-                    {"type": "tool_result", "tool_use_id": "t1", "content": "boom"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": "boom",
+                        "is_error": True,
+                    },
                     {"type": "text", "text": "separate turn"},
                 ],
             },
@@ -345,7 +328,7 @@ _reasoning = st.builds(Reasoning, content=_text, signature=_signature)
 _url = _text.filter(lambda u: not u.startswith("data:"))
 _media = st.builds(ImagePart, url=_url) | st.builds(
     BinaryPart,
-    mime_type=st.sampled_from(["image/png", "application/pdf", "x"]),
+    mime_type=st.sampled_from(["image/png", "application/pdf"]),
     data=st.binary(max_size=12),
 )
 _plain_text = st.builds(TextPart, text=_text)
@@ -429,6 +412,82 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
     assert anthropic.decode(json.loads(json.dumps(payload))) == messages
 
 
+def test_server_blocks_cache_points_and_late_system_round_trip() -> None:
+    """Blocks chaincast does not model are kept whole; cache points, is_error and
+    system messages inside ``messages`` survive (shapes from recorded API requests)."""
+    search = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_1",
+        "name": "web_search",
+        "input": {"query": "weather"},
+    }
+    found = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [{"type": "web_search_result", "url": "https://x.test", "title": "X"}],
+    }
+    cited = {
+        "type": "text",
+        "text": "Sunny.",
+        "citations": [{"type": "web_search_result_location"}],
+    }
+    payload = {
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": [search, found, cited]},
+            {"role": "system", "content": "Answer in French from now on."},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "And tomorrow?",
+                        "cache_control": {"type": "ephemeral"},
+                    }
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "is_error": True,
+                        "content": [
+                            {"type": "text", "text": "no such tool"},
+                            {"type": "tool_reference", "tool_name": "g"},
+                        ],
+                    }
+                ],
+            },
+        ],
+    }
+    messages = anthropic.decode(payload)
+    assert [m.role.value for m in messages] == [
+        "system",
+        "human",
+        "ai",
+        "system",
+        "human",
+        "ai",
+        "tool",
+    ]
+    kinds = [p.kind for p in messages[2].parts if isinstance(p, ProviderPart)]
+    assert kinds == ["server_tool_use", "web_search_tool_result", "text"]
+    result = messages[6].parts[0]
+    assert isinstance(result, ToolResult)
+    assert result.is_error
+    assert result.content == "no such tool"
+    assert isinstance(messages[6].parts[1], ProviderPart)
+    assert anthropic.encode(messages) == payload
 
 
-
+def test_tool_use_in_user_is_refused() -> None:
+    with pytest.raises(CodecError) as caught:
+        anthropic.decode(_user({"type": "tool_use", "id": "t", "name": "f", "input": {}}))
+    assert caught.value.path == "messages[0].content[0].type"

@@ -21,6 +21,7 @@ from cast.messages import (
     BinaryPart,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -92,7 +93,7 @@ def test_recorded_payload_mapping() -> None:
 
 
 def test_json_results_and_status_are_normalized() -> None:
-    # the docs' own toolResult: a json block and status (not carried)
+    # the docs' own toolResult: a json block (read as its text) and an error status
     payload = {
         "messages": [
             {
@@ -124,13 +125,25 @@ def test_json_results_and_status_are_normalized() -> None:
     }
     messages = bedrock.decode(payload)
     assert messages[1].parts == (
-        ToolResult(tool_call_id="t1", name="top_song", content='{"song":"Elemental Hotel"}'),
+        ToolResult(
+            tool_call_id="t1", name="top_song", content='{"song":"Elemental Hotel"}', is_error=True
+        ),
+    )
+    assert messages[2].parts == (
+        ProviderPart(provider="bedrock", kind="cachePoint", data='{"type":"default"}'),
     )
     encoded = bedrock.encode(messages)["messages"]
     assert encoded[1] == {
         "role": "user",
         "content": [
-            {"toolResult": {"toolUseId": "t1", "content": [{"text": '{"song":"Elemental Hotel"}'}]}}
+            {
+                "toolResult": {
+                    "toolUseId": "t1",
+                    "content": [{"text": '{"song":"Elemental Hotel"}'}],
+                    "status": "error",
+                }
+            },
+            {"cachePoint": {"type": "default"}},
         ],
     }
     assert encoded[3]["content"][0] == {
@@ -231,7 +244,7 @@ def _user(*blocks: Any) -> dict[str, Any]:
         ),
         pytest.param(
             _user({"toolResult": {"toolUseId": "t", "content": [{"video": {}}]}}),
-            "messages[0].content[0].toolResult.content[0]",
+            "messages[0].content[0].toolResult.content[0].video.format",
             id="result-block-unknown",
         ),
         pytest.param(
@@ -243,11 +256,6 @@ def _user(*blocks: Any) -> dict[str, Any]:
             _user({"image": {"format": "png", "source": {"bytes": "not base64!"}}}),
             "messages[0].content[0].image.source.bytes",
             id="image-bad-base64",
-        ),
-        pytest.param(
-            _user({"image": {"format": "png", "source": {"s3Location": {"uri": "s3://b/k"}}}}),
-            "messages[0].content[0].image.source.bytes",
-            id="image-s3",
         ),
         pytest.param(
             _user({"toolUse": {"toolUseId": "t", "name": "f", "input": {}}}),
@@ -350,6 +358,18 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
     assert bedrock.decode(json.loads(json.dumps(payload))) == messages
 
 
-
-
-
+def test_documents_videos_and_s3_sources() -> None:
+    """Document and video blocks with bytes are binary parts (a document keeps its
+    name); an s3Location source is kept whole (shapes from recorded Converse requests)."""
+    pdf = {"document": {"format": "pdf", "name": "report", "source": {"bytes": "JVBERi0xLjQK"}}}
+    video = {"video": {"format": "mp4", "source": {"bytes": "AAAAGGZ0eXA="}}}
+    s3 = {"image": {"format": "png", "source": {"s3Location": {"uri": "s3://b/k.png"}}}}
+    payload = {"messages": [{"role": "user", "content": [{"text": "see"}, pdf, video, s3]}]}
+    (message,) = bedrock.decode(payload)
+    _, doc, clip, kept = message.parts
+    assert doc == BinaryPart(mime_type="application/pdf", data=b"%PDF-1.4\n", filename="report")
+    assert isinstance(clip, BinaryPart)
+    assert clip.mime_type == "video/mp4"
+    assert isinstance(kept, ProviderPart)
+    assert kept.kind == "image"
+    assert bedrock.encode([message]) == payload

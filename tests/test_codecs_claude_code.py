@@ -40,7 +40,8 @@ def _without_log_fields(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if isinstance(message["content"], list):
             for block in message["content"]:
                 block.pop("caller", None)  # tool_use: Claude Code's own metadata
-                block.pop("is_error", None)  # tool_result: no place in ToolResult
+                if block.get("is_error") is False:
+                    block.pop("is_error")  # tool_result: false is the default, not written
     return out
 
 
@@ -234,8 +235,3 @@ claude_code_chains = st.lists(anthropic_ai | anthropic_human | anthropic_tool, m
 def test_hypothesis_round_trip(messages: list[Message]) -> None:
     log = claude_code.encode(messages)
     assert claude_code.decode(json.loads(json.dumps(log))) == messages
-
-
-
-
-

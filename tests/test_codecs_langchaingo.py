@@ -248,8 +248,3 @@ _message = st.builds(Message, role=st.sampled_from(list(Role)), parts=st.lists(_
 def test_hypothesis_round_trip(messages: list[Message]) -> None:
     payload = langchaingo.encode(messages)
     assert langchaingo.decode(json.loads(json.dumps(payload))) == messages
-
-
-
-
-

@@ -366,8 +366,3 @@ _openai_messages = st.one_of(
 def test_hypothesis_round_trip(messages: list[Message]) -> None:
     payload = openai.encode(messages)
     assert openai.decode(json.loads(json.dumps(payload))) == messages
-
-
-
-
-

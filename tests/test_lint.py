@@ -97,8 +97,8 @@ def test_a_valid_chain_has_no_violations(target: str) -> None:
             DEFAULT_ERROR_TEXTS[Rule.FIRST_MESSAGE], id="first-message",
         ),
         pytest.param(
-            [Message.human("q"), Message.ai("a"), Message.system("late")], "anthropic", None, 2,
-            Rule.SYSTEM_POSITION, 'Unexpected role "system".', id="anthropic-late-system",
+            [Message.human("q"), Message.ai("a"), Message.system("late")], "bedrock", None, 2,
+            Rule.SYSTEM_POSITION, "a system message may only open", id="bedrock-late-system",
         ),
         pytest.param(
             [Message.human("q"), ai(Call(id=LONG_ID, name="f")), tool(LONG_ID)],

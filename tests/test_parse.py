@@ -237,10 +237,39 @@ FATAL = [
     pytest.param([A("x")], 0, "first-message", id="rule1-ai-first"),
     pytest.param([T("c1", "f", "r"), H("a")], 0, "first-message", id="rule1-tool-first"),
     pytest.param([A(call("c1")), T("c1", "f", "r")], 0, "first-message", id="rule1-ai-call-first"),
-    pytest.param([S("s"), H("a"), A("x"), S("t")], 3, "system-position", id="rule2-later-section"),
-    pytest.param([H("a"), S("s")], 1, "system-position", id="rule2-after-human"),
-    pytest.param([S("s"), S("t")], 1, "system-position", id="rule2-two-systems"),
 ]
+
+RULE2 = [
+    pytest.param([S("s"), H("a"), A("x"), S("t")], 3, id="later-section"),
+    pytest.param([H("a"), S("s")], 1, id="after-human"),
+    pytest.param([S("s"), S("t")], 1, id="two-systems"),
+]
+
+
+@pytest.mark.parametrize(("chain", "index"), RULE2)
+def test_a_late_system_message_is_an_error_in_strict_mode(chain: list[Message], index: int) -> None:
+    with pytest.raises(ChainError) as info:
+        ChainAST.from_messages(chain)
+    assert (info.value.index, info.value.rule) == (index, "system-position")
+    (issue,) = diagnose(chain)
+    assert (issue.index, issue.rule, issue.fatal) == (index, "system-position", False)
+
+
+def test_repair_merges_leading_system_messages_and_opens_sections_for_later_ones() -> None:
+    """Several leading system messages (OpenAI, DeepSeek) become one header system
+    message; one sent mid-chain (Anthropic, OpenAI) opens a section, in place."""
+    merged = ChainAST.from_messages([S("s"), S("t"), H("a"), A("x")], repair=True)
+    (section,) = merged.sections
+    assert section.header.system_message == Message(
+        role=Role.SYSTEM, parts=[TextPart(text="s"), TextPart(text="t")]
+    )
+    chain = [S("s"), H("a"), A("x"), S("t"), H("b"), A("y")]
+    ast = ChainAST.from_messages(chain, repair=True)
+    assert [s.header.system_message for s in ast.sections] == [chain[0], chain[3]]
+    assert ast.to_messages() == chain
+    assert ast.size == sum(m.size for m in chain)
+    after_human = ChainAST.from_messages([H("a"), S("s"), H("b")], repair=True)
+    assert after_human.to_messages() == [H("a"), S("s"), H("b")]
 
 
 @pytest.mark.parametrize(("chain", "index", "rule"), FATAL)
@@ -264,15 +293,13 @@ def test_diagnose_reports_fatal_issues_without_raising(
     assert found[-1].message
 
 
-def test_diagnose_reports_repairable_issues_before_a_fatal_one() -> None:
+def test_diagnose_reports_every_repairable_issue_in_order() -> None:
     chain = [H("a"), H("b"), A("x"), S("s")]
-    with pytest.raises(ChainError) as info:
-        ChainAST.from_messages(chain, repair=True)
-    assert (info.value.index, info.value.rule) == (3, "system-position")
+    ChainAST.from_messages(chain, repair=True)
     found = diagnose(chain)
     assert [(i.index, i.rule, i.fatal) for i in found] == [
         (1, "consecutive-human", False),
-        (3, "system-position", True),
+        (3, "system-position", False),
     ]
 
 

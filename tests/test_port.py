@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from cast import (
     FAKE_GEMINI_SIGNATURE,
     FALLBACK_RESPONSE_CONTENT,
-    ChainError,
     IdTemplate,
     Message,
     MessageFormatError,
@@ -145,7 +144,13 @@ def test_repair_answers_every_call_right_after_it_and_removes_orphans() -> None:
     ]
     out = port(chain, "openai")
     assert [m.role for m in out] == [
-        Role.SYSTEM, Role.HUMAN, Role.AI, Role.TOOL, Role.TOOL, Role.HUMAN, Role.AI,
+        Role.SYSTEM,
+        Role.HUMAN,
+        Role.AI,
+        Role.TOOL,
+        Role.TOOL,
+        Role.HUMAN,
+        Role.AI,
     ]
     assert [r.content for m in out for r in m.tool_results] == ["one", FALLBACK_RESPONSE_CONTENT]
     assert [r.tool_call_id for m in out for r in m.tool_results] == ["c1", "c2"]
@@ -158,7 +163,9 @@ def test_repair_answers_every_call_right_after_it_and_removes_orphans() -> None:
     ("target", "kept", "renamed"),
     [
         pytest.param(
-            "anthropic", ["toolu_01Pjr3rJaMRG6ZGtAByoNUZw", "call_abc"], ["functions.f:0"],
+            "anthropic",
+            ["toolu_01Pjr3rJaMRG6ZGtAByoNUZw", "call_abc"],
+            ["functions.f:0"],
             id="anthropic",
         ),
         pytest.param("openai", ["functions.f:0", "call_abc"], ["x" * 41], id="openai-length"),
@@ -199,7 +206,10 @@ def test_mistral_ids_are_nine_alphanumerics_and_deterministic() -> None:
     payload = openai.encode(first)
     assert payload["messages"][1]["tool_calls"][0]["id"] == new_id
     assert payload["messages"][2] == {
-        "role": "tool", "tool_call_id": new_id, "content": "sunny", "name": "get_weather",
+        "role": "tool",
+        "tool_call_id": new_id,
+        "content": "sunny",
+        "name": "get_weather",
     }
 
 
@@ -256,14 +266,23 @@ def reasonings(messages: list[Message]) -> list[Reasoning]:
         pytest.param("openai", "openai", [], id="openai-strips-always"),
         pytest.param("mistral", "mistral", [], id="mistral-strips-always"),
         pytest.param(
-            "gemini", "anthropic", [Reasoning(signature=FAKE)], id="gemini-foreign-fake-sig",
+            "gemini",
+            "anthropic",
+            [Reasoning(signature=FAKE)],
+            id="gemini-foreign-fake-sig",
         ),
         pytest.param(
-            "deepseek", "anthropic", [Reasoning(), Reasoning()], id="deepseek-empty-content",
+            "deepseek",
+            "anthropic",
+            [Reasoning(), Reasoning()],
+            id="deepseek-empty-content",
         ),
         pytest.param("kimi", "openai", [Reasoning()], id="kimi-tool-call-messages"),
         pytest.param(
-            "deepseek", "deepseek", [SIGNED, UNSIGNED], id="deepseek-same-keeps",
+            "deepseek",
+            "deepseek",
+            [SIGNED, UNSIGNED],
+            id="deepseek-same-keeps",
         ),
     ],
 )
@@ -378,9 +397,12 @@ def test_port_accepts_dicts_and_never_changes_its_input() -> None:
             "role": "assistant",
             "parts": [{"type": "tool_call", "id": "a.b", "name": "f", "arguments": "{"}],
         },
-        {"role": "tool", "parts": [
-            {"type": "tool_result", "tool_call_id": "a.b", "name": "f", "content": "r"},
-        ]},
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_result", "tool_call_id": "a.b", "name": "f", "content": "r"},
+            ],
+        },
     ]
     before = copy.deepcopy(chain)
     out = port(chain, "anthropic")
@@ -395,17 +417,44 @@ def test_port_accepts_dicts_and_never_changes_its_input() -> None:
 @pytest.mark.parametrize(
     ("chain", "error"),
     [
-        pytest.param([Message.ai("hi")], ChainError, id="opens-with-ai"),
-        pytest.param(
-            [Message.human("a"), Message.ai("b"), Message.system("late")], ChainError,
-            id="late-system",
-        ),
         pytest.param([{"role": "user", "parts": "nope"}], MessageFormatError, id="bad-dict"),
     ],
 )
 def test_port_refuses_what_no_repair_fixes(chain: list[Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         port(chain, "openai")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_chain_opening_with_an_ai_message_gets_an_opening_human(target: str) -> None:
+    """Replays of earlier turns (recorded requests open with an assistant message):
+    a placeholder human message opens them; tool messages before any call go."""
+    chain = [Message.tool("c0", "f", "stray"), Message.ai("Hello!"), Message.human("hi")]
+    out = port(chain, target)
+    assert out[:2] == [Message.human(OPENING_HUMAN_TEXT), chain[1]]
+    assert lint(out, target) == []
+
+
+def test_system_messages_after_the_first_stay_or_move_into_the_system_prompt() -> None:
+    chain = [
+        Message.system("a"),
+        Message.system("b"),
+        Message.human("q"),
+        Message.ai("x"),
+        Message.system("late"),
+        Message.human("r"),
+    ]
+    merged = Message(role=Role.SYSTEM, parts=[TextPart(text="a"), TextPart(text="b")])
+    for target in ("openai", "anthropic", "openai-responses", "deepseek"):
+        out = port(chain, target)
+        assert out == [merged, *chain[2:]]
+        assert lint(out, target) == []
+    for target in ("bedrock", "gemini", "mistral"):
+        out = port(chain, target)
+        moved = Message(role=Role.SYSTEM, parts=[*merged.parts, TextPart(text="late")])
+        assert out[0] == moved
+        assert [m.role for m in out].count(Role.SYSTEM) == 1
+        assert lint(out, target) == []
 
 
 def test_unknown_targets_and_sources_are_errors() -> None:
@@ -508,11 +557,15 @@ def ai_turn(draw: st.DrawFn) -> list[Message]:
     """An AI message and (most of the time) the results of its calls."""
     parts: list[Any] = []
     if draw(st.booleans()):
-        parts.append(TextPart(text=draw(st.sampled_from(["", "ok", "let me see"])),
-                              reasoning=draw(REASONING)))
+        parts.append(
+            TextPart(
+                text=draw(st.sampled_from(["", "ok", "let me see"])), reasoning=draw(REASONING)
+            )
+        )
     calls = [
-        ToolCall(id=draw(IDS), name=draw(NAMES), arguments=draw(ARGUMENTS),
-                 reasoning=draw(REASONING))
+        ToolCall(
+            id=draw(IDS), name=draw(NAMES), arguments=draw(ARGUMENTS), reasoning=draw(REASONING)
+        )
         for _ in range(draw(st.integers(0, 3)))
     ]
     parts.extend(calls)

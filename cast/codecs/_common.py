@@ -18,12 +18,13 @@ from pydantic import ValidationError
 
 from cast._json import loads_strict
 from cast.errors import CodecError
-from cast.messages import Message, Role
+from cast.messages import Message, ProviderPart, Role
 
 __all__ = [
     "args_object",
     "as_messages",
     "b64decode",
+    "b64decode_any",
     "b64encode",
     "canonical_object",
     "dumps_compact",
@@ -32,6 +33,8 @@ __all__ = [
     "fail",
     "json_type",
     "parse_data_url",
+    "provider_block",
+    "provider_part",
     "signature_text",
 ]
 
@@ -64,12 +67,40 @@ def fail(path: str, expected: str, value: object = ..., index: int | None = None
     raise error(path, expected, value, index)
 
 
-def b64decode(text: str, path: str, index: int | None = None) -> bytes:
-    """Standard base64 (RFC 4648 §4) to bytes, strictly: no stray characters."""
+_STANDARD_ONLY = frozenset("+/")
+_URL_SAFE_ONLY = frozenset("-_")
+
+
+def b64decode_any(text: str) -> bytes | None:
+    """Base64 text in either alphabet of RFC 4648 (standard §4 or URL-safe §5), with or
+    without padding, as bytes; ``None`` when it is not base64 (stray characters, both
+    alphabets mixed, a bad length). Gemini sends URL-safe base64 in ``inlineData``."""
+    chars = set(text)
+    url_safe = not chars.isdisjoint(_URL_SAFE_ONLY)
+    if url_safe and not chars.isdisjoint(_STANDARD_ONLY):
+        return None
+    if len(text) % 4:
+        if text.endswith("="):
+            return None
+        text += "=" * (-len(text) % 4)
     try:
+        if url_safe:
+            return base64.b64decode(text.translate(_TO_STANDARD), validate=True)
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
+        return None
+
+
+_TO_STANDARD = str.maketrans("-_", "+/")
+
+
+def b64decode(text: str, path: str, index: int | None = None) -> bytes:
+    """Base64 text (standard or URL-safe, padded or not) to bytes, strictly otherwise:
+    no stray characters. Encoders always write standard padded base64."""
+    data = b64decode_any(text)
+    if data is None:
         fail(path, f"expected base64 data, got {text[:40]!r}", index=index)
+    return data
 
 
 def b64encode(data: bytes) -> str:
@@ -143,10 +174,29 @@ def parse_data_url(url: str) -> tuple[str, bytes] | None:
     if not sep or not head.endswith(";base64"):
         return None
     mime = head[5 : -len(";base64")]
+    decoded = b64decode_any(data)
+    return None if decoded is None else (mime, decoded)
+
+
+def provider_part(provider: str, kind: str, block: object) -> ProviderPart:
+    """``block`` kept whole, as the opaque part of ``provider`` (its wire format)."""
+    return ProviderPart(provider=provider, kind=kind, data=dumps_compact(block))
+
+
+def provider_block(part: ProviderPart, provider: str, path: str, index: int) -> Any:
+    """The block a :class:`ProviderPart` holds, when it belongs to ``provider``; a part of
+    another provider raises (``cast.port`` turns those into text first)."""
+    if part.provider != provider:
+        fail(
+            path,
+            f"a {part.provider} {part.kind!r} block cannot be sent to {provider} "
+            "(port the chain to turn it into text)",
+            index=index,
+        )
     try:
-        return mime, base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return None
+        return loads_strict(part.data)
+    except (ValueError, RecursionError):
+        fail(f"{path}.data", f"expected JSON text, got {part.data[:40]!r}", index=index)
 
 
 def as_messages(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
@@ -183,6 +233,7 @@ def encode_user_turns(
     human_blocks: Callable[[Message, int], Blocks],
     assistant: Callable[[Message, int], Any],
     system: Callable[[Message], Any],
+    late_system: Callable[[Message, int], Any] | None = None,
 ) -> tuple[Blocks, Any]:
     """The ``messages`` list and system value of APIs that carry tool results in user
     turns (Anthropic, Bedrock): consecutive TOOL messages share one user turn, results
@@ -190,7 +241,9 @@ def encode_user_turns(
 
     ``results`` appends one TOOL message's result blocks to the turn; ``human`` gives a
     user turn's content, ``human_blocks`` the blocks a HUMAN message adds to a results
-    turn, ``assistant`` an assistant turn's content, ``system`` the top-level value.
+    turn, ``assistant`` an assistant turn's content, ``system`` the top-level value;
+    ``late_system``, where the API takes them, the content of a ``role: "system"``
+    message for a SYSTEM message after the first (else such a message is an error).
     """
     out: Blocks = []
     system_value: Any = None
@@ -210,6 +263,8 @@ def encode_user_turns(
                 out.append({"role": "user", "content": human(message, i)})
         elif role is Role.AI:
             out.append({"role": "assistant", "content": assistant(message, i)})
+        elif i != 0 and late_system is not None:
+            out.append({"role": "system", "content": late_system(message, i)})
         else:
             if i != 0:
                 fail(

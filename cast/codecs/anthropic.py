@@ -28,15 +28,17 @@ from cast.codecs._common import (
     b64encode,
     dumps_compact,
     encode_user_turns,
-    error,
     fail,
     parse_data_url,
+    provider_block,
+    provider_part,
     signature_text,
 )
 from cast.messages import (
     BinaryPart,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -59,6 +61,19 @@ _AI = Role.AI
 _TOOL = Role.TOOL
 _SYSTEM = Role.SYSTEM
 _MISSING: Any = object()
+_PROVIDER = "anthropic"
+CACHE_CONTROL = "cache_control"
+"""``ProviderPart.kind`` of a prompt-cache breakpoint: the ``cache_control`` of the block
+of the part right before it (``data`` is its value, ``{"type":"ephemeral"}``)."""
+
+# The keys chaincast models for each block type (besides ``type`` and ``cache_control``);
+# a block with any other key is kept whole as a ProviderPart.
+_MODELED = {
+    "text": frozenset({"text"}),
+    "image": frozenset({"source"}),
+    "document": frozenset({"source", "title"}),
+}
+_PAIRED = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
 def decode(payload: object) -> list[Message]:
@@ -78,7 +93,7 @@ def decode(payload: object) -> list[Message]:
 
     out: list[Message] = []
     if system is not None:
-        out.append(_decode_system(system))
+        out.append(_decode_system(system, "system", None))
     names: dict[str, str] = {}  # tool_use id -> name of the latest call with that id
     for i, item in enumerate(items):
         if not isinstance(item, dict):
@@ -92,60 +107,100 @@ def decode(payload: object) -> list[Message]:
         elif role == "user":
             _decode_user(content, i, names, out)
         elif role == "system":
-            fail(
-                f"messages[{i}].role",
-                "the Messages API takes the system prompt in the top-level system field",
-                index=i,
-            )
+            # Accepted inside ``messages`` by the API (instructions that arrive mid-chain).
+            out.append(_decode_system(content, f"messages[{i}].content", i))
         else:
             fail(f"messages[{i}].role", f"expected user or assistant, got {role!r}", index=i)
     return out
 
 
-def _decode_system(system: object) -> Message:
+def _decode_system(system: object, where: str, i: int | None) -> Message:
     if isinstance(system, str):
         return trusted_message(_SYSTEM, (TextPart(text=system),))
     if not isinstance(system, list):
-        fail("system", "a string or an array of text blocks", system)
-    parts: list[TextPart] = []
+        fail(where, "a string or an array of text blocks", system, i)
+    parts: list[Any] = []
     for j, block in enumerate(system):
-        if not isinstance(block, dict) or block.get("type") != "text":
-            fail(f"system[{j}]", "a text block", block)
-        text = block.get("text")
-        if not isinstance(text, str):
-            fail(f"system[{j}].text", "a string", text)
-        parts.append(TextPart(text=text))
+        block_where = f"{where}[{j}]"
+        if not isinstance(block, dict):
+            fail(block_where, "a text block", block, i)
+        # Text, or blocks kept whole (tool_addition in a system message).
+        _decode_block(block, block.get("type"), block_where, i, parts)
     return trusted_message(_SYSTEM, tuple(parts))
 
 
-def _text(block: dict[str, Any], where: str, i: int) -> str:
+def _whole(block: dict[str, Any], kind: str) -> bool:
+    """Whether ``block`` has keys chaincast does not model (it is then kept whole)."""
+    modeled = _MODELED.get(kind)
+    if modeled is None:
+        return True
+    return any(key not in modeled and key not in ("type", CACHE_CONTROL) for key in block)
+
+
+def _cache_point(block: dict[str, Any], parts: list[Any]) -> None:
+    """A ``cache_control`` on ``block`` as a cache point part after the block's part."""
+    value = block.get(CACHE_CONTROL, _MISSING)
+    if value is not _MISSING:
+        parts.append(provider_part(_PROVIDER, CACHE_CONTROL, value))
+
+
+def _text(block: dict[str, Any], where: str, i: int | None) -> str:
     text = block.get("text")
     if not isinstance(text, str):
         fail(f"{where}.text", "a string", text, i)
     return text
 
 
-def _decode_media(block: dict[str, Any], kind: str, where: str, i: int) -> Any:
+def _decode_media(block: dict[str, Any], kind: str, where: str, i: int | None) -> Any:
     """``image``/``document`` blocks: a base64 source is raw bytes with their media
-    type, a URL source (images only) is an image by URL."""
+    type, a text source (documents) UTF-8 bytes of ``text/plain``, a URL source media
+    by URL (a document's is a PDF); a document's ``title`` is the file name."""
     source = block.get("source")
     if not isinstance(source, dict):
         fail(f"{where}.source", "a source object", source, i)
     source_type = source.get("type")
-    if source_type == "base64":
+    title = block.get("title", "")
+    if not isinstance(title, str):
+        fail(f"{where}.title", "a string", title, i)
+    if source_type in ("base64", "text"):
         media_type = source.get("media_type")
         if not isinstance(media_type, str):
             fail(f"{where}.source.media_type", "a string", media_type, i)
         data = source.get("data")
         if not isinstance(data, str):
-            fail(f"{where}.source.data", "base64 text", data, i)
-        return BinaryPart(mime_type=media_type, data=b64decode(data, f"{where}.source.data", i))
-    if source_type == "url" and kind == "image":
+            fail(f"{where}.source.data", "a string", data, i)
+        raw = (
+            data.encode("utf-8")
+            if source_type == "text"
+            else b64decode(data, f"{where}.source.data", i)
+        )
+        return BinaryPart(mime_type=media_type, data=raw, filename=title)
+    if source_type == "url" and not title:
         url = source.get("url")
         if not isinstance(url, str):
             fail(f"{where}.source.url", "a string", url, i)
-        return ImagePart(url=url)
-    raise error(f"{where}.source.type", f"unsupported {kind} source type {source_type!r}", index=i)
+        return ImagePart(url=url, mime_type="application/pdf" if kind == "document" else "")
+    # Other sources (file ids, content blocks) are kept whole.
+    return provider_part(_PROVIDER, kind, block)
+
+
+def _decode_block(
+    block: dict[str, Any], kind: object, where: str, i: int | None, parts: list[Any]
+) -> None:
+    """A text, image or document block (or one kept whole) appended to ``parts``, with
+    its cache point after it."""
+    if not isinstance(kind, str):
+        fail(f"{where}.type", "a string", kind, i)
+    if kind in _PAIRED:
+        fail(f"{where}.type", f"a {kind} block has no place here", index=i)
+    if _whole(block, kind):
+        parts.append(provider_part(_PROVIDER, kind, block))
+        return
+    if kind == "text":
+        parts.append(TextPart(text=_text(block, where, i)))
+    else:
+        parts.append(_decode_media(block, kind, where, i))
+    _cache_point(block, parts)
 
 
 def _decode_assistant(content: object, i: int, names: dict[str, str]) -> Message:
@@ -160,16 +215,17 @@ def _decode_assistant(content: object, i: int, names: dict[str, str]) -> Message
         if not isinstance(block, dict):
             fail(where, "a content block object", block, i)
         kind = block.get("type")
-        if kind == "text":
+        if kind == "text" and not _whole(block, "text"):
             text = _text(block, where, i)
             if pending is not None and text:
                 parts.append(TextPart(text=text, reasoning=pending))
                 pending = None
-                continue
-            if pending is not None:
-                parts.append(TextPart(text="", reasoning=pending))
-                pending = None
-            parts.append(TextPart(text=text))
+            else:
+                if pending is not None:
+                    parts.append(TextPart(text="", reasoning=pending))
+                    pending = None
+                parts.append(TextPart(text=text))
+            _cache_point(block, parts)
         elif kind == "tool_use":
             call_id = block.get("id")
             if not isinstance(call_id, str):
@@ -187,17 +243,18 @@ def _decode_assistant(content: object, i: int, names: dict[str, str]) -> Message
                 )
             )
             pending = None
+            _cache_point(block, parts)
         elif kind in ("thinking", "redacted_thinking"):
             if pending is not None:
                 parts.append(TextPart(text="", reasoning=pending))
             pending = _decode_thinking(block, kind, where, i)
-        elif kind in ("image", "document"):
+        else:
+            # Media, and server-side blocks (server_tool_use, web_search_tool_result,
+            # mcp_tool_use, ...) kept whole.
             if pending is not None:
                 parts.append(TextPart(text="", reasoning=pending))
                 pending = None
-            parts.append(_decode_media(block, kind, where, i))
-        else:
-            fail(f"{where}.type", f"unsupported assistant content block {kind!r}", index=i)
+            _decode_block(block, kind, where, i, parts)
     if pending is not None:
         parts.append(TextPart(text="", reasoning=pending))
     return trusted_message(_AI, tuple(parts))
@@ -239,12 +296,8 @@ def _decode_user(content: object, i: int, names: dict[str, str], out: list[Messa
                 human = []
             out.append(_decode_result(block, where, i, names))
             emitted = True
-        elif kind == "text":
-            human.append(TextPart(text=_text(block, where, i)))
-        elif kind in ("image", "document"):
-            human.append(_decode_media(block, kind, where, i))
         else:
-            fail(f"{where}.type", f"unsupported user content block {kind!r}", index=i)
+            _decode_block(block, kind, where, i, human)
     if human or not emitted:
         out.append(trusted_message(_HUMAN, tuple(human)))
 
@@ -256,37 +309,37 @@ def _decode_result(block: dict[str, Any], where: str, i: int, names: dict[str, s
     if not isinstance(call_id, str):
         fail(f"{where}.tool_use_id", "a string", call_id, i)
     name = names.get(call_id, "")
+    is_error = block.get("is_error", False)
+    if not isinstance(is_error, bool):
+        fail(f"{where}.is_error", "a boolean", is_error, i)
     content = block.get("content")
-    if isinstance(content, str):
-        return trusted_message(
-            _TOOL, (ToolResult(tool_call_id=call_id, name=name, content=content),)
-        )
-    if content is None:  # omitted: an empty result
-        return trusted_message(_TOOL, (ToolResult(tool_call_id=call_id, name=name, content=""),))
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of content blocks", content, i)
     text = ""
     extras: list[Any] = []
-    for k, inner in enumerate(content):
-        inner_where = f"{where}.content[{k}]"
-        if not isinstance(inner, dict):
-            fail(inner_where, "a content block object", inner, i)
-        kind = inner.get("type")
-        if kind == "text":
-            if k == 0:
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        for k, inner in enumerate(content):
+            inner_where = f"{where}.content[{k}]"
+            if not isinstance(inner, dict):
+                fail(inner_where, "a content block object", inner, i)
+            kind = inner.get("type")
+            if k == 0 and kind == "text" and not _whole(inner, "text"):
                 text = _text(inner, inner_where, i)
+                _cache_point(inner, extras)  # read back as the result's own (normalized)
             else:
-                extras.append(TextPart(text=_text(inner, inner_where, i)))
-        elif kind in ("image", "document"):
-            extras.append(_decode_media(inner, kind, inner_where, i))
-        else:
-            fail(f"{inner_where}.type", f"unsupported tool result block {kind!r}", index=i)
-    result = ToolResult(tool_call_id=call_id, name=name, content=text)
-    return trusted_message(_TOOL, (result, *extras))
+                # media, tool_reference, search_result, ...
+                _decode_block(inner, kind, inner_where, i, extras)
+    elif content is not None:  # omitted: an empty result
+        fail(f"{where}.content", "a string or an array of content blocks", content, i)
+    own: list[Any] = []
+    _cache_point(block, own)
+    result = ToolResult(tool_call_id=call_id, name=name, content=text, is_error=is_error)
+    return trusted_message(_TOOL, (result, *own, *extras))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
-    """A Messages API request body ``{"system"?: ..., "messages": [...]}``."""
+    """A Messages API request body ``{"system"?: ..., "messages": [...]}``; a SYSTEM
+    message after the first goes inside ``messages`` with ``role: "system"``."""
     out, system = encode_user_turns(
         messages,
         api="the Messages API",
@@ -295,6 +348,7 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
         human_blocks=_encode_blocks,
         assistant=_encode_blocks,
         system=_encode_system,
+        late_system=_encode_user,
     )
     payload: dict[str, Any] = {"messages": out}
     if system is not None:
@@ -303,15 +357,7 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
 
 
 def _encode_system(message: Message) -> str | list[dict[str, Any]]:
-    parts = message.parts
-    if len(parts) == 1 and type(parts[0]) is TextPart:
-        return parts[0].text
-    blocks: list[dict[str, Any]] = []
-    for j, part in enumerate(parts):
-        if type(part) is not TextPart:
-            fail(f"messages[0].parts[{j}]", "the system prompt holds text only", index=0)
-        blocks.append({"type": "text", "text": part.text})
-    return blocks
+    return _encode_user(message, 0)
 
 
 def _encode_user(message: Message, i: int) -> str | list[dict[str, Any]]:
@@ -333,18 +379,66 @@ def _thinking_block(reasoning: Reasoning) -> dict[str, Any]:
     }
 
 
-def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""Image media types the Messages API takes (``image`` blocks)."""
+DOCUMENT_TYPES = frozenset({"application/pdf", "text/plain"})
+"""Document media types the Messages API takes (``document`` blocks)."""
+
+
+def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str, Any]:
+    """An ``image`` or ``document`` block; what the API cannot take raises."""
+    block: dict[str, Any]
     if isinstance(part, ImagePart):
-        # The url source takes http(s) URLs; a data: URL goes inline as base64.
         inline = parse_data_url(part.url)
         if inline is None:
-            return {"type": "image", "source": {"type": "url", "url": part.url}}
-        mime, data = inline
+            # The url source takes http(s) URLs of images and PDFs.
+            if part.mime_type and part.mime_type != "application/pdf":
+                fail(where, f"the Messages API takes no {part.mime_type} by URL", index=i)
+            kind = "document" if part.mime_type else "image"
+            return {"type": kind, "source": {"type": "url", "url": part.url}}
+        mime, data, filename = inline[0], inline[1], ""
     else:
-        mime, data = part.mime_type, part.data
-    kind = "image" if mime.startswith("image/") else "document"
-    source = {"type": "base64", "media_type": mime, "data": b64encode(data)}
-    return {"type": kind, "source": source}
+        mime, data, filename = part.mime_type, part.data, part.filename
+    if mime in IMAGE_TYPES:
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": mime, "data": b64encode(data)},
+        }
+    if mime == "text/plain":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            fail(where, "a text/plain document must be UTF-8", index=i)
+        block = {"type": "document", "source": {"type": "text", "media_type": mime, "data": text}}
+    elif mime == "application/pdf":
+        block = {
+            "type": "document",
+            "source": {"type": "base64", "media_type": mime, "data": b64encode(data)},
+        }
+    else:
+        fail(where, f"the Messages API takes images, PDFs and plain text, not {mime!r}", index=i)
+    if filename:
+        block["title"] = filename
+    return block
+
+
+def _add_provider_block(
+    blocks: list[dict[str, Any]],
+    part: ProviderPart,
+    where: str,
+    i: int,
+    owner: dict[str, Any] | None = None,
+) -> None:
+    """A kept block appended, or a cache point set on the block before it (``owner``
+    when the part follows a tool result directly)."""
+    value = provider_block(part, _PROVIDER, where, i)
+    if part.kind != CACHE_CONTROL:
+        blocks.append(value)
+        return
+    target = blocks[-1] if blocks else owner
+    if target is None:
+        fail(where, "a cache point must follow the part it marks", index=i)
+    target[CACHE_CONTROL] = value
 
 
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
@@ -353,6 +447,7 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
+        where = f"messages[{i}].parts[{j}]"
         if isinstance(part, TextPart):
             reasoning = part.reasoning
             if reasoning is not None and ai:
@@ -368,21 +463,15 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
                     "type": "tool_use",
                     "id": part.id,
                     "name": part.name,
-                    "input": args_object(
-                        part.arguments,
-                        f"messages[{i}].parts[{j}].arguments",
-                        i,
-                    ),
+                    "input": args_object(part.arguments, f"{where}.arguments", i),
                 }
             )
         elif isinstance(part, ImagePart | BinaryPart):
-            blocks.append(_encode_media(part))
+            blocks.append(_encode_media(part, where, i))
+        elif isinstance(part, ProviderPart):
+            _add_provider_block(blocks, part, where, i)
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"a {message.role.value} message cannot carry a {part.type} part",
-                index=i,
-            )
+            fail(where, f"a {message.role.value} message cannot carry a {part.type} part", index=i)
     return blocks
 
 
@@ -391,22 +480,32 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
     (a string when the result is text alone, else a block list)."""
     current: dict[str, Any] | None = None
     for j, part in enumerate(message.parts):
+        where = f"messages[{i}].parts[{j}]"
         if isinstance(part, ToolResult):
             current = {
                 "type": "tool_result",
                 "tool_use_id": part.tool_call_id,
                 "content": part.content,
             }
+            if part.is_error:
+                current["is_error"] = True
             blocks.append(current)
             continue
-        if current is None or isinstance(part, ToolCall | ToolResult):
+        if current is None or isinstance(part, ToolCall):
             fail(
-                f"messages[{i}].parts[{j}]",
+                where,
                 "a tool message holds tool results, each optionally followed by "
-                "text, image or binary parts",
+                "text, image, binary or provider parts",
                 index=i,
             )
         content = current["content"]
+        if (
+            isinstance(part, ProviderPart)
+            and part.kind == CACHE_CONTROL
+            and isinstance(content, str)
+        ):
+            _add_provider_block([], part, where, i, owner=current)
+            continue
         if isinstance(content, str):
             # An empty result text is left out unless a text block follows (which would
             # otherwise be read back as the result itself).
@@ -414,7 +513,9 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
             content = current["content"] = [{"type": "text", "text": content}] if keep else []
         if isinstance(part, TextPart):
             content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ProviderPart):
+            _add_provider_block(content, part, where, i, owner=current)
         else:
-            content.append(_encode_media(part))
+            content.append(_encode_media(part, where, i))
     if current is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)

@@ -34,6 +34,8 @@ from cast.codecs._common import (
     error,
     fail,
     parse_data_url,
+    provider_block,
+    provider_part,
     signature_text,
 )
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
@@ -41,6 +43,7 @@ from cast.messages import (
     BinaryPart,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -55,7 +58,50 @@ _AI = Role.AI
 _TOOL = Role.TOOL
 _SYSTEM = Role.SYSTEM
 _MISSING: Any = object()
-_KINDS = ("text", "image", "toolUse", "toolResult", "reasoningContent", "cachePoint")
+_PROVIDER = "bedrock"
+CACHE_POINT = "cachePoint"
+"""``ProviderPart.kind`` of a ``cachePoint`` block (a prompt-cache breakpoint)."""
+_KINDS = ("text", "image", "document", "video", "toolUse", "toolResult", "reasoningContent")
+_MEDIA = ("image", "document", "video")
+
+DOCUMENT_FORMATS: dict[str, str] = {
+    "pdf": "application/pdf",
+    "csv": "text/csv",
+    "doc": "application/msword",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xls": "application/vnd.ms-excel",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "html": "text/html",
+    "txt": "text/plain",
+    "md": "text/markdown",
+}
+"""``DocumentBlock.format`` values and their media types (API_runtime_DocumentBlock)."""
+IMAGE_FORMATS = ("png", "jpeg", "gif", "webp")
+"""``ImageBlock.format`` values: ``image/<format>``."""
+VIDEO_FORMATS: dict[str, str] = {
+    "mkv": "video/x-matroska",
+    "mov": "video/quicktime",
+    "mp4": "video/mp4",
+    "webm": "video/webm",
+    "flv": "video/x-flv",
+    "mpeg": "video/mpeg",
+    "mpg": "video/mpg",
+    "wmv": "video/x-ms-wmv",
+    "three_gp": "video/3gpp",
+}
+"""``VideoBlock.format`` values and their media types (API_runtime_VideoBlock)."""
+_FORMATS = {
+    "document": DOCUMENT_FORMATS,
+    "image": {f: f"image/{f}" for f in IMAGE_FORMATS},
+    "video": VIDEO_FORMATS,
+}
+_MIME_TO_BLOCK = {
+    mime: (kind, fmt) for kind, table in _FORMATS.items() for fmt, mime in table.items()
+}
+MEDIA_TYPES = frozenset(_MIME_TO_BLOCK)
+"""Every media type Converse carries inline (images, documents, videos)."""
+DEFAULT_DOCUMENT_NAME = "document"
+"""``name`` sent for a document that has no file name (Converse requires one)."""
 
 
 def decode(payload: object) -> list[Message]:
@@ -98,12 +144,14 @@ def decode(payload: object) -> list[Message]:
 def _decode_system(system: object) -> Message:
     if not isinstance(system, list):
         fail("system", "an array of system content blocks", system)
-    parts: list[TextPart] = []
+    parts: list[Any] = []
     for j, block in enumerate(system):
-        if isinstance(block, dict) and "cachePoint" in block and "text" not in block:
-            continue
         if not isinstance(block, dict):
             fail(f"system[{j}]", "a text block", block)
+        if len(block) == 1 and ("cachePoint" in block or "guardContent" in block):
+            ((kind, value),) = block.items()
+            parts.append(provider_part(_PROVIDER, str(kind), value))
+            continue
         text = block.get("text")
         if not isinstance(text, str):
             fail(f"system[{j}].text", "a string", text)
@@ -118,6 +166,9 @@ def _kind(block: object, where: str, i: int) -> tuple[str, Any]:
     for kind in _KINDS:
         if kind in block:
             return kind, block[kind]
+    if len(block) == 1:  # cachePoint, guardContent, citationsContent, ...: kept whole
+        ((kind, value),) = block.items()
+        return str(kind), value
     keys = ", ".join(sorted(str(k) for k in block)) or "none"
     raise error(where, f"unsupported content block (keys: {keys})", index=i)
 
@@ -128,21 +179,29 @@ def _text(value: object, where: str, i: int) -> str:
     return value
 
 
-def _decode_image(image: object, where: str, i: int) -> BinaryPart:
-    """``{"format": "png", "source": {"bytes": <base64>}}`` as ``image/<format>`` bytes."""
-    where = f"{where}.image"
-    if not isinstance(image, dict):
-        fail(where, "an image object", image, i)
-    fmt = image.get("format")
+def _decode_media(kind: str, value: object, where: str, i: int) -> Any:
+    """An ``image``, ``document`` or ``video`` block with inline bytes as a BinaryPart
+    (a document's ``name`` is its file name); other sources (``s3Location``) and blocks
+    with fields chaincast does not model are kept whole."""
+    block_where = f"{where}.{kind}"
+    if not isinstance(value, dict):
+        fail(block_where, f"a {kind} object", value, i)
+    fmt = value.get("format")
     if not isinstance(fmt, str):
-        fail(f"{where}.format", "a string", fmt, i)
-    source = image.get("source")
+        fail(f"{block_where}.format", "a string", fmt, i)
+    mime = _FORMATS[kind].get(fmt)
+    source = value.get("source")
     if not isinstance(source, dict):
-        fail(f"{where}.source", "a source object", source, i)
+        fail(f"{block_where}.source", "a source object", source, i)
+    modeled = {"format", "source", "name"} if kind == "document" else {"format", "source"}
     data = source.get("bytes")
-    if not isinstance(data, str):
-        fail(f"{where}.source.bytes", "base64 text (s3Location sources are not supported)", index=i)
-    return BinaryPart(mime_type=f"image/{fmt}", data=b64decode(data, f"{where}.source.bytes", i))
+    if mime is None or not isinstance(data, str) or len(source) != 1 or set(value) - modeled:
+        return provider_part(_PROVIDER, kind, value)
+    name = value.get("name", "")
+    if not isinstance(name, str):
+        fail(f"{block_where}.name", "a string", name, i)
+    raw = b64decode(data, f"{block_where}.source.bytes", i)
+    return BinaryPart(mime_type=mime, data=raw, filename=name)
 
 
 def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Message:
@@ -168,13 +227,13 @@ def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Mess
             if pending is not None:
                 parts.append(TextPart(text="", reasoning=pending))
             pending = _decode_reasoning(value, f"{where}.reasoningContent", i)
-        elif kind == "image":
+        elif kind == "toolResult":
+            fail(where, "a toolResult block belongs in a user message", index=i)
+        else:
             if pending is not None:
                 parts.append(TextPart(text="", reasoning=pending))
                 pending = None
-            parts.append(_decode_image(value, where, i))
-        elif kind != "cachePoint":
-            fail(where, f"unsupported assistant content block {kind!r}", index=i)
+            parts.append(_decode_other(kind, value, where, i))
     if pending is not None:
         parts.append(TextPart(text="", reasoning=pending))
     return trusted_message(_AI, tuple(parts))
@@ -220,6 +279,12 @@ def _decode_reasoning(value: object, where: str, i: int) -> Reasoning:
     return Reasoning(content=text, signature=signature.encode("utf-8"))
 
 
+def _decode_other(kind: str, value: object, where: str, i: int) -> Any:
+    if kind in _MEDIA:
+        return _decode_media(kind, value, where, i)
+    return provider_part(_PROVIDER, kind, value)
+
+
 def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Message]) -> None:
     """A user message: each ``toolResult`` becomes a TOOL message; every run of other
     blocks becomes a HUMAN message, in the order they come."""
@@ -236,10 +301,10 @@ def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Me
             emitted = True
         elif kind == "text":
             human.append(TextPart(text=_text(value, where, i)))
-        elif kind == "image":
-            human.append(_decode_image(value, where, i))
-        elif kind != "cachePoint":
-            fail(where, f"unsupported user content block {kind!r}", index=i)
+        elif kind in ("toolUse", "reasoningContent"):
+            fail(where, f"a {kind} block belongs in an assistant message", index=i)
+        else:
+            human.append(_decode_other(kind, value, where, i))
     if human or not emitted:
         out.append(trusted_message(_HUMAN, tuple(human)))
 
@@ -252,6 +317,9 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
     call_id = value.get("toolUseId")
     if not isinstance(call_id, str):
         fail(f"{where}.toolUseId", "a string", call_id, i)
+    status = value.get("status", "success")
+    if status not in ("success", "error"):
+        fail(f"{where}.status", f"expected success or error, got {status!r}", index=i)
     content = value.get("content")
     if not isinstance(content, list):
         fail(f"{where}.content", "an array of tool result blocks", content, i)
@@ -264,13 +332,17 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
             texts.append(TextPart(text=_text(inner["text"], inner_where, i)))
         elif "json" in inner:
             texts.append(TextPart(text=dumps_compact(inner["json"])))
-        elif "image" in inner:
-            texts.append(_decode_image(inner["image"], inner_where, i))
+        elif len(inner) == 1:
+            ((kind, inner_value),) = inner.items()
+            texts.append(_decode_other(str(kind), inner_value, inner_where, i))
         else:
-            fail(inner_where, "a text, json or image block", index=i)
+            fail(inner_where, "a text, json, image, document or video block", index=i)
     first = texts[0] if texts and isinstance(texts[0], TextPart) else None
     result = ToolResult(
-        tool_call_id=call_id, name=names.get(call_id, ""), content=first.text if first else ""
+        tool_call_id=call_id,
+        name=names.get(call_id, ""),
+        content=first.text if first else "",
+        is_error=status == "error",
     )
     return trusted_message(_TOOL, (result, *(texts[1:] if first else texts)))
 
@@ -295,10 +367,17 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
 def _encode_system(message: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for j, part in enumerate(message.parts):
-        if type(part) is not TextPart:
+        if type(part) is TextPart:
+            blocks.append({"text": part.text})
+        elif type(part) is ProviderPart:
+            blocks.append(_provider_block(part, f"messages[0].parts[{j}]", 0))
+        else:
             fail(f"messages[0].parts[{j}]", "the system prompt holds text only", index=0)
-        blocks.append({"text": part.text})
     return blocks
+
+
+def _provider_block(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
+    return {part.kind: provider_block(part, _PROVIDER, where, i)}
 
 
 def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
@@ -312,17 +391,25 @@ def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
     return {"reasoningContent": {"reasoningText": text}}
 
 
-def _encode_image(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str, Any]:
+def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str, Any]:
+    """An ``image``, ``document`` or ``video`` block with inline bytes."""
+    filename = ""
     if isinstance(part, ImagePart):
         inline = parse_data_url(part.url)
         if inline is None:
-            fail(where, "Converse takes images as bytes only, not by URL", index=i)
+            fail(where, "Converse takes media as bytes only, not by URL", index=i)
         mime, data = inline
     else:
-        mime, data = part.mime_type, part.data
-    if not mime.startswith("image/"):
-        fail(where, f"Converse cannot carry a {mime!r} binary part here", index=i)
-    return {"image": {"format": mime[6:], "source": {"bytes": b64encode(data)}}}
+        mime, data, filename = part.mime_type, part.data, part.filename
+    found = _MIME_TO_BLOCK.get(mime)
+    if found is None:
+        fail(where, f"Converse cannot carry a {mime!r} binary part", index=i)
+    kind, fmt = found
+    block: dict[str, Any] = {"format": fmt}
+    if kind == "document":
+        block["name"] = filename or DEFAULT_DOCUMENT_NAME
+    block["source"] = {"bytes": b64encode(data)}
+    return {kind: block}
 
 
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
@@ -347,7 +434,9 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
                 {"toolUse": {"toolUseId": part.id, "name": part.name, "input": arguments}}
             )
         elif isinstance(part, ImagePart | BinaryPart):
-            blocks.append(_encode_image(part, where, i))
+            blocks.append(_encode_media(part, where, i))
+        elif isinstance(part, ProviderPart):
+            blocks.append(_provider_block(part, where, i))
         else:
             fail(where, f"a {message.role.value} message cannot carry a {part.type} part", index=i)
     return blocks
@@ -361,7 +450,10 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
         where = f"messages[{i}].parts[{j}]"
         if isinstance(part, ToolResult):
             content = [{"text": part.content}]
-            blocks.append({"toolResult": {"toolUseId": part.tool_call_id, "content": content}})
+            result: dict[str, Any] = {"toolUseId": part.tool_call_id, "content": content}
+            if part.is_error:
+                result["status"] = "error"
+            blocks.append({"toolResult": result})
         elif content is None or isinstance(part, ToolCall):
             fail(
                 where,
@@ -371,7 +463,9 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
             )
         elif isinstance(part, TextPart):
             content.append({"text": part.text})
+        elif isinstance(part, ProviderPart):
+            content.append(_provider_block(part, where, i))
         else:
-            content.append(_encode_image(part, where, i))
+            content.append(_encode_media(part, where, i))
     if content is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)

@@ -36,9 +36,10 @@ from cast.codecs._common import (
     b64encode,
     canonical_object,
     dumps_compact,
-    error,
     fail,
     parse_data_url,
+    provider_block,
+    provider_part,
     signature_text,
 )
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
@@ -47,6 +48,7 @@ from cast.messages import (
     BinaryPart,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -61,6 +63,8 @@ _AI = Role.AI
 _TOOL = Role.TOOL
 _SYSTEM = Role.SYSTEM
 _MISSING: Any = object()
+_PROVIDER = "gemini"
+_MEDIA_KEYS = {"inlineData", "inline_data", "fileData", "file_data"}
 
 # The REST API accepts both spellings (proto3 JSON mapping); the SDKs' dict forms use
 # snake_case. Decode reads either; encode writes lowerCamelCase.
@@ -282,6 +286,20 @@ def _decode_call(
 
 
 def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
+    """An ``inlineData`` part as bytes, a ``fileData`` part as media by URL (its
+    ``mimeType`` kept); any other part (``executableCode``, ``codeExecutionResult``, a
+    media part with more fields such as ``videoMetadata``) is kept whole."""
+    if len(part) != 1 or not _MEDIA_KEYS.issuperset(part):
+        kind = next(
+            (str(k) for k in part if k not in ("thoughtSignature", "thought_signature")), ""
+        )
+        if not kind:
+            fail(
+                where,
+                "a text, functionCall, functionResponse, inlineData or fileData part",
+                index=c,
+            )
+        return provider_part(_PROVIDER, kind, part)
     inline = _get(part, "inlineData")
     if inline is not _MISSING:
         if not isinstance(inline, dict):
@@ -294,16 +312,17 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
             fail(f"{where}.inlineData.data", "base64 text", data, c)
         return BinaryPart(mime_type=mime, data=b64decode(data, f"{where}.inlineData.data", c))
     file = _get(part, "fileData")
-    if file is not _MISSING:
-        if not isinstance(file, dict):
-            fail(f"{where}.fileData", "an object with fileUri", file, c)
-        uri = _get(file, "fileUri")
-        if not isinstance(uri, str):
-            fail(f"{where}.fileData.fileUri", "a string", uri, c)
-        return ImagePart(url=uri)
-    raise error(
-        where, "a text, functionCall, functionResponse, inlineData or fileData part", index=c
-    )
+    if not isinstance(file, dict):
+        fail(f"{where}.fileData", "an object with fileUri", file, c)
+    uri = _get(file, "fileUri")
+    if not isinstance(uri, str):
+        fail(f"{where}.fileData.fileUri", "a string", uri, c)
+    mime = _get(file, "mimeType")
+    if mime is _MISSING:
+        mime = ""
+    elif not isinstance(mime, str):
+        fail(f"{where}.fileData.mimeType", "a string", mime, c)
+    return ImagePart(url=uri, mime_type=mime)
 
 
 def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> None:
@@ -348,14 +367,27 @@ def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) ->
     body = response.get("response", {})
     if not isinstance(body, dict):
         fail(f"{where}.response", "an object", body, c)
+    media = response.get("parts", [])  # Gemini 3: images and documents a tool returned
+    if not isinstance(media, list):
+        fail(f"{where}.parts", "an array of parts", media, c)
+    extras: list[Any] = []
+    for k, inner in enumerate(media):
+        if not isinstance(inner, dict):
+            fail(f"{where}.parts[{k}]", "a part object", inner, c)
+        extras.append(_decode_media(inner, c, f"{where}.parts[{k}]"))
+    error = body.get("error") if len(body) == 1 else None
     result = ToolResult(
-        tool_call_id=ids.response(call_id, name, c, j), name=name, content=_response_text(body)
+        tool_call_id=ids.response(call_id, name, c, j),
+        name=name,
+        content=error if isinstance(error, str) else _response_text(body),
+        is_error=isinstance(error, str),
     )
-    return trusted_message(_TOOL, (result,))
+    return trusted_message(_TOOL, (result, *extras))
 
 
 def _response_text(body: dict[str, Any]) -> str:
-    """``{"result": "<text>"}`` is that text; any other object its compact JSON."""
+    """``{"result": "<text>"}`` is that text (``{"error": "<text>"}`` too, as a failed
+    result); any other object its compact JSON."""
     if len(body) == 1:
         value = body.get("result", _MISSING)
         if isinstance(value, str):
@@ -368,7 +400,9 @@ def _response_object(content: str) -> dict[str, Any]:
     not itself ``{"result": <string>}`` goes as that object; any other text is
     wrapped as ``{"result": text}``. Decoding the output always gives ``content``."""
     value = canonical_object(content)
-    if value is not None and not (len(value) == 1 and isinstance(value.get("result"), str)):
+    if value is not None and not (
+        len(value) == 1 and isinstance(value.get("result", value.get("error")), str)
+    ):
         return value
     return {"result": content}
 
@@ -419,10 +453,20 @@ def encode(
 def _encode_system_parts(message: Message) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for j, part in enumerate(message.parts):
-        if type(part) is not TextPart:
+        if type(part) is TextPart:
+            parts.append({"text": part.text})
+        elif type(part) is ProviderPart:
+            parts.append(_kept(part, f"messages[0].parts[{j}]", 0))
+        else:
             fail(f"messages[0].parts[{j}]", "the system instruction holds text only", index=0)
-        parts.append({"text": part.text})
     return parts
+
+
+def _kept(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
+    block = provider_block(part, _PROVIDER, where, i)
+    if not isinstance(block, dict):
+        fail(f"{where}.data", "a JSON object (a whole part)", block, i)
+    return block
 
 
 def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
@@ -433,8 +477,8 @@ def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
     if inline is not None:
         return {"inlineData": {"mimeType": inline[0], "data": b64encode(inline[1])}}
     file: dict[str, str] = {"fileUri": url}
-    mime = mimetypes.guess_type(url, strict=False)[0]
-    if mime is not None:
+    mime = part.mime_type or mimetypes.guess_type(url, strict=False)[0]
+    if mime:
         file["mimeType"] = mime
     return {"fileData": file}
 
@@ -446,6 +490,8 @@ def _encode_user_parts(message: Message, i: int) -> list[dict[str, Any]]:
             parts.append({"text": part.text})
         elif isinstance(part, ImagePart | BinaryPart):
             parts.append(_encode_media(part))
+        elif isinstance(part, ProviderPart):
+            parts.append(_kept(part, f"messages[{i}].parts[{j}]", i))
         else:
             fail(
                 f"messages[{i}].parts[{j}]",
@@ -474,6 +520,9 @@ def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dic
             out = {"functionCall": call}
         elif isinstance(part, ImagePart | BinaryPart):
             parts.append(_encode_media(part))
+            continue
+        elif isinstance(part, ProviderPart):
+            parts.append(_kept(part, f"messages[{i}].parts[{j}]", i))
             continue
         else:
             fail(
@@ -504,24 +553,33 @@ def _encode_results(
 ) -> None:
     """``functionResponse`` parts of a TOOL message. A ``response`` holds one object,
     so text parts after a result are joined to its text with newlines (lossy: they
-    come back as part of the result)."""
-    results: list[tuple[ToolResult, list[str]]] = []
+    come back as part of the result); media after a result go in its ``parts``
+    (Gemini 3 multimodal function responses)."""
+    results: list[tuple[ToolResult, list[str], list[dict[str, Any]]]] = []
     for j, part in enumerate(message.parts):
         if isinstance(part, ToolResult):
-            results.append((part, []))
+            results.append((part, [], []))
         elif isinstance(part, TextPart) and results:
             results[-1][1].append(part.text)
+        elif isinstance(part, ImagePart | BinaryPart) and results:
+            results[-1][2].append(_encode_media(part))
+        elif isinstance(part, ProviderPart) and results:
+            results[-1][2].append(_kept(part, f"messages[{i}].parts[{j}]", i))
         else:
             fail(
                 f"messages[{i}].parts[{j}]",
-                "a Gemini tool turn holds function responses (and text joined to them) only",
+                "a Gemini tool turn holds function responses (with text and media) only",
                 index=i,
             )
     if not results:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
-    for result, extra in results:
+    for result, extra, media in results:
         content = "\n".join([result.content, *extra]) if extra else result.content
-        response: dict[str, Any] = {"name": result.name, "response": _response_object(content)}
+        # A failed call goes as {"error": text}, the documented key for error details.
+        body = {"error": content} if result.is_error else _response_object(content)
+        response: dict[str, Any] = {"name": result.name, "response": body}
         if include_ids:
             response["id"] = result.tool_call_id
+        if media:
+            response["parts"] = media
         parts.append({"functionResponse": response})

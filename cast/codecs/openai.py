@@ -25,11 +25,14 @@ from cast.codecs._common import (
     error,
     fail,
     parse_data_url,
+    provider_block,
+    provider_part,
 )
 from cast.messages import (
     BinaryPart,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -47,6 +50,15 @@ _AI = Role.AI
 _TOOL = Role.TOOL
 _SYSTEM = Role.SYSTEM
 _MISSING: Any = object()
+_PROVIDER = "openai"
+# The keys chaincast models for each content part type (besides ``type``); a part with
+# any other key (OpenRouter's ``cache_control``, a file by ``file_id``) is kept whole.
+_MODELED = {
+    "text": frozenset({"type", "text"}),
+    "image_url": frozenset({"type", "image_url"}),
+    "input_audio": frozenset({"type", "input_audio"}),
+    "file": frozenset({"type", "file"}),
+}
 
 
 def decode(payload: object) -> list[Message]:
@@ -112,6 +124,9 @@ def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
     kind = part.get("type")
+    modeled = _MODELED.get(kind) if isinstance(kind, str) else None
+    if modeled is not None and not modeled.issuperset(part) and (media or kind == "text"):
+        return provider_part(_PROVIDER, kind, part)  # type: ignore[arg-type]
     if kind == "text":
         text = part.get("text")
         if not isinstance(text, str):
@@ -152,16 +167,15 @@ def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
         if not isinstance(file, dict):
             fail(f"{where}.file", "an object with file_data", file, i)
         data_url = file.get("file_data")
-        if not isinstance(data_url, str):
-            fail(
-                f"{where}.file.file_data",
-                "inline file data (files by file_id are not supported)",
-                index=i,
-            )
+        if not isinstance(data_url, str) or not {"file_data", "filename"}.issuperset(file):
+            return provider_part(_PROVIDER, "file", part)  # a file by file_id
         parsed = parse_data_url(data_url)
         if parsed is None:
             fail(f"{where}.file.file_data", "a base64 data: URL", index=i)
-        return BinaryPart(mime_type=parsed[0], data=parsed[1])
+        filename = file.get("filename", "")
+        if not isinstance(filename, str):
+            fail(f"{where}.file.filename", "a string", filename, i)
+        return BinaryPart(mime_type=parsed[0], data=parsed[1], filename=filename)
     raise error(f"{where}.type", f"unsupported content part type {kind!r}", index=i)
 
 
@@ -317,7 +331,9 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
                 image["detail"] = part.detail
             out.append({"type": "image_url", "image_url": image})
         elif media and isinstance(part, BinaryPart):
-            out.append(_encode_binary(part))
+            out.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
+        elif isinstance(part, ProviderPart):
+            out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
             fail(
                 f"messages[{i}].parts[{j}]",
@@ -327,26 +343,43 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
     return out
 
 
-def _encode_binary(part: BinaryPart) -> dict[str, Any]:
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+"""Images a user message takes (https://platform.openai.com/docs/guides/images-vision)."""
+AUDIO_TYPES = frozenset({"audio/wav", "audio/mp3"})
+"""``input_audio`` formats (https://platform.openai.com/docs/guides/audio)."""
+
+
+def _encode_binary(part: BinaryPart, where: str, i: int) -> dict[str, Any]:
     mime = part.mime_type
-    if mime.startswith("audio/"):
+    if mime in AUDIO_TYPES:
         return {
             "type": "input_audio",
             "input_audio": {"data": b64encode(part.data), "format": mime[6:]},
         }
-    if mime.startswith("image/"):
+    if mime in IMAGE_TYPES:
         url = f"data:{mime};base64,{b64encode(part.data)}"
         return {"type": "image_url", "image_url": {"url": url}}
-    return {"type": "file", "file": {"file_data": f"data:{mime};base64,{b64encode(part.data)}"}}
+    if mime.startswith(("audio/", "video/", "image/")):
+        # Other images, audio and video have no part type; files are documents.
+        fail(where, f"OpenAI Chat takes no {mime!r} part", index=i)
+    file = {"file_data": f"data:{mime};base64,{b64encode(part.data)}"}
+    if part.filename:
+        file["filename"] = part.filename
+    return {"type": "file", "file": file}
 
 
 def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[str, Any]:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     reasonings: list[str] = []
+    blocks: list[dict[str, Any]] = []  # content parts in order, when a kept block is among them
     for j, part in enumerate(message.parts):
+        if isinstance(part, ProviderPart):
+            blocks.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+            continue
         if isinstance(part, TextPart):
             texts.append(part.text)
+            blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall):
             calls.append(
                 {
@@ -369,7 +402,9 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
             reasonings.append(reasoning.content)
 
     content: Any
-    if not texts:
+    if len(blocks) > len(texts):
+        content = blocks
+    elif not texts:
         content = None
     elif len(texts) == 1:
         content = texts[0]
@@ -399,15 +434,19 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
             if tool_names and part.name:
                 current["name"] = part.name
             out.append(current)
-        elif isinstance(part, TextPart) and current is not None:
+        elif isinstance(part, TextPart | ProviderPart) and current is not None:
             content = current["content"]
             if isinstance(content, str):
                 content = current["content"] = [{"type": "text", "text": content}]
-            content.append({"type": "text", "text": part.text})
+            if isinstance(part, TextPart):
+                content.append({"type": "text", "text": part.text})
+            else:
+                content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
             fail(
                 f"messages[{i}].parts[{j}]",
-                "a tool message holds tool results, each optionally followed by text parts",
+                "a tool message holds tool results, each optionally followed by text or "
+                "provider parts",
                 index=i,
             )
     if current is None:

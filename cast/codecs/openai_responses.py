@@ -21,11 +21,19 @@ from collections.abc import Iterable
 from typing import Any
 
 from cast._fast import trusted_message
-from cast.codecs._common import as_messages, b64encode, fail
+from cast.codecs._common import (
+    as_messages,
+    b64encode,
+    fail,
+    parse_data_url,
+    provider_block,
+    provider_part,
+)
 from cast.messages import (
     BinaryPart,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -41,6 +49,9 @@ _TOOL = Role.TOOL
 _SYSTEM = Role.SYSTEM
 _MISSING: Any = object()
 _TEXT_PARTS = ("input_text", "output_text")
+_PROVIDER = "openai-responses"
+_REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "content"})
+_ROLES = {"user": Role.HUMAN, "system": Role.SYSTEM, "developer": Role.SYSTEM}
 
 
 def encode_signature(item_id: str, encrypted_content: str | None) -> bytes:
@@ -89,11 +100,33 @@ def decode(payload: object) -> list[Message]:
             fail(where, "an input item object", item, i)
         kind = item.get("type", "message")
         role = item.get("role")
-        if (kind == "message" and role == "assistant") or kind in ("function_call", "reasoning"):
+        if not isinstance(kind, str):
+            fail(f"{where}.type", "a string", kind, i)
+        known = kind in ("message", "function_call", "function_call_output", "reasoning")
+        if known and kind != "function_call_output" and _kept_whole(item, kind):
+            known = False  # reasoning text, annotations: kept as they are
+        if not known and role in _ROLES:
+            # An item of a user or instruction role (additional_tools, ...): its own message.
+            if ai is not None:
+                _close(ai, pending, out)
+                ai, pending = None, None
+            out.append(trusted_message(_ROLES[role], (provider_part(_PROVIDER, kind, item),)))
+            continue
+        if (
+            (kind == "message" and role == "assistant")
+            or kind in ("function_call", "reasoning")
+            or not known
+        ):
             if ai is None:
                 ai = []
                 out.append(trusted_message(_AI, ()))
-            if kind == "reasoning":
+            if not known:
+                # Hosted tool calls (web_search_call, mcp_call, ...) kept whole.
+                if pending is not None:
+                    ai.append(TextPart(text="", reasoning=pending))
+                    pending = None
+                ai.append(provider_part(_PROVIDER, kind, item))
+            elif kind == "reasoning":
                 if pending is not None:
                     ai.append(TextPart(text="", reasoning=pending))
                 pending = _decode_reasoning(item, where, i)
@@ -131,6 +164,19 @@ def decode(payload: object) -> list[Message]:
     if ai is not None:
         _close(ai, pending, out)
     return out
+
+
+def _kept_whole(item: dict[str, Any], kind: str) -> bool:
+    """Items whose fields chaincast does not model: a reasoning item with reasoning
+    text (``content``) or other fields, an assistant message with annotations."""
+    if kind == "reasoning":
+        return bool(item.get("content")) or not _REASONING_KEYS.issuperset(item)
+    if kind == "message" and item.get("role") == "assistant":
+        content = item.get("content")
+        return isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("annotations") for p in content
+        )
+    return False
 
 
 def _close(ai: list[Any], pending: Reasoning | None, out: list[Message]) -> None:
@@ -186,21 +232,41 @@ def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) ->
         kind = part.get("type")
         if kind in _TEXT_PARTS:
             parts.append(TextPart(text=_text_of(part, part_where, i)))
-        elif kind == "input_image" and media:
-            url = part.get("image_url")
-            if not isinstance(url, str):
-                fail(
-                    f"{part_where}.image_url",
-                    "an image URL (images by file_id are not supported)",
-                    index=i,
-                )
-            detail = part.get("detail", "")
-            if not isinstance(detail, str):
-                fail(f"{part_where}.detail", "a string", detail, i)
-            parts.append(ImagePart(url=url, detail=detail))
+        elif kind in ("input_image", "input_file") and media:
+            parts.append(_decode_media(part, kind, part_where, i))
         else:
             fail(f"{part_where}.type", f"unsupported content part type {kind!r}", index=i)
     return tuple(parts)
+
+
+def _decode_media(part: dict[str, Any], kind: str, where: str, i: int) -> Any:
+    """``input_image`` by URL as an image part, ``input_file`` with inline data as
+    bytes (with its ``filename``) or by URL as media by URL; by ``file_id``, or with
+    fields chaincast does not model, kept whole."""
+    if kind == "input_image":
+        url = part.get("image_url")
+        detail = part.get("detail", "")
+        if (
+            isinstance(url, str)
+            and isinstance(detail, str)
+            and set(part) <= {"type", "image_url", "detail"}
+        ):
+            return ImagePart(url=url, detail=detail)
+        return provider_part(_PROVIDER, kind, part)
+    data = part.get("file_data")
+    filename = part.get("filename", "")
+    url = part.get("file_url")
+    if (
+        isinstance(data, str)
+        and isinstance(filename, str)
+        and set(part) <= {"type", "file_data", "filename"}
+    ):
+        inline = parse_data_url(data)
+        if inline is not None:
+            return BinaryPart(mime_type=inline[0], data=inline[1], filename=filename)
+    if isinstance(url, str) and set(part) == {"type", "file_url"}:
+        return ImagePart(url=url, mime_type="application/pdf")
+    return provider_part(_PROVIDER, kind, part)
 
 
 def _string(item: dict[str, Any], key: str, where: str, i: int) -> str:
@@ -247,16 +313,26 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
             _TOOL, (ToolResult(tool_call_id=call_id, name=name, content=output),)
         )
     if not isinstance(output, list):
-        fail(f"{where}.output", "a string or an array of input_text parts", output, i)
-    # An array of text parts: the first is the result, the others follow it as text.
-    texts: list[str] = []
+        fail(f"{where}.output", "a string or an array of input parts", output, i)
+    # An array of parts: a first text is the result, the others follow it.
+    extras: list[Any] = []
+    text = ""
     for j, part in enumerate(output):
         part_where = f"{where}.output[{j}]"
-        if not isinstance(part, dict) or part.get("type") != "input_text":
-            fail(part_where, "an input_text part", part, i)
-        texts.append(_text_of(part, part_where, i))
-    result = ToolResult(tool_call_id=call_id, name=name, content=texts[0] if texts else "")
-    return trusted_message(_TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
+        if not isinstance(part, dict):
+            fail(part_where, "an input_text, input_image or input_file part", part, i)
+        kind = part.get("type")
+        if kind == "input_text":
+            if j == 0:
+                text = _text_of(part, part_where, i)
+            else:
+                extras.append(TextPart(text=_text_of(part, part_where, i)))
+        elif kind in ("input_image", "input_file"):
+            extras.append(_decode_media(part, kind, part_where, i))
+        else:
+            fail(f"{part_where}.type", f"unsupported output part type {kind!r}", index=i)
+    result = ToolResult(tool_call_id=call_id, name=name, content=text)
+    return trusted_message(_TOOL, (result, *extras))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
@@ -269,11 +345,24 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
             _encode_assistant(message, i, out)
         elif role is _TOOL:
             _encode_outputs(message, i, out)
+        elif _is_item(message):
+            out.append(provider_block(message.parts[0], _PROVIDER, f"messages[{i}].parts[0]", i))  # type: ignore[arg-type]
         elif role is _HUMAN:
             out.append({"role": "user", "content": _encode_content(message, i, media=True)})
         else:
             out.append({"role": "system", "content": _encode_content(message, i, media=False)})
     return {"input": out}
+
+
+def _is_item(message: Message) -> bool:
+    """A message holding one kept input item (not a content part)."""
+    parts = message.parts
+    return (
+        len(parts) == 1
+        and type(parts[0]) is ProviderPart
+        and parts[0].provider == _PROVIDER
+        and not parts[0].kind.startswith("input_")
+    )
 
 
 def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict[str, Any]]:
@@ -286,14 +375,13 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
             out.append({"type": "input_text", "text": part.text})
             continue
         if media and isinstance(part, ImagePart):
-            image: dict[str, str] = {"type": "input_image", "image_url": part.url}
-            if part.detail:
-                image["detail"] = part.detail
-            out.append(image)
+            out.append(_encode_url(part))
             continue
-        if media and isinstance(part, BinaryPart) and part.mime_type.startswith("image/"):
-            url = f"data:{part.mime_type};base64,{b64encode(part.data)}"
-            out.append({"type": "input_image", "image_url": url})
+        if media and isinstance(part, BinaryPart):
+            out.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
+            continue
+        if media and isinstance(part, ProviderPart):
+            out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
             continue
         fail(
             f"messages[{i}].parts[{j}]",
@@ -301,6 +389,33 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
             index=i,
         )
     return out
+
+
+FILE_TYPES = frozenset({"application/pdf"})
+"""Media types ``input_file`` takes inline (https://platform.openai.com/docs/guides/pdf-files)."""
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+"""Media types ``input_image`` takes (https://platform.openai.com/docs/guides/images-vision)."""
+
+
+def _encode_binary(part: BinaryPart, where: str, i: int) -> dict[str, Any]:
+    url = f"data:{part.mime_type};base64,{b64encode(part.data)}"
+    if part.mime_type in IMAGE_TYPES:
+        return {"type": "input_image", "image_url": url}
+    if part.mime_type not in FILE_TYPES:
+        fail(where, f"Responses takes images and PDFs, not {part.mime_type!r}", index=i)
+    file: dict[str, Any] = {"type": "input_file", "file_data": url}
+    if part.filename:
+        file["filename"] = part.filename
+    return file
+
+
+def _encode_url(part: ImagePart) -> dict[str, Any]:
+    if part.mime_type:
+        return {"type": "input_file", "file_url": part.url}
+    image: dict[str, Any] = {"type": "input_image", "image_url": part.url}
+    if part.detail:
+        image["detail"] = part.detail
+    return image
 
 
 def _reasoning_item(reasoning: Reasoning) -> dict[str, Any]:
@@ -342,6 +457,9 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                 }
             )
             texts = None
+        elif isinstance(part, ProviderPart):
+            out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+            texts = None
         else:
             fail(
                 f"messages[{i}].parts[{j}]",
@@ -352,7 +470,7 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
         out.append({"role": "assistant", "content": []})
     for item in out[start:]:
         content = item.get("content")
-        if isinstance(content, list) and content:
+        if isinstance(content, list) and content and isinstance(content[0], str):
             item["content"] = (
                 content[0]
                 if len(content) == 1
@@ -361,9 +479,11 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
 
 
 def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None:
-    """One ``function_call_output`` per result; text parts after a result join it."""
+    """One ``function_call_output`` per result; the parts after a result make its
+    ``output`` a list (text, images, files)."""
     current: dict[str, Any] | None = None
     for j, part in enumerate(message.parts):
+        where = f"messages[{i}].parts[{j}]"
         if isinstance(part, ToolResult):
             current = {
                 "type": "function_call_output",
@@ -371,16 +491,25 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
                 "output": part.content,
             }
             out.append(current)
-        elif isinstance(part, TextPart) and current is not None:
-            output = current["output"]
-            if isinstance(output, str):
-                output = current["output"] = [{"type": "input_text", "text": output}]
-            output.append({"type": "input_text", "text": part.text})
-        else:
+            continue
+        if current is None or isinstance(part, ToolCall):
             fail(
-                f"messages[{i}].parts[{j}]",
-                "a tool message holds tool results, each optionally followed by text parts",
+                where,
+                "a tool message holds tool results, each optionally followed by "
+                "text, image, file or provider parts",
                 index=i,
             )
+        output = current["output"]
+        if isinstance(output, str):
+            keep = bool(output) or isinstance(part, TextPart)
+            output = current["output"] = [{"type": "input_text", "text": output}] if keep else []
+        if isinstance(part, TextPart):
+            output.append({"type": "input_text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            output.append(_encode_url(part))
+        elif isinstance(part, BinaryPart):
+            output.append(_encode_binary(part, where, i))
+        else:
+            output.append(provider_block(part, _PROVIDER, where, i))
     if current is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)

@@ -1,0 +1,174 @@
+"""Real payloads (requests the providers accepted, recorded by other projects' test
+suites; see ``tests/fixtures/real/SOURCES.md``) through the whole cast path.
+
+One helper per step, so further steps (a summarize step) can be added by composing
+them: decode, parse (strict, else repaired), round trip, then port to every registered
+provider, lint clean for it and encode with its codec.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cast import lint, open_with_human, port
+from cast.codecs import detect_format, get_codec
+from cast.codecs._common import b64decode_any
+from cast.errors import ChainError
+from cast.messages import Message
+from cast.parse import parse_chain
+from cast.providers import PROVIDERS, ProviderProfile
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+FIXTURES = sorted(REAL.glob("*/*.json"))
+
+SOURCE_PROVIDER = {
+    "anthropic": "anthropic",
+    "claude_code": "anthropic",
+    "bedrock": "bedrock",
+    "gemini": "gemini",
+    "openai": "openai",
+    "openai_responses": "openai-responses",
+    "langchaingo": None,
+}
+"""The provider whose reasoning a payload of each codec carries (port's ``source``)."""
+
+DROPPED_KEYS: dict[str, frozenset[str]] = {
+    # Keys whose values a codec does not keep; each is listed in docs/codecs.md.
+    "anthropic": frozenset({"type"}),
+    # log metadata of each entry (model, id, usage, stop reason)
+    "claude_code": frozenset(
+        {"type", "caller", "model", "id", "usage", "stop_reason", "stop_sequence", "container"}
+    ),
+    "bedrock": frozenset({"status"}),
+    "gemini": frozenset(),
+    "openai": frozenset({"type"}),
+    # message and function_call item ids and statuses (docs/codecs.md)
+    "openai_responses": frozenset({"type", "id", "status"}),
+    "langchaingo": frozenset({"type"}),
+}
+
+
+def codec_of(path: Path) -> str:
+    return path.parent.name
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# -- steps ----------------------------------------------------------------------------------
+
+
+def decode_payload(codec: str, payload: Any) -> list[Message]:
+    """Step 1: the codec decodes the payload without changing it."""
+    before = copy.deepcopy(payload)
+    messages = get_codec(codec).decode(payload)
+    assert payload == before
+    return messages
+
+
+def parse_messages(messages: list[Message]) -> list[Message]:
+    """Step 2: strict parse, or a repaired one when strict refuses; the chain back. A
+    chain that opens with an AI message is refused even with repair (parse rule 1):
+    :func:`cast.open_with_human` gives it the opening human message port adds."""
+    try:
+        return parse_chain(messages).to_messages()
+    except ChainError as error:  # a strict refusal is allowed; repair must work
+        if error.rule == "first-message":
+            messages = open_with_human(messages)
+        return parse_chain(messages, repair=True).to_messages()
+
+
+def _leaves(value: Any, dropped: frozenset[str], key: str = "") -> Counter[str]:
+    """The string and number values in ``value``, except those under ``dropped`` keys."""
+    found: Counter[str] = Counter()
+    if key in dropped:
+        return found
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found += _leaves(v, dropped, k)
+    elif isinstance(value, list):
+        for v in value:
+            found += _leaves(v, dropped, key)
+    elif isinstance(value, str | int | float) and not isinstance(value, bool):
+        text = str(value)
+        found[_standard_base64(text) if key in _BASE64_KEYS else text] += 1
+    return found
+
+
+_BASE64_KEYS = frozenset({"data", "bytes", "file_data", "image_url", "url"})
+
+
+def _standard_base64(text: str) -> str:
+    """URL-safe base64 (or a data: URL holding it) in the standard padded alphabet,
+    the codecs' canonical form; other text unchanged."""
+    head, sep, data = text.rpartition(",") if text.startswith("data:") else ("", "", text)
+    if any(c in data for c in "+/ .:") or not ("-" in data or "_" in data):
+        return text
+    decoded = b64decode_any(data)
+    if decoded is None:
+        return text
+    return head + sep + base64.b64encode(decoded).decode("ascii")
+
+
+def assert_round_trip(codec: str, payload: Any, messages: list[Message]) -> None:
+    """Step 3: encode(decode(x)) decodes to the same messages, is stable, and keeps
+    every value of x (apart from the keys docs/codecs.md lists as dropped)."""
+    module = get_codec(codec)
+    encoded = module.encode(messages)
+    assert module.decode(encoded) == messages
+    assert module.encode(module.decode(encoded)) == encoded
+    lost = _leaves(payload, DROPPED_KEYS[codec]) - _leaves(encoded, frozenset())
+    lost -= Counter({"error": 1, "success": 1})  # Bedrock status, checked in its own test
+    # Compact JSON re-serialisation can turn objects into text: look inside strings.
+    text = json.dumps(encoded, ensure_ascii=False)
+    missing = [value for value in lost if value not in text]
+    assert not missing, f"values lost in the round trip: {missing[:5]}"
+
+
+def target_codec(profile: ProviderProfile) -> str:
+    return profile.wire_format.replace("-", "_")
+
+
+def port_lint_encode(codec: str, messages: list[Message], profile: ProviderProfile) -> None:
+    """Step 4: port to ``profile``; the result lints clean and its codec encodes it."""
+    source = SOURCE_PROVIDER[codec]
+    ported = port(messages, profile, source=source)
+    violations = lint(ported, profile, source=source)
+    assert not violations, "\n".join(map(str, violations))
+    get_codec(target_codec(profile)).encode(ported)
+    assert port(ported, profile, source=source) == ported  # idempotent
+
+
+# -- tests ----------------------------------------------------------------------------------
+
+
+def test_enough_payloads_across_every_codec() -> None:
+    counts = Counter(codec_of(p) for p in FIXTURES)
+    assert sum(counts.values()) >= 40
+    assert set(counts) == set(SOURCE_PROVIDER)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_decode_parse_round_trip(path: Path) -> None:
+    codec = codec_of(path)
+    payload = load(path)
+    assert detect_format(payload) == codec
+    messages = decode_payload(codec, payload)
+    parse_messages(messages)
+    assert_round_trip(codec, payload, messages)
+
+
+@pytest.mark.parametrize("target", sorted(PROVIDERS))
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_port_lint_encode(path: Path, target: str) -> None:
+    codec = codec_of(path)
+    messages = decode_payload(codec, load(path))
+    port_lint_encode(codec, messages, PROVIDERS[target])
