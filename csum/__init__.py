@@ -16,17 +16,25 @@ from types import ModuleType as _ModuleType
 
 from csum._calls import SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
+from csum.archive import ArchiveHit, HistoryArchive
+from csum.cache import SummaryCache
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
 from csum.prompt import messages_to_prompt
+from csum.store_events import StoreEvent, StoreEventKind
 from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = [
     "SUMMARIZED_CONTENT_PREFIX",
+    "ArchiveHit",
+    "HistoryArchive",
+    "StoreEvent",
+    "StoreEventKind",
     "SummarizationError",
     "SummarizeHandler",
     "Summarizer",
     "SummarizerConfig",
+    "SummaryCache",
     "SummaryResult",
     "is_summarized",
     "messages_to_prompt",

@@ -1,0 +1,86 @@
+"""A history-archive store on a Redis server, shared by a fleet of workers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from csum.stores._archive_protocol import ArchiveRecord
+from csum.stores._redis_client import DEFAULT_SOCKET_TIMEOUT, RedisConnection
+
+__all__ = ["RedisArchiveStore"]
+
+_SCAN_COUNT = 256
+
+
+class RedisArchiveStore:
+    """Archived messages on the Redis server at ``url``: per session, a hash of messages
+    (reference -> JSON), a hash of batches (reference -> message references) and the
+    list of message references in archiving order.
+
+    Search reads the session's messages in order and matches the text in this process:
+    an archive of one session stays small next to what Redis scans per second.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "csum:archive:",
+        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+    ) -> None:
+        self.connection = RedisConnection(url, socket_timeout=socket_timeout)
+        self.prefix = prefix
+        self.name = url
+
+    def __repr__(self) -> str:
+        return f"RedisArchiveStore({self.connection.url!r}, prefix={self.prefix!r})"
+
+    def _keys(self, session: str) -> tuple[str, str, str]:
+        base = f"{self.prefix}{session}:"
+        return base + "messages", base + "batches", base + "order"
+
+    async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
+        messages, batches, order = self._keys(session)
+        # Each message is stored once (HSETNX keeps the first); the JSON carries the text.
+        for record in records:
+            if await self.connection.call("hsetnx", messages, record.reference, record.body):
+                await self.connection.call("rpush", order, record.reference)
+        await self.connection.call("hset", batches, batch, " ".join(r.reference for r in records))
+
+    async def get(self, session: str, reference: str) -> list[str]:
+        messages, batches, _ = self._keys(session)
+        refs_value = await self.connection.call("hget", batches, reference)
+        refs = refs_value.decode().split() if isinstance(refs_value, bytes) else [reference]
+        if not refs:
+            return []
+        bodies = await self.connection.call("hmget", messages, refs)
+        return [body.decode() for body in bodies if isinstance(body, bytes)]
+
+    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, str]]:
+        from csum.archive import record_of_json
+
+        messages, _, order = self._keys(session)
+        needle = text.casefold()
+        found: list[tuple[str, str]] = []
+        start = 0
+        while len(found) < limit:
+            refs = await self.connection.call("lrange", order, start, start + _SCAN_COUNT - 1)
+            if not refs:
+                break
+            start += len(refs)
+            bodies = await self.connection.call("hmget", messages, refs)
+            for ref, body in zip(refs, bodies, strict=True):
+                if isinstance(body, bytes):
+                    body_text = body.decode()
+                    if needle in record_of_json(body_text).text.casefold():
+                        found.append((ref.decode(), body_text))
+        return found[:limit]
+
+    async def delete_session(self, session: str) -> int:
+        keys = self._keys(session)
+        count = await self.connection.call("hlen", keys[0])
+        await self.connection.call("delete", *keys)
+        return int(count)
+
+    async def aclose(self) -> None:
+        await self.connection.aclose()
