@@ -196,8 +196,9 @@ class SummaryCache:
             if locked:
                 await self._release_quietly(key, token, emit)
 
-    async def _read(self, key: str, emit: EventSink | None) -> str | None:
-        """The stored summary of ``key``: None when absent or corrupt.
+    async def _read(self, key: str, emit: EventSink | None, *, again: bool = False) -> str | None:
+        """The stored summary of ``key``: None when absent or corrupt (reported unless
+        this is a read ``again`` of the same key in one request).
 
         Raises :class:`_StoreUnavailableError` (already reported) when the store fails.
         """
@@ -210,6 +211,8 @@ class SummaryCache:
             return None
         summary = decode_summary(value)
         if summary is None:
+            if again:
+                return None
             self._emit(
                 emit,
                 StoreEventKind.CACHE_CORRUPT,
@@ -237,7 +240,7 @@ class SummaryCache:
             if acquired:
                 # The holder may have stored its summary between our read and our lock.
                 try:
-                    found = await self._read(key, emit)
+                    found = await self._read(key, emit, again=True)
                 except _StoreUnavailableError:
                     found = None
                 if found is not None:
@@ -247,7 +250,7 @@ class SummaryCache:
             if time.monotonic() >= deadline:
                 return False, None
             await anyio.sleep(self.poll_interval)
-            found = await self._read(key, emit)
+            found = await self._read(key, emit, again=True)
             if found is not None:
                 return False, found
 
