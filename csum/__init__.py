@@ -21,13 +21,16 @@ from csum.cache import SummaryCache
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
 from csum.prompt import messages_to_prompt
+from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = [
+    "RECALL_TOOL_NAME",
     "SUMMARIZED_CONTENT_PREFIX",
     "ArchiveHit",
     "HistoryArchive",
+    "RecallTool",
     "StoreEvent",
     "StoreEventKind",
     "SummarizationError",
@@ -38,6 +41,7 @@ __all__ = [
     "SummaryResult",
     "is_summarized",
     "messages_to_prompt",
+    "recall_tool_definition",
 ]
 
 

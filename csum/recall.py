@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from cast.messages import Message, TextPart, ToolCall, ToolResult, utf8_len
-from csum.archive import HistoryArchive
+from csum.archive import HistoryArchive, message_reference
 
 __all__ = [
     "RECALL_TOOL_DESCRIPTION",
@@ -152,8 +152,6 @@ class RecallTool:
         messages = await self.archive.recall(reference)
         if not messages:
             return f"nothing archived under {reference!r}"
-        from csum.archive import message_reference
-
         blocks = [_render(message_reference(m), m) for m in messages]
         return _cut("\n\n".join(blocks), self.max_bytes)
 

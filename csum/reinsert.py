@@ -75,8 +75,13 @@ async def reinsert_archived(
         return out
     from csum.archive import message_search_text
 
-    question = out[index].text
-    rest = "\n".join(message_search_text(m) for i, m in enumerate(out) if i != index)
+    # The question is the human's own text; lines re-inserted before count as the chain.
+    texts = [p.text for p in out[index].parts if isinstance(p, TextPart)]
+    question = "\n".join(t for t in texts if not t.startswith(REINSERTED_HEADER))
+    earlier = [t for t in texts if t.startswith(REINSERTED_HEADER)]
+    rest = "\n".join(
+        [*(message_search_text(m) for i, m in enumerate(out) if i != index), *earlier]
+    )
     missing = [ident for ident in question_identifiers(question) if ident not in rest]
     if not missing:
         return out
