@@ -41,7 +41,7 @@ __all__ = [
     "batch_reference",
     "message_reference",
     "message_search_text",
-    "record_of_json",
+    "search_text_of_json",
 ]
 
 ARCHIVE_LINE_PREFIX: Final = "[archived: "
@@ -53,7 +53,11 @@ EventSink = Callable[[StoreEvent], None]
 
 def message_reference(message: Message) -> str:
     """The stable reference of a message: 16 hex digits of xxh3-64 of its JSON form."""
-    return xxhash.xxh3_64_hexdigest(message.model_dump_json().encode("utf-8", "surrogatepass"))
+    return _reference_of_json(message.model_dump_json())
+
+
+def _reference_of_json(body: str) -> str:
+    return xxhash.xxh3_64_hexdigest(body.encode("utf-8", "surrogatepass"))
 
 
 def batch_reference(references: Sequence[str]) -> str:
@@ -85,14 +89,13 @@ def message_search_text(message: Message) -> str:
 
 
 def _record(message: Message) -> ArchiveRecord:
-    return ArchiveRecord(
-        message_reference(message), message.model_dump_json(), message_search_text(message)
-    )
+    body = message.model_dump_json()
+    return ArchiveRecord(_reference_of_json(body), body)
 
 
-def record_of_json(body: str) -> ArchiveRecord:
-    """The record of a stored JSON body (stores that keep only the JSON use it)."""
-    return _record(Message.model_validate_json(body))
+def search_text_of_json(body: str) -> str:
+    """:func:`message_search_text` of a stored JSON body (what stores index and match)."""
+    return message_search_text(Message.model_validate_json(body))
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,9 +180,10 @@ class HistoryArchive:
         needle = text.casefold()
         hits = []
         for reference, body in await self.store.search(self.session, text, limit):
-            record = record_of_json(body)
-            lines = tuple(line for line in record.text.splitlines() if needle in line.casefold())
-            hits.append(ArchiveHit(reference, Message.model_validate_json(body), lines))
+            message = Message.model_validate_json(body)
+            text = message_search_text(message)
+            lines = tuple(line for line in text.splitlines() if needle in line.casefold())
+            hits.append(ArchiveHit(reference, message, lines))
         return hits
 
     async def delete_session(self) -> int:

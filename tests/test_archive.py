@@ -233,6 +233,7 @@ async def test_sessions_are_separate_and_deleted_in_one_call(
     await one.add(TRICKY)  # the same messages again: kept once
     await two.add(TRICKY[:1])
     assert await two.recall(batch) == []
+    assert [h.message for h in await one.search("main_v2")] == [TRICKY[0]]  # index built
     assert await one.delete_session() == 3
     assert await one.recall(batch) == []
     assert await one.search("main_v2") == []
@@ -393,3 +394,23 @@ async def test_reinsertion_brings_back_lines_only_the_archive_has(tmp_path: Path
     plain = await Summarizer(archive=off).summarize(CountingHandler(), asked)
     assert plain.size_after < with_reinsert.size_after
     assert with_reinsert.size_after == sum(m.size for m in with_reinsert.messages)
+
+
+@pytest.mark.anyio
+async def test_index_of_another_version_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "archive.sqlite"
+    archive = HistoryArchive(SQLiteArchiveStore(path, full_text=True), session="s")
+    await archive.add(TRICKY)
+    assert len(await archive.search("ERR_CONNECTION_RESET")) == 1
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:  # as if an older chaincast had indexed this file
+        connection.execute(
+            "UPDATE csum_archive_meta SET value = '0' WHERE key = 'search_text_version'"
+        )
+    finally:
+        connection.close()
+    await archive.add([Message.ai("later: ERR_CONNECTION_RESET again")])
+    assert len(await archive.search("ERR_CONNECTION_RESET")) == 2
+    assert await archive.delete_session() == 4
+    assert await archive.search("ERR_CONNECTION_RESET") == []
+    await archive.aclose()

@@ -11,13 +11,15 @@ __all__ = ["ArchiveRecord", "ArchiveStore"]
 
 @dataclass(frozen=True, slots=True)
 class ArchiveRecord:
-    """One archived message: its reference, its JSON form and its searchable text."""
+    """One archived message: its reference and its JSON form.
+
+    Stores keep nothing else; the text search looks at is derived from the JSON
+    (:func:`csum.archive.search_text_of_json`) when needed.
+    """
 
     reference: str
     body: str
     """The message as JSON (``Message.model_dump_json()``)."""
-    text: str
-    """Every text, tool call and tool result of the message, one per line (searched)."""
 
 
 @runtime_checkable

@@ -57,7 +57,7 @@ class RedisArchiveStore:
         return [body.decode() for body in bodies if isinstance(body, bytes)]
 
     async def search(self, session: str, text: str, limit: int) -> list[tuple[str, str]]:
-        from csum.archive import record_of_json
+        from csum.archive import search_text_of_json
 
         messages, _, order = self._keys(session)
         needle = text.casefold()
@@ -72,7 +72,7 @@ class RedisArchiveStore:
             for ref, body in zip(refs, bodies, strict=True):
                 if isinstance(body, bytes):
                     body_text = body.decode()
-                    if needle in record_of_json(body_text).text.casefold():
+                    if needle in search_text_of_json(body_text).casefold():
                         found.append((ref.decode(), body_text))
         return found[:limit]
 
