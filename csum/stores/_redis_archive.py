@@ -11,6 +11,16 @@ __all__ = ["RedisArchiveStore"]
 
 _SCAN_COUNT = 256
 
+_PUT = """
+for i = 3, #ARGV, 2 do
+  if redis.call('hsetnx', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
+    redis.call('rpush', KEYS[3], ARGV[i])
+  end
+end
+redis.call('hset', KEYS[2], ARGV[1], ARGV[2])
+return 1
+"""
+
 
 class RedisArchiveStore:
     """Archived messages on the Redis server at ``url``: per session, a hash of messages
@@ -40,12 +50,13 @@ class RedisArchiveStore:
         return base + "messages", base + "batches", base + "order"
 
     async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
+        # One round trip per batch: each new message is stored once and appended to the
+        # session's order; the batch lists them all.
         messages, batches, order = self._keys(session)
-        # Each message is stored once (HSETNX keeps the first); the JSON carries the text.
+        args: list[str] = [batch, " ".join(r.reference for r in records)]
         for record in records:
-            if await self.connection.call("hsetnx", messages, record.reference, record.body):
-                await self.connection.call("rpush", order, record.reference)
-        await self.connection.call("hset", batches, batch, " ".join(r.reference for r in records))
+            args += [record.reference, record.body]
+        await self.connection.call("eval", _PUT, 3, messages, batches, order, *args)
 
     async def get(self, session: str, reference: str) -> list[str]:
         messages, batches, _ = self._keys(session)
