@@ -26,6 +26,7 @@ Run: python -m benchmarks.bench_stores [--runs 5] [--corpus PATH]
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sqlite3
 import statistics
@@ -296,7 +297,8 @@ async def main_async(runs: int, corpus: Path) -> None:
     corpus_pairs = await corpus_prompts(chains)
     print(
         f"corpus: {len(chains)} chains, {len(corpus_pairs)} summaries, "
-        f"{sum(utf8_len(p) for p, _ in corpus_pairs) / 1e6:.1f} MB of prompts; {runs} runs"
+        f"{sum(utf8_len(p) for p, _ in corpus_pairs) / 1e6:.1f} MB of prompts; {runs} runs; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     redis = start_redis()
     try:
@@ -307,6 +309,7 @@ async def main_async(runs: int, corpus: Path) -> None:
                 print("note: redis-server not found: the Redis rows are left out")
             await bench_cache(runs, corpus_pairs, folder, redis_url)
             await bench_archive(runs, chains, folder, redis_url)
+            print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     finally:
         if redis is not None:
             process = redis[0]
