@@ -22,7 +22,7 @@ from typing import Final
 import xxhash
 
 from cast.messages import Message, TextPart, ToolCall, ToolResult
-from csum.store_events import StoreEvent, StoreEventKind
+from csum.store_events import StoreEvent, StoreEventKind, failure_detail
 from csum.stores import is_redis_url
 from csum.stores._archive_protocol import ArchiveRecord, ArchiveStore
 from csum.stores._redis_archive import RedisArchiveStore
@@ -160,7 +160,7 @@ class HistoryArchive:
         try:
             batch = await self.add(messages)
         except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
-            detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+            detail = failure_detail(exc)
             event = StoreEvent(StoreEventKind.ARCHIVE_UNAVAILABLE, self.store.name, "", detail)
             self._emit(emit, event)
             return None

@@ -21,7 +21,7 @@ from typing import Final
 import anyio
 import xxhash
 
-from csum.store_events import StoreEvent, StoreEventKind
+from csum.store_events import StoreEvent, StoreEventKind, failure_detail
 from csum.stores import MemoryStore, SummaryStore
 
 __all__ = [
@@ -261,8 +261,7 @@ class SummaryCache:
             self._failed(emit, key, exc)
 
     def _failed(self, emit: EventSink | None, key: str, exc: Exception) -> None:
-        detail = " ".join(f"{type(exc).__name__}: {exc}".split())
-        self._emit(emit, StoreEventKind.CACHE_UNAVAILABLE, key, detail)
+        self._emit(emit, StoreEventKind.CACHE_UNAVAILABLE, key, failure_detail(exc))
 
     def _emit(
         self, emit: EventSink | None, kind: StoreEventKind, key: str, detail: str = ""

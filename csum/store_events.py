@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["StoreEvent", "StoreEventKind"]
+__all__ = ["StoreEvent", "StoreEventKind", "failure_detail"]
 
 
 class StoreEventKind(StrEnum):
@@ -48,3 +48,8 @@ class StoreEvent:
             StoreEventKind.CACHE_CORRUPT,
             StoreEventKind.ARCHIVE_UNAVAILABLE,
         }
+
+
+def failure_detail(exc: BaseException) -> str:
+    """An exception on one line, for :attr:`StoreEvent.detail`."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())

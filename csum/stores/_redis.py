@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from csum.stores._redis_client import DEFAULT_SOCKET_TIMEOUT, RedisConnection
+from csum.stores._redis_client import RedisBacked
 
 __all__ = ["RedisStore"]
 
@@ -13,26 +13,14 @@ return 0
 """Delete the lock only if this worker still holds it (it may have expired and moved on)."""
 
 
-class RedisStore:
+class RedisStore(RedisBacked):
     """Summary entries on the Redis server at ``url`` under ``prefix``.
 
     TTLs are Redis expiries; the lock is ``SET key token NX PX ttl``, released by a
     compare-and-delete script, so a crashed worker's lock simply expires.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        prefix: str = "csum:cache:",
-        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
-    ) -> None:
-        self.connection = RedisConnection(url, socket_timeout=socket_timeout)
-        self.prefix = prefix
-        self.name = url
-
-    def __repr__(self) -> str:
-        return f"RedisStore({self.connection.url!r}, prefix={self.prefix!r})"
+    default_prefix = "csum:cache:"
 
     async def get(self, key: str) -> bytes | None:
         value = await self.connection.call("get", self.prefix + key)
@@ -50,6 +38,3 @@ class RedisStore:
 
     async def release(self, key: str, token: str) -> None:
         await self.connection.call("eval", _RELEASE, 1, f"{self.prefix}lock:{key}", token)
-
-    async def aclose(self) -> None:
-        await self.connection.aclose()

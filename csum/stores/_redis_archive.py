@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from csum.stores._archive_protocol import ArchiveRecord
-from csum.stores._redis_client import DEFAULT_SOCKET_TIMEOUT, RedisConnection
+from csum.stores._redis_client import RedisBacked
 
 __all__ = ["RedisArchiveStore"]
 
@@ -22,7 +22,7 @@ return 1
 """
 
 
-class RedisArchiveStore:
+class RedisArchiveStore(RedisBacked):
     """Archived messages on the Redis server at ``url``: per session, a hash of messages
     (reference -> JSON), a hash of batches (reference -> message references) and the
     list of message references in archiving order.
@@ -31,19 +31,7 @@ class RedisArchiveStore:
     an archive of one session stays small next to what Redis scans per second.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        prefix: str = "csum:archive:",
-        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
-    ) -> None:
-        self.connection = RedisConnection(url, socket_timeout=socket_timeout)
-        self.prefix = prefix
-        self.name = url
-
-    def __repr__(self) -> str:
-        return f"RedisArchiveStore({self.connection.url!r}, prefix={self.prefix!r})"
+    default_prefix = "csum:archive:"
 
     def _keys(self, session: str) -> tuple[str, str, str]:
         base = f"{self.prefix}{session}:"
@@ -92,6 +80,3 @@ class RedisArchiveStore:
         count = await self.connection.call("hlen", keys[0])
         await self.connection.call("delete", *keys)
         return int(count)
-
-    async def aclose(self) -> None:
-        await self.connection.aclose()

@@ -16,7 +16,7 @@ import anyio.to_thread
 
 from csum.stores._protocol import StoreError
 
-__all__ = ["DEFAULT_SOCKET_TIMEOUT", "RedisConnection"]
+__all__ = ["DEFAULT_SOCKET_TIMEOUT", "RedisBacked", "RedisConnection"]
 
 DEFAULT_SOCKET_TIMEOUT = 1.0
 """Seconds to connect or wait for a reply: a dead server fails fast, the handler runs."""
@@ -86,3 +86,27 @@ class RedisConnection:
         if self._sync_client is not None:
             client, self._sync_client = self._sync_client, None
             await anyio.to_thread.run_sync(client.close)
+
+
+class RedisBacked:
+    """Base of the Redis stores: a connection to ``url`` and a key ``prefix``."""
+
+    default_prefix = "csum:"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str | None = None,
+        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+    ) -> None:
+        self.connection = RedisConnection(url, socket_timeout=socket_timeout)
+        self.prefix = self.default_prefix if prefix is None else prefix
+        self.name = url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.connection.url!r}, prefix={self.prefix!r})"
+
+    async def aclose(self) -> None:
+        """Close this event loop's connections."""
+        await self.connection.aclose()
