@@ -21,7 +21,7 @@ from typing import Final
 
 import xxhash
 
-from cast.messages import Message, TextPart, ToolCall, ToolResult
+from cast import Message, TextPart, ToolCall, ToolResult
 from csum.store_events import StoreEvent, StoreEventKind, failure_detail
 from csum.stores import is_redis_url
 from csum.stores._archive_protocol import ArchiveRecord, ArchiveStore

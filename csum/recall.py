@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from cast.messages import Message, TextPart, ToolCall, ToolResult, utf8_len
+from cast import Message, TextPart, ToolCall, ToolResult, utf8_len
 from csum.archive import HistoryArchive, message_reference
 
 __all__ = [

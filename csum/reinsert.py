@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 import regex
 
-from cast.messages import Message, Role, TextPart, trusted_message, utf8_len
+from cast import Message, Role, TextPart, utf8_len
 
 if TYPE_CHECKING:
     from csum.archive import HistoryArchive
@@ -108,5 +108,5 @@ async def reinsert_archived(
         return out
     text = "\n".join([REINSERTED_HEADER, *lines])
     human = out[index]
-    new = trusted_message(Role.HUMAN, (*human.parts, TextPart(text=text)))
+    new = Message.from_parts(Role.HUMAN, (*human.parts, TextPart(text=text)))
     return [*out[:index], new, *out[index + 1 :]]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from csum.errors import CsumError
+
 __all__ = ["StoreError", "SummaryStore"]
 
 
-class StoreError(RuntimeError):
+class StoreError(CsumError, RuntimeError):
     """A store could not be opened or used (bad location, server down, corrupt file).
 
     The summary cache never lets it reach a compaction: it reports it as an event and
