@@ -42,11 +42,6 @@ from store_workers import count_rows, write_archive
 from test_cache import CountingHandler, corpus_chains
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture(params=["sqlite-fts5", "sqlite-like", "redis"])
 async def archive_store(
     request: pytest.FixtureRequest, tmp_path: Path

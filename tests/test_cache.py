@@ -35,11 +35,6 @@ CORPUS_CANDIDATES = [
 ]
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 def corpus_chains(limit: int) -> list[list[Message]]:
     """Real tau-bench chains (smallest first); skip when the corpus is not here."""
     from corpus_openai import load_openai_chain
