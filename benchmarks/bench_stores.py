@@ -44,6 +44,7 @@ from benchmarks.policies.policy import LatencyModel
 from cast import Message
 from cast.messages import utf8_len
 from csum import HistoryArchive, Summarizer, SummarizerConfig, SummaryCache
+from csum.archive import message_json
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
 
 HERE = Path(__file__).resolve()
@@ -200,12 +201,12 @@ async def bench_cache(
             )
 
 
-def direct_sqlite_write(path: Path, batches: list[list[str]]) -> None:
+def direct_sqlite_write(path: Path, batches: list[list[bytes]]) -> None:
     """The baseline: the same JSON bodies into one table, one transaction per batch."""
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode = WAL")
     connection.execute("PRAGMA synchronous = NORMAL")
-    connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, session TEXT, body TEXT)")
+    connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, session TEXT, body BLOB)")
     for batch in batches:
         connection.execute("BEGIN IMMEDIATE")
         connection.executemany(
@@ -220,8 +221,8 @@ async def bench_archive(
 ) -> None:
     messages = [m for chain in chains for m in chain]
     batches = [messages[i : i + BATCH_MESSAGES] for i in range(0, len(messages), BATCH_MESSAGES)]
-    json_batches = [[m.model_dump_json() for m in batch] for batch in batches]
-    total = sum(len(body.encode()) for batch in json_batches for body in batch)
+    json_batches = [[message_json(m) for m in batch] for batch in batches]
+    total = sum(len(body) for batch in json_batches for body in batch)
     megabytes = total / 1e6
     print(
         f"\n## 2. archive write throughput ({len(messages)} corpus messages, "

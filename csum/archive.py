@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Final
 
 import xxhash
+from pydantic import TypeAdapter
 
 from cast import Message, TextPart, ToolCall, ToolResult
 from csum.store_events import StoreEvent, StoreEventKind, failure_detail
@@ -39,6 +40,7 @@ __all__ = [
     "archive_line",
     "archived_references",
     "batch_reference",
+    "message_json",
     "message_reference",
     "message_search_text",
     "search_text_of_json",
@@ -51,13 +53,18 @@ _LINE = re.compile(r"\[archived: ([0-9a-f]{16}(?: [0-9a-f]{16})*)\]")
 EventSink = Callable[[StoreEvent], None]
 
 
+_MESSAGE_JSON: Final = TypeAdapter(Message)
+"""Serializes a message straight to UTF-8 JSON bytes (what stores keep and hash)."""
+
+
+def message_json(message: Message) -> bytes:
+    """The JSON form of a message, as stored and hashed (``Message.model_dump_json``)."""
+    return _MESSAGE_JSON.dump_json(message)
+
+
 def message_reference(message: Message) -> str:
     """The stable reference of a message: 16 hex digits of xxh3-64 of its JSON form."""
-    return _reference_of_json(message.model_dump_json())
-
-
-def _reference_of_json(body: str) -> str:
-    return xxhash.xxh3_64_hexdigest(body.encode("utf-8", "surrogatepass"))
+    return xxhash.xxh3_64_hexdigest(message_json(message))
 
 
 def batch_reference(references: Sequence[str]) -> str:
@@ -89,11 +96,11 @@ def message_search_text(message: Message) -> str:
 
 
 def _record(message: Message) -> ArchiveRecord:
-    body = message.model_dump_json()
-    return ArchiveRecord(_reference_of_json(body), body)
+    body = message_json(message)
+    return ArchiveRecord(xxhash.xxh3_64_hexdigest(body), body)
 
 
-def search_text_of_json(body: str) -> str:
+def search_text_of_json(body: bytes) -> str:
     """:func:`message_search_text` of a stored JSON body (what stores index and match)."""
     return message_search_text(Message.model_validate_json(body))
 

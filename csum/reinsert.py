@@ -79,9 +79,7 @@ async def reinsert_archived(
     texts = [p.text for p in out[index].parts if isinstance(p, TextPart)]
     question = "\n".join(t for t in texts if not t.startswith(REINSERTED_HEADER))
     earlier = [t for t in texts if t.startswith(REINSERTED_HEADER)]
-    rest = "\n".join(
-        [*(message_search_text(m) for i, m in enumerate(out) if i != index), *earlier]
-    )
+    rest = "\n".join([*(message_search_text(m) for i, m in enumerate(out) if i != index), *earlier])
     missing = [ident for ident in question_identifiers(question) if ident not in rest]
     if not missing:
         return out

@@ -18,8 +18,8 @@ class ArchiveRecord:
     """
 
     reference: str
-    body: str
-    """The message as JSON (``Message.model_dump_json()``)."""
+    body: bytes
+    """The message as UTF-8 JSON (:func:`csum.archive.message_json`)."""
 
 
 @runtime_checkable
@@ -36,12 +36,12 @@ class ArchiveStore(Protocol):
         """Store ``records`` (a message already stored is kept once) and the batch."""
         ...
 
-    async def get(self, session: str, reference: str) -> list[str]:
+    async def get(self, session: str, reference: str) -> list[bytes]:
         """JSON bodies under ``reference``: a batch's messages in order, one message, or
         nothing when the reference is unknown."""
         ...
 
-    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, str]]:
+    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
         """(reference, JSON body) of up to ``limit`` messages whose text contains ``text``
         (case-insensitive), oldest first."""
         ...

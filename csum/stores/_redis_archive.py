@@ -41,26 +41,26 @@ class RedisArchiveStore(RedisBacked):
         # One round trip per batch: each new message is stored once and appended to the
         # session's order; the batch lists them all.
         messages, batches, order = self._keys(session)
-        args: list[str] = [batch, " ".join(r.reference for r in records)]
+        args: list[str | bytes] = [batch, " ".join(r.reference for r in records)]
         for record in records:
             args += [record.reference, record.body]
         await self.connection.call("eval", _PUT, 3, messages, batches, order, *args)
 
-    async def get(self, session: str, reference: str) -> list[str]:
+    async def get(self, session: str, reference: str) -> list[bytes]:
         messages, batches, _ = self._keys(session)
         refs_value = await self.connection.call("hget", batches, reference)
         refs = refs_value.decode().split() if isinstance(refs_value, bytes) else [reference]
         if not refs:
             return []
         bodies = await self.connection.call("hmget", messages, refs)
-        return [body.decode() for body in bodies if isinstance(body, bytes)]
+        return [body for body in bodies if isinstance(body, bytes)]
 
-    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, str]]:
+    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
         from csum.archive import search_text_of_json
 
         messages, _, order = self._keys(session)
         needle = text.casefold()
-        found: list[tuple[str, str]] = []
+        found: list[tuple[str, bytes]] = []
         start = 0
         while len(found) < limit:
             refs = await self.connection.call("lrange", order, start, start + _SCAN_COUNT - 1)
@@ -69,10 +69,8 @@ class RedisArchiveStore(RedisBacked):
             start += len(refs)
             bodies = await self.connection.call("hmget", messages, refs)
             for ref, body in zip(refs, bodies, strict=True):
-                if isinstance(body, bytes):
-                    body_text = body.decode()
-                    if needle in search_text_of_json(body_text).casefold():
-                        found.append((ref.decode(), body_text))
+                if isinstance(body, bytes) and needle in search_text_of_json(body).casefold():
+                    found.append((ref.decode(), body))
         return found[:limit]
 
     async def delete_session(self, session: str) -> int:

@@ -26,7 +26,7 @@ file makes the next search rebuild the index from the JSON."""
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS csum_archive_messages (
-    id INTEGER PRIMARY KEY, session TEXT NOT NULL, ref TEXT NOT NULL, body TEXT NOT NULL,
+    id INTEGER PRIMARY KEY, session TEXT NOT NULL, ref TEXT NOT NULL, body BLOB NOT NULL,
     UNIQUE (session, ref)
 );
 CREATE TABLE IF NOT EXISTS csum_archive_batches (
@@ -77,10 +77,10 @@ class SQLiteArchiveStore:
     async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
         await self.database.run(partial(_put, session=session, batch=batch, records=records))
 
-    async def get(self, session: str, reference: str) -> list[str]:
+    async def get(self, session: str, reference: str) -> list[bytes]:
         return await self.database.run(partial(_get, session=session, reference=reference))
 
-    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, str]]:
+    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
         return await self.database.run(
             partial(_search, session=session, text=text, limit=limit, fts=self.full_text)
         )
@@ -94,7 +94,7 @@ class SQLiteArchiveStore:
         await self.database.aclose()
 
 
-def _search_text(body: str) -> str:
+def _search_text(body: bytes) -> str:
     from csum.archive import search_text_of_json
 
     return search_text_of_json(body)
@@ -116,15 +116,15 @@ def _put(
     write(connection, statements)
 
 
-def _body(connection: sqlite3.Connection, session: str, reference: str) -> str | None:
+def _body(connection: sqlite3.Connection, session: str, reference: str) -> bytes | None:
     row = connection.execute(
         "SELECT body FROM csum_archive_messages WHERE session = ? AND ref = ?",
         (session, reference),
     ).fetchone()
-    return None if row is None else str(row[0])
+    return None if row is None else bytes(row[0])
 
 
-def _get(connection: sqlite3.Connection, *, session: str, reference: str) -> list[str]:
+def _get(connection: sqlite3.Connection, *, session: str, reference: str) -> list[bytes]:
     row = connection.execute(
         "SELECT refs FROM csum_archive_batches WHERE session = ? AND ref = ?",
         (session, reference),
@@ -180,8 +180,8 @@ def _like_pattern(text: str) -> str:
 
 def _search(
     connection: sqlite3.Connection, *, session: str, text: str, limit: int, fts: bool
-) -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]]
+) -> list[tuple[str, bytes]]:
+    rows: list[tuple[str, bytes]]
     if fts and any(ch.isalnum() for ch in text):
         _bring_index_up_to_date(connection)
         phrase = '"' + text.replace('"', '""') + '"'
@@ -194,11 +194,11 @@ def _search(
     else:
         rows = connection.execute(
             "SELECT ref, body FROM csum_archive_messages "
-            "WHERE session = ? AND body LIKE ? ESCAPE '\\' ORDER BY id",
+            "WHERE session = ? AND CAST(body AS TEXT) LIKE ? ESCAPE '\\' ORDER BY id",
             (session, _like_pattern(text)),
         ).fetchall()
     needle = text.casefold()
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, bytes]] = []
     for ref, body in rows:
         if needle in _search_text(body).casefold():
             found.append((ref, body))
