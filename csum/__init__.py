@@ -19,7 +19,13 @@ from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum.archive import ArchiveHit, HistoryArchive
 from csum.cache import SummaryCache
 from csum.config import SummarizerConfig
-from csum.errors import CsumError, HandlerError, PromptFormatError, SummarizationError
+from csum.errors import (
+    CsumError,
+    HandlerError,
+    PromptFormatError,
+    StoreError,
+    SummarizationError,
+)
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
 from csum.store_events import StoreEvent, StoreEventKind
@@ -34,6 +40,7 @@ __all__ = [
     "HistoryArchive",
     "PromptFormatError",
     "RecallTool",
+    "StoreError",
     "StoreEvent",
     "StoreEventKind",
     "SummarizationError",
