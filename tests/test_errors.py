@@ -27,7 +27,7 @@ from cast import (
 )
 from cast.chainio import decode_chain, read_json
 from cast.providers import Rule
-from csum import CsumError, HandlerError, PromptFormatError, SummarizationError
+from csum import CsumError, HandlerError, PromptFormatError, StoreError, SummarizationError
 
 # (error, its parent in the drawn tree, the builtins it also is)
 CAST_TREE = [
@@ -43,6 +43,7 @@ CSUM_TREE = [
     (SummarizationError, CsumError, (RuntimeError,)),
     (HandlerError, CsumError, (RuntimeError,)),
     (PromptFormatError, CsumError, (ValueError,)),
+    (StoreError, CsumError, (RuntimeError,)),
 ]
 
 
