@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import anyio
 
 from cast.chainio import (
+    add_input_limit_argument,
     decode_chain,
     encode_chain,
     format_size,
@@ -100,6 +101,7 @@ def main_parser() -> argparse.ArgumentParser:
     )
     summarize.add_argument("-o", "--output", help="output file (default: standard output)")
     summarize.add_argument("--quiet", "-q", action="store_true", help="print no statistics")
+    add_input_limit_argument(summarize)
     return parser
 
 
@@ -128,7 +130,8 @@ def _load(args: argparse.Namespace) -> tuple[Any, str]:
         import json
 
         return json.loads(text), "example:" + EXAMPLE
-    return read_json(args.file), "standard input" if args.file == "-" else args.file
+    origin = "standard input" if args.file == "-" else args.file
+    return read_json(args.file, max_bytes=args.max_input_bytes), origin
 
 
 class _Progress:
@@ -217,7 +220,8 @@ def main(
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
-        return _summarize(args, out, err)
+        with redirect_stderr(err):  # warnings about the input
+            return _summarize(args, out, err)
     except SummarizationError as exc:
         print(
             f"csum {args.command}: summarization failed, nothing written: {one_line(exc)}",
