@@ -17,10 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.policies.corpus import CORPUS_DIR
 from benchmarks.timing import best_of
 from cast.codecs import anthropic, claude_code, openai
-
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
 def largest(folder: Path) -> Path:
@@ -59,7 +58,7 @@ def measure(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, default=CORPUS_DIR)
     args = parser.parse_args(argv)
 
     session = largest(args.corpus / "anthropic_claudecode")

@@ -17,7 +17,7 @@ import pydantic_core
 import regex
 
 from cast._files import DEFAULT_MAX_INPUT_BYTES, InputTooLargeError, read_bytes, write_atomic
-from cast.errors import ChainError, CodecError
+from cast.errors import CodecError, InputError
 from cast.messages import Message
 
 __all__ = [
@@ -34,13 +34,6 @@ __all__ = [
     "run_console",
     "write_json",
 ]
-
-
-class InputError(ChainError):
-    """A chain file that cannot be read, parsed as JSON, or recognised."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, rule="input")
 
 
 def read_json(

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cast.ast import BodyPair, BodyPairType, ChainAST
-from cast.constants import SUMMARIZATION_TOOL_NAME
-from cast.errors import IdTemplateError
-from cast.ids import IdTemplate
-from cast.messages import Role, ToolCall, replace_field, trusted_message
-from csum._pairs import rebuild_section
+from cast import (
+    SUMMARIZATION_TOOL_NAME,
+    BodyPair,
+    BodyPairType,
+    ChainAST,
+    IdTemplate,
+    IdTemplateError,
+    ToolCall,
+)
 
 __all__ = ["unique_summary_ids"]
 
@@ -23,7 +26,7 @@ def unique_summary_ids(
     Summary ids are seeded by position and summary text, so two runs (or a handler that
     always answers the same) can produce one id twice; providers reject repeated ids.
     Raises :class:`IdTemplateError` when the template cannot produce enough distinct
-    ids (instead of searching forever).
+    ids (``--id-template x`` has one id in all), before any search for free ids.
     """
     new = {id(pair) for pair in created}
     fixed: set[str] = set()
@@ -31,7 +34,8 @@ def unique_summary_ids(
         for pair in section.body:
             if id(pair) not in new:
                 fixed.update(call.id for call in pair.tool_calls)
-    _check_capacity(template, fixed, sum(1 for p in created if p.type is _SUMMARY))
+    summaries = sum(1 for pair in created if pair.type is BodyPairType.SUMMARIZATION)
+    _check_capacity(template, fixed, summaries)
     seen = set(fixed)
     sections = list(ast.sections)
     changed = False
@@ -39,28 +43,23 @@ def unique_summary_ids(
         body = list(section.body)
         renamed = False
         for p_index, pair in enumerate(body):
-            if id(pair) not in new or pair.type is not _SUMMARY:
+            if id(pair) not in new or pair.type is not BodyPairType.SUMMARIZATION:
                 continue
             call_id = pair.tool_calls[0].id
             if call_id not in seen:
                 seen.add(call_id)
                 continue
-            call_id = _free_id(template, pair.tool_calls[0].id, seen)
-            seen.add(call_id)
+            call_id = template.generate_unused(SUMMARIZATION_TOOL_NAME, seed=call_id, used=seen)
             body[p_index] = _renamed_summary(pair, call_id)
             renamed = changed = True
         if renamed:
-            sections[s_index] = rebuild_section(section.header, tuple(body))
-    return ChainAST._trusted(tuple(sections)) if changed else ast
-
-
-_SUMMARY = BodyPairType.SUMMARIZATION
-_MAX_ATTEMPTS = 10_000
+            sections[s_index] = section.evolve(body=body)
+    return ChainAST.build(sections) if changed else ast
 
 
 def _check_capacity(template: IdTemplate, fixed: set[str], needed: int) -> None:
     """Raise :class:`IdTemplateError` when ``template`` cannot give ``needed`` ids besides
-    those of ``fixed`` it already produces (``--id-template x``: one id in all)."""
+    those of ``fixed`` that it could produce itself."""
     capacity = template.capacity
     if capacity is None or needed == 0:
         return
@@ -73,24 +72,13 @@ def _check_capacity(template: IdTemplate, fixed: set[str], needed: int) -> None:
         )
 
 
-def _free_id(template: IdTemplate, call_id: str, seen: set[str]) -> str:
-    """A new id for a summary whose id ``call_id`` repeats one in ``seen``: seeded by
-    it and an attempt counter, so the result is deterministic."""
-    for attempt in range(1, _MAX_ATTEMPTS + 1):
-        new_id = template.generate(SUMMARIZATION_TOOL_NAME, seed=f"{call_id}\x1f{attempt}")
-        if new_id not in seen:
-            return new_id
-    raise IdTemplateError(
-        f"id template {template.pattern!r} keeps producing ids already used in the chain"
-    )
-
-
 def _renamed_summary(pair: BodyPair, call_id: str) -> BodyPair:
     """A SUMMARIZATION pair with its call (and result) given a new id."""
-    ai_parts = tuple(
-        replace_field(p, "id", call_id) if type(p) is ToolCall else p for p in pair.ai_message.parts
+    ai = pair.ai_message
+    tool = pair.tool_messages[0]
+    return pair.evolve(
+        ai_message=ai.evolve(
+            parts=[p.evolve(id=call_id) if type(p) is ToolCall else p for p in ai.parts]
+        ),
+        tool_messages=[tool.evolve(parts=[tool.parts[0].evolve(tool_call_id=call_id)])],
     )
-    result = pair.tool_messages[0].parts[0]
-    ai = trusted_message(Role.AI, ai_parts)
-    tool = trusted_message(Role.TOOL, (replace_field(result, "tool_call_id", call_id),))
-    return BodyPair._trusted(pair.type, ai, (tool,), ai.size + tool.size)

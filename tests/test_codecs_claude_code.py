@@ -17,11 +17,10 @@ from cast.codecs import anthropic, claude_code, detect_format, get_codec
 from cast.errors import CodecError
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
 from cast.parse import parse_chain
-from strategies import json_garbage
+from conftest import CLAUDE_CODE, corpus_files
 from test_codecs_anthropic import anthropic_ai, anthropic_human, anthropic_tool, with_call_names
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "anthropic_claudecode"
-SESSIONS = sorted(CORPUS.glob("*.json")) if CORPUS.is_dir() else []
+SESSIONS = corpus_files(CLAUDE_CODE)
 
 
 def _count(entries: list[dict[str, Any]], kind: str) -> int:
@@ -237,20 +236,6 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
     assert claude_code.decode(json.loads(json.dumps(log))) == messages
 
 
-# -- garbage in: CodecError out, nothing else --------------------------------------------
-
-_garbage = json_garbage(
-    keys=["role", "content", "type", "id", "message", "text", "tool_use_id", "name", "input"],
-    words=["user", "assistant", "message", "text", "tool_use", "tool_result", "m1"],
-)
 
 
-@given(_garbage)
-def test_garbage_raises_only_codec_error(payload: Any) -> None:
-    snapshot = copy.deepcopy(payload)
-    try:
-        claude_code.decode(payload)
-        detect_format(payload)
-    except CodecError:
-        pass
-    assert payload == snapshot
+

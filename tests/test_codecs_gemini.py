@@ -3,8 +3,6 @@ thought parts and signatures, broken payloads and a Hypothesis round trip."""
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,6 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import parse_chain
-from strategies import json_garbage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
 
@@ -42,22 +39,9 @@ def load_fixture(name: str) -> dict[str, Any]:
 # -- recorded payloads -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param("gemini_function_calling.json", id="docs-function-calling-2x"),
-        pytest.param("gemini3_thought_signatures.json", id="docs-thought-signatures-3"),
-    ],
-)
-def test_recorded_payload_round_trips(name: str) -> None:
-    fixture = load_fixture(name)
-    payload = fixture["payload"]
-    before = copy.deepcopy(payload)
-    messages = gemini.decode(payload)
-    assert payload == before
-    assert gemini.encode(messages, **fixture.get("options", {})) == payload
-    assert gemini.decode(payload) == messages  # ids are synthesized deterministically
-    assert detect_format(payload) == "gemini"
+def test_a_bare_contents_list_is_detected() -> None:
+    # The round trips of the recorded payloads are laws (tests/test_codec_laws.py).
+    payload = load_fixture("gemini_function_calling.json")["payload"]
     assert detect_format(payload["contents"]) == "gemini"
 
 
@@ -417,36 +401,6 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
     assert gemini.decode(json.loads(json.dumps(payload))) == messages
 
 
-# -- garbage in: CodecError out, nothing else --------------------------------------------
-
-_garbage = json_garbage(
-    keys=[
-        "contents",
-        "systemInstruction",
-        "role",
-        "parts",
-        "text",
-        "thought",
-        "thoughtSignature",
-        "functionCall",
-        "functionResponse",
-        "id",
-        "name",
-        "args",
-        "response",
-        "inlineData",
-        "fileData",
-        "mimeType",
-        "data",
-        "fileUri",
-    ],
-    words=["user", "model", "result"],
-)
 
 
-@given(_garbage)
-def test_garbage_raises_only_codec_error(payload: Any) -> None:
-    snapshot = copy.deepcopy(payload)
-    with contextlib.suppress(CodecError):
-        gemini.decode(payload)
-    assert payload == snapshot
+

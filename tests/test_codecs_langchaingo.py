@@ -3,8 +3,6 @@ Go marshaling rules, broken payloads and a Hypothesis round trip."""
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cast.codecs import detect_format, langchaingo
+from cast.codecs import langchaingo
 from cast.errors import CodecError
 from cast.messages import (
     BinaryPart,
@@ -26,7 +24,6 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import parse_chain
-from strategies import json_garbage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
 
@@ -36,14 +33,9 @@ def load_fixture(name: str) -> dict[str, Any]:
     return data
 
 
-def test_recorded_chain_round_trips() -> None:
-    payload = load_fixture("langchaingo_pentagi_chain.json")["payload"]
-    before = copy.deepcopy(payload)
-    messages = langchaingo.decode(payload)
-    assert payload == before
-    assert langchaingo.encode(messages) == payload
-    assert detect_format(payload) == "langchaingo"
-    parse_chain(messages)  # a valid chain
+def test_recorded_chain_is_a_valid_chain() -> None:
+    # Its round trip is a law (tests/test_codec_laws.py).
+    parse_chain(langchaingo.decode(load_fixture("langchaingo_pentagi_chain.json")["payload"]))
 
 
 def test_recorded_chain_decodes_to_the_model() -> None:
@@ -258,50 +250,6 @@ def test_hypothesis_round_trip(messages: list[Message]) -> None:
     assert langchaingo.decode(json.loads(json.dumps(payload))) == messages
 
 
-# -- garbage in: CodecError out, nothing else --------------------------------------------
-
-_garbage = json_garbage(
-    keys=[
-        "role",
-        "text",
-        "parts",
-        "type",
-        "reasoning",
-        "content",
-        "signature",
-        "image_url",
-        "url",
-        "detail",
-        "binary",
-        "mime_type",
-        "data",
-        "tool_call",
-        "id",
-        "function",
-        "name",
-        "arguments",
-        "tool_response",
-        "tool_call_id",
-    ],
-    words=[
-        "human",
-        "ai",
-        "system",
-        "tool",
-        "generic",
-        "text",
-        "image_url",
-        "binary",
-        "tool_call",
-        "tool_response",
-        "aGk=",
-    ],
-)
 
 
-@given(_garbage)
-def test_garbage_raises_only_codec_error(payload: Any) -> None:
-    snapshot = copy.deepcopy(payload)
-    with contextlib.suppress(CodecError):
-        langchaingo.decode(payload)
-    assert payload == snapshot
+

@@ -26,8 +26,21 @@ __all__ = [
     "load_folder",
 ]
 
-CORPUS_DIR = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-"""Where the corpus sits when the repository is checked out beside ``shared/``."""
+
+
+def _default_corpus() -> Path:
+    # The nearest shared/corpus beside the repository or above it (a git worktree may
+    # sit a level or two deeper than the main checkout).
+    repository = Path(__file__).resolve().parents[2]
+    for parent in repository.parents:
+        candidate = parent / "shared" / "corpus"
+        if candidate.is_dir():
+            return candidate
+    return repository.parent / "shared" / "corpus"
+
+
+CORPUS_DIR = _default_corpus()
+"""Where the shared corpus is: beside the repository, or in a folder above it."""
 
 OPENAI_FOLDER = "openai_taubench"
 CLAUDE_CODE_FOLDER = "anthropic_claudecode"
