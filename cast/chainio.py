@@ -147,17 +147,20 @@ def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -
     input file. Standard output gets the text only once it is completely encoded.
     """
     chunks = _ENCODER.iterencode(payload)
+    to_stdout = target is None or target == "-"
     try:
-        if target is None or target == "-":
+        if to_stdout:
             text = "".join(chunks) + "\n"
-            text.encode("utf-8")  # fails here, before anything is written
-            (stdout or sys.stdout).write(text)
-            return
-        write_atomic(target, itertools.chain(chunks, ("\n",)))
+            bad = _LONE_SURROGATE.search(text)  # UTF-8 encodes every other code point
+            if bad is not None:
+                text.encode("utf-8")  # raises the UnicodeEncodeError reported below
+        else:
+            assert target is not None
+            write_atomic(target, itertools.chain(chunks, ("\n",)))
     except RecursionError as exc:
         raise _too_deep("the output chain") from exc
     except UnicodeEncodeError as exc:
-        where = "standard output" if target is None or target == "-" else target
+        where = "standard output" if to_stdout else target
         raise InputError(
             f"cannot write {where}: the text holds {exc.object[exc.start : exc.end]!r}, "
             f"which UTF-8 cannot encode ({exc.reason}); nothing was written"
@@ -166,6 +169,8 @@ def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -
         raise InputError(
             f"cannot write {target}: {exc.strerror or exc}; the file was left as it was"
         ) from exc
+    if to_stdout:  # a closed pipe (BrokenPipeError) is left to run_console
+        (stdout or sys.stdout).write(text)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, indent=2)

@@ -3,10 +3,11 @@
 Each family builds an input of size n and of size 8n; the time of the larger divided by
 the time of the smaller must stay under 30 (linear: about 8; quadratic: about 64). Times
 are CPU times of this process, best of 5, with the garbage collector on; only ratios
-between sizes are asserted, never absolute times. The families: planted prompt markers (every marker candidate
-``messages_to_prompt`` would try, in its content), long runs of one character class,
-repeated separators, nested brackets, on the prompt renderer and parser, id templates,
-the image placeholder of data URLs, chain file reading and size parsing.
+between sizes are asserted, never absolute times. The families: planted prompt markers
+(every marker candidate ``messages_to_prompt`` would try, in its content), long runs of
+one character class, repeated separators, nested brackets, on the prompt renderer and
+parser, id templates, the image placeholder of data URLs, chain file reading and size
+parsing.
 """
 
 from __future__ import annotations
