@@ -57,11 +57,17 @@ class Summarizer:
     """Keeps chains within byte budgets by summarizing their old parts.
 
     ``max_concurrency`` bounds the handler calls in flight within one call of
-    :meth:`summarize_chain` (None: unbounded).
+    :meth:`summarize_chain` (None: unbounded). ``max_summary_bytes`` caps each summary:
+    a handler's longer answer is truncated to it (None: no cap). A blank answer is a
+    :class:`SummarizationError` naming the section.
     """
 
     def __init__(
-        self, config: SummarizerConfig | None = None, *, max_concurrency: int | None = None
+        self,
+        config: SummarizerConfig | None = None,
+        *,
+        max_concurrency: int | None = None,
+        max_summary_bytes: int | None = None,
     ) -> None:
         if config is None:
             config = SummarizerConfig()
@@ -75,8 +81,17 @@ class Summarizer:
             raise ValueError(
                 f"max_concurrency must be a positive int or None, not {max_concurrency!r}"
             )
+        if max_summary_bytes is not None and (
+            isinstance(max_summary_bytes, bool)
+            or not isinstance(max_summary_bytes, int)
+            or max_summary_bytes < 1
+        ):
+            raise ValueError(
+                f"max_summary_bytes must be a positive int or None, not {max_summary_bytes!r}"
+            )
         self.config = config
         self.max_concurrency = max_concurrency
+        self.max_summary_bytes = max_summary_bytes
 
     def __repr__(self) -> str:
         return f"Summarizer({self.config!r}, max_concurrency={self.max_concurrency!r})"
@@ -120,7 +135,9 @@ class Summarizer:
         limiter = (
             None if self.max_concurrency is None else anyio.CapacityLimiter(self.max_concurrency)
         )
-        calls = HandlerCalls(handler, limiter, on_call=on_call)
+        calls = HandlerCalls(
+            handler, limiter, on_call=on_call, max_summary_bytes=self.max_summary_bytes
+        )
 
         sections = list(ast.sections)
         keep_from = max(len(sections) - config.keep_qa_sections, 0)
