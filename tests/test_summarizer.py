@@ -12,8 +12,8 @@ import pytest
 
 from cast import (
     FAKE_GEMINI_SIGNATURE,
-    BodyPair,
     SUMMARIZATION_TOOL_NAME,
+    BodyPair,
     BodyPairType,
     ChainError,
     IdTemplate,
