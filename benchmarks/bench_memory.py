@@ -118,13 +118,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--megabytes", type=float, default=100)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--only", help="run only the commands whose name contains this")
+    parser.add_argument("--chain", choices=("real", "synthetic"), help="run only this chain")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as folder:
-        chains = {
-            "real (Claude Code, anthropic)": real_chain(args.corpus, args.megabytes),
-            "synthetic (openai)": synthetic_chain(args.megabytes),
-        }
+        chains: dict[str, Any] = {}
+        if args.chain in (None, "real"):
+            chains["real (Claude Code, anthropic)"] = real_chain(args.corpus, args.megabytes)
+        if args.chain in (None, "synthetic"):
+            chains["synthetic (openai)"] = synthetic_chain(args.megabytes)
         print(
             "| chain | command | file | peak RSS / file | (peak - imports) / file "
             "| seconds per 100 MB | goal |"
@@ -136,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
             del payload
             size = path.stat().st_size
             for name, cmd in commands(path, Path(folder) / "out.json").items():
+                if args.only and args.only not in name:
+                    continue
                 results = [run(cmd) for _ in range(args.repeat)]
                 peak = [r["peak"] / size for r in results]
                 grown = [(r["peak"] - r["imports"]) / size for r in results]

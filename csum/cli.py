@@ -187,6 +187,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     config = _config(args)
     payload, origin = _load(args)
     messages, fmt = decode_chain(payload, args.format)
+    del payload  # held through the whole run, it made the peak memory 1.5x larger
     handler = resolve_handler(args.handler)
     summarizer = Summarizer(config, max_concurrency=args.max_concurrency)
     template = _id_template(args)
