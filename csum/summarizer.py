@@ -53,6 +53,11 @@ class SummaryResult:
         return self.handler_calls > 0 or bool(self.repairs)
 
 
+def _check_positive_or_none(name: str, value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive int or None, not {value!r}")
+
+
 class Summarizer:
     """Keeps chains within byte budgets by summarizing their old parts.
 
@@ -73,22 +78,8 @@ class Summarizer:
             config = SummarizerConfig()
         elif not isinstance(config, SummarizerConfig):
             raise TypeError(f"config must be a SummarizerConfig, not {type(config).__name__}")
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise ValueError(
-                f"max_concurrency must be a positive int or None, not {max_concurrency!r}"
-            )
-        if max_summary_bytes is not None and (
-            isinstance(max_summary_bytes, bool)
-            or not isinstance(max_summary_bytes, int)
-            or max_summary_bytes < 1
-        ):
-            raise ValueError(
-                f"max_summary_bytes must be a positive int or None, not {max_summary_bytes!r}"
-            )
+        _check_positive_or_none("max_concurrency", max_concurrency)
+        _check_positive_or_none("max_summary_bytes", max_summary_bytes)
         self.config = config
         self.max_concurrency = max_concurrency
         self.max_summary_bytes = max_summary_bytes
