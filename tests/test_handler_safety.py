@@ -5,14 +5,19 @@ SystemExit unwrapped, blocking handlers in a thread, lookalike summaries."""
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message
+import csum.cli
+from cast import SUMMARIZATION_TOOL_NAME, ChainAST, IdTemplateError, Message
+from cast.codecs import openai
 from csum import SUMMARIZED_CONTENT_PREFIX, SummarizationError, Summarizer, SummarizerConfig
 from csum.handlers import threaded
 from csum_builders import FakeHandler, completion, request, section, sections_chain
@@ -178,3 +183,28 @@ async def test_our_own_summaries_are_left_alone() -> None:
     calls = handler.calls
     assert await _run(handler, first) == first
     assert handler.calls == calls
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("template", ["x", "{r:1:d}"])
+async def test_an_id_template_too_small_for_the_summaries_is_an_error(template: str) -> None:
+    # Every section's summary is a SUMMARIZATION pair: 12 distinct ids needed.
+    chain = []
+    for index in range(13):
+        chain += section(f"q{index}", request(f"c{index}", 60), completion(10))
+    summarizer = Summarizer(SMALL)
+    with pytest.raises(IdTemplateError, match=r"can produce only (1|10) distinct ids"):
+        await summarizer.summarize_chain(FakeHandler(), chain, id_template=template)
+
+
+def test_the_cli_reports_an_id_template_too_small(tmp_path: Path) -> None:
+    chain = []
+    for index in range(3):
+        chain += section(f"q{index}", request(f"c{index}", 60), completion(10))
+    path = tmp_path / "chain.json"
+    path.write_text(json.dumps(openai.encode(chain)), encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["summarize", str(path), "--budget", "200", "--id-template", "x"]
+    assert csum.cli.main(argv, stdout=out, stderr=err) == 2
+    assert "id template 'x' can produce only 1 distinct ids" in err.getvalue()
+    assert out.getvalue() == ""
