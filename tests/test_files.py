@@ -328,6 +328,10 @@ def test_run_console_turns_ctrl_c_into_one_line_and_130(
     assert capsys.readouterr().err == "csum: interrupted; no file was changed\n"
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _waiting_for_input(pid: int) -> bool:
     try:
         fields = Path(f"/proc/{pid}/syscall").read_text().split()
@@ -347,6 +351,9 @@ def test_sigint_while_reading_exits_130_with_one_line(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # A shell's background job ignores SIGINT, and so would the child (Python then
+        # installs no handler): give it the default disposition, as a terminal would.
+        preexec_fn=_default_sigint,  # noqa: PLW1509 - set before exec; the test starts no threads
     )
     try:
         for _ in range(600):  # until it blocks reading standard input
