@@ -2,7 +2,7 @@
 
 Each family builds an input of size n and of size 8n; the time of the larger divided by
 the time of the smaller must stay under 30 (linear: about 8; quadratic: about 64). Times
-are CPU times of this process, best of 5, with the garbage collector on; only ratios
+are CPU times of this process, best of 3, with the garbage collector on; only ratios
 between sizes are asserted, never absolute times. The families: planted prompt markers
 (every marker candidate ``messages_to_prompt`` would try, in its content), long runs of
 one character class, repeated separators, nested brackets, on the prompt renderer and
@@ -25,7 +25,7 @@ from csum.prompt import _marker, messages_to_prompt, parse_prompt
 
 SCALE = 8
 LIMIT = 30.0
-MIN_SECONDS = 0.02
+MIN_SECONDS = 0.01
 
 
 def _best(func: Callable[[], object]) -> float:
@@ -39,7 +39,7 @@ def _ratio(small: Callable[[], object], large: Callable[[], object]) -> float:
     """Best large time / best small time, the runs interleaved so that load from other
     processes falls on both sizes alike."""
     smalls, larges = [], []
-    for _ in range(5):
+    for _ in range(3):
         smalls.append(_best(small))
         larges.append(_best(large))
     return min(larges) / min(smalls)
@@ -47,7 +47,7 @@ def _ratio(small: Callable[[], object], large: Callable[[], object]) -> float:
 
 def assert_linear(make: Callable[[int], Callable[[], object]], n: int) -> None:
     """Time grows about linearly from size n to 8n, n doubled first until the small
-    run takes 20 ms (below that, timer noise and CPU caches dominate). On a shared
+    run takes 10 ms (below that, timer noise and CPU caches dominate). On a shared
     machine one round can be disturbed: up to three rounds, the lowest ratio counts
     (a quadratic function gives about 64 in every round)."""
     small = make(n)
