@@ -3,20 +3,27 @@ format detection, and the byte-size units people type (``50KiB``, ``2MB``)."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import gc
+import itertools
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn, TextIO
 
+import pydantic_core
 import regex
 
+from cast._files import DEFAULT_MAX_INPUT_BYTES, InputTooLargeError, read_bytes, write_atomic
 from cast.errors import CodecError, InputError
 from cast.messages import Message
 
 __all__ = [
+    "DEFAULT_MAX_INPUT_BYTES",
     "InputError",
+    "add_input_limit_argument",
     "decode_chain",
     "encode_chain",
     "format_size",
@@ -29,26 +36,103 @@ __all__ = [
 ]
 
 
-def read_json(source: str, stdin: TextIO | None = None) -> Any:
-    """The JSON value in the file at ``source`` (``-`` reads standard input)."""
+def read_json(
+    source: str, stdin: TextIO | None = None, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES
+) -> Any:
+    """The JSON value in the file at ``source`` (``-`` reads standard input).
+
+    Inputs over ``max_bytes`` are refused (see :mod:`cast._files`). Strings holding a
+    lone surrogate (``"\\ud800"``: valid JSON, but no UTF-8 text can carry it, so no
+    command could write it and providers reject it) have each such code point replaced
+    by U+FFFD; a warning on standard error says how many and where the first was.
+    """
     where = "standard input" if source == "-" else source
     try:
-        if source == "-":
-            text = (stdin or sys.stdin).read()
-        else:
-            text = Path(source).read_text(encoding="utf-8")
+        data = read_bytes(source, max_bytes, stdin=stdin)
+    except InputTooLargeError as exc:
+        raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
     except OSError as exc:
         raise InputError(f"cannot read {where}: {exc.strerror or exc}") from exc
+    try:
+        # pydantic-core parses the bytes without an intermediate str: for text with
+        # one astral character a str costs 4 bytes per character, the bytes one.
+        with _collector_paused():
+            return pydantic_core.from_json(data)
+    except ValueError:
+        pass  # the json module gives the exact error, decodes surrogates, nests deeper
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {where}: not UTF-8 text ({exc.reason})") from exc
+    del data
     try:
-        return json.loads(text)
+        with _collector_paused():
+            value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
     except RecursionError as exc:
         raise _too_deep(where) from exc
+    if _ESCAPED_SURROGATE.search(text) is None:
+        return value
+    del text
+    replaced: list[str] = []
+    try:
+        value = _replace_lone_surrogates(value, "", replaced)
+    except RecursionError as exc:
+        raise _too_deep(where) from exc
+    if replaced:
+        noun = "string holds" if len(replaced) == 1 else "strings hold"
+        print(
+            f"warning: {where}: {len(replaced)} {noun} lone surrogates (first at "
+            f"{replaced[0] or 'the top level'}); each was replaced by U+FFFD",
+            file=sys.stderr,
+        )
+    return value
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while JSON is parsed: parsing makes millions
+    of containers, none in a cycle, and each collection they trigger scans all the
+    older ones (deeply nested input made reading superlinear)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_ESCAPED_SURROGATE = regex.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = regex.compile("[\ud800-\udfff]")
+
+
+def _replace_lone_surrogates(value: Any, path: str, replaced: list[str]) -> Any:
+    """``value`` with every surrogate code point in its strings (keys too) replaced by
+    U+FFFD; the paths of the strings changed are appended to ``replaced``. Surrogates
+    left after ``json.loads`` are lone: it joins every valid pair into one character."""
+    if isinstance(value, str):
+        if value.isascii() or _LONE_SURROGATE.search(value) is None:
+            return value
+        replaced.append(path)
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [
+            _replace_lone_surrogates(item, f"{path}[{index}]", replaced)
+            for index, item in enumerate(value)
+        ]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            key_path = f"{path}.{{key}}" if path else "{key}"
+            new_key = _replace_lone_surrogates(key, key_path, replaced)
+            inner = f"{path}.{new_key}" if path else new_key
+            out[new_key] = _replace_lone_surrogates(item, inner, replaced)
+        return out
+    return value
 
 
 def _too_deep(what: str) -> InputError:
@@ -56,18 +140,51 @@ def _too_deep(what: str) -> InputError:
 
 
 def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -> None:
-    """Write ``payload`` as indented JSON to the file ``target`` or standard output."""
+    """Write ``payload`` as indented JSON to the file ``target`` or standard output.
+
+    A file is written atomically (:func:`cast._files.write_atomic`): it keeps its old
+    bytes unless the whole new text was encoded and synced, so ``target`` may be the
+    input file. Standard output gets the text only once it is completely encoded.
+    """
+    chunks = _ENCODER.iterencode(payload)
+    to_stdout = target is None or target == "-"
     try:
-        text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+        if to_stdout:
+            text = "".join(chunks) + "\n"
+            bad = _LONE_SURROGATE.search(text)  # UTF-8 encodes every other code point
+            if bad is not None:
+                text.encode("utf-8")  # raises the UnicodeEncodeError reported below
+        else:
+            assert target is not None
+            write_atomic(target, itertools.chain(chunks, ("\n",)))
     except RecursionError as exc:
         raise _too_deep("the output chain") from exc
-    if target is None or target == "-":
-        (stdout or sys.stdout).write(text)
-        return
-    try:
-        Path(target).write_text(text, encoding="utf-8")
+    except UnicodeEncodeError as exc:
+        where = "standard output" if to_stdout else target
+        raise InputError(
+            f"cannot write {where}: the text holds {exc.object[exc.start : exc.end]!r}, "
+            f"which UTF-8 cannot encode ({exc.reason}); nothing was written"
+        ) from exc
     except OSError as exc:
-        raise InputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise InputError(
+            f"cannot write {target}: {exc.strerror or exc}; the file was left as it was"
+        ) from exc
+    if to_stdout:  # a closed pipe (BrokenPipeError) is left to run_console
+        (stdout or sys.stdout).write(text)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, indent=2)
+
+
+def add_input_limit_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--max-input-bytes`` option every command reading a chain file takes."""
+    parser.add_argument(
+        "--max-input-bytes",
+        type=parse_size,
+        default=DEFAULT_MAX_INPUT_BYTES,
+        metavar="SIZE",
+        help="refuse inputs larger than this, e.g. 2GiB (default: 1GiB)",
+    )
 
 
 def known_formats() -> list[str]:
@@ -167,7 +284,9 @@ def one_line(exc: BaseException) -> str:
 
 
 def run_console(main: Callable[[], int]) -> NoReturn:
-    """Exit with ``main()``'s code; a closed stdout (``... | head``) ends quietly."""
+    """Exit with ``main()``'s code; a closed stdout (``... | head``) ends quietly, and
+    Ctrl-C ends with one line and status 130 (files are written atomically, so an
+    interrupted command leaves every file as it was)."""
     try:
         code = main()
         sys.stdout.flush()
@@ -175,4 +294,12 @@ def run_console(main: Callable[[], int]) -> NoReturn:
         # Point stdout at devnull so the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
+    except KeyboardInterrupt:
+        program = getattr(main, "__module__", "").partition(".")[0] or "chaincast"
+        print(f"{program}: interrupted; no file was changed", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     sys.exit(code)
+
+
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as shells report it."""

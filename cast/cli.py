@@ -14,6 +14,7 @@ from typing import TextIO
 
 from cast.ast import BodyPairType, ChainAST
 from cast.chainio import (
+    add_input_limit_argument,
     decode_chain,
     encode_chain,
     format_size,
@@ -46,6 +47,7 @@ def main_parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser("inspect", help="show a chain as a tree of sections and pairs")
     inspect.add_argument("file", help="chain file, or - for standard input")
     inspect.add_argument("--format", "-f", help=f"input format (detected when omitted): {formats}")
+    add_input_limit_argument(inspect)
 
     convert = commands.add_parser(
         "convert", help="convert a chain to another provider's format, made acceptable to it"
@@ -65,6 +67,7 @@ def main_parser() -> argparse.ArgumentParser:
         help="convert only; do not repair ids, reasoning or pairing",
     )
     convert.add_argument("-o", "--output", help="output file (default: standard output)")
+    add_input_limit_argument(convert)
 
     lint = commands.add_parser("lint", help="list what a provider would reject in a chain")
     lint.add_argument("file", help="chain file, or - for standard input")
@@ -73,6 +76,7 @@ def main_parser() -> argparse.ArgumentParser:
     lint.add_argument(
         "--source", help="provider that produced the chain (checks foreign reasoning)"
     )
+    add_input_limit_argument(lint)
     return parser
 
 
@@ -114,7 +118,7 @@ def render_tree(ast: ChainAST, messages: Sequence[Message]) -> list[str]:
 
 
 def _inspect(args: argparse.Namespace, out: TextIO) -> int:
-    messages, fmt = decode_chain(read_json(args.file), args.format)
+    messages, fmt = decode_chain(read_json(args.file, max_bytes=args.max_input_bytes), args.format)
     issues = diagnose(messages)
     fatal = [issue for issue in issues if issue.fatal]
     if fatal:
@@ -133,7 +137,9 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
-    messages, detected = decode_chain(read_json(args.file), args.source)
+    payload = read_json(args.file, max_bytes=args.max_input_bytes)
+    messages, detected = decode_chain(payload, args.source)
+    del payload  # the decoded messages are all that is needed from here on
     if not args.no_port:
         from cast._port import port
 
@@ -160,7 +166,7 @@ def _provider_of_format(fmt: str) -> str | None:
 def _lint(args: argparse.Namespace, out: TextIO) -> int:
     from cast._lint import lint
 
-    messages, _ = decode_chain(read_json(args.file), args.format)
+    messages, _ = decode_chain(read_json(args.file, max_bytes=args.max_input_bytes), args.format)
     violations = lint(messages, args.target, source=args.source)
     for violation in violations:
         print(f"message {violation.index}: [{violation.rule}] {violation.message}", file=out)
@@ -183,7 +189,8 @@ def main(
         return int(exc.code or 0)
     handlers = {"inspect": _inspect, "convert": _convert, "lint": _lint}
     try:
-        return handlers[args.command](args, out)
+        with redirect_stderr(err):  # warnings about the input
+            return handlers[args.command](args, out)
     except (ChainError, ValueError) as exc:
         print(f"cast {args.command}: error: {one_line(exc)}", file=err)
         return EXIT_USAGE

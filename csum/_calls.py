@@ -39,6 +39,8 @@ class HandlerCalls:
     input_bytes: int = 0
     output_bytes: int = 0
     on_call: Callable[[int, int], None] | None = field(default=None, repr=False)
+    max_summary_bytes: int | None = None
+    """Cap of a summary's size in UTF-8 bytes (None: no cap); longer answers are cut."""
     created: list[BodyPair] = field(default_factory=list, repr=False)
     """The summary pairs made in this run (their ids are made unique at the end)."""
     cache: SummaryCache | None = field(default=None, repr=False)
@@ -103,19 +105,55 @@ class HandlerCalls:
                     # cancelled: do not start a handler call then.
                     await anyio.lowlevel.checkpoint_if_cancelled()
                     result = await self.handler(prompt)
+        except anyio.get_cancelled_exc_class() as exc:
+            await _reraise_if_cancelled()  # a real cancellation propagates as such
+            raise SummarizationError(
+                f"the summarize handler raised {type(exc).__name__} although the "
+                "summarizer was not cancelled",
+                section=section,
+                phase=phase,
+            ) from exc
         except Exception as exc:
             raise SummarizationError(
                 f"the summarize handler raised {type(exc).__name__}: {exc}",
                 section=section,
                 phase=phase,
             ) from exc
-        if not isinstance(result, str):
-            raise SummarizationError(
-                f"the summarize handler returned {type(result).__name__}, expected str",
-                section=section,
-                phase=phase,
-            )
+        result = checked_summary(result, self.max_summary_bytes, section, phase)
         self.output_bytes += utf8_len(result)
         if self.on_call is not None:
             self.on_call(self.calls, self.input_bytes)
         return result
+
+
+async def _reraise_if_cancelled() -> None:
+    """Raise the cancellation again when the caller's scope really is cancelled (anyio
+    delivers it at every checkpoint); return when a handler raised it on its own."""
+    await anyio.lowlevel.checkpoint_if_cancelled()
+
+
+def checked_summary(result: object, max_bytes: int | None, section: int, phase: str) -> str:
+    """The handler's answer, checked: a ``str`` that is not blank, truncated to at most
+    ``max_bytes`` UTF-8 bytes (at a character boundary) when a cap is set.
+
+    Truncation, not rejection, for oversized answers: a chatty model still yields a
+    bounded chain. (A summary that would make the chain larger than what it replaces
+    is a separate rule of the summarizer: the original is kept.) Blank answers are a
+    :class:`SummarizationError`: an empty summary would silently lose the section.
+    """
+    if not isinstance(result, str):
+        raise SummarizationError(
+            f"the summarize handler returned {type(result).__name__}, expected str",
+            section=section,
+            phase=phase,
+        )
+    if not result.strip():
+        raise SummarizationError(
+            f"the summarize handler returned an empty summary ({result[:20]!r})",
+            section=section,
+            phase=phase,
+        )
+    if max_bytes is None or utf8_len(result) <= max_bytes:
+        return result
+    cut = result.encode("utf-8", "surrogatepass")[:max_bytes]
+    return cut.decode("utf-8", "ignore")

@@ -16,8 +16,9 @@ T = TypeVar("T")
 
 
 async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
-    """Run ``jobs`` concurrently; results by index. The first failure cancels the rest
-    and is raised (several simultaneous failures: one error chaining them all).
+    """Run ``jobs`` concurrently; results by index. The first failure cancels the rest;
+    the :class:`SummarizationError` of the earliest job that failed is raised (the
+    others are listed in a note), ``KeyboardInterrupt`` and ``SystemExit`` unwrapped.
 
     Workers pull jobs from a shared counter and a new worker starts only after the
     previous ones had a chance to run: jobs that complete without waiting (an instant
@@ -28,32 +29,55 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     if count == 1:
         return [await jobs[0]()]
     results: list[T | None] = [None] * count
-    failures: list[SummarizationError] = []
+    failures: dict[int, SummarizationError] = {}
     next_job = 0
 
-    async with anyio.create_task_group() as group:
+    try:
+        async with anyio.create_task_group() as group:
 
-        async def worker() -> None:
-            nonlocal next_job
+            async def worker() -> None:
+                nonlocal next_job
+                while next_job < count:
+                    index = next_job
+                    next_job += 1
+                    try:
+                        results[index] = await jobs[index]()
+                    except SummarizationError as exc:
+                        failures[index] = exc
+                        group.cancel_scope.cancel()
+                        return
+
             while next_job < count:
-                index = next_job
-                next_job += 1
-                try:
-                    results[index] = await jobs[index]()
-                except SummarizationError as exc:
-                    failures.append(exc)
-                    group.cancel_scope.cancel()
-                    return
-
-        while next_job < count:
-            group.start_soon(worker)
-            await anyio.lowlevel.checkpoint()
+                group.start_soon(worker)
+                await anyio.lowlevel.checkpoint()
+    except BaseExceptionGroup as group_error:
+        raise _unwrapped(group_error) from None
 
     if failures:
-        if len(failures) == 1:
-            raise failures[0]
-        causes = [f.__cause__ if isinstance(f.__cause__, Exception) else f for f in failures]
-        raise SummarizationError(
-            f"{len(failures)} concurrent handler calls failed: " + "; ".join(map(str, failures))
-        ) from ExceptionGroup("summarize handler failures", causes)
+        # The same report on every backend: how many calls fail before the first
+        # failure cancels the others depends on the event loop, so the error is the
+        # failure of the earliest job, its cause the handler's own exception.
+        first = min(failures)
+        error = failures[first]
+        others = [str(failures[i]) for i in sorted(failures) if i != first]
+        if others:
+            error.add_note("other handler calls failed too: " + "; ".join(others))
+        raise error
     return results  # type: ignore[return-value]
+
+
+def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """What a task group's failure is raised as: ``KeyboardInterrupt`` or
+    ``SystemExit`` bare (both backends alike), a lone exception bare, else the group."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(reversed(exc.exceptions))
+        else:
+            leaves.append(exc)
+    for leaf in leaves:
+        if isinstance(leaf, KeyboardInterrupt | SystemExit):
+            return leaf
+    return leaves[0] if len(leaves) == 1 else group

@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cast import (
+    SUMMARIZATION_TOOL_ARGS,
+    SUMMARIZATION_TOOL_NAME,
     BodyPair,
     BodyPairType,
     IdTemplate,
     Message,
     Section,
     TextPart,
+    ToolCall,
+    ToolResult,
     contains_tool_call_reasoning,
     extract_reasoning_message,
 )
@@ -29,18 +33,43 @@ SUMMARIZED_CONTENT_PREFIX = "**summarized content:**\n"
 
 
 def is_summarized(pair: BodyPair) -> bool:
-    """Whether a pair already holds a summary (a SUMMARIZATION pair, or a COMPLETION whose
-    first part is text starting with ``SUMMARIZED_CONTENT_PREFIX``)."""
-    if pair.type is BodyPairType.SUMMARIZATION:
-        return True
+    """Whether a pair is a summary made by csum, judged by its exact shape, so that a
+    pair that only looks like one is summarized like any other:
+
+    - COMPLETION: one text part, without reasoning, starting with
+      ``SUMMARIZED_CONTENT_PREFIX``;
+    - SUMMARIZATION: an AI message whose only tool call is ``SUMMARIZATION_TOOL_NAME``
+      with exactly ``SUMMARIZATION_TOOL_ARGS``, last, after nothing but reasoning-carrying
+      text parts, answered by one tool message holding one result for that call.
+
+    An AI text that merely starts with the prefix, or a call of a tool that happens to
+    share the summary tool's name, is not a summary.
+    """
+    parts = pair.ai_message.parts
     if pair.type is BodyPairType.COMPLETION:
-        parts = pair.ai_message.parts
         return (
-            bool(parts)
+            len(parts) == 1
             and type(parts[0]) is TextPart
+            and parts[0].reasoning is None
             and parts[0].text.startswith(SUMMARIZED_CONTENT_PREFIX)
         )
-    return False
+    if pair.type is not BodyPairType.SUMMARIZATION or len(pair.tool_messages) != 1:
+        return False
+    call = parts[-1]
+    if (
+        type(call) is not ToolCall
+        or call.name != SUMMARIZATION_TOOL_NAME
+        or call.arguments != SUMMARIZATION_TOOL_ARGS
+        or not all(type(p) is TextPart and p.reasoning is not None for p in parts[:-1])
+    ):
+        return False
+    results = pair.tool_messages[0].parts
+    return (
+        len(results) == 1
+        and type(results[0]) is ToolResult
+        and results[0].tool_call_id == call.id
+        and results[0].name == SUMMARIZATION_TOOL_NAME
+    )
 
 
 def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cast import SUMMARIZATION_TOOL_NAME, BodyPair, BodyPairType, ChainAST, IdTemplate, ToolCall
+from cast import (
+    SUMMARIZATION_TOOL_NAME,
+    BodyPair,
+    BodyPairType,
+    ChainAST,
+    IdTemplate,
+    IdTemplateError,
+    ToolCall,
+)
 
 __all__ = ["unique_summary_ids"]
 
@@ -17,6 +25,8 @@ def unique_summary_ids(
 
     Summary ids are seeded by position and summary text, so two runs (or a handler that
     always answers the same) can produce one id twice; providers reject repeated ids.
+    Raises :class:`IdTemplateError` when the template cannot produce enough distinct
+    ids (``--id-template x`` has one id in all), before any search for free ids.
     """
     new = {id(pair) for pair in created}
     fixed: set[str] = set()
@@ -24,6 +34,8 @@ def unique_summary_ids(
         for pair in section.body:
             if id(pair) not in new:
                 fixed.update(call.id for call in pair.tool_calls)
+    summaries = sum(1 for pair in created if pair.type is BodyPairType.SUMMARIZATION)
+    _check_capacity(template, fixed, summaries)
     seen = set(fixed)
     sections = list(ast.sections)
     changed = False
@@ -43,6 +55,21 @@ def unique_summary_ids(
         if renamed:
             sections[s_index] = section.evolve(body=body)
     return ChainAST.build(sections) if changed else ast
+
+
+def _check_capacity(template: IdTemplate, fixed: set[str], needed: int) -> None:
+    """Raise :class:`IdTemplateError` when ``template`` cannot give ``needed`` ids besides
+    those of ``fixed`` that it could produce itself."""
+    capacity = template.capacity
+    if capacity is None or needed == 0:
+        return
+    taken = sum(1 for i in fixed if template.matches(i, SUMMARIZATION_TOOL_NAME))
+    if capacity < taken + needed:
+        raise IdTemplateError(
+            f"id template {template.pattern!r} can produce only {capacity} distinct ids; "
+            f"this chain needs {needed} new summary ids besides the {taken} of its ids "
+            "that already fit the template"
+        )
 
 
 def _renamed_summary(pair: BodyPair, call_id: str) -> BodyPair:

@@ -7,8 +7,8 @@ Hierarchy::
         ├── SummarizationError      (also a RuntimeError) a handler call failed or
         │                           returned something unusable; the caller's chain
         │                           is untouched. The handler's exception is the
-        │                           ``__cause__`` (an ``ExceptionGroup`` when several
-        │                           concurrent calls failed).
+        │                           ``__cause__`` (of the earliest section whose call
+        │                           failed; others are listed in a note).
         ├── HandlerError            (also a RuntimeError) a provider call made by a
         │                           built-in handler failed for good, after any
         │                           retries; the SDK's exception is the ``__cause__``

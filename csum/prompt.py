@@ -185,16 +185,17 @@ class ParsedPrompt:
 
 # --- rendering ----------------------------------------------------------------------
 
-_DATA_URL = re.compile(r"data:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*),", re.IGNORECASE)
-
 
 def _image_placeholder(part: ImagePart) -> str:
     url = part.url
-    match = _DATA_URL.match(url)
-    if match is not None:
-        mime = match.group("mime") or "text/plain"
-        payload = url[match.end() :]
-        if ";base64" in match.group("params").lower():
+    # data:[<mime>][;<param>]*,<payload>; parsed with str.find (a regular expression
+    # for it backtracked quadratically on a long run of ";" without a comma).
+    comma = url.find(",") if url[:5].lower() == "data:" else -1
+    if comma >= 0:
+        mime, _, params = url[5:comma].partition(";")
+        mime = mime or "text/plain"
+        payload = url[comma + 1 :]
+        if "base64" in params.lower().split(";"):
             stripped = payload.rstrip("=")
             size = len(stripped) * 3 // 4
         else:
@@ -335,16 +336,38 @@ def messages_to_prompt(human_messages: Sequence[Message], ai_messages: Sequence[
         blocks = [(MESSAGES_TAG, human_messages)]
     sizes = ":".join(f"{len(messages)},{sum(m.size for m in messages)}" for _, messages in blocks)
     instructions = f"<{INSTRUCTIONS_TAG}>\n{INSTRUCTIONS[case]}\n</{INSTRUCTIONS_TAG}>\n"
-    attempt = 0
-    while True:
-        mark = "_" + xxhash.xxh3_64_hexdigest(f"{sizes}:{attempt}".encode())[:8]
+
+    def render(mark: str) -> tuple[str, int]:
         out = [instructions]
         tags = _Tags.with_mark(mark)
         expected = sum(_render_block(out, tag, messages, tags) for tag, messages in blocks)
-        prompt = "".join(out)
-        if prompt.count(mark) == expected:
-            return prompt
+        return "".join(out), expected
+
+    mark = _marker(sizes, 0)
+    prompt, expected = render(mark)
+    if prompt.count(mark) == expected:
+        return prompt
+    # The content holds the marker. Collect, in one pass, every marker-shaped string
+    # the prompt holds (the content's and our own), then take the first candidate
+    # absent from all of them: one more rendering, however many markers were planted.
+    # Matches cannot overlap ("_" is not a hex digit), so findall sees every one.
+    present = set(_MARKER_SHAPE.findall(prompt))
+    del prompt
+    attempt = 1
+    while (mark := _marker(sizes, attempt)) in present:
         attempt += 1
+    prompt, expected = render(mark)
+    if prompt.count(mark) != expected:  # pragma: no cover - impossible by construction
+        raise AssertionError("the prompt marker occurs in the content")
+    return prompt
+
+
+_MARKER_SHAPE = re.compile(r"_[0-9a-f]{8}")
+
+
+def _marker(sizes: str, attempt: int) -> str:
+    """The ``attempt``-th candidate marker of a prompt (deterministic: a hash)."""
+    return "_" + xxhash.xxh3_64_hexdigest(f"{sizes}:{attempt}".encode())[:8]
 
 
 # --- parsing ------------------------------------------------------------------------

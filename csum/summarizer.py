@@ -60,11 +60,18 @@ class SummaryResult:
         return self.handler_calls > 0 or self.cache_hits > 0 or bool(self.repairs)
 
 
+def _check_positive_or_none(name: str, value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive int or None, not {value!r}")
+
+
 class Summarizer:
     """Keeps chains within byte budgets by summarizing their old parts.
 
     ``max_concurrency`` bounds the handler calls in flight within one call of
-    :meth:`summarize_chain` (None: unbounded). ``cache`` (a :class:`SummaryCache`)
+    :meth:`summarize_chain` (None: unbounded). ``max_summary_bytes`` caps each summary:
+    a handler's longer answer is truncated to it (None: no cap). A blank answer is a
+    :class:`SummarizationError` naming the section. ``cache`` (a :class:`SummaryCache`)
     serves summaries already made for the same prompt; ``archive`` (a
     :class:`HistoryArchive`) keeps every message summarized away, and each summary then
     ends with a line naming what it covers. Neither can fail a summarization: store
@@ -76,6 +83,7 @@ class Summarizer:
         config: SummarizerConfig | None = None,
         *,
         max_concurrency: int | None = None,
+        max_summary_bytes: int | None = None,
         cache: SummaryCache | None = None,
         archive: HistoryArchive | None = None,
     ) -> None:
@@ -83,14 +91,8 @@ class Summarizer:
             config = SummarizerConfig()
         elif not isinstance(config, SummarizerConfig):
             raise TypeError(f"config must be a SummarizerConfig, not {type(config).__name__}")
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise ValueError(
-                f"max_concurrency must be a positive int or None, not {max_concurrency!r}"
-            )
+        _check_positive_or_none("max_concurrency", max_concurrency)
+        _check_positive_or_none("max_summary_bytes", max_summary_bytes)
         if cache is not None and not isinstance(cache, SummaryCache):
             raise TypeError(f"cache must be a SummaryCache or None, not {type(cache).__name__}")
         if archive is not None and not isinstance(archive, HistoryArchive):
@@ -99,6 +101,7 @@ class Summarizer:
             )
         self.config = config
         self.max_concurrency = max_concurrency
+        self.max_summary_bytes = max_summary_bytes
         self.cache = cache
         self.archive = archive
 
@@ -145,7 +148,12 @@ class Summarizer:
             None if self.max_concurrency is None else anyio.CapacityLimiter(self.max_concurrency)
         )
         calls = HandlerCalls(
-            handler, limiter, on_call=on_call, cache=self.cache, archive=self.archive
+            handler,
+            limiter,
+            on_call=on_call,
+            cache=self.cache,
+            archive=self.archive,
+            max_summary_bytes=self.max_summary_bytes,
         )
 
         sections = list(ast.sections)

@@ -51,7 +51,6 @@ from csum_builders import (
 TEMPLATE = IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)
 
 
-
 def pair(messages: list[Message]) -> BodyPair:
     return BodyPair.from_messages(*messages)
 
@@ -112,8 +111,37 @@ SUMMARY_COMPLETION = BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + "done")
         pytest.param(pair(request("c1", 40)), False, id="request-response"),
         pytest.param(
             pair(request("c1", 120, name=SUMMARIZATION_TOOL_NAME)),
+            False,
+            id="lookalike-summary-tool-call",
+        ),
+        pytest.param(
+            pair(BodyPair.summarization("x" * 120, seed="s").messages()),
             True,
-            id="parsed-summarization-call",
+            id="parsed-summarization-pair",
+        ),
+        pytest.param(
+            pair(
+                [
+                    Message.ai(SUMMARIZED_CONTENT_PREFIX + "x"),
+                ]
+            ),
+            True,
+            id="prefixed-completion",
+        ),
+        pytest.param(
+            pair(
+                [
+                    Message(
+                        role=Role.AI,
+                        parts=[
+                            TextPart(text=SUMMARIZED_CONTENT_PREFIX + "x"),
+                            TextPart(text="and a second part"),
+                        ],
+                    )
+                ]
+            ),
+            False,
+            id="prefixed-text-then-more",
         ),
     ],
 )

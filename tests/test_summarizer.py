@@ -13,6 +13,7 @@ import pytest
 from cast import (
     FAKE_GEMINI_SIGNATURE,
     SUMMARIZATION_TOOL_NAME,
+    BodyPair,
     BodyPairType,
     ChainError,
     IdTemplate,
@@ -51,7 +52,6 @@ from csum_builders import (
 TAUBENCH_FILES = corpus_files(TAUBENCH)
 
 
-
 async def run(
     messages: list[Message] | list[dict[str, Any]],
     handler: FakeHandler | None = None,
@@ -76,7 +76,7 @@ ALREADY_SUMMARIZED = [
     Message.human("q0"),
     Message.ai(SUMMARIZED_CONTENT_PREFIX + "old work"),
     Message.human("q1"),
-    *request("call_1", 120, name=SUMMARIZATION_TOOL_NAME),
+    *BodyPair.summarization("s" * 120, seed="old").messages(),
     Message.human("q2"),
     *completion(30),
     *request("c2", 40),

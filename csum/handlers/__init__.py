@@ -2,6 +2,7 @@
 
 ``extractive`` runs offline and is the default; ``openai_compatible`` and
 ``anthropic`` call a model through the provider's official SDK (an optional extra).
+``threaded`` wraps a synchronous function so it runs in a worker thread.
 :func:`resolve_handler` builds one from a command-line string.
 """
 
@@ -12,6 +13,7 @@ from csum.handlers._anthropic import anthropic
 from csum.handlers._base import RetryPolicy, SummarizeHandler
 from csum.handlers._extractive import extractive, summarize_extractive
 from csum.handlers._openai_compatible import openai_compatible
+from csum.handlers._threaded import threaded
 
 __all__ = [
     "HANDLER_SPECS",
@@ -23,6 +25,7 @@ __all__ = [
     "openai_compatible",
     "resolve_handler",
     "summarize_extractive",
+    "threaded",
 ]
 
 HANDLER_SPECS = ("extractive", "extractive:MAX_BYTES", "openai:MODEL", "anthropic:MODEL")
