@@ -36,7 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--steps", type=int, help="AI turns of the simulated loop (2000; quick 400)"
     )
-    parser.add_argument("--seed", type=int, default=7, help="simulator seed (7)")
+    parser.add_argument("--seed", type=int, default=7, help="first simulator seed (7)")
+    parser.add_argument(
+        "--seeds", type=int, help="simulated loops, seeds SEED, SEED+1, ... (3; quick 1)"
+    )
     parser.add_argument(
         "--budget", type=int, default=131072, help="window of the long loops, bytes (131072)"
     )
@@ -66,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         quick=quick,
         steps=args.steps or (QUICK_STEPS if quick else 2000),
         seed=args.seed,
+        seeds=args.seeds or (1 if quick else 3),
         budget=args.budget,
         small_budget=args.small_budget,
         time_scale=args.latency_scale
