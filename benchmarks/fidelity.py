@@ -34,6 +34,7 @@ import statistics
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import regex
@@ -261,7 +262,7 @@ def run(items: Sequence[Item]) -> Result:
         for name, summarize in SUMMARIZERS.items():
             scores[(name, fraction)] = [_score(items, fraction, summarize)]
         scores[("random lines", fraction)] = [
-            _score(items, fraction, lambda i, b, s=seed: random_lines(i, b, s)) for seed in SEEDS
+            _score(items, fraction, partial(random_lines, seed=seed)) for seed in SEEDS
         ]
     facts = sum(len(item.facts) for item in items)
     return Result(len(items), facts, scores, unlabelled)
