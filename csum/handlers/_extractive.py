@@ -58,7 +58,8 @@ _MIN_WINDOW = 100  # ... or fewer under a small budget, never below this
 _MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
 _ARG_CAP = 200
 _COST_BASE = 48  # bytes added to every line's cost when ranking: favours full lines a little
-_JSON_LINE = 100  # characters of key=value pairs per line of a flattened JSON record
+_JSON_LINE = 100  # characters of key=value pairs per line of a flattened JSON object
+_JSON_RECORD = 400  # ... and of a record in a list, kept whole up to this
 _PRIOR_SHARE = 0.6  # share of the budget earlier summaries may take before anything else
 _ELLIPSIS = "…"
 
@@ -129,6 +130,7 @@ _BACKTICKED = regex.compile(r"`[^`\n]{2,200}+`")
 _DIFF_LINE = regex.compile(r"^(?:@@[ ]-\d|[+-](?![+-]{2}[ ])\S?)")
 _MARKDOWN = regex.compile(r"\*\*|__|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
 _WS = regex.compile(r"\s++")
+_WORDS = regex.compile(r"\w++")
 
 
 # --- text helpers -------------------------------------------------------------------
@@ -179,8 +181,9 @@ def _identifiers(line: str) -> int:
         token = match.group().strip(_TRAIL)
         if len(token) < 3 or len(token) > _TOKEN_CAP:
             continue
-        if _is_path(token):
-            found += 2 if token[-1].isdigit() else 1
+        kind = _path_kind(token)
+        if kind:
+            found += kind
         elif (
             "://" in token
             or "=" in token[1:]
@@ -199,20 +202,25 @@ def _identifiers(line: str) -> int:
     return found + len(_UNIT.findall(line, endpos=_LINE_SCAN))
 
 
-def _is_path(token: str) -> bool:
-    """Paths, rooted or with parts, optionally with ``:line[:column]``."""
-    head = token
-    while head and ":" in head:
-        base, _, tail = head.rpartition(":")
-        if not tail.isdigit():
-            break
-        head = base
+def _path_kind(token: str) -> int:
+    """0: not a path; 1: a path; 2: a path with a line (``src/a.py:12``,
+    ``lib/x.ex:12:5:pattern``)."""
+    head, _, rest = token.partition(":")
+    if len(head) == 1 and rest.startswith("\\"):  # C:\dir\file
+        head, _, rest = rest.partition(":")
+        head = token[:2] + head
+    with_line = rest[:1].isdigit() and rest.split(":", 1)[0].isdigit()
     if "/" not in head and "\\" not in head:
         last = head.rsplit(".", 1)
-        return head != token and len(last) == 2 and last[1].isalnum() and len(last[1]) <= 8
+        named = len(last) == 2 and last[1].isalnum() and 0 < len(last[1]) <= 8
+        return 2 if named and with_line and last[0] else 0
     if head.startswith(("/", "~/", "./", "../")):
-        return len(head) > 1
-    return head.count("/") >= 2 or "." in head.rsplit("/", 1)[-1]
+        plain = len(head) > 1
+    else:
+        plain = head.count("/") >= 2 or "." in head.rsplit("/", 1)[-1]
+    if not plain:
+        return 0
+    return 2 if with_line else 1
 
 
 def _score(line: str, *, listing: bool, diff: bool) -> float:
@@ -294,8 +302,11 @@ def _flatten_json(value: object, path: str, out: list[str], depth: int = 0) -> N
             else:
                 scalars.append(f"{key}={_scalar(item)}")
         chunk: list[str] = []
-        for pair in scalars:  # records share lines of about _JSON_LINE characters
-            if chunk and sum(len(p) + 1 for p in chunk) + len(pair) > _JSON_LINE:
+        # An element of a list is one record, one line; a lone big object's fields are
+        # grouped into lines of about _JSON_LINE characters.
+        limit = _JSON_RECORD if path.endswith("]") else _JSON_LINE
+        for pair in scalars:
+            if chunk and sum(len(p) + 1 for p in chunk) + len(pair) > limit:
                 out.append((f"{path}: " if path else "") + " ".join(chunk))
                 chunk = []
             chunk.append(pair)
@@ -381,21 +392,24 @@ def _body_lines(
             frame = ""
             score += 2.0
         # The first and last lines of an output say most (commands, totals, verdicts).
-        edge = order < 2 or order >= last - 1
+        edge = not listing and (order < 2 or order >= last - 1)
         if score <= 0 and not edge and flat is None:
             continue
         if flat is not None:
             score += 1.0  # a record: keys and values, all of it data
+            limit = max(width, min(_JSON_RECORD, width * 2))
+        else:
+            limit = width
         # Repeated shapes (the same line but for its numbers) are worth less each time.
-        shape = regex.sub(r"\d++", "#", line[:120])
+        shape = line[:120] if flat is not None else _WORDS.sub("w", line[:120])
         repeats = shapes.get(shape, 0)
         shapes[shape] = repeats + 1
-        score /= 1 + repeats
+        score /= 1 + repeats / 2
         if score > 0:
             score += (1.5 if edge else 0.0) + 2.0 / (1 + order / 10)
         else:
             score = 0.5  # an edge line with nothing in it: kept only when room is left
-        yield _Line(block, order, _window(line, width), score)
+        yield _Line(block, order, _window(line, limit), score)
 
 
 # --- collection ---------------------------------------------------------------------
@@ -413,6 +427,7 @@ def _render_call(name: str, args: str, cap: int) -> str:
     rest: list[str] = []
     for key, item in value.items():
         text = _one_line(item) if isinstance(item, str) else _scalar_or_json(item)
+        text = _clip_middle(text, cap - len(name) - 2)
         lowered = str(key).lower()
         if lowered in _COMMAND_KEYS and isinstance(item, str):
             first.insert(0, text)
@@ -421,6 +436,14 @@ def _render_call(name: str, args: str, cap: int) -> str:
         else:
             rest.append(f"{key}={text}")
     return _clip(f"{name}({', '.join(first + rest)})", cap)
+
+
+def _clip_middle(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, its middle cut: a path keeps its file name."""
+    if len(text) <= limit or limit < 12:
+        return text
+    tail = (limit - 1) * 2 // 3
+    return text[: limit - 1 - tail] + _ELLIPSIS + text[len(text) - tail :]
 
 
 def _scalar_or_json(value: object) -> str:
