@@ -17,12 +17,15 @@ from types import ModuleType as _ModuleType
 from csum._calls import SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum.config import SummarizerConfig
-from csum.errors import SummarizationError
+from csum.errors import CsumError, HandlerError, PromptFormatError, SummarizationError
 from csum.prompt import messages_to_prompt
 from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = [
     "SUMMARIZED_CONTENT_PREFIX",
+    "CsumError",
+    "HandlerError",
+    "PromptFormatError",
     "SummarizationError",
     "SummarizeHandler",
     "Summarizer",

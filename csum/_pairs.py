@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cast.ast import BodyPair, BodyPairType, Header, Section
-from cast.ids import IdTemplate
-from cast.messages import Message, TextPart
-from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
+from cast import (
+    BodyPair,
+    BodyPairType,
+    IdTemplate,
+    Message,
+    Section,
+    TextPart,
+    contains_tool_call_reasoning,
+    extract_reasoning_message,
+)
 
 __all__ = [
     "SUMMARIZED_CONTENT_PREFIX",
     "human_of",
     "is_summarized",
     "messages_of",
-    "rebuild_section",
     "summary_pair",
     "summary_type",
 ]
@@ -83,7 +88,3 @@ def summary_pair(
 def human_of(section: Section) -> list[Message]:
     human = section.header.human_message
     return [] if human is None else [human]
-
-
-def rebuild_section(header: Header, body: tuple[BodyPair, ...]) -> Section:
-    return Section._trusted(header, body, header.size + sum(p.size for p in body))

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 import anyio
 
+from cast import DEFAULT_TOOL_CALL_ID_TEMPLATE, ChainError, IdTemplate
 from cast.chainio import (
     decode_chain,
     encode_chain,
@@ -29,9 +30,6 @@ from cast.chainio import (
     run_console,
     write_json,
 )
-from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
-from cast.errors import ChainError
-from cast.ids import IdTemplate
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
 from csum.summarizer import Summarizer, SummaryResult
@@ -174,7 +172,7 @@ def _id_template(args: argparse.Namespace) -> IdTemplate:
     if args.id_template:
         return IdTemplate(args.id_template)
     if args.target:
-        from cast.providers import get_provider
+        from cast import get_provider
 
         return get_provider(args.target).id_template
     return IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)

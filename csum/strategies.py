@@ -17,16 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from cast.ast import BodyPair, ChainAST, Header, Section
-from cast.ids import IdTemplate
-from cast.messages import Message, Role, TextPart, trusted_message
+from cast import BodyPair, ChainAST, Header, IdTemplate, Message, Role, Section, TextPart
 from csum._calls import HandlerCalls
 from csum._gather import gather
 from csum._pairs import (
     human_of,
     is_summarized,
     messages_of,
-    rebuild_section,
     summary_pair,
     summary_type,
 )
@@ -70,7 +67,7 @@ async def summarize_section(
             seed=f"section\x1f{index}",
         )
     )
-    return rebuild_section(section.header, (pair,))
+    return section.evolve(body=(pair,))
 
 
 # -- phase 2: last-section rotation ------------------------------------------------------
@@ -139,7 +136,7 @@ async def rotate_section(
                     seed=f"pair\x1f{index}\x1f{i}",
                 )
             )
-        section = rebuild_section(section.header, tuple(body))
+        section = section.evolve(body=body)
 
     if section.size <= config.last_section_bytes:
         return section
@@ -160,7 +157,7 @@ async def rotate_section(
             seed=f"rotation\x1f{index}",
         )
     )
-    return rebuild_section(section.header, (pair, *keep))
+    return section.evolve(body=(pair, *keep))
 
 
 # -- phase 3: QA -------------------------------------------------------------------------
@@ -226,9 +223,9 @@ async def summarize_qa(
 
     human: Message | None = None
     if len(texts) == 2:
-        human = trusted_message(Role.HUMAN, (TextPart(text=texts[1]),))
+        human = Message.from_parts(Role.HUMAN, (TextPart(text=texts[1]),))
     elif human_messages:
-        human = trusted_message(Role.HUMAN, tuple(p for m in human_messages for p in m.parts))
+        human = Message.from_parts(Role.HUMAN, [p for m in human_messages for p in m.parts])
     pair = calls.adopt(
         summary_pair(
             texts[0],
@@ -240,9 +237,6 @@ async def summarize_qa(
         )
     )
     system = sections[0].header.system_message
-    header = Header._trusted(
-        system, human, (system.size if system else 0) + (human.size if human else 0)
-    )
     # Folded sections always include section 0, so kept ones carry no system message.
     kept = sections[len(sections) - keep :]
-    return ChainAST._trusted((rebuild_section(header, (pair,)), *kept))
+    return ChainAST.build((Section.build(Header.build(system, human), (pair,)), *kept))

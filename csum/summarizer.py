@@ -10,10 +10,15 @@ from typing import Any
 
 import anyio
 
-from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
-from cast.ids import TemplateLike, as_template
-from cast.messages import Message
-from cast.parse import ChainIssue, parse_chain
+from cast import (
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    ChainAST,
+    ChainIssue,
+    IdTemplate,
+    Message,
+    TemplateLike,
+    parse_chain,
+)
 from csum._calls import HandlerCalls, SummarizeHandler
 from csum._gather import gather
 from csum._summary_ids import unique_summary_ids
@@ -107,7 +112,7 @@ class Summarizer:
         if not callable(handler):
             raise TypeError(f"handler must be an async callable, not {type(handler).__name__}")
         started = time.perf_counter()
-        template = as_template(id_template)
+        template = IdTemplate(id_template)
         issues: list[ChainIssue] = []
         ast = parse_chain(messages, repair=True, issues=issues)
         size_before = ast.size
@@ -132,7 +137,7 @@ class Summarizer:
         if jobs:
             for index, new_section in zip(targets, await gather(jobs), strict=True):
                 sections[index] = new_section
-            ast = type(ast)._trusted(tuple(sections))
+            ast = ChainAST.build(sections)
         if config.use_qa:
             ast = await summarize_qa(calls, ast, config, template)
         if calls.created:
