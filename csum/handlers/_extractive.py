@@ -37,7 +37,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import regex
 
-from cast.constants import SUMMARIZATION_TOOL_NAME
+from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers._base import SummarizeHandler
 from csum.prompt import PromptEntry, PromptFormatError, parse_prompt
