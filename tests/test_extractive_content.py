@@ -14,12 +14,6 @@ from csum.handlers._extractive import _StoppedError, _summarize
 from csum.prompt import messages_to_prompt
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    backend: str = request.param
-    return backend
-
-
 def one_call(name: str, args: dict[str, object], output: str) -> str:
     call = ToolCall(id="call_1", name=name, arguments=json.dumps(args))
     return messages_to_prompt([], [Message.ai("", call), Message.tool("call_1", name, output)])
