@@ -16,23 +16,35 @@ from types import ModuleType as _ModuleType
 
 from csum._calls import SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
+from csum.archive import ArchiveHit, HistoryArchive
+from csum.cache import SummaryCache
 from csum.config import SummarizerConfig
 from csum.errors import CsumError, HandlerError, PromptFormatError, SummarizationError
 from csum.prompt import messages_to_prompt
+from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
+from csum.store_events import StoreEvent, StoreEventKind
 from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = [
+    "RECALL_TOOL_NAME",
     "SUMMARIZED_CONTENT_PREFIX",
+    "ArchiveHit",
     "CsumError",
     "HandlerError",
+    "HistoryArchive",
     "PromptFormatError",
+    "RecallTool",
+    "StoreEvent",
+    "StoreEventKind",
     "SummarizationError",
     "SummarizeHandler",
     "Summarizer",
     "SummarizerConfig",
+    "SummaryCache",
     "SummaryResult",
     "is_summarized",
     "messages_to_prompt",
+    "recall_tool_definition",
 ]
 
 

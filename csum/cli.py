@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from functools import partial
@@ -18,7 +19,7 @@ from typing import Any, TextIO
 
 import anyio
 
-from cast import DEFAULT_TOOL_CALL_ID_TEMPLATE, ChainError, IdTemplate
+from cast import DEFAULT_TOOL_CALL_ID_TEMPLATE, ChainError, IdTemplate, Message
 from cast.chainio import (
     decode_chain,
     encode_chain,
@@ -30,8 +31,13 @@ from cast.chainio import (
     run_console,
     write_json,
 )
+from csum._calls import SummarizeHandler
+from csum.archive import HistoryArchive
+from csum.cache import SummaryCache
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
+from csum.store_events import StoreEventKind
+from csum.stores import open_store
 from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = ["EXAMPLE", "entrypoint", "main", "main_parser"]
@@ -86,6 +92,27 @@ def main_parser() -> argparse.ArgumentParser:
     )
     summarize.add_argument(
         "--max-concurrency", type=int, default=None, help="handler calls in flight at most"
+    )
+    summarize.add_argument(
+        "--cache",
+        metavar="PATH|redis://...",
+        help="summary cache: a SQLite file or a Redis URL (same prompt, no second call)",
+    )
+    summarize.add_argument(
+        "--cache-id",
+        help="handler identity in the cache keys (default: the --handler value); change it "
+        "when the model or its settings change",
+    )
+    summarize.add_argument(
+        "--cache-ttl", type=float, help="seconds a cached summary lives (default: forever)"
+    )
+    summarize.add_argument(
+        "--archive",
+        metavar="PATH|redis://...",
+        help="history archive: keep every message summarized away (SQLite file or Redis URL)",
+    )
+    summarize.add_argument(
+        "--session", default="default", help="archive session name (default: default)"
     )
     ids = summarize.add_mutually_exclusive_group()
     ids.add_argument(
@@ -178,6 +205,53 @@ def _id_template(args: argparse.Namespace) -> IdTemplate:
     return IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)
 
 
+def _cache(args: argparse.Namespace) -> SummaryCache | None:
+    if not args.cache:
+        return None
+    if args.cache_ttl is not None and not args.cache_ttl > 0:
+        raise ValueError("--cache-ttl must be a positive number of seconds")
+    handler_id = args.handler if args.cache_id is None else args.cache_id
+    return SummaryCache(open_store(args.cache), handler_id=handler_id, ttl=args.cache_ttl)
+
+
+def _archive(args: argparse.Namespace) -> HistoryArchive | None:
+    return HistoryArchive(args.archive, session=args.session) if args.archive else None
+
+
+async def _run(
+    summarizer: Summarizer,
+    handler: SummarizeHandler,
+    messages: list[Message],
+    *,
+    id_template: IdTemplate,
+    on_call: _Progress,
+) -> SummaryResult:
+    """Summarize, then close the cache and archive connections."""
+    try:
+        return await summarizer.summarize(
+            handler, messages, id_template=id_template, on_call=on_call
+        )
+    finally:
+        if summarizer.cache is not None:
+            await summarizer.cache.aclose()
+        if summarizer.archive is not None:
+            await summarizer.archive.aclose()
+
+
+def _report_stores(result: SummaryResult, err: TextIO) -> None:
+    """Cache hits and store failures (a failing store never fails the run)."""
+    kinds = Counter(event.kind for event in result.store_events)
+    if kinds[StoreEventKind.CACHE_HIT] or kinds[StoreEventKind.CACHE_MISS]:
+        print(f"cache: {result.cache_hits} hits, {result.handler_calls} handler calls", file=err)
+    if kinds[StoreEventKind.ARCHIVED]:
+        print(f"archive: {kinds[StoreEventKind.ARCHIVED]} batches archived", file=err)
+    failures = [event for event in result.store_events if event.failed]
+    for event in failures[:3]:
+        print(f"warning: {event.kind} ({event.store}): {event.detail}", file=err)
+    if len(failures) > 3:
+        print(f"warning: {len(failures) - 3} more store failures", file=err)
+
+
 def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from csum.handlers import resolve_handler
 
@@ -185,19 +259,25 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     payload, origin = _load(args)
     messages, fmt = decode_chain(payload, args.format)
     handler = resolve_handler(args.handler)
-    summarizer = Summarizer(config, max_concurrency=args.max_concurrency)
+    summarizer = Summarizer(
+        config,
+        max_concurrency=args.max_concurrency,
+        cache=_cache(args),
+        archive=_archive(args),
+    )
     template = _id_template(args)
     progress = _Progress(err, not args.quiet)
     started = time.perf_counter()
     try:
         result = anyio.run(
-            partial(summarizer.summarize, handler, messages, id_template=template, on_call=progress)
+            partial(_run, summarizer, handler, messages, id_template=template, on_call=progress)
         )
     finally:
         progress.done()
     write_json(encode_chain(result.messages, fmt), args.output, out)
     if not args.quiet:
         _report(result, origin, err)
+        _report_stores(result, err)
         if args.output:
             print(f"wrote {args.output} ({fmt}) in {time.perf_counter() - started:.2f}s", file=err)
     return EXIT_OK

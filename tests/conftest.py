@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ["redis_server"]  # a real redis-server for the store tests
+
 settings.register_profile(
     "ci",
     max_examples=60,
