@@ -320,6 +320,11 @@ def render_markdown(suite: SuiteResult, failures: Sequence[str], plots: Sequence
         f"+ summary tokens / {latency.decode_tps:.0f} (tokens = bytes / 4), concurrent calls "
         "overlapping. **summarize wall s** is measured on turns that called the handler, "
         f"each call sleeping {config.time_scale:g} x its modelled time (`anyio.sleep`).",
+        "- **+archive**: the same csum configuration with a `HistoryArchive` (SQLite, "
+        "one session per workload) and re-insertion on (`reinsert_bytes=2048`): archived "
+        "lines that the newest question names are appended to it. It changes the newest "
+        "question by design, so it does not promise to keep the newest pair unchanged. "
+        "The agent's own calls to the recall tool are not simulated (no model runs).",
         "- **overhead**: time per turn inside the policy, handler and data adaptation for "
         "LangChain excluded.",
         "- **invalid outputs**: turns whose chain fails `cast.ChainAST.from_messages` "

@@ -117,6 +117,15 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
         ),
         lambda b: CsumPolicy(
             b,
+            metered(),
+            use_qa=True,
+            summarize_human_in_qa=True,
+            reinsert_bytes=2048,
+            name="csum +qa +human summary +archive",
+            description="as above, HistoryArchive(reinsert_bytes=2048): re-insertion on",
+        ),
+        lambda b: CsumPolicy(
+            b,
             metered("truncate"),
             name="csum [truncate]",
             description="defaults, handler cuts the text instead of extracting",
