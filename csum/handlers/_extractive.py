@@ -40,7 +40,7 @@ import regex
 from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers._base import SummarizeHandler
-from csum.prompt import PromptEntry, PromptFormatError, parse_prompt
+from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
 __all__ = ["extractive", "summarize_extractive"]
 
@@ -464,7 +464,11 @@ def _collect(
 ) -> list[_Block]:
     blocks: list[_Block] = []
     calls: dict[str, str] = {}
-    requests = [e for e in entries if e.role in _HUMAN_ROLES and e.kind == "text"]
+    requests = [
+        e
+        for e in entries
+        if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
+    ]
     request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
     call_cap = max(48, min(_ARG_CAP, max_bytes // 2))
     width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
@@ -481,12 +485,22 @@ def _collect(
                 if line.strip():
                     block.lines.append(_Line(len(blocks), order, line.rstrip(), 100.0, tier=0))
             blocks.append(block)
+        elif entry.section == CONTEXT_TAG:
+            # The user's messages given as context stay in the chain beside the summary
+            # (the instructions say not to summarize them): repeating them wastes it.
+            continue
         elif entry.kind == "text" and entry.role in _HUMAN_ROLES:
-            text = _clip(_one_line(entry.content), request_cap)
-            if text:
-                blocks.append(
-                    _Block(lines=[_Line(len(blocks), 0, USER_PREFIX + text, 50.0, tier=0)])
-                )
+            block = _Block()
+            for item in _body_lines(entry.content, len(blocks), check, tool=False, width=width):
+                if not item.text.startswith(USER_PREFIX):  # an earlier summary's line stays
+                    item.text = USER_PREFIX + item.text
+                item.score += 3.0  # what the user said: requests, constraints
+                block.lines.append(item)
+            if block.lines:
+                first = min(block.lines, key=lambda ln: ln.order)
+                first.text = _clip(first.text, request_cap)
+                first.tier = 0  # the request itself comes first
+                blocks.append(block)
         elif entry.kind == "tool_result":
             head = calls.pop(entry.call_id, "") or _render_call(entry.name or "tool", "", call_cap)
             block = _Block(head=head, head_score=4.0, indent=RESULT_INDENT)
@@ -564,7 +578,7 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         line.taken = True
         used += cost
         block.head_taken = block.head_taken or bool(block.head)
-    # Fill what is left with the best line that did not fit, cut to the room.
+    # Fill what is left with the best lines that did not fit, cut to the room.
     for block, line in ranked:
         if line.taken or line.text in said:
             continue
@@ -575,7 +589,8 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         line.taken = True
         used += _cost(block, line)
         block.head_taken = block.head_taken or bool(block.head)
-        break
+        if max_bytes - used < _MIN_PIECE:
+            break
     out: list[str] = []
     for block in blocks:
         kept = [line for line in block.lines if line.taken]
