@@ -244,7 +244,45 @@ def findings(suite: SuiteResult) -> list[str]:
             )
         out.append("- " + line)
     out.extend(_handler_and_growth(suite))
+    out.extend(_retention_goal(suite))
     return out
+
+
+GOAL_ASKED = 0.90
+GOAL_KEPT = 0.50
+"""Issue 13's goal for the simulated loop: within budget on every turn, facts present
+when asked and kept at the end, min over seeds."""
+
+
+def _retention_goal(suite: SuiteResult) -> list[str]:
+    """Each csum configuration against the goal of issue 13, misses included."""
+    sim = next((g for g in suite.groups if g.name == "simulated"), None)
+    if sim is None:
+        return []
+    policies = {p.name: p for p in suite.policies}
+    cells: list[str] = []
+    for r in sim.results:
+        got = retention(r)
+        if got is None or not isinstance(policies.get(r.policy), CsumPolicy):
+            continue
+        verdict = (
+            "met"
+            if not over_budget(r) and got[0] >= GOAL_ASKED and got[2] >= GOAL_KEPT
+            else "missed"
+        )
+        budget = "over budget on some turns" if over_budget(r) else "within budget"
+        cells.append(
+            f"{r.policy}: {budget}, present when asked min {got[0]:.0%}, kept at the end "
+            f"min {got[2]:.0%} ({verdict})"
+        )
+    return [
+        f"- **goal** (issue 13, simulated loop at {sim.budget // 1024} KiB: within budget on "
+        f"every turn, facts present when asked >= {GOAL_ASKED:.0%} and kept at the end >= "
+        f"{GOAL_KEPT:.0%}, min over seeds): " + "; ".join(cells) + ". The bounded "
+        "configurations fold old sections into one summary of at most 4 KB again and again, "
+        "and send about a third of the budget: facts outlive a few folds only; re-insertion "
+        "from the history archive brings back what a question names."
+    ]
 
 
 def _growth_reason(policy: Policy) -> str:
