@@ -8,7 +8,7 @@ import pytest
 from benchmarks.policies.__main__ import main
 from benchmarks.policies.baselines import DropOldest, FractionPartition
 from benchmarks.policies.harness import run_policy
-from benchmarks.policies.simulate import simulate
+from benchmarks.policies.simulate import FACT_SHAPES, PlantedFact, fact_present, simulate
 from cast import ChainAST
 
 
@@ -24,9 +24,40 @@ def test_simulator_is_seeded_and_plants_facts() -> None:
     assert first.messages == again.messages
     assert first.messages != other.messages
     assert first.facts
-    text = "".join(m.model_dump_json() for m in first.messages)
-    assert all(fact in text for fact in first.facts)
+    texts = [text for m in first.messages for p in m.parts for text in _texts(p)]
+    for fact in first.facts.values():  # planted with its value, in the message it names
+        planted_in = [
+            t
+            for m in first.messages[fact.index : fact.index + 1]
+            for p in m.parts
+            for t in _texts(p)
+        ]
+        assert any(fact_present(t, fact) for t in planted_in), fact
+    assert {f.shape for f in first.facts.values()} == set(FACT_SHAPES)
+    for index, keys in first.references.items():  # asked by subject, never with the value
+        asking = [t for p in first.messages[index].parts for t in _texts(p)]
+        for key in keys:
+            fact = first.facts[key]
+            assert fact.index < index
+            assert any(fact.subject in t for t in asking)
+            assert not any(fact_present(t, fact) for t in asking)
+    assert texts
     ChainAST.from_messages(first.messages)
+
+
+def _texts(part: object) -> list[str]:
+    return [
+        v
+        for name in ("text", "arguments", "content")
+        if isinstance(v := getattr(part, name, None), str)
+    ]
+
+
+def test_a_fact_counts_only_with_its_value_next_to_its_subject() -> None:
+    fact = PlantedFact("package==version", "queue-cache7", "3.14.2", 0)
+    assert fact_present("Pinned queue-cache7==3.14.2", fact)
+    assert not fact_present("queue-cache7 was pinned", fact)
+    assert not fact_present("queue-cache7 " + "x" * 400 + " 3.14.2", fact)
 
 
 def test_drop_oldest_is_valid_keeps_the_newest_pair_and_fits() -> None:

@@ -1,6 +1,7 @@
 """Command line: ``python -m benchmarks.policies [--quick] [--no-write] ...``.
 
-The full mode replays every workload and rewrites ``docs/benchmarks.md`` and its plots.
+The full mode replays every workload and rewrites ``docs/benchmarks.md`` and its plots,
+the fidelity section (``python -m benchmarks.fidelity``) included.
 ``--quick`` (for CI) runs a smaller loop and a corpus subset with no simulated latency,
 prints the tables, and exits 1 when an invariant fails; it never checks timings and
 writes nothing unless ``--out`` is given.
@@ -17,6 +18,9 @@ from pathlib import Path
 
 import anyio
 
+from benchmarks.fidelity import load_items
+from benchmarks.fidelity import markdown as fidelity_markdown
+from benchmarks.fidelity import run as run_fidelity
 from benchmarks.policies.report import render_markdown, render_tables, write_plots
 from benchmarks.policies.suite import SuiteConfig, check_invariants, run_suite
 
@@ -36,7 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--steps", type=int, help="AI turns of the simulated loop (2000; quick 400)"
     )
-    parser.add_argument("--seed", type=int, default=7, help="simulator seed (7)")
+    parser.add_argument("--seed", type=int, default=7, help="first simulator seed (7)")
+    parser.add_argument(
+        "--seeds", type=int, help="simulated loops, seeds SEED, SEED+1, ... (3; quick 1)"
+    )
     parser.add_argument(
         "--budget", type=int, default=131072, help="window of the long loops, bytes (131072)"
     )
@@ -68,6 +75,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def fidelity_section() -> str:
+    """The fidelity benchmark's section (``benchmarks.fidelity``), appended to the report
+    so that one command regenerates the whole of ``docs/benchmarks.md``."""
+    items = load_items()
+    return fidelity_markdown(run_fidelity(items), items)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; 0 when every invariant held, 1 otherwise."""
     args = _parser().parse_args(argv)
@@ -76,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         quick=quick,
         steps=args.steps or (QUICK_STEPS if quick else 2000),
         seed=args.seed,
+        seeds=args.seeds or (1 if quick else 3),
         budget=args.budget,
         small_budget=args.small_budget,
         time_scale=args.latency_scale
@@ -115,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 suite.notes.append(why)
             plots = [p.relative_to(out.parent).as_posix() for p in paths]
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render_markdown(suite, failures, plots), encoding="utf-8")
+        text = render_markdown(suite, failures, plots) + "\n" + fidelity_section()
+        out.write_text(text, encoding="utf-8")
         print(f"wrote {out}")
     for failure in failures:
         print(f"INVARIANT FAILED: {failure}", file=sys.stderr)

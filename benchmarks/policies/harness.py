@@ -3,27 +3,26 @@
 The loop appends the workload's messages one by one; before each AI message it hands
 the history to the policy, sends what the policy returns (that is the cost: its size
 in UTF-8 bytes), keeps it as the new history and appends the AI message. Each output
-is checked: strict parse, the newest pair kept, planted facts asked for at that turn.
+is checked: strict parse, the newest pair kept, planted facts asked for at that turn
+(value next to its subject, see ``simulate.fact_present``).
 Outputs the policy changed (and the final one) are linted for OpenAI and Anthropic.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from benchmarks.policies.policy import Policy
-from benchmarks.policies.simulate import FACT_PATTERN, Workload
+from benchmarks.policies.simulate import PlantedFact, Workload, fact_present
 from cast import ChainAST, ChainError, Message, Part, Role
 
 __all__ = ["LINT_TARGETS", "RunResult", "facts_in", "lint_available", "run_policy"]
 
 LINT_TARGETS = ("openai", "anthropic")
-_FACT = re.compile(FACT_PATTERN)
 _TEXT_FIELDS = ("text", "arguments", "content")
-_FACTS_CACHE: dict[int, tuple[Message, frozenset[str]]] = {}
+_TEXTS_CACHE: dict[int, tuple[Message, tuple[str, ...]]] = {}
 
 
 def lint_available() -> bool:
@@ -43,26 +42,24 @@ def _texts_of(part: Part) -> list[str]:
     return texts
 
 
-def _facts_of(message: Message) -> frozenset[str]:
-    hit = _FACTS_CACHE.get(id(message))
+def _message_texts(message: Message) -> tuple[str, ...]:
+    hit = _TEXTS_CACHE.get(id(message))
     if hit is not None and hit[0] is message:
         return hit[1]
-    found: set[str] = set()
-    for part in message.parts:
-        for text in _texts_of(part):
-            if "FACT-" in text:
-                found.update(_FACT.findall(text))
-    facts = frozenset(found)
-    _FACTS_CACHE[id(message)] = (message, facts)
-    return facts
+    texts = tuple(text for part in message.parts for text in _texts_of(part))
+    _TEXTS_CACHE[id(message)] = (message, texts)
+    return texts
 
 
-def facts_in(messages: Sequence[Message]) -> set[str]:
-    """Every planted fact token present in the messages (kept or inside summaries)."""
-    out: set[str] = set()
-    for message in messages:
-        out |= _facts_of(message)
-    return out
+def facts_in(messages: Sequence[Message], facts: Sequence[PlantedFact]) -> set[str]:
+    """Subjects of the ``facts`` whose value survives next to their subject in one of
+    the messages' texts (kept as sent or inside summaries)."""
+    texts = [text for message in messages for text in _message_texts(message)]
+    return {
+        fact.subject
+        for fact in facts
+        if any(fact.subject in text and fact_present(text, fact) for text in texts)
+    }
 
 
 def _invalid(messages: Sequence[Message]) -> str | None:
@@ -124,6 +121,11 @@ class RunResult:
     facts_final: int = 0
     references: int = 0
     references_found: int = 0
+    by_shape: dict[str, list[int]] = field(default_factory=dict)
+    """Fact shape -> [asked, found when asked, planted, kept at the end]."""
+    per_workload: list[tuple[float, float, int]] = field(default_factory=list)
+    """Per workload with facts: (share present when asked, share kept at the end,
+    turns over budget that could fit), for min / mean over seeds."""
     sizes: list[int] = field(default_factory=list)
     """Bytes sent at each AI turn (the plotted series)."""
     seconds: float = 0.0
@@ -151,6 +153,11 @@ class RunResult:
         for target, rules in other.lint_rules.items():
             self.lint_rules.setdefault(target, set()).update(rules)
         self.sizes.extend(other.sizes)
+        self.per_workload.extend(other.per_workload)
+        for shape, counts in other.by_shape.items():
+            totals = self.by_shape.setdefault(shape, [0, 0, 0, 0])
+            for i, count in enumerate(counts):
+                totals[i] += count
 
 
 class _Linter:
@@ -246,14 +253,32 @@ async def run_policy(policy: Policy, workload: Workload, *, lint: bool = True) -
         if step.changed:
             linter.check(out, result)
         if pending:
-            present = facts_in(out)
-            result.references += len(pending)
-            result.references_found += sum(1 for fact in pending if fact in present)
+            asked = [workload.facts[key] for key in pending]
+            present = facts_in(out, asked)
+            result.references += len(asked)
+            result.references_found += len(present)
+            for fact in asked:
+                counts = result.by_shape.setdefault(fact.shape, [0, 0, 0, 0])
+                counts[0] += 1
+                counts[1] += fact.subject in present
             pending.clear()
         history = [*out, message]
     result.final_bytes = sum(m.size for m in history)
-    result.facts_final = len(facts_in(history) & workload.facts.keys())
+    kept = facts_in(history, list(workload.facts.values()))
+    result.facts_final = len(kept)
+    for fact in workload.facts.values():
+        counts = result.by_shape.setdefault(fact.shape, [0, 0, 0, 0])
+        counts[2] += 1
+        counts[3] += fact.subject in kept
+    if workload.facts:
+        result.per_workload.append(
+            (
+                result.references_found / result.references if result.references else 0.0,
+                result.facts_final / result.facts_planted,
+                result.over_budget - result.over_budget_forced,
+            )
+        )
     linter.check(history, result)
     result.seconds = time.perf_counter() - started
-    _FACTS_CACHE.clear()
+    _TEXTS_CACHE.clear()
     return result

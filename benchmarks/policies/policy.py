@@ -8,17 +8,19 @@ sources' descriptions live in :mod:`benchmarks.policies.baselines`.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from cast import Message, Role, ToolCall
 from cast.messages import utf8_len
-from csum import SummarizeHandler, Summarizer, SummarizerConfig
+from csum import HistoryArchive, SummarizeHandler, Summarizer, SummarizerConfig
 from csum.prompt import PromptFormatError, parse_prompt
 
 __all__ = [
@@ -242,6 +244,7 @@ class CsumPolicy(Policy):
         *,
         use_qa: bool = False,
         summarize_human_in_qa: bool = False,
+        reinsert_bytes: int | None = None,
         name: str = "csum",
         description: str = "",
     ) -> None:
@@ -249,7 +252,18 @@ class CsumPolicy(Policy):
         self.config = csum_config(
             budget, use_qa=use_qa, summarize_human_in_qa=summarize_human_in_qa
         )
-        self.summarizer = Summarizer(self.config)
+        # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
+        # session per workload, re-inserting archived lines the newest question names.
+        self.archive: HistoryArchive | None = None
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._workload: int | None = None
+        if reinsert_bytes is not None:
+            self._folder = tempfile.TemporaryDirectory(prefix="csum-archive-")
+            path = Path(self._folder.name) / "history.sqlite"
+            self.archive = HistoryArchive(path, reinsert_bytes=reinsert_bytes)
+        self.summarizer = Summarizer(self.config, archive=self.archive)
+        if reinsert_bytes:
+            self.keeps_last_pair = False  # re-insertion appends to the newest question
         self.name = name
         self.description = description
         # QA folds old sections, but it concatenates their questions unless told to
@@ -259,6 +273,9 @@ class CsumPolicy(Policy):
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
         assert self.handler is not None
         self.handler.reset()
+        if self.archive is not None and messages and id(messages[0]) != self._workload:
+            self._workload = id(messages[0])  # a new workload: a session of its own
+            self.archive.session = f"workload-{self._workload}"
         result = await self.summarizer.summarize(self.handler, messages)
         return result.messages, self._step(result.changed)
 

@@ -48,6 +48,8 @@ class SuiteConfig:
     quick: bool = False
     steps: int = 2000
     seed: int = 7
+    seeds: int = 3
+    """Simulated loops to run, seeded ``seed``, ``seed + 1``...: results show min / mean."""
     budget: int = 131072
     """Window of the long loops (simulated, Claude Code), in UTF-8 bytes."""
     small_budget: int = 24576
@@ -115,6 +117,15 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
         ),
         lambda b: CsumPolicy(
             b,
+            metered(),
+            use_qa=True,
+            summarize_human_in_qa=True,
+            reinsert_bytes=2048,
+            name="csum +qa +human summary +archive",
+            description="as above, HistoryArchive(reinsert_bytes=2048): re-insertion on",
+        ),
+        lambda b: CsumPolicy(
+            b,
             metered("truncate"),
             name="csum [truncate]",
             description="defaults, handler cuts the text instead of extracting",
@@ -151,13 +162,17 @@ def build_workloads(config: SuiteConfig) -> tuple[list[tuple[str, str, list[Work
                 f"{repairs} recording issues repaired before replay"
             )
             groups.append((folder, desc, loads))
-    load = simulate(config.steps, config.seed, config.budget)
+    seeds = [config.seed + i for i in range(max(1, config.seeds))]
+    loads = [simulate(config.steps, seed, config.budget) for seed in seeds]
     desc = (
-        f"simulated loop: {config.steps} AI turns, seed {config.seed}, "
-        f"{len(load.messages)} messages, {sum(m.size for m in load.messages):,} bytes, "
-        f"{len(load.facts)} facts planted, {sum(map(len, load.references.values()))} references"
+        f"simulated loops: {len(loads)} x {config.steps} AI turns, seeds "
+        f"{', '.join(map(str, seeds))}; "
+        f"{sum(len(load.messages) for load in loads):,} messages, "
+        f"{sum(m.size for load in loads for m in load.messages):,} bytes, "
+        f"{sum(len(load.facts) for load in loads)} facts planted, "
+        f"{sum(len(r) for load in loads for r in load.references.values())} references"
     )
-    groups.append(("simulated", desc, [load]))
+    groups.append(("simulated", desc, loads))
     return groups, notes
 
 

@@ -1,153 +1,136 @@
 """An offline, deterministic summarizer: the default handler, no model and no network.
 
-It reads the prompt back with :func:`csum.prompt.parse_prompt` and extracts what an
-agent needs to carry on: the user's requests, the final answer, error lines with
-their causes, technical identifiers (paths, URLs, hosts and ports, commands, versions,
-hashes, ids, numbers with units), each tool call with its key arguments and outcome,
-and the first sentence of every answer. Candidates are ranked in that
-order and packed greedily into ``max_bytes`` UTF-8 bytes, a bound never exceeded.
-A text that is not such a prompt is read as plain text.
+It reads the prompt back with :func:`csum.prompt.parse_prompt` and keeps whole lines
+(or the part of a long line around what matters), never bare tokens, so a value stays
+with its subject: a version with its package, a line number with its path, an error
+with its cause, a constraint ("never X", "X must not") as the sentence it is. Each
+line is scored by what it holds (strict error signals, test counts, constraints and
+decisions, identifiers such as paths with lines, versions, codes like ``AB1234`` or
+``K9QX2Z``, hashes, URLs, numbers with units), by where it sits (first and last lines
+of an output say most) and by how much it repeats; lines are then packed by score per
+byte. JSON results are flattened to ``key=value`` lines, one per record. A tool
+result's lines always come after the call that produced them (``name(arguments)``).
+Summaries already in the prompt (an earlier summary being summarized again) come
+first and keep their place.
+
+The output lists, in the prompt's order: ``User:`` requests, earlier summaries, each
+call with its kept result lines indented below it, and the kept lines of the agent's
+answers. It uses the budget, and never more than ``max_bytes`` UTF-8 bytes.
+
+Every regular expression here runs on bounded pieces (tokens of at most
+:data:`_TOKEN_CAP` characters, lines of at most :data:`_LINE_SCAN` characters) with no
+nested unbounded repetition, so the time is linear in the prompt's length; long runs
+call a checkpoint between lines so cancellation is honoured.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final
 
+import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import regex
 
+from cast import SUMMARIZATION_TOOL_NAME
+from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers._base import SummarizeHandler
-from csum.prompt import PromptEntry, PromptFormatError, parse_prompt
+from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
-__all__ = [
-    "ACTIONS",
-    "ANSWERS",
-    "CATEGORY_ORDER",
-    "ERRORS",
-    "IDENTIFIERS",
-    "REQUESTS",
-    "extractive",
-    "summarize_extractive",
-]
+__all__ = ["extractive", "summarize_extractive"]
 
-REQUESTS: Final = "Requests"
-ACTIONS: Final = "Actions"
-ERRORS: Final = "Errors"
-IDENTIFIERS: Final = "Identifiers"
-ANSWERS: Final = "Answers"
-CATEGORY_ORDER: Final = (REQUESTS, ACTIONS, ERRORS, IDENTIFIERS, ANSWERS)
-"""Output lines, in order; each category appears only when it has items."""
+USER_PREFIX: Final = "User: "
+"""Prefix of a request line in the summary."""
+RESULT_INDENT: Final = "  "
+"""Indent of a tool result's kept lines, under the call that produced them."""
 
-# Priorities: lower is packed first.
-# Identifiers outrank actions: an agent can redo an action, not recover a lost hash.
-_P_REQUEST, _P_FINAL_ANSWER, _P_ERROR, _P_IDENT, _P_ACTION = 0, 1, 2, 3, 4
-_P_ANSWER, _P_REASONING_IDENT, _P_CALL_ID = 5, 6, 7
-
-_ACTION_CAP = 240
-_ERROR_CAP = 240
-_ANSWER_CAP = 240
-_IDENT_CAP = 160
-_ARG_CAP = 80
-_COMMAND_ARG_CAP = 200
-_OUTCOME_CAP = 100
-_MIN_CLIP = 24  # below this many bytes of room, a clipped item says too little
-_ERRORS_PER_ENTRY_HEAD = 2
-_ERRORS_PER_ENTRY_TAIL = 3
-_ELLIPSIS = "…"
 _THREAD_THRESHOLD = 64 * 1024  # characters of prompt from which a worker thread is used
+_CHECK_EVERY = 256  # lines between two cancellation checkpoints
+_TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
+_LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
+_LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
+_MIN_WINDOW = 100  # ... or fewer under a small budget, never below this
+_MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
+_ARG_CAP = 200
+_COST_BASE = 48  # bytes added to every line's cost when ranking: favours full lines a little
+_JSON_LINE = 100  # characters of key=value pairs per line of a flattened JSON object
+_JSON_RECORD = 400  # ... and of a record in a list, kept whole up to this
+_PRIOR_SHARE = 0.6  # share of the budget earlier summaries may take before anything else
+_ELLIPSIS = "…"
 
-_COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "args"})
+_COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
+_QUIET_KEYS = frozenset(
+    {"description", "timeout", "run_in_background", "dangerouslydisablesandbox"}
+)
 _HUMAN_ROLES = frozenset({"human", "user"})
 _PLAIN_TEXT_ROLE = "text"  # the role given to a prompt that is not ours
-_AI_ROLES = frozenset({"ai", "assistant", _PLAIN_TEXT_ROLE})
 
-_IDENTIFIER = regex.compile(
+# --- patterns (all linear: bounded input, no nested unbounded repetition) -----------
+
+_TOKEN = regex.compile(r"[^\s\"'`,;()\[\]{}<>|]++")
+_TRAIL = ".,:;!?*"
+_VERSION = regex.compile(r"v?+\d++(?:\.\d++)++(?:[-+.]?+[0-9A-Za-z]++)*+")
+_CODE = regex.compile(r"(?=[A-Z]*+\d)(?=\d*+[A-Z])[A-Z0-9]{5,10}+")  # AB1234, K9QX2Z, 7RT0QA
+_ID = regex.compile(r"[A-Za-z][A-Za-z0-9]*+(?:[_.-][A-Za-z0-9]++)++")  # user_id_42, pkg-1.2
+_NAME = regex.compile(  # 20240131120000, App.Repo.Migrations.Init, db.internal.lan, f/3
+    r"\d{6,40}+|[A-Za-z_]\w*+(?:\.\w++){2,}+(?:/\d++)?+|[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+/\d++"
+)
+_HEX = regex.compile(r"(?:sha\d++:)?+(?=[0-9]*+[a-f])(?=[a-f]*+[0-9])[0-9a-f]{7,128}+")
+_EXCEPTION_NAME = regex.compile(
+    r"(?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*?(?:Error|Exception|Exit|Interrupt|Fault)\b"
+)
+_UNIT = regex.compile(
+    r"(?i:\b\d+(?:[.,]\d+)?+[ ]?(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?|h|hours?|"
+    r"days?|[KMGT]i?B|bytes?|%|tokens?|rows?|lines?|files?|items?|records?|req/s|"
+    r"tests?|doctests?|passed|failed|failures?|errors?|warnings?|skipped)\b)"
+    r"|[$€£][ ]?\d[\d,]*+(?:\.\d++)?+|(?i:\bport[ ]\d{2,5}\b)"
+)
+_COUNTS = regex.compile(
+    r"(?i:\b\d+[ ](?:[a-z]+[ ])?(?:tests?|doctests?|passed|failed|failures?|errors?|skipped|"
+    r"warnings?|examples?|specs?|issues?|suggestions?|problems?|vulnerabilit(?:y|ies)|"
+    r"files?[ ]changed|insertions?|deletions?|matches)\b)|\b(?:Total errors|tests? passed)\b"
+)
+_ERROR = regex.compile(
     r"""
-    (?!(?<=\w)\w)  # no identifier starts inside a word: skip those positions at once
-    (?:
-    (?P<url>\b(?:https?|wss?|ftp|file|s3|gs|git|ssh|postgres(?:ql)?|mysql|redis|mongodb|amqp)
-        ://[^\s<>"'`\\]+)
-  | (?P<uuid>\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b)
-  | (?P<ip>\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b)
-  | (?P<hostport>\b(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):\d{2,5}\b)
-  | (?P<portproto>\b\d{1,5}/(?:tcp|udp|sctp)\b)
-  | (?P<winpath>\b[A-Za-z]:\\[^\s<>"'`|*?]+)
-  | (?P<path>(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)*/?|\b[\w.@+-]+(?:/[\w.@+-]+)+/?)
-  | (?P<file>\b[\w-]+(?:\.[\w-]+)*\.(?i:py|pyi|ipynb|js|mjs|cjs|ts|tsx|jsx|json|jsonl|ya?ml
-        |toml|md|rst|txt|go|rs|c|h|cc|cpp|hpp|java|kt|rb|php|swift|sh|bash|zsh|ps1|cfg|ini
-        |conf|lock|html?|css|scss|sql|csv|tsv|log|xml|proto|tf|env|gradle|dockerfile
-        |pem|key|crt|tar|gz|zip|whl|so|dll|exe)\b)
-  | (?P<pin>\b[A-Za-z][\w.-]*(?:==|>=|<=|~=|!=|@)v?\d+(?:\.\d+)+[\w.+-]*)
-  | (?P<envassign>\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*=[^\s,;'"`]+)
-  | (?P<product>\b[A-Za-z][\w-]*[/_]v?\d+(?:\.\d+)+[\w.+-]*
-        |\b[A-Z][\w-]+[ ]v?\d+\.\d+(?:\.\d+)*[a-z0-9]*\b)
-  | (?P<version>\bv?\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z]+)*\b|\bv\d+(?:\.\d+)?\b)
-  | (?P<hash>\b(?:sha(?:1|256|512):)?(?=[0-9]*[a-f])(?=[a-f]*[0-9])[0-9a-f]{7,128}\b)
-  | (?P<upperid>\b[A-Z]{2,}[A-Z0-9]*-[A-Za-z0-9]{2,}(?:-[A-Za-z0-9]+)*\b)
-  | (?P<id>\b(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+\b)
-  | (?P<constant>\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\bE[A-Z]{4,}\b)
-  | (?P<status>(?i:\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?:[ ]code)?)[ ]?:?[ ]?[1-5]\d\d\b))
-  | (?P<port>(?i:\bport[ ]\d{2,5}\b))
-  | (?P<money>[$€£][ ]?\d[\d,]*(?:\.\d+)?)
-  | (?P<quantity>(?<![\w.])\d+(?:[.,]\d+)?[ ]?(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?
-        |h|hrs?|hours?|days?|weeks?|[KMGTP]i?B|[kKMGT]b(?:ps|it/s)|bytes?|B|%|px|rem|em
-        |[kMG]?Hz|°[CF]|tokens?|rows?|lines?|files?|tests?|passed|failed|errors?|warnings?
-        |skipped|items?|records?|requests?|req/s|rps|qps|cores?|CPUs?|GPUs?|x)(?![\w]))
-  | (?P<code>`[^`\n]{2,160}`)
-  | (?P<flag>(?<![\w-])--[A-Za-z][\w-]+(?:=[^\s,;'"`]+)?)
-    )
+    ^[\W_]{0,6}(?:error|fatal|panic|FAILED|FAIL|ERROR|FATAL|Error)\b(?:[:\]!]|[ ]\S)
+  | \b[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Fault)\b(?=:|[ ]at[ ]|\)|$)
+  | ^\W{0,6}\*\*[ ]\(\w{1,40}\)
+  | (?i:\bexit(?:ed)?[ ](?:with[ ])?(?:code|status)[ ]?[1-9]\d{0,3}\b)
+  | (?i:\b[1-9]\d{0,6}[ ](?:failed|failures?|errors)\b)
+  | (?i:\bnot[ ]found\b|\bpermission[ ]denied\b|\baccess[ ]denied\b|\bdenied\b|\btimed[ ]out\b
+        |\btimeout[ ]error\b|\bno[ ]such[ ]file\b|\bsegmentation[ ]fault\b|\bconnection[ ]refused\b
+        |\bcould[ ]not\b|\bunable[ ]to\b|\bfailed[ ]to\b)
     """,
     regex.VERBOSE,
 )
-_TRAILING_PUNCTUATION = ".,;:!?)]}'\""
-_SHELL_LINE = regex.compile(r"(?m)^[ \t]*[$#>][ ]+(\S.*)$")
-
-_ERROR_LINE = regex.compile(
+_CAUSE = regex.compile(r"(?i)\b(?:caused[ ]by|because|due[ ]to|reason:|hint:|expected[ ])")
+_CONSTRAINT = regex.compile(
+    r"(?i)\b(?:do[ ]not|don't|never|must|should[ ]not|shouldn't|avoid|cannot|can't|"
+    r"may[ ]not|is[ ]required|decided|decision|prefer)\b"
+)
+_CODE_LINE = regex.compile(
     r"""
-    (?i:\b(?:errors?|exceptions?|fail(?:ed|ure|ures|s)?|fatal|panic(?:ked)?|denied
-        |refused|forbidden|unauthori[sz]ed|not[ ]found|no[ ]such[ ]file|cannot|can't
-        |could[ ]not|couldn't|unable[ ]to|timed[ ]out|segmentation[ ]fault|core[ ]dumped
-        |aborted|killed|exit(?:ed)?[ ](?:with[ ])?(?:code|status)[ ]?[1-9]\d*|errno)\b)
-  | \b[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b
-  | \bE[A-Z]{4,}\b
+    ^\s{0,40}(?:def|class|import|from|return|const|let|var|function|fn|pub|if|elif|else
+        |for|while|try|except|catch|case|switch|defp?|defmodule|end|@\w+|\#include)\b
+  | ^\s{0,40}[.#][\w-]{1,60}[ ]?\{
+  | ^\s{0,40}[\w-]{1,40}:[ ][^;]{0,200};\s*$
+  | [{;]\s*$
     """,
     regex.VERBOSE,
 )
-_CAUSE_LINE = regex.compile(r"(?i)\b(?:caused[ ]by|because|due[ ]to|reason:|hint:)")
-_EXPLICIT_CAUSE = regex.compile(r"(?i)\bcaused[ ]by\b")
-_CAUSE_WINDOW = 3  # a "because" line counts as a cause this many lines after an error
-_TRACEBACK_HEADER = regex.compile(r"^\s*Traceback \(most recent call last\)")
-_FRAME_LINE = regex.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
-_EXCEPTION_LINE = regex.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b")
-_SENTENCE_END = regex.compile(r"(?<=[.!?])\s+(?=[\"'`(\[]?[A-Z0-9])")
-
-
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    priority: int
-    seq: int
-    category: str
-    text: str
-    clippable: bool
-
-
-@dataclass(slots=True)
-class _Candidates:
-    items: list[_Candidate] = field(default_factory=list)
-    seen: set[tuple[str, str]] = field(default_factory=set)
-
-    def add(
-        self, priority: int, category: str, text: str, *, cap: int, clippable: bool = True
-    ) -> None:
-        text = _clip(_one_line(text), cap)
-        if not text or (category, text) in self.seen:
-            return
-        self.seen.add((category, text))
-        self.items.append(_Candidate(priority, len(self.items), category, text, clippable))
+_NUMBERED = regex.compile(r"^\s{0,8}\d{1,7}(?:→|:|\t)")  # a file listing: "  12→", "12:"
+_FRAME = regex.compile(r'^\s*File "([^"]{1,400})", line (\d{1,7})')
+_KEY_VALUE = regex.compile(r"[A-Za-z_][\w.-]{0,80}+=[^=\s]")
+_BACKTICKED = regex.compile(r"`[^`\n]{2,200}+`")
+_DIFF_LINE = regex.compile(r"^(?:@@[ ]-\d|[+-](?![+-]{2}[ ])\S?)")
+_MARKDOWN = regex.compile(r"\*\*|__|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
+_WS = regex.compile(r"\s++")
+_WORDS = regex.compile(r"\w++")
 
 
 # --- text helpers -------------------------------------------------------------------
@@ -155,10 +138,6 @@ class _Candidates:
 
 def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _clip_bytes(text: str, limit: int) -> str:
@@ -188,246 +167,502 @@ def _clean(text: str) -> str:
     return text
 
 
-def _first_sentence(text: str) -> str:
-    line = _first_line(text)
-    return _SENTENCE_END.split(line, maxsplit=1)[0] if line else ""
+def _one_line(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+# --- scoring ------------------------------------------------------------------------
+
+
+def _identifiers(line: str) -> int:
+    """How many identifiers the line holds (paths, versions, codes, ids, URLs...)."""
+    found = 0
+    for match in _TOKEN.finditer(line, endpos=_LINE_SCAN):
+        token = match.group().strip(_TRAIL)
+        if len(token) < 3 or len(token) > _TOKEN_CAP:
+            continue
+        kind = _path_kind(token)
+        if kind:
+            found += kind
+        elif (
+            "://" in token
+            or "=" in token[1:]
+            or (
+                _VERSION.fullmatch(token)
+                or _CODE.fullmatch(token)
+                or _HEX.fullmatch(token)
+                or (_ID.fullmatch(token) and any(c.isdigit() for c in token))
+                or (_ID.fullmatch(token) and "_" in token)
+                or _EXCEPTION_NAME.fullmatch(token)
+                or _NAME.fullmatch(token)
+            )
+        ):
+            found += 1
+    found += len(_BACKTICKED.findall(line, endpos=_LINE_SCAN))
+    return found + len(_UNIT.findall(line, endpos=_LINE_SCAN))
+
+
+def _path_kind(token: str) -> int:
+    """0: not a path; 1: a path; 2: a path with a line (``src/a.py:12``,
+    ``lib/x.ex:12:5:pattern``)."""
+    head, _, rest = token.partition(":")
+    if len(head) == 1 and rest.startswith("\\"):  # C:\dir\file
+        head, _, rest = rest.partition(":")
+        head = token[:2] + head
+    with_line = rest[:1].isdigit() and rest.split(":", 1)[0].isdigit()
+    if "/" not in head and "\\" not in head:
+        last = head.rsplit(".", 1)
+        named = len(last) == 2 and last[1].isalnum() and 0 < len(last[1]) <= 8
+        return 2 if named and with_line and last[0] else 0
+    if head.startswith(("/", "~/", "./", "../")):
+        plain = len(head) > 1
+    else:
+        plain = head.count("/") >= 2 or "." in head.rsplit("/", 1)[-1]
+    if not plain:
+        return 0
+    return 2 if with_line else 1
+
+
+def _score(line: str, *, listing: bool, diff: bool) -> float:
+    """How much a line is worth keeping (0: not at all)."""
+    scan = line[:_LINE_SCAN]
+    score = min(6.0, 1.5 * _identifiers(scan))
+    if diff and _DIFF_LINE.match(scan):
+        score += 4.0 if scan.startswith("@@") else 3.0
+    code = listing or bool(_CODE_LINE.search(scan))
+    if not code and _ERROR.search(scan):
+        score += 6.0
+    if _COUNTS.search(scan):
+        score += 5.0
+    if _CONSTRAINT.search(scan) and not code:
+        score += 4.0
+    if _CAUSE.search(scan):
+        score += 2.0
+    return score
+
+
+# --- candidates ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Line:
+    block: int
+    order: int
+    text: str
+    score: float
+    tier: int = 1  # 0: an earlier summary's line, packed before anything else
+    taken: bool = False
+
+
+@dataclass(slots=True)
+class _Block:
+    """A unit of the output: an optional head line and its body lines."""
+
+    head: str = ""
+    head_score: float = 0.0
+    indent: str = ""
+    head_taken: bool = False
+    lines: list[_Line] = field(default_factory=list)
+
+
+def _window(line: str, limit: int) -> str:
+    """``line`` cut to about ``limit`` characters around its first strong signal."""
+    if len(line) <= limit:
+        return line
+    scan = line[:_LINE_SCAN]
+    anchor = 0
+    for pattern in (_ERROR, _COUNTS, _CONSTRAINT, _UNIT):
+        match = pattern.search(scan)
+        if match is not None:
+            anchor = match.start()
+            break
+    # Keep the start (the subject) when the signal is near it; else centre on it.
+    start = (
+        0 if anchor + limit // 8 < limit else max(0, min(anchor - limit // 4, len(line) - limit))
+    )
+    piece = line[start : start + limit]
+    return (_ELLIPSIS if start else "") + piece + (_ELLIPSIS if start + limit < len(line) else "")
+
+
+def _flatten_json(value: object, path: str, out: list[str], depth: int = 0) -> None:
+    """One ``key=value ...`` line per record; scalars of a record share its line."""
+    if depth > 12:
+        out.append(f"{path}: …" if path else "…")
+        return
+    if isinstance(value, dict):
+        scalars: list[str] = []
+        for key, item in value.items():
+            if isinstance(item, dict) and all(
+                not isinstance(v, dict | list) for v in item.values()
+            ):
+                inner = " ".join(f"{k}={_scalar(v)}" for k, v in item.items())
+                scalars.append(f"{key}({inner})")
+            elif isinstance(item, dict | list):
+                continue
+            else:
+                scalars.append(f"{key}={_scalar(item)}")
+        chunk: list[str] = []
+        # An element of a list is one record, one line; a lone big object's fields are
+        # grouped into lines of about _JSON_LINE characters.
+        limit = _JSON_RECORD if path.endswith("]") else _JSON_LINE
+        for pair in scalars:
+            if chunk and sum(len(p) + 1 for p in chunk) + len(pair) > limit:
+                out.append((f"{path}: " if path else "") + " ".join(chunk))
+                chunk = []
+            chunk.append(pair)
+        if chunk:
+            out.append((f"{path}: " if path else "") + " ".join(chunk))
+        for key, item in value.items():
+            if isinstance(item, list) or (
+                isinstance(item, dict) and any(isinstance(v, dict | list) for v in item.values())
+            ):
+                _flatten_json(item, f"{path}.{key}" if path else str(key), out, depth + 1)
+    elif isinstance(value, list):
+        if all(not isinstance(v, dict | list) for v in value):
+            out.append((f"{path}=" if path else "") + ",".join(_scalar(v) for v in value))
+            return
+        for index, item in enumerate(value):
+            _flatten_json(item, f"{path}[{index}]", out, depth + 1)
+    else:
+        out.append((f"{path}=" if path else "") + _scalar(value))
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, str):
+        return _one_line(value)
+    return json.dumps(value)
+
+
+def _json_lines(content: str) -> list[str] | None:
+    text = content.strip()
+    if not text or text[0] not in "{[":
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict | list):
+        return None
+    out: list[str] = []
+    try:
+        _flatten_json(value, "", out)
+    except RecursionError:
+        return None
+    return out
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines, also splitting at escaped newlines (``\\n``) of an output printed as a string."""
+    lines = text.splitlines()
+    if "\\n" not in text:
+        return lines
+    return [piece for line in lines for piece in line.split("\\n")]
+
+
+def _body_lines(
+    content: str, block: int, check: Callable[[], None], *, tool: bool, width: int
+) -> Iterator[_Line]:
+    """The scored lines of one text (a tool result, an answer, a request)."""
+    flat = _json_lines(content) if tool else None
+    raw = flat if flat is not None else _split_lines(content)
+    listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
+    diff = flat is None and any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
+    seen: dict[str, int] = {}
+    shapes: dict[str, int] = {}
+    frame = ""
+    last = len(raw) - 1
+    for order, original in enumerate(raw):
+        if order % _CHECK_EVERY == 0:
+            check()
+        line = original[: 4 * _LINE_SCAN]
+        if not tool:
+            line = _MARKDOWN.sub("", line)
+        line = _one_line(line)
+        if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
+            continue
+        if seen.get(line):
+            continue
+        seen[line] = 1
+        score = _score(line, listing=listing, diff=diff)
+        located = _FRAME.match(original)
+        if located is not None:
+            frame = f"{located.group(1)}:{located.group(2)}"
+        elif frame and _EXCEPTION_NAME.match(line) and ":" in line[:120]:
+            line = f"{frame}: {line}"
+            frame = ""
+            score += 2.0
+        # The first and last lines of an output say most (commands, totals, verdicts).
+        edge = not listing and (order < 2 or order >= last - 1)
+        if score <= 0 and not edge and flat is None:
+            continue
+        if flat is not None:
+            score += 1.0  # a record: keys and values, all of it data
+            limit = max(width, min(_JSON_RECORD, width * 2))
+        else:
+            limit = width
+        # Repeated shapes (the same line but for its numbers) are worth less each time.
+        shape = line[:120] if flat is not None else _WORDS.sub("w", line[:120])
+        repeats = shapes.get(shape, 0)
+        shapes[shape] = repeats + 1
+        score /= 1 + repeats / 2
+        if score > 0:
+            score += (1.5 if edge else 0.0) + 2.0 / (1 + order / 10)
+        else:
+            score = 0.5  # an edge line with nothing in it: kept only when room is left
+        yield _Line(block, order, _window(line, limit), score)
+
+
+# --- collection ---------------------------------------------------------------------
+
+
+def _render_call(name: str, args: str, cap: int) -> str:
+    """``name(command)`` for a command-like call, else ``name(key=value, ...)``."""
+    try:
+        value = json.loads(args) if args.strip() else {}
+    except (ValueError, RecursionError):
+        return _clip(f"{name}({_one_line(args)})", cap)
+    if not isinstance(value, dict):
+        return _clip(f"{name}({_one_line(args)})", cap)
+    first: list[str] = []
+    rest: list[str] = []
+    for key, item in value.items():
+        text = _one_line(item) if isinstance(item, str) else _scalar_or_json(item)
+        text = _clip_middle(text, cap - len(name) - 2)
+        lowered = str(key).lower()
+        if lowered in _COMMAND_KEYS and isinstance(item, str):
+            first.insert(0, text)
+        elif lowered in _QUIET_KEYS:
+            continue
+        else:
+            rest.append(f"{key}={text}")
+    return _clip(f"{name}({', '.join(first + rest)})", cap)
+
+
+def _clip_middle(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, its middle cut: a path keeps its file name."""
+    if len(text) <= limit or limit < 12:
+        return text
+    tail = (limit - 1) * 2 // 3
+    return text[: limit - 1 - tail] + _ELLIPSIS + text[len(text) - tail :]
+
+
+def _scalar_or_json(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        return "…"
+
+
+def _is_prior_summary(entry: PromptEntry) -> bool:
+    if entry.kind == "tool_result" and entry.name == SUMMARIZATION_TOOL_NAME:
+        return True
+    return entry.kind == "text" and entry.content.startswith(SUMMARIZED_CONTENT_PREFIX)
+
+
+def _collect(
+    entries: tuple[PromptEntry, ...], max_bytes: int, check: Callable[[], None]
+) -> list[_Block]:
+    blocks: list[_Block] = []
+    calls: dict[str, str] = {}
+    requests = [
+        e
+        for e in entries
+        if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
+    ]
+    request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
+    call_cap = max(48, min(_ARG_CAP, max_bytes // 2))
+    width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
+    for entry in entries:
+        check()
+        if entry.kind == "tool_call":
+            if entry.name != SUMMARIZATION_TOOL_NAME:
+                calls[entry.call_id] = _render_call(entry.name, entry.args, call_cap)
+            continue
+        if _is_prior_summary(entry):
+            block = _Block()
+            text = entry.content.removeprefix(SUMMARIZED_CONTENT_PREFIX)
+            for order, line in enumerate(text.splitlines()):
+                if line.strip():
+                    block.lines.append(_Line(len(blocks), order, line.rstrip(), 100.0, tier=0))
+            blocks.append(block)
+        elif entry.section == CONTEXT_TAG:
+            # The user's messages given as context stay in the chain beside the summary
+            # (the instructions say not to summarize them): repeating them wastes it.
+            continue
+        elif entry.kind == "text" and entry.role in _HUMAN_ROLES:
+            block = _Block()
+            for item in _body_lines(entry.content, len(blocks), check, tool=False, width=width):
+                if not item.text.startswith(USER_PREFIX):  # an earlier summary's line stays
+                    item.text = USER_PREFIX + item.text
+                item.score += 3.0  # what the user said: requests, constraints
+                block.lines.append(item)
+            if block.lines:
+                first = min(block.lines, key=lambda ln: ln.order)
+                first.text = _clip(first.text, request_cap)
+                first.tier = 0  # the request itself comes first
+                blocks.append(block)
+        elif entry.kind == "tool_result":
+            head = calls.pop(entry.call_id, "") or _render_call(entry.name or "tool", "", call_cap)
+            block = _Block(head=head, head_score=4.0, indent=RESULT_INDENT)
+            block.lines = list(
+                _body_lines(entry.content, len(blocks), check, tool=True, width=width)
+            )
+            if not block.lines:
+                outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
+                block.lines.append(_Line(len(blocks), 0, _window(outcome, 100), 0.5))
+            blocks.append(block)
+        elif entry.kind in ("text", "reasoning") and entry.content.strip():
+            block = _Block()
+            weight = 0.4 if entry.kind == "reasoning" else 1.0
+            for item in _body_lines(entry.content, len(blocks), check, tool=False, width=width):
+                item.score *= weight
+                block.lines.append(item)
+            blocks.append(block)
+    for head in calls.values():  # calls without a result
+        blocks.append(
+            _Block(
+                head=head,
+                head_score=3.0,
+                indent=RESULT_INDENT,
+                lines=[_Line(len(blocks), 0, "(no result)", 3.0)],
+            )
+        )
+    return blocks
 
 
 def _first_line(text: str) -> str:
     for line in text.splitlines():
         if line.strip():
-            return line.strip()
+            return _one_line(line)
     return ""
-
-
-# --- extraction ---------------------------------------------------------------------
-
-
-def _identifiers(text: str) -> Iterable[str]:
-    for match in _IDENTIFIER.finditer(text, concurrent=True):
-        kind = match.lastgroup
-        value = match.group()
-        if kind in ("url", "path", "winpath", "hostport", "file", "pin", "envassign"):
-            value = value.rstrip(_TRAILING_PUNCTUATION)
-        if kind == "path" and not _looks_like_path(value):
-            continue
-        if kind == "code":
-            value = value.strip("`").strip()
-            if len(value) < 2:
-                continue
-        if value:
-            yield value
-    for match in _SHELL_LINE.finditer(text):
-        yield match.group(1)
-
-
-def _looks_like_path(value: str) -> bool:
-    # "and/or" or "km/h" are prose; paths are rooted, have a suffix or several parts.
-    if value.startswith(("/", "~/", "./", "../")):
-        return len(value) > 1
-    last = value.rstrip("/").rsplit("/", 1)[-1]
-    return "." in last or value.count("/") >= 2
-
-
-def _error_lines(text: str) -> list[str]:
-    """Error lines and the cause lines just after them; an exception line gets the
-    location of the traceback frame above it."""
-    found: list[str] = []
-    location = ""
-    since_error = _CAUSE_WINDOW + 1  # lines since the last error line
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        since_error += 1
-        frame = _FRAME_LINE.match(line)
-        if frame is not None:
-            location = f"{frame.group('file')}:{frame.group('line')}"
-            continue
-        if _TRACEBACK_HEADER.match(line):
-            continue
-        if _ERROR_LINE.search(line):
-            if location and _EXCEPTION_LINE.match(line):
-                line = f"{location}: {line}"
-                location = ""
-            found.append(line)
-            since_error = 0
-        elif _CAUSE_LINE.search(line) and (
-            since_error <= _CAUSE_WINDOW or _EXPLICIT_CAUSE.search(line)
-        ):
-            found.append(line)
-    if len(found) > _ERRORS_PER_ENTRY_HEAD + _ERRORS_PER_ENTRY_TAIL:
-        found = found[:_ERRORS_PER_ENTRY_HEAD] + found[-_ERRORS_PER_ENTRY_TAIL:]
-    return found
-
-
-def _render_args(args: str) -> str:
-    """Tool-call arguments as ``key=value`` pairs, each value shortened."""
-    try:
-        value = json.loads(args)
-    except (ValueError, RecursionError):
-        return _clip(_one_line(args), _ARG_CAP)
-    if not isinstance(value, dict):
-        return _clip(_one_line(args), _ARG_CAP)
-    rendered: list[str] = []
-    for key, item in value.items():
-        if isinstance(item, str):
-            text = _one_line(item)
-        else:
-            try:
-                text = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
-            except (ValueError, RecursionError):
-                text = "…"
-        cap = _COMMAND_ARG_CAP if str(key).lower() in _COMMAND_KEYS else _ARG_CAP
-        rendered.append(f"{key}={_clip(text, cap)}")
-    return ", ".join(rendered)
-
-
-def _outcome(content: str) -> str:
-    if not content.strip():
-        return "(empty)"
-    errors = _error_lines(content)
-    if errors:
-        # The last error line proper, rather than a "caused by" line after it.
-        proper = [line for line in errors if _ERROR_LINE.search(line)] or errors
-        line = _one_line(proper[-1])
-        if not line.lower().startswith("error"):
-            line = "error: " + line
-        return _clip(line, _OUTCOME_CAP)
-    return _clip(_one_line(_first_line(content)), _OUTCOME_CAP)
-
-
-@dataclass(slots=True)
-class _Action:
-    name: str
-    args: str
-    outcome: str | None = None
-
-
-def _collect(entries: tuple[PromptEntry, ...], max_bytes: int) -> _Candidates:
-    """Rank everything worth keeping; the packer decides what fits."""
-    cands = _Candidates()
-    requests = [e for e in entries if e.role in _HUMAN_ROLES and e.kind == "text"]
-    answers = [e for e in entries if e.role in _AI_ROLES and e.kind == "text" and e.content]
-    has_ai = any(e.role not in _HUMAN_ROLES for e in entries)
-    share = max_bytes * (35 if has_ai else 70) // 100
-    request_cap = max(64, min(600, share // max(1, len(requests))))
-    for entry in requests:
-        cands.add(_P_REQUEST, REQUESTS, entry.content, cap=request_cap)
-    if answers:
-        final = _first_sentence(answers[-1].content)
-        cands.add(_P_FINAL_ANSWER, ANSWERS, final, cap=_ANSWER_CAP)
-
-    actions: list[_Action] = []
-    pending: dict[str, list[_Action]] = {}
-    for entry in entries:
-        if entry.kind == "tool_call":
-            action = _Action(entry.name, entry.args)
-            actions.append(action)
-            pending.setdefault(entry.call_id, []).append(action)
-        elif entry.kind == "tool_result":
-            waiting = pending.get(entry.call_id)
-            if waiting:
-                waiting.pop(0).outcome = _outcome(entry.content)
-            else:
-                actions.append(_Action(entry.name or "tool", "", _outcome(entry.content)))
-        # The agent's own words about errors are answers; errors come from the tools.
-        if entry.kind == "tool_result" or entry.role == _PLAIN_TEXT_ROLE:
-            for line in _error_lines(entry.content):
-                cands.add(_P_ERROR, ERRORS, line, cap=_ERROR_CAP)
-    for action in actions:
-        outcome = action.outcome if action.outcome is not None else "(no result)"
-        text = f"{action.name}({_render_args(action.args)}) -> {outcome}"
-        cands.add(_P_ACTION, ACTIONS, text, cap=_ACTION_CAP)
-
-    for entry in entries:
-        priority = _P_REASONING_IDENT if entry.kind == "reasoning" else _P_IDENT
-        for source in (entry.content, entry.args):
-            for ident in _identifiers(source):
-                cands.add(priority, IDENTIFIERS, ident, cap=_IDENT_CAP, clippable=False)
-    for entry in answers[:-1]:
-        cands.add(_P_ANSWER, ANSWERS, _first_sentence(entry.content), cap=_ANSWER_CAP)
-    for entry in entries:
-        if entry.call_id:
-            cands.add(_P_CALL_ID, IDENTIFIERS, entry.call_id, cap=_IDENT_CAP, clippable=False)
-    return cands
 
 
 # --- packing ------------------------------------------------------------------------
 
 
-def _pack(cands: list[_Candidate], max_bytes: int) -> str:
-    """Greedy by priority within ``max_bytes``; rendered in category order."""
-    chosen: dict[str, list[str]] = {category: [] for category in CATEGORY_ORDER}
-    used = 0  # bytes of the rendering, counting a newline after every line
-    kept_text = ""  # everything kept so far, to skip identifiers already said
-    for cand in sorted(cands, key=lambda c: (c.priority, c.seq)):
-        text = cand.text
-        if cand.category == IDENTIFIERS and text in kept_text:
-            continue  # already said, inside a request, an action or a longer identifier
-        items = chosen[cand.category]
-        if cand.category == IDENTIFIERS:
-            overhead = len(IDENTIFIERS) + 3 if not items else 2  # "Identifiers: " + "\n"
-        else:
-            overhead = (len(cand.category) + 2 if not items else 0) + 3  # "- " + "\n"
-        size = _utf8_len(text)
-        if used + overhead + size > max_bytes:
-            room = max_bytes - used - overhead
-            if not cand.clippable or room < _MIN_CLIP:
-                continue
-            text = _clip(text, room)
-            size = _utf8_len(text)
-        items.append(text)
-        used += overhead + size
-        kept_text += "\n" + text
-    lines: list[str] = []
-    for category in CATEGORY_ORDER:
-        items = chosen[category]
-        if not items:
+def _cost(block: _Block, line: _Line) -> int:
+    cost = _utf8_len(block.indent) + _utf8_len(line.text) + 1
+    if block.head and not block.head_taken:
+        cost += _utf8_len(block.head) + 1
+    return cost
+
+
+def _pack(blocks: list[_Block], max_bytes: int) -> str:
+    """Earlier summaries and requests first, then lines by score per byte; the budget is
+    filled with a cut line when a whole one no longer fits."""
+    used = 0
+    prior_room = int(max_bytes * _PRIOR_SHARE)
+    everything = [(block, line) for block in blocks for line in block.lines]
+    firsts = [(b, ln) for b, ln in everything if ln.tier == 0]
+    for block, line in firsts:  # in order, up to their share of the budget
+        cost = _cost(block, line)
+        if used + cost <= prior_room or (
+            line.text.startswith(USER_PREFIX) and used + cost <= max_bytes
+        ):
+            line.taken = True
+            used += cost
+    ranked = sorted(
+        ((b, ln) for b, ln in everything if not ln.taken),
+        key=lambda pair: (
+            -(pair[1].score + (8.0 if pair[1].tier == 0 else 0.0)) / (_cost(*pair) + _COST_BASE),
+            pair[1].block,
+            pair[1].order,
+        ),
+    )
+    said = {line.text for _, line in firsts if line.taken}
+    for block, line in ranked:
+        cost = _cost(block, line)
+        if used + cost > max_bytes or line.text in said:
             continue
-        if category == IDENTIFIERS:
-            lines.append(f"{IDENTIFIERS}: " + ", ".join(items))
-        else:
-            lines.append(f"{category}:")
-            lines.extend(f"- {item}" for item in items)
-    if not lines and cands:
-        # Not even one item fits: say as much of the most important one as fits.
-        first = min(cands, key=lambda c: (c.priority, c.seq))
-        lines.append(f"{first.category}: {first.text}")
-    return _clip_bytes("\n".join(lines), max_bytes)
+        said.add(line.text)
+        line.taken = True
+        used += cost
+        block.head_taken = block.head_taken or bool(block.head)
+    # Fill what is left with the best lines that did not fit, cut to the room.
+    for block, line in ranked:
+        if line.taken or line.text in said:
+            continue
+        room = max_bytes - used - (_cost(block, line) - _utf8_len(line.text))
+        if room < _MIN_PIECE:
+            continue
+        line.text = _clip(line.text, room)
+        line.taken = True
+        used += _cost(block, line)
+        block.head_taken = block.head_taken or bool(block.head)
+        if max_bytes - used < _MIN_PIECE:
+            break
+    out: list[str] = []
+    for block in blocks:
+        kept = [line for line in block.lines if line.taken]
+        if not kept:
+            continue
+        if block.head:
+            out.append(block.head)
+        out.extend(block.indent + line.text for line in sorted(kept, key=lambda ln: ln.order))
+    if not out and blocks:
+        # Not even one line fits: as much of the most important one as fits.
+        block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
+        out.append(block.head or line.text)
+    return _clip_bytes("\n".join(out), max_bytes)
+
+
+# --- entry points ---------------------------------------------------------------------
+
+
+class _StoppedError(Exception):
+    """The caller gave up (cancelled): stop working."""
+
+
+def _summarize(prompt: str, max_bytes: int, check: Callable[[], None]) -> str:
+    prompt = _clean(prompt)
+    try:
+        entries = parse_prompt(prompt).entries
+    except PromptFormatError:
+        entries = (PromptEntry("messages", 0, _PLAIN_TEXT_ROLE, "text", content=prompt),)
+    blocks = _collect(entries, max_bytes, check)
+    if not any(block.lines for block in blocks):
+        return _clip_bytes("(nothing to summarize)", max_bytes)
+    return _pack(blocks, max_bytes)
+
+
+def _never() -> None:
+    return None
 
 
 def summarize_extractive(prompt: str, max_bytes: int = 4096) -> str:
     """The extractive summary of ``prompt``, synchronously (see :func:`extractive`)."""
     if max_bytes <= 0:
         raise ValueError(f"max_bytes must be > 0, got {max_bytes}")
-    prompt = _clean(prompt)
-    try:
-        entries = parse_prompt(prompt).entries
-    except PromptFormatError:
-        entries = (PromptEntry("messages", 0, _PLAIN_TEXT_ROLE, "text", content=prompt),)
-    cands = _collect(entries, max_bytes)
-    if not cands.items:
-        return _clip_bytes("(nothing to summarize)", max_bytes)
-    return _pack(cands.items, max_bytes)
+    return _summarize(prompt, max_bytes, _never)
 
 
 def extractive(max_bytes: int = 4096) -> SummarizeHandler:
     """The offline handler: summaries of at most ``max_bytes`` UTF-8 bytes.
 
     Deterministic: the same prompt always gives the same summary. Reads prompts made
-    by :func:`csum.prompt.messages_to_prompt`, and any other text as plain text.
+    by :func:`csum.prompt.messages_to_prompt`, and any other text as plain text. Long
+    prompts are summarized in a worker thread that stops at its next checkpoint when
+    the caller is cancelled.
     """
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
         raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
 
     async def summarize(prompt: str) -> str:
-        if len(prompt) >= _THREAD_THRESHOLD:
-            # Long prompts take a while: keep the event loop free, and let concurrent
-            # calls overlap (the regex scans release the GIL).
-            return await anyio.to_thread.run_sync(summarize_extractive, prompt, max_bytes)
         await anyio.lowlevel.checkpoint()
-        return summarize_extractive(prompt, max_bytes)
+        if len(prompt) < _THREAD_THRESHOLD:
+            return _summarize(prompt, max_bytes, _never)
+        stop = threading.Event()
+
+        def check() -> None:
+            if stop.is_set():
+                raise _StoppedError
+
+        try:
+            return await anyio.to_thread.run_sync(
+                partial(_summarize, prompt, max_bytes, check), abandon_on_cancel=True
+            )
+        finally:
+            stop.set()  # a cancelled call's thread stops at its next checkpoint
 
     summarize.__qualname__ = f"extractive({max_bytes})"
     return summarize

@@ -1,0 +1,83 @@
+"""The offline handler's time grows linearly with adversarial input (issue 15).
+
+Each family is summarized at two sizes, 4x apart; the time ratio must stay well under
+the 16x a quadratic cost would give (the margin allows for a noisy shared machine). A
+ratio between sizes, never an absolute time, is asserted. The families are the shapes
+that made the old identifier pattern backtrack for minutes (``a.a.a.``,
+``com.example.``), long runs of one character class, repeated separators and nested
+brackets, both as plain text and as a tool result (which is also tried as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import pytest
+
+from cast import Message, ToolCall
+from csum.handlers import summarize_extractive
+from csum.prompt import messages_to_prompt
+
+SMALL = 40_000  # characters: large enough that timer noise does not dominate
+FACTOR = 4
+MAX_RATIO = 10.0  # linear: ~4; quadratic: ~16
+
+FAMILIES: dict[str, Callable[[int], str]] = {
+    "a.a.a.": lambda n: "a." * (n // 2),
+    "com.example.": lambda n: "com.example." * (n // 12),
+    "repeated slashes": lambda n: "/" * n,
+    "a/b/ path": lambda n: "a/" * (n // 2),
+    "one letter": lambda n: "a" * n,
+    "one digit": lambda n: "1" * n,
+    "digits and dots": lambda n: "1." * (n // 2),
+    "dashes and words": lambda n: "a-" * (n // 2),
+    "underscores": lambda n: "a_1" * (n // 3),
+    "colons and digits": lambda n: "a:1" * (n // 3),
+    "equals": lambda n: "a=" * (n // 2),
+    "backticks": lambda n: "`" * n,
+    "escaped newlines": lambda n: "\\n" * (n // 2),
+    "newlines": lambda n: "\n" * n,
+    "spaces": lambda n: " " * n,
+    "open brackets": lambda n: "[" * n,
+    "nested brackets": lambda n: "[" * (n // 2) + "]" * (n // 2),
+    "nested objects": lambda n: '{"a":' * (n // 5) + "1" + "}" * (n // 5),
+    "parentheses": lambda n: "(" * (n // 2) + ")" * (n // 2),
+    "upper codes": lambda n: "A1" * (n // 2),
+    "hex": lambda n: "a1" * (n // 2),
+    "versions": lambda n: "v1." * (n // 3),
+    "file frames": lambda n: 'File "' * (n // 6),
+    "exception names": lambda n: "x." * (n // 4) + "Error" * (n // 10),
+    "paths with lines": lambda n: "src/a.py:1 " * (n // 11),
+    "key values": lambda n: "k=v " * (n // 4),
+    "stars": lambda n: "*" * n,
+    "dollar numbers": lambda n: "$1," * (n // 3),
+}
+
+
+def _prompt(text: str, as_tool: bool) -> str:
+    if not as_tool:
+        return text
+    call = ToolCall(id="c", name="bash", arguments=json.dumps({"command": "cat x"}))
+    return messages_to_prompt([], [Message.ai("", call), Message.tool("c", "bash", text)])
+
+
+def _seconds(prompt: str) -> float:
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        summarize_extractive(prompt, 2000)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+@pytest.mark.parametrize("as_tool", [False, True], ids=["text", "tool result"])
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_time_grows_linearly(family: str, as_tool: bool) -> None:
+    make = FAMILIES[family]
+    small = _prompt(make(SMALL), as_tool)
+    large = _prompt(make(SMALL * FACTOR), as_tool)
+    _seconds(small)  # warm up
+    ratio = _seconds(large) / max(_seconds(small), 1e-4)
+    assert ratio < MAX_RATIO, f"{family}: {ratio:.1f}x for {FACTOR}x the input"

@@ -1,0 +1,48 @@
+"""The fidelity benchmark: its labelled set, its fact rule and its baselines."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.fidelity import (
+    BUDGETS,
+    fact_kept,
+    head,
+    head_tail,
+    load_items,
+    random_lines,
+    run,
+)
+
+
+def test_the_set_is_large_varied_and_sourced() -> None:
+    items = load_items()
+    assert len(items) >= 40
+    prefixes = {item.id.split("-")[0] for item in items}
+    assert prefixes == {"cc", "tb", "swe"}  # both corpus folders and other transcripts
+    assert len({item.id for item in items}) == len(items)
+    for item in items:
+        assert item.facts, item.id
+        assert {"repo", "commit", "path", "license"} <= item.source.keys(), item.id
+    assert sum(item.output_role == "ai" for item in items) >= 5  # answers too
+
+
+def test_every_fact_is_in_its_own_item() -> None:
+    result = run(load_items())
+    assert result.unlabelled == []
+
+
+def test_a_value_counts_only_near_its_subject() -> None:
+    far = "opentelemetry_api is new\n" + "x" * 400 + "\nversion 1.5.0"
+    assert not fact_kept(far, ["opentelemetry_api", "1.5.0"])
+    assert fact_kept("opentelemetry_api 1.5.0", ["opentelemetry_api", "1.5.0"])
+    assert fact_kept("a=1 HAT033 economy=135", ["HAT033", r"re:economy\W+135"])
+    assert not fact_kept("HAT033 business=135", ["HAT033", r"re:economy\W+135"])
+
+
+@pytest.mark.parametrize("fraction", BUDGETS)
+def test_baselines_stay_within_budget(fraction: float) -> None:
+    for item in load_items():
+        budget = max(1, round(fraction * item.size))
+        for summary in (head(item, budget), head_tail(item, budget), random_lines(item, budget, 1)):
+            assert len(summary.encode("utf-8")) <= budget, item.id
