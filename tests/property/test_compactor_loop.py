@@ -17,11 +17,11 @@ from typing import Any
 import anyio
 from hypothesis import given
 from hypothesis import strategies as st
+from test_agent_loop import ANSWER, HUGE, QUESTION, TOOLS, Agent, newest_pair
 
 from cast import ChainAST, Message, Role, lint, port
 from cast.providers import PROVIDERS
 from csum import Budget, Compactor, EstimatedTokens
-from test_agent_loop import ANSWER, HUGE, QUESTION, TOOLS, Agent, newest_pair
 
 TARGETS = sorted(PROVIDERS)
 BUDGETS = st.one_of(
