@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 import anyio
 
+from cast import DEFAULT_TOOL_CALL_ID_TEMPLATE, ChainError, ChainIssue, IdTemplate, Message
 from cast.chainio import (
     decode_chain,
     encode_chain,
@@ -33,11 +34,6 @@ from cast.chainio import (
     run_console,
     write_json,
 )
-from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
-from cast.errors import ChainError
-from cast.ids import IdTemplate
-from cast.messages import Message
-from cast.parse import ChainIssue
 from csum._calls import SummarizeHandler
 from csum.budget import Budget
 from csum.compactor import Compactor
@@ -236,7 +232,7 @@ def _id_template(args: argparse.Namespace) -> IdTemplate:
     if args.id_template:
         return IdTemplate(args.id_template)
     if args.target:
-        from cast.providers import get_provider
+        from cast import get_provider
 
         return get_provider(args.target).id_template
     return IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)
