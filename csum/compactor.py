@@ -37,6 +37,7 @@ messages, unchanged. Cancellation leaves everything as it was.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ from cast import (
     ToolResult,
     parse_chain,
 )
+from csum._append import extends_validly
 from csum._calls import HandlerCalls, SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._retry import RetryPolicy
@@ -130,8 +132,13 @@ class _Meter:
         return sum(map(self.tokens, messages))
 
     def rotate(self) -> None:
-        """End a call: keep only what this call measured."""
+        """End a call that measured the whole chain: keep only what it measured."""
         self._cache, self._fresh = self._fresh, {}
+
+    def keep(self) -> None:
+        """End a call that measured only new messages: keep everything."""
+        self._cache.update(self._fresh)
+        self._fresh = {}
 
 
 @dataclass
@@ -246,6 +253,9 @@ class Compactor:
         self._last_compaction: int | None = None
         self._depths: dict[str, int] = {}
         self._meter = _Meter(self.budget.unit, self.counter)
+        self._last: tuple[Message, ...] = ()
+        self._last_size = 0
+        self._last_bytes = 0
 
     def __repr__(self) -> str:
         return (
@@ -268,21 +278,68 @@ class Compactor:
     async def run(
         self, messages: Sequence[Message | Mapping[str, Any]], *, force: bool = False
     ) -> CompactionResult:
-        """Compact when due (or ``force``) and report what happened."""
+        """Compact when due (or ``force``) and report what happened.
+
+        A chain that extends the previous result (the same message objects first, then
+        messages that keep it valid) is measured by its new messages only, so a call
+        that compacts nothing costs what was added, not the chain's length. Any other
+        chain is parsed (with repair) and measured whole.
+        """
         started = time.perf_counter()
         self.turns += 1
+        meter = self._meter
+        if not force:
+            grown = self._extended(messages)
+            if grown is not None and self._reason(grown[1], False) is None:
+                chain, size, nbytes = grown
+                meter.keep()
+                return self._remember(
+                    self._unchanged(chain, size, [], started, None, nbytes=nbytes)
+                )
         issues: list[ChainIssue] = []
         ast = parse_chain(messages, repair=True, issues=issues)  # type: ignore[arg-type]
         chain = ast.to_messages()
-        meter = self._meter
         size = meter.total(chain)
         reason = self._reason(size, force)
         try:
             if reason is None:
-                return self._unchanged(chain, size, issues, started, None)
-            return await self._compact(ast, chain, size, reason, issues=issues, started=started)
+                result = self._unchanged(chain, size, issues, started, None)
+            else:
+                result = await self._compact(
+                    ast, chain, size, reason, issues=issues, started=started
+                )
         finally:
             meter.rotate()
+        return self._remember(result)
+
+    def _extended(
+        self, messages: Sequence[Message | Mapping[str, Any]]
+    ) -> tuple[list[Message], int, int] | None:
+        """(chain, size, bytes) when ``messages`` is the last result plus valid new
+        messages; None otherwise."""
+        last = self._last
+        count = len(last)
+        if not count or len(messages) < count:
+            return None
+        head = messages[:count]
+        if not all(map(operator.is_, head, last)):
+            return None
+        new = messages[count:]
+        if not extends_validly(last, new):
+            return None
+        added: list[Message] = list(new)  # type: ignore[arg-type]
+        chain = [*last, *added]
+        return (
+            chain,
+            self._last_size + self._meter.total(added),
+            self._last_bytes + sum(m.size for m in added),
+        )
+
+    def _remember(self, result: CompactionResult) -> CompactionResult:
+        self._last = tuple(result.messages)
+        self._last_size = result.size_after
+        self._last_bytes = result.bytes_after
+        return result
 
     # -- the steps --------------------------------------------------------------------------
 
@@ -304,8 +361,11 @@ class Compactor:
         issues: list[ChainIssue],
         started: float,
         event: CompactionEvent | None,
+        *,
+        nbytes: int | None = None,
     ) -> CompactionResult:
-        nbytes = sum(m.size for m in chain)
+        if nbytes is None:
+            nbytes = sum(m.size for m in chain)
         return CompactionResult(
             messages=chain,
             compacted=False,
