@@ -30,7 +30,7 @@ from typing import Any
 
 from benchmarks.policies.baselines import _rebuild
 from benchmarks.policies.policy import MeteredHandler, Policy, PolicyStep, _to_langchain
-from cast import Message, Role, ToolCall
+from cast import Message, Role
 from csum import Compactor
 
 __all__ = [
@@ -231,11 +231,10 @@ def _to_pydantic_ai(messages: Sequence[Message]) -> list[Any]:
     for message in messages:
         if message.role is Role.AI:
             parts: list[Any] = [TextPart(content=message.text)] if message.text else []
-            for part in message.parts:
-                if type(part) is ToolCall:
-                    parts.append(
-                        ToolCallPart(tool_name=part.name, args=part.arguments, tool_call_id=part.id)
-                    )
+            parts.extend(
+                ToolCallPart(tool_name=call.name, args=call.arguments, tool_call_id=call.id)
+                for call in message.tool_calls
+            )
             out.append(ModelResponse(parts=parts or [TextPart(content="")]))
         elif message.role is Role.TOOL:
             out.append(
@@ -260,9 +259,8 @@ def _pydantic_text(messages: Sequence[Any]) -> str:
         for part in message.parts:
             kind = getattr(part, "part_kind", "")
             if kind == "tool-call":
-                lines.append(
-                    f"{part.tool_name}({json.dumps(part.args) if not isinstance(part.args, str) else part.args})"
-                )
+                args = part.args if isinstance(part.args, str) else json.dumps(part.args)
+                lines.append(f"{part.tool_name}({args})")
             elif hasattr(part, "content") and isinstance(part.content, str):
                 lines.append(part.content)
     return "\n".join(lines)
