@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
@@ -11,6 +13,11 @@ import anyio.lowlevel
 from cast import BodyPair, Message, utf8_len
 from csum.errors import SummarizationError
 from csum.prompt import messages_to_prompt
+from csum.store_events import StoreEvent
+
+if TYPE_CHECKING:
+    from csum.archive import HistoryArchive
+    from csum.cache import SummaryCache
 
 __all__ = ["HandlerCalls", "SummarizeHandler"]
 
@@ -34,6 +41,11 @@ class HandlerCalls:
     on_call: Callable[[int, int], None] | None = field(default=None, repr=False)
     created: list[BodyPair] = field(default_factory=list, repr=False)
     """The summary pairs made in this run (their ids are made unique at the end)."""
+    cache: SummaryCache | None = field(default=None, repr=False)
+    archive: HistoryArchive | None = field(default=None, repr=False)
+    cache_hits: int = 0
+    events: list[StoreEvent] = field(default_factory=list, repr=False)
+    """What the cache and the archive reported in this run."""
 
     def adopt(self, pair: BodyPair) -> BodyPair:
         """Record a summary pair made in this run."""
@@ -49,6 +61,37 @@ class HandlerCalls:
         section: int,
     ) -> str:
         prompt = messages_to_prompt(human_messages, ai_messages)
+        if self.cache is None:
+            summary = await self.call_handler(prompt, phase=phase, section=section)
+        else:
+            summary = await self._cached(prompt, phase=phase, section=section)
+        if self.archive is not None:
+            summary = await self._archived(summary, human_messages, ai_messages)
+        return summary
+
+    async def _cached(self, prompt: str, *, phase: str, section: int) -> str:
+        """The summary from the cache, or from the handler (then stored)."""
+        assert self.cache is not None
+        call = partial(self.call_handler, prompt, phase=phase, section=section)
+        summary, hit = await self.cache.summarize(prompt, call, emit=self.events.append)
+        self.cache_hits += hit
+        return summary
+
+    async def _archived(
+        self, summary: str, human_messages: Sequence[Message], ai_messages: Sequence[Message]
+    ) -> str:
+        """Archive the messages the summary replaces; the summary naming their batch.
+
+        Those are the AI and tool messages, or the human messages when only they are
+        summarized (their summary replaces them in a QA header).
+        """
+        assert self.archive is not None
+        replaced = ai_messages if ai_messages else human_messages
+        line = await self.archive.add_summarized(replaced, self.events.append)
+        return summary if line is None else f"{summary}\n{line}"
+
+    async def call_handler(self, prompt: str, *, phase: str, section: int) -> str:
+        """One handler call on ``prompt``, counted; failures become SummarizationError."""
         self.calls += 1
         self.input_bytes += utf8_len(prompt)
         try:

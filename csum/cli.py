@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
-from functools import partial
 from importlib import resources
 from typing import Any, TextIO
 
@@ -35,11 +35,15 @@ from cast.chainio import (
     write_json,
 )
 from csum._calls import SummarizeHandler
+from csum.archive import HistoryArchive
 from csum.budget import Budget
-from csum.compactor import Compactor
+from csum.cache import SummaryCache
+from csum.compactor import CompactionResult, Compactor
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
-from csum.summarizer import Summarizer
+from csum.store_events import StoreEventKind
+from csum.stores import open_store
+from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = ["EXAMPLE", "entrypoint", "main", "main_parser"]
 
@@ -109,6 +113,27 @@ def main_parser() -> argparse.ArgumentParser:
     summarize.add_argument(
         "--max-concurrency", type=int, default=None, help="handler calls in flight at most"
     )
+    summarize.add_argument(
+        "--cache",
+        metavar="PATH|redis://...",
+        help="summary cache: a SQLite file or a Redis URL (same prompt, no second call)",
+    )
+    summarize.add_argument(
+        "--cache-id",
+        help="handler identity in the cache keys (default: the --handler value); change it "
+        "when the model or its settings change",
+    )
+    summarize.add_argument(
+        "--cache-ttl", type=float, help="seconds a cached summary lives (default: forever)"
+    )
+    summarize.add_argument(
+        "--archive",
+        metavar="PATH|redis://...",
+        help="history archive: keep every message summarized away (SQLite file or Redis URL)",
+    )
+    summarize.add_argument(
+        "--session", default="default", help="archive session name (default: default)"
+    )
     ids = summarize.add_mutually_exclusive_group()
     ids.add_argument(
         "--target",
@@ -159,6 +184,8 @@ def _budget(args: argparse.Namespace) -> Budget:
         raise ValueError(
             "--max-concurrency applies to --last-section-budget (--budget makes one call)"
         )
+    if args.archive:
+        raise ValueError("--archive applies to the reference algorithm: use --last-section-budget")
     text = args.budget or "50KiB"
     if args.tokens:
         if not text.isdigit() or int(text) < 1:
@@ -209,6 +236,8 @@ class _Outcome:
     handler_input_bytes: int
     repairs: tuple[ChainIssue, ...]
     seconds: float
+    stores: SummaryResult | None = None
+    """The reference run's result, for its cache and archive report."""
 
 
 def _report(result: _Outcome, origin: str, err: TextIO) -> None:
@@ -238,16 +267,48 @@ def _id_template(args: argparse.Namespace) -> IdTemplate:
     return IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)
 
 
+def _cache(args: argparse.Namespace) -> SummaryCache | None:
+    if not args.cache:
+        return None
+    if args.cache_ttl is not None and not args.cache_ttl > 0:
+        raise ValueError("--cache-ttl must be a positive number of seconds")
+    handler_id = args.handler if args.cache_id is None else args.cache_id
+    return SummaryCache(open_store(args.cache), handler_id=handler_id, ttl=args.cache_ttl)
+
+
+def _archive(args: argparse.Namespace) -> HistoryArchive | None:
+    return HistoryArchive(args.archive, session=args.session) if args.archive else None
+
+
+def _report_stores(result: SummaryResult, err: TextIO) -> None:
+    """Cache hits and store failures (a failing store never fails the run)."""
+    kinds = Counter(event.kind for event in result.store_events)
+    if kinds[StoreEventKind.CACHE_HIT] or kinds[StoreEventKind.CACHE_MISS]:
+        print(f"cache: {result.cache_hits} hits, {result.handler_calls} handler calls", file=err)
+    if kinds[StoreEventKind.ARCHIVED]:
+        print(f"archive: {kinds[StoreEventKind.ARCHIVED]} batches archived", file=err)
+    failures = [event for event in result.store_events if event.failed]
+    for event in failures[:3]:
+        print(f"warning: {event.kind} ({event.store}): {event.detail}", file=err)
+    if len(failures) > 3:
+        print(f"warning: {len(failures) - 3} more store failures", file=err)
+
+
 def _reference(
     args: argparse.Namespace, messages: list[Message], handler: SummarizeHandler, err: TextIO
 ) -> _Outcome:
     """``--last-section-budget``: the reference algorithm (bounds the active sections)."""
-    summarizer = Summarizer(_config(args), max_concurrency=args.max_concurrency)
+    summarizer = Summarizer(
+        _config(args),
+        max_concurrency=args.max_concurrency,
+        cache=_cache(args),
+        archive=_archive(args),
+    )
     progress = _Progress(err, not args.quiet)
-    try:
-        result = anyio.run(
-            partial(
-                summarizer.summarize,
+
+    async def run() -> SummaryResult:
+        try:
+            return await summarizer.summarize(
                 handler,
                 messages,
                 id_template=_id_template(args),
@@ -255,7 +316,14 @@ def _reference(
                 target=args.target,
                 allow_growth=False,
             )
-        )
+        finally:  # close the cache and archive connections
+            if summarizer.cache is not None:
+                await summarizer.cache.aclose()
+            if summarizer.archive is not None:
+                await summarizer.archive.aclose()
+
+    try:
+        result = anyio.run(run)
     finally:
         progress.done()
     return _Outcome(
@@ -266,6 +334,7 @@ def _reference(
         result.handler_input_bytes,
         result.repairs,
         result.seconds,
+        result,
     )
 
 
@@ -283,17 +352,30 @@ def _compact(
         progress(sent[0], sent[1])
         return summary
 
+    cache = _cache(args)
     compactor = Compactor(
         reporting,
+        cache=cache,
         budget=_budget(args),
         target_ratio=args.target_ratio,
         target=args.target,
         id_template=args.id_template,
     )
+
+    async def run() -> CompactionResult:
+        try:
+            return await compactor.run(messages)
+        finally:
+            if cache is not None:
+                await cache.aclose()
+
     try:
-        result = anyio.run(compactor.run, messages)
+        result = anyio.run(run)
     finally:
         progress.done()
+    if cache is not None and not args.quiet:
+        hits = sum(event.cache_hits for event in result.events)
+        print(f"cache: {hits} hits, {result.handler_calls} handler calls", file=err)
     prompt_bytes = sum(event.prompt_bytes for event in result.events)
     if result.over_budget:
         print(
@@ -335,6 +417,8 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     write_json(encode_chain(result.messages, fmt), args.output, out)
     if not args.quiet:
         _report(result, origin, err)
+        if result.stores is not None:
+            _report_stores(result.stores, err)
         if args.output:
             print(f"wrote {args.output} ({fmt}) in {time.perf_counter() - started:.2f}s", file=err)
     return EXIT_FAILED if over else EXIT_OK

@@ -71,6 +71,7 @@ from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.budget import Budget, EstimatedTokens, TokenCounter
+from csum.cache import SummaryCache
 from csum.events import CompactionEvent, CompactionReason
 
 __all__ = ["EARLIER_CONVERSATION_TEXT", "CompactionResult", "Compactor"]
@@ -163,8 +164,9 @@ class Compactor:
     the budget's unit. ``target_ratio`` is where compaction brings the chain (a ratio
     of the budget, at most the trigger's). ``target`` is the provider the chain is sent
     to. ``counter`` counts tokens (default :class:`~csum.budget.EstimatedTokens`).
-    ``cache`` is a summary cache (see docs/compactor.md). ``on_event`` receives a
-    :class:`~csum.events.CompactionEvent` per compaction.
+    ``cache`` (a :class:`~csum.cache.SummaryCache`) serves summaries already made for
+    the same prompt (a replayed or forked session); its hits are counted in the events.
+    ``on_event`` receives a :class:`~csum.events.CompactionEvent` per compaction.
 
     Handler robustness: ``timeout`` (seconds per call), ``retry`` (a
     :class:`~csum.handlers.RetryPolicy`), ``max_prompt_bytes`` (the handler's input
@@ -187,7 +189,7 @@ class Compactor:
         target_ratio: float = 0.6,
         target: str | ProviderProfile | None = None,
         counter: TokenCounter | None = None,
-        cache: object | None = None,
+        cache: SummaryCache | None = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
         id_template: TemplateLike | None = None,
         max_depth: int = 3,
@@ -218,6 +220,10 @@ class Compactor:
             raise ValueError(f"summary_reserve must be within 0..budget, got {summary_reserve}")
         if counter is not None and not isinstance(counter, TokenCounter):
             raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
+        if cache is not None and not isinstance(cache, SummaryCache):
+            raise TypeError(
+                f"cache must be a csum.SummaryCache or None, not {type(cache).__name__}"
+            )
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
         if handler is None:
@@ -405,7 +411,7 @@ class Compactor:
             return self._unchanged(chain, size, issues, started, event)
 
         depth = 1 + max((self._depth(p) for p in plan.resummarized), default=0)
-        calls = HandlerCalls(self.handler)
+        calls = HandlerCalls(self.handler, cache=self.cache)
         text: str | None = None
         with ledger() as books:
             if plan.summarized or plan.humans:
@@ -644,7 +650,7 @@ class Compactor:
             timeouts=books.timeouts,
             fallback_calls=books.fallback_calls,
             chunks=books.chunks,
-            cache_hits=getattr(calls, "cache_hits", 0) if calls is not None else 0,
+            cache_hits=calls.cache_hits if calls is not None else 0,
             prompt_bytes=calls.input_bytes if calls is not None else 0,
             summary_bytes=calls.output_bytes if calls is not None else 0,
             depth=depth,

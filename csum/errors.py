@@ -12,8 +12,11 @@ Hierarchy::
         ├── HandlerError            (also a RuntimeError) a provider call made by a
         │                           built-in handler failed for good, after any
         │                           retries; the SDK's exception is the ``__cause__``
-        └── PromptFormatError       (also a ValueError) a text is not a prompt made by
-                                    :func:`csum.messages_to_prompt`
+        ├── PromptFormatError       (also a ValueError) a text is not a prompt made by
+        │                           :func:`csum.messages_to_prompt`
+        └── csum.stores.StoreError  (also a RuntimeError) a cache or archive store
+                                    cannot be used (the summarizer reports it as an
+                                    event instead of raising it)
 
 Catch :class:`CsumError` for all of them, or the builtin each also is: a failed call
 is a ``RuntimeError`` (the input was fine, the run was not), a foreign prompt text a

@@ -24,7 +24,10 @@ from csum._calls import HandlerCalls, SummarizeHandler
 from csum._gather import gather
 from csum._style import summary_style
 from csum._summary_ids import unique_summary_ids
+from csum.archive import HistoryArchive
+from csum.cache import SummaryCache
 from csum.config import SummarizerConfig
+from csum.store_events import StoreEvent
 from csum.strategies import (
     needs_section_summary,
     rotate_section,
@@ -48,22 +51,35 @@ class SummaryResult:
     repairs: tuple[ChainIssue, ...]
     """What parsing with repair changed in the input (empty for a valid chain)."""
     seconds: float
+    cache_hits: int = 0
+    """Summaries served by the cache instead of a handler call."""
+    store_events: tuple[StoreEvent, ...] = ()
+    """What the cache and the archive reported (hits, misses, failures), in order."""
 
     @property
     def changed(self) -> bool:
         """Whether summarization (or repair) changed the chain."""
-        return self.handler_calls > 0 or bool(self.repairs)
+        return self.handler_calls > 0 or self.cache_hits > 0 or bool(self.repairs)
 
 
 class Summarizer:
     """Keeps chains within byte budgets by summarizing their old parts.
 
     ``max_concurrency`` bounds the handler calls in flight within one call of
-    :meth:`summarize_chain` (None: unbounded).
+    :meth:`summarize_chain` (None: unbounded). ``cache`` (a :class:`SummaryCache`)
+    serves summaries already made for the same prompt; ``archive`` (a
+    :class:`HistoryArchive`) keeps every message summarized away, and each summary then
+    ends with a line naming what it covers. Neither can fail a summarization: store
+    failures become events (:attr:`SummaryResult.store_events`).
     """
 
     def __init__(
-        self, config: SummarizerConfig | None = None, *, max_concurrency: int | None = None
+        self,
+        config: SummarizerConfig | None = None,
+        *,
+        max_concurrency: int | None = None,
+        cache: SummaryCache | None = None,
+        archive: HistoryArchive | None = None,
     ) -> None:
         if config is None:
             config = SummarizerConfig()
@@ -77,8 +93,16 @@ class Summarizer:
             raise ValueError(
                 f"max_concurrency must be a positive int or None, not {max_concurrency!r}"
             )
+        if cache is not None and not isinstance(cache, SummaryCache):
+            raise TypeError(f"cache must be a SummaryCache or None, not {type(cache).__name__}")
+        if archive is not None and not isinstance(archive, HistoryArchive):
+            raise TypeError(
+                f"archive must be a HistoryArchive or None, not {type(archive).__name__}"
+            )
         self.config = config
         self.max_concurrency = max_concurrency
+        self.cache = cache
+        self.archive = archive
 
     def __repr__(self) -> str:
         return f"Summarizer({self.config!r}, max_concurrency={self.max_concurrency!r})"
@@ -145,7 +169,9 @@ class Summarizer:
         limiter = (
             None if self.max_concurrency is None else anyio.CapacityLimiter(self.max_concurrency)
         )
-        calls = HandlerCalls(handler, limiter, on_call=on_call)
+        calls = HandlerCalls(
+            handler, limiter, on_call=on_call, cache=self.cache, archive=self.archive
+        )
 
         sections = list(ast.sections)
         keep_from = max(len(sections) - config.keep_qa_sections, 0)
@@ -167,16 +193,24 @@ class Summarizer:
             ast = await summarize_qa(calls, ast, config, style)
         if calls.created:
             ast = unique_summary_ids(ast, calls.created, template)
+        out = ast.to_messages()
+        size_after = ast.size
+        if self.archive is not None and self.archive.reinsert_bytes:
+            reinserted = await self.archive.reinsert(out)
+            if reinserted is not out:
+                out, size_after = reinserted, sum(m.size for m in reinserted)
 
         return SummaryResult(
-            messages=ast.to_messages(),
+            messages=out,
             size_before=size_before,
-            size_after=ast.size,
+            size_after=size_after,
             handler_calls=calls.calls,
             handler_input_bytes=calls.input_bytes,
             handler_output_bytes=calls.output_bytes,
             repairs=tuple(issues),
             seconds=time.perf_counter() - started,
+            cache_hits=calls.cache_hits,
+            store_events=tuple(calls.events),
         )
 
     def summarize_chain_sync(

@@ -1,4 +1,5 @@
-"""Shared test configuration: Hypothesis profiles and the corpus location."""
+"""Shared test configuration: Hypothesis profiles, the anyio backends and the corpus
+location."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+pytest_plugins = ["redis_server"]  # a real redis-server for the store tests
 
 settings.register_profile(
     "ci",
@@ -64,3 +67,14 @@ def corpus_dir() -> Path:
     if not CORPUS.is_dir():
         pytest.skip("shared corpus not found next to the repository")
     return CORPUS
+
+
+ANYIO_BACKENDS = ("asyncio", "trio")
+
+
+@pytest.fixture(scope="session", params=ANYIO_BACKENDS)
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Every async test runs on asyncio and on trio: anyio's pytest plugin reads this for
+    ``@pytest.mark.anyio`` tests, and synchronous tests that start an event loop (under
+    Hypothesis, say) pass it to ``anyio.run``. Session-scoped, so Hypothesis accepts it."""
+    return str(request.param)

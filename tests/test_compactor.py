@@ -247,3 +247,29 @@ def test_compact_sync_and_dict_input() -> None:
 def test_bad_arguments_are_refused(kwargs: dict[str, Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         Compactor(Recorder(), **kwargs)
+
+
+@pytest.mark.anyio
+async def test_cache_serves_a_replayed_compaction() -> None:
+    from csum import SummaryCache
+
+    cache = SummaryCache(handler_id="recorder")
+    chain = loop_chain(40, 300)
+    first_handler, second_handler = Recorder(200), Recorder(200)
+    first: list[CompactionEvent] = []
+    second: list[CompactionEvent] = []
+    out1 = await Compactor(first_handler, budget=8000, cache=cache, on_event=first.append).compact(
+        chain
+    )
+    out2 = await Compactor(
+        second_handler, budget=8000, cache=cache, on_event=second.append
+    ).compact(chain)
+    assert out1 == out2
+    assert len(first_handler.prompts) == 1
+    assert second_handler.prompts == []
+    assert (first[0].cache_hits, second[0].cache_hits) == (0, 1)
+
+
+def test_cache_must_be_a_summary_cache() -> None:
+    with pytest.raises(TypeError, match="SummaryCache"):
+        Compactor(Recorder(), budget=100, cache={})  # type: ignore[arg-type]

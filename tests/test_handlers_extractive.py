@@ -23,12 +23,6 @@ from csum.handlers import extractive, resolve_handler, summarize_extractive
 from csum.prompt import messages_to_prompt
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    backend: str = request.param
-    return backend
-
-
 def utf8(text: str) -> int:
     return len(text.encode("utf-8"))
 

@@ -36,12 +36,6 @@ PROMPT = "<instructions>\nsummarize\n</instructions>\n<messages>\n</messages>\n"
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05}
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    backend: str = request.param
-    return backend
-
-
 # --- the fake provider --------------------------------------------------------------
 
 

@@ -51,10 +51,6 @@ from csum_builders import (
 TEMPLATE = IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
 
 def pair(messages: list[Message]) -> BodyPair:
     return BodyPair.from_messages(*messages)

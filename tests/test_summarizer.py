@@ -51,10 +51,6 @@ from csum_builders import (
 TAUBENCH_FILES = corpus_files(TAUBENCH)
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
 
 async def run(
     messages: list[Message] | list[dict[str, Any]],

@@ -22,11 +22,6 @@ from csum_builders import (
 )
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 class ProviderError(Exception):
     """What the fake provider raises."""
 

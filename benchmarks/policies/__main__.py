@@ -55,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-plots", action="store_true", help="write no plots")
     parser.add_argument("--no-lint", action="store_true", help="skip cast.lint (faster)")
     parser.add_argument("--corpus", type=Path, help="corpus folder (default ../shared/corpus)")
+    parser.add_argument(
+        "--cache-replay",
+        action="store_true",
+        help="replay each workload twice through a summary cache instead (prints a table)",
+    )
     return parser
 
 
@@ -75,6 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         corpus=args.corpus,
     )
     started = time.perf_counter()
+    if args.cache_replay:
+        from benchmarks.policies.cache_replay import render_replay, run_cache_replay
+
+        rows = anyio.run(partial(run_cache_replay, config, lambda line: print(line, flush=True)))
+        print("\n".join(render_replay(rows)))
+        print(f"cache replay: {time.perf_counter() - started:.1f} s")
+        return 0 if all(r.second_calls == 0 and r.same_output for r in rows) else 1
     suite = anyio.run(partial(run_suite, config, lambda line: print(line, flush=True)))
     failures = check_invariants(suite)
 

@@ -118,7 +118,10 @@ async def summarize_and_check(
 
 @given(start=START, steps=STEPS, length=st.integers(1, 300))
 def test_agent_loop_keeps_the_invariants(
-    start: Any, steps: list[tuple[tuple[Any, ...], SummarizerConfig]], length: int
+    start: Any,
+    steps: list[tuple[tuple[Any, ...], SummarizerConfig]],
+    length: int,
+    anyio_backend: str,
 ) -> None:
     async def loop() -> None:
         agent = Agent()
@@ -127,11 +130,11 @@ def test_agent_loop_keeps_the_invariants(
         for step, config in steps:
             chain = await summarize_and_check([*chain, *agent.step(chain, step)], config, length)
 
-    anyio.run(loop)
+    anyio.run(loop, backend=anyio_backend)
 
 
 @given(chain=valid_chains(), config=CONFIGS, length=st.integers(1, 200))
 def test_any_valid_chain_keeps_the_invariants(
-    chain: list[Message], config: SummarizerConfig, length: int
+    chain: list[Message], config: SummarizerConfig, length: int, anyio_backend: str
 ) -> None:
-    anyio.run(summarize_and_check, chain, config, length)
+    anyio.run(summarize_and_check, chain, config, length, backend=anyio_backend)

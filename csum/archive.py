@@ -1,0 +1,218 @@
+"""The history archive: what a compaction summarizes away stays retrievable.
+
+Every message a summary replaces is stored under a reference derived from its content
+(xxh3-64 of its JSON form: the same message always gets the same reference), and the
+batch of messages one summary covers gets a reference of its own. The summary text
+ends with a line naming that batch, ``[archived: 3f9c0a1b2c3d4e5f]``, so an agent (or
+its ``recall`` tool, :mod:`csum.recall`) can fetch the originals back with
+:meth:`HistoryArchive.recall`, or find them with :meth:`HistoryArchive.search`.
+
+Stores hold nothing but what they were given, per session: :meth:`HistoryArchive.
+delete_session` removes all of it in one call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import xxhash
+from pydantic import TypeAdapter
+
+from cast import Message, TextPart, ToolCall, ToolResult
+from csum.store_events import StoreEvent, StoreEventKind, failure_detail
+from csum.stores import is_redis_url
+from csum.stores._archive_protocol import ArchiveRecord, ArchiveStore
+from csum.stores._redis_archive import RedisArchiveStore
+from csum.stores._sqlite_archive import SQLiteArchiveStore
+
+__all__ = [
+    "ARCHIVE_LINE_PREFIX",
+    "ArchiveHit",
+    "ArchiveRecord",
+    "ArchiveStore",
+    "HistoryArchive",
+    "RedisArchiveStore",
+    "SQLiteArchiveStore",
+    "archive_line",
+    "archived_references",
+    "batch_reference",
+    "message_json",
+    "message_reference",
+    "message_search_text",
+    "search_text_of_json",
+]
+
+ARCHIVE_LINE_PREFIX: Final = "[archived: "
+"""Start of the line a summary ends with, naming the archived batch it replaced."""
+_LINE = re.compile(r"\[archived: ([0-9a-f]{16}(?: [0-9a-f]{16})*)\]")
+
+EventSink = Callable[[StoreEvent], None]
+
+
+_MESSAGE_JSON: Final = TypeAdapter(Message)
+"""Serializes a message straight to UTF-8 JSON bytes (what stores keep and hash)."""
+
+
+def message_json(message: Message) -> bytes:
+    """The JSON form of a message, as stored and hashed (``Message.model_dump_json``)."""
+    return _MESSAGE_JSON.dump_json(message)
+
+
+def message_reference(message: Message) -> str:
+    """The stable reference of a message: 16 hex digits of xxh3-64 of its JSON form."""
+    return xxhash.xxh3_64_hexdigest(message_json(message))
+
+
+def batch_reference(references: Sequence[str]) -> str:
+    """The reference of an ordered batch of messages (what one summary covers)."""
+    return xxhash.xxh3_64_hexdigest(("batch\x1f" + " ".join(references)).encode("ascii"))
+
+
+def archive_line(*references: str) -> str:
+    """The line a summary carries: ``[archived: REF ...]``."""
+    return f"{ARCHIVE_LINE_PREFIX}{' '.join(references)}]"
+
+
+def archived_references(text: str) -> list[str]:
+    """Every archive reference named in ``text`` (a summary, a chain's text), in order."""
+    return [ref for match in _LINE.finditer(text) for ref in match.group(1).split()]
+
+
+def message_search_text(message: Message) -> str:
+    """What search looks at: each text, tool call (name and arguments) and tool result."""
+    lines: list[str] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            lines.append(part.text)
+        elif isinstance(part, ToolCall):
+            lines.append(f"{part.name} {part.arguments}")
+        elif isinstance(part, ToolResult):
+            lines.append(part.content)
+    return "\n".join(lines)
+
+
+def _record(message: Message) -> ArchiveRecord:
+    body = message_json(message)
+    return ArchiveRecord(xxhash.xxh3_64_hexdigest(body), body)
+
+
+def search_text_of_json(body: bytes) -> str:
+    """:func:`message_search_text` of a stored JSON body (what stores index and match)."""
+    return message_search_text(Message.model_validate_json(body))
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveHit:
+    """A message found by :meth:`HistoryArchive.search`, with its lines that matched."""
+
+    reference: str
+    message: Message
+    lines: tuple[str, ...]
+
+
+class HistoryArchive:
+    """The messages summarized away in one session, kept in ``store``.
+
+    ``store``: an :class:`ArchiveStore`, or a location: a SQLite file path (the
+    default kind) or a ``redis://`` URL. ``reinsert_bytes`` > 0 turns on re-insertion
+    (:meth:`reinsert`) in the summarizer, up to that many bytes per call (off: 0).
+    ``on_event`` hears what was archived and every store failure.
+    """
+
+    def __init__(
+        self,
+        store: ArchiveStore | str | Path,
+        *,
+        session: str = "default",
+        reinsert_bytes: int = 0,
+        on_event: EventSink | None = None,
+    ) -> None:
+        if not isinstance(session, str) or not session:
+            raise ValueError(f"session must be a non-empty string, not {session!r}")
+        if isinstance(reinsert_bytes, bool) or not isinstance(reinsert_bytes, int):
+            raise TypeError(f"reinsert_bytes must be an int, not {reinsert_bytes!r}")
+        if reinsert_bytes < 0:
+            raise ValueError(f"reinsert_bytes must be 0 (off) or positive, not {reinsert_bytes}")
+        if isinstance(store, str) and is_redis_url(store):
+            store = RedisArchiveStore(store)
+        elif isinstance(store, str | Path):
+            store = SQLiteArchiveStore(store)
+        self.store: ArchiveStore = store
+        self.session = session
+        self.reinsert_bytes = reinsert_bytes
+        self.on_event = on_event
+
+    def __repr__(self) -> str:
+        return f"HistoryArchive({self.store!r}, session={self.session!r})"
+
+    async def add(self, messages: Iterable[Message]) -> str:
+        """Archive ``messages`` as one batch; its reference. Store failures raise."""
+        records = [_record(m) for m in messages]
+        batch = batch_reference([r.reference for r in records])
+        await self.store.put(self.session, batch, records)
+        return batch
+
+    async def add_summarized(
+        self, messages: Sequence[Message], emit: EventSink | None = None
+    ) -> str | None:
+        """Archive what a summary replaces; the line the summary should end with.
+
+        A store failure is reported as an event and gives None: the summary then names
+        no reference (the compaction goes on).
+        """
+        try:
+            batch = await self.add(messages)
+        except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
+            detail = failure_detail(exc)
+            event = StoreEvent(StoreEventKind.ARCHIVE_UNAVAILABLE, self.store.name, "", detail)
+            self._emit(emit, event)
+            return None
+        detail = f"{len(messages)} messages"
+        self._emit(emit, StoreEvent(StoreEventKind.ARCHIVED, self.store.name, batch, detail))
+        return archive_line(batch)
+
+    async def recall(self, reference: str) -> list[Message]:
+        """The messages under ``reference`` (a batch in order, or one message); [] if unknown."""
+        bodies = await self.store.get(self.session, reference.strip())
+        return [Message.model_validate_json(body) for body in bodies]
+
+    async def search(self, text: str, *, limit: int = 20) -> list[ArchiveHit]:
+        """Archived messages containing ``text`` (case-insensitive), oldest first."""
+        if not text.strip():
+            raise ValueError("search text must not be blank")
+        needle = text.casefold()
+        hits = []
+        for reference, body in await self.store.search(self.session, text, limit):
+            message = Message.model_validate_json(body)
+            text = message_search_text(message)
+            lines = tuple(line for line in text.splitlines() if needle in line.casefold())
+            hits.append(ArchiveHit(reference, message, lines))
+        return hits
+
+    async def delete_session(self) -> int:
+        """Delete everything archived in this session; how many messages went."""
+        return await self.store.delete_session(self.session)
+
+    async def reinsert(
+        self, messages: Sequence[Message], *, max_bytes: int | None = None
+    ) -> list[Message]:
+        """``messages`` with archived lines the last question needs put back (see
+        :func:`csum.reinsert.reinsert_archived`); the input list when nothing is."""
+        from csum.reinsert import reinsert_archived
+
+        limit = self.reinsert_bytes if max_bytes is None else max_bytes
+        return await reinsert_archived(self, messages, max_bytes=limit)
+
+    async def aclose(self) -> None:
+        """Close the store's connections."""
+        await self.store.aclose()
+
+    def _emit(self, emit: EventSink | None, event: StoreEvent) -> None:
+        if emit is not None:
+            emit(event)
+        if self.on_event is not None:
+            self.on_event(event)

@@ -1,0 +1,163 @@
+"""The ``recall`` tool: lets an agent fetch what a compaction summarized away.
+
+Summaries made with a :class:`csum.HistoryArchive` end with ``[archived: REF]``. Give the
+agent this tool (its definition in the provider's format, :func:`recall_tool_definition`)
+and answer its calls with :class:`RecallTool`: by ``reference`` it returns the archived
+messages, by ``query`` the archived lines containing that text (an identifier, a path,
+an error string), both cut to a byte limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+from cast import Message, TextPart, ToolCall, ToolResult, utf8_len
+from csum.archive import HistoryArchive, message_reference
+
+__all__ = [
+    "RECALL_TOOL_DESCRIPTION",
+    "RECALL_TOOL_NAME",
+    "RecallTool",
+    "recall_tool_definition",
+]
+
+RECALL_TOOL_NAME: Final = "recall_archived"
+RECALL_TOOL_DESCRIPTION: Final = (
+    "Fetch conversation history that was summarized away. Summaries end with "
+    "'[archived: REFERENCE]': pass that reference to get the original messages back, "
+    "or pass a query (an identifier, file path, error message) to get the archived "
+    "lines containing it."
+)
+_PROPERTIES: Final = {
+    "reference": "A reference from an '[archived: ...]' line (16 hex digits).",
+    "query": "Text to find in the archived messages (case-insensitive substring).",
+}
+
+Provider = Literal["openai", "anthropic", "gemini"]
+
+
+def recall_tool_definition(provider: Provider) -> dict[str, Any]:
+    """The tool's definition as the provider's API takes it in its tool list.
+
+    ``openai``: a Chat Completions function tool; ``anthropic``: a Messages API tool
+    (``input_schema``); ``gemini``: a Tool holding one ``functionDeclarations`` entry
+    (OpenAPI schema types in upper case).
+    """
+    if provider == "gemini":
+        schema: dict[str, Any] = {
+            "type": "OBJECT",
+            "properties": {
+                name: {"type": "STRING", "description": text} for name, text in _PROPERTIES.items()
+            },
+        }
+        declaration = {
+            "name": RECALL_TOOL_NAME,
+            "description": RECALL_TOOL_DESCRIPTION,
+            "parameters": schema,
+        }
+        return {"functionDeclarations": [declaration]}
+    schema = {
+        "type": "object",
+        "properties": {
+            name: {"type": "string", "description": text} for name, text in _PROPERTIES.items()
+        },
+        "additionalProperties": False,
+    }
+    if provider == "openai":
+        return {
+            "type": "function",
+            "function": {
+                "name": RECALL_TOOL_NAME,
+                "description": RECALL_TOOL_DESCRIPTION,
+                "parameters": schema,
+            },
+        }
+    if provider == "anthropic":
+        return {
+            "name": RECALL_TOOL_NAME,
+            "description": RECALL_TOOL_DESCRIPTION,
+            "input_schema": schema,
+        }
+    raise ValueError(f"unknown provider {provider!r}: expected openai, anthropic or gemini")
+
+
+def _render(reference: str, message: Message) -> str:
+    lines = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            lines.append(f"{message.role}: {part.text}")
+        elif isinstance(part, ToolCall):
+            lines.append(f"{message.role}: call {part.name}({part.arguments}) id={part.id}")
+        elif isinstance(part, ToolResult):
+            lines.append(f"{message.role}: result of {part.name} ({part.tool_call_id}): ")
+            lines[-1] += part.content
+    return f"[{reference}] " + "\n".join(lines)
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text
+    note = f"\n[... cut: {len(data) - max_bytes} more bytes; ask with a narrower query]"
+    kept = data[: max(max_bytes - utf8_len(note), 0)].decode("utf-8", "ignore")
+    return kept + note
+
+
+class RecallTool:
+    """Answers calls of the ``recall`` tool from ``archive``, at most ``max_bytes`` each.
+
+    Call it with the tool call's arguments (the JSON text or the parsed object); it
+    returns the tool result text. Bad arguments give a result saying what was wrong,
+    so the model can retry; store failures propagate.
+    """
+
+    name = RECALL_TOOL_NAME
+
+    def __init__(
+        self, archive: HistoryArchive, *, max_bytes: int = 16384, max_hits: int = 20
+    ) -> None:
+        if max_bytes < 256:
+            raise ValueError(f"max_bytes must be at least 256, not {max_bytes}")
+        self.archive = archive
+        self.max_bytes = max_bytes
+        self.max_hits = max_hits
+
+    def definition(self, provider: Provider) -> dict[str, Any]:
+        """This tool's definition for ``provider`` (see :func:`recall_tool_definition`)."""
+        return recall_tool_definition(provider)
+
+    async def __call__(self, arguments: str | Mapping[str, Any]) -> str:
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments or "{}")
+            except json.JSONDecodeError as exc:
+                return f"error: the arguments are not JSON ({exc.msg} at {exc.pos})"
+        if not isinstance(arguments, Mapping):
+            return "error: the arguments must be an object with 'reference' or 'query'"
+        reference = arguments.get("reference")
+        query = arguments.get("query")
+        if reference is not None and not isinstance(reference, str):
+            return "error: 'reference' must be a string"
+        if query is not None and not isinstance(query, str):
+            return "error: 'query' must be a string"
+        if reference and reference.strip():
+            return await self._by_reference(reference.strip())
+        if query and query.strip():
+            return await self._by_query(query)
+        return "error: give 'reference' (from an [archived: ...] line) or a non-empty 'query'"
+
+    async def _by_reference(self, reference: str) -> str:
+        messages = await self.archive.recall(reference)
+        if not messages:
+            return f"nothing archived under {reference!r}"
+        blocks = [_render(message_reference(m), m) for m in messages]
+        return _cut("\n\n".join(blocks), self.max_bytes)
+
+    async def _by_query(self, query: str) -> str:
+        hits = await self.archive.search(query, limit=self.max_hits)
+        if not hits:
+            return f"no archived message contains {query!r}"
+        lines = [f"[{hit.reference}] {line}" for hit in hits for line in hit.lines]
+        return _cut("\n".join(lines), self.max_bytes)

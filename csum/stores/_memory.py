@@ -1,0 +1,57 @@
+"""The default summary store: a bounded in-memory LRU, private to one process."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """An LRU of at most ``max_entries`` values in this process (no I/O, never fails).
+
+    Its lock is always granted: within a process the cache's own single flight already
+    makes concurrent requests of one key wait for the first.
+    """
+
+    name = "memory"
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise ValueError(f"max_entries must be a positive int, not {max_entries!r}")
+        self.max_entries = max_entries
+        self._entries: OrderedDict[str, tuple[bytes, float | None]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(max_entries={self.max_entries}, entries={len(self._entries)})"
+
+    async def get(self, key: str) -> bytes | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        value, expires = entry
+        if expires is not None and expires <= time.monotonic():
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return value
+
+    async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+        expires = None if ttl is None else time.monotonic() + ttl
+        self._entries[key] = (value, expires)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    async def acquire(self, key: str, token: str, ttl: float) -> bool:
+        return True
+
+    async def release(self, key: str, token: str) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None

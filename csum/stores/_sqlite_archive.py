@@ -1,0 +1,237 @@
+"""A history-archive store in one SQLite file, searched with FTS5 when SQLite has it.
+
+Writes happen inside a compaction, searches only when an agent asks, so writes stay
+cheap: a message row holds its reference and its JSON, nothing else. The full-text
+index is contentless (it keeps no copy of the text) and brought up to date by the first
+search after new writes, from the JSON; deleting a session removes its index entries.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Final
+
+from csum.stores._archive_protocol import ArchiveRecord
+from csum.stores._sqlite_db import DEFAULT_BUSY_TIMEOUT, SQLiteDatabase, write
+
+__all__ = ["SEARCH_TEXT_VERSION", "SQLiteArchiveStore", "fts5_available"]
+
+SEARCH_TEXT_VERSION: Final = "1"
+"""Version of the text derived from a message for the index; another version found in a
+file makes the next search rebuild the index from the JSON."""
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS csum_archive_messages (
+    id INTEGER PRIMARY KEY, session TEXT NOT NULL, ref TEXT NOT NULL, body BLOB NOT NULL,
+    UNIQUE (session, ref)
+);
+CREATE TABLE IF NOT EXISTS csum_archive_batches (
+    session TEXT NOT NULL, ref TEXT NOT NULL, refs TEXT NOT NULL, PRIMARY KEY (session, ref)
+) WITHOUT ROWID;
+"""
+_FTS = """
+CREATE VIRTUAL TABLE IF NOT EXISTS csum_archive_fts USING fts5(text, content='');
+CREATE TABLE IF NOT EXISTS csum_archive_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def fts5_available() -> bool:
+    """Whether this Python's SQLite was built with FTS5."""
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.execute("CREATE VIRTUAL TABLE probe USING fts5(x)")
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        connection.close()
+    return True
+
+
+class SQLiteArchiveStore:
+    """Archived messages in the SQLite file ``path`` (created when missing).
+
+    ``full_text`` (default: when SQLite has FTS5) indexes the messages' text for search;
+    without it, search scans the JSON with ``LIKE``. Either way, candidates are checked
+    for the exact text (case-insensitive) before they are returned.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        full_text: bool | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
+        self.full_text = fts5_available() if full_text is None else full_text
+        schema = _TABLES + (_FTS if self.full_text else "")
+        self.database = SQLiteDatabase(path, schema, busy_timeout=busy_timeout)
+        self.name = f"sqlite:{self.database.path}"
+
+    def __repr__(self) -> str:
+        return f"SQLiteArchiveStore({str(self.database.path)!r}, full_text={self.full_text})"
+
+    async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
+        await self.database.run(partial(_put, session=session, batch=batch, records=records))
+
+    async def get(self, session: str, reference: str) -> list[bytes]:
+        return await self.database.run(partial(_get, session=session, reference=reference))
+
+    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
+        return await self.database.run(
+            partial(_search, session=session, text=text, limit=limit, fts=self.full_text)
+        )
+
+    async def delete_session(self, session: str) -> int:
+        return await self.database.run(
+            partial(_delete_session, session=session, fts=self.full_text)
+        )
+
+    async def aclose(self) -> None:
+        await self.database.aclose()
+
+
+def _search_text(body: bytes) -> str:
+    from csum.archive import search_text_of_json
+
+    return search_text_of_json(body)
+
+
+def _put(
+    connection: sqlite3.Connection, *, session: str, batch: str, records: Sequence[ArchiveRecord]
+) -> None:
+    def statements() -> None:
+        connection.executemany(
+            "INSERT OR IGNORE INTO csum_archive_messages (session, ref, body) VALUES (?, ?, ?)",
+            [(session, record.reference, record.body) for record in records],
+        )
+        connection.execute(
+            "INSERT OR REPLACE INTO csum_archive_batches (session, ref, refs) VALUES (?, ?, ?)",
+            (session, batch, " ".join(r.reference for r in records)),
+        )
+
+    write(connection, statements)
+
+
+def _body(connection: sqlite3.Connection, session: str, reference: str) -> bytes | None:
+    row = connection.execute(
+        "SELECT body FROM csum_archive_messages WHERE session = ? AND ref = ?",
+        (session, reference),
+    ).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def _get(connection: sqlite3.Connection, *, session: str, reference: str) -> list[bytes]:
+    row = connection.execute(
+        "SELECT refs FROM csum_archive_batches WHERE session = ? AND ref = ?",
+        (session, reference),
+    ).fetchone()
+    refs = str(row[0]).split() if row is not None else [reference]
+    bodies = (_body(connection, session, ref) for ref in refs)
+    return [body for body in bodies if body is not None]
+
+
+def _meta(connection: sqlite3.Connection, key: str) -> str | None:
+    row = connection.execute("SELECT value FROM csum_archive_meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _set_meta(connection: sqlite3.Connection, key: str, value: str) -> None:
+    connection.execute(
+        "INSERT OR REPLACE INTO csum_archive_meta (key, value) VALUES (?, ?)", (key, value)
+    )
+
+
+def _bring_index_up_to_date(connection: sqlite3.Connection) -> None:
+    """Index the messages written since the last search (all of them after a change of
+    :data:`SEARCH_TEXT_VERSION`)."""
+
+    def statements() -> None:
+        upto = int(_meta(connection, "indexed_upto") or 0)
+        if _meta(connection, "search_text_version") != SEARCH_TEXT_VERSION:
+            connection.execute(
+                "INSERT INTO csum_archive_fts (csum_archive_fts) VALUES ('delete-all')"
+            )
+            upto = 0
+            _set_meta(connection, "search_text_version", SEARCH_TEXT_VERSION)
+        rows = connection.execute(
+            "SELECT id, body FROM csum_archive_messages WHERE id > ? ORDER BY id", (upto,)
+        ).fetchall()
+        if rows:
+            connection.executemany(
+                "INSERT INTO csum_archive_fts (rowid, text) VALUES (?, ?)",
+                [(row_id, _search_text(body)) for row_id, body in rows],
+            )
+            upto = rows[-1][0]
+        _set_meta(connection, "indexed_upto", str(upto))
+
+    write(connection, statements)
+
+
+def _like_pattern(text: str) -> str:
+    # The JSON holds strings escaped: look for the escaped form of the text.
+    escaped = json.dumps(text, ensure_ascii=False)[1:-1]
+    escaped = escaped.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _search(
+    connection: sqlite3.Connection, *, session: str, text: str, limit: int, fts: bool
+) -> list[tuple[str, bytes]]:
+    rows: list[tuple[str, bytes]]
+    if fts and any(ch.isalnum() for ch in text):
+        _bring_index_up_to_date(connection)
+        phrase = '"' + text.replace('"', '""') + '"'
+        rows = connection.execute(
+            "SELECT m.ref, m.body FROM csum_archive_fts f "
+            "JOIN csum_archive_messages m ON m.id = f.rowid "
+            "WHERE csum_archive_fts MATCH ? AND m.session = ? ORDER BY m.id",
+            (phrase, session),
+        ).fetchall()
+    else:
+        rows = connection.execute(
+            "SELECT ref, body FROM csum_archive_messages "
+            "WHERE session = ? AND CAST(body AS TEXT) LIKE ? ESCAPE '\\' ORDER BY id",
+            (session, _like_pattern(text)),
+        ).fetchall()
+    needle = text.casefold()
+    found: list[tuple[str, bytes]] = []
+    for ref, body in rows:
+        if needle in _search_text(body).casefold():
+            found.append((ref, body))
+            if len(found) == limit:
+                break
+    return found
+
+
+def _delete_session(connection: sqlite3.Connection, *, session: str, fts: bool) -> int:
+    def statements() -> int:
+        if fts and _meta(connection, "search_text_version") != SEARCH_TEXT_VERSION:
+            # Indexed by another version: forget the whole index (the next search
+            # rebuilds it) rather than leave entries of the deleted messages behind.
+            connection.execute(
+                "INSERT INTO csum_archive_fts (csum_archive_fts) VALUES ('delete-all')"
+            )
+            _set_meta(connection, "indexed_upto", "0")
+        elif fts:
+            upto = int(_meta(connection, "indexed_upto") or 0)
+            indexed = connection.execute(
+                "SELECT id, body FROM csum_archive_messages WHERE session = ? AND id <= ?",
+                (session, upto),
+            ).fetchall()
+            # A contentless index forgets a row given the text it indexed for it.
+            connection.executemany(
+                "INSERT INTO csum_archive_fts (csum_archive_fts, rowid, text) "
+                "VALUES ('delete', ?, ?)",
+                [(row_id, _search_text(body)) for row_id, body in indexed],
+            )
+        deleted = connection.execute(
+            "DELETE FROM csum_archive_messages WHERE session = ?", (session,)
+        ).rowcount
+        connection.execute("DELETE FROM csum_archive_batches WHERE session = ?", (session,))
+        return int(deleted)
+
+    return write(connection, statements)

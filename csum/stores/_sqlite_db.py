@@ -1,0 +1,91 @@
+"""One SQLite file shared by processes: WAL, a busy timeout, work in a worker thread.
+
+The summary store and the archive store both keep their tables this way: the stdlib
+``sqlite3`` module runs in anyio's worker threads (so neither event loop blocks on disk
+or on another process's lock), one connection per database object, one call at a time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import anyio.to_thread
+
+__all__ = ["SQLiteDatabase"]
+
+T = TypeVar("T")
+
+DEFAULT_BUSY_TIMEOUT = 5.0
+"""Seconds a write waits for another process's lock before failing (``busy_timeout``)."""
+
+
+class SQLiteDatabase:
+    """A lazily opened SQLite file in WAL mode; ``run`` executes work in a worker thread.
+
+    ``schema`` (statements run once per connection, idempotent) creates the tables.
+    """
+
+    def __init__(
+        self, path: str | Path, schema: str, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    ) -> None:
+        self.path = Path(path)
+        self.schema = schema
+        self.busy_timeout = busy_timeout
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout,
+            isolation_level=None,  # autocommit; writes open their own transactions
+            check_same_thread=False,  # used from worker threads, one at a time (_lock)
+        )
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.executescript(self.schema)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if self._connection is None:
+                self._connection = self._connect()
+            return work(self._connection)
+
+    def run_sync(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on the connection in the calling thread."""
+        return self._call(work)
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on the connection in a worker thread."""
+        return await anyio.to_thread.run_sync(self._call, work)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.close)
+
+
+def write(connection: sqlite3.Connection, statements: Callable[[], T]) -> T:
+    """Run ``statements`` in one ``BEGIN IMMEDIATE`` transaction (rolled back on error)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        result = statements()
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+    return result

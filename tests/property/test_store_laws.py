@@ -1,0 +1,74 @@
+"""Laws of the summary cache and the history archive on any valid chain and config:
+a cache never changes the output and a warm one calls the handler zero times; with an
+archive the output keeps every summarizer invariant, stays idempotent, and every
+message summarized away can be recalled through the references the summaries carry."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import anyio
+from hypothesis import given
+
+from cast import Message
+from csum import HistoryArchive, Summarizer, SummarizerConfig, SummaryCache
+from csum.archive import archived_references, message_search_text
+from csum_builders import FakeHandler, check_output
+from property.test_agent_loop import CONFIGS
+from strategies import valid_chains
+
+
+@given(chain=valid_chains(), config=CONFIGS)
+def test_a_cache_never_changes_the_output(
+    chain: list[Message], config: SummarizerConfig, anyio_backend: str
+) -> None:
+    async def check() -> None:
+        plain = await Summarizer(config).summarize(FakeHandler(), chain)
+        cached = Summarizer(config, cache=SummaryCache())
+        first = await cached.summarize(FakeHandler(), chain)
+        assert first.messages == plain.messages
+        assert first.handler_calls + first.cache_hits == plain.handler_calls
+        warm = FakeHandler()
+        second = await cached.summarize(warm, chain)
+        assert warm.calls == 0
+        assert second.messages == plain.messages
+
+    anyio.run(check, backend=anyio_backend)
+
+
+async def _recall_all(archive: HistoryArchive, messages: list[Message]) -> set[Message]:
+    found: set[Message] = set()
+    pending = [r for m in messages for r in archived_references(message_search_text(m))]
+    seen: set[str] = set()
+    while pending:
+        reference = pending.pop()
+        if reference in seen:
+            continue
+        seen.add(reference)
+        batch = await archive.recall(reference)
+        assert batch, f"reference {reference} recalls nothing"
+        found.update(batch)
+        pending.extend(r for m in batch for r in archived_references(message_search_text(m)))
+    return found
+
+
+@given(chain=valid_chains(), config=CONFIGS)
+def test_the_archive_keeps_every_message_and_the_invariants(
+    chain: list[Message], config: SummarizerConfig, anyio_backend: str
+) -> None:
+    async def check(folder: Path) -> None:
+        archive = HistoryArchive(folder / "archive.sqlite")
+        summarizer = Summarizer(config, archive=archive)
+        result = await summarizer.summarize(FakeHandler(), chain)
+        check_output(chain, result.messages, config)
+        kept = set(result.messages) | await _recall_all(archive, result.messages)
+        assert all(message in kept for message in chain)
+        again = FakeHandler()
+        second = await summarizer.summarize(again, result.messages)
+        assert again.calls == 0
+        assert second.messages == result.messages
+        await archive.aclose()
+
+    with tempfile.TemporaryDirectory() as folder:
+        anyio.run(check, Path(folder), backend=anyio_backend)
