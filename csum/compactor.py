@@ -372,16 +372,31 @@ class Compactor:
     ) -> CompactionResult:
         if nbytes is None:
             nbytes = sum(m.size for m in chain)
+        return self._result(
+            chain, (size, size), (nbytes, nbytes), event, issues=issues, started=started
+        )
+
+    def _result(
+        self,
+        messages: list[Message],
+        sizes: tuple[int, int],
+        nbytes: tuple[int, int],
+        event: CompactionEvent | None,
+        *,
+        issues: list[ChainIssue],
+        started: float,
+    ) -> CompactionResult:
+        """The result of a call: sizes and bytes are (before, after)."""
         return CompactionResult(
-            messages=chain,
-            compacted=False,
-            over_budget=size > self.budget.limit,
+            messages=messages,
+            compacted=nbytes[0] != nbytes[1] or sizes[0] != sizes[1],
+            over_budget=sizes[1] > self.budget.limit,
             unit=self.budget.unit,
             budget=self.budget.limit,
-            size_before=size,
-            size_after=size,
-            bytes_before=nbytes,
-            bytes_after=nbytes,
+            size_before=sizes[0],
+            size_after=sizes[1],
+            bytes_before=nbytes[0],
+            bytes_after=nbytes[1],
             handler_calls=0 if event is None else event.handler_calls,
             events=() if event is None else (event,),
             repairs=tuple(issues),
@@ -438,20 +453,13 @@ class Compactor:
         )
         self._emit(event)
         size_after = self._meter.total(out)
-        return CompactionResult(
-            messages=out,
-            compacted=True,
-            over_budget=size_after > self.budget.limit,
-            unit=self.budget.unit,
-            budget=self.budget.limit,
-            size_before=size,
-            size_after=size_after,
-            bytes_before=event.bytes_before,
-            bytes_after=event.bytes_after,
-            handler_calls=event.handler_calls,
-            events=(event,),
-            repairs=tuple(issues),
-            seconds=time.perf_counter() - started,
+        return self._result(
+            out,
+            (size, size_after),
+            (event.bytes_before, event.bytes_after),
+            event,
+            issues=issues,
+            started=started,
         )
 
     def _plan(self, ast: ChainAST) -> _Plan | None:
