@@ -82,6 +82,10 @@ Anthropic and Gemini want a conversation to open with a human message)."""
 
 _AI = Role.AI
 
+FROZEN_SHARE = 0.25
+"""Share of the target that summaries at the depth limit may take; older ones beyond
+it are left out (counted in the event's ``dropped_summaries``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionResult:
@@ -153,6 +157,8 @@ class _Plan:
     resummarized: list[BodyPair]
     frozen: list[BodyPair]
     evicted_units: int
+    dropped: int = 0
+    """Summaries at the depth limit left out for want of room."""
 
 
 class Compactor:
@@ -476,7 +482,10 @@ class Compactor:
             mandatory += meter(tail.header.human_message)
         if tail.body:
             mandatory += meter.total(tail.body[-1].messages())
+        frozen, dropped = self._frozen(ast)
         room = self.target_units - self.summary_reserve - mandatory
+        room -= sum(meter.total(pair.messages()) for pair in frozen)
+        frozen_ids = {id(pair) for pair in frozen}
         start = (last, max(len(tail.body) - 1, 0))
         for s_index in range(last, -1, -1):
             section = sections[s_index]
@@ -487,9 +496,10 @@ class Compactor:
                 newest = len(section.body) - 1
                 room -= meter(human) if human is not None else 0
             for p_index in range(newest, -1, -1):
-                cost = meter.total(section.body[p_index].messages())
+                pair = section.body[p_index]
+                cost = 0 if id(pair) in frozen_ids else meter.total(pair.messages())
                 if cost > room:
-                    return self._split(ast, *start)
+                    return self._split(ast, *start, frozen, dropped)
                 room -= cost
                 start = (s_index, p_index)
             if s_index != last and start[0] != s_index:
@@ -497,11 +507,38 @@ class Compactor:
             start = (s_index, 0)
         if start == (0, 0):
             return None
-        return self._split(ast, *start)
+        return self._split(ast, *start, frozen, dropped)
 
-    def _split(self, ast: ChainAST, k: int, p: int) -> _Plan | None:
+    def _frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
+        """(kept, dropped): the summaries at the depth limit, the newest of them kept
+        while they take at most :data:`FROZEN_SHARE` of the target."""
+        found = [
+            pair
+            for section in ast.sections
+            for pair in section.body
+            if self._depth(pair) >= self.max_depth
+        ]
+        room = int(self.target_units * FROZEN_SHARE)
+        kept: list[BodyPair] = []
+        for index in range(len(found) - 1, -1, -1):
+            cost = self._meter.total(found[index].messages())
+            if cost > room:
+                return kept[::-1], found[: index + 1]
+            room -= cost
+            kept.append(found[index])
+        return kept[::-1], []
+
+    def _split(
+        self,
+        ast: ChainAST,
+        k: int,
+        p: int,
+        frozen: list[BodyPair],
+        dropped: list[BodyPair],
+    ) -> _Plan | None:
         """What goes into the summary when the kept part starts at pair ``p`` of
-        section ``k``; None when that is nothing."""
+        section ``k``; None when that is nothing. ``frozen`` summaries are carried as
+        they are, ``dropped`` ones left out."""
         if k == 0 and p == 0:
             return None
         sections = ast.sections
@@ -517,14 +554,16 @@ class Compactor:
             if human is not None and not _is_note(human):
                 humans.append(human)
             pairs.extend(sections[k].body[:p])
-        frozen = [pair for pair in pairs if self._depth(pair) >= self.max_depth]
         frozen_ids = {id(pair) for pair in frozen}
-        live = [pair for pair in pairs if id(pair) not in frozen_ids]
+        dropped_ids = {id(pair) for pair in dropped}
+        frozen = [pair for pair in pairs if id(pair) in frozen_ids]
+        gone = sum(1 for pair in pairs if id(pair) in dropped_ids)
+        live = [pair for pair in pairs if id(pair) not in frozen_ids | dropped_ids]
         resummarized = [pair for pair in live if is_summarized(pair)]
         evicted = self._meter.total(
             [m for s in sections[:k] for m in s.messages() if m.role is not Role.SYSTEM]
         ) + self._meter.total(messages_of(sections[k].body[:p]))
-        return _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted)
+        return _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted, gone)
 
     def _assemble(
         self, ast: ChainAST, plan: _Plan, text: str | None, size_before: int
@@ -543,7 +582,7 @@ class Compactor:
         if size >= size_before and size_before <= self.budget.limit:
             return ast, False, 0, None
         limit = self.budget.limit
-        dropped = 0
+        dropped = plan.dropped
         while frozen and size > limit:
             frozen.pop(0)
             dropped += 1

@@ -54,13 +54,12 @@ START, END = "<!-- compactor-goals:start -->", "<!-- compactor-goals:end -->"
 
 COMPACTOR = "Compactor"
 FEWEST_CALLS = "Compactor (target 30 %)"
-FEWEST_BYTES = "Compactor (trigger 50 %, target 20 %)"
 SEED_004 = "fraction-0.85 keep-6 LLM (seed 004)"
 CSUM = "csum"
 CSUM_BOUNDED = "csum +qa +human summary"
 LANGCHAIN = "SummarizationMiddleware (langchain)"
 PYDANTIC_AI = "history processor (pydantic-ai)"
-COMPACTORS = (COMPACTOR, FEWEST_CALLS, FEWEST_BYTES)
+COMPACTORS = (COMPACTOR, FEWEST_CALLS)
 
 
 def _metered() -> MeteredHandler:
@@ -75,17 +74,6 @@ def policies() -> list[tuple[str, Callable[[int], Policy]]]:
             FEWEST_CALLS,
             lambda b: CompactorPolicy(
                 b, _metered(), target_ratio=0.3, name=FEWEST_CALLS, description="target 30 %"
-            ),
-        ),
-        (
-            FEWEST_BYTES,
-            lambda b: CompactorPolicy(
-                b,
-                _metered(),
-                trigger=0.5,
-                target_ratio=0.2,
-                name=FEWEST_BYTES,
-                description="trigger 50 %, target 20 %",
             ),
         ),
         (SEED_004, lambda b: FractionPartition(b, _metered())),
@@ -424,7 +412,7 @@ async def measure(
         for group, limit in ((OPENAI_FOLDER, small_budget), (CLAUDE_CODE_FOLDER, budget)):
             chains = load_folder(folder, group)
             for name, make in policies():
-                if name in (CSUM, FEWEST_BYTES):
+                if name == CSUM:
                     continue
                 total: RunResult | None = None
                 for chain in chains:
