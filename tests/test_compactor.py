@@ -273,3 +273,24 @@ async def test_cache_serves_a_replayed_compaction() -> None:
 def test_cache_must_be_a_summary_cache() -> None:
     with pytest.raises(TypeError, match="SummaryCache"):
         Compactor(Recorder(), budget=100, cache={})  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_summaries_at_the_depth_limit_do_not_fill_the_budget() -> None:
+    """With every summary frozen at once (max_depth=1), frozen summaries stay within a
+    quarter of the target, so compactions stay many turns apart."""
+    handler = Recorder(600)
+    events: list[CompactionEvent] = []
+    compactor = Compactor(handler, budget=20_000, max_depth=1, on_event=events.append)
+    chain = loop_chain(10, 300)
+    for index in range(400):
+        chain = await compactor.compact([*chain, *turn(1000 + index, 300)])
+    frozen = sum(
+        pair.size
+        for section in ChainAST.from_messages(chain).sections
+        for pair in section.body
+        if is_summarized(pair)
+    )
+    assert frozen <= compactor.target_units // 4 + 1200  # the cap, plus the newest summary
+    assert len(events) <= 400 // 10  # about (20000 - 12000) / 340 turns apart
+    assert sum(e.dropped_summaries for e in events) > 0
