@@ -158,17 +158,20 @@ async def test_agent_loop_against_a_local_server(server: LocalModel) -> None:
                 model="local", messages=payload["messages"], tools=TOOLS
             )
             reply = response.choices[0].message.model_dump(exclude_none=True)
-            history = [*history, *openai_codec.decode({"messages": [reply]})]
+            turn_messages: list[dict[str, Any]] = [reply]
             if reply.get("tool_calls"):
                 for call in reply["tool_calls"]:
                     path = json.loads(call["function"]["arguments"])["path"]
-                    tool = {
-                        "role": "tool",
-                        "tool_call_id": call["id"],
-                        "content": read_file(path, turn),
-                    }
-                    history = [*history, *openai_codec.decode({"messages": [tool]})]
-            elif turn % 15 == 0:
+                    turn_messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call["id"],
+                            "content": read_file(path, turn),
+                        }
+                    )
+            # Decoded together, so each result gets its call's name, as on the server.
+            history = [*history, *openai_codec.decode({"messages": turn_messages})]
+            if not reply.get("tool_calls") and turn % 15 == 0:
                 question = {"role": "user", "content": f"Now the next task ({turn})."}
                 history = [*history, *openai_codec.decode({"messages": [question]})]
     finally:
