@@ -30,7 +30,13 @@ from csum.budget import (
 from csum.cache import SummaryCache
 from csum.compactor import EARLIER_CONVERSATION_TEXT, CompactionResult, Compactor
 from csum.config import SummarizerConfig
-from csum.errors import CsumError, HandlerError, PromptFormatError, SummarizationError
+from csum.errors import (
+    CsumError,
+    HandlerError,
+    PromptFormatError,
+    StoreError,
+    SummarizationError,
+)
 from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
@@ -57,6 +63,7 @@ __all__ = [
     "RecallTool",
     "RetryPolicy",
     "RobustHandler",
+    "StoreError",
     "StoreEvent",
     "StoreEventKind",
     "SummarizationError",

@@ -14,7 +14,7 @@ Hierarchy::
         │                           retries; the SDK's exception is the ``__cause__``
         ├── PromptFormatError       (also a ValueError) a text is not a prompt made by
         │                           :func:`csum.messages_to_prompt`
-        └── csum.stores.StoreError  (also a RuntimeError) a cache or archive store
+        └── StoreError              (also a RuntimeError) a cache or archive store
                                     cannot be used (the summarizer reports it as an
                                     event instead of raising it)
 
@@ -26,7 +26,7 @@ is a ``RuntimeError`` (the input was fine, the run was not), a foreign prompt te
 
 from __future__ import annotations
 
-__all__ = ["CsumError", "HandlerError", "PromptFormatError", "SummarizationError"]
+__all__ = ["CsumError", "HandlerError", "PromptFormatError", "StoreError", "SummarizationError"]
 
 
 class CsumError(Exception):
@@ -53,6 +53,13 @@ class SummarizationError(CsumError, RuntimeError):
 
 class PromptFormatError(CsumError, ValueError):
     """A text is not a prompt made by :func:`csum.messages_to_prompt`."""
+
+
+class StoreError(CsumError, RuntimeError):
+    """A summary-cache or archive store could not be opened or used (a missing client
+    package, a bad location). The summarizer never lets a store failure reach a
+    compaction: it reports it as a :class:`csum.StoreEvent` and goes on without it.
+    """
 
 
 class HandlerError(CsumError, RuntimeError):

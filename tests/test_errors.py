@@ -27,7 +27,7 @@ from cast import (
 )
 from cast.chainio import decode_chain, read_json
 from cast.providers import Rule
-from csum import CsumError, HandlerError, PromptFormatError, SummarizationError
+from csum import CsumError, HandlerError, PromptFormatError, StoreError, SummarizationError
 
 # (error, its parent in the drawn tree, the builtins it also is)
 CAST_TREE = [
@@ -43,6 +43,7 @@ CSUM_TREE = [
     (SummarizationError, CsumError, (RuntimeError,)),
     (HandlerError, CsumError, (RuntimeError,)),
     (PromptFormatError, CsumError, (ValueError,)),
+    (StoreError, CsumError, (RuntimeError,)),
 ]
 
 
@@ -58,8 +59,7 @@ def test_the_docstring_draws_every_error_under_its_parent(module: object, tree: 
     indents = {}
     for line in drawing:
         name = line.split("── ")[1].split()[0]
-        if "." not in name:  # errors of other modules (csum.stores.StoreError) are drawn too
-            indents[name] = line.index("── ")
+        indents[name] = line.index("── ")
     for error, parent, builtins in tree:
         assert issubclass(error, parent)
         assert issubclass(error, builtins)

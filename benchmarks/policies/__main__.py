@@ -60,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replay each workload twice through a summary cache instead (prints a table)",
     )
+    parser.add_argument(
+        "--reinsert",
+        action="store_true",
+        help="run the simulated loop with and without archive re-insertion (prints a table)",
+    )
     return parser
 
 
@@ -87,6 +92,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(render_replay(rows)))
         print(f"cache replay: {time.perf_counter() - started:.1f} s")
         return 0 if all(r.second_calls == 0 and r.same_output for r in rows) else 1
+    if args.reinsert:
+        from benchmarks.policies.reinsert_replay import render_reinsert, run_reinsert
+
+        rows = anyio.run(partial(run_reinsert, config, lambda line: print(line, flush=True)))
+        print("\n".join(render_reinsert(rows)))
+        print(f"re-insertion run: {time.perf_counter() - started:.1f} s")
+        return 0 if all(row.result.invalid == 0 for row in rows) else 1
     suite = anyio.run(partial(run_suite, config, lambda line: print(line, flush=True)))
     failures = check_invariants(suite)
 

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from csum.errors import CsumError
+from csum.errors import StoreError
 
 __all__ = ["StoreError", "SummaryStore"]
-
-
-class StoreError(CsumError, RuntimeError):
-    """A store could not be opened or used (bad location, server down, corrupt file).
-
-    The summary cache never lets it reach a compaction: it reports it as an event and
-    calls the handler instead.
-    """
 
 
 @runtime_checkable
