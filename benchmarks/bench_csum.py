@@ -80,9 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         result = anyio.run(Summarizer().summarize, sleeping_handler, chain50)
         walls.append(time.perf_counter() - start)
     wall = min(walls)
-    print(f"1. {result.handler_calls} handler calls of {HANDLER_SECONDS * 1e3:.0f} ms, "
-          f"unbounded concurrency: {wall * 1e3:.0f} ms wall, "
-          f"ratio {wall / HANDLER_SECONDS:.2f}x one call (goal <= 1.2x)")
+    print(
+        f"1. {result.handler_calls} handler calls of {HANDLER_SECONDS * 1e3:.0f} ms, "
+        f"unbounded concurrency: {wall * 1e3:.0f} ms wall, "
+        f"ratio {wall / HANDLER_SECONDS:.2f}x one call (goal <= 1.2x)"
+    )
 
     big = build_chain()
     payload = MESSAGES_ADAPTER.dump_python(big, mode="json")
@@ -91,9 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     t_ours = best_of(
         args.repeat, lambda: anyio.run(summarizer.summarize_chain, instant_handler, big)
     )
-    print(f"2. summarize_chain on {len(big)} messages ({sum(m.size for m in big) / 1e6:.1f} MB) "
-          f"with an instant handler: {t_ours * 1e3:.0f} ms; json.dumps: {t_dumps * 1e3:.0f} ms; "
-          f"ratio {t_ours / t_dumps:.2f}x (goal <= 1x)")
+    print(
+        f"2. summarize_chain on {len(big)} messages ({sum(m.size for m in big) / 1e6:.1f} MB) "
+        f"with an instant handler: {t_ours * 1e3:.0f} ms; json.dumps: {t_dumps * 1e3:.0f} ms; "
+        f"ratio {t_ours / t_dumps:.2f}x (goal <= 1x)"
+    )
 
     rows = agent_loop_costs(args.steps)
     print(f"3. {args.steps}-step agent loop, default config: handler input bytes per step")
@@ -104,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     peak = max(sent for _, sent, _ in rows)
     peak_input = max(h for _, _, h in rows)
     mean_input = sum(h for _, _, h in rows) / len(rows)
-    print(f"   peak chain {peak:,} B; handler input per step: mean {mean_input:,.0f} B, "
-          f"max {peak_input:,} B")
+    print(
+        f"   peak chain {peak:,} B; handler input per step: mean {mean_input:,.0f} B, "
+        f"max {peak_input:,} B"
+    )
     return 0
 
 

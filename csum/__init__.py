@@ -16,8 +16,19 @@ from types import ModuleType as _ModuleType
 
 from csum._calls import SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
+from csum._retry import RetryPolicy
+from csum._robust import HandlerLedger, RobustHandler, is_transient, split_prompt
 from csum.archive import ArchiveHit, HistoryArchive
+from csum.budget import (
+    MODEL_CONTEXT_WINDOWS,
+    Budget,
+    EstimatedTokens,
+    TiktokenCounter,
+    TokenCounter,
+    context_window,
+)
 from csum.cache import SummaryCache
+from csum.compactor import EARLIER_CONVERSATION_TEXT, CompactionResult, Compactor
 from csum.config import SummarizerConfig
 from csum.errors import (
     CsumError,
@@ -26,20 +37,32 @@ from csum.errors import (
     StoreError,
     SummarizationError,
 )
+from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = [
+    "EARLIER_CONVERSATION_TEXT",
+    "MODEL_CONTEXT_WINDOWS",
     "RECALL_TOOL_NAME",
     "SUMMARIZED_CONTENT_PREFIX",
     "ArchiveHit",
+    "Budget",
+    "CompactionEvent",
+    "CompactionReason",
+    "CompactionResult",
+    "Compactor",
     "CsumError",
+    "EstimatedTokens",
     "HandlerError",
+    "HandlerLedger",
     "HistoryArchive",
     "PromptFormatError",
     "RecallTool",
+    "RetryPolicy",
+    "RobustHandler",
     "StoreError",
     "StoreEvent",
     "StoreEventKind",
@@ -49,9 +72,15 @@ __all__ = [
     "SummarizerConfig",
     "SummaryCache",
     "SummaryResult",
+    "TiktokenCounter",
+    "TokenCounter",
+    "context_window",
     "is_summarized",
+    "is_transient",
     "messages_to_prompt",
+    "otel_listener",
     "recall_tool_definition",
+    "split_prompt",
 ]
 
 

@@ -418,7 +418,7 @@ def test_cli_cache_sqlite_then_redis_down(tmp_path: Path) -> None:
 
     out, err = _Buffer(), _Buffer()
     cache = str(tmp_path / "cache.sqlite")
-    args = ["summarize", "--example", "--budget", "8KiB", "--cache", cache, "-o"]
+    args = ["summarize", "--example", "--last-section-budget", "8KiB", "--cache", cache, "-o"]
     assert main([*args, str(tmp_path / "a.json")], stdout=out, stderr=err) == 0
     assert "cache: 0 hits" in err.getvalue()
     err = _Buffer()

@@ -19,6 +19,13 @@ from benchmarks.policies.corpus import (
     load_folder,
 )
 from benchmarks.policies.harness import RunResult, lint_available, run_policy
+from benchmarks.policies.peers import (
+    CompactorPolicy,
+    LangChainSummarization,
+    PydanticAIHistoryProcessor,
+    langchain_middleware_available,
+    pydantic_ai_available,
+)
 from benchmarks.policies.policy import (
     CsumPolicy,
     LangChainTrim,
@@ -133,6 +140,11 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
     ]
     if langchain_available():
         factories.append(LangChainTrim)
+    factories.append(lambda b: CompactorPolicy(b, metered()))
+    if langchain_middleware_available():
+        factories.append(lambda b: LangChainSummarization(b, metered()))
+    if pydantic_ai_available():
+        factories.append(lambda b: PydanticAIHistoryProcessor(b, metered()))
     return factories
 
 
