@@ -202,11 +202,11 @@ async def test_an_id_template_too_small_for_the_summaries_is_an_error(template: 
 def test_the_cli_reports_an_id_template_too_small(tmp_path: Path) -> None:
     chain = []
     for index in range(3):
-        chain += section(f"q{index}", request(f"c{index}", 60), completion(10))
+        chain += section(f"q{index}", request(f"c{index}", 3000), completion(10))
     path = tmp_path / "chain.json"
     path.write_text(json.dumps(openai.encode(chain)), encoding="utf-8")
     out, err = io.StringIO(), io.StringIO()
-    argv = ["summarize", str(path), "--budget", "200", "--id-template", "x"]
+    argv = ["summarize", str(path), "--last-section-budget", "200", "--id-template", "x"]
     assert csum.cli.main(argv, stdout=out, stderr=err) == 2
     assert "id template 'x' can produce only 1 distinct ids" in err.getvalue()
     assert out.getvalue() == ""

@@ -56,7 +56,7 @@ def summarize(
     chain=valid_chains(min_sections=1, max_sections=4),
     config=CONFIGS,
     target=st.sampled_from(TARGETS),
-    length=st.integers(0, 300),
+    length=st.integers(1, 300),  # an empty summary is a SummarizationError
 )
 def test_summary_adds_no_violation_for_its_target(
     chain: list[Message], config: SummarizerConfig, target: str, length: int
@@ -71,7 +71,7 @@ def test_summary_adds_no_violation_for_its_target(
     chain=valid_chains(min_sections=1, max_sections=4),
     config=CONFIGS,
     target=st.sampled_from(TARGETS),
-    length=st.integers(0, 300),
+    length=st.integers(1, 300),  # an empty summary is a SummarizationError
 )
 def test_ported_chain_stays_lint_clean_once_summarized(
     chain: list[Message], config: SummarizerConfig, target: str, length: int
