@@ -18,6 +18,7 @@ name                  payload
 ``openai_responses``  Responses API ``{"instructions": ..., "input": [...]}``
 ``pydantic_ai``       pydantic-ai ``ModelMessagesTypeAdapter`` JSON (or ``ModelMessage`` objects)
 ``langchain``         LangChain ``messages_to_dict`` JSON (or ``BaseMessage`` objects)
+``openai_agents``     OpenAI Agents SDK input items (a bare Responses item list)
 ``chaincast``         chaincast's own JSON form of ``Message``
 ====================  ======================================================
 """
@@ -37,6 +38,7 @@ from cast.codecs import (
     langchaingo,
     native,
     openai,
+    openai_agents,
     openai_responses,
     pydantic_ai,
 )
@@ -68,6 +70,7 @@ _MODULES: dict[str, ModuleType] = {
     "openai_responses": openai_responses,
     "pydantic_ai": pydantic_ai,
     "langchain": langchain,
+    "openai_agents": openai_agents,
 }
 
 CODECS: tuple[str, ...] = tuple(_MODULES)
