@@ -62,12 +62,18 @@ def _as_json(payload: object) -> list[Any]:
     if not isinstance(payload, list | tuple):
         fail("", "a list of LangChain messages", payload)
     items = list(payload)
+    for i, item in enumerate(items):
+        if item is None or isinstance(item, str | int | float | list):
+            fail(f"[{i}]", "a message object", item, i)
     if any(not isinstance(item, dict) for item in items):
         try:
             from langchain_core.messages import messages_to_dict
         except ImportError:
             fail("", f"a list of message dicts (for BaseMessage objects: {INSTALL_HINT})")
-        return messages_to_dict(items)
+        try:
+            return messages_to_dict(items)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise error("", f"LangChain BaseMessage objects ({exc})") from exc
     return items
 
 

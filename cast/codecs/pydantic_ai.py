@@ -30,6 +30,7 @@ from cast.codecs._common import (
     b64encode,
     canonical_object,
     dumps_compact,
+    error,
     fail,
     signature_text,
 )
@@ -77,12 +78,18 @@ def _as_json(payload: object) -> list[Any]:
     if not isinstance(payload, list | tuple):
         fail("", "a list of pydantic-ai messages", payload)
     items = list(payload)
+    for i, item in enumerate(items):
+        if item is None or isinstance(item, str | int | float | list):
+            fail(f"[{i}]", "a message object", item, i)
     if any(not isinstance(item, dict) for item in items):
         try:
             from pydantic_ai.messages import ModelMessagesTypeAdapter
         except ImportError:
             fail("", f"a list of message dicts (for ModelMessage objects: {INSTALL_HINT})")
-        dumped: list[Any] = ModelMessagesTypeAdapter.dump_python(items, mode="json")
+        try:
+            dumped: list[Any] = ModelMessagesTypeAdapter.dump_python(items, mode="json")
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise error("", f"pydantic-ai ModelMessage objects ({exc})") from exc
         return dumped
     return items
 
