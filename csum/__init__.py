@@ -16,20 +16,49 @@ from types import ModuleType as _ModuleType
 
 from csum._calls import SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
+from csum._retry import RetryPolicy
+from csum._robust import HandlerLedger, RobustHandler, is_transient, split_prompt
+from csum.budget import (
+    MODEL_CONTEXT_WINDOWS,
+    Budget,
+    EstimatedTokens,
+    TiktokenCounter,
+    TokenCounter,
+    context_window,
+)
+from csum.compactor import EARLIER_CONVERSATION_TEXT, CompactionResult, Compactor
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
+from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.prompt import messages_to_prompt
 from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = [
+    "EARLIER_CONVERSATION_TEXT",
+    "MODEL_CONTEXT_WINDOWS",
     "SUMMARIZED_CONTENT_PREFIX",
+    "Budget",
+    "CompactionEvent",
+    "CompactionReason",
+    "CompactionResult",
+    "Compactor",
+    "EstimatedTokens",
+    "HandlerLedger",
+    "RetryPolicy",
+    "RobustHandler",
     "SummarizationError",
     "SummarizeHandler",
     "Summarizer",
     "SummarizerConfig",
     "SummaryResult",
+    "TiktokenCounter",
+    "TokenCounter",
+    "context_window",
     "is_summarized",
+    "is_transient",
     "messages_to_prompt",
+    "otel_listener",
+    "split_prompt",
 ]
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from cast.ast import BodyPair, BodyPairType, Header, Section
 from cast.ids import IdTemplate
 from cast.messages import Message, TextPart
-from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
+from csum._style import SummaryStyle
 
 __all__ = [
     "SUMMARIZED_CONTENT_PREFIX",
@@ -61,23 +61,31 @@ def summary_pair(
     id_template: IdTemplate,
     keep_reasoning: bool,
     seed: str,
+    style: SummaryStyle | None = None,
+    before_human: bool = False,
 ) -> BodyPair:
     """The pair replacing ``summarized``: a prefixed COMPLETION or a SUMMARIZATION pair.
 
     With ``keep_reasoning`` (last sections only) a summary of pairs whose tool calls
     carried reasoning gets the fake Gemini signature and the first reasoning text part
-    in front of its call.
+    in front of its call. A ``style`` with a target provider shapes the pair for that
+    provider instead (see :mod:`csum._style`); ``before_human`` says a human message
+    follows the pair.
     """
+    if style is None:
+        style = SummaryStyle(id_template)
+    if before_human and style.completion_before_human():
+        kind = BodyPairType.COMPLETION
     if kind is BodyPairType.COMPLETION:
-        return BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + text)
-    fake_signature = keep_reasoning and contains_tool_call_reasoning(summarized)
-    return BodyPair.summarization(
+        return style.completion(SUMMARIZED_CONTENT_PREFIX + text)
+    pair = BodyPair.summarization(
         text,
         id_template=id_template,
-        fake_signature=fake_signature,
-        reasoning_message=extract_reasoning_message(summarized) if fake_signature else None,
+        fake_signature=style.fake_signature(summarized, keep_reasoning),
+        reasoning_message=style.reasoning_message(summarized, keep_reasoning),
         seed=f"{seed}\x1f{text}",
     )
+    return style.with_reasoning_content(pair) if style.needs_reasoning_content else pair
 
 
 def human_of(section: Section) -> list[Message]:

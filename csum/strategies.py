@@ -30,7 +30,16 @@ from csum._pairs import (
     summary_pair,
     summary_type,
 )
+from csum._style import SummaryStyle
 from csum.config import SummarizerConfig
+
+Style = IdTemplate | SummaryStyle
+"""The phases take an id template (reference shape) or a full :class:`SummaryStyle`."""
+
+
+def _style(value: Style) -> SummaryStyle:
+    return value if isinstance(value, SummaryStyle) else SummaryStyle(value)
+
 
 __all__ = [
     "exceeds_qa_limits",
@@ -53,24 +62,32 @@ def needs_section_summary(section: Section) -> bool:
 
 
 async def summarize_section(
-    calls: HandlerCalls, section: Section, index: int, id_template: IdTemplate
+    calls: HandlerCalls, section: Section, index: int, id_template: Style
 ) -> Section:
-    """The section with its whole body replaced by one summary pair."""
+    """The section with its whole body replaced by one summary pair (a human message
+    follows it). A style that refuses growth keeps a body its summary would not shrink."""
+    style = _style(id_template)
+    kind = summary_type(section.body)
+    body_size = section.size - section.header.size
+    if style.keeps_original(style.floor(kind), body_size):
+        return section
     summarized = messages_of(section.body)
     text = await calls.summarize(
         human_of(section), summarized, phase="section summary", section=index
     )
-    pair = calls.adopt(
-        summary_pair(
-            text,
-            summary_type(section.body),
-            summarized,
-            id_template=id_template,
-            keep_reasoning=False,
-            seed=f"section\x1f{index}",
-        )
+    pair = summary_pair(
+        text,
+        kind,
+        summarized,
+        id_template=style.id_template,
+        keep_reasoning=False,
+        seed=f"section\x1f{index}",
+        style=style,
+        before_human=True,
     )
-    return rebuild_section(section.header, (pair,))
+    if style.keeps_original(pair.size, body_size):
+        return section
+    return rebuild_section(section.header, (calls.adopt(pair),))
 
 
 # -- phase 2: last-section rotation ------------------------------------------------------
@@ -109,9 +126,10 @@ async def rotate_section(
     section: Section,
     index: int,
     config: SummarizerConfig,
-    id_template: IdTemplate,
+    id_template: Style,
 ) -> Section:
     """Bring one of the last sections within budget; its last pair is kept verbatim."""
+    style = _style(id_template)
     body = list(section.body)
     human = human_of(section)
     oversized = [
@@ -129,16 +147,17 @@ async def rotate_section(
         texts = await gather([job(i) for i in oversized])
         for i, text in zip(oversized, texts, strict=True):
             pair = body[i]
-            body[i] = calls.adopt(
-                summary_pair(
-                    text,
-                    summary_type((pair,)),
-                    pair.messages(),
-                    id_template=id_template,
-                    keep_reasoning=True,
-                    seed=f"pair\x1f{index}\x1f{i}",
-                )
+            new = summary_pair(
+                text,
+                summary_type((pair,)),
+                pair.messages(),
+                id_template=style.id_template,
+                keep_reasoning=True,
+                seed=f"pair\x1f{index}\x1f{i}",
+                style=style,
             )
+            if not style.keeps_original(new.size, pair.size):
+                body[i] = calls.adopt(new)
         section = rebuild_section(section.header, tuple(body))
 
     if section.size <= config.last_section_bytes:
@@ -148,19 +167,24 @@ async def rotate_section(
     )
     if not summarize:
         return section
+    kind = summary_type(summarize)
+    replaced = sum(p.size for p in summarize)
+    if style.keeps_original(style.floor(kind), replaced):
+        return section
     summarized = messages_of(summarize)
     text = await calls.summarize(human, summarized, phase="last section rotation", section=index)
-    pair = calls.adopt(
-        summary_pair(
-            text,
-            summary_type(summarize),
-            summarized,
-            id_template=id_template,
-            keep_reasoning=True,
-            seed=f"rotation\x1f{index}",
-        )
+    pair = summary_pair(
+        text,
+        kind,
+        summarized,
+        id_template=style.id_template,
+        keep_reasoning=True,
+        seed=f"rotation\x1f{index}",
+        style=style,
     )
-    return rebuild_section(section.header, (pair, *keep))
+    if style.keeps_original(pair.size, replaced):
+        return section
+    return rebuild_section(section.header, (calls.adopt(pair), *keep))
 
 
 # -- phase 3: QA -------------------------------------------------------------------------
@@ -197,9 +221,10 @@ def recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
 
 
 async def summarize_qa(
-    calls: HandlerCalls, ast: ChainAST, config: SummarizerConfig, id_template: IdTemplate
+    calls: HandlerCalls, ast: ChainAST, config: SummarizerConfig, id_template: Style
 ) -> ChainAST:
     """Fold the oldest sections into one summary section when over the QA limits."""
+    style = _style(id_template)
     if not exceeds_qa_limits(ast, config):
         return ast
     sections = ast.sections
@@ -229,20 +254,24 @@ async def summarize_qa(
         human = trusted_message(Role.HUMAN, (TextPart(text=texts[1]),))
     elif human_messages:
         human = trusted_message(Role.HUMAN, tuple(p for m in human_messages for p in m.parts))
-    pair = calls.adopt(
-        summary_pair(
-            texts[0],
-            summary_type(pairs),
-            ai_messages,
-            id_template=id_template,
-            keep_reasoning=False,
-            seed="qa",
-        )
+    pair = summary_pair(
+        texts[0],
+        summary_type(pairs),
+        ai_messages,
+        id_template=style.id_template,
+        keep_reasoning=False,
+        seed="qa",
+        style=style,
+        before_human=True,
     )
     system = sections[0].header.system_message
     header = Header._trusted(
         system, human, (system.size if system else 0) + (human.size if human else 0)
     )
+    folded_section = rebuild_section(header, (pair,))
+    if style.keeps_original(folded_section.size, sum(s.size for s in folded)):
+        return ast
+    calls.adopt(pair)
     # Folded sections always include section 0, so kept ones carry no system message.
     kept = sections[len(sections) - keep :]
-    return ChainAST._trusted((rebuild_section(header, (pair,)), *kept))
+    return ChainAST._trusted((folded_section, *kept))

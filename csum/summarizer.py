@@ -14,8 +14,10 @@ from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
 from cast.ids import TemplateLike, as_template
 from cast.messages import Message
 from cast.parse import ChainIssue, parse_chain
+from cast.providers import ProviderProfile
 from csum._calls import HandlerCalls, SummarizeHandler
 from csum._gather import gather
+from csum._style import summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.config import SummarizerConfig
 from csum.strategies import (
@@ -82,9 +84,13 @@ class Summarizer:
         messages: Iterable[Message | dict[str, Any]],
         *,
         id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE,
+        target: str | ProviderProfile | None = None,
+        allow_growth: bool | None = None,
     ) -> list[Message]:
         """The chain summarized to fit the config (see :meth:`summarize`)."""
-        result = await self.summarize(handler, messages, id_template=id_template)
+        result = await self.summarize(
+            handler, messages, id_template=id_template, target=target, allow_growth=allow_growth
+        )
         return result.messages
 
     async def summarize(
@@ -94,6 +100,8 @@ class Summarizer:
         *,
         id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE,
         on_call: Callable[[int, int], None] | None = None,
+        target: str | ProviderProfile | None = None,
+        allow_growth: bool | None = None,
     ) -> SummaryResult:
         """Summarize a chain and report what it cost.
 
@@ -103,11 +111,29 @@ class Summarizer:
         :class:`SummarizationError` when the handler fails; the input is never changed
         and no partial result escapes. ``on_call(calls, input_bytes)`` is told after each
         handler call (progress reporting).
+
+        ``target`` (a provider name or profile) shapes the summaries so that the output
+        breaks no ``cast.lint`` rule of that provider that the input did not break
+        already: summary ids from the provider's template (unless ``id_template`` is
+        given, which must then make ids the provider accepts), reasoning as the provider
+        wants it, and role order. ``allow_growth=False`` keeps the original wherever a
+        summary would not be smaller than what it replaces, so the output is never
+        larger than the (repaired) input; ``None`` (the default) means ``False`` with a
+        target and ``True`` without one, the reference behaviour.
         """
         if not callable(handler):
             raise TypeError(f"handler must be an async callable, not {type(handler).__name__}")
         started = time.perf_counter()
         template = as_template(id_template)
+        style = summary_style(
+            template,
+            target,
+            allow_growth,
+            template_given=not (
+                isinstance(id_template, str) and id_template == DEFAULT_TOOL_CALL_ID_TEMPLATE
+            ),
+        )
+        template = style.id_template
         issues: list[ChainIssue] = []
         ast = parse_chain(messages, repair=True, issues=issues)
         size_before = ast.size
@@ -124,17 +150,17 @@ class Summarizer:
         for index, section in enumerate(sections):
             if index < keep_from:
                 if needs_section_summary(section):
-                    jobs.append(partial(summarize_section, calls, section, index, template))
+                    jobs.append(partial(summarize_section, calls, section, index, style))
                     targets.append(index)
             elif config.preserve_last and len(section.body) > 1:
-                jobs.append(partial(rotate_section, calls, section, index, config, template))
+                jobs.append(partial(rotate_section, calls, section, index, config, style))
                 targets.append(index)
         if jobs:
             for index, new_section in zip(targets, await gather(jobs), strict=True):
                 sections[index] = new_section
             ast = type(ast)._trusted(tuple(sections))
         if config.use_qa:
-            ast = await summarize_qa(calls, ast, config, template)
+            ast = await summarize_qa(calls, ast, config, style)
         if calls.created:
             ast = unique_summary_ids(ast, calls.created, template)
 

@@ -1,0 +1,144 @@
+"""How summary pairs look for the provider a chain is sent to (``target=``).
+
+Without a target, summary pairs follow the algorithm's reference shape (the contract):
+ids from the given template, and in the last sections the fake Gemini signature plus
+the first reasoning text in front of the summary call when the summarized calls carried
+reasoning. With a target provider, a summary adds nothing that provider rejects:
+
+* ids come from the provider's template (Mistral: 9 alphanumerics; Anthropic: no dots);
+* reasoning follows the provider's policy: the placeholder signature only where the
+  provider wants a signed first call (Gemini, Vertex), an empty reasoning content on
+  the summary message where thinking mode requires one (DeepSeek, Kimi), and no
+  reasoning at all where the provider takes none back (OpenAI Chat, Mistral, Groq);
+* a summary that a human message follows is a COMPLETION (a prefixed text answer)
+  where the provider rejects a human message right after a tool message (Mistral).
+
+``allow_growth=False`` keeps the original messages wherever their summary would be at
+least as large: summarizing never makes a chain larger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from cast.ast import BodyPair, BodyPairType
+from cast.ids import IdTemplate
+from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, trusted_message
+from cast.providers import ProviderProfile, ReasoningPolicy, resolve_provider
+from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
+
+__all__ = ["SummaryStyle", "summary_style"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryStyle:
+    """The shape of the summary pairs of one run."""
+
+    id_template: IdTemplate
+    target: ProviderProfile | None = None
+    allow_growth: bool = True
+    _floor: dict[BodyPairType, int] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def needs_reasoning_content(self) -> bool:
+        return (
+            self.target is not None
+            and self.target.reasoning is ReasoningPolicy.REASONING_CONTENT_REQUIRED
+        )
+
+    def completion_before_human(self) -> bool:
+        """Whether a summary followed by a human message must be a text answer."""
+        return self.target is not None and self.target.needs_ai_between_tool_and_human
+
+    def fake_signature(self, summarized: Sequence[Message], keep_reasoning: bool) -> bool:
+        if self.target is None:
+            return keep_reasoning and contains_tool_call_reasoning(summarized)
+        return self.target.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE
+
+    def reasoning_message(
+        self, summarized: Sequence[Message], keep_reasoning: bool
+    ) -> Message | None:
+        """The reasoning text carried in front of the summary call, if any."""
+        if not keep_reasoning or not contains_tool_call_reasoning(summarized):
+            return None
+        policy = None if self.target is None else self.target.reasoning
+        if policy is ReasoningPolicy.STRIP:
+            return None
+        message = extract_reasoning_message(summarized)
+        if message is None or policy is not ReasoningPolicy.NATIVE_SIGNATURES:
+            return message
+        reasoning = message.parts[0].reasoning  # type: ignore[union-attr]
+        return message if reasoning is not None and reasoning.signature else None
+
+    def completion(self, text: str) -> BodyPair:
+        """A COMPLETION summary pair holding ``text`` (already prefixed)."""
+        if not self.needs_reasoning_content:
+            return BodyPair.completion(text)
+        message = trusted_message(Role.AI, (TextPart(text=text, reasoning=Reasoning()),))
+        return BodyPair._trusted(BodyPairType.COMPLETION, message, (), message.size)
+
+    def with_reasoning_content(self, pair: BodyPair) -> BodyPair:
+        """A SUMMARIZATION pair whose AI message carries (empty) reasoning content."""
+        parts = pair.ai_message.parts
+        if any(
+            (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None for p in parts
+        ):
+            return pair
+        new_parts = tuple(
+            p.model_copy(update={"reasoning": Reasoning()}) if type(p) is ToolCall else p
+            for p in parts
+        )
+        ai = trusted_message(Role.AI, new_parts)
+        return BodyPair._trusted(
+            pair.type, ai, pair.tool_messages, ai.size + sum(m.size for m in pair.tool_messages)
+        )
+
+    def floor(self, kind: BodyPairType) -> int:
+        """The size of a summary pair of this kind with an empty summary: replacing
+        fewer bytes can only grow the chain."""
+        size = self._floor.get(kind)
+        if size is None:
+            from csum._pairs import summary_pair
+
+            pair = summary_pair(
+                "",
+                kind,
+                [],
+                id_template=self.id_template,
+                keep_reasoning=False,
+                seed="",
+                style=self,
+            )
+            size = self._floor[kind] = pair.size
+        return size
+
+    def keeps_original(self, summary: int, replaced: int) -> bool:
+        """Whether a summary of ``summary`` bytes replacing ``replaced`` bytes is refused."""
+        return not self.allow_growth and summary >= replaced
+
+
+def summary_style(
+    id_template: IdTemplate,
+    target: str | ProviderProfile | None,
+    allow_growth: bool | None,
+    *,
+    template_given: bool,
+) -> SummaryStyle:
+    """The style for a run: a target's own template unless one was given (which must
+    then produce ids the target accepts). ``allow_growth=None`` means: growth allowed
+    only without a target (the contract's reference behaviour)."""
+    profile = None if target is None else resolve_provider(target)
+    if profile is not None:
+        if not template_given:
+            id_template = profile.id_template
+        else:
+            sample = id_template.generate("execute_task_and_return_summary", seed="csum.style")
+            if not profile.accepts_id(sample):
+                raise ValueError(
+                    f"id_template {id_template.pattern!r} makes ids such as {sample!r}, "
+                    f"which {profile.name} rejects ({profile.id_problem(sample)})"
+                )
+    if allow_growth is None:
+        allow_growth = profile is None
+    return SummaryStyle(id_template, profile, allow_growth)

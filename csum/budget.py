@@ -1,0 +1,264 @@
+"""Budgets in bytes or tokens, token counters, and the context windows of common models.
+
+A :class:`Budget` is a limit in UTF-8 bytes (``Message.size``, what the contract
+measures) or in tokens. Token budgets are measured by a :class:`TokenCounter`; the
+default, :class:`EstimatedTokens`, needs no tokenizer: it divides each kind of content
+by a bytes-per-token ratio calibrated on the recorded corpus (``python -m
+benchmarks.calibrate_tokens`` prints the calibration and its error) and counts images
+by the providers' published formulas (:mod:`csum._images`). :class:`TiktokenCounter`
+counts text exactly with an OpenAI encoding (optional extra ``tiktoken``).
+
+``Budget.of_model("gpt-4o", 0.5)`` is half of a model's context window, read from
+:data:`MODEL_CONTEXT_WINDOWS` (longest matching name prefix; pass ``windows=`` to add
+or override entries).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from cast.messages import BinaryPart, ImagePart, Message, TextPart, ToolCall, ToolResult, utf8_len
+from csum._images import ImageFormula, image_size, image_tokens, url_image_size
+
+__all__ = [
+    "MODEL_CONTEXT_WINDOWS",
+    "Budget",
+    "BudgetUnit",
+    "EstimatedTokens",
+    "TiktokenCounter",
+    "TokenCounter",
+    "context_window",
+]
+
+BudgetUnit = Literal["bytes", "tokens"]
+
+_OPENAI_MODELS = "https://platform.openai.com/docs/models"
+_ANTHROPIC_MODELS = "https://docs.anthropic.com/en/docs/about-claude/models/overview"
+_GEMINI_MODELS = "https://ai.google.dev/gemini-api/docs/models"
+_DEEPSEEK_MODELS = "https://api-docs.deepseek.com/quick_start/pricing"
+_MISTRAL_MODELS = "https://docs.mistral.ai/getting-started/models/models_overview/"
+
+_WINDOWS: dict[str, tuple[int, str]] = {
+    "gpt-3.5-turbo": (16_385, _OPENAI_MODELS),
+    "gpt-4-turbo": (128_000, _OPENAI_MODELS),
+    "gpt-4o": (128_000, _OPENAI_MODELS),
+    "gpt-4o-mini": (128_000, _OPENAI_MODELS),
+    "gpt-4.1": (1_047_576, _OPENAI_MODELS),
+    "gpt-5": (400_000, _OPENAI_MODELS),
+    "o1": (200_000, _OPENAI_MODELS),
+    "o3": (200_000, _OPENAI_MODELS),
+    "o4-mini": (200_000, _OPENAI_MODELS),
+    "claude-3-5-haiku": (200_000, _ANTHROPIC_MODELS),
+    "claude-3-5-sonnet": (200_000, _ANTHROPIC_MODELS),
+    "claude-3-7-sonnet": (200_000, _ANTHROPIC_MODELS),
+    "claude-haiku-4": (200_000, _ANTHROPIC_MODELS),
+    "claude-opus-4": (200_000, _ANTHROPIC_MODELS),
+    "claude-sonnet-4": (200_000, _ANTHROPIC_MODELS),
+    "gemini-1.5-flash": (1_048_576, _GEMINI_MODELS),
+    "gemini-1.5-pro": (2_097_152, _GEMINI_MODELS),
+    "gemini-2.0-flash": (1_048_576, _GEMINI_MODELS),
+    "gemini-2.5-flash": (1_048_576, _GEMINI_MODELS),
+    "gemini-2.5-pro": (1_048_576, _GEMINI_MODELS),
+    "deepseek-chat": (128_000, _DEEPSEEK_MODELS),
+    "deepseek-reasoner": (128_000, _DEEPSEEK_MODELS),
+    "mistral-large": (128_000, _MISTRAL_MODELS),
+}
+
+MODEL_CONTEXT_WINDOWS: Mapping[str, int] = MappingProxyType(
+    {name: window for name, (window, _) in _WINDOWS.items()}
+)
+"""Context windows in tokens of common models, by name prefix (dated and suffixed
+versions such as ``gpt-4o-2024-08-06`` match their family). Sources: each provider's
+models page (``CONTEXT_WINDOW_SOURCES``); docs/compactor.md lists them."""
+
+CONTEXT_WINDOW_SOURCES: Mapping[str, str] = MappingProxyType(
+    {name: source for name, (_, source) in _WINDOWS.items()}
+)
+
+
+def context_window(model: str, windows: Mapping[str, int] | None = None) -> int:
+    """The context window of ``model`` in tokens: the entry of ``windows`` (then of
+    :data:`MODEL_CONTEXT_WINDOWS`) whose name is the longest prefix of ``model``
+    (case-insensitive; a provider prefix such as ``openai/`` is ignored).
+
+    Raises ``ValueError`` naming the known models when none matches.
+    """
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    for table in (windows or {}, MODEL_CONTEXT_WINDOWS):
+        best = max((key for key in table if name.startswith(key.lower())), key=len, default=None)
+        if best is not None:
+            return table[best]
+    known = ", ".join(sorted({*MODEL_CONTEXT_WINDOWS, *(windows or {})}))
+    raise ValueError(f"unknown model {model!r}: pass windows={{...}}; known models: {known}")
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A size limit on a whole chain: ``limit`` UTF-8 bytes or tokens."""
+
+    limit: int
+    unit: BudgetUnit = "bytes"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
+            raise ValueError(f"a budget must be a positive int, got {self.limit!r}")
+        if self.unit not in ("bytes", "tokens"):
+            raise ValueError(f"budget unit must be 'bytes' or 'tokens', got {self.unit!r}")
+
+    @classmethod
+    def bytes(cls, limit: int) -> Budget:
+        """A limit in UTF-8 bytes (``Message.size`` summed over the chain)."""
+        return cls(limit, "bytes")
+
+    @classmethod
+    def tokens(cls, limit: int) -> Budget:
+        """A limit in tokens, as the Compactor's token counter counts them."""
+        return cls(limit, "tokens")
+
+    @classmethod
+    def of_model(
+        cls, model: str, fraction: float = 1.0, *, windows: Mapping[str, int] | None = None
+    ) -> Budget:
+        """``fraction`` (0 < fraction <= 1) of ``model``'s context window, in tokens."""
+        if not 0 < fraction <= 1:
+            raise ValueError(f"fraction must be within (0, 1], got {fraction!r}")
+        return cls(max(1, int(context_window(model, windows) * fraction)), "tokens")
+
+    def scaled(self, ratio: float) -> int:
+        """``ratio`` of the limit, in the budget's unit (at least 1)."""
+        return max(1, int(self.limit * ratio))
+
+    def __str__(self) -> str:
+        return f"{self.limit:,} {self.unit}"
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts the tokens one message costs in a request."""
+
+    def count(self, message: Message) -> int:
+        """Tokens of ``message``, its framing included."""
+        ...
+
+
+MESSAGE_OVERHEAD = 4
+"""Tokens of a message's framing (role and separators; OpenAI documents 3 + 1)."""
+CALL_OVERHEAD = 8
+"""Tokens of a tool call's or tool result's framing (id, type, JSON keys)."""
+
+
+class _PartCounter:
+    """Counts a message part by part: text by ``text_tokens``, images by formula."""
+
+    image_formula: ImageFormula
+
+    def text_tokens(self, text: str, kind: str) -> int:
+        raise NotImplementedError
+
+    def count(self, message: Message) -> int:
+        total = MESSAGE_OVERHEAD
+        for part in message.parts:
+            cls = type(part)
+            if cls is TextPart:
+                total += self.text_tokens(part.text, "text")  # type: ignore[union-attr]
+                reasoning = part.reasoning  # type: ignore[union-attr]
+                if reasoning is not None:
+                    total += self.text_tokens(reasoning.content, "reasoning")
+            elif cls is ToolCall:
+                total += CALL_OVERHEAD + self.text_tokens(
+                    part.name + part.arguments,  # type: ignore[union-attr]
+                    "call",
+                )
+                if part.reasoning is not None:  # type: ignore[union-attr]
+                    total += self.text_tokens(part.reasoning.content, "reasoning")  # type: ignore[union-attr]
+            elif cls is ToolResult:
+                total += CALL_OVERHEAD + self.text_tokens(part.content, "result")  # type: ignore[union-attr]
+            elif cls is ImagePart:
+                size = url_image_size(part.url)  # type: ignore[union-attr]
+                total += image_tokens(size, self.image_formula, detail=part.detail)  # type: ignore[union-attr]
+            elif cls is BinaryPart:
+                data: Any = part.data  # type: ignore[union-attr]
+                if part.mime_type.startswith("image/"):  # type: ignore[union-attr]
+                    total += image_tokens(image_size(data[:65536]), self.image_formula)
+                else:
+                    total += math.ceil(len(data) / BYTES_PER_TOKEN["binary"])
+        return total
+
+
+BYTES_PER_TOKEN: Mapping[str, float] = MappingProxyType(
+    {"text": 4.0, "reasoning": 4.0, "call": 3.5, "result": 3.0, "binary": 4.0}
+)
+"""UTF-8 bytes per token of each kind of content, calibrated with the o200k_base
+encoding on the corpus (``benchmarks/calibrate_tokens.py``): prose 4.07-4.65, tool-call
+arguments 3.53-3.66, tool results 2.75-3.41. Rounded down (results: a little above the
+tau-bench figure, which is dominated by short JSON), so that the estimate tends to
+count more tokens than there are: a budget is then kept, not overrun."""
+
+
+class EstimatedTokens(_PartCounter):
+    """The default token counter: no tokenizer, bytes divided by calibrated ratios.
+
+    ``image_formula`` picks the provider formula images are counted with
+    (``"openai"``, ``"anthropic"``, ``"gemini"``).
+    """
+
+    def __init__(
+        self,
+        image_formula: ImageFormula = "openai",
+        bytes_per_token: Mapping[str, float] | None = None,
+    ) -> None:
+        ratios = dict(BYTES_PER_TOKEN)
+        ratios.update(bytes_per_token or {})
+        if any(not value > 0 for value in ratios.values()):
+            raise ValueError(f"bytes_per_token ratios must be positive, got {ratios}")
+        image_tokens(None, image_formula)  # validates the name
+        self.image_formula = image_formula
+        self.ratios = ratios
+
+    def text_tokens(self, text: str, kind: str) -> int:
+        if not text:
+            return 0
+        return math.ceil(utf8_len(text) / self.ratios[kind])
+
+    def __repr__(self) -> str:
+        return f"EstimatedTokens(image_formula={self.image_formula!r})"
+
+
+class TiktokenCounter(_PartCounter):
+    """Exact text counts with an OpenAI encoding (optional extra ``tiktoken``).
+
+    ``encoding`` is an encoding name (``"o200k_base"``, GPT-4o and later;
+    ``"cl100k_base"``, GPT-4) loaded with ``tiktoken.get_encoding``, or any object with a
+    tiktoken-style ``encode(text)`` method. Framing and images are counted as by
+    :class:`EstimatedTokens`.
+    """
+
+    def __init__(self, encoding: str | Any = "o200k_base", image_formula: ImageFormula = "openai"):
+        if isinstance(encoding, str):
+            try:
+                import tiktoken
+            except ImportError as exc:  # pragma: no cover - depends on the extra
+                raise ImportError(
+                    "TiktokenCounter needs tiktoken: pip install 'chaincast[tiktoken]'"
+                ) from exc
+            encoding = tiktoken.get_encoding(encoding)
+        if not callable(getattr(encoding, "encode", None)):
+            raise TypeError(f"encoding must be a name or have encode(), not {encoding!r}")
+        image_tokens(None, image_formula)
+        self.encoding = encoding
+        self.image_formula = image_formula
+
+    def text_tokens(self, text: str, kind: str) -> int:
+        if not text:
+            return 0
+        try:
+            return len(self.encoding.encode(text, disallowed_special=()))
+        except TypeError:  # an encoder without tiktoken's keyword
+            return len(self.encoding.encode(text))
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({getattr(self.encoding, 'name', self.encoding)!r})"

@@ -1,0 +1,642 @@
+"""The Compactor: one object an agent loop calls before every model call to keep its
+whole chain within a budget, with few handler calls.
+
+    compactor = Compactor(handler, budget=Budget.of_model("gpt-4o", 0.5), target="openai")
+    messages = await compactor.compact(messages)
+
+How a call goes (docs/compactor.md has the full story):
+
+1. The chain is parsed with repair (the output is always a valid chain) and measured
+   in the budget's unit (bytes, or tokens by the counter).
+2. **Hysteresis**: nothing happens below the *trigger* (default: the budget). Above
+   it, the chain is brought down to the *target* (default 60 % of the budget), so the
+   next compaction comes many turns later. Between the trigger and the budget a
+   *cooldown* (turns since the last compaction) applies; over the budget never.
+3. **One summary**: the system prompt, the current question and the newest body pair
+   are kept verbatim (the newest pair keeps its reasoning); then the newest older
+   pairs while they fit the target less a reserve for the summary. Everything older,
+   earlier summaries included, is summarized in **one** handler call (split into
+   chunks only when the prompt exceeds the handler's input limit). The summary is a
+   summary pair placed where the kept part starts: after the kept question when the
+   cut falls inside a turn, else in a first turn of its own opened by
+   :data:`EARLIER_CONVERSATION_TEXT`.
+4. **Depth limit**: a summary records how many compactions its content went through;
+   one at ``max_depth`` is not summarized again but kept verbatim while it fits (and
+   then left out, counted in the event).
+5. **Bounded by construction**: whenever system prompt + current question + newest
+   pair fit the budget, the chain returned fits it (the summary is cut if it must be);
+   otherwise the result and the event say ``over_budget``. A summary never makes the
+   chain larger than what it replaces.
+6. ``target=`` shapes the summary for a provider (ids, reasoning, role order) so the
+   output adds no ``cast.lint`` violation for it (see :mod:`csum._style`).
+
+Failures never lose the chain: when the handler (and its fallback) fail, a
+:class:`~csum.errors.SummarizationError` is raised and the caller still holds its
+messages, unchanged. Cancellation leaves everything as it was.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import xxhash
+
+from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
+from cast.ids import TemplateLike, as_template
+from cast.messages import Message, Role, TextPart, ToolResult, trusted_message
+from cast.parse import ChainIssue, parse_chain
+from cast.providers import ProviderProfile
+from csum._calls import HandlerCalls, SummarizeHandler
+from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
+from csum._retry import RetryPolicy
+from csum._robust import HandlerLedger, RobustHandler, ledger
+from csum._style import SummaryStyle, summary_style
+from csum._summary_ids import unique_summary_ids
+from csum.budget import Budget, EstimatedTokens, TokenCounter
+from csum.events import CompactionEvent, CompactionReason
+
+__all__ = ["EARLIER_CONVERSATION_TEXT", "CompactionResult", "Compactor"]
+
+EARLIER_CONVERSATION_TEXT = "(The earlier conversation is summarized below.)"
+"""The human message that opens the summary's own first turn (providers such as
+Anthropic and Gemini want a conversation to open with a human message)."""
+
+_AI = Role.AI
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What one :meth:`Compactor.run` returned and cost. Sizes are in ``unit``."""
+
+    messages: list[Message]
+    compacted: bool
+    over_budget: bool
+    """The chain returned exceeds the budget (it could not fit: see the event)."""
+    unit: str
+    budget: int
+    size_before: int
+    size_after: int
+    bytes_before: int
+    bytes_after: int
+    handler_calls: int
+    events: tuple[CompactionEvent, ...]
+    repairs: tuple[ChainIssue, ...]
+    seconds: float
+
+
+class _Meter:
+    """Measures messages in the budget's unit; token counts are cached per message
+    object for the messages of the last call (so the cache stays the chain's size)."""
+
+    def __init__(self, unit: str, counter: TokenCounter) -> None:
+        self.unit = unit
+        self.counter = counter
+        self._cache: dict[int, tuple[Message, int]] = {}
+        self._fresh: dict[int, tuple[Message, int]] = {}
+
+    def tokens(self, message: Message) -> int:
+        key = id(message)
+        hit = self._cache.get(key) or self._fresh.get(key)
+        if hit is not None and hit[0] is message:
+            self._fresh[key] = hit
+            return hit[1]
+        count = self.counter.count(message)
+        self._fresh[key] = (message, count)
+        return count
+
+    def __call__(self, message: Message) -> int:
+        return message.size if self.unit == "bytes" else self.tokens(message)
+
+    def total(self, messages: Sequence[Message]) -> int:
+        return sum(map(self, messages))
+
+    def all_tokens(self, messages: Sequence[Message]) -> int:
+        return sum(map(self.tokens, messages))
+
+    def rotate(self) -> None:
+        """End a call: keep only what this call measured."""
+        self._cache, self._fresh = self._fresh, {}
+
+
+@dataclass
+class _Plan:
+    """Where the kept part of the chain starts and what goes into the summary."""
+
+    section: int
+    pair: int
+    humans: list[Message]
+    summarized: list[Message]
+    resummarized: list[BodyPair]
+    frozen: list[BodyPair]
+    evicted_units: int
+
+
+class Compactor:
+    """Keeps an agent's whole chain within a budget; see the module docstring.
+
+    ``handler`` summarizes (default: the offline extractive handler). ``budget`` is an
+    int (bytes) or a :class:`~csum.budget.Budget`. ``trigger`` is where compaction
+    starts: None (the budget), a ratio of the budget (a float in (0, 1]) or an int in
+    the budget's unit. ``target_ratio`` is where compaction brings the chain (a ratio
+    of the budget, at most the trigger's). ``target`` is the provider the chain is sent
+    to. ``counter`` counts tokens (default :class:`~csum.budget.EstimatedTokens`).
+    ``cache`` is a summary cache (see docs/compactor.md). ``on_event`` receives a
+    :class:`~csum.events.CompactionEvent` per compaction.
+
+    Handler robustness: ``timeout`` (seconds per call), ``retry`` (a
+    :class:`~csum.handlers.RetryPolicy`), ``max_prompt_bytes`` (the handler's input
+    limit: longer prompts are split and merged, at most ``max_split_depth`` levels)
+    and ``fallback`` (a handler tried when the handler fails for good). A
+    :class:`RobustHandler` given as ``handler`` is used as it is.
+
+    ``max_depth`` is the depth limit of summaries, ``cooldown_turns`` the calls after
+    a compaction during which the trigger (not the budget) is ignored, and
+    ``summary_reserve`` the room kept for the summary when choosing what to keep (in
+    the budget's unit; default 5 % of the budget).
+    """
+
+    def __init__(
+        self,
+        handler: SummarizeHandler | None = None,
+        *,
+        budget: int | Budget,
+        trigger: int | float | None = None,
+        target_ratio: float = 0.6,
+        target: str | ProviderProfile | None = None,
+        counter: TokenCounter | None = None,
+        cache: object | None = None,
+        on_event: Callable[[CompactionEvent], None] | None = None,
+        id_template: TemplateLike | None = None,
+        max_depth: int = 3,
+        cooldown_turns: int = 4,
+        summary_reserve: int | None = None,
+        timeout: float | None = 120.0,
+        retry: RetryPolicy | None = None,
+        max_prompt_bytes: int | None = None,
+        max_split_depth: int = 3,
+        fallback: SummarizeHandler | None = None,
+    ) -> None:
+        if isinstance(budget, bool) or not isinstance(budget, int | Budget):
+            raise TypeError(f"budget must be an int (bytes) or a Budget, not {budget!r}")
+        self.budget = budget if isinstance(budget, Budget) else Budget.bytes(budget)
+        limit = self.budget.limit
+        self.trigger = _trigger_units(trigger, self.budget)
+        if not 0 < target_ratio <= 1:
+            raise ValueError(f"target_ratio must be within (0, 1], got {target_ratio!r}")
+        self.target_ratio = target_ratio
+        self.target_units = min(self.budget.scaled(target_ratio), self.trigger)
+        if max_depth < 1:
+            raise ValueError(f"max_depth must be at least 1, got {max_depth}")
+        if cooldown_turns < 0:
+            raise ValueError(f"cooldown_turns must be >= 0, got {cooldown_turns}")
+        if summary_reserve is None:
+            summary_reserve = self.budget.scaled(0.05)
+        if not 0 <= summary_reserve < limit:
+            raise ValueError(f"summary_reserve must be within 0..budget, got {summary_reserve}")
+        if counter is not None and not isinstance(counter, TokenCounter):
+            raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
+        if on_event is not None and not callable(on_event):
+            raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
+        if handler is None:
+            from csum.handlers import extractive
+
+            handler = extractive()
+        if isinstance(handler, RobustHandler):
+            self.handler = handler
+        else:
+            self.handler = RobustHandler(
+                handler,
+                timeout=timeout,
+                retry=retry,
+                max_prompt_bytes=max_prompt_bytes,
+                max_split_depth=max_split_depth,
+                fallback=fallback,
+            )
+        template_given = id_template is not None
+        self.style: SummaryStyle = summary_style(
+            as_template(id_template if id_template is not None else DEFAULT_TOOL_CALL_ID_TEMPLATE),
+            target,
+            False,
+            template_given=template_given,
+        )
+        self.target = target
+        self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
+        self.cache = cache
+        self.on_event = on_event
+        self.max_depth = max_depth
+        self.cooldown_turns = cooldown_turns
+        self.summary_reserve = summary_reserve
+        self.turns = 0
+        self._last_compaction: int | None = None
+        self._depths: dict[str, int] = {}
+        self._meter = _Meter(self.budget.unit, self.counter)
+
+    def __repr__(self) -> str:
+        return (
+            f"Compactor(budget={self.budget}, trigger={self.trigger}, "
+            f"target_ratio={self.target_ratio}, target={self.target!r})"
+        )
+
+    # -- public API -------------------------------------------------------------------------
+
+    async def compact(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
+        """The chain to send instead of ``messages`` (never changed in place)."""
+        return (await self.run(messages)).messages
+
+    def compact_sync(
+        self, messages: Sequence[Message | Mapping[str, Any]], *, backend: str = "asyncio"
+    ) -> list[Message]:
+        """:meth:`compact` for synchronous code: runs its own event loop (``backend``)."""
+        return anyio.run(self.compact, messages, backend=backend)
+
+    async def run(
+        self, messages: Sequence[Message | Mapping[str, Any]], *, force: bool = False
+    ) -> CompactionResult:
+        """Compact when due (or ``force``) and report what happened."""
+        started = time.perf_counter()
+        self.turns += 1
+        issues: list[ChainIssue] = []
+        ast = parse_chain(messages, repair=True, issues=issues)  # type: ignore[arg-type]
+        chain = ast.to_messages()
+        meter = self._meter
+        size = meter.total(chain)
+        reason = self._reason(size, force)
+        try:
+            if reason is None:
+                return self._unchanged(chain, size, issues, started, None)
+            return await self._compact(ast, chain, size, reason, issues=issues, started=started)
+        finally:
+            meter.rotate()
+
+    # -- the steps --------------------------------------------------------------------------
+
+    def _reason(self, size: int, force: bool) -> CompactionReason | None:
+        if force:
+            return CompactionReason.FORCED
+        if size > self.budget.limit:
+            return CompactionReason.OVER_BUDGET
+        if size > self.trigger:
+            last = self._last_compaction
+            if last is None or self.turns - last >= self.cooldown_turns:
+                return CompactionReason.TRIGGER
+        return None
+
+    def _unchanged(
+        self,
+        chain: list[Message],
+        size: int,
+        issues: list[ChainIssue],
+        started: float,
+        event: CompactionEvent | None,
+    ) -> CompactionResult:
+        nbytes = sum(m.size for m in chain)
+        return CompactionResult(
+            messages=chain,
+            compacted=False,
+            over_budget=size > self.budget.limit,
+            unit=self.budget.unit,
+            budget=self.budget.limit,
+            size_before=size,
+            size_after=size,
+            bytes_before=nbytes,
+            bytes_after=nbytes,
+            handler_calls=0 if event is None else event.handler_calls,
+            events=() if event is None else (event,),
+            repairs=tuple(issues),
+            seconds=time.perf_counter() - started,
+        )
+
+    async def _compact(
+        self,
+        ast: ChainAST,
+        chain: list[Message],
+        size: int,
+        reason: CompactionReason,
+        *,
+        issues: list[ChainIssue],
+        started: float,
+    ) -> CompactionResult:
+        plan = self._plan(ast)
+        if plan is None:
+            event = self._event(
+                CompactionReason.UNFITTABLE if size > self.budget.limit else reason,
+                chain,
+                chain,
+                started,
+                books=HandlerLedger(),
+            )
+            self._emit(event)
+            return self._unchanged(chain, size, issues, started, event)
+
+        depth = 1 + max((self._depth(p) for p in plan.resummarized), default=0)
+        calls = HandlerCalls(self.handler)
+        text: str | None = None
+        with ledger() as books:
+            if plan.summarized or plan.humans:
+                text = await calls.summarize(
+                    plan.humans, plan.summarized, phase="compaction", section=plan.section
+                )
+        out_ast, truncated, dropped, pair = self._assemble(ast, plan, text, size)
+        out = out_ast.to_messages() if out_ast is not ast else chain
+        self._last_compaction = self.turns
+        if pair is not None:
+            self._depths = self._live_depths(out_ast)
+            self._depths[_summary_key(pair)] = depth
+        event = self._event(
+            reason,
+            chain,
+            out,
+            started,
+            calls=calls,
+            books=books,
+            depth=depth,
+            summarized=len(plan.summarized) + len(plan.humans),
+            truncated=truncated,
+            dropped=dropped,
+        )
+        self._emit(event)
+        size_after = self._meter.total(out)
+        return CompactionResult(
+            messages=out,
+            compacted=True,
+            over_budget=size_after > self.budget.limit,
+            unit=self.budget.unit,
+            budget=self.budget.limit,
+            size_before=size,
+            size_after=size_after,
+            bytes_before=event.bytes_before,
+            bytes_after=event.bytes_after,
+            handler_calls=event.handler_calls,
+            events=(event,),
+            repairs=tuple(issues),
+            seconds=time.perf_counter() - started,
+        )
+
+    def _plan(self, ast: ChainAST) -> _Plan | None:
+        """Choose the kept part: after the mandatory messages (system prompt, current
+        question, newest pair), the newest pairs that fit the target less the summary
+        reserve. None when nothing is left to summarize."""
+        meter = self._meter
+        sections = ast.sections
+        last = len(sections) - 1
+        tail = sections[last]
+        system = sections[0].header.system_message
+        mandatory = meter(system) if system is not None else 0
+        if tail.header.human_message is not None:
+            mandatory += meter(tail.header.human_message)
+        if tail.body:
+            mandatory += meter.total(tail.body[-1].messages())
+        room = self.target_units - self.summary_reserve - mandatory
+        start = (last, max(len(tail.body) - 1, 0))
+        for s_index in range(last, -1, -1):
+            section = sections[s_index]
+            if s_index == last:
+                newest = len(section.body) - 2
+            else:
+                human = section.header.human_message
+                newest = len(section.body) - 1
+                room -= meter(human) if human is not None else 0
+            for p_index in range(newest, -1, -1):
+                cost = meter.total(section.body[p_index].messages())
+                if cost > room:
+                    return self._split(ast, *start)
+                room -= cost
+                start = (s_index, p_index)
+            if s_index != last and start[0] != s_index:
+                break  # an empty section: its question goes into the summary
+            start = (s_index, 0)
+        if start == (0, 0):
+            return None
+        return self._split(ast, *start)
+
+    def _split(self, ast: ChainAST, k: int, p: int) -> _Plan | None:
+        """What goes into the summary when the kept part starts at pair ``p`` of
+        section ``k``; None when that is nothing."""
+        if k == 0 and p == 0:
+            return None
+        sections = ast.sections
+        humans: list[Message] = []
+        pairs: list[BodyPair] = []
+        for index in range(k):
+            human = sections[index].header.human_message
+            if human is not None and not _is_note(human):
+                humans.append(human)
+            pairs.extend(sections[index].body)
+        if p > 0:
+            human = sections[k].header.human_message
+            if human is not None and not _is_note(human):
+                humans.append(human)
+            pairs.extend(sections[k].body[:p])
+        frozen = [pair for pair in pairs if self._depth(pair) >= self.max_depth]
+        frozen_ids = {id(pair) for pair in frozen}
+        live = [pair for pair in pairs if id(pair) not in frozen_ids]
+        resummarized = [pair for pair in live if is_summarized(pair)]
+        evicted = self._meter.total(
+            [m for s in sections[:k] for m in s.messages() if m.role is not Role.SYSTEM]
+        ) + self._meter.total(messages_of(sections[k].body[:p]))
+        return _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted)
+
+    def _assemble(
+        self, ast: ChainAST, plan: _Plan, text: str | None, size_before: int
+    ) -> tuple[ChainAST, bool, int, BodyPair | None]:
+        """The compacted chain, made to fit: (chain, summary cut, summaries dropped,
+        summary pair). The original chain comes back when the summary would not make
+        it smaller and it is within budget."""
+        meter = self._meter
+
+        def total(chain: ChainAST) -> int:
+            return meter.total(chain.to_messages())
+
+        frozen = list(plan.frozen)
+        out, pair = self._build(ast, plan, text, frozen)
+        size = total(out)
+        if size >= size_before and size_before <= self.budget.limit:
+            return ast, False, 0, None
+        limit = self.budget.limit
+        dropped = 0
+        while frozen and size > limit:
+            frozen.pop(0)
+            dropped += 1
+            out, pair = self._build(ast, plan, text, frozen)
+            size = total(out)
+        if size <= limit or text is None:
+            return out, False, dropped, pair
+        data = text.encode("utf-8")
+        low, high = 0, len(data) - 1
+        best: tuple[ChainAST, BodyPair | None] | None = None
+        while low <= high:  # the longest prefix of the summary that fits
+            middle = (low + high) // 2
+            candidate = self._build(ast, plan, data[:middle].decode("utf-8", "ignore"), frozen)
+            if total(candidate[0]) <= limit:
+                best, low = candidate, middle + 1
+            else:
+                high = middle - 1
+        if best is None:  # not even an empty summary fits: the summarized part goes
+            out, _ = self._build(ast, plan, None, [])
+            return out, True, dropped + len(frozen), None
+        return best[0], True, dropped, best[1]
+
+    def _build(
+        self, ast: ChainAST, plan: _Plan, text: str | None, frozen: list[BodyPair]
+    ) -> tuple[ChainAST, BodyPair | None]:
+        """The chain with the summarized part replaced by ``frozen`` and a summary pair
+        holding ``text`` (none when ``text`` is None)."""
+        sections = ast.sections
+        k, p = plan.section, plan.pair
+        style = self.style
+        system = sections[0].header.system_message
+        kept = sections[k]
+        own_turn = p == 0
+        body: list[BodyPair] = list(frozen)
+        pair: BodyPair | None = None
+        if text is not None:
+            pair = summary_pair(
+                text,
+                _kind(plan.summarized),
+                plan.summarized,
+                id_template=style.id_template,
+                keep_reasoning=k == len(sections) - 1,
+                seed=f"compaction\x1f{self.turns}",
+                style=style,
+                before_human=own_turn,
+            )
+            body.append(pair)
+        new: list[Section] = []
+        if own_turn and body:
+            note = trusted_message(Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT),))
+            new.append(_section(_header(system, note), tuple(body)))
+            new.append(_section(_header(None, kept.header.human_message), kept.body))
+        elif own_turn:
+            new.append(_section(_header(system, kept.header.human_message), kept.body))
+        else:
+            header = _header(system, kept.header.human_message)
+            new.append(_section(header, (*body, *kept.body[p:])))
+        new.extend(sections[k + 1 :])
+        out = ChainAST._trusted(tuple(new))
+        if pair is not None and pair.type is BodyPairType.SUMMARIZATION:
+            out = unique_summary_ids(out, [pair], style.id_template)
+        return out, pair
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def _depth(self, pair: BodyPair) -> int:
+        if not is_summarized(pair):
+            return 0
+        return self._depths.get(_summary_key(pair), 1)
+
+    def _live_depths(self, ast: ChainAST) -> dict[str, int]:
+        live: dict[str, int] = {}
+        for section in ast.sections:
+            for pair in section.body:
+                if is_summarized(pair):
+                    key = _summary_key(pair)
+                    if key in self._depths:
+                        live[key] = self._depths[key]
+        return live
+
+    def _event(
+        self,
+        reason: CompactionReason,
+        before: list[Message],
+        after: list[Message],
+        started: float,
+        *,
+        books: HandlerLedger,
+        calls: HandlerCalls | None = None,
+        depth: int = 0,
+        summarized: int = 0,
+        truncated: bool = False,
+        dropped: int = 0,
+    ) -> CompactionEvent:
+        meter = self._meter
+        after_units = meter.total(after)
+        return CompactionEvent(
+            reason=reason,
+            unit=self.budget.unit,
+            budget=self.budget.limit,
+            target=self.target_units,
+            over_budget=after_units > self.budget.limit,
+            bytes_before=sum(m.size for m in before),
+            bytes_after=sum(m.size for m in after),
+            tokens_before=meter.all_tokens(before),
+            tokens_after=meter.all_tokens(after),
+            messages_before=len(before),
+            messages_after=len(after),
+            summarized_messages=summarized,
+            handler_calls=books.calls,
+            retries=books.retries,
+            timeouts=books.timeouts,
+            fallback_calls=books.fallback_calls,
+            chunks=books.chunks,
+            cache_hits=getattr(calls, "cache_hits", 0) if calls is not None else 0,
+            prompt_bytes=calls.input_bytes if calls is not None else 0,
+            summary_bytes=calls.output_bytes if calls is not None else 0,
+            depth=depth,
+            summary_truncated=truncated,
+            dropped_summaries=dropped,
+            duration_s=time.perf_counter() - started,
+            turn=self.turns,
+        )
+
+    def _emit(self, event: CompactionEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+
+def _trigger_units(trigger: int | float | None, budget: Budget) -> int:
+    if trigger is None:
+        return budget.limit
+    if isinstance(trigger, bool):
+        raise TypeError("trigger must be a number, not a bool")
+    if isinstance(trigger, float):
+        if not 0 < trigger <= 1:
+            raise ValueError(f"a trigger ratio must be within (0, 1], got {trigger!r}")
+        return budget.scaled(trigger)
+    if isinstance(trigger, int):
+        if not 0 < trigger <= budget.limit:
+            raise ValueError(
+                f"trigger must be within 1..{budget.limit} {budget.unit}, got {trigger}"
+            )
+        return trigger
+    raise TypeError(f"trigger must be None, a float ratio or an int, not {trigger!r}")
+
+
+def _kind(summarized: Sequence[Message]) -> BodyPairType:
+    """SUMMARIZATION when a summarized AI message called tools, else COMPLETION."""
+    if any(m.role is _AI and m.tool_calls for m in summarized):
+        return BodyPairType.SUMMARIZATION
+    return BodyPairType.COMPLETION
+
+
+def _summary_key(pair: BodyPair) -> str:
+    """A summary's identity for the depth records: its text (ids may be renamed)."""
+    if pair.type is BodyPairType.SUMMARIZATION:
+        result = pair.tool_messages[0].parts[0]
+        text = result.content if type(result) is ToolResult else ""
+    else:
+        text = pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX)
+    return xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
+
+
+def _is_note(message: Message) -> bool:
+    parts = message.parts
+    return (
+        len(parts) == 1
+        and type(parts[0]) is TextPart
+        and parts[0].text == EARLIER_CONVERSATION_TEXT
+    )
+
+
+def _header(system: Message | None, human: Message | None) -> Header:
+    return Header._trusted(
+        system, human, (system.size if system else 0) + (human.size if human else 0)
+    )
+
+
+def _section(header: Header, body: tuple[BodyPair, ...]) -> Section:
+    return Section._trusted(header, body, header.size + sum(p.size for p in body))

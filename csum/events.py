@@ -1,0 +1,107 @@
+"""What a compaction reports: one :class:`CompactionEvent` per call that compacted, or
+that could not bring the chain within its budget.
+
+Events go to the Compactor's ``on_event`` callback. :func:`otel_listener` turns them
+into OpenTelemetry spans (optional extra ``otel``: ``opentelemetry-api``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["CompactionEvent", "CompactionReason", "otel_listener"]
+
+
+class CompactionReason(StrEnum):
+    """Why a compaction ran (or why the chain was left over budget)."""
+
+    OVER_BUDGET = "over-budget"
+    """The chain exceeded the budget: compaction runs even during the cooldown."""
+    TRIGGER = "trigger"
+    """The chain passed the trigger (below the budget) after the cooldown."""
+    FORCED = "forced"
+    """``compact(force=True)``."""
+    UNFITTABLE = "unfittable"
+    """System prompt, current question and newest pair alone exceed the budget: the
+    chain is returned over budget (``over_budget`` is set)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent:
+    """One compaction, measured. Sizes are given in bytes and in tokens (as the
+    Compactor's counter counts them); ``budget``/``target`` are in ``unit``."""
+
+    reason: CompactionReason
+    unit: str
+    budget: int
+    target: int
+    over_budget: bool
+    """The returned chain exceeds the budget (only when it cannot fit)."""
+    bytes_before: int
+    bytes_after: int
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    summarized_messages: int
+    """Messages folded into the summary."""
+    handler_calls: int
+    """Calls of the handler (and of the fallback), retries included."""
+    retries: int
+    timeouts: int
+    fallback_calls: int
+    chunks: int
+    """Prompts split because they exceeded the handler's input limit, in pieces."""
+    cache_hits: int
+    prompt_bytes: int
+    summary_bytes: int
+    depth: int
+    """How many compactions the new summary's content has gone through (1: first)."""
+    summary_truncated: bool
+    """The summary was cut to fit the budget."""
+    dropped_summaries: int
+    """Summaries at the depth limit left out because they no longer fit."""
+    duration_s: float
+    turn: int
+    """The Compactor's call count when this happened (1 for the first call)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the event."""
+        out = asdict(self)
+        out["reason"] = str(self.reason)
+        return out
+
+
+def otel_listener(
+    tracer: Any = None, name: str = "csum.compaction"
+) -> Callable[[CompactionEvent], None]:
+    """An ``on_event`` callback that records each event as an OpenTelemetry span.
+
+    ``tracer`` defaults to ``opentelemetry.trace.get_tracer("csum")``. The span covers
+    the compaction (its start is the event's time less ``duration_s``) and carries every
+    field as a ``csum.*`` attribute; an over-budget result sets the span status to
+    error. Raises ``ImportError`` naming the extra when ``opentelemetry-api`` is missing.
+    """
+    try:
+        from opentelemetry import trace
+    except ImportError as exc:
+        raise ImportError(
+            "otel_listener needs opentelemetry-api: pip install 'chaincast[otel]'"
+        ) from exc
+    import time
+
+    active = tracer if tracer is not None else trace.get_tracer("csum")
+
+    def record(event: CompactionEvent) -> None:
+        end = time.time_ns()
+        start = end - int(event.duration_s * 1e9)
+        attributes = {f"csum.{key}": value for key, value in event.as_dict().items()}
+        span = active.start_span(name, start_time=start, attributes=attributes)
+        if event.over_budget:
+            span.set_status(trace.Status(trace.StatusCode.ERROR, "chain over budget"))
+        span.end(end_time=end)
+
+    return record

@@ -1,0 +1,249 @@
+"""The Compactor on hand-built chains: hysteresis, bounds, layout, depth, events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from cast import ChainAST, Message, Role, ToolCall, lint
+from csum import (
+    EARLIER_CONVERSATION_TEXT,
+    Budget,
+    CompactionEvent,
+    CompactionReason,
+    Compactor,
+    EstimatedTokens,
+    is_summarized,
+)
+from csum_builders import fill
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+class Recorder:
+    """A handler that records its prompts and answers a fixed-size summary."""
+
+    def __init__(self, size: int = 200) -> None:
+        self.size = size
+        self.prompts: list[str] = []
+
+    async def __call__(self, prompt: str) -> str:
+        await anyio.lowlevel.checkpoint()
+        self.prompts.append(prompt)
+        return f"summary {len(self.prompts)} " + fill(max(0, self.size - 12), "s")
+
+
+def turn(index: int, result_size: int) -> list[Message]:
+    call_id = f"call_{index:04d}"
+    return [
+        Message.ai("", ToolCall(id=call_id, name="bash", arguments=json.dumps({"i": index}))),
+        Message.tool(call_id, "bash", fill(result_size, "r")),
+    ]
+
+
+def loop_chain(turns: int, result_size: int, *, questions_every: int = 0) -> list[Message]:
+    chain = [Message.system("you are an agent"), Message.human("first question")]
+    for index in range(turns):
+        if questions_every and index and index % questions_every == 0:
+            chain.append(Message.ai(f"answer {index}"))
+            chain.append(Message.human(f"question {index}"))
+        chain.extend(turn(index, result_size))
+    return chain
+
+
+def size(messages: list[Message]) -> int:
+    return sum(m.size for m in messages)
+
+
+@pytest.mark.anyio
+async def test_below_the_trigger_nothing_changes() -> None:
+    handler = Recorder()
+    chain = loop_chain(5, 100)
+    compactor = Compactor(handler, budget=10_000)
+    result = await compactor.run(chain)
+    assert result.messages == chain
+    assert not result.compacted
+    assert not result.events
+    assert handler.prompts == []
+
+
+@pytest.mark.anyio
+async def test_over_budget_brings_the_chain_to_the_target_with_one_call() -> None:
+    handler = Recorder(200)
+    chain = loop_chain(40, 300, questions_every=7)
+    events: list[CompactionEvent] = []
+    compactor = Compactor(handler, budget=8000, on_event=events.append)
+    before = [m.model_copy() for m in chain]
+    result = await compactor.run(chain)
+    assert chain == before  # input untouched
+    ChainAST.from_messages(result.messages)
+    assert result.compacted
+    assert len(handler.prompts) == 1
+    assert size(result.messages) <= compactor.target_units
+    assert result.messages[-2:] == chain[-2:]  # newest pair verbatim
+    assert result.messages[0] == chain[0]  # system prompt
+    (event,) = events
+    assert event.reason is CompactionReason.OVER_BUDGET
+    assert event.bytes_before == size(chain)
+    assert event.bytes_after == size(result.messages)
+    assert event.handler_calls == 1
+    assert event.prompt_bytes > 0
+    assert event.summary_bytes > 0
+    assert event.depth == 1
+    assert not event.over_budget
+
+
+@pytest.mark.anyio
+async def test_hysteresis_next_compaction_comes_turns_later() -> None:
+    handler = Recorder(200)
+    compactor = Compactor(handler, budget=8000)
+    chain = loop_chain(40, 300)
+    chain = await compactor.compact(chain)
+    calls = len(handler.prompts)
+    index = 100
+    grown = 0
+    while len(handler.prompts) == calls:
+        chain = await compactor.compact([*chain, *turn(index, 300)])
+        index += 1
+        grown += 1
+    assert grown >= 5  # (8000 - 4800) / ~340 bytes a turn
+
+
+@pytest.mark.anyio
+async def test_trigger_below_budget_respects_the_cooldown() -> None:
+    handler = Recorder(100)
+    compactor = Compactor(handler, budget=20_000, trigger=0.3, target_ratio=0.2, cooldown_turns=3)
+    chain = loop_chain(30, 300)
+    chain = await compactor.compact(chain)
+    assert len(handler.prompts) == 1
+    for index in range(2):  # within the cooldown: over the trigger, not compacted
+        chain = await compactor.compact([*chain, *turn(100 + index, 3000)])
+    assert len(handler.prompts) == 1
+    chain = await compactor.compact([*chain, *turn(200, 300)])
+    assert len(handler.prompts) == 2
+
+
+@pytest.mark.anyio
+async def test_over_budget_ignores_the_cooldown() -> None:
+    handler = Recorder(100)
+    compactor = Compactor(handler, budget=8000, cooldown_turns=100)
+    chain = await compactor.compact(loop_chain(40, 300))
+    chain = await compactor.compact([*chain, *turn(99, 7000)])
+    assert len(handler.prompts) == 2
+    assert size(chain) <= 8000
+
+
+@pytest.mark.anyio
+async def test_unfittable_chain_is_flagged_not_silent() -> None:
+    handler = Recorder(100)
+    events: list[CompactionEvent] = []
+    compactor = Compactor(handler, budget=2000, on_event=events.append)
+    chain = [Message.system("s"), Message.human("q"), *turn(1, 5000)]
+    result = await compactor.run(chain)
+    assert result.over_budget
+    assert result.messages == chain
+    assert events
+    assert events[0].reason is CompactionReason.UNFITTABLE
+    assert events[0].over_budget
+
+
+@pytest.mark.anyio
+async def test_fits_budget_when_mandatory_part_fits_but_summary_must_be_cut() -> None:
+    handler = Recorder(5000)  # a summary far larger than the room left
+    events: list[CompactionEvent] = []
+    compactor = Compactor(handler, budget=6000, on_event=events.append)
+    chain = [Message.system("s"), Message.human("q"), *turn(0, 3000), *turn(1, 5500)]
+    result = await compactor.run(chain)
+    assert size(result.messages) <= 6000
+    assert result.messages[-2:] == chain[-2:]
+    assert events[0].summary_truncated
+
+
+@pytest.mark.anyio
+async def test_new_question_keeps_the_question_last_and_opens_with_a_human_turn() -> None:
+    handler = Recorder(100)
+    compactor = Compactor(handler, budget=6000, target="anthropic")
+    chain = [Message.system("s")]
+    for index in range(12):  # one pair per question: the cut falls between turns
+        chain += [Message.human(f"question {index}"), *turn(index, 900)]
+    chain.append(Message.human("next question"))
+    out = await compactor.compact(chain)
+    assert out[-1] == chain[-1]
+    assert out[1].role is Role.HUMAN
+    assert out[1].text == EARLIER_CONVERSATION_TEXT
+    assert is_summarized(ChainAST.from_messages(out).sections[0].body[-1])
+    assert lint(out, "anthropic") == []
+    assert size(out) <= 6000
+
+
+@pytest.mark.anyio
+async def test_cut_inside_a_turn_puts_the_summary_after_its_question() -> None:
+    handler = Recorder(100)
+    compactor = Compactor(handler, budget=6000)
+    chain = [*loop_chain(30, 300), Message.ai("done"), Message.human("next question")]
+    out = await compactor.compact(chain)
+    assert out[:2] == chain[:2]
+    assert out[-1] == chain[-1]
+    first = ChainAST.from_messages(out).sections[0]
+    assert is_summarized(first.body[0])
+    assert not is_summarized(first.body[1])
+
+
+@pytest.mark.anyio
+async def test_depth_limit_freezes_old_summaries() -> None:
+    handler = Recorder(150)
+    compactor = Compactor(handler, budget=6000, max_depth=2)
+    chain = loop_chain(30, 300)
+    depths: list[int] = []
+    compactor.on_event = lambda event: depths.append(event.depth)
+    index = 100
+    while len(depths) < 5:
+        chain = await compactor.compact([*chain, *turn(index, 300)])
+        index += 1
+    assert max(depths) <= 2
+    assert depths[:3] == [1, 2, 1]
+    summaries = [
+        p for s in ChainAST.from_messages(chain).sections for p in s.body if is_summarized(p)
+    ]
+    assert len(summaries) >= 2  # the frozen one is kept next to the new one
+
+
+@pytest.mark.anyio
+async def test_token_budget_is_measured_by_the_counter() -> None:
+    handler = Recorder(100)
+    counter = EstimatedTokens()
+    compactor = Compactor(handler, budget=Budget.tokens(2000), counter=counter)
+    out = await compactor.compact(loop_chain(40, 300))
+    assert sum(counter.count(m) for m in out) <= 2000
+    assert size(out) > 2000  # bytes, not tokens
+
+
+def test_compact_sync_and_dict_input() -> None:
+    compactor = Compactor(Recorder(100), budget=6000)
+    chain: list[Any] = [m.model_dump(mode="json") for m in loop_chain(30, 300)]
+    out = compactor.compact_sync(chain)
+    assert size(out) <= 6000
+    assert all(isinstance(m, Message) for m in out)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"budget": 0}, ValueError),
+        ({"budget": True}, TypeError),
+        ({"budget": 100, "trigger": 1.5}, ValueError),
+        ({"budget": 100, "trigger": 200}, ValueError),
+        ({"budget": 100, "target_ratio": 0}, ValueError),
+        ({"budget": 100, "max_depth": 0}, ValueError),
+        ({"budget": 100, "target": "nope"}, ValueError),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs: dict[str, Any], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        Compactor(Recorder(), **kwargs)
