@@ -35,7 +35,7 @@ from cast.codecs import detect_format, get_codec
 from cast.codecs import langchain as codec
 from cast.codecs import openai as openai_codec
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
-from csum.integrations import CompactionEvent
+from csum.integrations import HookEvent
 from csum.integrations.langchain import CompactionMiddleware, MessagesKeeper, pre_model_hook
 
 BUDGET = 16_000
@@ -104,7 +104,7 @@ def test_create_agent_run_stays_under_budget() -> None:
 
 
 def test_create_agent_async_run() -> None:
-    model = scripted_model(8)
+    model = scripted_model(14)
     middleware = CompactionMiddleware(budget=BUDGET)
     agent = create_agent(model, [big], middleware=[middleware])
 
@@ -125,7 +125,7 @@ def test_langgraph_pre_model_hook(replace_state: bool) -> None:
         from langgraph.prebuilt import create_react_agent
 
         model = scripted_model(10)
-        events: list[CompactionEvent] = []
+        events: list[HookEvent] = []
         hook = pre_model_hook(budget=BUDGET, replace_state=replace_state, on_event=events.append)
         agent = create_react_agent(model, [big], pre_model_hook=hook)
     state = agent.invoke({"messages": [HumanMessage("Build.")]})

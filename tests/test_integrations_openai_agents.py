@@ -32,7 +32,7 @@ from cast.codecs import get_codec
 from cast.codecs import openai as openai_codec
 from cast.codecs import openai_agents as codec
 from chat_server import ChatServer, chat_server
-from csum.integrations import CompactionEvent
+from csum.integrations import HookEvent
 from csum.integrations.openai_agents import CompactingSession, InputFilter
 
 BUDGET = 16_000
@@ -196,7 +196,7 @@ class BrokenKeeper:
 
 
 def test_run_goes_on_when_the_keeper_fails(server: ChatServer) -> None:
-    events: list[CompactionEvent] = []
+    events: list[HookEvent] = []
     keeper = InputFilter(BrokenKeeper(), on_event=events.append)
     result = asyncio.run(
         Runner.run(

@@ -37,7 +37,7 @@ from cast import ChainAST, CodecError, Message, Reasoning, port
 from cast.codecs import detect_format, get_codec
 from cast.codecs import pydantic_ai as codec
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
-from csum.integrations import CompactionEvent
+from csum.integrations import HookEvent
 from csum.integrations.pydantic_ai import HistoryProcessor
 
 BUDGET = 16_000
@@ -239,7 +239,7 @@ def _unholdable_history() -> list[ModelMessage]:
 
 @pytest.mark.anyio
 async def test_failure_keeps_the_history_and_reports() -> None:
-    events: list[CompactionEvent] = []
+    events: list[HookEvent] = []
     processor = HistoryProcessor(budget=BUDGET, on_event=events.append)
     history = _unholdable_history()
     out = await processor(history)

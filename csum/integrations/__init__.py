@@ -8,8 +8,8 @@ load only when imported; this package itself needs none of them. See
 
 from csum.integrations._history import (
     DEFAULT_BUDGET,
-    CompactionEvent,
     HistoryHook,
+    HookEvent,
     Keeper,
     OnError,
     SummarizerKeeper,
@@ -18,8 +18,8 @@ from csum.integrations._history import (
 
 __all__ = [
     "DEFAULT_BUDGET",
-    "CompactionEvent",
     "HistoryHook",
+    "HookEvent",
     "Keeper",
     "OnError",
     "SummarizerKeeper",

@@ -21,13 +21,14 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 import anyio
 
 from cast.messages import Message
-from csum.config import SummarizerConfig
+from csum.budget import Budget
+from csum.compactor import Compactor
 from csum.summarizer import Summarizer
 
 __all__ = [
     "DEFAULT_BUDGET",
-    "CompactionEvent",
     "HistoryHook",
+    "HookEvent",
     "Keeper",
     "OnError",
     "SummarizerKeeper",
@@ -62,26 +63,15 @@ class SummarizerKeeper:
         return await self.summarizer.summarize_chain(self.handler, messages)
 
 
-def default_keeper(budget: int | None = None) -> Keeper:
-    """The offline keeper hooks use when given none: the extractive handler, sized so a
-    chain ends under ``budget`` bytes (:data:`DEFAULT_BUDGET` when ``None``)."""
-    from csum.handlers import extractive
-
-    budget = DEFAULT_BUDGET if budget is None else budget
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1024:
-        raise ValueError(f"budget must be an int of at least 1024 bytes, not {budget!r}")
-    config = SummarizerConfig(
-        last_section_bytes=budget // 2,
-        max_body_pair_bytes=max(budget // 8, 512),
-        use_qa=True,
-        max_qa_bytes=budget,
-        keep_qa_sections=1,
-    )
-    return SummarizerKeeper(Summarizer(config), extractive(max(budget // 16, 256)))
+def default_keeper(budget: int | Budget | None = None) -> Keeper:
+    """The keeper hooks use when given none: a :class:`~csum.Compactor` with the offline
+    extractive handler and ``budget`` (bytes when an int; :data:`DEFAULT_BUDGET` when
+    ``None``)."""
+    return Compactor(budget=DEFAULT_BUDGET if budget is None else budget)
 
 
 @dataclass(frozen=True, slots=True)
-class CompactionEvent:
+class HookEvent:
     """What one hook call did: ``compacted`` (the framework got a new history),
     ``unchanged`` (the keeper left it as it was) or ``failed`` (the framework got its
     own history back; ``error`` says why)."""
@@ -107,9 +97,9 @@ class HistoryHook:
         self,
         keeper: Keeper | None = None,
         *,
-        budget: int | None = None,
+        budget: int | Budget | None = None,
         on_error: OnError = "continue",
-        on_event: Callable[[CompactionEvent], None] | None = None,
+        on_event: Callable[[HookEvent], None] | None = None,
     ) -> None:
         if on_error not in ("continue", "raise"):
             raise ValueError(f"on_error must be 'continue' or 'raise', not {on_error!r}")
@@ -118,10 +108,10 @@ class HistoryHook:
         self.keeper = default_keeper(budget) if keeper is None else keeper
         self.on_error = on_error
         self.on_event = on_event
-        self.events: list[CompactionEvent] = []
+        self.events: list[HookEvent] = []
         """Every event so far, oldest first (also passed to ``on_event``)."""
 
-    def _report(self, event: CompactionEvent) -> None:
+    def _report(self, event: HookEvent) -> None:
         self.events.append(event)
         if event.outcome == "failed":
             logger.warning(
@@ -153,7 +143,7 @@ class HistoryHook:
             self._report(self._event("failed", originals, originals, size_before, exc))
             return list(originals)
         self._report(
-            CompactionEvent(
+            HookEvent(
                 self.framework, "compacted", len(originals), len(rebuilt), size_before, size_after
             )
         )
@@ -175,8 +165,8 @@ class HistoryHook:
         after: Sequence[Any],
         size: int,
         error: Exception | None,
-    ) -> CompactionEvent:
-        return CompactionEvent(self.framework, outcome, len(before), len(after), size, size, error)
+    ) -> HookEvent:
+        return HookEvent(self.framework, outcome, len(before), len(after), size, size, error)
 
 
 def rebuild(

@@ -19,7 +19,8 @@ from typing import Any
 
 from cast.codecs import langchain as codec
 from cast.messages import Message
-from csum.integrations._history import CompactionEvent, HistoryHook, Keeper, OnError
+from csum.budget import Budget
+from csum.integrations._history import HistoryHook, HookEvent, Keeper, OnError
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -65,22 +66,22 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     brought under budget and replace the old ones.
 
     On failure the model call goes ahead with the messages as they were and a ``failed``
-    :class:`~csum.integrations.CompactionEvent` is reported, unless ``on_error="raise"``.
+    :class:`~csum.integrations.HookEvent` is reported, unless ``on_error="raise"``.
     """
 
     def __init__(
         self,
         keeper: Keeper | None = None,
         *,
-        budget: int | None = None,
+        budget: int | Budget | None = None,
         on_error: OnError = "continue",
-        on_event: Callable[[CompactionEvent], None] | None = None,
+        on_event: Callable[[HookEvent], None] | None = None,
     ) -> None:
         super().__init__()
         self.history = MessagesKeeper(keeper, budget=budget, on_error=on_error, on_event=on_event)
 
     @property
-    def events(self) -> list[CompactionEvent]:
+    def events(self) -> list[HookEvent]:
         """Every compaction event so far, oldest first."""
         return self.history.events
 
@@ -98,10 +99,10 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 def pre_model_hook(
     keeper: Keeper | None = None,
     *,
-    budget: int | None = None,
+    budget: int | Budget | None = None,
     replace_state: bool = True,
     on_error: OnError = "continue",
-    on_event: Callable[[CompactionEvent], None] | None = None,
+    on_event: Callable[[HookEvent], None] | None = None,
 ) -> RunnableLambda[dict[str, Any], dict[str, Any]]:
     """A LangGraph ``pre_model_hook`` (sync and async) keeping messages under budget.
 

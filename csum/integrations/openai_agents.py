@@ -19,7 +19,8 @@ from typing import Any
 
 from cast.codecs import openai_agents as codec
 from cast.messages import Message
-from csum.integrations._history import CompactionEvent, HistoryHook, Keeper, OnError
+from csum.budget import Budget
+from csum.integrations._history import HistoryHook, HookEvent, Keeper, OnError
 
 try:
     from agents.items import TResponseInputItem
@@ -55,7 +56,7 @@ class InputFilter(_ItemsKeeper):
     """A ``call_model_input_filter`` running a chaincast keeper on the model input.
 
     On failure the model gets the input as it was and a ``failed``
-    :class:`~csum.integrations.CompactionEvent` is reported, unless ``on_error="raise"``
+    :class:`~csum.integrations.HookEvent` is reported, unless ``on_error="raise"``
     (then the run fails with the error, as the SDK does for a failing filter).
     """
 
@@ -79,10 +80,10 @@ class CompactingSession:
         inner: Session,
         keeper: Keeper | None = None,
         *,
-        budget: int | None = None,
+        budget: int | Budget | None = None,
         persist: bool = True,
         on_error: OnError = "continue",
-        on_event: Callable[[CompactionEvent], None] | None = None,
+        on_event: Callable[[HookEvent], None] | None = None,
     ) -> None:
         self.inner = inner
         self.persist = persist
@@ -97,7 +98,7 @@ class CompactingSession:
         return self.inner.session_settings
 
     @property
-    def events(self) -> list[CompactionEvent]:
+    def events(self) -> list[HookEvent]:
         """Every compaction event so far, oldest first."""
         return self.history.events
 

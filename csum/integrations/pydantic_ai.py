@@ -31,7 +31,7 @@ class HistoryProcessor(HistoryHook):
     """A pydantic-ai history processor running a chaincast keeper.
 
     On failure (a part chaincast cannot hold, a keeper error) the agent goes on with its
-    history as it was and a ``failed`` :class:`~csum.integrations.CompactionEvent` is
+    history as it was and a ``failed`` :class:`~csum.integrations.HookEvent` is
     reported, unless ``on_error="raise"``.
     """
 
