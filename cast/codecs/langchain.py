@@ -32,9 +32,8 @@ from cast.codecs._common import (
     dumps_compact,
     error,
     fail,
-    signature_text,
 )
-from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
+from cast.codecs._frameworks import json_history, pack_signature, unpack_signature
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -56,25 +55,14 @@ _CALL_BLOCKS = ("tool_use", "tool_call", "function_call")
 _FILE_BLOCKS = ("image", "file", "audio", "video")
 
 
+def _dump(items: list[Any]) -> list[Any]:
+    from langchain_core.messages import messages_to_dict
+
+    return messages_to_dict(items)
+
+
 def _as_json(payload: object) -> list[Any]:
-    if isinstance(payload, dict) and "messages" in payload:
-        payload = payload["messages"]
-    if not isinstance(payload, list | tuple):
-        fail("", "a list of LangChain messages", payload)
-    items = list(payload)
-    for i, item in enumerate(items):
-        if item is None or isinstance(item, str | int | float | list):
-            fail(f"[{i}]", "a message object", item, i)
-    if any(not isinstance(item, dict) for item in items):
-        try:
-            from langchain_core.messages import messages_to_dict
-        except ImportError:
-            fail("", f"a list of message dicts (for BaseMessage objects: {INSTALL_HINT})")
-        try:
-            return messages_to_dict(items)
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise error("", f"LangChain BaseMessage objects ({exc})") from exc
-    return items
+    return json_history(payload, "messages", _dump, "LangChain BaseMessage objects")
 
 
 def decode(payload: object) -> list[Message]:
@@ -174,7 +162,7 @@ def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
     kind = block["type"]
     if kind == "redacted_thinking":
         data = _string(block, "data", where, i)
-        return Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode())
+        return Reasoning(signature=pack_signature(None, data, redacted=True))
     if kind == "thinking":
         signature = block.get("signature") or ""
         content = _string(block, "thinking", where, i)
@@ -195,9 +183,11 @@ def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
         or ""
     )
     item_id = block.get("id")
-    if isinstance(item_id, str) and item_id and "\n" not in item_id:
-        return Reasoning(content=content, signature=f"{item_id}\n{signature}".encode())
-    return Reasoning(content=content, signature=str(signature).encode())
+    if not isinstance(item_id, str) or "\n" in item_id:
+        item_id = None
+    return Reasoning(
+        content=content, signature=pack_signature(item_id, str(signature), redacted=False)
+    )
 
 
 def _calls(data: dict[str, Any], where: str, i: int) -> dict[str, ToolCall]:
@@ -335,20 +325,14 @@ def _encode_content(message: Message, i: int) -> str | list[dict[str, Any]]:
 
 
 def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
-    blob = reasoning.signature
-    if blob.startswith(REDACTED_THINKING_PREFIX):
-        return {
-            "type": "redacted_thinking",
-            "data": signature_text(blob[len(REDACTED_THINKING_PREFIX) :]),
-        }
+    item_id, signature, redacted = unpack_signature(reasoning.signature)
+    if redacted:
+        return {"type": "redacted_thinking", "data": signature or ""}
     block: dict[str, Any] = {"type": "reasoning", "reasoning": reasoning.content}
-    text = signature_text(blob) if blob else ""
-    head, sep, tail = text.partition("\n")
-    if sep:
-        block["id"] = head
-        text = tail
-    if text:
-        block["extras"] = {"signature": text}
+    if item_id is not None:
+        block["id"] = item_id
+    if signature:
+        block["extras"] = {"signature": signature}
     return block
 
 

@@ -30,11 +30,9 @@ from cast.codecs._common import (
     b64encode,
     canonical_object,
     dumps_compact,
-    error,
     fail,
-    signature_text,
 )
-from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
+from cast.codecs._frameworks import json_history, pack_signature, unpack_signature
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -70,28 +68,17 @@ _METADATA_PARTS = frozenset(
 _REDACTED_ID = "redacted_thinking"
 
 
+def _dump(items: list[Any]) -> list[Any]:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    dumped: list[Any] = ModelMessagesTypeAdapter.dump_python(items, mode="json")
+    return dumped
+
+
 def _as_json(payload: object) -> list[Any]:
     """The JSON form of a history: dicts pass through, ``ModelMessage`` objects are
     dumped with pydantic-ai's adapter."""
-    if isinstance(payload, dict) and "messages" in payload:
-        payload = payload["messages"]
-    if not isinstance(payload, list | tuple):
-        fail("", "a list of pydantic-ai messages", payload)
-    items = list(payload)
-    for i, item in enumerate(items):
-        if item is None or isinstance(item, str | int | float | list):
-            fail(f"[{i}]", "a message object", item, i)
-    if any(not isinstance(item, dict) for item in items):
-        try:
-            from pydantic_ai.messages import ModelMessagesTypeAdapter
-        except ImportError:
-            fail("", f"a list of message dicts (for ModelMessage objects: {INSTALL_HINT})")
-        try:
-            dumped: list[Any] = ModelMessagesTypeAdapter.dump_python(items, mode="json")
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise error("", f"pydantic-ai ModelMessage objects ({exc})") from exc
-        return dumped
-    return items
+    return json_history(payload, "messages", _dump, "pydantic-ai ModelMessage objects")
 
 
 def decode(payload: object) -> list[Message]:
@@ -206,13 +193,8 @@ def _reasoning(part: dict[str, Any], where: str, i: int) -> Reasoning:
         fail(f"{where}.signature", "a string or null", signature, i)
     if item_id is not None and (not isinstance(item_id, str) or "\n" in item_id):
         fail(f"{where}.id", "a string without newlines, or null", item_id, i)
-    blob = signature or ""
-    if item_id == _REDACTED_ID:
-        packed = REDACTED_THINKING_PREFIX + blob.encode()
-    elif item_id:
-        packed = f"{item_id}\n{blob}".encode()
-    else:
-        packed = blob.encode()
+    redacted = item_id == _REDACTED_ID
+    packed = pack_signature(None if redacted else item_id, signature, redacted=redacted)
     return Reasoning(content=content, signature=packed)
 
 
@@ -334,15 +316,9 @@ def _encode_tool(message: Message, i: int, request: list[dict[str, Any]]) -> Non
 
 
 def _thinking(reasoning: Reasoning, provider_name: str | None) -> dict[str, Any]:
-    blob = reasoning.signature
-    item_id: str | None = None
-    signature: str | None = None
-    if blob.startswith(REDACTED_THINKING_PREFIX):
-        item_id, signature = _REDACTED_ID, signature_text(blob[len(REDACTED_THINKING_PREFIX) :])
-    elif blob:
-        text = signature_text(blob)
-        head, sep, tail = text.partition("\n")
-        item_id, signature = (head, tail or None) if sep else (None, text)
+    item_id, signature, redacted = unpack_signature(reasoning.signature)
+    if redacted:
+        item_id = _REDACTED_ID
     part: dict[str, Any] = {"part_kind": "thinking", "content": reasoning.content}
     if item_id is not None:
         part["id"] = item_id
