@@ -131,8 +131,11 @@ def test_input_filter_keeps_each_model_call_under_budget(server: ChatServer) -> 
         )
     )
     assert result.final_output == "all steps done"
-    assert sum(e.outcome == "compacted" for e in keeper.events) >= 3
+    compactions = sum(e.outcome == "compacted" for e in keeper.events)
     assert len(server.requests) == 13
+    # Each compaction carries over (hysteresis): not one per call, as it would be if the
+    # filter compacted the SDK's whole list again at every call.
+    assert 3 <= compactions <= 6
     check_received(server)
     # The SDK keeps its own full item list: every tool output is still there.
     outputs = [i for i in result.to_input_list() if i.get("type") == "function_call_output"]

@@ -3,9 +3,9 @@ compacted history.
 
 - :class:`InputFilter` for ``RunConfig(call_model_input_filter=InputFilter(budget=...))``:
   before each model call, ``ModelInputData.input`` (Responses input items) goes through
-  the keeper; ``instructions`` pass untouched. The SDK keeps its own full item list, so
-  each call compacts again from it: use :class:`CompactingSession` to make compaction
-  stick across runs.
+  the keeper; ``instructions`` pass untouched. The SDK keeps its own full item list; the
+  filter carries its last result over to the next call of the run, and
+  :class:`CompactingSession` makes compaction stick across runs.
 - :class:`CompactingSession` wraps any ``Session`` (``SQLiteSession``, a Redis one...):
   items are stored through the wrapped session and ``get_items`` hands back the history
   kept under budget; with ``persist=True`` (the default) the compacted history replaces
@@ -55,17 +55,35 @@ class _ItemsKeeper(HistoryHook):
 class InputFilter(_ItemsKeeper):
     """A ``call_model_input_filter`` running a chaincast keeper on the model input.
 
+    The SDK hands the filter its whole item list at every call; when that list starts
+    with the list of the previous call, the previous result stands in for that prefix,
+    so a compaction carries over to the next calls of the run instead of being redone.
+
     On failure the model gets the input as it was and a ``failed``
     :class:`~csum.integrations.HookEvent` is reported, unless ``on_error="raise"``
     (then the run fails with the error, as the SDK does for a failing filter).
     """
 
+    _last_input: list[Any] | None = None
+    _last_output: list[Any] | None = None
+
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         model_data = data.model_data
-        items = await self.compact_items(model_data.input)
-        if self.events[-1].outcome != "compacted":
+        items = list(model_data.input)
+        base = items
+        last_input, last_output = self._last_input, self._last_output
+        if last_input is not None and last_output is not None:
+            n = len(last_input)
+            if len(items) >= n and items[:n] == last_input:
+                base = [*last_output, *items[n:]]
+        out = await self.compact_items(base)
+        if self.events[-1].outcome == "failed":
+            self._last_input = self._last_output = None
             return model_data
-        return ModelInputData(input=items, instructions=model_data.instructions)
+        self._last_input, self._last_output = items, out
+        if out == items:
+            return model_data
+        return ModelInputData(input=out, instructions=model_data.instructions)
 
 
 class CompactingSession:
