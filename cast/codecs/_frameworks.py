@@ -14,8 +14,20 @@ from typing import Any
 
 from cast.codecs._common import error, fail, signature_text
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
+from cast.messages import Message, Role
 
-__all__ = ["SignedReasoning", "json_history", "pack_signature", "unpack_signature"]
+__all__ = [
+    "SignedReasoning",
+    "json_history",
+    "message_of",
+    "pack_signature",
+    "unpack_signature",
+]
+
+
+def message_of(role: Role, parts: tuple[Any, ...]) -> Message:
+    """A message of parts the codec built (validated: these codecs are not hot paths)."""
+    return Message(role=role, parts=parts)
 
 
 def json_history(

@@ -33,7 +33,7 @@ from cast.codecs._common import (
     error,
     fail,
 )
-from cast.codecs._frameworks import json_history, pack_signature, unpack_signature
+from cast.codecs._frameworks import json_history, message_of, pack_signature, unpack_signature
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -43,7 +43,6 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    trusted_message,
 )
 
 __all__ = ["decode", "decode_counted", "encode", "to_framework"]
@@ -91,7 +90,7 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
         elif role is Role.TOOL:
             out.append(_decode_tool(data, where, i, names))
         else:
-            out.append(trusted_message(role, _decode_content(data, where, i, role)))
+            out.append(message_of(role, _decode_content(data, where, i, role)))
     return out, [1] * len(out)
 
 
@@ -258,7 +257,7 @@ def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) 
         pending = None
     if pending is not None:
         parts.append(TextPart(text="", reasoning=pending))
-    return trusted_message(Role.AI, tuple(parts))
+    return message_of(Role.AI, tuple(parts))
 
 
 def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
@@ -275,7 +274,7 @@ def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]
         else:
             fail(f"{where}.content[{k}]", "a text block (chaincast holds text output)", index=i)
     result = ToolResult(tool_call_id=call_id, name=name, content=texts[0] if texts else "")
-    return trusted_message(Role.TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
+    return message_of(Role.TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ from cast.codecs._common import (
     dumps_compact,
     fail,
 )
-from cast.codecs._frameworks import json_history, pack_signature, unpack_signature
+from cast.codecs._frameworks import json_history, message_of, pack_signature, unpack_signature
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -42,7 +42,6 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    trusted_message,
 )
 
 __all__ = ["decode", "decode_counted", "encode", "to_framework"]
@@ -119,9 +118,9 @@ def _string(part: dict[str, Any], key: str, where: str, i: int) -> str:
 def _append(out: list[Message], start: int, role: Role, parts: list[Any]) -> None:
     """Add ``parts`` to the message of ``role`` this request just wrote, or open one."""
     if len(out) > start and out[-1].role is role:
-        out[-1] = trusted_message(role, (*out[-1].parts, *parts))
+        out[-1] = message_of(role, (*out[-1].parts, *parts))
     else:
-        out.append(trusted_message(role, tuple(parts)))
+        out.append(message_of(role, tuple(parts)))
 
 
 def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) -> None:
@@ -141,7 +140,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
                 name=_string(part, "tool_name", part_where, i),
                 content=_result_text(part.get("content")),
             )
-            out.append(trusted_message(_TOOL, (result,)))
+            out.append(message_of(_TOOL, (result,)))
         elif kind in ("retry-feedback", "retry-prompt"):
             text = _result_text(part.get("content"))
             _append(out, start, _HUMAN, [TextPart(text=text)])
@@ -242,7 +241,7 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
     if pending is not None:
         out.append(TextPart(text="", reasoning=pending))
-    return trusted_message(_AI, tuple(out))
+    return message_of(_AI, tuple(out))
 
 
 def encode(

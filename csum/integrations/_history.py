@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio
 
-from cast.messages import Message
+from cast import Message
 from csum.budget import Budget
 from csum.compactor import Compactor
 from csum.summarizer import Summarizer

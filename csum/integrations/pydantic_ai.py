@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from cast import Message
 from cast.codecs import pydantic_ai as codec
-from cast.messages import Message
 from csum.integrations._history import HistoryHook
 
 try:
