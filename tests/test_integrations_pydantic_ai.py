@@ -295,3 +295,17 @@ def test_anthropic_history_resumes_on_an_openai_model() -> None:
     answered = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
     assert calls == answered
     assert len(calls) == 3
+
+
+def test_a_token_budget_compactor_as_keeper() -> None:
+    from csum import Budget, Compactor, EstimatedTokens
+
+    counter = EstimatedTokens()
+    received: list[list[Message]] = []
+    processor = HistoryProcessor(Compactor(budget=Budget.tokens(4_000), target="anthropic"))
+    result = tool_agent(processor, 10, received).run_sync("Build everything.")
+    assert result.output == "all steps done"
+    assert sum(e.outcome == "compacted" for e in processor.events) >= 2
+    for history in received:
+        assert sum(counter.count(m) for m in history) <= 4_000
+        ChainAST.from_messages(history)
