@@ -136,3 +136,12 @@ def test_options_are_checked() -> None:
         HistoryHook(Halves(), budget=1000)
     assert isinstance(default_keeper(), Compactor)
     assert isinstance(HistoryHook(budget=9000).keeper, Compactor)
+
+
+@pytest.mark.anyio
+async def test_the_sync_entry_point_works_inside_a_running_loop() -> None:
+    groups = [Group([m]) for m in CHAIN]
+    hook = HistoryHook(Halves())
+    out = hook.compact_history_sync(groups, decode, encode)  # as a sync framework hook would
+    assert [g.messages for g in out] == [[CHAIN[0]], [CHAIN[-1]]]
+    assert HistoryHook(Halves()).compact_history_sync(groups[:2], decode, encode)[0] is groups[0]

@@ -12,8 +12,11 @@ asked for errors.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
@@ -155,8 +158,13 @@ class HistoryHook:
         decode: Callable[[Sequence[T]], tuple[list[Message], list[int]]],
         encode: Callable[[list[Message]], list[T]],
     ) -> list[T]:
-        """:meth:`compact_history` for a framework's synchronous hook (runs its own loop)."""
-        return anyio.run(partial(self.compact_history, originals, decode, encode))
+        """:meth:`compact_history` for a framework's synchronous hook: runs its own event
+        loop, in a worker thread when this thread already runs one (a notebook)."""
+        job = partial(anyio.run, partial(self.compact_history, originals, decode, encode))
+        if not _in_event_loop():
+            return job()
+        with ThreadPoolExecutor(1, thread_name_prefix="chaincast-hook") as pool:
+            return pool.submit(job).result()
 
     def _event(
         self,
@@ -167,6 +175,24 @@ class HistoryHook:
         error: Exception | None,
     ) -> HookEvent:
         return HookEvent(self.framework, outcome, len(before), len(after), size, size, error)
+
+
+def _in_event_loop() -> bool:
+    """Whether this thread runs an asyncio or trio event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return True
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return False
+    return True
 
 
 def rebuild(
