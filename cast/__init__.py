@@ -20,9 +20,18 @@ from cast.constants import (
     SUMMARIZATION_TOOL_ARGS,
     SUMMARIZATION_TOOL_NAME,
 )
-from cast.errors import ChainError, CodecError, IdTemplateError, MessageFormatError
-from cast.ids import CHARSETS, IdTemplate
+from cast.errors import (
+    ChainError,
+    CodecError,
+    IdTemplateError,
+    InputError,
+    MessageFormatError,
+    ParseRule,
+    UnknownProviderError,
+)
+from cast.ids import CHARSETS, IdTemplate, TemplateLike
 from cast.messages import (
+    AnyPart,
     BinaryPart,
     ImagePart,
     Message,
@@ -32,13 +41,13 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    utf8_len,
 )
-from cast.parse import ChainIssue, diagnose
+from cast.parse import ChainIssue, diagnose, parse_chain
 from cast.providers import (
     PROVIDERS,
     ProviderProfile,
     ReasoningPolicy,
-    UnknownProviderError,
     get_provider,
     register_provider,
 )
@@ -52,6 +61,7 @@ __all__ = [
     "PROVIDERS",
     "SUMMARIZATION_TOOL_ARGS",
     "SUMMARIZATION_TOOL_NAME",
+    "AnyPart",
     "BinaryPart",
     "BodyPair",
     "BodyPairType",
@@ -63,14 +73,17 @@ __all__ = [
     "IdTemplate",
     "IdTemplateError",
     "ImagePart",
+    "InputError",
     "Message",
     "MessageFormatError",
+    "ParseRule",
     "Part",
     "ProviderProfile",
     "Reasoning",
     "ReasoningPolicy",
     "Role",
     "Section",
+    "TemplateLike",
     "TextPart",
     "ToolCall",
     "ToolResult",
@@ -81,8 +94,10 @@ __all__ = [
     "extract_reasoning_message",
     "get_provider",
     "lint",
+    "parse_chain",
     "port",
     "register_provider",
+    "utf8_len",
 ]
 
 

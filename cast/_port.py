@@ -25,18 +25,24 @@ providers' prompt caches. The input is never modified.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast._fast import trusted_chain, trusted_header, trusted_message, trusted_pair, trusted_section
+from cast._json import loads_strict
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.ids import IdTemplate
-from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, ToolResult, trusted_message
+from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.parse import parse_chain, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
-from cast.transforms import map_messages, normalize_tool_call_ids, sanitize_arguments
+from cast.transforms import (
+    map_messages,
+    map_tool_call_arguments,
+    normalize_tool_call_ids,
+    sanitize_arguments,
+)
 
 __all__ = ["OPENING_HUMAN_TEXT", "TOOL_BRIDGE_TEXT", "port"]
 
@@ -152,15 +158,13 @@ def _map_ai_messages(ast: ChainAST, change: Change, *, whole_turn: bool) -> Chai
             if new is None:
                 body.append(pair)
                 continue
-            size = new.size + sum(m.size for m in pair.tool_messages)
-            body.append(BodyPair._trusted(pair.type, new, pair.tool_messages, size))
+            body.append(trusted_pair(pair.type, new, pair.tool_messages))
         if all(map(_same, body, section.body)):
             sections.append(section)
             continue
         changed = True
-        size = section.header.size + sum(p.size for p in body)
-        sections.append(Section._trusted(section.header, tuple(body), size))
-    return ChainAST._trusted(tuple(sections)) if changed else ast
+        sections.append(trusted_section(section.header, tuple(body)))
+    return trusted_chain(tuple(sections)) if changed else ast
 
 
 def _same(a: object, b: object) -> bool:
@@ -255,19 +259,7 @@ def _with_reasoning_content(message: Message) -> Message | None:
 
 
 def _with_object_arguments(message: Message) -> Message | None:
-    if message.role is not _AI:
-        return None
-    parts = message.parts
-    new_parts: list[Any] | None = None
-    for position, part in enumerate(parts):
-        if type(part) is not ToolCall:
-            continue
-        arguments = _object_arguments(part.arguments)
-        if arguments != part.arguments:
-            if new_parts is None:
-                new_parts = list(parts)
-            new_parts[position] = part.model_copy(update={"arguments": arguments})
-    return None if new_parts is None else trusted_message(_AI, tuple(new_parts))
+    return map_tool_call_arguments(message, _object_arguments)
 
 
 def _object_arguments(arguments: str) -> str:
@@ -284,14 +276,9 @@ def _object_arguments(arguments: str) -> str:
 
 def _is_object(text: str) -> bool:
     try:
-        return isinstance(json.loads(text, parse_constant=_reject_constant), dict)
+        return isinstance(loads_strict(text), dict)
     except (ValueError, RecursionError):
         return False
-
-
-def _reject_constant(name: str) -> object:
-    # NaN and Infinity are not JSON (RFC 8259 section 6), though Python's parser takes them.
-    raise ValueError(name)
 
 
 # -- ids ------------------------------------------------------------------------------------
@@ -331,8 +318,8 @@ def _fix_roles(ast: ChainAST, profile: ProviderProfile) -> ChainAST:
         if first.header.human_message is None and first.body:
             human = trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),))
             system = first.header.system_message
-            header = Header._trusted(system, human, first.header.size + human.size)
-            sections[0] = Section._trusted(header, first.body, first.size + human.size)
+            header = trusted_header(system, human, first.header.size + human.size)
+            sections[0] = trusted_section(header, first.body, first.size + human.size)
             changed = True
     if profile.needs_ai_between_tool_and_human:
         # Every section after the first opens with a human message.
@@ -341,6 +328,6 @@ def _fix_roles(ast: ChainAST, profile: ProviderProfile) -> ChainAST:
             if section.body and section.body[-1].tool_messages:
                 bridge = BodyPair.completion(TOOL_BRIDGE_TEXT)
                 body = (*section.body, bridge)
-                sections[index] = Section._trusted(section.header, body, section.size + bridge.size)
+                sections[index] = trusted_section(section.header, body, section.size + bridge.size)
                 changed = True
-    return ChainAST._trusted(tuple(sections)) if changed else ast
+    return trusted_chain(tuple(sections)) if changed else ast

@@ -10,14 +10,17 @@
 
 Nodes are frozen and hold references to the caller's messages, never copies. Public
 constructors check the node's invariants, so any tree that can be built turns back into
-a chain that parses strictly; the parser builds nodes through trusted fast paths.
+a chain that parses strictly. ``build`` (``Header.build``, ``BodyPair.build``,
+``Section.build``, ``ChainAST.build``) makes the same checks without the dataclass
+machinery, taking sizes from the children; ``evolve`` rebuilds a node with some fields
+changed. Inside ``cast`` the parser and transforms use the unchecked ``cast._fast``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Any, Self
 
 from cast.constants import (
@@ -27,16 +30,7 @@ from cast.constants import (
     SUMMARIZATION_TOOL_NAME,
 )
 from cast.errors import ChainError
-from cast.messages import (
-    Message,
-    Reasoning,
-    Role,
-    TextPart,
-    ToolCall,
-    ToolResult,
-    new_trusted,
-    trusted_message,
-)
+from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from cast.ids import TemplateLike
@@ -74,6 +68,27 @@ def _check_role(message: object, role: Role, what: str) -> None:
         raise ChainError(f"{what} must have role {role.value!r}, not {message.role.value!r}")
 
 
+class _Keep(Enum):
+    """Marks an ``evolve`` argument left out (``None`` is a value there)."""
+
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
+
+
+def _header_size(system: Message | None, human: Message | None) -> int:
+    """The size of a header of these messages, checking their types and roles."""
+    size = 0
+    if system is not None:
+        _check_role(system, Role.SYSTEM, "Header.system_message")
+        size += system.size
+    if human is not None:
+        _check_role(human, Role.HUMAN, "Header.human_message")
+        size += human.size
+    return size
+
+
 @dataclass(frozen=True, slots=True)
 class Header:
     """The messages that open a section: the system message (first section only) and
@@ -84,33 +99,34 @@ class Header:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        size = 0
-        if self.system_message is not None:
-            _check_role(self.system_message, Role.SYSTEM, "Header.system_message")
-            size += self.system_message.size
-        if self.human_message is not None:
-            _check_role(self.human_message, Role.HUMAN, "Header.human_message")
-            size += self.human_message.size
-        _set(self, "size", size)
+        _set(self, "size", _header_size(self.system_message, self.human_message))
 
     @classmethod
-    def _trusted(cls, system: Message | None, human: Message | None, size: int) -> Header:
-        node = cls.__new__(cls)
-        _set(node, "system_message", system)
-        _set(node, "human_message", human)
-        _set(node, "size", size)
-        return node
+    def build(
+        cls, system_message: Message | None = None, human_message: Message | None = None
+    ) -> Header:
+        """A header, checked like the constructor, its size taken from the messages."""
+        return _fast.trusted_header(
+            system_message, human_message, _header_size(system_message, human_message)
+        )
 
     def messages(self) -> list[Message]:
         """The header's messages in chain order."""
         return [m for m in (self.system_message, self.human_message) if m is not None]
 
-    def replace(self, **changes: Any) -> Header:
-        """A copy with some fields changed (``system_message``, ``human_message``)."""
-        return Header(
-            changes.get("system_message", self.system_message),
-            changes.get("human_message", self.human_message),
+    def evolve(
+        self,
+        *,
+        system_message: Message | _Keep | None = _KEEP,
+        human_message: Message | _Keep | None = _KEEP,
+    ) -> Header:
+        """A copy with ``system_message`` and/or ``human_message`` changed (checked)."""
+        return Header.build(
+            self.system_message if isinstance(system_message, _Keep) else system_message,
+            self.human_message if isinstance(human_message, _Keep) else human_message,
         )
+
+    replace = evolve
 
 
 def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> str | None:
@@ -133,6 +149,32 @@ def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> s
     return None
 
 
+def _checked_pair(
+    ai_message: Message, tool_messages: tuple[Message, ...], declared: BodyPairType | None
+) -> tuple[BodyPairType, int]:
+    """The type and size of a pair of these messages, checking roles, the declared type
+    (when given) and that every result answers a call of the pair."""
+    _check_role(ai_message, Role.AI, "BodyPair.ai_message")
+    size = ai_message.size
+    for message in tool_messages:
+        if type(message) is not Message or message.role is not Role.TOOL:
+            _check_role(message, Role.TOOL, "BodyPair.tool_messages[]")
+        size += message.size
+    actual = pair_type_of(ai_message)
+    if declared is not None and declared is not actual:
+        raise ChainError(
+            f"body pair declared {declared.value} but its AI message makes it {actual.value}"
+        )
+    if actual is BodyPairType.COMPLETION:
+        if tool_messages:
+            raise ChainError("a COMPLETION pair has no tool calls, so it takes no tool messages")
+    else:
+        problem = _pairing_problem(ai_message, tool_messages)
+        if problem is not None:
+            raise ChainError(f"invalid body pair: {problem}")
+    return actual, size
+
+
 @dataclass(frozen=True, slots=True)
 class BodyPair:
     """An AI message and the tool messages that answer its calls, in chain order."""
@@ -143,55 +185,44 @@ class BodyPair:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _check_role(self.ai_message, Role.AI, "BodyPair.ai_message")
         tool_messages: Any = self.tool_messages  # lists are accepted too
         if not isinstance(tool_messages, tuple):
             _set(self, "tool_messages", tuple(tool_messages))
-        for message in self.tool_messages:
-            _check_role(message, Role.TOOL, "BodyPair.tool_messages[]")
         declared = BodyPairType(self.type)
         _set(self, "type", declared)
-        actual = pair_type_of(self.ai_message)
-        if declared is not actual:
-            raise ChainError(
-                f"body pair declared {declared.value} but its AI message makes it {actual.value}"
-            )
-        if actual is BodyPairType.COMPLETION:
-            if self.tool_messages:
-                raise ChainError(
-                    "a COMPLETION pair has no tool calls, so it takes no tool messages"
-                )
-        else:
-            problem = _pairing_problem(self.ai_message, self.tool_messages)
-            if problem is not None:
-                raise ChainError(f"invalid body pair: {problem}")
-        _set(self, "size", self.ai_message.size + sum(m.size for m in self.tool_messages))
+        _set(self, "size", _checked_pair(self.ai_message, self.tool_messages, declared)[1])
 
     @classmethod
-    def _trusted(
-        cls,
-        kind: BodyPairType,
-        ai_message: Message,
-        tool_messages: tuple[Message, ...],
-        size: int,
-    ) -> BodyPair:
-        node = cls.__new__(cls)
-        _set(node, "type", kind)
-        _set(node, "ai_message", ai_message)
-        _set(node, "tool_messages", tool_messages)
-        _set(node, "size", size)
-        return node
+    def build(cls, ai_message: Message, tool_messages: Iterable[Message] = ()) -> BodyPair:
+        """A pair whose type is read from the AI message, checked like the constructor
+        (roles, and every result answering a call of the pair)."""
+        tools = tool_messages if type(tool_messages) is tuple else tuple(tool_messages)
+        kind, size = _checked_pair(ai_message, tools, None)
+        return _fast.trusted_pair(kind, ai_message, tools, size)
 
     @classmethod
     def from_messages(cls, ai_message: Message, *tool_messages: Message) -> BodyPair:
         """A pair whose type is read from the AI message."""
-        return cls(pair_type_of(ai_message), ai_message, tool_messages)
+        return cls.build(ai_message, tool_messages)
+
+    def evolve(
+        self,
+        *,
+        ai_message: Message | None = None,
+        tool_messages: Iterable[Message] | None = None,
+    ) -> BodyPair:
+        """A copy with the AI message and/or the tool messages changed; the type follows
+        the AI message (checked like :meth:`build`)."""
+        return BodyPair.build(
+            self.ai_message if ai_message is None else ai_message,
+            self.tool_messages if tool_messages is None else tool_messages,
+        )
 
     @classmethod
     def completion(cls, text: str) -> BodyPair:
         """A COMPLETION pair: one AI message with one text part."""
-        message = trusted_message(Role.AI, (TextPart(text=text),))
-        return cls._trusted(BodyPairType.COMPLETION, message, (), message.size)
+        message = _fast.trusted_message(Role.AI, (TextPart(text=text),))
+        return _fast.trusted_pair(BodyPairType.COMPLETION, message, (), message.size)
 
     @classmethod
     def summarization(
@@ -217,7 +248,7 @@ class BodyPair:
             raise TypeError(f"summary text must be a str, not {type(text).__name__}")
         reasoning = Reasoning(signature=FAKE_GEMINI_SIGNATURE.encode()) if fake_signature else None
         # Every field is known valid here: built without re-validation (hot in csum).
-        call = new_trusted(
+        call = _fast.new_trusted(
             ToolCall,
             {
                 "type": "tool_call",
@@ -231,8 +262,8 @@ class BodyPair:
         if reasoning_message is not None:
             _check_role(reasoning_message, Role.AI, "reasoning_message")
             prefix = tuple(p for p in reasoning_message.parts if type(p) is not ToolCall)
-        ai_message = trusted_message(Role.AI, (*prefix, call))
-        result = new_trusted(
+        ai_message = _fast.trusted_message(Role.AI, (*prefix, call))
+        result = _fast.new_trusted(
             ToolResult,
             {
                 "type": "tool_result",
@@ -241,8 +272,8 @@ class BodyPair:
                 "content": text,
             },
         )
-        tool_message = trusted_message(Role.TOOL, (result,))
-        return cls._trusted(
+        tool_message = _fast.trusted_message(Role.TOOL, (result,))
+        return _fast.trusted_pair(
             BodyPairType.SUMMARIZATION,
             ai_message,
             (tool_message,),
@@ -259,6 +290,18 @@ class BodyPair:
         return self.ai_message.tool_calls
 
 
+def _section_size(header: Header, body: tuple[BodyPair, ...]) -> int:
+    """The size of a section of these nodes, checking their types."""
+    if not isinstance(header, Header):
+        raise TypeError(f"Section.header must be a Header, not {type(header).__name__}")
+    size = header.size
+    for pair in body:
+        if type(pair) is not BodyPair and not isinstance(pair, BodyPair):
+            raise TypeError(f"Section.body holds BodyPair nodes, not {type(pair).__name__}")
+        size += pair.size
+    return size
+
+
 @dataclass(frozen=True, slots=True)
 class Section:
     """A header and the body pairs that follow it."""
@@ -268,24 +311,26 @@ class Section:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        header: Any = self.header
-        if not isinstance(header, Header):
-            raise TypeError(f"Section.header must be a Header, not {type(header).__name__}")
         body: Any = self.body  # lists are accepted too
         if not isinstance(body, tuple):
             _set(self, "body", tuple(body))
-        for pair in self.body:
-            if not isinstance(pair, BodyPair):
-                raise TypeError(f"Section.body holds BodyPair nodes, not {type(pair).__name__}")
-        _set(self, "size", self.header.size + sum(p.size for p in self.body))
+        _set(self, "size", _section_size(self.header, self.body))
 
     @classmethod
-    def _trusted(cls, header: Header, body: tuple[BodyPair, ...], size: int) -> Section:
-        node = cls.__new__(cls)
-        _set(node, "header", header)
-        _set(node, "body", body)
-        _set(node, "size", size)
-        return node
+    def build(cls, header: Header, body: Iterable[BodyPair] = ()) -> Section:
+        """A section, checked like the constructor, its size taken from the children."""
+        pairs = body if type(body) is tuple else tuple(body)
+        return _fast.trusted_section(header, pairs, _section_size(header, pairs))
+
+    def evolve(
+        self, *, header: Header | None = None, body: Iterable[BodyPair] | None = None
+    ) -> Section:
+        """A copy with ``header`` and/or ``body`` changed (checked like :meth:`build`)."""
+        return Section.build(
+            self.header if header is None else header, self.body if body is None else body
+        )
+
+    replace = evolve
 
     def messages(self) -> list[Message]:
         """The header's messages, then every body pair's, in chain order."""
@@ -294,10 +339,6 @@ class Section:
             out.append(pair.ai_message)
             out.extend(pair.tool_messages)
         return out
-
-    def replace(self, **changes: Any) -> Section:
-        """A copy with ``header`` and/or ``body`` changed."""
-        return Section(changes.get("header", self.header), changes.get("body", self.body))
 
 
 def _check_sections(sections: tuple[Section, ...]) -> None:
@@ -344,11 +385,11 @@ class ChainAST:
         _set(self, "size", sum(s.size for s in sections))
 
     @classmethod
-    def _trusted(cls, sections: tuple[Section, ...], size: int | None = None) -> ChainAST:
-        node = cls.__new__(cls)
-        _set(node, "sections", sections)
-        _set(node, "size", sum(s.size for s in sections) if size is None else size)
-        return node
+    def build(cls, sections: Iterable[Section]) -> ChainAST:
+        """A chain of these sections, checked like the constructor."""
+        nodes = sections if type(sections) is tuple else tuple(sections)
+        _check_sections(nodes)
+        return _fast.trusted_chain(nodes)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"ChainAST is immutable; cannot set {name!r}")
@@ -389,7 +430,10 @@ class ChainAST:
 
         ast = parse_chain(messages, repair=repair)
         if cls is not ChainAST:
-            return cls._trusted(ast.sections, ast.size)  # type: ignore[return-value]
+            node = cls.__new__(cls)
+            _set(node, "sections", ast.sections)
+            _set(node, "size", ast.size)
+            return node
         return ast  # type: ignore[return-value]
 
     def to_messages(self) -> list[Message]:
@@ -421,7 +465,11 @@ class ChainAST:
 
     def replace_sections(self, sections: Iterable[Section]) -> ChainAST:
         """A new chain with these sections (checked like the constructor)."""
-        return ChainAST(sections)
+        return ChainAST.build(sections)
+
+    def evolve(self, *, sections: Iterable[Section]) -> ChainAST:
+        """A copy with other sections (checked like :meth:`build`)."""
+        return ChainAST.build(sections)
 
     # -- transforms (see cast.transforms) --------------------------------------------
 
@@ -466,3 +514,8 @@ class ChainAST:
             for part in message.parts
             if type(part) is ToolResult and part.tool_call_id == tool_call_id
         ]
+
+
+# The fast path builds these modules' classes, so it is imported last: by then every
+# class it needs is defined, whichever of the modules Python loads first.
+from cast import _fast  # noqa: E402

@@ -12,7 +12,7 @@ from typing import Any, NoReturn, TextIO
 
 import regex
 
-from cast.errors import ChainError, CodecError
+from cast.errors import CodecError, InputError
 from cast.messages import Message
 
 __all__ = [
@@ -27,13 +27,6 @@ __all__ = [
     "run_console",
     "write_json",
 ]
-
-
-class InputError(ChainError):
-    """A chain file that cannot be read, parsed as JSON, or recognised."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, rule="input")
 
 
 def read_json(source: str, stdin: TextIO | None = None) -> Any:

@@ -1,29 +1,85 @@
-"""Exceptions of ``cast``.
+"""Exceptions of ``cast``, and the rules a chain can break.
 
 Hierarchy::
 
     ValueError
-    └── ChainError              a chain breaks a parse rule (carries .index, .rule)
-        ├── MessageFormatError  an input message is not a valid Message (.field)
-        ├── CodecError          a provider payload cannot be decoded (.path)
-        └── IdTemplateError     a tool-call id template is malformed or exhausted
+    ├── ChainError                  a chain or a value in it is unusable (.index, .rule)
+    │   ├── MessageFormatError      an input message is not a valid Message (.field)
+    │   ├── CodecError              a provider payload cannot be decoded (.path)
+    │   ├── IdTemplateError         a tool-call id template is malformed or exhausted
+    │   └── UnknownProviderError    a provider name nobody registered (.name, .known)
+    └── InputError                  the command lines' input or output cannot be used:
+                                    a file missing or unreadable, not UTF-8, not JSON,
+                                    an unknown format name (the OSError is __cause__)
 
-Every error says where the problem is: the position of the offending message in the
-caller's input (``index``), and for format errors the field path inside it.
+Every :class:`ChainError` says where the problem is: the position of the offending
+message in the caller's input (``index``), the :class:`ParseRule` it breaks (``rule``),
+and for format errors the field path inside the message. :class:`InputError` is not a
+``ChainError``: a missing file says nothing about any chain. It is a ``ValueError``
+because the value given (a path, a payload, a format name) is what cannot be used;
+catch ``OSError`` on its ``__cause__`` to tell a missing file apart.
 """
 
 from __future__ import annotations
 
-__all__ = ["ChainError", "CodecError", "IdTemplateError", "MessageFormatError"]
+from enum import StrEnum
+
+__all__ = [
+    "ChainError",
+    "CodecError",
+    "IdTemplateError",
+    "InputError",
+    "MessageFormatError",
+    "ParseRule",
+    "UnknownProviderError",
+]
+
+
+class ParseRule(StrEnum):
+    """What a :class:`ChainError` says was broken: its ``rule``.
+
+    The first seven are the parse rules of :mod:`cast.parse` (also reported by
+    :func:`cast.diagnose` and :func:`cast.lint`); the others name the checks made
+    outside the chain's structure. The values are plain strings, so
+    ``error.rule == "consecutive-human"`` holds.
+    """
+
+    FIRST_MESSAGE = "first-message"
+    """Rule 1: the chain must open with a system or human message."""
+    SYSTEM_POSITION = "system-position"
+    """Rule 2: a system message may only open the chain."""
+    CONSECUTIVE_HUMAN = "consecutive-human"
+    """Rule 3: a human message right after another human message."""
+    ORPHAN_TOOL_MESSAGE = "orphan-tool-message"
+    """Rule 5: a tool message that follows no AI message with tool calls."""
+    MISSING_TOOL_RESULT = "missing-tool-result"
+    """Rule 6: a tool call left without a result when its pair closes."""
+    UNKNOWN_TOOL_RESULT = "unknown-tool-result"
+    """Rule 7: a result whose id matches no call of its pair."""
+    DUPLICATE_TOOL_RESULT = "duplicate-tool-result"
+    """Rule 7: a second result for a call already answered."""
+    FORMAT = "format"
+    """An input item is not a valid message (:class:`MessageFormatError`)."""
+    CODEC = "codec"
+    """A provider payload cannot be decoded or encoded (:class:`CodecError`)."""
+    ID_TEMPLATE = "id-template"
+    """A malformed or exhausted id template (:class:`IdTemplateError`)."""
+    UNKNOWN_PROVIDER = "unknown-provider"
+    """A provider name nobody registered (:class:`UnknownProviderError`)."""
+    UNKNOWN_TOOL_CALL = "unknown-tool-call"
+    """A tool call id the chain does not hold (``add_tool_response``)."""
 
 
 class ChainError(ValueError):
-    """A chain that breaks a rule; ``index`` is the offending message's input position."""
+    """A chain that breaks a rule; ``index`` is the offending message's input position
+    (``None`` when no single message is at fault), ``rule`` the :class:`ParseRule`."""
 
-    def __init__(self, message: str, *, index: int | None = None, rule: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, index: int | None = None, rule: ParseRule | str | None = None
+    ) -> None:
         self.detail = message
         self.index = index
-        self.rule = rule
+        self.rule: ParseRule | None = None if rule is None else ParseRule(rule)
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -34,7 +90,9 @@ class ChainError(ValueError):
         return (_rebuild, (type(self), self.detail, self.index, self.rule))
 
 
-def _rebuild(cls: type[ChainError], detail: str, index: int | None, rule: str | None) -> ChainError:
+def _rebuild(
+    cls: type[ChainError], detail: str, index: int | None, rule: ParseRule | None
+) -> ChainError:
     return cls(detail, index=index, rule=rule)
 
 
@@ -43,7 +101,7 @@ class MessageFormatError(ChainError):
 
     def __init__(self, message: str, *, index: int | None = None, field: str = "") -> None:
         self.field = field
-        super().__init__(message, index=index, rule="format")
+        super().__init__(message, index=index, rule=ParseRule.FORMAT)
 
     def _render(self) -> str:
         where = f"message {self.index}" if self.index is not None else "message"
@@ -68,7 +126,7 @@ class CodecError(ChainError):
 
     def __init__(self, message: str, *, path: str = "", index: int | None = None) -> None:
         self.path = path
-        super().__init__(message, index=index, rule="codec")
+        super().__init__(message, index=index, rule=ParseRule.CODEC)
 
     def _render(self) -> str:
         return f"{self.path}: {self.detail}" if self.path else self.detail
@@ -85,4 +143,30 @@ class IdTemplateError(ChainError):
     """A malformed id template, or one that cannot yield enough distinct ids."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, rule="id-template")
+        super().__init__(message, rule=ParseRule.ID_TEMPLATE)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (IdTemplateError, (self.detail,))
+
+
+class UnknownProviderError(ChainError):
+    """A provider name that is not registered; the message lists the known names."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = tuple(known)
+        super().__init__(
+            f"unknown provider {name!r}; known providers: {', '.join(known)}",
+            rule=ParseRule.UNKNOWN_PROVIDER,
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (UnknownProviderError, (self.name, list(self.known)))
+
+
+class InputError(ValueError):
+    """A chain file, payload or format name the command lines cannot use.
+
+    Not a :class:`ChainError`: nothing is known about a chain yet. When the cause is
+    an operating-system error (a missing or unreadable file) it is the ``__cause__``.
+    """

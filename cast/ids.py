@@ -56,6 +56,8 @@ CHARSETS: dict[str, str] = {
 _PLACEHOLDER = regex.compile(r"\{(?:r:(?P<len>[^:{}]*):(?P<cs>[^:{}]*)|(?P<f>f))\}")
 _FUNCTION_NAME_PATTERN = r"[^\s]+?"
 _MAX_ATTEMPTS = 64
+_MAX_UNUSED_ATTEMPTS = 64
+"""Seeds tried by :meth:`IdTemplate.generate_unused` before giving up."""
 _MAX_RUN_LENGTH = 4096
 
 
@@ -296,6 +298,24 @@ class IdTemplate:
             else:
                 out.append(name)
         return "".join(out)
+
+    def generate_unused(
+        self, function_name: str | None = None, *, seed: str, used: set[str]
+    ) -> str:
+        """A seeded id that is not in ``used``; it is added to ``used``.
+
+        Tries the seeds ``f"{seed}\x1f{attempt}"`` for attempt 0, 1, ... so the same
+        seed and the same ``used`` give the same id. Raises :class:`IdTemplateError`
+        when the first 64 attempts all hit used ids (a template too small for the chain).
+        """
+        for attempt in range(_MAX_UNUSED_ATTEMPTS):
+            value = self.generate(function_name, seed=f"{seed}\x1f{attempt}")
+            if value not in used:
+                used.add(value)
+                return value
+        raise IdTemplateError(
+            f"id template {self.pattern!r} keeps producing ids already used in the chain"
+        )
 
     def _generate_seeded(self, data: bytes, function_name: str | None) -> str:
         # Byte blocks are xxh3-128 digests of the seed under counters 0, 1, ...; each

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable
 from enum import StrEnum
 from functools import cached_property
-from typing import Annotated, Any, Literal, TypeAlias
+from types import NoneType, UnionType
+from typing import Annotated, Any, Literal, Self, TypeAlias, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -23,6 +25,8 @@ from pydantic import (
 )
 
 __all__ = [
+    "MESSAGES_ADAPTER",
+    "AnyPart",
     "BinaryPart",
     "ImagePart",
     "Message",
@@ -92,6 +96,47 @@ Base64Bytes: TypeAlias = Annotated[
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
+
+    def evolve(self, **changes: Any) -> Self:
+        """A copy with some fields changed, without running pydantic again.
+
+        Each field must exist (the ``type`` tag cannot change) and each value must have
+        the field's type, else ``TypeError``.
+        """
+        types = _field_types(type(self))
+        for name, value in changes.items():
+            allowed = types.get(name)
+            if allowed is None:
+                raise TypeError(f"{type(self).__name__}.evolve: no field {name!r} to change")
+            if not isinstance(value, allowed):
+                names = " or ".join("None" if t is NoneType else t.__name__ for t in allowed)
+                raise TypeError(
+                    f"{type(self).__name__}.evolve: {name} must be {names}, "
+                    f"not {type(value).__name__}"
+                )
+        return _fast.new_trusted(type(self), {**self.__dict__, **changes})
+
+
+_FIELD_TYPES: dict[type[BaseModel], dict[str, tuple[type, ...]]] = {}
+
+
+def _field_types(cls: type[BaseModel]) -> dict[str, tuple[type, ...]]:
+    """The types each field of ``cls`` accepts, read once from its annotations; literal
+    tags are left out (they never change)."""
+    table = _FIELD_TYPES.get(cls)
+    if table is None:
+        table = {}
+        for name, info in cls.model_fields.items():
+            annotation = info.annotation
+            if get_origin(annotation) is Literal:
+                continue
+            if get_origin(annotation) in (Union, UnionType):
+                options = get_args(annotation)
+            else:
+                options = (annotation,)
+            table[name] = tuple(get_origin(t) or t for t in options)
+        _FIELD_TYPES[cls] = table
+    return table
 
 
 class Reasoning(_Frozen):
@@ -174,7 +219,13 @@ Part: TypeAlias = Annotated[
 ]
 
 
-def part_size(part: TextPart | ImagePart | BinaryPart | ToolCall | ToolResult) -> int:
+AnyPart: TypeAlias = TextPart | ImagePart | BinaryPart | ToolCall | ToolResult
+"""Any one of the five part classes (``Part`` is the same union, tagged for pydantic)."""
+
+_PART_CLASSES = frozenset({TextPart, ImagePart, BinaryPart, ToolCall, ToolResult})
+
+
+def part_size(part: AnyPart) -> int:
     """UTF-8 bytes of every field but ``type``, reasoning included."""
     cls = type(part)
     reasoning: Reasoning | None
@@ -213,6 +264,33 @@ class Message(_Frozen):
     def size(self) -> int:
         """UTF-8 bytes of all parts; the role adds nothing."""
         return sum(map(part_size, self.parts))
+
+    @classmethod
+    def from_parts(cls, role: Role | str, parts: Iterable[AnyPart]) -> Message:
+        """A message of part models already built, without running pydantic again.
+
+        ``role`` is read like the field (``"user"`` means human); each part must be an
+        instance of one of the five part classes, else ``TypeError`` naming its index.
+        The size is computed here, as for any message.
+        """
+        items = parts if type(parts) is tuple else tuple(parts)
+        for index, part in enumerate(items):
+            if type(part) not in _PART_CLASSES:
+                raise TypeError(
+                    f"Message.from_parts: parts[{index}] must be a TextPart, ImagePart, "
+                    f"BinaryPart, ToolCall or ToolResult, not {type(part).__name__}"
+                )
+        return _fast.trusted_message(role if type(role) is Role else Role(role), items)
+
+    def evolve(self, **changes: Any) -> Self:
+        """A copy with ``role`` and/or ``parts`` changed (checked like :meth:`from_parts`)."""
+        unknown = set(changes) - {"role", "parts"}
+        if unknown:
+            raise TypeError(f"Message.evolve: no field {sorted(unknown)[0]!r} to change")
+        message: Any = Message.from_parts(
+            changes.get("role", self.role), changes.get("parts", self.parts)
+        )
+        return message  # type: ignore[no-any-return]
 
     def model_copy(self, *, update: Any = None, deep: bool = False) -> Message:
         """Copy, recomputing the size when fields change."""
@@ -264,51 +342,9 @@ def _new_message(role: Role, parts: tuple[Any, ...]) -> Message:
     return Message(role=role, parts=parts)
 
 
-_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
-_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
-_FIELDS_SETS: dict[type[Any], set[str]] = {}
-
-
-def new_trusted(cls: type[Any], fields: dict[str, Any], size: int | None = None) -> Any:
-    """Build a model from fields already known to be valid, skipping validation.
-
-    Transforms rebuild thousands of messages whose fields come from validated
-    messages; re-validating them would cost more than the transform itself. ``fields``
-    must hold every field of ``cls``.
-    """
-    obj = object.__new__(cls)
-    obj.__dict__.update(fields)
-    if size is not None:
-        obj.__dict__["size"] = size
-    fields_set = _FIELDS_SETS.get(cls)
-    if fields_set is None:
-        fields_set = _FIELDS_SETS[cls] = set(cls.model_fields)
-    # The fields set is shared between trusted instances; pydantic never mutates it.
-    _SET_FIELDS_SET(obj, fields_set)
-    _SET_EXTRA(obj, None)
-    _SET_PRIVATE(obj, None)
-    return obj
-
-
-def replace_field(model: Any, name: str, value: object) -> Any:
-    """A copy of a validated part with one field replaced (no re-validation)."""
-    obj = object.__new__(type(model))
-    fields = obj.__dict__
-    fields.update(model.__dict__)
-    fields[name] = value
-    _SET_FIELDS_SET(obj, model.__pydantic_fields_set__)
-    _SET_EXTRA(obj, None)
-    _SET_PRIVATE(obj, None)
-    return obj
-
-
-def trusted_message(role: Role, parts: tuple[Any, ...], size: int | None = None) -> Message:
-    """A message from parts already validated (see :func:`new_trusted`)."""
-    if size is None:
-        size = sum(map(part_size, parts))
-    msg: Message = new_trusted(Message, {"role": role, "parts": parts}, size)
-    return msg
-
-
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+# The fast path builds these modules' classes, so it is imported last: by then every
+# class it needs is defined, whichever of the modules Python loads first.
+from cast import _fast  # noqa: E402

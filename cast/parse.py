@@ -26,17 +26,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast._fast import (
+    trusted_chain,
+    trusted_header,
+    trusted_message,
+    trusted_pair,
+    trusted_section,
+)
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.constants import FALLBACK_RESPONSE_CONTENT, SUMMARIZATION_TOOL_NAME
-from cast.errors import ChainError, MessageFormatError
-from cast.messages import Message, Role, ToolCall, ToolResult, trusted_message
+from cast.errors import ChainError, MessageFormatError, ParseRule
+from cast.messages import Message, Role, ToolCall, ToolResult
 
 __all__ = ["ChainIssue", "diagnose", "parse_chain", "to_message"]
 
 _AI = Role.AI
 _TOOL = Role.TOOL
 _HUMAN = Role.HUMAN
-_SYSTEM = Role.SYSTEM
 _COMPLETION = BodyPairType.COMPLETION
 _REQUEST_RESPONSE = BodyPairType.REQUEST_RESPONSE
 _SUMMARIZATION = BodyPairType.SUMMARIZATION
@@ -49,7 +55,7 @@ class ChainIssue:
     does about it (``fatal`` issues cannot be repaired)."""
 
     index: int | None
-    rule: str
+    rule: ParseRule
     message: str
     fatal: bool = False
 
@@ -83,16 +89,247 @@ class _Reporter:
         self.repair = repair
         self.issues = issues
 
-    def problem(self, index: int | None, rule: str, message: str, repair_note: str) -> None:
+    def problem(self, index: int | None, rule: ParseRule, message: str, repair_note: str) -> None:
         if not self.repair:
             raise ChainError(message, index=index, rule=rule)
         if self.issues is not None:
             self.issues.append(ChainIssue(index, rule, f"{message}; {repair_note}"))
 
-    def fatal(self, index: int, rule: str, message: str) -> None:
+    def fatal(self, index: int, rule: ParseRule, message: str) -> None:
         if self.issues is not None:
             self.issues.append(ChainIssue(index, rule, message, fatal=True))
         raise ChainError(message, index=index, rule=rule)
+
+
+class _ChainBuilder:
+    """Builds the AST one message at a time: one method per kind of message, and one
+    to close each kind of node. Sizes are summed as nodes close."""
+
+    __slots__ = (
+        "body",
+        "body_size",
+        "extra_calls",
+        "human",
+        "human_index",
+        "in_section",
+        "pair_ai",
+        "pair_ai_index",
+        "pair_size",
+        "pair_tools",
+        "pair_type",
+        "pending",
+        "report",
+        "sections",
+        "system",
+        "total",
+    )
+
+    def __init__(self, report: _Reporter) -> None:
+        self.report = report
+        self.sections: list[Section] = []
+        self.total = 0
+        # The open section.
+        self.in_section = False
+        self.system: Message | None = None
+        self.human: Message | None = None
+        self.human_index = 0  # input position of ``human``, for error messages
+        self.body: list[BodyPair] = []
+        self.body_size = 0
+        # The open REQUEST_RESPONSE / SUMMARIZATION pair (completions close at once).
+        self.pair_ai: Message | None = None
+        self.pair_ai_index = 0
+        self.pair_type = _REQUEST_RESPONSE
+        self.pair_tools: list[Message] = []
+        self.pair_size = 0
+        self.pending: dict[str, int] = {}  # call id -> calls not answered yet
+        self.extra_calls: list[ToolCall] = []
+
+    # -- one method per role ------------------------------------------------------------
+
+    def tool(self, index: int, message: Message) -> None:
+        """Rule 5 (the pair to join) and rule 7 (results matching its calls)."""
+        if self.pair_ai is None:
+            if not self.in_section:
+                self.report.fatal(index, ParseRule.FIRST_MESSAGE, _FIRST_MESSAGE)
+            orphan_ids = ", ".join(
+                repr(p.tool_call_id) for p in message.parts if type(p) is ToolResult
+            )
+            self.report.problem(
+                index,
+                ParseRule.ORPHAN_TOOL_MESSAGE,
+                f"tool message (results for {orphan_ids or 'no id'}) does not follow "
+                "an AI message with tool calls",
+                "repair drops it",
+            )
+            return
+        pending = self.pending
+        duplicates: list[int] = []
+        for position, part in enumerate(message.parts):
+            if type(part) is not ToolResult:
+                continue
+            call_id = part.tool_call_id
+            left = pending.get(call_id)
+            if left:
+                pending[call_id] = left - 1
+            elif left is None:
+                self._unknown_result(index, part)
+            else:
+                self.report.problem(
+                    index,
+                    ParseRule.DUPLICATE_TOOL_RESULT,
+                    f"second tool result for id {call_id!r}, which is already answered",
+                    "repair drops it",
+                )
+                duplicates.append(position)
+        if duplicates:
+            kept = tuple(p for i, p in enumerate(message.parts) if i not in duplicates)
+            if not any(type(p) is ToolResult for p in kept):
+                return
+            message = trusted_message(_TOOL, kept)
+        self.pair_tools.append(message)
+        self.pair_size += message.size
+
+    def ai(self, index: int, message: Message) -> None:
+        """Rule 4: a completion closes at once, a pair with calls stays open."""
+        if not self.in_section:  # only possible for the first message
+            self.report.fatal(index, ParseRule.FIRST_MESSAGE, _FIRST_MESSAGE)
+        pending = self.pending
+        calls = 0
+        first_name = ""
+        for part in message.parts:
+            if type(part) is ToolCall:
+                if not calls:
+                    first_name = part.name
+                calls += 1
+                pending[part.id] = pending.get(part.id, 0) + 1
+        size = message.size
+        if not calls:
+            self.body.append(trusted_pair(_COMPLETION, message, (), size))
+            self.body_size += size
+            return
+        self.pair_ai = message
+        self.pair_ai_index = index
+        self.pair_type = (
+            _SUMMARIZATION if first_name == SUMMARIZATION_TOOL_NAME else _REQUEST_RESPONSE
+        )
+        self.pair_size = size
+
+    def human_message(self, index: int, message: Message) -> None:
+        """Rule 3: a new section, or the header of one without a body yet."""
+        if self.in_section and not self.body:
+            human = self.human
+            if human is None:
+                self.human = message
+                self.human_index = index
+                return
+            self.report.problem(
+                index,
+                ParseRule.CONSECUTIVE_HUMAN,
+                f"human message right after the human message at message {self.human_index}",
+                "repair merges its parts into that message",
+            )
+            self.human = trusted_message(
+                _HUMAN, human.parts + message.parts, human.size + message.size
+            )
+            return
+        if self.in_section:
+            self.close_section()
+        self.human = message
+        self.human_index = index
+        self.in_section = True
+
+    def system_message(self, index: int, message: Message) -> None:
+        """Rule 2: only the first message may be a system message."""
+        if index != 0:
+            self.report.fatal(
+                index,
+                ParseRule.SYSTEM_POSITION,
+                "a system message may only open the chain (found after the first section began)",
+            )
+        self.system = message
+        self.in_section = True
+
+    # -- closing nodes -------------------------------------------------------------------
+
+    def _unknown_result(self, index: int, result: ToolResult) -> None:
+        """Rule 7: repair adds a call for a result that answers none."""
+        call_id = result.tool_call_id
+        self.report.problem(
+            index,
+            ParseRule.UNKNOWN_TOOL_RESULT,
+            f"tool result for id {call_id!r} answers no tool call of the AI message "
+            f"at message {self.pair_ai_index}",
+            "repair adds a matching tool call to that AI message",
+        )
+        self.extra_calls.append(ToolCall(id=call_id, name=result.name, arguments="{}"))
+        self.pending[call_id] = 0
+
+    def close_pair(self) -> None:
+        """Rule 6: calls still pending get fallback results."""
+        ai = self.pair_ai
+        assert ai is not None
+        size = self.pair_size
+        if self.extra_calls:
+            grown = trusted_message(_AI, ai.parts + tuple(self.extra_calls))
+            size += grown.size - ai.size
+            ai = grown
+            self.extra_calls = []
+        tools = self.pair_tools
+        if any(self.pending.values()):
+            for fallback in self._fallback_results(ai):
+                tools.append(fallback)
+                size += fallback.size
+        self.body.append(trusted_pair(self.pair_type, ai, tuple(tools), size))
+        self.body_size += size
+        self.pair_ai = None
+        self.pair_tools = []
+        self.pending = {}
+
+    def _fallback_results(self, ai: Message) -> list[Message]:
+        missing: list[ToolCall] = []
+        counts = dict(self.pending)
+        for part in ai.parts:
+            if type(part) is ToolCall and counts.get(part.id, 0) > 0:
+                counts[part.id] -= 1
+                missing.append(part)
+        self.report.problem(
+            self.pair_ai_index,
+            ParseRule.MISSING_TOOL_RESULT,
+            f"tool calls without results: {', '.join(repr(c.id) for c in missing)}",
+            "repair adds a fallback result for each",
+        )
+        return [
+            trusted_message(
+                _TOOL,
+                (
+                    ToolResult(
+                        tool_call_id=call.id, name=call.name, content=FALLBACK_RESPONSE_CONTENT
+                    ),
+                ),
+            )
+            for call in missing
+        ]
+
+    def close_section(self) -> None:
+        system, human = self.system, self.human
+        header_size = (system.size if system is not None else 0) + (
+            human.size if human is not None else 0
+        )
+        size = header_size + self.body_size
+        header = trusted_header(system, human, header_size)
+        self.sections.append(trusted_section(header, tuple(self.body), size))
+        self.total += size
+        self.system = self.human = None
+        self.body = []
+        self.body_size = 0
+        self.in_section = False
+
+    def finish(self) -> ChainAST:
+        if self.pair_ai is not None:
+            self.close_pair()
+        if self.in_section:
+            self.close_section()
+        return trusted_chain(tuple(self.sections), self.total)
 
 
 def parse_chain(
@@ -101,206 +338,28 @@ def parse_chain(
     repair: bool = False,
     issues: list[ChainIssue] | None = None,
 ) -> ChainAST:
-    """Parse ``messages`` into a :class:`ChainAST` (see the module docstring for rules)."""
-    report = _Reporter(repair, issues)
-    sections: list[Section] = []
+    """Parse ``messages`` into a :class:`ChainAST` (see the module docstring for rules).
 
-    # The open section.
-    system: Message | None = None
-    human: Message | None = None
-    human_index = 0  # input position of ``human``, for error messages
-    body: list[BodyPair] = []
-    body_size = 0
-    in_section = False
-
-    # The open body pair (REQUEST_RESPONSE / SUMMARIZATION only; completions close at once).
-    pair_ai: Message | None = None
-    pair_ai_index = 0
-    pair_type = _REQUEST_RESPONSE
-    pair_tools: list[Message] = []
-    pair_size = 0
-    pending: dict[str, int] = {}  # call id -> calls not answered yet
-    extra_calls: list[ToolCall] = []
-
-    total = 0
-
-    def close_pair() -> None:
-        nonlocal pair_ai, body_size, pair_size, pending, pair_tools, extra_calls
-        ai = pair_ai
-        assert ai is not None
-        tools = pair_tools
-        if extra_calls:
-            ai = trusted_message(_AI, ai.parts + tuple(extra_calls))
-            pair_size += ai.size - pair_ai.size  # type: ignore[union-attr]
-        if any(pending.values()):
-            missing: list[ToolCall] = []
-            counts = dict(pending)
-            for part in ai.parts:
-                if type(part) is ToolCall and counts.get(part.id, 0) > 0:
-                    counts[part.id] -= 1
-                    missing.append(part)
-            ids = ", ".join(repr(c.id) for c in missing)
-            report.problem(
-                pair_ai_index,
-                "missing-tool-result",
-                f"tool calls without results: {ids}",
-                "repair adds a fallback result for each",
-            )
-            for call in missing:
-                fallback = trusted_message(
-                    _TOOL,
-                    (
-                        ToolResult(
-                            tool_call_id=call.id, name=call.name, content=FALLBACK_RESPONSE_CONTENT
-                        ),
-                    ),
-                )
-                tools.append(fallback)
-                pair_size += fallback.size
-        body.append(BodyPair._trusted(pair_type, ai, tuple(tools), pair_size))
-        body_size += pair_size
-        pair_ai = None
-        pair_tools = []
-        pending = {}
-        extra_calls = []
-
-    def close_section() -> None:
-        nonlocal system, human, body, body_size, total, in_section
-        header_size = (system.size if system is not None else 0) + (
-            human.size if human is not None else 0
-        )
-        size = header_size + body_size
-        sections.append(
-            Section._trusted(Header._trusted(system, human, header_size), tuple(body), size)
-        )
-        total += size
-        system = human = None
-        body = []
-        body_size = 0
-        in_section = False
-
-    index = -1
+    Strict by default: the first broken rule raises :class:`ChainError`. With
+    ``repair`` the repairs are made and, when ``issues`` is a list, recorded in it.
+    """
+    builder = _ChainBuilder(_Reporter(repair, issues))
+    tool, ai, human = builder.tool, builder.ai, builder.human_message
     for index, item in enumerate(messages):
         message = item if type(item) is Message else to_message(item, index)
         role = message.role
-
         if role is _TOOL:
-            if pair_ai is None:
-                if not in_section:
-                    report.fatal(index, "first-message", _FIRST_MESSAGE)
-                orphan_ids = ", ".join(
-                    repr(p.tool_call_id) for p in message.parts if type(p) is ToolResult
-                )
-                report.problem(
-                    index,
-                    "orphan-tool-message",
-                    f"tool message (results for {orphan_ids or 'no id'}) does not follow "
-                    "an AI message with tool calls",
-                    "repair drops it",
-                )
-                continue
-            duplicates: list[int] = []
-            for position, part in enumerate(message.parts):
-                if type(part) is not ToolResult:
-                    continue
-                call_id = part.tool_call_id
-                left = pending.get(call_id)
-                if left:
-                    pending[call_id] = left - 1
-                elif left is None:
-                    report.problem(
-                        index,
-                        "unknown-tool-result",
-                        f"tool result for id {call_id!r} answers no tool call of the AI message "
-                        f"at message {pair_ai_index}",
-                        "repair adds a matching tool call to that AI message",
-                    )
-                    extra_calls.append(ToolCall(id=call_id, name=part.name, arguments="{}"))
-                    pending[call_id] = 0
-                else:
-                    report.problem(
-                        index,
-                        "duplicate-tool-result",
-                        f"second tool result for id {call_id!r}, which is already answered",
-                        "repair drops it",
-                    )
-                    duplicates.append(position)
-            if duplicates:
-                kept = tuple(p for i, p in enumerate(message.parts) if i not in duplicates)
-                if not any(type(p) is ToolResult for p in kept):
-                    continue
-                message = trusted_message(_TOOL, kept)
-            pair_tools.append(message)
-            pair_size += message.size
+            tool(index, message)
             continue
-
-        if pair_ai is not None:
-            close_pair()
-
+        if builder.pair_ai is not None:
+            builder.close_pair()
         if role is _AI:
-            if not in_section:  # only possible for the first message
-                report.fatal(index, "first-message", _FIRST_MESSAGE)
-            calls = 0
-            first_name = ""
-            for part in message.parts:
-                if type(part) is ToolCall:
-                    if not calls:
-                        first_name = part.name
-                    calls += 1
-                    pending[part.id] = pending.get(part.id, 0) + 1
-            size = message.size
-            if not calls:
-                body.append(BodyPair._trusted(_COMPLETION, message, (), size))
-                body_size += size
-                continue
-            pair_ai = message
-            pair_ai_index = index
-            pair_type = (
-                _SUMMARIZATION if first_name == SUMMARIZATION_TOOL_NAME else _REQUEST_RESPONSE
-            )
-            pair_size = size
-            continue
-
-        if role is _HUMAN:
-            if in_section and not body:
-                if human is None:
-                    human = message
-                    human_index = index
-                    continue
-                report.problem(
-                    index,
-                    "consecutive-human",
-                    f"human message right after the human message at message {human_index}",
-                    "repair merges its parts into that message",
-                )
-                human = trusted_message(
-                    _HUMAN, human.parts + message.parts, human.size + message.size
-                )
-                continue
-            if in_section:
-                close_section()
-            human = message
-            human_index = index
-            in_section = True
-            continue
-
-        # System message.
-        if index != 0:
-            report.fatal(
-                index,
-                "system-position",
-                "a system message may only open the chain (found after the first section began)",
-            )
-        system = message
-        in_section = True
-
-    if index >= 0 and not in_section:
-        raise AssertionError("unreachable: a non-empty chain always opens a section")
-    if pair_ai is not None:
-        close_pair()
-    if in_section:
-        close_section()
-    return ChainAST._trusted(tuple(sections), total)
+            ai(index, message)
+        elif role is _HUMAN:
+            human(index, message)
+        else:
+            builder.system_message(index, message)
+    return builder.finish()
 
 
 def diagnose(messages: Iterable[Message | dict[str, Any]]) -> list[ChainIssue]:

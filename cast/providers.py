@@ -20,7 +20,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
-from cast.errors import ChainError
+from cast.errors import ParseRule, UnknownProviderError
 from cast.ids import IdTemplate, TemplateLike, as_template
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "ReasoningScope",
     "Rule",
     "SystemPlacement",
-    "UnknownProviderError",
     "get_provider",
     "register_provider",
     "resolve_provider",
@@ -89,14 +88,14 @@ class SystemPlacement(StrEnum):
 class Rule(StrEnum):
     """The rules a chain can break; lint reports them, port repairs them."""
 
-    # Structure (cast.parse rules; the names are the parser's).
-    FIRST_MESSAGE = "first-message"
-    SYSTEM_POSITION = "system-position"
-    CONSECUTIVE_HUMAN = "consecutive-human"
-    ORPHAN_TOOL_MESSAGE = "orphan-tool-message"
-    UNKNOWN_TOOL_RESULT = "unknown-tool-result"
-    DUPLICATE_TOOL_RESULT = "duplicate-tool-result"
-    MISSING_TOOL_RESULT = "missing-tool-result"
+    # Structure: the parse rules, named once in cast.errors.ParseRule.
+    FIRST_MESSAGE = ParseRule.FIRST_MESSAGE.value
+    SYSTEM_POSITION = ParseRule.SYSTEM_POSITION.value
+    CONSECUTIVE_HUMAN = ParseRule.CONSECUTIVE_HUMAN.value
+    ORPHAN_TOOL_MESSAGE = ParseRule.ORPHAN_TOOL_MESSAGE.value
+    UNKNOWN_TOOL_RESULT = ParseRule.UNKNOWN_TOOL_RESULT.value
+    DUPLICATE_TOOL_RESULT = ParseRule.DUPLICATE_TOOL_RESULT.value
+    MISSING_TOOL_RESULT = ParseRule.MISSING_TOOL_RESULT.value
     # Tool-call ids.
     TOOL_CALL_ID_FORMAT = "tool-call-id-format"
     TOOL_CALL_ID_TOO_LONG = "tool-call-id-too-long"
@@ -110,21 +109,6 @@ class Rule(StrEnum):
     # Roles.
     FIRST_TURN_NOT_HUMAN = "first-turn-not-human"
     TOOL_THEN_HUMAN = "tool-then-human"
-
-
-class UnknownProviderError(ChainError):
-    """A provider name that is not registered; the message lists the known names."""
-
-    def __init__(self, name: str, known: list[str]) -> None:
-        self.name = name
-        self.known = tuple(known)
-        super().__init__(
-            f"unknown provider {name!r}; known providers: {', '.join(known)}",
-            rule="unknown-provider",
-        )
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (UnknownProviderError, (self.name, list(self.known)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +270,9 @@ _GEMINI_MISSING_SIGNATURE = (
     "performance. Additional data, function call `default_api:{name}` , position {index}. "
     "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
 )  # paws#103, chatbox#3308
-_GEMINI_ORPHAN = "Please ensure that function response turn comes immediately after a function call turn."  # langchain#27799
+_GEMINI_ORPHAN = (  # langchain#27799
+    "Please ensure that function response turn comes immediately after a function call turn."
+)
 _GEMINI_ERRORS = {
     Rule.MISSING_TOOL_RESULT: (
         "Please ensure that the number of function response parts is equal to the number of "

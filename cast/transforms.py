@@ -7,19 +7,18 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
+from cast._fast import (
+    trusted_chain,
+    trusted_header,
+    trusted_message,
+    trusted_pair,
+    trusted_section,
+    with_field,
+)
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.errors import ChainError, IdTemplateError
 from cast.ids import IdTemplate, TemplateLike, as_template
-from cast.messages import (
-    Message,
-    Role,
-    TextPart,
-    ToolCall,
-    ToolResult,
-    replace_field,
-    trusted_message,
-    utf8_len,
-)
+from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
 
 __all__ = [
     "add_tool_response",
@@ -28,20 +27,12 @@ __all__ = [
     "contains_tool_call_reasoning",
     "extract_reasoning_message",
     "map_messages",
+    "map_tool_call_arguments",
     "normalize_tool_call_ids",
     "sanitize_arguments",
     "sanitize_tool_call_arguments",
 ]
 
-_MAX_ID_ATTEMPTS = 64
-
-
-def _rebuild_pair(pair: BodyPair, ai: Message, tools: tuple[Message, ...]) -> BodyPair:
-    return BodyPair._trusted(pair.type, ai, tools, ai.size + sum(m.size for m in tools))
-
-
-def _rebuild_section(section: Section, header: Header, body: tuple[BodyPair, ...]) -> Section:
-    return Section._trusted(header, body, header.size + sum(p.size for p in body))
 
 
 def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> ChainAST:
@@ -60,7 +51,7 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
         if new_system is not None or new_human is not None:
             system = new_system or system
             human = new_human or human
-            header = Header._trusted(
+            header = trusted_header(
                 system,
                 human,
                 (system.size if system else 0) + (human.size if human else 0),
@@ -76,8 +67,8 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
                 continue
             body_changed = True
             body.append(
-                _rebuild_pair(
-                    pair,
+                trusted_pair(
+                    pair.type,
                     ai or pair.ai_message,
                     tuple(n or o for n, o in zip(new_tools, tools, strict=True)),
                 )
@@ -86,12 +77,10 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
             sections.append(section)
             continue
         changed_any = True
-        sections.append(
-            _rebuild_section(section, header, tuple(body) if body_changed else section.body)
-        )
+        sections.append(trusted_section(header, tuple(body) if body_changed else section.body))
     if not changed_any:
         return ast
-    return ChainAST._trusted(tuple(sections))
+    return trusted_chain(tuple(sections))
 
 
 # -- tool-call ids -----------------------------------------------------------------------
@@ -151,11 +140,11 @@ def normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
             renamed = _rename_pair_calls(pair, positions, new_id)
             section_delta += renamed.size - pair.size
             body[p_index] = renamed
-        sections[s_index] = Section._trusted(
+        sections[s_index] = trusted_section(
             section.header, tuple(body), section.size + section_delta
         )
         total_delta += section_delta
-    return ChainAST._trusted(tuple(sections), ast.size + total_delta)
+    return trusted_chain(tuple(sections), ast.size + total_delta)
 
 
 def _group_by_section(
@@ -180,19 +169,12 @@ def _id_generator(tmpl: IdTemplate, used: set[str]) -> Callable[[str, str], str]
     replaced before, so a chain that grows keeps the ids it was already given.
     """
     replaced: dict[str, int] = {}
-    generate = tmpl.generate
+    generate_unused = tmpl.generate_unused
 
     def new_id(old_id: str, name: str) -> str:
         occurrence = replaced.get(old_id, 0)
         replaced[old_id] = occurrence + 1
-        for attempt in range(_MAX_ID_ATTEMPTS):
-            new = generate(name, seed=f"{old_id}\x1f{name}\x1f{occurrence}\x1f{attempt}")
-            if new not in used:
-                used.add(new)
-                return new
-        raise IdTemplateError(
-            f"id template {tmpl.pattern!r} keeps producing ids already used in the chain"
-        )
+        return generate_unused(name, seed=f"{old_id}\x1f{name}\x1f{occurrence}", used=used)
 
     return new_id
 
@@ -213,7 +195,7 @@ def _rename_pair_calls(
         old_id = part.id
         new = new_id(old_id, part.name)
         mapping[old_id] = new
-        parts[position] = replace_field(part, "id", new)
+        parts[position] = with_field(part, "id", new)
         delta += utf8_len(new) - utf8_len(old_id)
     new_ai = trusted_message(Role.AI, tuple(parts), ai.size + delta)
     tools: list[Message] = []
@@ -226,7 +208,7 @@ def _rename_pair_calls(
                 tools.append(message)
                 continue
             step = utf8_len(renamed) - utf8_len(part.tool_call_id)
-            result = replace_field(part, "tool_call_id", renamed)
+            result = with_field(part, "tool_call_id", renamed)
             tools.append(trusted_message(Role.TOOL, (result,), message.size + step))
             delta += step
             continue
@@ -237,7 +219,7 @@ def _rename_pair_calls(
             if type(part) is ToolResult and part.tool_call_id in mapping:
                 new = mapping[part.tool_call_id]
                 step += utf8_len(new) - utf8_len(part.tool_call_id)
-                new_parts[index] = replace_field(part, "tool_call_id", new)
+                new_parts[index] = with_field(part, "tool_call_id", new)
                 changed = True
         tools.append(
             trusted_message(Role.TOOL, tuple(new_parts), message.size + step)
@@ -245,7 +227,7 @@ def _rename_pair_calls(
             else message
         )
         delta += step
-    return BodyPair._trusted(pair.type, new_ai, tuple(tools), pair.size + delta)
+    return trusted_pair(pair.type, new_ai, tuple(tools), pair.size + delta)
 
 
 def _rename_pair_calls_in_order(
@@ -264,7 +246,7 @@ def _rename_pair_calls_in_order(
         old_id = part.id
         if position in rename:
             new = new_id(old_id, part.name)
-            parts[position] = replace_field(part, "id", new)
+            parts[position] = with_field(part, "id", new)
             size_delta += utf8_len(new) - utf8_len(old_id)
         else:
             new = old_id
@@ -283,7 +265,7 @@ def _rename_pair_calls_in_order(
                 continue
             new = ids.pop(0) if len(ids) > 1 else ids[0]
             if new != part.tool_call_id:
-                tool_parts[position] = replace_field(part, "tool_call_id", new)
+                tool_parts[position] = with_field(part, "tool_call_id", new)
                 delta += utf8_len(new) - utf8_len(part.tool_call_id)
                 changed = True
         tools.append(
@@ -291,7 +273,7 @@ def _rename_pair_calls_in_order(
             if changed
             else message
         )
-    return _rebuild_pair(pair, new_ai, tuple(tools))
+    return trusted_pair(pair.type, new_ai, tuple(tools))
 
 
 # -- reasoning ---------------------------------------------------------------------------
@@ -305,7 +287,7 @@ def _without_reasoning(message: Message) -> Message | None:
     else:
         return None
     new_parts = tuple(
-        replace_field(p, "reasoning", None)
+        with_field(p, "reasoning", None)
         if (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None
         else p
         for p in parts
@@ -383,7 +365,9 @@ def sanitize_arguments(arguments: str) -> str:
     return fixed
 
 
-def _sanitized(message: Message) -> Message | None:
+def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Message | None:
+    """The AI message with each tool call's arguments replaced by ``fix(arguments)``;
+    ``None`` when ``fix`` changes none of them (or the message is not an AI message)."""
     if message.role is not Role.AI:
         return None
     parts = message.parts
@@ -391,14 +375,18 @@ def _sanitized(message: Message) -> Message | None:
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
             continue
-        fixed = sanitize_arguments(part.arguments)
+        fixed = fix(part.arguments)
         if fixed != part.arguments:
             if new_parts is None:
                 new_parts = list(parts)
-            new_parts[position] = replace_field(part, "arguments", fixed)
+            new_parts[position] = with_field(part, "arguments", fixed)
     if new_parts is None:
         return None
     return trusted_message(Role.AI, tuple(new_parts))
+
+
+def _sanitized(message: Message) -> Message | None:
+    return map_tool_call_arguments(message, sanitize_arguments)
 
 
 def sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
@@ -423,19 +411,19 @@ def append_human_message(ast: ChainAST, text: str) -> ChainAST:
     sections = ast.sections
     if not sections or sections[-1].body:
         human = trusted_message(Role.HUMAN, (part,))
-        section = Section._trusted(Header._trusted(None, human, human.size), (), human.size)
-        return ChainAST._trusted((*sections, section), ast.size + human.size)
+        section = trusted_section(trusted_header(None, human, human.size), (), human.size)
+        return trusted_chain((*sections, section), ast.size + human.size)
     last = sections[-1]
     header = last.header
     old = header.human_message
     human = trusted_message(Role.HUMAN, (part,) if old is None else (*old.parts, part))
-    new_header = Header._trusted(
+    new_header = trusted_header(
         header.system_message,
         human,
         (header.system_message.size if header.system_message else 0) + human.size,
     )
-    new_last = _rebuild_section(last, new_header, last.body)
-    return ChainAST._trusted((*sections[:-1], new_last))
+    new_last = trusted_section(new_header, last.body)
+    return trusted_chain((*sections[:-1], new_last))
 
 
 def add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str) -> ChainAST:
@@ -454,8 +442,8 @@ def add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str)
             new_pair = _set_result(pair, tool_call_id, name, content)
             body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
             new_sections = list(sections)
-            new_sections[s_index] = _rebuild_section(section, section.header, body)
-            return ChainAST._trusted(tuple(new_sections))
+            new_sections[s_index] = trusted_section(section.header, body)
+            return trusted_chain(tuple(new_sections))
     raise ChainError(
         f"no tool call with id {tool_call_id!r} in the chain", rule="unknown-tool-call"
     )
@@ -471,7 +459,7 @@ def _set_result(pair: BodyPair, tool_call_id: str, name: str, content: str) -> B
                     tool_call_id=tool_call_id, name=part.name, content=content
                 )
                 tools[m_index] = trusted_message(Role.TOOL, tuple(parts))
-                return _rebuild_pair(pair, pair.ai_message, tuple(tools))
+                return trusted_pair(pair.type, pair.ai_message, tuple(tools))
     result = ToolResult(tool_call_id=tool_call_id, name=name, content=content)
     tools.append(trusted_message(Role.TOOL, (result,)))
-    return _rebuild_pair(pair, pair.ai_message, tuple(tools))
+    return trusted_pair(pair.type, pair.ai_message, tuple(tools))

@@ -28,7 +28,7 @@ from csum.budget import (
 )
 from csum.compactor import EARLIER_CONVERSATION_TEXT, CompactionResult, Compactor
 from csum.config import SummarizerConfig
-from csum.errors import SummarizationError
+from csum.errors import CsumError, HandlerError, PromptFormatError, SummarizationError
 from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.prompt import messages_to_prompt
 from csum.summarizer import Summarizer, SummaryResult
@@ -42,8 +42,11 @@ __all__ = [
     "CompactionReason",
     "CompactionResult",
     "Compactor",
+    "CsumError",
     "EstimatedTokens",
+    "HandlerError",
     "HandlerLedger",
+    "PromptFormatError",
     "RetryPolicy",
     "RobustHandler",
     "SummarizationError",

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.lowlevel
 
-from cast import BodyPair, Message
-from cast.messages import utf8_len
+from cast import BodyPair, Message, utf8_len
 from csum.errors import SummarizationError
 from csum.prompt import messages_to_prompt
 

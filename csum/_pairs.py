@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cast.ast import BodyPair, BodyPairType, Header, Section
-from cast.ids import IdTemplate
-from cast.messages import Message, TextPart
+from cast import BodyPair, BodyPairType, IdTemplate, Message, Section, TextPart
 from csum._style import SummaryStyle
 
 __all__ = [
@@ -14,7 +12,6 @@ __all__ = [
     "human_of",
     "is_summarized",
     "messages_of",
-    "rebuild_section",
     "summary_pair",
     "summary_type",
 ]
@@ -91,7 +88,3 @@ def summary_pair(
 def human_of(section: Section) -> list[Message]:
     human = section.header.human_message
     return [] if human is None else [human]
-
-
-def rebuild_section(header: Header, body: tuple[BodyPair, ...]) -> Section:
-    return Section._trusted(header, body, header.size + sum(p.size for p in body))

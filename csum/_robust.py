@@ -28,16 +28,8 @@ from dataclasses import dataclass
 
 import anyio
 
-from cast.messages import (
-    Message,
-    Reasoning,
-    Role,
-    TextPart,
-    ToolCall,
-    ToolResult,
-    trusted_message,
-    utf8_len,
-)
+from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
+from cast.messages import utf8_len
 from csum._calls import SummarizeHandler
 from csum._retry import RetryPolicy
 from csum.prompt import (
@@ -302,12 +294,12 @@ def split_prompt(prompt: str, max_bytes: int) -> list[str]:
 def _messages(entries: Sequence[PromptEntry]) -> list[Message]:
     """Messages rebuilt from prompt entries (placeholders for images and binaries)."""
     out: list[Message] = []
-    parts: list[object] = []
+    parts: list[TextPart | ToolCall | ToolResult] = []
     current: tuple[int, str] | None = None
 
     def flush() -> None:
         if current is not None and parts:
-            out.append(trusted_message(Role(current[1]), tuple(parts)))
+            out.append(Message.from_parts(Role(current[1]), tuple(parts)))
 
     for entry in entries:
         key = (entry.message_index, entry.role)
@@ -339,7 +331,7 @@ def _cut_context(messages: list[Message], max_bytes: int) -> list[Message]:
             room -= message.size
             continue
         if room > 64:
-            kept.append(trusted_message(message.role, (TextPart(text=_head(message, room)),)))
+            kept.append(Message.from_parts(message.role, (TextPart(text=_head(message, room)),)))
         break
     kept.reverse()
     return kept
@@ -372,19 +364,19 @@ def _cut_message(message: Message, room: int) -> list[Message]:
         if type(part) is ToolResult:
             text, make = part.content, _result_maker(part)
         else:
-            text, make = "\n".join(_strings(trusted_message(message.role, (part,)))), _text_part
-        out.extend(trusted_message(message.role, (make(p),)) for p in _split_text(text, room))
+            text, make = "\n".join(_strings(Message.from_parts(message.role, (part,)))), _text_part
+        out.extend(Message.from_parts(message.role, (make(p),)) for p in _split_text(text, room))
     return out
 
 
-def _result_maker(result: ToolResult) -> Callable[[str], object]:
-    def make(piece: str) -> object:
+def _result_maker(result: ToolResult) -> Callable[[str], TextPart | ToolResult]:
+    def make(piece: str) -> TextPart | ToolResult:
         return ToolResult(tool_call_id=result.tool_call_id, name=result.name, content=piece)
 
     return make
 
 
-def _text_part(piece: str) -> object:
+def _text_part(piece: str) -> TextPart | ToolResult:
     return TextPart(text=piece)
 
 

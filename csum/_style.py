@@ -22,11 +22,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cast.ast import BodyPair, BodyPairType
-from cast.ids import IdTemplate
-from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, trusted_message
-from cast.providers import ProviderProfile, ReasoningPolicy, resolve_provider
-from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
+from cast import (
+    BodyPair,
+    BodyPairType,
+    IdTemplate,
+    Message,
+    ProviderProfile,
+    Reasoning,
+    ReasoningPolicy,
+    Role,
+    TextPart,
+    ToolCall,
+    contains_tool_call_reasoning,
+    extract_reasoning_message,
+    get_provider,
+)
 
 __all__ = ["SummaryStyle", "summary_style"]
 
@@ -75,8 +85,9 @@ class SummaryStyle:
         """A COMPLETION summary pair holding ``text`` (already prefixed)."""
         if not self.needs_reasoning_content:
             return BodyPair.completion(text)
-        message = trusted_message(Role.AI, (TextPart(text=text, reasoning=Reasoning()),))
-        return BodyPair._trusted(BodyPairType.COMPLETION, message, (), message.size)
+        return BodyPair.build(
+            Message.from_parts(Role.AI, (TextPart(text=text, reasoning=Reasoning()),))
+        )
 
     def with_reasoning_content(self, pair: BodyPair) -> BodyPair:
         """A SUMMARIZATION pair whose AI message carries (empty) reasoning content."""
@@ -86,13 +97,9 @@ class SummaryStyle:
         ):
             return pair
         new_parts = tuple(
-            p.model_copy(update={"reasoning": Reasoning()}) if type(p) is ToolCall else p
-            for p in parts
+            p.evolve(reasoning=Reasoning()) if type(p) is ToolCall else p for p in parts
         )
-        ai = trusted_message(Role.AI, new_parts)
-        return BodyPair._trusted(
-            pair.type, ai, pair.tool_messages, ai.size + sum(m.size for m in pair.tool_messages)
-        )
+        return pair.evolve(ai_message=pair.ai_message.evolve(parts=new_parts))
 
     def floor(self, kind: BodyPairType) -> int:
         """The size of a summary pair of this kind with an empty summary: replacing
@@ -128,7 +135,9 @@ def summary_style(
     """The style for a run: a target's own template unless one was given (which must
     then produce ids the target accepts). ``allow_growth=None`` means: growth allowed
     only without a target (the contract's reference behaviour)."""
-    profile = None if target is None else resolve_provider(target)
+    profile = (
+        target if target is None or isinstance(target, ProviderProfile) else get_provider(target)
+    )
     if profile is not None:
         if not template_given:
             id_template = profile.id_template

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cast.ast import BodyPair, BodyPairType, ChainAST
-from cast.constants import SUMMARIZATION_TOOL_NAME
-from cast.ids import IdTemplate
-from cast.messages import Role, ToolCall, replace_field, trusted_message
-from csum._pairs import rebuild_section
+from cast import SUMMARIZATION_TOOL_NAME, BodyPair, BodyPairType, ChainAST, IdTemplate, ToolCall
 
 __all__ = ["unique_summary_ids"]
 
@@ -41,26 +37,21 @@ def unique_summary_ids(
             if call_id not in seen:
                 seen.add(call_id)
                 continue
-            attempt = 0
-            while call_id in seen:
-                attempt += 1
-                call_id = template.generate(
-                    SUMMARIZATION_TOOL_NAME, seed=f"{pair.tool_calls[0].id}\x1f{attempt}"
-                )
-            seen.add(call_id)
+            call_id = template.generate_unused(SUMMARIZATION_TOOL_NAME, seed=call_id, used=seen)
             body[p_index] = _renamed_summary(pair, call_id)
             renamed = changed = True
         if renamed:
-            sections[s_index] = rebuild_section(section.header, tuple(body))
-    return ChainAST._trusted(tuple(sections)) if changed else ast
+            sections[s_index] = section.evolve(body=body)
+    return ChainAST.build(sections) if changed else ast
 
 
 def _renamed_summary(pair: BodyPair, call_id: str) -> BodyPair:
     """A SUMMARIZATION pair with its call (and result) given a new id."""
-    ai_parts = tuple(
-        replace_field(p, "id", call_id) if type(p) is ToolCall else p for p in pair.ai_message.parts
+    ai = pair.ai_message
+    tool = pair.tool_messages[0]
+    return pair.evolve(
+        ai_message=ai.evolve(
+            parts=[p.evolve(id=call_id) if type(p) is ToolCall else p for p in ai.parts]
+        ),
+        tool_messages=[tool.evolve(parts=[tool.parts[0].evolve(tool_call_id=call_id)])],
     )
-    result = pair.tool_messages[0].parts[0]
-    ai = trusted_message(Role.AI, ai_parts)
-    tool = trusted_message(Role.TOOL, (replace_field(result, "tool_call_id", call_id),))
-    return BodyPair._trusted(pair.type, ai, (tool,), ai.size + tool.size)

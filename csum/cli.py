@@ -1,8 +1,11 @@
-"""The ``csum`` command line: summarize a chain file to fit a byte budget.
+"""The ``csum`` command line: summarize a chain file to fit a budget.
 
 ``csum summarize FILE`` prints the sizes before and after, the handler calls and the
 time (to standard error), and writes the summarized chain in the input's format.
-Without ``--handler`` it uses the offline extractive handler: no model, no API key.
+``--budget`` bounds the whole chain (the :class:`~csum.compactor.Compactor`);
+``--last-section-budget`` runs the reference algorithm instead, which bounds the
+sections in progress. Without ``--handler`` it uses the offline extractive handler: no
+model, no API key.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ import sys
 import time
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from typing import Any, TextIO
 
 import anyio
 
+from cast import DEFAULT_TOOL_CALL_ID_TEMPLATE, ChainError, ChainIssue, IdTemplate, Message
 from cast.chainio import (
     decode_chain,
     encode_chain,
@@ -29,12 +34,12 @@ from cast.chainio import (
     run_console,
     write_json,
 )
-from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
-from cast.errors import ChainError
-from cast.ids import IdTemplate
+from csum._calls import SummarizeHandler
+from csum.budget import Budget
+from csum.compactor import Compactor
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
-from csum.summarizer import Summarizer, SummaryResult
+from csum.summarizer import Summarizer
 
 __all__ = ["EXAMPLE", "entrypoint", "main", "main_parser"]
 
@@ -61,24 +66,39 @@ def main_parser() -> argparse.ArgumentParser:
     summarize.add_argument(
         "--format", "-f", help=f"input format, also used for output: {', '.join(known_formats())}"
     )
-    summarize.add_argument(
+    bound = summarize.add_mutually_exclusive_group()
+    bound.add_argument(
         "--budget",
-        default="50KiB",
-        help="byte budget of the active (last) sections, e.g. 50KiB, 2MB (default: 50KiB)",
+        help="budget of the whole chain, e.g. 50KiB, 2MB (default: 50KiB); "
+        "with --tokens, a number of tokens",
+    )
+    bound.add_argument(
+        "--last-section-budget",
+        help="reference algorithm instead: byte budget of the active (last) sections only",
     )
     summarize.add_argument(
+        "--tokens", action="store_true", help="--budget is a number of tokens (estimated)"
+    )
+    summarize.add_argument(
+        "--target-ratio",
+        type=float,
+        default=0.6,
+        help="with --budget: share of the budget the chain is brought down to (default 0.6)",
+    )
+    reference = summarize.add_argument_group("reference algorithm (with --last-section-budget)")
+    reference.add_argument(
         "--pair-budget",
         help="size over which an older pair is summarized alone (default: budget/3, max 16KiB)",
     )
-    summarize.add_argument(
-        "--keep-sections", type=int, default=1, help="newest sections kept with all their pairs"
+    reference.add_argument(
+        "--keep-sections", type=int, help="newest sections kept with all their pairs (default 1)"
     )
-    summarize.add_argument(
+    reference.add_argument(
         "--qa",
         action="store_true",
         help="also fold the oldest sections into one (QA summarization)",
     )
-    summarize.add_argument(
+    reference.add_argument(
         "--qa-budget", help="chain size that triggers QA summarization (default: 2x budget)"
     )
     summarize.add_argument(
@@ -92,7 +112,8 @@ def main_parser() -> argparse.ArgumentParser:
     ids = summarize.add_mutually_exclusive_group()
     ids.add_argument(
         "--target",
-        help="provider the chain is sent to: summary tool calls get ids in its format",
+        help="provider the chain is sent to: the summaries break none of its rules "
+        "(ids, reasoning, role order)",
     )
     ids.add_argument(
         "--id-template",
@@ -103,23 +124,47 @@ def main_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_REFERENCE_ONLY = ("pair_budget", "keep_sections", "qa", "qa_budget")
+
+
 def _config(args: argparse.Namespace) -> SummarizerConfig:
-    budget = parse_size(args.budget)
+    budget = parse_size(args.last_section_budget)
     pair_budget = (
         parse_size(args.pair_budget) if args.pair_budget else min(16384, max(budget // 3, 1))
     )
     qa_budget = parse_size(args.qa_budget) if args.qa_budget else 2 * budget
-    if args.keep_sections < 1:
+    keep_sections = 1 if args.keep_sections is None else args.keep_sections
+    if keep_sections < 1:
         raise ValueError("--keep-sections must be at least 1")
     if args.max_concurrency is not None and args.max_concurrency < 1:
         raise ValueError("--max-concurrency must be at least 1")
     return SummarizerConfig(
         last_section_bytes=budget,
         max_body_pair_bytes=pair_budget,
-        keep_qa_sections=args.keep_sections,
+        keep_qa_sections=keep_sections,
         use_qa=args.qa,
         max_qa_bytes=qa_budget,
     )
+
+
+def _budget(args: argparse.Namespace) -> Budget:
+    """The whole-chain budget of ``--budget`` (bytes, or tokens with ``--tokens``)."""
+    for name in _REFERENCE_ONLY:
+        if getattr(args, name) not in (None, False):
+            option = "--" + name.replace("_", "-")
+            raise ValueError(
+                f"{option} applies to the reference algorithm: use it with --last-section-budget"
+            )
+    if args.max_concurrency is not None:
+        raise ValueError(
+            "--max-concurrency applies to --last-section-budget (--budget makes one call)"
+        )
+    text = args.budget or "50KiB"
+    if args.tokens:
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"invalid token budget {text!r}: use a positive whole number")
+        return Budget.tokens(int(text))
+    return Budget.bytes(parse_size(text))
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, str]:
@@ -153,7 +198,20 @@ class _Progress:
             self.stream.flush()
 
 
-def _report(result: SummaryResult, origin: str, err: TextIO) -> None:
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What either mode produced, for the statistics line."""
+
+    messages: list[Message]
+    size_before: int
+    size_after: int
+    handler_calls: int
+    handler_input_bytes: int
+    repairs: tuple[ChainIssue, ...]
+    seconds: float
+
+
+def _report(result: _Outcome, origin: str, err: TextIO) -> None:
     saved = result.size_before - result.size_after
     share = 100 * saved / result.size_before if result.size_before else 0.0
     print(
@@ -174,35 +232,112 @@ def _id_template(args: argparse.Namespace) -> IdTemplate:
     if args.id_template:
         return IdTemplate(args.id_template)
     if args.target:
-        from cast.providers import get_provider
+        from cast import get_provider
 
         return get_provider(args.target).id_template
     return IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)
 
 
-def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from csum.handlers import resolve_handler
-
-    config = _config(args)
-    payload, origin = _load(args)
-    messages, fmt = decode_chain(payload, args.format)
-    handler = resolve_handler(args.handler)
-    summarizer = Summarizer(config, max_concurrency=args.max_concurrency)
-    template = _id_template(args)
+def _reference(
+    args: argparse.Namespace, messages: list[Message], handler: SummarizeHandler, err: TextIO
+) -> _Outcome:
+    """``--last-section-budget``: the reference algorithm (bounds the active sections)."""
+    summarizer = Summarizer(_config(args), max_concurrency=args.max_concurrency)
     progress = _Progress(err, not args.quiet)
-    started = time.perf_counter()
     try:
         result = anyio.run(
-            partial(summarizer.summarize, handler, messages, id_template=template, on_call=progress)
+            partial(
+                summarizer.summarize,
+                handler,
+                messages,
+                id_template=_id_template(args),
+                on_call=progress,
+                target=args.target,
+                allow_growth=False,
+            )
         )
     finally:
         progress.done()
+    return _Outcome(
+        result.messages,
+        result.size_before,
+        result.size_after,
+        result.handler_calls,
+        result.handler_input_bytes,
+        result.repairs,
+        result.seconds,
+    )
+
+
+def _compact(
+    args: argparse.Namespace, messages: list[Message], handler: SummarizeHandler, err: TextIO
+) -> tuple[_Outcome, bool]:
+    """``--budget``: the Compactor bounds the whole chain; (outcome, over budget)."""
+    progress = _Progress(err, not args.quiet)
+    sent = [0, 0]
+
+    async def reporting(prompt: str) -> str:
+        summary = await handler(prompt)
+        sent[0] += 1
+        sent[1] += len(prompt.encode("utf-8", "surrogatepass"))
+        progress(sent[0], sent[1])
+        return summary
+
+    compactor = Compactor(
+        reporting,
+        budget=_budget(args),
+        target_ratio=args.target_ratio,
+        target=args.target,
+        id_template=args.id_template,
+    )
+    try:
+        result = anyio.run(compactor.run, messages)
+    finally:
+        progress.done()
+    prompt_bytes = sum(event.prompt_bytes for event in result.events)
+    if result.over_budget:
+        print(
+            f"warning: the chain is still over its budget ({result.size_after:,} > "
+            f"{result.budget:,} {result.unit}): the system prompt, the last question and the "
+            "newest turn alone exceed it",
+            file=err,
+        )
+    outcome = _Outcome(
+        result.messages,
+        result.bytes_before,
+        result.bytes_after,
+        result.handler_calls,
+        prompt_bytes,
+        result.repairs,
+        result.seconds,
+    )
+    return outcome, result.over_budget
+
+
+def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from csum.handlers import resolve_handler
+
+    if args.last_section_budget is None:
+        _budget(args)  # usage errors before any work
+    elif args.tokens:
+        raise ValueError("--tokens applies to --budget")
+    if not 0 < args.target_ratio <= 1:
+        raise ValueError(f"--target-ratio must be within (0, 1], got {args.target_ratio}")
+    payload, origin = _load(args)
+    messages, fmt = decode_chain(payload, args.format)
+    handler = resolve_handler(args.handler)
+    started = time.perf_counter()
+    over = False
+    if args.last_section_budget is not None:
+        result = _reference(args, messages, handler, err)
+    else:
+        result, over = _compact(args, messages, handler, err)
     write_json(encode_chain(result.messages, fmt), args.output, out)
     if not args.quiet:
         _report(result, origin, err)
         if args.output:
             print(f"wrote {args.output} ({fmt}) in {time.perf_counter() - started:.2f}s", file=err)
-    return EXIT_OK
+    return EXIT_FAILED if over else EXIT_OK
 
 
 def main(

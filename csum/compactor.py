@@ -45,12 +45,23 @@ from typing import Any
 import anyio
 import xxhash
 
-from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
-from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
-from cast.ids import TemplateLike, as_template
-from cast.messages import Message, Role, TextPart, ToolResult, trusted_message
-from cast.parse import ChainIssue, parse_chain
-from cast.providers import ProviderProfile
+from cast import (
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    BodyPair,
+    BodyPairType,
+    ChainAST,
+    ChainIssue,
+    Header,
+    IdTemplate,
+    Message,
+    ProviderProfile,
+    Role,
+    Section,
+    TemplateLike,
+    TextPart,
+    ToolResult,
+    parse_chain,
+)
 from csum._calls import HandlerCalls, SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._retry import RetryPolicy
@@ -219,7 +230,7 @@ class Compactor:
             )
         template_given = id_template is not None
         self.style: SummaryStyle = summary_style(
-            as_template(id_template if id_template is not None else DEFAULT_TOOL_CALL_ID_TEMPLATE),
+            IdTemplate(id_template if id_template is not None else DEFAULT_TOOL_CALL_ID_TEMPLATE),
             target,
             False,
             template_given=template_given,
@@ -508,7 +519,7 @@ class Compactor:
             body.append(pair)
         new: list[Section] = []
         if own_turn and body:
-            note = trusted_message(Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT),))
+            note = Message.from_parts(Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT),))
             new.append(_section(_header(system, note), tuple(body)))
             new.append(_section(_header(None, kept.header.human_message), kept.body))
         elif own_turn:
@@ -517,7 +528,7 @@ class Compactor:
             header = _header(system, kept.header.human_message)
             new.append(_section(header, (*body, *kept.body[p:])))
         new.extend(sections[k + 1 :])
-        out = ChainAST._trusted(tuple(new))
+        out = ChainAST.build(new)
         if pair is not None and pair.type is BodyPairType.SUMMARIZATION:
             out = unique_summary_ids(out, [pair], style.id_template)
         return out, pair
@@ -633,10 +644,8 @@ def _is_note(message: Message) -> bool:
 
 
 def _header(system: Message | None, human: Message | None) -> Header:
-    return Header._trusted(
-        system, human, (system.size if system else 0) + (human.size if human else 0)
-    )
+    return Header.build(system, human)
 
 
 def _section(header: Header, body: tuple[BodyPair, ...]) -> Section:
-    return Section._trusted(header, body, header.size + sum(p.size for p in body))
+    return Section.build(header, body)

@@ -2,19 +2,35 @@
 
 Hierarchy::
 
-    RuntimeError
-    └── SummarizationError     a handler call failed or returned something unusable;
-                               the caller's chain is untouched. The handler's exception
-                               is the ``__cause__`` (an ``ExceptionGroup`` when several
-                               concurrent calls failed).
+    Exception
+    └── CsumError                   anything csum raises on purpose
+        ├── SummarizationError      (also a RuntimeError) a handler call failed or
+        │                           returned something unusable; the caller's chain
+        │                           is untouched. The handler's exception is the
+        │                           ``__cause__`` (an ``ExceptionGroup`` when several
+        │                           concurrent calls failed).
+        ├── HandlerError            (also a RuntimeError) a provider call made by a
+        │                           built-in handler failed for good, after any
+        │                           retries; the SDK's exception is the ``__cause__``
+        └── PromptFormatError       (also a ValueError) a text is not a prompt made by
+                                    :func:`csum.messages_to_prompt`
+
+Catch :class:`CsumError` for all of them, or the builtin each also is: a failed call
+is a ``RuntimeError`` (the input was fine, the run was not), a foreign prompt text a
+``ValueError``. Bad chains raise ``cast.ChainError``, bad settings pydantic's
+``ValidationError``: those come from the values given, not from csum's own work.
 """
 
 from __future__ import annotations
 
-__all__ = ["SummarizationError"]
+__all__ = ["CsumError", "HandlerError", "PromptFormatError", "SummarizationError"]
 
 
-class SummarizationError(RuntimeError):
+class CsumError(Exception):
+    """The root of csum's exceptions."""
+
+
+class SummarizationError(CsumError, RuntimeError):
     """Summarization failed; nothing of the input was changed and no partial result
     escapes. ``section`` is the index of the section being summarized, when known."""
 
@@ -30,3 +46,57 @@ class SummarizationError(RuntimeError):
             where.append(f"section {section}")
         prefix = f"{', '.join(where)}: " if where else ""
         super().__init__(f"{prefix}{message}")
+
+
+class PromptFormatError(CsumError, ValueError):
+    """A text is not a prompt made by :func:`csum.messages_to_prompt`."""
+
+
+class HandlerError(CsumError, RuntimeError):
+    """A summarize handler could not get a summary from its provider.
+
+    ``status_code`` is the HTTP status (``None`` for timeouts, transport errors and
+    unusable responses), ``provider_message`` what the provider said, ``attempts`` how
+    many requests were made, ``retryable`` whether the last failure was of a kind that
+    is retried (so the retries ran out rather than the request being refused).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        model: str,
+        status_code: int | None = None,
+        provider_message: str = "",
+        error_type: str = "",
+        attempts: int = 1,
+        retryable: bool = False,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.status_code = status_code
+        self.provider_message = provider_message
+        self.error_type = error_type
+        self.attempts = attempts
+        self.retryable = retryable
+        self.message = message
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        where = f"{self.provider} model {self.model!r}"
+        status = f"HTTP {self.status_code}: " if self.status_code is not None else ""
+        kind = f"{self.error_type}: " if self.error_type else ""
+        tries = "attempt" if self.attempts == 1 else "attempts"
+        return f"{where}: {status}{kind}{self.message} ({self.attempts} {tries})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only fields would be lost by the default exception pickling.
+        return (_rebuild, (self.message, dict(vars(self))))
+
+
+def _rebuild(message: str, fields: dict[str, object]) -> HandlerError:
+    error = HandlerError.__new__(HandlerError)
+    RuntimeError.__init__(error, message)
+    vars(error).update(fields)
+    return error

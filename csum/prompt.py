@@ -44,7 +44,7 @@ from typing import Final
 
 import xxhash
 
-from cast.messages import (
+from cast import (
     ImagePart,
     Message,
     Role,
@@ -52,6 +52,7 @@ from cast.messages import (
     ToolCall,
     ToolResult,
 )
+from csum.errors import PromptFormatError
 
 __all__ = [
     "CONTEXT_TAG",
@@ -144,10 +145,6 @@ DEFAULT_SYSTEM_PROMPT: Final = (
     "the summary only."
 )
 """The system prompt of the SDK handlers: fixed first, so prompt caching can reuse it."""
-
-
-class PromptFormatError(ValueError):
-    """A text is not a prompt made by :func:`messages_to_prompt`."""
 
 
 @dataclass(frozen=True, slots=True)

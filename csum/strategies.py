@@ -17,16 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from cast.ast import BodyPair, ChainAST, Header, Section
-from cast.ids import IdTemplate
-from cast.messages import Message, Role, TextPart, trusted_message
+from cast import BodyPair, ChainAST, Header, IdTemplate, Message, Role, Section, TextPart
 from csum._calls import HandlerCalls
 from csum._gather import gather
 from csum._pairs import (
     human_of,
     is_summarized,
     messages_of,
-    rebuild_section,
     summary_pair,
     summary_type,
 )
@@ -87,7 +84,7 @@ async def summarize_section(
     )
     if style.keeps_original(pair.size, body_size):
         return section
-    return rebuild_section(section.header, (calls.adopt(pair),))
+    return section.evolve(body=(calls.adopt(pair),))
 
 
 # -- phase 2: last-section rotation ------------------------------------------------------
@@ -158,7 +155,7 @@ async def rotate_section(
             )
             if not style.keeps_original(new.size, pair.size):
                 body[i] = calls.adopt(new)
-        section = rebuild_section(section.header, tuple(body))
+        section = section.evolve(body=body)
 
     if section.size <= config.last_section_bytes:
         return section
@@ -184,7 +181,7 @@ async def rotate_section(
     )
     if style.keeps_original(pair.size, replaced):
         return section
-    return rebuild_section(section.header, (calls.adopt(pair), *keep))
+    return section.evolve(body=(calls.adopt(pair), *keep))
 
 
 # -- phase 3: QA -------------------------------------------------------------------------
@@ -251,9 +248,9 @@ async def summarize_qa(
 
     human: Message | None = None
     if len(texts) == 2:
-        human = trusted_message(Role.HUMAN, (TextPart(text=texts[1]),))
+        human = Message.from_parts(Role.HUMAN, (TextPart(text=texts[1]),))
     elif human_messages:
-        human = trusted_message(Role.HUMAN, tuple(p for m in human_messages for p in m.parts))
+        human = Message.from_parts(Role.HUMAN, [p for m in human_messages for p in m.parts])
     pair = summary_pair(
         texts[0],
         summary_type(pairs),
@@ -265,13 +262,10 @@ async def summarize_qa(
         before_human=True,
     )
     system = sections[0].header.system_message
-    header = Header._trusted(
-        system, human, (system.size if system else 0) + (human.size if human else 0)
-    )
-    folded_section = rebuild_section(header, (pair,))
+    folded_section = Section.build(Header.build(system, human), (pair,))
     if style.keeps_original(folded_section.size, sum(s.size for s in folded)):
         return ast
     calls.adopt(pair)
     # Folded sections always include section 0, so kept ones carry no system message.
     kept = sections[len(sections) - keep :]
-    return ChainAST._trusted((folded_section, *kept))
+    return ChainAST.build((folded_section, *kept))

@@ -10,11 +10,16 @@ from typing import Any
 
 import anyio
 
-from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
-from cast.ids import TemplateLike, as_template
-from cast.messages import Message
-from cast.parse import ChainIssue, parse_chain
-from cast.providers import ProviderProfile
+from cast import (
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    ChainAST,
+    ChainIssue,
+    IdTemplate,
+    Message,
+    ProviderProfile,
+    TemplateLike,
+    parse_chain,
+)
 from csum._calls import HandlerCalls, SummarizeHandler
 from csum._gather import gather
 from csum._style import summary_style
@@ -124,9 +129,8 @@ class Summarizer:
         if not callable(handler):
             raise TypeError(f"handler must be an async callable, not {type(handler).__name__}")
         started = time.perf_counter()
-        template = as_template(id_template)
         style = summary_style(
-            template,
+            IdTemplate(id_template),
             target,
             allow_growth,
             template_given=not (
@@ -158,7 +162,7 @@ class Summarizer:
         if jobs:
             for index, new_section in zip(targets, await gather(jobs), strict=True):
                 sections[index] = new_section
-            ast = type(ast)._trusted(tuple(sections))
+            ast = ChainAST.build(sections)
         if config.use_qa:
             ast = await summarize_qa(calls, ast, config, style)
         if calls.created:

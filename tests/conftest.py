@@ -29,7 +29,33 @@ settings.register_profile(
 )
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+
+def _find_corpus() -> Path:
+    """``$CHAINCAST_CORPUS``, else the nearest ``shared/corpus`` beside the repository or
+    above it (a git worktree may sit a level or two deeper than the main checkout)."""
+    override = os.environ.get("CHAINCAST_CORPUS")
+    if override:
+        return Path(override)
+    repository = Path(__file__).resolve().parents[1]
+    for parent in repository.parents:
+        candidate = parent / "shared" / "corpus"
+        if candidate.is_dir():
+            return candidate
+    return repository.parent / "shared" / "corpus"
+
+
+CORPUS = _find_corpus()
+"""The shared corpus of real agent chains (it may be missing: tests using it skip)."""
+TAUBENCH = CORPUS / "openai_taubench"
+"""tau-bench airline chains in OpenAI's chat format."""
+CLAUDE_CODE = CORPUS / "anthropic_claudecode"
+"""Claude Code session logs."""
+
+
+def corpus_files(folder: Path, pattern: str = "*.json") -> list[Path]:
+    """The corpus files of ``folder`` in name order; none when the corpus is missing."""
+    return sorted(folder.glob(pattern)) if folder.is_dir() else []
 
 
 @pytest.fixture(scope="session")

@@ -1,23 +1,23 @@
-"""Every public module of cast declares a complete, sorted ``__all__``."""
+"""Every public module of cast and csum declares a complete, sorted ``__all__``; the
+packages' lazy submodules load on first use."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 import cast
+import csum
 
-PACKAGES = (cast,)
-
-# Public-looking helpers that cast's own modules share and users should not call: they
-# build models without validation. They stay out of ``__all__`` on purpose.
-INTERNAL = {
-    "cast.messages": {"new_trusted", "replace_field", "trusted_message"},
-}
+PACKAGES = (cast, csum)
+ROOT = Path(__file__).resolve().parents[1]
 
 # The names the contract promises at the top of the package.
 CONTRACT_NAMES = {
@@ -99,35 +99,86 @@ def test_all_is_complete_sorted_and_resolvable(module_name: str) -> None:
     assert list(exported) == sorted(exported, key=isort_key)
     missing_objects = [name for name in exported if not hasattr(module, name)]
     assert missing_objects == []
-    unlisted = _defined_here(module) - set(exported) - INTERNAL.get(module_name, set())
+    unlisted = _defined_here(module) - set(exported)
     assert unlisted == set(), f"public names of {module_name} missing from __all__"
 
 
-def test_every_name_in_cast_all_is_importable() -> None:
+PACKAGE_PARAMS = [pytest.param(package, id=package.__name__) for package in PACKAGES]
+
+
+@pytest.mark.parametrize("package", PACKAGE_PARAMS)
+def test_every_name_in_all_is_importable(package: ModuleType) -> None:
     namespace: dict[str, object] = {}
-    exec("from cast import *", namespace)  # the star import is the point
-    assert set(cast.__all__) <= set(namespace)
-    for name in cast.__all__:
-        assert getattr(importlib.import_module("cast"), name) is namespace[name]
+    exec(f"from {package.__name__} import *", namespace)  # the star import is the point
+    assert set(package.__all__) <= set(namespace)
+    for name in package.__all__:
+        assert getattr(package, name) is namespace[name]
 
 
 def test_cast_exports_the_contract_names() -> None:
     assert set(cast.__all__) >= CONTRACT_NAMES
 
 
-def test_every_public_attribute_of_cast_is_exported() -> None:
+def test_csum_exports_the_contract_names_and_its_error_tree() -> None:
+    assert set(csum.__all__) >= {
+        "SummarizeHandler",
+        "SummarizerConfig",
+        "Summarizer",
+        "SummarizationError",
+        "SUMMARIZED_CONTENT_PREFIX",
+        "messages_to_prompt",
+        "CsumError",
+        "HandlerError",
+        "PromptFormatError",
+    }
+
+
+@pytest.mark.parametrize("package", PACKAGE_PARAMS)
+def test_every_public_attribute_is_exported(package: ModuleType) -> None:
     public = {
         name
-        for name, value in vars(cast).items()
+        for name, value in vars(package).items()
         if not name.startswith("_") and not isinstance(value, ModuleType)
     }
-    assert public <= set(cast.__all__)
+    assert public <= set(package.__all__)
 
 
-def test_cast_re_exports_come_from_their_modules_all() -> None:
-    for name in cast.__all__:
-        value = getattr(cast, name)
+@pytest.mark.parametrize("package", PACKAGE_PARAMS)
+def test_re_exports_come_from_their_modules_all(package: ModuleType) -> None:
+    for name in package.__all__:
+        value = getattr(package, name)
         home = getattr(value, "__module__", None)
-        if not (inspect.isclass(value) or inspect.isfunction(value)) or home == "cast":
+        if not (inspect.isclass(value) or inspect.isfunction(value)) or home == package.__name__:
             continue
         assert name in importlib.import_module(home).__all__, f"{name} not in {home}.__all__"
+
+
+@pytest.mark.parametrize(
+    ("statement", "heavy"),
+    [
+        pytest.param(
+            "import cast; assert callable(cast.codecs.openai.decode)", "cast.codecs", id="cast"
+        ),
+        pytest.param(
+            "import csum; assert callable(csum.handlers.extractive())", "csum.handlers", id="csum"
+        ),
+    ],
+)
+def test_lazy_submodules_load_on_first_use_in_a_fresh_interpreter(
+    statement: str, heavy: str
+) -> None:
+    package = heavy.split(".", maxsplit=1)[0]
+    check = (
+        f"import sys; import {package}; assert {heavy!r} not in sys.modules; {statement}; "
+        f"assert {heavy!r} in sys.modules"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("package", PACKAGE_PARAMS)
+def test_an_unknown_attribute_is_an_attribute_error(package: ModuleType) -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = package.no_such_name

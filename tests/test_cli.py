@@ -23,9 +23,9 @@ import csum.handlers
 from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
 from cast._lint import lint
 from cast.chainio import decode_chain
+from conftest import CORPUS
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
 TAU = CORPUS / "openai_taubench" / "taubench_gpt4o_airline_task027_trial1.json"
 """26 messages, 14 KB; reuses one tool-call id (Anthropic rejects it, Mistral too)."""
 CLAUDE_CODE = CORPUS / "anthropic_claudecode" / "claudecode_spotter_ae4a77f8_sub_agent-aac57f5.json"
@@ -433,13 +433,19 @@ def _example_payload() -> Any:
 @pytest.mark.parametrize(
     ("options", "fmt"),
     [
-        pytest.param(("--budget", "2KiB"), None, id="budget-2KiB"),
-        pytest.param(("--budget", "2KiB", "--format", "openai"), "openai", id="format-given"),
-        pytest.param(("--budget", "2KiB", "--qa"), None, id="qa"),
-        pytest.param(("--budget", "2KiB", "--qa", "--keep-sections", "2"), None, id="qa-keep-2"),
-        pytest.param(("--budget", "2KiB", "--max-concurrency", "1"), None, id="concurrency-1"),
+        pytest.param(("--budget", "12KiB"), None, id="budget-12KiB"),
+        pytest.param(("--budget", "3000", "--tokens"), None, id="budget-3000-tokens"),
+        pytest.param(("--budget", "12KiB", "--format", "openai"), "openai", id="format-given"),
+        pytest.param(("--last-section-budget", "2KiB"), None, id="last-section-2KiB"),
+        pytest.param(("--last-section-budget", "2KiB", "--qa"), None, id="qa"),
         pytest.param(
-            ("--handler", "extractive:200", "--budget", "2KiB"), None, id="extractive-200"
+            ("--last-section-budget", "2KiB", "--qa", "--keep-sections", "2"), None, id="qa-keep-2"
+        ),
+        pytest.param(
+            ("--last-section-budget", "2KiB", "--max-concurrency", "1"), None, id="concurrency-1"
+        ),
+        pytest.param(
+            ("--handler", "extractive:200", "--budget", "12KiB"), None, id="extractive-200"
         ),
     ],
 )
@@ -463,8 +469,8 @@ def test_summarize_standard_input(
 
 @needs_corpus
 def test_summarize_qa_folds_old_sections(csum_cli: Callable[..., Run]) -> None:
-    plain = csum_cli("summarize", str(TAU), "--budget", "2KiB")
-    folded = csum_cli("summarize", str(TAU), "--budget", "2KiB", "--qa")
+    plain = csum_cli("summarize", str(TAU), "--last-section-budget", "2KiB")
+    folded = csum_cli("summarize", str(TAU), "--last-section-budget", "2KiB", "--qa")
 
     assert plain.code == folded.code == 0
     sections = [
@@ -477,9 +483,14 @@ def test_summarize_qa_folds_old_sections(csum_cli: Callable[..., Run]) -> None:
 @pytest.mark.parametrize(
     ("options", "calls"),
     [
-        pytest.param(("--budget", "2MB", "--pair-budget", "2MB"), 0, id="2MB-nothing-to-do"),
-        pytest.param(("--budget", "2MB"), 1, id="2MB-one-oversized-pair"),
-        pytest.param(("--budget", "50KiB"), 2, id="50KiB-default"),
+        pytest.param(
+            ("--last-section-budget", "2MB", "--pair-budget", "2MB"), 0, id="2MB-nothing-to-do"
+        ),
+        pytest.param(("--last-section-budget", "2MB"), 1, id="2MB-one-oversized-pair"),
+        pytest.param(("--last-section-budget", "50KiB"), 2, id="50KiB-last-section"),
+        pytest.param(("--budget", "2MB"), 0, id="whole-chain-2MB-fits"),
+        pytest.param(("--budget", "50KiB"), 1, id="whole-chain-50KiB-one-call"),
+        pytest.param((), 1, id="default-50KiB"),
     ],
 )
 def test_summarize_budget_units(
@@ -521,7 +532,9 @@ def test_summarize_quiet_prints_nothing_but_the_chain(csum_cli: Callable[..., Ru
 def test_summarize_progress_on_a_terminal_only() -> None:
     terminal, out = _Terminal(), io.StringIO()
 
-    code = csum.cli.main(["summarize", "--example"], stdout=out, stderr=terminal)
+    code = csum.cli.main(
+        ["summarize", "--example", "--last-section-budget", "50KiB"], stdout=out, stderr=terminal
+    )
 
     assert code == 0
     progress, _, stats = terminal.getvalue().rpartition("\r\x1b[K")
@@ -701,13 +714,32 @@ CSUM_ERRORS = [
     pytest.param(("@ok.json", "--budget", "fifty"), "invalid size 'fifty'", id="budget-word"),
     pytest.param(("@ok.json", "--budget", "0"), "must be positive", id="budget-zero"),
     pytest.param(("@ok.json", "--budget", "9" * 400), "too large", id="budget-overflow"),
-    pytest.param(("@ok.json", "--pair-budget", "1e3"), "invalid size", id="pair-budget"),
-    pytest.param(("@ok.json", "--qa-budget", "12XB"), "invalid size", id="qa-budget"),
+    pytest.param(
+        ("@ok.json", "--last-section-budget", "1KiB", "--pair-budget", "1e3"),
+        "invalid size",
+        id="pair-budget",
+    ),
+    pytest.param(
+        ("@ok.json", "--last-section-budget", "1KiB", "--qa-budget", "12XB"),
+        "invalid size",
+        id="qa-budget",
+    ),
+    pytest.param(("@ok.json", "--qa"), "--last-section-budget", id="qa-needs-reference-mode"),
+    pytest.param(("@ok.json", "--budget", "2k", "--tokens"), "token budget", id="tokens-word"),
+    pytest.param(("@ok.json", "--target-ratio", "2"), "--target-ratio", id="target-ratio"),
     pytest.param(("@ok.json", "--handler", "gpt4"), "unknown handler", id="handler-unknown"),
     pytest.param(("@ok.json", "--handler", "openai:"), "name the model", id="handler-no-model"),
     pytest.param(("@ok.json", "--handler", "extractive:0"), "positive", id="handler-extractive"),
-    pytest.param(("@ok.json", "--keep-sections", "0"), "--keep-sections", id="keep-sections-0"),
-    pytest.param(("@ok.json", "--max-concurrency", "0"), "--max-concurrency", id="concurrency-0"),
+    pytest.param(
+        ("@ok.json", "--last-section-budget", "1KiB", "--keep-sections", "0"),
+        "--keep-sections",
+        id="keep-sections-0",
+    ),
+    pytest.param(
+        ("@ok.json", "--last-section-budget", "1KiB", "--max-concurrency", "0"),
+        "--max-concurrency",
+        id="concurrency-0",
+    ),
     pytest.param(("--example", "--target", "nope"), "unknown provider", id="target-unknown"),
     pytest.param(("--example", "--id-template", "x{r:0:d}"), "id template", id="bad-template"),
     pytest.param(("--example", "-o", "@missing-dir-out"), "cannot write", id="output-dir"),

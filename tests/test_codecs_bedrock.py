@@ -30,13 +30,14 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import parse_chain
+from conftest import TAUBENCH as TAUBENCH_DIR
+from conftest import corpus_files
 from corpus_openai import load_openai_chain
 from strategies import json_garbage
 from test_codecs_anthropic import canonical_ai, with_call_names
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openai_taubench"
-TAUBENCH = sorted(CORPUS.glob("*.json")) if CORPUS.is_dir() else []
+TAUBENCH = corpus_files(TAUBENCH_DIR)
 
 
 def load_payload(name: str) -> dict[str, Any]:

@@ -17,11 +17,11 @@ from cast.codecs import anthropic, claude_code, detect_format, get_codec
 from cast.errors import CodecError
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
 from cast.parse import parse_chain
+from conftest import CLAUDE_CODE, corpus_files
 from strategies import json_garbage
 from test_codecs_anthropic import anthropic_ai, anthropic_human, anthropic_tool, with_call_names
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "anthropic_claudecode"
-SESSIONS = sorted(CORPUS.glob("*.json")) if CORPUS.is_dir() else []
+SESSIONS = corpus_files(CLAUDE_CODE)
 
 
 def _count(entries: list[dict[str, Any]], kind: str) -> int:

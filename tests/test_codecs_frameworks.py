@@ -132,19 +132,36 @@ def test_cast_convert_a_real_chain_to_framework_forms(corpus_dir: Path) -> None:
         assert [m.text for m in converted] == [m.text for m in original]
 
 
+def enlarged(payload: Any) -> Any:
+    """The recorded history with every tool output made a 3 KB log."""
+    log = "".join(f"step {n}: compiled module {n} in 0.{n}s\n" for n in range(100))
+    out = json.loads(json.dumps(payload))
+    for item in out:
+        for part in item.get("parts", []):
+            if part.get("part_kind") == "tool-return":
+                part["content"] = log
+        if item.get("type") == "tool":
+            item["data"]["content"] = log
+    return out
+
+
 @pytest.mark.parametrize("source", [PYDANTIC_AI, LANGCHAIN], ids=["pydantic_ai", "langchain"])
 def test_csum_summarize_writes_the_input_form(source: Path, tmp_path: Path) -> None:
+    fmt = detect_format(load(source))
+    original = CODECS[fmt].decode(enlarged(load(source)))
+    assert sum(m.size for m in original) > 6000
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps(enlarged(load(source))), encoding="utf-8")
     output = tmp_path / "out.json"
     code, _, err = run(
-        csum.cli.main, "summarize", str(source), "-o", str(output), "--budget", "200", "--quiet"
+        csum.cli.main, "summarize", str(path), "-o", str(output), "--budget", "5KiB", "--quiet"
     )
     assert code == 0, err
     payload = json.loads(output.read_text(encoding="utf-8"))
-    fmt = detect_format(load(source))
     assert detect_format(payload) == fmt
     summarized = CODECS[fmt].decode(payload)
     ChainAST.from_messages(summarized)
-    original = CODECS[fmt].decode(load(source))
+    assert sum(m.size for m in summarized) <= 5 * 1024
     assert summarized[-1] == original[-1]
     assert SUMMARIZATION_TOOL_NAME in [c[1] for c in calls(summarized)]
 

@@ -26,11 +26,12 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import parse_chain
+from conftest import TAUBENCH as TAUBENCH_DIR
+from conftest import corpus_files
 from strategies import json_garbage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openai_taubench"
-TAUBENCH = sorted(CORPUS.glob("*.json")) if CORPUS.is_dir() else []
+TAUBENCH = corpus_files(TAUBENCH_DIR)
 
 
 def load_fixture(name: str) -> dict[str, Any]:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from cast import ChainAST, IdTemplate, Message, Role
+from conftest import TAUBENCH, corpus_files
 from corpus_openai import load_openai_chain
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openai_taubench"
-FILES = sorted(CORPUS.glob("taubench_*.json")) if CORPUS.is_dir() else []
+FILES = corpus_files(TAUBENCH, "taubench_*.json")
 TOOLU = "toolu_{r:24:b}"
 
 pytestmark = pytest.mark.skipif(not FILES, reason="tau-bench corpus not found beside the repo")

@@ -298,3 +298,19 @@ def test_as_template_accepts_strings_and_templates() -> None:
     template = IdTemplate("call_{r:4:d}")
     assert as_template(template) is template
     assert as_template("call_{r:4:d}") == template
+
+
+def test_generate_unused_skips_used_ids_deterministically() -> None:
+    template = IdTemplate("call_{r:2:d}")
+    first = template.generate_unused("f", seed="s", used=set())
+    used = {first}
+    second = template.generate_unused("f", seed="s", used=used)
+    assert second != first
+    assert used == {first, second}
+    assert template.generate_unused("f", seed="s", used={first}) == second  # deterministic
+
+
+def test_generate_unused_gives_up_on_a_full_template() -> None:
+    template = IdTemplate("call_{r:1:d}")
+    with pytest.raises(IdTemplateError, match="keeps producing ids already used"):
+        template.generate_unused(seed="s", used={f"call_{d}" for d in range(10)})

@@ -9,11 +9,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cast import FAKE_GEMINI_SIGNATURE, Message, MessageFormatError, Reasoning, Role, TextPart
+from cast import (
+    FAKE_GEMINI_SIGNATURE,
+    Message,
+    MessageFormatError,
+    Reasoning,
+    Role,
+    TextPart,
+    UnknownProviderError,
+)
 from cast import ToolCall as Call
 from cast._lint import DEFAULT_ERROR_TEXTS, Violation, lint
 from cast._port import port
-from cast.providers import PROVIDERS, Rule, UnknownProviderError, get_provider
+from cast.providers import PROVIDERS, Rule, get_provider
 
 FAKE = FAKE_GEMINI_SIGNATURE.encode()
 LONG_ID = "call_PTLP8xhu3uwZk4l3nlnrrJha"

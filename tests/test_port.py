@@ -26,14 +26,15 @@ from cast import (
     TextPart,
     ToolCall,
     ToolResult,
+    UnknownProviderError,
 )
 from cast._lint import lint
 from cast._port import OPENING_HUMAN_TEXT, TOOL_BRIDGE_TEXT, port
 from cast.codecs import anthropic, claude_code, gemini, openai
 from cast.parse import diagnose, parse_chain
-from cast.providers import PROVIDERS, ProviderProfile, UnknownProviderError, get_provider
+from cast.providers import PROVIDERS, ProviderProfile, get_provider
+from conftest import CORPUS, corpus_files
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 TARGETS = sorted(PROVIDERS)
 FAKE = FAKE_GEMINI_SIGNATURE.encode()
 MISTRAL_ID = re.compile(r"[a-zA-Z0-9]{9}")
@@ -431,8 +432,7 @@ def test_empty_chain() -> None:
 # -- the corpus: every chain, every pair of providers -------------------------------------
 
 
-def corpus_files() -> list[Path]:
-    return sorted(CORPUS.glob("*/*.json")) if CORPUS.is_dir() else []
+CHAINS = corpus_files(CORPUS, "*/*.json")
 
 
 @cache
@@ -444,8 +444,8 @@ def load_corpus(path: Path) -> tuple[list[Message], str]:
     return claude_code.decode_claude_code_log(data), "anthropic"
 
 
-@pytest.mark.skipif(not corpus_files(), reason="shared corpus not found next to the repository")
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.stem)
+@pytest.mark.skipif(not CHAINS, reason="shared corpus not found next to the repository")
+@pytest.mark.parametrize("path", CHAINS, ids=lambda p: p.stem)
 def test_corpus_ports_between_every_pair_of_providers(path: Path) -> None:
     chain, origin = load_corpus(path)
     for source in TARGETS:
@@ -458,9 +458,9 @@ def test_corpus_ports_between_every_pair_of_providers(path: Path) -> None:
             assert dumps(port(out, target, source=source)) == dumps(out)
 
 
-@pytest.mark.skipif(not corpus_files(), reason="shared corpus not found next to the repository")
+@pytest.mark.skipif(not CHAINS, reason="shared corpus not found next to the repository")
 def test_corpus_ids_survive_when_the_target_accepts_them() -> None:
-    for path in corpus_files():
+    for path in CHAINS:
         chain, origin = load_corpus(path)
         out = port(chain, origin, source=origin)
         assert len(out) <= len(chain) + 1

@@ -6,13 +6,12 @@ import pickle
 
 import pytest
 
-from cast import ChainError, IdTemplate
+from cast import ChainError, IdTemplate, UnknownProviderError
 from cast.providers import (
     PROVIDERS,
     ProviderProfile,
     ReasoningPolicy,
     Rule,
-    UnknownProviderError,
     get_provider,
     register_provider,
     resolve_provider,

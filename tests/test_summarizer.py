@@ -22,6 +22,7 @@ from cast import (
     TextPart,
     ToolCall,
 )
+from conftest import TAUBENCH, corpus_files
 from corpus_openai import load_openai_chain
 from csum import (
     SUMMARIZED_CONTENT_PREFIX,
@@ -47,8 +48,7 @@ from csum_builders import (
     summary_text,
 )
 
-TAUBENCH = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openai_taubench"
-TAUBENCH_FILES = sorted(TAUBENCH.glob("*.json")) if TAUBENCH.is_dir() else []
+TAUBENCH_FILES = corpus_files(TAUBENCH)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
+from cast._json import loads_strict
 from cast.errors import CodecError
 from cast.messages import Message, Role
 
@@ -89,15 +90,6 @@ def dumps_compact(value: object) -> str:
     return _COMPACT.encode(value)
 
 
-def _reject_constant(name: str) -> object:
-    # NaN and Infinity are not JSON (RFC 8259 §6); Python's parser accepts them.
-    raise ValueError(name)
-
-
-def _loads(text: str) -> object:
-    return json.loads(text, parse_constant=_reject_constant)
-
-
 def args_object(arguments: str, path: str, index: int | None = None) -> dict[str, Any]:
     """Tool-call arguments (JSON text) as the object Anthropic and Gemini expect.
 
@@ -107,7 +99,7 @@ def args_object(arguments: str, path: str, index: int | None = None) -> dict[str
     if not arguments:
         return {}
     try:
-        value = _loads(arguments)
+        value = loads_strict(arguments)
     except (ValueError, RecursionError):
         fail(path, f"expected a JSON object as arguments, got {arguments[:40]!r}", index=index)
     if not isinstance(value, dict):
@@ -121,7 +113,7 @@ def canonical_object(text: str) -> dict[str, Any] | None:
     if not text or text[0] != "{" or text[-1] != "}":
         return None
     try:
-        value = _loads(text)
+        value = loads_strict(text)
     except (ValueError, RecursionError):
         return None
     if isinstance(value, dict) and dumps_compact(value) == text:

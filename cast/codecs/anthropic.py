@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cast._fast import trusted_message
 from cast.codecs._common import (
     args_object,
     b64decode,
@@ -41,7 +42,6 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    trusted_message,
 )
 
 __all__ = ["REDACTED_THINKING_PREFIX", "decode", "encode"]

@@ -28,6 +28,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable
 from typing import Any
 
+from cast._fast import trusted_message
 from cast.codecs._common import (
     args_object,
     as_messages,
@@ -51,7 +52,6 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    trusted_message,
 )
 
 __all__ = ["decode", "encode"]

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cast._fast import trusted_message
 from cast.codecs._common import as_messages, b64decode, b64encode, error, fail
 from cast.messages import (
     BinaryPart,
@@ -42,7 +43,6 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    trusted_message,
 )
 
 __all__ = ["decode", "encode"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cast._fast import trusted_message
 from cast.codecs._common import (
     as_messages,
     b64decode,
@@ -34,7 +35,6 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    trusted_message,
 )
 
 __all__ = ["REASONING_FIELDS", "decode", "encode"]

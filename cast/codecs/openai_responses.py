@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cast._fast import trusted_message
 from cast.codecs._common import as_messages, b64encode, fail
 from cast.messages import (
     BinaryPart,
@@ -30,7 +31,6 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    trusted_message,
 )
 
 __all__ = ["decode", "decode_signature", "encode", "encode_signature"]

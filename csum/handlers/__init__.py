@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
+from csum.errors import HandlerError
 from csum.handlers._anthropic import anthropic
 from csum.handlers._base import RetryPolicy, SummarizeHandler
-from csum.handlers._errors import HandlerError
 from csum.handlers._extractive import extractive, summarize_extractive
 from csum.handlers._openai_compatible import openai_compatible
 

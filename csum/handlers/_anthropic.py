@@ -10,23 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from csum.handlers._base import RetryPolicy, SdkErrors, SummarizeHandler, sdk_handler
-from csum.handlers._errors import HandlerError
+from csum.errors import HandlerError
+from csum.handlers._base import (
+    RetryPolicy,
+    SdkConnection,
+    SdkErrors,
+    SummarizeHandler,
+    check_token_limit,
+    import_sdk,
+    sdk_handler,
+)
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "anthropic"]
 
 _PROVIDER = "anthropic"
-
-
-def _import_sdk() -> Any:
-    try:
-        import anthropic as sdk
-    except ImportError as exc:
-        raise ImportError(
-            "the anthropic handler needs the anthropic SDK: pip install 'chaincast[anthropic]'"
-        ) from exc
-    return sdk
 
 
 def anthropic(
@@ -51,22 +49,10 @@ def anthropic(
     are retried with backoff and jitter; other errors and a reply without text raise
     :class:`HandlerError`.
     """
-    sdk = _import_sdk()
-    if not model:
-        raise ValueError("model must be a non-empty model name")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    if max_tokens <= 0:
-        raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
-    policy = RetryPolicy(
-        max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max
-    )
-    errors = SdkErrors(
-        base=sdk.AnthropicError,
-        status=sdk.APIStatusError,
-        connection=sdk.APIConnectionError,
-        timeout=sdk.APITimeoutError,
-    )
+    sdk = import_sdk("anthropic", "anthropic", "anthropic")
+    check_token_limit("max_tokens", max_tokens)
+    retries = RetryPolicy(max_retries, backoff_base, backoff_max)
+    connection = SdkConnection(model, base_url, api_key, timeout, client, retries)
 
     async def complete(active: Any, prompt: str) -> str:
         response = await active.messages.create(
@@ -79,17 +65,12 @@ def anthropic(
         return _summary_text(response, model)
 
     return sdk_handler(
+        connection,
         provider=_PROVIDER,
-        model=model,
-        timeout=timeout,
-        policy=policy,
-        errors=errors,
-        client=client,
-        open_client=lambda: sdk.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
-        ),
+        handler="anthropic",
+        errors=SdkErrors.of(sdk, sdk.AnthropicError),
+        client_class=sdk.AsyncAnthropic,
         complete=complete,
-        name=f"anthropic({model!r})",
     )
 
 

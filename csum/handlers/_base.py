@@ -9,6 +9,7 @@ exponential backoff and jitter; any other error fails at once. Sleeps go through
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,15 +20,19 @@ import anyio
 
 from csum._calls import SummarizeHandler
 from csum._retry import RetryPolicy
-from csum.handlers._errors import HandlerError
+from csum.errors import HandlerError
 
 __all__ = [
     "Failure",
     "RetryPolicy",
+    "SdkConnection",
     "SdkErrors",
     "SummarizeHandler",
+    "check_token_limit",
     "classify_sdk_error",
+    "import_sdk",
     "run_with_retries",
+    "sdk_handler",
 ]
 
 RETRIED_STATUS_CODES = frozenset({408, 429})
@@ -54,6 +59,53 @@ class SdkErrors:
     status: type[Exception]
     connection: type[Exception]
     timeout: type[Exception]
+
+    @classmethod
+    def of(cls, sdk: Any, base: type[Exception]) -> SdkErrors:
+        """The classes of an SDK module that names them as openai and anthropic do."""
+        return cls(
+            base=base,
+            status=sdk.APIStatusError,
+            connection=sdk.APIConnectionError,
+            timeout=sdk.APITimeoutError,
+        )
+
+
+def import_sdk(module: str, handler: str, extra: str) -> Any:
+    """The SDK module, or an ImportError saying which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"the {handler} handler needs the {module} SDK: pip install 'chaincast[{extra}]'"
+        ) from exc
+
+
+def check_token_limit(name: str, limit: int | None) -> None:
+    """ValueError for an output-token limit (the field ``name``) not above 0."""
+    if limit is not None and limit <= 0:
+        raise ValueError(f"{name} must be > 0, got {limit}")
+
+
+@dataclass(frozen=True, slots=True)
+class SdkConnection:
+    """The options every SDK handler takes: which model, where, how long, how often.
+
+    ``client`` is an SDK client to use (left open), or None to open one per call.
+    """
+
+    model: str
+    base_url: str | None
+    api_key: str | None
+    timeout: float
+    client: Any
+    policy: RetryPolicy
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ValueError("model must be a non-empty model name")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -160,39 +212,44 @@ async def run_with_retries(
 
 
 def sdk_handler(
+    connection: SdkConnection,
     *,
     provider: str,
-    model: str,
-    timeout: float,
-    policy: RetryPolicy,
+    handler: str,
     errors: SdkErrors,
-    client: Any,
-    open_client: Callable[[], Any],
+    client_class: Callable[..., Any],
     complete: Callable[[Any, str], Awaitable[str]],
-    name: str,
 ) -> SummarizeHandler:
     """A handler calling ``complete(client, prompt)`` with retries.
 
-    With ``client`` given, it is used with the SDK's own retries turned off and never
-    closed; otherwise each call opens its own client with ``open_client()`` (an async
-    context manager), so the handler works across event loops.
+    With ``connection.client`` given, it is used with the SDK's own retries turned off
+    and never closed; otherwise each call opens its own ``client_class(...)`` (an async
+    context manager, its retries off), so the handler works across event loops.
+    ``handler`` names the handler factory in the handler's ``__qualname__``.
     """
+    client = connection.client
 
     async def attempt(prompt: str) -> str:
         if client is not None:
             return await complete(client.with_options(max_retries=0), prompt)
-        async with open_client() as owned:
+        owned_client = client_class(
+            api_key=connection.api_key,
+            base_url=connection.base_url,
+            timeout=connection.timeout,
+            max_retries=0,
+        )
+        async with owned_client as owned:
             return await complete(owned, prompt)
 
     async def summarize(prompt: str) -> str:
         return await run_with_retries(
             lambda: attempt(prompt),
             provider=provider,
-            model=model,
-            timeout=timeout,
-            policy=policy,
+            model=connection.model,
+            timeout=connection.timeout,
+            policy=connection.policy,
             errors=errors,
         )
 
-    summarize.__qualname__ = name
+    summarize.__qualname__ = f"{handler}({connection.model!r})"
     return summarize

@@ -10,8 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeAlias
 
-from csum.handlers._base import RetryPolicy, SdkErrors, SummarizeHandler, sdk_handler
-from csum.handlers._errors import HandlerError
+from csum.errors import HandlerError
+from csum.handlers._base import (
+    RetryPolicy,
+    SdkConnection,
+    SdkErrors,
+    SummarizeHandler,
+    check_token_limit,
+    import_sdk,
+    sdk_handler,
+)
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "TokenLimitParam", "openai_compatible"]
@@ -20,25 +28,6 @@ _PROVIDER = "openai"
 TokenLimitParam: TypeAlias = Literal["max_completion_tokens", "max_tokens"]
 """Name of the output-token limit field in the request."""
 _NEW_LIMIT_PARAM: TokenLimitParam = "max_completion_tokens"
-
-
-def _import_sdk() -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise ImportError(
-            "the openai_compatible handler needs the openai SDK: pip install 'chaincast[openai]'"
-        ) from exc
-    return openai
-
-
-def _check_options(model: str, timeout: float, max_output_tokens: int | None) -> None:
-    if not model:
-        raise ValueError("model must be a non-empty model name")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    if max_output_tokens is not None and max_output_tokens <= 0:
-        raise ValueError(f"max_output_tokens must be > 0 or None, got {max_output_tokens}")
 
 
 def openai_compatible(
@@ -67,17 +56,10 @@ def openai_compatible(
     handler works across event loops; a ``client`` given is used (with its retries
     off) and left open.
     """
-    sdk = _import_sdk()
-    _check_options(model, timeout, max_output_tokens)
-    policy = RetryPolicy(
-        max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max
-    )
-    errors = SdkErrors(
-        base=sdk.OpenAIError,
-        status=sdk.APIStatusError,
-        connection=sdk.APIConnectionError,
-        timeout=sdk.APITimeoutError,
-    )
+    sdk = import_sdk("openai", "openai_compatible", "openai")
+    check_token_limit("max_output_tokens", max_output_tokens)
+    retries = RetryPolicy(max_retries, backoff_base, backoff_max)
+    connection = SdkConnection(model, base_url, api_key, timeout, client, retries)
     limits: dict[str, int] = {}
     if max_output_tokens is not None:
         limits[token_limit_param] = max_output_tokens
@@ -95,17 +77,12 @@ def openai_compatible(
         return _summary_text(completion, model)
 
     return sdk_handler(
+        connection,
         provider=_PROVIDER,
-        model=model,
-        timeout=timeout,
-        policy=policy,
-        errors=errors,
-        client=client,
-        open_client=lambda: sdk.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
-        ),
+        handler="openai_compatible",
+        errors=SdkErrors.of(sdk, sdk.OpenAIError),
+        client_class=sdk.AsyncOpenAI,
         complete=complete,
-        name=f"openai_compatible({model!r})",
     )
 
 
