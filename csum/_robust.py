@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
-from cast.messages import utf8_len
+from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult, utf8_len
 from csum._calls import SummarizeHandler
 from csum._retry import RetryPolicy
 from csum.prompt import (

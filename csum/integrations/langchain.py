@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import cast.codecs.langchain as codec
 from cast import Message
-from cast.codecs import langchain as codec
 from csum.budget import Budget
 from csum.integrations._history import HistoryHook, HookEvent, Keeper, OnError
 

@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+import cast.codecs.pydantic_ai as codec
 from cast import Message
-from cast.codecs import pydantic_ai as codec
 from csum.integrations._history import HistoryHook
 
 try:
