@@ -16,6 +16,9 @@ name                  payload
 ``claude_code``       Claude Code session log entries
 ``bedrock``           Bedrock Converse ``{"system": [...], "messages": [...]}``
 ``openai_responses``  Responses API ``{"instructions": ..., "input": [...]}``
+``pydantic_ai``       pydantic-ai ``ModelMessagesTypeAdapter`` JSON (or ``ModelMessage`` objects)
+``langchain``         LangChain ``messages_to_dict`` JSON (or ``BaseMessage`` objects)
+``openai_agents``     OpenAI Agents SDK input items (a bare Responses item list)
 ``chaincast``         chaincast's own JSON form of ``Message``
 ====================  ======================================================
 """
@@ -31,10 +34,13 @@ from cast.codecs import (
     bedrock,
     claude_code,
     gemini,
+    langchain,
     langchaingo,
     native,
     openai,
+    openai_agents,
     openai_responses,
+    pydantic_ai,
 )
 from cast.codecs._common import json_type
 from cast.errors import CodecError
@@ -62,6 +68,9 @@ _MODULES: dict[str, ModuleType] = {
     "claude_code": claude_code,
     "bedrock": bedrock,
     "openai_responses": openai_responses,
+    "pydantic_ai": pydantic_ai,
+    "langchain": langchain,
+    "openai_agents": openai_agents,
 }
 
 CODECS: tuple[str, ...] = tuple(_MODULES)
@@ -119,6 +128,9 @@ def _detect_list(items: list[Any]) -> str:
     dicts = [item for item in items if isinstance(item, dict)]
     if not dicts:
         raise CodecError("cannot detect the format of a list without message objects")
+    framework = _framework(dicts)
+    if framework is not None:
+        return framework
     if _responses(dicts):
         return "openai_responses"
     if _converse(dicts):
@@ -147,6 +159,24 @@ def _detect_list(items: list[Any]) -> str:
         ):
             return "anthropic"
     return "openai"
+
+
+_LANGCHAIN_TYPES = ("system", "human", "ai", "tool", "chat", "function")
+
+
+def _framework(dicts: list[dict[str, Any]]) -> str | None:
+    """pydantic-ai messages carry ``kind`` and ``parts`` (whose items have ``part_kind``);
+    LangChain's ``messages_to_dict`` items are ``{"type": ..., "data": {...}}``."""
+    first = dicts[0]
+    if first.get("kind") in ("request", "response") and isinstance(first.get("parts"), list):
+        return "pydantic_ai"
+    if (
+        first.get("type") in _LANGCHAIN_TYPES
+        and isinstance(first.get("data"), dict)
+        and "role" not in first
+    ):
+        return "langchain"
+    return None
 
 
 def _native_or_langchaingo(dicts: list[dict[str, Any]]) -> str:

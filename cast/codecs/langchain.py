@@ -1,0 +1,412 @@
+"""LangChain codec: ``list[BaseMessage]`` (and its ``messages_to_dict`` JSON form,
+``[{"type": "human", "data": {...}}, ...]``) ↔ chaincast messages.
+
+Works on the JSON form, so it needs no LangChain install; ``decode`` also takes
+``BaseMessage`` objects (dumped with ``messages_to_dict``) and :func:`to_framework`
+turns ``encode``'s output back into objects (``messages_from_dict``).
+
+Mapping, in short (``docs/integrations.md`` has the table): one LangChain message is one
+chaincast message. Content blocks: text, images (``image_url``, ``image`` by URL or
+base64) and base64 files; reasoning blocks (LangChain's ``reasoning``, Anthropic's
+``thinking`` and ``redacted_thinking``, OpenAI's ``reasoning`` with ``summary``) become
+the ``reasoning`` of the text or tool call after them. ``tool_calls`` become ToolCalls
+(placed where a ``tool_use``/``tool_call`` block stands in the content, else after the
+text); ``invalid_tool_calls`` become ToolCalls holding the raw argument text. A
+reasoning ``id`` and signature share ``Reasoning.signature`` as ``id + "\\n" +
+signature`` (as in the Responses and pydantic-ai codecs). Encode writes LangChain's
+standard blocks. Message ids, names of human/AI messages, ``additional_kwargs``,
+``response_metadata``, usage, a tool message's ``status`` and ``artifact`` are not held.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from cast.codecs._common import (
+    as_messages,
+    b64decode,
+    b64encode,
+    canonical_object,
+    dumps_compact,
+    error,
+    fail,
+)
+from cast.codecs._frameworks import json_history, message_of, pack_signature, unpack_signature
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
+
+__all__ = ["decode", "decode_counted", "encode", "to_framework"]
+
+INSTALL_HINT = "pip install 'chaincast[langchain]'"
+
+_ROLES = {"system": Role.SYSTEM, "human": Role.HUMAN, "ai": Role.AI, "tool": Role.TOOL}
+_CALL_BLOCKS = ("tool_use", "tool_call", "function_call")
+_FILE_BLOCKS = ("image", "file", "audio", "video")
+
+
+def _dump(items: list[Any]) -> list[Any]:
+    from langchain_core.messages import messages_to_dict
+
+    return messages_to_dict(items)
+
+
+def _as_json(payload: object) -> list[Any]:
+    return json_history(payload, "messages", _dump, "LangChain BaseMessage objects")
+
+
+def decode(payload: object) -> list[Message]:
+    """Messages of a LangChain history (``BaseMessage`` objects or their dicts)."""
+    return decode_counted(payload)[0]
+
+
+def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
+    """The messages, and how many each LangChain message became (always one)."""
+    out: list[Message] = []
+    names: dict[str, str] = {}  # tool call id -> name, for tool messages without one
+    for i, item in enumerate(_as_json(payload)):
+        where = f"[{i}]"
+        if not isinstance(item, dict):
+            fail(where, "a message object", item, i)
+        kind = item.get("type")
+        role = _ROLES.get(kind) if isinstance(kind, str) else None
+        if role is None:
+            fail(f"{where}.type", f"expected system, human, ai or tool, got {kind!r}", index=i)
+        data = item.get("data")
+        if not isinstance(data, dict):
+            fail(f"{where}.data", "an object", data, i)
+        where = f"{where}.data"
+        if role is Role.AI:
+            out.append(_decode_ai(data, where, i, names))
+        elif role is Role.TOOL:
+            out.append(_decode_tool(data, where, i, names))
+        else:
+            out.append(message_of(role, _decode_content(data, where, i, role)))
+    return out, [1] * len(out)
+
+
+def _string(block: dict[str, Any], key: str, where: str, i: int) -> str:
+    value = block.get(key)
+    if not isinstance(value, str):
+        fail(f"{where}.{key}", "a string", value, i)
+    return value
+
+
+def _blocks(data: dict[str, Any], where: str, i: int) -> list[Any]:
+    content = data.get("content")
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        fail(f"{where}.content", "a string or an array of content blocks", content, i)
+    return content
+
+
+def _decode_content(data: dict[str, Any], where: str, i: int, role: Role) -> tuple[Any, ...]:
+    parts: list[Any] = []
+    for k, block in enumerate(_blocks(data, where, i)):
+        block_where = f"{where}.content[{k}]"
+        if isinstance(block, str):
+            parts.append(TextPart(text=block))
+            continue
+        if not isinstance(block, dict):
+            fail(block_where, "a string or a content block", block, i)
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(TextPart(text=_string(block, "text", block_where, i)))
+        elif role is Role.HUMAN and kind in ("image_url", *_FILE_BLOCKS):
+            parts.append(_media(block, block_where, i))
+        else:
+            fail(
+                f"{block_where}.type",
+                f"chaincast cannot hold a {kind!r} block in a {role.value} message",
+                index=i,
+            )
+    return tuple(parts)
+
+
+def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
+    """An image by URL, or a base64 image/file/audio/video block."""
+    kind = block["type"]
+    if kind == "image_url":
+        image = block.get("image_url")
+        if isinstance(image, str):
+            return ImagePart(url=image)
+        if not isinstance(image, dict):
+            fail(f"{where}.image_url", "a URL or an object with one", image, i)
+        detail = image.get("detail") or ""
+        return ImagePart(url=_string(image, "url", f"{where}.image_url", i), detail=str(detail))
+    source = block.get("source")
+    if isinstance(source, dict):  # Anthropic's own block
+        block = {"base64": source.get("data"), "mime_type": source.get("media_type"), **source}
+    data = block.get("base64", block.get("data"))
+    if isinstance(data, str) and block.get("source_type", "base64") == "base64":
+        mime = _string(block, "mime_type", where, i)
+        return BinaryPart(mime_type=mime, data=b64decode(data, f"{where}.base64", i))
+    url = block.get("url")
+    if kind == "image" and isinstance(url, str):
+        return ImagePart(url=url)
+    raise error(where, f"a {kind} block by base64 data (or an image by URL)", index=i)
+
+
+def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
+    kind = block["type"]
+    if kind == "redacted_thinking":
+        data = _string(block, "data", where, i)
+        return Reasoning(signature=pack_signature(None, data, redacted=True))
+    if kind == "thinking":
+        signature = block.get("signature") or ""
+        content = _string(block, "thinking", where, i)
+        return Reasoning(content=content, signature=str(signature).encode())
+    summary = block.get("summary")
+    if isinstance(summary, list):
+        texts = [s.get("text", "") for s in summary if isinstance(s, dict)]
+        content = "\n\n".join(t for t in texts if isinstance(t, str))
+    else:
+        content = block.get("reasoning") or ""
+        if not isinstance(content, str):
+            fail(f"{where}.reasoning", "a string", content, i)
+    extras = block.get("extras")
+    signature = (
+        (extras.get("signature") if isinstance(extras, dict) else None)
+        or block.get("signature")
+        or block.get("encrypted_content")
+        or ""
+    )
+    item_id = block.get("id")
+    if not isinstance(item_id, str) or "\n" in item_id:
+        item_id = None
+    return Reasoning(
+        content=content, signature=pack_signature(item_id, str(signature), redacted=False)
+    )
+
+
+def _calls(data: dict[str, Any], where: str, i: int) -> dict[str, ToolCall]:
+    """The message's tool calls (valid and invalid) by id, in order."""
+    calls: dict[str, ToolCall] = {}
+    for key in ("tool_calls", "invalid_tool_calls"):
+        entries = data.get(key) or []
+        if not isinstance(entries, list):
+            fail(f"{where}.{key}", "an array", entries, i)
+        for k, entry in enumerate(entries):
+            entry_where = f"{where}.{key}[{k}]"
+            if not isinstance(entry, dict):
+                fail(entry_where, "a tool call object", entry, i)
+            args = entry.get("args")
+            if key == "tool_calls":
+                if not isinstance(args, dict):
+                    fail(f"{entry_where}.args", "an object", args, i)
+                arguments = dumps_compact(args)
+            else:
+                arguments = args if isinstance(args, str) else ""
+            call_id = entry.get("id") or ""
+            name = entry.get("name") or ""
+            if not isinstance(call_id, str) or not isinstance(name, str):
+                fail(entry_where, "string id and name", index=i)
+            call = ToolCall(id=call_id, name=name, arguments=arguments)
+            calls[call_id or f"#{len(calls)}"] = call
+    return calls
+
+
+def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
+    calls = _calls(data, where, i)
+    for call in calls.values():
+        names[call.id] = call.name
+    parts: list[Any] = []
+    pending: Reasoning | None = None
+    content = data.get("content")
+    if content == "" and calls:
+        blocks: list[Any] = []
+    else:
+        blocks = _blocks(data, where, i)
+    for k, block in enumerate(blocks):
+        block_where = f"{where}.content[{k}]"
+        if isinstance(block, str):
+            parts.append(TextPart(text=block, reasoning=pending))
+            pending = None
+            continue
+        if not isinstance(block, dict):
+            fail(block_where, "a string or a content block", block, i)
+        kind = block.get("type")
+        if kind in ("reasoning", "thinking", "redacted_thinking"):
+            if pending is not None:
+                parts.append(TextPart(text="", reasoning=pending))
+            pending = _reasoning(block, block_where, i)
+        elif kind == "text":
+            parts.append(TextPart(text=_string(block, "text", block_where, i), reasoning=pending))
+            pending = None
+        elif kind in _CALL_BLOCKS:
+            placed = calls.pop(str(block.get("id") or block.get("call_id") or ""), None)
+            if placed is not None:
+                parts.append(
+                    placed.model_copy(update={"reasoning": pending}) if pending else placed
+                )
+                pending = None
+        else:
+            fail(f"{block_where}.type", f"chaincast cannot hold a {kind!r} block", index=i)
+    for call in calls.values():
+        parts.append(call.model_copy(update={"reasoning": pending}) if pending else call)
+        pending = None
+    if pending is not None:
+        parts.append(TextPart(text="", reasoning=pending))
+    return message_of(Role.AI, tuple(parts))
+
+
+def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
+    call_id = _string(data, "tool_call_id", where, i)
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        name = names.get(call_id, "")
+    texts: list[str] = []
+    for k, block in enumerate(_blocks(data, where, i)):
+        if isinstance(block, str):
+            texts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            texts.append(_string(block, "text", f"{where}.content[{k}]", i))
+        else:
+            fail(f"{where}.content[{k}]", "a text block (chaincast holds text output)", index=i)
+    result = ToolResult(tool_call_id=call_id, name=name, content=texts[0] if texts else "")
+    return message_of(Role.TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
+
+
+def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``messages_to_dict`` JSON form of ``messages``."""
+    out: list[dict[str, Any]] = []
+    for i, message in enumerate(as_messages(messages)):
+        role = message.role
+        if role is Role.AI:
+            out.append({"type": "ai", "data": _encode_ai(message, i)})
+        elif role is Role.TOOL:
+            out.extend({"type": "tool", "data": data} for data in _encode_tool(message, i))
+        else:
+            content = _encode_content(message, i)
+            out.append({"type": role.value, "data": {"content": content}})
+    return out
+
+
+def _encode_content(message: Message, i: int) -> str | list[dict[str, Any]]:
+    parts = message.parts
+    if len(parts) == 1 and type(parts[0]) is TextPart and parts[0].reasoning is None:
+        return parts[0].text
+    blocks: list[dict[str, Any]] = []
+    for j, part in enumerate(parts):
+        if isinstance(part, TextPart):
+            blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart) and message.role is Role.HUMAN:
+            image: dict[str, str] = {"url": part.url}
+            if part.detail:
+                image["detail"] = part.detail
+            blocks.append({"type": "image_url", "image_url": image})
+        elif isinstance(part, BinaryPart) and message.role is Role.HUMAN:
+            kind = part.mime_type.partition("/")[0]
+            blocks.append(
+                {
+                    "type": kind if kind in ("image", "audio", "video") else "file",
+                    "base64": b64encode(part.data),
+                    "mime_type": part.mime_type,
+                }
+            )
+        else:
+            fail(
+                f"messages[{i}].parts[{j}]",
+                f"a {message.role.value} message cannot hold a {part.type} part in LangChain",
+                index=i,
+            )
+    return blocks
+
+
+def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
+    item_id, signature, redacted = unpack_signature(reasoning.signature)
+    if redacted:
+        return {"type": "redacted_thinking", "data": signature or ""}
+    block: dict[str, Any] = {"type": "reasoning", "reasoning": reasoning.content}
+    if item_id is not None:
+        block["id"] = item_id
+    if signature:
+        block["extras"] = {"signature": signature}
+    return block
+
+
+def _encode_ai(message: Message, i: int) -> dict[str, Any]:
+    blocks: list[dict[str, Any]] = []
+    texts: list[TextPart] = []
+    tool_calls: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
+    for j, part in enumerate(message.parts):
+        reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
+        if reasoning is not None:
+            blocks.append(_reasoning_block(reasoning))
+        if isinstance(part, TextPart):
+            texts.append(part)
+            if reasoning is None or part.text:
+                blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ToolCall):
+            args = canonical_object(part.arguments)
+            if args is None:
+                args = _object_or_none(part.arguments)
+            if args is None:
+                invalid.append(
+                    {"name": part.name, "args": part.arguments, "id": part.id, "error": None}
+                )
+            else:
+                tool_calls.append({"name": part.name, "args": args, "id": part.id})
+        else:
+            fail(
+                f"messages[{i}].parts[{j}]",
+                f"an AI message cannot hold a {part.type} part in LangChain",
+                index=i,
+            )
+    content: str | list[dict[str, Any]]
+    if all(p.reasoning is None for p in texts) and len(texts) <= 1 and len(blocks) == len(texts):
+        content = texts[0].text if texts else ""
+    else:
+        content = blocks
+    data: dict[str, Any] = {"content": content, "tool_calls": tool_calls}
+    if invalid:
+        data["invalid_tool_calls"] = invalid
+    return data
+
+
+def _object_or_none(arguments: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _encode_tool(message: Message, i: int) -> list[dict[str, Any]]:
+    """One LangChain tool message per result; text parts after a result join it."""
+    out: list[dict[str, Any]] = []
+    for j, part in enumerate(message.parts):
+        if isinstance(part, ToolResult):
+            out.append(
+                {"content": part.content, "tool_call_id": part.tool_call_id, "name": part.name}
+            )
+        elif isinstance(part, TextPart) and out:
+            content = out[-1]["content"]
+            if isinstance(content, str):
+                content = out[-1]["content"] = [{"type": "text", "text": content}]
+            content.append({"type": "text", "text": part.text})
+        else:
+            fail(f"messages[{i}].parts[{j}]", "a tool message holds results and text", index=i)
+    if not out:
+        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+    return out
+
+
+def to_framework(payload: list[dict[str, Any]]) -> list[Any]:
+    """``encode``'s output as LangChain ``BaseMessage`` objects (needs langchain-core)."""
+    try:
+        from langchain_core.messages import messages_from_dict
+    except ImportError as exc:
+        raise ImportError(f"langchain-core is not installed: {INSTALL_HINT}") from exc
+    return messages_from_dict(payload)

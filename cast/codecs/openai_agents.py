@@ -1,0 +1,73 @@
+"""OpenAI Agents SDK codec: the SDK's input items (Responses API input items, as
+``Runner`` and ``Session`` hold them) ↔ chaincast messages.
+
+The items are Responses items, so this is :mod:`cast.codecs.openai_responses` on a bare
+item list; what it adds is the item grouping the hooks need (the items one message came
+from) and acceptance of the SDK's pydantic item objects. Item ids, statuses and
+annotations are not held; the hooks keep the original items wherever compaction left a
+message alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cast.codecs import openai_responses
+from cast.codecs._common import fail
+from cast.messages import Message
+
+__all__ = ["decode", "decode_counted", "encode", "group_items"]
+
+INSTALL_HINT = "pip install 'chaincast[openai-agents]'"
+
+_ASSISTANT_ITEMS = ("function_call", "reasoning")
+
+
+def _as_items(payload: object) -> list[Any]:
+    if isinstance(payload, dict) and "input" in payload:
+        payload = payload["input"]
+    if not isinstance(payload, list | tuple):
+        fail("", "a list of input items", payload)
+    items: list[Any] = []
+    for item in payload:
+        dump = getattr(item, "model_dump", None)
+        items.append(dump(exclude_unset=True, mode="json") if callable(dump) else item)
+    return items
+
+
+def _assistant(item: object) -> bool:
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type", "message")
+    return kind in _ASSISTANT_ITEMS or (kind == "message" and item.get("role") == "assistant")
+
+
+def group_items(items: list[Any]) -> list[list[Any]]:
+    """The items in the groups that each decode to one message: a run of assistant
+    items (text, function calls, reasoning) is one AI message; any other item is one."""
+    groups: list[list[Any]] = []
+    for item in items:
+        if groups and _assistant(item) and _assistant(groups[-1][-1]):
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+def decode(payload: object) -> list[Message]:
+    """Messages of a list of input items (dicts or the SDK's item objects)."""
+    return openai_responses.decode(_as_items(payload))
+
+
+def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
+    """The messages, and how many each group of :func:`group_items` became (one)."""
+    items = _as_items(payload)
+    messages = openai_responses.decode(items)
+    return messages, [1] * len(group_items(items))
+
+
+def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
+    """The input items of ``messages``."""
+    items: list[dict[str, Any]] = openai_responses.encode(messages)["input"]
+    return items

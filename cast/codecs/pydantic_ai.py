@@ -1,0 +1,364 @@
+"""pydantic-ai codec: ``list[ModelMessage]`` (and its ``ModelMessagesTypeAdapter`` JSON
+form) ↔ chaincast messages.
+
+Works on the JSON form, so it needs no pydantic-ai install; ``decode`` also takes
+``ModelMessage`` objects (dumped through pydantic-ai's own adapter) and
+:func:`to_framework` turns ``encode``'s output back into objects.
+
+Mapping, in short (``docs/integrations.md`` lists every part kind): a request's
+system-prompt parts become one SYSTEM message, its user-prompt parts one HUMAN message,
+each tool-return (and legacy retry-prompt with a tool) one TOOL message, retry feedback
+a HUMAN message; a response is one AI message whose thinking parts become the
+``reasoning`` of the part after them (an empty TextPart when nothing follows). A
+thinking part's ``id`` and ``signature`` share ``Reasoning.signature`` as
+``id + "\\n" + signature`` (the Responses codec's packing, so an OpenAI reasoning item
+reads the same through both); without an id it is the signature alone, and pydantic-ai's
+redacted thinking (``id="redacted_thinking"``) uses the Anthropic codec's
+:data:`~cast.codecs.anthropic.REDACTED_THINKING_PREFIX`. Encode groups consecutive
+non-AI messages into one request. Timestamps, usage, run ids, ``instructions`` (the
+agent supplies them per run) and metadata-only parts are not held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cast.codecs._common import (
+    as_messages,
+    b64decode,
+    b64encode,
+    canonical_object,
+    dumps_compact,
+    fail,
+)
+from cast.codecs._frameworks import json_history, message_of, pack_signature, unpack_signature
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
+
+__all__ = ["decode", "decode_counted", "encode", "to_framework"]
+
+INSTALL_HINT = "pip install 'chaincast[pydantic-ai]'"
+
+_SYSTEM = Role.SYSTEM
+_HUMAN = Role.HUMAN
+_AI = Role.AI
+_TOOL = Role.TOOL
+
+# Parts that carry run bookkeeping, not conversation: skipped on decode.
+_METADATA_PARTS = frozenset(
+    {
+        "instruction",
+        "instruction-delta",
+        "instruction-baseline",
+        "tool-availability-delta",
+        "capability-load-delta",
+        "model-settings-delta",
+    }
+)
+_REDACTED_ID = "redacted_thinking"
+
+
+def _dump(items: list[Any]) -> list[Any]:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    dumped: list[Any] = ModelMessagesTypeAdapter.dump_python(items, mode="json")
+    return dumped
+
+
+def _as_json(payload: object) -> list[Any]:
+    """The JSON form of a history: dicts pass through, ``ModelMessage`` objects are
+    dumped with pydantic-ai's adapter."""
+    return json_history(payload, "messages", _dump, "pydantic-ai ModelMessage objects")
+
+
+def decode(payload: object) -> list[Message]:
+    """Messages of a pydantic-ai history (``ModelMessage`` objects or their JSON dicts)."""
+    return decode_counted(payload)[0]
+
+
+def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
+    """The messages, and how many of them each ``ModelMessage`` became (in order)."""
+    out: list[Message] = []
+    counts: list[int] = []
+    for i, item in enumerate(_as_json(payload)):
+        where = f"[{i}]"
+        if not isinstance(item, dict):
+            fail(where, "a message object", item, i)
+        parts = item.get("parts")
+        if not isinstance(parts, list):
+            fail(f"{where}.parts", "an array of parts", parts, i)
+        kind = item.get("kind")
+        start = len(out)
+        if kind == "request":
+            _decode_request(parts, where, i, out)
+        elif kind == "response":
+            out.append(_decode_response(parts, where, i))
+        else:
+            fail(f"{where}.kind", f"expected 'request' or 'response', got {kind!r}", index=i)
+        counts.append(len(out) - start)
+    return out, counts
+
+
+def _string(part: dict[str, Any], key: str, where: str, i: int) -> str:
+    value = part.get(key)
+    if not isinstance(value, str):
+        fail(f"{where}.{key}", "a string", value, i)
+    return value
+
+
+def _append(out: list[Message], start: int, role: Role, parts: list[Any]) -> None:
+    """Add ``parts`` to the message of ``role`` this request just wrote, or open one."""
+    if len(out) > start and out[-1].role is role:
+        out[-1] = message_of(role, (*out[-1].parts, *parts))
+    else:
+        out.append(message_of(role, tuple(parts)))
+
+
+def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) -> None:
+    start = len(out)
+    for j, part in enumerate(parts):
+        part_where = f"{where}.parts[{j}]"
+        if not isinstance(part, dict):
+            fail(part_where, "a part object", part, i)
+        kind = part.get("part_kind")
+        if kind == "system-prompt":
+            _append(out, start, _SYSTEM, [TextPart(text=_string(part, "content", part_where, i))])
+        elif kind == "user-prompt":
+            _append(out, start, _HUMAN, _user_content(part.get("content"), part_where, i))
+        elif kind == "tool-return" or (kind == "retry-prompt" and part.get("tool_name")):
+            result = ToolResult(
+                tool_call_id=_string(part, "tool_call_id", part_where, i),
+                name=_string(part, "tool_name", part_where, i),
+                content=_result_text(part.get("content")),
+            )
+            out.append(message_of(_TOOL, (result,)))
+        elif kind in ("retry-feedback", "retry-prompt"):
+            text = _result_text(part.get("content"))
+            _append(out, start, _HUMAN, [TextPart(text=text)])
+        elif kind not in _METADATA_PARTS:
+            fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
+
+
+def _result_text(content: object) -> str:
+    """A tool return's content as the text a model reads: strings as they are, other
+    values as compact JSON."""
+    return content if isinstance(content, str) else dumps_compact(content)
+
+
+def _user_content(content: object, where: str, i: int) -> list[Any]:
+    if isinstance(content, str):
+        return [TextPart(text=content)]
+    if not isinstance(content, list):
+        fail(f"{where}.content", "a string or an array of user content", content, i)
+    parts: list[Any] = []
+    for k, item in enumerate(content):
+        item_where = f"{where}.content[{k}]"
+        if isinstance(item, str):
+            parts.append(TextPart(text=item))
+            continue
+        if not isinstance(item, dict):
+            fail(item_where, "a string or a content object", item, i)
+        kind = item.get("kind")
+        if kind == "text-content":
+            parts.append(TextPart(text=_string(item, "content", item_where, i)))
+        elif kind == "image-url":
+            vendor = item.get("vendor_metadata")
+            detail = vendor.get("detail", "") if isinstance(vendor, dict) else ""
+            url = _string(item, "url", item_where, i)
+            parts.append(ImagePart(url=url, detail=detail if isinstance(detail, str) else ""))
+        elif kind == "binary":
+            data = b64decode(_string(item, "data", item_where, i), f"{item_where}.data", i)
+            mime = _string(item, "media_type", item_where, i)
+            parts.append(BinaryPart(mime_type=mime, data=data))
+        elif kind != "cache-point":
+            fail(f"{item_where}.kind", f"chaincast cannot hold {kind!r} user content", index=i)
+    return parts
+
+
+def _reasoning(part: dict[str, Any], where: str, i: int) -> Reasoning:
+    content = _string(part, "content", where, i)
+    item_id = part.get("id")
+    signature = part.get("signature")
+    if signature is not None and not isinstance(signature, str):
+        fail(f"{where}.signature", "a string or null", signature, i)
+    if item_id is not None and (not isinstance(item_id, str) or "\n" in item_id):
+        fail(f"{where}.id", "a string without newlines, or null", item_id, i)
+    redacted = item_id == _REDACTED_ID
+    packed = pack_signature(None if redacted else item_id, signature, redacted=redacted)
+    return Reasoning(content=content, signature=packed)
+
+
+def _decode_response(parts: list[Any], where: str, i: int) -> Message:
+    out: list[Any] = []
+    pending: Reasoning | None = None
+    for j, part in enumerate(parts):
+        part_where = f"{where}.parts[{j}]"
+        if not isinstance(part, dict):
+            fail(part_where, "a part object", part, i)
+        kind = part.get("part_kind")
+        if kind == "thinking":
+            if pending is not None:
+                out.append(TextPart(text="", reasoning=pending))
+            pending = _reasoning(part, part_where, i)
+        elif kind == "text":
+            out.append(TextPart(text=_string(part, "content", part_where, i), reasoning=pending))
+            pending = None
+        elif kind == "tool-call":
+            args = part.get("args")
+            if args is None:
+                arguments = "{}"
+            elif isinstance(args, str):
+                arguments = args
+            elif isinstance(args, dict):
+                arguments = dumps_compact(args)
+            else:
+                fail(f"{part_where}.args", "a JSON object, its text, or null", args, i)
+            call = ToolCall(
+                id=_string(part, "tool_call_id", part_where, i),
+                name=_string(part, "tool_name", part_where, i),
+                arguments=arguments,
+                reasoning=pending,
+            )
+            out.append(call)
+            pending = None
+        elif kind == "file":
+            content = part.get("content")
+            if not isinstance(content, dict):
+                fail(f"{part_where}.content", "a binary content object", content, i)
+            data = b64decode(_string(content, "data", part_where, i), f"{part_where}.data", i)
+            mime = _string(content, "media_type", part_where, i)
+            out.append(BinaryPart(mime_type=mime, data=data))
+        else:
+            fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
+    if pending is not None:
+        out.append(TextPart(text="", reasoning=pending))
+    return message_of(_AI, tuple(out))
+
+
+def encode(
+    messages: Iterable[Message | dict[str, Any]], *, provider_name: str | None = None
+) -> list[dict[str, Any]]:
+    """The ``ModelMessagesTypeAdapter`` JSON form of ``messages``.
+
+    ``provider_name`` is written on every thinking part that carries a signature:
+    pydantic-ai sends a signature back only to the provider named there, so pass the
+    provider the reasoning came from (``None``: the signatures go nowhere).
+    """
+    out: list[dict[str, Any]] = []
+    request: list[dict[str, Any]] | None = None
+    for i, message in enumerate(as_messages(messages)):
+        if message.role is _AI:
+            request = None
+            out.append({"kind": "response", "parts": _encode_response(message, i, provider_name)})
+            continue
+        if request is None:
+            request = []
+            out.append({"kind": "request", "parts": request})
+        if message.role is _SYSTEM:
+            for j, part in enumerate(message.parts):
+                if not isinstance(part, TextPart):
+                    fail(f"messages[{i}].parts[{j}]", "a system message holds text", index=i)
+                request.append({"part_kind": "system-prompt", "content": part.text})
+        elif message.role is _HUMAN:
+            request.append({"part_kind": "user-prompt", "content": _encode_user(message, i)})
+        else:
+            _encode_tool(message, i, request)
+    return out
+
+
+def _encode_user(message: Message, i: int) -> str | list[Any]:
+    parts = message.parts
+    if len(parts) == 1 and type(parts[0]) is TextPart:
+        return parts[0].text
+    content: list[Any] = []
+    for j, part in enumerate(parts):
+        if isinstance(part, TextPart):
+            content.append(part.text)
+        elif isinstance(part, ImagePart):
+            image: dict[str, Any] = {"kind": "image-url", "url": part.url}
+            if part.detail:
+                image["vendor_metadata"] = {"detail": part.detail}
+            content.append(image)
+        elif isinstance(part, BinaryPart):
+            content.append(
+                {"kind": "binary", "data": b64encode(part.data), "media_type": part.mime_type}
+            )
+        else:
+            fail(f"messages[{i}].parts[{j}]", f"a user prompt cannot hold a {part.type}", index=i)
+    return content
+
+
+def _encode_tool(message: Message, i: int, request: list[dict[str, Any]]) -> None:
+    for j, part in enumerate(message.parts):
+        if isinstance(part, ToolResult):
+            request.append(
+                {
+                    "part_kind": "tool-return",
+                    "tool_name": part.name,
+                    "tool_call_id": part.tool_call_id,
+                    "content": part.content,
+                }
+            )
+        elif isinstance(part, TextPart):
+            request.append({"part_kind": "user-prompt", "content": part.text})
+        else:
+            fail(f"messages[{i}].parts[{j}]", "a tool message holds results and text", index=i)
+
+
+def _thinking(reasoning: Reasoning, provider_name: str | None) -> dict[str, Any]:
+    item_id, signature, redacted = unpack_signature(reasoning.signature)
+    if redacted:
+        item_id = _REDACTED_ID
+    part: dict[str, Any] = {"part_kind": "thinking", "content": reasoning.content}
+    if item_id is not None:
+        part["id"] = item_id
+    if signature is not None:
+        part["signature"] = signature
+        if provider_name is not None:
+            part["provider_name"] = provider_name
+    return part
+
+
+def _encode_response(message: Message, i: int, provider_name: str | None) -> list[Any]:
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(message.parts):
+        reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
+        if reasoning is not None:
+            parts.append(_thinking(reasoning, provider_name))
+        if isinstance(part, TextPart):
+            if reasoning is None or part.text:
+                parts.append({"part_kind": "text", "content": part.text})
+        elif isinstance(part, ToolCall):
+            args = canonical_object(part.arguments)
+            parts.append(
+                {
+                    "part_kind": "tool-call",
+                    "tool_name": part.name,
+                    "tool_call_id": part.id,
+                    "args": part.arguments if args is None else args,
+                }
+            )
+        elif isinstance(part, BinaryPart):
+            binary = {"kind": "binary", "data": b64encode(part.data), "media_type": part.mime_type}
+            parts.append({"part_kind": "file", "content": binary})
+        else:
+            fail(f"messages[{i}].parts[{j}]", f"a response cannot hold a {part.type}", index=i)
+    return parts
+
+
+def to_framework(payload: list[dict[str, Any]]) -> list[Any]:
+    """``encode``'s output as pydantic-ai ``ModelMessage`` objects (needs pydantic-ai)."""
+    try:
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+    except ImportError as exc:
+        raise ImportError(f"pydantic-ai is not installed: {INSTALL_HINT}") from exc
+    return list(ModelMessagesTypeAdapter.validate_python(payload))

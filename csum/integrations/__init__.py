@@ -1,0 +1,27 @@
+"""Hooks that keep a framework's agent history under budget, one module per framework.
+
+``csum.integrations.pydantic_ai``, ``csum.integrations.langchain`` and
+``csum.integrations.openai_agents`` each need their framework (an optional extra) and
+load only when imported; this package itself needs none of them. See
+``docs/integrations.md``.
+"""
+
+from csum.integrations._history import (
+    DEFAULT_BUDGET,
+    HistoryHook,
+    HookEvent,
+    Keeper,
+    OnError,
+    SummarizerKeeper,
+    default_keeper,
+)
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "HistoryHook",
+    "HookEvent",
+    "Keeper",
+    "OnError",
+    "SummarizerKeeper",
+    "default_keeper",
+]

@@ -1,0 +1,130 @@
+"""LangChain / LangGraph: keep an agent's messages under budget before each model call.
+
+- :class:`CompactionMiddleware` for ``langchain.agents.create_agent(model, tools,
+  middleware=[CompactionMiddleware(budget=32_000)])``: its ``before_model`` replaces the
+  state's messages the way LangGraph's message reducer expects
+  (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` then the new list);
+- :func:`pre_model_hook` for LangGraph's prebuilt ``create_react_agent(...,
+  pre_model_hook=...)``: the same, or with ``replace_state=False`` only what the model
+  sees (``llm_input_messages``).
+
+Messages the keeper left alone come back as the very objects the state held (ids
+included); only summaries are new messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cast.codecs.langchain as codec
+from cast import Message
+from csum.budget import Budget
+from csum.integrations._history import HistoryHook, HookEvent, Keeper, OnError
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState
+    from langchain_core.messages import BaseMessage, RemoveMessage
+    from langchain_core.runnables import RunnableLambda
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+    from langgraph.runtime import Runtime
+except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI venv
+    raise ImportError(f"csum.integrations.langchain needs LangChain: {codec.INSTALL_HINT}") from exc
+
+__all__ = ["CompactionMiddleware", "MessagesKeeper", "pre_model_hook"]
+
+
+def _decode(messages: Sequence[BaseMessage]) -> tuple[list[Message], list[int]]:
+    return codec.decode_counted(list(messages))
+
+
+def _encode(fresh: list[Message]) -> list[BaseMessage]:
+    return codec.to_framework(codec.encode(fresh))
+
+
+class MessagesKeeper(HistoryHook):
+    """A state's ``messages`` through a chaincast keeper: ``None`` when nothing changed
+    (or compaction failed and ``on_error`` is ``"continue"``), else the new list."""
+
+    framework = "langchain"
+
+    async def acompact(self, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
+        out = await self.compact_history(messages, _decode, _encode)
+        return None if self.events[-1].outcome != "compacted" else out
+
+    def compact(self, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
+        out = self.compact_history_sync(messages, _decode, _encode)
+        return None if self.events[-1].outcome != "compacted" else out
+
+
+def _replace(messages: list[BaseMessage]) -> dict[str, Any]:
+    return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
+
+
+class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """``create_agent`` middleware: before each model call, the state's messages are
+    brought under budget and replace the old ones.
+
+    On failure the model call goes ahead with the messages as they were and a ``failed``
+    :class:`~csum.integrations.HookEvent` is reported, unless ``on_error="raise"``.
+    """
+
+    def __init__(
+        self,
+        keeper: Keeper | None = None,
+        *,
+        budget: int | Budget | None = None,
+        on_error: OnError = "continue",
+        on_event: Callable[[HookEvent], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.history = MessagesKeeper(keeper, budget=budget, on_error=on_error, on_event=on_event)
+
+    @property
+    def events(self) -> list[HookEvent]:
+        """Every compaction event so far, oldest first."""
+        return self.history.events
+
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        out = self.history.compact(state["messages"])
+        return None if out is None else _replace(out)
+
+    async def abefore_model(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        out = await self.history.acompact(state["messages"])
+        return None if out is None else _replace(out)
+
+
+def pre_model_hook(
+    keeper: Keeper | None = None,
+    *,
+    budget: int | Budget | None = None,
+    replace_state: bool = True,
+    on_error: OnError = "continue",
+    on_event: Callable[[HookEvent], None] | None = None,
+) -> RunnableLambda[dict[str, Any], dict[str, Any]]:
+    """A LangGraph ``pre_model_hook`` (sync and async) keeping messages under budget.
+
+    ``replace_state=True`` rewrites the state's messages; ``False`` leaves the state
+    whole and sends the compacted list to the model only (``llm_input_messages``).
+    """
+    history = MessagesKeeper(keeper, budget=budget, on_error=on_error, on_event=on_event)
+
+    def update(messages: list[BaseMessage], out: list[BaseMessage] | None) -> dict[str, Any]:
+        if out is None:
+            return {"llm_input_messages": messages}
+        return _replace(out) if replace_state else {"llm_input_messages": out}
+
+    def hook(state: dict[str, Any]) -> dict[str, Any]:
+        messages = state["messages"]
+        return update(messages, history.compact(messages))
+
+    async def ahook(state: dict[str, Any]) -> dict[str, Any]:
+        messages = state["messages"]
+        return update(messages, await history.acompact(messages))
+
+    runnable: RunnableLambda[dict[str, Any], dict[str, Any]] = RunnableLambda(
+        hook, afunc=ahook, name="chaincast_pre_model_hook"
+    )
+    return runnable

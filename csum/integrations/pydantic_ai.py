@@ -1,0 +1,79 @@
+"""pydantic-ai: a history processor that keeps an agent's messages under budget.
+
+``Agent(model, capabilities=[HistoryProcessor(budget=32_000).capability()])`` (the
+installed pydantic-ai takes history processors as a ``ProcessHistory`` capability; the
+processor itself is the ``messages -> messages`` callable older versions took in
+``history_processors=[...]``). pydantic-ai also stores what the processor returns as the
+run's history, so compaction carries over to ``result.all_messages()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import cast.codecs.pydantic_ai as codec
+from cast import Message
+from csum.integrations._history import HistoryHook
+
+try:
+    from pydantic_ai.capabilities import ProcessHistory
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ThinkingPart
+except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI venv
+    hint = f"csum.integrations.pydantic_ai needs pydantic-ai: {codec.INSTALL_HINT}"
+    raise ImportError(hint) from exc
+
+__all__ = ["HistoryProcessor"]
+
+
+class HistoryProcessor(HistoryHook):
+    """A pydantic-ai history processor running a chaincast keeper.
+
+    On failure (a part chaincast cannot hold, a keeper error) the agent goes on with its
+    history as it was and a ``failed`` :class:`~csum.integrations.HookEvent` is
+    reported, unless ``on_error="raise"``.
+    """
+
+    framework = "pydantic-ai"
+
+    async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        provider = _signature_provider(messages)
+        out = await self.compact_history(
+            messages,
+            _decode,
+            lambda fresh: codec.to_framework(codec.encode(fresh, provider_name=provider)),
+        )
+        return _keep_instructions(messages, out)
+
+    def capability(self) -> ProcessHistory[Any]:
+        """This processor as the capability ``Agent(capabilities=[...])`` takes."""
+        return ProcessHistory(self)
+
+
+def _decode(messages: Sequence[ModelMessage]) -> tuple[list[Message], list[int]]:
+    return codec.decode_counted(list(messages))
+
+
+def _signature_provider(messages: Sequence[ModelMessage]) -> str | None:
+    """The provider of the latest signed thinking part: the one re-encoded reasoning
+    goes back to."""
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, ThinkingPart) and part.signature and part.provider_name:
+                    return part.provider_name
+    return None
+
+
+def _keep_instructions(
+    before: Sequence[ModelMessage], after: list[ModelMessage]
+) -> list[ModelMessage]:
+    """The latest request's instructions on the new latest request (the model reads them
+    there), when compaction rebuilt it."""
+    if not before or not after or after[-1] is before[-1]:
+        return after
+    old, new = before[-1], after[-1]
+    if isinstance(old, ModelRequest) and isinstance(new, ModelRequest) and old.instructions:
+        after[-1] = dataclasses.replace(new, instructions=old.instructions)
+    return after

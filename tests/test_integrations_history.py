@@ -1,0 +1,150 @@
+"""The framework-free core of the hooks: putting the framework's own messages back
+around a compacted chain, the error policy and the events (asyncio and trio)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cast import Message
+from csum import Compactor
+from csum.integrations import HistoryHook, HookEvent, SummarizerKeeper, default_keeper
+from csum.integrations._history import rebuild
+from strategies import valid_chains
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+class Group:
+    """A stand-in for one framework message: the chaincast messages it decodes to."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = list(messages)
+
+
+def decode(groups: Sequence[Group]) -> tuple[list[Message], list[int]]:
+    return [m for g in groups for m in g.messages], [len(g.messages) for g in groups]
+
+
+def encode(fresh: list[Message]) -> list[Group]:
+    return [Group([m]) for m in fresh]
+
+
+@st.composite
+def grouped_edits(draw: st.DrawFn) -> tuple[list[Group], list[Message], int, int]:
+    """Groups of a chain, and the chain with one run of groups replaced by new messages."""
+    chain = draw(valid_chains(min_sections=1))
+    groups: list[Group] = []
+    start = 0
+    while start < len(chain):
+        size = draw(st.integers(1, 3))
+        groups.append(Group(chain[start : start + size]))
+        start += size
+    lo = draw(st.integers(0, len(groups)))
+    hi = draw(st.integers(lo, len(groups)))
+    new = [Message.human(f"summary {i}") for i in range(draw(st.integers(0, 2)))]
+    output = [m for g in groups[:lo] for m in g.messages] + new
+    output += [m for g in groups[hi:] for m in g.messages]
+    return groups, output, lo, hi
+
+
+@given(grouped_edits())
+def test_rebuild_keeps_every_untouched_original(
+    case: tuple[list[Group], list[Message], int, int],
+) -> None:
+    groups, output, lo, hi = case
+    messages, counts = decode(groups)
+    rebuilt = rebuild(groups, counts, messages, output, encode)
+    assert decode(rebuilt)[0] == output
+    # Every untouched group comes back as an original object (one of equal content
+    # may stand in for another: they are the same messages).
+    originals = {id(g) for g in groups}
+    reused = sum(id(g) in originals for g in rebuilt)
+    assert reused >= len(groups[:lo]) + len(groups[hi:])
+
+
+def test_rebuild_hands_back_the_originals_when_nothing_changed() -> None:
+    groups = [Group([Message.human("hi")]), Group([Message.ai("hello")])]
+    messages, counts = decode(groups)
+    rebuilt = rebuild(groups, counts, messages, messages, encode)
+    assert [id(g) for g in rebuilt] == [id(g) for g in groups]
+
+
+class Broken:
+    async def compact(self, messages: list[Message]) -> list[Message]:
+        raise RuntimeError("handler down")
+
+
+class Halves:
+    """Keeps the first and last messages only."""
+
+    async def compact(self, messages: list[Message]) -> list[Message]:
+        return [messages[0], messages[-1]]
+
+
+CHAIN = [Message.human("a"), Message.ai("b"), Message.human("c"), Message.ai("d")]
+
+
+@pytest.mark.anyio
+async def test_events_and_policy() -> None:
+    events: list[HookEvent] = []
+    groups = [Group([m]) for m in CHAIN]
+    hook = HistoryHook(Halves(), on_event=events.append)
+    out = await hook.compact_history(groups, decode, encode)
+    assert [g.messages for g in out] == [[CHAIN[0]], [CHAIN[-1]]]
+    assert out[0] is groups[0]
+    assert (events[-1].outcome, events[-1].messages_before, events[-1].messages_after) == (
+        "compacted",
+        4,
+        2,
+    )
+    failing = HistoryHook(Broken(), on_event=events.append)
+    assert await failing.compact_history(groups, decode, encode) == groups
+    assert events[-1].outcome == "failed"
+    assert isinstance(events[-1].error, RuntimeError)
+    with pytest.raises(RuntimeError, match="handler down"):
+        await HistoryHook(Broken(), on_error="raise").compact_history(groups, decode, encode)
+
+
+@pytest.mark.anyio
+async def test_the_summarizer_behind_the_protocol() -> None:
+    from csum import Summarizer, SummarizerConfig
+    from csum.handlers import extractive
+
+    long_chain = [
+        m for i in range(6) for m in (Message.human(f"q{i} " + "x" * 3000), Message.ai(f"a{i}"))
+    ]
+    keeper = SummarizerKeeper(
+        Summarizer(SummarizerConfig(use_qa=True, max_qa_bytes=8000, summarize_human_in_qa=True)),
+        extractive(400),
+    )
+    hook = HistoryHook(keeper)
+    groups = [Group([m]) for m in long_chain]
+    out = await hook.compact_history(groups, decode, encode)
+    assert hook.events[-1].outcome == "compacted"
+    assert hook.events[-1].size_after < hook.events[-1].size_before
+    assert out[-1] is groups[-1]
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="on_error"):
+        HistoryHook(on_error="ignore")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not both"):
+        HistoryHook(Halves(), budget=1000)
+    assert isinstance(default_keeper(), Compactor)
+    assert isinstance(HistoryHook(budget=9000).keeper, Compactor)
+
+
+@pytest.mark.anyio
+async def test_the_sync_entry_point_works_inside_a_running_loop() -> None:
+    groups = [Group([m]) for m in CHAIN]
+    hook = HistoryHook(Halves())
+    out = hook.compact_history_sync(groups, decode, encode)  # as a sync framework hook would
+    assert [g.messages for g in out] == [[CHAIN[0]], [CHAIN[-1]]]
+    assert HistoryHook(Halves()).compact_history_sync(groups[:2], decode, encode)[0] is groups[0]

@@ -1,0 +1,290 @@
+"""LangChain / LangGraph: the codec on histories the frameworks build themselves, the
+``create_agent`` middleware and the LangGraph ``pre_model_hook`` inside real agent runs
+driven by a LangChain fake chat model that calls tools.
+
+LangGraph's async runs need asyncio; the hook itself runs on asyncio and trio.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("langchain")
+pytest.importorskip("langgraph")
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_openai_messages,
+    messages_to_dict,
+)
+from langchain_core.tools import tool
+
+from cast import ChainAST, CodecError, Message, Reasoning, lint, port
+from cast.codecs import detect_format, get_codec
+from cast.codecs import langchain as codec
+from cast.codecs import openai as openai_codec
+from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
+from csum.integrations import HookEvent
+from csum.integrations.langchain import CompactionMiddleware, MessagesKeeper, pre_model_hook
+
+BUDGET = 16_000
+TOOL_OUTPUT = "line {n}: build step finished, artefact written to /tmp/out/{n}.o\n"
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+class ToolCallingFake(GenericFakeChatModel):
+    """GenericFakeChatModel that accepts ``bind_tools`` and records what it receives."""
+
+    received: list[list[BaseMessage]]
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFake:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.received.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def scripted_model(calls: int) -> ToolCallingFake:
+    """``calls`` tool calls, each after Anthropic-style thinking, then a final answer."""
+    script = [
+        AIMessage(
+            content=[
+                {"type": "thinking", "thinking": f"step {n}", "signature": f"sig-{n}"},
+                {"type": "text", "text": f"running step {n}"},
+            ],
+            tool_calls=[{"name": "big", "args": {"n": n}, "id": f"toolu_{n}"}],
+        )
+        for n in range(1, calls + 1)
+    ]
+    script.append(AIMessage("all steps done"))
+    return ToolCallingFake(messages=iter(script), received=[])
+
+
+@tool
+def big(n: int) -> str:
+    """A build step with a large log."""
+    return TOOL_OUTPUT.format(n=n) * 80
+
+
+def check_received(model: ToolCallingFake) -> None:
+    for history in model.received:
+        messages = codec.decode(history)
+        assert sum(m.size for m in messages) <= BUDGET
+        ChainAST.from_messages(messages)  # every tool call kept its result
+
+
+def test_create_agent_run_stays_under_budget() -> None:
+    model = scripted_model(14)
+    middleware = CompactionMiddleware(budget=BUDGET)
+    agent = create_agent(model, [big], system_prompt="You run builds.", middleware=[middleware])
+    state = agent.invoke({"messages": [HumanMessage("Build everything.")]})
+
+    assert state["messages"][-1].content == "all steps done"
+    compacted = [e for e in middleware.events if e.outcome == "compacted"]
+    assert len(compacted) >= 3
+    check_received(model)
+    # The state holds the compacted history (LangGraph applied our replacement).
+    assert sum(m.size for m in codec.decode(state["messages"])) <= BUDGET + len(TOOL_OUTPUT) * 100
+
+
+def test_create_agent_async_run() -> None:
+    model = scripted_model(14)
+    middleware = CompactionMiddleware(budget=BUDGET)
+    agent = create_agent(model, [big], middleware=[middleware])
+
+    async def run() -> dict[str, Any]:
+        state: dict[str, Any] = await agent.ainvoke({"messages": [HumanMessage("Build.")]})
+        return state
+
+    state = anyio.run(run)
+    assert state["messages"][-1].content == "all steps done"
+    assert sum(e.outcome == "compacted" for e in middleware.events) >= 3
+    check_received(model)
+
+
+@pytest.mark.parametrize("replace_state", [True, False])
+def test_langgraph_pre_model_hook(replace_state: bool) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+        model = scripted_model(10)
+        events: list[HookEvent] = []
+        hook = pre_model_hook(budget=BUDGET, replace_state=replace_state, on_event=events.append)
+        agent = create_react_agent(model, [big], pre_model_hook=hook)
+    state = agent.invoke({"messages": [HumanMessage("Build.")]})
+    assert state["messages"][-1].content == "all steps done"
+    assert sum(e.outcome == "compacted" for e in events) >= 3
+    check_received(model)
+    stored = sum(m.size for m in codec.decode(state["messages"]))
+    assert (stored <= BUDGET + len(TOOL_OUTPUT) * 100) is replace_state
+
+
+def test_round_trip_of_a_recorded_history() -> None:
+    model = scripted_model(3)
+    agent = create_agent(model, [big], system_prompt="You run builds.")
+    history = agent.invoke({"messages": [HumanMessage("Build.")]})["messages"]
+    payload = messages_to_dict(history)
+    assert detect_format(payload) == "langchain"
+    assert get_codec("langchain") is codec
+    decoded = codec.decode(payload)
+    assert decoded == codec.decode(history)
+    assert [m.role.value for m in decoded] == ["human", *["ai", "tool"] * 3, "ai"]
+    assert decoded[1].parts[0].reasoning == Reasoning(content="step 1", signature=b"sig-1")
+    again = codec.to_framework(codec.encode(decoded))
+    assert codec.decode(again) == decoded
+    # LangChain resumes from the re-encoded history.
+    resumed = create_agent(scripted_model(1), [big]).invoke(
+        {"messages": [*again, HumanMessage("More.")]}
+    )
+    assert resumed["messages"][-1].content == "all steps done"
+
+
+def test_every_block_kind_chaincast_holds() -> None:
+    history: list[BaseMessage] = [
+        SystemMessage("sys"),
+        HumanMessage(
+            content=[
+                {"type": "text", "text": "look"},
+                {"type": "image", "url": "https://example.com/a.png"},
+                {
+                    "type": "image_url",
+                    "image_url": {"url": "https://example.com/b.png", "detail": "low"},
+                },
+                {"type": "file", "base64": "JVBERi0xLjc=", "mime_type": "application/pdf"},
+            ]
+        ),
+        AIMessage(
+            content=[
+                {"type": "redacted_thinking", "data": "opaque"},
+                {
+                    "type": "reasoning",
+                    "id": "rs_1",
+                    "summary": [{"type": "summary_text", "text": "why"}],
+                },
+                {"type": "tool_use", "id": "c2", "name": "g", "input": {}},
+            ],
+            tool_calls=[
+                {"name": "f", "args": {"x": 1}, "id": "c1"},
+                {"name": "g", "args": {}, "id": "c2"},
+            ],
+            invalid_tool_calls=[{"name": "h", "args": "{bad", "id": "c3", "error": "not JSON"}],
+        ),
+        ToolMessage("failed: no such file", tool_call_id="c2", status="error"),
+        ToolMessage(
+            content=[{"type": "text", "text": "one"}, {"type": "text", "text": "two"}],
+            tool_call_id="c1",
+        ),
+        ToolMessage("r3", tool_call_id="c3", name="h"),
+    ]
+    decoded = codec.decode(history)
+    image, image_url, pdf = decoded[1].parts[1:]
+    assert (image.url, image_url.detail) == ("https://example.com/a.png", "low")
+    assert (pdf.mime_type, pdf.data) == ("application/pdf", b"%PDF-1.7")
+    redacted, call_g, call_f, call_h = decoded[2].parts
+    assert redacted.reasoning == Reasoning(signature=REDACTED_THINKING_PREFIX + b"opaque")
+    assert (call_g.id, call_g.reasoning) == ("c2", Reasoning(content="why", signature=b"rs_1\n"))
+    assert (call_f.arguments, call_h.arguments) == ('{"x":1}', "{bad")
+    assert decoded[3].tool_results[0].name == "g"  # from the call, the message had none
+    assert decoded[4].text == "two"
+    ChainAST.from_messages(decoded)
+    back = codec.to_framework(codec.encode(decoded))
+    assert codec.decode(back) == decoded
+    assert back[2].invalid_tool_calls[0]["args"] == "{bad"
+    assert back[3].status == "success"  # documented: the status is not held
+
+
+@pytest.mark.parametrize(
+    ("message", "path"),
+    [
+        pytest.param(
+            {"type": "chat", "data": {"content": "x", "role": "x"}}, "[0].type", id="chat-message"
+        ),
+        pytest.param(
+            {"type": "ai", "data": {"content": [{"type": "image", "url": "u"}]}},
+            "[0].data.content[0].type",
+            id="image-in-ai",
+        ),
+        pytest.param(
+            {"type": "human", "data": {"content": [{"type": "file", "url": "u"}]}},
+            "[0].data.content[0]",
+            id="file-by-url",
+        ),
+    ],
+)
+def test_blocks_chaincast_cannot_hold_are_refused(message: dict[str, Any], path: str) -> None:
+    with pytest.raises(CodecError) as info:
+        codec.decode([message])
+    assert info.value.path == path
+
+
+def _unholdable() -> list[BaseMessage]:
+    return [HumanMessage(content=[{"type": "video", "url": "https://v/x.mp4"}]), AIMessage("seen")]
+
+
+@pytest.mark.anyio
+async def test_failure_keeps_the_history_and_reports() -> None:
+    keeper = MessagesKeeper(budget=BUDGET)
+    assert await keeper.acompact(_unholdable()) is None
+    event = keeper.events[-1]
+    assert event.outcome == "failed"
+    assert isinstance(event.error, CodecError)
+    with pytest.raises(CodecError):
+        await MessagesKeeper(budget=BUDGET, on_error="raise").acompact(_unholdable())
+
+
+class BrokenKeeper:
+    async def compact(self, messages: list[Message]) -> list[Message]:
+        raise RuntimeError("summarizer down")
+
+
+def test_agent_run_goes_on_when_the_keeper_fails() -> None:
+    middleware = CompactionMiddleware(BrokenKeeper())
+    agent = create_agent(scripted_model(2), [big], middleware=[middleware])
+    state = agent.invoke({"messages": [HumanMessage("Build.")]})
+    assert state["messages"][-1].content == "all steps done"
+    assert {e.outcome for e in middleware.events} == {"failed"}
+    strict = create_agent(
+        scripted_model(2),
+        [big],
+        middleware=[CompactionMiddleware(BrokenKeeper(), on_error="raise")],
+    )
+    with pytest.raises(RuntimeError, match="summarizer down"):
+        strict.invoke({"messages": [HumanMessage("Build.")]})
+
+
+def test_anthropic_history_resumes_on_an_openai_model() -> None:
+    openai = pytest.importorskip("openai")
+    from chat_server import chat_server
+
+    agent = create_agent(scripted_model(3), [big], system_prompt="You run builds.")
+    history = agent.invoke({"messages": [HumanMessage("Build.")]})["messages"]
+    ported = port(codec.decode(history), "openai", source="anthropic")
+    resumed = [*codec.to_framework(codec.encode(ported)), HumanMessage("Continue.")]
+    wire = convert_to_openai_messages(resumed)
+    assert lint(openai_codec.decode({"messages": wire}), "openai") == []
+    assert "sig-1" not in json.dumps(wire)
+    with chat_server(lambda body: {"content": "resumed on openai"}) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="k")
+        reply = client.chat.completions.create(model="gpt-4o", messages=wire)
+    assert reply.choices[0].message.content == "resumed on openai"
+    sent = server.requests[0]["messages"]
+    calls = [c["id"] for m in sent for c in m.get("tool_calls") or []]
+    assert calls == [m["tool_call_id"] for m in sent if m["role"] == "tool"]
+    assert len(calls) == 3

@@ -1,0 +1,263 @@
+"""OpenAI Agents SDK: the input filter and the compacting session inside real runs of
+the SDK against a scripted OpenAI-compatible server on 127.0.0.1 (the SDK's own
+``OpenAIChatCompletionsModel`` and the official client, unmodified).
+
+The SDK's runner needs asyncio; the session on its own runs on asyncio and trio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+    function_tool,
+    set_tracing_disabled,
+)
+from openai import AsyncOpenAI
+
+from cast import ChainAST, CodecError, Message, lint, port
+from cast.codecs import get_codec
+from cast.codecs import openai as openai_codec
+from cast.codecs import openai_agents as codec
+from chat_server import ChatServer, chat_server
+from csum.integrations import HookEvent
+from csum.integrations.openai_agents import CompactingSession, InputFilter
+
+BUDGET = 16_000
+TOOL_OUTPUT = "line {n}: build step finished, artefact written to /tmp/out/{n}.o\n"
+INSTRUCTIONS = "You run builds."
+
+set_tracing_disabled(True)
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+class ListSession:
+    """A plain in-memory ``Session`` (the SDK's SQLiteSession is bound to asyncio)."""
+
+    session_settings = None
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.items: list[Any] = []
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        return list(self.items if limit is None else self.items[-limit:])
+
+    async def add_items(self, items: list[Any]) -> None:
+        self.items.extend(items)
+
+    async def pop_item(self) -> Any:
+        return self.items.pop() if self.items else None
+
+    async def clear_session(self) -> None:
+        self.items.clear()
+
+
+def store(anyio_backend: str, session_id: str) -> Any:
+    return SQLiteSession(session_id) if anyio_backend == "asyncio" else ListSession(session_id)
+
+
+@function_tool
+def big(n: int) -> str:
+    """A build step with a large log."""
+    return TOOL_OUTPUT.format(n=n) * 80
+
+
+class Script:
+    """The server's answers: ``calls_per_turn`` tool calls after each new user message,
+    then a final answer (counted here, since compaction rewrites what the model sees)."""
+
+    def __init__(self, calls_per_turn: int) -> None:
+        self.calls_per_turn = calls_per_turn
+        self.calls = 0
+        self.per_prompt: dict[str, int] = {}
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+        done = self.per_prompt.get(str(prompt), 0)
+        if done < self.calls_per_turn:
+            self.per_prompt[str(prompt)] = done + 1
+            self.calls += 1
+            n = self.calls
+            call = {"name": "big", "arguments": json.dumps({"n": n})}
+            return {"tool_calls": [{"id": f"call_{n}", "type": "function", "function": call}]}
+        return {"content": "all steps done"}
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with chat_server(Script(calls_per_turn=12)) as running:
+        yield running
+
+
+def agent_for(server: ChatServer) -> Agent[Any]:
+    client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    model = OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
+    return Agent(name="builder", instructions=INSTRUCTIONS, model=model, tools=[big])
+
+
+def check_received(server: ChatServer, budget: int = BUDGET) -> None:
+    for body in server.requests:
+        messages = openai_codec.decode({"messages": body["messages"]})
+        assert messages[0].text == INSTRUCTIONS  # instructions pass untouched
+        assert sum(m.size for m in messages[1:]) <= budget
+        ChainAST.from_messages(messages)  # every tool call kept its result
+
+
+def test_input_filter_keeps_each_model_call_under_budget(server: ChatServer) -> None:
+    keeper = InputFilter(budget=BUDGET)
+    result = asyncio.run(
+        Runner.run(
+            agent_for(server),
+            "Build everything.",
+            run_config=RunConfig(call_model_input_filter=keeper),
+            max_turns=30,
+        )
+    )
+    assert result.final_output == "all steps done"
+    compactions = sum(e.outcome == "compacted" for e in keeper.events)
+    assert len(server.requests) == 13
+    # Each compaction carries over (hysteresis): not one per call, as it would be if the
+    # filter compacted the SDK's whole list again at every call.
+    assert 3 <= compactions <= 6
+    check_received(server)
+    # The SDK keeps its own full item list: every tool output is still there.
+    outputs = [i for i in result.to_input_list() if i.get("type") == "function_call_output"]
+    assert len(outputs) == 12
+
+
+def test_compacting_session_across_runs() -> None:
+    with chat_server(Script(calls_per_turn=3)) as server:
+        session = CompactingSession(SQLiteSession("builds"), budget=BUDGET)
+        agent = agent_for(server)
+        for turn in range(6):
+            result = asyncio.run(Runner.run(agent, f"Build part {turn}.", session=session))
+            assert result.final_output == "all steps done"
+    assert sum(e.outcome == "compacted" for e in session.events) >= 3
+    # Within a run the session is read once; each request holds at most one turn more.
+    check_received(server, budget=BUDGET + 4 * len(TOOL_OUTPUT) * 80)
+    stored = asyncio.run(session.inner.get_items())
+    assert sum(m.size for m in codec.decode(stored)) <= BUDGET + 4 * len(TOOL_OUTPUT) * 80
+    ChainAST.from_messages(codec.decode(stored))
+    assert stored[-1]["role"] == "assistant"
+
+
+@pytest.mark.anyio
+async def test_session_protocol_delegates(anyio_backend: str) -> None:
+    inner = store(anyio_backend, "s")
+    session = CompactingSession(inner, budget=BUDGET, persist=False)
+    items: list[Any] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
+    await session.add_items(items)
+    assert session.session_id == "s"
+    assert await session.get_items() == items
+    assert await session.get_items(limit=1) == items[-1:]
+    assert await session.pop_item() == items[-1]
+    await session.clear_session()
+    assert await inner.get_items() == []
+
+
+def test_item_grouping_and_round_trip(server: ChatServer) -> None:
+    result = asyncio.run(Runner.run(agent_for(server), "Build.", max_turns=30))
+    items = result.to_input_list()
+    assert get_codec("openai-agents") is codec
+    groups = codec.group_items(items)
+    messages, counts = codec.decode_counted(items)
+    assert len(messages) == len(groups) == len(counts)
+    assert [m.role.value for m in messages[:3]] == ["human", "ai", "tool"]
+    assert codec.decode(codec.encode(messages)) == messages
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+    call = {"type": "function_call", "call_id": "c9", "name": "big", "arguments": "{}"}
+    text = {"role": "assistant", "content": "calling"}
+    assert codec.group_items([text, reasoning, call, {"role": "user", "content": "x"}]) == [
+        [text, reasoning, call],
+        [{"role": "user", "content": "x"}],
+    ]
+
+
+class BrokenKeeper:
+    async def compact(self, messages: list[Message]) -> list[Message]:
+        raise RuntimeError("summarizer down")
+
+
+def test_run_goes_on_when_the_keeper_fails(server: ChatServer) -> None:
+    events: list[HookEvent] = []
+    keeper = InputFilter(BrokenKeeper(), on_event=events.append)
+    result = asyncio.run(
+        Runner.run(
+            agent_for(server),
+            "Build.",
+            run_config=RunConfig(call_model_input_filter=keeper),
+            max_turns=30,
+        )
+    )
+    assert result.final_output == "all steps done"
+    assert {e.outcome for e in events} == {"failed"}
+    assert len(events) == 13
+
+
+def test_keeper_errors_fail_the_run_when_asked(server: ChatServer) -> None:
+    keeper = InputFilter(BrokenKeeper(), on_error="raise")
+    with pytest.raises(RuntimeError, match="summarizer down"):
+        asyncio.run(
+            Runner.run(
+                agent_for(server), "Build.", run_config=RunConfig(call_model_input_filter=keeper)
+            )
+        )
+
+
+@pytest.mark.anyio
+async def test_items_chaincast_cannot_hold_are_reported(anyio_backend: str) -> None:
+    session = CompactingSession(store(anyio_backend, "odd"), budget=BUDGET)
+    items: list[Any] = [
+        {"role": "user", "content": "search"},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+    ]
+    await session.add_items(items)
+    assert await session.get_items() == items
+    assert isinstance(session.events[-1].error, CodecError)
+
+
+def test_responses_reasoning_resumes_on_a_mistral_endpoint(server: ChatServer) -> None:
+    """A history holding OpenAI Responses reasoning (encrypted) is ported for Mistral and
+    the SDK resumes from it against a chat endpoint."""
+    recorded: list[Any] = [
+        {"role": "user", "content": "Build."},
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "plan"}],
+            "encrypted_content": "gAAAAB-secret",
+        },
+        {"type": "function_call", "call_id": "fc_abc-1", "name": "big", "arguments": '{"n": 1}'},
+        {"type": "function_call_output", "call_id": "fc_abc-1", "output": "ok"},
+        {"role": "assistant", "content": "done"},
+    ]
+    ported = codec.encode(port(codec.decode(recorded), "mistral", source="openai-responses"))
+    script = Script(calls_per_turn=0)
+    with chat_server(script) as mistral:
+        result = asyncio.run(
+            Runner.run(agent_for(mistral), [*ported, {"role": "user", "content": "Again."}])
+        )
+    assert result.final_output == "all steps done"
+    sent = mistral.requests[0]["messages"]
+    assert "gAAAAB-secret" not in json.dumps(sent)
+    assert lint(openai_codec.decode({"messages": sent}), "mistral") == []
