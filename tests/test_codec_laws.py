@@ -47,7 +47,17 @@ RECORDED = {
     "openai_responses": ["openai_responses_function_calling.json"],
 }
 """Recorded payloads per codec. Claude Code logs are checked on the shared corpus
-(tests/test_codecs_claude_code.py): a log is not a request and has no canonical form."""
+(tests/test_codecs_claude_code.py): a log is not a request and has no canonical form.
+The framework codecs are projections (framework fields chaincast does not hold, such
+as timestamps, are not re-created): their recordings are checked for what they keep in
+tests/test_codecs_frameworks.py."""
+
+PROJECTIONS = {
+    "pydantic_ai": "pydantic_ai_function_model.json",
+    "langchain": "langchain_create_agent.json",
+    "openai_agents": None,
+}
+"""Framework codecs and their recorded history (laws 2 and 3 hold for them too)."""
 
 # Each codec's garbage is drawn from the keys and words its payloads use, so it reaches
 # deep into the decoder instead of failing on the first field.
@@ -246,6 +256,24 @@ GARBAGE = {
             "summary_text",
         ],
     ),
+    "pydantic_ai": st.lists(
+        json_garbage(
+            keys=["kind", "parts", "part_kind", "content", "tool_name", "args", "tool_call_id"],
+            words=["request", "response", "user-prompt", "tool-call", "tool-return", "text"],
+        )
+    ),
+    "langchain": st.lists(
+        json_garbage(
+            keys=["type", "data", "content", "tool_calls", "tool_call_id", "args", "id", "name"],
+            words=["human", "ai", "tool", "system", "text", "reasoning", "tool_call"],
+        )
+    ),
+    "openai_agents": st.lists(
+        json_garbage(
+            keys=["type", "role", "content", "call_id", "name", "arguments", "output", "text"],
+            words=["message", "user", "assistant", "function_call", "function_call_output"],
+        )
+    ),
 }
 
 
@@ -256,8 +284,9 @@ def load_fixture(name: str) -> dict[str, Any]:
 
 def test_every_codec_has_its_laws_checked() -> None:
     assert set(GARBAGE) == set(CODECS)
-    assert set(RECORDED) | {"claude_code"} == set(CODECS)
+    assert set(RECORDED) | {"claude_code"} | set(PROJECTIONS) == set(CODECS)
     recorded = {name for names in RECORDED.values() for name in names}
+    recorded |= {name for name in PROJECTIONS.values() if name}
     assert recorded == {path.name for path in FIXTURES.glob("*.json")}
 
 

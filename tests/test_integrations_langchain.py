@@ -207,7 +207,7 @@ def test_every_block_kind_chaincast_holds() -> None:
     back = codec.to_framework(codec.encode(decoded))
     assert codec.decode(back) == decoded
     assert back[2].invalid_tool_calls[0]["args"] == "{bad"
-    assert back[3].status == "success"  # documented: the status is not held
+    assert back[3].status == "error"  # the result's is_error
 
 
 @pytest.mark.parametrize(

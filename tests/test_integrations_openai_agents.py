@@ -225,15 +225,27 @@ def test_keeper_errors_fail_the_run_when_asked(server: ChatServer) -> None:
 
 
 @pytest.mark.anyio
-async def test_items_chaincast_cannot_hold_are_reported(anyio_backend: str) -> None:
+async def test_items_the_codec_refuses_are_reported(anyio_backend: str) -> None:
     session = CompactingSession(store(anyio_backend, "odd"), budget=BUDGET)
+    items: list[Any] = [
+        {"role": "user", "content": "search"},
+        {"type": "function_call", "call_id": "c1", "name": 5, "arguments": "{}"},
+    ]
+    await session.add_items(items)
+    assert await session.get_items() == items
+    assert isinstance(session.events[-1].error, CodecError)
+
+
+@pytest.mark.anyio
+async def test_hosted_tool_items_are_kept_whole(anyio_backend: str) -> None:
+    session = CompactingSession(store(anyio_backend, "hosted"), budget=BUDGET)
     items: list[Any] = [
         {"role": "user", "content": "search"},
         {"type": "web_search_call", "id": "ws_1", "status": "completed"},
     ]
     await session.add_items(items)
     assert await session.get_items() == items
-    assert isinstance(session.events[-1].error, CodecError)
+    assert session.events[-1].error is None
 
 
 def test_responses_reasoning_resumes_on_a_mistral_endpoint(server: ChatServer) -> None:

@@ -15,7 +15,8 @@ text); ``invalid_tool_calls`` become ToolCalls holding the raw argument text. A
 reasoning ``id`` and signature share ``Reasoning.signature`` as ``id + "\\n" +
 signature`` (as in the Responses and pydantic-ai codecs). Encode writes LangChain's
 standard blocks. Message ids, names of human/AI messages, ``additional_kwargs``,
-``response_metadata``, usage, a tool message's ``status`` and ``artifact`` are not held.
+``response_metadata``, usage and a tool message's ``artifact`` are not held; ``status``
+is the result's ``is_error``.
 """
 
 from __future__ import annotations
@@ -273,7 +274,15 @@ def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]
             texts.append(_string(block, "text", f"{where}.content[{k}]", i))
         else:
             fail(f"{where}.content[{k}]", "a text block (chaincast holds text output)", index=i)
-    result = ToolResult(tool_call_id=call_id, name=name, content=texts[0] if texts else "")
+    status = data.get("status", "success")
+    if status not in ("success", "error"):
+        fail(f"{where}.status", '"success" or "error"', index=i)
+    result = ToolResult(
+        tool_call_id=call_id,
+        name=name,
+        content=texts[0] if texts else "",
+        is_error=status == "error",
+    )
     return message_of(Role.TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
 
 
@@ -388,9 +397,10 @@ def _encode_tool(message: Message, i: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for j, part in enumerate(message.parts):
         if isinstance(part, ToolResult):
-            out.append(
-                {"content": part.content, "tool_call_id": part.tool_call_id, "name": part.name}
-            )
+            data = {"content": part.content, "tool_call_id": part.tool_call_id, "name": part.name}
+            if part.is_error:
+                data["status"] = "error"
+            out.append(data)
         elif isinstance(part, TextPart) and out:
             content = out[-1]["content"]
             if isinstance(content, str):

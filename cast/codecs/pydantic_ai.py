@@ -123,6 +123,10 @@ def _append(out: list[Message], start: int, role: Role, parts: list[Any]) -> Non
         out.append(message_of(role, tuple(parts)))
 
 
+_ERROR_OUTCOMES = ("failed", "retried")
+"""Tool-return outcomes pydantic-ai sends to the model as errors (``ToolResult.is_error``)."""
+
+
 def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) -> None:
     start = len(out)
     for j, part in enumerate(parts):
@@ -135,10 +139,15 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
         elif kind == "user-prompt":
             _append(out, start, _HUMAN, _user_content(part.get("content"), part_where, i))
         elif kind == "tool-return" or (kind == "retry-prompt" and part.get("tool_name")):
+            outcome = part.get("outcome", "success")
+            if not isinstance(outcome, str):
+                fail(f"{part_where}.outcome", "a string", outcome, i)
             result = ToolResult(
                 tool_call_id=_string(part, "tool_call_id", part_where, i),
                 name=_string(part, "tool_name", part_where, i),
                 content=_result_text(part.get("content")),
+                # pydantic-ai's error outcomes, and a retry prompt answering a call.
+                is_error=kind == "retry-prompt" or outcome in _ERROR_OUTCOMES,
             )
             out.append(message_of(_TOOL, (result,)))
         elif kind in ("retry-feedback", "retry-prompt"):
@@ -300,14 +309,15 @@ def _encode_user(message: Message, i: int) -> str | list[Any]:
 def _encode_tool(message: Message, i: int, request: list[dict[str, Any]]) -> None:
     for j, part in enumerate(message.parts):
         if isinstance(part, ToolResult):
-            request.append(
-                {
-                    "part_kind": "tool-return",
-                    "tool_name": part.name,
-                    "tool_call_id": part.tool_call_id,
-                    "content": part.content,
-                }
-            )
+            tool_return = {
+                "part_kind": "tool-return",
+                "tool_name": part.name,
+                "tool_call_id": part.tool_call_id,
+                "content": part.content,
+            }
+            if part.is_error:
+                tool_return["outcome"] = "failed"
+            request.append(tool_return)
         elif isinstance(part, TextPart):
             request.append({"part_kind": "user-prompt", "content": part.text})
         else:
