@@ -22,7 +22,14 @@ from typing import Any, TextIO
 
 import anyio
 
-from cast import DEFAULT_TOOL_CALL_ID_TEMPLATE, ChainError, ChainIssue, IdTemplate, Message
+from cast import (
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    ChainError,
+    ChainIssue,
+    IdTemplate,
+    Message,
+    open_with_human,
+)
 from cast.chainio import (
     add_input_limit_argument,
     decode_chain,
@@ -313,7 +320,7 @@ def _reference(
         try:
             return await summarizer.summarize(
                 handler,
-                messages,
+                open_with_human(messages),  # a replay opening with an AI message
                 id_template=_id_template(args),
                 on_call=progress,
                 target=args.target,

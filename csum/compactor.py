@@ -61,6 +61,7 @@ from cast import (
     TemplateLike,
     TextPart,
     ToolResult,
+    open_with_human,
     parse_chain,
 )
 from csum._append import extends_validly
@@ -309,7 +310,12 @@ class Compactor:
                     self._unchanged(chain, size, [], started, None, nbytes=nbytes)
                 )
         issues: list[ChainIssue] = []
-        ast = parse_chain(messages, repair=True, issues=issues)  # type: ignore[arg-type]
+        # A replay that opens with an AI message gets a placeholder question first.
+        ast = parse_chain(
+            open_with_human(messages),  # type: ignore[arg-type]
+            repair=True,
+            issues=issues,
+        )
         chain = ast.to_messages()
         size = meter.total(chain)
         reason = self._reason(size, force)

@@ -720,7 +720,6 @@ CSUM_ERRORS = [
     pytest.param(("@ok.json", "--format", "nope"), "unknown format", id="bad-format"),
     pytest.param(("--example", "--format", "openai"), "messages[1]", id="wrong-format"),
     pytest.param(("@number.json",), "pass --format", id="undetectable"),
-    pytest.param(("@ai-first.json",), "message 0:", id="ai-first"),
     pytest.param(("@ok.json", "--budget", "fifty"), "invalid size 'fifty'", id="budget-word"),
     pytest.param(("@ok.json", "--budget", "0"), "must be positive", id="budget-zero"),
     pytest.param(("@ok.json", "--budget", "9" * 400), "too large", id="budget-overflow"),
@@ -755,6 +754,21 @@ CSUM_ERRORS = [
     pytest.param(("--example", "-o", "@missing-dir-out"), "cannot write", id="output-dir"),
     pytest.param(("--example", "-o", "@a-directory"), "cannot write", id="output-is-dir"),
 ]
+
+
+@pytest.mark.parametrize(
+    "mode", [(), ("--last-section-budget", "1KiB")], ids=["budget", "reference"]
+)
+def test_csum_summarizes_a_replay_opening_with_an_ai_message(
+    csum_cli: Callable[..., Run], bad_inputs: dict[str, str], mode: tuple[str, ...]
+) -> None:
+    """Replayed histories open with an assistant message: both modes give them the
+    opening human message port adds, as ``cast convert`` does."""
+    result = csum_cli("summarize", bad_inputs["ai-first.json"], *mode)
+    assert result.code == 0, result.err
+    payload = json.loads(result.out)
+    messages = payload["messages"] if isinstance(payload, dict) else payload
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
 
 
 @pytest.mark.parametrize(("argv", "needle"), CSUM_ERRORS)

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from cast import ChainAST, Message, Role, ToolCall, lint
+from cast import ChainAST, ChainError, Message, Role, ToolCall, lint
 from csum import (
     EARLIER_CONVERSATION_TEXT,
     Budget,
@@ -16,6 +16,7 @@ from csum import (
     CompactionReason,
     Compactor,
     EstimatedTokens,
+    Summarizer,
     is_summarized,
 )
 from csum_builders import fill
@@ -294,3 +295,18 @@ async def test_summaries_at_the_depth_limit_do_not_fill_the_budget() -> None:
     assert frozen <= compactor.target_units // 4 + 1200  # the cap, plus the newest summary
     assert len(events) <= 400 // 10  # about (20000 - 12000) / 340 turns apart
     assert sum(e.dropped_summaries for e in events) > 0
+
+
+@pytest.mark.anyio
+async def test_a_replay_opening_with_an_ai_message_is_compacted() -> None:
+    """A stored chain replayed from an AI turn gets a placeholder question and compacts;
+    the bare Summarizer keeps the contract's parse rule 1 (ChainError)."""
+    chain = [Message.ai("earlier answer " * 200), Message.human("next?"), Message.ai("ok")]
+    with pytest.raises(ChainError):
+        await Summarizer().summarize_chain(Recorder(100), chain)
+    handler = Recorder(100)
+    out = await Compactor(handler, budget=600).compact(chain)
+    ChainAST.from_messages(out)
+    assert out[-2:] == chain[-2:]
+    assert size(out) <= 600
+    assert len(handler.prompts) == 1

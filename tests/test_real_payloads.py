@@ -1,9 +1,9 @@
 """Real payloads (requests the providers accepted, recorded by other projects' test
 suites; see ``tests/fixtures/real/SOURCES.md``) through the whole cast path.
 
-One helper per step, so further steps (a summarize step) can be added by composing
-them: decode, parse (strict, else repaired), round trip, then port to every registered
-provider, lint clean for it and encode with its codec.
+One helper per step: decode, parse (strict, else repaired), round trip, then port to
+every registered provider, lint clean for it and encode with its codec, then summarize
+for that provider: no lint violation the ported chain did not have, and never larger.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from cast import lint, open_with_human, port
@@ -24,6 +25,8 @@ from cast.errors import ChainError
 from cast.messages import Message
 from cast.parse import parse_chain
 from cast.providers import PROVIDERS, ProviderProfile
+from csum import Summarizer, SummarizerConfig
+from csum.handlers import extractive
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FIXTURES = sorted(REAL.glob("*/*.json"))
@@ -147,6 +150,30 @@ def port_lint_encode(codec: str, messages: list[Message], profile: ProviderProfi
     assert port(ported, profile, source=source) == ported  # idempotent
 
 
+SMALL = SummarizerConfig(
+    last_section_bytes=600, max_body_pair_bytes=300, use_qa=True, max_qa_bytes=1200
+)
+"""Budgets small enough that most real payloads are summarized in every phase."""
+
+
+def summarize_for(messages: list[Message], profile: ProviderProfile) -> None:
+    """Step 5: summarize the ported chain for ``profile``: the output adds no lint
+    violation the ported chain did not have, and is never larger than it."""
+    ported = port(messages, profile)
+    before = {str(v) for v in lint(ported, profile)}
+
+    async def run() -> list[Message]:
+        summarizer = Summarizer(SMALL)
+        return await summarizer.summarize_chain(
+            extractive(200), ported, target=profile.name, allow_growth=False
+        )
+
+    out = anyio.run(run)
+    new = [v for v in lint(out, profile) if str(v) not in before]
+    assert not new, "\n".join(map(str, new))
+    assert sum(m.size for m in out) <= sum(m.size for m in ported)
+
+
 # -- tests ----------------------------------------------------------------------------------
 
 
@@ -172,3 +199,11 @@ def test_port_lint_encode(path: Path, target: str) -> None:
     codec = codec_of(path)
     messages = decode_payload(codec, load(path))
     port_lint_encode(codec, messages, PROVIDERS[target])
+
+
+@pytest.mark.parametrize("target", sorted(PROVIDERS))
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_summarize_for_every_target(path: Path, target: str) -> None:
+    codec = codec_of(path)
+    messages = decode_payload(codec, load(path))
+    summarize_for(messages, PROVIDERS[target])
