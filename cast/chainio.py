@@ -4,19 +4,18 @@ format detection, and the byte-size units people type (``50KiB``, ``2MB``)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import itertools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
 import pydantic_core
 import regex
 
 from cast._files import DEFAULT_MAX_INPUT_BYTES, InputTooLargeError, read_bytes, write_atomic
+from cast._gc import collector_paused
 from cast.errors import CodecError, InputError
 from cast.messages import Message
 
@@ -56,7 +55,7 @@ def read_json(
     try:
         # pydantic-core parses the bytes without an intermediate str: for text with
         # one astral character a str costs 4 bytes per character, the bytes one.
-        with _collector_paused():
+        with collector_paused():
             return pydantic_core.from_json(data)
     except ValueError:
         pass  # the json module gives the exact error, decodes surrogates, nests deeper
@@ -66,7 +65,7 @@ def read_json(
         raise InputError(f"cannot read {where}: not UTF-8 text ({exc.reason})") from exc
     del data
     try:
-        with _collector_paused():
+        with collector_paused():
             value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
@@ -92,18 +91,6 @@ def read_json(
     return value
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while JSON is parsed: parsing makes millions
-    of containers, none in a cycle, and each collection they trigger scans all the
-    older ones (deeply nested input made reading superlinear)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 _ESCAPED_SURROGATE = regex.compile(r"\\u[dD][89a-fA-F]")

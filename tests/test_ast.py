@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +21,7 @@ from cast import (
     Header,
     IdTemplate,
     Message,
+    MessageFormatError,
     Reasoning,
     Role,
     Section,
@@ -26,6 +29,7 @@ from cast import (
     ToolCall,
     ToolResult,
 )
+from conftest import CLAUDE_CODE, TAUBENCH, corpus_files
 
 S = Message.system
 H = Message.human
@@ -368,3 +372,54 @@ def test_subclass_from_messages_returns_the_subclass() -> None:
     ast = MyChain.from_messages([H("a")])
     assert type(ast) is MyChain
     assert ast.size == 1
+
+
+# -- from_json ---------------------------------------------------------------------------
+
+
+def test_from_json_equals_from_messages_on_corpus_chains(corpus_dir: Path) -> None:
+    import gc
+
+    from cast.codecs import detect_format, get_codec
+
+    for path in corpus_files(TAUBENCH)[:3] + corpus_files(CLAUDE_CODE)[:3]:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        messages = get_codec(detect_format(payload)).decode(payload)
+        text = json.dumps([m.model_dump(mode="json") for m in messages])
+        assert ChainAST.from_json(text, repair=True) == ChainAST.from_messages(
+            messages, repair=True
+        )
+        assert ChainAST.from_json(text.encode(), repair=True).size == sum(m.size for m in messages)
+    assert gc.isenabled()  # restored after the bulk build
+
+
+@pytest.mark.parametrize(
+    ("text", "index", "field"),
+    [
+        pytest.param(
+            '[{"role": "human", "parts": []}, {"role": "x", "parts": []}]', 1, "role", id="bad-role"
+        ),
+        pytest.param(
+            '[{"role": "ai", "parts": [{"type": "text"}]}]',
+            0,
+            "parts.0.text.text",
+            id="missing-text",
+        ),
+        pytest.param("not json", None, "", id="not-json"),
+        pytest.param('{"role": "human"}', None, "", id="not-a-list"),
+    ],
+)
+def test_from_json_errors_name_the_message_and_field(
+    text: str, index: int | None, field: str
+) -> None:
+    with pytest.raises(MessageFormatError) as caught:
+        ChainAST.from_json(text)
+    assert caught.value.index == index
+    assert caught.value.field == field
+
+
+def test_from_json_keeps_the_parse_rules() -> None:
+    text = json.dumps([{"role": "human", "parts": []}, {"role": "human", "parts": []}])
+    with pytest.raises(ChainError):
+        ChainAST.from_json(text)
+    assert len(ChainAST.from_json(text, repair=True).sections) == 1
