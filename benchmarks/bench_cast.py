@@ -15,8 +15,9 @@ the fastest times.
 
 Goals: parse <= 0.3x pydantic validation of the same chain; JSON text -> AST
 (``ChainAST.from_json``, which pauses the cyclic collector inside the library while it
-builds; ``json.loads`` runs as users run it, collector on) <= 3x ``json.loads``; id normalization <= 1x pydantic validation of the same chain; memory of
-messages + AST <= 1.1x the messages alone.
+builds; ``json.loads`` runs as users run it, collector on) <= 3x ``json.loads``; id
+normalization <= 1x pydantic validation of the same chain; memory of messages + AST
+<= 1.1x the messages alone.
 
 Not measured here: decoding provider payloads (``bench_codecs``), parsing with repair,
 reading files, summarization (``bench_csum``); the corpus's Claude Code ids already fit
