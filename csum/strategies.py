@@ -15,7 +15,7 @@ Handler calls go through :class:`csum._calls.HandlerCalls`; results are placed b
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from cast import BodyPair, ChainAST, Header, IdTemplate, Message, Role, Section, TextPart
 from csum._calls import HandlerCalls
@@ -261,11 +261,23 @@ async def summarize_qa(
         style=style,
         before_human=True,
     )
-    system = sections[0].header.system_message
+    system = _folded_system(folded)
     folded_section = Section.build(Header.build(system, human), (pair,))
     if style.keeps_original(folded_section.size, sum(s.size for s in folded)):
         return ast
     calls.adopt(pair)
-    # Folded sections always include section 0, so kept ones carry no system message.
+    # A kept section keeps its own system message (repair opens a section with a late one).
     kept = sections[len(sections) - keep :]
     return ChainAST.build((folded_section, *kept))
+
+
+def _folded_system(folded: Sequence[Section]) -> Message | None:
+    """The QA header's system message: the first section's, with the parts of the system
+    messages that opened later folded sections (a repaired chain's late instructions)
+    appended, so no instruction is lost when its section is folded."""
+    systems = [s.header.system_message for s in folded if s.header.system_message is not None]
+    first = folded[0].header.system_message
+    if len(systems) <= 1 and (first is not None or not systems):
+        return first
+    return Message.from_parts(Role.SYSTEM, tuple(p for m in systems for p in m.parts))
+

@@ -552,3 +552,28 @@ async def test_gather_chains_every_failure() -> None:
         assert all(exc in errors.values() for exc in cause.exceptions)
     else:
         assert cause in errors.values()
+
+
+@pytest.mark.anyio
+async def test_qa_keeps_the_instructions_of_late_system_messages() -> None:
+    """A repaired chain whose later section opens with a system message (OpenAI and
+    Anthropic accept instructions mid-chain): folding that section keeps its
+    instructions in the QA header's system message, after the first one's."""
+    from csum import Summarizer
+
+    chain = [
+        Message.system("be brief"),
+        Message.human("q1"),
+        Message.ai("a1 " * 200),
+        Message.system("answer in French from now on"),
+        Message.human("q2"),
+        Message.ai("a2 " * 200),
+        Message.human("q3"),
+        Message.ai("a3"),
+    ]
+    config = SummarizerConfig(use_qa=True, max_qa_sections=2, keep_qa_sections=1)
+    out = await Summarizer(config).summarize_chain(FakeHandler(), chain)
+    assert out[0].role is Role.SYSTEM
+    assert [p.text for p in out[0].parts] == ["be brief", "answer in French from now on"]
+    assert [m.role for m in out].count(Role.SYSTEM) == 1
+    assert out[-2:] == chain[-2:]
