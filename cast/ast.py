@@ -502,10 +502,12 @@ class ChainAST:
 
     def normalize_tool_call_ids(self, template: TemplateLike) -> ChainAST:
         """Give every tool call whose id does not fit ``template``, or repeats an id seen
-        earlier in the chain, a new id from it; its results follow."""
+        earlier in the chain, a new id from it; its results follow (the collector is
+        paused while the renamed nodes are built, as in :meth:`from_json`)."""
         from cast.transforms import normalize_tool_call_ids
 
-        return normalize_tool_call_ids(self, template)
+        with collector_paused():
+            return normalize_tool_call_ids(self, template)
 
     def clear_reasoning(self) -> ChainAST:
         """Drop ``reasoning`` from every text part and tool call."""
