@@ -63,6 +63,8 @@ _COST_BASE = 48  # bytes added to every line's cost when ranking: favours full l
 _JSON_LINE = 100  # characters of key=value pairs per line of a flattened JSON object
 _JSON_RECORD = 400  # ... and of a record in a list, kept whole up to this
 _PRIOR_SHARE = 0.6  # share of the budget earlier summaries may take before anything else
+_EDGE_BONUS = 0.5  # score added to an output's first and last two lines
+_EARLY_BONUS = 3.0  # ... and, fading, to its early lines
 _ELLIPSIS = "…"
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
@@ -138,6 +140,11 @@ _WS = regex.compile(r"\s++")
 # Leading box rules and quote marks (no information), a trailing printed "\r".
 _DECORATION = regex.compile(r"^[\s│┃║|>\u203a»•·]{1,12}+(?=\S)|(?:\\r){1,4}+$")
 _WORDS = regex.compile(r"\w++")
+# A log line's clock time and routine level: the same on every line, not what it says.
+_LOG_PREFIX = regex.compile(
+    r"^(?:\d{4}-\d{2}-\d{2}[T ])?+\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?+(?:Z|[+-]\d{2}:?\d{2})?+[ ]"
+    r"(?:\[?(?i:info|debug|trace|notice)\]?:?[ ])?+"
+)
 
 
 # --- text helpers -------------------------------------------------------------------
@@ -400,7 +407,7 @@ def _body_lines(
         line = original[: 4 * _LINE_SCAN]
         if not tool:
             line = _MARKDOWN.sub("", line)
-        line = _one_line(_DECORATION.sub("", line))
+        line = _LOG_PREFIX.sub("", _one_line(_DECORATION.sub("", line)), count=1)
         if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
             continue
         if seen.get(line):
@@ -429,7 +436,7 @@ def _body_lines(
         shapes[shape] = repeats + 1
         score /= 1 + repeats / 2
         if score > 0:
-            score += (1.5 if edge else 0.0) + 2.0 / (1 + order / 10)
+            score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
         else:
             score = 0.5  # an edge line with nothing in it: kept only when room is left
         yield _Line(block, order, _window(line, limit), score)
