@@ -54,13 +54,13 @@ _CHECK_EVERY = 256  # lines between two cancellation checkpoints
 _TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
-_MIN_WINDOW = 100  # ... or fewer under a small budget, never below this
+_MIN_WINDOW = 80  # ... or fewer under a small budget, never below this
 _MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
 _ARG_CAP = 200
 _CALL_SHARE = 0.5  # share of the budget the call line may take (it still comes first)
 _MIN_CALL = 48  # ... but never less than this many bytes
 _COST_BASE = 48  # bytes added to every line's cost when ranking: favours full lines a little
-_JSON_LINE = 100  # characters of key=value pairs per line of a flattened JSON object
+_JSON_LINE = 60  # characters of key=value pairs per line of a flattened JSON object
 _JSON_RECORD = 400  # ... and of a record in a list, kept whole up to this
 _PRIOR_SHARE = 0.6  # share of the budget earlier summaries may take before anything else
 _EDGE_BONUS = 0.5  # score added to an output's first and last two lines
@@ -168,6 +168,18 @@ def _clip(text: str, limit: int) -> str:
     if _utf8_len(text) <= limit:
         return text
     return _clip_bytes(text, limit - len(_ELLIPSIS.encode("utf-8"))).rstrip() + _ELLIPSIS
+
+
+def _clip_at_word(text: str, limit: int) -> str:
+    """Like :func:`_clip`, but a cut falls between words when one ends in the second
+    half of the room: half a value (``origin=EW…``) says nothing."""
+    clipped = _clip(text, limit)
+    if clipped == text:
+        return text
+    space = clipped.rfind(" ", 0, len(clipped) - 1)
+    if space > len(clipped) // 2:
+        return clipped[:space].rstrip(" ,;:=") + _ELLIPSIS
+    return clipped
 
 
 def _clean(text: str) -> str:
@@ -648,7 +660,7 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         room = max_bytes - used - (_cost(block, line) - _utf8_len(line.text))
         if room < _MIN_PIECE:
             continue
-        line.text = _clip(line.text, room)
+        line.text = _clip_at_word(line.text, room)
         line.taken = True
         used += _cost(block, line)
         block.head_taken = block.head_taken or bool(block.head)
