@@ -63,6 +63,8 @@ _COST_BASE = 48  # bytes added to every line's cost when ranking: favours full l
 _JSON_LINE = 60  # characters of key=value pairs per line of a flattened JSON object
 _JSON_RECORD = 400  # ... and of a record in a list, kept whole up to this
 _PRIOR_SHARE = 0.6  # share of the budget earlier summaries may take before anything else
+_IDENT_WEIGHT = 1.5  # score per identifier in a line ...
+_IDENT_CAP = 6.0  # ... up to this
 _EDGE_BONUS = 0.5  # score added to an output's first and last two lines
 _EARLY_BONUS = 3.0  # ... and, fading, to its early lines
 _ELLIPSIS = "…"
@@ -252,7 +254,7 @@ def _path_kind(token: str) -> int:
 def _score(line: str, *, listing: bool, diff: bool) -> float:
     """How much a line is worth keeping (0: not at all)."""
     scan = line[:_LINE_SCAN]
-    score = min(6.0, 1.5 * _identifiers(scan))
+    score = min(_IDENT_CAP, _IDENT_WEIGHT * _identifiers(scan))
     if diff:
         if _DIFF_FILE.match(scan):
             return 9.0  # which file a hunk changes: said once, by this line
