@@ -54,19 +54,26 @@ _CHECK_EVERY = 256  # lines between two cancellation checkpoints
 _TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
-_MIN_WINDOW = 100  # ... or fewer under a small budget, never below this
+_MIN_WINDOW = 80  # ... or fewer under a small budget, never below this
 _MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
 _ARG_CAP = 200
+_CALL_SHARE = 0.5  # share of the budget the call line may take (it still comes first)
+_MIN_CALL = 48  # ... but never less than this many bytes
 _COST_BASE = 48  # bytes added to every line's cost when ranking: favours full lines a little
-_JSON_LINE = 100  # characters of key=value pairs per line of a flattened JSON object
+_JSON_LINE = 60  # characters of key=value pairs per line of a flattened JSON object
 _JSON_RECORD = 400  # ... and of a record in a list, kept whole up to this
 _PRIOR_SHARE = 0.6  # share of the budget earlier summaries may take before anything else
+_IDENT_WEIGHT = 1.5  # score per identifier in a line ...
+_IDENT_CAP = 6.0  # ... up to this
+_EDGE_BONUS = 0.5  # score added to an output's first and last two lines
+_EARLY_BONUS = 3.0  # ... and, fading, to its early lines
 _ELLIPSIS = "…"
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
 _QUIET_KEYS = frozenset(
     {"description", "timeout", "run_in_background", "dangerouslydisablesandbox"}
 )
+_FLAGS = frozenset({"true", "false", "null", "none", "True", "False", "None"})
 _HUMAN_ROLES = frozenset({"human", "user"})
 _PLAIN_TEXT_ROLE = "text"  # the role given to a prompt that is not ours
 
@@ -91,7 +98,7 @@ _UNIT = regex.compile(
     r"|[$€£][ ]?\d[\d,]*+(?:\.\d++)?+|(?i:\bport[ ]\d{2,5}\b)"
 )
 _COUNTS = regex.compile(
-    r"(?i:\b\d+[ ](?:[a-z]+[ ])?(?:tests?|doctests?|passed|failed|failures?|errors?|skipped|"
+    r"(?i:\b\d+[ ](?:[a-z]+[ ]){0,2}(?:tests?|doctests?|passed|failed|failures?|errors?|skipped|"
     r"warnings?|examples?|specs?|issues?|suggestions?|problems?|vulnerabilit(?:y|ies)|"
     r"files?[ ]changed|insertions?|deletions?|matches)\b)|\b(?:Total errors|tests? passed)\b"
 )
@@ -128,9 +135,18 @@ _FRAME = regex.compile(r'^\s*File "([^"]{1,400})", line (\d{1,7})')
 _KEY_VALUE = regex.compile(r"[A-Za-z_][\w.-]{0,80}+=[^=\s]")
 _BACKTICKED = regex.compile(r"`[^`\n]{2,200}+`")
 _DIFF_LINE = regex.compile(r"^(?:@@[ ]-\d|[+-](?![+-]{2}[ ])\S?)")
+_DIFF_FILE = regex.compile(r"^\+\+\+[ ](?!/dev/null)")  # "+++ b/src/a.py": the file changed
+_DIFF_NOISE = regex.compile(r"^(?:diff[ ]--git[ ]|---[ ]|index[ ][0-9a-f]{4,40}+\.\.)")
 _MARKDOWN = regex.compile(r"\*\*|__|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
 _WS = regex.compile(r"\s++")
+# Leading box rules and quote marks (no information), a trailing printed "\r".
+_DECORATION = regex.compile(r"^[\s│┃║|>\u203a»•·]{1,12}+(?=\S)|(?:\\r){1,4}+$")
 _WORDS = regex.compile(r"\w++")
+# A log line's clock time and routine level: the same on every line, not what it says.
+_LOG_PREFIX = regex.compile(
+    r"^(?:\d{4}-\d{2}-\d{2}[T ])?+\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?+(?:Z|[+-]\d{2}:?\d{2})?+[ ]"
+    r"(?:\[?(?i:info|debug|trace|notice)\]?:?[ ])?+"
+)
 
 
 # --- text helpers -------------------------------------------------------------------
@@ -154,6 +170,18 @@ def _clip(text: str, limit: int) -> str:
     if _utf8_len(text) <= limit:
         return text
     return _clip_bytes(text, limit - len(_ELLIPSIS.encode("utf-8"))).rstrip() + _ELLIPSIS
+
+
+def _clip_at_word(text: str, limit: int) -> str:
+    """Like :func:`_clip`, but a cut falls between words when one ends in the second
+    half of the room: half a value (``origin=EW…``) says nothing."""
+    clipped = _clip(text, limit)
+    if clipped == text:
+        return text
+    space = clipped.rfind(" ", 0, len(clipped) - 1)
+    if space > len(clipped) // 2:
+        return clipped[:space].rstrip(" ,;:=") + _ELLIPSIS
+    return clipped
 
 
 def _clean(text: str) -> str:
@@ -226,9 +254,15 @@ def _path_kind(token: str) -> int:
 def _score(line: str, *, listing: bool, diff: bool) -> float:
     """How much a line is worth keeping (0: not at all)."""
     scan = line[:_LINE_SCAN]
-    score = min(6.0, 1.5 * _identifiers(scan))
-    if diff and _DIFF_LINE.match(scan):
-        score += 4.0 if scan.startswith("@@") else 3.0
+    score = min(_IDENT_CAP, _IDENT_WEIGHT * _identifiers(scan))
+    if diff:
+        if _DIFF_FILE.match(scan):
+            return 9.0  # which file a hunk changes: said once, by this line
+        if _DIFF_NOISE.match(scan):
+            return 0.0  # the same file again, or blob hashes
+        if _DIFF_LINE.match(scan):
+            # The hunk's place, then what it adds (the new code), then what it removes.
+            score += 4.0 if scan.startswith("@@") else 3.5 if scan.startswith("+") else 2.0
     code = listing or bool(_CODE_LINE.search(scan))
     if not code and _ERROR.search(scan):
         score += 6.0
@@ -284,8 +318,11 @@ def _window(line: str, limit: int) -> str:
     return (_ELLIPSIS if start else "") + piece + (_ELLIPSIS if start + limit < len(line) else "")
 
 
-def _flatten_json(value: object, path: str, out: list[str], depth: int = 0) -> None:
-    """One ``key=value ...`` line per record; scalars of a record share its line."""
+def _flatten_json(
+    value: object, path: str, out: list[str], depth: int = 0, said: frozenset[str] = frozenset()
+) -> None:
+    """One ``key=value ...`` line per record; scalars of a record share its line. Pairs
+    in ``said`` (the call's own arguments, on the line above) are not repeated at the top."""
     if depth > 12:
         out.append(f"{path}: …" if path else "…")
         return
@@ -299,7 +336,7 @@ def _flatten_json(value: object, path: str, out: list[str], depth: int = 0) -> N
                 scalars.append(f"{key}({inner})")
             elif isinstance(item, dict | list):
                 continue
-            else:
+            elif f"{key}={_scalar(item)}" not in said:
                 scalars.append(f"{key}={_scalar(item)}")
         chunk: list[str] = []
         # An element of a list is one record, one line; a lone big object's fields are
@@ -333,7 +370,7 @@ def _scalar(value: object) -> str:
     return json.dumps(value)
 
 
-def _json_lines(content: str) -> list[str] | None:
+def _json_lines(content: str, said: frozenset[str] = frozenset()) -> list[str] | None:
     text = content.strip()
     if not text or text[0] not in "{[":
         return None
@@ -345,7 +382,7 @@ def _json_lines(content: str) -> list[str] | None:
         return None
     out: list[str] = []
     try:
-        _flatten_json(value, "", out)
+        _flatten_json(value, "", out, said=said)
     except RecursionError:
         return None
     return out
@@ -360,10 +397,17 @@ def _split_lines(text: str) -> list[str]:
 
 
 def _body_lines(
-    content: str, block: int, check: Callable[[], None], *, tool: bool, width: int
+    content: str,
+    block: int,
+    check: Callable[[], None],
+    *,
+    tool: bool,
+    width: int,
+    said: frozenset[str] = frozenset(),
 ) -> Iterator[_Line]:
-    """The scored lines of one text (a tool result, an answer, a request)."""
-    flat = _json_lines(content) if tool else None
+    """The scored lines of one text (a tool result, an answer, a request); ``said``:
+    ``key=value`` pairs the call line already shows."""
+    flat = _json_lines(content, said) if tool else None
     raw = flat if flat is not None else _split_lines(content)
     listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
     diff = flat is None and any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
@@ -377,7 +421,7 @@ def _body_lines(
         line = original[: 4 * _LINE_SCAN]
         if not tool:
             line = _MARKDOWN.sub("", line)
-        line = _one_line(line)
+        line = _LOG_PREFIX.sub("", _one_line(_DECORATION.sub("", line)), count=1)
         if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
             continue
         if seen.get(line):
@@ -406,7 +450,7 @@ def _body_lines(
         shapes[shape] = repeats + 1
         score /= 1 + repeats / 2
         if score > 0:
-            score += (1.5 if edge else 0.0) + 2.0 / (1 + order / 10)
+            score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
         else:
             score = 0.5  # an edge line with nothing in it: kept only when room is left
         yield _Line(block, order, _window(line, limit), score)
@@ -424,25 +468,47 @@ def _render_call(name: str, args: str, cap: int) -> str:
     if not isinstance(value, dict):
         return _clip(f"{name}({_one_line(args)})", cap)
     first: list[str] = []
-    rest: list[str] = []
+    keyed: list[str] = []
+    bare: list[str] = []
+    room = cap - len(name) - 2
     for key, item in value.items():
         text = _one_line(item) if isinstance(item, str) else _scalar_or_json(item)
-        text = _clip_middle(text, cap - len(name) - 2)
         lowered = str(key).lower()
         if lowered in _COMMAND_KEYS and isinstance(item, str):
-            first.insert(0, text)
-        elif lowered in _QUIET_KEYS:
-            continue
-        else:
-            rest.append(f"{key}={text}")
-    return _clip(f"{name}({', '.join(first + rest)})", cap)
+            # A command says most at its start (the program, its first arguments).
+            first.insert(0, _clip_middle(text, room, head_share=0.75))
+        elif lowered not in _QUIET_KEYS:
+            keyed.append(f"{key}={_clip_middle(text, room)}")
+            # An identifier says what it is; a bare number or flag needs its key.
+            telling = len(text) >= 5 and any(c.isalpha() for c in text) and text not in _FLAGS
+            bare.append(_clip_middle(text, room) if telling else keyed[-1])
+    line = f"{name}({', '.join(first + keyed)})"
+    if len(line) > cap:
+        # Too long with its keys: identifiers say more than their keys in the same room
+        # (the result usually names the keys again).
+        line = f"{name}({', '.join(first + bare)})"
+    return _clip(line, cap)
 
 
-def _clip_middle(text: str, limit: int) -> str:
-    """``text`` within ``limit`` characters, its middle cut: a path keeps its file name."""
+def _argument_pairs(args: str) -> frozenset[str]:
+    """A call's scalar arguments as ``key=value`` (as its flattened result writes them)."""
+    try:
+        value = json.loads(args) if args.strip() else {}
+    except (ValueError, RecursionError):
+        return frozenset()
+    if not isinstance(value, dict):
+        return frozenset()
+    return frozenset(
+        f"{key}={_scalar(item)}" for key, item in value.items() if not isinstance(item, dict | list)
+    )
+
+
+def _clip_middle(text: str, limit: int, *, head_share: float = 1 / 3) -> str:
+    """``text`` within ``limit`` characters, its middle cut: a path keeps its file name,
+    a command (``head_share`` 3/4) its program and first arguments."""
     if len(text) <= limit or limit < 12:
         return text
-    tail = (limit - 1) * 2 // 3
+    tail = int((limit - 1) * (1 - head_share))
     return text[: limit - 1 - tail] + _ELLIPSIS + text[len(text) - tail :]
 
 
@@ -464,19 +530,21 @@ def _collect(
 ) -> list[_Block]:
     blocks: list[_Block] = []
     calls: dict[str, str] = {}
+    arguments: dict[str, frozenset[str]] = {}
     requests = [
         e
         for e in entries
         if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
     ]
     request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
-    call_cap = max(48, min(_ARG_CAP, max_bytes // 2))
+    call_cap = max(_MIN_CALL, min(_ARG_CAP, int(max_bytes * _CALL_SHARE)))
     width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
     for entry in entries:
         check()
         if entry.kind == "tool_call":
             if entry.name != SUMMARIZATION_TOOL_NAME:
                 calls[entry.call_id] = _render_call(entry.name, entry.args, call_cap)
+                arguments[entry.call_id] = _argument_pairs(entry.args)
             continue
         if _is_prior_summary(entry):
             block = _Block()
@@ -505,7 +573,16 @@ def _collect(
             head = calls.pop(entry.call_id, "") or _render_call(entry.name or "tool", "", call_cap)
             block = _Block(head=head, head_score=4.0, indent=RESULT_INDENT)
             block.lines = list(
-                _body_lines(entry.content, len(blocks), check, tool=True, width=width)
+                _body_lines(
+                    entry.content,
+                    len(blocks),
+                    check,
+                    tool=True,
+                    width=width,
+                    said=frozenset(
+                        p for p in arguments.pop(entry.call_id, frozenset()) if p in head
+                    ),
+                )
             )
             if not block.lines:
                 outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
@@ -585,7 +662,7 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         room = max_bytes - used - (_cost(block, line) - _utf8_len(line.text))
         if room < _MIN_PIECE:
             continue
-        line.text = _clip(line.text, room)
+        line.text = _clip_at_word(line.text, room)
         line.taken = True
         used += _cost(block, line)
         block.head_taken = block.head_taken or bool(block.head)

@@ -1,0 +1,101 @@
+"""How the offline handler saves room under a small budget: a compact call line, no
+repeats of what the call already says, no decoration, each diff file named once."""
+
+from __future__ import annotations
+
+import json
+
+from cast import Message, ToolCall
+from csum.handlers import summarize_extractive
+from csum.prompt import messages_to_prompt
+
+
+def one_call(name: str, args: dict[str, object], output: str) -> str:
+    call = ToolCall(id="call_1", name=name, arguments=json.dumps(args))
+    return messages_to_prompt([], [Message.ai("", call), Message.tool("call_1", name, output)])
+
+
+def utf8(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def test_a_long_call_keeps_its_identifiers_and_the_keys_of_its_numbers() -> None:
+    args = {
+        "order_identifier": "ORD7731QX",
+        "shipping_priority": 2,
+        "replacement_payment_method": "paypal_5521904",
+        "express": True,
+    }
+    output = json.dumps({"order_identifier": "ORD7731QX", "state": "updated", "total": 88.5})
+    summary = summarize_extractive(one_call("modify_pending_order_items", args, output), 260)
+    call = summary.splitlines()[0]
+    assert "ORD7731QX" in call
+    assert "paypal_5521904" in call
+    assert "shipping_priority=2" in call
+    assert "express=true" in call
+    assert "order_identifier=" not in call  # an identifier says what it is
+    # Without its key in the call line, the result still names the id with its key.
+    assert "order_identifier=ORD7731QX" in summary
+    assert utf8(summary) <= 260
+
+
+def test_a_result_does_not_repeat_the_arguments_shown_above_it() -> None:
+    record = {"ticket": "OPS-4411", "state": "closed", "assignee": "r.ortega", "priority": "P2"}
+    summary = summarize_extractive(
+        one_call("close_ticket", {"ticket": "OPS-4411"}, json.dumps(record)), 200
+    )
+    assert summary.splitlines()[0] == "close_ticket(ticket=OPS-4411)"
+    assert summary.count("OPS-4411") == 1
+    assert "state=closed" in summary
+
+
+def test_a_command_keeps_its_program_and_first_arguments() -> None:
+    command = (
+        "pytest tests/integration/test_checkout_flow.py -x -q --maxfail=1 " + "-k " + "x" * 200
+    )
+    summary = summarize_extractive(one_call("Bash", {"command": command}, "1 failed, 9 passed"), 90)
+    assert summary.startswith("Bash(pytest tests/integration/test_")
+    assert "1 failed, 9 passed" in summary
+
+
+DIFF = """diff --git a/src/shop/cart.py b/src/shop/cart.py
+index 3f2a1b9..8c0d4e7 100644
+--- a/src/shop/cart.py
++++ b/src/shop/cart.py
+@@ -88,7 +88,7 @@ class Cart:
+     def total(self) -> Decimal:
+         subtotal = sum(line.price * line.quantity for line in self.lines)
+-        return subtotal - self.discount
++        return max(Decimal(0), subtotal - self.discount)
+
+     def add(self, item: Item) -> None:
+         self.lines.append(CartLine(item))
+"""
+
+
+def test_a_diff_names_its_file_once_and_keeps_the_added_line() -> None:
+    summary = summarize_extractive(one_call("bash", {"command": "git diff"}, DIFF), 200)
+    assert "+++ b/src/shop/cart.py" in summary
+    assert "diff --git" not in summary
+    assert "index 3f2a1b9" not in summary
+    assert "+ return max(Decimal(0), subtotal - self.discount)" in summary
+    assert utf8(summary) <= 200
+
+
+LOG = "\n".join(
+    [
+        "09:12:01.114 [info] Starting worker pool size=8",
+        *(f"09:12:01.{200 + i} [debug] heartbeat tick {i}" for i in range(30)),
+        "09:12:02.731 [error] Job 5521 crashed: ** (KeyError) key :email not found",
+        "09:12:02.733 [info] Worker pool stopped after 1.6s",
+    ]
+)
+
+
+def test_log_clock_times_and_box_rules_are_dropped_but_error_levels_stay() -> None:
+    summary = summarize_extractive(one_call("bash", {"command": "mix run jobs.exs"}, LOG), 180)
+    assert "09:12:02.731" not in summary
+    assert "[error] Job 5521 crashed: ** (KeyError) key :email not found" in summary
+    boxed = "┃ [W] ↗ lib/app/mailer.ex:41:7 unused variable conn\n" * 1 + "Done.\n"
+    kept = summarize_extractive(one_call("bash", {"command": "mix credo"}, boxed), 120)
+    assert "\n  [W] ↗ lib/app/mailer.ex:41:7" in kept
