@@ -275,3 +275,20 @@ def encode_user_turns(
             system_value = system(message)
         tool_turn = None
     return out, system_value
+
+
+def messages_and_system(payload: object) -> tuple[list[Any], object]:
+    """The ``messages`` list and the ``system`` field of a request body shaped
+    ``{"system": ..., "messages": [...]}`` (Anthropic Messages, Bedrock Converse), or a
+    bare message list with no system; anything else is a :class:`CodecError`."""
+    if isinstance(payload, list):
+        return payload, None
+    if not isinstance(payload, dict):
+        fail("", "a request body object or a list of messages", payload)
+    if "messages" not in payload:
+        fail("messages", "the request body has no messages field")
+    items = payload["messages"]
+    if not isinstance(items, list):
+        fail("messages", "an array of messages", items)
+    return items, payload.get("system")
+

@@ -33,6 +33,7 @@ from cast.codecs._common import (
     encode_user_turns,
     error,
     fail,
+    messages_and_system,
     parse_data_url,
     provider_block,
     provider_part,
@@ -106,18 +107,7 @@ DEFAULT_DOCUMENT_NAME = "document"
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Converse request body (or of its bare message list)."""
-    system: object = None
-    if isinstance(payload, dict):
-        items = payload.get("messages", _MISSING)
-        if items is _MISSING:
-            fail("messages", "the request body has no messages field")
-        if not isinstance(items, list):
-            fail("messages", "an array of messages", items)
-        system = payload.get("system")
-    elif isinstance(payload, list):
-        items = payload
-    else:
-        fail("", "a request body object or a list of messages", payload)
+    items, system = messages_and_system(payload)
 
     out: list[Message] = []
     if system is not None:
