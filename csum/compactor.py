@@ -40,7 +40,7 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -75,6 +75,7 @@ from csum.archive import ARCHIVE_LINE_PREFIX, HistoryArchive
 from csum.budget import Budget, EstimatedTokens, TokenCounter
 from csum.cache import SummaryCache
 from csum.events import CompactionEvent, CompactionReason
+from csum.reinsert import REINSERTED_HEADER
 from csum.store_events import StoreEvent, StoreEventKind
 
 __all__ = ["EARLIER_CONVERSATION_TEXT", "CompactionResult", "Compactor"]
@@ -111,6 +112,9 @@ class CompactionResult:
     store_events: tuple[StoreEvent, ...] = ()
     """What the cache and the history archive reported in this call (hits, archived
     batches, failures), in order."""
+    reinserted_bytes: int = 0
+    """UTF-8 bytes of archived lines put back into the current question (re-insertion:
+    on a compaction, or on the first call that sees a new question)."""
 
 
 class _Meter:
@@ -288,6 +292,8 @@ class Compactor:
         self._last: tuple[Message, ...] = ()
         self._last_size = 0
         self._last_bytes = 0
+        self._asked: str | None = None
+        """Key of the last question re-insertion looked at (see :meth:`_reinsert_new`)."""
 
     def __repr__(self) -> str:
         return (
@@ -325,9 +331,8 @@ class Compactor:
             if grown is not None and self._reason(grown[1], False) is None:
                 chain, size, nbytes = grown
                 meter.keep()
-                return self._remember(
-                    self._unchanged(chain, size, [], started, None, nbytes=nbytes)
-                )
+                result = self._unchanged(chain, size, [], started, None, nbytes=nbytes)
+                return self._remember(await self._reinsert_new(result))
         issues: list[ChainIssue] = []
         # A replay that opens with an AI message gets a placeholder question first.
         ast = parse_chain(
@@ -347,7 +352,7 @@ class Compactor:
                 )
         finally:
             meter.rotate()
-        return self._remember(result)
+        return self._remember(await self._reinsert_new(result))
 
     def _extended(
         self, messages: Sequence[Message | Mapping[str, Any]]
@@ -433,6 +438,7 @@ class Compactor:
             repairs=tuple(issues),
             seconds=time.perf_counter() - started,
             store_events=() if event is None else event.store_events,
+            reinserted_bytes=0 if event is None else event.reinserted_bytes,
         )
 
     async def _compact(
@@ -504,11 +510,36 @@ class Compactor:
             started=started,
         )
 
+    async def _reinsert_new(self, result: CompactionResult) -> CompactionResult:
+        """``result`` with archived lines put back when its current question is one
+        re-insertion has not looked at yet (a compaction looks at every question)."""
+        archive = self.archive
+        if archive is None or not archive.reinsert_bytes:
+            return result
+        key = _question_key(result.messages)
+        if key is None or key == self._asked:
+            return result
+        events: list[StoreEvent] = []
+        out, added = await self._reinsert(archive, result.messages, events)
+        if out is result.messages and not events:
+            return result
+        size = self._meter.total(out)
+        return replace(
+            result,
+            messages=out,
+            over_budget=size > self.budget.limit,
+            size_after=size,
+            bytes_after=result.bytes_after + added,
+            store_events=(*result.store_events, *events),
+            reinserted_bytes=result.reinserted_bytes + added,
+        )
+
     async def _reinsert(
         self, archive: HistoryArchive, out: list[Message], events: list[StoreEvent]
     ) -> tuple[list[Message], int]:
         """``out`` with archived lines the current question needs put back, only within
         the room the budget leaves (so the chain still fits); (chain, bytes added)."""
+        self._asked = _question_key(out)
         meter = self._meter
         size = meter.total(out)
         room = self.budget.limit - size
@@ -855,3 +886,15 @@ def _split_archive_line(text: str) -> tuple[str, str]:
     if at < 0 or not text.endswith("]") or "\n" in text[at + 1 :]:
         return text, ""
     return text[:at], text[at + 1 :]
+
+
+def _question_key(messages: Sequence[Message]) -> str | None:
+    """A hash of the last human message's own text (without re-inserted lines); None
+    without a human message."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role is Role.HUMAN:
+            texts = [p.text for p in message.parts if type(p) is TextPart]
+            own = "\x1f".join(t for t in texts if not t.startswith(REINSERTED_HEADER))
+            return xxhash.xxh3_64_hexdigest(own.encode("utf-8", "surrogatepass"))
+    return None
