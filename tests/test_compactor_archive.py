@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 import csum.cli
+from archive_recall import recall_all, references_in
 from cast import Message, Role, TextPart
 from csum import Budget, CompactionEvent, Compactor, HistoryArchive, StoreEvent, StoreEventKind
 from csum.archive import (
@@ -71,24 +72,6 @@ async def run_loop(
     return history, events
 
 
-async def recall_everything(archive: HistoryArchive, chain: list[Message]) -> list[Message]:
-    """Every message reachable from the references in ``chain``, following the
-    references of recalled summaries too (a summary of summaries names their batch)."""
-    seen: set[str] = set()
-    pending = [ref for m in chain for ref in archived_references(message_search_text(m))]
-    found: list[Message] = []
-    while pending:
-        reference = pending.pop()
-        if reference in seen:
-            continue
-        seen.add(reference)
-        recalled = await archive.recall(reference)
-        assert recalled, f"reference {reference} recalls nothing"
-        found.extend(recalled)
-        pending.extend(ref for m in recalled for ref in archived_references(message_search_text(m)))
-    return found
-
-
 def long_chain() -> list[Message]:
     """The longest of the real tau-bench chains."""
     return max(corpus_chains(40), key=len)
@@ -115,7 +98,7 @@ async def test_everything_summarized_away_is_recallable(archive: HistoryArchive)
         assert kinds == [StoreEventKind.ARCHIVED], kinds
         assert event.archived_messages >= event.summarized_messages > 0
     assert sum(m.size for m in out) <= budget
-    recalled = await recall_everything(archive, out)
+    recalled = await recall_all(archive, out)
     kept = set(out)
     gone = [m for m in chain if m not in kept]
     assert len(gone) > len(chain) // 2
@@ -138,7 +121,7 @@ async def test_summary_cut_to_fit_keeps_its_archive_line(tmp_path: Path) -> None
     (event,) = result.events
     assert event.summary_truncated
     assert not result.over_budget
-    references = [r for m in result.messages for r in archived_references(message_search_text(m))]
+    references = references_in(result.messages)
     assert len(references) == 1
     assert len(await archive.recall(references[0])) == event.archived_messages
     await archive.aclose()

@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_agent_loop import ANSWER, HUGE, QUESTION, TOOLS, Agent, newest_pair
 
+from archive_recall import recall_all
 from cast import ChainAST, Message, Role, TextPart, lint, port
 from cast.providers import PROVIDERS
 from csum import Budget, Compactor, EstimatedTokens, HistoryArchive
-from csum.archive import archived_references, message_search_text
 from csum.reinsert import REINSERTED_HEADER
 
 TARGETS = sorted(PROVIDERS)
@@ -183,13 +183,7 @@ def test_compactor_loop_with_archive(
                 chain = out
             if not whole:  # a summary too large for the budget may lose its line
                 return
-            references = [r for m in chain for r in archived_references(message_search_text(m))]
-            reachable: set[Message] = set()
-            while references:
-                for message in await archive.recall(references.pop()):
-                    if message not in reachable:
-                        reachable.add(message)
-                        references.extend(archived_references(message_search_text(message)))
+            reachable = set(await recall_all(archive, chain))
             kept = {own(m) for m in chain}
             assert all(m in reachable for m in results if m not in kept)
         finally:
