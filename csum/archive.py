@@ -119,7 +119,8 @@ class HistoryArchive:
 
     ``store``: an :class:`ArchiveStore`, or a location: a SQLite file path (the
     default kind) or a ``redis://`` URL. ``reinsert_bytes`` > 0 turns on re-insertion
-    (:meth:`reinsert`) in the summarizer, up to that many bytes per call (off: 0).
+    (:meth:`reinsert`) in the summarizer and the Compactor, up to that many bytes per
+    call (off: 0; the Compactor takes less when its budget leaves less room).
     ``on_event`` hears what was archived and every store failure.
     """
 
