@@ -61,14 +61,23 @@ class HandlerCalls:
         *,
         phase: str,
         section: int,
+        replaced: Sequence[Message] | None = None,
     ) -> str:
+        """The summary of the messages; with an archive, it ends naming their batch.
+
+        ``replaced`` is what the summary takes the place of in the chain, archived in
+        that order (default: the AI and tool messages, or the human messages when only
+        they are summarized).
+        """
         prompt = messages_to_prompt(human_messages, ai_messages)
         if self.cache is None:
             summary = await self.call_handler(prompt, phase=phase, section=section)
         else:
             summary = await self._cached(prompt, phase=phase, section=section)
         if self.archive is not None:
-            summary = await self._archived(summary, human_messages, ai_messages)
+            if replaced is None:
+                replaced = ai_messages if ai_messages else human_messages
+            summary = await self._archived(summary, replaced)
         return summary
 
     async def _cached(self, prompt: str, *, phase: str, section: int) -> str:
@@ -79,16 +88,9 @@ class HandlerCalls:
         self.cache_hits += hit
         return summary
 
-    async def _archived(
-        self, summary: str, human_messages: Sequence[Message], ai_messages: Sequence[Message]
-    ) -> str:
-        """Archive the messages the summary replaces; the summary naming their batch.
-
-        Those are the AI and tool messages, or the human messages when only they are
-        summarized (their summary replaces them in a QA header).
-        """
+    async def _archived(self, summary: str, replaced: Sequence[Message]) -> str:
+        """Archive the messages the summary replaces; the summary naming their batch."""
         assert self.archive is not None
-        replaced = ai_messages if ai_messages else human_messages
         line = await self.archive.add_summarized(replaced, self.events.append)
         return summary if line is None else f"{summary}\n{line}"
 

@@ -119,7 +119,8 @@ class HistoryArchive:
 
     ``store``: an :class:`ArchiveStore`, or a location: a SQLite file path (the
     default kind) or a ``redis://`` URL. ``reinsert_bytes`` > 0 turns on re-insertion
-    (:meth:`reinsert`) in the summarizer, up to that many bytes per call (off: 0).
+    (:meth:`reinsert`) in the summarizer and the Compactor, up to that many bytes per
+    call (off: 0; the Compactor takes less when its budget leaves less room).
     ``on_event`` hears what was archived and every store failure.
     """
 
@@ -206,6 +207,18 @@ class HistoryArchive:
 
         limit = self.reinsert_bytes if max_bytes is None else max_bytes
         return await reinsert_archived(self, messages, max_bytes=limit)
+
+    async def reinsert_reporting(
+        self, messages: Sequence[Message], *, max_bytes: int, emit: EventSink | None = None
+    ) -> list[Message]:
+        """:meth:`reinsert` for a keeper: a store failure is reported as an event and
+        gives ``messages`` back unchanged instead of raising."""
+        try:
+            return await self.reinsert(messages, max_bytes=max_bytes)
+        except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
+            kind = StoreEventKind.ARCHIVE_UNAVAILABLE
+            self._emit(emit, StoreEvent(kind, self.store.name, "", failure_detail(exc)))
+            return messages if isinstance(messages, list) else list(messages)
 
     async def aclose(self) -> None:
         """Close the store's connections."""

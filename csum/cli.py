@@ -49,7 +49,7 @@ from csum.cache import SummaryCache
 from csum.compactor import CompactionResult, Compactor
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
-from csum.store_events import StoreEventKind
+from csum.store_events import StoreEvent, StoreEventKind
 from csum.stores import open_store
 from csum.summarizer import Summarizer, SummaryResult
 
@@ -193,8 +193,6 @@ def _budget(args: argparse.Namespace) -> Budget:
         raise ValueError(
             "--max-concurrency applies to --last-section-budget (--budget makes one call)"
         )
-    if args.archive:
-        raise ValueError("--archive applies to the reference algorithm: use --last-section-budget")
     text = args.budget or "50KiB"
     if args.tokens:
         if not text.isdigit() or int(text) < 1:
@@ -246,8 +244,9 @@ class _Outcome:
     handler_input_bytes: int
     repairs: tuple[ChainIssue, ...]
     seconds: float
-    stores: SummaryResult | None = None
-    """The reference run's result, for its cache and archive report."""
+    cache_hits: int = 0
+    store_events: tuple[StoreEvent, ...] = ()
+    """What the cache and the archive reported, for the stores' report."""
 
 
 def _report(result: _Outcome, origin: str, err: TextIO) -> None:
@@ -290,10 +289,11 @@ def _archive(args: argparse.Namespace) -> HistoryArchive | None:
     return HistoryArchive(args.archive, session=args.session) if args.archive else None
 
 
-def _report_stores(result: SummaryResult, err: TextIO) -> None:
-    """Cache hits and store failures (a failing store never fails the run)."""
+def _report_stores(result: _Outcome, args: argparse.Namespace, err: TextIO) -> None:
+    """Cache hits, archived batches and store failures (a failing store never fails
+    the run)."""
     kinds = Counter(event.kind for event in result.store_events)
-    if kinds[StoreEventKind.CACHE_HIT] or kinds[StoreEventKind.CACHE_MISS]:
+    if args.cache:
         print(f"cache: {result.cache_hits} hits, {result.handler_calls} handler calls", file=err)
     if kinds[StoreEventKind.ARCHIVED]:
         print(f"archive: {kinds[StoreEventKind.ARCHIVED]} batches archived", file=err)
@@ -344,7 +344,8 @@ def _reference(
         result.handler_input_bytes,
         result.repairs,
         result.seconds,
-        result,
+        result.cache_hits,
+        result.store_events,
     )
 
 
@@ -363,9 +364,11 @@ def _compact(
         return summary
 
     cache = _cache(args)
+    archive = _archive(args)
     compactor = Compactor(
         reporting,
         cache=cache,
+        archive=archive,
         budget=_budget(args),
         target_ratio=args.target_ratio,
         target=args.target,
@@ -375,17 +378,16 @@ def _compact(
     async def run() -> CompactionResult:
         try:
             return await compactor.run(messages)
-        finally:
+        finally:  # close the cache and archive connections
             if cache is not None:
                 await cache.aclose()
+            if archive is not None:
+                await archive.aclose()
 
     try:
         result = anyio.run(run)
     finally:
         progress.done()
-    if cache is not None and not args.quiet:
-        hits = sum(event.cache_hits for event in result.events)
-        print(f"cache: {hits} hits, {result.handler_calls} handler calls", file=err)
     prompt_bytes = sum(event.prompt_bytes for event in result.events)
     if result.over_budget:
         print(
@@ -402,6 +404,8 @@ def _compact(
         prompt_bytes,
         result.repairs,
         result.seconds,
+        sum(event.cache_hits for event in result.events),
+        result.store_events,
     )
     return outcome, result.over_budget
 
@@ -428,8 +432,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     write_json(encode_chain(result.messages, fmt), args.output, out)
     if not args.quiet:
         _report(result, origin, err)
-        if result.stores is not None:
-            _report_stores(result.stores, err)
+        _report_stores(result, args, err)
         if args.output:
             print(f"wrote {args.output} ({fmt}) in {time.perf_counter() - started:.2f}s", file=err)
     return EXIT_FAILED if over else EXIT_OK

@@ -40,7 +40,7 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -71,9 +71,12 @@ from csum._retry import RetryPolicy
 from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
+from csum.archive import ARCHIVE_LINE_PREFIX, HistoryArchive
 from csum.budget import Budget, EstimatedTokens, TokenCounter
 from csum.cache import SummaryCache
 from csum.events import CompactionEvent, CompactionReason
+from csum.reinsert import REINSERTED_HEADER
+from csum.store_events import StoreEvent, StoreEventKind
 
 __all__ = ["EARLIER_CONVERSATION_TEXT", "CompactionResult", "Compactor"]
 
@@ -106,6 +109,12 @@ class CompactionResult:
     events: tuple[CompactionEvent, ...]
     repairs: tuple[ChainIssue, ...]
     seconds: float
+    store_events: tuple[StoreEvent, ...] = ()
+    """What the cache and the history archive reported in this call (hits, archived
+    batches, failures), in order."""
+    reinserted_bytes: int = 0
+    """UTF-8 bytes of archived lines put back into the current question (re-insertion:
+    on a compaction, or on the first call that sees a new question)."""
 
 
 class _Meter:
@@ -160,6 +169,9 @@ class _Plan:
     evicted_units: int
     dropped: int = 0
     """Summaries at the depth limit left out for want of room."""
+    replaced: list[Message] = field(default_factory=list)
+    """Every message the summary takes the place of, in chain order (what the history
+    archive stores): the questions and pairs summarized, and dropped summaries."""
 
 
 class Compactor:
@@ -173,6 +185,11 @@ class Compactor:
     to. ``counter`` counts tokens (default :class:`~csum.budget.EstimatedTokens`).
     ``cache`` (a :class:`~csum.cache.SummaryCache`) serves summaries already made for
     the same prompt (a replayed or forked session); its hits are counted in the events.
+    ``archive`` (a :class:`~csum.archive.HistoryArchive`) stores every message a
+    compaction summarizes away, and the summary ends with the ``[archived: ...]`` line
+    naming them; with its ``reinsert_bytes`` > 0, archived lines the current question
+    needs are put back within the room the budget leaves. Store failures are events,
+    never a failed compaction.
     ``on_event`` receives a :class:`~csum.events.CompactionEvent` per compaction.
 
     Handler robustness: ``timeout`` (seconds per call), ``retry`` (a
@@ -197,6 +214,7 @@ class Compactor:
         target: str | ProviderProfile | None = None,
         counter: TokenCounter | None = None,
         cache: SummaryCache | None = None,
+        archive: HistoryArchive | None = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
         id_template: TemplateLike | None = None,
         max_depth: int = 3,
@@ -231,6 +249,10 @@ class Compactor:
             raise TypeError(
                 f"cache must be a csum.SummaryCache or None, not {type(cache).__name__}"
             )
+        if archive is not None and not isinstance(archive, HistoryArchive):
+            raise TypeError(
+                f"archive must be a csum.HistoryArchive or None, not {type(archive).__name__}"
+            )
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
         if handler is None:
@@ -258,6 +280,7 @@ class Compactor:
         self.target = target
         self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
         self.cache = cache
+        self.archive = archive
         self.on_event = on_event
         self.max_depth = max_depth
         self.cooldown_turns = cooldown_turns
@@ -269,6 +292,8 @@ class Compactor:
         self._last: tuple[Message, ...] = ()
         self._last_size = 0
         self._last_bytes = 0
+        self._asked: str | None = None
+        """Key of the last question re-insertion looked at (see :meth:`_reinsert_new`)."""
 
     def __repr__(self) -> str:
         return (
@@ -306,9 +331,8 @@ class Compactor:
             if grown is not None and self._reason(grown[1], False) is None:
                 chain, size, nbytes = grown
                 meter.keep()
-                return self._remember(
-                    self._unchanged(chain, size, [], started, None, nbytes=nbytes)
-                )
+                result = self._unchanged(chain, size, [], started, None, nbytes=nbytes)
+                return self._remember(await self._reinsert_new(result))
         issues: list[ChainIssue] = []
         # A replay that opens with an AI message gets a placeholder question first.
         ast = parse_chain(
@@ -328,7 +352,7 @@ class Compactor:
                 )
         finally:
             meter.rotate()
-        return self._remember(result)
+        return self._remember(await self._reinsert_new(result))
 
     def _extended(
         self, messages: Sequence[Message | Mapping[str, Any]]
@@ -413,6 +437,8 @@ class Compactor:
             events=() if event is None else (event,),
             repairs=tuple(issues),
             seconds=time.perf_counter() - started,
+            store_events=() if event is None else event.store_events,
+            reinserted_bytes=0 if event is None else event.reinserted_bytes,
         )
 
     async def _compact(
@@ -438,15 +464,23 @@ class Compactor:
             return self._unchanged(chain, size, issues, started, event)
 
         depth = 1 + max((self._depth(p) for p in plan.resummarized), default=0)
-        calls = HandlerCalls(self.handler, cache=self.cache)
+        calls = HandlerCalls(self.handler, cache=self.cache, archive=self.archive)
         text: str | None = None
         with ledger() as books:
             if plan.summarized or plan.humans:
                 text = await calls.summarize(
-                    plan.humans, plan.summarized, phase="compaction", section=plan.section
+                    plan.humans,
+                    plan.summarized,
+                    phase="compaction",
+                    section=plan.section,
+                    replaced=plan.replaced,
                 )
         out_ast, truncated, dropped, pair = self._assemble(ast, plan, text, size)
         out = out_ast.to_messages() if out_ast is not ast else chain
+        reinserted = 0
+        if self.archive is not None and self.archive.reinsert_bytes:
+            out, reinserted = await self._reinsert(self.archive, out, calls.events)
+        archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events)
         self._last_compaction = self.turns
         if pair is not None:
             self._depths = self._live_depths(out_ast)
@@ -462,6 +496,8 @@ class Compactor:
             summarized=len(plan.summarized) + len(plan.humans),
             truncated=truncated,
             dropped=dropped,
+            archived=len(plan.replaced) if archived else 0,
+            reinserted=reinserted,
         )
         self._emit(event)
         size_after = self._meter.total(out)
@@ -473,6 +509,52 @@ class Compactor:
             issues=issues,
             started=started,
         )
+
+    async def _reinsert_new(self, result: CompactionResult) -> CompactionResult:
+        """``result`` with archived lines put back when its current question is one
+        re-insertion has not looked at yet (a compaction looks at every question)."""
+        archive = self.archive
+        if archive is None or not archive.reinsert_bytes:
+            return result
+        key = _question_key(result.messages)
+        if key is None or key == self._asked:
+            return result
+        events: list[StoreEvent] = []
+        out, added = await self._reinsert(archive, result.messages, events)
+        if out is result.messages and not events:
+            return result
+        size = self._meter.total(out)
+        return replace(
+            result,
+            messages=out,
+            over_budget=size > self.budget.limit,
+            size_after=size,
+            bytes_after=result.bytes_after + added,
+            store_events=(*result.store_events, *events),
+            reinserted_bytes=result.reinserted_bytes + added,
+        )
+
+    async def _reinsert(
+        self, archive: HistoryArchive, out: list[Message], events: list[StoreEvent]
+    ) -> tuple[list[Message], int]:
+        """``out`` with archived lines the current question needs put back, only within
+        the room the budget leaves (so the chain still fits); (chain, bytes added)."""
+        self._asked = _question_key(out)
+        meter = self._meter
+        size = meter.total(out)
+        room = self.budget.limit - size
+        limit = archive.reinsert_bytes
+        if self.budget.unit == "bytes":
+            limit = min(limit, room)
+        while limit > 0 and room > 0:
+            new = await archive.reinsert_reporting(out, max_bytes=limit, emit=events.append)
+            if new is out:
+                break
+            grown = meter.total(new) - size
+            if grown <= room:
+                return new, sum(m.size for m in new) - sum(m.size for m in out)
+            limit = min(limit - 1, limit * room // grown)  # the part's framing costs too
+        return out, 0
 
     def _plan(self, ast: ChainAST) -> _Plan | None:
         """Choose the kept part: after the mandatory messages (system prompt, current
@@ -562,6 +644,7 @@ class Compactor:
             pairs.extend(sections[k].body[:p])
         frozen_ids = {id(pair) for pair in frozen}
         dropped_ids = {id(pair) for pair in dropped}
+        replaced = _replaced(sections, k, p, frozen_ids)
         frozen = [pair for pair in pairs if id(pair) in frozen_ids]
         gone = sum(1 for pair in pairs if id(pair) in dropped_ids)
         live = [pair for pair in pairs if id(pair) not in frozen_ids | dropped_ids]
@@ -569,7 +652,7 @@ class Compactor:
         evicted = self._meter.total(
             [m for s in sections[:k] for m in s.messages() if m.role is not Role.SYSTEM]
         ) + self._meter.total(messages_of(sections[k].body[:p]))
-        return _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted, gone)
+        return _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted, gone, replaced)
 
     def _assemble(
         self, ast: ChainAST, plan: _Plan, text: str | None, size_before: int
@@ -596,12 +679,14 @@ class Compactor:
             size = total(out)
         if size <= limit or text is None:
             return out, False, dropped, pair
-        data = text.encode("utf-8")
+        head, line = _split_archive_line(text)
+        data = head.encode("utf-8")
         low, high = 0, len(data) - 1
         best: tuple[ChainAST, BodyPair | None] | None = None
-        while low <= high:  # the longest prefix of the summary that fits
+        while low <= high:  # the longest prefix of the summary that fits, with its line
             middle = (low + high) // 2
-            candidate = self._build(ast, plan, data[:middle].decode("utf-8", "ignore"), frozen)
+            cut = data[:middle].decode("utf-8", "ignore")
+            candidate = self._build(ast, plan, "\n".join(filter(None, (cut, line))), frozen)
             if total(candidate[0]) <= limit:
                 best, low = candidate, middle + 1
             else:
@@ -682,6 +767,8 @@ class Compactor:
         summarized: int = 0,
         truncated: bool = False,
         dropped: int = 0,
+        archived: int = 0,
+        reinserted: int = 0,
     ) -> CompactionEvent:
         meter = self._meter
         after_units = meter.total(after)
@@ -711,6 +798,9 @@ class Compactor:
             dropped_summaries=dropped,
             duration_s=time.perf_counter() - started,
             turn=self.turns,
+            archived_messages=archived,
+            reinserted_bytes=reinserted,
+            store_events=tuple(calls.events) if calls is not None else (),
         )
 
     def _emit(self, event: CompactionEvent) -> None:
@@ -768,3 +858,43 @@ def _header(system: Message | None, human: Message | None) -> Header:
 
 def _section(header: Header, body: tuple[BodyPair, ...]) -> Section:
     return Section.build(header, body)
+
+
+def _replaced(sections: Sequence[Section], k: int, p: int, frozen_ids: set[int]) -> list[Message]:
+    """The messages before pair ``p`` of section ``k`` that a compaction takes out of
+    the chain, in chain order: the questions (not the note opening an earlier summary)
+    and every pair not carried as a frozen summary (dropped summaries included)."""
+    out: list[Message] = []
+    for index in range(k + 1):
+        section = sections[index]
+        body = section.body if index < k else section.body[:p]
+        if index == k and not body:
+            break
+        human = section.header.human_message
+        if human is not None and not _is_note(human):
+            out.append(human)
+        for pair in body:
+            if id(pair) not in frozen_ids:
+                out.extend(pair.messages())
+    return out
+
+
+def _split_archive_line(text: str) -> tuple[str, str]:
+    """(summary, its ``[archived: ...]`` line) so a summary cut to fit keeps the line;
+    (text, "") when it has none."""
+    at = text.rfind("\n" + ARCHIVE_LINE_PREFIX)
+    if at < 0 or not text.endswith("]") or "\n" in text[at + 1 :]:
+        return text, ""
+    return text[:at], text[at + 1 :]
+
+
+def _question_key(messages: Sequence[Message]) -> str | None:
+    """A hash of the last human message's own text (without re-inserted lines); None
+    without a human message."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role is Role.HUMAN:
+            texts = [p.text for p in message.parts if type(p) is TextPart]
+            own = "\x1f".join(t for t in texts if not t.startswith(REINSERTED_HEADER))
+            return xxhash.xxh3_64_hexdigest(own.encode("utf-8", "surrogatepass"))
+    return None

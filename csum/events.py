@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from csum.store_events import StoreEvent
+
 __all__ = ["CompactionEvent", "CompactionReason", "otel_listener"]
 
 
@@ -67,11 +69,20 @@ class CompactionEvent:
     duration_s: float
     turn: int
     """The Compactor's call count when this happened (1 for the first call)."""
+    archived_messages: int = 0
+    """Messages stored in the history archive (0 without one, or when it failed)."""
+    reinserted_bytes: int = 0
+    """UTF-8 bytes of archived lines put back into the last question (re-insertion)."""
+    store_events: tuple[StoreEvent, ...] = ()
+    """What the cache and the archive reported in this compaction (failures included)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of the event."""
+        """A JSON-ready dict of the event (store events as dicts)."""
         out = asdict(self)
         out["reason"] = str(self.reason)
+        out["store_events"] = [
+            {**asdict(event), "kind": str(event.kind)} for event in self.store_events
+        ]
         return out
 
 
@@ -98,7 +109,9 @@ def otel_listener(
     def record(event: CompactionEvent) -> None:
         end = time.time_ns()
         start = end - int(event.duration_s * 1e9)
-        attributes = {f"csum.{key}": value for key, value in event.as_dict().items()}
+        fields = event.as_dict()
+        fields["store_events"] = [str(e.kind) for e in event.store_events]  # OTel: scalars
+        attributes = {f"csum.{key}": value for key, value in fields.items()}
         span = active.start_span(name, start_time=start, attributes=attributes)
         if event.over_budget:
             span.set_status(trace.Status(trace.StatusCode.ERROR, "chain over budget"))

@@ -14,6 +14,7 @@ import anyio
 import pytest
 from pydantic import TypeAdapter
 
+from archive_recall import recall_all
 from cast import Message, Role, ToolCall
 from csum import (
     RECALL_TOOL_NAME,
@@ -97,18 +98,8 @@ async def test_everything_summarized_away_is_recallable(
         assert result.handler_calls > 0
         # Follow references transitively, as an agent would: a summary folded into a
         # later summary is itself archived, references included.
-        recalled: list[Message] = []
-        pending = [r for text in summary_texts(result.messages) for r in archived_references(text)]
-        seen: set[str] = set()
-        while pending:
-            reference = pending.pop()
-            if reference in seen:
-                continue
-            seen.add(reference)
-            batch = await archive.recall(reference)
-            assert batch
-            recalled.extend(batch)
-            pending.extend(r for m in batch for r in archived_references(message_search_text(m)))
+        assert any(archived_references(text) for text in summary_texts(result.messages))
+        recalled = await recall_all(archive, result.messages)
         kept = set(result.messages) | set(recalled)
         assert all(message in kept for message in chain)
         archived = [e for e in result.store_events if e.kind is StoreEventKind.ARCHIVED]

@@ -11,17 +11,20 @@ says so otherwise), and the input list is never changed.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_agent_loop import ANSWER, HUGE, QUESTION, TOOLS, Agent, newest_pair
 
-from cast import ChainAST, Message, Role, lint, port
+from archive_recall import recall_all
+from cast import ChainAST, Message, Role, TextPart, lint, port
 from cast.providers import PROVIDERS
-from csum import Budget, Compactor, EstimatedTokens
+from csum import Budget, Compactor, EstimatedTokens, HistoryArchive
+from csum.reinsert import REINSERTED_HEADER
 
 TARGETS = sorted(PROVIDERS)
 BUDGETS = st.one_of(
@@ -108,3 +111,95 @@ def test_compactor_agent_loop(
             chain = out
 
     anyio.run(loop)
+
+
+def tagged(messages: list[Message], first: int) -> list[Message]:
+    """``messages`` with each tool result opening with an identifier of its own
+    (``order_N``), so later questions can ask for what was summarized away."""
+    out: list[Message] = []
+    for message in messages:
+        if message.role is Role.TOOL:
+            (result,) = message.tool_results
+            first += 1
+            text = f"order_{first} {result.content}"
+            out.append(Message.tool(result.tool_call_id, result.name, text))
+        else:
+            out.append(message)
+    return out
+
+
+ROOMY = st.one_of(
+    st.builds(Budget.bytes, st.integers(4000, 40_000)),
+    st.builds(Budget.tokens, st.integers(1000, 10_000)),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=STEPS,
+    budget=ROOMY,
+    length=st.integers(1, 200),
+    reinsert=st.sampled_from([0, 64, 600, 5000]),
+    asks=st.lists(st.integers(1, 40), min_size=30, max_size=30),
+)
+def test_compactor_loop_with_archive(
+    steps: list[tuple[Any, ...]],
+    budget: Budget,
+    length: int,
+    reinsert: int,
+    asks: list[int],
+) -> None:
+    """With a history archive (SQLite file) and re-insertion, the loop keeps the same
+    laws (the question may carry re-inserted lines), and every tool result summarized
+    away is recalled by the references in the chain."""
+    counter = EstimatedTokens()
+    measure = (lambda m: m.size) if budget.unit == "bytes" else counter.count
+
+    async def loop(folder: str) -> None:
+        archive = HistoryArchive(f"{folder}/archive.sqlite", reinsert_bytes=reinsert)
+        compactor = Compactor(
+            summary_of(length), budget=budget, counter=counter, archive=archive, cooldown_turns=2
+        )
+        agent = Agent()
+        chain = [Message.human("first question")]
+        results: list[Message] = []
+        whole = True  # no summary was cut or left out for want of room
+        try:
+            for step, ask in zip(steps, asks, strict=False):
+                new = tagged(agent.step(chain, step), len(results))
+                results.extend(m for m in new if m.role is Role.TOOL)
+                if new[0].role is Role.HUMAN and results:
+                    new = [Message.human(f"what did order_{1 + ask % len(results)} say?")]
+                history = [*chain, *new]
+                result = await compactor.run(history)
+                out = result.messages
+                whole &= not any(e.summary_truncated or e.dropped_summaries for e in result.events)
+                ChainAST.from_messages(out)
+                tail = tail_of(history)
+                assert [own(m) for m in out[len(out) - len(tail) :]] == tail
+                if floor(history, measure) <= budget.limit:
+                    assert sum(map(measure, out)) <= budget.limit
+                    assert not result.over_budget
+                chain = out
+            if not whole:  # a summary too large for the budget may lose its line
+                return
+            reachable = set(await recall_all(archive, chain))
+            kept = {own(m) for m in chain}
+            assert all(m in reachable for m in results if m not in kept)
+        finally:
+            await archive.aclose()
+
+    with tempfile.TemporaryDirectory() as folder:
+        anyio.run(loop, folder)
+
+
+def own(message: Message) -> Message:
+    """``message`` without the lines re-insertion added to it."""
+    if message.role is not Role.HUMAN:
+        return message
+    parts = [
+        p
+        for p in message.parts
+        if not (isinstance(p, TextPart) and p.text.startswith(REINSERTED_HEADER))
+    ]
+    return message if len(parts) == len(message.parts) else Message.from_parts(Role.HUMAN, parts)

@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 from hypothesis import given
 
+from archive_recall import recall_all
 from cast import Message, Role
 from csum import HistoryArchive, Summarizer, SummarizerConfig, SummaryCache
-from csum.archive import archived_references, message_search_text
 from csum_builders import FakeHandler, check_output
 from property.test_agent_loop import CONFIGS
 from strategies import valid_chains
@@ -37,22 +37,6 @@ def test_a_cache_never_changes_the_output(
     anyio.run(check, backend=anyio_backend)
 
 
-async def _recall_all(archive: HistoryArchive, messages: list[Message]) -> set[Message]:
-    found: set[Message] = set()
-    pending = [r for m in messages for r in archived_references(message_search_text(m))]
-    seen: set[str] = set()
-    while pending:
-        reference = pending.pop()
-        if reference in seen:
-            continue
-        seen.add(reference)
-        batch = await archive.recall(reference)
-        assert batch, f"reference {reference} recalls nothing"
-        found.update(batch)
-        pending.extend(r for m in batch for r in archived_references(message_search_text(m)))
-    return found
-
-
 @given(chain=valid_chains(), config=CONFIGS)
 def test_the_archive_keeps_every_message_and_the_invariants(
     chain: list[Message], config: SummarizerConfig, anyio_backend: str
@@ -62,7 +46,7 @@ def test_the_archive_keeps_every_message_and_the_invariants(
         summarizer = Summarizer(config, archive=archive)
         result = await summarizer.summarize(FakeHandler(), chain)
         check_output(chain, result.messages, config)
-        kept = set(result.messages) | await _recall_all(archive, result.messages)
+        kept = set(result.messages) | set(await recall_all(archive, result.messages))
         # QA without a human summary merges the folded questions into one message:
         # their parts are kept, in the chain.
         parts = {part for message in result.messages for part in message.parts}
