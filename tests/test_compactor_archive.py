@@ -205,7 +205,7 @@ async def test_reinsertion_never_takes_more_than_the_room_left(tmp_path: Path, u
     # Budgets from below to above what the compacted chain needs: re-insertion shrinks to
     # the room left (far less than the 1 MB it may take), so the chain always fits.
     low, high = tight(chain, 8), tight(chain, 2)
-    fits = reinserted = no_room = 0
+    fits = reinserted = 0
     for limit in range(low, high, max(1, (high - low) // 20)):
         budget = Budget.bytes(limit) if unit == "bytes" else Budget.tokens(limit // 4)
         compactor = Compactor(budget=budget, archive=archive, target_ratio=1.0, summary_reserve=0)
@@ -214,11 +214,9 @@ async def test_reinsertion_never_takes_more_than_the_room_left(tmp_path: Path, u
             continue
         fits += 1
         reinserted += result.reinserted_bytes > 0
-        no_room += result.reinserted_bytes == 0 and result.size_after < budget.limit
         assert result.size_after <= budget.limit
     assert fits > 3
     assert reinserted > 3
-    assert no_room > 0  # some room left, too little for the lines: none re-inserted
     await archive.aclose()
 
 
