@@ -189,8 +189,8 @@ class HistoryArchive:
         hits = []
         for reference, body in await self.store.search(self.session, text, limit):
             message = Message.model_validate_json(body)
-            text = message_search_text(message)
-            lines = tuple(line for line in text.splitlines() if needle in line.casefold())
+            searchable = message_search_text(message)
+            lines = tuple(line for line in searchable.splitlines() if needle in line.casefold())
             hits.append(ArchiveHit(reference, message, lines))
         return hits
 

@@ -153,8 +153,9 @@ class SummaryCache:
         Exceptions of ``call`` propagate (and are never stored); store failures do not.
         """
         key = self.key(prompt, summary_budget=summary_budget)
-        flight = self._flights.get(key)
-        if flight is not None:
+        # A flight that failed wakes every waiter: the first to run starts the next
+        # flight, the others wait on that one instead of each calling the handler.
+        while (flight := self._flights.get(key)) is not None:
             await flight.done.wait()
             if flight.summary is not None:
                 self._emit(emit, StoreEventKind.CACHE_HIT, key, "shared with a concurrent request")

@@ -724,13 +724,13 @@ class Compactor:
         new: list[Section] = []
         if own_turn and body:
             note = Message.from_parts(Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT),))
-            new.append(_section(_header(system, note), tuple(body)))
-            new.append(_section(_header(None, kept.header.human_message), kept.body))
+            new.append(Section.build(Header.build(system, note), tuple(body)))
+            new.append(Section.build(Header.build(None, kept.header.human_message), kept.body))
         elif own_turn:
-            new.append(_section(_header(system, kept.header.human_message), kept.body))
+            new.append(Section.build(Header.build(system, kept.header.human_message), kept.body))
         else:
-            header = _header(system, kept.header.human_message)
-            new.append(_section(header, (*body, *kept.body[p:])))
+            header = Header.build(system, kept.header.human_message)
+            new.append(Section.build(header, (*body, *kept.body[p:])))
         new.extend(sections[k + 1 :])
         out = ChainAST.build(new)
         if pair is not None and pair.type is BodyPairType.SUMMARIZATION:
@@ -850,14 +850,6 @@ def _is_note(message: Message) -> bool:
         and type(parts[0]) is TextPart
         and parts[0].text == EARLIER_CONVERSATION_TEXT
     )
-
-
-def _header(system: Message | None, human: Message | None) -> Header:
-    return Header.build(system, human)
-
-
-def _section(header: Header, body: tuple[BodyPair, ...]) -> Section:
-    return Section.build(header, body)
 
 
 def _replaced(sections: Sequence[Section], k: int, p: int, frozen_ids: set[int]) -> list[Message]:

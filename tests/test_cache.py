@@ -555,3 +555,37 @@ def test_redis_four_workers_one_call_per_prompt(tmp_path: Path, redis_url: str) 
     assert set(counts.values()) == {1}
     assert sum(o["handler_calls"] for o in outputs) == len(distinct)
     assert all("cache_unavailable" not in o["events"] for o in outputs)
+
+
+@pytest.mark.anyio
+async def test_waiters_of_a_failed_flight_share_the_next_one() -> None:
+    """When the first request of a key fails, its waiters make one more call, not one
+    each (the single flight holds after a failure too)."""
+    cache = SummaryCache(handler_id="fake")
+    calls = 0
+
+    async def call() -> str:
+        nonlocal calls
+        calls += 1
+        await anyio.sleep(0.02)
+        if calls == 1:
+            raise ConnectionError("model down")
+        return "the summary"
+
+    outcomes: list[object] = []
+
+    async def ask() -> None:
+        try:
+            outcomes.append(await cache.summarize("the prompt", call))
+        except ConnectionError as exc:
+            outcomes.append(exc)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(5):
+            group.start_soon(ask)
+    assert calls == 2
+    assert sum(isinstance(o, ConnectionError) for o in outcomes) == 1
+    assert sorted(o for o in outcomes if isinstance(o, tuple)) == [
+        ("the summary", False),
+        *[("the summary", True)] * 3,
+    ]
