@@ -15,7 +15,7 @@ from typing import TextIO
 from cast.ast import BodyPairType, ChainAST
 from cast.chainio import (
     add_input_limit_argument,
-    decode_chain,
+    decode_owned_chain,
     encode_chain,
     format_size,
     known_formats,
@@ -118,7 +118,9 @@ def render_tree(ast: ChainAST, messages: Sequence[Message]) -> list[str]:
 
 
 def _inspect(args: argparse.Namespace, out: TextIO) -> int:
-    messages, fmt = decode_chain(read_json(args.file, max_bytes=args.max_input_bytes), args.format)
+    payload = read_json(args.file, max_bytes=args.max_input_bytes)
+    messages, fmt = decode_owned_chain(payload, args.format)
+    del payload
     issues = diagnose(messages)
     fatal = [issue for issue in issues if issue.fatal]
     if fatal:
@@ -138,7 +140,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
-    messages, detected = decode_chain(payload, args.source)
+    messages, detected = decode_owned_chain(payload, args.source)
     del payload  # the decoded messages are all that is needed from here on
     if not args.no_port:
         from cast._port import port
@@ -166,7 +168,9 @@ def _provider_of_format(fmt: str) -> str | None:
 def _lint(args: argparse.Namespace, out: TextIO) -> int:
     from cast._lint import lint
 
-    messages, _ = decode_chain(read_json(args.file, max_bytes=args.max_input_bytes), args.format)
+    payload = read_json(args.file, max_bytes=args.max_input_bytes)
+    messages, _ = decode_owned_chain(payload, args.format)
+    del payload
     violations = lint(messages, args.target, source=args.source)
     for violation in violations:
         print(f"message {violation.index}: [{violation.rule}] {violation.message}", file=out)

@@ -32,7 +32,7 @@ from cast import (
 )
 from cast.chainio import (
     add_input_limit_argument,
-    decode_chain,
+    decode_owned_chain,
     encode_chain,
     format_size,
     known_formats,
@@ -420,7 +420,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not 0 < args.target_ratio <= 1:
         raise ValueError(f"--target-ratio must be within (0, 1], got {args.target_ratio}")
     payload, origin = _load(args)
-    messages, fmt = decode_chain(payload, args.format)
+    messages, fmt = decode_owned_chain(payload, args.format)
     del payload  # held through the whole run, it made the peak memory 1.5x larger
     handler = resolve_handler(args.handler)
     started = time.perf_counter()
