@@ -305,7 +305,7 @@ class Message(_Frozen):
         """A message of part models already built, without running pydantic again.
 
         ``role`` is read like the field (``"user"`` means human); each part must be an
-        instance of one of the five part classes, else ``TypeError`` naming its index.
+        instance of one of the six part classes, else ``TypeError`` naming its index.
         The size is computed here, as for any message.
         """
         items = parts if type(parts) is tuple else tuple(parts)
@@ -313,7 +313,7 @@ class Message(_Frozen):
             if type(part) not in _PART_CLASSES:
                 raise TypeError(
                     f"Message.from_parts: parts[{index}] must be a TextPart, ImagePart, "
-                    f"BinaryPart, ToolCall or ToolResult, not {type(part).__name__}"
+                    f"BinaryPart, ToolCall, ToolResult or ProviderPart, not {type(part).__name__}"
                 )
         return _fast.trusted_message(role if type(role) is Role else Role(role), items)
 

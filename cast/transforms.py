@@ -100,6 +100,9 @@ def normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
     # Pass 1: which ids are kept (fit the template, first occurrence), so new ids avoid them.
     kept_ids: set[str] = set()
     plan: list[tuple[int, int, list[int]]] = []  # (section, pair, positions of calls to rename)
+    # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
+    calls_per_name: dict[str, int] = {}
+    default_name = tmpl.DEFAULT_FUNCTION_NAME
     for s_index, section in enumerate(ast.sections):
         for p_index, pair in enumerate(section.body):
             if pair.type is BodyPairType.COMPLETION:
@@ -109,6 +112,9 @@ def normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
                 if type(part) is not ToolCall:
                     continue
                 call_id = part.id
+                if uses_name:
+                    name = part.name or default_name
+                    calls_per_name[name] = calls_per_name.get(name, 0) + 1
                 if call_id not in kept_ids and (
                     matches(call_id, part.name) if uses_name else matches(call_id)
                 ):
@@ -121,11 +127,18 @@ def normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
         return ast
 
     capacity = tmpl.capacity
-    if capacity is not None and capacity < len(kept_ids) + sum(len(r) for _, _, r in plan):
-        raise IdTemplateError(
-            f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids, "
-            "fewer than this chain needs"
+    if capacity is not None:
+        needed = (
+            max(calls_per_name.values())
+            if uses_name
+            else len(kept_ids) + sum(len(r) for _, _, r in plan)
         )
+        if capacity < needed:
+            per = " per function name" if uses_name else ""
+            raise IdTemplateError(
+                f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids"
+                f"{per}, fewer than this chain needs ({needed})"
+            )
 
     new_id = _id_generator(tmpl, kept_ids)
     sections = list(ast.sections)

@@ -18,6 +18,7 @@ from cast import (
     Header,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     Section,
@@ -102,6 +103,13 @@ def test_from_parts_rejects_what_is_not_a_part(
 ) -> None:
     with pytest.raises(error, match=match):
         Message.from_parts(role, parts)
+
+
+def test_from_parts_accepts_provider_parts_and_names_all_six_classes() -> None:
+    block = ProviderPart(provider="anthropic", kind="cache_control", data='{"type":"ephemeral"}')
+    assert Message.from_parts("user", [block]).parts == (block,)
+    with pytest.raises(TypeError, match="ToolResult or ProviderPart, not int"):
+        Message.from_parts("ai", [1])
 
 
 def test_message_evolve_recomputes_the_size() -> None:

@@ -174,6 +174,19 @@ def test_normalize_fails_when_the_template_has_too_few_ids() -> None:
     assert len(set(all_call_ids(ast.normalize_tool_call_ids("{r:2:d}")))) == 11
 
 
+def test_normalize_counts_the_capacity_of_a_named_template_per_function_name() -> None:
+    # "{f}_{r:1:d}" gives 10 ids per function name: 12 calls over two names fit.
+    calls = [call(f"c{i}", name) for i in range(6) for name in ("alpha", "beta")]
+    ast = parse(H("a"), A(*calls), *(T(c.id, c.name, "r") for c in calls))
+    out = all_call_ids(ast.normalize_tool_call_ids("{f}_{r:1:d}"))
+    assert len(set(out)) == 12
+    assert sorted(i.split("_")[0] for i in out) == ["alpha"] * 6 + ["beta"] * 6
+    eleven = [call(f"c{i}", "alpha") for i in range(11)]
+    crowded = parse(H("a"), A(*eleven), *(T(c.id, c.name, "r") for c in eleven))
+    with pytest.raises(IdTemplateError, match="10 distinct ids per function name"):
+        crowded.normalize_tool_call_ids("{f}_{r:1:d}")
+
+
 # -- clear_reasoning ----------------------------------------------------------------------------
 
 
