@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -222,6 +222,48 @@ def test_keeper_errors_fail_the_run_when_asked(server: ChatServer) -> None:
                 agent_for(server), "Build.", run_config=RunConfig(call_model_input_filter=keeper)
             )
         )
+
+
+class FlakySession(ListSession):
+    """Fails the first ``add_items`` after a ``clear_session``: a store going down mid-write."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.cleared = False
+        self.failed = False
+
+    async def clear_session(self) -> None:
+        await super().clear_session()
+        self.cleared = True
+
+    async def add_items(self, items: list[Any]) -> None:
+        if self.cleared and not self.failed:
+            self.failed = True
+            raise ConnectionError("store down")
+        await super().add_items(items)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("on_error", ["continue", "raise"])
+async def test_a_failed_write_back_keeps_the_stored_history(
+    anyio_backend: str, on_error: Literal["continue", "raise"]
+) -> None:
+    inner = FlakySession("flaky")
+    session = CompactingSession(inner, budget=2000, on_error=on_error)
+    items: list[Any] = [{"role": "user", "content": "build it"}]
+    for i in range(12):
+        items += [
+            {"type": "function_call", "call_id": f"c{i}", "name": "make", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{i}", "output": "x" * 300},
+        ]
+    await session.add_items(items)
+    if on_error == "raise":
+        with pytest.raises(ConnectionError):
+            await session.get_items()
+    else:
+        assert len(await session.get_items()) < len(items)
+    assert inner.failed
+    assert inner.items == items
 
 
 @pytest.mark.anyio

@@ -20,7 +20,7 @@ from typing import Any
 import cast.codecs.openai_agents as codec
 from cast import Message
 from csum.budget import Budget
-from csum.integrations._history import HistoryHook, HookEvent, Keeper, OnError
+from csum.integrations._history import HistoryHook, HookEvent, Keeper, OnError, logger
 
 try:
     from agents.items import TResponseInputItem
@@ -125,9 +125,25 @@ class CompactingSession:
         stored = await self.inner.get_items()
         items = await self.history.compact_items(stored)
         if self.persist and self.events[-1].outcome == "compacted":
+            await self._replace_stored(stored, items)
+        return items if limit is None else items[-limit:] if limit > 0 else []
+
+    async def _replace_stored(
+        self, stored: list[TResponseInputItem], items: list[TResponseInputItem]
+    ) -> None:
+        """Store ``items`` instead of ``stored``. When the inner session fails half-way
+        (cleared, not refilled), ``stored`` is put back so the history is never lost;
+        the error is then raised under ``on_error="raise"``, else logged (the caller
+        still gets the compacted items, and the next call compacts again)."""
+        try:
             await self.inner.clear_session()
             await self.inner.add_items(items)
-        return items if limit is None else items[-limit:] if limit > 0 else []
+        except Exception as exc:
+            await self.inner.clear_session()
+            await self.inner.add_items(stored)
+            if self.history.on_error == "raise":
+                raise
+            logger.warning("openai-agents compacted history not stored: %s", exc)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         await self.inner.add_items(items)
