@@ -227,10 +227,11 @@ def test_keeper_errors_fail_the_run_when_asked(server: ChatServer) -> None:
 class FlakySession(ListSession):
     """Fails the first ``add_items`` after a ``clear_session``: a store going down mid-write."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, error: BaseException | None = None) -> None:
         super().__init__(session_id)
         self.cleared = False
         self.failed = False
+        self.error = error or ConnectionError("store down")
 
     async def clear_session(self) -> None:
         await super().clear_session()
@@ -239,7 +240,7 @@ class FlakySession(ListSession):
     async def add_items(self, items: list[Any]) -> None:
         if self.cleared and not self.failed:
             self.failed = True
-            raise ConnectionError("store down")
+            raise self.error
         await super().add_items(items)
 
 
@@ -263,6 +264,26 @@ async def test_a_failed_write_back_keeps_the_stored_history(
     else:
         assert len(await session.get_items()) < len(items)
     assert inner.failed
+    assert inner.items == items
+
+
+class Interrupted(BaseException):
+    """Stands for a cancellation or Ctrl-C arriving during the write-back."""
+
+
+@pytest.mark.anyio
+async def test_an_interrupted_write_back_keeps_the_stored_history(anyio_backend: str) -> None:
+    inner = FlakySession("interrupted", Interrupted())
+    session = CompactingSession(inner, budget=2000, on_error="continue")
+    items: list[Any] = [{"role": "user", "content": "build it"}]
+    for i in range(12):
+        items += [
+            {"type": "function_call", "call_id": f"c{i}", "name": "make", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{i}", "output": "x" * 300},
+        ]
+    await session.add_items(items)
+    with pytest.raises(Interrupted):  # never swallowed, whatever on_error says
+        await session.get_items()
     assert inner.items == items
 
 

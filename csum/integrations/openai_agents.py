@@ -138,10 +138,10 @@ class CompactingSession:
         try:
             await self.inner.clear_session()
             await self.inner.add_items(items)
-        except Exception as exc:
+        except BaseException as exc:  # a cancellation half-way must not lose it either
             await self.inner.clear_session()
             await self.inner.add_items(stored)
-            if self.history.on_error == "raise":
+            if not isinstance(exc, Exception) or self.history.on_error == "raise":
                 raise
             logger.warning("openai-agents compacted history not stored: %s", exc)
 
