@@ -112,6 +112,27 @@ async def test_events_and_policy() -> None:
         await HistoryHook(Broken(), on_error="raise").compact_history(groups, decode, encode)
 
 
+class Same:
+    """Changes nothing."""
+
+    async def compact(self, messages: list[Message]) -> list[Message]:
+        return messages
+
+
+@pytest.mark.anyio
+async def test_a_failing_event_callback_is_not_reported_as_a_failed_call() -> None:
+    calls: list[HookEvent] = []
+
+    def on_event(event: HookEvent) -> None:
+        calls.append(event)
+        raise ValueError("callback bug")
+
+    groups = [Group([m]) for m in CHAIN]
+    with pytest.raises(ValueError, match="callback bug"):
+        await HistoryHook(Same(), on_event=on_event).compact_history(groups, decode, encode)
+    assert [event.outcome for event in calls] == ["unchanged"]
+
+
 @pytest.mark.anyio
 async def test_the_summarizer_behind_the_protocol() -> None:
     from csum import Summarizer, SummarizerConfig

@@ -135,15 +135,17 @@ class HistoryHook:
             messages, counts = decode(originals)
             size_before = sum(m.size for m in messages)
             out = await self.keeper.compact(messages)
-            if out == messages:
-                self._report(self._event("unchanged", originals, originals, size_before, None))
-                return list(originals)
-            rebuilt = rebuild(originals, counts, messages, out, encode)
-            size_after = sum(m.size for m in out)
+            unchanged = out == messages
+            if not unchanged:
+                rebuilt = rebuild(originals, counts, messages, out, encode)
+                size_after = sum(m.size for m in out)
         except Exception as exc:  # the policy decides; the run must go on
             if self.on_error == "raise":
                 raise
             self._report(self._event("failed", originals, originals, size_before, exc))
+            return list(originals)
+        if unchanged:  # reported outside the try: a failing on_event is not a failed call
+            self._report(self._event("unchanged", originals, originals, size_before, None))
             return list(originals)
         self._report(
             HookEvent(
