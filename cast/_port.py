@@ -40,7 +40,14 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from cast._fast import trusted_chain, trusted_header, trusted_message, trusted_pair, trusted_section
+from cast._fast import (
+    trusted_chain,
+    trusted_header,
+    trusted_message,
+    trusted_pair,
+    trusted_section,
+    with_field,
+)
 from cast._json import loads_strict
 from cast._lint import is_cache_point, is_empty, media_of
 from cast.ast import BodyPair, BodyPairType, ChainAST, Section
@@ -397,7 +404,7 @@ def _without_reasoning(message: Message, drops: Callable[[Reasoning], bool]) -> 
         if reasoning is None or not drops(reasoning):
             kept.append(part)
         elif cls is ToolCall or part.text:  # type: ignore[union-attr]
-            kept.append(part.model_copy(update={"reasoning": None}))
+            kept.append(with_field(part, "reasoning", None))
     return trusted_message(message.role, tuple(kept))
 
 
