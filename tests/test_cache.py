@@ -408,8 +408,9 @@ async def test_redis_killed_mid_run(redis_own_server: RedisServer) -> None:
             redis_own_server.kill()
         return await handler(prompt)
 
-    store = RedisStore(redis_own_server.url, socket_timeout=0.5)
+    store = RedisStore(redis_own_server.url, socket_timeout=5.0)
     try:
+        await store.set("ready", b"1")  # the server answers before the run starts
         result = await Summarizer(max_concurrency=1, cache=SummaryCache(store)).summarize(
             killing_handler, chain
         )
