@@ -24,6 +24,7 @@ __all__ = [
     "is_summarized",
     "messages_of",
     "summary_pair",
+    "summary_text",
     "summary_type",
 ]
 
@@ -69,6 +70,20 @@ def is_summarized(pair: BodyPair) -> bool:
         and results[0].tool_call_id == call.id
         and results[0].name == SUMMARIZATION_TOOL_NAME
     )
+
+
+def summary_text(pair: BodyPair) -> str | None:
+    """The summary a pair of csum's holds (without the COMPLETION prefix); None when
+    the pair is not one of csum's summaries."""
+    if not is_summarized(pair):
+        return None
+    if pair.type is BodyPairType.COMPLETION:
+        part = pair.ai_message.parts[0]
+        assert type(part) is TextPart
+        return part.text[len(SUMMARIZED_CONTENT_PREFIX) :]
+    result = pair.tool_messages[0].parts[0]
+    assert type(result) is ToolResult
+    return result.content
 
 
 def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:

@@ -44,6 +44,7 @@ __all__ = [
     "message_reference",
     "message_search_text",
     "search_text_of_json",
+    "split_archive_line",
 ]
 
 ARCHIVE_LINE_PREFIX: Final = "[archived: "
@@ -75,6 +76,14 @@ def batch_reference(references: Sequence[str]) -> str:
 def archive_line(*references: str) -> str:
     """The line a summary carries: ``[archived: REF ...]``."""
     return f"{ARCHIVE_LINE_PREFIX}{' '.join(references)}]"
+
+
+def split_archive_line(text: str) -> tuple[str, str]:
+    """(summary, its final ``[archived: ...]`` line); (text, "") when it has none."""
+    at = text.rfind("\n" + ARCHIVE_LINE_PREFIX)
+    if at < 0 or not text.endswith("]") or "\n" in text[at + 1 :]:
+        return text, ""
+    return text[:at], text[at + 1 :]
 
 
 def archived_references(text: str) -> list[str]:

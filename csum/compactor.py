@@ -71,7 +71,7 @@ from csum._retry import RetryPolicy
 from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
-from csum.archive import ARCHIVE_LINE_PREFIX, HistoryArchive
+from csum.archive import HistoryArchive, split_archive_line
 from csum.budget import Budget, EstimatedTokens, TokenCounter
 from csum.cache import SummaryCache
 from csum.events import CompactionEvent, CompactionReason
@@ -679,7 +679,7 @@ class Compactor:
             size = total(out)
         if size <= limit or text is None:
             return out, False, dropped, pair
-        head, line = _split_archive_line(text)
+        head, line = split_archive_line(text)
         data = head.encode("utf-8")
         low, high = 0, len(data) - 1
         best: tuple[ChainAST, BodyPair | None] | None = None
@@ -869,15 +869,6 @@ def _replaced(sections: Sequence[Section], k: int, p: int, frozen_ids: set[int])
             if id(pair) not in frozen_ids:
                 out.extend(pair.messages())
     return out
-
-
-def _split_archive_line(text: str) -> tuple[str, str]:
-    """(summary, its ``[archived: ...]`` line) so a summary cut to fit keeps the line;
-    (text, "") when it has none."""
-    at = text.rfind("\n" + ARCHIVE_LINE_PREFIX)
-    if at < 0 or not text.endswith("]") or "\n" in text[at + 1 :]:
-        return text, ""
-    return text[:at], text[at + 1 :]
 
 
 def _question_key(messages: Sequence[Message]) -> str | None:

@@ -17,7 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from cast import BodyPair, ChainAST, Header, IdTemplate, Message, Role, Section, TextPart
+from cast import (
+    BodyPair,
+    ChainAST,
+    Header,
+    IdTemplate,
+    Message,
+    Role,
+    Section,
+    TextPart,
+    utf8_len,
+)
 from csum._calls import HandlerCalls
 from csum._gather import gather
 from csum._pairs import (
@@ -25,9 +35,11 @@ from csum._pairs import (
     is_summarized,
     messages_of,
     summary_pair,
+    summary_text,
     summary_type,
 )
 from csum._style import SummaryStyle
+from csum.archive import split_archive_line
 from csum.config import SummarizerConfig
 
 Style = IdTemplate | SummaryStyle
@@ -40,6 +52,7 @@ def _style(value: Style) -> SummaryStyle:
 
 __all__ = [
     "exceeds_qa_limits",
+    "is_stale_summary",
     "needs_section_summary",
     "recent_sections_to_keep",
     "rotate_section",
@@ -49,13 +62,33 @@ __all__ = [
 ]
 
 
+def is_stale_summary(pair: BodyPair, max_summary_bytes: int | None, max_pair_bytes: int) -> bool:
+    """Whether one of csum's summaries is summarized again: only with a summary cap,
+    when the pair is over the pair budget and its summary (less its archive line) is
+    longer than the cap, so it was not made under this cap (an uncapped run, another
+    tool). Summaries made under the cap never are: summarizing a summarized chain
+    still calls the handler zero times."""
+    if max_summary_bytes is None or pair.size <= max_pair_bytes:
+        return False
+    text = summary_text(pair)
+    return text is not None and utf8_len(split_archive_line(text)[0]) > max_summary_bytes
+
+
 # -- phase 1: sections -------------------------------------------------------------------
 
 
-def needs_section_summary(section: Section) -> bool:
-    """Whether a non-kept section still has to be reduced to one summary pair."""
+def needs_section_summary(
+    section: Section, max_summary_bytes: int | None = None, max_pair_bytes: int = 0
+) -> bool:
+    """Whether a non-kept section still has to be reduced to one summary pair: not
+    when its body already is one summary, unless that summary is stale
+    (:func:`is_stale_summary`)."""
     body = section.body
-    return bool(body) and not (len(body) == 1 and is_summarized(body[0]))
+    if not body:
+        return False
+    if len(body) == 1 and is_summarized(body[0]):
+        return is_stale_summary(body[0], max_summary_bytes, max_pair_bytes)
+    return True
 
 
 async def summarize_section(
@@ -82,9 +115,15 @@ async def summarize_section(
         style=style,
         before_human=True,
     )
-    if style.keeps_original(pair.size, body_size):
+    if style.keeps_original(pair.size, body_size) or _grows_summary(section.body, pair):
         return section
     return section.evolve(body=(calls.adopt(pair),))
+
+
+def _grows_summary(replaced: Sequence[BodyPair], pair: BodyPair) -> bool:
+    """A summary made again of a lone summary is taken only when smaller, whatever the
+    style: so running again can never make a chain larger."""
+    return len(replaced) == 1 and is_summarized(replaced[0]) and pair.size >= replaced[0].size
 
 
 # -- phase 2: last-section rotation ------------------------------------------------------
@@ -129,10 +168,12 @@ async def rotate_section(
     style = _style(id_template)
     body = list(section.body)
     human = human_of(section)
+    limit = config.max_body_pair_bytes
     oversized = [
         i
         for i, pair in enumerate(body[:-1])
-        if pair.size > config.max_body_pair_bytes and not is_summarized(pair)
+        if pair.size > limit
+        and (not is_summarized(pair) or is_stale_summary(pair, calls.max_summary_bytes, limit))
     ]
     if oversized:
 
@@ -153,7 +194,7 @@ async def rotate_section(
                 seed=f"pair\x1f{index}\x1f{i}",
                 style=style,
             )
-            if not style.keeps_original(new.size, pair.size):
+            if not style.keeps_original(new.size, pair.size) and not _grows_summary((pair,), new):
                 body[i] = calls.adopt(new)
         section = section.evolve(body=body)
 
@@ -229,7 +270,9 @@ async def summarize_qa(
     folded = sections[: len(sections) - keep]
     if not folded:
         return ast
-    if len(folded) == 1 and len(folded[0].body) == 1 and is_summarized(folded[0].body[0]):
+    if len(folded) == 1 and not needs_section_summary(
+        folded[0], calls.max_summary_bytes, config.max_body_pair_bytes
+    ):
         return ast
     human_messages = [s.header.human_message for s in folded if s.header.human_message is not None]
     pairs = [pair for s in folded for pair in s.body]
@@ -280,4 +323,3 @@ def _folded_system(folded: Sequence[Section]) -> Message | None:
     if len(systems) <= 1 and (first is not None or not systems):
         return first
     return Message.from_parts(Role.SYSTEM, tuple(p for m in systems for p in m.parts))
-

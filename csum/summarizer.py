@@ -187,7 +187,9 @@ class Summarizer:
         targets: list[int] = []
         for index, section in enumerate(sections):
             if index < keep_from:
-                if needs_section_summary(section):
+                if needs_section_summary(
+                    section, self.max_summary_bytes, config.max_body_pair_bytes
+                ):
                     jobs.append(partial(summarize_section, calls, section, index, style))
                     targets.append(index)
             elif config.preserve_last and len(section.body) > 1:

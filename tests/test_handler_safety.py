@@ -17,9 +17,15 @@ import anyio
 import pytest
 
 import csum.cli
-from cast import SUMMARIZATION_TOOL_NAME, ChainAST, IdTemplateError, Message
+from cast import SUMMARIZATION_TOOL_NAME, BodyPair, ChainAST, IdTemplateError, Message
 from cast.codecs import openai
-from csum import SUMMARIZED_CONTENT_PREFIX, SummarizationError, Summarizer, SummarizerConfig
+from csum import (
+    SUMMARIZED_CONTENT_PREFIX,
+    SummarizationError,
+    Summarizer,
+    SummarizerConfig,
+    is_summarized,
+)
 from csum.handlers import threaded
 from csum_builders import FakeHandler, completion, request, section, sections_chain
 
@@ -185,6 +191,66 @@ async def test_our_own_summaries_are_left_alone() -> None:
     calls = handler.calls
     assert await _run(handler, first) == first
     assert handler.calls == calls
+
+
+def _pairs(messages: list[Message]) -> list[BodyPair]:
+    return [pair for sec in ChainAST.from_messages(messages).sections for pair in sec.body]
+
+
+def _chatty(prompt: str) -> str:
+    return "chatty summary " + "y" * 5_000  # over SMALL's 200-byte pair budget
+
+
+def _rotation_chain() -> list[Message]:
+    # One section only: its older pairs go through last-section rotation.
+    return section("q", request("c1", 3_000), request("c2", 3_000), completion(20))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "chain", [sections_chain(4), _rotation_chain()], ids=["sections", "rotation"]
+)
+async def test_a_summary_over_the_pair_budget_is_summarized_again_under_a_cap(
+    chain: list[Message],
+) -> None:
+    chatty = await _run(FakeHandler(answer=_chatty), chain)  # no cap: summaries kept whole
+    oversized = [p for p in _pairs(chatty) if p.size > 5_000]
+    assert oversized
+    assert all(is_summarized(p) for p in oversized)
+
+    # Without a cap they are left alone: summarizing a summarized chain calls nothing.
+    handler = FakeHandler()
+    assert await _run(handler, chatty) == chatty
+    assert handler.calls == 0
+
+    # With a cap, a summary longer than the cap (made without it) is summarized again,
+    # and the chain shrinks; the newest pair is untouched.
+    handler = FakeHandler()
+    capped = await _run(handler, chatty, max_summary_bytes=150)
+    assert handler.calls == len(oversized)
+    assert max(p.size for p in _pairs(capped)[:-1]) < 1_000
+    assert ChainAST.from_messages(capped).size < ChainAST.from_messages(chatty).size
+    assert capped[-1] == chatty[-1]
+
+    # Summaries made under the cap are not summarized again.
+    again = FakeHandler()
+    assert await _run(again, capped, max_summary_bytes=150) == capped
+    assert again.calls == 0
+
+
+@pytest.mark.anyio
+async def test_only_summaries_longer_than_the_cap_are_stale() -> None:
+    chatty = await _run(FakeHandler(answer=_chatty), sections_chain(3))
+    # A cap above the old summaries' length: they could have been made under it.
+    handler = FakeHandler(answer=_chatty)
+    out = await _run(handler, chatty, max_summary_bytes=100_000)
+    assert handler.calls == 0  # 5 KB summaries are within a 100 KB cap: not stale
+    assert out == chatty
+    # Below their length they are stale; a chatty handler's answer is cut to the cap.
+    bigger = FakeHandler(answer=lambda p: "z" * 7_000)
+    out = await _run(bigger, chatty, max_summary_bytes=4_000)
+    assert bigger.calls == 2
+    assert ChainAST.from_messages(out).size < ChainAST.from_messages(chatty).size
 
 
 @pytest.mark.anyio

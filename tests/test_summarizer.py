@@ -57,9 +57,14 @@ async def run(
     handler: FakeHandler | None = None,
     *,
     max_concurrency: int | None = None,
+    max_summary_bytes: int | None = None,
     **config: Any,
 ) -> SummaryResult:
-    summarizer = Summarizer(SummarizerConfig(**config), max_concurrency=max_concurrency)
+    summarizer = Summarizer(
+        SummarizerConfig(**config),
+        max_concurrency=max_concurrency,
+        max_summary_bytes=max_summary_bytes,
+    )
     return await summarizer.summarize(handler or FakeHandler(), messages)
 
 
@@ -610,6 +615,12 @@ async def test_all_phases_combined() -> None:
             {"last_section_bytes": 10, "max_body_pair_bytes": 10},
             id="summaries-over-budget",
         ),
+        pytest.param(
+            section("q", *reasoning_pairs(), completion(20)),
+            {"last_section_bytes": 10, "max_body_pair_bytes": 10, "max_summary_bytes": 5},
+            id="summaries-over-budget-capped",
+        ),
+        pytest.param(agent_chain(), {**ALL_PHASES, "max_summary_bytes": 8}, id="all-phases-capped"),
     ],
 )
 async def test_summarizing_the_output_again_changes_nothing(
