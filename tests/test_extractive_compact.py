@@ -99,3 +99,37 @@ def test_log_clock_times_and_box_rules_are_dropped_but_error_levels_stay() -> No
     boxed = "┃ [W] ↗ lib/app/mailer.ex:41:7 unused variable conn\n" * 1 + "Done.\n"
     kept = summarize_extractive(one_call("bash", {"command": "mix credo"}, boxed), 120)
     assert "\n  [W] ↗ lib/app/mailer.ex:41:7" in kept
+
+
+def test_json_fields_are_chosen_by_what_they_say_and_keep_their_record() -> None:
+    order = {
+        "order_id": "ORD-55120",
+        "created_at": "2023-11-02T08:14:09",
+        "state": "shipped",
+        "note": "left at the front desk, signed by the concierge on duty that evening",
+        "gift_wrap": False,
+        "payment_methods": {
+            "paypal_88213": {"source": "paypal", "id": "paypal_88213", "amount": 41.5},
+        },
+        "items": [
+            {"sku": "KB-7731", "title": "keyboard", "unit_price": 39.0, "weight_grams": 800},
+            {"sku": "CB-1020", "title": "cable", "unit_price": 2.5, "weight_grams": 40},
+        ],
+    }
+    output = json.dumps(order)
+    prompt = one_call("get_order", {"order_id": "ORD-55120"}, output)
+    summary = summarize_extractive(prompt, 140)
+    assert utf8(summary) <= 140
+    assert "state=shipped" in summary  # a state word with its key, before timestamps
+    assert "created_at" not in summary
+    assert "note=" not in summary
+    # A record's line starts with its identifier: never a price alone.
+    for line in summary.splitlines()[1:]:
+        if line.strip().startswith("items["):
+            assert "sku=" in line
+    # A field that repeats the key its record is filed under is left out.
+    wide = summarize_extractive(prompt, 600)
+    assert "paypal_88213(amount=41.5)" in wide
+    assert "source=paypal" not in wide
+    assert "id=paypal_88213" not in wide
+    assert "items[0]: sku=KB-7731 title=keyboard unit_price=39.0" in wide
