@@ -67,6 +67,8 @@ _JSON_RECORD = 400  # ... and of a record in a list, kept whole up to this
 _PRIOR_SHARE = 0.6  # share of the budget earlier summaries may take before anything else
 _IDENT_WEIGHT = 1.5  # score per identifier in a line ...
 _IDENT_CAP = 6.0  # ... up to this
+_ERROR_SCORE = 6.0  # score added to a line with a strict error signal ...
+_ERROR_CONTEXT = 3  # ... and to the next lines: 3, 2, 1
 _EDGE_BONUS = 0.5  # score added to an output's first and last two lines
 _EARLY_BONUS = 3.0  # ... and, fading, to its early lines
 _ELLIPSIS = "…"
@@ -89,6 +91,7 @@ _ID = regex.compile(r"[A-Za-z][A-Za-z0-9]*+(?:[_.-][A-Za-z0-9]++)++")  # user_id
 _NAME = regex.compile(  # 20240131120000, App.Repo.Migrations.Init, db.internal.lan, f/3
     r"\d{6,40}+|[A-Za-z_]\w*+(?:\.\w++){2,}+(?:/\d++)?+|[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+/\d++"
 )
+_CAMEL = regex.compile(r"[A-Z]?+[a-z]++(?:[A-Z][a-z0-9]*+)++")  # ReviewTokenStore, getUserById
 _HEX = regex.compile(r"(?:sha\d++:)?+(?=[0-9]*+[a-f])(?=[a-f]*+[0-9])[0-9a-f]{7,128}+")
 _EXCEPTION_NAME = regex.compile(
     r"(?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*?(?:Error|Exception|Exit|Interrupt|Fault)\b"
@@ -111,12 +114,14 @@ _ERROR = regex.compile(
   | ^\W{0,6}\*\*[ ]\(\w{1,40}\)
   | (?i:\bexit(?:ed)?[ ](?:with[ ])?(?:code|status)[ ]?[1-9]\d{0,3}\b)
   | (?i:\b[1-9]\d{0,6}[ ](?:failed|failures?|errors)\b)
+  | (?i:\bassertion\b[^\n]{0,80}\bfailed\b)
   | (?i:\bnot[ ]found\b|\bpermission[ ]denied\b|\baccess[ ]denied\b|\bdenied\b|\btimed[ ]out\b
         |\btimeout[ ]error\b|\bno[ ]such[ ]file\b|\bsegmentation[ ]fault\b|\bconnection[ ]refused\b
         |\bcould[ ]not\b|\bunable[ ]to\b|\bfailed[ ]to\b)
     """,
     regex.VERBOSE,
 )
+_OUTCOME = regex.compile(r"(?i)\b(?:passed|passing|failed|failing|failures?|errors?|skipped)\b")
 _CAUSE = regex.compile(r"(?i)\b(?:caused[ ]by|because|due[ ]to|reason:|hint:|expected[ ])")
 _CONSTRAINT = regex.compile(
     r"(?i)\b(?:do[ ]not|don't|never|must|should[ ]not|shouldn't|avoid|cannot|can't|"
@@ -152,6 +157,7 @@ _AMOUNT_KEY = regex.compile(
 _TIME_KEY = regex.compile(r"(?i:_at|_on|time|timestamp|created|updated|modified)$|At$")
 _WORD_VALUE = regex.compile(r"[A-Za-z][A-Za-z_ -]{0,23}")
 _DATE = regex.compile(r"\d{4}-\d{2}-\d{2}\b")
+_STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
 _WS = regex.compile(r"\s++")
 # Leading box rules and quote marks (no information), a trailing printed "\r".
 _DECORATION = regex.compile(r"^[\s│┃║|>\u203a»•·]{1,12}+(?=\S)|(?:\\r){1,4}+$")
@@ -237,6 +243,7 @@ def _identifiers(line: str) -> int:
                 or (_ID.fullmatch(token) and "_" in token)
                 or _EXCEPTION_NAME.fullmatch(token)
                 or _NAME.fullmatch(token)
+                or _CAMEL.fullmatch(token)
             )
         ):
             found += 1
@@ -265,7 +272,7 @@ def _path_kind(token: str) -> int:
     return 2 if with_line else 1
 
 
-def _score(line: str, *, listing: bool, diff: bool) -> float:
+def _score(line: str, *, listing: bool, diff: bool, prose: bool = False) -> float:
     """How much a line is worth keeping (0: not at all)."""
     scan = line[:_LINE_SCAN]
     score = min(_IDENT_CAP, _IDENT_WEIGHT * _identifiers(scan))
@@ -279,9 +286,11 @@ def _score(line: str, *, listing: bool, diff: bool) -> float:
             score += 4.0 if scan.startswith("@@") else 3.5 if scan.startswith("+") else 2.0
     code = listing or bool(_CODE_LINE.search(scan))
     if not code and _ERROR.search(scan):
-        score += 6.0
+        score += _ERROR_SCORE
     if _COUNTS.search(scan):
-        score += 5.0
+        # In an answer, "3 tests added" counts work done; what was run and how it went
+        # ("297 passed, 0 failures") is a result, as in any tool output.
+        score += 5.0 if not prose or _OUTCOME.search(scan) else 3.0
     if _CONSTRAINT.search(scan) and not code:
         score += 4.0
     if _CAUSE.search(scan):
@@ -491,6 +500,7 @@ def _body_lines(
     seen: dict[str, int] = {}
     shapes: dict[str, int] = {}
     frame = ""
+    after_error = 0
     last = len(raw) - 1
     for order, original in enumerate(raw):
         if order % _CHECK_EVERY == 0:
@@ -504,7 +514,16 @@ def _body_lines(
         if seen.get(line):
             continue
         seen[line] = 1
-        score = _score(line, listing=listing, diff=diff)
+        score = _score(line, listing=listing, diff=diff, prose=not tool)
+        # The lines just below an error say what it was (the assertion, left and right,
+        # the failing input): worth more while short, fading.
+        if score >= _ERROR_SCORE and not listing and _ERROR.search(line[:_LINE_SCAN]):
+            after_error = _ERROR_CONTEXT
+        elif after_error and len(line) <= _LINE_WINDOW:
+            score += after_error
+            after_error -= 1
+        else:
+            after_error = 0
         located = _FRAME.match(original)
         if located is not None:
             frame = f"{located.group(1)}:{located.group(2)}"
@@ -558,12 +577,14 @@ def _render_call(name: str, args: str, cap: int) -> str:
     first: list[str] = []
     keyed: list[str] = []
     bare: list[str] = []
-    room = cap - len(name) - 2
+    room = cap - len(name) - 4  # the parentheses, and the ellipsis's two extra bytes
     for key, item in value.items():
         text = _one_line(item) if isinstance(item, str) else _scalar_or_json(item)
         lowered = str(key).lower()
         if lowered in _COMMAND_KEYS and isinstance(item, str):
-            # A command says most at its start (the program, its first arguments).
+            # A command says most at its start (the program, its first arguments); where
+            # its error output went says nothing about what ran.
+            text = _STDERR_REDIRECT.sub("", text).strip()
             first.insert(0, _clip_middle(text, room, head_share=0.75))
         elif lowered not in _QUIET_KEYS:
             keyed.append(f"{key}={_clip_middle(text, room)}")
