@@ -133,3 +133,28 @@ def test_json_fields_are_chosen_by_what_they_say_and_keep_their_record() -> None
     assert "source=paypal" not in wide
     assert "id=paypal_88213" not in wide
     assert "items[0]: sku=KB-7731 title=keyboard unit_price=39.0" in wide
+
+
+def test_a_command_drops_where_its_error_output_went() -> None:
+    prompt = one_call("Bash", {"command": "cargo build --release 2>&1"}, "Finished in 3.2s")
+    summary = summarize_extractive(prompt, 200)
+    assert summary.splitlines()[0] == "Bash(cargo build --release)"
+
+
+def test_the_lines_below_a_failed_assertion_are_kept_with_it() -> None:
+    noise = "\n".join(f"compiling module_{i} (warm cache, nothing to do)" for i in range(30))
+    output = (
+        f"{noise}\n"
+        "  1) test refund keeps the ledger balanced (LedgerTest)\n"
+        "     Assertion with == failed\n"
+        "     code:  assert Ledger.total(book) == 0\n"
+        "     left:  17\n"
+        "     right: 0\n"
+        f"{noise.replace('module', 'helper')}\n"
+        "Finished in 0.4 seconds\n"
+        "40 tests, 1 failure\n"
+    )
+    summary = summarize_extractive(one_call("Bash", {"command": "mix test"}, output), 260)
+    assert "Assertion with == failed" in summary
+    assert "left: 17" in summary
+    assert "40 tests, 1 failure" in summary

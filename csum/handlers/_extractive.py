@@ -69,6 +69,7 @@ _IDENT_WEIGHT = 1.5  # score per identifier in a line ...
 _IDENT_CAP = 6.0  # ... up to this
 _ERROR_SCORE = 6.0  # score added to a line with a strict error signal ...
 _ERROR_CONTEXT = 3  # ... and to the next lines: 3, 2, 1
+_FIELD_EARLY_BONUS = 1.0  # ... and, fading, to a JSON result's early fields
 _EDGE_BONUS = 0.5  # score added to an output's first and last two lines
 _EARLY_BONUS = 3.0  # ... and, fading, to its early lines
 _ELLIPSIS = "…"
@@ -559,7 +560,7 @@ def _field_lines(
         # The same field in many records (a currency, a shared origin) says it once.
         seen = repeats.get(text, 0)
         repeats[text] = seen + 1
-        score = item.weight / (1 + seen) + _EARLY_BONUS / (3 + order / 10)
+        score = item.weight / (1 + seen) + _FIELD_EARLY_BONUS / (1 + order / 10)
         yield _Line(block, order, _window(text, width), score, group=item.group)
 
 
