@@ -244,7 +244,7 @@ def _identifiers(line: str) -> int:
                 or (_ID.fullmatch(token) and "_" in token)
                 or _EXCEPTION_NAME.fullmatch(token)
                 or _NAME.fullmatch(token)
-                or _CAMEL.fullmatch(token)
+                or (not token.islower() and not token.isupper() and _CAMEL.fullmatch(token))
             )
         ):
             found += 1
