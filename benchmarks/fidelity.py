@@ -326,36 +326,32 @@ def render(result: Result, items: Sequence[Item]) -> list[str]:
 
 def _by_half(items: Sequence[Item]) -> list[str]:
     """extractive and head on the tuning half (A), the held-out half (B) and all."""
-    head_row = ["items", "n", "facts"]
+    return _subset_table(
+        "items",
+        [
+            ("A (tuning half)", [i for i in items if half(i) == "A"]),
+            ("B (held out)", [i for i in items if half(i) == "B"]),
+            ("all", list(items)),
+        ],
+    )
+
+
+def _by_kind(result: Result, items: Sequence[Item]) -> list[str]:
+    kinds = sorted({item.kind for item in items})
+    return _subset_table("kind", [(k, [i for i in items if i.kind == k]) for k in kinds])
+
+
+def _subset_table(label: str, subsets: Sequence[tuple[str, list[Item]]]) -> list[str]:
+    """One row per named subset: its size, and extractive and head at each budget."""
+    head_row = [label, "items" if label != "items" else "n", "facts"]
     head_row += [f"{n} {_pct(f)}" for f in BUDGETS for n in ("extractive", "head")]
     lines = ["| " + " | ".join(head_row) + " |", "|:--" + "|--:" * (len(head_row) - 1) + "|"]
-    for name, chosen in (
-        ("A (tuning half)", [i for i in items if half(i) == "A"]),
-        ("B (held out)", [i for i in items if half(i) == "B"]),
-        ("all", list(items)),
-    ):
+    for name, chosen in subsets:
         cells = [name, str(len(chosen)), str(sum(len(i.facts) for i in chosen))]
         cells += [
             _pct(_score(chosen, fraction, SUMMARIZERS[summarizer]).share)
             for fraction in BUDGETS
             for summarizer in ("extractive", "head")
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def _by_kind(result: Result, items: Sequence[Item]) -> list[str]:
-    kinds = sorted({item.kind for item in items})
-    head_row = ["kind", "items", "facts"]
-    head_row += [f"{n} {_pct(f)}" for f in BUDGETS for n in ("extractive", "head")]
-    lines = ["| " + " | ".join(head_row) + " |", "|:--" + "|--:" * (len(head_row) - 1) + "|"]
-    for kind in kinds:
-        chosen = [i for i in items if i.kind == kind]
-        cells = [kind, str(len(chosen)), str(sum(len(i.facts) for i in chosen))]
-        cells += [
-            _pct(_score(chosen, fraction, SUMMARIZERS[name]).share)
-            for fraction in BUDGETS
-            for name in ("extractive", "head")
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines

@@ -92,7 +92,7 @@ _ID = regex.compile(r"[A-Za-z][A-Za-z0-9]*+(?:[_.-][A-Za-z0-9]++)++")  # user_id
 _NAME = regex.compile(  # 20240131120000, App.Repo.Migrations.Init, db.internal.lan, f/3
     r"\d{6,40}+|[A-Za-z_]\w*+(?:\.\w++){2,}+(?:/\d++)?+|[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+/\d++"
 )
-_CAMEL = regex.compile(r"[A-Z]?+[a-z]++(?:[A-Z][a-z0-9]*+)++")  # ReviewTokenStore, getUserById
+_CAMEL = regex.compile(r"[A-Z]?+[a-z]++(?:[A-Z][a-z0-9]*+)++")  # SessionCache, getUserById
 _HEX = regex.compile(r"(?:sha\d++:)?+(?=[0-9]*+[a-f])(?=[a-f]*+[0-9])[0-9a-f]{7,128}+")
 _EXCEPTION_NAME = regex.compile(
     r"(?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*?(?:Error|Exception|Exit|Interrupt|Fault)\b"
@@ -155,7 +155,7 @@ _AMOUNT_KEY = regex.compile(
     r"(?i:amount|price|total|balance|cost|fee|count|quantity|qty|size|limit|remaining|paid"
     r"|refund|score)s?$"
 )
-_TIME_KEY = regex.compile(r"(?i:_at|_on|time|timestamp|created|updated|modified)$|At$")
+_TIME_KEY = regex.compile(r"(?i:_at|_on|time|timestamp|created|updated)$|At$")
 _WORD_VALUE = regex.compile(r"[A-Za-z][A-Za-z_ -]{0,23}")
 _DATE = regex.compile(r"\d{4}-\d{2}-\d{2}\b")
 _STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
@@ -355,7 +355,7 @@ class _Field:
 
 def _restates(parent: str, value: object) -> bool:
     """Whether ``value`` only repeats the key its record is filed under (``"id"`` equal to
-    it, or ``"source": "gift_card"`` under ``gift_card_7397998``)."""
+    it, or ``"source": "paypal"`` under ``paypal_5521904``)."""
     if not parent or not isinstance(value, str) or not value:
         return False
     return value == parent or parent.startswith((value + "_", value + "-"))
@@ -377,7 +377,7 @@ def _field_weight(key: str, value: object) -> float:
     elif _DATE.match(text):
         weight += 1.0
     elif _has_digit_and_letter(text[:_TOKEN_CAP]):
-        weight += 2.0  # an id or a code: user_42, HAT028, 8C8K4E
+        weight += 2.0  # an id or a code: user_42, ORD7731QX, K9QX2Z
     elif _WORD_VALUE.fullmatch(text):
         weight += 1.0  # a state or a choice: active, economy, yes
     if _ID_KEY.search(key):
@@ -405,7 +405,7 @@ def _flatten_json(
     parent: str = "",
 ) -> None:
     """Every scalar as a ``key=value`` field of its record (``path``); a small object of
-    scalars (``gift_card_1(amount=74)``) and a list of scalars are one field of the record
+    scalars (``paypal_1(amount=41)``) and a list of scalars are one field of the record
     holding them. Fields that repeat the record's key, or the call's own arguments
     (``said``, on the line above), are left out."""
     if depth > 12:
