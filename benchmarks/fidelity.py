@@ -21,7 +21,7 @@ Run ``python -m benchmarks.fidelity`` (``--markdown`` prints the docs section,
 
 Not measured: whether a reader (or a model) could act on the summary; the LLM handlers
 (no model runs here); facts a labeller did not think of; texts longer than the items
-(the largest is about 14 KB); the summarizer's choices across several messages (each
+(the largest is about 25 KB); the summarizer's choices across several messages (each
 item is summarized alone).
 """
 
@@ -410,7 +410,8 @@ def markdown(result: Result, items: Sequence[Item]) -> str:
     lines += [
         "Not measured: whether a reader or a model could act on the summary, the LLM "
         "handlers (no model runs here), facts the labeller did not write down, texts "
-        "longer than the items (the largest is about 14 KB), and how summaries of "
+        f"longer than the items (the largest is {max(i.size for i in items) / 1000:.0f} KB), "
+        "and how summaries of "
         "several messages share one budget.",
         "",
     ]

@@ -70,6 +70,7 @@ _IDENT_CAP = 6.0  # ... up to this
 _ERROR_SCORE = 6.0  # score added to a line with a strict error signal ...
 _ERROR_CONTEXT = 3  # ... and to the next lines: 3, 2, 1
 _FIELD_EARLY_BONUS = 1.0  # ... and, fading, to a JSON result's early fields
+_FILLER_SCORE = 0.1  # score of a line with nothing in it (read only to use the budget)
 _EDGE_BONUS = 0.5  # score added to an output's first and last two lines
 _EARLY_BONUS = 3.0  # ... and, fading, to its early lines
 _ELLIPSIS = "…"
@@ -534,8 +535,6 @@ def _body_lines(
             score += 2.0
         # The first and last lines of an output say most (commands, totals, verdicts).
         edge = not listing and (order < 2 or order >= last - 1)
-        if score <= 0 and not edge:
-            continue
         # Repeated shapes (the same line but for its numbers) are worth less each time.
         shape = _WORDS.sub("w", line[:120])
         repeats = shapes.get(shape, 0)
@@ -544,7 +543,9 @@ def _body_lines(
         if score > 0:
             score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
         else:
-            score = 0.5  # an edge line with nothing in it: kept only when room is left
+            # A line with nothing in it is kept only when room is left (an edge line
+            # first), so that the budget is used.
+            score = 0.5 if edge else _FILLER_SCORE / (1 + order / 100)
         yield _Line(block, order, _window(line, width), score)
 
 
