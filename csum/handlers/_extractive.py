@@ -71,6 +71,8 @@ _ERROR_SCORE = 6.0  # score added to a line with a strict error signal ...
 _ERROR_CONTEXT = 3  # ... and to the next lines: 3, 2, 1
 _FIELD_EARLY_BONUS = 1.0  # ... and, fading, to a JSON result's early fields
 _FILLER_SCORE = 0.1  # score of a line with nothing in it (read only to use the budget)
+_PENDING_SCORE = 3.0  # score added to a line saying what is still to do, and below it ...
+_PENDING_LINES = 8  # ... to this many lines
 _EDGE_BONUS = 0.5  # score added to an output's first and last two lines
 _EARLY_BONUS = 3.0  # ... and, fading, to its early lines
 _ELLIPSIS = "…"
@@ -124,6 +126,10 @@ _ERROR = regex.compile(
     regex.VERBOSE,
 )
 _OUTCOME = regex.compile(r"(?i)\b(?:passed|passing|failed|failing|failures?|errors?|skipped)\b")
+_PENDING = regex.compile(
+    r"(?i)\b(?:next[ ]steps?|remaining[ ](?:tasks?|work|items?|steps?)|still[ ](?:to[ ]do|pending)"
+    r"|(?:tasks?|work|items?)[ ](?:left|pending|remaining)|to[ ]do:|todo:|not[ ]yet[ ]done)"
+)
 _CAUSE = regex.compile(r"(?i)\b(?:caused[ ]by|because|due[ ]to|reason:|hint:|expected[ ])")
 _CONSTRAINT = regex.compile(
     r"(?i)\b(?:do[ ]not|don't|never|must|should[ ]not|shouldn't|avoid|cannot|can't|"
@@ -503,11 +509,18 @@ def _body_lines(
     shapes: dict[str, int] = {}
     frame = ""
     after_error = 0
+    pending = 0
     last = len(raw) - 1
     for order, original in enumerate(raw):
         if order % _CHECK_EVERY == 0:
             check()
         line = original[: 4 * _LINE_SCAN]
+        # What is still to do ("Next steps", "remaining tasks") is what the agent needs
+        # next: a line saying so and the lines listed below it rank up, until a heading.
+        if _PENDING.search(line[:_LINE_SCAN]):
+            pending = _PENDING_LINES
+        elif line.lstrip().startswith("#"):
+            pending = 0
         if not tool:
             line = _MARKDOWN.sub("", line)
         line = _LOG_PREFIX.sub("", _one_line(_DECORATION.sub("", line)), count=1)
@@ -517,6 +530,9 @@ def _body_lines(
             continue
         seen[line] = 1
         score = _score(line, listing=listing, diff=diff, prose=not tool)
+        if pending and not listing:
+            score += _PENDING_SCORE
+            pending -= 1
         # The lines just below an error say what it was (the assertion, left and right,
         # the failing input): worth more while short, fading.
         if score >= _ERROR_SCORE and not listing and _ERROR.search(line[:_LINE_SCAN]):
