@@ -158,3 +158,20 @@ def test_the_lines_below_a_failed_assertion_are_kept_with_it() -> None:
     assert "Assertion with == failed" in summary
     assert "left: 17" in summary
     assert "40 tests, 1 failure" in summary
+
+
+def test_record_after_record_of_one_shape_does_not_crowd_out_the_rest() -> None:
+    account = {
+        "owner": {"first_name": "Noor", "last_name": "Haddad"},
+        "tier": "gold",
+        "wallets": {
+            f"wallet_{3100 + n}": {"id": f"wallet_{3100 + n}", "balance": 10 * n + 5}
+            for n in range(8)
+        },
+    }
+    prompt = one_call("get_account", {"account_id": "acct_77"}, json.dumps(account))
+    summary = summarize_extractive(prompt, 220)
+    assert utf8(summary) <= 220
+    assert "owner(first_name=Noor last_name=Haddad)" in summary
+    assert "tier=gold" in summary
+    assert "wallet_3100(balance=5)" in summary

@@ -69,6 +69,8 @@ _IDENT_WEIGHT = 1.5  # score per identifier in a line ...
 _IDENT_CAP = 6.0  # ... up to this
 _ERROR_SCORE = 6.0  # score added to a line with a strict error signal ...
 _ERROR_CONTEXT = 3  # ... and to the next lines: 3, 2, 1
+_FIELD_REPEAT = 0.5  # a field's score is divided by 1 + this times its key's repeats
+_OPENER_SHARE = 0.75  # a field opens its record's line if worth this share of the best
 _FIELD_EARLY_BONUS = 1.0  # ... and, fading, to a JSON result's early fields
 _FILLER_SCORE = 0.1  # score of a line with nothing in it (read only to use the budget)
 _PENDING_SCORE = 3.0  # score added to a line saying what is still to do, and below it ...
@@ -164,6 +166,8 @@ _AMOUNT_KEY = regex.compile(
 )
 _TIME_KEY = regex.compile(r"(?i:_at|_on|time|timestamp|created|updated)$|At$")
 _WORD_VALUE = regex.compile(r"[A-Za-z][A-Za-z_ -]{0,23}")
+_DIGITS = regex.compile(r"\d++")
+_VALUES = regex.compile(r"=[^ ()]*+")  # a field's values, to compare its keys alone
 _DATE = regex.compile(r"\d{4}-\d{2}-\d{2}\b")
 _STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
 _WS = regex.compile(r"\s++")
@@ -570,6 +574,7 @@ def _field_lines(
 ) -> Iterator[_Line]:
     """The scored fields of a JSON result, each a unit of its record's line."""
     repeats: dict[str, int] = {}
+    shapes: dict[str, int] = {}
     for order, item in enumerate(fields):
         if order % _CHECK_EVERY == 0:
             check()
@@ -577,7 +582,13 @@ def _field_lines(
         # The same field in many records (a currency, a shared origin) says it once.
         seen = repeats.get(text, 0)
         repeats[text] = seen + 1
-        score = item.weight / (1 + seen) + _FIELD_EARLY_BONUS / (1 + order / 10)
+        # The same key in record after record (flights[3].price, gift_card_N(amount)) is
+        # worth less each time: room goes to other kinds of fields first.
+        shape = _DIGITS.sub("0", item.group) + "|" + _DIGITS.sub("0", _VALUES.sub("", text[:200]))
+        alike = shapes.get(shape, 0)
+        shapes[shape] = alike + 1
+        score = item.weight / (1 + seen) / (1 + alike * _FIELD_REPEAT)
+        score += _FIELD_EARLY_BONUS / (1 + order / 10)
         yield _Line(block, order, _window(text, width), score, group=item.group)
 
 
@@ -773,6 +784,14 @@ def _render(block: _Block, kept: list[_Line]) -> Iterator[str]:
             yield block.indent + prefix + " ".join(records.pop(line.group))
 
 
+def _opener(group: list[tuple[int, _Line]]) -> int:
+    """The field that opens its record's line: of the fields worth nearly as much as the
+    best one (an id, a code, a name), the one with the most score per byte."""
+    best = max(line.score for _, line in group)
+    near = [(index, line) for index, line in group if line.score >= _OPENER_SHARE * best]
+    return max(near, key=lambda pair: pair[1].score / (_utf8_len(pair[1].text) + 8))[0]
+
+
 def _pack(blocks: list[_Block], max_bytes: int) -> str:
     """Earlier summaries and requests first, then lines by score per byte; the budget is
     filled with a cut line when a whole one no longer fits."""
@@ -817,7 +836,7 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
     # A record's line starts with its best field (its id, its name): another field waits
     # until that one is in, so no line holds a price without what it is the price of.
     openers = {
-        max(indices, key=lambda i: candidates[i][1].score) for indices in by_group.values()
+        _opener([(i, candidates[i][1]) for i in indices]) for indices in by_group.values()
     }
     heap = [
         (-priority(b, ln), ln.block, ln.order, index) for index, (b, ln) in enumerate(candidates)
