@@ -175,3 +175,15 @@ def test_record_after_record_of_one_shape_does_not_crowd_out_the_rest() -> None:
     assert "owner(first_name=Noor last_name=Haddad)" in summary
     assert "tier=gold" in summary
     assert "wallet_3100(balance=5)" in summary
+
+
+def test_a_better_line_that_nearly_fits_is_cut_rather_than_skipped() -> None:
+    error = (
+        "error: src/engine/plan.c:88: undeclared identifier 'plan_cost' in plan_select "
+        "(first use in this function)"
+    )
+    output = f"building 41 objects\n{error}\nmake: *** [check] Error 2"
+    prompt = one_call("Bash", {"command": "make check"}, output)
+    summary = summarize_extractive(prompt, 100)
+    assert utf8(summary) <= 100
+    assert "src/engine/plan.c:88: undeclared identifier 'plan_cost'" in summary

@@ -56,6 +56,7 @@ _TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
 _MIN_WINDOW = 80  # ... or fewer under a small budget, never below this
+_CUT_SHARE = 0.9  # a line that does not fit is cut to the room if this share of it fits
 _MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
 _ARG_CAP = 200
 _CALL_SHARE = 0.5  # share of the budget the call line may take (it still comes first)
@@ -857,8 +858,15 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         if waiting:
             continue  # queued again when its record's line opens
         ranked.append((block, line))
-        if used + _cost(block, line, opened) > max_bytes or _dedup_key(line) in said:
+        if _dedup_key(line) in said:
             continue
+        cost = _cost(block, line, opened)
+        if used + cost > max_bytes:
+            # Most of a better line says more than a worse one whole: cut it to the room.
+            room = max_bytes - used - (cost - _utf8_len(line.text))
+            if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * _utf8_len(line.text)):
+                continue
+            line.text = _clip_at_word(line.text, room)
         said.add(_dedup_key(line))
         newly_open = line.group is not None and (line.block, line.group) not in opened
         take(block, line)
