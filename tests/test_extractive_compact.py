@@ -187,3 +187,14 @@ def test_a_better_line_that_nearly_fits_is_cut_rather_than_skipped() -> None:
     summary = summarize_extractive(prompt, 100)
     assert utf8(summary) <= 100
     assert "src/engine/plan.c:88: undeclared identifier 'plan_cost'" in summary
+
+
+def test_lines_with_nothing_in_them_only_take_what_is_left() -> None:
+    error = (
+        "error: src/engine/plan.c:88: undeclared identifier 'plan_cost' in plan_select "
+        "(first use in this function); did you mean 'plan_costs'?"
+    )
+    output = f"Entering the build tree now\nScanning the dependencies now\n{error}"
+    summary = summarize_extractive(one_call("Bash", {"command": "make"}, output), 72)
+    assert utf8(summary) <= 72
+    assert "src/engine/plan.c:88" in summary

@@ -74,6 +74,8 @@ _FIELD_REPEAT = 0.5  # a field's score is divided by 1 + this times its key's re
 _OPENER_SHARE = 0.75  # a field opens its record's line if worth this share of the best
 _FIELD_EARLY_BONUS = 1.0  # ... and, fading, to a JSON result's early fields
 _FILLER_SCORE = 0.1  # score of a line with nothing in it (read only to use the budget)
+_EMPTY_EDGE_SCORE = 0.5  # ... or of such a line at an output's start or end
+_FILLER_MAX = _EMPTY_EDGE_SCORE  # lines up to this score only take what is left at the end
 _PENDING_SCORE = 3.0  # score added to a line saying what is still to do, and below it ...
 _PENDING_LINES = 8  # ... to this many lines
 _EDGE_BONUS = 0.5  # score added to an output's first and last two lines
@@ -566,7 +568,7 @@ def _body_lines(
         else:
             # A line with nothing in it is kept only when room is left (an edge line
             # first), so that the budget is used.
-            score = 0.5 if edge else _FILLER_SCORE / (1 + order / 100)
+            score = _EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)
         yield _Line(block, order, _window(line, width), score)
 
 
@@ -858,8 +860,8 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         if waiting:
             continue  # queued again when its record's line opens
         ranked.append((block, line))
-        if _dedup_key(line) in said:
-            continue
+        if _dedup_key(line) in said or line.score <= _FILLER_MAX:
+            continue  # said already, or a filler: only for what is left at the end
         cost = _cost(block, line, opened)
         if used + cost > max_bytes:
             # Most of a better line says more than a worse one whole: cut it to the room.
@@ -881,14 +883,27 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
     for block, line in ranked:
         if line.taken or line.group is not None or _dedup_key(line) in said:
             continue  # a field cut in its value says nothing
+        if line.score <= _FILLER_MAX:
+            continue
         cost = _cost(block, line, opened)
         room = max_bytes - used - (cost - _utf8_len(line.text))
         if room < _MIN_PIECE:
             continue
-        line.text = _clip_at_word(line.text, room)
+        piece = _clip_at_word(line.text, room)
+        if _score(piece, listing=False, diff=False) <= 0:
+            continue  # what fits of it says nothing
+        line.text = piece
+        said.add(_dedup_key(line))
         take(block, line)
         if max_bytes - used < _MIN_PIECE:
             break
+    # Then lines with nothing in them, whole, so that the budget is used.
+    for block, line in ranked:
+        if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in said:
+            continue
+        if used + _cost(block, line, opened) <= max_bytes:
+            said.add(_dedup_key(line))
+            take(block, line)
     out: list[str] = []
     for block in blocks:
         kept = sorted((line for line in block.lines if line.taken), key=lambda ln: ln.order)
