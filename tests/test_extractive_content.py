@@ -209,3 +209,20 @@ def test_what_is_still_to_do_is_kept() -> None:
     assert "LEDG-7: backfill old invoices with scripts/backfill_ledger.py" in summary
     assert "LEDG-9: drop the billing_v1 tables" in summary
     assert utf8(summary) <= 220
+
+
+def test_a_line_ending_in_failed_is_an_error() -> None:
+    copies = "\n".join(f"copied assets/img_{i}.png to dist/img_{i}.png" for i in range(20))
+    output = f"{copies}\nUpload to the release bucket failed.\n"
+    summary = summarize_extractive(one_call("Bash", {"command": "./release.sh"}, output), 140)
+    assert "Upload to the release bucket failed." in summary
+
+
+def test_a_file_listing_never_spends_room_on_empty_numbered_lines() -> None:
+    listing = "\n".join(
+        f"{n:>6}→" + (f"timeout_{n} = {n * 10}" if n % 3 == 0 else "") for n in range(1, 40)
+    )
+    summary = summarize_extractive(one_call("Read", {"file_path": "/srv/app/conf.py"}, listing), 200)
+    kept = summary.splitlines()[1:]
+    assert kept
+    assert all(not line.strip().rstrip("→").isdigit() for line in kept)

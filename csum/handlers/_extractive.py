@@ -124,6 +124,7 @@ _ERROR = regex.compile(
   | (?i:\bexit(?:ed)?[ ](?:with[ ])?(?:code|status)[ ]?[1-9]\d{0,3}\b)
   | (?i:\b[1-9]\d{0,6}[ ](?:failed|failures?|errors)\b)
   | (?i:\bassertion\b[^\n]{0,80}\bfailed\b)
+  | (?i:\b(?:failed|failure)[.:!]?\s*$)
   | (?i:\bnot[ ]found\b|\bpermission[ ]denied\b|\baccess[ ]denied\b|\bdenied\b|\btimed[ ]out\b
         |\btimeout[ ]error\b|\bno[ ]such[ ]file\b|\bsegmentation[ ]fault\b|\bconnection[ ]refused\b
         |\bcould[ ]not\b|\bunable[ ]to\b|\bfailed[ ]to\b)
@@ -151,6 +152,7 @@ _CODE_LINE = regex.compile(
     regex.VERBOSE,
 )
 _NUMBERED = regex.compile(r"^\s{0,8}\d{1,7}(?:→|:|\t)")  # a file listing: "  12→", "12:"
+_EMPTY_NUMBERED = regex.compile(r"\d{1,7}(?:→|:|\t)?+\s*+")
 _FRAME = regex.compile(r'^\s*File "([^"]{1,400})", line (\d{1,7})')
 _KEY_VALUE = regex.compile(r"[A-Za-z_][\w.-]{0,80}+=[^=\s]")
 _BACKTICKED = regex.compile(r"`[^`\n]{2,200}+`")
@@ -533,6 +535,8 @@ def _body_lines(
         line = _LOG_PREFIX.sub("", _one_line(_DECORATION.sub("", line)), count=1)
         if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
             continue
+        if listing and len(line) <= 12 and _EMPTY_NUMBERED.fullmatch(line):
+            continue  # a file's empty line: its number alone
         if seen.get(line):
             continue
         seen[line] = 1
