@@ -222,7 +222,8 @@ def test_a_file_listing_never_spends_room_on_empty_numbered_lines() -> None:
     listing = "\n".join(
         f"{n:>6}→" + (f"timeout_{n} = {n * 10}" if n % 3 == 0 else "") for n in range(1, 40)
     )
-    summary = summarize_extractive(one_call("Read", {"file_path": "/srv/app/conf.py"}, listing), 200)
+    prompt = one_call("Read", {"file_path": "/srv/app/conf.py"}, listing)
+    summary = summarize_extractive(prompt, 200)
     kept = summary.splitlines()[1:]
     assert kept
     assert all(not line.strip().rstrip("→").isdigit() for line in kept)
