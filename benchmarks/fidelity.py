@@ -396,8 +396,10 @@ def markdown(result: Result, items: Sequence[Item]) -> str:
             "facts, while the call that produced the output (kept first, as the issue "
             f"asks) takes a median of {statistics.median(calls):,.0f} bytes as recorded. "
             "What is left holds one or two lines: a line keeps a value with its subject, "
-            "and fits one or two facts. JSON records and long log lines (a flight with its "
-            "seats and prices is about 250 bytes) do not fit whole at 10 %.",
+            "and fits one or two facts. JSON results are packed field by field, but a "
+            "booking's facts are spread over several records (flights, passengers, "
+            "payments), each needing its path and keys; long log lines are cut to a window "
+            "and lose what lies outside it.",
             "",
         ]
     else:
