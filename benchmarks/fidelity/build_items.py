@@ -469,14 +469,18 @@ def _from_corpus(chains: dict[str, tuple[str, Any]], ref: str) -> dict[str, Any]
     }
 
 
-def _from_swe_agent(git_dir: Path, ref: str) -> dict[str, Any]:
-    _, path, step = ref.split(":")
-    raw = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "show", f"{SWE_AGENT_COMMIT}:{path}"],
+def _git_show(git_dir: Path, commit: str, path: str) -> bytes:
+    """A file as stored at ``commit`` in a local git mirror."""
+    return subprocess.run(
+        ["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"],
         check=True,
         capture_output=True,
     ).stdout
-    entry = json.loads(raw)["trajectory"][int(step)]
+
+
+def _from_swe_agent(git_dir: Path, ref: str) -> dict[str, Any]:
+    _, path, step = ref.split(":")
+    entry = json.loads(_git_show(git_dir, SWE_AGENT_COMMIT, path))["trajectory"][int(step)]
     return {
         "source": {
             "repo": "SWE-agent/SWE-agent",
@@ -495,12 +499,7 @@ def _from_mini_swe_agent(git_dir: Path, ref: str) -> dict[str, Any]:
     """A mini-swe-agent message: a user message is a command's output (the command is the
     code block of the assistant message before it); an assistant message is an answer."""
     _, path, index = ref.split(":")
-    raw = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "show", f"{MINI_SWE_AGENT_COMMIT}:{path}"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    messages = json.loads(raw)
+    messages = json.loads(_git_show(git_dir, MINI_SWE_AGENT_COMMIT, path))
     message = messages[int(index)]
     source = {
         "repo": "SWE-agent/mini-swe-agent",
