@@ -382,7 +382,7 @@ SPECS: list[tuple[str, str, str, list[Fact]]] = [
         ("checks passed", ["Pass 29"]),
         ("the flag", ["Flag{IoDJuvwxy\\tuvyxwxvwzx{\\z{vwxyz}"]),
     ]),
-    # --- added later (after the handler's rules were tuned): more SWE-agent runs -----------
+    # --- added later (never used to tune the handler): more SWE-agent runs ----------------
     ("swe-flash-strings", "grep", f"swe:{_CTF}forensics/flash.traj:2", [
         ("the command", ["strings flash_c8429a430278283c0e571baebca3d139.img", "grep flag"]),
         ("the flag", ["flag{b3l0w_th3_r4dar}"]),
