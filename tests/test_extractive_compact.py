@@ -99,3 +99,102 @@ def test_log_clock_times_and_box_rules_are_dropped_but_error_levels_stay() -> No
     boxed = "┃ [W] ↗ lib/app/mailer.ex:41:7 unused variable conn\n" * 1 + "Done.\n"
     kept = summarize_extractive(one_call("bash", {"command": "mix credo"}, boxed), 120)
     assert "\n  [W] ↗ lib/app/mailer.ex:41:7" in kept
+
+
+def test_json_fields_are_chosen_by_what_they_say_and_keep_their_record() -> None:
+    order = {
+        "order_id": "ORD-55120",
+        "created_at": "2023-11-02T08:14:09",
+        "state": "shipped",
+        "note": "left at the front desk, signed by the concierge on duty that evening",
+        "gift_wrap": False,
+        "payment_methods": {
+            "paypal_88213": {"source": "paypal", "id": "paypal_88213", "amount": 41.5},
+        },
+        "items": [
+            {"sku": "KB-7731", "title": "keyboard", "unit_price": 39.0, "weight_grams": 800},
+            {"sku": "CB-1020", "title": "cable", "unit_price": 2.5, "weight_grams": 40},
+        ],
+    }
+    output = json.dumps(order)
+    prompt = one_call("get_order", {"order_id": "ORD-55120"}, output)
+    summary = summarize_extractive(prompt, 140)
+    assert utf8(summary) <= 140
+    assert "state=shipped" in summary  # a state word with its key, before timestamps
+    assert "created_at" not in summary
+    assert "note=" not in summary
+    # A record's line starts with its identifier: never a price alone.
+    for line in summary.splitlines()[1:]:
+        if line.strip().startswith("items["):
+            assert "sku=" in line
+    # A field that repeats the key its record is filed under is left out.
+    wide = summarize_extractive(prompt, 600)
+    assert "paypal_88213(amount=41.5)" in wide
+    assert "source=paypal" not in wide
+    assert "id=paypal_88213" not in wide
+    assert "items[0]: sku=KB-7731 title=keyboard unit_price=39.0" in wide
+
+
+def test_a_command_drops_where_its_error_output_went() -> None:
+    prompt = one_call("Bash", {"command": "cargo build --release 2>&1"}, "Finished in 3.2s")
+    summary = summarize_extractive(prompt, 200)
+    assert summary.splitlines()[0] == "Bash(cargo build --release)"
+
+
+def test_the_lines_below_a_failed_assertion_are_kept_with_it() -> None:
+    noise = "\n".join(f"compiling module_{i} (warm cache, nothing to do)" for i in range(30))
+    output = (
+        f"{noise}\n"
+        "  1) test refund keeps the ledger balanced (LedgerTest)\n"
+        "     Assertion with == failed\n"
+        "     code:  assert Ledger.total(book) == 0\n"
+        "     left:  17\n"
+        "     right: 0\n"
+        f"{noise.replace('module', 'helper')}\n"
+        "Finished in 0.4 seconds\n"
+        "40 tests, 1 failure\n"
+    )
+    summary = summarize_extractive(one_call("Bash", {"command": "mix test"}, output), 260)
+    assert "Assertion with == failed" in summary
+    assert "left: 17" in summary
+    assert "40 tests, 1 failure" in summary
+
+
+def test_record_after_record_of_one_shape_does_not_crowd_out_the_rest() -> None:
+    account = {
+        "owner": {"first_name": "Noor", "last_name": "Haddad"},
+        "tier": "gold",
+        "wallets": {
+            f"wallet_{3100 + n}": {"id": f"wallet_{3100 + n}", "balance": 10 * n + 5}
+            for n in range(8)
+        },
+    }
+    prompt = one_call("get_account", {"account_id": "acct_77"}, json.dumps(account))
+    summary = summarize_extractive(prompt, 220)
+    assert utf8(summary) <= 220
+    assert "owner(first_name=Noor last_name=Haddad)" in summary
+    assert "tier=gold" in summary
+    assert "wallet_3100(balance=5)" in summary
+
+
+def test_a_better_line_that_nearly_fits_is_cut_rather_than_skipped() -> None:
+    error = (
+        "error: src/engine/plan.c:88: undeclared identifier 'plan_cost' in plan_select "
+        "(first use in this function)"
+    )
+    output = f"building 41 objects\n{error}\nmake: *** [check] Error 2"
+    prompt = one_call("Bash", {"command": "make check"}, output)
+    summary = summarize_extractive(prompt, 100)
+    assert utf8(summary) <= 100
+    assert "src/engine/plan.c:88: undeclared identifier 'plan_cost'" in summary
+
+
+def test_lines_with_nothing_in_them_only_take_what_is_left() -> None:
+    error = (
+        "error: src/engine/plan.c:88: undeclared identifier 'plan_cost' in plan_select "
+        "(first use in this function); did you mean 'plan_costs'?"
+    )
+    output = f"Entering the build tree now\nScanning the dependencies now\n{error}"
+    summary = summarize_extractive(one_call("Bash", {"command": "make"}, output), 72)
+    assert utf8(summary) <= 72
+    assert "src/engine/plan.c:88" in summary

@@ -53,6 +53,12 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "key values": lambda n: "k=v " * (n // 4),
     "stars": lambda n: "*" * n,
     "dollar numbers": lambda n: "$1," * (n // 3),
+    "json records": lambda n: "["
+    + ",".join(f'{{"id":"r{i}","v":{i},"s":"ok"}}' for i in range(n // 28))
+    + "]",
+    "json one record": lambda n: "{"
+    + ",".join(f'"k{i}":"v{i}"' for i in range(n // 12))
+    + "}",
 }
 
 

@@ -19,7 +19,8 @@ def test_the_set_is_large_varied_and_sourced() -> None:
     items = load_items()
     assert len(items) >= 40
     prefixes = {item.id.split("-")[0] for item in items}
-    assert prefixes == {"cc", "tb", "swe"}  # both corpus folders and other transcripts
+    # both corpus folders and other transcripts (SWE-agent, mini-swe-agent)
+    assert prefixes == {"cc", "tb", "swe", "mswe"}
     assert len({item.id for item in items}) == len(items)
     for item in items:
         assert item.facts, item.id

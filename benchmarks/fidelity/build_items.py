@@ -10,12 +10,14 @@ patterns of one fact must be found near each other in a summary (see
 ``fact_kept`` in ``benchmarks/fidelity.py``), so a value only counts with its subject.
 
     PYTHONPATH=. python benchmarks/fidelity/build_items.py [--corpus DIR] [--swe-agent GIT_DIR]
+        [--mini-swe-agent GIT_DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,14 @@ _MARSHMALLOW = (
     "calling_replace__install-1/marshmallow-code__marshmallow-1867.traj"
 )
 _CTF = "trajectories/demonstrations/ctf/"
+_HUMANEVALFIX = (
+    "trajectories/demonstrations/human_thought__swe-bench-HumanEvalFix-python__lcb__t-0.00__"
+    "p-0.95__c-4.00__install-0/humanevalfix-python-0.traj"
+)
+MINI_SWE_AGENT_GIT = Path("/work/.mirror/SWE-agent+mini-swe-agent/repo")
+MINI_SWE_AGENT_COMMIT = "a83fcae82d2a08f0ee0c688f9d137b3566c097f8"
+_MINI_ISSUE = "tests/test_data/github_issue.traj.json"
+_MINI_COMMAND = re.compile(r"```mswea_bash_command\n(.*?)\n```", re.DOTALL)
 
 Fact = tuple[str, list[str]]
 
@@ -372,6 +382,54 @@ SPECS: list[tuple[str, str, str, list[Fact]]] = [
         ("checks passed", ["Pass 29"]),
         ("the flag", ["Flag{IoDJuvwxy\\tuvyxwxvwzx{\\z{vwxyz}"]),
     ]),
+    # --- added later (never used to tune the handler): more SWE-agent runs ----------------
+    ("swe-flash-strings", "grep", f"swe:{_CTF}forensics/flash.traj:2", [
+        ("the command", ["strings flash_c8429a430278283c0e571baebca3d139.img", "grep flag"]),
+        ("the flag", ["flag{b3l0w_th3_r4dar}"]),
+    ]),
+    ("swe-katy-hash", "decompilation", f"swe:{_CTF}crypto/katy.traj:2", [
+        ("the command", ["decompile release --function_name _hash"]),
+        ("the signature", ["ulong _hash(char *param_1)"]),
+        ("the power of a constant", ["pow(DAT_00400a28"]),
+        ("the overflow branch", ["DAT_00400a30", "0x8000000000000000"]),
+    ]),
+    ("swe-katy-random", "exploit run", f"swe:{_CTF}crypto/katy.traj:6", [
+        ("the command", ["python retrieve_random_numbers.py"]),
+        ("the server", ["crypto.chal.csaw.io", "4242"]),
+        ("the repeated number", ["re:\\[0\\] Got random number: 4"]),
+        ("the last number", ["re:\\[16\\] Got random number: 1364650861"]),
+    ]),
+    ("swe-capsule-decrypt", "crypto attack run", f"swe:{_CTF}crypto/BabyTimeCapsule.traj:7", [
+        ("the command", ["RsaCtfTool.py --publickey", "pub1.pub,pub2.pub,pub3.pub"]),
+        ("the decrypted flag", ["HTB{t3h_FuTUr3_15_bR1ghT_1_H0p3_y0uR3_W34r1nG_5h4d35!}"]),
+        ("the attack mode", ["Multikey mode"]),
+        ("the run timed out", ["EXECUTION TIMED OUT", "60.0 SECONDS"]),
+    ]),
+    ("swe-humanevalfix-edit", "file edit", f"swe:{_HUMANEVALFIX}:2", [
+        ("the file and its length", ["main.py (23 lines total)"]),
+        ("the edited line", ["15:", "distance = abs(elem - elem2)"]),
+        ("the function", ["def has_close_elements"]),
+        ("the outcome", ["File updated"]),
+    ]),
+    # --- mini-swe-agent (a model's real run on a test repository) ----------------------------
+    ("mswe-zero-division", "test run", f"mswe:{_MINI_ISSUE}:17", [
+        ("the command", ["division(23, 0)"]),
+        ("the exit status", ["re:returncode>1<"]),
+        ("the error", ["ZeroDivisionError", "division by zero"]),
+        ("where", ["re:missing_colon\\.py(?:\", line |:)5"]),
+    ]),
+    ("mswe-answer-zero", "answer", f"mswe:{_MINI_ISSUE}:18", [
+        ("the error seen", ["ZeroDivisionError"]),
+        ("the decision", ["handle the zero division case"]),
+        ("the guard", ["if b == 0"]),
+        ("what it raises", ["raise ValueError", "Cannot divide by zero"]),
+    ]),
+    ("mswe-patch", "diff", f"mswe:{_MINI_ISSUE}:21", [
+        ("the file", ["tests/missing_colon.py"]),
+        ("the hunk", ["@@ -1,10 +1,11 @@"]),
+        ("the fix", ["def division(a: float, b: float) -> float:"]),
+        ("the guard", ["raise ValueError(\"Cannot divide by zero\")"]),
+    ]),
 ]
 # fmt: on
 
@@ -411,14 +469,18 @@ def _from_corpus(chains: dict[str, tuple[str, Any]], ref: str) -> dict[str, Any]
     }
 
 
-def _from_swe_agent(git_dir: Path, ref: str) -> dict[str, Any]:
-    _, path, step = ref.split(":")
-    raw = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "show", f"{SWE_AGENT_COMMIT}:{path}"],
+def _git_show(git_dir: Path, commit: str, path: str) -> bytes:
+    """A file as stored at ``commit`` in a local git mirror."""
+    return subprocess.run(
+        ["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"],
         check=True,
         capture_output=True,
     ).stdout
-    entry = json.loads(raw)["trajectory"][int(step)]
+
+
+def _from_swe_agent(git_dir: Path, ref: str) -> dict[str, Any]:
+    _, path, step = ref.split(":")
+    entry = json.loads(_git_show(git_dir, SWE_AGENT_COMMIT, path))["trajectory"][int(step)]
     return {
         "source": {
             "repo": "SWE-agent/SWE-agent",
@@ -433,10 +495,36 @@ def _from_swe_agent(git_dir: Path, ref: str) -> dict[str, Any]:
     }
 
 
+def _from_mini_swe_agent(git_dir: Path, ref: str) -> dict[str, Any]:
+    """A mini-swe-agent message: a user message is a command's output (the command is the
+    code block of the assistant message before it); an assistant message is an answer."""
+    _, path, index = ref.split(":")
+    messages = json.loads(_git_show(git_dir, MINI_SWE_AGENT_COMMIT, path))
+    message = messages[int(index)]
+    source = {
+        "repo": "SWE-agent/mini-swe-agent",
+        "commit": MINI_SWE_AGENT_COMMIT,
+        "path": path,
+        "license": "MIT",
+        "where": f"message {index} ({message['role']})",
+    }
+    if message["role"] == "assistant":
+        return {"source": source, "call": None, "output_role": "ai", "output": message["content"]}
+    found = _MINI_COMMAND.search(messages[int(index) - 1]["content"])
+    assert found is not None, ref
+    return {
+        "source": source,
+        "call": {"name": "bash", "arguments": json.dumps({"command": found.group(1).strip()})},
+        "output_role": "tool",
+        "output": message["content"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--swe-agent", type=Path, default=SWE_AGENT_GIT)
+    parser.add_argument("--mini-swe-agent", type=Path, default=MINI_SWE_AGENT_GIT)
     args = parser.parse_args()
     chains: dict[str, tuple[str, Any]] = {}
     for folder in CORPUS_SOURCES:
@@ -446,6 +534,8 @@ def main() -> None:
     for item_id, kind, ref, facts in SPECS:
         if ref.startswith("swe:"):
             body = _from_swe_agent(args.swe_agent, ref)
+        elif ref.startswith("mswe:"):
+            body = _from_mini_swe_agent(args.mini_swe_agent, ref)
         else:
             body = _from_corpus(chains, ref)
         item = {

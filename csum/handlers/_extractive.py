@@ -25,6 +25,7 @@ call a checkpoint between lines so cancellation is honoured.
 
 from __future__ import annotations
 
+import heapq
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -55,16 +56,28 @@ _TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
 _MIN_WINDOW = 80  # ... or fewer under a small budget, never below this
+_CUT_SHARE = 0.9  # a line that does not fit is cut to the room if this share of it fits
 _MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
 _ARG_CAP = 200
 _CALL_SHARE = 0.5  # share of the budget the call line may take (it still comes first)
 _MIN_CALL = 48  # ... but never less than this many bytes
 _COST_BASE = 48  # bytes added to every line's cost when ranking: favours full lines a little
+_FIELD_COST_BASE = 8  # ... and to a JSON field's: the fields of an open record come cheap
 _JSON_LINE = 60  # characters of key=value pairs per line of a flattened JSON object
 _JSON_RECORD = 400  # ... and of a record in a list, kept whole up to this
 _PRIOR_SHARE = 0.6  # share of the budget earlier summaries may take before anything else
 _IDENT_WEIGHT = 1.5  # score per identifier in a line ...
 _IDENT_CAP = 6.0  # ... up to this
+_ERROR_SCORE = 6.0  # score added to a line with a strict error signal ...
+_ERROR_CONTEXT = 3  # ... and to the next lines: 3, 2, 1
+_FIELD_REPEAT = 0.5  # a field's score is divided by 1 + this times its key's repeats
+_OPENER_SHARE = 0.75  # a field opens its record's line if worth this share of the best
+_FIELD_EARLY_BONUS = 1.0  # ... and, fading, to a JSON result's early fields
+_FILLER_SCORE = 0.1  # score of a line with nothing in it (read only to use the budget)
+_EMPTY_EDGE_SCORE = 0.5  # ... or of such a line at an output's start or end
+_FILLER_MAX = _EMPTY_EDGE_SCORE  # lines up to this score only take what is left at the end
+_PENDING_SCORE = 3.0  # score added to a line saying what is still to do, and below it ...
+_PENDING_LINES = 8  # ... to this many lines
 _EDGE_BONUS = 0.5  # score added to an output's first and last two lines
 _EARLY_BONUS = 3.0  # ... and, fading, to its early lines
 _ELLIPSIS = "…"
@@ -87,6 +100,7 @@ _ID = regex.compile(r"[A-Za-z][A-Za-z0-9]*+(?:[_.-][A-Za-z0-9]++)++")  # user_id
 _NAME = regex.compile(  # 20240131120000, App.Repo.Migrations.Init, db.internal.lan, f/3
     r"\d{6,40}+|[A-Za-z_]\w*+(?:\.\w++){2,}+(?:/\d++)?+|[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+/\d++"
 )
+_CAMEL = regex.compile(r"[A-Z]?+[a-z]++(?:[A-Z][a-z0-9]*+)++")  # SessionCache, getUserById
 _HEX = regex.compile(r"(?:sha\d++:)?+(?=[0-9]*+[a-f])(?=[a-f]*+[0-9])[0-9a-f]{7,128}+")
 _EXCEPTION_NAME = regex.compile(
     r"(?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*?(?:Error|Exception|Exit|Interrupt|Fault)\b"
@@ -109,11 +123,18 @@ _ERROR = regex.compile(
   | ^\W{0,6}\*\*[ ]\(\w{1,40}\)
   | (?i:\bexit(?:ed)?[ ](?:with[ ])?(?:code|status)[ ]?[1-9]\d{0,3}\b)
   | (?i:\b[1-9]\d{0,6}[ ](?:failed|failures?|errors)\b)
+  | (?i:\bassertion\b[^\n]{0,80}\bfailed\b)
+  | (?i:\b(?:failed|failure)[.:!]?\s*$)
   | (?i:\bnot[ ]found\b|\bpermission[ ]denied\b|\baccess[ ]denied\b|\bdenied\b|\btimed[ ]out\b
         |\btimeout[ ]error\b|\bno[ ]such[ ]file\b|\bsegmentation[ ]fault\b|\bconnection[ ]refused\b
         |\bcould[ ]not\b|\bunable[ ]to\b|\bfailed[ ]to\b)
     """,
     regex.VERBOSE,
+)
+_OUTCOME = regex.compile(r"(?i)\b(?:passed|passing|failed|failing|failures?|errors?|skipped)\b")
+_PENDING = regex.compile(
+    r"(?i)\b(?:next[ ]steps?|remaining[ ](?:tasks?|work|items?|steps?)|still[ ](?:to[ ]do|pending)"
+    r"|(?:tasks?|work|items?)[ ](?:left|pending|remaining)|to[ ]do:|todo:|not[ ]yet[ ]done)"
 )
 _CAUSE = regex.compile(r"(?i)\b(?:caused[ ]by|because|due[ ]to|reason:|hint:|expected[ ])")
 _CONSTRAINT = regex.compile(
@@ -131,6 +152,7 @@ _CODE_LINE = regex.compile(
     regex.VERBOSE,
 )
 _NUMBERED = regex.compile(r"^\s{0,8}\d{1,7}(?:→|:|\t)")  # a file listing: "  12→", "12:"
+_EMPTY_NUMBERED = regex.compile(r"\d{1,7}(?:→|:|\t)?+\s*+")
 _FRAME = regex.compile(r'^\s*File "([^"]{1,400})", line (\d{1,7})')
 _KEY_VALUE = regex.compile(r"[A-Za-z_][\w.-]{0,80}+=[^=\s]")
 _BACKTICKED = regex.compile(r"`[^`\n]{2,200}+`")
@@ -138,6 +160,21 @@ _DIFF_LINE = regex.compile(r"^(?:@@[ ]-\d|[+-](?![+-]{2}[ ])\S?)")
 _DIFF_FILE = regex.compile(r"^\+\+\+[ ](?!/dev/null)")  # "+++ b/src/a.py": the file changed
 _DIFF_NOISE = regex.compile(r"^(?:diff[ ]--git[ ]|---[ ]|index[ ][0-9a-f]{4,40}+\.\.)")
 _MARKDOWN = regex.compile(r"\*\*|__|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
+# JSON keys (of at most _TOKEN_CAP characters) that say what kind of value a field holds.
+_ID_KEY = regex.compile(
+    r"(?i:(?:^|[_-])(?:id|ids|number|no|code|ref|name|status|state|type|error|reason))$"
+    r"|(?:Id|Ids|Number|Code|Ref|Name|Status|State|Type|Error|Reason)$"
+)
+_AMOUNT_KEY = regex.compile(
+    r"(?i:amount|price|total|balance|cost|fee|count|quantity|qty|size|limit|remaining|paid"
+    r"|refund|score)s?$"
+)
+_TIME_KEY = regex.compile(r"(?i:_at|_on|time|timestamp|created|updated)$|At$")
+_WORD_VALUE = regex.compile(r"[A-Za-z][A-Za-z_ -]{0,23}")
+_DIGITS = regex.compile(r"\d++")
+_VALUES = regex.compile(r"=[^ ()]*+")  # a field's values, to compare its keys alone
+_DATE = regex.compile(r"\d{4}-\d{2}-\d{2}\b")
+_STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
 _WS = regex.compile(r"\s++")
 # Leading box rules and quote marks (no information), a trailing printed "\r".
 _DECORATION = regex.compile(r"^[\s│┃║|>\u203a»•·]{1,12}+(?=\S)|(?:\\r){1,4}+$")
@@ -223,6 +260,7 @@ def _identifiers(line: str) -> int:
                 or (_ID.fullmatch(token) and "_" in token)
                 or _EXCEPTION_NAME.fullmatch(token)
                 or _NAME.fullmatch(token)
+                or (not token.islower() and not token.isupper() and _CAMEL.fullmatch(token))
             )
         ):
             found += 1
@@ -251,7 +289,7 @@ def _path_kind(token: str) -> int:
     return 2 if with_line else 1
 
 
-def _score(line: str, *, listing: bool, diff: bool) -> float:
+def _score(line: str, *, listing: bool, diff: bool, prose: bool = False) -> float:
     """How much a line is worth keeping (0: not at all)."""
     scan = line[:_LINE_SCAN]
     score = min(_IDENT_CAP, _IDENT_WEIGHT * _identifiers(scan))
@@ -265,9 +303,11 @@ def _score(line: str, *, listing: bool, diff: bool) -> float:
             score += 4.0 if scan.startswith("@@") else 3.5 if scan.startswith("+") else 2.0
     code = listing or bool(_CODE_LINE.search(scan))
     if not code and _ERROR.search(scan):
-        score += 6.0
+        score += _ERROR_SCORE
     if _COUNTS.search(scan):
-        score += 5.0
+        # In an answer, "3 tests added" counts work done; what was run and how it went
+        # ("297 passed, 0 failures") is a result, as in any tool output.
+        score += 5.0 if not prose or _OUTCOME.search(scan) else 3.0
     if _CONSTRAINT.search(scan) and not code:
         score += 4.0
     if _CAUSE.search(scan):
@@ -286,6 +326,7 @@ class _Line:
     score: float
     tier: int = 1  # 0: an earlier summary's line, packed before anything else
     taken: bool = False
+    group: str | None = None  # a JSON record's path: its fields share one line
 
 
 @dataclass(slots=True)
@@ -318,50 +359,108 @@ def _window(line: str, limit: int) -> str:
     return (_ELLIPSIS if start else "") + piece + (_ELLIPSIS if start + limit < len(line) else "")
 
 
+@dataclass(frozen=True, slots=True)
+class _Field:
+    """One ``key=value`` of a flattened JSON result: fields of one record share a line
+    headed by the record's path (``group``), so the path is written once."""
+
+    group: str
+    text: str
+    weight: float
+
+
+def _restates(parent: str, value: object) -> bool:
+    """Whether ``value`` only repeats the key its record is filed under (``"id"`` equal to
+    it, or ``"source": "paypal"`` under ``paypal_5521904``)."""
+    if not parent or not isinstance(value, str) or not value:
+        return False
+    return value == parent or parent.startswith((value + "_", value + "-"))
+
+
+def _field_weight(key: str, value: object) -> float:
+    """How much a field says: identifiers and codes most, then what a key marks as an id,
+    a name, a state or an amount; timestamps and empty values least."""
+    if value is None or value in ("", [], {}):
+        return 0.2
+    key = key[:_TOKEN_CAP]
+    text = value if isinstance(value, str) else _scalar_or_json(value)
+    weight = 1.0
+    if isinstance(value, bool):
+        weight = 0.8
+    elif isinstance(value, int | float):
+        if _AMOUNT_KEY.search(key):
+            weight += 1.5
+    elif _DATE.match(text):
+        weight += 1.0
+    elif _has_digit_and_letter(text[:_TOKEN_CAP]):
+        weight += 2.0  # an id or a code: user_42, ORD7731QX, K9QX2Z
+    elif _WORD_VALUE.fullmatch(text):
+        weight += 1.0  # a state or a choice: active, economy, yes
+    if _ID_KEY.search(key):
+        weight += 1.0
+    if _TIME_KEY.search(key):
+        weight -= 1.0  # when a record was made says little about what it is
+    if len(text) > _JSON_LINE:
+        weight -= 0.5  # prose: said better by the fields around it
+    if _ERROR.search(text[:_LINE_SCAN]):
+        weight += 3.0
+    return max(0.2, weight)
+
+
+def _has_digit_and_letter(text: str) -> bool:
+    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+
+
 def _flatten_json(
-    value: object, path: str, out: list[str], depth: int = 0, said: frozenset[str] = frozenset()
+    value: object,
+    path: str,
+    out: list[_Field],
+    *,
+    depth: int = 0,
+    said: frozenset[str] = frozenset(),
+    parent: str = "",
 ) -> None:
-    """One ``key=value ...`` line per record; scalars of a record share its line. Pairs
-    in ``said`` (the call's own arguments, on the line above) are not repeated at the top."""
+    """Every scalar as a ``key=value`` field of its record (``path``); a small object of
+    scalars (``paypal_1(amount=41)``) and a list of scalars are one field of the record
+    holding them. Fields that repeat the record's key, or the call's own arguments
+    (``said``, on the line above), are left out."""
     if depth > 12:
-        out.append(f"{path}: …" if path else "…")
+        out.append(_Field(path, "…", 0.2))
         return
     if isinstance(value, dict):
-        scalars: list[str] = []
-        for key, item in value.items():
+        for name, item in value.items():
+            key = str(name)
             if isinstance(item, dict) and all(
                 not isinstance(v, dict | list) for v in item.values()
             ):
-                inner = " ".join(f"{k}={_scalar(v)}" for k, v in item.items())
-                scalars.append(f"{key}({inner})")
+                inner = [f"{k}={_scalar(v)}" for k, v in item.items() if not _restates(key, v)]
+                weight = max((_field_weight(str(k), v) for k, v in item.items()), default=0.2)
+                out.append(_Field(path, f"{key}({' '.join(inner)})", weight))
+            elif isinstance(item, list) and all(not isinstance(v, dict | list) for v in item):
+                text = f"{key}={','.join(_scalar(v) for v in item)}"
+                weight = max((_field_weight(key, v) for v in item), default=0.2)
+                out.append(_Field(path, text, weight + (0.5 if len(item) > 1 else 0.0)))
             elif isinstance(item, dict | list):
                 continue
-            elif f"{key}={_scalar(item)}" not in said:
-                scalars.append(f"{key}={_scalar(item)}")
-        chunk: list[str] = []
-        # An element of a list is one record, one line; a lone big object's fields are
-        # grouped into lines of about _JSON_LINE characters.
-        limit = _JSON_RECORD if path.endswith("]") else _JSON_LINE
-        for pair in scalars:
-            if chunk and sum(len(p) + 1 for p in chunk) + len(pair) > limit:
-                out.append((f"{path}: " if path else "") + " ".join(chunk))
-                chunk = []
-            chunk.append(pair)
-        if chunk:
-            out.append((f"{path}: " if path else "") + " ".join(chunk))
+            elif not _restates(parent, item):
+                text = f"{key}={_scalar(item)}"
+                if text not in said:
+                    out.append(_Field(path, text, _field_weight(key, item)))
         for key, item in value.items():
-            if isinstance(item, list) or (
-                isinstance(item, dict) and any(isinstance(v, dict | list) for v in item.values())
-            ):
-                _flatten_json(item, f"{path}.{key}" if path else str(key), out, depth + 1)
+            if isinstance(item, list) and any(isinstance(v, dict | list) for v in item):
+                _flatten_json(item, f"{path}.{key}" if path else str(key), out, depth=depth + 1)
+            elif isinstance(item, dict) and any(isinstance(v, dict | list) for v in item.values()):
+                child = f"{path}.{key}" if path else str(key)
+                _flatten_json(item, child, out, depth=depth + 1, parent=str(key))
     elif isinstance(value, list):
         if all(not isinstance(v, dict | list) for v in value):
-            out.append((f"{path}=" if path else "") + ",".join(_scalar(v) for v in value))
+            text = ",".join(_scalar(v) for v in value)
+            out.append(_Field(path, text, max((_field_weight("", v) for v in value), default=0.2)))
             return
         for index, item in enumerate(value):
-            _flatten_json(item, f"{path}[{index}]", out, depth + 1)
+            _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1)
     else:
-        out.append((f"{path}=" if path else "") + _scalar(value))
+        out.append(_Field(path, _scalar(value), _field_weight("", value)))
 
 
 def _scalar(value: object) -> str:
@@ -370,7 +469,8 @@ def _scalar(value: object) -> str:
     return json.dumps(value)
 
 
-def _json_lines(content: str, said: frozenset[str] = frozenset()) -> list[str] | None:
+def _json_fields(content: str, said: frozenset[str] = frozenset()) -> list[_Field] | None:
+    """The fields of a JSON result, or None when ``content`` is not a JSON object or list."""
     text = content.strip()
     if not text or text[0] not in "{[":
         return None
@@ -380,7 +480,7 @@ def _json_lines(content: str, said: frozenset[str] = frozenset()) -> list[str] |
         return None
     if not isinstance(value, dict | list):
         return None
-    out: list[str] = []
+    out: list[_Field] = []
     try:
         _flatten_json(value, "", out, said=said)
     except RecursionError:
@@ -407,27 +507,52 @@ def _body_lines(
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
     ``key=value`` pairs the call line already shows."""
-    flat = _json_lines(content, said) if tool else None
-    raw = flat if flat is not None else _split_lines(content)
+    fields = _json_fields(content, said) if tool else None
+    if fields is not None:
+        yield from _field_lines(fields, block, check, width)
+        return
+    raw = _split_lines(content)
     listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
-    diff = flat is None and any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
+    diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
     seen: dict[str, int] = {}
     shapes: dict[str, int] = {}
     frame = ""
+    after_error = 0
+    pending = 0
     last = len(raw) - 1
     for order, original in enumerate(raw):
         if order % _CHECK_EVERY == 0:
             check()
         line = original[: 4 * _LINE_SCAN]
+        # What is still to do ("Next steps", "remaining tasks") is what the agent needs
+        # next: a line saying so and the lines listed below it rank up, until a heading.
+        if _PENDING.search(line[:_LINE_SCAN]):
+            pending = _PENDING_LINES
+        elif line.lstrip().startswith("#"):
+            pending = 0
         if not tool:
             line = _MARKDOWN.sub("", line)
         line = _LOG_PREFIX.sub("", _one_line(_DECORATION.sub("", line)), count=1)
         if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
             continue
+        if listing and len(line) <= 12 and _EMPTY_NUMBERED.fullmatch(line):
+            continue  # a file's empty line: its number alone
         if seen.get(line):
             continue
         seen[line] = 1
-        score = _score(line, listing=listing, diff=diff)
+        score = _score(line, listing=listing, diff=diff, prose=not tool)
+        if pending and not listing:
+            score += _PENDING_SCORE
+            pending -= 1
+        # The lines just below an error say what it was (the assertion, left and right,
+        # the failing input): worth more while short, fading.
+        if score >= _ERROR_SCORE and not listing and _ERROR.search(line[:_LINE_SCAN]):
+            after_error = _ERROR_CONTEXT
+        elif after_error and len(line) <= _LINE_WINDOW:
+            score += after_error
+            after_error -= 1
+        else:
+            after_error = 0
         located = _FRAME.match(original)
         if located is not None:
             frame = f"{located.group(1)}:{located.group(2)}"
@@ -437,23 +562,41 @@ def _body_lines(
             score += 2.0
         # The first and last lines of an output say most (commands, totals, verdicts).
         edge = not listing and (order < 2 or order >= last - 1)
-        if score <= 0 and not edge and flat is None:
-            continue
-        if flat is not None:
-            score += 1.0  # a record: keys and values, all of it data
-            limit = max(width, min(_JSON_RECORD, width * 2))
-        else:
-            limit = width
         # Repeated shapes (the same line but for its numbers) are worth less each time.
-        shape = line[:120] if flat is not None else _WORDS.sub("w", line[:120])
+        shape = _WORDS.sub("w", line[:120])
         repeats = shapes.get(shape, 0)
         shapes[shape] = repeats + 1
         score /= 1 + repeats / 2
         if score > 0:
             score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
         else:
-            score = 0.5  # an edge line with nothing in it: kept only when room is left
-        yield _Line(block, order, _window(line, limit), score)
+            # A line with nothing in it is kept only when room is left (an edge line
+            # first), so that the budget is used.
+            score = _EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)
+        yield _Line(block, order, _window(line, width), score)
+
+
+def _field_lines(
+    fields: list[_Field], block: int, check: Callable[[], None], width: int
+) -> Iterator[_Line]:
+    """The scored fields of a JSON result, each a unit of its record's line."""
+    repeats: dict[str, int] = {}
+    shapes: dict[str, int] = {}
+    for order, item in enumerate(fields):
+        if order % _CHECK_EVERY == 0:
+            check()
+        text = _one_line(item.text)
+        # The same field in many records (a currency, a shared origin) says it once.
+        seen = repeats.get(text, 0)
+        repeats[text] = seen + 1
+        # The same key in record after record (flights[3].price, gift_card_N(amount)) is
+        # worth less each time: room goes to other kinds of fields first.
+        shape = _DIGITS.sub("0", item.group) + "|" + _DIGITS.sub("0", _VALUES.sub("", text[:200]))
+        alike = shapes.get(shape, 0)
+        shapes[shape] = alike + 1
+        score = item.weight / (1 + seen) / (1 + alike * _FIELD_REPEAT)
+        score += _FIELD_EARLY_BONUS / (1 + order / 10)
+        yield _Line(block, order, _window(text, width), score, group=item.group)
 
 
 # --- collection ---------------------------------------------------------------------
@@ -470,12 +613,14 @@ def _render_call(name: str, args: str, cap: int) -> str:
     first: list[str] = []
     keyed: list[str] = []
     bare: list[str] = []
-    room = cap - len(name) - 2
+    room = cap - len(name) - 4  # the parentheses, and the ellipsis's two extra bytes
     for key, item in value.items():
         text = _one_line(item) if isinstance(item, str) else _scalar_or_json(item)
         lowered = str(key).lower()
         if lowered in _COMMAND_KEYS and isinstance(item, str):
-            # A command says most at its start (the program, its first arguments).
+            # A command says most at its start (the program, its first arguments); where
+            # its error output went says nothing about what ran.
+            text = _STDERR_REDIRECT.sub("", text).strip()
             first.insert(0, _clip_middle(text, room, head_share=0.75))
         elif lowered not in _QUIET_KEYS:
             keyed.append(f"{key}={_clip_middle(text, room)}")
@@ -617,65 +762,160 @@ def _first_line(text: str) -> str:
 # --- packing ------------------------------------------------------------------------
 
 
-def _cost(block: _Block, line: _Line) -> int:
-    cost = _utf8_len(block.indent) + _utf8_len(line.text) + 1
+def _cost(block: _Block, line: _Line, opened: set[tuple[int, str]]) -> int:
+    """Bytes ``line`` adds to the summary: with its block's head and indent, or, for a
+    field of a record whose line is already open, only a space and itself."""
+    cost = _utf8_len(line.text) + 1
+    if line.group is None or (line.block, line.group) not in opened:
+        cost += _utf8_len(block.indent) + (_utf8_len(line.group) + 2 if line.group else 0)
     if block.head and not block.head_taken:
         cost += _utf8_len(block.head) + 1
     return cost
+
+
+def _dedup_key(line: _Line) -> str:
+    return line.text if line.group is None else f"{line.group}\0{line.text}"
+
+
+def _render(block: _Block, kept: list[_Line]) -> Iterator[str]:
+    """The kept lines in their order; the fields of one record on one line."""
+    records: dict[str, list[str]] = {}
+    for line in kept:
+        if line.group is not None:
+            records.setdefault(line.group, []).append(line.text)
+    for line in kept:
+        if line.group is None:
+            yield block.indent + line.text
+        elif line.group in records:
+            prefix = f"{line.group}: " if line.group else ""
+            yield block.indent + prefix + " ".join(records.pop(line.group))
+
+
+def _opener(group: list[tuple[int, _Line]]) -> int:
+    """The field that opens its record's line: of the fields worth nearly as much as the
+    best one (an id, a code, a name), the one with the most score per byte."""
+    best = max(line.score for _, line in group)
+    near = [(index, line) for index, line in group if line.score >= _OPENER_SHARE * best]
+    return max(near, key=lambda pair: pair[1].score / (_utf8_len(pair[1].text) + 8))[0]
 
 
 def _pack(blocks: list[_Block], max_bytes: int) -> str:
     """Earlier summaries and requests first, then lines by score per byte; the budget is
     filled with a cut line when a whole one no longer fits."""
     used = 0
+    opened: set[tuple[int, str]] = set()
+
+    def take(block: _Block, line: _Line) -> None:
+        nonlocal used
+        used += _cost(block, line, opened)
+        line.taken = True
+        block.head_taken = block.head_taken or bool(block.head)
+        if line.group is not None:
+            opened.add((line.block, line.group))
+
     prior_room = int(max_bytes * _PRIOR_SHARE)
     everything = [(block, line) for block in blocks for line in block.lines]
     firsts = [(b, ln) for b, ln in everything if ln.tier == 0]
     for block, line in firsts:  # in order, up to their share of the budget
-        cost = _cost(block, line)
+        cost = _cost(block, line, opened)
         if used + cost <= prior_room or (
             line.text.startswith(USER_PREFIX) and used + cost <= max_bytes
         ):
-            line.taken = True
-            used += cost
-    ranked = sorted(
-        ((b, ln) for b, ln in everything if not ln.taken),
-        key=lambda pair: (
-            -(pair[1].score + (8.0 if pair[1].tier == 0 else 0.0)) / (_cost(*pair) + _COST_BASE),
-            pair[1].block,
-            pair[1].order,
-        ),
-    )
-    said = {line.text for _, line in firsts if line.taken}
-    for block, line in ranked:
-        cost = _cost(block, line)
-        if used + cost > max_bytes or line.text in said:
-            continue
-        said.add(line.text)
-        line.taken = True
-        used += cost
-        block.head_taken = block.head_taken or bool(block.head)
+            take(block, line)
+    def priority(block: _Block, line: _Line) -> float:
+        base = _COST_BASE if line.group is None else _FIELD_COST_BASE
+        bonus = 8.0 if line.tier == 0 else 0.0
+        # A line's head counts as unpaid (a static order); a field's head not at all, so
+        # that an opened record's fields, which cost only themselves, come next.
+        head = _utf8_len(block.head) + 1 if block.head else 0
+        if line.group is not None or not block.head_taken:
+            head = 0
+        cost = _cost(block, line, opened) + head
+        if line.group is not None and block.head and not block.head_taken:
+            cost -= _utf8_len(block.head) + 1
+        return (line.score + bonus) / (cost + base)
+
+    candidates = [(b, ln) for b, ln in everything if not ln.taken]
+    by_group: dict[tuple[int, str], list[int]] = {}
+    for index, (_, line) in enumerate(candidates):
+        if line.group is not None:
+            by_group.setdefault((line.block, line.group), []).append(index)
+    # A record's line starts with its best field (its id, its name): another field waits
+    # until that one is in, so no line holds a price without what it is the price of.
+    openers = {
+        _opener([(i, candidates[i][1]) for i in indices]) for indices in by_group.values()
+    }
+    heap = [
+        (-priority(b, ln), ln.block, ln.order, index) for index, (b, ln) in enumerate(candidates)
+    ]
+    heapq.heapify(heap)
+    said = {_dedup_key(line) for _, line in firsts if line.taken}
+    ranked: list[tuple[_Block, _Line]] = []
+    while heap:
+        negative, _, _, index = heapq.heappop(heap)
+        block, line = candidates[index]
+        if line.taken or -negative < priority(block, line) - 1e-12:
+            continue  # taken, or a fresher entry (its record's line is open) is queued
+        waiting = (
+            line.group is not None
+            and (line.block, line.group) not in opened
+            and index not in openers
+        )
+        if waiting:
+            continue  # queued again when its record's line opens
+        ranked.append((block, line))
+        if _dedup_key(line) in said or line.score <= _FILLER_MAX:
+            continue  # said already, or a filler: only for what is left at the end
+        cost = _cost(block, line, opened)
+        if used + cost > max_bytes:
+            # Most of a better line says more than a worse one whole: cut it to the room.
+            room = max_bytes - used - (cost - _utf8_len(line.text))
+            if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * _utf8_len(line.text)):
+                continue
+            line.text = _clip_at_word(line.text, room)
+        said.add(_dedup_key(line))
+        newly_open = line.group is not None and (line.block, line.group) not in opened
+        take(block, line)
+        if newly_open:
+            # The rest of this record's fields now cost only themselves: queue them again.
+            assert line.group is not None
+            for other in by_group[(line.block, line.group)]:
+                b, ln = candidates[other]
+                if not ln.taken:
+                    heapq.heappush(heap, (-priority(b, ln), ln.block, ln.order, other))
     # Fill what is left with the best lines that did not fit, cut to the room.
     for block, line in ranked:
-        if line.taken or line.text in said:
+        if line.taken or line.group is not None or _dedup_key(line) in said:
+            continue  # a field cut in its value says nothing
+        if line.score <= _FILLER_MAX:
             continue
-        room = max_bytes - used - (_cost(block, line) - _utf8_len(line.text))
+        cost = _cost(block, line, opened)
+        room = max_bytes - used - (cost - _utf8_len(line.text))
         if room < _MIN_PIECE:
             continue
-        line.text = _clip_at_word(line.text, room)
-        line.taken = True
-        used += _cost(block, line)
-        block.head_taken = block.head_taken or bool(block.head)
+        piece = _clip_at_word(line.text, room)
+        if _score(piece, listing=False, diff=False) <= 0:
+            continue  # what fits of it says nothing
+        line.text = piece
+        said.add(_dedup_key(line))
+        take(block, line)
         if max_bytes - used < _MIN_PIECE:
             break
+    # Then lines with nothing in them, whole, so that the budget is used.
+    for block, line in ranked:
+        if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in said:
+            continue
+        if used + _cost(block, line, opened) <= max_bytes:
+            said.add(_dedup_key(line))
+            take(block, line)
     out: list[str] = []
     for block in blocks:
-        kept = [line for line in block.lines if line.taken]
+        kept = sorted((line for line in block.lines if line.taken), key=lambda ln: ln.order)
         if not kept:
             continue
         if block.head:
             out.append(block.head)
-        out.extend(block.indent + line.text for line in sorted(kept, key=lambda ln: ln.order))
+        out.extend(_render(block, kept))
     if not out and blocks:
         # Not even one line fits: as much of the most important one as fits.
         block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
