@@ -5,6 +5,7 @@ the owned writer releases each message once it is written."""
 
 from __future__ import annotations
 
+import io
 import json
 import weakref
 from collections.abc import Iterator
@@ -235,3 +236,24 @@ def test_an_interrupt_mid_stream_leaves_the_file_as_it_was(
     assert calls == 60
     assert target.read_bytes() == b"[1]\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chain.json"]
+
+
+def test_convert_that_fails_mid_stream_leaves_the_output_as_it_was(tmp_path: Path) -> None:
+    """The command line: many contents are streamed before the late system message
+    fails the Gemini encoding; ``-o`` keeps its bytes and no temporary file is left."""
+    from cast.cli import main
+
+    chain = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(200)
+    ]
+    chain.append({"role": "system", "content": "late"})
+    source = tmp_path / "chain.json"
+    source.write_text(json.dumps(chain), encoding="utf-8")
+    out = tmp_path / "out.json"
+    out.write_bytes(b"kept\n")
+    errors = io.StringIO()
+    argv = ["convert", str(source), "--to", "gemini", "--no-port", "-o", str(out)]
+    assert main(argv, stderr=errors) == 2
+    assert "messages[200]: Gemini takes a system instruction only" in errors.getvalue()
+    assert out.read_bytes() == b"kept\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chain.json", "out.json"]
