@@ -8,15 +8,20 @@ Two chains of about ``--megabytes`` MB of JSON are written to a temporary folder
 - **synthetic**: ``benchmarks.chains.build_chain`` (corpus-shaped), as an OpenAI Chat
   payload.
 
+``cast convert`` writes each of the providers' main formats (Gemini, OpenAI Chat,
+Anthropic, Bedrock), ``cast lint`` checks against Anthropic, ``csum summarize`` uses
+its defaults (offline extractive handler).
+
 Each command runs in a fresh interpreter (``benchmarks._rss``), which reports its peak
-resident set size (``getrusage``) and the RSS it had after importing chaincast; every
+resident set size (``VmHWM``) and the RSS it had after importing chaincast; every
 command writes to a file (``-o``), not to a terminal. Ratios: peak RSS / file size, and
 (peak - RSS after imports) / file size, the part that grows with the input. Goal: peak
 RSS <= 3x the file size for every command. The garbage collector stays on.
 
 Not measured: standard input or output instead of files, LLM handlers (the offline
-extractive handler stands in; a model call holds only its prompt), formats other than
-the two above, inputs with lone surrogates (they take the slower ``json`` path).
+extractive handler stands in; a model call holds only its prompt), input formats other
+than the two above, output formats other than the four above, inputs with lone
+surrogates (they take the slower ``json`` path).
 
 Run: python -m benchmarks.bench_memory [--megabytes 100] [--repeat 2]
 """
@@ -89,13 +94,21 @@ def synthetic_chain(megabytes: float) -> list[Any]:
     return openai.encode(messages)  # type: ignore[no-any-return]
 
 
+CONVERT_TARGETS = ("gemini", "openai", "anthropic", "bedrock")
+"""The formats ``cast convert`` writes in the benchmark (the providers' main APIs)."""
+
+
 def commands(chain: Path, out: Path) -> dict[str, list[str]]:
-    return {
+    runs = {
         "cast inspect": ["cast", "inspect", str(chain)],
         "cast lint": ["cast", "lint", str(chain), "--target", "anthropic"],
-        "cast convert": ["cast", "convert", str(chain), "--to", "gemini", "-o", str(out)],
-        "csum summarize": ["csum", "summarize", str(chain), "-q", "-o", str(out)],
     }
+    for target in CONVERT_TARGETS:
+        runs[f"cast convert --to {target}"] = [
+            "cast", "convert", str(chain), "--to", target, "-o", str(out)
+        ]
+    runs["csum summarize"] = ["csum", "summarize", str(chain), "-q", "-o", str(out)]
+    return runs
 
 
 def run(argv: list[str]) -> dict[str, float]:
@@ -118,7 +131,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--megabytes", type=float, default=100)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    parser.add_argument("--only", help="run only the commands whose name contains this")
+    parser.add_argument(
+        "--only", help="run only the commands whose name contains this (e.g. 'convert')"
+    )
     parser.add_argument("--chain", choices=("real", "synthetic"), help="run only this chain")
     args = parser.parse_args(argv)
 

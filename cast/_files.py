@@ -26,8 +26,10 @@ __all__ = ["DEFAULT_MAX_INPUT_BYTES", "InputTooLargeError", "read_bytes", "write
 DEFAULT_MAX_INPUT_BYTES = 1 << 30
 """Inputs larger than this (1 GiB) are refused unless the caller raises the limit."""
 
-_WRITE_BATCH = 1 << 20
-"""Encoded chunks are joined into writes of about this many characters."""
+_WRITE_BATCH = 1 << 16
+"""Encoded chunks are joined into writes of about this many characters. The chunks of
+``json``'s encoder are mostly a few characters each, so a batch holds about ten times
+its length in string objects: 1 Mi characters cost 11 MB, 64 Ki well under one."""
 
 
 class InputTooLargeError(OSError):

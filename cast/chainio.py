@@ -9,8 +9,8 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn, TextIO
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import pydantic_core
 import regex
@@ -20,6 +20,9 @@ from cast._gc import collector_paused
 from cast._streamjson import load_json_file
 from cast.errors import CodecError, InputError
 from cast.messages import Message
+
+if TYPE_CHECKING:
+    from cast.codecs._streaming import PayloadStream
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
@@ -34,7 +37,9 @@ __all__ = [
     "parse_size",
     "read_json",
     "run_console",
+    "write_chain",
     "write_json",
+    "write_owned_chain",
 ]
 
 
@@ -156,7 +161,61 @@ def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -
     bytes unless the whole new text was encoded and synced, so ``target`` may be the
     input file. Standard output gets the text only once it is completely encoded.
     """
-    chunks = _ENCODER.iterencode(payload)
+    _write_text(_ENCODER.iterencode(payload), target, stdout, "the output chain")
+
+
+def write_chain(
+    messages: Iterable[Message], fmt: str, target: str | None, stdout: TextIO | None = None
+) -> None:
+    """Write ``messages`` encoded in format ``fmt``: the same bytes as
+    ``write_json(encode_chain(messages, fmt), target, stdout)``.
+
+    The codecs of OpenAI Chat, Anthropic, Bedrock and Gemini encode a message at a
+    time: a file then gets each item of the payload as soon as it is encoded, so the
+    encoded chain is never whole in memory, and ``messages`` is read once, front to
+    back. The file is still replaced only once the whole chain was encoded and synced;
+    a chain that cannot be encoded leaves it as it was.
+    """
+    encode_stream = _stream_encoder(fmt)
+    if encode_stream is None:
+        write_json(encode_chain(messages, fmt), target, stdout)
+        return
+    from cast.codecs._common import iter_messages
+    from cast.codecs._streaming import iter_indented_json
+
+    chunks = iter_indented_json(encode_stream(iter_messages(messages)), _ENCODER)
+    _write_text(chunks, target, stdout, f"the chain converted to {fmt}")
+
+
+def write_owned_chain(
+    messages: list[Message], fmt: str, target: str | None, stdout: TextIO | None = None
+) -> None:
+    """:func:`write_chain` for a list the caller owns and will not read again: it is
+    emptied as it is encoded, each message released once its item is written, so the
+    messages and what is written never both stay whole in memory (the command lines'
+    converted chains)."""
+    write_chain(_ReleasingList.taking(messages), fmt, target, stdout)
+
+
+def _stream_encoder(fmt: str) -> Callable[[Iterable[Message]], PayloadStream] | None:
+    """The codec's item-by-item encoder, for the formats that have one."""
+    from cast.codecs import anthropic, bedrock, gemini, openai
+
+    encoders: dict[str, Callable[[Iterable[Message]], PayloadStream]] = {
+        "openai": openai._encode_stream,
+        "anthropic": anthropic._encode_stream,
+        "bedrock": bedrock._encode_stream,
+        "gemini": gemini._encode_stream,
+    }
+    return encoders.get(fmt.lower().replace("-", "_"))
+
+
+def _write_text(
+    chunks: Iterator[str], target: str | None, stdout: TextIO | None, what: str
+) -> None:
+    """Write the text ``chunks`` and a final line break to ``target`` (a file, written
+    atomically) or standard output (once the text is whole); ``what`` names the value
+    in the error raised when it nests too deeply."""
     to_stdout = target is None or target == "-"
     try:
         if to_stdout:
@@ -168,7 +227,7 @@ def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -
             assert target is not None
             write_atomic(target, itertools.chain(chunks, ("\n",)))
     except RecursionError as exc:
-        raise _too_deep("the output chain") from exc
+        raise _too_deep(what) from exc
     except UnicodeEncodeError as exc:
         where = "standard output" if to_stdout else target
         raise InputError(
@@ -279,7 +338,7 @@ class _ReleasingList(list[Any]):
             del item
 
 
-def encode_chain(messages: Sequence[Message], fmt: str) -> Any:
+def encode_chain(messages: Iterable[Message], fmt: str) -> Any:
     """The payload of ``messages`` in format ``fmt``."""
     codec = _codec(fmt)
     try:

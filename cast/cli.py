@@ -16,13 +16,12 @@ from cast.ast import BodyPairType, ChainAST
 from cast.chainio import (
     add_input_limit_argument,
     decode_owned_chain,
-    encode_chain,
     format_size,
     known_formats,
     one_line,
     read_json,
     run_console,
-    write_json,
+    write_owned_chain,
 )
 from cast.errors import ChainError
 from cast.messages import Message, ToolCall
@@ -153,7 +152,9 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
             # The input's format names the provider that produced its reasoning.
             source = _provider_of_format(detected)
             messages = port(messages, target, source=source)
-    write_json(encode_chain(messages, args.target), args.output, out)
+    # Written as it is encoded, each message released once written: the chain and its
+    # encoded text are never both whole in memory.
+    write_owned_chain(messages, args.target, args.output, out)
     return EXIT_OK
 
 

@@ -95,8 +95,21 @@ Base64Bytes: TypeAlias = Annotated[
 ]
 
 
+_SHARED_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+"""One set per distinct combination of field names given (a few per class)."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # pydantic gives every instance a set of the fields it was given: over 200
+        # bytes each, a tenth of a decoded chain. Equal sets are shared instead (never
+        # changed in place: the models are frozen, as the fast path's instances are).
+        fields = self.__pydantic_fields_set__
+        shared = _SHARED_FIELDS_SETS.setdefault(frozenset(fields), fields)
+        if shared is not fields:
+            object.__setattr__(self, "__pydantic_fields_set__", shared)
 
     def evolve(self, **changes: Any) -> Self:
         """A copy with some fields changed, without running pydantic again.
@@ -292,6 +305,7 @@ class Message(_Frozen):
     parts: tuple[Part, ...] = ()
 
     def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
         # Computed once while the message is built: the AST reads it for free.
         self.__dict__["size"] = sum(map(part_size, self.parts))
 

@@ -270,3 +270,20 @@ def test_messages_are_hashable_by_value() -> None:
     assert first == second
     assert hash(first) == hash(second)
     assert len({first, second, Message.human("other")}) == 2
+
+
+def test_equal_fields_sets_are_shared_and_still_say_what_was_given() -> None:
+    """Each built instance would own a 200-byte set of the fields it was given; equal
+    sets are shared, and copies still get their own."""
+    first, second = TextPart(text="a"), TextPart(text="b")
+    with_reasoning = TextPart(text="c", reasoning=None)
+    assert first.model_fields_set == {"text"}
+    assert with_reasoning.model_fields_set == {"text", "reasoning"}
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__
+    copied = first.model_copy(update={"reasoning": Reasoning(content="why")})
+    assert copied.model_fields_set == {"text", "reasoning"}
+    assert first.model_fields_set == {"text"} == second.model_fields_set
+    messages = [Message.model_validate({"role": "human", "parts": []}) for _ in range(2)]
+    assert messages[0].__pydantic_fields_set__ is messages[1].__pydantic_fields_set__
+    assert messages[0].model_fields_set == {"role", "parts"}
+    assert messages[0].size == 0

@@ -11,12 +11,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from cast._json import loads_strict
+from cast.codecs._streaming import PayloadStream
 from cast.errors import CodecError
 from cast.messages import Message, ProviderPart, Role
 
@@ -31,6 +32,7 @@ __all__ = [
     "encode_user_turns",
     "error",
     "fail",
+    "iter_messages",
     "json_type",
     "parse_data_url",
     "provider_block",
@@ -202,30 +204,35 @@ def provider_block(part: ProviderPart, provider: str, path: str, index: int) -> 
 def as_messages(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
     """The messages to encode: Messages pass through, dicts (the native JSON form)
     are validated; a bad one raises :class:`CodecError`."""
-    out: list[Message] = []
+    return list(iter_messages(messages))
+
+
+def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Message]:
+    """:func:`as_messages` one message at a time, each validated as it is reached (the
+    command lines' streamed encoding holds no list of them)."""
     for index, item in enumerate(messages):
         if type(item) is Message:
-            out.append(item)
+            yield item
             continue
         if isinstance(item, Message):
-            out.append(item)
+            yield item
             continue
         if not isinstance(item, dict):
             fail(f"messages[{index}]", "a Message or its dict", item, index)
         try:
-            out.append(Message.model_validate(item))
+            message = Message.model_validate(item)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise CodecError(first["msg"], path=f"messages[{index}].{where}", index=index) from exc
-    return out
+        yield message
 
 
 Blocks = list[dict[str, Any]]
 
 
 def encode_user_turns(
-    messages: Iterable[Message | dict[str, Any]],
+    messages: Iterable[Message],
     *,
     api: str,
     results: Callable[[Message, int, Blocks], None],
@@ -234,10 +241,11 @@ def encode_user_turns(
     assistant: Callable[[Message, int], Any],
     system: Callable[[Message], Any],
     late_system: Callable[[Message, int], Any] | None = None,
-) -> tuple[Blocks, Any]:
-    """The ``messages`` list and system value of APIs that carry tool results in user
-    turns (Anthropic, Bedrock): consecutive TOOL messages share one user turn, results
-    first, and a HUMAN message right after them joins it; the system prompt is hoisted.
+) -> PayloadStream:
+    """The request body ``{"messages": [...], "system"?: ...}`` of APIs that carry tool
+    results in user turns (Anthropic, Bedrock): consecutive TOOL messages share one
+    user turn, results first, and a HUMAN message right after them joins it; the system
+    prompt is hoisted. Turns come one at a time (see :mod:`cast.codecs._streaming`).
 
     ``results`` appends one TOOL message's result blocks to the turn; ``human`` gives a
     user turn's content, ``human_blocks`` the blocks a HUMAN message adds to a results
@@ -245,36 +253,49 @@ def encode_user_turns(
     ``late_system``, where the API takes them, the content of a ``role: "system"``
     message for a SYSTEM message after the first (else such a message is an error).
     """
-    out: Blocks = []
-    system_value: Any = None
-    tool_turn: Blocks | None = None  # the user turn of the latest results
-    for i, message in enumerate(as_messages(messages)):
-        role = message.role
-        if role is Role.TOOL:
-            if tool_turn is None:
-                tool_turn = []
-                out.append({"role": "user", "content": tool_turn})
-            results(message, i, tool_turn)
-            continue
-        if role is Role.HUMAN:
-            if tool_turn is not None and message.parts:
-                tool_turn.extend(human_blocks(message, i))
+    tail: dict[str, Any] = {}
+
+    def turns() -> Iterator[dict[str, Any]]:
+        tool_turn: Blocks | None = None  # the blocks of the latest results turn
+        held: dict[str, Any] | None = None  # that turn, until no message can join it
+        for i, message in enumerate(messages):
+            role = message.role
+            if role is Role.TOOL:
+                if tool_turn is None:
+                    tool_turn = []
+                    held = {"role": "user", "content": tool_turn}
+                results(message, i, tool_turn)
+                continue
+            turn: dict[str, Any] | None = None
+            if role is Role.HUMAN:
+                if tool_turn is not None and message.parts:
+                    tool_turn.extend(human_blocks(message, i))
+                else:
+                    turn = {"role": "user", "content": human(message, i)}
+            elif role is Role.AI:
+                turn = {"role": "assistant", "content": assistant(message, i)}
+            elif i != 0 and late_system is not None:
+                turn = {"role": "system", "content": late_system(message, i)}
             else:
-                out.append({"role": "user", "content": human(message, i)})
-        elif role is Role.AI:
-            out.append({"role": "assistant", "content": assistant(message, i)})
-        elif i != 0 and late_system is not None:
-            out.append({"role": "system", "content": late_system(message, i)})
-        else:
-            if i != 0:
-                fail(
-                    f"messages[{i}]",
-                    f"{api} takes a system prompt only before the first message",
-                    index=i,
-                )
-            system_value = system(message)
-        tool_turn = None
-    return out, system_value
+                if i != 0:
+                    fail(
+                        f"messages[{i}]",
+                        f"{api} takes a system prompt only before the first message",
+                        index=i,
+                    )
+                value = system(message)
+                if value is not None:
+                    tail["system"] = value
+            if held is not None:
+                yield held
+                held = None
+            if turn is not None:
+                yield turn
+            tool_turn = None
+        if held is not None:
+            yield held
+
+    return PayloadStream("messages", turns(), tail)
 
 
 def messages_and_system(payload: object) -> tuple[list[Any], object]:

@@ -24,6 +24,7 @@ from typing import Any
 from cast._fast import trusted_message
 from cast.codecs._common import (
     args_object,
+    as_messages,
     b64decode,
     b64encode,
     dumps_compact,
@@ -35,6 +36,7 @@ from cast.codecs._common import (
     provider_part,
     signature_text,
 )
+from cast.codecs._streaming import PayloadStream
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -330,7 +332,12 @@ def _decode_result(block: dict[str, Any], where: str, i: int, names: dict[str, s
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
     """A Messages API request body ``{"system"?: ..., "messages": [...]}``; a SYSTEM
     message after the first goes inside ``messages`` with ``role: "system"``."""
-    out, system = encode_user_turns(
+    return _encode_stream(as_messages(messages)).whole()
+
+
+def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
+    """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
+    return encode_user_turns(
         messages,
         api="the Messages API",
         results=_encode_results,
@@ -340,10 +347,6 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
         system=_encode_system,
         late_system=_encode_user,
     )
-    payload: dict[str, Any] = {"messages": out}
-    if system is not None:
-        payload["system"] = system
-    return payload
 
 
 def _encode_system(message: Message) -> str | list[dict[str, Any]]:

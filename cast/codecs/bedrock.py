@@ -27,6 +27,7 @@ from typing import Any
 from cast._fast import trusted_message
 from cast.codecs._common import (
     args_object,
+    as_messages,
     b64decode,
     b64encode,
     dumps_compact,
@@ -39,6 +40,7 @@ from cast.codecs._common import (
     provider_part,
     signature_text,
 )
+from cast.codecs._streaming import PayloadStream
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from cast.messages import (
     BinaryPart,
@@ -339,7 +341,12 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
     """A Converse request body ``{"system"?: [...], "messages": [...]}``."""
-    out, system = encode_user_turns(
+    return _encode_stream(as_messages(messages)).whole()
+
+
+def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
+    """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
+    return encode_user_turns(
         messages,
         api="Converse",
         results=_encode_results,
@@ -348,10 +355,6 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
         assistant=_encode_blocks,
         system=_encode_system,
     )
-    payload: dict[str, Any] = {"messages": out}
-    if system is not None:
-        payload["system"] = system
-    return payload
 
 
 def _encode_system(message: Message) -> list[dict[str, Any]]:

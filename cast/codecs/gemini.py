@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import mimetypes
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cast._fast import trusted_message
@@ -42,6 +42,7 @@ from cast.codecs._common import (
     provider_part,
     signature_text,
 )
+from cast.codecs._streaming import PayloadStream
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
 from cast.ids import TemplateLike, as_template
 from cast.messages import (
@@ -415,39 +416,50 @@ def encode(
     With ``include_ids=False`` calls and responses go without ``id`` (Gemini 2.x and
     Vertex AI endpoints that reject it); responses then pair with calls by order.
     """
-    contents: list[dict[str, Any]] = []
-    system: dict[str, Any] | None = None
-    tool_turn: list[dict[str, Any]] | None = None  # parts of the open response turn
-    for i, message in enumerate(as_messages(messages)):
-        role = message.role
-        if role is _TOOL:
-            if tool_turn is None:
-                tool_turn = []
-                contents.append({"role": "user", "parts": tool_turn})
-            _encode_results(message, i, include_ids, tool_turn)
-            continue
-        if role is _HUMAN:
-            if tool_turn is not None and message.parts:
-                tool_turn.extend(_encode_user_parts(message, i))
+    return _encode_stream(as_messages(messages), include_ids=include_ids).whole()
+
+
+def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> PayloadStream:
+    """:func:`encode`, one content at a time (the command lines write it as it comes)."""
+    tail: dict[str, Any] = {}
+
+    def contents() -> Iterator[dict[str, Any]]:
+        tool_turn: list[dict[str, Any]] | None = None  # parts of the open response turn
+        held: dict[str, Any] | None = None  # that turn, until no message can join it
+        for i, message in enumerate(messages):
+            role = message.role
+            if role is _TOOL:
+                if tool_turn is None:
+                    tool_turn = []
+                    held = {"role": "user", "parts": tool_turn}
+                _encode_results(message, i, include_ids, tool_turn)
+                continue
+            content: dict[str, Any] | None = None
+            if role is _HUMAN:
+                if tool_turn is not None and message.parts:
+                    tool_turn.extend(_encode_user_parts(message, i))
+                else:
+                    content = {"role": "user", "parts": _encode_user_parts(message, i)}
+            elif role is _AI:
+                content = {"role": "model", "parts": _encode_model_parts(message, i, include_ids)}
             else:
-                contents.append({"role": "user", "parts": _encode_user_parts(message, i)})
-        elif role is _AI:
-            contents.append(
-                {"role": "model", "parts": _encode_model_parts(message, i, include_ids)}
-            )
-        else:
-            if i != 0:
-                fail(
-                    f"messages[{i}]",
-                    "Gemini takes a system instruction only before the first message",
-                    index=i,
-                )
-            system = {"parts": _encode_system_parts(message)}
-        tool_turn = None
-    payload: dict[str, Any] = {"contents": contents}
-    if system is not None:
-        payload["systemInstruction"] = system
-    return payload
+                if i != 0:
+                    fail(
+                        f"messages[{i}]",
+                        "Gemini takes a system instruction only before the first message",
+                        index=i,
+                    )
+                tail["systemInstruction"] = {"parts": _encode_system_parts(message)}
+            if held is not None:
+                yield held
+                held = None
+            if content is not None:
+                yield content
+            tool_turn = None
+        if held is not None:
+            yield held
+
+    return PayloadStream("contents", contents(), tail)
 
 
 def _encode_system_parts(message: Message) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ listed in ``docs/codecs.md``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cast._fast import trusted_message
@@ -28,6 +28,7 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
 )
+from cast.codecs._streaming import PayloadStream
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -303,18 +304,35 @@ def encode(
     ``tool_names`` every tool message carries its function ``name`` (as Mistral
     requires); OpenAI itself only needs ``tool_call_id``.
     """
-    out: list[dict[str, Any]] = []
-    for i, message in enumerate(as_messages(messages)):
-        role = message.role
-        if role is _AI:
-            out.append(_encode_assistant(message, i, reasoning_field))
-        elif role is _TOOL:
-            _encode_tool(message, i, tool_names, out)
-        elif role is _HUMAN:
-            out.append({"role": "user", "content": _encode_content(message, i, media=True)})
-        else:
-            out.append({"role": "system", "content": _encode_content(message, i, media=False)})
-    return {"messages": out}
+    return _encode_stream(
+        as_messages(messages), reasoning_field=reasoning_field, tool_names=tool_names
+    ).whole()
+
+
+def _encode_stream(
+    messages: Iterable[Message],
+    *,
+    reasoning_field: str = "reasoning_content",
+    tool_names: bool = True,
+) -> PayloadStream:
+    """:func:`encode`, one message at a time (the command lines write it as it comes)."""
+
+    def items() -> Iterator[dict[str, Any]]:
+        out: list[dict[str, Any]] = []  # a tool message gives one item per result
+        for i, message in enumerate(messages):
+            role = message.role
+            if role is _AI:
+                yield _encode_assistant(message, i, reasoning_field)
+            elif role is _TOOL:
+                _encode_tool(message, i, tool_names, out)
+                yield from out
+                out.clear()
+            elif role is _HUMAN:
+                yield {"role": "user", "content": _encode_content(message, i, media=True)}
+            else:
+                yield {"role": "system", "content": _encode_content(message, i, media=False)}
+
+    return PayloadStream("messages", items())
 
 
 def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict[str, Any]]:

@@ -1,0 +1,79 @@
+"""Encoded payloads handed out a top-level item at a time, and their indented JSON text.
+
+A provider's request body is one long list (``messages``, ``contents``) plus a few
+small members. The codecs that build it in one pass produce it as a
+:class:`PayloadStream`: ``encode`` collects the whole payload from it, while the
+command lines write each item as it comes (:func:`iter_indented_json`), so the
+encoded chain is never whole in memory next to the messages it came from. Both give
+the same JSON, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["PayloadStream", "iter_indented_json"]
+
+
+@dataclass(slots=True)
+class PayloadStream:
+    """A request body whose list comes item by item.
+
+    ``key`` names the member holding the list, its first; ``tail`` holds the members
+    after it, complete only once ``items`` is exhausted (a system prompt is met while
+    the messages are encoded).
+    """
+
+    key: str
+    items: Iterator[Any]
+    tail: dict[str, Any] = field(default_factory=dict)
+
+    def whole(self) -> dict[str, Any]:
+        """The payload as one value: what ``encode`` returns."""
+        items = list(self.items)
+        return {self.key: items, **self.tail}
+
+
+def iter_indented_json(stream: PayloadStream, encoder: json.JSONEncoder) -> Iterator[str]:
+    """The text ``encoder.iterencode(stream.whole())`` gives, for an ``encoder`` with an
+    ``indent``, in chunks; each item is encoded (and can be freed) before the next is
+    made.
+
+    An item is encoded on its own and indented by prefixing every line break of its
+    text: ``json`` escapes the line breaks inside strings, so each one left separates
+    members.
+    """
+    indent = encoder.indent
+    if indent is None:
+        raise ValueError("iter_indented_json needs an encoder with an indent")
+    step = indent if isinstance(indent, str) else " " * indent
+    yield "{\n" + step + _key(stream.key, encoder)
+    yield from _list(stream.items, encoder, step, step)
+    for key, value in stream.tail.items():
+        yield encoder.item_separator + "\n" + step + _key(key, encoder)
+        yield from _indented(value, encoder, "\n" + step)
+    yield "\n}"
+
+
+def _key(key: str, encoder: json.JSONEncoder) -> str:
+    return json.dumps(key, ensure_ascii=encoder.ensure_ascii) + encoder.key_separator
+
+
+def _list(items: Iterator[Any], encoder: json.JSONEncoder, step: str, level: str) -> Iterator[str]:
+    """A list at indentation ``level`` (the text before its closing bracket)."""
+    inner = "\n" + level + step
+    separator = encoder.item_separator + inner
+    first = True
+    for item in items:
+        yield ("[" + inner) if first else separator
+        first = False
+        yield from _indented(item, encoder, inner)
+    yield "[]" if first else "\n" + level + "]"
+
+
+def _indented(value: Any, encoder: json.JSONEncoder, line_break: str) -> Iterator[str]:
+    for chunk in encoder.iterencode(value):
+        yield chunk.replace("\n", line_break)
