@@ -17,6 +17,7 @@ from cast.messages import (
     BinaryPart,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -118,6 +119,19 @@ def test_marshal_shape(message: Message, wire: dict[str, Any]) -> None:
 def test_unmarshal_rules(wire: dict[str, Any], parts: tuple[Any, ...]) -> None:
     (message,) = langchaingo.decode([wire])
     assert message.parts == parts
+
+
+def test_a_provider_block_is_a_codec_error_naming_the_part() -> None:
+    # langchaingo has no opaque block: a kept Anthropic block must be ported first.
+    block = ProviderPart(provider="anthropic", kind="tool_reference", data='{"type":"x"}')
+    chain = [
+        Message.human("find it"),
+        Message.from_parts(Role.AI, (TextPart(text="looking"), block)),
+    ]
+    with pytest.raises(
+        CodecError, match=r"messages\[1\]\.parts\[1\].*anthropic's 'tool_reference'"
+    ):
+        langchaingo.encode(chain)
 
 
 def test_generic_and_function_roles() -> None:

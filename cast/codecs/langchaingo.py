@@ -38,6 +38,7 @@ from cast.messages import (
     BinaryPart,
     ImagePart,
     Message,
+    ProviderPart,
     Reasoning,
     Role,
     TextPart,
@@ -174,13 +175,15 @@ def _decode_part(part: object, i: int, j: int) -> Any:
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
     """The JSON ``json.Marshal`` gives for the equivalent ``[]llms.MessageContent``."""
     out: list[dict[str, Any]] = []
-    for message in as_messages(messages):
+    for i, message in enumerate(as_messages(messages)):
         role = _WIRE_ROLES[message.role]
         parts = message.parts
         if len(parts) == 1 and type(parts[0]) is TextPart and not _reasoning(parts[0].reasoning):
             out.append({"role": role, "text": parts[0].text})
         else:
-            out.append({"role": role, "parts": [_encode_part(p) for p in parts]})
+            out.append(
+                {"role": role, "parts": [_encode_part(p, i, j) for j, p in enumerate(parts)]}
+            )
     return out
 
 
@@ -195,7 +198,14 @@ def _reasoning(reasoning: Reasoning | None) -> dict[str, str] | None:
     return out or None
 
 
-def _encode_part(part: Any) -> dict[str, Any]:
+def _encode_part(part: Any, i: int, j: int) -> dict[str, Any]:
+    if isinstance(part, ProviderPart):  # langchaingo has no opaque block to carry it
+        fail(
+            f"messages[{i}].parts[{j}]",
+            f"{part.provider}'s {part.kind!r} block cannot be sent to langchaingo "
+            "(port the chain to turn it into text)",
+            index=i,
+        )
     if isinstance(part, TextPart):
         out: dict[str, Any] = {"type": "text", "text": part.text}
         reasoning = _reasoning(part.reasoning)
