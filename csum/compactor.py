@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -880,19 +880,28 @@ def _is_note(message: Message) -> bool:
     )
 
 
+def _evicted(
+    sections: Sequence[Section], k: int, p: int
+) -> Iterator[tuple[Message | None, tuple[BodyPair, ...]]]:
+    """(question, pairs) of every turn before pair ``p`` of section ``k``, in chain
+    order; the note opening an earlier summary is no question."""
+    for index in range(k + 1):
+        section = sections[index]
+        body = section.body if index < k else section.body[:p]
+        if index == k and not body:
+            return
+        human = section.header.human_message
+        yield (human if human is not None and not _is_note(human) else None), body
+
+
 def _replaced(sections: Sequence[Section], k: int, p: int, frozen_ids: set[int]) -> list[Message]:
     """The messages before pair ``p`` of section ``k`` that a compaction takes out of
     the chain, in chain order: the questions (not the note opening an earlier summary)
     and every pair not carried as a frozen summary (dropped summaries included)."""
     out: list[Message] = []
-    for index in range(k + 1):
-        section = sections[index]
-        body = section.body if index < k else section.body[:p]
-        if index == k and not body:
-            break
-        human = section.header.human_message
-        if human is not None and not _is_note(human):
-            out.append(human)
+    for question, body in _evicted(sections, k, p):
+        if question is not None:
+            out.append(question)
         for pair in body:
             if id(pair) not in frozen_ids:
                 out.extend(pair.messages())
@@ -903,18 +912,11 @@ def _turns(
     sections: Sequence[Section], k: int, p: int, skipped: set[int]
 ) -> list[tuple[Message | None, list[Message]]]:
     """What a compaction summarizes, by turn: (question, messages of its pairs not in
-    ``skipped``) before pair ``p`` of section ``k``; the note opening an earlier
-    summary is no question."""
-    out: list[tuple[Message | None, list[Message]]] = []
-    for index in range(k + 1):
-        section = sections[index]
-        body = section.body if index < k else section.body[:p]
-        if index == k and not body:
-            break
-        human = section.header.human_message
-        question = human if human is not None and not _is_note(human) else None
-        out.append((question, messages_of([pair for pair in body if id(pair) not in skipped])))
-    return out
+    ``skipped``) before pair ``p`` of section ``k``."""
+    return [
+        (question, messages_of([pair for pair in body if id(pair) not in skipped]))
+        for question, body in _evicted(sections, k, p)
+    ]
 
 
 def _split_archive_line(text: str) -> tuple[str, str]:

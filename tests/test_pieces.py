@@ -79,20 +79,6 @@ def built_chain(turns: int, result_bytes: int, *, astral: bool = False) -> list[
     return chain
 
 
-def contents(messages: Sequence[Message]) -> str:
-    """Every text, argument and result of ``messages``, concatenated."""
-    out: list[str] = []
-    for message in messages:
-        for part in message.parts:
-            if isinstance(part, ToolResult):
-                out.append(part.content)
-            elif isinstance(part, ToolCall):
-                out.append(part.arguments)
-            elif hasattr(part, "text"):
-                out.append(part.text)
-    return "".join(out)
-
-
 def turns_of(messages: Sequence[Message]) -> list[tuple[Message | None, list[Message]]]:
     ast = ChainAST.from_messages(messages, repair=True)
     return [
