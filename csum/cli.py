@@ -29,6 +29,7 @@ from cast import (
     IdTemplate,
     Message,
     open_with_human,
+    utf8_len,
 )
 from cast.chainio import (
     add_input_limit_argument,
@@ -387,7 +388,7 @@ def _compact(
     async def reporting(prompt: str) -> str:
         summary = await handler(prompt)
         sent[0] += 1
-        sent[1] += len(prompt.encode("utf-8", "surrogatepass"))
+        sent[1] += utf8_len(prompt)
         progress(sent[0], sent[1])
         return summary
 

@@ -145,6 +145,11 @@ class _Meter:
         return sum(map(self, messages))
 
     def all_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens of ``messages`` (for the events); with a byte budget they are counted
+        without being cached, so the cache does not hold an entry per message of the
+        whole chain for a figure read once."""
+        if self.unit == "bytes":
+            return sum(map(self.counter.count, messages))
         return sum(map(self.tokens, messages))
 
     def rotate(self) -> None:
