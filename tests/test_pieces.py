@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import tracemalloc
 from collections.abc import Sequence
+from pathlib import Path
 
 import anyio
 import pytest
@@ -19,12 +20,14 @@ from hypothesis import strategies as st
 from cast import ChainAST, Message, Role, TextPart, ToolCall, ToolResult
 from cast.chainio import decode_chain
 from conftest import CLAUDE_CODE
-from csum import Compactor, SummarizationError
+from csum import Compactor, HistoryArchive, SummarizationError, SummaryCache
 from csum._calls import HandlerCalls
 from csum._pieces import prompt_bound, split_into_pieces, summarize_in_pieces
 from csum._robust import ledger
+from csum.archive import archived_references, message_search_text
 from csum.handlers import extractive
 from csum.prompt import messages_to_prompt, parse_prompt
+from csum.stores import open_store
 
 SESSION = CLAUDE_CODE / "claudecode_spotter_8463c716.json"
 """The largest Claude Code session of the corpus (about 0.7 MB of messages)."""
@@ -338,3 +341,36 @@ def test_compaction_memory_does_not_hold_one_prompt_of_everything() -> None:
     pieces = peak(64 * 1024)
     assert whole > 4 * chain_bytes  # the measure sees the single prompt ...
     assert pieces < chain_bytes / 2  # ... and pieces hold a fraction of it
+
+
+@pytest.mark.anyio
+async def test_pieces_archive_one_batch_and_are_cached_one_by_one(tmp_path: Path) -> None:
+    """With an archive the whole evicted part is one batch named once by the final
+    summary; with a cache each piece and merge is stored under its own prompt, so the
+    same compaction again makes no handler call (SQLite files, both real)."""
+    chain = built_chain(150, 2000)
+    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    cache = SummaryCache(open_store(str(tmp_path / "cache.sqlite")), handler_id="recorder")
+    handler = Recorder()
+
+    def compactor() -> Compactor:
+        return Compactor(
+            handler, budget=20_000, max_prompt_bytes=16_384, archive=archive, cache=cache
+        )
+
+    first = await compactor().run(chain)
+    calls = len(handler.prompts)
+    assert calls > 3
+    (event,) = first.events
+    summaries = [m for m in first.messages if "[archived: " in message_search_text(m)]
+    assert len(summaries) == 1
+    (reference,) = archived_references(message_search_text(summaries[0]))
+    recalled = await archive.recall(reference)
+    assert len(recalled) == event.archived_messages
+    assert all(message in chain for message in recalled)
+    second = await compactor().run(chain)
+    assert len(handler.prompts) == calls  # every piece and merge came from the cache
+    assert second.events[0].cache_hits == calls
+    ChainAST.from_messages(second.messages)
+    await cache.aclose()
+    await archive.aclose()
