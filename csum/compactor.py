@@ -203,8 +203,10 @@ class Compactor:
 
     Handler robustness: ``timeout`` (seconds per call), ``retry`` (a
     :class:`~csum.handlers.RetryPolicy`), ``max_prompt_bytes`` (the handler's input
-    limit: longer prompts are split and merged, at most ``max_split_depth`` levels)
-    and ``fallback`` (a handler tried when the handler fails for good). A
+    limit: an evicted part larger than it is summarized in pieces that fit, at most
+    ``max_concurrency`` calls in flight, then merged, see :mod:`csum._pieces`; other
+    longer prompts are split and merged, at most ``max_split_depth`` levels) and
+    ``fallback`` (a handler tried when the handler fails for good). A
     :class:`RobustHandler` given as ``handler`` is used as it is.
 
     ``max_depth`` is the depth limit of summaries, ``cooldown_turns`` the calls after
