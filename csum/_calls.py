@@ -70,15 +70,16 @@ class HandlerCalls:
         they are summarized).
         """
         prompt = messages_to_prompt(human_messages, ai_messages)
+        summary = await self.summarize_prompt(prompt, phase=phase, section=section)
+        if replaced is None:
+            replaced = ai_messages if ai_messages else human_messages
+        return await self.archived(summary, replaced)
+
+    async def summarize_prompt(self, prompt: str, *, phase: str, section: int) -> str:
+        """The summary of one prompt: from the cache when it has it, else the handler's."""
         if self.cache is None:
-            summary = await self.call_handler(prompt, phase=phase, section=section)
-        else:
-            summary = await self._cached(prompt, phase=phase, section=section)
-        if self.archive is not None:
-            if replaced is None:
-                replaced = ai_messages if ai_messages else human_messages
-            summary = await self._archived(summary, replaced)
-        return summary
+            return await self.call_handler(prompt, phase=phase, section=section)
+        return await self._cached(prompt, phase=phase, section=section)
 
     async def _cached(self, prompt: str, *, phase: str, section: int) -> str:
         """The summary from the cache, or from the handler (then stored)."""
@@ -88,9 +89,11 @@ class HandlerCalls:
         self.cache_hits += hit
         return summary
 
-    async def _archived(self, summary: str, replaced: Sequence[Message]) -> str:
-        """Archive the messages the summary replaces; the summary naming their batch."""
-        assert self.archive is not None
+    async def archived(self, summary: str, replaced: Sequence[Message]) -> str:
+        """With an archive: archive the messages the summary replaces, and return the
+        summary naming their batch. Without one: the summary as it is."""
+        if self.archive is None:
+            return summary
         line = await self.archive.add_summarized(replaced, self.events.append)
         return summary if line is None else f"{summary}\n{line}"
 

@@ -29,6 +29,7 @@ from cast import (
     IdTemplate,
     Message,
     open_with_human,
+    utf8_len,
 )
 from cast.chainio import (
     add_input_limit_argument,
@@ -43,6 +44,7 @@ from cast.chainio import (
     write_json,
 )
 from csum._calls import SummarizeHandler
+from csum._robust import MIN_PROMPT_BYTES
 from csum.archive import HistoryArchive
 from csum.budget import Budget
 from csum.cache import SummaryCache
@@ -58,6 +60,11 @@ __all__ = ["EXAMPLE", "entrypoint", "main", "main_parser"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+
+DEFAULT_MAX_PROMPT_BYTES = 1 << 20
+"""Largest prompt ``csum summarize --budget`` sends by default: what is evicted beyond
+it is summarized in pieces, then merged, so memory does not grow with one prompt of the
+whole input (and a model's context window is not exceeded)."""
 
 EXAMPLE = "claude_code_session.json"
 """The bundled example: a real Claude Code sub-agent session (Anthropic Messages format)."""
@@ -90,6 +97,11 @@ def main_parser() -> argparse.ArgumentParser:
     )
     summarize.add_argument(
         "--tokens", action="store_true", help="--budget is a number of tokens (estimated)"
+    )
+    summarize.add_argument(
+        "--max-prompt-bytes",
+        help="with --budget: largest prompt sent to the handler (default "
+        f"{format_size(DEFAULT_MAX_PROMPT_BYTES)}); more is summarized in pieces, then merged",
     )
     summarize.add_argument(
         "--target-ratio",
@@ -189,16 +201,33 @@ def _budget(args: argparse.Namespace) -> Budget:
             raise ValueError(
                 f"{option} applies to the reference algorithm: use it with --last-section-budget"
             )
-    if args.max_concurrency is not None:
-        raise ValueError(
-            "--max-concurrency applies to --last-section-budget (--budget makes one call)"
-        )
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        raise ValueError("--max-concurrency must be at least 1")
     text = args.budget or "50KiB"
     if args.tokens:
         if not text.isdigit() or int(text) < 1:
             raise ValueError(f"invalid token budget {text!r}: use a positive whole number")
         return Budget.tokens(int(text))
     return Budget.bytes(parse_size(text))
+
+
+def _max_prompt_bytes(args: argparse.Namespace) -> int:
+    if args.max_prompt_bytes is None:
+        return DEFAULT_MAX_PROMPT_BYTES
+    limit = parse_size(args.max_prompt_bytes)
+    if limit < MIN_PROMPT_BYTES:
+        raise ValueError(f"--max-prompt-bytes must be at least {MIN_PROMPT_BYTES}, got {limit}")
+    return limit
+
+
+def _piece_concurrency(args: argparse.Namespace) -> int:
+    """Calls in flight when ``--budget`` summarizes in pieces: as given, else 1 for the
+    offline handler (CPU-bound: concurrent calls only hold more prompts in memory and
+    contend for the interpreter) and 4 for a model."""
+    if args.max_concurrency is not None:
+        return int(args.max_concurrency)
+    offline = args.handler.strip().partition(":")[0].lower() == "extractive"
+    return 1 if offline else 4
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, str]:
@@ -359,7 +388,7 @@ def _compact(
     async def reporting(prompt: str) -> str:
         summary = await handler(prompt)
         sent[0] += 1
-        sent[1] += len(prompt.encode("utf-8", "surrogatepass"))
+        sent[1] += utf8_len(prompt)
         progress(sent[0], sent[1])
         return summary
 
@@ -373,6 +402,8 @@ def _compact(
         target_ratio=args.target_ratio,
         target=args.target,
         id_template=args.id_template,
+        max_prompt_bytes=_max_prompt_bytes(args),
+        max_concurrency=_piece_concurrency(args),
     )
 
     async def run() -> CompactionResult:
@@ -415,8 +446,11 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     if args.last_section_budget is None:
         _budget(args)  # usage errors before any work
+        _max_prompt_bytes(args)
     elif args.tokens:
         raise ValueError("--tokens applies to --budget")
+    elif args.max_prompt_bytes is not None:
+        raise ValueError("--max-prompt-bytes applies to --budget")
     if not 0 < args.target_ratio <= 1:
         raise ValueError(f"--target-ratio must be within (0, 1], got {args.target_ratio}")
     payload, origin = _load(args)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -67,6 +67,7 @@ from cast import (
 from csum._append import extends_validly
 from csum._calls import HandlerCalls, SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
+from csum._pieces import summarize_in_pieces
 from csum._retry import RetryPolicy
 from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle, summary_style
@@ -144,6 +145,11 @@ class _Meter:
         return sum(map(self, messages))
 
     def all_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens of ``messages`` (for the events); with a byte budget they are counted
+        without being cached, so the cache does not hold an entry per message of the
+        whole chain for a figure read once."""
+        if self.unit == "bytes":
+            return sum(map(self.counter.count, messages))
         return sum(map(self.tokens, messages))
 
     def rotate(self) -> None:
@@ -172,6 +178,9 @@ class _Plan:
     replaced: list[Message] = field(default_factory=list)
     """Every message the summary takes the place of, in chain order (what the history
     archive stores): the questions and pairs summarized, and dropped summaries."""
+    turns: list[tuple[Message | None, list[Message]]] = field(default_factory=list)
+    """``humans`` and ``summarized`` by turn, in chain order: (question, its messages),
+    for summaries made in pieces (:mod:`csum._pieces`)."""
 
 
 class Compactor:
@@ -194,8 +203,10 @@ class Compactor:
 
     Handler robustness: ``timeout`` (seconds per call), ``retry`` (a
     :class:`~csum.handlers.RetryPolicy`), ``max_prompt_bytes`` (the handler's input
-    limit: longer prompts are split and merged, at most ``max_split_depth`` levels)
-    and ``fallback`` (a handler tried when the handler fails for good). A
+    limit: an evicted part larger than it is summarized in pieces that fit, at most
+    ``max_concurrency`` calls in flight, then merged, see :mod:`csum._pieces`; other
+    longer prompts are split and merged, at most ``max_split_depth`` levels) and
+    ``fallback`` (a handler tried when the handler fails for good). A
     :class:`RobustHandler` given as ``handler`` is used as it is.
 
     ``max_depth`` is the depth limit of summaries, ``cooldown_turns`` the calls after
@@ -224,6 +235,7 @@ class Compactor:
         retry: RetryPolicy | None = None,
         max_prompt_bytes: int | None = None,
         max_split_depth: int = 3,
+        max_concurrency: int = 4,
         fallback: SummarizeHandler | None = None,
     ) -> None:
         if isinstance(budget, bool) or not isinstance(budget, int | Budget):
@@ -268,6 +280,7 @@ class Compactor:
                 retry=retry,
                 max_prompt_bytes=max_prompt_bytes,
                 max_split_depth=max_split_depth,
+                max_concurrency=max_concurrency,
                 fallback=fallback,
             )
         template_given = id_template is not None
@@ -468,13 +481,7 @@ class Compactor:
         text: str | None = None
         with ledger() as books:
             if plan.summarized or plan.humans:
-                text = await calls.summarize(
-                    plan.humans,
-                    plan.summarized,
-                    phase="compaction",
-                    section=plan.section,
-                    replaced=plan.replaced,
-                )
+                text = await self._summarize(calls, plan)
         out_ast, truncated, dropped, pair = self._assemble(ast, plan, text, size)
         out = out_ast.to_messages() if out_ast is not ast else chain
         reinserted = 0
@@ -508,6 +515,31 @@ class Compactor:
             event,
             issues=issues,
             started=started,
+        )
+
+    async def _summarize(self, calls: HandlerCalls, plan: _Plan) -> str:
+        """The summary of what ``plan`` evicts: one prompt when its messages fit the
+        handler's ``max_prompt_bytes`` (the robust handler still splits a prompt their
+        tags make too long), else pieces that fit, merged: the prompt of it all is
+        never built."""
+        limit = self.handler.max_prompt_bytes
+        evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
+        if limit is not None and evicted > limit:
+            text = await summarize_in_pieces(
+                calls,
+                plan.turns,
+                max_bytes=limit,
+                concurrency=self.handler.max_concurrency,
+                phase="compaction",
+                section=plan.section,
+            )
+            return await calls.archived(text, plan.replaced)
+        return await calls.summarize(
+            plan.humans,
+            plan.summarized,
+            phase="compaction",
+            section=plan.section,
+            replaced=plan.replaced,
         )
 
     async def _reinsert_new(self, result: CompactionResult) -> CompactionResult:
@@ -647,12 +679,15 @@ class Compactor:
         replaced = _replaced(sections, k, p, frozen_ids)
         frozen = [pair for pair in pairs if id(pair) in frozen_ids]
         gone = sum(1 for pair in pairs if id(pair) in dropped_ids)
-        live = [pair for pair in pairs if id(pair) not in frozen_ids | dropped_ids]
+        skipped = frozen_ids | dropped_ids
+        live = [pair for pair in pairs if id(pair) not in skipped]
         resummarized = [pair for pair in live if is_summarized(pair)]
         evicted = self._meter.total(
             [m for s in sections[:k] for m in s.messages() if m.role is not Role.SYSTEM]
         ) + self._meter.total(messages_of(sections[k].body[:p]))
-        return _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted, gone, replaced)
+        plan = _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted, gone, replaced)
+        plan.turns = _turns(sections, k, p, skipped)
+        return plan
 
     def _assemble(
         self, ast: ChainAST, plan: _Plan, text: str | None, size_before: int
@@ -852,23 +887,43 @@ def _is_note(message: Message) -> bool:
     )
 
 
+def _evicted(
+    sections: Sequence[Section], k: int, p: int
+) -> Iterator[tuple[Message | None, tuple[BodyPair, ...]]]:
+    """(question, pairs) of every turn before pair ``p`` of section ``k``, in chain
+    order; the note opening an earlier summary is no question."""
+    for index in range(k + 1):
+        section = sections[index]
+        body = section.body if index < k else section.body[:p]
+        if index == k and not body:
+            return
+        human = section.header.human_message
+        yield (human if human is not None and not _is_note(human) else None), body
+
+
 def _replaced(sections: Sequence[Section], k: int, p: int, frozen_ids: set[int]) -> list[Message]:
     """The messages before pair ``p`` of section ``k`` that a compaction takes out of
     the chain, in chain order: the questions (not the note opening an earlier summary)
     and every pair not carried as a frozen summary (dropped summaries included)."""
     out: list[Message] = []
-    for index in range(k + 1):
-        section = sections[index]
-        body = section.body if index < k else section.body[:p]
-        if index == k and not body:
-            break
-        human = section.header.human_message
-        if human is not None and not _is_note(human):
-            out.append(human)
+    for question, body in _evicted(sections, k, p):
+        if question is not None:
+            out.append(question)
         for pair in body:
             if id(pair) not in frozen_ids:
                 out.extend(pair.messages())
     return out
+
+
+def _turns(
+    sections: Sequence[Section], k: int, p: int, skipped: set[int]
+) -> list[tuple[Message | None, list[Message]]]:
+    """What a compaction summarizes, by turn: (question, messages of its pairs not in
+    ``skipped``) before pair ``p`` of section ``k``."""
+    return [
+        (question, messages_of([pair for pair in body if id(pair) not in skipped]))
+        for question, body in _evicted(sections, k, p)
+    ]
 
 
 def _question_key(messages: Sequence[Message]) -> str | None:

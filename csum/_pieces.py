@@ -1,0 +1,231 @@
+"""A summary of more than one bounded prompt can hold: the messages are cut into pieces
+whose prompts fit ``max_bytes``, each piece is summarized, then the summaries are merged.
+
+Why not render one prompt and split it (as :class:`~csum._robust.RobustHandler` does
+for prompts it is handed): a prompt is one Python string holding every message it
+summarizes verbatim, at 2 or 4 bytes per character once one character of it is beyond
+Latin-1 or the BMP, and a handler copies it again while reading it. On a 100 MB chain
+one prompt of everything evicted took 4x the file, the handler's copies as much again.
+Here the pieces are chosen from the messages' sizes, and a piece's prompt is rendered
+only when its call starts, so at most ``concurrency`` prompts are alive at any time.
+
+A piece's prompt is what :func:`~csum.prompt.messages_to_prompt` makes of its messages,
+with the questions of the turns it covers as context (the newest, within a quarter of
+``max_bytes``); a message too large for a piece alone is cut inside its texts. The
+summaries are merged by one more call on a prompt of the summaries as AI messages
+(as the robust handler merges its chunks), in rounds while they do not fit one prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+from cast import ImagePart, Message, Role, TextPart, ToolCall, ToolResult, utf8_len
+from csum._calls import HandlerCalls
+from csum._gather import gather
+from csum._robust import _books, _cut_message, _head
+from csum.prompt import INSTRUCTIONS, messages_to_prompt
+
+__all__ = ["Piece", "prompt_bound", "split_into_pieces", "summarize_in_pieces"]
+
+_MESSAGE_FRAME = 96
+"""Upper bound of a message's own tags in a prompt (index, role, marker suffixes)."""
+_PART_FRAME = 224
+"""Upper bound of one part's tags in a prompt (with its reasoning's), ids apart."""
+_FIXED = max(utf8_len(text) for text in INSTRUCTIONS.values()) + 512
+"""Upper bound of a prompt's instructions and block tags."""
+_ESCAPE_GROWTH = 5
+"""An id character is at most 6 in an attribute (``"`` as ``&quot;``): 5 more."""
+
+
+def prompt_bound(message: Message) -> int:
+    """An upper bound of the UTF-8 bytes ``message`` takes in a prompt (its size, its
+    tags, escaped ids; images and binary data count their whole size although the
+    prompt only names them)."""
+    bound = message.size + _MESSAGE_FRAME
+    for part in message.parts:
+        bound += _PART_FRAME
+        if type(part) is ToolCall:
+            bound += _ESCAPE_GROWTH * utf8_len(part.id)
+        elif type(part) is ToolResult:
+            bound += _ESCAPE_GROWTH * utf8_len(part.tool_call_id)
+        elif type(part) is ImagePart:
+            bound += utf8_len(part.url) // 4 + 64  # the placeholder: "[image URL, detail D]"
+    return bound
+
+
+@dataclass
+class Piece:
+    """The messages of one prompt: ``context`` (questions) and ``messages`` (summarized)."""
+
+    context: list[Message] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    used: int = 0
+    """Prompt bound of ``messages``."""
+
+    def prompt(self, max_context: int) -> str:
+        """The prompt of the piece, its context cut to ``max_context`` bytes."""
+        if not self.messages:  # only questions: they are what is summarized
+            return messages_to_prompt(self.context, [])
+        return messages_to_prompt(_cut_context(self.context, max_context), self.messages)
+
+
+def split_into_pieces(
+    turns: Sequence[tuple[Message | None, Sequence[Message]]], max_bytes: int
+) -> list[Piece]:
+    """Pieces whose prompts (their context cut to ``max_bytes // 4``) fit ``max_bytes``.
+
+    ``turns`` are (question, messages to summarize) in chain order. A piece holds
+    consecutive messages; its context is the question of the turn its first message
+    belongs to and those of the turns it reaches. When no turn has messages, the
+    questions themselves are cut into pieces (the prompt summarizes them).
+    """
+    room = max(512, max_bytes - _FIXED - max_bytes // 4)
+    if not any(messages for _, messages in turns):
+        questions = [question for question, _ in turns if question is not None]
+        return _question_pieces(questions, room)
+    pieces: list[Piece] = []
+    current = Piece()
+    question: Message | None = None
+    for asked, messages in turns:
+        if asked is not None:
+            question = asked
+            current.context.append(asked)
+        for message in messages:
+            for item in _fitting(message, room):
+                cost = prompt_bound(item)
+                if current.messages and current.used + cost > room:
+                    pieces.append(current)
+                    current = Piece(context=[question] if question is not None else [])
+                current.messages.append(item)
+                current.used += cost
+    if current.messages:
+        pieces.append(current)
+    elif pieces:  # questions after the last message: context of the last piece
+        pieces[-1].context.extend(m for m in current.context if m not in pieces[-1].context)
+    return pieces
+
+
+def _question_pieces(questions: Sequence[Message], room: int) -> list[Piece]:
+    """Pieces of questions alone (the prompt summarizes them; no context)."""
+    pieces: list[Piece] = []
+    current = Piece()
+    for question in questions:
+        for item in _fitting(question, room):
+            cost = prompt_bound(item)
+            if current.context and current.used + cost > room:
+                pieces.append(current)
+                current = Piece()
+            current.context.append(item)
+            current.used += cost
+    if current.context:
+        pieces.append(current)
+    return pieces
+
+
+def _fitting(message: Message, room: int) -> list[Message]:
+    """``message``, or pieces of its texts when its prompt bound exceeds ``room``."""
+    if prompt_bound(message) <= room:
+        return [message]
+    return _cut_message(message, max(256, room - _MESSAGE_FRAME - 2 * _PART_FRAME))
+
+
+def _cut_context(context: Sequence[Message], max_bytes: int) -> list[Message]:
+    """The newest questions whose prompt bounds fit ``max_bytes``, the oldest kept one
+    cut to the room left."""
+    kept: list[Message] = []
+    room = max_bytes
+    for message in reversed(context):
+        cost = prompt_bound(message)
+        if cost <= room:
+            kept.append(message)
+            room -= cost
+            continue
+        frame = _MESSAGE_FRAME + _PART_FRAME
+        if room > frame + 64:
+            kept.append(
+                Message.from_parts(Role.HUMAN, (TextPart(text=_head(message, room - frame)),))
+            )
+        break
+    kept.reverse()
+    return kept
+
+
+async def summarize_in_pieces(
+    calls: HandlerCalls,
+    turns: Sequence[tuple[Message | None, Sequence[Message]]],
+    *,
+    max_bytes: int,
+    concurrency: int,
+    phase: str,
+    section: int,
+) -> str:
+    """One summary of ``turns`` made from prompts of at most ``max_bytes`` (see the
+    module docstring); at most ``concurrency`` prompts are alive at once. Calls go
+    through ``calls`` (counted, cached, failures raised as
+    :class:`~csum.errors.SummarizationError`)."""
+    pieces = split_into_pieces(turns, max_bytes)
+    if not pieces:
+        raise ValueError("nothing to summarize: no question and no message")
+    books = _books()
+    books.chunks += len(pieces)
+    limiter = anyio.CapacityLimiter(concurrency)
+    max_context = max_bytes // 4
+
+    def job(piece: Piece) -> Callable[[], Awaitable[str]]:
+        async def run() -> str:
+            async with limiter:  # the prompt exists only while its call runs
+                prompt = piece.prompt(max_context)
+                return await calls.summarize_prompt(prompt, phase=phase, section=section)
+
+        return run
+
+    summaries = await gather([job(piece) for piece in pieces])
+    del pieces
+    room = max(512, max_bytes - _FIXED)
+    while len(summaries) > 1:
+        groups = _groups([Message.ai(text) for text in summaries], room)
+        if len(groups) == len(summaries):  # no two fit one prompt: cut, as the robust handler
+            books.truncated += 1
+            joined = "\n".join(summaries).encode("utf-8", "surrogatepass")[:max_bytes]
+            return joined.decode("utf-8", "ignore")
+        books.merges += 1
+        summaries = await gather(
+            [_merge_job(calls, group, limiter, phase, section) for group in groups]
+        )
+    return summaries[0]
+
+
+def _groups(messages: Sequence[Message], room: int) -> list[list[Message]]:
+    """Consecutive groups of ``messages`` whose prompt bounds fit ``room``."""
+    groups: list[list[Message]] = []
+    used = 0
+    for message in messages:
+        cost = prompt_bound(message)
+        if groups and used + cost <= room:
+            groups[-1].append(message)
+            used += cost
+        else:
+            groups.append([message])
+            used = cost
+    return groups
+
+
+def _merge_job(
+    calls: HandlerCalls,
+    group: list[Message],
+    limiter: anyio.CapacityLimiter,
+    phase: str,
+    section: int,
+) -> Callable[[], Awaitable[str]]:
+    async def run() -> str:
+        if len(group) == 1:
+            return group[0].text
+        async with limiter:
+            prompt = messages_to_prompt([], group)
+            return await calls.summarize_prompt(prompt, phase=phase, section=section)
+
+    return run
