@@ -64,10 +64,7 @@ class CompactorPolicy(Policy):
         target_ratio: float = 0.6,
         reinsert_bytes: int | None = None,
         name: str = "Compactor",
-        description: str = (
-            "csum.Compactor defaults (trigger = budget, target 60 %, summaries up to 10 % "
-            "of the budget)"
-        ),
+        description: str = "csum.Compactor defaults (trigger = budget, target 60 %)",
     ) -> None:
         super().__init__(budget, handler)
         # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
