@@ -138,3 +138,19 @@ async def test_whole_tokens_statements_first(archive: HistoryArchive) -> None:
     assert entries[0] == "cache_12 failed: disk quota exceeded on node 7."
     assert entries[-1] == "Why does cache_12 keep failing?"
     assert len(entries) == 3
+
+
+@pytest.mark.anyio
+async def test_the_part_never_exceeds_the_limit(archive: HistoryArchive) -> None:
+    chain, record, flight = reservation_records()
+    await archive.add([m for m in chain if m.role is not Role.SYSTEM])
+    question = f"Flight {flight}, reservation {record['reservation_id']}, user {record['user_id']}?"
+    asked = [Message.human(question)]
+    sizes = []
+    for limit in range(0, 3000, 97):
+        back = await archive.reinsert(asked, max_bytes=limit)
+        text = added_text(back)
+        assert len(text.encode()) <= limit
+        assert back is asked or back[0].parts[0] == asked[0].parts[0]  # its own text kept
+        sizes.append(len(text.encode()))
+    assert sizes[-1] > 2000  # the room is used
