@@ -84,3 +84,40 @@ async def test_a_loop_stays_within_budget_and_uses_the_room_it_is_given() -> Non
     assert small[1] <= summary_bytes(Budget.bytes(budget), 0.05)
     assert large[1] <= summary_bytes(Budget.bytes(budget), 0.3)
     assert large[1] > summary_bytes(Budget.bytes(budget), 0.05)  # the room was used
+
+
+def summary_texts(messages: list[Message]) -> list[str]:
+    """The texts of the summaries in a chain, in order."""
+    from cast import BodyPairType, ChainAST
+    from csum import SUMMARIZED_CONTENT_PREFIX, is_summarized
+
+    out = []
+    for section in ChainAST.from_messages(messages).sections:
+        for pair in section.body:
+            if not is_summarized(pair):
+                continue
+            if pair.type is BodyPairType.SUMMARIZATION:
+                out.append(pair.tool_messages[0].tool_results[0].content)
+            else:
+                out.append(pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX))
+    return out
+
+
+@pytest.mark.anyio
+async def test_a_summary_of_a_summary_keeps_the_earlier_one_first() -> None:
+    chain = session()
+    compactor = Compactor(budget=24 * 1024, max_depth=10)
+    history: list[Message] = []
+    folds = 0
+    for step in steps(chain):
+        before = summary_texts(history) if history else []
+        result = await compactor.run([*history, *step])
+        history = result.messages
+        after = summary_texts(history)
+        if not result.events or not result.events[0].handler_calls or not before or not after:
+            continue  # no fold, or a newest pair so large that no summary fits beside it
+        # The earlier summary was folded into the new one: its first lines lead it.
+        earlier = [line for line in before[-1].splitlines() if line.strip()][:3]
+        assert after[-1].splitlines()[: len(earlier)] == earlier
+        folds += 1
+    assert folds >= 1
