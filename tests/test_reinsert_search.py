@@ -7,32 +7,19 @@ redis-server, on asyncio and trio."""
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+import test_compactor_archive
 from cast import Message, Role, TextPart
 from csum import HistoryArchive
-from csum.archive import RedisArchiveStore, SQLiteArchiveStore, message_search_text
+from csum.archive import message_search_text
 from csum.reinsert import REINSERTED_HEADER, question_identifiers
 from test_cache import corpus_chains
 
-
-@pytest.fixture(params=["sqlite", "redis"])
-async def archive(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[HistoryArchive]:
-    if request.param == "sqlite":
-        made = HistoryArchive(SQLiteArchiveStore(tmp_path / "archive.sqlite"))
-    else:  # a session of its own on the shared server
-        store = RedisArchiveStore(request.getfixturevalue("redis_url"))
-        made = HistoryArchive(store, session=uuid.uuid4().hex)
-    try:
-        yield made
-    finally:
-        await made.delete_session()
-        await made.aclose()
+archive = test_compactor_archive.archive
+"""The archive fixture: a SQLite file and a session on a real redis-server."""
 
 
 def added_text(messages: list[Message]) -> str:
