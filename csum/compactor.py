@@ -92,8 +92,10 @@ Anthropic and Gemini want a conversation to open with a human message)."""
 
 _AI = Role.AI
 
-DEFAULT_SUMMARY_RATIO = 0.1
-"""Share of the budget the default handler's summaries may take (``summary_ratio``)."""
+DEFAULT_SUMMARY_RATIO = 1 / 32
+"""Share of the budget the default handler's summaries may take (``summary_ratio``):
+4 KiB at a 128 KiB budget, where larger summaries were measured to cost bytes without
+keeping more of what was asked for (docs/compactor.md)."""
 MIN_SUMMARY_BYTES = 1024
 """The default handler's summaries are never bounded below this (tiny budgets)."""
 
@@ -212,7 +214,7 @@ class Compactor:
     ``max_depth`` is the depth limit of summaries, ``cooldown_turns`` the calls after
     a compaction during which the trigger (not the budget) is ignored, and
     ``summary_reserve`` the room kept for the summary when choosing what to keep (in
-    the budget's unit; default 5 % of the budget). ``summary_ratio`` (default 0.1, at
+    the budget's unit; default 5 % of the budget). ``summary_ratio`` (default 1/32, at
     most 0.5) bounds the default handler's summaries to that share of the budget
     (:func:`summary_bytes`), so a summary that folds earlier summaries again and again
     has room in proportion to the window rather than a fixed 4 KB; a handler you pass

@@ -17,12 +17,13 @@ from csum.compactor import DEFAULT_SUMMARY_RATIO, MIN_SUMMARY_BYTES, summary_byt
 
 
 def test_the_bound_is_a_share_of_the_budget() -> None:
-    assert Compactor(budget=131072).summary_bytes == 13107
-    assert DEFAULT_SUMMARY_RATIO == 0.1
+    assert Compactor(budget=131072).summary_bytes == 4096  # 1/32: the former fixed 4 KiB
+    assert Compactor(budget=1 << 20).summary_bytes == 32768  # ... growing with the window
+    assert DEFAULT_SUMMARY_RATIO == 1 / 32
     assert Compactor(budget=131072, summary_ratio=0.25).summary_bytes == 32768
     # A token budget is converted at 4 bytes a token (prose).
-    assert summary_bytes(Budget.tokens(100_000)) == 40_000
-    assert Compactor(budget=Budget.tokens(100_000)).summary_bytes == 40_000
+    assert summary_bytes(Budget.tokens(100_000), 0.1) == 40_000
+    assert Compactor(budget=Budget.tokens(128_000)).summary_bytes == 16_000
     assert summary_bytes(Budget.bytes(2000)) == MIN_SUMMARY_BYTES  # never below
 
 

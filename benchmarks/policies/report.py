@@ -283,7 +283,7 @@ def _retention_goal(suite: SuiteResult) -> list[str]:
         "brings back what a question in a human message names; the questions the agent "
         "itself asks in a tool call's arguments (about two thirds of them) can only be "
         "answered from what the chain still holds. The bounded configurations fold old "
-        "sections into one summary again and again (4 KB, budget/8 or 10 % of the budget): "
+        "sections into one summary again and again (4 KB, or budget/8): "
         "the offline handler cannot tell a planted fact from the many fact-like lines "
         "around it (paths with line numbers, timed log lines), so few facts outlive many "
         "folds."
@@ -374,8 +374,8 @@ def render_markdown(suite: SuiteResult, failures: Sequence[str], plots: Sequence
         "simulated (no model runs).",
         "- **summary size**: the handler writes at most 4 KB per summary, except where "
         "the configuration says otherwise: `budget/8 summaries` (16 KiB at 128 KiB) and "
-        "the Compactor rows, whose default handler takes `summary_ratio` = 10 % of the "
-        "budget (13,107 bytes at 128 KiB).",
+        "the Compactor rows, whose default handler takes `summary_ratio` = 1/32 of the "
+        "budget (4,096 bytes at 128 KiB; 1,024, the floor, at 24 KiB).",
         "- **overhead**: time per turn inside the policy, handler and data adaptation for "
         "LangChain excluded.",
         "- **invalid outputs**: turns whose chain fails `cast.ChainAST.from_messages` "

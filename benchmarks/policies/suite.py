@@ -164,14 +164,14 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
     if langchain_available():
         factories.append(LangChainTrim)
     # The Compactor as a user gets it: its default handler's summaries take
-    # ``summary_ratio`` (10 %) of the budget.
+    # ``summary_ratio`` (1/32) of the budget.
     factories.append(
         lambda b: CompactorPolicy(
             b,
             metered(max_bytes=summary_bytes(Budget.bytes(b))),
             description=(
                 "csum.Compactor defaults (trigger = budget, target 60 %, summaries up to "
-                "summary_ratio = 10 % of the budget)"
+                "summary_ratio = 1/32 of the budget)"
             ),
         )
     )
