@@ -280,3 +280,4 @@ def _folded_system(folded: Sequence[Section]) -> Message | None:
     if len(systems) <= 1 and (first is not None or not systems):
         return first
     return Message.from_parts(Role.SYSTEM, tuple(p for m in systems for p in m.parts))
+
