@@ -81,6 +81,7 @@ from csum.store_events import StoreEvent, StoreEventKind
 __all__ = [
     "DEFAULT_SUMMARY_RATIO",
     "EARLIER_CONVERSATION_TEXT",
+    "MIN_SUMMARY_BYTES",
     "CompactionResult",
     "Compactor",
     "summary_bytes",
