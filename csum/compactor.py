@@ -73,19 +73,33 @@ from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.archive import HistoryArchive, split_archive_line
-from csum.budget import Budget, EstimatedTokens, TokenCounter
+from csum.budget import BYTES_PER_TOKEN, Budget, EstimatedTokens, TokenCounter
 from csum.cache import SummaryCache
 from csum.events import CompactionEvent, CompactionReason
 from csum.reinsert import REINSERTED_HEADER
 from csum.store_events import StoreEvent, StoreEventKind
 
-__all__ = ["EARLIER_CONVERSATION_TEXT", "CompactionResult", "Compactor"]
+__all__ = [
+    "DEFAULT_SUMMARY_RATIO",
+    "EARLIER_CONVERSATION_TEXT",
+    "MIN_SUMMARY_BYTES",
+    "CompactionResult",
+    "Compactor",
+    "summary_bytes",
+]
 
 EARLIER_CONVERSATION_TEXT = "(The earlier conversation is summarized below.)"
 """The human message that opens the summary's own first turn (providers such as
 Anthropic and Gemini want a conversation to open with a human message)."""
 
 _AI = Role.AI
+
+DEFAULT_SUMMARY_RATIO = 1 / 32
+"""Share of the budget the default handler's summaries may take (``summary_ratio``):
+4 KiB at a 128 KiB budget, where larger summaries were measured to cost bytes without
+keeping more of what was asked for (docs/compactor.md)."""
+MIN_SUMMARY_BYTES = 1024
+"""The default handler's summaries are never bounded below this (tiny budgets)."""
 
 FROZEN_SHARE = 0.25
 """Share of the target that summaries at the depth limit may take; older ones beyond
@@ -212,7 +226,11 @@ class Compactor:
     ``max_depth`` is the depth limit of summaries, ``cooldown_turns`` the calls after
     a compaction during which the trigger (not the budget) is ignored, and
     ``summary_reserve`` the room kept for the summary when choosing what to keep (in
-    the budget's unit; default 5 % of the budget).
+    the budget's unit; default 5 % of the budget). ``summary_ratio`` (default 1/32, at
+    most 0.5) bounds the default handler's summaries to that share of the budget
+    (:func:`summary_bytes`), so a summary that folds earlier summaries again and again
+    has room in proportion to the window rather than a fixed 4 KB; a handler you pass
+    keeps its own bound (``extractive(n)``, an LLM's output limit).
     """
 
     def __init__(
@@ -231,6 +249,7 @@ class Compactor:
         max_depth: int = 3,
         cooldown_turns: int = 4,
         summary_reserve: int | None = None,
+        summary_ratio: float = DEFAULT_SUMMARY_RATIO,
         timeout: float | None = 120.0,
         retry: RetryPolicy | None = None,
         max_prompt_bytes: int | None = None,
@@ -255,6 +274,10 @@ class Compactor:
             summary_reserve = self.budget.scaled(0.05)
         if not 0 <= summary_reserve < limit:
             raise ValueError(f"summary_reserve must be within 0..budget, got {summary_reserve}")
+        if isinstance(summary_ratio, bool) or not 0 < summary_ratio <= 0.5:
+            raise ValueError(f"summary_ratio must be within (0, 0.5], got {summary_ratio!r}")
+        self.summary_ratio = summary_ratio
+        self.summary_bytes = summary_bytes(self.budget, summary_ratio)
         if counter is not None and not isinstance(counter, TokenCounter):
             raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
         if cache is not None and not isinstance(cache, SummaryCache):
@@ -270,7 +293,7 @@ class Compactor:
         if handler is None:
             from csum.handlers import extractive
 
-            handler = extractive()
+            handler = extractive(self.summary_bytes)
         if isinstance(handler, RobustHandler):
             self.handler = handler
         else:
@@ -841,6 +864,14 @@ class Compactor:
     def _emit(self, event: CompactionEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
+
+
+def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
+    """The size bound (UTF-8 bytes) of a summary that may take ``ratio`` of ``budget``:
+    a token budget is converted at :data:`~csum.budget.BYTES_PER_TOKEN` of prose, and
+    the bound is at least :data:`MIN_SUMMARY_BYTES`."""
+    per_unit = 1.0 if budget.unit == "bytes" else BYTES_PER_TOKEN["text"]
+    return max(MIN_SUMMARY_BYTES, int(budget.limit * ratio * per_unit))
 
 
 def _trigger_units(trigger: int | float | None, budget: Budget) -> int:

@@ -1,14 +1,33 @@
 """Re-insertion: put back archived lines that a new question needs.
 
-When the last human message mentions identifiers (paths, dotted or snake_case names,
-ids mixing letters and digits, error codes) that the chain no longer holds but the
-archive does, the archived lines containing them are added to that message, within a
-byte limit. Off by default: it changes what the model reads.
+When the last human message names things a model cannot guess (paths, dotted,
+snake_case or kebab-case names, ids mixing letters and digits, error codes, CamelCase),
+the archived lines naming them are added to that message, within a byte limit. Off by
+default: it changes what the model reads.
+
+How lines are found and chosen (all of it independent of any one format):
+
+* every identifier of the question is looked up, also one the chain still names (a
+  summary may keep a name and lose what was said about it); an archived line already
+  in the chain verbatim is not put back;
+* a line matches an identifier only as a whole token (``cache_12`` does not match
+  ``cache_123``), case-insensitively;
+* a long line (a tool call's JSON arguments, a minified record) is cut to a window
+  around the match (widened to the question's other names nearby, and reaching further
+  after the name than before it), so what sits next to the name comes back with it;
+* lines are ranked: statements before questions (a line asking about a name does not
+  say anything about it), lines naming more of the question's identifiers first, then
+  lines holding a value (a digit outside the identifiers) first, then the oldest first
+  (where a thing was introduced);
+* the rarest identifiers (fewest archived messages) are served first, and the room is
+  shared in turns: each identifier's best line, then each one's second best, so a
+  common name in the question cannot take all of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import regex
@@ -16,7 +35,7 @@ import regex
 from cast import Message, Role, TextPart, utf8_len
 
 if TYPE_CHECKING:
-    from csum.archive import HistoryArchive
+    from csum.archive import ArchiveHit, HistoryArchive
 
 __all__ = ["REINSERTED_HEADER", "question_identifiers", "reinsert_archived"]
 
@@ -26,16 +45,26 @@ REINSERTED_HEADER: Final = "[recalled from the history archive]"
 _TOKEN = regex.compile(r"[\w][\w./:\-]*+")
 """Candidate identifiers: a word character then word characters and ``./:-`` (possessive,
 so matching is linear in the text)."""
+_KEBAB = regex.compile(r"[^\W\d_]{2,}(?:-[^\W\d_]{2,})+")
+"""Words joined by hyphens (``typing-extensions``, ``drop-oldest``): package, flag and
+CSS names."""
 _MIN_LENGTH = 4
-_HITS_PER_IDENTIFIER = 5
+_SEARCH_LIMIT: Final = 12
+"""Archived messages looked at per identifier (the store's oldest first)."""
+_WINDOW: Final = 400
+"""Characters of a long line kept around a match (a third of the rest before it, two
+thirds after)."""
+_ELLIPSIS: Final = "…"
 
 
 def _is_identifier(token: str) -> bool:
-    """Whether a token looks like something a model cannot guess: a path, a dotted or
-    snake_case name, or a mix of letters and digits."""
+    """Whether a token looks like something a model cannot guess: a path, a dotted,
+    snake_case or kebab-case name, or a mix of letters and digits."""
     if len(token) < _MIN_LENGTH:
         return False
     if any(ch in token for ch in "_./:") or ("-" in token and any(c.isdigit() for c in token)):
+        return True
+    if _KEBAB.fullmatch(token):
         return True
     has_digit = any(ch.isdigit() for ch in token)
     has_alpha = any(ch.isalpha() for ch in token)
@@ -60,14 +89,88 @@ def _last_human(messages: Sequence[Message]) -> int | None:
     return None
 
 
+def _bounded(identifier: str) -> regex.Pattern[str]:
+    """The identifier as a whole token: no word character right before or after it."""
+    return regex.compile(r"(?<!\w)" + regex.escape(identifier) + r"(?!\w)", regex.IGNORECASE)
+
+
+def _span(line: str, start: int, end: int, folded: Sequence[str]) -> tuple[int, int]:
+    """``start:end`` widened to take in the question's other identifiers found in
+    ``line``, nearest first, while the span stays within :data:`_WINDOW` characters."""
+    lowered = line.casefold()
+    others = sorted(
+        (abs(at - start), at, at + len(ident))
+        for ident in folded
+        if (at := lowered.find(ident)) >= 0
+    )
+    for _, left, right in others:
+        if max(end, right) - min(start, left) <= _WINDOW:
+            start, end = min(start, left), max(end, right)
+    return start, end
+
+
+def _window(line: str, start: int, end: int) -> str:
+    """``line`` stripped, or about :data:`_WINDOW` characters of it around
+    ``start:end`` when it is longer, the cuts marked."""
+    if len(line) <= _WINDOW:
+        return line.strip()
+    spare = max(0, _WINDOW - (end - start))
+    # What follows a name is usually what is said of it (key: value, name==version).
+    # A window cut short at one end of the line reaches further at the other.
+    left = max(0, start - spare // 3)
+    right = min(len(line), max(end, left + _WINDOW))
+    left = max(0, min(left, right - _WINDOW))
+    text = line[left:right].strip()
+    return f"{_ELLIPSIS if left else ''}{text}{_ELLIPSIS if right < len(line) else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    rank: tuple[int, int, int, int]
+    """Smaller is better: (question, -identifiers named, no value, order found)."""
+    entry: str
+
+
+def _candidates(
+    identifier: str, hits: Sequence[ArchiveHit], folded: Sequence[str], chain: str
+) -> list[_Candidate]:
+    """The lines of ``hits`` that name ``identifier`` as a token, windowed, best first;
+    lines the chain already holds are left out. ``folded``: every question identifier
+    casefolded."""
+    pattern = _bounded(identifier)
+    found: list[_Candidate] = []
+    seen: set[str] = set()
+    for hit in hits:
+        for line in hit.lines:
+            match = pattern.search(line)
+            if match is None:
+                continue
+            snippet = _window(line, *_span(line, match.start(), match.end(), folded))
+            if snippet in seen or snippet.strip(_ELLIPSIS) in chain:
+                continue
+            seen.add(snippet)
+            lowered = snippet.casefold()
+            named = sum(1 for ident in folded if ident in lowered)
+            rest = lowered
+            for ident in folded:
+                rest = rest.replace(ident, " ")
+            question = snippet.rstrip(_ELLIPSIS).rstrip().endswith("?")
+            no_value = not any(ch.isdigit() for ch in rest)
+            rank = (int(question), -named, int(no_value), len(found))
+            found.append(_Candidate(rank, f"({hit.reference}) {snippet}"))
+    found.sort(key=lambda candidate: candidate.rank)
+    return found
+
+
 async def reinsert_archived(
     archive: HistoryArchive, messages: Sequence[Message], *, max_bytes: int
 ) -> list[Message]:
     """``messages`` with the archived lines the last human message needs appended to it
-    as one text part of at most ``max_bytes`` UTF-8 bytes.
+    as one text part of at most ``max_bytes`` UTF-8 bytes (see the module docstring).
 
-    Only identifiers found nowhere else in the chain are looked up. Returns
-    ``messages`` itself (as a list, not copied) when nothing is added; never mutates it.
+    A question that already carries a re-inserted part is served: nothing more is
+    added. Returns ``messages`` itself (as a list, not copied) when nothing is added;
+    never mutates it.
     """
     out = messages if isinstance(messages, list) else list(messages)
     index = _last_human(out)
@@ -75,36 +178,42 @@ async def reinsert_archived(
         return out
     from csum.archive import message_search_text
 
-    # The question is the human's own text; lines re-inserted before count as the chain.
     texts = [p.text for p in out[index].parts if isinstance(p, TextPart)]
-    question = "\n".join(t for t in texts if not t.startswith(REINSERTED_HEADER))
-    earlier = [t for t in texts if t.startswith(REINSERTED_HEADER)]
-    rest = "\n".join([*(message_search_text(m) for i, m in enumerate(out) if i != index), *earlier])
-    missing = [ident for ident in question_identifiers(question) if ident not in rest]
-    if not missing:
+    if any(t.startswith(REINSERTED_HEADER) for t in texts):
+        return out  # served once already: a question gets one part, not one per run
+    identifiers = question_identifiers("\n".join(texts))
+    if not identifiers:
         return out
-    lines: dict[str, None] = {}
-    used = utf8_len(REINSERTED_HEADER)
-    full = False
-    for identifier in missing:
-        for hit in await archive.search(identifier, limit=_HITS_PER_IDENTIFIER):
-            for line in hit.lines:
-                entry = f"({hit.reference}) {line.strip()}"
-                if entry in lines:
-                    continue
-                cost = utf8_len(entry) + 1
-                if used + cost > max_bytes:
-                    full = True
-                    break
-                lines[entry] = None
-                used += cost
-            if full:
-                break
-        if full:
-            break
-    if not lines:
+    chain = "\n".join(message_search_text(m) for i, m in enumerate(out) if i != index)
+    folded = [ident.casefold() for ident in identifiers]
+    lists: list[tuple[int, list[_Candidate]]] = []
+    for identifier in identifiers:
+        hits = await archive.search(identifier, limit=_SEARCH_LIMIT)
+        found = _candidates(identifier, hits, folded, chain)
+        if found:
+            lists.append((len(hits), found))
+    lists.sort(key=lambda item: item[0])  # the rarest identifier first (stable)
+    chosen = _share(lists, max_bytes - utf8_len(REINSERTED_HEADER))
+    if not chosen:
         return out
-    text = "\n".join([REINSERTED_HEADER, *lines])
+    text = "\n".join([REINSERTED_HEADER, *chosen])
     human = out[index]
     new = Message.from_parts(Role.HUMAN, (*human.parts, TextPart(text=text)))
     return [*out[:index], new, *out[index + 1 :]]
+
+
+def _share(lists: Sequence[tuple[int, list[_Candidate]]], room: int) -> list[str]:
+    """Entries taken in turns (each list's best, then each one's second best...) while
+    they fit ``room`` bytes (one newline each); an entry too big is skipped."""
+    chosen: dict[str, None] = {}
+    depth = 0
+    while room > 0 and any(depth < len(found) for _, found in lists):
+        for _, found in lists:
+            if depth >= len(found) or found[depth].entry in chosen:
+                continue
+            cost = utf8_len(found[depth].entry) + 1
+            if cost <= room:
+                chosen[found[depth].entry] = None
+                room -= cost
+        depth += 1
+    return list(chosen)

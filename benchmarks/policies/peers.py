@@ -29,7 +29,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.policies.baselines import _rebuild
-from benchmarks.policies.policy import MeteredHandler, Policy, PolicyStep, _to_langchain
+from benchmarks.policies.policy import (
+    MeteredHandler,
+    Policy,
+    PolicyStep,
+    WorkloadSessions,
+    _to_langchain,
+)
 from cast import Message, Role
 from csum import Compactor
 
@@ -56,21 +62,33 @@ class CompactorPolicy(Policy):
         *,
         trigger: float | None = None,
         target_ratio: float = 0.6,
+        reinsert_bytes: int | None = None,
         name: str = "Compactor",
         description: str = "csum.Compactor defaults (trigger = budget, target 60 %)",
     ) -> None:
         super().__init__(budget, handler)
+        # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
+        # session per workload (as CsumPolicy does).
+        self.sessions = WorkloadSessions(reinsert_bytes)
         self.compactor = Compactor(
-            handler, budget=budget, trigger=trigger, target_ratio=target_ratio
+            handler,
+            budget=budget,
+            trigger=trigger,
+            target_ratio=target_ratio,
+            archive=self.sessions.archive,
         )
+        if reinsert_bytes:
+            self.keeps_last_pair = False  # re-insertion appends to the newest question
         self.name = name
         self.description = description
 
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
         assert self.handler is not None
         self.handler.reset()
+        self.sessions.follow(messages)
         result = await self.compactor.run(messages)
-        return result.messages, self._step(result.compacted)
+        changed = result.compacted or result.reinserted_bytes > 0
+        return result.messages, self._step(changed)
 
 
 def langchain_middleware_available() -> bool:

@@ -33,6 +33,7 @@ __all__ = [
     "NoPolicy",
     "Policy",
     "PolicyStep",
+    "WorkloadSessions",
     "csum_config",
     "langchain_available",
     "make_handler",
@@ -216,19 +217,49 @@ class NoPolicy(Policy):
 
 
 def csum_config(
-    budget: int, *, use_qa: bool, summarize_human_in_qa: bool = False
+    budget: int,
+    *,
+    use_qa: bool,
+    summarize_human_in_qa: bool = False,
+    summary_bytes: int = SUMMARY_MAX_BYTES,
 ) -> SummarizerConfig:
     """``SummarizerConfig`` defaults, byte limits scaled to ``budget`` (see
-    :data:`CSUM_REFERENCE_BUDGET`); counts and percentages stay at their defaults."""
+    :data:`CSUM_REFERENCE_BUDGET`); counts and percentages stay at their defaults.
+
+    ``summary_bytes``: the handler's summary bound. Above :data:`SUMMARY_MAX_BYTES`, the
+    QA limit leaves room for the folded section's larger summaries (its pair, and its
+    question when ``summarize_human_in_qa``), so the chain stays as bounded as with 4 KB.
+    """
     base = SummarizerConfig()
     factor = budget / CSUM_REFERENCE_BUDGET
+    extra = max(0, summary_bytes - SUMMARY_MAX_BYTES) * (2 if summarize_human_in_qa else 1)
     return SummarizerConfig(
         use_qa=use_qa,
         summarize_human_in_qa=summarize_human_in_qa,
         last_section_bytes=max(1, round(base.last_section_bytes * factor)),
         max_body_pair_bytes=max(1, round(base.max_body_pair_bytes * factor)),
-        max_qa_bytes=max(1, round(base.max_qa_bytes * factor)),
+        max_qa_bytes=max(1, round(base.max_qa_bytes * factor) - extra),
     )
+
+
+class WorkloadSessions:
+    """A history archive (SQLite, in a temporary folder) with a session per workload,
+    or none when ``reinsert_bytes`` is None; 0 archives without re-insertion."""
+
+    def __init__(self, reinsert_bytes: int | None) -> None:
+        self.archive: HistoryArchive | None = None
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._workload: int | None = None
+        if reinsert_bytes is not None:
+            self._folder = tempfile.TemporaryDirectory(prefix="csum-archive-")
+            path = Path(self._folder.name) / "history.sqlite"
+            self.archive = HistoryArchive(path, reinsert_bytes=reinsert_bytes)
+
+    def follow(self, messages: Sequence[Message]) -> None:
+        """Open a session of its own when ``messages`` is a new workload."""
+        if self.archive is not None and messages and id(messages[0]) != self._workload:
+            self._workload = id(messages[0])
+            self.archive.session = f"workload-{self._workload}"
 
 
 class CsumPolicy(Policy):
@@ -245,22 +276,21 @@ class CsumPolicy(Policy):
         use_qa: bool = False,
         summarize_human_in_qa: bool = False,
         reinsert_bytes: int | None = None,
+        summary_bytes: int = SUMMARY_MAX_BYTES,
         name: str = "csum",
         description: str = "",
     ) -> None:
         super().__init__(budget, handler)
         self.config = csum_config(
-            budget, use_qa=use_qa, summarize_human_in_qa=summarize_human_in_qa
+            budget,
+            use_qa=use_qa,
+            summarize_human_in_qa=summarize_human_in_qa,
+            summary_bytes=summary_bytes,
         )
         # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
         # session per workload, re-inserting archived lines the newest question names.
-        self.archive: HistoryArchive | None = None
-        self._folder: tempfile.TemporaryDirectory[str] | None = None
-        self._workload: int | None = None
-        if reinsert_bytes is not None:
-            self._folder = tempfile.TemporaryDirectory(prefix="csum-archive-")
-            path = Path(self._folder.name) / "history.sqlite"
-            self.archive = HistoryArchive(path, reinsert_bytes=reinsert_bytes)
+        self.sessions = WorkloadSessions(reinsert_bytes)
+        self.archive = self.sessions.archive
         self.summarizer = Summarizer(self.config, archive=self.archive)
         if reinsert_bytes:
             self.keeps_last_pair = False  # re-insertion appends to the newest question
@@ -269,13 +299,16 @@ class CsumPolicy(Policy):
         # QA folds old sections, but it concatenates their questions unless told to
         # summarize them: only then is the whole chain bounded.
         self.stays_in_budget = use_qa and summarize_human_in_qa
+        if summary_bytes > SUMMARY_MAX_BYTES:
+            # The summarizer does not know the budget: a larger summary pair next to a
+            # newest pair that nearly fills the window can tip it over (one Claude Code
+            # turn does at 16 KiB), so this is measured, not promised.
+            self.stays_in_budget = False
 
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
         assert self.handler is not None
         self.handler.reset()
-        if self.archive is not None and messages and id(messages[0]) != self._workload:
-            self._workload = id(messages[0])  # a new workload: a session of its own
-            self.archive.session = f"workload-{self._workload}"
+        self.sessions.follow(messages)
         result = await self.summarizer.summarize(self.handler, messages)
         return result.messages, self._step(result.changed)
 

@@ -1,12 +1,14 @@
 """Re-insertion measured: the simulated loop with and without archived lines put back.
 
-The simulated loop plants ``FACT-xxxxxx`` tokens and later asks about them; the harness
-counts the facts present in the chain sent when they are asked for. Each csum policy
-runs plain and with a history archive (a SQLite file) whose re-insertion puts archived
-lines back for identifiers the new question names and the chain no longer holds.
-Re-insertion knows nothing of the facts' format: it looks up every token that mixes
-letters and digits or looks like a path or a dotted name.
-Run: ``python -m benchmarks.policies --reinsert [--steps N]``.
+The simulated loop plants facts (a value tied to a subject, six shapes) and later asks
+about them by subject; the harness counts the facts whose value is present next to
+their subject in the chain sent when they are asked for. Each policy (csum, csum with
+QA, the Compactor) runs plain and with a history archive (a SQLite file) whose
+re-insertion appends archived lines about what the newest question names.
+Re-insertion knows nothing of the facts' shapes: it looks up every identifier of the
+question (``csum.reinsert``). Questions the agent asks in a tool call's arguments are
+not a human message, so re-insertion cannot serve them.
+Run: ``python -m benchmarks.policies --reinsert [--seed S] [--steps N]``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.policies.harness import RunResult, run_policy
-from benchmarks.policies.policy import CsumPolicy, MeteredHandler, PolicyStep, make_handler
+from benchmarks.policies.peers import CompactorPolicy
+from benchmarks.policies.policy import CsumPolicy, MeteredHandler, Policy, PolicyStep, make_handler
 from benchmarks.policies.simulate import simulate
 from benchmarks.policies.suite import SuiteConfig
 from cast import Message
@@ -63,28 +66,35 @@ POLICIES: dict[str, dict[str, bool]] = {
     "csum": {},
     "csum +qa +human summary": {"use_qa": True, "summarize_human_in_qa": True},
 }
+COMPACTOR = "Compactor"
 
 
 async def run_reinsert(
     config: SuiteConfig, progress: Callable[[str], None] | None = None
 ) -> list[ReinsertRow]:
-    """The simulated loop under each csum policy, without and with re-insertion."""
+    """The simulated loop under each policy, without and with re-insertion."""
     load = simulate(config.steps, config.seed, config.budget)
     rows: list[ReinsertRow] = []
-    for name, options in POLICIES.items():
+    for name in [*POLICIES, COMPACTOR]:
         for reinsert in (False, True):
             handler = MeteredHandler(make_handler("extractive"), time_scale=0.0)
             with tempfile.TemporaryDirectory() as folder:
-                policy: CsumPolicy
-                if reinsert:
+                policy: Policy
+                archive: HistoryArchive | None = None
+                if name == COMPACTOR:
+                    policy = CompactorPolicy(
+                        config.budget, handler, reinsert_bytes=REINSERT_BYTES if reinsert else None
+                    )
+                    archive = policy.sessions.archive
+                elif reinsert:
                     archive = HistoryArchive(
                         Path(folder) / "archive.sqlite", reinsert_bytes=REINSERT_BYTES
                     )
-                    policy = ArchivedCsumPolicy(config.budget, handler, archive, **options)
+                    policy = ArchivedCsumPolicy(config.budget, handler, archive, **POLICIES[name])
                 else:
-                    policy = CsumPolicy(config.budget, handler, **options)
+                    policy = CsumPolicy(config.budget, handler, **POLICIES[name])
                 result = await run_policy(policy, load, lint=False)
-                if reinsert:
+                if archive is not None:
                     await archive.aclose()
             rows.append(ReinsertRow(name, reinsert, result))
             if progress is not None:

@@ -27,6 +27,7 @@ from benchmarks.policies.peers import (
     pydantic_ai_available,
 )
 from benchmarks.policies.policy import (
+    SUMMARY_MAX_BYTES,
     CsumPolicy,
     LangChainTrim,
     MeteredHandler,
@@ -36,6 +37,8 @@ from benchmarks.policies.policy import (
     make_handler,
 )
 from benchmarks.policies.simulate import Workload, simulate, turn_shape
+from csum import Budget
+from csum.compactor import summary_bytes
 
 __all__ = [
     "GroupResult",
@@ -93,6 +96,11 @@ class SuiteResult:
 
 PolicyFactory = Callable[[int], Policy]
 
+REINSERT_BYTES = 2048
+"""Bytes of archived lines the +archive policies put back per question."""
+LARGE_SUMMARY_DIVISOR = 8
+"""The larger-summary csum policy's handler writes up to budget / this many bytes."""
+
 QUICK_CLAUDE_CODE = 12
 """Quick mode replays the 12 smallest Claude Code chains (the sub-agent runs, up to
 190 KB); the five full sessions (420-610 KB) take most of the full mode's time."""
@@ -101,8 +109,8 @@ QUICK_CLAUDE_CODE = 12
 def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
     """A factory per policy (budget -> fresh policy with its own metered handler)."""
 
-    def metered(kind: str = "extractive") -> MeteredHandler:
-        return MeteredHandler(make_handler(kind), time_scale=config.time_scale)
+    def metered(kind: str = "extractive", max_bytes: int = SUMMARY_MAX_BYTES) -> MeteredHandler:
+        return MeteredHandler(make_handler(kind, max_bytes), time_scale=config.time_scale)
 
     factories: list[PolicyFactory] = [
         NoPolicy,
@@ -127,9 +135,24 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
             metered(),
             use_qa=True,
             summarize_human_in_qa=True,
-            reinsert_bytes=2048,
+            reinsert_bytes=REINSERT_BYTES,
             name="csum +qa +human summary +archive",
-            description="as above, HistoryArchive(reinsert_bytes=2048): re-insertion on",
+            description=(
+                f"as above, HistoryArchive(reinsert_bytes={REINSERT_BYTES}): re-insertion on"
+            ),
+        ),
+        lambda b: CsumPolicy(
+            b,
+            metered(max_bytes=b // LARGE_SUMMARY_DIVISOR),
+            use_qa=True,
+            summarize_human_in_qa=True,
+            reinsert_bytes=REINSERT_BYTES,
+            summary_bytes=b // LARGE_SUMMARY_DIVISOR,
+            name="csum +qa +human summary +archive, budget/8 summaries",
+            description=(
+                f"as above, the handler's summaries up to budget/{LARGE_SUMMARY_DIVISOR} "
+                "bytes (16 KiB at 128 KiB), max_qa_bytes less the two summaries' growth"
+            ),
         ),
         lambda b: CsumPolicy(
             b,
@@ -140,7 +163,30 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
     ]
     if langchain_available():
         factories.append(LangChainTrim)
-    factories.append(lambda b: CompactorPolicy(b, metered()))
+    # The Compactor as a user gets it: its default handler's summaries take
+    # ``summary_ratio`` (1/32) of the budget.
+    factories.append(
+        lambda b: CompactorPolicy(
+            b,
+            metered(max_bytes=summary_bytes(Budget.bytes(b))),
+            description=(
+                "csum.Compactor defaults (trigger = budget, target 60 %, summaries up to "
+                "summary_ratio = 1/32 of the budget)"
+            ),
+        )
+    )
+    factories.append(
+        lambda b: CompactorPolicy(
+            b,
+            metered(max_bytes=summary_bytes(Budget.bytes(b))),
+            reinsert_bytes=REINSERT_BYTES,
+            name="Compactor +archive",
+            description=(
+                f"Compactor defaults, HistoryArchive(reinsert_bytes={REINSERT_BYTES}): "
+                "re-insertion on"
+            ),
+        )
+    )
     if langchain_middleware_available():
         factories.append(lambda b: LangChainSummarization(b, metered()))
     if pydantic_ai_available():

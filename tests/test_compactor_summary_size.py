@@ -1,0 +1,124 @@
+"""The Compactor's summary bound grows with the budget (``summary_ratio``): the default
+handler's summaries take up to that share of it, a loop over a real Claude Code session
+stays within budget on every turn, and a larger share gives larger summaries that keep
+more of what was said. On asyncio and trio."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, find_corpus, load_folder
+from benchmarks.policies.harness import _floor_size
+from cast import Message, Role
+from csum import Budget, CompactionEvent, Compactor
+from csum.compactor import DEFAULT_SUMMARY_RATIO, MIN_SUMMARY_BYTES, summary_bytes
+
+
+def test_the_bound_is_a_share_of_the_budget() -> None:
+    assert Compactor(budget=131072).summary_bytes == 4096  # 1/32: the former fixed 4 KiB
+    assert Compactor(budget=1 << 20).summary_bytes == 32768  # ... growing with the window
+    assert DEFAULT_SUMMARY_RATIO == 1 / 32
+    assert Compactor(budget=131072, summary_ratio=0.25).summary_bytes == 32768
+    # A token budget is converted at 4 bytes a token (prose).
+    assert summary_bytes(Budget.tokens(100_000), 0.1) == 40_000
+    assert Compactor(budget=Budget.tokens(128_000)).summary_bytes == 16_000
+    assert summary_bytes(Budget.bytes(2000)) == MIN_SUMMARY_BYTES  # never below
+
+
+@pytest.mark.parametrize("ratio", [0.0, -0.1, 0.6, True, float("nan")])
+def test_a_bad_ratio_is_refused(ratio: Any) -> None:
+    with pytest.raises(ValueError, match="summary_ratio must be within"):
+        Compactor(budget=131072, summary_ratio=ratio)
+
+
+def session() -> list[Message]:
+    """The largest Claude Code sub-agent chain of the corpus (up to ~190 KB)."""
+    corpus = find_corpus(None)
+    if corpus is None:
+        pytest.skip("shared corpus not found next to the repository")
+    chains = [c for c in load_folder(corpus, CLAUDE_CODE_FOLDER) if "sub_agent" in c.name]
+    if not chains:
+        pytest.skip("no Claude Code sub-agent chain in the corpus")
+    return max(chains, key=lambda c: sum(m.size for m in c.messages)).messages
+
+
+def steps(chain: list[Message]) -> list[list[Message]]:
+    """The chain cut before every AI message (where an agent calls its model)."""
+    out: list[list[Message]] = [[]]
+    for message in chain:
+        if message.role is Role.AI and out[-1]:
+            out.append([])
+        out[-1].append(message)
+    return out
+
+
+async def loop(chain: list[Message], budget: int, ratio: float) -> tuple[int, int, int]:
+    """(turns over budget that could fit, largest summary in bytes, compactions) of an
+    agent loop. A turn cannot fit when its system prompt, question and newest pair alone
+    exceed the budget."""
+    events: list[CompactionEvent] = []
+    compactor = Compactor(budget=budget, summary_ratio=ratio, on_event=events.append)
+    history: list[Message] = []
+    over = 0
+    for step in steps(chain):
+        sent = [*history, *step]
+        result = await compactor.run(sent)
+        over += result.over_budget and _floor_size(sent) <= budget
+        assert sum(m.size for m in result.messages) == result.bytes_after
+        history = result.messages
+    largest = max((e.summary_bytes for e in events), default=0)
+    return over, largest, sum(1 for e in events if e.handler_calls)
+
+
+@pytest.mark.anyio
+async def test_a_loop_stays_within_budget_and_uses_the_room_it_is_given() -> None:
+    chain = session()
+    budget = 48 * 1024
+    assert sum(m.size for m in chain) > 2 * budget
+    small = await loop(chain, budget, 0.05)
+    large = await loop(chain, budget, 0.3)
+    for over, _largest, compactions in (small, large):
+        assert over == 0
+        assert compactions >= 2
+    assert small[1] <= summary_bytes(Budget.bytes(budget), 0.05)
+    assert large[1] <= summary_bytes(Budget.bytes(budget), 0.3)
+    assert large[1] > summary_bytes(Budget.bytes(budget), 0.05)  # the room was used
+
+
+def summary_texts(messages: list[Message]) -> list[str]:
+    """The texts of the summaries in a chain, in order."""
+    from cast import BodyPairType, ChainAST
+    from csum import SUMMARIZED_CONTENT_PREFIX, is_summarized
+
+    out = []
+    for section in ChainAST.from_messages(messages).sections:
+        for pair in section.body:
+            if not is_summarized(pair):
+                continue
+            if pair.type is BodyPairType.SUMMARIZATION:
+                out.append(pair.tool_messages[0].tool_results[0].content)
+            else:
+                out.append(pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX))
+    return out
+
+
+@pytest.mark.anyio
+async def test_a_summary_of_a_summary_keeps_the_earlier_one_first() -> None:
+    chain = session()
+    compactor = Compactor(budget=24 * 1024, max_depth=10)
+    history: list[Message] = []
+    folds = 0
+    for step in steps(chain):
+        before = summary_texts(history) if history else []
+        result = await compactor.run([*history, *step])
+        history = result.messages
+        after = summary_texts(history)
+        if not result.events or not result.events[0].handler_calls or not before or not after:
+            continue  # no fold, or a newest pair so large that no summary fits beside it
+        # The earlier summary was folded into the new one: its first lines lead it.
+        earlier = [line for line in before[-1].splitlines() if line.strip()][:3]
+        assert after[-1].splitlines()[: len(earlier)] == earlier
+        folds += 1
+    assert folds >= 1
