@@ -72,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the simulated loop with and without archive re-insertion (prints a table)",
     )
+    parser.add_argument(
+        "--recall",
+        action="store_true",
+        help="run the simulated loop with the agent calling the recall tool (prints a table)",
+    )
     return parser
 
 
@@ -114,6 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(render_reinsert(rows)))
         print(f"re-insertion run: {time.perf_counter() - started:.1f} s")
         return 0 if all(row.result.invalid == 0 for row in rows) else 1
+    if args.recall:
+        from benchmarks.policies.recall_replay import render_recall, run_recall
+
+        recall_rows = anyio.run(partial(run_recall, config, lambda line: print(line, flush=True)))
+        print("\n".join(render_recall(recall_rows)))
+        print(f"recall run: {time.perf_counter() - started:.1f} s")
+        return 0 if all(row.result.invalid == 0 for row in recall_rows) else 1
     suite = anyio.run(partial(run_suite, config, lambda line: print(line, flush=True)))
     failures = check_invariants(suite)
 

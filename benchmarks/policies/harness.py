@@ -11,18 +11,30 @@ Outputs the policy changed (and the final one) are linted for OpenAI and Anthrop
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from benchmarks.policies.policy import Policy
 from benchmarks.policies.simulate import PlantedFact, Workload, fact_present
 from cast import ChainAST, ChainError, Message, Part, Role
 
-__all__ = ["LINT_TARGETS", "RunResult", "facts_in", "lint_available", "run_policy"]
+__all__ = [
+    "LINT_TARGETS",
+    "BeforeCall",
+    "RunResult",
+    "chain_names",
+    "facts_in",
+    "lint_available",
+    "run_policy",
+]
 
 LINT_TARGETS = ("openai", "anthropic")
 _TEXT_FIELDS = ("text", "arguments", "content")
 _TEXTS_CACHE: dict[int, tuple[Message, tuple[str, ...]]] = {}
+
+BeforeCall = Callable[[Sequence[Message], Sequence[str]], Awaitable[list[Message]]]
+"""The agent's move before a tool call that asks about subjects: given the chain it was
+just sent and the subjects, the messages of an extra turn (none: no extra turn)."""
 
 
 def lint_available() -> bool:
@@ -60,6 +72,12 @@ def facts_in(messages: Sequence[Message], facts: Sequence[PlantedFact]) -> set[s
         for fact in facts
         if any(fact.subject in text and fact_present(text, fact) for text in texts)
     }
+
+
+def chain_names(messages: Sequence[Message], text: str) -> bool:
+    """Whether any text of ``messages`` (text, arguments, results, reasoning) holds
+    ``text``: what an agent reading the chain could see."""
+    return any(text in t for message in messages for t in _message_texts(message))
 
 
 def _invalid(messages: Sequence[Message]) -> str | None:
@@ -129,6 +147,11 @@ class RunResult:
     sizes: list[int] = field(default_factory=list)
     """Bytes sent at each AI turn (the plotted series)."""
     seconds: float = 0.0
+    extra_turns: int = 0
+    """Turns the agent added before a call (``run_policy``'s ``before_call``)."""
+    missed: list[tuple[int, str]] = field(default_factory=list)
+    """(index of the asking message, fact key) of each reference not present when asked."""
+    """Turns the agent added before a call (``run_policy``'s ``before_call``)."""
 
     def merge(self, other: RunResult) -> None:
         """Add ``other`` (same policy, another workload of the group) into this one."""
@@ -138,7 +161,7 @@ class RunResult:
             "handler_input_bytes", "handler_output_bytes", "summarizing_steps",
             "summarize_wall_s", "modelled_s", "overhead_s", "invalid", "lint_outputs",
             "last_pair_lost", "facts_planted", "facts_final", "references",
-            "references_found", "seconds",
+            "references_found", "seconds", "extra_turns",
         ):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.peak_bytes = max(self.peak_bytes, other.peak_bytes)
@@ -153,6 +176,7 @@ class RunResult:
         for target, rules in other.lint_rules.items():
             self.lint_rules.setdefault(target, set()).update(rules)
         self.sizes.extend(other.sizes)
+        self.missed.extend(other.missed)
         self.per_workload.extend(other.per_workload)
         for shape, counts in other.by_shape.items():
             totals = self.by_shape.setdefault(shape, [0, 0, 0, 0])
@@ -207,54 +231,87 @@ def _floor_size(history: Sequence[Message]) -> int:
     return size + sum(m.size for m in history[start:] if m.role is not Role.SYSTEM)
 
 
-async def run_policy(policy: Policy, workload: Workload, *, lint: bool = True) -> RunResult:
-    """Replay ``workload`` under ``policy`` and measure it."""
+async def _send(
+    policy: Policy,
+    history: list[Message],
+    workload: Workload,
+    result: RunResult,
+    linter: _Linter,
+) -> list[Message]:
+    """Hand ``history`` to ``policy`` for one model turn and measure what is sent."""
+    t0 = time.perf_counter()
+    out, step = await policy.apply(history)
+    elapsed = time.perf_counter() - t0
+    overhead = max(0.0, elapsed - step.handler_busy_s - step.glue_s)
+    result.overhead_s += overhead
+    result.max_overhead_s = max(result.max_overhead_s, overhead)
+    if step.handler_calls:
+        result.summarizing_steps += 1
+        result.summarize_wall_s += elapsed - step.glue_s
+    result.handler_calls += step.handler_calls
+    result.handler_input_bytes += step.handler_input_bytes
+    result.handler_output_bytes += step.handler_output_bytes
+    result.modelled_s += step.modelled_s
+
+    size = sum(m.size for m in out)
+    result.turns += 1
+    result.sent_bytes += size
+    result.peak_bytes = max(result.peak_bytes, size)
+    result.sizes.append(size)
+    if size > workload.budget:
+        result.over_budget += 1
+        if _floor_size(history) > workload.budget:
+            result.over_budget_forced += 1
+    problem = _invalid(out)
+    if problem is not None:
+        result.invalid += 1
+        if not result.first_invalid:
+            result.first_invalid = f"{workload.name} turn {result.turns}: {problem}"
+    if not _last_pair_kept(history, out):
+        result.last_pair_lost += 1
+    if step.changed:
+        linter.check(out, result)
+    return out
+
+
+async def run_policy(
+    policy: Policy,
+    workload: Workload,
+    *,
+    lint: bool = True,
+    before_call: BeforeCall | None = None,
+) -> RunResult:
+    """Replay ``workload`` under ``policy`` and measure it.
+
+    With ``before_call``, an AI message whose tool calls ask about facts is preceded by
+    what ``before_call`` returns for the chain just sent and the asked subjects (an
+    extra turn of the agent's own, e.g. a recall call and its result): that is added to
+    the history, the policy runs again and its output is sent and measured (a turn of
+    its own, counted in ``turns`` and ``extra_turns``); the facts are checked in it.
+    """
     started = time.perf_counter()
     result = RunResult(policy.name, workload.name, workload.budget)
     result.facts_planted = len(workload.facts)
     linter = _Linter(lint, workload)
     history: list[Message] = []
-    pending: list[str] = []  # facts asked for since the last AI turn
+    pending: list[tuple[int, str]] = []  # (asking message, fact) since the last AI turn
     for index, message in enumerate(workload.messages):
-        pending.extend(workload.references.get(index, ()))
+        pending.extend((index, key) for key in workload.references.get(index, ()))
         if message.role is not Role.AI or not history:
             history.append(message)
             continue
-        t0 = time.perf_counter()
-        out, step = await policy.apply(history)
-        elapsed = time.perf_counter() - t0
-        overhead = max(0.0, elapsed - step.handler_busy_s - step.glue_s)
-        result.overhead_s += overhead
-        result.max_overhead_s = max(result.max_overhead_s, overhead)
-        if step.handler_calls:
-            result.summarizing_steps += 1
-            result.summarize_wall_s += elapsed - step.glue_s
-        result.handler_calls += step.handler_calls
-        result.handler_input_bytes += step.handler_input_bytes
-        result.handler_output_bytes += step.handler_output_bytes
-        result.modelled_s += step.modelled_s
-
-        size = sum(m.size for m in out)
-        result.turns += 1
-        result.sent_bytes += size
-        result.peak_bytes = max(result.peak_bytes, size)
-        result.sizes.append(size)
-        if size > workload.budget:
-            result.over_budget += 1
-            if _floor_size(history) > workload.budget:
-                result.over_budget_forced += 1
-        problem = _invalid(out)
-        if problem is not None:
-            result.invalid += 1
-            if not result.first_invalid:
-                result.first_invalid = f"{workload.name} turn {result.turns}: {problem}"
-        if not _last_pair_kept(history, out):
-            result.last_pair_lost += 1
-        if step.changed:
-            linter.check(out, result)
+        out = await _send(policy, history, workload, result, linter)
+        asked_here = workload.references.get(index, ()) if before_call is not None else ()
+        if before_call is not None and asked_here:
+            extra = await before_call(out, [workload.facts[key].subject for key in asked_here])
+            if extra:  # the agent's own turn before the call: its chain is sent too
+                result.extra_turns += 1
+                history = [*out, *extra]
+                out = await _send(policy, history, workload, result, linter)
         if pending:
-            asked = [workload.facts[key] for key in pending]
+            asked = [workload.facts[key] for _, key in pending]
             present = facts_in(out, asked)
+            result.missed.extend(pair for pair in pending if pair[1] not in present)
             result.references += len(asked)
             result.references_found += len(present)
             for fact in asked:
