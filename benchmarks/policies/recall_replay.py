@@ -202,8 +202,9 @@ def render_recall(rows: list[RecallRow]) -> list[str]:
     lines = [
         "| policy | seed | recall | present when asked | bytes sent | turns (extra) "
         "| recall calls (empty, with the value) | misses: human / agent after recall / "
-        "agent, not recalled | turns over budget | peak bytes | invalid outputs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "agent, not recalled | kept at the end | turns over budget | peak bytes "
+        "| invalid outputs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         r = row.result
@@ -215,7 +216,7 @@ def render_recall(rows: list[RecallRow]) -> list[str]:
             f"| {row.policy} | {row.seed} | {'on' if row.recall else 'off'} "
             f"| {r.references_found}/{r.references} ({_share(r):.1f}%) | {r.sent_bytes:,} "
             f"| {r.turns:,} ({r.extra_turns}) | {calls} | {' / '.join(map(str, row.misses))} "
-            f"| {r.over_budget} | {r.peak_bytes:,} "
+            f"| {r.facts_final}/{r.facts_planted} | {r.over_budget} | {r.peak_bytes:,} "
             f"| {r.invalid} |"
         )
     lines += [
