@@ -110,3 +110,22 @@ def count_rows(path: str, table: str) -> int:
         return int(connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     finally:
         connection.close()
+
+
+def open_at(path: str, kind: str, start: float) -> str:
+    """Open a ``kind`` store ("archive" or "cache") on ``path`` once ``start`` (a
+    ``time.time()``) has come, so that several processes set up a new file together;
+    "ok" or the error."""
+    import time
+
+    from csum.archive import SQLiteArchiveStore
+    from csum.stores import SQLiteStore
+
+    while time.time() < start:
+        pass
+    try:
+        store = SQLiteArchiveStore(path) if kind == "archive" else SQLiteStore(path)
+        store.database.run_sync(lambda connection: connection.execute("SELECT 1").fetchall())
+    except Exception as exc:  # reported to the test, which shows it
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"

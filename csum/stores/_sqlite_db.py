@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -47,13 +48,41 @@ class SQLiteDatabase:
         )
         try:
             connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.executescript(self.schema)
+            self._set_up(connection)
         except BaseException:
             connection.close()
             raise
         return connection
+
+    def _set_up(self, connection: sqlite3.Connection) -> None:
+        """WAL mode and the tables, retried while another process sets up the same file.
+
+        SQLite answers "database is locked" at once, without waiting out the busy
+        timeout, where waiting could deadlock: switching a new file to WAL, or a schema
+        statement upgrading its read of the schema to a write while another connection
+        does the same. The schema therefore runs in one ``BEGIN IMMEDIATE`` transaction
+        (the write lock is taken first, and waited for), and the whole set-up is
+        retried, with a short growing pause, until the busy timeout has passed.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.005
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode = WAL")
+                connection.execute("PRAGMA synchronous = NORMAL")
+                connection.executescript(f"BEGIN IMMEDIATE;\n{self.schema}\nCOMMIT;")
+            except sqlite3.OperationalError as exc:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                message = str(exc)
+                if ("locked" not in message and "busy" not in message) or (
+                    time.monotonic() + pause > deadline
+                ):
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.2)
+            else:
+                return
 
     def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
