@@ -75,6 +75,11 @@ def real_chain(corpus: Path, megabytes: float) -> dict[str, Any]:
         if merged and merged[-1]["role"] == "user":
             merged.append({"role": "assistant", "content": "ok"})
         sessions.append(merged)
+    if not any(sessions):
+        raise SystemExit(
+            f"no Claude Code sessions (claudecode_spotter_*.json) under {corpus}/"
+            "anthropic_claudecode: pass the corpus folder with --corpus"
+        )
     messages: list[Any] = []
     size = 0
     copy = 0
