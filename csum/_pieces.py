@@ -111,19 +111,8 @@ def split_into_pieces(
 
 def _question_pieces(questions: Sequence[Message], room: int) -> list[Piece]:
     """Pieces of questions alone (the prompt summarizes them; no context)."""
-    pieces: list[Piece] = []
-    current = Piece()
-    for question in questions:
-        for item in _fitting(question, room):
-            cost = prompt_bound(item)
-            if current.context and current.used + cost > room:
-                pieces.append(current)
-                current = Piece()
-            current.context.append(item)
-            current.used += cost
-    if current.context:
-        pieces.append(current)
-    return pieces
+    items = [item for question in questions for item in _fitting(question, room)]
+    return [Piece(context=group) for group in _groups(items, room)]
 
 
 def _fitting(message: Message, room: int) -> list[Message]:

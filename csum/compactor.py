@@ -685,21 +685,12 @@ class Compactor:
         if k == 0 and p == 0:
             return None
         sections = ast.sections
-        humans: list[Message] = []
-        pairs: list[BodyPair] = []
-        for index in range(k):
-            human = sections[index].header.human_message
-            if human is not None and not _is_note(human):
-                humans.append(human)
-            pairs.extend(sections[index].body)
-        if p > 0:
-            human = sections[k].header.human_message
-            if human is not None and not _is_note(human):
-                humans.append(human)
-            pairs.extend(sections[k].body[:p])
+        evicted_turns = list(_evicted(sections, k, p))
+        humans = [question for question, _ in evicted_turns if question is not None]
+        pairs = [pair for _, body in evicted_turns for pair in body]
         frozen_ids = {id(pair) for pair in frozen}
         dropped_ids = {id(pair) for pair in dropped}
-        replaced = _replaced(sections, k, p, frozen_ids)
+        replaced = _replaced(evicted_turns, frozen_ids)
         frozen = [pair for pair in pairs if id(pair) in frozen_ids]
         gone = sum(1 for pair in pairs if id(pair) in dropped_ids)
         skipped = frozen_ids | dropped_ids
@@ -709,7 +700,10 @@ class Compactor:
             [m for s in sections[:k] for m in s.messages() if m.role is not Role.SYSTEM]
         ) + self._meter.total(messages_of(sections[k].body[:p]))
         plan = _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted, gone, replaced)
-        plan.turns = _turns(sections, k, p, skipped)
+        plan.turns = [
+            (question, messages_of([pair for pair in body if id(pair) not in skipped]))
+            for question, body in evicted_turns
+        ]
         return plan
 
     def _assemble(
@@ -932,29 +926,21 @@ def _evicted(
         yield (human if human is not None and not _is_note(human) else None), body
 
 
-def _replaced(sections: Sequence[Section], k: int, p: int, frozen_ids: set[int]) -> list[Message]:
-    """The messages before pair ``p`` of section ``k`` that a compaction takes out of
-    the chain, in chain order: the questions (not the note opening an earlier summary)
-    and every pair not carried as a frozen summary (dropped summaries included)."""
+def _replaced(
+    turns: Sequence[tuple[Message | None, Sequence[BodyPair]]], frozen_ids: set[int]
+) -> list[Message]:
+    """The messages of the evicted ``turns`` (from :func:`_evicted`) that a compaction
+    takes out of the chain, in chain order: the questions (not the note opening an
+    earlier summary) and every pair not carried as a frozen summary (dropped summaries
+    included)."""
     out: list[Message] = []
-    for question, body in _evicted(sections, k, p):
+    for question, body in turns:
         if question is not None:
             out.append(question)
         for pair in body:
             if id(pair) not in frozen_ids:
                 out.extend(pair.messages())
     return out
-
-
-def _turns(
-    sections: Sequence[Section], k: int, p: int, skipped: set[int]
-) -> list[tuple[Message | None, list[Message]]]:
-    """What a compaction summarizes, by turn: (question, messages of its pairs not in
-    ``skipped``) before pair ``p`` of section ``k``."""
-    return [
-        (question, messages_of([pair for pair in body if id(pair) not in skipped]))
-        for question, body in _evicted(sections, k, p)
-    ]
 
 
 def _question_key(messages: Sequence[Message]) -> str | None:

@@ -211,9 +211,6 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
     """:func:`as_messages` one message at a time, each validated as it is reached (the
     command lines' streamed encoding holds no list of them)."""
     for index, item in enumerate(messages):
-        if type(item) is Message:
-            yield item
-            continue
         if isinstance(item, Message):
             yield item
             continue
