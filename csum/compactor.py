@@ -274,6 +274,8 @@ class Compactor:
             summary_reserve = self.budget.scaled(0.05)
         if not 0 <= summary_reserve < limit:
             raise ValueError(f"summary_reserve must be within 0..budget, got {summary_reserve}")
+        if not isinstance(summary_ratio, int | float):
+            raise TypeError(f"summary_ratio must be a number, not {summary_ratio!r}")
         if isinstance(summary_ratio, bool) or not 0 < summary_ratio <= 0.5:
             raise ValueError(f"summary_ratio must be within (0, 0.5], got {summary_ratio!r}")
         self.summary_ratio = summary_ratio

@@ -33,6 +33,11 @@ def test_a_bad_ratio_is_refused(ratio: Any) -> None:
         Compactor(budget=131072, summary_ratio=ratio)
 
 
+def test_a_ratio_that_is_not_a_number_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="summary_ratio must be a number"):
+        Compactor(budget=131072, summary_ratio="0.1")  # type: ignore[arg-type]
+
+
 def session() -> list[Message]:
     """The largest Claude Code sub-agent chain of the corpus (up to ~190 KB)."""
     corpus = find_corpus(None)
