@@ -76,3 +76,18 @@ def test_a_message_too_long_to_share_a_window_keeps_its_own_line() -> None:
     output = f"{header}\n     test/auth/token_test.exs:57\n     Assertion with == failed"
     summary = shell("mix test", output, 2000)
     assert "\ntest/auth/token_test.exs:57\n" in summary
+
+
+def test_a_place_with_a_message_of_its_own_is_not_joined_to_the_line_above() -> None:
+    """A grep match (``path:line: words``) after a line without a place (a log line, a
+    sentence) is a record of its own: joined, it would lend the line above its place
+    and make one long unit of two."""
+    output = (
+        "2024-05-13 13:54:02 INFO worker-5 processed 313 items in 207 ms\n"
+        "src/shop/pricing/rules.ex:48:  discount = apply(rule, cart)\n"
+        "Searched 64 files in 0.2 seconds."
+    )
+    summary = shell("grep -rn apply src/", output, 2000)
+    lines = summary.splitlines()
+    assert "src/shop/pricing/rules.ex:48: discount = apply(rule, cart)" in lines
+    assert "worker-5 processed 313 items in 207 ms" in lines

@@ -108,6 +108,7 @@ _EARLY_BONUS = 3.0  # ... and, fading, to its early lines
 _ELLIPSIS = "…"
 _LIST_KEY = "\0"  # marks a list's path among the open records' paths
 _LOCATION_TAIL = 48  # characters a location line may hold after its place
+_LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
 _REPACKS = 3  # packings again with the bytes rendering saved
 _SHARED_MIN = 8  # a path's directories shorter than this are written again
 
@@ -791,9 +792,12 @@ def _body_lines(
 def _location(line: str) -> str | None:
     """The place a line names when it names little else: a path with a line number,
     maybe after an arrow, ``at`` or ``in``, and a short tag (``test/a_test.exs:142``,
-    ``--> src/main.rs:4:5``, ``lib/a.ex:9:5 #(App.start)``); None for any other line."""
+    ``--> src/main.rs:4:5``, ``lib/a.ex:9:5 #(App.start)``); None for any other line,
+    such as grep's ``src/a.py:12: words of the match``, which says its own message."""
     match = _LOCATION_LINE.match(line, endpos=_LINE_SCAN)
     if match is None or len(line) - match.end() > _LOCATION_TAIL:
+        return None
+    if len(line[match.end() :].split(None, _LOCATION_WORDS)) > _LOCATION_WORDS:
         return None
     token = match.group(1).strip(_TRAIL)
     if len(token) > _TOKEN_CAP or _path_kind(token) != 2:
