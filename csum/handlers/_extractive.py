@@ -69,7 +69,16 @@ _TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
 _MIN_WINDOW = 80  # ... or fewer under a small budget, never below this
+_DEFINITION_BONUS = 3.0  # score added to a file listing's definitions (def, class, fn) ...
+_WRITTEN_BONUS = 6.0  # ... to its lines the call wrote (an edit's new lines) ...
+_LISTING_EDGE_BONUS = 6.0  # ... and to its unnumbered first and last lines (file, outcome)
+_RISING_SHARE = 0.9  # share of a listing's numbers that rise from line to line
+_WRITTEN_MIN = 8  # characters a line of a call's arguments needs to be matched as written
+_RANK_BONUS = 4.0  # score added to a list's first record, fading: 4, 2, 1.3 ...
+_RECORD_LABEL = 40  # characters a label may take before a line's JSON list of records
+_PROSE_SHARE = 0.8  # share of letters and spaces from which a tool's line reads as prose
 _SENTENCE_MIN = 80  # a prose line longer than this is split into its sentences
+_SENTENCE_PIECE = 12  # ... at sentence ends at least this far apart ("File updated.")
 _CUT_SHARE = 0.9  # a line that does not fit is cut to the room if this share of it fits
 _MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
 _ARG_CAP = 200
@@ -187,7 +196,18 @@ _CODE_LINE = regex.compile(
     """,
     regex.VERBOSE,
 )
+_LONG_LISTING = regex.compile(  # ls -l: mode, links, owner, group, size, date, name
+    r"^(?P<type>[-dlcbps])[rwxsStT-]{9}+[@+.]?+[ ]++\d++[ ]++\S++[ ]++(?:\S++[ ]++)?+"
+    r"\d++(?:,[ ]*+\d++)?+[ ]++\w{3}+[ ]++\d{1,2}+[ ]++(?:\d{1,2}:\d{2}|\d{4})[ ]++"
+    r"(?P<name>.{1,400}+)$"
+)
+_TOTAL_LINE = regex.compile(r"total[ ]\d{1,12}+")
 _NUMBERED = regex.compile(r"^\s{0,8}\d{1,7}(?:→|:|\t)")  # a file listing: "  12→", "12:"
+_DEFINITION = regex.compile(  # what a file defines: "def f(", "pub async fn g", "class A"
+    r"\s{0,40}+(?:(?:export|pub(?:\([a-z]{1,8}+\))?+|public|private|protected|static|async"
+    r"|abstract|default)[ ]++){0,3}+(?:def|defp|defmodule|defmacro|class|function|fn|func"
+    r"|struct|enum|trait|interface|impl|type|module)[ <]++[A-Za-z_]"
+)
 _EMPTY_NUMBERED = regex.compile(r"\d{1,7}(?:→|:|\t)?+\s*+")
 _FRAME = regex.compile(r'^\s*File "([^"]{1,400})", line (\d{1,7})')
 _KEY_VALUE = regex.compile(r"[A-Za-z_][\w.-]{0,80}+=[^=\s]")
@@ -658,21 +678,77 @@ def _split_lines(text: str) -> list[str]:
     return [piece for line in lines for piece in line.split("\\n")]
 
 
-def _sentences(lines: list[str]) -> list[str]:
+def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
     """Prose lines split into their sentences, each a unit of its own: a paragraph's
-    one sentence that matters is kept without the others."""
+    one sentence that matters is kept without the others; with ``prose_only``, only the
+    lines that read as prose (mostly words, not code, not a numbered listing's)."""
     out: list[str] = []
     for line in lines:
-        if len(line) <= _SENTENCE_MIN:
+        if len(line) <= _SENTENCE_MIN or (prose_only and not _is_prose(line)):
             out.append(line)
             continue
         start = 0
         for match in _SENTENCE_END.finditer(line, endpos=4 * _LINE_SCAN):
-            if match.start() - start >= _SENTENCE_MIN // 4:
+            if match.start() - start >= _SENTENCE_PIECE:
                 out.append(line[start : match.start()])
                 start = match.end()
         out.append(line[start:])
     return out
+
+
+def _reshape(lines: list[str], ranks: dict[str, int]) -> list[str]:
+    """A tool's lines with two shapes made compact: a long listing's entry
+    (``drwxr-xr-x 2 ann staff 64 May 2 10:01 src``) as its name alone, a directory's
+    marked ``/`` (the mode, owner, size and date columns say little and cost most of the
+    line); and a line holding a JSON list of records (a web search's ``Links: [{"title":
+    ..., "url": ...}]``) as one line per record, so that each record is kept or dropped
+    whole, with its keys; ``ranks`` gets each such record's place in its list (a search
+    lists its best matches first)."""
+    out: list[str] = []
+    for line in lines:
+        entry = _LONG_LISTING.match(line, endpos=_LINE_SCAN)
+        if entry is not None:
+            if entry.group("name") not in (".", ".."):
+                directory = entry.group("type") == "d"
+                out.append(entry.group("name") + ("/" if directory else ""))
+            continue
+        if _TOTAL_LINE.fullmatch(line):
+            continue  # "total 48": the listing's blocks
+        records = _record_list(line)
+        if records is None:
+            out.append(line)
+            continue
+        if not records[0].startswith("{"):
+            out.append(records.pop(0))  # the list's label
+        for rank, record in enumerate(records):
+            ranks.setdefault(record, rank)
+            out.append(record)
+    return out
+
+
+def _record_list(line: str) -> list[str] | None:
+    """The records of a line holding a JSON list of objects (after an optional label),
+    each as a one-line JSON object; None for any other line."""
+    start = line.find("[{", 0, _RECORD_LABEL)
+    if start < 0 or len(line) > 16 * _LINE_SCAN or not line.rstrip().endswith("}]"):
+        return None
+    try:
+        value = json.loads(line[start:])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        return None
+    label = line[:start].strip()
+    return ([label] if label else []) + [json.dumps(item, ensure_ascii=False) for item in value]
+
+
+def _is_prose(line: str) -> bool:
+    """Whether a line reads as prose: mostly letters and spaces, not numbered, not code."""
+    scan = line[:_LINE_SCAN]
+    if _NUMBERED.match(scan) or _CODE_LINE.search(scan):
+        return False
+    wordy = sum(1 for c in scan if c.isalpha() or c == " ")
+    return wordy >= _PROSE_SHARE * len(scan)
 
 
 def _body_lines(
@@ -683,19 +759,32 @@ def _body_lines(
     tool: bool,
     width: int,
     said: frozenset[str] = frozenset(),
+    written: frozenset[str] = frozenset(),
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
-    ``key=value`` pairs the call line already shows."""
+    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote."""
     fields = _json_fields(content, said) if tool else None
     if fields is not None:
         yield from _field_lines(fields, block, check, width)
         return
     raw = _split_lines(content)
+    listing = False
+    diff = False
+    ranks: dict[str, int] = {}  # a record's place in its list
     if not tool:
         raw = _sentences(raw)
-    listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
-    diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
+    else:
+        listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
+        diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
+        if not diff:
+            # A tool's prose (an agent's report, a fetched page, a tool's closing
+            # advice) is split into sentences as an answer is; its code, logs and
+            # listings are not (their lines are units already).
+            raw = _sentences(raw, prose_only=True)
+        if not diff and not listing:
+            raw = _reshape(raw, ranks)
     places: dict[int, str] = {}  # a message's place, from the line below it
+    numbered_span = _numbered_span(raw) if listing else None
     if tool and not listing and not diff:
         raw = _two_line_records(raw, check, width, places)
     seen: dict[str, int] = {}
@@ -741,6 +830,11 @@ def _body_lines(
             score = _routine_score(scored, score)
         elif record is not None:
             score += _RECORD_BONUS
+        if numbered_span is not None:
+            score += _listing_bonus(original, order, numbered_span, written)
+        rank = ranks.get(original)
+        if rank is not None:
+            score += _RANK_BONUS / (1 + rank)
         if pending and not listing:
             score += _PENDING_SCORE
             pending -= 1
@@ -787,6 +881,44 @@ def _body_lines(
         item = _Line(block, order, _window(_shorten_paths(line, width), width), score)
         above = [*above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
         yield item
+
+
+def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
+    """The first and last numbered line of a file listing, whose numbers rise line by
+    line; None when they do not (clock times ``16:45:25`` opening log lines look
+    numbered too, and are no file)."""
+    orders: list[int] = []
+    numbers: list[int] = []
+    for order, line in enumerate(raw):
+        match = _NUMBERED.match(line)
+        if match is not None:
+            orders.append(order)
+            numbers.append(int(line[: match.end()].strip(" \t→:")))
+    rising = sum(1 for a, b in pairwise(numbers) if b > a)
+    if not orders or rising < _RISING_SHARE * (len(numbers) - 1):
+        return None
+    return orders[0], orders[-1]
+
+
+def _listing_bonus(
+    line: str, order: int, numbered_span: tuple[int, int], written: frozenset[str]
+) -> float:
+    """What a line of a numbered file listing (a read, an edit's echo) is worth beyond
+    its identifiers: its definitions say what the file holds, the lines the call wrote
+    what it changed, and the unnumbered lines before and after the numbered ones
+    (``numbered_span``: the first and last numbered line) which file it is and how the
+    tool ended (``[File: a.py (23 lines total)]``, ``File updated.``), fading away from
+    the listing."""
+    numbered = _NUMBERED.match(line)
+    if numbered is None:
+        first, last = numbered_span
+        distance = first - order - 1 if order < first else order - last - 1
+        return _LISTING_EDGE_BONUS / (1 + distance) if distance >= 0 else 0.0
+    body = line[numbered.end() : numbered.end() + _LINE_SCAN]
+    bonus = _DEFINITION_BONUS if _DEFINITION.match(body) else 0.0
+    if written and body.strip() in written:
+        bonus += _WRITTEN_BONUS
+    return bonus
 
 
 def _location(line: str) -> str | None:
@@ -1000,6 +1132,24 @@ def _argument_pairs(args: str) -> frozenset[str]:
     )
 
 
+def _written_lines(args: str) -> frozenset[str]:
+    """The lines a call writes (an edit's new text, a file's content), stripped: in a
+    numbered listing of the result, the lines it changed."""
+    try:
+        value = json.loads(args) if args.strip() else {}
+    except (ValueError, RecursionError):
+        return frozenset()
+    texts: list[str] = []
+    if isinstance(value, dict):
+        texts = [item for item in value.values() if isinstance(item, str)]
+    return frozenset(
+        stripped
+        for text in texts
+        for line in text[: 16 * _LINE_SCAN].splitlines()
+        if len(stripped := line.strip()) >= _WRITTEN_MIN
+    )
+
+
 def _call_shows(head: str, pair: str) -> bool:
     """Whether the call line ``head`` shows the argument ``pair`` (``key=value``): with
     its key, or as the call's lone argument (``get_order(ORD7731QX)``, whose name says
@@ -1104,6 +1254,7 @@ def _collect(
     blocks: list[_Block] = []
     calls: dict[str, str] = {}
     arguments: dict[str, frozenset[str]] = {}
+    written: dict[str, frozenset[str]] = {}
     requests = [
         e
         for e in entries
@@ -1118,6 +1269,7 @@ def _collect(
             if entry.name != SUMMARIZATION_TOOL_NAME:
                 calls[entry.call_id] = _render_call(entry.name, entry.args, call_cap)
                 arguments[entry.call_id] = _argument_pairs(entry.args)
+                written[entry.call_id] = _written_lines(entry.args)
             continue
         if _is_prior_summary(entry):
             text = entry.content.removeprefix(SUMMARIZED_CONTENT_PREFIX)
@@ -1153,6 +1305,7 @@ def _collect(
                         for p in arguments.pop(entry.call_id, frozenset())
                         if _call_shows(head, p)
                     ),
+                    written=written.pop(entry.call_id, frozenset()),
                 )
             )
             if not block.lines:
