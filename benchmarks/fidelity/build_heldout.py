@@ -390,20 +390,27 @@ def _from_openhands(git_dir: Path, ref: str) -> dict[str, Any]:
 
 def _from_spotter(git_dir: Path, ref: str) -> dict[str, Any]:
     _, path, line = ref.split(":")
+    return _from_claude_code_log(git_dir, "marot/spotter", SPOTTER_COMMIT, path, int(line))
+
+
+def _from_claude_code_log(
+    git_dir: Path, repo: str, commit: str, path: str, line: int
+) -> dict[str, Any]:
+    """One line of a recorded Claude Code session log (``.jsonl``): a tool result with
+    the ``tool_use`` block it answers, or an assistant text block (an answer)."""
     entries = [
-        json.loads(text)
-        for text in _git_show(git_dir, SPOTTER_COMMIT, path).decode("utf-8").splitlines()
+        json.loads(text) for text in _git_show(git_dir, commit, path).decode("utf-8").splitlines()
     ]
-    blocks = entries[int(line)]["message"]["content"]
-    source = _source("marot/spotter", SPOTTER_COMMIT, path, f"log line {line}")
+    blocks = entries[line]["message"]["content"]
+    source = _source(repo, commit, path, f"log line {line}")
     text = next((b for b in blocks if b["type"] == "text"), None)
     if text is not None:
         return {"source": source, "call": None, "output_role": "ai", "output": text["text"]}
     result = next(b for b in blocks if b["type"] == "tool_result")
-    assert isinstance(result["content"], str), ref
+    assert isinstance(result["content"], str), (path, line)
     call = next(
         block
-        for entry in reversed(entries[: int(line)])
+        for entry in reversed(entries[:line])
         if isinstance(entry.get("message"), dict)
         and isinstance(entry["message"].get("content"), list)
         for block in entry["message"]["content"]
