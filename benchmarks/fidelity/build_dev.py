@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from build_heldout import OPENHANDS_GIT, _from_claude_code_log, _from_openhands, _text
+from build_heldout import OPENHANDS_GIT, _from_claude_code_log, _from_openhands, _write_items
 from build_items import SWE_AGENT_GIT, _from_swe_agent, _git_show
 
 HERE = Path(__file__).resolve().parent
@@ -459,35 +459,26 @@ def main() -> None:
     parser.add_argument("--swe-agent", type=Path, default=SWE_AGENT_GIT)
     parser.add_argument("--dump", type=Path)
     args = parser.parse_args()
-    lines: list[str] = []
-    for item_id, kind, ref, facts in SPECS:
+    bodies: list[dict[str, Any]] = []
+    for _, _, ref, _ in SPECS:
         if ref.startswith("pai:"):
-            body = _from_pydantic_ai(args.pydantic_ai, ref)
+            bodies.append(_from_pydantic_ai(args.pydantic_ai, ref))
         elif ref.startswith("cc:"):
             _, path, line = ref.split(":")
-            body = _from_claude_code_log(
-                args.claude_reliability,
-                "DRMacIver/claude-reliability",
-                RELIABILITY_COMMIT,
-                path,
-                int(line),
+            bodies.append(
+                _from_claude_code_log(
+                    args.claude_reliability,
+                    "DRMacIver/claude-reliability",
+                    RELIABILITY_COMMIT,
+                    path,
+                    int(line),
+                )
             )
         elif ref.startswith("oh:"):
-            body = _from_openhands(args.openhands, ref)
+            bodies.append(_from_openhands(args.openhands, ref))
         else:
-            body = _from_swe_agent(args.swe_agent, ref)
-        if args.dump is not None:
-            args.dump.mkdir(parents=True, exist_ok=True)
-            (args.dump / f"{item_id}.txt").write_text(_text(body), encoding="utf-8")
-        item = {
-            "id": item_id,
-            "kind": kind,
-            **body,
-            "facts": [{"what": what, "match": match} for what, match in facts],
-        }
-        lines.append(json.dumps(item, ensure_ascii=False))
-    (HERE / "items_dev.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {len(lines)} items")
+            bodies.append(_from_swe_agent(args.swe_agent, ref))
+    _write_items(HERE / "items_dev.jsonl", SPECS, bodies, args.dump)
 
 
 if __name__ == "__main__":

@@ -438,17 +438,30 @@ def main() -> None:
     parser.add_argument("--swe-agent", type=Path, default=SWE_AGENT_GIT)
     parser.add_argument("--dump", type=Path)
     args = parser.parse_args()
-    lines: list[str] = []
-    for item_id, kind, ref, facts in SPECS:
+    bodies: list[dict[str, Any]] = []
+    for _, _, ref, _ in SPECS:
         if ref.startswith("oh:"):
-            body = _from_openhands(args.openhands, ref)
+            bodies.append(_from_openhands(args.openhands, ref))
         elif ref.startswith("cc:"):
-            body = _from_spotter(args.spotter, ref)
+            bodies.append(_from_spotter(args.spotter, ref))
         else:
-            body = _from_swe_agent(args.swe_agent, ref)
-        if args.dump is not None:
-            args.dump.mkdir(parents=True, exist_ok=True)
-            (args.dump / f"{item_id}.txt").write_text(_text(body), encoding="utf-8")
+            bodies.append(_from_swe_agent(args.swe_agent, ref))
+    _write_items(HERE / "items_heldout.jsonl", SPECS, bodies, args.dump)
+
+
+def _write_items(
+    target: Path,
+    specs: list[tuple[str, str, str, list[Fact]]],
+    bodies: list[dict[str, Any]],
+    dump: Path | None,
+) -> None:
+    """Write one JSON line per spec (id, kind, its body, its facts) to ``target``; with
+    ``dump``, each item's text to ``dump/<id>.txt`` as well."""
+    lines: list[str] = []
+    for (item_id, kind, _, facts), body in zip(specs, bodies, strict=True):
+        if dump is not None:
+            dump.mkdir(parents=True, exist_ok=True)
+            (dump / f"{item_id}.txt").write_text(_text(body), encoding="utf-8")
         item = {
             "id": item_id,
             "kind": kind,
@@ -456,7 +469,7 @@ def main() -> None:
             "facts": [{"what": what, "match": match} for what, match in facts],
         }
         lines.append(json.dumps(item, ensure_ascii=False))
-    (HERE / "items_heldout.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {len(lines)} items")
 
 
