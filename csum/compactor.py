@@ -77,7 +77,7 @@ from csum.archive import HistoryArchive, split_archive_line
 from csum.budget import BYTES_PER_TOKEN, Budget, EstimatedTokens, TokenCounter
 from csum.cache import SummaryCache
 from csum.events import CompactionEvent, CompactionReason
-from csum.reinsert import is_reinserted
+from csum.reinsert import is_reinserted, own_question
 from csum.store_events import StoreEvent, StoreEventKind
 
 __all__ = [
@@ -967,20 +967,10 @@ def _in_chain_order(plan: _Plan) -> tuple[list[Message], list[Message]]:
     for index, (question, messages) in enumerate(plan.turns):
         if question is not None and index == last and plan.pair > 0:
             context.append(question)
-        elif question is not None and (own := _own_question(question)) is not None:
+        elif question is not None and (own := own_question(question)) is not None:
             summarized.append(own)
         summarized.extend(messages)
     return context, summarized
-
-
-def _own_question(question: Message) -> Message | None:
-    """``question`` without the archived lines re-insertion put back into it: they are
-    copies of what the archive holds, put back for that question only, and a summary
-    that kept them would fill with old lines again (None: nothing of its own)."""
-    parts = tuple(part for part in question.parts if not is_reinserted(part))
-    if len(parts) == len(question.parts):
-        return question
-    return Message.from_parts(Role.HUMAN, parts) if parts else None
 
 
 def _replaced(
