@@ -7,6 +7,7 @@ SQLite archive, the offline extractive handler, asyncio and trio."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -47,11 +48,20 @@ class Recording:
         return [p for p in self.prompts if parse_prompt(p).case is case]
 
 
-async def asked_with_reinsertion(
-    summarizer: Summarizer, chain: list[Message]
-) -> tuple[list[Message], str, str]:
-    """(chain, question, put-back text): ``chain`` summarized, then a question naming
-    what only the archive holds asked on top of it, extended by re-insertion."""
+@pytest.fixture
+async def archive(tmp_path: Path) -> AsyncIterator[HistoryArchive]:
+    made = HistoryArchive(tmp_path / "archive.sqlite", reinsert_bytes=1500)
+    try:
+        yield made
+    finally:
+        await made.aclose()
+
+
+async def asked_with_reinsertion(summarizer: Summarizer) -> tuple[list[Message], str, str]:
+    """(chain, question, put-back text): the longest tau-bench chain summarized, then a
+    question naming what only the archive holds asked on top of it, extended by
+    re-insertion."""
+    chain = long_chain()
     first = await summarizer.summarize(extractive(2000), chain)
     question, identifier = question_needing_the_archive(chain, first.messages)
     asked = [*first.messages, Message.human(question)]
@@ -74,71 +84,62 @@ def next_turn(messages: list[Message], turn: int) -> list[Message]:
 @pytest.mark.anyio
 @pytest.mark.parametrize("human_summary", [True, False], ids=["human-summary", "human-kept"])
 async def test_a_folded_question_leaves_its_reinserted_lines_behind(
-    tmp_path: Path, human_summary: bool
+    archive: HistoryArchive, human_summary: bool
 ) -> None:
-    chain = long_chain()
-    archive = HistoryArchive(tmp_path / "archive.sqlite", reinsert_bytes=1500)
-    try:
-        summarizer = Summarizer(config(human_summary), archive=archive)
-        messages, question, put_back = await asked_with_reinsertion(summarizer, chain)
-        extended = messages[-1]
-        entries = put_back.splitlines()[1:]  # "(reference) line", made by re-insertion only
-        assert entries
-        handler = Recording()
-        folded_at = None
-        for turn in range(6):  # later turns: QA folds the question, then folds again
-            messages = (await summarizer.summarize(handler, next_turn(messages, turn))).messages
-            if folded_at is None and extended not in messages:
-                folded_at = turn
-            if folded_at is not None:
-                texts = [message_search_text(m) for m in messages]
-                assert not any(REINSERTED_HEADER in text for text in texts)
-                assert not any(entry in text for entry in entries for text in texts)
-        assert folded_at is not None
-        assert folded_at < 5  # ... and folded again after
-        header = next(m for m in messages if m.role is Role.HUMAN)
-        if human_summary:
-            # The question's own text was summarized, not what was put back into it.
-            asked = handler.of_case(PromptCase.HUMAN_ONLY)
-            assert any(question in prompt for prompt in asked)
-            assert not any(REINSERTED_HEADER in prompt for prompt in asked)
-            assert "User: " + question in header.text
-        else:
-            assert question in header.text  # carried verbatim, without the lines
-    finally:
-        await archive.aclose()
+    summarizer = Summarizer(config(human_summary), archive=archive)
+    messages, question, put_back = await asked_with_reinsertion(summarizer)
+    extended = messages[-1]
+    entries = put_back.splitlines()[1:]  # "(reference) line", made by re-insertion only
+    assert entries
+    handler = Recording()
+    folded_at = None
+    for turn in range(6):  # later turns: QA folds the question, then folds again
+        messages = (await summarizer.summarize(handler, next_turn(messages, turn))).messages
+        if folded_at is None and extended not in messages:
+            folded_at = turn
+        if folded_at is not None:
+            texts = [message_search_text(m) for m in messages]
+            assert not any(REINSERTED_HEADER in text for text in texts)
+            assert not any(entry in text for entry in entries for text in texts)
+    assert folded_at is not None
+    assert folded_at < 5  # ... and folded again after
+    header = next(m for m in messages if m.role is Role.HUMAN)
+    if human_summary:
+        # The question's own text was summarized, not what was put back into it.
+        asked = handler.of_case(PromptCase.HUMAN_ONLY)
+        assert any(question in prompt for prompt in asked)
+        assert not any(REINSERTED_HEADER in prompt for prompt in asked)
+        assert "User: " + question in header.text
+    else:
+        assert question in header.text  # carried verbatim, without the lines
 
 
 @pytest.mark.anyio
 async def test_a_folded_question_gives_the_same_qa_prompts_with_or_without_the_lines(
-    tmp_path: Path,
+    archive: HistoryArchive,
 ) -> None:
     """The QA prompts (the summary cache's keys) of a fold do not depend on what
     re-insertion added: only a prompt of the question's own section, where it is still
     in the chain as context, sees the lines."""
-    chain = long_chain()
-    archive = HistoryArchive(tmp_path / "archive.sqlite", reinsert_bytes=1500)
-    try:
-        summarizer = Summarizer(config(True), archive=archive)
-        messages, _, _ = await asked_with_reinsertion(summarizer, chain)
-        extended = messages[-1]
-        own = own_question(extended)
-        assert own is not None
-        assert own != extended
-        with_lines, without_lines = Recording(), Recording()
-        kept, dropped = messages, [*messages[:-1], own]
-        for turn in range(2):  # the second turn folds the question
-            kept = (await summarizer.summarize(with_lines, next_turn(kept, turn))).messages
-            dropped = (await summarizer.summarize(without_lines, next_turn(dropped, turn))).messages
-        assert extended not in kept  # folded
-        assert kept[:2] == dropped[:2]  # the same system message and human summary
-        qa_human = with_lines.of_case(PromptCase.HUMAN_ONLY)
-        assert qa_human
-        assert qa_human == without_lines.of_case(PromptCase.HUMAN_ONLY)
-        differing = [p for p in with_lines.prompts if p not in without_lines.prompts]
-        for prompt in differing:
-            context = parse_prompt(prompt).context
-            assert {entry.message_index for entry in context} == {0}  # one question ...
-            assert REINSERTED_HEADER in "\n".join(entry.content for entry in context)
-    finally:
-        await archive.aclose()
+    summarizer = Summarizer(config(True), archive=archive)
+    messages, _, _ = await asked_with_reinsertion(summarizer)
+    extended = messages[-1]
+    own = own_question(extended)
+    assert own is not None
+    assert own != extended
+    with_lines, without_lines = Recording(), Recording()
+    kept, dropped = messages, [*messages[:-1], own]
+    for turn in range(2):  # the second turn folds the question
+        kept = (await summarizer.summarize(with_lines, next_turn(kept, turn))).messages
+        dropped = (await summarizer.summarize(without_lines, next_turn(dropped, turn))).messages
+    assert extended not in kept  # folded
+    assert kept[:2] == dropped[:2]  # the same system message and human summary
+    qa_human = with_lines.of_case(PromptCase.HUMAN_ONLY)
+    assert qa_human
+    assert qa_human == without_lines.of_case(PromptCase.HUMAN_ONLY)
+    differing = [p for p in with_lines.prompts if p not in without_lines.prompts]
+    assert differing  # the summary of the question's own section, while it is there
+    for prompt in differing:  # its context is one question: the extended one
+        context = parse_prompt(prompt).context
+        assert {entry.message_index for entry in context} == {0}
+        assert REINSERTED_HEADER in "\n".join(entry.content for entry in context)
