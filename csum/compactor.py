@@ -995,12 +995,14 @@ def _replaced(
 ) -> list[Message]:
     """The messages of the evicted ``turns`` (from :func:`_evicted`) that a compaction
     takes out of the chain, in chain order: the questions (not the note opening an
-    earlier summary) and every pair not carried as a frozen summary (dropped summaries
-    included)."""
+    earlier summary), each as its own text without the lines re-insertion put back into
+    it (those are archived already, under their own references), and every pair not
+    carried as a frozen summary (dropped summaries included)."""
     out: list[Message] = []
     for question, body in turns:
-        if question is not None:
-            out.append(question)
+        own = None if question is None else own_question(question)
+        if own is not None:
+            out.append(own)
         for pair in body:
             if id(pair) not in frozen_ids:
                 out.extend(pair.messages())
