@@ -37,6 +37,7 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from benchmarks.chains import build_chain
 from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, CORPUS_DIR, OPENAI_FOLDER, load_folder
@@ -92,7 +93,10 @@ def synthetic_workloads(seeds: int, messages: int, megabytes: float) -> Iterator
         yield Workload(f"synthetic seed {seed}", [chain])
 
 
-def loop(chains: list[object], step: Callable[[object], object]) -> Callable[[], None]:
+Item = TypeVar("Item")
+
+
+def loop(chains: list[Item], step: Callable[[Item], object]) -> Callable[[], None]:
     def run() -> None:
         for chain in chains:
             step(chain)
@@ -103,15 +107,15 @@ def loop(chains: list[object], step: Callable[[object], object]) -> Callable[[],
 def measure(workload: Workload, repeat: int, gc_paused: bool) -> dict[Goal, Ratio]:
     """Each measure with only its own inputs alive next to the chain: a collection's
     cost grows with the heap, and a program holds one form of its chain, not four."""
-    chains: list[object] = list(workload.chains)
+    chains = list(workload.chains)
     found: dict[Goal, Ratio] = {}
 
-    dicts: list[object] = [[m.model_dump() for m in chain] for chain in workload.chains]
+    dicts = [[m.model_dump() for m in chain] for chain in workload.chains]
     validate = loop(dicts, MESSAGES_ADAPTER.validate_python)
     found[PARSE] = paired_ratio(
         repeat, loop(chains, ChainAST.from_messages), validate, gc_paused=gc_paused
     )
-    asts: list[object] = [ChainAST.from_messages(chain) for chain in workload.chains]
+    asts = [ChainAST.from_messages(chain) for chain in workload.chains]
     found[NORMALIZE] = paired_ratio(
         repeat,
         loop(asts, lambda ast: ast.normalize_tool_call_ids(TEMPLATE)),
@@ -120,7 +124,7 @@ def measure(workload: Workload, repeat: int, gc_paused: bool) -> dict[Goal, Rati
     )
     del dicts, validate, asts
 
-    texts: list[object] = [MESSAGES_ADAPTER.dump_json(chain).decode() for chain in workload.chains]
+    texts = [MESSAGES_ADAPTER.dump_json(chain).decode() for chain in workload.chains]
     found[JSON] = paired_ratio(
         repeat,
         loop(texts, ChainAST.from_json),
@@ -202,12 +206,12 @@ def main(argv: list[str] | None = None) -> int:
                 met &= ok or mode != "GC on"
     print("memory (tracemalloc):")
     for kind, (used, total) in memory.items():
-        ratio = total / used
-        mark = "ok" if ratio <= MEMORY.limit else "MISS"
+        grown = total / used
+        mark = "ok" if grown <= MEMORY.limit else "MISS"
         met &= mark == "ok"
         print(
             f"  {kind:<11} {MEMORY.name:<54} {total / 1e6:9.1f}MB {used / 1e6:9.1f}MB "
-            f"{ratio:6.3f} {ratio:6.3f} {MEMORY.limit:5.1f}x {mark}"
+            f"{grown:6.3f} {grown:6.3f} {MEMORY.limit:5.1f}x {mark}"
         )
     print("\nratios: min and mean over rounds (and seeds); times: the fastest round")
     return 0 if met else 1

@@ -92,11 +92,11 @@ def real_chain(corpus: Path, megabytes: float) -> dict[str, Any]:
     return {"system": "You are Claude Code.", "messages": messages}
 
 
-def synthetic_chain(megabytes: float) -> list[Any]:
+def synthetic_chain(megabytes: float) -> dict[str, Any]:
     messages = build_chain(
         target_messages=int(20_000 * megabytes / 28), target_bytes=int(megabytes * 1e6 * 0.92)
     )
-    return openai.encode(messages)  # type: ignore[no-any-return]
+    return openai.encode(messages)
 
 
 CONVERT_TARGETS = ("gemini", "openai", "anthropic", "bedrock")

@@ -7,6 +7,11 @@ Its items fall in part A (the handler's rules were tuned on them) or B (held out
 the CRC-32 of their id. ``benchmarks/fidelity/items_heldout.jsonl`` is part C: fresh
 items from other transcripts, collected and labelled after that tuning and committed
 before any summarizer ran on them, so nothing was tuned on them.
+``benchmarks/fidelity/items_dev.jsonl`` is part D: a development set of the kinds the
+handler did worst on in part C (file edits and reads, directory listings, web searches and
+fetches, answers, git, build and test runs), from transcripts no A, B or C item came
+from, labelled before any summarizer ran on it. Unlike C it is meant for tuning: a tuner
+runs ``--no-heldout`` and sees A, B and D.
 Every item is summarized at 10 % and 25 % of its size in UTF-8 bytes by:
 
 * ``extractive``: the library's offline handler, given the prompt the summarizer would
@@ -26,9 +31,9 @@ Run ``python -m benchmarks.fidelity`` (``--markdown`` prints the docs section,
 Not measured: whether a reader (or a model) could act on the summary; the LLM handlers
 (no model runs here); facts a labeller did not think of (each part was labelled by one
 reader); texts longer than the items (the largest is about 25 KB); the summarizer's
-choices across several messages (each item is summarized alone). Part C is small (37
-items, 193 facts: one fact is about half a point), so a gap of a few points between
-parts is within what the choice of items alone can make.
+choices across several messages (each item is summarized alone). Parts C and D are small
+(37 items and 193 facts, 42 items and 193 facts: one fact is about half a point), so a
+gap of a few points between parts is within what the choice of items alone can make.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from csum.prompt import messages_to_prompt
 
 __all__ = [
     "BUDGETS",
+    "DEV_PATH",
     "HELDOUT_PATH",
     "ITEMS_PATH",
     "WINDOW",
@@ -67,6 +73,8 @@ __all__ = [
 ITEMS_PATH = Path(__file__).resolve().parent / "fidelity" / "items.jsonl"
 HELDOUT_PATH = Path(__file__).resolve().parent / "fidelity" / "items_heldout.jsonl"
 """Part C: fresh items labelled after the handler was tuned on parts A and B."""
+DEV_PATH = Path(__file__).resolve().parent / "fidelity" / "items_dev.jsonl"
+"""Part D: a development set of the kinds the handler does worst on, for tuning."""
 BUDGETS = (0.10, 0.25)
 """Summary budgets as a share of the item's size in UTF-8 bytes."""
 WINDOW = 300
@@ -90,7 +98,7 @@ class Item:
     facts: tuple[tuple[str, tuple[str, ...]], ...]
     source: dict[str, str]
     part: str = ""
-    """``A``, ``B`` or ``C`` as :func:`load_items` assigns it; empty: by :func:`half`."""
+    """``A``, ``B``, ``C`` or ``D`` as :func:`load_items` assigns it; empty: by :func:`half`."""
 
     @property
     def text(self) -> str:
@@ -119,20 +127,27 @@ def half(item: Item) -> str:
 
 
 def part_of(item: Item) -> str:
-    """The part an item belongs to: ``C`` for the held-out file, else :func:`half`."""
+    """The part an item belongs to: ``C`` for the held-out file, ``D`` for the development
+    file, else :func:`half`."""
     return item.part or half(item)
 
 
-def load_items(path: Path = ITEMS_PATH, *, heldout: Path | None = None) -> list[Item]:
+def load_items(
+    path: Path = ITEMS_PATH, *, heldout: Path | None = None, dev: Path | None = None
+) -> list[Item]:
     """Every item of the labelled set at ``path`` (parts A and B, by :func:`half`), then,
-    with ``heldout``, every item of that file as part C. Ids must be unique across both."""
+    with ``heldout``, every item of that file as part C, then, with ``dev``, every item of
+    that file as part D. Ids must be unique across the files."""
     items = _read_items(path, None)
     if heldout is not None:
         items += _read_items(heldout, "C")
+    if dev is not None:
+        items += _read_items(dev, "D")
     seen: set[str] = set()
     for item in items:
         if item.id in seen:
-            raise ValueError(f"item id {item.id!r} occurs twice in {path} and {heldout}")
+            files = ", ".join(str(f) for f in (path, heldout, dev) if f is not None)
+            raise ValueError(f"item id {item.id!r} occurs twice in {files}")
         seen.add(item.id)
     return items
 
@@ -358,12 +373,13 @@ PART_NAMES = {
     "A": "A (tuning half)",
     "B": "B (held out)",
     "C": "C (fresh, labelled after tuning)",
+    "D": "D (development, for tuning)",
 }
 
 
 def _by_part(items: Sequence[Item]) -> list[str]:
     """extractive and head on the tuning half (A), the held-out half (B), the fresh part
-    (C, when loaded) and all."""
+    (C, when loaded), the development part (D, when loaded) and all."""
     subsets = [
         (name, [i for i in items if part_of(i) == part]) for part, name in PART_NAMES.items()
     ]
@@ -401,15 +417,27 @@ def _subset_table(
 
 def _part_c_note(items: Sequence[Item]) -> str:
     fresh = [i for i in items if part_of(i) == "C"]
-    if not fresh:
-        return ""
-    sources = ", ".join(sorted({i.source["repo"] for i in fresh}))
-    return (
-        f" Part C ({len(fresh)} items, {sum(len(i.facts) for i in fresh)} facts, from "
-        f"transcripts no A/B item came from: {sources}) was collected and labelled after "
-        "that tuning and committed before any summarizer ran on it; it is in the "
-        "headline (all) and the goal check."
-    )
+    dev = [i for i in items if part_of(i) == "D"]
+    note = ""
+    if fresh:
+        sources = ", ".join(sorted({i.source["repo"] for i in fresh}))
+        note += (
+            f" Part C ({len(fresh)} items, {sum(len(i.facts) for i in fresh)} facts, from "
+            f"transcripts no A/B item came from: {sources}) was collected and labelled after "
+            "that tuning and committed before any summarizer ran on it; it is in the "
+            "headline (all) and the goal check."
+        )
+    if dev:
+        sources = ", ".join(sorted({i.source["repo"] for i in dev}))
+        kinds = ", ".join(sorted({i.kind for i in dev}))
+        note += (
+            f" Part D ({len(dev)} items, {sum(len(i.facts) for i in dev)} facts, from "
+            f"transcripts no A/B/C item came from: {sources}) is a development set of the "
+            f"kinds the handler did worst on ({kinds}), labelled before any summarizer ran "
+            "on it and meant for tuning (C stays held out); it is in the headline (all) "
+            "and the goal check."
+        )
+    return note
 
 
 def markdown(result: Result, items: Sequence[Item]) -> str:
@@ -488,12 +516,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=HELDOUT_PATH,
         help="part C's file (default: the fresh held-out set)",
     )
-    parser.add_argument("--no-heldout", action="store_true", help="parts A and B only")
+    parser.add_argument("--no-heldout", action="store_true", help="leave part C out")
+    parser.add_argument(
+        "--dev",
+        type=Path,
+        default=DEV_PATH,
+        help="part D's file (default: the development set, for tuning)",
+    )
+    parser.add_argument("--no-dev", action="store_true", help="leave part D out")
     parser.add_argument("--show", help="print every summary of the item with this id")
     args = parser.parse_args(argv)
-    items = load_items(args.items, heldout=None if args.no_heldout else args.heldout)
+    items = load_items(
+        args.items,
+        heldout=None if args.no_heldout else args.heldout,
+        dev=None if args.no_dev else args.dev,
+    )
     if args.show:
-        item = next(i for i in items if i.id == args.show)
+        item = next((i for i in items if i.id == args.show), None)
+        if item is None:
+            parser.error(f"no item with id {args.show!r} in the parts loaded")
         for fraction in BUDGETS:
             budget = max(1, round(fraction * item.size))
             for name, summarize in SUMMARIZERS.items():

@@ -9,11 +9,14 @@ one prompt of everything evicted took 4x the file, the handler's copies as much 
 Here the pieces are chosen from the messages' sizes, and a piece's prompt is rendered
 only when its call starts, so at most ``concurrency`` prompts are alive at any time.
 
-A piece's prompt is what :func:`~csum.prompt.messages_to_prompt` makes of its messages,
-with the questions of the turns it covers as context (the newest, within a quarter of
-``max_bytes``); a message too large for a piece alone is cut inside its texts. The
-summaries are merged by one more call on a prompt of the summaries as AI messages
-(as the robust handler merges its chunks), in rounds while they do not fit one prompt.
+A piece's prompt is what :func:`~csum.prompt.messages_to_prompt` makes of its messages.
+As in one prompt of it all, the questions that leave the chain are summarized in their
+place among the turns' messages; the question that stays (the turn the cut falls in)
+is context, and so is the question of the turn a piece starts inside (summarized by an
+earlier piece), within a quarter of ``max_bytes``. A message too large for a piece
+alone is cut inside its texts. The summaries are merged by one more call on a prompt
+of the summaries as AI messages (as the robust handler merges its chunks), in rounds
+while they do not fit one prompt.
 """
 
 from __future__ import annotations
@@ -69,51 +72,40 @@ class Piece:
 
     def prompt(self, max_context: int) -> str:
         """The prompt of the piece, its context cut to ``max_context`` bytes."""
-        if not self.messages:  # only questions: they are what is summarized
-            return messages_to_prompt(self.context, [])
         return messages_to_prompt(_cut_context(self.context, max_context), self.messages)
 
 
 def split_into_pieces(
-    turns: Sequence[tuple[Message | None, Sequence[Message]]], max_bytes: int
+    turns: Sequence[tuple[Message | None, Sequence[Message]]],
+    max_bytes: int,
+    *,
+    staying: Message | None = None,
 ) -> list[Piece]:
     """Pieces whose prompts (their context cut to ``max_bytes // 4``) fit ``max_bytes``.
 
-    ``turns`` are (question, messages to summarize) in chain order. A piece holds
-    consecutive messages; its context is the question of the turn its first message
-    belongs to and those of the turns it reaches. When no turn has messages, the
-    questions themselves are cut into pieces (the prompt summarizes them).
+    ``turns`` are (question, messages) in chain order, all leaving the chain: each
+    question is summarized in its place, before its turn's messages. A piece holds
+    consecutive messages; its context is ``staying`` (the question that stays in the
+    chain) and, for a piece that starts inside a turn, that turn's question.
     """
     room = max(512, max_bytes - _FIXED - max_bytes // 4)
-    if not any(messages for _, messages in turns):
-        questions = [question for question, _ in turns if question is not None]
-        return _question_pieces(questions, room)
+    kept = [staying] if staying is not None else []
     pieces: list[Piece] = []
-    current = Piece()
-    question: Message | None = None
+    current = Piece(context=list(kept))
     for asked, messages in turns:
-        if asked is not None:
-            question = asked
-            current.context.append(asked)
-        for message in messages:
+        for message in (asked, *messages) if asked is not None else messages:
             for item in _fitting(message, room):
                 cost = prompt_bound(item)
                 if current.messages and current.used + cost > room:
                     pieces.append(current)
-                    current = Piece(context=[question] if question is not None else [])
+                    # A piece starting inside a turn: its question was summarized before.
+                    inside = [asked] if asked is not None and message is not asked else []
+                    current = Piece(context=[*inside, *kept])
                 current.messages.append(item)
                 current.used += cost
     if current.messages:
         pieces.append(current)
-    elif pieces:  # questions after the last message: context of the last piece
-        pieces[-1].context.extend(m for m in current.context if m not in pieces[-1].context)
     return pieces
-
-
-def _question_pieces(questions: Sequence[Message], room: int) -> list[Piece]:
-    """Pieces of questions alone (the prompt summarizes them; no context)."""
-    items = [item for question in questions for item in _fitting(question, room)]
-    return [Piece(context=group) for group in _groups(items, room)]
 
 
 def _fitting(message: Message, room: int) -> list[Message]:
@@ -148,16 +140,17 @@ async def summarize_in_pieces(
     calls: HandlerCalls,
     turns: Sequence[tuple[Message | None, Sequence[Message]]],
     *,
+    staying: Message | None = None,
     max_bytes: int,
     concurrency: int,
     phase: str,
     section: int,
 ) -> str:
-    """One summary of ``turns`` made from prompts of at most ``max_bytes`` (see the
-    module docstring); at most ``concurrency`` prompts are alive at once. Calls go
-    through ``calls`` (counted, cached, failures raised as
-    :class:`~csum.errors.SummarizationError`)."""
-    pieces = split_into_pieces(turns, max_bytes)
+    """One summary of ``turns`` (``staying`` as context, see :func:`split_into_pieces`)
+    made from prompts of at most ``max_bytes`` (see the module docstring); at most
+    ``concurrency`` prompts are alive at once. Calls go through ``calls`` (counted,
+    cached, failures raised as :class:`~csum.errors.SummarizationError`)."""
+    pieces = split_into_pieces(turns, max_bytes, staying=staying)
     if not pieces:
         raise ValueError("nothing to summarize: no question and no message")
     books = _books()

@@ -77,7 +77,7 @@ from csum.archive import HistoryArchive, split_archive_line
 from csum.budget import BYTES_PER_TOKEN, Budget, EstimatedTokens, TokenCounter
 from csum.cache import SummaryCache
 from csum.events import CompactionEvent, CompactionReason
-from csum.reinsert import is_reinserted
+from csum.reinsert import is_reinserted, own_question
 from csum.store_events import StoreEvent, StoreEventKind
 
 __all__ = [
@@ -209,8 +209,8 @@ class _Plan:
     """Every message the summary takes the place of, in chain order (what the history
     archive stores): the questions and pairs summarized, and dropped summaries."""
     turns: list[tuple[Message | None, list[Message]]] = field(default_factory=list)
-    """``humans`` and ``summarized`` by turn, in chain order: (question, its messages),
-    for summaries made in pieces (:mod:`csum._pieces`)."""
+    """``humans`` and ``summarized`` by turn, in chain order: (question, its messages)
+    (see :func:`_turns_in_place`)."""
 
 
 class Compactor:
@@ -576,9 +576,11 @@ class Compactor:
         limit = self.handler.max_prompt_bytes
         evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
         if limit is not None and evicted > limit:
+            staying, turns = _turns_in_place(plan)
             text = await summarize_in_pieces(
                 calls,
-                plan.turns,
+                turns,
+                staying=staying,
                 max_bytes=limit,
                 concurrency=self.handler.max_concurrency,
                 phase="compaction",
@@ -961,26 +963,31 @@ def _in_chain_order(plan: _Plan) -> tuple[list[Message], list[Message]]:
     constraints are gone from the chain after the compaction, so the summary must say
     them); only the question of the turn the cut falls in stays in the chain, and is
     context."""
-    context: list[Message] = []
+    staying, turns = _turns_in_place(plan)
     summarized: list[Message] = []
+    for question, messages in turns:
+        if question is not None:
+            summarized.append(question)
+        summarized.extend(messages)
+    return ([staying] if staying is not None else []), summarized
+
+
+def _turns_in_place(
+    plan: _Plan,
+) -> tuple[Message | None, list[tuple[Message | None, list[Message]]]]:
+    """(the question that stays, the turns summarized): the question of the turn the cut
+    falls in stays in the chain; the others leave it, each summarized in its place as
+    its own text (:func:`csum.reinsert.own_question`)."""
+    staying: Message | None = None
+    turns: list[tuple[Message | None, list[Message]]] = []
     last = len(plan.turns) - 1
     for index, (question, messages) in enumerate(plan.turns):
         if question is not None and index == last and plan.pair > 0:
-            context.append(question)
-        elif question is not None and (own := _own_question(question)) is not None:
-            summarized.append(own)
-        summarized.extend(messages)
-    return context, summarized
-
-
-def _own_question(question: Message) -> Message | None:
-    """``question`` without the archived lines re-insertion put back into it: they are
-    copies of what the archive holds, put back for that question only, and a summary
-    that kept them would fill with old lines again (None: nothing of its own)."""
-    parts = tuple(part for part in question.parts if not is_reinserted(part))
-    if len(parts) == len(question.parts):
-        return question
-    return Message.from_parts(Role.HUMAN, parts) if parts else None
+            staying = question
+            turns.append((None, messages))
+        else:
+            turns.append((None if question is None else own_question(question), messages))
+    return staying, turns
 
 
 def _replaced(
@@ -988,12 +995,14 @@ def _replaced(
 ) -> list[Message]:
     """The messages of the evicted ``turns`` (from :func:`_evicted`) that a compaction
     takes out of the chain, in chain order: the questions (not the note opening an
-    earlier summary) and every pair not carried as a frozen summary (dropped summaries
-    included)."""
+    earlier summary), each as its own text without the lines re-insertion put back into
+    it (those are archived already, under their own references), and every pair not
+    carried as a frozen summary (dropped summaries included)."""
     out: list[Message] = []
     for question, body in turns:
-        if question is not None:
-            out.append(question)
+        own = None if question is None else own_question(question)
+        if own is not None:
+            out.append(own)
         for pair in body:
             if id(pair) not in frozen_ids:
                 out.extend(pair.messages())

@@ -37,7 +37,13 @@ from cast import Message, Role, TextPart, utf8_len
 if TYPE_CHECKING:
     from csum.archive import ArchiveHit, HistoryArchive
 
-__all__ = ["REINSERTED_HEADER", "is_reinserted", "question_identifiers", "reinsert_archived"]
+__all__ = [
+    "REINSERTED_HEADER",
+    "is_reinserted",
+    "own_question",
+    "question_identifiers",
+    "reinsert_archived",
+]
 
 REINSERTED_HEADER: Final = "[recalled from the history archive]"
 """First line of the text part re-insertion adds."""
@@ -47,6 +53,17 @@ def is_reinserted(part: object) -> bool:
     """Whether ``part`` is the text re-insertion appended to a question (its archived
     lines), not the question's own text."""
     return type(part) is TextPart and part.text.startswith(REINSERTED_HEADER)
+
+
+def own_question(question: Message) -> Message | None:
+    """``question`` without the archived lines re-insertion put back into it (None:
+    nothing of its own). A question that leaves the chain is summarized this way: the
+    lines are copies of what the archive holds, put back for that question only, and a
+    summary that kept them would fill with old lines again."""
+    parts = tuple(part for part in question.parts if not is_reinserted(part))
+    if len(parts) == len(question.parts):
+        return question
+    return Message.from_parts(Role.HUMAN, parts) if parts else None
 
 
 _TOKEN = regex.compile(r"[\w][\w./:\-]*+")

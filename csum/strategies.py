@@ -41,6 +41,7 @@ from csum._pairs import (
 from csum._style import SummaryStyle
 from csum.archive import split_archive_line
 from csum.config import SummarizerConfig
+from csum.reinsert import own_question
 
 Style = IdTemplate | SummaryStyle
 """The phases take an id template (reference shape) or a full :class:`SummaryStyle`."""
@@ -261,7 +262,12 @@ def recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
 async def summarize_qa(
     calls: HandlerCalls, ast: ChainAST, config: SummarizerConfig, id_template: Style
 ) -> ChainAST:
-    """Fold the oldest sections into one summary section when over the QA limits."""
+    """Fold the oldest sections into one summary section when over the QA limits.
+
+    The folded questions leave the chain without the archived lines re-insertion put
+    back into them (:func:`csum.reinsert.own_question`): those are for the question
+    they were added to, and the archive still holds them; summarized or carried again,
+    they would fill the QA section with old lines, more at every fold."""
     style = _style(id_template)
     if not exceeds_qa_limits(ast, config):
         return ast
@@ -274,7 +280,12 @@ async def summarize_qa(
         folded[0], calls.max_summary_bytes, config.max_body_pair_bytes
     ):
         return ast
-    human_messages = [s.header.human_message for s in folded if s.header.human_message is not None]
+    human_messages = [
+        own
+        for s in folded
+        if s.header.human_message is not None
+        and (own := own_question(s.header.human_message)) is not None
+    ]
     pairs = [pair for s in folded for pair in s.body]
     ai_messages = messages_of(pairs)
     if not ai_messages:

@@ -244,3 +244,29 @@ def test_cli_archive_in_compactor_mode(tmp_path: Path) -> None:
 def test_archive_must_be_a_history_archive() -> None:
     with pytest.raises(TypeError, match=r"archive must be a csum\.HistoryArchive"):
         Compactor(budget=1000, archive="archive.sqlite")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_a_question_leaves_for_the_archive_as_its_own_text(tmp_path: Path) -> None:
+    """The lines re-insertion put into a question are copies of archived messages: when
+    the question itself leaves the chain, the archive takes its own text only."""
+    chain = long_chain()
+    archive = HistoryArchive(tmp_path / "a.sqlite", reinsert_bytes=1500)
+    first = await Compactor(budget=tight(chain, 2), archive=archive).run(chain, force=True)
+    question, _ = question_needing_the_archive(chain, first.messages)
+    asked = await Compactor(budget=tight(chain, 2), archive=archive).run(
+        [*first.messages, Message.human(question)], force=True
+    )
+    parts = asked.messages[-1].parts
+    assert any(isinstance(p, TextPart) and p.text.startswith(REINSERTED_HEADER) for p in parts)
+    answer = Message.ai("Here is what I found. " * 40)
+    later = [*asked.messages, answer, Message.human("Go on."), Message.ai("Done.")]
+    gone = await Compactor(budget=tight(chain, 6), archive=archive).run(later, force=True)
+    assert answer not in gone.messages  # the question's whole turn left the chain
+    recalled = [m for m in await recall_all(archive, gone.messages) if m.role is Role.HUMAN]
+    mine = [m for m in recalled if question in message_search_text(m)]
+    assert mine, "the question left the chain without reaching the archive"
+    for message in mine:
+        texts = [p.text for p in message.parts if isinstance(p, TextPart)]
+        assert texts == [question]
+    await archive.aclose()

@@ -27,7 +27,9 @@ from csum._robust import ledger
 from csum.archive import archived_references, message_search_text
 from csum.handlers import extractive
 from csum.prompt import messages_to_prompt, parse_prompt
+from csum.reinsert import REINSERTED_HEADER
 from csum.stores import open_store
+from test_cache import corpus_chains
 
 SESSION = CLAUDE_CODE / "claudecode_spotter_8463c716.json"
 """The largest Claude Code session of the corpus (about 0.7 MB of messages)."""
@@ -105,8 +107,9 @@ def test_pieces_of_a_real_session_fit_and_lose_nothing(max_bytes: int) -> None:
     prompts = [piece.prompt(max_bytes // 4) for piece in pieces]
     assert len(prompts) > 1
     assert all(len(prompt.encode("utf-8", "surrogatepass")) <= max_bytes for prompt in prompts)
-    # Every message summarized appears in order, whole or cut into consecutive pieces.
-    summarized = [m for _, messages in turns for m in messages]
+    # Every message summarized (the questions in their place) appears in order, whole or
+    # cut into consecutive pieces.
+    summarized = in_place(turns)
     rendered = [m for piece in pieces for m in piece.messages]
     assert _texts(rendered) == _texts(summarized)
     # Each prompt holds its piece verbatim (read back by the prompt parser).
@@ -122,6 +125,11 @@ def test_pieces_of_a_real_session_fit_and_lose_nothing(max_bytes: int) -> None:
                     assert part.content in prompt
                 elif isinstance(part, TextPart):
                     assert part.text in prompt
+
+
+def in_place(turns: Sequence[tuple[Message | None, Sequence[Message]]]) -> list[Message]:
+    """The messages of ``turns`` in chain order, each question before its turn's."""
+    return [m for asked, messages in turns for m in ([asked] if asked else []) + list(messages)]
 
 
 def _texts(messages: Sequence[Message]) -> str:
@@ -159,10 +167,31 @@ def test_only_questions_are_summarized_themselves() -> None:
     ]
     pieces = split_into_pieces(turns, 8192)
     assert len(pieces) > 1
-    assert all(not piece.messages for piece in pieces)
-    assert [m for piece in pieces for m in piece.context] == [t[0] for t in turns]
+    assert all(not piece.context for piece in pieces)
+    assert [m for piece in pieces for m in piece.messages] == [t[0] for t in turns]
     for piece in pieces:
         assert len(piece.prompt(2048).encode()) <= 8192
+
+
+def test_questions_are_summarized_in_place_and_the_staying_one_is_context() -> None:
+    """As in one prompt of it all: a question that leaves the chain is summarized before
+    its turn's messages; the one that stays is every piece's context, and a piece that
+    starts inside a turn has that turn's question as context too."""
+    turns = turns_of(built_chain(60, 2000))
+    staying = Message.human("the question that stays")
+    pieces = split_into_pieces(turns, 16_384, staying=staying)
+    assert len(pieces) > 3
+    assert [m for piece in pieces for m in piece.messages] == in_place(turns)
+    questions = {id(asked) for asked, _ in turns if asked is not None}
+    for piece in pieces:
+        assert piece.context[-1] is staying
+        own = piece.context[:-1]
+        assert all(id(m) in questions for m in own)
+        first = piece.messages[0]
+        # Context besides the staying question: the question of a turn begun before.
+        assert len(own) == (0 if first.role is Role.HUMAN else 1)
+        prompt = parse_prompt(piece.prompt(16_384 // 4))
+        assert "the question that stays" in [e.content for e in prompt.context]
 
 
 @given(
@@ -189,8 +218,7 @@ def test_every_piece_fits_and_keeps_the_order(
     pieces = split_into_pieces(turns, max_bytes)
     for piece in pieces:
         assert len(piece.prompt(max_bytes // 4).encode("utf-8")) <= max_bytes
-    flat = [m for _, messages in turns for m in messages]
-    assert _texts([m for piece in pieces for m in piece.messages]) == _texts(flat)
+    assert _texts([m for piece in pieces for m in piece.messages]) == _texts(in_place(turns))
 
 
 def test_prompt_bound_is_an_upper_bound() -> None:
@@ -260,6 +288,48 @@ async def test_compactor_on_a_real_session_sends_bounded_prompts() -> None:
     assert result.bytes_after <= 50 * 1024
     assert out[-2:] == chain[-2:] or out[-1] == chain[-1]  # the newest pair, verbatim
     assert result.events[0].chunks > 1
+
+
+def _blocks(prompts: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(context entries, summarized entries) of the prompts that summarize messages."""
+    context: list[str] = []
+    summarized: list[str] = []
+    for prompt in prompts:
+        parsed = parse_prompt(prompt)
+        context += [e.content for e in parsed.context]
+        summarized += [e.content for e in parsed.messages if e.role == Role.HUMAN.value]
+    return context, summarized
+
+
+@pytest.mark.anyio
+async def test_compactor_in_pieces_summarizes_the_questions_that_leave_in_place() -> None:
+    """As with one prompt: every question a compaction in pieces takes out of the chain
+    is summarized (in a piece's <messages>, its text whole or cut at a piece's end),
+    not only shown as context; a question extended by re-insertion is summarized
+    without the archived lines. On the tau-bench chain with the most questions."""
+    chain = max(corpus_chains(40), key=lambda c: sum(m.role is Role.HUMAN for m in c))
+    asked = [i for i, m in enumerate(chain) if m.role is Role.HUMAN and m.text.strip()]
+    early = asked[1]
+    lines = [m.text[:120] for m in chain[early + 1 : early + 40] if m.role is Role.AI and m.text]
+    assert lines
+    put_back = TextPart(text="\n".join([REINSERTED_HEADER, *(f"(ref) {x}" for x in lines)]))
+    chain[early] = Message.from_parts(Role.HUMAN, (*chain[early].parts, put_back))
+    handler = Recorder()
+    budget = chain[0].size + sum(m.size for m in chain[1:]) // 4
+    compactor = Compactor(handler, budget=budget, max_prompt_bytes=4096)
+    result = await compactor.run(chain)
+    assert result.events[0].chunks > 1
+    kept = set(result.messages)
+    left = [chain[i] for i in asked if chain[i] not in kept]
+    assert len(left) > 3
+    assert chain[early] in left
+    _, summarized = _blocks(handler.prompts)
+    for question in left:
+        for part in question.parts:
+            if isinstance(part, TextPart) and part is not put_back:
+                head = part.text[:200]
+                assert any(entry.startswith(head) or head in entry for entry in summarized)
+    assert not any(REINSERTED_HEADER in prompt for prompt in handler.prompts)
 
 
 @pytest.mark.anyio

@@ -390,20 +390,27 @@ def _from_openhands(git_dir: Path, ref: str) -> dict[str, Any]:
 
 def _from_spotter(git_dir: Path, ref: str) -> dict[str, Any]:
     _, path, line = ref.split(":")
+    return _from_claude_code_log(git_dir, "marot/spotter", SPOTTER_COMMIT, path, int(line))
+
+
+def _from_claude_code_log(
+    git_dir: Path, repo: str, commit: str, path: str, line: int
+) -> dict[str, Any]:
+    """One line of a recorded Claude Code session log (``.jsonl``): a tool result with
+    the ``tool_use`` block it answers, or an assistant text block (an answer)."""
     entries = [
-        json.loads(text)
-        for text in _git_show(git_dir, SPOTTER_COMMIT, path).decode("utf-8").splitlines()
+        json.loads(text) for text in _git_show(git_dir, commit, path).decode("utf-8").splitlines()
     ]
-    blocks = entries[int(line)]["message"]["content"]
-    source = _source("marot/spotter", SPOTTER_COMMIT, path, f"log line {line}")
+    blocks = entries[line]["message"]["content"]
+    source = _source(repo, commit, path, f"log line {line}")
     text = next((b for b in blocks if b["type"] == "text"), None)
     if text is not None:
         return {"source": source, "call": None, "output_role": "ai", "output": text["text"]}
     result = next(b for b in blocks if b["type"] == "tool_result")
-    assert isinstance(result["content"], str), ref
+    assert isinstance(result["content"], str), (path, line)
     call = next(
         block
-        for entry in reversed(entries[: int(line)])
+        for entry in reversed(entries[:line])
         if isinstance(entry.get("message"), dict)
         and isinstance(entry["message"].get("content"), list)
         for block in entry["message"]["content"]
@@ -431,17 +438,30 @@ def main() -> None:
     parser.add_argument("--swe-agent", type=Path, default=SWE_AGENT_GIT)
     parser.add_argument("--dump", type=Path)
     args = parser.parse_args()
-    lines: list[str] = []
-    for item_id, kind, ref, facts in SPECS:
+    bodies: list[dict[str, Any]] = []
+    for _, _, ref, _ in SPECS:
         if ref.startswith("oh:"):
-            body = _from_openhands(args.openhands, ref)
+            bodies.append(_from_openhands(args.openhands, ref))
         elif ref.startswith("cc:"):
-            body = _from_spotter(args.spotter, ref)
+            bodies.append(_from_spotter(args.spotter, ref))
         else:
-            body = _from_swe_agent(args.swe_agent, ref)
-        if args.dump is not None:
-            args.dump.mkdir(parents=True, exist_ok=True)
-            (args.dump / f"{item_id}.txt").write_text(_text(body), encoding="utf-8")
+            bodies.append(_from_swe_agent(args.swe_agent, ref))
+    _write_items(HERE / "items_heldout.jsonl", SPECS, bodies, args.dump)
+
+
+def _write_items(
+    target: Path,
+    specs: list[tuple[str, str, str, list[Fact]]],
+    bodies: list[dict[str, Any]],
+    dump: Path | None,
+) -> None:
+    """Write one JSON line per spec (id, kind, its body, its facts) to ``target``; with
+    ``dump``, each item's text to ``dump/<id>.txt`` as well."""
+    lines: list[str] = []
+    for (item_id, kind, _, facts), body in zip(specs, bodies, strict=True):
+        if dump is not None:
+            dump.mkdir(parents=True, exist_ok=True)
+            (dump / f"{item_id}.txt").write_text(_text(body), encoding="utf-8")
         item = {
             "id": item_id,
             "kind": kind,
@@ -449,7 +469,7 @@ def main() -> None:
             "facts": [{"what": what, "match": match} for what, match in facts],
         }
         lines.append(json.dumps(item, ensure_ascii=False))
-    (HERE / "items_heldout.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {len(lines)} items")
 
 

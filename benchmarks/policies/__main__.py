@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 
-from benchmarks.fidelity import HELDOUT_PATH, load_items
+from benchmarks.fidelity import DEV_PATH, HELDOUT_PATH, load_items
 from benchmarks.fidelity import markdown as fidelity_markdown
 from benchmarks.fidelity import run as run_fidelity
 from benchmarks.policies.report import render_markdown, render_tables, write_plots
@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
 def fidelity_section() -> str:
     """The fidelity benchmark's section (``benchmarks.fidelity``), appended to the report
     so that one command regenerates the whole of ``docs/benchmarks.md``."""
-    items = load_items(heldout=HELDOUT_PATH)
+    items = load_items(heldout=HELDOUT_PATH, dev=DEV_PATH)
     return fidelity_markdown(run_fidelity(items), items)
 
 
@@ -120,17 +120,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cache_replay:
         from benchmarks.policies.cache_replay import render_replay, run_cache_replay
 
-        rows = anyio.run(partial(run_cache_replay, config, lambda line: print(line, flush=True)))
-        print("\n".join(render_replay(rows)))
+        replay_rows = anyio.run(
+            partial(run_cache_replay, config, lambda line: print(line, flush=True))
+        )
+        print("\n".join(render_replay(replay_rows)))
         print(f"cache replay: {time.perf_counter() - started:.1f} s")
-        return 0 if all(r.second_calls == 0 and r.same_output for r in rows) else 1
+        return 0 if all(r.second_calls == 0 and r.same_output for r in replay_rows) else 1
     if args.reinsert:
         from benchmarks.policies.reinsert_replay import render_reinsert, run_reinsert
 
-        rows = anyio.run(partial(run_reinsert, config, lambda line: print(line, flush=True)))
-        print("\n".join(render_reinsert(rows)))
+        reinsert_rows = anyio.run(
+            partial(run_reinsert, config, lambda line: print(line, flush=True))
+        )
+        print("\n".join(render_reinsert(reinsert_rows)))
         print(f"re-insertion run: {time.perf_counter() - started:.1f} s")
-        return 0 if all(row.result.invalid == 0 for row in rows) else 1
+        return 0 if all(row.result.invalid == 0 for row in reinsert_rows) else 1
     if args.recall:
         from benchmarks.policies.recall_replay import render_recall, run_recall
 

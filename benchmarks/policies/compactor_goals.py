@@ -236,30 +236,30 @@ def render(
     lines += ["", "### Goals (the Compactor with its defaults, and tuned)", ""]
     goal_rows = []
     for name in (n for n in COMPACTORS if n in sims):
-        runs = sims[name]
+        sim_runs = sims[name]
         for goal, mine, ref, better in (
-            ("0 turns over budget (not forced)", [_over(r.result) for r in runs], None, "le0"),
+            ("0 turns over budget (not forced)", [_over(r.result) for r in sim_runs], None, "le0"),
             (
                 "handler calls <= seed 004",
-                [r.result.handler_calls for r in runs],
+                [r.result.handler_calls for r in sim_runs],
                 [r.result.handler_calls for r in sims[SEED_004]],
                 "le",
             ),
             (
                 "modelled handler s <= seed 004",
-                [r.result.modelled_s for r in runs],
+                [r.result.modelled_s for r in sim_runs],
                 [r.result.modelled_s for r in sims[SEED_004]],
                 "le",
             ),
             (
                 "sent + handler in <= csum +qa +human summary",
-                [_cost_mb(r.result) for r in runs],
+                [_cost_mb(r.result) for r in sim_runs],
                 [_cost_mb(r.result) for r in sims[CSUM_BOUNDED]],
                 "le",
             ),
             (
                 "facts present when asked >= best csum",
-                [_facts(r.result) for r in runs],
+                [_facts(r.result) for r in sim_runs],
                 [
                     max(_facts(a.result), _facts(b.result))
                     for a, b in zip(sims[CSUM], sims[CSUM_BOUNDED], strict=True)
@@ -268,7 +268,7 @@ def render(
             ),
             (
                 "0 invalid outputs, newest pair never lost",
-                [r.result.invalid + r.result.last_pair_lost for r in runs],
+                [r.result.invalid + r.result.last_pair_lost for r in sim_runs],
                 None,
                 "le0",
             ),

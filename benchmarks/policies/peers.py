@@ -155,6 +155,7 @@ class LangChainSummarization(Policy):
 
 def _handler_chat_model(handler: MeteredHandler) -> Any:
     """A LangChain chat model whose answer is ``handler``'s summary of the prompt."""
+    from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -166,11 +167,21 @@ def _handler_chat_model(handler: MeteredHandler) -> Any:
         def _llm_type(self) -> str:
             return "csum-handler"
 
-        def _generate(self, messages: list[BaseMessage], stop: Any = None, **kw: Any) -> ChatResult:
+        def _generate(
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: CallbackManagerForLLMRun | None = None,
+            **kw: Any,
+        ) -> ChatResult:
             raise NotImplementedError("the benchmark runs the middleware asynchronously")
 
         async def _agenerate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: AsyncCallbackManagerForLLMRun | None = None,
+            **kw: Any,
         ) -> ChatResult:
             prompt = "\n".join(str(m.content) for m in messages)
             summary = await handler(prompt)

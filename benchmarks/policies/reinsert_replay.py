@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from benchmarks.policies.harness import RunResult, run_policy
 from benchmarks.policies.peers import CompactorPolicy
@@ -32,6 +33,13 @@ REINSERT_BYTES = 2048
 """Bytes of archived lines put back per question."""
 
 
+class QaOptions(TypedDict, total=False):
+    """The :class:`CsumPolicy` options a compared csum policy sets."""
+
+    use_qa: bool
+    summarize_human_in_qa: bool
+
+
 class ArchivedCsumPolicy(CsumPolicy):
     """:class:`CsumPolicy` with a history archive that re-inserts archived lines.
 
@@ -42,9 +50,13 @@ class ArchivedCsumPolicy(CsumPolicy):
     keeps_last_pair = False
 
     def __init__(
-        self, budget: int, handler: MeteredHandler, archive: HistoryArchive, **kw: object
+        self,
+        budget: int,
+        handler: MeteredHandler,
+        archive: HistoryArchive,
+        **kw: Unpack[QaOptions],
     ) -> None:
-        super().__init__(budget, handler, **kw)  # type: ignore[arg-type]
+        super().__init__(budget, handler, **kw)
         self.summarizer = Summarizer(self.config, archive=archive)
 
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
@@ -62,7 +74,7 @@ class ReinsertRow:
     result: RunResult
 
 
-POLICIES: dict[str, dict[str, bool]] = {
+POLICIES: dict[str, QaOptions] = {
     "csum": {},
     "csum +qa +human summary": {"use_qa": True, "summarize_human_in_qa": True},
 }

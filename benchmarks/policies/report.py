@@ -108,8 +108,8 @@ def _retention_cells(r: RunResult) -> tuple[str, str]:
         return "n/a", "n/a"
     mark = " (over budget)" if over_budget(r) else ""
     return (
-        f"{got[2]:.0%} / {got[3]:.0%}{mark}",
-        f"{got[0]:.0%} / {got[1]:.0%}{mark}",
+        f"{got[2]:.1%} / {got[3]:.1%}{mark}",
+        f"{got[0]:.1%} / {got[1]:.1%}{mark}",
     )
 
 
@@ -240,8 +240,8 @@ def findings(suite: SuiteResult) -> list[str]:
             best_min, kept_min = retention(best)[0], retention(kept)[2]  # type: ignore[index]
             line += (
                 " Among runs within budget on every turn that could fit, facts present "
-                f"when asked: best {best.policy} (min over seeds {best_min:.0%}); kept at "
-                f"the end: best {kept.policy} ({kept_min:.0%})."
+                f"when asked: best {best.policy} (min over seeds {best_min:.1%}); kept at "
+                f"the end: best {kept.policy} ({kept_min:.1%})."
             )
         out.append("- " + line)
     out.extend(_handler_and_growth(suite))
@@ -273,8 +273,8 @@ def _retention_goal(suite: SuiteResult) -> list[str]:
         )
         budget = "over budget on some turns" if over_budget(r) else "within budget"
         cells.append(
-            f"{r.policy}: {budget}, present when asked min {got[0]:.0%}, kept at the end "
-            f"min {got[2]:.0%} ({verdict})"
+            f"{r.policy}: {budget}, present when asked min {got[0]:.1%}, kept at the end "
+            f"min {got[2]:.1%} ({verdict})"
         )
     return [
         f"- **goal** (issue 13, simulated loop at {sim.budget // 1024} KiB: within budget on "
