@@ -171,3 +171,44 @@ def test_a_tools_prose_keeps_the_sentence_with_identifiers_without_the_filler() 
     assert "src/session/store.rs:142" in summary
     assert "SESSION_TTL_SECS = 1800" in summary
     assert "fairly well organised" not in summary
+
+
+# Claude Code's Edit: the call carries the old and new text; the result echoes a
+# numbered snippet under a sentence naming the file.
+EDIT_CALL = {
+    "replace_all": False,
+    "file_path": "/srv/shop/src/pricing.py",
+    "old_string": "def total(cart):\n    return sum(i.price for i in cart)",
+    "new_string": (
+        "def total(cart):\n    return sum(i.price * i.qty for i in cart)\n\n\n"
+        "def tax(cart, rate):\n    return total(cart) * rate"
+    ),
+}
+EDIT_RESULT = """\
+The file /srv/shop/src/pricing.py has been updated. Here's the result of running \
+`cat -n` on a snippet of the edited file:
+    10→
+    11→def total(cart):
+    12→    return sum(i.price * i.qty for i in cart)
+    13→
+    14→
+    15→def tax(cart, rate):
+    16→    return total(cart) * rate
+    17→"""
+
+
+def test_an_edit_call_line_names_the_file_not_the_text_it_writes() -> None:
+    call = ToolCall(id="c", name="Edit", arguments=json.dumps(EDIT_CALL))
+    summary = summarize_extractive(one_call(call, EDIT_RESULT), 300)
+    head = summary.splitlines()[0]
+    assert "/srv/shop/src/pricing.py" in head
+    assert "def total" not in head
+    assert "return sum" not in head
+
+
+def test_an_edit_result_keeps_the_sentence_naming_the_file_and_the_new_lines() -> None:
+    call = ToolCall(id="c", name="Edit", arguments=json.dumps(EDIT_CALL))
+    summary = summarize_extractive(one_call(call, EDIT_RESULT), 200)
+    assert utf8(summary) <= 200
+    assert "The file /srv/shop/src/pricing.py has been updated." in summary
+    assert "15→def tax(cart, rate):" in summary

@@ -907,12 +907,12 @@ def _listing_bonus(
     its identifiers: its definitions say what the file holds, the lines the call wrote
     what it changed, and the unnumbered lines before and after the numbered ones
     (``numbered_span``: the first and last numbered line) which file it is and how the
-    tool ended (``[File: a.py (23 lines total)]``, ``File updated.``), fading away from
-    the listing."""
+    tool ended (``[File: a.py (23 lines total)]``, ``File updated.``), fading from the
+    output's start and from the listing's end."""
     numbered = _NUMBERED.match(line)
     if numbered is None:
         first, last = numbered_span
-        distance = first - order - 1 if order < first else order - last - 1
+        distance = order if order < first else order - last - 1
         return _LISTING_EDGE_BONUS / (1 + distance) if distance >= 0 else 0.0
     body = line[numbered.end() : numbered.end() + _LINE_SCAN]
     bonus = _DEFINITION_BONUS if _DEFINITION.match(body) else 0.0
@@ -1067,6 +1067,11 @@ def _render_call(name: str, args: str, cap: int) -> str:
         lowered = str(key).lower()
         if lowered in _COMMAND_KEYS and isinstance(item, str):
             first.insert(0, _clip_middle(_compact_command(item), room, head_share=0.75))
+        elif isinstance(item, str) and "\n" in item.strip() and len(value) > 1:
+            # A text of several lines beside other arguments (an edit's old and new
+            # text, a file's content) is what the call writes, not what names it: the
+            # other arguments (the path) do, and the result echoes what changed.
+            continue
         elif lowered not in _QUIET_KEYS:
             keyed.append(f"{key}={_clip_middle(text, room)}")
             bare.append(_clip_middle(text, room) if _telling(text) else keyed[-1])
