@@ -78,7 +78,7 @@ _RANK_BONUS = 4.0  # score added to a list's first record, fading: 4, 2, 1.3 ...
 _RECORD_LABEL = 40  # characters a label may take before a line's JSON list of records
 _PROSE_SHARE = 0.8  # share of letters and spaces from which a tool's line reads as prose
 _SENTENCE_MIN = 80  # a prose line longer than this is split into its sentences
-_SENTENCE_PIECE = 12  # ... at sentence ends at least this far apart ("File updated.")
+_SENTENCE_PIECE = 12  # ... at sentence ends at least this far apart ("Edit applied.")
 _CUT_SHARE = 0.9  # a line that does not fit is cut to the room if this share of it fits
 _MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
 _ARG_CAP = 200
@@ -907,7 +907,7 @@ def _listing_bonus(
     its identifiers: its definitions say what the file holds, the lines the call wrote
     what it changed, and the unnumbered lines before and after the numbered ones
     (``numbered_span``: the first and last numbered line) which file it is and how the
-    tool ended (``[File: a.py (23 lines total)]``, ``File updated.``), fading from the
+    tool ended (``[File: a.py (23 lines total)]``, ``Edit applied.``), fading from the
     output's start and from the listing's end."""
     numbered = _NUMBERED.match(line)
     if numbered is None:
