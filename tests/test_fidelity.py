@@ -10,6 +10,7 @@ from benchmarks.fidelity import (
     head,
     head_tail,
     load_items,
+    plain_form,
     random_lines,
     run,
 )
@@ -39,6 +40,21 @@ def test_a_value_counts_only_near_its_subject() -> None:
     assert fact_kept("opentelemetry_api 1.5.0", ["opentelemetry_api", "1.5.0"])
     assert fact_kept("a=1 HAT033 economy=135", ["HAT033", r"re:economy\W+135"])
     assert not fact_kept("HAT033 business=135", ["HAT033", r"re:economy\W+135"])
+
+
+def test_formatting_a_fact_does_not_need_is_read_away() -> None:
+    """A JSON field flattened to key=value, an aligned status line with its spaces
+    collapsed and a bold value unmarked still hold their facts; other text does not."""
+    label = '"request_id": "3b2f7385-b01d"'
+    assert fact_kept("results[0]: url=https://x.dev request_id=3b2f7385-b01d", [label])
+    assert not fact_kept("request_id=3b2f7385-b01d", [label], exact_form=True)
+    assert not fact_kept("request_id=3b2f7385-b01e", [label])
+    assert fact_kept("Changes not staged:\nmodified: Justfile", ["modified:   Justfile"])
+    assert fact_kept("The mean of value in data.csv is 100.0", ["data.csv** is **100.0"])
+    assert not fact_kept("modified Justfile", ["modified:   Justfile"])
+    assert plain_form('{"a": 1,  "b" : "x"}') == plain_form("{a=1, b=x}") == "{a=1, b=x}"
+    far = '"package": "httpx"\n' + "x" * 400 + '\n"version": "0.27.0"'
+    assert not fact_kept(plain_form(far), ['"package": "httpx"', '"version": "0.27.0"'])
 
 
 @pytest.mark.parametrize("fraction", BUDGETS)
