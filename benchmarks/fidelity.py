@@ -50,7 +50,7 @@ import sys
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 
 import regex
@@ -189,6 +189,7 @@ _KEY_SEPARATOR = regex.compile(r"[ \t]*+(?:=|:(?=\s))\s*+")
 _WHITE_SPACE = regex.compile(r"\s++")
 
 
+@lru_cache(maxsize=64)  # one summary is read for each of its item's facts
 def plain_form(text: str) -> str:
     """``text`` without the formatting a fact does not need: ``"request_id": "3b2f"``,
     ``request_id=3b2f`` and ``request_id:   3b2f`` all read ``request_id=3b2f``; a

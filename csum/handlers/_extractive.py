@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import pairwise
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
@@ -1048,15 +1048,21 @@ def _field_lines(
 # --- collection ---------------------------------------------------------------------
 
 
-def _render_call(name: str, args: str, cap: int) -> str:
-    """``name(command)`` for a command-like call, else ``name(key=value, ...)``; a call
-    with one telling argument (an id, a path) as ``name(value)``: its name says what the
-    value is."""
+def _arguments(args: str) -> dict[str, Any] | None:
+    """A call's arguments as a JSON object (empty text: none); None when they are not
+    one. Parsed once per call, for its line, its pairs and the lines it writes."""
     try:
         value = json.loads(args) if args.strip() else {}
     except (ValueError, RecursionError):
-        return _clip(f"{name}({_one_line(args)})", cap)
-    if not isinstance(value, dict):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -> str:
+    """``name(command)`` for a command-like call, else ``name(key=value, ...)``; a call
+    with one telling argument (an id, a path) as ``name(value)``: its name says what the
+    value is. ``value``: ``args`` parsed (:func:`_arguments`)."""
+    if value is None:
         return _clip(f"{name}({_one_line(args)})", cap)
     first: list[str] = []
     keyed: list[str] = []
@@ -1124,29 +1130,21 @@ def _identifiers_first(values: list[str]) -> list[str]:
     return sorted(values, key=lambda value: -_identifiers(value) / (len(value) + 8))
 
 
-def _argument_pairs(args: str) -> frozenset[str]:
-    """A call's scalar arguments as ``key=value`` (as its flattened result writes them)."""
-    try:
-        value = json.loads(args) if args.strip() else {}
-    except (ValueError, RecursionError):
-        return frozenset()
-    if not isinstance(value, dict):
+def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
+    """A call's scalar arguments (parsed, :func:`_arguments`) as ``key=value`` (as its
+    flattened result writes them)."""
+    if value is None:
         return frozenset()
     return frozenset(
         f"{key}={_scalar(item)}" for key, item in value.items() if not isinstance(item, dict | list)
     )
 
 
-def _written_lines(args: str) -> frozenset[str]:
-    """The lines a call writes (an edit's new text, a file's content), stripped: in a
-    numbered listing of the result, the lines it changed."""
-    try:
-        value = json.loads(args) if args.strip() else {}
-    except (ValueError, RecursionError):
-        return frozenset()
-    texts: list[str] = []
-    if isinstance(value, dict):
-        texts = [item for item in value.values() if isinstance(item, str)]
+def _written_lines(value: dict[str, Any] | None) -> frozenset[str]:
+    """The lines a call (its arguments parsed, :func:`_arguments`) writes (an edit's new
+    text, a file's content), stripped: in a numbered listing of the result, the lines it
+    changed."""
+    texts = [item for item in (value or {}).values() if isinstance(item, str)]
     return frozenset(
         stripped
         for text in texts
@@ -1272,9 +1270,10 @@ def _collect(
         check()
         if entry.kind == "tool_call":
             if entry.name != SUMMARIZATION_TOOL_NAME:
-                calls[entry.call_id] = _render_call(entry.name, entry.args, call_cap)
-                arguments[entry.call_id] = _argument_pairs(entry.args)
-                written[entry.call_id] = _written_lines(entry.args)
+                parsed = _arguments(entry.args)
+                calls[entry.call_id] = _render_call(entry.name, entry.args, parsed, call_cap)
+                arguments[entry.call_id] = _argument_pairs(parsed)
+                written[entry.call_id] = _written_lines(parsed)
             continue
         if _is_prior_summary(entry):
             text = entry.content.removeprefix(SUMMARIZED_CONTENT_PREFIX)
@@ -1296,7 +1295,9 @@ def _collect(
                 first.tier = 0  # the request itself comes first
                 blocks.append(block)
         elif entry.kind == "tool_result":
-            head = calls.pop(entry.call_id, "") or _render_call(entry.name or "tool", "", call_cap)
+            head = calls.pop(entry.call_id, "") or _render_call(
+                entry.name or "tool", "", {}, call_cap
+            )
             block = _Block(head=head, head_score=4.0, indent=RESULT_INDENT)
             block.lines = list(
                 _body_lines(
