@@ -59,7 +59,10 @@ def own_question(question: Message) -> Message | None:
     """``question`` without the archived lines re-insertion put back into it (None:
     nothing of its own). A question that leaves the chain is summarized this way: the
     lines are copies of what the archive holds, put back for that question only, and a
-    summary that kept them would fill with old lines again."""
+    summary that kept them would fill with old lines again. ``question`` itself is left
+    as it is; anything but a :class:`~cast.Message` is a ``TypeError``."""
+    if not isinstance(question, Message):
+        raise TypeError(f"own_question takes a cast.Message, not {type(question).__name__}")
     parts = tuple(part for part in question.parts if not is_reinserted(part))
     if len(parts) == len(question.parts):
         return question

@@ -143,3 +143,16 @@ async def test_a_folded_question_gives_the_same_qa_prompts_with_or_without_the_l
         context = parse_prompt(prompt).context
         assert {entry.message_index for entry in context} == {0}
         assert REINSERTED_HEADER in "\n".join(entry.content for entry in context)
+
+
+def test_own_question_leaves_the_question_as_it_is_and_names_bad_input() -> None:
+    asked = Message.from_parts(
+        Role.HUMAN,
+        (TextPart(text="Where is order W123?"), TextPart(text=f"{REINSERTED_HEADER}\n(ab) x")),
+    )
+    own = own_question(asked)
+    assert own is not None
+    assert [p.text for p in own.parts] == ["Where is order W123?"]
+    assert len(asked.parts) == 2  # the caller's message is untouched
+    with pytest.raises(TypeError, match=r"cast\.Message, not dict"):
+        own_question({"role": "user"})  # type: ignore[arg-type]
