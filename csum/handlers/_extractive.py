@@ -54,6 +54,7 @@ from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
+from csum.handlers._extractive_runs import count_follows, strip_banner, strip_colours
 from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
 __all__ = ["extractive", "summarize_extractive"]
@@ -689,7 +690,9 @@ def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
             continue
         start = 0
         for match in _SENTENCE_END.finditer(line, endpos=4 * _LINE_SCAN):
-            if match.start() - start >= _SENTENCE_PIECE:
+            if match.start() - start >= _SENTENCE_PIECE and not count_follows(
+                line[match.end() : match.end() + _SENTENCE_MIN]
+            ):
                 out.append(line[start : match.start()])
                 start = match.end()
         out.append(line[start:])
@@ -763,6 +766,8 @@ def _body_lines(
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
     ``key=value`` pairs the call line already shows; ``written``: lines the call wrote."""
+    if tool:
+        content = strip_colours(content)
     fields = _json_fields(content, said) if tool else None
     if fields is not None:
         yield from _field_lines(fields, block, check, width)
@@ -813,6 +818,8 @@ def _body_lines(
             line = record
         line = _LOG_PREFIX.sub("", _one_line(_DECORATION.sub("", line)), count=1)
         line = _HOME.sub("~/", line)
+        if tool and not diff:
+            line = strip_banner(line)
         if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
             continue
         if line[0] == "<" and not any(c.isalnum() for c in _BARE_TAG.sub("", line[:200])):
