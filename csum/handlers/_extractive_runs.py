@@ -24,7 +24,7 @@ _CONTROL: Final = regex.compile(r"\x1b\[[0-9;?]{0,32}+[A-Za-z]|\x1b[()][A-Z0-9]"
 # ``_____ test_login _____``).
 _BANNER_START: Final = regex.compile(r"^([=\-_*~#])\1{2,}+[ ]++(?=\S)")
 _BANNER_END: Final = regex.compile(r"(?<=\S)[ ]++([=\-_*~#])\1{2,}+$")
-# A count opening a sentence: "12 passed", "0 failed; 1 ignored".
+# A count opening a sentence: "31 passed", "0 failed; 1 ignored".
 _LEADING_COUNT: Final = regex.compile(
     r"\d{1,9}+[ ](?i:passed|failed|failures?|errors?|tests?|ignored|skipped|warnings?)\b"
 )
@@ -47,7 +47,7 @@ def strip_banner(line: str) -> str:
 
 
 def count_follows(rest: str) -> bool:
-    """Whether what follows a sentence's end is a count (``12 passed; 0 failed``): then
+    """Whether what follows a sentence's end is a count (``31 passed; 0 failed``): then
     the sentence before it (``test result: ok.``) is the verdict the count belongs to,
     one statement, not to be split."""
     return _LEADING_COUNT.match(rest) is not None
