@@ -147,7 +147,7 @@ DEFAULT_SYSTEM_PROMPT: Final = (
     "Write the summary under these headings, in this order, leaving out a heading "
     "with nothing under it:\n"
     "Task: what the user asked for, with every constraint and preference they gave "
-    "(\"never use X\", limits, deadlines), as sentences.\n"
+    '("never use X", limits, deadlines), as sentences.\n'
     "Decisions: what was decided and why, including approaches ruled out.\n"
     "Files: each file read or changed, as path:line where lines are known, and what "
     "changed.\n"

@@ -103,3 +103,78 @@ def test_a_verdict_keeps_its_counts_on_its_line() -> None:
         summary = summarize_extractive(one_call("bash", {"command": "cargo test"}, output), budget)
         assert any(line.startswith(verdict) for line in summary.splitlines()), summary
         assert utf8(summary) <= budget
+
+
+EXUNIT = """\
+Running ExUnit with seed: 31337, max_cases: 16
+
+warning: variable "rows" is unused (if the variable is not meant to be used, prefix it with _)
+  lib/billing/invoice.ex:88: Billing.Invoice.total/1
+
+  1) test refunds a paid invoice (Billing.InvoiceTest)
+     test/billing/invoice_test.exs:214
+     ** (MatchError) no match of right hand side value: {:error, :already_refunded}
+     stacktrace:
+       (billing 0.4.0) lib/billing/refunds.ex:41: Billing.Refunds.apply/2
+       (billing 0.4.0) lib/billing/ledger.ex:120: Billing.Ledger.post/3
+       (ecto 3.11.2) lib/ecto/repo/transaction.ex:18: Ecto.Repo.Transaction.transaction/4
+       test/billing/invoice_test.exs:220: (test)
+
+Finished in 2.3 seconds (1.1s async, 1.2s sync)
+58 tests, 1 failure
+"""
+
+COVERAGE = """\
+---------- coverage: platform linux, python 3.11.9-final-0 -----------
+Name                         Stmts   Miss  Cover
+------------------------------------------------
+shop/__init__.py                 4      0   100%
+shop/cart.py                   120      6    95%
+shop/checkout.py                88      0   100%
+shop/discounts.py               57     11    81%
+shop/inventory.py              140      0   100%
+shop/payments.py                96      2    98%
+------------------------------------------------
+TOTAL                          505     19    96%
+
+42 passed in 3.10s
+"""
+
+
+def test_a_numbered_failure_header_ranks_with_its_place() -> None:
+    from csum.handlers._extractive_runs import failure_header_bonus
+
+    assert failure_header_bonus("  1) test refunds a paid invoice (Billing.InvoiceTest)") > 0
+    assert failure_header_bonus("  12) User#refund raises when already refunded") > 0
+    assert failure_header_bonus("(billing 0.4.0) lib/billing/refunds.ex:41: f/2") == 0
+    summary = summarize_extractive(one_call("bash", {"command": "mix test"}, EXUNIT), 260)
+    assert "test/billing/invoice_test.exs:214" in summary
+    assert "58 tests, 1 failure" in summary
+    assert utf8(summary) <= 260
+
+
+def test_a_tables_total_row_is_kept() -> None:
+    from csum.handlers._extractive_runs import total_row_bonus
+
+    assert total_row_bonus("TOTAL 505 19 96%") > 0
+    assert total_row_bonus("All files | 85.5 | 80.1 | 90 | 85.5 |") > 0
+    assert total_row_bonus("Totally fine") == 0
+    summary = summarize_extractive(one_call("bash", {"command": "pytest --cov=shop"}, COVERAGE), 90)
+    assert "TOTAL 505 19 96%" in summary
+    assert utf8(summary) <= 90
+
+
+def test_a_flag_a_program_prints_is_kept() -> None:
+    from csum.handlers._extractive_runs import braced_value_bonus
+
+    assert braced_value_bonus("picoCTF{h34p_0v3rfl0w_9e1a}") > 0
+    assert braced_value_bonus("Map(0) { size: 0 }") == 0
+    assert braced_value_bonus("fn main() {") == 0
+    output = "\n".join(
+        ["Welcome to the vault.", "Never share your key with anyone you do not trust."]
+        + [f"round {n} ok" for n in range(12)]
+        + ["Access granted.", "picoCTF{h34p_0v3rfl0w_9e1a}"]
+    )
+    summary = summarize_extractive(one_call("bash", {"command": "./vault < key.bin"}, output), 80)
+    assert "picoCTF{h34p_0v3rfl0w_9e1a}" in summary
+    assert utf8(summary) <= 80

@@ -54,7 +54,14 @@ from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
-from csum.handlers._extractive_runs import count_follows, strip_banner, strip_colours
+from csum.handlers._extractive_runs import (
+    braced_value_bonus,
+    count_follows,
+    failure_header_bonus,
+    strip_banner,
+    strip_colours,
+    total_row_bonus,
+)
 from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
 __all__ = ["extractive", "summarize_extractive"]
@@ -409,7 +416,12 @@ def _score(
         score += 4.0
     if _CAUSE.search(scan):
         score += 2.0
-    return score + _class_bonus(scan)
+    return score + _class_bonus(scan) + _run_bonus(scan)
+
+
+def _run_bonus(scan: str) -> float:
+    """Score a command's line earns by its kind (:mod:`._extractive_runs`)."""
+    return braced_value_bonus(scan) + failure_header_bonus(scan) + total_row_bonus(scan)
 
 
 # --- line classes -------------------------------------------------------------------
@@ -1314,9 +1326,7 @@ def _collect(
                     tool=True,
                     width=width,
                     said=frozenset(
-                        p
-                        for p in arguments.pop(entry.call_id, frozenset())
-                        if _call_shows(head, p)
+                        p for p in arguments.pop(entry.call_id, frozenset()) if _call_shows(head, p)
                     ),
                     written=written.pop(entry.call_id, frozenset()),
                 )

@@ -14,7 +14,14 @@ from typing import Final
 
 import regex
 
-__all__ = ["count_follows", "strip_banner", "strip_colours"]
+__all__ = [
+    "braced_value_bonus",
+    "count_follows",
+    "failure_header_bonus",
+    "strip_banner",
+    "strip_colours",
+    "total_row_bonus",
+]
 
 # A terminal's control sequences (colours, cursor moves: ``ESC[38;21m``, ``ESC[0m``,
 # ``ESC[2K``) say nothing a summary keeps: the text between them does.
@@ -51,3 +58,45 @@ def count_follows(rest: str) -> bool:
     the sentence before it (``test result: ok.``) is the verdict the count belongs to,
     one statement, not to be split."""
     return _LEADING_COUNT.match(rest) is not None
+
+
+# A value a program prints in braces after a short tag, with no space in it: the secret
+# a capture-the-flag binary or server gives back (``picoCTF{...}``, ``HTB{...}``), what
+# the whole run was for. Code prints braces with spaces or after punctuation.
+_BRACED_VALUE: Final = regex.compile(
+    r"(?<![\w{])[A-Za-z][A-Za-z0-9_]{1,15}+\{[^\s{}]{2,200}+(?:\{[^\s{}]{0,200}+){0,4}+\}"
+)
+_BRACED_BONUS: Final = 5.0  # score added to a line printing such a value
+
+
+def braced_value_bonus(scan: str) -> float:
+    """Score a line earns for printing a tagged braced value (:data:`_BRACED_VALUE`)."""
+    if "{" not in scan:
+        return 0.0
+    match = _BRACED_VALUE.search(scan)
+    if match is None or len(match.group()) < 10:
+        return 0.0
+    return _BRACED_BONUS
+
+
+# A test runner's numbered failure header: ExUnit's ``  1) test name (Module)``, RSpec's
+# and Mocha's ``  1) Suite does x``, listed only for what failed.
+_FAILURE_HEADER: Final = regex.compile(r"\s{0,8}+[1-9]\d{0,4}+\)[ ]++(?:test[ ]|[A-Z])")
+_FAILURE_BONUS: Final = 4.0  # score added to such a header
+
+
+def failure_header_bonus(scan: str) -> float:
+    """Score a line earns for being a test runner's numbered failure header."""
+    return _FAILURE_BONUS if _FAILURE_HEADER.match(scan) else 0.0
+
+
+# A table's total row: coverage.py's and cargo-llvm-cov's ``TOTAL  346  1  99.71%``,
+# istanbul's ``All files | 85.5 | ...``, a report's ``Total: 12``: the sum of the rows
+# above it, what the table says in one line.
+_TOTAL_ROW: Final = regex.compile(r"(?:TOTAL|Total|All[ ]files)\b[ :|]++\d")
+_TOTAL_BONUS: Final = 5.0  # score added to a total row
+
+
+def total_row_bonus(scan: str) -> float:
+    """Score a line earns for being a table's total row (:data:`_TOTAL_ROW`)."""
+    return _TOTAL_BONUS if _TOTAL_ROW.match(scan) else 0.0
