@@ -178,3 +178,49 @@ def test_a_flag_a_program_prints_is_kept() -> None:
     summary = summarize_extractive(one_call("bash", {"command": "./vault < key.bin"}, output), 80)
     assert "picoCTF{h34p_0v3rfl0w_9e1a}" in summary
     assert utf8(summary) <= 80
+
+
+def test_a_lone_call_keeps_its_whole_command_when_it_nearly_fits() -> None:
+    command = "python -m pytest tests/test_invoice_totals.py -x"
+    output = "\n".join(
+        [
+            "platform linux -- Python 3.11.9, pytest-8.2.0, pluggy-1.5.0",
+            "rootdir: /srv/shop",
+            "collected 9 items",
+            "",
+            "tests/test_invoice_totals.py .........                          [100%]",
+            "",
+            "============================== 9 passed in 0.21s ===============================",
+        ]
+    )
+    budget = 95  # the whole call line is 55 bytes: more than half the budget, within 60 %
+    summary = summarize_extractive(one_call("bash", {"command": command}, output), budget)
+    assert summary.splitlines()[0] == f"bash({command})"
+    assert "9 passed in 0.21s" in summary
+    assert utf8(summary) <= budget
+    # Too long to fit even so: cut to the usual half, as before.
+    long_command = command + " --maxfail=1 --durations=10 -p no:cacheprovider"
+    summary = summarize_extractive(one_call("bash", {"command": long_command}, output), budget)
+    assert utf8(summary.splitlines()[0]) <= budget // 2
+    assert "9 passed in 0.21s" in summary
+
+
+def test_several_calls_share_their_room_as_before() -> None:
+    first = ToolCall(id="call_1", name="bash", arguments=json.dumps({"command": "make build"}))
+    second = ToolCall(
+        id="call_2",
+        name="bash",
+        arguments=json.dumps({"command": "python -m pytest tests/test_invoice_totals.py -x"}),
+    )
+    prompt = messages_to_prompt(
+        [],
+        [
+            Message.ai("", first),
+            Message.tool("call_1", "bash", "build/shop.whl written"),
+            Message.ai("", second),
+            Message.tool("call_2", "bash", "9 passed in 0.21s"),
+        ],
+    )
+    summary = summarize_extractive(prompt, 85)
+    assert "tests/test_invoice_totals.py -x)" not in summary  # cut to the calls' share
+    assert utf8(summary) <= 85

@@ -56,6 +56,7 @@ from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
 from csum.handlers._extractive_runs import (
     braced_value_bonus,
+    call_line,
     count_follows,
     failure_header_bonus,
     strip_banner,
@@ -1284,13 +1285,15 @@ def _collect(
     ]
     request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
     call_cap = _call_cap(entries, max_bytes)
+    call_count = _call_count(entries)
     width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
     for entry in entries:
         check()
         if entry.kind == "tool_call":
             if entry.name != SUMMARIZATION_TOOL_NAME:
                 parsed = _arguments(entry.args)
-                calls[entry.call_id] = _render_call(entry.name, entry.args, parsed, call_cap)
+                render = partial(_render_call, entry.name, entry.args, parsed)
+                calls[entry.call_id] = call_line(render, call_cap, max_bytes, call_count)
                 arguments[entry.call_id] = _argument_pairs(parsed)
                 written[entry.call_id] = _written_lines(parsed)
             continue
@@ -1414,12 +1417,18 @@ def _call_cap(entries: tuple[PromptEntry, ...], max_bytes: int) -> int:
     """Bytes a call line may take: up to half the budget for a single call; the call
     lines of several calls (earlier summaries' included) share a quarter of it, so
     that what the calls returned has the room."""
-    calls = sum(1 for e in entries if e.kind == "tool_call")
-    calls += sum(_prior_calls(e.content) for e in entries if _is_prior_summary(e))
+    calls = _call_count(entries)
     cap = min(_ARG_CAP, int(max_bytes * _CALL_SHARE))
     if calls > 1:
         return max(_MIN_SHARED_CALL, min(cap, int(max_bytes * _CALLS_SHARE) // calls))
     return max(_MIN_CALL, cap)
+
+
+def _call_count(entries: tuple[PromptEntry, ...]) -> int:
+    """How many call lines the summary may hold: the prompt's calls and those of the
+    earlier summaries in it."""
+    calls = sum(1 for e in entries if e.kind == "tool_call")
+    return calls + sum(_prior_calls(e.content) for e in entries if _is_prior_summary(e))
 
 
 def _prior_calls(text: str) -> int:

@@ -10,12 +10,14 @@ a verdict followed by its counts on one line (cargo's ``test result: FAILED. 3 p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 import regex
 
 __all__ = [
     "braced_value_bonus",
+    "call_line",
     "count_follows",
     "failure_header_bonus",
     "strip_banner",
@@ -100,3 +102,22 @@ _TOTAL_BONUS: Final = 5.0  # score added to a total row
 def total_row_bonus(scan: str) -> float:
     """Score a line earns for being a table's total row (:data:`_TOTAL_ROW`)."""
     return _TOTAL_BONUS if _TOTAL_ROW.match(scan) else 0.0
+
+
+WHOLE_CALL_SHARE: Final = 0.6
+"""Share of the budget a lone call's line may take when it fits whole: a command cut in
+its middle (``tshark -n -r … io,phs``) names no command one could run again, so the
+few more bytes that keep it whole are worth more than they cost; a command that does
+not fit even so is cut to the usual share, not to this one."""
+_UNCAPPED: Final = 1 << 20
+
+
+def call_line(render: Callable[[int], str], cap: int, budget: int, calls: int) -> str:
+    """A call's line: ``render(cap)``, or, for the only call of a prompt, its whole
+    line (``render`` without a cap) when that takes at most :data:`WHOLE_CALL_SHARE` of
+    ``budget`` bytes."""
+    if calls == 1:
+        whole = render(_UNCAPPED)
+        if len(whole.encode("utf-8")) <= int(budget * WHOLE_CALL_SHARE):
+            return whole
+    return render(cap)
