@@ -110,14 +110,17 @@ its middle (``tshark -n -r … io,phs``) names no command one could run again, s
 few more bytes that keep it whole are worth more than they cost; a command that does
 not fit even so is cut to the usual share, not to this one."""
 _UNCAPPED: Final = 1 << 20
+_ELLIPSIS: Final = "…"
 
 
 def call_line(render: Callable[[int], str], cap: int, budget: int, calls: int) -> str:
-    """A call's line: ``render(cap)``, or, for the only call of a prompt, its whole
-    line (``render`` without a cap) when that takes at most :data:`WHOLE_CALL_SHARE` of
-    ``budget`` bytes."""
-    if calls == 1:
-        whole = render(_UNCAPPED)
-        if len(whole.encode("utf-8")) <= int(budget * WHOLE_CALL_SHARE):
-            return whole
-    return render(cap)
+    """A call's line: ``render(cap)``, or, for the only call of a prompt when that cut
+    something (a command in its middle), its whole line (``render`` without a cap)
+    when that takes at most :data:`WHOLE_CALL_SHARE` of ``budget`` bytes. A call whose
+    line fits by writing its identifiers without their keys is not cut: it keeps that
+    form."""
+    line = render(cap)
+    if calls != 1 or _ELLIPSIS not in line:
+        return line
+    whole = render(_UNCAPPED)
+    return whole if len(whole.encode("utf-8")) <= int(budget * WHOLE_CALL_SHARE) else line
