@@ -224,3 +224,24 @@ def test_several_calls_share_their_room_as_before() -> None:
     summary = summarize_extractive(prompt, 85)
     assert "tests/test_invoice_totals.py -x)" not in summary  # cut to the calls' share
     assert utf8(summary) <= 85
+
+
+def test_under_a_tiny_budget_the_outcome_outranks_the_call() -> None:
+    command = "python3 -c 'from billing.tax import rate; print(rate(\"XX\"))'"
+    output = (
+        "Traceback (most recent call last):\n"
+        '  File "<string>", line 1, in <module>\n'
+        "KeyError: 'XX'\n"
+    )
+    prompt = one_call("bash", {"command": command}, output)
+    # Room for the error, not for the call line with it: the error alone.
+    summary = summarize_extractive(prompt, 30)
+    assert summary.endswith("KeyError: 'XX'")
+    assert "bash(" not in summary
+    # Room for both: the call line comes first, as always.
+    summary = summarize_extractive(prompt, 120)
+    assert summary.startswith("bash(")
+    assert "KeyError: 'XX'" in summary
+    # A weak line (no error, no count) never displaces the call line.
+    quiet = one_call("bash", {"command": command}, "reading rates from cache\n")
+    assert summarize_extractive(quiet, 30).startswith("bash(")

@@ -59,6 +59,7 @@ from csum.handlers._extractive_runs import (
     call_line,
     count_follows,
     failure_header_bonus,
+    outcome_over_call,
     strip_banner,
     strip_colours,
     total_row_bonus,
@@ -1356,6 +1357,7 @@ def _collect(
             )
         )
     _drop_lone_indent(blocks)
+    outcome_over_call(blocks, max_bytes, _utf8_len)
     return blocks
 
 

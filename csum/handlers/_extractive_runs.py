@@ -10,8 +10,8 @@ a verdict followed by its counts on one line (cargo's ``test result: FAILED. 3 p
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Final, Protocol
 
 import regex
 
@@ -20,6 +20,7 @@ __all__ = [
     "call_line",
     "count_follows",
     "failure_header_bonus",
+    "outcome_over_call",
     "strip_banner",
     "strip_colours",
     "total_row_bonus",
@@ -124,3 +125,43 @@ def call_line(render: Callable[[int], str], cap: int, budget: int, calls: int) -
         return line
     whole = render(_UNCAPPED)
     return whole if len(whole.encode("utf-8")) <= int(budget * WHOLE_CALL_SHARE) else line
+
+
+class _LineLike(Protocol):
+    @property
+    def score(self) -> float: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def tier(self) -> int: ...
+
+
+class _BlockLike(Protocol):
+    head: str
+
+    @property
+    def lines(self) -> Sequence[_LineLike]: ...
+
+
+OUTCOME_SCORE: Final = 6.0
+"""Score from which a result line outranks its call's line when the budget holds only
+one of them: a strict error signal (the handler's error score), a count of tests."""
+
+
+def outcome_over_call(
+    blocks: Sequence[_BlockLike], budget: int, size: Callable[[str], int]
+) -> None:
+    """Under a budget that holds a lone call's best result line or its call line with
+    that line, not both, the call line is left out (``head`` emptied): what a command
+    said (``KeyError: 'XX'``, ``3 failed, 9 passed``) tells the
+    agent more than which command said it, when the line is a strong signal
+    (:data:`OUTCOME_SCORE`). ``size``: a text's UTF-8 bytes."""
+    if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
+        return
+    block = blocks[0]
+    if any(line.tier == 0 for line in block.lines):
+        return  # an earlier summary's lines keep their place, under their call line
+    best = max(block.lines, key=lambda line: line.score)
+    need = size(best.text)
+    if best.score >= OUTCOME_SCORE and need <= budget < need + 1 + size(block.head):
+        block.head = ""
