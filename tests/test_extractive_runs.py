@@ -245,3 +245,34 @@ def test_under_a_tiny_budget_the_outcome_outranks_the_call() -> None:
     # A weak line (no error, no count) never displaces the call line.
     quiet = one_call("bash", {"command": command}, "reading rates from cache\n")
     assert summarize_extractive(quiet, 30).startswith("bash(")
+
+
+def test_zero_counts_of_secondary_outcomes_are_dropped() -> None:
+    from csum.handlers._extractive_runs import drop_zero_counts
+
+    line = "test result: ok. 31 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; x"
+    assert drop_zero_counts(line) == "test result: ok. 31 passed; 0 failed; x"
+    assert drop_zero_counts("Failed: 1, Passed: 40, Skipped: 0, Total: 41") == (
+        "Failed: 1, Passed: 40, Total: 41"
+    )
+    # Non-zero counts, and zero failures, are what the run says: kept.
+    assert drop_zero_counts("3 passed; 0 failed; 2 ignored") == "3 passed; 0 failed; 2 ignored"
+    output = "\n".join(
+        [
+            "   Compiling ledger v0.3.1 (/work/ledger)",
+            "     Running unittests src/lib.rs (target/debug/deps/ledger-9f1c2ab0e3d4c5f6)",
+            "running 31 tests",
+            *(f"test tests::case_{n:02d} ... ok" for n in range(31)),
+            "test result: ok. 31 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out;"
+            " finished in 0.40s",
+            "   Doc-tests ledger",
+            "running 6 tests",
+            *(f"test src/entry.rs - entry::parse_{n} (line {10 * n + 4}) ... ok" for n in range(6)),
+            "test result: ok. 6 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out;"
+            " finished in 0.22s",
+        ]
+    )
+    summary = summarize_extractive(one_call("bash", {"command": "cargo test"}, output), 230)
+    assert "test result: ok. 31 passed; 0 failed; finished in 0.40s" in summary
+    assert "test result: ok. 6 passed; 0 failed; finished in 0.22s" in summary
+    assert utf8(summary) <= 230

@@ -58,6 +58,7 @@ from csum.handlers._extractive_runs import (
     braced_value_bonus,
     call_line,
     count_follows,
+    drop_zero_counts,
     failure_header_bonus,
     outcome_over_call,
     strip_banner,
@@ -833,7 +834,7 @@ def _body_lines(
         line = _LOG_PREFIX.sub("", _one_line(_DECORATION.sub("", line)), count=1)
         line = _HOME.sub("~/", line)
         if tool and not diff:
-            line = strip_banner(line)
+            line = drop_zero_counts(strip_banner(line))
         if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
             continue
         if line[0] == "<" and not any(c.isalnum() for c in _BARE_TAG.sub("", line[:200])):

@@ -19,6 +19,7 @@ __all__ = [
     "braced_value_bonus",
     "call_line",
     "count_follows",
+    "drop_zero_counts",
     "failure_header_bonus",
     "outcome_over_call",
     "strip_banner",
@@ -165,3 +166,21 @@ def outcome_over_call(
     need = size(best.text)
     if best.score >= OUTCOME_SCORE and need <= budget < need + 1 + size(block.head):
         block.head = ""
+
+
+# A zero count of a secondary outcome in a runner's counts line: cargo's "; 0 ignored;
+# 0 measured; 0 filtered out", dotnet's ", Skipped: 0". What passed and what failed are
+# kept even when zero ("0 failed" is the verdict); nothing ignored says nothing.
+_ZERO_COUNT: Final = regex.compile(
+    r"[;,][ ](?:0[ ](?:ignored|measured|filtered[ ]out|skipped|deselected|xfailed|xpassed"
+    r"|pending|todo|excluded)|(?:Skipped|Ignored|Pending):[ ]++0)\b"
+)
+
+
+def drop_zero_counts(line: str) -> str:
+    """A counts line without its zero counts of secondary outcomes (:data:`_ZERO_COUNT`):
+    ``ok. 31 passed; 0 failed; finished in 0.40s`` instead of the same with ``0 ignored;
+    0 measured; 0 filtered out``, which cost a runner's whole line its place."""
+    if " 0 " not in line and ": 0" not in line:
+        return line
+    return _ZERO_COUNT.sub("", line[:2048]) + line[2048:]
