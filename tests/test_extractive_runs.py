@@ -276,3 +276,30 @@ def test_zero_counts_of_secondary_outcomes_are_dropped() -> None:
     assert "test result: ok. 31 passed; 0 failed; finished in 0.40s" in summary
     assert "test result: ok. 6 passed; 0 failed; finished in 0.22s" in summary
     assert utf8(summary) <= 230
+
+
+def test_the_last_line_of_a_run_says_where_it_ended() -> None:
+    output = "\n".join(
+        ["Connecting to 10.0.4.12:5432 ...", "waiting for the replica to catch up"]
+        + [f"attempt {n}: lag 3 s" for n in range(1, 24)]
+        + ["attempt 24: lag 0 s", "replica ready"]
+    )
+    summary = summarize_extractive(one_call("bash", {"command": "./wait_replica.sh"}, output), 150)
+    assert "attempt 24: lag 0 s" in summary
+    assert utf8(summary) <= 150
+
+
+def test_only_consecutive_lines_differing_in_numbers_make_a_run() -> None:
+    from csum.handlers._extractive_runs import RUN_END_SCORE, favour_run_ends
+
+    class Row:
+        def __init__(self, text: str) -> None:
+            self.text = text
+            self.score = 0.0
+
+    rows = [Row(t) for t in ("step 1", "step 2", "step 3", "done", "step 4", "step 5")]
+    favour_run_ends(rows)
+    assert [row.score for row in rows] == [0.0, 0.0, RUN_END_SCORE, 0.0, 0.0, 0.0]
+    same = [Row("retrying") for _ in range(4)]  # no number: a repeat, not a run
+    favour_run_ends(same)
+    assert all(row.score == 0.0 for row in same)

@@ -60,6 +60,7 @@ from csum.handlers._extractive_runs import (
     count_follows,
     drop_zero_counts,
     failure_header_bonus,
+    favour_run_ends,
     outcome_over_call,
     strip_banner,
     strip_colours,
@@ -1339,6 +1340,7 @@ def _collect(
             if not block.lines:
                 outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
                 block.lines.append(_Line(len(blocks), 0, _window(outcome, 100), 0.5))
+            favour_run_ends(block.lines)
             _credit_codes(block)
             blocks.append(block)
         elif entry.kind in ("text", "reasoning") and entry.content.strip():

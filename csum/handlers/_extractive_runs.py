@@ -21,6 +21,7 @@ __all__ = [
     "count_follows",
     "drop_zero_counts",
     "failure_header_bonus",
+    "favour_run_ends",
     "outcome_over_call",
     "strip_banner",
     "strip_colours",
@@ -184,3 +185,37 @@ def drop_zero_counts(line: str) -> str:
     if " 0 " not in line and ": 0" not in line:
         return line
     return _ZERO_COUNT.sub("", line[:2048]) + line[2048:]
+
+
+class _MutableLine(Protocol):
+    score: float
+
+    @property
+    def text(self) -> str: ...
+
+
+_NUMBER: Final = regex.compile(r"\d++")
+_RUN_MIN: Final = 3  # consecutive lines of one shape from which the last ends a run
+RUN_END_SCORE: Final = 3.0
+"""Score the last line of a run is worth at least: as much as a pin or a count."""
+
+
+def favour_run_ends(lines: Sequence[_MutableLine]) -> None:
+    """The last of consecutive lines that differ only in their numbers (a progress
+    counter's ``step 29`` after ``step 0`` ..., a poll's last answer, a retry's last
+    attempt) says where the run ended: it is worth at least :data:`RUN_END_SCORE`,
+    where its repeats are worth little (each says what the one before said)."""
+    start = 0
+    for index in range(1, len(lines) + 1):
+        if index < len(lines) and _same_but_numbers(lines[index - 1].text, lines[index].text):
+            continue
+        if index - start >= _RUN_MIN:
+            last = lines[index - 1]
+            last.score = max(last.score, RUN_END_SCORE)
+        start = index
+
+
+def _same_but_numbers(first: str, second: str) -> bool:
+    if first == second or not any(c.isdigit() for c in second[:200]):
+        return False
+    return _NUMBER.sub("0", first[:200]) == _NUMBER.sub("0", second[:200])
