@@ -303,3 +303,21 @@ def test_only_consecutive_lines_differing_in_numbers_make_a_run() -> None:
     same = [Row("retrying") for _ in range(4)]  # no number: a repeat, not a run
     favour_run_ends(same)
     assert all(row.score == 0.0 for row in same)
+
+
+def test_a_cd_prefix_gives_way_before_the_command_is_cut() -> None:
+    from csum.handlers._extractive_runs import fit_command
+
+    command = "cd ~/projects/shop/assets && npm install --save-dev happy-dom"
+    assert fit_command(command, 80) == command
+    assert fit_command(command, 50) == "cd …/assets && npm install --save-dev happy-dom"
+    assert fit_command(command, 40) == "npm install --save-dev happy-dom"
+    assert fit_command("npm install --save-dev happy-dom", 10) == (
+        "npm install --save-dev happy-dom"  # no cd: left to the usual cut
+    )
+    long = "cd /home/ana/projects/shop/assets && npm install --save-dev happy-dom 2>&1 | tail -5"
+    summary = summarize_extractive(
+        one_call("bash", {"command": long}, "added 41 packages in 3s\n"), 80
+    )
+    assert summary.splitlines()[0] == "bash(npm install --save-dev happy-dom)"
+    assert "added 41 packages in 3s" in summary

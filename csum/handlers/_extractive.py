@@ -61,6 +61,7 @@ from csum.handlers._extractive_runs import (
     drop_zero_counts,
     failure_header_bonus,
     favour_run_ends,
+    fit_command,
     outcome_over_call,
     strip_banner,
     strip_colours,
@@ -1095,7 +1096,8 @@ def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -
         text = _HOME.sub("~/", _one_line(item)) if isinstance(item, str) else _scalar_or_json(item)
         lowered = str(key).lower()
         if lowered in _COMMAND_KEYS and isinstance(item, str):
-            first.insert(0, _clip_middle(_compact_command(item), room, head_share=0.75))
+            command = fit_command(_compact_command(item), room)
+            first.insert(0, _clip_middle(command, room, head_share=0.75))
         elif isinstance(item, str) and "\n" in item.strip() and len(value) > 1:
             # A text of several lines beside other arguments (an edit's old and new
             # text, a file's content) is what the call writes, not what names it: the

@@ -22,6 +22,7 @@ __all__ = [
     "drop_zero_counts",
     "failure_header_bonus",
     "favour_run_ends",
+    "fit_command",
     "outcome_over_call",
     "strip_banner",
     "strip_colours",
@@ -219,3 +220,27 @@ def _same_but_numbers(first: str, second: str) -> bool:
     if first == second or not any(c.isdigit() for c in second[:200]):
         return False
     return _NUMBER.sub("0", first[:200]) == _NUMBER.sub("0", second[:200])
+
+
+# A command run in another directory: "cd ~/projects/shop/assets && npm install x".
+_CD_PREFIX: Final = regex.compile(r"cd[ ]++(?P<dir>[^\s;&|]{1,400}+)[ ]*+&&[ ]*+(?=\S)")
+
+
+def fit_command(command: str, room: int) -> str:
+    """``command`` shortened where it says least when it does not fit ``room``
+    characters: a leading ``cd DIR &&`` by the directory's last name (``cd …/assets &&
+    npm install x``), then, if that is not enough, without it: what ran is after the
+    ``&&``, and a command cut in its middle names none."""
+    if len(command) <= room:
+        return command
+    match = _CD_PREFIX.match(command)
+    if match is None:
+        return command
+    rest = command[match.end() :]
+    directory = match.group("dir").rstrip("/")
+    last = directory.rsplit("/", 1)[-1]
+    if last != directory:
+        shorter = f"cd {_ELLIPSIS}/{last} && {rest}"
+        if len(shorter) <= room:
+            return shorter
+    return rest
