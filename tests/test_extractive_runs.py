@@ -321,3 +321,25 @@ def test_a_cd_prefix_gives_way_before_the_command_is_cut() -> None:
     )
     assert summary.splitlines()[0] == "bash(npm install --save-dev happy-dom)"
     assert "added 41 packages in 3s" in summary
+
+
+def test_a_recipes_echoed_command_is_kept() -> None:
+    from csum.handlers._extractive_runs import echoed_command_bonus
+
+    assert echoed_command_bonus("cargo clippy --all-targets -- -D warnings", 0) > 0
+    assert echoed_command_bonus("+ pytest -q --maxfail=1", 1) > 0
+    assert echoed_command_bonus("cargo clippy --all-targets", 7) == 0  # not an echo
+    assert echoed_command_bonus("Checking shop v0.2.0 (/srv/shop)", 0) == 0
+    output = "\n".join(
+        [
+            "cargo clippy --all-targets -- -D warnings",
+            "    Checking serde v1.0.203",
+            "    Checking tokio v1.38.0",
+            "    Checking hyper v1.3.1",
+            "    Checking shop v0.2.0 (/srv/shop)",
+            "    Finished `dev` profile [unoptimized + debuginfo] target(s) in 14.02s",
+        ]
+    )
+    summary = summarize_extractive(one_call("bash", {"command": "just lint"}, output), 140)
+    assert "cargo clippy --all-targets -- -D warnings" in summary
+    assert utf8(summary) <= 140

@@ -59,6 +59,7 @@ from csum.handlers._extractive_runs import (
     call_line,
     count_follows,
     drop_zero_counts,
+    echoed_command_bonus,
     failure_header_bonus,
     favour_run_ends,
     fit_command,
@@ -856,6 +857,8 @@ def _body_lines(
             score += _RECORD_BONUS
         if numbered_span is not None:
             score += _listing_bonus(original, order, numbered_span, written)
+        if tool and not diff:
+            score += echoed_command_bonus(line, order)
         rank = ranks.get(original)
         if rank is not None:
             score += _RANK_BONUS / (1 + rank)

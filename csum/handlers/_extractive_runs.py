@@ -20,6 +20,7 @@ __all__ = [
     "call_line",
     "count_follows",
     "drop_zero_counts",
+    "echoed_command_bonus",
     "failure_header_bonus",
     "favour_run_ends",
     "fit_command",
@@ -96,7 +97,7 @@ def failure_header_bonus(scan: str) -> float:
     return _FAILURE_BONUS if _FAILURE_HEADER.match(scan) else 0.0
 
 
-# A table's total row: coverage.py's and cargo-llvm-cov's ``TOTAL  346  1  99.71%``,
+# A table's total row: coverage.py's and cargo-llvm-cov's ``TOTAL  505  19  96%``,
 # istanbul's ``All files | 85.5 | ...``, a report's ``Total: 12``: the sum of the rows
 # above it, what the table says in one line.
 _TOTAL_ROW: Final = regex.compile(r"(?:TOTAL|Total|All[ ]files)\b[ :|]++\d")
@@ -110,7 +111,7 @@ def total_row_bonus(scan: str) -> float:
 
 WHOLE_CALL_SHARE: Final = 0.6
 """Share of the budget a lone call's line may take when it fits whole: a command cut in
-its middle (``tshark -n -r … io,phs``) names no command one could run again, so the
+its middle (``rsync -az … backup/``) names no command one could run again, so the
 few more bytes that keep it whole are worth more than they cost; a command that does
 not fit even so is cut to the usual share, not to this one."""
 _UNCAPPED: Final = 1 << 20
@@ -244,3 +245,22 @@ def fit_command(command: str, room: int) -> str:
         if len(shorter) <= room:
             return shorter
     return rest
+
+
+# A command echoed by what ran it (make's and just's recipe lines, a script's "+ cmd"
+# under set -x): a program, maybe a sub-command, then flags.
+_ECHOED_COMMAND: Final = regex.compile(
+    r"(?:\+[ ])?+[a-z][\w.-]{1,30}+(?:[ ][a-z][\w.-]{1,30}+){0,2}+"
+    r"[ ]--?[A-Za-z][\w-]{0,40}+(?:[ =]\S{1,200}+)*+"
+)
+ECHO_LINES: Final = 3  # the first lines of an output where a recipe's echo stands
+ECHO_BONUS: Final = 3.0
+
+
+def echoed_command_bonus(line: str, order: int) -> float:
+    """Score an output's first lines earn for echoing the command that runs (``cargo
+    clippy --all-targets`` under ``just lint``): what the call ran, in its own words,
+    when the call line only names a recipe."""
+    if order >= ECHO_LINES or len(line) > 200:
+        return 0.0
+    return ECHO_BONUS if _ECHOED_COMMAND.fullmatch(line) else 0.0
