@@ -343,3 +343,35 @@ def test_a_recipes_echoed_command_is_kept() -> None:
     summary = summarize_extractive(one_call("bash", {"command": "just lint"}, output), 140)
     assert "cargo clippy --all-targets -- -D warnings" in summary
     assert utf8(summary) <= 140
+
+
+def test_a_refusal_in_a_programs_own_words_is_an_outcome() -> None:
+    from csum.handlers._extractive_runs import refusal_bonus
+
+    assert refusal_bonus("Password incorrect, try again") > 0
+    assert refusal_bonus("HTTP/1.1 401 Unauthorized") > 0
+    assert refusal_bonus("Welcome to the build host") == 0
+    output = "\n".join(
+        [
+            "Trying 10.0.7.21...",
+            "Connected to build-07.lan.",
+            "Escape character is '^]'.",
+            "Debian GNU/Linux 12",
+            "build-07 login: deploy",
+            "Password:",
+            "Password incorrect, try again",
+            "build-07 login:",
+            "Connection closed by foreign host.",
+        ]
+    )
+    summary = summarize_extractive(one_call("bash", {"command": "telnet build-07.lan"}, output), 90)
+    assert "Password incorrect, try again" in summary
+    assert utf8(summary) <= 90
+    # In code, the word is no outcome: a file listing's line does not rank up for it.
+    prompt = one_call(
+        "read_file",
+        {"path": "src/auth.py"},
+        "\n".join(f"{n:>4}\tdef check_{n}(token):" for n in range(1, 30))
+        + '\n  30\t    raise ValueError("invalid token")',
+    )
+    assert "invalid token" not in summarize_extractive(prompt, 60)

@@ -64,6 +64,7 @@ from csum.handlers._extractive_runs import (
     favour_run_ends,
     fit_command,
     outcome_over_call,
+    refusal_bonus,
     strip_banner,
     strip_colours,
     total_row_bonus,
@@ -422,12 +423,14 @@ def _score(
         score += 4.0
     if _CAUSE.search(scan):
         score += 2.0
-    return score + _class_bonus(scan) + _run_bonus(scan)
+    return score + _class_bonus(scan) + _run_bonus(scan, code=code)
 
 
-def _run_bonus(scan: str) -> float:
-    """Score a command's line earns by its kind (:mod:`._extractive_runs`)."""
-    return braced_value_bonus(scan) + failure_header_bonus(scan) + total_row_bonus(scan)
+def _run_bonus(scan: str, *, code: bool) -> float:
+    """Score a command's line earns by its kind (:mod:`._extractive_runs`); a refusal
+    only outside code (``raise ValueError("invalid id")`` is code, not an outcome)."""
+    bonus = braced_value_bonus(scan) + failure_header_bonus(scan) + total_row_bonus(scan)
+    return bonus if code else bonus + refusal_bonus(scan)
 
 
 # --- line classes -------------------------------------------------------------------

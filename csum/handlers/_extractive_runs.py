@@ -25,6 +25,7 @@ __all__ = [
     "favour_run_ends",
     "fit_command",
     "outcome_over_call",
+    "refusal_bonus",
     "strip_banner",
     "strip_colours",
     "total_row_bonus",
@@ -264,3 +265,17 @@ def echoed_command_bonus(line: str, order: int) -> float:
     if order >= ECHO_LINES or len(line) > 200:
         return 0.0
     return ECHO_BONUS if _ECHOED_COMMAND.fullmatch(line) else 0.0
+
+
+# A refusal in a program's own words: a password "incorrect" at a login prompt, an API's
+# "401 Unauthorized" or "403 Forbidden", a server's "request rejected", "invalid token".
+_REFUSAL: Final = regex.compile(
+    r"(?i:\b(?:incorrect|invalid|rejected|unauthori[sz]ed|forbidden|wrong[ ]password)\b)"
+)
+REFUSAL_BONUS: Final = 3.0
+
+
+def refusal_bonus(scan: str) -> float:
+    """Score a line earns for saying a program refused what was asked (:data:`_REFUSAL`):
+    an outcome, as an error is, though no error prefix says so."""
+    return REFUSAL_BONUS if _REFUSAL.search(scan) else 0.0
