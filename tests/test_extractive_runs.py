@@ -21,6 +21,15 @@ def utf8(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+def assert_kept(command: str, output: str, budget: int, *texts: str) -> str:
+    """The summary of one bash call's run within ``budget``, holding each of ``texts``."""
+    summary = summarize_extractive(one_call("bash", {"command": command}, output), budget)
+    for text in texts:
+        assert text in summary, summary
+    assert utf8(summary) <= budget
+    return summary
+
+
 PYTEST = """\
 ============================= test session starts ==============================
 platform linux -- Python 3.11.9, pytest-8.2.0, pluggy-1.5.0
@@ -147,10 +156,7 @@ def test_a_numbered_failure_header_ranks_with_its_place() -> None:
     assert failure_header_bonus("  1) test refunds a paid invoice (Billing.InvoiceTest)") > 0
     assert failure_header_bonus("  12) User#refund raises when already refunded") > 0
     assert failure_header_bonus("(billing 0.4.0) lib/billing/refunds.ex:41: f/2") == 0
-    summary = summarize_extractive(one_call("bash", {"command": "mix test"}, EXUNIT), 260)
-    assert "test/billing/invoice_test.exs:214" in summary
-    assert "58 tests, 1 failure" in summary
-    assert utf8(summary) <= 260
+    assert_kept("mix test", EXUNIT, 260, "test/billing/invoice_test.exs:214", "58 tests, 1 failure")
 
 
 def test_a_tables_total_row_is_kept() -> None:
@@ -159,9 +165,7 @@ def test_a_tables_total_row_is_kept() -> None:
     assert total_row_bonus("TOTAL 505 19 96%") > 0
     assert total_row_bonus("All files | 85.5 | 80.1 | 90 | 85.5 |") > 0
     assert total_row_bonus("Totally fine") == 0
-    summary = summarize_extractive(one_call("bash", {"command": "pytest --cov=shop"}, COVERAGE), 90)
-    assert "TOTAL 505 19 96%" in summary
-    assert utf8(summary) <= 90
+    assert_kept("pytest --cov=shop", COVERAGE, 90, "TOTAL 505 19 96%")
 
 
 def test_a_flag_a_program_prints_is_kept() -> None:
@@ -175,9 +179,7 @@ def test_a_flag_a_program_prints_is_kept() -> None:
         + [f"round {n} ok" for n in range(12)]
         + ["Access granted.", "picoCTF{h34p_0v3rfl0w_9e1a}"]
     )
-    summary = summarize_extractive(one_call("bash", {"command": "./vault < key.bin"}, output), 80)
-    assert "picoCTF{h34p_0v3rfl0w_9e1a}" in summary
-    assert utf8(summary) <= 80
+    assert_kept("./vault < key.bin", output, 80, "picoCTF{h34p_0v3rfl0w_9e1a}")
 
 
 def test_a_lone_call_keeps_its_whole_command_when_it_nearly_fits() -> None:
@@ -272,10 +274,13 @@ def test_zero_counts_of_secondary_outcomes_are_dropped() -> None:
             " finished in 0.22s",
         ]
     )
-    summary = summarize_extractive(one_call("bash", {"command": "cargo test"}, output), 230)
-    assert "test result: ok. 31 passed; 0 failed; finished in 0.40s" in summary
-    assert "test result: ok. 6 passed; 0 failed; finished in 0.22s" in summary
-    assert utf8(summary) <= 230
+    assert_kept(
+        "cargo test",
+        output,
+        230,
+        "test result: ok. 31 passed; 0 failed; finished in 0.40s",
+        "test result: ok. 6 passed; 0 failed; finished in 0.22s",
+    )
 
 
 def test_the_last_line_of_a_run_says_where_it_ended() -> None:
@@ -284,9 +289,7 @@ def test_the_last_line_of_a_run_says_where_it_ended() -> None:
         + [f"attempt {n}: lag 3 s" for n in range(1, 24)]
         + ["attempt 24: lag 0 s", "replica ready"]
     )
-    summary = summarize_extractive(one_call("bash", {"command": "./wait_replica.sh"}, output), 150)
-    assert "attempt 24: lag 0 s" in summary
-    assert utf8(summary) <= 150
+    assert_kept("./wait_replica.sh", output, 150, "attempt 24: lag 0 s")
 
 
 def test_only_consecutive_lines_differing_in_numbers_make_a_run() -> None:
@@ -340,9 +343,7 @@ def test_a_recipes_echoed_command_is_kept() -> None:
             "    Finished `dev` profile [unoptimized + debuginfo] target(s) in 14.02s",
         ]
     )
-    summary = summarize_extractive(one_call("bash", {"command": "just lint"}, output), 140)
-    assert "cargo clippy --all-targets -- -D warnings" in summary
-    assert utf8(summary) <= 140
+    assert_kept("just lint", output, 140, "cargo clippy --all-targets -- -D warnings")
 
 
 def test_a_refusal_in_a_programs_own_words_is_an_outcome() -> None:
@@ -364,9 +365,7 @@ def test_a_refusal_in_a_programs_own_words_is_an_outcome() -> None:
             "Connection closed by foreign host.",
         ]
     )
-    summary = summarize_extractive(one_call("bash", {"command": "telnet build-07.lan"}, output), 90)
-    assert "Password incorrect, try again" in summary
-    assert utf8(summary) <= 90
+    assert_kept("telnet build-07.lan", output, 90, "Password incorrect, try again")
     # In code, the word is no outcome: a file listing's line does not rank up for it.
     prompt = one_call(
         "read_file",
