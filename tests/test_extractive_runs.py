@@ -195,7 +195,7 @@ def test_a_lone_call_keeps_its_whole_command_when_it_nearly_fits() -> None:
             "============================== 9 passed in 0.21s ===============================",
         ]
     )
-    budget = 95  # the whole call line is 55 bytes: more than half the budget, within 60 %
+    budget = 95  # the whole call line is 55 bytes: more than half the budget, within 80 %
     summary = summarize_extractive(one_call("bash", {"command": command}, output), budget)
     assert summary.splitlines()[0] == f"bash({command})"
     assert "9 passed in 0.21s" in summary
@@ -374,3 +374,20 @@ def test_a_refusal_in_a_programs_own_words_is_an_outcome() -> None:
         + '\n  30\t    raise ValueError("invalid token")',
     )
     assert "invalid token" not in summarize_extractive(prompt, 60)
+
+
+def test_a_whole_call_line_gives_way_to_its_cut_before_the_outcome_drops_it() -> None:
+    command = "mix test test/billing/invoices/rendering/pdf_layout_test.exs --seed 0"
+    prompt = one_call("bash", {"command": command}, "3 tests, 0 failures\n")
+    whole = f"bash({command})"  # 75 bytes: within 80 % of the budgets below
+    # One byte short of the whole call line with the count (19 bytes, a line break and
+    # the one the packer counts after the last line): the cut, not no call line.
+    budget = utf8(whole) + 20
+    summary = summarize_extractive(prompt, budget)
+    first, second = summary.splitlines()
+    assert first.startswith("bash(mix test")
+    assert "…" in first
+    assert second == "3 tests, 0 failures"
+    assert utf8(summary) <= budget
+    # One byte more: both whole.
+    assert summarize_extractive(prompt, budget + 1) == f"{whole}\n3 tests, 0 failures"

@@ -1297,6 +1297,7 @@ def _collect(
     request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
     call_cap = _call_cap(entries, max_bytes)
     call_count = _call_count(entries)
+    lone_cut = ""  # the line of a prompt's only call, cut to its share
     width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
     for entry in entries:
         check()
@@ -1305,6 +1306,7 @@ def _collect(
                 parsed = _arguments(entry.args)
                 render = partial(_render_call, entry.name, entry.args, parsed)
                 calls[entry.call_id] = call_line(render, call_cap, max_bytes, call_count)
+                lone_cut = render(call_cap) if call_count == 1 else ""
                 arguments[entry.call_id] = _argument_pairs(parsed)
                 written[entry.call_id] = _written_lines(parsed)
             continue
@@ -1368,7 +1370,7 @@ def _collect(
             )
         )
     _drop_lone_indent(blocks)
-    outcome_over_call(blocks, max_bytes, _utf8_len)
+    outcome_over_call(blocks, max_bytes, _utf8_len, lone_cut)
     return blocks
 
 

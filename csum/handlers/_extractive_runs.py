@@ -110,7 +110,7 @@ def total_row_bonus(scan: str) -> float:
     return _TOTAL_BONUS if _TOTAL_ROW.match(scan) else 0.0
 
 
-WHOLE_CALL_SHARE: Final = 0.6
+WHOLE_CALL_SHARE: Final = 0.8
 """Share of the budget a lone call's line may take when it fits whole: a command cut in
 its middle (``rsync -az … backup/``) names no command one could run again, so the
 few more bytes that keep it whole are worth more than they cost; a command that does
@@ -154,22 +154,25 @@ one of them: a strict error signal (the handler's error score), a count of tests
 
 
 def outcome_over_call(
-    blocks: Sequence[_BlockLike], budget: int, size: Callable[[str], int]
+    blocks: Sequence[_BlockLike], budget: int, size: Callable[[str], int], cut: str = ""
 ) -> None:
-    """Under a budget that holds a lone call's best result line or its call line with
-    that line, not both, the call line is left out (``head`` emptied): what a command
-    said (``KeyError: 'XX'``, ``3 failed, 9 passed``) tells the
-    agent more than which command said it, when the line is a strong signal
-    (:data:`OUTCOME_SCORE`). ``size``: a text's UTF-8 bytes."""
+    """Under a budget that holds a lone call's best result line, a strong signal
+    (:data:`OUTCOME_SCORE`), but not with the call line (``head``), the line ``cut``
+    to the usual share when that fits with it (``head`` may be the whole line,
+    :func:`call_line`), else no call line (``head`` emptied): what a command said
+    (``KeyError: 'XX'``, ``3 failed, 9 passed``) tells the agent more than which
+    command said it. ``size``: a text's UTF-8 bytes."""
     if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
         return
     block = blocks[0]
     if any(line.tier == 0 for line in block.lines):
         return  # an earlier summary's lines keep their place, under their call line
     best = max(block.lines, key=lambda line: line.score)
-    need = size(best.text)
-    if best.score >= OUTCOME_SCORE and need <= budget < need + 1 + size(block.head):
-        block.head = ""
+    # What the packer counts: each line with its line break, the call line's included.
+    need = size(best.text) + 1
+    if best.score < OUTCOME_SCORE or need + size(block.head) + 1 <= budget or need > budget:
+        return
+    block.head = cut if cut and need + size(cut) + 1 <= budget else ""
 
 
 # A zero count of a secondary outcome in a runner's counts line: cargo's "; 0 ignored;
