@@ -54,6 +54,7 @@ from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
+from csum.handlers._extractive_code import CodeMark, code_lines, declares_dependency, written_lines
 from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
 __all__ = ["extractive", "summarize_extractive"]
@@ -446,7 +447,7 @@ def _class_bonus(scan: str) -> float:
     """Score a line earns by its kind: a package pinned to a version, a measurement
     with its name, a place given in words (``line 12 of src/a.py``)."""
     bonus = 0.0
-    if _PIN.search(scan):
+    if _PIN.search(scan) or declares_dependency(scan):
         bonus += _CLASS_BONUS
     if _MEASURED.search(scan) and _MEASURE_NAME.search(scan):
         bonus += _CLASS_BONUS
@@ -771,11 +772,13 @@ def _body_lines(
     listing = False
     diff = False
     ranks: dict[str, int] = {}  # a record's place in its list
+    marks: dict[str, CodeMark] = {}  # what the code tools' rules say of a line
     if not tool:
         raw = _sentences(raw)
     else:
         listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
         diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
+        raw, marks = code_lines(raw)
         if not diff:
             # A tool's prose (an agent's report, a fetched page, a tool's closing
             # advice) is split into sentences as an answer is; its code, logs and
@@ -826,6 +829,9 @@ def _body_lines(
         seen[line] = 1
         scored = _log_message(line) if routine else line
         score = _score(scored, listing=listing, diff=diff, prose=not tool, named=named)
+        mark = marks.get(original)
+        if mark is not None:
+            score = max(0.0, score + mark.bonus)
         if routine:
             score = _routine_score(scored, score)
         elif record is not None:
@@ -879,6 +885,8 @@ def _body_lines(
         if order in places:
             line = _place_first(line, places[order])
         item = _Line(block, order, _window(_shorten_paths(line, width), width), score)
+        if mark is not None:
+            item.group = mark.group
         above = [*above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
         yield item
 
@@ -1144,13 +1152,7 @@ def _written_lines(value: dict[str, Any] | None) -> frozenset[str]:
     """The lines a call (its arguments parsed, :func:`_arguments`) writes (an edit's new
     text, a file's content), stripped: in a numbered listing of the result, the lines it
     changed."""
-    texts = [item for item in (value or {}).values() if isinstance(item, str)]
-    return frozenset(
-        stripped
-        for text in texts
-        for line in text[: 16 * _LINE_SCAN].splitlines()
-        if len(stripped := line.strip()) >= _WRITTEN_MIN
-    )
+    return written_lines(value, _WRITTEN_MIN, 16 * _LINE_SCAN)
 
 
 def _call_shows(head: str, pair: str) -> bool:

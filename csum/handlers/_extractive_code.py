@@ -1,0 +1,178 @@
+"""Rules of the extractive handler for code and repository tools' output.
+
+Kept apart from :mod:`csum.handlers._extractive` (which calls these hooks) so that each
+rule says which real format it reads:
+
+* git's status report (long format): the branch and state lines and each path's entry are
+  what the agent needs next; git's ``(use "git add <file>...")`` advice and ``hint:``
+  lines are the same in every repository. Entries under a header listing bare paths
+  (untracked or ignored files) share one line headed by that header, so each path costs
+  only itself and the header says what they are.
+* Claude Code's ``<system-reminder>`` blocks, which the harness appends to a tool's
+  result (a note to the model about the file it read), are not the tool's output.
+* A dependency declared with its version requirement in a manifest (``{:ash, "~> 3.0"}``
+  in ``mix.exs``, ``"react": "^18.2.0"`` in ``package.json``, ``serde = { version =
+  "1.0" }`` in a Rust crate's manifest, ``gem "rails", "~> 7.1"``) is a package pinned to a
+  version, as ``numpy==1.26.4`` is.
+* An edit's new lines are those of its new text that its old text did not have.
+
+Every pattern runs on a bounded line (the caller's scan window) with bounded
+repetition only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import regex
+
+__all__ = ["CodeMark", "code_lines", "declares_dependency", "written_lines"]
+
+STATUS_STATE_BONUS: Final = 6.0
+"""Score added to git's status report's branch and state lines (``On branch main``, ``No
+commits yet``, ``nothing to commit``): where the repository stands."""
+STATUS_ENTRY_BONUS: Final = 3.0
+"""... and to each path's entry with its state (``deleted: src/a.py``) ..."""
+STATUS_LISTED_BONUS: Final = 1.0
+"""... and to a bare path listed under its header (untracked): such paths share a line,
+each costing only itself, so they need less to be kept."""
+
+# --- git's status report -------------------------------------------------------------------------
+
+# A line git's status report prints first: "On branch main", "HEAD detached at 1a2b3c4", or its
+# advice to an entry's header ("  (use "git add <file>..." to include in what ...)").
+_STATUS_SIGN = regex.compile(
+    r"(?:On[ ]branch[ ]\S{1,200}+|HEAD[ ]detached[ ](?:at|from)[ ]\S{1,200}+)$"
+    r"|\s{0,8}+\(use[ ]\"git[ ]"
+)
+# A section's header: words and a colon at the line's start ("Changes to be committed:").
+_STATUS_HEADER = regex.compile(r"[A-Z][a-z]{1,20}+(?:[ ][a-z]{1,20}+){0,6}+:$")
+# An entry with its state in lower case words: "\tnew file:   src/a.py", "\tdeleted:    b.py".
+_STATUS_ENTRY = regex.compile(
+    r"\t(?P<state>[a-z]{3,12}+(?:[ ][a-z]{2,8}+){0,2}+:)[ ]++"
+    r"(?P<path>\S.{0,400}+)$"
+)
+_STATUS_ADVICE = regex.compile(r"\s{0,8}+\(use[ ]\"git[ ][^)]{0,300}+\)$")
+_TRAILING_ADVICE = regex.compile(r"[ ]\(use[ ]\"git[ ][^)]{0,300}+\)$")
+_GIT_HINT = regex.compile(r"hint:(?:[ ]|$)")
+
+# --- harness notes ----------------------------------------------------------------------
+
+_REMINDER_OPEN = regex.compile(r"\s{0,8}+<system-reminder>")
+_REMINDER_CLOSE = "</system-reminder>"
+
+
+@dataclass(frozen=True, slots=True)
+class CodeMark:
+    """What a rule here says of one line: score to add, and the record line it joins
+    (its header), if any."""
+
+    bonus: float = 0.0
+    group: str | None = None
+
+
+def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
+    """A tool's output lines without the harness's notes, git's status advice made
+    short, and the marks its lines earn, by line text."""
+    lines = _without_reminders(lines)
+    if not any(_STATUS_SIGN.match(line) for line in lines[:40]):
+        return lines, {}
+    return _git_status(lines)
+
+
+def _without_reminders(lines: list[str]) -> list[str]:
+    """``lines`` without Claude Code's ``<system-reminder>`` blocks."""
+    if not any(_REMINDER_OPEN.match(line) for line in lines):
+        return lines
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if not inside and _REMINDER_OPEN.match(line):
+            inside = _REMINDER_CLOSE not in line
+            continue
+        if inside:
+            inside = _REMINDER_CLOSE not in line
+            continue
+        out.append(line)
+    return out
+
+
+def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
+    """git's status report, long format: state lines and entries marked, its advice dropped,
+    bare paths under a header joined to that header's line."""
+    out: list[str] = []
+    marks: dict[str, CodeMark] = {}
+    header: str | None = None
+    for line in lines:
+        if _STATUS_ADVICE.fullmatch(line):
+            continue
+        entry = _STATUS_ENTRY.fullmatch(line)
+        if entry is not None:
+            text = f"{entry.group('state')} {entry.group('path').strip()}"
+            marks[text] = CodeMark(STATUS_ENTRY_BONUS)
+            out.append(text)
+            continue
+        if line.startswith("\t") and header is not None and line.strip():
+            # A bare path under its header: one of the header's list.
+            text = line.strip()
+            marks[text] = CodeMark(STATUS_LISTED_BONUS, group=header)
+            out.append(text)
+            continue
+        if _GIT_HINT.match(line):
+            continue
+        header = line[:-1] if _STATUS_HEADER.fullmatch(line) else None
+        if header is None and line.strip() and not line[0].isspace():
+            text = _TRAILING_ADVICE.sub("", line)
+            marks[text] = CodeMark(STATUS_STATE_BONUS)
+            out.append(text)
+            continue
+        out.append(line)
+    # A header whose paths share its line is said there.
+    grouped = {f"{mark.group}:" for mark in marks.values() if mark.group is not None}
+    return [line for line in out if line not in grouped], marks
+
+
+# --- manifests --------------------------------------------------------------------------
+
+# A name, its separator and a quoted version requirement (an operator, then a version):
+# mix.exs {:ash, "~> 3.0"}, package.json "react": "^18.2.0", a crate's serde = "1.0" or
+# serde = { version = "1.0", ... }, Gemfile gem "rails", "~> 7.1", pyproject "x>=1.2".
+_DEPENDENCY = regex.compile(
+    r"(?<![\w.-])[:@]?+[A-Za-z][\w@/.-]{0,80}+[\"']?+[ ]{0,3}+[,:=][ ]{0,3}+"
+    r"(?:\{[ ]{0,3}+version[ ]{0,3}+=[ ]{0,3}+)?+[\"'](?:[~^<>=!][>=]?+[ ]{0,2}+)?+"
+    r"v?+\d{1,6}+(?:\.(?:\d{1,6}+|[x*])){1,3}+(?=[\"'][ ,}]|[\"']?$|[ ]?+[<,|][ ]?+\d)"
+)
+
+
+def declares_dependency(scan: str) -> bool:
+    """Whether a line declares a package with its version requirement (manifests)."""
+    return _DEPENDENCY.search(scan) is not None
+
+
+# --- edits ------------------------------------------------------------------------------
+
+_OLD_KEY = regex.compile(r"(?:old|Old|OLD)(?:_|[A-Z]|$)|search$")  # old_string, old_str, oldText
+
+
+def written_lines(value: Mapping[str, Any] | None, min_length: int, scan: int) -> frozenset[str]:
+    """The lines a call (its arguments parsed) writes, stripped: those of its text
+    arguments (an edit's new text, a file's content) that its old text (``old_string``,
+    ``old_str``: what an edit replaces) did not already hold; lines shorter than
+    ``min_length`` characters say too little to be matched, and each text is read up
+    to ``scan`` characters."""
+    if not value:
+        return frozenset()
+    new: set[str] = set()
+    old: set[str] = set()
+    for key, item in value.items():
+        if not isinstance(item, str):
+            continue
+        lines = {
+            stripped
+            for line in item[:scan].splitlines()
+            if len(stripped := line.strip()) >= min_length
+        }
+        (old if _OLD_KEY.match(str(key)[:64]) else new).update(lines)
+    return frozenset(new - old)

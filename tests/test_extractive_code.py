@@ -1,0 +1,183 @@
+"""Code and repository tools' output in the offline handler: ``git status`` (its state
+lines and entries, not its advice), Claude Code's ``<system-reminder>`` notes (not the
+tool's output), dependencies declared with a version requirement in manifests, and
+an edit's new lines (not those it replaced)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cast.messages import ToolCall
+from csum.handlers import summarize_extractive
+from csum.handlers._extractive_code import code_lines, declares_dependency, written_lines
+from test_extractive_room import one_call, shell, utf8
+
+# git status, long format, of a repository with staged, unstaged and untracked changes.
+GIT_STATUS = """\
+On branch feature/rate-limit
+Your branch is ahead of 'origin/feature/rate-limit' by 2 commits.
+  (use "git push" to publish your local commits)
+
+Changes to be committed:
+  (use "git restore --staged <file>..." to unstage)
+\tnew file:   api/limits/bucket.go
+
+Changes not staged for commit:
+  (use "git add <file>..." to update what will be committed)
+  (use "git restore <file>..." to discard changes in working directory)
+\tmodified:   api/server.go
+\tmodified:   api/server_test.go
+\tdeleted:    docs/old-limits.md
+
+Untracked files:
+  (use "git add <file>..." to include in what will be committed)
+\tapi/limits/bucket_test.go
+\tscratch.txt
+\tvendor/
+
+"""
+
+
+def test_git_status_keeps_the_branch_and_entries_not_the_advice() -> None:
+    summary = shell("git status", GIT_STATUS, 300)
+    assert "On branch feature/rate-limit" in summary
+    assert "new file: api/limits/bucket.go" in summary
+    assert "modified: api/server.go" in summary
+    assert "(use" not in summary
+
+
+def test_git_status_untracked_paths_share_their_header_line() -> None:
+    summary = shell("git status", GIT_STATUS, 320)
+    line = next(row for row in summary.splitlines() if row.startswith("Untracked files:"))
+    assert "api/limits/bucket_test.go" in line
+    assert "scratch.txt" in line
+    # Each path is written once, on its header's line, not on a line of its own.
+    assert summary.count("scratch.txt") == 1
+
+
+def test_git_status_at_a_tiny_budget_names_where_the_repository_stands() -> None:
+    summary = shell("git status", GIT_STATUS, 60)
+    assert utf8(summary) <= 60
+    assert "On branch feature/rate-limit" in summary
+
+
+def test_git_hints_are_left_out() -> None:
+    output = (
+        "Initialized empty Git repository in /srv/demo/.git/\n"
+        "hint: Using 'master' as the name for the initial branch. This default branch name\n"
+        "hint: is subject to change. To configure the initial branch name to use in all\n"
+        "hint: \n"
+        "hint: \tgit config --global init.defaultBranch <name>\n"
+        "On branch master\n\nNo commits yet\n\nChanges to be committed:\n"
+        '  (use "git rm --cached <file>..." to unstage)\n\tnew file:   README.md\n'
+    )
+    lines, marks = code_lines(output.splitlines())
+    assert not any(line.startswith("hint:") for line in lines)
+    assert "new file: README.md" in marks
+    summary = shell("git init && git add README.md && git status", output, 400)
+    assert "hint" not in summary
+    assert "default branch" not in summary
+    assert "No commits yet" in summary
+
+
+def test_output_that_is_not_git_status_is_left_as_it_is() -> None:
+    lines = ["Changes:", "\tsrc/a.py", "hint: run with --verbose"]
+    assert code_lines(lines) == (lines, {})
+
+
+# Claude Code appends a note to the model after a file's content.
+REMINDER = (
+    "\n<system-reminder>\nWhenever you read a file, consider whether it is safe. You MUST "
+    "not run it. Never change it without being asked to.\n</system-reminder>\n"
+)
+TOML = (
+    '     1→[package]\n     2→name = "ledger_sync"\n     3→version = "0.4.2"\n'
+    '     4→edition = "2021"\n     5→\n     6→[dependencies]\n     7→tokio = "1.37"\n'
+)
+
+
+def test_a_system_reminder_is_not_the_tools_output() -> None:
+    call = ToolCall(id="r", name="Read", arguments=json.dumps({"file_path": "/w/Cargo.toml"}))
+    summary = summarize_extractive(one_call(call, TOML + REMINDER), 160)
+    assert "MUST" not in summary
+    assert "Never" not in summary
+    assert '4→edition = "2021"' in summary
+    assert '7→tokio = "1.37"' in summary
+
+
+def test_an_unclosed_reminder_drops_only_what_follows_it() -> None:
+    lines = ["1→a = 1", "<system-reminder>", "note"]
+    assert code_lines(lines)[0] == ["1→a = 1"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '      {:phoenix_live_view, "~> 1.0"},',  # mix.exs
+        '    "react": "^18.2.0",',  # package.json
+        '    "typescript": ">=5.4 <6",',
+        'serde = { version = "1.0", features = ["derive"] }',  # Cargo.toml
+        'tokio = "1.37"',
+        'gem "rails", "~> 7.1"',  # Gemfile
+    ],
+)
+def test_a_dependency_with_its_version_requirement_is_recognised(line: str) -> None:
+    assert declares_dependency(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["def deps do", '    "name": "ledger",', "  timeout: 5000,", '  label: "v2 beta"'],
+)
+def test_lines_without_a_version_requirement_are_not_dependencies(line: str) -> None:
+    assert not declares_dependency(line)
+
+
+MIX_EXS = """\
+defmodule Ledger.MixProject do
+  use Mix.Project
+
+  def project do
+    [app: :ledger, version: "0.3.0", elixir: "~> 1.17", deps: deps()]
+  end
+
+  def application do
+    [extra_applications: [:logger], mod: {Ledger.Application, []}]
+  end
+
+  defp deps do
+    [
+      {:ecto_sql, "~> 3.11"},
+      {:postgrex, ">= 0.0.0"},
+      {:jason, "~> 1.4"},
+      {:req, "~> 0.5"}
+    ]
+  end
+end
+"""
+
+
+def test_a_manifest_keeps_its_pinned_dependencies_before_its_definitions() -> None:
+    listing = "".join(f"{n:6}→{row}\n" for n, row in enumerate(MIX_EXS.splitlines(), 1))
+    call = ToolCall(id="m", name="Read", arguments=json.dumps({"file_path": "/w/mix.exs"}))
+    summary = summarize_extractive(one_call(call, listing), 200)
+    assert '{:ecto_sql, "~> 3.11"}' in summary
+    assert '{:jason, "~> 1.4"}' in summary
+    assert "def application do" not in summary
+
+
+def test_an_edits_new_lines_are_those_its_old_text_did_not_hold() -> None:
+    value = {
+        "file_path": "/w/app.py",
+        "old_string": "def total(items):\n    return sum(items)",
+        "new_string": "def total(items):\n    return round(sum(items), 2)",
+    }
+    written = written_lines(value, 8, 1000)
+    assert "return round(sum(items), 2)" in written
+    assert "def total(items):" not in written
+    # Keys that only end in "old" are no old text.
+    assert written_lines({"threshold": "limit = 10 per minute"}, 8, 1000) == frozenset(
+        {"limit = 10 per minute"}
+    )
