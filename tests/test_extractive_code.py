@@ -181,3 +181,56 @@ def test_an_edits_new_lines_are_those_its_old_text_did_not_hold() -> None:
     assert written_lines({"threshold": "limit = 10 per minute"}, 8, 1000) == frozenset(
         {"limit = 10 per minute"}
     )
+
+
+def test_a_commented_out_dependency_is_no_dependency() -> None:
+    assert not declares_dependency('    43→      # {:dep_from_hexpm, "~> 0.3.0"},')
+    assert not declares_dependency('  // "left-pad": "^1.3.0",')
+    assert declares_dependency('    12→      {:req, "~> 0.5"},')
+
+
+PACKAGE_JSON = """\
+{
+  "name": "ledger-web",
+  "private": true,
+  "scripts": {
+    "dev": "vite",
+    "build": "tsc -b && vite build",
+    "lint": "eslint .",
+    "preview": "vite preview"
+  },
+  "dependencies": {
+    "@tanstack/react-query": "^5.51.1",
+    "axios": "^1.7.2",
+    "date-fns": "^3.6.0",
+    "react": "^18.3.1",
+    "react-dom": "^18.3.1",
+    "react-router-dom": "^6.25.1",
+    "zod": "^3.23.8"
+  }
+}
+"""
+
+
+def test_a_manifests_dependencies_are_not_repeats_of_one_another() -> None:
+    # They all look alike ("name": "^x.y.z"); each names another package, so the last
+    # is worth as much as the first.
+    listing = "".join(f"{n:6}→{row}\n" for n, row in enumerate(PACKAGE_JSON.splitlines(), 1))
+    call = ToolCall(id="p", name="Read", arguments=json.dumps({"file_path": "/w/package.json"}))
+    summary = summarize_extractive(one_call(call, listing), 200)
+    assert '"zod": "^3.23.8"' in summary
+    assert '"react": "^18.3.1"' in summary
+    assert "preview" not in summary
+
+
+def test_an_edit_flag_at_its_default_is_not_in_the_call_line() -> None:
+    arguments = {
+        "file_path": "/srv/ledger/app/models.py",
+        "old_string": "    amount = 0\n    paid = False\n",
+        "new_string": "    amount: Decimal = Decimal(0)\n    paid: bool = False\n",
+        "replace_all": False,
+    }
+    call = ToolCall(id="e", name="Edit", arguments=json.dumps(arguments))
+    output = "The file /srv/ledger/app/models.py has been updated."
+    summary = summarize_extractive(one_call(call, output), 200)
+    assert summary.splitlines()[0] == "Edit(/srv/ledger/app/models.py)"

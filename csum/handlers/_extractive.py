@@ -124,7 +124,7 @@ _SHARED_MIN = 8  # a path's directories shorter than this are written again
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
 _QUIET_KEYS = frozenset(
-    {"description", "timeout", "run_in_background", "dangerouslydisablesandbox"}
+    {"description", "timeout", "run_in_background", "dangerouslydisablesandbox", "replace_all"}
 )
 _FLAGS = frozenset({"true", "false", "null", "none", "True", "False", "None"})
 _HUMAN_ROLES = frozenset({"human", "user"})
@@ -875,7 +875,8 @@ def _body_lines(
         if start:
             repeats = max(repeats, shapes.get(start, 0))
             shapes[start] = shapes.get(start, 0) + 1
-        score /= 1 + repeats / 2
+        if mark is None or not mark.distinct:
+            score /= 1 + repeats / 2
         if score > 0:
             score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
         else:

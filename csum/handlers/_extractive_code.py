@@ -71,6 +71,12 @@ class CodeMark:
 
     bonus: float = 0.0
     group: str | None = None
+    distinct: bool = False
+    """Whether the line counts as no repeat of lines of the same shape (a manifest's
+    dependencies all look alike and each says something else)."""
+
+
+_DISTINCT = CodeMark(distinct=True)
 
 
 def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
@@ -78,8 +84,13 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     short, and the marks its lines earn, by line text."""
     lines = _without_reminders(lines)
     if not any(_STATUS_SIGN.match(line) for line in lines[:40]):
-        return lines, {}
+        return lines, _dependencies(lines)
     return _git_status(lines)
+
+
+def _dependencies(lines: list[str]) -> dict[str, CodeMark]:
+    """A manifest's dependency lines, marked distinct."""
+    return {line: _DISTINCT for line in lines if declares_dependency(line[:_SCAN])}
 
 
 def _without_reminders(lines: list[str]) -> list[str]:
@@ -139,6 +150,9 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
 # A name, its separator and a quoted version requirement (an operator, then a version):
 # mix.exs {:ash, "~> 3.0"}, package.json "react": "^18.2.0", a crate's serde = "1.0" or
 # serde = { version = "1.0", ... }, Gemfile gem "rails", "~> 7.1", pyproject "x>=1.2".
+_NUMBERED = regex.compile(r"\s{0,8}+\d{1,7}+(?:→|:|\t)")  # a file listing's line number
+_COMMENT = regex.compile(r"\s*+(?:#|//|--|;|%|/\*)")  # a line commented out
+_SCAN = 2048  # characters of a line examined
 _DEPENDENCY = regex.compile(
     r"(?<![\w.-])[:@]?+[A-Za-z][\w@/.-]{0,80}+[\"']?+[ ]{0,3}+[,:=][ ]{0,3}+"
     r"(?:\{[ ]{0,3}+version[ ]{0,3}+=[ ]{0,3}+)?+[\"'](?:[~^<>=!][>=]?+[ ]{0,2}+)?+"
@@ -147,8 +161,14 @@ _DEPENDENCY = regex.compile(
 
 
 def declares_dependency(scan: str) -> bool:
-    """Whether a line declares a package with its version requirement (manifests)."""
-    return _DEPENDENCY.search(scan) is not None
+    """Whether a line declares a package with its version requirement (manifests), not
+    in a comment."""
+    match = _DEPENDENCY.search(scan)
+    if match is None:
+        return False
+    numbered = _NUMBERED.match(scan)
+    start = numbered.end() if numbered is not None else 0
+    return _COMMENT.match(scan, start, match.start()) is None
 
 
 # --- edits ------------------------------------------------------------------------------
