@@ -234,3 +234,25 @@ def test_an_edit_flag_at_its_default_is_not_in_the_call_line() -> None:
     output = "The file /srv/ledger/app/models.py has been updated."
     summary = summarize_extractive(one_call(call, output), 200)
     assert summary.splitlines()[0] == "Edit(/srv/ledger/app/models.py)"
+
+
+MIGRATION = """\
+10:02:11.301 [info] == Running 20240611090000 Ledger.Repo.Migrations.AddTotals.change/0 forward
+10:02:11.305 [info] alter table invoices
+10:02:11.309 [info] execute "ALTER TABLE invoices ADD COLUMN total_cents INTEGER"
+10:02:11.310 [info] execute "CREATE INDEX invoices_customer_id_index ON invoices(customer_id)"
+10:02:11.311 [info] Compiling 3 files (.ex)
+10:02:11.312 [info] Generated ledger app in 0.4s
+10:02:11.320 [info] == Migrated 20240611090000 in 0.0s
+"""
+
+
+def test_a_migrations_schema_changes_are_news_even_at_info_level() -> None:
+    lines, marks = code_lines(MIGRATION.splitlines())
+    changed = [line for line in lines if line in marks]
+    assert len(changed) == 4
+    assert all(marks[line].news for line in changed)
+    summary = shell("mix ecto.migrate", MIGRATION, 260)
+    assert "CREATE INDEX invoices_customer_id_index" in summary
+    assert "== Migrated 20240611090000" in summary
+    assert "Compiling" not in summary

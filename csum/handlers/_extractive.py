@@ -810,7 +810,8 @@ def _body_lines(
             pending = 0
         if not tool:
             line = _MARKDOWN.sub("", line)
-        routine = _is_routine_log(_DECORATION.sub("", line))
+        mark = marks.get(original)
+        routine = _is_routine_log(_DECORATION.sub("", line)) and not (mark and mark.news)
         record = _record_text(line)
         if record is not None:
             line = record
@@ -829,7 +830,6 @@ def _body_lines(
         seen[line] = 1
         scored = _log_message(line) if routine else line
         score = _score(scored, listing=listing, diff=diff, prose=not tool, named=named)
-        mark = marks.get(original)
         if mark is not None:
             score = max(0.0, score + mark.bonus)
         if routine:

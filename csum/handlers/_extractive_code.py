@@ -14,6 +14,8 @@ rule says which real format it reads:
   in ``mix.exs``, ``"react": "^18.2.0"`` in ``package.json``, ``serde = { version =
   "1.0" }`` in a Rust crate's manifest, ``gem "rails", "~> 7.1"``) is a package pinned to a
   version, as ``numpy==1.26.4`` is.
+* A schema migration's changes (SQL DDL, the runner's ``== Running 2024...``) say what
+  changed even when logged at ``[info]``, and each says something else.
 * An edit's new lines are those of its new text that its old text did not have.
 
 Every pattern runs on a bounded line (the caller's scan window) with bounded
@@ -39,6 +41,9 @@ STATUS_LISTED_BONUS: Final = 1.0
 """... and to a bare path listed under its header (untracked): such paths share a line,
 each costing only itself, so they need less to be kept."""
 
+SCHEMA_CHANGE_BONUS: Final = 3.0
+"""Score added to a migration's schema change (a table created, an index dropped)."""
+
 # --- git's status report -------------------------------------------------------------------------
 
 # A line git's status report prints first: "On branch main", "HEAD detached at 1a2b3c4", or its
@@ -58,6 +63,18 @@ _STATUS_ADVICE = regex.compile(r"\s{0,8}+\(use[ ]\"git[ ][^)]{0,300}+\)$")
 _TRAILING_ADVICE = regex.compile(r"[ ]\(use[ ]\"git[ ][^)]{0,300}+\)$")
 _GIT_HINT = regex.compile(r"hint:(?:[ ]|$)")
 
+# --- schema migrations ------------------------------------------------------------------
+
+# What a migration run prints of each change, at whatever log level: SQL DDL (Ecto's
+# 'execute "CREATE TABLE ..."', Django's sqlmigrate), Ecto's "== Running 2024... " and
+# "== Migrated 2024...", Rails' "== 2024... CreateUsers: migrating", Alembic's
+# "Running upgrade a1 -> b2".
+_SCHEMA_CHANGE = regex.compile(
+    r"\b(?:CREATE|ALTER|DROP|RENAME)[ ](?:UNIQUE[ ])?+(?:TABLE|INDEX|VIEW|COLUMN|SCHEMA|TYPE"
+    r"|SEQUENCE|TRIGGER|CONSTRAINT)\b|==[ ](?:Running[ ]|Migrated[ ])?+\d{8,20}+\b"
+    r"|\bRunning[ ](?:upgrade|downgrade)[ ]\w{1,64}+[ ]->"
+)
+
 # --- harness notes ----------------------------------------------------------------------
 
 _REMINDER_OPEN = regex.compile(r"\s{0,8}+<system-reminder>")
@@ -74,6 +91,9 @@ class CodeMark:
     distinct: bool = False
     """Whether the line counts as no repeat of lines of the same shape (a manifest's
     dependencies all look alike and each says something else)."""
+    news: bool = False
+    """Whether the line says what changed even when logged at a routine level (a
+    migration's schema change at ``[info]``)."""
 
 
 _DISTINCT = CodeMark(distinct=True)
@@ -83,14 +103,16 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     """A tool's output lines without the harness's notes, git's status advice made
     short, and the marks its lines earn, by line text."""
     lines = _without_reminders(lines)
-    if not any(_STATUS_SIGN.match(line) for line in lines[:40]):
-        return lines, _dependencies(lines)
-    return _git_status(lines)
-
-
-def _dependencies(lines: list[str]) -> dict[str, CodeMark]:
-    """A manifest's dependency lines, marked distinct."""
-    return {line: _DISTINCT for line in lines if declares_dependency(line[:_SCAN])}
+    if any(_STATUS_SIGN.match(line) for line in lines[:40]):
+        return _git_status(lines)
+    marks: dict[str, CodeMark] = {}
+    for line in lines:
+        scan = line[:_SCAN]
+        if declares_dependency(scan):
+            marks[line] = _DISTINCT
+        elif _SCHEMA_CHANGE.search(scan):
+            marks[line] = CodeMark(SCHEMA_CHANGE_BONUS, distinct=True, news=True)
+    return lines, marks
 
 
 def _without_reminders(lines: list[str]) -> list[str]:
