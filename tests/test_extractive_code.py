@@ -256,3 +256,57 @@ def test_a_migrations_schema_changes_are_news_even_at_info_level() -> None:
     assert "CREATE INDEX invoices_customer_id_index" in summary
     assert "== Migrated 20240611090000" in summary
     assert "Compiling" not in summary
+
+
+# ls -F to a terminal: names in columns, directories marked "/".
+LS_COLUMNS = (
+    "CHANGELOG.md\tDockerfile\t  README.md\tdocs/\t\tledger/\t   pyproject.toml\n"
+    "LICENSE\t\tMakefile\t  conftest.py\tmigrations/\tmanage.py  tests/\n"
+)
+LS_ONE_PER_LINE = """\
+CHANGELOG.md
+CODE_OF_CONDUCT.md
+CONTRIBUTING.md
+LICENSE
+NOTICE
+README.md
+SECURITY.md
+__init__.py
+docs/
+ledger/
+manage.py
+tests/
+"""
+
+
+def test_names_in_columns_are_split_one_a_line() -> None:
+    lines, marks = code_lines(LS_COLUMNS.splitlines())
+    assert "migrations/" in lines
+    assert "pyproject.toml" in lines
+    assert len(lines) == 12
+    assert all(mark.distinct for mark in marks.values())
+
+
+def test_a_listing_ranks_directories_and_code_above_prose() -> None:
+    _, marks = code_lines(LS_ONE_PER_LINE.splitlines())
+    assert marks["ledger/"].bonus > marks["README.md"].bonus
+    assert marks["manage.py"].bonus > marks["LICENSE"].bonus
+    assert marks["manage.py"].bonus > marks["__init__.py"].bonus
+    # The alphabet puts the project's prose first: its place says nothing.
+    summary = shell("ls -F", LS_ONE_PER_LINE, 40)
+    assert "ledger/" in summary
+    assert "tests/" in summary
+    assert "CODE_OF_CONDUCT.md" not in summary
+
+
+def test_a_listing_keeps_a_line_that_is_no_name_as_it_is() -> None:
+    lines = ["a.py", "b.py", "c.py", "d.py", "ls: cannot open directory 'e': Permission denied"]
+    listed, marks = code_lines(lines)
+    assert listed == lines
+    assert lines[-1] not in marks
+
+
+def test_a_table_is_no_listing() -> None:
+    table = ["NAME      READY   STATUS    AGE", "api-7d9   1/1     Running   5d"]
+    table += ["web-5c2   0/1     Pending   2m"]
+    assert code_lines(table) == (table, {})

@@ -878,7 +878,8 @@ def _body_lines(
         if mark is None or not mark.distinct:
             score /= 1 + repeats / 2
         if score > 0:
-            score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
+            if mark is None or not mark.placeless:
+                score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
         else:
             # A line with nothing in it is kept only when room is left (an edge line
             # first), so that the budget is used.

@@ -8,6 +8,10 @@ rule says which real format it reads:
   lines are the same in every repository. Entries under a header listing bare paths
   (untracked or ignored files) share one line headed by that header, so each path costs
   only itself and the header says what they are.
+* A directory listing's names (``ls``, ``find``, a glob): split out of ``ls``'s columns,
+  a directory and a file of code or build configuration above the project's prose and
+  package markers, by what they are, not by their place in the alphabet.
+* SWE-agent's cursor marks (``<<<<< START CURSOR >>>>>``) are no content.
 * Claude Code's ``<system-reminder>`` blocks, which the harness appends to a tool's
   result (a note to the model about the file it read), are not the tool's output.
 * A dependency declared with its version requirement in a manifest (``{:ash, "~> 3.0"}``
@@ -41,6 +45,8 @@ STATUS_LISTED_BONUS: Final = 1.0
 """... and to a bare path listed under its header (untracked): such paths share a line,
 each costing only itself, so they need less to be kept."""
 
+LISTED_NAME_BONUS: Final = 2.0
+"""Score added to a directory or a file of code named in a directory listing."""
 SCHEMA_CHANGE_BONUS: Final = 3.0
 """Score added to a migration's schema change (a table created, an index dropped)."""
 
@@ -75,6 +81,33 @@ _SCHEMA_CHANGE = regex.compile(
     r"|\bRunning[ ](?:upgrade|downgrade)[ ]\w{1,64}+[ ]->"
 )
 
+# --- file viewers -----------------------------------------------------------------------
+
+# SWE-agent's file viewer marks its cursor in the window it shows with lines of their
+# own ("<<<<< START CURSOR >>>>>"): a mark, no content.
+_CURSOR_MARK = regex.compile(r"<{3,}+[ ]?+(?:START|END)[ ]CURSOR[ ]?+>{3,}+")
+
+# --- directory listings -----------------------------------------------------------------
+
+# A name alone on its line (ls -1, ls -F with its type mark, find, a glob's paths), or
+# names in columns (ls to a terminal: two spaces or a tab between them).
+_NAME = regex.compile(
+    r"(?:~/|\.{1,2}+/|/)?+[\w@+~.,-]{1,200}+(?:/[\w@+~.,-]{1,200}+){0,30}+[*@=|/]?+"
+)
+_COLUMNS = regex.compile(r"(?:\t|[ ]{2})[\t ]*+")
+_LISTING_SHARE = 0.8  # share of an output's lines that are names, for it to be a listing
+_FILE_SHARE = 0.5  # ... and share of its names with an extension or a directory's "/"
+_EXTENSION = regex.compile(r"\.[A-Za-z]\w{0,7}+[*@=|]?+$")
+# What a name's extension says it holds: code or build configuration (what an agent opens
+# or runs next), or prose about the project (read once, if ever).
+_CODE_EXTENSIONS = frozenset(
+    {"py", "pyi", "rs", "go", "js", "mjs", "cjs", "ts", "tsx", "jsx", "rb", "ex", "exs", "erl"}
+    | {"hrl", "java", "kt", "kts", "scala", "c", "h", "cc", "cpp", "hpp", "cs", "swift", "php"}
+    | {"sh", "bash", "zsh", "lua", "pl", "r", "jl", "dart", "vue", "svelte", "sql", "proto"}
+    | {"toml", "ini", "cfg", "yaml", "yml", "json", "lock", "mod", "gradle", "xml", "tf", "nix"}
+)
+_PROSE_EXTENSIONS = frozenset({"md", "rst", "txt", "adoc"})
+
 # --- harness notes ----------------------------------------------------------------------
 
 _REMINDER_OPEN = regex.compile(r"\s{0,8}+<system-reminder>")
@@ -91,6 +124,9 @@ class CodeMark:
     distinct: bool = False
     """Whether the line counts as no repeat of lines of the same shape (a manifest's
     dependencies all look alike and each says something else)."""
+    placeless: bool = False
+    """Whether the line's place in the output says nothing of its worth (a listing's
+    names, in the order of the alphabet): no bonus for coming early or last."""
     news: bool = False
     """Whether the line says what changed even when logged at a routine level (a
     migration's schema change at ``[info]``)."""
@@ -102,9 +138,12 @@ _DISTINCT = CodeMark(distinct=True)
 def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     """A tool's output lines without the harness's notes, git's status advice made
     short, and the marks its lines earn, by line text."""
-    lines = _without_reminders(lines)
+    lines = [line for line in _without_reminders(lines) if not _CURSOR_MARK.fullmatch(line)]
     if any(_STATUS_SIGN.match(line) for line in lines[:40]):
         return _git_status(lines)
+    listed = _listing(lines)
+    if listed is not None:
+        return listed, {name: _name_mark(name) for name in listed if _NAME.fullmatch(name)}
     marks: dict[str, CodeMark] = {}
     for line in lines:
         scan = line[:_SCAN]
@@ -113,6 +152,39 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         elif _SCHEMA_CHANGE.search(scan):
             marks[line] = CodeMark(SCHEMA_CHANGE_BONUS, distinct=True, news=True)
     return lines, marks
+
+
+def _listing(lines: list[str]) -> list[str] | None:
+    """A directory listing's names, one a line (names in columns split apart); None when
+    ``lines`` are not mostly names."""
+    rows = [line.strip() for line in lines if line.strip()]
+    if not rows:
+        return None
+    names: list[str] = []
+    for row in rows:
+        fields = _COLUMNS.split(row[:_SCAN]) if len(row) <= _SCAN else [row]
+        names += fields if all(_NAME.fullmatch(name) for name in fields) else [row]
+    kept = sum(1 for row in rows if _NAME.fullmatch(_COLUMNS.split(row[:_SCAN])[0]))
+    if kept < _LISTING_SHARE * len(rows):
+        return None
+    # Mostly names of files (an extension) or directories: not a table's words or ids.
+    files = sum(1 for name in names if "/" in name or _EXTENSION.search(name[-12:]))
+    return names if len(names) >= 3 and files >= _FILE_SHARE * len(names) else None
+
+
+def _name_mark(name: str) -> CodeMark:
+    """What a listed name is worth: a directory and a file of code or configuration
+    most, a project's prose (``README.md``, ``LICENSE``) and a package marker
+    (``__init__.py``) least; each name says something else (no repeat)."""
+    if name.endswith("/"):
+        return CodeMark(LISTED_NAME_BONUS, distinct=True, placeless=True)
+    base = name.rstrip("*@=|").rsplit("/", 1)[-1]
+    _, dot, extension = base.rpartition(".")
+    if base.startswith("__") or (not dot and base.isupper()) or extension in _PROSE_EXTENSIONS:
+        return CodeMark(0.0, distinct=True, placeless=True)
+    if extension.lower() in _CODE_EXTENSIONS or (not dot and base[:1].isupper()):
+        return CodeMark(LISTED_NAME_BONUS, distinct=True, placeless=True)
+    return CodeMark(LISTED_NAME_BONUS / 2, distinct=True, placeless=True)
 
 
 def _without_reminders(lines: list[str]) -> list[str]:
