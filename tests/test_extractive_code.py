@@ -11,7 +11,12 @@ import pytest
 
 from cast.messages import ToolCall
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive_code import code_lines, declares_dependency, written_lines
+from csum.handlers._extractive_code import (
+    code_lines,
+    declares_dependency,
+    without_echo,
+    written_lines,
+)
 from test_extractive_room import one_call, shell, utf8
 
 # git status, long format, of a repository with staged, unstaged and untracked changes.
@@ -310,3 +315,24 @@ def test_a_table_is_no_listing() -> None:
     table = ["NAME      READY   STATUS    AGE", "api-7d9   1/1     Running   5d"]
     table += ["web-5c2   0/1     Pending   2m"]
     assert code_lines(table) == (table, {})
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("echo DONE && git diff --cached", "git diff --cached"),
+        ("echo '--- unit tests' ; pytest -q tests/unit", "pytest -q tests/unit"),
+        ('echo "step 2" && make build', "make build"),
+        ("echo $PATH", "echo $PATH"),  # the echo is all that ran
+        ("echo hello > out.txt && cat out.txt", "echo hello > out.txt && cat out.txt"),
+        ("git log && echo DONE", "git log && echo DONE"),
+    ],
+)
+def test_a_first_stage_that_only_echoes_is_left_out(command: str, expected: str) -> None:
+    assert without_echo(command) == expected
+
+
+def test_the_call_line_names_what_ran_after_an_echo() -> None:
+    diff = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-a = 1\n+a = 2\n"
+    summary = shell("echo SUBMITTING_THE_PATCH_NOW && git add -A && git diff --cached", diff, 120)
+    assert summary.splitlines()[0] == "Bash(git add -A && git diff --cached)"

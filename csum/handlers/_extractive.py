@@ -54,7 +54,13 @@ from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
-from csum.handlers._extractive_code import CodeMark, code_lines, declares_dependency, written_lines
+from csum.handlers._extractive_code import (
+    CodeMark,
+    code_lines,
+    declares_dependency,
+    without_echo,
+    written_lines,
+)
 from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
 __all__ = ["extractive", "summarize_extractive"]
@@ -1125,7 +1131,7 @@ def _compact_command(command: str) -> str:
         if lines[1] and (_HEREDOC.search(head) or head.count('"') % 2 or head.count("'") % 2):
             head = f"{head} {lines[1]}"
         command = head + _ELLIPSIS
-    command = _HOME.sub("~/", _STDERR_REDIRECT.sub("", _one_line(command))).strip()
+    command = _HOME.sub("~/", _STDERR_REDIRECT.sub("", _one_line(without_echo(command)))).strip()
     for _ in range(4):  # "| tail -50 | head -5" at most: bounded work
         match = _OUTPUT_LIMIT.search(command)
         if match is None or match.start() == 0:

@@ -20,6 +20,7 @@ rule says which real format it reads:
   version, as ``numpy==1.26.4`` is.
 * A schema migration's changes (SQL DDL, the runner's ``== Running 2024...``) say what
   changed even when logged at ``[info]``, and each says something else.
+* A command's first stage that only echoes a fixed text is not what ran.
 * An edit's new lines are those of its new text that its old text did not have.
 
 Every pattern runs on a bounded line (the caller's scan window) with bounded
@@ -34,7 +35,7 @@ from typing import Any, Final
 
 import regex
 
-__all__ = ["CodeMark", "code_lines", "declares_dependency", "written_lines"]
+__all__ = ["CodeMark", "code_lines", "declares_dependency", "without_echo", "written_lines"]
 
 STATUS_STATE_BONUS: Final = 6.0
 """Score added to git's status report's branch and state lines (``On branch main``, ``No
@@ -107,6 +108,20 @@ _CODE_EXTENSIONS = frozenset(
     | {"toml", "ini", "cfg", "yaml", "yml", "json", "lock", "mod", "gradle", "xml", "tf", "nix"}
 )
 _PROSE_EXTENSIONS = frozenset({"md", "rst", "txt", "adoc"})
+
+# --- commands ---------------------------------------------------------------------------
+
+# A command's first stage that only prints a fixed text ("echo DONE && make", "echo
+# '--- tests' ; pytest"): its words are in the output if anywhere; what ran is the rest.
+_ECHO_STAGE = regex.compile(
+    r"echo[ ]++(?:\"[^\"\n]{0,200}+\"|'[^'\n]{0,200}+'|[\w.:=-]{1,200}+)[ ]*+(?:&&|;)[ ]*+(?=\S)"
+)
+
+
+def without_echo(command: str) -> str:
+    """``command`` without a first stage that only echoes a fixed text."""
+    return _ECHO_STAGE.sub("", command, count=1) if command.startswith("echo ") else command
+
 
 # --- harness notes ----------------------------------------------------------------------
 
