@@ -14,6 +14,8 @@ from csum.handlers import summarize_extractive
 from csum.handlers._extractive_code import (
     code_lines,
     declares_dependency,
+    focus_bonus,
+    focus_line,
     without_echo,
     written_lines,
 )
@@ -336,3 +338,63 @@ def test_the_call_line_names_what_ran_after_an_echo() -> None:
     diff = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-a = 1\n+a = 2\n"
     summary = shell("echo SUBMITTING_THE_PATCH_NOW && git add -A && git diff --cached", diff, 120)
     assert summary.splitlines()[0] == "Bash(git add -A && git diff --cached)"
+
+
+@pytest.mark.parametrize(
+    ("command", "line"),
+    [
+        ("open ledger/models.py 120", 120),
+        ('open "src/ledger/models.py" 88', 88),
+        ("goto 412", 412),
+        ("open ledger/models.py", None),
+        ("sed -n 120,140p ledger/models.py", None),
+    ],
+)
+def test_the_line_a_viewer_call_asks_to_see(command: str, line: int | None) -> None:
+    assert focus_line({"command": command}) == line
+
+
+MODELS = """\
+class Invoice(models.Model):
+    \"\"\"A bill sent to a customer.\"\"\"
+
+    customer = models.ForeignKey(Customer, on_delete=models.PROTECT)
+    issued_on = models.DateField(default=date.today)
+    currency = models.CharField(max_length=3, default="EUR")
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-issued_on"]
+        indexes = [models.Index(fields=["customer", "issued_on"])]
+
+    def __str__(self) -> str:
+        return f"Invoice {self.pk} for {self.customer}"
+
+    @property
+    def lines_total(self) -> Decimal:
+        return sum((line.amount for line in self.lines.all()), Decimal(0))
+
+    def tax(self, rate: Decimal) -> Decimal:
+        if rate < 0:
+            raise ValueError("a tax rate cannot be negative")
+        return (self.lines_total * rate).quantize(Decimal("0.01"))
+
+    def total(self, rate: Decimal) -> Decimal:
+        subtotal = self.lines_total
+        return round(subtotal + self.tax(rate), 2)
+
+    def mark_paid(self, when: datetime | None = None) -> None:
+        self.paid_at = when or timezone.now()
+        self.save(update_fields=["paid_at"])
+"""
+
+
+def test_the_lines_around_the_one_asked_for_rank_up() -> None:
+    rows = [f"{n}:{row}" for n, row in enumerate(MODELS.splitlines(), 100)]
+    viewer = "[File: /srv/ledger/ledger/models.py (400 lines total)]\n(99 more lines above)\n"
+    output = viewer + "\n".join(rows) + "\n(268 more lines below)\n"
+    summary = shell("open ledger/models.py 125", output, 300)
+    assert "125: subtotal = self.lines_total" in summary
+    # Opened without a line, the window's first definitions fill the room instead.
+    assert "125:" not in shell("open ledger/models.py", output, 300)
+    assert focus_bonus("   125:", 125) > focus_bonus("   122:", 125) > focus_bonus("   100:", 125)

@@ -58,6 +58,8 @@ from csum.handlers._extractive_code import (
     CodeMark,
     code_lines,
     declares_dependency,
+    focus_bonus,
+    focus_line,
     without_echo,
     written_lines,
 )
@@ -767,6 +769,7 @@ def _body_lines(
     width: int,
     said: frozenset[str] = frozenset(),
     written: frozenset[str] = frozenset(),
+    focus: int | None = None,
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
     ``key=value`` pairs the call line already shows; ``written``: lines the call wrote."""
@@ -843,7 +846,7 @@ def _body_lines(
         elif record is not None:
             score += _RECORD_BONUS
         if numbered_span is not None:
-            score += _listing_bonus(original, order, numbered_span, written)
+            score += _listing_bonus(original, order, numbered_span, written, focus)
         rank = ranks.get(original)
         if rank is not None:
             score += _RANK_BONUS / (1 + rank)
@@ -917,14 +920,19 @@ def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
 
 
 def _listing_bonus(
-    line: str, order: int, numbered_span: tuple[int, int], written: frozenset[str]
+    line: str,
+    order: int,
+    numbered_span: tuple[int, int],
+    written: frozenset[str],
+    focus: int | None = None,
 ) -> float:
     """What a line of a numbered file listing (a read, an edit's echo) is worth beyond
     its identifiers: its definitions say what the file holds, the lines the call wrote
     what it changed, and the unnumbered lines before and after the numbered ones
     (``numbered_span``: the first and last numbered line) which file it is and how the
     tool ended (``[File: a.py (23 lines total)]``, ``Edit applied.``), fading from the
-    output's start and from the listing's end."""
+    output's start and from the listing's end; and the lines near the one the call
+    asked to see (``focus``, :func:`focus_bonus`)."""
     numbered = _NUMBERED.match(line)
     if numbered is None:
         first, last = numbered_span
@@ -934,6 +942,8 @@ def _listing_bonus(
     bonus = _DEFINITION_BONUS if _DEFINITION.match(body) else 0.0
     if written and body.strip() in written:
         bonus += _WRITTEN_BONUS
+    if focus is not None:
+        bonus += focus_bonus(line[: numbered.end()], focus)
     return bonus
 
 
@@ -1268,6 +1278,7 @@ def _collect(
     calls: dict[str, str] = {}
     arguments: dict[str, frozenset[str]] = {}
     written: dict[str, frozenset[str]] = {}
+    focus: dict[str, int | None] = {}  # the line each call asked to see
     requests = [
         e
         for e in entries
@@ -1284,6 +1295,7 @@ def _collect(
                 calls[entry.call_id] = _render_call(entry.name, entry.args, parsed, call_cap)
                 arguments[entry.call_id] = _argument_pairs(parsed)
                 written[entry.call_id] = _written_lines(parsed)
+                focus[entry.call_id] = focus_line(parsed)
             continue
         if _is_prior_summary(entry):
             text = entry.content.removeprefix(SUMMARIZED_CONTENT_PREFIX)
@@ -1322,6 +1334,7 @@ def _collect(
                         if _call_shows(head, p)
                     ),
                     written=written.pop(entry.call_id, frozenset()),
+                    focus=focus.pop(entry.call_id, None),
                 )
             )
             if not block.lines:

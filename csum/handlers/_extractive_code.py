@@ -21,6 +21,8 @@ rule says which real format it reads:
 * A schema migration's changes (SQL DDL, the runner's ``== Running 2024...``) say what
   changed even when logged at ``[info]``, and each says something else.
 * A command's first stage that only echoes a fixed text is not what ran.
+* A file viewer opened at a line (SWE-agent's ``open a.py 293``) is after that line:
+  the listing's lines near it rank up.
 * An edit's new lines are those of its new text that its old text did not have.
 
 Every pattern runs on a bounded line (the caller's scan window) with bounded
@@ -35,7 +37,15 @@ from typing import Any, Final
 
 import regex
 
-__all__ = ["CodeMark", "code_lines", "declares_dependency", "without_echo", "written_lines"]
+__all__ = [
+    "CodeMark",
+    "code_lines",
+    "declares_dependency",
+    "focus_bonus",
+    "focus_line",
+    "without_echo",
+    "written_lines",
+]
 
 STATUS_STATE_BONUS: Final = 6.0
 """Score added to git's status report's branch and state lines (``On branch main``, ``No
@@ -48,6 +58,8 @@ each costing only itself, so they need less to be kept."""
 
 LISTED_NAME_BONUS: Final = 2.0
 """Score added to a directory or a file of code named in a directory listing."""
+FOCUS_BONUS: Final = 6.0
+"""Score added to the line a call asked to see (``open a.py 120``), fading around it."""
 SCHEMA_CHANGE_BONUS: Final = 3.0
 """Score added to a migration's schema change (a table created, an index dropped)."""
 
@@ -121,6 +133,32 @@ _ECHO_STAGE = regex.compile(
 def without_echo(command: str) -> str:
     """``command`` without a first stage that only echoes a fixed text."""
     return _ECHO_STAGE.sub("", command, count=1) if command.startswith("echo ") else command
+
+
+# --- the line a call asked to see -------------------------------------------------------
+
+# SWE-agent's file viewer: "open src/a.py 120" and "goto 120" show a window around line
+# 120, the line the agent is after.
+_OPEN_AT = regex.compile(r"(?:open[ ]++\S{1,400}+|goto)[ ]++(\d{1,7}+)[ ]*+")
+_FOCUS_REACH = 3.0  # lines from the focus at which its bonus is halved
+
+
+def focus_line(value: Mapping[str, Any] | None) -> int | None:
+    """The line a call (its arguments parsed) asked to see, if it names one."""
+    command = (value or {}).get("command")
+    if not isinstance(command, str):
+        return None
+    match = _OPEN_AT.fullmatch(command.strip()[:_SCAN].replace('"', "").replace("'", ""))
+    return int(match.group(1)) if match is not None else None
+
+
+def focus_bonus(number: str, focus: int) -> float:
+    """Score added to a listing's line (``number``: its numbered prefix, ``  12→``) near
+    the line the call asked to see, fading with the distance."""
+    digits = number.strip(" \t→:")
+    if not digits.isdigit():
+        return 0.0
+    return FOCUS_BONUS / (1 + abs(int(digits) - focus) / _FOCUS_REACH)
 
 
 # --- harness notes ----------------------------------------------------------------------
