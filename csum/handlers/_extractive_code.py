@@ -93,6 +93,7 @@ _SCHEMA_CHANGE = regex.compile(
     r"|SEQUENCE|TRIGGER|CONSTRAINT)\b|==[ ](?:Running[ ]|Migrated[ ])?+\d{8,20}+\b"
     r"|\bRunning[ ](?:upgrade|downgrade)[ ]\w{1,64}+[ ]->"
 )
+_SCHEMA_SIGNS = regex.compile(r"CREATE|ALTER|DROP|RENAME|==|Running")  # a quick test first
 
 # --- file viewers -----------------------------------------------------------------------
 
@@ -191,7 +192,9 @@ _DISTINCT = CodeMark(distinct=True)
 def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     """A tool's output lines without the harness's notes, git's status advice made
     short, and the marks its lines earn, by line text."""
-    lines = [line for line in _without_reminders(lines) if not _CURSOR_MARK.fullmatch(line)]
+    lines = _without_reminders(lines)
+    if any("CURSOR" in line for line in lines):
+        lines = [line for line in lines if not _CURSOR_MARK.fullmatch(line)]
     if any(_STATUS_SIGN.match(line) for line in lines[:40]):
         return _git_status(lines)
     listed = _listing(lines)
@@ -202,7 +205,7 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         scan = line[:_SCAN]
         if declares_dependency(scan):
             marks[line] = _DISTINCT
-        elif _SCHEMA_CHANGE.search(scan):
+        elif _SCHEMA_SIGNS.search(scan) and _SCHEMA_CHANGE.search(scan):
             marks[line] = CodeMark(SCHEMA_CHANGE_BONUS, distinct=True, news=True)
     return lines, marks
 
@@ -214,12 +217,16 @@ def _listing(lines: list[str]) -> list[str] | None:
     if not rows:
         return None
     names: list[str] = []
+    misses = 0  # rows that are no names
     for row in rows:
         fields = _COLUMNS.split(row[:_SCAN]) if len(row) <= _SCAN else [row]
-        names += fields if all(_NAME.fullmatch(name) for name in fields) else [row]
-    kept = sum(1 for row in rows if _NAME.fullmatch(_COLUMNS.split(row[:_SCAN])[0]))
-    if kept < _LISTING_SHARE * len(rows):
-        return None
+        if all(_NAME.fullmatch(name) for name in fields):
+            names += fields
+            continue
+        names.append(row)
+        misses += _NAME.fullmatch(fields[0]) is None
+        if misses > (1 - _LISTING_SHARE) * len(rows):
+            return None
     # Mostly names of files (an extension) or directories: not a table's words or ids.
     files = sum(1 for name in names if "/" in name or _EXTENSION.search(name[-12:]))
     return names if len(names) >= 3 and files >= _FILE_SHARE * len(names) else None
@@ -242,7 +249,7 @@ def _name_mark(name: str) -> CodeMark:
 
 def _without_reminders(lines: list[str]) -> list[str]:
     """``lines`` without Claude Code's ``<system-reminder>`` blocks."""
-    if not any(_REMINDER_OPEN.match(line) for line in lines):
+    if not any("<system-reminder>" in line for line in lines):
         return lines
     out: list[str] = []
     inside = False
@@ -310,6 +317,8 @@ _DEPENDENCY = regex.compile(
 def declares_dependency(scan: str) -> bool:
     """Whether a line declares a package with its version requirement (manifests), not
     in a comment."""
+    if '"' not in scan and "'" not in scan:
+        return False  # a requirement is quoted
     match = _DEPENDENCY.search(scan)
     if match is None:
         return False
