@@ -398,3 +398,49 @@ def test_the_lines_around_the_one_asked_for_rank_up() -> None:
     # Opened without a line, the window's first definitions fill the room instead.
     assert "125:" not in shell("open ledger/models.py", output, 300)
     assert focus_bonus("   125:", 125) > focus_bonus("   122:", 125) > focus_bonus("   100:", 125)
+
+
+# Ghidra's listing of a small function (its address, bytes, mnemonic and operands).
+DISASSEMBLY = """\
+                             check_pin:
+.text:00401136   55                   PUSH        RBP
+.text:00401137   4889e5               MOV         RBP,RSP
+.text:0040113a   4883ec20             SUB         RSP,0x20
+.text:0040113e   48897de8             MOV         qword ptr [RBP + local_20],RDI
+.text:00401142   488b45e8             MOV         RAX,qword ptr [RBP + local_20]
+.text:00401146   4889c7               MOV         RDI,RAX
+.text:00401149   e8e2feffff           CALL        <EXTERNAL>::strlen    ; size_t strlen(char *)
+.text:0040114e   4883f804             CMP         RAX,0x4
+.text:00401152   7507                 JNZ         LAB_0040115b
+.text:00401154   b801000000           MOV         EAX,0x1
+.text:00401159   eb05                 JMP         LAB_00401160
+.text:0040115b   b800000000           MOV         EAX,0x0
+.text:00401160   c9                   LEAVE
+.text:00401161   c3                   RET
+"""
+
+
+def test_a_disassembly_keeps_its_calls_without_the_instruction_bytes() -> None:
+    lines, marks = code_lines(DISASSEMBLY.splitlines())
+    assert ".text:00401136 PUSH        RBP" in lines
+    call = next(line for line in lines if "strlen" in line)
+    assert marks[call].bonus > marks[".text:00401136 PUSH        RBP"].bonus
+    summary = shell("disassemble check_pin", DISASSEMBLY, 150)
+    assert ".text:00401149 CALL <EXTERNAL>::strlen" in summary
+    assert "e8e2feffff" not in summary
+
+
+@pytest.mark.parametrize(
+    ("line", "signature"),
+    [
+        ("ulong check_pin(char *param_1)", True),
+        ("int main(void)", True),
+        ("static long add(long a, long b)", True),
+        ("char * gets(char * __s)", True),
+        ("Running the tests of module ledger(fast)", False),
+        ("  total = compute(invoice);", False),
+    ],
+)
+def test_a_decompiled_signature_is_recognised(line: str, signature: bool) -> None:
+    _, marks = code_lines(["Decompilation Found!", "", line, "{", "  return 0;", "}"])
+    assert (line in marks) == signature

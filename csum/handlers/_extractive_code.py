@@ -20,6 +20,8 @@ rule says which real format it reads:
   version, as ``numpy==1.26.4`` is.
 * A schema migration's changes (SQL DDL, the runner's ``== Running 2024...``) say what
   changed even when logged at ``[info]``, and each says something else.
+* A disassembly's instruction bytes repeat its mnemonic; its calls say what the
+  function does, as a decompiled function's signature says what it is.
 * A command's first stage that only echoes a fixed text is not what ran.
 * A file viewer opened at a line (SWE-agent's ``open a.py 293``) is after that line:
   the listing's lines near it rank up.
@@ -60,6 +62,8 @@ LISTED_NAME_BONUS: Final = 2.0
 """Score added to a directory or a file of code named in a directory listing."""
 FOCUS_BONUS: Final = 6.0
 """Score added to the line a call asked to see (``open a.py 120``), fading around it."""
+CALL_BONUS: Final = 3.0
+"""Score added to a disassembly's call and to a decompiled function's signature."""
 SCHEMA_CHANGE_BONUS: Final = 3.0
 """Score added to a migration's schema change (a table created, an index dropped)."""
 
@@ -162,6 +166,22 @@ def focus_bonus(number: str, focus: int) -> float:
     return FOCUS_BONUS / (1 + abs(int(digits) - focus) / _FOCUS_REACH)
 
 
+# --- disassembly and decompilation -----------------------------------------------------
+
+# An instruction of a disassembly: its address, its bytes, its mnemonic and operands
+# (Ghidra ".text:00401136   55   PUSH  RBP", objdump "  401136:\t55\tpush   %rbp"). The
+# bytes repeat what the mnemonic says; a call says what the function does.
+_INSTRUCTION = regex.compile(
+    r"(?P<address>\s{0,40}+(?:\.?\w{1,16}+:)?+[0-9a-f]{4,16}+:?+)[ \t]++"
+    r"(?:[0-9a-f]{2}[ ]?+){1,16}+[ \t]++(?P<rest>[A-Za-z]{2,10}+\b.{0,400}+)"
+)
+_CALL = regex.compile(r"(?i:call[qlw]?+|bl|blx|jal)\b")
+# A C function's definition as a decompiler prints it: "ulong check_pin(char *param_1)".
+_C_SIGNATURE = regex.compile(
+    r"(?:[A-Za-z_]\w{0,40}+[ ]++\**+[ ]*+){1,4}+[A-Za-z_]\w{0,80}+"
+    r"\((?:void|(?:[A-Za-z_][\w ]{0,40}?[ *]\**+[ ]?+\w{1,40}+(?:,[ ]?+)?+){0,12}+)\)"
+)
+
 # --- harness notes ----------------------------------------------------------------------
 
 _REMINDER_OPEN = regex.compile(r"\s{0,8}+<system-reminder>")
@@ -200,14 +220,36 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     listed = _listing(lines)
     if listed is not None:
         return listed, {name: _name_mark(name) for name in listed if _NAME.fullmatch(name)}
-    marks: dict[str, CodeMark] = {}
+    lines, marks = _instructions(lines)
     for line in lines:
         scan = line[:_SCAN]
+        if line in marks:
+            continue
         if declares_dependency(scan):
             marks[line] = _DISTINCT
         elif _SCHEMA_SIGNS.search(scan) and _SCHEMA_CHANGE.search(scan):
             marks[line] = CodeMark(SCHEMA_CHANGE_BONUS, distinct=True, news=True)
     return lines, marks
+
+
+def _instructions(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
+    """A disassembly's instructions without their bytes (``0040069e CALL gets``), each
+    no repeat of the others, a call ranked up; and a decompiled C function's signature
+    ranked up as a definition. Other lines as they are."""
+    marks: dict[str, CodeMark] = {}
+    out: list[str] = []
+    for line in lines:
+        instruction = _INSTRUCTION.fullmatch(line[:_SCAN])
+        if instruction is None:
+            if _C_SIGNATURE.fullmatch(line[:_SCAN]):
+                marks[line] = CodeMark(CALL_BONUS)
+            out.append(line)
+            continue
+        text = f"{instruction.group('address').strip()} {instruction.group('rest')}"
+        bonus = CALL_BONUS if _CALL.match(instruction.group("rest")) else 0.0
+        marks[text] = CodeMark(bonus)
+        out.append(text)
+    return out, marks
 
 
 def _listing(lines: list[str]) -> list[str] | None:
