@@ -444,3 +444,11 @@ def test_a_disassembly_keeps_its_calls_without_the_instruction_bytes() -> None:
 def test_a_decompiled_signature_is_recognised(line: str, signature: bool) -> None:
     _, marks = code_lines(["Decompilation Found!", "", line, "{", "  return 0;", "}"])
     assert (line in marks) == signature
+
+
+def test_only_the_reports_own_state_lines_rank_up() -> None:
+    after = "> ledger@1.0.0 test\nRan all test suites.\nDone in 3.1s.\nCleaning up.\n"
+    output = GIT_STATUS + after + "Wrote coverage to coverage/\nUploaded the report.\nBye.\n"
+    _, marks = code_lines(output.splitlines())
+    assert marks["On branch feature/rate-limit"].bonus > 0
+    assert "Bye." not in marks

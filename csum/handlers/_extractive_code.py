@@ -85,6 +85,8 @@ _STATUS_ENTRY = regex.compile(
 _STATUS_ADVICE = regex.compile(r"\s{0,8}+\(use[ ]\"git[ ][^)]{0,300}+\)$")
 _TRAILING_ADVICE = regex.compile(r"[ ]\(use[ ]\"git[ ][^)]{0,300}+\)$")
 _GIT_HINT = regex.compile(r"hint:(?:[ ]|$)")
+_STATE_LINE = regex.compile(r"\S.{0,160}+")  # unindented, short
+_STATE_LINES = 6  # state lines a status report prints at most (branch, upstream, ...)
 
 # --- schema migrations ------------------------------------------------------------------
 
@@ -312,7 +314,12 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     out: list[str] = []
     marks: dict[str, CodeMark] = {}
     header: str | None = None
+    # The report's own state lines follow its first line ("On branch main") and are
+    # short; other commands' lines in the same output earn nothing here.
+    states = -1
     for line in lines:
+        if states < 0 and _STATUS_SIGN.match(line):
+            states = _STATE_LINES
         if _STATUS_ADVICE.fullmatch(line):
             continue
         entry = _STATUS_ENTRY.fullmatch(line)
@@ -330,10 +337,11 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         if _GIT_HINT.match(line):
             continue
         header = line[:-1] if _STATUS_HEADER.fullmatch(line) else None
-        if header is None and line.strip() and not line[0].isspace():
+        if header is None and states > 0 and _STATE_LINE.fullmatch(line):
             text = _TRAILING_ADVICE.sub("", line)
             marks[text] = CodeMark(STATUS_STATE_BONUS)
             out.append(text)
+            states -= 1
             continue
         out.append(line)
     # A header whose paths share its line is said there.
