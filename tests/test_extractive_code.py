@@ -452,3 +452,60 @@ def test_only_the_reports_own_state_lines_rank_up() -> None:
     _, marks = code_lines(output.splitlines())
     assert marks["On branch feature/rate-limit"].bonus > 0
     assert "Bye." not in marks
+
+
+def numbered(text: str) -> str:
+    """``text`` as a file read shows it (Claude Code's Read: ``     3→line``)."""
+    return "".join(f"{n:6}→{row}\n" for n, row in enumerate(text.splitlines(), 1))
+
+
+MAKEFILE = """\
+.PHONY: test lint build
+
+# Run the unit tests only
+test:
+\tgo test ./... -run Unit -count=1
+
+# Static checks
+lint: tools
+\tgolangci-lint run --timeout 5m
+\tgo vet ./...
+
+build:
+\tCGO_ENABLED=0 go build -o bin/ledger ./cmd/ledger
+"""
+
+
+def test_a_build_files_recipes_are_what_its_targets_run() -> None:
+    _, marks = code_lines(numbered(MAKEFILE).splitlines())
+    recipes = sorted(line.split("→", 1)[1].strip() for line in marks)
+    assert recipes == [
+        "CGO_ENABLED=0 go build -o bin/ledger ./cmd/ledger",
+        "go test ./... -run Unit -count=1",
+        "go vet ./...",
+        "golangci-lint run --timeout 5m",
+    ]
+    call = ToolCall(id="m", name="Read", arguments=json.dumps({"file_path": "/w/Makefile"}))
+    summary = summarize_extractive(one_call(call, numbered(MAKEFILE)), 200)
+    assert "go test ./... -run Unit -count=1" in summary
+    assert "golangci-lint run --timeout 5m" in summary
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Python: a class's and an else's bodies are no recipes.
+        "class Ledger:\n    rate = 2\n\n    def total(self):\n        return 1\n"
+        "if ready:\n    go()\nelse:\n    wait()\n",
+        # YAML: keys below keys.
+        "jobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n"
+        "env:\n  GOFLAGS: -mod=mod\n",
+    ],
+)
+def test_code_and_configuration_have_no_recipes(text: str) -> None:
+    assert code_lines(numbered(text).splitlines())[1] == {}
+
+
+def test_a_programs_labelled_output_has_no_recipes() -> None:
+    output = "Resolving:\n  ctx 0.6.0\n  gproc 0.9.1\nUnchanged:\n  tls_certificate 1.2.0\n"
+    assert code_lines(output.splitlines())[1] == {}

@@ -20,6 +20,7 @@ rule says which real format it reads:
   version, as ``numpy==1.26.4`` is.
 * A schema migration's changes (SQL DDL, the runner's ``== Running 2024...``) say what
   changed even when logged at ``[info]``, and each says something else.
+* A build file's recipe commands (Makefile, Justfile) are what its targets run.
 * A disassembly's instruction bytes repeat its mnemonic; its calls say what the
   function does, as a decompiled function's signature says what it is.
 * A command's first stage that only echoes a fixed text is not what ran.
@@ -62,6 +63,8 @@ LISTED_NAME_BONUS: Final = 2.0
 """Score added to a directory or a file of code named in a directory listing."""
 FOCUS_BONUS: Final = 6.0
 """Score added to the line a call asked to see (``open a.py 120``), fading around it."""
+RECIPE_BONUS: Final = 3.0
+"""Score added to a build file's recipe command (what ``make test`` runs)."""
 CALL_BONUS: Final = 3.0
 """Score added to a disassembly's call and to a decompiled function's signature."""
 SCHEMA_CHANGE_BONUS: Final = 3.0
@@ -168,6 +171,22 @@ def focus_bonus(number: str, focus: int) -> float:
     return FOCUS_BONUS / (1 + abs(int(digits) - focus) / _FOCUS_REACH)
 
 
+# --- build files ----------------------------------------------------------------------------
+
+# A Makefile's or a Justfile's target ("test:", "build: deps", "release version:") and the
+# indented commands below it: what "make test" or "just test" runs.
+_TARGET = regex.compile(
+    r"(?P<name>[A-Za-z_][\w.-]{0,60}+)(?:[ ]++[\w.$()/-]{1,80}+){0,8}+[ ]*+:(?![=:])"
+    r"(?:[ ]++[^=\n]{0,200}+)?+"
+)
+_NOT_TARGETS = frozenset(
+    {"class", "else", "try", "finally", "except", "if", "elif", "for", "while", "with", "def"}
+    | {"case", "default", "public", "private", "protected"}
+)
+_RECIPE_LINE = regex.compile(r"\s{1,16}+(?![-#@]?+[ ]|[\w.-]{1,60}+:(?:[ ]|$)|#|-[ ])\S.{0,400}+")
+_LISTED = regex.compile(r"\s{0,8}+\d{1,7}+(?:→|:|\t)")  # a numbered listing's line number
+_NUMBERED_SHARE = 0.8  # share of an output's lines that are numbered: a file's listing
+
 # --- disassembly and decompilation -----------------------------------------------------
 
 # An instruction of a disassembly: its address, its bytes, its mnemonic and operands
@@ -223,6 +242,7 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     if listed is not None:
         return listed, {name: _name_mark(name) for name in listed if _NAME.fullmatch(name)}
     lines, marks = _instructions(lines)
+    marks.update(_recipes(lines))
     for line in lines:
         scan = line[:_SCAN]
         if line in marks:
@@ -232,6 +252,28 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         elif _SCHEMA_SIGNS.search(scan) and _SCHEMA_CHANGE.search(scan):
             marks[line] = CodeMark(SCHEMA_CHANGE_BONUS, distinct=True, news=True)
     return lines, marks
+
+
+def _recipes(lines: list[str]) -> dict[str, CodeMark]:
+    """A build file's recipe commands, as a file read shows them (numbered lines), each no
+    repeat of the others: only when at least two targets have commands (a program's
+    output with "Label:" lines above indented ones is no build file)."""
+    rows = [line for line in lines if line.strip()]
+    if sum(1 for line in rows if _LISTED.match(line)) < _NUMBERED_SHARE * max(1, len(rows)):
+        return {}
+    marks: dict[str, CodeMark] = {}
+    targets = 0
+    under = False  # below a target, in its recipe
+    for line in lines:
+        numbered = _LISTED.match(line)
+        body = line[numbered.end() if numbered is not None else 0 :][:_SCAN]
+        if under and _RECIPE_LINE.fullmatch(body):
+            marks[line] = CodeMark(RECIPE_BONUS, distinct=True)
+            continue
+        target = _TARGET.fullmatch(body)
+        under = target is not None and target.group("name") not in _NOT_TARGETS
+        targets += under
+    return marks if targets >= 2 and len(marks) >= 2 else {}
 
 
 def _instructions(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
