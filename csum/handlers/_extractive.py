@@ -54,6 +54,7 @@ from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
+from csum.handlers._extractive_prose import compact_prose
 from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
 __all__ = ["extractive", "summarize_extractive"]
@@ -120,6 +121,8 @@ _LOCATION_TAIL = 48  # characters a location line may hold after its place
 _LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
 _REPACKS = 3  # packings again with the bytes rendering saved
 _SHARED_MIN = 8  # a path's directories shorter than this are written again
+_COMPACT_SHARE = 0.5  # an answer's line longer than this share of the window is compacted
+_COMPACT_RATIO = 2.0  # ... when the prompt is more than this many times the budget
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
 _QUIET_KEYS = frozenset(
@@ -760,9 +763,11 @@ def _body_lines(
     width: int,
     said: frozenset[str] = frozenset(),
     written: frozenset[str] = frozenset(),
+    compact: bool = False,
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
-    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote."""
+    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote;
+    ``compact``: long lines in their compact form (:func:`_compact_answer_line`)."""
     fields = _json_fields(content, said) if tool else None
     if fields is not None:
         yield from _field_lines(fields, block, check, width)
@@ -878,9 +883,22 @@ def _body_lines(
             score = _EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)
         if order in places:
             line = _place_first(line, places[order])
-        item = _Line(block, order, _window(_shorten_paths(line, width), width), score)
+        text = _shorten_paths(line, width)
+        if compact and len(text) > _COMPACT_SHARE * width:
+            # An answer's long sentence by its clauses that carry something (its
+            # identifiers, numbers, causes and constraints): more of them fit.
+            text = _compact_answer_line(text)
+        item = _Line(block, order, _window(text, width), score)
         above = [*above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
         yield item
+
+
+def _compact_answer_line(line: str) -> str:
+    """An answer's line in its compact form (:func:`compact_prose`), unless it reports
+    an error: an error keeps its whole message."""
+    if _ERROR.search(line[:_LINE_SCAN]):
+        return line
+    return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)
 
 
 def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
@@ -1266,6 +1284,10 @@ def _collect(
     request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
     call_cap = _call_cap(entries, max_bytes)
     width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
+    # Room for less than the prompt says: an answer's long lines in their compact form.
+    tight = sum(_utf8_len(e.content) + _utf8_len(e.args) for e in entries) > (
+        _COMPACT_RATIO * max_bytes
+    )
     for entry in entries:
         check()
         if entry.kind == "tool_call":
@@ -1322,7 +1344,10 @@ def _collect(
         elif entry.kind in ("text", "reasoning") and entry.content.strip():
             block = _Block()
             weight = 0.4 if entry.kind == "reasoning" else 1.0
-            for item in _body_lines(entry.content, len(blocks), check, tool=False, width=width):
+            lines = _body_lines(
+                entry.content, len(blocks), check, tool=False, width=width, compact=tight
+            )
+            for item in lines:
                 item.score *= weight
                 block.lines.append(item)
             blocks.append(block)
