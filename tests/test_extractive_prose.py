@@ -123,6 +123,15 @@ def test_an_answer_less_than_twice_the_budget_is_not_compacted(
     assert summary == answer_summary(REPORT, budget)
 
 
+def test_room_left_takes_compacted_lines_back_to_their_whole_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(extractive_module, "_COMPACT_RATIO", 0.1)  # compact at any budget
+    summary = answer_summary(REPORT, 250)
+    assert "`POST /api/invoices/:id/render` endpoint that renders" in summary
+    assert len(summary.encode("utf-8")) >= 250 - 16
+
+
 def test_an_error_in_an_answer_keeps_its_whole_message() -> None:
     answer = (
         "Running it again gives TypeError: unsupported operand type(s) for +: 'int' and "

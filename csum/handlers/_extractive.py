@@ -512,6 +512,7 @@ class _Line:
     tier: int = 1  # 0: an earlier summary's line, packed before anything else
     taken: bool = False
     group: str | None = None  # a JSON record's path: its fields share one line
+    whole: str | None = None  # the line before it was compacted, when it was
 
 
 @dataclass(slots=True)
@@ -884,11 +885,14 @@ def _body_lines(
         if order in places:
             line = _place_first(line, places[order])
         text = _shorten_paths(line, width)
+        item = _Line(block, order, _window(text, width), score)
         if compact and len(text) > _COMPACT_SHARE * width:
             # An answer's long sentence by its clauses that carry something (its
-            # identifiers, numbers, causes and constraints): more of them fit.
-            text = _compact_answer_line(text)
-        item = _Line(block, order, _window(text, width), score)
+            # identifiers, numbers, causes and constraints): more of them fit. Its
+            # whole form comes back if room is left.
+            short = _window(_compact_answer_line(text), width)
+            if short != item.text:
+                item.text, item.whole = short, item.text
         above = [*above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
         yield item
 
@@ -1526,6 +1530,20 @@ def _cost(block: _Block, line: _Line, opened: set[tuple[int, str]]) -> int:
     return cost
 
 
+def _widen(ranked: list[tuple[_Block, _Line]], room: int) -> int:
+    """Compacted lines taken back to their whole form, the best first, while ``room``
+    bytes allow; the bytes that took."""
+    spent = 0
+    for _, line in ranked:
+        if not line.taken or line.whole is None:
+            continue
+        extra = _utf8_len(line.whole) - _utf8_len(line.text)
+        if extra <= room - spent:
+            line.text = line.whole
+            spent += extra
+    return spent
+
+
 def _list_item(group: str) -> tuple[str, str] | None:
     """A record of a list as its list's path and its index (``flights[3]``: ``flights``,
     ``[3]``); None for any other record."""
@@ -1697,6 +1715,7 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         take(block, line)
         if max_bytes - used < _MIN_PIECE:
             break
+    used += _widen(ranked, max_bytes - used)
     # Then lines with nothing in them, whole, so that the budget is used.
     for block, line in ranked:
         if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in said:
