@@ -1,6 +1,8 @@
-"""The compact form of an agent's answer lines (csum/handlers/_extractive_prose.py): a
-long sentence by the clauses that carry its identifiers, numbers, causes and
-constraints, so that more of them fit a small budget."""
+"""An agent's answers in the offline handler's summaries (csum/handlers/_extractive_prose.py):
+a long sentence in a compact form (the clauses that carry its identifiers, numbers,
+causes and constraints), so that more of them fit a small budget; code fences left out;
+links written plainly; no line cut to words that say nothing; a summary that fills its
+budget exactly kept whole when summarized again."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import csum.handlers._extractive as extractive_module
-from cast.messages import Message
+from cast.messages import Message, ToolCall
+from csum import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive import _identifier_spans
-from csum.handlers._extractive_prose import ELLIPSIS, compact_prose
+from csum.handlers._extractive_prose import ELLIPSIS, compact_prose, is_fence, plain_links
 from csum.prompt import messages_to_prompt
 
 REPORT = """Done. The **billing-v2** migration is finished and pushed. Here's what changed:
@@ -140,3 +143,86 @@ def test_an_error_in_an_answer_keeps_its_whole_message() -> None:
     )
     summary = answer_summary(answer, 300)
     assert "TypeError: unsupported operand type(s) for +: 'int' and 'str', raised" in summary
+
+
+PLAN = """Here is the plan for the change you asked for:
+
+- Outbound Flight (JFK to LHR on 2024-06-02): move to Premium Economy on flight BA178.
+- Return Flight (LHR to JFK on 2024-06-09): stay in Economy on flight BA117.
+- Checked Bags: add 1 checked bag.
+- Fare Difference Total: $212
+- Change fee: none, as the fare allows changes.
+
+Shall I go ahead with it, and which card should I charge?"""
+
+
+@pytest.mark.parametrize("budget", range(20, 160, 2))
+def test_no_line_is_cut_to_words_that_say_nothing(budget: int) -> None:
+    # "Fare Difference…" without its "$212" names a value it no longer holds.
+    summary = answer_summary(PLAN, budget)
+    for line in summary.splitlines():
+        if line.endswith(ELLIPSIS):
+            assert extractive_module._score(line, listing=False, diff=False) > 0, line
+
+
+def test_a_code_blocks_fences_are_left_out() -> None:
+    answer = (
+        "The fix guards the division, so a zero divisor now raises ValueError instead of "
+        "ZeroDivisionError deep in the report code:\n\n```python\ndef ratio(a: float, b: "
+        "float) -> float:\n    if b == 0:\n        raise ValueError('b must not be 0')\n"
+        "    return a / b\n```\n\nThe 12 tests in tests/test_ratio.py pass.\n"
+    ) + "Nothing else in the module needed a change, as far as I could see. " * 8
+    summary = answer_summary(answer, 250)
+    assert "```" not in summary
+    assert "tests/test_ratio.py" in summary
+
+
+def test_a_link_is_written_as_its_url_without_tracking() -> None:
+    assert (
+        plain_links("([reuters.com](https://www.reuters.com/world/a-b-2025?utm_source=openai))")
+        == "(https://www.reuters.com/world/a-b-2025)"
+    )
+    assert (
+        plain_links("see [the release notes](https://example.org/notes?v=3&utm_medium=chat)")
+        == "see the release notes (https://example.org/notes?v=3)"
+    )
+    assert (
+        plain_links("[docs](https://example.org/p?utm_source=x&id=7)")
+        == "docs (https://example.org/p?id=7)"
+    )
+    assert plain_links("no link [here] (at all)") == "no link [here] (at all)"
+
+
+def test_fences_are_recognised() -> None:
+    for fence in ("```", "```python", "~~~ "):
+        assert is_fence(fence)
+    for line in ("``` not a fence", "`code`"):
+        assert not is_fence(line)
+
+
+def history_prompt(summary: str, outputs: list[str]) -> str:
+    """An earlier summary (as the Compactor places it), then one shell call per output."""
+    messages = [Message.ai(SUMMARIZED_CONTENT_PREFIX + summary)] if summary else []
+    for index, output in enumerate(outputs):
+        call = ToolCall(id=f"c{index}", name="bash", arguments=f'{{"command": "step {index}"}}')
+        messages += [Message.ai("", call), Message.tool(call.id, "bash", output)]
+    return messages_to_prompt([], messages)
+
+
+def test_a_summary_filling_its_budget_summarized_alone_again_comes_back_unchanged() -> None:
+    # Its last line has no newline: a budget of exactly its size holds it all, and the
+    # packing counts it so (one byte more, and the second summary cut a line).
+    rounds = [
+        [
+            "FAILED tests/test_orders.py::test_refund - AssertionError: expected 201, got 409",
+            "Pinned httpx==0.27.2 in requirements.txt\n"
+            '{"level": "warn", "file": "src/shop/orders.py", "line": 88}',
+        ],
+        ["Never run the migration twice: it drops the audit table."],
+    ]
+    for budget in (220, 221, 228, 240):
+        summary = ""
+        for outputs in rounds:
+            summary = summarize_extractive(history_prompt(summary, outputs), budget)
+        again = summarize_extractive(history_prompt(summary, []), budget)
+        assert again == summary

@@ -54,7 +54,7 @@ from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
-from csum.handlers._extractive_prose import compact_prose
+from csum.handlers._extractive_prose import compact_prose, is_fence, plain_links
 from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
 __all__ = ["extractive", "summarize_extractive"]
@@ -812,7 +812,10 @@ def _body_lines(
         elif line.lstrip().startswith("#"):
             pending = 0
         if not tool:
-            line = _MARKDOWN.sub("", line)
+            if is_fence(line):
+                continue  # a code block's fence ("```python"): it says nothing
+            # Markdown's marks, and its links as their url ("[a.com](https://a.com/x)").
+            line = plain_links(_MARKDOWN.sub("", line))
         routine = _is_routine_log(_DECORATION.sub("", line))
         record = _record_text(line)
         if record is not None:
@@ -1599,7 +1602,7 @@ def _opener(group: list[tuple[int, _Line]]) -> int:
 def _pack(blocks: list[_Block], max_bytes: int) -> str:
     """Earlier summaries and requests first, then lines by score per byte; the budget is
     filled with a cut line when a whole one no longer fits."""
-    used = 0
+    used = -1  # each line is counted with its newline; the last one has none
     opened: set[tuple[int, str]] = set()
 
     def take(block: _Block, line: _Line) -> None:
@@ -1677,8 +1680,8 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
             if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * _utf8_len(line.text)):
                 continue
             piece = _clip_whole_words(line.text, room)
-            if not piece:
-                continue
+            if not piece or _score(piece, listing=False, diff=False) <= 0:
+                continue  # what fits of it says nothing ("Total Cost…" of "Total Cost: $105")
             line.text = piece
         said.add(_dedup_key(line))
         newly_open = line.group is not None and (line.block, line.group) not in opened

@@ -128,3 +128,43 @@ def _signal_end(clause: str, spans: SpanFinder) -> int | None:
         return len(clause)  # a short predicate ("has been updated") is the message
     return last + len(words[0])
 
+
+
+# A markdown code block's fence: three backticks or tildes and maybe a language.
+_FENCE = regex.compile(r"[ ]{0,3}+(?:```|~~~)[\w+.-]{0,40}+\s*+")
+# A markdown link: [text](url); the text has no brackets, the url no spaces.
+_LINK = regex.compile(r"\[([^\[\]\n]{1,200}+)\]\((https?://[^\s()]{1,2000}+)\)")
+# Query parameters that only tag where a click came from (utm_source=..., as search
+# tools and chat answers append to the links they cite).
+_TRACKING = regex.compile(r"[?&]utm_[a-z]{1,20}+=[^&#\s]{0,200}+")
+
+
+def is_fence(line: str) -> bool:
+    """Whether ``line`` is a markdown code block's fence (```` ```python ````)."""
+    return _FENCE.fullmatch(line[:64]) is not None
+
+
+def plain_links(line: str) -> str:
+    """Markdown links written plainly: ``[text](url)`` as ``text (url)``, or as the
+    url alone when the text only repeats its host (``[apnews.com](https://apnews.com/a)``);
+    tracking parameters (``utm_source=...``) left out of the url."""
+    if "](" not in line:
+        return line
+    return _LINK.sub(_plain_link, line)
+
+
+def _plain_link(match: regex.Match[str]) -> str:
+    text, url = match.group(1).strip(), _untracked(match.group(2))
+    if text.lower().removeprefix("www.") in url.lower():
+        return url
+    return f"{text} ({url})"
+
+
+def _untracked(url: str) -> str:
+    """``url`` without its ``utm_`` parameters."""
+    if "utm_" not in url:
+        return url
+    kept = _TRACKING.sub("", url)
+    if "?" not in kept and "&" in kept:
+        kept = kept.replace("&", "?", 1)
+    return kept
