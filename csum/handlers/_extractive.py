@@ -25,7 +25,10 @@ its first line, ``~/`` for a home directory, cut between words and a long path b
 leading directories: ``…/jobs/a_test.exs``), a name said again counts less, the
 records of a JSON list share one line, and no word is cut in half to fill the room.
 A path in the same directory as the path starting the line above is written ``…/``
-and its file; the bytes rendering saves that way are packed again. It uses the budget,
+and its file; the bytes rendering saves that way are packed again. When the prompt is
+over twice the budget, an answer's long line is written by its clauses that carry
+something (:mod:`csum.handlers._extractive_prose`), back whole if room is left; its
+code fences are left out and its links written as their urls. It uses the budget,
 and never more than ``max_bytes`` UTF-8 bytes.
 
 Every regular expression here runs on bounded pieces (tokens of at most
