@@ -25,7 +25,10 @@ its first line, ``~/`` for a home directory, cut between words and a long path b
 leading directories: ``…/jobs/a_test.exs``), a name said again counts less, the
 records of a JSON list share one line, and no word is cut in half to fill the room.
 A path in the same directory as the path starting the line above is written ``…/``
-and its file; the bytes rendering saves that way are packed again. It uses the budget,
+and its file; the bytes rendering saves that way are packed again. When the prompt is
+over twice the budget, an answer's long line is written by its clauses that carry
+something (:mod:`csum.handlers._extractive_prose`), back whole if room is left; its
+code fences are left out and its links written as their urls. It uses the budget,
 and never more than ``max_bytes`` UTF-8 bytes.
 
 Every regular expression here runs on bounded pieces (tokens of at most
@@ -63,6 +66,7 @@ from csum.handlers._extractive_code import (
     without_echo,
     written_lines,
 )
+from csum.handlers._extractive_prose import compact_prose, is_fence, plain_links
 from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
 __all__ = ["extractive", "summarize_extractive"]
@@ -129,6 +133,8 @@ _LOCATION_TAIL = 48  # characters a location line may hold after its place
 _LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
 _REPACKS = 3  # packings again with the bytes rendering saved
 _SHARED_MIN = 8  # a path's directories shorter than this are written again
+_COMPACT_SHARE = 0.5  # an answer's line longer than this share of the window is compacted
+_COMPACT_RATIO = 2.0  # ... when the prompt is more than this many times the budget
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
 _QUIET_KEYS = frozenset(
@@ -518,6 +524,7 @@ class _Line:
     tier: int = 1  # 0: an earlier summary's line, packed before anything else
     taken: bool = False
     group: str | None = None  # a JSON record's path: its fields share one line
+    whole: str | None = None  # the line before it was compacted, when it was
 
 
 @dataclass(slots=True)
@@ -770,9 +777,11 @@ def _body_lines(
     said: frozenset[str] = frozenset(),
     written: frozenset[str] = frozenset(),
     focus: int | None = None,
+    compact: bool = False,
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
-    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote."""
+    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote;
+    ``compact``: long lines in their compact form (:func:`_compact_answer_line`)."""
     fields = _json_fields(content, said) if tool else None
     if fields is not None:
         yield from _field_lines(fields, block, check, width)
@@ -818,7 +827,10 @@ def _body_lines(
         elif line.lstrip().startswith("#"):
             pending = 0
         if not tool:
-            line = _MARKDOWN.sub("", line)
+            if is_fence(line):
+                continue  # a code block's fence ("```python"): it says nothing
+            # Markdown's marks, and its links as their url ("[a.com](https://a.com/x)").
+            line = plain_links(_MARKDOWN.sub("", line))
         mark = marks.get(original)
         routine = _is_routine_log(_DECORATION.sub("", line)) and not (mark and mark.news)
         record = _record_text(line)
@@ -895,11 +907,27 @@ def _body_lines(
             score = _EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)
         if order in places:
             line = _place_first(line, places[order])
-        item = _Line(block, order, _window(_shorten_paths(line, width), width), score)
+        text = _shorten_paths(line, width)
+        item = _Line(block, order, _window(text, width), score)
         if mark is not None:
             item.group = mark.group
+        if compact and len(text) > _COMPACT_SHARE * width:
+            # An answer's long sentence by its clauses that carry something (its
+            # identifiers, numbers, causes and constraints): more of them fit. Its
+            # whole form comes back if room is left.
+            short = _window(_compact_answer_line(text), width)
+            if short != item.text:
+                item.text, item.whole = short, item.text
         above = [*above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
         yield item
+
+
+def _compact_answer_line(line: str) -> str:
+    """An answer's line in its compact form (:func:`compact_prose`), unless it reports
+    an error: an error keeps its whole message."""
+    if _ERROR.search(line[:_LINE_SCAN]):
+        return line
+    return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)
 
 
 def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
@@ -1287,6 +1315,10 @@ def _collect(
     request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
     call_cap = _call_cap(entries, max_bytes)
     width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
+    # Room for less than the prompt says: an answer's long lines in their compact form.
+    tight = sum(_utf8_len(e.content) + _utf8_len(e.args) for e in entries) > (
+        _COMPACT_RATIO * max_bytes
+    )
     for entry in entries:
         check()
         if entry.kind == "tool_call":
@@ -1345,7 +1377,10 @@ def _collect(
         elif entry.kind in ("text", "reasoning") and entry.content.strip():
             block = _Block()
             weight = 0.4 if entry.kind == "reasoning" else 1.0
-            for item in _body_lines(entry.content, len(blocks), check, tool=False, width=width):
+            lines = _body_lines(
+                entry.content, len(blocks), check, tool=False, width=width, compact=tight
+            )
+            for item in lines:
                 item.score *= weight
                 block.lines.append(item)
             blocks.append(block)
@@ -1524,6 +1559,20 @@ def _cost(block: _Block, line: _Line, opened: set[tuple[int, str]]) -> int:
     return cost
 
 
+def _widen(ranked: list[tuple[_Block, _Line]], room: int) -> int:
+    """Compacted lines taken back to their whole form, the best first, while ``room``
+    bytes allow; the bytes that took."""
+    spent = 0
+    for _, line in ranked:
+        if not line.taken or line.whole is None:
+            continue
+        extra = _utf8_len(line.whole) - _utf8_len(line.text)
+        if extra <= room - spent:
+            line.text = line.whole
+            spent += extra
+    return spent
+
+
 def _list_item(group: str) -> tuple[str, str] | None:
     """A record of a list as its list's path and its index (``flights[3]``: ``flights``,
     ``[3]``); None for any other record."""
@@ -1579,7 +1628,7 @@ def _opener(group: list[tuple[int, _Line]]) -> int:
 def _pack(blocks: list[_Block], max_bytes: int) -> str:
     """Earlier summaries and requests first, then lines by score per byte; the budget is
     filled with a cut line when a whole one no longer fits."""
-    used = 0
+    used = -1  # each line is counted with its newline; the last one has none
     opened: set[tuple[int, str]] = set()
 
     def take(block: _Block, line: _Line) -> None:
@@ -1657,8 +1706,8 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
             if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * _utf8_len(line.text)):
                 continue
             piece = _clip_whole_words(line.text, room)
-            if not piece:
-                continue
+            if not piece or _score(piece, listing=False, diff=False) <= 0:
+                continue  # what fits of it says nothing ("Total Cost…" of "Total Cost: $105")
             line.text = piece
         said.add(_dedup_key(line))
         newly_open = line.group is not None and (line.block, line.group) not in opened
@@ -1695,6 +1744,7 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         take(block, line)
         if max_bytes - used < _MIN_PIECE:
             break
+    used += _widen(ranked, max_bytes - used)
     # Then lines with nothing in them, whole, so that the budget is used.
     for block, line in ranked:
         if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in said:
