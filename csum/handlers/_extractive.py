@@ -25,7 +25,10 @@ its first line, ``~/`` for a home directory, cut between words and a long path b
 leading directories: ``…/jobs/a_test.exs``), a name said again counts less, the
 records of a JSON list share one line, and no word is cut in half to fill the room.
 A path in the same directory as the path starting the line above is written ``…/``
-and its file; the bytes rendering saves that way are packed again. It uses the budget,
+and its file; the bytes rendering saves that way are packed again. When the prompt is
+over twice the budget, an answer's long line is written by its clauses that carry
+something (:mod:`csum.handlers._extractive_prose`), back whole if room is left; its
+code fences are left out and its links written as their urls. It uses the budget,
 and never more than ``max_bytes`` UTF-8 bytes.
 
 Every regular expression here runs on bounded pieces (tokens of at most
@@ -54,6 +57,16 @@ from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
+from csum.handlers._extractive_code import (
+    CodeMark,
+    code_lines,
+    declares_dependency,
+    focus_bonus,
+    focus_line,
+    without_echo,
+    written_lines,
+)
+from csum.handlers._extractive_prose import compact_prose, is_fence, plain_links
 from csum.handlers._extractive_runs import (
     braced_value_bonus,
     call_line,
@@ -135,10 +148,12 @@ _LOCATION_TAIL = 48  # characters a location line may hold after its place
 _LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
 _REPACKS = 3  # packings again with the bytes rendering saved
 _SHARED_MIN = 8  # a path's directories shorter than this are written again
+_COMPACT_SHARE = 0.5  # an answer's line longer than this share of the window is compacted
+_COMPACT_RATIO = 2.0  # ... when the prompt is more than this many times the budget
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
 _QUIET_KEYS = frozenset(
-    {"description", "timeout", "run_in_background", "dangerouslydisablesandbox"}
+    {"description", "timeout", "run_in_background", "dangerouslydisablesandbox", "replace_all"}
 )
 _FLAGS = frozenset({"true", "false", "null", "none", "True", "False", "None"})
 _HUMAN_ROLES = frozenset({"human", "user"})
@@ -468,7 +483,7 @@ def _class_bonus(scan: str) -> float:
     """Score a line earns by its kind: a package pinned to a version, a measurement
     with its name, a place given in words (``line 12 of src/a.py``)."""
     bonus = 0.0
-    if _PIN.search(scan):
+    if _PIN.search(scan) or declares_dependency(scan):
         bonus += _CLASS_BONUS
     if _MEASURED.search(scan) and _MEASURE_NAME.search(scan):
         bonus += _CLASS_BONUS
@@ -531,6 +546,7 @@ class _Line:
     tier: int = 1  # 0: an earlier summary's line, packed before anything else
     taken: bool = False
     group: str | None = None  # a JSON record's path: its fields share one line
+    whole: str | None = None  # the line before it was compacted, when it was
 
 
 @dataclass(slots=True)
@@ -784,9 +800,12 @@ def _body_lines(
     width: int,
     said: frozenset[str] = frozenset(),
     written: frozenset[str] = frozenset(),
+    focus: int | None = None,
+    compact: bool = False,
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
-    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote."""
+    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote;
+    ``compact``: long lines in their compact form (:func:`_compact_answer_line`)."""
     if tool:
         content = strip_colours(content)
     fields = _json_fields(content, said) if tool else None
@@ -797,11 +816,13 @@ def _body_lines(
     listing = False
     diff = False
     ranks: dict[str, int] = {}  # a record's place in its list
+    marks: dict[str, CodeMark] = {}  # what the code tools' rules say of a line
     if not tool:
         raw = _sentences(raw)
     else:
         listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
         diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
+        raw, marks = code_lines(raw)
         if not diff:
             # A tool's prose (an agent's report, a fetched page, a tool's closing
             # advice) is split into sentences as an answer is; its code, logs and
@@ -832,8 +853,12 @@ def _body_lines(
         elif line.lstrip().startswith("#"):
             pending = 0
         if not tool:
-            line = _MARKDOWN.sub("", line)
-        routine = _is_routine_log(_DECORATION.sub("", line))
+            if is_fence(line):
+                continue  # a code block's fence ("```python"): it says nothing
+            # Markdown's marks, and its links as their url ("[a.com](https://a.com/x)").
+            line = plain_links(_MARKDOWN.sub("", line))
+        mark = marks.get(original)
+        routine = _is_routine_log(_DECORATION.sub("", line)) and not (mark and mark.news)
         record = _record_text(line)
         if record is not None:
             line = record
@@ -854,12 +879,14 @@ def _body_lines(
         seen[line] = 1
         scored = _log_message(line) if routine else line
         score = _score(scored, listing=listing, diff=diff, prose=not tool, named=named)
+        if mark is not None:
+            score = max(0.0, score + mark.bonus)
         if routine:
             score = _routine_score(scored, score)
         elif record is not None:
             score += _RECORD_BONUS
         if numbered_span is not None:
-            score += _listing_bonus(original, order, numbered_span, written)
+            score += _listing_bonus(original, order, numbered_span, written, focus)
         if tool and not diff:
             score += echoed_command_bonus(line, order)
         rank = ranks.get(original)
@@ -899,18 +926,38 @@ def _body_lines(
         if start:
             repeats = max(repeats, shapes.get(start, 0))
             shapes[start] = shapes.get(start, 0) + 1
-        score /= 1 + repeats / 2
+        if mark is None or not mark.distinct:
+            score /= 1 + repeats / 2
         if score > 0:
-            score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
+            if mark is None or not mark.placeless:
+                score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
         else:
             # A line with nothing in it is kept only when room is left (an edge line
             # first), so that the budget is used.
             score = _EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)
         if order in places:
             line = _place_first(line, places[order])
-        item = _Line(block, order, _window(_shorten_paths(line, width), width), score)
+        text = _shorten_paths(line, width)
+        item = _Line(block, order, _window(text, width), score)
+        if mark is not None:
+            item.group = mark.group
+        if compact and len(text) > _COMPACT_SHARE * width:
+            # An answer's long sentence by its clauses that carry something (its
+            # identifiers, numbers, causes and constraints): more of them fit. Its
+            # whole form comes back if room is left.
+            short = _window(_compact_answer_line(text), width)
+            if short != item.text:
+                item.text, item.whole = short, item.text
         above = [*above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
         yield item
+
+
+def _compact_answer_line(line: str) -> str:
+    """An answer's line in its compact form (:func:`compact_prose`), unless it reports
+    an error: an error keeps its whole message."""
+    if _ERROR.search(line[:_LINE_SCAN]):
+        return line
+    return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)
 
 
 def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
@@ -931,14 +978,19 @@ def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
 
 
 def _listing_bonus(
-    line: str, order: int, numbered_span: tuple[int, int], written: frozenset[str]
+    line: str,
+    order: int,
+    numbered_span: tuple[int, int],
+    written: frozenset[str],
+    focus: int | None = None,
 ) -> float:
     """What a line of a numbered file listing (a read, an edit's echo) is worth beyond
     its identifiers: its definitions say what the file holds, the lines the call wrote
     what it changed, and the unnumbered lines before and after the numbered ones
     (``numbered_span``: the first and last numbered line) which file it is and how the
     tool ended (``[File: a.py (23 lines total)]``, ``Edit applied.``), fading from the
-    output's start and from the listing's end."""
+    output's start and from the listing's end; and the lines near the one the call
+    asked to see (``focus``, :func:`focus_bonus`)."""
     numbered = _NUMBERED.match(line)
     if numbered is None:
         first, last = numbered_span
@@ -948,6 +1000,8 @@ def _listing_bonus(
     bonus = _DEFINITION_BONUS if _DEFINITION.match(body) else 0.0
     if written and body.strip() in written:
         bonus += _WRITTEN_BONUS
+    if focus is not None:
+        bonus += focus_bonus(line[: numbered.end()], focus)
     return bonus
 
 
@@ -1146,7 +1200,7 @@ def _compact_command(command: str) -> str:
         if lines[1] and (_HEREDOC.search(head) or head.count('"') % 2 or head.count("'") % 2):
             head = f"{head} {lines[1]}"
         command = head + _ELLIPSIS
-    command = _HOME.sub("~/", _STDERR_REDIRECT.sub("", _one_line(command))).strip()
+    command = _HOME.sub("~/", _STDERR_REDIRECT.sub("", _one_line(without_echo(command)))).strip()
     for _ in range(4):  # "| tail -50 | head -5" at most: bounded work
         match = _OUTPUT_LIMIT.search(command)
         if match is None or match.start() == 0:
@@ -1175,13 +1229,7 @@ def _written_lines(value: dict[str, Any] | None) -> frozenset[str]:
     """The lines a call (its arguments parsed, :func:`_arguments`) writes (an edit's new
     text, a file's content), stripped: in a numbered listing of the result, the lines it
     changed."""
-    texts = [item for item in (value or {}).values() if isinstance(item, str)]
-    return frozenset(
-        stripped
-        for text in texts
-        for line in text[: 16 * _LINE_SCAN].splitlines()
-        if len(stripped := line.strip()) >= _WRITTEN_MIN
-    )
+    return written_lines(value, _WRITTEN_MIN, 16 * _LINE_SCAN)
 
 
 def _call_shows(head: str, pair: str) -> bool:
@@ -1289,6 +1337,7 @@ def _collect(
     calls: dict[str, str] = {}
     arguments: dict[str, frozenset[str]] = {}
     written: dict[str, frozenset[str]] = {}
+    focus: dict[str, int | None] = {}  # the line each call asked to see
     requests = [
         e
         for e in entries
@@ -1299,6 +1348,10 @@ def _collect(
     call_count = _call_count(entries)
     lone_cut = ""  # the line of a prompt's only call, cut to its share
     width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
+    # Room for less than the prompt says: an answer's long lines in their compact form.
+    tight = sum(_utf8_len(e.content) + _utf8_len(e.args) for e in entries) > (
+        _COMPACT_RATIO * max_bytes
+    )
     for entry in entries:
         check()
         if entry.kind == "tool_call":
@@ -1309,6 +1362,7 @@ def _collect(
                 lone_cut = render(call_cap) if call_count == 1 else ""
                 arguments[entry.call_id] = _argument_pairs(parsed)
                 written[entry.call_id] = _written_lines(parsed)
+                focus[entry.call_id] = focus_line(parsed)
             continue
         if _is_prior_summary(entry):
             text = entry.content.removeprefix(SUMMARIZED_CONTENT_PREFIX)
@@ -1345,6 +1399,7 @@ def _collect(
                         p for p in arguments.pop(entry.call_id, frozenset()) if _call_shows(head, p)
                     ),
                     written=written.pop(entry.call_id, frozenset()),
+                    focus=focus.pop(entry.call_id, None),
                 )
             )
             if not block.lines:
@@ -1356,7 +1411,10 @@ def _collect(
         elif entry.kind in ("text", "reasoning") and entry.content.strip():
             block = _Block()
             weight = 0.4 if entry.kind == "reasoning" else 1.0
-            for item in _body_lines(entry.content, len(blocks), check, tool=False, width=width):
+            lines = _body_lines(
+                entry.content, len(blocks), check, tool=False, width=width, compact=tight
+            )
+            for item in lines:
                 item.score *= weight
                 block.lines.append(item)
             blocks.append(block)
@@ -1542,6 +1600,20 @@ def _cost(block: _Block, line: _Line, opened: set[tuple[int, str]]) -> int:
     return cost
 
 
+def _widen(ranked: list[tuple[_Block, _Line]], room: int) -> int:
+    """Compacted lines taken back to their whole form, the best first, while ``room``
+    bytes allow; the bytes that took."""
+    spent = 0
+    for _, line in ranked:
+        if not line.taken or line.whole is None:
+            continue
+        extra = _utf8_len(line.whole) - _utf8_len(line.text)
+        if extra <= room - spent:
+            line.text = line.whole
+            spent += extra
+    return spent
+
+
 def _list_item(group: str) -> tuple[str, str] | None:
     """A record of a list as its list's path and its index (``flights[3]``: ``flights``,
     ``[3]``); None for any other record."""
@@ -1597,7 +1669,7 @@ def _opener(group: list[tuple[int, _Line]]) -> int:
 def _pack(blocks: list[_Block], max_bytes: int) -> str:
     """Earlier summaries and requests first, then lines by score per byte; the budget is
     filled with a cut line when a whole one no longer fits."""
-    used = 0
+    used = -1  # each line is counted with its newline; the last one has none
     opened: set[tuple[int, str]] = set()
 
     def take(block: _Block, line: _Line) -> None:
@@ -1675,8 +1747,8 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
             if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * _utf8_len(line.text)):
                 continue
             piece = _clip_whole_words(line.text, room)
-            if not piece:
-                continue
+            if not piece or _score(piece, listing=False, diff=False) <= 0:
+                continue  # what fits of it says nothing ("Total Cost…" of "Total Cost: $105")
             line.text = piece
         said.add(_dedup_key(line))
         newly_open = line.group is not None and (line.block, line.group) not in opened
@@ -1713,6 +1785,7 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         take(block, line)
         if max_bytes - used < _MIN_PIECE:
             break
+    used += _widen(ranked, max_bytes - used)
     # Then lines with nothing in them, whole, so that the budget is used.
     for block, line in ranked:
         if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in said:
