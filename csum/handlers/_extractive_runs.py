@@ -168,11 +168,11 @@ def outcome_over_call(
     if any(line.tier == 0 for line in block.lines):
         return  # an earlier summary's lines keep their place, under their call line
     best = max(block.lines, key=lambda line: line.score)
-    # What the packer counts: each line with its line break, the call line's included.
+    # As the packer counts: each line with its line break but the last.
     need = size(best.text) + 1
-    if best.score < OUTCOME_SCORE or need + size(block.head) + 1 <= budget or need > budget:
+    if best.score < OUTCOME_SCORE or need + size(block.head) <= budget or need - 1 > budget:
         return
-    block.head = cut if cut and need + size(cut) + 1 <= budget else ""
+    block.head = cut if cut and need + size(cut) <= budget else ""
 
 
 # A zero count of a secondary outcome in a runner's counts line: cargo's "; 0 ignored;
