@@ -1196,8 +1196,8 @@ def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
 
 def _written_lines(value: dict[str, Any] | None) -> frozenset[str]:
     """The lines a call (its arguments parsed, :func:`_arguments`) writes (an edit's new
-    text, a file's content), stripped: in a numbered listing of the result, the lines it
-    changed."""
+    text less what its old text held, a file's content), stripped: in a numbered listing
+    of the result, the lines it changed."""
     return written_lines(value, _WRITTEN_MIN, 16 * _LINE_SCAN)
 
 
