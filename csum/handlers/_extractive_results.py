@@ -1,0 +1,141 @@
+"""Records and search results for the offline ``extractive`` handler.
+
+Booking systems, issue trackers and search APIs answer with records: JSON objects, or
+text blocks of ``Label: value`` lines repeated for each hit. A record says most through
+its name, its ids and its amounts; an email, a street address or a search engine's
+relevance score cost as many bytes and say little the agent acts on.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import regex
+
+__all__ = ["amounts_bonus", "is_relevance_score", "labelled_records"]
+
+# Keys search APIs give each hit's relevance under (Tavily, Exa, LangChain's retrievers).
+_RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
+# Keys of an object of amounts by kind (``"prices": {"standard": 135, "express": 290}``).
+_AMOUNTS_KEY: Final = regex.compile(r"(?i:price|fare|amount|cost|fee|balance|total|rate)s?$")
+AMOUNTS_BONUS: Final = 2.5  # weight a small object of amounts earns (an amount field's too)
+
+
+# Keys of what a record is and where it is: a hit's title and address.
+_TITLE_KEY: Final = regex.compile(r"(?i:title|url|link|href|uri)$")
+TITLE_BONUS: Final = 1.0  # weight a record's title or address earns
+
+
+def title_bonus(key: str) -> float:
+    """Weight a field earns for saying what its record is or where it is (a search
+    hit's ``title`` and ``url``): the handle by which the agent cites or opens it."""
+    return TITLE_BONUS if _TITLE_KEY.search(key[:64]) is not None else 0.0
+
+
+def amounts_bonus(key: str, value: dict[str, object]) -> float:
+    """Weight a small object of scalars earns when its key says it holds amounts by
+    kind (a flight's ``prices`` by cabin, an order's ``totals``): its inner keys
+    (``standard``) do not say it, and what a record costs is what the next step weighs."""
+    if _AMOUNTS_KEY.search(key[:64]) is None:
+        return 0.0
+    numbers = [v for v in value.values() if isinstance(v, int | float) and not isinstance(v, bool)]
+    return AMOUNTS_BONUS if numbers else 0.0
+
+
+def is_relevance_score(key: str, value: object) -> bool:
+    """Whether a field is a search hit's relevance (``"score": 0.9842``): a fraction
+    every hit has, in the order the hits are listed already."""
+    return (
+        isinstance(value, float)
+        and 0.0 <= value <= 1.0
+        and _RELEVANCE_KEY.search(key[:64]) is not None
+    )
+
+
+# A labelled line of a text record: "Title: ...", "URL: ...", "Published Date: ...".
+_LABELLED: Final = regex.compile(
+    r"([A-Z][A-Za-z]{0,20}+(?:[ _-][A-Za-z]{1,20}+){0,2}+):[ ]++(\S.*+)"
+)
+# Characters a field's value may take to join its record's line: a search engine's
+# one-paragraph snippet (about 160) does; a page's text is a line of its own.
+_RECORD_FIELD: Final = 160
+_NAME_LABEL: Final = regex.compile(r"(?i:title|name)$")
+# Labels of a hit's text (what the page says): a line of its own, however short, so that
+# the record's line stays short enough to be kept whole.
+_TEXT_LABEL: Final = regex.compile(r"(?i:content|snippet|body|text|description|summary|excerpt)")
+_MIN_RECORDS: Final = 2  # records of one shape it takes to read lines as records
+
+
+def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
+    """Lines holding records printed as ``Label: value`` blocks (a web search's hits as
+    LangChain's and pydantic-ai's search tools print them: ``Title:``, ``URL:``,
+    ``Content:``, ``Score:``, one record after another) with each record's short fields
+    joined into one line, its title and URL first (``Title: X URL: Y``), so that a hit
+    is kept or dropped whole; its long fields (the page's text) stay lines of their
+    own, after it. A relevance score is left out: the order says it. ``ranks`` gets
+    each record's line and its place (a search lists its best hits first). Lines are
+    returned as they are when fewer than two records open with the same label."""
+    opener = ""
+    counts: dict[str, int] = {}
+    for line in lines:
+        match = _LABELLED.fullmatch(line[:4096])
+        if match is not None:
+            label = match.group(1)
+            opener = opener or label
+            counts[label] = counts.get(label, 0) + 1
+    if counts.get(opener, 0) < _MIN_RECORDS or len(counts) < 2:
+        return lines
+    labels = {label for label, count in counts.items() if count >= _MIN_RECORDS}
+    out: list[str] = []
+    head: list[str] = []
+    rest: list[str] = []
+    rank = 0
+
+    def close() -> None:
+        nonlocal rank
+        if head:
+            # What the record is and where, first: a cut line keeps them.
+            head.sort(key=_field_place)
+            line = " ".join(head)
+            ranks.setdefault(line, rank)
+            out.append(line)
+            rank += 1
+        out.extend(rest)
+        head.clear()
+        rest.clear()
+
+    inside = False
+    for line in lines:
+        match = _LABELLED.fullmatch(line[:4096])
+        label = match.group(1) if match is not None else ""
+        if label == opener:
+            close()
+            inside = True
+        if not inside or label not in labels:
+            (rest if inside else out).append(line)
+            continue
+        value = match.group(2) if match is not None else ""
+        if _is_relevance_text(label, value):
+            continue
+        if len(value) <= _RECORD_FIELD and _TEXT_LABEL.fullmatch(label) is None:
+            head.append(line.strip())
+        else:
+            rest.append(line)
+    close()
+    return out
+
+
+def _field_place(field: str) -> int:
+    """Where a field goes in its record's line: its title, then its address, then the rest."""
+    label = field.split(":", 1)[0]
+    if _NAME_LABEL.search(label) is not None:
+        return 0
+    return 1 if _TITLE_KEY.search(label) is not None else 2
+
+
+def _is_relevance_text(label: str, value: str) -> bool:
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return False
+    return is_relevance_score(label, number)

@@ -1,0 +1,193 @@
+"""Records and search results in the offline handler: a web search's hits printed as
+``Label: value`` blocks kept whole (title and URL on one line, no relevance score),
+JSON records that do not repeat the call's own arguments, amounts by kind kept with
+their record, a relevance score worth nothing, a query echoed by the result said once."""
+
+from __future__ import annotations
+
+import json
+
+from cast.messages import Message, ToolCall
+from csum.handlers import summarize_extractive
+from csum.handlers._extractive_results import (
+    amounts_bonus,
+    is_relevance_score,
+    labelled_records,
+    title_bonus,
+)
+from csum.prompt import messages_to_prompt
+
+
+def utf8(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def summarize(name: str, arguments: dict[str, object], output: str, budget: int) -> str:
+    call = ToolCall(id="c1", name=name, arguments=json.dumps(arguments))
+    prompt = messages_to_prompt([], [Message.ai("", call), Message.tool("c1", name, output)])
+    summary = summarize_extractive(prompt, budget)
+    assert utf8(summary) <= budget
+    return summary
+
+
+# A search tool's hits as LangChain's Tavily tool and pydantic-ai's examples print them.
+SEARCH_HITS = (
+    (
+        "tokio - crates.io: Rust Package Registry",
+        "https://crates.io/crates/tokio",
+        "An event-driven, non-blocking I/O platform for writing asynchronous I/O backed "
+        "applications. Latest version 1.41.1, released 2024-11-07; MSRV is Rust 1.70.",
+        0.9731,
+    ),
+    (
+        "Releases · tokio-rs/tokio - GitHub",
+        "https://github.com/tokio-rs/tokio/releases",
+        "Tokio v1.41.0 adds a task dump on Linux and stabilises the unconstrained helper. "
+        "Tokio v1.40.0 fixed a regression in the multi-threaded scheduler that affected a "
+        "few users.",
+        0.9112,
+    ),
+    (
+        "Tokio LTS releases and support window",
+        "https://tokio.rs/blog/2024-lts",
+        "The 1.38.x line is an LTS release supported until July 2025; the 1.36.x line until "
+        "March 2025. Pin ~1.38 when you need a conservative upgrade path.",
+        0.8524,
+    ),
+    (
+        "How do I upgrade tokio 0.2 to 1.0? - Stack Overflow",
+        "https://stackoverflow.com/questions/65496110/upgrade-tokio-0-2-to-1-0",
+        "Replace tokio::runtime::Builder::threaded_scheduler with new_multi_thread and "
+        "enable_all; the time and net features must be enabled explicitly in Cargo.toml.",
+        0.6013,
+    ),
+)
+HITS = "\n".join(
+    f"Title: {title}\nURL: {url}\nContent: {content}\nScore: {score}\n"
+    for title, url, content, score in SEARCH_HITS
+)
+
+
+def test_labelled_hits_are_joined_title_and_url_first_without_their_score() -> None:
+    ranks: dict[str, int] = {}
+    lines = labelled_records(HITS.splitlines(), ranks)
+    first = "Title: tokio - crates.io: Rust Package Registry URL: https://crates.io/crates/tokio"
+    assert lines[0] == first
+    assert lines[1].startswith("Content: An event-driven")  # the hit's text: its own line
+    assert ranks[first] == 0
+    assert not any(line.startswith("Score:") for line in lines)
+    assert sum(1 for line in lines if line.startswith("Title: ")) == 4
+    assert sorted(ranks.values()) == [0, 1, 2, 3]
+
+
+def test_short_fields_join_the_title_first_then_the_address() -> None:
+    text = (
+        "URL: https://a.example/x\nTitle: First\nPublished: 2024-05-02\n\n"
+        "URL: https://b.example/y\nTitle: Second\nPublished: 2023-11-30"
+    )
+    lines = labelled_records(text.splitlines(), {})
+    assert lines[0] == "Title: First URL: https://a.example/x Published: 2024-05-02"
+    assert "Title: Second URL: https://b.example/y Published: 2023-11-30" in lines
+
+
+def test_lines_that_are_not_repeated_records_are_left_as_they_are() -> None:
+    once = ["Title: Only one", "URL: https://a.example/", "Content: something"]
+    assert labelled_records(once, {}) == once
+    prose = ["Note: the build is green.", "Next: run the migration.", "plain text"]
+    assert labelled_records(prose, {}) == prose
+
+
+def test_a_search_summary_keeps_the_top_hit_whole_and_no_score_line() -> None:
+    for budget in range(160, 700, 23):
+        summary = summarize("search", {"query": "latest tokio version"}, HITS, budget)
+        assert "Score:" not in summary, budget
+        for line in summary.splitlines():
+            if "https://crates.io/crates/tokio" in line:
+                assert "Title: tokio - crates.io" in line, (budget, line)
+    quarter = summarize("search", {"query": "latest tokio version"}, HITS, len(HITS) // 4)
+    assert (
+        "Title: tokio - crates.io: Rust Package Registry URL: https://crates.io/crates/tokio\n"
+        in quarter
+    )
+
+
+FLIGHTS = [
+    {
+        "flight_number": f"ZX{number}",
+        "origin": "SEA",
+        "destination": "BOS",
+        "scheduled_departure_time_est": f"{hour:02d}:00:00",
+        "scheduled_arrival_time_est": f"{hour + 5:02d}:30:00",
+        "status": "available",
+        "available_seats": {"basic_economy": 9, "economy": 4 + hour, "business": 2},
+        "prices": {"basic_economy": 61 + hour, "economy": price, "business": 3 * price},
+    }
+    for number, hour, price in ((311, 6, 148), (327, 9, 163), (388, 13, 119), (402, 17, 204))
+]
+
+
+def test_records_do_not_repeat_the_calls_arguments_and_keep_their_prices() -> None:
+    output = json.dumps(FLIGHTS)
+    arguments = {"origin": "SEA", "destination": "BOS", "date": "2024-06-02"}
+    summary = summarize("search_direct_flight", arguments, output, len(output) // 4)
+    body = summary.split("\n", 1)[1]
+    assert "origin=SEA" not in body
+    assert "destination=BOS" not in body
+    for flight in FLIGHTS[:2]:
+        prices = flight["prices"]
+        assert isinstance(prices, dict)
+        assert f"economy={prices['economy']}" in summary, flight["flight_number"]
+
+
+def test_amounts_by_kind_earn_weight_other_small_objects_not() -> None:
+    assert amounts_bonus("prices", {"economy": 148, "business": 444}) > 0
+    assert amounts_bonus("totals", {"net": 12.5}) > 0
+    assert amounts_bonus("available_seats", {"economy": 4}) == 0
+    assert amounts_bonus("prices", {"note": "on request"}) == 0
+
+
+def test_a_relevance_score_is_recognised_by_its_key_and_its_range() -> None:
+    assert is_relevance_score("score", 0.97)
+    assert is_relevance_score("relevance_score", 0.2)
+    assert not is_relevance_score("score", 87)  # a test's or a game's score: a count
+    assert not is_relevance_score("price", 0.97)
+    assert not is_relevance_score("score", "0.97")
+    assert title_bonus("title") > 0
+    assert title_bonus("url") > 0
+    assert title_bonus("name") == 0
+
+
+SEARCH_API = {
+    "query": "sqlite wal checkpoint starvation",
+    "answer": None,
+    "images": [],
+    "results": [
+        {
+            "title": "Write-Ahead Logging - SQLite",
+            "url": "https://www.sqlite.org/wal.html",
+            "content": "Checkpoint starvation: a checkpoint cannot complete while readers keep "
+            "an old snapshot open, so the WAL file grows without bound.",
+            "score": 0.98311,
+            "raw_content": None,
+        },
+        {
+            "title": "PRAGMA wal_checkpoint(TRUNCATE) never shrinks the file",
+            "url": "https://sqlite.org/forum/forumpost/8d1e3c5a0b",
+            "content": "Run the checkpoint when no read transaction is open; TRUNCATE then "
+            "resets the WAL to zero bytes.",
+            "score": 0.95002,
+            "raw_content": None,
+        },
+    ],
+    "response_time": 1.42,
+    "request_id": "0c6f2b1e-93a4-4d51-8f0e-1b7a9d2c4e60",
+}
+
+
+def test_a_search_apis_hits_keep_title_and_url_over_their_score() -> None:
+    output = json.dumps(SEARCH_API)
+    summary = summarize("tavily_search", {"query": SEARCH_API["query"]}, output, 250)
+    assert "title=Write-Ahead Logging - SQLite url=https://www.sqlite.org/wal.html" in summary
+    assert "url=https://sqlite.org/forum/forumpost/8d1e3c5a0b" in summary
+    assert "score=" not in summary  # only to fill what is left at the end
+    assert summary.count("sqlite wal checkpoint starvation") == 1  # the query said once
