@@ -11,6 +11,7 @@ from cast.messages import Message, ToolCall
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive_results import (
     amounts_bonus,
+    is_contact,
     is_relevance_score,
     labelled_records,
     title_bonus,
@@ -191,3 +192,45 @@ def test_a_search_apis_hits_keep_title_and_url_over_their_score() -> None:
     assert "url=https://sqlite.org/forum/forumpost/8d1e3c5a0b" in summary
     assert "score=" not in summary  # only to fill what is left at the end
     assert summary.count("sqlite wal checkpoint starvation") == 1  # the query said once
+
+
+def test_contact_details_are_not_ids() -> None:
+    assert is_contact("email", "noor.haddad77@example.org")
+    assert is_contact("address1", "18 Harbour Lane")
+    assert is_contact("zip", "94107")
+    assert not is_contact("user_id", "noor_haddad_4410")
+    assert not is_contact("reservation_id", "Q7T2MX")
+
+
+PROFILE = {
+    "name": {"first_name": "Noor", "last_name": "Haddad"},
+    "address": {
+        "address1": "18 Harbour Lane",
+        "address2": "Apt 4B",
+        "city": "Portland",
+        "country": "USA",
+        "state": "ME",
+        "zip": "04101",
+    },
+    "email": "noor.haddad77@example.org",
+    "dob": "1988-02-14",
+    "payment_methods": {
+        "gift_card_5512093": {"source": "gift_card", "amount": 120, "id": "gift_card_5512093"},
+        "credit_card_8830121": {
+            "source": "credit_card",
+            "brand": "visa",
+            "last_four": "4402",
+            "id": "credit_card_8830121",
+        },
+    },
+    "membership": "gold",
+}
+
+
+def test_a_profile_keeps_the_name_and_payment_ids_over_its_contact_details() -> None:
+    output = json.dumps(PROFILE)
+    summary = summarize("get_user_details", {"user_id": "noor_haddad_4410"}, output, 210)
+    assert "first_name=Noor last_name=Haddad" in summary
+    assert "gift_card_5512093(amount=120) credit_card_8830121(" in summary
+    assert "noor.haddad77@example.org" not in summary
+    assert "Harbour" not in summary

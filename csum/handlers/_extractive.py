@@ -56,6 +56,7 @@ from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
 from csum.handlers._extractive_results import (
     amounts_bonus,
+    is_contact,
     is_relevance_score,
     labelled_records,
     title_bonus,
@@ -581,7 +582,7 @@ def _field_weight(key: str, value: object) -> float:
             weight += 1.5
     elif _DATE.match(text):
         weight += 1.0
-    elif _has_digit_and_letter(text[:_TOKEN_CAP]):
+    elif _has_digit_and_letter(text[:_TOKEN_CAP]) and not is_contact(key, text):
         weight += 2.0  # an id or a code: user_42, ORD7731QX, K9QX2Z
     elif _WORD_VALUE.fullmatch(text):
         weight += 1.0  # a state or a choice: active, economy, yes

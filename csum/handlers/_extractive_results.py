@@ -12,7 +12,13 @@ from typing import Final
 
 import regex
 
-__all__ = ["amounts_bonus", "is_relevance_score", "labelled_records"]
+__all__ = [
+    "amounts_bonus",
+    "is_contact",
+    "is_relevance_score",
+    "labelled_records",
+    "title_bonus",
+]
 
 # Keys search APIs give each hit's relevance under (Tavily, Exa, LangChain's retrievers).
 _RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
@@ -40,6 +46,23 @@ def amounts_bonus(key: str, value: dict[str, object]) -> float:
         return 0.0
     numbers = [v for v in value.values() if isinstance(v, int | float) and not isinstance(v, bool)]
     return AMOUNTS_BONUS if numbers else 0.0
+
+
+_EMAIL: Final = regex.compile(r"[^\s@]{1,64}+@(?:[A-Za-z0-9-]{1,63}+\.){1,8}+[A-Za-z]{2,24}+")
+
+
+# Keys of a postal address's or a phone's parts.
+_CONTACT_KEY: Final = regex.compile(
+    r"(?i:(?:^|_)(?:address|addr|street|city|zip|zip_?code|postal_?code|postcode|province"
+    r"|phone|mobile|fax)\d?+)$"
+)
+
+
+def is_contact(key: str, text: str) -> bool:
+    """Whether a field is contact details (an email address, a street, a zip code, a
+    phone): digits and letters like an id (``Suite 708``, ``ann1624@example.com``), but
+    not what the next call passes (an id, a code)."""
+    return _CONTACT_KEY.search(key[:64]) is not None or _EMAIL.fullmatch(text[:256]) is not None
 
 
 def is_relevance_score(key: str, value: object) -> bool:
