@@ -14,6 +14,7 @@ from csum.handlers._extractive_results import (
     is_contact,
     is_relevance_score,
     labelled_records,
+    take_documents,
     title_bonus,
 )
 from csum.prompt import messages_to_prompt
@@ -234,3 +235,53 @@ def test_a_profile_keeps_the_name_and_payment_ids_over_its_contact_details() -> 
     assert "gift_card_5512093(amount=120) credit_card_8830121(" in summary
     assert "noor.haddad77@example.org" not in summary
     assert "Harbour" not in summary
+
+
+PAGE = "\n".join(
+    [
+        "Litestream",
+        "Streaming replication for SQLite.",
+        "Litestream runs as a background process and safely replicates changes "
+        "incrementally to S3, GCS, Azure Blob Storage, SFTP or another file system.",
+        "Install it with `brew install benbjohnson/litestream/litestream` on macOS.",
+        *[f"Step {n}: read the guide's section {n} before going on." for n in range(1, 40)],
+        "Do not run two Litestream instances against the same database: they overwrite "
+        "each other's WAL position and the replica becomes corrupt.",
+        "Version 0.3.13 is the last release of the 0.3 line; 0.5.0 changes the config format.",
+    ]
+)
+FETCHED = {
+    "type": "web_fetch_result",
+    "url": "https://litestream.io/",
+    "content": {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": PAGE},
+        "title": "Litestream - Streaming SQLite Replication",
+    },
+    "retrieved_at": "2025-10-02T08:15:44.120000+00:00",
+}
+
+
+def test_a_document_inside_json_is_taken_out_without_mutating_the_value() -> None:
+    documents: list[str] = []
+    value = json.loads(json.dumps(FETCHED))
+    rest = take_documents(value, documents)
+    assert documents == [PAGE]
+    assert rest == {
+        **FETCHED,
+        "content": {**FETCHED["content"], "source": {"type": "text", "media_type": "text/plain"}},
+    }
+    assert value == FETCHED  # the parsed value is left as it was
+    short = {"note": "one line", "items": [{"text": "a\nb"}]}
+    assert take_documents(short, documents) == short
+    assert len(documents) == 1
+
+
+def test_a_fetched_pages_lines_are_read_like_any_output() -> None:
+    output = json.dumps(FETCHED)
+    summary = summarize("web_fetch", {"url": "https://litestream.io/"}, output, len(output) // 4)
+    assert "title=Litestream - Streaming SQLite Replication" in summary
+    # The constraint near the page's end is kept: before, the page was one field cut to
+    # a window of its first few hundred characters.
+    assert "Do not run two Litestream instances against the same database" in summary
+    assert "Version 0.3.13 is the last release" in summary

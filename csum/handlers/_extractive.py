@@ -59,6 +59,7 @@ from csum.handlers._extractive_results import (
     is_contact,
     is_relevance_score,
     labelled_records,
+    take_documents,
     title_bonus,
 )
 from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
@@ -662,8 +663,11 @@ def _scalar(value: object) -> str:
     return json.dumps(value)
 
 
-def _json_fields(content: str, said: frozenset[str] = frozenset()) -> list[_Field] | None:
-    """The fields of a JSON result, or None when ``content`` is not a JSON object or list."""
+def _json_fields(
+    content: str, said: frozenset[str] = frozenset(), documents: list[str] | None = None
+) -> list[_Field] | None:
+    """The fields of a JSON result, or None when ``content`` is not a JSON object or list;
+    ``documents`` gets the texts it holds (:func:`take_documents`), left out of them."""
     text = content.strip()
     if not text or text[0] not in "{[":
         return None
@@ -675,6 +679,8 @@ def _json_fields(content: str, said: frozenset[str] = frozenset()) -> list[_Fiel
         return None
     out: list[_Field] = []
     try:
+        if documents is not None:
+            value = take_documents(value, documents)
         _flatten_json(value, "", out, said=said)
     except RecursionError:
         return None
@@ -774,9 +780,18 @@ def _body_lines(
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
     ``key=value`` pairs the call line already shows; ``written``: lines the call wrote."""
-    fields = _json_fields(content, said) if tool else None
+    documents: list[str] = []
+    fields = _json_fields(content, said, documents) if tool else None
     if fields is not None:
         yield from _field_lines(fields, block, check, width)
+        # A page or a file inside the JSON: its lines, scored as a tool's output's are.
+        after = len(fields)
+        for document in documents:
+            read = list(_body_lines(document, block, check, tool=True, width=width))
+            for piece in read:
+                piece.order += after
+                yield piece
+            after += len(read) + 1
         return
     raw = _split_lines(content)
     listing = False

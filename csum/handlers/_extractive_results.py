@@ -17,6 +17,7 @@ __all__ = [
     "is_contact",
     "is_relevance_score",
     "labelled_records",
+    "take_documents",
     "title_bonus",
 ]
 
@@ -162,3 +163,39 @@ def _is_relevance_text(label: str, value: str) -> bool:
     except ValueError:
         return False
     return is_relevance_score(label, number)
+
+
+# A JSON string holding a document (a fetched page's text, a file's content): this many
+# lines and characters at least.
+_DOCUMENT_LINES: Final = 4
+_DOCUMENT_CHARS: Final = 400
+
+
+def take_documents(value: object, documents: list[str]) -> object:
+    """``value`` (parsed JSON) without the documents its strings hold, each appended to
+    ``documents`` in order: a fetched page's text (the ``content.source.data`` of
+    Anthropic's web fetch tool's result, an MCP resource's ``text``) is read line by
+    line like any tool's output, not kept as one field cut to a window. Nothing is
+    mutated: the objects holding a document are copied without its key."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return [take_documents(item, documents) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, object] = {}
+    for key, item in value.items():
+        if _is_document(item):
+            assert isinstance(item, str)
+            documents.append(item)
+        else:
+            out[key] = take_documents(item, documents)
+    return out
+
+
+def _is_document(value: object) -> bool:
+    return (
+        isinstance(value, str)
+        and len(value) >= _DOCUMENT_CHARS
+        and value.count("\n", 0, 4096) >= _DOCUMENT_LINES - 1
+    )
