@@ -14,6 +14,7 @@ from csum.handlers._extractive_results import (
     is_contact,
     is_relevance_score,
     labelled_records,
+    literal_records,
     take_documents,
     title_bonus,
 )
@@ -285,3 +286,71 @@ def test_a_fetched_pages_lines_are_read_like_any_output() -> None:
     # a window of its first few hundred characters.
     assert "Do not run two Litestream instances against the same database" in summary
     assert "Version 0.3.13 is the last release" in summary
+
+
+def flat(value: object) -> list[tuple[str, str]]:
+    """Fields as the handler flattens them, for one level of nesting."""
+    assert isinstance(value, dict)
+    out: list[tuple[str, str]] = []
+    for key, item in value.items():
+        if isinstance(item, dict):
+            out += [(key, f"{k}={v}") for k, v in item.items()]
+        else:
+            out.append(("", f"{key}={item}"))
+    return out
+
+
+def test_an_object_printed_by_python_or_as_json_becomes_its_records_lines() -> None:
+    repr_line = (
+        "Content: {'station': {'id': 'KBOS', 'temp_c': 4.4}, 'observed': '2025-01-09 07:54'}"
+    )
+    json_line = 'Result: {"station": {"id": "KBOS", "temp_c": 4.4}, "observed": "2025-01-09 07:54"}'
+    for line, label in ((repr_line, "Content"), (json_line, "Result")):
+        assert literal_records(["before", line], flat) == [
+            "before",
+            f"{label}.station: id=KBOS temp_c=4.4",
+            f"{label}: observed=2025-01-09 07:54",
+        ]
+    untouched = [
+        "Content: {'id': 'KBOS', 'temp_c': 4.4}",  # flat: a one-line record already
+        "Content: {'id': KBOS}",  # not a literal
+        "a line with {braces} in it",
+    ]
+    assert literal_records(untouched, flat) == untouched
+
+
+WEATHER = {
+    "location": {"name": "Reykjavik", "country": "Iceland", "tz_id": "Atlantic/Reykjavik"},
+    "current": {
+        "last_updated": "2025-01-09 07:45",
+        "temp_c": -3.2,
+        "feelslike_c": -9.1,
+        "condition": {"text": "Light snow", "code": 1213},
+        "wind_kph": 31.0,
+        "humidity": 86,
+        "vis_km": 4.0,
+        "pressure_mb": 1002.0,
+        "uv": 0.0,
+    },
+}
+
+
+def test_a_python_printed_result_keeps_its_values_with_their_keys() -> None:
+    output = "\n".join(
+        [
+            "Title: Weather in Reykjavik",
+            "URL: https://www.weatherapi.com/",
+            f"Content: {WEATHER!r}",
+            "Score: 0.97",
+            "",
+            "Title: Reykjavik 14 day forecast",
+            "URL: https://www.timeanddate.com/weather/iceland/reykjavik/ext",
+            "Content: Snow showers through Friday, clearing on Saturday with lows of -8 °C.",
+            "Score: 0.88",
+        ]
+    )
+    summary = summarize("search", {"query": "weather Reykjavik"}, output, len(output) // 3)
+    assert "temp_c=-3.2" in summary
+    summary = summarize("search", {"query": "weather Reykjavik"}, output, len(output) // 2)
+    assert "Title: Weather in Reykjavik URL: https://www.weatherapi.com/\n" in summary
+    assert "temp_c=-3.2" in summary

@@ -59,6 +59,7 @@ from csum.handlers._extractive_results import (
     is_contact,
     is_relevance_score,
     labelled_records,
+    literal_records,
     take_documents,
     title_bonus,
 )
@@ -687,6 +688,16 @@ def _json_fields(
     return out
 
 
+def _literal_fields(value: object) -> list[tuple[str, str]]:
+    """An object's fields as (record path, ``key=value``), as a JSON result's are."""
+    out: list[_Field] = []
+    try:
+        _flatten_json(value, "", out)
+    except RecursionError:
+        return []
+    return [(item.group, item.text) for item in out]
+
+
 def _split_lines(text: str) -> list[str]:
     """Lines, also splitting at escaped newlines (``\\n``) of an output printed as a string."""
     lines = text.splitlines()
@@ -806,7 +817,8 @@ def _body_lines(
             # A tool's prose (an agent's report, a fetched page, a tool's closing
             # advice) is split into sentences as an answer is; its code, logs and
             # listings are not (their lines are units already).
-            raw = labelled_records(_sentences(raw, prose_only=True), ranks)
+            raw = _sentences(literal_records(raw, _literal_fields), prose_only=True)
+            raw = labelled_records(raw, ranks)
         if not diff and not listing:
             raw = _reshape(raw, ranks)
     places: dict[int, str] = {}  # a message's place, from the line below it

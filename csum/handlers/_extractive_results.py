@@ -8,6 +8,9 @@ relevance score cost as many bytes and say little the agent acts on.
 
 from __future__ import annotations
 
+import ast
+import json
+from collections.abc import Callable
 from typing import Final
 
 import regex
@@ -17,6 +20,7 @@ __all__ = [
     "is_contact",
     "is_relevance_score",
     "labelled_records",
+    "literal_records",
     "take_documents",
     "title_bonus",
 ]
@@ -199,3 +203,62 @@ def _is_document(value: object) -> bool:
         and len(value) >= _DOCUMENT_CHARS
         and value.count("\n", 0, 4096) >= _DOCUMENT_LINES - 1
     )
+
+
+# A line holding a nested object after an optional label: "Content: {'location': {...}}".
+_LITERAL: Final = regex.compile(r"((?:[A-Za-z][\w .-]{0,40}+:[ ]++)?+)(\{.*\})[ ]*+")
+_LITERAL_MAX: Final = 32768  # characters of a line read as an object, at most
+_RECORD_LINE: Final = 120  # characters of fields on one line of an object's record
+
+
+def literal_records(
+    lines: list[str], flatten: Callable[[object], list[tuple[str, str]]]
+) -> list[str]:
+    """Lines with each one holding a nested object, as JSON or as Python prints a dict
+    (LangChain's tools return ``str(dict)``: ``Content: {'current': {'temp_c': 17.0}}``),
+    replaced by its records' ``key=value`` fields, a line per record and at most
+    :data:`_RECORD_LINE` characters, each headed by the line's label and the record's
+    path (``Content.current: temp_c=17.0 temp_f=62.6``); ``flatten`` gives an object's fields as
+    (record path, ``key=value``) pairs. Other lines are left as they are."""
+    out: list[str] = []
+    for line in lines:
+        value = _literal(line)
+        if value is None:
+            out.append(line)
+            continue
+        label, parsed = value
+        groups: dict[str, list[str]] = {}
+        for group, text in flatten(parsed):
+            groups.setdefault(group, []).append(text)
+        for group, texts in groups.items():
+            path = ".".join(part for part in (label, group) if part)
+            head = f"{path}: " if path else ""
+            chunk: list[str] = []
+            for text in texts:
+                if chunk and sum(len(t) + 1 for t in chunk) + len(text) > _RECORD_LINE:
+                    out.append(head + " ".join(chunk))
+                    chunk = []
+                chunk.append(text)
+            if chunk:
+                out.append(head + " ".join(chunk))
+    return out
+
+
+def _literal(line: str) -> tuple[str, object] | None:
+    """A line's label and the nested object it holds; None for any other line."""
+    if len(line) > _LITERAL_MAX or "{" not in line[:64]:
+        return None
+    match = _LITERAL.fullmatch(line.strip())
+    if match is None:
+        return None
+    text = match.group(2)
+    try:
+        value: object = json.loads(text)
+    except (ValueError, RecursionError):
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+    if not isinstance(value, dict) or not any(isinstance(v, dict | list) for v in value.values()):
+        return None  # a flat object: a one-line record already (``key=value`` fields)
+    return match.group(1).strip().rstrip(":"), value
