@@ -27,7 +27,7 @@ __all__ = [
 
 # Keys search APIs give each hit's relevance under (Tavily, Exa, LangChain's retrievers).
 _RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
-# Keys of an object of amounts by kind (``"prices": {"standard": 135, "express": 290}``).
+# Keys of an object of amounts by kind (``"prices": {"standard": 148, "express": 290}``).
 _AMOUNTS_KEY: Final = regex.compile(r"(?i:price|fare|amount|cost|fee|balance|total|rate)s?$")
 AMOUNTS_BONUS: Final = 2.5  # weight a small object of amounts earns (an amount field's too)
 
@@ -71,7 +71,7 @@ def is_contact(key: str, text: str) -> bool:
 
 
 def is_relevance_score(key: str, value: object) -> bool:
-    """Whether a field is a search hit's relevance (``"score": 0.9842``): a fraction
+    """Whether a field is a search hit's relevance (``"score": 0.97``): a fraction
     every hit has, in the order the hits are listed already."""
     return (
         isinstance(value, float)
@@ -215,10 +215,10 @@ def literal_records(
     lines: list[str], flatten: Callable[[object], list[tuple[str, str]]]
 ) -> list[str]:
     """Lines with each one holding a nested object, as JSON or as Python prints a dict
-    (LangChain's tools return ``str(dict)``: ``Content: {'current': {'temp_c': 17.0}}``),
+    (LangChain's tools return ``str(dict)``: ``Content: {'current': {'temp_c': 4.4}}``),
     replaced by its records' ``key=value`` fields, a line per record and at most
     :data:`_RECORD_LINE` characters, each headed by the line's label and the record's
-    path (``Content.current: temp_c=17.0 temp_f=62.6``); ``flatten`` gives an object's fields as
+    path (``Content.current: temp_c=4.4 wind_kph=31.0``); ``flatten`` gives an object's fields as
     (record path, ``key=value``) pairs. Other lines are left as they are."""
     out: list[str] = []
     for line in lines:
