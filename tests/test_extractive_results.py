@@ -80,7 +80,9 @@ def test_labelled_hits_are_joined_title_and_url_first_without_their_score() -> N
     assert ranks[first] == 0
     assert not any(line.startswith("Score:") for line in lines)
     assert sum(1 for line in lines if line.startswith("Title: ")) == 4
-    assert sorted(ranks.values()) == [0, 1, 2, 3]
+    heads = {line: rank for line, rank in ranks.items() if line.startswith("Title: ")}
+    assert sorted(heads.values()) == [0, 1, 2, 3]
+    assert ranks[lines[1]] == 1  # the top hit's text: a place below the hit
 
 
 def test_short_fields_join_the_title_first_then_the_address() -> None:

@@ -91,7 +91,8 @@ _NAME_LABEL: Final = regex.compile(r"(?i:title|name)$")
 # Labels of a hit's text (what the page says): a line of its own, however short, so that
 # the record's line stays short enough to be kept whole.
 _TEXT_LABEL: Final = regex.compile(r"(?i:content|snippet|body|text|description|summary|excerpt)")
-_MIN_RECORDS: Final = 2  # records of one shape it takes to read lines as records
+_MIN_RECORDS: Final = 2
+_TEXT_RANK: Final = 1  # places a hit's text ranks below the hit's own line
 
 
 def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
@@ -101,7 +102,8 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
     joined into one line, its title and URL first (``Title: X URL: Y``), so that a hit
     is kept or dropped whole; its long fields (the page's text) stay lines of their
     own, after it. A relevance score is left out: the order says it. ``ranks`` gets
-    each record's line and its place (a search lists its best hits first). Lines are
+    each record's line and its place (a search lists its best hits first), and its
+    text lines a place lower. Lines are
     returned as they are when fewer than two records open with the same label."""
     opener = ""
     counts: dict[str, int] = {}
@@ -127,6 +129,8 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
             line = " ".join(head)
             ranks.setdefault(line, rank)
             out.append(line)
+            for text in rest:  # the hit's text ranks with it, a place lower
+                ranks.setdefault(text, rank + _TEXT_RANK)
             rank += 1
         out.extend(rest)
         head.clear()
