@@ -356,3 +356,27 @@ def test_a_python_printed_result_keeps_its_values_with_their_keys() -> None:
     summary = summarize("search", {"query": "weather Reykjavik"}, output, len(output) // 2)
     assert "Title: Weather in Reykjavik URL: https://www.weatherapi.com/\n" in summary
     assert "temp_c=-3.2" in summary
+
+
+def test_a_records_line_stays_within_a_window_its_other_fields_lines_of_their_own() -> None:
+    fields = [
+        "Name: api-7d9f8b6c5-x2k4q",
+        "Namespace: production",
+        "Priority: 0",
+        "Service Account: api-runtime",
+        "Node: ip-10-0-3-17.eu-west-1.compute.internal/10.0.3.17",
+        "Start Time: Thu, 09 Jan 2025 07:12:40 +0000",
+        "Labels: app=api pod-template-hash=7d9f8b6c5",
+        "Status: Running",
+        "IP: 10.0.3.201",
+        "Controlled By: ReplicaSet/api-7d9f8b6c5",
+    ]
+    second = [
+        field.replace("x2k4q", "m8p1z").replace("10.0.3.201", "10.0.3.88") for field in fields
+    ]
+    lines = labelled_records([*fields, "", *second], {})
+    assert all(len(line) <= 220 for line in lines)
+    assert lines[0].startswith("Name: api-7d9f8b6c5-x2k4q Namespace: production")
+    text = "\n".join(lines)
+    for field in fields + second:
+        assert field in text

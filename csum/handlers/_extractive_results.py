@@ -87,6 +87,9 @@ _LABELLED: Final = regex.compile(
 # Characters a field's value may take to join its record's line: a search engine's
 # one-paragraph snippet (about 160) does; a page's text is a line of its own.
 _RECORD_FIELD: Final = 160
+# Characters a record's joined line may take (a window holds it whole); the fields past
+# it (a long ``kubectl describe`` record's) stay lines of their own.
+_RECORD_LINE_MAX: Final = 220
 _NAME_LABEL: Final = regex.compile(r"(?i:title|name)$")
 # Labels of a hit's text (what the page says): a line of its own, however short, so that
 # the record's line stays short enough to be kept whole.
@@ -149,7 +152,12 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
         value = match.group(2) if match is not None else ""
         if _is_relevance_text(label, value):
             continue
-        if len(value) <= _RECORD_FIELD and _TEXT_LABEL.fullmatch(label) is None:
+        joined = sum(len(field) + 1 for field in head) + len(line.strip())
+        if (
+            len(value) <= _RECORD_FIELD
+            and _TEXT_LABEL.fullmatch(label) is None
+            and (not head or joined <= _RECORD_LINE_MAX)
+        ):
             head.append(line.strip())
         else:
             rest.append(line)
