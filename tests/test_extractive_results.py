@@ -380,3 +380,13 @@ def test_a_records_line_stays_within_a_window_its_other_fields_lines_of_their_ow
     text = "\n".join(lines)
     for field in fields + second:
         assert field in text
+
+
+def test_messages_of_a_log_or_a_checker_are_not_records() -> None:
+    log = [
+        "Warning: the lockfile is older than package.json",
+        "Error: Cannot find module 'left-pad' from src/index.js",
+        "Warning: peer dependency react@18 not installed",
+        "Error: Build failed with 1 error",
+    ]
+    assert labelled_records(log, {}) == log

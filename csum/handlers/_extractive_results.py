@@ -90,6 +90,11 @@ _RECORD_FIELD: Final = 160
 # Characters a record's joined line may take (a window holds it whole); the fields past
 # it (a long ``kubectl describe`` record's) stay lines of their own.
 _RECORD_LINE_MAX: Final = 220
+# Labels a log's or a checker's messages start with: each line a message of its own.
+_SEVERITY: Final = regex.compile(
+    r"(?i:error|errors|warning|warn|fatal|fail|failed|failure|info|debug|trace|notice|note"
+    r"|hint|help|panic|critical|exception|caused[ ]by|deprecated|deprecation[ _-]?warning)"
+)
 _NAME_LABEL: Final = regex.compile(r"(?i:title|name)$")
 # Labels of a hit's text (what the page says): a line of its own, however short, so that
 # the record's line stays short enough to be kept whole.
@@ -118,6 +123,8 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
             counts[label] = counts.get(label, 0) + 1
     if counts.get(opener, 0) < _MIN_RECORDS or len(counts) < 2:
         return lines
+    if any(_SEVERITY.fullmatch(label) for label in counts):
+        return lines  # messages of a log or a checker ("Warning: ...", "Error: ..."): not records
     labels = {label for label, count in counts.items() if count >= _MIN_RECORDS}
     out: list[str] = []
     head: list[str] = []
