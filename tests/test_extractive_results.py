@@ -11,6 +11,7 @@ from cast.messages import Message, ToolCall
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive_results import (
     amounts_bonus,
+    is_amounts_object,
     is_contact,
     is_relevance_score,
     labelled_records,
@@ -138,7 +139,7 @@ def test_records_do_not_repeat_the_calls_arguments_and_keep_their_prices() -> No
     body = summary.split("\n", 1)[1]
     assert "origin=SEA" not in body
     assert "destination=BOS" not in body
-    for flight in FLIGHTS[:2]:
+    for flight in FLIGHTS[:3]:  # each record's prices, not less for the third
         prices = flight["prices"]
         assert isinstance(prices, dict)
         assert f"economy={prices['economy']}" in summary, flight["flight_number"]
@@ -149,6 +150,9 @@ def test_amounts_by_kind_earn_weight_other_small_objects_not() -> None:
     assert amounts_bonus("totals", {"net": 12.5}) > 0
     assert amounts_bonus("available_seats", {"economy": 4}) == 0
     assert amounts_bonus("prices", {"note": "on request"}) == 0
+    assert is_amounts_object("prices(economy=148 business=444)")
+    assert not is_amounts_object("available_seats(economy=4 business=2)")
+    assert not is_amounts_object("price=148")
 
 
 def test_a_relevance_score_is_recognised_by_its_key_and_its_range() -> None:

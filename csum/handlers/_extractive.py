@@ -56,6 +56,7 @@ from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._base import SummarizeHandler
 from csum.handlers._extractive_results import (
     amounts_bonus,
+    is_amounts_object,
     is_contact,
     is_relevance_score,
     labelled_records,
@@ -1078,6 +1079,8 @@ def _field_lines(
         shape = _DIGITS.sub("0", item.group) + "|" + _DIGITS.sub("0", _VALUES.sub("", text[:200]))
         alike = shapes.get(shape, 0)
         shapes[shape] = alike + 1
+        if alike and is_amounts_object(text):
+            alike = 0  # ... but what the records are compared by (each one's prices) not
         score = item.weight / (1 + seen) / (1 + alike * _FIELD_REPEAT)
         if item.weight > _EMPTY_FIELD:  # an empty field or a relevance: only to fill
             score += _FIELD_EARLY_BONUS / (1 + order / 10)

@@ -17,6 +17,7 @@ import regex
 
 __all__ = [
     "amounts_bonus",
+    "is_amounts_object",
     "is_contact",
     "is_relevance_score",
     "labelled_records",
@@ -68,6 +69,14 @@ def is_contact(key: str, text: str) -> bool:
     phone): digits and letters like an id (``Suite 708``, ``ann1624@example.com``), but
     not what the next call passes (an id, a code)."""
     return _CONTACT_KEY.search(key[:64]) is not None or _EMAIL.fullmatch(text[:256]) is not None
+
+
+def is_amounts_object(field: str) -> bool:
+    """Whether a flattened field is an object of amounts by kind (``prices(standard=148
+    express=290)``): in record after record (each flight's prices by cabin) it is what
+    the records are compared by, worth as much in the tenth record as in the first."""
+    key, paren, _ = field.partition("(")
+    return bool(paren) and field.endswith(")") and _AMOUNTS_KEY.search(key[:64]) is not None
 
 
 def is_relevance_score(key: str, value: object) -> bool:
