@@ -67,6 +67,16 @@ from csum.handlers._extractive_code import (
     written_lines,
 )
 from csum.handlers._extractive_prose import compact_prose, is_fence, plain_links
+from csum.handlers._extractive_results import (
+    amounts_bonus,
+    is_amounts_object,
+    is_contact,
+    is_relevance_score,
+    labelled_records,
+    literal_records,
+    take_documents,
+    title_bonus,
+)
 from csum.handlers._extractive_runs import (
     braced_value_bonus,
     call_line,
@@ -134,6 +144,7 @@ _LOCATION_ABOVE = 2  # lines above an error looked at for its place (a path with
 _FIELD_REPEAT = 0.5  # a field's score is divided by 1 + this times its key's repeats
 _OPENER_SHARE = 0.75  # a field opens its record's line if worth this share of the best
 _FIELD_EARLY_BONUS = 1.0  # ... and, fading, to a JSON result's early fields
+_EMPTY_FIELD = 0.2  # weight of a JSON field saying nothing (null, "", a relevance score)
 _FILLER_SCORE = 0.1  # score of a line with nothing in it (read only to use the budget)
 _EMPTY_EDGE_SCORE = 0.5  # ... or of such a line at an output's start or end
 _FILLER_MAX = _EMPTY_EDGE_SCORE  # lines up to this score only take what is left at the end
@@ -600,8 +611,8 @@ def _restates(parent: str, value: object) -> bool:
 def _field_weight(key: str, value: object) -> float:
     """How much a field says: identifiers and codes most, then what a key marks as an id,
     a name, a state or an amount; timestamps and empty values least."""
-    if value is None or value in ("", [], {}):
-        return 0.2
+    if value is None or value in ("", [], {}) or is_relevance_score(key, value):
+        return _EMPTY_FIELD  # nothing, or a search hit's relevance (its place says it)
     key = key[:_TOKEN_CAP]
     text = value if isinstance(value, str) else _scalar_or_json(value)
     weight = 1.0
@@ -612,12 +623,13 @@ def _field_weight(key: str, value: object) -> float:
             weight += 1.5
     elif _DATE.match(text):
         weight += 1.0
-    elif _has_digit_and_letter(text[:_TOKEN_CAP]):
+    elif _has_digit_and_letter(text[:_TOKEN_CAP]) and not is_contact(key, text):
         weight += 2.0  # an id or a code: user_42, ORD7731QX, K9QX2Z
     elif _WORD_VALUE.fullmatch(text):
         weight += 1.0  # a state or a choice: active, economy, yes
     if _ID_KEY.search(key):
         weight += 1.0
+    weight += title_bonus(key)
     if _TIME_KEY.search(key):
         weight -= 1.0  # when a record was made says little about what it is
     if len(text) > _JSON_LINE:
@@ -655,6 +667,7 @@ def _flatten_json(
             ):
                 inner = [f"{k}={_scalar(v)}" for k, v in item.items() if not _restates(key, v)]
                 weight = max((_field_weight(str(k), v) for k, v in item.items()), default=0.2)
+                weight += amounts_bonus(key, item)
                 out.append(_Field(path, f"{key}({' '.join(inner)})", weight))
             elif isinstance(item, list) and all(not isinstance(v, dict | list) for v in item):
                 text = f"{key}={','.join(_scalar(v) for v in item)}"
@@ -668,17 +681,18 @@ def _flatten_json(
                     out.append(_Field(path, text, _field_weight(key, item)))
         for key, item in value.items():
             if isinstance(item, list) and any(isinstance(v, dict | list) for v in item):
-                _flatten_json(item, f"{path}.{key}" if path else str(key), out, depth=depth + 1)
+                child = f"{path}.{key}" if path else str(key)
+                _flatten_json(item, child, out, depth=depth + 1, said=said)
             elif isinstance(item, dict) and any(isinstance(v, dict | list) for v in item.values()):
                 child = f"{path}.{key}" if path else str(key)
-                _flatten_json(item, child, out, depth=depth + 1, parent=str(key))
+                _flatten_json(item, child, out, depth=depth + 1, said=said, parent=str(key))
     elif isinstance(value, list):
         if all(not isinstance(v, dict | list) for v in value):
             text = ",".join(_scalar(v) for v in value)
             out.append(_Field(path, text, max((_field_weight("", v) for v in value), default=0.2)))
             return
         for index, item in enumerate(value):
-            _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1)
+            _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1, said=said)
     else:
         out.append(_Field(path, _scalar(value), _field_weight("", value)))
 
@@ -689,8 +703,11 @@ def _scalar(value: object) -> str:
     return json.dumps(value)
 
 
-def _json_fields(content: str, said: frozenset[str] = frozenset()) -> list[_Field] | None:
-    """The fields of a JSON result, or None when ``content`` is not a JSON object or list."""
+def _json_fields(
+    content: str, said: frozenset[str] = frozenset(), documents: list[str] | None = None
+) -> list[_Field] | None:
+    """The fields of a JSON result, or None when ``content`` is not a JSON object or list;
+    ``documents`` gets the texts it holds (:func:`take_documents`), left out of them."""
     text = content.strip()
     if not text or text[0] not in "{[":
         return None
@@ -702,10 +719,22 @@ def _json_fields(content: str, said: frozenset[str] = frozenset()) -> list[_Fiel
         return None
     out: list[_Field] = []
     try:
+        if documents is not None:
+            value = take_documents(value, documents)
         _flatten_json(value, "", out, said=said)
     except RecursionError:
         return None
     return out
+
+
+def _literal_fields(value: object) -> list[tuple[str, str]]:
+    """An object's fields as (record path, ``key=value``), as a JSON result's are."""
+    out: list[_Field] = []
+    try:
+        _flatten_json(value, "", out)
+    except RecursionError:
+        return []
+    return [(item.group, item.text) for item in out]
 
 
 def _split_lines(text: str) -> list[str]:
@@ -808,9 +837,18 @@ def _body_lines(
     ``compact``: long lines in their compact form (:func:`_compact_answer_line`)."""
     if tool:
         content = strip_colours(content)
-    fields = _json_fields(content, said) if tool else None
+    documents: list[str] = []
+    fields = _json_fields(content, said, documents) if tool else None
     if fields is not None:
         yield from _field_lines(fields, block, check, width)
+        # A page or a file inside the JSON: its lines, scored as a tool's output's are.
+        after = len(fields)
+        for document in documents:
+            read = list(_body_lines(document, block, check, tool=True, width=width))
+            for piece in read:
+                piece.order += after
+                yield piece
+            after += len(read) + 1
         return
     raw = _split_lines(content)
     listing = False
@@ -827,7 +865,8 @@ def _body_lines(
             # A tool's prose (an agent's report, a fetched page, a tool's closing
             # advice) is split into sentences as an answer is; its code, logs and
             # listings are not (their lines are units already).
-            raw = _sentences(raw, prose_only=True)
+            raw = _sentences(literal_records(raw, _literal_fields), prose_only=True)
+            raw = labelled_records(raw, ranks)
         if not diff and not listing:
             raw = _reshape(raw, ranks)
     places: dict[int, str] = {}  # a message's place, from the line below it
@@ -1124,8 +1163,11 @@ def _field_lines(
         shape = _DIGITS.sub("0", item.group) + "|" + _DIGITS.sub("0", _VALUES.sub("", text[:200]))
         alike = shapes.get(shape, 0)
         shapes[shape] = alike + 1
+        if alike and is_amounts_object(text):
+            alike = 0  # ... but what the records are compared by (each one's prices) not
         score = item.weight / (1 + seen) / (1 + alike * _FIELD_REPEAT)
-        score += _FIELD_EARLY_BONUS / (1 + order / 10)
+        if item.weight > _EMPTY_FIELD:  # an empty field or a relevance: only to fill
+            score += _FIELD_EARLY_BONUS / (1 + order / 10)
         yield _Line(block, order, _window(text, width), score, group=item.group)
 
 
@@ -1227,16 +1269,22 @@ def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
 
 def _written_lines(value: dict[str, Any] | None) -> frozenset[str]:
     """The lines a call (its arguments parsed, :func:`_arguments`) writes (an edit's new
-    text, a file's content), stripped: in a numbered listing of the result, the lines it
-    changed."""
+    text less what its old text held, a file's content), stripped: in a numbered listing
+    of the result, the lines it changed."""
     return written_lines(value, _WRITTEN_MIN, 16 * _LINE_SCAN)
 
 
 def _call_shows(head: str, pair: str) -> bool:
     """Whether the call line ``head`` shows the argument ``pair`` (``key=value``): with
-    its key, or as the call's lone argument (``get_order(ORD7731QX)``, whose name says
-    what the value is)."""
-    return pair in head or head.endswith(f"({pair.split('=', 1)[1]})")
+    its key, as the call's lone argument (``get_order(ORD7731QX)``, whose name says
+    what the value is), or as words leading several (``search(latest tokio, depth=2)``:
+    a result echoing its query says it again)."""
+    value = pair.split("=", 1)[1]
+    if pair in head or head.endswith(f"({value})"):
+        return True
+    # A first argument of several shown without its key: words (a search's query) are
+    # shown whole; a code still needs its key, which the result's field gives.
+    return " " in value and f"({value}, " in head
 
 
 def _clip_middle(text: str, limit: int, *, head_share: float = 1 / 3) -> str:

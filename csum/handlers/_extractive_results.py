@@ -1,0 +1,292 @@
+"""Records and search results for the offline ``extractive`` handler.
+
+Booking systems, issue trackers and search APIs answer with records: JSON objects, or
+text blocks of ``Label: value`` lines repeated for each hit. A record says most through
+its name, its ids and its amounts; an email, a street address or a search engine's
+relevance score cost as many bytes and say little the agent acts on.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Callable
+from typing import Final
+
+import regex
+
+__all__ = [
+    "amounts_bonus",
+    "is_amounts_object",
+    "is_contact",
+    "is_relevance_score",
+    "labelled_records",
+    "literal_records",
+    "take_documents",
+    "title_bonus",
+]
+
+# Keys search APIs give each hit's relevance under (Tavily, Exa, LangChain's retrievers).
+_RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
+# Keys of an object of amounts by kind (``"prices": {"standard": 148, "express": 290}``).
+_AMOUNTS_KEY: Final = regex.compile(r"(?i:price|fare|amount|cost|fee|balance|total|rate)s?$")
+AMOUNTS_BONUS: Final = 2.5  # weight a small object of amounts earns (an amount field's too)
+
+
+# Keys of what a record is and where it is: a hit's title and address.
+_TITLE_KEY: Final = regex.compile(r"(?i:title|url|link|href|uri)$")
+TITLE_BONUS: Final = 1.0  # weight a record's title or address earns
+
+
+def title_bonus(key: str) -> float:
+    """Weight a field earns for saying what its record is or where it is (a search
+    hit's ``title`` and ``url``): the handle by which the agent cites or opens it."""
+    return TITLE_BONUS if _TITLE_KEY.search(key[:64]) is not None else 0.0
+
+
+def amounts_bonus(key: str, value: dict[str, object]) -> float:
+    """Weight a small object of scalars earns when its key says it holds amounts by
+    kind (a flight's ``prices`` by cabin, an order's ``totals``): its inner keys
+    (``standard``) do not say it, and what a record costs is what the next step weighs."""
+    if _AMOUNTS_KEY.search(key[:64]) is None:
+        return 0.0
+    numbers = [v for v in value.values() if isinstance(v, int | float) and not isinstance(v, bool)]
+    return AMOUNTS_BONUS if numbers else 0.0
+
+
+_EMAIL: Final = regex.compile(r"[^\s@]{1,64}+@(?:[A-Za-z0-9-]{1,63}+\.){1,8}+[A-Za-z]{2,24}+")
+
+
+# Keys of a postal address's or a phone's parts.
+_CONTACT_KEY: Final = regex.compile(
+    r"(?i:(?:^|_)(?:address|addr|street|city|zip|zip_?code|postal_?code|postcode|province"
+    r"|phone|mobile|fax)\d?+)$"
+)
+
+
+def is_contact(key: str, text: str) -> bool:
+    """Whether a field is contact details (an email address, a street, a zip code, a
+    phone): digits and letters like an id (``Suite 708``, ``ann1624@example.com``), but
+    not what the next call passes (an id, a code)."""
+    return _CONTACT_KEY.search(key[:64]) is not None or _EMAIL.fullmatch(text[:256]) is not None
+
+
+def is_amounts_object(field: str) -> bool:
+    """Whether a flattened field is an object of amounts by kind (``prices(standard=148
+    express=290)``): in record after record (each flight's prices by cabin) it is what
+    the records are compared by, worth as much in the tenth record as in the first."""
+    key, paren, _ = field.partition("(")
+    return bool(paren) and field.endswith(")") and _AMOUNTS_KEY.search(key[:64]) is not None
+
+
+def is_relevance_score(key: str, value: object) -> bool:
+    """Whether a field is a search hit's relevance (``"score": 0.97``): a fraction
+    every hit has, in the order the hits are listed already."""
+    return (
+        isinstance(value, float)
+        and 0.0 <= value <= 1.0
+        and _RELEVANCE_KEY.search(key[:64]) is not None
+    )
+
+
+# A labelled line of a text record: "Title: ...", "URL: ...", "Published Date: ...".
+_LABELLED: Final = regex.compile(
+    r"([A-Z][A-Za-z]{0,20}+(?:[ _-][A-Za-z]{1,20}+){0,2}+):[ ]++(\S.*+)"
+)
+# Characters a field's value may take to join its record's line: a search engine's
+# one-paragraph snippet (about 160) does; a page's text is a line of its own.
+_RECORD_FIELD: Final = 160
+# Characters a record's joined line may take (a window holds it whole); the fields past
+# it (a long ``kubectl describe`` record's) stay lines of their own.
+_RECORD_LINE_MAX: Final = 220
+# Labels a log's or a checker's messages start with: each line a message of its own.
+_SEVERITY: Final = regex.compile(
+    r"(?i:error|errors|warning|warn|fatal|fail|failed|failure|info|debug|trace|notice|note"
+    r"|hint|help|panic|critical|exception|caused[ ]by|deprecated|deprecation[ _-]?warning)"
+)
+_NAME_LABEL: Final = regex.compile(r"(?i:title|name)$")
+# Labels of a hit's text (what the page says): a line of its own, however short, so that
+# the record's line stays short enough to be kept whole.
+_TEXT_LABEL: Final = regex.compile(r"(?i:content|snippet|body|text|description|summary|excerpt)")
+_MIN_RECORDS: Final = 2
+_TEXT_RANK: Final = 1  # places a hit's text ranks below the hit's own line
+
+
+def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
+    """Lines holding records printed as ``Label: value`` blocks (a web search's hits as
+    LangChain's and pydantic-ai's search tools print them: ``Title:``, ``URL:``,
+    ``Content:``, ``Score:``, one record after another) with each record's short fields
+    joined into one line, its title and URL first (``Title: X URL: Y``), so that a hit
+    is kept or dropped whole; its long fields (the page's text) stay lines of their
+    own, after it. A relevance score is left out: the order says it. ``ranks`` gets
+    each record's line and its place (a search lists its best hits first), and its
+    text lines a place lower. Lines are
+    returned as they are when fewer than two records open with the same label."""
+    opener = ""
+    counts: dict[str, int] = {}
+    for line in lines:
+        match = _LABELLED.fullmatch(line[:4096])
+        if match is not None:
+            label = match.group(1)
+            opener = opener or label
+            counts[label] = counts.get(label, 0) + 1
+    if counts.get(opener, 0) < _MIN_RECORDS or len(counts) < 2:
+        return lines
+    if any(_SEVERITY.fullmatch(label) for label in counts):
+        return lines  # messages of a log or a checker ("Warning: ...", "Error: ..."): not records
+    labels = {label for label, count in counts.items() if count >= _MIN_RECORDS}
+    out: list[str] = []
+    head: list[str] = []
+    rest: list[str] = []
+    rank = 0
+
+    def close() -> None:
+        nonlocal rank
+        if head:
+            # What the record is and where, first: a cut line keeps them.
+            head.sort(key=_field_place)
+            line = " ".join(head)
+            ranks.setdefault(line, rank)
+            out.append(line)
+            for text in rest:  # the hit's text ranks with it, a place lower
+                ranks.setdefault(text, rank + _TEXT_RANK)
+            rank += 1
+        out.extend(rest)
+        head.clear()
+        rest.clear()
+
+    inside = False
+    for line in lines:
+        match = _LABELLED.fullmatch(line[:4096])
+        label = match.group(1) if match is not None else ""
+        if label == opener:
+            close()
+            inside = True
+        if not inside or label not in labels:
+            (rest if inside else out).append(line)
+            continue
+        value = match.group(2) if match is not None else ""
+        if _is_relevance_text(label, value):
+            continue
+        joined = sum(len(field) + 1 for field in head) + len(line.strip())
+        if (
+            len(value) <= _RECORD_FIELD
+            and _TEXT_LABEL.fullmatch(label) is None
+            and (not head or joined <= _RECORD_LINE_MAX)
+        ):
+            head.append(line.strip())
+        else:
+            rest.append(line)
+    close()
+    return out
+
+
+def _field_place(field: str) -> int:
+    """Where a field goes in its record's line: its title, then its address, then the rest."""
+    label = field.split(":", 1)[0]
+    if _NAME_LABEL.search(label) is not None:
+        return 0
+    return 1 if _TITLE_KEY.search(label) is not None else 2
+
+
+def _is_relevance_text(label: str, value: str) -> bool:
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return False
+    return is_relevance_score(label, number)
+
+
+# A JSON string holding a document (a fetched page's text, a file's content): this many
+# lines and characters at least.
+_DOCUMENT_LINES: Final = 4
+_DOCUMENT_CHARS: Final = 400
+
+
+def take_documents(value: object, documents: list[str]) -> object:
+    """``value`` (parsed JSON) without the documents its strings hold, each appended to
+    ``documents`` in order: a fetched page's text (the ``content.source.data`` of
+    Anthropic's web fetch tool's result, an MCP resource's ``text``) is read line by
+    line like any tool's output, not kept as one field cut to a window. Nothing is
+    mutated: the objects holding a document are copied without its key."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return [take_documents(item, documents) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, object] = {}
+    for key, item in value.items():
+        if _is_document(item):
+            assert isinstance(item, str)
+            documents.append(item)
+        else:
+            out[key] = take_documents(item, documents)
+    return out
+
+
+def _is_document(value: object) -> bool:
+    return (
+        isinstance(value, str)
+        and len(value) >= _DOCUMENT_CHARS
+        and value.count("\n", 0, 4096) >= _DOCUMENT_LINES - 1
+    )
+
+
+# A line holding a nested object after an optional label: "Content: {'location': {...}}".
+_LITERAL: Final = regex.compile(r"((?:[A-Za-z][\w .-]{0,40}+:[ ]++)?+)(\{.*\})[ ]*+")
+_LITERAL_MAX: Final = 32768  # characters of a line read as an object, at most
+_RECORD_LINE: Final = 120  # characters of fields on one line of an object's record
+
+
+def literal_records(
+    lines: list[str], flatten: Callable[[object], list[tuple[str, str]]]
+) -> list[str]:
+    """Lines with each one holding a nested object, as JSON or as Python prints a dict
+    (LangChain's tools return ``str(dict)``: ``Content: {'current': {'temp_c': 4.4}}``),
+    replaced by its records' ``key=value`` fields, a line per record and at most
+    :data:`_RECORD_LINE` characters, each headed by the line's label and the record's
+    path (``Content.current: temp_c=4.4 wind_kph=31.0``); ``flatten`` gives an object's fields as
+    (record path, ``key=value``) pairs. Other lines are left as they are."""
+    out: list[str] = []
+    for line in lines:
+        value = _literal(line)
+        if value is None:
+            out.append(line)
+            continue
+        label, parsed = value
+        groups: dict[str, list[str]] = {}
+        for group, text in flatten(parsed):
+            groups.setdefault(group, []).append(text)
+        for group, texts in groups.items():
+            path = ".".join(part for part in (label, group) if part)
+            head = f"{path}: " if path else ""
+            chunk: list[str] = []
+            for text in texts:
+                if chunk and sum(len(t) + 1 for t in chunk) + len(text) > _RECORD_LINE:
+                    out.append(head + " ".join(chunk))
+                    chunk = []
+                chunk.append(text)
+            if chunk:
+                out.append(head + " ".join(chunk))
+    return out
+
+
+def _literal(line: str) -> tuple[str, object] | None:
+    """A line's label and the nested object it holds; None for any other line."""
+    if len(line) > _LITERAL_MAX or "{" not in line[:64]:
+        return None
+    match = _LITERAL.fullmatch(line.strip())
+    if match is None:
+        return None
+    text = match.group(2)
+    try:
+        value: object = json.loads(text)
+    except (ValueError, RecursionError):
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+    if not isinstance(value, dict) or not any(isinstance(v, dict | list) for v in value.values()):
+        return None  # a flat object: a one-line record already (``key=value`` fields)
+    return match.group(1).strip().rstrip(":"), value
