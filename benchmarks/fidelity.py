@@ -3,8 +3,8 @@
 ``benchmarks/fidelity/items.jsonl`` holds real tool results (with the call that produced
 them) and real answers from agent runs, each with the facts a person needs to carry on
 the task, written down by reading it (sources in ``benchmarks/fidelity/SOURCES.md``).
-Its items fall in part A (the handler's rules were tuned on them) or B (held out) by
-the CRC-32 of their id. ``benchmarks/fidelity/items_heldout.jsonl`` is part C: fresh
+Its items fall in part A (the handler's rules were tuned on them) or B (held out from
+the first tuning, looked at by later rounds) by the CRC-32 of their id. ``benchmarks/fidelity/items_heldout.jsonl`` is part C: fresh
 items from other transcripts, collected and labelled after that tuning and committed
 before any summarizer ran on them, so nothing was tuned on them.
 ``benchmarks/fidelity/items_dev.jsonl`` is part D: a development set of the kinds the
@@ -126,7 +126,8 @@ class Item:
 
 
 def half(item: Item) -> str:
-    """``A`` (the half rules were tuned on: CRC-32 of the id even) or ``B`` (held out)."""
+    """``A`` (the half rules were tuned on: CRC-32 of the id even) or ``B`` (held out
+    from the first tuning only)."""
     return "A" if zlib.crc32(item.id.encode("utf-8")) % 2 == 0 else "B"
 
 
@@ -423,7 +424,7 @@ def _exact_form_line(items: Sequence[Item]) -> str:
 
 PART_NAMES = {
     "A": "A (tuning half)",
-    "B": "B (held out)",
+    "B": "B (held out at first, tuned on since)",
     "C": "C (fresh, labelled after tuning)",
     "D": "D (development, for tuning)",
 }
@@ -513,8 +514,9 @@ def markdown(result: Result, items: Sequence[Item]) -> str:
         "flattens JSON as issue 13 asks), and the exact-form figures are given too. "
         "`random lines` is seeded: min / mean over "
         f"{len(SEEDS)} seeds; the others are deterministic. The handler's rules and "
-        "weights were tuned on half A (items whose id has an even CRC-32); half B is "
-        "held out, and both are shown with the whole set."
+        "weights were first tuned on half A (items whose id has an even CRC-32), with "
+        "half B held out; later rounds looked at A, B and D, so C is the one part "
+        "held out now. All parts are shown with the whole set."
         + _part_c_note(items),
         "",
         *render(result, items),
