@@ -4,9 +4,10 @@
 them) and real answers from agent runs, each with the facts a person needs to carry on
 the task, written down by reading it (sources in ``benchmarks/fidelity/SOURCES.md``).
 Its items fall in part A (the handler's rules were tuned on them) or B (held out from
-the first tuning, looked at by later rounds) by the CRC-32 of their id. ``benchmarks/fidelity/items_heldout.jsonl`` is part C: fresh
-items from other transcripts, collected and labelled after that tuning and committed
-before any summarizer ran on them, so nothing was tuned on them.
+the first tuning, looked at by later rounds) by the CRC-32 of their id.
+``benchmarks/fidelity/items_heldout.jsonl`` is part C: fresh items from other
+transcripts, collected and labelled after that tuning and committed before any
+summarizer ran on them, so nothing was tuned on them.
 ``benchmarks/fidelity/items_dev.jsonl`` is part D: a development set of the kinds the
 handler did worst on in part C (file edits and reads, directory listings, web searches and
 fetches, answers, git, build and test runs), from transcripts no A, B or C item came
