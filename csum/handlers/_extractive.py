@@ -1392,8 +1392,8 @@ def _collect(
         if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
     ]
     request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
-    call_cap = _call_cap(entries, max_bytes)
     call_count = _call_count(entries)
+    call_cap = _call_cap(call_count, max_bytes)
     lone_cut = ""  # the line of a prompt's only call, cut to its share
     width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
     # Room for less than the prompt says: an answer's long lines in their compact form.
@@ -1406,8 +1406,9 @@ def _collect(
             if entry.name != SUMMARIZATION_TOOL_NAME:
                 parsed = _arguments(entry.args)
                 render = partial(_render_call, entry.name, entry.args, parsed)
-                calls[entry.call_id] = call_line(render, call_cap, max_bytes, call_count)
-                lone_cut = render(call_cap) if call_count == 1 else ""
+                capped = render(call_cap)
+                calls[entry.call_id] = call_line(capped, render, max_bytes, call_count)
+                lone_cut = capped if call_count == 1 else ""
                 arguments[entry.call_id] = _argument_pairs(parsed)
                 written[entry.call_id] = _written_lines(parsed)
                 focus[entry.call_id] = focus_line(parsed)
@@ -1534,11 +1535,10 @@ def _credit_codes(block: _Block) -> None:
         best.score += min(_IDENT_CAP, _CODE_WEIGHT * codes)
 
 
-def _call_cap(entries: tuple[PromptEntry, ...], max_bytes: int) -> int:
+def _call_cap(calls: int, max_bytes: int) -> int:
     """Bytes a call line may take: up to half the budget for a single call; the call
-    lines of several calls (earlier summaries' included) share a quarter of it, so
-    that what the calls returned has the room."""
-    calls = _call_count(entries)
+    lines of several ``calls`` (earlier summaries' included, :func:`_call_count`) share
+    a quarter of it, so that what the calls returned has the room."""
     cap = min(_ARG_CAP, int(max_bytes * _CALL_SHARE))
     if calls > 1:
         return max(_MIN_SHARED_CALL, min(cap, int(max_bytes * _CALLS_SHARE) // calls))

@@ -119,13 +119,12 @@ _UNCAPPED: Final = 1 << 20
 _ELLIPSIS: Final = "…"
 
 
-def call_line(render: Callable[[int], str], cap: int, budget: int, calls: int) -> str:
-    """A call's line: ``render(cap)``, or, for the only call of a prompt when that cut
-    something (a command in its middle), its whole line (``render`` without a cap)
-    when that takes at most :data:`WHOLE_CALL_SHARE` of ``budget`` bytes. A call whose
-    line fits by writing its identifiers without their keys is not cut: it keeps that
-    form."""
-    line = render(cap)
+def call_line(line: str, render: Callable[[int], str], budget: int, calls: int) -> str:
+    """A call's line: ``line`` (its rendering under the usual cap), or, for the only
+    call of a prompt when that cut something (a command in its middle), its whole line
+    (``render`` without a cap) when that takes at most :data:`WHOLE_CALL_SHARE` of
+    ``budget`` bytes. A call whose line fits by writing its identifiers without their
+    keys is not cut: it keeps that form."""
     if calls != 1 or _ELLIPSIS not in line:
         return line
     whole = render(_UNCAPPED)
