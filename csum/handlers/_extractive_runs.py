@@ -221,7 +221,7 @@ def favour_run_ends(lines: Sequence[_MutableLine]) -> None:
 
 
 def _same_but_numbers(first: str, second: str) -> bool:
-    if first == second or not any(c.isdigit() for c in second[:200]):
+    if first == second or _NUMBER.search(second, 0, 200) is None:
         return False
     return _NUMBER.sub("0", first[:200]) == _NUMBER.sub("0", second[:200])
 
