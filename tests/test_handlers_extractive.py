@@ -227,7 +227,15 @@ def test_max_bytes_must_be_positive_int(bad: object) -> None:
     with pytest.raises(ValueError, match="max_bytes"):
         extractive(bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_bytes"):
-        summarize_extractive("x", 0)
+        summarize_extractive("x", bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [None, b"a prompt", ["a prompt"]])
+def test_a_prompt_that_is_no_str_is_named(bad: object) -> None:
+    with pytest.raises(TypeError, match="prompt must be a str, got "):
+        summarize_extractive(bad, 100)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="prompt must be a str, got "):
+        anyio.run(extractive(100), bad)
 
 
 def test_empty_prompt() -> None:

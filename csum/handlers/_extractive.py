@@ -1926,10 +1926,23 @@ def _never() -> None:
 
 
 def summarize_extractive(prompt: str, max_bytes: int = 4096) -> str:
-    """The extractive summary of ``prompt``, synchronously (see :func:`extractive`)."""
-    if max_bytes <= 0:
-        raise ValueError(f"max_bytes must be > 0, got {max_bytes}")
+    """The extractive summary of ``prompt``, synchronously (see :func:`extractive`).
+
+    Raises ``ValueError`` when ``max_bytes`` is not a positive int and ``TypeError``
+    when ``prompt`` is not a str."""
+    _check_max_bytes(max_bytes)
+    _check_prompt(prompt)
     return _summarize(prompt, max_bytes, _never)
+
+
+def _check_max_bytes(max_bytes: object) -> None:
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+        raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
+
+
+def _check_prompt(prompt: object) -> None:
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
 
 
 def extractive(max_bytes: int = 4096) -> SummarizeHandler:
@@ -1938,12 +1951,13 @@ def extractive(max_bytes: int = 4096) -> SummarizeHandler:
     Deterministic: the same prompt always gives the same summary. Reads prompts made
     by :func:`csum.prompt.messages_to_prompt`, and any other text as plain text. Long
     prompts are summarized in a worker thread that stops at its next checkpoint when
-    the caller is cancelled.
+    the caller is cancelled. Raises ``ValueError`` when ``max_bytes`` is not a positive
+    int; the handler raises ``TypeError`` for a prompt that is not a str.
     """
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
-        raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
+    _check_max_bytes(max_bytes)
 
     async def summarize(prompt: str) -> str:
+        _check_prompt(prompt)
         await anyio.lowlevel.checkpoint()
         if len(prompt) < _THREAD_THRESHOLD:
             return _summarize(prompt, max_bytes, _never)
