@@ -92,12 +92,27 @@ def _prompt(text: str, as_tool: bool) -> str:
 
 
 def _seconds(prompt: str) -> float:
-    best = float("inf")
+    started = time.perf_counter()
+    summarize_extractive(prompt, 2000)
+    return time.perf_counter() - started
+
+
+def _ratio(small: str, large: str) -> float:
+    """The large input's time over the small one's: each the best of three runs taken
+    in turn, so a burst of load on a shared machine hits both sizes alike. A load burst
+    can still spoil one measure, so up to three are taken and the lowest ratio counts;
+    a quadratic cost (~16x) is over the limit in every one of them."""
+    _seconds(small)  # warm up
+    ratios: list[float] = []
     for _ in range(3):
-        started = time.perf_counter()
-        summarize_extractive(prompt, 2000)
-        best = min(best, time.perf_counter() - started)
-    return best
+        small_best = large_best = float("inf")
+        for _ in range(3):
+            small_best = min(small_best, _seconds(small))
+            large_best = min(large_best, _seconds(large))
+        ratios.append(large_best / max(small_best, 1e-4))
+        if ratios[-1] < MAX_RATIO:
+            break
+    return min(ratios)
 
 
 @pytest.mark.parametrize("as_tool", [False, True], ids=["text", "tool result"])
@@ -106,8 +121,7 @@ def test_time_grows_linearly(family: str, as_tool: bool) -> None:
     make = FAMILIES[family]
     small = _prompt(make(SMALL), as_tool)
     large = _prompt(make(SMALL * FACTOR), as_tool)
-    _seconds(small)  # warm up
-    ratio = _seconds(large) / max(_seconds(small), 1e-4)
+    ratio = _ratio(small, large)
     assert ratio < MAX_RATIO, f"{family}: {ratio:.1f}x for {FACTOR}x the input"
 
 
@@ -134,7 +148,5 @@ def test_call_line_time_grows_linearly(family: str) -> None:
         call = ToolCall(id="c", name="bash", arguments=json.dumps({"command": command}))
         return messages_to_prompt([], [Message.ai("", call), Message.tool("c", "bash", "ok")])
 
-    small, large = prompt(SMALL), prompt(SMALL * FACTOR)
-    _seconds(small)  # warm up
-    ratio = _seconds(large) / max(_seconds(small), 1e-4)
+    ratio = _ratio(prompt(SMALL), prompt(SMALL * FACTOR))
     assert ratio < MAX_RATIO, f"{family}: {ratio:.1f}x for {FACTOR}x the input"
