@@ -226,3 +226,14 @@ def test_a_summary_filling_its_budget_summarized_alone_again_comes_back_unchange
             summary = summarize_extractive(history_prompt(summary, outputs), budget)
         again = summarize_extractive(history_prompt(summary, []), budget)
         assert again == summary
+
+
+def test_bold_underscores_dropped_and_dunder_names_kept() -> None:
+    answer = (
+        "I moved the check into `Config.__post_init__` and exported it from "
+        "pkg/__init__.py; __the old loader is gone__ now."
+    )
+    summary = answer_summary(answer, 4000)
+    assert "__post_init__" in summary
+    assert "pkg/__init__.py" in summary
+    assert "the old loader is gone now" in summary

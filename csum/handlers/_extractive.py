@@ -257,7 +257,9 @@ _DIFF_LINE = regex.compile(r"^(?:@@[ ]-\d|[+-](?![+-]{2}[ ])\S?)")
 _HUNK = regex.compile(r"@@[ ]-\d{1,9}+(?:,\d{1,9}+)?+[ ]\+\d{1,9}+(?:,\d{1,9}+)?+[ ]@@")
 _DIFF_FILE = regex.compile(r"^\+\+\+[ ](?!/dev/null)")  # "+++ b/src/a.py": the file changed
 _DIFF_NOISE = regex.compile(r"^(?:diff[ ]--git[ ]|---[ ]|index[ ][0-9a-f]{4,40}+\.\.)")
-_MARKDOWN = regex.compile(r"\*\*|__|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
+_MARKDOWN = regex.compile(r"\*\*|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
+# "__bold words__": a pair around a phrase (a dunder like __init__ holds no space).
+_UNDERSCORE_BOLD = regex.compile(r"(?<!\w)__(?=\S)([^_\n]*?[ ][^_\n]*?)(?<=\S)__(?!\w)")
 # JSON keys (of at most _TOKEN_CAP characters) that say what kind of value a field holds.
 _ID_KEY = regex.compile(
     r"(?i:(?:^|[_-])(?:id|ids|number|no|code|ref|name|status|state|type|error|reason))$"
@@ -895,7 +897,7 @@ def _body_lines(
             if is_fence(line):
                 continue  # a code block's fence ("```python"): it says nothing
             # Markdown's marks, and its links as their url ("[a.com](https://a.com/x)").
-            line = plain_links(_MARKDOWN.sub("", line))
+            line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", line)))
         mark = marks.get(original)
         routine = _is_routine_log(_DECORATION.sub("", line)) and not (mark and mark.news)
         record = _record_text(line)
