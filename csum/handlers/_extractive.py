@@ -44,7 +44,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from itertools import pairwise
 from typing import Any, Final
 
@@ -104,6 +104,7 @@ RESULT_INDENT: Final = "  "
 _THREAD_THRESHOLD = 64 * 1024  # characters of prompt from which a worker thread is used
 _CHECK_EVERY = 256  # lines between two cancellation checkpoints
 _TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
+_CACHED_TOKEN = 64  # tokens up to this long have their class cached
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
 _MIN_WINDOW = 80  # ... or fewer under a small budget, never below this
@@ -377,27 +378,38 @@ def _identifier_spans(line: str) -> Iterator[tuple[int, int, int]]:
     """Where the line's identifiers are: (start, end, weight), a path with a line
     number weighing 3 (where to look next)."""
     for match in _TOKEN.finditer(line, endpos=_LINE_SCAN):
-        token = match.group().strip(_TRAIL)
-        if len(token) < 3 or len(token) > _TOKEN_CAP:
-            continue
-        kind = _path_kind(token)
-        if kind:
-            yield match.start(), match.end(), _PATH_WEIGHTS[kind]
-        elif (
-            "://" in token
-            or "=" in token[1:]
-            or (
-                _VERSION.fullmatch(token)
-                or _CODE.fullmatch(token)
-                or _HEX.fullmatch(token)
-                or (_ID.fullmatch(token) and any(c.isdigit() for c in token))
-                or (_ID.fullmatch(token) and "_" in token)
-                or _EXCEPTION_NAME.fullmatch(token)
-                or _NAME.fullmatch(token)
-                or (not token.islower() and not token.isupper() and _CAMEL.fullmatch(token))
-            )
-        ):
-            yield match.start(), match.end(), 1
+        token = match.group()
+        weight = _cached_weight(token) if len(token) <= _CACHED_TOKEN else _token_weight(token)
+        if weight:
+            yield match.start(), match.end(), weight
+
+
+def _token_weight(raw: str) -> int:
+    """A token's weight as an identifier (0: none; see :func:`_identifier_spans`)."""
+    token = raw.strip(_TRAIL)
+    if len(token) < 3 or len(token) > _TOKEN_CAP:
+        return 0
+    kind = _path_kind(token)
+    if kind:
+        return _PATH_WEIGHTS[kind]
+    identifier = (
+        "://" in token
+        or "=" in token[1:]
+        or _VERSION.fullmatch(token)
+        or _CODE.fullmatch(token)
+        or _HEX.fullmatch(token)
+        or (_ID.fullmatch(token) and any(c.isdigit() for c in token))
+        or (_ID.fullmatch(token) and "_" in token)
+        or _EXCEPTION_NAME.fullmatch(token)
+        or _NAME.fullmatch(token)
+        or (not token.islower() and not token.isupper() and _CAMEL.fullmatch(token))
+    )
+    return 1 if identifier else 0
+
+
+# Tokens recur (a name on many lines, a summary summarized again): short ones are
+# classified once; the cache holds at most 8192 of them (under a megabyte).
+_cached_weight = lru_cache(maxsize=8192)(_token_weight)
 
 
 def _path_kind(token: str) -> int:
