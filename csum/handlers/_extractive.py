@@ -105,6 +105,7 @@ _THREAD_THRESHOLD = 64 * 1024  # characters of prompt from which a worker thread
 _CHECK_EVERY = 256  # lines between two cancellation checkpoints
 _TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
 _CACHED_TOKEN = 64  # tokens up to this long have their class cached
+_CACHED_LINE = 400  # lines up to this long have their signals cached
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
 _MIN_WINDOW = 80  # ... or fewer under a small budget, never below this
@@ -441,29 +442,50 @@ def _score(
     prose: bool = False,
     named: dict[str, int] | None = None,
 ) -> float:
-    """How much a line is worth keeping (0: not at all)."""
+    """How much a line is worth keeping (0: not at all): what its identifiers are worth
+    (less for names said above, with ``named``), then what its kind earns."""
     scan = line[:_LINE_SCAN]
     score = min(_IDENT_CAP, _IDENT_WEIGHT * _identifiers(scan, named))
+    signals = _cached_signals if len(scan) <= _CACHED_LINE else _line_signals
+    verdict, terms, class_bonus, run_bonus = signals(scan, listing, diff, prose)
+    if verdict is not None:
+        return verdict
+    for term in terms:
+        score += term
+    return score + class_bonus + run_bonus
+
+
+def _line_signals(
+    scan: str, listing: bool, diff: bool, prose: bool
+) -> tuple[float | None, tuple[float, ...], float, float]:
+    """What a line's kind earns, apart from its identifiers: (the whole score when its
+    kind alone says it, the terms added in order, its class bonus, its run bonus)."""
+    terms: list[float] = []
     if diff:
         if _DIFF_FILE.match(scan):
-            return 9.0  # which file a hunk changes: said once, by this line
+            return 9.0, (), 0.0, 0.0  # which file a hunk changes: said once, by this line
         if _DIFF_NOISE.match(scan):
-            return 0.0  # the same file again, or blob hashes
+            return 0.0, (), 0.0, 0.0  # the same file again, or blob hashes
         if _DIFF_LINE.match(scan):
             # The hunk's place, then what it adds (the new code), then what it removes.
-            score += 4.0 if scan.startswith("@@") else 3.5 if scan.startswith("+") else 2.0
+            terms.append(4.0 if scan.startswith("@@") else 3.5 if scan.startswith("+") else 2.0)
     code = listing or bool(_CODE_LINE.search(scan))
     if not code and not _WARNING.match(scan) and _ERROR.search(scan):
-        score += _ERROR_SCORE
+        terms.append(_ERROR_SCORE)
     if _COUNTS.search(scan):
         # In an answer, "3 tests added" counts work done; what was run and how it went
         # ("297 passed, 0 failures") is a result, as in any tool output.
-        score += 5.0 if not prose or _OUTCOME.search(scan) else 3.0
+        terms.append(5.0 if not prose or _OUTCOME.search(scan) else 3.0)
     if _CONSTRAINT.search(scan) and not code:
-        score += 4.0
+        terms.append(4.0)
     if _CAUSE.search(scan):
-        score += 2.0
-    return score + _class_bonus(scan) + _run_bonus(scan, code=code)
+        terms.append(2.0)
+    return None, tuple(terms), _class_bonus(scan), _run_bonus(scan, code=code)
+
+
+# Lines recur (a summary's lines when it is summarized again, a log's repeated lines):
+# short ones have their signals cached, at most 4,096 of them (about two megabytes).
+_cached_signals = lru_cache(maxsize=4096)(_line_signals)
 
 
 def _run_bonus(scan: str, *, code: bool) -> float:
