@@ -539,6 +539,14 @@ def _class_bonus(scan: str) -> float:
     return bonus
 
 
+def _undecorated(line: str) -> str:
+    """``line`` without its leading box rules, quote marks or bullets and a trailing
+    escaped carriage return (:data:`_DECORATION`); read only when it may hold them."""
+    if line[:1].isalnum() and not line.endswith("\\r"):
+        return line
+    return _DECORATION.sub("", line)
+
+
 def _is_routine_log(line: str) -> bool:
     """Whether ``line`` is a log line at a routine level (INFO, DEBUG, TRACE...)."""
     return _ROUTINE_LOG.match(line[:_LINE_SCAN]) is not None
@@ -933,12 +941,17 @@ def _body_lines(
             # Markdown's marks, and its links as their url ("[a.com](https://a.com/x)").
             line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", line)))
         mark = marks.get(original)
-        routine = _is_routine_log(_DECORATION.sub("", line)) and not (mark and mark.news)
+        bare = _undecorated(line)
+        routine = _is_routine_log(bare) and not (mark and mark.news)
         record = _record_text(line)
         if record is not None:
             line = record
-        line = _LOG_PREFIX.sub("", _one_line(_DECORATION.sub("", line)), count=1)
-        line = _HOME.sub("~/", line)
+            bare = _undecorated(line)
+        line = _one_line(bare)
+        if line[:1].isdigit():
+            line = _LOG_PREFIX.sub("", line, count=1)
+        if "/home/" in line or "/Users/" in line:
+            line = _HOME.sub("~/", line)
         if tool and not diff:
             line = drop_zero_counts(strip_banner(line))
         if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
