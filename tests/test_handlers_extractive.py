@@ -330,3 +330,19 @@ def test_each_hash_stays_under_the_call_that_made_it() -> None:
     for i in kept:
         at = next(n for n, line in enumerate(lines) if hashes[i] in line)
         assert lines[at - 1] == f"run_step(step=stage number {i})"
+
+
+def test_nothing_fits_cut_between_words() -> None:
+    answer = (
+        "The regional carrier cancelled every departure after the storm warning, "
+        "so the team rebooked all seven travellers onto the morning train instead."
+    )
+    prompt = messages_to_prompt([], [Message.ai(answer)])
+    for budget in range(12, 60):
+        summary = summarize_extractive(prompt, budget)
+        assert answer.startswith(summary)
+        assert answer[len(summary)] == " ", summary  # ends where a word ends
+        assert len(summary) > budget // 2
+    # A word longer than half the room would be lost: cut at the byte.
+    long_word = messages_to_prompt([], [Message.ai("Internationalization breaks the build.")])
+    assert summarize_extractive(long_word, 12) == "Internationa"

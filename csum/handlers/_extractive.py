@@ -340,6 +340,19 @@ def _clip_whole_words(text: str, limit: int) -> str:
     return clipped[:space].rstrip(" ,;:=") + _ELLIPSIS
 
 
+def _clip_at_word_end(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` within ``limit`` bytes that does not end inside a
+    word ("... cut its", not "... cut its benc"); cut at the byte when a word longer than
+    half the room would be lost."""
+    clipped = _clip_bytes(text, limit)
+    if clipped == text:
+        return text
+    if not (clipped[-1:].isalnum() and text[len(clipped)].isalnum()):
+        return clipped.rstrip()
+    space = clipped.rfind(" ")
+    return clipped[:space].rstrip() if space > len(clipped) // 2 else clipped
+
+
 def _clean(text: str) -> str:
     # Lone surrogates cannot be encoded; the output must be valid UTF-8.
     if text.isascii():
@@ -1903,7 +1916,8 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
     if not out and blocks:
         # Not even one line fits: as much of the most important one as fits.
         block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
-        out.append(block.head or line.text)
+        text = block.head or line.text
+        out.append(_clip_at_word_end(text, max_bytes))
     return _clip_bytes("\n".join(out), max_bytes)
 
 
