@@ -92,6 +92,7 @@ from csum.handlers._extractive_runs import (
     strip_colours,
     total_row_bonus,
 )
+from csum.handlers._extractive_salience import SECTION_BONUS, opens_section
 from csum.prompt import CONTEXT_TAG, PromptEntry, PromptFormatError, parse_prompt
 
 __all__ = ["extractive", "summarize_extractive"]
@@ -938,10 +939,12 @@ def _body_lines(
     named: dict[str, int] = {}  # identifiers seen so far, and how often
     pending = 0
     last = len(raw) - 1
+    opens = True  # whether the next line opens a section (after a blank line, a heading)
     for order, original in enumerate(raw):
         if order % _CHECK_EVERY == 0:
             check()
         line = original[: 4 * _LINE_SCAN]
+        opening, opens = opens, opens_section(line)
         # What is still to do ("Next steps", "remaining tasks") is what the agent needs
         # next: a line saying so and the lines listed below it rank up, until a heading.
         if _PENDING.search(line[:_LINE_SCAN]):
@@ -1029,9 +1032,11 @@ def _body_lines(
             shapes[start] = shapes.get(start, 0) + 1
         if mark is None or not mark.distinct:
             score /= 1 + repeats / 2
+        placed = False  # whether where the line sits adds to its score
         if score > 0:
             if mark is None or not mark.placeless:
                 score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
+                placed = True
         else:
             # A line with nothing in it is kept only when room is left (an edge line
             # first), so that the budget is used.
@@ -1039,6 +1044,10 @@ def _body_lines(
         if order in places:
             line = _place_first(line, places[order])
         text = _shorten_paths(line, width)
+        if placed and opening and order and len(text) <= width:
+            # A section's first line says what it is about (a format-free prior), when
+            # it is shown whole: a window of it may have left out what it was about.
+            score += SECTION_BONUS
         item = _Line(block, order, _window(text, width), score)
         if mark is not None:
             item.group = mark.group
