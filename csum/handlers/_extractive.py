@@ -461,40 +461,34 @@ def _score(
     scan = line[:_LINE_SCAN]
     score = min(_IDENT_CAP, _IDENT_WEIGHT * _identifiers(scan, named))
     signals = _cached_signals if len(scan) <= _CACHED_LINE else _line_signals
-    verdict, terms, class_bonus, run_bonus = signals(scan, listing, diff, prose)
-    if verdict is not None:
-        return verdict
-    for term in terms:
-        score += term
-    return score + class_bonus + run_bonus
+    verdict, earned = signals(scan, listing, diff, prose)
+    return verdict if verdict is not None else score + earned
 
 
-def _line_signals(
-    scan: str, listing: bool, diff: bool, prose: bool
-) -> tuple[float | None, tuple[float, ...], float, float]:
+def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[float | None, float]:
     """What a line's kind earns, apart from its identifiers: (the whole score when its
-    kind alone says it, the terms added in order, its class bonus, its run bonus)."""
-    terms: list[float] = []
+    kind alone says it, else None; what it adds to its identifiers' score)."""
+    earned = 0.0
     if diff:
         if _DIFF_FILE.match(scan):
-            return 9.0, (), 0.0, 0.0  # which file a hunk changes: said once, by this line
+            return 9.0, 0.0  # which file a hunk changes: said once, by this line
         if _DIFF_NOISE.match(scan):
-            return 0.0, (), 0.0, 0.0  # the same file again, or blob hashes
+            return 0.0, 0.0  # the same file again, or blob hashes
         if _DIFF_LINE.match(scan):
             # The hunk's place, then what it adds (the new code), then what it removes.
-            terms.append(4.0 if scan.startswith("@@") else 3.5 if scan.startswith("+") else 2.0)
+            earned += 4.0 if scan.startswith("@@") else 3.5 if scan.startswith("+") else 2.0
     code = listing or bool(_CODE_LINE.search(scan))
     if not code and not _WARNING.match(scan) and _ERROR.search(scan):
-        terms.append(_ERROR_SCORE)
+        earned += _ERROR_SCORE
     if _COUNTS.search(scan):
         # In an answer, "3 tests added" counts work done; what was run and how it went
         # ("297 passed, 0 failures") is a result, as in any tool output.
-        terms.append(5.0 if not prose or _OUTCOME.search(scan) else 3.0)
+        earned += 5.0 if not prose or _OUTCOME.search(scan) else 3.0
     if _CONSTRAINT.search(scan) and not code:
-        terms.append(4.0)
+        earned += 4.0
     if _CAUSE.search(scan):
-        terms.append(2.0)
-    return None, tuple(terms), _class_bonus(scan), _run_bonus(scan, code=code)
+        earned += 2.0
+    return None, earned + _class_bonus(scan) + _run_bonus(scan, code=code)
 
 
 # Lines recur (a summary's lines when it is summarized again, a log's repeated lines):
