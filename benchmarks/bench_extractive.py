@@ -109,6 +109,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per seed (3)")
     parser.add_argument("--seeds", type=int, default=3, help="orders of each workload (3)")
     args = parser.parse_args()
+    if args.rounds < 1 or args.seeds < 1:
+        parser.error(f"--rounds and --seeds must be at least 1, got {args.rounds} and {args.seeds}")
     real = corpus_windows()
     synthetic = synthetic_windows(len(real))
     print(
