@@ -5,6 +5,7 @@ nearest directories (``…/jobs/sync_test.exs``), as its tail says more than its
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 import regex
@@ -94,3 +95,36 @@ def call_line_and_result(cmd: str, output: str, budget: int) -> list[str]:
     summary = summarize_extractive(one_call(call, output), budget)
     assert len(summary.encode("utf-8")) <= budget
     return summary.splitlines()
+
+
+def _word_runs_at_cuts(summary: str) -> Iterator[tuple[str, str]]:
+    """(word run just before, just after) each ``…`` of a summary."""
+    for match in regex.finditer(r"(\w*)…(\w*)", summary):
+        yield match.group(1), match.group(2)
+
+
+@pytest.mark.parametrize("budget", [150, 300, 900])
+@needs_corpus
+def test_a_long_output_line_is_windowed_between_words(budget: int) -> None:
+    """A result's line longer than its window is cut at a space near the window's ends,
+    or at a mark between words: no half word, code or path is shown (``…mnants``,
+    ``BA…``), unless a single token is longer than a quarter of the window (a hash)."""
+    cuts = 0
+    for call, output in corpus_calls():
+        if len(output) < 2 * budget or max(map(len, output.splitlines()), default=0) < 240:
+            continue  # no line long enough to be windowed
+        prompt = one_call(call, output)
+        said = f"{prompt}\n{command(call)}"  # the command as the call line shows it
+        summary = summarize_extractive(prompt, budget)
+        if summary.startswith(f"{call.name}("):
+            summary = summary.partition("\n")[2]  # the call line is cut by other rules
+        for before, after in _word_runs_at_cuts(summary):
+            cuts += 1
+            if 0 < len(before) < _QUARTER_OF_THE_LEAST_WINDOW:
+                assert regex.search(rf"{regex.escape(before)}(?!\w)", said), (before, summary)
+            if 0 < len(after) < _QUARTER_OF_THE_LEAST_WINDOW:
+                assert regex.search(rf"(?<!\w){regex.escape(after)}", said), (after, summary)
+    assert cuts > 20
+
+
+_QUARTER_OF_THE_LEAST_WINDOW = 20  # a line's window is never below 80 characters

@@ -623,8 +623,30 @@ class _Block:
     lines: list[_Line] = field(default_factory=list)
 
 
+def _in_word(text: str, index: int) -> bool:
+    """Whether a cut before ``text[index]`` falls inside a word (between two of its
+    letters, digits or underscores)."""
+    before, after = text[index - 1], text[index]
+    return (before.isalnum() or before == "_") and (after.isalnum() or after == "_")
+
+
+def _cut_between_words(text: str, end: int, reach: int) -> int:
+    """Where to end a cut of ``text`` made at ``end``: there when that is not inside a
+    word, else at the nearest space before it, or else the nearest mark between a word
+    and what is not one, within ``reach`` characters; ``end`` when there is none (a
+    single token longer than that, such as a hash, is cut inside)."""
+    if end >= len(text) or end <= 0 or not _in_word(text, end):
+        return end
+    space = text.rfind(" ", max(1, end - reach), end)
+    if space > 0:
+        return space
+    return next((i for i in range(end - 1, max(0, end - reach), -1) if not _in_word(text, i)), end)
+
+
 def _window(line: str, limit: int) -> str:
-    """``line`` cut to about ``limit`` characters around its first strong signal."""
+    """``line`` cut to about ``limit`` characters around its first strong signal, its
+    ends between words (:func:`_cut_between_words`); shown to its end when that is at
+    most a quarter of the window further."""
     if len(line) <= limit:
         return line
     scan = line[:_LINE_SCAN]
@@ -638,8 +660,16 @@ def _window(line: str, limit: int) -> str:
     start = (
         0 if anchor + limit // 8 < limit else max(0, min(anchor - limit // 4, len(line) - limit))
     )
-    piece = line[start : start + limit]
-    return (_ELLIPSIS if start else "") + piece + (_ELLIPSIS if start + limit < len(line) else "")
+    end = start + limit
+    # Between words, so that no code, path or word is shown in part ("BA…", "…mnants").
+    reach = limit // 4
+    if start and _in_word(line, start):
+        start = next((i for i in range(start, start + reach) if not _in_word(line, i)), start)
+    if len(line) - end <= reach:
+        end = len(line)  # a few more characters end the line: better than a cut word
+    end = _cut_between_words(line, end, reach)
+    piece = line[start:end].rstrip()
+    return (_ELLIPSIS if start else "") + piece + (_ELLIPSIS if end < len(line) else "")
 
 
 @dataclass(frozen=True, slots=True)
