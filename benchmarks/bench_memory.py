@@ -110,7 +110,13 @@ def commands(chain: Path, out: Path) -> dict[str, list[str]]:
     }
     for target in CONVERT_TARGETS:
         runs[f"cast convert --to {target}"] = [
-            "cast", "convert", str(chain), "--to", target, "-o", str(out)
+            "cast",
+            "convert",
+            str(chain),
+            "--to",
+            target,
+            "-o",
+            str(out),
         ]
     runs["csum summarize"] = ["csum", "summarize", str(chain), "-q", "-o", str(out)]
     return runs

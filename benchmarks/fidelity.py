@@ -511,14 +511,13 @@ def markdown(result: Result, items: Sequence[Item]) -> str:
         f"subject) are within {WINDOW} characters of each other, and values that need "
         "their key (a version, a price) are written with it; a fact counts as written "
         "or with formatting it does not need read away on both sides (quotes, bold "
-        "marks, alignment; `\"key\": value` read as `key=value`, since the handler "
+        'marks, alignment; `"key": value` read as `key=value`, since the handler '
         "flattens JSON as issue 13 asks), and the exact-form figures are given too. "
         "`random lines` is seeded: min / mean over "
         f"{len(SEEDS)} seeds; the others are deterministic. The handler's rules and "
         "weights were first tuned on half A (items whose id has an even CRC-32), with "
         "half B held out; later rounds looked at A, B and D, so C is the one part "
-        "held out now. All parts are shown with the whole set."
-        + _part_c_note(items),
+        "held out now. All parts are shown with the whole set." + _part_c_note(items),
         "",
         *render(result, items),
         "",

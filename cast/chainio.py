@@ -106,8 +106,6 @@ def read_json(
     return value
 
 
-
-
 STREAM_MIN_BYTES = 16 * 1024 * 1024
 """Files at least this large are parsed a piece at a time (:mod:`cast._streamjson`):
 the text read whole would cost as much memory again as the parsed chain."""

@@ -33,7 +33,6 @@ settings.register_profile(
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
-
 def _find_corpus() -> Path:
     """``$CHAINCAST_CORPUS``, else the nearest ``shared/corpus`` beside the repository or
     above it (a git worktree may sit a level or two deeper than the main checkout)."""

@@ -195,4 +195,3 @@ def test_otel_listener_records_a_span_per_event() -> None:
     assert span.attributes["csum.reason"] == "over-budget"
     assert span.attributes["csum.bytes_after"] == events[0].bytes_after
     assert span.attributes["csum.handler_calls"] == 1
-

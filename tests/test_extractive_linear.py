@@ -75,12 +75,10 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "long paths": lambda n: "\n".join(
         "a/" * 100 + f"f{i}.py:1 " + "x " * 100 for i in range(n // 410)
     ),
-    "json records": lambda n: "["
-    + ",".join(f'{{"id":"r{i}","v":{i},"s":"ok"}}' for i in range(n // 28))
-    + "]",
-    "json one record": lambda n: "{"
-    + ",".join(f'"k{i}":"v{i}"' for i in range(n // 12))
-    + "}",
+    "json records": lambda n: (
+        "[" + ",".join(f'{{"id":"r{i}","v":{i},"s":"ok"}}' for i in range(n // 28)) + "]"
+    ),
+    "json one record": lambda n: "{" + ",".join(f'"k{i}":"v{i}"' for i in range(n // 12)) + "}",
 }
 
 

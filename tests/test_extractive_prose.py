@@ -86,8 +86,28 @@ def test_marks_inside_backticks_and_parentheses_split_no_clause() -> None:
 @given(
     st.lists(
         st.sampled_from(
-            ["the", "cache", "is", "warm", "a", "b", "HAT041", "7", "tests", "src/a.py:3",
-             "`fn()`", "where", "not", ",", ";", ":", "—", "-", "and", "v1.2.3"]
+            [
+                "the",
+                "cache",
+                "is",
+                "warm",
+                "a",
+                "b",
+                "HAT041",
+                "7",
+                "tests",
+                "src/a.py:3",
+                "`fn()`",
+                "where",
+                "not",
+                ",",
+                ";",
+                ":",
+                "—",
+                "-",
+                "and",
+                "v1.2.3",
+            ]
         ),
         max_size=40,
     )
@@ -138,8 +158,7 @@ def test_room_left_takes_compacted_lines_back_to_their_whole_form(
 def test_an_error_in_an_answer_keeps_its_whole_message() -> None:
     answer = (
         "Running it again gives TypeError: unsupported operand type(s) for +: 'int' and "
-        "'str', raised at the line that adds the fee to the total of the basket.\n\n"
-        + REPORT * 3
+        "'str', raised at the line that adds the fee to the total of the basket.\n\n" + REPORT * 3
     )
     summary = answer_summary(answer, 300)
     assert "TypeError: unsupported operand type(s) for +: 'int' and 'str', raised" in summary

@@ -54,6 +54,7 @@ def test_a_valid_chain_has_no_violations(target: str) -> None:
     assert lint(chain, target) == []
 
 
+# fmt: off
 @pytest.mark.parametrize(
     ("chain", "target", "source", "index", "rule", "text"),
     [
@@ -208,6 +209,7 @@ def test_lint_finds_each_planted_problem(
     assert matching[0].verbatim is (rule in get_provider(target).errors)
     if rule not in (Rule.FIRST_MESSAGE, Rule.SYSTEM_POSITION):  # port refuses those two
         assert lint(port(chain, target, source=source), target, source=source) == []
+# fmt: on
 
 
 def test_violations_come_in_message_order_with_fields() -> None:
@@ -244,9 +246,12 @@ def test_signatures_are_trusted_without_a_source() -> None:
 
 def test_lint_never_raises_for_chain_problems_and_never_changes_its_input() -> None:
     chain = [
-        {"role": "tool", "parts": [
-            {"type": "tool_result", "tool_call_id": "x", "name": "f", "content": "r"},
-        ]},
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_result", "tool_call_id": "x", "name": "f", "content": "r"},
+            ],
+        },
         {"role": "assistant", "parts": [{"type": "tool_call", "id": "", "name": "f"}]},
     ]
     before = copy.deepcopy(chain)

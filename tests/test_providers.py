@@ -134,8 +134,9 @@ def test_error_texts_are_the_providers_own() -> None:
     assert get_provider("mistral").errors[Rule.TOOL_THEN_HUMAN] == (
         "Unexpected role 'user' after role 'tool'"
     )
-    assert "String should match pattern '^[a-zA-Z0-9_-]+$'" in (
-        get_provider("anthropic").errors[Rule.TOOL_CALL_ID_FORMAT]
+    assert (
+        "String should match pattern '^[a-zA-Z0-9_-]+$'"
+        in (get_provider("anthropic").errors[Rule.TOOL_CALL_ID_FORMAT])
     )
 
 

@@ -27,7 +27,6 @@ __all__ = [
 ]
 
 
-
 def _default_corpus() -> Path:
     # The nearest shared/corpus beside the repository or above it (a git worktree may
     # sit a level or two deeper than the main checkout).

@@ -309,4 +309,3 @@ def messages_and_system(payload: object) -> tuple[list[Any], object]:
     if not isinstance(items, list):
         fail("messages", "an array of messages", items)
     return items, payload.get("system")
-

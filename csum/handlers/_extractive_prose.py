@@ -129,7 +129,6 @@ def _signal_end(clause: str, spans: SpanFinder) -> int | None:
     return last + len(words[0])
 
 
-
 # A markdown code block's fence: three backticks or tildes and maybe a language.
 _FENCE = regex.compile(r"[ ]{0,3}+(?:```|~~~)[\w+.-]{0,40}+\s*+")
 # A markdown link: [text](url); the text has no brackets, the url no spaces.
