@@ -302,3 +302,22 @@ def test_an_earlier_call_naming_a_code_keeps_its_place() -> None:
     )
     summary = fold(text, NEW, 200)
     assert summary.startswith("get_reservation_details(reservation_id=JG7FMM)\n  request accepted")
+
+
+def test_an_earlier_summary_of_the_users_messages_keeps_its_archive_line_as_it_was() -> None:
+    """A QA summary of the user's messages is a user message ending with the line naming
+    its archived batch; summarized again, that line stays whole and is not written as
+    something the user said (``User: [archived: …]``)."""
+    earlier = Message.human(
+        "User: Deploy the billing service to staging only, never to production.\n"
+        "User: Keep the invoice ids as they are (INV-2024-0042 and the rest).\n"
+        "[archived: 3f2a9c0d1e4b5a69 77aa01be23cd45ef]"
+    )
+    new = Message.human("Now also rotate the API key used by the staging deploy job.")
+    prompt = messages_to_prompt([earlier, new], [])
+    for budget in (200, 300, 400):
+        summary = summarize_extractive(prompt, budget)
+        assert "[archived: 3f2a9c0d1e4b5a69 77aa01be23cd45ef]" in summary.splitlines(), summary
+        assert "User: [archived" not in summary
+        # A request cut to its share ends between words.
+        assert all(not line.endswith(("staging o…", "rotate th…")) for line in summary.splitlines())

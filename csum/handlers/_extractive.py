@@ -1518,13 +1518,21 @@ def _collect(
         elif entry.kind == "text" and entry.role in _HUMAN_ROLES:
             block = _Block()
             for item in _body_lines(entry.content, len(blocks), check, tool=False, width=width):
+                if item.text.startswith(ARCHIVE_LINE_PREFIX):
+                    # An earlier summary of the user's messages named their archived
+                    # batch: the reference stays as it was, first, as in any summary.
+                    item.tier, item.score = 0, _PRIOR_SCORE
+                    block.lines.append(item)
+                    continue
                 if not item.text.startswith(USER_PREFIX):  # an earlier summary's line stays
                     item.text = USER_PREFIX + item.text
                 item.score += _USER_BONUS  # what the user said: requests, constraints
                 block.lines.append(item)
             if block.lines:
                 first = min(block.lines, key=lambda ln: ln.order)
-                first.text = _clip(first.text, request_cap)
+                cut = _clip_whole_words(first.text, request_cap) or _clip(first.text, request_cap)
+                if cut != first.text:  # whole again if room is left at the end
+                    first.text, first.whole = cut, first.text
                 first.tier = 0  # the request itself comes first
                 blocks.append(block)
         elif entry.kind == "tool_result":
@@ -1928,7 +1936,7 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         take(block, line)
         if max_bytes - used < _MIN_PIECE:
             break
-    used += _widen(ranked, max_bytes - used)
+    used += _widen([*firsts, *ranked], max_bytes - used)
     # Then lines with nothing in them, whole, so that the budget is used.
     for block, line in ranked:
         if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in said:
