@@ -321,3 +321,5 @@ def test_an_earlier_summary_of_the_users_messages_keeps_its_archive_line_as_it_w
         assert "User: [archived" not in summary
         # A request cut to its share ends between words.
         assert all(not line.endswith(("staging o…", "rotate th…")) for line in summary.splitlines())
+    # With room left at the end, the cut request comes back whole: its constraint too.
+    assert "staging only, never to production." in summarize_extractive(prompt, 300)
