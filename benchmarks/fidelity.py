@@ -13,6 +13,10 @@ handler did worst on in part C (file edits and reads, directory listings, web se
 fetches, answers, git, build and test runs), from transcripts no A, B or C item came
 from, labelled before any summarizer ran on it. Unlike C it is meant for tuning: a tuner
 runs ``--no-heldout`` and sees A, B and D.
+``benchmarks/fidelity/items_fresh.jsonl`` is part E: a second fresh held-out set, from a
+recording no other part came from (another agent: aider's own chat log), labelled after
+all tuning on A, B and D and committed before any summarizer ran on it; like C it is left
+out by ``--no-heldout``.
 Every item is summarized at 10 % and 25 % of its size in UTF-8 bytes by:
 
 * ``extractive``: the library's offline handler, given the prompt the summarizer would
@@ -63,6 +67,7 @@ from csum.prompt import messages_to_prompt
 __all__ = [
     "BUDGETS",
     "DEV_PATH",
+    "FRESH_PATH",
     "HELDOUT_PATH",
     "ITEMS_PATH",
     "WINDOW",
@@ -80,6 +85,8 @@ HELDOUT_PATH = Path(__file__).resolve().parent / "fidelity" / "items_heldout.jso
 """Part C: fresh items labelled after the handler was tuned on parts A and B."""
 DEV_PATH = Path(__file__).resolve().parent / "fidelity" / "items_dev.jsonl"
 """Part D: a development set of the kinds the handler does worst on, for tuning."""
+FRESH_PATH = Path(__file__).resolve().parent / "fidelity" / "items_fresh.jsonl"
+"""Part E: a second fresh held-out set, labelled after all tuning on A, B and D."""
 BUDGETS = (0.10, 0.25)
 """Summary budgets as a share of the item's size in UTF-8 bytes."""
 WINDOW = 300
@@ -134,25 +141,32 @@ def half(item: Item) -> str:
 
 def part_of(item: Item) -> str:
     """The part an item belongs to: ``C`` for the held-out file, ``D`` for the development
-    file, else :func:`half`."""
+    file, ``E`` for the second fresh file, else :func:`half`."""
     return item.part or half(item)
 
 
 def load_items(
-    path: Path = ITEMS_PATH, *, heldout: Path | None = None, dev: Path | None = None
+    path: Path = ITEMS_PATH,
+    *,
+    heldout: Path | None = None,
+    dev: Path | None = None,
+    fresh: Path | None = None,
 ) -> list[Item]:
     """Every item of the labelled set at ``path`` (parts A and B, by :func:`half`), then,
     with ``heldout``, every item of that file as part C, then, with ``dev``, every item of
-    that file as part D. Ids must be unique across the files."""
+    that file as part D, then, with ``fresh``, every item of that file as part E. Ids must
+    be unique across the files."""
     items = _read_items(path, None)
     if heldout is not None:
         items += _read_items(heldout, "C")
     if dev is not None:
         items += _read_items(dev, "D")
+    if fresh is not None:
+        items += _read_items(fresh, "E")
     seen: set[str] = set()
     for item in items:
         if item.id in seen:
-            files = ", ".join(str(f) for f in (path, heldout, dev) if f is not None)
+            files = ", ".join(str(f) for f in (path, heldout, dev, fresh) if f is not None)
             raise ValueError(f"item id {item.id!r} occurs twice in {files}")
         seen.add(item.id)
     return items
@@ -428,6 +442,7 @@ PART_NAMES = {
     "B": "B (held out at first, tuned on since)",
     "C": "C (fresh, labelled after tuning)",
     "D": "D (development, for tuning)",
+    "E": "E (second fresh part, labelled after all tuning)",
 }
 
 
@@ -491,6 +506,16 @@ def _part_c_note(items: Sequence[Item]) -> str:
             "on it and meant for tuning (C stays held out); it is in the headline (all) "
             "and the goal check."
         )
+    second = [i for i in items if part_of(i) == "E"]
+    if second:
+        sources = ", ".join(sorted({i.source["repo"] for i in second}))
+        note += (
+            f" Part E ({len(second)} items, {sum(len(i.facts) for i in second)} facts, from "
+            f"a recording no other item came from: {sources}, another agent's own chat "
+            "log) is a second held-out part, collected and labelled after all tuning on "
+            "A, B and D and committed before any summarizer ran on it; it is in the "
+            "headline (all) and the goal check."
+        )
     return note
 
 
@@ -516,8 +541,8 @@ def markdown(result: Result, items: Sequence[Item]) -> str:
         "`random lines` is seeded: min / mean over "
         f"{len(SEEDS)} seeds; the others are deterministic. The handler's rules and "
         "weights were first tuned on half A (items whose id has an even CRC-32), with "
-        "half B held out; later rounds looked at A, B and D, so C is the one part "
-        "held out now. All parts are shown with the whole set." + _part_c_note(items),
+        "half B held out; later rounds looked at A, B and D, so C and E are the "
+        "parts held out now. All parts are shown with the whole set." + _part_c_note(items),
         "",
         *render(result, items),
         "",
@@ -573,7 +598,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=HELDOUT_PATH,
         help="part C's file (default: the fresh held-out set)",
     )
-    parser.add_argument("--no-heldout", action="store_true", help="leave part C out")
+    parser.add_argument(
+        "--no-heldout",
+        action="store_true",
+        help="leave the held-out parts out (C and E: what a tuner runs)",
+    )
     parser.add_argument(
         "--dev",
         type=Path,
@@ -581,12 +610,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="part D's file (default: the development set, for tuning)",
     )
     parser.add_argument("--no-dev", action="store_true", help="leave part D out")
+    parser.add_argument(
+        "--fresh",
+        type=Path,
+        default=FRESH_PATH,
+        help="part E's file (default: the second fresh held-out set)",
+    )
+    parser.add_argument("--no-fresh", action="store_true", help="leave part E out")
     parser.add_argument("--show", help="print every summary of the item with this id")
     args = parser.parse_args(argv)
     items = load_items(
         args.items,
         heldout=None if args.no_heldout else args.heldout,
         dev=None if args.no_dev else args.dev,
+        fresh=None if args.no_heldout or args.no_fresh else args.fresh,
     )
     if args.show:
         item = next((i for i in items if i.id == args.show), None)
