@@ -40,9 +40,10 @@ Run ``python -m benchmarks.fidelity`` (``--markdown`` prints the docs section,
 Not measured: whether a reader (or a model) could act on the summary; the LLM handlers
 (no model runs here); facts a labeller did not think of (each part was labelled by one
 reader); texts longer than the items (the largest is about 25 KB); the summarizer's
-choices across several messages (each item is summarized alone). Parts C and D are small
-(37 items and 193 facts, 42 items and 193 facts: one fact is about half a point), so a
-gap of a few points between parts is within what the choice of items alone can make.
+choices across several messages (each item is summarized alone). Parts C, D and E are
+small (37 items and 193 facts, 42 and 193, 32 and 171: one fact is about half a point),
+so a gap of a few points between parts is within what the choice of items alone can make;
+part E comes from one recording (one developer's sessions with one agent).
 """
 
 from __future__ import annotations
