@@ -485,36 +485,28 @@ def _subset_table(
     return lines
 
 
-def _part_c_note(items: Sequence[Item]) -> str:
-    fresh = [i for i in items if part_of(i) == "C"]
-    dev = [i for i in items if part_of(i) == "D"]
+def _part_notes(items: Sequence[Item]) -> str:
+    """What parts C, D and E are, with their sizes and sources, when they are loaded."""
+    notes = {
+        "C": "from transcripts no A/B item came from: {sources}) was collected and labelled "
+        "after that tuning and committed before any summarizer ran on it",
+        "D": "from transcripts no A/B/C item came from: {sources}) is a development set of "
+        "the kinds the handler did worst on ({kinds}), labelled before any summarizer ran "
+        "on it and meant for tuning (C stays held out)",
+        "E": "from a recording no other item came from: {sources}, another agent's own chat "
+        "log) is a second held-out part, collected and labelled after all tuning on A, B "
+        "and D and committed before any summarizer ran on it",
+    }
     note = ""
-    if fresh:
-        sources = ", ".join(sorted({i.source["repo"] for i in fresh}))
+    for part, text in notes.items():
+        chosen = [i for i in items if part_of(i) == part]
+        if not chosen:
+            continue
+        sources = ", ".join(sorted({i.source["repo"] for i in chosen}))
+        kinds = ", ".join(sorted({i.kind for i in chosen}))
+        size = f"{len(chosen)} items, {sum(len(i.facts) for i in chosen)} facts"
         note += (
-            f" Part C ({len(fresh)} items, {sum(len(i.facts) for i in fresh)} facts, from "
-            f"transcripts no A/B item came from: {sources}) was collected and labelled after "
-            "that tuning and committed before any summarizer ran on it; it is in the "
-            "headline (all) and the goal check."
-        )
-    if dev:
-        sources = ", ".join(sorted({i.source["repo"] for i in dev}))
-        kinds = ", ".join(sorted({i.kind for i in dev}))
-        note += (
-            f" Part D ({len(dev)} items, {sum(len(i.facts) for i in dev)} facts, from "
-            f"transcripts no A/B/C item came from: {sources}) is a development set of the "
-            f"kinds the handler did worst on ({kinds}), labelled before any summarizer ran "
-            "on it and meant for tuning (C stays held out); it is in the headline (all) "
-            "and the goal check."
-        )
-    second = [i for i in items if part_of(i) == "E"]
-    if second:
-        sources = ", ".join(sorted({i.source["repo"] for i in second}))
-        note += (
-            f" Part E ({len(second)} items, {sum(len(i.facts) for i in second)} facts, from "
-            f"a recording no other item came from: {sources}, another agent's own chat "
-            "log) is a second held-out part, collected and labelled after all tuning on "
-            "A, B and D and committed before any summarizer ran on it; it is in the "
+            f" Part {part} ({size}, {text.format(sources=sources, kinds=kinds)}; it is in the "
             "headline (all) and the goal check."
         )
     return note
@@ -543,7 +535,7 @@ def markdown(result: Result, items: Sequence[Item]) -> str:
         f"{len(SEEDS)} seeds; the others are deterministic. The handler's rules and "
         "weights were first tuned on half A (items whose id has an even CRC-32), with "
         "half B held out; later rounds looked at A, B and D, so C and E are the "
-        "parts held out now. All parts are shown with the whole set." + _part_c_note(items),
+        "parts held out now. All parts are shown with the whole set." + _part_notes(items),
         "",
         *render(result, items),
         "",

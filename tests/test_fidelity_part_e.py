@@ -18,11 +18,9 @@ from benchmarks.fidelity import (
     fact_kept,
     load_items,
     main,
-    markdown,
     part_of,
-    render,
-    run,
 )
+from test_fidelity_parts import check_report_row
 
 ROOT = Path(__file__).resolve().parent.parent
 AIDER_MIRROR = Path("/work/.mirror/Aider-AI+aider/repo")
@@ -79,14 +77,7 @@ def test_part_e_loads_last_and_is_left_out_as_asked(capsys: pytest.CaptureFixtur
 
 
 def test_the_report_shows_part_e_and_counts_it_in_all() -> None:
-    items = [*load_items()[:3], *_fresh()[:3]]  # a few of each keep the test quick
-    result = run(items)
-    lines = render(result, items)
-    row = next(line for line in lines if line.startswith("| E (second fresh part"))
-    assert row.split("|")[2].strip() == "3"
-    total = next(line for line in lines if line.startswith("| all |"))
-    assert total.split("|")[2].strip() == "6"
-    assert "Part E (3 items" in markdown(result, items)
+    check_report_row("E", _fresh())
 
 
 @pytest.mark.skipif(not AIDER_MIRROR.exists(), reason="no local mirror of Aider-AI/aider")

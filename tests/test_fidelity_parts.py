@@ -12,6 +12,7 @@ from benchmarks.fidelity import (
     DEV_PATH,
     HELDOUT_PATH,
     ITEMS_PATH,
+    PART_NAMES,
     Item,
     half,
     load_items,
@@ -134,12 +135,18 @@ def test_the_command_line_drops_only_the_part_asked(capsys: pytest.CaptureFixtur
     assert "no item with id" in capsys.readouterr().err
 
 
-def test_the_report_shows_part_d_and_counts_it_in_all() -> None:
-    items = [*load_items()[:3], *_dev_items()[:3]]  # a few of each keep the test quick
+def check_report_row(part: str, chosen: list[Item]) -> None:
+    """With three items of ``part`` beside three of A/B, the report has a row of three
+    for it, an "all" row of six, and its note in the docs section."""
+    items = [*load_items()[:3], *chosen[:3]]  # a few of each keep the test quick
     result = run(items)
     lines = render(result, items)
-    row = next(line for line in lines if line.startswith("| D (development, for tuning)"))
+    row = next(line for line in lines if line.startswith(f"| {PART_NAMES[part]} |"))
     assert row.split("|")[2].strip() == "3"
     total = next(line for line in lines if line.startswith("| all |"))
     assert total.split("|")[2].strip() == "6"
-    assert "Part D (3 items" in markdown(result, items)
+    assert f"Part {part} (3 items" in markdown(result, items)
+
+
+def test_the_report_shows_part_d_and_counts_it_in_all() -> None:
+    check_report_row("D", _dev_items())
