@@ -323,3 +323,7 @@ def test_an_earlier_summary_of_the_users_messages_keeps_its_archive_line_as_it_w
         assert all(not line.endswith(("staging o…", "rotate th…")) for line in summary.splitlines())
     # With room left at the end, the cut request comes back whole: its constraint too.
     assert "staging only, never to production." in summarize_extractive(prompt, 300)
+    # A user message holding only the line (its batch's reference, first) keeps it whole.
+    refs = " ".join(f"{n:016x}" for n in range(1, 9))
+    alone = messages_to_prompt([Message.human(f"[archived: {refs}]"), new], [])
+    assert f"[archived: {refs}]" in summarize_extractive(alone, 300).splitlines()

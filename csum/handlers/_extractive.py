@@ -55,7 +55,7 @@ import regex
 
 from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
-from csum.archive import ARCHIVE_LINE_PREFIX
+from csum.archive import ARCHIVE_LINE_PREFIX, split_archive_line
 from csum.handlers._base import SummarizeHandler
 from csum.handlers._extractive_code import (
     CodeMark,
@@ -1517,13 +1517,10 @@ def _collect(
             continue
         elif entry.kind == "text" and entry.role in _HUMAN_ROLES:
             block = _Block()
-            for item in _body_lines(entry.content, len(blocks), check, tool=False, width=width):
-                if item.text.startswith(ARCHIVE_LINE_PREFIX):
-                    # An earlier summary of the user's messages named their archived
-                    # batch: the reference stays as it was, first, as in any summary.
-                    item.tier, item.score = 0, _PRIOR_SCORE
-                    block.lines.append(item)
-                    continue
+            # An earlier summary of the user's messages ends with the line naming their
+            # archived batch: it stays as it was and first, as in any earlier summary.
+            text, archived = _archive_line_apart(entry.content)
+            for item in _body_lines(text, len(blocks), check, tool=False, width=width):
                 if not item.text.startswith(USER_PREFIX):  # an earlier summary's line stays
                     item.text = USER_PREFIX + item.text
                 item.score += _USER_BONUS  # what the user said: requests, constraints
@@ -1534,6 +1531,10 @@ def _collect(
                 if cut != first.text:  # whole again if room is left at the end
                     first.text, first.whole = cut, first.text
                 first.tier = 0  # the request itself comes first
+            if archived:
+                last = max((ln.order for ln in block.lines), default=-1) + 1
+                block.lines.append(_Line(len(blocks), last, archived, _PRIOR_SCORE, tier=0))
+            if block.lines:
                 blocks.append(block)
         elif entry.kind == "tool_result":
             head = calls.pop(entry.call_id, "") or _render_call(
@@ -1582,6 +1583,15 @@ def _collect(
     _drop_lone_indent(blocks)
     outcome_over_call(blocks, max_bytes, _utf8_len, lone_cut)
     return blocks
+
+
+def _archive_line_apart(text: str) -> tuple[str, str]:
+    """(text, its final ``[archived: ...]`` line), the line alone when that is all the
+    text holds; (text, "") when it has none."""
+    alone = text.strip()
+    if alone.startswith(ARCHIVE_LINE_PREFIX) and alone.endswith("]") and "\n" not in alone:
+        return "", alone
+    return split_archive_line(text)
 
 
 def _drop_lone_indent(blocks: list[_Block]) -> None:
