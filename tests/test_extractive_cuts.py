@@ -10,8 +10,9 @@ from collections.abc import Iterator
 import pytest
 import regex
 
-from cast.messages import ToolCall
+from cast.messages import Message, ToolCall
 from csum.handlers import summarize_extractive
+from csum.prompt import messages_to_prompt
 from test_extractive_room import command, corpus_calls, needs_corpus, one_call
 
 
@@ -128,3 +129,19 @@ def test_a_long_output_line_is_windowed_between_words(budget: int) -> None:
 
 
 _QUARTER_OF_THE_LEAST_WINDOW = 20  # a line's window is never below 80 characters
+
+
+@pytest.mark.parametrize("budget", [90, 120, 166])
+def test_a_version_is_never_cut_at_its_dots(budget: int) -> None:
+    """A window whose end falls inside a version, at one of its dots, moves to the space
+    before it: ``12…`` or ``12.40…`` of ``12.40.7`` would read as another version."""
+    notes = "\n".join(f"Other note {i}: nothing else changed here today." for i in range(12))
+    shown = 0
+    for pad in range(60, 82):  # the version straddles the 80-character window's end
+        head = ("the newest stable build of the parser we ship is " * 3)[:pad].rstrip()
+        text = f"{head} 12.40.7 and it fixes the cache for every user of the store\n\n{notes}"
+        summary = summarize_extractive(messages_to_prompt([], [Message.ai(text)]), budget)
+        assert len(summary.encode("utf-8")) <= budget
+        assert not regex.search(r"(?<![\w.])12(?:\.40)?+\.?…", summary), (pad, summary)
+        shown += "12.40.7" in summary
+    assert shown  # where the window holds it whole, it is shown

@@ -348,7 +348,7 @@ def _clip_at_word_end(text: str, limit: int) -> str:
     clipped = _clip_bytes(text, limit)
     if clipped == text:
         return text
-    if not (clipped[-1:].isalnum() and text[len(clipped)].isalnum()):
+    if not _in_word(text, len(clipped)):
         return clipped.rstrip()
     space = clipped.rfind(" ")
     return clipped[:space].rstrip() if space > len(clipped) // 2 else clipped
@@ -624,10 +624,23 @@ class _Block:
 
 
 def _in_word(text: str, index: int) -> bool:
-    """Whether a cut before ``text[index]`` falls inside a word (between two of its
-    letters, digits or underscores)."""
+    """Whether a cut before ``text[index]`` falls inside a word: between two of its
+    letters, digits or underscores, or at a dot, slash, colon or dash joining two of
+    them, so a version, path or code is never shown in part (``v2`` of ``v2.10.1``,
+    ``lib/a`` of ``lib/a.rb:7``)."""
     before, after = text[index - 1], text[index]
-    return (before.isalnum() or before == "_") and (after.isalnum() or after == "_")
+    if _word_char(before):
+        return _word_char(after) or (
+            after in _JOINERS and index + 1 < len(text) and _word_char(text[index + 1])
+        )
+    return before in _JOINERS and _word_char(after) and index > 1 and _word_char(text[index - 2])
+
+
+_JOINERS = frozenset("./:-")  # marks that join the parts of one token: 1.2.3, a/b.py:4
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _cut_between_words(text: str, end: int, reach: int) -> int:
