@@ -79,6 +79,7 @@ __all__ = [
     "main",
     "part_of",
     "run",
+    "size_band",
 ]
 
 ITEMS_PATH = Path(__file__).resolve().parent / "fidelity" / "items.jsonl"
@@ -418,7 +419,8 @@ def render(result: Result, items: Sequence[Item]) -> list[str]:
             used = statistics.fmean(r.bytes_used / r.bytes_allowed for r in runs)
             cells.append(_pct(used))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", _exact_form_line(items), "", *_by_part(items), "", *_by_kind(result, items)]
+    lines += ["", _exact_form_line(items), "", *_by_part(items), "", *_by_size(items)]
+    lines += ["", *_by_kind(result, items)]
     return lines
 
 
@@ -458,6 +460,28 @@ def _by_part(items: Sequence[Item]) -> list[str]:
         [*[s for s in subsets if s[1]], ("all", list(items))],
         ("extractive", "head", "head+tail"),
     )
+
+
+SIZE_BANDS = ((0, 1000), (1000, 3000), (3000, 8000), (8000, None))
+"""Bands of an item's size in UTF-8 bytes (lower bound included) for :func:`_by_size`."""
+
+
+def size_band(size: int) -> str:
+    """The name of the band of :data:`SIZE_BANDS` that ``size`` falls in."""
+    for low, high in SIZE_BANDS:
+        if high is None:
+            return f"{low // 1000} KB and over"
+        if size < high:
+            return f"under {high // 1000} KB" if low == 0 else f"{low // 1000}-{high // 1000} KB"
+    raise AssertionError("the last band is open")  # pragma: no cover
+
+
+def _by_size(items: Sequence[Item]) -> list[str]:
+    """extractive and the cuts by the item's size: a budget of 10 % of a small item is a
+    few dozen bytes, the call line included, where one line may not fit."""
+    bands = [size_band(low) for low, _ in SIZE_BANDS]
+    subsets = [(band, [i for i in items if size_band(i.size) == band]) for band in bands]
+    return _subset_table("size", [s for s in subsets if s[1]], ("extractive", "head", "head+tail"))
 
 
 def _by_kind(result: Result, items: Sequence[Item]) -> list[str]:

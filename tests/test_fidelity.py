@@ -12,7 +12,9 @@ from benchmarks.fidelity import (
     load_items,
     plain_form,
     random_lines,
+    render,
     run,
+    size_band,
 )
 
 
@@ -63,3 +65,23 @@ def test_baselines_stay_within_budget(fraction: float) -> None:
         budget = max(1, round(fraction * item.size))
         for summary in (head(item, budget), head_tail(item, budget), random_lines(item, budget, 1)):
             assert len(summary.encode("utf-8")) <= budget, item.id
+
+
+def test_size_bands_cover_every_size() -> None:
+    assert size_band(0) == size_band(999) == "under 1 KB"
+    assert size_band(1000) == size_band(2999) == "1-3 KB"
+    assert size_band(3000) == "3-8 KB"
+    assert size_band(8000) == size_band(10**9) == "8 KB and over"
+
+
+def test_the_report_shows_items_by_size_and_they_add_up() -> None:
+    items = load_items()
+    small = sorted(items, key=lambda i: i.size)
+    chosen = [*small[:3], *small[-2:]]  # the smallest and the largest keep the test quick
+    lines = render(run(chosen), chosen)
+    rows = [line for line in lines if line.startswith("| ") and "KB" in line.split("|")[1]]
+    bands = [row.split("|")[1].strip() for row in rows]
+    assert bands[0] == "under 1 KB"
+    assert bands[-1] == size_band(small[-1].size)
+    assert sum(int(row.split("|")[2]) for row in rows) == len(chosen)
+    assert sum(int(row.split("|")[3]) for row in rows) == sum(len(i.facts) for i in chosen)
