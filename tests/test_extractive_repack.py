@@ -4,7 +4,13 @@ room for more lines, and the summary still never exceeds its budget."""
 
 from __future__ import annotations
 
+import regex
+
+from test_extractive_long_history import calls, fold
 from test_extractive_room import shell
+
+# The directories a line's leading path is in, as the handler reads them.
+_LEADING_DIRECTORIES = regex.compile(r"(?:[\w.@+-]{1,100}+/){1,16}+(?=[\w.@+-])")
 
 MATCHES = "\n".join(
     f"services/payments/gateway/adapters/stripe_client.py:{line}:"
@@ -57,3 +63,29 @@ def test_every_budget_is_kept() -> None:
     for budget in range(40, 700, 7):
         shell("rg -n RetryPolicy services/", MATCHES, budget)
         shell("mypy src/billing", MYPY, budget)
+
+
+def test_a_summary_summarized_again_keeps_every_path_whole() -> None:
+    """``…/`` stands for the directories of the row above: when an earlier summary is
+    packed again and that row is left out, the path is written whole, never ``…/`` under
+    a row of another directory or none (the directories would be lost)."""
+    checked = 0
+    for command, output in (("rg -n RetryPolicy services/", MATCHES), ("mypy src/billing", MYPY)):
+        earlier = shell(command, output, 700)
+        assert "\n…/" in earlier or "\n  …/" in earlier
+        for budget in range(60, 500, 10):
+            new = calls(("bash", {"command": "ls"}, "README.md\nsetup.py"))
+            rows = fold(earlier, new, budget).splitlines()
+            for index, row in enumerate(rows):
+                if not row.lstrip().startswith("…/"):
+                    continue
+                checked += 1
+                above = index - 1
+                while above >= 0 and rows[above].lstrip().startswith("…/"):
+                    above -= 1
+                assert above >= 0, rows
+                directories = _LEADING_DIRECTORIES.match(rows[above].lstrip())
+                assert directories is not None, (budget, rows)
+                path = directories.group() + row.lstrip()[2:].split(":")[0]
+                assert path in output, (budget, rows)
+    assert checked > 20

@@ -162,6 +162,7 @@ _LOCATION_TAIL = 48  # characters a location line may hold after its place
 _LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
 _REPACKS = 3  # packings again with the bytes rendering saved
 _SHARED_MIN = 8  # a path's directories shorter than this are written again
+_SHARED = "…/"  # begins a path whose directories are those of the line above
 _COMPACT_SHARE = 0.5  # an answer's line longer than this share of the window is compacted
 _COMPACT_RATIO = 2.0  # ... when the prompt is more than this many times the budget
 
@@ -1700,7 +1701,7 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
     The rest competes with the new lines by its score: once the summary is full, new
     facts take the room of earlier lines that said nothing much.
     """
-    rows = [line.rstrip() for line in text.splitlines() if line.strip()]
+    rows = _unshared([line.rstrip() for line in text.splitlines() if line.strip()])
     if (
         len(rows) > 1
         and _LONE_CALL.match(rows[0][:_LINE_SCAN]) is not None
@@ -1734,6 +1735,23 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
         if block.head and block.lines and _head_codes(block.head):
             block.lines[0].tier, block.lines[0].score = 0, _PRIOR_SCORE
     return [block for block in blocks if block.lines]
+
+
+def _unshared(rows: list[str]) -> list[str]:
+    """An earlier summary's rows with each ``…/`` a path began with (its directories
+    said by the row above, :func:`_share_directories`) written out again, so that every
+    row names its whole path when it is packed apart from the row above."""
+    out: list[str] = []
+    above = ""
+    for row in rows:
+        body = row.lstrip(" ")
+        indent = row[: len(row) - len(body)]
+        if above and body.startswith(_SHARED):
+            body = above + body[len(_SHARED) :]
+        match = _LEADING_DIRECTORIES.match(body, endpos=_LINE_SCAN)
+        above = match.group() if match is not None else ""
+        out.append(indent + body)
+    return out
 
 
 def _prior_content(line: str) -> float:
@@ -2043,7 +2061,7 @@ def _share_directories(lines: list[str], indent: str) -> list[str]:
         match = _LEADING_DIRECTORIES.match(body, endpos=_LINE_SCAN)
         here = match.group() if match is not None else ""
         shared = here and here == above and len(here) > _SHARED_MIN
-        out.append(indent + _ELLIPSIS + "/" + body[len(here) :] if shared else line)
+        out.append(indent + _SHARED + body[len(here) :] if shared else line)
         above = here
     return out
 
