@@ -26,6 +26,9 @@ Every item is summarized at 10 % and 25 % of its size in UTF-8 bytes by:
 * ``random lines``: whole lines picked at random until the budget is used (5 seeds; the
   only seeded summarizer, reported as min / mean over the seeds).
 
+The report gives the figures by part, by item size (10 % of an item under 1 KB is a
+budget under 100 bytes, the call line included) and by kind.
+
 A fact is kept when all its patterns are found within :data:`WINDOW` characters of the
 first one, so a value counts only near its subject; patterns of values that need their
 key (a version, a price) include the key. Patterns and summary are compared as written
@@ -462,7 +465,9 @@ def _by_part(items: Sequence[Item]) -> list[str]:
     )
 
 
-SIZE_BANDS = ((0, 1000), (1000, 3000), (3000, 8000), (8000, None))
+_SMALL_ITEM = 1000  # bytes: 10 % of an item under this is a budget under 100 bytes
+_LARGE_ITEM = 3000
+SIZE_BANDS = ((0, _SMALL_ITEM), (_SMALL_ITEM, _LARGE_ITEM), (_LARGE_ITEM, 8000), (8000, None))
 """Bands of an item's size in UTF-8 bytes (lower bound included) for :func:`_by_size`."""
 
 
@@ -482,6 +487,23 @@ def _by_size(items: Sequence[Item]) -> list[str]:
     bands = [size_band(low) for low, _ in SIZE_BANDS]
     subsets = [(band, [i for i in items if size_band(i.size) == band]) for band in bands]
     return _subset_table("size", [s for s in subsets if s[1]], ("extractive", "head", "head+tail"))
+
+
+def _size_note(items: Sequence[Item]) -> str:
+    """What the smallest and the larger items keep, for the report's "why" paragraph."""
+    small = [i for i in items if i.size < _SMALL_ITEM]
+    large = [i for i in items if i.size >= _LARGE_ITEM]
+    if not small or not large:
+        return ""
+
+    def kept(chosen: list[Item]) -> str:
+        return " / ".join(_pct(_score(chosen, f, extractive).share) for f in BUDGETS)
+
+    return (
+        f" By size (table above): the {len(small)} items under 1 KB keep {kept(small)} at "
+        f"10 % / 25 %, where the budget is under 100 / 250 bytes, the {len(large)} items of "
+        f"3 KB or more {kept(large)}."
+    )
 
 
 def _by_kind(result: Result, items: Sequence[Item]) -> list[str]:
@@ -582,7 +604,7 @@ def markdown(result: Result, items: Sequence[Item]) -> str:
             "and fits one or two facts. JSON results are packed field by field, but a "
             "booking's facts are spread over several records (flights, passengers, "
             "payments), each needing its path and keys; long log lines are cut to a window "
-            "and lose what lies outside it.",
+            "and lose what lies outside it." + _size_note(items),
             "",
         ]
     else:

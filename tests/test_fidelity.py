@@ -10,6 +10,7 @@ from benchmarks.fidelity import (
     head,
     head_tail,
     load_items,
+    markdown,
     plain_form,
     random_lines,
     render,
@@ -85,3 +86,4 @@ def test_the_report_shows_items_by_size_and_they_add_up() -> None:
     assert bands[-1] == size_band(small[-1].size)
     assert sum(int(row.split("|")[2]) for row in rows) == len(chosen)
     assert sum(int(row.split("|")[3]) for row in rows) == sum(len(i.facts) for i in chosen)
+    assert "the 3 items under 1 KB keep" in markdown(run(chosen), chosen)
