@@ -24,8 +24,9 @@ identifier argument without its key, no ``| head -20`` stage, a multi-line comma
 its first line, ``~/`` for a home directory, cut between words and a long path by its
 leading directories: ``…/jobs/a_test.exs``), a name said again counts less, the
 records of a JSON list share one line, and no word is cut in half to fill the room.
-A path in the same directory as the path starting the line above is written ``…/``
-and its file; the bytes rendering saves that way are packed again. When the prompt is
+Every line names its paths whole (or by their last directories when too long, as
+above): a line never leans on the line above for its directories, since it may be
+packed without it when the summary is summarized again. When the prompt is
 over twice the budget, an answer's long line is written by its clauses that carry
 something (:mod:`csum.handlers._extractive_prose`), back whole if room is left; its
 code fences are left out and its links written as their urls. It uses the budget,
@@ -161,8 +162,6 @@ _LIST_KEY = "\0"  # marks a list's path among the open records' paths
 _LOCATION_TAIL = 48  # characters a location line may hold after its place
 _LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
 _REPACKS = 3  # packings again with the bytes rendering saved
-_SHARED_MIN = 8  # a path's directories shorter than this are written again
-_SHARED = "…/"  # begins a path whose directories are those of the line above
 _COMPACT_SHARE = 0.5  # an answer's line longer than this share of the window is compacted
 _COMPACT_RATIO = 2.0  # ... when the prompt is more than this many times the budget
 
@@ -290,10 +289,6 @@ _HOME = regex.compile(r"(?<![\w.~-])/(?:home|Users)/[^/\s\"']{1,64}+/")
 # A line naming a place: spaces or box rules, maybe an arrow, "at" or "in", then a token.
 _LOCATION_LINE = regex.compile(
     r"[\s│┃║|>\u203a»•·]{0,40}+(?:-->[ ]?+|at[ ]++|in[ ]++)?+([^\s\"'`,;()\[\]{}<>|]++)"
-)
-# The directories a line's leading path is in ("src/app/models/" of "src/app/models/a.py:3").
-_LEADING_DIRECTORIES = regex.compile(
-    r"(?:~/|\.{1,2}+/|/)?+(?:[\w.@+-]{1,100}+/){1,16}+(?=[\w.@+-])"
 )
 _WS = regex.compile(r"\s++")
 _LONE_CALL = regex.compile(r"[A-Za-z_][\w.:-]{0,80}+\(.*(?:\)|…)$")  # "bash(ls -la)"
@@ -1701,7 +1696,7 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
     The rest competes with the new lines by its score: once the summary is full, new
     facts take the room of earlier lines that said nothing much.
     """
-    rows = _unshared([line.rstrip() for line in text.splitlines() if line.strip()])
+    rows = [line.rstrip() for line in text.splitlines() if line.strip()]
     if (
         len(rows) > 1
         and _LONE_CALL.match(rows[0][:_LINE_SCAN]) is not None
@@ -1735,23 +1730,6 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
         if block.head and block.lines and _head_codes(block.head):
             block.lines[0].tier, block.lines[0].score = 0, _PRIOR_SCORE
     return [block for block in blocks if block.lines]
-
-
-def _unshared(rows: list[str]) -> list[str]:
-    """An earlier summary's rows with each ``…/`` a path began with (its directories
-    said by the row above, :func:`_share_directories`) written out again, so that every
-    row names its whole path when it is packed apart from the row above."""
-    out: list[str] = []
-    above = ""
-    for row in rows:
-        body = row.lstrip(" ")
-        indent = row[: len(row) - len(body)]
-        if above and body.startswith(_SHARED):
-            body = above + body[len(_SHARED) :]
-        match = _LEADING_DIRECTORIES.match(body, endpos=_LINE_SCAN)
-        above = match.group() if match is not None else ""
-        out.append(indent + body)
-    return out
 
 
 def _prior_content(line: str) -> float:
@@ -1994,7 +1972,7 @@ def _pack(blocks: list[_Block], max_bytes: int) -> str:
         indent = "" if len(shown) == 1 else block.indent
         if block.head:
             out.append(block.head)
-        out.extend(_share_directories(list(_render(block, kept, indent)), indent))
+        out.extend(_render(block, kept, indent))
     if not out and blocks:
         # Not even one line fits: as much of the most important one as fits.
         block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
@@ -2024,7 +2002,8 @@ def _summarize(prompt: str, max_bytes: int, check: Callable[[], None]) -> str:
 
 def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None]) -> str:
     """:func:`_pack`, again with a larger virtual budget while rendering saved bytes the
-    cost model cannot see (directories said once), halving the step back when a packing
+    cost model cannot see (a lone call's lines without their indent, a list's records
+    on one line), halving the step back when a packing
     comes out too long: the best summary within ``max_bytes``, never more."""
     texts = [(line, line.text) for block in blocks for line in block.lines]
     best = _pack(blocks, max_bytes)
@@ -2048,22 +2027,6 @@ def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None
             if _utf8_len(candidate) >= _utf8_len(best):
                 best = candidate
     return best
-
-
-def _share_directories(lines: list[str], indent: str) -> list[str]:
-    """Rendered lines with a path's directories written ``…/`` when the line above
-    starts with a path in the same directories (grep, linter and compiler output list
-    one file's lines together): exact, as the line above says which they are."""
-    out: list[str] = []
-    above = ""
-    for line in lines:
-        body = line[len(indent) :]
-        match = _LEADING_DIRECTORIES.match(body, endpos=_LINE_SCAN)
-        here = match.group() if match is not None else ""
-        shared = here and here == above and len(here) > _SHARED_MIN
-        out.append(indent + _SHARED + body[len(here) :] if shared else line)
-        above = here
-    return out
 
 
 def _never() -> None:
