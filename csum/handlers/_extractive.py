@@ -344,7 +344,7 @@ def _clip_at_word_end(text: str, limit: int) -> str:
     clipped = _clip_bytes(text, limit)
     if clipped == text:
         return text
-    if not _in_word(text, len(clipped)):
+    if not clipped or not _in_word(text, len(clipped)):
         return clipped.rstrip()
     space = clipped.rfind(" ")
     return clipped[:space].rstrip() if space > len(clipped) // 2 else clipped
@@ -2002,9 +2002,9 @@ def _summarize(prompt: str, max_bytes: int, check: Callable[[], None]) -> str:
 
 def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None]) -> str:
     """:func:`_pack`, again with a larger virtual budget while rendering saved bytes the
-    cost model cannot see (a lone call's lines without their indent, a list's records
-    on one line), halving the step back when a packing
-    comes out too long: the best summary within ``max_bytes``, never more."""
+    cost model cannot see (a call alone in the summary writes its lines without their
+    indent), halving the step back when a packing comes out too long: the best summary
+    within ``max_bytes``, never more."""
     texts = [(line, line.text) for block in blocks for line in block.lines]
     best = _pack(blocks, max_bytes)
     fits, over = max_bytes, 0  # the largest virtual budget that fitted; the least that did not
