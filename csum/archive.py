@@ -79,11 +79,17 @@ def archive_line(*references: str) -> str:
 
 
 def split_archive_line(text: str) -> tuple[str, str]:
-    """(summary, its final ``[archived: ...]`` line); (text, "") when it has none."""
+    """(summary, its final ``[archived: ...]`` line); ("", the line) when the text is
+    that line alone; (text, "") when it has none."""
     at = text.rfind("\n" + ARCHIVE_LINE_PREFIX)
-    if at < 0 or not text.endswith("]") or "\n" in text[at + 1 :]:
+    start = at + 1 if at >= 0 else 0
+    if (
+        not text.startswith(ARCHIVE_LINE_PREFIX, start)
+        or not text.endswith("]")
+        or "\n" in text[start:]
+    ):
         return text, ""
-    return text[:at], text[at + 1 :]
+    return text[: max(at, 0)], text[start:]
 
 
 def archived_references(text: str) -> list[str]:

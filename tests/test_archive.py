@@ -38,6 +38,7 @@ from csum.archive import (
     archived_references,
     message_reference,
     message_search_text,
+    split_archive_line,
 )
 from csum.reinsert import REINSERTED_HEADER, question_identifiers
 from store_workers import count_rows, open_at, write_archive
@@ -415,3 +416,14 @@ async def test_index_of_another_version_is_rebuilt(tmp_path: Path) -> None:
     assert await archive.delete_session() == 4
     assert await archive.search("ERR_CONNECTION_RESET") == []
     await archive.aclose()
+
+
+def test_the_archive_line_is_split_from_its_summary_or_alone() -> None:
+    line = archive_line("0123456789abcdef", "fedcba9876543210")
+    assert split_archive_line(f"Tests pass.\nNext: deploy.\n{line}") == (
+        "Tests pass.\nNext: deploy.",
+        line,
+    )
+    assert split_archive_line(line) == ("", line)  # a summary that is only its reference
+    assert split_archive_line(f"{line}\nmore") == (f"{line}\nmore", "")  # not the last line
+    assert split_archive_line(f"see {line}") == (f"see {line}", "")  # not a line of its own

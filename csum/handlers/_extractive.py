@@ -1528,7 +1528,7 @@ def _collect(
             block = _Block()
             # An earlier summary of the user's messages ends with the line naming their
             # archived batch: it stays as it was and first, as in any earlier summary.
-            text, archived = _archive_line_apart(entry.content)
+            text, archived = split_archive_line(entry.content.rstrip())
             for item in _body_lines(text, len(blocks), check, tool=False, width=width):
                 if not item.text.startswith(USER_PREFIX):  # an earlier summary's line stays
                     item.text = USER_PREFIX + item.text
@@ -1592,15 +1592,6 @@ def _collect(
     _drop_lone_indent(blocks)
     outcome_over_call(blocks, max_bytes, _utf8_len, lone_cut)
     return blocks
-
-
-def _archive_line_apart(text: str) -> tuple[str, str]:
-    """(text, its final ``[archived: ...]`` line), the line alone when that is all the
-    text holds; (text, "") when it has none."""
-    alone = text.strip()
-    if alone.startswith(ARCHIVE_LINE_PREFIX) and alone.endswith("]") and "\n" not in alone:
-        return "", alone
-    return split_archive_line(text)
 
 
 def _drop_lone_indent(blocks: list[_Block]) -> None:
