@@ -499,10 +499,12 @@ def _size_note(items: Sequence[Item]) -> str:
     def kept(chosen: list[Item]) -> str:
         return " / ".join(_pct(_score(chosen, f, extractive).share) for f in BUDGETS)
 
+    shares = " / ".join(_pct(f) for f in BUDGETS)
+    budgets = " / ".join(f"{round(f * _SMALL_ITEM)}" for f in BUDGETS)
     return (
-        f" By size (table above): the {len(small)} items under 1 KB keep {kept(small)} at "
-        f"10 % / 25 %, where the budget is under 100 / 250 bytes, the {len(large)} items of "
-        f"3 KB or more {kept(large)}."
+        f" By size (table above): the {len(small)} items under {_SMALL_ITEM // 1000} KB keep "
+        f"{kept(small)} at {shares}, where the budget is under {budgets} bytes, the "
+        f"{len(large)} items of {_LARGE_ITEM // 1000} KB or more {kept(large)}."
     )
 
 
