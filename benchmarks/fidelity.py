@@ -472,7 +472,10 @@ SIZE_BANDS = ((0, _SMALL_ITEM), (_SMALL_ITEM, _LARGE_ITEM), (_LARGE_ITEM, 8000),
 
 
 def size_band(size: int) -> str:
-    """The name of the band of :data:`SIZE_BANDS` that ``size`` falls in."""
+    """The name of the band of :data:`SIZE_BANDS` that ``size`` falls in; ValueError
+    for a size that is no whole number of bytes."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError(f"an item's size is a whole number of bytes, not {size!r}")
     for low, high in SIZE_BANDS:
         if high is None:
             return f"{low // 1000} KB and over"

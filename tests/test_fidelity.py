@@ -75,6 +75,12 @@ def test_size_bands_cover_every_size() -> None:
     assert size_band(8000) == size_band(10**9) == "8 KB and over"
 
 
+@pytest.mark.parametrize("size", [-1, 1.5, "1000", True])
+def test_a_size_that_is_no_byte_count_is_refused(size: object) -> None:
+    with pytest.raises(ValueError, match="whole number of bytes"):
+        size_band(size)  # type: ignore[arg-type]
+
+
 def test_the_report_shows_items_by_size_and_they_add_up() -> None:
     items = load_items()
     small = sorted(items, key=lambda i: i.size)
