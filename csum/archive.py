@@ -133,7 +133,9 @@ class HistoryArchive:
     """The messages summarized away in one session, kept in ``store``.
 
     ``store``: an :class:`ArchiveStore`, or a location: a SQLite file path (the
-    default kind) or a ``redis://`` URL. ``reinsert_bytes`` > 0 turns on re-insertion
+    default kind) or a ``redis://`` URL. ``session`` (required: there is no shared
+    default a second tenant could fall into) names whose messages these are: recall,
+    search, re-insertion and deletion see this session only. ``reinsert_bytes`` > 0 turns on re-insertion
     (:meth:`reinsert`) in the summarizer and the Compactor, up to that many bytes per
     call (off: 0; the Compactor takes less when its budget leaves less room).
     ``on_event`` hears what was archived and every store failure.
@@ -143,7 +145,7 @@ class HistoryArchive:
         self,
         store: ArchiveStore | str | Path,
         *,
-        session: str = "default",
+        session: str,
         reinsert_bytes: int = 0,
         on_event: EventSink | None = None,
     ) -> None:

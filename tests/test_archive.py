@@ -110,7 +110,7 @@ async def test_everything_summarized_away_is_recallable(
 
 @pytest.mark.anyio
 async def test_summaries_keep_their_shape_and_idempotence(tmp_path: Path) -> None:
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     cache = SummaryCache()
     summarizer = Summarizer(SummarizerConfig(**CONFIG), archive=archive, cache=cache)
     chain = corpus_chains(3)[-1]
@@ -140,7 +140,9 @@ async def test_summaries_keep_their_shape_and_idempotence(tmp_path: Path) -> Non
 @pytest.mark.anyio
 async def test_failing_archive_never_fails_the_compaction(tmp_path: Path) -> None:
     events: list[StoreEvent] = []
-    archive = HistoryArchive(SQLiteArchiveStore(tmp_path), on_event=events.append)  # a folder
+    archive = HistoryArchive(
+        SQLiteArchiveStore(tmp_path), session="test", on_event=events.append
+    )  # a folder
     chain = corpus_chains(2)[-1]
     config = SummarizerConfig(**CONFIG)
     result = await Summarizer(config, archive=archive).summarize(CountingHandler(), chain)
@@ -193,7 +195,7 @@ async def test_recall_and_search(archive_store: ArchiveStore) -> None:
 @pytest.mark.anyio
 async def test_search_finds_real_identifiers(tmp_path: Path) -> None:
     chain = corpus_chains(5)[-1]
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     await archive.add(chain)
     results = [m for m in chain if m.role is Role.TOOL]
     assert results
@@ -319,7 +321,7 @@ def test_tool_definitions_fit_the_sdks() -> None:
 
 @pytest.mark.anyio
 async def test_recall_tool_answers_an_agent(tmp_path: Path) -> None:
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     chain = corpus_chains(3)[-1]
     result = await Summarizer(SummarizerConfig(**CONFIG), archive=archive).summarize(
         CountingHandler(), chain
@@ -367,8 +369,8 @@ async def test_reinsertion_brings_back_lines_only_the_archive_has(tmp_path: Path
         Message.ai("the build failed"),
     ]
     chain = [*old, Message.human("fix it"), Message.ai("looking")]
-    archive = HistoryArchive(tmp_path / "archive.sqlite", reinsert_bytes=300)
-    off = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test", reinsert_bytes=300)
+    off = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     summarized = await Summarizer(archive=off).summarize(CountingHandler(), chain)
     assert "libfoo_v3.so" not in json.dumps(
         [m.model_dump(mode="json") for m in summarized.messages]

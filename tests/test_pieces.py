@@ -419,7 +419,7 @@ async def test_pieces_archive_one_batch_and_are_cached_one_by_one(tmp_path: Path
     summary; with a cache each piece and merge is stored under its own prompt, so the
     same compaction again makes no handler call (SQLite files, both real)."""
     chain = built_chain(150, 2000)
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     cache = SummaryCache(open_store(str(tmp_path / "cache.sqlite")), handler_id="recorder")
     handler = Recorder()
 

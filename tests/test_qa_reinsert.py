@@ -50,7 +50,7 @@ class Recording:
 
 @pytest.fixture
 async def archive(tmp_path: Path) -> AsyncIterator[HistoryArchive]:
-    made = HistoryArchive(tmp_path / "archive.sqlite", reinsert_bytes=1500)
+    made = HistoryArchive(tmp_path / "archive.sqlite", session="test", reinsert_bytes=1500)
     try:
         yield made
     finally:

@@ -275,4 +275,4 @@ def test_cli_output_through_a_symlink_needs_force(tmp_path: Path) -> None:
     assert "symbolic link" in err.getvalue() and "--force" in err.getvalue()
     assert target.read_text() == "keep me"
     assert main([*args, "--force"], stdout=out, stderr=_Buffer()) == 0
-    assert target.read_text().startswith("[")  # written through the link, as asked
+    assert target.read_text().startswith("{")  # written through the link, as asked

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from csum.store_events import redact_credentials
 from csum.stores._protocol import StoreError
 
 __all__ = ["DEFAULT_SOCKET_TIMEOUT", "RedisBacked", "RedisConnection"]
@@ -46,7 +47,8 @@ class RedisConnection:
 
     def __init__(self, url: str, *, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT) -> None:
         if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(f"not a Redis URL (redis://, rediss:// or unix://): {url!r}")
+            shown = redact_credentials(url)
+            raise ValueError(f"not a Redis URL (redis://, rediss:// or unix://): {shown!r}")
         self.url = url
         self.socket_timeout = socket_timeout
         self._redis = _import_redis()
@@ -102,10 +104,11 @@ class RedisBacked:
     ) -> None:
         self.connection = RedisConnection(url, socket_timeout=socket_timeout)
         self.prefix = self.default_prefix if prefix is None else prefix
-        self.name = url
+        self.name = redact_credentials(url)
+        """The URL without its password (events, logs and ``repr`` show this)."""
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.connection.url!r}, prefix={self.prefix!r})"
+        return f"{type(self).__name__}({self.name!r}, prefix={self.prefix!r})"
 
     async def aclose(self) -> None:
         """Close this event loop's connections."""
