@@ -34,6 +34,7 @@ __all__ = [
     "ArchiveHit",
     "ArchiveRecord",
     "ArchiveStore",
+    "MAX_QUERY_CHARS",
     "HistoryArchive",
     "RedisArchiveStore",
     "SQLiteArchiveStore",
@@ -46,6 +47,11 @@ __all__ = [
     "search_text_of_json",
     "split_archive_line",
 ]
+
+MAX_QUERY_CHARS: Final = 1000
+"""Longest text :meth:`HistoryArchive.search` takes (an identifier, a path, an error
+line); longer ones are a ``ValueError``, not a scan SQLite may refuse."""
+_REFERENCE = re.compile(r"[0-9a-f]{16}")
 
 ARCHIVE_LINE_PREFIX: Final = "[archived: "
 """Start of the line a summary ends with, naming the archived batch it replaced."""
@@ -120,6 +126,26 @@ def search_text_of_json(body: bytes) -> str:
     return message_search_text(Message.model_validate_json(body))
 
 
+def _check_query(text: object) -> None:
+    """Refuse a search text no store can take (the reason, never the text, is said)."""
+    if not isinstance(text, str):
+        raise TypeError(f"the search query must be a str, not {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("the search query must not be blank")
+    if len(text) > MAX_QUERY_CHARS:
+        raise ValueError(
+            f"the search query is {len(text)} characters long: at most {MAX_QUERY_CHARS}"
+        )
+    if "\x00" in text:
+        raise ValueError(f"the search query holds a NUL character at {text.index(chr(0))}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"the search query holds a lone surrogate at {exc.start}: not valid Unicode text"
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class ArchiveHit:
     """A message found by :meth:`HistoryArchive.search`, with its lines that matched."""
@@ -135,9 +161,10 @@ class HistoryArchive:
     ``store``: an :class:`ArchiveStore`, or a location: a SQLite file path (the
     default kind) or a ``redis://`` URL. ``session`` (required: there is no shared
     default a second tenant could fall into) names whose messages these are: recall,
-    search, re-insertion and deletion see this session only. ``reinsert_bytes`` > 0 turns on re-insertion
-    (:meth:`reinsert`) in the summarizer and the Compactor, up to that many bytes per
-    call (off: 0; the Compactor takes less when its budget leaves less room).
+    search, re-insertion and deletion see this session only. ``reinsert_bytes`` > 0
+    turns on re-insertion (:meth:`reinsert`) in the summarizer and the Compactor, up
+    to that many bytes per call (off: 0; the Compactor takes less when its budget
+    leaves less room).
     ``on_event`` hears what was archived and every store failure.
     """
 
@@ -194,14 +221,28 @@ class HistoryArchive:
         return archive_line(batch)
 
     async def recall(self, reference: str) -> list[Message]:
-        """The messages under ``reference`` (a batch in order, or one message); [] if unknown."""
-        bodies = await self.store.get(self.session, reference.strip())
+        """The messages under ``reference`` (a batch in order, or one message); [] if
+        unknown. Anything but 16 hex digits (spaces around them aside) is a
+        ``ValueError`` saying so."""
+        if not isinstance(reference, str):
+            raise TypeError(f"reference must be a str, not {type(reference).__name__}")
+        wanted = reference.strip()
+        if not _REFERENCE.fullmatch(wanted):
+            raise ValueError(
+                f"not an archive reference ({len(reference)} characters): "
+                "a reference is 16 hex digits, as in an [archived: ...] line"
+            )
+        bodies = await self.store.get(self.session, wanted)
         return [Message.model_validate_json(body) for body in bodies]
 
     async def search(self, text: str, *, limit: int = 20) -> list[ArchiveHit]:
-        """Archived messages containing ``text`` (case-insensitive), oldest first."""
-        if not text.strip():
-            raise ValueError("search text must not be blank")
+        """Archived messages containing ``text`` (case-insensitive substring), oldest
+        first. A blank text, one holding NUL or a lone surrogate (no UTF-8 form), or one
+        longer than :data:`MAX_QUERY_CHARS` is a ``ValueError`` naming what is wrong;
+        ``limit`` must be a positive int."""
+        _check_query(text)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive int, not {limit!r}")
         needle = text.casefold()
         hits = []
         for reference, body in await self.store.search(self.session, text, limit):

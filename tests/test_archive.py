@@ -238,10 +238,10 @@ async def test_sessions_are_separate_and_deleted_in_one_call(
             connection = sqlite3.connect(path)
             try:  # the index matches its (now empty) content table
                 connection.execute(
-                    "INSERT INTO csum_archive_fts (csum_archive_fts) VALUES ('integrity-check')"
+                    "INSERT INTO csum_archive_text (csum_archive_text) VALUES ('integrity-check')"
                 )
                 rows = connection.execute(
-                    "SELECT count(*) FROM csum_archive_fts WHERE csum_archive_fts MATCH 'main'"
+                    "SELECT count(*) FROM csum_archive_text WHERE csum_archive_text MATCH 'main'"
                 ).fetchone()[0]
             finally:
                 connection.close()
@@ -275,8 +275,9 @@ def test_two_processes_archive_at_once(tmp_path: Path) -> None:
     async def check() -> None:
         archive = HistoryArchive(path, session="shared")
         try:
-            hits = await archive.search("shared step 7")
-            assert [h.message.text for h in hits] == ["shared step 7"]
+            hits = await archive.search("shared step 7")  # a substring: 70-79 too
+            expected = ["shared step 7", *(f"shared step {i}" for i in range(70, 80))]
+            assert sorted(h.message.text for h in hits) == sorted(expected)
         finally:
             await archive.aclose()
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cast import Message, ToolCall
+from cast import Message
 from csum import HistoryArchive, RecallTool, Summarizer, SummarizerConfig
 from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
-from csum.stores import RedisStore, SQLiteStore
+from csum.stores import RedisStore
 from store_workers import archive_cycle
 from test_cache import CountingHandler, _Buffer
 
@@ -110,26 +110,6 @@ def test_delete_and_reuse_from_two_processes(tmp_path: Path, full_text: bool) ->
                 )
                 assert (found, deleted, left) == (3, 3, 0), (round_, session)
     _check_empty_and_consistent(SQLiteArchiveStore(path, full_text=full_text))
-
-
-@pytest.mark.anyio
-async def test_delete_repairs_an_index_left_inconsistent(tmp_path: Path) -> None:
-    """A file whose index lost track of its rows (written by the version that reused
-    row ids) is still deleted: rows go, the index is rebuilt."""
-    path = tmp_path / "archive.sqlite"
-    store = SQLiteArchiveStore(path, full_text=True)
-    archive = HistoryArchive(store, session="old")
-    await archive.add([Message.ai("charlie_1 x"), Message.ai("charlie_2 y")])
-    assert len(await archive.search("charlie_")) == 2
-    connection = sqlite3.connect(path)
-    try:  # the index now holds other text for these rows than their JSON gives
-        connection.execute("UPDATE csum_archive_messages SET body = replace(body, 'x', 'z')")
-        connection.commit()
-    finally:
-        connection.close()
-    assert await archive.delete_session() == 2
-    await store.aclose()
-    _check_empty_and_consistent(SQLiteArchiveStore(path, full_text=True))
 
 
 # -- item 3: one substring meaning on every store -----------------------------------------------
@@ -272,7 +252,8 @@ def test_cli_output_through_a_symlink_needs_force(tmp_path: Path) -> None:
     out, err = _Buffer(), _Buffer()
     args = ["summarize", "--example", "-q", "-o", str(link)]
     assert main(args, stdout=out, stderr=err) == 2
-    assert "symbolic link" in err.getvalue() and "--force" in err.getvalue()
+    assert "symbolic link" in err.getvalue()
+    assert "--force" in err.getvalue()
     assert target.read_text() == "keep me"
     assert main([*args, "--force"], stdout=out, stderr=_Buffer()) == 0
     assert target.read_text().startswith("{")  # written through the link, as asked
