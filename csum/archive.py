@@ -31,10 +31,10 @@ from csum.stores._sqlite_archive import SQLiteArchiveStore
 
 __all__ = [
     "ARCHIVE_LINE_PREFIX",
+    "MAX_QUERY_CHARS",
     "ArchiveHit",
     "ArchiveRecord",
     "ArchiveStore",
-    "MAX_QUERY_CHARS",
     "HistoryArchive",
     "RedisArchiveStore",
     "SQLiteArchiveStore",
