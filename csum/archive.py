@@ -14,6 +14,7 @@ delete_session` removes all of it in one call.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,7 +166,11 @@ class HistoryArchive:
     turns on re-insertion (:meth:`reinsert`) in the summarizer and the Compactor, up
     to that many bytes per call (off: 0; the Compactor takes less when its budget
     leaves less room).
-    ``on_event`` hears what was archived and every store failure.
+    ``on_event`` hears what was archived and every store failure. After a failure
+    while archiving or re-inserting (one ``archive_unavailable`` event), the store is
+    left alone for ``breaker_seconds``: summaries then carry no archive line and
+    questions get nothing re-inserted, at handler speed instead of one store timeout
+    per summary. ``recall``, ``search`` and ``add`` always ask the store.
     """
 
     def __init__(
@@ -175,6 +180,7 @@ class HistoryArchive:
         session: str,
         reinsert_bytes: int = 0,
         on_event: EventSink | None = None,
+        breaker_seconds: float = 30.0,
     ) -> None:
         if not isinstance(session, str) or not session:
             raise ValueError(f"session must be a non-empty string, not {session!r}")
@@ -182,6 +188,10 @@ class HistoryArchive:
             raise TypeError(f"reinsert_bytes must be an int, not {reinsert_bytes!r}")
         if reinsert_bytes < 0:
             raise ValueError(f"reinsert_bytes must be 0 (off) or positive, not {reinsert_bytes}")
+        if isinstance(breaker_seconds, bool) or not isinstance(breaker_seconds, int | float):
+            raise TypeError(f"breaker_seconds must be a number, not {breaker_seconds!r}")
+        if not breaker_seconds > 0:
+            raise ValueError(f"breaker_seconds must be positive, not {breaker_seconds!r}")
         if isinstance(store, str) and is_redis_url(store):
             store = RedisArchiveStore(store)
         elif isinstance(store, str | Path):
@@ -190,6 +200,8 @@ class HistoryArchive:
         self.session = session
         self.reinsert_bytes = reinsert_bytes
         self.on_event = on_event
+        self.breaker_seconds = breaker_seconds
+        self._skip_until = 0.0
 
     def __repr__(self) -> str:
         return f"HistoryArchive({self.store!r}, session={self.session!r})"
@@ -207,14 +219,15 @@ class HistoryArchive:
         """Archive what a summary replaces; the line the summary should end with.
 
         A store failure is reported as an event and gives None: the summary then names
-        no reference (the compaction goes on).
+        no reference (the compaction goes on); so does a store that failed less than
+        ``breaker_seconds`` ago, silently.
         """
+        if self._store_skipped():
+            return None
         try:
             batch = await self.add(messages)
         except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
-            detail = failure_detail(exc)
-            event = StoreEvent(StoreEventKind.ARCHIVE_UNAVAILABLE, self.store.name, "", detail)
-            self._emit(emit, event)
+            self._failed(emit, exc)
             return None
         detail = f"{len(messages)} messages"
         self._emit(emit, StoreEvent(StoreEventKind.ARCHIVED, self.store.name, batch, detail))
@@ -270,13 +283,29 @@ class HistoryArchive:
         self, messages: Sequence[Message], *, max_bytes: int, emit: EventSink | None = None
     ) -> list[Message]:
         """:meth:`reinsert` for a keeper: a store failure is reported as an event and
-        gives ``messages`` back unchanged instead of raising."""
+        gives ``messages`` back unchanged instead of raising (as does a store that
+        failed less than ``breaker_seconds`` ago)."""
+        unchanged = messages if isinstance(messages, list) else list(messages)
+        if self._store_skipped():
+            return unchanged
         try:
             return await self.reinsert(messages, max_bytes=max_bytes)
         except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
-            kind = StoreEventKind.ARCHIVE_UNAVAILABLE
-            self._emit(emit, StoreEvent(kind, self.store.name, "", failure_detail(exc)))
-            return messages if isinstance(messages, list) else list(messages)
+            self._failed(emit, exc)
+            return unchanged
+
+    def _store_skipped(self) -> bool:
+        return time.monotonic() < self._skip_until
+
+    def _failed(self, emit: EventSink | None, exc: Exception) -> None:
+        """Report a store failure once and leave the store alone for
+        ``breaker_seconds``."""
+        if self._store_skipped():
+            return
+        self._skip_until = time.monotonic() + self.breaker_seconds
+        detail = f"{failure_detail(exc)}; store skipped for {self.breaker_seconds:g} s"
+        event = StoreEvent(StoreEventKind.ARCHIVE_UNAVAILABLE, self.store.name, "", detail)
+        self._emit(emit, event)
 
     async def aclose(self) -> None:
         """Close the store's connections."""

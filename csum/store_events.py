@@ -36,6 +36,9 @@ class StoreEventKind(StrEnum):
     """The store failed (server down, file locked...): the handler was called instead."""
     CACHE_CORRUPT = "cache_corrupt"
     """A stored entry failed its version or checksum check: ignored and replaced."""
+    CACHE_REJECTED = "cache_rejected"
+    """A stored entry failed the checks a fresh answer gets (blank, over the size cap) or
+    is not signed with the cache's secret: ignored (a miss) and replaced."""
     ARCHIVED = "archived"
     """Messages summarized away were stored in the history archive."""
     ARCHIVE_UNAVAILABLE = "archive_unavailable"
@@ -65,6 +68,7 @@ class StoreEvent:
         return self.kind in {
             StoreEventKind.CACHE_UNAVAILABLE,
             StoreEventKind.CACHE_CORRUPT,
+            StoreEventKind.CACHE_REJECTED,
             StoreEventKind.ARCHIVE_UNAVAILABLE,
         }
 

@@ -150,7 +150,7 @@ async def test_failing_archive_never_fails_the_compaction(tmp_path: Path) -> Non
     assert result.messages == plain.messages  # no references named: nothing was stored
     assert events == list(result.store_events)
     assert {e.kind for e in events} == {StoreEventKind.ARCHIVE_UNAVAILABLE}
-    assert len(events) == result.handler_calls
+    assert len(events) == 1 < result.handler_calls  # then the store is left alone
 
 
 # -- recall, search, delete ------------------------------------------------------------------
