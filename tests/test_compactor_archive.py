@@ -134,7 +134,10 @@ async def test_failing_archive_gives_events_and_the_compaction_completes(
 ) -> None:
     heard: list[StoreEvent] = []
     store = SQLiteArchiveStore(tmp_path) if where == "folder" else "redis://127.0.0.1:9/0"
-    archive = HistoryArchive(store, session="test", reinsert_bytes=2000, on_event=heard.append)
+    # Every failure reported: the circuit breaker's window made too short to matter.
+    archive = HistoryArchive(
+        store, session="test", reinsert_bytes=2000, on_event=heard.append, breaker_seconds=1e-9
+    )
     chain = long_chain()
     budget = tight(chain, 4)
     plain_out, plain_events = await run_loop(Compactor(budget=budget, cooldown_turns=1), chain)
@@ -153,6 +156,15 @@ async def test_failing_archive_gives_events_and_the_compaction_completes(
     assert {e.kind for e in reported} == {StoreEventKind.ARCHIVE_UNAVAILABLE}
     assert len(reported) > sum(len(e.store_events) for e in events)
     await archive.aclose()
+    # With the default window, the store fails once and is left alone after that.
+    store = SQLiteArchiveStore(tmp_path) if where == "folder" else "redis://127.0.0.1:9/0"
+    once = HistoryArchive(store, session="test", reinsert_bytes=2000)
+    reported = []
+    compactor = Compactor(budget=budget, archive=once, cooldown_turns=1)
+    out, events = await run_loop(compactor, chain, reported)
+    assert out == plain_out
+    assert [e.kind for e in reported] == [StoreEventKind.ARCHIVE_UNAVAILABLE]
+    await once.aclose()
 
 
 def question_needing_the_archive(chain: list[Message], out: list[Message]) -> tuple[str, str]:
