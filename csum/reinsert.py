@@ -46,8 +46,8 @@ __all__ = [
     "is_reinserted",
     "own_question",
     "question_identifiers",
-    "reinserted_part",
     "reinsert_archived",
+    "reinserted_part",
 ]
 
 REINSERTED_HEADER: Final = "[recalled from the history archive]"
