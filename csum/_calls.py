@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from csum.archive import HistoryArchive
     from csum.cache import SummaryCache
 
-__all__ = ["HandlerCalls", "SummarizeHandler"]
+__all__ = ["SUMMARY_FLOOR_BYTES", "HandlerCalls", "SummarizeHandler"]
+
+SUMMARY_FLOOR_BYTES = 1024
+"""What a summary may always take, in UTF-8 bytes, whatever it replaces: the bare
+:class:`~csum.Summarizer` cuts an answer larger than both this and what it replaces,
+so a runaway answer adds at most this much per summary (enough for the summary of a
+tiny section); ``Summarizer(summary_floor_bytes=None)`` lifts the bound."""
 
 SummarizeHandler = Callable[[str], Awaitable[str]]
 """Takes the prompt text, returns the summary text."""
@@ -42,6 +48,9 @@ class HandlerCalls:
     on_call: Callable[[int, int], None] | None = field(default=None, repr=False)
     max_summary_bytes: int | None = None
     """Cap of a summary's size in UTF-8 bytes (None: no cap); longer answers are cut."""
+    summary_floor: int | None = None
+    """With it, a summary of messages is also cut to the larger of this and their size
+    (None: no such bound; see :data:`SUMMARY_FLOOR_BYTES`)."""
     created: list[BodyPair] = field(default_factory=list, repr=False)
     """The summary pairs made in this run (their ids are made unique at the end)."""
     cache: SummaryCache | None = field(default=None, repr=False)
@@ -71,22 +80,54 @@ class HandlerCalls:
         they are summarized).
         """
         prompt = messages_to_prompt(human_messages, ai_messages)
-        summary = await self.summarize_prompt(prompt, phase=phase, section=section)
         if replaced is None:
             replaced = ai_messages if ai_messages else human_messages
+        cap = self.cap_for(replaced)
+        summary = await self.summarize_prompt(prompt, phase=phase, section=section, cap=cap)
         return await self.archived(summary, replaced)
 
-    async def summarize_prompt(self, prompt: str, *, phase: str, section: int) -> str:
-        """The summary of one prompt: from the cache when it has it, else the handler's."""
-        if self.cache is None:
-            return await self.call_handler(prompt, phase=phase, section=section)
-        return await self._cached(prompt, phase=phase, section=section)
+    @property
+    def stale_cap(self) -> int | None:
+        """The size over which a lone summary pair found in a chain was not made under
+        this run's bounds (:func:`csum.strategies.is_stale_summary`)."""
+        return self.max_summary_bytes if self.max_summary_bytes is not None else self.summary_floor
 
-    async def _cached(self, prompt: str, *, phase: str, section: int) -> str:
-        """The summary from the cache, or from the handler (then stored)."""
+    def cap_for(self, replaced: Sequence[Message]) -> int | None:
+        """The size a summary of ``replaced`` is cut to: ``max_summary_bytes``, and with
+        a floor, at most the larger of the floor and what it replaces."""
+        if self.summary_floor is None:
+            return self.max_summary_bytes
+        bound = max(self.summary_floor, sum(m.size for m in replaced))
+        return bound if self.max_summary_bytes is None else min(bound, self.max_summary_bytes)
+
+    async def summarize_prompt(
+        self, prompt: str, *, phase: str, section: int, cap: int | None = None
+    ) -> str:
+        """The summary of one prompt: from the cache when it has it, else the handler's;
+        at most ``cap`` bytes (default: ``max_summary_bytes``)."""
+        cap = self.max_summary_bytes if cap is None else cap
+        if self.cache is None:
+            return await self.call_handler(prompt, phase=phase, section=section, cap=cap)
+        return await self._cached(prompt, phase=phase, section=section, cap=cap)
+
+    async def _cached(self, prompt: str, *, phase: str, section: int, cap: int | None) -> str:
+        """The summary from the cache, or from the handler (then stored). A stored
+        summary passes the checks a fresh answer gets (not blank, within ``cap``);
+        one that does not is a miss, reported and replaced."""
         assert self.cache is not None
-        call = partial(self.call_handler, prompt, phase=phase, section=section)
-        summary, hit = await self.cache.summarize(prompt, call, emit=self.events.append)
+        call = partial(self.call_handler, prompt, phase=phase, section=section, cap=cap)
+
+        def accept(summary: str) -> str | None:
+            if not summary.strip():
+                return "blank"
+            size = utf8_len(summary)
+            if cap is not None and size > cap:
+                return f"{size} bytes, over the {cap} a fresh answer is cut to"
+            return None
+
+        summary, hit = await self.cache.summarize(
+            prompt, call, emit=self.events.append, accept=accept
+        )
         self.cache_hits += hit
         return summary
 
@@ -98,8 +139,11 @@ class HandlerCalls:
         line = await self.archive.add_summarized(replaced, self.events.append)
         return summary if line is None else f"{summary}\n{line}"
 
-    async def call_handler(self, prompt: str, *, phase: str, section: int) -> str:
-        """One handler call on ``prompt``, counted; failures become SummarizationError."""
+    async def call_handler(
+        self, prompt: str, *, phase: str, section: int, cap: int | None = None
+    ) -> str:
+        """One handler call on ``prompt``, counted; failures become SummarizationError.
+        The answer is cut to ``cap`` bytes (default: ``max_summary_bytes``)."""
         self.calls += 1
         self.input_bytes += utf8_len(prompt)
         try:
@@ -125,7 +169,8 @@ class HandlerCalls:
                 section=section,
                 phase=phase,
             ) from exc
-        result = checked_summary(result, self.max_summary_bytes, section, phase)
+        cap = self.max_summary_bytes if cap is None else cap
+        result = checked_summary(result, cap, section, phase)
         self.output_bytes += utf8_len(result)
         if self.on_call is not None:
             self.on_call(self.calls, self.input_bytes)

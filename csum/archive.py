@@ -14,6 +14,7 @@ delete_session` removes all of it in one call.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from csum.stores._sqlite_archive import SQLiteArchiveStore
 
 __all__ = [
     "ARCHIVE_LINE_PREFIX",
+    "MAX_QUERY_CHARS",
     "ArchiveHit",
     "ArchiveRecord",
     "ArchiveStore",
@@ -46,6 +48,11 @@ __all__ = [
     "search_text_of_json",
     "split_archive_line",
 ]
+
+MAX_QUERY_CHARS: Final = 1000
+"""Longest text :meth:`HistoryArchive.search` takes (an identifier, a path, an error
+line); longer ones are a ``ValueError``, not a scan SQLite may refuse."""
+_REFERENCE = re.compile(r"[0-9a-f]{16}")
 
 ARCHIVE_LINE_PREFIX: Final = "[archived: "
 """Start of the line a summary ends with, naming the archived batch it replaced."""
@@ -120,6 +127,26 @@ def search_text_of_json(body: bytes) -> str:
     return message_search_text(Message.model_validate_json(body))
 
 
+def _check_query(text: object) -> None:
+    """Refuse a search text no store can take (the reason, never the text, is said)."""
+    if not isinstance(text, str):
+        raise TypeError(f"the search query must be a str, not {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("the search query must not be blank")
+    if len(text) > MAX_QUERY_CHARS:
+        raise ValueError(
+            f"the search query is {len(text)} characters long: at most {MAX_QUERY_CHARS}"
+        )
+    if "\x00" in text:
+        raise ValueError(f"the search query holds a NUL character at {text.index(chr(0))}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"the search query holds a lone surrogate at {exc.start}: not valid Unicode text"
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class ArchiveHit:
     """A message found by :meth:`HistoryArchive.search`, with its lines that matched."""
@@ -133,19 +160,27 @@ class HistoryArchive:
     """The messages summarized away in one session, kept in ``store``.
 
     ``store``: an :class:`ArchiveStore`, or a location: a SQLite file path (the
-    default kind) or a ``redis://`` URL. ``reinsert_bytes`` > 0 turns on re-insertion
-    (:meth:`reinsert`) in the summarizer and the Compactor, up to that many bytes per
-    call (off: 0; the Compactor takes less when its budget leaves less room).
-    ``on_event`` hears what was archived and every store failure.
+    default kind) or a ``redis://`` URL. ``session`` (required: there is no shared
+    default a second tenant could fall into) names whose messages these are: recall,
+    search, re-insertion and deletion see this session only. ``reinsert_bytes`` > 0
+    turns on re-insertion (:meth:`reinsert`) in the summarizer and the Compactor, up
+    to that many bytes per call (off: 0; the Compactor takes less when its budget
+    leaves less room).
+    ``on_event`` hears what was archived and every store failure. After a failure
+    while archiving or re-inserting (one ``archive_unavailable`` event), the store is
+    left alone for ``breaker_seconds``: summaries then carry no archive line and
+    questions get nothing re-inserted, at handler speed instead of one store timeout
+    per summary. ``recall``, ``search`` and ``add`` always ask the store.
     """
 
     def __init__(
         self,
         store: ArchiveStore | str | Path,
         *,
-        session: str = "default",
+        session: str,
         reinsert_bytes: int = 0,
         on_event: EventSink | None = None,
+        breaker_seconds: float = 30.0,
     ) -> None:
         if not isinstance(session, str) or not session:
             raise ValueError(f"session must be a non-empty string, not {session!r}")
@@ -153,6 +188,10 @@ class HistoryArchive:
             raise TypeError(f"reinsert_bytes must be an int, not {reinsert_bytes!r}")
         if reinsert_bytes < 0:
             raise ValueError(f"reinsert_bytes must be 0 (off) or positive, not {reinsert_bytes}")
+        if isinstance(breaker_seconds, bool) or not isinstance(breaker_seconds, int | float):
+            raise TypeError(f"breaker_seconds must be a number, not {breaker_seconds!r}")
+        if not breaker_seconds > 0:
+            raise ValueError(f"breaker_seconds must be positive, not {breaker_seconds!r}")
         if isinstance(store, str) and is_redis_url(store):
             store = RedisArchiveStore(store)
         elif isinstance(store, str | Path):
@@ -161,6 +200,8 @@ class HistoryArchive:
         self.session = session
         self.reinsert_bytes = reinsert_bytes
         self.on_event = on_event
+        self.breaker_seconds = breaker_seconds
+        self._skip_until = 0.0
 
     def __repr__(self) -> str:
         return f"HistoryArchive({self.store!r}, session={self.session!r})"
@@ -178,28 +219,43 @@ class HistoryArchive:
         """Archive what a summary replaces; the line the summary should end with.
 
         A store failure is reported as an event and gives None: the summary then names
-        no reference (the compaction goes on).
+        no reference (the compaction goes on); so does a store that failed less than
+        ``breaker_seconds`` ago, silently.
         """
+        if self._store_skipped():
+            return None
         try:
             batch = await self.add(messages)
         except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
-            detail = failure_detail(exc)
-            event = StoreEvent(StoreEventKind.ARCHIVE_UNAVAILABLE, self.store.name, "", detail)
-            self._emit(emit, event)
+            self._failed(emit, exc)
             return None
         detail = f"{len(messages)} messages"
         self._emit(emit, StoreEvent(StoreEventKind.ARCHIVED, self.store.name, batch, detail))
         return archive_line(batch)
 
     async def recall(self, reference: str) -> list[Message]:
-        """The messages under ``reference`` (a batch in order, or one message); [] if unknown."""
-        bodies = await self.store.get(self.session, reference.strip())
+        """The messages under ``reference`` (a batch in order, or one message); [] if
+        unknown. Anything but 16 hex digits (spaces around them aside) is a
+        ``ValueError`` saying so."""
+        if not isinstance(reference, str):
+            raise TypeError(f"reference must be a str, not {type(reference).__name__}")
+        wanted = reference.strip()
+        if not _REFERENCE.fullmatch(wanted):
+            raise ValueError(
+                f"not an archive reference ({len(reference)} characters): "
+                "a reference is 16 hex digits, as in an [archived: ...] line"
+            )
+        bodies = await self.store.get(self.session, wanted)
         return [Message.model_validate_json(body) for body in bodies]
 
     async def search(self, text: str, *, limit: int = 20) -> list[ArchiveHit]:
-        """Archived messages containing ``text`` (case-insensitive), oldest first."""
-        if not text.strip():
-            raise ValueError("search text must not be blank")
+        """Archived messages containing ``text`` (case-insensitive substring), oldest
+        first. A blank text, one holding NUL or a lone surrogate (no UTF-8 form), or one
+        longer than :data:`MAX_QUERY_CHARS` is a ``ValueError`` naming what is wrong;
+        ``limit`` must be a positive int."""
+        _check_query(text)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive int, not {limit!r}")
         needle = text.casefold()
         hits = []
         for reference, body in await self.store.search(self.session, text, limit):
@@ -227,13 +283,29 @@ class HistoryArchive:
         self, messages: Sequence[Message], *, max_bytes: int, emit: EventSink | None = None
     ) -> list[Message]:
         """:meth:`reinsert` for a keeper: a store failure is reported as an event and
-        gives ``messages`` back unchanged instead of raising."""
+        gives ``messages`` back unchanged instead of raising (as does a store that
+        failed less than ``breaker_seconds`` ago)."""
+        unchanged = messages if isinstance(messages, list) else list(messages)
+        if self._store_skipped():
+            return unchanged
         try:
             return await self.reinsert(messages, max_bytes=max_bytes)
         except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
-            kind = StoreEventKind.ARCHIVE_UNAVAILABLE
-            self._emit(emit, StoreEvent(kind, self.store.name, "", failure_detail(exc)))
-            return messages if isinstance(messages, list) else list(messages)
+            self._failed(emit, exc)
+            return unchanged
+
+    def _store_skipped(self) -> bool:
+        return time.monotonic() < self._skip_until
+
+    def _failed(self, emit: EventSink | None, exc: Exception) -> None:
+        """Report a store failure once and leave the store alone for
+        ``breaker_seconds``."""
+        if self._store_skipped():
+            return
+        self._skip_until = time.monotonic() + self.breaker_seconds
+        detail = f"{failure_detail(exc)}; store skipped for {self.breaker_seconds:g} s"
+        event = StoreEvent(StoreEventKind.ARCHIVE_UNAVAILABLE, self.store.name, "", detail)
+        self._emit(emit, event)
 
     async def aclose(self) -> None:
         """Close the store's connections."""

@@ -4,21 +4,28 @@ A key is the xxh3-128 of everything that decides a summary: the prompt text, the
 handler identity the user declares (model, its settings, the prompt template's
 version...) and the summary budget, under a key version. A value is the summary text
 behind a version line carrying its length and checksum, so a truncated or corrupt
-entry is detected and ignored. Concurrent requests of one key call the handler once:
-within a process they wait on the first (anyio), across workers on the store's short
-lock with expiry. A store that fails is reported as an event and bypassed: the handler
-is called, the compaction goes on.
+entry is detected and ignored; with a ``secret``, also an HMAC-SHA256 of key and text,
+so entries written without that secret are misses. A stored summary passes the checks
+a fresh answer gets (the caller's ``accept``) before it is used. Concurrent requests
+of one key call the handler once: within an event loop they wait on the first (anyio),
+across workers on the store's short lock with expiry (released even when the request
+is cancelled). A store that fails is reported once and bypassed for ``breaker_seconds``:
+the handler is called, the compaction goes on at handler speed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 import anyio
+import anyio.lowlevel
 import xxhash
 
 from csum.store_events import StoreEvent, StoreEventKind, failure_detail
@@ -39,6 +46,12 @@ VALUE_VERSION: Final = b"csum-summary/1"
 """First field of every stored value; another version reads as a miss."""
 
 EventSink = Callable[[StoreEvent], None]
+Accept = Callable[[str], str | None]
+"""Checks a stored summary as a fresh answer would be checked: None to take it, else
+why it is refused."""
+
+RELEASE_TIMEOUT: Final = 5.0
+"""Seconds a cancelled request still spends giving its workers' lock back."""
 
 
 def _field(hasher: xxhash.xxh3_128, value: str) -> None:
@@ -60,28 +73,60 @@ def cache_key(prompt: str, *, handler_id: str = "", summary_budget: int | None =
     return f"s1:{hasher.hexdigest()}"
 
 
-def encode_summary(text: str) -> bytes:
-    """The stored form of a summary: ``VERSION CHECKSUM LENGTH\\n`` then the UTF-8 text."""
+def _mac(secret: bytes, key: str, payload: bytes) -> bytes:
+    """HMAC-SHA256 of the key and the summary under ``secret`` (hex): binds an entry to
+    its key, so a signed entry cannot be moved under another key either."""
+    message = key.encode("ascii", "replace") + b"\x00" + payload
+    return hmac.new(secret, message, hashlib.sha256).hexdigest().encode("ascii")
+
+
+def encode_summary(text: str, *, secret: bytes | None = None, key: str = "") -> bytes:
+    """The stored form of a summary: ``VERSION CHECKSUM LENGTH[ MAC]\\n`` then the UTF-8
+    text; the MAC (with a ``secret``) is the HMAC-SHA256 of ``key`` and the text."""
     payload = text.encode("utf-8", "surrogatepass")
     checksum = xxhash.xxh3_64_hexdigest(payload).encode("ascii")
-    return b"%s %s %d\n%s" % (VALUE_VERSION, checksum, len(payload), payload)
+    head = b"%s %s %d" % (VALUE_VERSION, checksum, len(payload))
+    if secret is not None:
+        head += b" " + _mac(secret, key, payload)
+    return head + b"\n" + payload
 
 
-def decode_summary(value: bytes) -> str | None:
-    """The summary stored in ``value``; None when its version, length or checksum is off."""
+def _split_value(value: bytes) -> tuple[bytes, bytes | None] | None:
+    """(payload, MAC or None) of a value whose version, length and checksum hold."""
     head, newline, payload = value.partition(b"\n")
     fields = head.split(b" ")
-    if not newline or len(fields) != 3 or fields[0] != VALUE_VERSION:
+    if not newline or len(fields) not in (3, 4) or fields[0] != VALUE_VERSION:
         return None
-    _, checksum, length = fields
+    checksum, length = fields[1], fields[2]
     if not length.isdigit() or int(length) != len(payload):
         return None
     if xxhash.xxh3_64_hexdigest(payload).encode("ascii") != checksum:
         return None
+    return payload, fields[3] if len(fields) == 4 else None
+
+
+def _text(payload: bytes) -> str | None:
     try:
         return payload.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
         return None
+
+
+def decode_summary(value: bytes) -> str | None:
+    """The summary stored in ``value``; None when its version, length or checksum is off
+    (a MAC, if any, is not checked here: :class:`SummaryCache` with a secret does)."""
+    split = _split_value(value)
+    return None if split is None else _text(split[0])
+
+
+def _secret_bytes(secret: str | bytes | None) -> bytes | None:
+    if secret is None:
+        return None
+    if not isinstance(secret, str | bytes):
+        raise TypeError(f"secret must be str or bytes, not {type(secret).__name__}")
+    if not secret:
+        raise ValueError("secret must not be empty")
+    return secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
 
 
 @dataclass
@@ -101,6 +146,18 @@ class SummaryCache:
     to, when it has one. ``ttl`` (seconds) bounds how long entries live. ``lock_ttl`` is
     how long another worker waits for the one summarizing a key before calling the
     handler itself. ``on_event`` hears every hit, miss and failure.
+
+    ``secret`` (str or bytes): entries are signed with an HMAC-SHA256 of key and text
+    under it, and only entries carrying a valid one are used; give it when the store
+    is shared with writers you do not trust (others' entries are then misses, reported
+    as ``cache_rejected``, and replaced). ``breaker_seconds``: after a store failure
+    (one ``cache_unavailable`` event), the store is left alone for that long and the
+    handler is called directly, so a locked file or a dead server costs one timeout,
+    not one per summary.
+
+    One cache may serve several threads and event loops at once: the single flight
+    within a process is per event loop (a request never waits on another loop's
+    event); across loops, threads and processes the store's lock applies.
     """
 
     def __init__(
@@ -113,10 +170,17 @@ class SummaryCache:
         lock_ttl: float = 30.0,
         poll_interval: float = 0.02,
         on_event: EventSink | None = None,
+        secret: str | bytes | None = None,
+        breaker_seconds: float = 30.0,
     ) -> None:
         if not isinstance(handler_id, str):
             raise TypeError(f"handler_id must be a str, not {type(handler_id).__name__}")
-        for name, value in (("ttl", ttl), ("lock_ttl", lock_ttl), ("poll_interval", poll_interval)):
+        for name, value in (
+            ("ttl", ttl),
+            ("lock_ttl", lock_ttl),
+            ("poll_interval", poll_interval),
+            ("breaker_seconds", breaker_seconds),
+        ):
             if value is not None and (isinstance(value, bool) or not value > 0):
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
         self.store: SummaryStore = MemoryStore() if store is None else store
@@ -126,7 +190,13 @@ class SummaryCache:
         self.lock_ttl = lock_ttl
         self.poll_interval = poll_interval
         self.on_event = on_event
-        self._flights: dict[str, _Flight] = {}
+        self.breaker_seconds = breaker_seconds
+        self._secret = _secret_bytes(secret)
+        self._flights: anyio.lowlevel.RunVar[dict[str, _Flight]] = anyio.lowlevel.RunVar(
+            f"csum-cache-flights-{id(self)}"
+        )
+        self._skip_until = 0.0
+        self._breaker_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SummaryCache({self.store!r}, handler_id={self.handler_id!r})"
@@ -147,47 +217,77 @@ class SummaryCache:
         *,
         summary_budget: int | None = None,
         emit: EventSink | None = None,
+        accept: Accept | None = None,
     ) -> tuple[str, bool]:
         """(summary, whether it came from the cache) for ``prompt``; ``call()`` on a miss.
 
+        ``accept`` checks a stored summary as a fresh answer is checked (None: take
+        it; else the reason it is refused, and it counts as a miss and is replaced).
         Exceptions of ``call`` propagate (and are never stored); store failures do not.
         """
         key = self.key(prompt, summary_budget=summary_budget)
+        flights = self._loop_flights()
         # A flight that failed wakes every waiter: the first to run starts the next
         # flight, the others wait on that one instead of each calling the handler.
-        while (flight := self._flights.get(key)) is not None:
+        while (flight := flights.get(key)) is not None:
             await flight.done.wait()
-            if flight.summary is not None:
+            if flight.summary is not None and (accept is None or accept(flight.summary) is None):
                 self._emit(emit, StoreEventKind.CACHE_HIT, key, "shared with a concurrent request")
                 return flight.summary, True
+            if flight.summary is not None:
+                break  # taken by a request with other checks: this one asks on its own
         flight = _Flight()
-        self._flights[key] = flight
+        flights[key] = flight
         try:
-            summary, hit = await self._lookup_or_call(key, call, emit)
+            summary, hit = await self._lookup_or_call(key, call, emit, accept)
             flight.summary = summary
             return summary, hit
         finally:
-            if self._flights.get(key) is flight:
-                del self._flights[key]
+            if flights.get(key) is flight:
+                del flights[key]
             flight.done.set()
 
-    async def _lookup_or_call(
-        self, key: str, call: Callable[[], Awaitable[str]], emit: EventSink | None
-    ) -> tuple[str, bool]:
+    def _loop_flights(self) -> dict[str, _Flight]:
+        """The keys being summarized in the current event loop (each loop its own: an
+        anyio event belongs to the loop that made it)."""
         try:
-            cached = await self._read(key, emit)
+            return self._flights.get()
+        except LookupError:
+            flights: dict[str, _Flight] = {}
+            self._flights.set(flights)
+            return flights
+
+    def _store_skipped(self) -> bool:
+        """Whether the store failed less than ``breaker_seconds`` ago (then it is not
+        asked: the caller summarizes without it)."""
+        return time.monotonic() < self._skip_until
+
+    async def _lookup_or_call(
+        self,
+        key: str,
+        call: Callable[[], Awaitable[str]],
+        emit: EventSink | None,
+        accept: Accept | None = None,
+    ) -> tuple[str, bool]:
+        if self._store_skipped():
+            return await call(), False
+        try:
+            cached = await self._read(key, emit, accept=accept)
             if cached is not None:
                 return cached, True
             token = secrets.token_hex(8)
-            locked, found = await self._lock(key, token, emit)
+            locked, found = await self._lock(key, token, emit, accept)
         except _StoreUnavailableError:
             return await call(), False
         if found is not None:
             return found, True
         try:
             summary = await call()
+            if self._store_skipped():
+                return summary, False  # the store failed meanwhile (already reported)
             try:
-                await self.store.set(key, encode_summary(summary), self.ttl)
+                value = encode_summary(summary, secret=self._secret, key=key)
+                await self.store.set(key, value, self.ttl)
             except Exception as exc:  # noqa: BLE001 - a store failure only costs the cache
                 self._failed(emit, key, exc)
             else:
@@ -195,14 +295,25 @@ class SummaryCache:
             return summary, False
         finally:
             if locked:
-                await self._release_quietly(key, token, emit)
+                await self._release_shielded(key, token, emit)
 
-    async def _read(self, key: str, emit: EventSink | None, *, again: bool = False) -> str | None:
-        """The stored summary of ``key``: None when absent or corrupt (reported unless
-        this is a read ``again`` of the same key in one request).
+    async def _read(
+        self,
+        key: str,
+        emit: EventSink | None,
+        *,
+        again: bool = False,
+        accept: Accept | None = None,
+    ) -> str | None:
+        """The stored summary of ``key``: None when absent, corrupt, unsigned (with a
+        secret) or refused by ``accept`` (reported unless this is a read ``again`` of
+        the same key in one request).
 
-        Raises :class:`_StoreUnavailableError` (already reported) when the store fails.
+        Raises :class:`_StoreUnavailableError` (already reported) when the store fails
+        or is being skipped.
         """
+        if self._store_skipped():
+            raise _StoreUnavailableError
         try:
             value = await self.store.get(key)
         except Exception as exc:
@@ -210,21 +321,38 @@ class SummaryCache:
             raise _StoreUnavailableError from exc
         if value is None:
             return None
-        summary = decode_summary(value)
+        summary, kind, reason = self._checked(key, value, accept)
         if summary is None:
-            if again:
-                return None
-            self._emit(
-                emit,
-                StoreEventKind.CACHE_CORRUPT,
-                key,
-                f"stored entry of {len(value)} bytes failed its version/length/checksum check",
-            )
+            if not again:
+                self._emit(emit, kind, key, reason)
             return None
         self._emit(emit, StoreEventKind.CACHE_HIT, key)
         return summary
 
-    async def _lock(self, key: str, token: str, emit: EventSink | None) -> tuple[bool, str | None]:
+    def _checked(
+        self, key: str, value: bytes, accept: Accept | None
+    ) -> tuple[str | None, StoreEventKind, str]:
+        """(the summary in ``value`` if it may be used, else None; the event kind and
+        the reason when it may not)."""
+        split = _split_value(value)
+        text = None if split is None else _text(split[0])
+        if split is None or text is None:
+            reason = f"stored entry of {len(value)} bytes failed its version/length/checksum check"
+            return None, StoreEventKind.CACHE_CORRUPT, reason
+        payload, mac = split
+        if self._secret is not None and (
+            mac is None or not hmac.compare_digest(mac, _mac(self._secret, key, payload))
+        ):
+            reason = "stored entry is not signed with this cache's secret"
+            return None, StoreEventKind.CACHE_REJECTED, reason
+        refused = None if accept is None else accept(text)
+        if refused is not None:
+            return None, StoreEventKind.CACHE_REJECTED, f"stored summary refused: {refused}"
+        return text, StoreEventKind.CACHE_HIT, ""
+
+    async def _lock(
+        self, key: str, token: str, emit: EventSink | None, accept: Accept | None = None
+    ) -> tuple[bool, str | None]:
         """(whether we hold the workers' lock on ``key``, the summary if one arrived).
 
         While another worker holds the lock, poll for its summary; after ``lock_ttl``
@@ -233,6 +361,8 @@ class SummaryCache:
         """
         deadline = time.monotonic() + self.lock_ttl
         while True:
+            if self._store_skipped():
+                raise _StoreUnavailableError
             try:
                 acquired = await self.store.acquire(key, token, self.lock_ttl)
             except Exception as exc:
@@ -241,28 +371,39 @@ class SummaryCache:
             if acquired:
                 # The holder may have stored its summary between our read and our lock.
                 try:
-                    found = await self._read(key, emit, again=True)
+                    found = await self._read(key, emit, again=True, accept=accept)
                 except _StoreUnavailableError:
                     found = None
                 if found is not None:
-                    await self._release_quietly(key, token, emit)
+                    await self._release_shielded(key, token, emit)
                     return False, found
                 return True, None
             if time.monotonic() >= deadline:
                 return False, None
             await anyio.sleep(self.poll_interval)
-            found = await self._read(key, emit, again=True)
+            found = await self._read(key, emit, again=True, accept=accept)
             if found is not None:
                 return False, found
 
-    async def _release_quietly(self, key: str, token: str, emit: EventSink | None) -> None:
-        try:
-            await self.store.release(key, token)
-        except Exception as exc:  # noqa: BLE001 - the lock expires on its own
-            self._failed(emit, key, exc)
+    async def _release_shielded(self, key: str, token: str, emit: EventSink | None) -> None:
+        """Give the lock back, also when the request is being cancelled (else the next
+        worker waits ``lock_ttl`` for a summary that will never come), within
+        :data:`RELEASE_TIMEOUT`."""
+        with anyio.move_on_after(RELEASE_TIMEOUT, shield=True):
+            try:
+                await self.store.release(key, token)
+            except Exception as exc:  # noqa: BLE001 - the lock expires on its own
+                self._failed(emit, key, exc)
 
     def _failed(self, emit: EventSink | None, key: str, exc: Exception) -> None:
-        self._emit(emit, StoreEventKind.CACHE_UNAVAILABLE, key, failure_detail(exc))
+        """Report a store failure and leave the store alone for ``breaker_seconds``
+        (one event: requests in the meantime summarize without it, silently)."""
+        with self._breaker_lock:
+            if self._store_skipped():
+                return  # reported already (a request that was in flight meanwhile)
+            self._skip_until = time.monotonic() + self.breaker_seconds
+        detail = f"{failure_detail(exc)}; store skipped for {self.breaker_seconds:g} s"
+        self._emit(emit, StoreEventKind.CACHE_UNAVAILABLE, key, detail)
 
     def _emit(
         self, emit: EventSink | None, kind: StoreEventKind, key: str, detail: str = ""

@@ -11,6 +11,7 @@ model, no API key.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import Counter
@@ -152,7 +153,9 @@ def main_parser() -> argparse.ArgumentParser:
         help="history archive: keep every message summarized away (SQLite file or Redis URL)",
     )
     summarize.add_argument(
-        "--session", default="default", help="archive session name (default: default)"
+        "--session",
+        help="archive session (required with --archive): whose messages these are; "
+        "recall and deletion see one session only",
     )
     ids = summarize.add_mutually_exclusive_group()
     ids.add_argument(
@@ -165,6 +168,11 @@ def main_parser() -> argparse.ArgumentParser:
         help="template of the summary tool-call ids, e.g. 'toolu_{r:24:b}' (default call_{r:24:x})",
     )
     summarize.add_argument("-o", "--output", help="output file (default: standard output)")
+    summarize.add_argument(
+        "--force",
+        action="store_true",
+        help="write -o through a symbolic link (refused otherwise: it replaces the link's target)",
+    )
     summarize.add_argument("--quiet", "-q", action="store_true", help="print no statistics")
     add_input_limit_argument(summarize)
     return parser
@@ -174,11 +182,13 @@ _REFERENCE_ONLY = ("pair_budget", "keep_sections", "qa", "qa_budget")
 
 
 def _config(args: argparse.Namespace) -> SummarizerConfig:
-    budget = parse_size(args.last_section_budget)
+    budget = _size("--last-section-budget", args.last_section_budget)
     pair_budget = (
-        parse_size(args.pair_budget) if args.pair_budget else min(16384, max(budget // 3, 1))
+        min(16384, max(budget // 3, 1))
+        if args.pair_budget is None
+        else _size("--pair-budget", args.pair_budget)
     )
-    qa_budget = parse_size(args.qa_budget) if args.qa_budget else 2 * budget
+    qa_budget = 2 * budget if args.qa_budget is None else _size("--qa-budget", args.qa_budget)
     keep_sections = 1 if args.keep_sections is None else args.keep_sections
     if keep_sections < 1:
         raise ValueError("--keep-sections must be at least 1")
@@ -203,18 +213,29 @@ def _budget(args: argparse.Namespace) -> Budget:
             )
     if args.max_concurrency is not None and args.max_concurrency < 1:
         raise ValueError("--max-concurrency must be at least 1")
-    text = args.budget or "50KiB"
+    text = "50KiB" if args.budget is None else args.budget
     if args.tokens:
         if not text.isdigit() or int(text) < 1:
-            raise ValueError(f"invalid token budget {text!r}: use a positive whole number")
+            raise ValueError(
+                f"--budget: invalid token budget {text!r}: use a positive whole number"
+            )
         return Budget.tokens(int(text))
-    return Budget.bytes(parse_size(text))
+    return Budget.bytes(_size("--budget", text))
+
+
+def _size(option: str, text: str) -> int:
+    """The bytes of a size option; an empty or malformed one is a usage error naming it
+    (never a silent default)."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise ValueError(f"{option}: {exc}") from None
 
 
 def _max_prompt_bytes(args: argparse.Namespace) -> int:
     if args.max_prompt_bytes is None:
         return DEFAULT_MAX_PROMPT_BYTES
-    limit = parse_size(args.max_prompt_bytes)
+    limit = _size("--max-prompt-bytes", args.max_prompt_bytes)
     if limit < MIN_PROMPT_BYTES:
         raise ValueError(f"--max-prompt-bytes must be at least {MIN_PROMPT_BYTES}, got {limit}")
     return limit
@@ -306,8 +327,10 @@ def _id_template(args: argparse.Namespace) -> IdTemplate:
 
 
 def _cache(args: argparse.Namespace) -> SummaryCache | None:
-    if not args.cache:
+    if args.cache is None:
         return None
+    if not args.cache.strip():
+        raise ValueError("--cache needs 'memory', a SQLite file path or a Redis URL, not ''")
     if args.cache_ttl is not None and not args.cache_ttl > 0:
         raise ValueError("--cache-ttl must be a positive number of seconds")
     handler_id = args.handler if args.cache_id is None else args.cache_id
@@ -315,7 +338,18 @@ def _cache(args: argparse.Namespace) -> SummaryCache | None:
 
 
 def _archive(args: argparse.Namespace) -> HistoryArchive | None:
-    return HistoryArchive(args.archive, session=args.session) if args.archive else None
+    if args.archive is None:
+        if args.session is not None:
+            raise ValueError("--session applies to --archive")
+        return None
+    if not args.archive.strip():
+        raise ValueError("--archive needs a SQLite file path or a Redis URL, not an empty text")
+    if not args.session or not args.session.strip():
+        raise ValueError(
+            "--archive needs --session NAME: the session whose messages these are "
+            "(tenants sharing an archive must never share a session)"
+        )
+    return HistoryArchive(args.archive, session=args.session)
 
 
 def _report_stores(result: _Outcome, args: argparse.Namespace, err: TextIO) -> None:
@@ -441,6 +475,19 @@ def _compact(
     return outcome, result.over_budget
 
 
+def _check_output(args: argparse.Namespace) -> None:
+    """Refuse ``-o`` naming a symbolic link unless ``--force``: the file written is the
+    link's target, which may be anything the user can write (a usage error, before any
+    work)."""
+    if args.output is not None and not args.output.strip():
+        raise ValueError("-o needs a file name, not an empty text")
+    if args.output and os.path.islink(args.output) and not args.force:
+        raise ValueError(
+            f"-o {args.output} is a symbolic link (to {os.readlink(args.output)}): writing "
+            "would replace the file it points to; pass --force to write through it"
+        )
+
+
 def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from csum.handlers import resolve_handler
 
@@ -453,6 +500,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise ValueError("--max-prompt-bytes applies to --budget")
     if not 0 < args.target_ratio <= 1:
         raise ValueError(f"--target-ratio must be within (0, 1], got {args.target_ratio}")
+    _check_output(args)
     payload, origin = _load(args)
     messages, fmt = decode_owned_chain(payload, args.format)
     del payload  # held through the whole run, it made the peak memory 1.5x larger

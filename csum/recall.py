@@ -109,8 +109,11 @@ class RecallTool:
     """Answers calls of the ``recall`` tool from ``archive``, at most ``max_bytes`` each.
 
     Call it with the tool call's arguments (the JSON text or the parsed object); it
-    returns the tool result text. Bad arguments give a result saying what was wrong,
-    so the model can retry; store failures propagate.
+    returns the tool result text, never longer than ``max_bytes`` UTF-8 bytes. Bad
+    arguments (not JSON, wrong types, a query holding NUL or a lone surrogate or longer
+    than :data:`csum.archive.MAX_QUERY_CHARS`, a reference that is not 16 hex digits)
+    give a result starting ``error:`` saying what was wrong, without echoing it, so the
+    model can retry; store failures propagate.
     """
 
     name = RECALL_TOOL_NAME
@@ -149,15 +152,21 @@ class RecallTool:
         return "error: give 'reference' (from an [archived: ...] line) or a non-empty 'query'"
 
     async def _by_reference(self, reference: str) -> str:
-        messages = await self.archive.recall(reference)
+        try:
+            messages = await self.archive.recall(reference)
+        except ValueError as exc:
+            return _cut(f"error: {exc}", self.max_bytes)
         if not messages:
             return f"nothing archived under {reference!r}"
         blocks = [_render(message_reference(m), m) for m in messages]
         return _cut("\n\n".join(blocks), self.max_bytes)
 
     async def _by_query(self, query: str) -> str:
-        hits = await self.archive.search(query, limit=self.max_hits)
+        try:
+            hits = await self.archive.search(query, limit=self.max_hits)
+        except ValueError as exc:
+            return _cut(f"error: {exc}", self.max_bytes)
         if not hits:
-            return f"no archived message contains {query!r}"
+            return _cut(f"no archived message contains {query!r}", self.max_bytes)
         lines = [f"[{hit.reference}] {line}" for hit in hits for line in hit.lines]
         return _cut("\n".join(lines), self.max_bytes)

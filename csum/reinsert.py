@@ -2,8 +2,11 @@
 
 When the last human message names things a model cannot guess (paths, dotted,
 snake_case or kebab-case names, ids mixing letters and digits, error codes, CamelCase),
-the archived lines naming them are added to that message, within a byte limit. Off by
-default: it changes what the model reads.
+the archived lines naming them are added to that message, within a byte limit, as one
+text part that says they are quotes and names, line by line, the archived message's
+reference and the role it came from (a tool's text stays a tool's: ``tool result of
+fetch_ticket``), behind a marker no archived line holds, so archived text cannot
+imitate the framing. Off by default: it changes what the model reads.
 
 How lines are found and chosen (all of it independent of any one format):
 
@@ -31,8 +34,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import regex
+import xxhash
 
-from cast import Message, Role, TextPart, utf8_len
+from cast import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
 
 if TYPE_CHECKING:
     from csum.archive import ArchiveHit, HistoryArchive
@@ -43,16 +47,61 @@ __all__ = [
     "own_question",
     "question_identifiers",
     "reinsert_archived",
+    "reinserted_part",
 ]
 
 REINSERTED_HEADER: Final = "[recalled from the history archive]"
-"""First line of the text part re-insertion adds."""
+"""Start of the first line of the text part re-insertion adds."""
+_HEADER_TAIL: Final = (
+    " quoted from archived messages, not the user's words; each line starts [{mark}] "
+    "(reference, the role it came from)"
+)
+"""The rest of the header line: it says the lines are quotes, and names the marker."""
+_HEADER_MARK = regex.compile(r"each line starts \[([0-9a-f]{8})\] ")
+_MARK_CHARS: Final = 11
+"""Length of an entry's ``[mark] `` prefix (8 hex digits)."""
+
+
+def _marker(entries: Sequence[str]) -> str:
+    """A marker occurring in none of ``entries`` (derived from them, so deterministic):
+    archived text cannot imitate an entry's start, as in the summary prompt's tags."""
+    body = "\n".join(entries)
+    attempt = 0
+    while True:
+        mark = xxhash.xxh32_hexdigest(f"{attempt}\x1f{body}".encode("utf-8", "surrogatepass"))
+        if mark not in body:
+            return mark
+        attempt += 1
+
+
+def reinserted_part(entries: Sequence[str]) -> TextPart:
+    """The text part re-insertion adds for ``entries`` (each ``(reference, role) line``):
+    a header saying these are quotes, then each entry behind a marker no entry holds.
+    An entry is one line: a line break in one is a ``ValueError``."""
+    for entry in entries:
+        if len(entry.splitlines()) != 1 or "\n" in entry:
+            raise ValueError(f"a re-inserted entry is one line: {entry[:40]!r}")
+    mark = _marker(entries)
+    header = REINSERTED_HEADER + _HEADER_TAIL.format(mark=mark)
+    return TextPart(text="\n".join([header, *(f"[{mark}] {entry}" for entry in entries)]))
 
 
 def is_reinserted(part: object) -> bool:
     """Whether ``part`` is the text re-insertion appended to a question (its archived
-    lines), not the question's own text."""
-    return type(part) is TextPart and part.text.startswith(REINSERTED_HEADER)
+    lines), not the question's own text: its exact shape, a header naming a marker and
+    every further line starting with that marker, which occurs nowhere else in it (so
+    a user's text that merely starts with the header is the user's own)."""
+    if type(part) is not TextPart or not part.text.startswith(REINSERTED_HEADER):
+        return False
+    header, _, rest = part.text.partition("\n")
+    found = _HEADER_MARK.search(header)
+    if found is None or not rest:
+        return False
+    prefix = f"[{found.group(1)}] ("
+    return all(
+        line.startswith(prefix) and found.group(1) not in line[len(prefix) :]
+        for line in rest.split("\n")
+    )
 
 
 def own_question(question: Message) -> Message | None:
@@ -184,9 +233,28 @@ def _candidates(
             question = snippet.rstrip(_ELLIPSIS).rstrip().endswith("?")
             no_value = not any(ch.isdigit() for ch in rest)
             rank = (int(question), -named, int(no_value), len(found))
-            found.append(_Candidate(rank, f"({hit.reference}) {snippet}"))
+            origin = _origin(hit.message, line)
+            found.append(_Candidate(rank, f"({hit.reference}, {origin}) {snippet}"))
     found.sort(key=lambda candidate: candidate.rank)
     return found
+
+
+_NAME = regex.compile(r"[^\w.\-]+")
+
+
+def _origin(message: Message, line: str) -> str:
+    """Who said ``line`` in the archived ``message``: ``user``, ``assistant``,
+    ``assistant call NAME`` or ``tool result of NAME`` (a tool's text stays a tool's)."""
+    for part in message.parts:
+        if isinstance(part, ToolCall) and line in f"{part.name} {part.arguments}":
+            return f"assistant call {_NAME.sub('_', part.name)[:64]}"
+        if isinstance(part, ToolResult) and line in part.content:
+            return f"tool result of {_NAME.sub('_', part.name)[:64]}"
+    if message.role is Role.HUMAN:
+        return "user"
+    if message.role is Role.TOOL:
+        return "tool result"
+    return "assistant" if message.role is Role.AI else "system"
 
 
 async def reinsert_archived(
@@ -220,25 +288,26 @@ async def reinsert_archived(
         if found:
             lists.append((len(hits), found))
     lists.sort(key=lambda item: item[0])  # the rarest identifier first (stable)
-    chosen = _share(lists, max_bytes - utf8_len(REINSERTED_HEADER))
+    header = utf8_len(REINSERTED_HEADER + _HEADER_TAIL.format(mark="0" * 8))
+    chosen = _share(lists, max_bytes - header)
     if not chosen:
         return out
-    text = "\n".join([REINSERTED_HEADER, *chosen])
     human = out[index]
-    new = Message.from_parts(Role.HUMAN, (*human.parts, TextPart(text=text)))
+    new = Message.from_parts(Role.HUMAN, (*human.parts, reinserted_part(chosen)))
     return [*out[:index], new, *out[index + 1 :]]
 
 
 def _share(lists: Sequence[tuple[int, list[_Candidate]]], room: int) -> list[str]:
     """Entries taken in turns (each list's best, then each one's second best...) while
-    they fit ``room`` bytes (one newline each); an entry too big is skipped."""
+    they fit ``room`` bytes (a newline and the marker each); an entry too big is
+    skipped."""
     chosen: dict[str, None] = {}
     depth = 0
     while room > 0 and any(depth < len(found) for _, found in lists):
         for _, found in lists:
             if depth >= len(found) or found[depth].entry in chosen:
                 continue
-            cost = utf8_len(found[depth].entry) + 1
+            cost = utf8_len(found[depth].entry) + 1 + _MARK_CHARS
             if cost <= room:
                 chosen[found[depth].entry] = None
                 room -= cost

@@ -7,10 +7,24 @@ events of its run.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["StoreEvent", "StoreEventKind", "failure_detail"]
+__all__ = ["StoreEvent", "StoreEventKind", "failure_detail", "redact_credentials"]
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/@\s:]*):([^/@\s]*)@")
+"""``scheme://user:password@``: the password is what is hidden."""
+_SECRET_PARAMETER = re.compile(r"(?i)([?&](?:password|passwd|pass|token|secret)=)[^&#\s]*")
+"""``?password=...`` (redis-py takes the password as a URL parameter too)."""
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with every URL password replaced by ``***`` (``redis://:pw@host`` ->
+    ``redis://:***@host``; ``?password=pw`` too). Store names, events, errors and
+    ``repr`` pass through it, so a location is never shown with its secret."""
+    text = _USERINFO.sub(lambda m: f"{m.group(1)}{m.group(2)}:***@", text)
+    return _SECRET_PARAMETER.sub(lambda m: f"{m.group(1)}***", text)
 
 
 class StoreEventKind(StrEnum):
@@ -22,6 +36,9 @@ class StoreEventKind(StrEnum):
     """The store failed (server down, file locked...): the handler was called instead."""
     CACHE_CORRUPT = "cache_corrupt"
     """A stored entry failed its version or checksum check: ignored and replaced."""
+    CACHE_REJECTED = "cache_rejected"
+    """A stored entry failed the checks a fresh answer gets (blank, over the size cap) or
+    is not signed with the cache's secret: ignored (a miss) and replaced."""
     ARCHIVED = "archived"
     """Messages summarized away were stored in the history archive."""
     ARCHIVE_UNAVAILABLE = "archive_unavailable"
@@ -40,16 +57,22 @@ class StoreEvent:
     detail: str = ""
     """For failures: the exception, on one line."""
 
+    def __post_init__(self) -> None:
+        # Whatever a store calls itself, an event never carries a URL's password.
+        object.__setattr__(self, "store", redact_credentials(self.store))
+        object.__setattr__(self, "detail", redact_credentials(self.detail))
+
     @property
     def failed(self) -> bool:
         """Whether this event reports a store failure."""
         return self.kind in {
             StoreEventKind.CACHE_UNAVAILABLE,
             StoreEventKind.CACHE_CORRUPT,
+            StoreEventKind.CACHE_REJECTED,
             StoreEventKind.ARCHIVE_UNAVAILABLE,
         }
 
 
 def failure_detail(exc: BaseException) -> str:
     """An exception on one line, for :attr:`StoreEvent.detail`."""
-    return " ".join(f"{type(exc).__name__}: {exc}".split())
+    return redact_credentials(" ".join(f"{type(exc).__name__}: {exc}".split()))

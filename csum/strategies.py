@@ -174,7 +174,7 @@ async def rotate_section(
         i
         for i, pair in enumerate(body[:-1])
         if pair.size > limit
-        and (not is_summarized(pair) or is_stale_summary(pair, calls.max_summary_bytes, limit))
+        and (not is_summarized(pair) or is_stale_summary(pair, calls.stale_cap, limit))
     ]
     if oversized:
 
@@ -277,7 +277,7 @@ async def summarize_qa(
     if not folded:
         return ast
     if len(folded) == 1 and not needs_section_summary(
-        folded[0], calls.max_summary_bytes, config.max_body_pair_bytes
+        folded[0], calls.stale_cap, config.max_body_pair_bytes
     ):
         return ast
     human_messages = [

@@ -20,7 +20,7 @@ from cast import (
     TemplateLike,
     parse_chain,
 )
-from csum._calls import HandlerCalls, SummarizeHandler
+from csum._calls import SUMMARY_FLOOR_BYTES, HandlerCalls, SummarizeHandler
 from csum._gather import gather
 from csum._style import summary_style
 from csum._summary_ids import unique_summary_ids
@@ -78,6 +78,12 @@ class Summarizer:
     :class:`HistoryArchive`) keeps every message summarized away, and each summary then
     ends with a line naming what it covers. Neither can fail a summarization: store
     failures become events (:attr:`SummaryResult.store_events`).
+
+    ``summary_floor_bytes`` bounds a runaway answer: a summary larger than both this
+    (default :data:`~csum._calls.SUMMARY_FLOOR_BYTES`, 1 KiB) and what it replaces is
+    cut, so it adds at most that much; and a lone summary-shaped pair over the pair
+    budget holding more than that was not made under this bound and is summarized as
+    ordinary content. ``None`` lifts the bound (the reference behaviour).
     """
 
     def __init__(
@@ -88,6 +94,7 @@ class Summarizer:
         max_summary_bytes: int | None = None,
         cache: SummaryCache | None = None,
         archive: HistoryArchive | None = None,
+        summary_floor_bytes: int | None = SUMMARY_FLOOR_BYTES,
     ) -> None:
         if config is None:
             config = SummarizerConfig()
@@ -95,6 +102,7 @@ class Summarizer:
             raise TypeError(f"config must be a SummarizerConfig, not {type(config).__name__}")
         _check_positive_or_none("max_concurrency", max_concurrency)
         _check_positive_or_none("max_summary_bytes", max_summary_bytes)
+        _check_positive_or_none("summary_floor_bytes", summary_floor_bytes)
         if cache is not None and not isinstance(cache, SummaryCache):
             raise TypeError(f"cache must be a SummaryCache or None, not {type(cache).__name__}")
         if archive is not None and not isinstance(archive, HistoryArchive):
@@ -104,6 +112,7 @@ class Summarizer:
         self.config = config
         self.max_concurrency = max_concurrency
         self.max_summary_bytes = max_summary_bytes
+        self.summary_floor_bytes = summary_floor_bytes
         self.cache = cache
         self.archive = archive
 
@@ -179,6 +188,7 @@ class Summarizer:
             cache=self.cache,
             archive=self.archive,
             max_summary_bytes=self.max_summary_bytes,
+            summary_floor=self.summary_floor_bytes,
         )
 
         sections = list(ast.sections)
@@ -187,9 +197,7 @@ class Summarizer:
         targets: list[int] = []
         for index, section in enumerate(sections):
             if index < keep_from:
-                if needs_section_summary(
-                    section, self.max_summary_bytes, config.max_body_pair_bytes
-                ):
+                if needs_section_summary(section, calls.stale_cap, config.max_body_pair_bytes):
                     jobs.append(partial(summarize_section, calls, section, index, style))
                     targets.append(index)
             elif config.preserve_last and len(section.body) > 1:

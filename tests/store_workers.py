@@ -129,3 +129,22 @@ def open_at(path: str, kind: str, start: float) -> str:
     except Exception as exc:  # reported to the test, which shows it
         return f"{type(exc).__name__}: {exc}"
     return "ok"
+
+
+def archive_cycle(path: str, session: str, worker: int, full_text: bool) -> tuple[int, int, int]:
+    """Write three messages in ``session``, search them, delete the session: (found,
+    deleted, found after deleting)."""
+    from csum.archive import SQLiteArchiveStore
+
+    async def main() -> tuple[int, int, int]:
+        archive = HistoryArchive(SQLiteArchiveStore(path, full_text=full_text), session=session)
+        try:
+            await archive.add([Message.ai(f"{session} worker_{worker} step {i}") for i in range(3)])
+            found = len(await archive.search(f"{session} worker_{worker}"))
+            deleted = await archive.delete_session()
+            left = len(await archive.search(f"{session} worker_{worker}"))
+        finally:
+            await archive.aclose()
+        return found, deleted, left
+
+    return anyio.run(main)

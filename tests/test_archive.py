@@ -110,7 +110,7 @@ async def test_everything_summarized_away_is_recallable(
 
 @pytest.mark.anyio
 async def test_summaries_keep_their_shape_and_idempotence(tmp_path: Path) -> None:
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     cache = SummaryCache()
     summarizer = Summarizer(SummarizerConfig(**CONFIG), archive=archive, cache=cache)
     chain = corpus_chains(3)[-1]
@@ -140,7 +140,9 @@ async def test_summaries_keep_their_shape_and_idempotence(tmp_path: Path) -> Non
 @pytest.mark.anyio
 async def test_failing_archive_never_fails_the_compaction(tmp_path: Path) -> None:
     events: list[StoreEvent] = []
-    archive = HistoryArchive(SQLiteArchiveStore(tmp_path), on_event=events.append)  # a folder
+    archive = HistoryArchive(
+        SQLiteArchiveStore(tmp_path), session="test", on_event=events.append
+    )  # a folder
     chain = corpus_chains(2)[-1]
     config = SummarizerConfig(**CONFIG)
     result = await Summarizer(config, archive=archive).summarize(CountingHandler(), chain)
@@ -148,7 +150,7 @@ async def test_failing_archive_never_fails_the_compaction(tmp_path: Path) -> Non
     assert result.messages == plain.messages  # no references named: nothing was stored
     assert events == list(result.store_events)
     assert {e.kind for e in events} == {StoreEventKind.ARCHIVE_UNAVAILABLE}
-    assert len(events) == result.handler_calls
+    assert len(events) == 1 < result.handler_calls  # then the store is left alone
 
 
 # -- recall, search, delete ------------------------------------------------------------------
@@ -193,7 +195,7 @@ async def test_recall_and_search(archive_store: ArchiveStore) -> None:
 @pytest.mark.anyio
 async def test_search_finds_real_identifiers(tmp_path: Path) -> None:
     chain = corpus_chains(5)[-1]
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     await archive.add(chain)
     results = [m for m in chain if m.role is Role.TOOL]
     assert results
@@ -236,10 +238,10 @@ async def test_sessions_are_separate_and_deleted_in_one_call(
             connection = sqlite3.connect(path)
             try:  # the index matches its (now empty) content table
                 connection.execute(
-                    "INSERT INTO csum_archive_fts (csum_archive_fts) VALUES ('integrity-check')"
+                    "INSERT INTO csum_archive_text (csum_archive_text) VALUES ('integrity-check')"
                 )
                 rows = connection.execute(
-                    "SELECT count(*) FROM csum_archive_fts WHERE csum_archive_fts MATCH 'main'"
+                    "SELECT count(*) FROM csum_archive_text WHERE csum_archive_text MATCH 'main'"
                 ).fetchone()[0]
             finally:
                 connection.close()
@@ -273,8 +275,9 @@ def test_two_processes_archive_at_once(tmp_path: Path) -> None:
     async def check() -> None:
         archive = HistoryArchive(path, session="shared")
         try:
-            hits = await archive.search("shared step 7")
-            assert [h.message.text for h in hits] == ["shared step 7"]
+            hits = await archive.search("shared step 7")  # a substring: 70-79 too
+            expected = ["shared step 7", *(f"shared step {i}" for i in range(70, 80))]
+            assert sorted(h.message.text for h in hits) == sorted(expected)
         finally:
             await archive.aclose()
 
@@ -319,7 +322,7 @@ def test_tool_definitions_fit_the_sdks() -> None:
 
 @pytest.mark.anyio
 async def test_recall_tool_answers_an_agent(tmp_path: Path) -> None:
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     chain = corpus_chains(3)[-1]
     result = await Summarizer(SummarizerConfig(**CONFIG), archive=archive).summarize(
         CountingHandler(), chain
@@ -367,8 +370,8 @@ async def test_reinsertion_brings_back_lines_only_the_archive_has(tmp_path: Path
         Message.ai("the build failed"),
     ]
     chain = [*old, Message.human("fix it"), Message.ai("looking")]
-    archive = HistoryArchive(tmp_path / "archive.sqlite", reinsert_bytes=300)
-    off = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test", reinsert_bytes=300)
+    off = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     summarized = await Summarizer(archive=off).summarize(CountingHandler(), chain)
     assert "libfoo_v3.so" not in json.dumps(
         [m.model_dump(mode="json") for m in summarized.messages]

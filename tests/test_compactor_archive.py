@@ -31,7 +31,7 @@ from test_cache import corpus_chains
 @pytest.fixture(params=["sqlite", "redis"])
 async def archive(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[HistoryArchive]:
     if request.param == "sqlite":
-        made = HistoryArchive(SQLiteArchiveStore(tmp_path / "archive.sqlite"))
+        made = HistoryArchive(SQLiteArchiveStore(tmp_path / "archive.sqlite"), session="test")
     else:  # a session of its own on the shared server
         store = RedisArchiveStore(request.getfixturevalue("redis_url"))
         made = HistoryArchive(store, session=uuid.uuid4().hex)
@@ -112,7 +112,7 @@ async def test_everything_summarized_away_is_recallable(archive: HistoryArchive)
 @pytest.mark.anyio
 async def test_summary_cut_to_fit_keeps_its_archive_line(tmp_path: Path) -> None:
     chain = long_chain()
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
 
     async def chatty(prompt: str) -> str:  # a summary far longer than the room left
         return "x" * len(prompt)
@@ -134,7 +134,10 @@ async def test_failing_archive_gives_events_and_the_compaction_completes(
 ) -> None:
     heard: list[StoreEvent] = []
     store = SQLiteArchiveStore(tmp_path) if where == "folder" else "redis://127.0.0.1:9/0"
-    archive = HistoryArchive(store, reinsert_bytes=2000, on_event=heard.append)
+    # Every failure reported: the circuit breaker's window made too short to matter.
+    archive = HistoryArchive(
+        store, session="test", reinsert_bytes=2000, on_event=heard.append, breaker_seconds=1e-9
+    )
     chain = long_chain()
     budget = tight(chain, 4)
     plain_out, plain_events = await run_loop(Compactor(budget=budget, cooldown_turns=1), chain)
@@ -153,6 +156,15 @@ async def test_failing_archive_gives_events_and_the_compaction_completes(
     assert {e.kind for e in reported} == {StoreEventKind.ARCHIVE_UNAVAILABLE}
     assert len(reported) > sum(len(e.store_events) for e in events)
     await archive.aclose()
+    # With the default window, the store fails once and is left alone after that.
+    store = SQLiteArchiveStore(tmp_path) if where == "folder" else "redis://127.0.0.1:9/0"
+    once = HistoryArchive(store, session="test", reinsert_bytes=2000)
+    reported = []
+    compactor = Compactor(budget=budget, archive=once, cooldown_turns=1)
+    out, events = await run_loop(compactor, chain, reported)
+    assert out == plain_out
+    assert [e.kind for e in reported] == [StoreEventKind.ARCHIVE_UNAVAILABLE]
+    await once.aclose()
 
 
 def question_needing_the_archive(chain: list[Message], out: list[Message]) -> tuple[str, str]:
@@ -198,7 +210,7 @@ async def test_reinsertion_puts_lines_back_within_the_budget(
 @pytest.mark.parametrize("unit", ["bytes", "tokens"])
 async def test_reinsertion_never_takes_more_than_the_room_left(tmp_path: Path, unit: str) -> None:
     chain = long_chain()
-    archive = HistoryArchive(tmp_path / "a.sqlite", reinsert_bytes=10**6)
+    archive = HistoryArchive(tmp_path / "a.sqlite", session="test", reinsert_bytes=10**6)
     first = await Compactor(budget=tight(chain, 3), archive=archive).run(chain, force=True)
     question, _ = question_needing_the_archive(chain, first.messages)
     asked = [*first.messages, Message.human(question)]
@@ -224,7 +236,8 @@ def test_cli_archive_in_compactor_mode(tmp_path: Path) -> None:
     path = tmp_path / "archive.sqlite"
     out_file = tmp_path / "out.json"
     err = io.StringIO()
-    argv = ["summarize", "--example", "--budget", "20KiB", "--archive", str(path), "-o"]
+    argv = ["summarize", "--example", "--budget", "20KiB", "--archive", str(path)]
+    argv += ["--session", "ticket-1", "-o"]
     assert csum.cli.main([*argv, str(out_file)], stdout=io.StringIO(), stderr=err) == 0
     assert "batches archived" in err.getvalue()
     text = out_file.read_text(encoding="utf-8")
@@ -232,7 +245,7 @@ def test_cli_archive_in_compactor_mode(tmp_path: Path) -> None:
     assert references
 
     async def recall() -> list[Message]:
-        archive = HistoryArchive(path)
+        archive = HistoryArchive(path, session="ticket-1")
         try:
             return await archive.recall(references[0])
         finally:
@@ -251,7 +264,7 @@ async def test_a_question_leaves_for_the_archive_as_its_own_text(tmp_path: Path)
     """The lines re-insertion put into a question are copies of archived messages: when
     the question itself leaves the chain, the archive takes its own text only."""
     chain = long_chain()
-    archive = HistoryArchive(tmp_path / "a.sqlite", reinsert_bytes=1500)
+    archive = HistoryArchive(tmp_path / "a.sqlite", session="test", reinsert_bytes=1500)
     first = await Compactor(budget=tight(chain, 2), archive=archive).run(chain, force=True)
     question, _ = question_needing_the_archive(chain, first.messages)
     asked = await Compactor(budget=tight(chain, 2), archive=archive).run(

@@ -131,7 +131,7 @@ async def test_lines_put_back_by_reinsertion_are_not_summarized_again(tmp_path: 
     """A question extended with archived lines (re-insertion) is summarized without
     them when it leaves the chain: they are copies of what the archive holds."""
     chain = long_chain()
-    archive = HistoryArchive(tmp_path / "archive.sqlite", reinsert_bytes=1500)
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test", reinsert_bytes=1500)
     try:
         compactor = Compactor(budget=tight(chain, 2), archive=archive)
         first = await compactor.run(chain, force=True)

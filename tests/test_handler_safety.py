@@ -214,14 +214,15 @@ def _rotation_chain() -> list[Message]:
 async def test_a_summary_over_the_pair_budget_is_summarized_again_under_a_cap(
     chain: list[Message],
 ) -> None:
-    chatty = await _run(FakeHandler(answer=_chatty), chain)  # no cap: summaries kept whole
+    # No cap and the growth bound lifted: summaries kept whole.
+    chatty = await _run(FakeHandler(answer=_chatty), chain, summary_floor_bytes=None)
     oversized = [p for p in _pairs(chatty) if p.size > 5_000]
     assert oversized
     assert all(is_summarized(p) for p in oversized)
 
-    # Without a cap they are left alone: summarizing a summarized chain calls nothing.
+    # Without a cap or bound they are left alone: a summarized chain calls nothing.
     handler = FakeHandler()
-    assert await _run(handler, chatty) == chatty
+    assert await _run(handler, chatty, summary_floor_bytes=None) == chatty
     assert handler.calls == 0
 
     # With a cap, a summary longer than the cap (made without it) is summarized again,
@@ -241,7 +242,7 @@ async def test_a_summary_over_the_pair_budget_is_summarized_again_under_a_cap(
 
 @pytest.mark.anyio
 async def test_only_summaries_longer_than_the_cap_are_stale() -> None:
-    chatty = await _run(FakeHandler(answer=_chatty), sections_chain(3))
+    chatty = await _run(FakeHandler(answer=_chatty), sections_chain(3), summary_floor_bytes=None)
     # A cap above the old summaries' length: they could have been made under it.
     handler = FakeHandler(answer=_chatty)
     out = await _run(handler, chatty, max_summary_bytes=100_000)

@@ -27,7 +27,7 @@ from csum._robust import ledger
 from csum.archive import archived_references, message_search_text
 from csum.handlers import extractive
 from csum.prompt import messages_to_prompt, parse_prompt
-from csum.reinsert import REINSERTED_HEADER
+from csum.reinsert import REINSERTED_HEADER, reinserted_part
 from csum.stores import open_store
 from test_cache import corpus_chains
 
@@ -312,7 +312,7 @@ async def test_compactor_in_pieces_summarizes_the_questions_that_leave_in_place(
     early = asked[1]
     lines = [m.text[:120] for m in chain[early + 1 : early + 40] if m.role is Role.AI and m.text]
     assert lines
-    put_back = TextPart(text="\n".join([REINSERTED_HEADER, *(f"(ref) {x}" for x in lines)]))
+    put_back = reinserted_part([f"(ref, assistant) {' '.join(x.split())}" for x in lines])
     chain[early] = Message.from_parts(Role.HUMAN, (*chain[early].parts, put_back))
     handler = Recorder()
     budget = chain[0].size + sum(m.size for m in chain[1:]) // 4
@@ -419,7 +419,7 @@ async def test_pieces_archive_one_batch_and_are_cached_one_by_one(tmp_path: Path
     summary; with a cache each piece and merge is stored under its own prompt, so the
     same compaction again makes no handler call (SQLite files, both real)."""
     chain = built_chain(150, 2000)
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     cache = SummaryCache(open_store(str(tmp_path / "cache.sqlite")), handler_id="recorder")
     handler = Recorder()
 

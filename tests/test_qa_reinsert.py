@@ -17,7 +17,7 @@ from csum import HistoryArchive, Summarizer, SummarizerConfig
 from csum.archive import message_search_text
 from csum.handlers import extractive
 from csum.prompt import PromptCase, parse_prompt
-from csum.reinsert import REINSERTED_HEADER, is_reinserted, own_question
+from csum.reinsert import REINSERTED_HEADER, is_reinserted, own_question, reinserted_part
 from test_compactor_archive import long_chain, question_needing_the_archive
 
 
@@ -50,7 +50,7 @@ class Recording:
 
 @pytest.fixture
 async def archive(tmp_path: Path) -> AsyncIterator[HistoryArchive]:
-    made = HistoryArchive(tmp_path / "archive.sqlite", reinsert_bytes=1500)
+    made = HistoryArchive(tmp_path / "archive.sqlite", session="test", reinsert_bytes=1500)
     try:
         yield made
     finally:
@@ -148,7 +148,7 @@ async def test_a_folded_question_gives_the_same_qa_prompts_with_or_without_the_l
 def test_own_question_leaves_the_question_as_it_is_and_names_bad_input() -> None:
     asked = Message.from_parts(
         Role.HUMAN,
-        (TextPart(text="Where is order W123?"), TextPart(text=f"{REINSERTED_HEADER}\n(ab) x")),
+        (TextPart(text="Where is order W123?"), reinserted_part(["(ab, assistant) x"])),
     )
     own = own_question(asked)
     assert own is not None

@@ -87,7 +87,7 @@ def test_recall_decisions_never_read_fact_values() -> None:
 
 @pytest.mark.anyio
 async def test_agent_recalls_only_subjects_the_chain_does_not_name(tmp_path: Path) -> None:
-    archive = HistoryArchive(tmp_path / "archive.sqlite")
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     try:
         agent = RecallingAgent(RecallTool(archive))
         subject, value = "ledger_sync_417", "replica 3 rejected the schema"

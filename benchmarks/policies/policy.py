@@ -253,7 +253,7 @@ class WorkloadSessions:
         if reinsert_bytes is not None:
             self._folder = tempfile.TemporaryDirectory(prefix="csum-archive-")
             path = Path(self._folder.name) / "history.sqlite"
-            self.archive = HistoryArchive(path, reinsert_bytes=reinsert_bytes)
+            self.archive = HistoryArchive(path, session="bench", reinsert_bytes=reinsert_bytes)
 
     def follow(self, messages: Sequence[Message]) -> None:
         """Open a session of its own when ``messages`` is a new workload."""

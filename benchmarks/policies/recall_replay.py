@@ -148,7 +148,9 @@ def _policy(name: str, budget: int, folder: Path) -> tuple[Policy, HistoryArchiv
         compactor = CompactorPolicy(budget, handler, reinsert_bytes=REINSERT_BYTES)
         assert compactor.sessions.archive is not None
         return compactor, compactor.sessions.archive
-    archive = HistoryArchive(folder / "archive.sqlite", reinsert_bytes=REINSERT_BYTES)
+    archive = HistoryArchive(
+        folder / "archive.sqlite", session="bench", reinsert_bytes=REINSERT_BYTES
+    )
     policy = ArchivedCsumPolicy(budget, handler, archive, use_qa=True, summarize_human_in_qa=True)
     return policy, archive
 

@@ -100,7 +100,9 @@ async def run_reinsert(
                     archive = policy.sessions.archive
                 elif reinsert:
                     archive = HistoryArchive(
-                        Path(folder) / "archive.sqlite", reinsert_bytes=REINSERT_BYTES
+                        Path(folder) / "archive.sqlite",
+                        session="bench",
+                        reinsert_bytes=REINSERT_BYTES,
                     )
                     policy = ArchivedCsumPolicy(config.budget, handler, archive, **POLICIES[name])
                 else:

@@ -1,34 +1,27 @@
-"""A redis-py client usable from asyncio and trio alike.
+"""A redis-py client usable from asyncio and trio alike, from any thread.
 
-On asyncio it is redis-py's asyncio client (one per event loop: its connections belong
-to the loop that made them). Other backends (trio) get the synchronous client run in
-anyio's worker threads. Both need the optional ``redis`` extra.
+One synchronous redis-py client (its connection pool is thread-safe) runs the commands
+in anyio's worker threads, whatever the event loop. So every loop and thread shares
+one bounded pool of connections: a script calling ``compact_sync`` a hundred times
+(a new event loop each time) reuses the same few connections instead of leaving one
+client per loop open. Needs the optional ``redis`` extra.
 """
 
 from __future__ import annotations
 
-import asyncio
-import weakref
+import threading
 from functools import partial
 from typing import Any
 
 import anyio.to_thread
 
+from csum.store_events import redact_credentials
 from csum.stores._protocol import StoreError
 
-__all__ = ["DEFAULT_SOCKET_TIMEOUT", "RedisBacked", "RedisConnection"]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "DEFAULT_SOCKET_TIMEOUT", "RedisBacked", "RedisConnection"]
 
 DEFAULT_SOCKET_TIMEOUT = 1.0
 """Seconds to connect or wait for a reply: a dead server fails fast, the handler runs."""
-
-
-def _on_asyncio() -> bool:
-    """Whether the caller runs in an asyncio event loop (else: trio, or no loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def _import_redis() -> Any:
@@ -41,51 +34,62 @@ def _import_redis() -> Any:
     return redis
 
 
-class RedisConnection:
-    """Runs Redis commands for the current event loop; ``call`` never blocks the loop."""
+DEFAULT_MAX_CONNECTIONS = 16
+"""Connections one store keeps to its server at most; calls beyond wait for one (up to
+``socket_timeout``)."""
 
-    def __init__(self, url: str, *, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT) -> None:
+
+class RedisConnection:
+    """Runs Redis commands in worker threads on one shared, bounded connection pool;
+    ``call`` never blocks the event loop."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
         if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(f"not a Redis URL (redis://, rediss:// or unix://): {url!r}")
+            shown = redact_credentials(url)
+            raise ValueError(f"not a Redis URL (redis://, rediss:// or unix://): {shown!r}")
         self.url = url
         self.socket_timeout = socket_timeout
+        self.max_connections = max_connections
         self._redis = _import_redis()
-        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self._sync_client: Any = None
+        self._client: Any = None
+        self._client_lock = threading.Lock()
 
-    def _options(self) -> dict[str, Any]:
-        return {
-            "socket_timeout": self.socket_timeout,
-            "socket_connect_timeout": self.socket_timeout,
-            "retry_on_timeout": False,
-        }
-
-    def _async_client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        client = self._async_clients.get(loop)
-        if client is None:
-            client = self._redis.asyncio.Redis.from_url(self.url, **self._options())
-            self._async_clients[loop] = client
-        return client
+    def _sync_client(self) -> Any:
+        with self._client_lock:
+            if self._client is None:
+                pool = self._redis.BlockingConnectionPool.from_url(
+                    self.url,
+                    max_connections=self.max_connections,
+                    timeout=self.socket_timeout,
+                    socket_timeout=self.socket_timeout,
+                    socket_connect_timeout=self.socket_timeout,
+                    retry_on_timeout=False,
+                )
+                self._client = self._redis.Redis(connection_pool=pool)
+            return self._client
 
     async def call(self, command: str, *args: Any, **kwargs: Any) -> Any:
         """Run ``client.<command>(*args, **kwargs)``; errors come back as they are."""
-        if _on_asyncio():
-            return await getattr(self._async_client(), command)(*args, **kwargs)
-        if self._sync_client is None:
-            self._sync_client = self._redis.Redis.from_url(self.url, **self._options())
-        method = getattr(self._sync_client, command)
+        method = getattr(self._sync_client(), command)
         return await anyio.to_thread.run_sync(partial(method, *args, **kwargs))
 
     async def aclose(self) -> None:
-        """Close the current loop's client (and the threaded one)."""
-        if _on_asyncio():
-            client = self._async_clients.pop(asyncio.get_running_loop(), None)
-            if client is not None:
-                await client.aclose()
-        if self._sync_client is not None:
-            client, self._sync_client = self._sync_client, None
-            await anyio.to_thread.run_sync(client.close)
+        """Close every connection of the pool (the next call opens new ones)."""
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            await anyio.to_thread.run_sync(_close, client)
+
+
+def _close(client: Any) -> None:
+    client.close()
+    client.connection_pool.disconnect()
 
 
 class RedisBacked:
@@ -102,10 +106,11 @@ class RedisBacked:
     ) -> None:
         self.connection = RedisConnection(url, socket_timeout=socket_timeout)
         self.prefix = self.default_prefix if prefix is None else prefix
-        self.name = url
+        self.name = redact_credentials(url)
+        """The URL without its password (events, logs and ``repr`` show this)."""
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.connection.url!r}, prefix={self.prefix!r})"
+        return f"{type(self).__name__}({self.name!r}, prefix={self.prefix!r})"
 
     async def aclose(self) -> None:
         """Close this event loop's connections."""

@@ -2,15 +2,18 @@
 
 Writes happen inside a compaction, searches only when an agent asks, so writes stay
 cheap: a message row holds its reference and its JSON, nothing else. The full-text
-index is contentless (it keeps no copy of the text) and brought up to date by the first
-search after new writes, from the JSON; deleting a session removes its index entries.
+index is contentless (it keeps no copy of the text), of trigrams (so a query matches
+anywhere inside a word: ``foo_v3`` in ``libfoo_v3.so``, as on every store), and brought
+up to date by the first search after new writes, from the JSON; deleting a session
+removes its index entries and keeps the index's high-water mark below every row id
+SQLite may hand out next, so rows written after a deletion are always indexed.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Final
@@ -20,7 +23,7 @@ from csum.stores._sqlite_db import DEFAULT_BUSY_TIMEOUT, SQLiteDatabase, write
 
 __all__ = ["SEARCH_TEXT_VERSION", "SQLiteArchiveStore", "fts5_available"]
 
-SEARCH_TEXT_VERSION: Final = "1"
+SEARCH_TEXT_VERSION: Final = "2"
 """Version of the text derived from a message for the index; another version found in a
 file makes the next search rebuild the index from the JSON."""
 
@@ -34,16 +37,25 @@ CREATE TABLE IF NOT EXISTS csum_archive_batches (
 ) WITHOUT ROWID;
 """
 _FTS = """
-CREATE VIRTUAL TABLE IF NOT EXISTS csum_archive_fts USING fts5(text, content='');
+DROP TABLE IF EXISTS csum_archive_fts;
+CREATE VIRTUAL TABLE IF NOT EXISTS csum_archive_text
+    USING fts5(text, content='', tokenize='trigram');
 CREATE TABLE IF NOT EXISTS csum_archive_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+"""The index of search version 2 (trigrams); version 1's word index (``csum_archive_fts``,
+which found only whole words) is dropped, and the next search indexes every row again."""
+
+_TRIGRAM = 3
+"""Characters a trigram index needs in a query; shorter ones are matched with ``LIKE``."""
+_MAX_LIKE_PATTERN = 40_000
+"""Bytes of a ``LIKE`` pattern kept under SQLite's limit (50,000): longer ones scan."""
 
 
 def fts5_available() -> bool:
-    """Whether this Python's SQLite was built with FTS5."""
+    """Whether this Python's SQLite has FTS5 with the trigram tokenizer (3.34+)."""
     connection = sqlite3.connect(":memory:")
     try:
-        connection.execute("CREATE VIRTUAL TABLE probe USING fts5(x)")
+        connection.execute("CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='trigram')")
     except sqlite3.OperationalError:
         return False
     finally:
@@ -54,9 +66,11 @@ def fts5_available() -> bool:
 class SQLiteArchiveStore:
     """Archived messages in the SQLite file ``path`` (created when missing).
 
-    ``full_text`` (default: when SQLite has FTS5) indexes the messages' text for search;
-    without it, search scans the JSON with ``LIKE``. Either way, candidates are checked
-    for the exact text (case-insensitive) before they are returned.
+    ``full_text`` (default: when SQLite has FTS5 with trigrams) indexes the messages'
+    text for search; without it, search scans the JSON with ``LIKE`` (an ASCII query)
+    or reads the session's messages (any other). Either way, candidates are checked
+    for the text (case-insensitive substring, ``str.casefold``) before they are
+    returned, so every store gives one meaning to a query.
     """
 
     def __init__(
@@ -153,7 +167,7 @@ def _bring_index_up_to_date(connection: sqlite3.Connection) -> None:
         upto = int(_meta(connection, "indexed_upto") or 0)
         if _meta(connection, "search_text_version") != SEARCH_TEXT_VERSION:
             connection.execute(
-                "INSERT INTO csum_archive_fts (csum_archive_fts) VALUES ('delete-all')"
+                "INSERT INTO csum_archive_text (csum_archive_text) VALUES ('delete-all')"
             )
             upto = 0
             _set_meta(connection, "search_text_version", SEARCH_TEXT_VERSION)
@@ -162,7 +176,7 @@ def _bring_index_up_to_date(connection: sqlite3.Connection) -> None:
         ).fetchall()
         if rows:
             connection.executemany(
-                "INSERT INTO csum_archive_fts (rowid, text) VALUES (?, ?)",
+                "INSERT INTO csum_archive_text (rowid, text) VALUES (?, ?)",
                 [(row_id, _search_text(body)) for row_id, body in rows],
             )
             upto = rows[-1][0]
@@ -181,27 +195,34 @@ def _like_pattern(text: str) -> str:
 def _search(
     connection: sqlite3.Connection, *, session: str, text: str, limit: int, fts: bool
 ) -> list[tuple[str, bytes]]:
-    rows: list[tuple[str, bytes]]
-    if fts and any(ch.isalnum() for ch in text):
+    rows: Iterable[tuple[str, bytes]]
+    pattern = _like_pattern(text)
+    if fts and len(text) >= _TRIGRAM and "\x00" not in text:
         _bring_index_up_to_date(connection)
         phrase = '"' + text.replace('"', '""') + '"'
         rows = connection.execute(
-            "SELECT m.ref, m.body FROM csum_archive_fts f "
+            "SELECT m.ref, m.body FROM csum_archive_text f "
             "JOIN csum_archive_messages m ON m.id = f.rowid "
-            "WHERE csum_archive_fts MATCH ? AND m.session = ? ORDER BY m.id",
+            "WHERE csum_archive_text MATCH ? AND m.session = ? ORDER BY m.id",
             (phrase, session),
-        ).fetchall()
-    else:
+        )
+    elif text.isascii() and "\x00" not in text and len(pattern) <= _MAX_LIKE_PATTERN:
+        # LIKE folds ASCII letters only: other queries read the session's messages.
         rows = connection.execute(
             "SELECT ref, body FROM csum_archive_messages "
             "WHERE session = ? AND CAST(body AS TEXT) LIKE ? ESCAPE '\\' ORDER BY id",
-            (session, _like_pattern(text)),
-        ).fetchall()
+            (session, pattern),
+        )
+    else:
+        rows = connection.execute(
+            "SELECT ref, body FROM csum_archive_messages WHERE session = ? ORDER BY id",
+            (session,),
+        )
     needle = text.casefold()
     found: list[tuple[str, bytes]] = []
     for ref, body in rows:
         if needle in _search_text(body).casefold():
-            found.append((ref, body))
+            found.append((ref, bytes(body)))
             if len(found) == limit:
                 break
     return found
@@ -213,7 +234,7 @@ def _delete_session(connection: sqlite3.Connection, *, session: str, fts: bool) 
             # Indexed by another version: forget the whole index (the next search
             # rebuilds it) rather than leave entries of the deleted messages behind.
             connection.execute(
-                "INSERT INTO csum_archive_fts (csum_archive_fts) VALUES ('delete-all')"
+                "INSERT INTO csum_archive_text (csum_archive_text) VALUES ('delete-all')"
             )
             _set_meta(connection, "indexed_upto", "0")
         elif fts:
@@ -224,7 +245,7 @@ def _delete_session(connection: sqlite3.Connection, *, session: str, fts: bool) 
             ).fetchall()
             # A contentless index forgets a row given the text it indexed for it.
             connection.executemany(
-                "INSERT INTO csum_archive_fts (csum_archive_fts, rowid, text) "
+                "INSERT INTO csum_archive_text (csum_archive_text, rowid, text) "
                 "VALUES ('delete', ?, ?)",
                 [(row_id, _search_text(body)) for row_id, body in indexed],
             )
@@ -232,6 +253,13 @@ def _delete_session(connection: sqlite3.Connection, *, session: str, fts: bool) 
             "DELETE FROM csum_archive_messages WHERE session = ?", (session,)
         ).rowcount
         connection.execute("DELETE FROM csum_archive_batches WHERE session = ?", (session,))
+        if fts:
+            # SQLite gives a new row the largest id + 1: ids freed at the end are handed
+            # out again. The mark must stay below them, or those rows would never be
+            # indexed (and deleting them would remove entries the index never had).
+            (largest,) = connection.execute("SELECT max(id) FROM csum_archive_messages").fetchone()
+            upto = int(_meta(connection, "indexed_upto") or 0)
+            _set_meta(connection, "indexed_upto", str(min(upto, int(largest or 0))))
         return int(deleted)
 
     return write(connection, statements)

@@ -16,6 +16,8 @@ from typing import TypeVar
 
 import anyio.to_thread
 
+from csum.errors import StoreError
+
 __all__ = ["SQLiteDatabase"]
 
 T = TypeVar("T")
@@ -38,6 +40,8 @@ class SQLiteDatabase:
         self.busy_timeout = busy_timeout
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._locked_out_at = -1.0
+        """When a call last gave up on another process's lock (``time.monotonic``)."""
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(
@@ -85,10 +89,24 @@ class SQLiteDatabase:
                 return
 
     def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work``, one call at a time. A call that queued behind one which waited
+        out the busy timeout fails at once instead of waiting it out again: calls made
+        together (a compaction's summaries) cost one timeout, not one each."""
+        queued_at = time.monotonic()
         with self._lock:
-            if self._connection is None:
-                self._connection = self._connect()
-            return work(self._connection)
+            if self._locked_out_at >= queued_at:
+                raise StoreError(
+                    f"{self.path} is locked by another process (the call before this one "
+                    f"waited {self.busy_timeout:g} s for it): not tried again"
+                )
+            try:
+                if self._connection is None:
+                    self._connection = self._connect()
+                return work(self._connection)
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    self._locked_out_at = time.monotonic()
+                raise
 
     def run_sync(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` on the connection in the calling thread."""

@@ -156,7 +156,9 @@ def test_compactor_loop_with_archive(
     measure = (lambda m: m.size) if budget.unit == "bytes" else counter.count
 
     async def loop(folder: str) -> None:
-        archive = HistoryArchive(f"{folder}/archive.sqlite", reinsert_bytes=reinsert)
+        archive = HistoryArchive(
+            f"{folder}/archive.sqlite", session="test", reinsert_bytes=reinsert
+        )
         compactor = Compactor(
             summary_of(length), budget=budget, counter=counter, archive=archive, cooldown_turns=2
         )

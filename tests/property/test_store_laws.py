@@ -42,7 +42,7 @@ def test_the_archive_keeps_every_message_and_the_invariants(
     chain: list[Message], config: SummarizerConfig, anyio_backend: str
 ) -> None:
     async def check(folder: Path) -> None:
-        archive = HistoryArchive(folder / "archive.sqlite")
+        archive = HistoryArchive(folder / "archive.sqlite", session="test")
         summarizer = Summarizer(config, archive=archive)
         result = await summarizer.summarize(FakeHandler(), chain)
         check_output(chain, result.messages, config)
