@@ -551,7 +551,80 @@ def render(result: Result, items: Sequence[Item]) -> list[str]:
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", _exact_form_line(items), "", *_by_part(items), "", *_by_size(items)]
     lines += ["", *_by_kind(result, items)]
+    lines += ["", *_against_the_bound(items)]
     return lines
+
+
+def _against_the_bound(items: Sequence[Item]) -> list[str]:
+    """The handler against the most any copying summary could keep
+    (:mod:`benchmarks.fidelity_bound`: whole lines, trimmed lines, spans), by part, size
+    and kind; the ratio is the handler's facts over the trimmed-lines bound."""
+    from benchmarks import fidelity_bound  # it imports this module
+    from benchmarks.fidelity_bound import MATCHES_PER_PART, WITNESSES_PER_FACT
+
+    try:
+        cache = fidelity_bound.cached_bounds(items)
+    except ImportError:
+        return ["The bound is not shown: it needs `highspy` (the `bench` extra)."]
+    handler = {
+        (item.id, fraction): _kept(item, max(1, round(fraction * item.size)))
+        for item in items
+        for fraction in BUDGETS
+    }
+    head_row = ["subset", "facts"]
+    for fraction in BUDGETS:
+        head_row += [
+            f"handler {_pct(fraction)}",
+            *fidelity_bound.VARIANTS,
+            f"handler / trimmed {_pct(fraction)}",
+        ]
+    lines = [
+        "The most facts any summary copying from the item could keep at each budget "
+        "(`python -m benchmarks.fidelity_bound`: an integer program, every oracle "
+        "summary rebuilt, checked against its budget and scored with the same rule): "
+        "whole lines only, lines trimmed to one piece each with the call name kept, "
+        "and arbitrary spans, pieces joined by line breaks; share of the facts, and the "
+        "handler's facts over the trimmed-lines bound. The handler is no copying "
+        "summary (it flattens JSON to `key=value` and shortens lines), so it can pass "
+        "the bounds where one line holds many facts (a booking record, a flight search). "
+        "The candidate set restricts three things, each only lowering a bound: a fact "
+        "whose parts are kept apart is counted only with none of the text between them "
+        f"kept; at most {MATCHES_PER_PART} matches of a part and "
+        f"{WITNESSES_PER_FACT} witnesses of a fact per mode are tried; two pieces never "
+        "share a line.",
+        "",
+        "| " + " | ".join(head_row) + " |",
+        "|:--" + "|--:" * (len(head_row) - 1) + "|",
+    ]
+    bands = [size_band(low) for low, _ in SIZE_BANDS]
+    subsets = [
+        *[(f"part {p}", [i for i in items if part_of(i) == p]) for p in PART_NAMES],
+        ("all", list(items)),
+        *[(band, [i for i in items if size_band(i.size) == band]) for band in bands],
+        *[(k, [i for i in items if i.kind == k]) for k in sorted({i.kind for i in items})],
+    ]
+    for name, chosen in subsets:
+        if not chosen:
+            continue
+        facts = sum(len(i.facts) for i in chosen)
+        cells = [name, str(facts)]
+        for fraction in BUDGETS:
+            mine = sum(handler[(i.id, fraction)] for i in chosen)
+            bounds = {
+                v: sum(fidelity_bound.bound_of(cache, i, fraction)[v] for i in chosen)
+                for v in fidelity_bound.VARIANTS
+            }
+            cells += [_pct(mine / facts), *(_pct(bounds[v] / facts) for v in bounds)]
+            trimmed = bounds["trimmed"]
+            cells.append(f"{mine / trimmed:.2f}x" if trimmed else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _kept(item: Item, budget: int) -> int:
+    """Facts of ``item`` the offline handler keeps at ``budget`` bytes."""
+    summary = extractive(item, budget)
+    return sum(fact_kept(summary, patterns) for _, patterns in item.facts)
 
 
 def _exact_form_line(items: Sequence[Item]) -> str:
