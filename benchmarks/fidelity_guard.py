@@ -4,7 +4,9 @@ equal total bytes, by a lossy cut (the text's first bytes) and by the offline ha
 Every item of the fidelity set (``benchmarks/fidelity.py``) is summarized at 10 % and
 25 % of its size: without the guard, by the summarizer at the whole budget; with it, by
 the summarizer at the budget less the reserve, then the guard appends what it lost
-within the whole budget. Facts are counted by :func:`benchmarks.fidelity.fact_kept`.
+within the whole budget; "best of" rows keep whichever of the whole-budget summary and
+the guarded one lost less by the guard's own weights (:meth:`csum.guard.FactGuard.choose`,
+as ``wrap_sized`` does). Facts are counted by :func:`benchmarks.fidelity.fact_kept`.
 The reserve and the ranking were chosen on parts A, B and D (``--no-heldout``); C and E
 are the held-out parts.
 

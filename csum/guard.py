@@ -30,6 +30,7 @@ Compactor appends.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -78,6 +79,7 @@ _ERROR_LINE = regex.compile(
 )
 _ANSI = regex.compile(r"\x1b?\[[0-9;]{0,12}m")  # colour codes, with or without ESC
 _LIST_MARK = regex.compile(r"^\s{0,8}(?:[-*+•]|\d{1,3}[.)])\s{1,4}")
+_EMPTY_CALL = regex.compile(r"[\w.-]{1,80}\(\)")
 _LINE_NUMBER = regex.compile(r":\d{1,6}(?::\d{1,6})?$")
 _TRAILING = ".,;:!?\"')]}"
 
@@ -258,8 +260,18 @@ def residual_prompt(prompt: str, summary: str) -> str:
 
 
 def _call_kept(name: str, args: str, summary: str) -> bool:
-    """Whether ``summary`` names the call: its name with the start of its arguments."""
-    return f"{name}(" in summary and (not args or args[:12] in summary or len(args) < 3)
+    """Whether ``summary`` names the call: ``name(`` with the start of its arguments, as
+    written or of their first string value (a handler may drop the key)."""
+    if f"{name}(" not in summary:
+        return False
+    if len(args) < 3 or args[:12] in summary:
+        return True
+    try:
+        values = json.loads(args)
+    except ValueError:
+        return False
+    strings = [v for v in values.values() if isinstance(v, str)] if isinstance(values, dict) else []
+    return bool(strings) and strings[0][:12] in summary
 
 
 def _missing_lines(text: str, summary: str) -> list[str]:
@@ -315,6 +327,10 @@ class FactGuard:
         if not residual:
             return summary
         appendix = summarize_extractive(residual, room)
+        # a result whose call the summary names is written under an empty call line
+        appendix = "\n".join(
+            line for line in appendix.split("\n") if not _EMPTY_CALL.fullmatch(line.strip())
+        )
         appendix = _cite(appendix, _entries(prompt), room)
         if not appendix:
             return summary
