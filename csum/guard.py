@@ -14,7 +14,7 @@ ranking picks which lost facts to keep, each with the words around it. The total
 within the budget. With ``ask_again`` (for a model handler) the guard first asks the
 handler once more, with the list of what was lost. :meth:`FactGuard.wrap_sized`, for a
 handler that can be made for any size (the offline one), summarizes at the whole budget
-too and keeps whichever summary lost less.
+too and keeps the guarded summary only when it lost clearly less.
 
 Extraction is generic: it reads the shape of a token (a path, a URL, a token mixing
 letters and digits, a version, a hash, a number with the word naming it) and of a line
@@ -33,8 +33,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
+import anyio
+import anyio.to_thread
 import regex
 
 from cast import Message, Role, ToolCall, utf8_len
@@ -59,6 +62,10 @@ DEFAULT_RESERVE: Final = 0.3
 _MIN_RESERVE_BYTES: Final = 24
 _LINE_CAP: Final = 2000  # characters of a line that are read (longer lines: their start)
 _EXCERPT: Final = 72  # bytes of an excerpt around a fact, at most
+_THREAD_THRESHOLD: Final = 65_536  # characters of prompt above which it runs in a thread
+_CHOOSE_MARGIN: Final = 0.3
+"""Share of the whole summary's lost weight the guarded one must save to be chosen
+(chosen on parts A, B and D of the fidelity set: 0, 0.1, 0.2, 0.3 and 0.5 tried)."""
 _MIN_APPENDIX: Final = 12  # bytes of room below which nothing is appended
 
 _URL = regex.compile(r"https?://[^\s<>\"'`)\]]{3,200}")
@@ -87,7 +94,6 @@ _WEIGHTS: Final = {"error": 3.0, "path": 2.5, "url": 2.0, "id": 2.0, "number": 1
 """What a lost fact of each kind weighs (a path with a line number: +1)."""
 _EDGE_LINES: Final = 3  # lines at the start and end of an entry say most ...
 _EDGE_BONUS: Final = 1.3  # ... so their facts weigh this much more
-_LINE_COST: Final = 8  # bytes a line of the appendix costs beyond its text (to rank)
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,12 +345,13 @@ class FactGuard:
         return "\n".join(parts)
 
     def choose(self, prompt: str, whole: str, guarded: str) -> str:
-        """Of a summary made at the whole budget and a guarded one, the one that lost
-        less of ``prompt`` (by the weights of :func:`lost_facts`; the whole one on a
-        tie): the guard then never trades a dense summary for a worse appendix."""
+        """Of a summary made at the whole budget and a guarded one, the guarded one only
+        when it lost clearly less of ``prompt`` (by the weights of :func:`lost_facts`,
+        at least :data:`_CHOOSE_MARGIN` less), else the whole one: the handler's own
+        lines are denser than an appendix, so a near tie keeps them."""
         lost_whole = sum(f.weight for f in lost_facts(prompt, whole))
         lost_guarded = sum(f.weight for f in lost_facts(prompt, guarded))
-        return guarded if lost_guarded < lost_whole else whole
+        return guarded if lost_guarded < lost_whole * (1 - _CHOOSE_MARGIN) else whole
 
     def wrap(self, handler: SummarizeHandler) -> SummarizeHandler:
         """``handler`` (built for :attr:`inner_bytes`) with the guard around it."""
@@ -357,7 +364,11 @@ class FactGuard:
                 lost = lost_facts(prompt, fit_summary(summary, self.inner_bytes))
                 if lost:
                     summary = await handler(_ask_again(prompt, lost))
-            return self.complete(prompt, summary)
+            if len(prompt) < _THREAD_THRESHOLD:
+                return self.complete(prompt, summary)
+            return await anyio.to_thread.run_sync(
+                partial(self.complete, prompt, summary), abandon_on_cancel=True
+            )
 
         summarize.__qualname__ = f"guarded({getattr(handler, '__qualname__', 'handler')})"
         return summarize
@@ -365,8 +376,9 @@ class FactGuard:
     def wrap_sized(self, handler_for: Callable[[int], SummarizeHandler]) -> SummarizeHandler:
         """A handler made by ``handler_for(max_bytes)`` for each size (as
         :func:`csum.handlers.extractive` is): it summarizes at the whole budget and at
-        :attr:`inner_bytes` with the guard, and returns the one that lost less
-        (:meth:`choose`). Two calls per summary: meant for offline handlers."""
+        :attr:`inner_bytes` with the guard, and returns the guarded one only when it lost
+        clearly less (:meth:`choose`). Two calls per summary: meant for offline
+        handlers."""
         whole_handler, inner_handler = (
             handler_for(self.max_bytes),
             self.wrap(handler_for(self.inner_bytes)),

@@ -144,3 +144,16 @@ async def test_the_sized_guard_keeps_the_summary_that_lost_less() -> None:
     assert summary in (whole, guarded_one)
     assert summary == guard.choose(_prompt(), whole, guarded_one)
     assert utf8_len(summary) <= 240
+
+
+@pytest.mark.anyio
+async def test_a_long_prompt_is_completed_in_a_worker_thread_within_the_budget() -> None:
+    output = "\n".join(f"step {i}: wrote build/out_{i}.o in {i} ms" for i in range(4000))
+    assert len(_prompt(output)) > 65_536
+
+    async def cut(prompt: str) -> str:
+        return prompt[:100]
+
+    summary = await guarded(cut, 600)(_prompt(output))
+    assert utf8_len(summary) <= 600
+    assert "build/out_" in summary.split("\n", 1)[1]
