@@ -124,7 +124,7 @@ SPECS: list[tuple[str, str, str, list[Fact]]] = [
         ("the case it sits in", ["315\t    case TK_MATCH_CAPTURE:"]),
     ]),
     ("oh-grep-builddir", "grep", f"oh:{_MULTI_SWE}:2:76", [
-        ("the search", ["grep -n", "buildDir", "ponyc__0.1/Makefile"]),
+        ("the search", ["grep -n", "buildDir", "ponylang__ponyc__0.1/Makefile"]),
         ("the definition with its line", ["78:buildDir := $(srcDir)/build/build_$(config)"]),
         ("the configure step with its line", ["187:", "cmake -B '$(buildDir)' -S '$(srcDir)'"]),
         ("the build step with its line", ["192:", "--target all"]),

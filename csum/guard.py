@@ -1,0 +1,433 @@
+"""A fact guard for any summarize handler: what the summary lost is appended.
+
+A summary (a model's, the offline handler's, a plain cut) can drop the identifiers,
+paths, numbers, error lines and URLs of the content it replaces, and the agent then
+has nothing to recall them by. :class:`FactGuard` wraps a handler: the handler writes
+its summary within the budget less a small reserve (:data:`DEFAULT_RESERVE` of it);
+the guard reads the prompt's entries (the messages being replaced, as
+:func:`csum.prompt.parse_prompt` gives them) and finds the facts the summary does not
+contain (:func:`lost_facts`, ranked by kind and place). When some are lost, the lines
+of the replaced messages the summary does not hold are handed to the offline handler
+(:func:`residual_prompt`: each result without its call when the summary names the call)
+and its summary of them, in the room left, is appended: the offline handler's line
+ranking picks which lost facts to keep, each with the words around it. The total stays
+within the budget. With ``ask_again`` (for a model handler) the guard first asks the
+handler once more, with the list of what was lost. :meth:`FactGuard.wrap_sized`, for a
+handler that can be made for any size (the offline one), summarizes at the whole budget
+too and keeps the guarded summary only when it lost clearly less.
+
+Extraction is generic: it reads the shape of a token (a path, a URL, a token mixing
+letters and digits, a version, a hash, a number with the word naming it) and of a line
+(an error word), never a tool's or a format's name.
+
+An archive reference is only known for an entry that is itself an earlier summary
+ending with an ``[archived: ...]`` line: an appended line found in such an entry is
+followed by that line's references, when they fit. The prompt does not carry the
+references of other messages (they are derived from the messages' full JSON, which the
+prompt does not hold); the batch the whole summary replaces is named by the line the
+Compactor appends.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Final
+
+import anyio
+import anyio.to_thread
+import regex
+
+from cast import Message, Role, ToolCall, utf8_len
+from csum._calls import SummarizeHandler
+from csum._fit import fit_summary
+from csum.archive import archived_references, split_archive_line
+from csum.errors import PromptFormatError
+from csum.handlers import summarize_extractive
+from csum.prompt import messages_to_prompt, parse_prompt
+
+__all__ = [
+    "DEFAULT_RESERVE",
+    "FactGuard",
+    "LostFact",
+    "guarded",
+    "lost_facts",
+    "residual_prompt",
+]
+
+DEFAULT_RESERVE: Final = 0.3
+"""Share of the budget the guard keeps for what the summary lost."""
+_MIN_RESERVE_BYTES: Final = 24
+_LINE_CAP: Final = 2000  # characters of a line that are read (longer lines: their start)
+_EXCERPT: Final = 72  # bytes of an excerpt around a fact, at most
+_THREAD_THRESHOLD: Final = 65_536  # characters of prompt above which it runs in a thread
+_CHOOSE_MARGIN: Final = 0.3
+"""Share of the whole summary's lost weight the guarded one must save to be chosen
+(chosen on parts A, B and D of the fidelity set: 0, 0.1, 0.2, 0.3 and 0.5 tried)."""
+_MIN_APPENDIX: Final = 12  # bytes of room below which nothing is appended
+
+_URL = regex.compile(r"https?://[^\s<>\"'`)\]]{3,200}")
+_PATH = regex.compile(
+    r"(?<![\w/.-])(?:[\w.~-]{0,60}/){1,12}[\w.-]{1,80}(?::\d{1,6}){0,2}"
+    r"|(?<![\w/.-])[\w-]{1,60}\.[A-Za-z][A-Za-z0-9]{0,6}(?::\d{1,6}){1,2}"
+)
+_MIXED = regex.compile(r"(?<![\w.-])(?=[\w.-]{0,80}\d)(?=[\w.-]{0,80}[A-Za-z])\w[\w.-]{2,80}")
+_VERSION = regex.compile(r"(?<![\w.])v?\d{1,4}(?:\.\d{1,6}){1,3}(?![\w.])")
+_HASH = regex.compile(r"(?<!\w)[0-9a-f]{7,64}(?!\w)")
+_NAMED_NUMBER = regex.compile(
+    r"(?<![\w.])(?:[A-Za-z_][\w-]{1,40}[ \t]{0,3}[:=][ \t]{0,3}\"?-?\$?\d[\d,.]{0,20}"
+    r"|-?\$?\d[\d,.]{0,20}[ \t]?(?:%|[A-Za-z]{1,12}))(?![\w.])"
+)
+_ERROR_LINE = regex.compile(
+    r"\b(?:[A-Z]\w{0,40}(?:Error|Exception)|Traceback|FAILED|FAIL|ERROR|[Ee]rror|failed|"
+    r"fatal|panic|denied|refused|[Nn]o such file|not found|[Cc]annot)\b"
+)
+_ANSI = regex.compile(r"\x1b?\[[0-9;]{0,12}m")  # colour codes, with or without ESC
+_LIST_MARK = regex.compile(r"^\s{0,8}(?:[-*+•]|\d{1,3}[.)])\s{1,4}")
+_EMPTY_CALL = regex.compile(r"[\w.-]{1,80}\(\)")
+_LINE_NUMBER = regex.compile(r":\d{1,6}(?::\d{1,6})?$")
+_TRAILING = ".,;:!?\"')]}"
+
+_WEIGHTS: Final = {"error": 3.0, "path": 2.5, "url": 2.0, "id": 2.0, "number": 1.5}
+"""What a lost fact of each kind weighs (a path with a line number: +1)."""
+_EDGE_LINES: Final = 3  # lines at the start and end of an entry say most ...
+_EDGE_BONUS: Final = 1.3  # ... so their facts weigh this much more
+
+
+@dataclass(frozen=True, slots=True)
+class LostFact:
+    """One fact of the replaced content that a summary does not contain."""
+
+    token: str
+    """The fact as written in its source (a path, an identifier, an error line...)."""
+    kind: str
+    """``error``, ``path``, ``url``, ``id`` or ``number``."""
+    excerpt: str
+    """The token with the words around it on its source line, at most a few dozen bytes."""
+    weight: float
+    references: tuple[str, ...] = ()
+    """Archive references of its source entry, when that entry names them."""
+
+
+def _tokens(line: str) -> list[tuple[str, str]]:
+    """(token, kind) of one line, longest first where they overlap."""
+    found: list[tuple[int, int, str]] = []
+    for kind, pattern in (
+        ("url", _URL),
+        ("path", _PATH),
+        ("number", _NAMED_NUMBER),
+        ("id", _VERSION),
+        ("id", _HASH),
+        ("id", _MIXED),
+    ):
+        for match in pattern.finditer(line):
+            start, end = match.span()
+            while end > start and line[end - 1] in _TRAILING:
+                end -= 1
+            if end - start >= 3 and not any(s <= start and end <= e for s, e, _ in found):
+                found.append((start, end, kind))
+    return [(line[s:e], kind) for s, e, kind in sorted(found)]
+
+
+def _excerpt(line: str, token: str) -> str:
+    """``token`` with the words around it on ``line``, at most :data:`_EXCERPT` bytes
+    (the token alone when it is longer), cut between words."""
+    line = " ".join(line.split())
+    if utf8_len(line) <= _EXCERPT:
+        return line
+    at = line.find(token)
+    if at < 0 or utf8_len(token) >= _EXCERPT:
+        return token
+    room = _EXCERPT - utf8_len(token)
+    before = line[max(0, at - (room * 2) // 3) : at]
+    if " " in before and at - len(before) > 0:
+        before = before[before.index(" ") + 1 :]
+    after_room = room - utf8_len(before)
+    after = line[at + len(token) : at + len(token) + max(0, after_room)]
+    if " " in after and at + len(token) + len(after) < len(line):
+        after = after[: after.rindex(" ")]
+    text = (before + token + after).strip()
+    while utf8_len(text) > _EXCERPT:
+        text = text[:-1]
+    return text
+
+
+def _entries(prompt: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(text, archive references) of each replaced entry of ``prompt``; the prompt as
+    one text when it is not a chaincast prompt."""
+    try:
+        parsed = parse_prompt(prompt)
+    except PromptFormatError:
+        return [(prompt, ())]
+    entries = []
+    for entry in parsed.messages:
+        text = entry.content
+        if entry.kind == "tool_call":
+            text = f"{entry.name}({entry.args})"
+        body, line = split_archive_line(text)
+        references = tuple(archived_references(line)) if line else ()
+        entries.append((body, references))
+    return entries
+
+
+def lost_facts(prompt: str, summary: str) -> list[LostFact]:
+    """The facts of ``prompt``'s replaced entries that ``summary`` does not contain,
+    heaviest first: error lines, paths, URLs, identifiers (tokens mixing letters and
+    digits, versions, hashes) and numbers with the word naming them. A token said more
+    than once weighs a little more; one already in the summary is not lost."""
+    seen: dict[str, LostFact] = {}
+    counts: dict[str, int] = {}
+    for text, references in _entries(prompt):
+        lines = text.splitlines()
+        for number, raw in enumerate(lines):
+            line = _LIST_MARK.sub("", _ANSI.sub("", raw[:_LINE_CAP])).strip()
+            if not line:
+                continue
+            candidates = _tokens(line)
+            error = _ERROR_LINE.search(line)
+            if error is not None:
+                candidates.insert(0, (_excerpt(line, error.group()), "error"))
+            edge = number < _EDGE_LINES or number >= len(lines) - _EDGE_LINES
+            for token, kind in candidates:
+                counts[token] = counts.get(token, 0) + 1
+                if token in seen or token in summary:
+                    continue
+                excerpt = token if kind == "error" else _excerpt(line, token)
+                weight = _WEIGHTS[kind] + (kind == "path" and bool(_LINE_NUMBER.search(token)))
+                weight *= _EDGE_BONUS if edge else 1.0
+                seen[token] = LostFact(token, kind, excerpt, weight, references)
+    facts = [
+        LostFact(
+            f.token,
+            f.kind,
+            f.excerpt,
+            f.weight * (1 + 0.25 * min(3, counts[f.token] - 1)),
+            f.references,
+        )
+        for f in seen.values()
+    ]
+    return sorted(facts, key=lambda f: -f.weight)
+
+
+def residual_prompt(prompt: str, summary: str) -> str:
+    """``prompt`` with each replaced entry's lines that ``summary`` already holds left
+    out (tool calls kept whole, so each result keeps its call), for a second summary of
+    what the first lost; the prompt's leftover lines as plain text when it is not a
+    chaincast prompt."""
+    try:
+        parsed = parse_prompt(prompt)
+    except PromptFormatError:
+        return "\n".join(_missing_lines(prompt, summary))
+    messages: list[Message] = []
+    calls: dict[int, list[ToolCall]] = {}
+    texts: dict[int, list[str]] = {}
+    order: list[tuple[int, str]] = []
+    for entry in parsed.messages:
+        key = (entry.message_index, entry.role)
+        if key not in order:
+            order.append(key)
+        if entry.kind == "tool_call":
+            if _call_kept(entry.name, entry.args, summary):
+                continue  # its result is read without it
+            call = ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args)
+            calls.setdefault(entry.message_index, []).append(call)
+        elif entry.kind == "tool_result":
+            content = "\n".join(_missing_lines(entry.content, summary))
+            messages_by_index = Message.tool(entry.call_id, entry.name, content)
+            texts.setdefault(entry.message_index, []).append("")
+            calls.setdefault(entry.message_index, [])
+            order_result = (entry.message_index, "tool_result")
+            order.append(order_result)
+            messages.append(messages_by_index)
+        elif entry.kind in ("text", "reasoning"):
+            texts.setdefault(entry.message_index, []).append(
+                "\n".join(_missing_lines(entry.content, summary))
+            )
+    built: list[Message] = []
+    results = iter(messages)
+    for index, role in order:
+        if role == "tool_result":
+            built.append(next(results))
+        elif role == "ai":
+            text = "\n".join(t for t in texts.get(index, []) if t)
+            if text or calls.get(index):
+                built.append(Message.ai(text, *calls.get(index, [])))
+        elif role == "human":
+            text = "\n".join(t for t in texts.get(index, []) if t)
+            if text:
+                built.append(Message.human(text))
+    if not built:
+        return ""
+    if all(m.role == Role.HUMAN for m in built):
+        return messages_to_prompt(built, [])
+    return messages_to_prompt([], [m for m in built if m.role != Role.HUMAN])
+
+
+def _call_kept(name: str, args: str, summary: str) -> bool:
+    """Whether ``summary`` names the call: ``name(`` with the start of its arguments, as
+    written or of their first string value (a handler may drop the key)."""
+    if f"{name}(" not in summary:
+        return False
+    if len(args) < 3 or args[:12] in summary:
+        return True
+    try:
+        values = json.loads(args)
+    except ValueError:
+        return False
+    strings = [v for v in values.values() if isinstance(v, str)] if isinstance(values, dict) else []
+    return bool(strings) and strings[0][:12] in summary
+
+
+def _missing_lines(text: str, summary: str) -> list[str]:
+    """The lines of ``text`` that ``summary`` does not hold (blank lines left out)."""
+    return [line for line in text.splitlines() if line.strip() and line.strip() not in summary]
+
+
+def _reserve_bytes(max_bytes: int, reserve: float) -> int:
+    return min(max_bytes - 1, max(_MIN_RESERVE_BYTES, round(max_bytes * reserve)))
+
+
+class FactGuard:
+    """Appends what a summary lost, within ``max_bytes`` UTF-8 bytes in all.
+
+    The wrapped handler should write at most :attr:`inner_bytes` (``max_bytes`` less
+    the reserve, a share of it, at least 24 bytes): build it for that size, as in
+    ``guard.wrap(extractive(guard.inner_bytes))``; a longer summary is fitted to it
+    (:func:`csum._fit.fit_summary`, later parts kept). With ``ask_again``, a summary
+    that lost facts is asked for once more, with the list (a model handler can work
+    them in; the guard still appends what is missing). Raises ``ValueError`` for a
+    ``max_bytes`` that is not an int above 1 or a ``reserve`` outside [0, 1), and
+    ``TypeError`` for a ``reserve`` that is not a number.
+    """
+
+    def __init__(
+        self, max_bytes: int, *, reserve: float = DEFAULT_RESERVE, ask_again: bool = False
+    ) -> None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 1:
+            raise ValueError(f"max_bytes must be an int above 1, got {max_bytes!r}")
+        if isinstance(reserve, bool) or not isinstance(reserve, int | float):
+            raise TypeError(f"reserve must be a share of the budget, got {reserve!r}")
+        if not 0 <= reserve < 1:
+            raise ValueError(f"reserve must be within [0, 1), got {reserve!r}")
+        self.max_bytes = max_bytes
+        self.reserve = reserve
+        self.ask_again = ask_again
+        self.inner_bytes = max_bytes - (_reserve_bytes(max_bytes, reserve) if reserve else 0)
+        """The size the wrapped handler's summary is held to."""
+
+    def __repr__(self) -> str:
+        return f"FactGuard({self.max_bytes}, reserve={self.reserve}, ask_again={self.ask_again})"
+
+    def complete(self, prompt: str, summary: str) -> str:
+        """``summary`` (fitted to :attr:`inner_bytes`) with what it lost of ``prompt``
+        appended, within :attr:`max_bytes`: the offline handler's pick of the replaced
+        lines the summary does not hold (see :func:`residual_prompt`), each line from an
+        earlier summary with that summary's archive references when they fit."""
+        summary = fit_summary(summary, self.inner_bytes)
+        room = self.max_bytes - utf8_len(summary) - (1 if summary else 0)
+        if room < _MIN_APPENDIX or not lost_facts(prompt, summary):
+            return summary
+        residual = residual_prompt(prompt, summary)
+        if not residual:
+            return summary
+        appendix = summarize_extractive(residual, room)
+        # a result whose call the summary names is written under an empty call line
+        appendix = "\n".join(
+            line for line in appendix.split("\n") if not _EMPTY_CALL.fullmatch(line.strip())
+        )
+        appendix = _cite(appendix, _entries(prompt), room)
+        if not appendix:
+            return summary
+        body, archive = split_archive_line(summary)
+        parts = [p for p in (body, appendix, archive) if p]
+        return "\n".join(parts)
+
+    def choose(self, prompt: str, whole: str, guarded: str) -> str:
+        """Of a summary made at the whole budget and a guarded one, the guarded one only
+        when it lost clearly less of ``prompt`` (by the weights of :func:`lost_facts`,
+        at least :data:`_CHOOSE_MARGIN` less), else the whole one: the handler's own
+        lines are denser than an appendix, so a near tie keeps them."""
+        lost_whole = sum(f.weight for f in lost_facts(prompt, whole))
+        lost_guarded = sum(f.weight for f in lost_facts(prompt, guarded))
+        return guarded if lost_guarded < lost_whole * (1 - _CHOOSE_MARGIN) else whole
+
+    def wrap(self, handler: SummarizeHandler) -> SummarizeHandler:
+        """``handler`` (built for :attr:`inner_bytes`) with the guard around it."""
+
+        async def summarize(prompt: str) -> str:
+            if not isinstance(prompt, str):
+                raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+            summary = await handler(prompt)
+            if self.ask_again:
+                lost = lost_facts(prompt, fit_summary(summary, self.inner_bytes))
+                if lost:
+                    summary = await handler(_ask_again(prompt, lost))
+            if len(prompt) < _THREAD_THRESHOLD:
+                return self.complete(prompt, summary)
+            return await anyio.to_thread.run_sync(
+                partial(self.complete, prompt, summary), abandon_on_cancel=True
+            )
+
+        summarize.__qualname__ = f"guarded({getattr(handler, '__qualname__', 'handler')})"
+        return summarize
+
+    def wrap_sized(self, handler_for: Callable[[int], SummarizeHandler]) -> SummarizeHandler:
+        """A handler made by ``handler_for(max_bytes)`` for each size (as
+        :func:`csum.handlers.extractive` is): it summarizes at the whole budget and at
+        :attr:`inner_bytes` with the guard, and returns the guarded one only when it lost
+        clearly less (:meth:`choose`). Two calls per summary: meant for offline
+        handlers."""
+        whole_handler, inner_handler = (
+            handler_for(self.max_bytes),
+            self.wrap(handler_for(self.inner_bytes)),
+        )
+
+        async def summarize(prompt: str) -> str:
+            whole = await whole_handler(prompt)
+            return self.choose(
+                prompt, fit_summary(whole, self.max_bytes), await inner_handler(prompt)
+            )
+
+        summarize.__qualname__ = f"guarded_sized({getattr(handler_for, '__qualname__', 'handler')})"
+        return summarize
+
+
+def _cite(appendix: str, entries: Sequence[tuple[str, tuple[str, ...]]], room: int) -> str:
+    """``appendix`` with each line found in an entry that names archive references
+    followed by them, while the whole stays within ``room`` bytes."""
+    cited = [(text, refs) for text, refs in entries if refs]
+    if not cited:
+        return appendix
+    lines = appendix.split("\n")
+    used = utf8_len(appendix)
+    for number, line in enumerate(lines):
+        refs = next((r for text, r in cited if line.strip() and line.strip() in text), ())
+        suffix = f" [archived: {' '.join(refs)}]" if refs else ""
+        if suffix and used + utf8_len(suffix) <= room:
+            lines[number] = line + suffix
+            used += utf8_len(suffix)
+    return "\n".join(lines)
+
+
+_ASK_AGAIN = (
+    "\n\nA first summary of the messages above lost these facts. Write the summary "
+    "again, keeping them exactly as written where they matter:\n"
+)
+
+
+def _ask_again(prompt: str, lost: Sequence[LostFact], limit: int = 20) -> str:
+    return prompt + _ASK_AGAIN + "\n".join(f"- {f.excerpt}" for f in lost[:limit])
+
+
+def guarded(
+    handler: SummarizeHandler,
+    max_bytes: int,
+    *,
+    reserve: float = DEFAULT_RESERVE,
+    ask_again: bool = False,
+) -> SummarizeHandler:
+    """``FactGuard(max_bytes, reserve=..., ask_again=...).wrap(handler)``: build the
+    handler for ``max_bytes`` less the reserve (``FactGuard.inner_bytes``)."""
+    return FactGuard(max_bytes, reserve=reserve, ask_again=ask_again).wrap(handler)
