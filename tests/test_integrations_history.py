@@ -156,7 +156,7 @@ async def test_the_summarizer_behind_the_protocol() -> None:
 def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match="on_error"):
         HistoryHook(on_error="ignore")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="give it to the keeper"):
         HistoryHook(Halves(), budget=1000)
     assert isinstance(default_keeper(), Compactor)
     assert isinstance(HistoryHook(budget=9000).keeper, Compactor)

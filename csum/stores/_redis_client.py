@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from cast._install import install_hint
 from csum.stores._protocol import StoreError
 
 __all__ = ["DEFAULT_SOCKET_TIMEOUT", "RedisBacked", "RedisConnection"]
@@ -36,7 +37,7 @@ def _import_redis() -> Any:
         import redis
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise StoreError(
-            "the Redis store needs the redis client: pip install 'chaincast[redis]'"
+            f"the Redis store needs the redis client: {install_hint('redis')}"
         ) from exc
     return redis
 
