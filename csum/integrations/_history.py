@@ -221,7 +221,10 @@ class HistoryHook:
         on_error: OnError = "continue",
         on_event: Callable[[HookEvent], None] | None = None,
         max_events: int | None = DEFAULT_MAX_EVENTS,
+        shown_as: str | None = None,
     ) -> None:
+        self.shown_as = shown_as or type(self).__name__ + "({args})"
+        """How error messages write a call of this hook (the public wrapper's form)."""
         if on_error not in ("continue", "raise"):
             raise ValueError(f"on_error must be 'continue' or 'raise', not {on_error!r}")
         if on_event is not None and not callable(on_event):
@@ -244,11 +247,13 @@ class HistoryHook:
     def _keeper(
         self, keeper: object, budget: BudgetLike | None, model: object | None, target: str | None
     ) -> Keeper:
-        hook = type(self).__name__
+        call = self.shown_as
+        hook = call.split("(", 1)[0]
         if isinstance(keeper, HistoryHook):
             raise TypeError(
                 f"{hook} takes a keeper or a handler, not the hook {type(keeper).__name__}: "
-                f"pass its keeper, {hook}(other.keeper), or a budget, {hook}(budget=32_000)"
+                f"pass its keeper, {call.format(args='other.keeper')}, or a budget, "
+                f"{call.format(args='budget=32_000')}"
             )
         if keeper is not None and isinstance(keeper, Keeper):
             if budget is not None or model is not None or target is not None:
@@ -256,8 +261,8 @@ class HistoryHook:
                 raise ValueError(
                     f"{type(keeper).__name__} is a keeper with its own budget, so {given} is "
                     f"not taken here: give it to the keeper, "
-                    f"{hook}(Compactor(handler, budget=...)), or pass the handler, "
-                    f"{hook}(handler, budget=...)"
+                    f"{call.format(args='Compactor(handler, budget=...)')}, or pass the "
+                    f"handler, {call.format(args='handler, budget=...')}"
                 )
             return keeper
         if keeper is not None:
@@ -267,14 +272,15 @@ class HistoryHook:
                 raise TypeError(
                     f"{hook} takes a keeper (async compact(messages)) or a summarize handler "
                     f"(async prompt -> summary), not {type(keeper).__name__}: write "
-                    f"{hook}(budget=32_000), {hook}(extractive(), budget=32_000) or "
-                    f"{hook}(Compactor(handler, budget=32_000)) ({exc})"
+                    f"{call.format(args='budget=32_000')}, "
+                    f"{call.format(args='extractive(), budget=32_000')} or "
+                    f"{call.format(args='Compactor(handler, budget=32_000)')} ({exc})"
                 ) from None
             self._handler = keeper  # type: ignore[assignment]
         if budget is not None and model is not None:
             raise ValueError(
                 f"give budget= or model= (a share of its window), not both: "
-                f"{hook}(budget=Budget.of_model(name, 0.25))"
+                f"{call.format(args='budget=Budget.of_model(name, 0.25)')}"
             )
         if budget is not None:
             limit = as_budget(budget)

@@ -104,6 +104,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             on_error=on_error,
             on_event=on_event,
             max_events=max_events,
+            shown_as="CompactionMiddleware({args})",
         )
 
     @property
@@ -159,6 +160,7 @@ def pre_model_hook(
         on_error=on_error,
         on_event=on_event,
         max_events=max_events,
+        shown_as="pre_model_hook({args})",
     )
 
     def update(messages: list[BaseMessage], out: list[BaseMessage] | None) -> dict[str, Any]:

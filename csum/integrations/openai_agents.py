@@ -162,6 +162,7 @@ class CompactingSession:
             on_error=on_error,
             on_event=on_event,
             max_events=max_events,
+            shown_as="CompactingSession(inner, {args})",
         )
         self._filter: InputFilter | None = None
         self._warned = False
@@ -184,9 +185,17 @@ class CompactingSession:
     def session_id(self) -> str:
         return self.inner.session_id
 
+    @session_id.setter
+    def session_id(self, value: str) -> None:  # the Session protocol's attribute is settable
+        self.inner.session_id = value
+
     @property
     def session_settings(self) -> SessionSettings | None:
         return self.inner.session_settings
+
+    @session_settings.setter
+    def session_settings(self, value: SessionSettings | None) -> None:
+        self.inner.session_settings = value
 
     @property
     def events(self) -> deque[HookEvent]:
