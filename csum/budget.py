@@ -29,8 +29,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from cast import BinaryPart, ImagePart, Message, TextPart, ToolCall, ToolResult, utf8_len
-from cast._install import install_hint
-from cast.chainio import parse_size
+from cast.chainio import install_hint, parse_size
 from csum._images import ImageFormula, image_size, image_tokens, url_image_size
 
 __all__ = [

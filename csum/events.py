@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from cast._install import install_hint
+from cast.chainio import install_hint
 from csum.store_events import StoreEvent
 
 __all__ = ["CompactionEvent", "CompactionReason", "otel_listener"]

@@ -25,7 +25,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from cast._install import install_hint
+from cast.chainio import install_hint
 from cast.codecs._common import (
     as_messages,
     b64decode,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast._install import install_hint
+from cast.chainio import install_hint
 from cast.codecs import openai_responses
 from cast.codecs._common import fail
 from cast.messages import Message

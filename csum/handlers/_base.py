@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from cast._install import install_hint
+from cast.chainio import install_hint
 from csum._calls import SummarizeHandler
 from csum._retry import RetryPolicy
 from csum.errors import HandlerError

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from cast._install import install_hint
+from cast.chainio import install_hint
 from csum.stores._protocol import StoreError
 
 __all__ = ["DEFAULT_SOCKET_TIMEOUT", "RedisBacked", "RedisConnection"]
