@@ -370,3 +370,32 @@ def test_the_example_script_runs() -> None:
     out = run_example("langchain_agent.py")
     assert "The build failed at part 7" in out
     assert "compacted" in out
+
+
+class NamedFake(ToolCallingFake):
+    """A fake that names its model and provider the way ``ChatOpenAI`` does."""
+
+    model_name: str = "gpt-3.5-turbo"
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        return {"ls_provider": "openai", "ls_model_name": self.model_name, "ls_model_type": "chat"}
+
+
+def test_the_middleware_learns_its_agents_model() -> None:
+    """Without ``budget=`` the middleware takes half of its agent's model window from the
+    first model call on (gpt-3.5-turbo: 8,192 tokens) and shapes summaries for OpenAI."""
+    from csum import Budget
+
+    model = NamedFake(messages=scripted_model(14).messages, received=[])
+    middleware = CompactionMiddleware()
+    agent = create_agent(model, [big], middleware=[middleware])
+    assert agent.invoke({"messages": [HumanMessage("Build.")]})["messages"][-1].content == (
+        "all steps done"
+    )
+    keeper = middleware.history.keeper
+    assert keeper.budget == Budget.tokens(8_192)  # type: ignore[attr-defined]
+    assert keeper.target == "openai"  # type: ignore[attr-defined]
+    events = list(middleware.events)
+    assert events[0].unit == "bytes"  # the first call comes before LangChain shows the model
+    assert {(e.unit, e.budget) for e in events[1:]} == {("tokens", 8_192)}
+    assert any(e.outcome == "compacted" for e in events)

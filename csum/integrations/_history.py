@@ -295,6 +295,12 @@ class HistoryHook:
             self._learn = True
         return default_keeper(limit, self._handler, target=target)
 
+    @property
+    def awaits_model(self) -> bool:
+        """Whether the hook still takes its budget from the first model it learns (it
+        runs the default keeper and was given no budget nor model)."""
+        return self._learn
+
     def learn_model(self, model: object, target: str | None = None) -> None:
         """The agent's model, as the framework gives it at call time: when this hook
         runs the default keeper without a budget given, the budget becomes

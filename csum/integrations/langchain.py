@@ -8,8 +8,10 @@
   prebuilt ``create_react_agent``, deprecated in favour of ``create_agent``): the same,
   or with ``replace_state=False`` only what the model sees (``llm_input_messages``).
 
-LangChain does not show a middleware its agent's model: give ``model=`` (the name
-``create_agent`` took, ``"openai:gpt-4o"``) for a budget that is a share of its window.
+Without ``budget=`` (or ``model=``, the name ``create_agent`` took, ``"openai:gpt-4o"``),
+the middleware learns its agent's model at the first model call (LangChain shows it
+to ``wrap_model_call``, after ``before_model``): from the second call on, its budget is
+a share of that model's window. ``pre_model_hook`` sees no model: give it ``model=``.
 
 Messages the keeper left alone come back as the very objects the state held (ids
 included); only summaries are new messages.
@@ -24,6 +26,7 @@ from typing import Any
 import cast.codecs.langchain as codec
 from cast import Message
 from csum.integrations._history import (
+    _PROVIDER_PREFIXES,
     DEFAULT_MAX_EVENTS,
     BudgetLike,
     HistoryHook,
@@ -34,7 +37,12 @@ from csum.integrations._history import (
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
-    from langchain_core.messages import BaseMessage, RemoveMessage
+    from langchain.agents.middleware.types import (
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+    )
+    from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
     from langchain_core.runnables import RunnableLambda
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
     from langgraph.runtime import Runtime
@@ -70,6 +78,10 @@ class MessagesKeeper(HistoryHook):
 
     def _compacted(self) -> bool:
         return self.last_event is not None and self.last_event.outcome == "compacted"
+
+
+_LS_PROVIDERS = {"amazon_bedrock": "bedrock", "bedrock": "bedrock", "google": "gemini"}
+"""LangChain ``ls_provider`` names not among the framework prefixes."""
 
 
 def _replace(messages: list[BaseMessage]) -> dict[str, Any]:
@@ -111,6 +123,36 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def events(self) -> deque[HookEvent]:
         """The latest compaction events, oldest first (see ``HistoryHook.events``)."""
         return self.history.events
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        """Passes the call through; learns the agent's model (see the module docstring)."""
+        self._learn(request.model)
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        self._learn(request.model)
+        return await handler(request)
+
+    def _learn(self, model: Any) -> None:
+        if not self.history.awaits_model:
+            return
+        params: dict[str, Any] = {}
+        try:
+            params = dict(model._get_ls_params())  # LangChain's own provider and model name
+        except Exception:  # noqa: BLE001 - a model without LangSmith params: read attributes
+            params = {}
+        name = params.get("ls_model_name") or model
+        provider = str(params.get("ls_provider") or "")
+        target = _PROVIDER_PREFIXES.get(provider) or _LS_PROVIDERS.get(provider)
+        self.history.learn_model(name, target)
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         out = self.history.compact(state["messages"])

@@ -111,7 +111,7 @@ class InputFilter(_ItemsKeeper):
 
     def _learn_agent_model(self, data: CallModelData[Any]) -> None:
         """The agent's model (or the SDK's default one) for a budget from its window."""
-        if not self._learn:
+        if not self.awaits_model:
             return
         model = getattr(data.agent, "model", None) or get_default_model()
         chat = isinstance(model, OpenAIChatCompletionsModel)
