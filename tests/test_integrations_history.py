@@ -217,8 +217,12 @@ def test_what_is_not_a_keeper_is_refused_with_the_line_to_write() -> None:
         Compactor(extractive, budget=4096)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="fallback"):
         Compactor(budget=4096, fallback=Compactor(budget=4096))  # type: ignore[arg-type]
-    from csum import Summarizer
+    from csum import RobustHandler, Summarizer
 
+    with pytest.raises(TypeError, match="keeper or hook Compactor"):
+        RobustHandler(Compactor(budget=4096))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="fallback is the extractive factory"):
+        RobustHandler(extractive(), fallback=extractive)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="keeper or hook"):
         SummarizerKeeper(Summarizer(), Compactor(budget=4096))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"csum\.Summarizer"):
