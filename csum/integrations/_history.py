@@ -312,13 +312,13 @@ class HistoryHook:
         self._learn = False
         name = model_name(model)
         try:
-            limit = Budget.of_model(name or repr(model), DEFAULT_MODEL_SHARE)
+            limit = _model_budget(name)
         except ValueError:
             logger.warning(
                 "%s: model %r has no known context window; the hook keeps its default "
                 "budget of %s bytes (give budget=..., or model=... with a known name)",
                 self.framework,
-                name or model,
+                name or type(model).__name__,
                 f"{DEFAULT_BUDGET:,}",
             )
             return
@@ -440,6 +440,14 @@ class HistoryHook:
             return job()
         with ThreadPoolExecutor(1, thread_name_prefix="chaincast-hook") as pool:
             return pool.submit(job).result()
+
+
+def _model_budget(name: str | None) -> Budget:
+    """:data:`DEFAULT_MODEL_SHARE` of the named model's window; ``ValueError`` when the
+    model has no name or no known window."""
+    if name is None:
+        raise ValueError("the model has no name")
+    return Budget.of_model(name, DEFAULT_MODEL_SHARE)
 
 
 def _in_event_loop() -> bool:
