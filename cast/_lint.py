@@ -77,6 +77,9 @@ DEFAULT_ERROR_TEXTS: dict[str, str] = {
     Rule.UNSUPPORTED_MEDIA: "the provider takes no {media} in a {role} message",
     Rule.MEDIA_IN_TOOL_RESULT: "the provider takes no {media} in a tool result",
     Rule.MEDIA_BY_URL: "the provider takes {media} only inline, not by URL",
+    Rule.TOOLS_NOT_DECLARED: (
+        "the history holds tool calls or results, so the request must declare tools"
+    ),
     Rule.FOREIGN_PROVIDER_PART: "a {provider} {kind} block, which only {provider} understands",
     Rule.MISPLACED_PROVIDER_PART: "a cache breakpoint with no block before it to mark",
 }
@@ -143,14 +146,21 @@ def lint(
     target: str | ProviderProfile,
     *,
     source: str | ProviderProfile | None = None,
+    tools: Iterable[str] | None = None,
 ) -> list[Violation]:
     """Every problem ``target`` would reject in the chain, in message order.
 
     ``source`` (optional) names the provider whose reasoning the chain carries; with it,
     signatures from another provider are reported for targets that verify them.
+    ``tools`` (optional) names the tools the request declares; with it, a history that
+    holds tool calls in a request declaring none is reported for targets that refuse
+    it (Anthropic, Bedrock: ``tools-not-declared``). Without it, nothing is assumed.
     """
     profile = resolve_provider(target)
     foreign = source is not None and resolve_provider(source).name != profile.name
+    if isinstance(tools, str):
+        raise TypeError("tools must be an iterable of tool names, not a str")
+    declared = None if tools is None else frozenset(tools)
     items = [to_message(item, i) for i, item in enumerate(messages)]
     report = _Report(profile)
     _check_structure(items, report)
@@ -158,7 +168,19 @@ def lint(
     _check_reasoning(items, report, foreign)
     _check_roles(items, report)
     _check_content(items, report)
+    _check_tools(items, report, declared)
     return sorted(report.found, key=_order)
+
+
+def _check_tools(items: list[Message], report: _Report, declared: frozenset[str] | None) -> None:
+    """A tool call or result in a request that declares no tools, where refused."""
+    if declared is None or declared or not report.profile.tools_with_tool_history:
+        return
+    for index, message in enumerate(items):
+        for position, part in enumerate(message.parts):
+            if type(part) is ToolCall or type(part) is ToolResult:
+                report.add(Rule.TOOLS_NOT_DECLARED, index, f"parts[{position}]")
+                return
 
 
 def _order(violation: Violation) -> int:

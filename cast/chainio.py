@@ -32,6 +32,7 @@ __all__ = [
     "decode_owned_chain",
     "encode_chain",
     "format_size",
+    "install_hint",
     "known_formats",
     "one_line",
     "parse_size",
@@ -415,3 +416,10 @@ def run_console(main: Callable[[], int]) -> NoReturn:
 
 EXIT_INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+def install_hint(extra: str) -> str:
+    """The install line for an optional extra, in the package form and the form that
+    works from a checkout: ``pip install 'chaincast[extra]'`` and
+    ``pip install '.[extra]'``."""
+    return f"pip install 'chaincast[{extra}]' (from a checkout: pip install '.[{extra}]')"

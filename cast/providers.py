@@ -116,6 +116,8 @@ class Rule(StrEnum):
     UNSUPPORTED_MEDIA = "unsupported-media"
     MEDIA_IN_TOOL_RESULT = "media-in-tool-result"
     MEDIA_BY_URL = "media-by-url"
+    # Tools.
+    TOOLS_NOT_DECLARED = "tools-not-declared"
     FOREIGN_PROVIDER_PART = "foreign-provider-part"
     MISPLACED_PROVIDER_PART = "misplaced-provider-part"
 
@@ -154,6 +156,11 @@ class ProviderProfile:
     without a ``mime_type``); ``ai_media`` — AI messages can carry media;
     ``tool_error_flag`` — the wire format marks failed tool results (Anthropic
     ``is_error``, Bedrock ``status``, Gemini's ``error`` response key).
+
+    Tools: ``tools_with_tool_history`` — a request whose history holds a tool call or
+    result must declare tools (Anthropic ``tools``, Bedrock ``toolConfig``), though not
+    the tools called: none of the APIs here checks a past call's name against the
+    declared tools (docs/providers.md).
     """
 
     name: str
@@ -177,6 +184,7 @@ class ProviderProfile:
     url_media: frozenset[str] = frozenset({"image/*"})
     ai_media: bool = False
     tool_error_flag: bool = False
+    tools_with_tool_history: bool = False
     errors: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     sources: tuple[str, ...] = ()
     _matcher: IdTemplate | None = field(default=None, init=False, repr=False, compare=False)
@@ -302,6 +310,10 @@ _ANTHROPIC_ERRORS = {
         "messages.{index}: all messages must have non-empty content except for the optional "
         "final assistant message"
     ),  # anthropics/claude-code#3196, #6774
+    # anthropics/anthropic-sdk-python#494
+    Rule.TOOLS_NOT_DECLARED: (
+        "Requests which include tool_use or tool_result blocks must define tools."
+    ),
 }
 
 _BEDROCK_ID = "Value at 'messages.{index}.member.content.{position}.member.toolUse.toolUseId'"
@@ -326,6 +338,10 @@ _BEDROCK_ERRORS = {
     Rule.UNKNOWN_TOOL_RESULT: _BEDROCK_ORPHAN,
     Rule.DUPLICATE_TOOL_RESULT: _BEDROCK_ORPHAN,
     Rule.FIRST_TURN_NOT_HUMAN: "A conversation must start with a user message.",  # kibana#246393
+    # langgenius/dify#17545, vxcontrol/pentagi#196, patriceckhart/zot#18
+    Rule.TOOLS_NOT_DECLARED: (
+        "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+    ),
 }
 
 _GEMINI_MISSING_SIGNATURE = (
@@ -496,6 +512,7 @@ _BUILTINS = (
         merges_same_role=True,
         needs_human_first=True,
         errors=_ANTHROPIC_ERRORS,
+        tools_with_tool_history=True,
         system_anywhere=True,
         tool_error_flag=True,
         empty_content_ok=False,
@@ -510,6 +527,8 @@ _BUILTINS = (
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
             "CommandCodeAI/command-code#323",
             "anthropics/claude-code#5989",
+            "anthropics/anthropic-sdk-python#494",
+            "vercel/ai#17005",
         ),
     ),
     _profile(
@@ -524,6 +543,7 @@ _BUILTINS = (
         merges_same_role=True,
         needs_human_first=True,
         errors=_BEDROCK_ERRORS,
+        tools_with_tool_history=True,
         tool_error_flag=True,
         empty_content_ok=False,
         user_media=_BEDROCK_MEDIA,
@@ -535,6 +555,8 @@ _BUILTINS = (
             "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html",
             "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolResultBlock.html",
             "OpenHands/OpenHands#4912",
+            "langgenius/dify#17545",
+            "vxcontrol/pentagi#196",
         ),
     ),
     _profile(

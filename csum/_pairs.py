@@ -117,12 +117,12 @@ def summary_pair(
     With ``keep_reasoning`` (last sections only) a summary of pairs whose tool calls
     carried reasoning gets the fake Gemini signature and the first reasoning text part
     in front of its call. A ``style`` with a target provider shapes the pair for that
-    provider instead (see :mod:`csum._style`); ``before_human`` says a human message
-    follows the pair.
+    provider instead (see :mod:`csum._style`: a plain-text summary where a tool call
+    could be refused); ``before_human`` says a human message follows the pair.
     """
     if style is None:
         style = SummaryStyle(id_template)
-    if before_human and style.completion_before_human():
+    if (before_human and style.completion_before_human()) or style.text_summaries():
         kind = BodyPairType.COMPLETION
     if kind is BodyPairType.COMPLETION:
         return style.completion(SUMMARIZED_CONTENT_PREFIX + text)

@@ -31,6 +31,7 @@ import anyio
 from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult, utf8_len
 from csum._calls import SummarizeHandler
 from csum._fit import fit_joined
+from csum._handler_check import check_handler
 from csum._retry import RetryPolicy
 from csum.prompt import (
     PromptCase,
@@ -130,10 +131,9 @@ class RobustHandler:
         transient: Callable[[BaseException], bool] = is_transient,
         rng: random.Random | None = None,
     ) -> None:
-        if not callable(handler):
-            raise TypeError(f"handler must be an async callable, not {type(handler).__name__}")
-        if fallback is not None and not callable(fallback):
-            raise TypeError(f"fallback must be an async callable, not {type(fallback).__name__}")
+        check_handler(handler)  # a keeper, the extractive factory: TypeError with the fix
+        if fallback is not None:
+            check_handler(fallback, "fallback")
         if timeout is not None and not timeout > 0:
             raise ValueError(
                 f"timeout must be a positive number of seconds or None, got {timeout!r}"

@@ -11,7 +11,11 @@ reasoning. With a target provider, a summary adds nothing that provider rejects:
   the summary message where thinking mode requires one (DeepSeek, Kimi), and no
   reasoning at all where the provider takes none back (OpenAI Chat, Mistral, Groq);
 * a summary that a human message follows is a COMPLETION (a prefixed text answer)
-  where the provider rejects a human message right after a tool message (Mistral).
+  where the provider rejects a human message right after a tool message (Mistral);
+* every summary is a COMPLETION where a request whose history holds a tool call must
+  declare tools (Anthropic, Bedrock: ``tools_with_tool_history``): the summary call's
+  tool is never declared, and an agent may send its history with no tools at all, so
+  the summary is a plain-text turn there (docs/providers.md).
 
 ``allow_growth=False`` keeps the original messages wherever their summary would be at
 least as large: summarizing never makes a chain larger.
@@ -60,6 +64,11 @@ class SummaryStyle:
     def completion_before_human(self) -> bool:
         """Whether a summary followed by a human message must be a text answer."""
         return self.target is not None and self.target.needs_ai_between_tool_and_human
+
+    def text_summaries(self) -> bool:
+        """Whether every summary must be a text answer, not a call of the summary tool
+        (the target refuses tool calls in a request that declares no tools)."""
+        return self.target is not None and self.target.tools_with_tool_history
 
     def fake_signature(self, summarized: Sequence[Message], keep_reasoning: bool) -> bool:
         if self.target is None:

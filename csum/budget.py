@@ -10,18 +10,26 @@ counts text exactly with an OpenAI encoding (optional extra ``tiktoken``).
 
 ``Budget.of_model("gpt-4o", 0.5)`` is half of a model's context window, read from
 :data:`MODEL_CONTEXT_WINDOWS` (longest matching name prefix; pass ``windows=`` to add
-or override entries).
+or override entries). The names the frameworks and clouds use are read too:
+``"openai:gpt-4o"`` (pydantic-ai, LangChain's ``init_chat_model``), Bedrock ids
+(``"us.anthropic.claude-3-5-sonnet-20240620-v1:0"``), Vertex ids
+(``"claude-3-5-sonnet-v2@20241022"``, ``"publishers/google/models/gemini-2.5-pro"``).
+
+:func:`as_budget` reads every form a budget is accepted in: an int (bytes), a
+:class:`Budget`, or a size string (``"32KiB"``, ``"2MB"``, ``"4000 tokens"``).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from cast import BinaryPart, ImagePart, Message, TextPart, ToolCall, ToolResult, utf8_len
+from cast.chainio import install_hint, parse_size
 from csum._images import ImageFormula, image_size, image_tokens, url_image_size
 
 __all__ = [
@@ -31,7 +39,9 @@ __all__ = [
     "EstimatedTokens",
     "TiktokenCounter",
     "TokenCounter",
+    "as_budget",
     "context_window",
+    "model_key",
 ]
 
 BudgetUnit = Literal["bytes", "tokens"]
@@ -80,20 +90,75 @@ CONTEXT_WINDOW_SOURCES: Mapping[str, str] = MappingProxyType(
 )
 
 
+_FRAMEWORK_PREFIX = re.compile(r"^[a-z][a-z0-9_-]*:(?![0-9])")
+"""``openai:``, ``anthropic:``, ``google-gla:``, ``bedrock:`` (pydantic-ai, LangChain)."""
+_BEDROCK_PREFIX = re.compile(
+    r"^(?:(?:us|us-gov|eu|apac|jp|au|ca|global)\.)?"
+    r"(?:anthropic|amazon|meta|mistral|cohere|ai21|deepseek|openai|qwen|writer)\."
+)
+"""A Bedrock model id's cross-region inference prefix and vendor (``us.anthropic.``)."""
+
+
+def model_key(model: str) -> str:
+    """The bare model name in a framework's or a cloud's spelling of it: without a
+    framework prefix (``openai:gpt-4o``), a path (``publishers/google/models/...``,
+    ``openai/gpt-4o``) or a Bedrock region and vendor (``us.anthropic.claude-...``);
+    lower case. Version suffixes stay (names match by prefix)."""
+    name = model.strip().lower()
+    name = _FRAMEWORK_PREFIX.sub("", name, count=1)
+    name = name.rsplit("/", 1)[-1]
+    return _BEDROCK_PREFIX.sub("", name, count=1)
+
+
 def context_window(model: str, windows: Mapping[str, int] | None = None) -> int:
     """The context window of ``model`` in tokens: the entry of ``windows`` (then of
-    :data:`MODEL_CONTEXT_WINDOWS`) whose name is the longest prefix of ``model``
-    (case-insensitive; a provider prefix such as ``openai/`` is ignored).
+    :data:`MODEL_CONTEXT_WINDOWS`) whose name is the longest prefix of the model's
+    :func:`model_key` (case-insensitive; framework, path and Bedrock prefixes ignored).
 
-    Raises ``ValueError`` naming the known models when none matches.
+    Raises ``ValueError`` saying how to give the window when none matches.
     """
-    name = model.strip().lower().rsplit("/", 1)[-1]
+    if not isinstance(model, str):
+        raise TypeError(f"model must be a model name (str), not {type(model).__name__}")
+    name = model_key(model)
     for table in (windows or {}, MODEL_CONTEXT_WINDOWS):
-        best = max((key for key in table if name.startswith(key.lower())), key=len, default=None)
+        best = max((key for key in table if name.startswith(model_key(key))), key=len, default=None)
         if best is not None:
             return table[best]
     known = ", ".join(sorted({*MODEL_CONTEXT_WINDOWS, *(windows or {})}))
-    raise ValueError(f"unknown model {model!r}: pass windows={{...}}; known models: {known}")
+    raise ValueError(
+        f"unknown model {model!r} (read as {name!r}): give its context window, "
+        f"Budget.of_model({model!r}, 0.5, windows={{{name!r}: 128_000}}), or a budget "
+        f'of your own, budget=Budget.tokens(64_000) or budget="256KiB"; '
+        f"known models: {known}"
+    )
+
+
+_TOKENS = re.compile(r"\s*([0-9][0-9_]*)\s*tokens?\s*", re.IGNORECASE)
+
+
+def as_budget(value: int | str | Budget) -> Budget:
+    """The :class:`Budget` a budget argument stands for: a :class:`Budget` as it is, an
+    int as bytes, a string as a size (``"32KiB"``, ``"2MB"``, ``"4096"``: bytes, read as
+    ``csum summarize --budget`` reads it) or a token count (``"4000 tokens"``).
+
+    Raises ``TypeError`` for another type and ``ValueError`` for a bad size.
+    """
+    if isinstance(value, Budget):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(
+            f"budget must be an int (bytes), a size string such as '32KiB' or '4000 tokens', "
+            f"or a Budget, not {value!r}"
+        )
+    if isinstance(value, int):
+        return Budget.bytes(value)
+    tokens = _TOKENS.fullmatch(value)
+    if tokens is not None:
+        return Budget.tokens(int(tokens.group(1).replace("_", "")))
+    try:
+        return Budget.bytes(parse_size(value.strip()))
+    except ValueError as exc:
+        raise ValueError(f"{exc}, or a token count such as '4000 tokens'") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +188,8 @@ class Budget:
     def of_model(
         cls, model: str, fraction: float = 1.0, *, windows: Mapping[str, int] | None = None
     ) -> Budget:
-        """``fraction`` (0 < fraction <= 1) of ``model``'s context window, in tokens."""
+        """``fraction`` (0 < fraction <= 1) of ``model``'s context window, in tokens
+        (``model`` in any spelling :func:`context_window` reads)."""
         if not 0 < fraction <= 1:
             raise ValueError(f"fraction must be within (0, 1], got {fraction!r}")
         return cls(max(1, int(context_window(model, windows) * fraction)), "tokens")
@@ -243,7 +309,7 @@ class TiktokenCounter(_PartCounter):
                 import tiktoken
             except ImportError as exc:  # pragma: no cover - depends on the extra
                 raise ImportError(
-                    "TiktokenCounter needs tiktoken: pip install 'chaincast[tiktoken]'"
+                    f"TiktokenCounter needs tiktoken: {install_hint('tiktoken')}"
                 ) from exc
             encoding = tiktoken.get_encoding(encoding)
         if not callable(getattr(encoding, "encode", None)):

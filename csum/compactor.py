@@ -67,6 +67,7 @@ from cast import (
 )
 from csum._append import extends_validly
 from csum._calls import HandlerCalls, SummarizeHandler
+from csum._handler_check import check_handler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pieces import summarize_in_pieces
 from csum._retry import RetryPolicy
@@ -74,7 +75,7 @@ from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.archive import HistoryArchive, split_archive_line
-from csum.budget import BYTES_PER_TOKEN, Budget, EstimatedTokens, TokenCounter
+from csum.budget import BYTES_PER_TOKEN, Budget, EstimatedTokens, TokenCounter, as_budget
 from csum.cache import SummaryCache
 from csum.events import CompactionEvent, CompactionReason
 from csum.reinsert import is_reinserted, own_question
@@ -258,7 +259,7 @@ class Compactor:
         self,
         handler: SummarizeHandler | None = None,
         *,
-        budget: int | Budget,
+        budget: int | str | Budget,
         trigger: int | float | None = None,
         target_ratio: float = 0.6,
         target: str | ProviderProfile | None = None,
@@ -278,9 +279,7 @@ class Compactor:
         max_concurrency: int = 4,
         fallback: SummarizeHandler | None = None,
     ) -> None:
-        if isinstance(budget, bool) or not isinstance(budget, int | Budget):
-            raise TypeError(f"budget must be an int (bytes) or a Budget, not {budget!r}")
-        self.budget = budget if isinstance(budget, Budget) else Budget.bytes(budget)
+        self.budget = as_budget(budget)  # an int (bytes), "32KiB", "4000 tokens", a Budget
         limit = self.budget.limit
         self.trigger = _trigger_units(trigger, self.budget)
         if not 0 < target_ratio <= 1:
@@ -318,7 +317,12 @@ class Compactor:
             )
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
-        if handler is None:
+        if handler is not None:
+            check_handler(handler)
+        if fallback is not None:
+            check_handler(fallback, "fallback")
+        if handler is None or getattr(handler, "sized_by_compactor", False):
+            # extractive() without a size: the same summaries as no handler at all
             from csum.handlers import extractive
 
             handler = extractive(self.summary_bytes)

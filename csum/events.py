@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from cast.chainio import install_hint
 from csum.store_events import StoreEvent
 
 __all__ = ["CompactionEvent", "CompactionReason", "otel_listener"]
@@ -99,9 +100,7 @@ def otel_listener(
     try:
         from opentelemetry import trace
     except ImportError as exc:
-        raise ImportError(
-            "otel_listener needs opentelemetry-api: pip install 'chaincast[otel]'"
-        ) from exc
+        raise ImportError(f"otel_listener needs opentelemetry-api: {install_hint('otel')}") from exc
     import time
 
     active = tracer if tracer is not None else trace.get_tracer("csum")

@@ -195,3 +195,33 @@ def test_otel_listener_records_a_span_per_event() -> None:
     assert span.attributes["csum.reason"] == "over-budget"
     assert span.attributes["csum.bytes_after"] == events[0].bytes_after
     assert span.attributes["csum.handler_calls"] == 1
+
+
+@pytest.mark.parametrize(
+    ("spelling", "window"),
+    [
+        ("openai:gpt-4o", 128_000),  # pydantic-ai, LangChain init_chat_model
+        ("anthropic:claude-sonnet-4-5-20250929", 200_000),
+        ("google-gla:gemini-2.5-flash", 1_048_576),
+        ("gpt-4o", 128_000),  # init_chat_model("gpt-4o", model_provider="openai")
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", 200_000),  # Bedrock
+        ("us.anthropic.claude-3-5-sonnet-20240620-v1:0", 200_000),  # cross-region
+        ("bedrock:eu.anthropic.claude-sonnet-4-20250514-v1:0", 200_000),
+        ("claude-3-5-sonnet-v2@20241022", 200_000),  # Vertex
+        ("publishers/google/models/gemini-2.5-pro", 1_048_576),  # Vertex resource
+        ("projects/p/locations/us/publishers/anthropic/models/claude-opus-4", 200_000),
+    ],
+)
+def test_the_frameworks_and_clouds_model_names(spelling: str, window: int) -> None:
+    """``Budget.of_model`` refused every spelling but the bare name."""
+    assert context_window(spelling) == window
+    assert Budget.of_model(spelling, 0.5) == Budget.tokens(window // 2)
+
+
+def test_an_unknown_model_says_how_to_give_its_window() -> None:
+    with pytest.raises(ValueError, match=r"windows=\{'my-llm': 128_000\}.*budget=") as info:
+        Budget.of_model("acme:my-llm")
+    assert "known models: claude-3-5-haiku" in str(info.value)
+    assert Budget.of_model("acme:my-llm", windows={"my-llm": 1000}) == Budget.tokens(1000)
+    with pytest.raises(TypeError, match="model name"):
+        context_window(None)  # type: ignore[arg-type]

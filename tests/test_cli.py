@@ -404,7 +404,9 @@ def test_summarize_example(csum_cli: Callable[..., Run]) -> None:
     ("argv", "pattern"),
     [
         pytest.param(("--target", "mistral"), r"[a-zA-Z0-9]{9}", id="target-mistral"),
-        pytest.param(("--target", "anthropic"), r"toolu_[0-9A-Za-z]{24}", id="target-anthropic"),
+        pytest.param(
+            ("--target", "deepseek"), r"call_[0-9]{2}_[0-9a-zA-Z]{24}", id="target-deepseek"
+        ),
         pytest.param(("--id-template", "sum_{r:6:h}"), r"sum_[0-9a-f]{6}", id="template"),
         pytest.param((), r"call_[0-9a-zA-Z]{24}", id="default"),
     ],
@@ -421,6 +423,18 @@ def test_summarize_summary_ids_follow_the_target(
     ]
     assert summary_ids
     assert all(re.fullmatch(pattern, call_id) for call_id in summary_ids)
+
+
+def test_summarize_for_anthropic_writes_text_summaries(csum_cli: Callable[..., Run]) -> None:
+    """Anthropic refuses tool calls in a request that declares no tools: the summary is a
+    text turn there, not a call of the undeclared summary tool (docs/providers.md)."""
+    result = csum_cli("summarize", "--example", "--target", "anthropic")
+
+    assert result.code == 0, result.err
+    after = _strict(json.loads(result.out), "anthropic")
+    names = [call.name for m in after for call in m.tool_calls]
+    assert SUMMARIZATION_TOOL_NAME not in names
+    assert any(m.text.startswith("**summarized content:**") for m in after)
 
 
 def _example_payload() -> Any:

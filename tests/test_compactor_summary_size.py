@@ -143,3 +143,56 @@ async def test_a_summary_of_a_summary_keeps_the_earlier_one_first() -> None:
         assert kept == [line for line in earlier if line in kept]  # in the same order
         folds += 1
     assert folds >= 1
+
+
+def _facts_chain() -> list[Message]:
+    """Forty rounds, each planting one fact in a long tool-free answer."""
+    out: list[Message] = [Message.system("You keep notes.")]
+    for i in range(40):
+        out.append(Message.human(f"round {i}: what did the probe measure?"))
+        filler = f"probe {i} reading noted; " * 150
+        out.append(Message.ai(f"Fact {i}: sensor {i} reads {1000 + 7 * i} units. {filler}"))
+    return out
+
+
+def test_a_named_extractive_handler_keeps_the_default_summary_size() -> None:
+    """``Compactor(extractive())`` used to summarize to a fixed 4 KiB while
+    ``Compactor()`` (and every hook) used ``summary_ratio`` of the budget: one default
+    now, whether the handler is named or not."""
+    from csum.handlers import extractive
+    from csum.handlers._extractive import DEFAULT_EXTRACTIVE_BYTES
+
+    chain = _facts_chain()
+    for budget in (16_384, 65_536):
+        named = Compactor(extractive(), budget=budget)
+        default = Compactor(budget=budget)
+        assert named.summary_bytes == default.summary_bytes
+        out_named = named.compact_sync(chain)
+        assert out_named == default.compact_sync(chain)
+    # An explicit size is the caller's; used alone, extractive() keeps its 4 KiB.
+    assert DEFAULT_EXTRACTIVE_BYTES == 4096
+    assert "extractive(4096)" in extractive().__qualname__
+    sized = Compactor(extractive(4096), budget=16_384)
+    assert sized.compact_sync(chain) != Compactor(budget=16_384).compact_sync(chain)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("32KiB", Budget.bytes(32 * 1024)),
+        ("2MB", Budget.bytes(2_000_000)),
+        ("4096", Budget.bytes(4096)),
+        ("4000 tokens", Budget.tokens(4000)),
+        (5000, Budget.bytes(5000)),
+        (Budget.tokens(7), Budget.tokens(7)),
+    ],
+)
+def test_size_strings_are_budgets(given: Any, expected: Budget) -> None:
+    """``Compactor(budget="32KiB")`` raised TypeError though the command line takes it."""
+    assert Compactor(budget=given).budget == expected
+
+
+@pytest.mark.parametrize("given", ["lots", "-3KiB", "0", "4.5 tokens", True, 1.5, None])
+def test_bad_budgets_are_refused(given: Any) -> None:
+    with pytest.raises((TypeError, ValueError), match=r"budget|size"):
+        Compactor(budget=given)

@@ -156,7 +156,7 @@ async def test_the_summarizer_behind_the_protocol() -> None:
 def test_options_are_checked() -> None:
     with pytest.raises(ValueError, match="on_error"):
         HistoryHook(on_error="ignore")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="give it to the keeper"):
         HistoryHook(Halves(), budget=1000)
     assert isinstance(default_keeper(), Compactor)
     assert isinstance(HistoryHook(budget=9000).keeper, Compactor)
@@ -169,3 +169,137 @@ async def test_the_sync_entry_point_works_inside_a_running_loop() -> None:
     out = hook.compact_history_sync(groups, decode, encode)  # as a sync framework hook would
     assert [g.messages for g in out] == [[CHAIN[0]], [CHAIN[-1]]]
     assert HistoryHook(Halves()).compact_history_sync(groups[:2], decode, encode)[0] is groups[0]
+
+
+# -- a newcomer's traps (issue 29) -------------------------------------------------------
+
+LONG = [
+    m
+    for i in range(8)
+    for m in (Message.human(f"question {i}: " + "detail line\n" * 300), Message.ai(f"answer {i}"))
+]
+
+
+@pytest.mark.anyio
+async def test_a_handler_is_run_by_the_default_keeper() -> None:
+    """``HistoryHook(extractive())`` used to be taken as a keeper and fail on every call
+    ('function' object has no attribute 'compact'), leaving the history uncompacted."""
+    from csum.handlers import extractive
+
+    groups = [Group([m]) for m in LONG]
+    hook = HistoryHook(extractive(), budget=8_000)
+    assert isinstance(hook.keeper, Compactor)
+    await hook.compact_history(groups, decode, encode)
+    event = hook.events[-1]
+    assert event.outcome == "compacted", event
+    assert event.size_after <= 8_000
+    alone = HistoryHook(extractive())
+    assert isinstance(alone.keeper, Compactor)
+
+
+def test_what_is_not_a_keeper_is_refused_with_the_line_to_write() -> None:
+    from csum.handlers import extractive
+
+    with pytest.raises(TypeError, match=r"call it, Compactor\(extractive\(\), budget="):
+        HistoryHook(extractive)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"HistoryHook\(budget=32_000\)"):
+        HistoryHook(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"not the hook HistoryHook"):
+        HistoryHook(HistoryHook())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"HistoryHook\(Compactor\(handler, budget=\.\.\.\)\)"):
+        HistoryHook(Halves(), budget=1000)
+    with pytest.raises(ValueError, match="not both"):
+        HistoryHook(budget=1000, model="gpt-4o")
+    # the same for the public constructors that take a handler
+    with pytest.raises(TypeError, match="keeper or hook Compactor"):
+        Compactor(Compactor(budget=4096), budget=4096)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="extractive factory"):
+        Compactor(extractive, budget=4096)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="fallback"):
+        Compactor(budget=4096, fallback=Compactor(budget=4096))  # type: ignore[arg-type]
+    from csum import RobustHandler, Summarizer
+
+    with pytest.raises(TypeError, match="keeper or hook Compactor"):
+        RobustHandler(Compactor(budget=4096))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="fallback is the extractive factory"):
+        RobustHandler(extractive(), fallback=extractive)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="keeper or hook"):
+        SummarizerKeeper(Summarizer(), Compactor(budget=4096))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"csum\.Summarizer"):
+        SummarizerKeeper(extractive(), extractive())  # type: ignore[arg-type]
+
+
+def test_budgets_as_size_strings_and_from_a_model_name() -> None:
+    from csum import Budget
+
+    assert HistoryHook(budget="32KiB").keeper.budget == Budget.bytes(32 * 1024)  # type: ignore[attr-defined]
+    assert HistoryHook(budget="4000 tokens").keeper.budget == Budget.tokens(4000)  # type: ignore[attr-defined]
+    hook = HistoryHook(model="anthropic:claude-sonnet-4-5")
+    assert hook.keeper.budget == Budget.tokens(100_000)  # type: ignore[attr-defined]
+    assert hook.keeper.target == "anthropic"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=r"windows=\{'my-model': 128_000\}"):
+        HistoryHook(model="acme:my-model")
+    with pytest.raises(ValueError, match="invalid size"):
+        HistoryHook(budget="lots")
+
+
+def test_the_agents_model_gives_the_default_budget(caplog: pytest.LogCaptureFixture) -> None:
+    from csum import Budget
+
+    hook = HistoryHook()
+    assert hook.keeper.budget == Budget.bytes(65536)  # type: ignore[attr-defined]
+    hook.learn_model("us.anthropic.claude-3-5-sonnet-20240620-v1:0", "bedrock")
+    assert hook.keeper.budget == Budget.tokens(100_000)  # type: ignore[attr-defined]
+    assert hook.keeper.target == "bedrock"  # type: ignore[attr-defined]
+    given = HistoryHook(budget=9000)
+    given.learn_model("gpt-4o")
+    assert given.keeper.budget == Budget.bytes(9000)  # type: ignore[attr-defined]
+    unknown = HistoryHook()
+    unknown.learn_model("function:model")
+    assert unknown.keeper.budget == Budget.bytes(65536)  # type: ignore[attr-defined]
+    assert "no known context window" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_events_state_unit_budget_and_over_budget() -> None:
+    """With a token budget the newest pair alone does not fit: the event used to say
+    'compacted' in bytes only; it now says tokens, the budget and over_budget."""
+    from csum import Budget
+
+    big_pair = [
+        Message.human("run it"),
+        Message.ai("done: " + "output line of the tool\n" * 900),
+    ]
+    groups = [Group([m]) for m in [*LONG, *big_pair]]
+    hook = HistoryHook(budget=Budget.tokens(4000))
+    await hook.compact_history(groups, decode, encode)
+    event = hook.events[-1]
+    assert (event.unit, event.budget, event.over_budget) == ("tokens", 4000, True)
+    assert event.size_after > 4000
+    assert event.bytes_after > event.size_after  # bytes and tokens both given
+    assert "STILL OVER BUDGET" in str(event)
+    fits = HistoryHook(budget=Budget.tokens(4000))
+    await fits.compact_history([Group([m]) for m in LONG], decode, encode)
+    assert (fits.events[-1].outcome, fits.events[-1].over_budget) == ("compacted", False)
+    assert fits.events[-1].size_after <= 4000
+    plain = HistoryHook(Halves())
+    await plain.compact_history([Group([m]) for m in CHAIN], decode, encode)
+    assert (plain.events[-1].unit, plain.events[-1].budget) == ("bytes", None)
+
+
+@pytest.mark.anyio
+async def test_hook_events_are_bounded() -> None:
+    from csum.integrations import DEFAULT_MAX_EVENTS
+
+    groups = [Group([m]) for m in CHAIN]
+    seen: list[HookEvent] = []
+    hook = HistoryHook(Same(), max_events=3, on_event=seen.append)
+    for _ in range(10):
+        await hook.compact_history(groups, decode, encode)
+    assert len(hook.events) == 3
+    assert len(seen) == 10
+    assert HistoryHook().events.maxlen == DEFAULT_MAX_EVENTS
+    quiet = HistoryHook(Same(), max_events=0)
+    await quiet.compact_history(groups, decode, encode)
+    assert len(quiet.events) == 0
+    assert quiet.last_event is not None

@@ -288,3 +288,114 @@ def test_anthropic_history_resumes_on_an_openai_model() -> None:
     calls = [c["id"] for m in sent for c in m.get("tool_calls") or []]
     assert calls == [m["tool_call_id"] for m in sent if m["role"] == "tool"]
     assert len(calls) == 3
+
+
+# -- a newcomer's traps (issue 29) -------------------------------------------------------
+
+
+def test_a_handler_where_a_keeper_goes_compacts_the_run() -> None:
+    """``CompactionMiddleware(extractive())`` was taken as a keeper and failed on every
+    call, leaving the agent uncompacted."""
+    from csum.handlers import extractive
+
+    model = scripted_model(14)
+    middleware = CompactionMiddleware(extractive(), budget=BUDGET)
+    agent = create_agent(model, [big], middleware=[middleware])
+    assert agent.invoke({"messages": [HumanMessage("Build.")]})["messages"][-1].content == (
+        "all steps done"
+    )
+    assert "failed" not in {e.outcome for e in middleware.events}
+    assert sum(e.outcome == "compacted" for e in middleware.events) >= 3
+    check_received(model)
+
+
+def test_what_is_not_a_keeper_is_refused_at_construction() -> None:
+    with pytest.raises(TypeError, match=r"CompactionMiddleware\(budget=32_000\)"):
+        CompactionMiddleware(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"pre_model_hook\(Compactor\(handler, budget="):
+        pre_model_hook(BrokenKeeper(), budget=BUDGET)
+    with pytest.raises(TypeError, match="not the hook"):
+        CompactionMiddleware(MessagesKeeper())  # type: ignore[arg-type]
+
+
+def test_the_budget_comes_from_the_model_name_create_agent_takes() -> None:
+    """``CompactionMiddleware(model="openai:gpt-3.5-turbo")``: half of that window
+    (8,192 tokens); ``Budget.of_model`` refused the ``provider:model`` spelling."""
+    from csum import Budget, EstimatedTokens
+
+    counter = EstimatedTokens()
+    model = scripted_model(14)
+    middleware = CompactionMiddleware(model="openai:gpt-3.5-turbo")
+    assert middleware.history.keeper.budget == Budget.tokens(8_192)  # type: ignore[attr-defined]
+    agent = create_agent(model, [big], middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage("Build everything.")]})
+    events = list(middleware.events)
+    assert {(e.unit, e.budget) for e in events} == {("tokens", 8_192)}
+    assert sum(e.outcome == "compacted" for e in events) >= 1
+    for history in model.received:
+        assert sum(map(counter.count, codec.decode(history))) <= 8_192
+
+
+def test_pre_model_hook_exposes_its_events() -> None:
+    """The docs promised ``hook.events``; the runnable had none."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+        hook = pre_model_hook(budget=BUDGET, max_events=5)
+        agent = create_react_agent(scripted_model(10), [big], pre_model_hook=hook)
+    agent.invoke({"messages": [HumanMessage("Build.")]})
+    assert len(hook.events) == 5
+    assert hook.events.maxlen == 5
+    assert hook.history.last_event is hook.events[-1]
+    assert any(e.outcome == "compacted" for e in hook.events)
+
+
+def test_the_stock_fake_model_cannot_bind_tools() -> None:
+    """Why the docs show a fake with ``bind_tools``: the stock one refuses tools."""
+    stock = GenericFakeChatModel(messages=iter([AIMessage("hi")]))
+    with pytest.raises(NotImplementedError):
+        create_agent(stock, [big]).invoke({"messages": [HumanMessage("hi")]})
+
+
+def test_the_install_line_gives_the_checkout_form() -> None:
+    assert "pip install 'chaincast[langchain]'" in codec.INSTALL_HINT
+    assert "pip install '.[langchain]'" in codec.INSTALL_HINT
+
+
+def test_the_example_script_runs() -> None:
+    """docs/examples/langchain_agent.py: a scripted model, no API key."""
+    from examples_runner import run_example
+
+    out = run_example("langchain_agent.py")
+    assert "The build failed at part 7" in out
+    assert "compacted" in out
+
+
+class NamedFake(ToolCallingFake):
+    """A fake that names its model and provider the way ``ChatOpenAI`` does."""
+
+    model_name: str = "gpt-3.5-turbo"
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        return {"ls_provider": "openai", "ls_model_name": self.model_name, "ls_model_type": "chat"}
+
+
+def test_the_middleware_learns_its_agents_model() -> None:
+    """Without ``budget=`` the middleware takes half of its agent's model window from the
+    first model call on (gpt-3.5-turbo: 8,192 tokens) and shapes summaries for OpenAI."""
+    from csum import Budget
+
+    model = NamedFake(messages=scripted_model(14).messages, received=[])
+    middleware = CompactionMiddleware()
+    agent = create_agent(model, [big], middleware=[middleware])
+    assert agent.invoke({"messages": [HumanMessage("Build.")]})["messages"][-1].content == (
+        "all steps done"
+    )
+    keeper = middleware.history.keeper
+    assert keeper.budget == Budget.tokens(8_192)  # type: ignore[attr-defined]
+    assert keeper.target == "openai"  # type: ignore[attr-defined]
+    events = list(middleware.events)
+    assert events[0].unit == "bytes"  # the first call comes before LangChain shows the model
+    assert {(e.unit, e.budget) for e in events[1:]} == {("tokens", 8_192)}
+    assert any(e.outcome == "compacted" for e in events)

@@ -336,3 +336,111 @@ def test_responses_reasoning_resumes_on_a_mistral_endpoint(server: ChatServer) -
     sent = mistral.requests[0]["messages"]
     assert "gAAAAB-secret" not in json.dumps(sent)
     assert lint(openai_codec.decode({"messages": sent}), "mistral") == []
+
+
+# -- a newcomer's traps (issue 29) -------------------------------------------------------
+
+
+def largest_request(server: ChatServer) -> int:
+    return max(
+        sum(m.size for m in openai_codec.decode({"messages": body["messages"]})[1:])
+        for body in server.requests
+    )
+
+
+def test_a_session_alone_warns_and_its_input_filter_bounds_every_call() -> None:
+    """The session is read once per run: alone, one run of 8 tool calls sent the model
+    up to ~45 KB against 16 KB, silently. It now warns, and ``session.input_filter()``
+    keeps every call of the run under budget."""
+    from csum.integrations.openai_agents import UnboundedRunWarning
+
+    with chat_server(Script(calls_per_turn=8)) as server:
+        session = CompactingSession(SQLiteSession("alone"), budget=BUDGET)
+        with pytest.warns(UnboundedRunWarning, match=r"session\.input_filter\(\)"):
+            asyncio.run(Runner.run(agent_for(server), "Build.", session=session, max_turns=30))
+        assert largest_request(server) > 2 * BUDGET
+    with chat_server(Script(calls_per_turn=8)) as server:
+        session = CompactingSession(SQLiteSession("paired"), budget=BUDGET)
+        run_config = RunConfig(call_model_input_filter=session.input_filter())
+        assert session.input_filter() is run_config.call_model_input_filter
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UnboundedRunWarning)
+            for turn in range(3):
+                result = asyncio.run(
+                    Runner.run(
+                        agent_for(server),
+                        f"Build part {turn}.",
+                        session=session,
+                        run_config=run_config,
+                        max_turns=30,
+                    )
+                )
+                assert result.final_output == "all steps done"
+        check_received(server)
+    assert sum(e.outcome == "compacted" for e in session.input_filter().events) >= 3
+
+
+def test_a_handler_where_a_keeper_goes_compacts_the_run(server: ChatServer) -> None:
+    from csum.handlers import extractive
+
+    keeper = InputFilter(extractive(), budget=BUDGET)
+    result = asyncio.run(
+        Runner.run(
+            agent_for(server),
+            "Build everything.",
+            run_config=RunConfig(call_model_input_filter=keeper),
+            max_turns=30,
+        )
+    )
+    assert result.final_output == "all steps done"
+    assert "failed" not in {e.outcome for e in keeper.events}
+    assert sum(e.outcome == "compacted" for e in keeper.events) >= 3
+    check_received(server)
+
+
+def test_what_is_not_a_keeper_or_a_session_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"CompactingSession\(inner, budget=32_000\)"):
+        CompactingSession(ListSession("s"), object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be an Agents SDK Session"):
+        CompactingSession(InputFilter())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"InputFilter\(handler, budget=\.\.\.\)"):
+        InputFilter(BrokenKeeper(), budget=BUDGET)
+
+
+def test_the_budget_comes_from_the_agents_model(server: ChatServer) -> None:
+    """``InputFilter()`` on a gpt-3.5-turbo agent: half its window, 8,192 tokens."""
+    from csum import Budget, EstimatedTokens
+
+    client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    model = OpenAIChatCompletionsModel(model="gpt-3.5-turbo", openai_client=client)
+    agent = Agent(name="builder", instructions=INSTRUCTIONS, model=model, tools=[big])
+    keeper = InputFilter()
+    asyncio.run(
+        Runner.run(
+            agent, "Build.", run_config=RunConfig(call_model_input_filter=keeper), max_turns=30
+        )
+    )
+    assert keeper.keeper.budget == Budget.tokens(8_192)  # type: ignore[attr-defined]
+    assert keeper.keeper.target == "openai"  # type: ignore[attr-defined]
+    assert {(e.unit, e.budget) for e in keeper.events} == {("tokens", 8_192)}
+    assert any(e.outcome == "compacted" for e in keeper.events)
+    counter = EstimatedTokens()
+    for body in server.requests:
+        messages = openai_codec.decode({"messages": body["messages"]})
+        assert sum(map(counter.count, messages[1:])) <= 8_192
+
+
+def test_the_install_line_gives_the_checkout_form() -> None:
+    assert "pip install 'chaincast[openai-agents]'" in codec.INSTALL_HINT
+    assert "pip install '.[openai-agents]'" in codec.INSTALL_HINT
+
+
+def test_the_example_script_runs() -> None:
+    """docs/examples/openai_agents_agent.py: a scripted model, no API key."""
+    from examples_runner import run_example
+
+    out = run_example("openai_agents_agent.py")
+    assert "Part 7 failed." in out
+    assert "compacted" in out

@@ -50,7 +50,10 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 def tool_agent(
-    processor: HistoryProcessor | None, calls: int, received: list[list[Message]]
+    processor: HistoryProcessor | None,
+    calls: int,
+    received: list[list[Message]],
+    model_name: str | None = None,
 ) -> Agent:
     """An agent whose model calls ``big`` ``calls`` times (with thinking) then answers;
     every history the model receives is recorded as chaincast messages."""
@@ -72,7 +75,11 @@ def tool_agent(
         return ModelResponse(parts=[TextPart("all steps done")])
 
     capabilities = [] if processor is None else [processor.capability()]
-    agent = Agent(FunctionModel(model), system_prompt="You run builds.", capabilities=capabilities)
+    agent = Agent(
+        FunctionModel(model, model_name=model_name),
+        system_prompt="You run builds.",
+        capabilities=capabilities,
+    )
 
     @agent.tool_plain
     def big(n: int) -> str:
@@ -309,3 +316,121 @@ def test_a_token_budget_compactor_as_keeper() -> None:
     for history in received:
         assert sum(counter.count(m) for m in history) <= 4_000
         ChainAST.from_messages(history)
+
+
+# -- a newcomer's traps (issue 29) -------------------------------------------------------
+
+
+def test_a_handler_where_a_keeper_goes_compacts_the_run() -> None:
+    """``HistoryProcessor(extractive())`` was taken as a keeper: every call failed with
+    "'function' object has no attribute 'compact'" and the run went on uncompacted."""
+    from csum.handlers import extractive
+
+    received: list[list[Message]] = []
+    processor = HistoryProcessor(extractive(), budget=BUDGET)
+    result = tool_agent(processor, 14, received).run_sync("Build everything.")
+    assert result.output == "all steps done"
+    assert "failed" not in {e.outcome for e in processor.events}
+    assert sum(e.outcome == "compacted" for e in processor.events) >= 3
+    assert max(sum(m.size for m in history) for history in received) <= BUDGET
+
+
+def test_what_is_not_a_keeper_is_refused_at_construction() -> None:
+    from csum.handlers import extractive
+
+    with pytest.raises(TypeError, match=r"HistoryProcessor\(budget=32_000\)"):
+        HistoryProcessor("gpt-4o")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="call it"):
+        HistoryProcessor(extractive)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"HistoryProcessor\(handler, budget=\.\.\.\)"):
+        HistoryProcessor(BrokenKeeper(), budget=BUDGET)
+
+
+def test_the_budget_comes_from_the_agents_model() -> None:
+    """Without ``budget=`` the processor takes half of its agent's model window
+    (gpt-3.5-turbo: 16,385 tokens -> 8,192) instead of a fixed 64 KiB."""
+    from csum import Budget, EstimatedTokens
+
+    counter = EstimatedTokens()
+    received: list[list[Message]] = []
+    processor = HistoryProcessor()
+    agent = tool_agent(processor, 14, received, model_name="gpt-3.5-turbo")
+    assert agent.run_sync("Build everything.").output == "all steps done"
+    assert processor.keeper.budget == Budget.tokens(8_192)  # type: ignore[attr-defined]
+    events = list(processor.events)
+    assert {(e.unit, e.budget) for e in events} == {("tokens", 8_192)}
+    assert sum(e.outcome == "compacted" for e in events) >= 1
+    assert max(sum(map(counter.count, history)) for history in received) <= 8_192
+
+
+def test_an_unknown_model_keeps_the_default_and_says_how(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from csum import Budget
+
+    processor = HistoryProcessor()
+    tool_agent(processor, 1, [], model_name="in-house-llm").run_sync("Build.")
+    assert processor.keeper.budget == Budget.bytes(65_536)  # type: ignore[attr-defined]
+    assert "'in-house-llm' has no known context window" in caplog.text
+    with pytest.raises(ValueError, match="give its context window"):
+        HistoryProcessor(model="in-house-llm")
+
+
+def test_events_say_when_the_history_is_still_over_budget() -> None:
+    """With ``Budget.tokens(4000)`` an event said "compacted" at 22 KB while the newest
+    tool result alone did not fit; it now says so in tokens."""
+    from csum import Budget
+
+    def huge_agent(processor: HistoryProcessor) -> Agent:
+        calls: list[int] = []
+
+        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            calls.append(len(messages))
+            if len(calls) == 1:
+                return ModelResponse(parts=[ToolCallPart("dump", {}, tool_call_id="c1")])
+            return ModelResponse(parts=[TextPart("done")])
+
+        agent = Agent(FunctionModel(model), capabilities=[processor.capability()])
+
+        @agent.tool_plain
+        def dump() -> str:
+            return "a long line of tool output\n" * 800
+
+        return agent
+
+    processor = HistoryProcessor(budget=Budget.tokens(4_000))
+    old = [
+        m
+        for i in range(6)
+        for m in (
+            ModelRequest(parts=[UserPromptPart(f"step {i}: " + "log\n" * 900)]),
+            ModelResponse(parts=[TextPart(f"step {i} ok")]),
+        )
+    ]
+    huge_agent(processor).run_sync("Dump it.", message_history=old)
+    last = processor.events[-1]
+    assert (last.unit, last.budget, last.over_budget) == ("tokens", 4_000, True)
+    assert last.size_after > 4_000
+    assert last.bytes_after > 20_000
+    assert "STILL OVER BUDGET" in str(last)
+
+
+def test_hook_events_are_bounded() -> None:
+    processor = HistoryProcessor(budget=BUDGET, max_events=4)
+    tool_agent(processor, 14, []).run_sync("Build everything.")
+    assert len(processor.events) == 4
+    assert processor.events.maxlen == 4
+
+
+def test_the_install_line_gives_the_checkout_form() -> None:
+    assert "pip install 'chaincast[pydantic-ai]'" in codec.INSTALL_HINT
+    assert "pip install '.[pydantic-ai]'" in codec.INSTALL_HINT
+
+
+def test_the_example_script_runs() -> None:
+    """docs/examples/pydantic_ai_agent.py: a scripted model, no API key."""
+    from examples_runner import run_example
+
+    out = run_example("pydantic_ai_agent.py")
+    assert "The build failed at part 7" in out
+    assert "compacted" in out

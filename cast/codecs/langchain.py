@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from cast.chainio import install_hint
 from cast.codecs._common import (
     as_messages,
     b64decode,
@@ -48,7 +49,7 @@ from cast.messages import (
 
 __all__ = ["decode", "decode_counted", "encode", "to_framework"]
 
-INSTALL_HINT = "pip install 'chaincast[langchain]'"
+INSTALL_HINT = install_hint("langchain")
 
 _ROLES = {"system": Role.SYSTEM, "human": Role.HUMAN, "ai": Role.AI, "tool": Role.TOOL}
 _CALL_BLOCKS = ("tool_use", "tool_call", "function_call")

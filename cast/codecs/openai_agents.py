@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cast.chainio import install_hint
 from cast.codecs import openai_responses
 from cast.codecs._common import fail
 from cast.messages import Message
 
 __all__ = ["decode", "decode_counted", "encode", "group_items"]
 
-INSTALL_HINT = "pip install 'chaincast[openai-agents]'"
+INSTALL_HINT = install_hint("openai-agents")
 
 _ASSISTANT_ITEMS = ("function_call", "reasoning")
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cast.chainio import install_hint
 from cast.codecs._common import (
     as_messages,
     b64decode,
@@ -46,7 +47,7 @@ from cast.messages import (
 
 __all__ = ["decode", "decode_counted", "encode", "to_framework"]
 
-INSTALL_HINT = "pip install 'chaincast[pydantic-ai]'"
+INSTALL_HINT = install_hint("pydantic-ai")
 
 _SYSTEM = Role.SYSTEM
 _HUMAN = Role.HUMAN

@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from cast.chainio import install_hint
 from csum._calls import SummarizeHandler
 from csum._retry import RetryPolicy
 from csum.errors import HandlerError
@@ -77,7 +78,7 @@ def import_sdk(module: str, handler: str, extra: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            f"the {handler} handler needs the {module} SDK: pip install 'chaincast[{extra}]'"
+            f"the {handler} handler needs the {module} SDK: {install_hint(extra)}"
         ) from exc
 
 

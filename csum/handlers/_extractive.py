@@ -2044,8 +2044,17 @@ def _check_prompt(prompt: object) -> None:
         raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
 
 
-def extractive(max_bytes: int = 4096) -> SummarizeHandler:
+DEFAULT_EXTRACTIVE_BYTES = 4096
+"""Summary size of ``extractive()`` used on its own (the Summarizer, a fallback)."""
+
+
+def extractive(max_bytes: int | None = None) -> SummarizeHandler:
     """The offline handler: summaries of at most ``max_bytes`` UTF-8 bytes.
+
+    Without ``max_bytes``, a :class:`~csum.Compactor` given this handler sizes its
+    summaries itself, exactly as the Compactor's own default handler (its
+    ``summary_ratio`` of the budget: one default whether the handler is named or not);
+    used elsewhere, summaries are at most :data:`DEFAULT_EXTRACTIVE_BYTES`.
 
     Deterministic: the same prompt always gives the same summary. Reads prompts made
     by :func:`csum.prompt.messages_to_prompt`, and any other text as plain text. Long
@@ -2053,13 +2062,15 @@ def extractive(max_bytes: int = 4096) -> SummarizeHandler:
     the caller is cancelled. Raises ``ValueError`` when ``max_bytes`` is not a positive
     int; the handler raises ``TypeError`` for a prompt that is not a str.
     """
-    _check_max_bytes(max_bytes)
+    sized_by_caller = max_bytes is None
+    size = DEFAULT_EXTRACTIVE_BYTES if max_bytes is None else max_bytes
+    _check_max_bytes(size)
 
     async def summarize(prompt: str) -> str:
         _check_prompt(prompt)
         await anyio.lowlevel.checkpoint()
         if len(prompt) < _THREAD_THRESHOLD:
-            return _summarize(prompt, max_bytes, _never)
+            return _summarize(prompt, size, _never)
         stop = threading.Event()
 
         def check() -> None:
@@ -2068,10 +2079,12 @@ def extractive(max_bytes: int = 4096) -> SummarizeHandler:
 
         try:
             return await anyio.to_thread.run_sync(
-                partial(_summarize, prompt, max_bytes, check), abandon_on_cancel=True
+                partial(_summarize, prompt, size, check), abandon_on_cancel=True
             )
         finally:
             stop.set()  # a cancelled call's thread stops at its next checkpoint
 
-    summarize.__qualname__ = f"extractive({max_bytes})"
+    summarize.__qualname__ = f"extractive({size})"
+    if sized_by_caller:
+        summarize.sized_by_compactor = True  # type: ignore[attr-defined]
     return summarize

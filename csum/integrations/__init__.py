@@ -8,20 +8,30 @@ load only when imported; this package itself needs none of them. See
 
 from csum.integrations._history import (
     DEFAULT_BUDGET,
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_MODEL_SHARE,
+    BudgetLike,
     HistoryHook,
     HookEvent,
     Keeper,
     OnError,
     SummarizerKeeper,
     default_keeper,
+    model_name,
+    provider_of,
 )
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "DEFAULT_MAX_EVENTS",
+    "DEFAULT_MODEL_SHARE",
+    "BudgetLike",
     "HistoryHook",
     "HookEvent",
     "Keeper",
     "OnError",
     "SummarizerKeeper",
     "default_keeper",
+    "model_name",
+    "provider_of",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,26 +25,41 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 import anyio
 
 from cast import Message
-from csum.budget import Budget
+from csum._handler_check import check_handler
+from csum.budget import Budget, as_budget, model_key
 from csum.compactor import Compactor
 from csum.summarizer import Summarizer
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "DEFAULT_MAX_EVENTS",
+    "DEFAULT_MODEL_SHARE",
+    "BudgetLike",
     "HistoryHook",
     "HookEvent",
     "Keeper",
     "OnError",
     "SummarizerKeeper",
     "default_keeper",
+    "model_name",
+    "provider_of",
     "rebuild",
 ]
 
 T = TypeVar("T")
 OnError = Literal["continue", "raise"]
+BudgetLike = int | str | Budget
+"""A budget as the hooks take it: an int (bytes), a size string (``"32KiB"``,
+``"4000 tokens"``) or a :class:`~csum.Budget`."""
 
 DEFAULT_BUDGET = 65536
-"""Byte budget of the default keeper when a hook is given neither keeper nor budget."""
+"""Byte budget of the default keeper when a hook is given no budget and its agent's
+model is unknown."""
+DEFAULT_MODEL_SHARE = 0.5
+"""Share of the agent's model context window a hook's default keeper takes as its
+budget when the hook learns the model (and was given no budget)."""
+DEFAULT_MAX_EVENTS = 100
+"""How many events ``hook.events`` holds (the latest ones); ``on_event`` sees them all."""
 
 logger = logging.getLogger("csum.integrations")
 
@@ -59,6 +75,12 @@ class SummarizerKeeper:
     """A :class:`~csum.Summarizer` and its handler behind the :class:`Keeper` protocol."""
 
     def __init__(self, summarizer: Summarizer, handler: Callable[[str], Awaitable[str]]) -> None:
+        if not isinstance(summarizer, Summarizer):
+            raise TypeError(
+                f"summarizer must be a csum.Summarizer, not {type(summarizer).__name__}: "
+                f"SummarizerKeeper(Summarizer(SummarizerConfig(...)), extractive())"
+            )
+        check_handler(handler)
         self.summarizer = summarizer
         self.handler = handler
 
@@ -66,62 +88,292 @@ class SummarizerKeeper:
         return await self.summarizer.summarize_chain(self.handler, messages)
 
 
-def default_keeper(budget: int | Budget | None = None) -> Keeper:
-    """The keeper hooks use when given none: a :class:`~csum.Compactor` with the offline
-    extractive handler and ``budget`` (bytes when an int; :data:`DEFAULT_BUDGET` when
-    ``None``)."""
-    return Compactor(budget=DEFAULT_BUDGET if budget is None else budget)
+def default_keeper(
+    budget: BudgetLike | None = None,
+    handler: Callable[[str], Awaitable[str]] | None = None,
+    *,
+    target: str | None = None,
+) -> Keeper:
+    """The keeper hooks use when given none (or given a handler): a
+    :class:`~csum.Compactor` with ``handler`` (the offline extractive one by default)
+    and ``budget`` (:data:`DEFAULT_BUDGET` bytes when ``None``)."""
+    return Compactor(handler, budget=DEFAULT_BUDGET if budget is None else budget, target=target)
+
+
+_PROVIDER_PREFIXES = {
+    "openai": "openai",
+    "azure_openai": "openai",
+    "anthropic": "anthropic",
+    "google-gla": "gemini",
+    "google_genai": "gemini",
+    "google-genai": "gemini",
+    "gemini": "gemini",
+    "google-vertex": "vertex",
+    "google_vertexai": "vertex",
+    "vertexai": "vertex",
+    "bedrock": "bedrock",
+    "bedrock_converse": "bedrock",
+    "mistral": "mistral",
+    "mistralai": "mistral",
+    "groq": "groq",
+    "deepseek": "deepseek",
+}
+"""Framework provider prefixes (pydantic-ai ``system``/model strings, LangChain
+``init_chat_model`` providers) and the chaincast provider each stands for."""
+
+
+def provider_of(model: object) -> str | None:
+    """The chaincast provider a model name's framework prefix names (``"anthropic:..."``,
+    ``"google-gla:..."``, ``"bedrock:..."``), or a Bedrock model id
+    (``"us.anthropic.claude-..."``); ``None`` when the name does not say."""
+    name = model_name(model)
+    if name is None:
+        return None
+    prefix, colon, _ = name.partition(":")
+    if colon and not prefix[:1].isdigit() and prefix.lower() in _PROVIDER_PREFIXES:
+        return _PROVIDER_PREFIXES[prefix.lower()]
+    if model_key(name) != name.strip().lower().rsplit("/", 1)[-1]:
+        return "bedrock"  # a region or vendor prefix: a Bedrock model id
+    return None
+
+
+def model_name(model: object) -> str | None:
+    """The name of a model given by name or as a framework's model object
+    (``model_name``, ``model`` or ``model_id`` attribute), or ``None``."""
+    if isinstance(model, str):
+        return model or None
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 @dataclass(frozen=True, slots=True)
 class HookEvent:
     """What one hook call did: ``compacted`` (the framework got a new history),
     ``unchanged`` (the keeper left it as it was) or ``failed`` (the framework got its
-    own history back; ``error`` says why)."""
+    own history back; ``error`` says why).
+
+    ``size_before``/``size_after`` and ``budget`` are in ``unit`` (``"bytes"`` or
+    ``"tokens"``, the keeper's budget unit); ``over_budget`` says the history handed back
+    is still over the budget (the system prompt, the current question and the newest
+    tool call with its results alone do not fit, or the call failed on a history over
+    it). ``budget`` is ``None`` for a keeper without a known budget."""
 
     framework: str
     outcome: Literal["compacted", "unchanged", "failed"]
     messages_before: int
     messages_after: int
     size_before: int
-    """UTF-8 bytes of the history as chaincast messages (0 when decoding failed)."""
+    """Size of the history as chaincast messages, in ``unit`` (0 when decoding failed)."""
     size_after: int
     error: Exception | None = None
+    unit: str = "bytes"
+    budget: int | None = None
+    over_budget: bool = False
+    bytes_before: int = 0
+    """UTF-8 bytes of the history as chaincast messages, whatever the unit."""
+    bytes_after: int = 0
+
+    def __str__(self) -> str:
+        budget = "no budget" if self.budget is None else f"budget {self.budget:,} {self.unit}"
+        over = ", STILL OVER BUDGET" if self.over_budget else ""
+        return (
+            f"{self.framework}: {self.outcome}, {self.size_before:,} -> {self.size_after:,} "
+            f"{self.unit} ({budget}{over}), {self.messages_before} -> {self.messages_after} "
+            f"messages" + ("" if self.error is None else f", error: {self.error}")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Measure:
+    unit: str
+    budget: int | None
+    before: int
+    after: int
+    bytes_before: int
+    bytes_after: int
+    over_budget: bool
 
 
 class HistoryHook:
     """The part of every framework hook that is not about the framework: run the keeper,
     apply the error policy, report events. Subclasses add the framework's own entry
-    points."""
+    points.
+
+    The first argument is a keeper (anything with ``async compact(messages)``) or a
+    summarize handler (an async ``prompt -> summary`` callable), which is then run by
+    the default keeper with ``budget``. Without ``budget``, the budget is
+    :data:`DEFAULT_MODEL_SHARE` of ``model``'s context window when a model is given or
+    the hook learns its agent's model, else :data:`DEFAULT_BUDGET` bytes.
+    """
 
     framework = "chaincast"
 
     def __init__(
         self,
-        keeper: Keeper | None = None,
+        keeper: Keeper | Callable[[str], Awaitable[str]] | None = None,
         *,
-        budget: int | Budget | None = None,
+        budget: BudgetLike | None = None,
+        model: object | None = None,
+        target: str | None = None,
         on_error: OnError = "continue",
         on_event: Callable[[HookEvent], None] | None = None,
+        max_events: int | None = DEFAULT_MAX_EVENTS,
+        shown_as: str | None = None,
     ) -> None:
+        self.shown_as = shown_as or type(self).__name__ + "({args})"
+        """How error messages write a call of this hook (the public wrapper's form)."""
         if on_error not in ("continue", "raise"):
             raise ValueError(f"on_error must be 'continue' or 'raise', not {on_error!r}")
-        if keeper is not None and budget is not None:
-            raise ValueError("give a keeper or a budget for the default keeper, not both")
-        self.keeper = default_keeper(budget) if keeper is None else keeper
+        if on_event is not None and not callable(on_event):
+            raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
+        if max_events is not None and (
+            isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 0
+        ):
+            raise ValueError(f"max_events must be an int >= 0 or None, not {max_events!r}")
+        self._learn = False
+        self._handler: Callable[[str], Awaitable[str]] | None = None
+        self._target = target
+        self.keeper: Keeper = self._keeper(keeper, budget, model, target)
         self.on_error = on_error
         self.on_event = on_event
-        self.events: list[HookEvent] = []
-        """Every event so far, oldest first (also passed to ``on_event``)."""
+        self.events: deque[HookEvent] = deque(maxlen=max_events)
+        """The latest events (at most ``max_events``), oldest first; ``on_event`` gets
+        every one."""
+        self.last_event: HookEvent | None = None
+
+    def _keeper(
+        self, keeper: object, budget: BudgetLike | None, model: object | None, target: str | None
+    ) -> Keeper:
+        call = self.shown_as
+        hook = call.split("(", 1)[0]
+        if isinstance(keeper, HistoryHook):
+            raise TypeError(
+                f"{hook} takes a keeper or a handler, not the hook {type(keeper).__name__}: "
+                f"pass its keeper, {call.format(args='other.keeper')}, or a budget, "
+                f"{call.format(args='budget=32_000')}"
+            )
+        if keeper is not None and isinstance(keeper, Keeper):
+            if budget is not None or model is not None or target is not None:
+                given = "budget=" if budget is not None else "model=" if model else "target="
+                raise ValueError(
+                    f"{type(keeper).__name__} is a keeper with its own budget, so {given} is "
+                    f"not taken here: give it to the keeper, "
+                    f"{call.format(args='Compactor(handler, budget=...)')}, or pass the "
+                    f"handler, {call.format(args='handler, budget=...')}"
+                )
+            return keeper
+        if keeper is not None:
+            try:
+                check_handler(keeper)
+            except TypeError as exc:
+                raise TypeError(
+                    f"{hook} takes a keeper (async compact(messages)) or a summarize handler "
+                    f"(async prompt -> summary), not {type(keeper).__name__}: write "
+                    f"{call.format(args='budget=32_000')}, "
+                    f"{call.format(args='extractive(), budget=32_000')} or "
+                    f"{call.format(args='Compactor(handler, budget=32_000)')} ({exc})"
+                ) from None
+            self._handler = keeper  # type: ignore[assignment]
+        if budget is not None and model is not None:
+            raise ValueError(
+                f"give budget= or model= (a share of its window), not both: "
+                f"{call.format(args='budget=Budget.of_model(name, 0.25)')}"
+            )
+        if budget is not None:
+            limit = as_budget(budget)
+        elif model is not None:
+            name = model_name(model)
+            if name is None:
+                raise TypeError(f"model must be a model name or a model object, not {model!r}")
+            limit = Budget.of_model(name, DEFAULT_MODEL_SHARE)
+            target = target or provider_of(name)
+        else:
+            limit = Budget.bytes(DEFAULT_BUDGET)
+            self._learn = True
+        return default_keeper(limit, self._handler, target=target)
+
+    @property
+    def awaits_model(self) -> bool:
+        """Whether the hook still takes its budget from the first model it learns (it
+        runs the default keeper and was given no budget nor model)."""
+        return self._learn
+
+    def learn_model(self, model: object, target: str | None = None) -> None:
+        """The agent's model, as the framework gives it at call time: when this hook
+        runs the default keeper without a budget given, the budget becomes
+        :data:`DEFAULT_MODEL_SHARE` of that model's window (once; a model without a known
+        window keeps :data:`DEFAULT_BUDGET` bytes, with a warning saying how to give it).
+        ``target`` (a provider name) then shapes the summaries for that provider."""
+        if not self._learn:
+            return
+        self._learn = False
+        name = model_name(model)
+        try:
+            limit = _model_budget(name)
+        except ValueError:
+            logger.warning(
+                "%s: model %r has no known context window; the hook keeps its default "
+                "budget of %s bytes (give budget=..., or model=... with a known name)",
+                self.framework,
+                name or type(model).__name__,
+                f"{DEFAULT_BUDGET:,}",
+            )
+            return
+        self.keeper = default_keeper(limit, self._handler, target=self._target or target)
 
     def _report(self, event: HookEvent) -> None:
+        self.last_event = event
         self.events.append(event)
         if event.outcome == "failed":
             logger.warning(
                 "%s history kept uncompacted: %s", event.framework, event.error, exc_info=None
             )
+        elif event.over_budget:
+            logger.warning("%s history still over budget: %s", event.framework, event)
         if self.on_event is not None:
             self.on_event(event)
+
+    def _limit(self) -> tuple[str, int | None]:
+        """The keeper's budget unit and limit (``None`` when it has no Budget)."""
+        budget = getattr(self.keeper, "budget", None)
+        if isinstance(budget, Budget):
+            return budget.unit, budget.limit
+        return "bytes", None
+
+    def _size(self, messages: Sequence[Message], unit: str) -> int:
+        counter = getattr(self.keeper, "counter", None)
+        if unit == "tokens" and counter is not None:
+            return sum(counter.count(m) for m in messages)
+        return sum(m.size for m in messages)
+
+    async def _run_keeper(self, messages: list[Message]) -> tuple[list[Message], _Measure]:
+        keeper = self.keeper
+        if isinstance(keeper, Compactor):
+            result = await keeper.run(messages)
+            return result.messages, _Measure(
+                result.unit,
+                result.budget,
+                result.size_before,
+                result.size_after,
+                result.bytes_before,
+                result.bytes_after,
+                result.over_budget,
+            )
+        out = await keeper.compact(messages)
+        unit, limit = self._limit()
+        after = self._size(out, unit)
+        return out, _Measure(
+            unit,
+            limit,
+            self._size(messages, unit),
+            after,
+            sum(m.size for m in messages),
+            sum(m.size for m in out),
+            limit is not None and after > limit,
+        )
 
     async def compact_history(
         self,
@@ -130,29 +382,50 @@ class HistoryHook:
         encode: Callable[[list[Message]], list[T]],
     ) -> list[T]:
         """``originals`` kept under budget through the keeper (see the module docstring)."""
-        size_before = 0
+        messages: list[Message] = []
         try:
             messages, counts = decode(originals)
-            size_before = sum(m.size for m in messages)
-            out = await self.keeper.compact(messages)
+            out, measure = await self._run_keeper(messages)
             unchanged = out == messages
             if not unchanged:
                 rebuilt = rebuild(originals, counts, messages, out, encode)
-                size_after = sum(m.size for m in out)
         except Exception as exc:  # the policy decides; the run must go on
             if self.on_error == "raise":
                 raise
-            self._report(self._event("failed", originals, originals, size_before, exc))
+            self._report(self._failed(originals, messages, exc))
             return list(originals)
-        if unchanged:  # reported outside the try: a failing on_event is not a failed call
-            self._report(self._event("unchanged", originals, originals, size_before, None))
-            return list(originals)
-        self._report(
-            HookEvent(
-                self.framework, "compacted", len(originals), len(rebuilt), size_before, size_after
-            )
+        event = HookEvent(
+            self.framework,
+            "unchanged" if unchanged else "compacted",
+            len(originals),
+            len(originals) if unchanged else len(rebuilt),
+            measure.before,
+            measure.after,
+            None,
+            measure.unit,
+            measure.budget,
+            measure.over_budget,
+            measure.bytes_before,
+            measure.bytes_after,
         )
-        return rebuilt
+        # reported outside the try: a failing on_event is not a failed call
+        self._report(event)
+        return list(originals) if unchanged else rebuilt
+
+    def _failed(
+        self, originals: Sequence[Any], messages: list[Message], error: Exception
+    ) -> HookEvent:
+        unit, limit = self._limit()
+        try:
+            size = self._size(messages, unit)
+        except Exception:  # noqa: BLE001 - a counter failing on the history: report what is known
+            size = 0
+        nbytes = sum(m.size for m in messages)
+        over = limit is not None and size > limit
+        n = len(originals)
+        return HookEvent(
+            self.framework, "failed", n, n, size, size, error, unit, limit, over, nbytes, nbytes
+        )
 
     def compact_history_sync(
         self,
@@ -168,15 +441,13 @@ class HistoryHook:
         with ThreadPoolExecutor(1, thread_name_prefix="chaincast-hook") as pool:
             return pool.submit(job).result()
 
-    def _event(
-        self,
-        outcome: Literal["unchanged", "failed"],
-        before: Sequence[Any],
-        after: Sequence[Any],
-        size: int,
-        error: Exception | None,
-    ) -> HookEvent:
-        return HookEvent(self.framework, outcome, len(before), len(after), size, size, error)
+
+def _model_budget(name: str | None) -> Budget:
+    """:data:`DEFAULT_MODEL_SHARE` of the named model's window; ``ValueError`` when the
+    model has no name or no known window."""
+    if name is None:
+        raise ValueError("the model has no name")
+    return Budget.of_model(name, DEFAULT_MODEL_SHARE)
 
 
 def _in_event_loop() -> bool:

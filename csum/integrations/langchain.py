@@ -4,9 +4,14 @@
   middleware=[CompactionMiddleware(budget=32_000)])``: its ``before_model`` replaces the
   state's messages the way LangGraph's message reducer expects
   (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` then the new list);
-- :func:`pre_model_hook` for LangGraph's prebuilt ``create_react_agent(...,
-  pre_model_hook=...)``: the same, or with ``replace_state=False`` only what the model
-  sees (``llm_input_messages``).
+- :func:`pre_model_hook` for LangGraph graphs that take a ``pre_model_hook`` (the
+  prebuilt ``create_react_agent``, deprecated in favour of ``create_agent``): the same,
+  or with ``replace_state=False`` only what the model sees (``llm_input_messages``).
+
+Without ``budget=`` (or ``model=``, the name ``create_agent`` took, ``"openai:gpt-4o"``),
+the middleware learns its agent's model at the first model call (LangChain shows it
+to ``wrap_model_call``, after ``before_model``): from the second call on, its budget is
+a share of that model's window. ``pre_model_hook`` sees no model: give it ``model=``.
 
 Messages the keeper left alone come back as the very objects the state held (ids
 included); only summaries are new messages.
@@ -14,24 +19,39 @@ included); only summaries are new messages.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import cast.codecs.langchain as codec
 from cast import Message
-from csum.budget import Budget
-from csum.integrations._history import HistoryHook, HookEvent, Keeper, OnError
+from csum.integrations._history import (
+    _PROVIDER_PREFIXES,
+    DEFAULT_MAX_EVENTS,
+    BudgetLike,
+    HistoryHook,
+    HookEvent,
+    Keeper,
+    OnError,
+)
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
-    from langchain_core.messages import BaseMessage, RemoveMessage
+    from langchain.agents.middleware.types import (
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+    )
+    from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
     from langchain_core.runnables import RunnableLambda
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
     from langgraph.runtime import Runtime
 except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI venv
     raise ImportError(f"csum.integrations.langchain needs LangChain: {codec.INSTALL_HINT}") from exc
 
-__all__ = ["CompactionMiddleware", "MessagesKeeper", "pre_model_hook"]
+__all__ = ["CompactionMiddleware", "MessagesKeeper", "PreModelHook", "pre_model_hook"]
+
+KeeperOrHandler = Keeper | Callable[[str], Awaitable[str]] | None
 
 
 def _decode(messages: Sequence[BaseMessage]) -> tuple[list[Message], list[int]]:
@@ -50,11 +70,18 @@ class MessagesKeeper(HistoryHook):
 
     async def acompact(self, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
         out = await self.compact_history(messages, _decode, _encode)
-        return None if self.events[-1].outcome != "compacted" else out
+        return out if self._compacted() else None
 
     def compact(self, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
         out = self.compact_history_sync(messages, _decode, _encode)
-        return None if self.events[-1].outcome != "compacted" else out
+        return out if self._compacted() else None
+
+    def _compacted(self) -> bool:
+        return self.last_event is not None and self.last_event.outcome == "compacted"
+
+
+_LS_PROVIDERS = {"amazon_bedrock": "bedrock", "bedrock": "bedrock", "google": "gemini"}
+"""LangChain ``ls_provider`` names not among the framework prefixes."""
 
 
 def _replace(messages: list[BaseMessage]) -> dict[str, Any]:
@@ -71,19 +98,61 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        keeper: Keeper | None = None,
+        keeper: KeeperOrHandler = None,
         *,
-        budget: int | Budget | None = None,
+        budget: BudgetLike | None = None,
+        model: object | None = None,
+        target: str | None = None,
         on_error: OnError = "continue",
         on_event: Callable[[HookEvent], None] | None = None,
+        max_events: int | None = DEFAULT_MAX_EVENTS,
     ) -> None:
         super().__init__()
-        self.history = MessagesKeeper(keeper, budget=budget, on_error=on_error, on_event=on_event)
+        self.history = MessagesKeeper(
+            keeper,
+            budget=budget,
+            model=model,
+            target=target,
+            on_error=on_error,
+            on_event=on_event,
+            max_events=max_events,
+            shown_as="CompactionMiddleware({args})",
+        )
 
     @property
-    def events(self) -> list[HookEvent]:
-        """Every compaction event so far, oldest first."""
+    def events(self) -> deque[HookEvent]:
+        """The latest compaction events, oldest first (see ``HistoryHook.events``)."""
         return self.history.events
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        """Passes the call through; learns the agent's model (see the module docstring)."""
+        self._learn(request.model)
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        self._learn(request.model)
+        return await handler(request)
+
+    def _learn(self, model: Any) -> None:
+        if not self.history.awaits_model:
+            return
+        params: dict[str, Any] = {}
+        try:
+            params = dict(model._get_ls_params())  # LangChain's own provider and model name
+        except Exception:  # noqa: BLE001 - a model without LangSmith params: read attributes
+            params = {}
+        name = params.get("ls_model_name") or model
+        provider = str(params.get("ls_provider") or "")
+        target = _PROVIDER_PREFIXES.get(provider) or _LS_PROVIDERS.get(provider)
+        self.history.learn_model(name, target)
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         out = self.history.compact(state["messages"])
@@ -96,20 +165,45 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return None if out is None else _replace(out)
 
 
+class PreModelHook(RunnableLambda[dict[str, Any], dict[str, Any]]):
+    """The runnable :func:`pre_model_hook` returns: a LangGraph ``pre_model_hook`` (sync
+    and async) whose ``events`` (and ``history``, the :class:`MessagesKeeper`) show what
+    each call did."""
+
+    history: MessagesKeeper
+
+    @property
+    def events(self) -> deque[HookEvent]:
+        """The latest compaction events, oldest first (see ``HistoryHook.events``)."""
+        return self.history.events
+
+
 def pre_model_hook(
-    keeper: Keeper | None = None,
+    keeper: KeeperOrHandler = None,
     *,
-    budget: int | Budget | None = None,
+    budget: BudgetLike | None = None,
+    model: object | None = None,
+    target: str | None = None,
     replace_state: bool = True,
     on_error: OnError = "continue",
     on_event: Callable[[HookEvent], None] | None = None,
-) -> RunnableLambda[dict[str, Any], dict[str, Any]]:
+    max_events: int | None = DEFAULT_MAX_EVENTS,
+) -> PreModelHook:
     """A LangGraph ``pre_model_hook`` (sync and async) keeping messages under budget.
 
     ``replace_state=True`` rewrites the state's messages; ``False`` leaves the state
     whole and sends the compacted list to the model only (``llm_input_messages``).
     """
-    history = MessagesKeeper(keeper, budget=budget, on_error=on_error, on_event=on_event)
+    history = MessagesKeeper(
+        keeper,
+        budget=budget,
+        model=model,
+        target=target,
+        on_error=on_error,
+        on_event=on_event,
+        max_events=max_events,
+        shown_as="pre_model_hook({args})",
+    )
 
     def update(messages: list[BaseMessage], out: list[BaseMessage] | None) -> dict[str, Any]:
         if out is None:
@@ -124,7 +218,6 @@ def pre_model_hook(
         messages = state["messages"]
         return update(messages, await history.acompact(messages))
 
-    runnable: RunnableLambda[dict[str, Any], dict[str, Any]] = RunnableLambda(
-        hook, afunc=ahook, name="chaincast_pre_model_hook"
-    )
+    runnable = PreModelHook(hook, afunc=ahook, name="chaincast_pre_model_hook")
+    runnable.history = history
     return runnable

@@ -15,9 +15,10 @@ from typing import Any
 
 import cast.codecs.pydantic_ai as codec
 from cast import Message
-from csum.integrations._history import HistoryHook
+from csum.integrations._history import _PROVIDER_PREFIXES, HistoryHook
 
 try:
+    from pydantic_ai import RunContext
     from pydantic_ai.capabilities import ProcessHistory
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ThinkingPart
 except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI venv
@@ -29,6 +30,11 @@ __all__ = ["HistoryProcessor"]
 
 class HistoryProcessor(HistoryHook):
     """A pydantic-ai history processor running a chaincast keeper.
+
+    Through :meth:`capability` the processor learns the agent's model at its first
+    call: without ``budget=``, its default keeper then takes
+    :data:`~csum.integrations.DEFAULT_MODEL_SHARE` of that model's context window and
+    shapes summaries for its provider (``model.system``).
 
     On failure (a part chaincast cannot hold, a keeper error) the agent goes on with its
     history as it was and a ``failed`` :class:`~csum.integrations.HookEvent` is
@@ -46,9 +52,22 @@ class HistoryProcessor(HistoryHook):
         )
         return _keep_instructions(messages, out)
 
+    async def with_context(
+        self, ctx: RunContext[Any], messages: list[ModelMessage]
+    ) -> list[ModelMessage]:
+        """The processor with pydantic-ai's run context: learns the agent's model (see
+        the class docstring), then compacts."""
+        model = ctx.model
+        system = getattr(model, "system", None)
+        self.learn_model(
+            getattr(model, "model_name", None) or model,
+            _PROVIDER_PREFIXES.get(system) if isinstance(system, str) else None,
+        )
+        return await self(messages)
+
     def capability(self) -> ProcessHistory[Any]:
         """This processor as the capability ``Agent(capabilities=[...])`` takes."""
-        return ProcessHistory(self)
+        return ProcessHistory(self.with_context)
 
 
 def _decode(messages: Sequence[ModelMessage]) -> tuple[list[Message], list[int]]:

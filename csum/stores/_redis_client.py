@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from cast.chainio import install_hint
 from csum.store_events import redact_credentials
 from csum.stores._protocol import StoreError
 
@@ -29,7 +30,7 @@ def _import_redis() -> Any:
         import redis
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise StoreError(
-            "the Redis store needs the redis client: pip install 'chaincast[redis]'"
+            f"the Redis store needs the redis client: {install_hint('redis')}"
         ) from exc
     return redis
 

@@ -1,0 +1,35 @@
+"""Refusing, where a handler is taken, the objects a newcomer passes by mistake: a
+keeper (a Compactor, a hook) or the ``extractive`` factory itself. Each refusal is a
+``TypeError`` that shows the line to write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["check_handler"]
+
+
+def check_handler(handler: Any, what: str = "handler") -> None:
+    """Raise ``TypeError`` when ``handler`` is not an async ``prompt -> summary`` callable:
+    a keeper (``compact``), a framework hook, the ``extractive`` factory uncalled, or
+    anything not callable."""
+    from csum.handlers import extractive
+
+    if handler is extractive:
+        raise TypeError(
+            f"{what} is the extractive factory itself: call it, "
+            f"Compactor(extractive(), budget=...) (or leave the handler out: it is the default)"
+        )
+    kind = type(handler).__name__
+    if hasattr(handler, "compact") or hasattr(handler, "compact_history"):
+        raise TypeError(
+            f"{what} must be a summarize handler (async prompt -> summary text), not the "
+            f"keeper or hook {kind}: pass the keeper where a keeper goes, e.g. "
+            f"HistoryProcessor(keeper), or its handler here, e.g. "
+            f"Compactor(extractive(), budget=...)"
+        )
+    if not callable(handler):
+        raise TypeError(
+            f"{what} must be an async callable prompt -> summary text, not {kind}: e.g. "
+            f"Compactor(extractive(), budget=...) or Compactor(openai_compatible(...), budget=...)"
+        )
