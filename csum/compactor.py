@@ -131,6 +131,10 @@ FROZEN_SHARE = 0.25
 """Share of the target that summaries at the depth limit may take; older ones beyond
 it are left out (counted in the event's ``dropped_summaries``)."""
 
+KEEP_USER_SHARE = 0.25
+"""With ``keep_user_messages=True``: share of the target the user messages kept
+verbatim may take; older ones beyond it are summarized in place as usual."""
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionResult:
@@ -227,6 +231,13 @@ class _Plan:
     turns: list[tuple[Message | None, list[Message]]] = field(default_factory=list)
     """``humans`` and ``summarized`` by turn, in chain order: (question, its messages)
     (see :func:`_turns_in_place`)."""
+    pairs: list[BodyPair] = field(default_factory=list)
+    """Every pair before the kept part, in chain order."""
+    pinned: list[BodyPair] = field(default_factory=list)
+    """Pinned pairs among ``pairs``: carried verbatim, never summarized."""
+    carried: list[Any] = field(default_factory=list)
+    """Parts of pinned questions (and of an earlier note's) that leave their turn: they
+    open the summary's turn, after :data:`EARLIER_CONVERSATION_TEXT`."""
 
 
 class Compactor:
@@ -815,9 +826,11 @@ class Compactor:
         if tail.body:
             mandatory += meter.total(tail.body[-1].messages())
         frozen, dropped = self._frozen(ast)
+        pins = self._pins(ast)
         room = self.target_units - self.summary_reserve - mandatory
         room -= sum(meter.total(pair.messages()) for pair in frozen)
-        frozen_ids = {id(pair) for pair in frozen}
+        room -= pins.units
+        frozen_ids = {id(pair) for pair in frozen} | pins.pair_ids
         start = (last, max(len(tail.body) - 1, 0))
         for s_index in range(last, -1, -1):
             section = sections[s_index]
@@ -826,12 +839,13 @@ class Compactor:
             else:
                 human = section.header.human_message
                 newest = len(section.body) - 1
-                room -= meter(human) if human is not None else 0
+                if human is not None and id(human) not in pins.human_ids:
+                    room -= meter(human)
             for p_index in range(newest, -1, -1):
                 pair = section.body[p_index]
                 cost = 0 if id(pair) in frozen_ids else meter.total(pair.messages())
                 if cost > room:
-                    return self._split(ast, *start, frozen, dropped)
+                    return self._split(ast, *start, frozen, dropped, pins=pins)
                 room -= cost
                 start = (s_index, p_index)
             if s_index != last and start[0] != s_index:
@@ -839,7 +853,49 @@ class Compactor:
             start = (s_index, 0)
         if start == (0, 0):
             return None
-        return self._split(ast, *start, frozen, dropped)
+        return self._split(ast, *start, frozen, dropped, pins=pins)
+
+    def _pins(self, ast: ChainAST) -> _Pins:
+        """What a summary must not take, before the newest pair: pairs holding a pinned
+        message, pinned questions, questions kept by ``keep_user_messages`` (newest
+        first, within :data:`KEEP_USER_SHARE` of the target) and an earlier note's
+        carried questions."""
+        pins = _Pins()
+        pin = self.pin
+        if pin is None and not self.keep_user_messages and len(ast.sections) < 2:
+            return pins
+        sections = ast.sections
+        last = len(sections) - 1
+        meter = self._meter
+        if pin is not None:
+            for s_index, section in enumerate(sections):
+                body = section.body if s_index < last else section.body[:-1]
+                for pair in body:
+                    if not is_summarized(pair) and any(map(pin, pair.messages())):
+                        pins.pair_ids.add(id(pair))
+                        pins.units += meter.total(pair.messages())
+        questions = [
+            human
+            for section in sections[:last]
+            if (human := section.header.human_message) is not None
+        ]
+        room = int(self.target_units * KEEP_USER_SHARE)
+        for human in questions:
+            if len(human.parts) > 1 and _is_note(human):
+                pins.human_ids.add(id(human))
+                pins.units += meter(human)
+                room -= meter(human)
+        for human in reversed(questions):
+            if id(human) in pins.human_ids or _is_note(human):
+                continue
+            if pin is not None and pin(human):
+                pins.human_ids.add(id(human))
+                pins.units += meter(human)
+            elif self.keep_user_messages and meter(human) <= room:
+                room -= meter(human)
+                pins.human_ids.add(id(human))
+                pins.units += meter(human)
+        return pins
 
     def _frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
         """(kept, dropped): the summaries at the depth limit, the newest of them kept
@@ -867,28 +923,47 @@ class Compactor:
         p: int,
         frozen: list[BodyPair],
         dropped: list[BodyPair],
+        *,
+        pins: _Pins | None = None,
     ) -> _Plan | None:
         """What goes into the summary when the kept part starts at pair ``p`` of
         section ``k``; None when that is nothing. ``frozen`` summaries are carried as
-        they are, ``dropped`` ones left out."""
+        they are, ``dropped`` ones left out, ``pins`` carried verbatim."""
         if k == 0 and p == 0:
             return None
+        pins = pins if pins is not None else _Pins()
         sections = ast.sections
-        evicted_turns = list(_evicted(sections, k, p))
+        carried: list[Any] = []
+        for index in range(k):  # the questions that leave the chain
+            human = sections[index].header.human_message
+            if human is None:
+                continue
+            if _is_note(human):
+                carried.extend(human.parts[1:])
+            elif id(human) in pins.human_ids and (own := own_question(human)) is not None:
+                carried.extend(own.parts)
+        evicted_turns = [
+            (None if q is not None and id(q) in pins.human_ids else q, body)
+            for q, body in _evicted(sections, k, p)
+        ]
         humans = [question for question, _ in evicted_turns if question is not None]
         pairs = [pair for _, body in evicted_turns for pair in body]
         frozen_ids = {id(pair) for pair in frozen}
         dropped_ids = {id(pair) for pair in dropped}
-        replaced = _replaced(evicted_turns, frozen_ids)
+        pinned = [pair for pair in pairs if id(pair) in pins.pair_ids]
+        replaced = _replaced(evicted_turns, frozen_ids | pins.pair_ids)
         frozen = [pair for pair in pairs if id(pair) in frozen_ids]
         gone = sum(1 for pair in pairs if id(pair) in dropped_ids)
-        skipped = frozen_ids | dropped_ids
+        skipped = frozen_ids | dropped_ids | pins.pair_ids
         live = [pair for pair in pairs if id(pair) not in skipped]
+        if (pins.pair_ids or pins.human_ids) and not live and not humans and not gone:
+            return None  # all that would leave is carried: nothing to summarize
         resummarized = [pair for pair in live if is_summarized(pair)]
         evicted = self._meter.total(
             [m for s in sections[:k] for m in s.messages() if m.role is not Role.SYSTEM]
         ) + self._meter.total(messages_of(sections[k].body[:p]))
         plan = _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted, gone, replaced)
+        plan.pairs, plan.pinned, plan.carried = pairs, pinned, carried
         plan.turns = [
             (question, messages_of([pair for pair in body if id(pair) not in skipped]))
             for question, body in evicted_turns
@@ -947,8 +1022,10 @@ class Compactor:
         style = self.style
         system = sections[0].header.system_message
         kept = sections[k]
-        own_turn = p == 0
-        body: list[BodyPair] = list(frozen)
+        carried = plan.carried
+        own_turn = p == 0 or bool(carried)
+        keep_ids = {id(pair) for pair in frozen} | {id(pair) for pair in plan.pinned}
+        body: list[BodyPair] = [pair for pair in plan.pairs if id(pair) in keep_ids]
         pair: BodyPair | None = None
         if text is not None:
             pair = summary_pair(
@@ -963,12 +1040,18 @@ class Compactor:
             )
             body.append(pair)
         new: list[Section] = []
+        question = kept.header.human_message
         if own_turn and body:
-            note = Message.from_parts(Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT),))
+            note = Message.from_parts(
+                Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT), *carried)
+            )
             new.append(Section.build(Header.build(system, note), tuple(body)))
-            new.append(Section.build(Header.build(None, kept.header.human_message), kept.body))
+            new.append(Section.build(Header.build(None, question), kept.body[p:]))
         elif own_turn:
-            new.append(Section.build(Header.build(system, kept.header.human_message), kept.body))
+            if carried:  # nothing fits before the question: it opens with them
+                own = () if question is None else question.parts
+                question = Message.from_parts(Role.HUMAN, (*carried, *own))
+            new.append(Section.build(Header.build(system, question), kept.body[p:]))
         else:
             header = Header.build(system, kept.header.human_message)
             new.append(Section.build(header, (*body, *kept.body[p:])))
@@ -1125,12 +1208,25 @@ def _summary_key(pair: BodyPair) -> str:
 
 
 def _is_note(message: Message) -> bool:
+    """Whether ``message`` opens a summary's turn: the note, then any questions it
+    carries (pinned, or kept by ``keep_user_messages``)."""
     parts = message.parts
     return (
-        len(parts) == 1
+        len(parts) >= 1
         and type(parts[0]) is TextPart
         and parts[0].text == EARLIER_CONVERSATION_TEXT
+        and parts[0].reasoning is None
     )
+
+
+@dataclass
+class _Pins:
+    """What :meth:`Compactor._pins` found: ids of carried pairs and questions, and
+    their total size in the budget's unit."""
+
+    pair_ids: set[int] = field(default_factory=set)
+    human_ids: set[int] = field(default_factory=set)
+    units: int = 0
 
 
 def _evicted(
