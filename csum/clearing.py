@@ -31,14 +31,15 @@ from typing import Final
 
 from cast import (
     SUMMARIZATION_TOOL_NAME,
+    AnyPart,
     Message,
     ProviderPart,
     Role,
     TextPart,
     ToolCall,
     ToolResult,
+    utf8_len,
 )
-from cast.messages import AnyPart, utf8_len
 from csum.archive import archive_line, message_reference
 from csum.budget import Budget
 
