@@ -659,3 +659,25 @@ def test_claude_code_sessions_through_a_loop_stay_within_budget() -> None:
             cleared += sum(1 for r in results(result) if is_cleared(r))
             history = result
         assert cleared or sum(m.size for m in chain) <= budget, name
+
+
+@given(_big_chains, st.integers(0, 3), st.floats(0.2, 1.5))
+def test_the_compactor_with_clearing_keeps_chains_valid_and_bounded(
+    anyio_backend: str, chain: list[Message], keep: int, share: float
+) -> None:
+    size = sum(m.size for m in chain)
+    budget = max(64, int(size * share))
+    keeper = Compactor(Recorder(), budget=budget, clearing=Clearing(keep=keep))
+    before = list(chain)
+    result = anyio.run(keeper.run, chain, backend=anyio_backend)
+    assert chain == before  # nothing the caller passed is changed
+    out = result.messages
+    ast = ChainAST.from_messages(out)
+    if size <= budget:
+        assert out == ChainAST.from_messages(chain, repair=True).to_messages()
+        assert not result.compacted
+    assert result.over_budget == (sum(m.size for m in out) > budget)
+    # The newest body pair is kept verbatim.
+    source = ChainAST.from_messages(chain, repair=True).sections[-1]
+    if source.body:
+        assert ast.sections[-1].body[-1].messages() == source.body[-1].messages()
