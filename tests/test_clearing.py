@@ -436,7 +436,7 @@ class _BrokenStore:
 
 @pytest.mark.anyio
 async def test_a_failed_archive_leaves_placeholders_without_references() -> None:
-    archive = HistoryArchive(_BrokenStore())  # type: ignore[arg-type]
+    archive = HistoryArchive(_BrokenStore(), session="s1")  # type: ignore[arg-type]
     keeper = Compactor(budget=20_000, clearing=Clearing(keep=1), archive=archive)
     result = await keeper.run(agent_chain(12))
     cleared = [r for r in results(result.messages) if is_cleared(r)]
