@@ -28,6 +28,7 @@ from csum.budget import (
     context_window,
 )
 from csum.cache import SummaryCache
+from csum.clearing import Clearing
 from csum.compactor import EARLIER_CONVERSATION_TEXT, CompactionResult, Compactor
 from csum.config import SummarizerConfig
 from csum.errors import (
@@ -50,6 +51,7 @@ __all__ = [
     "SUMMARIZED_CONTENT_PREFIX",
     "ArchiveHit",
     "Budget",
+    "Clearing",
     "CompactionEvent",
     "CompactionReason",
     "CompactionResult",

@@ -63,14 +63,15 @@ class HandlerCalls:
         phase: str,
         section: int,
         replaced: Sequence[Message] | None = None,
+        focus: str | None = None,
     ) -> str:
         """The summary of the messages; with an archive, it ends naming their batch.
 
         ``replaced`` is what the summary takes the place of in the chain, archived in
         that order (default: the AI and tool messages, or the human messages when only
-        they are summarized).
+        they are summarized). ``focus``: what the next step needs (in the prompt).
         """
-        prompt = messages_to_prompt(human_messages, ai_messages)
+        prompt = messages_to_prompt(human_messages, ai_messages, focus=focus)
         summary = await self.summarize_prompt(prompt, phase=phase, section=section)
         if replaced is None:
             replaced = ai_messages if ai_messages else human_messages

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from cast import (
     SUMMARIZATION_TOOL_ARGS,
@@ -16,6 +17,7 @@ from cast import (
     ToolCall,
     ToolResult,
 )
+from csum._breakpoints import is_breakpoint
 from csum._style import SummaryStyle
 
 __all__ = [
@@ -45,7 +47,7 @@ def is_summarized(pair: BodyPair) -> bool:
     An AI text that merely starts with the prefix, or a call of a tool that happens to
     share the summary tool's name, is not a summary.
     """
-    parts = pair.ai_message.parts
+    parts = _without_cache_point(pair.ai_message.parts)
     if pair.type is BodyPairType.COMPLETION:
         return (
             len(parts) == 1
@@ -63,13 +65,21 @@ def is_summarized(pair: BodyPair) -> bool:
         or not all(type(p) is TextPart and p.reasoning is not None for p in parts[:-1])
     ):
         return False
-    results = pair.tool_messages[0].parts
+    results = _without_cache_point(pair.tool_messages[0].parts)
     return (
         len(results) == 1
         and type(results[0]) is ToolResult
         and results[0].tool_call_id == call.id
         and results[0].name == SUMMARIZATION_TOOL_NAME
     )
+
+
+def _without_cache_point(parts: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``parts`` without a final Anthropic cache point (``Compactor(cache_breakpoints=
+    True)`` marks the end of a summary with one: it is still the summary)."""
+    if len(parts) > 1 and is_breakpoint(parts[-1]):
+        return parts[:-1]
+    return parts
 
 
 def summary_text(pair: BodyPair) -> str | None:

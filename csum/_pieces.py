@@ -70,9 +70,11 @@ class Piece:
     used: int = 0
     """Prompt bound of ``messages``."""
 
-    def prompt(self, max_context: int) -> str:
+    def prompt(self, max_context: int, focus: str | None = None) -> str:
         """The prompt of the piece, its context cut to ``max_context`` bytes."""
-        return messages_to_prompt(_cut_context(self.context, max_context), self.messages)
+        return messages_to_prompt(
+            _cut_context(self.context, max_context), self.messages, focus=focus
+        )
 
 
 def split_into_pieces(
@@ -145,6 +147,7 @@ async def summarize_in_pieces(
     concurrency: int,
     phase: str,
     section: int,
+    focus: str | None = None,
 ) -> str:
     """One summary of ``turns`` (``staying`` as context, see :func:`split_into_pieces`)
     made from prompts of at most ``max_bytes`` (see the module docstring); at most
@@ -161,7 +164,7 @@ async def summarize_in_pieces(
     def job(piece: Piece) -> Callable[[], Awaitable[str]]:
         async def run() -> str:
             async with limiter:  # the prompt exists only while its call runs
-                prompt = piece.prompt(max_context)
+                prompt = piece.prompt(max_context, focus)
                 return await calls.summarize_prompt(prompt, phase=phase, section=section)
 
         return run

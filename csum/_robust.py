@@ -268,8 +268,12 @@ def split_prompt(prompt: str, max_bytes: int) -> list[str]:
     human_only = parsed.case is PromptCase.HUMAN_ONLY
     context = [] if human_only else _cut_context(context, max_bytes // 4)
 
+    focus = parsed.focus or None
+
     def render(chunk: Sequence[Message]) -> str:
-        return messages_to_prompt(chunk, []) if human_only else messages_to_prompt(context, chunk)
+        if human_only:
+            return messages_to_prompt(chunk, [], focus=focus)
+        return messages_to_prompt(context, chunk, focus=focus)
 
     base = utf8_len(render([Message.ai("")]))
     room = max(512, max_bytes - base - 256)

@@ -41,6 +41,7 @@ import operator
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -66,6 +67,7 @@ from cast import (
     parse_chain,
 )
 from csum._append import extends_validly
+from csum._breakpoints import add_breakpoints
 from csum._calls import HandlerCalls, SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pieces import summarize_in_pieces
@@ -76,7 +78,15 @@ from csum._summary_ids import unique_summary_ids
 from csum.archive import HistoryArchive, split_archive_line
 from csum.budget import BYTES_PER_TOKEN, Budget, EstimatedTokens, TokenCounter
 from csum.cache import SummaryCache
+from csum.clearing import (
+    DEFAULT_CLEARING,
+    Clearing,
+    ClearingPass,
+    clear_tool_results,
+    is_cleared,
+)
 from csum.events import CompactionEvent, CompactionReason
+from csum.prompt import check_focus
 from csum.reinsert import is_reinserted, own_question
 from csum.store_events import StoreEvent, StoreEventKind
 
@@ -121,6 +131,10 @@ FROZEN_SHARE = 0.25
 """Share of the target that summaries at the depth limit may take; older ones beyond
 it are left out (counted in the event's ``dropped_summaries``)."""
 
+KEEP_USER_SHARE = 0.25
+"""With ``keep_user_messages=True``: share of the target the user messages kept
+verbatim may take; older ones beyond it are summarized in place as usual."""
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionResult:
@@ -146,6 +160,12 @@ class CompactionResult:
     reinserted_bytes: int = 0
     """UTF-8 bytes of archived lines put back into the current question (re-insertion:
     on a compaction, or on the first call that sees a new question)."""
+    cleared_results: int = 0
+    """Tool results the clearing stage replaced with placeholders in this call."""
+    cleared_units: int = 0
+    """What clearing freed, in ``unit``."""
+    summary_needed: bool = False
+    """Clearing alone could not reach the target, so a summary was made (or tried)."""
 
 
 class _Meter:
@@ -211,6 +231,13 @@ class _Plan:
     turns: list[tuple[Message | None, list[Message]]] = field(default_factory=list)
     """``humans`` and ``summarized`` by turn, in chain order: (question, its messages)
     (see :func:`_turns_in_place`)."""
+    pairs: list[BodyPair] = field(default_factory=list)
+    """Every pair before the kept part, in chain order."""
+    pinned: list[BodyPair] = field(default_factory=list)
+    """Pinned pairs among ``pairs``: carried verbatim, never summarized."""
+    carried: list[Any] = field(default_factory=list)
+    """Parts of pinned questions (and of an earlier note's) that leave their turn: they
+    open the summary's turn, after :data:`EARLIER_CONVERSATION_TEXT`."""
 
 
 class Compactor:
@@ -277,6 +304,10 @@ class Compactor:
         max_split_depth: int = 3,
         max_concurrency: int = 4,
         fallback: SummarizeHandler | None = None,
+        clearing: Clearing | None = DEFAULT_CLEARING,
+        pin: Callable[[Message], bool] | None = None,
+        keep_user_messages: bool = False,
+        cache_breakpoints: bool = False,
     ) -> None:
         if isinstance(budget, bool) or not isinstance(budget, int | Budget):
             raise TypeError(f"budget must be an int (bytes) or a Budget, not {budget!r}")
@@ -318,6 +349,31 @@ class Compactor:
             )
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
+        if clearing is not None and not isinstance(clearing, Clearing):
+            raise TypeError(
+                f"clearing must be a csum.Clearing or None, not {type(clearing).__name__}"
+            )
+        if pin is not None and not callable(pin):
+            raise TypeError(f"pin must be a predicate Message -> bool, not {pin!r}")
+        for flag, value in (
+            ("keep_user_messages", keep_user_messages),
+            ("cache_breakpoints", cache_breakpoints),
+        ):
+            if not isinstance(value, bool):
+                raise TypeError(f"{flag} must be a bool, not {value!r}")
+        self.clearing = clearing
+        self.pin = pin
+        self.keep_user_messages = keep_user_messages
+        self.cache_breakpoints = cache_breakpoints
+        clear_trigger = clearing.trigger_units(self.budget) if clearing is not None else None
+        if clear_trigger is not None and not 0 < clear_trigger <= limit:
+            raise ValueError(
+                f"Clearing.trigger must be within 1..{limit} {self.budget.unit}, "
+                f"got {clear_trigger}"
+            )
+        self._start = min(self.trigger, clear_trigger or self.trigger)
+        """Where a compaction starts: the lower of the trigger and clearing's."""
+        self._clear_at_least = clearing.at_least_units(self.budget) if clearing else 0
         if handler is None:
             from csum.handlers import extractive
 
@@ -342,6 +398,12 @@ class Compactor:
             template_given=template_given,
         )
         self.target = target
+        profile = self.style.target
+        if cache_breakpoints and (profile is None or profile.wire_format != "anthropic"):
+            raise ValueError(
+                "cache_breakpoints=True places Anthropic cache_control breakpoints: it "
+                f"needs an Anthropic target (target='anthropic'), not {target!r}"
+            )
         self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
         self.cache = cache
         self.archive = archive
@@ -367,20 +429,37 @@ class Compactor:
 
     # -- public API -------------------------------------------------------------------------
 
-    async def compact(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
-        """The chain to send instead of ``messages`` (never changed in place)."""
-        return (await self.run(messages)).messages
+    async def compact(
+        self, messages: Sequence[Message | Mapping[str, Any]], *, focus: str | None = None
+    ) -> list[Message]:
+        """The chain to send instead of ``messages`` (never changed in place).
+        ``focus``: what the next step needs, passed to the handler's prompt when this
+        call summarizes (see :meth:`run`)."""
+        return (await self.run(messages, focus=focus)).messages
 
     def compact_sync(
-        self, messages: Sequence[Message | Mapping[str, Any]], *, backend: str = "asyncio"
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        backend: str = "asyncio",
+        focus: str | None = None,
     ) -> list[Message]:
         """:meth:`compact` for synchronous code: runs its own event loop (``backend``)."""
-        return anyio.run(self.compact, messages, backend=backend)
+        return anyio.run(partial(self.compact, messages, focus=focus), backend=backend)
 
     async def run(
-        self, messages: Sequence[Message | Mapping[str, Any]], *, force: bool = False
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        force: bool = False,
+        focus: str | None = None,
     ) -> CompactionResult:
         """Compact when due (or ``force``) and report what happened.
+
+        ``focus`` says what the next step needs (\"the failing test in api/\"): when this
+        call summarizes, the handler's prompt carries it as a delimited instruction
+        (:func:`csum.prompt.messages_to_prompt`), and summary cache keys include it. It
+        does not make a compaction due: use ``force=True`` for that.
 
         A chain that extends the previous result (the same message objects first, then
         messages that keep it valid) is measured by its new messages only, so a call
@@ -388,6 +467,8 @@ class Compactor:
         chain is parsed (with repair) and measured whole.
         """
         started = time.perf_counter()
+        if focus is not None:
+            check_focus(focus)
         self.turns += 1
         meter = self._meter
         if not force:
@@ -412,7 +493,7 @@ class Compactor:
                 result = self._unchanged(chain, size, issues, started, None)
             else:
                 result = await self._compact(
-                    ast, chain, size, reason, issues=issues, started=started
+                    ast, chain, size, reason, issues=issues, started=started, focus=focus
                 )
         finally:
             meter.rotate()
@@ -454,7 +535,7 @@ class Compactor:
             return CompactionReason.FORCED
         if size > self.budget.limit:
             return CompactionReason.OVER_BUDGET
-        if size > self.trigger:
+        if size > self._start:
             last = self._last_compaction
             if last is None or self.turns - last >= self.cooldown_turns:
                 return CompactionReason.TRIGGER
@@ -503,6 +584,9 @@ class Compactor:
             seconds=time.perf_counter() - started,
             store_events=() if event is None else event.store_events,
             reinserted_bytes=0 if event is None else event.reinserted_bytes,
+            cleared_results=0 if event is None else event.cleared_results,
+            cleared_units=0 if event is None else event.cleared_units,
+            summary_needed=False if event is None else event.summary_needed,
         )
 
     async def _compact(
@@ -514,38 +598,69 @@ class Compactor:
         *,
         issues: list[ChainIssue],
         started: float,
+        focus: str | None = None,
     ) -> CompactionResult:
+        original, size_before = chain, size
+        calls = HandlerCalls(self.handler, cache=self.cache, archive=self.archive)
+        forced = reason is CompactionReason.FORCED
+        summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
+        cleared: ClearingPass | None = None
+        if self.clearing is not None:
+            cleared = await self._clear(chain, size, calls, summarize=summarize, forced=forced)
+            if cleared is not None:
+                chain, size = cleared.messages, size - cleared.units_freed
+                if not summarize or (size <= self.target_units and not forced):
+                    return self._after_clearing(
+                        original,
+                        chain,
+                        (size_before, size),
+                        reason,
+                        cleared=cleared,
+                        calls=calls,
+                        issues=issues,
+                        started=started,
+                    )
+                ast = parse_chain(chain)
+        if not summarize:  # clearing's own trigger, and nothing worth clearing
+            self._last_compaction = self.turns
+            return self._unchanged(chain, size, issues, started, None)
         plan = self._plan(ast)
         if plan is None:
             event = self._event(
                 CompactionReason.UNFITTABLE if size > self.budget.limit else reason,
-                chain,
+                original,
                 chain,
                 started,
                 books=HandlerLedger(),
+                calls=calls,
+                cleared=cleared,
+                summary_needed=True,
             )
             self._emit(event)
-            return self._unchanged(chain, size, issues, started, event)
+            sizes = (size_before, size)
+            nbytes = (event.bytes_before, event.bytes_after)
+            return self._result(chain, sizes, nbytes, event, issues=issues, started=started)
 
         depth = 1 + max((self._depth(p) for p in plan.resummarized), default=0)
-        calls = HandlerCalls(self.handler, cache=self.cache, archive=self.archive)
+        mark = len(calls.events)  # what clearing archived comes before
         text: str | None = None
         with ledger() as books:
             if plan.summarized or plan.humans:
-                text = await self._summarize(calls, plan)
+                text = await self._summarize(calls, plan, focus)
         out_ast, truncated, dropped, pair = self._assemble(ast, plan, text, size)
         out = out_ast.to_messages() if out_ast is not ast else chain
         reinserted = 0
         if self.archive is not None and self.archive.reinsert_bytes:
             out, reinserted = await self._reinsert(self.archive, out, calls.events)
-        archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events)
+        out = self._with_breakpoints(out)
+        archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events[mark:])
         self._last_compaction = self.turns
         if pair is not None:
             self._depths = self._live_depths(out_ast)
             self._depths[_summary_key(pair)] = depth
         event = self._event(
             reason,
-            chain,
+            original,
             out,
             started,
             calls=calls,
@@ -556,19 +671,71 @@ class Compactor:
             dropped=dropped,
             archived=len(plan.replaced) if archived else 0,
             reinserted=reinserted,
+            cleared=cleared,
+            summary_needed=True,
         )
         self._emit(event)
         size_after = self._meter.total(out)
         return self._result(
             out,
-            (size, size_after),
+            (size_before, size_after),
             (event.bytes_before, event.bytes_after),
             event,
             issues=issues,
             started=started,
         )
 
-    async def _summarize(self, calls: HandlerCalls, plan: _Plan) -> str:
+    async def _clear(
+        self, chain: list[Message], size: int, calls: HandlerCalls, *, summarize: bool, forced: bool
+    ) -> ClearingPass | None:
+        """The clearing pass of a compaction (:mod:`csum.clearing`): enough old tool
+        results cleared to reach the target (all that are eligible when forced); None
+        when it clears nothing, or frees less than ``clear_at_least`` and no summary
+        follows. With an archive, the originals are archived first and the placeholders
+        name them (without their references when the store fails)."""
+        options = self.clearing
+        assert options is not None
+        pin = self.pin
+        pinned = None if pin is None else (lambda _index, message: bool(pin(message)))
+        goal = None if forced else size - self.target_units
+        archive = self.archive
+        run = partial(
+            clear_tool_results, chain, options, measure=self._meter, goal=goal, pinned=pinned
+        )
+        done = run(references=archive is not None)
+        if not done.changed or (done.units_freed < self._clear_at_least and not summarize):
+            return None
+        if archive is not None and done.originals:
+            line = await archive.add_summarized(done.originals, calls.events.append)
+            if line is None:  # the store failed: placeholders without references
+                done = run(references=False)
+        return done
+
+    def _after_clearing(
+        self,
+        original: list[Message],
+        chain: list[Message],
+        sizes: tuple[int, int],
+        reason: CompactionReason,
+        *,
+        cleared: ClearingPass,
+        calls: HandlerCalls,
+        issues: list[ChainIssue],
+        started: float,
+    ) -> CompactionResult:
+        """The result of a compaction that clearing alone brought to the target."""
+        self._last_compaction = self.turns
+        chain = self._with_breakpoints(chain)
+        if chain is not cleared.messages:
+            sizes = (sizes[0], self._meter.total(chain))
+        event = self._event(
+            reason, original, chain, started, books=HandlerLedger(), calls=calls, cleared=cleared
+        )
+        self._emit(event)
+        nbytes = (event.bytes_before, event.bytes_after)
+        return self._result(chain, sizes, nbytes, event, issues=issues, started=started)
+
+    async def _summarize(self, calls: HandlerCalls, plan: _Plan, focus: str | None) -> str:
         """The summary of what ``plan`` evicts: one prompt when its messages fit the
         handler's ``max_prompt_bytes`` (the robust handler still splits a prompt their
         tags make too long), else pieces that fit, merged: the prompt of it all is
@@ -585,6 +752,7 @@ class Compactor:
                 concurrency=self.handler.max_concurrency,
                 phase="compaction",
                 section=plan.section,
+                focus=focus,
             )
             return await calls.archived(text, plan.replaced)
         context, summarized = _in_chain_order(plan)
@@ -594,6 +762,7 @@ class Compactor:
             phase="compaction",
             section=plan.section,
             replaced=plan.replaced,
+            focus=focus,
         )
 
     async def _reinsert_new(self, result: CompactionResult) -> CompactionResult:
@@ -657,9 +826,11 @@ class Compactor:
         if tail.body:
             mandatory += meter.total(tail.body[-1].messages())
         frozen, dropped = self._frozen(ast)
+        pins = self._pins(ast)
         room = self.target_units - self.summary_reserve - mandatory
         room -= sum(meter.total(pair.messages()) for pair in frozen)
-        frozen_ids = {id(pair) for pair in frozen}
+        room -= pins.units
+        frozen_ids = {id(pair) for pair in frozen} | pins.pair_ids
         start = (last, max(len(tail.body) - 1, 0))
         for s_index in range(last, -1, -1):
             section = sections[s_index]
@@ -668,12 +839,13 @@ class Compactor:
             else:
                 human = section.header.human_message
                 newest = len(section.body) - 1
-                room -= meter(human) if human is not None else 0
+                if human is not None and id(human) not in pins.human_ids:
+                    room -= meter(human)
             for p_index in range(newest, -1, -1):
                 pair = section.body[p_index]
                 cost = 0 if id(pair) in frozen_ids else meter.total(pair.messages())
                 if cost > room:
-                    return self._split(ast, *start, frozen, dropped)
+                    return self._split(ast, *start, frozen, dropped, pins=pins)
                 room -= cost
                 start = (s_index, p_index)
             if s_index != last and start[0] != s_index:
@@ -681,7 +853,49 @@ class Compactor:
             start = (s_index, 0)
         if start == (0, 0):
             return None
-        return self._split(ast, *start, frozen, dropped)
+        return self._split(ast, *start, frozen, dropped, pins=pins)
+
+    def _pins(self, ast: ChainAST) -> _Pins:
+        """What a summary must not take, before the newest pair: pairs holding a pinned
+        message, pinned questions, questions kept by ``keep_user_messages`` (newest
+        first, within :data:`KEEP_USER_SHARE` of the target) and an earlier note's
+        carried questions."""
+        pins = _Pins()
+        pin = self.pin
+        if pin is None and not self.keep_user_messages and len(ast.sections) < 2:
+            return pins
+        sections = ast.sections
+        last = len(sections) - 1
+        meter = self._meter
+        if pin is not None:
+            for s_index, section in enumerate(sections):
+                body = section.body if s_index < last else section.body[:-1]
+                for pair in body:
+                    if not is_summarized(pair) and any(map(pin, pair.messages())):
+                        pins.pair_ids.add(id(pair))
+                        pins.units += meter.total(pair.messages())
+        questions = [
+            human
+            for section in sections[:last]
+            if (human := section.header.human_message) is not None
+        ]
+        room = int(self.target_units * KEEP_USER_SHARE)
+        for human in questions:
+            if len(human.parts) > 1 and _is_note(human):
+                pins.human_ids.add(id(human))
+                pins.units += meter(human)
+                room -= meter(human)
+        for human in reversed(questions):
+            if id(human) in pins.human_ids or _is_note(human):
+                continue
+            if pin is not None and pin(human):
+                pins.human_ids.add(id(human))
+                pins.units += meter(human)
+            elif self.keep_user_messages and meter(human) <= room:
+                room -= meter(human)
+                pins.human_ids.add(id(human))
+                pins.units += meter(human)
+        return pins
 
     def _frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
         """(kept, dropped): the summaries at the depth limit, the newest of them kept
@@ -709,28 +923,47 @@ class Compactor:
         p: int,
         frozen: list[BodyPair],
         dropped: list[BodyPair],
+        *,
+        pins: _Pins | None = None,
     ) -> _Plan | None:
         """What goes into the summary when the kept part starts at pair ``p`` of
         section ``k``; None when that is nothing. ``frozen`` summaries are carried as
-        they are, ``dropped`` ones left out."""
+        they are, ``dropped`` ones left out, ``pins`` carried verbatim."""
         if k == 0 and p == 0:
             return None
+        pins = pins if pins is not None else _Pins()
         sections = ast.sections
-        evicted_turns = list(_evicted(sections, k, p))
+        carried: list[Any] = []
+        for index in range(k):  # the questions that leave the chain
+            human = sections[index].header.human_message
+            if human is None:
+                continue
+            if _is_note(human):
+                carried.extend(human.parts[1:])
+            elif id(human) in pins.human_ids and (own := own_question(human)) is not None:
+                carried.extend(own.parts)
+        evicted_turns = [
+            (None if q is not None and id(q) in pins.human_ids else q, body)
+            for q, body in _evicted(sections, k, p)
+        ]
         humans = [question for question, _ in evicted_turns if question is not None]
         pairs = [pair for _, body in evicted_turns for pair in body]
         frozen_ids = {id(pair) for pair in frozen}
         dropped_ids = {id(pair) for pair in dropped}
-        replaced = _replaced(evicted_turns, frozen_ids)
+        pinned = [pair for pair in pairs if id(pair) in pins.pair_ids]
+        replaced = _replaced(evicted_turns, frozen_ids | pins.pair_ids)
         frozen = [pair for pair in pairs if id(pair) in frozen_ids]
         gone = sum(1 for pair in pairs if id(pair) in dropped_ids)
-        skipped = frozen_ids | dropped_ids
+        skipped = frozen_ids | dropped_ids | pins.pair_ids
         live = [pair for pair in pairs if id(pair) not in skipped]
+        if (pins.pair_ids or pins.human_ids) and not live and not humans and not gone:
+            return None  # all that would leave is carried: nothing to summarize
         resummarized = [pair for pair in live if is_summarized(pair)]
         evicted = self._meter.total(
             [m for s in sections[:k] for m in s.messages() if m.role is not Role.SYSTEM]
         ) + self._meter.total(messages_of(sections[k].body[:p]))
         plan = _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted, gone, replaced)
+        plan.pairs, plan.pinned, plan.carried = pairs, pinned, carried
         plan.turns = [
             (question, messages_of([pair for pair in body if id(pair) not in skipped]))
             for question, body in evicted_turns
@@ -789,8 +1022,10 @@ class Compactor:
         style = self.style
         system = sections[0].header.system_message
         kept = sections[k]
-        own_turn = p == 0
-        body: list[BodyPair] = list(frozen)
+        carried = plan.carried
+        own_turn = p == 0 or bool(carried)
+        keep_ids = {id(pair) for pair in frozen} | {id(pair) for pair in plan.pinned}
+        body: list[BodyPair] = [pair for pair in plan.pairs if id(pair) in keep_ids]
         pair: BodyPair | None = None
         if text is not None:
             pair = summary_pair(
@@ -805,12 +1040,18 @@ class Compactor:
             )
             body.append(pair)
         new: list[Section] = []
+        question = kept.header.human_message
         if own_turn and body:
-            note = Message.from_parts(Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT),))
+            note = Message.from_parts(
+                Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT), *carried)
+            )
             new.append(Section.build(Header.build(system, note), tuple(body)))
-            new.append(Section.build(Header.build(None, kept.header.human_message), kept.body))
+            new.append(Section.build(Header.build(None, question), kept.body[p:]))
         elif own_turn:
-            new.append(Section.build(Header.build(system, kept.header.human_message), kept.body))
+            if carried:  # nothing fits before the question: it opens with them
+                own = () if question is None else question.parts
+                question = Message.from_parts(Role.HUMAN, (*carried, *own))
+            new.append(Section.build(Header.build(system, question), kept.body[p:]))
         else:
             header = Header.build(system, kept.header.human_message)
             new.append(Section.build(header, (*body, *kept.body[p:])))
@@ -819,6 +1060,31 @@ class Compactor:
         if pair is not None and pair.type is BodyPairType.SUMMARIZATION:
             out = unique_summary_ids(out, [pair], style.id_template)
         return out, pair
+
+    def _with_breakpoints(self, out: list[Message]) -> list[Message]:
+        """With ``cache_breakpoints``: Anthropic cache points at the end of the system
+        prompt, of the newest summary and of the newest cleared result (the prefix the
+        next turns repeat), within the limit of four and the budget."""
+        if not self.cache_breakpoints:
+            return out
+        anchors: list[int] = []
+        if out and out[0].role is Role.SYSTEM:
+            anchors.append(0)
+        summary = placeholder = -1
+        index = 0
+        for section in parse_chain(out).sections:
+            index += len(section.header.messages())
+            for pair in section.body:
+                index += 1 + len(pair.tool_messages)
+                if is_summarized(pair):
+                    summary = index - 1
+                elif any(is_cleared(r) for m in pair.tool_messages for r in m.tool_results):
+                    placeholder = index - 1
+        anchors.extend(i for i in (summary, placeholder) if i >= 0)
+        marked, added = add_breakpoints(out, anchors)
+        if added and self._meter.total(marked) > self.budget.limit >= self._meter.total(out):
+            return out  # the points would push the chain over its budget
+        return marked
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -852,6 +1118,8 @@ class Compactor:
         dropped: int = 0,
         archived: int = 0,
         reinserted: int = 0,
+        cleared: ClearingPass | None = None,
+        summary_needed: bool = False,
     ) -> CompactionEvent:
         meter = self._meter
         after_units = meter.total(after)
@@ -884,6 +1152,11 @@ class Compactor:
             archived_messages=archived,
             reinserted_bytes=reinserted,
             store_events=tuple(calls.events) if calls is not None else (),
+            cleared_results=cleared.results_cleared if cleared is not None else 0,
+            cleared_inputs=cleared.inputs_cleared if cleared is not None else 0,
+            cleared_reasoning=cleared.reasoning_cleared if cleared is not None else 0,
+            cleared_units=cleared.units_freed if cleared is not None else 0,
+            summary_needed=summary_needed,
         )
 
     def _emit(self, event: CompactionEvent) -> None:
@@ -935,12 +1208,25 @@ def _summary_key(pair: BodyPair) -> str:
 
 
 def _is_note(message: Message) -> bool:
+    """Whether ``message`` opens a summary's turn: the note, then any questions it
+    carries (pinned, or kept by ``keep_user_messages``)."""
     parts = message.parts
     return (
-        len(parts) == 1
+        len(parts) >= 1
         and type(parts[0]) is TextPart
         and parts[0].text == EARLIER_CONVERSATION_TEXT
+        and parts[0].reasoning is None
     )
+
+
+@dataclass
+class _Pins:
+    """What :meth:`Compactor._pins` found: ids of carried pairs and questions, and
+    their total size in the budget's unit."""
+
+    pair_ids: set[int] = field(default_factory=set)
+    human_ids: set[int] = field(default_factory=set)
+    units: int = 0
 
 
 def _evicted(

@@ -75,6 +75,17 @@ class CompactionEvent:
     """UTF-8 bytes of archived lines put back into the last question (re-insertion)."""
     store_events: tuple[StoreEvent, ...] = ()
     """What the cache and the archive reported in this compaction (failures included)."""
+    cleared_results: int = 0
+    """Tool results the clearing stage replaced with placeholders (:mod:`csum.clearing`)."""
+    cleared_inputs: int = 0
+    """Tool calls whose arguments clearing replaced (``Clearing.clear_tool_inputs``)."""
+    cleared_reasoning: int = 0
+    """Reasoning blocks clearing dropped (``Clearing.clear_reasoning``)."""
+    cleared_units: int = 0
+    """What clearing freed, in ``unit``."""
+    summary_needed: bool = False
+    """Clearing alone could not bring the chain to the target (or the compaction was
+    forced), so the summarize stage ran."""
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the event (store events as dicts)."""
