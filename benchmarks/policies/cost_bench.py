@@ -40,6 +40,8 @@ from benchmarks.policies.peers import (
 from benchmarks.policies.policy import MeteredHandler, Policy, PolicyStep, make_handler
 from benchmarks.policies.simulate import Workload, simulate
 from cast import Message
+from csum import Budget
+from csum.compactor import DEFAULT_SUMMARY_RATIO, summary_bytes
 
 __all__ = [
     "BEFORE",
@@ -84,11 +86,20 @@ def _metered() -> MeteredHandler:
     return MeteredHandler(make_handler("extractive"), time_scale=0.0)
 
 
+def _summary_handler(budget: int, options: dict[str, Any]) -> MeteredHandler:
+    """The extractive handler writing summaries of the Compactor's own bound
+    (``summary_ratio`` of the budget, 1/32 by default), as its default handler does."""
+    ratio = float(options.get("summary_ratio", DEFAULT_SUMMARY_RATIO))
+    size = summary_bytes(Budget.bytes(budget), ratio)
+    return MeteredHandler(make_handler("extractive", size), time_scale=0.0)
+
+
 def compactor_spec(name: str, **options: Any) -> PolicySpec:
-    """The Compactor with ``options`` (its own metered extractive handler)."""
+    """The Compactor with ``options`` (its own metered extractive handler, summaries
+    bounded at ``summary_ratio`` of the budget)."""
 
     def make(budget: int) -> Policy:
-        return CompactorPolicy(budget, _metered(), name=name, **options)
+        return CompactorPolicy(budget, _summary_handler(budget, options), name=name, **options)
 
     return PolicySpec(name, make, promises_budget=True, compactor_options=dict(options))
 
@@ -194,7 +205,7 @@ async def measure_recall(spec: PolicySpec, loads: Sequence[Workload]) -> list[fl
     for load in loads:
         policy = CompactorPolicy(
             load.budget,
-            _metered(),
+            _summary_handler(load.budget, spec.compactor_options),
             reinsert_bytes=REINSERT_BYTES,
             name=spec.name,
             **spec.compactor_options,
@@ -508,6 +519,8 @@ class SweepResult:
     held_rows: list[Measured]
     """Held-out half: references, before, the chosen setting."""
     settings: list[Setting]
+    rule: str = ""
+    """Which rule chose (see :func:`choose`)."""
 
 
 def _setting_ok(rows: Sequence[Measured], name: str, before_facts: float) -> bool:
@@ -518,6 +531,44 @@ def _setting_ok(rows: Sequence[Measured], name: str, before_facts: float) -> boo
         and all(r.result.invalid == 0 for r in mine)
         and all(min(r.facts) >= before_facts for r in sim if r.facts)
     )
+
+
+def _sim_facts(rows: Sequence[Measured], name: str) -> float:
+    sim = [r for r in rows if r.policy == name and r.group == "simulated" and r.facts]
+    return min(sim[0].facts) if sim else 0.0
+
+
+def choose(
+    rows: Sequence[Measured],
+    settings: Sequence[Setting],
+    specs: dict[str, PolicySpec],
+    before_facts: float,
+) -> tuple[Setting | None, str]:
+    """The rule, fixed before the sweep ran: among the settings that keep every
+    invariant, the cheapest (lowest worst cost ratio) of those whose memory (facts
+    present when asked, min over seeds, no archive) is at least the Compactor's before;
+    when none is, the best memory among those meeting the cost goal (worst <= 0.95x);
+    when none does either, the cheapest."""
+    valid = [
+        s
+        for s in settings
+        if not check_cost_invariants([r for r in rows if r.policy == specs[s.label].name])
+    ]
+    ok = [s for s in valid if _setting_ok(rows, specs[s.label].name, before_facts)]
+    if ok:
+        best = min(ok, key=lambda s: sweep_worst(rows, specs[s.label].name))
+        return best, "cheapest at equal or better memory"
+    cheap = [s for s in valid if sweep_worst(rows, specs[s.label].name) <= 0.95]
+    if cheap:
+        best = max(cheap, key=lambda s: _sim_facts(rows, specs[s.label].name))
+        return best, (
+            "no setting reaches the memory before clearing: the best memory among those "
+            "meeting the cost goal"
+        )
+    if not valid:
+        return None, "no setting keeps every invariant"
+    best = min(valid, key=lambda s: sweep_worst(rows, specs[s.label].name))
+    return best, "no setting meets the memory or the cost goal: the cheapest"
 
 
 def sweep_worst(rows: Sequence[Measured], name: str) -> float:
@@ -545,14 +596,13 @@ async def run_sweep(
     )
     before = [r for r in rows if r.policy == BEFORE and r.group == "simulated"]
     before_facts = min(before[0].facts) if before and before[0].facts else 0.0
-    ok = [s for s in settings if _setting_ok(rows, specs[s.label].name, before_facts)]
-    chosen = min(ok, key=lambda s: sweep_worst(rows, specs[s.label].name), default=None)
+    chosen, rule = choose(rows, settings, specs, before_facts)
     held_rows: list[Measured] = []
     if chosen is not None and held_out:
         held_rows = await run_cost(
             sweep_config, [*base, specs[chosen.label]], progress, names=held_out, simulated=False
         )
-    return SweepResult(tuning, held_out, rows, chosen, held_rows, list(settings))
+    return SweepResult(tuning, held_out, rows, chosen, held_rows, list(settings), rule)
 
 
 def render_sweep(result: SweepResult, config: CostConfig) -> list[str]:
@@ -592,12 +642,11 @@ def render_sweep(result: SweepResult, config: CostConfig) -> list[str]:
     lines += _table(header, body)
     lines.append("")
     if result.chosen is None:
-        lines.append("No setting kept every invariant and the memory of the Compactor before.")
+        lines.append(f"No setting chosen: {result.rule}.")
         return lines
     chosen = result.chosen
     lines += [
-        f"Chosen (lowest worst cost ratio among the settings that keep every invariant and "
-        f"at least the memory before): **{chosen.label}** "
+        f"Chosen ({result.rule}): **{chosen.label}** "
         f"(`Clearing({', '.join(f'{k}={v!r}' for k, v in chosen.clearing.items())})`"
         + (
             ", " + ", ".join(f"{k}={v!r}" for k, v in chosen.compactor.items())

@@ -45,18 +45,44 @@ QUICK_SESSIONS = 6
 AFTER = "Compactor + clearing (Clearing() defaults)"
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("keep 3", {"keep": 3}),
-    Setting("keep 1", {"keep": 1}),
-    Setting("keep 6", {"keep": 6}),
-    Setting("keep 3, target 50 %", {"keep": 3}, {"target_ratio": 0.5}),
-    Setting("keep 3, target 70 %", {"keep": 3}, {"target_ratio": 0.7}),
-    Setting("keep 3, trigger 80 %", {"keep": 3}, {"trigger": 0.8}),
-    Setting("keep 3, clear_at_least 10 %", {"keep": 3, "clear_at_least": 0.1}),
-    Setting("keep 3, clear inputs", {"keep": 3, "clear_tool_inputs": True}),
-    Setting("keep 3, summary 2.5 %", {"keep": 3}, {"summary_ratio": 0.025}),
-    Setting("keep 3, summary 10 %", {"keep": 3}, {"summary_ratio": 0.1}),
+    Setting("keep 3, target 60 %", {"keep": 3}),
+    Setting("keep 3, target 30 %", {"keep": 3}, {"target_ratio": 0.3}),
+    Setting("keep 3, target 20 %", {"keep": 3}, {"target_ratio": 0.2}),
+    Setting(
+        "keep 3, target 30 %, summary 1/64",
+        {"keep": 3},
+        {"target_ratio": 0.3, "summary_ratio": 1 / 64},
+    ),
+    Setting(
+        "keep 3, target 20 %, summary 1/64",
+        {"keep": 3},
+        {"target_ratio": 0.2, "summary_ratio": 1 / 64},
+    ),
+    Setting(
+        "keep 3, target 30 %, summary 1/16",
+        {"keep": 3},
+        {"target_ratio": 0.3, "summary_ratio": 1 / 16},
+    ),
+    Setting(
+        "keep 3, target 30 %, trigger 80 %", {"keep": 3}, {"target_ratio": 0.3, "trigger": 0.8}
+    ),
+    Setting("keep 10, target 30 %", {"keep": 10}, {"target_ratio": 0.3}),
+    Setting("keep 30, target 30 %", {"keep": 30}, {"target_ratio": 0.3}),
+    Setting("keep 10, target 45 %", {"keep": 10}, {"target_ratio": 0.45}),
+    Setting(
+        "keep 3, target 30 %, clear_at_least 10 %",
+        {"keep": 3, "clear_at_least": 0.1},
+        {"target_ratio": 0.3},
+    ),
+    Setting(
+        "keep 3, target 30 %, clear inputs",
+        {"keep": 3, "clear_tool_inputs": True},
+        {"target_ratio": 0.3},
+    ),
 )
-"""The sweep: one setting changed at a time around ``keep 3`` (the providers' default)."""
+"""The sweep (chosen before any run of it): the target ratio, the summary size, the
+Compactor's trigger, ``keep`` and ``clear_at_least`` around ``keep 3`` (the providers'
+default) at a 30 % target, plus the clearing defaults at today's 60 % target."""
 
 
 def after_specs(extra: Sequence[Setting] = ()) -> list[PolicySpec]:
@@ -176,7 +202,10 @@ def run_cost_command(
     rows = anyio.run(partial(run_cost, config, specs, progress))
     seconds = time.perf_counter() - started
     lines = render_cost(rows, config, seconds)
-    goals = render_goals(rows, config) if clearing_available() else []
+    recommended = extra[0].spec().name if extra else AFTER
+    goals = render_goals(rows, config, recommended) if clearing_available() else []
+    if goals:
+        goals = [f"Measured for **{recommended}**.", "", *goals]
     failures = check_cost_invariants(rows)
     target = out or DOC
     if write:
