@@ -30,9 +30,13 @@ from benchmarks.policies.cost_bench import (
     SUMMARIZATION,
     CostConfig,
     Measured,
+    PolicySpec,
+    Setting,
     check_cost_invariants,
+    choose,
     cost_policies,
     cost_ratio,
+    render_cost,
     run_cost,
     split_sessions,
 )
@@ -200,3 +204,36 @@ def test_a_small_run_holds_what_the_report_claims() -> None:
         for cheap in (False, True):
             refs = [cost_ratio(rows, by_name[n], style, cheap=cheap) for n in (SUMMARIZATION, DROP)]
             assert min(refs) == pytest.approx(1.0)
+    report = "\n".join(render_cost(rows, config, 1.0))
+    assert "### Simulated loop at 12 KiB" in report
+    assert all(f"| {name} |" in report for name in by_name)
+
+
+def _row(policy: str, group: str, cost: float, facts: float = 0.0) -> Measured:
+    row = _measured(policy, cost)
+    row.group = group
+    row.facts = [facts] if group == "simulated" else []
+    return row
+
+
+def test_the_sweep_picks_the_cheapest_at_equal_memory_else_the_best_memory_in_goal() -> None:
+    cheap, kept = Setting("cheap", {}), Setting("kept", {})
+    specs = {
+        "cheap": PolicySpec("Compactor + clearing (cheap)", DropOldest),
+        "kept": PolicySpec("Compactor + clearing (kept)", DropOldest),
+    }
+    rows = [_row(SUMMARIZATION, "claude code", 100.0), _row(DROP, "claude code", 120.0)]
+    rows += [
+        _row(specs["cheap"].name, "claude code", 80.0),
+        _row(specs["cheap"].name, "simulated", 1, 0.4),
+    ]
+    rows += [
+        _row(specs["kept"].name, "claude code", 90.0),
+        _row(specs["kept"].name, "simulated", 1, 0.7),
+    ]
+    chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.6)
+    assert chosen == kept
+    assert rule == "cheapest at equal or better memory"
+    chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.8)
+    assert chosen == kept  # both meet the cost goal; "kept" remembers more
+    assert rule.startswith("no setting reaches the memory")
