@@ -31,14 +31,15 @@ from typing import Final
 
 from cast import (
     SUMMARIZATION_TOOL_NAME,
+    AnyPart,
     Message,
     ProviderPart,
     Role,
     TextPart,
     ToolCall,
     ToolResult,
+    utf8_len,
 )
-from cast.messages import AnyPart
 from csum.archive import archive_line, message_reference
 from csum.budget import Budget
 
@@ -143,7 +144,9 @@ def _units(value: int | float, budget: Budget) -> int:
 
 
 DEFAULT_CLEARING: Final[Clearing | None] = None
-"""The Compactor's default clearing stage (None would turn it off)."""
+"""The Compactor's default ``clearing=``: provisionally None (off: today's behaviour,
+which the existing summarize-stage tests and benchmarks pin down) until the issue-25
+cost benchmark chooses the defaults; ``Clearing()`` is the expected final value."""
 
 
 # -- placeholders ---------------------------------------------------------------------------
@@ -156,8 +159,13 @@ def placeholder(name: str, call_id: str, size: int, reference: str | None = None
     return head if reference is None else f"{head} {archive_line(reference)}"
 
 
+_PLAIN = re.compile(r'[^"\\\x00-\x1f\x7f]*')
+
+
 def _quoted(value: str) -> str:
-    # JSON quoting: a name or id holding a newline or a bracket stays on one line.
+    # JSON quoting: a name or id holding a newline or a quote stays on one line.
+    if _PLAIN.fullmatch(value):
+        return f'"{value}"'
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -203,8 +211,9 @@ class ClearingPass:
     reasoning_cleared: int = 0
     units_freed: int = 0
     originals: list[Message] = field(default_factory=list)
-    """A tool message per cleared result, holding the original result (and the parts
-    that followed it): what the archive stores, each under its placeholder's reference."""
+    """With ``references``: a tool message per cleared result, holding the original
+    result (and the parts that followed it): what the archive stores, each under its
+    placeholder's reference."""
 
     @property
     def changed(self) -> bool:
@@ -356,24 +365,25 @@ def _clear_results(
         if result is None:
             parts.extend(rest)
             continue
-        size = result.size - len(result.tool_call_id.encode("utf-8", "surrogatepass"))
-        size -= len(result.name.encode("utf-8", "surrogatepass"))
-        size += sum(p.size for p in rest)
+        size = utf8_len(result.content)
+        if rest:
+            size += sum(p.size for p in rest)
         eligible = (
             result.tool_call_id not in protected
             and result.name not in excluded
             and result.name != SUMMARIZATION_TOOL_NAME
             and not is_cleared(result)
         )
-        if eligible:
-            original = Message.from_parts(Role.TOOL, (result, *rest))
-            reference = message_reference(original) if references else None
+        if eligible and size > len(CLEARED_PREFIX):
+            original = Message.from_parts(Role.TOOL, (result, *rest)) if references else None
+            reference = message_reference(original) if original is not None else None
             text = placeholder(result.name, result.tool_call_id, size, reference)
-            if len(text.encode("utf-8")) < size:
+            if utf8_len(text) < size:
                 parts.append(result.evolve(content=text))
                 parts.extend(p for p in rest if _is_cache_point(p))
                 done.results_cleared += 1
-                done.originals.append(original)
+                if original is not None:
+                    done.originals.append(original)
                 changed = True
                 continue
         parts.append(result)

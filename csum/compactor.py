@@ -279,6 +279,15 @@ class Compactor:
     LLM's output limit). For a long memory with the default handler, use a large share
     and no depth limit (:data:`LONG_MEMORY`): a summary at the depth limit larger than
     the room frozen summaries may take is otherwise left out whole.
+
+    ``clearing`` (a :class:`~csum.clearing.Clearing`, or None for none; default
+    :data:`~csum.clearing.DEFAULT_CLEARING`) is the first stage of a compaction: old
+    tool results become one-line placeholders without a handler call, and a summary is
+    made only when that cannot reach the target. ``pin`` (a predicate on messages)
+    names messages never cleared or summarized; ``keep_user_messages`` keeps human
+    messages verbatim while they take at most :data:`KEEP_USER_SHARE` of the target.
+    ``cache_breakpoints`` (Anthropic targets) marks the stable prefix after a
+    compaction with ``cache_control`` breakpoints, at most four in all.
     """
 
     def __init__(

@@ -1,0 +1,683 @@
+"""The clearing stage (csum.clearing): old tool results become placeholders, with no
+handler call, in blocks with the keeper's hysteresis; the hybrid summarizes only what
+clearing cannot bring to the target."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cast import ChainAST, Message, Reasoning, Role, TextPart, ToolCall, ToolResult, lint, port
+from csum import (
+    Clearing,
+    CompactionEvent,
+    Compactor,
+    HistoryArchive,
+    RecallTool,
+    StoreEventKind,
+)
+from csum.clearing import (
+    CLEARED_PREFIX,
+    clear_tool_results,
+    is_cleared,
+    placeholder,
+)
+from csum_builders import fill
+from strategies import valid_chains
+
+
+class Recorder:
+    """A handler that records its prompts and answers a short summary."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def __call__(self, prompt: str) -> str:
+        await anyio.lowlevel.checkpoint()
+        self.prompts.append(prompt)
+        return f"summary {len(self.prompts)}"
+
+
+def tool_turn(index: int, size: int, name: str = "bash") -> list[Message]:
+    call_id = f"call_{index:04d}"
+    return [
+        Message.ai(f"step {index}", ToolCall(id=call_id, name=name, arguments='{"n": 1}')),
+        Message.tool(call_id, name, output(index, size)),
+    ]
+
+
+def output(index: int, size: int) -> str:
+    head = f"output {index:04d} "
+    return head + fill(max(0, size - len(head)), "r")
+
+
+def agent_chain(turns: int, size: int = 2000) -> list[Message]:
+    chain = [Message.system("you are an agent"), Message.human("the task")]
+    for index in range(turns):
+        chain.extend(tool_turn(index, size))
+    return chain
+
+
+def results(messages: list[Message]) -> list[ToolResult]:
+    return [r for m in messages for r in m.tool_results]
+
+
+# -- options -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"keep": -1}, ValueError),
+        ({"keep": 1.5}, TypeError),
+        ({"keep": True}, TypeError),
+        ({"trigger": 0}, ValueError),
+        ({"trigger": 1.5}, ValueError),
+        ({"trigger": "half"}, TypeError),
+        ({"clear_at_least": -1}, ValueError),
+        ({"clear_at_least": 2.0}, ValueError),
+        ({"exclude_tools": "bash"}, TypeError),
+        ({"exclude_tools": {1}}, TypeError),
+        ({"clear_tool_inputs": 1}, TypeError),
+        ({"clear_reasoning": "yes"}, TypeError),
+    ],
+)
+def test_bad_options_are_refused_naming_the_field(kwargs: dict[str, object], error: type) -> None:
+    with pytest.raises(error, match=next(iter(kwargs))):
+        Clearing(**kwargs)  # type: ignore[arg-type]
+
+
+def test_exclude_tools_becomes_a_frozenset_and_the_options_are_frozen() -> None:
+    options = Clearing(exclude_tools=["read"])  # type: ignore[arg-type]
+    assert options.exclude_tools == frozenset({"read"})
+    with pytest.raises(AttributeError):
+        options.keep = 4  # type: ignore[misc]
+
+
+def test_compactor_refuses_a_bad_clearing_and_a_trigger_past_the_budget() -> None:
+    with pytest.raises(TypeError, match="clearing"):
+        Compactor(budget=1000, clearing=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Clearing\.trigger"):
+        Compactor(budget=1000, clearing=Clearing(trigger=5000))
+    with pytest.raises(TypeError, match="pin"):
+        Compactor(budget=1000, pin="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="keep_user_messages"):
+        Compactor(budget=1000, keep_user_messages=1)  # type: ignore[arg-type]
+
+
+# -- placeholders --------------------------------------------------------------------------
+
+
+def test_placeholder_names_tool_call_size_and_reference_on_one_line() -> None:
+    text = placeholder("bash\n]", 'id"1', 48213, "3f9c0a1b2c3d4e5f")
+    assert "\n" not in text
+    assert text == (
+        '[cleared tool result: "bash\\n]" call "id\\"1", 48213 bytes] [archived: 3f9c0a1b2c3d4e5f]'
+    )
+    assert is_cleared(ToolResult(tool_call_id='id"1', name="bash\n]", content=text))
+
+
+def test_a_forged_placeholder_is_read_as_one_only_for_its_own_call_and_whole() -> None:
+    text = placeholder("bash", "call_1", 99999)
+    assert is_cleared(ToolResult(tool_call_id="call_1", name="bash", content=text))
+    # Another call's placeholder, or one followed by more content, is ordinary output.
+    assert not is_cleared(ToolResult(tool_call_id="call_2", name="bash", content=text))
+    assert not is_cleared(ToolResult(tool_call_id="call_1", name="bash", content=text + "x"))
+    assert not is_cleared(ToolResult(tool_call_id="call_1", name="read", content=text))
+
+
+def test_output_that_starts_like_a_placeholder_is_still_cleared() -> None:
+    forged = placeholder("bash", "call_0000", 10) + "\n" + fill(3000)
+    chain = [
+        Message.human("q"),
+        Message.ai("", ToolCall(id="call_0000", name="bash")),
+        Message.tool("call_0000", "bash", forged),
+        *tool_turn(1, 10),
+    ]
+    done = clear_tool_results(chain, Clearing(keep=1), measure=lambda m: m.size, goal=None)
+    assert done.results_cleared == 1
+    assert results(done.messages)[0].content == placeholder("bash", "call_0000", len(forged))
+
+
+def test_results_smaller_than_their_placeholder_are_not_cleared() -> None:
+    chain = [Message.human("q"), *tool_turn(0, 20), *tool_turn(1, 3000), *tool_turn(2, 5)]
+    done = clear_tool_results(chain, Clearing(keep=1), measure=lambda m: m.size, goal=None)
+    contents = [r.content for r in results(done.messages)]
+    assert contents[0] == output(0, 20)
+    assert contents[1].startswith(CLEARED_PREFIX)
+    assert done.results_cleared == 1
+
+
+# -- the stage in the Compactor ------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_clearing_alone_reaches_the_target_without_a_handler_call() -> None:
+    handler = Recorder()
+    events: list[CompactionEvent] = []
+    keeper = Compactor(handler, budget=30_000, clearing=Clearing(), on_event=events.append)
+    chain = agent_chain(16)
+    before = list(chain)
+    result = await keeper.run(chain)
+    assert chain == before
+    assert handler.prompts == []
+    assert result.handler_calls == 0
+    assert result.size_after <= keeper.target_units
+    assert result.cleared_results > 0
+    assert result.cleared_units == result.size_before - result.size_after
+    assert not result.summary_needed
+    [event] = events
+    assert event.cleared_results == result.cleared_results
+    assert event.cleared_units == result.cleared_units
+    assert not event.summary_needed
+    # Oldest first, and only as many as the target needs: the newest stay whole.
+    contents = [r.content for r in results(result.messages)]
+    cleared = [c.startswith(CLEARED_PREFIX) for c in contents]
+    assert cleared == sorted(cleared, reverse=True)
+    assert not all(cleared)
+    assert contents[0] == placeholder("bash", "call_0000", 2000)
+    assert contents[-1] == output(15, 2000)
+    ChainAST.from_messages(result.messages)
+
+
+@pytest.mark.anyio
+async def test_the_hybrid_summarizes_placeholders_not_the_bulk_output() -> None:
+    handler = Recorder()
+    keeper = Compactor(handler, budget=12_000, clearing=Clearing(keep=3))
+    chain = agent_chain(12, 3000)
+    result = await keeper.run(chain)
+    assert result.summary_needed
+    assert result.cleared_results == 9
+    assert len(handler.prompts) == 1
+    prompt = handler.prompts[0]
+    # The cleared results reach the handler as placeholders, not as their output.
+    for index in range(9):
+        assert placeholder("bash", f"call_{index:04d}", 3000) in prompt
+        assert output(index, 3000) not in prompt
+    assert result.size_after <= keeper.budget.limit
+    ChainAST.from_messages(result.messages)
+    # The newest tool use stays whole.
+    assert results(result.messages)[-1].content == output(11, 3000)
+
+
+@pytest.mark.anyio
+async def test_without_clearing_the_handler_sees_the_bulk_output() -> None:
+    handler = Recorder()
+    keeper = Compactor(handler, budget=12_000, clearing=None)
+    result = await keeper.run(agent_chain(12, 3000))
+    assert result.cleared_results == 0
+    assert output(0, 3000) in handler.prompts[0]
+
+
+@pytest.mark.anyio
+async def test_within_budget_returns_the_input_unchanged() -> None:
+    keeper = Compactor(budget=1_000_000, clearing=Clearing(keep=0))
+    chain = agent_chain(5)
+    result = await keeper.run(chain)
+    assert not result.compacted
+    assert result.messages == chain
+    assert all(a is b for a, b in zip(result.messages, chain, strict=True))
+
+
+@pytest.mark.anyio
+async def test_turns_without_a_compaction_send_the_previous_payload_unchanged() -> None:
+    """The prefix is byte-stable between compactions: clearing runs in blocks."""
+    handler = Recorder()
+    events: list[CompactionEvent] = []
+    keeper = Compactor(handler, budget=40_000, clearing=Clearing(keep=2), on_event=events.append)
+    history = [Message.system("s"), Message.human("task")]
+    previous: list[dict[str, object]] | None = None
+    for index in range(120):
+        history = [*history, *tool_turn(index, 1500 + 37 * (index % 7))]
+        count = len(events)
+        result = await keeper.run(history)
+        sent = [m.model_dump(mode="json") for m in result.messages]
+        if previous is not None and len(events) == count:
+            assert sent[: len(previous)] == previous
+        assert result.size_after <= keeper.budget.limit
+        previous = sent
+        history = result.messages
+    assert len(events) >= 3
+    assert any(e.summary_needed is False and e.cleared_results for e in events)
+
+
+@pytest.mark.anyio
+async def test_a_lower_clearing_trigger_clears_before_summaries_are_due() -> None:
+    handler = Recorder()
+    keeper = Compactor(handler, budget=40_000, clearing=Clearing(trigger=0.5))
+    result = await keeper.run(agent_chain(12))  # ~24 KB: over 50 %, under the budget
+    assert result.cleared_results > 0
+    assert handler.prompts == []
+
+
+@pytest.mark.anyio
+async def test_clear_at_least_skips_a_small_clearing_only_pass() -> None:
+    handler = Recorder()
+    options = Clearing(trigger=0.5, clear_at_least=0.5)
+    keeper = Compactor(handler, budget=40_000, clearing=options)
+    chain = agent_chain(12)
+    result = await keeper.run(chain)
+    assert not result.compacted  # clearing would free < 20 KB: nothing changes
+    assert result.messages == chain
+    assert handler.prompts == []
+
+
+@pytest.mark.anyio
+async def test_excluded_tools_are_never_cleared() -> None:
+    chain = [Message.system("s"), Message.human("t")]
+    for index in range(12):
+        chain.extend(tool_turn(index, 2000, "read" if index % 2 else "bash"))
+    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1, exclude_tools={"read"}))
+    result = await keeper.run(chain)
+    for item in results(result.messages):
+        if item.name == "read":
+            assert not is_cleared(item)
+
+
+@pytest.mark.anyio
+async def test_clear_tool_inputs_and_reasoning() -> None:
+    chain = [Message.system("s"), Message.human("t")]
+    for index in range(10):
+        call_id = f"c{index}"
+        arguments = json.dumps({"text": fill(500, "a")})
+        thought = Reasoning(content=fill(300, "t"), signature=b"sig")
+        chain.append(
+            Message.from_parts(
+                Role.AI,
+                (
+                    TextPart(text=f"step {index}", reasoning=thought),
+                    ToolCall(id=call_id, name="write", arguments=arguments),
+                ),
+            )
+        )
+        chain.append(Message.tool(call_id, "write", fill(1500, "r")))
+    options = Clearing(keep=2, clear_tool_inputs=True, clear_reasoning=True)
+    events: list[CompactionEvent] = []
+    keeper = Compactor(budget=20_000, clearing=options, on_event=events.append)
+    result = await keeper.run(chain)
+    ai = [m for m in result.messages if m.role is Role.AI]
+    size = len(json.dumps({"text": fill(500, "a")}))
+    assert json.loads(ai[0].tool_calls[0].arguments) == {"cleared_arguments_bytes": size}
+    assert ai[0].parts[0].reasoning is None  # type: ignore[union-attr]
+    assert ai[-1].parts[0].reasoning is not None  # type: ignore[union-attr]
+    assert ai[-1].tool_calls[0].arguments == chain[-2].tool_calls[0].arguments
+    assert events[0].cleared_inputs > 0
+    assert events[0].cleared_reasoning > 0
+    ChainAST.from_messages(result.messages)
+
+
+@pytest.mark.parametrize("target", ["openai", "anthropic", "gemini", "bedrock", "mistral"])
+@pytest.mark.anyio
+async def test_cleared_chains_lint_clean_for_every_target(target: str) -> None:
+    chain = port(agent_chain(14), target)
+    assert lint(chain, target) == []
+    keeper = Compactor(budget=20_000, clearing=Clearing(keep=2), target=target)
+    result = await keeper.run(chain)
+    assert result.cleared_results > 0
+    assert lint(result.messages, target) == []
+
+
+# -- pins ----------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_pinned_messages_are_never_cleared_or_summarized() -> None:
+    chain = [Message.system("s"), Message.human("RULE: never push to main")]
+    for index in range(14):
+        chain.extend(tool_turn(index, 2000))
+        if index == 2:
+            chain[-1] = Message.tool("call_0002", "bash", "PINNED " + fill(2000, "p"))
+    chain.append(Message.ai("done"))
+    chain.append(Message.human("next"))
+    chain.extend(tool_turn(99, 200))
+
+    def pin(message: Message) -> bool:
+        return "RULE" in message.text or any("PINNED" in r.content for r in message.tool_results)
+
+    handler = Recorder()
+    keeper = Compactor(handler, budget=14_000, clearing=Clearing(keep=1), pin=pin)
+    result = await keeper.run(chain, force=True)
+    assert result.summary_needed
+    texts = [r.content for r in results(result.messages)]
+    assert "PINNED " + fill(2000, "p") in texts
+    humans = [m for m in result.messages if m.role is Role.HUMAN]
+    assert any("RULE: never push to main" in m.text for m in humans)
+    assert "PINNED" not in "".join(handler.prompts)
+    ChainAST.from_messages(result.messages)
+    # A later compaction carries them again.
+    grown = [*result.messages, *tool_turn(100, 9000)]
+    again = await keeper.run(grown, force=True)
+    assert any("RULE: never push to main" in m.text for m in again.messages)
+    assert "PINNED " + fill(2000, "p") in [r.content for r in results(again.messages)]
+    ChainAST.from_messages(again.messages)
+
+
+@pytest.mark.anyio
+async def test_keep_user_messages_keeps_questions_verbatim_while_they_fit() -> None:
+    chain = [Message.system("s")]
+    for index in range(12):
+        chain.append(Message.human(f"question {index}: " + fill(100, "q")))
+        chain.extend(tool_turn(index, 1500))
+        chain.append(Message.ai(f"answer {index}"))
+    chain.append(Message.human("current"))
+    keeper = Compactor(Recorder(), budget=10_000, clearing=None, keep_user_messages=True)
+    result = await keeper.run(chain, force=True)
+    text = "\n".join(m.text for m in result.messages if m.role is Role.HUMAN)
+    for index in range(12):
+        assert f"question {index}: " + fill(100, "q") in text
+    plain = await Compactor(Recorder(), budget=10_000, clearing=None).run(chain, force=True)
+    plain_text = "\n".join(m.text for m in plain.messages if m.role is Role.HUMAN)
+    assert "question 0: " not in plain_text
+
+
+@pytest.mark.anyio
+async def test_keep_user_messages_summarizes_the_oldest_when_they_do_not_fit() -> None:
+    chain = [Message.system("s")]
+    for index in range(12):
+        chain.append(Message.human(f"question {index}: " + fill(400, "q")))
+        chain.extend(tool_turn(index, 1500))
+        chain.append(Message.ai(f"answer {index}"))
+    chain.append(Message.human("current"))
+    handler = Recorder()
+    keeper = Compactor(handler, budget=10_000, clearing=None, keep_user_messages=True)
+    result = await keeper.run(chain, force=True)
+    text = "\n".join(m.text for m in result.messages if m.role is Role.HUMAN)
+    assert "question 11: " in text
+    assert "question 0: " not in text
+    assert "question 0: " in handler.prompts[0]
+    assert result.size_after <= keeper.budget.limit
+
+
+# -- archive -------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_recall_brings_a_cleared_result_back_whole(tmp_path: Path) -> None:
+    archive = HistoryArchive(tmp_path / "archive.sqlite", session="s1")
+    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1), archive=archive)
+    chain = agent_chain(12)
+    chain[3] = Message.tool("call_0000", "bash", "the original output\n" + fill(2000, "o"))
+    result = await keeper.run(chain)
+    first = results(result.messages)[0]
+    assert is_cleared(first)
+    assert "[archived: " in first.content
+    reference = first.content.rsplit("[archived: ", 1)[1].rstrip("]")
+    [back] = await archive.recall(reference)
+    assert back == chain[3]
+    answer = await RecallTool(archive)(json.dumps({"reference": reference}))
+    assert "the original output" in answer
+    assert any(e.kind is StoreEventKind.ARCHIVED for e in result.store_events)
+    await archive.aclose()
+
+
+class _BrokenStore:
+    name = "broken"
+
+    async def put(self, *args: object) -> None:
+        raise OSError("disk full")
+
+    async def get(self, *args: object) -> list[bytes]:
+        return []
+
+    async def search(self, *args: object) -> list[tuple[str, bytes]]:
+        return []
+
+    async def delete_session(self, *args: object) -> int:
+        return 0
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.anyio
+async def test_a_failed_archive_leaves_placeholders_without_references() -> None:
+    archive = HistoryArchive(_BrokenStore())  # type: ignore[arg-type]
+    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1), archive=archive)
+    result = await keeper.run(agent_chain(12))
+    cleared = [r for r in results(result.messages) if is_cleared(r)]
+    assert cleared
+    assert all("[archived: " not in r.content for r in cleared)
+    assert any(e.kind is StoreEventKind.ARCHIVE_UNAVAILABLE for e in result.store_events)
+
+
+# -- properties ----------------------------------------------------------------------------
+
+_big_chains = valid_chains(min_sections=1).map(
+    lambda chain: [
+        m.evolve(
+            parts=tuple(
+                p.evolve(content=p.content * 40) if isinstance(p, ToolResult) else p
+                for p in m.parts
+            )
+        )
+        for m in chain
+    ]
+)
+
+
+@given(_big_chains, st.integers(0, 3), st.booleans(), st.booleans())
+def test_clearing_laws(chain: list[Message], keep: int, inputs: bool, reasoning: bool) -> None:
+    options = Clearing(keep=keep, clear_tool_inputs=inputs, clear_reasoning=reasoning)
+    pinned_ids = {id(m) for m in chain[::3]}
+
+    def pinned(_index: int, message: Message) -> bool:
+        return id(message) in pinned_ids
+
+    done = clear_tool_results(chain, options, measure=lambda m: m.size, goal=None, pinned=pinned)
+    out = done.messages
+    # Valid, never larger, same length and roles.
+    ChainAST.from_messages(out)
+    assert sum(m.size for m in out) <= sum(m.size for m in chain)
+    assert [m.role for m in out] == [m.role for m in chain]
+    assert done.units_freed == sum(m.size for m in chain) - sum(m.size for m in out)
+    # Pinned messages untouched; the newest pair untouched.
+    last_ai = max((i for i, m in enumerate(chain) if m.role is Role.AI), default=len(chain))
+    for index, (old, new) in enumerate(zip(chain, out, strict=True)):
+        if id(old) in pinned_ids or index >= last_ai or old.role not in {Role.AI, Role.TOOL}:
+            assert new is old
+    # The newest `keep` tool uses keep their results.
+    calls = [p.id for m in chain if m.role is Role.AI for p in m.tool_calls]
+    newest = set(calls[len(calls) - keep :]) if keep else set()
+    for old, new in zip(chain, out, strict=True):
+        for before, after in zip(old.tool_results, new.tool_results, strict=False):
+            if before.tool_call_id in newest:
+                assert after.content == before.content
+    # Idempotent.
+    again = clear_tool_results(out, options, measure=lambda m: m.size, goal=None, pinned=pinned)
+    assert again.messages == out
+    assert not again.changed
+
+
+# -- focus ---------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_focus_reaches_the_prompt_delimited_and_keys_the_cache() -> None:
+    from csum import SummaryCache
+    from csum.prompt import parse_prompt
+
+    cache = SummaryCache(handler_id="recorder")
+    handler = Recorder()
+    chain = agent_chain(12, 3000)
+    keeper = Compactor(handler, budget=12_000, clearing=None, cache=cache)
+    await keeper.run(chain, focus="the </focus> failing test in api/")
+    assert parse_prompt(handler.prompts[0]).focus == "the </focus> failing test in api/"
+    # Same chain, no focus or another focus: a different prompt, so no cache hit.
+    other = Compactor(handler, budget=12_000, clearing=None, cache=cache)
+    result = await other.run(chain)
+    assert len(handler.prompts) == 2
+    assert parse_prompt(handler.prompts[1]).focus == ""
+    assert not any(e.kind is StoreEventKind.CACHE_HIT for e in result.store_events)
+    same = Compactor(handler, budget=12_000, clearing=None, cache=cache)
+    hit = await same.run(chain, focus="the </focus> failing test in api/")
+    assert len(handler.prompts) == 2
+    assert any(e.kind is StoreEventKind.CACHE_HIT for e in hit.store_events)
+
+
+def test_focus_on_compact_sync_and_bad_focus() -> None:
+    handler = Recorder()
+    keeper = Compactor(handler, budget=12_000, clearing=None)
+    keeper.compact_sync(agent_chain(12, 3000), focus="next: fix the parser")
+    assert "<focus_" in handler.prompts[0]
+    assert "next: fix the parser" in handler.prompts[0]
+    with pytest.raises(TypeError, match="focus"):
+        keeper.compact_sync(agent_chain(2), focus=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="blank"):
+        keeper.compact_sync(agent_chain(2), focus="  ")
+    with pytest.raises(ValueError, match="MAX_FOCUS_BYTES"):
+        keeper.compact_sync(agent_chain(2), focus="x" * 5000)
+
+
+# -- cache breakpoints ---------------------------------------------------------------------
+
+
+def _cache_controls(body: dict[str, object]) -> list[str]:
+    """Where the encoded Anthropic request carries cache_control: "system" or a role."""
+    found: list[str] = []
+    system = body.get("system")
+    if isinstance(system, list):
+        found += ["system" for block in system if "cache_control" in block]
+    for message in body["messages"]:  # type: ignore[attr-defined]
+        content = message["content"]
+        if isinstance(content, list):
+            found += [message["role"] for block in content if "cache_control" in block]
+    return found
+
+
+def _points(messages: list[Message]) -> list[tuple[int, int]]:
+    return [
+        (i, j)
+        for i, m in enumerate(messages)
+        for j, p in enumerate(m.parts)
+        if getattr(p, "kind", "") == "cache_control"
+    ]
+
+
+@pytest.mark.anyio
+async def test_cache_breakpoints_mark_the_stable_prefix_within_four() -> None:
+    from cast.codecs import anthropic
+
+    chain = port(agent_chain(12, 3000), "anthropic")
+    keeper = Compactor(Recorder(), budget=12_000, target="anthropic", cache_breakpoints=True)
+    result = await keeper.run(chain, force=True)
+    body = anthropic.encode(result.messages)
+    marks = _cache_controls(body)
+    assert marks[0] == "system"
+    assert 2 <= len(marks) <= 4
+    assert lint(result.messages, "anthropic") == []
+    back = anthropic.decode(body)  # carried through the codec, where they were
+    assert _points(back) == _points(result.messages)
+    # The summary is still read as one: the next compaction folds it.
+    from csum import is_summarized
+
+    assert any(
+        is_summarized(p) for s in ChainAST.from_messages(result.messages).sections for p in s.body
+    )
+    grown = [*result.messages, *port(tool_turn(50, 9000), "anthropic")]
+    again = await keeper.run(grown, force=True)
+    assert len(_cache_controls(anthropic.encode(again.messages))) <= 4
+
+
+@pytest.mark.anyio
+async def test_cache_breakpoints_count_the_callers_own() -> None:
+    from cast import ProviderPart
+
+    point = ProviderPart(provider="anthropic", kind="cache_control", data='{"type":"ephemeral"}')
+    chain = port(agent_chain(12, 3000), "anthropic")
+    for index in (3, 5, 7):
+        chain[index] = chain[index].evolve(parts=(*chain[index].parts, point))
+    keeper = Compactor(
+        budget=20_000, target="anthropic", clearing=Clearing(keep=1), cache_breakpoints=True
+    )
+    result = await keeper.run(chain)
+    count = sum(1 for m in result.messages for p in m.parts if p == point)
+    assert count <= 4
+
+
+def test_cache_breakpoints_need_an_anthropic_target() -> None:
+    with pytest.raises(ValueError, match="Anthropic"):
+        Compactor(budget=1000, cache_breakpoints=True)
+    with pytest.raises(ValueError, match="Anthropic"):
+        Compactor(budget=1000, target="openai", cache_breakpoints=True)
+
+
+# -- real Claude Code sessions -------------------------------------------------------------
+
+
+def _sessions() -> list[tuple[str, list[Message]]]:
+    from cast.chainio import decode_chain
+    from cast.codecs import claude_code
+    from conftest import CLAUDE_CODE, corpus_files
+
+    out = []
+    for path in corpus_files(CLAUDE_CODE, "claudecode_spotter_*.json"):
+        if "sub_agent" in path.name:
+            continue
+        log = json.loads(path.read_text("utf-8"))
+        body = {"system": "s", "messages": claude_code.to_api_messages(log)}
+        out.append((path.name, decode_chain(body, "anthropic")[0]))
+    return out
+
+
+def _steps(chain: list[Message]) -> list[list[Message]]:
+    """The chain cut before each AI message: what an agent loop adds per call."""
+    steps: list[list[Message]] = [[]]
+    for message in chain:
+        if message.role is Role.AI and steps[-1]:
+            steps.append([])
+        steps[-1].append(message)
+    return steps
+
+
+def test_claude_code_sessions_through_a_loop_stay_within_budget() -> None:
+    sessions = _sessions()
+    if not sessions:
+        pytest.skip("the Claude Code corpus is not beside the repository")
+    budget = 64 * 1024
+    for name, chain in sessions:
+        keeper = Compactor(budget=budget, clearing=Clearing(), target="anthropic")
+        history: list[Message] = []
+        cleared = over = 0
+        for step in _steps(chain):
+            history = [*history, *step]
+            if history[-1].role is Role.AI and history[-1].tool_calls:
+                continue  # the loop calls the model once the results are in
+            result = keeper.compact_sync(history)
+            ast = ChainAST.from_messages(result)  # repair-free parse
+            if sum(m.size for m in result) > budget:  # only when it cannot fit
+                tail = ast.sections[-1]
+                system, question = ast.sections[0].header.system_message, tail.header
+                mandatory = (system.size if system else 0) + tail.body[-1].size
+                mandatory += question.human_message.size if question.human_message else 0
+                assert mandatory > budget, name
+                over += 1
+            cleared += sum(1 for r in results(result) if is_cleared(r))
+            history = result
+        assert cleared or sum(m.size for m in chain) <= budget, name
+
+
+@given(_big_chains, st.integers(0, 3), st.floats(0.2, 1.5))
+def test_the_compactor_with_clearing_keeps_chains_valid_and_bounded(
+    anyio_backend: str, chain: list[Message], keep: int, share: float
+) -> None:
+    size = sum(m.size for m in chain)
+    budget = max(64, int(size * share))
+    keeper = Compactor(Recorder(), budget=budget, clearing=Clearing(keep=keep))
+    before = list(chain)
+    result = anyio.run(keeper.run, chain, backend=anyio_backend)
+    assert chain == before  # nothing the caller passed is changed
+    out = result.messages
+    ast = ChainAST.from_messages(out)
+    if size <= budget:
+        assert out == ChainAST.from_messages(chain, repair=True).to_messages()
+        assert not result.compacted
+    assert result.over_budget == (sum(m.size for m in out) > budget)
+    # The newest body pair is kept verbatim.
+    source = ChainAST.from_messages(chain, repair=True).sections[-1]
+    if source.body:
+        assert ast.sections[-1].body[-1].messages() == source.body[-1].messages()
