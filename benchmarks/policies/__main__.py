@@ -83,6 +83,18 @@ def _parser() -> argparse.ArgumentParser:
         help="run the simulated loop with and without archive re-insertion (prints a table)",
     )
     parser.add_argument(
+        "--cost",
+        action="store_true",
+        help="price every request with prompt caching, Compactor against the peers at "
+        "64/128/256 KiB (rewrites docs/cost.md; --quick: a small run, prints only)",
+    )
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="with --cost: sweep the clearing settings on the tuning half of the Claude "
+        "Code sessions and check the chosen one on the held-out half",
+    )
+    parser.add_argument(
         "--recall",
         action="store_true",
         help="run the simulated loop with the agent calling the recall tool (prints a table)",
@@ -117,6 +129,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         simulated_only=args.simulated_only,
     )
     started = time.perf_counter()
+    if args.cost:
+        from benchmarks.policies.cost_main import run_cost_command
+
+        return run_cost_command(
+            quick=quick,
+            sweep=args.sweep,
+            write=not (args.no_write or quick) or args.out is not None,
+            out=args.out,
+            corpus=args.corpus,
+            lint=not args.no_lint,
+            steps=args.steps,
+            seeds=args.seeds,
+            seed=args.seed,
+        )
     if args.cache_replay:
         from benchmarks.policies.cache_replay import render_replay, run_cache_replay
 

@@ -67,13 +67,26 @@ class DropOldest(Policy):
 
     Whole pairs go (an AI message with all its results); a section whose last pair goes
     goes with its human message; the system message and the current section's header
-    stay, and so does the newest pair. No handler.
+    stay, and so does the newest pair. No handler. With ``target_ratio`` below 1 it has
+    the Compactor's hysteresis: past the budget, pairs go until the chain is within
+    ``target_ratio`` of it.
     """
 
     name = "drop-oldest"
     description = "drop oldest body pairs until under budget"
     guarantees_valid = True
     keeps_last_pair = True
+
+    def __init__(
+        self, budget: int, handler: MeteredHandler | None = None, *, target_ratio: float = 1.0
+    ) -> None:
+        super().__init__(budget, handler)
+        if not 0 < target_ratio <= 1:
+            raise ValueError(f"target_ratio must be within (0, 1], got {target_ratio!r}")
+        self.target = int(budget * target_ratio)
+        if target_ratio < 1:
+            self.name = f"drop-oldest (to {target_ratio:.0%})"
+            self.description = f"past the budget, drop oldest body pairs to {target_ratio:.0%}"
 
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
         if _size(messages) <= self.budget:
@@ -83,7 +96,7 @@ class DropOldest(Policy):
         bodies = [list(s.body) for s in ast.sections]
         system = headers[0].system_message
         size = ast.size
-        while size > self.budget:
+        while size > self.target:
             if len(bodies) > 1:  # the oldest section goes pair by pair, then entirely
                 if bodies[0]:
                     size -= bodies[0].pop(0).size

@@ -1,0 +1,223 @@
+"""``python -m benchmarks.policies --cost [--sweep] [--quick]``: run, check, write.
+
+The full run replays every policy of :func:`benchmarks.policies.cost_bench.cost_policies`
+(and, when this tree's Compactor has the clearing stage, the Compactor with clearing at
+its defaults and at the settings below) and rewrites the generated sections of
+docs/cost.md; ``--sweep`` adds the sweep on the tuning half and the held-out check.
+``--quick`` replays the smallest sessions at 32 KiB and a short simulated loop at
+32 KiB, prints the tables and exits 1 when an invariant fails.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from benchmarks.policies.cost import STYLES
+from benchmarks.policies.cost_bench import (
+    BEFORE,
+    KIB,
+    CostConfig,
+    Measured,
+    PolicySpec,
+    Setting,
+    check_cost_invariants,
+    clearing_available,
+    cost_policies,
+    cost_ratio,
+    render_cost,
+    render_sweep,
+    run_cost,
+    run_sweep,
+    write_section,
+)
+
+__all__ = ["AFTER", "SETTINGS", "render_goals", "run_cost_command"]
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "cost.md"
+QUICK_SESSIONS = 6
+AFTER = "Compactor + clearing (Clearing() defaults)"
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("keep 3, target 60 %", {"keep": 3}),
+    Setting("keep 3, target 30 %", {"keep": 3}, {"target_ratio": 0.3}),
+    Setting("keep 3, target 20 %", {"keep": 3}, {"target_ratio": 0.2}),
+    Setting(
+        "keep 3, target 30 %, summary 1/64",
+        {"keep": 3},
+        {"target_ratio": 0.3, "summary_ratio": 1 / 64},
+    ),
+    Setting(
+        "keep 3, target 20 %, summary 1/64",
+        {"keep": 3},
+        {"target_ratio": 0.2, "summary_ratio": 1 / 64},
+    ),
+    Setting(
+        "keep 3, target 30 %, summary 1/16",
+        {"keep": 3},
+        {"target_ratio": 0.3, "summary_ratio": 1 / 16},
+    ),
+    Setting(
+        "keep 3, target 30 %, trigger 80 %", {"keep": 3}, {"target_ratio": 0.3, "trigger": 0.8}
+    ),
+    Setting("keep 10, target 30 %", {"keep": 10}, {"target_ratio": 0.3}),
+    Setting("keep 30, target 30 %", {"keep": 30}, {"target_ratio": 0.3}),
+    Setting("keep 10, target 45 %", {"keep": 10}, {"target_ratio": 0.45}),
+    Setting(
+        "keep 3, target 30 %, clear_at_least 10 %",
+        {"keep": 3, "clear_at_least": 0.1},
+        {"target_ratio": 0.3},
+    ),
+    Setting(
+        "keep 3, target 30 %, clear inputs",
+        {"keep": 3, "clear_tool_inputs": True},
+        {"target_ratio": 0.3},
+    ),
+)
+"""The sweep (chosen before any run of it): the target ratio, the summary size, the
+Compactor's trigger, ``keep`` and ``clear_at_least`` around ``keep 3`` (the providers'
+default) at a 30 % target, plus the clearing defaults at today's 60 % target."""
+
+
+def after_specs(extra: Sequence[Setting] = ()) -> list[PolicySpec]:
+    """The Compactor with clearing at its defaults (and ``extra`` settings)."""
+    if not clearing_available():
+        return []
+    return [Setting("Clearing() defaults", {}).spec(), *(s.spec() for s in extra)]
+
+
+def _by(rows: Sequence[Measured], policy: str, group: str, budget: int) -> Measured | None:
+    return next(
+        (r for r in rows if r.policy == policy and r.group == group and r.budget == budget), None
+    )
+
+
+def render_goals(rows: Sequence[Measured], config: CostConfig, policy: str = AFTER) -> list[str]:
+    """The issue's goals for ``policy`` against the Compactor before clearing."""
+    body: list[list[object]] = []
+
+    def goal(name: str, measured: str, target: str, met: bool) -> None:
+        body.append([name, measured, target, "met" if met else "**missed**"])
+
+    for budget in config.budgets:
+        mine, before = (_by(rows, p, "claude code", budget) for p in (policy, BEFORE))
+        if mine is None or before is None:
+            continue
+        where = f"{budget // KIB} KiB"
+        ratios = [cost_ratio(rows, mine, s, cheap=c) for s in STYLES for c in (False, True)]
+        goal(
+            f"{where}: cost <= 0.95x the cheaper reference (every style, both summarizer rates)",
+            f"{min(ratios):.2f}-{max(ratios):.2f}x",
+            "<= 0.95x",
+            max(ratios) <= 0.95,
+        )
+        h, h0 = mine.result.handler_input_bytes, before.result.handler_input_bytes
+        goal(
+            f"{where}: handler input <= 0.3x before",
+            f"{h / 1e6:.2f} MB ({h / h0 if h0 else 0:.2f}x of {h0 / 1e6:.2f})",
+            "<= 0.3x",
+            h <= 0.3 * h0,
+        )
+        c, c0 = mine.result.handler_calls, before.result.handler_calls
+        goal(f"{where}: handler calls <= before", f"{c} (before {c0})", "<= before", c <= c0)
+    everything = [r for r in rows if r.policy == policy]
+    failures = check_cost_invariants(everything)
+    goal(
+        "0 over budget that could fit, 0 invalid, newest turn verbatim, no turn without a "
+        "compaction that changes the previous payload (all runs)",
+        f"{len(failures)} failures",
+        "0",
+        not failures,
+    )
+    lint_new = sum(sum(r.result.lint_new.values()) for r in everything)
+    goal("0 new lint violations (anthropic, openai)", str(lint_new), "0", lint_new == 0)
+    sim, sim0 = (_by(rows, p, "simulated", config.sim_budget) for p in (policy, BEFORE))
+    if sim is not None and sim0 is not None and sim.facts and sim0.facts:
+        goal(
+            "facts present when asked, no archive (min over seeds) >= before",
+            f"{100 * min(sim.facts):.1f} %",
+            f">= {100 * min(sim0.facts):.1f} %",
+            min(sim.facts) >= min(sim0.facts),
+        )
+        if sim.facts_recall:
+            before_recall = (
+                f" (before {100 * min(sim0.facts_recall):.1f} %)" if sim0.facts_recall else ""
+            )
+            goal(
+                "facts present when asked, archive + recall (min over seeds) >= 80 %",
+                f"{100 * min(sim.facts_recall):.1f} %{before_recall}",
+                ">= 80 %",
+                min(sim.facts_recall) >= 0.8,
+            )
+    header = ["goal", "measured", "target", ""]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|---|--:|--:|--:|",
+        *("| " + " | ".join(str(c) for c in line) + " |" for line in body),
+    ]
+
+
+def run_cost_command(
+    *,
+    quick: bool,
+    sweep: bool,
+    write: bool,
+    out: Path | None,
+    corpus: Path | None,
+    lint: bool,
+    steps: int | None,
+    seeds: int | None,
+    seed: int,
+) -> int:
+    """Run the cost benchmark (and the sweep); 0 when every invariant held."""
+    started = time.perf_counter()
+    config = CostConfig(
+        quick=quick,
+        budgets=(32 * KIB,) if quick else (64 * KIB, 128 * KIB, 256 * KIB),
+        steps=steps or (400 if quick else 2000),
+        seeds=tuple(range(seed, seed + (seeds or (1 if quick else 3)))),
+        sim_budget=32 * KIB if quick else 128 * KIB,
+        sessions=QUICK_SESSIONS if quick else None,
+        corpus=corpus,
+        lint=lint,
+    )
+
+    def progress(line: str) -> None:
+        print(line, flush=True)
+
+    sweep_lines: list[str] = []
+    extra: list[Setting] = []
+    if sweep and clearing_available():
+        result = anyio.run(partial(run_sweep, config, SETTINGS, progress))
+        sweep_lines = render_sweep(result, config)
+        if result.chosen is not None:
+            extra.append(result.chosen)
+    specs = cost_policies(after_specs(extra))
+    rows = anyio.run(partial(run_cost, config, specs, progress))
+    seconds = time.perf_counter() - started
+    lines = render_cost(rows, config, seconds)
+    recommended = extra[0].spec().name if extra else AFTER
+    goals = render_goals(rows, config, recommended) if clearing_available() else []
+    if goals:
+        goals = [f"Measured for **{recommended}**.", "", *goals]
+    failures = check_cost_invariants(rows)
+    target = out or DOC
+    if write:
+        write_section(target, "cost", lines)
+        if goals:
+            write_section(target, "cost-goals", goals)
+        if sweep_lines:
+            write_section(target, "cost-sweep", sweep_lines)
+        print(f"wrote {target}")
+    else:
+        print("\n".join([*lines, "", *goals, "", *sweep_lines]))
+    for failure in failures:
+        print(f"INVARIANT FAILED: {failure}", file=sys.stderr)
+    print(f"cost run: {seconds:.1f} s")
+    return 1 if failures else 0
