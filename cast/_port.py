@@ -48,6 +48,7 @@ from cast._fast import (
     trusted_section,
     with_field,
 )
+from cast._compaction import EncryptedCompaction, port_compactions
 from cast._json import loads_strict
 from cast._lint import is_cache_point, is_empty, media_of
 from cast.ast import BodyPair, BodyPairType, ChainAST, Section
@@ -103,9 +104,13 @@ TOOL_ERROR_PREFIX = "[tool error] "
 """Prefix of a failed tool result's content for targets without an error flag."""
 
 _NOTE_LIMIT = 4096  # characters of a kept block quoted in its note
-_DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"})
-"""Provider blocks dropped for other targets: cache breakpoints and reasoning items
-(reasoning is only ever replayed to the provider that made it)."""
+_DROPPED_KINDS = frozenset(
+    {"cache_control", "cachePoint", "reasoning", "caller", "call_fields", "message_fields"}
+)
+"""Provider blocks dropped for other targets: cache breakpoints, reasoning items
+(reasoning is only ever replayed to the provider that made it), and the fields of a
+call or message only their own provider reads (Anthropic ``caller``, Responses
+``namespace``, ``caller`` and ``phase``)."""
 
 _FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
 _FAKE_SIGNED = Reasoning(signature=_FAKE_SIGNATURE)
@@ -122,19 +127,24 @@ def port(
     target: str | ProviderProfile,
     *,
     source: str | ProviderProfile | None = None,
+    encrypted_compaction: EncryptedCompaction = "raise",
 ) -> list[Message]:
     """The chain rewritten so that ``target`` accepts it (see the module docstring).
 
     ``source`` names the provider that produced the chain's reasoning and kept blocks;
     ``None`` means unknown, and unknown reasoning is treated as foreign. Raises
     ``UnknownProviderError`` for an unregistered name and ``MessageFormatError`` for an
-    item that is not a valid message.
+    item that is not a valid message. A provider's compaction block becomes a summary
+    pair for other targets; an encrypted one (OpenAI) raises
+    ``EncryptedCompactionError``, or with ``encrypted_compaction="note"`` becomes a note
+    and a ``LostCompactionWarning`` (see ``cast._compaction``).
     """
     profile = resolve_provider(target)
     same_source = source is not None and resolve_provider(source).name == profile.name
     items = [
         item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
     ]
+    items = port_compactions(items, profile, same_source, encrypted_compaction)
     items = _port_content(items, profile, same_source)
     items = _place_system(open_with_human(items), profile)
     ast = parse_chain(_drop_unanswering_results(items), repair=True)
@@ -142,22 +152,23 @@ def port(
     ast = normalize_tool_call_ids(ast, _accepted_ids(profile))
     ast = map_messages(ast, _with_object_arguments)
     ast = _fix_roles(ast, profile)
-    out = ast.to_messages()
-    return out if profile.empty_content_ok else _fill_empty(out)
+    return _fill_empty(ast.to_messages())
 
 
 EMPTY_ANSWER_TEXT = "(no answer)"
-"""Text of an empty AI message (not the last) for targets that refuse empty messages."""
+"""Text of an empty AI message that is not the last (a refusal, an aborted turn)."""
 
 
 def _fill_empty(messages: list[Message]) -> list[Message]:
-    """Empty human messages get :data:`OPENING_HUMAN_TEXT`, empty AI messages before the
-    last :data:`EMPTY_ANSWER_TEXT` (Anthropic: "all messages must have non-empty
-    content except for the optional final assistant message")."""
-    last = len(messages) - 1
+    """No empty message reaches any provider: empty human messages get
+    :data:`OPENING_HUMAN_TEXT`, empty AI messages :data:`EMPTY_ANSWER_TEXT`, except a
+    last one, which is dropped (it says nothing; an AI message without text and calls
+    is refused by OpenAI, Mistral, Bedrock and Gemini, see docs/providers.md)."""
+    if messages and messages[-1].role is _AI and is_empty(messages[-1]):
+        messages.pop()
     for index, message in enumerate(messages):
         role = message.role
-        if role is Role.SYSTEM or (role is _AI and index == last) or not is_empty(message):
+        if role is Role.SYSTEM or not is_empty(message):
             continue
         text = EMPTY_ANSWER_TEXT if role is _AI else OPENING_HUMAN_TEXT
         messages[index] = trusted_message(role, (TextPart(text=text),))
