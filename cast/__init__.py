@@ -10,6 +10,7 @@ convert them.
 
 from types import ModuleType as _ModuleType
 
+from cast._compaction import EncryptedCompactionError, LostCompactionWarning
 from cast._lint import Violation, lint
 from cast._port import open_with_human, port
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
@@ -70,11 +71,13 @@ __all__ = [
     "ChainError",
     "ChainIssue",
     "CodecError",
+    "EncryptedCompactionError",
     "Header",
     "IdTemplate",
     "IdTemplateError",
     "ImagePart",
     "InputError",
+    "LostCompactionWarning",
     "Message",
     "MessageFormatError",
     "ParseRule",

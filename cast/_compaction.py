@@ -98,9 +98,7 @@ def port_compactions(
                 f"[{part.provider} compaction item omitted: its content is encrypted, "  # type: ignore[union-attr]
                 f"so the earlier turns it compacted are not available to {profile.name}]"
             )
-            warnings.warn(
-                f"message {index}: {note}", LostCompactionWarning, stacklevel=3
-            )
+            warnings.warn(f"message {index}: {note}", LostCompactionWarning, stacklevel=3)
             rest.append(TextPart(text=note))
         _flush(rest, message.role, out)
     return out

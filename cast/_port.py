@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
+from cast._compaction import EncryptedCompaction, port_compactions
 from cast._fast import (
     trusted_chain,
     trusted_header,
@@ -48,7 +49,6 @@ from cast._fast import (
     trusted_section,
     with_field,
 )
-from cast._compaction import EncryptedCompaction, port_compactions
 from cast._json import loads_strict
 from cast._lint import is_cache_point, is_empty, media_of
 from cast.ast import BodyPair, BodyPairType, ChainAST, Section

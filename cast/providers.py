@@ -265,9 +265,8 @@ _OPENAI_ORPHAN = (
     "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
     "with 'tool_calls'."
 )  # morphic#136 (the API's own spelling "preceeding")
-_OPENAI_EMPTY = (
-    "Invalid value for 'content': expected a string, got null."
-)  # run-llama/llama_index#17921, docker/docker-agent#63
+# run-llama/llama_index#17921, docker/docker-agent#63
+_OPENAI_EMPTY = "Invalid value for 'content': expected a string, got null."
 _OPENAI_ERRORS = {
     Rule.EMPTY_MESSAGE: _OPENAI_EMPTY,
     Rule.MISSING_TOOL_RESULT: _OPENAI_MISSING,

@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from cast.codecs import anthropic
-from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
 from cast.codecs._common import error, fail
+from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
 from cast.errors import CodecError
 from cast.ids import IdTemplate
 from cast.messages import Message

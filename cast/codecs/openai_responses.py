@@ -478,7 +478,7 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
             )
             texts = None
         elif isinstance(part, ProviderPart) and part.kind in FIELD_KINDS:
-            _add_fields(part, texts, out, start, f"messages[{i}].parts[{j}]", i)
+            _add_fields(part, texts, out, start, where=f"messages[{i}].parts[{j}]", i=i)
             texts = None
         elif isinstance(part, ProviderPart):
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
@@ -506,6 +506,7 @@ def _add_fields(
     texts: list[str] | None,
     out: list[dict[str, Any]],
     start: int,
+    *,
     where: str,
     i: int,
 ) -> None:
