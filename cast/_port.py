@@ -9,7 +9,8 @@
    hold in a tool result move to a human message right after the tool results; media it
    cannot hold anywhere (or only inline, given by URL) become a text note. Failed tool
    results get an ``[tool error]`` prefix where the wire format has no error flag.
-   Empty messages are filled or dropped where the target refuses them. Leading tool
+   A provider's compaction block becomes a summary pair (an encrypted one raises, or
+   becomes a note, see ``cast._compaction``). Leading tool
    messages are dropped, a placeholder human message opens a chain that starts with an
    AI message, leading system messages are merged into one, and system messages after
    the first move into it where the target takes one system prompt only;
@@ -27,7 +28,8 @@
    function's parameters and Anthropic, Bedrock and Gemini take them as an object;
 5. **roles** — a placeholder human message where the target needs the conversation to
    open with one, an AI message between a tool result and the next human message where
-   the target needs one (Mistral).
+   the target needs one (Mistral); last, no empty message is left for any target (empty
+   ones filled, an empty last AI message dropped).
 
 Every step leaves a chain it already fixed unchanged, so ``port`` is idempotent byte
 for byte: a stateless proxy that ports every request keeps a stable prefix for the
