@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cast.constants import FALLBACK_RESPONSE_CONTENT
-from cast.messages import Message, Role, ToolCall, ToolResult
-from cast.parse import to_message
+from pydantic import ValidationError
+
+from cast import FALLBACK_RESPONSE_CONTENT, Message, Role, ToolCall, ToolResult
 
 __all__ = ["pending_tail_calls", "without_pending_fillers"]
 
@@ -27,7 +27,11 @@ def pending_tail_calls(messages: Sequence[Message | Mapping[str, Any]]) -> froze
     answers, when nothing but tool messages follows that AI message; else empty."""
     answered: set[str] = set()
     for index in range(len(messages) - 1, -1, -1):
-        message = to_message(messages[index], index)
+        item = messages[index]
+        try:
+            message = item if isinstance(item, Message) else Message.model_validate(item)
+        except ValidationError:
+            return frozenset()  # the parser reports the bad message as documented
         if message.role is Role.TOOL:
             answered.update(p.tool_call_id for p in message.parts if type(p) is ToolResult)
             continue
