@@ -157,6 +157,22 @@ def port(
     return _fill_empty(ast.to_messages())
 
 
+def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
+    """The messages without the kept parts that only their own provider reads (cache
+    points, reasoning items, Anthropic ``caller``, Responses call and message fields),
+    as ``port`` drops them for any other target: for formats with no provider rules
+    (langchaingo), which take no kept parts at all."""
+    out: list[Message] = []
+    for message in messages:
+        parts = tuple(
+            p for p in message.parts if not (type(p) is ProviderPart and p.kind in _DROPPED_KINDS)
+        )
+        out.append(
+            message if len(parts) == len(message.parts) else trusted_message(message.role, parts)
+        )
+    return out
+
+
 EMPTY_ANSWER_TEXT = "(no answer)"
 """Text of an empty AI message that is not the last (a refusal, an aborted turn)."""
 

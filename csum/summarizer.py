@@ -159,7 +159,9 @@ class Summarizer:
         """Summarize a chain and report what it cost.
 
         Parses with repair (a chain whose first message is not system/human still raises
-        ``ChainError``), then runs section summarization and last-section rotation
+        ``ChainError``, which says to use the Compactor), except that tool calls of the
+        newest AI message that nothing answers yet are left pending, not given fallback
+        results (``csum._pending``); then runs section summarization and last-section rotation
         concurrently, then QA summarization when enabled. Raises
         :class:`SummarizationError` when the handler fails; the input is never changed
         and no partial result escapes. ``on_call(calls, input_bytes)`` is told after each
