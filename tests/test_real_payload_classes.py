@@ -256,6 +256,11 @@ def test_anthropic_compaction_block_becomes_a_summary_pair(target: str) -> None:
     assert summary_texts(ported) == ["Summary: user said hello."]
     assert "compaction block" not in json.dumps([m.model_dump(mode="json") for m in ported])
     assert port(ported, target, source="anthropic") == ported
+    # The summary pair goes (back) to Anthropic as plain tool_use / tool_result content.
+    back = port(ported, "anthropic")
+    assert lint(back, "anthropic") == []
+    wire = json.dumps(get_codec("anthropic").encode(back))
+    assert SUMMARIZATION_TOOL_NAME in wire
 
 
 def test_anthropic_compaction_block_stays_for_anthropic() -> None:

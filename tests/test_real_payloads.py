@@ -217,6 +217,18 @@ def test_enough_payloads_across_every_codec() -> None:
     assert set(counts) == set(SOURCE_PROVIDER)
 
 
+def test_strict_law_catches_a_dropped_key_unless_the_doc_lists_it() -> None:
+    payload = load(REAL / "bedrock" / "constructed_text_block_with_type.json")
+    encoded = get_codec("bedrock").encode(get_codec("bedrock").decode(payload))
+    assert "type" in NOT_CARRIED["bedrock"]
+    assert lost_values("bedrock", payload, encoded) == []
+    unlisted = {**NOT_CARRIED, "bedrock": NOT_CARRIED["bedrock"] - {"type"}}
+    before = Counter(string_leaves(payload, unlisted["bedrock"]))
+    values = string_leaves(encoded, frozenset())
+    left = before - Counter(values)
+    assert [v for v in left if not any(v in x for x in values)] == ["text"]
+
+
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_decode_parse_round_trip(path: Path) -> None:
     codec = codec_of(path)
