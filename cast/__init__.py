@@ -32,6 +32,7 @@ from cast.errors import (
 )
 from cast.ids import CHARSETS, IdTemplate, TemplateLike
 from cast.messages import (
+    FIELD_PART_KINDS,
     AnyPart,
     BinaryPart,
     ImagePart,
@@ -60,6 +61,7 @@ __all__ = [
     "DEFAULT_TOOL_CALL_ID_TEMPLATE",
     "FAKE_GEMINI_SIGNATURE",
     "FALLBACK_RESPONSE_CONTENT",
+    "FIELD_PART_KINDS",
     "PROVIDERS",
     "SUMMARIZATION_TOOL_ARGS",
     "SUMMARIZATION_TOOL_NAME",

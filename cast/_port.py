@@ -57,6 +57,7 @@ from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.ids import IdTemplate
 from cast.messages import (
+    FIELD_PART_KINDS,
     BinaryPart,
     ImagePart,
     Message,
@@ -106,9 +107,7 @@ TOOL_ERROR_PREFIX = "[tool error] "
 """Prefix of a failed tool result's content for targets without an error flag."""
 
 _NOTE_LIMIT = 4096  # characters of a kept block quoted in its note
-_DROPPED_KINDS = frozenset(
-    {"cache_control", "cachePoint", "reasoning", "caller", "call_fields", "message_fields"}
-)
+_DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD_PART_KINDS
 """Provider blocks dropped for other targets: cache breakpoints, reasoning items
 (reasoning is only ever replayed to the provider that made it), and the fields of a
 call or message only their own provider reads (Anthropic ``caller``, Responses

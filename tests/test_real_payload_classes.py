@@ -295,3 +295,14 @@ def test_claude_code_compact_summary_is_a_summary_pair() -> None:
     (text,) = summary_texts([Message.human("Continue."), *messages])
     assert text == entries[0]["message"]["content"]
     assert get_codec("claude_code").decode(get_codec("claude_code").encode(messages)) == messages
+
+
+def test_summary_prompts_leave_out_fields_of_calls_and_messages() -> None:
+    from csum import messages_to_prompt
+
+    messages = pending_chain()
+    ai = [m for m in messages if m.role is Role.AI]
+    prompt = messages_to_prompt([messages[0]], ai)
+    assert "get_exchange_rate" in prompt
+    assert "[anthropic caller]" not in prompt
+    assert "[anthropic server_tool_use]" in prompt  # content blocks stay
