@@ -10,6 +10,7 @@ convert them.
 
 from types import ModuleType as _ModuleType
 
+from cast._compaction import EncryptedCompactionError, LostCompactionWarning
 from cast._lint import Violation, lint
 from cast._port import open_with_human, port
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
@@ -31,6 +32,7 @@ from cast.errors import (
 )
 from cast.ids import CHARSETS, IdTemplate, TemplateLike
 from cast.messages import (
+    FIELD_PART_KINDS,
     AnyPart,
     BinaryPart,
     ImagePart,
@@ -59,6 +61,7 @@ __all__ = [
     "DEFAULT_TOOL_CALL_ID_TEMPLATE",
     "FAKE_GEMINI_SIGNATURE",
     "FALLBACK_RESPONSE_CONTENT",
+    "FIELD_PART_KINDS",
     "PROVIDERS",
     "SUMMARIZATION_TOOL_ARGS",
     "SUMMARIZATION_TOOL_NAME",
@@ -70,11 +73,13 @@ __all__ = [
     "ChainError",
     "ChainIssue",
     "CodecError",
+    "EncryptedCompactionError",
     "Header",
     "IdTemplate",
     "IdTemplateError",
     "ImagePart",
     "InputError",
+    "LostCompactionWarning",
     "Message",
     "MessageFormatError",
     "ParseRule",

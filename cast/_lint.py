@@ -418,7 +418,7 @@ def _check_content(items: list[Message], report: _Report) -> None:
             not profile.empty_content_ok
             and role is not _SYSTEM
             and is_empty(message)
-            and not (role is _AI and index == last)
+            and not (role is _AI and index == last and profile.empty_final_ai_ok)
         ):
             report.add(Rule.EMPTY_MESSAGE, index)
         place = role.value

@@ -9,7 +9,8 @@
    hold in a tool result move to a human message right after the tool results; media it
    cannot hold anywhere (or only inline, given by URL) become a text note. Failed tool
    results get an ``[tool error]`` prefix where the wire format has no error flag.
-   Empty messages are filled or dropped where the target refuses them. Leading tool
+   A provider's compaction block becomes a summary pair (an encrypted one raises, or
+   becomes a note, see ``cast._compaction``). Leading tool
    messages are dropped, a placeholder human message opens a chain that starts with an
    AI message, leading system messages are merged into one, and system messages after
    the first move into it where the target takes one system prompt only;
@@ -27,7 +28,8 @@
    function's parameters and Anthropic, Bedrock and Gemini take them as an object;
 5. **roles** — a placeholder human message where the target needs the conversation to
    open with one, an AI message between a tool result and the next human message where
-   the target needs one (Mistral).
+   the target needs one (Mistral); last, no empty message is left for any target (empty
+   ones filled, an empty last AI message dropped).
 
 Every step leaves a chain it already fixed unchanged, so ``port`` is idempotent byte
 for byte: a stateless proxy that ports every request keeps a stable prefix for the
@@ -40,6 +42,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
+from cast._compaction import EncryptedCompaction, port_compactions
 from cast._fast import (
     trusted_chain,
     trusted_header,
@@ -54,6 +57,7 @@ from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.ids import IdTemplate
 from cast.messages import (
+    FIELD_PART_KINDS,
     BinaryPart,
     ImagePart,
     Message,
@@ -103,9 +107,11 @@ TOOL_ERROR_PREFIX = "[tool error] "
 """Prefix of a failed tool result's content for targets without an error flag."""
 
 _NOTE_LIMIT = 4096  # characters of a kept block quoted in its note
-_DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"})
-"""Provider blocks dropped for other targets: cache breakpoints and reasoning items
-(reasoning is only ever replayed to the provider that made it)."""
+_DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD_PART_KINDS
+"""Provider blocks dropped for other targets: cache breakpoints, reasoning items
+(reasoning is only ever replayed to the provider that made it), and the fields of a
+call or message only their own provider reads (Anthropic ``caller``, Responses
+``namespace``, ``caller`` and ``phase``)."""
 
 _FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
 _FAKE_SIGNED = Reasoning(signature=_FAKE_SIGNATURE)
@@ -122,19 +128,24 @@ def port(
     target: str | ProviderProfile,
     *,
     source: str | ProviderProfile | None = None,
+    encrypted_compaction: EncryptedCompaction = "raise",
 ) -> list[Message]:
     """The chain rewritten so that ``target`` accepts it (see the module docstring).
 
     ``source`` names the provider that produced the chain's reasoning and kept blocks;
     ``None`` means unknown, and unknown reasoning is treated as foreign. Raises
     ``UnknownProviderError`` for an unregistered name and ``MessageFormatError`` for an
-    item that is not a valid message.
+    item that is not a valid message. A provider's compaction block becomes a summary
+    pair for other targets; an encrypted one (OpenAI) raises
+    ``EncryptedCompactionError``, or with ``encrypted_compaction="note"`` becomes a note
+    and a ``LostCompactionWarning`` (see ``cast._compaction``).
     """
     profile = resolve_provider(target)
     same_source = source is not None and resolve_provider(source).name == profile.name
     items = [
         item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
     ]
+    items = port_compactions(items, profile, same_source, encrypted_compaction)
     items = _port_content(items, profile, same_source)
     items = _place_system(open_with_human(items), profile)
     ast = parse_chain(_drop_unanswering_results(items), repair=True)
@@ -142,22 +153,39 @@ def port(
     ast = normalize_tool_call_ids(ast, _accepted_ids(profile))
     ast = map_messages(ast, _with_object_arguments)
     ast = _fix_roles(ast, profile)
-    out = ast.to_messages()
-    return out if profile.empty_content_ok else _fill_empty(out)
+    return _fill_empty(ast.to_messages())
+
+
+def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
+    """The messages without the kept parts that only their own provider reads (cache
+    points, reasoning items, Anthropic ``caller``, Responses call and message fields),
+    as ``port`` drops them for any other target: for formats with no provider rules
+    (langchaingo), which take no kept parts at all."""
+    out: list[Message] = []
+    for message in messages:
+        parts = tuple(
+            p for p in message.parts if not (type(p) is ProviderPart and p.kind in _DROPPED_KINDS)
+        )
+        out.append(
+            message if len(parts) == len(message.parts) else trusted_message(message.role, parts)
+        )
+    return out
 
 
 EMPTY_ANSWER_TEXT = "(no answer)"
-"""Text of an empty AI message (not the last) for targets that refuse empty messages."""
+"""Text of an empty AI message that is not the last (a refusal, an aborted turn)."""
 
 
 def _fill_empty(messages: list[Message]) -> list[Message]:
-    """Empty human messages get :data:`OPENING_HUMAN_TEXT`, empty AI messages before the
-    last :data:`EMPTY_ANSWER_TEXT` (Anthropic: "all messages must have non-empty
-    content except for the optional final assistant message")."""
-    last = len(messages) - 1
+    """No empty message reaches any provider: empty human messages get
+    :data:`OPENING_HUMAN_TEXT`, empty AI messages :data:`EMPTY_ANSWER_TEXT`, except a
+    last one, which is dropped (it says nothing; an AI message without text and calls
+    is refused by OpenAI, Mistral, Bedrock and Gemini, see docs/providers.md)."""
+    if messages and messages[-1].role is _AI and is_empty(messages[-1]):
+        messages.pop()
     for index, message in enumerate(messages):
         role = message.role
-        if role is Role.SYSTEM or (role is _AI and index == last) or not is_empty(message):
+        if role is Role.SYSTEM or not is_empty(message):
             continue
         text = EMPTY_ANSWER_TEXT if role is _AI else OPENING_HUMAN_TEXT
         messages[index] = trusted_message(role, (TextPart(text=text),))

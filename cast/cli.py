@@ -142,12 +142,13 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
     messages, detected = decode_owned_chain(payload, args.source)
     del payload  # the decoded messages are all that is needed from here on
     if not args.no_port:
-        from cast._port import port
+        from cast._port import drop_provider_fields, port
 
         target = args.target_provider or _provider_of_format(args.target)
         if target is None:
-            # No provider rules for this format (e.g. langchaingo): repair only.
-            messages = parse_chain(messages, repair=True).to_messages()
+            # No provider rules for this format (e.g. langchaingo): repair only, without
+            # the fields only their own provider reads (Anthropic caller, cache points).
+            messages = parse_chain(drop_provider_fields(messages), repair=True).to_messages()
         else:
             # The input's format names the provider that produced its reasoning.
             source = _provider_of_format(detected)

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "FIELD_PART_KINDS",
     "MESSAGES_ADAPTER",
     "AnyPart",
     "BinaryPart",
@@ -255,6 +256,13 @@ class ProviderPart(_Frozen):
     @property
     def size(self) -> int:
         return part_size(self)
+
+
+FIELD_PART_KINDS = frozenset({"caller", "call_fields", "message_fields"})
+"""``ProviderPart.kind`` values of parts that hold fields of the part before them, not
+content of their own: Anthropic ``caller`` of a tool call, Responses ``call_fields``
+(``namespace``, ``caller``) and ``message_fields`` (``phase``). Only their provider
+reads them (``cast.port`` drops them for others) and summaries leave them out."""
 
 
 Part: TypeAlias = Annotated[

@@ -149,7 +149,10 @@ class ProviderProfile:
 
     Content rules: ``system_anywhere`` — system messages are accepted after the first
     message (several leading ones, or instructions mid-chain); ``empty_content_ok`` —
-    a message without content (or with only empty text) is accepted; ``user_media`` —
+    a message without content (or with only empty text) is accepted (no built-in API
+    does: OpenAI and Mistral refuse an assistant message with neither content nor tool
+    calls, Anthropic, Bedrock and Gemini any empty content); ``empty_final_ai_ok`` —
+    except for a last AI message (Anthropic's "optional final assistant message"); ``user_media`` —
     the media types a human message can carry inline (``None``: any, ``"image/*"``
     patterns allowed); ``tool_result_media`` — those a tool result can carry;
     ``url_media`` — those the API takes by URL (``image/*`` covers an ``ImagePart``
@@ -178,7 +181,8 @@ class ProviderProfile:
     needs_human_first: bool = False
     needs_ai_between_tool_and_human: bool = False
     system_anywhere: bool = False
-    empty_content_ok: bool = True
+    empty_content_ok: bool = False
+    empty_final_ai_ok: bool = False
     user_media: frozenset[str] | None = IMAGE_TYPES
     tool_result_media: frozenset[str] = frozenset()
     url_media: frozenset[str] = frozenset({"image/*"})
@@ -269,7 +273,10 @@ _OPENAI_ORPHAN = (
     "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
     "with 'tool_calls'."
 )  # morphic#136 (the API's own spelling "preceeding")
+# run-llama/llama_index#17921, docker/docker-agent#63
+_OPENAI_EMPTY = "Invalid value for 'content': expected a string, got null."
 _OPENAI_ERRORS = {
+    Rule.EMPTY_MESSAGE: _OPENAI_EMPTY,
     Rule.MISSING_TOOL_RESULT: _OPENAI_MISSING,
     Rule.ORPHAN_TOOL_MESSAGE: _OPENAI_ORPHAN,
     Rule.UNKNOWN_TOOL_RESULT: _OPENAI_ORPHAN,
@@ -342,6 +349,11 @@ _BEDROCK_ERRORS = {
     Rule.TOOLS_NOT_DECLARED: (
         "The toolConfig field must be defined when using toolUse and toolResult content blocks."
     ),
+    # Portkey-AI/gateway#995, earendil-works/pi#3443
+    Rule.EMPTY_MESSAGE: (
+        "The content field in the Message object at messages.{index} is empty. Add a "
+        "ContentBlock object to the content field and try again."
+    ),
 }
 
 _GEMINI_MISSING_SIGNATURE = (
@@ -363,12 +375,20 @@ _GEMINI_ERRORS = {
     Rule.DUPLICATE_TOOL_RESULT: _GEMINI_ORPHAN,
     Rule.MISSING_THOUGHT_SIGNATURE: _GEMINI_MISSING_SIGNATURE,
     Rule.FOREIGN_SIGNATURE: "Corrupted thought signature.",  # proxypal#119, crush#1698
+    # egoist/chatwise-releases#250, vercel/ai#3775
+    Rule.EMPTY_MESSAGE: (
+        "* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty."
+    ),
 }
 _VERTEX_ERRORS = {
     **_GEMINI_ERRORS,
     Rule.FOREIGN_SIGNATURE: (
         "Unable to submit request because Thought signature is not valid."
     ),  # OmniRoute#1410, 9router#301
+    Rule.EMPTY_MESSAGE: (
+        "Unable to submit request because it must include at least one parts field, which "
+        "describes the prompt input."
+    ),  # langgenius/dify#30566
 }
 
 _MISTRAL_COUNT = "Not the same number of function calls and responses"  # client-ts#106
@@ -383,6 +403,8 @@ _MISTRAL_ERRORS = {
     Rule.ORPHAN_TOOL_MESSAGE: "Unexpected role 'tool' after role 'user'",  # crush#279
     Rule.TOOL_THEN_HUMAN: "Unexpected role 'user' after role 'tool'",  # avante.nvim#2562 (3230)
     Rule.UNSUPPORTED_REASONING: "Extra inputs are not permitted",  # litellm#30835 (422)
+    # OpenHands#8685, solbrowse/extension#16
+    Rule.EMPTY_MESSAGE: "Assistant message must have either content or tool_calls, but not none.",
 }
 
 _DEEPSEEK_ERRORS = {
@@ -458,7 +480,6 @@ _GEMINI_TOOL_MEDIA = frozenset(
 # Gemini and Vertex take the same content (the Gemini 3 API behind both).
 _GEMINI_CONTENT: dict[str, object] = {
     "tool_error_flag": True,
-    "empty_content_ok": False,
     "user_media": None,
     "tool_result_media": _GEMINI_TOOL_MEDIA,
     "url_media": frozenset({"*"}),
@@ -515,7 +536,7 @@ _BUILTINS = (
         tools_with_tool_history=True,
         system_anywhere=True,
         tool_error_flag=True,
-        empty_content_ok=False,
+        empty_final_ai_ok=True,
         user_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
         tool_result_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
         url_media=frozenset({"image/*", "application/pdf"}),
@@ -545,7 +566,6 @@ _BUILTINS = (
         errors=_BEDROCK_ERRORS,
         tools_with_tool_history=True,
         tool_error_flag=True,
-        empty_content_ok=False,
         user_media=_BEDROCK_MEDIA,
         tool_result_media=_BEDROCK_MEDIA,
         url_media=frozenset(),

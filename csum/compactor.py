@@ -71,6 +71,7 @@ from csum._breakpoints import add_breakpoints
 from csum._calls import HandlerCalls, SummarizeHandler
 from csum._handler_check import check_handler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
+from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._pieces import summarize_in_pieces
 from csum._retry import RetryPolicy
 from csum._robust import HandlerLedger, RobustHandler, ledger
@@ -492,6 +493,7 @@ class Compactor:
                 result = self._unchanged(chain, size, [], started, None, nbytes=nbytes)
                 return self._remember(await self._reinsert_new(result))
         issues: list[ChainIssue] = []
+        pending = pending_tail_calls(messages)  # the newest turn's calls stay pending
         # A replay that opens with an AI message gets a placeholder question first.
         ast = parse_chain(
             open_with_human(messages),  # type: ignore[arg-type]
@@ -508,9 +510,30 @@ class Compactor:
                 result = await self._compact(
                     ast, chain, size, reason, issues=issues, started=started, focus=focus
                 )
+            result = self._without_fillers(result, pending)
         finally:
             meter.rotate()
         return self._remember(await self._reinsert_new(result))
+
+    def _without_fillers(
+        self, result: CompactionResult, pending: frozenset[str]
+    ) -> CompactionResult:
+        """The result with the fallback results repair gave the pending calls of the
+        newest turn taken back out (see csum._pending)."""
+        kept, fillers = without_pending_fillers(result.messages, pending)
+        if not fillers:
+            return result
+        size = self._meter.total(fillers)
+        nbytes = sum(m.size for m in fillers)
+        return replace(
+            result,
+            messages=kept,
+            size_before=result.size_before - size,
+            size_after=result.size_after - size,
+            bytes_before=result.bytes_before - nbytes,
+            bytes_after=result.bytes_after - nbytes,
+            over_budget=result.size_after - size > self.budget.limit,
+        )
 
     def _extended(
         self, messages: Sequence[Message | Mapping[str, Any]]

@@ -46,6 +46,7 @@ from typing import Final
 import xxhash
 
 from cast import (
+    FIELD_PART_KINDS,
     ImagePart,
     Message,
     ProviderPart,
@@ -311,6 +312,8 @@ def _render_message(out: list[str], index: int, message: Message, tags: _Tags) -
             count += 2
             append(f"<image{mark}>{_image_placeholder(part)}</image{mark}>\n")
         elif isinstance(part, ProviderPart):
+            if part.kind in FIELD_PART_KINDS:
+                continue  # fields of the call or message before (caller, phase): no content
             count += 2
             label = f"[{part.provider} {part.kind}] {part.data}"
             append(f"<block{mark}>{label}</block{mark}>\n")

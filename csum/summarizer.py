@@ -13,15 +13,18 @@ import anyio
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
     ChainAST,
+    ChainError,
     ChainIssue,
     IdTemplate,
     Message,
+    ParseRule,
     ProviderProfile,
     TemplateLike,
     parse_chain,
 )
 from csum._calls import SUMMARY_FLOOR_BYTES, HandlerCalls, SummarizeHandler
 from csum._gather import gather
+from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._style import summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.archive import HistoryArchive
@@ -60,6 +63,24 @@ class SummaryResult:
     def changed(self) -> bool:
         """Whether summarization (or repair) changed the chain."""
         return self.handler_calls > 0 or self.cache_hits > 0 or bool(self.repairs)
+
+
+_COMPACTOR_TAKES = frozenset({ParseRule.FIRST_MESSAGE, ParseRule.SYSTEM_POSITION})
+
+
+def _pointed_to_compactor(error: ChainError) -> ChainError:
+    """The parse error, saying what to use instead where the Compactor would take the
+    chain (one that opens with an AI message, a later system message)."""
+    if type(error) is not ChainError or error.rule not in _COMPACTOR_TAKES:
+        return error
+    return ChainError(
+        f"{error.detail}; Summarizer keeps to the contract's parse rules even with "
+        "repair. csum.Compactor takes such chains (it opens a replay with a placeholder "
+        "human message and keeps later system messages), or pass the chain through "
+        "cast.open_with_human / cast.port(messages, target) first",
+        index=error.index,
+        rule=error.rule,
+    )
 
 
 def _check_positive_or_none(name: str, value: object) -> None:
@@ -147,7 +168,9 @@ class Summarizer:
         """Summarize a chain and report what it cost.
 
         Parses with repair (a chain whose first message is not system/human still raises
-        ``ChainError``), then runs section summarization and last-section rotation
+        ``ChainError``, which says to use the Compactor), except that tool calls of the
+        newest AI message that nothing answers yet are left pending, not given fallback
+        results (``csum._pending``); then runs section summarization and last-section rotation
         concurrently, then QA summarization when enabled. Raises
         :class:`SummarizationError` when the handler fails; the input is never changed
         and no partial result escapes. ``on_call(calls, input_bytes)`` is told after each
@@ -175,7 +198,12 @@ class Summarizer:
         )
         template = style.id_template
         issues: list[ChainIssue] = []
-        ast = parse_chain(messages, repair=True, issues=issues)
+        items = list(messages)
+        pending = pending_tail_calls(items)  # the newest turn's calls: left pending
+        try:
+            ast = parse_chain(items, repair=True, issues=issues)
+        except ChainError as error:
+            raise _pointed_to_compactor(error) from error
         size_before = ast.size
         config = self.config
         limiter = (
@@ -211,8 +239,10 @@ class Summarizer:
             ast = await summarize_qa(calls, ast, config, style)
         if calls.created:
             ast = unique_summary_ids(ast, calls.created, template)
-        out = ast.to_messages()
-        size_after = ast.size
+        out, fillers = without_pending_fillers(ast.to_messages(), pending)
+        filler_size = sum(m.size for m in fillers)
+        size_before -= filler_size
+        size_after = ast.size - filler_size
         if self.archive is not None and self.archive.reinsert_bytes:
             reinserted = await self.archive.reinsert(out)
             if reinserted is not out:

@@ -256,7 +256,13 @@ def test_normalizations() -> None:
             {
                 "role": "assistant",
                 "content": [
-                    {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}},
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "f",
+                        "input": {"a": 1},
+                        "caller": {"type": "direct"},  # carried (issue 27)
+                    },
                 ],
             },
             {

@@ -39,7 +39,6 @@ def _without_log_fields(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for message in out:
         if isinstance(message["content"], list):
             for block in message["content"]:
-                block.pop("caller", None)  # tool_use: Claude Code's own metadata
                 if block.get("is_error") is False:
                     block.pop("is_error")  # tool_result: false is the default, not written
     return out

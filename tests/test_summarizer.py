@@ -749,15 +749,27 @@ async def test_progress_callback_is_told_after_each_call() -> None:
 
 @pytest.mark.anyio
 async def test_repaired_input_is_reported() -> None:
-    # The AI's second call has no result: repair adds the fallback result.
+    # The AI's second call has no result: repair adds the fallback result, which stays
+    # for a call in the middle of the chain.
     ai = Message.ai("", *request("c1", 50)[0].tool_calls, *request("c2", 50)[0].tool_calls)
-    messages = [Message.human("q"), ai, Message.tool("c1", "t", "ok")]
+    messages = [Message.human("q"), ai, Message.tool("c1", "t", "ok"), Message.ai("done")]
     result = await run(messages)
     assert result.handler_calls == 0
     assert result.changed
     assert [issue.rule for issue in result.repairs] == ["missing-tool-result"]
-    assert len(result.messages) == 4
+    assert len(result.messages) == 5
     parse(result.messages)
+
+
+@pytest.mark.anyio
+async def test_the_newest_turns_pending_call_is_left_pending() -> None:
+    # At the end of the chain the same call is still pending (issue 27): no filler.
+    ai = Message.ai("", *request("c1", 50)[0].tool_calls, *request("c2", 50)[0].tool_calls)
+    messages = [Message.human("q"), ai, Message.tool("c1", "t", "ok")]
+    result = await run(messages)
+    assert [issue.rule for issue in result.repairs] == ["missing-tool-result"]
+    assert result.messages == messages
+    parse([*result.messages, Message.tool("c2", "t", "late")])
 
 
 @pytest.mark.anyio

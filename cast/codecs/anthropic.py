@@ -68,6 +68,12 @@ _PROVIDER = "anthropic"
 CACHE_CONTROL = "cache_control"
 """``ProviderPart.kind`` of a prompt-cache breakpoint: the ``cache_control`` of the block
 of the part right before it (``data`` is its value, ``{"type":"ephemeral"}``)."""
+CALLER = "caller"
+"""``ProviderPart.kind`` of the ``caller`` of the ``tool_use`` right before it: what made
+the call (``{"type": "direct"}``, or the code execution that called the tool, which the
+API checks when the call is replayed)."""
+ATTACHED_KINDS = frozenset({CACHE_CONTROL, CALLER})
+"""Kinds of kept parts that are a key of the block before them, not blocks of their own."""
 
 # The keys chaincast models for each block type (besides ``type`` and ``cache_control``);
 # a block with any other key is kept whole as a ProviderPart.
@@ -129,11 +135,12 @@ def _whole(block: dict[str, Any], kind: str) -> bool:
     return any(key not in modeled and key not in ("type", CACHE_CONTROL) for key in block)
 
 
-def _cache_point(block: dict[str, Any], parts: list[Any]) -> None:
-    """A ``cache_control`` on ``block`` as a cache point part after the block's part."""
-    value = block.get(CACHE_CONTROL, _MISSING)
+def _cache_point(block: dict[str, Any], parts: list[Any], key: str = CACHE_CONTROL) -> None:
+    """A ``cache_control`` (or another attached key) on ``block`` as a part after the
+    block's part."""
+    value = block.get(key, _MISSING)
     if value is not _MISSING:
-        parts.append(provider_part(_PROVIDER, CACHE_CONTROL, value))
+        parts.append(provider_part(_PROVIDER, key, value))
 
 
 def _text(block: dict[str, Any], where: str, i: int | None) -> str:
@@ -235,6 +242,7 @@ def _decode_assistant(content: object, i: int, names: dict[str, str]) -> Message
                 )
             )
             pending = None
+            _cache_point(block, parts, CALLER)
             _cache_point(block, parts)
         elif kind in ("thinking", "redacted_thinking"):
             if pending is not None:
@@ -385,9 +393,12 @@ def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str,
         inline = parse_data_url(part.url)
         if inline is None:
             # The url source takes http(s) URLs of images and PDFs.
-            if part.mime_type and part.mime_type != "application/pdf":
-                fail(where, f"the Messages API takes no {part.mime_type} by URL", index=i)
-            kind = "document" if part.mime_type else "image"
+            # Images of any stated type go as an image (the API reads the type from
+            # what it fetches), PDFs as a document: as cast.lint's url_media says.
+            mime = part.mime_type
+            if mime and mime != "application/pdf" and not mime.startswith("image/"):
+                fail(where, f"the Messages API takes no {mime} by URL", index=i)
+            kind = "document" if mime == "application/pdf" else "image"
             return {"type": kind, "source": {"type": "url", "url": part.url}}
         mime, data, filename = inline[0], inline[1], ""
     else:
@@ -425,13 +436,15 @@ def _add_provider_block(
     """A kept block appended, or a cache point set on the block before it (``owner``
     when the part follows a tool result directly)."""
     value = provider_block(part, _PROVIDER, where, i)
-    if part.kind != CACHE_CONTROL:
+    if part.kind not in ATTACHED_KINDS:
         blocks.append(value)
         return
     target = blocks[-1] if blocks else owner
     if target is None:
-        fail(where, "a cache point must follow the part it marks", index=i)
-    target[CACHE_CONTROL] = value
+        fail(where, f"a {part.kind} part must follow the part it belongs to", index=i)
+    if part.kind == CALLER and target.get("type") != "tool_use":
+        fail(where, "a caller part must follow a tool call", index=i)
+    target[part.kind] = value
 
 
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:

@@ -11,17 +11,21 @@ recorded sessions in ``shared/corpus/anthropic_claudecode`` (marot/spotter,
 Entries may be the ``message`` objects themselves or whole log lines
 (``{"type": "user" | "assistant", "message": {...}, ...}``); other line types
 (summaries, system notices) are skipped. Log-only fields (``id``, ``model``,
-``usage``, ``stop_reason``, and ``caller`` on ``tool_use`` blocks) are not carried.
+``usage``, ``stop_reason``) are not carried. A user line Claude Code wrote when it
+compacted the conversation (``isCompactSummary: true``) becomes a csum summary pair:
+a call of ``SUMMARIZATION_TOOL_NAME`` whose result is the summary's text.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from cast.codecs import anthropic
 from cast.codecs._common import error, fail
+from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
 from cast.errors import CodecError
 from cast.ids import IdTemplate
 from cast.messages import Message
@@ -29,6 +33,7 @@ from cast.messages import Message
 __all__ = ["decode", "decode_claude_code_log", "encode", "to_api_messages"]
 
 _MESSAGE_ID = IdTemplate("msg_{r:24:b}")
+_SUMMARY_CALL_ID = IdTemplate("toolu_{r:24:b}")
 _BLOCK_PATH = re.compile(r"^messages\[(\d+)\]\.content\[(\d+)\]")
 _MISSING: Any = object()
 
@@ -127,6 +132,12 @@ def _merge(
         content = message.get("content", _MISSING)
         if content is _MISSING:
             fail(f"entries[{k}].content", "the message has no content", index=k)
+        if role == "user" and _is_compact_summary(entry):
+            flush()
+            call, result = _summary_pair(content, k)
+            emit([call], [(k, 0)], "assistant")
+            emit([result], [(k, 0)])
+            continue
         if role == "assistant":
             message_id = message.get("id")
             if group is None or message_id is None or message_id != group_id or not only_results:
@@ -142,6 +153,32 @@ def _merge(
             fail(f"entries[{k}].role", f"expected user or assistant, got {role!r}", index=k)
     flush()
     return out
+
+
+def _is_compact_summary(entry: object) -> bool:
+    return isinstance(entry, dict) and entry.get("isCompactSummary") is True
+
+
+def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``tool_use`` and ``tool_result`` blocks of the summary pair standing for the
+    compact summary logged at entry ``k`` (its call id is derived from the text, so
+    decoding the same log twice gives the same id)."""
+    blocks = _blocks(content, f"entries[{k}].content", k)
+    texts = []
+    for b, block in enumerate(blocks):
+        text = block.get("text") if isinstance(block, dict) else None
+        if not isinstance(text, str):
+            fail(f"entries[{k}].content[{b}]", "a text block of the compact summary", block, k)
+        texts.append(text)
+    text = "\n\n".join(texts)
+    call_id = _SUMMARY_CALL_ID.generate(SUMMARIZATION_TOOL_NAME, seed=f"compact\x1f{text}")
+    call = {
+        "type": "tool_use",
+        "id": call_id,
+        "name": SUMMARIZATION_TOOL_NAME,
+        "input": json.loads(SUMMARIZATION_TOOL_ARGS),
+    }
+    return call, {"type": "tool_result", "tool_use_id": call_id, "content": text}
 
 
 def decode_claude_code_log(entries: Iterable[object]) -> list[Message]:

@@ -180,8 +180,25 @@ def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
     raise error(f"{where}.type", f"unsupported content part type {kind!r}", index=i)
 
 
+def _thinking_texts(part: dict[str, Any], where: str, i: int) -> list[str]:
+    """The texts of a Mistral (Magistral) ``thinking`` part: a string, or text chunks."""
+    thinking = part.get("thinking")
+    if isinstance(thinking, str):
+        return [thinking]
+    if not isinstance(thinking, list):
+        fail(f"{where}.thinking", "a string or an array of text chunks", thinking, i)
+    texts: list[str] = []
+    for k, chunk in enumerate(thinking):
+        text = chunk.get("text") if isinstance(chunk, dict) else None
+        if not isinstance(text, str):
+            fail(f"{where}.thinking[{k}]", "a text chunk", chunk, i)
+        texts.append(text)
+    return texts
+
+
 def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Message:
     texts: list[str] = []
+    thoughts: list[str] = []  # Mistral thinking parts
     content = item.get("content")
     if isinstance(content, str):
         texts.append(content)
@@ -191,9 +208,16 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
             if not isinstance(part, dict):
                 fail(where, "a content part object", part, i)
             kind = part.get("type")
+            if kind == "thinking":
+                thoughts.extend(_thinking_texts(part, where, i))
+                continue
             key = "text" if kind == "text" else "refusal" if kind == "refusal" else None
             if key is None:
-                fail(f"{where}.type", f"expected a text or refusal part, got {kind!r}", index=i)
+                fail(
+                    f"{where}.type",
+                    f"expected a text, refusal or thinking part, got {kind!r}",
+                    index=i,
+                )
             text = part.get(key)
             if not isinstance(text, str):
                 fail(f"{where}.{key}", "a string", text, i)
@@ -219,6 +243,8 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
             fail(f"messages[{i}].{field}", "a string", value, i)
         reasoning = Reasoning(content=value)
         break
+    if reasoning is None and thoughts:
+        reasoning = Reasoning(content="\n\n".join(thoughts))
 
     calls: list[ToolCall] = []
     raw_calls = item.get("tool_calls")

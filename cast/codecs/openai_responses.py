@@ -52,6 +52,17 @@ _TEXT_PARTS = ("input_text", "output_text")
 _PROVIDER = "openai-responses"
 _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "content"})
 _ROLES = {"user": Role.HUMAN, "system": Role.SYSTEM, "developer": Role.SYSTEM}
+CALL_FIELDS = "call_fields"
+"""``ProviderPart.kind`` of the fields of the ``function_call`` item right before it that
+chaincast does not model (``namespace`` of deferred tools, ``caller`` of programmatic
+tool calls): the API wants them back with the call."""
+MESSAGE_FIELDS = "message_fields"
+"""``ProviderPart.kind`` of the fields of the assistant message item whose texts are
+right before it that chaincast does not model (``phase``: commentary or final answer).
+It also ends that item, so consecutive message items stay apart."""
+FIELD_KINDS = frozenset({CALL_FIELDS, MESSAGE_FIELDS})
+_CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
+_MESSAGE_KEYS = frozenset({"type", "role", "content", "id", "status"})
 
 
 def encode_signature(item_id: str, encrypted_content: str | None) -> bytes:
@@ -133,6 +144,7 @@ def decode(payload: object) -> list[Message]:
             elif kind == "function_call":
                 ai.append(_decode_call(item, where, i, names, pending))
                 pending = None
+                _fields(item, _CALL_KEYS, CALL_FIELDS, ai)
             else:
                 for text in _texts(item, where, i):
                     if pending is not None and text:
@@ -143,6 +155,7 @@ def decode(payload: object) -> list[Message]:
                         ai.append(TextPart(text="", reasoning=pending))
                         pending = None
                     ai.append(TextPart(text=text))
+                _fields(item, _MESSAGE_KEYS, MESSAGE_FIELDS, ai)
             continue
         if ai is not None:
             _close(ai, pending, out)
@@ -164,6 +177,13 @@ def decode(payload: object) -> list[Message]:
     if ai is not None:
         _close(ai, pending, out)
     return out
+
+
+def _fields(item: dict[str, Any], modeled: frozenset[str], kind: str, ai: list[Any]) -> None:
+    """The item's fields chaincast does not model, as a part of ``kind`` after its parts."""
+    extra = {key: value for key, value in item.items() if key not in modeled}
+    if extra:
+        ai.append(provider_part(_PROVIDER, kind, extra))
 
 
 def _kept_whole(item: dict[str, Any], kind: str) -> bool:
@@ -457,6 +477,9 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                 }
             )
             texts = None
+        elif isinstance(part, ProviderPart) and part.kind in FIELD_KINDS:
+            _add_fields(part, texts, out, start, where=f"messages[{i}].parts[{j}]", i=i)
+            texts = None
         elif isinstance(part, ProviderPart):
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
             texts = None
@@ -476,6 +499,30 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                 if len(content) == 1
                 else [{"type": "output_text", "text": t} for t in content]
             )
+
+
+def _add_fields(
+    part: ProviderPart,
+    texts: list[str] | None,
+    out: list[dict[str, Any]],
+    start: int,
+    *,
+    where: str,
+    i: int,
+) -> None:
+    """Kept fields set on the item they belong to: the function call right before them,
+    or the open assistant message item (a new empty one when none is open)."""
+    fields = provider_block(part, _PROVIDER, where, i)
+    if not isinstance(fields, dict):
+        fail(f"{where}.data", "a JSON object of item fields", fields, i)
+    if part.kind == CALL_FIELDS:
+        if len(out) == start or out[-1].get("type") != "function_call":
+            fail(where, "call fields must follow the tool call they belong to", index=i)
+        out[-1].update(fields)
+        return
+    if texts is None:
+        out.append({"role": "assistant", "content": []})
+    out[-1].update(fields)
 
 
 def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None:
