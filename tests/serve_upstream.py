@@ -2,8 +2,10 @@
 ``python tests/serve_upstream.py PORT``) that records every request it receives and
 answers in each API's own format, streaming or not.
 
-Answers are a function of the request: on a history of ``n`` turns it calls the tool
-``read_file`` unless ``n`` is a multiple of 4, when it answers in text. Headers the
+Answers are a function of the request's number ``n`` since the last reset (so a run
+replayed after a reset gets the same answers, and tool-call ids are unique within a
+conversation): it calls the tool ``read_file`` unless ``n`` is a multiple of 4, when
+it answers in text. Headers the
 tests use: ``x-test-status: N`` answers with that status and a fixed error body;
 ``x-test-hold: 1`` sends a stream's first event, then waits for ``POST /_release``
 (a proxy that buffered the stream would never deliver that first event).
@@ -32,12 +34,6 @@ class Recorder:
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
         self.release = anyio.Event()
-
-
-def _turns(path: str, payload: dict[str, Any]) -> int:
-    key = "input" if path.endswith("/responses") else "messages"
-    items = payload.get(key)
-    return len(items) if isinstance(items, list) else 1
 
 
 def _args(n: int) -> str:
@@ -245,7 +241,7 @@ def create_app() -> Starlette:
             entry["answer"] = json.dumps(answer)
             return JSONResponse(answer)
         payload = json.loads(body)
-        n = _turns(path, payload)
+        n = len(recorder.received)
         model = str(payload.get("model", "m"))
         if path.endswith("/count_tokens"):
             answer = {"input_tokens": len(body) // 4}
