@@ -504,6 +504,60 @@ async def test_the_app_runs_in_process_on_asyncio_and_trio(upstream: Process) ->
         await dead.state.gateway.aclose()
 
 
+def test_an_anthropic_client_on_an_openai_compatible_upstream(
+    upstream: Process, logs: Path
+) -> None:
+    """Claude Code's case on a local OpenAI-compatible server: the anthropic SDK, every
+    other turn streamed, tool calls both ways; the upstream sees only Chat Completions."""
+    server = start_gateway(
+        upstream.url,
+        logs,
+        "--budget",
+        str(BUDGET),
+        "--upstream-api",
+        "openai",
+        "--upstream-model",
+        "local-model",
+    )
+    try:
+        reset(upstream)
+        run = messages_conversation(server.url, turns=24, stream_every=2)
+        got = recorded(upstream)
+        counted = anthropic_sdk.Anthropic(
+            base_url=server.url, api_key=API_KEY, max_retries=0
+        ).messages.count_tokens(
+            model="claude-sonnet-4-6", messages=[{"role": "user", "content": "x" * 400}]
+        )
+        compactions = metric(server, "csum_serve_compactions_total", endpoint="chat")
+    finally:
+        server.stop()
+    assert counted.input_tokens > 0
+    assert len(got) == len(run.turns) == 24  # count_tokens answered by the gateway
+    streamed = 0
+    for i, (turn, entry) in enumerate(zip(run.turns, got, strict=True)):
+        assert entry["path"] == "/v1/chat/completions"
+        payload = json.loads(entry["body"])
+        assert payload["model"] == "local-model"
+        assert payload["tools"][0]["function"]["name"] == "read_file"
+        chain = openai.decode(payload)
+        assert sum(m.size for m in chain) <= BUDGET, f"turn {i}"
+        assert lint(chain, "openai") == [], f"turn {i}"
+        if payload.get("stream"):
+            streamed += 1
+            calls, text = expected_answer(turn, entry["answer"])
+        else:
+            answer = json.loads(entry["answer"])["choices"][0]["message"]
+            text = answer.get("content") or ""
+            calls = [
+                (c["id"], c["function"]["name"], c["function"]["arguments"])
+                for c in answer.get("tool_calls") or []
+            ]
+        normalized = [(c, n, json.dumps(json.loads(a))) for c, n, a in calls]
+        assert (turn.calls, turn.text) == (normalized, text), f"turn {i}"
+    assert streamed == 12
+    assert compactions >= 1  # compacted as Chat Completions, for the upstream
+
+
 def test_two_gateways_on_one_redis_send_what_one_gateway_sends(
     upstream: Process, gateway: Process, logs: Path, redis_url: str
 ) -> None:

@@ -10,6 +10,7 @@ logged, stored or put in metrics.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -22,16 +23,25 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from csum.serve.apis import api_for
+from csum.serve.apis import APIS, api_for
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
 from csum.serve.metrics import Metrics
+from csum.serve.translate import (
+    MessagesStream,
+    TranslationError,
+    chat_request,
+    count_tokens,
+    messages_response,
+)
 from csum.serve.upstream import Upstream, request_headers, response_headers
 from csum.stores import SummaryStore, open_store
 
-__all__ = ["BodyTooLargeError", "Gateway", "create_app"]
+__all__ = ["COUNT_TOKENS_PATH", "BodyTooLargeError", "Gateway", "create_app"]
 
 _log = logging.getLogger("csum.serve")
+
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 
 
 class BodyTooLargeError(Exception):
@@ -98,6 +108,16 @@ class Gateway:
         path = request.url.path
         api = api_for(path) if request.method == "POST" else None
         endpoint = api.name if api is not None else "other"
+        translating: str | None = None  # the client's model, when translating
+        if self.config.upstream_api == "openai" and request.method == "POST":
+            if path.rstrip("/") == COUNT_TOKENS_PATH:
+                return self._count_tokens(body)
+            if api is not None and api.name == "messages":
+                try:
+                    body, translating = self._translated(body)
+                except TranslationError as exc:
+                    return _error(400, "invalid_request_error", f"cannot translate: {exc}")
+                api, path = APIS[0], APIS[0].path
         outcome: Outcome | None = None
         if api is not None:
             outcome = await self.rewriter.rewrite(
@@ -131,12 +151,65 @@ class Gateway:
                 "added_ms": round((sent - started) * 1000, 3),
             },
         )
+        if translating is not None and upstream.status_code == 200:
+            return await self._translated_response(upstream, translating)
         return StreamingResponse(
             upstream.aiter_raw(),
             status_code=upstream.status_code,
             headers=response_headers(upstream.headers.multi_items()),
             background=BackgroundTask(upstream.aclose),
         )
+
+    def _translated(self, body: bytes) -> tuple[bytes, str]:
+        """(the Chat Completions body, the client's model) for a Messages body."""
+        try:
+            payload = json.loads(body)
+        except ValueError as exc:
+            raise TranslationError(f"the body is not JSON: {exc}") from exc
+        if not isinstance(payload, dict):
+            raise TranslationError("the body is not a JSON object")
+        chat = chat_request(payload)
+        if self.config.upstream_model is not None:
+            chat["model"] = self.config.upstream_model
+        model = str(payload.get("model", ""))
+        return json.dumps(chat, ensure_ascii=False, separators=(",", ":")).encode(), model
+
+    async def _translated_response(self, upstream: httpx.Response, model: str) -> Response:
+        """The upstream's Chat Completions answer as a Messages answer."""
+        if "text/event-stream" not in upstream.headers.get("content-type", ""):
+            try:
+                completion = json.loads(await upstream.aread())
+            finally:
+                await upstream.aclose()
+            return JSONResponse(messages_response(completion, model))
+        stream = MessagesStream(model)
+
+        async def events() -> AsyncIterator[bytes]:
+            async for chunk in upstream.aiter_bytes():
+                out = stream.feed(chunk)
+                if out:
+                    yield out
+            tail = stream.close()
+            if tail:
+                yield tail
+
+        return StreamingResponse(
+            events(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache"},
+            background=BackgroundTask(upstream.aclose),
+        )
+
+    def _count_tokens(self, body: bytes) -> Response:
+        """``count_tokens`` for an upstream that has none: estimated here."""
+        try:
+            payload = json.loads(body)
+            if isinstance(payload, dict):
+                return JSONResponse(count_tokens(payload))
+            problem = "the body is not a JSON object"
+        except ValueError as exc:
+            problem = str(exc)
+        return _error(400, "invalid_request_error", f"cannot count tokens: {problem}")
 
     def _unreachable(self, endpoint: str, status: int, kind: str, exc: Exception) -> Response:
         self.metrics.upstream_errors.labels(kind).inc()

@@ -9,7 +9,12 @@ from typing import TextIO
 
 from cast.chainio import parse_size
 from csum.budget import Budget
-from csum.serve.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_WINDOW_SHARE, ServeConfig
+from csum.serve.config import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_WINDOW_SHARE,
+    UPSTREAM_APIS,
+    ServeConfig,
+)
 
 __all__ = ["GATEWAY_KEY_ENV", "add_serve_parser", "config_from", "serve"]
 
@@ -69,6 +74,14 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--gateway-key",
         help=f"require this key in the x-csum-key header (default: ${GATEWAY_KEY_ENV} if set)",
     )
+    add(
+        "--upstream-api",
+        choices=UPSTREAM_APIS,
+        default="same",
+        help="same: the upstream speaks the client's API (default); openai: it speaks Chat "
+        "Completions only, Anthropic Messages requests are translated",
+    )
+    add("--upstream-model", help="with --upstream-api openai: model name sent upstream")
     add("--log-level", default="info", help="uvicorn log level (default info)")
 
 
@@ -99,6 +112,8 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         connect_timeout=args.connect_timeout,
         max_connections=args.max_connections,
         gateway_key=args.gateway_key or os.environ.get(GATEWAY_KEY_ENV) or None,
+        upstream_api=args.upstream_api,
+        upstream_model=args.upstream_model,
     )
 
 

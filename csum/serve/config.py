@@ -12,6 +12,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_WINDOW_SHARE",
     "GATEWAY_KEY_HEADER",
+    "UPSTREAM_APIS",
     "ServeConfig",
 ]
 
@@ -21,6 +22,9 @@ DEFAULT_WINDOW_SHARE = 0.75
 """Without ``--budget``: the share of the request's model window a chain may take."""
 CONVERSATION_HEADER = "x-csum-conversation"
 """Optional request header naming the conversation (else it is recognised by content)."""
+UPSTREAM_APIS = ("same", "openai")
+"""``same``: the upstream speaks the client's API; ``openai``: it speaks Chat Completions
+only, and Anthropic Messages requests are translated (csum.serve.translate)."""
 GATEWAY_KEY_HEADER = "x-csum-key"
 """Request header carrying the gateway's own key when ``--gateway-key`` is set."""
 
@@ -34,6 +38,8 @@ class ServeConfig:
     request's model window (``Budget.of_model``); a model not in the table is then
     forwarded uncompacted. ``store`` is where conversation state and the summary cache
     live: ``memory``, a SQLite file path, or a ``redis://`` URL (shared by replicas).
+    ``upstream_api="openai"`` translates Anthropic Messages requests for an
+    OpenAI-compatible upstream (``upstream_model``, when set, replaces their model).
     """
 
     upstream: str
@@ -47,6 +53,8 @@ class ServeConfig:
     connect_timeout: float = 10.0
     max_connections: int = 100
     gateway_key: str | None = None
+    upstream_api: str = "same"
+    upstream_model: str | None = None
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -69,6 +77,12 @@ class ServeConfig:
             raise ValueError(f"max connections must be positive, got {self.max_connections}")
         if self.gateway_key is not None and not self.gateway_key:
             raise ValueError("the gateway key must not be empty")
+        if self.upstream_api not in UPSTREAM_APIS:
+            raise ValueError(
+                f"upstream api must be one of {', '.join(UPSTREAM_APIS)}, got {self.upstream_api!r}"
+            )
+        if self.upstream_model is not None and not self.upstream_model:
+            raise ValueError("the upstream model must not be empty")
         if not self.store:
             raise ValueError("store must be memory, a SQLite path or a redis:// URL")
 
