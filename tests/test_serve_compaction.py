@@ -141,7 +141,7 @@ async def test_a_store_that_fails_never_fails_the_request(tmp_path: Path) -> Non
     ],
 )
 async def test_bad_bodies_are_forwarded_as_they_came(data: bytes, kind: OutcomeKind) -> None:
-    outcome = await rewriter().rewrite(CHAT, data, None)
+    outcome = await rewriter(budget=2).rewrite(CHAT, data, None)  # past the size bound
     assert (outcome.kind, outcome.body) == (kind, None)
 
 
@@ -244,3 +244,62 @@ def test_csum_serve_refuses_bad_flags() -> None:
     code = main(["serve", "--upstream", "http://x", "--tokens"], stderr=err)
     assert code == 2
     assert "--tokens needs --budget" in err.getvalue()
+
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+
+
+@st.composite
+def chat_payloads(draw: st.DrawFn) -> dict[str, Any]:
+    """Chat Completions histories without media: text, tool calls and results."""
+    items: list[dict[str, Any]] = [{"role": "system", "content": draw(_TEXT)}]
+    for i in range(draw(st.integers(0, 6))):
+        items.append({"role": "user", "content": draw(_TEXT)})
+        if draw(st.booleans()):
+            name = draw(st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=40))
+            arguments = json.dumps({"q": draw(_TEXT)}, ensure_ascii=draw(st.booleans()))
+            call = {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            items.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            items.append({"role": "tool", "tool_call_id": f"c{i}", "content": draw(_TEXT)})
+        items.append({"role": "assistant", "content": draw(_TEXT)})
+    return {"model": "gpt-4o", "messages": items}
+
+
+@settings(max_examples=200, deadline=None)
+@given(chat_payloads(), st.sampled_from([0, 1, 2]))
+def test_the_size_bound_never_lets_an_over_budget_history_through(
+    payload: dict[str, Any], which: int
+) -> None:
+    """fits_by_size says "fits" only when the Compactor measures the history within the
+    budget: bytes never exceed the JSON text, estimated tokens never exceed its third."""
+    from csum.budget import EstimatedTokens
+    from csum.serve.compaction import fits_by_size
+
+    messages = openai.decode(payload)
+    if which == 1:
+        payload = {"model": "m", **anthropic.encode(messages)}
+        messages = anthropic.decode(payload)
+    elif which == 2:
+        from cast.codecs import openai_responses
+
+        payload = {"model": "m", **openai_responses.encode(messages)}
+        messages = openai_responses.decode(payload)
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    size = sum(m.size for m in messages)
+    tokens = sum(EstimatedTokens().count(m) for m in messages)
+    assert fits_by_size(data, Budget.bytes(len(data)))
+    assert size <= len(data)
+    assert fits_by_size(data, Budget.tokens(len(data) // 3 + 1))
+    assert tokens <= len(data) // 3 + 1
+
+
+async def test_a_body_over_the_size_bound_is_measured_not_guessed() -> None:
+    items = chat_turns(3)
+    data = body(items)
+    outcome = await rewriter(budget=len(data) - 1).rewrite(CHAT, data, None)
+    assert outcome.kind is OutcomeKind.WITHIN_BUDGET  # decoded and measured: it fits
+    assert outcome.bytes_before < len(data) - 1

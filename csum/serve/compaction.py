@@ -24,7 +24,7 @@ from csum.serve.conversation import ConversationState, conversation_key
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 
-__all__ = ["Outcome", "OutcomeKind", "Rewriter"]
+__all__ = ["Outcome", "OutcomeKind", "Rewriter", "fits_by_size"]
 
 _log = logging.getLogger("csum.serve")
 
@@ -71,6 +71,8 @@ class Rewriter:
     async def rewrite(self, api: Api, body: bytes, conversation: str | None) -> Outcome:
         """What to send upstream for ``body`` on ``api``; never raises for bad input or
         a failing store (``conversation`` is the optional header's value)."""
+        if self.config.budget is not None and fits_by_size(body, self.config.budget):
+            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         try:
             payload = json.loads(body)
         except ValueError as exc:  # not JSON: the upstream will say so
@@ -83,6 +85,8 @@ class Rewriter:
         budget = self.config.budget_for(payload.get("model"))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
+        if fits_by_size(body, budget):
+            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         try:
             return await self._rewrite(api, payload, history, budget, conversation)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
@@ -163,6 +167,26 @@ class Rewriter:
             target_ratio=self.config.target_ratio,
             cache=cache,
         )
+
+
+_MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_file"', b"audio")
+"""Byte strings whose presence in a body turns the token bound off (media are counted
+by their pixels, not their bytes)."""
+
+
+def fits_by_size(body: bytes, budget: Budget) -> bool:
+    """Whether ``body``'s history fits ``budget`` for sure, from its length alone, so the
+    request goes without being decoded. A message's size (the UTF-8 bytes of its parts)
+    never exceeds its JSON text, which quotes and punctuates each part; and the default
+    :class:`~csum.budget.EstimatedTokens` counts at most one token per 3 bytes of text,
+    and fewer for the per-message and per-call overheads than their JSON takes. Media
+    are counted by pixel size, so a body that may hold one is always decoded."""
+    size = len(body)
+    if budget.unit == "bytes":
+        return size <= budget.limit
+    if size // 3 + 1 > budget.limit:
+        return False
+    return not any(marker in body for marker in _MEDIA_MARKERS)
 
 
 def _tokens_saved(compactor: Compactor, before: list[Message], after: list[Message]) -> int:
