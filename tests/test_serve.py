@@ -11,6 +11,7 @@ intact. Skipped when the serve extra (or an SDK) is missing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -665,3 +666,56 @@ def chat_conversation_over(transport: httpx.BaseTransport, turns: int) -> None:
             messages.append({"role": "assistant", "content": message.content})
             messages.append({"role": "user", "content": f"Good. Now step {turn + 1}."})
     http.close()
+
+
+def test_fifty_concurrent_conversations_do_not_mix(upstream: Process, gateway: Process) -> None:
+    """50 conversations x 6 turns at once through one gateway (6 KB tool results, so
+    nearly all go over the budget and are compacted, their state stored): no request
+    fails, and every upstream request holds only its own conversation's messages."""
+    import anyio
+
+    conversations, turns = 50, 6
+    reset(upstream)
+    before = metric(gateway, "csum_serve_compactions_total", endpoint="chat")
+    failures: list[str] = []
+
+    async def converse(client: httpx.AsyncClient, c: int) -> None:
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"conversation-{c:03d}: refactor the handlers."},
+        ]
+        for turn in range(turns):
+            body = {"model": "gpt-4o", "messages": messages}
+            response = await client.post(gateway.url + "/v1/chat/completions", json=body)
+            if response.status_code != 200:
+                failures.append(f"{c}/{turn}: {response.status_code}")
+                return
+            message = response.json()["choices"][0]["message"]
+            calls = message.get("tool_calls") or []
+            messages.append({k: v for k, v in message.items() if v is not None})
+            for call in calls:
+                output = f"conversation-{c:03d} " + tool_output(call["function"]["arguments"]) * 5
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+            if not calls:
+                messages.append({"role": "user", "content": f"conversation-{c:03d}: go on."})
+
+    async def main() -> None:
+        limits = httpx.Limits(max_connections=conversations)
+        async with (
+            httpx.AsyncClient(timeout=120, limits=limits) as client,
+            anyio.create_task_group() as group,
+        ):
+            for c in range(conversations):
+                group.start_soon(converse, client, c)
+
+    anyio.run(main)
+    assert failures == []
+    got = [r for r in recorded(upstream) if r["path"] == "/v1/chat/completions"]
+    assert len(got) == conversations * turns
+    for entry in got:
+        names = set(re.findall(r"conversation-\d{3}", entry["body"]))
+        assert len(names) == 1, names
+        chain = openai.decode(json.loads(entry["body"]))
+        assert sum(m.size for m in chain) <= BUDGET
+    after = metric(gateway, "csum_serve_compactions_total", endpoint="chat")
+    assert after - before >= conversations * 3 // 4  # (a run of text answers may not)
