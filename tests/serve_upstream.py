@@ -51,6 +51,7 @@ def create_app() -> Starlette:
         entry: dict[str, Any] = {
             "method": request.method,
             "path": request.url.path,
+            "raw_path": request.scope["raw_path"].decode("latin-1"),
             "query": request.url.query,
             "headers": dict(request.headers.items()),
             "body": body.decode("utf-8", "surrogateescape"),

@@ -385,12 +385,14 @@ def test_other_paths_and_count_tokens_are_forwarded_untouched(
     )
     models = httpx.get(gateway.url + "/v1/models?limit=2")
     httpx.put(gateway.url + "/v2/anything/else", content=b"\x00raw \xc3\xa9")
+    httpx.get(gateway.url + "/v1/files/a%2Fb%20c?q=%2F")
     got = recorded(upstream)
     assert count.status_code == 200
     assert got[0]["body"].encode() == big.encode()  # over budget, yet not compacted
     assert models.json() == {"path": "/v1/models", "method": "GET", "query": "limit=2"}
     assert (got[2]["method"], got[2]["path"]) == ("PUT", "/v2/anything/else")
     assert got[2]["body"].encode("utf-8", "surrogateescape") == b"\x00raw \xc3\xa9"
+    assert (got[3]["raw_path"], got[3]["query"]) == ("/v1/files/a%2Fb%20c", "q=%2F")
 
 
 @pytest.mark.parametrize("status", [400, 401, 429, 500, 529])

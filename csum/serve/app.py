@@ -106,6 +106,9 @@ class Gateway:
         except ClientDisconnect:
             return Response(status_code=499)
         path = request.url.path
+        # forwarded as the client wrote it (percent-escapes kept), unless translated
+        raw = request.scope.get("raw_path") or path.encode()
+        target = raw.decode("latin-1").split("?", 1)[0]
         api = api_for(path) if request.method == "POST" else None
         endpoint = api.name if api is not None else "other"
         translating: str | None = None  # the client's model, when translating
@@ -118,6 +121,7 @@ class Gateway:
                 except TranslationError as exc:
                     return _error(400, "invalid_request_error", f"cannot translate: {exc}")
                 api, path = APIS[0], APIS[0].path
+                target = path
         outcome: Outcome | None = None
         if api is not None:
             outcome = await self.rewriter.rewrite(
@@ -131,7 +135,7 @@ class Gateway:
         self.metrics.added_seconds.labels(endpoint).observe(sent - started)
         try:
             upstream = await self.upstream.send(
-                request.method, path, request.url.query, headers, body
+                request.method, target, request.url.query, headers, body
             )
         except httpx.TimeoutException as exc:
             return self._unreachable(endpoint, 504, "timeout", exc)
