@@ -4,7 +4,9 @@ conversation within its budget (docs/serve.md).
 Point an agent's base URL at it (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``): requests
 to OpenAI Chat Completions, OpenAI Responses and Anthropic Messages have their history
 compacted by the :class:`~csum.compactor.Compactor` when it is over the budget (within
-it, they are forwarded byte for byte); everything else is forwarded untouched.
+it, they are forwarded byte for byte); everything else is forwarded untouched. With
+``upstream_api="openai"``, Anthropic Messages clients are served by an
+OpenAI-compatible upstream (:mod:`csum.serve.translate`).
 
 The app needs the ``serve`` extra (Starlette, uvicorn, httpx, prometheus-client):
 ``pip install 'chaincast[serve]'``. This package imports without it; :func:`create_app`

@@ -7,8 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import cast.codecs.anthropic as anthropic_codec
+import cast.codecs.openai as openai_codec
+import cast.codecs.openai_responses as responses_codec
 from cast import Message
-from cast.codecs import anthropic, openai, openai_responses
 
 __all__ = ["APIS", "Api", "api_for"]
 
@@ -35,19 +37,19 @@ class Api:
     def decode(self, history: Mapping[str, Any]) -> list[Message]:
         """The messages of ``history`` (raises ``cast.CodecError`` naming a bad field)."""
         if self.codec == "openai":
-            return openai.decode(dict(history))
+            return openai_codec.decode(dict(history))
         if self.codec == "anthropic":
-            return anthropic.decode(dict(history))
-        return openai_responses.decode(dict(history))
+            return anthropic_codec.decode(dict(history))
+        return responses_codec.decode(dict(history))
 
     def encode(self, messages: list[Message]) -> dict[str, Any]:
         """The history fields for ``messages``."""
         if self.codec == "openai":
             # OpenAI's tool messages need no function name (Mistral's do).
-            return openai.encode(messages, tool_names=False)
+            return openai_codec.encode(messages, tool_names=False)
         if self.codec == "anthropic":
-            return anthropic.encode(messages)
-        return openai_responses.encode(messages)
+            return anthropic_codec.encode(messages)
+        return responses_codec.encode(messages)
 
     def merged(self, payload: Mapping[str, Any], history: Mapping[str, Any]) -> dict[str, Any]:
         """``payload`` with its history fields replaced by ``history``, in its order."""

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import xxhash
 
+import cast.codecs.native as native_codec
 from cast import Message, ProviderPart, Role
-from cast.codecs import native
 
 __all__ = [
     "KEY_PREFIX",
@@ -58,7 +58,7 @@ def without_cache_points(message: Message) -> Message:
 def chain_hash(messages: Sequence[Message]) -> str:
     """A hash of ``messages``' content, blind to cache markers (Claude Code moves its
     ``cache_control`` to the newest turn on every request)."""
-    payload = native.encode(without_cache_points(m) for m in messages)
+    payload = native_codec.encode(without_cache_points(m) for m in messages)
     text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
 
@@ -104,7 +104,7 @@ class ConversationState:
             "v": STATE_VERSION,
             "n": self.prefix_len,
             "h": self.prefix_hash,
-            "sent": native.encode(self.sent),
+            "sent": native_codec.encode(self.sent),
         }
         return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8", "surrogatepass"
@@ -120,4 +120,4 @@ class ConversationState:
         count, digest, sent = record.get("n"), record.get("h"), record.get("sent")
         if not isinstance(count, int) or count < 0 or not isinstance(digest, str):
             raise ValueError("damaged conversation state: bad n or h field")
-        return cls(count, digest, tuple(native.decode(sent)))
+        return cls(count, digest, tuple(native_codec.decode(sent)))

@@ -15,8 +15,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import cast.codecs.anthropic as anthropic_codec
+import cast.codecs.openai as openai_codec
 from cast import port
-from cast.codecs import anthropic, openai
 from csum.budget import EstimatedTokens
 
 __all__ = [
@@ -50,11 +51,11 @@ def chat_request(payload: dict[str, Any]) -> dict[str, Any]:
         raise TranslationError("messages: expected an array of messages")
     history = {key: payload[key] for key in ("system", "messages") if key in payload}
     try:
-        messages = port(anthropic.decode(history), "openai", source="anthropic")
+        messages = port(anthropic_codec.decode(history), "openai", source="anthropic")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
-    out["messages"] = openai.encode(messages, tool_names=False)["messages"]
+    out["messages"] = openai_codec.encode(messages, tool_names=False)["messages"]
     if "stop_sequences" in payload:
         out["stop"] = payload["stop_sequences"]
     if payload.get("stream"):
@@ -105,7 +106,7 @@ def count_tokens(payload: dict[str, Any]) -> dict[str, int]:
     endpoint): the :class:`~csum.budget.EstimatedTokens` count of the history."""
     history = {key: payload[key] for key in ("system", "messages") if key in payload}
     counter = EstimatedTokens("anthropic")
-    return {"input_tokens": sum(counter.count(m) for m in anthropic.decode(history))}
+    return {"input_tokens": sum(counter.count(m) for m in anthropic_codec.decode(history))}
 
 
 def _arguments(text: str) -> Any:
