@@ -303,3 +303,13 @@ async def test_a_body_over_the_size_bound_is_measured_not_guessed() -> None:
     outcome = await rewriter(budget=len(data) - 1).rewrite(CHAT, data, None)
     assert outcome.kind is OutcomeKind.WITHIN_BUDGET  # decoded and measured: it fits
     assert outcome.bytes_before < len(data) - 1
+
+
+def test_the_token_shortcut_is_off_for_bodies_that_may_hold_media() -> None:
+    from csum.serve.compaction import fits_by_size
+
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    data = body([{"role": "user", "content": [image]}])
+    assert not fits_by_size(data, Budget.tokens(10**6))
+    assert fits_by_size(body(chat_turns(1)), Budget.tokens(10**6))
+    assert not fits_by_size(body(chat_turns(1)), Budget.tokens(10))
