@@ -372,6 +372,9 @@ def test_a_forty_turn_tool_conversation_stays_within_budget(
     assert reused == TURNS - 1 - compactions
     log = gateway.log_text()
     assert API_KEY not in log
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    outcomes = {line.get("outcome") for line in lines if line.get("endpoint") == case.name}
+    assert {"within_budget", "compacted", "reused"} <= outcomes  # structured, one a request
     assert API_KEY not in httpx.get(gateway.url + "/metrics").text
 
 

@@ -313,3 +313,26 @@ def test_the_token_shortcut_is_off_for_bodies_that_may_hold_media() -> None:
     assert not fits_by_size(data, Budget.tokens(10**6))
     assert fits_by_size(body(chat_turns(1)), Budget.tokens(10**6))
     assert not fits_by_size(body(chat_turns(1)), Budget.tokens(10))
+
+
+def test_log_lines_are_json_with_the_fields_and_nothing_else() -> None:
+    import logging
+
+    from csum.serve.logs import configure
+
+    stream = io.StringIO()
+    handler = configure("info", stream)
+    try:
+        logging.getLogger("csum.serve").info(
+            "POST /v1/messages -> 200",
+            extra={"endpoint": "messages", "status": 200, "outcome": "reused", "other": "x"},
+        )
+        logging.getLogger("csum.serve").debug("not shown")
+    finally:
+        logging.getLogger("csum.serve").removeHandler(handler)
+    (line,) = stream.getvalue().splitlines()
+    record = json.loads(line)
+    assert record["message"] == "POST /v1/messages -> 200"
+    assert (record["endpoint"], record["status"], record["outcome"]) == ("messages", 200, "reused")
+    assert "other" not in record
+    assert record["level"] == "info"

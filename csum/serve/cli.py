@@ -82,7 +82,12 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "Completions only, Anthropic Messages requests are translated",
     )
     add("--upstream-model", help="with --upstream-api openai: model name sent upstream")
-    add("--log-level", default="info", help="uvicorn log level (default info)")
+    add(
+        "--log-level",
+        default="info",
+        choices=("critical", "error", "warning", "info", "debug", "trace"),
+        help="log level of the gateway's JSON lines and uvicorn's log (default info)",
+    )
 
 
 def config_from(args: argparse.Namespace) -> ServeConfig:
@@ -127,6 +132,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         print(f"csum serve: error: {exc}", file=err)
         return 2
     from csum.serve import INSTALL_HINT, create_app
+    from csum.serve.logs import configure
 
     try:
         import uvicorn
@@ -135,6 +141,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
     except ImportError:
         print(f"csum serve: {INSTALL_HINT}", file=err)
         return 2
+    configure(args.log_level if args.log_level != "trace" else "debug")
     uvicorn.run(
         app,
         host=args.host,
