@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+SUMMARIZER = "summarizer"
+"""A model that always answers in text (a summarization handler's calls)."""
 ERROR_BODY = b'{"type":"error","error":{"type":"scripted_error","message":"scripted status"}}'
 
 
@@ -23,7 +25,7 @@ def _uses_tool(n: int) -> bool:
 
 
 def chat_body(n: int, model: str) -> dict[str, Any]:
-    if _uses_tool(n):
+    if _uses_tool(n) and model != SUMMARIZER:
         call = {
             "id": f"call_{n:04d}",
             "type": "function",
@@ -32,7 +34,8 @@ def chat_body(n: int, model: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
         finish = "tool_calls"
     else:
-        message = {"role": "assistant", "content": _text(n)}
+        text = f"Summary {n}: the agent read the modules." if model == SUMMARIZER else _text(n)
+        message = {"role": "assistant", "content": text}
         finish = "stop"
     return {
         "id": f"chatcmpl-{n}",

@@ -47,8 +47,10 @@ class Process:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
 
-def _start(args: list[str], port: int, ready: str, log: Path) -> Process:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _start(
+    args: list[str], port: int, ready: str, log: Path, env: dict[str, str] | None = None
+) -> Process:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, *args], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
@@ -73,10 +75,12 @@ def start_upstream(log_dir: Path) -> Process:
     return _start([script, str(port)], port, "/_recorded", log_dir / f"upstream-{port}.log")
 
 
-def start_gateway(upstream: str, log_dir: Path, *flags: str) -> Process:
+def start_gateway(
+    upstream: str, log_dir: Path, *flags: str, env: dict[str, str] | None = None
+) -> Process:
     port = free_port()
     args = ["-m", "csum", "serve", "--upstream", upstream, "--port", str(port), *flags]
-    return _start(args, port, "/healthz", log_dir / f"gateway-{port}.log")
+    return _start(args, port, "/healthz", log_dir / f"gateway-{port}.log", env)
 
 
 def recorded(upstream: Process) -> list[dict[str, Any]]:

@@ -564,6 +564,44 @@ def test_an_anthropic_client_on_an_openai_compatible_upstream(
     assert compactions >= 1  # counted under the endpoint the client called
 
 
+def test_summaries_from_a_model_through_a_separate_endpoint(upstream: Process, logs: Path) -> None:
+    """--handler openai:MODEL: the summaries come from a model (here the scripted
+    upstream's "summarizer", reached with the handler's own key from the SDK's
+    environment variables), and the compacted requests carry them."""
+    handler_key = "sk-handler-key"
+    env = {"OPENAI_BASE_URL": upstream.url + "/v1", "OPENAI_API_KEY": handler_key}
+    server = start_gateway(
+        upstream.url, logs, "--budget", str(BUDGET), "--handler", "openai:summarizer", env=env
+    )
+    try:
+        reset(upstream)
+        chat_conversation(server.url, turns=20, stream_every=0)
+        got = recorded(upstream)
+    finally:
+        server.stop()
+    calls = [json.loads(e["body"]) for e in got if json.loads(e["body"])["model"] == "summarizer"]
+    served = [e for e in got if json.loads(e["body"])["model"] == "gpt-4o"]
+    assert len(served) == 20
+    assert calls, "no summarization call reached the model"
+    assert all(
+        e["headers"]["authorization"] == f"Bearer {handler_key}"
+        for e in got
+        if json.loads(e["body"])["model"] == "summarizer"
+    )
+    answers = [
+        json.loads(e["answer"])["choices"][0]["message"]["content"]
+        for e in got
+        if json.loads(e["body"])["model"] == "summarizer"
+    ]
+    assert all(a.startswith("Summary ") for a in answers)
+    carried = [e for e in served if any(a in e["body"] for a in answers)]
+    assert carried, "no compacted request carries the model's summary"
+    for entry in served:
+        chain = openai.decode(json.loads(entry["body"]))
+        assert sum(m.size for m in chain) <= BUDGET
+        assert lint(chain, "openai") == []
+
+
 def test_two_gateways_on_one_redis_send_what_one_gateway_sends(
     upstream: Process, gateway: Process, logs: Path, redis_url: str
 ) -> None:

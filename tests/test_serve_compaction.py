@@ -336,3 +336,10 @@ def test_log_lines_are_json_with_the_fields_and_nothing_else() -> None:
     assert (record["endpoint"], record["status"], record["outcome"]) == ("messages", 200, "reused")
     assert "other" not in record
     assert record["level"] == "info"
+
+
+def test_csum_serve_refuses_an_unknown_handler() -> None:
+    err = io.StringIO()
+    code = main(["serve", "--upstream", "http://x", "--handler", "oracle:delphi"], stderr=err)
+    assert code == 2
+    assert "unknown handler 'oracle:delphi'" in err.getvalue()

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from cast.chainio import parse_size
 from csum.budget import Budget
+from csum.handlers import resolve_handler
 from csum.serve.config import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_WINDOW_SHARE,
@@ -81,6 +82,12 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="same: the upstream speaks the client's API (default); openai: it speaks Chat "
         "Completions only, Anthropic Messages requests are translated",
     )
+    add(
+        "--handler",
+        default="extractive",
+        help="what writes the summaries: extractive (offline, default) | openai:MODEL | "
+        "anthropic:MODEL (keys and base URL from the SDK's environment variables)",
+    )
     add("--upstream-model", help="with --upstream-api openai: model name sent upstream")
     add(
         "--log-level",
@@ -119,6 +126,7 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         gateway_key=args.gateway_key or os.environ.get(GATEWAY_KEY_ENV) or None,
         upstream_api=args.upstream_api,
         upstream_model=args.upstream_model,
+        handler=args.handler,
     )
 
 
@@ -128,7 +136,8 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     try:
         config = config_from(args)
-    except ValueError as exc:
+        resolve_handler(config.handler)  # a wrong spec or a missing SDK, said at once
+    except (ValueError, ImportError) as exc:
         print(f"csum serve: error: {exc}", file=err)
         return 2
     from csum.serve import INSTALL_HINT, create_app

@@ -15,18 +15,24 @@ from enum import StrEnum
 from typing import Any
 
 from cast import Message
+from csum._calls import SummarizeHandler
 from csum.budget import Budget
 from csum.cache import SummaryCache
 from csum.compactor import Compactor, summary_bytes
+from csum.handlers import resolve_handler
 from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import ConversationState, conversation_key
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 
-__all__ = ["Outcome", "OutcomeKind", "Rewriter", "fits_by_size"]
+__all__ = ["MODEL_PROMPT_BYTES", "Outcome", "OutcomeKind", "Rewriter", "fits_by_size"]
 
 _log = logging.getLogger("csum.serve")
+
+MODEL_PROMPT_BYTES = 1 << 20
+"""Largest prompt sent to a model handler (as ``csum summarize``'s default): an evicted
+part beyond it is summarized in pieces, then merged."""
 
 
 class OutcomeKind(StrEnum):
@@ -67,6 +73,12 @@ class Rewriter:
     def __init__(self, config: ServeConfig, store: SummaryStore) -> None:
         self.config = config
         self.store = store
+        spec = config.handler.strip()
+        # None: the Compactor's own extractive handler, its summaries sized to the budget
+        self.handler: SummarizeHandler | None = (
+            None if spec.lower() == "extractive" else resolve_handler(spec)
+        )
+        self.offline = spec.lower().startswith("extractive")
 
     async def rewrite(self, api: Api, body: bytes, conversation: str | None) -> Outcome:
         """What to send upstream for ``body`` on ``api``; never raises for bad input or
@@ -160,12 +172,16 @@ class Rewriter:
         """A fresh keeper per request: everything it must remember between requests is
         in the conversation state, so any replica sends the same chain."""
         size = summary_bytes(budget)
-        cache = SummaryCache(self.store, handler_id=f"extractive:{size}", summary_budget=size)
+        handler_id = f"extractive:{size}" if self.handler is None else self.config.handler
+        cache = SummaryCache(self.store, handler_id=handler_id, summary_budget=size)
         return Compactor(
+            self.handler,
             budget=budget,
             target=api.provider,
             target_ratio=self.config.target_ratio,
             cache=cache,
+            # a model's input is bounded: what is evicted beyond it goes in pieces
+            max_prompt_bytes=None if self.offline else MODEL_PROMPT_BYTES,
         )
 
 

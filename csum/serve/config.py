@@ -38,6 +38,9 @@ class ServeConfig:
     request's model window (``Budget.of_model``); a model not in the table is then
     forwarded uncompacted. ``store`` is where conversation state and the summary cache
     live: ``memory``, a SQLite file path, or a ``redis://`` URL (shared by replicas).
+    ``handler`` names what writes the summaries, as ``csum summarize --handler`` does
+    (``extractive``, ``openai:MODEL``, ``anthropic:MODEL``; SDK handlers read their key
+    and base URL from the SDK's environment variables).
     ``upstream_api="openai"`` translates Anthropic Messages requests for an
     OpenAI-compatible upstream (``upstream_model``, when set, replaces their model).
     """
@@ -55,6 +58,7 @@ class ServeConfig:
     gateway_key: str | None = None
     upstream_api: str = "same"
     upstream_model: str | None = None
+    handler: str = "extractive"
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -83,6 +87,8 @@ class ServeConfig:
             )
         if self.upstream_model is not None and not self.upstream_model:
             raise ValueError("the upstream model must not be empty")
+        if not self.handler.strip():
+            raise ValueError("handler must name a handler, e.g. extractive or openai:MODEL")
         if not self.store:
             raise ValueError("store must be memory, a SQLite path or a redis:// URL")
 
