@@ -17,8 +17,13 @@ from csum.serve.config import (
     ServeConfig,
 )
 
-__all__ = ["GATEWAY_KEY_ENV", "add_serve_parser", "config_from", "serve"]
+__all__ = ["DEFAULT_KEEP_ALIVE", "GATEWAY_KEY_ENV", "add_serve_parser", "config_from", "serve"]
 
+DEFAULT_KEEP_ALIVE = 75.0
+"""Seconds uvicorn keeps an idle client connection (its own default, 5, is also
+httpx's idle expiry): a server that closes a kept-alive connection just as the client
+sends on it fails that request, so the gateway waits longer than clients and load
+balancers (60 s on common ones) and they always close first."""
 GATEWAY_KEY_ENV = "CSUM_GATEWAY_KEY"
 """Environment variable read for the gateway key (kept off the command line)."""
 
@@ -70,6 +75,13 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     add("--timeout", type=float, default=600.0, help="upstream read timeout, s (default 600)")
     add("--connect-timeout", type=float, default=10.0, help="upstream connect timeout, s")
+    add(
+        "--keep-alive",
+        type=float,
+        default=DEFAULT_KEEP_ALIVE,
+        help="seconds an idle client connection is kept open (default "
+        f"{DEFAULT_KEEP_ALIVE:g}: longer than load balancers' idle timeouts)",
+    )
     add("--max-connections", type=int, default=100, help="upstream connection pool size")
     add(
         "--gateway-key",
@@ -110,6 +122,8 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
             budget = Budget.bytes(parse_size(text))
     elif args.tokens:
         raise ValueError("--tokens needs --budget")
+    if args.keep_alive <= 0:
+        raise ValueError(f"--keep-alive must be positive, got {args.keep_alive}")
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be within 1..65535, got {args.port}")
     return ServeConfig(
@@ -157,6 +171,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         port=args.port,
         log_level=args.log_level,
         proxy_headers=False,
+        timeout_keep_alive=args.keep_alive,
         server_header=False,
         date_header=False,
     )
