@@ -1,5 +1,6 @@
 """The ``csum`` command line: summarize a chain file to fit a budget.
 
+``csum serve --upstream URL`` runs the compaction gateway (:mod:`csum.serve`).
 ``csum summarize FILE`` prints the sizes before and after, the handler calls and the
 time (to standard error), and writes the summarized chain in the input's format.
 ``--budget`` bounds the whole chain (the :class:`~csum.compactor.Compactor`);
@@ -52,6 +53,7 @@ from csum.cache import SummaryCache
 from csum.compactor import CompactionResult, Compactor
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
+from csum.serve.cli import add_serve_parser, serve
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.stores import open_store
 from csum.summarizer import Summarizer, SummaryResult
@@ -175,6 +177,7 @@ def main_parser() -> argparse.ArgumentParser:
     )
     summarize.add_argument("--quiet", "-q", action="store_true", help="print no statistics")
     add_input_limit_argument(summarize)
+    add_serve_parser(commands)
     return parser
 
 
@@ -531,6 +534,8 @@ def main(
             args = main_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    if args.command == "serve":
+        return serve(args, err)
     try:
         with redirect_stderr(err):  # warnings about the input
             return _summarize(args, out, err)

@@ -1,0 +1,86 @@
+"""The provider APIs the gateway compacts: where each request keeps its history, the
+codec that reads it and the provider it goes to."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import cast.codecs.anthropic as anthropic_codec
+import cast.codecs.openai as openai_codec
+import cast.codecs.openai_responses as responses_codec
+from cast import Message
+
+__all__ = ["APIS", "Api", "api_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    """One endpoint: ``history_keys`` are the body fields the codec reads and writes
+    (``list_key`` the list of turns among them); every other field is left as sent."""
+
+    name: str
+    path: str
+    codec: str
+    provider: str
+    history_keys: tuple[str, ...]
+    list_key: str
+
+    def history(self, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The part of ``payload`` the codec decodes; None when it holds no list of
+        turns (a Responses ``input`` string, a missing field)."""
+        if not isinstance(payload.get(self.list_key), list):
+            return None
+        return {key: payload[key] for key in self.history_keys if key in payload}
+
+    def decode(self, history: Mapping[str, Any]) -> list[Message]:
+        """The messages of ``history`` (raises ``cast.CodecError`` naming a bad field)."""
+        if self.codec == "openai":
+            return openai_codec.decode(dict(history))
+        if self.codec == "anthropic":
+            return anthropic_codec.decode(dict(history))
+        return responses_codec.decode(dict(history))
+
+    def encode(self, messages: list[Message]) -> dict[str, Any]:
+        """The history fields for ``messages``."""
+        if self.codec == "openai":
+            # OpenAI's tool messages need no function name (Mistral's do).
+            return openai_codec.encode(messages, tool_names=False)
+        if self.codec == "anthropic":
+            return anthropic_codec.encode(messages)
+        return responses_codec.encode(messages)
+
+    def merged(self, payload: Mapping[str, Any], history: Mapping[str, Any]) -> dict[str, Any]:
+        """``payload`` with its history fields replaced by ``history``, in its order."""
+        out: dict[str, Any] = {}
+        for key, value in payload.items():
+            if key not in self.history_keys:
+                out[key] = value
+            elif key in history:
+                out[key] = history[key]
+        for key, value in history.items():
+            out.setdefault(key, value)
+        return out
+
+
+APIS: tuple[Api, ...] = (
+    Api("chat", "/v1/chat/completions", "openai", "openai", ("messages",), "messages"),
+    Api(
+        "responses",
+        "/v1/responses",
+        "openai_responses",
+        "openai-responses",
+        ("instructions", "input"),
+        "input",
+    ),
+    Api("messages", "/v1/messages", "anthropic", "anthropic", ("system", "messages"), "messages"),
+)
+"""OpenAI Chat Completions, OpenAI Responses, Anthropic Messages."""
+
+_BY_PATH = {api.path: api for api in APIS}
+
+
+def api_for(path: str) -> Api | None:
+    """The API served at ``path`` (exact match), or None (forwarded untouched)."""
+    return _BY_PATH.get(path.rstrip("/") or "/")

@@ -1,0 +1,267 @@
+"""The gateway as an ASGI app (Starlette, anyio-based: it runs on asyncio and trio).
+
+``POST`` to a compacted endpoint (:data:`csum.serve.apis.APIS`) goes through the
+:class:`~csum.serve.compaction.Rewriter` first; every other request, ``count_tokens``
+included, is forwarded untouched. Responses, SSE streams included, are relayed as they
+arrive, status, headers and body unchanged. Client API keys are forwarded and never
+logged, stored or put in metrics.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from csum.serve.apis import APIS, api_for
+from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
+from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
+from csum.serve.metrics import Metrics
+from csum.serve.translate import (
+    MessagesStream,
+    TranslationError,
+    chat_request,
+    count_tokens,
+    messages_response,
+)
+from csum.serve.upstream import Upstream, request_headers, response_headers
+from csum.stores import SummaryStore, open_store
+
+__all__ = ["COUNT_TOKENS_PATH", "BodyTooLargeError", "Gateway", "create_app"]
+
+_log = logging.getLogger("csum.serve")
+
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+
+
+class BodyTooLargeError(Exception):
+    """The request body exceeds ``max_body_bytes``."""
+
+
+def _error(status: int, kind: str, message: str) -> JSONResponse:
+    """An error of the gateway's own, in the shape both providers use."""
+    return JSONResponse({"type": "error", "error": {"type": kind, "message": message}}, status)
+
+
+class Gateway:
+    """The state of one running gateway: config, upstream client, store, metrics."""
+
+    def __init__(self, config: ServeConfig, store: SummaryStore | None = None) -> None:
+        self.config = config
+        self.metrics = Metrics()
+        self.store = store if store is not None else open_store(config.store)
+        self.rewriter = Rewriter(config, self.store)
+        self.upstream = Upstream(config)
+
+    async def aclose(self) -> None:
+        """Close the upstream connections and the store."""
+        try:
+            await self.upstream.aclose()
+        finally:
+            await self.store.aclose()
+
+    def authorized(self, request: Request) -> bool:
+        """Whether the request carries the gateway key (always, when none is set)."""
+        key = self.config.gateway_key
+        if key is None:
+            return True
+        given = request.headers.get(GATEWAY_KEY_HEADER, "")
+        return hmac.compare_digest(given.encode(), key.encode())
+
+    async def body(self, request: Request) -> bytes:
+        """The request body, refused past ``max_body_bytes`` before it is all read."""
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise BodyTooLargeError
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLargeError
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def forward(self, request: Request) -> Response:
+        """Every proxied request: read, compact when it is one of the APIs, relay."""
+        started = time.perf_counter()
+        if not self.authorized(request):
+            return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
+        try:
+            body = await self.body(request)
+        except BodyTooLargeError:
+            limit = self.config.max_body_bytes
+            return _error(413, "request_too_large", f"request body over {limit} bytes")
+        except ClientDisconnect:
+            return Response(status_code=499)
+        path = request.url.path
+        # forwarded as the client wrote it (percent-escapes kept), unless translated
+        raw = request.scope.get("raw_path") or path.encode()
+        target = raw.decode("latin-1").split("?", 1)[0]
+        api = api_for(path) if request.method == "POST" else None
+        endpoint = api.name if api is not None else "other"
+        translating: str | None = None  # the client's model, when translating
+        if self.config.upstream_api == "openai" and request.method == "POST":
+            if path.rstrip("/") == COUNT_TOKENS_PATH:
+                return self._count_tokens(body)
+            if api is not None and api.name == "messages":
+                try:
+                    body, translating = self._translated(body)
+                except TranslationError as exc:
+                    return _error(400, "invalid_request_error", f"cannot translate: {exc}")
+                api, path = APIS[0], APIS[0].path
+                target = path
+        outcome: Outcome | None = None
+        if api is not None:
+            outcome = await self.rewriter.rewrite(
+                api, body, request.headers.get(CONVERSATION_HEADER)
+            )
+            self._count(endpoint, outcome)
+            if outcome.body is not None:
+                body = outcome.body
+        headers = request_headers(request.headers.items())
+        sent = time.perf_counter()
+        self.metrics.added_seconds.labels(endpoint).observe(sent - started)
+        try:
+            upstream = await self.upstream.send(
+                request.method, target, request.url.query, headers, body
+            )
+        except httpx.TimeoutException as exc:
+            return self._unreachable(endpoint, 504, "timeout", exc)
+        except httpx.HTTPError as exc:
+            return self._unreachable(endpoint, 502, "unreachable", exc)
+        self.metrics.upstream_seconds.labels(endpoint).observe(time.perf_counter() - sent)
+        self.metrics.requests.labels(endpoint, str(upstream.status_code)).inc()
+        _log.info(
+            "%s %s -> %d",
+            request.method,
+            path,
+            upstream.status_code,
+            extra={
+                "endpoint": endpoint,
+                "status": upstream.status_code,
+                "outcome": None if outcome is None else str(outcome.kind),
+                "added_ms": round((sent - started) * 1000, 3),
+            },
+        )
+        if translating is not None and upstream.status_code == 200:
+            return await self._translated_response(upstream, translating)
+        return StreamingResponse(
+            upstream.aiter_raw(),
+            status_code=upstream.status_code,
+            headers=response_headers(upstream.headers.multi_items()),
+            background=BackgroundTask(upstream.aclose),
+        )
+
+    def _translated(self, body: bytes) -> tuple[bytes, str]:
+        """(the Chat Completions body, the client's model) for a Messages body."""
+        try:
+            payload = json.loads(body)
+        except ValueError as exc:
+            raise TranslationError(f"the body is not JSON: {exc}") from exc
+        if not isinstance(payload, dict):
+            raise TranslationError("the body is not a JSON object")
+        chat = chat_request(payload)
+        if self.config.upstream_model is not None:
+            chat["model"] = self.config.upstream_model
+        model = str(payload.get("model", ""))
+        return json.dumps(chat, ensure_ascii=False, separators=(",", ":")).encode(), model
+
+    async def _translated_response(self, upstream: httpx.Response, model: str) -> Response:
+        """The upstream's Chat Completions answer as a Messages answer."""
+        if "text/event-stream" not in upstream.headers.get("content-type", ""):
+            try:
+                completion = json.loads(await upstream.aread())
+            finally:
+                await upstream.aclose()
+            return JSONResponse(messages_response(completion, model))
+        stream = MessagesStream(model)
+
+        async def events() -> AsyncIterator[bytes]:
+            async for chunk in upstream.aiter_bytes():
+                out = stream.feed(chunk)
+                if out:
+                    yield out
+            tail = stream.close()
+            if tail:
+                yield tail
+
+        return StreamingResponse(
+            events(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache"},
+            background=BackgroundTask(upstream.aclose),
+        )
+
+    def _count_tokens(self, body: bytes) -> Response:
+        """``count_tokens`` for an upstream that has none: estimated here."""
+        try:
+            payload = json.loads(body)
+            if isinstance(payload, dict):
+                return JSONResponse(count_tokens(payload))
+            problem = "the body is not a JSON object"
+        except ValueError as exc:
+            problem = str(exc)
+        return _error(400, "invalid_request_error", f"cannot count tokens: {problem}")
+
+    def _unreachable(self, endpoint: str, status: int, kind: str, exc: Exception) -> Response:
+        self.metrics.upstream_errors.labels(kind).inc()
+        self.metrics.requests.labels(endpoint, str(status)).inc()
+        _log.warning("upstream %s: %s", kind, type(exc).__name__, extra={"endpoint": endpoint})
+        return _error(status, f"upstream_{kind}", f"upstream {kind}: {type(exc).__name__}")
+
+    def _count(self, endpoint: str, outcome: Outcome) -> None:
+        metrics = self.metrics
+        metrics.outcomes.labels(endpoint, str(outcome.kind)).inc()
+        if outcome.kind is OutcomeKind.COMPACTED:
+            metrics.compactions.labels(endpoint).inc()
+        if outcome.kind in (OutcomeKind.COMPACTED, OutcomeKind.REUSED):
+            metrics.bytes_saved.inc(max(0, outcome.bytes_before - outcome.bytes_after))
+            metrics.tokens_saved.inc(outcome.tokens_saved)
+        metrics.handler_calls.inc(outcome.handler_calls)
+        metrics.cache_hits.inc(outcome.cache_hits)
+        metrics.store_failures.inc(outcome.store_failures)
+
+
+def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Starlette:
+    """The gateway app for ``config`` (``store``: an open store instead of
+    ``config.store``; it is closed with the app)."""
+    gateway = Gateway(config, store)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def metrics(request: Request) -> Response:
+        return Response(
+            gateway.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await gateway.aclose()
+
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    app = Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+            Route("/{path:path}", gateway.forward, methods=methods),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.gateway = gateway
+    return app

@@ -1,0 +1,105 @@
+"""The gateway's settings (``csum serve``'s flags), checked when built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from csum.budget import Budget
+
+__all__ = [
+    "CONVERSATION_HEADER",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_WINDOW_SHARE",
+    "GATEWAY_KEY_HEADER",
+    "UPSTREAM_APIS",
+    "ServeConfig",
+]
+
+DEFAULT_MAX_BODY_BYTES = 32 << 20
+"""Largest request body the gateway reads (32 MiB); larger ones get 413."""
+DEFAULT_WINDOW_SHARE = 0.75
+"""Without ``--budget``: the share of the request's model window a chain may take."""
+CONVERSATION_HEADER = "x-csum-conversation"
+"""Optional request header naming the conversation (else it is recognised by content)."""
+UPSTREAM_APIS = ("same", "openai")
+"""``same``: the upstream speaks the client's API; ``openai``: it speaks Chat Completions
+only, and Anthropic Messages requests are translated (csum.serve.translate)."""
+GATEWAY_KEY_HEADER = "x-csum-key"
+"""Request header carrying the gateway's own key when ``--gateway-key`` is set."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """What ``csum serve`` runs with.
+
+    ``upstream`` is the base URL requests are forwarded to (its path is kept as a
+    prefix). ``budget`` bounds every chain; None means ``window_share`` of the
+    request's model window (``Budget.of_model``); a model not in the table is then
+    forwarded uncompacted. ``store`` is where conversation state and the summary cache
+    live: ``memory``, a SQLite file path, or a ``redis://`` URL (shared by replicas).
+    ``handler`` names what writes the summaries, as ``csum summarize --handler`` does
+    (``extractive``, ``openai:MODEL``, ``anthropic:MODEL``; SDK handlers read their key
+    and base URL from the SDK's environment variables).
+    ``upstream_api="openai"`` translates Anthropic Messages requests for an
+    OpenAI-compatible upstream (``upstream_model``, when set, replaces their model).
+    """
+
+    upstream: str
+    budget: Budget | None = None
+    window_share: float = DEFAULT_WINDOW_SHARE
+    target_ratio: float = 0.6
+    store: str = "memory"
+    state_ttl: float | None = 7 * 24 * 3600.0
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    timeout: float = 600.0
+    connect_timeout: float = 10.0
+    max_connections: int = 100
+    gateway_key: str | None = None
+    upstream_api: str = "same"
+    upstream_model: str | None = None
+    handler: str = "extractive"
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.upstream)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"upstream must be an http(s) URL, got {self.upstream!r}")
+        if parts.query or parts.fragment:
+            raise ValueError(f"upstream must have no query or fragment: {self.upstream!r}")
+        if not 0 < self.window_share <= 1:
+            raise ValueError(f"window share must be within (0, 1], got {self.window_share!r}")
+        if not 0 < self.target_ratio <= 1:
+            raise ValueError(f"target ratio must be within (0, 1], got {self.target_ratio!r}")
+        if self.max_body_bytes < 1:
+            raise ValueError(f"max body bytes must be positive, got {self.max_body_bytes}")
+        for name in ("timeout", "connect_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if self.state_ttl is not None and self.state_ttl <= 0:
+            raise ValueError(f"state ttl must be positive or None, got {self.state_ttl!r}")
+        if self.max_connections < 1:
+            raise ValueError(f"max connections must be positive, got {self.max_connections}")
+        if self.gateway_key is not None and not self.gateway_key:
+            raise ValueError("the gateway key must not be empty")
+        if self.upstream_api not in UPSTREAM_APIS:
+            raise ValueError(
+                f"upstream api must be one of {', '.join(UPSTREAM_APIS)}, got {self.upstream_api!r}"
+            )
+        if self.upstream_model is not None and not self.upstream_model:
+            raise ValueError("the upstream model must not be empty")
+        if not self.handler.strip():
+            raise ValueError("handler must name a handler, e.g. extractive or openai:MODEL")
+        if not self.store:
+            raise ValueError("store must be memory, a SQLite path or a redis:// URL")
+
+    def budget_for(self, model: object) -> Budget | None:
+        """The budget of a request for ``model``; None when it cannot be known (no
+        ``--budget`` and a model missing from the window table)."""
+        if self.budget is not None:
+            return self.budget
+        if not isinstance(model, str) or not model:
+            return None
+        try:
+            return Budget.of_model(model, self.window_share)
+        except ValueError:
+            return None

@@ -1,0 +1,345 @@
+"""The gateway's request compaction (csum.serve.compaction, conversation, apis, config):
+core code, no serve extra needed. The HTTP side is in test_serve.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cast import Message, lint
+from cast.codecs import anthropic, openai
+from csum.budget import Budget
+from csum.cli import main
+from csum.serve import INSTALL_HINT, ServeConfig
+from csum.serve.apis import APIS, api_for
+from csum.serve.compaction import OutcomeKind, Rewriter
+from csum.serve.conversation import ConversationState, chain_hash, conversation_key
+from csum.stores import MemoryStore, SQLiteStore
+
+pytestmark = pytest.mark.anyio
+
+CHAT = APIS[0]
+MESSAGES = APIS[2]
+SYSTEM = "You are a coding agent working in a large repository."
+
+
+def chat_turns(turns: int, result_bytes: int = 600) -> list[dict[str, Any]]:
+    """A tool-heavy Chat Completions history of ``turns`` tool calls."""
+    items: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Find why the importer fails on empty files."},
+    ]
+    for i in range(turns):
+        call = {
+            "id": f"call_{i:04d}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{i}.py"})},
+        }
+        items.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        text = f"src/m{i}.py line {i}: def load_{i}(path): return parse(path) " * 40
+        items.append(
+            {"role": "tool", "tool_call_id": f"call_{i:04d}", "content": text[:result_bytes]}
+        )
+    return items
+
+
+def body(items: list[dict[str, Any]], **extra: Any) -> bytes:
+    return json.dumps({"model": "gpt-4o", "messages": items, **extra}).encode()
+
+
+def rewriter(budget: int = 8192, store: Any = None) -> Rewriter:
+    config = ServeConfig(upstream="http://127.0.0.1:9", budget=Budget.bytes(budget))
+    return Rewriter(config, store if store is not None else MemoryStore())
+
+
+def sent_messages(data: bytes) -> list[Message]:
+    return openai.decode(json.loads(data))
+
+
+async def test_a_request_within_budget_is_forwarded_as_it_came() -> None:
+    outcome = await rewriter().rewrite(CHAT, body(chat_turns(3)), None)
+    assert outcome.kind is OutcomeKind.WITHIN_BUDGET
+    assert outcome.body is None
+
+
+async def test_an_over_budget_request_is_compacted_within_budget_and_lint_clean() -> None:
+    items = chat_turns(30)
+    outcome = await rewriter().rewrite(CHAT, body(items, temperature=0.2), None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    assert outcome.body is not None
+    payload = json.loads(outcome.body)
+    assert list(payload) == ["model", "messages", "temperature"]  # other fields kept, in order
+    messages = openai.decode(payload)
+    assert sum(m.size for m in messages) <= 8192
+    assert lint(messages, "openai") == []
+    assert payload["messages"][-1] == items[-1]  # the newest turn is kept verbatim
+    assert outcome.bytes_before > outcome.bytes_after
+
+
+async def test_the_next_request_reuses_the_compacted_prefix_byte_for_byte() -> None:
+    gateway = rewriter()
+    items = chat_turns(30)
+    first = await gateway.rewrite(CHAT, body(items), None)
+    assert first.body is not None
+    sent_first = json.loads(first.body)["messages"]
+    more = chat_turns(31)[-2:]
+    second = await gateway.rewrite(CHAT, body(items + more), None)
+    assert second.kind is OutcomeKind.REUSED
+    assert second.body is not None
+    sent_second = json.loads(second.body)["messages"]
+    assert sent_second == sent_first + more
+    # byte for byte: the first request's messages are a prefix of the second's text
+    head = json.dumps(sent_first, ensure_ascii=False, separators=(",", ":"))[:-1]
+    assert second.body.decode().find(head) > 0
+
+
+async def test_another_conversation_with_the_same_opening_is_compacted_afresh() -> None:
+    gateway = rewriter()
+    items = chat_turns(30)
+    await gateway.rewrite(CHAT, body(items), None)
+    other = chat_turns(30, result_bytes=500)  # same opening, other history
+    outcome = await gateway.rewrite(CHAT, body(other), None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    assert outcome.body is not None
+    assert sent_messages(outcome.body)[-1] == openai.decode({"messages": other})[-1]
+
+
+async def test_the_conversation_header_separates_identical_openings() -> None:
+    messages = openai.decode({"messages": chat_turns(2)})
+    assert conversation_key("chat", messages, "a") != conversation_key("chat", messages, "b")
+    assert conversation_key("chat", messages, None) == conversation_key("chat", messages[:2], None)
+
+
+async def test_a_store_that_fails_never_fails_the_request(tmp_path: Path) -> None:
+    broken = SQLiteStore(tmp_path)  # a directory: every operation fails
+    gateway = rewriter(store=broken)
+    outcome = await gateway.rewrite(CHAT, body(chat_turns(30)), None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    assert outcome.store_failures >= 2  # state read and state write at least
+    assert outcome.body is not None
+    assert sum(m.size for m in sent_messages(outcome.body)) <= 8192
+    await broken.aclose()
+
+
+@pytest.mark.parametrize(
+    ("data", "kind"),
+    [
+        (b"not json", OutcomeKind.NOT_COMPACTABLE),
+        (b"[1, 2]", OutcomeKind.NOT_COMPACTABLE),
+        (json.dumps({"model": "gpt-4o"}).encode(), OutcomeKind.NOT_COMPACTABLE),
+        (
+            json.dumps({"model": "gpt-4o", "messages": [{"role": "wizard"}] * 3}).encode(),
+            OutcomeKind.FAILED,
+        ),
+    ],
+)
+async def test_bad_bodies_are_forwarded_as_they_came(data: bytes, kind: OutcomeKind) -> None:
+    outcome = await rewriter(budget=2).rewrite(CHAT, data, None)  # past the size bound
+    assert (outcome.kind, outcome.body) == (kind, None)
+
+
+async def test_without_a_budget_the_model_window_decides() -> None:
+    config = ServeConfig(upstream="http://127.0.0.1:9", window_share=0.01)
+    gateway = Rewriter(config, MemoryStore())
+    short = await gateway.rewrite(CHAT, body(chat_turns(1)), None)
+    assert short.kind is OutcomeKind.WITHIN_BUDGET  # 1 % of gpt-4o's window: 1,280 tokens
+    small = json.loads(body(chat_turns(30)))
+    outcome = await gateway.rewrite(CHAT, json.dumps(small).encode(), None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    small["model"] = "no-such-model"
+    outcome = await gateway.rewrite(CHAT, json.dumps(small).encode(), None)
+    assert outcome.kind is OutcomeKind.NOT_COMPACTABLE
+
+
+async def test_anthropic_requests_keep_their_system_and_fields() -> None:
+    messages = openai.decode({"messages": chat_turns(30)})
+    payload = {"model": "claude-sonnet-4", "max_tokens": 512, **anthropic.encode(messages)}
+    payload["system"] = [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]
+    outcome = await rewriter().rewrite(MESSAGES, json.dumps(payload).encode(), None)
+    assert outcome.body is not None
+    sent = json.loads(outcome.body)
+    assert list(sent) == list(payload)  # fields kept, in their order
+    assert sent["system"] == payload["system"]
+    chain = anthropic.decode(sent)
+    assert sum(m.size for m in chain) <= 8192
+    assert lint(chain, "anthropic") == []
+
+
+def test_cache_markers_do_not_change_a_conversation() -> None:
+    plain = {"role": "user", "content": [{"type": "text", "text": "hello"}]}
+    marked = {
+        "role": "user",
+        "content": [{"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}],
+    }
+    a = anthropic.decode({"messages": [plain]})
+    b = anthropic.decode({"messages": [marked]})
+    assert a != b
+    assert chain_hash(a) == chain_hash(b)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=6), st.integers(0, 6))
+def test_state_round_trips_and_rebuilds_only_its_own_history(texts: list[str], cut: int) -> None:
+    history = [Message.human(t) if i % 2 == 0 else Message.ai(t) for i, t in enumerate(texts)]
+    cut = min(cut, len(history))
+    state = ConversationState.after(history[:cut], [Message.human("summary")])
+    again = ConversationState.from_bytes(state.to_bytes())
+    assert again == state
+    assert again is not None
+    assert again.rebuilt(history) == [Message.human("summary"), *history[cut:]]
+    if cut:
+        changed = [Message.human(history[0].text + "!"), *history[1:]]
+        assert again.rebuilt(changed) is None
+
+
+def test_a_damaged_state_record_is_an_error() -> None:
+    with pytest.raises(ValueError, match="damaged"):
+        ConversationState.from_bytes(b'{"v": 1, "n": "x", "h": 1, "sent": []}')
+    assert ConversationState.from_bytes(b'{"v": 99}') is None
+
+
+def test_api_paths() -> None:
+    assert [api_for(a.path) for a in APIS] == list(APIS)
+    assert api_for("/v1/messages/count_tokens") is None
+    assert api_for("/v1/models") is None
+
+
+@pytest.mark.parametrize(
+    ("options", "wrong"),
+    [
+        ({"upstream": "ftp://x"}, "http"),
+        ({"upstream": "http://x?a=1"}, "query"),
+        ({"upstream": "http://x", "window_share": 0}, "window share"),
+        ({"upstream": "http://x", "max_body_bytes": 0}, "max body"),
+        ({"upstream": "http://x", "timeout": 0}, "timeout"),
+        ({"upstream": "http://x", "gateway_key": ""}, "key"),
+    ],
+)
+def test_config_refuses_bad_values(options: dict[str, Any], wrong: str) -> None:
+    with pytest.raises(ValueError, match=wrong):
+        ServeConfig(**options)
+
+
+def test_csum_serve_without_the_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # import uvicorn raises ImportError
+    err = io.StringIO()
+    code = main(["serve", "--upstream", "http://127.0.0.1:9"], stderr=err)
+    assert code == 2
+    assert "pip install 'chaincast[serve]'" in err.getvalue()
+    assert "pip install '.[serve]'" in err.getvalue()
+    assert INSTALL_HINT in err.getvalue()
+
+
+def test_csum_serve_refuses_bad_flags() -> None:
+    err = io.StringIO()
+    code = main(["serve", "--upstream", "http://x", "--tokens"], stderr=err)
+    assert code == 2
+    assert "--tokens needs --budget" in err.getvalue()
+
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+
+
+@st.composite
+def chat_payloads(draw: st.DrawFn) -> dict[str, Any]:
+    """Chat Completions histories without media: text, tool calls and results."""
+    items: list[dict[str, Any]] = [{"role": "system", "content": draw(_TEXT)}]
+    for i in range(draw(st.integers(0, 6))):
+        items.append({"role": "user", "content": draw(_TEXT)})
+        if draw(st.booleans()):
+            name = draw(st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=40))
+            arguments = json.dumps({"q": draw(_TEXT)}, ensure_ascii=draw(st.booleans()))
+            call = {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            items.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            items.append({"role": "tool", "tool_call_id": f"c{i}", "content": draw(_TEXT)})
+        items.append({"role": "assistant", "content": draw(_TEXT)})
+    return {"model": "gpt-4o", "messages": items}
+
+
+@settings(max_examples=200, deadline=None)
+@given(chat_payloads(), st.sampled_from([0, 1, 2]))
+def test_the_size_bound_never_lets_an_over_budget_history_through(
+    payload: dict[str, Any], which: int
+) -> None:
+    """fits_by_size says "fits" only when the Compactor measures the history within the
+    budget: bytes never exceed the JSON text, estimated tokens never exceed its third."""
+    from csum.budget import EstimatedTokens
+    from csum.serve.compaction import fits_by_size
+
+    messages = openai.decode(payload)
+    if which == 1:
+        payload = {"model": "m", **anthropic.encode(messages)}
+        messages = anthropic.decode(payload)
+    elif which == 2:
+        from cast.codecs import openai_responses
+
+        payload = {"model": "m", **openai_responses.encode(messages)}
+        messages = openai_responses.decode(payload)
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    size = sum(m.size for m in messages)
+    tokens = sum(EstimatedTokens().count(m) for m in messages)
+    assert fits_by_size(data, Budget.bytes(len(data)))
+    assert size <= len(data)
+    # (text that looks like media may turn the token bound off: it only errs that way)
+    assert tokens <= len(data) // 3 + 1
+
+
+async def test_a_body_over_the_size_bound_is_measured_not_guessed() -> None:
+    items = chat_turns(3)
+    data = body(items)
+    outcome = await rewriter(budget=len(data) - 1).rewrite(CHAT, data, None)
+    assert outcome.kind is OutcomeKind.WITHIN_BUDGET  # decoded and measured: it fits
+    assert outcome.bytes_before < len(data) - 1
+
+
+def test_the_token_shortcut_is_off_for_bodies_that_may_hold_media() -> None:
+    from csum.serve.compaction import fits_by_size
+
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    data = body([{"role": "user", "content": [image]}])
+    assert not fits_by_size(data, Budget.tokens(10**6))
+    assert fits_by_size(body(chat_turns(1)), Budget.tokens(10**6))
+    assert not fits_by_size(body(chat_turns(1)), Budget.tokens(10))
+
+
+def test_log_lines_are_json_with_the_fields_and_nothing_else() -> None:
+    import logging
+
+    from csum.serve.logs import configure
+
+    stream = io.StringIO()
+    handler = configure("info", stream)
+    try:
+        logging.getLogger("csum.serve").info(
+            "POST /v1/messages -> 200",
+            extra={"endpoint": "messages", "status": 200, "outcome": "reused", "other": "x"},
+        )
+        logging.getLogger("csum.serve").debug("not shown")
+    finally:
+        logging.getLogger("csum.serve").removeHandler(handler)
+    (line,) = stream.getvalue().splitlines()
+    record = json.loads(line)
+    assert record["message"] == "POST /v1/messages -> 200"
+    assert (record["endpoint"], record["status"], record["outcome"]) == ("messages", 200, "reused")
+    assert "other" not in record
+    assert record["level"] == "info"
+
+
+def test_csum_serve_refuses_an_unknown_handler() -> None:
+    err = io.StringIO()
+    code = main(["serve", "--upstream", "http://x", "--handler", "oracle:delphi"], stderr=err)
+    assert code == 2
+    assert "unknown handler 'oracle:delphi'" in err.getvalue()
