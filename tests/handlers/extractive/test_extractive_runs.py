@@ -8,7 +8,7 @@ import json
 
 from cast import Message, ToolCall
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive_runs import count_follows, strip_banner, strip_colours
+from csum.handlers._extractive.runs import count_follows, strip_banner, strip_colours
 from csum.prompt import messages_to_prompt
 
 
@@ -151,7 +151,7 @@ TOTAL                          505     19    96%
 
 
 def test_a_numbered_failure_header_ranks_with_its_place() -> None:
-    from csum.handlers._extractive_runs import failure_header_bonus
+    from csum.handlers._extractive.runs import failure_header_bonus
 
     assert failure_header_bonus("  1) test refunds a paid invoice (Billing.InvoiceTest)") > 0
     assert failure_header_bonus("  12) User#refund raises when already refunded") > 0
@@ -160,7 +160,7 @@ def test_a_numbered_failure_header_ranks_with_its_place() -> None:
 
 
 def test_a_tables_total_row_is_kept() -> None:
-    from csum.handlers._extractive_runs import total_row_bonus
+    from csum.handlers._extractive.runs import total_row_bonus
 
     assert total_row_bonus("TOTAL 505 19 96%") > 0
     assert total_row_bonus("All files | 85.5 | 80.1 | 90 | 85.5 |") > 0
@@ -169,7 +169,7 @@ def test_a_tables_total_row_is_kept() -> None:
 
 
 def test_a_flag_a_program_prints_is_kept() -> None:
-    from csum.handlers._extractive_runs import braced_value_bonus
+    from csum.handlers._extractive.runs import braced_value_bonus
 
     assert braced_value_bonus("picoCTF{h34p_0v3rfl0w_9e1a}") > 0
     assert braced_value_bonus("Map(0) { size: 0 }") == 0
@@ -250,7 +250,7 @@ def test_under_a_tiny_budget_the_outcome_outranks_the_call() -> None:
 
 
 def test_zero_counts_of_secondary_outcomes_are_dropped() -> None:
-    from csum.handlers._extractive_runs import drop_zero_counts
+    from csum.handlers._extractive.runs import drop_zero_counts
 
     line = "test result: ok. 31 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; x"
     assert drop_zero_counts(line) == "test result: ok. 31 passed; 0 failed; x"
@@ -293,7 +293,7 @@ def test_the_last_line_of_a_run_says_where_it_ended() -> None:
 
 
 def test_only_consecutive_lines_differing_in_numbers_make_a_run() -> None:
-    from csum.handlers._extractive_runs import RUN_END_SCORE, favour_run_ends
+    from csum.handlers._extractive.runs import RUN_END_SCORE, favour_run_ends
 
     class Row:
         def __init__(self, text: str) -> None:
@@ -309,7 +309,7 @@ def test_only_consecutive_lines_differing_in_numbers_make_a_run() -> None:
 
 
 def test_a_cd_prefix_gives_way_before_the_command_is_cut() -> None:
-    from csum.handlers._extractive_runs import fit_command
+    from csum.handlers._extractive.runs import fit_command
 
     command = "cd ~/projects/shop/assets && npm install --save-dev happy-dom"
     assert fit_command(command, 80) == command
@@ -327,7 +327,7 @@ def test_a_cd_prefix_gives_way_before_the_command_is_cut() -> None:
 
 
 def test_a_recipes_echoed_command_is_kept() -> None:
-    from csum.handlers._extractive_runs import echoed_command_bonus
+    from csum.handlers._extractive.runs import echoed_command_bonus
 
     assert echoed_command_bonus("cargo clippy --all-targets -- -D warnings", 0) > 0
     assert echoed_command_bonus("+ pytest -q --maxfail=1", 1) > 0
@@ -347,7 +347,7 @@ def test_a_recipes_echoed_command_is_kept() -> None:
 
 
 def test_a_refusal_in_a_programs_own_words_is_an_outcome() -> None:
-    from csum.handlers._extractive_runs import refusal_bonus
+    from csum.handlers._extractive.runs import refusal_bonus
 
     assert refusal_bonus("Password incorrect, try again") > 0
     assert refusal_bonus("HTTP/1.1 401 Unauthorized") > 0
