@@ -4,58 +4,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from csum.handlers._extractive.code_tools import (
-    CodeMark,
-    code_lines,
-)
 from csum.handlers._extractive.features import (
     _compact_answer_line,
-    _is_routine_log,
     _listing_bonus,
     _log_message,
-    _numbered_span,
     _routine_score,
     _score,
 )
-from csum.handlers._extractive.fields import _field_lines, _json_fields, _literal_fields
+from csum.handlers._extractive.fields import _Field, _field_lines, _json_fields
 from csum.handlers._extractive.patterns import (
-    _BARE_TAG,
-    _EMPTY_NUMBERED,
     _ERROR,
     _EXCEPTION_NAME,
     _EXIT_STATUS,
     _FRAME,
-    _HOME,
-    _LOG_PREFIX,
-    _MARKDOWN,
-    _NUMBERED,
     _PENDING,
-    _UNDERSCORE_BOLD,
     _WORDS,
 )
-from csum.handlers._extractive.prose import is_fence, plain_links
 from csum.handlers._extractive.reading import (
-    _hunk_header,
+    _cleaned,
     _place_first,
-    _record_text,
-    _reshape,
-    _sentences,
-    _split_lines,
-    _two_line_records,
-    _undecorated,
-)
-from csum.handlers._extractive.results import (
-    labelled_records,
-    literal_records,
+    _read_text,
+    _Text,
+    _Unit,
 )
 from csum.handlers._extractive.runs import (
-    drop_zero_counts,
     echoed_command_bonus,
-    strip_banner,
     strip_colours,
 )
 from csum.handlers._extractive.salience import SECTION_BONUS, opens_section
-from csum.handlers._extractive.text import _one_line, _shorten_paths, _window
+from csum.handlers._extractive.text import _shorten_paths, _window
 from csum.handlers._extractive.tokens import _identifier_spans
 from csum.handlers._extractive.units import _Line
 from csum.handlers._extractive.weights import (
@@ -99,168 +76,194 @@ def _body_lines(
     documents: list[str] = []
     fields = _json_fields(content, said, documents) if tool else None
     if fields is not None:
-        yield from _field_lines(fields, block, check, width)
-        # A page or a file inside the JSON: its lines, scored as a tool's output's are.
-        after = len(fields)
-        for document in documents:
-            read = list(_body_lines(document, block, check, tool=True, width=width))
-            for piece in read:
-                piece.order += after
-                yield piece
-            after += len(read) + 1
+        yield from _json_lines(fields, documents, block, check, width)
         return
-    raw = _split_lines(content)
-    listing = False
-    diff = False
-    ranks: dict[str, int] = {}  # a record's place in its list
-    marks: dict[str, CodeMark] = {}  # what the code tools' rules say of a line
-    if not tool:
-        raw = _sentences(raw)
-    else:
-        listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
-        diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
-        raw, marks = code_lines(raw)
-        if not diff:
-            # A tool's prose (an agent's report, a fetched page, a tool's closing
-            # advice) is split into sentences as an answer is; its code, logs and
-            # listings are not (their lines are units already).
-            raw = _sentences(literal_records(raw, _literal_fields), prose_only=True)
-            raw = labelled_records(raw, ranks)
-        if not diff and not listing:
-            raw = _reshape(raw, ranks)
-    places: dict[int, str] = {}  # a message's place, from the line below it
-    numbered_span = _numbered_span(raw) if listing else None
-    if tool and not listing and not diff:
-        raw = _two_line_records(raw, check, width, places)
-    seen: dict[str, int] = {}
-    shapes: dict[str, int] = {}
-    frame = ""
-    after_error = 0
-    above: list[_Line] = []  # the last lines yielded, for an error's location above it
-    named: dict[str, int] = {}  # identifiers seen so far, and how often
-    pending = 0
-    last = len(raw) - 1
-    opens = True  # whether the next line opens a section (after a blank line, a heading)
-    for order, original in enumerate(raw):
+    text = _read_text(content, check, tool=tool, width=width)
+    scorer = _Scorer(text, block, width=width, written=written, focus=focus, compact=compact)
+    seen: set[str] = set()
+    for order, original in enumerate(text.raw):
         if order % _CHECK_EVERY == 0:
             check()
-        line = original[: 4 * _LINE_SCAN]
-        opening, opens = opens, opens_section(line)
-        # What is still to do ("Next steps", "remaining tasks") is what the agent needs
-        # next: a line saying so and the lines listed below it rank up, until a heading.
+        scorer.see(original[: 4 * _LINE_SCAN])
+        unit = _cleaned(order, original, text)
+        if unit is None or unit.line in seen:
+            continue
+        seen.add(unit.line)
+        yield scorer.line(unit)
+
+
+def _json_lines(
+    fields: list[_Field],
+    documents: list[str],
+    block: int,
+    check: Callable[[], None],
+    width: int,
+) -> Iterator[_Line]:
+    """A JSON result's fields, then the lines of a page or a file inside it, scored as a
+    tool's output's are."""
+    yield from _field_lines(fields, block, check, width)
+    after = len(fields)
+    for document in documents:
+        read = list(_body_lines(document, block, check, tool=True, width=width))
+        for piece in read:
+            piece.order += after
+            yield piece
+        after += len(read) + 1
+
+
+class _Scorer:
+    """Scores a text's units in their order: what each line says
+    (:func:`_line_features`), then the signals that depend on the lines around it (a
+    list of what is still to do, an error's context, a traceback's frame, repeats,
+    its place in the output, a section's first line)."""
+
+    def __init__(
+        self,
+        text: _Text,
+        block: int,
+        *,
+        width: int,
+        written: frozenset[str],
+        focus: int | None,
+        compact: bool,
+    ) -> None:
+        self.text, self.block, self.width = text, block, width
+        self.written, self.focus, self.compact = written, focus, compact
+        self.named: dict[str, int] = {}  # identifiers seen so far, and how often
+        self.shapes: dict[str, int] = {}
+        self.frame = ""
+        self.after_error = 0
+        self.above: list[_Line] = []  # the last lines scored, for an error's place above
+        self.pending = 0
+        self.opens = True  # whether the next line opens a section (after a blank line)
+        self.opening = False
+        self.last = len(text.raw) - 1
+
+    def see(self, line: str) -> None:
+        """Every unit, kept or not: whether it opens a section, and whether it says what
+        is still to do ("Next steps", "remaining tasks"): what the agent needs next, so
+        it and the lines listed below it rank up, until a heading."""
+        self.opening, self.opens = self.opens, opens_section(line)
         if _PENDING.search(line[:_LINE_SCAN]):
-            pending = _PENDING_LINES
+            self.pending = _PENDING_LINES
         elif line.lstrip().startswith("#"):
-            pending = 0
-        if not tool:
-            if is_fence(line):
-                continue  # a code block's fence ("```python"): it says nothing
-            # Markdown's marks, and its links as their url ("[a.com](https://a.com/x)").
-            line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", line)))
-        mark = marks.get(original)
-        bare = _undecorated(line)
-        routine = _is_routine_log(bare) and not (mark and mark.news)
-        record = _record_text(line)
-        if record is not None:
-            line = record
-            bare = _undecorated(line)
-        line = _one_line(bare)
-        if line[:1].isdigit():
-            line = _LOG_PREFIX.sub("", line, count=1)
-        if "/home/" in line or "/Users/" in line:
-            line = _HOME.sub("~/", line)
-        if tool and not diff:
-            line = drop_zero_counts(strip_banner(line))
-        if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
-            continue
-        if line[0] == "<" and not any(c.isalnum() for c in _BARE_TAG.sub("", line[:200])):
-            continue  # markup alone ("</output>"): it says nothing
-        if listing and len(line) <= 12 and _EMPTY_NUMBERED.fullmatch(line):
-            continue  # a file's empty line: its number alone
-        if diff and line.startswith("@@"):
-            line = _hunk_header(line)
-        if seen.get(line):
-            continue
-        seen[line] = 1
-        scored = _log_message(line) if routine else line
-        score = _score(scored, listing=listing, diff=diff, prose=not tool, named=named)
-        if mark is not None:
-            score = max(0.0, score + mark.bonus)
-        if routine:
-            score = _routine_score(scored, score)
-        elif record is not None:
-            score += _RECORD_BONUS
-        if numbered_span is not None:
-            score += _listing_bonus(original, order, numbered_span, written, focus)
-        if tool and not diff:
-            score += echoed_command_bonus(line, order)
-        rank = ranks.get(original)
-        if rank is not None:
-            score += _RANK_BONUS / (1 + rank)
-        if pending and not listing:
+            self.pending = 0
+
+    def line(self, unit: _Unit) -> _Line:
+        """The scored line of a unit that the clean-ups kept and that is no repeat."""
+        score = _line_features(unit, self.text, self.named, self.written, self.focus)
+        score = self._context(unit, score)
+        score, placed = self._placed(unit, score)
+        item = self._item(unit, score, placed)
+        self.above = [*self.above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
+        return item
+
+    def _context(self, unit: _Unit, score: float) -> float:
+        """What the lines above add: a list of what is still to do, an error's context
+        (the assertion, left and right, the failing input: worth more while short,
+        fading), a traceback's frame for the exception below it."""
+        text, line = self.text, unit.line
+        if self.pending and not text.listing:
             score += _PENDING_SCORE
-            pending -= 1
-        # The lines just below an error say what it was (the assertion, left and right,
-        # the failing input): worth more while short, fading.
-        if score >= _ERROR_SCORE and not listing and _ERROR.search(line[:_LINE_SCAN]):
+            self.pending -= 1
+        if score >= _ERROR_SCORE and not text.listing and _ERROR.search(line[:_LINE_SCAN]):
             # An exit status alone ("Exit code 2") says how it ended, not what follows.
-            after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else _ERROR_CONTEXT
-            if tool:
-                _locate_error(above)
-        elif after_error and len(line) <= _LINE_WINDOW:
-            score += after_error
-            after_error -= 1
+            self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else _ERROR_CONTEXT
+            if text.tool:
+                _locate_error(self.above)
+        elif self.after_error and len(line) <= _LINE_WINDOW:
+            score += self.after_error
+            self.after_error -= 1
         else:
-            after_error = 0
-        located = _FRAME.match(original)
+            self.after_error = 0
+        located = _FRAME.match(unit.original)
         if located is not None:
-            frame = f"{located.group(1)}:{located.group(2)}"
-        elif frame and _EXCEPTION_NAME.match(line) and ":" in line[:120]:
-            line = f"{frame}: {line}"
-            frame = ""
+            self.frame = f"{located.group(1)}:{located.group(2)}"
+        elif self.frame and _EXCEPTION_NAME.match(line) and ":" in line[:120]:
+            unit.line = f"{self.frame}: {line}"
+            self.frame = ""
             score += 2.0
-        # The first and last lines of an output say most (commands, totals, verdicts).
-        edge = not listing and (order < 2 or order >= last - 1)
+        return score
+
+    def _placed(self, unit: _Unit, score: float) -> tuple[float, bool]:
+        """The score with the repeats of the line's shape and its place in the output:
+        its first and last lines say most (commands, totals, verdicts); and whether its
+        place added to it."""
+        order, line, mark = unit.order, unit.line, unit.mark
+        edge = not self.text.listing and (order < 2 or order >= self.last - 1)
         # Repeated shapes (the same line but for its numbers) are worth less each time.
         shape = _WORDS.sub("w", line[:120])
-        repeats = shapes.get(shape, 0)
-        shapes[shape] = repeats + 1
+        repeats = self.shapes.get(shape, 0)
+        self.shapes[shape] = repeats + 1
         # A progress line printed again with its status ("Opening connection to h:
         # Trying", then ": Done"): the same start as an earlier line.
         start = "\0" + line[:_SAME_START] if len(line) > _SAME_START else ""
         if start:
-            repeats = max(repeats, shapes.get(start, 0))
-            shapes[start] = shapes.get(start, 0) + 1
+            repeats = max(repeats, self.shapes.get(start, 0))
+            self.shapes[start] = self.shapes.get(start, 0) + 1
         if mark is None or not mark.distinct:
             score /= 1 + repeats / 2
-        placed = False  # whether where the line sits adds to its score
         if score > 0:
             if mark is None or not mark.placeless:
-                score += (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (1 + order / 10)
-                placed = True
-        else:
-            # A line with nothing in it is kept only when room is left (an edge line
-            # first), so that the budget is used.
-            score = _EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)
-        if order in places:
-            line = _place_first(line, places[order])
+                return score + (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (
+                    1 + order / 10
+                ), True
+            return score, False
+        # A line with nothing in it is kept only when room is left (an edge line
+        # first), so that the budget is used.
+        return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
+
+    def _item(self, unit: _Unit, score: float, placed: bool) -> _Line:
+        """The line as shown: its place first, its paths shortened, cut to its window,
+        in its compact form when asked."""
+        line, width = unit.line, self.width
+        if unit.order in self.text.places:
+            line = _place_first(line, self.text.places[unit.order])
         text = _shorten_paths(line, width)
-        if placed and opening and order and len(text) <= width:
+        if placed and self.opening and unit.order and len(text) <= width:
             # A section's first line says what it is about (a format-free prior), when
             # it is shown whole: a window of it may have left out what it was about.
             score += SECTION_BONUS
-        item = _Line(block, order, _window(text, width), score)
-        if mark is not None:
-            item.group = mark.group
-        if compact and len(text) > _COMPACT_SHARE * width:
+        item = _Line(self.block, unit.order, _window(text, width), score)
+        if unit.mark is not None:
+            item.group = unit.mark.group
+        if self.compact and len(text) > _COMPACT_SHARE * width:
             # An answer's long sentence by its clauses that carry something (its
             # identifiers, numbers, causes and constraints): more of them fit. Its
             # whole form comes back if room is left.
             short = _window(_compact_answer_line(text), width)
             if short != item.text:
                 item.text, item.whole = short, item.text
-        above = [*above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
-        yield item
+        return item
+
+
+def _line_features(
+    unit: _Unit,
+    text: _Text,
+    named: dict[str, int],
+    written: frozenset[str],
+    focus: int | None,
+) -> float:
+    """What a line says, whatever lines are around it: its identifiers and kind
+    (:func:`_score`), the code tools' mark, a routine log line's or a record's due,
+    its place in a file listing, an echoed command, a record's rank in its list."""
+    line, mark = unit.line, unit.mark
+    scored = _log_message(line) if unit.routine else line
+    score = _score(scored, listing=text.listing, diff=text.diff, prose=not text.tool, named=named)
+    if mark is not None:
+        score = max(0.0, score + mark.bonus)
+    if unit.routine:
+        score = _routine_score(scored, score)
+    elif unit.record:
+        score += _RECORD_BONUS
+    if text.numbered_span is not None:
+        score += _listing_bonus(unit.original, unit.order, text.numbered_span, written, focus)
+    if text.tool and not text.diff:
+        score += echoed_command_bonus(line, unit.order)
+    rank = text.ranks.get(unit.original)
+    if rank is not None:
+        score += _RANK_BONUS / (1 + rank)
+    return score
 
 
 def _locate_error(above: list[_Line]) -> None:

@@ -4,20 +4,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from csum.handlers._extractive.features import _is_prose
+from csum.handlers._extractive.code_tools import CodeMark, code_lines
+from csum.handlers._extractive.features import _is_prose, _is_routine_log, _numbered_span
+from csum.handlers._extractive.fields import _literal_fields
 from csum.handlers._extractive.patterns import (
+    _BARE_TAG,
     _DECORATION,
+    _EMPTY_NUMBERED,
     _HOME,
     _HUNK,
     _LOCATION_LINE,
+    _LOG_PREFIX,
     _LONG_LISTING,
+    _MARKDOWN,
+    _NUMBERED,
     _SENTENCE_END,
     _TOTAL_LINE,
     _TRAIL,
+    _UNDERSCORE_BOLD,
 )
+from csum.handlers._extractive.prose import is_fence, plain_links
+from csum.handlers._extractive.results import labelled_records, literal_records
 from csum.handlers._extractive.runs import (
     count_follows,
+    drop_zero_counts,
+    strip_banner,
 )
 from csum.handlers._extractive.text import _ELLIPSIS, _clip_whole_words, _one_line, _scalar
 from csum.handlers._extractive.tokens import _identifier_spans, _path_kind
@@ -213,3 +226,160 @@ def _first_line(text: str) -> str:
         if line.strip():
             return _one_line(line)
     return ""
+
+
+# --- a text read into units ---------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Text:
+    """A text's units (``raw``: its lines, sentences or records) and what kind of text
+    it is: a tool's output or not, a numbered file listing, a diff."""
+
+    raw: list[str]
+    tool: bool
+    listing: bool = False
+    diff: bool = False
+    marks: dict[str, CodeMark] = field(default_factory=dict)
+    """What the code tools' rules say of a line."""
+    ranks: dict[str, int] = field(default_factory=dict)
+    """A record's place in its list."""
+    places: dict[int, str] = field(default_factory=dict)
+    """A message's place, from the line below it, by the message's index."""
+    numbered_span: tuple[int, int] | None = None
+
+
+def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: int) -> _Text:
+    """``content`` (not JSON) as units: an answer's lines split into sentences; a tool's
+    lines with the code tools' marks, its prose split into sentences, its records one
+    per line, a message joined with its place on the next line."""
+    raw = _split_lines(content)
+    if not tool:
+        return _Text(_sentences(raw), tool=False)
+    listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
+    diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
+    raw, marks = code_lines(raw)
+    text = _Text(raw, tool=True, listing=listing, diff=diff, marks=marks)
+    if not diff:
+        # A tool's prose (an agent's report, a fetched page, a tool's closing
+        # advice) is split into sentences as an answer is; its code, logs and
+        # listings are not (their lines are units already).
+        text.raw = _sentences(literal_records(text.raw, _literal_fields), prose_only=True)
+        text.raw = labelled_records(text.raw, text.ranks)
+    if not diff and not listing:
+        text.raw = _reshape(text.raw, text.ranks)
+    text.numbered_span = _numbered_span(text.raw) if listing else None
+    if not listing and not diff:
+        text.raw = _two_line_records(text.raw, check, width, text.places)
+    return text
+
+
+@dataclass(slots=True)
+class _Unit:
+    """One unit of a text as the clean-ups leave it: ``line`` is what is shown."""
+
+    order: int
+    original: str
+    line: str
+    mark: CodeMark | None
+    routine: bool = False
+    """A log line at a routine level (scored without its time and level)."""
+    record: bool = False
+    """A one-line JSON record written as ``key=value`` fields."""
+
+
+def _markdown(unit: _Unit, text: _Text) -> bool:
+    """An answer's code fences left out, its markdown marks dropped and its links
+    written as their urls (``[a.com](https://a.com/x)``)."""
+    if text.tool:
+        return True
+    if is_fence(unit.line):
+        return False  # a code block's fence ("```python"): it says nothing
+    unit.line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", unit.line)))
+    return True
+
+
+def _routine(unit: _Unit, text: _Text) -> bool:
+    """Whether the unit is a routine log line (unless the code tools' rules say it is
+    news: a migration's change logged at ``[info]``)."""
+    mark = unit.mark
+    unit.routine = _is_routine_log(_undecorated(unit.line)) and not (mark and mark.news)
+    return True
+
+
+def _json_record(unit: _Unit, text: _Text) -> bool:
+    """A one-line JSON record as its ``key=value`` fields."""
+    record = _record_text(unit.line)
+    if record is not None:
+        unit.line, unit.record = record, True
+    return True
+
+
+def _undecorate(unit: _Unit, text: _Text) -> bool:
+    """Box rules, quote marks and a trailing ``\\r`` dropped, spaces made one."""
+    unit.line = _one_line(_undecorated(unit.line))
+    return True
+
+
+def _log_time(unit: _Unit, text: _Text) -> bool:
+    """A log line's clock time and routine level dropped (the same on every line)."""
+    if unit.line[:1].isdigit():
+        unit.line = _LOG_PREFIX.sub("", unit.line, count=1)
+    return True
+
+
+def _home(unit: _Unit, text: _Text) -> bool:
+    """A home directory written ``~/``."""
+    if "/home/" in unit.line or "/Users/" in unit.line:
+        unit.line = _HOME.sub("~/", unit.line)
+    return True
+
+
+def _run_noise(unit: _Unit, text: _Text) -> bool:
+    """A command's banner and its zero counts dropped (:mod:`.runs`)."""
+    if text.tool and not text.diff:
+        unit.line = drop_zero_counts(strip_banner(unit.line))
+    return True
+
+
+def _says_something(unit: _Unit, text: _Text) -> bool:
+    """Whether the line holds a letter or a digit, and is more than markup alone
+    (``</output>``) or a file's empty line (its number alone)."""
+    line = unit.line
+    if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
+        return False
+    if line[0] == "<" and not any(c.isalnum() for c in _BARE_TAG.sub("", line[:200])):
+        return False
+    return not (text.listing and len(line) <= 12 and _EMPTY_NUMBERED.fullmatch(line))
+
+
+def _hunk(unit: _Unit, text: _Text) -> bool:
+    """A diff hunk's header as its place and what encloses it (:func:`_hunk_header`)."""
+    if text.diff and unit.line.startswith("@@"):
+        unit.line = _hunk_header(unit.line)
+    return True
+
+
+CleanUp = Callable[[_Unit, _Text], bool]
+"""A clean-up: changes the unit's line; False drops the unit."""
+
+CLEAN_UPS: tuple[CleanUp, ...] = (
+    _markdown,
+    _routine,
+    _json_record,
+    _undecorate,
+    _log_time,
+    _home,
+    _run_noise,
+    _says_something,
+    _hunk,
+)
+"""The clean-ups, in the order they run on every unit."""
+
+
+def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
+    """The unit at ``order`` after :data:`CLEAN_UPS`; None when one drops it."""
+    unit = _Unit(order, original, original[: 4 * _LINE_SCAN], text.marks.get(original))
+    if all(clean(unit, text) for clean in CLEAN_UPS):
+        return unit
+    return None
