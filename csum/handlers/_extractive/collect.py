@@ -4,6 +4,7 @@ earlier summaries."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from cast import SUMMARIZATION_TOOL_NAME
@@ -25,10 +26,10 @@ from csum.handlers._extractive.lines import _body_lines
 from csum.handlers._extractive.reading import _first_line
 from csum.handlers._extractive.rendering import (
     RESULT_INDENT,
-    USER_PREFIX,
     _is_prior_summary,
     _prior_blocks,
     _prior_calls,
+    _request_line,
 )
 from csum.handlers._extractive.runs import (
     call_line,
@@ -49,116 +50,164 @@ from csum.prompt import CONTEXT_TAG, PromptEntry
 _HUMAN_ROLES = frozenset({"human", "user"})
 
 
+@dataclass(slots=True)
+class _Call:
+    """What a call's line and arguments tell about its result."""
+
+    head: str
+    said: frozenset[str]
+    """Its scalar arguments as ``key=value`` (:func:`_argument_pairs`)."""
+    written: frozenset[str]
+    focus: int | None
+    """The line it asked to see."""
+
+
 def _collect(
     entries: tuple[PromptEntry, ...], max_bytes: int, check: Callable[[], None]
 ) -> list[_Block]:
-    blocks: list[_Block] = []
-    calls: dict[str, str] = {}
-    arguments: dict[str, frozenset[str]] = {}
-    written: dict[str, frozenset[str]] = {}
-    focus: dict[str, int | None] = {}  # the line each call asked to see
-    requests = [
-        e
-        for e in entries
-        if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
-    ]
-    request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
-    call_count = _call_count(entries)
-    call_cap = _call_cap(call_count, max_bytes)
-    lone_cut = ""  # the line of a prompt's only call, cut to its share
-    width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
-    # Room for less than the prompt says: an answer's long lines in their compact form.
-    tight = sum(_utf8_len(e.content) + _utf8_len(e.args) for e in entries) > (
-        _COMPACT_RATIO * max_bytes
-    )
+    """The prompt's entries as blocks of scored lines, in the prompt's order."""
+    collector = _Collector(entries, max_bytes, check)
     for entry in entries:
         check()
+        collector.add(entry)
+    return collector.finish()
+
+
+class _Collector:
+    """Reads the entries one by one into blocks: a call waits for its result."""
+
+    def __init__(
+        self, entries: tuple[PromptEntry, ...], max_bytes: int, check: Callable[[], None]
+    ) -> None:
+        self.max_bytes, self.check = max_bytes, check
+        self.blocks: list[_Block] = []
+        self.calls: dict[str, _Call] = {}
+        requests = [
+            e
+            for e in entries
+            if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
+        ]
+        self.request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
+        self.call_count = _call_count(entries)
+        self.call_cap = _call_cap(self.call_count, max_bytes)
+        self.lone_cut = ""  # the line of a prompt's only call, cut to its share
+        self.width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
+        # Room for less than the prompt says: an answer's long lines in their compact form.
+        self.tight = sum(_utf8_len(e.content) + _utf8_len(e.args) for e in entries) > (
+            _COMPACT_RATIO * max_bytes
+        )
+
+    def add(self, entry: PromptEntry) -> None:
+        """One entry: a call, an earlier summary, a request, a result or an answer.
+        The user's messages given as context stay in the chain beside the summary
+        (the instructions say not to summarize them): repeating them wastes it."""
         if entry.kind == "tool_call":
             if entry.name != SUMMARIZATION_TOOL_NAME:
-                parsed = _arguments(entry.args)
-                render = partial(_render_call, entry.name, entry.args, parsed)
-                capped = render(call_cap)
-                calls[entry.call_id] = call_line(capped, render, max_bytes, call_count)
-                lone_cut = capped if call_count == 1 else ""
-                arguments[entry.call_id] = _argument_pairs(parsed)
-                written[entry.call_id] = _written_lines(parsed)
-                focus[entry.call_id] = focus_line(parsed)
-            continue
-        if _is_prior_summary(entry):
+                self._call(entry)
+        elif _is_prior_summary(entry):
             text = entry.content.removeprefix(SUMMARIZED_CONTENT_PREFIX)
-            blocks.extend(_prior_blocks(text, len(blocks), call_cap))
+            self.blocks.extend(_prior_blocks(text, len(self.blocks), self.call_cap))
         elif entry.section == CONTEXT_TAG:
-            # The user's messages given as context stay in the chain beside the summary
-            # (the instructions say not to summarize them): repeating them wastes it.
-            continue
+            return
         elif entry.kind == "text" and entry.role in _HUMAN_ROLES:
-            block = _Block()
-            # An earlier summary of the user's messages ends with the line naming their
-            # archived batch: it stays as it was and first, as in any earlier summary.
-            text, archived = split_archive_line(entry.content.rstrip())
-            for item in _body_lines(text, len(blocks), check, tool=False, width=width):
-                if not item.text.startswith(USER_PREFIX):  # an earlier summary's line stays
-                    item.text = USER_PREFIX + item.text
-                item.score += _USER_BONUS  # what the user said: requests, constraints
-                block.lines.append(item)
-            if block.lines:
-                first = min(block.lines, key=lambda ln: ln.order)
-                cut = _clip_whole_words(first.text, request_cap) or _clip(first.text, request_cap)
-                if cut != first.text:  # whole again if room is left at the end
-                    first.text, first.whole = cut, first.text
-                first.tier = 0  # the request itself comes first
-            if archived:
-                last = max((ln.order for ln in block.lines), default=-1) + 1
-                block.lines.append(_Line(len(blocks), last, archived, _PRIOR_SCORE, tier=0))
-            if block.lines:
-                blocks.append(block)
+            self._request(entry)
         elif entry.kind == "tool_result":
-            head = calls.pop(entry.call_id, "") or _render_call(
-                entry.name or "tool", "", {}, call_cap
-            )
-            block = _Block(head=head, head_score=4.0, indent=RESULT_INDENT)
-            block.lines = list(
-                _body_lines(
-                    entry.content,
-                    len(blocks),
-                    check,
-                    tool=True,
-                    width=width,
-                    said=frozenset(
-                        p for p in arguments.pop(entry.call_id, frozenset()) if _call_shows(head, p)
-                    ),
-                    written=written.pop(entry.call_id, frozenset()),
-                    focus=focus.pop(entry.call_id, None),
-                )
-            )
-            if not block.lines:
-                outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
-                block.lines.append(_Line(len(blocks), 0, _window(outcome, 100), 0.5))
-            favour_run_ends(block.lines)
-            _credit_codes(block)
-            blocks.append(block)
+            self._result(entry)
         elif entry.kind in ("text", "reasoning") and entry.content.strip():
-            block = _Block()
-            weight = 0.4 if entry.kind == "reasoning" else 1.0
-            lines = _body_lines(
-                entry.content, len(blocks), check, tool=False, width=width, compact=tight
+            self._answer(entry)
+
+    def _call(self, entry: PromptEntry) -> None:
+        parsed = _arguments(entry.args)
+        render = partial(_render_call, entry.name, entry.args, parsed)
+        capped = render(self.call_cap)
+        head = call_line(capped, render, self.max_bytes, self.call_count)
+        self.lone_cut = capped if self.call_count == 1 else ""
+        pairs, written = _argument_pairs(parsed), _written_lines(parsed)
+        self.calls[entry.call_id] = _Call(head, pairs, written, focus_line(parsed))
+
+    def _request(self, entry: PromptEntry) -> None:
+        """What the user said: requests and constraints, the request itself first. An
+        earlier summary of the user's messages ends with the line naming their archived
+        batch: it stays as it was and first, as in any earlier summary."""
+        block = _Block()
+        text, archived = split_archive_line(entry.content.rstrip())
+        number = len(self.blocks)
+        for item in _body_lines(text, number, self.check, tool=False, width=self.width):
+            item.text = _request_line(item.text)
+            item.score += _USER_BONUS
+            block.lines.append(item)
+        if block.lines:
+            first = min(block.lines, key=lambda ln: ln.order)
+            cut = _clip_whole_words(first.text, self.request_cap) or _clip(
+                first.text, self.request_cap
             )
-            for item in lines:
-                item.score *= weight
-                block.lines.append(item)
-            blocks.append(block)
-    for head in calls.values():  # calls without a result
-        blocks.append(
-            _Block(
-                head=head,
-                head_score=3.0,
-                indent=RESULT_INDENT,
-                lines=[_Line(len(blocks), 0, "(no result)", 3.0)],
+            if cut != first.text:  # whole again if room is left at the end
+                first.text, first.whole = cut, first.text
+            first.tier = 0
+        if archived:
+            last = max((ln.order for ln in block.lines), default=-1) + 1
+            block.lines.append(_Line(number, last, archived, _PRIOR_SCORE, tier=0))
+        if block.lines:
+            self.blocks.append(block)
+
+    def _result(self, entry: PromptEntry) -> None:
+        """A tool's result under its call's line (or its name, when the call is not in
+        the prompt)."""
+        call = self.calls.pop(entry.call_id, None)
+        head = (call.head if call else "") or _render_call(
+            entry.name or "tool", "", {}, self.call_cap
+        )
+        number = len(self.blocks)
+        block = _Block(head=head, head_score=4.0, indent=RESULT_INDENT)
+        block.lines = list(
+            _body_lines(
+                entry.content,
+                number,
+                self.check,
+                tool=True,
+                width=self.width,
+                said=frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE,
+                written=call.written if call else _NONE,
+                focus=call.focus if call else None,
             )
         )
-    _drop_lone_indent(blocks)
-    outcome_over_call(blocks, max_bytes, _utf8_len, lone_cut)
-    return blocks
+        if not block.lines:
+            outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
+            block.lines.append(_Line(number, 0, _window(outcome, 100), 0.5))
+        favour_run_ends(block.lines)
+        _credit_codes(block)
+        self.blocks.append(block)
+
+    def _answer(self, entry: PromptEntry) -> None:
+        """An agent's answer (its reasoning counts less), compact when room is tight."""
+        block = _Block()
+        weight = 0.4 if entry.kind == "reasoning" else 1.0
+        number = len(self.blocks)
+        lines = _body_lines(
+            entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
+        )
+        for item in lines:
+            item.score *= weight
+            block.lines.append(item)
+        self.blocks.append(block)
+
+    def finish(self) -> list[_Block]:
+        """The blocks, with the calls that got no result."""
+        for call in self.calls.values():
+            self.blocks.append(
+                _Block(
+                    head=call.head,
+                    head_score=3.0,
+                    indent=RESULT_INDENT,
+                    lines=[_Line(len(self.blocks), 0, "(no result)", 3.0)],
+                )
+            )
+        _drop_lone_indent(self.blocks)
+        outcome_over_call(self.blocks, self.max_bytes, _utf8_len, self.lone_cut)
+        return self.blocks
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 def _drop_lone_indent(blocks: list[_Block]) -> None:

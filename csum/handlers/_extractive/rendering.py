@@ -32,6 +32,12 @@ RESULT_INDENT: Final = "  "
 """Indent of a tool result's kept lines, under the call that produced them."""
 
 
+def _request_line(text: str) -> str:
+    """A line of what the user said, as the summary writes it (``User: ...``); an
+    earlier summary's such line stays as it is."""
+    return text if text.startswith(USER_PREFIX) else USER_PREFIX + text
+
+
 def _is_prior_summary(entry: PromptEntry) -> bool:
     if entry.kind == "tool_result" and entry.name == SUMMARIZATION_TOOL_NAME:
         return True
