@@ -4,14 +4,11 @@ score per byte."""
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
-from functools import partial
+from collections.abc import Callable, Iterator
 
 from csum.handlers._extractive.features import _score
-from csum.handlers._extractive.rendering import USER_PREFIX, _list_item, _render, _take_prior_rest
+from csum.handlers._extractive.rendering import _is_request, _list_item, _render_summary
 from csum.handlers._extractive.text import (
-    _clip_at_word_end,
-    _clip_bytes,
     _clip_whole_words,
     _utf8_len,
 )
@@ -23,6 +20,7 @@ from csum.handlers._extractive.weights import (
     _FILLER_MAX,
     _MIN_PIECE,
     _OPENER_SHARE,
+    _PRIOR_SCORE,
     _PRIOR_SHARE,
     _REPACKS,
 )
@@ -71,149 +69,221 @@ def _opener(group: list[tuple[int, _Line]]) -> int:
     return max(near, key=lambda pair: pair[1].score / (_utf8_len(pair[1].text) + 8))[0]
 
 
+def _take_prior_rest(
+    firsts: list[tuple[_Block, _Line]],
+    room: int,
+    cost: Callable[[_Block, _Line], int],
+    take: Callable[[_Block, _Line], None],
+) -> None:
+    """After the requests: the rest of the earlier summaries' kept lines, still in
+    their order (the older first), not the shortest first."""
+    for block, line in firsts:
+        if line.taken or line.score < _PRIOR_SCORE:
+            continue
+        need = cost(block, line)
+        if need <= room:
+            take(block, line)
+            room -= need
+
+
 def _pack(blocks: list[_Block], max_bytes: int) -> str:
     """Earlier summaries and requests first, then lines by score per byte; the budget is
     filled with a cut line when a whole one no longer fits."""
-    used = -1  # each line is counted with its newline; the last one has none
-    opened: set[tuple[int, str]] = set()
+    packer = _Packer(blocks, max_bytes)
+    firsts = packer.take_firsts()
+    ranked = packer.take_by_score()
+    packer.fill_cut(ranked)
+    packer.used += _widen([*firsts, *ranked], max_bytes - packer.used)
+    packer.fill_empty(ranked)
+    return _render_summary(blocks, max_bytes)
 
-    def take(block: _Block, line: _Line) -> None:
-        nonlocal used
-        used += _cost(block, line, opened)
+
+_Pair = tuple[_Block, _Line]
+
+
+class _Packer:
+    """What is taken so far: bytes used, records whose line is open, lines said."""
+
+    def __init__(self, blocks: list[_Block], max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = -1  # each line is counted with its newline; the last one has none
+        self.opened: set[tuple[int, str]] = set()
+        self.said: set[str] = set()
+        self.everything = [(block, line) for block in blocks for line in block.lines]
+
+    def cost(self, block: _Block, line: _Line) -> int:
+        return _cost(block, line, self.opened)
+
+    def take(self, block: _Block, line: _Line) -> None:
+        self.used += _cost(block, line, self.opened)
         line.taken = True
         block.head_taken = block.head_taken or bool(block.head)
         if line.group is not None:
-            opened.add((line.block, line.group))
+            self.opened.add((line.block, line.group))
             listed = _list_item(line.group)
             if listed is not None:
-                opened.add((line.block, _LIST_KEY + listed[0]))
+                self.opened.add((line.block, _LIST_KEY + listed[0]))
 
-    prior_room = int(max_bytes * _PRIOR_SHARE)
-    everything = [(block, line) for block in blocks for line in block.lines]
-    firsts = [(b, ln) for b, ln in everything if ln.tier == 0]
-    for block, line in firsts:  # in order, up to their share of the budget
-        cost = _cost(block, line, opened)
-        if used + cost <= prior_room or (
-            line.text.startswith(USER_PREFIX) and used + cost <= max_bytes
-        ):
-            take(block, line)
-    _take_prior_rest(firsts, max_bytes - used, partial(_cost, opened=opened), take)
+    def take_firsts(self) -> list[_Pair]:
+        """The first tier (earlier summaries' kept lines, requests), in order, up to
+        their share of the budget (a request up to all of it), then the rest of the
+        earlier summaries' lines that still fit."""
+        prior_room = int(self.max_bytes * _PRIOR_SHARE)
+        firsts = [(b, ln) for b, ln in self.everything if ln.tier == 0]
+        for block, line in firsts:
+            cost = self.cost(block, line)
+            if self.used + cost <= prior_room or (
+                _is_request(line.text) and self.used + cost <= self.max_bytes
+            ):
+                self.take(block, line)
+        _take_prior_rest(firsts, self.max_bytes - self.used, self.cost, self.take)
+        self.said = {_dedup_key(line) for _, line in firsts if line.taken}
+        return firsts
 
-    def priority(block: _Block, line: _Line) -> float:
+    def priority(self, block: _Block, line: _Line) -> float:
+        """Score per byte: a line's head counts as unpaid (a static order); a field's
+        head not at all, so that an opened record's fields, which cost only themselves,
+        come next."""
         base = _COST_BASE if line.group is None else _FIELD_COST_BASE
         bonus = 8.0 if line.tier == 0 else 0.0
-        # A line's head counts as unpaid (a static order); a field's head not at all, so
-        # that an opened record's fields, which cost only themselves, come next.
         head = _utf8_len(block.head) + 1 if block.head else 0
         if line.group is not None or not block.head_taken:
             head = 0
-        cost = _cost(block, line, opened) + head
+        cost = self.cost(block, line) + head
         if line.group is not None and block.head and not block.head_taken:
             cost -= _utf8_len(block.head) + 1
         return (line.score + bonus) / (cost + base)
 
-    candidates = [(b, ln) for b, ln in everything if not ln.taken]
-    by_group: dict[tuple[int, str], list[int]] = {}
-    by_list: dict[tuple[int, str], list[int]] = {}
-    for index, (_, line) in enumerate(candidates):
-        if line.group is not None:
-            by_group.setdefault((line.block, line.group), []).append(index)
-            listed = _list_item(line.group)
-            if listed is not None:
-                by_list.setdefault((line.block, listed[0]), []).append(index)
-    # A record's line starts with its best field (its id, its name): another field waits
-    # until that one is in, so no line holds a price without what it is the price of.
-    openers = {_opener([(i, candidates[i][1]) for i in indices]) for indices in by_group.values()}
-    heap = [
-        (-priority(b, ln), ln.block, ln.order, index) for index, (b, ln) in enumerate(candidates)
-    ]
-    heapq.heapify(heap)
-    said = {_dedup_key(line) for _, line in firsts if line.taken}
-    ranked: list[tuple[_Block, _Line]] = []
-    while heap:
-        negative, _, _, index = heapq.heappop(heap)
-        block, line = candidates[index]
-        if line.taken or -negative < priority(block, line) - 1e-12:
-            continue  # taken, or a fresher entry (its record's line is open) is queued
-        waiting = (
-            line.group is not None
-            and (line.block, line.group) not in opened
-            and index not in openers
-        )
-        if waiting:
-            continue  # queued again when its record's line opens
-        ranked.append((block, line))
-        if _dedup_key(line) in said or line.score <= _FILLER_MAX:
-            continue  # said already, or a filler: only for what is left at the end
-        cost = _cost(block, line, opened)
-        if used + cost > max_bytes:
-            # Most of a better line says more than a worse one whole: cut it to the room.
-            room = max_bytes - used - (cost - _utf8_len(line.text))
-            if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * _utf8_len(line.text)):
+    def take_by_score(self) -> list[_Pair]:
+        """The other lines by score per byte while they fit (a better line cut to the
+        room when most of it fits); every line in the order it was ranked."""
+        queue = _Queue(self, [(b, ln) for b, ln in self.everything if not ln.taken])
+        ranked: list[_Pair] = []
+        for index in queue:
+            block, line = queue.candidates[index]
+            ranked.append((block, line))
+            if _dedup_key(line) in self.said or line.score <= _FILLER_MAX:
+                continue  # said already, or a filler: only for what is left at the end
+            if not self._fits(block, line):
                 continue
-            piece = _clip_whole_words(line.text, room)
-            if not piece or _score(piece, listing=False, diff=False) <= 0:
-                continue  # what fits of it says nothing ("Total Cost…" of "Total Cost: $105")
-            line.text = piece
-        said.add(_dedup_key(line))
+            self.said.add(_dedup_key(line))
+            opens = queue.opens(line)
+            self.take(block, line)
+            queue.requeue(line, opens)
+        return ranked
+
+    def _fits(self, block: _Block, line: _Line) -> bool:
+        """Whether ``line`` fits, cut to the room when most of a better line says more
+        than a worse one whole."""
+        cost = self.cost(block, line)
+        if self.used + cost <= self.max_bytes:
+            return True
+        room = self.max_bytes - self.used - (cost - _utf8_len(line.text))
+        if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * _utf8_len(line.text)):
+            return False
+        return self._cut_to(line, room)
+
+    def _cut_to(self, line: _Line, room: int) -> bool:
+        """``line`` cut to ``room`` bytes between words, unless what fits of it says
+        nothing ("Total Cost…" of "Total Cost: $105")."""
+        piece = _clip_whole_words(line.text, room)
+        if not piece or _score(piece, listing=False, diff=False) <= 0:
+            return False
+        line.text = piece
+        return True
+
+    def fill_cut(self, ranked: list[_Pair]) -> None:
+        """What is left filled with the best lines that did not fit, cut to the room (a
+        field cut in its value says nothing)."""
+        for block, line in ranked:
+            if line.taken or line.group is not None or _dedup_key(line) in self.said:
+                continue
+            if line.score <= _FILLER_MAX:
+                continue
+            cost = self.cost(block, line)
+            room = self.max_bytes - self.used - (cost - _utf8_len(line.text))
+            if room < _MIN_PIECE or not self._cut_to(line, room):
+                continue
+            self.said.add(_dedup_key(line))
+            self.take(block, line)
+            if self.max_bytes - self.used < _MIN_PIECE:
+                break
+
+    def fill_empty(self, ranked: list[_Pair]) -> None:
+        """Then lines with nothing in them, whole, so that the budget is used."""
+        for block, line in ranked:
+            if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in self.said:
+                continue
+            if self.used + self.cost(block, line) <= self.max_bytes:
+                self.said.add(_dedup_key(line))
+                self.take(block, line)
+
+
+class _Queue:
+    """The candidates by priority, best first. A record's line starts with its best
+    field (its id, its name): another field waits until that one is in, so no line holds
+    a price without what it is the price of; once a record's line is open, its other
+    fields (and the other records of its list) are queued again, cheaper."""
+
+    def __init__(self, packer: _Packer, candidates: list[_Pair]) -> None:
+        self.packer, self.candidates = packer, candidates
+        self.by_group: dict[tuple[int, str], list[int]] = {}
+        self.by_list: dict[tuple[int, str], list[int]] = {}
+        for index, (_, line) in enumerate(candidates):
+            if line.group is not None:
+                self.by_group.setdefault((line.block, line.group), []).append(index)
+                listed = _list_item(line.group)
+                if listed is not None:
+                    self.by_list.setdefault((line.block, listed[0]), []).append(index)
+        self.openers = {
+            _opener([(i, candidates[i][1]) for i in indices]) for indices in self.by_group.values()
+        }
+        self.heap = [
+            (-packer.priority(b, ln), ln.block, ln.order, index)
+            for index, (b, ln) in enumerate(candidates)
+        ]
+        heapq.heapify(self.heap)
+
+    def __iter__(self) -> Iterator[int]:
+        """Each candidate's index when it comes up with its current priority."""
+        opened = self.packer.opened
+        while self.heap:
+            negative, _, _, index = heapq.heappop(self.heap)
+            block, line = self.candidates[index]
+            if line.taken or -negative < self.packer.priority(block, line) - 1e-12:
+                continue  # taken, or a fresher entry (its record's line is open) is queued
+            if (
+                line.group is not None
+                and (line.block, line.group) not in opened
+                and index not in self.openers
+            ):
+                continue  # queued again when its record's line opens
+            yield index
+
+    def opens(self, line: _Line) -> tuple[bool, bool]:
+        """Whether taking ``line`` opens its record's line, and its list's."""
+        opened = self.packer.opened
         newly_open = line.group is not None and (line.block, line.group) not in opened
         listed = _list_item(line.group) if line.group else None
         list_opens = listed is not None and (line.block, _LIST_KEY + listed[0]) not in opened
-        take(block, line)
-        if newly_open:
-            # The rest of this record's fields now cost only themselves: queue them again.
-            assert line.group is not None
-            requeue = list(by_group[(line.block, line.group)])
-            if list_opens:
-                # ... and the other records of its list no longer need their path.
-                assert listed is not None
-                requeue += by_list.get((line.block, listed[0]), [])
-            for other in requeue:
-                b, ln = candidates[other]
-                if not ln.taken:
-                    heapq.heappush(heap, (-priority(b, ln), ln.block, ln.order, other))
-    # Fill what is left with the best lines that did not fit, cut to the room.
-    for block, line in ranked:
-        if line.taken or line.group is not None or _dedup_key(line) in said:
-            continue  # a field cut in its value says nothing
-        if line.score <= _FILLER_MAX:
-            continue
-        cost = _cost(block, line, opened)
-        room = max_bytes - used - (cost - _utf8_len(line.text))
-        if room < _MIN_PIECE:
-            continue
-        piece = _clip_whole_words(line.text, room)
-        if not piece or _score(piece, listing=False, diff=False) <= 0:
-            continue  # what fits of it says nothing
-        line.text = piece
-        said.add(_dedup_key(line))
-        take(block, line)
-        if max_bytes - used < _MIN_PIECE:
-            break
-    used += _widen([*firsts, *ranked], max_bytes - used)
-    # Then lines with nothing in them, whole, so that the budget is used.
-    for block, line in ranked:
-        if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in said:
-            continue
-        if used + _cost(block, line, opened) <= max_bytes:
-            said.add(_dedup_key(line))
-            take(block, line)
-    out: list[str] = []
-    shown = [block for block in blocks if any(line.taken for line in block.lines)]
-    for block in shown:
-        kept = sorted((line for line in block.lines if line.taken), key=lambda ln: ln.order)
-        # A call alone in the summary (the others' lines were all repeats or left out):
-        # its result lines need no indent. The bytes were counted with it: only shorter.
-        indent = "" if len(shown) == 1 else block.indent
-        if block.head:
-            out.append(block.head)
-        out.extend(_render(block, kept, indent))
-    if not out and blocks:
-        # Not even one line fits: as much of the most important one as fits.
-        block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
-        text = block.head or line.text
-        out.append(_clip_at_word_end(text, max_bytes))
-    return _clip_bytes("\n".join(out), max_bytes)
+        return newly_open, list_opens
+
+    def requeue(self, line: _Line, opens: tuple[bool, bool]) -> None:
+        """The rest of a newly open record's fields, which now cost only themselves,
+        queued again; and the other records of its list, which no longer need its path."""
+        newly_open, list_opens = opens
+        if not newly_open:
+            return
+        assert line.group is not None
+        requeue = list(self.by_group[(line.block, line.group)])
+        if list_opens:
+            listed = _list_item(line.group)
+            assert listed is not None
+            requeue += self.by_list.get((line.block, listed[0]), [])
+        for other in requeue:
+            b, ln = self.candidates[other]
+            if not ln.taken:
+                heapq.heappush(self.heap, (-self.packer.priority(b, ln), ln.block, ln.order, other))
 
 
 def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None]) -> str:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import pairwise
 from typing import Final
 
@@ -13,7 +13,7 @@ from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._extractive.calls import _head_codes
 from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
 from csum.handlers._extractive.patterns import _LONE_CALL
-from csum.handlers._extractive.text import _clip
+from csum.handlers._extractive.text import _clip, _clip_at_word_end, _clip_bytes
 from csum.handlers._extractive.units import _Block, _Line
 from csum.handlers._extractive.weights import (
     _FILLER_SCORE,
@@ -38,27 +38,36 @@ def _request_line(text: str) -> str:
     return text if text.startswith(USER_PREFIX) else USER_PREFIX + text
 
 
+def _is_request(text: str) -> bool:
+    """Whether a summary's line is one of what the user said."""
+    return text.startswith(USER_PREFIX)
+
+
+def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
+    """The summary of the taken lines: each shown block's head, then its kept lines in
+    their order, indented under it. A call alone in the summary (the others' lines were
+    all repeats or left out): its result lines need no indent (the bytes were counted
+    with it: only shorter). When not even one line fits: as much of the most important
+    one as fits."""
+    out: list[str] = []
+    shown = [block for block in blocks if any(line.taken for line in block.lines)]
+    for block in shown:
+        kept = sorted((line for line in block.lines if line.taken), key=lambda ln: ln.order)
+        indent = "" if len(shown) == 1 else block.indent
+        if block.head:
+            out.append(block.head)
+        out.extend(_render(block, kept, indent))
+    everything = [(block, line) for block in blocks for line in block.lines]
+    if not out and everything:
+        block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
+        out.append(_clip_at_word_end(block.head or line.text, max_bytes))
+    return _clip_bytes("\n".join(out), max_bytes)
+
+
 def _is_prior_summary(entry: PromptEntry) -> bool:
     if entry.kind == "tool_result" and entry.name == SUMMARIZATION_TOOL_NAME:
         return True
     return entry.kind == "text" and entry.content.startswith(SUMMARIZED_CONTENT_PREFIX)
-
-
-def _take_prior_rest(
-    firsts: list[tuple[_Block, _Line]],
-    room: int,
-    cost: Callable[[_Block, _Line], int],
-    take: Callable[[_Block, _Line], None],
-) -> None:
-    """After the requests: the rest of the earlier summaries' kept lines, still in
-    their order (the older first), not the shortest first."""
-    for block, line in firsts:
-        if line.taken or line.score < _PRIOR_SCORE:
-            continue
-        need = cost(block, line)
-        if need <= room:
-            take(block, line)
-            room -= need
 
 
 def _prior_calls(text: str) -> int:
