@@ -122,6 +122,33 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
     each record's line and its place (a search lists its best hits first), and its
     text lines a place lower. Lines are
     returned as they are when fewer than two records open with the same label."""
+    found = _record_labels(lines)
+    if found is None:
+        return lines
+    opener, labels = found
+    records = _LabelledRecords(ranks)
+    inside = False
+    for line in lines:
+        match = _LABELLED.fullmatch(line[:4096])
+        label = match.group(1) if match is not None else ""
+        if label == opener:
+            records.close()
+            inside = True
+        if not inside or label not in labels:
+            (records.rest if inside else records.out).append(line)
+            continue
+        value = match.group(2) if match is not None else ""
+        if not _is_relevance_text(label, value):
+            records.add(line, label, value)
+    records.close()
+    return records.out
+
+
+def _record_labels(lines: list[str]) -> tuple[str, set[str]] | None:
+    """The label opening each record and the labels of the records' fields (those seen
+    at least twice); None when fewer than two records open with the same label, or when
+    a label is a severity (messages of a log or a checker: "Warning: ...", "Error:
+    ...")."""
     opener = ""
     counts: dict[str, int] = {}
     for line in lines:
@@ -131,54 +158,50 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
             opener = opener or label
             counts[label] = counts.get(label, 0) + 1
     if counts.get(opener, 0) < _MIN_RECORDS or len(counts) < 2:
-        return lines
+        return None
     if any(_SEVERITY.fullmatch(label) for label in counts):
-        return lines  # messages of a log or a checker ("Warning: ...", "Error: ..."): not records
-    labels = {label for label, count in counts.items() if count >= _MIN_RECORDS}
-    out: list[str] = []
-    head: list[str] = []
-    rest: list[str] = []
-    rank = 0
+        return None
+    return opener, {label for label, count in counts.items() if count >= _MIN_RECORDS}
 
-    def close() -> None:
-        nonlocal rank
-        if head:
-            # What the record is and where, first: a cut line keeps them.
-            head.sort(key=_field_place)
-            line = " ".join(head)
-            ranks.setdefault(line, rank)
-            out.append(line)
-            for text in rest:  # the hit's text ranks with it, a place lower
-                ranks.setdefault(text, rank + _TEXT_RANK)
-            rank += 1
-        out.extend(rest)
-        head.clear()
-        rest.clear()
 
-    inside = False
-    for line in lines:
-        match = _LABELLED.fullmatch(line[:4096])
-        label = match.group(1) if match is not None else ""
-        if label == opener:
-            close()
-            inside = True
-        if not inside or label not in labels:
-            (rest if inside else out).append(line)
-            continue
-        value = match.group(2) if match is not None else ""
-        if _is_relevance_text(label, value):
-            continue
-        joined = sum(len(field) + 1 for field in head) + len(line.strip())
+class _LabelledRecords:
+    """The lines out, and the record being read: its short fields (``head``, joined
+    into one line when it closes) and its other lines (``rest``)."""
+
+    def __init__(self, ranks: dict[str, int]) -> None:
+        self.ranks = ranks
+        self.out: list[str] = []
+        self.head: list[str] = []
+        self.rest: list[str] = []
+        self.rank = 0
+
+    def add(self, line: str, label: str, value: str) -> None:
+        """A field of the record: on its line while short, not a text, and the line
+        stays within :data:`_RECORD_LINE_MAX`."""
+        joined = sum(len(field) + 1 for field in self.head) + len(line.strip())
         if (
             len(value) <= _RECORD_FIELD
             and _TEXT_LABEL.fullmatch(label) is None
-            and (not head or joined <= _RECORD_LINE_MAX)
+            and (not self.head or joined <= _RECORD_LINE_MAX)
         ):
-            head.append(line.strip())
+            self.head.append(line.strip())
         else:
-            rest.append(line)
-    close()
-    return out
+            self.rest.append(line)
+
+    def close(self) -> None:
+        """The record's line (what it is and where first: a cut line keeps them), then
+        its other lines, which rank with it, a place lower."""
+        if self.head:
+            self.head.sort(key=_field_place)
+            line = " ".join(self.head)
+            self.ranks.setdefault(line, self.rank)
+            self.out.append(line)
+            for text in self.rest:
+                self.ranks.setdefault(text, self.rank + _TEXT_RANK)
+            self.rank += 1
+        self.out.extend(self.rest)
+        self.head.clear()
+        self.rest.clear()
 
 
 def _field_place(field: str) -> int:
