@@ -33,14 +33,13 @@ from csum.handlers._extractive.tokens import _identifiers
 from csum.handlers._extractive.units import _Block
 from csum.handlers._extractive.weights import (
     _ARG_CAP,
-    _CALL_SHARE,
-    _CALLS_SHARE,
-    _CODE_WEIGHT,
     _IDENT_CAP,
     _LINE_SCAN,
     _MIN_CALL,
     _MIN_SHARED_CALL,
     _WRITTEN_MIN,
+    SHARES,
+    WEIGHTS,
 )
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
@@ -184,14 +183,14 @@ def _credit_codes(block: _Block) -> None:
     codes = _head_codes(block.head)
     if codes and block.lines:
         best = max(block.lines, key=lambda line: line.score)
-        best.score += min(_IDENT_CAP, _CODE_WEIGHT * codes)
+        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
 
 
 def _call_cap(calls: int, max_bytes: int) -> int:
     """Bytes a call line may take: up to half the budget for a single call; the call
     lines of several ``calls`` (earlier summaries' included, :func:`_call_count`) share
     a quarter of it, so that what the calls returned has the room."""
-    cap = min(_ARG_CAP, int(max_bytes * _CALL_SHARE))
+    cap = min(_ARG_CAP, int(max_bytes * SHARES["call"]))
     if calls > 1:
-        return max(_MIN_SHARED_CALL, min(cap, int(max_bytes * _CALLS_SHARE) // calls))
+        return max(_MIN_SHARED_CALL, min(cap, int(max_bytes * SHARES["calls"]) // calls))
     return max(_MIN_CALL, cap)

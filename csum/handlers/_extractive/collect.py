@@ -40,10 +40,16 @@ from csum.handlers._extractive.text import _clip, _clip_whole_words, _utf8_len, 
 from csum.handlers._extractive.units import _Block, _Line
 from csum.handlers._extractive.weights import (
     _COMPACT_RATIO,
+    _EMPTY_RESULT,
     _LINE_WINDOW,
+    _LONE_HEAD,
+    _MAX_REQUEST,
+    _MIN_REQUEST,
     _MIN_WINDOW,
     _PRIOR_SCORE,
-    _USER_BONUS,
+    _REQUEST_PERCENT,
+    _RESULT_HEAD,
+    WEIGHTS,
 )
 from csum.prompt import CONTEXT_TAG, PromptEntry
 
@@ -87,7 +93,8 @@ class _Collector:
             for e in entries
             if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
         ]
-        self.request_cap = max(48, min(600, max_bytes * 35 // 100 // max(1, len(requests))))
+        share = max_bytes * _REQUEST_PERCENT // 100 // max(1, len(requests))
+        self.request_cap = max(_MIN_REQUEST, min(_MAX_REQUEST, share))
         self.call_count = _call_count(entries)
         self.call_cap = _call_cap(self.call_count, max_bytes)
         self.lone_cut = ""  # the line of a prompt's only call, cut to its share
@@ -134,7 +141,7 @@ class _Collector:
         number = len(self.blocks)
         for item in _body_lines(text, number, self.check, tool=False, width=self.width):
             item.text = _request_line(item.text)
-            item.score += _USER_BONUS
+            item.score += WEIGHTS["user"]
             block.lines.append(item)
         if block.lines:
             first = min(block.lines, key=lambda ln: ln.order)
@@ -158,7 +165,7 @@ class _Collector:
             entry.name or "tool", "", {}, self.call_cap
         )
         number = len(self.blocks)
-        block = _Block(head=head, head_score=4.0, indent=RESULT_INDENT)
+        block = _Block(head=head, head_score=_RESULT_HEAD, indent=RESULT_INDENT)
         block.lines = list(
             _body_lines(
                 entry.content,
@@ -173,7 +180,7 @@ class _Collector:
         )
         if not block.lines:
             outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
-            block.lines.append(_Line(number, 0, _window(outcome, 100), 0.5))
+            block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
         favour_run_ends(block.lines)
         _credit_codes(block)
         self.blocks.append(block)
@@ -181,7 +188,7 @@ class _Collector:
     def _answer(self, entry: PromptEntry) -> None:
         """An agent's answer (its reasoning counts less), compact when room is tight."""
         block = _Block()
-        weight = 0.4 if entry.kind == "reasoning" else 1.0
+        weight = WEIGHTS["reasoning"] if entry.kind == "reasoning" else 1.0
         number = len(self.blocks)
         lines = _body_lines(
             entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
@@ -197,9 +204,9 @@ class _Collector:
             self.blocks.append(
                 _Block(
                     head=call.head,
-                    head_score=3.0,
+                    head_score=_LONE_HEAD,
                     indent=RESULT_INDENT,
-                    lines=[_Line(len(self.blocks), 0, "(no result)", 3.0)],
+                    lines=[_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)],
                 )
             )
         _drop_lone_indent(self.blocks)

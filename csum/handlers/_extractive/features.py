@@ -3,8 +3,10 @@ routine lines."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from itertools import pairwise
+from typing import NamedTuple
 
 from csum.handlers._extractive.code_tools import (
     declares_dependency,
@@ -42,28 +44,24 @@ from csum.handlers._extractive.results import (
     title_bonus,
 )
 from csum.handlers._extractive.runs import (
-    braced_value_bonus,
-    failure_header_bonus,
-    refusal_bonus,
-    total_row_bonus,
+    is_braced_value,
+    is_failure_header,
+    is_refusal,
+    is_total_row,
 )
 from csum.handlers._extractive.text import _scalar_or_json
-from csum.handlers._extractive.tokens import _identifier_spans, _identifiers
+from csum.handlers._extractive.tokens import _cached_weight, _identifier_spans, _identifiers
 from csum.handlers._extractive.weights import (
+    _BOOL_FIELD,
     _CACHED_LINE,
-    _CLASS_BONUS,
-    _DEFINITION_BONUS,
     _EMPTY_FIELD,
-    _ERROR_SCORE,
     _IDENT_CAP,
-    _IDENT_WEIGHT,
     _JSON_LINE,
     _LINE_SCAN,
-    _LISTING_EDGE_BONUS,
     _PROSE_SHARE,
     _RISING_SHARE,
     _TOKEN_CAP,
-    _WRITTEN_BONUS,
+    WEIGHTS,
 )
 
 
@@ -78,36 +76,130 @@ def _score(
     """How much a line is worth keeping (0: not at all): what its identifiers are worth
     (less for names said above, with ``named``), then what its kind earns."""
     scan = line[:_LINE_SCAN]
-    score = min(_IDENT_CAP, _IDENT_WEIGHT * _identifiers(scan, named))
+    score = min(_IDENT_CAP, WEIGHTS["identifier"] * _identifiers(scan, named))
     signals = _cached_signals if len(scan) <= _CACHED_LINE else _line_signals
     verdict, earned = signals(scan, listing, diff, prose)
     return verdict if verdict is not None else score + earned
 
 
+class LineKind(NamedTuple):
+    """What the caller knows of a line: an answer's (prose), code (or a file listing's),
+    a diff's."""
+
+    prose: bool
+    code: bool
+    diff: bool
+
+
+LineFeature = Callable[[str, LineKind], bool]
+"""A line feature: whether a line (its first :data:`_LINE_SCAN` characters) shows the
+signal; what that is worth is its weight in :data:`WEIGHTS`."""
+
+LINE_FEATURES: dict[str, LineFeature] = {}
+"""The line features by name, in the order they are read."""
+
+
+def _line_feature(name: str) -> Callable[[LineFeature], LineFeature]:
+    def register(feature: LineFeature) -> LineFeature:
+        LINE_FEATURES[name] = feature
+        return feature
+
+    return register
+
+
+@_line_feature("diff_hunk")
+def _diff_hunk(scan: str, kind: LineKind) -> bool:
+    """A diff hunk's header: the hunk's place."""
+    return kind.diff and scan.startswith("@@") and _DIFF_LINE.match(scan) is not None
+
+
+@_line_feature("diff_added")
+def _diff_added(scan: str, kind: LineKind) -> bool:
+    """A diff's added line: what it adds (the new code)."""
+    return kind.diff and scan.startswith("+") and _DIFF_LINE.match(scan) is not None
+
+
+@_line_feature("diff_removed")
+def _diff_removed(scan: str, kind: LineKind) -> bool:
+    """A diff's removed line."""
+    return kind.diff and not scan.startswith(("@@", "+")) and _DIFF_LINE.match(scan) is not None
+
+
+@_line_feature("error")
+def _error(scan: str, kind: LineKind) -> bool:
+    """A strict error signal, outside code, in a line that is no warning."""
+    return not kind.code and not _WARNING.match(scan) and _ERROR.search(scan) is not None
+
+
+@_line_feature("counts")
+def _counts(scan: str, kind: LineKind) -> bool:
+    """A count of what ran and how it went ("297 passed, 0 failures"): a result, in any
+    tool output, and in an answer when it names an outcome."""
+    if _COUNTS.search(scan) is None:
+        return False
+    return not kind.prose or _OUTCOME.search(scan) is not None
+
+
+@_line_feature("counts_of_work")
+def _counts_of_work(scan: str, kind: LineKind) -> bool:
+    """In an answer, a count of work done ("3 tests added")."""
+    return kind.prose and _COUNTS.search(scan) is not None and _OUTCOME.search(scan) is None
+
+
+@_line_feature("constraint")
+def _constraint(scan: str, kind: LineKind) -> bool:
+    """A constraint or a decision ("never X", "X must not"), outside code."""
+    return not kind.code and _CONSTRAINT.search(scan) is not None
+
+
+@_line_feature("cause")
+def _cause(scan: str, kind: LineKind) -> bool:
+    """A cause ("because", "due to", "hint:")."""
+    return _CAUSE.search(scan) is not None
+
+
+@_line_feature("pin")
+def _pin(scan: str, kind: LineKind) -> bool:
+    """A package pinned to a version (``numpy==1.26.4``, a manifest's dependency)."""
+    return _PIN.search(scan) is not None or declares_dependency(scan)
+
+
+@_line_feature("measurement")
+def _measurement(scan: str, kind: LineKind) -> bool:
+    """A number with a unit in a line that says it is a measurement of something."""
+    return _MEASURED.search(scan) is not None and _MEASURE_NAME.search(scan) is not None
+
+
+@_line_feature("located")
+def _located(scan: str, kind: LineKind) -> bool:
+    """A place given in words (``line 12 of src/a.py``)."""
+    return _LOCATED.search(scan) is not None
+
+
+LINE_FEATURES["braced_value"] = lambda scan, kind: is_braced_value(scan)
+LINE_FEATURES["failure_header"] = lambda scan, kind: is_failure_header(scan)
+LINE_FEATURES["total_row"] = lambda scan, kind: is_total_row(scan)
+# A refusal only outside code (``raise ValueError("invalid id")`` is code, not an outcome).
+LINE_FEATURES["refusal"] = lambda scan, kind: not kind.code and is_refusal(scan)
+
+_CLASS_FEATURES = ("pin", "measurement", "located")
+"""The features a routine log line's score is read without (:func:`_routine_score`)."""
+
+
 def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[float | None, float]:
     """What a line's kind earns, apart from its identifiers: (the whole score when its
-    kind alone says it, else None; what it adds to its identifiers' score)."""
-    earned = 0.0
+    kind alone says it, else None; what its features add to its identifiers' score)."""
     if diff:
         if _DIFF_FILE.match(scan):
-            return 9.0, 0.0  # which file a hunk changes: said once, by this line
+            return WEIGHTS["diff_file"], 0.0  # which file a hunk changes: said once, here
         if _DIFF_NOISE.match(scan):
             return 0.0, 0.0  # the same file again, or blob hashes
-        if _DIFF_LINE.match(scan):
-            # The hunk's place, then what it adds (the new code), then what it removes.
-            earned += 4.0 if scan.startswith("@@") else 3.5 if scan.startswith("+") else 2.0
-    code = listing or bool(_CODE_LINE.search(scan))
-    if not code and not _WARNING.match(scan) and _ERROR.search(scan):
-        earned += _ERROR_SCORE
-    if _COUNTS.search(scan):
-        # In an answer, "3 tests added" counts work done; what was run and how it went
-        # ("297 passed, 0 failures") is a result, as in any tool output.
-        earned += 5.0 if not prose or _OUTCOME.search(scan) else 3.0
-    if _CONSTRAINT.search(scan) and not code:
-        earned += 4.0
-    if _CAUSE.search(scan):
-        earned += 2.0
-    return None, earned + _class_bonus(scan) + _run_bonus(scan, code=code)
+    kind = LineKind(prose, listing or bool(_CODE_LINE.search(scan)), diff)
+    earned = 0.0
+    for name, present in LINE_FEATURES.items():
+        if present(scan, kind):
+            earned += WEIGHTS[name]
+    return None, earned
 
 
 # Lines recur (a summary's lines when it is summarized again, a log's repeated lines):
@@ -115,24 +207,17 @@ def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[fl
 _cached_signals = lru_cache(maxsize=4096)(_line_signals)
 
 
-def _run_bonus(scan: str, *, code: bool) -> float:
-    """Score a command's line earns by its kind (:mod:`._extractive_runs`); a refusal
-    only outside code (``raise ValueError("invalid id")`` is code, not an outcome)."""
-    bonus = braced_value_bonus(scan) + failure_header_bonus(scan) + total_row_bonus(scan)
-    return bonus if code else bonus + refusal_bonus(scan)
+def clear_caches() -> None:
+    """Forget the cached token classes and line signals (after a weight changed)."""
+    _cached_signals.cache_clear()
+    _cached_weight.cache_clear()
 
 
 def _class_bonus(scan: str) -> float:
-    """Score a line earns by its kind: a package pinned to a version, a measurement
-    with its name, a place given in words (``line 12 of src/a.py``)."""
-    bonus = 0.0
-    if _PIN.search(scan) or declares_dependency(scan):
-        bonus += _CLASS_BONUS
-    if _MEASURED.search(scan) and _MEASURE_NAME.search(scan):
-        bonus += _CLASS_BONUS
-    if _LOCATED.search(scan):
-        bonus += _CLASS_BONUS
-    return bonus
+    """What a line's class features earned: a package pinned to a version, a
+    measurement with its name, a place given in words."""
+    kind = LineKind(prose=False, code=False, diff=False)
+    return sum(WEIGHTS[name] for name in _CLASS_FEATURES if LINE_FEATURES[name](scan, kind))
 
 
 def _is_routine_log(line: str) -> bool:
@@ -154,8 +239,8 @@ def _routine_score(line: str, score: float) -> float:
     scan = line[:_LINE_SCAN]
     found = _identifiers(scan)
     numbers = len(_UNIT.findall(scan, endpos=_LINE_SCAN))
-    earned = min(_IDENT_CAP, _IDENT_WEIGHT * found) - min(
-        _IDENT_CAP, _IDENT_WEIGHT * (found - numbers)
+    earned = min(_IDENT_CAP, WEIGHTS["identifier"] * found) - min(
+        _IDENT_CAP, WEIGHTS["identifier"] * (found - numbers)
     )
     return max(0.0, score - earned - _class_bonus(scan))
 
@@ -169,26 +254,26 @@ def _field_weight(key: str, value: object) -> float:
     text = value if isinstance(value, str) else _scalar_or_json(value)
     weight = 1.0
     if isinstance(value, bool):
-        weight = 0.8
+        weight = _BOOL_FIELD
     elif isinstance(value, int | float):
         if _AMOUNT_KEY.search(key):
-            weight += 1.5
+            weight += WEIGHTS["field_amount"]
     elif _DATE.match(text):
-        weight += 1.0
+        weight += WEIGHTS["field_date"]
     elif _has_digit_and_letter(text[:_TOKEN_CAP]) and not is_contact(key, text):
-        weight += 2.0  # an id or a code: user_42, ORD7731QX, K9QX2Z
+        weight += WEIGHTS["field_code"]  # an id or a code: user_42, ORD7731QX, K9QX2Z
     elif _WORD_VALUE.fullmatch(text):
-        weight += 1.0  # a state or a choice: active, economy, yes
+        weight += WEIGHTS["field_word"]  # a state or a choice: active, economy, yes
     if _ID_KEY.search(key):
-        weight += 1.0
+        weight += WEIGHTS["field_id_key"]
     weight += title_bonus(key)
     if _TIME_KEY.search(key):
-        weight -= 1.0  # when a record was made says little about what it is
+        weight -= WEIGHTS["field_time_key"]  # when a record was made says little about what it is
     if len(text) > _JSON_LINE:
-        weight -= 0.5  # prose: said better by the fields around it
+        weight -= WEIGHTS["field_long"]  # prose: said better by the fields around it
     if _ERROR.search(text[:_LINE_SCAN]):
-        weight += 3.0
-    return max(0.2, weight)
+        weight += WEIGHTS["field_error"]
+    return max(_EMPTY_FIELD, weight)
 
 
 def _has_digit_and_letter(text: str) -> bool:
@@ -247,11 +332,11 @@ def _listing_bonus(
     if numbered is None:
         first, last = numbered_span
         distance = order if order < first else order - last - 1
-        return _LISTING_EDGE_BONUS / (1 + distance) if distance >= 0 else 0.0
+        return WEIGHTS["listing_edge"] / (1 + distance) if distance >= 0 else 0.0
     body = line[numbered.end() : numbered.end() + _LINE_SCAN]
-    bonus = _DEFINITION_BONUS if _DEFINITION.match(body) else 0.0
+    bonus = WEIGHTS["definition"] if _DEFINITION.match(body) else 0.0
     if written and body.strip() in written:
-        bonus += _WRITTEN_BONUS
+        bonus += WEIGHTS["written"]
     if focus is not None:
         bonus += focus_bonus(line[: numbered.end()], focus)
     return bonus

@@ -18,8 +18,8 @@ from csum.handlers._extractive.units import _Line
 from csum.handlers._extractive.weights import (
     _CHECK_EVERY,
     _EMPTY_FIELD,
-    _FIELD_EARLY_BONUS,
-    _FIELD_REPEAT,
+    _JSON_DEPTH,
+    WEIGHTS,
 )
 
 
@@ -54,8 +54,8 @@ def _flatten_json(
     scalars (``paypal_1(amount=41)``) and a list of scalars are one field of the record
     holding them. Fields that repeat the record's key, or the call's own arguments
     (``said``, on the line above), are left out."""
-    if depth > 12:
-        out.append(_Field(path, "…", 0.2))
+    if depth > _JSON_DEPTH:
+        out.append(_Field(path, "…", _EMPTY_FIELD))
         return
     if isinstance(value, dict):
         for name, item in value.items():
@@ -64,13 +64,17 @@ def _flatten_json(
                 not isinstance(v, dict | list) for v in item.values()
             ):
                 inner = [f"{k}={_scalar(v)}" for k, v in item.items() if not _restates(key, v)]
-                weight = max((_field_weight(str(k), v) for k, v in item.items()), default=0.2)
+                weight = max(
+                    (_field_weight(str(k), v) for k, v in item.items()), default=_EMPTY_FIELD
+                )
                 weight += amounts_bonus(key, item)
                 out.append(_Field(path, f"{key}({' '.join(inner)})", weight))
             elif isinstance(item, list) and all(not isinstance(v, dict | list) for v in item):
                 text = f"{key}={','.join(_scalar(v) for v in item)}"
-                weight = max((_field_weight(key, v) for v in item), default=0.2)
-                out.append(_Field(path, text, weight + (0.5 if len(item) > 1 else 0.0)))
+                weight = max((_field_weight(key, v) for v in item), default=_EMPTY_FIELD)
+                out.append(
+                    _Field(path, text, weight + (WEIGHTS["field_list"] if len(item) > 1 else 0.0))
+                )
             elif isinstance(item, dict | list):
                 continue
             elif not _restates(parent, item):
@@ -87,7 +91,9 @@ def _flatten_json(
     elif isinstance(value, list):
         if all(not isinstance(v, dict | list) for v in value):
             text = ",".join(_scalar(v) for v in value)
-            out.append(_Field(path, text, max((_field_weight("", v) for v in value), default=0.2)))
+            out.append(
+                _Field(path, text, max((_field_weight("", v) for v in value), default=_EMPTY_FIELD))
+            )
             return
         for index, item in enumerate(value):
             _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1, said=said)
@@ -149,7 +155,7 @@ def _field_lines(
         shapes[shape] = alike + 1
         if alike and is_amounts_object(text):
             alike = 0  # ... but what the records are compared by (each one's prices) not
-        score = item.weight / (1 + seen) / (1 + alike * _FIELD_REPEAT)
+        score = item.weight / (1 + seen) / (1 + alike * WEIGHTS["field_repeat"])
         if item.weight > _EMPTY_FIELD:  # an empty field or a relevance: only to fill
-            score += _FIELD_EARLY_BONUS / (1 + order / 10)
+            score += WEIGHTS["field_early"] / (1 + order / 10)
         yield _Line(block, order, _window(text, width), score, group=item.group)

@@ -28,31 +28,26 @@ from csum.handlers._extractive.reading import (
     _Unit,
 )
 from csum.handlers._extractive.runs import (
-    echoed_command_bonus,
+    echoes_command,
     strip_colours,
 )
-from csum.handlers._extractive.salience import SECTION_BONUS, opens_section
+from csum.handlers._extractive.salience import opens_section
 from csum.handlers._extractive.text import _shorten_paths, _window
 from csum.handlers._extractive.tokens import _identifier_spans
 from csum.handlers._extractive.units import _Line
 from csum.handlers._extractive.weights import (
     _CHECK_EVERY,
     _COMPACT_SHARE,
-    _EARLY_BONUS,
-    _EDGE_BONUS,
     _EMPTY_EDGE_SCORE,
-    _ERROR_CONTEXT,
-    _ERROR_SCORE,
+    _ERROR_LINE,
     _FILLER_SCORE,
     _LINE_SCAN,
     _LINE_WINDOW,
     _LOCATION_ABOVE,
     _PATH_WEIGHTS,
     _PENDING_LINES,
-    _PENDING_SCORE,
-    _RANK_BONUS,
-    _RECORD_BONUS,
     _SAME_START,
+    WEIGHTS,
 )
 
 
@@ -132,7 +127,7 @@ class _Scorer:
         self.named: dict[str, int] = {}  # identifiers seen so far, and how often
         self.shapes: dict[str, int] = {}
         self.frame = ""
-        self.after_error = 0
+        self.after_error = 0.0
         self.above: list[_Line] = []  # the last lines scored, for an error's place above
         self.pending = 0
         self.opens = True  # whether the next line opens a section (after a blank line)
@@ -164,25 +159,25 @@ class _Scorer:
         fading), a traceback's frame for the exception below it."""
         text, line = self.text, unit.line
         if self.pending and not text.listing:
-            score += _PENDING_SCORE
+            score += WEIGHTS["pending"]
             self.pending -= 1
-        if score >= _ERROR_SCORE and not text.listing and _ERROR.search(line[:_LINE_SCAN]):
+        if score >= _ERROR_LINE and not text.listing and _ERROR.search(line[:_LINE_SCAN]):
             # An exit status alone ("Exit code 2") says how it ended, not what follows.
-            self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else _ERROR_CONTEXT
+            self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
             if text.tool:
                 _locate_error(self.above)
         elif self.after_error and len(line) <= _LINE_WINDOW:
             score += self.after_error
             self.after_error -= 1
         else:
-            self.after_error = 0
+            self.after_error = 0.0
         located = _FRAME.match(unit.original)
         if located is not None:
             self.frame = f"{located.group(1)}:{located.group(2)}"
         elif self.frame and _EXCEPTION_NAME.match(line) and ":" in line[:120]:
             unit.line = f"{self.frame}: {line}"
             self.frame = ""
-            score += 2.0
+            score += WEIGHTS["frame"]
         return score
 
     def _placed(self, unit: _Unit, score: float) -> tuple[float, bool]:
@@ -205,7 +200,7 @@ class _Scorer:
             score /= 1 + repeats / 2
         if score > 0:
             if mark is None or not mark.placeless:
-                return score + (_EDGE_BONUS if edge else 0.0) + _EARLY_BONUS / (
+                return score + (WEIGHTS["edge"] if edge else 0.0) + WEIGHTS["early"] / (
                     1 + order / 10
                 ), True
             return score, False
@@ -223,7 +218,7 @@ class _Scorer:
         if placed and self.opening and unit.order and len(text) <= width:
             # A section's first line says what it is about (a format-free prior), when
             # it is shown whole: a window of it may have left out what it was about.
-            score += SECTION_BONUS
+            score += WEIGHTS["section"]
         item = _Line(self.block, unit.order, _window(text, width), score)
         if unit.mark is not None:
             item.group = unit.mark.group
@@ -255,14 +250,14 @@ def _line_features(
     if unit.routine:
         score = _routine_score(scored, score)
     elif unit.record:
-        score += _RECORD_BONUS
+        score += WEIGHTS["record"]
     if text.numbered_span is not None:
         score += _listing_bonus(unit.original, unit.order, text.numbered_span, written, focus)
     if text.tool and not text.diff:
-        score += echoed_command_bonus(line, unit.order)
+        score += WEIGHTS["echoed_command"] if echoes_command(line, unit.order) else 0.0
     rank = text.ranks.get(unit.original)
     if rank is not None:
-        score += _RANK_BONUS / (1 + rank)
+        score += WEIGHTS["rank"] / (1 + rank)
     return score
 
 
@@ -271,4 +266,4 @@ def _locate_error(above: list[_Line]) -> None:
     failing test's file and line) say where it is: they rank up with it."""
     for line in above:
         if any(weight == _PATH_WEIGHTS[2] for _, _, weight in _identifier_spans(line.text)):
-            line.score += _ERROR_CONTEXT
+            line.score += WEIGHTS["error_context"]

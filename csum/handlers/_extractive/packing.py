@@ -18,11 +18,12 @@ from csum.handlers._extractive.weights import (
     _CUT_SHARE,
     _FIELD_COST_BASE,
     _FILLER_MAX,
+    _FIRST_TIER_BONUS,
     _MIN_PIECE,
     _OPENER_SHARE,
     _PRIOR_SCORE,
-    _PRIOR_SHARE,
     _REPACKS,
+    SHARES,
 )
 
 _LIST_KEY = "\0"  # marks a list's path among the open records' paths
@@ -128,7 +129,7 @@ class _Packer:
         """The first tier (earlier summaries' kept lines, requests), in order, up to
         their share of the budget (a request up to all of it), then the rest of the
         earlier summaries' lines that still fit."""
-        prior_room = int(self.max_bytes * _PRIOR_SHARE)
+        prior_room = int(self.max_bytes * SHARES["prior"])
         firsts = [(b, ln) for b, ln in self.everything if ln.tier == 0]
         for block, line in firsts:
             cost = self.cost(block, line)
@@ -145,7 +146,7 @@ class _Packer:
         head not at all, so that an opened record's fields, which cost only themselves,
         come next."""
         base = _COST_BASE if line.group is None else _FIELD_COST_BASE
-        bonus = 8.0 if line.tier == 0 else 0.0
+        bonus = _FIRST_TIER_BONUS if line.tier == 0 else 0.0
         head = _utf8_len(block.head) + 1 if block.head else 0
         if line.group is not None or not block.head_taken:
             head = 0

@@ -20,7 +20,7 @@ from csum.handlers._extractive.weights import (
     _LINE_SCAN,
     _PRIOR_KEEP_SCORE,
     _PRIOR_SCORE,
-    _USER_BONUS,
+    WEIGHTS,
 )
 from csum.prompt import PromptEntry
 
@@ -144,7 +144,7 @@ def _prior_line(block: int, order: int, text: str) -> _Line:
     if content >= _PRIOR_KEEP_SCORE:
         return _Line(block, order, text, _PRIOR_SCORE, tier=0)
     if text.startswith(USER_PREFIX):
-        content += _USER_BONUS
+        content += WEIGHTS["user"]
     return _Line(block, order, text, content if content > 0 else _FILLER_SCORE)
 
 

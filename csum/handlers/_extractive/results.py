@@ -15,6 +15,8 @@ from typing import Final
 
 import regex
 
+from csum.handlers._extractive.weights import WEIGHTS
+
 __all__ = [
     "amounts_bonus",
     "is_amounts_object",
@@ -30,18 +32,16 @@ __all__ = [
 _RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
 # Keys of an object of amounts by kind (``"prices": {"standard": 148, "express": 290}``).
 _AMOUNTS_KEY: Final = regex.compile(r"(?i:price|fare|amount|cost|fee|balance|total|rate)s?$")
-AMOUNTS_BONUS: Final = 2.5  # weight a small object of amounts earns (an amount field's too)
 
 
 # Keys of what a record is and where it is: a hit's title and address.
 _TITLE_KEY: Final = regex.compile(r"(?i:title|url|link|href|uri)$")
-TITLE_BONUS: Final = 1.0  # weight a record's title or address earns
 
 
 def title_bonus(key: str) -> float:
     """Weight a field earns for saying what its record is or where it is (a search
     hit's ``title`` and ``url``): the handle by which the agent cites or opens it."""
-    return TITLE_BONUS if _TITLE_KEY.search(key[:64]) is not None else 0.0
+    return WEIGHTS["title"] if _TITLE_KEY.search(key[:64]) is not None else 0.0
 
 
 def amounts_bonus(key: str, value: dict[str, object]) -> float:
@@ -51,7 +51,7 @@ def amounts_bonus(key: str, value: dict[str, object]) -> float:
     if _AMOUNTS_KEY.search(key[:64]) is None:
         return 0.0
     numbers = [v for v in value.values() if isinstance(v, int | float) and not isinstance(v, bool)]
-    return AMOUNTS_BONUS if numbers else 0.0
+    return WEIGHTS["amounts"] if numbers else 0.0
 
 
 _EMAIL: Final = regex.compile(r"[^\s@]{1,64}+@(?:[A-Za-z0-9-]{1,63}+\.){1,8}+[A-Za-z]{2,24}+")

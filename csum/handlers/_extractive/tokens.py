@@ -21,9 +21,9 @@ from csum.handlers._extractive.patterns import (
 from csum.handlers._extractive.weights import (
     _CACHED_TOKEN,
     _LINE_SCAN,
-    _NAME_REPEAT,
     _PATH_WEIGHTS,
     _TOKEN_CAP,
+    WEIGHTS,
 )
 
 
@@ -39,7 +39,7 @@ def _identifiers(line: str, named: dict[str, int] | None = None) -> float:
             token = line[start:end]
             seen = named.get(token, 0)
             named[token] = seen + 1
-            found += weight / (1 + seen * _NAME_REPEAT)
+            found += weight / (1 + seen * WEIGHTS["name_repeat"])
     found += len(_BACKTICKED.findall(line, endpos=_LINE_SCAN))
     return found + len(_UNIT.findall(line, endpos=_LINE_SCAN))
 
