@@ -44,7 +44,6 @@ from csum.handlers._extractive.results import (
     title_bonus,
 )
 from csum.handlers._extractive.runs import (
-    is_braced_value,
     is_failure_header,
     is_refusal,
     is_total_row,
@@ -176,7 +175,6 @@ def _located(scan: str, kind: LineKind) -> bool:
     return _LOCATED.search(scan) is not None
 
 
-LINE_FEATURES["braced_value"] = lambda scan, kind: is_braced_value(scan)
 LINE_FEATURES["failure_header"] = lambda scan, kind: is_failure_header(scan)
 LINE_FEATURES["total_row"] = lambda scan, kind: is_total_row(scan)
 # A refusal only outside code (``raise ValueError("invalid id")`` is code, not an outcome).

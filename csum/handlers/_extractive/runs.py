@@ -24,7 +24,6 @@ __all__ = [
     "echoes_command",
     "favour_run_ends",
     "fit_command",
-    "is_braced_value",
     "is_failure_header",
     "is_refusal",
     "is_total_row",
@@ -68,22 +67,6 @@ def count_follows(rest: str) -> bool:
     the sentence before it (``test result: ok.``) is the verdict the count belongs to,
     one statement, not to be split."""
     return _LEADING_COUNT.match(rest) is not None
-
-
-# A value a program prints in braces after a short tag, with no space in it: the secret
-# a capture-the-flag binary or server gives back (``picoCTF{...}``, ``HTB{...}``), what
-# the whole run was for. Code prints braces with spaces or after punctuation.
-_BRACED_VALUE: Final = regex.compile(
-    r"(?<![\w{])[A-Za-z][A-Za-z0-9_]{1,15}+\{[^\s{}]{2,200}+(?:\{[^\s{}]{0,200}+){0,4}+\}"
-)
-
-
-def is_braced_value(scan: str) -> bool:
-    """Whether a line prints a tagged braced value (:data:`_BRACED_VALUE`)."""
-    if "{" not in scan:
-        return False
-    match = _BRACED_VALUE.search(scan)
-    return match is not None and len(match.group()) >= 10
 
 
 # A test runner's numbered failure header: ExUnit's ``  1) test name (Module)``, RSpec's

@@ -168,20 +168,6 @@ def test_a_tables_total_row_is_kept() -> None:
     assert_kept("pytest --cov=shop", COVERAGE, 90, "TOTAL 505 19 96%")
 
 
-def test_a_flag_a_program_prints_is_kept() -> None:
-    from csum.handlers._extractive.runs import is_braced_value
-
-    assert is_braced_value("picoCTF{h34p_0v3rfl0w_9e1a}")
-    assert not is_braced_value("Map(0) { size: 0 }")
-    assert not is_braced_value("fn main() {")
-    output = "\n".join(
-        ["Welcome to the vault.", "Never share your key with anyone you do not trust."]
-        + [f"round {n} ok" for n in range(12)]
-        + ["Access granted.", "picoCTF{h34p_0v3rfl0w_9e1a}"]
-    )
-    assert_kept("./vault < key.bin", output, 80, "picoCTF{h34p_0v3rfl0w_9e1a}")
-
-
 def test_a_lone_call_keeps_its_whole_command_when_it_nearly_fits() -> None:
     command = "python -m pytest tests/test_invoice_totals.py -x"
     output = "\n".join(
