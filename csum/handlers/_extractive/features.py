@@ -14,7 +14,6 @@ from csum.handlers._extractive.code_tools import (
 )
 from csum.handlers._extractive.patterns import (
     _AMOUNT_KEY,
-    _CAUSE,
     _CODE_LINE,
     _CONSTRAINT,
     _COUNTS,
@@ -149,12 +148,6 @@ def _counts_of_work(scan: str, kind: LineKind) -> bool:
 def _constraint(scan: str, kind: LineKind) -> bool:
     """A constraint or a decision ("never X", "X must not"), outside code."""
     return not kind.code and _CONSTRAINT.search(scan) is not None
-
-
-@_line_feature("cause")
-def _cause(scan: str, kind: LineKind) -> bool:
-    """A cause ("because", "due to", "hint:")."""
-    return _CAUSE.search(scan) is not None
 
 
 @_line_feature("pin")

@@ -87,9 +87,6 @@ _PENDING = regex.compile(
 )
 
 
-_CAUSE = regex.compile(r"(?i)\b(?:caused[ ]by|because|due[ ]to|reason:|hint:|expected[ ])")
-
-
 _CONSTRAINT = regex.compile(
     r"(?i)\b(?:do[ ]not|don't|never|must|should[ ]not|shouldn't|avoid|cannot|can't|"
     r"may[ ]not|is[ ]required|decided|decision|prefer)\b"
