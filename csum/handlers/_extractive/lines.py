@@ -240,7 +240,7 @@ def _line_features(
     focus: int | None,
 ) -> float:
     """What a line says, whatever lines are around it: its identifiers and kind
-    (:func:`_score`), the code tools' mark, a routine log line's or a record's due,
+    (:func:`_score`), the code tools' mark, a routine log line's due,
     its place in a file listing, an echoed command, a record's rank in its list."""
     line, mark = unit.line, unit.mark
     scored = _log_message(line) if unit.routine else line
@@ -249,8 +249,6 @@ def _line_features(
         score = max(0.0, score + mark.bonus)
     if unit.routine:
         score = _routine_score(scored, score)
-    elif unit.record:
-        score += WEIGHTS["record"]
     if text.numbered_span is not None:
         score += _listing_bonus(unit.original, unit.order, text.numbered_span, written, focus)
     if text.tool and not text.diff:

@@ -284,8 +284,6 @@ class _Unit:
     mark: CodeMark | None
     routine: bool = False
     """A log line at a routine level (scored without its time and level)."""
-    record: bool = False
-    """A one-line JSON record written as ``key=value`` fields."""
 
 
 def _markdown(unit: _Unit, text: _Text) -> bool:
@@ -311,7 +309,7 @@ def _json_record(unit: _Unit, text: _Text) -> bool:
     """A one-line JSON record as its ``key=value`` fields."""
     record = _record_text(unit.line)
     if record is not None:
-        unit.line, unit.record = record, True
+        unit.line = record
     return True
 
 
