@@ -1,6 +1,6 @@
 """Rules of the extractive handler for code and repository tools' output.
 
-Kept apart from :mod:`csum.handlers._extractive` (which calls these hooks) so that each
+Kept apart from the rest of the package (which calls these hooks) so that each
 rule says which real format it reads:
 
 * git's status report (long format): the branch and state lines and each path's entry are
