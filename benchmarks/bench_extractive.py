@@ -30,7 +30,8 @@ import argparse
 import random
 from collections.abc import Callable
 
-import csum.handlers._extractive as extractive_module
+import csum.handlers._extractive.features as features_module
+import csum.handlers._extractive.tokens as tokens_module
 from benchmarks.chains import build_chain
 from benchmarks.policies.corpus import (
     CLAUDE_CODE_FOLDER,
@@ -44,7 +45,7 @@ from csum.handlers import summarize_extractive
 from csum.prompt import messages_to_prompt
 
 WINDOW = 12  # messages per prompt
-CACHES = (extractive_module._cached_weight, extractive_module._cached_signals)
+CACHES = (tokens_module._cached_weight, features_module._cached_signals)
 
 
 def _clear() -> None:

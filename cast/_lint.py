@@ -21,7 +21,7 @@ they are known; chaincast's words otherwise, with ``verbatim=False``). It checks
   of that type at all), blocks kept from another provider (``ProviderPart``), and
   empty messages where the provider refuses them (Anthropic, Bedrock, Gemini).
 
-:func:`cast.port.port` fixes every one of them, so a ported chain lints clean. Lint only
+:func:`cast.port` fixes every one of them, so a ported chain lints clean. Lint only
 raises for items that are not valid messages (``MessageFormatError``) and unknown
 provider names.
 """

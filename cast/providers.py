@@ -3,8 +3,8 @@
 A :class:`ProviderProfile` records, for one API, which tool-call ids it accepts (a
 pattern and a length limit) and which it generates (an :class:`~cast.ids.IdTemplate`),
 what it does with reasoning from earlier turns, its role rules, and the error text it
-returns for each rule a chain can break. :func:`cast.port.port` reads the profile to
-rewrite a chain; :func:`cast.lint.lint` reads it to report what the API would reject.
+returns for each rule a chain can break. :func:`cast.port` reads the profile to
+rewrite a chain; :func:`cast.lint` reads it to report what the API would reject.
 
 Built-in profiles are registered at import; :func:`register_provider` adds or replaces
 one. The facts and error texts come from provider docs and reported API errors; each

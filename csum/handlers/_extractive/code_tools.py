@@ -1,6 +1,6 @@
 """Rules of the extractive handler for code and repository tools' output.
 
-Kept apart from :mod:`csum.handlers._extractive` (which calls these hooks) so that each
+Kept apart from the rest of the package (which calls these hooks) so that each
 rule says which real format it reads:
 
 * git's status report (long format): the branch and state lines and each path's entry are
@@ -36,9 +36,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import regex
+
+from csum.handlers._extractive.weights import WEIGHTS
 
 __all__ = [
     "CodeMark",
@@ -50,25 +52,8 @@ __all__ = [
     "written_lines",
 ]
 
-STATUS_STATE_BONUS: Final = 6.0
-"""Score added to git's status report's branch and state lines (``On branch main``, ``No
-commits yet``, ``nothing to commit``): where the repository stands."""
-STATUS_ENTRY_BONUS: Final = 3.0
-"""... and to each path's entry with its state (``deleted: src/a.py``) ..."""
-STATUS_LISTED_BONUS: Final = 1.0
-"""... and to a bare path listed under its header (untracked): such paths share a line,
-each costing only itself, so they need less to be kept."""
-
-LISTED_NAME_BONUS: Final = 2.0
-"""Score added to a directory or a file of code named in a directory listing."""
-FOCUS_BONUS: Final = 6.0
-"""Score added to the line a call asked to see (``open a.py 120``), fading around it."""
-RECIPE_BONUS: Final = 3.0
-"""Score added to a build file's recipe command (what ``make test`` runs)."""
-CALL_BONUS: Final = 3.0
-"""Score added to a disassembly's call and to a decompiled function's signature."""
-SCHEMA_CHANGE_BONUS: Final = 3.0
-"""Score added to a migration's schema change (a table created, an index dropped)."""
+# What each rule's lines are worth: the weights named git_status_*, listed_name, focus,
+# recipe, disassembly_call and schema_change in :data:`.weights.WEIGHTS`.
 
 # --- git's status report -------------------------------------------------------------------------
 
@@ -168,7 +153,7 @@ def focus_bonus(number: str, focus: int) -> float:
     digits = number.strip(" \t→:")
     if not digits.isdigit():
         return 0.0
-    return FOCUS_BONUS / (1 + abs(int(digits) - focus) / _FOCUS_REACH)
+    return WEIGHTS["focus"] / (1 + abs(int(digits) - focus) / _FOCUS_REACH)
 
 
 # --- build files ----------------------------------------------------------------------------
@@ -250,7 +235,7 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         if declares_dependency(scan):
             marks[line] = _DISTINCT
         elif _SCHEMA_SIGNS.search(scan) and _SCHEMA_CHANGE.search(scan):
-            marks[line] = CodeMark(SCHEMA_CHANGE_BONUS, distinct=True, news=True)
+            marks[line] = CodeMark(WEIGHTS["schema_change"], distinct=True, news=True)
     return lines, marks
 
 
@@ -268,7 +253,7 @@ def _recipes(lines: list[str]) -> dict[str, CodeMark]:
         numbered = _LISTED.match(line)
         body = line[numbered.end() if numbered is not None else 0 :][:_SCAN]
         if under and _RECIPE_LINE.fullmatch(body):
-            marks[line] = CodeMark(RECIPE_BONUS, distinct=True)
+            marks[line] = CodeMark(WEIGHTS["recipe"], distinct=True)
             continue
         target = _TARGET.fullmatch(body)
         under = target is not None and target.group("name") not in _NOT_TARGETS
@@ -286,11 +271,11 @@ def _instructions(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         instruction = _INSTRUCTION.fullmatch(line[:_SCAN])
         if instruction is None:
             if _C_SIGNATURE.fullmatch(line[:_SCAN]):
-                marks[line] = CodeMark(CALL_BONUS)
+                marks[line] = CodeMark(WEIGHTS["disassembly_call"])
             out.append(line)
             continue
         text = f"{instruction.group('address').strip()} {instruction.group('rest')}"
-        bonus = CALL_BONUS if _CALL.match(instruction.group("rest")) else 0.0
+        bonus = WEIGHTS["disassembly_call"] if _CALL.match(instruction.group("rest")) else 0.0
         marks[text] = CodeMark(bonus)
         out.append(text)
     return out, marks
@@ -323,14 +308,14 @@ def _name_mark(name: str) -> CodeMark:
     most, a project's prose (``README.md``, ``LICENSE``) and a package marker
     (``__init__.py``) least; each name says something else (no repeat)."""
     if name.endswith("/"):
-        return CodeMark(LISTED_NAME_BONUS, distinct=True, placeless=True)
+        return CodeMark(WEIGHTS["listed_name"], distinct=True, placeless=True)
     base = name.rstrip("*@=|").rsplit("/", 1)[-1]
     _, dot, extension = base.rpartition(".")
     if base.startswith("__") or (not dot and base.isupper()) or extension in _PROSE_EXTENSIONS:
         return CodeMark(0.0, distinct=True, placeless=True)
     if extension.lower() in _CODE_EXTENSIONS or (not dot and base[:1].isupper()):
-        return CodeMark(LISTED_NAME_BONUS, distinct=True, placeless=True)
-    return CodeMark(LISTED_NAME_BONUS / 2, distinct=True, placeless=True)
+        return CodeMark(WEIGHTS["listed_name"], distinct=True, placeless=True)
+    return CodeMark(WEIGHTS["listed_name"] / 2, distinct=True, placeless=True)
 
 
 def _without_reminders(lines: list[str]) -> list[str]:
@@ -367,13 +352,13 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         entry = _STATUS_ENTRY.fullmatch(line)
         if entry is not None:
             text = f"{entry.group('state')} {entry.group('path').strip()}"
-            marks[text] = CodeMark(STATUS_ENTRY_BONUS)
+            marks[text] = CodeMark(WEIGHTS["git_status_entry"])
             out.append(text)
             continue
         if line.startswith("\t") and header is not None and line.strip():
             # A bare path under its header: one of the header's list.
             text = line.strip()
-            marks[text] = CodeMark(STATUS_LISTED_BONUS, group=header)
+            marks[text] = CodeMark(WEIGHTS["git_status_listed"], group=header)
             out.append(text)
             continue
         if _GIT_HINT.match(line):
@@ -381,7 +366,7 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         header = line[:-1] if _STATUS_HEADER.fullmatch(line) else None
         if header is None and states > 0 and _STATE_LINE.fullmatch(line):
             text = _TRAILING_ADVICE.sub("", line)
-            marks[text] = CodeMark(STATUS_STATE_BONUS)
+            marks[text] = CodeMark(WEIGHTS["git_status_state"])
             out.append(text)
             states -= 1
             continue

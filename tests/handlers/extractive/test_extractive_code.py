@@ -11,7 +11,7 @@ import pytest
 
 from cast.messages import ToolCall
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive_code import (
+from csum.handlers._extractive.code_tools import (
     code_lines,
     declares_dependency,
     focus_bonus,

@@ -15,6 +15,8 @@ from typing import Final
 
 import regex
 
+from csum.handlers._extractive.weights import WEIGHTS
+
 __all__ = [
     "amounts_bonus",
     "is_amounts_object",
@@ -30,18 +32,16 @@ __all__ = [
 _RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
 # Keys of an object of amounts by kind (``"prices": {"standard": 148, "express": 290}``).
 _AMOUNTS_KEY: Final = regex.compile(r"(?i:price|fare|amount|cost|fee|balance|total|rate)s?$")
-AMOUNTS_BONUS: Final = 2.5  # weight a small object of amounts earns (an amount field's too)
 
 
 # Keys of what a record is and where it is: a hit's title and address.
 _TITLE_KEY: Final = regex.compile(r"(?i:title|url|link|href|uri)$")
-TITLE_BONUS: Final = 1.0  # weight a record's title or address earns
 
 
 def title_bonus(key: str) -> float:
     """Weight a field earns for saying what its record is or where it is (a search
     hit's ``title`` and ``url``): the handle by which the agent cites or opens it."""
-    return TITLE_BONUS if _TITLE_KEY.search(key[:64]) is not None else 0.0
+    return WEIGHTS["title"] if _TITLE_KEY.search(key[:64]) is not None else 0.0
 
 
 def amounts_bonus(key: str, value: dict[str, object]) -> float:
@@ -51,7 +51,7 @@ def amounts_bonus(key: str, value: dict[str, object]) -> float:
     if _AMOUNTS_KEY.search(key[:64]) is None:
         return 0.0
     numbers = [v for v in value.values() if isinstance(v, int | float) and not isinstance(v, bool)]
-    return AMOUNTS_BONUS if numbers else 0.0
+    return WEIGHTS["amounts"] if numbers else 0.0
 
 
 _EMAIL: Final = regex.compile(r"[^\s@]{1,64}+@(?:[A-Za-z0-9-]{1,63}+\.){1,8}+[A-Za-z]{2,24}+")
@@ -122,6 +122,33 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
     each record's line and its place (a search lists its best hits first), and its
     text lines a place lower. Lines are
     returned as they are when fewer than two records open with the same label."""
+    found = _record_labels(lines)
+    if found is None:
+        return lines
+    opener, labels = found
+    records = _LabelledRecords(ranks)
+    inside = False
+    for line in lines:
+        match = _LABELLED.fullmatch(line[:4096])
+        label = match.group(1) if match is not None else ""
+        if label == opener:
+            records.close()
+            inside = True
+        if not inside or label not in labels:
+            (records.rest if inside else records.out).append(line)
+            continue
+        value = match.group(2) if match is not None else ""
+        if not _is_relevance_text(label, value):
+            records.add(line, label, value)
+    records.close()
+    return records.out
+
+
+def _record_labels(lines: list[str]) -> tuple[str, set[str]] | None:
+    """The label opening each record and the labels of the records' fields (those seen
+    at least twice); None when fewer than two records open with the same label, or when
+    a label is a severity (messages of a log or a checker: "Warning: ...", "Error:
+    ...")."""
     opener = ""
     counts: dict[str, int] = {}
     for line in lines:
@@ -131,54 +158,50 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
             opener = opener or label
             counts[label] = counts.get(label, 0) + 1
     if counts.get(opener, 0) < _MIN_RECORDS or len(counts) < 2:
-        return lines
+        return None
     if any(_SEVERITY.fullmatch(label) for label in counts):
-        return lines  # messages of a log or a checker ("Warning: ...", "Error: ..."): not records
-    labels = {label for label, count in counts.items() if count >= _MIN_RECORDS}
-    out: list[str] = []
-    head: list[str] = []
-    rest: list[str] = []
-    rank = 0
+        return None
+    return opener, {label for label, count in counts.items() if count >= _MIN_RECORDS}
 
-    def close() -> None:
-        nonlocal rank
-        if head:
-            # What the record is and where, first: a cut line keeps them.
-            head.sort(key=_field_place)
-            line = " ".join(head)
-            ranks.setdefault(line, rank)
-            out.append(line)
-            for text in rest:  # the hit's text ranks with it, a place lower
-                ranks.setdefault(text, rank + _TEXT_RANK)
-            rank += 1
-        out.extend(rest)
-        head.clear()
-        rest.clear()
 
-    inside = False
-    for line in lines:
-        match = _LABELLED.fullmatch(line[:4096])
-        label = match.group(1) if match is not None else ""
-        if label == opener:
-            close()
-            inside = True
-        if not inside or label not in labels:
-            (rest if inside else out).append(line)
-            continue
-        value = match.group(2) if match is not None else ""
-        if _is_relevance_text(label, value):
-            continue
-        joined = sum(len(field) + 1 for field in head) + len(line.strip())
+class _LabelledRecords:
+    """The lines out, and the record being read: its short fields (``head``, joined
+    into one line when it closes) and its other lines (``rest``)."""
+
+    def __init__(self, ranks: dict[str, int]) -> None:
+        self.ranks = ranks
+        self.out: list[str] = []
+        self.head: list[str] = []
+        self.rest: list[str] = []
+        self.rank = 0
+
+    def add(self, line: str, label: str, value: str) -> None:
+        """A field of the record: on its line while short, not a text, and the line
+        stays within :data:`_RECORD_LINE_MAX`."""
+        joined = sum(len(field) + 1 for field in self.head) + len(line.strip())
         if (
             len(value) <= _RECORD_FIELD
             and _TEXT_LABEL.fullmatch(label) is None
-            and (not head or joined <= _RECORD_LINE_MAX)
+            and (not self.head or joined <= _RECORD_LINE_MAX)
         ):
-            head.append(line.strip())
+            self.head.append(line.strip())
         else:
-            rest.append(line)
-    close()
-    return out
+            self.rest.append(line)
+
+    def close(self) -> None:
+        """The record's line (what it is and where first: a cut line keeps them), then
+        its other lines, which rank with it, a place lower."""
+        if self.head:
+            self.head.sort(key=_field_place)
+            line = " ".join(self.head)
+            self.ranks.setdefault(line, self.rank)
+            self.out.append(line)
+            for text in self.rest:
+                self.ranks.setdefault(text, self.rank + _TEXT_RANK)
+            self.rank += 1
+        self.out.extend(self.rest)
+        self.head.clear()
+        self.rest.clear()
 
 
 def _field_place(field: str) -> int:

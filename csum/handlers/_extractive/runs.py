@@ -15,20 +15,21 @@ from typing import Final, Protocol
 
 import regex
 
+from csum.handlers._extractive.weights import WEIGHTS
+
 __all__ = [
-    "braced_value_bonus",
     "call_line",
     "count_follows",
     "drop_zero_counts",
-    "echoed_command_bonus",
-    "failure_header_bonus",
+    "echoes_command",
     "favour_run_ends",
     "fit_command",
+    "is_failure_header",
+    "is_refusal",
+    "is_total_row",
     "outcome_over_call",
-    "refusal_bonus",
     "strip_banner",
     "strip_colours",
-    "total_row_bonus",
 ]
 
 # A terminal's control sequences (colours, cursor moves: ``ESC[38;21m``, ``ESC[0m``,
@@ -68,46 +69,25 @@ def count_follows(rest: str) -> bool:
     return _LEADING_COUNT.match(rest) is not None
 
 
-# A value a program prints in braces after a short tag, with no space in it: the secret
-# a capture-the-flag binary or server gives back (``picoCTF{...}``, ``HTB{...}``), what
-# the whole run was for. Code prints braces with spaces or after punctuation.
-_BRACED_VALUE: Final = regex.compile(
-    r"(?<![\w{])[A-Za-z][A-Za-z0-9_]{1,15}+\{[^\s{}]{2,200}+(?:\{[^\s{}]{0,200}+){0,4}+\}"
-)
-_BRACED_BONUS: Final = 5.0  # score added to a line printing such a value
-
-
-def braced_value_bonus(scan: str) -> float:
-    """Score a line earns for printing a tagged braced value (:data:`_BRACED_VALUE`)."""
-    if "{" not in scan:
-        return 0.0
-    match = _BRACED_VALUE.search(scan)
-    if match is None or len(match.group()) < 10:
-        return 0.0
-    return _BRACED_BONUS
-
-
 # A test runner's numbered failure header: ExUnit's ``  1) test name (Module)``, RSpec's
 # and Mocha's ``  1) Suite does x``, listed only for what failed.
 _FAILURE_HEADER: Final = regex.compile(r"\s{0,8}+[1-9]\d{0,4}+\)[ ]++(?:test[ ]|[A-Z])")
-_FAILURE_BONUS: Final = 4.0  # score added to such a header
 
 
-def failure_header_bonus(scan: str) -> float:
-    """Score a line earns for being a test runner's numbered failure header."""
-    return _FAILURE_BONUS if _FAILURE_HEADER.match(scan) else 0.0
+def is_failure_header(scan: str) -> bool:
+    """Whether a line is a test runner's numbered failure header."""
+    return _FAILURE_HEADER.match(scan) is not None
 
 
 # A table's total row: coverage.py's and cargo-llvm-cov's ``TOTAL  505  19  96%``,
 # istanbul's ``All files | 85.5 | ...``, a report's ``Total: 12``: the sum of the rows
 # above it, what the table says in one line.
 _TOTAL_ROW: Final = regex.compile(r"(?:TOTAL|Total|All[ ]files)\b[ :|]++\d")
-_TOTAL_BONUS: Final = 5.0  # score added to a total row
 
 
-def total_row_bonus(scan: str) -> float:
-    """Score a line earns for being a table's total row (:data:`_TOTAL_ROW`)."""
-    return _TOTAL_BONUS if _TOTAL_ROW.match(scan) else 0.0
+def is_total_row(scan: str) -> bool:
+    """Whether a line is a table's total row (:data:`_TOTAL_ROW`)."""
+    return _TOTAL_ROW.match(scan) is not None
 
 
 WHOLE_CALL_SHARE: Final = 0.8
@@ -201,14 +181,13 @@ class _MutableLine(Protocol):
 
 _NUMBER: Final = regex.compile(r"\d++")
 _RUN_MIN: Final = 3  # consecutive lines of one shape from which the last ends a run
-RUN_END_SCORE: Final = 3.0
 """Score the last line of a run is worth at least: as much as a pin or a count."""
 
 
 def favour_run_ends(lines: Sequence[_MutableLine]) -> None:
     """The last of consecutive lines that differ only in their numbers (a progress
     counter's ``step 29`` after ``step 0`` ..., a poll's last answer, a retry's last
-    attempt) says where the run ended: it is worth at least :data:`RUN_END_SCORE`,
+    attempt) says where the run ended: it is worth at least the weight ``run_end``,
     where its repeats are worth little (each says what the one before said)."""
     start = 0
     for index in range(1, len(lines) + 1):
@@ -216,7 +195,7 @@ def favour_run_ends(lines: Sequence[_MutableLine]) -> None:
             continue
         if index - start >= _RUN_MIN:
             last = lines[index - 1]
-            last.score = max(last.score, RUN_END_SCORE)
+            last.score = max(last.score, WEIGHTS["run_end"])
         start = index
 
 
@@ -257,16 +236,15 @@ _ECHOED_COMMAND: Final = regex.compile(
     r"[ ]--?[A-Za-z][\w-]{0,40}+(?:[ =]\S{1,200}+)*+"
 )
 ECHO_LINES: Final = 3  # the first lines of an output where a recipe's echo stands
-ECHO_BONUS: Final = 3.0
 
 
-def echoed_command_bonus(line: str, order: int) -> float:
-    """Score an output's first lines earn for echoing the command that runs (``cargo
-    clippy --all-targets`` under ``just lint``): what the call ran, in its own words,
-    when the call line only names a recipe."""
+def echoes_command(line: str, order: int) -> bool:
+    """Whether an output's first lines echo the command that runs (``cargo clippy
+    --all-targets`` under ``just lint``): what the call ran, in its own words, when the
+    call line only names a recipe."""
     if order >= ECHO_LINES or len(line) > 200:
-        return 0.0
-    return ECHO_BONUS if _ECHOED_COMMAND.fullmatch(line) else 0.0
+        return False
+    return _ECHOED_COMMAND.fullmatch(line) is not None
 
 
 # A refusal in a program's own words: a password "incorrect" at a login prompt, an API's
@@ -274,10 +252,9 @@ def echoed_command_bonus(line: str, order: int) -> float:
 _REFUSAL: Final = regex.compile(
     r"(?i:\b(?:incorrect|invalid|rejected|unauthori[sz]ed|forbidden|wrong[ ]password)\b)"
 )
-REFUSAL_BONUS: Final = 3.0
 
 
-def refusal_bonus(scan: str) -> float:
-    """Score a line earns for saying a program refused what was asked (:data:`_REFUSAL`):
-    an outcome, as an error is, though no error prefix says so."""
-    return REFUSAL_BONUS if _REFUSAL.search(scan) else 0.0
+def is_refusal(scan: str) -> bool:
+    """Whether a line says a program refused what was asked (:data:`_REFUSAL`): an
+    outcome, as an error is, though no error prefix says so."""
+    return _REFUSAL.search(scan) is not None

@@ -9,7 +9,7 @@ import json
 
 from cast.messages import Message, ToolCall
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive_results import (
+from csum.handlers._extractive.results import (
     amounts_bonus,
     is_amounts_object,
     is_contact,

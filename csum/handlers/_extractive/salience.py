@@ -5,7 +5,7 @@ paragraph of an answer, a block of a report, a group of a tool's findings. The l
 opens a section says what the section is about (its topic sentence, its title, the
 first finding of a group), so it is worth a little more than the lines that go on with
 it. This holds for outputs no rule of the handler knows, and needs no name of a tool.
-The handler adds :data:`SECTION_BONUS` to such a line when some rule or identifier
+The handler adds the weight ``section`` to such a line when some rule or identifier
 already scored it and it is shown whole (a window of a long line may have left out what
 it was about).
 
@@ -17,11 +17,8 @@ and a noise penalty were measured and dropped.
 
 from __future__ import annotations
 
-from typing import Final
+__all__ = ["opens_section"]
 
-__all__ = ["SECTION_BONUS", "opens_section"]
-
-SECTION_BONUS: Final = 0.75
 """Score added to a line (other than a text's first) that opens a section; below the
 handler's early-line bonus of a text's first lines, so it orders lines more than it
 overrules what they hold."""

@@ -8,7 +8,7 @@ import json
 
 from cast import Message, ToolCall
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive_runs import count_follows, strip_banner, strip_colours
+from csum.handlers._extractive.runs import count_follows, strip_banner, strip_colours
 from csum.prompt import messages_to_prompt
 
 
@@ -151,35 +151,21 @@ TOTAL                          505     19    96%
 
 
 def test_a_numbered_failure_header_ranks_with_its_place() -> None:
-    from csum.handlers._extractive_runs import failure_header_bonus
+    from csum.handlers._extractive.runs import is_failure_header
 
-    assert failure_header_bonus("  1) test refunds a paid invoice (Billing.InvoiceTest)") > 0
-    assert failure_header_bonus("  12) User#refund raises when already refunded") > 0
-    assert failure_header_bonus("(billing 0.4.0) lib/billing/refunds.ex:41: f/2") == 0
+    assert is_failure_header("  1) test refunds a paid invoice (Billing.InvoiceTest)")
+    assert is_failure_header("  12) User#refund raises when already refunded")
+    assert not is_failure_header("(billing 0.4.0) lib/billing/refunds.ex:41: f/2")
     assert_kept("mix test", EXUNIT, 260, "test/billing/invoice_test.exs:214", "58 tests, 1 failure")
 
 
 def test_a_tables_total_row_is_kept() -> None:
-    from csum.handlers._extractive_runs import total_row_bonus
+    from csum.handlers._extractive.runs import is_total_row
 
-    assert total_row_bonus("TOTAL 505 19 96%") > 0
-    assert total_row_bonus("All files | 85.5 | 80.1 | 90 | 85.5 |") > 0
-    assert total_row_bonus("Totally fine") == 0
+    assert is_total_row("TOTAL 505 19 96%")
+    assert is_total_row("All files | 85.5 | 80.1 | 90 | 85.5 |")
+    assert not is_total_row("Totally fine")
     assert_kept("pytest --cov=shop", COVERAGE, 90, "TOTAL 505 19 96%")
-
-
-def test_a_flag_a_program_prints_is_kept() -> None:
-    from csum.handlers._extractive_runs import braced_value_bonus
-
-    assert braced_value_bonus("picoCTF{h34p_0v3rfl0w_9e1a}") > 0
-    assert braced_value_bonus("Map(0) { size: 0 }") == 0
-    assert braced_value_bonus("fn main() {") == 0
-    output = "\n".join(
-        ["Welcome to the vault.", "Never share your key with anyone you do not trust."]
-        + [f"round {n} ok" for n in range(12)]
-        + ["Access granted.", "picoCTF{h34p_0v3rfl0w_9e1a}"]
-    )
-    assert_kept("./vault < key.bin", output, 80, "picoCTF{h34p_0v3rfl0w_9e1a}")
 
 
 def test_a_lone_call_keeps_its_whole_command_when_it_nearly_fits() -> None:
@@ -250,7 +236,7 @@ def test_under_a_tiny_budget_the_outcome_outranks_the_call() -> None:
 
 
 def test_zero_counts_of_secondary_outcomes_are_dropped() -> None:
-    from csum.handlers._extractive_runs import drop_zero_counts
+    from csum.handlers._extractive.runs import drop_zero_counts
 
     line = "test result: ok. 31 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; x"
     assert drop_zero_counts(line) == "test result: ok. 31 passed; 0 failed; x"
@@ -293,7 +279,8 @@ def test_the_last_line_of_a_run_says_where_it_ended() -> None:
 
 
 def test_only_consecutive_lines_differing_in_numbers_make_a_run() -> None:
-    from csum.handlers._extractive_runs import RUN_END_SCORE, favour_run_ends
+    from csum.handlers._extractive.runs import favour_run_ends
+    from csum.handlers._extractive.weights import WEIGHTS
 
     class Row:
         def __init__(self, text: str) -> None:
@@ -302,14 +289,14 @@ def test_only_consecutive_lines_differing_in_numbers_make_a_run() -> None:
 
     rows = [Row(t) for t in ("step 1", "step 2", "step 3", "done", "step 4", "step 5")]
     favour_run_ends(rows)
-    assert [row.score for row in rows] == [0.0, 0.0, RUN_END_SCORE, 0.0, 0.0, 0.0]
+    assert [row.score for row in rows] == [0.0, 0.0, WEIGHTS["run_end"], 0.0, 0.0, 0.0]
     same = [Row("retrying") for _ in range(4)]  # no number: a repeat, not a run
     favour_run_ends(same)
     assert all(row.score == 0.0 for row in same)
 
 
 def test_a_cd_prefix_gives_way_before_the_command_is_cut() -> None:
-    from csum.handlers._extractive_runs import fit_command
+    from csum.handlers._extractive.runs import fit_command
 
     command = "cd ~/projects/shop/assets && npm install --save-dev happy-dom"
     assert fit_command(command, 80) == command
@@ -327,12 +314,12 @@ def test_a_cd_prefix_gives_way_before_the_command_is_cut() -> None:
 
 
 def test_a_recipes_echoed_command_is_kept() -> None:
-    from csum.handlers._extractive_runs import echoed_command_bonus
+    from csum.handlers._extractive.runs import echoes_command
 
-    assert echoed_command_bonus("cargo clippy --all-targets -- -D warnings", 0) > 0
-    assert echoed_command_bonus("+ pytest -q --maxfail=1", 1) > 0
-    assert echoed_command_bonus("cargo clippy --all-targets", 7) == 0  # not an echo
-    assert echoed_command_bonus("Checking shop v0.2.0 (/srv/shop)", 0) == 0
+    assert echoes_command("cargo clippy --all-targets -- -D warnings", 0)
+    assert echoes_command("+ pytest -q --maxfail=1", 1)
+    assert not echoes_command("cargo clippy --all-targets", 7)  # not an echo
+    assert not echoes_command("Checking shop v0.2.0 (/srv/shop)", 0)
     output = "\n".join(
         [
             "cargo clippy --all-targets -- -D warnings",
@@ -347,11 +334,11 @@ def test_a_recipes_echoed_command_is_kept() -> None:
 
 
 def test_a_refusal_in_a_programs_own_words_is_an_outcome() -> None:
-    from csum.handlers._extractive_runs import refusal_bonus
+    from csum.handlers._extractive.runs import is_refusal
 
-    assert refusal_bonus("Password incorrect, try again") > 0
-    assert refusal_bonus("HTTP/1.1 401 Unauthorized") > 0
-    assert refusal_bonus("Welcome to the build host") == 0
+    assert is_refusal("Password incorrect, try again")
+    assert is_refusal("HTTP/1.1 401 Unauthorized")
+    assert not is_refusal("Welcome to the build host")
     output = "\n".join(
         [
             "Trying 10.0.7.21...",

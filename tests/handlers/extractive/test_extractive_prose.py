@@ -1,4 +1,4 @@
-"""An agent's answers in the offline handler's summaries (csum/handlers/_extractive_prose.py):
+"""An agent's answers in the offline handler's summaries (csum/handlers/_extractive/prose.py):
 a long sentence in a compact form (the clauses that carry its identifiers, numbers,
 causes and constraints), so that more of them fit a small budget; code fences left out;
 links written plainly; no line cut to words that say nothing; a summary that fills its
@@ -10,12 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import csum.handlers._extractive as extractive_module
+import csum.handlers._extractive.collect as collect_module
+import csum.handlers._extractive.lines as lines_module
 from cast.messages import Message, ToolCall
 from csum import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive import _identifier_spans
-from csum.handlers._extractive_prose import ELLIPSIS, compact_prose, is_fence, plain_links
+from csum.handlers._extractive.features import _score
+from csum.handlers._extractive.prose import ELLIPSIS, compact_prose, is_fence, plain_links
+from csum.handlers._extractive.tokens import _identifier_spans
 from csum.prompt import messages_to_prompt
 
 REPORT = """Done. The **billing-v2** migration is finished and pushed. Here's what changed:
@@ -131,7 +133,7 @@ def test_a_small_budget_keeps_more_of_an_answers_identifiers(
         assert kept in summary
     assert "7 new renderer tests and 3 controller tests" in summary
     # Whole lines (the compact form off) fit fewer of them in the same room.
-    monkeypatch.setattr(extractive_module, "_COMPACT_SHARE", 1e9)
+    monkeypatch.setattr(lines_module, "_COMPACT_SHARE", 1e9)
     whole = answer_summary(REPORT, 180)
     assert "`InvoiceRenderer`" not in whole
     assert "billing-v2" not in whole
@@ -142,14 +144,14 @@ def test_an_answer_less_than_twice_the_budget_is_not_compacted(
 ) -> None:
     budget = len(REPORT.encode("utf-8")) // 2 + 10
     summary = answer_summary(REPORT, budget)
-    monkeypatch.setattr(extractive_module, "_COMPACT_SHARE", 1e9)
+    monkeypatch.setattr(lines_module, "_COMPACT_SHARE", 1e9)
     assert summary == answer_summary(REPORT, budget)
 
 
 def test_room_left_takes_compacted_lines_back_to_their_whole_form(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(extractive_module, "_COMPACT_RATIO", 0.1)  # compact at any budget
+    monkeypatch.setattr(collect_module, "_COMPACT_RATIO", 0.1)  # compact at any budget
     summary = answer_summary(REPORT, 250)
     assert "`POST /api/invoices/:id/render` endpoint that renders" in summary
     assert len(summary.encode("utf-8")) >= 250 - 16
@@ -181,7 +183,7 @@ def test_no_line_is_cut_to_words_that_say_nothing(budget: int) -> None:
     summary = answer_summary(PLAN, budget)
     for line in summary.splitlines():
         if line.endswith(ELLIPSIS):
-            assert extractive_module._score(line, listing=False, diff=False) > 0, line
+            assert _score(line, listing=False, diff=False) > 0, line
 
 
 def test_a_code_blocks_fences_are_left_out() -> None:

@@ -1,0 +1,196 @@
+"""A call's line (``name(arguments)``) and what its arguments tell about its result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from csum.handlers._extractive.code_tools import (
+    without_echo,
+    written_lines,
+)
+from csum.handlers._extractive.patterns import (
+    _CODE,
+    _HEREDOC,
+    _HOME,
+    _OUTPUT_LIMIT,
+    _STDERR_REDIRECT,
+    _TOKEN,
+    _TRAIL,
+)
+from csum.handlers._extractive.runs import (
+    fit_command,
+)
+from csum.handlers._extractive.text import (
+    _ELLIPSIS,
+    _clip,
+    _clip_middle,
+    _one_line,
+    _scalar,
+    _scalar_or_json,
+)
+from csum.handlers._extractive.tokens import _identifiers
+from csum.handlers._extractive.units import _Block
+from csum.handlers._extractive.weights import (
+    _ARG_CAP,
+    _IDENT_CAP,
+    _LINE_SCAN,
+    _MIN_CALL,
+    _MIN_SHARED_CALL,
+    _WRITTEN_MIN,
+    SHARES,
+    WEIGHTS,
+)
+
+_COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
+
+
+_QUIET_KEYS = frozenset(
+    {"description", "timeout", "run_in_background", "dangerouslydisablesandbox", "replace_all"}
+)
+
+
+_FLAGS = frozenset({"true", "false", "null", "none", "True", "False", "None"})
+
+
+def _arguments(args: str) -> dict[str, Any] | None:
+    """A call's arguments as a JSON object (empty text: none); None when they are not
+    one. Parsed once per call, for its line, its pairs and the lines it writes."""
+    try:
+        value = json.loads(args) if args.strip() else {}
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -> str:
+    """``name(command)`` for a command-like call, else ``name(key=value, ...)``; a call
+    with one telling argument (an id, a path) as ``name(value)``: its name says what the
+    value is. ``value``: ``args`` parsed (:func:`_arguments`)."""
+    if value is None:
+        return _clip(f"{name}({_one_line(args)})", cap)
+    first: list[str] = []
+    keyed: list[str] = []
+    bare: list[str] = []
+    room = cap - len(name) - 4  # the parentheses, and the ellipsis's two extra bytes
+    for key, item in value.items():
+        text = _HOME.sub("~/", _one_line(item)) if isinstance(item, str) else _scalar_or_json(item)
+        lowered = str(key).lower()
+        if lowered in _COMMAND_KEYS and isinstance(item, str):
+            command = fit_command(_compact_command(item), room)
+            first.insert(0, _clip_middle(command, room, head_share=0.75))
+        elif isinstance(item, str) and "\n" in item.strip() and len(value) > 1:
+            # A text of several lines beside other arguments (an edit's old and new
+            # text, a file's content) is what the call writes, not what names it: the
+            # other arguments (the path) do, and the result echoes what changed.
+            continue
+        elif lowered not in _QUIET_KEYS:
+            keyed.append(f"{key}={_clip_middle(text, room)}")
+            bare.append(_clip_middle(text, room) if _telling(text) else keyed[-1])
+    line = f"{name}({', '.join(first + keyed)})"
+    if len(line) > cap or (not first and len(bare) == 1):
+        # Too long with its keys, or a lone argument: identifiers say more than their
+        # keys in the same room (the call's name, or the result, names the keys again);
+        # those densest in identifiers first, so a cut at the end loses the prose.
+        line = f"{name}({', '.join(first + _identifiers_first(bare))})"
+    return _clip(line, cap)
+
+
+def _telling(text: str) -> bool:
+    """Whether an argument's value says what it is without its key: an identifier
+    (``ORD7731QX``, ``/src/app.py``), not a bare number or flag."""
+    return (
+        len(text) >= 5
+        and any(c.isalpha() for c in text)
+        and text not in _FLAGS
+        and not any(c.isspace() for c in text)
+    )
+
+
+def _compact_command(command: str) -> str:
+    """A shell command as short as it can be while still naming what ran: where its
+    error output went (``2>&1``) and a last stage that only shortens its output
+    (``| head -20``, ``| tail -n 50``) say nothing about what ran, and a command of
+    several lines (a commit message's body, a heredoc) is named by its first."""
+    lines = [line.strip() for line in command.strip().splitlines()[:3]]
+    if len(lines) > 1:
+        # A commit message's body, a heredoc, a script: its first line says what ran,
+        # with the next when the first opens a quote or a heredoc (``-m "$(cat <<'EOF'``,
+        # then the subject).
+        head = lines[0]
+        if lines[1] and (_HEREDOC.search(head) or head.count('"') % 2 or head.count("'") % 2):
+            head = f"{head} {lines[1]}"
+        command = head + _ELLIPSIS
+    command = _HOME.sub("~/", _STDERR_REDIRECT.sub("", _one_line(without_echo(command)))).strip()
+    for _ in range(4):  # "| tail -50 | head -5" at most: bounded work
+        match = _OUTPUT_LIMIT.search(command)
+        if match is None or match.start() == 0:
+            break
+        command = command[: match.start()].rstrip()
+    return command
+
+
+def _identifiers_first(values: list[str]) -> list[str]:
+    """Argument values densest in identifiers (``user_42``, ``K9QX2Z``) first, prose
+    last: a call line cut at its end then loses the prose."""
+    return sorted(values, key=lambda value: -_identifiers(value) / (len(value) + 8))
+
+
+def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
+    """A call's scalar arguments (parsed, :func:`_arguments`) as ``key=value`` (as its
+    flattened result writes them)."""
+    if value is None:
+        return frozenset()
+    return frozenset(
+        f"{key}={_scalar(item)}" for key, item in value.items() if not isinstance(item, dict | list)
+    )
+
+
+def _written_lines(value: dict[str, Any] | None) -> frozenset[str]:
+    """The lines a call (its arguments parsed, :func:`_arguments`) writes (an edit's new
+    text less what its old text held, a file's content), stripped: in a numbered listing
+    of the result, the lines it changed."""
+    return written_lines(value, _WRITTEN_MIN, 16 * _LINE_SCAN)
+
+
+def _call_shows(head: str, pair: str) -> bool:
+    """Whether the call line ``head`` shows the argument ``pair`` (``key=value``): with
+    its key, as the call's lone argument (``get_order(ORD7731QX)``, whose name says
+    what the value is), or as words leading several (``search(latest tokio, depth=2)``:
+    a result echoing its query says it again)."""
+    value = pair.split("=", 1)[1]
+    if pair in head or head.endswith(f"({value})"):
+        return True
+    # A first argument of several shown without its key: words (a search's query) are
+    # shown whole; a code still needs its key, which the result's field gives.
+    return " " in value and f"({value}, " in head
+
+
+def _head_codes(head: str) -> int:
+    """How many codes (``JG7FMM``, ``HAT028``, ``ORD7731QX``: a booking, an order, a
+    flight) a call line's arguments name."""
+    _, _, args = head.partition("(")
+    return sum(
+        1
+        for match in _TOKEN.finditer(args, endpos=_LINE_SCAN)
+        if _CODE.fullmatch(match.group().rpartition("=")[2].strip(_TRAIL))
+    )
+
+
+def _credit_codes(block: _Block) -> None:
+    """A call naming codes is worth its line even when its result says little: its
+    best result line earns what the codes are worth, so the call line comes with it."""
+    codes = _head_codes(block.head)
+    if codes and block.lines:
+        best = max(block.lines, key=lambda line: line.score)
+        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
+
+
+def _call_cap(calls: int, max_bytes: int) -> int:
+    """Bytes a call line may take: up to half the budget for a single call; the call
+    lines of several ``calls`` (earlier summaries' included, :func:`_call_count`) share
+    a quarter of it, so that what the calls returned has the room."""
+    cap = min(_ARG_CAP, int(max_bytes * SHARES["call"]))
+    if calls > 1:
+        return max(_MIN_SHARED_CALL, min(cap, int(max_bytes * SHARES["calls"]) // calls))
+    return max(_MIN_CALL, cap)

@@ -1,0 +1,231 @@
+"""The prompt's entries as blocks of scored lines: requests, calls and results, answers,
+earlier summaries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from cast import SUMMARIZATION_TOOL_NAME
+from csum._pairs import SUMMARIZED_CONTENT_PREFIX
+from csum.archive import split_archive_line
+from csum.handlers._extractive.calls import (
+    _argument_pairs,
+    _arguments,
+    _call_cap,
+    _call_shows,
+    _credit_codes,
+    _render_call,
+    _written_lines,
+)
+from csum.handlers._extractive.code_tools import (
+    focus_line,
+)
+from csum.handlers._extractive.lines import _body_lines
+from csum.handlers._extractive.reading import _first_line
+from csum.handlers._extractive.rendering import (
+    RESULT_INDENT,
+    _is_prior_summary,
+    _prior_blocks,
+    _prior_calls,
+    _request_line,
+)
+from csum.handlers._extractive.runs import (
+    call_line,
+    favour_run_ends,
+    outcome_over_call,
+)
+from csum.handlers._extractive.text import _clip, _clip_whole_words, _utf8_len, _window
+from csum.handlers._extractive.units import _Block, _Line
+from csum.handlers._extractive.weights import (
+    _COMPACT_RATIO,
+    _EMPTY_RESULT,
+    _LINE_WINDOW,
+    _LONE_HEAD,
+    _MAX_REQUEST,
+    _MIN_REQUEST,
+    _MIN_WINDOW,
+    _PRIOR_SCORE,
+    _REQUEST_PERCENT,
+    _RESULT_HEAD,
+    WEIGHTS,
+)
+from csum.prompt import CONTEXT_TAG, PromptEntry
+
+_HUMAN_ROLES = frozenset({"human", "user"})
+
+
+@dataclass(slots=True)
+class _Call:
+    """What a call's line and arguments tell about its result."""
+
+    head: str
+    said: frozenset[str]
+    """Its scalar arguments as ``key=value`` (:func:`_argument_pairs`)."""
+    written: frozenset[str]
+    focus: int | None
+    """The line it asked to see."""
+
+
+def _collect(
+    entries: tuple[PromptEntry, ...], max_bytes: int, check: Callable[[], None]
+) -> list[_Block]:
+    """The prompt's entries as blocks of scored lines, in the prompt's order."""
+    collector = _Collector(entries, max_bytes, check)
+    for entry in entries:
+        check()
+        collector.add(entry)
+    return collector.finish()
+
+
+class _Collector:
+    """Reads the entries one by one into blocks: a call waits for its result."""
+
+    def __init__(
+        self, entries: tuple[PromptEntry, ...], max_bytes: int, check: Callable[[], None]
+    ) -> None:
+        self.max_bytes, self.check = max_bytes, check
+        self.blocks: list[_Block] = []
+        self.calls: dict[str, _Call] = {}
+        requests = [
+            e
+            for e in entries
+            if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
+        ]
+        share = max_bytes * _REQUEST_PERCENT // 100 // max(1, len(requests))
+        self.request_cap = max(_MIN_REQUEST, min(_MAX_REQUEST, share))
+        self.call_count = _call_count(entries)
+        self.call_cap = _call_cap(self.call_count, max_bytes)
+        self.lone_cut = ""  # the line of a prompt's only call, cut to its share
+        self.width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
+        # Room for less than the prompt says: an answer's long lines in their compact form.
+        self.tight = sum(_utf8_len(e.content) + _utf8_len(e.args) for e in entries) > (
+            _COMPACT_RATIO * max_bytes
+        )
+
+    def add(self, entry: PromptEntry) -> None:
+        """One entry: a call, an earlier summary, a request, a result or an answer.
+        The user's messages given as context stay in the chain beside the summary
+        (the instructions say not to summarize them): repeating them wastes it."""
+        if entry.kind == "tool_call":
+            if entry.name != SUMMARIZATION_TOOL_NAME:
+                self._call(entry)
+        elif _is_prior_summary(entry):
+            text = entry.content.removeprefix(SUMMARIZED_CONTENT_PREFIX)
+            self.blocks.extend(_prior_blocks(text, len(self.blocks), self.call_cap))
+        elif entry.section == CONTEXT_TAG:
+            return
+        elif entry.kind == "text" and entry.role in _HUMAN_ROLES:
+            self._request(entry)
+        elif entry.kind == "tool_result":
+            self._result(entry)
+        elif entry.kind in ("text", "reasoning") and entry.content.strip():
+            self._answer(entry)
+
+    def _call(self, entry: PromptEntry) -> None:
+        parsed = _arguments(entry.args)
+        render = partial(_render_call, entry.name, entry.args, parsed)
+        capped = render(self.call_cap)
+        head = call_line(capped, render, self.max_bytes, self.call_count)
+        self.lone_cut = capped if self.call_count == 1 else ""
+        pairs, written = _argument_pairs(parsed), _written_lines(parsed)
+        self.calls[entry.call_id] = _Call(head, pairs, written, focus_line(parsed))
+
+    def _request(self, entry: PromptEntry) -> None:
+        """What the user said: requests and constraints, the request itself first. An
+        earlier summary of the user's messages ends with the line naming their archived
+        batch: it stays as it was and first, as in any earlier summary."""
+        block = _Block()
+        text, archived = split_archive_line(entry.content.rstrip())
+        number = len(self.blocks)
+        for item in _body_lines(text, number, self.check, tool=False, width=self.width):
+            item.text = _request_line(item.text)
+            item.score += WEIGHTS["user"]
+            block.lines.append(item)
+        if block.lines:
+            first = min(block.lines, key=lambda ln: ln.order)
+            cut = _clip_whole_words(first.text, self.request_cap) or _clip(
+                first.text, self.request_cap
+            )
+            if cut != first.text:  # whole again if room is left at the end
+                first.text, first.whole = cut, first.text
+            first.tier = 0
+        if archived:
+            last = max((ln.order for ln in block.lines), default=-1) + 1
+            block.lines.append(_Line(number, last, archived, _PRIOR_SCORE, tier=0))
+        if block.lines:
+            self.blocks.append(block)
+
+    def _result(self, entry: PromptEntry) -> None:
+        """A tool's result under its call's line (or its name, when the call is not in
+        the prompt)."""
+        call = self.calls.pop(entry.call_id, None)
+        head = (call.head if call else "") or _render_call(
+            entry.name or "tool", "", {}, self.call_cap
+        )
+        number = len(self.blocks)
+        block = _Block(head=head, head_score=_RESULT_HEAD, indent=RESULT_INDENT)
+        block.lines = list(
+            _body_lines(
+                entry.content,
+                number,
+                self.check,
+                tool=True,
+                width=self.width,
+                said=frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE,
+                written=call.written if call else _NONE,
+                focus=call.focus if call else None,
+            )
+        )
+        if not block.lines:
+            outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
+            block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
+        favour_run_ends(block.lines)
+        _credit_codes(block)
+        self.blocks.append(block)
+
+    def _answer(self, entry: PromptEntry) -> None:
+        """An agent's answer (its reasoning counts less), compact when room is tight."""
+        block = _Block()
+        weight = WEIGHTS["reasoning"] if entry.kind == "reasoning" else 1.0
+        number = len(self.blocks)
+        lines = _body_lines(
+            entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
+        )
+        for item in lines:
+            item.score *= weight
+            block.lines.append(item)
+        self.blocks.append(block)
+
+    def finish(self) -> list[_Block]:
+        """The blocks, with the calls that got no result."""
+        for call in self.calls.values():
+            self.blocks.append(
+                _Block(
+                    head=call.head,
+                    head_score=_LONE_HEAD,
+                    indent=RESULT_INDENT,
+                    lines=[_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)],
+                )
+            )
+        _drop_lone_indent(self.blocks)
+        outcome_over_call(self.blocks, self.max_bytes, _utf8_len, self.lone_cut)
+        return self.blocks
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def _drop_lone_indent(blocks: list[_Block]) -> None:
+    """A call alone in its summary needs no indent to tell its result lines from other
+    blocks' lines: two bytes a line saved for what the result says."""
+    if len(blocks) == 1:
+        blocks[0].indent = ""
+
+
+def _call_count(entries: tuple[PromptEntry, ...]) -> int:
+    """How many call lines the summary may hold: the prompt's calls and those of the
+    earlier summaries in it."""
+    calls = sum(1 for e in entries if e.kind == "tool_call")
+    return calls + sum(_prior_calls(e.content) for e in entries if _is_prior_summary(e))

@@ -1,0 +1,333 @@
+"""What a line says, as scores: the signals of its kind, its place in a listing, a log's
+routine lines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from itertools import pairwise
+from typing import NamedTuple
+
+from csum.handlers._extractive.code_tools import (
+    declares_dependency,
+    focus_bonus,
+)
+from csum.handlers._extractive.patterns import (
+    _AMOUNT_KEY,
+    _CODE_LINE,
+    _CONSTRAINT,
+    _COUNTS,
+    _DATE,
+    _DEFINITION,
+    _DIFF_FILE,
+    _DIFF_LINE,
+    _DIFF_NOISE,
+    _ERROR,
+    _ID_KEY,
+    _LOCATED,
+    _MEASURE_NAME,
+    _MEASURED,
+    _NUMBERED,
+    _OUTCOME,
+    _PIN,
+    _ROUTINE_LOG,
+    _TIME_KEY,
+    _UNIT,
+    _WARNING,
+    _WORD_VALUE,
+)
+from csum.handlers._extractive.prose import compact_prose
+from csum.handlers._extractive.results import (
+    is_contact,
+    is_relevance_score,
+    title_bonus,
+)
+from csum.handlers._extractive.runs import (
+    is_failure_header,
+    is_refusal,
+    is_total_row,
+)
+from csum.handlers._extractive.text import _scalar_or_json
+from csum.handlers._extractive.tokens import _cached_weight, _identifier_spans, _identifiers
+from csum.handlers._extractive.weights import (
+    _BOOL_FIELD,
+    _CACHED_LINE,
+    _EMPTY_FIELD,
+    _IDENT_CAP,
+    _JSON_LINE,
+    _LINE_SCAN,
+    _PROSE_SHARE,
+    _RISING_SHARE,
+    _TOKEN_CAP,
+    WEIGHTS,
+)
+
+
+def _score(
+    line: str,
+    *,
+    listing: bool,
+    diff: bool,
+    prose: bool = False,
+    named: dict[str, int] | None = None,
+) -> float:
+    """How much a line is worth keeping (0: not at all): what its identifiers are worth
+    (less for names said above, with ``named``), then what its kind earns."""
+    scan = line[:_LINE_SCAN]
+    score = min(_IDENT_CAP, WEIGHTS["identifier"] * _identifiers(scan, named))
+    signals = _cached_signals if len(scan) <= _CACHED_LINE else _line_signals
+    verdict, earned = signals(scan, listing, diff, prose)
+    return verdict if verdict is not None else score + earned
+
+
+class LineKind(NamedTuple):
+    """What the caller knows of a line: an answer's (prose), code (or a file listing's),
+    a diff's."""
+
+    prose: bool
+    code: bool
+    diff: bool
+
+
+LineFeature = Callable[[str, LineKind], bool]
+"""A line feature: whether a line (its first :data:`_LINE_SCAN` characters) shows the
+signal; what that is worth is its weight in :data:`WEIGHTS`."""
+
+LINE_FEATURES: dict[str, LineFeature] = {}
+"""The line features by name, in the order they are read."""
+
+
+def _line_feature(name: str) -> Callable[[LineFeature], LineFeature]:
+    def register(feature: LineFeature) -> LineFeature:
+        LINE_FEATURES[name] = feature
+        return feature
+
+    return register
+
+
+@_line_feature("diff_hunk")
+def _diff_hunk(scan: str, kind: LineKind) -> bool:
+    """A diff hunk's header: the hunk's place."""
+    return kind.diff and scan.startswith("@@") and _DIFF_LINE.match(scan) is not None
+
+
+@_line_feature("diff_added")
+def _diff_added(scan: str, kind: LineKind) -> bool:
+    """A diff's added line: what it adds (the new code)."""
+    return kind.diff and scan.startswith("+") and _DIFF_LINE.match(scan) is not None
+
+
+@_line_feature("diff_removed")
+def _diff_removed(scan: str, kind: LineKind) -> bool:
+    """A diff's removed line."""
+    return kind.diff and not scan.startswith(("@@", "+")) and _DIFF_LINE.match(scan) is not None
+
+
+@_line_feature("error")
+def _error(scan: str, kind: LineKind) -> bool:
+    """A strict error signal, outside code, in a line that is no warning."""
+    return not kind.code and not _WARNING.match(scan) and _ERROR.search(scan) is not None
+
+
+@_line_feature("counts")
+def _counts(scan: str, kind: LineKind) -> bool:
+    """A count of what ran and how it went ("297 passed, 0 failures"): a result, in any
+    tool output, and in an answer when it names an outcome."""
+    if _COUNTS.search(scan) is None:
+        return False
+    return not kind.prose or _OUTCOME.search(scan) is not None
+
+
+@_line_feature("counts_of_work")
+def _counts_of_work(scan: str, kind: LineKind) -> bool:
+    """In an answer, a count of work done ("3 tests added")."""
+    return kind.prose and _COUNTS.search(scan) is not None and _OUTCOME.search(scan) is None
+
+
+@_line_feature("constraint")
+def _constraint(scan: str, kind: LineKind) -> bool:
+    """A constraint or a decision ("never X", "X must not"), outside code."""
+    return not kind.code and _CONSTRAINT.search(scan) is not None
+
+
+@_line_feature("pin")
+def _pin(scan: str, kind: LineKind) -> bool:
+    """A package pinned to a version (``numpy==1.26.4``, a manifest's dependency)."""
+    return _PIN.search(scan) is not None or declares_dependency(scan)
+
+
+@_line_feature("measurement")
+def _measurement(scan: str, kind: LineKind) -> bool:
+    """A number with a unit in a line that says it is a measurement of something."""
+    return _MEASURED.search(scan) is not None and _MEASURE_NAME.search(scan) is not None
+
+
+@_line_feature("located")
+def _located(scan: str, kind: LineKind) -> bool:
+    """A place given in words (``line 12 of src/a.py``)."""
+    return _LOCATED.search(scan) is not None
+
+
+LINE_FEATURES["failure_header"] = lambda scan, kind: is_failure_header(scan)
+LINE_FEATURES["total_row"] = lambda scan, kind: is_total_row(scan)
+# A refusal only outside code (``raise ValueError("invalid id")`` is code, not an outcome).
+LINE_FEATURES["refusal"] = lambda scan, kind: not kind.code and is_refusal(scan)
+
+_CLASS_FEATURES = ("pin", "measurement", "located")
+"""The features a routine log line's score is read without (:func:`_routine_score`)."""
+
+
+def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[float | None, float]:
+    """What a line's kind earns, apart from its identifiers: (the whole score when its
+    kind alone says it, else None; what its features add to its identifiers' score)."""
+    if diff:
+        if _DIFF_FILE.match(scan):
+            return WEIGHTS["diff_file"], 0.0  # which file a hunk changes: said once, here
+        if _DIFF_NOISE.match(scan):
+            return 0.0, 0.0  # the same file again, or blob hashes
+    kind = LineKind(prose, listing or bool(_CODE_LINE.search(scan)), diff)
+    earned = 0.0
+    for name, present in LINE_FEATURES.items():
+        if present(scan, kind):
+            earned += WEIGHTS[name]
+    return None, earned
+
+
+# Lines recur (a summary's lines when it is summarized again, a log's repeated lines):
+# short ones have their signals cached, at most 4,096 of them (about two megabytes).
+_cached_signals = lru_cache(maxsize=4096)(_line_signals)
+
+
+def clear_caches() -> None:
+    """Forget the cached token classes and line signals (after a weight changed)."""
+    _cached_signals.cache_clear()
+    _cached_weight.cache_clear()
+
+
+def _class_bonus(scan: str) -> float:
+    """What a line's class features earned: a package pinned to a version, a
+    measurement with its name, a place given in words."""
+    kind = LineKind(prose=False, code=False, diff=False)
+    return sum(WEIGHTS[name] for name in _CLASS_FEATURES if LINE_FEATURES[name](scan, kind))
+
+
+def _is_routine_log(line: str) -> bool:
+    """Whether ``line`` is a log line at a routine level (INFO, DEBUG, TRACE...)."""
+    return _ROUTINE_LOG.match(line[:_LINE_SCAN]) is not None
+
+
+def _log_message(line: str) -> str:
+    """A routine log line without its time and level (scored on what it says: the
+    clock's numbers are no count of tests)."""
+    match = _ROUTINE_LOG.match(line[:_LINE_SCAN])
+    return line if match is None else line[match.end() :]
+
+
+def _routine_score(line: str, score: float) -> float:
+    """A routine log line's score without what its numbers with units earned: timings
+    and counts are what such lines always print. What it names (a migration, a
+    module), an error, a test count or a constraint in it still counts."""
+    scan = line[:_LINE_SCAN]
+    found = _identifiers(scan)
+    numbers = len(_UNIT.findall(scan, endpos=_LINE_SCAN))
+    earned = min(_IDENT_CAP, WEIGHTS["identifier"] * found) - min(
+        _IDENT_CAP, WEIGHTS["identifier"] * (found - numbers)
+    )
+    return max(0.0, score - earned - _class_bonus(scan))
+
+
+def _field_weight(key: str, value: object) -> float:
+    """How much a field says: identifiers and codes most, then what a key marks as an id,
+    a name, a state or an amount; timestamps and empty values least."""
+    if value is None or value in ("", [], {}) or is_relevance_score(key, value):
+        return _EMPTY_FIELD  # nothing, or a search hit's relevance (its place says it)
+    key = key[:_TOKEN_CAP]
+    text = value if isinstance(value, str) else _scalar_or_json(value)
+    weight = 1.0
+    if isinstance(value, bool):
+        weight = _BOOL_FIELD
+    elif isinstance(value, int | float):
+        if _AMOUNT_KEY.search(key):
+            weight += WEIGHTS["field_amount"]
+    elif _DATE.match(text):
+        weight += WEIGHTS["field_date"]
+    elif _has_digit_and_letter(text[:_TOKEN_CAP]) and not is_contact(key, text):
+        weight += WEIGHTS["field_code"]  # an id or a code: user_42, ORD7731QX, K9QX2Z
+    elif _WORD_VALUE.fullmatch(text):
+        weight += WEIGHTS["field_word"]  # a state or a choice: active, economy, yes
+    if _ID_KEY.search(key):
+        weight += WEIGHTS["field_id_key"]
+    weight += title_bonus(key)
+    if _TIME_KEY.search(key):
+        weight -= WEIGHTS["field_time_key"]  # when a record was made says little about what it is
+    if len(text) > _JSON_LINE:
+        weight -= WEIGHTS["field_long"]  # prose: said better by the fields around it
+    if _ERROR.search(text[:_LINE_SCAN]):
+        weight += WEIGHTS["field_error"]
+    return max(_EMPTY_FIELD, weight)
+
+
+def _has_digit_and_letter(text: str) -> bool:
+    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+
+
+def _is_prose(line: str) -> bool:
+    """Whether a line reads as prose: mostly letters and spaces, not numbered, not code."""
+    scan = line[:_LINE_SCAN]
+    if _NUMBERED.match(scan) or _CODE_LINE.search(scan):
+        return False
+    wordy = sum(1 for c in scan if c.isalpha() or c == " ")
+    return wordy >= _PROSE_SHARE * len(scan)
+
+
+def _compact_answer_line(line: str) -> str:
+    """An answer's line in its compact form (:func:`compact_prose`), unless it reports
+    an error: an error keeps its whole message."""
+    if _ERROR.search(line[:_LINE_SCAN]):
+        return line
+    return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)
+
+
+def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
+    """The first and last numbered line of a file listing, whose numbers rise line by
+    line; None when they do not (clock times ``16:45:25`` opening log lines look
+    numbered too, and are no file)."""
+    orders: list[int] = []
+    numbers: list[int] = []
+    for order, line in enumerate(raw):
+        match = _NUMBERED.match(line)
+        if match is not None:
+            orders.append(order)
+            numbers.append(int(line[: match.end()].strip(" \t→:")))
+    rising = sum(1 for a, b in pairwise(numbers) if b > a)
+    if not orders or rising < _RISING_SHARE * (len(numbers) - 1):
+        return None
+    return orders[0], orders[-1]
+
+
+def _listing_bonus(
+    line: str,
+    order: int,
+    numbered_span: tuple[int, int],
+    written: frozenset[str],
+    focus: int | None = None,
+) -> float:
+    """What a line of a numbered file listing (a read, an edit's echo) is worth beyond
+    its identifiers: its definitions say what the file holds, the lines the call wrote
+    what it changed, and the unnumbered lines before and after the numbered ones
+    (``numbered_span``: the first and last numbered line) which file it is and how the
+    tool ended (``[File: a.py (23 lines total)]``, ``Edit applied.``), fading from the
+    output's start and from the listing's end; and the lines near the one the call
+    asked to see (``focus``, :func:`focus_bonus`)."""
+    numbered = _NUMBERED.match(line)
+    if numbered is None:
+        first, last = numbered_span
+        distance = order if order < first else order - last - 1
+        return WEIGHTS["listing_edge"] / (1 + distance) if distance >= 0 else 0.0
+    body = line[numbered.end() : numbered.end() + _LINE_SCAN]
+    bonus = WEIGHTS["definition"] if _DEFINITION.match(body) else 0.0
+    if written and body.strip() in written:
+        bonus += WEIGHTS["written"]
+    if focus is not None:
+        bonus += focus_bonus(line[: numbered.end()], focus)
+    return bonus

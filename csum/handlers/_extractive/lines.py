@@ -1,0 +1,267 @@
+"""The scored lines of one text (a tool result, an answer, a request)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from csum.handlers._extractive.features import (
+    _compact_answer_line,
+    _listing_bonus,
+    _log_message,
+    _routine_score,
+    _score,
+)
+from csum.handlers._extractive.fields import _Field, _field_lines, _json_fields
+from csum.handlers._extractive.patterns import (
+    _ERROR,
+    _EXCEPTION_NAME,
+    _EXIT_STATUS,
+    _FRAME,
+    _PENDING,
+    _WORDS,
+)
+from csum.handlers._extractive.reading import (
+    _cleaned,
+    _place_first,
+    _read_text,
+    _Text,
+    _Unit,
+)
+from csum.handlers._extractive.runs import (
+    echoes_command,
+    strip_colours,
+)
+from csum.handlers._extractive.salience import opens_section
+from csum.handlers._extractive.text import _shorten_paths, _window
+from csum.handlers._extractive.tokens import _identifier_spans
+from csum.handlers._extractive.units import _Line
+from csum.handlers._extractive.weights import (
+    _CHECK_EVERY,
+    _COMPACT_SHARE,
+    _EMPTY_EDGE_SCORE,
+    _ERROR_LINE,
+    _FILLER_SCORE,
+    _LINE_SCAN,
+    _LINE_WINDOW,
+    _LOCATION_ABOVE,
+    _PATH_WEIGHTS,
+    _PENDING_LINES,
+    _SAME_START,
+    WEIGHTS,
+)
+
+
+def _body_lines(
+    content: str,
+    block: int,
+    check: Callable[[], None],
+    *,
+    tool: bool,
+    width: int,
+    said: frozenset[str] = frozenset(),
+    written: frozenset[str] = frozenset(),
+    focus: int | None = None,
+    compact: bool = False,
+) -> Iterator[_Line]:
+    """The scored lines of one text (a tool result, an answer, a request); ``said``:
+    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote;
+    ``compact``: long lines in their compact form (:func:`_compact_answer_line`)."""
+    if tool:
+        content = strip_colours(content)
+    documents: list[str] = []
+    fields = _json_fields(content, said, documents) if tool else None
+    if fields is not None:
+        yield from _json_lines(fields, documents, block, check, width)
+        return
+    text = _read_text(content, check, tool=tool, width=width)
+    scorer = _Scorer(text, block, width=width, written=written, focus=focus, compact=compact)
+    seen: set[str] = set()
+    for order, original in enumerate(text.raw):
+        if order % _CHECK_EVERY == 0:
+            check()
+        scorer.see(original[: 4 * _LINE_SCAN])
+        unit = _cleaned(order, original, text)
+        if unit is None or unit.line in seen:
+            continue
+        seen.add(unit.line)
+        yield scorer.line(unit)
+
+
+def _json_lines(
+    fields: list[_Field],
+    documents: list[str],
+    block: int,
+    check: Callable[[], None],
+    width: int,
+) -> Iterator[_Line]:
+    """A JSON result's fields, then the lines of a page or a file inside it, scored as a
+    tool's output's are."""
+    yield from _field_lines(fields, block, check, width)
+    after = len(fields)
+    for document in documents:
+        read = list(_body_lines(document, block, check, tool=True, width=width))
+        for piece in read:
+            piece.order += after
+            yield piece
+        after += len(read) + 1
+
+
+class _Scorer:
+    """Scores a text's units in their order: what each line says
+    (:func:`_line_features`), then the signals that depend on the lines around it (a
+    list of what is still to do, an error's context, a traceback's frame, repeats,
+    its place in the output, a section's first line)."""
+
+    def __init__(
+        self,
+        text: _Text,
+        block: int,
+        *,
+        width: int,
+        written: frozenset[str],
+        focus: int | None,
+        compact: bool,
+    ) -> None:
+        self.text, self.block, self.width = text, block, width
+        self.written, self.focus, self.compact = written, focus, compact
+        self.named: dict[str, int] = {}  # identifiers seen so far, and how often
+        self.shapes: dict[str, int] = {}
+        self.frame = ""
+        self.after_error = 0.0
+        self.above: list[_Line] = []  # the last lines scored, for an error's place above
+        self.pending = 0
+        self.opens = True  # whether the next line opens a section (after a blank line)
+        self.opening = False
+        self.last = len(text.raw) - 1
+
+    def see(self, line: str) -> None:
+        """Every unit, kept or not: whether it opens a section, and whether it says what
+        is still to do ("Next steps", "remaining tasks"): what the agent needs next, so
+        it and the lines listed below it rank up, until a heading."""
+        self.opening, self.opens = self.opens, opens_section(line)
+        if _PENDING.search(line[:_LINE_SCAN]):
+            self.pending = _PENDING_LINES
+        elif line.lstrip().startswith("#"):
+            self.pending = 0
+
+    def line(self, unit: _Unit) -> _Line:
+        """The scored line of a unit that the clean-ups kept and that is no repeat."""
+        score = _line_features(unit, self.text, self.named, self.written, self.focus)
+        score = self._context(unit, score)
+        score, placed = self._placed(unit, score)
+        item = self._item(unit, score, placed)
+        self.above = [*self.above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
+        return item
+
+    def _context(self, unit: _Unit, score: float) -> float:
+        """What the lines above add: a list of what is still to do, an error's context
+        (the assertion, left and right, the failing input: worth more while short,
+        fading), a traceback's frame for the exception below it."""
+        text, line = self.text, unit.line
+        if self.pending and not text.listing:
+            score += WEIGHTS["pending"]
+            self.pending -= 1
+        if score >= _ERROR_LINE and not text.listing and _ERROR.search(line[:_LINE_SCAN]):
+            # An exit status alone ("Exit code 2") says how it ended, not what follows.
+            self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
+            if text.tool:
+                _locate_error(self.above)
+        elif self.after_error and len(line) <= _LINE_WINDOW:
+            score += self.after_error
+            self.after_error -= 1
+        else:
+            self.after_error = 0.0
+        located = _FRAME.match(unit.original)
+        if located is not None:
+            self.frame = f"{located.group(1)}:{located.group(2)}"
+        elif self.frame and _EXCEPTION_NAME.match(line) and ":" in line[:120]:
+            unit.line = f"{self.frame}: {line}"
+            self.frame = ""
+            score += WEIGHTS["frame"]
+        return score
+
+    def _placed(self, unit: _Unit, score: float) -> tuple[float, bool]:
+        """The score with the repeats of the line's shape and its place in the output:
+        its first and last lines say most (commands, totals, verdicts); and whether its
+        place added to it."""
+        order, line, mark = unit.order, unit.line, unit.mark
+        edge = not self.text.listing and (order < 2 or order >= self.last - 1)
+        # Repeated shapes (the same line but for its numbers) are worth less each time.
+        shape = _WORDS.sub("w", line[:120])
+        repeats = self.shapes.get(shape, 0)
+        self.shapes[shape] = repeats + 1
+        # A progress line printed again with its status ("Opening connection to h:
+        # Trying", then ": Done"): the same start as an earlier line.
+        start = "\0" + line[:_SAME_START] if len(line) > _SAME_START else ""
+        if start:
+            repeats = max(repeats, self.shapes.get(start, 0))
+            self.shapes[start] = self.shapes.get(start, 0) + 1
+        if mark is None or not mark.distinct:
+            score /= 1 + repeats / 2
+        if score > 0:
+            if mark is None or not mark.placeless:
+                return score + (WEIGHTS["edge"] if edge else 0.0) + WEIGHTS["early"] / (
+                    1 + order / 10
+                ), True
+            return score, False
+        # A line with nothing in it is kept only when room is left (an edge line
+        # first), so that the budget is used.
+        return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
+
+    def _item(self, unit: _Unit, score: float, placed: bool) -> _Line:
+        """The line as shown: its place first, its paths shortened, cut to its window,
+        in its compact form when asked."""
+        line, width = unit.line, self.width
+        if unit.order in self.text.places:
+            line = _place_first(line, self.text.places[unit.order])
+        text = _shorten_paths(line, width)
+        if placed and self.opening and unit.order and len(text) <= width:
+            # A section's first line says what it is about (a format-free prior), when
+            # it is shown whole: a window of it may have left out what it was about.
+            score += WEIGHTS["section"]
+        item = _Line(self.block, unit.order, _window(text, width), score)
+        if unit.mark is not None:
+            item.group = unit.mark.group
+        if self.compact and len(text) > _COMPACT_SHARE * width:
+            # An answer's long sentence by its clauses that carry something (its
+            # identifiers, numbers, causes and constraints): more of them fit. Its
+            # whole form comes back if room is left.
+            short = _window(_compact_answer_line(text), width)
+            if short != item.text:
+                item.text, item.whole = short, item.text
+        return item
+
+
+def _line_features(
+    unit: _Unit,
+    text: _Text,
+    named: dict[str, int],
+    written: frozenset[str],
+    focus: int | None,
+) -> float:
+    """What a line says, whatever lines are around it: its identifiers and kind
+    (:func:`_score`), the code tools' mark, a routine log line's due,
+    its place in a file listing, an echoed command, a record's rank in its list."""
+    line, mark = unit.line, unit.mark
+    scored = _log_message(line) if unit.routine else line
+    score = _score(scored, listing=text.listing, diff=text.diff, prose=not text.tool, named=named)
+    if mark is not None:
+        score = max(0.0, score + mark.bonus)
+    if unit.routine:
+        score = _routine_score(scored, score)
+    if text.numbered_span is not None:
+        score += _listing_bonus(unit.original, unit.order, text.numbered_span, written, focus)
+    if text.tool and not text.diff:
+        score += WEIGHTS["echoed_command"] if echoes_command(line, unit.order) else 0.0
+    rank = text.ranks.get(unit.original)
+    if rank is not None:
+        score += WEIGHTS["rank"] / (1 + rank)
+    return score
+
+
+def _locate_error(above: list[_Line]) -> None:
+    """The lines just above an error that name a place (``test/a_test.exs:142``, the
+    failing test's file and line) say where it is: they rank up with it."""
+    for line in above:
+        if any(weight == _PATH_WEIGHTS[2] for _, _, weight in _identifier_spans(line.text)):
+            line.score += WEIGHTS["error_context"]

@@ -1,0 +1,316 @@
+"""Packing the scored lines into the budget: earlier summaries and requests first, then by
+score per byte."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+
+from csum.handlers._extractive.features import _score
+from csum.handlers._extractive.rendering import _is_request, _list_item, _render_summary
+from csum.handlers._extractive.text import (
+    _clip_whole_words,
+    _utf8_len,
+)
+from csum.handlers._extractive.units import _Block, _Line
+from csum.handlers._extractive.weights import (
+    _COST_BASE,
+    _CUT_SHARE,
+    _FIELD_COST_BASE,
+    _FILLER_MAX,
+    _FIRST_TIER_BONUS,
+    _MIN_PIECE,
+    _OPENER_SHARE,
+    _PRIOR_SCORE,
+    _REPACKS,
+    SHARES,
+)
+
+_LIST_KEY = "\0"  # marks a list's path among the open records' paths
+
+
+def _cost(block: _Block, line: _Line, opened: set[tuple[int, str]]) -> int:
+    """Bytes ``line`` adds to the summary: with its block's head and indent, or, for a
+    field of a record whose line is already open, only a space and itself."""
+    cost = _utf8_len(line.text) + 1
+    if line.group is None or (line.block, line.group) not in opened:
+        listed = _list_item(line.group) if line.group else None
+        if listed is not None and (line.block, _LIST_KEY + listed[0]) in opened:
+            cost += _utf8_len(listed[1]) + 3  # "; [3]: " after its list's other records
+        else:
+            cost += _utf8_len(block.indent) + (_utf8_len(line.group) + 2 if line.group else 0)
+    if block.head and not block.head_taken:
+        cost += _utf8_len(block.head) + 1
+    return cost
+
+
+def _widen(ranked: list[tuple[_Block, _Line]], room: int) -> int:
+    """Compacted lines taken back to their whole form, the best first, while ``room``
+    bytes allow; the bytes that took."""
+    spent = 0
+    for _, line in ranked:
+        if not line.taken or line.whole is None:
+            continue
+        extra = _utf8_len(line.whole) - _utf8_len(line.text)
+        if extra <= room - spent:
+            line.text = line.whole
+            spent += extra
+    return spent
+
+
+def _dedup_key(line: _Line) -> str:
+    return line.text if line.group is None else f"{line.group}\0{line.text}"
+
+
+def _opener(group: list[tuple[int, _Line]]) -> int:
+    """The field that opens its record's line: of the fields worth nearly as much as the
+    best one (an id, a code, a name), the one with the most score per byte."""
+    best = max(line.score for _, line in group)
+    near = [(index, line) for index, line in group if line.score >= _OPENER_SHARE * best]
+    return max(near, key=lambda pair: pair[1].score / (_utf8_len(pair[1].text) + 8))[0]
+
+
+def _take_prior_rest(
+    firsts: list[tuple[_Block, _Line]],
+    room: int,
+    cost: Callable[[_Block, _Line], int],
+    take: Callable[[_Block, _Line], None],
+) -> None:
+    """After the requests: the rest of the earlier summaries' kept lines, still in
+    their order (the older first), not the shortest first."""
+    for block, line in firsts:
+        if line.taken or line.score < _PRIOR_SCORE:
+            continue
+        need = cost(block, line)
+        if need <= room:
+            take(block, line)
+            room -= need
+
+
+def _pack(blocks: list[_Block], max_bytes: int) -> str:
+    """Earlier summaries and requests first, then lines by score per byte; the budget is
+    filled with a cut line when a whole one no longer fits."""
+    packer = _Packer(blocks, max_bytes)
+    firsts = packer.take_firsts()
+    ranked = packer.take_by_score()
+    packer.fill_cut(ranked)
+    packer.used += _widen([*firsts, *ranked], max_bytes - packer.used)
+    packer.fill_empty(ranked)
+    return _render_summary(blocks, max_bytes)
+
+
+_Pair = tuple[_Block, _Line]
+
+
+class _Packer:
+    """What is taken so far: bytes used, records whose line is open, lines said."""
+
+    def __init__(self, blocks: list[_Block], max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = -1  # each line is counted with its newline; the last one has none
+        self.opened: set[tuple[int, str]] = set()
+        self.said: set[str] = set()
+        self.everything = [(block, line) for block in blocks for line in block.lines]
+
+    def cost(self, block: _Block, line: _Line) -> int:
+        return _cost(block, line, self.opened)
+
+    def take(self, block: _Block, line: _Line) -> None:
+        self.used += _cost(block, line, self.opened)
+        line.taken = True
+        block.head_taken = block.head_taken or bool(block.head)
+        if line.group is not None:
+            self.opened.add((line.block, line.group))
+            listed = _list_item(line.group)
+            if listed is not None:
+                self.opened.add((line.block, _LIST_KEY + listed[0]))
+
+    def take_firsts(self) -> list[_Pair]:
+        """The first tier (earlier summaries' kept lines, requests), in order, up to
+        their share of the budget (a request up to all of it), then the rest of the
+        earlier summaries' lines that still fit."""
+        prior_room = int(self.max_bytes * SHARES["prior"])
+        firsts = [(b, ln) for b, ln in self.everything if ln.tier == 0]
+        for block, line in firsts:
+            cost = self.cost(block, line)
+            if self.used + cost <= prior_room or (
+                _is_request(line.text) and self.used + cost <= self.max_bytes
+            ):
+                self.take(block, line)
+        _take_prior_rest(firsts, self.max_bytes - self.used, self.cost, self.take)
+        self.said = {_dedup_key(line) for _, line in firsts if line.taken}
+        return firsts
+
+    def priority(self, block: _Block, line: _Line) -> float:
+        """Score per byte: a line's head counts as unpaid (a static order); a field's
+        head not at all, so that an opened record's fields, which cost only themselves,
+        come next."""
+        base = _COST_BASE if line.group is None else _FIELD_COST_BASE
+        bonus = _FIRST_TIER_BONUS if line.tier == 0 else 0.0
+        head = _utf8_len(block.head) + 1 if block.head else 0
+        if line.group is not None or not block.head_taken:
+            head = 0
+        cost = self.cost(block, line) + head
+        if line.group is not None and block.head and not block.head_taken:
+            cost -= _utf8_len(block.head) + 1
+        return (line.score + bonus) / (cost + base)
+
+    def take_by_score(self) -> list[_Pair]:
+        """The other lines by score per byte while they fit (a better line cut to the
+        room when most of it fits); every line in the order it was ranked."""
+        queue = _Queue(self, [(b, ln) for b, ln in self.everything if not ln.taken])
+        ranked: list[_Pair] = []
+        for index in queue:
+            block, line = queue.candidates[index]
+            ranked.append((block, line))
+            if _dedup_key(line) in self.said or line.score <= _FILLER_MAX:
+                continue  # said already, or a filler: only for what is left at the end
+            if not self._fits(block, line):
+                continue
+            self.said.add(_dedup_key(line))
+            opens = queue.opens(line)
+            self.take(block, line)
+            queue.requeue(line, opens)
+        return ranked
+
+    def _fits(self, block: _Block, line: _Line) -> bool:
+        """Whether ``line`` fits, cut to the room when most of a better line says more
+        than a worse one whole."""
+        cost = self.cost(block, line)
+        if self.used + cost <= self.max_bytes:
+            return True
+        room = self.max_bytes - self.used - (cost - _utf8_len(line.text))
+        if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * _utf8_len(line.text)):
+            return False
+        return self._cut_to(line, room)
+
+    def _cut_to(self, line: _Line, room: int) -> bool:
+        """``line`` cut to ``room`` bytes between words, unless what fits of it says
+        nothing ("Total Cost…" of "Total Cost: $105")."""
+        piece = _clip_whole_words(line.text, room)
+        if not piece or _score(piece, listing=False, diff=False) <= 0:
+            return False
+        line.text = piece
+        return True
+
+    def fill_cut(self, ranked: list[_Pair]) -> None:
+        """What is left filled with the best lines that did not fit, cut to the room (a
+        field cut in its value says nothing)."""
+        for block, line in ranked:
+            if line.taken or line.group is not None or _dedup_key(line) in self.said:
+                continue
+            if line.score <= _FILLER_MAX:
+                continue
+            cost = self.cost(block, line)
+            room = self.max_bytes - self.used - (cost - _utf8_len(line.text))
+            if room < _MIN_PIECE or not self._cut_to(line, room):
+                continue
+            self.said.add(_dedup_key(line))
+            self.take(block, line)
+            if self.max_bytes - self.used < _MIN_PIECE:
+                break
+
+    def fill_empty(self, ranked: list[_Pair]) -> None:
+        """Then lines with nothing in them, whole, so that the budget is used."""
+        for block, line in ranked:
+            if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in self.said:
+                continue
+            if self.used + self.cost(block, line) <= self.max_bytes:
+                self.said.add(_dedup_key(line))
+                self.take(block, line)
+
+
+class _Queue:
+    """The candidates by priority, best first. A record's line starts with its best
+    field (its id, its name): another field waits until that one is in, so no line holds
+    a price without what it is the price of; once a record's line is open, its other
+    fields (and the other records of its list) are queued again, cheaper."""
+
+    def __init__(self, packer: _Packer, candidates: list[_Pair]) -> None:
+        self.packer, self.candidates = packer, candidates
+        self.by_group: dict[tuple[int, str], list[int]] = {}
+        self.by_list: dict[tuple[int, str], list[int]] = {}
+        for index, (_, line) in enumerate(candidates):
+            if line.group is not None:
+                self.by_group.setdefault((line.block, line.group), []).append(index)
+                listed = _list_item(line.group)
+                if listed is not None:
+                    self.by_list.setdefault((line.block, listed[0]), []).append(index)
+        self.openers = {
+            _opener([(i, candidates[i][1]) for i in indices]) for indices in self.by_group.values()
+        }
+        self.heap = [
+            (-packer.priority(b, ln), ln.block, ln.order, index)
+            for index, (b, ln) in enumerate(candidates)
+        ]
+        heapq.heapify(self.heap)
+
+    def __iter__(self) -> Iterator[int]:
+        """Each candidate's index when it comes up with its current priority."""
+        opened = self.packer.opened
+        while self.heap:
+            negative, _, _, index = heapq.heappop(self.heap)
+            block, line = self.candidates[index]
+            if line.taken or -negative < self.packer.priority(block, line) - 1e-12:
+                continue  # taken, or a fresher entry (its record's line is open) is queued
+            if (
+                line.group is not None
+                and (line.block, line.group) not in opened
+                and index not in self.openers
+            ):
+                continue  # queued again when its record's line opens
+            yield index
+
+    def opens(self, line: _Line) -> tuple[bool, bool]:
+        """Whether taking ``line`` opens its record's line, and its list's."""
+        opened = self.packer.opened
+        newly_open = line.group is not None and (line.block, line.group) not in opened
+        listed = _list_item(line.group) if line.group else None
+        list_opens = listed is not None and (line.block, _LIST_KEY + listed[0]) not in opened
+        return newly_open, list_opens
+
+    def requeue(self, line: _Line, opens: tuple[bool, bool]) -> None:
+        """The rest of a newly open record's fields, which now cost only themselves,
+        queued again; and the other records of its list, which no longer need its path."""
+        newly_open, list_opens = opens
+        if not newly_open:
+            return
+        assert line.group is not None
+        requeue = list(self.by_group[(line.block, line.group)])
+        if list_opens:
+            listed = _list_item(line.group)
+            assert listed is not None
+            requeue += self.by_list.get((line.block, listed[0]), [])
+        for other in requeue:
+            b, ln = self.candidates[other]
+            if not ln.taken:
+                heapq.heappush(self.heap, (-self.packer.priority(b, ln), ln.block, ln.order, other))
+
+
+def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None]) -> str:
+    """:func:`_pack`, again with a larger virtual budget while rendering saved bytes the
+    cost model cannot see (a call alone in the summary writes its lines without their
+    indent), halving the step back when a packing comes out too long: the best summary
+    within ``max_bytes``, never more."""
+    texts = [(line, line.text) for block in blocks for line in block.lines]
+    best = _pack(blocks, max_bytes)
+    fits, over = max_bytes, 0  # the largest virtual budget that fitted; the least that did not
+    for _ in range(_REPACKS):
+        left = max_bytes - _utf8_len(best)
+        virtual = fits + left if not over else (fits + over) // 2
+        if (not over and left < _MIN_PIECE) or virtual <= fits:
+            break
+        check()
+        for line, text in texts:  # undo the last packing: nothing taken, nothing cut
+            line.text = text
+            line.taken = False
+        for block in blocks:
+            block.head_taken = False
+        candidate = _pack(blocks, virtual)
+        if _utf8_len(candidate) > max_bytes:
+            over = virtual
+        else:
+            fits = virtual
+            if _utf8_len(candidate) >= _utf8_len(best):
+                best = candidate
+    return best

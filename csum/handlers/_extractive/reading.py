@@ -1,0 +1,383 @@
+"""Reading a text into units: lines, sentences, records, a message joined with its place."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from csum.handlers._extractive.code_tools import CodeMark, code_lines
+from csum.handlers._extractive.features import _is_prose, _is_routine_log, _numbered_span
+from csum.handlers._extractive.fields import _literal_fields
+from csum.handlers._extractive.patterns import (
+    _BARE_TAG,
+    _DECORATION,
+    _EMPTY_NUMBERED,
+    _HOME,
+    _HUNK,
+    _LOCATION_LINE,
+    _LOG_PREFIX,
+    _LONG_LISTING,
+    _MARKDOWN,
+    _NUMBERED,
+    _SENTENCE_END,
+    _TOTAL_LINE,
+    _TRAIL,
+    _UNDERSCORE_BOLD,
+)
+from csum.handlers._extractive.prose import is_fence, plain_links
+from csum.handlers._extractive.results import labelled_records, literal_records
+from csum.handlers._extractive.runs import (
+    count_follows,
+    drop_zero_counts,
+    strip_banner,
+)
+from csum.handlers._extractive.text import _ELLIPSIS, _clip_whole_words, _one_line, _scalar
+from csum.handlers._extractive.tokens import _identifier_spans, _path_kind
+from csum.handlers._extractive.weights import (
+    _CHECK_EVERY,
+    _HUNK_CONTEXT,
+    _LINE_SCAN,
+    _LOCATION_TAIL,
+    _LOCATION_WORDS,
+    _PATH_WEIGHTS,
+    _RECORD_LABEL,
+    _SENTENCE_MIN,
+    _SENTENCE_PIECE,
+    _TOKEN_CAP,
+)
+
+
+def _undecorated(line: str) -> str:
+    """``line`` without its leading box rules, quote marks or bullets and a trailing
+    escaped carriage return (:data:`_DECORATION`); read only when it may hold them."""
+    if line[:1].isalnum() and not line.endswith("\\r"):
+        return line
+    return _DECORATION.sub("", line)
+
+
+def _record_text(line: str) -> str | None:
+    """A one-line JSON object of scalars as ``key=value`` fields (its keys kept, its
+    quotes and braces dropped); None for any other line."""
+    text = line.strip()
+    if len(text) > _LINE_SCAN or not (text.startswith("{") and text.endswith("}")):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or len(value) < 2:
+        return None
+    if any(isinstance(item, dict | list) for item in value.values()):
+        return None
+    return " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines, also splitting at escaped newlines (``\\n``) of an output printed as a string."""
+    lines = text.splitlines()
+    if "\\n" not in text:
+        return lines
+    return [piece for line in lines for piece in line.split("\\n")]
+
+
+def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
+    """Prose lines split into their sentences, each a unit of its own: a paragraph's
+    one sentence that matters is kept without the others; with ``prose_only``, only the
+    lines that read as prose (mostly words, not code, not a numbered listing's)."""
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= _SENTENCE_MIN or (prose_only and not _is_prose(line)):
+            out.append(line)
+            continue
+        start = 0
+        for match in _SENTENCE_END.finditer(line, endpos=4 * _LINE_SCAN):
+            if match.start() - start >= _SENTENCE_PIECE and not count_follows(
+                line[match.end() : match.end() + _SENTENCE_MIN]
+            ):
+                out.append(line[start : match.start()])
+                start = match.end()
+        out.append(line[start:])
+    return out
+
+
+def _reshape(lines: list[str], ranks: dict[str, int]) -> list[str]:
+    """A tool's lines with two shapes made compact: a long listing's entry
+    (``drwxr-xr-x 2 ann staff 64 May 2 10:01 src``) as its name alone, a directory's
+    marked ``/`` (the mode, owner, size and date columns say little and cost most of the
+    line); and a line holding a JSON list of records (a web search's ``Links: [{"title":
+    ..., "url": ...}]``) as one line per record, so that each record is kept or dropped
+    whole, with its keys; ``ranks`` gets each such record's place in its list (a search
+    lists its best matches first)."""
+    out: list[str] = []
+    for line in lines:
+        entry = _LONG_LISTING.match(line, endpos=_LINE_SCAN)
+        if entry is not None:
+            if entry.group("name") not in (".", ".."):
+                directory = entry.group("type") == "d"
+                out.append(entry.group("name") + ("/" if directory else ""))
+            continue
+        if _TOTAL_LINE.fullmatch(line):
+            continue  # "total 48": the listing's blocks
+        records = _record_list(line)
+        if records is None:
+            out.append(line)
+            continue
+        if not records[0].startswith("{"):
+            out.append(records.pop(0))  # the list's label
+        for rank, record in enumerate(records):
+            ranks.setdefault(record, rank)
+            out.append(record)
+    return out
+
+
+def _record_list(line: str) -> list[str] | None:
+    """The records of a line holding a JSON list of objects (after an optional label),
+    each as a one-line JSON object; None for any other line."""
+    start = line.find("[{", 0, _RECORD_LABEL)
+    if start < 0 or len(line) > 16 * _LINE_SCAN or not line.rstrip().endswith("}]"):
+        return None
+    try:
+        value = json.loads(line[start:])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        return None
+    label = line[:start].strip()
+    return ([label] if label else []) + [json.dumps(item, ensure_ascii=False) for item in value]
+
+
+def _location(line: str) -> str | None:
+    """The place a line names when it names little else: a path with a line number,
+    maybe after an arrow, ``at`` or ``in``, and a short tag (``test/a_test.exs:142``,
+    ``--> src/main.rs:4:5``, ``lib/a.ex:9:5 #(App.start)``); None for any other line,
+    such as grep's ``src/a.py:12: words of the match``, which says its own message."""
+    match = _LOCATION_LINE.match(line, endpos=_LINE_SCAN)
+    if match is None or len(line) - match.end() > _LOCATION_TAIL:
+        return None
+    if len(line[match.end() :].split(None, _LOCATION_WORDS)) > _LOCATION_WORDS:
+        return None
+    token = match.group(1).strip(_TRAIL)
+    if len(token) > _TOKEN_CAP or _path_kind(token) != 2:
+        return None
+    return line[match.start(1) :].strip()
+
+
+def _message_line(line: str, room: int) -> bool:
+    """Whether a line could be what a location line locates: it says something, names
+    no place of its own, and fits with the place in one window (``room`` characters)."""
+    return (
+        len(line.strip()) < room
+        and any(c.isalnum() for c in line[:200])
+        and not any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(line))
+    )
+
+
+def _two_line_records(
+    raw: list[str], check: Callable[[], None], width: int, places: dict[int, str]
+) -> list[str]:
+    """Tool output lines with a message and, on the next line, its place (a linter
+    finding, a compiler error and its ``-->``, a failing test's header and its
+    ``path:line``) joined into one unit, kept or left together, as either alone says
+    half; only when both fit in one window (``width``). The message comes first, to be
+    scored as it reads; ``places`` gets each joined line's place, by its index, to be
+    written first (:func:`_place_first`)."""
+    out: list[str] = []
+    for index, line in enumerate(raw):
+        if index % _CHECK_EVERY == 0:
+            check()
+        place = _location(line)
+        if (
+            place is not None
+            and out
+            and len(out) - 1 not in places
+            and _message_line(out[-1], width - len(place))
+        ):
+            out[-1] = f"{out[-1].strip()} {place}"
+            places[len(out) - 1] = _HOME.sub("~/", _one_line(place))
+            continue
+        out.append(line)
+    return out
+
+
+def _place_first(line: str, place: str) -> str:
+    """A joined message and place as ``place message``: a compiler's own order, and the
+    place survives a cut at the end."""
+    if not line.endswith(" " + place):
+        return line
+    return f"{place} {line[: -len(place) - 1]}"
+
+
+def _hunk_header(line: str) -> str:
+    """A diff hunk's header as its place and the name of what encloses it:
+    ``@@ -140,7 +140,8 @@ def apply_discounts(…``, not the whole signature."""
+    match = _HUNK.match(line)
+    if match is None:
+        return line
+    context = line[match.end() :].strip()
+    cut = context.find("(")
+    if cut > 0:
+        context = context[: cut + 1] + _ELLIPSIS
+    return f"{match.group().strip()} {_clip_whole_words(context, _HUNK_CONTEXT) or ''}".strip()
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return _one_line(line)
+    return ""
+
+
+# --- a text read into units ---------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Text:
+    """A text's units (``raw``: its lines, sentences or records) and what kind of text
+    it is: a tool's output or not, a numbered file listing, a diff."""
+
+    raw: list[str]
+    tool: bool
+    listing: bool = False
+    diff: bool = False
+    marks: dict[str, CodeMark] = field(default_factory=dict)
+    """What the code tools' rules say of a line."""
+    ranks: dict[str, int] = field(default_factory=dict)
+    """A record's place in its list."""
+    places: dict[int, str] = field(default_factory=dict)
+    """A message's place, from the line below it, by the message's index."""
+    numbered_span: tuple[int, int] | None = None
+
+
+def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: int) -> _Text:
+    """``content`` (not JSON) as units: an answer's lines split into sentences; a tool's
+    lines with the code tools' marks, its prose split into sentences, its records one
+    per line, a message joined with its place on the next line."""
+    raw = _split_lines(content)
+    if not tool:
+        return _Text(_sentences(raw), tool=False)
+    listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
+    diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
+    raw, marks = code_lines(raw)
+    text = _Text(raw, tool=True, listing=listing, diff=diff, marks=marks)
+    if not diff:
+        # A tool's prose (an agent's report, a fetched page, a tool's closing
+        # advice) is split into sentences as an answer is; its code, logs and
+        # listings are not (their lines are units already).
+        text.raw = _sentences(literal_records(text.raw, _literal_fields), prose_only=True)
+        text.raw = labelled_records(text.raw, text.ranks)
+    if not diff and not listing:
+        text.raw = _reshape(text.raw, text.ranks)
+    text.numbered_span = _numbered_span(text.raw) if listing else None
+    if not listing and not diff:
+        text.raw = _two_line_records(text.raw, check, width, text.places)
+    return text
+
+
+@dataclass(slots=True)
+class _Unit:
+    """One unit of a text as the clean-ups leave it: ``line`` is what is shown."""
+
+    order: int
+    original: str
+    line: str
+    mark: CodeMark | None
+    routine: bool = False
+    """A log line at a routine level (scored without its time and level)."""
+
+
+def _markdown(unit: _Unit, text: _Text) -> bool:
+    """An answer's code fences left out, its markdown marks dropped and its links
+    written as their urls (``[a.com](https://a.com/x)``)."""
+    if text.tool:
+        return True
+    if is_fence(unit.line):
+        return False  # a code block's fence ("```python"): it says nothing
+    unit.line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", unit.line)))
+    return True
+
+
+def _routine(unit: _Unit, text: _Text) -> bool:
+    """Whether the unit is a routine log line (unless the code tools' rules say it is
+    news: a migration's change logged at ``[info]``)."""
+    mark = unit.mark
+    unit.routine = _is_routine_log(_undecorated(unit.line)) and not (mark and mark.news)
+    return True
+
+
+def _json_record(unit: _Unit, text: _Text) -> bool:
+    """A one-line JSON record as its ``key=value`` fields."""
+    record = _record_text(unit.line)
+    if record is not None:
+        unit.line = record
+    return True
+
+
+def _undecorate(unit: _Unit, text: _Text) -> bool:
+    """Box rules, quote marks and a trailing ``\\r`` dropped, spaces made one."""
+    unit.line = _one_line(_undecorated(unit.line))
+    return True
+
+
+def _log_time(unit: _Unit, text: _Text) -> bool:
+    """A log line's clock time and routine level dropped (the same on every line)."""
+    if unit.line[:1].isdigit():
+        unit.line = _LOG_PREFIX.sub("", unit.line, count=1)
+    return True
+
+
+def _home(unit: _Unit, text: _Text) -> bool:
+    """A home directory written ``~/``."""
+    if "/home/" in unit.line or "/Users/" in unit.line:
+        unit.line = _HOME.sub("~/", unit.line)
+    return True
+
+
+def _run_noise(unit: _Unit, text: _Text) -> bool:
+    """A command's banner and its zero counts dropped (:mod:`.runs`)."""
+    if text.tool and not text.diff:
+        unit.line = drop_zero_counts(strip_banner(unit.line))
+    return True
+
+
+def _says_something(unit: _Unit, text: _Text) -> bool:
+    """Whether the line holds a letter or a digit, and is more than markup alone
+    (``</output>``) or a file's empty line (its number alone)."""
+    line = unit.line
+    if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
+        return False
+    if line[0] == "<" and not any(c.isalnum() for c in _BARE_TAG.sub("", line[:200])):
+        return False
+    return not (text.listing and len(line) <= 12 and _EMPTY_NUMBERED.fullmatch(line))
+
+
+def _hunk(unit: _Unit, text: _Text) -> bool:
+    """A diff hunk's header as its place and what encloses it (:func:`_hunk_header`)."""
+    if text.diff and unit.line.startswith("@@"):
+        unit.line = _hunk_header(unit.line)
+    return True
+
+
+CleanUp = Callable[[_Unit, _Text], bool]
+"""A clean-up: changes the unit's line; False drops the unit."""
+
+CLEAN_UPS: tuple[CleanUp, ...] = (
+    _markdown,
+    _routine,
+    _json_record,
+    _undecorate,
+    _log_time,
+    _home,
+    _run_noise,
+    _says_something,
+    _hunk,
+)
+"""The clean-ups, in the order they run on every unit."""
+
+
+def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
+    """The unit at ``order`` after :data:`CLEAN_UPS`; None when one drops it."""
+    unit = _Unit(order, original, original[: 4 * _LINE_SCAN], text.marks.get(original))
+    if all(clean(unit, text) for clean in CLEAN_UPS):
+        return unit
+    return None

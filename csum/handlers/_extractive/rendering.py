@@ -1,0 +1,188 @@
+"""The summary format: the only code that writes it and the only code that reads it back
+(an earlier summary summarized again)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import pairwise
+from typing import Final
+
+from cast import SUMMARIZATION_TOOL_NAME
+from csum._pairs import SUMMARIZED_CONTENT_PREFIX
+from csum.archive import ARCHIVE_LINE_PREFIX
+from csum.handlers._extractive.calls import _head_codes
+from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
+from csum.handlers._extractive.patterns import _LONE_CALL
+from csum.handlers._extractive.text import _clip, _clip_at_word_end, _clip_bytes
+from csum.handlers._extractive.units import _Block, _Line
+from csum.handlers._extractive.weights import (
+    _FILLER_SCORE,
+    _LINE_SCAN,
+    _PRIOR_KEEP_SCORE,
+    _PRIOR_SCORE,
+    WEIGHTS,
+)
+from csum.prompt import PromptEntry
+
+USER_PREFIX: Final = "User: "
+"""Prefix of a request line in the summary."""
+
+
+RESULT_INDENT: Final = "  "
+"""Indent of a tool result's kept lines, under the call that produced them."""
+
+
+def _request_line(text: str) -> str:
+    """A line of what the user said, as the summary writes it (``User: ...``); an
+    earlier summary's such line stays as it is."""
+    return text if text.startswith(USER_PREFIX) else USER_PREFIX + text
+
+
+def _is_request(text: str) -> bool:
+    """Whether a summary's line is one of what the user said."""
+    return text.startswith(USER_PREFIX)
+
+
+def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
+    """The summary of the taken lines: each shown block's head, then its kept lines in
+    their order, indented under it. A call alone in the summary (the others' lines were
+    all repeats or left out): its result lines need no indent (the bytes were counted
+    with it: only shorter). When not even one line fits: as much of the most important
+    one as fits."""
+    out: list[str] = []
+    shown = [block for block in blocks if any(line.taken for line in block.lines)]
+    for block in shown:
+        kept = sorted((line for line in block.lines if line.taken), key=lambda ln: ln.order)
+        indent = "" if len(shown) == 1 else block.indent
+        if block.head:
+            out.append(block.head)
+        out.extend(_render(block, kept, indent))
+    everything = [(block, line) for block in blocks for line in block.lines]
+    if not out and everything:
+        block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
+        out.append(_clip_at_word_end(block.head or line.text, max_bytes))
+    return _clip_bytes("\n".join(out), max_bytes)
+
+
+def _is_prior_summary(entry: PromptEntry) -> bool:
+    if entry.kind == "tool_result" and entry.name == SUMMARIZATION_TOOL_NAME:
+        return True
+    return entry.kind == "text" and entry.content.startswith(SUMMARIZED_CONTENT_PREFIX)
+
+
+def _prior_calls(text: str) -> int:
+    """How many call lines an earlier summary holds (lines with lines indented below)."""
+    rows = [row for row in text.splitlines() if row.strip()]
+    return sum(
+        1
+        for row, below in pairwise(rows)
+        if not row.startswith(RESULT_INDENT) and below.startswith(RESULT_INDENT)
+    )
+
+
+def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
+    """An earlier summary (``text``, as this handler wrote it) read back as blocks
+    numbered from ``first``: a line with lines indented below it is a call heading
+    its result lines again, other lines stand alone.
+
+    Each line is scored by what it says, as a new line would be. A line that still
+    holds a strong signal (:data:`_PRIOR_KEEP_SCORE`: an error, a constraint, a count,
+    several identifiers), and the archive line, keeps its place before anything new
+    (tier 0), so summarizing again never ranks the earlier facts below new noise.
+    The rest competes with the new lines by its score: once the summary is full, new
+    facts take the room of earlier lines that said nothing much.
+    """
+    rows = [line.rstrip() for line in text.splitlines() if line.strip()]
+    if (
+        len(rows) > 1
+        and _LONE_CALL.match(rows[0][:_LINE_SCAN]) is not None
+        and not any(row.startswith(RESULT_INDENT) for row in rows)
+    ):
+        # A call alone in its summary is written without indents: its lines are its
+        # result's, as they would be indented under it among other blocks.
+        rows = [rows[0], *(RESULT_INDENT + row for row in rows[1:])]
+    blocks: list[_Block] = []
+    loose: _Block | None = None  # consecutive lines with no call above them
+    for order, row in enumerate(rows):
+        indented = row.startswith(RESULT_INDENT)
+        if indented and blocks and blocks[-1].head:
+            block = blocks[-1]
+            block.lines.append(_prior_line(first + len(blocks) - 1, order, row[2:]))
+            continue
+        following = rows[order + 1] if order + 1 < len(rows) else ""
+        if not indented and following.startswith(RESULT_INDENT):
+            # The calls' share may be smaller now: cut at the end, as a call line is
+            # (its command's start and its identifiers come first).
+            head = _clip(row, call_cap)
+            blocks.append(_Block(head=head, indent=RESULT_INDENT))
+            loose = None
+            continue
+        if loose is None:
+            loose = _Block()
+            blocks.append(loose)
+        loose.lines.append(_prior_line(first + len(blocks) - 1, order, row))
+    for block in blocks:
+        # A call naming codes keeps its first line first, as a new one earns it a place.
+        if block.head and block.lines and _head_codes(block.head):
+            block.lines[0].tier, block.lines[0].score = 0, _PRIOR_SCORE
+    return [block for block in blocks if block.lines]
+
+
+def _prior_content(line: str) -> float:
+    """What an earlier summary's line says, scored as a new line would be."""
+    text = line.removeprefix(USER_PREFIX)
+    if not _is_routine_log(text):
+        return _score(text, listing=False, diff=False)
+    message = _log_message(text)
+    return _routine_score(message, _score(message, listing=False, diff=False))
+
+
+def _prior_line(block: int, order: int, text: str) -> _Line:
+    if text.startswith(ARCHIVE_LINE_PREFIX):
+        return _Line(block, order, text, _PRIOR_SCORE, tier=0)
+    content = _prior_content(text)
+    if content >= _PRIOR_KEEP_SCORE:
+        return _Line(block, order, text, _PRIOR_SCORE, tier=0)
+    if text.startswith(USER_PREFIX):
+        content += WEIGHTS["user"]
+    return _Line(block, order, text, content if content > 0 else _FILLER_SCORE)
+
+
+def _list_item(group: str) -> tuple[str, str] | None:
+    """A record of a list as its list's path and its index (``flights[3]``: ``flights``,
+    ``[3]``); None for any other record."""
+    if not group.endswith("]"):
+        return None
+    start = group.rfind("[")
+    if start <= 0 or not group[start + 1 : -1].isdigit():
+        return None
+    return group[:start], group[start:]
+
+
+def _render(block: _Block, kept: list[_Line], indent: str) -> Iterator[str]:
+    """The kept lines in their order; the fields of one record on one line, and the
+    records of one list on one line, its path written once
+    (``flights[0]: flight_number=HAT1 date=...; [2]: flight_number=HAT7``)."""
+    records: dict[str, list[str]] = {}
+    lists: dict[str, list[str]] = {}
+    for line in kept:
+        if line.group is not None:
+            if line.group not in records:
+                listed = _list_item(line.group)
+                if listed is not None:
+                    lists.setdefault(listed[0], []).append(line.group)
+            records.setdefault(line.group, []).append(line.text)
+    for line in kept:
+        if line.group is None:
+            yield indent + line.text
+        elif line.group in records:
+            listed = _list_item(line.group)
+            if listed is None:
+                prefix = f"{line.group}: " if line.group else ""
+                yield indent + prefix + " ".join(records.pop(line.group))
+                continue
+            pieces = []
+            for index, group in enumerate(lists.pop(listed[0])):
+                label = group if index == 0 else group[len(listed[0]) :]
+                pieces.append(f"{label}: " + " ".join(records.pop(group)))
+            yield indent + "; ".join(pieces)

@@ -1,0 +1,243 @@
+"""Text helpers of the extractive handler: byte lengths, cuts between words, windows."""
+
+from __future__ import annotations
+
+import json
+
+from csum.handlers._extractive.patterns import _CONSTRAINT, _COUNTS, _ERROR, _TOKEN, _UNIT, _WS
+from csum.handlers._extractive.tokens import _path_kind
+from csum.handlers._extractive.weights import _LINE_SCAN, _TOKEN_CAP
+
+_ELLIPSIS = "…"
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _clip_bytes(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` within ``limit`` UTF-8 bytes."""
+    if limit <= 0:
+        return ""
+    if _utf8_len(text) <= limit:
+        return text
+    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` within ``limit`` bytes, ending with an ellipsis when it was cut."""
+    if _utf8_len(text) <= limit:
+        return text
+    return _clip_bytes(text, limit - len(_ELLIPSIS.encode("utf-8"))).rstrip() + _ELLIPSIS
+
+
+def _clip_whole_words(text: str, limit: int) -> str:
+    """``text`` within ``limit`` bytes, cut only between words ("" when not even its
+    first word fits): a path or a code cut inside says nothing, or something wrong."""
+    clipped = _clip(text, limit)
+    if clipped == text:
+        return text
+    space = clipped.rfind(" ", 0, len(clipped) - 1)
+    if space <= 0:
+        return ""
+    return clipped[:space].rstrip(" ,;:=") + _ELLIPSIS
+
+
+def _clip_at_word_end(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` within ``limit`` bytes that does not end inside a
+    word ("... cut its", not "... cut its benc"); cut at the byte when a word longer than
+    half the room would be lost."""
+    clipped = _clip_bytes(text, limit)
+    if clipped == text:
+        return text
+    if not clipped or not _in_word(text, len(clipped)):
+        return clipped.rstrip()
+    space = clipped.rfind(" ")
+    return clipped[:space].rstrip() if space > len(clipped) // 2 else clipped
+
+
+def _clean(text: str) -> str:
+    # Lone surrogates cannot be encoded; the output must be valid UTF-8.
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _one_line(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def _in_word(text: str, index: int) -> bool:
+    """Whether a cut before ``text[index]`` falls inside a word: between two of its
+    letters, digits or underscores, or at a dot, slash, colon or dash joining two of
+    them, so a version, path or code is never shown in part (``v2`` of ``v2.10.1``,
+    ``lib/a`` of ``lib/a.rb:7``)."""
+    before, after = text[index - 1], text[index]
+    if _word_char(before):
+        return _word_char(after) or (
+            after in _JOINERS and index + 1 < len(text) and _word_char(text[index + 1])
+        )
+    return before in _JOINERS and _word_char(after) and index > 1 and _word_char(text[index - 2])
+
+
+_JOINERS = frozenset("./:-")  # marks that join the parts of one token: 1.2.3, a/b.py:4
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _cut_between_words(text: str, end: int, reach: int) -> int:
+    """Where to end a cut of ``text`` made at ``end``: there when that is not inside a
+    word, else at the nearest space before it, or else the nearest mark between a word
+    and what is not one, within ``reach`` characters; ``end`` when there is none (a
+    single token longer than that, such as a hash, is cut inside)."""
+    if end >= len(text) or end <= 0 or not _in_word(text, end):
+        return end
+    space = text.rfind(" ", max(1, end - reach), end)
+    if space > 0:
+        return space
+    return next((i for i in range(end - 1, max(0, end - reach), -1) if not _in_word(text, i)), end)
+
+
+def _window(line: str, limit: int) -> str:
+    """``line`` cut to about ``limit`` characters around its first strong signal, its
+    ends between words (:func:`_cut_between_words`); shown to its end when that is at
+    most a quarter of the window further."""
+    if len(line) <= limit:
+        return line
+    scan = line[:_LINE_SCAN]
+    anchor = 0
+    for pattern in (_ERROR, _COUNTS, _CONSTRAINT, _UNIT):
+        match = pattern.search(scan)
+        if match is not None:
+            anchor = match.start()
+            break
+    # Keep the start (the subject) when the signal is near it; else centre on it.
+    start = (
+        0 if anchor + limit // 8 < limit else max(0, min(anchor - limit // 4, len(line) - limit))
+    )
+    end = start + limit
+    # Between words, so that no code, path or word is shown in part ("BA…", "…mnants").
+    reach = limit // 4
+    if start and _in_word(line, start):
+        start = next((i for i in range(start, start + reach) if not _in_word(line, i)), start)
+    if len(line) - end <= reach:
+        end = len(line)  # a few more characters end the line: better than a cut word
+    end = _cut_between_words(line, end, reach)
+    piece = line[start:end].rstrip()
+    return (_ELLIPSIS if start else "") + piece + (_ELLIPSIS if end < len(line) else "")
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, str):
+        return _one_line(value)
+    return json.dumps(value)
+
+
+def _shorten_paths(line: str, width: int) -> str:
+    """A line too long for its window with each path longer than half of it written by
+    its last directories and file (``…/jobs/a_test.exs:12``), so that the window shows
+    the file and what the line says of it, not leading directories cut inside."""
+    if len(line) <= width:
+        return line
+    pieces: list[str] = []
+    done = 0
+    for match in _TOKEN.finditer(line, endpos=_LINE_SCAN):
+        token = match.group()
+        if len(token) <= width // 2 or len(token) > _TOKEN_CAP or not _path_kind(token):
+            continue
+        tail = _path_tail(token, width // 2)
+        if tail:
+            pieces += [line[done : match.start()], tail]
+            done = match.end()
+    return "".join(pieces) + line[done:] if pieces else line
+
+
+def _clip_middle(text: str, limit: int, *, head_share: float = 1 / 3) -> str:
+    """``text`` within ``limit`` characters, its middle cut: a path keeps its file name,
+    a command (``head_share`` 3/4) its program and first arguments. Words are kept whole
+    (:func:`_clip_middle_words`) when that keeps something at both ends."""
+    if len(text) <= limit or limit < 12:
+        return text
+    whole = _clip_middle_words(text, limit, head_share)
+    # Each ellipsis past the first takes two bytes more than the one the caller counted.
+    over = _utf8_len(whole) - len(whole) - 2
+    if over > 0:
+        whole = _clip_middle_words(text, limit - over, head_share)
+    if whole:
+        return whole
+    tail = int((limit - 1) * (1 - head_share))
+    return text[: limit - 1 - tail] + _ELLIPSIS + text[len(text) - tail :]
+
+
+def _clip_middle_words(text: str, limit: int, head_share: float) -> str:
+    """``text`` within ``limit`` characters as whole words from its start (up to
+    ``head_share`` of the room), an ellipsis, and whole words from its end, a path
+    standing for itself by its last directories and file (``…/jobs/sync_test.exs``): a
+    path, an id or a version cut inside names something that does not exist. "" when
+    the end would keep nothing."""
+    if len(text) > 2 * _LINE_SCAN:  # its ends are all that can be kept: bounded work
+        text = text[:_LINE_SCAN] + " " + text[-_LINE_SCAN:]
+    words = text.split(" ")
+    head: list[str] = []
+    used = -1
+    for word in words:
+        if used + 1 + len(word) > int(limit * head_share):
+            break
+        head.append(word)
+        used += 1 + len(word)
+    rest = words[len(head) :]
+    # The next argument, a path: its file and nearest directories (then "…" for the rest).
+    more = 2 if len(rest) > 1 else 0
+    room = limit - max(0, used) - 1 - more
+    path = _path_tail(rest[0], room) if rest else ""
+    if rest and len(rest[0]) <= room:
+        path = rest[0]  # whole when it fits
+    if path:
+        return " ".join([*head, path] + ([_ELLIPSIS] if more else []))
+    room = limit - max(0, used) - 2  # the ellipsis and a space
+    tail: list[str] = []
+    for word in reversed(rest):
+        if len(word) + 1 > room:
+            tail.append(_path_tail(word, room))
+            break
+        tail.append(word)
+        room -= len(word) + 1
+    tail = [word for word in tail if word]
+    if not tail:  # what does not fit whole is left out
+        return " ".join([*head, _ELLIPSIS]) if head else ""
+    if len(head) + len(tail) == len(words):  # nothing left out but a path's directories
+        return " ".join(head + tail[::-1])
+    return " ".join([*head, _ELLIPSIS + " " + " ".join(tail[::-1])]).replace(
+        _ELLIPSIS + " " + _ELLIPSIS, _ELLIPSIS
+    )
+
+
+def _path_tail(word: str, room: int) -> str:
+    """A path within ``room`` characters as ``…/`` and its last components, the file
+    at least; "" when that does not fit or ``word`` is not a path."""
+    if "/" not in word[:-1] or "://" in word:
+        return ""
+    parts = word.rstrip("/").split("/")
+    kept: list[str] = []
+    size = 1 + (word[-1] == "/")
+    for part in reversed(parts[1:]):
+        if size + 1 + len(part) > room or not part:
+            break
+        kept.append(part)
+        size += 1 + len(part)
+    if not kept:
+        return ""
+    return _ELLIPSIS + "/" + "/".join(kept[::-1]) + ("/" if word[-1] == "/" else "")
+
+
+def _scalar_or_json(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        return "…"

@@ -1,0 +1,26 @@
+"""The extractive handler's outputs pinned: one case in seven of the byte-identical gate
+(``python -m benchmarks.extractive_gate`` runs them all) against the recorded digest."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.extractive_gate import DIGEST_PATH, compare, digest
+from benchmarks.policies.corpus import find_corpus
+
+
+@pytest.mark.skipif(find_corpus() is None, reason="the shared corpus (../shared/corpus) is missing")
+def test_summaries_are_those_recorded_in_the_digest() -> None:
+    recorded = json.loads(DIGEST_PATH.read_text())
+    found = digest(every=7)
+    assert len(found) > 200
+    assert compare(found, recorded) == []
+
+
+def test_compare_names_a_case_that_differs_or_is_not_recorded() -> None:
+    assert compare({"a": "1", "b": "2", "c": "3"}, {"a": "1", "b": "9"}) == [
+        "b: differs",
+        "c: not recorded",
+    ]
