@@ -16,7 +16,16 @@ from hypothesis import given
 
 import cast.cli
 import csum.cli
-from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, Role, TextPart, lint
+from cast import (
+    SUMMARIZATION_TOOL_NAME,
+    ChainAST,
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    lint,
+)
 from cast.codecs import detect_format, langchain, openai_agents, pydantic_ai
 from strategies import valid_chains
 
@@ -196,6 +205,30 @@ def test_encoding_is_a_projection_keeping_calls_and_results(
     assert calls(once) == calls(chain) or (name == "pydantic_ai" and _same_calls(once, chain))
     assert sorted(results(once)) == sorted(results(chain))
     ChainAST.from_messages(once)
+
+
+@pytest.mark.parametrize("name", ["pydantic_ai", "langchain"])
+@pytest.mark.parametrize("signature", [b"\n\n", b"\n", b"sig\n", b"abc"])
+def test_a_signature_holding_line_breaks_reads_back_whole(name: str, signature: bytes) -> None:
+    """The thinking part's id and signature share one field, split at the first line
+    break: an empty id is kept so a signature with line breaks is not cut (Hypothesis
+    found b"\n\n" read back as b"\n")."""
+    codec: Any = CODECS[name]
+    chain = [
+        Message.human("hi"),
+        Message(
+            role=Role.AI,
+            parts=(
+                ToolCall(
+                    id="call_1", name="f", reasoning=Reasoning(content="r", signature=signature)
+                ),
+            ),
+        ),
+        Message.tool("call_1", "f", "ok"),
+    ]
+    once = codec.decode(json.loads(json.dumps(codec.encode(chain))))
+    assert codec.decode(codec.encode(once)) == once
+    assert once[1].parts[0].reasoning.signature == signature
 
 
 def _same_calls(a: list[Message], b: list[Message]) -> bool:

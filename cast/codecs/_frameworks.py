@@ -66,7 +66,7 @@ def pack_signature(item_id: str | None, signature: str | None, *, redacted: bool
     blob = signature or ""
     if redacted:
         return REDACTED_THINKING_PREFIX + blob.encode()
-    if item_id:
+    if item_id is not None:  # an empty id too, so a signature holding "\n" reads back whole
         return f"{item_id}\n{blob}".encode()
     return blob.encode()
 
