@@ -69,6 +69,19 @@ def test_rebuild_keeps_every_untouched_original(
     assert reused >= len(groups[:lo]) + len(groups[hi:])
 
 
+def test_rebuild_reuses_the_kept_tail_when_an_earlier_group_looks_alike() -> None:
+    """A greedy search took an earlier group of equal content for the kept tail's first
+    message and lost a reuse (found by Hypothesis); the alignment is the best one."""
+    b, a = Message.human("b"), Message.ai("a")
+    groups = [Group([b]), Group([a]), Group([b, b]), Group([a]), Group([b, a])]
+    messages, counts = decode(groups)
+    output = [m for g in groups[2:] for m in g.messages]
+    rebuilt = rebuild(groups, counts, messages, output, encode)
+    assert decode(rebuilt)[0] == output
+    originals = {id(g) for g in groups}
+    assert sum(id(g) in originals for g in rebuilt) == 3  # the greedy search reused 2
+
+
 def test_rebuild_hands_back_the_originals_when_nothing_changed() -> None:
     groups = [Group([Message.human("hi")]), Group([Message.ai("hello")])]
     messages, counts = decode(groups)

@@ -482,24 +482,82 @@ def rebuild(
     for count in counts:
         groups.append(decoded[start : start + count])
         start += count
+    if len(groups) * (len(output) + 1) <= EXACT_REBUILD_CELLS:
+        matched = _best_alignment(groups, output)
+    else:
+        matched = _greedy_alignment(groups, output)
     result: list[T] = []
     fresh: list[Message] = []
+    i = 0
+    for k, at in matched:
+        if at > i:
+            fresh.extend(output[i:at])
+        if fresh:
+            result.extend(encode(fresh))
+            fresh = []
+        result.append(originals[k])
+        i = at + len(groups[k])
+    fresh.extend(output[i:])
+    if fresh:
+        result.extend(encode(fresh))
+    return result
+
+
+EXACT_REBUILD_CELLS = 250_000
+"""Above this many (group, position) pairs the alignment is greedy, not the best one."""
+
+
+def _best_alignment(groups: list[list[Message]], output: list[Message]) -> list[tuple[int, int]]:
+    """(group, position) pairs reusing as many groups as any in-order alignment can."""
+    m, n = len(groups), len(output)
+    best = [[0] * (n + 1) for _ in range(m + 1)]
+    for k in range(m - 1, -1, -1):
+        group, size, row, below = groups[k], len(groups[k]), best[k], best[k + 1]
+        for i in range(n, -1, -1):
+            value = max(below[i], row[i + 1] if i < n else 0)
+            if (
+                size
+                and i + size <= n
+                and 1 + below[i + size] > value
+                and output[i : i + size] == group
+            ):
+                value = 1 + below[i + size]
+            row[i] = value
+    pairs: list[tuple[int, int]] = []
+    k = i = 0
+    while k < m and i <= n:
+        size = len(groups[k])
+        if best[k][i] == 0:
+            break
+        if (
+            size
+            and i + size <= n
+            and best[k][i] == 1 + best[k + 1][i + size]
+            and output[i : i + size] == groups[k]
+        ):
+            pairs.append((k, i))
+            k, i = k + 1, i + size
+        elif best[k][i] == best[k + 1][i]:
+            k += 1
+        else:
+            i += 1
+    return pairs
+
+
+def _greedy_alignment(groups: list[list[Message]], output: list[Message]) -> list[tuple[int, int]]:
+    """(group, position) pairs: each position takes the first group from the last
+    match on that it holds."""
+    pairs: list[tuple[int, int]] = []
     i = j = 0
     while i < len(output):
         found = _next_group(groups, j, output, i)
         if found is None:
-            fresh.append(output[i])
             i += 1
             continue
-        if fresh:
-            result.extend(encode(fresh))
-            fresh = []
-        result.append(originals[found])
+        pairs.append((found, i))
         i += len(groups[found])
         j = found + 1
-    if fresh:
-        result.extend(encode(fresh))
-    return result
+    return pairs
 
 
 def _next_group(groups: list[list[Message]], j: int, output: list[Message], i: int) -> int | None:
