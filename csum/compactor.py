@@ -97,6 +97,7 @@ __all__ = [
     "DEFAULT_SUMMARY_RATIO",
     "EARLIER_CONVERSATION_TEXT",
     "LONG_MEMORY",
+    "LOW_COST",
     "MIN_SUMMARY_BYTES",
     "CompactionResult",
     "Compactor",
@@ -128,6 +129,20 @@ are folded again at every compaction (the extractive handler keeps an earlier
 summary's lines verbatim, so there is no drift to limit). On the simulated
 2,000-turn loop at 128 KiB this keeps 59-63 % of all facts in the final chain (the
 defaults: 10-12 %) for 7 % more bytes sent than the defaults (docs/compactor.md)."""
+
+LOW_COST: Final[Mapping[str, Any]] = MappingProxyType(
+    {"clearing": Clearing(keep=3), "target_ratio": 0.2, "summary_ratio": 1 / 64}
+)
+"""Compactor options for the lowest cost with prompt caching:
+``Compactor(budget=..., **LOW_COST)``. Old tool results are cleared to placeholders
+before anything is summarized, a compaction brings the chain down to 20 % of the
+budget, and summaries take up to 1/64 of it. The cheapest setting of the cost sweep
+(``python -m benchmarks.policies --cost --sweep``, docs/cost.md): 0.93x the cheaper of
+LangChain's SummarizationMiddleware and drop-oldest at 128 KiB (1.14x at 64 KiB, 1.08x at
+256 KiB), summarizer at the main model's rate. Without a history archive, facts that
+lived only in old tool results are gone (47 % present when asked on the simulated loop,
+against 75 % for the defaults); with one, the placeholders name the archived original
+and ``recall`` brings it back (99.4 %)."""
 
 FROZEN_SHARE = 0.25
 """Share of the target that summaries at the depth limit may take; older ones beyond

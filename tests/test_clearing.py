@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -27,6 +28,7 @@ from csum.clearing import (
     is_cleared,
     placeholder,
 )
+from csum.compactor import LOW_COST
 from csum_builders import fill
 from strategies import valid_chains
 
@@ -634,13 +636,16 @@ def _steps(chain: list[Message]) -> list[list[Message]]:
     return steps
 
 
-def test_claude_code_sessions_through_a_loop_stay_within_budget() -> None:
+@pytest.mark.parametrize(
+    "options", [{"clearing": Clearing()}, dict(LOW_COST)], ids=["Clearing()", "LOW_COST"]
+)
+def test_claude_code_sessions_through_a_loop_stay_within_budget(options: dict[str, Any]) -> None:
     sessions = _sessions()
     if not sessions:
         pytest.skip("the Claude Code corpus is not beside the repository")
     budget = 64 * 1024
     for name, chain in sessions:
-        keeper = Compactor(budget=budget, clearing=Clearing(), target="anthropic")
+        keeper = Compactor(budget=budget, target="anthropic", **options)
         history: list[Message] = []
         cleared = over = 0
         for step in _steps(chain):
