@@ -503,7 +503,7 @@ def rebuild(
     return result
 
 
-EXACT_REBUILD_CELLS = 250_000
+EXACT_REBUILD_CELLS = 40_000
 """Above this many (group, position) pairs the alignment is greedy, not the best one."""
 
 
