@@ -4,10 +4,14 @@ location."""
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
+from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
 
 pytest_plugins = ["redis_server"]  # a real redis-server for the store tests
 
@@ -77,3 +81,42 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     ``@pytest.mark.anyio`` tests, and synchronous tests that start an event loop (under
     Hypothesis, say) pass it to ``anyio.run``. Session-scoped, so Hypothesis accepts it."""
     return str(request.param)
+
+
+STORE_KINDS = ["memory", "sqlite", "redis"]
+
+
+@pytest.fixture(params=STORE_KINDS)
+async def cache_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[SummaryStore]:
+    """Each summary store in turn (a real redis-server for Redis), closed afterwards."""
+    made: SummaryStore
+    if request.param == "memory":
+        made = MemoryStore()
+    elif request.param == "sqlite":
+        made = SQLiteStore(tmp_path / "cache.sqlite")
+    else:
+        made = RedisStore(request.getfixturevalue("redis_url"))
+    try:
+        yield made
+    finally:
+        await made.aclose()
+
+
+@pytest.fixture(params=["sqlite-fts5", "sqlite-like", "redis"])
+async def archive_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[ArchiveStore]:
+    """Each archive store in turn (SQLite with and without FTS5, Redis), closed afterwards."""
+    made: ArchiveStore
+    if request.param == "sqlite-fts5":
+        made = SQLiteArchiveStore(tmp_path / "archive.sqlite", full_text=True)
+    elif request.param == "sqlite-like":
+        made = SQLiteArchiveStore(tmp_path / "archive.sqlite", full_text=False)
+    else:
+        made = RedisArchiveStore(request.getfixturevalue("redis_url"))
+    try:
+        yield made
+    finally:
+        await made.aclose()

@@ -8,7 +8,6 @@ import json
 import multiprocessing
 import sqlite3
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -32,7 +31,6 @@ from csum import (
 )
 from csum.archive import (
     ArchiveStore,
-    RedisArchiveStore,
     SQLiteArchiveStore,
     archive_line,
     archived_references,
@@ -43,24 +41,6 @@ from csum.archive import (
 from csum.reinsert import REINSERTED_HEADER, question_identifiers
 from store_workers import count_rows, open_at, write_archive
 from test_cache import CountingHandler, corpus_chains
-
-
-@pytest.fixture(params=["sqlite-fts5", "sqlite-like", "redis"])
-async def archive_store(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[ArchiveStore]:
-    made: ArchiveStore
-    if request.param == "sqlite-fts5":
-        made = SQLiteArchiveStore(tmp_path / "archive.sqlite", full_text=True)
-    elif request.param == "sqlite-like":
-        made = SQLiteArchiveStore(tmp_path / "archive.sqlite", full_text=False)
-    else:
-        made = RedisArchiveStore(request.getfixturevalue("redis_url"))
-    try:
-        yield made
-    finally:
-        await made.aclose()
-
 
 CONFIG = {"last_section_bytes": 4096, "max_body_pair_bytes": 2048}
 

@@ -8,7 +8,7 @@ import multiprocessing
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,23 +105,10 @@ class BrokenStore:
         return None
 
 
-STORE_KINDS = ["memory", "sqlite", "redis"]
-
-
-@pytest.fixture(params=STORE_KINDS)
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SummaryStore]:
+@pytest.fixture
+def store(cache_store: SummaryStore) -> SummaryStore:
     """Each store in turn: the same contract tests run against all three."""
-    made: SummaryStore
-    if request.param == "memory":
-        made = MemoryStore()
-    elif request.param == "sqlite":
-        made = SQLiteStore(tmp_path / "cache.sqlite")
-    else:
-        made = RedisStore(request.getfixturevalue("redis_url"))
-    try:
-        yield made
-    finally:
-        await made.aclose()
+    return cache_store
 
 
 # -- keys and values -----------------------------------------------------------------------

@@ -9,7 +9,6 @@ import multiprocessing
 import os
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,24 +29,6 @@ from csum.cache import encode_summary
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
 from store_workers import archive_cycle
 from test_cache import CountingHandler, _Buffer
-
-
-@pytest.fixture(params=["sqlite-fts5", "sqlite-like", "redis"])
-async def archive_store(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[ArchiveStore]:
-    made: ArchiveStore
-    if request.param == "sqlite-fts5":
-        made = SQLiteArchiveStore(tmp_path / "archive.sqlite", full_text=True)
-    elif request.param == "sqlite-like":
-        made = SQLiteArchiveStore(tmp_path / "archive.sqlite", full_text=False)
-    else:
-        made = RedisArchiveStore(request.getfixturevalue("redis_url"))
-    try:
-        yield made
-    finally:
-        await made.aclose()
-
 
 # -- item 1: a session is required --------------------------------------------------------------
 
@@ -270,25 +251,6 @@ def test_cli_output_through_a_symlink_needs_force(tmp_path: Path) -> None:
 
 
 # -- item 7: a cached entry is an answer too ----------------------------------------------------
-
-STORE_KINDS = ["memory", "sqlite", "redis"]
-
-
-@pytest.fixture(params=STORE_KINDS)
-async def cache_store(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[SummaryStore]:
-    made: SummaryStore
-    if request.param == "memory":
-        made = MemoryStore()
-    elif request.param == "sqlite":
-        made = SQLiteStore(tmp_path / "cache.sqlite")
-    else:
-        made = RedisStore(request.getfixturevalue("redis_url"))
-    try:
-        yield made
-    finally:
-        await made.aclose()
 
 
 async def _overwrite_entries(store: SummaryStore, value: bytes) -> int:
