@@ -14,6 +14,7 @@ Each codec's own test file keeps only the cases particular to that codec.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from pathlib import Path
@@ -310,6 +311,14 @@ def test_recorded_payloads_round_trip(codec_name: str, fixture_name: str) -> Non
     assert encoded == expected
     assert codec.decode(json.loads(json.dumps(encoded))) == messages
     assert detect_format(payload) == codec_name
+
+
+@pytest.mark.parametrize("codec_name", ["openai_responses", "openai_agents"])
+def test_an_unknown_item_with_a_list_for_its_role_is_no_type_error(codec_name: str) -> None:
+    """Hypothesis found [{"role": [], "type": "user"}] raising TypeError (an unhashable
+    role looked up among the known roles): it decodes (kept whole) or is a CodecError."""
+    with contextlib.suppress(CodecError):
+        get_codec(codec_name).decode([{"role": [], "type": "user"}])
 
 
 @pytest.mark.parametrize("codec_name", [pytest.param(name, id=name) for name in CODECS])

@@ -116,7 +116,7 @@ def decode(payload: object) -> list[Message]:
         known = kind in ("message", "function_call", "function_call_output", "reasoning")
         if known and kind != "function_call_output" and _kept_whole(item, kind):
             known = False  # reasoning text, annotations: kept as they are
-        if not known and role in _ROLES:
+        if not known and isinstance(role, str) and role in _ROLES:
             # An item of a user or instruction role (additional_tools, ...): its own message.
             if ai is not None:
                 _close(ai, pending, out)
