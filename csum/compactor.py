@@ -95,6 +95,7 @@ from csum.store_events import StoreEvent, StoreEventKind
 __all__ = [
     "DEFAULT_RESERVE_RATIO",
     "DEFAULT_SUMMARY_RATIO",
+    "DEFAULT_TARGET_RATIO",
     "EARLIER_CONVERSATION_TEXT",
     "LONG_MEMORY",
     "LOW_COST",
@@ -114,6 +115,9 @@ DEFAULT_SUMMARY_RATIO = 1 / 32
 """Share of the budget the default handler's summaries may take (``summary_ratio``):
 4 KiB at a 128 KiB budget, where larger summaries were measured to cost bytes without
 keeping more of what was asked for (docs/compactor.md)."""
+
+DEFAULT_TARGET_RATIO = 0.6
+"""Share of the budget a compaction brings the chain down to (``target_ratio``)."""
 DEFAULT_RESERVE_RATIO = 0.05
 """Share of the budget set aside for the summary when choosing the kept pairs (the
 default ``summary_reserve``; ``summary_ratio`` when larger)."""
@@ -313,7 +317,7 @@ class Compactor:
         *,
         budget: int | str | Budget,
         trigger: int | float | None = None,
-        target_ratio: float = 0.6,
+        target_ratio: float = DEFAULT_TARGET_RATIO,
         target: str | ProviderProfile | None = None,
         counter: TokenCounter | None = None,
         cache: SummaryCache | None = None,
