@@ -8,89 +8,37 @@ read from this file's tree, the library from whatever ``cast`` imports)::
     PYTHONPATH=. python benchmarks/real_payload_counts.py
     PYTHONPATH=/path/to/other/checkout python benchmarks/real_payload_counts.py
 
-It only uses APIs both sides have; where ``port`` raises for an encrypted compaction
-item, the documented ``encrypted_compaction="note"`` option is used and the payload is
-counted in the ``raised by default`` line.
+It only uses APIs both sides have; the laws are in ``benchmarks/real_payload_laws.py``,
+shared with ``tests/test_real_payloads.py``. Where ``port`` raises for an encrypted
+compaction item, the documented ``encrypted_compaction="note"`` option is used and the
+payload is counted in the ``raised by default`` line.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 import warnings
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import anyio
 
+from benchmarks.real_payload_laws import REAL, SOURCE_PROVIDER, lost_values, not_carried_fields
 from cast import Message, Role, lint, port
 from cast.codecs import get_codec
-from cast.codecs._common import b64decode_any
 from cast.providers import PROVIDERS, ProviderProfile
 from csum import Summarizer, SummarizerConfig
 from csum.handlers import extractive
 
-ROOT = Path(__file__).resolve().parent.parent
-REAL = ROOT / "tests" / "fixtures" / "real"
-SOURCE = {
-    "anthropic": "anthropic",
-    "claude_code": "anthropic",
-    "bedrock": "bedrock",
-    "gemini": "gemini",
-    "openai": "openai",
-    "openai_responses": "openai-responses",
-    "langchaingo": None,
-}
+SOURCE = SOURCE_PROVIDER
 SMALL = SummarizerConfig(
     last_section_bytes=600, max_body_pair_bytes=300, use_qa=True, max_qa_bytes=1200
 )
-_BASE64_KEYS = frozenset({"data", "bytes", "file_data", "image_url", "url"})
-
-
-def not_carried() -> dict[str, frozenset[str]]:
-    """docs/codecs.md's "Fields not carried" table (empty when the doc has none)."""
-    text = (ROOT / "docs" / "codecs.md").read_text(encoding="utf-8")
-    fields: dict[str, set[str]] = {codec: set() for codec in SOURCE}
-    if "## Fields not carried" in text:
-        table = text.split("## Fields not carried", 1)[1].split("\n## ", 1)[0]
-        for line in table.splitlines():
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) >= 3 and cells[0].startswith("`"):
-                fields[cells[0].strip("`")].update(re.findall(r"`([^`]+)`", cells[1]))
-    return {codec: frozenset(keys) for codec, keys in fields.items()}
-
-
-def _canonical(text: str) -> str:
-    head, sep, data = text.rpartition(",") if text.startswith("data:") else ("", "", text)
-    if any(c in data for c in "+/ .:") or not ("-" in data or "_" in data):
-        return text
-    decoded = b64decode_any(data)
-    if decoded is None:
-        return text
-    import base64
-
-    return head + sep + base64.b64encode(decoded).decode("ascii")
-
-
-def leaves(value: Any, skipped: frozenset[str], key: str = "") -> list[str]:
-    """String and number values of ``value`` outside ``skipped`` keys."""
-    if key in skipped:
-        return []
-    if isinstance(value, dict):
-        return [x for k, v in value.items() for x in leaves(v, skipped, k)]
-    if isinstance(value, list):
-        return [x for v in value for x in leaves(v, skipped, key)]
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        return [_canonical(str(value)) if key in _BASE64_KEYS else str(value)]
-    return []
 
 
 def keeps_every_value(codec: str, payload: Any, encoded: Any, skip: frozenset[str]) -> bool:
-    values = leaves(encoded, frozenset())
-    left = Counter(leaves(payload, skip)) - Counter(values)
-    return all(any(value in v for v in values) for value in left)
+    return not lost_values(payload, encoded, skip)
 
 
 def is_empty(message: Message) -> bool:
@@ -147,7 +95,7 @@ def attempt(check: Any, *args: Any) -> bool:
 
 
 def main() -> None:
-    skip = not_carried()
+    skip = not_carried_fields()
     fixtures = sorted(REAL.glob("*/*.json"))
     counts: Counter[str] = Counter()
     misses: dict[str, list[str]] = {}
