@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from typing import TextIO
 
+from cast._compaction import LostCompactionWarning
 from cast.ast import BodyPairType, ChainAST
 from cast.chainio import (
     add_input_limit_argument,
@@ -64,6 +66,13 @@ def main_parser() -> argparse.ArgumentParser:
         "--no-port",
         action="store_true",
         help="convert only; do not repair ids, reasoning or pairing",
+    )
+    convert.add_argument(
+        "--encrypted-compaction",
+        choices=("raise", "note"),
+        default="raise",
+        help="an OpenAI encrypted compaction item another provider cannot read: stop with "
+        "an error (raise, the default) or replace it by a note saying what was lost (note)",
     )
     convert.add_argument("-o", "--output", help="output file (default: standard output)")
     add_input_limit_argument(convert)
@@ -152,7 +161,13 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
         else:
             # The input's format names the provider that produced its reasoning.
             source = _provider_of_format(detected)
-            messages = port(messages, target, source=source)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", LostCompactionWarning)
+                messages = port(
+                    messages, target, source=source, encrypted_compaction=args.encrypted_compaction
+                )
+            for warning in caught:  # what the note replaced, said where the user sees it
+                print(f"warning: {warning.category.__name__}: {warning.message}", file=sys.stderr)
     # Written as it is encoded, each message released once written: the chain and its
     # encoded text are never both whole in memory.
     write_owned_chain(messages, args.target, args.output, out)

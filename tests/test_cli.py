@@ -904,3 +904,37 @@ def test_console_script_functions(
 
     assert exit_info.value.code == code
     assert capsys.readouterr().out
+
+
+ENCRYPTED = (
+    Path(__file__).parent
+    / "fixtures"
+    / "real"
+    / "openai_responses"
+    / "openai_responses_compact_messages.json"
+)
+
+
+def test_convert_an_encrypted_compaction_stops_unless_a_note_is_asked_for(
+    cast_cli: Callable[..., Run],
+) -> None:
+    stopped = cast_cli("convert", str(ENCRYPTED), "--to", "anthropic")
+    assert_user_error(stopped, "encrypted", "message")
+    assert stopped.out == ""
+
+    noted = cast_cli(
+        "convert", str(ENCRYPTED), "--to", "anthropic", "--encrypted-compaction", "note"
+    )
+    assert noted.code == 0, noted.err
+    assert "LostCompactionWarning" in noted.err
+    messages = _strict(json.loads(noted.out), "anthropic")
+    assert lint(messages, "anthropic") == []
+    assert "encrypted_content" not in noted.out
+
+
+def test_convert_refuses_an_unknown_encrypted_compaction_choice(
+    cast_cli: Callable[..., Run],
+) -> None:
+    result = cast_cli("convert", str(ENCRYPTED), "--to", "anthropic", "--encrypted-compaction", "x")
+    assert result.code == 2
+    assert "invalid choice" in result.err
