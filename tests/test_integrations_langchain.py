@@ -396,6 +396,34 @@ def test_the_middleware_learns_its_agents_model() -> None:
     assert keeper.budget == Budget.tokens(8_192)  # type: ignore[attr-defined]
     assert keeper.target == "openai"  # type: ignore[attr-defined]
     events = list(middleware.events)
-    assert events[0].unit == "bytes"  # the first call comes before LangChain shows the model
-    assert {(e.unit, e.budget) for e in events[1:]} == {("tokens", 8_192)}
+    assert {(e.unit, e.budget) for e in events} == {("tokens", 8_192)}  # the first call too
     assert any(e.outcome == "compacted" for e in events)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_first_model_call_is_bounded_by_the_learned_models_window(mode: str) -> None:
+    """A restored long history reaches the model within half of its window on the very
+    first call, before LangChain has let the middleware see the model in a
+    ``before_model``: the first call used to be measured against 65,536 bytes instead."""
+    from csum import Budget
+
+    model = NamedFake(messages=iter([AIMessage("done")]), received=[])
+    middleware = CompactionMiddleware()
+    agent = create_agent(model, [big], middleware=[middleware])
+    restored: list[BaseMessage] = []
+    for n in range(40):
+        restored += [HumanMessage(f"question {n}: " + "context " * 120), AIMessage(f"answer {n}")]
+    restored.append(HumanMessage("And now?"))
+    if mode == "sync":
+        state = agent.invoke({"messages": restored})
+    else:
+        state = anyio.run(agent.ainvoke, {"messages": restored})
+    assert state["messages"][-1].content == "done"
+    assert middleware.history.keeper.budget == Budget.tokens(8_192)  # type: ignore[attr-defined]
+    [first] = model.received
+    assert first[-1].content == "And now?"
+    assert len(first) < len(restored)
+    counter = middleware.history.keeper.counter  # type: ignore[attr-defined]
+    sent = sum(counter.count(m) for m in codec.decode_counted(list(first))[0])
+    assert sent <= 8_192
+    assert middleware.events[0].outcome == "compacted"

@@ -10,8 +10,10 @@
 
 Without ``budget=`` (or ``model=``, the name ``create_agent`` took, ``"openai:gpt-4o"``),
 the middleware learns its agent's model at the first model call (LangChain shows it
-to ``wrap_model_call``, after ``before_model``): from the second call on, its budget is
-a share of that model's window. ``pre_model_hook`` sees no model: give it ``model=``.
+to ``wrap_model_call``, after ``before_model``): that first call's messages are kept
+under a share of that model's window in ``wrap_model_call`` (what the model sees; the
+state is compacted from the second call on, in ``before_model``), so every call is
+bounded by the model's own budget. ``pre_model_hook`` sees no model: give it ``model=``.
 
 Messages the keeper left alone come back as the very objects the state held (ids
 included); only summaries are new messages.
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+from typing import cast as typed
 
 import cast.codecs.langchain as codec
 from cast import Message
@@ -42,7 +45,7 @@ try:
         ModelRequest,
         ModelResponse,
     )
-    from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+    from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
     from langchain_core.runnables import RunnableLambda
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
     from langgraph.runtime import Runtime
@@ -129,8 +132,13 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        """Passes the call through; learns the agent's model (see the module docstring)."""
-        self._learn(request.model)
+        """Passes the call through; on the first call, learns the agent's model and keeps
+        what the model sees under the budget that model implies (see the module docstring)."""
+        if self.history.awaits_model:
+            self._learn(request.model)
+            out = self.history.compact(request.messages)
+            if out is not None:
+                request = request.override(messages=typed(list[AnyMessage], out))
         return handler(request)
 
     async def awrap_model_call(
@@ -138,7 +146,11 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        self._learn(request.model)
+        if self.history.awaits_model:
+            self._learn(request.model)
+            out = await self.history.acompact(request.messages)
+            if out is not None:
+                request = request.override(messages=typed(list[AnyMessage], out))
         return await handler(request)
 
     def _learn(self, model: Any) -> None:
@@ -155,12 +167,16 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.history.learn_model(name, target)
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        if self.history.awaits_model:  # compacted in wrap_model_call, once the model is known
+            return None
         out = self.history.compact(state["messages"])
         return None if out is None else _replace(out)
 
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
+        if self.history.awaits_model:
+            return None
         out = await self.history.acompact(state["messages"])
         return None if out is None else _replace(out)
 
