@@ -39,6 +39,13 @@ BUDGET = 16_000
 TOOL_OUTPUT = "line {n}: build step finished, artefact written to /tmp/out/{n}.o\n"
 INSTRUCTIONS = "You run builds."
 
+# Most tests here drive a session without its input filter on purpose (the session's own
+# behaviour); the warning that gives is asserted once, in
+# test_a_session_alone_warns_and_its_input_filter_bounds_every_call.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::csum.integrations.openai_agents.UnboundedRunWarning"
+)
+
 set_tracing_disabled(True)
 
 
