@@ -126,12 +126,13 @@ def keep_ratio_flag(args: argparse.Namespace, err: TextIO) -> float | None:
     if old is not None:
         if value is not None:
             raise ValueError("give --keep-ratio, not both it and its old spelling --target-ratio")
+        value, flag = old, "--target-ratio"
+    if value is not None and not 0 < value <= 1:
+        raise ValueError(f"{flag} must be within (0, 1], got {value}")
+    if old is not None:  # after the checks: a usage error stays one line
         print(
             "warning: --target-ratio is deprecated and will be removed in the next release: "
             "use --keep-ratio",
             file=err,
         )
-        value, flag = old, "--target-ratio"
-    if value is not None and not 0 < value <= 1:
-        raise ValueError(f"{flag} must be within (0, 1], got {value}")
     return value
