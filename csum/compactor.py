@@ -9,12 +9,12 @@ How a call goes (docs/compactor.md has the full story):
 1. The chain is parsed with repair (the output is always a valid chain) and measured
    in the budget's unit (bytes, or tokens by the counter).
 2. **Hysteresis**: nothing happens below the *trigger* (default: the budget). Above
-   it, the chain is brought down to the *target* (default 60 % of the budget), so the
+   it, the chain is brought down to *keep_ratio* of the budget (default 60 %), so the
    next compaction comes many turns later. Between the trigger and the budget a
    *cooldown* (turns since the last compaction) applies; over the budget never.
 3. **One summary**: the system prompt, the current question and the newest body pair
    are kept verbatim (the newest pair keeps its reasoning); then the newest older
-   pairs while they fit the target less a reserve for the summary. Everything older,
+   pairs while they fit ``keep_units`` less a reserve for the summary. Everything older,
    earlier summaries included, is summarized in **one** handler call (split into
    chunks only when the prompt exceeds the handler's input limit). The summary is a
    summary pair placed where the kept part starts: after the kept question when the
@@ -153,11 +153,11 @@ against 75 % for the defaults); with one, the placeholders name the archived ori
 and ``recall`` brings it back (99.4 %)."""
 
 FROZEN_SHARE = 0.25
-"""Share of the target that summaries at the depth limit may take; older ones beyond
+"""Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond
 it are left out (counted in the event's ``dropped_summaries``)."""
 
 KEEP_USER_SHARE = 0.25
-"""With ``keep_user_messages=True``: share of the target the user messages kept
+"""With ``keep_user_messages=True``: share of ``keep_units`` the user messages kept
 verbatim may take; older ones beyond it are summarized in place as usual."""
 
 
@@ -190,7 +190,7 @@ class CompactionResult:
     cleared_units: int = 0
     """What clearing freed, in ``unit``."""
     summary_needed: bool = False
-    """Clearing alone could not reach the target, so a summary was made (or tried)."""
+    """Clearing alone could not reach ``keep_units``, so a summary was made (or tried)."""
 
 
 class _Meter:
@@ -314,9 +314,9 @@ class Compactor:
     ``clearing`` (a :class:`~csum.clearing.Clearing`, or None for none; default
     :data:`~csum.clearing.DEFAULT_CLEARING`) is the first stage of a compaction: old
     tool results become one-line placeholders without a handler call, and a summary is
-    made only when that cannot reach the target. ``pin`` (a predicate on messages)
+    made only when that cannot reach ``keep_units``. ``pin`` (a predicate on messages)
     names messages never cleared or summarized; ``keep_user_messages`` keeps human
-    messages verbatim while they take at most :data:`KEEP_USER_SHARE` of the target.
+    messages verbatim while they take at most :data:`KEEP_USER_SHARE` of ``keep_units``.
     ``cache_breakpoints`` (Anthropic targets) marks the stable prefix after a
     compaction with ``cache_control`` breakpoints, at most four in all.
     """
@@ -761,7 +761,7 @@ class Compactor:
         self, chain: list[Message], size: int, calls: HandlerCalls, *, summarize: bool, forced: bool
     ) -> ClearingPass | None:
         """The clearing pass of a compaction (:mod:`csum.clearing`): enough old tool
-        results cleared to reach the target (all that are eligible when forced); None
+        results cleared to reach ``keep_units`` (all that are eligible when forced); None
         when it clears nothing, or frees less than ``clear_at_least`` and no summary
         follows. With an archive, the originals are archived first and the placeholders
         name them (without their references when the store fails)."""
@@ -795,7 +795,7 @@ class Compactor:
         issues: list[ChainIssue],
         started: float,
     ) -> CompactionResult:
-        """The result of a compaction that clearing alone brought to the target."""
+        """The result of a compaction that clearing alone brought to ``keep_units``."""
         self._last_compaction = self.turns
         chain = self._with_breakpoints(chain)
         if chain is not cleared.messages:
@@ -885,7 +885,7 @@ class Compactor:
 
     def _plan(self, ast: ChainAST) -> _Plan | None:
         """Choose the kept part: after the mandatory messages (system prompt, current
-        question, newest pair), the newest pairs that fit the target less the summary
+        question, newest pair), the newest pairs that fit ``keep_units`` less the summary
         reserve. None when nothing is left to summarize."""
         meter = self._meter
         sections = ast.sections
@@ -971,7 +971,7 @@ class Compactor:
 
     def _frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
         """(kept, dropped): the summaries at the depth limit, the newest of them kept
-        while they take at most :data:`FROZEN_SHARE` of the target."""
+        while they take at most :data:`FROZEN_SHARE` of ``keep_units``."""
         found = [
             pair
             for section in ast.sections

@@ -87,7 +87,7 @@ class CompactionEvent:
     cleared_units: int = 0
     """What clearing freed, in ``unit``."""
     summary_needed: bool = False
-    """Clearing alone could not bring the chain to the target (or the compaction was
+    """Clearing alone could not bring the chain to ``keep_units`` (or the compaction was
     forced), so the summarize stage ran."""
 
     @property
