@@ -41,6 +41,7 @@ from csum.errors import (
 from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
+from csum.settings import Robustness, Stores
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.summarizer import Summarizer, SummaryResult
 
@@ -65,9 +66,11 @@ __all__ = [
     "RecallTool",
     "RetryPolicy",
     "RobustHandler",
+    "Robustness",
     "StoreError",
     "StoreEvent",
     "StoreEventKind",
+    "Stores",
     "SummarizationError",
     "SummarizeHandler",
     "Summarizer",

@@ -25,6 +25,7 @@ __all__ = [
     "human_of",
     "is_summarized",
     "messages_of",
+    "summary_floor",
     "summary_pair",
     "summary_text",
     "summary_type",
@@ -144,6 +145,24 @@ def summary_pair(
         seed=f"{seed}\x1f{text}",
     )
     return style.with_reasoning_content(pair) if style.needs_reasoning_content else pair
+
+
+def summary_floor(style: SummaryStyle, kind: BodyPairType) -> int:
+    """The size of a summary pair of this kind and style with an empty summary:
+    replacing fewer bytes can only grow the chain (cached on the style)."""
+    size = style._floor.get(kind)
+    if size is None:
+        pair = summary_pair(
+            "",
+            kind,
+            [],
+            id_template=style.id_template,
+            keep_reasoning=False,
+            seed="",
+            style=style,
+        )
+        size = style._floor[kind] = pair.size
+    return size
 
 
 def human_of(section: Section) -> list[Message]:

@@ -13,7 +13,8 @@
   timeout and retries. When it fails too, an ``ExceptionGroup`` of both failures is
   raised.
 
-Counts (calls, retries, timeouts, fallback calls, chunks) go to the
+Its settings are one :class:`~csum.settings.Robustness` object, the one the Compactor
+takes too. Counts (calls, retries, timeouts, fallback calls, chunks) go to the
 :class:`HandlerLedger` of the current context (see :func:`ledger`), so a caller can
 measure one run even when the wrapper is shared.
 """
@@ -25,11 +26,13 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
 from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult, utf8_len
 from csum._calls import SummarizeHandler
+from csum._deprecated import moved_into
 from csum._fit import fit_joined
 from csum._handler_check import check_handler
 from csum._retry import RetryPolicy
@@ -40,6 +43,7 @@ from csum.prompt import (
     messages_to_prompt,
     parse_prompt,
 )
+from csum.settings import MIN_PROMPT_BYTES, Robustness
 
 __all__ = [
     "MIN_PROMPT_BYTES",
@@ -49,9 +53,6 @@ __all__ = [
     "ledger",
     "split_prompt",
 ]
-
-MIN_PROMPT_BYTES = 4096
-"""Smallest accepted ``max_prompt_bytes``: the fixed instructions take about 1.3 KB."""
 
 _RETRIED_STATUS = frozenset({408, 409, 425, 429})
 
@@ -103,6 +104,17 @@ def ledger() -> Iterator[HandlerLedger]:
         _LEDGER.reset(token)
 
 
+def robustness_of(
+    owner: str, robustness: Robustness | None, deprecated: dict[str, Any]
+) -> Robustness:
+    """The settings ``owner`` runs with: ``robustness``, or one made from the old keywords
+    (``retry=None`` meant the default policy), which warn."""
+    legacy = dict(deprecated)
+    if "retry" in legacy and legacy["retry"] is None:
+        legacy["retry"] = RetryPolicy()
+    return moved_into(owner, "robustness", robustness, Robustness(), legacy, stacklevel=5)
+
+
 def _books() -> HandlerLedger:
     return _LEDGER.get() or HandlerLedger()
 
@@ -110,57 +122,59 @@ def _books() -> HandlerLedger:
 class RobustHandler:
     """A summarize handler wrapped with timeout, retries, splitting and a fallback.
 
-    ``timeout`` is seconds per call (None: none). ``retry`` says how often and how long
-    to wait (``RetryPolicy(max_retries=0)`` disables retries). ``max_prompt_bytes`` is
-    the handler's input limit in UTF-8 bytes (None: unlimited; at least
-    :data:`MIN_PROMPT_BYTES`). ``max_split_depth`` bounds merge rounds; ``max_concurrency``
-    bounds chunk calls in flight. ``transient`` decides which failures are retried
-    (default :func:`is_transient`). ``rng`` seeds the jitter (tests).
+    ``robustness`` (a :class:`~csum.settings.Robustness`, default ``Robustness()``) says
+    how: timeout per call, retry policy, input limit and split depth, calls in flight,
+    fallback. ``transient`` decides which failures are retried (default
+    :func:`is_transient`). ``rng`` seeds the jitter (tests). The settings' old keyword
+    spellings (``timeout=``, ``retry=``, ...) still work for one release, with a
+    ``DeprecationWarning``.
     """
 
     def __init__(
         self,
         handler: SummarizeHandler,
+        robustness: Robustness | None = None,
         *,
-        timeout: float | None = 120.0,
-        retry: RetryPolicy | None = None,
-        max_prompt_bytes: int | None = None,
-        max_split_depth: int = 3,
-        max_concurrency: int = 4,
-        fallback: SummarizeHandler | None = None,
         transient: Callable[[BaseException], bool] = is_transient,
         rng: random.Random | None = None,
+        **old_spellings: Any,
     ) -> None:
         check_handler(handler)  # a keeper, the extractive factory: TypeError with the fix
-        if fallback is not None:
-            check_handler(fallback, "fallback")
-        if timeout is not None and not timeout > 0:
-            raise ValueError(
-                f"timeout must be a positive number of seconds or None, got {timeout!r}"
+        if robustness is not None and not isinstance(robustness, Robustness):
+            raise TypeError(
+                f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
             )
-        if max_prompt_bytes is not None and max_prompt_bytes < MIN_PROMPT_BYTES:
-            raise ValueError(
-                f"max_prompt_bytes must be at least {MIN_PROMPT_BYTES}, got {max_prompt_bytes}"
-            )
-        if max_split_depth < 1:
-            raise ValueError(f"max_split_depth must be at least 1, got {max_split_depth}")
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
         self.handler = handler
-        self.timeout = timeout
-        self.retry = retry if retry is not None else RetryPolicy()
-        self.max_prompt_bytes = max_prompt_bytes
-        self.max_split_depth = max_split_depth
-        self.max_concurrency = max_concurrency
-        self.fallback = fallback
+        self.robustness = robustness_of("RobustHandler", robustness, old_spellings)
         self.transient = transient
         self.rng = rng if rng is not None else random.Random()
 
+    @property
+    def timeout(self) -> float | None:
+        return self.robustness.timeout
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self.robustness.retry
+
+    @property
+    def max_prompt_bytes(self) -> int | None:
+        return self.robustness.max_prompt_bytes
+
+    @property
+    def max_split_depth(self) -> int:
+        return self.robustness.max_split_depth
+
+    @property
+    def max_concurrency(self) -> int:
+        return self.robustness.max_concurrency
+
+    @property
+    def fallback(self) -> SummarizeHandler | None:
+        return self.robustness.fallback
+
     def __repr__(self) -> str:
-        return (
-            f"RobustHandler({self.handler!r}, timeout={self.timeout!r}, retry={self.retry!r}, "
-            f"max_prompt_bytes={self.max_prompt_bytes!r}, fallback={self.fallback!r})"
-        )
+        return f"RobustHandler({self.handler!r}, {self.robustness!r})"
 
     async def __call__(self, prompt: str) -> str:
         return await self._summarize(prompt, 1)

@@ -53,6 +53,7 @@ class SummaryStyle:
     target: ProviderProfile | None = None
     allow_growth: bool = True
     _floor: dict[BodyPairType, int] = field(default_factory=dict, compare=False, repr=False)
+    """Sizes of empty summary pairs by kind (:func:`csum._pairs.summary_floor`'s cache)."""
 
     @property
     def needs_reasoning_content(self) -> bool:
@@ -109,25 +110,6 @@ class SummaryStyle:
             p.evolve(reasoning=Reasoning()) if type(p) is ToolCall else p for p in parts
         )
         return pair.evolve(ai_message=pair.ai_message.evolve(parts=new_parts))
-
-    def floor(self, kind: BodyPairType) -> int:
-        """The size of a summary pair of this kind with an empty summary: replacing
-        fewer bytes can only grow the chain."""
-        size = self._floor.get(kind)
-        if size is None:
-            from csum._pairs import summary_pair
-
-            pair = summary_pair(
-                "",
-                kind,
-                [],
-                id_template=self.id_template,
-                keep_reasoning=False,
-                seed="",
-                style=self,
-            )
-            size = self._floor[kind] = pair.size
-        return size
 
     def keeps_original(self, summary: int, replaced: int) -> bool:
         """Whether a summary of ``summary`` bytes replacing ``replaced`` bytes is refused."""

@@ -23,7 +23,9 @@ from typing import Final
 import xxhash
 from pydantic import TypeAdapter
 
-from cast import Message, TextPart, ToolCall, ToolResult
+from cast import Message
+from csum._search_text import message_search_text, search_text_of_json
+from csum.reinsert import reinsert_archived
 from csum.store_events import StoreEvent, StoreEventKind, failure_detail
 from csum.stores import is_redis_url
 from csum.stores._archive_protocol import ArchiveRecord, ArchiveStore
@@ -104,27 +106,9 @@ def archived_references(text: str) -> list[str]:
     return [ref for match in _LINE.finditer(text) for ref in match.group(1).split()]
 
 
-def message_search_text(message: Message) -> str:
-    """What search looks at: each text, tool call (name and arguments) and tool result."""
-    lines: list[str] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            lines.append(part.text)
-        elif isinstance(part, ToolCall):
-            lines.append(f"{part.name} {part.arguments}")
-        elif isinstance(part, ToolResult):
-            lines.append(part.content)
-    return "\n".join(lines)
-
-
 def _record(message: Message) -> ArchiveRecord:
     body = message_json(message)
     return ArchiveRecord(xxhash.xxh3_64_hexdigest(body), body)
-
-
-def search_text_of_json(body: bytes) -> str:
-    """:func:`message_search_text` of a stored JSON body (what stores index and match)."""
-    return message_search_text(Message.model_validate_json(body))
 
 
 def _check_query(text: object) -> None:
@@ -274,8 +258,6 @@ class HistoryArchive:
     ) -> list[Message]:
         """``messages`` with archived lines the last question needs put back (see
         :func:`csum.reinsert.reinsert_archived`); the input list when nothing is."""
-        from csum.reinsert import reinsert_archived
-
         limit = self.reinsert_bytes if max_bytes is None else max_bytes
         return await reinsert_archived(self, messages, max_bytes=limit)
 

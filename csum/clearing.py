@@ -10,7 +10,7 @@ the archive reference of the original (the ``recall`` tool brings it back whole)
 
 The chain stays valid for every provider: each call keeps its result (same id, same
 name), only the content shrinks. Results are cleared oldest first, and only as many as
-bring the chain to the target, in one pass when the Compactor compacts: between
+bring the chain to ``keep_units``, in one pass when the Compactor compacts: between
 compactions nothing old changes, so the payload's prefix stays byte-stable for the
 provider's prompt cache (:mod:`csum.compactor`).
 

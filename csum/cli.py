@@ -46,14 +46,15 @@ from cast.chainio import (
     write_json,
 )
 from csum._calls import SummarizeHandler
-from csum._robust import MIN_PROMPT_BYTES
+from csum._deprecated import add_keep_ratio_flags, keep_ratio_flag
 from csum.archive import HistoryArchive
 from csum.budget import Budget
 from csum.cache import SummaryCache
-from csum.compactor import CompactionResult, Compactor
+from csum.compactor import DEFAULT_TARGET_RATIO, CompactionResult, Compactor
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
 from csum.serve.cli import add_serve_parser, serve
+from csum.settings import MIN_PROMPT_BYTES, Robustness, Stores
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.stores import open_store
 from csum.summarizer import Summarizer, SummaryResult
@@ -106,11 +107,10 @@ def main_parser() -> argparse.ArgumentParser:
         help="with --budget: largest prompt sent to the handler (default "
         f"{format_size(DEFAULT_MAX_PROMPT_BYTES)}); more is summarized in pieces, then merged",
     )
-    summarize.add_argument(
-        "--target-ratio",
-        type=float,
-        default=0.6,
-        help="with --budget: share of the budget the chain is brought down to (default 0.6)",
+    add_keep_ratio_flags(
+        summarize.add_argument,
+        "with --budget: share of the budget a compaction brings the chain down to "
+        f"(default {DEFAULT_TARGET_RATIO})",
     )
     reference = summarize.add_argument_group("reference algorithm (with --last-section-budget)")
     reference.add_argument(
@@ -377,8 +377,7 @@ def _reference(
     summarizer = Summarizer(
         _config(args),
         max_concurrency=args.max_concurrency,
-        cache=_cache(args),
-        archive=_archive(args),
+        stores=Stores(cache=_cache(args), archive=_archive(args)),
     )
     progress = _Progress(err, not args.quiet)
 
@@ -433,14 +432,14 @@ def _compact(
     archive = _archive(args)
     compactor = Compactor(
         reporting,
-        cache=cache,
-        archive=archive,
         budget=_budget(args),
-        target_ratio=args.target_ratio,
+        keep_ratio=args.keep_ratio,
         target=args.target,
         id_template=args.id_template,
-        max_prompt_bytes=_max_prompt_bytes(args),
-        max_concurrency=_piece_concurrency(args),
+        stores=Stores(cache=cache, archive=archive),
+        robustness=Robustness(
+            max_prompt_bytes=_max_prompt_bytes(args), max_concurrency=_piece_concurrency(args)
+        ),
     )
 
     async def run() -> CompactionResult:
@@ -501,8 +500,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise ValueError("--tokens applies to --budget")
     elif args.max_prompt_bytes is not None:
         raise ValueError("--max-prompt-bytes applies to --budget")
-    if not 0 < args.target_ratio <= 1:
-        raise ValueError(f"--target-ratio must be within (0, 1], got {args.target_ratio}")
+    args.keep_ratio = keep_ratio_flag(args, err)
     _check_output(args)
     payload, origin = _load(args)
     messages, fmt = decode_owned_chain(payload, args.format)

@@ -9,12 +9,12 @@ How a call goes (docs/compactor.md has the full story):
 1. The chain is parsed with repair (the output is always a valid chain) and measured
    in the budget's unit (bytes, or tokens by the counter).
 2. **Hysteresis**: nothing happens below the *trigger* (default: the budget). Above
-   it, the chain is brought down to the *target* (default 60 % of the budget), so the
+   it, the chain is brought down to *keep_ratio* of the budget (default 60 %), so the
    next compaction comes many turns later. Between the trigger and the budget a
    *cooldown* (turns since the last compaction) applies; over the budget never.
 3. **One summary**: the system prompt, the current question and the newest body pair
    are kept verbatim (the newest pair keeps its reasoning); then the newest older
-   pairs while they fit the target less a reserve for the summary. Everything older,
+   pairs while they fit ``keep_units`` less a reserve for the summary. Everything older,
    earlier summaries included, is summarized in **one** handler call (split into
    chunks only when the prompt exceeds the handler's input limit). The summary is a
    summary pair placed where the kept part starts: after the kept question when the
@@ -69,17 +69,16 @@ from cast import (
 from csum._append import extends_validly
 from csum._breakpoints import add_breakpoints
 from csum._calls import HandlerCalls, SummarizeHandler
+from csum._deprecated import CompactorKeywords, deprecated
 from csum._handler_check import check_handler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._pieces import summarize_in_pieces
-from csum._retry import RetryPolicy
-from csum._robust import HandlerLedger, RobustHandler, ledger
+from csum._robust import HandlerLedger, RobustHandler, ledger, robustness_of
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.archive import HistoryArchive, split_archive_line
 from csum.budget import BYTES_PER_TOKEN, Budget, EstimatedTokens, TokenCounter, as_budget
-from csum.cache import SummaryCache
 from csum.clearing import (
     DEFAULT_CLEARING,
     Clearing,
@@ -90,9 +89,11 @@ from csum.clearing import (
 from csum.events import CompactionEvent, CompactionReason
 from csum.prompt import check_focus
 from csum.reinsert import is_reinserted, own_question
+from csum.settings import Robustness, Stores
 from csum.store_events import StoreEvent, StoreEventKind
 
 __all__ = [
+    "DEFAULT_KEEP_RATIO",
     "DEFAULT_RESERVE_RATIO",
     "DEFAULT_SUMMARY_RATIO",
     "DEFAULT_TARGET_RATIO",
@@ -117,10 +118,13 @@ DEFAULT_SUMMARY_RATIO = 1 / 32
 keeping more of what was asked for (docs/compactor.md)."""
 
 DEFAULT_TARGET_RATIO = 0.6
-"""Share of the budget a compaction brings the chain down to (``target_ratio``)."""
+"""Share of the budget a compaction brings the chain down to (``keep_ratio``)."""
 DEFAULT_RESERVE_RATIO = 0.05
 """Share of the budget set aside for the summary when choosing the kept pairs (the
 default ``summary_reserve``; ``summary_ratio`` when larger)."""
+DEFAULT_KEEP_RATIO = DEFAULT_TARGET_RATIO
+"""The default ``keep_ratio`` under the name of the keyword (the same value as
+:data:`DEFAULT_TARGET_RATIO`, kept under that name too)."""
 MIN_SUMMARY_BYTES = 1024
 """The default handler's summaries are never bounded below this (tiny budgets)."""
 
@@ -135,7 +139,7 @@ summary's lines verbatim, so there is no drift to limit). On the simulated
 defaults: 10-12 %) for 7 % more bytes sent than the defaults (docs/compactor.md)."""
 
 LOW_COST: Final[Mapping[str, Any]] = MappingProxyType(
-    {"clearing": Clearing(keep=3), "target_ratio": 0.2, "summary_ratio": 1 / 64}
+    {"clearing": Clearing(keep=3), "keep_ratio": 0.2, "summary_ratio": 1 / 64}
 )
 """Compactor options for the lowest cost with prompt caching:
 ``Compactor(budget=..., **LOW_COST)``. Old tool results are cleared to placeholders
@@ -149,11 +153,11 @@ against 75 % for the defaults); with one, the placeholders name the archived ori
 and ``recall`` brings it back (99.4 %)."""
 
 FROZEN_SHARE = 0.25
-"""Share of the target that summaries at the depth limit may take; older ones beyond
+"""Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond
 it are left out (counted in the event's ``dropped_summaries``)."""
 
 KEEP_USER_SHARE = 0.25
-"""With ``keep_user_messages=True``: share of the target the user messages kept
+"""With ``keep_user_messages=True``: share of ``keep_units`` the user messages kept
 verbatim may take; older ones beyond it are summarized in place as usual."""
 
 
@@ -186,7 +190,7 @@ class CompactionResult:
     cleared_units: int = 0
     """What clearing freed, in ``unit``."""
     summary_needed: bool = False
-    """Clearing alone could not reach the target, so a summary was made (or tried)."""
+    """Clearing alone could not reach ``keep_units``, so a summary was made (or tried)."""
 
 
 class _Meter:
@@ -267,25 +271,31 @@ class Compactor:
     ``handler`` summarizes (default: the offline extractive handler). ``budget`` is an
     int (bytes) or a :class:`~csum.budget.Budget`. ``trigger`` is where compaction
     starts: None (the budget), a ratio of the budget (a float in (0, 1]) or an int in
-    the budget's unit. ``target_ratio`` is where compaction brings the chain (a ratio
-    of the budget, at most the trigger's). ``target`` is the provider the chain is sent
-    to. ``counter`` counts tokens (default :class:`~csum.budget.EstimatedTokens`).
-    ``cache`` (a :class:`~csum.cache.SummaryCache`) serves summaries already made for
-    the same prompt (a replayed or forked session); its hits are counted in the events.
-    ``archive`` (a :class:`~csum.archive.HistoryArchive`) stores every message a
-    compaction summarizes away, and the summary ends with the ``[archived: ...]`` line
-    naming them; with its ``reinsert_bytes`` > 0, archived lines the current question
-    needs are put back within the room the budget leaves. Store failures are events,
-    never a failed compaction.
+    the budget's unit. ``keep_ratio`` is what a compaction brings the chain down to (a
+    ratio of the budget, at most the trigger's; None: :data:`DEFAULT_KEEP_RATIO`).
+    ``target`` is the provider the chain is sent to (the only meaning of *target*).
+    ``counter`` counts tokens (default :class:`~csum.budget.EstimatedTokens`).
     ``on_event`` receives a :class:`~csum.events.CompactionEvent` per compaction.
 
-    Handler robustness: ``timeout`` (seconds per call), ``retry`` (a
-    :class:`~csum.handlers.RetryPolicy`), ``max_prompt_bytes`` (the handler's input
-    limit: an evicted part larger than it is summarized in pieces that fit, at most
-    ``max_concurrency`` calls in flight, then merged, see :mod:`csum._pieces`; other
-    longer prompts are split and merged, at most ``max_split_depth`` levels) and
-    ``fallback`` (a handler tried when the handler fails for good). A
-    :class:`RobustHandler` given as ``handler`` is used as it is.
+    Settings given as one object each (the same objects the other engines take):
+    ``stores`` (a :class:`~csum.settings.Stores`): its ``cache`` serves summaries
+    already made for the same prompt (a replayed or forked session; hits are counted in
+    the events); its ``archive`` stores every message a compaction summarizes away, and
+    the summary ends with the ``[archived: ...]`` line naming them; with the archive's
+    ``reinsert_bytes`` > 0, archived lines the current question needs are put back
+    within the room the budget leaves. Store failures are events, never a failed
+    compaction. ``robustness`` (a :class:`~csum.settings.Robustness`, the
+    :class:`RobustHandler`'s settings): timeout, retries, the handler's input limit
+    (``max_prompt_bytes``: an evicted part larger than it is summarized in pieces that
+    fit, at most ``max_concurrency`` calls in flight, then merged, see
+    :mod:`csum._pieces`), split depth and fallback. A :class:`RobustHandler` given as
+    ``handler`` is used as it is (then ``robustness=`` is a ``TypeError``).
+
+    Old spellings, for one release, each with a ``DeprecationWarning``:
+    ``target_ratio=`` (now ``keep_ratio=``), ``cache=`` / ``archive=`` (now
+    ``stores=Stores(...)``), ``timeout=``, ``retry=``, ``max_prompt_bytes=``,
+    ``max_split_depth=``, ``max_concurrency=``, ``fallback=`` (now
+    ``robustness=Robustness(...)``).
 
     ``max_depth`` is the depth limit of summaries (None: none, every summary is folded
     into the next), ``cooldown_turns`` the calls after a compaction during which the
@@ -304,9 +314,9 @@ class Compactor:
     ``clearing`` (a :class:`~csum.clearing.Clearing`, or None for none; default
     :data:`~csum.clearing.DEFAULT_CLEARING`) is the first stage of a compaction: old
     tool results become one-line placeholders without a handler call, and a summary is
-    made only when that cannot reach the target. ``pin`` (a predicate on messages)
+    made only when that cannot reach ``keep_units``. ``pin`` (a predicate on messages)
     names messages never cleared or summarized; ``keep_user_messages`` keeps human
-    messages verbatim while they take at most :data:`KEEP_USER_SHARE` of the target.
+    messages verbatim while they take at most :data:`KEEP_USER_SHARE` of ``keep_units``.
     ``cache_breakpoints`` (Anthropic targets) marks the stable prefix after a
     compaction with ``cache_control`` breakpoints, at most four in all.
     """
@@ -317,35 +327,37 @@ class Compactor:
         *,
         budget: int | str | Budget,
         trigger: int | float | None = None,
-        target_ratio: float = DEFAULT_TARGET_RATIO,
+        keep_ratio: float | None = None,
         target: str | ProviderProfile | None = None,
         counter: TokenCounter | None = None,
-        cache: SummaryCache | None = None,
-        archive: HistoryArchive | None = None,
+        stores: Stores | None = None,
+        robustness: Robustness | None = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
         id_template: TemplateLike | None = None,
         max_depth: int | None = 3,
         cooldown_turns: int = 4,
         summary_reserve: int | None = None,
         summary_ratio: float = DEFAULT_SUMMARY_RATIO,
-        timeout: float | None = 120.0,
-        retry: RetryPolicy | None = None,
-        max_prompt_bytes: int | None = None,
-        max_split_depth: int = 3,
-        max_concurrency: int = 4,
-        fallback: SummarizeHandler | None = None,
         clearing: Clearing | None = DEFAULT_CLEARING,
         pin: Callable[[Message], bool] | None = None,
         keep_user_messages: bool = False,
         cache_breakpoints: bool = False,
+        **old_spellings: Any,
     ) -> None:
+        old = CompactorKeywords.sort(old_spellings)
+        keep_ratio = old.keep_ratio(keep_ratio, DEFAULT_TARGET_RATIO)
+        stores = old.stores_with(stores)
+        robustness_given = robustness is not None
         self.budget = as_budget(budget)  # an int (bytes), "32KiB", "4000 tokens", a Budget
         limit = self.budget.limit
         self.trigger = _trigger_units(trigger, self.budget)
-        if not 0 < target_ratio <= 1:
-            raise ValueError(f"target_ratio must be within (0, 1], got {target_ratio!r}")
-        self.target_ratio = target_ratio
-        self.target_units = min(self.budget.scaled(target_ratio), self.trigger)
+        if isinstance(keep_ratio, bool) or not isinstance(keep_ratio, int | float):
+            raise TypeError(f"keep_ratio must be a number, not {keep_ratio!r}")
+        if not 0 < keep_ratio <= 1:
+            raise ValueError(f"keep_ratio must be within (0, 1], got {keep_ratio!r}")
+        self.keep_ratio = keep_ratio
+        self.keep_units = min(self.budget.scaled(keep_ratio), self.trigger)
+        """What a compaction brings the chain down to, in the budget's unit."""
         if max_depth is not None:
             if isinstance(max_depth, bool) or not isinstance(max_depth, int):
                 raise TypeError(f"max_depth must be an int or None, not {max_depth!r}")
@@ -367,13 +379,9 @@ class Compactor:
             raise ValueError(f"summary_reserve must be within 0..budget, got {summary_reserve}")
         if counter is not None and not isinstance(counter, TokenCounter):
             raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
-        if cache is not None and not isinstance(cache, SummaryCache):
+        if robustness is not None and not isinstance(robustness, Robustness):
             raise TypeError(
-                f"cache must be a csum.SummaryCache or None, not {type(cache).__name__}"
-            )
-        if archive is not None and not isinstance(archive, HistoryArchive):
-            raise TypeError(
-                f"archive must be a csum.HistoryArchive or None, not {type(archive).__name__}"
+                f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
             )
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
@@ -404,25 +412,21 @@ class Compactor:
         self._clear_at_least = clearing.at_least_units(self.budget) if clearing else 0
         if handler is not None:
             check_handler(handler)
-        if fallback is not None:
-            check_handler(fallback, "fallback")
+        robustness = robustness_of("Compactor", robustness, old.robustness)
         if handler is None or getattr(handler, "sized_by_compactor", False):
             # extractive() without a size: the same summaries as no handler at all
             from csum.handlers import extractive
 
             handler = extractive(self.summary_bytes)
         if isinstance(handler, RobustHandler):
+            if robustness_given:
+                raise TypeError(
+                    "handler is a RobustHandler, which has its own robustness: give "
+                    "robustness= to the RobustHandler or to the Compactor, not to both"
+                )
             self.handler = handler
         else:
-            self.handler = RobustHandler(
-                handler,
-                timeout=timeout,
-                retry=retry,
-                max_prompt_bytes=max_prompt_bytes,
-                max_split_depth=max_split_depth,
-                max_concurrency=max_concurrency,
-                fallback=fallback,
-            )
+            self.handler = RobustHandler(handler, robustness)
         template_given = id_template is not None
         self.style: SummaryStyle = summary_style(
             IdTemplate(id_template if id_template is not None else DEFAULT_TOOL_CALL_ID_TEMPLATE),
@@ -438,8 +442,9 @@ class Compactor:
                 f"needs an Anthropic target (target='anthropic'), not {target!r}"
             )
         self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
-        self.cache = cache
-        self.archive = archive
+        self.stores = stores
+        self.cache = stores.cache
+        self.archive = stores.archive
         self.on_event = on_event
         self.max_depth = max_depth
         self.cooldown_turns = cooldown_turns
@@ -457,8 +462,20 @@ class Compactor:
     def __repr__(self) -> str:
         return (
             f"Compactor(budget={self.budget}, trigger={self.trigger}, "
-            f"target_ratio={self.target_ratio}, target={self.target!r})"
+            f"keep_ratio={self.keep_ratio}, target={self.target!r})"
         )
+
+    @property
+    def target_ratio(self) -> float:
+        """Deprecated spelling of :attr:`keep_ratio`."""
+        deprecated("Compactor.target_ratio", "Compactor.keep_ratio")
+        return self.keep_ratio
+
+    @property
+    def target_units(self) -> int:
+        """Deprecated spelling of :attr:`keep_units`."""
+        deprecated("Compactor.target_units", "Compactor.keep_units")
+        return self.keep_units
 
     # -- public API -------------------------------------------------------------------------
 
@@ -664,7 +681,7 @@ class Compactor:
             cleared = await self._clear(chain, size, calls, summarize=summarize, forced=forced)
             if cleared is not None:
                 chain, size = cleared.messages, size - cleared.units_freed
-                if not summarize or (size <= self.target_units and not forced):
+                if not summarize or (size <= self.keep_units and not forced):
                     return self._after_clearing(
                         original,
                         chain,
@@ -744,7 +761,7 @@ class Compactor:
         self, chain: list[Message], size: int, calls: HandlerCalls, *, summarize: bool, forced: bool
     ) -> ClearingPass | None:
         """The clearing pass of a compaction (:mod:`csum.clearing`): enough old tool
-        results cleared to reach the target (all that are eligible when forced); None
+        results cleared to reach ``keep_units`` (all that are eligible when forced); None
         when it clears nothing, or frees less than ``clear_at_least`` and no summary
         follows. With an archive, the originals are archived first and the placeholders
         name them (without their references when the store fails)."""
@@ -752,7 +769,7 @@ class Compactor:
         assert options is not None
         pin = self.pin
         pinned = None if pin is None else (lambda _index, message: bool(pin(message)))
-        goal = None if forced else size - self.target_units
+        goal = None if forced else size - self.keep_units
         archive = self.archive
         run = partial(
             clear_tool_results, chain, options, measure=self._meter, goal=goal, pinned=pinned
@@ -778,7 +795,7 @@ class Compactor:
         issues: list[ChainIssue],
         started: float,
     ) -> CompactionResult:
-        """The result of a compaction that clearing alone brought to the target."""
+        """The result of a compaction that clearing alone brought to ``keep_units``."""
         self._last_compaction = self.turns
         chain = self._with_breakpoints(chain)
         if chain is not cleared.messages:
@@ -868,7 +885,7 @@ class Compactor:
 
     def _plan(self, ast: ChainAST) -> _Plan | None:
         """Choose the kept part: after the mandatory messages (system prompt, current
-        question, newest pair), the newest pairs that fit the target less the summary
+        question, newest pair), the newest pairs that fit ``keep_units`` less the summary
         reserve. None when nothing is left to summarize."""
         meter = self._meter
         sections = ast.sections
@@ -882,7 +899,7 @@ class Compactor:
             mandatory += meter.total(tail.body[-1].messages())
         frozen, dropped = self._frozen(ast)
         pins = self._pins(ast)
-        room = self.target_units - self.summary_reserve - mandatory
+        room = self.keep_units - self.summary_reserve - mandatory
         room -= sum(meter.total(pair.messages()) for pair in frozen)
         room -= pins.units
         frozen_ids = {id(pair) for pair in frozen} | pins.pair_ids
@@ -934,7 +951,7 @@ class Compactor:
             for section in sections[:last]
             if (human := section.header.human_message) is not None
         ]
-        room = int(self.target_units * KEEP_USER_SHARE)
+        room = int(self.keep_units * KEEP_USER_SHARE)
         for human in questions:
             if len(human.parts) > 1 and _is_note(human):
                 pins.human_ids.add(id(human))
@@ -954,14 +971,14 @@ class Compactor:
 
     def _frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
         """(kept, dropped): the summaries at the depth limit, the newest of them kept
-        while they take at most :data:`FROZEN_SHARE` of the target."""
+        while they take at most :data:`FROZEN_SHARE` of ``keep_units``."""
         found = [
             pair
             for section in ast.sections
             for pair in section.body
             if self.max_depth is not None and self._depth(pair) >= self.max_depth
         ]
-        room = int(self.target_units * FROZEN_SHARE)
+        room = int(self.keep_units * FROZEN_SHARE)
         kept: list[BodyPair] = []
         for index in range(len(found) - 1, -1, -1):
             cost = self._meter.total(found[index].messages())
@@ -1182,7 +1199,7 @@ class Compactor:
             reason=reason,
             unit=self.budget.unit,
             budget=self.budget.limit,
-            target=self.target_units,
+            keep_units=self.keep_units,
             over_budget=after_units > self.budget.limit,
             bytes_before=sum(m.size for m in before),
             bytes_after=sum(m.size for m in after),

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from cast.chainio import install_hint
+from csum._deprecated import deprecated
 from csum.store_events import StoreEvent
 
 __all__ = ["CompactionEvent", "CompactionReason", "otel_listener"]
@@ -35,12 +36,13 @@ class CompactionReason(StrEnum):
 @dataclass(frozen=True, slots=True)
 class CompactionEvent:
     """One compaction, measured. Sizes are given in bytes and in tokens (as the
-    Compactor's counter counts them); ``budget``/``target`` are in ``unit``."""
+    Compactor's counter counts them); ``budget``/``keep_units`` are in ``unit``."""
 
     reason: CompactionReason
     unit: str
     budget: int
-    target: int
+    keep_units: int
+    """What the compaction brings the chain down to (``Compactor.keep_units``)."""
     over_budget: bool
     """The returned chain exceeds the budget (only when it cannot fit)."""
     bytes_before: int
@@ -85,8 +87,14 @@ class CompactionEvent:
     cleared_units: int = 0
     """What clearing freed, in ``unit``."""
     summary_needed: bool = False
-    """Clearing alone could not bring the chain to the target (or the compaction was
+    """Clearing alone could not bring the chain to ``keep_units`` (or the compaction was
     forced), so the summarize stage ran."""
+
+    @property
+    def target(self) -> int:
+        """Deprecated spelling of :attr:`keep_units` (``target`` names the provider)."""
+        deprecated("CompactionEvent.target", "CompactionEvent.keep_units")
+        return self.keep_units
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the event (store events as dicts)."""

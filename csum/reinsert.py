@@ -37,6 +37,7 @@ import regex
 import xxhash
 
 from cast import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
+from csum._search_text import message_search_text
 
 if TYPE_CHECKING:
     from csum.archive import ArchiveHit, HistoryArchive
@@ -271,8 +272,6 @@ async def reinsert_archived(
     index = _last_human(out)
     if max_bytes <= 0 or index is None:
         return out
-    from csum.archive import message_search_text
-
     texts = [p.text for p in out[index].parts if isinstance(p, TextPart)]
     if any(is_reinserted(p) for p in out[index].parts):
         return out  # served once already: a question gets one part, not one per run

@@ -34,6 +34,7 @@ from csum._pairs import (
     human_of,
     is_summarized,
     messages_of,
+    summary_floor,
     summary_pair,
     summary_text,
     summary_type,
@@ -100,7 +101,7 @@ async def summarize_section(
     style = _style(id_template)
     kind = summary_type(section.body)
     body_size = section.size - section.header.size
-    if style.keeps_original(style.floor(kind), body_size):
+    if style.keeps_original(summary_floor(style, kind), body_size):
         return section
     summarized = messages_of(section.body)
     text = await calls.summarize(
@@ -208,7 +209,7 @@ async def rotate_section(
         return section
     kind = summary_type(summarize)
     replaced = sum(p.size for p in summarize)
-    if style.keeps_original(style.floor(kind), replaced):
+    if style.keeps_original(summary_floor(style, kind), replaced):
         return section
     summarized = messages_of(summarize)
     text = await calls.summarize(human, summarized, phase="last section rotation", section=index)

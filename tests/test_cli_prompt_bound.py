@@ -71,13 +71,13 @@ def test_the_default_bound_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(csum.cli, "Compactor", spy)
     code, report = run("summarize", str(SESSION), "-o", str(tmp_path / "out.json"))
     assert code == 0, report
-    assert seen[0]["max_prompt_bytes"] == csum.cli.DEFAULT_MAX_PROMPT_BYTES
-    assert seen[0]["max_concurrency"] == 1  # the offline handler: one call at a time
+    assert seen[0]["robustness"].max_prompt_bytes == csum.cli.DEFAULT_MAX_PROMPT_BYTES
+    assert seen[0]["robustness"].max_concurrency == 1  # the offline handler: one call at a time
     code, report = run(
         "summarize", str(SESSION), "--max-concurrency", "3", "-o", str(tmp_path / "out.json")
     )
     assert code == 0, report
-    assert seen[1]["max_concurrency"] == 3
+    assert seen[1]["robustness"].max_concurrency == 3
 
 
 def test_one_prompt_when_the_evicted_part_fits(tmp_path: Path) -> None:

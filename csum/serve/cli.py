@@ -8,7 +8,9 @@ import sys
 from typing import TextIO
 
 from cast.chainio import parse_size
+from csum._deprecated import add_keep_ratio_flags, keep_ratio_flag
 from csum.budget import Budget
+from csum.compactor import DEFAULT_TARGET_RATIO
 from csum.handlers import resolve_handler
 from csum.serve.config import (
     DEFAULT_MAX_BODY_BYTES,
@@ -50,11 +52,9 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="without --budget: share of the model's context window (default "
         f"{DEFAULT_WINDOW_SHARE})",
     )
-    add(
-        "--target-ratio",
-        type=float,
-        default=0.6,
-        help="share of the budget a compaction brings the chain to (default 0.6)",
+    add_keep_ratio_flags(
+        add,
+        f"share of the budget a compaction brings the chain to (default {DEFAULT_TARGET_RATIO})",
     )
     add(
         "--store",
@@ -109,8 +109,10 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
 
 
-def config_from(args: argparse.Namespace) -> ServeConfig:
-    """The :class:`ServeConfig` of parsed ``serve`` flags (``ValueError`` when wrong)."""
+def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeConfig:
+    """The :class:`ServeConfig` of parsed ``serve`` flags (``ValueError`` when wrong;
+    deprecated flags are said on ``err``, default standard error)."""
+    keep_ratio = keep_ratio_flag(args, err or sys.stderr)
     budget: Budget | None = None
     if args.budget is not None:
         text = args.budget
@@ -130,7 +132,7 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         upstream=args.upstream,
         budget=budget,
         window_share=args.window_share,
-        target_ratio=args.target_ratio,
+        keep_ratio=DEFAULT_TARGET_RATIO if keep_ratio is None else keep_ratio,
         store=args.store,
         state_ttl=args.state_ttl,
         max_body_bytes=parse_size(args.max_body),
@@ -149,7 +151,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
     wrong."""
     err = err or sys.stderr
     try:
-        config = config_from(args)
+        config = config_from(args, err)
         resolve_handler(config.handler)  # a wrong spec or a missing SDK, said at once
     except (ValueError, ImportError) as exc:
         print(f"csum serve: error: {exc}", file=err)

@@ -23,6 +23,7 @@ from csum.handlers import resolve_handler
 from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import ConversationState, conversation_key
+from csum.settings import Robustness, Stores
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 
@@ -178,10 +179,10 @@ class Rewriter:
             self.handler,
             budget=budget,
             target=api.provider,
-            target_ratio=self.config.target_ratio,
-            cache=cache,
+            keep_ratio=self.config.keep_ratio,
+            stores=Stores(cache=cache),
             # a model's input is bounded: what is evicted beyond it goes in pieces
-            max_prompt_bytes=None if self.offline else MODEL_PROMPT_BYTES,
+            robustness=Robustness(max_prompt_bytes=None if self.offline else MODEL_PROMPT_BYTES),
         )
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from csum.budget import Budget
+from csum.compactor import DEFAULT_TARGET_RATIO
 
 __all__ = [
     "CONVERSATION_HEADER",
@@ -48,7 +49,7 @@ class ServeConfig:
     upstream: str
     budget: Budget | None = None
     window_share: float = DEFAULT_WINDOW_SHARE
-    target_ratio: float = 0.6
+    keep_ratio: float = DEFAULT_TARGET_RATIO
     store: str = "memory"
     state_ttl: float | None = 7 * 24 * 3600.0
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -68,8 +69,8 @@ class ServeConfig:
             raise ValueError(f"upstream must have no query or fragment: {self.upstream!r}")
         if not 0 < self.window_share <= 1:
             raise ValueError(f"window share must be within (0, 1], got {self.window_share!r}")
-        if not 0 < self.target_ratio <= 1:
-            raise ValueError(f"target ratio must be within (0, 1], got {self.target_ratio!r}")
+        if not 0 < self.keep_ratio <= 1:
+            raise ValueError(f"keep_ratio must be within (0, 1], got {self.keep_ratio!r}")
         if self.max_body_bytes < 1:
             raise ValueError(f"max body bytes must be positive, got {self.max_body_bytes}")
         for name in ("timeout", "connect_timeout"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from csum._search_text import search_text_of_json
 from csum.stores._archive_protocol import ArchiveRecord
 from csum.stores._redis_client import RedisBacked
 
@@ -56,8 +57,6 @@ class RedisArchiveStore(RedisBacked):
         return [body for body in bodies if isinstance(body, bytes)]
 
     async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
-        from csum.archive import search_text_of_json
-
         messages, _, order = self._keys(session)
         needle = text.casefold()
         found: list[tuple[str, bytes]] = []

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
+from csum._search_text import search_text_of_json
 from csum.stores._archive_protocol import ArchiveRecord
 from csum.stores._sqlite_db import DEFAULT_BUSY_TIMEOUT, SQLiteDatabase, write
 
@@ -108,12 +109,6 @@ class SQLiteArchiveStore:
         await self.database.aclose()
 
 
-def _search_text(body: bytes) -> str:
-    from csum.archive import search_text_of_json
-
-    return search_text_of_json(body)
-
-
 def _put(
     connection: sqlite3.Connection, *, session: str, batch: str, records: Sequence[ArchiveRecord]
 ) -> None:
@@ -177,7 +172,7 @@ def _bring_index_up_to_date(connection: sqlite3.Connection) -> None:
         if rows:
             connection.executemany(
                 "INSERT INTO csum_archive_text (rowid, text) VALUES (?, ?)",
-                [(row_id, _search_text(body)) for row_id, body in rows],
+                [(row_id, search_text_of_json(body)) for row_id, body in rows],
             )
             upto = rows[-1][0]
         _set_meta(connection, "indexed_upto", str(upto))
@@ -221,7 +216,7 @@ def _search(
     needle = text.casefold()
     found: list[tuple[str, bytes]] = []
     for ref, body in rows:
-        if needle in _search_text(body).casefold():
+        if needle in search_text_of_json(body).casefold():
             found.append((ref, bytes(body)))
             if len(found) == limit:
                 break
@@ -247,7 +242,7 @@ def _delete_session(connection: sqlite3.Connection, *, session: str, fts: bool) 
             connection.executemany(
                 "INSERT INTO csum_archive_text (csum_archive_text, rowid, text) "
                 "VALUES ('delete', ?, ?)",
-                [(row_id, _search_text(body)) for row_id, body in indexed],
+                [(row_id, search_text_of_json(body)) for row_id, body in indexed],
             )
         deleted = connection.execute(
             "DELETE FROM csum_archive_messages WHERE session = ?", (session,)

@@ -1,0 +1,384 @@
+"""One configuration style (issue 26 item 3): the robust-handler settings as one
+:class:`Robustness` object taken by RobustHandler and the Compactor, the stores as one
+:class:`Stores` object taken by the Compactor and the Summarizer, and one meaning per
+word (``target`` is the provider; the size the chain is brought down to is
+``keep_ratio`` / ``keep_units``). Every old spelling still works, with a
+``DeprecationWarning`` naming the new one; errors name the field."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import json
+import warnings
+from typing import Any
+
+import pytest
+
+from cast import Message
+from csum import (
+    Budget,
+    CompactionEvent,
+    Compactor,
+    HistoryArchive,
+    RetryPolicy,
+    RobustHandler,
+    Robustness,
+    Stores,
+    Summarizer,
+    SummaryCache,
+)
+from csum._robust import ledger
+from csum.cli import main
+from csum.compactor import (
+    DEFAULT_KEEP_RATIO,
+    DEFAULT_TARGET_RATIO,
+    LONG_MEMORY,
+    LOW_COST,
+)
+from csum.handlers import extractive
+from csum.serve.cli import add_serve_parser, config_from
+from csum.settings import MIN_PROMPT_BYTES
+from csum.stores import MemoryStore
+
+FAST = RetryPolicy(max_retries=2, backoff_base=0.001, backoff_max=0.01, jitter=0.5)
+
+
+async def summarize(prompt: str) -> str:
+    return "the summary"
+
+
+def chain(turns: int = 12, size: int = 400) -> list[Message]:
+    out = [Message.system("You are terse.")]
+    for turn in range(turns):
+        out.append(Message.human(f"question {turn}: " + "q" * size))
+        out.append(Message.ai(f"answer {turn}: " + "a" * size))
+    return out
+
+
+def memory_archive() -> HistoryArchive:
+    return HistoryArchive(":memory:", session="test")
+
+
+# -- Robustness and Stores: checked when made, errors name the field ---------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "needle"),
+    [
+        ({"timeout": 0}, ValueError, "Robustness.timeout"),
+        ({"timeout": -1.0}, ValueError, "Robustness.timeout"),
+        ({"timeout": float("nan")}, ValueError, "Robustness.timeout"),
+        ({"timeout": "5"}, TypeError, "Robustness.timeout"),
+        ({"timeout": True}, TypeError, "Robustness.timeout"),
+        ({"retry": 3}, TypeError, "Robustness.retry"),
+        ({"retry": None}, TypeError, "Robustness.retry"),
+        ({"max_prompt_bytes": MIN_PROMPT_BYTES - 1}, ValueError, "Robustness.max_prompt_bytes"),
+        ({"max_prompt_bytes": 5000.0}, TypeError, "Robustness.max_prompt_bytes"),
+        ({"max_split_depth": 0}, ValueError, "Robustness.max_split_depth"),
+        ({"max_split_depth": "3"}, TypeError, "Robustness.max_split_depth"),
+        ({"max_concurrency": 0}, ValueError, "Robustness.max_concurrency"),
+        ({"max_concurrency": False}, TypeError, "Robustness.max_concurrency"),
+        ({"fallback": "extractive"}, TypeError, "Robustness.fallback"),
+        ({"fallback": extractive}, TypeError, "Robustness.fallback"),
+    ],
+)
+def test_robustness_refuses_bad_fields_naming_them(
+    fields: dict[str, Any], error: type[Exception], needle: str
+) -> None:
+    with pytest.raises(error, match=needle):
+        Robustness(**fields)
+
+
+def test_robustness_defaults_are_the_robust_handlers_former_defaults() -> None:
+    settings = Robustness()
+    assert (settings.timeout, settings.retry, settings.max_prompt_bytes) == (
+        120.0,
+        RetryPolicy(),
+        None,
+    )
+    assert (settings.max_split_depth, settings.max_concurrency, settings.fallback) == (3, 4, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.timeout = 1.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [({"cache": MemoryStore()}, "Stores.cache"), ({"archive": "history.db"}, "Stores.archive")],
+)
+def test_stores_refuse_what_is_not_a_store_naming_the_field(
+    fields: dict[str, Any], needle: str
+) -> None:
+    with pytest.raises(TypeError, match=needle):
+        Stores(**fields)
+
+
+# -- RobustHandler ----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_robust_handler_runs_with_the_settings_object() -> None:
+    calls = 0
+
+    async def flaky(prompt: str) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise TimeoutError("slow")
+        return "ok"
+
+    robust = RobustHandler(flaky, Robustness(timeout=30.0, retry=FAST))
+    with ledger() as books:
+        assert await robust("prompt") == "ok"
+    assert (books.calls, books.retries) == (2, 1)
+    assert robust.timeout == 30.0
+    assert robust.retry is FAST
+
+
+def test_robust_handler_old_keywords_warn_and_mean_the_same() -> None:
+    with pytest.warns(DeprecationWarning, match=r"RobustHandler\(robustness=Robustness\("):
+        old = RobustHandler(summarize, timeout=5.0, max_prompt_bytes=8192, retry=None)
+    assert old.robustness == Robustness(timeout=5.0, max_prompt_bytes=8192)
+
+
+def test_robust_handler_takes_the_settings_once() -> None:
+    with pytest.raises(TypeError, match="inside robustness=Robustness"):
+        RobustHandler(summarize, Robustness(), timeout=5.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'timout'"):
+        RobustHandler(summarize, timout=5.0)
+    with pytest.raises(TypeError, match=r"robustness must be a csum\.Robustness"):
+        RobustHandler(summarize, {"timeout": 5.0})  # type: ignore[arg-type]
+
+
+# -- Compactor --------------------------------------------------------------------------
+
+
+def test_compactor_new_style_runs_without_a_warning() -> None:
+    cache = SummaryCache(MemoryStore(), handler_id="test")
+    settings = Robustness(timeout=10.0, max_prompt_bytes=8192)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        keeper = Compactor(
+            summarize,
+            budget=8000,
+            keep_ratio=0.4,
+            stores=Stores(cache=cache),
+            robustness=settings,
+        )
+        out = keeper.compact_sync(chain())
+    assert keeper.handler.robustness is settings
+    assert keeper.cache is cache
+    assert keeper.stores == Stores(cache=cache)
+    assert keeper.keep_ratio == 0.4
+    assert keep_size(out) <= keeper.keep_units
+
+
+def keep_size(messages: list[Message]) -> int:
+    return sum(message.size for message in messages)
+
+
+OLD_KEYWORDS = [
+    pytest.param({"target_ratio": 0.3}, "keep_ratio=", id="target_ratio"),
+    pytest.param({"timeout": 5.0}, "robustness=Robustness(timeout=", id="timeout"),
+    pytest.param({"retry": FAST}, "robustness=Robustness(retry=", id="retry"),
+    pytest.param(
+        {"max_prompt_bytes": 8192}, "robustness=Robustness(max_prompt_bytes=", id="max_prompt"
+    ),
+    pytest.param(
+        {"max_split_depth": 2}, "robustness=Robustness(max_split_depth=", id="max_split_depth"
+    ),
+    pytest.param(
+        {"max_concurrency": 2}, "robustness=Robustness(max_concurrency=", id="max_concurrency"
+    ),
+    pytest.param({"fallback": extractive(512)}, "robustness=Robustness(fallback=", id="fallback"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), OLD_KEYWORDS)
+def test_compactor_old_keywords_warn_naming_the_new_spelling(old: dict[str, Any], new: str) -> None:
+    with pytest.warns(DeprecationWarning, match=f"use Compactor\\({new.replace('(', '[(]')}"):
+        keeper = Compactor(summarize, budget=8000, **old)
+    name, value = next(iter(old.items()))
+    if name == "target_ratio":
+        assert keeper.keep_ratio == value
+    elif name == "retry":
+        assert keeper.handler.robustness.retry is value
+    else:
+        assert getattr(keeper.handler.robustness, name) == value
+
+
+@pytest.mark.parametrize("name", ["cache", "archive"])
+def test_compactor_old_store_keywords_warn_and_fill_stores(name: str) -> None:
+    store = SummaryCache(MemoryStore(), handler_id="test") if name == "cache" else memory_archive()
+    with pytest.warns(DeprecationWarning, match=rf"Compactor\(stores=Stores\({name}=\.\.\.\)\)"):
+        keeper = Compactor(summarize, budget=8000, **{name: store})
+    assert getattr(keeper.stores, name) is store
+    assert getattr(keeper, name) is store
+
+
+def test_compactor_old_and_new_style_compact_alike() -> None:
+    messages = chain()
+    before = [m.model_dump() for m in messages]
+    with pytest.warns(DeprecationWarning, match="is deprecated"):
+        old = Compactor(summarize, budget=8000, target_ratio=0.3, max_prompt_bytes=8192)
+    new = Compactor(
+        summarize,
+        budget=8000,
+        keep_ratio=0.3,
+        robustness=Robustness(max_prompt_bytes=8192),
+    )
+    assert old.compact_sync(messages) == new.compact_sync(messages)
+    assert [m.model_dump() for m in messages] == before  # nothing the caller passed changes
+
+
+@pytest.mark.parametrize(
+    ("keywords", "needle"),
+    [
+        ({"target_ratio": 0.3, "keep_ratio": 0.3}, "not both keep_ratio= and its old spelling"),
+        ({"timeout": 5.0, "robustness": Robustness()}, "inside robustness=Robustness"),
+        ({"archive": "x", "stores": Stores()}, "inside stores=Stores"),
+        ({"stores": {"cache": None}}, "stores must be a csum.Stores"),
+        ({"robustness": 5}, "robustness must be a csum.Robustness"),
+        ({"keep_ratio": "0.5"}, "keep_ratio must be a number"),
+        ({"target_rat": 0.5}, "unexpected keyword argument 'target_rat'"),
+    ],
+)
+def test_compactor_refuses_mixed_or_wrong_settings(keywords: dict[str, Any], needle: str) -> None:
+    with pytest.raises(TypeError, match=needle):
+        Compactor(summarize, budget=8000, **keywords)
+
+
+@pytest.mark.parametrize("value", [0, 1.5, -0.2])
+def test_compactor_keep_ratio_out_of_range_names_it(value: float) -> None:
+    with pytest.raises(ValueError, match="keep_ratio must be within"):
+        Compactor(summarize, budget=8000, keep_ratio=value)
+
+
+def test_a_robust_handler_and_robustness_are_not_both_given() -> None:
+    robust = RobustHandler(summarize, Robustness(timeout=3.0))
+    assert Compactor(robust, budget=8000).handler is robust
+    with pytest.raises(TypeError, match="RobustHandler or to the Compactor, not to both"):
+        Compactor(robust, budget=8000, robustness=Robustness())
+
+
+def test_compactor_old_attribute_spellings_warn() -> None:
+    keeper = Compactor(summarize, budget=10_000, keep_ratio=0.5)
+    with pytest.warns(DeprecationWarning, match=r"use Compactor\.keep_ratio"):
+        assert keeper.target_ratio == 0.5
+    with pytest.warns(DeprecationWarning, match=r"use Compactor\.keep_units"):
+        assert keeper.target_units == keeper.keep_units == 5000
+
+
+def test_defaults_and_presets_keep_working_without_warnings() -> None:
+    assert DEFAULT_KEEP_RATIO == DEFAULT_TARGET_RATIO
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert Compactor(budget=10_000).keep_ratio == DEFAULT_TARGET_RATIO
+        low = Compactor(budget=10_000, **LOW_COST)
+        Compactor(budget=10_000, **LONG_MEMORY)
+    assert low.keep_ratio == 0.2
+
+
+def test_compaction_event_names_the_size_keep_units() -> None:
+    events: list[CompactionEvent] = []
+    keeper = Compactor(summarize, budget=8000, keep_ratio=0.5, on_event=events.append)
+    keeper.compact_sync(chain())
+    (event,) = events
+    assert event.keep_units == keeper.keep_units == 4000
+    assert event.as_dict()["keep_units"] == 4000
+    assert "target" not in event.as_dict()
+    with pytest.warns(DeprecationWarning, match=r"use CompactionEvent\.keep_units"):
+        assert event.target == 4000
+
+
+# -- Summarizer -------------------------------------------------------------------------
+
+
+def test_summarizer_takes_stores_and_warns_on_the_old_keywords() -> None:
+    cache = SummaryCache(MemoryStore(), handler_id="test")
+    archive = memory_archive()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        new = Summarizer(stores=Stores(cache=cache, archive=archive))
+    assert (new.cache, new.archive) == (cache, archive)
+    with pytest.warns(DeprecationWarning, match=r"Summarizer\(stores=Stores\(cache=\.\.\., "):
+        old = Summarizer(cache=cache, archive=archive)
+    assert old.stores == new.stores
+    with pytest.raises(TypeError, match="inside stores=Stores"):
+        Summarizer(stores=Stores(), cache=cache)
+    with (
+        pytest.raises(TypeError, match=r"Stores\.archive"),
+        pytest.warns(DeprecationWarning, match="archive="),
+    ):
+        Summarizer(archive="history.db")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_summarizer_with_stores_caches_as_before() -> None:
+    cache = SummaryCache(MemoryStore(), handler_id="test")
+    summarizer = Summarizer(stores=Stores(cache=cache))
+    messages = chain(4, 30_000)
+    first = await summarizer.summarize(summarize, messages)
+    second = await summarizer.summarize(summarize, messages)
+    assert first.messages == second.messages
+    assert first.handler_calls > 0
+    assert second.cache_hits == first.handler_calls
+
+
+# -- command lines ----------------------------------------------------------------------
+
+
+def run_csum(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["summarize", "--example", *argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_csum_keep_ratio_flag_and_its_old_spelling() -> None:
+    code, new_out, new_err = run_csum("--budget", "40KiB", "--keep-ratio", "0.3")
+    assert code == 0, new_err
+    assert "deprecated" not in new_err
+    code, old_out, old_err = run_csum("--budget", "40KiB", "--target-ratio", "0.3")
+    assert code == 0, old_err
+    assert "--target-ratio is deprecated" in old_err
+    assert "use --keep-ratio" in old_err
+    assert json.loads(old_out) == json.loads(new_out)
+    _, default_out, _ = run_csum("--budget", "40KiB")
+    assert json.loads(default_out) != json.loads(new_out)  # the flag is read
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (("--keep-ratio", "2"), "--keep-ratio must be within (0, 1], got 2.0"),
+        (("--target-ratio", "0"), "--target-ratio must be within (0, 1], got 0.0"),
+        (("--keep-ratio", "0.5", "--target-ratio", "0.5"), "not both"),
+    ],
+)
+def test_csum_keep_ratio_errors_name_the_flag(argv: tuple[str, ...], needle: str) -> None:
+    code, _, err = run_csum("--budget", "40KiB", *argv)
+    assert code == 2
+    assert needle in err
+
+
+def serve_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_serve_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["serve", "--upstream", "http://127.0.0.1:9", *argv])
+
+
+def test_serve_keep_ratio_flag_and_its_old_spelling() -> None:
+    err = io.StringIO()
+    assert config_from(serve_args(), err).keep_ratio == DEFAULT_TARGET_RATIO
+    assert config_from(serve_args("--keep-ratio", "0.4"), err).keep_ratio == 0.4
+    assert err.getvalue() == ""
+    assert config_from(serve_args("--target-ratio", "0.3"), err).keep_ratio == 0.3
+    assert "--target-ratio is deprecated" in err.getvalue()
+
+
+def test_budget_object_passes_through_unchanged() -> None:
+    budget = Budget.tokens(4000)
+    keeper = Compactor(summarize, budget=budget, keep_ratio=0.5)
+    assert keeper.budget is budget
+    assert keeper.keep_units == 2000
