@@ -247,11 +247,20 @@ def prompt_entry(
         kind == "text" and content.startswith(SUMMARIZED_CONTENT_PREFIX)
     )
     ref = ""
-    if kind in ("text", "tool_result") and content.rstrip().endswith("]"):
+    if kind in ("text", "tool_result") and _last_visible(content) == "]":
         ref = split_archive_line(content.rstrip())[1]
     return PromptEntry(
         section, message_index, role, kind, content, name, call_id, args, earlier, ref
     )
+
+
+def _last_visible(text: str) -> str:
+    """The last character of ``text`` that is not white space ("" when none), found
+    without copying the text (``rstrip`` would copy a long result ending in a newline)."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    return text[end - 1] if end else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ the offline handler reads the entries without parsing the prompt."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import csum.cli
 import csum.handlers._extractive.entry as extractive_entry
 from cast import (
     SUMMARIZATION_TOOL_NAME,
@@ -351,6 +353,17 @@ async def test_the_offline_handler_never_parses_a_request(
     assert await summarize_job(extractive(200), request) == expected
     # The engine's calls, through the robust handler, the cache and the pieces.
     assert await Compactor(extractive(1_000), budget=6_000).compact(chain) == by_text
+
+
+def test_the_command_line_compaction_hands_the_offline_handler_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: the command's progress wrapper took text only, so the handler parsed it.
+    monkeypatch.setattr(extractive_entry, "parse_prompt", _refuse)
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["summarize", "--example", "--budget", "12KiB"]
+    assert csum.cli.main(argv, stdout=out, stderr=err) == 0, err.getvalue()
+    assert "1 handler calls" in err.getvalue()
 
 
 class _TextOnly:
