@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import csum._robust
 import csum.cli
 import csum.handlers._extractive.entry as extractive_entry
 from cast import (
@@ -304,9 +305,9 @@ async def test_the_cache_keys_stay_the_prompt_text() -> None:
     assert calls.cache_hits == 2
 
 
-def _long_chain() -> list[Message]:
+def _long_chain(turns: int = 30) -> list[Message]:
     chain = [Message.system("you are an agent"), Message.human("fix the build")]
-    for index in range(30):
+    for index in range(turns):
         call_id = f"call_{index:03d}"
         chain.append(Message.ai("", ToolCall(id=call_id, name="bash", arguments='{"i": 1}')))
         chain.append(Message.tool(call_id, "bash", f"step {index}: " + "output " * 60))
@@ -316,6 +317,7 @@ def _long_chain() -> list[Message]:
 Keeper = Callable[[Recorder], Any]
 KEEPERS: dict[str, Keeper] = {
     "compactor": lambda handler: Compactor(handler, budget=6_000),
+    "compactor_pieces": lambda handler: Compactor(handler, budget=20_000, max_prompt_bytes=4_096),
     "hook_default_keeper": lambda handler: default_keeper(6_000, handler),
     "summarizer_keeper": lambda handler: SummarizerKeeper(
         Summarizer(SummarizerConfig(max_body_pair_bytes=200, last_section_bytes=4_000)), handler
@@ -327,7 +329,7 @@ KEEPERS: dict[str, Keeper] = {
 @pytest.mark.parametrize("keeper", list(KEEPERS))
 async def test_the_engines_hand_an_opted_in_handler_the_request(keeper: str) -> None:
     recorder = Recorder("bash ran the build steps")
-    await KEEPERS[keeper](recorder).compact(_long_chain())
+    await KEEPERS[keeper](recorder).compact(_long_chain(100))
     assert recorder.requests
     assert recorder.texts == []
     for request in recorder.requests:
@@ -346,13 +348,21 @@ async def test_the_offline_handler_never_parses_a_request(
     expected = summarize_extractive(request.prompt, 200)
     chain = _long_chain()
     by_text = await Compactor(_TextOnly(extractive(1_000)), budget=6_000).compact(chain)
+    long_chain = _long_chain(100)
+
+    def in_pieces(handler: Any) -> Compactor:
+        return Compactor(handler, budget=20_000, max_prompt_bytes=4_096)
+
+    pieces_by_text = await in_pieces(_TextOnly(extractive(1_000))).compact(long_chain)
     monkeypatch.setattr(extractive_entry, "parse_prompt", _refuse)
+    monkeypatch.setattr(csum._robust, "parse_prompt", _refuse)
     with pytest.raises(AssertionError, match="parsed a prompt"):
         summarize_extractive(request.prompt, 200)
     assert summarize_extractive_request(request, 200) == expected
     assert await summarize_job(extractive(200), request) == expected
     # The engine's calls, through the robust handler, the cache and the pieces.
     assert await Compactor(extractive(1_000), budget=6_000).compact(chain) == by_text
+    assert await in_pieces(extractive(1_000)).compact(long_chain) == pieces_by_text
 
 
 def test_the_command_line_compaction_hands_the_offline_handler_requests(
