@@ -499,7 +499,12 @@ def render_request(
     case: PromptCase, focus: str, marker: str, messages: Sequence[RequestMessage]
 ) -> str:
     """The prompt text of a request's parts (``focus`` "" for none): what
-    :attr:`SummaryRequest.prompt` holds, made from its entries alone."""
+    :attr:`SummaryRequest.prompt` holds, made from its entries alone. Raises
+    ``ValueError`` when ``messages`` is empty (an empty request's prompt is "")."""
+    if not messages:
+        raise ValueError(
+            "render_request needs at least one message (an empty request has no prompt)"
+        )
     return _render(case, focus, marker, messages)[0]
 
 

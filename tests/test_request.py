@@ -41,6 +41,7 @@ from csum.integrations._history import SummarizerKeeper, default_keeper
 from csum.prompt import (
     CONTEXT_TAG,
     MESSAGES_TAG,
+    PromptCase,
     PromptFormatError,
     SummaryRequest,
     messages_to_prompt,
@@ -394,6 +395,8 @@ def test_bad_input_says_what_was_wrong() -> None:
         summarize_extractive_request(_request(), 0)
     with pytest.raises(PromptFormatError):
         parse_prompt("not ours")
+    with pytest.raises(ValueError, match="at least one message"):
+        render_request(PromptCase.AI_ONLY, "", "_4f1a9c2e", ())
 
 
 @pytest.mark.anyio
