@@ -13,9 +13,11 @@ over:
   2,000 bytes (summaries of summaries), and the same at 600 bytes;
 
 and hashes each output (xxh64 of its UTF-8 bytes). ``--write`` records the digest file;
-the default compares against it and names every case that differs.
+the default compares against it and names every case that differs. ``--structured``
+hands the handler each prompt's structured request (its entries, as the engine does)
+instead of the text: the digest must be the same.
 
-Run: python -m benchmarks.extractive_gate [--write] [--digest PATH] [--every N]
+Run: python -m benchmarks.extractive_gate [--write] [--digest PATH] [--every N] [--structured]
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ from benchmarks.policies.corpus import (
 )
 from cast import Message
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt
+from csum.handlers._extractive import summarize_extractive_request
+from csum.prompt import summary_request
+from csum.request import SummaryJob
 
 __all__ = ["DIGEST_PATH", "cases", "compare", "digest"]
 
@@ -61,10 +65,21 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _item_cases() -> Iterator[tuple[str, str, int]]:
+def _summary(job: SummaryJob, budget: int) -> str:
+    if isinstance(job, str):
+        return summarize_extractive(job, budget)
+    return summarize_extractive_request(job, budget)
+
+
+def _job(messages: list[Message], structured: bool) -> SummaryJob:
+    request = summary_request([], messages)
+    return request if structured else request.prompt
+
+
+def _item_cases(structured: bool) -> Iterator[tuple[str, SummaryJob, int]]:
     items = load_items(ITEMS_PATH, heldout=HELDOUT_PATH, dev=DEV_PATH, fresh=FRESH_PATH)
     for item in items:
-        prompt = item.prompt()
+        prompt: SummaryJob = item.request() if structured else item.prompt()
         for share in ITEM_SHARES:
             yield f"item/{item.id}/{share}", prompt, max(1, round(share * item.size))
         yield f"text/{item.id}", item.text, max(1, round(0.10 * item.size))
@@ -85,17 +100,18 @@ def _windows(messages: list[Message]) -> list[list[Message]]:
     return [messages[start : start + WINDOW] for start in range(1, len(messages), WINDOW)]
 
 
-def cases() -> Iterator[tuple[str, str, int]]:
-    """Every one-off case: (name, prompt, max_bytes). Loops are in :func:`digest`."""
-    yield from _item_cases()
+def cases(structured: bool = False) -> Iterator[tuple[str, SummaryJob, int]]:
+    """Every one-off case: (name, prompt or request, max_bytes). Loops are in
+    :func:`digest`."""
+    yield from _item_cases(structured)
     for name, messages in _chains():
         for index, window in enumerate(_windows(messages)):
-            prompt = messages_to_prompt([], window)
+            prompt = _job(window, structured)
             for budget in ONE_OFF_BYTES:
                 yield f"window/{name}/{index}/{budget}", prompt, budget
 
 
-def _loop_hashes(every: int) -> Iterator[tuple[str, str]]:
+def _loop_hashes(every: int, structured: bool) -> Iterator[tuple[str, str]]:
     for number, (name, messages) in enumerate(_chains()):
         if number % every:
             continue
@@ -103,7 +119,7 @@ def _loop_hashes(every: int) -> Iterator[tuple[str, str]]:
             summary = ""
             for index, window in enumerate(_windows(messages)):
                 batch = [Message.human(summary), *window] if summary else window
-                summary = summarize_extractive(messages_to_prompt([], batch), budget)
+                summary = _summary(_job(batch, structured), budget)
                 yield f"loop/{name}/{budget}/{index}", _hash(summary, budget)
 
 
@@ -113,14 +129,14 @@ def _hash(summary: str, budget: int) -> str:
     return xxhash.xxh64_hexdigest(summary.encode("utf-8"))
 
 
-def digest(every: int = 1) -> dict[str, str]:
+def digest(every: int = 1, *, structured: bool = False) -> dict[str, str]:
     """The hash of every case's summary (one case in ``every``, and the loops of one
-    chain in ``every``)."""
+    chain in ``every``); with ``structured``, of the summaries of the requests."""
     hashes: dict[str, str] = {}
-    for number, (name, prompt, budget) in enumerate(cases()):
+    for number, (name, prompt, budget) in enumerate(cases(structured)):
         if number % every == 0:
-            hashes[name] = _hash(summarize_extractive(prompt, budget), budget)
-    hashes.update(_loop_hashes(every))
+            hashes[name] = _hash(_summary(prompt, budget), budget)
+    hashes.update(_loop_hashes(every, structured))
     return hashes
 
 
@@ -138,10 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="record the digest file")
     parser.add_argument("--digest", type=Path, default=DIGEST_PATH)
     parser.add_argument("--every", type=int, default=1, help="run one case in N (1: all)")
+    parser.add_argument(
+        "--structured", action="store_true", help="hand the handler requests, not text"
+    )
     args = parser.parse_args(argv)
     if args.every < 1:
         parser.error(f"--every must be at least 1, got {args.every}")
-    found = digest(args.every)
+    found = digest(args.every, structured=args.structured)
     if args.write:
         args.digest.write_text(json.dumps(found, indent=0, sort_keys=True) + "\n")
         print(f"{len(found)} cases recorded in {args.digest}")

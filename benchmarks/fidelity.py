@@ -70,7 +70,7 @@ import regex
 
 from cast import Message, ToolCall
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request
 
 __all__ = [
     "BESIDE",
@@ -148,10 +148,14 @@ class Item:
 
     def prompt(self) -> str:
         """The prompt the summarizer would hand a handler for this item."""
+        return self.request().prompt
+
+    def request(self) -> SummaryRequest:
+        """The structured request of :meth:`prompt` (its entries beside it)."""
         if self.call_name is None:
-            return messages_to_prompt([], [Message.ai(self.output)])
+            return summary_request([], [Message.ai(self.output)])
         call = ToolCall(id="call_1", name=self.call_name, arguments=self.call_arguments)
-        return messages_to_prompt(
+        return summary_request(
             [], [Message.ai("", call), Message.tool("call_1", self.call_name, self.output)]
         )
 

@@ -13,7 +13,8 @@ import anyio.lowlevel
 from cast import BodyPair, Message, utf8_len
 from csum._fit import fit_summary
 from csum.errors import SummarizationError
-from csum.prompt import messages_to_prompt
+from csum.prompt import summary_request
+from csum.request import SummaryJob, job_prompt, summarize_job
 from csum.store_events import StoreEvent
 
 if TYPE_CHECKING:
@@ -80,11 +81,11 @@ class HandlerCalls:
         that order (default: the AI and tool messages, or the human messages when only
         they are summarized). ``focus``: what the next step needs (in the prompt).
         """
-        prompt = messages_to_prompt(human_messages, ai_messages, focus=focus)
+        request = summary_request(human_messages, ai_messages, focus=focus)
         if replaced is None:
             replaced = ai_messages if ai_messages else human_messages
         cap = self.cap_for(replaced)
-        summary = await self.summarize_prompt(prompt, phase=phase, section=section, cap=cap)
+        summary = await self.summarize_prompt(request, phase=phase, section=section, cap=cap)
         return await self.archived(summary, replaced)
 
     @property
@@ -102,16 +103,19 @@ class HandlerCalls:
         return bound if self.max_summary_bytes is None else min(bound, self.max_summary_bytes)
 
     async def summarize_prompt(
-        self, prompt: str, *, phase: str, section: int, cap: int | None = None
+        self, prompt: SummaryJob, *, phase: str, section: int, cap: int | None = None
     ) -> str:
-        """The summary of one prompt: from the cache when it has it, else the handler's;
-        at most ``cap`` bytes (default: ``max_summary_bytes``)."""
+        """The summary of one prompt (its text, or its request: see :mod:`csum.request`):
+        from the cache when it has it, else the handler's; at most ``cap`` bytes
+        (default: ``max_summary_bytes``)."""
         cap = self.max_summary_bytes if cap is None else cap
         if self.cache is None:
             return await self.call_handler(prompt, phase=phase, section=section, cap=cap)
         return await self._cached(prompt, phase=phase, section=section, cap=cap)
 
-    async def _cached(self, prompt: str, *, phase: str, section: int, cap: int | None) -> str:
+    async def _cached(
+        self, prompt: SummaryJob, *, phase: str, section: int, cap: int | None
+    ) -> str:
         """The summary from the cache, or from the handler (then stored). A stored
         summary passes the checks a fresh answer gets (not blank, within ``cap``);
         one that does not is a miss, reported and replaced."""
@@ -127,7 +131,7 @@ class HandlerCalls:
             return None
 
         summary, hit = await self.cache.summarize(
-            prompt, call, emit=self.events.append, accept=accept
+            job_prompt(prompt), call, emit=self.events.append, accept=accept
         )
         self.cache_hits += hit
         return summary
@@ -141,21 +145,22 @@ class HandlerCalls:
         return summary if line is None else f"{summary}\n{line}"
 
     async def call_handler(
-        self, prompt: str, *, phase: str, section: int, cap: int | None = None
+        self, prompt: SummaryJob, *, phase: str, section: int, cap: int | None = None
     ) -> str:
-        """One handler call on ``prompt``, counted; failures become SummarizationError.
-        The answer is cut to ``cap`` bytes (default: ``max_summary_bytes``)."""
+        """One handler call on ``prompt`` (the request to a handler that opted in),
+        counted; failures become SummarizationError. The answer is cut to ``cap`` bytes
+        (default: ``max_summary_bytes``)."""
         self.calls += 1
-        self.input_bytes += utf8_len(prompt)
+        self.input_bytes += utf8_len(job_prompt(prompt))
         try:
             if self.limiter is None:
-                result = await self.handler(prompt)
+                result = await summarize_job(self.handler, prompt)
             else:
                 async with self.limiter:
                     # The limiter may hand its slot over just as the caller is
                     # cancelled: do not start a handler call then.
                     await anyio.lowlevel.checkpoint_if_cancelled()
-                    result = await self.handler(prompt)
+                    result = await summarize_job(self.handler, prompt)
         except anyio.get_cancelled_exc_class() as exc:
             await _reraise_if_cancelled()  # a real cancellation propagates as such
             raise SummarizationError(

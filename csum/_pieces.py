@@ -31,7 +31,7 @@ from csum._calls import HandlerCalls
 from csum._fit import fit_joined
 from csum._gather import gather
 from csum._robust import _books, _cut_message, _head
-from csum.prompt import INSTRUCTIONS, messages_to_prompt
+from csum.prompt import INSTRUCTIONS, SummaryRequest, summary_request
 
 __all__ = ["Piece", "prompt_bound", "split_into_pieces", "summarize_in_pieces"]
 
@@ -72,9 +72,12 @@ class Piece:
 
     def prompt(self, max_context: int, focus: str | None = None) -> str:
         """The prompt of the piece, its context cut to ``max_context`` bytes."""
-        return messages_to_prompt(
-            _cut_context(self.context, max_context), self.messages, focus=focus
-        )
+        return self.request(max_context, focus).prompt
+
+    def request(self, max_context: int, focus: str | None = None) -> SummaryRequest:
+        """The request of the piece (its prompt and entries), context cut as in
+        :meth:`prompt`."""
+        return summary_request(_cut_context(self.context, max_context), self.messages, focus=focus)
 
 
 def split_into_pieces(
@@ -164,8 +167,8 @@ async def summarize_in_pieces(
     def job(piece: Piece) -> Callable[[], Awaitable[str]]:
         async def run() -> str:
             async with limiter:  # the prompt exists only while its call runs
-                prompt = piece.prompt(max_context, focus)
-                return await calls.summarize_prompt(prompt, phase=phase, section=section)
+                request = piece.request(max_context, focus)
+                return await calls.summarize_prompt(request, phase=phase, section=section)
 
         return run
 
@@ -210,7 +213,7 @@ def _merge_job(
         if len(group) == 1:
             return group[0].text
         async with limiter:
-            prompt = messages_to_prompt([], group)
-            return await calls.summarize_prompt(prompt, phase=phase, section=section)
+            request = summary_request([], group)
+            return await calls.summarize_prompt(request, phase=phase, section=section)
 
     return run

@@ -40,9 +40,11 @@ from csum.prompt import (
     PromptCase,
     PromptEntry,
     PromptFormatError,
-    messages_to_prompt,
+    SummaryRequest,
     parse_prompt,
+    summary_request,
 )
+from csum.request import SummaryJob, job_prompt, summarize_job
 from csum.settings import MIN_PROMPT_BYTES, Robustness
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "is_transient",
     "ledger",
     "split_prompt",
+    "split_request",
 ]
 
 _RETRIED_STATUS = frozenset({408, 409, 425, 429})
@@ -179,26 +182,34 @@ class RobustHandler:
     async def __call__(self, prompt: str) -> str:
         return await self._summarize(prompt, 1)
 
-    async def _summarize(self, prompt: str, depth: int) -> str:
+    async def summarize_request(self, request: SummaryRequest) -> str:
+        """The summary of a structured request: passed on as a request (its chunks and
+        merges as requests too) to a handler or fallback that takes one
+        (:mod:`csum.request`), as text to any other."""
+        return await self._summarize(request, 1)
+
+    async def _summarize(self, job: SummaryJob, depth: int) -> str:
         limit = self.max_prompt_bytes
-        if limit is None or utf8_len(prompt) <= limit:
-            return await self._call(prompt)
-        pieces = split_prompt(prompt, limit)
+        if limit is None or utf8_len(job_prompt(job)) <= limit:
+            return await self._call(job)
+        pieces: Sequence[SummaryJob] = (
+            split_prompt(job, limit) if isinstance(job, str) else split_request(job, limit)
+        )
         books = _books()
         books.chunks += len(pieces)
         summaries = await self._all(pieces)
         return await self._merge(summaries, depth)
 
-    async def _all(self, prompts: Sequence[str]) -> list[str]:
-        results: list[str] = [""] * len(prompts)
+    async def _all(self, jobs: Sequence[SummaryJob]) -> list[str]:
+        results: list[str] = [""] * len(jobs)
         limiter = anyio.CapacityLimiter(self.max_concurrency)
 
         async def one(index: int) -> None:
             async with limiter:
-                results[index] = await self._call(prompts[index])
+                results[index] = await self._call(jobs[index])
 
         async with anyio.create_task_group() as group:
-            for index in range(len(prompts)):
+            for index in range(len(jobs)):
                 group.start_soon(one, index)
         return results
 
@@ -208,8 +219,8 @@ class RobustHandler:
         limit = self.max_prompt_bytes
         assert limit is not None
         books = _books()
-        merged = messages_to_prompt([], [Message.ai(text) for text in summaries])
-        if utf8_len(merged) <= limit:
+        merged = summary_request([], [Message.ai(text) for text in summaries])
+        if utf8_len(merged.prompt) <= limit:
             books.merges += 1
             return await self._call(merged)
         if depth < self.max_split_depth:
@@ -218,31 +229,31 @@ class RobustHandler:
         books.truncated += 1
         return fit_joined(summaries, limit)
 
-    async def _call(self, prompt: str) -> str:
+    async def _call(self, job: SummaryJob) -> str:
         try:
-            return await self._attempts(self.handler, prompt)
+            return await self._attempts(self.handler, job)
         except Exception as primary:
             if self.fallback is None:
                 raise
             _books().fallback_calls += 1
             try:
-                return await self._attempts(self.fallback, prompt)
+                return await self._attempts(self.fallback, job)
             except Exception as secondary:  # noqa: BLE001 - raised in the group
                 raise ExceptionGroup(
                     "the summarize handler and its fallback both failed", [primary, secondary]
                 ) from None
 
-    async def _attempts(self, handler: SummarizeHandler, prompt: str) -> str:
+    async def _attempts(self, handler: SummarizeHandler, job: SummaryJob) -> str:
         books = _books()
         retry = 0
         while True:
             books.calls += 1
             try:
                 if self.timeout is None:
-                    result = await handler(prompt)
+                    result = await summarize_job(handler, job)
                 else:
                     with anyio.fail_after(self.timeout):
-                        result = await handler(prompt)
+                        result = await summarize_job(handler, job)
             except Exception as exc:
                 if isinstance(exc, TimeoutError):
                     books.timeouts += 1
@@ -277,28 +288,47 @@ def split_prompt(prompt: str, max_bytes: int) -> list[str]:
         parsed = parse_prompt(prompt)
     except PromptFormatError:
         return _split_text(prompt, max_bytes)
-    context = _messages(parsed.context)
-    items = _messages(parsed.messages)
-    human_only = parsed.case is PromptCase.HUMAN_ONLY
+    chunks = _split_entries(parsed.case, parsed.focus, parsed.context, parsed.messages, max_bytes)
+    return [chunk.prompt for chunk in chunks]
+
+
+def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryRequest]:
+    """Requests whose prompts are those :func:`split_prompt` makes of ``request.prompt``,
+    made from its entries (no prompt is parsed)."""
+    return _split_entries(
+        request.case, request.focus, request.context, request.summarized, max_bytes
+    )
+
+
+def _split_entries(
+    case: PromptCase | None,
+    focus_text: str,
+    context_entries: Sequence[PromptEntry],
+    message_entries: Sequence[PromptEntry],
+    max_bytes: int,
+) -> list[SummaryRequest]:
+    context = _messages(context_entries)
+    items = _messages(message_entries)
+    human_only = case is PromptCase.HUMAN_ONLY
     context = [] if human_only else _cut_context(context, max_bytes // 4)
 
-    focus = parsed.focus or None
+    focus = focus_text or None
 
-    def render(chunk: Sequence[Message]) -> str:
+    def render(chunk: Sequence[Message]) -> SummaryRequest:
         if human_only:
-            return messages_to_prompt(chunk, [], focus=focus)
-        return messages_to_prompt(context, chunk, focus=focus)
+            return summary_request(chunk, [], focus=focus)
+        return summary_request(context, chunk, focus=focus)
 
-    base = utf8_len(render([Message.ai("")]))
+    base = utf8_len(render([Message.ai("")]).prompt)
     room = max(512, max_bytes - base - 256)
     pieces: list[Message] = []
     for message in items:
         pieces.extend(_cut_message(message, room))
-    out: list[str] = []
+    out: list[SummaryRequest] = []
     chunk: list[Message] = []
     for message in pieces:
         candidate = render([*chunk, message])
-        if chunk and utf8_len(candidate) > max_bytes:
+        if chunk and utf8_len(candidate.prompt) > max_bytes:
             out.append(render(chunk))
             chunk = [message]
         else:

@@ -53,6 +53,8 @@ from csum.cache import SummaryCache
 from csum.compactor import DEFAULT_TARGET_RATIO, CompactionResult, Compactor
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
+from csum.prompt import SummaryRequest
+from csum.request import SummaryJob, job_prompt, summarize_job, with_request
 from csum.serve.cli import add_serve_parser, serve
 from csum.settings import MIN_PROMPT_BYTES, Robustness, Stores
 from csum.store_events import StoreEvent, StoreEventKind
@@ -422,11 +424,19 @@ def _compact(
     sent = [0, 0]
 
     async def reporting(prompt: str) -> str:
-        summary = await handler(prompt)
+        return await report(prompt)
+
+    async def reporting_request(request: SummaryRequest) -> str:
+        return await report(request)
+
+    async def report(job: SummaryJob) -> str:
+        summary = await summarize_job(handler, job)  # a request to a handler taking one
         sent[0] += 1
-        sent[1] += utf8_len(prompt)
+        sent[1] += utf8_len(job_prompt(job))
         progress(sent[0], sent[1])
         return summary
+
+    with_request(reporting, reporting_request)
 
     cache = _cache(args)
     archive = _archive(args)

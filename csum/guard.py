@@ -46,7 +46,9 @@ from csum._fit import fit_summary
 from csum.archive import archived_references, split_archive_line
 from csum.errors import PromptFormatError
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt, parse_prompt
+from csum.handlers._extractive import summarize_extractive_request
+from csum.prompt import SummaryRequest, parse_prompt, summary_request
+from csum.request import SummaryJob, job_prompt, summarize_job, with_request
 
 __all__ = [
     "DEFAULT_RESERVE",
@@ -216,6 +218,12 @@ def residual_prompt(prompt: str, summary: str) -> str:
     out (tool calls kept whole, so each result keeps its call), for a second summary of
     what the first lost; the prompt's leftover lines as plain text when it is not a
     chaincast prompt."""
+    return job_prompt(_residual(prompt, summary))
+
+
+def _residual(prompt: str, summary: str) -> SummaryJob:
+    """:func:`residual_prompt` as a request (the offline handler reads its entries), or
+    as text when ``prompt`` is not a chaincast prompt ("" when nothing is left)."""
     try:
         parsed = parse_prompt(prompt)
     except PromptFormatError:
@@ -261,8 +269,8 @@ def residual_prompt(prompt: str, summary: str) -> str:
     if not built:
         return ""
     if all(m.role == Role.HUMAN for m in built):
-        return messages_to_prompt(built, [])
-    return messages_to_prompt([], [m for m in built if m.role != Role.HUMAN])
+        return summary_request(built, [])
+    return summary_request([], [m for m in built if m.role != Role.HUMAN])
 
 
 def _call_kept(name: str, args: str, summary: str) -> bool:
@@ -329,10 +337,14 @@ class FactGuard:
         room = self.max_bytes - utf8_len(summary) - (1 if summary else 0)
         if room < _MIN_APPENDIX or not lost_facts(prompt, summary):
             return summary
-        residual = residual_prompt(prompt, summary)
-        if not residual:
+        residual = _residual(prompt, summary)
+        if not job_prompt(residual):
             return summary
-        appendix = summarize_extractive(residual, room)
+        appendix = (
+            summarize_extractive(residual, room)
+            if isinstance(residual, str)
+            else summarize_extractive_request(residual, room)
+        )
         # a result whose call the summary names is written under an empty call line
         appendix = "\n".join(
             line for line in appendix.split("\n") if not _EMPTY_CALL.fullmatch(line.strip())
@@ -354,12 +366,21 @@ class FactGuard:
         return guarded if lost_guarded < lost_whole * (1 - _CHOOSE_MARGIN) else whole
 
     def wrap(self, handler: SummarizeHandler) -> SummarizeHandler:
-        """``handler`` (built for :attr:`inner_bytes`) with the guard around it."""
+        """``handler`` (built for :attr:`inner_bytes`) with the guard around it. A
+        structured request (:mod:`csum.request`) is passed on to a handler that takes
+        one; the guard reads the prompt text."""
 
         async def summarize(prompt: str) -> str:
             if not isinstance(prompt, str):
                 raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
-            summary = await handler(prompt)
+            return await run(prompt)
+
+        async def summarize_request(request: SummaryRequest) -> str:
+            return await run(request)
+
+        async def run(job: SummaryJob) -> str:
+            prompt = job_prompt(job)
+            summary = await summarize_job(handler, job)
             if self.ask_again:
                 lost = lost_facts(prompt, fit_summary(summary, self.inner_bytes))
                 if lost:
@@ -371,27 +392,35 @@ class FactGuard:
             )
 
         summarize.__qualname__ = f"guarded({getattr(handler, '__qualname__', 'handler')})"
-        return summarize
+        return with_request(summarize, summarize_request)
 
     def wrap_sized(self, handler_for: Callable[[int], SummarizeHandler]) -> SummarizeHandler:
         """A handler made by ``handler_for(max_bytes)`` for each size (as
         :func:`csum.handlers.extractive` is): it summarizes at the whole budget and at
         :attr:`inner_bytes` with the guard, and returns the guarded one only when it lost
         clearly less (:meth:`choose`). Two calls per summary: meant for offline
-        handlers."""
+        handlers. Structured requests are passed on as :meth:`wrap` does."""
         whole_handler, inner_handler = (
             handler_for(self.max_bytes),
             self.wrap(handler_for(self.inner_bytes)),
         )
 
         async def summarize(prompt: str) -> str:
-            whole = await whole_handler(prompt)
+            return await run(prompt)
+
+        async def summarize_request(request: SummaryRequest) -> str:
+            return await run(request)
+
+        async def run(job: SummaryJob) -> str:
+            whole = await summarize_job(whole_handler, job)
             return self.choose(
-                prompt, fit_summary(whole, self.max_bytes), await inner_handler(prompt)
+                job_prompt(job),
+                fit_summary(whole, self.max_bytes),
+                await summarize_job(inner_handler, job),
             )
 
         summarize.__qualname__ = f"guarded_sized({getattr(handler_for, '__qualname__', 'handler')})"
-        return summarize
+        return with_request(summarize, summarize_request)
 
 
 def _cite(appendix: str, entries: Sequence[tuple[str, tuple[str, ...]]], room: int) -> str:

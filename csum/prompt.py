@@ -47,6 +47,7 @@ import xxhash
 
 from cast import (
     FIELD_PART_KINDS,
+    SUMMARIZATION_TOOL_NAME,
     ImagePart,
     Message,
     ProviderPart,
@@ -55,6 +56,8 @@ from cast import (
     ToolCall,
     ToolResult,
 )
+from csum._pairs import SUMMARIZED_CONTENT_PREFIX
+from csum.archive import split_archive_line
 from csum.errors import PromptFormatError
 
 __all__ = [
@@ -73,9 +76,14 @@ __all__ = [
     "PromptCase",
     "PromptEntry",
     "PromptFormatError",
+    "RequestMessage",
+    "SummaryRequest",
     "check_focus",
     "messages_to_prompt",
     "parse_prompt",
+    "prompt_entry",
+    "render_request",
+    "summary_request",
 ]
 
 INSTRUCTIONS_TAG: Final = "instructions"
@@ -88,8 +96,17 @@ MAX_FOCUS_BYTES: Final = 2048
 PROMPT_SECTIONS: Final = (INSTRUCTIONS_TAG, CONTEXT_TAG, MESSAGES_TAG)
 """Top-level blocks of a prompt, in the order they appear."""
 
-ENTRY_KINDS: Final = ("text", "reasoning", "tool_call", "tool_result", "image", "binary")
-"""Element names of the entries inside a ``<message>``: one per part (reasoning apart)."""
+ENTRY_KINDS: Final = (
+    "text",
+    "reasoning",
+    "tool_call",
+    "tool_result",
+    "image",
+    "binary",
+    "block",
+)
+"""Element names of the entries inside a ``<message>``: one per part (reasoning apart);
+``block`` is a provider's own part (a server tool's call or result), shown as a label."""
 
 
 class PromptCase(StrEnum):
@@ -186,7 +203,12 @@ class PromptEntry:
 
     ``kind`` is one of :data:`ENTRY_KINDS`. Tool calls carry ``call_id``, ``name`` and
     ``args`` (the JSON arguments); tool results ``call_id``, ``name`` and ``content``;
-    the other kinds only ``content`` (a placeholder for images and binary data).
+    the other kinds only ``content`` (a placeholder for images, binary data and provider
+    blocks). ``earlier_summary`` marks the text or tool result of a summary pair (a
+    summary being summarized again); ``archive_ref`` is the ``[archived: ...]`` line a
+    text or tool result ends with ("" when none). Both are derived from the other fields
+    (:func:`prompt_entry`), so an entry built from a message and one read back from its
+    prompt are equal.
     """
 
     section: str
@@ -197,6 +219,94 @@ class PromptEntry:
     name: str = ""
     call_id: str = ""
     args: str = ""
+    earlier_summary: bool = False
+    archive_ref: str = ""
+
+    @property
+    def body(self) -> str:
+        """``content`` without its final archive line (and the space after the rest)."""
+        if not self.archive_ref:
+            return self.content.rstrip()
+        return self.content.rstrip()[: -len(self.archive_ref)].removesuffix("\n")
+
+
+def prompt_entry(
+    section: str,
+    message_index: int,
+    role: str,
+    kind: str,
+    *,
+    content: str = "",
+    name: str = "",
+    call_id: str = "",
+    args: str = "",
+) -> PromptEntry:
+    """The entry of these fields, with what they say of an earlier summary and an archive
+    line (the one place both are derived, for built and parsed entries alike)."""
+    earlier = (kind == "tool_result" and name == SUMMARIZATION_TOOL_NAME) or (
+        kind == "text" and content.startswith(SUMMARIZED_CONTENT_PREFIX)
+    )
+    ref = ""
+    if kind in ("text", "tool_result") and _last_visible(content) == "]":
+        ref = split_archive_line(content.rstrip())[1]
+    return PromptEntry(
+        section, message_index, role, kind, content, name, call_id, args, earlier, ref
+    )
+
+
+def _last_visible(text: str) -> str:
+    """The last character of ``text`` that is not white space ("" when none), found
+    without copying the text (``rstrip`` would copy a long result ending in a newline)."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    return text[end - 1] if end else ""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMessage:
+    """One message of a :class:`SummaryRequest`: where it is and its entries, in order."""
+
+    section: str
+    """:data:`CONTEXT_TAG` or :data:`MESSAGES_TAG`."""
+    index: int
+    """Its place in its block."""
+    role: str
+    entries: tuple[PromptEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """What a structured handler is asked to summarize: the prompt text and the entries
+    it was rendered from (:func:`summary_request`), so a handler reads the structure
+    instead of parsing the text. The two cannot disagree: the prompt is
+    :func:`render_request` of ``case``, ``focus``, ``marker`` and ``messages``."""
+
+    prompt: str
+    """The prompt text, as :func:`messages_to_prompt` makes it (cache keys use it)."""
+    case: PromptCase | None
+    """``None`` for an empty request (no messages, an empty prompt)."""
+    focus: str
+    """What the next step needs; "" when none."""
+    marker: str
+    """The marker suffix of the prompt's structure tags."""
+    messages: tuple[RequestMessage, ...]
+    """Context messages first, then the messages summarized."""
+
+    @property
+    def entries(self) -> tuple[PromptEntry, ...]:
+        """Every entry: the context's, then the summarized messages'."""
+        return tuple(entry for message in self.messages for entry in message.entries)
+
+    @property
+    def context(self) -> tuple[PromptEntry, ...]:
+        """The entries of the ``<context>`` block."""
+        return tuple(e for m in self.messages if m.section == CONTEXT_TAG for e in m.entries)
+
+    @property
+    def summarized(self) -> tuple[PromptEntry, ...]:
+        """The entries of the ``<messages>`` block (what is summarized)."""
+        return tuple(e for m in self.messages if m.section == MESSAGES_TAG for e in m.entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,68 +382,130 @@ class _Tags:
 _ROLE_NAMES = {role: role.value for role in Role}
 
 
-def _render_message(out: list[str], index: int, message: Message, tags: _Tags) -> int:
+def _message_entries(section: str, index: int, message: Message) -> tuple[PromptEntry, ...]:
+    """The entries of one message, in the order its parts are rendered."""
+    role = _ROLE_NAMES[message.role]
+    out: list[PromptEntry] = []
+    append = out.append
+    for part in message.parts:
+        if isinstance(part, ToolResult):
+            append(
+                prompt_entry(
+                    section,
+                    index,
+                    role,
+                    "tool_result",
+                    content=part.content,
+                    name=part.name,
+                    call_id=part.tool_call_id,
+                )
+            )
+        elif isinstance(part, TextPart | ToolCall):
+            reasoning = part.reasoning
+            if reasoning is not None and reasoning.content:
+                append(prompt_entry(section, index, role, "reasoning", content=reasoning.content))
+            if isinstance(part, TextPart):
+                append(prompt_entry(section, index, role, "text", content=part.text))
+            else:
+                append(
+                    prompt_entry(
+                        section,
+                        index,
+                        role,
+                        "tool_call",
+                        name=part.name,
+                        call_id=part.id,
+                        args=part.arguments,
+                    )
+                )
+        elif isinstance(part, ImagePart):
+            append(prompt_entry(section, index, role, "image", content=_image_placeholder(part)))
+        elif isinstance(part, ProviderPart):
+            if part.kind in FIELD_PART_KINDS:
+                continue  # fields of the call or message before (caller, phase): no content
+            label = f"[{part.provider} {part.kind}] {part.data}"
+            append(prompt_entry(section, index, role, "block", content=label))
+        else:
+            label = f"[binary {part.mime_type}, {len(part.data)} bytes]"
+            append(prompt_entry(section, index, role, "binary", content=label))
+    return tuple(out)
+
+
+def _render_message(out: list[str], message: RequestMessage, tags: _Tags) -> int:
     """Append the message; return how many structure tags (one marker each) it wrote."""
     # Content goes in as its own list item, so it is copied once, by the final join.
     append = out.append
     mark = tags.mark
     count = 2
-    append(f'<message{mark} index="{index}" role="{_ROLE_NAMES[message.role]}">\n')
-    for part in message.parts:
-        if isinstance(part, ToolResult):
+    append(f'<message{mark} index="{message.index}" role="{message.role}">\n')
+    for entry in message.entries:
+        kind = entry.kind
+        if kind in {"text", "reasoning"}:
+            opening, closing = tags.text if kind == "text" else tags.reasoning
+            count += 2
+            append(opening)
+            append(entry.content)
+            append(closing)
+        elif kind == "tool_result":
             count += 6
-            append(f'<tool_result{mark} id="{_attr(part.tool_call_id)}')
+            append(f'<tool_result{mark} id="{_attr(entry.call_id)}')
             append(tags.name_open)
-            append(part.name)
+            append(entry.name)
             append(f"</name{mark}>\n<content{mark}>")
-            append(part.content)
+            append(entry.content)
             append(tags.result_end)
-        elif isinstance(part, TextPart | ToolCall):
-            reasoning = part.reasoning
-            if reasoning is not None and reasoning.content:
-                count += 2
-                append(tags.reasoning[0])
-                append(reasoning.content)
-                append(tags.reasoning[1])
-            if isinstance(part, TextPart):
-                count += 2
-                append(tags.text[0])
-                append(part.text)
-                append(tags.text[1])
-            else:
-                count += 6
-                append(f'<tool_call{mark} id="{_attr(part.id)}')
-                append(tags.name_open)
-                append(part.name)
-                append(tags.call_args)
-                append(part.arguments)
-                append(tags.call_end)
-        elif isinstance(part, ImagePart):
-            count += 2
-            append(f"<image{mark}>{_image_placeholder(part)}</image{mark}>\n")
-        elif isinstance(part, ProviderPart):
-            if part.kind in FIELD_PART_KINDS:
-                continue  # fields of the call or message before (caller, phase): no content
-            count += 2
-            label = f"[{part.provider} {part.kind}] {part.data}"
-            append(f"<block{mark}>{label}</block{mark}>\n")
+        elif kind == "tool_call":
+            count += 6
+            append(f'<tool_call{mark} id="{_attr(entry.call_id)}')
+            append(tags.name_open)
+            append(entry.name)
+            append(tags.call_args)
+            append(entry.args)
+            append(tags.call_end)
         else:
             count += 2
-            label = f"[binary {part.mime_type}, {len(part.data)} bytes]"
-            append(f"<binary{mark}>{label}</binary{mark}>\n")
+            append(f"<{kind}{mark}>{entry.content}</{kind}{mark}>\n")
     append(tags.message_end)
     return count
 
 
-def _render_block(out: list[str], tag: str, messages: Sequence[Message], tags: _Tags) -> int:
-    """Append the block; return how many structure tags it wrote."""
-    mark = tags.mark
-    out.append(f"<{tag}{mark}>\n")
-    count = 2
-    for index, message in enumerate(messages):
-        count += _render_message(out, index, message, tags)
-    out.append(f"</{tag}{mark}>\n")
-    return count
+def _render(
+    case: PromptCase, focus: str, mark: str, messages: Sequence[RequestMessage]
+) -> tuple[str, int]:
+    """The prompt and how many structure tags carrying ``mark`` it holds."""
+    text = INSTRUCTIONS[case]
+    if focus:
+        text = f"{text}\n{FOCUS_INSTRUCTIONS}"
+    out = [f"<{INSTRUCTIONS_TAG}>\n{text}\n</{INSTRUCTIONS_TAG}>\n"]
+    expected = 0
+    if focus:
+        out.append(f"<{FOCUS_TAG}{mark}>{focus}</{FOCUS_TAG}{mark}>\n")
+        expected = 2
+    tags = _Tags.with_mark(mark)
+    section = ""
+    for message in messages:
+        if message.section != section:
+            if section:
+                out.append(f"</{section}{mark}>\n")
+            section = message.section
+            out.append(f"<{section}{mark}>\n")
+            expected += 2
+        expected += _render_message(out, message, tags)
+    out.append(f"</{section}{mark}>\n")
+    return "".join(out), expected
+
+
+def render_request(
+    case: PromptCase, focus: str, marker: str, messages: Sequence[RequestMessage]
+) -> str:
+    """The prompt text of a request's parts (``focus`` "" for none): what
+    :attr:`SummaryRequest.prompt` holds, made from its entries alone. Raises
+    ``ValueError`` when ``messages`` is empty (an empty request's prompt is "")."""
+    if not messages:
+        raise ValueError(
+            "render_request needs at least one message (an empty request has no prompt)"
+        )
+    return _render(case, focus, marker, messages)[0]
 
 
 def _attr(value: str) -> str:
@@ -341,6 +513,62 @@ def _attr(value: str) -> str:
     if "&" in value or '"' in value or ">" in value:
         return value.replace("&", "&amp;").replace('"', "&quot;").replace(">", "&gt;")
     return value
+
+
+def _case(human_messages: Sequence[Message], ai_messages: Sequence[Message]) -> PromptCase:
+    if human_messages and ai_messages:
+        return PromptCase.HUMAN_AND_AI
+    return PromptCase.AI_ONLY if ai_messages else PromptCase.HUMAN_ONLY
+
+
+def summary_request(
+    human_messages: Sequence[Message],
+    ai_messages: Sequence[Message],
+    *,
+    focus: str | None = None,
+) -> SummaryRequest:
+    """The request asking a handler to summarize ``ai_messages`` (or the human ones):
+    the entries of the messages and the prompt rendered from them, which is exactly
+    :func:`messages_to_prompt`'s (see there for the cases, the focus and the layout).
+    With no messages at all: an empty request (empty prompt, no entries)."""
+    if not human_messages and not ai_messages:
+        return SummaryRequest("", None, "", "", ())
+    if focus is not None:
+        check_focus(focus)
+    case = _case(human_messages, ai_messages)
+    blocks: list[tuple[str, Sequence[Message]]]
+    if case is PromptCase.HUMAN_AND_AI:
+        blocks = [(CONTEXT_TAG, human_messages), (MESSAGES_TAG, ai_messages)]
+    elif case is PromptCase.AI_ONLY:
+        blocks = [(MESSAGES_TAG, ai_messages)]
+    else:
+        blocks = [(MESSAGES_TAG, human_messages)]
+    messages = tuple(
+        RequestMessage(tag, index, _ROLE_NAMES[message.role], _message_entries(tag, index, message))
+        for tag, block in blocks
+        for index, message in enumerate(block)
+    )
+    # The marker must occur in no content. Rather than searching every text first,
+    # render, then check that the marker occurs exactly as often as the structure
+    # tags that carry it (it contains no "<" or ">", so it cannot straddle a tag).
+    sizes = ":".join(f"{len(block)},{sum(m.size for m in block)}" for _, block in blocks)
+    focus_text = focus or ""
+    mark = _marker(sizes, 0)
+    prompt, expected = _render(case, focus_text, mark, messages)
+    if prompt.count(mark) != expected:
+        # The content holds the marker. Collect, in one pass, every marker-shaped string
+        # the prompt holds (the content's and our own), then take the first candidate
+        # absent from all of them: one more rendering, however many markers were planted.
+        # Matches cannot overlap ("_" is not a hex digit), so findall sees every one.
+        present = set(_MARKER_SHAPE.findall(prompt))
+        del prompt
+        attempt = 1
+        while (mark := _marker(sizes, attempt)) in present:
+            attempt += 1
+        prompt, expected = _render(case, focus_text, mark, messages)
+        if prompt.count(mark) != expected:  # pragma: no cover - impossible by construction
+            raise AssertionError("the prompt marker occurs in the content")
+    return SummaryRequest(prompt, case, focus_text, mark, messages)
 
 
 def messages_to_prompt(
@@ -358,61 +586,11 @@ def messages_to_prompt(
     With both kinds, the human messages are context and the AI/tool messages are
     summarized; with only one kind, those messages are summarized. Every text,
     reasoning, tool call (name and arguments) and tool result appears in full and
-    verbatim; images and binary data become placeholders. Deterministic. With no
-    messages at all there is nothing to summarize: the prompt is empty.
+    verbatim; images, binary data and provider blocks become placeholders.
+    Deterministic. With no messages at all there is nothing to summarize: the prompt is
+    empty. The text of :func:`summary_request`.
     """
-    if not human_messages and not ai_messages:
-        return ""
-    if human_messages and ai_messages:
-        case = PromptCase.HUMAN_AND_AI
-    elif ai_messages:
-        case = PromptCase.AI_ONLY
-    else:
-        case = PromptCase.HUMAN_ONLY
-    # The marker must occur in no content. Rather than searching every text first,
-    # render, then check that the marker occurs exactly as often as the structure
-    # tags that carry it (it contains no "<" or ">", so it cannot straddle a tag).
-    blocks: list[tuple[str, Sequence[Message]]]
-    if case is PromptCase.HUMAN_AND_AI:
-        blocks = [(CONTEXT_TAG, human_messages), (MESSAGES_TAG, ai_messages)]
-    elif case is PromptCase.AI_ONLY:
-        blocks = [(MESSAGES_TAG, ai_messages)]
-    else:
-        blocks = [(MESSAGES_TAG, human_messages)]
-    sizes = ":".join(f"{len(messages)},{sum(m.size for m in messages)}" for _, messages in blocks)
-    text = INSTRUCTIONS[case]
-    if focus is not None:
-        check_focus(focus)
-        text = f"{text}\n{FOCUS_INSTRUCTIONS}"
-    instructions = f"<{INSTRUCTIONS_TAG}>\n{text}\n</{INSTRUCTIONS_TAG}>\n"
-
-    def render(mark: str) -> tuple[str, int]:
-        out = [instructions]
-        expected = 0
-        if focus is not None:
-            out.append(f"<{FOCUS_TAG}{mark}>{focus}</{FOCUS_TAG}{mark}>\n")
-            expected = 2
-        tags = _Tags.with_mark(mark)
-        expected += sum(_render_block(out, tag, messages, tags) for tag, messages in blocks)
-        return "".join(out), expected
-
-    mark = _marker(sizes, 0)
-    prompt, expected = render(mark)
-    if prompt.count(mark) == expected:
-        return prompt
-    # The content holds the marker. Collect, in one pass, every marker-shaped string
-    # the prompt holds (the content's and our own), then take the first candidate
-    # absent from all of them: one more rendering, however many markers were planted.
-    # Matches cannot overlap ("_" is not a hex digit), so findall sees every one.
-    present = set(_MARKER_SHAPE.findall(prompt))
-    del prompt
-    attempt = 1
-    while (mark := _marker(sizes, attempt)) in present:
-        attempt += 1
-    prompt, expected = render(mark)
-    if prompt.count(mark) != expected:  # pragma: no cover - impossible by construction
-        raise AssertionError("the prompt marker occurs in the content")
-    return prompt
+    return summary_request(human_messages, ai_messages, focus=focus).prompt
 
 
 _MARKER_SHAPE = re.compile(r"_[0-9a-f]{8}")
@@ -440,7 +618,7 @@ _FIRST_BLOCK = re.compile(r"<(context|messages|focus)(_[0-9a-f]{8})>")
 _ID_ATTR = re.compile(r'\A id="([^"]*)"\Z')
 _MESSAGE_ATTRS = re.compile(r'\A index="(\d+)" role="([a-z]+)"\Z')
 _CASES_BY_TEXT = {text: case for case, text in INSTRUCTIONS.items()}
-_SIMPLE_ENTRIES = frozenset({"text", "reasoning", "image", "binary"})
+_SIMPLE_ENTRIES = frozenset({"text", "reasoning", "image", "binary", "block"})
 
 
 def _unattr(value: str) -> str:
@@ -526,7 +704,7 @@ def _read_block(reader: _Reader, block: str) -> list[PromptEntry]:
                 reader.tag(True, "message")
                 break
             if kind in _SIMPLE_ENTRIES:
-                entries.append(PromptEntry(block, index, role, kind, reader.element(kind)))
+                entries.append(prompt_entry(block, index, role, kind, content=reader.element(kind)))
                 continue
             if kind not in ("tool_call", "tool_result"):
                 raise reader.fail(f"unexpected <{kind}>")
@@ -537,10 +715,16 @@ def _read_block(reader: _Reader, block: str) -> list[PromptEntry]:
             name = reader.element("name")
             if kind == "tool_call":
                 args = reader.element("arguments")
-                entries.append(PromptEntry(block, index, role, kind, "", name, call_id, args))
+                entries.append(
+                    prompt_entry(block, index, role, kind, name=name, call_id=call_id, args=args)
+                )
             else:
                 content = reader.element("content")
-                entries.append(PromptEntry(block, index, role, kind, content, name, call_id))
+                entries.append(
+                    prompt_entry(
+                        block, index, role, kind, content=content, name=name, call_id=call_id
+                    )
+                )
             reader.tag(True, kind)
 
 

@@ -12,6 +12,10 @@ prose, records, command runs and sections are in ``code_tools``, ``prose``,
 
 from __future__ import annotations
 
-from csum.handlers._extractive.entry import extractive, summarize_extractive
+from csum.handlers._extractive.entry import (
+    extractive,
+    summarize_extractive,
+    summarize_extractive_request,
+)
 
-__all__ = ["extractive", "summarize_extractive"]
+__all__ = ["extractive", "summarize_extractive", "summarize_extractive_request"]

@@ -9,7 +9,6 @@ from functools import partial
 
 from cast import SUMMARIZATION_TOOL_NAME
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
-from csum.archive import split_archive_line
 from csum.handlers._extractive.calls import (
     _argument_pairs,
     _arguments,
@@ -26,7 +25,6 @@ from csum.handlers._extractive.lines import _body_lines
 from csum.handlers._extractive.reading import _first_line
 from csum.handlers._extractive.rendering import (
     RESULT_INDENT,
-    _is_prior_summary,
     _prior_blocks,
     _prior_calls,
     _request_line,
@@ -111,7 +109,7 @@ class _Collector:
         if entry.kind == "tool_call":
             if entry.name != SUMMARIZATION_TOOL_NAME:
                 self._call(entry)
-        elif _is_prior_summary(entry):
+        elif entry.earlier_summary:
             text = entry.content.removeprefix(SUMMARIZED_CONTENT_PREFIX)
             self.blocks.extend(_prior_blocks(text, len(self.blocks), self.call_cap))
         elif entry.section == CONTEXT_TAG:
@@ -137,7 +135,7 @@ class _Collector:
         earlier summary of the user's messages ends with the line naming their archived
         batch: it stays as it was and first, as in any earlier summary."""
         block = _Block()
-        text, archived = split_archive_line(entry.content.rstrip())
+        text, archived = entry.body, entry.archive_ref
         number = len(self.blocks)
         for item in _body_lines(text, number, self.check, tool=False, width=self.width):
             item.text = _request_line(item.text)
@@ -228,4 +226,4 @@ def _call_count(entries: tuple[PromptEntry, ...]) -> int:
     """How many call lines the summary may hold: the prompt's calls and those of the
     earlier summaries in it."""
     calls = sum(1 for e in entries if e.kind == "tool_call")
-    return calls + sum(_prior_calls(e.content) for e in entries if _is_prior_summary(e))
+    return calls + sum(_prior_calls(e.content) for e in entries if e.earlier_summary)

@@ -1,6 +1,9 @@
 """An offline, deterministic summarizer: the default handler, no model and no network.
 
-It reads the prompt back with :func:`csum.prompt.parse_prompt` and keeps whole lines
+It reads the entries of the structured request the engine builds beside the prompt
+(:class:`csum.prompt.SummaryRequest`: roles, kinds, tool names, earlier summaries and
+their archive lines), so it never parses the prompt it is given with one; a prompt
+given as text alone is read back with :func:`csum.prompt.parse_prompt`. It keeps whole lines
 (or the part of a long line around what matters), never bare tokens, so a value stays
 with its subject: a version with its package, a line number with its path, an error
 with its cause, a constraint ("never X", "X must not") as the sentence it is. Each
@@ -41,7 +44,7 @@ call a checkpoint between lines so cancellation is honoured.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import anyio
@@ -53,9 +56,17 @@ from csum.handlers._extractive.collect import _collect
 from csum.handlers._extractive.packing import _pack_to_fill
 from csum.handlers._extractive.text import _clean, _clip_bytes
 from csum.handlers._extractive.weights import _THREAD_THRESHOLD
-from csum.prompt import PromptEntry, PromptFormatError, parse_prompt
+from csum.prompt import (
+    MESSAGES_TAG,
+    PromptEntry,
+    PromptFormatError,
+    SummaryRequest,
+    parse_prompt,
+    prompt_entry,
+)
+from csum.request import SummaryJob, with_request
 
-__all__ = ["extractive", "summarize_extractive"]
+__all__ = ["extractive", "summarize_extractive", "summarize_extractive_request"]
 
 
 _PLAIN_TEXT_ROLE = "text"  # the role given to a prompt that is not ours
@@ -65,12 +76,48 @@ class _StoppedError(Exception):
     """The caller gave up (cancelled): stop working."""
 
 
-def _summarize(prompt: str, max_bytes: int, check: Callable[[], None]) -> str:
+def _text_entries(prompt: str) -> tuple[PromptEntry, ...]:
+    """The entries of a prompt given as text: read back when it is ours, else one text."""
     prompt = _clean(prompt)
     try:
-        entries = parse_prompt(prompt).entries
+        return parse_prompt(prompt).entries
     except PromptFormatError:
-        entries = (PromptEntry("messages", 0, _PLAIN_TEXT_ROLE, "text", content=prompt),)
+        return (PromptEntry(MESSAGES_TAG, 0, _PLAIN_TEXT_ROLE, "text", content=prompt),)
+
+
+def _cleaned(entry: PromptEntry) -> PromptEntry:
+    """``entry`` with its lone surrogates replaced (the output must be valid UTF-8), as
+    a prompt given as text is cleaned before it is read."""
+    fields = (entry.content, entry.name, entry.call_id, entry.args)
+    content, name, call_id, args = (_clean(field) for field in fields)
+    if (content, name, call_id, args) == fields:
+        return entry
+    return prompt_entry(
+        entry.section,
+        entry.message_index,
+        entry.role,
+        entry.kind,
+        content=content,
+        name=name,
+        call_id=call_id,
+        args=args,
+    )
+
+
+def _job_entries(job: SummaryJob) -> tuple[PromptEntry, ...]:
+    if isinstance(job, str):
+        return _text_entries(job)
+    return tuple(_cleaned(entry) for entry in job.entries)
+
+
+def _summarize(job: SummaryJob, max_bytes: int, check: Callable[[], None]) -> str:
+    return _summarize_entries(_job_entries(job), max_bytes, check)
+
+
+def _summarize_entries(
+    entries: Sequence[PromptEntry], max_bytes: int, check: Callable[[], None]
+) -> str:
+    entries = tuple(entries)
     blocks = _collect(entries, max_bytes, check)
     if not any(block.lines for block in blocks):
         return _clip_bytes("(nothing to summarize)", max_bytes)
@@ -89,6 +136,22 @@ def summarize_extractive(prompt: str, max_bytes: int = 4096) -> str:
     _check_max_bytes(max_bytes)
     _check_prompt(prompt)
     return _summarize(prompt, max_bytes, _never)
+
+
+def summarize_extractive_request(request: SummaryRequest, max_bytes: int = 4096) -> str:
+    """The extractive summary of a structured request, synchronously: the same summary
+    as :func:`summarize_extractive` of ``request.prompt``, read from its entries.
+
+    Raises ``ValueError`` when ``max_bytes`` is not a positive int and ``TypeError``
+    when ``request`` is not a :class:`~csum.prompt.SummaryRequest`."""
+    _check_max_bytes(max_bytes)
+    _check_request(request)
+    return _summarize(request, max_bytes, _never)
+
+
+def _check_request(request: object) -> None:
+    if not isinstance(request, SummaryRequest):
+        raise TypeError(f"request must be a SummaryRequest, got {type(request).__name__}")
 
 
 def _check_max_bytes(max_bytes: object) -> None:
@@ -113,8 +176,10 @@ def extractive(max_bytes: int | None = None) -> SummarizeHandler:
     ``summary_ratio`` of the budget: one default whether the handler is named or not);
     used elsewhere, summaries are at most :data:`DEFAULT_EXTRACTIVE_BYTES`.
 
-    Deterministic: the same prompt always gives the same summary. Reads prompts made
-    by :func:`csum.prompt.messages_to_prompt`, and any other text as plain text. Long
+    Deterministic: the same prompt always gives the same summary. A structured handler
+    (:mod:`csum.request`): the engine hands it the request's entries, which it reads
+    without parsing the prompt; called with text, it reads prompts made by
+    :func:`csum.prompt.messages_to_prompt` back, and any other text as plain text. Long
     prompts are summarized in a worker thread that stops at its next checkpoint when
     the caller is cancelled. Raises ``ValueError`` when ``max_bytes`` is not a positive
     int; the handler raises ``TypeError`` for a prompt that is not a str.
@@ -125,9 +190,16 @@ def extractive(max_bytes: int | None = None) -> SummarizeHandler:
 
     async def summarize(prompt: str) -> str:
         _check_prompt(prompt)
+        return await run(prompt)
+
+    async def summarize_request(request: SummaryRequest) -> str:
+        _check_request(request)
+        return await run(request)
+
+    async def run(job: SummaryJob) -> str:
         await anyio.lowlevel.checkpoint()
-        if len(prompt) < _THREAD_THRESHOLD:
-            return _summarize(prompt, size, _never)
+        if len(job if isinstance(job, str) else job.prompt) < _THREAD_THRESHOLD:
+            return _summarize(job, size, _never)
         stop = threading.Event()
 
         def check() -> None:
@@ -136,12 +208,13 @@ def extractive(max_bytes: int | None = None) -> SummarizeHandler:
 
         try:
             return await anyio.to_thread.run_sync(
-                partial(_summarize, prompt, size, check), abandon_on_cancel=True
+                partial(_summarize, job, size, check), abandon_on_cancel=True
             )
         finally:
             stop.set()  # a cancelled call's thread stops at its next checkpoint
 
     summarize.__qualname__ = f"extractive({size})"
+    with_request(summarize, summarize_request)
     if sized_by_caller:
         summarize.sized_by_compactor = True  # type: ignore[attr-defined]
     return summarize

@@ -7,8 +7,6 @@ from collections.abc import Iterator
 from itertools import pairwise
 from typing import Final
 
-from cast import SUMMARIZATION_TOOL_NAME
-from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._extractive.calls import _head_codes
 from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
@@ -22,7 +20,6 @@ from csum.handlers._extractive.weights import (
     _PRIOR_SCORE,
     WEIGHTS,
 )
-from csum.prompt import PromptEntry
 
 USER_PREFIX: Final = "User: "
 """Prefix of a request line in the summary."""
@@ -62,12 +59,6 @@ def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
         block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
         out.append(_clip_at_word_end(block.head or line.text, max_bytes))
     return _clip_bytes("\n".join(out), max_bytes)
-
-
-def _is_prior_summary(entry: PromptEntry) -> bool:
-    if entry.kind == "tool_result" and entry.name == SUMMARIZATION_TOOL_NAME:
-        return True
-    return entry.kind == "text" and entry.content.startswith(SUMMARIZED_CONTENT_PREFIX)
 
 
 def _prior_calls(text: str) -> int:
