@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import anyio
 
-from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult, utf8_len
+from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
+from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
 from csum._fit import fit_joined
 from csum._handler_check import check_handler
