@@ -8,7 +8,7 @@ convert them.
 ([1], 15)
 """
 
-from types import ModuleType as _ModuleType
+from typing import Any as _Any
 
 from cast._compaction import EncryptedCompactionError, LostCompactionWarning
 from cast._lint import Violation, lint
@@ -44,7 +44,6 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    utf8_len,
 )
 from cast.parse import ChainIssue, diagnose, parse_chain
 from cast.providers import (
@@ -104,15 +103,34 @@ __all__ = [
     "open_with_human",
     "parse_chain",
     "port",
+    "register_codec",
     "register_provider",
-    "utf8_len",
+    "unregister_codec",
 ]
 
 
-def __getattr__(name: str) -> _ModuleType:
-    """``cast.codecs`` loads on first use, so ``import cast`` stays light."""
-    if name == "codecs":
+_FROM_CODECS = frozenset({"register_codec", "unregister_codec"})
+_MOVED_TO_INTERNALS = frozenset({"utf8_len"})
+
+
+def __getattr__(name: str) -> _Any:
+    """``cast.codecs`` (and :func:`register_codec` from it) loads on first use, so
+    ``import cast`` stays light; ``utf8_len`` moved to :mod:`cast.internals`."""
+    if name in _MOVED_TO_INTERNALS:
+        import warnings
+
+        from cast import internals
+
+        warnings.warn(
+            f"cast.{name} moved to cast.internals (helpers for sibling packages); "
+            "the top-level name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(internals, name)
+    if name == "codecs" or name in _FROM_CODECS:
         import importlib
 
-        return importlib.import_module("cast.codecs")
+        codecs = importlib.import_module("cast.codecs")
+        return codecs if name == "codecs" else getattr(codecs, name)
     raise AttributeError(f"module 'cast' has no attribute {name!r}")

@@ -24,6 +24,7 @@ from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Any, Self
 
 from cast._gc import collector_paused
+from cast._trusted import new_trusted
 from cast.constants import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
     FAKE_GEMINI_SIGNATURE,
@@ -31,7 +32,15 @@ from cast.constants import (
     SUMMARIZATION_TOOL_NAME,
 )
 from cast.errors import ChainError, MessageFormatError
-from cast.messages import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
+from cast.messages import (
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    _trusted_message,
+)
 
 if TYPE_CHECKING:
     from cast.ids import TemplateLike
@@ -107,7 +116,7 @@ class Header:
         cls, system_message: Message | None = None, human_message: Message | None = None
     ) -> Header:
         """A header, checked like the constructor, its size taken from the messages."""
-        return _fast.trusted_header(
+        return _trusted_header(
             system_message, human_message, _header_size(system_message, human_message)
         )
 
@@ -199,7 +208,7 @@ class BodyPair:
         (roles, and every result answering a call of the pair)."""
         tools = tool_messages if type(tool_messages) is tuple else tuple(tool_messages)
         kind, size = _checked_pair(ai_message, tools, None)
-        return _fast.trusted_pair(kind, ai_message, tools, size)
+        return _trusted_pair(kind, ai_message, tools, size)
 
     @classmethod
     def from_messages(cls, ai_message: Message, *tool_messages: Message) -> BodyPair:
@@ -222,8 +231,8 @@ class BodyPair:
     @classmethod
     def completion(cls, text: str) -> BodyPair:
         """A COMPLETION pair: one AI message with one text part."""
-        message = _fast.trusted_message(Role.AI, (TextPart(text=text),))
-        return _fast.trusted_pair(BodyPairType.COMPLETION, message, (), message.size)
+        message = _trusted_message(Role.AI, (TextPart(text=text),))
+        return _trusted_pair(BodyPairType.COMPLETION, message, (), message.size)
 
     @classmethod
     def summarization(
@@ -249,7 +258,7 @@ class BodyPair:
             raise TypeError(f"summary text must be a str, not {type(text).__name__}")
         reasoning = Reasoning(signature=FAKE_GEMINI_SIGNATURE.encode()) if fake_signature else None
         # Every field is known valid here: built without re-validation (hot in csum).
-        call = _fast.new_trusted(
+        call = new_trusted(
             ToolCall,
             {
                 "type": "tool_call",
@@ -263,8 +272,8 @@ class BodyPair:
         if reasoning_message is not None:
             _check_role(reasoning_message, Role.AI, "reasoning_message")
             prefix = tuple(p for p in reasoning_message.parts if type(p) is not ToolCall)
-        ai_message = _fast.trusted_message(Role.AI, (*prefix, call))
-        result = _fast.new_trusted(
+        ai_message = _trusted_message(Role.AI, (*prefix, call))
+        result = new_trusted(
             ToolResult,
             {
                 "type": "tool_result",
@@ -273,8 +282,8 @@ class BodyPair:
                 "content": text,
             },
         )
-        tool_message = _fast.trusted_message(Role.TOOL, (result,))
-        return _fast.trusted_pair(
+        tool_message = _trusted_message(Role.TOOL, (result,))
+        return _trusted_pair(
             BodyPairType.SUMMARIZATION,
             ai_message,
             (tool_message,),
@@ -321,7 +330,7 @@ class Section:
     def build(cls, header: Header, body: Iterable[BodyPair] = ()) -> Section:
         """A section, checked like the constructor, its size taken from the children."""
         pairs = body if type(body) is tuple else tuple(body)
-        return _fast.trusted_section(header, pairs, _section_size(header, pairs))
+        return _trusted_section(header, pairs, _section_size(header, pairs))
 
     def evolve(
         self, *, header: Header | None = None, body: Iterable[BodyPair] | None = None
@@ -389,7 +398,7 @@ class ChainAST:
         """A chain of these sections, checked like the constructor."""
         nodes = sections if type(sections) is tuple else tuple(sections)
         _check_sections(nodes)
-        return _fast.trusted_chain(nodes)
+        return _trusted_chain(nodes)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"ChainAST is immutable; cannot set {name!r}")
@@ -545,6 +554,51 @@ class ChainAST:
         ]
 
 
-# The fast path builds these modules' classes, so it is imported last: by then every
-# class it needs is defined, whichever of the modules Python loads first.
-from cast import _fast  # noqa: E402
+# -- unchecked builders (the fast path, see cast._fast) ------------------------------------
+
+
+def _trusted_header(system: Message | None, human: Message | None, size: int) -> Header:
+    """A header; ``size`` must be the sum of its messages' sizes."""
+    node = Header.__new__(Header)
+    _set(node, "system_message", system)
+    _set(node, "human_message", human)
+    _set(node, "size", size)
+    return node
+
+
+def _trusted_pair(
+    kind: BodyPairType,
+    ai_message: Message,
+    tool_messages: tuple[Message, ...],
+    size: int | None = None,
+) -> BodyPair:
+    """A body pair; its size is computed from the messages unless given."""
+    if size is None:
+        size = ai_message.size + sum(m.size for m in tool_messages)
+    node = BodyPair.__new__(BodyPair)
+    _set(node, "type", kind)
+    _set(node, "ai_message", ai_message)
+    _set(node, "tool_messages", tool_messages)
+    _set(node, "size", size)
+    return node
+
+
+def _trusted_section(
+    header: Header, body: tuple[BodyPair, ...], size: int | None = None
+) -> Section:
+    """A section; its size is computed from the children unless given."""
+    if size is None:
+        size = header.size + sum(pair.size for pair in body)
+    node = Section.__new__(Section)
+    _set(node, "header", header)
+    _set(node, "body", body)
+    _set(node, "size", size)
+    return node
+
+
+def _trusted_chain(sections: tuple[Section, ...], size: int | None = None) -> ChainAST:
+    """A chain; its size is computed from the sections unless given."""
+    node = ChainAST.__new__(ChainAST)
+    _set(node, "sections", sections)
+    _set(node, "size", sum(s.size for s in sections) if size is None else size)
+    return node

@@ -256,10 +256,11 @@ def add_input_limit_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def known_formats() -> list[str]:
-    """Every format name the command lines accept."""
-    from cast.codecs import CODECS, NATIVE
+    """Every format name the command lines accept: chaincast's own, then every
+    registered codec (users' ones included), in detection order."""
+    from cast.codecs import NATIVE, codec_names
 
-    return [NATIVE, *CODECS]
+    return [NATIVE, *(name for name in codec_names() if name != NATIVE)]
 
 
 def _codec(fmt: str) -> Any:

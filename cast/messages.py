@@ -24,6 +24,8 @@ from pydantic import (
     TypeAdapter,
 )
 
+from cast._trusted import new_trusted
+
 __all__ = [
     "FIELD_PART_KINDS",
     "MESSAGES_ADAPTER",
@@ -129,7 +131,7 @@ class _Frozen(BaseModel):
                     f"{type(self).__name__}.evolve: {name} must be {names}, "
                     f"not {type(value).__name__}"
                 )
-        return _fast.new_trusted(type(self), {**self.__dict__, **changes})
+        return new_trusted(type(self), {**self.__dict__, **changes})
 
 
 _FIELD_TYPES: dict[type[BaseModel], dict[str, tuple[type, ...]]] = {}
@@ -337,7 +339,7 @@ class Message(_Frozen):
                     f"Message.from_parts: parts[{index}] must be a TextPart, ImagePart, "
                     f"BinaryPart, ToolCall, ToolResult or ProviderPart, not {type(part).__name__}"
                 )
-        return _fast.trusted_message(role if type(role) is Role else Role(role), items)
+        return _trusted_message(role if type(role) is Role else Role(role), items)
 
     def evolve(self, **changes: Any) -> Self:
         """A copy with ``role`` and/or ``parts`` changed (checked like :meth:`from_parts`)."""
@@ -402,6 +404,8 @@ def _new_message(role: Role, parts: tuple[Any, ...]) -> Message:
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
-# The fast path builds these modules' classes, so it is imported last: by then every
-# class it needs is defined, whichever of the modules Python loads first.
-from cast import _fast  # noqa: E402
+def _trusted_message(role: Role, parts: tuple[Any, ...], size: int | None = None) -> Message:
+    """A message of valid parts; its size is computed unless given."""
+    if size is None:
+        size = sum(map(part_size, parts))
+    return new_trusted(Message, {"role": role, "parts": parts}, size)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.lowlevel
 
-from cast import BodyPair, Message, utf8_len
+from cast import BodyPair, Message
+from cast.internals import utf8_len
 from csum._fit import fit_summary
 from csum.errors import SummarizationError
 from csum.prompt import summary_request

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import regex
 
-from cast import utf8_len
+from cast.internals import utf8_len
 
 __all__ = ["fit_joined", "fit_summary"]
 

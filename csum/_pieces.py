@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from cast import ImagePart, Message, Role, TextPart, ToolCall, ToolResult, utf8_len
+from cast import ImagePart, Message, Role, TextPart, ToolCall, ToolResult
+from cast.internals import utf8_len
 from csum._calls import HandlerCalls
 from csum._fit import fit_joined
 from csum._gather import gather

@@ -30,7 +30,8 @@ from typing import Any
 
 import anyio
 
-from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult, utf8_len
+from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
+from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
 from csum._deprecated import moved_into
 from csum._fit import fit_joined

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from cast import BinaryPart, ImagePart, Message, TextPart, ToolCall, ToolResult, utf8_len
+from cast import BinaryPart, ImagePart, Message, TextPart, ToolCall, ToolResult
 from cast.chainio import install_hint, parse_size
+from cast.internals import utf8_len
 from csum._images import ImageFormula, image_size, image_tokens, url_image_size
 
 __all__ = [

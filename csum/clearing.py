@@ -38,8 +38,8 @@ from cast import (
     TextPart,
     ToolCall,
     ToolResult,
-    utf8_len,
 )
+from cast.internals import utf8_len
 from csum.archive import archive_line, message_reference
 from csum.budget import Budget
 

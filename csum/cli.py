@@ -31,7 +31,6 @@ from cast import (
     IdTemplate,
     Message,
     open_with_human,
-    utf8_len,
 )
 from cast.chainio import (
     add_input_limit_argument,
@@ -45,6 +44,7 @@ from cast.chainio import (
     run_console,
     write_json,
 )
+from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
 from csum._deprecated import add_keep_ratio_flags, keep_ratio_flag
 from csum.archive import HistoryArchive

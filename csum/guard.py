@@ -40,7 +40,8 @@ import anyio
 import anyio.to_thread
 import regex
 
-from cast import Message, Role, ToolCall, utf8_len
+from cast import Message, Role, ToolCall
+from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
 from csum._fit import fit_summary
 from csum.archive import archived_references, split_archive_line

@@ -13,7 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from cast import Message, TextPart, ToolCall, ToolResult, utf8_len
+from cast import Message, TextPart, ToolCall, ToolResult
+from cast.internals import utf8_len
 from csum.archive import HistoryArchive, message_reference
 
 __all__ = [

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Final
 import regex
 import xxhash
 
-from cast import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
+from cast import Message, Role, TextPart, ToolCall, ToolResult
+from cast.internals import utf8_len
 from csum._search_text import message_search_text
 
 if TYPE_CHECKING:

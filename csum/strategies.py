@@ -26,8 +26,8 @@ from cast import (
     Role,
     Section,
     TextPart,
-    utf8_len,
 )
+from cast.internals import utf8_len
 from csum._calls import HandlerCalls
 from csum._gather import gather
 from csum._pairs import (

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cast import utf8_len
+from cast.internals import utf8_len
 from csum._fit import fit_joined, fit_summary
 
 # What a model writes under csum's structured prompt, about a real Claude Code session

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cast import Message, ToolCall, utf8_len
+from cast import Message, ToolCall
+from cast.internals import utf8_len
 from csum.archive import split_archive_line
 from csum.guard import FactGuard, guarded, lost_facts, residual_prompt
 from csum.handlers import extractive

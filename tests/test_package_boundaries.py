@@ -16,7 +16,7 @@ OUTSIDE_CAST = sorted(
 
 # cast's public surface for other packages: the package itself and the submodules whose
 # names do not start with an underscore and that are documented for direct use.
-PUBLIC_CAST_MODULES = {"cast", "cast.chainio", "cast.codecs"}
+PUBLIC_CAST_MODULES = {"cast", "cast.chainio", "cast.codecs", "cast.internals"}
 
 # What only cast may do: its trusted constructors and pydantic's private slots.
 FAST_PATH_MARKERS = ("_trusted", "__pydantic_fields_set__", "new_trusted", "with_field")

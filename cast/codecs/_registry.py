@@ -1,0 +1,203 @@
+"""The codec registry: one registration per codec (name, detect, decode, encode).
+
+Built-in codecs and users' codecs are registered the same way, by
+:func:`register_codec` or by subclassing :class:`CodecDefinition`; :func:`get_codec`
+and :func:`detect_format` read nothing else.
+
+Detection runs in two passes, each over the registered codecs in order: ``detect``
+sees the whole payload (an envelope such as ``{"contents": ...}``), then
+``detect_messages`` sees the message objects (the dicts of a list, or of a dict's
+``"messages"`` list). Users' codecs come before the built-in ones in both passes:
+the built-in ``openai`` takes any list of message objects as its last resort, so a
+user codec placed after it could never be detected.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from cast.codecs._common import json_type
+from cast.errors import CodecError
+from cast.messages import Message
+
+__all__ = [
+    "Codec",
+    "CodecDefinition",
+    "MessagesTest",
+    "PayloadTest",
+    "codec_names",
+    "detect_format",
+    "get_codec",
+    "register_codec",
+    "unregister_codec",
+]
+
+PayloadTest = Callable[[object], bool]
+"""Whether a whole payload is in a codec's format."""
+MessagesTest = Callable[[list[dict[str, Any]]], bool]
+"""Whether a list of message objects (dicts) is in a codec's format."""
+
+
+class Codec(Protocol):
+    """What every codec provides."""
+
+    def decode(self, payload: Any, /) -> list[Message]: ...
+
+    def encode(self, messages: Iterable[Message | dict[str, Any]], /) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    name: str
+    codec: Codec
+    detect: PayloadTest | None
+    detect_messages: MessagesTest | None
+    builtin: bool
+
+
+_LOCK = threading.Lock()
+_USER: dict[str, _Entry] = {}
+_BUILTIN: dict[str, _Entry] = {}
+
+
+def codec_key(name: str) -> str:
+    """The registry's spelling of a codec name (lower case, ``-`` read as ``_``)."""
+    return name.strip().lower().replace("-", "_")
+
+
+def register_codec(
+    codec: Codec,
+    *,
+    name: str | None = None,
+    detect: PayloadTest | None = None,
+    detect_messages: MessagesTest | None = None,
+    builtin: bool = False,
+) -> Codec:
+    """Register ``codec`` (anything with ``decode`` and ``encode``) and return it.
+
+    ``name`` defaults to ``codec.name``; ``detect`` and ``detect_messages`` to the
+    codec's methods of those names, when it has them (a codec without either is
+    reached by name only). A name already registered, built-in or not, raises
+    ``ValueError``: :func:`unregister_codec` it first.
+    """
+    if not callable(getattr(codec, "decode", None)) or not callable(getattr(codec, "encode", None)):
+        raise TypeError(f"a codec needs decode and encode methods; {codec!r} lacks one")
+    label = name if name is not None else getattr(codec, "name", None)
+    if not isinstance(label, str) or not label.strip():
+        raise ValueError(f"a codec needs a non-empty name (pass name=...); got {label!r}")
+    key = codec_key(label)
+    if not key.isidentifier():
+        raise ValueError(f"codec name {label!r} is not a word of letters, digits, _ and -")
+    entry = _Entry(
+        key,
+        codec,
+        detect if detect is not None else _method(codec, "detect"),
+        detect_messages if detect_messages is not None else _method(codec, "detect_messages"),
+        builtin,
+    )
+    with _LOCK:
+        if key in _USER or key in _BUILTIN:
+            kind = "a built-in" if key in _BUILTIN else "a registered"
+            raise ValueError(
+                f"codec name {key!r} is already taken by {kind} codec; unregister it first"
+            )
+        (_BUILTIN if builtin else _USER)[key] = entry
+    return codec
+
+
+def unregister_codec(name: str) -> None:
+    """Remove a codec registered by :func:`register_codec` (built-in ones included);
+    an unknown name raises ``CodecError``."""
+    key = codec_key(name)
+    with _LOCK:
+        removed = _USER.pop(key, None) or _BUILTIN.pop(key, None)
+    if removed is None:
+        raise CodecError(f"unknown codec {name!r}; expected one of {', '.join(codec_names())}")
+
+
+def _method(codec: object, attribute: str) -> Any:
+    found = getattr(codec, attribute, None)
+    return found if callable(found) else None
+
+
+def _entries() -> list[_Entry]:
+    """Every registration in detection order: users' first, then the built-in ones."""
+    with _LOCK:
+        return [*_USER.values(), *_BUILTIN.values()]
+
+
+def codec_names() -> tuple[str, ...]:
+    """Every registered codec's name, in detection order."""
+    return tuple(entry.name for entry in _entries())
+
+
+def get_codec(name: str) -> Codec:
+    """The codec registered as ``name`` (``-`` may stand for ``_``, any case)."""
+    if not isinstance(name, str):
+        raise CodecError(f"a codec name is a str, not {type(name).__name__}")
+    key = codec_key(name)
+    with _LOCK:
+        entry = _USER.get(key) or _BUILTIN.get(key)
+    if entry is None:
+        raise CodecError(f"unknown codec {name!r}; expected one of {', '.join(codec_names())}")
+    return entry.codec
+
+
+def detect_format(payload: object) -> str:
+    """Guess which codec ``payload`` is for, from its shape alone.
+
+    Returns a registered codec's name; raises :class:`CodecError` when the shape fits
+    none of them. A list of plain-text user/assistant messages fits OpenAI and
+    Anthropic alike (both decode it the same way): it is ``openai``.
+    """
+    entries = _entries()
+    for entry in entries:
+        if entry.detect is not None and entry.detect(payload):
+            return entry.name
+    dicts = _message_objects(payload)
+    for entry in entries:
+        if entry.detect_messages is not None and entry.detect_messages(dicts):
+            return entry.name
+    raise CodecError("cannot detect the format: no registered codec takes this payload")
+
+
+def _message_objects(payload: object) -> list[dict[str, Any]]:
+    """The dicts of a list payload, or of a dict payload's ``"messages"`` list."""
+    if isinstance(payload, dict):
+        messages = payload.get("messages")
+        if not isinstance(messages, list):
+            raise CodecError("cannot detect the format: no messages, contents or input field")
+        payload = messages
+    if not isinstance(payload, list):
+        raise CodecError(f"cannot detect the format of a JSON {json_type(payload)}")
+    dicts = [item for item in payload if isinstance(item, dict)]
+    if not dicts:
+        raise CodecError("cannot detect the format of a list without message objects")
+    return dicts
+
+
+class CodecDefinition:
+    """Base class of a codec registered by subclassing: give the subclass a ``name``
+    and ``decode`` / ``encode`` methods (``detect`` / ``detect_messages`` optional),
+    and it is registered as an instance when the class is defined.
+
+    ``class Draft(CodecDefinition, register=False)`` defines one without registering it.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if register:
+            register_codec(cls())
+
+    def decode(self, payload: Any, /) -> list[Message]:
+        """The messages of ``payload``; raise ``CodecError`` for a malformed one."""
+        raise NotImplementedError(f"{type(self).__name__} defines no decode")
+
+    def encode(self, messages: Iterable[Message | dict[str, Any]], /) -> Any:
+        """The payload holding ``messages``."""
+        raise NotImplementedError(f"{type(self).__name__} defines no encode")
