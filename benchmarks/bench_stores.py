@@ -23,7 +23,7 @@ Not measured: trio (the Redis store then runs redis-py's sync client in worker t
 a remote Redis (network latency adds to every lookup: the ratio scales with it), lock
 contention between workers, and the archive's search.
 
-Run: python -m benchmarks.bench_stores [--runs 5] [--corpus PATH]
+Run: python -m benchmarks.bench_stores [--runs 5] [--corpus PATH] [--only cache|archive]
 """
 
 from __future__ import annotations
@@ -352,7 +352,7 @@ async def store_only(folder: Path, variant: str, run: int, batches: list[list[Me
     return seconds
 
 
-async def main_async(runs: int, corpus: Path) -> None:
+async def main_async(runs: int, corpus: Path, only: str | None = None) -> None:
     chains = corpus_chains(corpus)
     corpus_pairs = await corpus_prompts(chains)
     print(
@@ -367,8 +367,10 @@ async def main_async(runs: int, corpus: Path) -> None:
             redis_url = None if redis is None else redis[1]
             if redis is None:
                 print("note: redis-server not found: the Redis rows are left out")
-            await bench_cache(runs, corpus_pairs, folder, redis_url)
-            await bench_archive(runs, chains, folder, redis_url)
+            if only != "archive":
+                await bench_cache(runs, corpus_pairs, folder, redis_url)
+            if only != "cache":
+                await bench_archive(runs, chains, folder, redis_url)
             print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     finally:
         if redis is not None:
@@ -381,8 +383,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--corpus", type=Path)
+    parser.add_argument("--only", choices=["cache", "archive"], help="run one part only")
     args = parser.parse_args()
-    anyio.run(main_async, args.runs, find_corpus(args.corpus))
+    anyio.run(main_async, args.runs, find_corpus(args.corpus), args.only)
 
 
 if __name__ == "__main__":

@@ -739,5 +739,9 @@ async def test_reinserted_chains_lint_clean_for_every_target(tmp_path: Path, tar
     later = [*out, Message.ai("checked"), Message.human("And W123_A9 again?")]
     again = await keeper.run(later, force=True)
     assert recalled_text(again.messages).count("refund every order of W123_A9") == 1
+    last = max(i for i, m in enumerate(again.messages) if m.role is Role.HUMAN)
+    assert again.messages[last] == later[-1]
+    near = again.messages[last - 1 : last + 3]  # next to the new question, not the old one
+    assert "refund every order of W123_A9" in recalled_text(near)
     assert lint(again.messages, target, tools=["bash", "read", "write"]) == []
     await archive.aclose()
