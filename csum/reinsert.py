@@ -53,6 +53,7 @@ import xxhash
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
     FAKE_GEMINI_SIGNATURE,
+    IdTemplate,
     Message,
     ProviderProfile,
     Reasoning,
@@ -64,7 +65,6 @@ from cast import (
     get_provider,
     utf8_len,
 )
-from cast.ids import as_template
 from csum.recall import RECALL_TOOL_NAME
 
 if TYPE_CHECKING:
@@ -434,8 +434,8 @@ def _recall_pair(
 ) -> tuple[Message, Message]:
     """A synthetic ``recall_archived`` call (the question's identifiers as its query,
     an id the target takes, the reasoning it wants on a call) and its result ``block``."""
-    template = DEFAULT_TOOL_CALL_ID_TEMPLATE if profile is None else profile.id_template
-    call_id = as_template(template).generate(RECALL_TOOL_NAME, seed=block)
+    template = IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE) if profile is None else profile.id_template
+    call_id = template.generate(RECALL_TOOL_NAME, seed=block)
     policy = None if profile is None else profile.reasoning
     reasoning = None
     if policy is ReasoningPolicy.THOUGHT_SIGNATURE:

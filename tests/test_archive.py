@@ -282,6 +282,9 @@ def test_processes_setting_up_a_new_file_at_once_all_succeed(tmp_path: Path, kin
 
 
 def test_tool_definitions_fit_the_sdks() -> None:
+    reason = "the {0} extra is not installed: pip install '.[{0}]'"
+    pytest.importorskip("anthropic", reason=reason.format("anthropic"))
+    pytest.importorskip("openai", reason=reason.format("openai"))
     from anthropic.types import ToolParam
     from openai.types.chat import ChatCompletionToolParam
 

@@ -25,6 +25,7 @@ from csum.archive import (
     message_search_text,
 )
 from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
+from redis_server import needs_redis_client
 from test_cache import corpus_chains
 
 
@@ -128,7 +129,7 @@ async def test_summary_cut_to_fit_keeps_its_archive_line(tmp_path: Path) -> None
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("where", ["folder", "redis-down"])
+@pytest.mark.parametrize("where", ["folder", pytest.param("redis-down", marks=needs_redis_client)])
 async def test_failing_archive_gives_events_and_the_compaction_completes(
     tmp_path: Path, where: str
 ) -> None:

@@ -28,6 +28,7 @@ from csum import (
 from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.cache import encode_summary
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
+from redis_server import needs_redis_client
 from store_workers import archive_cycle
 from test_cache import CountingHandler, _Buffer
 
@@ -174,6 +175,7 @@ async def test_recall_tool_answers_every_argument_a_model_may_send(
 # -- item 6: credentials never shown ------------------------------------------------------------
 
 
+@needs_redis_client
 @pytest.mark.anyio
 async def test_redis_credentials_are_redacted_everywhere() -> None:
     url = "redis://user:s3cret-pw@127.0.0.1:9/0"
@@ -201,6 +203,7 @@ async def test_redis_credentials_are_redacted_everywhere() -> None:
     assert any("redis://user:***@127.0.0.1:9/0" in text for text in shown)
 
 
+@needs_redis_client
 def test_cli_warnings_redact_credentials(tmp_path: Path) -> None:
     from csum.cli import main
 
