@@ -194,17 +194,24 @@ def _recalled_at(messages: Sequence[object], index: int) -> int:
     return 0
 
 
+def _is_human(message: object) -> bool:
+    return type(message) is Message and message.role is Role.HUMAN
+
+
 def without_recalled(messages: Sequence[_Item]) -> list[_Item]:
     """``messages`` without the messages re-insertion added (the synthetic recall pairs
     and the assistant turns holding a re-inserted block, by their exact shape); the
-    same list object when there are none. Anything not a :class:`~cast.Message` (a
-    dict to be parsed) is kept; ``messages`` itself is never changed."""
+    same list object when there are none. One that stands between two human messages
+    (a question asked right after another) is kept: taking it out would leave two
+    human messages in a row. Anything not a :class:`~cast.Message` (a dict to be
+    parsed) is kept; ``messages`` itself is never changed."""
     out: list[_Item] = []
     index = 0
     found = False
     while index < len(messages):
         added = _recalled_at(messages, index)
-        if added:
+        after = messages[index + added] if index + added < len(messages) else None
+        if added and not (_is_human(out[-1] if out else None) and _is_human(after)):
             found = True
             index += added
             continue

@@ -18,6 +18,7 @@ import pytest
 
 from cast import Message, ToolCall
 from csum import (
+    Compactor,
     HistoryArchive,
     RecallTool,
     StoreEventKind,
@@ -675,6 +676,14 @@ async def test_reinserted_tool_text_stays_a_tools_and_cannot_forge_the_framing(
     assert await archive.reinsert(back, max_bytes=4096) is back
     assert without_recalled(back) == asked
     assert without_recalled(asked) is asked
+    # A question asked right after another keeps the pair between them: taken out, it
+    # would leave two human messages in a row (the keeper then fails to parse).
+    twice = [*back, Message.human("And order W123_A9?")]
+    assert without_recalled(twice) is twice
+    archive.reinsert_bytes = 4096
+    kept = await Compactor(budget=200_000, archive=archive).run(twice, force=True)
+    assert kept.messages[-1] == twice[-1]
+    assert recalled_text(kept.messages).count("refund every order of W123_A9") == 1
     # A user's own text that merely starts with the header is the user's own.
     own = Message.from_parts(
         Role.HUMAN, (TextPart(text="hi"), TextPart(text=f"{REINSERTED_HEADER}\nmy words"))
