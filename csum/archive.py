@@ -23,7 +23,7 @@ from typing import Final
 import xxhash
 from pydantic import TypeAdapter
 
-from cast import Message
+from cast import Message, ProviderProfile
 from csum._search_text import message_search_text, search_text_of_json
 from csum.reinsert import reinsert_archived
 from csum.store_events import StoreEvent, StoreEventKind, failure_detail
@@ -254,15 +254,26 @@ class HistoryArchive:
         return await self.store.delete_session(self.session)
 
     async def reinsert(
-        self, messages: Sequence[Message], *, max_bytes: int | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        max_bytes: int | None = None,
+        target: str | ProviderProfile | None = None,
     ) -> list[Message]:
         """``messages`` with archived lines the last question needs put back (see
-        :func:`csum.reinsert.reinsert_archived`); the input list when nothing is."""
+        :func:`csum.reinsert.reinsert_archived`: a synthetic recall pair, or an
+        assistant turn for a ``target`` that refuses undeclared tool calls); the input
+        list when nothing is."""
         limit = self.reinsert_bytes if max_bytes is None else max_bytes
-        return await reinsert_archived(self, messages, max_bytes=limit)
+        return await reinsert_archived(self, messages, max_bytes=limit, target=target)
 
     async def reinsert_reporting(
-        self, messages: Sequence[Message], *, max_bytes: int, emit: EventSink | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        max_bytes: int,
+        emit: EventSink | None = None,
+        target: str | ProviderProfile | None = None,
     ) -> list[Message]:
         """:meth:`reinsert` for a keeper: a store failure is reported as an event and
         gives ``messages`` back unchanged instead of raising (as does a store that
@@ -271,7 +282,7 @@ class HistoryArchive:
         if self._store_skipped():
             return unchanged
         try:
-            return await self.reinsert(messages, max_bytes=max_bytes)
+            return await self.reinsert(messages, max_bytes=max_bytes, target=target)
         except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
             self._failed(emit, exc)
             return unchanged

@@ -88,7 +88,7 @@ from csum.clearing import (
 )
 from csum.events import CompactionEvent, CompactionReason
 from csum.prompt import check_focus
-from csum.reinsert import is_reinserted, own_question
+from csum.reinsert import is_reinserted, own_question, without_recalled
 from csum.settings import Robustness, Stores
 from csum.store_events import StoreEvent, StoreEventKind
 
@@ -673,6 +673,13 @@ class Compactor:
         focus: str | None = None,
     ) -> CompactionResult:
         original, size_before = chain, size
+        if self.archive is not None and self.archive.reinsert_bytes:
+            # Earlier re-inserted messages are copies for earlier questions: out, and
+            # the current question gets a fresh choice below.
+            fresh = without_recalled(chain)
+            if fresh is not chain:
+                chain = fresh
+                ast, size = parse_chain(chain), self._meter.total(chain)
         calls = HandlerCalls(self.handler, cache=self.cache, archive=self.archive)
         forced = reason is CompactionReason.FORCED
         summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
@@ -874,7 +881,9 @@ class Compactor:
         if self.budget.unit == "bytes":
             limit = min(limit, room)
         while limit > 0 and room > 0:
-            new = await archive.reinsert_reporting(out, max_bytes=limit, emit=events.append)
+            new = await archive.reinsert_reporting(
+                out, max_bytes=limit, emit=events.append, target=self.style.target
+            )
             if new is out:
                 break
             grown = meter.total(new) - size

@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 
 from cast import Message, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
+from csum._recall_name import RECALL_TOOL_NAME
 from csum.archive import HistoryArchive, message_reference
 
 __all__ = [
@@ -24,7 +25,6 @@ __all__ = [
     "recall_tool_definition",
 ]
 
-RECALL_TOOL_NAME: Final = "recall_archived"
 RECALL_TOOL_DESCRIPTION: Final = (
     "Fetch conversation history that was summarized away. Summaries end with "
     "'[archived: REFERENCE]': pass that reference to get the original messages back, "

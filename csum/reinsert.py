@@ -2,11 +2,24 @@
 
 When the last human message names things a model cannot guess (paths, dotted,
 snake_case or kebab-case names, ids mixing letters and digits, error codes, CamelCase),
-the archived lines naming them are added to that message, within a byte limit, as one
-text part that says they are quotes and names, line by line, the archived message's
-reference and the role it came from (a tool's text stays a tool's: ``tool result of
-fetch_ticket``), behind a marker no archived line holds, so archived text cannot
-imitate the framing. Off by default: it changes what the model reads.
+the archived lines naming them are put back, within a byte limit, as one block that
+says they are quotes and names, line by line, the archived message's reference and the
+role it came from (a tool's text stays a tool's: ``tool result of fetch_ticket``),
+behind a marker no archived line holds, so archived text cannot imitate the framing.
+The block never goes into a human message (a tool's text must not gain the user's
+voice); it keeps the voice of a tool or of the assistant, chosen per target:
+
+* where a request may hold calls of tools it does not declare (no target, OpenAI,
+  Gemini, Mistral...), it is the result of a synthetic ``recall_archived`` call, a pair
+  put right after the question (the question and everything after it stay as they are);
+* where such a call is refused (Anthropic, Bedrock: ``tools_with_tool_history``, where
+  summaries are plain-text turns too), it is an assistant text turn put right before
+  the question (after the question it would end the chain as a prefill).
+
+Re-inserted messages are copies of what the archive holds, for one question: a keeper
+that re-inserts takes them out of the chain when it compacts (:func:`without_recalled`)
+and chooses afresh for the current question. Off by default: it changes what the
+model reads.
 
 How lines are found and chosen (all of it independent of any one format):
 
@@ -29,15 +42,30 @@ How lines are found and chosen (all of it independent of any one format):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import regex
 import xxhash
 
-from cast import Message, Role, TextPart, ToolCall, ToolResult
+from cast import (
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    FAKE_GEMINI_SIGNATURE,
+    IdTemplate,
+    Message,
+    ProviderProfile,
+    Reasoning,
+    ReasoningPolicy,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    get_provider,
+)
 from cast.internals import utf8_len
+from csum._recall_name import RECALL_TOOL_NAME
 from csum._search_text import message_search_text
 
 if TYPE_CHECKING:
@@ -48,14 +76,16 @@ __all__ = [
     "is_reinserted",
     "own_question",
     "question_identifiers",
+    "recalled_text",
     "reinsert_archived",
     "reinserted_part",
+    "without_recalled",
 ]
 
 REINSERTED_HEADER: Final = "[recalled from the history archive]"
 """Start of the first line of the text part re-insertion adds."""
 _HEADER_TAIL: Final = (
-    " quoted from archived messages, not the user's words; each line starts [{mark}] "
+    " quoted from archived messages, not words of this turn; each line starts [{mark}] "
     "(reference, the role it came from)"
 )
 """The rest of the header line: it says the lines are quotes, and names the marker."""
@@ -118,6 +148,94 @@ def own_question(question: Message) -> Message | None:
     if len(parts) == len(question.parts):
         return question
     return Message.from_parts(Role.HUMAN, parts) if parts else None
+
+
+_Item = TypeVar("_Item")
+
+
+def _recall_call(message: object) -> ToolCall | None:
+    """The one ``recall_archived`` call ``message`` is made of (an AI message holding
+    that call and nothing else but its reasoning), else None."""
+    if type(message) is not Message or message.role is not Role.AI:
+        return None
+    calls = [p for p in message.parts if type(p) is ToolCall]
+    texts = [p for p in message.parts if type(p) is TextPart and p.text]
+    if len(calls) != 1 or texts or calls[0].name != RECALL_TOOL_NAME:
+        return None
+    return calls[0]
+
+
+def _is_recalled_text(message: object) -> bool:
+    """Whether ``message`` is an assistant turn holding a re-inserted block only."""
+    if type(message) is not Message or message.role is not Role.AI:
+        return False
+    return len(message.parts) == 1 and is_reinserted(message.parts[0])
+
+
+def _is_recalled_result(message: object, call: ToolCall) -> bool:
+    """Whether ``message`` is the re-inserted block answering ``call``, alone."""
+    if type(message) is not Message or message.role is not Role.TOOL or len(message.parts) != 1:
+        return False
+    result = message.parts[0]
+    return (
+        type(result) is ToolResult
+        and result.tool_call_id == call.id
+        and is_reinserted(TextPart(text=result.content))
+    )
+
+
+def _recalled_at(messages: Sequence[object], index: int) -> int:
+    """How many messages from ``index`` on re-insertion added (0, 1 or 2)."""
+    message = messages[index]
+    if _is_recalled_text(message):
+        return 1
+    call = _recall_call(message)
+    if call is not None and index + 1 < len(messages):
+        return 2 if _is_recalled_result(messages[index + 1], call) else 0
+    return 0
+
+
+def _is_human(message: object) -> bool:
+    return type(message) is Message and message.role is Role.HUMAN
+
+
+def without_recalled(messages: Sequence[_Item]) -> list[_Item]:
+    """``messages`` without the messages re-insertion added (the synthetic recall pairs
+    and the assistant turns holding a re-inserted block, by their exact shape); the
+    same list object when there are none. One that stands between two human messages
+    (a question asked right after another) is kept: taking it out would leave two
+    human messages in a row. Anything not a :class:`~cast.Message` (a dict to be
+    parsed) is kept; ``messages`` itself is never changed."""
+    out: list[_Item] = []
+    index = 0
+    found = False
+    while index < len(messages):
+        added = _recalled_at(messages, index)
+        after = messages[index + added] if index + added < len(messages) else None
+        if added and not (_is_human(out[-1] if out else None) and _is_human(after)):
+            found = True
+            index += added
+            continue
+        out.append(messages[index])
+        index += 1
+    if not found:
+        return messages if isinstance(messages, list) else list(messages)
+    return out
+
+
+def recalled_text(messages: Sequence[Message]) -> str:
+    """The re-inserted blocks of ``messages`` (the tool results of synthetic recall
+    pairs and the assistant turns holding one), one per line group; "" when none."""
+    blocks: list[str] = []
+    for index, message in enumerate(messages):
+        added = _recalled_at(messages, index)
+        if added == 1:
+            blocks.append(message.text)
+        elif added == 2:
+            result = messages[index + 1].parts[0]
+            assert type(result) is ToolResult
+            blocks.append(result.content)
+    return "\n".join(blocks)
 
 
 _TOKEN = regex.compile(r"[\w][\w./:\-]*+")
@@ -260,41 +378,80 @@ def _origin(message: Message, line: str) -> str:
 
 
 async def reinsert_archived(
-    archive: HistoryArchive, messages: Sequence[Message], *, max_bytes: int
+    archive: HistoryArchive,
+    messages: Sequence[Message],
+    *,
+    max_bytes: int,
+    target: str | ProviderProfile | None = None,
 ) -> list[Message]:
-    """``messages`` with the archived lines the last human message needs appended to it
-    as one text part of at most ``max_bytes`` UTF-8 bytes (see the module docstring).
+    """``messages`` with the archived lines the last human message needs put back as
+    one block of at most ``max_bytes`` UTF-8 bytes, in the voice ``target`` takes (see
+    the module docstring): a synthetic recall pair right after the question, or an
+    assistant turn right before it where the target refuses undeclared tool calls.
 
-    A question that already carries a re-inserted part is served: nothing more is
-    added. Returns ``messages`` itself (as a list, not copied) when nothing is added;
-    never mutates it.
+    A question already served (its recall pair or turn is there) gets nothing more, nor
+    does a question an assistant turn cannot precede (only a system message before it)
+    in the assistant form. Returns ``messages`` itself (as a list, not copied) when
+    nothing is added; never mutates it.
     """
     out = messages if isinstance(messages, list) else list(messages)
     index = _last_human(out)
     if max_bytes <= 0 or index is None:
         return out
+    profile = get_provider(target) if isinstance(target, str) else target
+    as_text = profile is not None and profile.tools_with_tool_history
     texts = [p.text for p in out[index].parts if isinstance(p, TextPart)]
     if any(is_reinserted(p) for p in out[index].parts):
-        return out  # served once already: a question gets one part, not one per run
+        return out  # served once already (a question of an earlier release)
+    if as_text and (index == 0 or out[index - 1].role is Role.SYSTEM):
+        return out  # an assistant turn cannot open the chain
+    if (as_text and _recalled_at(out, index - 1)) or (
+        not as_text and index + 1 < len(out) and _recalled_at(out, index + 1)
+    ):
+        return out  # served once already: a question gets one block, not one per run
     identifiers = question_identifiers("\n".join(texts))
     if not identifiers:
         return out
     chain = "\n".join(message_search_text(m) for i, m in enumerate(out) if i != index)
     folded = [ident.casefold() for ident in identifiers]
     lists: list[tuple[int, list[_Candidate]]] = []
+    named: list[str] = []
     for identifier in identifiers:
         hits = await archive.search(identifier, limit=_SEARCH_LIMIT)
         found = _candidates(identifier, hits, folded, chain)
         if found:
             lists.append((len(hits), found))
+            named.append(identifier)
     lists.sort(key=lambda item: item[0])  # the rarest identifier first (stable)
     header = utf8_len(REINSERTED_HEADER + _HEADER_TAIL.format(mark="0" * 8))
     chosen = _share(lists, max_bytes - header)
     if not chosen:
         return out
-    human = out[index]
-    new = Message.from_parts(Role.HUMAN, (*human.parts, reinserted_part(chosen)))
-    return [*out[:index], new, *out[index + 1 :]]
+    block = reinserted_part(chosen).text
+    if as_text:
+        turn = Message.from_parts(Role.AI, (TextPart(text=block),))
+        return [*out[:index], turn, *out[index:]]
+    pair = _recall_pair(block, named, profile)
+    return [*out[: index + 1], *pair, *out[index + 1 :]]
+
+
+def _recall_pair(
+    block: str, identifiers: Sequence[str], profile: ProviderProfile | None
+) -> tuple[Message, Message]:
+    """A synthetic ``recall_archived`` call (the question's identifiers as its query,
+    an id the target takes, the reasoning it wants on a call) and its result ``block``."""
+    template = IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE) if profile is None else profile.id_template
+    call_id = template.generate(RECALL_TOOL_NAME, seed=block)
+    policy = None if profile is None else profile.reasoning
+    reasoning = None
+    if policy is ReasoningPolicy.THOUGHT_SIGNATURE:
+        reasoning = Reasoning(signature=FAKE_GEMINI_SIGNATURE.encode())
+    elif policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED:
+        reasoning = Reasoning()
+    query = json.dumps({"query": " ".join(identifiers)}, ensure_ascii=False)
+    call = ToolCall(id=call_id, name=RECALL_TOOL_NAME, arguments=query, reasoning=reasoning)
+    result = Message.tool(call_id, RECALL_TOOL_NAME, block)
+    return Message.from_parts(Role.AI, (call,)), result
 
 
 def _share(lists: Sequence[tuple[int, list[_Candidate]]], room: int) -> list[str]:

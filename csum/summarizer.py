@@ -31,6 +31,7 @@ from csum._summary_ids import unique_summary_ids
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.config import SummarizerConfig
+from csum.reinsert import without_recalled
 from csum.settings import Stores
 from csum.store_events import StoreEvent
 from csum.strategies import (
@@ -203,6 +204,10 @@ class Summarizer:
         template = style.id_template
         issues: list[ChainIssue] = []
         items = list(messages)
+        if self.archive is not None and self.archive.reinsert_bytes:
+            # Earlier re-inserted messages are copies for earlier questions: out, and
+            # the current question gets a fresh choice at the end.
+            items = without_recalled(items)
         pending = pending_tail_calls(items)  # the newest turn's calls: left pending
         try:
             ast = parse_chain(items, repair=True, issues=issues)
@@ -248,7 +253,7 @@ class Summarizer:
         size_before -= filler_size
         size_after = ast.size - filler_size
         if self.archive is not None and self.archive.reinsert_bytes:
-            reinserted = await self.archive.reinsert(out)
+            reinserted = await self.archive.reinsert(out, target=style.target)
             if reinserted is not out:
                 out, size_after = reinserted, sum(m.size for m in reinserted)
 

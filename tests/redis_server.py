@@ -8,6 +8,7 @@ locks, connections and a server that dies.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -15,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Final
 
 import pytest
 
@@ -51,8 +53,21 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+REDIS_CLIENT_REASON: Final = "the redis extra is not installed: pip install '.[redis]'"
+needs_redis_client = pytest.mark.skipif(
+    importlib.util.find_spec("redis") is None and not os.environ.get("CI"),
+    reason=REDIS_CLIENT_REASON,
+)
+"""For a test that builds a Redis store without a server (one that is down)."""
+
+
 def redis_binary() -> str:
-    """The path of redis-server; skip (outside CI) or fail (in CI) when it is missing."""
+    """The path of redis-server; skip (outside CI) or fail (in CI) when it is missing,
+    or when the ``redis`` client (the redis extra) is not installed."""
+    if importlib.util.find_spec("redis") is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{REDIS_CLIENT_REASON}; CI must have it (the test extra)")
+        pytest.skip(REDIS_CLIENT_REASON)
     found = shutil.which("redis-server")
     if found is None:
         reason = "redis-server is not installed (apt-get install redis-server)"

@@ -38,7 +38,7 @@ from csum.archive import (
     message_search_text,
     split_archive_line,
 )
-from csum.reinsert import REINSERTED_HEADER, question_identifiers
+from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from store_workers import count_rows, open_at, write_archive
 from test_cache import CountingHandler, corpus_chains
 
@@ -282,6 +282,9 @@ def test_processes_setting_up_a_new_file_at_once_all_succeed(tmp_path: Path, kin
 
 
 def test_tool_definitions_fit_the_sdks() -> None:
+    reason = "the {0} extra is not installed: pip install '.[{0}]'"
+    pytest.importorskip("anthropic", reason=reason.format("anthropic"))
+    pytest.importorskip("openai", reason=reason.format("openai"))
     from anthropic.types import ToolParam
     from openai.types.chat import ChatCompletionToolParam
 
@@ -361,11 +364,12 @@ async def test_reinsertion_brings_back_lines_only_the_archive_has(tmp_path: Path
     back = await archive.reinsert(question)
     assert question == snapshot  # the input is untouched
     assert back is not question
-    added = back[-1].parts[-1]
-    assert added.text.startswith(REINSERTED_HEADER)  # type: ignore[union-attr]
-    assert "linker error in libfoo_v3.so: undefined symbol" in added.text  # type: ignore[union-attr]
-    assert len(added.text.encode()) <= 300  # type: ignore[union-attr]
-    assert back[:-1] == question[:-1]
+    added = recalled_text(back)  # a synthetic recall pair after the question
+    assert added.startswith(REINSERTED_HEADER)
+    assert "linker error in libfoo_v3.so: undefined symbol" in added
+    assert len(added.encode()) <= 300
+    assert back[: len(question)] == question
+    assert [m.role for m in back[len(question) :]] == [Role.AI, Role.TOOL]
     # Nothing to add: the same list back.
     assert await archive.reinsert(back) is back
     assert await off.reinsert(question) is question  # off by default

@@ -28,7 +28,7 @@ from csum import (
 )
 from csum.cache import KEY_VERSION, cache_key, decode_summary, encode_summary
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore, open_store
-from redis_server import RedisServer
+from redis_server import RedisServer, needs_redis_client
 from store_workers import fake_summary, prompt_id, summarize_with_cache, write_cache_entries
 
 CORPUS_CANDIDATES = [
@@ -420,6 +420,7 @@ async def test_redis_killed_mid_run(redis_own_server: RedisServer) -> None:
     assert result.handler_calls == plain.handler_calls
 
 
+@needs_redis_client
 def test_cli_cache_sqlite_then_redis_down(tmp_path: Path) -> None:
     from csum.cli import main
 

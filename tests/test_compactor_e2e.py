@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import openai as openai_sdk
 import pytest
 
 from cast import ChainAST, lint
@@ -26,6 +25,10 @@ from cast.codecs import openai as openai_codec
 from csum import CompactionEvent, Compactor
 from csum.handlers import openai_compatible, summarize_extractive
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
+
+openai_sdk = pytest.importorskip(
+    "openai", reason="the openai extra is not installed: pip install '.[openai]'"
+)
 
 BUDGET = 24_000
 TOOLS = [

@@ -19,7 +19,7 @@ from benchmarks.policies.corpus import (
     load_folder,
 )
 from benchmarks.policies.harness import _floor_size
-from cast import Message, Role, TextPart
+from cast import Message, Role
 from csum import (
     Budget,
     CompactionEvent,
@@ -27,7 +27,7 @@ from csum import (
     HistoryArchive,
 )
 from csum.compactor import DEFAULT_RESERVE_RATIO, LONG_MEMORY
-from csum.reinsert import REINSERTED_HEADER
+from csum.reinsert import REINSERTED_HEADER, recalled_text
 from test_compactor_archive import long_chain, question_needing_the_archive, tight
 from test_compactor_summary_size import steps
 from test_compactor_summary_size import summary_texts as summaries
@@ -137,10 +137,9 @@ async def test_lines_put_back_by_reinsertion_are_not_summarized_again(tmp_path: 
         first = await compactor.run(chain, force=True)
         question, _ = question_needing_the_archive(chain, first.messages)
         second = await compactor.run([*first.messages, Message.human(question)], force=True)
-        extended = second.messages[-1]
-        added = [p.text for p in extended.parts if type(p) is TextPart and p.text != question]
-        assert added
-        assert added[0].startswith(REINSERTED_HEADER)
+        added = recalled_text(second.messages)
+        assert added.startswith(REINSERTED_HEADER)
+        extended = next(m for m in second.messages if m == Message.human(question))
         later = [
             *second.messages,
             Message.ai("It was the reservation we changed before."),
@@ -152,7 +151,7 @@ async def test_lines_put_back_by_reinsertion_are_not_summarized_again(tmp_path: 
         summary = summaries(third.messages)[-1]
         assert "User: " + question in summary  # its own text is summarized ...
         assert REINSERTED_HEADER not in summary  # ... not what was put back into it
-        put_back = [line for line in added[0].splitlines()[1:] if line.strip()]
+        put_back = [line for line in added.splitlines()[1:] if line.strip()]
         assert not any("User: " + line in summary for line in put_back)
     finally:
         await archive.aclose()

@@ -41,6 +41,7 @@ from benchmarks.policies.cost_bench import (
     split_sessions,
 )
 from benchmarks.policies.harness import RunResult
+from benchmarks.policies.peers import langchain_middleware_available
 from cast import Message, Role, TextPart, ToolCall
 
 SYSTEM = Message.system("s" * 4000)  # 1,000 tokens
@@ -183,6 +184,10 @@ def test_drop_oldest_with_hysteresis_lands_on_the_target() -> None:
         DropOldest(budget, target_ratio=0)
 
 
+@pytest.mark.skipif(
+    not langchain_middleware_available(),
+    reason="the reference policy (SummarizationMiddleware) needs langchain: pip install '.[bench]'",
+)
 def test_a_small_run_holds_what_the_report_claims() -> None:
     config = CostConfig(budgets=(), steps=150, seeds=(3,), sim_budget=12 * 1024, recall=True)
     rows = anyio.run(partial(run_cost, config, cost_policies(), None))

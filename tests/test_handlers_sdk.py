@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import anthropic as anthropic_sdk
 import anyio
-import openai as openai_sdk
 import pytest
 
 from csum.handlers import (
@@ -31,6 +29,13 @@ from csum.handlers import (
     resolve_handler,
 )
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
+
+anthropic_sdk = pytest.importorskip(
+    "anthropic", reason="the anthropic extra is not installed: pip install '.[anthropic]'"
+)
+openai_sdk = pytest.importorskip(
+    "openai", reason="the openai extra is not installed: pip install '.[openai]'"
+)
 
 PROMPT = "<instructions>\nsummarize\n</instructions>\n<messages>\n</messages>\n"
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05}

@@ -2,21 +2,80 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import anyio
 import pytest
 
+import benchmarks.policies.__main__ as policies_main
 from benchmarks.policies.__main__ import main
 from benchmarks.policies.baselines import DropOldest, FractionPartition
 from benchmarks.policies.harness import run_policy
 from benchmarks.policies.simulate import FACT_SHAPES, PlantedFact, fact_present, simulate
+from benchmarks.policies.suite import SuiteResult, check_invariants
 from cast import ChainAST
 
 
-def test_quick_mode_holds_every_invariant(capsys: pytest.CaptureFixture[str]) -> None:
+def test_quick_mode_holds_every_invariant(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CI run: its exit code, and each invariant it claims checked here on the
+    results themselves (not only through the exit code): no invalid chain from a
+    policy that guarantees validity, the newest pair kept by those that promise it, no
+    turn over budget that could fit for the bounded ones, every turn of every workload
+    replayed, and the checker itself catching a broken result."""
+    suites: list[SuiteResult] = []
+
+    def checked(suite: SuiteResult) -> list[str]:
+        suites.append(suite)
+        return check_invariants(suite)
+
+    monkeypatch.setattr(policies_main, "check_invariants", checked)
     assert main(["--quick", "--no-write"]) == 0
     out = capsys.readouterr().out
     assert "### simulated" in out
-    assert "| csum +qa +human summary |" in out
+    (suite,) = suites
+    assert suite.groups
+    names = [policy.name for policy in suite.policies]
+    for name in names:
+        assert f"| {name} |" in out
+    for flag in ("guarantees_valid", "keeps_last_pair", "stays_in_budget"):
+        assert any(getattr(policy, flag) for policy in suite.policies), flag  # not vacuous
+    summarizing = 0
+    for group in suite.groups:
+        turns = {result.turns for result in group.results}
+        assert len(turns) == 1, group.name  # every policy replayed every turn
+        assert turns.pop() > 0
+        for policy, result in zip(suite.policies, group.results, strict=True):
+            where = f"{group.name} / {policy.name}"
+            assert result.policy == policy.name, where
+            if policy.guarantees_valid:
+                assert result.invalid == 0, f"{where}: {result.first_invalid}"
+            if policy.keeps_last_pair:
+                assert result.last_pair_lost == 0, where
+            if policy.stays_in_budget:
+                assert result.over_budget == result.over_budget_forced, where
+            assert 0 <= result.over_budget_forced <= result.over_budget <= result.turns
+            assert result.peak_bytes <= result.sent_bytes
+            summarizing += result.handler_calls > 0
+    assert summarizing  # the handler-backed policies did summarize
+    # The checker reports each kind of broken promise (so an exit code 0 means something).
+    group = suite.groups[0]
+    index = next(i for i, p in enumerate(suite.policies) if p.stays_in_budget)
+    broken = replace(
+        group.results[index],
+        invalid=2,
+        last_pair_lost=3,
+        over_budget=group.results[index].over_budget_forced + 4,
+    )
+    results = [*group.results]
+    results[index] = broken
+    bad = replace(suite, groups=[replace(group, results=results)])
+    failures = " ".join(check_invariants(bad))
+    assert "2 invalid outputs" in failures
+    assert "4 turns over budget" in failures
+    if suite.policies[index].keeps_last_pair:
+        assert "newest pair lost on 3 turns" in failures
 
 
 def test_simulator_is_seeded_and_plants_facts() -> None:

@@ -1,9 +1,10 @@
-"""csum's QA summarization and the archive's re-inserted lines: a question that QA folds
-out of the chain leaves without the archived lines re-insertion put back into it. They
-are neither summarized into the human summary nor carried in the folded header, so the
-QA section does not fill with old lines fold after fold, and a folded question gives the
-same QA prompts (the cache's keys) with or without them. On a real tau-bench chain, a
-SQLite archive, the offline extractive handler, asyncio and trio."""
+"""csum's QA summarization and the archive's re-inserted lines: re-insertion puts them
+back as a synthetic recall pair after the question (the question stays the user's words
+only), and the next run takes that pair out before it summarizes. The lines are neither
+summarized into the human summary nor carried in the folded header, so the QA section
+does not fill with old lines fold after fold, and the summary prompts (the cache's keys)
+are the same with or without them. On a real tau-bench chain, a SQLite archive, the
+offline extractive handler, asyncio and trio."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from csum import HistoryArchive, Summarizer, SummarizerConfig
 from csum.archive import message_search_text
 from csum.handlers import extractive
 from csum.prompt import PromptCase, parse_prompt
-from csum.reinsert import REINSERTED_HEADER, is_reinserted, own_question, reinserted_part
+from csum.reinsert import REINSERTED_HEADER, own_question, recalled_text, reinserted_part
 from test_compactor_archive import long_chain, question_needing_the_archive
 
 
@@ -59,18 +60,19 @@ async def archive(tmp_path: Path) -> AsyncIterator[HistoryArchive]:
 
 async def asked_with_reinsertion(summarizer: Summarizer) -> tuple[list[Message], str, str]:
     """(chain, question, put-back text): the longest tau-bench chain summarized, then a
-    question naming what only the archive holds asked on top of it, extended by
-    re-insertion."""
+    question naming what only the archive holds asked on top of it, answered by a
+    synthetic recall pair."""
     chain = long_chain()
     first = await summarizer.summarize(extractive(2000), chain)
     question, identifier = question_needing_the_archive(chain, first.messages)
     asked = [*first.messages, Message.human(question)]
     second = await summarizer.summarize(extractive(2000), asked)
-    parts = second.messages[-1].parts
-    added = [p.text for p in parts if isinstance(p, TextPart) and is_reinserted(p)]
-    assert len(added) == 1
-    assert identifier in added[0]
-    return second.messages, question, added[0]
+    assert second.messages[-3] == Message.human(question)  # the user's words only
+    assert [m.role for m in second.messages[-2:]] == [Role.AI, Role.TOOL]
+    added = recalled_text(second.messages)
+    assert added.count(REINSERTED_HEADER) == 1
+    assert identifier in added
+    return second.messages, question, added
 
 
 def next_turn(messages: list[Message], turn: int) -> list[Message]:
@@ -88,7 +90,7 @@ async def test_a_folded_question_leaves_its_reinserted_lines_behind(
 ) -> None:
     summarizer = Summarizer(config(human_summary), archive=archive)
     messages, question, put_back = await asked_with_reinsertion(summarizer)
-    extended = messages[-1]
+    extended = messages[-3]
     entries = put_back.splitlines()[1:]  # "(reference) line", made by re-insertion only
     assert entries
     handler = Recording()
@@ -115,34 +117,24 @@ async def test_a_folded_question_leaves_its_reinserted_lines_behind(
 
 
 @pytest.mark.anyio
-async def test_a_folded_question_gives_the_same_qa_prompts_with_or_without_the_lines(
+async def test_the_summary_prompts_are_the_same_with_or_without_the_lines(
     archive: HistoryArchive,
 ) -> None:
-    """The QA prompts (the summary cache's keys) of a fold do not depend on what
-    re-insertion added: only a prompt of the question's own section, where it is still
-    in the chain as context, sees the lines."""
+    """The prompts (the summary cache's keys) of the later turns do not depend on what
+    re-insertion added: the recall pair is taken out before anything is summarized."""
     summarizer = Summarizer(config(True), archive=archive)
     messages, _, _ = await asked_with_reinsertion(summarizer)
-    extended = messages[-1]
-    own = own_question(extended)
-    assert own is not None
-    assert own != extended
+    extended = messages[-3]
     with_lines, without_lines = Recording(), Recording()
-    kept, dropped = messages, [*messages[:-1], own]
+    kept, dropped = messages, messages[:-2]
     for turn in range(2):  # the second turn folds the question
         kept = (await summarizer.summarize(with_lines, next_turn(kept, turn))).messages
         dropped = (await summarizer.summarize(without_lines, next_turn(dropped, turn))).messages
     assert extended not in kept  # folded
-    assert kept[:2] == dropped[:2]  # the same system message and human summary
-    qa_human = with_lines.of_case(PromptCase.HUMAN_ONLY)
-    assert qa_human
-    assert qa_human == without_lines.of_case(PromptCase.HUMAN_ONLY)
-    differing = [p for p in with_lines.prompts if p not in without_lines.prompts]
-    assert differing  # the summary of the question's own section, while it is there
-    for prompt in differing:  # its context is one question: the extended one
-        context = parse_prompt(prompt).context
-        assert {entry.message_index for entry in context} == {0}
-        assert REINSERTED_HEADER in "\n".join(entry.content for entry in context)
+    assert kept == dropped
+    assert with_lines.of_case(PromptCase.HUMAN_ONLY)
+    assert with_lines.prompts == without_lines.prompts
+    assert not any(REINSERTED_HEADER in prompt for prompt in with_lines.prompts)
 
 
 def test_own_question_leaves_the_question_as_it_is_and_names_bad_input() -> None:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import test_compactor_archive
-from cast import Message, Role, TextPart
+from cast import Message, Role
 from csum import HistoryArchive
 from csum.archive import message_search_text
-from csum.reinsert import REINSERTED_HEADER, question_identifiers
+from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from test_cache import corpus_chains
 
 archive = test_compactor_archive.archive
@@ -23,11 +23,10 @@ archive = test_compactor_archive.archive
 
 
 def added_text(messages: list[Message]) -> str:
-    """The re-inserted part of the last message ("" when there is none)."""
-    texts = [p.text for p in messages[-1].parts if isinstance(p, TextPart)]
-    found = [t for t in texts if t.startswith(REINSERTED_HEADER)]
-    assert len(found) <= 1
-    return found[0] if found else ""
+    """The re-inserted block (the synthetic recall result; "" when there is none)."""
+    found = recalled_text(messages)
+    assert found.count(REINSERTED_HEADER) <= 1
+    return found
 
 
 def test_kebab_case_names_are_identifiers() -> None:

@@ -29,9 +29,9 @@ from benchmarks.policies.harness import facts_in
 from benchmarks.policies.peers import CompactorPolicy
 from benchmarks.policies.policy import CsumPolicy, MeteredHandler, Policy, make_handler
 from benchmarks.policies.simulate import PlantedFact, Workload, simulate
-from cast import Message, Role, TextPart
+from cast import Message, Role
 from csum.archive import message_search_text
-from csum.reinsert import REINSERTED_HEADER
+from csum.reinsert import recalled_text
 
 __all__ = ["Misses", "explain", "main"]
 
@@ -61,13 +61,7 @@ class Misses:
 def _outcome(out: Sequence[Message], fact: PlantedFact, asker: str) -> str:
     if facts_in(out, [fact]):
         return FOUND
-    recalled = "\n".join(
-        part.text
-        for message in out
-        if message.role is Role.HUMAN
-        for part in message.parts
-        if isinstance(part, TextPart) and part.text.startswith(REINSERTED_HEADER)
-    )
+    recalled = recalled_text(out)
     if asker == "human":
         if fact.subject not in recalled:
             return NOT_REINSERTED

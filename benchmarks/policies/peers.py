@@ -81,7 +81,7 @@ class CompactorPolicy(Policy):
             **options,
         )
         if reinsert_bytes:
-            self.keeps_last_pair = False  # re-insertion appends to the newest question
+            self.keeps_last_pair = False  # re-insertion adds a recall pair to the newest turn
         self.name = name
         self.description = description
 

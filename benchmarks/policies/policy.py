@@ -293,7 +293,7 @@ class CsumPolicy(Policy):
         self.archive = self.sessions.archive
         self.summarizer = Summarizer(self.config, archive=self.archive)
         if reinsert_bytes:
-            self.keeps_last_pair = False  # re-insertion appends to the newest question
+            self.keeps_last_pair = False  # re-insertion adds a recall pair to the newest turn
         self.name = name
         self.description = description
         # QA folds old sections, but it concatenates their questions unless told to

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from test_agent_loop import ANSWER, HUGE, QUESTION, TOOLS, Agent, newest_pair
 
 from archive_recall import recall_all
-from cast import ChainAST, Message, Role, TextPart, lint, port
+from cast import ChainAST, Message, Role, lint, port
 from cast.providers import PROVIDERS
 from csum import Budget, Compactor, EstimatedTokens, HistoryArchive
-from csum.reinsert import REINSERTED_HEADER
+from csum.reinsert import REINSERTED_HEADER, recalled_text, without_recalled
 
 TARGETS = sorted(PROVIDERS)
 BUDGETS = st.one_of(
@@ -178,7 +178,9 @@ def test_compactor_loop_with_archive(
                 whole &= not any(e.summary_truncated or e.dropped_summaries for e in result.events)
                 ChainAST.from_messages(out)
                 tail = tail_of(history)
-                assert [own(m) for m in out[len(out) - len(tail) :]] == tail
+                sent = without_recalled(out)  # a recall pair may follow the question
+                assert sent[len(sent) - len(tail) :] == tail
+                assert all(m in sent or m in added(out) for m in out)
                 if floor(history, measure) <= budget.limit:
                     assert sum(map(measure, out)) <= budget.limit
                     assert not result.over_budget
@@ -186,7 +188,7 @@ def test_compactor_loop_with_archive(
             if not whole:  # a summary too large for the budget may lose its line
                 return
             reachable = set(await recall_all(archive, chain))
-            kept = {own(m) for m in chain}
+            kept = set(without_recalled(chain))
             assert all(m in reachable for m in results if m not in kept)
         finally:
             await archive.aclose()
@@ -195,13 +197,13 @@ def test_compactor_loop_with_archive(
         anyio.run(loop, folder)
 
 
-def own(message: Message) -> Message:
-    """``message`` without the lines re-insertion added to it."""
-    if message.role is not Role.HUMAN:
-        return message
-    parts = [
-        p
-        for p in message.parts
-        if not (isinstance(p, TextPart) and p.text.startswith(REINSERTED_HEADER))
-    ]
-    return message if len(parts) == len(message.parts) else Message.from_parts(Role.HUMAN, parts)
+def added(messages: list[Message]) -> list[Message]:
+    """The messages re-insertion added: recall pairs, each right after a question (an
+    earlier question's pair stays until a compaction takes it out)."""
+    kept = without_recalled(messages)
+    extra = [m for m in messages if m not in kept]
+    for index, message in enumerate(messages):
+        if message in extra and message.role is Role.AI:
+            assert messages[index - 1].role is Role.HUMAN
+            assert REINSERTED_HEADER in recalled_text(messages[index : index + 2])
+    return extra
