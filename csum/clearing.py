@@ -7,7 +7,11 @@ tool, the call id and the original size, and, when a history archive is configur
 the archive reference of the original (the ``recall`` tool brings it back whole)::
 
     [cleared tool result: "bash" call "toolu_01", 48213 bytes] [archived: 3f9c0a1b2c3d4e5f]
+    gist: $ pytest -q | FAILED tests/test_io.py::test_read - OSError: [Errno 5] | 3 failed
 
+The second line is the result's gist (:mod:`csum._gist`): its first line and its most
+salient lines (errors, paths, identifiers, numbers) in at most ``GIST_BYTES`` (160), so
+the facts that lived only in an old result are not all gone without an archive.
 The chain stays valid for every provider: each call keeps its result (same id, same
 name), only the content shrinks. Results are cleared oldest first, and only as many as
 bring the chain to the target, in one pass when the Compactor compacts: between
@@ -15,8 +19,10 @@ compactions nothing old changes, so the payload's prefix stays byte-stable for t
 provider's prompt cache (:mod:`csum.compactor`).
 
 A placeholder is recognized only when a result's whole content is exactly the text
-this module renders for that result's tool name and call id, so a result can forge
-one only by being no larger than a placeholder (and then there was nothing to clear).
+this module renders for that result's tool name and call id (the gist, a function of
+the original, is only checked for its form: one line of at most ``GIST_BYTES``), so a
+result can forge one only by being no larger than a placeholder with its gist (and then
+there was little to clear).
 The options follow the providers' own terms (Anthropic ``clear_tool_uses_20250919``
 and ``clear_thinking_20251015``, LangChain ``ClearToolUsesEdit``).
 """
@@ -40,6 +46,7 @@ from cast import (
     ToolResult,
     utf8_len,
 )
+from csum._gist import GIST_BYTES, gist
 from csum.archive import archive_line, message_reference
 from csum.budget import Budget
 
@@ -50,6 +57,7 @@ __all__ = [
     "DEFAULT_CLEAR_AT_LEAST",
     "DEFAULT_CLEAR_KEEP",
     "DEFAULT_CLEAR_TRIGGER",
+    "GIST_PREFIX",
     "Clearing",
     "ClearingPass",
     "clear_tool_results",
@@ -71,7 +79,13 @@ CLEARED_PREFIX: Final = "[cleared tool result: "
 CLEARED_ARGUMENTS_KEY: Final = "cleared_arguments_bytes"
 """The one key of a cleared call's arguments: ``{"cleared_arguments_bytes": 1234}``."""
 
-_PLACEHOLDER_TAIL = re.compile(r"(\d{1,19}) bytes\](?: \[archived: [0-9a-f]{16}\])?")
+GIST_PREFIX: Final = "gist: "
+"""How a placeholder's second line, the result's gist, starts."""
+
+_PLACEHOLDER_TAIL = re.compile(
+    r"(\d{1,19}) bytes\](?: \[archived: [0-9a-f]{16}\])?"
+    rf"(?:\n{GIST_PREFIX}[^\n]{{1,{GIST_BYTES}}})?"
+)
 _CACHE_CONTROL = "cache_control"
 
 
@@ -152,11 +166,21 @@ cost benchmark chooses the defaults; ``Clearing()`` is the expected final value.
 # -- placeholders ---------------------------------------------------------------------------
 
 
-def placeholder(name: str, call_id: str, size: int, reference: str | None = None) -> str:
-    """The one-line text a cleared result holds: tool, call id, original size in UTF-8
-    bytes and, with an archive, the reference the ``recall`` tool takes."""
+def placeholder(
+    name: str, call_id: str, size: int, reference: str | None = None, summary: str = ""
+) -> str:
+    """The text a cleared result holds: a line naming the tool, the call id, the
+    original size in UTF-8 bytes and, with an archive, the reference the ``recall`` tool
+    takes; then, when ``summary`` (the result's :func:`~csum._gist.gist`) is not empty,
+    a second line ``gist: ...`` holding it."""
     head = f"{CLEARED_PREFIX}{_quoted(name)} call {_quoted(call_id)}, {size} bytes]"
-    return head if reference is None else f"{head} {archive_line(reference)}"
+    if reference is not None:
+        head = f"{head} {archive_line(reference)}"
+    if not summary:
+        return head
+    if "\n" in summary or utf8_len(summary) > GIST_BYTES:
+        raise ValueError(f"a gist is one line of at most {GIST_BYTES} bytes, got {summary!r}")
+    return f"{head}\n{GIST_PREFIX}{summary}"
 
 
 _PLAIN = re.compile(r'[^"\\\x00-\x1f\x7f]*')
@@ -377,7 +401,9 @@ def _clear_results(
         if eligible and size > len(CLEARED_PREFIX):
             original = Message.from_parts(Role.TOOL, (result, *rest)) if references else None
             reference = message_reference(original) if original is not None else None
-            text = placeholder(result.name, result.tool_call_id, size, reference)
+            text = placeholder(
+                result.name, result.tool_call_id, size, reference, gist(result.content)
+            )
             if utf8_len(text) < size:
                 parts.append(result.evolve(content=text))
                 parts.extend(p for p in rest if _is_cache_point(p))

@@ -22,8 +22,11 @@ from csum import (
     RecallTool,
     StoreEventKind,
 )
+from csum._gist import GIST_BYTES, gist
+from csum.archive import archived_references
 from csum.clearing import (
     CLEARED_PREFIX,
+    GIST_PREFIX,
     clear_tool_results,
     is_cleared,
     placeholder,
@@ -67,6 +70,11 @@ def agent_chain(turns: int, size: int = 2000) -> list[Message]:
 
 def results(messages: list[Message]) -> list[ToolResult]:
     return [r for m in messages for r in m.tool_results]
+
+
+def cleared_as(name: str, call_id: str, content: str) -> str:
+    """The placeholder (with its gist) that clearing writes for a result of ``content``."""
+    return placeholder(name, call_id, len(content.encode()), None, gist(content))
 
 
 # -- options -------------------------------------------------------------------------------
@@ -143,7 +151,7 @@ def test_output_that_starts_like_a_placeholder_is_still_cleared() -> None:
     ]
     done = clear_tool_results(chain, Clearing(keep=1), measure=lambda m: m.size, goal=None)
     assert done.results_cleared == 1
-    assert results(done.messages)[0].content == placeholder("bash", "call_0000", len(forged))
+    assert results(done.messages)[0].content == cleared_as("bash", "call_0000", forged)
 
 
 def test_results_smaller_than_their_placeholder_are_not_cleared() -> None:
@@ -153,6 +161,81 @@ def test_results_smaller_than_their_placeholder_are_not_cleared() -> None:
     assert contents[0] == output(0, 20)
     assert contents[1].startswith(CLEARED_PREFIX)
     assert done.results_cleared == 1
+
+
+_WORDS = ("alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa")
+
+
+def build_log(error_at: int, lines: int = 300) -> str:
+    """A long build log: a command line, routine lines, one error naming a file."""
+    body = [
+        f"compiling {_WORDS[i % 7]} {_WORDS[(i * 3) % 7]} {_WORDS[(i * 5) % 7]}"
+        for i in range(lines)
+    ]
+    body[error_at] = "ERROR src/cache/store.py:88: KeyError: 'session_ttl'"
+    return "$ make test\n" + "\n".join(body)
+
+
+def test_a_placeholder_keeps_a_bounded_gist_of_the_result() -> None:
+    log = build_log(error_at=170)
+    chain = [Message.human("q"), *tool_turn(0, 10), *tool_turn(1, 10)]
+    chain[2] = Message.tool("call_0000", "bash", log)
+    done = clear_tool_results(chain, Clearing(keep=1), measure=lambda m: m.size, goal=None)
+    [first] = results(done.messages)[:1]
+    assert is_cleared(first)
+    head, line = first.content.split("\n")
+    assert head == placeholder("bash", "call_0000", len(log))
+    assert line.startswith(GIST_PREFIX)
+    # The first line (what the output is) and the error line, out of 300 routine ones.
+    assert "$ make test" in line
+    assert "src/cache/store.py:88: KeyError" in line
+    assert len(line) - len(GIST_PREFIX) <= GIST_BYTES
+    # Byte-stable and idempotent: the same result, the same placeholder; a second pass
+    # changes nothing.
+    again = clear_tool_results(chain, Clearing(keep=1), measure=lambda m: m.size, goal=None)
+    assert again.messages == done.messages
+    twice = clear_tool_results(done.messages, Clearing(keep=1), measure=lambda m: m.size, goal=None)
+    assert not twice.changed
+
+
+def test_a_result_whose_placeholder_and_gist_would_not_be_smaller_stays_whole() -> None:
+    small = "pytest: 3 failed in tests/test_io.py:12\nOSError: disk full at /var/tmp/x"
+    chain = [Message.human("q"), *tool_turn(0, 10), *tool_turn(1, 3000), *tool_turn(2, 10)]
+    chain[2] = Message.tool("call_0000", "bash", small)
+    done = clear_tool_results(chain, Clearing(keep=1), measure=lambda m: m.size, goal=None)
+    contents = [r.content for r in results(done.messages)]
+    assert contents[0] == small
+    assert is_cleared(results(done.messages)[1])
+    assert done.results_cleared == 1
+
+
+@given(st.text(max_size=3000), st.text(min_size=1, max_size=20))
+def test_a_gist_is_one_bounded_line_the_same_for_the_same_text(text: str, call_id: str) -> None:
+    summary = gist(text)
+    assert "\n" not in summary
+    assert len(summary.encode("utf-8", "surrogatepass")) <= GIST_BYTES
+    assert gist(text) == summary
+    content = placeholder("bash", call_id, 99_999, None, summary)
+    assert is_cleared(ToolResult(tool_call_id=call_id, name="bash", content=content))
+
+
+def test_a_placeholder_refuses_a_gist_of_two_lines_or_too_long() -> None:
+    with pytest.raises(ValueError, match="gist"):
+        placeholder("bash", "c", 100, None, "a\nb")
+    with pytest.raises(ValueError, match="gist"):
+        placeholder("bash", "c", 100, None, "x" * (GIST_BYTES + 1))
+
+
+@pytest.mark.anyio
+async def test_without_an_archive_a_fact_of_a_cleared_result_stays_in_the_chain() -> None:
+    keeper = Compactor(Recorder(), budget=30_000, clearing=Clearing(keep=3))
+    chain = agent_chain(16)
+    chain[3] = Message.tool("call_0000", "bash", build_log(error_at=40, lines=100))
+    result = await keeper.run(chain)
+    assert is_cleared(results(result.messages)[0])
+    assert result.handler_calls == 0
+    text = "\n".join(r.content for r in results(result.messages))
+    assert "ERROR src/cache/store.py:88: KeyError: 'session_ttl'" in text
 
 
 # -- the stage in the Compactor ------------------------------------------------------------
@@ -182,7 +265,7 @@ async def test_clearing_alone_reaches_the_target_without_a_handler_call() -> Non
     cleared = [c.startswith(CLEARED_PREFIX) for c in contents]
     assert cleared == sorted(cleared, reverse=True)
     assert not all(cleared)
-    assert contents[0] == placeholder("bash", "call_0000", 2000)
+    assert contents[0] == cleared_as("bash", "call_0000", output(0, 2000))
     assert contents[-1] == output(15, 2000)
     ChainAST.from_messages(result.messages)
 
@@ -199,7 +282,7 @@ async def test_the_hybrid_summarizes_placeholders_not_the_bulk_output() -> None:
     prompt = handler.prompts[0]
     # The cleared results reach the handler as placeholders, not as their output.
     for index in range(9):
-        assert placeholder("bash", f"call_{index:04d}", 3000) in prompt
+        assert cleared_as("bash", f"call_{index:04d}", output(index, 3000)) in prompt
         assert output(index, 3000) not in prompt
     assert result.size_after <= keeper.budget.limit
     ChainAST.from_messages(result.messages)
@@ -408,7 +491,7 @@ async def test_recall_brings_a_cleared_result_back_whole(tmp_path: Path) -> None
     first = results(result.messages)[0]
     assert is_cleared(first)
     assert "[archived: " in first.content
-    reference = first.content.rsplit("[archived: ", 1)[1].rstrip("]")
+    [reference] = archived_references(first.content)
     [back] = await archive.recall(reference)
     assert back == chain[3]
     answer = await RecallTool(archive)(json.dumps({"reference": reference}))
