@@ -60,6 +60,7 @@ __all__ = [
     "GIST_PREFIX",
     "Clearing",
     "ClearingPass",
+    "clear_evicted",
     "clear_tool_results",
     "is_cleared",
     "placeholder",
@@ -291,6 +292,20 @@ def clear_tool_results(
             done.units_freed += measure(message) - measure(new)
             out[index] = new
     return done
+
+
+def clear_evicted(messages: Sequence[Message], options: Clearing) -> list[Message]:
+    """What a summary replaces, as its handler reads it: every eligible tool result
+    (not an excluded tool's, not a summary) as its placeholder with its gist. The
+    newest ``keep`` tool uses are protected only while they stay in the chain: once a
+    compaction evicts them, the handler sees their placeholders, not their bulk (the
+    archive, when configured, still stores them whole). ``messages`` is never changed."""
+    done = ClearingPass(list(messages))
+    excluded = options.exclude_tools
+    return [
+        _clear_results(m, set(), excluded, False, done) if m.role is Role.TOOL else m
+        for m in messages
+    ]
 
 
 def _last_ai(messages: Sequence[Message]) -> int | None:

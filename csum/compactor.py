@@ -84,6 +84,7 @@ from csum.clearing import (
     DEFAULT_CLEARING,
     Clearing,
     ClearingPass,
+    clear_evicted,
     clear_tool_results,
     is_cleared,
 )
@@ -794,7 +795,10 @@ class Compactor:
         """The summary of what ``plan`` evicts: one prompt when its messages fit the
         handler's ``max_prompt_bytes`` (the robust handler still splits a prompt their
         tags make too long), else pieces that fit, merged: the prompt of it all is
-        never built."""
+        never built. With clearing, the handler reads the evicted tool results as their
+        placeholders (:func:`~csum.clearing.clear_evicted`)."""
+        if self.clearing is not None:
+            plan = self._cleared_plan(plan, self.clearing)
         limit = self.handler.max_prompt_bytes
         evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
         if limit is not None and evicted > limit:
@@ -819,6 +823,16 @@ class Compactor:
             replaced=plan.replaced,
             focus=focus,
         )
+
+    @staticmethod
+    def _cleared_plan(plan: _Plan, options: Clearing) -> _Plan:
+        """``plan`` with the messages its summary reads cleared (what the archive
+        stores, ``plan.replaced``, stays whole)."""
+        summarized = clear_evicted(plan.summarized, options)
+        if all(a is b for a, b in zip(summarized, plan.summarized, strict=True)):
+            return plan
+        turns = [(q, clear_evicted(ms, options)) for q, ms in plan.turns]
+        return replace(plan, summarized=summarized, turns=turns)
 
     async def _reinsert_new(self, result: CompactionResult) -> CompactionResult:
         """``result`` with archived lines put back when its current question is one

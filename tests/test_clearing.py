@@ -291,6 +291,23 @@ async def test_the_hybrid_summarizes_placeholders_not_the_bulk_output() -> None:
 
 
 @pytest.mark.anyio
+async def test_the_newest_results_a_summary_evicts_reach_the_handler_cleared() -> None:
+    handler = Recorder()
+    keeper = Compactor(handler, budget=12_000, target_ratio=0.2, clearing=Clearing(keep=3))
+    chain = agent_chain(12, 3000)
+    result = await keeper.run(chain)
+    assert result.summary_needed
+    [prompt] = handler.prompts
+    # Tool uses 9 and 10 are among the newest 3 (never cleared in the chain), but the
+    # summary evicts them: the handler reads their placeholders, not their bulk.
+    for index in (9, 10):
+        assert output(index, 3000) not in prompt
+        assert cleared_as("bash", f"call_{index:04d}", output(index, 3000)) in prompt
+    assert results(result.messages)[-1].content == output(11, 3000)
+    ChainAST.from_messages(result.messages)
+
+
+@pytest.mark.anyio
 async def test_without_clearing_the_handler_sees_the_bulk_output() -> None:
     handler = Recorder()
     keeper = Compactor(handler, budget=12_000, clearing=None)
