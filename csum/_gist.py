@@ -69,7 +69,7 @@ def _piece(line: str) -> str:
         token = error.group()
     else:
         token = tokens[0][0] if tokens else line.split(maxsplit=1)[0]
-    piece = _excerpt(line, token)
+    piece = _excerpt(line, token)[:_PIECE]
     while utf8_len(piece) > _PIECE:
         piece = piece[:-1]
     return piece
