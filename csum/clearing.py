@@ -51,6 +51,7 @@ from csum.archive import archive_line, message_reference
 from csum.budget import Budget
 
 __all__ = [
+    "ARGUMENT_GIST_BYTES",
     "CLEARED_ARGUMENTS_KEY",
     "CLEARED_PREFIX",
     "DEFAULT_CLEARING",
@@ -302,10 +303,62 @@ def clear_evicted(messages: Sequence[Message], options: Clearing) -> list[Messag
     archive, when configured, still stores them whole). ``messages`` is never changed."""
     done = ClearingPass(list(messages))
     excluded = options.exclude_tools
-    return [
-        _clear_results(m, set(), excluded, False, done) if m.role is Role.TOOL else m
-        for m in messages
-    ]
+    out: list[Message] = []
+    for message in messages:
+        if message.role is Role.TOOL:
+            out.append(_clear_results(message, set(), excluded, False, done))
+        elif message.role is Role.AI and message.tool_calls:
+            out.append(_gist_arguments(message, excluded))
+        else:
+            out.append(message)
+    return out
+
+
+ARGUMENT_GIST_BYTES: Final = 256
+"""Evicted calls' arguments longer than this reach the handler as their gist."""
+_SHORT_VALUE: Final = 120  # JSON bytes of an argument value kept whole in a gist
+
+
+def _gist_arguments(message: Message, excluded: frozenset[str]) -> Message:
+    """``message`` with its long tool-call arguments (a file written, an edit's text)
+    as their gist: short values whole (paths, commands, ids), long strings as their size
+    and :func:`~csum._gist.gist`; still JSON, and never longer than the original."""
+    parts: list[AnyPart] = []
+    changed = False
+    for part in message.parts:
+        if type(part) is ToolCall and part.name not in excluded:
+            call = part
+            text = call.arguments
+            if (
+                call.name != SUMMARIZATION_TOOL_NAME
+                and utf8_len(text) > ARGUMENT_GIST_BYTES
+                and not _arguments_cleared(call)
+            ):
+                short = _arguments_gist(text)
+                if utf8_len(short) < utf8_len(text):
+                    parts.append(call.evolve(arguments=short))
+                    changed = True
+                    continue
+        parts.append(part)
+    return Message.from_parts(Role.AI, parts) if changed else message
+
+
+def _arguments_gist(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    if not isinstance(value, dict):
+        return json.dumps({CLEARED_ARGUMENTS_KEY: utf8_len(text), "gist": gist(text)})
+    out: dict[str, object] = {}
+    for key, item in value.items():
+        whole = json.dumps(item, ensure_ascii=False)
+        if utf8_len(whole) <= _SHORT_VALUE:
+            out[key] = item
+        else:
+            source = item if isinstance(item, str) else whole
+            out[key] = f"[{utf8_len(whole)} bytes] {gist(source)}"
+    return json.dumps(out, ensure_ascii=False)
 
 
 def _last_ai(messages: Sequence[Message]) -> int | None:

@@ -308,6 +308,26 @@ async def test_the_newest_results_a_summary_evicts_reach_the_handler_cleared() -
 
 
 @pytest.mark.anyio
+async def test_evicted_long_arguments_reach_the_handler_as_their_gist() -> None:
+    handler = Recorder()
+    keeper = Compactor(handler, budget=12_000, target_ratio=0.2, clearing=Clearing(keep=3))
+    chain = agent_chain(12, 2000)
+    body = "def main() -> None:\n" + "    pass\n" * 300
+    arguments = json.dumps({"file_path": "src/app/main.py", "content": body})
+    chain[2] = Message.ai("write it", ToolCall(id="call_0000", name="Write", arguments=arguments))
+    chain[3] = Message.tool("call_0000", "Write", "written")
+    before = list(chain)
+    result = await keeper.run(chain)
+    assert chain == before
+    [prompt] = handler.prompts
+    assert json.dumps(body)[1:-1] not in prompt
+    # Short values whole (the path), the long text as its size and gist, still JSON.
+    assert "src/app/main.py" in prompt
+    assert f"[{len(json.dumps(body))} bytes] def main() -> None:" in prompt
+    ChainAST.from_messages(result.messages)
+
+
+@pytest.mark.anyio
 async def test_without_clearing_the_handler_sees_the_bulk_output() -> None:
     handler = Recorder()
     keeper = Compactor(handler, budget=12_000, clearing=None)
