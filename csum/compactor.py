@@ -136,18 +136,19 @@ summary's lines verbatim, so there is no drift to limit). On the simulated
 defaults: 10-12 %) for 7 % more bytes sent than the defaults (docs/compactor.md)."""
 
 LOW_COST: Final[Mapping[str, Any]] = MappingProxyType(
-    {"clearing": Clearing(keep=3), "target_ratio": 0.2, "summary_ratio": 1 / 64}
+    {"clearing": Clearing(keep=3), "target_ratio": 0.1, "summary_ratio": 1 / 64}
 )
 """Compactor options for the lowest cost with prompt caching:
 ``Compactor(budget=..., **LOW_COST)``. Old tool results are cleared to placeholders
-before anything is summarized, a compaction brings the chain down to 20 % of the
-budget, and summaries take up to 1/64 of it. The cheapest setting of the cost sweep
-(``python -m benchmarks.policies --cost --sweep``, docs/cost.md): 0.93x the cheaper of
-LangChain's SummarizationMiddleware and drop-oldest at 128 KiB (1.14x at 64 KiB, 1.08x at
-256 KiB), summarizer at the main model's rate. Without a history archive, facts that
-lived only in old tool results are gone (47 % present when asked on the simulated loop,
-against 75 % for the defaults); with one, the placeholders name the archived original
-and ``recall`` brings it back (99.4 %)."""
+(with a short gist) before anything is summarized, a compaction brings the chain down
+to 10 % of the budget, and summaries take up to 1/64 of it. The cheapest setting of the
+cost sweep (``python -m benchmarks.policies --cost --sweep``, docs/cost.md): on the
+held-out half of the Claude Code sessions, 1.06x / 0.85x / 1.03x the cheaper of
+LangChain's SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (worst
+pricing style, summarizer at the main model's rate; a 20 % target: 1.08x / 0.86x /
+1.07x). Without a history archive, facts that lived only in old tool results are mostly
+gone (47 % present when asked on the simulated loop, against 75 % for the defaults);
+with one, the placeholders name the archived original and ``recall`` brings it back."""
 
 FROZEN_SHARE = 0.25
 """Share of the target that summaries at the depth limit may take; older ones beyond
