@@ -112,7 +112,7 @@ def main_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="with --budget: share of the budget the chain is brought down to (default 0.6; "
-        "0.2 with --low-cost)",
+        "0.1 with --low-cost)",
     )
     summarize.add_argument(
         "--summary-ratio",
@@ -128,7 +128,7 @@ def main_parser() -> argparse.ArgumentParser:
     clearing.add_argument(
         "--low-cost",
         action="store_true",
-        help="the LOW_COST preset: clearing (keep 3), target 0.2, summaries 1/64 of the budget "
+        help="the LOW_COST preset: clearing (keep 3), target 0.1, summaries 1/64 of the budget "
         "(explicit options win)",
     )
     clearing.add_argument(
