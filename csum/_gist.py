@@ -16,7 +16,6 @@ from itertools import islice
 from typing import Final
 
 from cast import utf8_len
-from csum.guard import _ANSI, _ERROR_LINE, _LINE_CAP, _LIST_MARK, _WEIGHTS, _excerpt, _tokens
 
 __all__ = ["GIST_BYTES", "GIST_SEPARATOR", "gist"]
 
@@ -30,6 +29,9 @@ _PIECE: Final = 72  # bytes of one line, at most (longer lines: the words around
 
 def gist(text: str, limit: int = GIST_BYTES) -> str:
     """The gist of ``text`` in at most ``limit`` UTF-8 bytes ("" when nothing fits)."""
+    # csum.guard imports the handlers: loaded on the first clearing, not with csum.
+    from csum.guard import _ANSI, _LINE_CAP, _LIST_MARK
+
     lines: list[str] = []
     seen: set[str] = set()
     for raw in islice(text.splitlines(), _MAX_LINES):
@@ -55,12 +57,16 @@ def gist(text: str, limit: int = GIST_BYTES) -> str:
 
 def _salience(line: str) -> float:
     """What a line's facts weigh: an error line, then paths, URLs, ids, numbers."""
+    from csum.guard import _ERROR_LINE, _WEIGHTS, _tokens
+
     score = _WEIGHTS["error"] if _ERROR_LINE.search(line) else 0.0
     return score + sum(_WEIGHTS[kind] for _, kind in _tokens(line))
 
 
 def _piece(line: str) -> str:
     """``line`` within :data:`_PIECE` bytes: whole, or the words around its first fact."""
+    from csum.guard import _ERROR_LINE, _excerpt, _tokens
+
     if utf8_len(line) <= _PIECE:
         return line
     error = _ERROR_LINE.search(line)
