@@ -765,7 +765,8 @@ def test_claude_code_sessions_through_a_loop_stay_within_budget(options: dict[st
         pytest.skip("the Claude Code corpus is not beside the repository")
     budget = 64 * 1024
     for name, chain in sessions:
-        keeper = Compactor(budget=budget, target="anthropic", **options)
+        events: list[CompactionEvent] = []
+        keeper = Compactor(budget=budget, target="anthropic", on_event=events.append, **options)
         history: list[Message] = []
         cleared = over = 0
         for step in _steps(chain):
@@ -783,6 +784,8 @@ def test_claude_code_sessions_through_a_loop_stay_within_budget(options: dict[st
                 over += 1
             cleared += sum(1 for r in results(result) if is_cleared(r))
             history = result
+        # At a 10 % target (LOW_COST) the summary evicts what was cleared: count the passes.
+        cleared += sum(e.cleared_results for e in events)
         assert cleared or sum(m.size for m in chain) <= budget, name
 
 
