@@ -7,7 +7,11 @@ tool, the call id and the original size, and, when a history archive is configur
 the archive reference of the original (the ``recall`` tool brings it back whole)::
 
     [cleared tool result: "bash" call "toolu_01", 48213 bytes] [archived: 3f9c0a1b2c3d4e5f]
+    gist: $ pytest -q | FAILED tests/test_io.py::test_read - OSError: [Errno 5] | 3 failed
 
+The second line is the result's gist (:mod:`csum._gist`): its first line and its most
+salient lines (errors, paths, identifiers, numbers) in at most ``GIST_BYTES`` (160), so
+the facts that lived only in an old result are not all gone without an archive.
 The chain stays valid for every provider: each call keeps its result (same id, same
 name), only the content shrinks. Results are cleared oldest first, and only as many as
 bring the chain to ``keep_units``, in one pass when the Compactor compacts: between
@@ -15,8 +19,10 @@ compactions nothing old changes, so the payload's prefix stays byte-stable for t
 provider's prompt cache (:mod:`csum.compactor`).
 
 A placeholder is recognized only when a result's whole content is exactly the text
-this module renders for that result's tool name and call id, so a result can forge
-one only by being no larger than a placeholder (and then there was nothing to clear).
+this module renders for that result's tool name and call id (the gist, a function of
+the original, is only checked for its form: one line of at most ``GIST_BYTES``), so a
+result can forge one only by being no larger than a placeholder with its gist (and then
+there was little to clear).
 The options follow the providers' own terms (Anthropic ``clear_tool_uses_20250919``
 and ``clear_thinking_20251015``, LangChain ``ClearToolUsesEdit``).
 """
@@ -40,18 +46,22 @@ from cast import (
     ToolResult,
 )
 from cast.internals import utf8_len
+from csum._gist import GIST_BYTES, gist
 from csum.archive import archive_line, message_reference
 from csum.budget import Budget
 
 __all__ = [
+    "ARGUMENT_GIST_BYTES",
     "CLEARED_ARGUMENTS_KEY",
     "CLEARED_PREFIX",
     "DEFAULT_CLEARING",
     "DEFAULT_CLEAR_AT_LEAST",
     "DEFAULT_CLEAR_KEEP",
     "DEFAULT_CLEAR_TRIGGER",
+    "GIST_PREFIX",
     "Clearing",
     "ClearingPass",
+    "clear_evicted",
     "clear_tool_results",
     "is_cleared",
     "placeholder",
@@ -71,7 +81,13 @@ CLEARED_PREFIX: Final = "[cleared tool result: "
 CLEARED_ARGUMENTS_KEY: Final = "cleared_arguments_bytes"
 """The one key of a cleared call's arguments: ``{"cleared_arguments_bytes": 1234}``."""
 
-_PLACEHOLDER_TAIL = re.compile(r"(\d{1,19}) bytes\](?: \[archived: [0-9a-f]{16}\])?")
+GIST_PREFIX: Final = "gist: "
+"""How a placeholder's second line, the result's gist, starts."""
+
+_PLACEHOLDER_TAIL = re.compile(
+    r"(\d{1,19}) bytes\](?: \[archived: [0-9a-f]{16}\])?"
+    rf"(?:\n{GIST_PREFIX}[^\n]{{1,{GIST_BYTES}}})?"
+)
 _CACHE_CONTROL = "cache_control"
 
 
@@ -152,11 +168,21 @@ cost benchmark chooses the defaults; ``Clearing()`` is the expected final value.
 # -- placeholders ---------------------------------------------------------------------------
 
 
-def placeholder(name: str, call_id: str, size: int, reference: str | None = None) -> str:
-    """The one-line text a cleared result holds: tool, call id, original size in UTF-8
-    bytes and, with an archive, the reference the ``recall`` tool takes."""
+def placeholder(
+    name: str, call_id: str, size: int, reference: str | None = None, summary: str = ""
+) -> str:
+    """The text a cleared result holds: a line naming the tool, the call id, the
+    original size in UTF-8 bytes and, with an archive, the reference the ``recall`` tool
+    takes; then, when ``summary`` (the result's :func:`~csum._gist.gist`) is not empty,
+    a second line ``gist: ...`` holding it."""
     head = f"{CLEARED_PREFIX}{_quoted(name)} call {_quoted(call_id)}, {size} bytes]"
-    return head if reference is None else f"{head} {archive_line(reference)}"
+    if reference is not None:
+        head = f"{head} {archive_line(reference)}"
+    if not summary:
+        return head
+    if "\n" in summary or utf8_len(summary) > GIST_BYTES:
+        raise ValueError(f"a gist is one line of at most {GIST_BYTES} bytes, got {summary!r}")
+    return f"{head}\n{GIST_PREFIX}{summary}"
 
 
 _PLAIN = re.compile(r'[^"\\\x00-\x1f\x7f]*')
@@ -269,6 +295,72 @@ def clear_tool_results(
     return done
 
 
+def clear_evicted(messages: Sequence[Message], options: Clearing) -> list[Message]:
+    """What a summary replaces, as its handler reads it: every eligible tool result
+    (not an excluded tool's, not a summary) as its placeholder with its gist. The
+    newest ``keep`` tool uses are protected only while they stay in the chain: once a
+    compaction evicts them, the handler sees their placeholders, not their bulk (the
+    archive, when configured, still stores them whole). ``messages`` is never changed."""
+    done = ClearingPass(list(messages))
+    excluded = options.exclude_tools
+    out: list[Message] = []
+    for message in messages:
+        if message.role is Role.TOOL:
+            out.append(_clear_results(message, set(), excluded, False, done))
+        elif message.role is Role.AI and message.tool_calls:
+            out.append(_gist_arguments(message, excluded))
+        else:
+            out.append(message)
+    return out
+
+
+ARGUMENT_GIST_BYTES: Final = 256
+"""Evicted calls' arguments longer than this reach the handler as their gist."""
+_SHORT_VALUE: Final = 120  # JSON bytes of an argument value kept whole in a gist
+
+
+def _gist_arguments(message: Message, excluded: frozenset[str]) -> Message:
+    """``message`` with its long tool-call arguments (a file written, an edit's text)
+    as their gist: short values whole (paths, commands, ids), long strings as their size
+    and :func:`~csum._gist.gist`; still JSON, and never longer than the original."""
+    parts: list[AnyPart] = []
+    changed = False
+    for part in message.parts:
+        if type(part) is ToolCall and part.name not in excluded:
+            call = part
+            text = call.arguments
+            if (
+                call.name != SUMMARIZATION_TOOL_NAME
+                and utf8_len(text) > ARGUMENT_GIST_BYTES
+                and not _arguments_cleared(call)
+            ):
+                short = _arguments_gist(text)
+                if utf8_len(short) < utf8_len(text):
+                    parts.append(call.evolve(arguments=short))
+                    changed = True
+                    continue
+        parts.append(part)
+    return Message.from_parts(Role.AI, parts) if changed else message
+
+
+def _arguments_gist(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    if not isinstance(value, dict):
+        return json.dumps({CLEARED_ARGUMENTS_KEY: utf8_len(text), "gist": gist(text)})
+    out: dict[str, object] = {}
+    for key, item in value.items():
+        whole = json.dumps(item, ensure_ascii=False)
+        if utf8_len(whole) <= _SHORT_VALUE:
+            out[key] = item
+        else:
+            source = item if isinstance(item, str) else whole
+            out[key] = f"[{utf8_len(whole)} bytes] {gist(source)}"
+    return json.dumps(out, ensure_ascii=False)
+
+
 def _last_ai(messages: Sequence[Message]) -> int | None:
     for index in range(len(messages) - 1, -1, -1):
         if messages[index].role is Role.AI:
@@ -311,13 +403,14 @@ def _clear_ai(
     excluded = options.exclude_tools
     parts: list[AnyPart] = []
     changed = False
+    reasoning_cleared = inputs_cleared = 0  # counted only if the message is replaced
     for part in message.parts:
         kind = type(part)
         if kind is ToolCall:
             call: ToolCall = part  # type: ignore[assignment]
             if old and options.clear_reasoning and call.reasoning is not None:
                 call = call.evolve(reasoning=None)
-                done.reasoning_cleared += 1
+                reasoning_cleared += 1
             if (
                 options.clear_tool_inputs
                 and call.id not in protected
@@ -329,7 +422,7 @@ def _clear_ai(
                 replacement = _cleared_arguments(size)
                 if len(replacement) < size:
                     call = call.evolve(arguments=replacement)
-                    done.inputs_cleared += 1
+                    inputs_cleared += 1
             changed |= call is not part
             parts.append(call)
         elif kind is TextPart and old and options.clear_reasoning:
@@ -338,15 +431,15 @@ def _clear_ai(
                 parts.append(text)
                 continue
             changed = True
-            done.reasoning_cleared += 1
+            reasoning_cleared += 1
             if text.text:
                 parts.append(text.evolve(reasoning=None))
         else:
             parts.append(part)
-    if not changed:
+    if not changed or not parts:  # a reasoning-only message: an AI message needs a part
         return message
-    if not parts:  # a reasoning-only message: an AI message needs a part
-        return message
+    done.reasoning_cleared += reasoning_cleared
+    done.inputs_cleared += inputs_cleared
     return Message.from_parts(Role.AI, parts)
 
 
@@ -377,7 +470,9 @@ def _clear_results(
         if eligible and size > len(CLEARED_PREFIX):
             original = Message.from_parts(Role.TOOL, (result, *rest)) if references else None
             reference = message_reference(original) if original is not None else None
-            text = placeholder(result.name, result.tool_call_id, size, reference)
+            text = placeholder(
+                result.name, result.tool_call_id, size, reference, gist(result.content)
+            )
             if utf8_len(text) < size:
                 parts.append(result.evolve(content=text))
                 parts.extend(p for p in rest if _is_cache_point(p))

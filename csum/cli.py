@@ -50,7 +50,14 @@ from csum._deprecated import add_keep_ratio_flags, keep_ratio_flag
 from csum.archive import HistoryArchive
 from csum.budget import Budget
 from csum.cache import SummaryCache
-from csum.compactor import DEFAULT_TARGET_RATIO, CompactionResult, Compactor
+from csum.clearing import Clearing
+from csum.compactor import (
+    DEFAULT_TARGET_RATIO,
+    LOW_COST,
+    CompactionResult,
+    Compactor,
+    summary_bytes,
+)
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
 from csum.prompt import SummaryRequest
@@ -112,7 +119,52 @@ def main_parser() -> argparse.ArgumentParser:
     add_keep_ratio_flags(
         summarize.add_argument,
         "with --budget: share of the budget a compaction brings the chain down to "
-        f"(default {DEFAULT_TARGET_RATIO})",
+        f"(default {DEFAULT_TARGET_RATIO}; 0.1 with --low-cost)",
+    )
+    summarize.add_argument(
+        "--summary-ratio",
+        type=float,
+        default=None,
+        help="with --budget: share of the budget a summary may take (default 1/32; 1/64 with "
+        "--low-cost); sizes the extractive handler's summaries",
+    )
+    clearing = summarize.add_argument_group(
+        "clearing (with --budget): old tool results become placeholders before anything is "
+        "summarized, without a handler call"
+    )
+    clearing.add_argument(
+        "--low-cost",
+        action="store_true",
+        help="the LOW_COST preset: clearing (keep 3), target 0.1, summaries 1/64 of the budget "
+        "(explicit options win)",
+    )
+    clearing.add_argument(
+        "--clear", action="store_true", help="turn the clearing stage on (any --clear-* does)"
+    )
+    clearing.add_argument(
+        "--clear-keep", type=int, help="newest tool uses whose results stay whole (default 3)"
+    )
+    clearing.add_argument(
+        "--clear-trigger",
+        type=float,
+        help="share of the budget where clearing starts, in (0, 1] (default: the trigger)",
+    )
+    clearing.add_argument(
+        "--clear-at-least",
+        type=float,
+        help="share of the budget a clearing pass must free to be applied alone (default 0)",
+    )
+    clearing.add_argument(
+        "--clear-exclude",
+        action="append",
+        metavar="TOOL",
+        help="tool whose results are never cleared (repeatable)",
+    )
+    clearing.add_argument(
+        "--clear-inputs", action="store_true", help="clear the cleared calls' arguments too"
+    )
+    clearing.add_argument(
+        "--clear-reasoning", action="store_true", help="clear old AI messages' reasoning"
     )
     reference = summarize.add_argument_group("reference algorithm (with --last-section-budget)")
     reference.add_argument(
@@ -438,12 +490,18 @@ def _compact(
 
     with_request(reporting, reporting_request)
 
+    options = _compactor_options(args)
+    if "summary_ratio" in options and getattr(handler, "sized_by_compactor", False):
+        # the default extractive handler, wrapped below: sized here as the Compactor would
+        from csum.handlers import extractive
+
+        handler = extractive(summary_bytes(_budget(args), options["summary_ratio"]))
     cache = _cache(args)
     archive = _archive(args)
     compactor = Compactor(
         reporting,
         budget=_budget(args),
-        keep_ratio=args.keep_ratio,
+        **options,
         target=args.target,
         id_template=args.id_template,
         stores=Stores(cache=cache, archive=archive),
@@ -487,6 +545,65 @@ def _compact(
     return outcome, result.over_budget
 
 
+_CLEAR_OPTIONS = (
+    "clear_keep",
+    "clear_trigger",
+    "clear_at_least",
+    "clear_exclude",
+    "clear_inputs",
+    "clear_reasoning",
+)
+
+
+_CLEAR_FLAGS = {
+    "keep": "--clear-keep",
+    "trigger": "--clear-trigger",
+    "clear_at_least": "--clear-at-least",
+    "exclude_tools": "--clear-exclude",
+}
+
+
+def _clearing(args: argparse.Namespace) -> Clearing | None:
+    """The clearing stage the options ask for (None: off)."""
+    asked = [name for name in _CLEAR_OPTIONS if getattr(args, name) not in (None, False)]
+    if not (args.clear or args.low_cost or asked):
+        return None
+    options: dict[str, Any] = {}
+    for name, key in (
+        ("clear_keep", "keep"),
+        ("clear_trigger", "trigger"),
+        ("clear_at_least", "clear_at_least"),
+    ):
+        if getattr(args, name) is not None:
+            options[key] = getattr(args, name)
+    if args.clear_exclude:
+        options["exclude_tools"] = frozenset(args.clear_exclude)
+    options["clear_tool_inputs"] = args.clear_inputs
+    options["clear_reasoning"] = args.clear_reasoning
+    try:
+        return Clearing(**options)
+    except (TypeError, ValueError) as error:
+        field = str(error).removeprefix("Clearing.").split(" ", 1)[0]
+        flag = _CLEAR_FLAGS.get(field, "--clear")
+        raise ValueError(f"{flag}: {error}") from None
+
+
+def _compactor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The Compactor's options from ``--low-cost``, ``--keep-ratio``,
+    ``--summary-ratio`` and the ``--clear-*`` options (explicit options win)."""
+    options: dict[str, Any] = dict(LOW_COST) if args.low_cost else {}
+    clearing = _clearing(args)
+    if clearing is not None:
+        options["clearing"] = clearing
+    if args.keep_ratio is not None:
+        options["keep_ratio"] = args.keep_ratio
+    if args.summary_ratio is not None:
+        if not 0 < args.summary_ratio <= 0.5:
+            raise ValueError(f"--summary-ratio must be within (0, 0.5], got {args.summary_ratio}")
+        options["summary_ratio"] = args.summary_ratio
+    return options
+
+
 def _check_output(args: argparse.Namespace) -> None:
     """Refuse ``-o`` naming a symbolic link unless ``--force``: the file written is the
     link's target, which may be anything the user can write (a usage error, before any
@@ -511,6 +628,10 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     elif args.max_prompt_bytes is not None:
         raise ValueError("--max-prompt-bytes applies to --budget")
     args.keep_ratio = keep_ratio_flag(args, err)
+    if args.last_section_budget is None:
+        _compactor_options(args)  # usage errors before any work
+    elif args.low_cost or args.summary_ratio is not None or _clearing(args) is not None:
+        raise ValueError("--low-cost, --clear and --summary-ratio apply to --budget")
     _check_output(args)
     payload, origin = _load(args)
     messages, fmt = decode_owned_chain(payload, args.format)

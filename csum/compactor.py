@@ -83,6 +83,7 @@ from csum.clearing import (
     DEFAULT_CLEARING,
     Clearing,
     ClearingPass,
+    clear_evicted,
     clear_tool_results,
     is_cleared,
 )
@@ -139,18 +140,19 @@ summary's lines verbatim, so there is no drift to limit). On the simulated
 defaults: 10-12 %) for 7 % more bytes sent than the defaults (docs/compactor.md)."""
 
 LOW_COST: Final[Mapping[str, Any]] = MappingProxyType(
-    {"clearing": Clearing(keep=3), "keep_ratio": 0.2, "summary_ratio": 1 / 64}
+    {"clearing": Clearing(keep=3), "keep_ratio": 0.1, "summary_ratio": 1 / 64}
 )
 """Compactor options for the lowest cost with prompt caching:
 ``Compactor(budget=..., **LOW_COST)``. Old tool results are cleared to placeholders
-before anything is summarized, a compaction brings the chain down to 20 % of the
-budget, and summaries take up to 1/64 of it. The cheapest setting of the cost sweep
-(``python -m benchmarks.policies --cost --sweep``, docs/cost.md): 0.93x the cheaper of
-LangChain's SummarizationMiddleware and drop-oldest at 128 KiB (1.14x at 64 KiB, 1.08x at
-256 KiB), summarizer at the main model's rate. Without a history archive, facts that
-lived only in old tool results are gone (47 % present when asked on the simulated loop,
-against 75 % for the defaults); with one, the placeholders name the archived original
-and ``recall`` brings it back (99.4 %)."""
+(with a short gist) before anything is summarized, a compaction brings the chain down
+to 10 % of the budget, and summaries take up to 1/64 of it. The cheapest setting of the
+cost sweep (``python -m benchmarks.policies --cost --sweep``, docs/cost.md): on the
+held-out half of the Claude Code sessions, 1.06x / 0.85x / 1.03x the cheaper of
+LangChain's SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (worst
+pricing style, summarizer at the main model's rate; a 20 % target: 1.08x / 0.86x /
+1.07x). Without a history archive, facts that lived only in old tool results are mostly
+gone (47 % present when asked on the simulated loop, against 75 % for the defaults);
+with one, the placeholders name the archived original and ``recall`` brings it back."""
 
 FROZEN_SHARE = 0.25
 """Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond
@@ -818,7 +820,10 @@ class Compactor:
         """The summary of what ``plan`` evicts: one prompt when its messages fit the
         handler's ``max_prompt_bytes`` (the robust handler still splits a prompt their
         tags make too long), else pieces that fit, merged: the prompt of it all is
-        never built."""
+        never built. With clearing, the handler reads the evicted tool results as their
+        placeholders (:func:`~csum.clearing.clear_evicted`)."""
+        if self.clearing is not None:
+            plan = self._cleared_plan(plan, self.clearing)
         limit = self.handler.max_prompt_bytes
         evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
         if limit is not None and evicted > limit:
@@ -843,6 +848,16 @@ class Compactor:
             replaced=plan.replaced,
             focus=focus,
         )
+
+    @staticmethod
+    def _cleared_plan(plan: _Plan, options: Clearing) -> _Plan:
+        """``plan`` with the messages its summary reads cleared (what the archive
+        stores, ``plan.replaced``, stays whole)."""
+        summarized = clear_evicted(plan.summarized, options)
+        if all(a is b for a, b in zip(summarized, plan.summarized, strict=True)):
+            return plan
+        turns = [(q, clear_evicted(ms, options)) for q, ms in plan.turns]
+        return replace(plan, summarized=summarized, turns=turns)
 
     async def _reinsert_new(self, result: CompactionResult) -> CompactionResult:
         """``result`` with archived lines put back when its current question is one

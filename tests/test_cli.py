@@ -24,6 +24,7 @@ from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
 from cast._lint import lint
 from cast.chainio import decode_chain
 from conftest import CORPUS
+from csum.clearing import CLEARED_PREFIX
 
 ROOT = Path(__file__).resolve().parents[1]
 TAU = CORPUS / "openai_taubench" / "taubench_gpt4o_airline_task027_trial1.json"
@@ -750,6 +751,15 @@ CSUM_ERRORS = [
     pytest.param(("@ok.json", "--qa"), "--last-section-budget", id="qa-needs-reference-mode"),
     pytest.param(("@ok.json", "--budget", "2k", "--tokens"), "token budget", id="tokens-word"),
     pytest.param(("@ok.json", "--target-ratio", "2"), "--target-ratio", id="target-ratio"),
+    pytest.param(("@ok.json", "--clear-keep", "-1"), "--clear-keep", id="clear-keep"),
+    pytest.param(("@ok.json", "--clear-trigger", "2"), "--clear-trigger", id="clear-trigger"),
+    pytest.param(("@ok.json", "--clear-at-least", "3"), "--clear-at-least", id="clear-at-least"),
+    pytest.param(("@ok.json", "--summary-ratio", "0.9"), "--summary-ratio", id="summary-ratio"),
+    pytest.param(
+        ("@ok.json", "--last-section-budget", "1KiB", "--low-cost"),
+        "apply to --budget",
+        id="low-cost-needs-budget",
+    ),
     pytest.param(("@ok.json", "--handler", "gpt4"), "unknown handler", id="handler-unknown"),
     pytest.param(("@ok.json", "--handler", "openai:"), "name the model", id="handler-no-model"),
     pytest.param(("@ok.json", "--handler", "extractive:0"), "positive", id="handler-extractive"),
@@ -938,3 +948,54 @@ def test_convert_refuses_an_unknown_encrypted_compaction_choice(
     result = cast_cli("convert", str(ENCRYPTED), "--to", "anthropic", "--encrypted-compaction", "x")
     assert result.code == 2
     assert "invalid choice" in result.err
+
+
+def _tool_results(out: str) -> list[str]:
+    """The text of every tool result of an Anthropic-format chain."""
+    messages = decode_chain(json.loads(out), "anthropic")[0]
+    return [r.content for m in messages for r in m.tool_results]
+
+
+def test_csum_clears_old_tool_results_with_clear(csum_cli: Callable[..., Run]) -> None:
+    """``--clear`` (or any ``--clear-*``) runs the clearing stage: old tool results
+    become placeholders, without a handler call here; without it, none does."""
+    base = ("summarize", "--example", "--budget", "48KiB")
+    plain = csum_cli(*base)
+    assert plain.code == 0, plain.err
+    assert not any(c.startswith(CLEARED_PREFIX) for c in _tool_results(plain.out))
+    for extra in (("--clear", "--clear-keep", "1"), ("--clear-keep", "2")):
+        result = csum_cli(*base, *extra)
+        assert result.code == 0, result.err
+        assert any(c.startswith(CLEARED_PREFIX) for c in _tool_results(result.out)), extra
+        assert "0 handler calls" in result.err
+
+
+def test_csum_low_cost_is_the_preset_and_explicit_options_win(
+    csum_cli: Callable[..., Run],
+) -> None:
+    base = ("summarize", "--example", "--budget", "64KiB", "-q")
+    low = csum_cli(*base, "--low-cost")
+    assert low.code == 0, low.err
+    spelled = ("--clear", "--clear-keep", "3", "--keep-ratio", "0.2")
+    same = csum_cli(*base, *spelled, "--summary-ratio", str(1 / 64))
+    assert same.out == low.out
+    unsummarized = csum_cli(*base, *spelled)  # summaries of 1/32: another chain
+    assert unsummarized.out != low.out
+    wider = csum_cli(*base, "--low-cost", "--keep-ratio", "0.6")
+    assert wider.code == 0, wider.err
+    assert len(wider.out) > len(low.out)
+
+
+def test_csum_never_clears_an_excluded_tool(csum_cli: Callable[..., Run]) -> None:
+    base = ("summarize", "--example", "--budget", "24KiB", "--clear")
+    cleared = csum_cli(*base, "--clear-keep", "0")
+    names = {
+        json.loads(line.split(" call ", 1)[0].removeprefix(CLEARED_PREFIX))
+        for c in _tool_results(cleared.out)
+        for line in c.splitlines()[:1]
+        if line.startswith(CLEARED_PREFIX)
+    }
+    assert names
+    excluded = [f"--clear-exclude={name}" for name in names]
+    result = csum_cli(*base, "--clear-keep", "0", *excluded)
+    assert not any(c.startswith(CLEARED_PREFIX) for c in _tool_results(result.out))

@@ -303,7 +303,9 @@ async def test_cancellation_mid_compaction_leaves_everything_as_it_was() -> None
     messages = chain()
     before = snapshot(messages)
     inner = Flaky(hang=1)
-    compactor = Compactor(inner, budget=8000, timeout=None)
+    # About a cancellation during the handler call: no clearing stage, which would reach
+    # the target here without one (and the watcher below would then wait forever).
+    compactor = Compactor(inner, budget=8000, timeout=None, clearing=None)
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as group:
 

@@ -277,7 +277,7 @@ def test_defaults_and_presets_keep_working_without_warnings() -> None:
         assert Compactor(budget=10_000).keep_ratio == DEFAULT_TARGET_RATIO
         low = Compactor(budget=10_000, **LOW_COST)
         Compactor(budget=10_000, **LONG_MEMORY)
-    assert low.keep_ratio == 0.2
+    assert low.keep_ratio == 0.1
 
 
 def test_compaction_event_names_the_size_keep_units() -> None:

@@ -59,6 +59,11 @@ SETTINGS: tuple[Setting, ...] = (
         {"target_ratio": 0.2, "summary_ratio": 1 / 64},
     ),
     Setting(
+        "keep 3, target 10 %, summary 1/64",
+        {"keep": 3},
+        {"target_ratio": 0.1, "summary_ratio": 1 / 64},
+    ),
+    Setting(
         "keep 3, target 30 %, summary 1/16",
         {"keep": 3},
         {"target_ratio": 0.3, "summary_ratio": 1 / 16},
@@ -85,11 +90,33 @@ Compactor's trigger, ``keep`` and ``clear_at_least`` around ``keep 3`` (the prov
 default) at a 30 % target, plus the clearing defaults at today's 60 % target."""
 
 
+LOW_COST_LABEL = "LOW_COST: keep 3, target 10 %, summary 1/64"
+"""The preset ``csum.compactor.LOW_COST`` (run by every full cost run)."""
+
+
+def low_cost_setting() -> Setting | None:
+    """``csum.compactor.LOW_COST`` as a setting (None when this tree has none)."""
+    import csum.compactor
+
+    preset = vars(csum.compactor).get("LOW_COST")
+    if preset is None:
+        return None
+    options = dict(preset)
+    clearing = options.pop("clearing")
+    fields = {"keep": clearing.keep, "clear_tool_inputs": clearing.clear_tool_inputs}
+    return Setting(LOW_COST_LABEL, fields, options)
+
+
 def after_specs(extra: Sequence[Setting] = ()) -> list[PolicySpec]:
-    """The Compactor with clearing at its defaults (and ``extra`` settings)."""
+    """The Compactor with clearing at its defaults, the LOW_COST preset (and ``extra``
+    settings)."""
     if not clearing_available():
         return []
-    return [Setting("Clearing() defaults", {}).spec(), *(s.spec() for s in extra)]
+    low = low_cost_setting()
+    presets = (
+        [low] if low is not None and all(s.spec().name != low.spec().name for s in extra) else []
+    )
+    return [Setting("Clearing() defaults", {}).spec(), *(s.spec() for s in (*presets, *extra))]
 
 
 def _by(rows: Sequence[Measured], policy: str, group: str, budget: int) -> Measured | None:
@@ -202,7 +229,8 @@ def run_cost_command(
     rows = anyio.run(partial(run_cost, config, specs, progress))
     seconds = time.perf_counter() - started
     lines = render_cost(rows, config, seconds)
-    recommended = extra[0].spec().name if extra else AFTER
+    low = low_cost_setting()
+    recommended = extra[0].spec().name if extra else low.spec().name if low else AFTER
     goals = render_goals(rows, config, recommended) if clearing_available() else []
     if goals:
         goals = [f"Measured for **{recommended}**.", "", *goals]
