@@ -265,7 +265,7 @@ def _line_features(
 def _is_listed(unit: _Unit, text: _Text) -> bool:
     """Whether a unit is a line of a file listing's content: a numbered line of a
     listing. The lines around the numbered ones are the tool's own words (which file,
-    how the edit went, ``E999 IndentationError: unexpected indent``): read as any
+    how the edit went, ``E999 SyntaxError: invalid syntax``): read as any
     output's, so an error among them is one."""
     return text.listing and _NUMBERED.match(unit.original) is not None
 
