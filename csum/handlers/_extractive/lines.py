@@ -17,6 +17,7 @@ from csum.handlers._extractive.patterns import (
     _EXCEPTION_NAME,
     _EXIT_STATUS,
     _FRAME,
+    _NUMBERED,
     _PENDING,
     _WORDS,
 )
@@ -161,7 +162,8 @@ class _Scorer:
         if self.pending and not text.listing:
             score += WEIGHTS["pending"]
             self.pending -= 1
-        if score >= _ERROR_LINE and not text.listing and _ERROR.search(line[:_LINE_SCAN]):
+        listed = _is_listed(unit, text)
+        if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
             # An exit status alone ("Exit code 2") says how it ended, not what follows.
             self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
             if text.tool:
@@ -244,7 +246,8 @@ def _line_features(
     its place in a file listing, an echoed command, a record's rank in its list."""
     line, mark = unit.line, unit.mark
     scored = _log_message(line) if unit.routine else line
-    score = _score(scored, listing=text.listing, diff=text.diff, prose=not text.tool, named=named)
+    code = _is_listed(unit, text)
+    score = _score(scored, listing=code, diff=text.diff, prose=not text.tool, named=named)
     if mark is not None:
         score = max(0.0, score + mark.bonus)
     if unit.routine:
@@ -257,6 +260,14 @@ def _line_features(
     if rank is not None:
         score += WEIGHTS["rank"] / (1 + rank)
     return score
+
+
+def _is_listed(unit: _Unit, text: _Text) -> bool:
+    """Whether a unit is a line of a file listing's content: a numbered line of a
+    listing. The lines around the numbered ones are the tool's own words (which file,
+    how the edit went, ``E999 SyntaxError: invalid syntax``): read as any
+    output's, so an error among them is one."""
+    return text.listing and _NUMBERED.match(unit.original) is not None
 
 
 def _locate_error(above: list[_Line]) -> None:

@@ -212,3 +212,40 @@ def test_an_edit_result_keeps_the_sentence_naming_the_file_and_the_new_lines() -
     assert utf8(summary) <= 200
     assert "The file /srv/shop/src/pricing.py has been updated." in summary
     assert "15→def tax(cart, rate):" in summary
+
+
+# An editor's refusal of an edit (SWE-agent style): the linter's error, then the numbered
+# preview of the file as the edit would have left it.
+REJECTED_EDIT = """\
+Your proposed edit has introduced new syntax error(s). Please read the errors below.
+
+ERRORS:
+- E999 SyntaxError: unterminated string literal
+
+This is how your edit would have looked if applied
+-------------------------------------------------
+[File: /repo/src/fetch/client.py (412 lines total)]
+(38 more lines above)
+39:    def get(self, url: str) -> bytes:
+40:        for attempt in range(self.max_attempts):
+41:            try:
+42:                return self._session.get(url, timeout=self.timeout).content
+43:            except ConnectionError:
+44:                time.sleep(self.backoff * attempt)
+45:        raise FetchError(f"gave up on {url} after {retries} attempts")
+46:
+47:    def close(self) -> None:
+48:        self._session.close()
+(364 more lines below)
+-------------------------------------------------"""
+
+
+def test_an_error_beside_a_numbered_listing_is_an_error() -> None:
+    """The lines around a listing's numbered ones are the tool's own words, not the
+    file's code: the linter's error among them ranks as an error (read as code, it
+    ranked below the preview's lines and was left out at this budget)."""
+    command = "edit 45:45\n        raise FetchError(f'gave up on {url} after {retries} attempts')"
+    call = ToolCall(id="c", name="bash", arguments=json.dumps({"command": command + "\nend"}))
+    summary = summarize_extractive(one_call(call, REJECTED_EDIT), 160)
+    assert utf8(summary) <= 160
+    assert "E999 SyntaxError: unterminated string literal" in summary, summary
