@@ -168,17 +168,22 @@ def _reasoning_of(message: dict[str, Any]) -> str:
 
 
 def messages_usage(usage: dict[str, Any]) -> dict[str, int]:
-    """Chat Completions usage as Messages usage: cached prompt tokens (OpenAI's
-    ``prompt_tokens_details.cached_tokens``) as cache reads, the rest as input."""
+    """Chat Completions usage as Messages usage: ``prompt_tokens_details``'s
+    ``cached_tokens`` as cache reads, ``cache_write_tokens`` as cache writes, the rest
+    of the prompt as input (Anthropic counts the three apart)."""
     details = usage.get("prompt_tokens_details")
-    cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
+    details = details if isinstance(details, dict) else {}
+    cached = int(details.get("cached_tokens") or 0)
+    written = int(details.get("cache_write_tokens") or 0)
     prompt = int(usage.get("prompt_tokens") or 0)
     out = {
-        "input_tokens": max(0, prompt - cached),
+        "input_tokens": max(0, prompt - cached - written),
         "output_tokens": int(usage.get("completion_tokens") or 0),
     }
     if cached:
         out["cache_read_input_tokens"] = cached
+    if written:
+        out["cache_creation_input_tokens"] = written
     return out
 
 

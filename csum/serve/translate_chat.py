@@ -117,7 +117,8 @@ def _tool_choice(choice: object) -> dict[str, Any] | None:
 
 def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
     """Messages usage as Chat Completions usage: the prompt counts cache reads and
-    writes too (Anthropic counts them apart), reads reported as ``cached_tokens``."""
+    writes too (Anthropic counts them apart), reported as ``cached_tokens`` and
+    ``cache_write_tokens``."""
     read = int(usage.get("cache_read_input_tokens") or 0)
     written = int(usage.get("cache_creation_input_tokens") or 0)
     prompt = int(usage.get("input_tokens") or 0) + read + written
@@ -126,7 +127,7 @@ def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": read},
+        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
     }
 
 

@@ -95,11 +95,15 @@ def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
     """Chat Completions usage as Responses usage."""
     prompt = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") or 0
     reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
     return {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": int(cached)},
+        "input_tokens_details": {
+            "cached_tokens": int(cached),
+            "cache_write_tokens": int(details.get("cache_write_tokens") or 0),
+        },
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": int(reasoning)},
         "total_tokens": prompt + completion,

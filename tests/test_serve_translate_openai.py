@@ -1,0 +1,338 @@
+"""OpenAI clients on another provider's upstream, pure functions (the end-to-end runs
+with the SDKs are in test_serve_translations.py): Chat Completions -> Anthropic
+Messages (csum.serve.translate_chat), Responses -> Chat Completions
+(csum.serve.translate_responses), reasoning both ways, the key header moved."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cast import lint
+from cast.codecs import anthropic, openai
+from csum.serve.apis import APIS
+from csum.serve.translate import MessagesStream, TranslationError, messages_response
+from csum.serve.translate_chat import (
+    DEFAULT_MAX_TOKENS,
+    ChatStream,
+    chat_response,
+    messages_request,
+)
+from csum.serve.translate_responses import (
+    ResponsesStream,
+    chat_request_for_responses,
+    responses_response,
+)
+from csum.serve.translations import translated_headers, translation_for
+from serve_payloads import (
+    REASONER,
+    chat_body,
+    chat_events,
+    messages_body,
+    messages_events,
+    signature,
+    thought,
+)
+
+CHAT: dict[str, Any] = {
+    "model": "gpt-4o",
+    "temperature": 0.2,
+    "stop": "END",
+    "user": "u1",
+    "parallel_tool_calls": False,
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "description": "read",
+                "parameters": {"type": "object"},
+            },
+        }
+    ],
+    "tool_choice": "required",
+    "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Read a.py"},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "I should read it.",
+            "tool_calls": [
+                {
+                    "id": "call_01",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"p": "a"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_01", "content": "x = 1"},
+    ],
+}
+
+
+def test_a_chat_request_becomes_a_messages_request() -> None:
+    before = copy.deepcopy(CHAT)
+    out = messages_request(CHAT)
+    assert before == CHAT  # the client's request is not mutated
+    assert (out["model"], out["temperature"]) == ("gpt-4o", 0.2)
+    assert out["max_tokens"] == DEFAULT_MAX_TOKENS  # Anthropic requires one
+    assert out["stop_sequences"] == ["END"]
+    assert out["metadata"] == {"user_id": "u1"}
+    assert out["system"] == "Be brief."
+    assert out["tools"] == [
+        {"name": "read_file", "input_schema": {"type": "object"}, "description": "read"}
+    ]
+    assert out["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
+    call = out["messages"][1]["content"]
+    assert call == [{"type": "tool_use", "id": "call_01", "name": "read_file", "input": {"p": "a"}}]
+    result = out["messages"][2]["content"][0]
+    assert (result["type"], result["tool_use_id"]) == ("tool_result", "call_01")
+    assert "thinking" not in json.dumps(out)  # unsigned reasoning is not sent to Anthropic
+    assert lint(anthropic.decode(out), "anthropic") == []
+
+
+def test_limits_and_choices_of_a_chat_request() -> None:
+    out = messages_request({**CHAT, "max_completion_tokens": 99, "max_tokens": 5})
+    assert out["max_tokens"] == 99
+    assert messages_request({**CHAT, "tool_choice": "none"})["tool_choice"] == {
+        "type": "none",
+        "disable_parallel_tool_use": True,
+    }
+    named = {"type": "function", "function": {"name": "read_file"}}
+    choice = messages_request({**CHAT, "tool_choice": named, "parallel_tool_calls": True})
+    assert choice["tool_choice"] == {"type": "tool", "name": "read_file"}
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    assert messages_request({**CHAT, "thinking": thinking})["thinking"] == thinking
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        ({"messages": "hi"}, "messages"),
+        ({"n": 2}, "n"),
+        ({"response_format": {"type": "json_object"}}, "response_format"),
+        ({"tools": [{"type": "custom", "custom": {"name": "x"}}]}, "tools[0]"),
+        ({"tools": [{"type": "function", "function": {}}]}, "tools[0].function"),
+        ({"tool_choice": "sometimes"}, "tool_choice"),
+        ({"messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role"),
+    ],
+)
+def test_what_a_chat_request_cannot_carry_is_named(change: dict[str, Any], where: str) -> None:
+    with pytest.raises(TranslationError, match=where.replace("[", r"\[").replace(".", r"\.")):
+        messages_request({**CHAT, **change})
+
+
+def test_a_messages_answer_becomes_a_chat_answer() -> None:
+    answer = chat_response(messages_body(1, REASONER), "gpt-4o")
+    message = answer["choices"][0]["message"]
+    assert message["reasoning_content"] == thought(1)
+    assert message["content"] is None
+    assert message["tool_calls"][0]["id"] == "toolu_0001"
+    assert (
+        json.loads(message["tool_calls"][0]["function"]["arguments"])["path"] == "src/module_1.py"
+    )
+    assert answer["choices"][0]["finish_reason"] == "tool_calls"
+    assert answer["usage"] == {
+        "prompt_tokens": 101 + 64,
+        "completion_tokens": 7,
+        "total_tokens": 101 + 64 + 7,
+        "prompt_tokens_details": {"cached_tokens": 64, "cache_write_tokens": 0},
+    }
+    text = chat_response({**messages_body(4, "m"), "stop_reason": "max_tokens"}, "gpt-4o")
+    assert text["choices"][0]["message"]["content"].startswith("Step 4 done")
+    assert text["choices"][0]["finish_reason"] == "length"
+
+
+def _data(out: bytes) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[6:])
+        for line in out.decode().splitlines()
+        if line.startswith("data: ") and line != "data: [DONE]"
+    ]
+
+
+@pytest.mark.parametrize("usage", [True, False])
+def test_a_messages_stream_becomes_chat_chunks(usage: bool) -> None:
+    chat_types = pytest.importorskip("openai.types.chat", reason="the openai SDK is not installed")
+    stream = ChatStream("gpt-4o", usage=usage)
+    out = b"".join(stream.feed(e) for e in messages_events(1, REASONER)) + stream.close()
+    assert out.endswith(b"data: [DONE]\n\n")
+    chunks = [chat_types.ChatCompletionChunk.model_validate(c) for c in _data(out)]
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    assert "".join((d.model_extra or {}).get("reasoning_content", "") for d in deltas) == thought(1)
+    calls = [call for d in deltas for call in d.tool_calls or []]
+    assert (calls[0].index, calls[0].id, calls[0].function.name) == (0, "toolu_0001", "read_file")
+    arguments = "".join(c.function.arguments or "" for c in calls if c.function)
+    assert json.loads(arguments) == {"path": "src/module_1.py", "lines": [1, 400]}
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finishes[-1] == "tool_calls"
+    assert set(finishes[:-1]) == {None}
+    tail = [c for c in chunks if not c.choices]
+    if usage:
+        assert tail[0].usage is not None
+        assert tail[0].usage.prompt_tokens_details is not None
+        assert tail[0].usage.prompt_tokens_details.cached_tokens == 64
+        assert tail[0].usage.completion_tokens == 7
+    else:
+        assert tail == []
+
+
+def _split(whole: bytes, cuts: list[int]) -> list[bytes]:
+    pieces, start = [], 0
+    for cut in sorted({min(c, len(whole)) for c in cuts}):
+        pieces.append(whole[start:cut])
+        start = cut
+    return [*pieces, whole[start:]]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 2000), max_size=12), st.sampled_from([1, 4]))
+def test_any_split_of_a_stream_gives_the_same_chunks(cuts: list[int], n: int) -> None:
+    for make, events in (
+        (lambda: ChatStream("x", usage=True), messages_events(n, REASONER)),
+        (lambda: ResponsesStream("x", {"model": "x"}), chat_events(n, REASONER)),
+        (lambda: MessagesStream("x"), chat_events(n, REASONER)),
+    ):
+        whole = b"".join(events)
+        one = make()
+        expected = one.feed(whole) + one.close()
+        split = make()
+        assert b"".join(split.feed(p) for p in _split(whole, cuts)) + split.close() == expected
+
+
+def test_a_stream_cut_short_is_still_closed() -> None:
+    chat = ChatStream("x")
+    out = b"".join(chat.feed(e) for e in messages_events(1, "m")[:3]) + chat.close()
+    assert out.endswith(b"data: [DONE]\n\n")
+    responses = ResponsesStream("x", {})
+    out = b"".join(responses.feed(e) for e in chat_events(1, "m")[:3]) + responses.close()
+    kinds = [e["type"] for e in _data(out)]
+    assert kinds[-2:] == ["response.output_item.done", "response.completed"]
+
+
+RESPONSES: dict[str, Any] = {
+    "model": "gpt-4o",
+    "instructions": "Be brief.",
+    "max_output_tokens": 300,
+    "reasoning": {"effort": "low"},
+    "text": {"format": {"type": "json_schema", "name": "out", "schema": {"type": "object"}}},
+    "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}],
+    "tool_choice": {"type": "function", "name": "read_file"},
+    "input": [
+        {"role": "user", "content": "Read a.py"},
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": "hm"}],
+        },
+        {"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "x = 1"},
+    ],
+}
+
+
+def test_a_responses_request_becomes_a_chat_request() -> None:
+    before = copy.deepcopy(RESPONSES)
+    out = chat_request_for_responses(RESPONSES)
+    assert before == RESPONSES
+    assert (out["max_tokens"], out["reasoning_effort"]) == (300, "low")
+    assert out["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "out", "schema": {"type": "object"}},
+    }
+    assert out["tools"] == [
+        {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}
+    ]
+    assert out["tool_choice"] == {"type": "function", "function": {"name": "read_file"}}
+    messages = out["messages"]
+    assert messages[0] == {"role": "system", "content": "Be brief."}
+    assert messages[2]["tool_calls"][0]["id"] == "call_1"
+    assert "reasoning_content" not in messages[2]  # another provider's reasoning: dropped
+    assert messages[3] == {"role": "tool", "tool_call_id": "call_1", "content": "x = 1"}
+    assert lint(openai.decode(out), "openai") == []
+    bare = chat_request_for_responses({"model": "m", "input": "hi", "stream": True})
+    assert bare["messages"] == [{"role": "user", "content": "hi"}]
+    assert bare["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        ({"previous_response_id": "resp_1"}, "previous_response_id"),
+        ({"tools": [{"type": "web_search_preview"}]}, "tools[0]"),
+        ({"tools": [{"type": "function"}]}, "tools[0].name"),
+        ({"tool_choice": {"type": "file_search"}}, "tool_choice"),
+        ({"input": [{"type": "message", "role": "wizard", "content": "x"}]}, "input[0]"),
+    ],
+)
+def test_what_a_responses_request_cannot_carry_is_named(change: dict[str, Any], where: str) -> None:
+    with pytest.raises(TranslationError, match=where.replace("[", r"\[").replace(".", r"\.")):
+        chat_request_for_responses({**RESPONSES, **change})
+
+
+def test_a_chat_answer_becomes_a_response_the_sdk_reads() -> None:
+    types = pytest.importorskip("openai.types.responses", reason="the openai SDK is not installed")
+    response = types.Response.model_validate(
+        responses_response(chat_body(1, REASONER), "gpt-4o", RESPONSES)
+    )
+    kinds = [item.type for item in response.output]
+    assert kinds == ["reasoning", "function_call"]
+    assert response.output[0].content[0].text == thought(1)  # type: ignore[union-attr]
+    call = response.output[1]
+    assert (call.call_id, call.name, call.status) == ("call_0001", "read_file", "completed")  # type: ignore[union-attr]
+    assert response.usage is not None
+    assert response.usage.input_tokens_details.cached_tokens == 64
+    text = responses_response({**chat_body(4, "m")}, "gpt-4o", {})
+    assert types.Response.model_validate(text).output_text.startswith("Step 4 done")
+    cut = chat_body(4, "m")
+    cut["choices"][0]["finish_reason"] = "length"
+    incomplete = types.Response.model_validate(responses_response(cut, "gpt-4o", {}))
+    assert incomplete.status == "incomplete"
+    assert incomplete.incomplete_details is not None
+
+
+def test_the_reasoning_of_a_chat_upstream_reaches_an_anthropic_client() -> None:
+    answer = messages_response(chat_body(1, REASONER), "claude")
+    assert answer["content"][0] == {"type": "thinking", "thinking": thought(1), "signature": ""}
+    assert answer["usage"] == {
+        "input_tokens": 101 - 64,
+        "output_tokens": 7,
+        "cache_read_input_tokens": 64,
+    }
+    stream = MessagesStream("claude")
+    out = b"".join(stream.feed(e) for e in chat_events(1, REASONER)) + stream.close()
+    events = _data(out)
+    starts = [e["content_block"]["type"] for e in events if e["type"] == "content_block_start"]
+    assert starts == ["thinking", "tool_use"]
+    deltas = [e["delta"] for e in events if e["type"] == "content_block_delta"]
+    thinking = [d["thinking"] for d in deltas if d["type"] == "thinking_delta"]
+    assert "".join(thinking) == thought(1)
+
+
+def test_a_signature_is_not_invented_on_the_way_back() -> None:
+    """A signed thinking block reaches a Chat client as reasoning_content only: the
+    signature has no Chat Completions field (docs/serve.md)."""
+    assert signature(1) not in json.dumps(chat_response(messages_body(1, REASONER), "m"))
+
+
+def test_translations_and_headers() -> None:
+    assert translation_for("chat", "openai") is None  # same provider: never translated
+    assert translation_for("messages", "anthropic") is None
+    assert translation_for("chat", "same") is None
+    chat, _, messages = APIS
+    to_anthropic = translated_headers([("Authorization", "Bearer k1"), ("x-other", "1")], messages)
+    assert to_anthropic == [
+        ("x-other", "1"),
+        ("x-api-key", "k1"),
+        ("anthropic-version", "2023-06-01"),
+    ]
+    kept = translated_headers([("x-api-key", "k2"), ("anthropic-version", "v")], messages)
+    assert kept == [("x-api-key", "k2"), ("anthropic-version", "v")]
+    assert translated_headers([("x-api-key", "k3")], chat) == [("authorization", "Bearer k3")]
