@@ -24,8 +24,11 @@ from csum.serve.translate_chat import (
     messages_request,
 )
 from csum.serve.translate_responses import (
+    AnthropicResponsesStream,
     ResponsesStream,
     chat_request_for_responses,
+    messages_request_for_responses,
+    responses_from_messages,
     responses_response,
 )
 from csum.serve.translations import translated_headers, translation_for
@@ -336,3 +339,104 @@ def test_translations_and_headers() -> None:
     kept = translated_headers([("x-api-key", "k2"), ("anthropic-version", "v")], messages)
     assert kept == [("x-api-key", "k2"), ("anthropic-version", "v")]
     assert translated_headers([("x-api-key", "k3")], chat) == [("authorization", "Bearer k3")]
+
+
+def test_a_responses_client_keeps_anthropic_signatures_across_a_round_trip() -> None:
+    """Thinking reaches a Responses client as a reasoning item whose encrypted_content
+    is the signature; sent back, it is the same signed thinking block. Reasoning items
+    of any other origin are dropped, never sent with an invented signature."""
+    types = pytest.importorskip("openai.types.responses", reason="the openai SDK is not installed")
+    answer = messages_body(1, REASONER)
+    redacted = {"type": "redacted_thinking", "data": "b3BhcXVl"}
+    answer["content"] = [answer["content"][0], redacted, *answer["content"][1:]]
+    response = responses_from_messages(answer, "gpt-4o", {})
+    assert types.Response.model_validate(response).output[0].type == "reasoning"
+    output = response["output"]
+    assert output[0]["encrypted_content"] == signature(1)
+    assert output[0]["summary"] == [{"type": "summary_text", "text": thought(1)}]
+    assert [o["type"] for o in output] == ["reasoning", "reasoning", "function_call"]
+    foreign = {"type": "reasoning", "id": "rs_other", "summary": [], "encrypted_content": "gAAA"}
+    request = {
+        "model": "gpt-4o",
+        "input": [
+            {"role": "user", "content": "Read it"},
+            foreign,
+            *output,
+            {"type": "function_call_output", "call_id": "toolu_0001", "output": "x = 1"},
+        ],
+    }
+    out = messages_request_for_responses(request)
+    blocks = out["messages"][1]["content"]
+    assert blocks[0] == {"type": "thinking", "thinking": thought(1), "signature": signature(1)}
+    assert blocks[1] == redacted
+    assert blocks[2]["type"] == "tool_use"
+    assert "gAAA" not in json.dumps(out)
+    assert lint(anthropic.decode(out), "anthropic") == []
+
+
+def _responses_events(stream: Any, events: list[bytes]) -> list[Any]:
+    """The Responses events of a translated stream, read by the openai SDK's own
+    stream state (it raises on an event out of order)."""
+    sdk = pytest.importorskip("openai.lib.streaming.responses._responses")
+    out = b"".join(stream.feed(e) for e in events) + stream.close()
+    state = sdk.ResponseStreamState(input_tools=[], text_format=openai_omit())
+    seen = []
+    for data in _data(out):
+        seen.extend(state.handle_event(_construct_event(data)))
+    return seen
+
+
+def openai_omit() -> Any:
+    from openai import omit
+
+    return omit
+
+
+def _construct_event(data: dict[str, Any]) -> Any:
+    from openai._models import construct_type_unchecked
+    from openai.types.responses import ResponseStreamEvent
+
+    return construct_type_unchecked(type_=ResponseStreamEvent, value=data)
+
+
+@pytest.mark.parametrize("n", [1, 4])
+@pytest.mark.parametrize("upstream", ["chat", "anthropic"])
+def test_a_stream_becomes_responses_events_the_sdk_accumulates(n: int, upstream: str) -> None:
+    if upstream == "chat":
+        stream: Any = ResponsesStream("gpt-4o", {})
+        events = chat_events(n, REASONER)
+    else:
+        stream = AnthropicResponsesStream("gpt-4o", {})
+        events = messages_events(n, REASONER)
+    seen = _responses_events(stream, events)
+    kinds = [e.type for e in seen]
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert kinds[-1] == "response.completed"
+    assert [e.sequence_number for e in seen] == list(range(len(seen)))
+    final = seen[-1].response
+    assert [o.type for o in final.output] == ["reasoning", "function_call" if n == 1 else "message"]
+    reasoning = final.output[0]
+    texts = [*(reasoning.content or []), *reasoning.summary]
+    assert "".join(t.text for t in texts) == thought(n)
+    if upstream == "anthropic":
+        assert reasoning.encrypted_content == signature(n)
+        assert "response.reasoning_summary_text.delta" in kinds
+    else:
+        assert "response.reasoning_text.delta" in kinds
+    if n == 1:
+        call = final.output[1]
+        assert json.loads(call.arguments) == {"path": "src/module_1.py", "lines": [1, 400]}
+        assert call.status == "completed"
+    else:
+        assert final.output_text.startswith("Step 4 done")
+    assert final.usage.input_tokens_details.cached_tokens == 64
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 3000), max_size=12), st.sampled_from([1, 4]))
+def test_any_split_of_an_anthropic_stream_gives_the_same_events(cuts: list[int], n: int) -> None:
+    whole = b"".join(messages_events(n, REASONER))
+    one = AnthropicResponsesStream("x", {})
+    expected = one.feed(whole) + one.close()
+    split = AnthropicResponsesStream("x", {})
+    assert b"".join(split.feed(p) for p in _split(whole, cuts)) + split.close() == expected

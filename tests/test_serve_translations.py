@@ -14,6 +14,7 @@ or an SDK.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,8 +202,11 @@ def responses_conversation(base: str, turns: int) -> Run:
             for o in response.output
             if o.type == "function_call"
         ]
-        reasoning = "".join(
-            c.text for o in response.output if o.type == "reasoning" for c in o.content or []
+        reasoning = "".join(  # raw reasoning text, or a summary (Anthropic's thinking)
+            c.text
+            for o in response.output
+            if o.type == "reasoning"
+            for c in [*(o.content or []), *o.summary]
         )
         cached = response.usage.input_tokens_details.cached_tokens if response.usage else None
         finish = "tool_calls" if found else response.status or ""
@@ -378,6 +382,8 @@ def test_a_tool_loop_is_translated_both_ways(case: Case, upstream: Process, logs
         server.stop()
     assert len(got) == len(run.seen) == case.turns
     decode = anthropic.decode if case.provider == "anthropic" else openai.decode
+    signatures: list[str] = []  # the upstream's thinking signatures so far
+    returned = 0
     for i, (seen, entry) in enumerate(zip(run.seen, got, strict=True)):
         assert entry["path"] == case.path, f"turn {i}"
         payload = json.loads(entry["body"])
@@ -400,9 +406,20 @@ def test_a_tool_loop_is_translated_both_ways(case: Case, upstream: Process, logs
         assert reasoning  # the reasoner always reasons: the client saw it
         assert seen.finish == FINISH[case.client][0 if calls else 1], f"turn {i}"
         assert seen.cached == 64, f"turn {i}"  # cached prompt tokens reported
-        for message in chain:  # reasoning never goes back to another provider
-            assert all(getattr(p, "reasoning", None) is None for p in message.parts)
+        reasonings = [
+            p.reasoning for m in chain for p in m.parts if getattr(p, "reasoning", None) is not None
+        ]
+        if case.name == "responses-to-anthropic":
+            # the signatures went to the client in encrypted_content and came back
+            assert {r.signature.decode() for r in reasonings} <= set(signatures)
+            assert len(reasonings) >= min(i, 1), f"turn {i}"
+            returned += len(reasonings)
+        else:  # reasoning never goes back to another provider
+            assert reasonings == [], f"turn {i}"
+        signatures.extend(re.findall(r"c2lnbmF0dXJl\d{4}", entry["answer"]))
     assert compactions >= 1  # kept under the budget, counted under the client's endpoint
+    if case.name == "responses-to-anthropic":
+        assert returned >= case.turns - 1
     assert API_KEY not in log
 
 

@@ -12,8 +12,11 @@ from csum.serve.apis import APIS, Api
 from csum.serve.translate import MessagesStream, chat_request, messages_response
 from csum.serve.translate_chat import ChatStream, chat_response, messages_request
 from csum.serve.translate_responses import (
+    AnthropicResponsesStream,
     ResponsesStream,
     chat_request_for_responses,
+    messages_request_for_responses,
+    responses_from_messages,
     responses_response,
 )
 
@@ -30,19 +33,6 @@ class Stream(Protocol):
     def feed(self, data: bytes) -> bytes: ...
 
     def close(self) -> bytes: ...
-
-
-class _Piped:
-    """Two streams one after the other (Anthropic -> Chat -> Responses)."""
-
-    def __init__(self, first: Stream, second: Stream) -> None:
-        self.first, self.second = first, second
-
-    def feed(self, data: bytes) -> bytes:
-        return self.second.feed(self.first.feed(data))
-
-    def close(self) -> bytes:
-        return self.second.feed(self.first.close()) + self.second.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +85,9 @@ TRANSLATIONS: tuple[Translation, ...] = (
         _RESPONSES,
         "anthropic",
         _MESSAGES,
-        lambda request: messages_request(chat_request_for_responses(request)),
-        lambda answer, model, request: responses_response(
-            chat_response(answer, model), model, request
-        ),
-        lambda model, request: _Piped(
-            ChatStream(model, usage=True), ResponsesStream(model, request)
-        ),
+        messages_request_for_responses,
+        responses_from_messages,
+        AnthropicResponsesStream,
     ),
 )
 """Every translation the gateway makes."""
