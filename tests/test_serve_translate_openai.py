@@ -440,3 +440,42 @@ def test_any_split_of_an_anthropic_stream_gives_the_same_events(cuts: list[int],
     expected = one.feed(whole) + one.close()
     split = AnthropicResponsesStream("x", {})
     assert b"".join(split.feed(p) for p in _split(whole, cuts)) + split.close() == expected
+
+
+ANTHROPIC_ERROR = (
+    b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
+    b'"message": "Overloaded"}}\n\n'
+)
+CHAT_ERROR = b'data: {"error": {"message": "Overloaded", "type": "server_error"}}\n\n'
+
+
+@pytest.mark.parametrize("garbage", [False, True])
+def test_an_error_inside_an_upstream_stream_reaches_the_client_as_its_own_error(
+    garbage: bool,
+) -> None:
+    """Mid-stream, the upstream's error (or data that is not JSON) becomes the error
+    each SDK raises on: a Chat chunk with ``error``, a Responses ``error`` event, a
+    Messages ``error`` event. Nothing follows it; the gateway does not fail."""
+    anthropic_bad = b"data: {not json\n\n" if garbage else ANTHROPIC_ERROR
+    chat_bad = b"data: {not json\n\n" if garbage else CHAT_ERROR
+    cases: list[tuple[Any, list[bytes], str]] = [
+        (ChatStream("x"), [*messages_events(4, "m")[:3], anthropic_bad], "chat"),
+        (
+            AnthropicResponsesStream("x", {}),
+            [*messages_events(4, "m")[:3], anthropic_bad],
+            "responses",
+        ),
+        (ResponsesStream("x", {}), [*chat_events(4, "m")[:2], chat_bad], "responses"),
+        (MessagesStream("x"), [*chat_events(4, "m")[:2], chat_bad], "messages"),
+    ]
+    for stream, events, client in cases:
+        out = b"".join(stream.feed(e) for e in [*events, *events[:2]]) + stream.close()
+        last_frame = out.strip().split(b"\n\n")[-1]
+        data = _data(last_frame)[0]
+        message = data["error"]["message"]
+        assert ("not JSON" if garbage else "Overloaded") in message
+        if client == "chat":
+            assert not last_frame.startswith(b"event:")  # the SDK reads an unnamed chunk
+        else:
+            assert last_frame.startswith(b"event: error\n")
+            assert data["type"] == "error"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["SseReader", "anthropic_event", "data_event"]
+__all__ = ["SseReader", "anthropic_event", "data_event", "read_event"]
 
 
 class SseReader:
@@ -45,3 +45,20 @@ def data_event(data: dict[str, Any], name: str | None = None) -> bytes:
     """An OpenAI stream event (Chat chunks are unnamed, Responses events named)."""
     head = f"event: {name}\n" if name else ""
     return f"{head}data: {_json(data)}\n\n".encode()
+
+
+def read_event(raw: bytes) -> tuple[dict[str, Any], str | None]:
+    """An upstream event's JSON object, and what went wrong when the upstream reported
+    an error inside its stream (Chat: ``{"error": ...}``; Messages: an ``error``
+    event) or sent data that is not a JSON object (None when all is well)."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}, f"the upstream sent an event that is not JSON: {raw[:200]!r}"
+    if not isinstance(value, dict):
+        return {}, "the upstream sent an event that is not a JSON object"
+    error = value.get("error")
+    if error is None:
+        return value, None
+    message = error.get("message") if isinstance(error, dict) else error
+    return value, f"upstream error: {message}"

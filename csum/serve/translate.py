@@ -23,6 +23,7 @@ import cast.codecs.openai as openai_codec
 from cast import port
 from cast.codecs.openai import REASONING_FIELDS
 from csum.budget import EstimatedTokens
+from csum.serve.sse import read_event
 
 __all__ = [
     "STOP_REASONS",
@@ -226,10 +227,17 @@ class MessagesStream:
         return b"".join(self._finish()) if self._started and not self._done else b""
 
     def _data(self, data: bytes) -> Iterator[bytes]:
+        if self._done:
+            return  # nothing after the end or an error
         if data == b"[DONE]":
             yield from self._finish()
             return
-        chunk = json.loads(data)
+        chunk, problem = read_event(data)
+        if problem is not None:
+            if not self._done:  # the anthropic SDK raises on an error event
+                self._done = True
+                yield _event("error", {"error": {"type": "api_error", "message": problem}})
+            return
         if not self._started:
             self._started = True
             message: dict[str, Any] = {

@@ -22,7 +22,7 @@ from typing import Any
 import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
 from cast import port
-from csum.serve.sse import SseReader, data_event
+from csum.serve.sse import SseReader, data_event, read_event
 from csum.serve.translate import TranslationError
 
 __all__ = [
@@ -193,7 +193,14 @@ class ChatStream:
         """The chunks for the SSE bytes ``data`` (any split of the stream)."""
         out: list[bytes] = []
         for _, raw in self._reader.feed(data):
-            out.extend(self._event(json.loads(raw)))
+            if self._done:
+                continue  # nothing after the end or an error
+            event, problem = read_event(raw)
+            if problem is None:
+                out.extend(self._event(event))
+            elif not self._done:  # the openai SDK raises on a chunk with an error
+                self._done = True
+                out.append(data_event({"error": {"message": problem, "type": "upstream_error"}}))
         return b"".join(out)
 
     def close(self) -> bytes:
@@ -227,8 +234,6 @@ class ChatStream:
             self._usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
         elif kind == "message_stop":
             yield from self._end()
-        elif kind == "error":
-            raise TranslationError(f"the upstream stream failed: {event.get('error')!r}")
 
     def _start(self, index: int, block: dict[str, Any]) -> Iterator[bytes]:
         kind = str(block.get("type", ""))

@@ -27,7 +27,7 @@ import cast.codecs.openai_responses as responses_codec
 from cast import Message, Reasoning, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from cast.codecs.openai import REASONING_FIELDS
-from csum.serve.sse import SseReader, data_event
+from csum.serve.sse import SseReader, data_event, read_event
 from csum.serve.translate import TranslationError
 from csum.serve.translate_chat import chat_usage, messages_request
 
@@ -370,6 +370,15 @@ class _ResponsesWriter:
             )
             yield self._event("response.content_part.done", {**self._part_ids(where), "part": part})
 
+    def _failed(self, problem: str) -> Iterator[bytes]:
+        """An ``error`` event (the openai SDK raises on it), once; nothing after it."""
+        if self._done:
+            return
+        self._done = True
+        error = {"type": "upstream_error", "message": problem}
+        data = {"code": "upstream_error", "message": problem, "param": None, "error": error}
+        yield self._event("error", data)
+
     def _finish(self) -> Iterator[bytes]:
         if self._done or not self._id:
             return
@@ -387,10 +396,13 @@ class ResponsesStream(_ResponsesWriter):
         """The events for the SSE bytes ``data`` (any split of the stream)."""
         out: list[bytes] = []
         for _, raw in self._reader.feed(data):
+            if self._done:
+                continue  # nothing after the end or an error
             if raw == b"[DONE]":
                 out.extend(self._finish())
-            else:
-                out.extend(self._chunk(json.loads(raw)))
+                continue
+            chunk, problem = read_event(raw)
+            out.extend(self._chunk(chunk) if problem is None else self._failed(problem))
         return b"".join(out)
 
     def _chunk(self, chunk: dict[str, Any]) -> Iterator[bytes]:
@@ -433,7 +445,10 @@ class AnthropicResponsesStream(_ResponsesWriter):
         """The events for the SSE bytes ``data`` (any split of the stream)."""
         out: list[bytes] = []
         for _, raw in self._reader.feed(data):
-            out.extend(self._message_event(json.loads(raw)))
+            if self._done:
+                continue  # nothing after the end or an error
+            event, problem = read_event(raw)
+            out.extend(self._message_event(event) if problem is None else self._failed(problem))
         return b"".join(out)
 
     def _message_event(self, event: dict[str, Any]) -> Iterator[bytes]:
@@ -471,8 +486,6 @@ class AnthropicResponsesStream(_ResponsesWriter):
             self._usage = chat_usage(self._anthropic_usage)
         elif kind == "message_stop":
             yield from self._finish()
-        elif kind == "error":
-            raise TranslationError(f"the upstream stream failed: {event.get('error')!r}")
 
     def _block(self, index: int, block: dict[str, Any]) -> Iterator[bytes]:
         kind = block.get("type")
