@@ -319,10 +319,79 @@ def test_the_reasoning_of_a_chat_upstream_reaches_an_anthropic_client() -> None:
     assert "".join(thinking) == thought(1)
 
 
-def test_a_signature_is_not_invented_on_the_way_back() -> None:
-    """A signed thinking block reaches a Chat client as reasoning_content only: the
-    signature has no Chat Completions field (docs/serve.md)."""
-    assert signature(1) not in json.dumps(chat_response(messages_body(1, REASONER), "m"))
+def _signed_turn(answer: dict[str, Any]) -> dict[str, Any]:
+    """A Chat request whose history holds ``answer``'s assistant message as the
+    client's SDK gave it (extra fields kept, as ``model_dump`` keeps them)."""
+    message = answer["choices"][0]["message"]
+    call = message["tool_calls"][0]
+    result = {"role": "tool", "tool_call_id": call["id"], "content": "x = 1"}
+    history = [{"role": "user", "content": "Read it"}, message, result]
+    return {"model": "gpt-4o", "messages": history}
+
+
+def _thinking_of(request: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = request["messages"][1]["content"]
+    return [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]
+
+
+def test_a_chat_client_carries_anthropic_signatures_in_reasoning_details() -> None:
+    """Thinking reaches a Chat client as reasoning_content and, signed, in
+    reasoning_details (OpenRouter's shape, format anthropic-claude-v1); sent back, it is
+    the same signed thinking again. Details of another format, or unsigned reasoning,
+    are never sent to Anthropic."""
+    body = messages_body(1, REASONER)
+    redacted = {"type": "redacted_thinking", "data": "b3BhcXVl"}
+    body["content"] = [body["content"][0], redacted, *body["content"][1:]]
+    answer = chat_response(body, "gpt-4o")
+    details = answer["choices"][0]["message"]["reasoning_details"]
+    assert details == [
+        {
+            "type": "reasoning.text",
+            "text": thought(1),
+            "signature": signature(1),
+            "format": "anthropic-claude-v1",
+            "index": 0,
+        },
+        {
+            "type": "reasoning.encrypted",
+            "data": "b3BhcXVl",
+            "format": "anthropic-claude-v1",
+            "index": 1,
+        },
+    ]
+    request = messages_request(_signed_turn(answer))
+    assert _thinking_of(request) == [
+        {"type": "thinking", "thinking": thought(1), "signature": signature(1)},
+        redacted,
+    ]
+    assert request["messages"][1]["content"][2]["type"] == "tool_use"
+    assert lint(anthropic.decode(request), "anthropic") == []
+    foreign = copy.deepcopy(answer)
+    for detail in foreign["choices"][0]["message"]["reasoning_details"]:
+        detail["format"] = "google-gemini-v1"
+    assert _thinking_of(messages_request(_signed_turn(foreign))) == []
+    del foreign["choices"][0]["message"]["reasoning_details"]  # reasoning_content only
+    assert _thinking_of(messages_request(_signed_turn(foreign))) == []
+
+
+def test_a_streamed_signature_reaches_the_chat_sdk_and_comes_back() -> None:
+    chat = pytest.importorskip(
+        "openai.lib.streaming.chat", reason="the openai SDK is not installed"
+    )
+    types = pytest.importorskip("openai.types.chat")
+    stream = ChatStream("gpt-4o")
+    out = b"".join(stream.feed(e) for e in messages_events(1, REASONER)) + stream.close()
+    state = chat.ChatCompletionStreamState()
+    for data in _data(out):
+        state.handle_chunk(types.ChatCompletionChunk.model_validate(data))
+    completion = state.get_final_completion()
+    message = completion.choices[0].message.model_dump(exclude_none=True)
+    assert message["reasoning_content"] == thought(1)
+    answer = {"choices": [{"message": message}]}
+    request = messages_request(_signed_turn(answer))
+    assert _thinking_of(request) == [
+        {"type": "thinking", "thinking": thought(1), "signature": signature(1)}
+    ]
 
 
 def test_translations_and_headers() -> None:

@@ -108,6 +108,7 @@ def chat_conversation(base: str, turns: int) -> Run:
             calls: dict[int, list[str]] = {}
             text = reasoning = finish = ""
             cached = None
+            details: dict[int, dict[str, Any]] = {}  # reasoning_details pieces by index
             stream = client.chat.completions.create(
                 **options, stream=True, stream_options={"include_usage": True}
             )
@@ -121,18 +122,25 @@ def chat_conversation(base: str, turns: int) -> Run:
                 delta = choice.delta
                 text += delta.content or ""
                 reasoning += _extra(delta, "reasoning_content")
+                for piece in (delta.model_extra or {}).get("reasoning_details") or []:
+                    merged = details.setdefault(piece["index"], {})
+                    for key, value in piece.items():
+                        fixed = key in ("type", "index")
+                        merged[key] = value if fixed else merged.get(key, "") + value
                 for call in delta.tool_calls or []:
                     entry = calls.setdefault(call.index, ["", "", ""])
                     entry[0] += call.id or ""
                     entry[1] += (call.function.name or "") if call.function else ""
                     entry[2] += (call.function.arguments or "") if call.function else ""
             found = [(c[0], c[1], _json(c[2])) for _, c in sorted(calls.items())]
+            signed = [d for _, d in sorted(details.items())]
         else:
             completion = client.chat.completions.create(**options)
             message = completion.choices[0].message
             finish = completion.choices[0].finish_reason
             text = message.content or ""
             reasoning = _extra(message, "reasoning_content")
+            signed = (message.model_extra or {}).get("reasoning_details") or []
             found = [
                 (c.id, c.function.name, _json(c.function.arguments))
                 for c in message.tool_calls or []
@@ -147,6 +155,7 @@ def chat_conversation(base: str, turns: int) -> Run:
                     "role": "assistant",
                     "content": None,
                     "reasoning_content": reasoning,  # as DeepSeek clients send it back
+                    "reasoning_details": signed,  # as OpenRouter clients send it back
                     "tool_calls": [
                         {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
                         for i, n, a in found
@@ -357,6 +366,8 @@ CASES = [
     Case("responses-to-anthropic", "responses", "anthropic", "/v1/messages", "anthropic", 15),
     Case("messages-to-chat", "messages", "openai", "/v1/chat/completions", "openai", 16),
 ]
+SIGNED_BACK = ("chat-to-anthropic", "responses-to-anthropic")
+"""Where the upstream's signed thinking comes back to it on the next turns."""
 CONVERSATIONS = {
     "chat": chat_conversation,
     "responses": responses_conversation,
@@ -409,8 +420,9 @@ def test_a_tool_loop_is_translated_both_ways(case: Case, upstream: Process, logs
         reasonings = [
             p.reasoning for m in chain for p in m.parts if getattr(p, "reasoning", None) is not None
         ]
-        if case.name == "responses-to-anthropic":
-            # the signatures went to the client in encrypted_content and came back
+        if case.name in SIGNED_BACK:
+            # the signatures went to the client (Responses: encrypted_content; Chat:
+            # reasoning_details) and came back
             assert {r.signature.decode() for r in reasonings} <= set(signatures)
             assert len(reasonings) >= min(i, 1), f"turn {i}"
             returned += len(reasonings)
@@ -418,7 +430,7 @@ def test_a_tool_loop_is_translated_both_ways(case: Case, upstream: Process, logs
             assert reasonings == [], f"turn {i}"
         signatures.extend(re.findall(r"c2lnbmF0dXJl\d{4}", entry["answer"]))
     assert compactions >= 1  # kept under the budget, counted under the client's endpoint
-    if case.name == "responses-to-anthropic":
+    if case.name in SIGNED_BACK:
         assert returned >= case.turns - 1
     assert API_KEY not in log
 

@@ -3,14 +3,15 @@ the request ported with ``cast.port`` and encoded with the anthropic codec, the
 response (whole or streamed) turned back into Chat Completions objects and chunks the
 ``openai`` SDK reads.
 
-Carried: the history (``cast.port``'s rules: reasoning the client sends back is
-dropped, as Anthropic only takes its own signed thinking), ``model``, ``max_tokens`` /
-``max_completion_tokens`` (Anthropic requires one: :data:`DEFAULT_MAX_TOKENS` when
-neither is set), ``temperature``, ``top_p``, ``stop``, ``user`` (as
+Carried: the history (``cast.port``'s rules; reasoning the client sends back goes to
+Anthropic only when signed by it: the ``reasoning_details`` this gateway gave),
+``model``, ``max_tokens`` / ``max_completion_tokens`` (Anthropic requires one:
+:data:`DEFAULT_MAX_TOKENS` when neither is set), ``temperature``, ``top_p``, ``stop``, ``user`` (as
 ``metadata.user_id``), ``tools``, ``tool_choice``, ``parallel_tool_calls``, ``stream``
 and ``thinking`` (Anthropic's own field, sent through as the client wrote it). Back:
 text, tool calls, thinking as ``reasoning_content`` (the field DeepSeek and vLLM's
-DeepSeek parser use), stop reason and usage with cached tokens.
+DeepSeek parser use) and, with its signature, as ``reasoning_details`` (OpenRouter's
+shape), stop reason and usage with cached tokens.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 
 import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
-from cast import port
+from cast import Message, Reasoning, Role, TextPart, ToolCall, port
+from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from csum.serve.sse import SseReader, data_event, read_event
 from csum.serve.translate import TranslationError
 
@@ -29,6 +31,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "FINISH_REASONS",
     "REASONING_FIELD",
+    "REASONING_FORMAT",
     "ChatStream",
     "chat_response",
     "messages_request",
@@ -38,6 +41,10 @@ DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` sent to Anthropic when the Chat request sets no limit (it needs one)."""
 REASONING_FIELD = "reasoning_content"
 """The Chat Completions field thinking goes to (DeepSeek's; vLLM's DeepSeek parser too)."""
+REASONING_FORMAT = "anthropic-claude-v1"
+"""The ``format`` of the ``reasoning_details`` entries that carry Anthropic's signed
+thinking to a Chat client and back (OpenRouter's shape: ``reasoning.text`` with
+``text`` and ``signature``, ``reasoning.encrypted`` with ``data``)."""
 FINISH_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -62,7 +69,9 @@ def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
     if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
         raise TranslationError(f"response_format: {fmt.get('type')!r} is not translated")
     try:
-        chain = port(openai_codec.decode({"messages": payload["messages"]}), "anthropic")
+        chain = openai_codec.decode({"messages": payload["messages"]})
+        chain, signed = _with_signed_thinking(chain, payload["messages"])
+        chain = port(chain, "anthropic", source="anthropic" if signed else None)
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
@@ -85,6 +94,55 @@ def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
     if choice is not None:
         out["tool_choice"] = choice
     return out
+
+
+def _signed_details(message: object) -> list[Reasoning]:
+    """The Anthropic thinking a client sent back in an assistant message's
+    ``reasoning_details`` (the shape :func:`chat_response` gives it), in order; details
+    of any other format, or without a signature, are left out."""
+    details = message.get("reasoning_details") if isinstance(message, dict) else None
+    if not isinstance(details, list):
+        return []
+    found: list[tuple[int, Reasoning]] = []
+    for position, detail in enumerate(details):
+        if not isinstance(detail, dict) or detail.get("format") != REASONING_FORMAT:
+            continue
+        index = detail.get("index")
+        order = index if isinstance(index, int) else position
+        signature, data = detail.get("signature"), detail.get("data")
+        if detail.get("type") == "reasoning.text" and isinstance(signature, str) and signature:
+            text = detail.get("text")
+            content = text if isinstance(text, str) else ""
+            found.append((order, Reasoning(content=content, signature=signature.encode())))
+        elif detail.get("type") == "reasoning.encrypted" and isinstance(data, str) and data:
+            found.append((order, Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode())))
+    return [reasoning for _, reasoning in sorted(found, key=lambda pair: pair[0])]
+
+
+def _with_signed_thinking(chain: list[Message], messages: list[Any]) -> tuple[list[Message], bool]:
+    """``chain`` with each AI message's reasoning replaced by the signed thinking its
+    assistant message carried back (reasoning-only parts first, the last block on the
+    message's first part, as the anthropic codec reads a turn); whether any was found.
+    Unsigned reasoning is left for ``cast.port`` to drop."""
+    signed = [
+        _signed_details(m) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
+    ]
+    turns = [i for i, m in enumerate(chain) if m.role is Role.AI]
+    if not any(signed) or len(turns) != len(signed):
+        return chain, False
+    out = list(chain)
+    for i, blocks in zip(turns, signed, strict=True):
+        if not blocks:
+            continue
+        parts = list(out[i].parts)
+        head = [TextPart(text="", reasoning=r) for r in blocks[:-1]]
+        first = parts[0] if parts else None
+        if isinstance(first, TextPart | ToolCall):
+            parts[0] = first.model_copy(update={"reasoning": blocks[-1]})
+        else:
+            head.append(TextPart(text="", reasoning=blocks[-1]))
+        out[i] = out[i].model_copy(update={"parts": (*head, *parts)})
+    return out, True
 
 
 def _tool(tool: object, i: int) -> dict[str, Any]:
@@ -131,6 +189,25 @@ def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _detail(block: dict[str, Any], index: int) -> dict[str, Any]:
+    """The ``reasoning_details`` entry of a thinking or redacted thinking block."""
+    if block.get("type") == "redacted_thinking":
+        data = str(block.get("data", ""))
+        return {
+            "type": "reasoning.encrypted",
+            "data": data,
+            "format": REASONING_FORMAT,
+            "index": index,
+        }
+    return {
+        "type": "reasoning.text",
+        "text": str(block.get("thinking", "")),
+        "signature": str(block.get("signature", "")),
+        "format": REASONING_FORMAT,
+        "index": index,
+    }
+
+
 def _completion_id(message: dict[str, Any]) -> str:
     return f"chatcmpl-{message.get('id') or 'gateway'}"
 
@@ -139,13 +216,16 @@ def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
     """The Chat Completions response for a Messages response (non-streaming)."""
     texts: list[str] = []
     thoughts: list[str] = []
+    details: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for block in message.get("content") or []:
         kind = block.get("type")
         if kind == "text":
             texts.append(str(block.get("text", "")))
-        elif kind == "thinking":
-            thoughts.append(str(block.get("thinking", "")))
+        elif kind in ("thinking", "redacted_thinking"):
+            if kind == "thinking":
+                thoughts.append(str(block.get("thinking", "")))
+            details.append(_detail(block, len(details)))
         elif kind == "tool_use":
             arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
             function = {"name": block.get("name", ""), "arguments": arguments}
@@ -153,6 +233,8 @@ def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
     answer: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if thoughts:
         answer[REASONING_FIELD] = "\n\n".join(thoughts)
+    if details:
+        answer["reasoning_details"] = details
     if calls:
         answer["tool_calls"] = calls
     stop = message.get("stop_reason") or "end_turn"
@@ -185,6 +267,7 @@ class ChatStream:
         self._base: dict[str, Any] | None = None
         self._blocks: dict[int, tuple[str, int]] = {}  # block index -> (kind, call index)
         self._calls = 0
+        self._details = 0  # reasoning_details entries so far
         self._usage: dict[str, Any] = {}
         self._finish = "stop"
         self._done = False
@@ -245,23 +328,46 @@ class ChatStream:
             first = {"index": call, "id": block.get("id", ""), "type": "function"}
             yield self._chunk({"tool_calls": [{**first, "function": function}]})
             return
+        if kind in ("thinking", "redacted_thinking"):
+            # the detail's first piece: its type, format and index (the openai SDK
+            # merges the pieces of reasoning_details by index, strings concatenated)
+            detail = _detail(block, self._details)
+            self._blocks[index] = (kind, self._details)
+            self._details += 1
+            if not detail.get("signature"):
+                detail.pop("signature", None)
+            delta: dict[str, Any] = {"reasoning_details": [detail]}
+            if detail.get("text"):
+                delta = {REASONING_FIELD: detail["text"], **delta}
+            yield self._chunk(delta)
+            return
         self._blocks[index] = (kind, -1)
         if kind == "text" and block.get("text"):
             yield self._chunk({"content": block["text"]})
-        elif kind == "thinking" and block.get("thinking"):
-            yield self._chunk({REASONING_FIELD: block["thinking"]})
 
     def _delta(self, index: int, delta: dict[str, Any]) -> Iterator[bytes]:
         kind = delta.get("type")
         if kind == "text_delta" and delta.get("text"):
             yield self._chunk({"content": delta["text"]})
         elif kind == "thinking_delta" and delta.get("thinking"):
-            yield self._chunk({REASONING_FIELD: delta["thinking"]})
+            text = delta["thinking"]
+            piece = {"type": "reasoning.text", "text": text, "index": self._detail_of(index)}
+            yield self._chunk({REASONING_FIELD: text, "reasoning_details": [piece]})
+        elif kind == "signature_delta" and delta.get("signature"):
+            signature = delta["signature"]
+            piece = {
+                "type": "reasoning.text",
+                "signature": signature,
+                "index": self._detail_of(index),
+            }
+            yield self._chunk({"reasoning_details": [piece]})
         elif kind == "input_json_delta" and delta.get("partial_json"):
             call = self._blocks.get(index, ("", 0))[1]
             function = {"arguments": delta["partial_json"]}
             yield self._chunk({"tool_calls": [{"index": call, "function": function}]})
-        # signature_delta: Chat Completions has no field for it (docs/serve.md)
+
+    def _detail_of(self, index: int) -> int:
+        return self._blocks.get(index, ("", 0))[1]
 
     def _end(self) -> Iterator[bytes]:
         if self._done:
