@@ -32,6 +32,7 @@ __all__ = [
     "chat_request",
     "count_tokens",
     "messages_response",
+    "messages_usage",
 ]
 
 STOP_REASONS = {

@@ -34,6 +34,7 @@ __all__ = [
     "REASONING_FORMAT",
     "ChatStream",
     "chat_response",
+    "chat_usage",
     "messages_request",
 ]
 

@@ -33,12 +33,14 @@ from csum.serve.translate_chat import chat_usage, messages_request
 
 __all__ = [
     "GATEWAY_REASONING_PREFIX",
+    "REDACTED",
     "AnthropicResponsesStream",
     "ResponsesStream",
     "chat_request_for_responses",
     "messages_request_for_responses",
     "responses_from_messages",
     "responses_response",
+    "responses_usage",
 ]
 
 GATEWAY_REASONING_PREFIX = "rs_csum_"

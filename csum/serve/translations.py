@@ -20,7 +20,14 @@ from csum.serve.translate_responses import (
     responses_response,
 )
 
-__all__ = ["TRANSLATIONS", "Stream", "Translation", "translated_headers", "translation_for"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "TRANSLATIONS",
+    "Stream",
+    "Translation",
+    "translated_headers",
+    "translation_for",
+]
 
 _CHAT, _RESPONSES, _MESSAGES = APIS
 ANTHROPIC_VERSION = "2023-06-01"
