@@ -9,6 +9,9 @@ from typing import Any
 
 SUMMARIZER = "summarizer"
 """A model that always answers in text (a summarization handler's calls)."""
+REASONER = "reasoner"
+"""A model whose answers start with reasoning (Chat: ``reasoning_content``; Messages: a
+signed ``thinking`` block) and report cached prompt tokens."""
 ERROR_BODY = b'{"type":"error","error":{"type":"scripted_error","message":"scripted status"}}'
 
 
@@ -24,6 +27,16 @@ def _uses_tool(n: int) -> bool:
     return n % 4 != 0
 
 
+def thought(n: int) -> str:
+    """The reasoner's reasoning in answer ``n``."""
+    return f"Thinking {n}: the module needs reading first."
+
+
+def signature(n: int) -> str:
+    """The signature of the reasoner's thinking block in answer ``n``."""
+    return f"c2lnbmF0dXJl{n:04d}"
+
+
 def chat_body(n: int, model: str) -> dict[str, Any]:
     if _uses_tool(n) and model != SUMMARIZER:
         call = {
@@ -37,13 +50,21 @@ def chat_body(n: int, model: str) -> dict[str, Any]:
         text = f"Summary {n}: the agent read the modules." if model == SUMMARIZER else _text(n)
         message = {"role": "assistant", "content": text}
         finish = "stop"
+    usage: dict[str, Any] = {
+        "prompt_tokens": 100 + n,
+        "completion_tokens": 7,
+        "total_tokens": 107 + n,
+    }
+    if model == REASONER:
+        message = {"role": "assistant", "reasoning_content": thought(n), **message}
+        usage["prompt_tokens_details"] = {"cached_tokens": 64}
     return {
         "id": f"chatcmpl-{n}",
         "object": "chat.completion",
         "created": 1_700_000_000,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-        "usage": {"prompt_tokens": 100 + n, "completion_tokens": 7, "total_tokens": 107 + n},
+        "usage": usage,
     }
 
 
@@ -55,6 +76,9 @@ def chat_events(n: int, model: str) -> list[bytes]:
         return b"data: " + json.dumps({**base, "choices": [choice]}).encode() + b"\n\n"
 
     events = [chunk({"role": "assistant", "content": None})]
+    if model == REASONER:
+        text = thought(n)
+        events.extend(chunk({"reasoning_content": p}) for p in (text[:8], text[8:]))
     if _uses_tool(n):
         args = _args(n)
         half = len(args) // 2
@@ -71,6 +95,11 @@ def chat_events(n: int, model: str) -> list[bytes]:
         text = _text(n)
         events.extend(chunk({"content": piece}) for piece in (text[:10], text[10:]))
         events.append(chunk({}, "stop"))
+    if model == REASONER:  # the usage chunk (stream_options.include_usage)
+        usage = {"prompt_tokens": 100 + n, "completion_tokens": 7, "total_tokens": 107 + n}
+        usage["prompt_tokens_details"] = {"cached_tokens": 64}
+        events.append(b"data: " + json.dumps({**base, "choices": [], "usage": usage}).encode())
+        events[-1] += b"\n\n"
     return [*events, b"data: [DONE]\n\n"]
 
 
@@ -130,6 +159,11 @@ def messages_body(n: int, model: str) -> dict[str, Any]:
     else:
         content = [{"type": "text", "text": _text(n)}]
         stop = "end_turn"
+    usage: dict[str, Any] = {"input_tokens": 100 + n, "output_tokens": 7}
+    if model == REASONER:
+        block = {"type": "thinking", "thinking": thought(n), "signature": signature(n)}
+        content.insert(0, block)
+        usage["cache_read_input_tokens"] = 64
     return {
         "id": f"msg_{n:04d}",
         "type": "message",
@@ -138,7 +172,7 @@ def messages_body(n: int, model: str) -> dict[str, Any]:
         "content": content,
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": {"input_tokens": 100 + n, "output_tokens": 7},
+        "usage": usage,
     }
 
 
@@ -149,34 +183,10 @@ def messages_events(n: int, model: str) -> list[bytes]:
         return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
 
     start = {**whole, "content": [], "stop_reason": None}
-    start["usage"] = {"input_tokens": 100 + n, "output_tokens": 1}
+    start["usage"] = {**whole["usage"], "output_tokens": 1}
     events = [event("message_start", {"message": start})]
-    block = whole["content"][0]
-    if block["type"] == "tool_use":
-        events.append(
-            event("content_block_start", {"index": 0, "content_block": {**block, "input": {}}})
-        )
-        args = json.dumps(block["input"])
-        half = len(args) // 2
-        events.extend(
-            event(
-                "content_block_delta",
-                {"index": 0, "delta": {"type": "input_json_delta", "partial_json": piece}},
-            )
-            for piece in (args[:half], args[half:])
-        )
-    else:
-        events.append(
-            event(
-                "content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}
-            )
-        )
-        text = block["text"]
-        events.extend(
-            event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": p}})
-            for p in (text[:10], text[10:])
-        )
-    events.append(event("content_block_stop", {"index": 0}))
+    for index, block in enumerate(whole["content"]):
+        events.extend(_block_events(index, block, event))
     events.append(
         event(
             "message_delta",
@@ -188,3 +198,32 @@ def messages_events(n: int, model: str) -> list[bytes]:
     )
     events.append(event("message_stop", {}))
     return events
+
+
+def _block_events(index: int, block: dict[str, Any], event: Any) -> list[bytes]:
+    """The events of one content block: start, two deltas (a signature last), stop."""
+
+    def delta(value: dict[str, Any]) -> bytes:
+        return event("content_block_delta", {"index": index, "delta": value})
+
+    kind = block["type"]
+    empty = {"tool_use": {**block, "input": {}}, "text": {"type": "text", "text": ""}}.get(
+        kind, {"type": "thinking", "thinking": "", "signature": ""}
+    )
+    out = [event("content_block_start", {"index": index, "content_block": empty})]
+    if kind == "tool_use":
+        args = json.dumps(block["input"])
+        half = len(args) // 2
+        out.extend(
+            delta({"type": "input_json_delta", "partial_json": p})
+            for p in (args[:half], args[half:])
+        )
+    elif kind == "text":
+        text = block["text"]
+        out.extend(delta({"type": "text_delta", "text": p}) for p in (text[:10], text[10:]))
+    else:
+        text = block["thinking"]
+        out.extend(delta({"type": "thinking_delta", "thinking": p}) for p in (text[:8], text[8:]))
+        out.append(delta({"type": "signature_delta", "signature": block["signature"]}))
+    out.append(event("content_block_stop", {"index": index}))
+    return out

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -23,17 +24,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from csum.serve.apis import APIS, api_for
+from csum.serve.apis import api_for
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
 from csum.serve.metrics import Metrics
-from csum.serve.translate import (
-    MessagesStream,
-    TranslationError,
-    chat_request,
-    count_tokens,
-    messages_response,
-)
+from csum.serve.translate import TranslationError, count_tokens
+from csum.serve.translations import Translation, translated_headers, translation_for
 from csum.serve.upstream import Upstream, request_headers, response_headers
 from csum.stores import SummaryStore, open_store
 
@@ -111,17 +107,19 @@ class Gateway:
         target = raw.decode("latin-1").split("?", 1)[0]
         api = api_for(path) if request.method == "POST" else None
         endpoint = api.name if api is not None else "other"
-        translating: str | None = None  # the client's model, when translating
-        if self.config.upstream_api == "openai" and request.method == "POST":
-            if path.rstrip("/") == COUNT_TOKENS_PATH:
-                return self._count_tokens(body)
-            if api is not None and api.name == "messages":
-                try:
-                    body, translating = self._translated(body)
-                except TranslationError as exc:
-                    return _error(400, "invalid_request_error", f"cannot translate: {exc}")
-                api, path = APIS[0], APIS[0].path
-                target = path
+        upstream_api = self.config.upstream_api
+        counting = request.method == "POST" and path.rstrip("/") == COUNT_TOKENS_PATH
+        if upstream_api == "openai" and counting:
+            return self._count_tokens(body)
+        translation = None if api is None else translation_for(api.name, upstream_api)
+        asked: dict[str, Any] = {}  # the client's request, when translated
+        if translation is not None:
+            try:
+                body, asked = self._translated(translation, body)
+            except TranslationError as exc:
+                return _error(400, "invalid_request_error", f"cannot translate: {exc}")
+            api = translation.target
+            path = target = api.path
         outcome: Outcome | None = None
         if api is not None:
             outcome = await self.rewriter.rewrite(
@@ -131,6 +129,8 @@ class Gateway:
             if outcome.body is not None:
                 body = outcome.body
         headers = request_headers(request.headers.items())
+        if translation is not None:
+            headers = translated_headers(headers, translation.target)
         sent = time.perf_counter()
         self.metrics.added_seconds.labels(endpoint).observe(sent - started)
         try:
@@ -155,8 +155,8 @@ class Gateway:
                 "added_ms": round((sent - started) * 1000, 3),
             },
         )
-        if translating is not None and upstream.status_code == 200:
-            return await self._translated_response(upstream, translating)
+        if translation is not None and upstream.status_code == 200:
+            return await self._translated_response(upstream, translation, asked)
         return StreamingResponse(
             upstream.aiter_raw(),
             status_code=upstream.status_code,
@@ -164,29 +164,31 @@ class Gateway:
             background=BackgroundTask(upstream.aclose),
         )
 
-    def _translated(self, body: bytes) -> tuple[bytes, str]:
-        """(the Chat Completions body, the client's model) for a Messages body."""
+    def _translated(self, translation: Translation, body: bytes) -> tuple[bytes, dict[str, Any]]:
+        """(the upstream's body, the client's request) for a body to translate."""
         try:
             payload = json.loads(body)
         except ValueError as exc:
             raise TranslationError(f"the body is not JSON: {exc}") from exc
         if not isinstance(payload, dict):
             raise TranslationError("the body is not a JSON object")
-        chat = chat_request(payload)
+        out = translation.request(payload)
         if self.config.upstream_model is not None:
-            chat["model"] = self.config.upstream_model
-        model = str(payload.get("model", ""))
-        return json.dumps(chat, ensure_ascii=False, separators=(",", ":")).encode(), model
+            out["model"] = self.config.upstream_model
+        return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode(), payload
 
-    async def _translated_response(self, upstream: httpx.Response, model: str) -> Response:
-        """The upstream's Chat Completions answer as a Messages answer."""
+    async def _translated_response(
+        self, upstream: httpx.Response, translation: Translation, asked: dict[str, Any]
+    ) -> Response:
+        """The upstream's answer in the client's API, whole or streamed."""
+        model = str(asked.get("model", ""))
         if "text/event-stream" not in upstream.headers.get("content-type", ""):
             try:
-                completion = json.loads(await upstream.aread())
+                answer = json.loads(await upstream.aread())
             finally:
                 await upstream.aclose()
-            return JSONResponse(messages_response(completion, model))
-        stream = MessagesStream(model)
+            return JSONResponse(translation.response(answer, model, asked))
+        stream = translation.stream(model, asked)
 
         async def events() -> AsyncIterator[bytes]:
             async for chunk in upstream.aiter_bytes():

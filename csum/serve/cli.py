@@ -92,7 +92,9 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         choices=UPSTREAM_APIS,
         default="same",
         help="same: the upstream speaks the client's API (default); openai: it speaks Chat "
-        "Completions only, Anthropic Messages requests are translated",
+        "Completions only, Anthropic Messages and Responses requests are translated; "
+        "anthropic: it speaks Anthropic Messages only, Chat Completions and Responses "
+        "requests are translated",
     )
     add(
         "--handler",
@@ -100,7 +102,10 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="what writes the summaries: extractive (offline, default) | openai:MODEL | "
         "anthropic:MODEL (keys and base URL from the SDK's environment variables)",
     )
-    add("--upstream-model", help="with --upstream-api openai: model name sent upstream")
+    add(
+        "--upstream-model",
+        help="with --upstream-api openai|anthropic: model name sent in translated requests",
+    )
     add(
         "--log-level",
         default="info",

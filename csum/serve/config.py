@@ -23,9 +23,11 @@ DEFAULT_WINDOW_SHARE = 0.75
 """Without ``--budget``: the share of the request's model window a chain may take."""
 CONVERSATION_HEADER = "x-csum-conversation"
 """Optional request header naming the conversation (else it is recognised by content)."""
-UPSTREAM_APIS = ("same", "openai")
+UPSTREAM_APIS = ("same", "openai", "anthropic")
 """``same``: the upstream speaks the client's API; ``openai``: it speaks Chat Completions
-only, and Anthropic Messages requests are translated (csum.serve.translate)."""
+only (Anthropic Messages and Responses requests are translated); ``anthropic``: it
+speaks Anthropic Messages only (Chat Completions and Responses requests are
+translated). See csum.serve.translations."""
 GATEWAY_KEY_HEADER = "x-csum-key"
 """Request header carrying the gateway's own key when ``--gateway-key`` is set."""
 
@@ -42,8 +44,10 @@ class ServeConfig:
     ``handler`` names what writes the summaries, as ``csum summarize --handler`` does
     (``extractive``, ``openai:MODEL``, ``anthropic:MODEL``; SDK handlers read their key
     and base URL from the SDK's environment variables).
-    ``upstream_api="openai"`` translates Anthropic Messages requests for an
-    OpenAI-compatible upstream (``upstream_model``, when set, replaces their model).
+    ``upstream_api="openai"`` translates Anthropic Messages and Responses requests for
+    an OpenAI-compatible (Chat Completions) upstream, ``"anthropic"`` Chat Completions
+    and Responses requests for an Anthropic upstream (``upstream_model``, when set,
+    replaces the model of translated requests).
     """
 
     upstream: str

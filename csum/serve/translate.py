@@ -6,7 +6,10 @@ What is carried (docs/serve.md lists what is not): the history (text, images, to
 calls and results, with ``cast.port``'s rules: reasoning from Anthropic is dropped, ids
 kept unless the upstream rejects them), ``system``, ``max_tokens``, ``temperature``,
 ``top_p``, ``stop_sequences``, ``tools`` and ``tool_choice``, ``stream``; back: text,
-tool calls (streamed as ``input_json_delta``), stop reason and usage.
+tool calls (streamed as ``input_json_delta``), the upstream's reasoning
+(``reasoning_content``, DeepSeek's field, or ``reasoning``, vLLM's) as a ``thinking``
+block with an empty signature (streamed as ``thinking_delta``), stop reason and usage
+(cached prompt tokens as ``cache_read_input_tokens``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from typing import Any
 import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
 from cast import port
+from cast.codecs.openai import REASONING_FIELDS
 from csum.budget import EstimatedTokens
+from csum.serve.sse import read_event
 
 __all__ = [
     "STOP_REASONS",
@@ -27,6 +32,7 @@ __all__ = [
     "chat_request",
     "count_tokens",
     "messages_response",
+    "messages_usage",
 ]
 
 STOP_REASONS = {
@@ -37,6 +43,10 @@ STOP_REASONS = {
     "content_filter": "refusal",
 }
 """Chat Completions ``finish_reason`` -> Messages ``stop_reason``."""
+
+_THINKING = {"type": "thinking", "thinking": "", "signature": ""}
+"""A thinking block opened for streamed reasoning (Chat Completions carries no
+signature, so it stays empty)."""
 
 _CARRIED = ("model", "max_tokens", "temperature", "top_p", "stream")
 
@@ -122,6 +132,9 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
     choices = completion.get("choices") or [{}]
     message = choices[0].get("message") or {}
     content: list[dict[str, Any]] = []
+    thought = _reasoning_of(message)
+    if thought:
+        content.append({"type": "thinking", "thinking": thought, "signature": ""})
     text = message.get("content")
     if isinstance(text, str) and text:
         content.append({"type": "text", "text": text})
@@ -144,11 +157,36 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
         "content": content,
         "stop_reason": STOP_REASONS.get(choices[0].get("finish_reason") or "stop", "end_turn"),
         "stop_sequence": None,
-        "usage": {
-            "input_tokens": int(usage.get("prompt_tokens") or 0),
-            "output_tokens": int(usage.get("completion_tokens") or 0),
-        },
+        "usage": messages_usage(usage),
     }
+
+
+def _reasoning_of(message: dict[str, Any]) -> str:
+    for field in REASONING_FIELDS:
+        value = message.get(field)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def messages_usage(usage: dict[str, Any]) -> dict[str, int]:
+    """Chat Completions usage as Messages usage: ``prompt_tokens_details``'s
+    ``cached_tokens`` as cache reads, ``cache_write_tokens`` as cache writes, the rest
+    of the prompt as input (Anthropic counts the three apart)."""
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    cached = int(details.get("cached_tokens") or 0)
+    written = int(details.get("cache_write_tokens") or 0)
+    prompt = int(usage.get("prompt_tokens") or 0)
+    out = {
+        "input_tokens": max(0, prompt - cached - written),
+        "output_tokens": int(usage.get("completion_tokens") or 0),
+    }
+    if cached:
+        out["cache_read_input_tokens"] = cached
+    if written:
+        out["cache_creation_input_tokens"] = written
+    return out
 
 
 def _message_id(completion: dict[str, Any]) -> str:
@@ -171,7 +209,7 @@ class MessagesStream:
         self._block: tuple[str, int] | None = None  # ("text" | call index, block index)
         self._blocks = 0
         self._stop = "end_turn"
-        self._usage = {"input_tokens": 0, "output_tokens": 0}
+        self._usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
         self._done = False
 
     def feed(self, data: bytes) -> bytes:
@@ -190,10 +228,17 @@ class MessagesStream:
         return b"".join(self._finish()) if self._started and not self._done else b""
 
     def _data(self, data: bytes) -> Iterator[bytes]:
+        if self._done:
+            return  # nothing after the end or an error
         if data == b"[DONE]":
             yield from self._finish()
             return
-        chunk = json.loads(data)
+        chunk, problem = read_event(data)
+        if problem is not None:
+            if not self._done:  # the anthropic SDK raises on an error event
+                self._done = True
+                yield _event("error", {"error": {"type": "api_error", "message": problem}})
+            return
         if not self._started:
             self._started = True
             message: dict[str, Any] = {
@@ -209,12 +254,14 @@ class MessagesStream:
             yield _event("message_start", {"message": message})
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = {
-                "input_tokens": int(usage.get("prompt_tokens") or 0),
-                "output_tokens": int(usage.get("completion_tokens") or 0),
-            }
+            self._usage = messages_usage(usage)
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
+            thought = _reasoning_of(delta)
+            if thought:
+                if self._block != ("thinking", -1):
+                    yield from self._open(("thinking", -1), dict(_THINKING))
+                yield self._delta({"type": "thinking_delta", "thinking": thought})
             text = delta.get("content")
             if isinstance(text, str) and text:
                 if self._block != ("text", -1):
@@ -224,7 +271,7 @@ class MessagesStream:
                 index = int(call.get("index", 0))
                 function = call.get("function") or {}
                 if self._block != ("tool", index):
-                    block = {
+                    block: dict[str, Any] = {
                         "type": "tool_use",
                         "id": call.get("id", ""),
                         "name": function.get("name", ""),

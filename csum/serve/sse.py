@@ -1,0 +1,64 @@
+"""Server-sent events for the translations: reading an upstream's stream in any split
+of its bytes, and writing the events each API's SDK reads (WHATWG HTML, 9.2)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["SseReader", "anthropic_event", "data_event", "read_event"]
+
+
+class SseReader:
+    """Splits SSE bytes into events as they arrive: :meth:`feed` returns the
+    ``(event name, data)`` of each event completed so far (name "" when unnamed)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, data: bytes) -> list[tuple[str, bytes]]:
+        self._buffer += data.replace(b"\r\n", b"\n")
+        events: list[tuple[str, bytes]] = []
+        while b"\n\n" in self._buffer:
+            frame, self._buffer = self._buffer.split(b"\n\n", 1)
+            name, lines = "", []
+            for line in frame.split(b"\n"):
+                if line.startswith(b"event:"):
+                    name = line[6:].strip().decode("utf-8", "replace")
+                elif line.startswith(b"data:"):
+                    lines.append(line[5:].strip())
+            if lines:
+                events.append((name, b"\n".join(lines)))
+        return events
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def anthropic_event(kind: str, data: dict[str, Any]) -> bytes:
+    """A Messages stream event: named, its ``type`` repeated in the data."""
+    return f"event: {kind}\ndata: {_json({'type': kind, **data})}\n\n".encode()
+
+
+def data_event(data: dict[str, Any], name: str | None = None) -> bytes:
+    """An OpenAI stream event (Chat chunks are unnamed, Responses events named)."""
+    head = f"event: {name}\n" if name else ""
+    return f"{head}data: {_json(data)}\n\n".encode()
+
+
+def read_event(raw: bytes) -> tuple[dict[str, Any], str | None]:
+    """An upstream event's JSON object, and what went wrong when the upstream reported
+    an error inside its stream (Chat: ``{"error": ...}``; Messages: an ``error``
+    event) or sent data that is not a JSON object (None when all is well)."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}, f"the upstream sent an event that is not JSON: {raw[:200]!r}"
+    if not isinstance(value, dict):
+        return {}, "the upstream sent an event that is not a JSON object"
+    error = value.get("error")
+    if error is None:
+        return value, None
+    message = error.get("message") if isinstance(error, dict) else error
+    return value, f"upstream error: {message}"

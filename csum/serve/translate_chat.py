@@ -1,0 +1,382 @@
+"""Translation of an OpenAI Chat Completions client to an Anthropic Messages upstream:
+the request ported with ``cast.port`` and encoded with the anthropic codec, the
+response (whole or streamed) turned back into Chat Completions objects and chunks the
+``openai`` SDK reads.
+
+Carried: the history (``cast.port``'s rules; reasoning the client sends back goes to
+Anthropic only when signed by it: the ``reasoning_details`` this gateway gave),
+``model``, ``max_tokens`` / ``max_completion_tokens`` (Anthropic requires one:
+:data:`DEFAULT_MAX_TOKENS` when neither is set), ``temperature``, ``top_p``, ``stop``, ``user`` (as
+``metadata.user_id``), ``tools``, ``tool_choice``, ``parallel_tool_calls``, ``stream``
+and ``thinking`` (Anthropic's own field, sent through as the client wrote it). Back:
+text, tool calls, thinking as ``reasoning_content`` (the field DeepSeek and vLLM's
+DeepSeek parser use) and, with its signature, as ``reasoning_details`` (OpenRouter's
+shape), stop reason and usage with cached tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import cast.codecs.anthropic as anthropic_codec
+import cast.codecs.openai as openai_codec
+from cast import Message, Reasoning, Role, TextPart, ToolCall, port
+from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
+from csum.serve.sse import SseReader, data_event, read_event
+from csum.serve.translate import TranslationError
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "FINISH_REASONS",
+    "REASONING_FIELD",
+    "REASONING_FORMAT",
+    "ChatStream",
+    "chat_response",
+    "chat_usage",
+    "messages_request",
+]
+
+DEFAULT_MAX_TOKENS = 4096
+"""``max_tokens`` sent to Anthropic when the Chat request sets no limit (it needs one)."""
+REASONING_FIELD = "reasoning_content"
+"""The Chat Completions field thinking goes to (DeepSeek's; vLLM's DeepSeek parser too)."""
+REASONING_FORMAT = "anthropic-claude-v1"
+"""The ``format`` of the ``reasoning_details`` entries that carry Anthropic's signed
+thinking to a Chat client and back (OpenRouter's shape: ``reasoning.text`` with
+``text`` and ``signature``, ``reasoning.encrypted`` with ``data``)."""
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+"""Messages ``stop_reason`` -> Chat Completions ``finish_reason``."""
+
+_CARRIED = ("model", "temperature", "top_p", "stream", "thinking")
+
+
+def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
+    """The Messages request for a Chat Completions request ``payload``."""
+    if not isinstance(payload.get("messages"), list):
+        raise TranslationError("messages: expected an array of messages")
+    if payload.get("n", 1) != 1:
+        raise TranslationError("n: Anthropic answers with one choice only")
+    fmt = payload.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
+        raise TranslationError(f"response_format: {fmt.get('type')!r} is not translated")
+    try:
+        chain = openai_codec.decode({"messages": payload["messages"]})
+        chain, signed = _with_signed_thinking(chain, payload["messages"])
+        chain = port(chain, "anthropic", source="anthropic" if signed else None)
+    except ValueError as exc:
+        raise TranslationError(str(exc)) from exc
+    out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
+    limit = payload.get("max_completion_tokens", payload.get("max_tokens"))
+    out["max_tokens"] = DEFAULT_MAX_TOKENS if limit is None else limit
+    out.update(anthropic_codec.encode(chain))
+    stop = payload.get("stop")
+    if stop is not None:
+        out["stop_sequences"] = [stop] if isinstance(stop, str) else stop
+    if isinstance(payload.get("user"), str):
+        out["metadata"] = {"user_id": payload["user"]}
+    tools = payload.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise TranslationError("tools: expected an array")
+        out["tools"] = [_tool(tool, i) for i, tool in enumerate(tools)]
+    choice = _tool_choice(payload.get("tool_choice"))
+    if payload.get("parallel_tool_calls") is False:
+        choice = {**(choice or {"type": "auto"}), "disable_parallel_tool_use": True}
+    if choice is not None:
+        out["tool_choice"] = choice
+    return out
+
+
+def _signed_details(message: object) -> list[Reasoning]:
+    """The Anthropic thinking a client sent back in an assistant message's
+    ``reasoning_details`` (the shape :func:`chat_response` gives it), in order; details
+    of any other format, or without a signature, are left out."""
+    details = message.get("reasoning_details") if isinstance(message, dict) else None
+    if not isinstance(details, list):
+        return []
+    found: list[tuple[int, Reasoning]] = []
+    for position, detail in enumerate(details):
+        if not isinstance(detail, dict) or detail.get("format") != REASONING_FORMAT:
+            continue
+        index = detail.get("index")
+        order = index if isinstance(index, int) else position
+        signature, data = detail.get("signature"), detail.get("data")
+        if detail.get("type") == "reasoning.text" and isinstance(signature, str) and signature:
+            text = detail.get("text")
+            content = text if isinstance(text, str) else ""
+            found.append((order, Reasoning(content=content, signature=signature.encode())))
+        elif detail.get("type") == "reasoning.encrypted" and isinstance(data, str) and data:
+            found.append((order, Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode())))
+    return [reasoning for _, reasoning in sorted(found, key=lambda pair: pair[0])]
+
+
+def _with_signed_thinking(chain: list[Message], messages: list[Any]) -> tuple[list[Message], bool]:
+    """``chain`` with each AI message's reasoning replaced by the signed thinking its
+    assistant message carried back (reasoning-only parts first, the last block on the
+    message's first part, as the anthropic codec reads a turn); whether any was found.
+    Unsigned reasoning is left for ``cast.port`` to drop."""
+    signed = [
+        _signed_details(m) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
+    ]
+    turns = [i for i, m in enumerate(chain) if m.role is Role.AI]
+    if not any(signed) or len(turns) != len(signed):
+        return chain, False
+    out = list(chain)
+    for i, blocks in zip(turns, signed, strict=True):
+        if not blocks:
+            continue
+        parts = list(out[i].parts)
+        head = [TextPart(text="", reasoning=r) for r in blocks[:-1]]
+        first = parts[0] if parts else None
+        if isinstance(first, TextPart | ToolCall):
+            parts[0] = first.model_copy(update={"reasoning": blocks[-1]})
+        else:
+            head.append(TextPart(text="", reasoning=blocks[-1]))
+        out[i] = out[i].model_copy(update={"parts": (*head, *parts)})
+    return out, True
+
+
+def _tool(tool: object, i: int) -> dict[str, Any]:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(tool, dict) or tool.get("type", "function") != "function":
+        raise TranslationError(f"tools[{i}]: only function tools are translated")
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        raise TranslationError(f"tools[{i}].function: expected a function with a name")
+    out: dict[str, Any] = {
+        "name": function["name"],
+        "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
+    }
+    if isinstance(function.get("description"), str):
+        out["description"] = function["description"]
+    return out
+
+
+def _tool_choice(choice: object) -> dict[str, Any] | None:
+    if choice is None:
+        return None
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice == "required":
+        return {"type": "any"}
+    function = choice.get("function") if isinstance(choice, dict) else None
+    if isinstance(function, dict) and isinstance(function.get("name"), str):
+        return {"type": "tool", "name": function["name"]}
+    raise TranslationError(f"tool_choice: unknown choice {choice!r}")
+
+
+def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """Messages usage as Chat Completions usage: the prompt counts cache reads and
+    writes too (Anthropic counts them apart), reported as ``cached_tokens`` and
+    ``cache_write_tokens``."""
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    written = int(usage.get("cache_creation_input_tokens") or 0)
+    prompt = int(usage.get("input_tokens") or 0) + read + written
+    completion = int(usage.get("output_tokens") or 0)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": written},
+    }
+
+
+def _detail(block: dict[str, Any], index: int) -> dict[str, Any]:
+    """The ``reasoning_details`` entry of a thinking or redacted thinking block."""
+    if block.get("type") == "redacted_thinking":
+        data = str(block.get("data", ""))
+        return {
+            "type": "reasoning.encrypted",
+            "data": data,
+            "format": REASONING_FORMAT,
+            "index": index,
+        }
+    return {
+        "type": "reasoning.text",
+        "text": str(block.get("thinking", "")),
+        "signature": str(block.get("signature", "")),
+        "format": REASONING_FORMAT,
+        "index": index,
+    }
+
+
+def _completion_id(message: dict[str, Any]) -> str:
+    return f"chatcmpl-{message.get('id') or 'gateway'}"
+
+
+def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
+    """The Chat Completions response for a Messages response (non-streaming)."""
+    texts: list[str] = []
+    thoughts: list[str] = []
+    details: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for block in message.get("content") or []:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind in ("thinking", "redacted_thinking"):
+            if kind == "thinking":
+                thoughts.append(str(block.get("thinking", "")))
+            details.append(_detail(block, len(details)))
+        elif kind == "tool_use":
+            arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+            function = {"name": block.get("name", ""), "arguments": arguments}
+            calls.append({"id": block.get("id", ""), "type": "function", "function": function})
+    answer: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    if thoughts:
+        answer[REASONING_FIELD] = "\n\n".join(thoughts)
+    if details:
+        answer["reasoning_details"] = details
+    if calls:
+        answer["tool_calls"] = calls
+    stop = message.get("stop_reason") or "end_turn"
+    return {
+        "id": _completion_id(message),
+        "object": "chat.completion",
+        "created": 0,
+        "model": message.get("model") or model,
+        "choices": [
+            {
+                "index": 0,
+                "message": answer,
+                "finish_reason": FINISH_REASONS.get(stop, "stop"),
+                "logprobs": None,
+            }
+        ],
+        "usage": chat_usage(message.get("usage") or {}),
+    }
+
+
+class ChatStream:
+    """Turns a Messages SSE stream into Chat Completions chunks as it comes:
+    :meth:`feed` takes the upstream's bytes and returns the chunks to send so far.
+    ``usage``: end with a usage chunk (the client asked ``stream_options.include_usage``)."""
+
+    def __init__(self, model: str, *, usage: bool = False) -> None:
+        self.model = model
+        self._want_usage = usage
+        self._reader = SseReader()
+        self._base: dict[str, Any] | None = None
+        self._blocks: dict[int, tuple[str, int]] = {}  # block index -> (kind, call index)
+        self._calls = 0
+        self._details = 0  # reasoning_details entries so far
+        self._usage: dict[str, Any] = {}
+        self._finish = "stop"
+        self._done = False
+
+    def feed(self, data: bytes) -> bytes:
+        """The chunks for the SSE bytes ``data`` (any split of the stream)."""
+        out: list[bytes] = []
+        for _, raw in self._reader.feed(data):
+            if self._done:
+                continue  # nothing after the end or an error
+            event, problem = read_event(raw)
+            if problem is None:
+                out.extend(self._event(event))
+            elif not self._done:  # the openai SDK raises on a chunk with an error
+                self._done = True
+                out.append(data_event({"error": {"message": problem, "type": "upstream_error"}}))
+        return b"".join(out)
+
+    def close(self) -> bytes:
+        """The closing chunks, when the upstream ended without ``message_stop``."""
+        return b"".join(self._end()) if self._base is not None and not self._done else b""
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return data_event({**(self._base or {}), "choices": [choice]})
+
+    def _event(self, event: dict[str, Any]) -> Iterator[bytes]:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self._usage = dict(message.get("usage") or {})
+            self._base = {
+                "id": _completion_id(message),
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": message.get("model") or self.model,
+            }
+            yield self._chunk({"role": "assistant", "content": ""})
+        elif kind == "content_block_start":
+            yield from self._start(int(event.get("index", 0)), event.get("content_block") or {})
+        elif kind == "content_block_delta":
+            yield from self._delta(int(event.get("index", 0)), event.get("delta") or {})
+        elif kind == "message_delta":
+            stop = (event.get("delta") or {}).get("stop_reason")
+            if stop:
+                self._finish = FINISH_REASONS.get(stop, "stop")
+            self._usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
+        elif kind == "message_stop":
+            yield from self._end()
+
+    def _start(self, index: int, block: dict[str, Any]) -> Iterator[bytes]:
+        kind = str(block.get("type", ""))
+        if kind == "tool_use":
+            call = self._calls
+            self._calls += 1
+            self._blocks[index] = ("tool_use", call)
+            function = {"name": block.get("name", ""), "arguments": ""}
+            first = {"index": call, "id": block.get("id", ""), "type": "function"}
+            yield self._chunk({"tool_calls": [{**first, "function": function}]})
+            return
+        if kind in ("thinking", "redacted_thinking"):
+            # the detail's first piece: its type, format and index (the openai SDK
+            # merges the pieces of reasoning_details by index, strings concatenated)
+            detail = _detail(block, self._details)
+            self._blocks[index] = (kind, self._details)
+            self._details += 1
+            if not detail.get("signature"):
+                detail.pop("signature", None)
+            delta: dict[str, Any] = {"reasoning_details": [detail]}
+            if detail.get("text"):
+                delta = {REASONING_FIELD: detail["text"], **delta}
+            yield self._chunk(delta)
+            return
+        self._blocks[index] = (kind, -1)
+        if kind == "text" and block.get("text"):
+            yield self._chunk({"content": block["text"]})
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> Iterator[bytes]:
+        kind = delta.get("type")
+        if kind == "text_delta" and delta.get("text"):
+            yield self._chunk({"content": delta["text"]})
+        elif kind == "thinking_delta" and delta.get("thinking"):
+            text = delta["thinking"]
+            piece = {"type": "reasoning.text", "text": text, "index": self._detail_of(index)}
+            yield self._chunk({REASONING_FIELD: text, "reasoning_details": [piece]})
+        elif kind == "signature_delta" and delta.get("signature"):
+            signature = delta["signature"]
+            piece = {
+                "type": "reasoning.text",
+                "signature": signature,
+                "index": self._detail_of(index),
+            }
+            yield self._chunk({"reasoning_details": [piece]})
+        elif kind == "input_json_delta" and delta.get("partial_json"):
+            call = self._blocks.get(index, ("", 0))[1]
+            function = {"arguments": delta["partial_json"]}
+            yield self._chunk({"tool_calls": [{"index": call, "function": function}]})
+
+    def _detail_of(self, index: int) -> int:
+        return self._blocks.get(index, ("", 0))[1]
+
+    def _end(self) -> Iterator[bytes]:
+        if self._done:
+            return
+        self._done = True
+        yield self._chunk({}, self._finish)
+        if self._want_usage:
+            yield data_event(
+                {**(self._base or {}), "choices": [], "usage": chat_usage(self._usage)}
+            )
+        yield b"data: [DONE]\n\n"
