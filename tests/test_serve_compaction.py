@@ -343,3 +343,146 @@ def test_csum_serve_refuses_an_unknown_handler() -> None:
     code = main(["serve", "--upstream", "http://x", "--handler", "oracle:delphi"], stderr=err)
     assert code == 2
     assert "unknown handler 'oracle:delphi'" in err.getvalue()
+
+
+async def test_summary_depth_is_carried_from_request_to_request() -> None:
+    """Each request gets a fresh keeper; the depth of the summaries it sends again comes
+    from the conversation state, so the depth limit (3) is reached and a summary at it
+    is kept verbatim (the next summary starts again at 1) instead of being summarized
+    again forever at depth 2."""
+    gateway = rewriter()
+    depths = []
+    for turns in range(20, 80, 2):
+        outcome = await gateway.rewrite(CHAT, body(chat_turns(turns)), None)
+        if outcome.kind is OutcomeKind.COMPACTED:
+            depths.append(outcome.depth)
+    assert depths[:4] == [1, 2, 3, 1]
+    assert max(depths) == 3
+
+
+def test_a_state_record_without_depths_still_reads() -> None:
+    state = ConversationState.after([Message.human("q")], [Message.human("q")], {"k": 2})
+    record = json.loads(state.to_bytes())
+    assert record["d"] == {"k": 2}
+    del record["d"]
+    old = ConversationState.from_bytes(json.dumps(record).encode())
+    assert old is not None
+    assert old.depths == {}
+    record["d"] = {"k": 0}
+    with pytest.raises(ValueError, match="bad d field"):
+        ConversationState.from_bytes(json.dumps(record).encode())
+
+
+def responses_body(turns: int, **extra: Any) -> bytes:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Find the importer bug."}]
+    for i in range(turns):
+        items.append(
+            {"type": "function_call", "call_id": f"c{i}", "name": "read", "arguments": "{}"}
+        )
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": "x" * 600})
+    return json.dumps({"model": "gpt-4o", "input": items, **extra}).encode()
+
+
+@pytest.mark.parametrize("field", ["previous_response_id", "conversation"])
+async def test_a_responses_request_on_provider_state_goes_uncompacted(field: str) -> None:
+    """With ``previous_response_id`` (or a ``conversation``) the provider holds the
+    history the gateway cannot see: compacting the visible items would cut a history
+    that is not all there, so the request goes as it came, counted apart."""
+    gateway = rewriter()
+    responses = APIS[1]
+    assert (await gateway.rewrite(responses, responses_body(30), None)).kind is (
+        OutcomeKind.COMPACTED
+    )
+    outcome = await gateway.rewrite(responses, responses_body(30, **{field: "resp_1"}), None)
+    assert outcome.kind is OutcomeKind.PROVIDER_STATE
+    assert outcome.body is None
+    small = responses_body(1, **{field: "resp_1"})  # even within the budget: counted
+    assert (await gateway.rewrite(responses, small, None)).kind is OutcomeKind.PROVIDER_STATE
+    assert (await gateway.rewrite(responses, responses_body(1), None)).kind is (
+        OutcomeKind.WITHIN_BUDGET
+    )
+
+
+async def test_compaction_runs_off_the_event_loop_and_the_store_on_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CPU-bound work (decode, Compactor, encode) runs in a worker thread, so a large
+    request does not stall the gateway's other requests; the store is called on the
+    gateway's own loop thread, where its connections live."""
+    import threading
+
+    import csum.serve.compaction as compaction
+
+    seen: dict[str, set[int]] = {"compactor": set(), "store": set()}
+
+    class Watched(compaction.Compactor):
+        async def run(self, *args: Any, **kwargs: Any) -> Any:
+            seen["compactor"].add(threading.get_ident())
+            return await super().run(*args, **kwargs)
+
+    class WatchedStore(MemoryStore):
+        async def get(self, key: str) -> bytes | None:
+            seen["store"].add(threading.get_ident())
+            return await super().get(key)
+
+        async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+            seen["store"].add(threading.get_ident())
+            await super().set(key, value, ttl)
+
+    monkeypatch.setattr(compaction, "Compactor", Watched)
+    gateway = rewriter(store=WatchedStore())
+    loop_thread = threading.get_ident()
+    for turns in (30, 31):
+        outcome = await gateway.rewrite(CHAT, body(chat_turns(turns)), None)
+        assert outcome.kind in (OutcomeKind.COMPACTED, OutcomeKind.REUSED)
+    assert seen["compactor"] and loop_thread not in seen["compactor"]
+    assert seen["store"] == {loop_thread}
+
+
+async def test_a_store_that_fails_off_the_loop_never_fails_the_request(tmp_path: Path) -> None:
+    """A store error raised on the loop reaches the worker as an exception, absorbed."""
+
+    class Down(MemoryStore):
+        async def get(self, key: str) -> bytes | None:
+            raise ConnectionError("store down")
+
+        async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+            raise ConnectionError("store down")
+
+    outcome = await rewriter(store=Down()).rewrite(CHAT, body(chat_turns(30)), None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    assert outcome.store_failures >= 2
+
+
+async def test_the_archive_keeps_each_conversation_in_its_own_session(tmp_path: Path) -> None:
+    """--archive: the messages a compaction summarizes away go to the archive under the
+    conversation's key as the session; two conversations never see each other's."""
+    from csum.archive import HistoryArchive, SQLiteArchiveStore
+
+    store = SQLiteArchiveStore(tmp_path / "archive.db")
+    config = ServeConfig(
+        upstream="http://127.0.0.1:9", budget=Budget.bytes(8192), archive=str(tmp_path)
+    )
+    gateway = Rewriter(config, MemoryStore(), store)
+    try:
+        mine = chat_turns(30)
+        theirs = [dict(m) for m in chat_turns(30, result_bytes=500)]
+        theirs[1] = {"role": "user", "content": "Another tenant's question."}
+        for items in (mine, theirs):
+            outcome = await gateway.rewrite(CHAT, body(items), None)
+            assert outcome.kind is OutcomeKind.COMPACTED
+            assert outcome.archived > 0
+            assert outcome.body is not None
+            assert "[archived:" in outcome.body.decode()
+        my_key = conversation_key("chat", openai.decode({"messages": mine}), None)
+        their_key = conversation_key("chat", openai.decode({"messages": theirs}), None)
+        assert my_key != their_key
+        my_archive = HistoryArchive(store, session=my_key)
+        their_archive = HistoryArchive(store, session=their_key)
+        assert await my_archive.search("src/m3.py line 3", limit=5)
+        hits = await their_archive.search("src/m3.py line 3", limit=5)
+        assert hits
+        assert all("Another" not in h.message.text for h in await my_archive.search("tenant"))
+        assert await HistoryArchive(store, session="other").search("src/m3.py", limit=5) == []
+    finally:
+        await store.aclose()

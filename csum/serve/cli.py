@@ -13,9 +13,11 @@ from csum.handlers import resolve_handler
 from csum.serve.config import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_WINDOW_SHARE,
+    SUMMARIZER_KINDS,
     UPSTREAM_APIS,
     ServeConfig,
 )
+from csum.serve.summarizer import Summarizer
 
 __all__ = ["DEFAULT_KEEP_ALIVE", "GATEWAY_KEY_ENV", "add_serve_parser", "config_from", "serve"]
 
@@ -102,6 +104,42 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     add("--upstream-model", help="with --upstream-api openai: model name sent upstream")
     add(
+        "--summarizer",
+        choices=SUMMARIZER_KINDS,
+        default="extractive",
+        help="what writes the summaries: extractive (offline, default) | upstream (the "
+        "upstream, with the key of the request being compacted) | openai | anthropic (a "
+        "separate endpoint: --summarizer-url, --summarizer-model, --summarizer-key-env)",
+    )
+    add("--summarizer-url", help="base URL of the separate summarizer (default: the SDK's)")
+    add(
+        "--summarizer-model",
+        help="model of the summaries (needed for openai|anthropic; with upstream, default: "
+        "the request's own model)",
+    )
+    add(
+        "--summarizer-key-env",
+        help="environment variable holding the separate summarizer's key (default "
+        "OPENAI_API_KEY or ANTHROPIC_API_KEY)",
+    )
+    add(
+        "--archive",
+        metavar="PATH|redis://...",
+        help="keep the messages summarized away (SQLite file or Redis), one session per "
+        "conversation; default: not kept",
+    )
+    add(
+        "--archive-reinsert",
+        default="0",
+        help="with --archive: bytes of archived lines a new question may get back, e.g. "
+        "4KiB (default 0: off)",
+    )
+    add(
+        "--no-offload",
+        action="store_true",
+        help="compact on the event loop instead of a worker thread (for debugging)",
+    )
+    add(
         "--log-level",
         default="info",
         choices=("critical", "error", "warning", "info", "debug", "trace"),
@@ -141,6 +179,15 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         upstream_api=args.upstream_api,
         upstream_model=args.upstream_model,
         handler=args.handler,
+        summarizer=args.summarizer,
+        summarizer_url=args.summarizer_url,
+        summarizer_model=args.summarizer_model,
+        summarizer_key_env=args.summarizer_key_env,
+        archive=args.archive,
+        archive_reinsert_bytes=0
+        if args.archive_reinsert == "0"
+        else parse_size(args.archive_reinsert),
+        offload=not args.no_offload,
     )
 
 
@@ -151,6 +198,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
     try:
         config = config_from(args)
         resolve_handler(config.handler)  # a wrong spec or a missing SDK, said at once
+        Summarizer(config)  # a missing key or SDK of --summarizer, said at once
     except (ValueError, ImportError) as exc:
         print(f"csum serve: error: {exc}", file=err)
         return 2
