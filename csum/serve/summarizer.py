@@ -99,12 +99,10 @@ class Summarizer:
         if not name or credentials is None:
             return SummaryHandler(None, None, True)
         base = self.config.upstream.rstrip("/")
+        # the SDK is given the key as its api_key and sends it as that SDK version does
         if provider == "anthropic":
-            if credentials.api_key is None:  # an OAuth bearer token: not used for summaries
-                return SummaryHandler(None, None, True)
-            handler = anthropic(
-                name, base_url=base, api_key=credentials.api_key, timeout=SUMMARY_TIMEOUT
-            )
+            key = credentials.api_key or credentials.bearer
+            handler = anthropic(name, base_url=base, api_key=key, timeout=SUMMARY_TIMEOUT)
         else:
             key = credentials.bearer or credentials.api_key
             handler = openai_compatible(
