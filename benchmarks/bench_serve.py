@@ -17,7 +17,12 @@ Measured (the issue's goals in brackets):
    each compacts): added p50 latency against one in-process ``Compactor.compact`` of
    the same chain [<= 3x];
 4. the gateway's resident memory after a warm-up and after ``--requests`` more
-   within-budget requests [flat within 10 %].
+   within-budget requests [flat within 10 %];
+5. compaction off the event loop: p50 / p99 latency of small (2 KB) within-budget
+   requests, one at a time, while 200 KB over-budget requests of new conversations
+   are in flight back to back, on a gateway that compacts in worker threads (the
+   default) and on one with ``--no-offload`` (compaction on the event loop), against
+   the same small requests with nothing else in flight.
 
 Run: python -m benchmarks.bench_serve [--quick] [--requests 10000]
 """
@@ -229,8 +234,58 @@ async def _compact_seconds(body: bytes, runs: int) -> float:
     return statistics.median(times)
 
 
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+async def _small_beside_large(
+    client: httpx.AsyncClient, url: str, small: int, large: int, loaded: bool
+) -> tuple[list[float], int]:
+    """Latencies of ``small`` 2 KB requests one at a time, while (``loaded``) 200 KB
+    over-budget requests of new conversations go back to back; and how many of these
+    were answered meanwhile."""
+    little = chat_body(2_000)
+    bigs = [chat_body(200_000, conversation=10_000 + n) for n in range(large)]
+    done = [0]
+    out: list[float] = []
+
+    async def heavy() -> None:
+        for big in bigs:
+            if len(out) >= small:
+                return
+            response = await client.post(url, content=big)
+            if response.status_code != 200:
+                raise RuntimeError(f"{url}: status {response.status_code}")
+            done[0] += 1
+
+    async with anyio.create_task_group() as group:
+        if loaded:
+            group.start_soon(heavy)
+            await anyio.sleep(0.05)  # the first large one is in flight
+        out.extend(await _latencies(client, url, [little] * small))
+        group.cancel_scope.cancel()
+    return out, done[0]
+
+
+async def _stall_lines(client: httpx.AsyncClient, urls: dict[str, str], quick: bool) -> list[str]:
+    small = 100 if quick else 400
+    lines = []
+    for name, url in urls.items():
+        await _latencies(client, url, [chat_body(2_000)] * 5)
+        idle, _ = await _small_beside_large(client, url, small, 0, loaded=False)
+        busy, large = await _small_beside_large(client, url, small, 400, loaded=True)
+        lines.append(
+            f"| 2 KB requests beside 200 KB compactions, {name}: p50 / p99 ms | "
+            f"idle {statistics.median(idle) * 1000:.2f} / {_percentile(idle, 0.99) * 1000:.2f} | "
+            f"busy {statistics.median(busy) * 1000:.2f} / {_percentile(busy, 0.99) * 1000:.2f} | "
+            f"{large} large answered meanwhile | (keep their latency) |"
+        )
+    return lines
+
+
 async def run(quick: bool, requests: int) -> list[str]:
-    upstream_port, pass_port, gate_port, over_port = (_free_port() for _ in range(4))
+    upstream_port, pass_port, gate_port, over_port, inline_port = (_free_port() for _ in range(5))
     upstream = f"http://127.0.0.1:{upstream_port}"
     processes = [
         _start(["-m", "benchmarks.bench_serve", "upstream", str(upstream_port)], upstream_port)
@@ -248,6 +303,8 @@ async def run(quick: bool, requests: int) -> list[str]:
         processes.append(
             _start([*serve, "--port", str(over_port), "--budget", str(OVER_BUDGET)], over_port)
         )
+        inline = [*serve, "--port", str(inline_port), "--budget", str(OVER_BUDGET)]
+        processes.append(_start([*inline, "--no-offload"], inline_port))
         path = "/v1/chat/completions"
         urls = {
             "pass-through": f"http://127.0.0.1:{pass_port}{path}",
@@ -310,6 +367,11 @@ async def run(quick: bool, requests: int) -> list[str]:
                 f"{plain * 1000:.1f} | {over * 1000:.1f} | +{added * 1000:.1f} ms = "
                 f"{added / compact:.2f}x compact | <= 3x |"
             )
+            stall_urls = {
+                "worker threads": over_url,
+                "--no-offload": f"http://127.0.0.1:{inline_port}{path}",
+            }
+            lines.extend(await _stall_lines(client, stall_urls, quick))
             small = chat_body(20_000)
             await _throughput(client, urls["gateway"], small, 500)
             before = _rss(gateway.pid)
