@@ -220,6 +220,27 @@ def test_api_paths() -> None:
         ({"upstream": "http://x", "max_body_bytes": 0}, "max body"),
         ({"upstream": "http://x", "timeout": 0}, "timeout"),
         ({"upstream": "http://x", "gateway_key": ""}, "key"),
+        ({"upstream": "http://x", "summarizer": "gpt"}, "summarizer must be one of"),
+        ({"upstream": "http://x", "summarizer": "openai"}, "needs a summarizer model"),
+        (
+            {"upstream": "http://x", "summarizer": "upstream", "handler": "openai:m"},
+            "not both",
+        ),
+        (
+            {"upstream": "http://x", "summarizer": "upstream", "summarizer_url": "http://y"},
+            "summarizer url goes with",
+        ),
+        (
+            {
+                "upstream": "http://x",
+                "summarizer": "openai",
+                "summarizer_model": "m",
+                "summarizer_url": "y",
+            },
+            "summarizer url must be",
+        ),
+        ({"upstream": "http://x", "archive": ""}, "archive"),
+        ({"upstream": "http://x", "archive_reinsert_bytes": -1}, "reinsert"),
     ],
 )
 def test_config_refuses_bad_values(options: dict[str, Any], wrong: str) -> None:
@@ -244,6 +265,40 @@ def test_csum_serve_refuses_bad_flags() -> None:
     code = main(["serve", "--upstream", "http://x", "--tokens"], stderr=err)
     assert code == 2
     assert "--tokens needs --budget" in err.getvalue()
+
+
+def test_csum_serve_says_at_once_when_the_summarizer_key_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("openai", reason="the openai SDK is not installed")
+    monkeypatch.delenv("CSUM_TEST_NO_SUCH_KEY", raising=False)
+    err = io.StringIO()
+    args = ["serve", "--upstream", "http://x", "--summarizer", "openai"]
+    args += ["--summarizer-model", "m", "--summarizer-key-env", "CSUM_TEST_NO_SUCH_KEY"]
+    assert main(args, stderr=err) == 2
+    assert "CSUM_TEST_NO_SUCH_KEY is unset" in err.getvalue()
+
+
+def test_credentials_come_from_either_header_and_never_show() -> None:
+    from csum.serve.summarizer import Credentials
+
+    bearer = Credentials.of({"authorization": "Bearer sk-secret"})
+    assert bearer is not None
+    assert bearer.bearer == "sk-secret"
+    keyed = Credentials.of({"x-api-key": "sk-other"})
+    assert keyed is not None
+    assert keyed.api_key == "sk-other"
+    assert Credentials.of({"authorization": "Basic abc"}) is None
+    assert "sk-" not in repr(bearer) + repr(keyed)
+
+
+async def test_without_offload_the_request_is_compacted_the_same() -> None:
+    items = body(chat_turns(30))
+    offloaded = await rewriter().rewrite(CHAT, items, None)
+    config = ServeConfig(upstream="http://127.0.0.1:9", budget=Budget.bytes(8192), offload=False)
+    inline = await Rewriter(config, MemoryStore()).rewrite(CHAT, items, None)
+    assert inline.kind is offloaded.kind is OutcomeKind.COMPACTED
+    assert inline.body == offloaded.body
 
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
