@@ -125,21 +125,27 @@ class Rewriter:
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         request = _Request(api, body, conversation, credentials)
         if not self.config.offload:
-            return await self._rewrite_request(request, self.store, self.archive_store)
+            read = self._read(request)
+            if isinstance(read, Outcome):
+                return read
+            return await self._compacted(request, read, self.store, self.archive_store)
         token = anyio.lowlevel.current_token()
         return await anyio.to_thread.run_sync(self._in_worker, request, token)
 
     def _in_worker(self, request: _Request, token: anyio.lowlevel.EventLoopToken) -> Outcome:
-        """:meth:`_rewrite_request` on this worker thread's own event loop."""
+        """The request read here, and compacted (when due) on this worker thread's own
+        event loop, started only then."""
+        read = self._read(request)
+        if isinstance(read, Outcome):
+            return read
         store: SummaryStore = LoopStore(self.store, token)
         archive: ArchiveStore | None = None
         if self.archive_store is not None:
             archive = LoopArchive(self.archive_store, token)
-        return anyio.run(self._rewrite_request, request, store, archive)
+        return anyio.run(self._compacted, request, read, store, archive)
 
-    async def _rewrite_request(
-        self, request: _Request, store: SummaryStore, archive: ArchiveStore | None
-    ) -> Outcome:
+    def _read(self, request: _Request) -> Outcome | _Read:
+        """The body parsed and measured: an Outcome when it goes as it came."""
         api, body = request.api, request.body
         try:
             payload = json.loads(body)
@@ -163,14 +169,19 @@ class Rewriter:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
         if fits_by_size(body, budget):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
+        return _Read(payload, history, budget)
+
+    async def _compacted(
+        self, request: _Request, read: _Read, store: SummaryStore, archive: ArchiveStore | None
+    ) -> Outcome:
         try:
             return await self._rewrite(
-                request, payload, history, budget, store=store, archive_store=archive
+                request, read.payload, read.history, read.budget, store=store, archive_store=archive
             )
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
             _log.warning(
                 "compaction failed, forwarding uncompacted",
-                extra={"endpoint": api.name, "error": type(exc).__name__},
+                extra={"endpoint": request.api.name, "error": type(exc).__name__},
             )
             return Outcome(OutcomeKind.FAILED, detail=type(exc).__name__)
 
@@ -279,6 +290,13 @@ class Rewriter:
             # a model's input is bounded: what is evicted beyond it goes in pieces
             max_prompt_bytes=None if summary.offline else MODEL_PROMPT_BYTES,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    payload: dict[str, Any] = field(repr=False)
+    history: dict[str, Any] = field(repr=False)
+    budget: Budget
 
 
 @dataclass(frozen=True, slots=True)
