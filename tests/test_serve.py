@@ -511,6 +511,31 @@ async def test_the_app_runs_in_process_on_asyncio_and_trio(upstream: Process) ->
 
 
 @pytest.mark.anyio
+async def test_a_responses_request_on_provider_state_is_forwarded_and_counted(
+    upstream: Process,
+) -> None:
+    """``previous_response_id``: the provider holds the history, the gateway sends the
+    bytes as they came, counts ``outcome="provider_state"`` and logs it."""
+    app = create_app(ServeConfig(upstream=upstream.url, budget=Budget.bytes(4096)))
+    items = [{"type": "function_call_output", "call_id": "c1", "output": "x" * 8000}]
+    body = json.dumps(
+        {"model": "gpt-4o", "previous_response_id": "resp_1", "input": items}
+    ).encode()
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            reset(upstream)
+            answer = await client.post("/v1/responses", content=body)
+            assert answer.status_code == 200
+            text = (await client.get("/metrics")).text
+    finally:
+        await app.state.gateway.aclose()
+    assert recorded(upstream)[0]["body"].encode() == body
+    line = 'csum_serve_outcomes_total{endpoint="responses",outcome="provider_state"} 1.0'
+    assert line in text
+
+
+@pytest.mark.anyio
 async def test_opentelemetry_spans_of_a_request_and_its_compaction(upstream: Process) -> None:
     """With the otel extra: a ``csum.serve.request`` span per request (endpoint, status)
     and a ``csum.serve.compaction`` child (outcome, bytes, depth); no key in them."""
