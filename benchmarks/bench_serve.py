@@ -148,8 +148,12 @@ def _start(args: list[str], port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError(f"{args} did not start")
 
 
-def chat_body(size: int, conversation: int = 0, stream: bool = False) -> bytes:
-    """A tool-heavy Chat Completions request of about ``size`` bytes."""
+def chat_body(
+    size: int, conversation: int = 0, stream: bool = False, unique: bool = False
+) -> bytes:
+    """A tool-heavy Chat Completions request of about ``size`` bytes; ``unique``: its
+    tool results name the conversation too, so no summary of another conversation's
+    evicted part is found in the summary cache."""
     items: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": f"Conversation {conversation}: tidy the repository."},
@@ -162,7 +166,8 @@ def chat_body(size: int, conversation: int = 0, stream: bool = False) -> bytes:
             "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{i}.py"})},
         }
         items.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        text = "".join(f"src/m{i}.py:{n}: def f_{n}(x): return g(x, {n})\n" for n in range(20))
+        tag = f"c{conversation}/" if unique else ""
+        text = "".join(f"{tag}src/m{i}.py:{n}: def f_{n}(x): return g(x, {n})\n" for n in range(20))
         items.append({"role": "tool", "tool_call_id": f"call_{i:05d}", "content": text})
         i += 1
     payload: dict[str, Any] = {"model": "gpt-4o", "messages": items}
@@ -246,7 +251,7 @@ async def _small_beside_large(
     over-budget requests of new conversations go back to back; and how many of these
     were answered meanwhile."""
     little = chat_body(2_000)
-    bigs = [chat_body(200_000, conversation=10_000 + n) for n in range(large)]
+    bigs = [chat_body(200_000, conversation=10_000 + n, unique=True) for n in range(large)]
     done = [0]
     out: list[float] = []
 
@@ -265,21 +270,35 @@ async def _small_beside_large(
             await anyio.sleep(0.05)  # the first large one is in flight
         out.extend(await _latencies(client, url, [little] * small))
         group.cancel_scope.cancel()
+    if loaded:
+        await anyio.sleep(3)  # the compaction in flight ends before the next measure
     return out, done[0]
 
 
 async def _stall_lines(client: httpx.AsyncClient, urls: dict[str, str], quick: bool) -> list[str]:
-    small = 100 if quick else 400
-    lines = []
-    for name, url in urls.items():
+    """Rounds alternating between the gateways (so the machine's noise falls on all):
+    small requests alone, then beside large compactions."""
+    small, rounds = (30, 3) if quick else (50, 6)
+    idle: dict[str, list[float]] = {name: [] for name in urls}
+    busy: dict[str, list[float]] = {name: [] for name in urls}
+    large = dict.fromkeys(urls, 0)
+    for url in urls.values():
         await _latencies(client, url, [chat_body(2_000)] * 5)
-        idle, _ = await _small_beside_large(client, url, small, 0, loaded=False)
-        busy, large = await _small_beside_large(client, url, small, 400, loaded=True)
+    for _ in range(rounds):
+        for name, url in urls.items():
+            idle[name].extend((await _small_beside_large(client, url, small, 0, False))[0])
+            found, done = await _small_beside_large(client, url, small, small // 8 + 3, True)
+            busy[name].extend(found)
+            large[name] += done
+    lines = []
+    for name in urls:
+        calm, loaded = idle[name], busy[name]
         lines.append(
             f"| 2 KB requests beside 200 KB compactions, {name}: p50 / p99 ms | "
-            f"idle {statistics.median(idle) * 1000:.2f} / {_percentile(idle, 0.99) * 1000:.2f} | "
-            f"busy {statistics.median(busy) * 1000:.2f} / {_percentile(busy, 0.99) * 1000:.2f} | "
-            f"{large} large answered meanwhile | (keep their latency) |"
+            f"alone {statistics.median(calm) * 1000:.2f} / {_percentile(calm, 0.99) * 1000:.2f} | "
+            f"beside {statistics.median(loaded) * 1000:.2f} / "
+            f"{_percentile(loaded, 0.99) * 1000:.2f} | {len(loaded)} small, {large[name]} large "
+            "answered meanwhile | (keep their latency) |"
         )
     return lines
 
@@ -356,7 +375,9 @@ async def run(quick: bool, requests: int) -> list[str]:
                 "<= 1.1x |"
             )
             over_count = 5 if quick else 20
-            bodies = [chat_body(200_000, conversation=n) for n in range(1, over_count + 1)]
+            bodies = [
+                chat_body(200_000, conversation=n, unique=True) for n in range(1, over_count + 1)
+            ]
             over_url = f"http://127.0.0.1:{over_port}{path}"
             over = statistics.median(await _latencies(client, over_url, bodies))
             plain = statistics.median(await _latencies(client, urls["pass-through"], bodies))

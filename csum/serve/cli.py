@@ -19,13 +19,24 @@ from csum.serve.config import (
 )
 from csum.serve.summarizer import Summarizer
 
-__all__ = ["DEFAULT_KEEP_ALIVE", "GATEWAY_KEY_ENV", "add_serve_parser", "config_from", "serve"]
+__all__ = [
+    "DEFAULT_KEEP_ALIVE",
+    "GATEWAY_KEY_ENV",
+    "SWITCH_INTERVAL",
+    "add_serve_parser",
+    "config_from",
+    "serve",
+]
 
 DEFAULT_KEEP_ALIVE = 75.0
 """Seconds uvicorn keeps an idle client connection (its own default, 5, is also
 httpx's idle expiry): a server that closes a kept-alive connection just as the client
 sends on it fails that request, so the gateway waits longer than clients and load
 balancers (60 s on common ones) and they always close first."""
+SWITCH_INTERVAL = 0.0005
+"""Seconds between the interpreter's thread switches in ``csum serve`` (Python's default
+is 0.005): while a worker thread compacts it holds the GIL, and the event loop waits up
+to this long at every wake-up to get it back, several times per request."""
 GATEWAY_KEY_ENV = "CSUM_GATEWAY_KEY"
 """Environment variable read for the gateway key (kept off the command line)."""
 
@@ -213,6 +224,8 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         print(f"csum serve: {INSTALL_HINT}", file=err)
         return 2
     configure(args.log_level if args.log_level != "trace" else "debug")
+    if config.offload:
+        sys.setswitchinterval(SWITCH_INTERVAL)
     uvicorn.run(
         app,
         host=args.host,
