@@ -542,3 +542,17 @@ async def test_the_archive_keeps_each_conversation_in_its_own_session(tmp_path: 
         assert await HistoryArchive(store, session="other").search("src/m3.py", limit=5) == []
     finally:
         await store.aclose()
+
+
+def test_summary_depths_are_checked_when_restored() -> None:
+    from csum.compactor import Compactor
+
+    keeper = Compactor(budget=Budget.bytes(8192))
+    assert dict(keeper.summary_depths) == {}
+    keeper.restore_summary_depths({"abc": 2})
+    assert dict(keeper.summary_depths) == {"abc": 2}
+    with pytest.raises(TypeError, match="not a str: int pair"):
+        keeper.restore_summary_depths({"abc": True})
+    with pytest.raises(ValueError, match="at least 1"):
+        keeper.restore_summary_depths({"abc": 0})
+    assert dict(keeper.summary_depths) == {"abc": 2}  # a refused mapping changes nothing
