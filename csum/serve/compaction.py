@@ -120,7 +120,9 @@ class Rewriter:
         """What to send upstream for ``body`` on ``api``; never raises for bad input or
         a failing store (``conversation`` is the optional header's value,
         ``credentials`` the client's, used only by ``--summarizer upstream``)."""
-        held = api.name == "responses" and any(k.encode() in body for k in PROVIDER_STATE_KEYS)
+        held = api.name == "responses" and any(
+            f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
+        )
         if not held and self.config.budget is not None and fits_by_size(body, self.config.budget):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         request = _Request(api, body, conversation, credentials)
