@@ -51,7 +51,7 @@ class BodyTooLargeError(Exception):
     """The request body exceeds ``max_body_bytes``."""
 
 
-def open_archive(location: str) -> ArchiveStore:
+def _open_archive(location: str) -> ArchiveStore:
     """The archive store at ``location``: a ``redis://`` URL or a SQLite file path."""
     if is_redis_url(location):
         return RedisArchiveStore(location)
@@ -70,7 +70,7 @@ class Gateway:
         self.config = config
         self.metrics = Metrics()
         self.store = store if store is not None else open_store(config.store)
-        self.archive_store = None if config.archive is None else open_archive(config.archive)
+        self.archive_store = None if config.archive is None else _open_archive(config.archive)
         self.rewriter = Rewriter(config, self.store, self.archive_store)
         self.upstream = Upstream(config)
         self.tracer = tracer()
