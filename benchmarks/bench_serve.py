@@ -17,7 +17,12 @@ Measured (the issue's goals in brackets):
    each compacts): added p50 latency against one in-process ``Compactor.compact`` of
    the same chain [<= 3x];
 4. the gateway's resident memory after a warm-up and after ``--requests`` more
-   within-budget requests [flat within 10 %].
+   within-budget requests [flat within 10 %];
+5. compaction off the event loop: p50 / p99 latency of small (2 KB) within-budget
+   requests, one at a time, while 200 KB over-budget requests of new conversations
+   are in flight back to back, on a gateway that compacts in worker threads (the
+   default) and on one with ``--no-offload`` (compaction on the event loop), against
+   the same small requests with nothing else in flight.
 
 Run: python -m benchmarks.bench_serve [--quick] [--requests 10000]
 """
@@ -143,8 +148,12 @@ def _start(args: list[str], port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError(f"{args} did not start")
 
 
-def chat_body(size: int, conversation: int = 0, stream: bool = False) -> bytes:
-    """A tool-heavy Chat Completions request of about ``size`` bytes."""
+def chat_body(
+    size: int, conversation: int = 0, stream: bool = False, unique: bool = False
+) -> bytes:
+    """A tool-heavy Chat Completions request of about ``size`` bytes; ``unique``: its
+    tool results name the conversation too, so no summary of another conversation's
+    evicted part is found in the summary cache."""
     items: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": f"Conversation {conversation}: tidy the repository."},
@@ -157,7 +166,8 @@ def chat_body(size: int, conversation: int = 0, stream: bool = False) -> bytes:
             "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{i}.py"})},
         }
         items.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        text = "".join(f"src/m{i}.py:{n}: def f_{n}(x): return g(x, {n})\n" for n in range(20))
+        tag = f"c{conversation}/" if unique else ""
+        text = "".join(f"{tag}src/m{i}.py:{n}: def f_{n}(x): return g(x, {n})\n" for n in range(20))
         items.append({"role": "tool", "tool_call_id": f"call_{i:05d}", "content": text})
         i += 1
     payload: dict[str, Any] = {"model": "gpt-4o", "messages": items}
@@ -217,11 +227,13 @@ async def _alternate(
     return found
 
 
-async def _compact_seconds(body: bytes, runs: int) -> float:
-    """Median time of one ``Compactor.compact`` of ``body``'s chain (a fresh keeper)."""
-    chain = openai.decode(json.loads(body))
+async def _compact_seconds(bodies: list[bytes]) -> float:
+    """Median time of one ``Compactor.compact`` of each of ``bodies``' chains (a fresh
+    keeper each; each chain once, as the gateway gets them: compacting one chain again
+    in a process is faster, its extractive work partly memoized)."""
     times = []
-    for _ in range(runs):
+    for body in bodies:
+        chain = openai.decode(json.loads(body))
         keeper = Compactor(budget=Budget.bytes(OVER_BUDGET), target="openai")
         started = time.perf_counter()
         await keeper.compact(chain)
@@ -229,8 +241,72 @@ async def _compact_seconds(body: bytes, runs: int) -> float:
     return statistics.median(times)
 
 
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+async def _small_beside_large(
+    client: httpx.AsyncClient, url: str, small: int, large: int, loaded: bool
+) -> tuple[list[float], int]:
+    """Latencies of ``small`` 2 KB requests one at a time, while (``loaded``) 200 KB
+    over-budget requests of new conversations go back to back; and how many of these
+    were answered meanwhile."""
+    little = chat_body(2_000)
+    bigs = [chat_body(200_000, conversation=10_000 + n, unique=True) for n in range(large)]
+    done = [0]
+    out: list[float] = []
+
+    async def heavy() -> None:
+        for big in bigs:
+            if len(out) >= small:
+                return
+            response = await client.post(url, content=big)
+            if response.status_code != 200:
+                raise RuntimeError(f"{url}: status {response.status_code}")
+            done[0] += 1
+
+    async with anyio.create_task_group() as group:
+        if loaded:
+            group.start_soon(heavy)
+            await anyio.sleep(0.05)  # the first large one is in flight
+        out.extend(await _latencies(client, url, [little] * small))
+        group.cancel_scope.cancel()
+    if loaded:
+        await anyio.sleep(3)  # the compaction in flight ends before the next measure
+    return out, done[0]
+
+
+async def _stall_lines(client: httpx.AsyncClient, urls: dict[str, str], quick: bool) -> list[str]:
+    """Rounds alternating between the gateways (so the machine's noise falls on all):
+    small requests alone, then beside large compactions."""
+    small, rounds = (30, 3) if quick else (50, 6)
+    idle: dict[str, list[float]] = {name: [] for name in urls}
+    busy: dict[str, list[float]] = {name: [] for name in urls}
+    large = dict.fromkeys(urls, 0)
+    for url in urls.values():
+        await _latencies(client, url, [chat_body(2_000)] * 5)
+    for _ in range(rounds):
+        for name, url in urls.items():
+            idle[name].extend((await _small_beside_large(client, url, small, 0, False))[0])
+            found, done = await _small_beside_large(client, url, small, small // 8 + 3, True)
+            busy[name].extend(found)
+            large[name] += done
+    lines = []
+    for name in urls:
+        calm, loaded = idle[name], busy[name]
+        lines.append(
+            f"| 2 KB requests beside 200 KB compactions, {name}: p50 / p99 ms | "
+            f"alone {statistics.median(calm) * 1000:.2f} / {_percentile(calm, 0.99) * 1000:.2f} | "
+            f"beside {statistics.median(loaded) * 1000:.2f} / "
+            f"{_percentile(loaded, 0.99) * 1000:.2f} | {len(loaded)} small, {large[name]} large "
+            "answered meanwhile | (keep their latency) |"
+        )
+    return lines
+
+
 async def run(quick: bool, requests: int) -> list[str]:
-    upstream_port, pass_port, gate_port, over_port = (_free_port() for _ in range(4))
+    upstream_port, pass_port, gate_port, over_port, inline_port = (_free_port() for _ in range(5))
     upstream = f"http://127.0.0.1:{upstream_port}"
     processes = [
         _start(["-m", "benchmarks.bench_serve", "upstream", str(upstream_port)], upstream_port)
@@ -248,6 +324,8 @@ async def run(quick: bool, requests: int) -> list[str]:
         processes.append(
             _start([*serve, "--port", str(over_port), "--budget", str(OVER_BUDGET)], over_port)
         )
+        inline = [*serve, "--port", str(inline_port), "--budget", str(OVER_BUDGET)]
+        processes.append(_start([*inline, "--no-offload"], inline_port))
         path = "/v1/chat/completions"
         urls = {
             "pass-through": f"http://127.0.0.1:{pass_port}{path}",
@@ -299,17 +377,24 @@ async def run(quick: bool, requests: int) -> list[str]:
                 "<= 1.1x |"
             )
             over_count = 5 if quick else 20
-            bodies = [chat_body(200_000, conversation=n) for n in range(1, over_count + 1)]
+            bodies = [
+                chat_body(200_000, conversation=n, unique=True) for n in range(1, over_count + 1)
+            ]
             over_url = f"http://127.0.0.1:{over_port}{path}"
             over = statistics.median(await _latencies(client, over_url, bodies))
             plain = statistics.median(await _latencies(client, urls["pass-through"], bodies))
-            compact = await _compact_seconds(bodies[0], 3 if quick else 10)
+            compact = await _compact_seconds(bodies)
             added = over - plain
             lines.append(
                 f"| 200 KB over a 64 KiB budget: p50 ms (compact once: {compact * 1000:.1f} ms) | "
                 f"{plain * 1000:.1f} | {over * 1000:.1f} | +{added * 1000:.1f} ms = "
                 f"{added / compact:.2f}x compact | <= 3x |"
             )
+            stall_urls = {
+                "worker threads": over_url,
+                "--no-offload": f"http://127.0.0.1:{inline_port}{path}",
+            }
+            lines.extend(await _stall_lines(client, stall_urls, quick))
             small = chat_body(20_000)
             await _throughput(client, urls["gateway"], small, 500)
             before = _rss(gateway.pid)

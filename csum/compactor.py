@@ -481,6 +481,25 @@ class Compactor:
 
     # -- public API -------------------------------------------------------------------------
 
+    @property
+    def summary_depths(self) -> Mapping[str, int]:
+        """The depth of each summary in the last chain returned (a read-only view), keyed
+        by the summary's text hash: what a keeper rebuilt per request (``csum serve``)
+        carries to the next one with :meth:`restore_summary_depths`."""
+        return MappingProxyType(self._depths)
+
+    def restore_summary_depths(self, depths: Mapping[str, int]) -> None:
+        """Take ``depths`` (a :attr:`summary_depths` kept from an earlier keeper of this
+        conversation) as this keeper's own, so ``max_depth`` holds across keepers.
+        Raises ``TypeError`` for a key or depth of another type, ``ValueError`` for a
+        depth below 1."""
+        for key, depth in depths.items():
+            if not isinstance(key, str) or isinstance(depth, bool) or not isinstance(depth, int):
+                raise TypeError(f"summary depth {key!r}: {depth!r} is not a str: int pair")
+            if depth < 1:
+                raise ValueError(f"summary depth {key!r} must be at least 1, got {depth}")
+        self._depths = dict(depths)
+
     async def compact(
         self, messages: Sequence[Message | Mapping[str, Any]], *, focus: str | None = None
     ) -> list[Message]:

@@ -146,7 +146,7 @@ def responses_body(n: int, model: str) -> dict[str, Any]:
 
 
 def messages_body(n: int, model: str) -> dict[str, Any]:
-    if _uses_tool(n):
+    if _uses_tool(n) and model != SUMMARIZER:
         content: list[dict[str, Any]] = [
             {
                 "type": "tool_use",
@@ -157,7 +157,8 @@ def messages_body(n: int, model: str) -> dict[str, Any]:
         ]
         stop = "tool_use"
     else:
-        content = [{"type": "text", "text": _text(n)}]
+        text = f"Summary {n}: the agent read the modules." if model == SUMMARIZER else _text(n)
+        content = [{"type": "text", "text": text}]
         stop = "end_turn"
     usage: dict[str, Any] = {"input_tokens": 100 + n, "output_tokens": 7}
     if model == REASONER:

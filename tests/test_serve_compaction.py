@@ -220,6 +220,27 @@ def test_api_paths() -> None:
         ({"upstream": "http://x", "max_body_bytes": 0}, "max body"),
         ({"upstream": "http://x", "timeout": 0}, "timeout"),
         ({"upstream": "http://x", "gateway_key": ""}, "key"),
+        ({"upstream": "http://x", "summarizer": "gpt"}, "summarizer must be one of"),
+        ({"upstream": "http://x", "summarizer": "openai"}, "needs a summarizer model"),
+        (
+            {"upstream": "http://x", "summarizer": "upstream", "handler": "openai:m"},
+            "not both",
+        ),
+        (
+            {"upstream": "http://x", "summarizer": "upstream", "summarizer_url": "http://y"},
+            "summarizer url goes with",
+        ),
+        (
+            {
+                "upstream": "http://x",
+                "summarizer": "openai",
+                "summarizer_model": "m",
+                "summarizer_url": "y",
+            },
+            "summarizer url must be",
+        ),
+        ({"upstream": "http://x", "archive": ""}, "archive"),
+        ({"upstream": "http://x", "archive_reinsert_bytes": -1}, "reinsert"),
     ],
 )
 def test_config_refuses_bad_values(options: dict[str, Any], wrong: str) -> None:
@@ -244,6 +265,40 @@ def test_csum_serve_refuses_bad_flags() -> None:
     code = main(["serve", "--upstream", "http://x", "--tokens"], stderr=err)
     assert code == 2
     assert "--tokens needs --budget" in err.getvalue()
+
+
+def test_csum_serve_says_at_once_when_the_summarizer_key_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("openai", reason="the openai SDK is not installed")
+    monkeypatch.delenv("CSUM_TEST_NO_SUCH_KEY", raising=False)
+    err = io.StringIO()
+    args = ["serve", "--upstream", "http://x", "--summarizer", "openai"]
+    args += ["--summarizer-model", "m", "--summarizer-key-env", "CSUM_TEST_NO_SUCH_KEY"]
+    assert main(args, stderr=err) == 2
+    assert "CSUM_TEST_NO_SUCH_KEY is unset" in err.getvalue()
+
+
+def test_credentials_come_from_either_header_and_never_show() -> None:
+    from csum.serve.summarizer import Credentials
+
+    bearer = Credentials.of({"authorization": "Bearer sk-secret"})
+    assert bearer is not None
+    assert bearer.bearer == "sk-secret"
+    keyed = Credentials.of({"x-api-key": "sk-other"})
+    assert keyed is not None
+    assert keyed.api_key == "sk-other"
+    assert Credentials.of({"authorization": "Basic abc"}) is None
+    assert "sk-" not in repr(bearer) + repr(keyed)
+
+
+async def test_without_offload_the_request_is_compacted_the_same() -> None:
+    items = body(chat_turns(30))
+    offloaded = await rewriter().rewrite(CHAT, items, None)
+    config = ServeConfig(upstream="http://127.0.0.1:9", budget=Budget.bytes(8192), offload=False)
+    inline = await Rewriter(config, MemoryStore()).rewrite(CHAT, items, None)
+    assert inline.kind is offloaded.kind is OutcomeKind.COMPACTED
+    assert inline.body == offloaded.body
 
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
@@ -343,3 +398,161 @@ def test_csum_serve_refuses_an_unknown_handler() -> None:
     code = main(["serve", "--upstream", "http://x", "--handler", "oracle:delphi"], stderr=err)
     assert code == 2
     assert "unknown handler 'oracle:delphi'" in err.getvalue()
+
+
+async def test_summary_depth_is_carried_from_request_to_request() -> None:
+    """Each request gets a fresh keeper; the depth of the summaries it sends again comes
+    from the conversation state, so the depth limit (3) is reached and a summary at it
+    is kept verbatim (the next summary starts again at 1) instead of being summarized
+    again forever at depth 2."""
+    gateway = rewriter()
+    depths = []
+    for turns in range(20, 80, 2):
+        outcome = await gateway.rewrite(CHAT, body(chat_turns(turns)), None)
+        if outcome.kind is OutcomeKind.COMPACTED:
+            depths.append(outcome.depth)
+    assert depths[:4] == [1, 2, 3, 1]
+    assert max(depths) == 3
+
+
+def test_a_state_record_without_depths_still_reads() -> None:
+    state = ConversationState.after([Message.human("q")], [Message.human("q")], {"k": 2})
+    record = json.loads(state.to_bytes())
+    assert record["d"] == {"k": 2}
+    del record["d"]
+    old = ConversationState.from_bytes(json.dumps(record).encode())
+    assert old is not None
+    assert old.depths == {}
+    record["d"] = {"k": 0}
+    with pytest.raises(ValueError, match="bad d field"):
+        ConversationState.from_bytes(json.dumps(record).encode())
+
+
+def responses_body(turns: int, **extra: Any) -> bytes:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Find the importer bug."}]
+    for i in range(turns):
+        items.append(
+            {"type": "function_call", "call_id": f"c{i}", "name": "read", "arguments": "{}"}
+        )
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": "x" * 600})
+    return json.dumps({"model": "gpt-4o", "input": items, **extra}).encode()
+
+
+@pytest.mark.parametrize("field", ["previous_response_id", "conversation"])
+async def test_a_responses_request_on_provider_state_goes_uncompacted(field: str) -> None:
+    """With ``previous_response_id`` (or a ``conversation``) the provider holds the
+    history the gateway cannot see: compacting the visible items would cut a history
+    that is not all there, so the request goes as it came, counted apart."""
+    gateway = rewriter()
+    responses = APIS[1]
+    assert (await gateway.rewrite(responses, responses_body(30), None)).kind is (
+        OutcomeKind.COMPACTED
+    )
+    outcome = await gateway.rewrite(responses, responses_body(30, **{field: "resp_1"}), None)
+    assert outcome.kind is OutcomeKind.PROVIDER_STATE
+    assert outcome.body is None
+    small = responses_body(1, **{field: "resp_1"})  # even within the budget: counted
+    assert (await gateway.rewrite(responses, small, None)).kind is OutcomeKind.PROVIDER_STATE
+    assert (await gateway.rewrite(responses, responses_body(1), None)).kind is (
+        OutcomeKind.WITHIN_BUDGET
+    )
+
+
+async def test_compaction_runs_off_the_event_loop_and_the_store_on_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CPU-bound work (decode, Compactor, encode) runs in a worker thread, so a large
+    request does not stall the gateway's other requests; the store is called on the
+    gateway's own loop thread, where its connections live."""
+    import threading
+
+    import csum.serve.compaction as compaction
+
+    seen: dict[str, set[int]] = {"compactor": set(), "store": set()}
+
+    class Watched(compaction.Compactor):
+        async def run(self, *args: Any, **kwargs: Any) -> Any:
+            seen["compactor"].add(threading.get_ident())
+            return await super().run(*args, **kwargs)
+
+    class WatchedStore(MemoryStore):
+        async def get(self, key: str) -> bytes | None:
+            seen["store"].add(threading.get_ident())
+            return await super().get(key)
+
+        async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+            seen["store"].add(threading.get_ident())
+            await super().set(key, value, ttl)
+
+    monkeypatch.setattr(compaction, "Compactor", Watched)
+    gateway = rewriter(store=WatchedStore())
+    loop_thread = threading.get_ident()
+    for turns in (30, 31):
+        outcome = await gateway.rewrite(CHAT, body(chat_turns(turns)), None)
+        assert outcome.kind in (OutcomeKind.COMPACTED, OutcomeKind.REUSED)
+    assert seen["compactor"]
+    assert loop_thread not in seen["compactor"]
+    assert seen["store"] == {loop_thread}
+
+
+async def test_a_store_that_fails_off_the_loop_never_fails_the_request(tmp_path: Path) -> None:
+    """A store error raised on the loop reaches the worker as an exception, absorbed."""
+
+    class Down(MemoryStore):
+        async def get(self, key: str) -> bytes | None:
+            raise ConnectionError("store down")
+
+        async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+            raise ConnectionError("store down")
+
+    outcome = await rewriter(store=Down()).rewrite(CHAT, body(chat_turns(30)), None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    assert outcome.store_failures >= 2
+
+
+async def test_the_archive_keeps_each_conversation_in_its_own_session(tmp_path: Path) -> None:
+    """--archive: the messages a compaction summarizes away go to the archive under the
+    conversation's key as the session; two conversations never see each other's."""
+    from csum.archive import HistoryArchive, SQLiteArchiveStore
+
+    store = SQLiteArchiveStore(tmp_path / "archive.db")
+    config = ServeConfig(
+        upstream="http://127.0.0.1:9", budget=Budget.bytes(8192), archive=str(tmp_path)
+    )
+    gateway = Rewriter(config, MemoryStore(), store)
+    try:
+        mine = chat_turns(30)
+        theirs = [dict(m) for m in chat_turns(30, result_bytes=500)]
+        theirs[1] = {"role": "user", "content": "Another tenant's question."}
+        for items in (mine, theirs):
+            outcome = await gateway.rewrite(CHAT, body(items), None)
+            assert outcome.kind is OutcomeKind.COMPACTED
+            assert outcome.archived > 0
+            assert outcome.body is not None
+            assert "[archived:" in outcome.body.decode()
+        my_key = conversation_key("chat", openai.decode({"messages": mine}), None)
+        their_key = conversation_key("chat", openai.decode({"messages": theirs}), None)
+        assert my_key != their_key
+        my_archive = HistoryArchive(store, session=my_key)
+        their_archive = HistoryArchive(store, session=their_key)
+        assert await my_archive.search("src/m3.py line 3", limit=5)
+        hits = await their_archive.search("src/m3.py line 3", limit=5)
+        assert hits
+        assert all("Another" not in h.message.text for h in await my_archive.search("tenant"))
+        assert await HistoryArchive(store, session="other").search("src/m3.py", limit=5) == []
+    finally:
+        await store.aclose()
+
+
+def test_summary_depths_are_checked_when_restored() -> None:
+    from csum.compactor import Compactor
+
+    keeper = Compactor(budget=Budget.bytes(8192))
+    assert dict(keeper.summary_depths) == {}
+    keeper.restore_summary_depths({"abc": 2})
+    assert dict(keeper.summary_depths) == {"abc": 2}
+    with pytest.raises(TypeError, match="not a str: int pair"):
+        keeper.restore_summary_depths({"abc": True})
+    with pytest.raises(ValueError, match="at least 1"):
+        keeper.restore_summary_depths({"abc": 0})
+    assert dict(keeper.summary_depths) == {"abc": 2}  # a refused mapping changes nothing

@@ -24,14 +24,17 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.serve.apis import api_for
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
 from csum.serve.metrics import Metrics
+from csum.serve.summarizer import Credentials
+from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError, count_tokens
 from csum.serve.translations import Translation, translated_headers, translation_for
 from csum.serve.upstream import Upstream, request_headers, response_headers
-from csum.stores import SummaryStore, open_store
+from csum.stores import SummaryStore, is_redis_url, open_store
 
 __all__ = ["COUNT_TOKENS_PATH", "BodyTooLargeError", "Gateway", "create_app"]
 
@@ -42,6 +45,13 @@ COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 
 class BodyTooLargeError(Exception):
     """The request body exceeds ``max_body_bytes``."""
+
+
+def _open_archive(location: str) -> ArchiveStore:
+    """The archive store at ``location``: a ``redis://`` URL or a SQLite file path."""
+    if is_redis_url(location):
+        return RedisArchiveStore(location)
+    return SQLiteArchiveStore(location)
 
 
 def _error(status: int, kind: str, message: str) -> JSONResponse:
@@ -56,15 +66,21 @@ class Gateway:
         self.config = config
         self.metrics = Metrics()
         self.store = store if store is not None else open_store(config.store)
-        self.rewriter = Rewriter(config, self.store)
+        self.archive_store = None if config.archive is None else _open_archive(config.archive)
+        self.rewriter = Rewriter(config, self.store, self.archive_store)
         self.upstream = Upstream(config)
+        self.tracer = tracer()
 
     async def aclose(self) -> None:
-        """Close the upstream connections and the store."""
+        """Close the upstream connections and the stores."""
         try:
             await self.upstream.aclose()
         finally:
-            await self.store.aclose()
+            try:
+                await self.store.aclose()
+            finally:
+                if self.archive_store is not None:
+                    await self.archive_store.aclose()
 
     def authorized(self, request: Request) -> bool:
         """Whether the request carries the gateway key (always, when none is set)."""
@@ -90,7 +106,12 @@ class Gateway:
         return b"".join(chunks)
 
     async def forward(self, request: Request) -> Response:
-        """Every proxied request: read, compact when it is one of the APIs, relay."""
+        """Every proxied request: read, compact when it is one of the APIs, relay (in
+        an OpenTelemetry span when the otel extra is installed)."""
+        with span(self.tracer, "csum.serve.request", {"http.request.method": request.method}):
+            return await self._forward(request)
+
+    async def _forward(self, request: Request) -> Response:
         started = time.perf_counter()
         if not self.authorized(request):
             return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
@@ -122,9 +143,14 @@ class Gateway:
             path = target = api.path
         outcome: Outcome | None = None
         if api is not None:
-            outcome = await self.rewriter.rewrite(
-                api, body, request.headers.get(CONVERSATION_HEADER)
-            )
+            credentials = None
+            if self.config.summarizer == "upstream":
+                credentials = Credentials.of(request.headers)
+            with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": endpoint}) as s:
+                outcome = await self.rewriter.rewrite(
+                    api, body, request.headers.get(CONVERSATION_HEADER), credentials
+                )
+                annotate(s, outcome_attributes(outcome))
             self._count(endpoint, outcome)
             if outcome.body is not None:
                 body = outcome.body
@@ -143,6 +169,10 @@ class Gateway:
             return self._unreachable(endpoint, 502, "unreachable", exc)
         self.metrics.upstream_seconds.labels(endpoint).observe(time.perf_counter() - sent)
         self.metrics.requests.labels(endpoint, str(upstream.status_code)).inc()
+        annotate(
+            current_span(self.tracer),
+            {"csum.endpoint": endpoint, "http.response.status_code": upstream.status_code},
+        )
         _log.info(
             "%s %s -> %d",
             request.method,
@@ -234,6 +264,12 @@ class Gateway:
         metrics.handler_calls.inc(outcome.handler_calls)
         metrics.cache_hits.inc(outcome.cache_hits)
         metrics.store_failures.inc(outcome.store_failures)
+        metrics.archived.inc(outcome.archived)
+        if outcome.kind is OutcomeKind.PROVIDER_STATE:
+            _log.info(
+                "history held by the provider, forwarded uncompacted",
+                extra={"endpoint": endpoint, "outcome": str(outcome.kind)},
+            )
 
 
 def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Starlette:

@@ -15,17 +15,30 @@ from csum.handlers import resolve_handler
 from csum.serve.config import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_WINDOW_SHARE,
+    SUMMARIZER_KINDS,
     UPSTREAM_APIS,
     ServeConfig,
 )
+from csum.serve.summarizer import Summarizer
 
-__all__ = ["DEFAULT_KEEP_ALIVE", "GATEWAY_KEY_ENV", "add_serve_parser", "config_from", "serve"]
+__all__ = [
+    "DEFAULT_KEEP_ALIVE",
+    "GATEWAY_KEY_ENV",
+    "SWITCH_INTERVAL",
+    "add_serve_parser",
+    "config_from",
+    "serve",
+]
 
 DEFAULT_KEEP_ALIVE = 75.0
 """Seconds uvicorn keeps an idle client connection (its own default, 5, is also
 httpx's idle expiry): a server that closes a kept-alive connection just as the client
 sends on it fails that request, so the gateway waits longer than clients and load
 balancers (60 s on common ones) and they always close first."""
+SWITCH_INTERVAL = 0.0005
+"""Seconds between the interpreter's thread switches in ``csum serve`` (Python's default
+is 0.005): while a worker thread compacts it holds the GIL, and the event loop waits up
+to this long at every wake-up to get it back, several times per request."""
 GATEWAY_KEY_ENV = "CSUM_GATEWAY_KEY"
 """Environment variable read for the gateway key (kept off the command line)."""
 
@@ -107,6 +120,42 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="with --upstream-api openai|anthropic: model name sent in translated requests",
     )
     add(
+        "--summarizer",
+        choices=SUMMARIZER_KINDS,
+        default="extractive",
+        help="what writes the summaries: extractive (offline, default) | upstream (the "
+        "upstream, with the key of the request being compacted) | openai | anthropic (a "
+        "separate endpoint: --summarizer-url, --summarizer-model, --summarizer-key-env)",
+    )
+    add("--summarizer-url", help="base URL of the separate summarizer (default: the SDK's)")
+    add(
+        "--summarizer-model",
+        help="model of the summaries (needed for openai|anthropic; with upstream, default: "
+        "the request's own model)",
+    )
+    add(
+        "--summarizer-key-env",
+        help="environment variable holding the separate summarizer's key (default "
+        "OPENAI_API_KEY or ANTHROPIC_API_KEY)",
+    )
+    add(
+        "--archive",
+        metavar="PATH|redis://...",
+        help="keep the messages summarized away (SQLite file or Redis), one session per "
+        "conversation; default: not kept",
+    )
+    add(
+        "--archive-reinsert",
+        default="0",
+        help="with --archive: bytes of archived lines a new question may get back, e.g. "
+        "4KiB (default 0: off)",
+    )
+    add(
+        "--no-offload",
+        action="store_true",
+        help="compact on the event loop instead of a worker thread (for debugging)",
+    )
+    add(
         "--log-level",
         default="info",
         choices=("critical", "error", "warning", "info", "debug", "trace"),
@@ -148,6 +197,15 @@ def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeCon
         upstream_api=args.upstream_api,
         upstream_model=args.upstream_model,
         handler=args.handler,
+        summarizer=args.summarizer,
+        summarizer_url=args.summarizer_url,
+        summarizer_model=args.summarizer_model,
+        summarizer_key_env=args.summarizer_key_env,
+        archive=args.archive,
+        archive_reinsert_bytes=0
+        if args.archive_reinsert == "0"
+        else parse_size(args.archive_reinsert),
+        offload=not args.no_offload,
     )
 
 
@@ -158,6 +216,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
     try:
         config = config_from(args, err)
         resolve_handler(config.handler)  # a wrong spec or a missing SDK, said at once
+        Summarizer(config)  # a missing key or SDK of --summarizer, said at once
     except (ValueError, ImportError) as exc:
         print(f"csum serve: error: {exc}", file=err)
         return 2
@@ -172,6 +231,8 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         print(f"csum serve: {INSTALL_HINT}", file=err)
         return 2
     configure(args.log_level if args.log_level != "trace" else "debug")
+    if config.offload:
+        sys.setswitchinterval(SWITCH_INTERVAL)
     uvicorn.run(
         app,
         host=args.host,

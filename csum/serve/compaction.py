@@ -10,30 +10,46 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+
 from cast import Message
-from csum._calls import SummarizeHandler
+from csum.archive import HistoryArchive
 from csum.budget import Budget
 from csum.cache import SummaryCache
 from csum.compactor import Compactor, summary_bytes
-from csum.handlers import resolve_handler
 from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import ConversationState, conversation_key
+from csum.serve.loop_stores import LoopArchive, LoopStore
+from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler
 from csum.settings import Robustness, Stores
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
+from csum.stores._archive_protocol import ArchiveStore
 
-__all__ = ["MODEL_PROMPT_BYTES", "Outcome", "OutcomeKind", "Rewriter", "fits_by_size"]
+__all__ = [
+    "MODEL_PROMPT_BYTES",
+    "PROVIDER_STATE_KEYS",
+    "Outcome",
+    "OutcomeKind",
+    "Rewriter",
+    "fits_by_size",
+]
 
 _log = logging.getLogger("csum.serve")
 
 MODEL_PROMPT_BYTES = 1 << 20
 """Largest prompt sent to a model handler (as ``csum summarize``'s default): an evicted
 part beyond it is summarized in pieces, then merged."""
+PROVIDER_STATE_KEYS = ("previous_response_id", "conversation")
+"""Responses API fields that make the provider hold the history: the gateway sees only
+the new items, so it cannot compact (the request goes as it came, counted)."""
 
 
 class OutcomeKind(StrEnum):
@@ -50,6 +66,9 @@ class OutcomeKind(StrEnum):
     ``--budget``): forwarded byte for byte."""
     FAILED = "failed"
     """Decoding or compaction failed: forwarded byte for byte (logged, counted)."""
+    PROVIDER_STATE = "provider_state"
+    """A Responses request continuing state the provider holds (``previous_response_id``
+    or ``conversation``): the history is not in the request, forwarded byte for byte."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,34 +83,87 @@ class Outcome:
     handler_calls: int = 0
     cache_hits: int = 0
     store_failures: int = 0
+    depth: int = 0
+    """Depth of the summary a compaction wrote (0: none written)."""
+    archived: int = 0
+    """Messages the compaction put in the archive."""
     detail: str = ""
 
 
 class Rewriter:
     """Compacts requests for one gateway; ``store`` holds the conversations' state and
-    the summary cache (shared by replicas when it is Redis)."""
+    the summary cache (shared by replicas when it is Redis), ``archive_store`` (when
+    given) the messages summarized away, one session per conversation key.
 
-    def __init__(self, config: ServeConfig, store: SummaryStore) -> None:
+    The work of a request that needs decoding (JSON, codec, Compactor, encoding: all
+    CPU-bound) runs in a worker thread on an event loop of its own, so a large request
+    does not stall the others; store calls go back to the gateway's loop, where the
+    stores' connections live (:class:`LoopStore`)."""
+
+    def __init__(
+        self,
+        config: ServeConfig,
+        store: SummaryStore,
+        archive_store: ArchiveStore | None = None,
+    ) -> None:
         self.config = config
         self.store = store
-        spec = config.handler.strip()
-        # None: the Compactor's own extractive handler, its summaries sized to the budget
-        self.handler: SummarizeHandler | None = (
-            None if spec.lower() == "extractive" else resolve_handler(spec)
-        )
-        self.offline = spec.lower().startswith("extractive")
+        self.archive_store = archive_store
+        self.summarizer = Summarizer(config)
 
-    async def rewrite(self, api: Api, body: bytes, conversation: str | None) -> Outcome:
+    async def rewrite(
+        self,
+        api: Api,
+        body: bytes,
+        conversation: str | None,
+        credentials: Credentials | None = None,
+    ) -> Outcome:
         """What to send upstream for ``body`` on ``api``; never raises for bad input or
-        a failing store (``conversation`` is the optional header's value)."""
-        if self.config.budget is not None and fits_by_size(body, self.config.budget):
+        a failing store (``conversation`` is the optional header's value,
+        ``credentials`` the client's, used only by ``--summarizer upstream``)."""
+        held = api.name == "responses" and any(
+            f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
+        )
+        if not held and self.config.budget is not None and fits_by_size(body, self.config.budget):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
+        request = _Request(api, body, conversation, credentials)
+        if not self.config.offload:
+            read = self._read(request)
+            if isinstance(read, Outcome):
+                return read
+            return await self._compacted(request, read, self.store, self.archive_store)
+        token = anyio.lowlevel.current_token()
+        return await anyio.to_thread.run_sync(self._in_worker, request, token)
+
+    def _in_worker(self, request: _Request, token: anyio.lowlevel.EventLoopToken) -> Outcome:
+        """The request read here, and compacted (when due) on this worker thread's own
+        event loop, started only then."""
+        read = self._read(request)
+        if isinstance(read, Outcome):
+            return read
+        store: SummaryStore = LoopStore(self.store, token)
+        archive: ArchiveStore | None = None
+        if self.archive_store is not None:
+            archive = LoopArchive(self.archive_store, token)
+        return anyio.run(self._compacted, request, read, store, archive)
+
+    def _read(self, request: _Request) -> Outcome | _Read:
+        """The body parsed and measured: an Outcome when it goes as it came."""
+        api, body = request.api, request.body
         try:
             payload = json.loads(body)
         except ValueError as exc:  # not JSON: the upstream will say so
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"body is not JSON: {exc}")
         if not isinstance(payload, dict):
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="body is not a JSON object")
+        if api.name == "responses":
+            held = [k for k in PROVIDER_STATE_KEYS if payload.get(k) not in (None, "")]
+            if held:
+                return Outcome(
+                    OutcomeKind.PROVIDER_STATE,
+                    bytes_before=len(body),
+                    detail=f"the provider holds the history ({held[0]})",
+                )
         history = api.history(payload)
         if history is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
@@ -100,29 +172,39 @@ class Rewriter:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
         if fits_by_size(body, budget):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
+        return _Read(payload, history, budget)
+
+    async def _compacted(
+        self, request: _Request, read: _Read, store: SummaryStore, archive: ArchiveStore | None
+    ) -> Outcome:
         try:
-            return await self._rewrite(api, payload, history, budget, conversation)
+            return await self._rewrite(
+                request, read.payload, read.history, read.budget, store=store, archive_store=archive
+            )
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
             _log.warning(
                 "compaction failed, forwarding uncompacted",
-                extra={"endpoint": api.name, "error": type(exc).__name__},
+                extra={"endpoint": request.api.name, "error": type(exc).__name__},
             )
-            return Outcome(OutcomeKind.FAILED, detail=f"{type(exc).__name__}: {exc}")
+            return Outcome(OutcomeKind.FAILED, detail=type(exc).__name__)
 
     async def _rewrite(
         self,
-        api: Api,
+        request: _Request,
         payload: dict[str, Any],
         history: dict[str, Any],
         budget: Budget,
-        conversation: str | None,
+        *,
+        store: SummaryStore,
+        archive_store: ArchiveStore | None,
     ) -> Outcome:
+        api = request.api
         messages = api.decode(history)
-        key = conversation_key(api.name, messages, conversation)
+        key = conversation_key(api.name, messages, request.conversation)
         store_failures = 0
         state: ConversationState | None = None
         try:
-            stored = await self.store.get(key)
+            stored = await store.get(key)
             state = None if stored is None else ConversationState.from_bytes(stored)
         except Exception as exc:  # noqa: BLE001 -- store down or record damaged: compact afresh
             store_failures += 1
@@ -132,12 +214,27 @@ class Rewriter:
             )
         rebuilt = None if state is None else state.rebuilt(messages)
         chain = messages if rebuilt is None else rebuilt
-        compactor = self._compactor(api, budget)
+        summary = self.summarizer.for_request(
+            api.provider, payload.get("model"), request.credentials
+        )
+        archive = None
+        if archive_store is not None:
+            archive = HistoryArchive(
+                archive_store,
+                session=key,
+                reinsert_bytes=self.config.archive_reinsert_bytes,
+            )
+        compactor = self._compactor(api, budget, store, summary, archive)
+        if state is not None and rebuilt is not None:
+            compactor.restore_summary_depths(state.depths)
         result = await compactor.run(chain)
         hits = sum(1 for e in result.store_events if e.kind is StoreEventKind.CACHE_HIT)
         store_failures += sum(
-            1 for e in result.store_events if e.kind is StoreEventKind.CACHE_UNAVAILABLE
+            1
+            for e in result.store_events
+            if e.kind in (StoreEventKind.CACHE_UNAVAILABLE, StoreEventKind.ARCHIVE_UNAVAILABLE)
         )
+        archived = sum(1 for e in result.store_events if e.kind is StoreEventKind.ARCHIVED)
         if not result.compacted and rebuilt is None:
             return Outcome(
                 OutcomeKind.WITHIN_BUDGET,
@@ -146,10 +243,12 @@ class Rewriter:
                 store_failures=store_failures,
             )
         sent = result.messages
+        depth = 0
         if result.compacted:
-            new_state = ConversationState.after(messages, sent)
+            depth = max((e.depth for e in result.events), default=0)
+            new_state = ConversationState.after(messages, sent, compactor.summary_depths)
             try:
-                await self.store.set(key, new_state.to_bytes(), self.config.state_ttl)
+                await store.set(key, new_state.to_bytes(), self.config.state_ttl)
             except Exception as exc:  # noqa: BLE001 -- the request still goes, compacted
                 store_failures += 1
                 _log.warning(
@@ -167,23 +266,47 @@ class Rewriter:
             handler_calls=result.handler_calls,
             cache_hits=hits,
             store_failures=store_failures,
+            depth=depth,
+            archived=archived,
         )
 
-    def _compactor(self, api: Api, budget: Budget) -> Compactor:
+    def _compactor(
+        self,
+        api: Api,
+        budget: Budget,
+        store: SummaryStore,
+        summary: SummaryHandler,
+        archive: HistoryArchive | None,
+    ) -> Compactor:
         """A fresh keeper per request: everything it must remember between requests is
         in the conversation state, so any replica sends the same chain."""
         size = summary_bytes(budget)
-        handler_id = f"extractive:{size}" if self.handler is None else self.config.handler
-        cache = SummaryCache(self.store, handler_id=handler_id, summary_budget=size)
+        handler_id = summary.handler_id or f"extractive:{size}"
+        cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
         return Compactor(
-            self.handler,
+            summary.handler,
             budget=budget,
             target=api.provider,
             keep_ratio=self.config.keep_ratio,
-            stores=Stores(cache=cache),
+            stores=Stores(cache=cache, archive=archive),
             # a model's input is bounded: what is evicted beyond it goes in pieces
-            robustness=Robustness(max_prompt_bytes=None if self.offline else MODEL_PROMPT_BYTES),
+            robustness=Robustness(max_prompt_bytes=None if summary.offline else MODEL_PROMPT_BYTES),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    payload: dict[str, Any] = field(repr=False)
+    history: dict[str, Any] = field(repr=False)
+    budget: Budget
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    api: Api
+    body: bytes = field(repr=False)
+    conversation: str | None = field(repr=False)
+    credentials: Credentials | None = field(repr=False)
 
 
 _MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_file"', b"audio")

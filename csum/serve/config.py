@@ -13,6 +13,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_WINDOW_SHARE",
     "GATEWAY_KEY_HEADER",
+    "SUMMARIZER_KINDS",
     "UPSTREAM_APIS",
     "ServeConfig",
 ]
@@ -28,6 +29,9 @@ UPSTREAM_APIS = ("same", "openai", "anthropic")
 only (Anthropic Messages and Responses requests are translated); ``anthropic``: it
 speaks Anthropic Messages only (Chat Completions and Responses requests are
 translated). See csum.serve.translations."""
+SUMMARIZER_KINDS = ("extractive", "upstream", "openai", "anthropic")
+"""``--summarizer``: offline; the upstream with the client's key; a separate endpoint
+of an OpenAI-compatible or Anthropic API (csum.serve.summarizer)."""
 GATEWAY_KEY_HEADER = "x-csum-key"
 """Request header carrying the gateway's own key when ``--gateway-key`` is set."""
 
@@ -48,6 +52,12 @@ class ServeConfig:
     an OpenAI-compatible (Chat Completions) upstream, ``"anthropic"`` Chat Completions
     and Responses requests for an Anthropic upstream (``upstream_model``, when set,
     replaces the model of translated requests).
+    ``summarizer`` (``extractive``, ``upstream``, ``openai``, ``anthropic``) and its
+    ``summarizer_*`` options: see :mod:`csum.serve.summarizer`. ``archive``: where
+    the messages summarized away are kept (a store location; None: not kept), one
+    session per conversation key; ``archive_reinsert_bytes`` > 0 puts archived lines a
+    new question needs back into the chain. ``offload``: compaction runs in a worker
+    thread (its own event loop), so a large request never stalls the others.
     """
 
     upstream: str
@@ -64,6 +74,13 @@ class ServeConfig:
     upstream_api: str = "same"
     upstream_model: str | None = None
     handler: str = "extractive"
+    summarizer: str = "extractive"
+    summarizer_url: str | None = None
+    summarizer_model: str | None = None
+    summarizer_key_env: str | None = None
+    archive: str | None = None
+    archive_reinsert_bytes: int = 0
+    offload: bool = True
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -96,6 +113,36 @@ class ServeConfig:
             raise ValueError("handler must name a handler, e.g. extractive or openai:MODEL")
         if not self.store:
             raise ValueError("store must be memory, a SQLite path or a redis:// URL")
+        self._check_summarizer()
+        if self.archive is not None and not self.archive:
+            raise ValueError("archive must be memory, a SQLite path or a redis:// URL")
+        if self.archive_reinsert_bytes < 0:
+            raise ValueError(
+                f"archive reinsert bytes must be 0 or positive, got {self.archive_reinsert_bytes}"
+            )
+
+    def _check_summarizer(self) -> None:
+        kind = self.summarizer
+        if kind not in SUMMARIZER_KINDS:
+            raise ValueError(
+                f"summarizer must be one of {', '.join(SUMMARIZER_KINDS)}, got {kind!r}"
+            )
+        if kind != "extractive" and self.handler.strip().lower() != "extractive":
+            raise ValueError("give --handler or --summarizer, not both")
+        if kind in ("openai", "anthropic") and not self.summarizer_model:
+            raise ValueError(f"summarizer {kind} needs a summarizer model")
+        if self.summarizer_url is not None:
+            if kind not in ("openai", "anthropic"):
+                raise ValueError("a summarizer url goes with summarizer openai or anthropic")
+            parts = urlsplit(self.summarizer_url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(
+                    f"summarizer url must be an http(s) URL, got {self.summarizer_url!r}"
+                )
+        if self.summarizer_key_env is not None and kind not in ("openai", "anthropic"):
+            raise ValueError("a summarizer key variable goes with summarizer openai or anthropic")
+        if self.summarizer_model is not None and not self.summarizer_model:
+            raise ValueError("the summarizer model must not be empty")
 
     def budget_for(self, model: object) -> Budget | None:
         """The budget of a request for ``model``; None when it cannot be known (no

@@ -16,8 +16,8 @@ sharing an opening: a history that does not match is compacted afresh.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import xxhash
 
@@ -75,20 +75,27 @@ def conversation_key(api: str, messages: Sequence[Message], header: str | None) 
 
 @dataclass(frozen=True, slots=True)
 class ConversationState:
-    """After a compaction: the history compacted (its length in messages and hash) and
-    the chain sent in its place."""
+    """After a compaction: the history compacted (its length in messages and hash), the
+    chain sent in its place and the depth of each summary in it (the keeper's
+    ``summary_depths``, so ``max_depth`` holds across requests)."""
 
     prefix_len: int
     prefix_hash: str
     sent: tuple[Message, ...]
+    depths: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
-    def after(cls, history: Sequence[Message], sent: Sequence[Message]) -> ConversationState:
+    def after(
+        cls,
+        history: Sequence[Message],
+        sent: Sequence[Message],
+        depths: Mapping[str, int] | None = None,
+    ) -> ConversationState:
         """The state once ``history`` was sent as ``sent``. Cache markers are taken out
         of ``sent`` except on system messages: the client puts its own on the newest
         turn, and stale ones would add up past the provider's limit (4 on Anthropic)."""
         kept = tuple(m if m.role is Role.SYSTEM else without_cache_points(m) for m in sent)
-        return cls(len(history), chain_hash(history), kept)
+        return cls(len(history), chain_hash(history), kept, dict(depths or {}))
 
     def rebuilt(self, history: Sequence[Message]) -> list[Message] | None:
         """``history`` with its compacted prefix replaced by what was sent; None when
@@ -105,6 +112,7 @@ class ConversationState:
             "n": self.prefix_len,
             "h": self.prefix_hash,
             "sent": native_codec.encode(self.sent),
+            "d": dict(self.depths),
         }
         return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8", "surrogatepass"
@@ -120,4 +128,9 @@ class ConversationState:
         count, digest, sent = record.get("n"), record.get("h"), record.get("sent")
         if not isinstance(count, int) or count < 0 or not isinstance(digest, str):
             raise ValueError("damaged conversation state: bad n or h field")
-        return cls(count, digest, tuple(native_codec.decode(sent)))
+        depths = record.get("d", {})  # absent in records written before depths were kept
+        if not isinstance(depths, dict) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in depths.values()
+        ):
+            raise ValueError("damaged conversation state: bad d field")
+        return cls(count, digest, tuple(native_codec.decode(sent)), depths)

@@ -48,6 +48,11 @@ class Metrics:
             "Store operations that failed (the request went on without them)",
             registry=registry,
         )
+        self.archived = Counter(
+            "csum_serve_archive_events",
+            "Archive writes made by compactions (--archive)",
+            registry=registry,
+        )
         self.upstream_errors = Counter(
             "csum_serve_upstream_errors",
             "Requests the upstream could not be reached for, by kind",
