@@ -53,6 +53,12 @@ from cast._fast import (
 )
 from cast._json import loads_strict
 from cast._lint import is_cache_point, is_empty, media_of
+from cast._transforms import (
+    map_messages,
+    map_tool_call_arguments,
+    normalize_tool_call_ids,
+    sanitize_arguments,
+)
 from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.ids import IdTemplate
@@ -75,12 +81,6 @@ from cast.providers import (
     ReasoningScope,
     Rule,
     resolve_provider,
-)
-from cast.transforms import (
-    map_messages,
-    map_tool_call_arguments,
-    normalize_tool_call_ids,
-    sanitize_arguments,
 )
 
 __all__ = [

@@ -18,6 +18,7 @@ changed. Inside ``cast`` the parser and transforms use the unchecked ``cast._fas
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
@@ -48,6 +49,15 @@ if TYPE_CHECKING:
 __all__ = ["BodyPair", "BodyPairType", "ChainAST", "Header", "Section", "pair_type_of"]
 
 _set = object.__setattr__
+
+
+def _renamed(old: str, new: str) -> None:
+    """Warn that ``old`` is a former spelling (kept for one release) of ``new``."""
+    warnings.warn(
+        f"{old} is deprecated and goes in the next release: use {new}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 class BodyPairType(StrEnum):
@@ -136,7 +146,15 @@ class Header:
             self.human_message if isinstance(human_message, _Keep) else human_message,
         )
 
-    replace = evolve
+    def replace(
+        self,
+        *,
+        system_message: Message | _Keep | None = _KEEP,
+        human_message: Message | _Keep | None = _KEEP,
+    ) -> Header:
+        """Deprecated: the older name of :meth:`evolve`."""
+        _renamed("Header.replace", "Header.evolve")
+        return self.evolve(system_message=system_message, human_message=human_message)
 
 
 def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> str | None:
@@ -340,7 +358,12 @@ class Section:
             self.header if header is None else header, self.body if body is None else body
         )
 
-    replace = evolve
+    def replace(
+        self, *, header: Header | None = None, body: Iterable[BodyPair] | None = None
+    ) -> Section:
+        """Deprecated: the older name of :meth:`evolve`."""
+        _renamed("Section.replace", "Section.evolve")
+        return self.evolve(header=header, body=body)
 
     def messages(self) -> list[Message]:
         """The header's messages, then every body pair's, in chain order."""
@@ -500,8 +523,9 @@ class ChainAST:
         )
 
     def replace_sections(self, sections: Iterable[Section]) -> ChainAST:
-        """A new chain with these sections (checked like the constructor)."""
-        return ChainAST.build(sections)
+        """Deprecated: the older name of ``evolve(sections=...)``."""
+        _renamed("ChainAST.replace_sections(sections)", "ChainAST.evolve(sections=sections)")
+        return self.evolve(sections=sections)
 
     def evolve(self, *, sections: Iterable[Section]) -> ChainAST:
         """A copy with other sections (checked like :meth:`build`)."""
@@ -513,32 +537,32 @@ class ChainAST:
         """Give every tool call whose id does not fit ``template``, or repeats an id seen
         earlier in the chain, a new id from it; its results follow (the collector is
         paused while the renamed nodes are built, as in :meth:`from_json`)."""
-        from cast.transforms import normalize_tool_call_ids
+        from cast._transforms import normalize_tool_call_ids
 
         with collector_paused():
             return normalize_tool_call_ids(self, template)
 
     def clear_reasoning(self) -> ChainAST:
         """Drop ``reasoning`` from every text part and tool call."""
-        from cast.transforms import clear_reasoning
+        from cast._transforms import clear_reasoning
 
         return clear_reasoning(self)
 
     def sanitize_tool_call_arguments(self) -> ChainAST:
         """Escape raw control characters in argument JSON; invalid JSON becomes ``"{}"``."""
-        from cast.transforms import sanitize_tool_call_arguments
+        from cast._transforms import sanitize_tool_call_arguments
 
         return sanitize_tool_call_arguments(self)
 
     def append_human_message(self, text: str) -> ChainAST:
         """Add human text: a new section, or into the open section's header."""
-        from cast.transforms import append_human_message
+        from cast._transforms import append_human_message
 
         return append_human_message(self, text)
 
     def add_tool_response(self, tool_call_id: str, name: str, content: str) -> ChainAST:
         """Set the result of a tool call, replacing its content or adding it."""
-        from cast.transforms import add_tool_response
+        from cast._transforms import add_tool_response
 
         return add_tool_response(self, tool_call_id, name, content)
 

@@ -165,18 +165,36 @@ def test_a_pair_may_wait_for_results() -> None:
     assert pair.size == sum(m.size for m in pair.messages())
 
 
-def test_replace_checks_like_the_constructor() -> None:
+def test_evolve_checks_like_the_constructor() -> None:
     header = Header(human_message=H("a"))
     with pytest.raises(ChainError):
-        header.replace(human_message=A("x"))
+        header.evolve(human_message=A("x"))
     section = Section(header, (BodyPair.completion("x"),))
     with pytest.raises(ChainError):
-        ChainAST([section]).replace_sections([section.replace(body=()), section])
+        ChainAST([section]).evolve(sections=[section.evolve(body=()), section])
     # A section opened by a system message sent mid-chain (what repair builds).
-    late = section.replace(header=Header(S("s")))
-    assert ChainAST([section]).replace_sections([section, late]).sections[1] == late
-    assert header.replace(system_message=S("s")) == Header(S("s"), H("a"))
-    assert section.replace(body=()).body == ()
+    late = section.evolve(header=Header(S("s")))
+    assert ChainAST([section]).evolve(sections=[section, late]).sections[1] == late
+    assert header.evolve(system_message=S("s")) == Header(S("s"), H("a"))
+    assert section.evolve(body=()).body == ()
+
+
+def test_the_older_names_of_evolve_warn_and_mean_the_same() -> None:
+    """``replace`` (Header, Section) and ``replace_sections`` (ChainAST) were a second
+    spelling of ``evolve``: kept for one release, each warning with the new spelling."""
+    header = Header(human_message=H("a"))
+    section = Section(header, (BodyPair.completion("x"),))
+    chain = ChainAST([section])
+    with pytest.warns(DeprecationWarning, match=r"use Header\.evolve"):
+        assert header.replace(system_message=S("s")) == header.evolve(system_message=S("s"))
+    with pytest.warns(DeprecationWarning, match=r"use Section\.evolve"):
+        assert section.replace(body=()) == section.evolve(body=())
+    with pytest.warns(DeprecationWarning, match=r"evolve\(sections=sections\)"):
+        assert chain.replace_sections([section, section]) == chain.evolve(
+            sections=[section, section]
+        )
+    with pytest.warns(DeprecationWarning, match="Header"), pytest.raises(ChainError):
+        header.replace(human_message=A("x"))
 
 
 def test_a_built_tree_equals_the_parsed_chain() -> None:
