@@ -31,6 +31,14 @@ from cast.codecs import anthropic, openai, openai_responses  # noqa: E402
 from csum.budget import Budget  # noqa: E402
 from csum.serve import ServeConfig, create_app  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
+from serve_clients import (  # noqa: E402
+    API_KEY,
+    CHAT_READ_FILE,
+    READ_FILE_SCHEMA,
+    SYSTEM,
+    anthropic_http,
+    tool_output,
+)
 from serve_processes import (  # noqa: E402
     Process,
     free_port,
@@ -44,20 +52,6 @@ from serve_processes import (  # noqa: E402
 
 BUDGET = 16384
 TURNS = 40
-API_KEY = "sk-test-secret-0123456789"
-SYSTEM = "You are a coding agent. Read files with read_file before changing them."
-TOOL_SCHEMA = {
-    "type": "object",
-    "properties": {"path": {"type": "string"}, "lines": {"type": "array"}},
-    "required": ["path"],
-}
-
-
-def tool_output(arguments: str) -> str:
-    """What the client's tool returns for a read_file call (about 1.2 KB)."""
-    path = json.loads(arguments)["path"]
-    lines = [f"{path}:{i}: def handler_{i}(request): return route(request, {i})" for i in range(20)]
-    return "\n".join(lines)
 
 
 @dataclass
@@ -87,7 +81,7 @@ def chat_conversation(base: str, turns: int = TURNS, stream_every: int = 3) -> R
     client = openai_sdk.OpenAI(
         base_url=base + "/v1", api_key=API_KEY, http_client=http, max_retries=0
     )
-    tools = [{"type": "function", "function": {"name": "read_file", "parameters": TOOL_SCHEMA}}]
+    tools = [CHAT_READ_FILE]
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "Refactor the request handlers."},
@@ -149,7 +143,7 @@ def responses_conversation(base: str, turns: int = TURNS) -> Run:
     client = openai_sdk.OpenAI(
         base_url=base + "/v1", api_key=API_KEY, http_client=http, max_retries=0
     )
-    tools = [{"type": "function", "name": "read_file", "parameters": TOOL_SCHEMA}]
+    tools = [{"type": "function", "name": "read_file", "parameters": READ_FILE_SCHEMA}]
     items: list[dict[str, Any]] = [{"role": "user", "content": "Refactor the request handlers."}]
     for turn in range(turns):
         response = client.responses.with_raw_response.create(
@@ -185,22 +179,13 @@ def responses_conversation(base: str, turns: int = TURNS) -> Run:
     return run
 
 
-def anthropic_http(**options: Any) -> Any:
-    """An HTTP client for the anthropic SDK (recent versions take an ``httpx2`` one)."""
-    try:
-        import httpx2
-    except ImportError:
-        return httpx.Client(**options)
-    return httpx2.Client(**options)
-
-
 def messages_conversation(base: str, turns: int = TURNS, stream_every: int = 3) -> Run:
     run = Run()
     http = anthropic_http(event_hooks={"request": [run.hook]})
     client = anthropic_sdk.Anthropic(
         base_url=base, api_key=API_KEY, http_client=http, max_retries=0
     )
-    tools = [{"name": "read_file", "description": "read a file", "input_schema": TOOL_SCHEMA}]
+    tools = [{"name": "read_file", "description": "read a file", "input_schema": READ_FILE_SCHEMA}]
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Refactor the request handlers."}]
     system = [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]
     for turn in range(turns):
@@ -834,7 +819,7 @@ def chat_conversation_over(transport: httpx.BaseTransport, turns: int) -> None:
     client = openai_sdk.OpenAI(
         base_url="http://127.0.0.1:1/v1", api_key=API_KEY, http_client=http, max_retries=0
     )
-    tools = [{"type": "function", "function": {"name": "read_file", "parameters": TOOL_SCHEMA}}]
+    tools = [CHAT_READ_FILE]
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "Refactor the request handlers."},

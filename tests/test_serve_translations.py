@@ -31,6 +31,14 @@ import httpx  # noqa: E402
 
 from cast import lint  # noqa: E402
 from cast.codecs import anthropic, openai  # noqa: E402
+from serve_clients import (  # noqa: E402
+    API_KEY,
+    CHAT_READ_FILE,
+    READ_FILE_SCHEMA,
+    SYSTEM,
+    anthropic_http,
+    tool_output,
+)
 from serve_payloads import REASONER  # noqa: E402
 from serve_processes import (  # noqa: E402
     Process,
@@ -43,22 +51,8 @@ from serve_processes import (  # noqa: E402
 )
 
 BUDGET = 16384
-API_KEY = "sk-test-secret-0123456789"
-SYSTEM = "You are a coding agent. Read files with read_file before changing them."
-SCHEMA = {
-    "type": "object",
-    "properties": {"path": {"type": "string"}, "lines": {"type": "array"}},
-    "required": ["path"],
-}
 
 Calls = list[tuple[str, str, str]]  # (id, name, arguments as normalized JSON)
-
-
-def tool_output(arguments: str) -> str:
-    """What the client's tool returns for a read_file call (about 1.2 KB)."""
-    path = json.loads(arguments)["path"]
-    lines = [f"{path}:{i}: def handler_{i}(request): return route(request, {i})" for i in range(20)]
-    return "\n".join(lines)
 
 
 def _json(arguments: str) -> str:
@@ -97,7 +91,7 @@ def chat_conversation(base: str, turns: int) -> Run:
     client = openai_sdk.OpenAI(
         base_url=base + "/v1", api_key=API_KEY, http_client=http, max_retries=0
     )
-    tools = [{"type": "function", "function": {"name": "read_file", "parameters": SCHEMA}}]
+    tools = [CHAT_READ_FILE]
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": "Refactor the request handlers."},
@@ -181,7 +175,7 @@ def responses_conversation(base: str, turns: int) -> Run:
     client = openai_sdk.OpenAI(
         base_url=base + "/v1", api_key=API_KEY, http_client=http, max_retries=0
     )
-    tools = [{"type": "function", "name": "read_file", "parameters": SCHEMA}]
+    tools = [{"type": "function", "name": "read_file", "parameters": READ_FILE_SCHEMA}]
     items: list[dict[str, Any]] = [{"role": "user", "content": "Refactor the request handlers."}]
     for turn in range(turns):
         options: dict[str, Any] = {
@@ -232,15 +226,6 @@ def responses_conversation(base: str, turns: int) -> Run:
     return run
 
 
-def anthropic_http(**options: Any) -> Any:
-    """An HTTP client for the anthropic SDK (recent versions take an ``httpx2`` one)."""
-    try:
-        import httpx2
-    except ImportError:
-        return httpx.Client(**options)
-    return httpx2.Client(**options)
-
-
 def messages_conversation(base: str, turns: int) -> Run:
     """The anthropic SDK, every other turn streamed; thinking blocks sent back."""
     run = Run()
@@ -248,7 +233,7 @@ def messages_conversation(base: str, turns: int) -> Run:
     client = anthropic_sdk.Anthropic(
         base_url=base, api_key=API_KEY, http_client=http, max_retries=0
     )
-    tools = [{"name": "read_file", "description": "read a file", "input_schema": SCHEMA}]
+    tools = [{"name": "read_file", "description": "read a file", "input_schema": READ_FILE_SCHEMA}]
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Refactor the request handlers."}]
     for turn in range(turns):
         options: dict[str, Any] = {
