@@ -33,6 +33,7 @@ __all__ = [
     "count_tokens",
     "messages_response",
     "messages_usage",
+    "reasoning_of",
 ]
 
 STOP_REASONS = {
@@ -132,7 +133,7 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
     choices = completion.get("choices") or [{}]
     message = choices[0].get("message") or {}
     content: list[dict[str, Any]] = []
-    thought = _reasoning_of(message)
+    thought = reasoning_of(message)
     if thought:
         content.append({"type": "thinking", "thinking": thought, "signature": ""})
     text = message.get("content")
@@ -161,7 +162,9 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
     }
 
 
-def _reasoning_of(message: dict[str, Any]) -> str:
+def reasoning_of(message: dict[str, Any]) -> str:
+    """The reasoning text of a Chat message or delta, under whichever field the
+    OpenAI-compatible server uses ("" when it has none)."""
     for field in REASONING_FIELDS:
         value = message.get(field)
         if isinstance(value, str) and value:
@@ -257,7 +260,7 @@ class MessagesStream:
             self._usage = messages_usage(usage)
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
-            thought = _reasoning_of(delta)
+            thought = reasoning_of(delta)
             if thought:
                 if self._block != ("thinking", -1):
                     yield from self._open(("thinking", -1), dict(_THINKING))

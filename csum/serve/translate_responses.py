@@ -26,9 +26,8 @@ import cast.codecs.openai as openai_codec
 import cast.codecs.openai_responses as responses_codec
 from cast import Message, Reasoning, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
-from cast.codecs.openai import REASONING_FIELDS
 from csum.serve.sse import SseReader, data_event, read_event
-from csum.serve.translate import TranslationError
+from csum.serve.translate import TranslationError, reasoning_of
 from csum.serve.translate_chat import chat_usage, messages_request
 
 __all__ = [
@@ -130,14 +129,6 @@ def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _reasoning_of(message: dict[str, Any]) -> str:
-    for field in REASONING_FIELDS:
-        value = message.get(field)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
 def _reasoning_item(item_id: str, text: str) -> dict[str, Any]:
     content = [{"type": "reasoning_text", "text": text}]
     return {"type": "reasoning", "id": item_id, "summary": [], "content": content}
@@ -204,7 +195,7 @@ def responses_response(
     message = choice.get("message") or {}
     base = str(completion.get("id") or "gateway")
     output: list[dict[str, Any]] = []
-    thought = _reasoning_of(message)
+    thought = reasoning_of(message)
     if thought:
         output.append(_reasoning_item(f"rs_{base}", thought))
     text = message.get("content")
@@ -414,7 +405,7 @@ class ResponsesStream(_ResponsesWriter):
             self._usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
-            thought = _reasoning_of(delta)
+            thought = reasoning_of(delta)
             if thought:
                 yield from self._reasoning(("reasoning", -1), thought, summary=False)
             text = delta.get("content")
