@@ -41,12 +41,15 @@ def gist(text: str, limit: int = GIST_BYTES) -> str:
             lines.append(line)
     if not lines or limit <= 0:
         return ""
-    weights = [_salience(line) for line in lines]
+    tokens = [_tokens_of(line) for line in lines]  # read once: ranking and trimming use them
+    weights = [_salience(line, found) for line, found in zip(lines, tokens, strict=True)]
     ranked = sorted((i for i in range(1, len(lines)) if weights[i] > 0), key=lambda i: -weights[i])
     chosen: dict[int, str] = {}
     used = 0
     for index in (0, *ranked):
-        piece = _piece(lines[index])
+        if chosen and limit - used <= len(GIST_SEPARATOR):
+            break  # full: no piece (at least one byte) fits after a separator
+        piece = _piece(lines[index], tokens[index])
         cost = utf8_len(piece) + (len(GIST_SEPARATOR) if chosen else 0)
         if used + cost > limit:
             continue
@@ -55,22 +58,28 @@ def gist(text: str, limit: int = GIST_BYTES) -> str:
     return GIST_SEPARATOR.join(chosen[i] for i in sorted(chosen))
 
 
-def _salience(line: str) -> float:
+def _tokens_of(line: str) -> list[tuple[str, str]]:
+    """The facts of a line as the guard finds them: (text, kind) pairs."""
+    from csum.guard import _tokens
+
+    return _tokens(line)
+
+
+def _salience(line: str, tokens: list[tuple[str, str]]) -> float:
     """What a line's facts weigh: an error line, then paths, URLs, ids, numbers."""
-    from csum.guard import _ERROR_LINE, _WEIGHTS, _tokens
+    from csum.guard import _ERROR_LINE, _WEIGHTS
 
     score = _WEIGHTS["error"] if _ERROR_LINE.search(line) else 0.0
-    return score + sum(_WEIGHTS[kind] for _, kind in _tokens(line))
+    return score + sum(_WEIGHTS[kind] for _, kind in tokens)
 
 
-def _piece(line: str) -> str:
+def _piece(line: str, tokens: list[tuple[str, str]]) -> str:
     """``line`` within :data:`_PIECE` bytes: whole, or the words around its first fact."""
-    from csum.guard import _ERROR_LINE, _excerpt, _tokens
+    from csum.guard import _ERROR_LINE, _excerpt
 
     if utf8_len(line) <= _PIECE:
         return line
     error = _ERROR_LINE.search(line)
-    tokens = _tokens(line)
     if error is not None:
         token = error.group()
     else:
