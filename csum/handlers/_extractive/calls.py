@@ -7,16 +7,12 @@ from typing import Any
 
 from csum.handlers._extractive.code_tools import (
     without_echo,
-    written_lines,
 )
 from csum.handlers._extractive.patterns import (
-    _CODE,
     _HEREDOC,
     _HOME,
     _OUTPUT_LIMIT,
     _STDERR_REDIRECT,
-    _TOKEN,
-    _TRAIL,
 )
 from csum.handlers._extractive.runs import (
     fit_command,
@@ -30,16 +26,11 @@ from csum.handlers._extractive.text import (
     _scalar_or_json,
 )
 from csum.handlers._extractive.tokens import _identifiers
-from csum.handlers._extractive.units import _Block
 from csum.handlers._extractive.weights import (
     _ARG_CAP,
-    _IDENT_CAP,
-    _LINE_SCAN,
     _MIN_CALL,
     _MIN_SHARED_CALL,
-    _WRITTEN_MIN,
     SHARES,
-    WEIGHTS,
 )
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
@@ -146,13 +137,6 @@ def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
     )
 
 
-def _written_lines(value: dict[str, Any] | None) -> frozenset[str]:
-    """The lines a call (its arguments parsed, :func:`_arguments`) writes (an edit's new
-    text less what its old text held, a file's content), stripped: in a numbered listing
-    of the result, the lines it changed."""
-    return written_lines(value, _WRITTEN_MIN, 16 * _LINE_SCAN)
-
-
 def _call_shows(head: str, pair: str) -> bool:
     """Whether the call line ``head`` shows the argument ``pair`` (``key=value``): with
     its key, as the call's lone argument (``get_order(ORD7731QX)``, whose name says
@@ -164,26 +148,6 @@ def _call_shows(head: str, pair: str) -> bool:
     # A first argument of several shown without its key: words (a search's query) are
     # shown whole; a code still needs its key, which the result's field gives.
     return " " in value and f"({value}, " in head
-
-
-def _head_codes(head: str) -> int:
-    """How many codes (``JG7FMM``, ``HAT028``, ``ORD7731QX``: a booking, an order, a
-    flight) a call line's arguments name."""
-    _, _, args = head.partition("(")
-    return sum(
-        1
-        for match in _TOKEN.finditer(args, endpos=_LINE_SCAN)
-        if _CODE.fullmatch(match.group().rpartition("=")[2].strip(_TRAIL))
-    )
-
-
-def _credit_codes(block: _Block) -> None:
-    """A call naming codes is worth its line even when its result says little: its
-    best result line earns what the codes are worth, so the call line comes with it."""
-    codes = _head_codes(block.head)
-    if codes and block.lines:
-        best = max(block.lines, key=lambda line: line.score)
-        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
 
 
 def _call_cap(calls: int, max_bytes: int) -> int:

@@ -21,12 +21,10 @@ rule says which real format it reads:
 * A schema migration's changes (SQL DDL, the runner's ``== Running 2024...``) say what
   changed even when logged at ``[info]``, and each says something else.
 * A build file's recipe commands (Makefile, Justfile) are what its targets run.
-* A disassembly's instruction bytes repeat its mnemonic; its calls say what the
-  function does, as a decompiled function's signature says what it is.
+* A disassembly's instruction bytes repeat its mnemonic.
 * A command's first stage that only echoes a fixed text is not what ran.
 * A file viewer opened at a line (SWE-agent's ``open a.py 293``) is after that line:
   the listing's lines near it rank up.
-* An edit's new lines are those of its new text that its old text did not have.
 
 Every pattern runs on a bounded line (the caller's scan window) with bounded
 repetition only.
@@ -49,7 +47,6 @@ __all__ = [
     "focus_bonus",
     "focus_line",
     "without_echo",
-    "written_lines",
 ]
 
 # What each rule's lines are worth: the weights named git_status_*, listed_name, focus,
@@ -176,16 +173,10 @@ _NUMBERED_SHARE = 0.8  # share of an output's lines that are numbered: a file's 
 
 # An instruction of a disassembly: its address, its bytes, its mnemonic and operands
 # (Ghidra ".text:00401136   55   PUSH  RBP", objdump "  401136:\t55\tpush   %rbp"). The
-# bytes repeat what the mnemonic says; a call says what the function does.
+# bytes repeat what the mnemonic says.
 _INSTRUCTION = regex.compile(
     r"(?P<address>\s{0,40}+(?:\.?\w{1,16}+:)?+[0-9a-f]{4,16}+:?+)[ \t]++"
     r"(?:[0-9a-f]{2}[ ]?+){1,16}+[ \t]++(?P<rest>[A-Za-z]{2,10}+\b.{0,400}+)"
-)
-_CALL = regex.compile(r"(?i:call[qlw]?+|bl|blx|jal)\b")
-# A C function's definition as a decompiler prints it: "ulong check_pin(char *param_1)".
-_C_SIGNATURE = regex.compile(
-    r"(?:[A-Za-z_]\w{0,40}+[ ]++\**+[ ]*+){1,4}+[A-Za-z_]\w{0,80}+"
-    r"\((?:void|(?:[A-Za-z_][\w ]{0,40}?[ *]\**+[ ]?+\w{1,40}+(?:,[ ]?+)?+){0,12}+)\)"
 )
 
 # --- harness notes ----------------------------------------------------------------------
@@ -226,8 +217,8 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     listed = _listing(lines)
     if listed is not None:
         return listed, {name: _name_mark(name) for name in listed if _NAME.fullmatch(name)}
-    lines, marks = _instructions(lines)
-    marks.update(_recipes(lines))
+    lines = _instructions(lines)
+    marks = _recipes(lines)
     for line in lines:
         scan = line[:_SCAN]
         if line in marks:
@@ -261,24 +252,17 @@ def _recipes(lines: list[str]) -> dict[str, CodeMark]:
     return marks if targets >= 2 and len(marks) >= 2 else {}
 
 
-def _instructions(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
-    """A disassembly's instructions without their bytes (``0040069e CALL gets``), each
-    no repeat of the others, a call ranked up; and a decompiled C function's signature
-    ranked up as a definition. Other lines as they are."""
-    marks: dict[str, CodeMark] = {}
+def _instructions(lines: list[str]) -> list[str]:
+    """A disassembly's instructions without their bytes (``0040069e CALL gets``); other
+    lines as they are."""
     out: list[str] = []
     for line in lines:
         instruction = _INSTRUCTION.fullmatch(line[:_SCAN])
         if instruction is None:
-            if _C_SIGNATURE.fullmatch(line[:_SCAN]):
-                marks[line] = CodeMark(WEIGHTS["disassembly_call"])
             out.append(line)
             continue
-        text = f"{instruction.group('address').strip()} {instruction.group('rest')}"
-        bonus = WEIGHTS["disassembly_call"] if _CALL.match(instruction.group("rest")) else 0.0
-        marks[text] = CodeMark(bonus)
-        out.append(text)
-    return out, marks
+        out.append(f"{instruction.group('address').strip()} {instruction.group('rest')}")
+    return out
 
 
 def _listing(lines: list[str]) -> list[str] | None:
@@ -351,9 +335,7 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
             continue
         entry = _STATUS_ENTRY.fullmatch(line)
         if entry is not None:
-            text = f"{entry.group('state')} {entry.group('path').strip()}"
-            marks[text] = CodeMark(WEIGHTS["git_status_entry"])
-            out.append(text)
+            out.append(f"{entry.group('state')} {entry.group('path').strip()}")
             continue
         if line.startswith("\t") and header is not None and line.strip():
             # A bare path under its header: one of the header's list.
@@ -402,30 +384,3 @@ def declares_dependency(scan: str) -> bool:
     numbered = _NUMBERED.match(scan)
     start = numbered.end() if numbered is not None else 0
     return _COMMENT.match(scan, start, match.start()) is None
-
-
-# --- edits ------------------------------------------------------------------------------
-
-_OLD_KEY = regex.compile(r"(?:old|Old|OLD)(?:_|[A-Z]|$)|search$")  # old_string, old_str, oldText
-
-
-def written_lines(value: Mapping[str, Any] | None, min_length: int, scan: int) -> frozenset[str]:
-    """The lines a call (its arguments parsed) writes, stripped: those of its text
-    arguments (an edit's new text, a file's content) that its old text (``old_string``,
-    ``old_str``: what an edit replaces) did not already hold; lines shorter than
-    ``min_length`` characters say too little to be matched, and each text is read up
-    to ``scan`` characters."""
-    if not value:
-        return frozenset()
-    new: set[str] = set()
-    old: set[str] = set()
-    for key, item in value.items():
-        if not isinstance(item, str):
-            continue
-        lines = {
-            stripped
-            for line in item[:scan].splitlines()
-            if len(stripped := line.strip()) >= min_length
-        }
-        (old if _OLD_KEY.match(str(key)[:64]) else new).update(lines)
-    return frozenset(new - old)

@@ -14,9 +14,7 @@ from csum.handlers._extractive.calls import (
     _arguments,
     _call_cap,
     _call_shows,
-    _credit_codes,
     _render_call,
-    _written_lines,
 )
 from csum.handlers._extractive.code_tools import (
     focus_line,
@@ -31,7 +29,6 @@ from csum.handlers._extractive.rendering import (
 )
 from csum.handlers._extractive.runs import (
     call_line,
-    favour_run_ends,
     outcome_over_call,
 )
 from csum.handlers._extractive.text import _clip, _clip_whole_words, _utf8_len, _window
@@ -47,7 +44,6 @@ from csum.handlers._extractive.weights import (
     _PRIOR_SCORE,
     _REQUEST_PERCENT,
     _RESULT_HEAD,
-    WEIGHTS,
 )
 from csum.prompt import CONTEXT_TAG, PromptEntry
 
@@ -61,7 +57,6 @@ class _Call:
     head: str
     said: frozenset[str]
     """Its scalar arguments as ``key=value`` (:func:`_argument_pairs`)."""
-    written: frozenset[str]
     focus: int | None
     """The line it asked to see."""
 
@@ -127,8 +122,7 @@ class _Collector:
         capped = render(self.call_cap)
         head = call_line(capped, render, self.max_bytes, self.call_count)
         self.lone_cut = capped if self.call_count == 1 else ""
-        pairs, written = _argument_pairs(parsed), _written_lines(parsed)
-        self.calls[entry.call_id] = _Call(head, pairs, written, focus_line(parsed))
+        self.calls[entry.call_id] = _Call(head, _argument_pairs(parsed), focus_line(parsed))
 
     def _request(self, entry: PromptEntry) -> None:
         """What the user said: requests and constraints, the request itself first. An
@@ -139,7 +133,6 @@ class _Collector:
         number = len(self.blocks)
         for item in _body_lines(text, number, self.check, tool=False, width=self.width):
             item.text = _request_line(item.text)
-            item.score += WEIGHTS["user"]
             block.lines.append(item)
         if block.lines:
             first = min(block.lines, key=lambda ln: ln.order)
@@ -172,28 +165,22 @@ class _Collector:
                 tool=True,
                 width=self.width,
                 said=frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE,
-                written=call.written if call else _NONE,
                 focus=call.focus if call else None,
             )
         )
         if not block.lines:
             outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
             block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
-        favour_run_ends(block.lines)
-        _credit_codes(block)
         self.blocks.append(block)
 
     def _answer(self, entry: PromptEntry) -> None:
-        """An agent's answer (its reasoning counts less), compact when room is tight."""
+        """An agent's answer or its reasoning, compact when room is tight."""
         block = _Block()
-        weight = WEIGHTS["reasoning"] if entry.kind == "reasoning" else 1.0
         number = len(self.blocks)
         lines = _body_lines(
             entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
         )
-        for item in lines:
-            item.score *= weight
-            block.lines.append(item)
+        block.lines.extend(lines)
         self.blocks.append(block)
 
     def finish(self) -> list[_Block]:

@@ -13,25 +13,18 @@ from csum.handlers._extractive.code_tools import (
     focus_bonus,
 )
 from csum.handlers._extractive.patterns import (
-    _AMOUNT_KEY,
     _CODE_LINE,
-    _CONSTRAINT,
     _COUNTS,
     _DATE,
-    _DEFINITION,
     _DIFF_FILE,
     _DIFF_LINE,
     _DIFF_NOISE,
     _ERROR,
     _ID_KEY,
-    _LOCATED,
-    _MEASURE_NAME,
-    _MEASURED,
     _NUMBERED,
     _OUTCOME,
     _PIN,
     _ROUTINE_LOG,
-    _TIME_KEY,
     _UNIT,
     _WARNING,
     _WORD_VALUE,
@@ -40,11 +33,9 @@ from csum.handlers._extractive.prose import compact_prose
 from csum.handlers._extractive.results import (
     is_contact,
     is_relevance_score,
-    title_bonus,
 )
 from csum.handlers._extractive.runs import (
     is_failure_header,
-    is_refusal,
     is_total_row,
 )
 from csum.handlers._extractive.text import _scalar_or_json
@@ -54,7 +45,6 @@ from csum.handlers._extractive.weights import (
     _CACHED_LINE,
     _EMPTY_FIELD,
     _IDENT_CAP,
-    _JSON_LINE,
     _LINE_SCAN,
     _PROSE_SHARE,
     _RISING_SHARE,
@@ -117,12 +107,6 @@ def _diff_added(scan: str, kind: LineKind) -> bool:
     return kind.diff and scan.startswith("+") and _DIFF_LINE.match(scan) is not None
 
 
-@_line_feature("diff_removed")
-def _diff_removed(scan: str, kind: LineKind) -> bool:
-    """A diff's removed line."""
-    return kind.diff and not scan.startswith(("@@", "+")) and _DIFF_LINE.match(scan) is not None
-
-
 @_line_feature("error")
 def _error(scan: str, kind: LineKind) -> bool:
     """A strict error signal, outside code, in a line that is no warning."""
@@ -144,36 +128,16 @@ def _counts_of_work(scan: str, kind: LineKind) -> bool:
     return kind.prose and _COUNTS.search(scan) is not None and _OUTCOME.search(scan) is None
 
 
-@_line_feature("constraint")
-def _constraint(scan: str, kind: LineKind) -> bool:
-    """A constraint or a decision ("never X", "X must not"), outside code."""
-    return not kind.code and _CONSTRAINT.search(scan) is not None
-
-
 @_line_feature("pin")
 def _pin(scan: str, kind: LineKind) -> bool:
     """A package pinned to a version (``numpy==1.26.4``, a manifest's dependency)."""
     return _PIN.search(scan) is not None or declares_dependency(scan)
 
 
-@_line_feature("measurement")
-def _measurement(scan: str, kind: LineKind) -> bool:
-    """A number with a unit in a line that says it is a measurement of something."""
-    return _MEASURED.search(scan) is not None and _MEASURE_NAME.search(scan) is not None
-
-
-@_line_feature("located")
-def _located(scan: str, kind: LineKind) -> bool:
-    """A place given in words (``line 12 of src/a.py``)."""
-    return _LOCATED.search(scan) is not None
-
-
 LINE_FEATURES["failure_header"] = lambda scan, kind: is_failure_header(scan)
 LINE_FEATURES["total_row"] = lambda scan, kind: is_total_row(scan)
-# A refusal only outside code (``raise ValueError("invalid id")`` is code, not an outcome).
-LINE_FEATURES["refusal"] = lambda scan, kind: not kind.code and is_refusal(scan)
 
-_CLASS_FEATURES = ("pin", "measurement", "located")
+_CLASS_FEATURES = ("pin",)
 """The features a routine log line's score is read without (:func:`_routine_score`)."""
 
 
@@ -205,8 +169,7 @@ def clear_caches() -> None:
 
 
 def _class_bonus(scan: str) -> float:
-    """What a line's class features earned: a package pinned to a version, a
-    measurement with its name, a place given in words."""
+    """What a line's class features earned: a package pinned to a version."""
     kind = LineKind(prose=False, code=False, diff=False)
     return sum(WEIGHTS[name] for name in _CLASS_FEATURES if LINE_FEATURES[name](scan, kind))
 
@@ -247,8 +210,7 @@ def _field_weight(key: str, value: object) -> float:
     if isinstance(value, bool):
         weight = _BOOL_FIELD
     elif isinstance(value, int | float):
-        if _AMOUNT_KEY.search(key):
-            weight += WEIGHTS["field_amount"]
+        pass
     elif _DATE.match(text):
         weight += WEIGHTS["field_date"]
     elif _has_digit_and_letter(text[:_TOKEN_CAP]) and not is_contact(key, text):
@@ -257,13 +219,6 @@ def _field_weight(key: str, value: object) -> float:
         weight += WEIGHTS["field_word"]  # a state or a choice: active, economy, yes
     if _ID_KEY.search(key):
         weight += WEIGHTS["field_id_key"]
-    weight += title_bonus(key)
-    if _TIME_KEY.search(key):
-        weight -= WEIGHTS["field_time_key"]  # when a record was made says little about what it is
-    if len(text) > _JSON_LINE:
-        weight -= WEIGHTS["field_long"]  # prose: said better by the fields around it
-    if _ERROR.search(text[:_LINE_SCAN]):
-        weight += WEIGHTS["field_error"]
     return max(_EMPTY_FIELD, weight)
 
 
@@ -305,29 +260,11 @@ def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
     return orders[0], orders[-1]
 
 
-def _listing_bonus(
-    line: str,
-    order: int,
-    numbered_span: tuple[int, int],
-    written: frozenset[str],
-    focus: int | None = None,
-) -> float:
+def _listing_bonus(line: str, focus: int | None = None) -> float:
     """What a line of a numbered file listing (a read, an edit's echo) is worth beyond
-    its identifiers: its definitions say what the file holds, the lines the call wrote
-    what it changed, and the unnumbered lines before and after the numbered ones
-    (``numbered_span``: the first and last numbered line) which file it is and how the
-    tool ended (``[File: a.py (23 lines total)]``, ``Edit applied.``), fading from the
-    output's start and from the listing's end; and the lines near the one the call
-    asked to see (``focus``, :func:`focus_bonus`)."""
+    its identifiers: the lines near the one the call asked to see (``focus``,
+    :func:`focus_bonus`)."""
     numbered = _NUMBERED.match(line)
-    if numbered is None:
-        first, last = numbered_span
-        distance = order if order < first else order - last - 1
-        return WEIGHTS["listing_edge"] / (1 + distance) if distance >= 0 else 0.0
-    body = line[numbered.end() : numbered.end() + _LINE_SCAN]
-    bonus = WEIGHTS["definition"] if _DEFINITION.match(body) else 0.0
-    if written and body.strip() in written:
-        bonus += WEIGHTS["written"]
-    if focus is not None:
-        bonus += focus_bonus(line[: numbered.end()], focus)
-    return bonus
+    if numbered is None or focus is None:
+        return 0.0
+    return focus_bonus(line[: numbered.end()], focus)

@@ -72,9 +72,7 @@ def _flatten_json(
             elif isinstance(item, list) and all(not isinstance(v, dict | list) for v in item):
                 text = f"{key}={','.join(_scalar(v) for v in item)}"
                 weight = max((_field_weight(key, v) for v in item), default=_EMPTY_FIELD)
-                out.append(
-                    _Field(path, text, weight + (WEIGHTS["field_list"] if len(item) > 1 else 0.0))
-                )
+                out.append(_Field(path, text, weight))
             elif isinstance(item, dict | list):
                 continue
             elif not _restates(parent, item):

@@ -14,9 +14,7 @@ from csum.handlers._extractive.features import (
 from csum.handlers._extractive.fields import _Field, _field_lines, _json_fields
 from csum.handlers._extractive.patterns import (
     _ERROR,
-    _EXCEPTION_NAME,
     _EXIT_STATUS,
-    _FRAME,
     _NUMBERED,
     _PENDING,
     _WORDS,
@@ -60,13 +58,12 @@ def _body_lines(
     tool: bool,
     width: int,
     said: frozenset[str] = frozenset(),
-    written: frozenset[str] = frozenset(),
     focus: int | None = None,
     compact: bool = False,
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
-    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote;
-    ``compact``: long lines in their compact form (:func:`_compact_answer_line`)."""
+    ``key=value`` pairs the call line already shows; ``focus``: the line a file listing
+    was opened at; ``compact``: long lines in their compact form (:func:`_compact_answer_line`)."""
     if tool:
         content = strip_colours(content)
     documents: list[str] = []
@@ -75,7 +72,7 @@ def _body_lines(
         yield from _json_lines(fields, documents, block, check, width)
         return
     text = _read_text(content, check, tool=tool, width=width)
-    scorer = _Scorer(text, block, width=width, written=written, focus=focus, compact=compact)
+    scorer = _Scorer(text, block, width=width, focus=focus, compact=compact)
     seen: set[str] = set()
     for order, original in enumerate(text.raw):
         if order % _CHECK_EVERY == 0:
@@ -119,15 +116,13 @@ class _Scorer:
         block: int,
         *,
         width: int,
-        written: frozenset[str],
         focus: int | None,
         compact: bool,
     ) -> None:
         self.text, self.block, self.width = text, block, width
-        self.written, self.focus, self.compact = written, focus, compact
+        self.focus, self.compact = focus, compact
         self.named: dict[str, int] = {}  # identifiers seen so far, and how often
         self.shapes: dict[str, int] = {}
-        self.frame = ""
         self.after_error = 0.0
         self.above: list[_Line] = []  # the last lines scored, for an error's place above
         self.pending = 0
@@ -147,7 +142,7 @@ class _Scorer:
 
     def line(self, unit: _Unit) -> _Line:
         """The scored line of a unit that the clean-ups kept and that is no repeat."""
-        score = _line_features(unit, self.text, self.named, self.written, self.focus)
+        score = _line_features(unit, self.text, self.named, self.focus)
         score = self._context(unit, score)
         score, placed = self._placed(unit, score)
         item = self._item(unit, score, placed)
@@ -173,13 +168,6 @@ class _Scorer:
             self.after_error -= 1
         else:
             self.after_error = 0.0
-        located = _FRAME.match(unit.original)
-        if located is not None:
-            self.frame = f"{located.group(1)}:{located.group(2)}"
-        elif self.frame and _EXCEPTION_NAME.match(line) and ":" in line[:120]:
-            unit.line = f"{self.frame}: {line}"
-            self.frame = ""
-            score += WEIGHTS["frame"]
         return score
 
     def _placed(self, unit: _Unit, score: float) -> tuple[float, bool]:
@@ -238,7 +226,6 @@ def _line_features(
     unit: _Unit,
     text: _Text,
     named: dict[str, int],
-    written: frozenset[str],
     focus: int | None,
 ) -> float:
     """What a line says, whatever lines are around it: its identifiers and kind
@@ -253,7 +240,7 @@ def _line_features(
     if unit.routine:
         score = _routine_score(scored, score)
     if text.numbered_span is not None:
-        score += _listing_bonus(unit.original, unit.order, text.numbered_span, written, focus)
+        score += _listing_bonus(unit.original, focus)
     if text.tool and not text.diff:
         score += WEIGHTS["echoed_command"] if echoes_command(line, unit.order) else 0.0
     rank = text.ranks.get(unit.original)

@@ -76,14 +76,7 @@ _LONG_LISTING = regex.compile(  # ls -l: mode, links, owner, group, size, date, 
 )
 _TOTAL_LINE = regex.compile(r"total[ ]\d{1,12}+")
 _NUMBERED = regex.compile(r"^\s{0,8}\d{1,7}(?:→|:|\t)")  # a file listing: "  12→", "12:"
-_DEFINITION = regex.compile(  # what a file defines: "def f(", "pub async fn g", "class A"
-    r"\s{0,40}+(?:(?:export|pub(?:\([a-z]{1,8}+\))?+|public|private|protected|static|async"
-    r"|abstract|default)[ ]++){0,3}+(?:def|defp|defmodule|defmacro|class|function|fn|func"
-    r"|struct|enum|trait|interface|impl|type|module)[ <]++[A-Za-z_]"
-)
 _EMPTY_NUMBERED = regex.compile(r"\d{1,7}(?:→|:|\t)?+\s*+")
-_FRAME = regex.compile(r'^\s*File "([^"]{1,400})", line (\d{1,7})')
-_KEY_VALUE = regex.compile(r"[A-Za-z_][\w.-]{0,80}+=[^=\s]")
 _BACKTICKED = regex.compile(r"`[^`\n]{2,200}+`")
 _DIFF_LINE = regex.compile(r"^(?:@@[ ]-\d|[+-](?![+-]{2}[ ])\S?)")
 _HUNK = regex.compile(r"@@[ ]-\d{1,9}+(?:,\d{1,9}+)?+[ ]\+\d{1,9}+(?:,\d{1,9}+)?+[ ]@@")
@@ -97,11 +90,6 @@ _ID_KEY = regex.compile(
     r"(?i:(?:^|[_-])(?:id|ids|number|no|code|ref|name|status|state|type|error|reason))$"
     r"|(?:Id|Ids|Number|Code|Ref|Name|Status|State|Type|Error|Reason)$"
 )
-_AMOUNT_KEY = regex.compile(
-    r"(?i:amount|price|total|balance|cost|fee|count|quantity|qty|size|limit|remaining|paid"
-    r"|refund|score)s?$"
-)
-_TIME_KEY = regex.compile(r"(?i:_at|_on|time|timestamp|created|updated)$|At$")
 _WORD_VALUE = regex.compile(r"[A-Za-z][A-Za-z_ -]{0,23}")
 _DIGITS = regex.compile(r"\d++")
 _VALUES = regex.compile(r"=[^ ()]*+")  # a field's values, to compare its keys alone
@@ -132,18 +120,6 @@ _LOG_PREFIX = regex.compile(
 _PIN = regex.compile(  # numpy==1.26.4, left-pad@1.3.0, serde 1.0.197, "Python 3.11.7"
     r"(?<![\w.-])[A-Za-z][\w.-]{0,80}+(?:(?:==|>=|<=|~=|!=|=|@)v?+\d++(?:\.\d++)++"
     r"|[ ]v?+\d++\.\d++\.\d++(?![.\d]))"  # three parts: "Trying 10.0.0.7" is an address
-)
-_MEASURED = regex.compile(  # a number with a unit of time, size, share or rate
-    r"(?i:\b\d+(?:[.,]\d+)?+[ ]?(?:ns|µs|us|ms|s|secs?|seconds?|mins?|minutes?|h|hours?"
-    r"|[KMGT]i?B|bytes|%|req/s|ops/s|rps|qps|tok/s|tokens/s)(?![\w/]))"
-)
-_MEASURE_NAME = regex.compile(  # ... in a line that says it is a measurement of something
-    r"(?i:\b(?:measured|latency|throughput|p\d{2}|peak|average|mean|median|rss|usage"
-    r"|benchmark(?:ed)?)\b)"
-)
-_LOCATED = regex.compile(  # "line 12 of src/a.py", "config.yaml, line 3", "a.py at line 7"
-    r"(?i:\bline[ ]\d{1,7}[ ](?:of|in)[ ][\w./\\-]{1,200}\.\w{1,8}\b"
-    r"|[\w./\\-]{1,200}\.\w{1,8},?[ ](?:at[ ])?line[ ]\d{1,7}\b)"
 )
 _ROUTINE_LOG = regex.compile(  # "2024-05-02 14:03 INFO", "12:00:01.5 [debug]", "[INFO] "
     r"^\W{0,4}(?:(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?+)?+)?+"

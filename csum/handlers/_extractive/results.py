@@ -25,7 +25,6 @@ __all__ = [
     "labelled_records",
     "literal_records",
     "take_documents",
-    "title_bonus",
 ]
 
 # Keys search APIs give each hit's relevance under (Tavily, Exa, LangChain's retrievers).
@@ -36,12 +35,6 @@ _AMOUNTS_KEY: Final = regex.compile(r"(?i:price|fare|amount|cost|fee|balance|tot
 
 # Keys of what a record is and where it is: a hit's title and address.
 _TITLE_KEY: Final = regex.compile(r"(?i:title|url|link|href|uri)$")
-
-
-def title_bonus(key: str) -> float:
-    """Weight a field earns for saying what its record is or where it is (a search
-    hit's ``title`` and ``url``): the handle by which the agent cites or opens it."""
-    return WEIGHTS["title"] if _TITLE_KEY.search(key[:64]) is not None else 0.0
 
 
 def amounts_bonus(key: str, value: dict[str, object]) -> float:

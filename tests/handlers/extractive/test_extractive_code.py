@@ -17,7 +17,6 @@ from csum.handlers._extractive.code_tools import (
     focus_bonus,
     focus_line,
     without_echo,
-    written_lines,
 )
 from test_extractive_room import one_call, shell, utf8
 
@@ -173,21 +172,6 @@ def test_a_manifest_keeps_its_pinned_dependencies_before_its_definitions() -> No
     assert '{:ecto_sql, "~> 3.11"}' in summary
     assert '{:jason, "~> 1.4"}' in summary
     assert "def application do" not in summary
-
-
-def test_an_edits_new_lines_are_those_its_old_text_did_not_hold() -> None:
-    value = {
-        "file_path": "/w/app.py",
-        "old_string": "def total(items):\n    return sum(items)",
-        "new_string": "def total(items):\n    return round(sum(items), 2)",
-    }
-    written = written_lines(value, 8, 1000)
-    assert "return round(sum(items), 2)" in written
-    assert "def total(items):" not in written
-    # Keys that only end in "old" are no old text.
-    assert written_lines({"threshold": "limit = 10 per minute"}, 8, 1000) == frozenset(
-        {"limit = 10 per minute"}
-    )
 
 
 def test_a_commented_out_dependency_is_no_dependency() -> None:

@@ -17,7 +17,6 @@ from csum.handlers._extractive.results import (
     labelled_records,
     literal_records,
     take_documents,
-    title_bonus,
 )
 from csum.prompt import messages_to_prompt
 
@@ -161,9 +160,6 @@ def test_a_relevance_score_is_recognised_by_its_key_and_its_range() -> None:
     assert not is_relevance_score("score", 87)  # a test's or a game's score: a count
     assert not is_relevance_score("price", 0.97)
     assert not is_relevance_score("score", "0.97")
-    assert title_bonus("title") > 0
-    assert title_bonus("url") > 0
-    assert title_bonus("name") == 0
 
 
 SEARCH_API = {
