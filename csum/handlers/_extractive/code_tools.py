@@ -18,13 +18,8 @@ rule says which real format it reads:
   in ``mix.exs``, ``"react": "^18.2.0"`` in ``package.json``, ``serde = { version =
   "1.0" }`` in a Rust crate's manifest, ``gem "rails", "~> 7.1"``) is a package pinned to a
   version, as ``numpy==1.26.4`` is.
-* A schema migration's changes (SQL DDL, the runner's ``== Running 2024...``) say what
-  changed even when logged at ``[info]``, and each says something else.
-* A build file's recipe commands (Makefile, Justfile) are what its targets run.
 * A disassembly's instruction bytes repeat its mnemonic.
 * A command's first stage that only echoes a fixed text is not what ran.
-* A file viewer opened at a line (SWE-agent's ``open a.py 293``) is after that line:
-  the listing's lines near it rank up.
 
 Every pattern runs on a bounded line (the caller's scan window) with bounded
 repetition only.
@@ -32,9 +27,7 @@ repetition only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import regex
 
@@ -44,8 +37,6 @@ __all__ = [
     "CodeMark",
     "code_lines",
     "declares_dependency",
-    "focus_bonus",
-    "focus_line",
     "without_echo",
 ]
 
@@ -72,19 +63,6 @@ _TRAILING_ADVICE = regex.compile(r"[ ]\(use[ ]\"git[ ][^)]{0,300}+\)$")
 _GIT_HINT = regex.compile(r"hint:(?:[ ]|$)")
 _STATE_LINE = regex.compile(r"\S.{0,160}+")  # unindented, short
 _STATE_LINES = 6  # state lines a status report prints at most (branch, upstream, ...)
-
-# --- schema migrations ------------------------------------------------------------------
-
-# What a migration run prints of each change, at whatever log level: SQL DDL (Ecto's
-# 'execute "CREATE TABLE ..."', Django's sqlmigrate), Ecto's "== Running 2024... " and
-# "== Migrated 2024...", Rails' "== 2024... CreateUsers: migrating", Alembic's
-# "Running upgrade a1 -> b2".
-_SCHEMA_CHANGE = regex.compile(
-    r"\b(?:CREATE|ALTER|DROP|RENAME)[ ](?:UNIQUE[ ])?+(?:TABLE|INDEX|VIEW|COLUMN|SCHEMA|TYPE"
-    r"|SEQUENCE|TRIGGER|CONSTRAINT)\b|==[ ](?:Running[ ]|Migrated[ ])?+\d{8,20}+\b"
-    r"|\bRunning[ ](?:upgrade|downgrade)[ ]\w{1,64}+[ ]->"
-)
-_SCHEMA_SIGNS = regex.compile(r"CREATE|ALTER|DROP|RENAME|==|Running")  # a quick test first
 
 # --- file viewers -----------------------------------------------------------------------
 
@@ -127,48 +105,6 @@ def without_echo(command: str) -> str:
     return _ECHO_STAGE.sub("", command, count=1) if command.startswith("echo ") else command
 
 
-# --- the line a call asked to see -------------------------------------------------------
-
-# SWE-agent's file viewer: "open src/a.py 120" and "goto 120" show a window around line
-# 120, the line the agent is after.
-_OPEN_AT = regex.compile(r"(?:open[ ]++\S{1,400}+|goto)[ ]++(\d{1,7}+)[ ]*+")
-_FOCUS_REACH = 3.0  # lines from the focus at which its bonus is halved
-
-
-def focus_line(value: Mapping[str, Any] | None) -> int | None:
-    """The line a call (its arguments parsed) asked to see, if it names one."""
-    command = (value or {}).get("command")
-    if not isinstance(command, str):
-        return None
-    match = _OPEN_AT.fullmatch(command.strip()[:_SCAN].replace('"', "").replace("'", ""))
-    return int(match.group(1)) if match is not None else None
-
-
-def focus_bonus(number: str, focus: int) -> float:
-    """Score added to a listing's line (``number``: its numbered prefix, ``  12→``) near
-    the line the call asked to see, fading with the distance."""
-    digits = number.strip(" \t→:")
-    if not digits.isdigit():
-        return 0.0
-    return WEIGHTS["focus"] / (1 + abs(int(digits) - focus) / _FOCUS_REACH)
-
-
-# --- build files ----------------------------------------------------------------------------
-
-# A Makefile's or a Justfile's target ("test:", "build: deps", "release version:") and the
-# indented commands below it: what "make test" or "just test" runs.
-_TARGET = regex.compile(
-    r"(?P<name>[A-Za-z_][\w.-]{0,60}+)(?:[ ]++[\w.$()/-]{1,80}+){0,8}+[ ]*+:(?![=:])"
-    r"(?:[ ]++[^=\n]{0,200}+)?+"
-)
-_NOT_TARGETS = frozenset(
-    {"class", "else", "try", "finally", "except", "if", "elif", "for", "while", "with", "def"}
-    | {"case", "default", "public", "private", "protected"}
-)
-_RECIPE_LINE = regex.compile(r"\s{1,16}+(?![-#@]?+[ ]|[\w.-]{1,60}+:(?:[ ]|$)|#|-[ ])\S.{0,400}+")
-_LISTED = regex.compile(r"\s{0,8}+\d{1,7}+(?:→|:|\t)")  # a numbered listing's line number
-_NUMBERED_SHARE = 0.8  # share of an output's lines that are numbered: a file's listing
-
 # --- disassembly and decompilation -----------------------------------------------------
 
 # An instruction of a disassembly: its address, its bytes, its mnemonic and operands
@@ -198,9 +134,6 @@ class CodeMark:
     placeless: bool = False
     """Whether the line's place in the output says nothing of its worth (a listing's
     names, in the order of the alphabet): no bonus for coming early or last."""
-    news: bool = False
-    """Whether the line says what changed even when logged at a routine level (a
-    migration's schema change at ``[info]``)."""
 
 
 _DISTINCT = CodeMark(distinct=True)
@@ -218,38 +151,7 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     if listed is not None:
         return listed, {name: _name_mark(name) for name in listed if _NAME.fullmatch(name)}
     lines = _instructions(lines)
-    marks = _recipes(lines)
-    for line in lines:
-        scan = line[:_SCAN]
-        if line in marks:
-            continue
-        if declares_dependency(scan):
-            marks[line] = _DISTINCT
-        elif _SCHEMA_SIGNS.search(scan) and _SCHEMA_CHANGE.search(scan):
-            marks[line] = CodeMark(WEIGHTS["schema_change"], distinct=True, news=True)
-    return lines, marks
-
-
-def _recipes(lines: list[str]) -> dict[str, CodeMark]:
-    """A build file's recipe commands, as a file read shows them (numbered lines), each no
-    repeat of the others: only when at least two targets have commands (a program's
-    output with "Label:" lines above indented ones is no build file)."""
-    rows = [line for line in lines if line.strip()]
-    if sum(1 for line in rows if _LISTED.match(line)) < _NUMBERED_SHARE * max(1, len(rows)):
-        return {}
-    marks: dict[str, CodeMark] = {}
-    targets = 0
-    under = False  # below a target, in its recipe
-    for line in lines:
-        numbered = _LISTED.match(line)
-        body = line[numbered.end() if numbered is not None else 0 :][:_SCAN]
-        if under and _RECIPE_LINE.fullmatch(body):
-            marks[line] = CodeMark(WEIGHTS["recipe"], distinct=True)
-            continue
-        target = _TARGET.fullmatch(body)
-        under = target is not None and target.group("name") not in _NOT_TARGETS
-        targets += under
-    return marks if targets >= 2 and len(marks) >= 2 else {}
+    return lines, {line: _DISTINCT for line in lines if declares_dependency(line[:_SCAN])}
 
 
 def _instructions(lines: list[str]) -> list[str]:
@@ -340,16 +242,14 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         if line.startswith("\t") and header is not None and line.strip():
             # A bare path under its header: one of the header's list.
             text = line.strip()
-            marks[text] = CodeMark(WEIGHTS["git_status_listed"], group=header)
+            marks[text] = CodeMark(group=header)
             out.append(text)
             continue
         if _GIT_HINT.match(line):
             continue
         header = line[:-1] if _STATUS_HEADER.fullmatch(line) else None
         if header is None and states > 0 and _STATE_LINE.fullmatch(line):
-            text = _TRAILING_ADVICE.sub("", line)
-            marks[text] = CodeMark(WEIGHTS["git_status_state"])
-            out.append(text)
+            out.append(_TRAILING_ADVICE.sub("", line))
             states -= 1
             continue
         out.append(line)

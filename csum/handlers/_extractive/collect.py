@@ -16,9 +16,6 @@ from csum.handlers._extractive.calls import (
     _call_shows,
     _render_call,
 )
-from csum.handlers._extractive.code_tools import (
-    focus_line,
-)
 from csum.handlers._extractive.lines import _body_lines
 from csum.handlers._extractive.reading import _first_line
 from csum.handlers._extractive.rendering import (
@@ -57,8 +54,6 @@ class _Call:
     head: str
     said: frozenset[str]
     """Its scalar arguments as ``key=value`` (:func:`_argument_pairs`)."""
-    focus: int | None
-    """The line it asked to see."""
 
 
 def _collect(
@@ -122,7 +117,7 @@ class _Collector:
         capped = render(self.call_cap)
         head = call_line(capped, render, self.max_bytes, self.call_count)
         self.lone_cut = capped if self.call_count == 1 else ""
-        self.calls[entry.call_id] = _Call(head, _argument_pairs(parsed), focus_line(parsed))
+        self.calls[entry.call_id] = _Call(head, _argument_pairs(parsed))
 
     def _request(self, entry: PromptEntry) -> None:
         """What the user said: requests and constraints, the request itself first. An
@@ -165,7 +160,6 @@ class _Collector:
                 tool=True,
                 width=self.width,
                 said=frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE,
-                focus=call.focus if call else None,
             )
         )
         if not block.lines:

@@ -5,40 +5,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from itertools import pairwise
 from typing import NamedTuple
 
 from csum.handlers._extractive.code_tools import (
     declares_dependency,
-    focus_bonus,
 )
 from csum.handlers._extractive.patterns import (
     _CODE_LINE,
     _COUNTS,
-    _DATE,
     _DIFF_FILE,
     _DIFF_LINE,
     _DIFF_NOISE,
     _ERROR,
-    _ID_KEY,
     _NUMBERED,
     _OUTCOME,
     _PIN,
     _ROUTINE_LOG,
     _UNIT,
     _WARNING,
-    _WORD_VALUE,
 )
 from csum.handlers._extractive.prose import compact_prose
 from csum.handlers._extractive.results import (
-    is_contact,
     is_relevance_score,
 )
-from csum.handlers._extractive.runs import (
-    is_failure_header,
-    is_total_row,
-)
-from csum.handlers._extractive.text import _scalar_or_json
 from csum.handlers._extractive.tokens import _cached_weight, _identifier_spans, _identifiers
 from csum.handlers._extractive.weights import (
     _BOOL_FIELD,
@@ -47,8 +36,6 @@ from csum.handlers._extractive.weights import (
     _IDENT_CAP,
     _LINE_SCAN,
     _PROSE_SHARE,
-    _RISING_SHARE,
-    _TOKEN_CAP,
     WEIGHTS,
 )
 
@@ -122,20 +109,11 @@ def _counts(scan: str, kind: LineKind) -> bool:
     return not kind.prose or _OUTCOME.search(scan) is not None
 
 
-@_line_feature("counts_of_work")
-def _counts_of_work(scan: str, kind: LineKind) -> bool:
-    """In an answer, a count of work done ("3 tests added")."""
-    return kind.prose and _COUNTS.search(scan) is not None and _OUTCOME.search(scan) is None
-
-
 @_line_feature("pin")
 def _pin(scan: str, kind: LineKind) -> bool:
     """A package pinned to a version (``numpy==1.26.4``, a manifest's dependency)."""
     return _PIN.search(scan) is not None or declares_dependency(scan)
 
-
-LINE_FEATURES["failure_header"] = lambda scan, kind: is_failure_header(scan)
-LINE_FEATURES["total_row"] = lambda scan, kind: is_total_row(scan)
 
 _CLASS_FEATURES = ("pin",)
 """The features a routine log line's score is read without (:func:`_routine_score`)."""
@@ -200,30 +178,11 @@ def _routine_score(line: str, score: float) -> float:
 
 
 def _field_weight(key: str, value: object) -> float:
-    """How much a field says: identifiers and codes most, then what a key marks as an id,
-    a name, a state or an amount; timestamps and empty values least."""
+    """How much a field says: a value least when it says nothing (null, empty, a search
+    hit's relevance, which its place says) or only true or false."""
     if value is None or value in ("", [], {}) or is_relevance_score(key, value):
-        return _EMPTY_FIELD  # nothing, or a search hit's relevance (its place says it)
-    key = key[:_TOKEN_CAP]
-    text = value if isinstance(value, str) else _scalar_or_json(value)
-    weight = 1.0
-    if isinstance(value, bool):
-        weight = _BOOL_FIELD
-    elif isinstance(value, int | float):
-        pass
-    elif _DATE.match(text):
-        weight += WEIGHTS["field_date"]
-    elif _has_digit_and_letter(text[:_TOKEN_CAP]) and not is_contact(key, text):
-        weight += WEIGHTS["field_code"]  # an id or a code: user_42, ORD7731QX, K9QX2Z
-    elif _WORD_VALUE.fullmatch(text):
-        weight += WEIGHTS["field_word"]  # a state or a choice: active, economy, yes
-    if _ID_KEY.search(key):
-        weight += WEIGHTS["field_id_key"]
-    return max(_EMPTY_FIELD, weight)
-
-
-def _has_digit_and_letter(text: str) -> bool:
-    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+        return _EMPTY_FIELD
+    return _BOOL_FIELD if isinstance(value, bool) else 1.0
 
 
 def _is_prose(line: str) -> bool:
@@ -241,30 +200,3 @@ def _compact_answer_line(line: str) -> str:
     if _ERROR.search(line[:_LINE_SCAN]):
         return line
     return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)
-
-
-def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
-    """The first and last numbered line of a file listing, whose numbers rise line by
-    line; None when they do not (clock times ``16:45:25`` opening log lines look
-    numbered too, and are no file)."""
-    orders: list[int] = []
-    numbers: list[int] = []
-    for order, line in enumerate(raw):
-        match = _NUMBERED.match(line)
-        if match is not None:
-            orders.append(order)
-            numbers.append(int(line[: match.end()].strip(" \t→:")))
-    rising = sum(1 for a, b in pairwise(numbers) if b > a)
-    if not orders or rising < _RISING_SHARE * (len(numbers) - 1):
-        return None
-    return orders[0], orders[-1]
-
-
-def _listing_bonus(line: str, focus: int | None = None) -> float:
-    """What a line of a numbered file listing (a read, an edit's echo) is worth beyond
-    its identifiers: the lines near the one the call asked to see (``focus``,
-    :func:`focus_bonus`)."""
-    numbered = _NUMBERED.match(line)
-    if numbered is None or focus is None:
-        return 0.0
-    return focus_bonus(line[: numbered.end()], focus)

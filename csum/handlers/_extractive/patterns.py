@@ -51,10 +51,6 @@ _EXIT_STATUS = regex.compile(
     r"(?i)\W{0,6}+exit(?:ed)?+[ ](?:with[ ])?+(?:code|status)[ ]?+\d{1,4}+\W{0,6}+"
 )
 _OUTCOME = regex.compile(r"(?i)\b(?:passed|passing|failed|failing|failures?|errors?|skipped)\b")
-_PENDING = regex.compile(
-    r"(?i)\b(?:next[ ]steps?|remaining[ ](?:tasks?|work|items?|steps?)|still[ ](?:to[ ]do|pending)"
-    r"|(?:tasks?|work|items?)[ ](?:left|pending|remaining)|to[ ]do:|todo:|not[ ]yet[ ]done)"
-)
 _CONSTRAINT = regex.compile(
     r"(?i)\b(?:do[ ]not|don't|never|must|should[ ]not|shouldn't|avoid|cannot|can't|"
     r"may[ ]not|is[ ]required|decided|decision|prefer)\b"
@@ -85,15 +81,6 @@ _DIFF_NOISE = regex.compile(r"^(?:diff[ ]--git[ ]|---[ ]|index[ ][0-9a-f]{4,40}+
 _MARKDOWN = regex.compile(r"\*\*|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
 # "__bold words__": a pair around a phrase (a dunder like __init__ holds no space).
 _UNDERSCORE_BOLD = regex.compile(r"(?<!\w)__(?=\S)([^_\n]*?[ ][^_\n]*?)(?<=\S)__(?!\w)")
-# JSON keys (of at most _TOKEN_CAP characters) that say what kind of value a field holds.
-_ID_KEY = regex.compile(
-    r"(?i:(?:^|[_-])(?:id|ids|number|no|code|ref|name|status|state|type|error|reason))$"
-    r"|(?:Id|Ids|Number|Code|Ref|Name|Status|State|Type|Error|Reason)$"
-)
-_WORD_VALUE = regex.compile(r"[A-Za-z][A-Za-z_ -]{0,23}")
-_DIGITS = regex.compile(r"\d++")
-_VALUES = regex.compile(r"=[^ ()]*+")  # a field's values, to compare its keys alone
-_DATE = regex.compile(r"\d{4}-\d{2}-\d{2}\b")
 _STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
 # A pipeline's last stage that only shortens the output: "| head -20", "| tail -n 50".
 _OUTPUT_LIMIT = regex.compile(r"[ ]?+\|[ ]?+(?:head|tail)(?:[ ]++-[nc]?+[ ]?+\d{1,9}+)?+[ ]*+$")

@@ -19,10 +19,7 @@ __all__ = [
     "call_line",
     "count_follows",
     "drop_zero_counts",
-    "echoes_command",
     "fit_command",
-    "is_failure_header",
-    "is_total_row",
     "outcome_over_call",
     "strip_banner",
     "strip_colours",
@@ -63,27 +60,6 @@ def count_follows(rest: str) -> bool:
     the sentence before it (``test result: ok.``) is the verdict the count belongs to,
     one statement, not to be split."""
     return _LEADING_COUNT.match(rest) is not None
-
-
-# A test runner's numbered failure header: ExUnit's ``  1) test name (Module)``, RSpec's
-# and Mocha's ``  1) Suite does x``, listed only for what failed.
-_FAILURE_HEADER: Final = regex.compile(r"\s{0,8}+[1-9]\d{0,4}+\)[ ]++(?:test[ ]|[A-Z])")
-
-
-def is_failure_header(scan: str) -> bool:
-    """Whether a line is a test runner's numbered failure header."""
-    return _FAILURE_HEADER.match(scan) is not None
-
-
-# A table's total row: coverage.py's and cargo-llvm-cov's ``TOTAL  505  19  96%``,
-# istanbul's ``All files | 85.5 | ...``, a report's ``Total: 12``: the sum of the rows
-# above it, what the table says in one line.
-_TOTAL_ROW: Final = regex.compile(r"(?:TOTAL|Total|All[ ]files)\b[ :|]++\d")
-
-
-def is_total_row(scan: str) -> bool:
-    """Whether a line is a table's total row (:data:`_TOTAL_ROW`)."""
-    return _TOTAL_ROW.match(scan) is not None
 
 
 WHOLE_CALL_SHARE: Final = 0.8
@@ -190,21 +166,3 @@ def fit_command(command: str, room: int) -> str:
         if len(shorter) <= room:
             return shorter
     return rest
-
-
-# A command echoed by what ran it (make's and just's recipe lines, a script's "+ cmd"
-# under set -x): a program, maybe a sub-command, then flags.
-_ECHOED_COMMAND: Final = regex.compile(
-    r"(?:\+[ ])?+[a-z][\w.-]{1,30}+(?:[ ][a-z][\w.-]{1,30}+){0,2}+"
-    r"[ ]--?[A-Za-z][\w-]{0,40}+(?:[ =]\S{1,200}+)*+"
-)
-ECHO_LINES: Final = 3  # the first lines of an output where a recipe's echo stands
-
-
-def echoes_command(line: str, order: int) -> bool:
-    """Whether an output's first lines echo the command that runs (``cargo clippy
-    --all-targets`` under ``just lint``): what the call ran, in its own words, when the
-    call line only names a recipe."""
-    if order >= ECHO_LINES or len(line) > 200:
-        return False
-    return _ECHOED_COMMAND.fullmatch(line) is not None
