@@ -431,6 +431,6 @@ def provider_errors(provider: str) -> dict[Rule, str]:
     }
 
 
-def default_texts() -> dict[Rule, str]:
+def default_texts() -> dict[str, str]:
     """chaincast's wording of every rule, used where the provider's is not known."""
     return {rule: definition.text for rule, definition in RULES.items()}
