@@ -31,6 +31,11 @@
    the target needs one (Mistral); last, no empty message is left for any target (empty
    ones filled, an empty last AI message dropped).
 
+The steps are the port steps the rules name (:data:`cast._rules.RULES`, each rule's
+``fix``) and the normalizations no rule names (arguments), run by stage (the messages,
+the parsed chain, the messages back) and position; the parse with repair between the
+first two stages is the structure rules' repair.
+
 Every step leaves a chain it already fixed unchanged, so ``port`` is idempotent byte
 for byte: a stateless proxy that ports every request keeps a stable prefix for the
 providers' prompt caches. The input is never modified.
@@ -53,6 +58,7 @@ from cast._fast import (
 )
 from cast._json import loads_strict
 from cast._lint import is_cache_point, is_empty, media_of
+from cast._rules import RULES, Fix, PortStage, Rule
 from cast._transforms import (
     map_messages,
     map_tool_call_arguments,
@@ -79,7 +85,6 @@ from cast.providers import (
     ProviderProfile,
     ReasoningPolicy,
     ReasoningScope,
-    Rule,
     resolve_provider,
 )
 
@@ -146,14 +151,32 @@ def port(
         item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
     ]
     items = port_compactions(items, profile, same_source, encrypted_compaction)
-    items = _port_content(items, profile, same_source)
-    items = _place_system(open_with_human(items), profile)
-    ast = parse_chain(_drop_unanswering_results(items), repair=True)
-    ast = _port_reasoning(ast, profile, same_source)
-    ast = normalize_tool_call_ids(ast, _accepted_ids(profile))
-    ast = map_messages(ast, _with_object_arguments)
-    ast = _fix_roles(ast, profile)
-    return _fill_empty(ast.to_messages())
+    steps = _steps()
+    for step in steps[PortStage.MESSAGES]:
+        items = step(items, profile, same_source)
+    ast = parse_chain(items, repair=True)  # the structure rules' repair
+    for step in steps[PortStage.CHAIN]:
+        ast = step(ast, profile, same_source)
+    out = ast.to_messages()
+    for step in steps[PortStage.FINAL]:
+        out = step(out, profile, same_source)
+    return out
+
+
+_NORMALIZATIONS = (Fix("cast._port", "fix_arguments", PortStage.CHAIN, 30),)
+"""Port steps that no rule names: what no provider is known to refuse, but what a
+codec or a model could not use (arguments that are not a JSON object)."""
+
+
+@lru_cache(maxsize=1)
+def _steps() -> dict[PortStage, tuple[Fix, ...]]:
+    """The rules' port steps and the normalizations, each once, by stage and position."""
+    fixes = {d.fix for d in RULES.values() if d.fix is not None} | set(_NORMALIZATIONS)
+    ordered = sorted(fixes, key=lambda fix: (_STAGES.index(fix.stage), fix.position))
+    return {stage: tuple(fix for fix in ordered if fix.stage is stage) for stage in PortStage}
+
+
+_STAGES = list(PortStage)
 
 
 def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
@@ -176,7 +199,9 @@ EMPTY_ANSWER_TEXT = "(no answer)"
 """Text of an empty AI message that is not the last (a refusal, an aborted turn)."""
 
 
-def _fill_empty(messages: list[Message]) -> list[Message]:
+def fix_empty(
+    messages: list[Message], profile: ProviderProfile, same_source: bool
+) -> list[Message]:
     """No empty message reaches any provider: empty human messages get
     :data:`OPENING_HUMAN_TEXT`, empty AI messages :data:`EMPTY_ANSWER_TEXT`, except a
     last one, which is dropped (it says nothing; an AI message without text and calls
@@ -212,7 +237,12 @@ def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Messag
     return out
 
 
-def _place_system(items: list[Message], profile: ProviderProfile) -> list[Message]:
+def fix_opening(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
+    """Port's step for ``first-message``: :func:`open_with_human`."""
+    return open_with_human(items)
+
+
+def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
     """Leading system messages merged into one; later ones moved into it (appended)
     where the target takes one system prompt only."""
     out: list[Message] = []
@@ -236,9 +266,7 @@ def _place_system(items: list[Message], profile: ProviderProfile) -> list[Messag
     return out
 
 
-def _port_content(
-    items: list[Message], profile: ProviderProfile, same_source: bool
-) -> list[Message]:
+def fix_content(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
     """Kept blocks, media, tool errors and empty messages made acceptable to the target
     (see the module docstring); messages that need nothing are passed through."""
     out: list[Message] = []
@@ -331,12 +359,16 @@ def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
 # -- repair ---------------------------------------------------------------------------------
 
 
-def _drop_unanswering_results(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
+def fix_pairing(
+    messages: list[Message], profile: ProviderProfile, same_source: bool
+) -> list[Message]:
     """The messages with every result that answers no call of the AI message before it
     (or answers one a second time) removed, and tool messages left without results.
 
     Tool messages that follow no AI message are left for the parser, which drops them
-    (or refuses a chain that opens with one).
+    (or refuses a chain that opens with one): port parses the messages with repair
+    after this step, which also adds a fallback result for every unanswered call and
+    merges consecutive human messages.
     """
     out: list[Message] = []
     pending: dict[str, int] | None = None  # unanswered calls of the current AI message
@@ -372,7 +404,9 @@ def _drop_unanswering_results(messages: Iterable[Message | dict[str, Any]]) -> l
 # -- reasoning ------------------------------------------------------------------------------
 
 
-def _port_reasoning(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+    """Reasoning kept only where the target takes it back from this source, then what
+    the target's policy requires added (a thought signature, empty reasoning content)."""
     policy = profile.reasoning
     if not same_source or policy is ReasoningPolicy.STRIP:
         ast = map_messages(ast, _drop_reasoning)
@@ -502,6 +536,12 @@ def _with_reasoning_content(message: Message) -> Message | None:
 # -- arguments ------------------------------------------------------------------------------
 
 
+def fix_arguments(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+    """Every tool call's arguments a JSON object (a normalization: see the module
+    docstring)."""
+    return map_messages(ast, _with_object_arguments)
+
+
 def _with_object_arguments(message: Message) -> Message | None:
     return map_tool_call_arguments(message, _object_arguments)
 
@@ -551,10 +591,17 @@ def _accepted_ids(profile: ProviderProfile) -> IdTemplate:
     return _AcceptedIds(profile)
 
 
+def fix_ids(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+    """New ids for those the target rejects and those used twice; results follow."""
+    return normalize_tool_call_ids(ast, _accepted_ids(profile))
+
+
 # -- roles ----------------------------------------------------------------------------------
 
 
-def _fix_roles(ast: ChainAST, profile: ProviderProfile) -> ChainAST:
+def fix_roles(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+    """An opening human message where the target needs one, and an AI message between
+    a tool result and the next human message where the target needs one."""
     sections = list(ast.sections)
     changed = False
     if profile.needs_human_first and sections:
