@@ -21,7 +21,10 @@ they are known; chaincast's words otherwise, with ``verbatim=False``). It checks
   of that type at all), blocks kept from another provider (``ProviderPart``), and
   empty messages where the provider refuses them (Anthropic, Bedrock, Gemini).
 
-:func:`cast.port` fixes every one of them, so a ported chain lints clean. Lint only
+Each rule is one object (:data:`cast._rules.RULES`): lint runs the checks of the rules
+that apply to the target, each once, in rule order, and :class:`Report` keeps only the
+violations of those rules. :func:`cast.port` fixes every one of them (but
+``tools-not-declared``, a fact of the request), so a ported chain lints clean. Lint only
 raises for items that are not valid messages (``MessageFormatError``) and unknown
 provider names.
 """
