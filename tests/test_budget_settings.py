@@ -34,6 +34,7 @@ from csum.compactor import (
     LONG_MEMORY,
     LOW_COST,
 )
+from csum.integrations import HistoryHook
 from csum.presets import Preset
 from csum.serve import ServeConfig
 from csum.serve.apis import APIS
@@ -392,3 +393,13 @@ def test_every_budget_setting_is_a_field_with_a_default() -> None:
     fields = {f.name: f for f in dataclasses.fields(Budget)}
     assert set(SETTINGS) <= set(fields)
     assert all(fields[name].kw_only for name in SETTINGS)
+
+
+def test_a_framework_hook_given_a_budget_passes_its_settings_to_its_keeper() -> None:
+    budget = Budget.tokens(64_000, keep_ratio=0.3, max_depth=None)
+    with no_deprecation_from_csum():
+        hook = HistoryHook(summarize, budget=budget)
+    keeper = hook.keeper
+    assert isinstance(keeper, Compactor)
+    assert keeper.budget is budget
+    assert (keeper.keep_ratio, keeper.max_depth) == (0.3, None)
