@@ -403,3 +403,18 @@ def test_a_framework_hook_given_a_budget_passes_its_settings_to_its_keeper() -> 
     assert isinstance(keeper, Compactor)
     assert keeper.budget is budget
     assert (keeper.keep_ratio, keeper.max_depth) == (0.3, None)
+
+
+def test_the_cost_benchmark_runs_the_low_cost_preset_with_its_own_keep_ratio() -> None:
+    """``--cost`` runs LOW_COST: its policy once got both its ``keep_ratio`` and the
+    default ``target_ratio`` and failed with a TypeError before any figure."""
+    from benchmarks.policies.cost_main import low_cost_setting
+
+    setting = low_cost_setting()
+    assert setting is not None
+    with no_deprecation_from_csum():
+        policy: Any = setting.spec().make(65536)
+    keeper = policy.compactor
+    assert keeper.budget == LOW_COST.budget(65536)
+    assert (keeper.keep_ratio, keeper.summary_ratio) == (0.1, 1 / 64)
+    assert keeper.clearing == LOW_COST.clearing
