@@ -348,28 +348,27 @@ class Compactor:
         stores = old.stores_with(stores)
         robustness_given = robustness is not None
         # an int (bytes), "32KiB", "4000 tokens", a Budget; then the old loose settings
-        self.budget = old.budget_with(as_budget(budget))
-        budget_ = self.budget
-        limit = budget_.limit
-        self.trigger = budget_.trigger_units()
-        keep_ratio = DEFAULT_TARGET_RATIO if budget_.keep_ratio is None else budget_.keep_ratio
+        sized = self.budget = old.budget_with(as_budget(budget))
+        limit = sized.limit
+        self.trigger = sized.trigger_units()
+        keep_ratio = DEFAULT_TARGET_RATIO if sized.keep_ratio is None else sized.keep_ratio
         self.keep_ratio = keep_ratio
-        self.keep_units = min(budget_.scaled(keep_ratio), self.trigger)
+        self.keep_units = min(sized.scaled(keep_ratio), self.trigger)
         """What a compaction brings the chain down to, in the budget's unit."""
-        summary_ratio = budget_.summary_ratio
+        summary_ratio = sized.summary_ratio
         if summary_ratio is None:
             summary_ratio = DEFAULT_SUMMARY_RATIO
         self.summary_ratio = summary_ratio
-        self.summary_bytes = summary_bytes(budget_, summary_ratio)
-        summary_reserve = budget_.summary_reserve
+        self.summary_bytes = summary_bytes(sized, summary_ratio)
+        summary_reserve = sized.summary_reserve
         if summary_reserve is None:
             # The room summaries take, at least 5 % of the budget: with a larger share
             # the compacted chain lands on the target, not above it.
-            summary_reserve = budget_.scaled(max(DEFAULT_RESERVE_RATIO, summary_ratio))
+            summary_reserve = sized.scaled(max(DEFAULT_RESERVE_RATIO, summary_ratio))
             if summary_reserve >= limit:
                 raise ValueError(
-                    f"Budget.summary_reserve must be within 0..{limit - 1} {budget_.unit}; "
-                    f"the default for a budget of {budget_} is {summary_reserve}"
+                    f"Budget.summary_reserve must be within 0..{limit - 1} {sized.unit}; "
+                    f"the default for a budget of {sized} is {summary_reserve}"
                 )
         if counter is not None and not isinstance(counter, TokenCounter):
             raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
@@ -440,8 +439,8 @@ class Compactor:
         self.cache = stores.cache
         self.archive = stores.archive
         self.on_event = on_event
-        self.max_depth = budget_.max_depth
-        self.cooldown_turns = budget_.cooldown_turns
+        self.max_depth = sized.max_depth
+        self.cooldown_turns = sized.cooldown_turns
         self.summary_reserve = summary_reserve
         self.turns = 0
         self._last_compaction: int | None = None
