@@ -491,16 +491,16 @@ def _compact(
     with_request(reporting, reporting_request)
 
     options = _compactor_options(args)
-    if "summary_ratio" in options and getattr(handler, "sized_by_compactor", False):
+    budget: Budget = options["budget"]
+    if budget.summary_ratio is not None and getattr(handler, "sized_by_compactor", False):
         # the default extractive handler, wrapped below: sized here as the Compactor would
         from csum.handlers import extractive
 
-        handler = extractive(summary_bytes(_budget(args), options["summary_ratio"]))
+        handler = extractive(summary_bytes(budget, budget.summary_ratio))
     cache = _cache(args)
     archive = _archive(args)
     compactor = Compactor(
         reporting,
-        budget=_budget(args),
         **options,
         target=args.target,
         id_template=args.id_template,
@@ -589,18 +589,21 @@ def _clearing(args: argparse.Namespace) -> Clearing | None:
 
 
 def _compactor_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The Compactor's options from ``--low-cost``, ``--keep-ratio``,
-    ``--summary-ratio`` and the ``--clear-*`` options (explicit options win)."""
-    options: dict[str, Any] = dict(LOW_COST) if args.low_cost else {}
+    """The Compactor's ``budget`` (``--budget`` with the settings of ``--low-cost``,
+    ``--keep-ratio`` and ``--summary-ratio``) and ``clearing`` (from ``--low-cost`` and
+    the ``--clear-*`` options), explicit options winning over the preset's."""
+    settings: dict[str, Any] = LOW_COST.settings() if args.low_cost else {}
+    options: dict[str, Any] = {"clearing": LOW_COST.clearing} if args.low_cost else {}
     clearing = _clearing(args)
     if clearing is not None:
         options["clearing"] = clearing
     if args.keep_ratio is not None:
-        options["keep_ratio"] = args.keep_ratio
+        settings["keep_ratio"] = args.keep_ratio
     if args.summary_ratio is not None:
         if not 0 < args.summary_ratio <= 0.5:
             raise ValueError(f"--summary-ratio must be within (0, 0.5], got {args.summary_ratio}")
-        options["summary_ratio"] = args.summary_ratio
+        settings["summary_ratio"] = args.summary_ratio
+    options["budget"] = _budget(args).evolve(**settings)
     return options
 
 

@@ -161,8 +161,7 @@ def test_compactor_new_style_runs_without_a_warning() -> None:
         warnings.simplefilter("error", DeprecationWarning)
         keeper = Compactor(
             summarize,
-            budget=8000,
-            keep_ratio=0.4,
+            budget=Budget(8000, keep_ratio=0.4),
             stores=Stores(cache=cache),
             robustness=settings,
         )
@@ -179,7 +178,7 @@ def keep_size(messages: list[Message]) -> int:
 
 
 OLD_KEYWORDS = [
-    pytest.param({"target_ratio": 0.3}, "keep_ratio=", id="target_ratio"),
+    pytest.param({"target_ratio": 0.3}, "budget=Budget(limit, keep_ratio=", id="target_ratio"),
     pytest.param({"timeout": 5.0}, "robustness=Robustness(timeout=", id="timeout"),
     pytest.param({"retry": FAST}, "robustness=Robustness(retry=", id="retry"),
     pytest.param(
@@ -224,8 +223,7 @@ def test_compactor_old_and_new_style_compact_alike() -> None:
         old = Compactor(summarize, budget=8000, target_ratio=0.3, max_prompt_bytes=8192)
     new = Compactor(
         summarize,
-        budget=8000,
-        keep_ratio=0.3,
+        budget=Budget(8000, keep_ratio=0.3),
         robustness=Robustness(max_prompt_bytes=8192),
     )
     assert old.compact_sync(messages) == new.compact_sync(messages)
@@ -263,7 +261,7 @@ def test_a_robust_handler_and_robustness_are_not_both_given() -> None:
 
 
 def test_compactor_old_attribute_spellings_warn() -> None:
-    keeper = Compactor(summarize, budget=10_000, keep_ratio=0.5)
+    keeper = Compactor(summarize, budget=Budget(10_000, keep_ratio=0.5))
     with pytest.warns(DeprecationWarning, match=r"use Compactor\.keep_ratio"):
         assert keeper.target_ratio == 0.5
     with pytest.warns(DeprecationWarning, match=r"use Compactor\.keep_units"):
@@ -275,14 +273,14 @@ def test_defaults_and_presets_keep_working_without_warnings() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         assert Compactor(budget=10_000).keep_ratio == DEFAULT_TARGET_RATIO
-        low = Compactor(budget=10_000, **LOW_COST)
-        Compactor(budget=10_000, **LONG_MEMORY)
+        low = Compactor(budget=LOW_COST.budget(10_000), clearing=LOW_COST.clearing)
+        Compactor(budget=LONG_MEMORY.budget(10_000))
     assert low.keep_ratio == 0.1
 
 
 def test_compaction_event_names_the_size_keep_units() -> None:
     events: list[CompactionEvent] = []
-    keeper = Compactor(summarize, budget=8000, keep_ratio=0.5, on_event=events.append)
+    keeper = Compactor(summarize, budget=Budget(8000, keep_ratio=0.5), on_event=events.append)
     keeper.compact_sync(chain())
     (event,) = events
     assert event.keep_units == keeper.keep_units == 4000
@@ -378,7 +376,7 @@ def test_serve_keep_ratio_flag_and_its_old_spelling() -> None:
 
 
 def test_budget_object_passes_through_unchanged() -> None:
-    budget = Budget.tokens(4000)
-    keeper = Compactor(summarize, budget=budget, keep_ratio=0.5)
+    budget = Budget.tokens(4000, keep_ratio=0.5)
+    keeper = Compactor(summarize, budget=budget)
     assert keeper.budget is budget
     assert keeper.keep_units == 2000

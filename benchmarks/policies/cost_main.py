@@ -101,8 +101,8 @@ def low_cost_setting() -> Setting | None:
     preset = vars(csum.compactor).get("LOW_COST")
     if preset is None:
         return None
-    options = dict(preset)
-    clearing = options.pop("clearing")
+    options = preset.settings()
+    clearing = preset.clearing
     fields = {"keep": clearing.keep, "clear_tool_inputs": clearing.clear_tool_inputs}
     return Setting(LOW_COST_LABEL, fields, options)
 

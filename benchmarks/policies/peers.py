@@ -23,6 +23,7 @@ summary placed as a user message right before a user message is merged into it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -37,7 +38,10 @@ from benchmarks.policies.policy import (
     _to_langchain,
 )
 from cast import Message, Role
-from csum import Compactor
+from csum import Budget, Compactor, Stores
+
+_SETTINGS = frozenset(f.name for f in dataclasses.fields(Budget)) - {"limit", "unit"}
+"""The Compactor options that are :class:`~csum.Budget` settings."""
 
 __all__ = [
     "CompactorPolicy",
@@ -50,7 +54,8 @@ __all__ = [
 
 class CompactorPolicy(Policy):
     """``csum.Compactor`` before every turn (it keeps its own hysteresis state);
-    ``options`` are passed on to it (``summary_ratio``, ``max_depth``...)."""
+    ``options`` are passed on to it: the :class:`~csum.Budget` settings
+    (``summary_ratio``, ``max_depth``...) in its budget, the others as keywords."""
 
     guarantees_valid = True
     keeps_last_pair = True
@@ -72,12 +77,13 @@ class CompactorPolicy(Policy):
         # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
         # session per workload (as CsumPolicy does).
         self.sessions = WorkloadSessions(reinsert_bytes)
+        # the Budget's settings among ``options`` go into the budget, the rest as they are
+        settings = {name: options.pop(name) for name in list(options) if name in _SETTINGS}
+        settings.setdefault("keep_ratio", target_ratio)
         self.compactor = Compactor(
             handler,
-            budget=budget,
-            trigger=trigger,
-            target_ratio=target_ratio,
-            archive=self.sessions.archive,
+            budget=Budget.bytes(budget, trigger=trigger, **settings),
+            stores=Stores(archive=self.sessions.archive),
             **options,
         )
         if reinsert_bytes:

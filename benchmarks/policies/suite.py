@@ -196,7 +196,7 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
     )
     # The documented long-memory configuration (csum.compactor.LONG_MEMORY): summaries
     # up to 7/16 of the budget, folded again at every compaction (no depth limit).
-    long_bytes = partial(summary_bytes, ratio=float(LONG_MEMORY["summary_ratio"]))
+    long_bytes = partial(summary_bytes, ratio=float(LONG_MEMORY.settings()["summary_ratio"]))
     factories.append(
         lambda b: CompactorPolicy(
             b,
@@ -206,7 +206,7 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
                 "Compactor(**LONG_MEMORY): summaries up to summary_ratio = 7/16 of the "
                 "budget, max_depth=None, summary_reserve = the summary's share"
             ),
-            **LONG_MEMORY,
+            **LONG_MEMORY.settings(),
         )
     )
     factories.append(
@@ -218,7 +218,7 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
             description=(
                 f"Compactor(**LONG_MEMORY), HistoryArchive(reinsert_bytes={REINSERT_BYTES})"
             ),
-            **LONG_MEMORY,
+            **LONG_MEMORY.settings(),
         )
     )
     if langchain_middleware_available():

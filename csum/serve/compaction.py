@@ -283,11 +283,12 @@ class Rewriter:
         size = summary_bytes(budget)
         handler_id = summary.handler_id or f"extractive:{size}"
         cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
+        if budget.keep_ratio is None:  # a budget's own keep_ratio wins over the config's
+            budget = budget.evolve(keep_ratio=self.config.keep_ratio)
         return Compactor(
             summary.handler,
             budget=budget,
             target=api.provider,
-            keep_ratio=self.config.keep_ratio,
             stores=Stores(cache=cache, archive=archive),
             # a model's input is bounded: what is evicted beyond it goes in pieces
             robustness=Robustness(max_prompt_bytes=None if summary.offline else MODEL_PROMPT_BYTES),
