@@ -32,7 +32,9 @@ GIST_BYTES: Final = 160
 """The most a gist takes, in UTF-8 bytes (separators included)."""
 GIST_SEPARATOR: Final = " | "
 """Between the gist's lines (a gist is one line)."""
-_MAX_LINES: Final = 4000  # lines of a result that are read (a huge log: its start)
+_MAX_LINES: Final = 4000  # lines of a result that are read from its start ...
+_HEAD_CHARS: Final = 32_768  # ... within its first characters, of a result longer than
+_TAIL_CHARS: Final = 8_192  # these two, with the lines of its end (a log's outcome)
 _PIECE: Final = 72  # bytes of one line, at most (longer lines: the words around a fact)
 
 
@@ -42,7 +44,7 @@ def gist(text: str, limit: int = GIST_BYTES) -> str:
         return ""
     lines: list[str] = []
     seen: set[str] = set()
-    for raw in islice(text.splitlines(), _MAX_LINES):
+    for raw in _read(text):
         start = raw[:LINE_CAP]
         if "[" in start:  # every colour code holds one
             start = ANSI.sub("", start)
@@ -71,6 +73,17 @@ def gist(text: str, limit: int = GIST_BYTES) -> str:
         chosen[index] = piece
         used += cost
     return GIST_SEPARATOR.join(chosen[i] for i in sorted(chosen))
+
+
+def _read(text: str) -> list[str]:
+    """The lines of ``text`` the gist reads: of a huge result its first lines (those
+    whole within :data:`_HEAD_CHARS`) and its last (within :data:`_TAIL_CHARS`), so the
+    cost of a gist is bounded and a long log's outcome is read too."""
+    if len(text) <= _HEAD_CHARS + _TAIL_CHARS:
+        return list(islice(text.splitlines(), _MAX_LINES))
+    head = text[:_HEAD_CHARS].splitlines()[:-1]  # the last one may be cut
+    tail = text[-_TAIL_CHARS:].splitlines()[1:]  # the first one may be cut
+    return head[:_MAX_LINES] + tail
 
 
 def _piece(line: str, found: list[tuple[str, str]], error: str | None) -> str:

@@ -875,3 +875,15 @@ async def test_a_compaction_gists_each_evicted_result_once(monkeypatch: pytest.M
     assert result.summary_needed
     assert counter.texts
     assert len(counter.texts) == len(set(counter.texts))
+
+
+def test_the_gist_of_a_huge_result_reads_its_start_and_its_end() -> None:
+    routine = [f"step {n} of the run went fine" for n in range(6_000)]
+    middle = len(routine) // 2
+    lines = [*routine[:middle], "ERROR middle.py:3 broke", *routine[middle:]]
+    text = "\n".join(["$ make all", *lines, "FAILED 3 tests in src/app/test_io.py"])
+    assert len(text) > 100_000
+    summary = gist(text)
+    assert summary.startswith("$ make all")
+    assert "FAILED 3 tests in src/app/test_io.py" in summary  # its outcome, at the end
+    assert "middle.py" not in summary  # its middle is not read: the cost is bounded
