@@ -63,16 +63,6 @@ WEIGHTS: Final = {"error": 3.0, "path": 2.5, "url": 2.0, "id": 2.0, "number": 1.
 """What a fact of each kind weighs."""
 
 
-_KINDS: Final = (
-    ("url", _URL),
-    ("path", _PATH),
-    ("number", _NAMED_NUMBER),
-    ("id", _VERSION),
-    ("id", _HASH),
-    ("id", _MIXED),
-)
-
-
 def tokens(line: str) -> list[tuple[str, str]]:
     """(token, kind) of one line in their order, a token found inside an earlier kind's
     left out (kinds tried: url, path, number, then ids: version, hash, mixed).
@@ -80,16 +70,8 @@ def tokens(line: str) -> list[tuple[str, str]]:
     A kind is tried only when the line holds what every match of it needs (``://`` for
     a URL, ``/`` or a ``:`` and a digit for a path, a digit for a number, a version or a
     mixed token): a pattern skipped finds nothing, so the result is the same."""
-    digit = _DIGIT.search(line) is not None
     found: list[tuple[int, int, str]] = []
-    for kind, pattern, needed in (
-        ("url", _URL, "://" in line),
-        ("path", _PATH, "/" in line or (digit and ":" in line)),
-        ("number", _NAMED_NUMBER, digit),
-        ("id", _VERSION, digit),
-        ("id", _HASH, True),
-        ("id", _MIXED, digit),
-    ):
+    for kind, pattern, needed in _needed(line):
         if not needed:
             continue
         for match in pattern.finditer(line):
@@ -99,6 +81,19 @@ def tokens(line: str) -> list[tuple[str, str]]:
             if end - start >= 3 and not any(s <= start and end <= e for s, e, _ in found):
                 found.append((start, end, kind))
     return [(line[s:e], kind) for s, e, kind in sorted(found)]
+
+
+def _needed(text: str) -> tuple[tuple[str, regex.Pattern[str], bool], ...]:
+    """Each kind's pattern, in order, and whether ``text`` holds what its matches need."""
+    digit = _DIGIT.search(text) is not None
+    return (
+        ("url", _URL, "://" in text),
+        ("path", _PATH, "/" in text or (digit and ":" in text)),
+        ("number", _NAMED_NUMBER, digit),
+        ("id", _VERSION, digit),
+        ("id", _HASH, True),
+        ("id", _MIXED, digit),
+    )
 
 
 def tokens_of_lines(lines: Sequence[str]) -> list[list[tuple[str, str]]]:
@@ -111,7 +106,9 @@ def tokens_of_lines(lines: Sequence[str]) -> list[list[tuple[str, str]]]:
     ahead for, so each line's matches are those it has alone."""
     text, starts = _joined(lines)
     found: list[list[tuple[int, int, str]]] = [[] for _ in lines]
-    for kind, pattern in _KINDS:
+    for kind, pattern, needed in _needed(text):
+        if not needed:
+            continue  # as in tokens: what no line holds, no pattern skipped would find
         for match in pattern.finditer(text):
             start, end = match.span()
             number = bisect_right(starts, start) - 1
