@@ -870,7 +870,7 @@ def test_a_result_its_placeholder_alone_would_not_shrink_is_not_gisted(
 async def test_a_compaction_gists_each_evicted_result_once(monkeypatch: pytest.MonkeyPatch) -> None:
     counter = GistCounter(monkeypatch)
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, target_ratio=0.2, clearing=Clearing(keep=3))
+    keeper = Compactor(handler, budget=12_000, keep_ratio=0.2, clearing=Clearing(keep=3))
     result = await keeper.run(agent_chain(12, 3000))
     assert result.summary_needed
     assert counter.texts
