@@ -470,9 +470,11 @@ def _clear_results(
         if eligible and size > len(CLEARED_PREFIX):
             original = Message.from_parts(Role.TOOL, (result, *rest)) if references else None
             reference = message_reference(original) if original is not None else None
-            text = placeholder(
-                result.name, result.tool_call_id, size, reference, gist(result.content)
-            )
+            text = placeholder(result.name, result.tool_call_id, size, reference)
+            if utf8_len(text) < size:  # else its gist, a second line, cannot make it smaller
+                text = placeholder(
+                    result.name, result.tool_call_id, size, reference, gist(result.content)
+                )
             if utf8_len(text) < size:
                 parts.append(result.evolve(content=text))
                 parts.extend(p for p in rest if _is_cache_point(p))

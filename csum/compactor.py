@@ -866,7 +866,12 @@ class Compactor:
         summarized = clear_evicted(plan.summarized, options)
         if all(a is b for a, b in zip(summarized, plan.summarized, strict=True)):
             return plan
-        turns = [(q, clear_evicted(ms, options)) for q, ms in plan.turns]
+        # the turns hold the same messages: each is cleared (and gisted) once
+        done = {id(a): b for a, b in zip(plan.summarized, summarized, strict=True)}
+        turns = [
+            (q, [done[id(m)] if id(m) in done else clear_evicted([m], options)[0] for m in ms])
+            for q, ms in plan.turns
+        ]
         return replace(plan, summarized=summarized, turns=turns)
 
     async def _reinsert_new(self, result: CompactionResult) -> CompactionResult:

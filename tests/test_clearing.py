@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import csum.clearing
 from cast import ChainAST, Message, Reasoning, Role, TextPart, ToolCall, ToolResult, lint, port
 from csum import (
     Clearing,
@@ -827,3 +828,62 @@ def test_the_compactor_with_clearing_keeps_chains_valid_and_bounded(
     source = ChainAST.from_messages(chain, repair=True).sections[-1]
     if source.body:
         assert ast.sections[-1].body[-1].messages() == source.body[-1].messages()
+
+
+# -- each result gisted once ---------------------------------------------------------------
+
+
+class GistCounter:
+    """Counts the texts csum.clearing gists (the real gist, counted)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.texts: list[str] = []
+        monkeypatch.setattr(csum.clearing, "gist", self)
+
+    def __call__(self, text: str, limit: int = GIST_BYTES) -> str:
+        self.texts.append(text)
+        return gist(text, limit)
+
+
+def test_a_pass_over_a_cleared_chain_gists_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = GistCounter(monkeypatch)
+    options = Clearing(keep=1)
+    first = clear_tool_results(agent_chain(8), options, measure=lambda m: m.size, goal=None)
+    assert first.results_cleared == 7
+    assert len(counter.texts) == 7
+    again = clear_tool_results(first.messages, options, measure=lambda m: m.size, goal=None)
+    assert not again.changed
+    assert len(counter.texts) == 7
+
+
+def test_a_result_its_placeholder_alone_would_not_shrink_is_not_gisted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = GistCounter(monkeypatch)
+    chain = [Message.human("q"), *tool_turn(0, 40), *tool_turn(1, 3000), *tool_turn(2, 5)]
+    done = clear_tool_results(chain, Clearing(keep=1), measure=lambda m: m.size, goal=None)
+    assert done.results_cleared == 1
+    assert counter.texts == [output(1, 3000)]
+
+
+@pytest.mark.anyio
+async def test_a_compaction_gists_each_evicted_result_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = GistCounter(monkeypatch)
+    handler = Recorder()
+    keeper = Compactor(handler, budget=12_000, keep_ratio=0.2, clearing=Clearing(keep=3))
+    result = await keeper.run(agent_chain(12, 3000))
+    assert result.summary_needed
+    assert counter.texts
+    assert len(counter.texts) == len(set(counter.texts))
+
+
+def test_the_gist_of_a_huge_result_reads_its_start_and_its_end() -> None:
+    routine = [f"step {n} of the run went fine" for n in range(6_000)]
+    middle = len(routine) // 2
+    lines = [*routine[:middle], "ERROR middle.py:3 broke", *routine[middle:]]
+    text = "\n".join(["$ make all", *lines, "FAILED 3 tests in src/app/test_io.py"])
+    assert len(text) > 100_000
+    summary = gist(text)
+    assert summary.startswith("$ make all")
+    assert "FAILED 3 tests in src/app/test_io.py" in summary  # its outcome, at the end
+    assert "middle.py" not in summary  # its middle is not read: the cost is bounded
