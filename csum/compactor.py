@@ -102,6 +102,7 @@ __all__ = [
     "LONG_MEMORY",
     "LOW_COST",
     "MIN_SUMMARY_BYTES",
+    "SUMMARY_ONLY",
     "CompactionResult",
     "Compactor",
     "summary_bytes",
@@ -113,13 +114,15 @@ Anthropic and Gemini want a conversation to open with a human message)."""
 
 _AI = Role.AI
 
-DEFAULT_SUMMARY_RATIO = 1 / 32
+DEFAULT_SUMMARY_RATIO = 1 / 64
 """Share of the budget the default handler's summaries may take (``summary_ratio``):
-4 KiB at a 128 KiB budget, where larger summaries were measured to cost bytes without
-keeping more of what was asked for (docs/compactor.md)."""
+2 KiB at a 128 KiB budget. With clearing first and a low target, small summaries keep
+the summarizer's output (priced at several times its input) low: the cheapest setting
+of the cost benchmark (docs/compactor.md, "Defaults and why"; 1/32 before)."""
 
-DEFAULT_TARGET_RATIO = 0.6
-"""Share of the budget a compaction brings the chain down to (``keep_ratio``)."""
+DEFAULT_TARGET_RATIO = 0.1
+"""Share of the budget a compaction brings the chain down to (``keep_ratio``): low,
+so the chain sent on every turn is small (0.6 before, see :data:`SUMMARY_ONLY`)."""
 DEFAULT_RESERVE_RATIO = 0.05
 """Share of the budget set aside for the summary when choosing the kept pairs (the
 default ``summary_reserve``; ``summary_ratio`` when larger)."""
@@ -151,8 +154,20 @@ held-out half of the Claude Code sessions, 1.06x / 0.85x / 1.03x the cheaper of
 LangChain's SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (worst
 pricing style, summarizer at the main model's rate; a 20 % target: 1.08x / 0.86x /
 1.07x). Without a history archive, facts that lived only in old tool results are mostly
-gone (47 % present when asked on the simulated loop, against 75 % for the defaults);
-with one, the placeholders name the archived original and ``recall`` brings it back."""
+gone (47 % present when asked on the simulated loop, against 74 % for
+:data:`SUMMARY_ONLY`); with one, the placeholders name the archived original and
+``recall`` brings it back. These are also the defaults today; the preset keeps these
+values if the defaults change."""
+
+SUMMARY_ONLY: Final[Mapping[str, Any]] = MappingProxyType(
+    {"clearing": None, "keep_ratio": 0.6, "summary_ratio": 1 / 32}
+)
+"""The Compactor's former defaults: no clearing stage (every compaction is a summary),
+a compaction brings the chain to 60 % of the budget, summaries take up to 1/32 of it:
+``Compactor(budget=..., **SUMMARY_ONLY)``. It costs more than the defaults (the
+summarizer reads every evicted tool result whole) and remembers more without a history
+archive (facts present when asked on the simulated loop: 74 % against 47 %, min over
+seeds; docs/compactor.md, "Defaults and why")."""
 
 FROZEN_SHARE = 0.25
 """Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond
@@ -304,7 +319,7 @@ class Compactor:
     trigger (not the budget) is ignored, and ``summary_reserve`` the room kept for the
     summary when choosing what to keep (in the budget's unit; default 5 % of the
     budget, or ``summary_ratio`` when larger).
-    ``summary_ratio`` (default 1/32, at most 0.5) is the share of the budget summaries
+    ``summary_ratio`` (default 1/64, at most 0.5) is the share of the budget summaries
     take: it bounds the default handler's summaries (:func:`summary_bytes`) and sets
     the reserve when larger than 5 %, so a summary that
     folds earlier summaries again and again has room in proportion to the window rather
