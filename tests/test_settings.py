@@ -393,6 +393,16 @@ def test_serve_keep_ratio_flag_and_its_old_spelling() -> None:
     assert "--target-ratio is deprecated" in err.getvalue()
 
 
+def test_serve_summary_only_flag_is_the_former_defaults() -> None:
+    err = io.StringIO()
+    plain = config_from(serve_args(), err)
+    assert not plain.summary_only
+    only = config_from(serve_args("--summary-only"), err)
+    assert only.summary_only
+    assert only.keep_ratio == SUMMARY_ONLY["keep_ratio"]
+    assert config_from(serve_args("--summary-only", "--keep-ratio", "0.4"), err).keep_ratio == 0.4
+
+
 def test_budget_object_passes_through_unchanged() -> None:
     budget = Budget.tokens(4000)
     keeper = Compactor(summarize, budget=budget, keep_ratio=0.5)
