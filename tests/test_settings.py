@@ -279,8 +279,10 @@ def test_defaults_and_presets_keep_working_without_warnings() -> None:
         warnings.simplefilter("error", DeprecationWarning)
         assert Compactor(budget=10_000).keep_ratio == DEFAULT_TARGET_RATIO
         low = Compactor(budget=10_000, **LOW_COST)
-        Compactor(budget=10_000, **LONG_MEMORY)
+        long = Compactor(budget=10_000, **LONG_MEMORY)
         only = Compactor(budget=10_000, **SUMMARY_ONLY)
+    # LONG_MEMORY is the summary stage it was measured with, whatever the defaults are.
+    assert (long.clearing, long.keep_ratio) == (None, SUMMARY_ONLY["keep_ratio"])
     assert low.keep_ratio == 0.1
     # SUMMARY_ONLY is the former defaults: the summary stage alone.
     assert (only.clearing, only.keep_ratio, only.summary_ratio) == (None, 0.6, 1 / 32)
