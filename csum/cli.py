@@ -536,11 +536,13 @@ def _compact(
     with_request(reporting, reporting_request)
 
     options = _compactor_options(args)
-    if "summary_ratio" in options and getattr(handler, "sized_by_compactor", False):
-        # the default extractive handler, wrapped below: sized here as the Compactor would
+    if getattr(handler, "sized_by_compactor", False):
+        # the default extractive handler, wrapped below (so the Compactor cannot size it):
+        # sized here as the Compactor would, at the summary share given or its default
         from csum.handlers import extractive
 
-        handler = extractive(summary_bytes(_budget(args), options["summary_ratio"]))
+        ratio = options.get("summary_ratio", DEFAULT_SUMMARY_RATIO)
+        handler = extractive(summary_bytes(_budget(args), ratio))
     cache = _cache(args)
     archive = _archive(args)
     compactor = Compactor(

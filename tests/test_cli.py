@@ -1001,6 +1001,17 @@ def test_csum_low_cost_is_the_preset_and_explicit_options_win(
     assert len(wider.out) > len(low.out)
 
 
+def test_csum_default_summary_share_is_the_compactors(csum_cli: Callable[..., Run]) -> None:
+    """Without ``--summary-ratio`` the offline handler's summaries take the Compactor's
+    default share of the budget, as ``--help`` says (they took the handler's own fixed
+    4 KiB: the command wraps the handler, so the Compactor could not size it)."""
+    base = ("summarize", "--example", "--budget", "48KiB", "-q")
+    default = csum_cli(*base)
+    assert default.code == 0, default.err
+    spelled = csum_cli(*base, "--summary-ratio", str(DEFAULT_SUMMARY_RATIO))
+    assert spelled.out == default.out
+
+
 def test_csum_summary_only_is_the_preset_and_explicit_options_win(
     csum_cli: Callable[..., Run],
 ) -> None:
