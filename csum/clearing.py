@@ -159,10 +159,10 @@ def _units(value: int | float, budget: Budget) -> int:
     return budget.scaled(value) if isinstance(value, float) else value
 
 
-DEFAULT_CLEARING: Final[Clearing | None] = None
-"""The Compactor's default ``clearing=``: provisionally None (off: today's behaviour,
-which the existing summarize-stage tests and benchmarks pin down) until the issue-25
-cost benchmark chooses the defaults; ``Clearing()`` is the expected final value."""
+DEFAULT_CLEARING: Final[Clearing | None] = Clearing(keep=3)
+"""The Compactor's default ``clearing=``: on, keeping the newest 3 tool uses whole (the
+cheapest setting of the issue-25 cost benchmark, with ``keep_ratio`` 0.1 and
+``summary_ratio`` 1/64; ``csum.compactor.SUMMARY_ONLY`` turns it off)."""
 
 
 # -- placeholders ---------------------------------------------------------------------------

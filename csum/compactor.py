@@ -103,6 +103,7 @@ __all__ = [
     "LONG_MEMORY",
     "LOW_COST",
     "MIN_SUMMARY_BYTES",
+    "SUMMARY_ONLY",
     "CompactionResult",
     "Compactor",
     "summary_bytes",
@@ -114,13 +115,15 @@ Anthropic and Gemini want a conversation to open with a human message)."""
 
 _AI = Role.AI
 
-DEFAULT_SUMMARY_RATIO = 1 / 32
+DEFAULT_SUMMARY_RATIO = 1 / 64
 """Share of the budget the default handler's summaries may take (``summary_ratio``):
-4 KiB at a 128 KiB budget, where larger summaries were measured to cost bytes without
-keeping more of what was asked for (docs/compactor.md)."""
+2 KiB at a 128 KiB budget. With clearing first and a low target, small summaries keep
+the summarizer's output (priced at several times its input) low: the cheapest setting
+of the cost benchmark (docs/compactor.md, "Defaults and why"; 1/32 before)."""
 
-DEFAULT_TARGET_RATIO = 0.6
-"""Share of the budget a compaction brings the chain down to (``keep_ratio``)."""
+DEFAULT_TARGET_RATIO = 0.1
+"""Share of the budget a compaction brings the chain down to (``keep_ratio``): low,
+so the chain sent on every turn is small (0.6 before, see :data:`SUMMARY_ONLY`)."""
 DEFAULT_RESERVE_RATIO = 0.05
 """Share of the budget set aside for the summary when choosing the kept pairs (the
 default ``summary_reserve``; ``summary_ratio`` when larger)."""
@@ -130,13 +133,18 @@ DEFAULT_KEEP_RATIO = DEFAULT_TARGET_RATIO
 MIN_SUMMARY_BYTES = 1024
 """The default handler's summaries are never bounded below this (tiny budgets)."""
 
-LONG_MEMORY: Final = Preset("LONG_MEMORY", summary_ratio=7 / 16, max_depth=None)
+LONG_MEMORY: Final = Preset(
+    "LONG_MEMORY", clearing=None, keep_ratio=0.6, summary_ratio=7 / 16, max_depth=None
+)
 """Compactor settings for a long memory with the default (extractive) handler:
-``Compactor(budget=LONG_MEMORY.budget(...))``. Summaries take up to 7/16 of the budget
-and are folded again at every compaction (the extractive handler keeps an earlier
-summary's lines verbatim, so there is no drift to limit). On the simulated
-2,000-turn loop at 128 KiB this keeps 59-63 % of all facts in the final chain (the
-defaults: 10-12 %) for 7 % more bytes sent than the defaults (docs/compactor.md)."""
+``Compactor(budget=LONG_MEMORY.budget(...), clearing=LONG_MEMORY.clearing)``. Summaries
+take up to 7/16 of the budget and are folded again at every compaction (the extractive
+handler keeps an earlier summary's lines verbatim, so there is no drift to limit); the
+summary stage alone at a 60 % target, as measured (clearing would hand the summary
+placeholders instead of the tool output it keeps facts from). On the simulated
+2,000-turn loop at 128 KiB this keeps 59-63 % of all facts in the final chain
+(:data:`SUMMARY_ONLY`: 10-12 %) for 7 % more bytes sent than :data:`SUMMARY_ONLY`
+(docs/compactor.md)."""
 
 LOW_COST: Final = Preset(
     "LOW_COST", clearing=Clearing(keep=3), keep_ratio=0.1, summary_ratio=1 / 64
@@ -151,8 +159,18 @@ held-out half of the Claude Code sessions, 1.06x / 0.85x / 1.03x the cheaper of
 LangChain's SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (worst
 pricing style, summarizer at the main model's rate; a 20 % target: 1.08x / 0.86x /
 1.07x). Without a history archive, facts that lived only in old tool results are mostly
-gone (47 % present when asked on the simulated loop, against 75 % for the defaults);
-with one, the placeholders name the archived original and ``recall`` brings it back."""
+gone (47 % present when asked on the simulated loop, against 74 % for
+:data:`SUMMARY_ONLY`); with one, the placeholders name the archived original and
+``recall`` brings it back. These are also the defaults today; the preset keeps these
+values if the defaults change."""
+
+SUMMARY_ONLY: Final = Preset("SUMMARY_ONLY", clearing=None, keep_ratio=0.6, summary_ratio=1 / 32)
+"""The Compactor's former defaults: no clearing stage (every compaction is a summary),
+a compaction brings the chain to 60 % of the budget, summaries take up to 1/32 of it:
+``Compactor(budget=SUMMARY_ONLY.budget(...), clearing=SUMMARY_ONLY.clearing)``. It
+costs more than the defaults (the summarizer reads every evicted tool result whole)
+and remembers more without a history archive (facts present when asked on the
+simulated loop; docs/compactor.md, "Defaults and why")."""
 
 FROZEN_SHARE = 0.25
 """Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond

@@ -41,7 +41,7 @@ from benchmarks.policies.cost_bench import (
     split_sessions,
 )
 from benchmarks.policies.harness import RunResult
-from benchmarks.policies.peers import langchain_middleware_available
+from benchmarks.policies.peers import CompactorPolicy, langchain_middleware_available
 from cast import Message, Role, TextPart, ToolCall
 
 SYSTEM = Message.system("s" * 4000)  # 1,000 tokens
@@ -242,3 +242,29 @@ def test_the_sweep_picks_the_cheapest_at_equal_memory_else_the_best_memory_in_go
     chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.8)
     assert chosen == kept  # both meet the cost goal; "kept" remembers more
     assert rule.startswith("no setting reaches the memory")
+
+
+def test_the_compactor_rows_are_built_with_the_settings_they_name() -> None:
+    """The "before" row is the summary stage alone at the former defaults whatever the
+    Compactor's defaults are, and the LOW_COST row is the preset (it passed keep_ratio
+    beside the policy's own target_ratio: a TypeError, "not both")."""
+    from benchmarks.policies.cost_bench import compactor_spec
+    from benchmarks.policies.cost_main import low_cost_setting
+    from csum import Compactor
+    from csum.compactor import LOW_COST, SUMMARY_ONLY
+
+    def settings(compactor: Compactor) -> dict[str, object]:
+        return {
+            "clearing": compactor.clearing,
+            "keep_ratio": compactor.keep_ratio,
+            "summary_ratio": compactor.summary_ratio,
+        }
+
+    before = compactor_spec(BEFORE).make(64 * 1024)
+    assert isinstance(before, CompactorPolicy)
+    assert settings(before.compactor) == dict(SUMMARY_ONLY)
+    low = low_cost_setting()
+    assert low is not None
+    policy = low.spec().make(64 * 1024)
+    assert isinstance(policy, CompactorPolicy)
+    assert settings(policy.compactor) == dict(LOW_COST)

@@ -1,7 +1,10 @@
 """The Compactor and its peers from agent frameworks, as policies on the same workloads.
 
-* :class:`CompactorPolicy` — ``csum.Compactor`` with its defaults (trigger = budget,
-  target 60 %), or tuned (``trigger``/``target_ratio`` given).
+* :class:`CompactorPolicy` — ``csum.Compactor``'s summary stage alone, at its former
+  defaults (``csum.compactor.SUMMARY_ONLY``: trigger = budget, target 60 %, no clearing,
+  summaries 1/32 of the budget), or tuned (``trigger``/``target_ratio``/``keep_ratio``,
+  ``clearing``, ``summary_ratio`` given). Pinned, so the benchmarks' "before" rows do not
+  move when the Compactor's defaults do.
 * :class:`LangChainSummarization` — LangChain's ``SummarizationMiddleware`` (package
   ``langchain``, ``langchain.agents.middleware``) with its defaults (keep the last 20
   messages, summary input trimmed to 4,000 tokens, approximate token counter), its
@@ -39,6 +42,7 @@ from benchmarks.policies.policy import (
 )
 from cast import Message, Role
 from csum import Budget, Compactor, Stores
+from csum.compactor import SUMMARY_ONLY
 
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(Budget)) - {"limit", "unit"}
 """The Compactor options that are :class:`~csum.Budget` settings."""
@@ -67,13 +71,18 @@ class CompactorPolicy(Policy):
         handler: MeteredHandler,
         *,
         trigger: float | None = None,
-        target_ratio: float = 0.6,
+        target_ratio: float = SUMMARY_ONLY["keep_ratio"],
         reinsert_bytes: int | None = None,
         name: str = "Compactor",
-        description: str = "csum.Compactor defaults (trigger = budget, target 60 %)",
+        description: str = "csum.Compactor, summary stage alone (SUMMARY_ONLY, the former "
+        "defaults: trigger = budget, target 60 %, summaries 1/32)",
         **options: Any,
     ) -> None:
         super().__init__(budget, handler)
+        # keep_ratio (the option's name now) wins over target_ratio (this class's)
+        target_ratio = options.pop("keep_ratio", target_ratio)
+        for key in ("clearing", "summary_ratio"):
+            options.setdefault(key, SUMMARY_ONLY[key])
         # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
         # session per workload (as CsumPolicy does).
         self.sessions = WorkloadSessions(reinsert_bytes)

@@ -82,6 +82,10 @@ class ServeConfig:
     archive: str | None = None
     archive_reinsert_bytes: int = 0
     offload: bool = True
+    summary_only: bool = False
+    """The summary stage alone (``csum.compactor.SUMMARY_ONLY``'s clearing and summary
+    share: no clearing, summaries 1/32 of the budget) instead of the Compactor's
+    defaults; ``keep_ratio`` stays the size a compaction brings the chain to."""
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
