@@ -242,3 +242,19 @@ def test_the_sweep_picks_the_cheapest_at_equal_memory_else_the_best_memory_in_go
     chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.8)
     assert chosen == kept  # both meet the cost goal; "kept" remembers more
     assert rule.startswith("no setting reaches the memory")
+
+
+def test_the_low_cost_preset_builds_as_a_policy() -> None:
+    # LOW_COST gives keep_ratio (the current name); the benchmark's Compactor policy
+    # took only target_ratio and passed both, so every full cost run failed on it.
+    from benchmarks.policies.cost_main import low_cost_setting
+    from benchmarks.policies.peers import CompactorPolicy
+    from csum.compactor import LOW_COST
+
+    setting = low_cost_setting()
+    assert setting is not None
+    policy = setting.spec().make(64 * 1024)
+    assert isinstance(policy, CompactorPolicy)
+    assert policy.compactor.keep_ratio == LOW_COST["keep_ratio"]
+    with pytest.raises(TypeError, match="not both"):
+        CompactorPolicy(1024, policy.handler, target_ratio=0.3, keep_ratio=0.2)  # type: ignore[arg-type]

@@ -62,7 +62,7 @@ class CompactorPolicy(Policy):
         handler: MeteredHandler,
         *,
         trigger: float | None = None,
-        target_ratio: float = 0.6,
+        target_ratio: float | None = None,
         reinsert_bytes: int | None = None,
         name: str = "Compactor",
         description: str = "csum.Compactor defaults (trigger = budget, target 60 %)",
@@ -72,11 +72,16 @@ class CompactorPolicy(Policy):
         # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
         # session per workload (as CsumPolicy does).
         self.sessions = WorkloadSessions(reinsert_bytes)
+        # ``target_ratio`` is the older spelling of ``keep_ratio``: either may be given
+        # (the presets, such as LOW_COST, use ``keep_ratio``), 60 % when neither is.
+        if "keep_ratio" not in options:
+            options["keep_ratio"] = 0.6 if target_ratio is None else target_ratio
+        elif target_ratio is not None:
+            raise TypeError("CompactorPolicy: give keep_ratio or target_ratio, not both")
         self.compactor = Compactor(
             handler,
             budget=budget,
             trigger=trigger,
-            target_ratio=target_ratio,
             archive=self.sessions.archive,
             **options,
         )
