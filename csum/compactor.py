@@ -74,6 +74,7 @@ from csum._handler_check import check_handler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._pieces import summarize_in_pieces
+from csum._question_context import question_context
 from csum._robust import HandlerLedger, RobustHandler, ledger, robustness_of
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
@@ -1370,7 +1371,7 @@ def _in_chain_order(plan: _Plan) -> tuple[list[Message], list[Message]]:
         if question is not None:
             summarized.append(question)
         summarized.extend(messages)
-    return ([staying] if staying is not None else []), summarized
+    return ([question_context(staying)] if staying is not None else []), summarized
 
 
 def _turns_in_place(
