@@ -238,10 +238,32 @@ def test_the_sweep_picks_the_cheapest_at_equal_memory_else_the_best_memory_in_go
     ]
     chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.6)
     assert chosen == kept
-    assert rule == "cheapest at equal or better memory"
+    assert rule == "the cheapest that reaches the memory goal"
     chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.8)
     assert chosen == kept  # both meet the cost goal; "kept" remembers more
-    assert rule.startswith("no setting reaches the memory")
+    assert rule.startswith("no setting reaches the memory goal")
+
+
+def test_the_memory_floor_is_the_goal_and_above_every_peer() -> None:
+    from benchmarks.policies.cost_bench import MEMORY_GOAL, memory_floor
+
+    low = [_row(SUMMARIZATION, "simulated", 1, 0.40), _row(DROP, "simulated", 1, 0.45)]
+    assert memory_floor(low) == MEMORY_GOAL == 0.49
+    high = [_row(SUMMARIZATION, "simulated", 1, 0.448), _row(DROP, "simulated", 1, 0.5)]
+    assert 0.5 < memory_floor(high) < 0.5001  # strictly more than the best peer
+    cheap, kept = Setting("cheap", {}), Setting("kept", {})
+    specs = {
+        "cheap": PolicySpec("Compactor + clearing (cheap)", DropOldest),
+        "kept": PolicySpec("Compactor + clearing (kept)", DropOldest),
+    }
+    rows = [*high, _row(SUMMARIZATION, "claude code", 100.0), _row(DROP, "claude code", 120.0)]
+    rows += [_row(specs["cheap"].name, "claude code", 80.0)]
+    rows += [_row(specs["cheap"].name, "simulated", 1, 0.5)]  # ties the best peer: not enough
+    rows += [_row(specs["kept"].name, "claude code", 90.0)]
+    rows += [_row(specs["kept"].name, "simulated", 1, 0.52)]
+    chosen, rule = choose(rows, [cheap, kept], specs, memory_floor(rows))
+    assert chosen == kept
+    assert rule == "the cheapest that reaches the memory goal"
 
 
 def test_the_low_cost_preset_builds_as_a_policy() -> None:

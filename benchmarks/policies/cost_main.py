@@ -22,6 +22,8 @@ from benchmarks.policies.cost import STYLES
 from benchmarks.policies.cost_bench import (
     BEFORE,
     KIB,
+    MEMORY_GOAL,
+    REFERENCES,
     CostConfig,
     Measured,
     PolicySpec,
@@ -30,6 +32,7 @@ from benchmarks.policies.cost_bench import (
     clearing_available,
     cost_policies,
     cost_ratio,
+    memory_floor,
     render_cost,
     render_sweep,
     run_cost,
@@ -90,6 +93,16 @@ Compactor's trigger, ``keep`` and ``clear_at_least`` around ``keep 3`` (the prov
 default) at a 30 % target, plus the clearing defaults at today's 60 % target."""
 
 
+ISSUE_HANDLER_INPUT: dict[int, int] = {
+    64 * KIB: 3_760_000,
+    128 * KIB: 3_040_000,
+    256 * KIB: 2_220_000,
+}
+"""The Compactor's handler input before clearing (bytes, all 17 sessions) as the last
+run before the shorter prompt framing measured it (docs/cost.md of 2026-11-26): the
+"today" of the goal. The framing and the cut question context shrink this run's
+"before" row too, so the goal is read against these fixed figures (both are shown)."""
+
 LOW_COST_LABEL = "LOW_COST: keep 3, target 10 %, summary 1/64"
 """The preset ``csum.compactor.LOW_COST`` (run by every full cost run)."""
 
@@ -145,11 +158,19 @@ def render_goals(rows: Sequence[Measured], config: CostConfig, policy: str = AFT
             max(ratios) <= 0.95,
         )
         h, h0 = mine.result.handler_input_bytes, before.result.handler_input_bytes
+        today = ISSUE_HANDLER_INPUT.get(budget) if not config.quick else None
+        base = today if today is not None else h0
         goal(
             f"{where}: handler input <= 0.3x before",
-            f"{h / 1e6:.2f} MB ({h / h0 if h0 else 0:.2f}x of {h0 / 1e6:.2f})",
+            f"{h / 1e6:.2f} MB ({h / base if base else 0:.2f}x of {base / 1e6:.2f}"
+            + (
+                f"; {h / h0 if h0 else 0:.2f}x of this run's before, {h0 / 1e6:.2f}"
+                if today
+                else ""
+            )
+            + ")",
             "<= 0.3x",
-            h <= 0.3 * h0,
+            h <= 0.3 * base,
         )
         c, c0 = mine.result.handler_calls, before.result.handler_calls
         goal(f"{where}: handler calls <= before", f"{c} (before {c0})", "<= before", c <= c0)
@@ -166,11 +187,16 @@ def render_goals(rows: Sequence[Measured], config: CostConfig, policy: str = AFT
     goal("0 new lint violations (anthropic, openai)", str(lint_new), "0", lint_new == 0)
     sim, sim0 = (_by(rows, p, "simulated", config.sim_budget) for p in (policy, BEFORE))
     if sim is not None and sim0 is not None and sim.facts and sim0.facts:
+        peers = [r for r in rows if r.group == "simulated" and r.policy in REFERENCES and r.facts]
+        named = ", ".join(f"{r.policy} {100 * min(r.facts):.1f} %" for r in peers)
+        floor = memory_floor(rows)
         goal(
-            "facts present when asked, no archive (min over seeds) >= before",
+            f"facts present when asked, no archive (min over seeds) >= "
+            f"{100 * MEMORY_GOAL:.0f} % and above every peer ({named}; the Compactor "
+            f"before clearing {100 * min(sim0.facts):.1f} %)",
             f"{100 * min(sim.facts):.1f} %",
-            f">= {100 * min(sim0.facts):.1f} %",
-            min(sim.facts) >= min(sim0.facts),
+            f">= {100 * floor:.1f} %",
+            min(sim.facts) >= floor,
         )
         if sim.facts_recall:
             before_recall = (
