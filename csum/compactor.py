@@ -141,19 +141,20 @@ summary's lines verbatim, so there is no drift to limit). On the simulated
 defaults: 10-12 %) for 7 % more bytes sent than the defaults (docs/compactor.md)."""
 
 LOW_COST: Final[Mapping[str, Any]] = MappingProxyType(
-    {"clearing": Clearing(keep=3), "keep_ratio": 0.1, "summary_ratio": 1 / 64}
+    {"clearing": Clearing(keep=3), "keep_ratio": 0.1, "summary_ratio": 1 / 64, "trigger": 0.8}
 )
 """Compactor options for the lowest cost with prompt caching:
 ``Compactor(budget=..., **LOW_COST)``. Old tool results are cleared to placeholders
-(with a short gist) before anything is summarized, a compaction brings the chain down
-to 10 % of the budget, and summaries take up to 1/64 of it. The cheapest setting of the
-cost sweep (``python -m benchmarks.policies --cost --sweep``, docs/cost.md): on the
-held-out half of the Claude Code sessions, 1.06x / 0.85x / 1.03x the cheaper of
-LangChain's SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (worst
-pricing style, summarizer at the main model's rate; a 20 % target: 1.08x / 0.86x /
-1.07x). Without a history archive, facts that lived only in old tool results are mostly
-gone (47 % present when asked on the simulated loop, against 75 % for the defaults);
-with one, the placeholders name the archived original and ``recall`` brings it back."""
+(with a short gist) before anything is summarized, a compaction starts at 80 % of the
+budget and brings the chain down to 10 % of it, and summaries take up to 1/64 of it.
+The setting of the cost sweep (``python -m benchmarks.policies --cost --sweep``,
+docs/cost.md) that meets the cost goal on the tuning half of the Claude Code sessions
+(at most 0.95x the cheaper of LangChain's SummarizationMiddleware and drop-oldest at
+64, 128 and 256 KiB, every pricing style) and remembers most among those that do.
+Without a history archive, facts that lived only in old tool results are mostly gone
+(about 44-47 % present when asked on the simulated loop, against 75 % for the
+defaults); with one, the placeholders name the archived original and ``recall`` brings
+it back."""
 
 FROZEN_SHARE = 0.25
 """Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond

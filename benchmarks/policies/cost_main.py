@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -47,50 +48,28 @@ DOC = REPO / "docs" / "cost.md"
 QUICK_SESSIONS = 6
 AFTER = "Compactor + clearing (Clearing() defaults)"
 
+
+def _low(label: str, keep: int = 3, **compactor: float) -> Setting:
+    """A setting around LOW_COST: ``Clearing(keep=keep)``, summaries of 1/64 of the
+    budget, a 10 % keep ratio unless ``compactor`` says otherwise."""
+    return Setting(label, {"keep": keep}, {"keep_ratio": 0.1, "summary_ratio": 1 / 64, **compactor})
+
+
 SETTINGS: tuple[Setting, ...] = (
-    Setting("keep 3, target 60 %", {"keep": 3}),
-    Setting("keep 3, target 30 %", {"keep": 3}, {"target_ratio": 0.3}),
-    Setting("keep 3, target 20 %", {"keep": 3}, {"target_ratio": 0.2}),
-    Setting(
-        "keep 3, target 30 %, summary 1/64",
-        {"keep": 3},
-        {"target_ratio": 0.3, "summary_ratio": 1 / 64},
-    ),
-    Setting(
-        "keep 3, target 20 %, summary 1/64",
-        {"keep": 3},
-        {"target_ratio": 0.2, "summary_ratio": 1 / 64},
-    ),
-    Setting(
-        "keep 3, target 10 %, summary 1/64",
-        {"keep": 3},
-        {"target_ratio": 0.1, "summary_ratio": 1 / 64},
-    ),
-    Setting(
-        "keep 3, target 30 %, summary 1/16",
-        {"keep": 3},
-        {"target_ratio": 0.3, "summary_ratio": 1 / 16},
-    ),
-    Setting(
-        "keep 3, target 30 %, trigger 80 %", {"keep": 3}, {"target_ratio": 0.3, "trigger": 0.8}
-    ),
-    Setting("keep 10, target 30 %", {"keep": 10}, {"target_ratio": 0.3}),
-    Setting("keep 30, target 30 %", {"keep": 30}, {"target_ratio": 0.3}),
-    Setting("keep 10, target 45 %", {"keep": 10}, {"target_ratio": 0.45}),
-    Setting(
-        "keep 3, target 30 %, clear_at_least 10 %",
-        {"keep": 3, "clear_at_least": 0.1},
-        {"target_ratio": 0.3},
-    ),
-    Setting(
-        "keep 3, target 30 %, clear inputs",
-        {"keep": 3, "clear_tool_inputs": True},
-        {"target_ratio": 0.3},
-    ),
+    _low("keep 3, target 10 %, summary 1/64"),
+    _low("keep 3, target 10 %, summary 1/32", summary_ratio=1 / 32),
+    _low("keep 3, target 20 %, summary 1/64", keep_ratio=0.2),
+    _low("keep 10, target 30 %, summary 1/64", keep=10, keep_ratio=0.3),
+    _low("keep 3, target 10 %, summary 1/64, trigger 85 %", trigger=0.85),
+    _low("keep 3, target 10 %, summary 1/64, trigger 80 %", trigger=0.8),
+    _low("keep 3, target 10 %, summary 1/64, trigger 70 %", trigger=0.7),
+    _low("keep 10, target 30 %, summary 1/64, trigger 85 %", keep=10, keep_ratio=0.3, trigger=0.85),
 )
-"""The sweep (chosen before any run of it): the target ratio, the summary size, the
-Compactor's trigger, ``keep`` and ``clear_at_least`` around ``keep 3`` (the providers'
-default) at a 30 % target, plus the clearing defaults at today's 60 % target."""
+"""The sweep (chosen after the shorter prompt framing, on the tuning half only): around
+the previous LOW_COST (keep 3, target 10 %, summaries of 1/64), the summary size, the
+target, ``keep`` 10 at 30 % (the setting that remembered most in the sweep before), and
+the Compactor's trigger below the budget (the references compact earlier than at the
+budget: SummarizationMiddleware counts its own tokens and keeps 20 messages)."""
 
 
 ISSUE_HANDLER_INPUT: dict[int, int] = {
@@ -103,8 +82,18 @@ run before the shorter prompt framing measured it (docs/cost.md of 2026-11-26): 
 "today" of the goal. The framing and the cut question context shrink this run's
 "before" row too, so the goal is read against these fixed figures (both are shown)."""
 
-LOW_COST_LABEL = "LOW_COST: keep 3, target 10 %, summary 1/64"
-"""The preset ``csum.compactor.LOW_COST`` (run by every full cost run)."""
+
+def low_cost_label(clearing_keep: int, options: dict[str, Any]) -> str:
+    """The row name of the preset ``csum.compactor.LOW_COST`` (run by every full cost
+    run), made from its values: ``LOW_COST: keep 3, target 10 %, summary 1/64``."""
+    words = [f"LOW_COST: keep {clearing_keep}"]
+    if "keep_ratio" in options:
+        words.append(f"target {100 * options['keep_ratio']:g} %")
+    if "summary_ratio" in options:
+        words.append(f"summary 1/{round(1 / options['summary_ratio'])}")
+    if options.get("trigger") is not None:
+        words.append(f"trigger {100 * options['trigger']:g} %")
+    return ", ".join(words)
 
 
 def low_cost_setting() -> Setting | None:
@@ -117,7 +106,7 @@ def low_cost_setting() -> Setting | None:
     options = dict(preset)
     clearing = options.pop("clearing")
     fields = {"keep": clearing.keep, "clear_tool_inputs": clearing.clear_tool_inputs}
-    return Setting(LOW_COST_LABEL, fields, options)
+    return Setting(low_cost_label(clearing.keep, options), fields, options)
 
 
 def after_specs(extra: Sequence[Setting] = ()) -> list[PolicySpec]:
