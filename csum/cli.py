@@ -135,8 +135,8 @@ def main_parser() -> argparse.ArgumentParser:
     clearing.add_argument(
         "--low-cost",
         action="store_true",
-        help="the LOW_COST preset: clearing (keep 3), target 0.1, summaries 1/64 of the budget "
-        "(explicit options win)",
+        help="the LOW_COST preset: clearing (keep 3), compaction from 80 %% of the budget to "
+        "10 %%, summaries 1/64 of it (explicit options win)",
     )
     clearing.add_argument(
         "--clear", action="store_true", help="turn the clearing stage on (any --clear-* does)"
