@@ -119,7 +119,7 @@ def main_parser() -> argparse.ArgumentParser:
     add_keep_ratio_flags(
         summarize.add_argument,
         "with --budget: share of the budget a compaction brings the chain down to "
-        f"(default {DEFAULT_TARGET_RATIO}; 0.1 with --low-cost)",
+        f"(default {DEFAULT_TARGET_RATIO}; 0.3 with --low-cost)",
     )
     summarize.add_argument(
         "--summary-ratio",
@@ -135,8 +135,8 @@ def main_parser() -> argparse.ArgumentParser:
     clearing.add_argument(
         "--low-cost",
         action="store_true",
-        help="the LOW_COST preset: clearing (keep 3), compaction from 80 %% of the budget to "
-        "10 %%, summaries 1/64 of it (explicit options win)",
+        help="the LOW_COST preset: clearing (keep 10), compaction from 85 %% of the budget to "
+        "30 %%, summaries 1/64 of it (explicit options win)",
     )
     clearing.add_argument(
         "--clear", action="store_true", help="turn the clearing stage on (any --clear-* does)"
