@@ -175,7 +175,8 @@ class Budget:
     """A size limit on a whole chain, ``limit`` UTF-8 bytes or tokens, and how a
     :class:`~csum.Compactor` keeps it (the budget group of its settings, all optional).
 
-    ``trigger``: where compaction starts (None: the limit; a float: a share of the
+    ``trigger``: where compaction starts (None: the Compactor's default, 85 % of the
+    limit; a float: a share of the
     limit in (0, 1]; an int: a size in ``unit``). ``keep_ratio``: the share of the limit
     a compaction brings the chain down to (None: the Compactor's
     ``DEFAULT_KEEP_RATIO``). ``summary_ratio``: the share summaries take, at most 0.5

@@ -159,10 +159,11 @@ def _units(value: int | float, budget: Budget) -> int:
     return budget.scaled(value) if isinstance(value, float) else value
 
 
-DEFAULT_CLEARING: Final[Clearing | None] = Clearing(keep=3)
-"""The Compactor's default ``clearing=``: on, keeping the newest 3 tool uses whole (the
-cheapest setting of the issue-25 cost benchmark, with ``keep_ratio`` 0.1 and
-``summary_ratio`` 1/64; ``csum.compactor.SUMMARY_ONLY`` turns it off)."""
+DEFAULT_CLEARING: Final[Clearing | None] = Clearing(keep=10)
+"""The Compactor's default ``clearing=``: on, keeping the newest 10 tool uses whole (the
+issue-25 cost benchmark's choice, with ``trigger`` 0.85, ``keep_ratio`` 0.3 and
+``summary_ratio`` 1/64: ``csum.compactor.LOW_COST``; ``csum.compactor.SUMMARY_ONLY``
+turns it off)."""
 
 
 # -- placeholders ---------------------------------------------------------------------------

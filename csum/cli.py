@@ -95,8 +95,10 @@ def _preset_text(preset: Mapping[str, Any]) -> str:
     """A Compactor preset's settings in the words of the help text."""
     clearing = preset["clearing"]
     cleared = "no clearing" if clearing is None else f"clearing (keep {clearing.keep})"
+    trigger = preset.get("trigger")
+    starts = "" if trigger is None else f"compaction from {trigger:g} of the budget, "
     return (
-        f"{cleared}, target {preset['keep_ratio']:g}, "
+        f"{cleared}, {starts}target {preset['keep_ratio']:g}, "
         f"summaries {_fraction(preset['summary_ratio'])} of the budget"
     )
 

@@ -8,8 +8,9 @@ How a call goes (docs/compactor.md has the full story):
 
 1. The chain is parsed with repair (the output is always a valid chain) and measured
    in the budget's unit (bytes, or tokens by the counter).
-2. **Hysteresis**: nothing happens below the *trigger* (default: the budget). Above
-   it, the chain is brought down to *keep_ratio* of the budget (default 60 %), so the
+2. **Hysteresis**: nothing happens below the *trigger* (default: 85 % of the budget,
+   :data:`DEFAULT_TRIGGER`). Above it, the chain is brought down to *keep_ratio* of the
+   budget (default 30 %), so the
    next compaction comes many turns later. Between the trigger and the budget a
    *cooldown* (turns since the last compaction) applies; over the budget never.
 3. **One summary**: the system prompt, the current question and the newest body pair
@@ -74,6 +75,7 @@ from csum._handler_check import check_handler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._pieces import summarize_in_pieces
+from csum._question_context import question_context
 from csum._robust import HandlerLedger, RobustHandler, ledger, robustness_of
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
@@ -99,6 +101,7 @@ __all__ = [
     "DEFAULT_RESERVE_RATIO",
     "DEFAULT_SUMMARY_RATIO",
     "DEFAULT_TARGET_RATIO",
+    "DEFAULT_TRIGGER",
     "EARLIER_CONVERSATION_TEXT",
     "LONG_MEMORY",
     "LOW_COST",
@@ -117,13 +120,17 @@ _AI = Role.AI
 
 DEFAULT_SUMMARY_RATIO = 1 / 64
 """Share of the budget the default handler's summaries may take (``summary_ratio``):
-2 KiB at a 128 KiB budget. With clearing first and a low target, small summaries keep
-the summarizer's output (priced at several times its input) low: the cheapest setting
-of the cost benchmark (docs/compactor.md, "Defaults and why"; 1/32 before)."""
+2 KiB at a 128 KiB budget. With clearing first, small summaries keep the summarizer's
+output (priced at several times its input) low: the cost benchmark's choice
+(docs/compactor.md, "Defaults and why"; 1/32 before)."""
 
-DEFAULT_TARGET_RATIO = 0.1
+DEFAULT_TARGET_RATIO = 0.3
 """Share of the budget a compaction brings the chain down to (``keep_ratio``): low,
 so the chain sent on every turn is small (0.6 before, see :data:`SUMMARY_ONLY`)."""
+DEFAULT_TRIGGER = 0.85
+"""Share of the budget where compaction starts when the budget sets no ``trigger``
+(over the budget it always does): compacting a little early leaves room for the turn's
+new messages (1.0, the budget itself, before, see :data:`SUMMARY_ONLY`)."""
 DEFAULT_RESERVE_RATIO = 0.05
 """Share of the budget set aside for the summary when choosing the kept pairs (the
 default ``summary_reserve``; ``summary_ratio`` when larger)."""
@@ -134,7 +141,12 @@ MIN_SUMMARY_BYTES = 1024
 """The default handler's summaries are never bounded below this (tiny budgets)."""
 
 LONG_MEMORY: Final = Preset(
-    "LONG_MEMORY", clearing=None, keep_ratio=0.6, summary_ratio=7 / 16, max_depth=None
+    "LONG_MEMORY",
+    clearing=None,
+    keep_ratio=0.6,
+    summary_ratio=7 / 16,
+    max_depth=None,
+    trigger=1.0,
 )
 """Compactor settings for a long memory with the default (extractive) handler:
 ``Compactor(budget=LONG_MEMORY.budget(...), clearing=LONG_MEMORY.clearing)``. Summaries
@@ -147,24 +159,29 @@ placeholders instead of the tool output it keeps facts from). On the simulated
 (docs/compactor.md)."""
 
 LOW_COST: Final = Preset(
-    "LOW_COST", clearing=Clearing(keep=3), keep_ratio=0.1, summary_ratio=1 / 64
+    "LOW_COST",
+    clearing=Clearing(keep=10),
+    keep_ratio=0.3,
+    summary_ratio=1 / 64,
+    trigger=0.85,
 )
-"""Compactor settings for the lowest cost with prompt caching:
+"""Compactor settings for a low cost with prompt caching at the memory of the peers:
 ``Compactor(budget=LOW_COST.budget(...), clearing=LOW_COST.clearing)``. Old tool
-results are cleared to placeholders (with a short gist) before anything is summarized,
-a compaction brings the chain down to 10 % of the budget, and summaries take up to
-1/64 of it. The cheapest setting of the
-cost sweep (``python -m benchmarks.policies --cost --sweep``, docs/cost.md): on the
-held-out half of the Claude Code sessions, 1.06x / 0.85x / 1.03x the cheaper of
-LangChain's SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (worst
-pricing style, summarizer at the main model's rate; a 20 % target: 1.08x / 0.86x /
-1.07x). Without a history archive, facts that lived only in old tool results are mostly
-gone (47 % present when asked on the simulated loop, against 74 % for
-:data:`SUMMARY_ONLY`); with one, the placeholders name the archived original and
-``recall`` brings it back. These are also the defaults today; the preset keeps these
-values if the defaults change."""
+results beyond the newest 10 are cleared to placeholders (with a short gist) before
+anything is summarized, a compaction starts at 85 % of the budget and brings the chain
+down to 30 % of it, and summaries take up to 1/64 of it. The choice of the cost sweep
+(``python -m benchmarks.policies --cost --sweep``, docs/cost.md): the cheapest setting
+on the tuning half of the Claude Code sessions that remembers at least 49 % of the facts
+asked for on the simulated loop without an archive and more than every reference
+(49.3 %, min over seeds; drop-oldest 48.3 %, SummarizationMiddleware 44.8 %). On all 17
+sessions, worst pricing style: 1.00x / 0.84x / 1.12x the cheaper of LangChain's
+SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (the cost goal, 0.95x, is
+met at 128 KiB only). With a history archive, the placeholders name the archived
+original and ``recall`` brings it back (99.3 %)."""
 
-SUMMARY_ONLY: Final = Preset("SUMMARY_ONLY", clearing=None, keep_ratio=0.6, summary_ratio=1 / 32)
+SUMMARY_ONLY: Final = Preset(
+    "SUMMARY_ONLY", clearing=None, keep_ratio=0.6, summary_ratio=1 / 32, trigger=1.0
+)
 """The Compactor's former defaults: no clearing stage (every compaction is a summary),
 a compaction brings the chain to 60 % of the budget, summaries take up to 1/32 of it:
 ``Compactor(budget=SUMMARY_ONLY.budget(...), clearing=SUMMARY_ONLY.clearing)``. It
@@ -291,8 +308,9 @@ class Compactor:
     ``handler`` summarizes (default: the offline extractive handler). ``budget`` is the
     limit and how it is kept, one :class:`~csum.budget.Budget` (or an int in bytes, or
     a size string, ``"32KiB"``, ``"4000 tokens"``: the limit with default settings).
-    Its settings: ``trigger``, where compaction starts: None (the limit), a ratio of
-    the limit (a float in (0, 1]) or an int in the budget's unit; ``keep_ratio``, what
+    Its settings: ``trigger``, where compaction starts: None (:data:`DEFAULT_TRIGGER`
+    of the limit), a ratio of the limit (a float in (0, 1]) or an int in the budget's
+    unit; ``keep_ratio``, what
     a compaction brings the chain down to (a ratio of the limit, at most the trigger's;
     None: :data:`DEFAULT_KEEP_RATIO`); ``max_depth``, the depth limit of summaries
     (None: none, every summary is folded into the next); ``cooldown_turns``, the calls
@@ -368,6 +386,8 @@ class Compactor:
         # an int (bytes), "32KiB", "4000 tokens", a Budget; then the old loose settings
         sized = self.budget = old.budget_with(as_budget(budget))
         limit = sized.limit
+        if sized.trigger is None:
+            sized = sized.evolve(trigger=DEFAULT_TRIGGER)
         self.trigger = sized.trigger_units()
         keep_ratio = DEFAULT_TARGET_RATIO if sized.keep_ratio is None else sized.keep_ratio
         self.keep_ratio = keep_ratio
@@ -1366,7 +1386,7 @@ def _in_chain_order(plan: _Plan) -> tuple[list[Message], list[Message]]:
         if question is not None:
             summarized.append(question)
         summarized.extend(messages)
-    return ([staying] if staying is not None else []), summarized
+    return ([question_context(staying)] if staying is not None else []), summarized
 
 
 def _turns_in_place(

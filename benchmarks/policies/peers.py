@@ -71,7 +71,7 @@ class CompactorPolicy(Policy):
         handler: MeteredHandler,
         *,
         trigger: float | None = None,
-        target_ratio: float = SUMMARY_ONLY["keep_ratio"],
+        target_ratio: float | None = None,
         reinsert_bytes: int | None = None,
         name: str = "Compactor",
         description: str = "csum.Compactor, summary stage alone (SUMMARY_ONLY, the former "
@@ -79,10 +79,16 @@ class CompactorPolicy(Policy):
         **options: Any,
     ) -> None:
         super().__init__(budget, handler)
-        # keep_ratio (the option's name now) wins over target_ratio (this class's)
-        target_ratio = options.pop("keep_ratio", target_ratio)
+        # ``target_ratio`` is the older spelling of ``keep_ratio``: either may be given
+        # (the presets, such as LOW_COST, use ``keep_ratio``), SUMMARY_ONLY's when neither is.
+        if "keep_ratio" in options and target_ratio is not None:
+            raise TypeError("CompactorPolicy: give keep_ratio or target_ratio, not both")
+        if target_ratio is None:
+            target_ratio = options.pop("keep_ratio", SUMMARY_ONLY["keep_ratio"])
         for key in ("clearing", "summary_ratio"):
             options.setdefault(key, SUMMARY_ONLY[key])
+        if trigger is None:
+            trigger = SUMMARY_ONLY["trigger"]
         # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
         # session per workload (as CsumPolicy does).
         self.sessions = WorkloadSessions(reinsert_bytes)
