@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any, TextIO
 
@@ -612,8 +612,10 @@ _CLEAR_FLAGS = {
 }
 
 
-def _clearing(args: argparse.Namespace) -> Clearing | None:
-    """The clearing stage the options ask for (None: off)."""
+def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | None:
+    """The clearing stage the options ask for (None: none asked for): ``base`` (the
+    preset's stage; without one the Compactor's default, or ``Clearing()`` when the
+    default is off) with the ``--clear-*`` options given."""
     asked = [name for name in _CLEAR_OPTIONS if getattr(args, name) not in (None, False)]
     if not (args.clear or args.low_cost or asked):
         return None
@@ -627,10 +629,12 @@ def _clearing(args: argparse.Namespace) -> Clearing | None:
             options[key] = getattr(args, name)
     if args.clear_exclude:
         options["exclude_tools"] = frozenset(args.clear_exclude)
-    options["clear_tool_inputs"] = args.clear_inputs
-    options["clear_reasoning"] = args.clear_reasoning
+    if args.clear_inputs:
+        options["clear_tool_inputs"] = True
+    if args.clear_reasoning:
+        options["clear_reasoning"] = True
     try:
-        return Clearing(**options)
+        return replace(base or DEFAULT_CLEARING or Clearing(), **options)
     except (TypeError, ValueError) as error:
         field = str(error).removeprefix("Clearing.").split(" ", 1)[0]
         flag = _CLEAR_FLAGS.get(field, "--clear")
@@ -645,7 +649,7 @@ def _compactor_options(args: argparse.Namespace) -> dict[str, Any]:
     preset = LOW_COST if args.low_cost else SUMMARY_ONLY if args.summary_only else None
     settings: dict[str, Any] = preset.settings() if preset is not None else {}
     options: dict[str, Any] = {"clearing": preset.clearing} if preset is not None else {}
-    clearing = _clearing(args)
+    clearing = _clearing(args, preset.clearing if preset is not None else None)
     if clearing is not None:
         options["clearing"] = clearing
     if args.keep_ratio is not None:
@@ -688,7 +692,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         args.low_cost
         or args.summary_only
         or args.summary_ratio is not None
-        or _clearing(args) is not None
+        or _clearing(args, None) is not None
     ):
         raise ValueError(
             "--low-cost, --summary-only, --clear and --summary-ratio apply to --budget"

@@ -31,6 +31,7 @@ from csum.compactor import (
     DEFAULT_RESERVE_RATIO,
     DEFAULT_SUMMARY_RATIO,
     DEFAULT_TARGET_RATIO,
+    DEFAULT_TRIGGER,
     LONG_MEMORY,
     LOW_COST,
 )
@@ -172,7 +173,7 @@ def test_a_size_is_the_limit_with_the_defaults_read_from_the_constants(budget: A
     with no_deprecation_from_csum():
         keeper = Compactor(summarize, budget=budget)
     assert keeper.budget == Budget(4096)
-    assert keeper.trigger == 4096
+    assert keeper.trigger == Budget(4096).scaled(DEFAULT_TRIGGER)
     assert keeper.keep_ratio == DEFAULT_TARGET_RATIO
     assert keeper.summary_ratio == DEFAULT_SUMMARY_RATIO
     reserve = Budget(4096).scaled(max(DEFAULT_RESERVE_RATIO, DEFAULT_SUMMARY_RATIO))
@@ -288,16 +289,19 @@ def test_loose_keywords_and_the_budget_compact_a_corpus_chain_alike(
 
 
 def test_presets_are_budget_settings_and_a_clearing_stage() -> None:
-    assert LOW_COST.budget("128KiB") == Budget.bytes(131072, keep_ratio=0.1, summary_ratio=1 / 64)
-    assert LOW_COST.clearing == Clearing(keep=3)
-    assert LONG_MEMORY.budget(Budget.tokens(64_000)) == Budget.tokens(
-        64_000, summary_ratio=7 / 16, max_depth=None
+    assert LOW_COST.budget("128KiB") == Budget.bytes(
+        131072, trigger=0.85, keep_ratio=0.3, summary_ratio=1 / 64
     )
-    assert LONG_MEMORY.clearing == DEFAULT_CLEARING  # it sets none: the default
+    assert LOW_COST.clearing == Clearing(keep=10)
+    assert LONG_MEMORY.budget(Budget.tokens(64_000)) == Budget.tokens(
+        64_000, trigger=1.0, keep_ratio=0.6, summary_ratio=7 / 16, max_depth=None
+    )
+    assert LONG_MEMORY.clearing is None  # the summary stage it was measured with
+    assert Preset("DEFAULT").clearing == DEFAULT_CLEARING  # it sets none: the default
     assert Preset("OFF", clearing=None).clearing is None
     # a setting the given budget sets itself wins over the preset's
     assert LOW_COST.budget(Budget(8000, keep_ratio=0.2)) == Budget(
-        8000, keep_ratio=0.2, summary_ratio=1 / 64
+        8000, trigger=0.85, keep_ratio=0.2, summary_ratio=1 / 64
     )
 
 
@@ -322,14 +326,15 @@ def test_the_old_preset_splat_warns_and_compacts_like_the_new_form() -> None:
     assert old.compact_sync(messages) == new.compact_sync(messages)
     with (
         pytest.warns(DeprecationWarning, match=r"LONG_MEMORY\.budget\(limit\)"),
-        pytest.warns(DeprecationWarning, match=r"Compactor\(summary_ratio=\.\.\., max_depth="),
+        pytest.warns(DeprecationWarning, match=r"summary_ratio=\.\.\., max_depth="),
     ):
         long_old = Compactor(summarize, budget=8000, **LONG_MEMORY)
     assert long_old.budget == LONG_MEMORY.budget(8000)
     assert dict(LOW_COST.items()) == {
-        "clearing": Clearing(keep=3),
-        "keep_ratio": 0.1,
+        "clearing": Clearing(keep=10),
+        "keep_ratio": 0.3,
         "summary_ratio": 1 / 64,
+        "trigger": 0.85,
     }
 
 
@@ -379,7 +384,7 @@ async def test_the_gateway_builds_its_keepers_in_the_new_spelling() -> None:
         items.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i} " * 80})
     payload = json.dumps({"model": "gpt-4o", "messages": items}).encode()
     sizes: list[int] = []
-    for budget in (Budget.bytes(16384), Budget.bytes(16384, keep_ratio=0.3)):
+    for budget in (Budget.bytes(16384), Budget.bytes(16384, keep_ratio=0.15)):
         config = ServeConfig(upstream="http://127.0.0.1:9", budget=budget)
         with no_deprecation_from_csum():
             outcome = await Rewriter(config, MemoryStore()).rewrite(APIS[0], payload, None)
@@ -416,5 +421,5 @@ def test_the_cost_benchmark_runs_the_low_cost_preset_with_its_own_keep_ratio() -
         policy: Any = setting.spec().make(65536)
     keeper = policy.compactor
     assert keeper.budget == LOW_COST.budget(65536)
-    assert (keeper.keep_ratio, keeper.summary_ratio) == (0.1, 1 / 64)
+    assert (keeper.keep_ratio, keeper.summary_ratio) == (LOW_COST["keep_ratio"], 1 / 64)
     assert keeper.clearing == LOW_COST.clearing
