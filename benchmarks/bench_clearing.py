@@ -5,14 +5,24 @@ the same run, garbage collector on.
    Compactor's clearing stage on (``Clearing()``) against ``clearing=None`` (today's
    path): the median time of a call in each, rounds taken in turn. Goal: <= 1.1x.
 2. A clearing pass against chain length: :func:`csum.clearing.clear_tool_results` on
-   chains of 100, 1,000 and 10,000 messages, per message, next to a full parse of the
-   same chain (the cost every compaction already pays), least CPU time of
-   ``--repeat``. Linear: the time per message stays flat as the chain grows.
+   chains of 100, 1,000 and 10,000 messages, CPU time per message (least and mean of
+   ``--repeat``), next to the same pass with an empty gist (the placeholder pass before
+   placeholders had a gist) and a full parse of the same chain (the cost every
+   compaction already pays). Linear: the time per message stays flat as the chain grows.
+3. The gist alone (:func:`csum._gist.gist`) on every text of the gist gate
+   (:mod:`benchmarks.gist_gate`: the corpus's tool results and arguments, synthetic
+   texts), CPU microseconds per text, least and mean of ``--repeat``.
 
-Chains: synthetic (tool results of 200-3,000 bytes) and real (the tool uses of the
-Claude Code sessions in the shared corpus, tiled to the length with fresh call ids).
+Chains: synthetic (tool results of 8-120 lines, one chain per ``--seeds`` seed: the
+table gives the least time over seeds and repeats, and the mean of all) and real (the
+tool uses of the Claude Code sessions in the shared corpus, tiled to the length with
+fresh call ids).
 
-Run: python -m benchmarks.bench_clearing [--repeat 5] [--turns 400]
+Not measured: the archive (storing the originals, hashing their references), pins and
+the summarize stage (a handler call dwarfs all of this); wall time of a compaction under
+load (CPU time is taken: the machine is shared); memory.
+
+Run: python -m benchmarks.bench_clearing [--repeat 5] [--turns 400] [--seeds 3]
 """
 
 from __future__ import annotations
@@ -28,8 +38,10 @@ from pathlib import Path
 
 import anyio
 
+import csum.clearing
 from cast import Message, Role, ToolCall, ToolResult, parse_chain
 from csum import Clearing, Compactor
+from csum._gist import gist
 from csum.clearing import clear_tool_results
 
 
@@ -130,25 +142,52 @@ def call_times(turns: list[list[Message]], clearing: Clearing | None, budget: in
     return times
 
 
-def cpu_best_of(repeat: int, func: Callable[[], object]) -> float:
-    """The least CPU time (``time.process_time``) of ``repeat`` calls, collector on:
-    on a shared machine, wall time also counts the other processes' turns."""
-    best = float("inf")
+def cpu_times(repeat: int, func: Callable[[], object]) -> list[float]:
+    """CPU seconds (``time.process_time``) of ``repeat`` calls, collector on: on a shared
+    machine, wall time also counts the other processes' turns."""
+    times = []
     for _ in range(repeat):
         gc.collect()
         start = time.process_time()
         func()
-        best = min(best, time.process_time() - start)
-    return best
+        times.append(time.process_time() - start)
+    return times
+
+
+def no_gist(text: str, limit: int = 0) -> str:
+    """The gist of nothing: placeholders as they were before they had a gist."""
+    return ""
+
+
+def pass_times(chain: list[Message], repeat: int, *, with_gist: bool) -> list[float]:
+    """CPU seconds of ``repeat`` clearing passes over ``chain`` (every eligible result
+    cleared), with the gist or with an empty one."""
+    options = Clearing()
+
+    def clear() -> None:
+        clear_tool_results(chain, options, measure=lambda m: m.size, goal=None)
+
+    if with_gist:
+        return cpu_times(repeat, clear)
+    saved = getattr(csum.clearing, "gist")  # noqa: B009 (the module does not export it)
+    setattr(csum.clearing, "gist", no_gist)  # noqa: B010
+    try:
+        return cpu_times(repeat, clear)
+    finally:
+        setattr(csum.clearing, "gist", saved)  # noqa: B010
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--turns", type=int, default=400)
+    parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args(argv)
 
-    sources = {"synthetic": synthetic_turns(max(LENGTHS[-1], args.turns))}
+    sources = {
+        f"synthetic seed {seed}": synthetic_turns(max(LENGTHS[-1], args.turns), seed)
+        for seed in range(7, 7 + args.seeds)
+    }
     real = corpus_turns()
     if real:
         sources["claude code"] = real
@@ -172,28 +211,83 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     print()
-    print("2. a clearing pass against chain length (all eligible results cleared; CPU time)")
-    print("| chain | messages | pass ms | ns/message | parse ms | pass / parse |")
-    print("|---|--:|--:|--:|--:|--:|")
-    options = Clearing()
-    for name, turns in sources.items():
+    print(
+        "2. a clearing pass against chain length (every eligible result cleared; CPU us per"
+        " message, least / mean; synthetic: over seeds)"
+    )
+    print("| chain | messages | pass | pass, empty gist | ratio | parse | pass / parse |")
+    print("|---|--:|--:|--:|--:|--:|--:|")
+    groups = {"synthetic": [n for n in sources if n.startswith("synthetic")]}
+    if real:
+        groups["claude code"] = ["claude code"]
+    for group, names in groups.items():
         for length in LENGTHS:
-            chain = tiled(turns, length)
-            count = len(chain)
+            least: dict[str, list[float]] = {"pass": [], "empty": [], "parse": []}
+            mean: dict[str, list[float]] = {"pass": [], "empty": [], "parse": []}
+            count = 0
+            for name in names:
+                chain = tiled(sources[name], length)
+                count = len(chain)
 
-            def clear(chain: list[Message] = chain) -> None:
-                clear_tool_results(chain, options, measure=lambda m: m.size, goal=None)
+                def parse(chain: list[Message] = chain) -> None:
+                    parse_chain(chain)
 
-            def parse(chain: list[Message] = chain) -> None:
-                parse_chain(chain)
-
-            seconds = cpu_best_of(args.repeat, clear)
-            parsing = cpu_best_of(args.repeat, parse)
+                runs = {
+                    "pass": pass_times(chain, args.repeat, with_gist=True),
+                    "empty": pass_times(chain, args.repeat, with_gist=False),
+                    "parse": cpu_times(args.repeat, parse),
+                }
+                for key, times in runs.items():
+                    least[key].append(min(times) / count * 1e6)
+                    mean[key].append(statistics.fmean(times) / count * 1e6)
+            low = {key: min(values) for key, values in least.items()}
+            avg = {key: statistics.fmean(values) for key, values in mean.items()}
             print(
-                f"| {name} | {count:,} | {seconds * 1e3:.2f} | {seconds / count * 1e9:,.0f} | "
-                f"{parsing * 1e3:.2f} | {seconds / parsing:.2f}x |"
+                f"| {group} | {count:,} | {low['pass']:.1f} / {avg['pass']:.1f} | "
+                f"{low['empty']:.2f} / {avg['empty']:.2f} | "
+                f"{low['pass'] / low['empty']:.0f}x / {avg['pass'] / avg['empty']:.0f}x | "
+                f"{low['parse']:.2f} / {avg['parse']:.2f} | "
+                f"{low['pass'] / low['parse']:.0f}x / {avg['pass'] / avg['parse']:.0f}x |"
             )
+
+    print()
+    print("3. the gist alone on the gist gate's texts (CPU us per text, least / mean)")
+    gist_texts(args.repeat)
     return 0
+
+
+def gist_texts(repeat: int) -> None:
+    """Section 3: :func:`csum._gist.gist` over the gate's texts, by size."""
+    from benchmarks.gist_gate import texts
+
+    try:
+        every = [text for _, text in texts()]
+    except SystemExit:  # no corpus: the synthetic texts only
+        from benchmarks.gist_gate import _synthetic
+
+        every = [text for _, text in _synthetic()]
+    print("| texts | count | chars, mean | gist us, least / mean |")
+    print("|---|--:|--:|--:|")
+    for label, low, high in (
+        ("all", 0, None),
+        ("under 4 KiB", 0, 4_096),
+        ("4-40 KiB", 4_096, 40_960),
+        ("over 40 KiB", 40_960, None),
+    ):
+        group = [t for t in every if low <= len(t) and (high is None or len(t) < high)]
+        if not group:
+            continue
+
+        def run(group: list[str] = group) -> None:
+            for text in group:
+                gist(text)
+
+        times = [t / len(group) * 1e6 for t in cpu_times(repeat, run)]
+        chars = statistics.fmean(len(t) for t in group)
+        print(
+            f"| {label} | {len(group):,} | {chars:,.0f} | {min(times):,.0f} / "
+            f"{statistics.fmean(times):,.0f} |"
+        )
 
 
 if __name__ == "__main__":

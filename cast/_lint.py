@@ -21,7 +21,10 @@ they are known; chaincast's words otherwise, with ``verbatim=False``). It checks
   of that type at all), blocks kept from another provider (``ProviderPart``), and
   empty messages where the provider refuses them (Anthropic, Bedrock, Gemini).
 
-:func:`cast.port` fixes every one of them, so a ported chain lints clean. Lint only
+Each rule is one object (:data:`cast._rules.RULES`): lint runs the checks of the rules
+that apply to the target, each once, in rule order, and :class:`Report` keeps only the
+violations of those rules. :func:`cast.port` fixes every one of them (but
+``tools-not-declared``, a fact of the request), so a ported chain lints clean. Lint only
 raises for items that are not valid messages (``MessageFormatError``) and unknown
 provider names.
 """
@@ -30,10 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+from cast._rules import RULES, Rule, Step, default_texts
 from cast.constants import FAKE_GEMINI_SIGNATURE
-from cast.errors import ParseRule
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -49,40 +53,12 @@ from cast.providers import (
     ProviderProfile,
     ReasoningPolicy,
     ReasoningScope,
-    Rule,
     resolve_provider,
 )
 
 __all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
 
-DEFAULT_ERROR_TEXTS: dict[str, str] = {
-    Rule.FIRST_MESSAGE: "the chain must open with a system or human message",
-    Rule.SYSTEM_POSITION: "a system message may only open the chain",
-    Rule.CONSECUTIVE_HUMAN: "human message right after another human message",
-    Rule.ORPHAN_TOOL_MESSAGE: "tool message does not follow an AI message with tool calls",
-    Rule.UNKNOWN_TOOL_RESULT: "tool result {id} answers no tool call of the AI message before it",
-    Rule.DUPLICATE_TOOL_RESULT: "second tool result for {id}, which is already answered",
-    Rule.MISSING_TOOL_RESULT: "tool calls without results right after them: {ids}",
-    Rule.TOOL_CALL_ID_FORMAT: "tool call id {id!r} does not match the provider's id format",
-    Rule.TOOL_CALL_ID_TOO_LONG: "tool call id {id} is {length} characters long, over {max_length}",
-    Rule.DUPLICATE_TOOL_CALL_ID: "tool call id {id} is used by an earlier tool call",
-    Rule.UNSUPPORTED_REASONING: "the provider does not take reasoning back in assistant messages",
-    Rule.FOREIGN_SIGNATURE: "reasoning signed by another provider",
-    Rule.UNSIGNED_REASONING: "reasoning without the signature the provider requires",
-    Rule.MISSING_THOUGHT_SIGNATURE: "the first tool call {name} carries no thought signature",
-    Rule.MISSING_REASONING_CONTENT: "assistant message at index {index} has no reasoning content",
-    Rule.FIRST_TURN_NOT_HUMAN: "the conversation must open with a human message",
-    Rule.TOOL_THEN_HUMAN: "human message right after a tool message",
-    Rule.EMPTY_MESSAGE: "message {index} has no content",
-    Rule.UNSUPPORTED_MEDIA: "the provider takes no {media} in a {role} message",
-    Rule.MEDIA_IN_TOOL_RESULT: "the provider takes no {media} in a tool result",
-    Rule.MEDIA_BY_URL: "the provider takes {media} only inline, not by URL",
-    Rule.TOOLS_NOT_DECLARED: (
-        "the history holds tool calls or results, so the request must declare tools"
-    ),
-    Rule.FOREIGN_PROVIDER_PART: "a {provider} {kind} block, which only {provider} understands",
-    Rule.MISPLACED_PROVIDER_PART: "a cache breakpoint with no block before it to mark",
-}
+DEFAULT_ERROR_TEXTS: dict[str, str] = default_texts()
 """chaincast's wording for each rule, used where a provider's own text is not known."""
 
 _AI = Role.AI
@@ -123,14 +99,30 @@ class _Fields(dict[str, Any]):
         return ""
 
 
-class _Report:
-    __slots__ = ("found", "profile")
+class Report:
+    """What a lint run found, and what its checks need to know: the target's profile,
+    whether the chain's reasoning is foreign to it, the tools the request declares.
 
-    def __init__(self, profile: ProviderProfile) -> None:
+    :meth:`add` records a violation of a rule that applies to the target (see
+    :attr:`cast._rules.RuleDefinition.applies`) and drops the others, so a check
+    reports what it finds and the rules decide who refuses it."""
+
+    __slots__ = ("_applying", "declared", "foreign", "found", "profile")
+
+    def __init__(
+        self, profile: ProviderProfile, foreign: bool, declared: frozenset[str] | None
+    ) -> None:
         self.profile = profile
+        self.foreign = foreign
+        self.declared = declared
         self.found: list[Violation] = []
+        self._applying = _applying(profile)
 
     def add(self, rule: Rule, index: int | None, field: str = "", **values: Any) -> None:
+        """Record ``rule`` broken at message ``index`` (``field`` inside it), its text
+        formatted with ``values``."""
+        if rule not in self._applying:
+            return
         text = self.profile.errors.get(rule)
         verbatim = text is not None
         if text is None:
@@ -139,6 +131,18 @@ class _Report:
         values.setdefault("max_length", self.profile.max_id_length)
         message = text.format_map(_Fields(values))
         self.found.append(Violation(index, str(rule), message, self.profile.name, field, verbatim))
+
+
+@lru_cache(maxsize=64)
+def _applying(profile: ProviderProfile) -> frozenset[Rule]:
+    return frozenset(rule for rule, definition in RULES.items() if definition.applies(profile))
+
+
+@lru_cache(maxsize=64)
+def _checks(profile: ProviderProfile) -> tuple[Step, ...]:
+    """The checks of the rules that apply to ``profile``, each once, in rule order."""
+    applying = _applying(profile)
+    return tuple(dict.fromkeys(d.check for rule, d in RULES.items() if rule in applying))
 
 
 def lint(
@@ -162,19 +166,16 @@ def lint(
         raise TypeError("tools must be an iterable of tool names, not a str")
     declared = None if tools is None else frozenset(tools)
     items = [to_message(item, i) for i, item in enumerate(messages)]
-    report = _Report(profile)
-    _check_structure(items, report)
-    _check_ids(items, report)
-    _check_reasoning(items, report, foreign)
-    _check_roles(items, report)
-    _check_content(items, report)
-    _check_tools(items, report, declared)
+    report = Report(profile, foreign, declared)
+    for check in _checks(profile):
+        check(items, report)
     return sorted(report.found, key=_order)
 
 
-def _check_tools(items: list[Message], report: _Report, declared: frozenset[str] | None) -> None:
-    """A tool call or result in a request that declares no tools, where refused."""
-    if declared is None or declared or not report.profile.tools_with_tool_history:
+def check_tools(items: list[Message], report: Report) -> None:
+    """A tool call or result in a request that declares no tools."""
+    declared = report.declared
+    if declared is None or declared:
         return
     for index, message in enumerate(items):
         for position, part in enumerate(message.parts):
@@ -192,10 +193,9 @@ def _order(violation: Violation) -> int:
 _PAIRING_RULES = (Rule.UNKNOWN_TOOL_RESULT, Rule.DUPLICATE_TOOL_RESULT)
 
 
-def _check_structure(items: list[Message], report: _Report) -> None:
+def check_structure(items: list[Message], report: Report) -> None:
+    """What the parser's diagnosis finds, with the ids and parts the texts name."""
     issues = diagnose(items)
-    if report.profile.system_anywhere:
-        issues = [i for i in issues if i.rule != ParseRule.SYSTEM_POSITION]
     if not issues:
         return
     missing, stray = _pairing(items)
@@ -258,9 +258,9 @@ def _pairing(
 # -- ids ------------------------------------------------------------------------------------
 
 
-def _check_ids(items: list[Message], report: _Report) -> None:
+def check_ids(items: list[Message], report: Report) -> None:
+    """Ids the provider rejects, and ids an earlier tool call used."""
     profile = report.profile
-    unique = profile.unique_tool_call_ids
     seen: set[str] = set()
     for index, message in enumerate(items):
         if message.role is not _AI:
@@ -275,7 +275,7 @@ def _check_ids(items: list[Message], report: _Report) -> None:
             problem = profile.id_problem(call_id)
             if problem is not None:
                 report.add(problem, index, field, length=len(call_id), **values)
-            if unique and call_id in seen:
+            if call_id in seen:
                 report.add(Rule.DUPLICATE_TOOL_CALL_ID, index, field, **values)
             seen.add(call_id)
             call_number += 1
@@ -284,9 +284,10 @@ def _check_ids(items: list[Message], report: _Report) -> None:
 # -- reasoning ------------------------------------------------------------------------------
 
 
-def _check_reasoning(items: list[Message], report: _Report, foreign: bool) -> None:
+def check_reasoning(items: list[Message], report: Report) -> None:
+    """What the target's reasoning policy forbids or requires."""
     policy = report.profile.reasoning
-    check_foreign = foreign and policy.signed
+    check_foreign = report.foreign and policy.signed
     turns = report.profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
     turn_calls = _turns_with_calls(items) if turns else set()
     turn = 0
@@ -355,9 +356,10 @@ def _turns_with_calls(items: list[Message]) -> set[int]:
 # -- roles ----------------------------------------------------------------------------------
 
 
-def _check_roles(items: list[Message], report: _Report) -> None:
-    profile = report.profile
-    if profile.needs_human_first and items and items[0].role is _SYSTEM:
+def check_roles(items: list[Message], report: Report) -> None:
+    """A system prompt followed by an AI message, and a human message right after a
+    tool message."""
+    if items and items[0].role is _SYSTEM:
         # (A chain that opens with an AI or tool message is a first-message problem.)
         for index, message in enumerate(items):
             if message.role is _HUMAN:
@@ -365,10 +367,9 @@ def _check_roles(items: list[Message], report: _Report) -> None:
             if message.role is _AI:
                 report.add(Rule.FIRST_TURN_NOT_HUMAN, index)
                 break
-    if profile.needs_ai_between_tool_and_human:
-        for index in range(1, len(items)):
-            if items[index].role is _HUMAN and items[index - 1].role is _TOOL:
-                report.add(Rule.TOOL_THEN_HUMAN, index)
+    for index in range(1, len(items)):
+        if items[index].role is _HUMAN and items[index - 1].role is _TOOL:
+            report.add(Rule.TOOL_THEN_HUMAN, index)
 
 
 # -- content --------------------------------------------------------------------------------
@@ -407,7 +408,7 @@ def is_empty(message: Message) -> bool:
     return all(type(p) is TextPart and not p.text and p.reasoning is None for p in message.parts)
 
 
-def _check_content(items: list[Message], report: _Report) -> None:
+def check_content(items: list[Message], report: Report) -> None:
     """Media the provider cannot take where it stands, blocks of another provider, and
     empty messages where the provider refuses them."""
     profile = report.profile
@@ -415,8 +416,7 @@ def _check_content(items: list[Message], report: _Report) -> None:
     for index, message in enumerate(items):
         role = message.role
         if (
-            not profile.empty_content_ok
-            and role is not _SYSTEM
+            role is not _SYSTEM
             and is_empty(message)
             and not (role is _AI and index == last and profile.empty_final_ai_ok)
         ):

@@ -17,10 +17,11 @@
 1. **repair** — results that answer no call of the AI message right before them are
    removed, then the chain is parsed with repair (orphan tool messages dropped, a
    fallback result for every unanswered call, consecutive human messages merged);
-2. **reasoning** — kept only when ``source`` is the target (and the target takes
-   reasoning back at all), otherwise dropped; then what the target requires is added:
-   ``FAKE_GEMINI_SIGNATURE`` on the first tool call of each AI message (Gemini,
-   Vertex), an empty reasoning content on tool-call turns (DeepSeek, Kimi);
+2. **reasoning** (:mod:`cast._port_reasoning`) — kept only when ``source`` is the
+   target (and the target takes reasoning back at all), otherwise dropped; then what
+   the target requires is added: ``FAKE_GEMINI_SIGNATURE`` on the first tool call of
+   each AI message (Gemini, Vertex), an empty reasoning content on tool-call turns
+   (DeepSeek, Kimi);
 3. **ids** — only ids the target rejects, and ids repeated in the chain, get new ids
    from the target's template (seeded by the old id, so deterministic); results follow;
 4. **arguments** — raw control characters escaped; what is still not a JSON object
@@ -31,6 +32,11 @@
    the target needs one (Mistral); last, no empty message is left for any target (empty
    ones filled, an empty last AI message dropped).
 
+The steps are the port steps the rules name (:data:`cast._rules.RULES`, each rule's
+``fix``) and the normalizations no rule names (arguments), run by stage (the messages,
+the parsed chain, the messages back) and position; the parse with repair between the
+first two stages is the structure rules' repair.
+
 Every step leaves a chain it already fixed unchanged, so ``port`` is idempotent byte
 for byte: a stateless proxy that ports every request keeps a stable prefix for the
 providers' prompt caches. The input is never modified.
@@ -38,7 +44,7 @@ providers' prompt caches. The input is never modified.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -47,20 +53,18 @@ from cast._fast import (
     trusted_chain,
     trusted_header,
     trusted_message,
-    trusted_pair,
     trusted_section,
-    with_field,
 )
 from cast._json import loads_strict
 from cast._lint import is_cache_point, is_empty, media_of
+from cast._rules import RULES, Fix, PortStage, Rule
 from cast._transforms import (
     map_messages,
     map_tool_call_arguments,
     normalize_tool_call_ids,
     sanitize_arguments,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Section
-from cast.constants import FAKE_GEMINI_SIGNATURE
+from cast.ast import BodyPair, ChainAST
 from cast.ids import IdTemplate
 from cast.messages import (
     FIELD_PART_KINDS,
@@ -68,7 +72,6 @@ from cast.messages import (
     ImagePart,
     Message,
     ProviderPart,
-    Reasoning,
     Role,
     TextPart,
     ToolCall,
@@ -77,9 +80,6 @@ from cast.messages import (
 from cast.parse import parse_chain, to_message
 from cast.providers import (
     ProviderProfile,
-    ReasoningPolicy,
-    ReasoningScope,
-    Rule,
     resolve_provider,
 )
 
@@ -113,14 +113,8 @@ _DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD
 call or message only their own provider reads (Anthropic ``caller``, Responses
 ``namespace``, ``caller`` and ``phase``)."""
 
-_FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
-_FAKE_SIGNED = Reasoning(signature=_FAKE_SIGNATURE)
-_EMPTY_REASONING = Reasoning()
 _AI = Role.AI
 _TOOL = Role.TOOL
-_COMPLETION = BodyPairType.COMPLETION
-
-Change = Callable[[Message], Message | None]
 
 
 def port(
@@ -146,14 +140,32 @@ def port(
         item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
     ]
     items = port_compactions(items, profile, same_source, encrypted_compaction)
-    items = _port_content(items, profile, same_source)
-    items = _place_system(open_with_human(items), profile)
-    ast = parse_chain(_drop_unanswering_results(items), repair=True)
-    ast = _port_reasoning(ast, profile, same_source)
-    ast = normalize_tool_call_ids(ast, _accepted_ids(profile))
-    ast = map_messages(ast, _with_object_arguments)
-    ast = _fix_roles(ast, profile)
-    return _fill_empty(ast.to_messages())
+    steps = _steps()
+    for step in steps[PortStage.MESSAGES]:
+        items = step(items, profile, same_source)
+    ast = parse_chain(items, repair=True)  # the structure rules' repair
+    for step in steps[PortStage.CHAIN]:
+        ast = step(ast, profile, same_source)
+    out = ast.to_messages()
+    for step in steps[PortStage.FINAL]:
+        out = step(out, profile, same_source)
+    return out
+
+
+_NORMALIZATIONS = (Fix("cast._port", "fix_arguments", PortStage.CHAIN, 30),)
+"""Port steps that no rule names: what no provider is known to refuse, but what a
+codec or a model could not use (arguments that are not a JSON object)."""
+
+
+@lru_cache(maxsize=1)
+def _steps() -> dict[PortStage, tuple[Fix, ...]]:
+    """The rules' port steps and the normalizations, each once, by stage and position."""
+    fixes = {d.fix for d in RULES.values() if d.fix is not None} | set(_NORMALIZATIONS)
+    ordered = sorted(fixes, key=lambda fix: (_STAGES.index(fix.stage), fix.position))
+    return {stage: tuple(fix for fix in ordered if fix.stage is stage) for stage in PortStage}
+
+
+_STAGES = list(PortStage)
 
 
 def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
@@ -176,7 +188,9 @@ EMPTY_ANSWER_TEXT = "(no answer)"
 """Text of an empty AI message that is not the last (a refusal, an aborted turn)."""
 
 
-def _fill_empty(messages: list[Message]) -> list[Message]:
+def fix_empty(
+    messages: list[Message], profile: ProviderProfile, same_source: bool
+) -> list[Message]:
     """No empty message reaches any provider: empty human messages get
     :data:`OPENING_HUMAN_TEXT`, empty AI messages :data:`EMPTY_ANSWER_TEXT`, except a
     last one, which is dropped (it says nothing; an AI message without text and calls
@@ -212,7 +226,12 @@ def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Messag
     return out
 
 
-def _place_system(items: list[Message], profile: ProviderProfile) -> list[Message]:
+def fix_opening(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
+    """Port's step for ``first-message``: :func:`open_with_human`."""
+    return open_with_human(items)
+
+
+def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
     """Leading system messages merged into one; later ones moved into it (appended)
     where the target takes one system prompt only."""
     out: list[Message] = []
@@ -236,9 +255,7 @@ def _place_system(items: list[Message], profile: ProviderProfile) -> list[Messag
     return out
 
 
-def _port_content(
-    items: list[Message], profile: ProviderProfile, same_source: bool
-) -> list[Message]:
+def fix_content(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
     """Kept blocks, media, tool errors and empty messages made acceptable to the target
     (see the module docstring); messages that need nothing are passed through."""
     out: list[Message] = []
@@ -331,12 +348,16 @@ def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
 # -- repair ---------------------------------------------------------------------------------
 
 
-def _drop_unanswering_results(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
+def fix_pairing(
+    messages: list[Message], profile: ProviderProfile, same_source: bool
+) -> list[Message]:
     """The messages with every result that answers no call of the AI message before it
     (or answers one a second time) removed, and tool messages left without results.
 
     Tool messages that follow no AI message are left for the parser, which drops them
-    (or refuses a chain that opens with one).
+    (or refuses a chain that opens with one): port parses the messages with repair
+    after this step, which also adds a fallback result for every unanswered call and
+    merges consecutive human messages.
     """
     out: list[Message] = []
     pending: dict[str, int] | None = None  # unanswered calls of the current AI message
@@ -369,137 +390,13 @@ def _drop_unanswering_results(messages: Iterable[Message | dict[str, Any]]) -> l
     return out
 
 
-# -- reasoning ------------------------------------------------------------------------------
-
-
-def _port_reasoning(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
-    policy = profile.reasoning
-    if not same_source or policy is ReasoningPolicy.STRIP:
-        ast = map_messages(ast, _drop_reasoning)
-    elif policy is ReasoningPolicy.NATIVE_SIGNATURES:
-        ast = map_messages(ast, _drop_unsigned_reasoning)
-    if policy is ReasoningPolicy.THOUGHT_SIGNATURE:
-        return _map_ai_messages(ast, _with_thought_signature, whole_turn=False)
-    if policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED:
-        whole_turn = profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
-        return _map_ai_messages(ast, _with_reasoning_content, whole_turn=whole_turn)
-    return ast
-
-
-def _map_ai_messages(ast: ChainAST, change: Change, *, whole_turn: bool) -> ChainAST:
-    """``change`` applied to the AI messages that call tools, or with ``whole_turn`` to
-    every AI message of a section (a turn) in which one does; shares what stays."""
-    sections: list[Section] = []
-    changed = False
-    for section in ast.sections:
-        turn_has_calls = whole_turn and any(p.type is not _COMPLETION for p in section.body)
-        body: list[BodyPair] = []
-        for pair in section.body:
-            new = None
-            if turn_has_calls or pair.type is not _COMPLETION:
-                new = change(pair.ai_message)
-            if new is None:
-                body.append(pair)
-                continue
-            body.append(trusted_pair(pair.type, new, pair.tool_messages))
-        if all(map(_same, body, section.body)):
-            sections.append(section)
-            continue
-        changed = True
-        sections.append(trusted_section(section.header, tuple(body)))
-    return trusted_chain(tuple(sections)) if changed else ast
-
-
-def _same(a: object, b: object) -> bool:
-    return a is b
-
-
-def _without_reasoning(message: Message, drops: Callable[[Reasoning], bool]) -> Message | None:
-    """The message without the reasoning ``drops`` selects, or None when it has none.
-
-    A text part that only carried reasoning (empty text) goes with its reasoning.
-    """
-    parts = message.parts
-    if not any(
-        (type(p) is TextPart or type(p) is ToolCall)
-        and p.reasoning is not None
-        and drops(p.reasoning)
-        for p in parts
-    ):
-        return None
-    kept: list[Any] = []
-    for part in parts:
-        cls = type(part)
-        reasoning = part.reasoning if cls is TextPart or cls is ToolCall else None  # type: ignore[union-attr]
-        if reasoning is None or not drops(reasoning):
-            kept.append(part)
-        elif cls is ToolCall or part.text:  # type: ignore[union-attr]
-            kept.append(with_field(part, "reasoning", None))
-    return trusted_message(message.role, tuple(kept))
-
-
-def _drop_reasoning(message: Message) -> Message | None:
-    return _without_reasoning(message, _always)
-
-
-def _drop_unsigned_reasoning(message: Message) -> Message | None:
-    return _without_reasoning(message, _unsigned)
-
-
-def _always(reasoning: Reasoning) -> bool:
-    return True
-
-
-def _unsigned(reasoning: Reasoning) -> bool:
-    return not reasoning.signature
-
-
-def _with_thought_signature(message: Message) -> Message | None:
-    """The first tool call signed (with the placeholder Gemini accepts) when it is not."""
-    parts = message.parts
-    for position, part in enumerate(parts):
-        if type(part) is not ToolCall:
-            continue
-        reasoning = part.reasoning
-        if reasoning is not None and reasoning.signature:
-            return None
-        content = reasoning.content if reasoning is not None else ""
-        # One shared (frozen) signature for the common case: a copy per call costs
-        # a few hundred bytes each, a third of the file on a 100 MB chain.
-        signed = Reasoning(content=content, signature=_FAKE_SIGNATURE) if content else _FAKE_SIGNED
-        new_parts = list(parts)
-        new_parts[position] = with_field(part, "reasoning", signed)
-        return trusted_message(_AI, tuple(new_parts))
-    return None
-
-
-def _with_reasoning_content(message: Message) -> Message | None:
-    """Empty reasoning on an AI message that carries none, where the OpenAI codec reads
-    it back from: the first non-empty text, else the first tool call, else a new empty
-    text part."""
-    parts = message.parts
-    first_text = first_call = -1
-    for position, part in enumerate(parts):
-        cls = type(part)
-        if cls is TextPart:
-            if part.reasoning is not None:  # type: ignore[union-attr]
-                return None
-            if first_text < 0 and part.text:  # type: ignore[union-attr]
-                first_text = position
-        elif cls is ToolCall:
-            if part.reasoning is not None:  # type: ignore[union-attr]
-                return None
-            if first_call < 0:
-                first_call = position
-    target = first_text if first_text >= 0 else first_call
-    if target < 0:
-        return trusted_message(_AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
-    new_parts = list(parts)
-    new_parts[target] = with_field(parts[target], "reasoning", _EMPTY_REASONING)
-    return trusted_message(_AI, tuple(new_parts))
-
-
 # -- arguments ------------------------------------------------------------------------------
+
+
+def fix_arguments(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+    """Every tool call's arguments a JSON object (a normalization: see the module
+    docstring)."""
+    return map_messages(ast, _with_object_arguments)
 
 
 def _with_object_arguments(message: Message) -> Message | None:
@@ -551,10 +448,17 @@ def _accepted_ids(profile: ProviderProfile) -> IdTemplate:
     return _AcceptedIds(profile)
 
 
+def fix_ids(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+    """New ids for those the target rejects and those used twice; results follow."""
+    return normalize_tool_call_ids(ast, _accepted_ids(profile))
+
+
 # -- roles ----------------------------------------------------------------------------------
 
 
-def _fix_roles(ast: ChainAST, profile: ProviderProfile) -> ChainAST:
+def fix_roles(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+    """An opening human message where the target needs one, and an AI message between
+    a tool result and the next human message where the target needs one."""
     sections = list(ast.sections)
     changed = False
     if profile.needs_human_first and sections:

@@ -169,11 +169,12 @@ def write_chain(
     """Write ``messages`` encoded in format ``fmt``: the same bytes as
     ``write_json(encode_chain(messages, fmt), target, stdout)``.
 
-    The codecs of OpenAI Chat, Anthropic, Bedrock and Gemini encode a message at a
-    time: a file then gets each item of the payload as soon as it is encoded, so the
-    encoded chain is never whole in memory, and ``messages`` is read once, front to
-    back. The file is still replaced only once the whole chain was encoded and synced;
-    a chain that cannot be encoded leaves it as it was.
+    Codecs registered with an ``encode_stream`` (OpenAI Chat, Anthropic, Bedrock and
+    Gemini among the built-in ones; see :func:`cast.codecs.register_codec`) encode a
+    message at a time: a file then gets each item of the payload as soon as it is
+    encoded, so the encoded chain is never whole in memory, and ``messages`` is read
+    once, front to back. The file is still replaced only once the whole chain was
+    encoded and synced; a chain that cannot be encoded leaves it as it was.
     """
     encode_stream = _stream_encoder(fmt)
     if encode_stream is None:
@@ -197,16 +198,14 @@ def write_owned_chain(
 
 
 def _stream_encoder(fmt: str) -> Callable[[Iterable[Message]], PayloadStream] | None:
-    """The codec's item-by-item encoder, for the formats that have one."""
-    from cast.codecs import anthropic, bedrock, gemini, openai
+    """The codec's item-by-item encoder, when its registration has one (an unknown
+    format has none: :func:`encode_chain` then says so)."""
+    from cast.codecs import stream_encoder
 
-    encoders: dict[str, Callable[[Iterable[Message]], PayloadStream]] = {
-        "openai": openai._encode_stream,
-        "anthropic": anthropic._encode_stream,
-        "bedrock": bedrock._encode_stream,
-        "gemini": gemini._encode_stream,
-    }
-    return encoders.get(fmt.lower().replace("-", "_"))
+    try:
+        return stream_encoder(fmt)
+    except CodecError:
+        return None
 
 
 def _write_text(

@@ -7,8 +7,11 @@ returns for each rule a chain can break. :func:`cast.port` reads the profile to
 rewrite a chain; :func:`cast.lint` reads it to report what the API would reject.
 
 Built-in profiles are registered at import; :func:`register_provider` adds or replaces
-one. The facts and error texts come from provider docs and reported API errors; each
-profile lists its sources, and docs/providers.md explains them.
+one. The facts come from provider docs and reported API errors; each profile lists its
+sources, and docs/providers.md explains them. The rules themselves, with each
+provider's error text and its source, are objects (:data:`RULES`, one
+:class:`RuleDefinition` per :class:`Rule`, defined in :mod:`cast._rules`): a built-in
+profile's ``errors`` are read from them.
 """
 
 from __future__ import annotations
@@ -19,17 +22,21 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from cast._rules import RULES, ProviderError, Rule, RuleDefinition, provider_errors
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
-from cast.errors import ParseRule, UnknownProviderError
+from cast.errors import UnknownProviderError
 from cast.ids import IdTemplate, TemplateLike, as_template
 
 __all__ = [
     "IMAGE_TYPES",
     "PROVIDERS",
+    "RULES",
+    "ProviderError",
     "ProviderProfile",
     "ReasoningPolicy",
     "ReasoningScope",
     "Rule",
+    "RuleDefinition",
     "SystemPlacement",
     "get_provider",
     "media_matches",
@@ -85,41 +92,6 @@ class SystemPlacement(StrEnum):
     """An ordinary message with the system (or developer) role."""
     TOP_LEVEL = "top-level"
     """A request field (``system``, ``systemInstruction``); the codec hoists it."""
-
-
-class Rule(StrEnum):
-    """The rules a chain can break; lint reports them, port repairs them."""
-
-    # Structure: the parse rules, named once in cast.errors.ParseRule.
-    FIRST_MESSAGE = ParseRule.FIRST_MESSAGE.value
-    SYSTEM_POSITION = ParseRule.SYSTEM_POSITION.value
-    CONSECUTIVE_HUMAN = ParseRule.CONSECUTIVE_HUMAN.value
-    ORPHAN_TOOL_MESSAGE = ParseRule.ORPHAN_TOOL_MESSAGE.value
-    UNKNOWN_TOOL_RESULT = ParseRule.UNKNOWN_TOOL_RESULT.value
-    DUPLICATE_TOOL_RESULT = ParseRule.DUPLICATE_TOOL_RESULT.value
-    MISSING_TOOL_RESULT = ParseRule.MISSING_TOOL_RESULT.value
-    # Tool-call ids.
-    TOOL_CALL_ID_FORMAT = "tool-call-id-format"
-    TOOL_CALL_ID_TOO_LONG = "tool-call-id-too-long"
-    DUPLICATE_TOOL_CALL_ID = "duplicate-tool-call-id"
-    # Reasoning.
-    UNSUPPORTED_REASONING = "unsupported-reasoning"
-    FOREIGN_SIGNATURE = "foreign-signature"
-    UNSIGNED_REASONING = "unsigned-reasoning"
-    MISSING_THOUGHT_SIGNATURE = "missing-thought-signature"
-    MISSING_REASONING_CONTENT = "missing-reasoning-content"
-    # Roles.
-    FIRST_TURN_NOT_HUMAN = "first-turn-not-human"
-    TOOL_THEN_HUMAN = "tool-then-human"
-    EMPTY_MESSAGE = "empty-message"
-    # Content.
-    UNSUPPORTED_MEDIA = "unsupported-media"
-    MEDIA_IN_TOOL_RESULT = "media-in-tool-result"
-    MEDIA_BY_URL = "media-by-url"
-    # Tools.
-    TOOLS_NOT_DECLARED = "tools-not-declared"
-    FOREIGN_PROVIDER_PART = "foreign-provider-part"
-    MISPLACED_PROVIDER_PART = "misplaced-provider-part"
 
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -261,194 +233,6 @@ def _profile(
     return ProviderProfile(name, wire_format, as_template(id_template), **options)  # type: ignore[arg-type]
 
 
-# -- error texts ---------------------------------------------------------------------------
-# Verbatim texts the APIs return, with the variable parts turned into fields. Where a
-# text comes from a report, the report is named (see docs/providers.md).
-
-_OPENAI_MISSING = (
-    "An assistant message with 'tool_calls' must be followed by tool messages responding to "
-    "each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}"
-)  # litellm#10083, agno#3105; DeepSeek returns the same text (dify#32222)
-_OPENAI_ORPHAN = (
-    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
-    "with 'tool_calls'."
-)  # morphic#136 (the API's own spelling "preceeding")
-# run-llama/llama_index#17921, docker/docker-agent#63
-_OPENAI_EMPTY = "Invalid value for 'content': expected a string, got null."
-_OPENAI_ERRORS = {
-    Rule.EMPTY_MESSAGE: _OPENAI_EMPTY,
-    Rule.MISSING_TOOL_RESULT: _OPENAI_MISSING,
-    Rule.ORPHAN_TOOL_MESSAGE: _OPENAI_ORPHAN,
-    Rule.UNKNOWN_TOOL_RESULT: _OPENAI_ORPHAN,
-    Rule.DUPLICATE_TOOL_RESULT: _OPENAI_ORPHAN,
-}
-
-_ANTHROPIC_ORPHAN = (
-    "messages.{index}.content.{position}: unexpected `tool_use_id` found in `tool_result` "
-    "blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in "
-    "the previous message."
-)  # claude-code#13460
-_ANTHROPIC_ERRORS = {
-    Rule.MISSING_TOOL_RESULT: (
-        "messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately "
-        "after: {ids}. Each `tool_use` block must have a corresponding `tool_result` block in "
-        "the next message."
-    ),  # claude-code#5989
-    Rule.ORPHAN_TOOL_MESSAGE: _ANTHROPIC_ORPHAN,
-    Rule.UNKNOWN_TOOL_RESULT: _ANTHROPIC_ORPHAN,
-    Rule.DUPLICATE_TOOL_RESULT: _ANTHROPIC_ORPHAN,
-    Rule.TOOL_CALL_ID_FORMAT: (
-        "messages.{index}.content.{position}.tool_use.id: String should match pattern "
-        "'^[a-zA-Z0-9_-]+$'"
-    ),  # command-code#323, RooCode PR#10649
-    # claude-code#20901, litellm#23510
-    Rule.DUPLICATE_TOOL_CALL_ID: (
-        "messages.{index}.content.{position}: `tool_use` ids must be unique"
-    ),
-    # claude-code-hub#518
-    Rule.FOREIGN_SIGNATURE: (
-        "messages.{index}.content.{position}: Invalid `signature` in `thinking` block"
-    ),
-    # AIClient2API#437
-    Rule.UNSIGNED_REASONING: (
-        "messages.{index}.content.{position}.thinking.signature: Field required"
-    ),
-    Rule.EMPTY_MESSAGE: (
-        "messages.{index}: all messages must have non-empty content except for the optional "
-        "final assistant message"
-    ),  # anthropics/claude-code#3196, #6774
-    # anthropics/anthropic-sdk-python#494
-    Rule.TOOLS_NOT_DECLARED: (
-        "Requests which include tool_use or tool_result blocks must define tools."
-    ),
-}
-
-_BEDROCK_ID = "Value at 'messages.{index}.member.content.{position}.member.toolUse.toolUseId'"
-_BEDROCK_ORPHAN = (
-    "The number of toolResult blocks at messages.{index}.content exceeds the number of "
-    "toolUse blocks of previous turn."
-)  # OpenHands#4912
-_BEDROCK_ERRORS = {
-    Rule.TOOL_CALL_ID_FORMAT: (
-        _BEDROCK_ID + " failed to satisfy constraint: Member must satisfy regular expression "
-        "pattern: [a-zA-Z0-9_-]+"
-    ),  # AWS ValidationException format, tontinton/maki#38
-    Rule.TOOL_CALL_ID_TOO_LONG: (
-        _BEDROCK_ID + " failed to satisfy constraint: Member must have length less than or "
-        "equal to 64"
-    ),
-    # Cyber-AutoAgent-ng#72
-    Rule.DUPLICATE_TOOL_CALL_ID: (
-        "The toolUse blocks at messages.{index}.content contain duplicate Ids: {id}"
-    ),
-    Rule.ORPHAN_TOOL_MESSAGE: _BEDROCK_ORPHAN,
-    Rule.UNKNOWN_TOOL_RESULT: _BEDROCK_ORPHAN,
-    Rule.DUPLICATE_TOOL_RESULT: _BEDROCK_ORPHAN,
-    Rule.FIRST_TURN_NOT_HUMAN: "A conversation must start with a user message.",  # kibana#246393
-    # langgenius/dify#17545, vxcontrol/pentagi#196, patriceckhart/zot#18
-    Rule.TOOLS_NOT_DECLARED: (
-        "The toolConfig field must be defined when using toolUse and toolResult content blocks."
-    ),
-    # Portkey-AI/gateway#995, earendil-works/pi#3443
-    Rule.EMPTY_MESSAGE: (
-        "The content field in the Message object at messages.{index} is empty. Add a "
-        "ContentBlock object to the content field and try again."
-    ),
-}
-
-_GEMINI_MISSING_SIGNATURE = (
-    "Function call is missing a thought_signature in functionCall parts. This is required for "
-    "tools to work correctly, and missing thought_signature may lead to degraded model "
-    "performance. Additional data, function call `default_api:{name}` , position {index}. "
-    "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
-)  # paws#103, chatbox#3308
-_GEMINI_ORPHAN = (  # langchain#27799
-    "Please ensure that function response turn comes immediately after a function call turn."
-)
-_GEMINI_ERRORS = {
-    Rule.MISSING_TOOL_RESULT: (
-        "Please ensure that the number of function response parts is equal to the number of "
-        "function call parts of the function call turn."
-    ),  # gemini-cli#4217
-    Rule.ORPHAN_TOOL_MESSAGE: _GEMINI_ORPHAN,
-    Rule.UNKNOWN_TOOL_RESULT: _GEMINI_ORPHAN,
-    Rule.DUPLICATE_TOOL_RESULT: _GEMINI_ORPHAN,
-    Rule.MISSING_THOUGHT_SIGNATURE: _GEMINI_MISSING_SIGNATURE,
-    Rule.FOREIGN_SIGNATURE: "Corrupted thought signature.",  # proxypal#119, crush#1698
-    # egoist/chatwise-releases#250, vercel/ai#3775
-    Rule.EMPTY_MESSAGE: (
-        "* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty."
-    ),
-}
-_VERTEX_ERRORS = {
-    **_GEMINI_ERRORS,
-    Rule.FOREIGN_SIGNATURE: (
-        "Unable to submit request because Thought signature is not valid."
-    ),  # OmniRoute#1410, 9router#301
-    Rule.EMPTY_MESSAGE: (
-        "Unable to submit request because it must include at least one parts field, which "
-        "describes the prompt input."
-    ),  # langgenius/dify#30566
-}
-
-_MISTRAL_COUNT = "Not the same number of function calls and responses"  # client-ts#106
-# opencode#1680, magentic#276, langchain PR#24668 (code 3280)
-_MISTRAL_ID = "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9."
-_MISTRAL_ERRORS = {
-    Rule.TOOL_CALL_ID_FORMAT: _MISTRAL_ID,
-    Rule.TOOL_CALL_ID_TOO_LONG: _MISTRAL_ID,
-    Rule.MISSING_TOOL_RESULT: _MISTRAL_COUNT,
-    Rule.UNKNOWN_TOOL_RESULT: _MISTRAL_COUNT,
-    Rule.DUPLICATE_TOOL_RESULT: _MISTRAL_COUNT,
-    Rule.ORPHAN_TOOL_MESSAGE: "Unexpected role 'tool' after role 'user'",  # crush#279
-    Rule.TOOL_THEN_HUMAN: "Unexpected role 'user' after role 'tool'",  # avante.nvim#2562 (3230)
-    Rule.UNSUPPORTED_REASONING: "Extra inputs are not permitted",  # litellm#30835 (422)
-    # OpenHands#8685, solbrowse/extension#16
-    Rule.EMPTY_MESSAGE: "Assistant message must have either content or tool_calls, but not none.",
-}
-
-_DEEPSEEK_ERRORS = {
-    **_OPENAI_ERRORS,
-    Rule.MISSING_TOOL_RESULT: (
-        "An assistant message with 'tool_calls' must be followed by tool messages responding "
-        "to each 'tool_call_id'. (insufficient tool messages following tool_calls message)"
-    ),  # dify#32222 (official DeepSeek API)
-    Rule.MISSING_REASONING_CONTENT: (
-        "Missing `reasoning_content` field in the assistant message at message index {index}. "
-        "For more information, please refer to "
-        "https://api-docs.deepseek.com/guides/thinking_mode%23tool-calls"
-    ),  # continue#9913, langchain PR#34516
-}
-_KIMI_ERRORS = {
-    Rule.MISSING_REASONING_CONTENT: (
-        "thinking is enabled but reasoning_content is missing in assistant tool call message "
-        "at index {index}"
-    ),  # FastGPT#6357, kimi-agent-sdk#169
-}
-_RESPONSES_ERRORS = {
-    Rule.TOOL_CALL_ID_TOO_LONG: (
-        "Invalid 'input[{index}].call_id': string too long. Expected a string with maximum "
-        "length {max_length}, but got a string with length {length} instead."
-    ),  # AnswerDotAI/fastllm#45
-    Rule.MISSING_TOOL_RESULT: "No tool output found for function call {id}.",  # continue#10092
-    Rule.UNKNOWN_TOOL_RESULT: "No tool call found for function call output with call_id {id}.",
-    Rule.ORPHAN_TOOL_MESSAGE: "No tool call found for function call output with call_id {id}.",
-    Rule.DUPLICATE_TOOL_RESULT: "No tool call found for function call output with call_id {id}.",
-}
-_OPENAI_CHAT_ERRORS = {
-    **_OPENAI_ERRORS,
-    Rule.TOOL_CALL_ID_TOO_LONG: (
-        "Invalid 'messages[{index}].tool_calls[{call}].id': string too long. Expected a string "
-        "with maximum length {max_length}, but got a string with length {length} instead."
-    ),  # vercel/ai#8132, agno#5382, vllm#22966
-}
-_GROQ_ERRORS = {
-    Rule.UNSUPPORTED_REASONING: (
-        "'messages.{index}' : for 'role:assistant' the following must be satisfied"
-        "[('messages.{index}' : property 'reasoning_content' is unsupported)]"
-    ),  # freellmapi#1070, jan#8136
-}
-
 _ANTHROPIC_IDS = r"[a-zA-Z0-9_-]+"
 # Converse image, document and video formats (API_runtime_ImageBlock, _DocumentBlock,
 # _VideoBlock); cast.codecs.bedrock maps the same formats.
@@ -493,7 +277,7 @@ _BUILTINS = (
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
         max_id_length=40,
         reasoning=ReasoningPolicy.STRIP,
-        errors=_OPENAI_CHAT_ERRORS,
+        errors=provider_errors("openai"),
         system_anywhere=True,
         user_media=IMAGE_TYPES | {"audio/wav", "audio/mp3", "application/pdf"},
         sources=(
@@ -510,7 +294,7 @@ _BUILTINS = (
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
         max_id_length=64,
         reasoning=ReasoningPolicy.ENCRYPTED_ITEMS,
-        errors=_RESPONSES_ERRORS,
+        errors=provider_errors("openai-responses"),
         system_anywhere=True,
         user_media=IMAGE_TYPES | {"application/pdf"},
         tool_result_media=IMAGE_TYPES | {"application/pdf"},
@@ -532,7 +316,7 @@ _BUILTINS = (
         system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
-        errors=_ANTHROPIC_ERRORS,
+        errors=provider_errors("anthropic"),
         tools_with_tool_history=True,
         system_anywhere=True,
         tool_error_flag=True,
@@ -563,7 +347,7 @@ _BUILTINS = (
         system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
-        errors=_BEDROCK_ERRORS,
+        errors=provider_errors("bedrock"),
         tools_with_tool_history=True,
         tool_error_flag=True,
         user_media=_BEDROCK_MEDIA,
@@ -587,7 +371,7 @@ _BUILTINS = (
         system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
-        errors=_GEMINI_ERRORS,
+        errors=provider_errors("gemini"),
         **_GEMINI_CONTENT,
         sources=(
             "https://ai.google.dev/gemini-api/docs/function-calling#multimodal",
@@ -604,7 +388,7 @@ _BUILTINS = (
         system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
-        errors=_VERTEX_ERRORS,
+        errors=provider_errors("vertex"),
         **_GEMINI_CONTENT,
         sources=(
             "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures",
@@ -620,7 +404,7 @@ _BUILTINS = (
         max_id_length=9,
         reasoning=ReasoningPolicy.STRIP,
         needs_ai_between_tool_and_human=True,
-        errors=_MISTRAL_ERRORS,
+        errors=provider_errors("mistral"),
         sources=(
             "anomalyco/opencode#1680",
             "langchain-ai/langchain#24668",
@@ -634,7 +418,7 @@ _BUILTINS = (
         "call_{r:2:d}_{r:24:x}",
         reasoning=ReasoningPolicy.REASONING_CONTENT_REQUIRED,
         reasoning_scope=ReasoningScope.TOOL_CALL_TURNS,
-        errors=_DEEPSEEK_ERRORS,
+        errors=provider_errors("deepseek"),
         system_anywhere=True,
         user_media=frozenset(),
         url_media=frozenset(),
@@ -649,7 +433,7 @@ _BUILTINS = (
         "openai",
         "functions.{f}:{r:6:d}",
         reasoning=ReasoningPolicy.REASONING_CONTENT_REQUIRED,
-        errors=_KIMI_ERRORS,
+        errors=provider_errors("kimi"),
         sources=("sgl-project/sglang#9606", "labring/FastGPT#6357"),
     ),
     _profile(
@@ -671,7 +455,7 @@ _BUILTINS = (
         "openai",
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
         reasoning=ReasoningPolicy.STRIP,
-        errors=_GROQ_ERRORS,
+        errors=provider_errors("groq"),
         sources=("tashfeenahmed/freellmapi#1070", "janhq/jan#8136"),
     ),
 )

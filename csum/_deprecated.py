@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, TextIO, TypeVar
 
+from csum._budget_settings import SETTING_DEFAULTS
+from csum.budget import Budget
 from csum.settings import Robustness, Stores
 
 __all__ = [
@@ -64,43 +66,67 @@ def moved_into(
 _RENAMED: Final[Mapping[str, str]] = MappingProxyType({"target_ratio": "keep_ratio"})
 """Old keyword spellings of the Compactor (a ``target_*`` that meant a size; the
 provider is ``target``) and the new ones."""
+_BUDGET: Final = frozenset(SETTING_DEFAULTS)
+"""The Compactor's old loose keywords that are now :class:`~csum.Budget` fields."""
 _STORES: Final = frozenset(f.name for f in dataclasses.fields(Stores))
 _ROBUSTNESS: Final = frozenset(f.name for f in dataclasses.fields(Robustness))
 
 
 @dataclass(frozen=True, slots=True)
 class CompactorKeywords:
-    """The Compactor's old keywords, sorted by where they went: renamed, into
+    """The Compactor's old keywords, sorted by where they went: into ``budget=`` (the
+    settings of :class:`~csum.Budget`, the renamed ``target_ratio`` among them), into
     ``stores=``, into ``robustness=``."""
 
     renamed: dict[str, Any]
     stores: dict[str, Any]
     robustness: dict[str, Any]
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def sort(cls, given: Mapping[str, Any]) -> CompactorKeywords:
         """Sort ``given``; a keyword the Compactor never had is a ``TypeError``."""
         for name in given:
-            if name not in _RENAMED and name not in _STORES and name not in _ROBUSTNESS:
+            if name not in _RENAMED and name not in _BUDGET | _STORES | _ROBUSTNESS:
                 raise TypeError(f"Compactor() got an unexpected keyword argument {name!r}")
         return cls(
             {k: v for k, v in given.items() if k in _RENAMED},
             {k: v for k, v in given.items() if k in _STORES},
             {k: v for k, v in given.items() if k in _ROBUSTNESS},
+            {k: v for k, v in given.items() if k in _BUDGET},
         )
 
-    def keep_ratio(self, keep_ratio: float | None, default: float) -> float:
-        """``keep_ratio``, or the old ``target_ratio`` (warns), or ``default``."""
-        if "target_ratio" not in self.renamed:
-            return default if keep_ratio is None else keep_ratio
-        if keep_ratio is not None:
+    def budget_with(self, budget: Budget) -> Budget:
+        """``budget`` with the old loose keywords (``keep_ratio=``, ``trigger=``... and
+        ``target_ratio=``) as its settings, warning once, naming the new spelling. A
+        keyword also set inside ``budget`` (or given in both its spellings) is a
+        ``TypeError``."""
+        loose = dict(self.budget)
+        if "target_ratio" in self.renamed:
+            if "keep_ratio" in loose:
+                raise TypeError(
+                    "Compactor(): give keep_ratio=..., not both keep_ratio= and its old "
+                    "spelling target_ratio="
+                )
+            loose["keep_ratio"] = self.renamed["target_ratio"]
+        if not loose:
+            return budget
+        written = [*self.renamed, *self.budget]
+        twice = [name for name in loose if name in budget.settings()]
+        if twice:
+            names = ", ".join(f"{name}=" for name in twice)
             raise TypeError(
-                "Compactor(): give keep_ratio=..., not both keep_ratio= and its old "
-                "spelling target_ratio="
+                f"Compactor(): {names} given both beside budget= and inside it ({budget!r}): "
+                f"give it inside the Budget only"
             )
-        deprecated("Compactor(target_ratio=...)", "Compactor(keep_ratio=...)", stacklevel=4)
-        value: float = self.renamed["target_ratio"]
-        return value
+        given = ", ".join(f"{name}=..." for name in written)
+        settings = ", ".join(f"{name}=..." for name in loose)
+        deprecated(
+            f"Compactor({given})",
+            f"Compactor(budget=Budget(limit, {settings})) (or budget.evolve({settings}))",
+            stacklevel=4,
+        )
+        return budget.evolve(**loose)
 
     def stores_with(self, stores: Stores | None) -> Stores:
         """``stores``, or one made of the old ``cache=`` / ``archive=`` (warns)."""

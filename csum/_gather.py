@@ -10,7 +10,7 @@ import anyio.lowlevel
 
 from csum.errors import SummarizationError
 
-__all__ = ["gather"]
+__all__ = ["gather", "unwrapped"]
 
 T = TypeVar("T")
 
@@ -51,7 +51,7 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
                 group.start_soon(worker)
                 await anyio.lowlevel.checkpoint()
     except BaseExceptionGroup as group_error:
-        raise _unwrapped(group_error) from None
+        raise unwrapped(group_error) from None
 
     if failures:
         # The same report on every backend: how many calls fail before the first
@@ -66,7 +66,7 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     return results  # type: ignore[return-value]
 
 
-def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
+def unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """What a task group's failure is raised as: ``KeyboardInterrupt`` or
     ``SystemExit`` bare (both backends alike), a lone exception bare, else the group."""
     leaves: list[BaseException] = []

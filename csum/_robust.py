@@ -35,6 +35,7 @@ from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
 from csum._deprecated import moved_into
 from csum._fit import fit_joined
+from csum._gather import unwrapped
 from csum._handler_check import check_handler
 from csum._retry import RetryPolicy
 from csum.prompt import (
@@ -209,9 +210,13 @@ class RobustHandler:
             async with limiter:
                 results[index] = await self._call(jobs[index])
 
-        async with anyio.create_task_group() as group:
-            for index in range(len(jobs)):
-                group.start_soon(one, index)
+        try:
+            async with anyio.create_task_group() as group:
+                for index in range(len(jobs)):
+                    group.start_soon(one, index)
+        except BaseExceptionGroup as group_error:
+            # the handler's own error, not a group the backend words its own way
+            raise unwrapped(group_error) from None
         return results
 
     async def _merge(self, summaries: list[str], depth: int) -> str:

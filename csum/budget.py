@@ -24,16 +24,24 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from cast import BinaryPart, ImagePart, Message, TextPart, ToolCall, ToolResult
 from cast.chainio import install_hint, parse_size
 from cast.internals import utf8_len
+from csum._budget_settings import (
+    DEFAULT_COOLDOWN_TURNS,
+    DEFAULT_MAX_DEPTH,
+    SETTING_DEFAULTS,
+    check_settings,
+)
 from csum._images import ImageFormula, image_size, image_tokens, url_image_size
 
 __all__ = [
+    "DEFAULT_COOLDOWN_TURNS",
+    "DEFAULT_MAX_DEPTH",
     "MODEL_CONTEXT_WINDOWS",
     "Budget",
     "BudgetUnit",
@@ -162,38 +170,97 @@ def as_budget(value: int | str | Budget) -> Budget:
         raise ValueError(f"{exc}, or a token count such as '4000 tokens'") from None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Budget:
-    """A size limit on a whole chain: ``limit`` UTF-8 bytes or tokens."""
+    """A size limit on a whole chain, ``limit`` UTF-8 bytes or tokens, and how a
+    :class:`~csum.Compactor` keeps it (the budget group of its settings, all optional).
+
+    ``trigger``: where compaction starts (None: the Compactor's default, 85 % of the
+    limit; a float: a share of the
+    limit in (0, 1]; an int: a size in ``unit``). ``keep_ratio``: the share of the limit
+    a compaction brings the chain down to (None: the Compactor's
+    ``DEFAULT_KEEP_RATIO``). ``summary_ratio``: the share summaries take, at most 0.5
+    (None: ``DEFAULT_SUMMARY_RATIO``). ``summary_reserve``: the room, in ``unit``, kept
+    for the summary when choosing what to keep (None: 5 % of the limit, or
+    ``summary_ratio`` when larger). ``max_depth``: the depth limit of summaries (None:
+    none). ``cooldown_turns``: calls after a compaction during which the trigger (not
+    the limit) is ignored.
+
+    A wrong type is a ``TypeError`` and a value out of range a ``ValueError``, each
+    naming the field (``Budget.keep_ratio ...``). The settings left out mean the
+    Compactor's defaults, so ``Budget.bytes(4096)`` is the same budget as ``4096``.
+    """
 
     limit: int
     unit: BudgetUnit = "bytes"
+    _: KW_ONLY
+    trigger: int | float | None = None
+    keep_ratio: float | None = None
+    summary_ratio: float | None = None
+    summary_reserve: int | None = None
+    max_depth: int | None = DEFAULT_MAX_DEPTH
+    cooldown_turns: int = DEFAULT_COOLDOWN_TURNS
 
     def __post_init__(self) -> None:
         if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
             raise ValueError(f"a budget must be a positive int, got {self.limit!r}")
         if self.unit not in ("bytes", "tokens"):
             raise ValueError(f"budget unit must be 'bytes' or 'tokens', got {self.unit!r}")
+        check_settings(
+            self.limit, self.unit, {name: getattr(self, name) for name in SETTING_DEFAULTS}
+        )
 
     @classmethod
-    def bytes(cls, limit: int) -> Budget:
-        """A limit in UTF-8 bytes (``Message.size`` summed over the chain)."""
-        return cls(limit, "bytes")
+    def bytes(cls, limit: int, **settings: Any) -> Budget:
+        """A limit in UTF-8 bytes (``Message.size`` summed over the chain), with any of
+        the compaction ``settings`` (``keep_ratio=0.3``...)."""
+        return cls(limit, "bytes", **settings)
 
     @classmethod
-    def tokens(cls, limit: int) -> Budget:
-        """A limit in tokens, as the Compactor's token counter counts them."""
-        return cls(limit, "tokens")
+    def tokens(cls, limit: int, **settings: Any) -> Budget:
+        """A limit in tokens, as the Compactor's token counter counts them, with any of
+        the compaction ``settings``."""
+        return cls(limit, "tokens", **settings)
 
     @classmethod
     def of_model(
-        cls, model: str, fraction: float = 1.0, *, windows: Mapping[str, int] | None = None
+        cls,
+        model: str,
+        fraction: float = 1.0,
+        *,
+        windows: Mapping[str, int] | None = None,
+        **settings: Any,
     ) -> Budget:
         """``fraction`` (0 < fraction <= 1) of ``model``'s context window, in tokens
-        (``model`` in any spelling :func:`context_window` reads)."""
+        (``model`` in any spelling :func:`context_window` reads), with any of the
+        compaction ``settings``."""
         if not 0 < fraction <= 1:
             raise ValueError(f"fraction must be within (0, 1], got {fraction!r}")
-        return cls(max(1, int(context_window(model, windows) * fraction)), "tokens")
+        return cls(max(1, int(context_window(model, windows) * fraction)), "tokens", **settings)
+
+    def evolve(self, **changes: Any) -> Budget:
+        """This budget with ``changes`` (any field: ``limit``, ``unit`` or a setting),
+        checked as a new one is: ``as_budget("32KiB").evolve(keep_ratio=0.3)``."""
+        return replace(self, **changes)
+
+    def settings(self) -> dict[str, Any]:
+        """The compaction settings this budget sets (those not at their default), by
+        field name."""
+        return {
+            name: getattr(self, name)
+            for name, default in SETTING_DEFAULTS.items()
+            if getattr(self, name) != default
+        }
+
+    def trigger_units(self) -> int:
+        """Where compaction starts, in ``unit``: the limit, or ``trigger`` read as a
+        share of it (float) or a size (int)."""
+        trigger = self.trigger
+        if trigger is None:
+            return self.limit
+        if isinstance(trigger, float):
+            return self.scaled(trigger)
+        return trigger
 
     def scaled(self, ratio: float) -> int:
         """``ratio`` of the limit, in the budget's unit (at least 1)."""
@@ -201,6 +268,10 @@ class Budget:
 
     def __str__(self) -> str:
         return f"{self.limit:,} {self.unit}"
+
+    def __repr__(self) -> str:
+        shown = "".join(f", {name}={value!r}" for name, value in self.settings().items())
+        return f"Budget(limit={self.limit!r}, unit={self.unit!r}{shown})"
 
 
 @runtime_checkable

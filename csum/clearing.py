@@ -159,10 +159,11 @@ def _units(value: int | float, budget: Budget) -> int:
     return budget.scaled(value) if isinstance(value, float) else value
 
 
-DEFAULT_CLEARING: Final[Clearing | None] = None
-"""The Compactor's default ``clearing=``: provisionally None (off: today's behaviour,
-which the existing summarize-stage tests and benchmarks pin down) until the issue-25
-cost benchmark chooses the defaults; ``Clearing()`` is the expected final value."""
+DEFAULT_CLEARING: Final[Clearing | None] = Clearing(keep=10)
+"""The Compactor's default ``clearing=``: on, keeping the newest 10 tool uses whole (the
+issue-25 cost benchmark's choice, with ``trigger`` 0.85, ``keep_ratio`` 0.3 and
+``summary_ratio`` 1/64: ``csum.compactor.LOW_COST``; ``csum.compactor.SUMMARY_ONLY``
+turns it off)."""
 
 
 # -- placeholders ---------------------------------------------------------------------------
@@ -470,9 +471,11 @@ def _clear_results(
         if eligible and size > len(CLEARED_PREFIX):
             original = Message.from_parts(Role.TOOL, (result, *rest)) if references else None
             reference = message_reference(original) if original is not None else None
-            text = placeholder(
-                result.name, result.tool_call_id, size, reference, gist(result.content)
-            )
+            text = placeholder(result.name, result.tool_call_id, size, reference)
+            if utf8_len(text) < size:  # else its gist, a second line, cannot make it smaller
+                text = placeholder(
+                    result.name, result.tool_call_id, size, reference, gist(result.content)
+                )
             if utf8_len(text) < size:
                 parts.append(result.evolve(content=text))
                 parts.extend(p for p in rest if _is_cache_point(p))

@@ -16,9 +16,9 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any, TextIO
 
@@ -50,10 +50,12 @@ from csum._deprecated import add_keep_ratio_flags, keep_ratio_flag
 from csum.archive import HistoryArchive
 from csum.budget import Budget
 from csum.cache import SummaryCache
-from csum.clearing import Clearing
+from csum.clearing import DEFAULT_CLEARING, Clearing
 from csum.compactor import (
+    DEFAULT_SUMMARY_RATIO,
     DEFAULT_TARGET_RATIO,
     LOW_COST,
+    SUMMARY_ONLY,
     CompactionResult,
     Compactor,
     summary_bytes,
@@ -81,6 +83,38 @@ whole input (and a model's context window is not exceeded)."""
 
 EXAMPLE = "claude_code_session.json"
 """The bundled example: a real Claude Code sub-agent session (Anthropic Messages format)."""
+
+
+def _fraction(ratio: float) -> str:
+    """``ratio`` as help text reads it: 1/64 rather than 0.015625."""
+    inverse = 1 / ratio
+    return f"1/{inverse:g}" if inverse == int(inverse) else f"{ratio:g}"
+
+
+def _preset_text(preset: Mapping[str, Any]) -> str:
+    """A Compactor preset's settings in the words of the help text."""
+    clearing = preset["clearing"]
+    cleared = "no clearing" if clearing is None else f"clearing (keep {clearing.keep})"
+    trigger = preset.get("trigger")
+    starts = "" if trigger is None else f"compaction from {trigger:g} of the budget, "
+    return (
+        f"{cleared}, {starts}target {preset['keep_ratio']:g}, "
+        f"summaries {_fraction(preset['summary_ratio'])} of the budget"
+    )
+
+
+def _same_as_defaults(preset: Mapping[str, Any]) -> str:
+    """'the defaults today; ' when ``preset`` is what the Compactor does without it."""
+    defaults = (DEFAULT_CLEARING, DEFAULT_TARGET_RATIO, DEFAULT_SUMMARY_RATIO)
+    values = (preset["clearing"], preset["keep_ratio"], preset["summary_ratio"])
+    return "the defaults today; " if values == defaults else ""
+
+
+def _clearing_default() -> str:
+    """What the clearing stage does without a clearing flag (the Compactor's default)."""
+    if DEFAULT_CLEARING is None:
+        return "off by default"
+    return f"on by default, keeping the newest {DEFAULT_CLEARING.keep} tool uses whole"
 
 
 def main_parser() -> argparse.ArgumentParser:
@@ -119,27 +153,40 @@ def main_parser() -> argparse.ArgumentParser:
     add_keep_ratio_flags(
         summarize.add_argument,
         "with --budget: share of the budget a compaction brings the chain down to "
-        f"(default {DEFAULT_TARGET_RATIO}; 0.1 with --low-cost)",
+        f"(default {DEFAULT_TARGET_RATIO:g}; {LOW_COST['keep_ratio']:g} with --low-cost, "
+        f"{SUMMARY_ONLY['keep_ratio']:g} with --summary-only)",
     )
     summarize.add_argument(
         "--summary-ratio",
         type=float,
         default=None,
-        help="with --budget: share of the budget a summary may take (default 1/32; 1/64 with "
-        "--low-cost); sizes the extractive handler's summaries",
+        help="with --budget: share of the budget a summary may take (default "
+        f"{_fraction(DEFAULT_SUMMARY_RATIO)}; {_fraction(LOW_COST['summary_ratio'])} with "
+        f"--low-cost, {_fraction(SUMMARY_ONLY['summary_ratio'])} with --summary-only); sizes "
+        "the extractive handler's summaries",
     )
     clearing = summarize.add_argument_group(
         "clearing (with --budget): old tool results become placeholders before anything is "
-        "summarized, without a handler call"
+        f"summarized, without a handler call ({_clearing_default()})"
     )
-    clearing.add_argument(
+    presets = clearing.add_mutually_exclusive_group()
+    presets.add_argument(
         "--low-cost",
         action="store_true",
-        help="the LOW_COST preset: clearing (keep 3), target 0.1, summaries 1/64 of the budget "
-        "(explicit options win)",
+        help=f"the LOW_COST preset: {_preset_text(LOW_COST)} ({_same_as_defaults(LOW_COST)}"
+        "explicit options win)",
+    )
+    presets.add_argument(
+        "--summary-only",
+        action="store_true",
+        help=f"the SUMMARY_ONLY preset, the former defaults: {_preset_text(SUMMARY_ONLY)} "
+        f"(remembers more without an archive, costs more; {_same_as_defaults(SUMMARY_ONLY)}"
+        "explicit options win)",
     )
     clearing.add_argument(
-        "--clear", action="store_true", help="turn the clearing stage on (any --clear-* does)"
+        "--clear",
+        action="store_true",
+        help="turn the clearing stage on (any --clear-* does), e.g. with --summary-only",
     )
     clearing.add_argument(
         "--clear-keep", type=int, help="newest tool uses whose results stay whole (default 3)"
@@ -491,16 +538,18 @@ def _compact(
     with_request(reporting, reporting_request)
 
     options = _compactor_options(args)
-    if "summary_ratio" in options and getattr(handler, "sized_by_compactor", False):
-        # the default extractive handler, wrapped below: sized here as the Compactor would
+    budget: Budget = options["budget"]
+    if getattr(handler, "sized_by_compactor", False):
+        # the default extractive handler, wrapped below (so the Compactor cannot size it):
+        # sized here as the Compactor would, at the summary share given or its default
         from csum.handlers import extractive
 
-        handler = extractive(summary_bytes(_budget(args), options["summary_ratio"]))
+        ratio = DEFAULT_SUMMARY_RATIO if budget.summary_ratio is None else budget.summary_ratio
+        handler = extractive(summary_bytes(budget, ratio))
     cache = _cache(args)
     archive = _archive(args)
     compactor = Compactor(
         reporting,
-        budget=_budget(args),
         **options,
         target=args.target,
         id_template=args.id_template,
@@ -563,8 +612,10 @@ _CLEAR_FLAGS = {
 }
 
 
-def _clearing(args: argparse.Namespace) -> Clearing | None:
-    """The clearing stage the options ask for (None: off)."""
+def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | None:
+    """The clearing stage the options ask for (None: none asked for): ``base`` (the
+    preset's stage; without one the Compactor's default, or ``Clearing()`` when the
+    default is off) with the ``--clear-*`` options given."""
     asked = [name for name in _CLEAR_OPTIONS if getattr(args, name) not in (None, False)]
     if not (args.clear or args.low_cost or asked):
         return None
@@ -578,10 +629,12 @@ def _clearing(args: argparse.Namespace) -> Clearing | None:
             options[key] = getattr(args, name)
     if args.clear_exclude:
         options["exclude_tools"] = frozenset(args.clear_exclude)
-    options["clear_tool_inputs"] = args.clear_inputs
-    options["clear_reasoning"] = args.clear_reasoning
+    if args.clear_inputs:
+        options["clear_tool_inputs"] = True
+    if args.clear_reasoning:
+        options["clear_reasoning"] = True
     try:
-        return Clearing(**options)
+        return replace(base or DEFAULT_CLEARING or Clearing(), **options)
     except (TypeError, ValueError) as error:
         field = str(error).removeprefix("Clearing.").split(" ", 1)[0]
         flag = _CLEAR_FLAGS.get(field, "--clear")
@@ -589,18 +642,23 @@ def _clearing(args: argparse.Namespace) -> Clearing | None:
 
 
 def _compactor_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The Compactor's options from ``--low-cost``, ``--keep-ratio``,
-    ``--summary-ratio`` and the ``--clear-*`` options (explicit options win)."""
-    options: dict[str, Any] = dict(LOW_COST) if args.low_cost else {}
-    clearing = _clearing(args)
+    """The Compactor's ``budget`` (``--budget`` with the settings of ``--low-cost`` or
+    ``--summary-only``, ``--keep-ratio`` and ``--summary-ratio``) and ``clearing`` (from
+    the preset and the ``--clear-*`` options), explicit options winning over the
+    preset's."""
+    preset = LOW_COST if args.low_cost else SUMMARY_ONLY if args.summary_only else None
+    settings: dict[str, Any] = preset.settings() if preset is not None else {}
+    options: dict[str, Any] = {"clearing": preset.clearing} if preset is not None else {}
+    clearing = _clearing(args, preset.clearing if preset is not None else None)
     if clearing is not None:
         options["clearing"] = clearing
     if args.keep_ratio is not None:
-        options["keep_ratio"] = args.keep_ratio
+        settings["keep_ratio"] = args.keep_ratio
     if args.summary_ratio is not None:
         if not 0 < args.summary_ratio <= 0.5:
             raise ValueError(f"--summary-ratio must be within (0, 0.5], got {args.summary_ratio}")
-        options["summary_ratio"] = args.summary_ratio
+        settings["summary_ratio"] = args.summary_ratio
+    options["budget"] = _budget(args).evolve(**settings)
     return options
 
 
@@ -630,8 +688,15 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     args.keep_ratio = keep_ratio_flag(args, err)
     if args.last_section_budget is None:
         _compactor_options(args)  # usage errors before any work
-    elif args.low_cost or args.summary_ratio is not None or _clearing(args) is not None:
-        raise ValueError("--low-cost, --clear and --summary-ratio apply to --budget")
+    elif (
+        args.low_cost
+        or args.summary_only
+        or args.summary_ratio is not None
+        or _clearing(args, None) is not None
+    ):
+        raise ValueError(
+            "--low-cost, --summary-only, --clear and --summary-ratio apply to --budget"
+        )
     _check_output(args)
     payload, origin = _load(args)
     messages, fmt = decode_owned_chain(payload, args.format)

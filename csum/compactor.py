@@ -8,8 +8,9 @@ How a call goes (docs/compactor.md has the full story):
 
 1. The chain is parsed with repair (the output is always a valid chain) and measured
    in the budget's unit (bytes, or tokens by the counter).
-2. **Hysteresis**: nothing happens below the *trigger* (default: the budget). Above
-   it, the chain is brought down to *keep_ratio* of the budget (default 60 %), so the
+2. **Hysteresis**: nothing happens below the *trigger* (default: 85 % of the budget,
+   :data:`DEFAULT_TRIGGER`). Above it, the chain is brought down to *keep_ratio* of the
+   budget (default 30 %), so the
    next compaction comes many turns later. Between the trigger and the budget a
    *cooldown* (turns since the last compaction) applies; over the budget never.
 3. **One summary**: the system prompt, the current question and the newest body pair
@@ -74,6 +75,7 @@ from csum._handler_check import check_handler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._pieces import summarize_in_pieces
+from csum._question_context import question_context
 from csum._robust import HandlerLedger, RobustHandler, ledger, robustness_of
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
@@ -88,6 +90,7 @@ from csum.clearing import (
     is_cleared,
 )
 from csum.events import CompactionEvent, CompactionReason
+from csum.presets import Preset
 from csum.prompt import check_focus
 from csum.reinsert import is_reinserted, own_question, without_recalled
 from csum.settings import Robustness, Stores
@@ -98,10 +101,12 @@ __all__ = [
     "DEFAULT_RESERVE_RATIO",
     "DEFAULT_SUMMARY_RATIO",
     "DEFAULT_TARGET_RATIO",
+    "DEFAULT_TRIGGER",
     "EARLIER_CONVERSATION_TEXT",
     "LONG_MEMORY",
     "LOW_COST",
     "MIN_SUMMARY_BYTES",
+    "SUMMARY_ONLY",
     "CompactionResult",
     "Compactor",
     "summary_bytes",
@@ -113,13 +118,19 @@ Anthropic and Gemini want a conversation to open with a human message)."""
 
 _AI = Role.AI
 
-DEFAULT_SUMMARY_RATIO = 1 / 32
+DEFAULT_SUMMARY_RATIO = 1 / 64
 """Share of the budget the default handler's summaries may take (``summary_ratio``):
-4 KiB at a 128 KiB budget, where larger summaries were measured to cost bytes without
-keeping more of what was asked for (docs/compactor.md)."""
+2 KiB at a 128 KiB budget. With clearing first, small summaries keep the summarizer's
+output (priced at several times its input) low: the cost benchmark's choice
+(docs/compactor.md, "Defaults and why"; 1/32 before)."""
 
-DEFAULT_TARGET_RATIO = 0.6
-"""Share of the budget a compaction brings the chain down to (``keep_ratio``)."""
+DEFAULT_TARGET_RATIO = 0.3
+"""Share of the budget a compaction brings the chain down to (``keep_ratio``): low,
+so the chain sent on every turn is small (0.6 before, see :data:`SUMMARY_ONLY`)."""
+DEFAULT_TRIGGER = 0.85
+"""Share of the budget where compaction starts when the budget sets no ``trigger``
+(over the budget it always does): compacting a little early leaves room for the turn's
+new messages (1.0, the budget itself, before, see :data:`SUMMARY_ONLY`)."""
 DEFAULT_RESERVE_RATIO = 0.05
 """Share of the budget set aside for the summary when choosing the kept pairs (the
 default ``summary_reserve``; ``summary_ratio`` when larger)."""
@@ -129,30 +140,54 @@ DEFAULT_KEEP_RATIO = DEFAULT_TARGET_RATIO
 MIN_SUMMARY_BYTES = 1024
 """The default handler's summaries are never bounded below this (tiny budgets)."""
 
-LONG_MEMORY: Final[Mapping[str, Any]] = MappingProxyType(
-    {"summary_ratio": 7 / 16, "max_depth": None}
+LONG_MEMORY: Final = Preset(
+    "LONG_MEMORY",
+    clearing=None,
+    keep_ratio=0.6,
+    summary_ratio=7 / 16,
+    max_depth=None,
+    trigger=1.0,
 )
-"""Compactor options for a long memory with the default (extractive) handler:
-``Compactor(budget=..., **LONG_MEMORY)``. Summaries take up to 7/16 of the budget and
-are folded again at every compaction (the extractive handler keeps an earlier
-summary's lines verbatim, so there is no drift to limit). On the simulated
-2,000-turn loop at 128 KiB this keeps 59-63 % of all facts in the final chain (the
-defaults: 10-12 %) for 7 % more bytes sent than the defaults (docs/compactor.md)."""
+"""Compactor settings for a long memory with the default (extractive) handler:
+``Compactor(budget=LONG_MEMORY.budget(...), clearing=LONG_MEMORY.clearing)``. Summaries
+take up to 7/16 of the budget and are folded again at every compaction (the extractive
+handler keeps an earlier summary's lines verbatim, so there is no drift to limit); the
+summary stage alone at a 60 % target, as measured (clearing would hand the summary
+placeholders instead of the tool output it keeps facts from). On the simulated
+2,000-turn loop at 128 KiB this keeps 59-63 % of all facts in the final chain
+(:data:`SUMMARY_ONLY`: 10-12 %) for 7 % more bytes sent than :data:`SUMMARY_ONLY`
+(docs/compactor.md)."""
 
-LOW_COST: Final[Mapping[str, Any]] = MappingProxyType(
-    {"clearing": Clearing(keep=3), "keep_ratio": 0.1, "summary_ratio": 1 / 64}
+LOW_COST: Final = Preset(
+    "LOW_COST",
+    clearing=Clearing(keep=10),
+    keep_ratio=0.3,
+    summary_ratio=1 / 64,
+    trigger=0.85,
 )
-"""Compactor options for the lowest cost with prompt caching:
-``Compactor(budget=..., **LOW_COST)``. Old tool results are cleared to placeholders
-(with a short gist) before anything is summarized, a compaction brings the chain down
-to 10 % of the budget, and summaries take up to 1/64 of it. The cheapest setting of the
-cost sweep (``python -m benchmarks.policies --cost --sweep``, docs/cost.md): on the
-held-out half of the Claude Code sessions, 1.06x / 0.85x / 1.03x the cheaper of
-LangChain's SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (worst
-pricing style, summarizer at the main model's rate; a 20 % target: 1.08x / 0.86x /
-1.07x). Without a history archive, facts that lived only in old tool results are mostly
-gone (47 % present when asked on the simulated loop, against 75 % for the defaults);
-with one, the placeholders name the archived original and ``recall`` brings it back."""
+"""Compactor settings for a low cost with prompt caching at the memory of the peers:
+``Compactor(budget=LOW_COST.budget(...), clearing=LOW_COST.clearing)``. Old tool
+results beyond the newest 10 are cleared to placeholders (with a short gist) before
+anything is summarized, a compaction starts at 85 % of the budget and brings the chain
+down to 30 % of it, and summaries take up to 1/64 of it. The choice of the cost sweep
+(``python -m benchmarks.policies --cost --sweep``, docs/cost.md): the cheapest setting
+on the tuning half of the Claude Code sessions that remembers at least 49 % of the facts
+asked for on the simulated loop without an archive and more than every reference
+(49.3 %, min over seeds; drop-oldest 48.3 %, SummarizationMiddleware 44.8 %). On all 17
+sessions, worst pricing style: 1.00x / 0.84x / 1.12x the cheaper of LangChain's
+SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (the cost goal, 0.95x, is
+met at 128 KiB only). With a history archive, the placeholders name the archived
+original and ``recall`` brings it back (99.3 %)."""
+
+SUMMARY_ONLY: Final = Preset(
+    "SUMMARY_ONLY", clearing=None, keep_ratio=0.6, summary_ratio=1 / 32, trigger=1.0
+)
+"""The Compactor's former defaults: no clearing stage (every compaction is a summary),
+a compaction brings the chain to 60 % of the budget, summaries take up to 1/32 of it:
+``Compactor(budget=SUMMARY_ONLY.budget(...), clearing=SUMMARY_ONLY.clearing)``. It
+costs more than the defaults (the summarizer reads every evicted tool result whole)
+and remembers more without a history archive (facts present when asked on the
+simulated loop; docs/compactor.md, "Defaults and why")."""
 
 FROZEN_SHARE = 0.25
 """Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond
@@ -270,11 +305,28 @@ class _Plan:
 class Compactor:
     """Keeps an agent's whole chain within a budget; see the module docstring.
 
-    ``handler`` summarizes (default: the offline extractive handler). ``budget`` is an
-    int (bytes) or a :class:`~csum.budget.Budget`. ``trigger`` is where compaction
-    starts: None (the budget), a ratio of the budget (a float in (0, 1]) or an int in
-    the budget's unit. ``keep_ratio`` is what a compaction brings the chain down to (a
-    ratio of the budget, at most the trigger's; None: :data:`DEFAULT_KEEP_RATIO`).
+    ``handler`` summarizes (default: the offline extractive handler). ``budget`` is the
+    limit and how it is kept, one :class:`~csum.budget.Budget` (or an int in bytes, or
+    a size string, ``"32KiB"``, ``"4000 tokens"``: the limit with default settings).
+    Its settings: ``trigger``, where compaction starts: None (:data:`DEFAULT_TRIGGER`
+    of the limit), a ratio of the limit (a float in (0, 1]) or an int in the budget's
+    unit; ``keep_ratio``, what
+    a compaction brings the chain down to (a ratio of the limit, at most the trigger's;
+    None: :data:`DEFAULT_KEEP_RATIO`); ``max_depth``, the depth limit of summaries
+    (None: none, every summary is folded into the next); ``cooldown_turns``, the calls
+    after a compaction during which the trigger (not the limit) is ignored;
+    ``summary_reserve``, the room kept for the summary when choosing what to keep (in
+    the budget's unit; None: 5 % of the limit, or ``summary_ratio`` when larger);
+    ``summary_ratio`` (None: :data:`DEFAULT_SUMMARY_RATIO`, at most 0.5), the share of
+    the limit summaries take: it bounds the default handler's summaries
+    (:func:`summary_bytes`) and sets the reserve when larger than 5 %, so a summary
+    that folds earlier summaries again and again has room in proportion to the window
+    rather than a fixed 4 KB; a handler you pass keeps its own bound
+    (``extractive(n)``, an LLM's output limit). For a long memory with the default
+    handler, use a large share and no depth limit (:data:`LONG_MEMORY`): a summary at
+    the depth limit larger than the room frozen summaries may take is otherwise left
+    out whole. The values in use are the Compactor's attributes of the same names.
+
     ``target`` is the provider the chain is sent to (the only meaning of *target*).
     ``counter`` counts tokens (default :class:`~csum.budget.EstimatedTokens`).
     ``on_event`` receives a :class:`~csum.events.CompactionEvent` per compaction.
@@ -294,24 +346,12 @@ class Compactor:
     ``handler`` is used as it is (then ``robustness=`` is a ``TypeError``).
 
     Old spellings, for one release, each with a ``DeprecationWarning``:
-    ``target_ratio=`` (now ``keep_ratio=``), ``cache=`` / ``archive=`` (now
-    ``stores=Stores(...)``), ``timeout=``, ``retry=``, ``max_prompt_bytes=``,
-    ``max_split_depth=``, ``max_concurrency=``, ``fallback=`` (now
-    ``robustness=Robustness(...)``).
-
-    ``max_depth`` is the depth limit of summaries (None: none, every summary is folded
-    into the next), ``cooldown_turns`` the calls after a compaction during which the
-    trigger (not the budget) is ignored, and ``summary_reserve`` the room kept for the
-    summary when choosing what to keep (in the budget's unit; default 5 % of the
-    budget, or ``summary_ratio`` when larger).
-    ``summary_ratio`` (default 1/32, at most 0.5) is the share of the budget summaries
-    take: it bounds the default handler's summaries (:func:`summary_bytes`) and sets
-    the reserve when larger than 5 %, so a summary that
-    folds earlier summaries again and again has room in proportion to the window rather
-    than a fixed 4 KB; a handler you pass keeps its own bound (``extractive(n)``, an
-    LLM's output limit). For a long memory with the default handler, use a large share
-    and no depth limit (:data:`LONG_MEMORY`): a summary at the depth limit larger than
-    the room frozen summaries may take is otherwise left out whole.
+    ``trigger=``, ``keep_ratio=`` (and its older ``target_ratio=``),
+    ``summary_ratio=``, ``summary_reserve=``, ``max_depth=``, ``cooldown_turns=`` (now
+    ``budget=Budget(..., keep_ratio=...)``; one also set inside the Budget is a
+    ``TypeError``), ``cache=`` / ``archive=`` (now ``stores=Stores(...)``),
+    ``timeout=``, ``retry=``, ``max_prompt_bytes=``, ``max_split_depth=``,
+    ``max_concurrency=``, ``fallback=`` (now ``robustness=Robustness(...)``).
 
     ``clearing`` (a :class:`~csum.clearing.Clearing`, or None for none; default
     :data:`~csum.clearing.DEFAULT_CLEARING`) is the first stage of a compaction: old
@@ -328,18 +368,12 @@ class Compactor:
         handler: SummarizeHandler | None = None,
         *,
         budget: int | str | Budget,
-        trigger: int | float | None = None,
-        keep_ratio: float | None = None,
         target: str | ProviderProfile | None = None,
         counter: TokenCounter | None = None,
         stores: Stores | None = None,
         robustness: Robustness | None = None,
         on_event: Callable[[CompactionEvent], None] | None = None,
         id_template: TemplateLike | None = None,
-        max_depth: int | None = 3,
-        cooldown_turns: int = 4,
-        summary_reserve: int | None = None,
-        summary_ratio: float = DEFAULT_SUMMARY_RATIO,
         clearing: Clearing | None = DEFAULT_CLEARING,
         pin: Callable[[Message], bool] | None = None,
         keep_user_messages: bool = False,
@@ -347,38 +381,33 @@ class Compactor:
         **old_spellings: Any,
     ) -> None:
         old = CompactorKeywords.sort(old_spellings)
-        keep_ratio = old.keep_ratio(keep_ratio, DEFAULT_TARGET_RATIO)
         stores = old.stores_with(stores)
         robustness_given = robustness is not None
-        self.budget = as_budget(budget)  # an int (bytes), "32KiB", "4000 tokens", a Budget
-        limit = self.budget.limit
-        self.trigger = _trigger_units(trigger, self.budget)
-        if isinstance(keep_ratio, bool) or not isinstance(keep_ratio, int | float):
-            raise TypeError(f"keep_ratio must be a number, not {keep_ratio!r}")
-        if not 0 < keep_ratio <= 1:
-            raise ValueError(f"keep_ratio must be within (0, 1], got {keep_ratio!r}")
+        # an int (bytes), "32KiB", "4000 tokens", a Budget; then the old loose settings
+        sized = self.budget = old.budget_with(as_budget(budget))
+        limit = sized.limit
+        if sized.trigger is None:
+            sized = sized.evolve(trigger=DEFAULT_TRIGGER)
+        self.trigger = sized.trigger_units()
+        keep_ratio = DEFAULT_TARGET_RATIO if sized.keep_ratio is None else sized.keep_ratio
         self.keep_ratio = keep_ratio
-        self.keep_units = min(self.budget.scaled(keep_ratio), self.trigger)
+        self.keep_units = min(sized.scaled(keep_ratio), self.trigger)
         """What a compaction brings the chain down to, in the budget's unit."""
-        if max_depth is not None:
-            if isinstance(max_depth, bool) or not isinstance(max_depth, int):
-                raise TypeError(f"max_depth must be an int or None, not {max_depth!r}")
-            if max_depth < 1:
-                raise ValueError(f"max_depth must be at least 1, got {max_depth}")
-        if cooldown_turns < 0:
-            raise ValueError(f"cooldown_turns must be >= 0, got {cooldown_turns}")
-        if not isinstance(summary_ratio, int | float):
-            raise TypeError(f"summary_ratio must be a number, not {summary_ratio!r}")
-        if isinstance(summary_ratio, bool) or not 0 < summary_ratio <= 0.5:
-            raise ValueError(f"summary_ratio must be within (0, 0.5], got {summary_ratio!r}")
+        summary_ratio = sized.summary_ratio
+        if summary_ratio is None:
+            summary_ratio = DEFAULT_SUMMARY_RATIO
         self.summary_ratio = summary_ratio
-        self.summary_bytes = summary_bytes(self.budget, summary_ratio)
+        self.summary_bytes = summary_bytes(sized, summary_ratio)
+        summary_reserve = sized.summary_reserve
         if summary_reserve is None:
             # The room summaries take, at least 5 % of the budget: with a larger share
             # the compacted chain lands on the target, not above it.
-            summary_reserve = self.budget.scaled(max(DEFAULT_RESERVE_RATIO, summary_ratio))
-        if not 0 <= summary_reserve < limit:
-            raise ValueError(f"summary_reserve must be within 0..budget, got {summary_reserve}")
+            summary_reserve = sized.scaled(max(DEFAULT_RESERVE_RATIO, summary_ratio))
+            if summary_reserve >= limit:
+                raise ValueError(
+                    f"Budget.summary_reserve must be within 0..{limit - 1} {sized.unit}; "
+                    f"the default for a budget of {sized} is {summary_reserve}"
+                )
         if counter is not None and not isinstance(counter, TokenCounter):
             raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
         if robustness is not None and not isinstance(robustness, Robustness):
@@ -448,8 +477,8 @@ class Compactor:
         self.cache = stores.cache
         self.archive = stores.archive
         self.on_event = on_event
-        self.max_depth = max_depth
-        self.cooldown_turns = cooldown_turns
+        self.max_depth = sized.max_depth
+        self.cooldown_turns = sized.cooldown_turns
         self.summary_reserve = summary_reserve
         self.turns = 0
         self._last_compaction: int | None = None
@@ -875,7 +904,12 @@ class Compactor:
         summarized = clear_evicted(plan.summarized, options)
         if all(a is b for a, b in zip(summarized, plan.summarized, strict=True)):
             return plan
-        turns = [(q, clear_evicted(ms, options)) for q, ms in plan.turns]
+        # the turns hold the same messages: each is cleared (and gisted) once
+        done = {id(a): b for a, b in zip(plan.summarized, summarized, strict=True)}
+        turns = [
+            (q, [done[id(m)] if id(m) in done else clear_evicted([m], options)[0] for m in ms])
+            for q, ms in plan.turns
+        ]
         return replace(plan, summarized=summarized, turns=turns)
 
     async def _reinsert_new(self, result: CompactionResult) -> CompactionResult:
@@ -1287,24 +1321,6 @@ def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
     return max(MIN_SUMMARY_BYTES, int(budget.limit * ratio * per_unit))
 
 
-def _trigger_units(trigger: int | float | None, budget: Budget) -> int:
-    if trigger is None:
-        return budget.limit
-    if isinstance(trigger, bool):
-        raise TypeError("trigger must be a number, not a bool")
-    if isinstance(trigger, float):
-        if not 0 < trigger <= 1:
-            raise ValueError(f"a trigger ratio must be within (0, 1], got {trigger!r}")
-        return budget.scaled(trigger)
-    if isinstance(trigger, int):
-        if not 0 < trigger <= budget.limit:
-            raise ValueError(
-                f"trigger must be within 1..{budget.limit} {budget.unit}, got {trigger}"
-            )
-        return trigger
-    raise TypeError(f"trigger must be None, a float ratio or an int, not {trigger!r}")
-
-
 def _kind(summarized: Sequence[Message]) -> BodyPairType:
     """SUMMARIZATION when a summarized AI message called tools, else COMPLETION."""
     if any(m.role is _AI and m.tool_calls for m in summarized):
@@ -1370,7 +1386,7 @@ def _in_chain_order(plan: _Plan) -> tuple[list[Message], list[Message]]:
         if question is not None:
             summarized.append(question)
         summarized.extend(messages)
-    return ([staying] if staying is not None else []), summarized
+    return ([question_context(staying)] if staying is not None else []), summarized
 
 
 def _turns_in_place(

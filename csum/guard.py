@@ -44,6 +44,13 @@ from cast import Message, Role, ToolCall
 from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
 from csum._fit import fit_summary
+from csum._salience import ANSI as _ANSI
+from csum._salience import ERROR_LINE as _ERROR_LINE
+from csum._salience import LINE_CAP as _LINE_CAP
+from csum._salience import LIST_MARK as _LIST_MARK
+from csum._salience import WEIGHTS as _WEIGHTS
+from csum._salience import excerpt as _excerpt
+from csum._salience import tokens as _tokens
 from csum.archive import archived_references, split_archive_line
 from csum.errors import PromptFormatError
 from csum.handlers import summarize_extractive
@@ -63,38 +70,15 @@ __all__ = [
 DEFAULT_RESERVE: Final = 0.3
 """Share of the budget the guard keeps for what the summary lost."""
 _MIN_RESERVE_BYTES: Final = 24
-_LINE_CAP: Final = 2000  # characters of a line that are read (longer lines: their start)
-_EXCERPT: Final = 72  # bytes of an excerpt around a fact, at most
 _THREAD_THRESHOLD: Final = 65_536  # characters of prompt above which it runs in a thread
 _CHOOSE_MARGIN: Final = 0.3
 """Share of the whole summary's lost weight the guarded one must save to be chosen
 (chosen on parts A, B and D of the fidelity set: 0, 0.1, 0.2, 0.3 and 0.5 tried)."""
 _MIN_APPENDIX: Final = 12  # bytes of room below which nothing is appended
 
-_URL = regex.compile(r"https?://[^\s<>\"'`)\]]{3,200}")
-_PATH = regex.compile(
-    r"(?<![\w/.-])(?:[\w.~-]{0,60}/){1,12}[\w.-]{1,80}(?::\d{1,6}){0,2}"
-    r"|(?<![\w/.-])[\w-]{1,60}\.[A-Za-z][A-Za-z0-9]{0,6}(?::\d{1,6}){1,2}"
-)
-_MIXED = regex.compile(r"(?<![\w.-])(?=[\w.-]{0,80}\d)(?=[\w.-]{0,80}[A-Za-z])\w[\w.-]{2,80}")
-_VERSION = regex.compile(r"(?<![\w.])v?\d{1,4}(?:\.\d{1,6}){1,3}(?![\w.])")
-_HASH = regex.compile(r"(?<!\w)[0-9a-f]{7,64}(?!\w)")
-_NAMED_NUMBER = regex.compile(
-    r"(?<![\w.])(?:[A-Za-z_][\w-]{1,40}[ \t]{0,3}[:=][ \t]{0,3}\"?-?\$?\d[\d,.]{0,20}"
-    r"|-?\$?\d[\d,.]{0,20}[ \t]?(?:%|[A-Za-z]{1,12}))(?![\w.])"
-)
-_ERROR_LINE = regex.compile(
-    r"\b(?:[A-Z]\w{0,40}(?:Error|Exception)|Traceback|FAILED|FAIL|ERROR|[Ee]rror|failed|"
-    r"fatal|panic|denied|refused|[Nn]o such file|not found|[Cc]annot)\b"
-)
-_ANSI = regex.compile(r"\x1b?\[[0-9;]{0,12}m")  # colour codes, with or without ESC
-_LIST_MARK = regex.compile(r"^\s{0,8}(?:[-*+•]|\d{1,3}[.)])\s{1,4}")
 _EMPTY_CALL = regex.compile(r"[\w.-]{1,80}\(\)")
 _LINE_NUMBER = regex.compile(r":\d{1,6}(?::\d{1,6})?$")
-_TRAILING = ".,;:!?\"')]}"
-
-_WEIGHTS: Final = {"error": 3.0, "path": 2.5, "url": 2.0, "id": 2.0, "number": 1.5}
-"""What a lost fact of each kind weighs (a path with a line number: +1)."""
+# a lost fact of each kind weighs _WEIGHTS[kind] (a path with a line number: +1)
 _EDGE_LINES: Final = 3  # lines at the start and end of an entry say most ...
 _EDGE_BONUS: Final = 1.3  # ... so their facts weigh this much more
 
@@ -112,49 +96,6 @@ class LostFact:
     weight: float
     references: tuple[str, ...] = ()
     """Archive references of its source entry, when that entry names them."""
-
-
-def _tokens(line: str) -> list[tuple[str, str]]:
-    """(token, kind) of one line, longest first where they overlap."""
-    found: list[tuple[int, int, str]] = []
-    for kind, pattern in (
-        ("url", _URL),
-        ("path", _PATH),
-        ("number", _NAMED_NUMBER),
-        ("id", _VERSION),
-        ("id", _HASH),
-        ("id", _MIXED),
-    ):
-        for match in pattern.finditer(line):
-            start, end = match.span()
-            while end > start and line[end - 1] in _TRAILING:
-                end -= 1
-            if end - start >= 3 and not any(s <= start and end <= e for s, e, _ in found):
-                found.append((start, end, kind))
-    return [(line[s:e], kind) for s, e, kind in sorted(found)]
-
-
-def _excerpt(line: str, token: str) -> str:
-    """``token`` with the words around it on ``line``, at most :data:`_EXCERPT` bytes
-    (the token alone when it is longer), cut between words."""
-    line = " ".join(line.split())
-    if utf8_len(line) <= _EXCERPT:
-        return line
-    at = line.find(token)
-    if at < 0 or utf8_len(token) >= _EXCERPT:
-        return token
-    room = _EXCERPT - utf8_len(token)
-    before = line[max(0, at - (room * 2) // 3) : at]
-    if " " in before and at - len(before) > 0:
-        before = before[before.index(" ") + 1 :]
-    after_room = room - utf8_len(before)
-    after = line[at + len(token) : at + len(token) + max(0, after_room)]
-    if " " in after and at + len(token) + len(after) < len(line):
-        after = after[: after.rindex(" ")]
-    text = (before + token + after).strip()
-    while utf8_len(text) > _EXCERPT:
-        text = text[:-1]
-    return text
 
 
 def _entries(prompt: str) -> list[tuple[str, tuple[str, ...]]]:

@@ -13,26 +13,29 @@ Layout (``_4f1a9c2e`` is the marker; blocks with no entries are left out)::
     <instructions>fixed text for the case</instructions>
     <focus_4f1a9c2e>what the next step needs (only with a focus)</focus_4f1a9c2e>
     <context_4f1a9c2e>
-    <message_4f1a9c2e index="0" role="human">
+    <message_4f1a9c2e role="human">
     <text_4f1a9c2e>...</text_4f1a9c2e>
     </message_4f1a9c2e>
     </context_4f1a9c2e>
     <messages_4f1a9c2e>
-    <message_4f1a9c2e index="0" role="ai">
+    <message_4f1a9c2e role="ai">
     <reasoning_4f1a9c2e>...</reasoning_4f1a9c2e>
     <text_4f1a9c2e>...</text_4f1a9c2e>
-    <tool_call_4f1a9c2e id="call_1">
-    <name_4f1a9c2e>bash</name_4f1a9c2e>
-    <arguments_4f1a9c2e>{"command": "ls"}</arguments_4f1a9c2e>
-    </tool_call_4f1a9c2e>
+    <tool_call_4f1a9c2e n="1" id="toolu_01A2b3" name="bash">{"command": "ls"}</tool_call_4f1a9c2e>
     </message_4f1a9c2e>
-    <message_4f1a9c2e index="1" role="tool">
-    <tool_result_4f1a9c2e id="call_1">
-    <name_4f1a9c2e>bash</name_4f1a9c2e>
-    <content_4f1a9c2e>...</content_4f1a9c2e>
-    </tool_result_4f1a9c2e>
+    <message_4f1a9c2e role="tool">
+    <tool_result_4f1a9c2e n="1">...</tool_result_4f1a9c2e>
     </message_4f1a9c2e>
     </messages_4f1a9c2e>
+
+The framing is kept short, since a compaction's prompt of cleared tool results is mostly
+framing: a message's ``index`` is written only when it is not the one after the
+message before in its block; a tool result whose call (same id and name) is shown
+earlier in the prompt names it by a short alias ``n`` (the call carries the same ``n``),
+so the provider's call id and the tool's name appear once per pair; any other result
+carries ``id`` and ``name`` itself. A tool name holding ``"``, ``&``, ``<`` or ``>``
+(no real tool's) is written in a ``<name_...>`` element after the opening tag instead
+of an attribute, verbatim. Everything the entries hold is read back exactly.
 """
 
 from __future__ import annotations
@@ -359,8 +362,6 @@ class _Tags:
     mark: str
     text: tuple[str, str]
     reasoning: tuple[str, str]
-    name_open: str
-    call_args: str
     call_end: str
     result_end: str
     message_end: str
@@ -371,10 +372,8 @@ class _Tags:
             mark=mark,
             text=(f"<text{mark}>", f"</text{mark}>\n"),
             reasoning=(f"<reasoning{mark}>", f"</reasoning{mark}>\n"),
-            name_open=f'">\n<name{mark}>',
-            call_args=f"</name{mark}>\n<arguments{mark}>",
-            call_end=f"</arguments{mark}>\n</tool_call{mark}>\n",
-            result_end=f"</content{mark}>\n</tool_result{mark}>\n",
+            call_end=f"</tool_call{mark}>\n",
+            result_end=f"</tool_result{mark}>\n",
             message_end=f"</message{mark}>\n",
         )
 
@@ -431,39 +430,85 @@ def _message_entries(section: str, index: int, message: Message) -> tuple[Prompt
     return tuple(out)
 
 
-def _render_message(out: list[str], message: RequestMessage, tags: _Tags) -> int:
-    """Append the message; return how many structure tags (one marker each) it wrote."""
+def _call_aliases(messages: Sequence[RequestMessage]) -> dict[int, int]:
+    """Short aliases linking results to their calls: entry position (in render order)
+    -> alias, for each tool result whose call (same id and name) comes earlier in the
+    prompt and for that call. Such a result is rendered with the alias alone, so a long
+    provider call id (``toolu_...``) and the tool's name appear once per pair."""
+    latest: dict[tuple[str, str], int] = {}
+    linked: dict[int, int] = {}
+    position = 0
+    for message in messages:
+        for entry in message.entries:
+            if entry.kind == "tool_call":
+                latest[(entry.call_id, entry.name)] = position
+            elif entry.kind == "tool_result":
+                call = latest.get((entry.call_id, entry.name))
+                if call is not None:
+                    linked[position] = call
+            position += 1
+    aliases: dict[int, int] = {}
+    for call in sorted(set(linked.values())):
+        aliases[call] = len(aliases) + 1
+    for result, call in linked.items():
+        aliases[result] = aliases[call]
+    return aliases
+
+
+_PLAIN_NAME = re.compile(r'[^"&<>]*')
+
+
+def _append_name(out: list[str], name: str, mark: str) -> int:
+    """Close an opening tag with the tool's name: as an attribute when it holds no markup
+    character (every real tool name), else verbatim in a ``<name>`` element after the
+    tag. Returns the structure tags it wrote."""
+    if _PLAIN_NAME.fullmatch(name):
+        out.append(f' name="{name}">')
+        return 0
+    out.append(f">\n<name{mark}>")
+    out.append(name)
+    out.append(f"</name{mark}>\n")
+    return 2
+
+
+def _render_message(
+    out: list[str],
+    message: RequestMessage,
+    tags: _Tags,
+    aliases: dict[int, int],
+    *,
+    position: int,
+    next_index: int,
+) -> int:
+    """Append the message (its first entry at ``position`` in render order); return how
+    many structure tags (one marker each) it wrote. Its index is written only when it
+    is not ``next_index`` (the one after the block's message before)."""
     # Content goes in as its own list item, so it is copied once, by the final join.
     append = out.append
     mark = tags.mark
     count = 2
-    append(f'<message{mark} index="{message.index}" role="{message.role}">\n')
+    index = "" if message.index == next_index else f' index="{message.index}"'
+    append(f'<message{mark}{index} role="{message.role}">\n')
     for entry in message.entries:
         kind = entry.kind
+        count += 2
+        alias = aliases.get(position)
+        position += 1
         if kind in {"text", "reasoning"}:
             opening, closing = tags.text if kind == "text" else tags.reasoning
-            count += 2
             append(opening)
             append(entry.content)
             append(closing)
-        elif kind == "tool_result":
-            count += 6
-            append(f'<tool_result{mark} id="{_attr(entry.call_id)}')
-            append(tags.name_open)
-            append(entry.name)
-            append(f"</name{mark}>\n<content{mark}>")
-            append(entry.content)
-            append(tags.result_end)
-        elif kind == "tool_call":
-            count += 6
-            append(f'<tool_call{mark} id="{_attr(entry.call_id)}')
-            append(tags.name_open)
-            append(entry.name)
-            append(tags.call_args)
-            append(entry.args)
-            append(tags.call_end)
+        elif kind in {"tool_call", "tool_result"}:
+            if kind == "tool_result" and alias is not None:
+                append(f'<tool_result{mark} n="{alias}">')
+            else:
+                ref = "" if alias is None else f' n="{alias}"'
+                append(f'<{kind}{mark}{ref} id="{_attr(entry.call_id)}"')
+                count += _append_name(out, entry.name, mark)
+            append(entry.args if kind == "tool_call" else entry.content)
+            append(tags.call_end if kind == "tool_call" else tags.result_end)
         else:
-            count += 2
             append(f"<{kind}{mark}>{entry.content}</{kind}{mark}>\n")
     append(tags.message_end)
     return count
@@ -482,6 +527,9 @@ def _render(
         out.append(f"<{FOCUS_TAG}{mark}>{focus}</{FOCUS_TAG}{mark}>\n")
         expected = 2
     tags = _Tags.with_mark(mark)
+    aliases = _call_aliases(messages)
+    position = 0
+    next_index = 0
     section = ""
     for message in messages:
         if message.section != section:
@@ -490,7 +538,12 @@ def _render(
             section = message.section
             out.append(f"<{section}{mark}>\n")
             expected += 2
-        expected += _render_message(out, message, tags)
+            next_index = 0
+        expected += _render_message(
+            out, message, tags, aliases, position=position, next_index=next_index
+        )
+        position += len(message.entries)
+        next_index = message.index + 1
     out.append(f"</{section}{mark}>\n")
     return "".join(out), expected
 
@@ -509,7 +562,8 @@ def render_request(
 
 
 def _attr(value: str) -> str:
-    # Ids are shown in an attribute; only the characters that would end it are escaped.
+    # Ids and tool names are shown in attributes; only the characters that would end
+    # the attribute or the tag are escaped.
     if "&" in value or '"' in value or ">" in value:
         return value.replace("&", "&amp;").replace('"', "&quot;").replace(">", "&gt;")
     return value
@@ -615,8 +669,9 @@ def _marker(sizes: str, attempt: int) -> str:
 # --- parsing ------------------------------------------------------------------------
 
 _FIRST_BLOCK = re.compile(r"<(context|messages|focus)(_[0-9a-f]{8})>")
-_ID_ATTR = re.compile(r'\A id="([^"]*)"\Z')
-_MESSAGE_ATTRS = re.compile(r'\A index="(\d+)" role="([a-z]+)"\Z')
+_CALL_ATTRS = re.compile(r'\A(?: n="(\d+)")? id="([^"]*)"(?: name="([^"&<>]*)")?\Z')
+_RESULT_ALIAS = re.compile(r'\A n="(\d+)"\Z')
+_MESSAGE_ATTRS = re.compile(r'\A(?: index="(\d+)")? role="([a-z]+)"\Z')
 _CASES_BY_TEXT = {text: case for case, text in INSTRUCTIONS.items()}
 _SIMPLE_ENTRIES = frozenset({"text", "reasoning", "image", "binary", "block"})
 
@@ -664,6 +719,32 @@ class _Reader:
             self.pos += 1
         return found[2]
 
+    def open_tag(self, name: str) -> str:
+        """Consume the opening tag ``<name{mark} ...>`` (no newline after it); return
+        its attributes."""
+        found = self.peek_tag()
+        if found is None or found[0] or found[1] != name:
+            raise self.fail(f"expected <{name}{self.mark}>")
+        self.pos = self.prompt.index(">", self.pos) + 1
+        return found[2]
+
+    def skip_newline(self) -> None:
+        if self.prompt.startswith("\n", self.pos):
+            self.pos += 1
+
+    def until_closing(self, name: str) -> str:
+        """The verbatim text from the cursor up to ``</name{mark}>``, consumed with the
+        closing tag and the newline after it."""
+        closing = f"</{name}{self.mark}>"
+        end = self.prompt.find(closing, self.pos)
+        if end < 0:
+            raise self.fail(f"unterminated <{name}{self.mark}>")
+        start = self.pos
+        self.pos = end + len(closing)
+        if self.prompt.startswith("\n", self.pos):
+            self.pos += 1
+        return self.prompt[start:end]
+
     def element(self, name: str) -> str:
         """The verbatim content of ``<name{mark}>...</name{mark}>`` at the cursor."""
         opening = f"<{name}{self.mark}>"
@@ -680,9 +761,14 @@ class _Reader:
         return self.prompt[start:end]
 
 
-def _read_block(reader: _Reader, block: str) -> list[PromptEntry]:
+def _read_block(
+    reader: _Reader, block: str, calls: dict[str, tuple[str, str]]
+) -> list[PromptEntry]:
+    """The entries of one data block; ``calls`` maps the aliases of the calls read so
+    far (this block's and the blocks' before) to their id and name."""
     entries: list[PromptEntry] = []
     reader.tag(False, block)
+    index = -1
     while True:
         found = reader.peek_tag()
         if found is None:
@@ -694,7 +780,9 @@ def _read_block(reader: _Reader, block: str) -> list[PromptEntry]:
         attrs = _MESSAGE_ATTRS.match(reader.tag(False, "message"))
         if attrs is None:
             raise reader.fail("bad message attributes")
-        index, role = int(attrs.group(1)), attrs.group(2)
+        # No index: the one after the message before (the renderer leaves it out then).
+        index = int(attrs.group(1)) if attrs.group(1) is not None else index + 1
+        role = attrs.group(2)
         while True:
             found = reader.peek_tag()
             if found is None:
@@ -708,24 +796,34 @@ def _read_block(reader: _Reader, block: str) -> list[PromptEntry]:
                 continue
             if kind not in ("tool_call", "tool_result"):
                 raise reader.fail(f"unexpected <{kind}>")
-            id_attr = _ID_ATTR.match(reader.tag(False, kind))
-            if id_attr is None:
-                raise reader.fail("bad id attribute")
-            call_id = _unattr(id_attr.group(1))
-            name = reader.element("name")
+            attrs_text = reader.open_tag(kind)
+            alias = _RESULT_ALIAS.match(attrs_text) if kind == "tool_result" else None
+            if alias is not None:
+                linked = calls.get(alias.group(1))
+                if linked is None:
+                    raise reader.fail(f"tool result n={alias.group(1)} names no call above it")
+                call_id, name = linked
+            else:
+                call = _CALL_ATTRS.match(attrs_text)
+                if call is None or (kind == "tool_result" and call.group(1) is not None):
+                    raise reader.fail(f"bad <{kind}> attributes")
+                call_id = _unattr(call.group(2))
+                if call.group(3) is not None:
+                    name = call.group(3)
+                else:
+                    reader.skip_newline()
+                    name = reader.element("name")
+                if call.group(1) is not None:
+                    calls[call.group(1)] = (call_id, name)
+            body = reader.until_closing(kind)
             if kind == "tool_call":
-                args = reader.element("arguments")
                 entries.append(
-                    prompt_entry(block, index, role, kind, name=name, call_id=call_id, args=args)
+                    prompt_entry(block, index, role, kind, name=name, call_id=call_id, args=body)
                 )
             else:
-                content = reader.element("content")
                 entries.append(
-                    prompt_entry(
-                        block, index, role, kind, content=content, name=name, call_id=call_id
-                    )
+                    prompt_entry(block, index, role, kind, content=body, name=name, call_id=call_id)
                 )
-            reader.tag(True, kind)
 
 
 def parse_prompt(prompt: str) -> ParsedPrompt:
@@ -753,9 +851,10 @@ def parse_prompt(prompt: str) -> ParsedPrompt:
         if not prompt.startswith(opens, reader.pos):
             raise reader.fail("expected a data block after the focus")
     context: list[PromptEntry] = []
+    calls: dict[str, tuple[str, str]] = {}
     if prompt.startswith(f"<{CONTEXT_TAG}{reader.mark}>\n", reader.pos):
-        context = _read_block(reader, CONTEXT_TAG)
-    messages = _read_block(reader, MESSAGES_TAG)
+        context = _read_block(reader, CONTEXT_TAG, calls)
+    messages = _read_block(reader, MESSAGES_TAG, calls)
     if reader.pos != len(prompt):
         raise reader.fail("text after the last block")
     return ParsedPrompt(

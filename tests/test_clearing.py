@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import csum.clearing
 from cast import ChainAST, Message, Reasoning, Role, TextPart, ToolCall, ToolResult, lint, port
 from csum import (
     Clearing,
@@ -31,9 +32,14 @@ from csum.clearing import (
     is_cleared,
     placeholder,
 )
-from csum.compactor import LOW_COST
+from csum.compactor import LOW_COST, SUMMARY_ONLY
 from csum_builders import fill
 from strategies import valid_chains
+
+WIDE_TARGET: dict[str, Any] = {k: v for k, v in SUMMARY_ONLY.items() if k != "clearing"}
+"""The sizes these tests were written for, given explicitly so they do not depend on the
+Compactor's defaults: a compaction brings the chain to 60 % of the budget, summaries
+take up to 1/32 of it (``SUMMARY_ONLY``'s sizes, with the clearing each test names)."""
 
 
 class Recorder:
@@ -228,7 +234,7 @@ def test_a_placeholder_refuses_a_gist_of_two_lines_or_too_long() -> None:
 
 @pytest.mark.anyio
 async def test_without_an_archive_a_fact_of_a_cleared_result_stays_in_the_chain() -> None:
-    keeper = Compactor(Recorder(), budget=30_000, clearing=Clearing(keep=3))
+    keeper = Compactor(Recorder(), budget=30_000, clearing=Clearing(keep=3), **WIDE_TARGET)
     chain = agent_chain(16)
     chain[3] = Message.tool("call_0000", "bash", build_log(error_at=40, lines=100))
     result = await keeper.run(chain)
@@ -245,7 +251,9 @@ async def test_without_an_archive_a_fact_of_a_cleared_result_stays_in_the_chain(
 async def test_clearing_alone_reaches_the_target_without_a_handler_call() -> None:
     handler = Recorder()
     events: list[CompactionEvent] = []
-    keeper = Compactor(handler, budget=30_000, clearing=Clearing(), on_event=events.append)
+    keeper = Compactor(
+        handler, budget=30_000, clearing=Clearing(), on_event=events.append, **WIDE_TARGET
+    )
     chain = agent_chain(16)
     before = list(chain)
     result = await keeper.run(chain)
@@ -273,7 +281,7 @@ async def test_clearing_alone_reaches_the_target_without_a_handler_call() -> Non
 @pytest.mark.anyio
 async def test_the_hybrid_summarizes_placeholders_not_the_bulk_output() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, clearing=Clearing(keep=3))
+    keeper = Compactor(handler, budget=12_000, clearing=Clearing(keep=3), **WIDE_TARGET)
     chain = agent_chain(12, 3000)
     result = await keeper.run(chain)
     assert result.summary_needed
@@ -330,7 +338,7 @@ async def test_evicted_long_arguments_reach_the_handler_as_their_gist() -> None:
 @pytest.mark.anyio
 async def test_without_clearing_the_handler_sees_the_bulk_output() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, clearing=None)
+    keeper = Compactor(handler, budget=12_000, **SUMMARY_ONLY)
     result = await keeper.run(agent_chain(12, 3000))
     assert result.cleared_results == 0
     assert output(0, 3000) in handler.prompts[0]
@@ -338,7 +346,7 @@ async def test_without_clearing_the_handler_sees_the_bulk_output() -> None:
 
 @pytest.mark.anyio
 async def test_within_budget_returns_the_input_unchanged() -> None:
-    keeper = Compactor(budget=1_000_000, clearing=Clearing(keep=0))
+    keeper = Compactor(budget=1_000_000, clearing=Clearing(keep=0), **WIDE_TARGET)
     chain = agent_chain(5)
     result = await keeper.run(chain)
     assert not result.compacted
@@ -351,7 +359,9 @@ async def test_turns_without_a_compaction_send_the_previous_payload_unchanged() 
     """The prefix is byte-stable between compactions: clearing runs in blocks."""
     handler = Recorder()
     events: list[CompactionEvent] = []
-    keeper = Compactor(handler, budget=40_000, clearing=Clearing(keep=2), on_event=events.append)
+    keeper = Compactor(
+        handler, budget=40_000, clearing=Clearing(keep=2), on_event=events.append, **WIDE_TARGET
+    )
     history = [Message.system("s"), Message.human("task")]
     previous: list[dict[str, object]] | None = None
     for index in range(120):
@@ -371,7 +381,7 @@ async def test_turns_without_a_compaction_send_the_previous_payload_unchanged() 
 @pytest.mark.anyio
 async def test_a_lower_clearing_trigger_clears_before_summaries_are_due() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=40_000, clearing=Clearing(trigger=0.5))
+    keeper = Compactor(handler, budget=40_000, clearing=Clearing(trigger=0.5), **WIDE_TARGET)
     result = await keeper.run(agent_chain(12))  # ~24 KB: over 50 %, under the budget
     assert result.cleared_results > 0
     assert handler.prompts == []
@@ -381,7 +391,7 @@ async def test_a_lower_clearing_trigger_clears_before_summaries_are_due() -> Non
 async def test_clear_at_least_skips_a_small_clearing_only_pass() -> None:
     handler = Recorder()
     options = Clearing(trigger=0.5, clear_at_least=0.5)
-    keeper = Compactor(handler, budget=40_000, clearing=options)
+    keeper = Compactor(handler, budget=40_000, clearing=options, **WIDE_TARGET)
     chain = agent_chain(12)
     result = await keeper.run(chain)
     assert not result.compacted  # clearing would free < 20 KB: nothing changes
@@ -394,7 +404,9 @@ async def test_excluded_tools_are_never_cleared() -> None:
     chain = [Message.system("s"), Message.human("t")]
     for index in range(12):
         chain.extend(tool_turn(index, 2000, "read" if index % 2 else "bash"))
-    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1, exclude_tools={"read"}))
+    keeper = Compactor(
+        budget=20_000, clearing=Clearing(keep=1, exclude_tools={"read"}), **WIDE_TARGET
+    )
     result = await keeper.run(chain)
     for item in results(result.messages):
         if item.name == "read":
@@ -420,7 +432,7 @@ async def test_clear_tool_inputs_and_reasoning() -> None:
         chain.append(Message.tool(call_id, "write", fill(1500, "r")))
     options = Clearing(keep=2, clear_tool_inputs=True, clear_reasoning=True)
     events: list[CompactionEvent] = []
-    keeper = Compactor(budget=20_000, clearing=options, on_event=events.append)
+    keeper = Compactor(budget=20_000, clearing=options, on_event=events.append, **WIDE_TARGET)
     result = await keeper.run(chain)
     ai = [m for m in result.messages if m.role is Role.AI]
     size = len(json.dumps({"text": fill(500, "a")}))
@@ -438,7 +450,7 @@ async def test_clear_tool_inputs_and_reasoning() -> None:
 async def test_cleared_chains_lint_clean_for_every_target(target: str) -> None:
     chain = port(agent_chain(14), target)
     assert lint(chain, target) == []
-    keeper = Compactor(budget=20_000, clearing=Clearing(keep=2), target=target)
+    keeper = Compactor(budget=20_000, clearing=Clearing(keep=2), target=target, **WIDE_TARGET)
     result = await keeper.run(chain)
     assert result.cleared_results > 0
     assert lint(result.messages, target) == []
@@ -462,7 +474,7 @@ async def test_pinned_messages_are_never_cleared_or_summarized() -> None:
         return "RULE" in message.text or any("PINNED" in r.content for r in message.tool_results)
 
     handler = Recorder()
-    keeper = Compactor(handler, budget=14_000, clearing=Clearing(keep=1), pin=pin)
+    keeper = Compactor(handler, budget=14_000, clearing=Clearing(keep=1), pin=pin, **WIDE_TARGET)
     result = await keeper.run(chain, force=True)
     assert result.summary_needed
     texts = [r.content for r in results(result.messages)]
@@ -487,12 +499,12 @@ async def test_keep_user_messages_keeps_questions_verbatim_while_they_fit() -> N
         chain.extend(tool_turn(index, 1500))
         chain.append(Message.ai(f"answer {index}"))
     chain.append(Message.human("current"))
-    keeper = Compactor(Recorder(), budget=10_000, clearing=None, keep_user_messages=True)
+    keeper = Compactor(Recorder(), budget=10_000, **SUMMARY_ONLY, keep_user_messages=True)
     result = await keeper.run(chain, force=True)
     text = "\n".join(m.text for m in result.messages if m.role is Role.HUMAN)
     for index in range(12):
         assert f"question {index}: " + fill(100, "q") in text
-    plain = await Compactor(Recorder(), budget=10_000, clearing=None).run(chain, force=True)
+    plain = await Compactor(Recorder(), budget=10_000, **SUMMARY_ONLY).run(chain, force=True)
     plain_text = "\n".join(m.text for m in plain.messages if m.role is Role.HUMAN)
     assert "question 0: " not in plain_text
 
@@ -506,7 +518,7 @@ async def test_keep_user_messages_summarizes_the_oldest_when_they_do_not_fit() -
         chain.append(Message.ai(f"answer {index}"))
     chain.append(Message.human("current"))
     handler = Recorder()
-    keeper = Compactor(handler, budget=10_000, clearing=None, keep_user_messages=True)
+    keeper = Compactor(handler, budget=10_000, **SUMMARY_ONLY, keep_user_messages=True)
     result = await keeper.run(chain, force=True)
     text = "\n".join(m.text for m in result.messages if m.role is Role.HUMAN)
     assert "question 11: " in text
@@ -521,7 +533,7 @@ async def test_keep_user_messages_summarizes_the_oldest_when_they_do_not_fit() -
 @pytest.mark.anyio
 async def test_recall_brings_a_cleared_result_back_whole(tmp_path: Path) -> None:
     archive = HistoryArchive(tmp_path / "archive.sqlite", session="s1")
-    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1), archive=archive)
+    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1), archive=archive, **WIDE_TARGET)
     chain = agent_chain(12)
     chain[3] = Message.tool("call_0000", "bash", "the original output\n" + fill(2000, "o"))
     result = await keeper.run(chain)
@@ -559,7 +571,7 @@ class _BrokenStore:
 @pytest.mark.anyio
 async def test_a_failed_archive_leaves_placeholders_without_references() -> None:
     archive = HistoryArchive(_BrokenStore(), session="s1")  # type: ignore[arg-type]
-    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1), archive=archive)
+    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1), archive=archive, **WIDE_TARGET)
     result = await keeper.run(agent_chain(12))
     cleared = [r for r in results(result.messages) if is_cleared(r)]
     assert cleared
@@ -644,16 +656,16 @@ async def test_focus_reaches_the_prompt_delimited_and_keys_the_cache() -> None:
     cache = SummaryCache(handler_id="recorder")
     handler = Recorder()
     chain = agent_chain(12, 3000)
-    keeper = Compactor(handler, budget=12_000, clearing=None, cache=cache)
+    keeper = Compactor(handler, budget=12_000, **SUMMARY_ONLY, cache=cache)
     await keeper.run(chain, focus="the </focus> failing test in api/")
     assert parse_prompt(handler.prompts[0]).focus == "the </focus> failing test in api/"
     # Same chain, no focus or another focus: a different prompt, so no cache hit.
-    other = Compactor(handler, budget=12_000, clearing=None, cache=cache)
+    other = Compactor(handler, budget=12_000, **SUMMARY_ONLY, cache=cache)
     result = await other.run(chain)
     assert len(handler.prompts) == 2
     assert parse_prompt(handler.prompts[1]).focus == ""
     assert not any(e.kind is StoreEventKind.CACHE_HIT for e in result.store_events)
-    same = Compactor(handler, budget=12_000, clearing=None, cache=cache)
+    same = Compactor(handler, budget=12_000, **SUMMARY_ONLY, cache=cache)
     hit = await same.run(chain, focus="the </focus> failing test in api/")
     assert len(handler.prompts) == 2
     assert any(e.kind is StoreEventKind.CACHE_HIT for e in hit.store_events)
@@ -661,7 +673,7 @@ async def test_focus_reaches_the_prompt_delimited_and_keys_the_cache() -> None:
 
 def test_focus_on_compact_sync_and_bad_focus() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, clearing=None)
+    keeper = Compactor(handler, budget=12_000, **SUMMARY_ONLY)
     keeper.compact_sync(agent_chain(12, 3000), focus="next: fix the parser")
     assert "<focus_" in handler.prompts[0]
     assert "next: fix the parser" in handler.prompts[0]
@@ -703,7 +715,9 @@ async def test_cache_breakpoints_mark_the_stable_prefix_within_four() -> None:
     from cast.codecs import anthropic
 
     chain = port(agent_chain(12, 3000), "anthropic")
-    keeper = Compactor(Recorder(), budget=12_000, target="anthropic", cache_breakpoints=True)
+    keeper = Compactor(
+        Recorder(), budget=12_000, target="anthropic", cache_breakpoints=True, **SUMMARY_ONLY
+    )
     result = await keeper.run(chain, force=True)
     body = anthropic.encode(result.messages)
     marks = _cache_controls(body)
@@ -732,7 +746,11 @@ async def test_cache_breakpoints_count_the_callers_own() -> None:
     for index in (3, 5, 7):
         chain[index] = chain[index].evolve(parts=(*chain[index].parts, point))
     keeper = Compactor(
-        budget=20_000, target="anthropic", clearing=Clearing(keep=1), cache_breakpoints=True
+        budget=20_000,
+        target="anthropic",
+        clearing=Clearing(keep=1),
+        cache_breakpoints=True,
+        **WIDE_TARGET,
     )
     result = await keeper.run(chain)
     count = sum(1 for m in result.messages for p in m.parts if p == point)
@@ -775,7 +793,9 @@ def _steps(chain: list[Message]) -> list[list[Message]]:
 
 
 @pytest.mark.parametrize(
-    "options", [{"clearing": Clearing()}, dict(LOW_COST)], ids=["Clearing()", "LOW_COST"]
+    "options",
+    [{"clearing": Clearing(), **WIDE_TARGET}, dict(LOW_COST)],
+    ids=["Clearing() at 60 %", "LOW_COST"],
 )
 def test_claude_code_sessions_through_a_loop_stay_within_budget(options: dict[str, Any]) -> None:
     sessions = _sessions()
@@ -813,7 +833,7 @@ def test_the_compactor_with_clearing_keeps_chains_valid_and_bounded(
 ) -> None:
     size = sum(m.size for m in chain)
     budget = max(64, int(size * share))
-    keeper = Compactor(Recorder(), budget=budget, clearing=Clearing(keep=keep))
+    keeper = Compactor(Recorder(), budget=budget, clearing=Clearing(keep=keep), **WIDE_TARGET)
     before = list(chain)
     result = anyio.run(keeper.run, chain, backend=anyio_backend)
     assert chain == before  # nothing the caller passed is changed
@@ -827,3 +847,62 @@ def test_the_compactor_with_clearing_keeps_chains_valid_and_bounded(
     source = ChainAST.from_messages(chain, repair=True).sections[-1]
     if source.body:
         assert ast.sections[-1].body[-1].messages() == source.body[-1].messages()
+
+
+# -- each result gisted once ---------------------------------------------------------------
+
+
+class GistCounter:
+    """Counts the texts csum.clearing gists (the real gist, counted)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.texts: list[str] = []
+        monkeypatch.setattr(csum.clearing, "gist", self)
+
+    def __call__(self, text: str, limit: int = GIST_BYTES) -> str:
+        self.texts.append(text)
+        return gist(text, limit)
+
+
+def test_a_pass_over_a_cleared_chain_gists_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = GistCounter(monkeypatch)
+    options = Clearing(keep=1)
+    first = clear_tool_results(agent_chain(8), options, measure=lambda m: m.size, goal=None)
+    assert first.results_cleared == 7
+    assert len(counter.texts) == 7
+    again = clear_tool_results(first.messages, options, measure=lambda m: m.size, goal=None)
+    assert not again.changed
+    assert len(counter.texts) == 7
+
+
+def test_a_result_its_placeholder_alone_would_not_shrink_is_not_gisted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = GistCounter(monkeypatch)
+    chain = [Message.human("q"), *tool_turn(0, 40), *tool_turn(1, 3000), *tool_turn(2, 5)]
+    done = clear_tool_results(chain, Clearing(keep=1), measure=lambda m: m.size, goal=None)
+    assert done.results_cleared == 1
+    assert counter.texts == [output(1, 3000)]
+
+
+@pytest.mark.anyio
+async def test_a_compaction_gists_each_evicted_result_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = GistCounter(monkeypatch)
+    handler = Recorder()
+    keeper = Compactor(handler, budget=12_000, keep_ratio=0.2, clearing=Clearing(keep=3))
+    result = await keeper.run(agent_chain(12, 3000))
+    assert result.summary_needed
+    assert counter.texts
+    assert len(counter.texts) == len(set(counter.texts))
+
+
+def test_the_gist_of_a_huge_result_reads_its_start_and_its_end() -> None:
+    routine = [f"step {n} of the run went fine" for n in range(6_000)]
+    middle = len(routine) // 2
+    lines = [*routine[:middle], "ERROR middle.py:3 broke", *routine[middle:]]
+    text = "\n".join(["$ make all", *lines, "FAILED 3 tests in src/app/test_io.py"])
+    assert len(text) > 100_000
+    summary = gist(text)
+    assert summary.startswith("$ make all")
+    assert "FAILED 3 tests in src/app/test_io.py" in summary  # its outcome, at the end
+    assert "middle.py" not in summary  # its middle is not read: the cost is bounded

@@ -24,7 +24,8 @@ from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
 from cast._lint import lint
 from cast.chainio import decode_chain
 from conftest import CORPUS
-from csum.clearing import CLEARED_PREFIX
+from csum.clearing import CLEARED_PREFIX, DEFAULT_CLEARING
+from csum.compactor import DEFAULT_SUMMARY_RATIO, DEFAULT_TARGET_RATIO
 
 ROOT = Path(__file__).resolve().parents[1]
 TAU = CORPUS / "openai_taubench" / "taubench_gpt4o_airline_task027_trial1.json"
@@ -958,11 +959,25 @@ def _tool_results(out: str) -> list[str]:
 
 def test_csum_clears_old_tool_results_with_clear(csum_cli: Callable[..., Run]) -> None:
     """``--clear`` (or any ``--clear-*``) runs the clearing stage: old tool results
-    become placeholders, without a handler call here; without it, none does."""
-    base = ("summarize", "--example", "--budget", "48KiB")
+    become placeholders, without a handler call here; with ``--summary-only`` alone,
+    none does; with no flag, the default (``DEFAULT_CLEARING``) decides."""
+    base = ("summarize", "--example", "--budget", "48KiB", "--summary-only")
     plain = csum_cli(*base)
     assert plain.code == 0, plain.err
     assert not any(c.startswith(CLEARED_PREFIX) for c in _tool_results(plain.out))
+    default = csum_cli("summarize", "--example", "--budget", "48KiB")
+    assert default.code == 0, default.err
+    # The defaults' sizes without clearing: another chain exactly when clearing is on by
+    # default (at a low target the summary evicts the placeholders, but it read them).
+    sizes = (
+        "--keep-ratio",
+        str(DEFAULT_TARGET_RATIO),
+        "--summary-ratio",
+        str(DEFAULT_SUMMARY_RATIO),
+    )
+    unclear = csum_cli(*base, *sizes)
+    assert unclear.code == 0, unclear.err
+    assert (unclear.out != default.out) == (DEFAULT_CLEARING is not None)
     for extra in (("--clear", "--clear-keep", "1"), ("--clear-keep", "2")):
         result = csum_cli(*base, *extra)
         assert result.code == 0, result.err
@@ -976,18 +991,58 @@ def test_csum_low_cost_is_the_preset_and_explicit_options_win(
     base = ("summarize", "--example", "--budget", "64KiB", "-q")
     low = csum_cli(*base, "--low-cost")
     assert low.code == 0, low.err
-    spelled = ("--clear", "--clear-keep", "3", "--keep-ratio", "0.2")
+    # The preset's trigger (85 %) has no flag of its own; it is the Compactor's default
+    # trigger, so the flags below spell all of the preset.
+    spelled = ("--clear", "--clear-keep", "10", "--keep-ratio", "0.3")
     same = csum_cli(*base, *spelled, "--summary-ratio", str(1 / 64))
+    assert same.code == 0, same.err
     assert same.out == low.out
-    unsummarized = csum_cli(*base, *spelled)  # summaries of 1/32: another chain
+    unsummarized = csum_cli(*base, *spelled, "--summary-ratio", str(1 / 32))  # another chain
     assert unsummarized.out != low.out
-    wider = csum_cli(*base, "--low-cost", "--keep-ratio", "0.6")
+    wider = csum_cli(*base, "--low-cost", "--keep-ratio", "0.8")
     assert wider.code == 0, wider.err
     assert len(wider.out) > len(low.out)
 
 
+def test_csum_default_summary_share_is_the_compactors(csum_cli: Callable[..., Run]) -> None:
+    """Without ``--summary-ratio`` the offline handler's summaries take the Compactor's
+    default share of the budget, as ``--help`` says (they took the handler's own fixed
+    4 KiB: the command wraps the handler, so the Compactor could not size it)."""
+    base = ("summarize", "--example", "--budget", "48KiB", "-q")
+    default = csum_cli(*base)
+    assert default.code == 0, default.err
+    spelled = csum_cli(*base, "--summary-ratio", str(DEFAULT_SUMMARY_RATIO))
+    assert spelled.out == default.out
+
+
+def test_csum_summary_only_is_the_preset_and_explicit_options_win(
+    csum_cli: Callable[..., Run],
+) -> None:
+    """``--summary-only`` is ``SUMMARY_ONLY`` (the former defaults) spelled out; a
+    ``--clear*`` option given with it turns clearing back on; it excludes ``--low-cost``."""
+    base = ("summarize", "--example", "--budget", "48KiB", "-q")
+    only = csum_cli(*base, "--summary-only")
+    assert only.code == 0, only.err
+    assert not any(c.startswith(CLEARED_PREFIX) for c in _tool_results(only.out))
+    spelled = csum_cli(*base, "--keep-ratio", "0.6", "--summary-ratio", str(1 / 32))
+    if DEFAULT_CLEARING is None:
+        assert spelled.out == only.out
+    cleared = csum_cli(*base, "--summary-only", "--clear-keep", "1")
+    assert cleared.code == 0, cleared.err
+    assert any(c.startswith(CLEARED_PREFIX) for c in _tool_results(cleared.out))
+    both = csum_cli(*base, "--summary-only", "--low-cost")
+    assert both.code == 2
+    assert "not allowed with argument" in both.err
+    reference = csum_cli(
+        "summarize", "--example", "--last-section-budget", "1KiB", "--summary-only"
+    )
+    assert reference.code == 2
+    assert "apply to --budget" in reference.err
+
+
 def test_csum_never_clears_an_excluded_tool(csum_cli: Callable[..., Run]) -> None:
-    base = ("summarize", "--example", "--budget", "24KiB", "--clear")
+    # Clearing at the summary stage's 60 % target, so the placeholders stay in the chain.
+    base = ("summarize", "--example", "--budget", "24KiB", "--summary-only", "--clear")
     cleared = csum_cli(*base, "--clear-keep", "0")
     names = {
         json.loads(line.split(" call ", 1)[0].removeprefix(CLEARED_PREFIX))

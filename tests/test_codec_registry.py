@@ -1,5 +1,6 @@
 """Codecs are registrations: a user's codec, registered by a call or by subclassing,
-is found by name, by ``detect_format`` and by the command line, like a built-in one."""
+is found by name, by ``detect_format`` and by the command line, like a built-in one;
+one with a streaming encoder is written item by item, like the built-in ones."""
 
 from __future__ import annotations
 
@@ -14,15 +15,17 @@ import pytest
 import cast
 import cast.cli
 from cast import Message, Role
-from cast.chainio import known_formats
+from cast.chainio import known_formats, write_chain, write_json
 from cast.codecs import (
     CODECS,
     NATIVE,
     CodecDefinition,
+    PayloadStream,
     codec_names,
     detect_format,
     get_codec,
     register_codec,
+    stream_encoder,
     unregister_codec,
 )
 from cast.errors import CodecError
@@ -185,3 +188,98 @@ def test_helpers_for_sibling_packages_moved_to_internals() -> None:
         moved = cast.utf8_len  # type: ignore[attr-defined]
     assert moved is internals.utf8_len
     assert internals.utf8_len("é") == 2
+
+
+# -- streaming encoders: part of the registration -------------------------------------------
+
+
+class StreamedTranscript(Transcript):
+    """The toy format with an item-by-item encoder, counting what each encoder did."""
+
+    name = "streamed_transcript"
+
+    def __init__(self) -> None:
+        self.whole = 0
+        self.streamed: list[str] = []
+
+    def encode(self, messages: Iterable[Message | dict[str, Any]], /) -> Any:
+        self.whole += 1
+        return super().encode(messages)
+
+    def encode_stream(self, messages: Iterable[Message], /) -> PayloadStream:
+        def turns() -> Iterator[dict[str, str]]:
+            for message in messages:
+                turn = super(StreamedTranscript, self).encode([message])["turns"][0]
+                self.streamed.append(turn["says"])
+                yield turn
+
+        return PayloadStream("turns", turns())
+
+
+def _written(messages: list[Message], fmt: str, path: Path) -> Any:
+    write_chain(messages, fmt, str(path))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_a_codec_with_a_stream_encoder_is_written_item_by_item(tmp_path: Path) -> None:
+    codec = register_codec(StreamedTranscript())
+    assert isinstance(codec, StreamedTranscript)
+    try:
+        assert stream_encoder("Streamed-Transcript") == codec.encode_stream
+        messages = Transcript().decode(PAYLOAD)
+        assert _written(messages, "streamed_transcript", tmp_path / "out.json") == PAYLOAD
+        assert codec.streamed == ["hi", "hello"]
+        assert codec.whole == 0  # never encoded whole
+        expected = io.StringIO()
+        write_json(PAYLOAD, None, expected)  # the same bytes as the whole payload's
+        assert (tmp_path / "out.json").read_text(encoding="utf-8") == expected.getvalue()
+    finally:
+        unregister_codec("streamed_transcript")
+
+
+def test_a_codec_without_one_is_encoded_whole(transcript: Transcript, tmp_path: Path) -> None:
+    assert stream_encoder("transcript") is None
+    messages = transcript.decode(PAYLOAD)
+    assert _written(messages, "transcript", tmp_path / "out.json") == PAYLOAD
+
+
+def test_the_stream_encoder_can_be_given_by_the_call(tmp_path: Path) -> None:
+    streamed = StreamedTranscript()
+    register_codec(Transcript(), name="given", encode_stream=streamed.encode_stream)
+    try:
+        assert _written(Transcript().decode(PAYLOAD), "given", tmp_path / "out.json") == PAYLOAD
+        assert streamed.streamed == ["hi", "hello"]
+    finally:
+        unregister_codec("given")
+
+
+def test_a_subclass_with_a_stream_encoder_is_written_item_by_item(tmp_path: Path) -> None:
+    class Lines(CodecDefinition):
+        name = "lines"
+
+        def decode(self, payload: Any, /) -> list[Message]:
+            return [Message.human(line) for line in payload["lines"]]
+
+        def encode(self, messages: Iterable[Message | dict[str, Any]], /) -> Any:
+            raise AssertionError("written item by item, never whole")
+
+        def encode_stream(self, messages: Iterable[Message], /) -> PayloadStream:
+            return PayloadStream("lines", (m.parts[0].text for m in messages))  # type: ignore[union-attr]
+
+    try:
+        payload = {"lines": ["a", "b"]}
+        assert _written(Lines().decode(payload), "lines", tmp_path / "out.json") == payload
+    finally:
+        unregister_codec("lines")
+
+
+def test_the_built_in_stream_encoders_are_registered() -> None:
+    from cast.codecs import anthropic, bedrock, gemini, openai
+
+    assert stream_encoder("openai") is openai._encode_stream
+    assert stream_encoder("anthropic") is anthropic._encode_stream
+    assert stream_encoder("bedrock") is bedrock._encode_stream
+    assert stream_encoder("gemini") is gemini._encode_stream
+    assert stream_encoder("langchaingo") is None
+    with pytest.raises(CodecError, match="unknown codec 'nothing'"):
+        stream_encoder("nothing")

@@ -19,7 +19,13 @@ from csum import (
     Summarizer,
     is_summarized,
 )
+from csum.compactor import SUMMARY_ONLY
 from csum_builders import fill
+
+SUMMARY_STAGE = SUMMARY_ONLY
+"""The summary stage alone, at the sizes these tests were written for (no clearing, a
+60 % target, summaries up to 1/32 of the budget): given explicitly, so the tests do not
+depend on the Compactor's defaults."""
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -79,7 +85,7 @@ async def test_over_budget_brings_the_chain_to_the_target_with_one_call() -> Non
     handler = Recorder(200)
     chain = loop_chain(40, 300, questions_every=7)
     events: list[CompactionEvent] = []
-    compactor = Compactor(handler, budget=8000, on_event=events.append)
+    compactor = Compactor(handler, budget=8000, on_event=events.append, **SUMMARY_STAGE)
     before = [m.model_copy() for m in chain]
     result = await compactor.run(chain)
     assert chain == before  # input untouched
@@ -103,7 +109,7 @@ async def test_over_budget_brings_the_chain_to_the_target_with_one_call() -> Non
 @pytest.mark.anyio
 async def test_hysteresis_next_compaction_comes_turns_later() -> None:
     handler = Recorder(200)
-    compactor = Compactor(handler, budget=8000)
+    compactor = Compactor(handler, budget=8000, **SUMMARY_STAGE)
     chain = loop_chain(40, 300)
     chain = await compactor.compact(chain)
     calls = len(handler.prompts)
@@ -119,7 +125,9 @@ async def test_hysteresis_next_compaction_comes_turns_later() -> None:
 @pytest.mark.anyio
 async def test_trigger_below_budget_respects_the_cooldown() -> None:
     handler = Recorder(100)
-    compactor = Compactor(handler, budget=20_000, trigger=0.3, target_ratio=0.2, cooldown_turns=3)
+    compactor = Compactor(
+        handler, budget=20_000, trigger=0.3, target_ratio=0.2, cooldown_turns=3, clearing=None
+    )
     chain = loop_chain(30, 300)
     chain = await compactor.compact(chain)
     assert len(handler.prompts) == 1
@@ -133,7 +141,7 @@ async def test_trigger_below_budget_respects_the_cooldown() -> None:
 @pytest.mark.anyio
 async def test_over_budget_ignores_the_cooldown() -> None:
     handler = Recorder(100)
-    compactor = Compactor(handler, budget=8000, cooldown_turns=100)
+    compactor = Compactor(handler, budget=8000, cooldown_turns=100, **SUMMARY_STAGE)
     chain = await compactor.compact(loop_chain(40, 300))
     chain = await compactor.compact([*chain, *turn(99, 7000)])
     assert len(handler.prompts) == 2
@@ -158,7 +166,7 @@ async def test_unfittable_chain_is_flagged_not_silent() -> None:
 async def test_fits_budget_when_mandatory_part_fits_but_summary_must_be_cut() -> None:
     handler = Recorder(5000)  # a summary far larger than the room left
     events: list[CompactionEvent] = []
-    compactor = Compactor(handler, budget=6000, on_event=events.append)
+    compactor = Compactor(handler, budget=6000, on_event=events.append, **SUMMARY_STAGE)
     chain = [Message.system("s"), Message.human("q"), *turn(0, 3000), *turn(1, 5500)]
     result = await compactor.run(chain)
     assert size(result.messages) <= 6000
@@ -169,7 +177,7 @@ async def test_fits_budget_when_mandatory_part_fits_but_summary_must_be_cut() ->
 @pytest.mark.anyio
 async def test_new_question_keeps_the_question_last_and_opens_with_a_human_turn() -> None:
     handler = Recorder(100)
-    compactor = Compactor(handler, budget=6000, target="anthropic")
+    compactor = Compactor(handler, budget=6000, target="anthropic", **SUMMARY_STAGE)
     chain = [Message.system("s")]
     for index in range(12):  # one pair per question: the cut falls between turns
         chain += [Message.human(f"question {index}"), *turn(index, 900)]
@@ -186,7 +194,7 @@ async def test_new_question_keeps_the_question_last_and_opens_with_a_human_turn(
 @pytest.mark.anyio
 async def test_cut_inside_a_turn_puts_the_summary_after_its_question() -> None:
     handler = Recorder(100)
-    compactor = Compactor(handler, budget=6000)
+    compactor = Compactor(handler, budget=6000, **SUMMARY_STAGE)
     chain = [*loop_chain(30, 300), Message.ai("done"), Message.human("next question")]
     out = await compactor.compact(chain)
     assert out[:2] == chain[:2]
@@ -199,7 +207,7 @@ async def test_cut_inside_a_turn_puts_the_summary_after_its_question() -> None:
 @pytest.mark.anyio
 async def test_depth_limit_freezes_old_summaries() -> None:
     handler = Recorder(150)
-    compactor = Compactor(handler, budget=6000, max_depth=2)
+    compactor = Compactor(handler, budget=6000, max_depth=2, **SUMMARY_STAGE)
     chain = loop_chain(30, 300)
     depths: list[int] = []
     compactor.on_event = lambda event: depths.append(event.depth)
@@ -219,7 +227,7 @@ async def test_depth_limit_freezes_old_summaries() -> None:
 async def test_token_budget_is_measured_by_the_counter() -> None:
     handler = Recorder(100)
     counter = EstimatedTokens()
-    compactor = Compactor(handler, budget=Budget.tokens(2000), counter=counter)
+    compactor = Compactor(handler, budget=Budget.tokens(2000), counter=counter, **SUMMARY_STAGE)
     out = await compactor.compact(loop_chain(40, 300))
     assert sum(counter.count(m) for m in out) <= 2000
     assert size(out) > 2000  # bytes, not tokens
@@ -259,11 +267,11 @@ async def test_cache_serves_a_replayed_compaction() -> None:
     first_handler, second_handler = Recorder(200), Recorder(200)
     first: list[CompactionEvent] = []
     second: list[CompactionEvent] = []
-    out1 = await Compactor(first_handler, budget=8000, cache=cache, on_event=first.append).compact(
-        chain
-    )
+    out1 = await Compactor(
+        first_handler, budget=8000, cache=cache, on_event=first.append, **SUMMARY_STAGE
+    ).compact(chain)
     out2 = await Compactor(
-        second_handler, budget=8000, cache=cache, on_event=second.append
+        second_handler, budget=8000, cache=cache, on_event=second.append, **SUMMARY_STAGE
     ).compact(chain)
     assert out1 == out2
     assert len(first_handler.prompts) == 1
@@ -282,7 +290,9 @@ async def test_summaries_at_the_depth_limit_do_not_fill_the_budget() -> None:
     quarter of the target, so compactions stay many turns apart."""
     handler = Recorder(600)
     events: list[CompactionEvent] = []
-    compactor = Compactor(handler, budget=20_000, max_depth=1, on_event=events.append)
+    compactor = Compactor(
+        handler, budget=20_000, max_depth=1, on_event=events.append, **SUMMARY_STAGE
+    )
     chain = loop_chain(10, 300)
     for index in range(400):
         chain = await compactor.compact([*chain, *turn(1000 + index, 300)])
@@ -305,7 +315,7 @@ async def test_a_replay_opening_with_an_ai_message_is_compacted() -> None:
     with pytest.raises(ChainError):
         await Summarizer().summarize_chain(Recorder(100), chain)
     handler = Recorder(100)
-    out = await Compactor(handler, budget=600).compact(chain)
+    out = await Compactor(handler, budget=600, **SUMMARY_STAGE).compact(chain)
     ChainAST.from_messages(out)
     assert out[-2:] == chain[-2:]
     assert size(out) <= 600

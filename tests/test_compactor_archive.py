@@ -24,6 +24,7 @@ from csum.archive import (
     archived_references,
     message_search_text,
 )
+from csum.compactor import LOW_COST, SUMMARY_ONLY
 from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from redis_server import needs_redis_client
 from test_cache import corpus_chains
@@ -88,7 +89,7 @@ def tight(chain: list[Message], share: int) -> int:
 async def test_everything_summarized_away_is_recallable(archive: HistoryArchive) -> None:
     chain = long_chain()
     budget = tight(chain, 4)
-    compactor = Compactor(budget=budget, archive=archive, cooldown_turns=1)
+    compactor = Compactor(budget=budget, archive=archive, cooldown_turns=1, **SUMMARY_ONLY)
     out, events = await run_loop(compactor, chain)
     events = [e for e in events if e.summarized_messages]
     assert len(events) >= 3  # several compactions, later ones summarizing summaries
@@ -108,6 +109,31 @@ async def test_everything_summarized_away_is_recallable(archive: HistoryArchive)
     # Every summary in the output names its batch on its last line.
     summaries = [m for m in out if "[archived: " in message_search_text(m)]
     assert summaries
+
+
+@pytest.mark.anyio
+async def test_everything_cleared_or_summarized_away_is_recallable(
+    archive: HistoryArchive,
+) -> None:
+    """With clearing (the defaults' setting, given explicitly): a compaction archives the
+    results it clears, then what its summary replaces, and every message no longer in
+    the chain whole comes back from the references the chain names."""
+    chain = long_chain()
+    budget = tight(chain, 4)
+    compactor = Compactor(budget=budget, archive=archive, cooldown_turns=1, **LOW_COST)
+    out, events = await run_loop(compactor, chain)
+    assert sum(e.cleared_results for e in events) > 0
+    assert sum(1 for e in events if e.summarized_messages) >= 2
+    for event in events:
+        kinds = [e.kind for e in event.store_events]
+        assert set(kinds) <= {StoreEventKind.ARCHIVED}, kinds
+        assert len(kinds) == bool(event.cleared_results) + bool(event.summarized_messages)
+    assert sum(m.size for m in out) <= budget
+    recalled = set(await recall_all(archive, out))
+    kept = set(out)
+    gone = [m for m in chain if m not in kept]
+    assert len(gone) > len(chain) // 2
+    assert [m for m in gone if m not in recalled] == []
 
 
 @pytest.mark.anyio

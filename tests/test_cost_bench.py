@@ -41,7 +41,7 @@ from benchmarks.policies.cost_bench import (
     split_sessions,
 )
 from benchmarks.policies.harness import RunResult
-from benchmarks.policies.peers import langchain_middleware_available
+from benchmarks.policies.peers import CompactorPolicy, langchain_middleware_available
 from cast import Message, Role, TextPart, ToolCall
 
 SYSTEM = Message.system("s" * 4000)  # 1,000 tokens
@@ -238,7 +238,74 @@ def test_the_sweep_picks_the_cheapest_at_equal_memory_else_the_best_memory_in_go
     ]
     chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.6)
     assert chosen == kept
-    assert rule == "cheapest at equal or better memory"
+    assert rule == "the cheapest that reaches the memory goal"
     chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.8)
     assert chosen == kept  # both meet the cost goal; "kept" remembers more
-    assert rule.startswith("no setting reaches the memory")
+    assert rule.startswith("no setting reaches the memory goal")
+
+
+def test_the_memory_floor_is_the_goal_and_above_every_peer() -> None:
+    from benchmarks.policies.cost_bench import MEMORY_GOAL, memory_floor
+
+    low = [_row(SUMMARIZATION, "simulated", 1, 0.40), _row(DROP, "simulated", 1, 0.45)]
+    assert memory_floor(low) == MEMORY_GOAL == 0.49
+    high = [_row(SUMMARIZATION, "simulated", 1, 0.448), _row(DROP, "simulated", 1, 0.5)]
+    assert 0.5 < memory_floor(high) < 0.5001  # strictly more than the best peer
+    cheap, kept = Setting("cheap", {}), Setting("kept", {})
+    specs = {
+        "cheap": PolicySpec("Compactor + clearing (cheap)", DropOldest),
+        "kept": PolicySpec("Compactor + clearing (kept)", DropOldest),
+    }
+    rows = [*high, _row(SUMMARIZATION, "claude code", 100.0), _row(DROP, "claude code", 120.0)]
+    rows += [_row(specs["cheap"].name, "claude code", 80.0)]
+    rows += [_row(specs["cheap"].name, "simulated", 1, 0.5)]  # ties the best peer: not enough
+    rows += [_row(specs["kept"].name, "claude code", 90.0)]
+    rows += [_row(specs["kept"].name, "simulated", 1, 0.52)]
+    chosen, rule = choose(rows, [cheap, kept], specs, memory_floor(rows))
+    assert chosen == kept
+    assert rule == "the cheapest that reaches the memory goal"
+
+
+def test_the_low_cost_preset_builds_as_a_policy() -> None:
+    # LOW_COST gives keep_ratio (the current name); the benchmark's Compactor policy
+    # took only target_ratio and passed both, so every full cost run failed on it.
+    from benchmarks.policies.cost_main import low_cost_setting
+    from benchmarks.policies.peers import CompactorPolicy
+    from csum.compactor import LOW_COST
+
+    setting = low_cost_setting()
+    assert setting is not None
+    policy = setting.spec().make(64 * 1024)
+    assert isinstance(policy, CompactorPolicy)
+    assert policy.compactor.keep_ratio == LOW_COST["keep_ratio"]
+    with pytest.raises(TypeError, match="not both"):
+        CompactorPolicy(1024, policy.handler, target_ratio=0.3, keep_ratio=0.2)  # type: ignore[arg-type]
+
+
+def test_the_compactor_rows_are_built_with_the_settings_they_name() -> None:
+    """The "before" row is the summary stage alone at the former defaults whatever the
+    Compactor's defaults are, and the LOW_COST row is the preset (it passed keep_ratio
+    beside the policy's own target_ratio: a TypeError, "not both")."""
+    from benchmarks.policies.cost_bench import compactor_spec
+    from benchmarks.policies.cost_main import low_cost_setting
+    from csum import Compactor
+    from csum.compactor import LOW_COST, SUMMARY_ONLY
+
+    def settings(compactor: Compactor) -> dict[str, object]:
+        return {
+            "clearing": compactor.clearing,
+            "keep_ratio": compactor.keep_ratio,
+            "summary_ratio": compactor.summary_ratio,
+        }
+
+    before = compactor_spec(BEFORE).make(64 * 1024)
+    assert isinstance(before, CompactorPolicy)
+    assert settings(before.compactor) == {k: SUMMARY_ONLY[k] for k in settings(before.compactor)}
+    low = low_cost_setting()
+    assert low is not None
+    policy = low.spec().make(64 * 1024)
+    assert isinstance(policy, CompactorPolicy)
+    assert settings(policy.compactor) == {k: LOW_COST[k] for k in settings(policy.compactor)}
+    # the former defaults compact at the budget, LOW_COST from its own trigger
+    assert before.compactor.trigger == 64 * 1024
+    assert policy.compactor.trigger == int(64 * 1024 * LOW_COST["trigger"])

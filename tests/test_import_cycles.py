@@ -16,8 +16,6 @@ LAZY: frozenset[tuple[str, str]] = frozenset(
         ("csum.compactor", "csum.handlers"),
         ("csum._handler_check", "csum.handlers"),
         ("csum.cli", "csum.handlers"),
-        # the gist borrows the guard's patterns, and the guard loads the handlers
-        ("csum._gist", "csum.guard"),
         # the gateway needs the serve extra: loaded only when ``csum serve`` runs
         ("csum.serve.cli", "csum.serve"),
         ("csum.serve.cli", "csum.serve.logs"),
@@ -110,3 +108,12 @@ def test_the_graph_sees_the_imports() -> None:
     """The checks above look at real edges (a parser that found none would pass them)."""
     assert "csum._search_text" in GRAPH["csum.archive"][0]
     assert "csum.handlers" in GRAPH["csum.compactor"][1]
+
+
+def test_the_salience_patterns_are_a_leaf_the_gist_and_the_guard_share() -> None:
+    # the gist no longer loads the guard (and with it the handlers) to read a line
+    top, inner = GRAPH["csum._salience"]
+    assert not {m for m in top | inner if m.startswith("csum")}
+    assert "csum._salience" in GRAPH["csum._gist"][0]
+    assert "csum._salience" in GRAPH["csum.guard"][0]
+    assert "csum.guard" not in GRAPH["csum._gist"][0] | GRAPH["csum._gist"][1]

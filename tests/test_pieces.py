@@ -25,11 +25,17 @@ from csum._calls import HandlerCalls
 from csum._pieces import prompt_bound, split_into_pieces, summarize_in_pieces
 from csum._robust import ledger
 from csum.archive import archived_references, message_search_text
+from csum.compactor import SUMMARY_ONLY
 from csum.handlers import extractive
 from csum.prompt import messages_to_prompt, parse_prompt
 from csum.reinsert import REINSERTED_HEADER, reinserted_part
 from csum.stores import open_store
 from test_cache import corpus_chains
+
+SUMMARY_STAGE = SUMMARY_ONLY
+"""The summary stage alone (no clearing, a 60 % target, summaries up to 1/32 of the
+budget): these tests are about summarizing in pieces, so they give it explicitly and do
+not depend on the Compactor's defaults."""
 
 SESSION = CLAUDE_CODE / "claudecode_spotter_8463c716.json"
 """The largest Claude Code session of the corpus (about 0.7 MB of messages)."""
@@ -283,7 +289,11 @@ async def test_compactor_on_a_real_session_sends_bounded_prompts() -> None:
     handler = Recorder()
     events: list[object] = []
     compactor = Compactor(
-        handler, budget=50 * 1024, max_prompt_bytes=64 * 1024, on_event=events.append
+        handler,
+        budget=50 * 1024,
+        max_prompt_bytes=64 * 1024,
+        on_event=events.append,
+        **SUMMARY_STAGE,
     )
     result = await compactor.run(chain)
     assert snapshot(chain) == before
@@ -323,7 +333,7 @@ async def test_compactor_in_pieces_summarizes_the_questions_that_leave_in_place(
     chain[early] = Message.from_parts(Role.HUMAN, (*chain[early].parts, put_back))
     handler = Recorder()
     budget = chain[0].size + sum(m.size for m in chain[1:]) // 4
-    compactor = Compactor(handler, budget=budget, max_prompt_bytes=4096)
+    compactor = Compactor(handler, budget=budget, max_prompt_bytes=4096, **SUMMARY_STAGE)
     result = await compactor.run(chain)
     assert result.events[0].chunks > 1
     kept = set(result.messages)
@@ -343,7 +353,9 @@ async def test_compactor_in_pieces_summarizes_the_questions_that_leave_in_place(
 async def test_compactor_keeps_the_newest_pair_and_the_question_verbatim() -> None:
     chain = built_chain(200, 2000)
     handler = Recorder()
-    compactor = Compactor(handler, budget=20_000, max_prompt_bytes=16_384, max_concurrency=2)
+    compactor = Compactor(
+        handler, budget=20_000, max_prompt_bytes=16_384, max_concurrency=2, **SUMMARY_STAGE
+    )
     out = await compactor.compact(chain)
     ChainAST.from_messages(out)
     assert sum(m.size for m in out) <= 20_000
@@ -364,7 +376,7 @@ async def test_a_failing_piece_raises_and_leaves_the_input_untouched() -> None:
     chain = built_chain(120, 2000)
     before = snapshot(chain)
     handler = Recorder(fail_on=3)
-    compactor = Compactor(handler, budget=20_000, max_prompt_bytes=16_384)
+    compactor = Compactor(handler, budget=20_000, max_prompt_bytes=16_384, **SUMMARY_STAGE)
     with pytest.raises(SummarizationError) as info:
         await compactor.compact(chain)
     assert isinstance(info.value.__cause__, RuntimeError)
@@ -379,7 +391,7 @@ async def test_a_failing_piece_raises_and_leaves_the_input_untouched() -> None:
 async def test_small_evictions_still_make_one_call() -> None:
     chain = built_chain(40, 300)
     handler = Recorder()
-    compactor = Compactor(handler, budget=8000, max_prompt_bytes=1 << 20)
+    compactor = Compactor(handler, budget=8000, max_prompt_bytes=1 << 20, **SUMMARY_STAGE)
     await compactor.compact(chain)
     assert len(handler.prompts) == 1
 
@@ -387,7 +399,7 @@ async def test_small_evictions_still_make_one_call() -> None:
 @pytest.mark.anyio
 async def test_the_extractive_handler_in_pieces_gives_a_valid_chain() -> None:
     chain = built_chain(150, 3000, astral=True)
-    compactor = Compactor(extractive(), budget=30_000, max_prompt_bytes=64 * 1024)
+    compactor = Compactor(extractive(), budget=30_000, max_prompt_bytes=64 * 1024, **SUMMARY_STAGE)
     result = await compactor.run(chain)
     ChainAST.from_messages(result.messages)
     assert result.bytes_after <= 30_000
@@ -406,7 +418,9 @@ def test_compaction_memory_does_not_hold_one_prompt_of_everything() -> None:
         return "summary of " + str(len(prompt))
 
     def peak(max_prompt_bytes: int | None) -> int:
-        compactor = Compactor(summarize, budget=20_000, max_prompt_bytes=max_prompt_bytes)
+        compactor = Compactor(
+            summarize, budget=20_000, max_prompt_bytes=max_prompt_bytes, **SUMMARY_STAGE
+        )
         tracemalloc.start()
         try:
             anyio.run(compactor.compact, chain)
@@ -432,7 +446,12 @@ async def test_pieces_archive_one_batch_and_are_cached_one_by_one(tmp_path: Path
 
     def compactor() -> Compactor:
         return Compactor(
-            handler, budget=20_000, max_prompt_bytes=16_384, archive=archive, cache=cache
+            handler,
+            budget=20_000,
+            max_prompt_bytes=16_384,
+            archive=archive,
+            cache=cache,
+            **SUMMARY_STAGE,
         )
 
     first = await compactor().run(chain)

@@ -205,6 +205,18 @@ async def test_oversized_prompt_is_split_summarized_concurrently_and_merged() ->
 
 
 @pytest.mark.anyio
+async def test_a_failing_piece_of_a_split_prompt_raises_the_handlers_own_error() -> None:
+    """Not an exception group naming the task group (asyncio and trio word it apart):
+    the caller (and so the Compactor's SummarizationError) sees what the handler raised."""
+    inner = Flaky(RuntimeError("the model is down"))
+    handler = RobustHandler(inner, max_prompt_bytes=8192, retry=RetryPolicy(max_retries=0))
+    messages = chain(40, 900)[1:]
+    with pytest.raises(RuntimeError, match="the model is down"):
+        await handler(messages_to_prompt(messages[:1], messages[1:]))
+    assert len(inner.prompts) > 1  # the prompt was split
+
+
+@pytest.mark.anyio
 async def test_merge_depth_limit_cuts_instead_of_recursing_forever() -> None:
     inner = Flaky(answer="s" * 3000)  # summaries too large to merge in one prompt
     handler = RobustHandler(inner, max_prompt_bytes=4096, max_split_depth=1, retry=FAST)
@@ -316,6 +328,9 @@ async def test_cancellation_mid_compaction_leaves_everything_as_it_was() -> None
 
             group.start_soon(cancel_once_the_handler_runs)
             await compactor.compact(messages)
+            # Reached only when the compaction made no handler call (a setting that
+            # needs none): stop the watcher, so the test fails below instead of hanging.
+            group.cancel_scope.cancel()
     assert scope.cancelled_caught
     assert len(inner.prompts) == 1
     assert snapshot(messages) == before

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from cast import Message, lint
 from cast.codecs import anthropic, openai
 from csum.budget import Budget
+from csum.clearing import CLEARED_PREFIX
 from csum.cli import main
+from csum.compactor import SUMMARY_ONLY
 from csum.serve import INSTALL_HINT, ServeConfig
 from csum.serve.apis import APIS, api_for
 from csum.serve.compaction import OutcomeKind, Rewriter
@@ -81,6 +83,26 @@ async def test_an_over_budget_request_is_compacted_within_budget_and_lint_clean(
     assert lint(messages, "openai") == []
     assert payload["messages"][-1] == items[-1]  # the newest turn is kept verbatim
     assert outcome.bytes_before > outcome.bytes_after
+
+
+async def test_summary_only_turns_the_clearing_stage_off_in_the_gateway() -> None:
+    """``--summary-only`` (``ServeConfig.summary_only``) is SUMMARY_ONLY's summary stage:
+    the request's old tool results are summarized, never replaced by placeholders; the
+    defaults give the Compactor's own stages."""
+    items = chat_turns(30)
+    budget = Budget.bytes(16_384)
+    only = ServeConfig(upstream="http://127.0.0.1:9", budget=budget, summary_only=True)
+    outcome = await Rewriter(only, MemoryStore()).rewrite(CHAT, body(items), None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    assert outcome.body is not None
+    texts = [r.content for m in sent_messages(outcome.body) for r in m.tool_results]
+    assert not any(text.startswith(CLEARED_PREFIX) for text in texts)
+    assert Rewriter(only, MemoryStore()).stage_options() == {
+        "clearing": None,
+        "summary_ratio": SUMMARY_ONLY["summary_ratio"],
+    }
+    plain = ServeConfig(upstream="http://127.0.0.1:9", budget=budget)
+    assert Rewriter(plain, MemoryStore()).stage_options() == {}
 
 
 async def test_the_next_request_reuses_the_compacted_prefix_byte_for_byte() -> None:

@@ -30,12 +30,15 @@ from csum import (
     SummaryCache,
 )
 from csum._robust import ledger
+from csum.clearing import DEFAULT_CLEARING
 from csum.cli import main
 from csum.compactor import (
     DEFAULT_KEEP_RATIO,
+    DEFAULT_SUMMARY_RATIO,
     DEFAULT_TARGET_RATIO,
     LONG_MEMORY,
     LOW_COST,
+    SUMMARY_ONLY,
 )
 from csum.handlers import extractive
 from csum.serve.cli import add_serve_parser, config_from
@@ -161,8 +164,7 @@ def test_compactor_new_style_runs_without_a_warning() -> None:
         warnings.simplefilter("error", DeprecationWarning)
         keeper = Compactor(
             summarize,
-            budget=8000,
-            keep_ratio=0.4,
+            budget=Budget(8000, keep_ratio=0.4),
             stores=Stores(cache=cache),
             robustness=settings,
         )
@@ -179,7 +181,7 @@ def keep_size(messages: list[Message]) -> int:
 
 
 OLD_KEYWORDS = [
-    pytest.param({"target_ratio": 0.3}, "keep_ratio=", id="target_ratio"),
+    pytest.param({"target_ratio": 0.3}, "budget=Budget(limit, keep_ratio=", id="target_ratio"),
     pytest.param({"timeout": 5.0}, "robustness=Robustness(timeout=", id="timeout"),
     pytest.param({"retry": FAST}, "robustness=Robustness(retry=", id="retry"),
     pytest.param(
@@ -224,8 +226,7 @@ def test_compactor_old_and_new_style_compact_alike() -> None:
         old = Compactor(summarize, budget=8000, target_ratio=0.3, max_prompt_bytes=8192)
     new = Compactor(
         summarize,
-        budget=8000,
-        keep_ratio=0.3,
+        budget=Budget(8000, keep_ratio=0.3),
         robustness=Robustness(max_prompt_bytes=8192),
     )
     assert old.compact_sync(messages) == new.compact_sync(messages)
@@ -263,7 +264,7 @@ def test_a_robust_handler_and_robustness_are_not_both_given() -> None:
 
 
 def test_compactor_old_attribute_spellings_warn() -> None:
-    keeper = Compactor(summarize, budget=10_000, keep_ratio=0.5)
+    keeper = Compactor(summarize, budget=Budget(10_000, keep_ratio=0.5))
     with pytest.warns(DeprecationWarning, match=r"use Compactor\.keep_ratio"):
         assert keeper.target_ratio == 0.5
     with pytest.warns(DeprecationWarning, match=r"use Compactor\.keep_units"):
@@ -275,14 +276,26 @@ def test_defaults_and_presets_keep_working_without_warnings() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         assert Compactor(budget=10_000).keep_ratio == DEFAULT_TARGET_RATIO
-        low = Compactor(budget=10_000, **LOW_COST)
-        Compactor(budget=10_000, **LONG_MEMORY)
-    assert low.keep_ratio == 0.1
+        low = Compactor(budget=LOW_COST.budget(10_000), clearing=LOW_COST.clearing)
+        long = Compactor(budget=LONG_MEMORY.budget(10_000), clearing=LONG_MEMORY.clearing)
+        only = Compactor(budget=SUMMARY_ONLY.budget(10_000), clearing=SUMMARY_ONLY.clearing)
+    # LONG_MEMORY is the summary stage it was measured with, whatever the defaults are.
+    assert (long.clearing, long.keep_ratio) == (None, SUMMARY_ONLY["keep_ratio"])
+    assert low.keep_ratio == LOW_COST["keep_ratio"]
+    # SUMMARY_ONLY is the former defaults: the summary stage alone.
+    assert (only.clearing, only.keep_ratio, only.summary_ratio) == (None, 0.6, 1 / 32)
+
+
+def test_the_defaults_are_the_named_constants() -> None:
+    keeper = Compactor(budget=10_000)
+    assert keeper.clearing == DEFAULT_CLEARING
+    assert keeper.keep_ratio == DEFAULT_KEEP_RATIO == DEFAULT_TARGET_RATIO
+    assert keeper.summary_ratio == DEFAULT_SUMMARY_RATIO
 
 
 def test_compaction_event_names_the_size_keep_units() -> None:
     events: list[CompactionEvent] = []
-    keeper = Compactor(summarize, budget=8000, keep_ratio=0.5, on_event=events.append)
+    keeper = Compactor(summarize, budget=Budget(8000, keep_ratio=0.5), on_event=events.append)
     keeper.compact_sync(chain())
     (event,) = events
     assert event.keep_units == keeper.keep_units == 4000
@@ -336,16 +349,19 @@ def run_csum(*argv: str) -> tuple[int, str, str]:
 
 
 def test_csum_keep_ratio_flag_and_its_old_spelling() -> None:
-    code, new_out, new_err = run_csum("--budget", "40KiB", "--keep-ratio", "0.3")
+    # The summary stage alone (--summary-only's 60 %), whatever the defaults are: the
+    # ratio given then decides what the summary keeps.
+    base = ("--budget", "40KiB", "--summary-only")
+    code, new_out, new_err = run_csum(*base, "--keep-ratio", "0.3")
     assert code == 0, new_err
     assert "deprecated" not in new_err
-    code, old_out, old_err = run_csum("--budget", "40KiB", "--target-ratio", "0.3")
+    code, old_out, old_err = run_csum(*base, "--target-ratio", "0.3")
     assert code == 0, old_err
     assert "--target-ratio is deprecated" in old_err
     assert "use --keep-ratio" in old_err
     assert json.loads(old_out) == json.loads(new_out)
-    _, default_out, _ = run_csum("--budget", "40KiB")
-    assert json.loads(default_out) != json.loads(new_out)  # the flag is read
+    _, preset_out, _ = run_csum(*base)
+    assert json.loads(preset_out) != json.loads(new_out)  # the flag is read
 
 
 @pytest.mark.parametrize(
@@ -377,8 +393,18 @@ def test_serve_keep_ratio_flag_and_its_old_spelling() -> None:
     assert "--target-ratio is deprecated" in err.getvalue()
 
 
+def test_serve_summary_only_flag_is_the_former_defaults() -> None:
+    err = io.StringIO()
+    plain = config_from(serve_args(), err)
+    assert not plain.summary_only
+    only = config_from(serve_args("--summary-only"), err)
+    assert only.summary_only
+    assert only.keep_ratio == SUMMARY_ONLY["keep_ratio"]
+    assert config_from(serve_args("--summary-only", "--keep-ratio", "0.4"), err).keep_ratio == 0.4
+
+
 def test_budget_object_passes_through_unchanged() -> None:
-    budget = Budget.tokens(4000)
-    keeper = Compactor(summarize, budget=budget, keep_ratio=0.5)
+    budget = Budget.tokens(4000, keep_ratio=0.5)
+    keeper = Compactor(summarize, budget=budget)
     assert keeper.budget is budget
     assert keeper.keep_units == 2000

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from cast import LostCompactionWarning, _port, chainio
 from cast.chainio import decode_chain, known_formats, write_chain, write_owned_chain
-from cast.codecs import claude_code, gemini, get_codec
+from cast.codecs import claude_code, gemini, get_codec, stream_encoder
 from cast.codecs._streaming import PayloadStream, iter_indented_json
 from cast.errors import ChainError
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
@@ -156,10 +156,9 @@ def _turns(count: int) -> list[Message]:
 
 
 def _stream_encoder(fmt: str) -> Any:
-    from cast.codecs import anthropic, bedrock, openai
-
-    modules = {"openai": openai, "anthropic": anthropic, "bedrock": bedrock, "gemini": gemini}
-    return modules[fmt]._encode_stream
+    encoder = stream_encoder(fmt)
+    assert encoder is not None
+    return encoder
 
 
 @pytest.mark.parametrize("fmt", STREAMED)

@@ -14,7 +14,7 @@ from benchmarks.policies.harness import RunResult, run_policy
 from benchmarks.policies.policy import CsumPolicy, MeteredHandler, PolicyStep, make_handler
 from benchmarks.policies.suite import SuiteConfig, build_workloads
 from cast import Message
-from csum import Summarizer, SummaryCache
+from csum import Stores, Summarizer, SummaryCache
 from csum.stores import MemoryStore
 
 __all__ = ["CachedCsumPolicy", "ReplayRow", "render_replay", "run_cache_replay"]
@@ -25,7 +25,7 @@ class CachedCsumPolicy(CsumPolicy):
 
     def __init__(self, budget: int, handler: MeteredHandler, cache: SummaryCache, **kw: object):
         super().__init__(budget, handler, **kw)  # type: ignore[arg-type]
-        self.summarizer = Summarizer(self.config, cache=cache)
+        self.summarizer = Summarizer(self.config, stores=Stores(cache=cache))
         self.cache_hits = 0
 
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:

@@ -1,7 +1,10 @@
 """The Compactor and its peers from agent frameworks, as policies on the same workloads.
 
-* :class:`CompactorPolicy` — ``csum.Compactor`` with its defaults (trigger = budget,
-  target 60 %), or tuned (``trigger``/``target_ratio`` given).
+* :class:`CompactorPolicy` — ``csum.Compactor``'s summary stage alone, at its former
+  defaults (``csum.compactor.SUMMARY_ONLY``: trigger = budget, target 60 %, no clearing,
+  summaries 1/32 of the budget), or tuned (``trigger``/``target_ratio``/``keep_ratio``,
+  ``clearing``, ``summary_ratio`` given). Pinned, so the benchmarks' "before" rows do not
+  move when the Compactor's defaults do.
 * :class:`LangChainSummarization` — LangChain's ``SummarizationMiddleware`` (package
   ``langchain``, ``langchain.agents.middleware``) with its defaults (keep the last 20
   messages, summary input trimmed to 4,000 tokens, approximate token counter), its
@@ -23,6 +26,7 @@ summary placed as a user message right before a user message is merged into it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -37,7 +41,11 @@ from benchmarks.policies.policy import (
     _to_langchain,
 )
 from cast import Message, Role
-from csum import Compactor
+from csum import Budget, Compactor, Stores
+from csum.compactor import SUMMARY_ONLY
+
+_SETTINGS = frozenset(f.name for f in dataclasses.fields(Budget)) - {"limit", "unit"}
+"""The Compactor options that are :class:`~csum.Budget` settings."""
 
 __all__ = [
     "CompactorPolicy",
@@ -50,7 +58,8 @@ __all__ = [
 
 class CompactorPolicy(Policy):
     """``csum.Compactor`` before every turn (it keeps its own hysteresis state);
-    ``options`` are passed on to it (``summary_ratio``, ``max_depth``...)."""
+    ``options`` are passed on to it: the :class:`~csum.Budget` settings
+    (``summary_ratio``, ``max_depth``...) in its budget, the others as keywords."""
 
     guarantees_valid = True
     keeps_last_pair = True
@@ -62,22 +71,34 @@ class CompactorPolicy(Policy):
         handler: MeteredHandler,
         *,
         trigger: float | None = None,
-        target_ratio: float = 0.6,
+        target_ratio: float | None = None,
         reinsert_bytes: int | None = None,
         name: str = "Compactor",
-        description: str = "csum.Compactor defaults (trigger = budget, target 60 %)",
+        description: str = "csum.Compactor, summary stage alone (SUMMARY_ONLY, the former "
+        "defaults: trigger = budget, target 60 %, summaries 1/32)",
         **options: Any,
     ) -> None:
         super().__init__(budget, handler)
+        # ``target_ratio`` is the older spelling of ``keep_ratio``: either may be given
+        # (the presets, such as LOW_COST, use ``keep_ratio``), SUMMARY_ONLY's when neither is.
+        if "keep_ratio" in options and target_ratio is not None:
+            raise TypeError("CompactorPolicy: give keep_ratio or target_ratio, not both")
+        if target_ratio is None:
+            target_ratio = options.pop("keep_ratio", SUMMARY_ONLY["keep_ratio"])
+        for key in ("clearing", "summary_ratio"):
+            options.setdefault(key, SUMMARY_ONLY[key])
+        if trigger is None:
+            trigger = SUMMARY_ONLY["trigger"]
         # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
         # session per workload (as CsumPolicy does).
         self.sessions = WorkloadSessions(reinsert_bytes)
+        # the Budget's settings among ``options`` go into the budget, the rest as they are
+        settings = {name: options.pop(name) for name in list(options) if name in _SETTINGS}
+        settings.setdefault("keep_ratio", target_ratio)
         self.compactor = Compactor(
             handler,
-            budget=budget,
-            trigger=trigger,
-            target_ratio=target_ratio,
-            archive=self.sessions.archive,
+            budget=Budget.bytes(budget, trigger=trigger, **settings),
+            stores=Stores(archive=self.sessions.archive),
             **options,
         )
         if reinsert_bytes:

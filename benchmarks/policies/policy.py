@@ -20,7 +20,7 @@ import anyio
 
 from cast import Message, Role, ToolCall
 from cast.messages import utf8_len
-from csum import HistoryArchive, SummarizeHandler, Summarizer, SummarizerConfig
+from csum import HistoryArchive, Stores, SummarizeHandler, Summarizer, SummarizerConfig
 from csum.prompt import PromptFormatError, parse_prompt
 
 __all__ = [
@@ -291,7 +291,7 @@ class CsumPolicy(Policy):
         # session per workload, re-inserting archived lines the newest question names.
         self.sessions = WorkloadSessions(reinsert_bytes)
         self.archive = self.sessions.archive
-        self.summarizer = Summarizer(self.config, archive=self.archive)
+        self.summarizer = Summarizer(self.config, stores=Stores(archive=self.archive))
         if reinsert_bytes:
             self.keeps_last_pair = False  # re-insertion adds a recall pair to the newest turn
         self.name = name

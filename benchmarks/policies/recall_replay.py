@@ -134,12 +134,12 @@ def _misses(
 
 def _policy(name: str, budget: int, folder: Path) -> tuple[Policy, HistoryArchive]:
     if name == RECALL_POLICIES[2]:
-        size = summary_bytes(Budget.bytes(budget), float(LONG_MEMORY["summary_ratio"]))
+        size = summary_bytes(Budget.bytes(budget), float(LONG_MEMORY.settings()["summary_ratio"]))
         compactor = CompactorPolicy(
             budget,
             MeteredHandler(make_handler("extractive", size), time_scale=0.0),
             reinsert_bytes=REINSERT_BYTES,
-            **LONG_MEMORY,
+            **LONG_MEMORY.settings(),
         )
         assert compactor.sessions.archive is not None
         return compactor, compactor.sessions.archive

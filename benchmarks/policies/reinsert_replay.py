@@ -25,7 +25,7 @@ from benchmarks.policies.policy import CsumPolicy, MeteredHandler, Policy, Polic
 from benchmarks.policies.simulate import simulate
 from benchmarks.policies.suite import SuiteConfig
 from cast import Message
-from csum import HistoryArchive, Summarizer
+from csum import HistoryArchive, Stores, Summarizer
 
 __all__ = ["REINSERT_BYTES", "ArchivedCsumPolicy", "ReinsertRow", "render_reinsert", "run_reinsert"]
 
@@ -57,7 +57,7 @@ class ArchivedCsumPolicy(CsumPolicy):
         **kw: Unpack[QaOptions],
     ) -> None:
         super().__init__(budget, handler, **kw)
-        self.summarizer = Summarizer(self.config, archive=archive)
+        self.summarizer = Summarizer(self.config, stores=Stores(archive=archive))
 
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
         assert self.handler is not None

@@ -39,7 +39,7 @@ from benchmarks.policies.policy import (
 )
 from benchmarks.policies.simulate import Workload, simulate, turn_shape
 from csum import Budget
-from csum.compactor import LONG_MEMORY, summary_bytes
+from csum.compactor import LONG_MEMORY, SUMMARY_ONLY, summary_bytes
 
 __all__ = [
     "GroupResult",
@@ -170,33 +170,36 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
     ]
     if langchain_available():
         factories.append(LangChainTrim)
-    # The Compactor as a user gets it: its default handler's summaries take
-    # ``summary_ratio`` (1/32) of the budget.
+    # The Compactor's summary stage alone at its former defaults (SUMMARY_ONLY, what
+    # CompactorPolicy pins): its default handler's summaries take ``summary_ratio``
+    # (1/32) of the budget. The cost benchmark (--cost) measures the defaults.
+    summary_share = float(SUMMARY_ONLY["summary_ratio"])
     factories.append(
         lambda b: CompactorPolicy(
             b,
-            metered(max_bytes=summary_bytes(Budget.bytes(b))),
+            metered(max_bytes=summary_bytes(Budget.bytes(b), summary_share)),
             description=(
-                "csum.Compactor defaults (trigger = budget, target 60 %, summaries up to "
-                "summary_ratio = 1/32 of the budget)"
+                "csum.Compactor, summary stage alone (SUMMARY_ONLY, the former defaults: "
+                "trigger = budget, target 60 %, summaries up to summary_ratio = 1/32 of "
+                "the budget)"
             ),
         )
     )
     factories.append(
         lambda b: CompactorPolicy(
             b,
-            metered(max_bytes=summary_bytes(Budget.bytes(b))),
+            metered(max_bytes=summary_bytes(Budget.bytes(b), summary_share)),
             reinsert_bytes=REINSERT_BYTES,
             name="Compactor +archive",
             description=(
-                f"Compactor defaults, HistoryArchive(reinsert_bytes={REINSERT_BYTES}): "
+                f"Compactor (SUMMARY_ONLY), HistoryArchive(reinsert_bytes={REINSERT_BYTES}): "
                 "re-insertion on"
             ),
         )
     )
     # The documented long-memory configuration (csum.compactor.LONG_MEMORY): summaries
     # up to 7/16 of the budget, folded again at every compaction (no depth limit).
-    long_bytes = partial(summary_bytes, ratio=float(LONG_MEMORY["summary_ratio"]))
+    long_bytes = partial(summary_bytes, ratio=float(LONG_MEMORY.settings()["summary_ratio"]))
     factories.append(
         lambda b: CompactorPolicy(
             b,
@@ -206,7 +209,7 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
                 "Compactor(**LONG_MEMORY): summaries up to summary_ratio = 7/16 of the "
                 "budget, max_depth=None, summary_reserve = the summary's share"
             ),
-            **LONG_MEMORY,
+            **LONG_MEMORY.settings(),
         )
     )
     factories.append(
@@ -218,7 +221,7 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
             description=(
                 f"Compactor(**LONG_MEMORY), HistoryArchive(reinsert_bytes={REINSERT_BYTES})"
             ),
-            **LONG_MEMORY,
+            **LONG_MEMORY.settings(),
         )
     )
     if langchain_middleware_available():

@@ -22,8 +22,9 @@ name                  payload
 ``chaincast``         chaincast's own JSON form of ``Message``
 ====================  ======================================================
 
-Every codec, built-in or a user's, is one registration (name, detect, decode, encode)
-in :mod:`cast.codecs._registry`: see :func:`register_codec` and docs/codecs.md.
+Every codec, built-in or a user's, is one registration (name, detect, decode, encode,
+and for some an item-by-item ``encode_stream``) in :mod:`cast.codecs._registry`: see
+:func:`register_codec` and docs/codecs.md.
 """
 
 from __future__ import annotations
@@ -47,12 +48,15 @@ from cast.codecs._registry import (
     CodecDefinition,
     MessagesTest,
     PayloadTest,
+    StreamEncoder,
     codec_names,
     detect_format,
     get_codec,
     register_codec,
+    stream_encoder,
     unregister_codec,
 )
+from cast.codecs._streaming import PayloadStream
 
 __all__ = [
     "CODECS",
@@ -60,11 +64,14 @@ __all__ = [
     "Codec",
     "CodecDefinition",
     "MessagesTest",
+    "PayloadStream",
     "PayloadTest",
+    "StreamEncoder",
     "codec_names",
     "detect_format",
     "get_codec",
     "register_codec",
+    "stream_encoder",
     "unregister_codec",
 ]
 
@@ -92,6 +99,7 @@ register_codec(
     name="bedrock",
     detect=_detect.bedrock_payload,
     detect_messages=_detect.converse_messages,
+    encode_stream=bedrock._encode_stream,
     builtin=True,
 )
 register_codec(
@@ -102,6 +110,7 @@ register_codec(
     name="gemini",
     detect=_detect.gemini_payload,
     detect_messages=_detect.gemini_messages,
+    encode_stream=gemini._encode_stream,
     builtin=True,
 )
 register_codec(
@@ -113,9 +122,16 @@ register_codec(
     name="anthropic",
     detect=_detect.anthropic_payload,
     detect_messages=_detect.anthropic_messages,
+    encode_stream=anthropic._encode_stream,
     builtin=True,
 )
-register_codec(openai, name="openai", detect_messages=_detect.openai_messages, builtin=True)
+register_codec(
+    openai,
+    name="openai",
+    detect_messages=_detect.openai_messages,
+    encode_stream=openai._encode_stream,
+    builtin=True,
+)
 register_codec(openai_agents, name="openai_agents", builtin=True)  # by name only
 
 CODECS: tuple[str, ...] = tuple(name for name in codec_names() if name != NATIVE)

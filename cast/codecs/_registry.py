@@ -1,4 +1,5 @@
-"""The codec registry: one registration per codec (name, detect, decode, encode).
+"""The codec registry: one registration per codec (name, detect, decode, encode, and
+optionally a streaming encoder).
 
 Built-in codecs and users' codecs are registered the same way, by
 :func:`register_codec` or by subclassing :class:`CodecDefinition`; :func:`get_codec`
@@ -10,6 +11,11 @@ sees the whole payload (an envelope such as ``{"contents": ...}``), then
 ``"messages"`` list). Users' codecs come before the built-in ones in both passes:
 the built-in ``openai`` takes any list of message objects as its last resort, so a
 user codec placed after it could never be detected.
+
+A codec may also encode a message at a time (``encode_stream``, returning a
+:class:`~cast.codecs._streaming.PayloadStream`): the command lines then write each item
+of the payload as soon as it is encoded (:func:`cast.chainio.write_chain`); other
+codecs' payloads are encoded whole first.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from cast.codecs._common import json_type
+from cast.codecs._streaming import PayloadStream
 from cast.errors import CodecError
 from cast.messages import Message
 
@@ -28,10 +35,12 @@ __all__ = [
     "CodecDefinition",
     "MessagesTest",
     "PayloadTest",
+    "StreamEncoder",
     "codec_names",
     "detect_format",
     "get_codec",
     "register_codec",
+    "stream_encoder",
     "unregister_codec",
 ]
 
@@ -39,6 +48,9 @@ PayloadTest = Callable[[object], bool]
 """Whether a whole payload is in a codec's format."""
 MessagesTest = Callable[[list[dict[str, Any]]], bool]
 """Whether a list of message objects (dicts) is in a codec's format."""
+StreamEncoder = Callable[[Iterable[Message]], PayloadStream]
+"""A codec's encoder that hands out the payload's list an item at a time; its
+``whole()`` is what ``encode`` returns for the same messages."""
 
 
 class Codec(Protocol):
@@ -55,6 +67,7 @@ class _Entry:
     codec: Codec
     detect: PayloadTest | None
     detect_messages: MessagesTest | None
+    encode_stream: StreamEncoder | None
     builtin: bool
 
 
@@ -74,14 +87,16 @@ def register_codec(
     name: str | None = None,
     detect: PayloadTest | None = None,
     detect_messages: MessagesTest | None = None,
+    encode_stream: StreamEncoder | None = None,
     builtin: bool = False,
 ) -> Codec:
     """Register ``codec`` (anything with ``decode`` and ``encode``) and return it.
 
-    ``name`` defaults to ``codec.name``; ``detect`` and ``detect_messages`` to the
-    codec's methods of those names, when it has them (a codec without either is
-    reached by name only). A name already registered, built-in or not, raises
-    ``ValueError``: :func:`unregister_codec` it first.
+    ``name`` defaults to ``codec.name``; ``detect``, ``detect_messages`` and
+    ``encode_stream`` to the codec's methods of those names, when it has them (a codec
+    without either test is reached by name only; one without ``encode_stream`` is
+    encoded whole before it is written). A name already registered, built-in or not,
+    raises ``ValueError``: :func:`unregister_codec` it first.
     """
     if not callable(getattr(codec, "decode", None)) or not callable(getattr(codec, "encode", None)):
         raise TypeError(f"a codec needs decode and encode methods; {codec!r} lacks one")
@@ -96,6 +111,7 @@ def register_codec(
         codec,
         detect if detect is not None else _method(codec, "detect"),
         detect_messages if detect_messages is not None else _method(codec, "detect_messages"),
+        encode_stream if encode_stream is not None else _method(codec, "encode_stream"),
         builtin,
     )
     with _LOCK:
@@ -134,8 +150,7 @@ def codec_names() -> tuple[str, ...]:
     return tuple(entry.name for entry in _entries())
 
 
-def get_codec(name: str) -> Codec:
-    """The codec registered as ``name`` (``-`` may stand for ``_``, any case)."""
+def _entry(name: str) -> _Entry:
     if not isinstance(name, str):
         raise CodecError(f"a codec name is a str, not {type(name).__name__}")
     key = codec_key(name)
@@ -143,7 +158,18 @@ def get_codec(name: str) -> Codec:
         entry = _USER.get(key) or _BUILTIN.get(key)
     if entry is None:
         raise CodecError(f"unknown codec {name!r}; expected one of {', '.join(codec_names())}")
-    return entry.codec
+    return entry
+
+
+def get_codec(name: str) -> Codec:
+    """The codec registered as ``name`` (``-`` may stand for ``_``, any case)."""
+    return _entry(name).codec
+
+
+def stream_encoder(name: str) -> StreamEncoder | None:
+    """The item-by-item encoder of the codec registered as ``name``, or None when it
+    has none (it is then encoded whole); an unknown name raises ``CodecError``."""
+    return _entry(name).encode_stream
 
 
 def detect_format(payload: object) -> str:
@@ -182,7 +208,9 @@ def _message_objects(payload: object) -> list[dict[str, Any]]:
 class CodecDefinition:
     """Base class of a codec registered by subclassing: give the subclass a ``name``
     and ``decode`` / ``encode`` methods (``detect`` / ``detect_messages`` optional),
-    and it is registered as an instance when the class is defined.
+    and it is registered as an instance when the class is defined. An
+    ``encode_stream`` method (see :data:`StreamEncoder`) lets the command lines write
+    the payload an item at a time.
 
     ``class Draft(CodecDefinition, register=False)`` defines one without registering it.
     """

@@ -10,7 +10,7 @@ from typing import TextIO
 from cast.chainio import parse_size
 from csum._deprecated import add_keep_ratio_flags, keep_ratio_flag
 from csum.budget import Budget
-from csum.compactor import DEFAULT_TARGET_RATIO
+from csum.compactor import DEFAULT_TARGET_RATIO, SUMMARY_ONLY
 from csum.handlers import resolve_handler
 from csum.serve.config import (
     DEFAULT_MAX_BODY_BYTES,
@@ -67,7 +67,15 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     add_keep_ratio_flags(
         add,
-        f"share of the budget a compaction brings the chain to (default {DEFAULT_TARGET_RATIO})",
+        "share of the budget a compaction brings the chain to (default "
+        f"{DEFAULT_TARGET_RATIO:g}; {SUMMARY_ONLY['keep_ratio']:g} with --summary-only)",
+    )
+    add(
+        "--summary-only",
+        action="store_true",
+        help="the former defaults (csum.compactor.SUMMARY_ONLY): no clearing of old tool "
+        "results, summaries 1/32 of the budget, target 0.6 unless --keep-ratio; by default "
+        "old tool results are cleared first and summaries take 1/64",
     )
     add(
         "--store",
@@ -186,7 +194,12 @@ def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeCon
         upstream=args.upstream,
         budget=budget,
         window_share=args.window_share,
-        keep_ratio=DEFAULT_TARGET_RATIO if keep_ratio is None else keep_ratio,
+        keep_ratio=(
+            (SUMMARY_ONLY["keep_ratio"] if args.summary_only else DEFAULT_TARGET_RATIO)
+            if keep_ratio is None
+            else keep_ratio
+        ),
+        summary_only=args.summary_only,
         store=args.store,
         state_ttl=args.state_ttl,
         max_body_bytes=parse_size(args.max_body),

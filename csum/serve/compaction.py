@@ -22,7 +22,7 @@ from cast import Message
 from csum.archive import HistoryArchive
 from csum.budget import Budget
 from csum.cache import SummaryCache
-from csum.compactor import Compactor, summary_bytes
+from csum.compactor import DEFAULT_SUMMARY_RATIO, SUMMARY_ONLY, Compactor, summary_bytes
 from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import ConversationState, conversation_key
@@ -280,18 +280,27 @@ class Rewriter:
     ) -> Compactor:
         """A fresh keeper per request: everything it must remember between requests is
         in the conversation state, so any replica sends the same chain."""
-        size = summary_bytes(budget)
+        stage = self.stage_options()
+        size = summary_bytes(budget, stage.get("summary_ratio", DEFAULT_SUMMARY_RATIO))
         handler_id = summary.handler_id or f"extractive:{size}"
         cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
+        if budget.keep_ratio is None:  # a budget's own keep_ratio wins over the config's
+            budget = budget.evolve(keep_ratio=self.config.keep_ratio)
         return Compactor(
             summary.handler,
             budget=budget,
             target=api.provider,
-            keep_ratio=self.config.keep_ratio,
             stores=Stores(cache=cache, archive=archive),
             # a model's input is bounded: what is evicted beyond it goes in pieces
             robustness=Robustness(max_prompt_bytes=None if summary.offline else MODEL_PROMPT_BYTES),
+            **stage,
         )
+
+    def stage_options(self) -> dict[str, Any]:
+        """The Compactor options ``--summary-only`` sets (none: the defaults)."""
+        if not self.config.summary_only:
+            return {}
+        return {key: SUMMARY_ONLY[key] for key in ("clearing", "summary_ratio")}
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,8 @@ class ServeConfig:
     ``upstream`` is the base URL requests are forwarded to (its path is kept as a
     prefix). ``budget`` bounds every chain; None means ``window_share`` of the
     request's model window (``Budget.of_model``); a model not in the table is then
-    forwarded uncompacted. ``store`` is where conversation state and the summary cache
+    forwarded uncompacted. ``keep_ratio`` is the keepers' ``Budget.keep_ratio`` unless
+    ``budget`` sets its own. ``store`` is where conversation state and the summary cache
     live: ``memory``, a SQLite file path, or a ``redis://`` URL (shared by replicas).
     ``handler`` names what writes the summaries, as ``csum summarize --handler`` does
     (``extractive``, ``openai:MODEL``, ``anthropic:MODEL``; SDK handlers read their key
@@ -81,6 +82,10 @@ class ServeConfig:
     archive: str | None = None
     archive_reinsert_bytes: int = 0
     offload: bool = True
+    summary_only: bool = False
+    """The summary stage alone (``csum.compactor.SUMMARY_ONLY``'s clearing and summary
+    share: no clearing, summaries 1/32 of the budget) instead of the Compactor's
+    defaults; ``keep_ratio`` stays the size a compaction brings the chain to."""
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
