@@ -9,10 +9,13 @@ from csum.handlers._extractive.code_tools import (
     without_echo,
 )
 from csum.handlers._extractive.patterns import (
+    _CODE,
     _HEREDOC,
     _HOME,
     _OUTPUT_LIMIT,
     _STDERR_REDIRECT,
+    _TOKEN,
+    _TRAIL,
 )
 from csum.handlers._extractive.runs import (
     fit_command,
@@ -26,11 +29,15 @@ from csum.handlers._extractive.text import (
     _scalar_or_json,
 )
 from csum.handlers._extractive.tokens import _identifiers
+from csum.handlers._extractive.units import _Block
 from csum.handlers._extractive.weights import (
     _ARG_CAP,
+    _IDENT_CAP,
+    _LINE_SCAN,
     _MIN_CALL,
     _MIN_SHARED_CALL,
     SHARES,
+    WEIGHTS,
 )
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
@@ -148,6 +155,26 @@ def _call_shows(head: str, pair: str) -> bool:
     # A first argument of several shown without its key: words (a search's query) are
     # shown whole; a code still needs its key, which the result's field gives.
     return " " in value and f"({value}, " in head
+
+
+def _head_codes(head: str) -> int:
+    """How many codes (``JG7FMM``, ``HAT028``, ``ORD7731QX``: a booking, an order, a
+    flight) a call line's arguments name."""
+    _, _, args = head.partition("(")
+    return sum(
+        1
+        for match in _TOKEN.finditer(args, endpos=_LINE_SCAN)
+        if _CODE.fullmatch(match.group().rpartition("=")[2].strip(_TRAIL))
+    )
+
+
+def _credit_codes(block: _Block) -> None:
+    """A call naming codes is worth its line even when its result says little: its
+    best result line earns what the codes are worth, so the call line comes with it."""
+    codes = _head_codes(block.head)
+    if codes and block.lines:
+        best = max(block.lines, key=lambda line: line.score)
+        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
 
 
 def _call_cap(calls: int, max_bytes: int) -> int:

@@ -14,6 +14,7 @@ from csum.handlers._extractive.calls import (
     _arguments,
     _call_cap,
     _call_shows,
+    _credit_codes,
     _render_call,
 )
 from csum.handlers._extractive.lines import _body_lines
@@ -41,6 +42,7 @@ from csum.handlers._extractive.weights import (
     _PRIOR_SCORE,
     _REQUEST_PERCENT,
     _RESULT_HEAD,
+    WEIGHTS,
 )
 from csum.prompt import CONTEXT_TAG, PromptEntry
 
@@ -128,6 +130,7 @@ class _Collector:
         number = len(self.blocks)
         for item in _body_lines(text, number, self.check, tool=False, width=self.width):
             item.text = _request_line(item.text)
+            item.score += WEIGHTS["user"]
             block.lines.append(item)
         if block.lines:
             first = min(block.lines, key=lambda ln: ln.order)
@@ -165,6 +168,7 @@ class _Collector:
         if not block.lines:
             outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
             block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
+        _credit_codes(block)
         self.blocks.append(block)
 
     def _answer(self, entry: PromptEntry) -> None:

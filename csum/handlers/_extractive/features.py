@@ -12,11 +12,15 @@ from csum.handlers._extractive.code_tools import (
 )
 from csum.handlers._extractive.patterns import (
     _CODE_LINE,
+    _CONSTRAINT,
     _COUNTS,
     _DIFF_FILE,
     _DIFF_LINE,
     _DIFF_NOISE,
     _ERROR,
+    _LOCATED,
+    _MEASURE_NAME,
+    _MEASURED,
     _NUMBERED,
     _OUTCOME,
     _PIN,
@@ -109,13 +113,31 @@ def _counts(scan: str, kind: LineKind) -> bool:
     return not kind.prose or _OUTCOME.search(scan) is not None
 
 
+@_line_feature("constraint")
+def _constraint(scan: str, kind: LineKind) -> bool:
+    """A constraint or a decision ("never X", "X must not"), outside code."""
+    return not kind.code and _CONSTRAINT.search(scan) is not None
+
+
 @_line_feature("pin")
 def _pin(scan: str, kind: LineKind) -> bool:
     """A package pinned to a version (``numpy==1.26.4``, a manifest's dependency)."""
     return _PIN.search(scan) is not None or declares_dependency(scan)
 
 
-_CLASS_FEATURES = ("pin",)
+@_line_feature("measurement")
+def _measurement(scan: str, kind: LineKind) -> bool:
+    """A number with a unit in a line that says it is a measurement of something."""
+    return _MEASURED.search(scan) is not None and _MEASURE_NAME.search(scan) is not None
+
+
+@_line_feature("located")
+def _located(scan: str, kind: LineKind) -> bool:
+    """A place given in words (``line 12 of src/a.py``)."""
+    return _LOCATED.search(scan) is not None
+
+
+_CLASS_FEATURES = ("pin", "measurement", "located")
 """The features a routine log line's score is read without (:func:`_routine_score`)."""
 
 
@@ -147,7 +169,8 @@ def clear_caches() -> None:
 
 
 def _class_bonus(scan: str) -> float:
-    """What a line's class features earned: a package pinned to a version."""
+    """What a line's class features earned: a package pinned to a version, a
+    measurement with its name, a place given in words."""
     kind = LineKind(prose=False, code=False, diff=False)
     return sum(WEIGHTS[name] for name in _CLASS_FEATURES if LINE_FEATURES[name](scan, kind))
 

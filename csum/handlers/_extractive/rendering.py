@@ -8,6 +8,7 @@ from itertools import pairwise
 from typing import Final
 
 from csum.archive import ARCHIVE_LINE_PREFIX
+from csum.handlers._extractive.calls import _head_codes
 from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
 from csum.handlers._extractive.patterns import _LONE_CALL
 from csum.handlers._extractive.text import _clip, _clip_at_word_end, _clip_bytes
@@ -17,6 +18,7 @@ from csum.handlers._extractive.weights import (
     _LINE_SCAN,
     _PRIOR_KEEP_SCORE,
     _PRIOR_SCORE,
+    WEIGHTS,
 )
 
 USER_PREFIX: Final = "User: "
@@ -110,6 +112,10 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
             loose = _Block()
             blocks.append(loose)
         loose.lines.append(_prior_line(first + len(blocks) - 1, order, row))
+    for block in blocks:
+        # A call naming codes keeps its first line first, as a new one earns it a place.
+        if block.head and block.lines and _head_codes(block.head):
+            block.lines[0].tier, block.lines[0].score = 0, _PRIOR_SCORE
     return [block for block in blocks if block.lines]
 
 
@@ -128,6 +134,8 @@ def _prior_line(block: int, order: int, text: str) -> _Line:
     content = _prior_content(text)
     if content >= _PRIOR_KEEP_SCORE:
         return _Line(block, order, text, _PRIOR_SCORE, tier=0)
+    if text.startswith(USER_PREFIX):
+        content += WEIGHTS["user"]
     return _Line(block, order, text, content if content > 0 else _FILLER_SCORE)
 
 

@@ -22,7 +22,10 @@ WEIGHTS: dict[str, float] = {
     "diff_added": 3.5,
     "error": 6.0,
     "counts": 5.0,
+    "constraint": 4.0,
     "pin": 3.0,
+    "measurement": 3.0,
+    "located": 3.0,
     # Its identifiers.
     "identifier": 1.5,
     "name_repeat": 1.0,
@@ -32,6 +35,8 @@ WEIGHTS: dict[str, float] = {
     "error_context": 3.0,
     "section": 0.75,
     "rank": 4.0,
+    "user": 3.0,
+    "codes_in_call": 3.0,
     # A directory listing's names (:mod:`.code_tools`).
     "listed_name": 2.0,
 }
@@ -43,7 +48,10 @@ WHAT: Final[dict[str, str]] = {
     "diff_added": "a diff's added line",
     "error": "a strict error signal, outside code and warnings",
     "counts": "a count of tests, failures, files changed... (in an answer: of an outcome)",
+    "constraint": "a constraint or decision (`never`, `must not`, `decided`), outside code",
     "pin": "a package pinned to a version (`numpy==1.26.4`, a manifest's dependency)",
+    "measurement": "a number with a unit, named as a measurement (`p99 latency 12 ms`)",
+    "located": "a place in words (`line 12 of src/a.py`)",
     "identifier": "per identifier (path, version, code, id, URL, number with a unit), capped",
     "name_repeat": "factor: an identifier seen N times above counts 1 / (1 + w N)",
     "edge": "an output's first and last two lines",
@@ -51,6 +59,8 @@ WHAT: Final[dict[str, str]] = {
     "error_context": "the lines below an error, fading (w, w-1, ...); a place above it",
     "section": "a section's first line, shown whole",
     "rank": "a list's record by its place, fading (w / (1 + rank))",
+    "user": "what the user said (requests, constraints)",
+    "codes_in_call": "per code a call names (a booking), to its best result line",
     "listed_name": "a directory listing's name of code or build configuration",
 }
 """What each feature of :data:`WEIGHTS` rewards (the docs' table)."""

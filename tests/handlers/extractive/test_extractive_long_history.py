@@ -48,7 +48,7 @@ EARLIER = "\n".join(
         "bash(pytest tests/test_api.py -q)",
         "  FAILED tests/test_api.py::test_login - AssertionError: expected 200, got 500",
         "  2024-05-02 14:03:11 INFO uvicorn.access GET /health 200 in 4 ms",
-        "Pinned fastapi==0.110.2: the auth middleware breaks on 0.111.0.",
+        "Do not bump fastapi past 0.110: the auth middleware breaks on 0.111.",
         "The rest of the run looked the same as yesterday and nothing else stood out.",
     ]
 )
@@ -67,12 +67,12 @@ def test_an_earlier_summarys_facts_stay_first_and_its_noise_makes_room() -> None
     summary = fold(EARLIER, NEW, utf8(EARLIER))
     lines = summary.splitlines()
     failed = lines.index(EARLIER.splitlines()[1])
-    pinned = lines.index(EARLIER.splitlines()[3])
+    constraint = lines.index(EARLIER.splitlines()[3])
     # The facts of the earlier summary lead, in their order, with their call above them.
-    assert lines[: pinned + 1] == [
+    assert lines[: constraint + 1] == [
         "bash(pytest tests/test_api.py -q)",
         lines[failed],
-        lines[pinned],
+        lines[constraint],
     ]
     # Its routine log line and its empty sentence gave their room to the new error.
     assert "uvicorn.access" not in summary
@@ -115,6 +115,25 @@ def test_a_long_chain_of_folds_keeps_the_facts_of_every_fold() -> None:
         assert utf8(summary) <= 6000
     assert summary.count(" INFO worker-") <= 2  # routine lines only fill what is left
     assert "FAILED" in summary or "Error" in summary or "error" in summary
+
+
+def test_pins_measurements_and_places_in_words_outrank_lookalike_noise() -> None:
+    grep = "\n".join(
+        f"src/app/module_{i}.py:{i * 7}: return handler(request, session)" for i in range(30)
+    )
+    facts = [
+        "Pinned cryptography==42.0.5 in requirements.txt",
+        "api-gateway p99 latency: 412 ms under the 200 req/s load",
+        "The failing check is at line 88 of src/app/auth.py.",
+    ]
+    output = grep + "\n" + "\n".join(facts) + "\n" + grep.replace("module_", "view_")
+    summary = summarize_extractive(
+        messages_to_prompt([], calls(("bash", {"command": "./check.sh"}, output))), 300
+    )
+    for fact in facts:
+        assert fact in summary
+    # Of the 60 grep lines, only the output's first ones (which say most) got in.
+    assert summary.count("return handler(") <= 2
 
 
 def test_a_one_line_json_record_keeps_its_keys_without_its_quotes() -> None:
@@ -270,6 +289,19 @@ def test_a_call_naming_a_code_keeps_its_line_when_its_result_says_little() -> No
     summary = summarize_extractive(messages_to_prompt([], calls(*outputs)), 300)
     # a lone identifier argument is written without its key
     assert "get_reservation_details(JG7FMM)\n  request accepted" in summary
+
+
+def test_an_earlier_call_naming_a_code_keeps_its_place() -> None:
+    text = "\n".join(
+        [
+            "get_reservation_details(reservation_id=JG7FMM)",
+            "  request accepted",
+            "bash(ls docs)",
+            "  docs/index.md",
+        ]
+    )
+    summary = fold(text, NEW, 200)
+    assert summary.startswith("get_reservation_details(reservation_id=JG7FMM)\n  request accepted")
 
 
 def test_an_earlier_summary_of_the_users_messages_keeps_its_archive_line_as_it_was() -> None:

@@ -30,6 +30,7 @@ def test_every_feature_has_a_weight_and_every_weight_a_description() -> None:
     [
         ("error", "ERROR: connection refused by db.internal"),
         ("counts", "297 passed, 0 failures in 4.2s"),
+        ("constraint", "we must never push to the main branch directly"),
         ("pin", "pinned numpy==1.26.4 in the lock file"),
     ],
 )
