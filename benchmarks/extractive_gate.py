@@ -23,13 +23,13 @@ Run: python -m benchmarks.extractive_gate [--write] [--digest PATH] [--every N] 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import xxhash
 
+from benchmarks.digest_gate import record_or_check
 from benchmarks.fidelity import (
     BUDGETS,
     DEV_PATH,
@@ -50,7 +50,7 @@ from csum.handlers._extractive import summarize_extractive_request
 from csum.prompt import summary_request
 from csum.request import SummaryJob
 
-__all__ = ["DIGEST_PATH", "cases", "compare", "digest"]
+__all__ = ["DIGEST_PATH", "cases", "digest"]
 
 DIGEST_PATH = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "extractive_digest.json"
 """The recorded digest (of the code before the restructuring)."""
@@ -140,15 +140,6 @@ def digest(every: int = 1, *, structured: bool = False) -> dict[str, str]:
     return hashes
 
 
-def compare(found: dict[str, str], recorded: dict[str, str]) -> list[str]:
-    """The cases whose hash differs from the recorded one, or that it lacks."""
-    return [
-        f"{name}: {'not recorded' if name not in recorded else 'differs'}"
-        for name, value in found.items()
-        if recorded.get(name) != value
-    ]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.extractive_gate")
     parser.add_argument("--write", action="store_true", help="record the digest file")
@@ -161,16 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.every < 1:
         parser.error(f"--every must be at least 1, got {args.every}")
     found = digest(args.every, structured=args.structured)
-    if args.write:
-        args.digest.write_text(json.dumps(found, indent=0, sort_keys=True) + "\n")
-        print(f"{len(found)} cases recorded in {args.digest}")
-        return 0
-    recorded = json.loads(args.digest.read_text())
-    differences = compare(found, recorded)
-    for line in differences:
-        print(line)
-    print(f"{len(found)} cases, {len(differences)} differ")
-    return 1 if differences else 0
+    return record_or_check(found, args.digest, write=args.write)
 
 
 if __name__ == "__main__":

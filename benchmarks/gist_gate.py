@@ -29,11 +29,12 @@ from pathlib import Path
 
 import xxhash
 
+from benchmarks.digest_gate import record_or_check
 from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, OPENAI_FOLDER, find_corpus, load_folder
 from cast import ToolCall, ToolResult
 from csum._gist import gist
 
-__all__ = ["DIGEST_PATH", "LIMITS", "compare", "digest", "texts"]
+__all__ = ["DIGEST_PATH", "LIMITS", "digest", "texts"]
 
 DIGEST_PATH = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "gist_digest.json"
 """The recorded digest (of the gist before it was made fast)."""
@@ -249,15 +250,6 @@ def digest(every: int = 1) -> dict[str, str]:
     }
 
 
-def compare(found: dict[str, str], recorded: dict[str, str]) -> list[str]:
-    """The cases whose hash differs from the recorded one, or that it lacks."""
-    return [
-        f"{name}: {'not recorded' if name not in recorded else 'differs'}"
-        for name, value in found.items()
-        if recorded.get(name) != value
-    ]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gist_gate")
     parser.add_argument("--write", action="store_true", help="record the digest file")
@@ -267,16 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.every < 1:
         parser.error(f"--every must be at least 1, got {args.every}")
     found = digest(args.every)
-    if args.write:
-        args.digest.write_text(json.dumps(found, indent=0, sort_keys=True) + "\n")
-        print(f"{len(found)} cases recorded in {args.digest}")
-        return 0
-    recorded = json.loads(args.digest.read_text())
-    differences = compare(found, recorded)
-    for line in differences:
-        print(line)
-    print(f"{len(found)} cases, {len(differences)} differ")
-    return 1 if differences else 0
+    return record_or_check(found, args.digest, write=args.write)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from cast import Message, Role, TextPart, ToolCall, ToolResult
+from cast import Message, Role, TextPart
 from cast.internals import utf8_len
+from csum._message_text import message_strings
 
 __all__ = ["QUESTION_CONTEXT_BYTES", "question_context"]
 
@@ -33,7 +34,7 @@ def question_context(message: Message, max_bytes: int = QUESTION_CONTEXT_BYTES) 
     bytes left out between them. ``message`` is not changed."""
     if message.size <= max_bytes:
         return message
-    text = "\n".join(_strings(message))
+    text = "\n".join(message_strings(message))
     data = text.encode("utf-8")
     if len(data) <= max_bytes:
         return Message.from_parts(Role.HUMAN, (TextPart(text=text),))
@@ -44,15 +45,3 @@ def question_context(message: Message, max_bytes: int = QUESTION_CONTEXT_BYTES) 
     gap = len(data) - utf8_len(head) - utf8_len(tail)
     note = f"\n[... {gap} bytes of the question left out here; it stays in the chain ...]\n"
     return Message.from_parts(Role.HUMAN, (TextPart(text=head + note + tail),))
-
-
-def _strings(message: Message) -> list[str]:
-    out: list[str] = []
-    for part in message.parts:
-        if type(part) is TextPart:
-            out.append(part.text)
-        elif type(part) is ToolCall:
-            out.append(f"{part.name}({part.arguments})")
-        elif type(part) is ToolResult:
-            out.append(part.content)
-    return out

@@ -37,6 +37,7 @@ from csum._deprecated import moved_into
 from csum._fit import fit_joined
 from csum._gather import unwrapped
 from csum._handler_check import check_handler
+from csum._message_text import message_strings
 from csum._retry import RetryPolicy
 from csum.prompt import (
     PromptCase,
@@ -391,20 +392,8 @@ def _cut_context(messages: list[Message], max_bytes: int) -> list[Message]:
 
 
 def _head(message: Message, max_bytes: int) -> str:
-    text = "\n".join(_strings(message))
+    text = "\n".join(message_strings(message))
     return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
-
-
-def _strings(message: Message) -> list[str]:
-    out: list[str] = []
-    for part in message.parts:
-        if type(part) is TextPart:
-            out.append(part.text)
-        elif type(part) is ToolCall:
-            out.append(f"{part.name}({part.arguments})")
-        elif type(part) is ToolResult:
-            out.append(part.content)
-    return out
 
 
 def _cut_message(message: Message, room: int) -> list[Message]:
@@ -417,7 +406,10 @@ def _cut_message(message: Message, room: int) -> list[Message]:
         if type(part) is ToolResult:
             text, make = part.content, _result_maker(part)
         else:
-            text, make = "\n".join(_strings(Message.from_parts(message.role, (part,)))), _text_part
+            text, make = (
+                "\n".join(message_strings(Message.from_parts(message.role, (part,)))),
+                _text_part,
+            )
         out.extend(Message.from_parts(message.role, (make(p),)) for p in _split_text(text, room))
     return out
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import xxhash
 
+from benchmarks.digest_gate import record_or_check
 from cast import lint, port
 from cast.codecs import claude_code, detect_format, get_codec, native, openai
 from cast.messages import Message
@@ -149,15 +150,6 @@ def digest(every: int = 1) -> tuple[dict[str, str], set[str]]:
     return hashes, seen
 
 
-def compare(found: dict[str, str], recorded: dict[str, str]) -> list[str]:
-    """The cases whose hash differs from the recorded one, or that it lacks."""
-    return [
-        f"{name}: {'not recorded' if name not in recorded else 'differs'}"
-        for name, value in found.items()
-        if recorded.get(name) != value
-    ]
-
-
 def draw_chains() -> dict[str, Any]:
     """Examples of the broken-chain strategies, drawn deterministically (derandomized)."""
     from hypothesis import HealthCheck, Phase, given, settings
@@ -206,15 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         CHAINS_PATH.write_text(text + "\n", encoding="utf-8")
         print(f"{len(drawn)} chains recorded in {CHAINS_PATH}")
     found, _ = digest(args.every)
-    if args.write:
-        DIGEST_PATH.write_text(json.dumps(found, indent=0, sort_keys=True) + "\n")
-        print(f"{len(found)} cases recorded in {DIGEST_PATH}")
-        return 0
-    differences = compare(found, json.loads(DIGEST_PATH.read_text()))
-    for line in differences:
-        print(line)
-    print(f"{len(found)} cases, {len(differences)} differ")
-    return 1 if differences else 0
+    return record_or_check(found, DIGEST_PATH, write=args.write)
 
 
 if __name__ == "__main__":

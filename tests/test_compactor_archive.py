@@ -17,14 +17,23 @@ import pytest
 import csum.cli
 from archive_recall import recall_all, references_in
 from cast import Message, Role, TextPart
-from csum import Budget, CompactionEvent, Compactor, HistoryArchive, StoreEvent, StoreEventKind
+from csum import (
+    Budget,
+    CompactionEvent,
+    Compactor,
+    HistoryArchive,
+    StoreEvent,
+    StoreEventKind,
+    Stores,
+)
 from csum.archive import (
     RedisArchiveStore,
     SQLiteArchiveStore,
     archived_references,
     message_search_text,
 )
-from csum.compactor import LOW_COST, SUMMARY_ONLY
+from csum.clearing import Clearing
+from csum.compactor import SUMMARY_ONLY
 from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from redis_server import needs_redis_client
 from test_cache import corpus_chains
@@ -115,12 +124,17 @@ async def test_everything_summarized_away_is_recallable(archive: HistoryArchive)
 async def test_everything_cleared_or_summarized_away_is_recallable(
     archive: HistoryArchive,
 ) -> None:
-    """With clearing (the defaults' setting, given explicitly): a compaction archives the
-    results it clears, then what its summary replaces, and every message no longer in
-    the chain whole comes back from the references the chain names."""
+    """With clearing (keeping the newest 3 tool uses, given explicitly: this chain has
+    too few for the defaults' 10): a compaction archives the results it clears, then
+    what its summary replaces, and every message no longer in the chain whole comes back
+    from the references the chain names."""
     chain = long_chain()
     budget = tight(chain, 4)
-    compactor = Compactor(budget=budget, archive=archive, cooldown_turns=1, **LOW_COST)
+    compactor = Compactor(
+        budget=Budget.bytes(budget, keep_ratio=0.1, summary_ratio=1 / 64, cooldown_turns=1),
+        stores=Stores(archive=archive),
+        clearing=Clearing(keep=3),
+    )
     out, events = await run_loop(compactor, chain)
     assert sum(e.cleared_results for e in events) > 0
     assert sum(1 for e in events if e.summarized_messages) >= 2

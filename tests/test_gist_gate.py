@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from benchmarks.gist_gate import DIGEST_PATH, LIMITS, compare, digest
+from benchmarks.digest_gate import compare
+from benchmarks.gist_gate import DIGEST_PATH, LIMITS, digest
 from benchmarks.policies.corpus import find_corpus
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
+from benchmarks.digest_gate import compare
 from cast.providers import Rule
-from rule_gate import DIGEST_PATH, compare, digest
+from rule_gate import DIGEST_PATH, digest
 
 
 def test_lint_and_port_give_what_the_digest_recorded() -> None:

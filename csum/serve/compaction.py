@@ -286,6 +286,10 @@ class Rewriter:
         cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
         if budget.keep_ratio is None:  # a budget's own keep_ratio wins over the config's
             budget = budget.evolve(keep_ratio=self.config.keep_ratio)
+        if budget.trigger is None:
+            # the gateway's promise: a request within the budget goes through byte for
+            # byte, so it compacts only over the budget unless the budget says otherwise
+            budget = budget.evolve(trigger=1.0)
         return Compactor(
             summary.handler,
             budget=budget,

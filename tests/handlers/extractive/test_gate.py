@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from benchmarks.extractive_gate import DIGEST_PATH, compare, digest
+from benchmarks.digest_gate import compare
+from benchmarks.extractive_gate import DIGEST_PATH, digest
 from benchmarks.policies.corpus import find_corpus
 
 
