@@ -7,7 +7,6 @@ from typing import Any
 
 from csum.handlers._extractive.code_tools import (
     without_echo,
-    written_lines,
 )
 from csum.handlers._extractive.patterns import (
     _CODE,
@@ -37,7 +36,6 @@ from csum.handlers._extractive.weights import (
     _LINE_SCAN,
     _MIN_CALL,
     _MIN_SHARED_CALL,
-    _WRITTEN_MIN,
     SHARES,
     WEIGHTS,
 )
@@ -144,13 +142,6 @@ def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
     return frozenset(
         f"{key}={_scalar(item)}" for key, item in value.items() if not isinstance(item, dict | list)
     )
-
-
-def _written_lines(value: dict[str, Any] | None) -> frozenset[str]:
-    """The lines a call (its arguments parsed, :func:`_arguments`) writes (an edit's new
-    text less what its old text held, a file's content), stripped: in a numbered listing
-    of the result, the lines it changed."""
-    return written_lines(value, _WRITTEN_MIN, 16 * _LINE_SCAN)
 
 
 def _call_shows(head: str, pair: str) -> bool:

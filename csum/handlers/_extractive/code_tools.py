@@ -18,15 +18,8 @@ rule says which real format it reads:
   in ``mix.exs``, ``"react": "^18.2.0"`` in ``package.json``, ``serde = { version =
   "1.0" }`` in a Rust crate's manifest, ``gem "rails", "~> 7.1"``) is a package pinned to a
   version, as ``numpy==1.26.4`` is.
-* A schema migration's changes (SQL DDL, the runner's ``== Running 2024...``) say what
-  changed even when logged at ``[info]``, and each says something else.
-* A build file's recipe commands (Makefile, Justfile) are what its targets run.
-* A disassembly's instruction bytes repeat its mnemonic; its calls say what the
-  function does, as a decompiled function's signature says what it is.
+* A disassembly's instruction bytes repeat its mnemonic.
 * A command's first stage that only echoes a fixed text is not what ran.
-* A file viewer opened at a line (SWE-agent's ``open a.py 293``) is after that line:
-  the listing's lines near it rank up.
-* An edit's new lines are those of its new text that its old text did not have.
 
 Every pattern runs on a bounded line (the caller's scan window) with bounded
 repetition only.
@@ -34,9 +27,7 @@ repetition only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import regex
 
@@ -46,10 +37,7 @@ __all__ = [
     "CodeMark",
     "code_lines",
     "declares_dependency",
-    "focus_bonus",
-    "focus_line",
     "without_echo",
-    "written_lines",
 ]
 
 # What each rule's lines are worth: the weights named git_status_*, listed_name, focus,
@@ -75,19 +63,6 @@ _TRAILING_ADVICE = regex.compile(r"[ ]\(use[ ]\"git[ ][^)]{0,300}+\)$")
 _GIT_HINT = regex.compile(r"hint:(?:[ ]|$)")
 _STATE_LINE = regex.compile(r"\S.{0,160}+")  # unindented, short
 _STATE_LINES = 6  # state lines a status report prints at most (branch, upstream, ...)
-
-# --- schema migrations ------------------------------------------------------------------
-
-# What a migration run prints of each change, at whatever log level: SQL DDL (Ecto's
-# 'execute "CREATE TABLE ..."', Django's sqlmigrate), Ecto's "== Running 2024... " and
-# "== Migrated 2024...", Rails' "== 2024... CreateUsers: migrating", Alembic's
-# "Running upgrade a1 -> b2".
-_SCHEMA_CHANGE = regex.compile(
-    r"\b(?:CREATE|ALTER|DROP|RENAME)[ ](?:UNIQUE[ ])?+(?:TABLE|INDEX|VIEW|COLUMN|SCHEMA|TYPE"
-    r"|SEQUENCE|TRIGGER|CONSTRAINT)\b|==[ ](?:Running[ ]|Migrated[ ])?+\d{8,20}+\b"
-    r"|\bRunning[ ](?:upgrade|downgrade)[ ]\w{1,64}+[ ]->"
-)
-_SCHEMA_SIGNS = regex.compile(r"CREATE|ALTER|DROP|RENAME|==|Running")  # a quick test first
 
 # --- file viewers -----------------------------------------------------------------------
 
@@ -130,62 +105,14 @@ def without_echo(command: str) -> str:
     return _ECHO_STAGE.sub("", command, count=1) if command.startswith("echo ") else command
 
 
-# --- the line a call asked to see -------------------------------------------------------
-
-# SWE-agent's file viewer: "open src/a.py 120" and "goto 120" show a window around line
-# 120, the line the agent is after.
-_OPEN_AT = regex.compile(r"(?:open[ ]++\S{1,400}+|goto)[ ]++(\d{1,7}+)[ ]*+")
-_FOCUS_REACH = 3.0  # lines from the focus at which its bonus is halved
-
-
-def focus_line(value: Mapping[str, Any] | None) -> int | None:
-    """The line a call (its arguments parsed) asked to see, if it names one."""
-    command = (value or {}).get("command")
-    if not isinstance(command, str):
-        return None
-    match = _OPEN_AT.fullmatch(command.strip()[:_SCAN].replace('"', "").replace("'", ""))
-    return int(match.group(1)) if match is not None else None
-
-
-def focus_bonus(number: str, focus: int) -> float:
-    """Score added to a listing's line (``number``: its numbered prefix, ``  12→``) near
-    the line the call asked to see, fading with the distance."""
-    digits = number.strip(" \t→:")
-    if not digits.isdigit():
-        return 0.0
-    return WEIGHTS["focus"] / (1 + abs(int(digits) - focus) / _FOCUS_REACH)
-
-
-# --- build files ----------------------------------------------------------------------------
-
-# A Makefile's or a Justfile's target ("test:", "build: deps", "release version:") and the
-# indented commands below it: what "make test" or "just test" runs.
-_TARGET = regex.compile(
-    r"(?P<name>[A-Za-z_][\w.-]{0,60}+)(?:[ ]++[\w.$()/-]{1,80}+){0,8}+[ ]*+:(?![=:])"
-    r"(?:[ ]++[^=\n]{0,200}+)?+"
-)
-_NOT_TARGETS = frozenset(
-    {"class", "else", "try", "finally", "except", "if", "elif", "for", "while", "with", "def"}
-    | {"case", "default", "public", "private", "protected"}
-)
-_RECIPE_LINE = regex.compile(r"\s{1,16}+(?![-#@]?+[ ]|[\w.-]{1,60}+:(?:[ ]|$)|#|-[ ])\S.{0,400}+")
-_LISTED = regex.compile(r"\s{0,8}+\d{1,7}+(?:→|:|\t)")  # a numbered listing's line number
-_NUMBERED_SHARE = 0.8  # share of an output's lines that are numbered: a file's listing
-
 # --- disassembly and decompilation -----------------------------------------------------
 
 # An instruction of a disassembly: its address, its bytes, its mnemonic and operands
 # (Ghidra ".text:00401136   55   PUSH  RBP", objdump "  401136:\t55\tpush   %rbp"). The
-# bytes repeat what the mnemonic says; a call says what the function does.
+# bytes repeat what the mnemonic says.
 _INSTRUCTION = regex.compile(
     r"(?P<address>\s{0,40}+(?:\.?\w{1,16}+:)?+[0-9a-f]{4,16}+:?+)[ \t]++"
     r"(?:[0-9a-f]{2}[ ]?+){1,16}+[ \t]++(?P<rest>[A-Za-z]{2,10}+\b.{0,400}+)"
-)
-_CALL = regex.compile(r"(?i:call[qlw]?+|bl|blx|jal)\b")
-# A C function's definition as a decompiler prints it: "ulong check_pin(char *param_1)".
-_C_SIGNATURE = regex.compile(
-    r"(?:[A-Za-z_]\w{0,40}+[ ]++\**+[ ]*+){1,4}+[A-Za-z_]\w{0,80}+"
-    r"\((?:void|(?:[A-Za-z_][\w ]{0,40}?[ *]\**+[ ]?+\w{1,40}+(?:,[ ]?+)?+){0,12}+)\)"
 )
 
 # --- harness notes ----------------------------------------------------------------------
@@ -207,9 +134,6 @@ class CodeMark:
     placeless: bool = False
     """Whether the line's place in the output says nothing of its worth (a listing's
     names, in the order of the alphabet): no bonus for coming early or last."""
-    news: bool = False
-    """Whether the line says what changed even when logged at a routine level (a
-    migration's schema change at ``[info]``)."""
 
 
 _DISTINCT = CodeMark(distinct=True)
@@ -226,59 +150,21 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     listed = _listing(lines)
     if listed is not None:
         return listed, {name: _name_mark(name) for name in listed if _NAME.fullmatch(name)}
-    lines, marks = _instructions(lines)
-    marks.update(_recipes(lines))
-    for line in lines:
-        scan = line[:_SCAN]
-        if line in marks:
-            continue
-        if declares_dependency(scan):
-            marks[line] = _DISTINCT
-        elif _SCHEMA_SIGNS.search(scan) and _SCHEMA_CHANGE.search(scan):
-            marks[line] = CodeMark(WEIGHTS["schema_change"], distinct=True, news=True)
-    return lines, marks
+    lines = _instructions(lines)
+    return lines, {line: _DISTINCT for line in lines if declares_dependency(line[:_SCAN])}
 
 
-def _recipes(lines: list[str]) -> dict[str, CodeMark]:
-    """A build file's recipe commands, as a file read shows them (numbered lines), each no
-    repeat of the others: only when at least two targets have commands (a program's
-    output with "Label:" lines above indented ones is no build file)."""
-    rows = [line for line in lines if line.strip()]
-    if sum(1 for line in rows if _LISTED.match(line)) < _NUMBERED_SHARE * max(1, len(rows)):
-        return {}
-    marks: dict[str, CodeMark] = {}
-    targets = 0
-    under = False  # below a target, in its recipe
-    for line in lines:
-        numbered = _LISTED.match(line)
-        body = line[numbered.end() if numbered is not None else 0 :][:_SCAN]
-        if under and _RECIPE_LINE.fullmatch(body):
-            marks[line] = CodeMark(WEIGHTS["recipe"], distinct=True)
-            continue
-        target = _TARGET.fullmatch(body)
-        under = target is not None and target.group("name") not in _NOT_TARGETS
-        targets += under
-    return marks if targets >= 2 and len(marks) >= 2 else {}
-
-
-def _instructions(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
-    """A disassembly's instructions without their bytes (``0040069e CALL gets``), each
-    no repeat of the others, a call ranked up; and a decompiled C function's signature
-    ranked up as a definition. Other lines as they are."""
-    marks: dict[str, CodeMark] = {}
+def _instructions(lines: list[str]) -> list[str]:
+    """A disassembly's instructions without their bytes (``0040069e CALL gets``); other
+    lines as they are."""
     out: list[str] = []
     for line in lines:
         instruction = _INSTRUCTION.fullmatch(line[:_SCAN])
         if instruction is None:
-            if _C_SIGNATURE.fullmatch(line[:_SCAN]):
-                marks[line] = CodeMark(WEIGHTS["disassembly_call"])
             out.append(line)
             continue
-        text = f"{instruction.group('address').strip()} {instruction.group('rest')}"
-        bonus = WEIGHTS["disassembly_call"] if _CALL.match(instruction.group("rest")) else 0.0
-        marks[text] = CodeMark(bonus)
-        out.append(text)
-    return out, marks
+        out.append(f"{instruction.group('address').strip()} {instruction.group('rest')}")
+    return out
 
 
 def _listing(lines: list[str]) -> list[str] | None:
@@ -351,23 +237,19 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
             continue
         entry = _STATUS_ENTRY.fullmatch(line)
         if entry is not None:
-            text = f"{entry.group('state')} {entry.group('path').strip()}"
-            marks[text] = CodeMark(WEIGHTS["git_status_entry"])
-            out.append(text)
+            out.append(f"{entry.group('state')} {entry.group('path').strip()}")
             continue
         if line.startswith("\t") and header is not None and line.strip():
             # A bare path under its header: one of the header's list.
             text = line.strip()
-            marks[text] = CodeMark(WEIGHTS["git_status_listed"], group=header)
+            marks[text] = CodeMark(group=header)
             out.append(text)
             continue
         if _GIT_HINT.match(line):
             continue
         header = line[:-1] if _STATUS_HEADER.fullmatch(line) else None
         if header is None and states > 0 and _STATE_LINE.fullmatch(line):
-            text = _TRAILING_ADVICE.sub("", line)
-            marks[text] = CodeMark(WEIGHTS["git_status_state"])
-            out.append(text)
+            out.append(_TRAILING_ADVICE.sub("", line))
             states -= 1
             continue
         out.append(line)
@@ -402,30 +284,3 @@ def declares_dependency(scan: str) -> bool:
     numbered = _NUMBERED.match(scan)
     start = numbered.end() if numbered is not None else 0
     return _COMMENT.match(scan, start, match.start()) is None
-
-
-# --- edits ------------------------------------------------------------------------------
-
-_OLD_KEY = regex.compile(r"(?:old|Old|OLD)(?:_|[A-Z]|$)|search$")  # old_string, old_str, oldText
-
-
-def written_lines(value: Mapping[str, Any] | None, min_length: int, scan: int) -> frozenset[str]:
-    """The lines a call (its arguments parsed) writes, stripped: those of its text
-    arguments (an edit's new text, a file's content) that its old text (``old_string``,
-    ``old_str``: what an edit replaces) did not already hold; lines shorter than
-    ``min_length`` characters say too little to be matched, and each text is read up
-    to ``scan`` characters."""
-    if not value:
-        return frozenset()
-    new: set[str] = set()
-    old: set[str] = set()
-    for key, item in value.items():
-        if not isinstance(item, str):
-            continue
-        lines = {
-            stripped
-            for line in item[:scan].splitlines()
-            if len(stripped := line.strip()) >= min_length
-        }
-        (old if _OLD_KEY.match(str(key)[:64]) else new).update(lines)
-    return frozenset(new - old)

@@ -16,10 +16,6 @@ from csum.handlers._extractive.calls import (
     _call_shows,
     _credit_codes,
     _render_call,
-    _written_lines,
-)
-from csum.handlers._extractive.code_tools import (
-    focus_line,
 )
 from csum.handlers._extractive.lines import _body_lines
 from csum.handlers._extractive.reading import _first_line
@@ -31,7 +27,6 @@ from csum.handlers._extractive.rendering import (
 )
 from csum.handlers._extractive.runs import (
     call_line,
-    favour_run_ends,
     outcome_over_call,
 )
 from csum.handlers._extractive.text import _clip, _clip_whole_words, _utf8_len, _window
@@ -61,9 +56,6 @@ class _Call:
     head: str
     said: frozenset[str]
     """Its scalar arguments as ``key=value`` (:func:`_argument_pairs`)."""
-    written: frozenset[str]
-    focus: int | None
-    """The line it asked to see."""
 
 
 def _collect(
@@ -127,8 +119,7 @@ class _Collector:
         capped = render(self.call_cap)
         head = call_line(capped, render, self.max_bytes, self.call_count)
         self.lone_cut = capped if self.call_count == 1 else ""
-        pairs, written = _argument_pairs(parsed), _written_lines(parsed)
-        self.calls[entry.call_id] = _Call(head, pairs, written, focus_line(parsed))
+        self.calls[entry.call_id] = _Call(head, _argument_pairs(parsed))
 
     def _request(self, entry: PromptEntry) -> None:
         """What the user said: requests and constraints, the request itself first. An
@@ -172,28 +163,22 @@ class _Collector:
                 tool=True,
                 width=self.width,
                 said=frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE,
-                written=call.written if call else _NONE,
-                focus=call.focus if call else None,
             )
         )
         if not block.lines:
             outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
             block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
-        favour_run_ends(block.lines)
         _credit_codes(block)
         self.blocks.append(block)
 
     def _answer(self, entry: PromptEntry) -> None:
-        """An agent's answer (its reasoning counts less), compact when room is tight."""
+        """An agent's answer or its reasoning, compact when room is tight."""
         block = _Block()
-        weight = WEIGHTS["reasoning"] if entry.kind == "reasoning" else 1.0
         number = len(self.blocks)
         lines = _body_lines(
             entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
         )
-        for item in lines:
-            item.score *= weight
-            block.lines.append(item)
+        block.lines.extend(lines)
         self.blocks.append(block)
 
     def finish(self) -> list[_Block]:

@@ -5,25 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from itertools import pairwise
 from typing import NamedTuple
 
 from csum.handlers._extractive.code_tools import (
     declares_dependency,
-    focus_bonus,
 )
 from csum.handlers._extractive.patterns import (
-    _AMOUNT_KEY,
     _CODE_LINE,
     _CONSTRAINT,
     _COUNTS,
-    _DATE,
-    _DEFINITION,
     _DIFF_FILE,
     _DIFF_LINE,
     _DIFF_NOISE,
     _ERROR,
-    _ID_KEY,
     _LOCATED,
     _MEASURE_NAME,
     _MEASURED,
@@ -31,34 +25,21 @@ from csum.handlers._extractive.patterns import (
     _OUTCOME,
     _PIN,
     _ROUTINE_LOG,
-    _TIME_KEY,
     _UNIT,
     _WARNING,
-    _WORD_VALUE,
 )
 from csum.handlers._extractive.prose import compact_prose
 from csum.handlers._extractive.results import (
-    is_contact,
     is_relevance_score,
-    title_bonus,
 )
-from csum.handlers._extractive.runs import (
-    is_failure_header,
-    is_refusal,
-    is_total_row,
-)
-from csum.handlers._extractive.text import _scalar_or_json
 from csum.handlers._extractive.tokens import _cached_weight, _identifier_spans, _identifiers
 from csum.handlers._extractive.weights import (
     _BOOL_FIELD,
     _CACHED_LINE,
     _EMPTY_FIELD,
     _IDENT_CAP,
-    _JSON_LINE,
     _LINE_SCAN,
     _PROSE_SHARE,
-    _RISING_SHARE,
-    _TOKEN_CAP,
     WEIGHTS,
 )
 
@@ -117,12 +98,6 @@ def _diff_added(scan: str, kind: LineKind) -> bool:
     return kind.diff and scan.startswith("+") and _DIFF_LINE.match(scan) is not None
 
 
-@_line_feature("diff_removed")
-def _diff_removed(scan: str, kind: LineKind) -> bool:
-    """A diff's removed line."""
-    return kind.diff and not scan.startswith(("@@", "+")) and _DIFF_LINE.match(scan) is not None
-
-
 @_line_feature("error")
 def _error(scan: str, kind: LineKind) -> bool:
     """A strict error signal, outside code, in a line that is no warning."""
@@ -136,12 +111,6 @@ def _counts(scan: str, kind: LineKind) -> bool:
     if _COUNTS.search(scan) is None:
         return False
     return not kind.prose or _OUTCOME.search(scan) is not None
-
-
-@_line_feature("counts_of_work")
-def _counts_of_work(scan: str, kind: LineKind) -> bool:
-    """In an answer, a count of work done ("3 tests added")."""
-    return kind.prose and _COUNTS.search(scan) is not None and _OUTCOME.search(scan) is None
 
 
 @_line_feature("constraint")
@@ -167,11 +136,6 @@ def _located(scan: str, kind: LineKind) -> bool:
     """A place given in words (``line 12 of src/a.py``)."""
     return _LOCATED.search(scan) is not None
 
-
-LINE_FEATURES["failure_header"] = lambda scan, kind: is_failure_header(scan)
-LINE_FEATURES["total_row"] = lambda scan, kind: is_total_row(scan)
-# A refusal only outside code (``raise ValueError("invalid id")`` is code, not an outcome).
-LINE_FEATURES["refusal"] = lambda scan, kind: not kind.code and is_refusal(scan)
 
 _CLASS_FEATURES = ("pin", "measurement", "located")
 """The features a routine log line's score is read without (:func:`_routine_score`)."""
@@ -237,38 +201,11 @@ def _routine_score(line: str, score: float) -> float:
 
 
 def _field_weight(key: str, value: object) -> float:
-    """How much a field says: identifiers and codes most, then what a key marks as an id,
-    a name, a state or an amount; timestamps and empty values least."""
+    """How much a field says: a value least when it says nothing (null, empty, a search
+    hit's relevance, which its place says) or only true or false."""
     if value is None or value in ("", [], {}) or is_relevance_score(key, value):
-        return _EMPTY_FIELD  # nothing, or a search hit's relevance (its place says it)
-    key = key[:_TOKEN_CAP]
-    text = value if isinstance(value, str) else _scalar_or_json(value)
-    weight = 1.0
-    if isinstance(value, bool):
-        weight = _BOOL_FIELD
-    elif isinstance(value, int | float):
-        if _AMOUNT_KEY.search(key):
-            weight += WEIGHTS["field_amount"]
-    elif _DATE.match(text):
-        weight += WEIGHTS["field_date"]
-    elif _has_digit_and_letter(text[:_TOKEN_CAP]) and not is_contact(key, text):
-        weight += WEIGHTS["field_code"]  # an id or a code: user_42, ORD7731QX, K9QX2Z
-    elif _WORD_VALUE.fullmatch(text):
-        weight += WEIGHTS["field_word"]  # a state or a choice: active, economy, yes
-    if _ID_KEY.search(key):
-        weight += WEIGHTS["field_id_key"]
-    weight += title_bonus(key)
-    if _TIME_KEY.search(key):
-        weight -= WEIGHTS["field_time_key"]  # when a record was made says little about what it is
-    if len(text) > _JSON_LINE:
-        weight -= WEIGHTS["field_long"]  # prose: said better by the fields around it
-    if _ERROR.search(text[:_LINE_SCAN]):
-        weight += WEIGHTS["field_error"]
-    return max(_EMPTY_FIELD, weight)
-
-
-def _has_digit_and_letter(text: str) -> bool:
-    return any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+        return _EMPTY_FIELD
+    return _BOOL_FIELD if isinstance(value, bool) else 1.0
 
 
 def _is_prose(line: str) -> bool:
@@ -286,48 +223,3 @@ def _compact_answer_line(line: str) -> str:
     if _ERROR.search(line[:_LINE_SCAN]):
         return line
     return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)
-
-
-def _numbered_span(raw: list[str]) -> tuple[int, int] | None:
-    """The first and last numbered line of a file listing, whose numbers rise line by
-    line; None when they do not (clock times ``16:45:25`` opening log lines look
-    numbered too, and are no file)."""
-    orders: list[int] = []
-    numbers: list[int] = []
-    for order, line in enumerate(raw):
-        match = _NUMBERED.match(line)
-        if match is not None:
-            orders.append(order)
-            numbers.append(int(line[: match.end()].strip(" \t→:")))
-    rising = sum(1 for a, b in pairwise(numbers) if b > a)
-    if not orders or rising < _RISING_SHARE * (len(numbers) - 1):
-        return None
-    return orders[0], orders[-1]
-
-
-def _listing_bonus(
-    line: str,
-    order: int,
-    numbered_span: tuple[int, int],
-    written: frozenset[str],
-    focus: int | None = None,
-) -> float:
-    """What a line of a numbered file listing (a read, an edit's echo) is worth beyond
-    its identifiers: its definitions say what the file holds, the lines the call wrote
-    what it changed, and the unnumbered lines before and after the numbered ones
-    (``numbered_span``: the first and last numbered line) which file it is and how the
-    tool ended (``[File: a.py (23 lines total)]``, ``Edit applied.``), fading from the
-    output's start and from the listing's end; and the lines near the one the call
-    asked to see (``focus``, :func:`focus_bonus`)."""
-    numbered = _NUMBERED.match(line)
-    if numbered is None:
-        first, last = numbered_span
-        distance = order if order < first else order - last - 1
-        return WEIGHTS["listing_edge"] / (1 + distance) if distance >= 0 else 0.0
-    body = line[numbered.end() : numbered.end() + _LINE_SCAN]
-    bonus = WEIGHTS["definition"] if _DEFINITION.match(body) else 0.0
-    if written and body.strip() in written:
-        bonus += WEIGHTS["written"]
-    if focus is not None:
-        bonus += focus_bonus(line[: numbered.end()], focus)
-    return bonus

@@ -7,10 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from csum.handlers._extractive.features import _field_weight
-from csum.handlers._extractive.patterns import _DIGITS, _VALUES
 from csum.handlers._extractive.results import (
-    amounts_bonus,
-    is_amounts_object,
     take_documents,
 )
 from csum.handlers._extractive.text import _one_line, _scalar, _window
@@ -19,7 +16,6 @@ from csum.handlers._extractive.weights import (
     _CHECK_EVERY,
     _EMPTY_FIELD,
     _JSON_DEPTH,
-    WEIGHTS,
 )
 
 
@@ -67,14 +63,11 @@ def _flatten_json(
                 weight = max(
                     (_field_weight(str(k), v) for k, v in item.items()), default=_EMPTY_FIELD
                 )
-                weight += amounts_bonus(key, item)
                 out.append(_Field(path, f"{key}({' '.join(inner)})", weight))
             elif isinstance(item, list) and all(not isinstance(v, dict | list) for v in item):
                 text = f"{key}={','.join(_scalar(v) for v in item)}"
                 weight = max((_field_weight(key, v) for v in item), default=_EMPTY_FIELD)
-                out.append(
-                    _Field(path, text, weight + (WEIGHTS["field_list"] if len(item) > 1 else 0.0))
-                )
+                out.append(_Field(path, text, weight))
             elif isinstance(item, dict | list):
                 continue
             elif not _restates(parent, item):
@@ -140,7 +133,6 @@ def _field_lines(
 ) -> Iterator[_Line]:
     """The scored fields of a JSON result, each a unit of its record's line."""
     repeats: dict[str, int] = {}
-    shapes: dict[str, int] = {}
     for order, item in enumerate(fields):
         if order % _CHECK_EVERY == 0:
             check()
@@ -148,14 +140,5 @@ def _field_lines(
         # The same field in many records (a currency, a shared origin) says it once.
         seen = repeats.get(text, 0)
         repeats[text] = seen + 1
-        # The same key in record after record (flights[3].price, gift_card_N(amount)) is
-        # worth less each time: room goes to other kinds of fields first.
-        shape = _DIGITS.sub("0", item.group) + "|" + _DIGITS.sub("0", _VALUES.sub("", text[:200]))
-        alike = shapes.get(shape, 0)
-        shapes[shape] = alike + 1
-        if alike and is_amounts_object(text):
-            alike = 0  # ... but what the records are compared by (each one's prices) not
-        score = item.weight / (1 + seen) / (1 + alike * WEIGHTS["field_repeat"])
-        if item.weight > _EMPTY_FIELD:  # an empty field or a relevance: only to fill
-            score += WEIGHTS["field_early"] / (1 + order / 10)
+        score = item.weight / (1 + seen)
         yield _Line(block, order, _window(text, width), score, group=item.group)

@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator
 
 from csum.handlers._extractive.features import (
     _compact_answer_line,
-    _listing_bonus,
     _log_message,
     _routine_score,
     _score,
@@ -14,11 +13,8 @@ from csum.handlers._extractive.features import (
 from csum.handlers._extractive.fields import _Field, _field_lines, _json_fields
 from csum.handlers._extractive.patterns import (
     _ERROR,
-    _EXCEPTION_NAME,
     _EXIT_STATUS,
-    _FRAME,
     _NUMBERED,
-    _PENDING,
     _WORDS,
 )
 from csum.handlers._extractive.reading import (
@@ -29,7 +25,6 @@ from csum.handlers._extractive.reading import (
     _Unit,
 )
 from csum.handlers._extractive.runs import (
-    echoes_command,
     strip_colours,
 )
 from csum.handlers._extractive.salience import opens_section
@@ -46,7 +41,6 @@ from csum.handlers._extractive.weights import (
     _LINE_WINDOW,
     _LOCATION_ABOVE,
     _PATH_WEIGHTS,
-    _PENDING_LINES,
     _SAME_START,
     WEIGHTS,
 )
@@ -60,13 +54,11 @@ def _body_lines(
     tool: bool,
     width: int,
     said: frozenset[str] = frozenset(),
-    written: frozenset[str] = frozenset(),
-    focus: int | None = None,
     compact: bool = False,
 ) -> Iterator[_Line]:
     """The scored lines of one text (a tool result, an answer, a request); ``said``:
-    ``key=value`` pairs the call line already shows; ``written``: lines the call wrote;
-    ``compact``: long lines in their compact form (:func:`_compact_answer_line`)."""
+    ``key=value`` pairs the call line already shows; ``compact``: long lines in their
+    compact form (:func:`_compact_answer_line`)."""
     if tool:
         content = strip_colours(content)
     documents: list[str] = []
@@ -75,7 +67,7 @@ def _body_lines(
         yield from _json_lines(fields, documents, block, check, width)
         return
     text = _read_text(content, check, tool=tool, width=width)
-    scorer = _Scorer(text, block, width=width, written=written, focus=focus, compact=compact)
+    scorer = _Scorer(text, block, width=width, compact=compact)
     seen: set[str] = set()
     for order, original in enumerate(text.raw):
         if order % _CHECK_EVERY == 0:
@@ -119,35 +111,25 @@ class _Scorer:
         block: int,
         *,
         width: int,
-        written: frozenset[str],
-        focus: int | None,
         compact: bool,
     ) -> None:
         self.text, self.block, self.width = text, block, width
-        self.written, self.focus, self.compact = written, focus, compact
+        self.compact = compact
         self.named: dict[str, int] = {}  # identifiers seen so far, and how often
         self.shapes: dict[str, int] = {}
-        self.frame = ""
         self.after_error = 0.0
         self.above: list[_Line] = []  # the last lines scored, for an error's place above
-        self.pending = 0
         self.opens = True  # whether the next line opens a section (after a blank line)
         self.opening = False
         self.last = len(text.raw) - 1
 
     def see(self, line: str) -> None:
-        """Every unit, kept or not: whether it opens a section, and whether it says what
-        is still to do ("Next steps", "remaining tasks"): what the agent needs next, so
-        it and the lines listed below it rank up, until a heading."""
+        """Every unit, kept or not: whether it opens a section."""
         self.opening, self.opens = self.opens, opens_section(line)
-        if _PENDING.search(line[:_LINE_SCAN]):
-            self.pending = _PENDING_LINES
-        elif line.lstrip().startswith("#"):
-            self.pending = 0
 
     def line(self, unit: _Unit) -> _Line:
         """The scored line of a unit that the clean-ups kept and that is no repeat."""
-        score = _line_features(unit, self.text, self.named, self.written, self.focus)
+        score = _line_features(unit, self.text, self.named)
         score = self._context(unit, score)
         score, placed = self._placed(unit, score)
         item = self._item(unit, score, placed)
@@ -159,9 +141,6 @@ class _Scorer:
         (the assertion, left and right, the failing input: worth more while short,
         fading), a traceback's frame for the exception below it."""
         text, line = self.text, unit.line
-        if self.pending and not text.listing:
-            score += WEIGHTS["pending"]
-            self.pending -= 1
         listed = _is_listed(unit, text)
         if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
             # An exit status alone ("Exit code 2") says how it ended, not what follows.
@@ -173,13 +152,6 @@ class _Scorer:
             self.after_error -= 1
         else:
             self.after_error = 0.0
-        located = _FRAME.match(unit.original)
-        if located is not None:
-            self.frame = f"{located.group(1)}:{located.group(2)}"
-        elif self.frame and _EXCEPTION_NAME.match(line) and ":" in line[:120]:
-            unit.line = f"{self.frame}: {line}"
-            self.frame = ""
-            score += WEIGHTS["frame"]
         return score
 
     def _placed(self, unit: _Unit, score: float) -> tuple[float, bool]:
@@ -238,8 +210,6 @@ def _line_features(
     unit: _Unit,
     text: _Text,
     named: dict[str, int],
-    written: frozenset[str],
-    focus: int | None,
 ) -> float:
     """What a line says, whatever lines are around it: its identifiers and kind
     (:func:`_score`), the code tools' mark, a routine log line's due,
@@ -252,10 +222,6 @@ def _line_features(
         score = max(0.0, score + mark.bonus)
     if unit.routine:
         score = _routine_score(scored, score)
-    if text.numbered_span is not None:
-        score += _listing_bonus(unit.original, unit.order, text.numbered_span, written, focus)
-    if text.tool and not text.diff:
-        score += WEIGHTS["echoed_command"] if echoes_command(line, unit.order) else 0.0
     rank = text.ranks.get(unit.original)
     if rank is not None:
         score += WEIGHTS["rank"] / (1 + rank)

@@ -51,10 +51,6 @@ _EXIT_STATUS = regex.compile(
     r"(?i)\W{0,6}+exit(?:ed)?+[ ](?:with[ ])?+(?:code|status)[ ]?+\d{1,4}+\W{0,6}+"
 )
 _OUTCOME = regex.compile(r"(?i)\b(?:passed|passing|failed|failing|failures?|errors?|skipped)\b")
-_PENDING = regex.compile(
-    r"(?i)\b(?:next[ ]steps?|remaining[ ](?:tasks?|work|items?|steps?)|still[ ](?:to[ ]do|pending)"
-    r"|(?:tasks?|work|items?)[ ](?:left|pending|remaining)|to[ ]do:|todo:|not[ ]yet[ ]done)"
-)
 _CONSTRAINT = regex.compile(
     r"(?i)\b(?:do[ ]not|don't|never|must|should[ ]not|shouldn't|avoid|cannot|can't|"
     r"may[ ]not|is[ ]required|decided|decision|prefer)\b"
@@ -76,14 +72,7 @@ _LONG_LISTING = regex.compile(  # ls -l: mode, links, owner, group, size, date, 
 )
 _TOTAL_LINE = regex.compile(r"total[ ]\d{1,12}+")
 _NUMBERED = regex.compile(r"^\s{0,8}\d{1,7}(?:→|:|\t)")  # a file listing: "  12→", "12:"
-_DEFINITION = regex.compile(  # what a file defines: "def f(", "pub async fn g", "class A"
-    r"\s{0,40}+(?:(?:export|pub(?:\([a-z]{1,8}+\))?+|public|private|protected|static|async"
-    r"|abstract|default)[ ]++){0,3}+(?:def|defp|defmodule|defmacro|class|function|fn|func"
-    r"|struct|enum|trait|interface|impl|type|module)[ <]++[A-Za-z_]"
-)
 _EMPTY_NUMBERED = regex.compile(r"\d{1,7}(?:→|:|\t)?+\s*+")
-_FRAME = regex.compile(r'^\s*File "([^"]{1,400})", line (\d{1,7})')
-_KEY_VALUE = regex.compile(r"[A-Za-z_][\w.-]{0,80}+=[^=\s]")
 _BACKTICKED = regex.compile(r"`[^`\n]{2,200}+`")
 _DIFF_LINE = regex.compile(r"^(?:@@[ ]-\d|[+-](?![+-]{2}[ ])\S?)")
 _HUNK = regex.compile(r"@@[ ]-\d{1,9}+(?:,\d{1,9}+)?+[ ]\+\d{1,9}+(?:,\d{1,9}+)?+[ ]@@")
@@ -92,20 +81,6 @@ _DIFF_NOISE = regex.compile(r"^(?:diff[ ]--git[ ]|---[ ]|index[ ][0-9a-f]{4,40}+
 _MARKDOWN = regex.compile(r"\*\*|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
 # "__bold words__": a pair around a phrase (a dunder like __init__ holds no space).
 _UNDERSCORE_BOLD = regex.compile(r"(?<!\w)__(?=\S)([^_\n]*?[ ][^_\n]*?)(?<=\S)__(?!\w)")
-# JSON keys (of at most _TOKEN_CAP characters) that say what kind of value a field holds.
-_ID_KEY = regex.compile(
-    r"(?i:(?:^|[_-])(?:id|ids|number|no|code|ref|name|status|state|type|error|reason))$"
-    r"|(?:Id|Ids|Number|Code|Ref|Name|Status|State|Type|Error|Reason)$"
-)
-_AMOUNT_KEY = regex.compile(
-    r"(?i:amount|price|total|balance|cost|fee|count|quantity|qty|size|limit|remaining|paid"
-    r"|refund|score)s?$"
-)
-_TIME_KEY = regex.compile(r"(?i:_at|_on|time|timestamp|created|updated)$|At$")
-_WORD_VALUE = regex.compile(r"[A-Za-z][A-Za-z_ -]{0,23}")
-_DIGITS = regex.compile(r"\d++")
-_VALUES = regex.compile(r"=[^ ()]*+")  # a field's values, to compare its keys alone
-_DATE = regex.compile(r"\d{4}-\d{2}-\d{2}\b")
 _STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
 # A pipeline's last stage that only shortens the output: "| head -20", "| tail -n 50".
 _OUTPUT_LIMIT = regex.compile(r"[ ]?+\|[ ]?+(?:head|tail)(?:[ ]++-[nc]?+[ ]?+\d{1,9}+)?+[ ]*+$")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from csum.handlers._extractive.code_tools import CodeMark, code_lines
-from csum.handlers._extractive.features import _is_prose, _is_routine_log, _numbered_span
+from csum.handlers._extractive.features import _is_prose, _is_routine_log
 from csum.handlers._extractive.fields import _literal_fields
 from csum.handlers._extractive.patterns import (
     _BARE_TAG,
@@ -246,7 +246,6 @@ class _Text:
     """A record's place in its list."""
     places: dict[int, str] = field(default_factory=dict)
     """A message's place, from the line below it, by the message's index."""
-    numbered_span: tuple[int, int] | None = None
 
 
 def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: int) -> _Text:
@@ -268,7 +267,6 @@ def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: in
         text.raw = labelled_records(text.raw, text.ranks)
     if not diff and not listing:
         text.raw = _reshape(text.raw, text.ranks)
-    text.numbered_span = _numbered_span(text.raw) if listing else None
     if not listing and not diff:
         text.raw = _two_line_records(text.raw, check, width, text.places)
     return text
@@ -298,10 +296,8 @@ def _markdown(unit: _Unit, text: _Text) -> bool:
 
 
 def _routine(unit: _Unit, text: _Text) -> bool:
-    """Whether the unit is a routine log line (unless the code tools' rules say it is
-    news: a migration's change logged at ``[info]``)."""
-    mark = unit.mark
-    unit.routine = _is_routine_log(_undecorated(unit.line)) and not (mark and mark.news)
+    """Whether the unit is a routine log line."""
+    unit.routine = _is_routine_log(_undecorated(unit.line))
     return True
 
 

@@ -15,68 +15,19 @@ from typing import Final
 
 import regex
 
-from csum.handlers._extractive.weights import WEIGHTS
-
 __all__ = [
-    "amounts_bonus",
-    "is_amounts_object",
-    "is_contact",
     "is_relevance_score",
     "labelled_records",
     "literal_records",
     "take_documents",
-    "title_bonus",
 ]
 
 # Keys search APIs give each hit's relevance under (Tavily, Exa, LangChain's retrievers).
 _RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
-# Keys of an object of amounts by kind (``"prices": {"standard": 148, "express": 290}``).
-_AMOUNTS_KEY: Final = regex.compile(r"(?i:price|fare|amount|cost|fee|balance|total|rate)s?$")
 
 
 # Keys of what a record is and where it is: a hit's title and address.
 _TITLE_KEY: Final = regex.compile(r"(?i:title|url|link|href|uri)$")
-
-
-def title_bonus(key: str) -> float:
-    """Weight a field earns for saying what its record is or where it is (a search
-    hit's ``title`` and ``url``): the handle by which the agent cites or opens it."""
-    return WEIGHTS["title"] if _TITLE_KEY.search(key[:64]) is not None else 0.0
-
-
-def amounts_bonus(key: str, value: dict[str, object]) -> float:
-    """Weight a small object of scalars earns when its key says it holds amounts by
-    kind (a flight's ``prices`` by cabin, an order's ``totals``): its inner keys
-    (``standard``) do not say it, and what a record costs is what the next step weighs."""
-    if _AMOUNTS_KEY.search(key[:64]) is None:
-        return 0.0
-    numbers = [v for v in value.values() if isinstance(v, int | float) and not isinstance(v, bool)]
-    return WEIGHTS["amounts"] if numbers else 0.0
-
-
-_EMAIL: Final = regex.compile(r"[^\s@]{1,64}+@(?:[A-Za-z0-9-]{1,63}+\.){1,8}+[A-Za-z]{2,24}+")
-
-
-# Keys of a postal address's or a phone's parts.
-_CONTACT_KEY: Final = regex.compile(
-    r"(?i:(?:^|_)(?:address|addr|street|city|zip|zip_?code|postal_?code|postcode|province"
-    r"|phone|mobile|fax)\d?+)$"
-)
-
-
-def is_contact(key: str, text: str) -> bool:
-    """Whether a field is contact details (an email address, a street, a zip code, a
-    phone): digits and letters like an id (``Suite 708``, ``ann1624@example.com``), but
-    not what the next call passes (an id, a code)."""
-    return _CONTACT_KEY.search(key[:64]) is not None or _EMAIL.fullmatch(text[:256]) is not None
-
-
-def is_amounts_object(field: str) -> bool:
-    """Whether a flattened field is an object of amounts by kind (``prices(standard=148
-    express=290)``): in record after record (each flight's prices by cabin) it is what
-    the records are compared by, worth as much in the tenth record as in the first."""
-    key, paren, _ = field.partition("(")
-    return bool(paren) and field.endswith(")") and _AMOUNTS_KEY.search(key[:64]) is not None
 
 
 def is_relevance_score(key: str, value: object) -> bool:

@@ -15,18 +15,11 @@ from typing import Final, Protocol
 
 import regex
 
-from csum.handlers._extractive.weights import WEIGHTS
-
 __all__ = [
     "call_line",
     "count_follows",
     "drop_zero_counts",
-    "echoes_command",
-    "favour_run_ends",
     "fit_command",
-    "is_failure_header",
-    "is_refusal",
-    "is_total_row",
     "outcome_over_call",
     "strip_banner",
     "strip_colours",
@@ -67,27 +60,6 @@ def count_follows(rest: str) -> bool:
     the sentence before it (``test result: ok.``) is the verdict the count belongs to,
     one statement, not to be split."""
     return _LEADING_COUNT.match(rest) is not None
-
-
-# A test runner's numbered failure header: ExUnit's ``  1) test name (Module)``, RSpec's
-# and Mocha's ``  1) Suite does x``, listed only for what failed.
-_FAILURE_HEADER: Final = regex.compile(r"\s{0,8}+[1-9]\d{0,4}+\)[ ]++(?:test[ ]|[A-Z])")
-
-
-def is_failure_header(scan: str) -> bool:
-    """Whether a line is a test runner's numbered failure header."""
-    return _FAILURE_HEADER.match(scan) is not None
-
-
-# A table's total row: coverage.py's and cargo-llvm-cov's ``TOTAL  505  19  96%``,
-# istanbul's ``All files | 85.5 | ...``, a report's ``Total: 12``: the sum of the rows
-# above it, what the table says in one line.
-_TOTAL_ROW: Final = regex.compile(r"(?:TOTAL|Total|All[ ]files)\b[ :|]++\d")
-
-
-def is_total_row(scan: str) -> bool:
-    """Whether a line is a table's total row (:data:`_TOTAL_ROW`)."""
-    return _TOTAL_ROW.match(scan) is not None
 
 
 WHOLE_CALL_SHARE: Final = 0.8
@@ -172,39 +144,6 @@ def drop_zero_counts(line: str) -> str:
     return _ZERO_COUNT.sub("", line[:2048]) + line[2048:]
 
 
-class _MutableLine(Protocol):
-    score: float
-
-    @property
-    def text(self) -> str: ...
-
-
-_NUMBER: Final = regex.compile(r"\d++")
-_RUN_MIN: Final = 3  # consecutive lines of one shape from which the last ends a run
-"""Score the last line of a run is worth at least: as much as a pin or a count."""
-
-
-def favour_run_ends(lines: Sequence[_MutableLine]) -> None:
-    """The last of consecutive lines that differ only in their numbers (a progress
-    counter's ``step 29`` after ``step 0`` ..., a poll's last answer, a retry's last
-    attempt) says where the run ended: it is worth at least the weight ``run_end``,
-    where its repeats are worth little (each says what the one before said)."""
-    start = 0
-    for index in range(1, len(lines) + 1):
-        if index < len(lines) and _same_but_numbers(lines[index - 1].text, lines[index].text):
-            continue
-        if index - start >= _RUN_MIN:
-            last = lines[index - 1]
-            last.score = max(last.score, WEIGHTS["run_end"])
-        start = index
-
-
-def _same_but_numbers(first: str, second: str) -> bool:
-    if first == second or _NUMBER.search(second, 0, 200) is None:
-        return False
-    return _NUMBER.sub("0", first[:200]) == _NUMBER.sub("0", second[:200])
-
-
 # A command run in another directory: "cd ~/projects/shop/assets && npm install x".
 _CD_PREFIX: Final = regex.compile(r"cd[ ]++(?P<dir>[^\s;&|]{1,400}+)[ ]*+&&[ ]*+(?=\S)")
 
@@ -227,34 +166,3 @@ def fit_command(command: str, room: int) -> str:
         if len(shorter) <= room:
             return shorter
     return rest
-
-
-# A command echoed by what ran it (make's and just's recipe lines, a script's "+ cmd"
-# under set -x): a program, maybe a sub-command, then flags.
-_ECHOED_COMMAND: Final = regex.compile(
-    r"(?:\+[ ])?+[a-z][\w.-]{1,30}+(?:[ ][a-z][\w.-]{1,30}+){0,2}+"
-    r"[ ]--?[A-Za-z][\w-]{0,40}+(?:[ =]\S{1,200}+)*+"
-)
-ECHO_LINES: Final = 3  # the first lines of an output where a recipe's echo stands
-
-
-def echoes_command(line: str, order: int) -> bool:
-    """Whether an output's first lines echo the command that runs (``cargo clippy
-    --all-targets`` under ``just lint``): what the call ran, in its own words, when the
-    call line only names a recipe."""
-    if order >= ECHO_LINES or len(line) > 200:
-        return False
-    return _ECHOED_COMMAND.fullmatch(line) is not None
-
-
-# A refusal in a program's own words: a password "incorrect" at a login prompt, an API's
-# "401 Unauthorized" or "403 Forbidden", a server's "request rejected", "invalid token".
-_REFUSAL: Final = regex.compile(
-    r"(?i:\b(?:incorrect|invalid|rejected|unauthori[sz]ed|forbidden|wrong[ ]password)\b)"
-)
-
-
-def is_refusal(scan: str) -> bool:
-    """Whether a line says a program refused what was asked (:data:`_REFUSAL`): an
-    outcome, as an error is, though no error prefix says so."""
-    return _REFUSAL.search(scan) is not None

@@ -20,17 +20,12 @@ WEIGHTS: dict[str, float] = {
     "diff_file": 9.0,
     "diff_hunk": 4.0,
     "diff_added": 3.5,
-    "diff_removed": 2.0,
     "error": 6.0,
     "counts": 5.0,
-    "counts_of_work": 3.0,
     "constraint": 4.0,
     "pin": 3.0,
     "measurement": 3.0,
     "located": 3.0,
-    "failure_header": 4.0,
-    "total_row": 5.0,
-    "refusal": 3.0,
     # Its identifiers.
     "identifier": 1.5,
     "name_repeat": 1.0,
@@ -38,42 +33,12 @@ WEIGHTS: dict[str, float] = {
     "edge": 0.5,
     "early": 3.0,
     "error_context": 3.0,
-    "pending": 3.0,
-    "frame": 2.0,
     "section": 0.75,
     "rank": 4.0,
-    "echoed_command": 3.0,
-    "run_end": 3.0,
     "user": 3.0,
-    "reasoning": 0.4,
     "codes_in_call": 3.0,
-    # A file listing.
-    "definition": 3.0,
-    "written": 6.0,
-    "listing_edge": 6.0,
-    "focus": 6.0,
-    # Code tools' output (:mod:`.code_tools`).
-    "git_status_state": 6.0,
-    "git_status_entry": 3.0,
-    "git_status_listed": 1.0,
+    # A directory listing's names (:mod:`.code_tools`).
     "listed_name": 2.0,
-    "recipe": 3.0,
-    "disassembly_call": 3.0,
-    "schema_change": 3.0,
-    # A JSON result's fields.
-    "field_amount": 1.5,
-    "field_date": 1.0,
-    "field_code": 2.0,
-    "field_word": 1.0,
-    "field_id_key": 1.0,
-    "field_time_key": 1.0,
-    "field_long": 0.5,
-    "field_error": 3.0,
-    "field_list": 0.5,
-    "field_early": 1.0,
-    "field_repeat": 0.5,
-    "title": 1.0,
-    "amounts": 2.5,
 }
 """Feature -> what it is worth (a score added, or a factor where said)."""
 
@@ -81,55 +46,22 @@ WHAT: Final[dict[str, str]] = {
     "diff_file": "a diff's `+++ b/file` line: its whole score",
     "diff_hunk": "a diff's hunk header (`@@ -1,2 +1,3 @@`)",
     "diff_added": "a diff's added line",
-    "diff_removed": "a diff's removed line",
     "error": "a strict error signal, outside code and warnings",
     "counts": "a count of tests, failures, files changed... (in an answer: of an outcome)",
-    "counts_of_work": "an answer's count of work done (`3 tests added`)",
     "constraint": "a constraint or decision (`never`, `must not`, `decided`), outside code",
     "pin": "a package pinned to a version (`numpy==1.26.4`, a manifest's dependency)",
     "measurement": "a number with a unit, named as a measurement (`p99 latency 12 ms`)",
     "located": "a place in words (`line 12 of src/a.py`)",
-    "failure_header": "a test runner's numbered failure header (`  1) test x`)",
-    "total_row": "a table's total row (`TOTAL 505 19 96%`)",
-    "refusal": "a refusal in a program's words (`invalid token`, `403 Forbidden`)",
     "identifier": "per identifier (path, version, code, id, URL, number with a unit), capped",
     "name_repeat": "factor: an identifier seen N times above counts 1 / (1 + w N)",
     "edge": "an output's first and last two lines",
     "early": "an output's early lines, fading (w / (1 + line / 10))",
     "error_context": "the lines below an error, fading (w, w-1, ...); a place above it",
-    "pending": "a line saying what is still to do, and the lines below it",
-    "frame": "an exception joined with its traceback frame's place",
     "section": "a section's first line, shown whole",
     "rank": "a list's record by its place, fading (w / (1 + rank))",
-    "echoed_command": "an output's first lines echoing the command that runs",
-    "run_end": "floor of the last line of a run of lines of one shape",
     "user": "what the user said (requests, constraints)",
-    "reasoning": "factor on a reasoning block's lines (an answer's: 1)",
     "codes_in_call": "per code a call names (a booking), to its best result line",
-    "definition": "a file listing's definitions (def, class, fn)",
-    "written": "a file listing's lines the call wrote",
-    "listing_edge": "a file listing's unnumbered first and last lines, fading",
-    "focus": "a file listing's lines near the one the call asked for, fading",
-    "git_status_state": "git's status listing: the branch and state lines",
-    "git_status_entry": "git's status listing: a path's entry",
-    "git_status_listed": "git's status listing: an untracked or ignored path",
     "listed_name": "a directory listing's name of code or build configuration",
-    "recipe": "a build file's recipe command",
-    "disassembly_call": "a disassembly's call instruction",
-    "schema_change": "a schema migration's change",
-    "field_amount": "JSON: a number under an amount's key (price, total, ...)",
-    "field_date": "JSON: a date",
-    "field_code": "JSON: a value with digits and letters (an id, a code)",
-    "field_word": "JSON: a short word (a state, a choice)",
-    "field_id_key": "JSON: a key saying id, name, status, type, error...",
-    "field_time_key": "JSON: subtracted for a timestamp's key",
-    "field_long": "JSON: subtracted for a long text",
-    "field_error": "JSON: a value with an error signal",
-    "field_list": "JSON: a list of several scalars",
-    "field_early": "JSON: a result's early fields, fading",
-    "field_repeat": "factor: a key repeated N times counts 1 / (1 + w N)",
-    "title": "JSON: a record's title or address",
-    "amounts": "JSON: a small object of amounts (`prices(economy=148 ...)`)",
 }
 """What each feature of :data:`WEIGHTS` rewards (the docs' table)."""
 
@@ -176,8 +108,6 @@ _CACHED_LINE = 400  # lines up to this long have their signals cached
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
 _MIN_WINDOW = 80  # ... or fewer under a small budget, never below this
-_RISING_SHARE = 0.9  # share of a listing's numbers that rise from line to line
-_WRITTEN_MIN = 8  # characters a line of a call's arguments needs to be matched as written
 _RECORD_LABEL = 40  # characters a label may take before a line's JSON list of records
 _PROSE_SHARE = 0.8  # share of letters and spaces from which a tool's line reads as prose
 _SENTENCE_MIN = 80  # a prose line longer than this is split into its sentences
@@ -185,11 +115,8 @@ _SENTENCE_PIECE = 12  # ... at sentence ends at least this far apart ("Edit appl
 _ARG_CAP = 200  # bytes a call line takes at most
 _MIN_CALL = 24  # ... but never less than this many bytes
 _MIN_SHARED_CALL = 48  # ... nor, for each of several calls sharing a quarter, than this
-_JSON_LINE = 60  # characters of key=value pairs per line of a flattened JSON object
-_JSON_RECORD = 400  # ... and of a record in a list, kept whole up to this
 _HUNK_CONTEXT = 40  # bytes of a diff hunk header's context (the enclosing function) kept
 _LOCATION_ABOVE = 2  # lines above an error looked at for its place (a path with a line)
-_PENDING_LINES = 8  # lines below a "still to do" line that rank up with it
 _SAME_START = 32  # characters two lines share at their start to count as one repeated
 _LOCATION_TAIL = 48  # characters a location line may hold after its place
 _LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)

@@ -10,14 +10,10 @@ import json
 from cast.messages import Message, ToolCall
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive.results import (
-    amounts_bonus,
-    is_amounts_object,
-    is_contact,
     is_relevance_score,
     labelled_records,
     literal_records,
     take_documents,
-    title_bonus,
 )
 from csum.prompt import messages_to_prompt
 
@@ -132,27 +128,13 @@ FLIGHTS = [
 ]
 
 
-def test_records_do_not_repeat_the_calls_arguments_and_keep_their_prices() -> None:
+def test_records_do_not_repeat_the_calls_arguments() -> None:
     output = json.dumps(FLIGHTS)
     arguments = {"origin": "SEA", "destination": "BOS", "date": "2024-06-02"}
     summary = summarize("search_direct_flight", arguments, output, len(output) // 4)
     body = summary.split("\n", 1)[1]
     assert "origin=SEA" not in body
     assert "destination=BOS" not in body
-    for flight in FLIGHTS[:3]:  # each record's prices, not less for the third
-        prices = flight["prices"]
-        assert isinstance(prices, dict)
-        assert f"economy={prices['economy']}" in summary, flight["flight_number"]
-
-
-def test_amounts_by_kind_earn_weight_other_small_objects_not() -> None:
-    assert amounts_bonus("prices", {"economy": 148, "business": 444}) > 0
-    assert amounts_bonus("totals", {"net": 12.5}) > 0
-    assert amounts_bonus("available_seats", {"economy": 4}) == 0
-    assert amounts_bonus("prices", {"note": "on request"}) == 0
-    assert is_amounts_object("prices(economy=148 business=444)")
-    assert not is_amounts_object("available_seats(economy=4 business=2)")
-    assert not is_amounts_object("price=148")
 
 
 def test_a_relevance_score_is_recognised_by_its_key_and_its_range() -> None:
@@ -161,87 +143,6 @@ def test_a_relevance_score_is_recognised_by_its_key_and_its_range() -> None:
     assert not is_relevance_score("score", 87)  # a test's or a game's score: a count
     assert not is_relevance_score("price", 0.97)
     assert not is_relevance_score("score", "0.97")
-    assert title_bonus("title") > 0
-    assert title_bonus("url") > 0
-    assert title_bonus("name") == 0
-
-
-SEARCH_API = {
-    "query": "sqlite wal checkpoint starvation",
-    "answer": None,
-    "images": [],
-    "results": [
-        {
-            "title": "Write-Ahead Logging - SQLite",
-            "url": "https://www.sqlite.org/wal.html",
-            "content": "Checkpoint starvation: a checkpoint cannot complete while readers keep "
-            "an old snapshot open, so the WAL file grows without bound.",
-            "score": 0.98311,
-            "raw_content": None,
-        },
-        {
-            "title": "PRAGMA wal_checkpoint(TRUNCATE) never shrinks the file",
-            "url": "https://sqlite.org/forum/forumpost/8d1e3c5a0b",
-            "content": "Run the checkpoint when no read transaction is open; TRUNCATE then "
-            "resets the WAL to zero bytes.",
-            "score": 0.95002,
-            "raw_content": None,
-        },
-    ],
-    "response_time": 1.42,
-    "request_id": "0c6f2b1e-93a4-4d51-8f0e-1b7a9d2c4e60",
-}
-
-
-def test_a_search_apis_hits_keep_title_and_url_over_their_score() -> None:
-    output = json.dumps(SEARCH_API)
-    summary = summarize("tavily_search", {"query": SEARCH_API["query"]}, output, 250)
-    assert "title=Write-Ahead Logging - SQLite url=https://www.sqlite.org/wal.html" in summary
-    assert "url=https://sqlite.org/forum/forumpost/8d1e3c5a0b" in summary
-    assert "score=" not in summary  # only to fill what is left at the end
-    assert summary.count("sqlite wal checkpoint starvation") == 1  # the query said once
-
-
-def test_contact_details_are_not_ids() -> None:
-    assert is_contact("email", "noor.haddad77@example.org")
-    assert is_contact("address1", "18 Harbour Lane")
-    assert is_contact("zip", "94107")
-    assert not is_contact("user_id", "noor_haddad_4410")
-    assert not is_contact("reservation_id", "Q7T2MX")
-
-
-PROFILE = {
-    "name": {"first_name": "Noor", "last_name": "Haddad"},
-    "address": {
-        "address1": "18 Harbour Lane",
-        "address2": "Apt 4B",
-        "city": "Portland",
-        "country": "USA",
-        "state": "ME",
-        "zip": "04101",
-    },
-    "email": "noor.haddad77@example.org",
-    "dob": "1988-02-14",
-    "payment_methods": {
-        "gift_card_5512093": {"source": "gift_card", "amount": 120, "id": "gift_card_5512093"},
-        "credit_card_8830121": {
-            "source": "credit_card",
-            "brand": "visa",
-            "last_four": "4402",
-            "id": "credit_card_8830121",
-        },
-    },
-    "membership": "gold",
-}
-
-
-def test_a_profile_keeps_the_name_and_payment_ids_over_its_contact_details() -> None:
-    output = json.dumps(PROFILE)
-    summary = summarize("get_user_details", {"user_id": "noor_haddad_4410"}, output, 210)
-    assert "first_name=Noor last_name=Haddad" in summary
-    assert "gift_card_5512093(amount=120) credit_card_8830121(" in summary
-    assert "noor.haddad77@example.org" not in summary
-    assert "Harbour" not in summary
 
 
 PAGE = "\n".join(

@@ -114,60 +114,6 @@ def test_a_verdict_keeps_its_counts_on_its_line() -> None:
         assert utf8(summary) <= budget
 
 
-EXUNIT = """\
-Running ExUnit with seed: 31337, max_cases: 16
-
-warning: variable "rows" is unused (if the variable is not meant to be used, prefix it with _)
-  lib/billing/invoice.ex:88: Billing.Invoice.total/1
-
-  1) test refunds a paid invoice (Billing.InvoiceTest)
-     test/billing/invoice_test.exs:214
-     ** (MatchError) no match of right hand side value: {:error, :already_refunded}
-     stacktrace:
-       (billing 0.4.0) lib/billing/refunds.ex:41: Billing.Refunds.apply/2
-       (billing 0.4.0) lib/billing/ledger.ex:120: Billing.Ledger.post/3
-       (ecto 3.11.2) lib/ecto/repo/transaction.ex:18: Ecto.Repo.Transaction.transaction/4
-       test/billing/invoice_test.exs:220: (test)
-
-Finished in 2.3 seconds (1.1s async, 1.2s sync)
-58 tests, 1 failure
-"""
-
-COVERAGE = """\
----------- coverage: platform linux, python 3.11.9-final-0 -----------
-Name                         Stmts   Miss  Cover
-------------------------------------------------
-shop/__init__.py                 4      0   100%
-shop/cart.py                   120      6    95%
-shop/checkout.py                88      0   100%
-shop/discounts.py               57     11    81%
-shop/inventory.py              140      0   100%
-shop/payments.py                96      2    98%
-------------------------------------------------
-TOTAL                          505     19    96%
-
-42 passed in 3.10s
-"""
-
-
-def test_a_numbered_failure_header_ranks_with_its_place() -> None:
-    from csum.handlers._extractive.runs import is_failure_header
-
-    assert is_failure_header("  1) test refunds a paid invoice (Billing.InvoiceTest)")
-    assert is_failure_header("  12) User#refund raises when already refunded")
-    assert not is_failure_header("(billing 0.4.0) lib/billing/refunds.ex:41: f/2")
-    assert_kept("mix test", EXUNIT, 260, "test/billing/invoice_test.exs:214", "58 tests, 1 failure")
-
-
-def test_a_tables_total_row_is_kept() -> None:
-    from csum.handlers._extractive.runs import is_total_row
-
-    assert is_total_row("TOTAL 505 19 96%")
-    assert is_total_row("All files | 85.5 | 80.1 | 90 | 85.5 |")
-    assert not is_total_row("Totally fine")
-    assert_kept("pytest --cov=shop", COVERAGE, 90, "TOTAL 505 19 96%")
-
-
 def test_a_lone_call_keeps_its_whole_command_when_it_nearly_fits() -> None:
     command = "python -m pytest tests/test_invoice_totals.py -x"
     output = "\n".join(
@@ -269,32 +215,6 @@ def test_zero_counts_of_secondary_outcomes_are_dropped() -> None:
     )
 
 
-def test_the_last_line_of_a_run_says_where_it_ended() -> None:
-    output = "\n".join(
-        ["Connecting to 10.0.4.12:5432 ...", "waiting for the replica to catch up"]
-        + [f"attempt {n}: lag 3 s" for n in range(1, 24)]
-        + ["attempt 24: lag 0 s", "replica ready"]
-    )
-    assert_kept("./wait_replica.sh", output, 150, "attempt 24: lag 0 s")
-
-
-def test_only_consecutive_lines_differing_in_numbers_make_a_run() -> None:
-    from csum.handlers._extractive.runs import favour_run_ends
-    from csum.handlers._extractive.weights import WEIGHTS
-
-    class Row:
-        def __init__(self, text: str) -> None:
-            self.text = text
-            self.score = 0.0
-
-    rows = [Row(t) for t in ("step 1", "step 2", "step 3", "done", "step 4", "step 5")]
-    favour_run_ends(rows)
-    assert [row.score for row in rows] == [0.0, 0.0, WEIGHTS["run_end"], 0.0, 0.0, 0.0]
-    same = [Row("retrying") for _ in range(4)]  # no number: a repeat, not a run
-    favour_run_ends(same)
-    assert all(row.score == 0.0 for row in same)
-
-
 def test_a_cd_prefix_gives_way_before_the_command_is_cut() -> None:
     from csum.handlers._extractive.runs import fit_command
 
@@ -311,56 +231,6 @@ def test_a_cd_prefix_gives_way_before_the_command_is_cut() -> None:
     )
     assert summary.splitlines()[0] == "bash(npm install --save-dev happy-dom)"
     assert "added 41 packages in 3s" in summary
-
-
-def test_a_recipes_echoed_command_is_kept() -> None:
-    from csum.handlers._extractive.runs import echoes_command
-
-    assert echoes_command("cargo clippy --all-targets -- -D warnings", 0)
-    assert echoes_command("+ pytest -q --maxfail=1", 1)
-    assert not echoes_command("cargo clippy --all-targets", 7)  # not an echo
-    assert not echoes_command("Checking shop v0.2.0 (/srv/shop)", 0)
-    output = "\n".join(
-        [
-            "cargo clippy --all-targets -- -D warnings",
-            "    Checking serde v1.0.203",
-            "    Checking tokio v1.38.0",
-            "    Checking hyper v1.3.1",
-            "    Checking shop v0.2.0 (/srv/shop)",
-            "    Finished `dev` profile [unoptimized + debuginfo] target(s) in 14.02s",
-        ]
-    )
-    assert_kept("just lint", output, 140, "cargo clippy --all-targets -- -D warnings")
-
-
-def test_a_refusal_in_a_programs_own_words_is_an_outcome() -> None:
-    from csum.handlers._extractive.runs import is_refusal
-
-    assert is_refusal("Password incorrect, try again")
-    assert is_refusal("HTTP/1.1 401 Unauthorized")
-    assert not is_refusal("Welcome to the build host")
-    output = "\n".join(
-        [
-            "Trying 10.0.7.21...",
-            "Connected to build-07.lan.",
-            "Escape character is '^]'.",
-            "Debian GNU/Linux 12",
-            "build-07 login: deploy",
-            "Password:",
-            "Password incorrect, try again",
-            "build-07 login:",
-            "Connection closed by foreign host.",
-        ]
-    )
-    assert_kept("telnet build-07.lan", output, 90, "Password incorrect, try again")
-    # In code, the word is no outcome: a file listing's line does not rank up for it.
-    prompt = one_call(
-        "read_file",
-        {"path": "src/auth.py"},
-        "\n".join(f"{n:>4}\tdef check_{n}(token):" for n in range(1, 30))
-        + '\n  30\t    raise ValueError("invalid token")',
-    )
-    assert "invalid token" not in summarize_extractive(prompt, 60)
 
 
 def test_a_whole_call_line_gives_way_to_its_cut_before_the_outcome_drops_it() -> None:

@@ -11,67 +11,6 @@ from cast.messages import ToolCall
 from csum.handlers import summarize_extractive
 from test_extractive_room import one_call, shell, utf8
 
-# An editor tool's echo after an edit (SWE-agent style): the file, its numbered lines,
-# and the tool's verdict; the call wrote line 15.
-EDIT_COMMAND = "edit 15:15\n                distance = abs(elem - elem2)\nend_of_edit"
-EDIT_ECHO = """\
-[File: /repo/closest.py (23 lines total)]
-1:from typing import List
-2:
-3:
-4:def has_close_elements(numbers: List[float], threshold: float) -> bool:
-5:    \"\"\" Check if in given list of numbers, are any two numbers closer to each other than
-6:    given threshold.
-7:    >>> has_close_elements([1.0, 2.0, 3.0], 0.5)
-8:    False
-9:    >>> has_close_elements([1.0, 2.8, 3.0, 4.0, 5.0, 2.0], 0.3)
-10:    True
-11:    \"\"\"
-12:    for idx, elem in enumerate(numbers):
-13:        for idx2, elem2 in enumerate(numbers):
-14:            if idx != idx2:
-15:                distance = abs(elem - elem2)
-16:                if distance < threshold:
-17:                    return True
-18:
-19:    return False
-20:def check(has_close_elements):
-21:    assert has_close_elements([1.0, 2.0, 3.0], 0.5) == False
-22:    assert has_close_elements([1.0, 2.8, 3.0, 4.0, 5.0, 2.0], 0.3) == True
-23:check(has_close_elements)
-File updated. Please review the changes and make sure they are correct (correct \
-indentation, no duplicate lines, etc). Edit the file again if necessary."""
-
-# A file read (Claude Code's Read: "   N→" numbering) of a small Rust module.
-READ = """\
-     1→use std::collections::HashMap;
-     2→use std::time::{Duration, Instant};
-     3→
-     4→/// Entries older than `ttl` are dropped on the next lookup.
-     5→pub struct TtlCache<V> {
-     6→    entries: HashMap<String, (Instant, V)>,
-     7→    ttl: Duration,
-     8→}
-     9→
-    10→impl<V: Clone> TtlCache<V> {
-    11→    pub fn new(ttl: Duration) -> Self {
-    12→        Self { entries: HashMap::new(), ttl }
-    13→    }
-    14→
-    15→    pub fn insert(&mut self, key: &str, value: V) {
-    16→        self.entries.insert(key.to_owned(), (Instant::now(), value));
-    17→    }
-    18→
-    19→    pub fn get(&mut self, key: &str) -> Option<V> {
-    20→        let (at, value) = self.entries.get(key)?.clone();
-    21→        if at.elapsed() > self.ttl {
-    22→            self.entries.remove(key);
-    23→            return None;
-    24→        }
-    25→        Some(value)
-    26→    }
-    27→}"""
-
 LS_LONG = """\
 total 64
 drwxr-xr-x  9 ann  staff   288 Mar 14 09:12 .
@@ -109,31 +48,6 @@ REPORT = (
     "SESSION_TTL_SECS = 1800 from config/defaults.toml. It is worth noting that there "
     "are a few other places that touch sessions, but they only read them."
 )
-
-
-def test_an_edit_echo_keeps_the_file_the_written_line_and_the_verdict() -> None:
-    call = ToolCall(id="c", name="bash", arguments=json.dumps({"command": EDIT_COMMAND}))
-    summary = summarize_extractive(one_call(call, EDIT_ECHO), 250)
-    assert utf8(summary) <= 250
-    assert "[File: /repo/closest.py (23 lines total)]" in summary
-    assert "15: distance = abs(elem - elem2)" in summary
-
-
-def test_an_edit_echo_keeps_the_tool_verdict_as_its_first_sentence() -> None:
-    call = ToolCall(id="c", name="bash", arguments=json.dumps({"command": EDIT_COMMAND}))
-    summary = summarize_extractive(one_call(call, EDIT_ECHO), 400)
-    assert "File updated." in summary
-    assert "Edit the file again" not in summary  # the advice is a sentence of its own
-
-
-def test_a_file_read_keeps_its_definitions_before_their_bodies() -> None:
-    call = ToolCall(id="c", name="Read", arguments=json.dumps({"file_path": "src/cache.rs"}))
-    summary = summarize_extractive(one_call(call, READ), 260)
-    assert utf8(summary) <= 260
-    kept = [line.strip() for line in summary.splitlines()[1:]]
-    definitions = {"5", "10", "11", "15", "19"}
-    assert len([line for line in kept if line.split("→", 1)[0] in definitions]) >= 4, summary
-    assert not any(line.startswith(("12→", "16→", "20→", "22→")) for line in kept), summary
 
 
 def test_a_long_directory_listing_keeps_names_with_directories_marked() -> None:
@@ -204,14 +118,6 @@ def test_an_edit_call_line_names_the_file_not_the_text_it_writes() -> None:
     assert "/srv/shop/src/pricing.py" in head
     assert "def total" not in head
     assert "return sum" not in head
-
-
-def test_an_edit_result_keeps_the_sentence_naming_the_file_and_the_new_lines() -> None:
-    call = ToolCall(id="c", name="Edit", arguments=json.dumps(EDIT_CALL))
-    summary = summarize_extractive(one_call(call, EDIT_RESULT), 200)
-    assert utf8(summary) <= 200
-    assert "The file /srv/shop/src/pricing.py has been updated." in summary
-    assert "15→def tax(cart, rate):" in summary
 
 
 # An editor's refusal of an edit (SWE-agent style): the linter's error, then the numbered

@@ -31,7 +31,7 @@ def test_every_feature_has_a_weight_and_every_weight_a_description() -> None:
         ("error", "ERROR: connection refused by db.internal"),
         ("counts", "297 passed, 0 failures in 4.2s"),
         ("constraint", "we must never push to the main branch directly"),
-        ("total_row", "TOTAL 505 19 96%"),
+        ("pin", "pinned numpy==1.26.4 in the lock file"),
     ],
 )
 def test_a_zeroed_weight_takes_its_features_score_away(
@@ -43,3 +43,15 @@ def test_a_zeroed_weight_takes_its_features_score_away(
     WEIGHTS[feature] = 0.0
     clear_caches()
     assert _score(line, listing=False, diff=False) == pytest.approx(before - weight)
+
+
+def test_a_users_line_in_an_earlier_summary_earns_the_user_weight() -> None:
+    """The user's lines rank above the same words elsewhere: what was asked and agreed
+    is what the Compactor's memory is asked about later."""
+    from csum.handlers._extractive.rendering import USER_PREFIX, _prior_line
+
+    line = "keep the staging database untouched until friday"
+    plain = _prior_line(0, 0, line).score
+    said = _prior_line(0, 0, USER_PREFIX + line).score
+    assert said > plain
+    assert said == pytest.approx(WEIGHTS["user"] + _score(line, listing=False, diff=False))
