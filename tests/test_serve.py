@@ -457,12 +457,8 @@ def test_gateway_key_and_body_limit(upstream: Process, logs: Path) -> None:
         server.stop()
 
 
-@pytest.mark.anyio
-async def test_the_app_runs_in_process_on_asyncio_and_trio(upstream: Process) -> None:
-    """The ASGI app itself under the anyio backend of the test (asyncio, trio), with the
-    real upstream process: a compaction, a pass-through, and an unreachable upstream."""
-    app = create_app(ServeConfig(upstream=upstream.url, budget=Budget.bytes(4096)))
-    dead = create_app(ServeConfig(upstream=f"http://127.0.0.1:{free_port()}"))
+def _refactor_body() -> bytes:
+    """A Chat request of eight tool turns, over a 4 KiB budget (compacted)."""
     items: list[dict[str, Any]] = [{"role": "user", "content": "Refactor."}]
     for i in range(8):
         call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
@@ -470,7 +466,16 @@ async def test_the_app_runs_in_process_on_asyncio_and_trio(upstream: Process) ->
         items.append(
             {"role": "tool", "tool_call_id": f"c{i}", "content": tool_output('{"path": "a"}')}
         )
-    body = json.dumps({"model": "gpt-4o", "messages": items}).encode()
+    return json.dumps({"model": "gpt-4o", "messages": items}).encode()
+
+
+@pytest.mark.anyio
+async def test_the_app_runs_in_process_on_asyncio_and_trio(upstream: Process) -> None:
+    """The ASGI app itself under the anyio backend of the test (asyncio, trio), with the
+    real upstream process: a compaction, a pass-through, and an unreachable upstream."""
+    app = create_app(ServeConfig(upstream=upstream.url, budget=Budget.bytes(4096)))
+    dead = create_app(ServeConfig(upstream=f"http://127.0.0.1:{free_port()}"))
+    body = _refactor_body()
     try:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
@@ -537,14 +542,7 @@ async def test_opentelemetry_spans_of_a_request_and_its_compaction(upstream: Pro
     assert tracing.tracer() is not None  # the extra is there: the gateway makes spans
     app = create_app(ServeConfig(upstream=upstream.url, budget=Budget.bytes(4096)))
     app.state.gateway.tracer = provider.get_tracer("test")
-    items: list[dict[str, Any]] = [{"role": "user", "content": "Refactor."}]
-    for i in range(8):
-        call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-        items.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        items.append(
-            {"role": "tool", "tool_call_id": f"c{i}", "content": tool_output('{"path": "a"}')}
-        )
-    body = json.dumps({"model": "gpt-4o", "messages": items}).encode()
+    body = _refactor_body()
     try:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
