@@ -54,6 +54,7 @@ from csum.clearing import DEFAULT_CLEARING, Clearing
 from csum.compactor import (
     DEFAULT_SUMMARY_RATIO,
     DEFAULT_TARGET_RATIO,
+    DEFAULT_TRIGGER,
     LOW_COST,
     SUMMARY_ONLY,
     CompactionResult,
@@ -105,8 +106,13 @@ def _preset_text(preset: Mapping[str, Any]) -> str:
 
 def _same_as_defaults(preset: Mapping[str, Any]) -> str:
     """'the defaults today; ' when ``preset`` is what the Compactor does without it."""
-    defaults = (DEFAULT_CLEARING, DEFAULT_TARGET_RATIO, DEFAULT_SUMMARY_RATIO)
-    values = (preset["clearing"], preset["keep_ratio"], preset["summary_ratio"])
+    defaults = (DEFAULT_CLEARING, DEFAULT_TARGET_RATIO, DEFAULT_SUMMARY_RATIO, DEFAULT_TRIGGER)
+    values = (
+        preset["clearing"],
+        preset["keep_ratio"],
+        preset["summary_ratio"],
+        preset.get("trigger", DEFAULT_TRIGGER),
+    )
     return "the defaults today; " if values == defaults else ""
 
 
