@@ -48,7 +48,7 @@ def conversation_lines(lines: Iterable[object]) -> list[Any]:
     if not isinstance(lines, list | tuple):
         fail("", "a list of session log lines", lines)
     rows: list[Any] = list(lines)
-    if not _uuid_rows(rows):
+    if not _uuid_lines(rows):
         return rows
     by_uuid: dict[str, int] = {}
     newest: int | None = None
