@@ -266,7 +266,8 @@ def _fit(
     messages: list[Message], budget_text: str, provider: str
 ) -> tuple[list[Message], bool, str, int, int]:
     """The chain within the budget: compacted by csum's Compactor with the offline
-    extractive handler when it is larger (csum is imported here, not with cast)."""
+    extractive handler when it is larger, the user's first task pinned (kept verbatim).
+    csum is imported here, not with cast."""
     from csum import Compactor
     from csum.budget import as_budget
     from csum.handlers import extractive
@@ -278,7 +279,11 @@ def _fit(
     before = _measure(messages, budget)
     if before <= budget.limit:
         return messages, False, budget.unit, before, before
-    compacted = Compactor(extractive(), budget=budget, target=provider).compact_sync(messages)
+    first_task = next(m for m in messages if m.role is Role.HUMAN)
+    compactor = Compactor(
+        extractive(), budget=budget, target=provider, pin=lambda message: message is first_task
+    )
+    compacted = compactor.compact_sync(messages)
     after = _measure(compacted, budget)
     if after > budget.limit:
         raise InputError(
