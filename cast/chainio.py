@@ -208,8 +208,13 @@ def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -
 
     A file is written atomically (:func:`cast._files.write_atomic`): it keeps its old
     bytes unless the whole new text was encoded and synced, so ``target`` may be the
-    input file. Standard output gets the text only once it is completely encoded.
+    input file. Standard output gets the text only once it is completely encoded. A list
+    written to a ``.jsonl`` file is written one item per line (JSON lines).
     """
+    if target is not None and target.endswith(JSON_LINES_SUFFIX) and isinstance(payload, list):
+        lines = (json.dumps(item, ensure_ascii=False) + "\n" for item in payload)
+        _write_text(lines, target, stdout, "the output chain", final_newline=False)
+        return
     _write_text(_ENCODER.iterencode(payload), target, stdout, "the output chain")
 
 

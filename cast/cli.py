@@ -97,7 +97,11 @@ def main_parser() -> argparse.ArgumentParser:
     )
     handoff.add_argument("source", metavar="SOURCE", help="the session file (.jsonl)")
     handoff.add_argument(
-        "--to", dest="agent", required=True, choices=("codex", "claude-code"), help="target agent"
+        "--to",
+        dest="agent",
+        required=True,
+        metavar="AGENT",
+        help="target agent: codex or claude-code",
     )
     handoff.add_argument(
         "--cwd", help="the directory the new session belongs to (default: the source's own)"
