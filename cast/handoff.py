@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shlex
+import tomllib
 import uuid as uuid_module
 import warnings
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ __all__ = [
     "Handoff",
     "ReasoningMode",
     "Session",
+    "codex_provider",
     "handoff",
     "read_session",
     "store_root",
@@ -112,6 +114,20 @@ def store_root(agent: Agent) -> Path:
         "codex": ("CODEX_HOME", "~/.codex"),
     }[agent]
     return Path(os.environ.get(variable) or os.path.expanduser(default))
+
+
+def codex_provider() -> str:
+    """The model provider Codex is configured to use: ``model_provider`` in
+    ``$CODEX_HOME/config.toml`` (``openai`` when it names none or cannot be read).
+    The handed-off rollout names it, so the interactive ``codex resume`` goes on with
+    it."""
+    try:
+        with (store_root("codex") / "config.toml").open("rb") as handle:
+            config = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        return "openai"
+    provider = config.get("model_provider")
+    return provider if isinstance(provider, str) and provider else "openai"
 
 
 def _agent(name: str) -> Agent:
@@ -382,7 +398,13 @@ def handoff(
                 messages, session_id=session_id, cwd=folder, start=moment
             )
         else:
-            lines = codex_rollout.encode(messages, session_id=session_id, cwd=folder, start=moment)
+            lines = codex_rollout.encode(
+                messages,
+                session_id=session_id,
+                cwd=folder,
+                model_provider=codex_provider(),
+                start=moment,
+            )
     except ChainError as exc:
         raise InputError(f"cannot write the session for {_NAMES[agent]}: {exc}") from exc
     path = _target_path(agent, session_id, folder, moment)

@@ -191,13 +191,21 @@ def test_codex_rollout_lines_are_what_codex_reads_back() -> None:
     assert lines[0]["payload"]["id"] == "0199-id"
     assert lines[0]["payload"]["cwd"] == "/w"
     assert all(isinstance(line["timestamp"], str) for line in lines)
-    items = [line["payload"] for line in lines[1:]]
-    assert {line["type"] for line in lines[1:]} == {"response_item"}
+    items = [line["payload"] for line in lines if line["type"] == "response_item"]
     for item in items:
         if item["type"] == "message":  # never the short form Codex skips
             assert isinstance(item["content"], list)
     assert items[0]["content"] == [{"type": "input_text", "text": "list the files"}]
     assert items[-1]["content"] == [{"type": "output_text", "text": "One file."}]
+    # each message is followed by the event the terminal UI shows it from
+    events = [line["payload"] for line in lines if line["type"] == "event_msg"]
+    assert events == [
+        {"type": "user_message", "message": "list the files", "images": [], "kind": "plain"},
+        {"type": "agent_message", "message": "One file."},
+    ]
+    assert "model_provider" not in lines[0]["payload"]
+    named = codex_rollout.encode(messages, model_provider="scripted")
+    assert named[0]["payload"]["model_provider"] == "scripted"
     assert codex_rollout.decode(lines) == messages
 
 
@@ -475,6 +483,16 @@ def test_importing_cast_handoff_does_not_load_csum() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_the_rollout_names_the_provider_codex_is_configured_with(
+    codex_source: Path, stores: Path
+) -> None:
+    first = handoff(codex_source, "codex", cwd=str(stores / "work"))
+    assert lines_of(first.path)[0]["payload"]["model_provider"] == "openai"  # no config
+    (stores / "codex" / "config.toml").write_text('model_provider = "local"\n')
+    second = handoff(codex_source, "codex", cwd=str(stores / "work"))
+    assert lines_of(second.path)[0]["payload"]["model_provider"] == "local"
 
 
 def test_handoff_results_say_what_was_done(codex_source: Path, stores: Path) -> None:

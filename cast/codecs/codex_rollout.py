@@ -11,13 +11,18 @@ back with ``codex resume ID`` (facts and evidence in docs/handoff.md):
 - a line without ``timestamp`` is skipped silently, and so is a message item in the
   short form (``{"role", "content": "text"}`` without ``"type": "message"``): every
   message is written in full, a list of ``input_text`` / ``output_text`` parts;
-- a ``function_call_output`` whose call is not in the history is dropped.
+- a ``function_call_output`` whose call is not in the history is dropped;
+- the interactive ``codex resume ID`` shows the earlier conversation from the
+  ``event_msg`` lines (``user_message`` / ``agent_message``), not from the items, and
+  lets such a session go on only with the ``model_provider`` its ``session_meta`` names
+  (one it does not know locks the chat).
 
 :func:`decode` reads the ``response_item`` lines (``custom_tool_call`` items, Codex's
 free-form tools such as ``apply_patch``, become function calls whose arguments are
 ``{"input": ...}``; a ``compacted`` line's ``replacement_history`` replaces the items
 before it). Other lines (events, turn contexts) are skipped. :func:`encode` writes a new
-rollout: a ``session_meta`` line, then one ``response_item`` line per input item.
+rollout: a ``session_meta`` line, then one ``response_item`` line per input item, each
+message item followed by the ``event_msg`` line that shows it.
 """
 
 from __future__ import annotations
@@ -133,19 +138,34 @@ def _stamp(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _shown(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``event_msg`` payload that shows a user or assistant message item in the
+    terminal UI (None for other items)."""
+    role = item.get("role")
+    if item.get("type") != "message" or role not in ("user", "assistant"):
+        return None
+    parts = item["content"] if isinstance(item.get("content"), list) else []
+    text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and "text" in p)
+    if role == "user":
+        return {"type": "user_message", "message": text, "images": [], "kind": "plain"}
+    return {"type": "agent_message", "message": text}
+
+
 def encode(
     messages: Iterable[Message | dict[str, Any]],
     *,
     session_id: str | None = None,
     cwd: str = "",
+    model_provider: str | None = None,
     start: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """The lines of a new Codex rollout holding ``messages``.
 
     ``session_id`` (default: a new UUID) is the ``session_meta`` id (the rollout's file
-    name must carry the same); ``cwd`` the directory the session belongs to; ``start``
-    the first line's time (default: now, UTC). Every line has a timestamp, one
-    millisecond apart.
+    name must carry the same); ``cwd`` the directory the session belongs to;
+    ``model_provider`` the Codex provider id it goes on with (``openai``, or one of the
+    user's ``model_providers``; left out when None); ``start`` the first line's time
+    (default: now, UTC). Every line has a timestamp, one millisecond apart.
     """
     session = session_id or str(uuid_module.uuid4())
     moment = start or datetime.now(UTC)
@@ -157,15 +177,16 @@ def encode(
         "cli_version": CLI_VERSION,
         "source": "exec",
     }
+    if model_provider is not None:
+        meta["model_provider"] = model_provider
     out: list[dict[str, Any]] = [
         {"timestamp": _stamp(moment), "type": "session_meta", "payload": meta}
     ]
-    for k, item in enumerate(openai_responses.encode(messages)["input"], start=1):
-        out.append(
-            {
-                "timestamp": _stamp(moment + timedelta(milliseconds=k)),
-                "type": "response_item",
-                "payload": full_item(item),
-            }
-        )
+    for item in openai_responses.encode(messages)["input"]:
+        stamp = _stamp(moment + timedelta(milliseconds=len(out)))
+        whole = full_item(item)
+        out.append({"timestamp": stamp, "type": "response_item", "payload": whole})
+        shown = _shown(whole)
+        if shown is not None:
+            out.append({"timestamp": stamp, "type": "event_msg", "payload": shown})
     return out
