@@ -8,6 +8,7 @@ find them; without them, or without the corpus, they skip and say why.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -95,7 +96,7 @@ class Agents:
 
     def handoff(self, source: Path, to: str, *extra: str) -> str:
         """``cast handoff`` in-process, in the agents' environment; the new session id."""
-        out, err = _Capture(), _Capture()
+        out, err = io.StringIO(), io.StringIO()
         saved = dict(os.environ)
         os.environ.update(CLAUDE_CONFIG_DIR=str(self.claude_home), CODEX_HOME=str(self.codex_home))
         try:
@@ -103,8 +104,8 @@ class Agents:
         finally:
             os.environ.clear()
             os.environ.update(saved)
-        assert code == 0, err.text
-        session_id, command = out.text.splitlines()
+        assert code == 0, err.getvalue()
+        session_id, command = out.getvalue().splitlines()
         verb = "claude --resume" if to == "claude-code" else "codex resume"
         assert command.endswith(f"{verb} {session_id}")
         return session_id
@@ -123,18 +124,6 @@ class Agents:
     def mark(self) -> int:
         with self.server.lock:
             return len(self.server.requests)
-
-
-class _Capture:
-    def __init__(self) -> None:
-        self.text = ""
-
-    def write(self, text: str) -> int:
-        self.text += text
-        return len(text)
-
-    def flush(self) -> None:
-        pass
 
 
 @pytest.fixture
