@@ -15,8 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
-from cast import SUMMARIZATION_TOOL_NAME, Message, Reasoning, TextPart, ToolCall, lint
+from cast import (
+    SUMMARIZATION_TOOL_NAME,
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    lint,
+    port,
+)
 from cast.chainio import read_json_lines
 from cast.cli import main
 from cast.codecs import claude_code_session, codex_rollout, get_codec
@@ -25,6 +35,7 @@ from cast.handoff import Handoff, handoff, read_session
 from conftest import CLAUDE_CODE, corpus_files
 from csum.budget import EstimatedTokens
 from handoff_checks import facts, lines_of, missing_in_order
+from strategies import valid_chains
 
 SESSIONS = corpus_files(CLAUDE_CODE)
 needs_corpus = pytest.mark.skipif(not SESSIONS, reason=f"the corpus is missing ({CLAUDE_CODE})")
@@ -501,3 +512,18 @@ def test_handoff_results_say_what_was_done(codex_source: Path, stores: Path) -> 
     assert (done.agent, done.compacted, done.unit) == ("codex", False, "tokens")
     assert done.size_before == done.size_after > 0
     assert done.resume_command.endswith(f"codex resume {done.session_id}")
+
+
+@given(chain=valid_chains())
+@settings(max_examples=60, deadline=None)
+def test_the_session_codecs_keep_every_text_call_and_result_port_kept(chain: list[Message]) -> None:
+    """Law: a chain made valid for an agent's provider is read back from that agent's
+    session file with the same texts, calls and results (system prompts excepted: the
+    agents keep their own)."""
+    body = [m for m in chain if m.role is not Role.SYSTEM]
+    for codec, provider in (
+        (claude_code_session, "anthropic"),
+        (codex_rollout, "openai-responses"),
+    ):
+        ported = port(body, provider)
+        assert facts(codec.decode(codec.encode(ported))) == facts(ported)
