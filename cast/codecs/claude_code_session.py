@@ -16,12 +16,16 @@ docs/handoff.md):
 
 :func:`decode` follows the ``parentUuid`` chain when the lines carry ``uuid`` (as
 Claude Code does, so branches left by edits and retries are not mixed in) and reads
-them in file order otherwise. :func:`encode` writes a new session: fresh ``uuid``s,
-each line's parent the line before it, timestamps one millisecond apart.
+them in file order otherwise. :func:`encode` writes a new session: each line's
+``uuid`` derived from the session id and its position, its parent the line before it,
+timestamps one millisecond apart. Without a session id and a start time it is a
+function of the messages (see :func:`encode`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid as uuid_module
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -31,10 +35,32 @@ from cast.codecs import claude_code
 from cast.codecs._common import fail
 from cast.messages import Message
 
-__all__ = ["CLI_VERSION", "conversation_lines", "decode", "encode", "session_cwd"]
+__all__ = [
+    "CLI_VERSION",
+    "EPOCH",
+    "conversation_lines",
+    "decode",
+    "encode",
+    "line_uuid",
+    "session_cwd",
+    "session_uuid",
+]
 
 CLI_VERSION = "2.1.197"
 """The Claude Code version whose session files this codec's output was checked with."""
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""The first line's time when none is given: no time is known from the messages."""
+
+
+def session_uuid(entries: list[dict[str, Any]]) -> str:
+    """A session id that is a function of the ``entries`` written (a name-based UUID)."""
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
+    return str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"chaincast-session:{digest}"))
+
+
+def line_uuid(session_id: str, position: int) -> str:
+    """The ``uuid`` of the line at ``position`` of session ``session_id``."""
+    return str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"{session_id}/{position}"))
 
 
 def _uuid_lines(lines: list[Any]) -> bool:
@@ -100,17 +126,19 @@ def encode(
 ) -> list[dict[str, Any]]:
     """The lines of a new Claude Code session holding ``messages``.
 
-    ``session_id`` (default: a new UUID) goes on every line, with ``cwd`` (the
-    directory the session belongs to); ``model`` names the assistant lines' model
-    (left out when None); ``start`` is the first line's time (default: now, UTC).
+    ``session_id`` goes on every line (default: :func:`session_uuid` of the messages'
+    entries), with ``cwd`` (the directory the session belongs to); ``model`` names the
+    assistant lines' model (left out when None); ``start`` is the first line's time
+    (default: :data:`EPOCH`; ``cast handoff`` passes a new id and the current time).
     A SYSTEM message is an error (a Claude Code log has no system prompt).
     """
-    session = session_id or str(uuid_module.uuid4())
-    moment = start or datetime.now(UTC)
+    entries = claude_code.encode(messages)
+    session = session_id or session_uuid(entries)
+    moment = start or EPOCH
     out: list[dict[str, Any]] = []
     parent: str | None = None
-    for k, entry in enumerate(claude_code.encode(messages)):
-        line_uuid = str(uuid_module.uuid4())
+    for k, entry in enumerate(entries):
+        this = line_uuid(session, k)
         role = entry["role"]
         message = dict(entry)
         if role == "assistant" and model is not None:
@@ -126,9 +154,9 @@ def encode(
                 "version": CLI_VERSION,
                 "type": role,
                 "message": message,
-                "uuid": line_uuid,
+                "uuid": this,
                 "timestamp": stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             }
         )
-        parent = line_uuid
+        parent = this
     return out

@@ -22,19 +22,20 @@ free-form tools such as ``apply_patch``, become function calls whose arguments a
 ``{"input": ...}``; a ``compacted`` line's ``replacement_history`` replaces the items
 before it). Other lines (events, turn contexts) are skipped. :func:`encode` writes a new
 rollout: a ``session_meta`` line, then one ``response_item`` line per input item, each
-message item followed by the ``event_msg`` line that shows it.
+message item followed by the ``event_msg`` line that shows it. Without a session id and
+a start time it is a function of the messages (see :func:`encode`).
 """
 
 from __future__ import annotations
 
 import json
-import uuid as uuid_module
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from cast.codecs import openai_responses
 from cast.codecs._common import fail
+from cast.codecs.claude_code_session import EPOCH, session_uuid
 from cast.messages import Message
 
 __all__ = [
@@ -161,14 +162,16 @@ def encode(
 ) -> list[dict[str, Any]]:
     """The lines of a new Codex rollout holding ``messages``.
 
-    ``session_id`` (default: a new UUID) is the ``session_meta`` id (the rollout's file
-    name must carry the same); ``cwd`` the directory the session belongs to;
-    ``model_provider`` the Codex provider id it goes on with (``openai``, or one of the
-    user's ``model_providers``; left out when None); ``start`` the first line's time
-    (default: now, UTC). Every line has a timestamp, one millisecond apart.
+    ``session_id`` is the ``session_meta`` id (the rollout's file name must carry the
+    same; default: a UUID that is a function of the items); ``cwd`` the directory the
+    session belongs to; ``model_provider`` the Codex provider id it goes on with
+    (``openai``, or one of the user's ``model_providers``; left out when None);
+    ``start`` the first line's time (default: the Unix epoch; ``cast handoff`` passes a
+    new id and the current time). Every line has a timestamp, one millisecond apart.
     """
-    session = session_id or str(uuid_module.uuid4())
-    moment = start or datetime.now(UTC)
+    items = [full_item(item) for item in openai_responses.encode(messages)["input"]]
+    session = session_id or session_uuid(items)
+    moment = start or EPOCH
     meta = {
         "id": session,
         "timestamp": _stamp(moment),
@@ -182,9 +185,8 @@ def encode(
     out: list[dict[str, Any]] = [
         {"timestamp": _stamp(moment), "type": "session_meta", "payload": meta}
     ]
-    for item in openai_responses.encode(messages)["input"]:
+    for whole in items:
         stamp = _stamp(moment + timedelta(milliseconds=len(out)))
-        whole = full_item(item)
         out.append({"timestamp": stamp, "type": "response_item", "payload": whole})
         shown = _shown(whole)
         if shown is not None:
