@@ -374,10 +374,13 @@ def handoff(
     if removed:
         kind = "thinking block" if session.agent == "claude-code" else "reasoning item"
         done = "kept as plain text where readable" if reasoning == "text" else "dropped"
-        notes.append(
-            f"{removed} {kind}{'s' if removed != 1 else ''} {done}: only "
-            f"{_NAMES[session.agent]}'s provider can verify them"
+        why = (
+            f"only {_NAMES[session.agent]}'s provider can verify them"
+            if session.agent != agent
+            else "only the model that made them can verify them, and it may not be the one "
+            "that resumes"
         )
+        notes.append(f"{removed} {kind}{'s' if removed != 1 else ''} {done}: {why}")
     provider = PROVIDERS[agent]
     if resolve_provider(provider).tool_error_flag:
         messages = _with_error_flags(messages)

@@ -335,6 +335,16 @@ def test_claude_thinking_never_reaches_codex(stores: Path) -> None:
 
 
 @needs_corpus
+def test_a_handoff_to_the_same_agent_drops_thinking_too(stores: Path) -> None:
+    done = handoff(LARGE, "claude-code", cwd=str(stores / "work"), budget="100MB")
+    assert done.notes == (
+        "14 thinking blocks dropped: only the model that made them can verify them, and it "
+        "may not be the one that resumes",
+    )
+    assert '"thinking"' not in done.path.read_text(encoding="utf-8")
+
+
+@needs_corpus
 def test_a_budget_below_the_session_keeps_the_first_task_a_summary_and_the_newest_turn(
     stores: Path,
 ) -> None:
