@@ -1,5 +1,6 @@
-"""Reading and writing chain files for the command lines: JSON from a path or stdin,
-format detection, and the byte-size units people type (``50KiB``, ``2MB``)."""
+"""Reading and writing chain files for the command lines: JSON from a path or stdin
+(JSON lines for ``.jsonl`` files, as agents keep their sessions), format detection,
+and the byte-size units people type (``50KiB``, ``2MB``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
+    "JSON_LINES_SUFFIX",
     "InputError",
     "add_input_limit_argument",
     "decode_chain",
@@ -37,6 +39,7 @@ __all__ = [
     "one_line",
     "parse_size",
     "read_json",
+    "read_json_lines",
     "run_console",
     "write_chain",
     "write_json",
@@ -54,9 +57,12 @@ def read_json(
     command could write it and providers reject it) have each such code point replaced
     by U+FFFD; a warning on standard error says how many and where the first was.
     Files of :data:`STREAM_MIN_BYTES` or more are parsed a piece at a time, which
-    halves the peak memory of reading them.
+    halves the peak memory of reading them. A path ending in ``.jsonl`` is read with
+    :func:`read_json_lines` (a list of its lines' values).
     """
     where = "standard input" if source == "-" else source
+    if source.endswith(JSON_LINES_SUFFIX):
+        return read_json_lines(source, max_bytes=max_bytes)
     if source != "-" and _streamable(source, max_bytes):
         with collector_paused():
             value = load_json_file(source)
@@ -105,6 +111,50 @@ def read_json(
             file=sys.stderr,
         )
     return value
+
+
+JSON_LINES_SUFFIX = ".jsonl"
+"""Files named so hold one JSON value per line (agents' session files): they are read
+as the list of those values and written so when the payload is a list."""
+
+
+def read_json_lines(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> list[Any]:
+    """The values of the JSON lines file ``source``, one per non-blank line.
+
+    Raises :class:`InputError` naming the file and line when it cannot be read, is not
+    UTF-8 or a line is not JSON."""
+    try:
+        data = read_bytes(source, max_bytes)
+    except InputTooLargeError as exc:
+        raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
+    except OSError as exc:
+        raise InputError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    values: list[Any] = []
+    with collector_paused():
+        for number, line in enumerate(data.split(b"\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                values.append(pydantic_core.from_json(line))
+            except ValueError:
+                values.append(_json_line(line, source, number))
+    return values
+
+
+def _json_line(line: bytes, source: str, number: int) -> Any:
+    """One line the fast parser refused: the json module's value or exact error."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read {source}: line {number} is not UTF-8 text") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{source} is not JSON lines: {exc.msg} at line {number} column {exc.colno}"
+        ) from exc
+    except RecursionError as exc:
+        raise _too_deep(f"{source} line {number}") from exc
 
 
 STREAM_MIN_BYTES = 16 * 1024 * 1024
@@ -158,8 +208,13 @@ def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -
 
     A file is written atomically (:func:`cast._files.write_atomic`): it keeps its old
     bytes unless the whole new text was encoded and synced, so ``target`` may be the
-    input file. Standard output gets the text only once it is completely encoded.
+    input file. Standard output gets the text only once it is completely encoded. A list
+    written to a ``.jsonl`` file is written one item per line (JSON lines).
     """
+    if target is not None and target.endswith(JSON_LINES_SUFFIX) and isinstance(payload, list):
+        lines = (json.dumps(item, ensure_ascii=False) + "\n" for item in payload)
+        _write_text(lines, target, stdout, "the output chain", final_newline=False)
+        return
     _write_text(_ENCODER.iterencode(payload), target, stdout, "the output chain")
 
 
@@ -209,7 +264,12 @@ def _stream_encoder(fmt: str) -> Callable[[Iterable[Message]], PayloadStream] | 
 
 
 def _write_text(
-    chunks: Iterator[str], target: str | None, stdout: TextIO | None, what: str
+    chunks: Iterator[str],
+    target: str | None,
+    stdout: TextIO | None,
+    what: str,
+    *,
+    final_newline: bool = True,
 ) -> None:
     """Write the text ``chunks`` and a final line break to ``target`` (a file, written
     atomically) or standard output (once the text is whole); ``what`` names the value
@@ -217,13 +277,13 @@ def _write_text(
     to_stdout = target is None or target == "-"
     try:
         if to_stdout:
-            text = "".join(chunks) + "\n"
+            text = "".join(chunks) + ("\n" if final_newline else "")
             bad = _LONE_SURROGATE.search(text)  # UTF-8 encodes every other code point
             if bad is not None:
                 text.encode("utf-8")  # raises the UnicodeEncodeError reported below
         else:
             assert target is not None
-            write_atomic(target, itertools.chain(chunks, ("\n",)))
+            write_atomic(target, itertools.chain(chunks, ("\n",) if final_newline else ()))
     except RecursionError as exc:
         raise _too_deep(what) from exc
     except UnicodeEncodeError as exc:

@@ -1,4 +1,5 @@
-"""The ``cast`` command line: inspect, convert and lint chain files.
+"""The ``cast`` command line: inspect, convert and lint chain files, and hand a coding
+agent's session to another agent.
 
 ``main(argv) -> int`` runs in-process (tests call it); ``entrypoint()`` is the console
 script. User errors print one line and exit with code 2, never a traceback.
@@ -85,6 +86,39 @@ def main_parser() -> argparse.ArgumentParser:
         "--source", help="provider that produced the chain (checks foreign reasoning)"
     )
     add_input_limit_argument(lint)
+
+    handoff = commands.add_parser(
+        "handoff",
+        help="write a Claude Code or Codex session as a new session of the other agent",
+        description="Write a Claude Code session log or Codex rollout (SOURCE) as a new "
+        "session in the target agent's own store, ported to its provider and compacted "
+        "(offline, csum's extractive handler) when larger than --budget; prints the new "
+        "session's id and the command that resumes it. The source is only read.",
+    )
+    handoff.add_argument("source", metavar="SOURCE", help="the session file (.jsonl)")
+    handoff.add_argument(
+        "--to",
+        dest="agent",
+        required=True,
+        metavar="AGENT",
+        help="target agent: codex or claude-code",
+    )
+    handoff.add_argument(
+        "--cwd", help="the directory the new session belongs to (default: the source's own)"
+    )
+    handoff.add_argument(
+        "--budget",
+        metavar="SIZE",
+        help="largest size of the written session, e.g. 200KB or '50000 tokens' "
+        "(default: half the target model's window)",
+    )
+    handoff.add_argument(
+        "--reasoning",
+        choices=("drop", "text"),
+        default="drop",
+        help="the source's thinking, which the other provider cannot verify: drop it with a "
+        "note (drop, the default) or keep its readable text as plain text (text)",
+    )
     return parser
 
 
@@ -178,7 +212,12 @@ def _provider_of_format(fmt: str) -> str | None:
     """The provider whose rules a wire format implies (None for neutral formats)."""
     from cast.providers import PROVIDERS
 
-    name = {"claude_code": "anthropic"}.get(fmt, fmt).replace("_", "-")
+    providers = {
+        "claude_code": "anthropic",
+        "claude_code_session": "anthropic",
+        "codex_rollout": "openai-responses",
+    }
+    name = providers.get(fmt, fmt).replace("_", "-")
     return name if name in PROVIDERS else None
 
 
@@ -196,6 +235,24 @@ def _lint(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_FOUND if violations else EXIT_OK
 
 
+def _handoff(args: argparse.Namespace, out: TextIO) -> int:
+    from cast.handoff import handoff
+
+    done = handoff(
+        args.source, args.agent, cwd=args.cwd, budget=args.budget, reasoning=args.reasoning
+    )
+    for note in done.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if done.compacted:
+        print(
+            f"note: compacted from {done.size_before} to {done.size_after} {done.unit}",
+            file=sys.stderr,
+        )
+    print(done.session_id, file=out)
+    print(done.resume_command, file=out)
+    return EXIT_OK
+
+
 def main(
     argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
@@ -208,7 +265,7 @@ def main(
             args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    handlers = {"inspect": _inspect, "convert": _convert, "lint": _lint}
+    handlers = {"inspect": _inspect, "convert": _convert, "lint": _lint, "handoff": _handoff}
     try:
         with redirect_stderr(err):  # warnings about the input
             return handlers[args.command](args, out)

@@ -126,6 +126,24 @@ GARBAGE = {
         keys=["role", "content", "type", "id", "message", "text", "tool_use_id", "name", "input"],
         words=["user", "assistant", "message", "text", "tool_use", "tool_result", "m1"],
     ),
+    "claude_code_session": json_garbage(
+        keys=["type", "message", "uuid", "parentUuid", "isSidechain", "role", "content", "id"],
+        words=["user", "assistant", "message", "text", "tool_use", "tool_result", "u1", "u2"],
+    ),
+    "codex_rollout": json_garbage(
+        keys=["type", "payload", "timestamp", "role", "content", "call_id", "name", "input"],
+        words=[
+            "session_meta",
+            "response_item",
+            "compacted",
+            "replacement_history",
+            "message",
+            "function_call",
+            "custom_tool_call",
+            "custom_tool_call_output",
+            "user",
+        ],
+    ),
     "gemini": json_garbage(
         keys=[
             "contents",
@@ -285,7 +303,10 @@ def load_fixture(name: str) -> dict[str, Any]:
 
 def test_every_codec_has_its_laws_checked() -> None:
     assert set(GARBAGE) == set(CODECS)
-    assert set(RECORDED) | {"claude_code"} | set(PROJECTIONS) == set(CODECS)
+    # Claude Code logs and the agents' session files: tests/test_codecs_claude_code.py
+    # and tests/test_handoff.py check them on the corpus and on what the CLIs wrote.
+    sessions = {"claude_code", "claude_code_session", "codex_rollout"}
+    assert set(RECORDED) | sessions | set(PROJECTIONS) == set(CODECS)
     recorded = {name for names in RECORDED.values() for name in names}
     recorded |= {name for name in PROJECTIONS.values() if name}
     assert recorded == {path.name for path in FIXTURES.glob("*.json")}

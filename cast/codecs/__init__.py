@@ -6,21 +6,23 @@ provider's canonical shape (see ``docs/codecs.md``). Malformed payloads raise
 :class:`~cast.errors.CodecError` with the path of the bad field. Payloads are never
 modified.
 
-====================  ======================================================
-name                  payload
-====================  ======================================================
-``openai``            Chat Completions ``{"messages": [...]}``
-``anthropic``         Messages API ``{"system": ..., "messages": [...]}``
-``gemini``            ``generateContent`` ``{"systemInstruction": ..., "contents": [...]}``
-``langchaingo``       Go ``[]llms.MessageContent`` JSON (PentAGI's stored chains)
-``claude_code``       Claude Code session log entries
-``bedrock``           Bedrock Converse ``{"system": [...], "messages": [...]}``
-``openai_responses``  Responses API ``{"instructions": ..., "input": [...]}``
-``pydantic_ai``       pydantic-ai ``ModelMessagesTypeAdapter`` JSON (or ``ModelMessage`` objects)
-``langchain``         LangChain ``messages_to_dict`` JSON (or ``BaseMessage`` objects)
-``openai_agents``     OpenAI Agents SDK input items (a bare Responses item list)
-``chaincast``         chaincast's own JSON form of ``Message``
-====================  ======================================================
+=======================  ======================================================
+name                     payload
+=======================  ======================================================
+``openai``               Chat Completions ``{"messages": [...]}``
+``anthropic``            Messages API ``{"system": ..., "messages": [...]}``
+``gemini``               ``generateContent`` ``{"systemInstruction": ..., "contents": [...]}``
+``langchaingo``          Go ``[]llms.MessageContent`` JSON (PentAGI's stored chains)
+``claude_code``          Claude Code session log entries
+``claude_code_session``  a Claude Code session file's lines (what ``claude --resume`` reads)
+``codex_rollout``        a Codex CLI rollout's lines (what ``codex resume`` reads)
+``bedrock``              Bedrock Converse ``{"system": [...], "messages": [...]}``
+``openai_responses``     Responses API ``{"instructions": ..., "input": [...]}``
+``pydantic_ai``          pydantic-ai ``ModelMessagesTypeAdapter`` JSON (or ``ModelMessage`` objects)
+``langchain``            LangChain ``messages_to_dict`` JSON (or ``BaseMessage`` objects)
+``openai_agents``        OpenAI Agents SDK input items (a bare Responses item list)
+``chaincast``            chaincast's own JSON form of ``Message``
+=======================  ======================================================
 
 Every codec, built-in or a user's, is one registration (name, detect, decode, encode,
 and for some an item-by-item ``encode_stream``) in :mod:`cast.codecs._registry`: see
@@ -34,6 +36,8 @@ from cast.codecs import (
     anthropic,
     bedrock,
     claude_code,
+    claude_code_session,
+    codex_rollout,
     gemini,
     langchain,
     langchaingo,
@@ -133,6 +137,9 @@ register_codec(
     builtin=True,
 )
 register_codec(openai_agents, name="openai_agents", builtin=True)  # by name only
+# Agents' session files (docs/handoff.md), by name only: cast handoff tells them apart.
+register_codec(claude_code_session, name="claude_code_session", builtin=True)
+register_codec(codex_rollout, name="codex_rollout", builtin=True)
 
 CODECS: tuple[str, ...] = tuple(name for name in codec_names() if name != NATIVE)
 """The built-in provider codecs' names; :func:`get_codec` also takes :data:`NATIVE`

@@ -1,0 +1,162 @@
+"""Claude Code session files: the whole log lines Claude Code writes and resumes from.
+
+A session is ``<config dir>/projects/<project folder>/<session id>.jsonl``, one JSON
+object per line. The :mod:`cast.codecs.claude_code` codec reads and writes the
+``message`` objects of such a log; this one reads and writes the lines themselves, in
+the form Claude Code 2.1 reads back with ``claude --resume ID`` (facts and evidence in
+docs/handoff.md):
+
+- each line of the conversation is ``{"type": "user" | "assistant", "message": {...},
+  "uuid", "parentUuid", "timestamp", "sessionId", "cwd", ...}``;
+- Claude Code rebuilds the conversation by following ``parentUuid`` back from the
+  newest line: a line whose parent is missing ends the chain there (a log without the
+  links resumes with its last line only);
+- an assistant response is one line per content block, the lines sharing
+  ``message.id``; each tool result is a user line of its own.
+
+:func:`decode` follows the ``parentUuid`` chain when the lines carry ``uuid`` (as
+Claude Code does, so branches left by edits and retries are not mixed in) and reads
+them in file order otherwise. :func:`encode` writes a new session: each line's
+``uuid`` derived from the session id and its position, its parent the line before it,
+timestamps one millisecond apart. Without a session id and a start time it is a
+function of the messages (see :func:`encode`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid as uuid_module
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from cast.codecs import claude_code
+from cast.codecs._common import fail
+from cast.messages import Message
+
+__all__ = [
+    "CLI_VERSION",
+    "EPOCH",
+    "conversation_lines",
+    "decode",
+    "encode",
+    "line_uuid",
+    "session_cwd",
+    "session_uuid",
+]
+
+CLI_VERSION = "2.1.197"
+"""The Claude Code version whose session files this codec's output was checked with."""
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""The first line's time when none is given: no time is known from the messages."""
+
+
+def session_uuid(entries: list[dict[str, Any]]) -> str:
+    """A session id that is a function of the ``entries`` written (a name-based UUID)."""
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
+    return str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"chaincast-session:{digest}"))
+
+
+def line_uuid(session_id: str, position: int) -> str:
+    """The ``uuid`` of the line at ``position`` of session ``session_id``."""
+    return str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"{session_id}/{position}"))
+
+
+def _uuid_lines(lines: list[Any]) -> bool:
+    return any(isinstance(line, dict) and isinstance(line.get("uuid"), str) for line in lines)
+
+
+def conversation_lines(lines: Iterable[object]) -> list[Any]:
+    """The lines Claude Code would resume with, oldest first: the ``parentUuid`` chain
+    back from the newest user or assistant line not on a side chain (all lines, in
+    order, when none carries a ``uuid``). Lines are shared, not copied."""
+    if not isinstance(lines, list | tuple):
+        fail("", "a list of session log lines", lines)
+    rows: list[Any] = list(lines)
+    if not _uuid_lines(rows):
+        return rows
+    by_uuid: dict[str, int] = {}
+    newest: int | None = None
+    for k, line in enumerate(rows):
+        if not isinstance(line, dict):
+            fail(f"entries[{k}]", "a log line object", line, k)
+        key = line.get("uuid")
+        if isinstance(key, str):
+            by_uuid[key] = k
+            if line.get("type") in ("user", "assistant") and line.get("isSidechain") is not True:
+                newest = k
+    if newest is None:
+        return []
+    chain: list[int] = []
+    seen: set[int] = set()
+    at: int | None = newest
+    while at is not None and at not in seen:
+        seen.add(at)
+        chain.append(at)
+        parent = rows[at].get("parentUuid")
+        at = by_uuid.get(parent) if isinstance(parent, str) else None
+    return [rows[at] for at in reversed(chain)]
+
+
+def decode(payload: object) -> list[Message]:
+    """Messages of a Claude Code session's lines (see :func:`conversation_lines`).
+
+    Errors name the line among those resumed: ``entries[3].content[0].input``.
+    """
+    return claude_code.decode_claude_code_log(conversation_lines(payload))  # type: ignore[arg-type]
+
+
+def session_cwd(lines: Iterable[object]) -> str | None:
+    """The working directory the newest line that records one names (None: none does)."""
+    found: str | None = None
+    for line in lines:
+        if isinstance(line, dict) and isinstance(line.get("cwd"), str):
+            found = line["cwd"]
+    return found
+
+
+def encode(
+    messages: Iterable[Message | dict[str, Any]],
+    *,
+    session_id: str | None = None,
+    cwd: str = "",
+    model: str | None = None,
+    start: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The lines of a new Claude Code session holding ``messages``.
+
+    ``session_id`` goes on every line (default: :func:`session_uuid` of the messages'
+    entries), with ``cwd`` (the directory the session belongs to); ``model`` names the
+    assistant lines' model (left out when None); ``start`` is the first line's time
+    (default: :data:`EPOCH`; ``cast handoff`` passes a new id and the current time).
+    A SYSTEM message is an error (a Claude Code log has no system prompt).
+    """
+    entries = claude_code.encode(messages)
+    session = session_id or session_uuid(entries)
+    moment = start or EPOCH
+    out: list[dict[str, Any]] = []
+    parent: str | None = None
+    for k, entry in enumerate(entries):
+        this = line_uuid(session, k)
+        role = entry["role"]
+        message = dict(entry)
+        if role == "assistant" and model is not None:
+            message["model"] = model
+        stamp = moment + timedelta(milliseconds=k)
+        out.append(
+            {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "userType": "external",
+                "cwd": cwd,
+                "sessionId": session,
+                "version": CLI_VERSION,
+                "type": role,
+                "message": message,
+                "uuid": this,
+                "timestamp": stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            }
+        )
+        parent = this
+    return out

@@ -1,0 +1,194 @@
+"""Codex CLI rollouts: the session files Codex writes and resumes from.
+
+A rollout is ``<CODEX_HOME>/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl``,
+one JSON object per line: ``{"timestamp", "type", "payload"}``. What Codex 0.171 reads
+back with ``codex resume ID`` (facts and evidence in docs/handoff.md):
+
+- the first line is ``session_meta``; its ``payload.id`` must be the id in the file
+  name (Codex finds the file by name, then refuses it when the ids differ);
+- the conversation is the ``response_item`` lines' payloads, in order: OpenAI
+  Responses input items (:mod:`cast.codecs.openai_responses`);
+- a line without ``timestamp`` is skipped silently, and so is a message item in the
+  short form (``{"role", "content": "text"}`` without ``"type": "message"``): every
+  message is written in full, a list of ``input_text`` / ``output_text`` parts;
+- a ``function_call_output`` whose call is not in the history is dropped;
+- the interactive ``codex resume ID`` shows the earlier conversation from the
+  ``event_msg`` lines (``user_message`` / ``agent_message``), not from the items, and
+  lets such a session go on only with the ``model_provider`` its ``session_meta`` names
+  (one it does not know locks the chat).
+
+:func:`decode` reads the ``response_item`` lines (``custom_tool_call`` items, Codex's
+free-form tools such as ``apply_patch``, become function calls whose arguments are
+``{"input": ...}``; a ``compacted`` line's ``replacement_history`` replaces the items
+before it). Other lines (events, turn contexts) are skipped. :func:`encode` writes a new
+rollout: a ``session_meta`` line, then one ``response_item`` line per input item, each
+message item followed by the ``event_msg`` line that shows it. Without a session id and
+a start time it is a function of the messages (see :func:`encode`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from cast.codecs import openai_responses
+from cast.codecs._common import fail
+from cast.codecs.claude_code_session import EPOCH, session_uuid
+from cast.messages import Message
+
+__all__ = [
+    "CLI_VERSION",
+    "ORIGINATOR",
+    "decode",
+    "encode",
+    "full_item",
+    "response_items",
+    "session_meta",
+]
+
+CLI_VERSION = "0.171.0"
+"""The Codex version whose rollouts this codec's output was checked with."""
+ORIGINATOR = "chaincast"
+"""What ``session_meta.originator`` says wrote the rollout."""
+
+_CUSTOM_CALL = "custom_tool_call"
+_CUSTOM_OUTPUT = "custom_tool_call_output"
+
+
+def _lines(payload: object) -> list[Any]:
+    if not isinstance(payload, list | tuple):
+        fail("", "a list of rollout lines", payload)
+    return list(payload)
+
+
+def session_meta(payload: object) -> dict[str, Any] | None:
+    """The ``session_meta`` line's payload (None when the rollout has none)."""
+    for k, line in enumerate(_lines(payload)):
+        if isinstance(line, dict) and line.get("type") == "session_meta":
+            meta = line.get("payload")
+            if not isinstance(meta, dict):
+                fail(f"lines[{k}].payload", "a session_meta object", meta, k)
+            return meta
+    return None
+
+
+def _as_function_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A free-form tool's call or output as a function call or output item."""
+    kind = item.get("type")
+    if kind == _CUSTOM_CALL:
+        call = {key: value for key, value in item.items() if key != "input"}
+        call["type"] = "function_call"
+        call["arguments"] = json.dumps({"input": item.get("input", "")}, ensure_ascii=False)
+        return call
+    if kind == _CUSTOM_OUTPUT:
+        return {**item, "type": "function_call_output"}
+    return item
+
+
+def response_items(payload: object) -> list[Any]:
+    """The Responses input items a rollout records, in the order Codex replays them."""
+    items: list[Any] = []
+    for k, line in enumerate(_lines(payload)):
+        if not isinstance(line, dict):
+            fail(f"lines[{k}]", "a rollout line object", line, k)
+        kind = line.get("type")
+        if kind == "response_item":
+            item = line.get("payload")
+            if not isinstance(item, dict):
+                fail(f"lines[{k}].payload", "a response item object", item, k)
+            items.append(_as_function_item(item))
+        elif kind == "compacted":
+            compacted = line.get("payload")
+            history = compacted.get("replacement_history") if isinstance(compacted, dict) else None
+            if isinstance(history, list):
+                items = [_as_function_item(i) if isinstance(i, dict) else i for i in history]
+    return items
+
+
+def decode(payload: object) -> list[Message]:
+    """Messages of a rollout's lines (see :func:`response_items`).
+
+    Errors name the item among the response items: ``input[4].arguments``.
+    """
+    return openai_responses.decode(response_items(payload))
+
+
+_PART_TYPES = {"user": "input_text", "system": "input_text", "assistant": "output_text"}
+
+
+def full_item(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` as Codex keeps it: a message item with ``"type": "message"`` and a list
+    of content parts (the short form, with a string for content, is made whole; a
+    system message becomes Codex's ``developer`` role)."""
+    if item.get("type", "message") != "message":
+        return item
+    role = item.get("role")
+    content = item.get("content")
+    if isinstance(content, str):
+        content = [{"type": _PART_TYPES.get(str(role), "input_text"), "text": content}]
+    whole = {"type": "message", **{k: v for k, v in item.items() if k != "type"}}
+    whole["content"] = content
+    if role == "system":
+        whole["role"] = "developer"
+    return whole
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _shown(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``event_msg`` payload that shows a user or assistant message item in the
+    terminal UI (None for other items)."""
+    role = item.get("role")
+    if item.get("type") != "message" or role not in ("user", "assistant"):
+        return None
+    parts = item["content"] if isinstance(item.get("content"), list) else []
+    text = "\n".join(p["text"] for p in parts if isinstance(p, dict) and "text" in p)
+    if role == "user":
+        return {"type": "user_message", "message": text, "images": [], "kind": "plain"}
+    return {"type": "agent_message", "message": text}
+
+
+def encode(
+    messages: Iterable[Message | dict[str, Any]],
+    *,
+    session_id: str | None = None,
+    cwd: str = "",
+    model_provider: str | None = None,
+    start: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The lines of a new Codex rollout holding ``messages``.
+
+    ``session_id`` is the ``session_meta`` id (the rollout's file name must carry the
+    same; default: a UUID that is a function of the items); ``cwd`` the directory the
+    session belongs to; ``model_provider`` the Codex provider id it goes on with
+    (``openai``, or one of the user's ``model_providers``; left out when None);
+    ``start`` the first line's time (default: the Unix epoch; ``cast handoff`` passes a
+    new id and the current time). Every line has a timestamp, one millisecond apart.
+    """
+    items = [full_item(item) for item in openai_responses.encode(messages)["input"]]
+    session = session_id or session_uuid(items)
+    moment = start or EPOCH
+    meta = {
+        "id": session,
+        "timestamp": _stamp(moment),
+        "cwd": cwd,
+        "originator": ORIGINATOR,
+        "cli_version": CLI_VERSION,
+        "source": "exec",
+    }
+    if model_provider is not None:
+        meta["model_provider"] = model_provider
+    out: list[dict[str, Any]] = [
+        {"timestamp": _stamp(moment), "type": "session_meta", "payload": meta}
+    ]
+    for whole in items:
+        stamp = _stamp(moment + timedelta(milliseconds=len(out)))
+        out.append({"timestamp": stamp, "type": "response_item", "payload": whole})
+        shown = _shown(whole)
+        if shown is not None:
+            out.append({"timestamp": stamp, "type": "event_msg", "payload": shown})
+    return out

@@ -1,0 +1,427 @@
+"""Hand a coding agent's session to the other agent: Claude Code ↔ Codex CLI.
+
+:func:`handoff` reads a Claude Code session log or a Codex CLI rollout, ports it to the
+target agent's provider (Anthropic Messages for Claude Code, OpenAI Responses for
+Codex) with :func:`cast.port`, compacts it with csum's ``Compactor`` when it is larger
+than the budget, and writes it as a new session in the target agent's own store, where
+``claude --resume ID`` or ``codex resume ID`` finds it. The source file and the source
+agent's store are only read. What each agent needs to resume a session, with the
+evidence, is in docs/handoff.md.
+
+Reasoning never crosses: Claude's signed thinking is verified only by Anthropic, and
+Codex's encrypted reasoning only by OpenAI, so both are dropped (a note says how many)
+or, with ``reasoning="text"``, their readable text is kept as plain assistant text.
+
+Compaction uses csum (the same distribution), imported only when a session is
+measured, so ``import cast`` never loads it; the summaries come from csum's offline
+extractive handler (no API key, no network).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import tomllib
+import uuid as uuid_module
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from cast._compaction import LostCompactionWarning
+from cast._port import TOOL_ERROR_PREFIX, port
+from cast.chainio import read_json, read_json_lines
+from cast.codecs import claude_code, claude_code_session, codex_rollout
+from cast.errors import ChainError, InputError
+from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
+from cast.providers import resolve_provider
+
+__all__ = [
+    "AGENTS",
+    "DEFAULT_BUDGETS",
+    "Agent",
+    "Handoff",
+    "ReasoningMode",
+    "Session",
+    "codex_provider",
+    "handoff",
+    "read_session",
+    "store_root",
+]
+
+Agent = Literal["claude-code", "codex"]
+"""The agents a session can be handed to and from."""
+AGENTS: tuple[str, ...] = get_args(Agent)
+ReasoningMode = Literal["drop", "text"]
+"""What happens to the source agent's thinking: dropped with a note, or its readable
+text kept as plain assistant text."""
+
+PROVIDERS: dict[str, str] = {"claude-code": "anthropic", "codex": "openai-responses"}
+"""The provider each agent's model is reached through."""
+DEFAULT_BUDGETS: dict[str, str] = {"claude-code": "100000 tokens", "codex": "129000 tokens"}
+"""Half of each agent's context window (Claude Code's models: 200,000 tokens; Codex
+0.171 with gpt-5-codex reports 258,400 usable tokens in its rollouts), so the resumed
+agent has the other half to work in."""
+
+_NAMES = {"claude-code": "Claude Code", "codex": "Codex"}
+_COMMANDS = {"claude-code": "claude --resume", "codex": "codex resume"}
+# Context Codex adds to every session itself (the target agent adds its own).
+_CODEX_CONTEXT = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session read from an agent's file: which agent wrote it, its messages (as the
+    agent resumes them), and the working directory, id and model it records."""
+
+    agent: Agent
+    messages: list[Message]
+    cwd: str | None
+    session_id: str | None
+    model: str | None
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A session written for another agent, and how to resume it.
+
+    ``size_before`` / ``size_after`` are the chain's size in the budget's ``unit``
+    before and after compaction; ``notes`` say what did not cross (thinking, lost
+    compactions)."""
+
+    agent: Agent
+    session_id: str
+    path: Path
+    cwd: str
+    resume_command: str
+    compacted: bool
+    unit: str
+    size_before: int
+    size_after: int
+    notes: tuple[str, ...]
+
+
+def store_root(agent: Agent) -> Path:
+    """Where ``agent`` keeps its sessions' folder: ``$CLAUDE_CONFIG_DIR`` (default
+    ``~/.claude``) for Claude Code, ``$CODEX_HOME`` (default ``~/.codex``) for Codex."""
+    variable, default = {
+        "claude-code": ("CLAUDE_CONFIG_DIR", "~/.claude"),
+        "codex": ("CODEX_HOME", "~/.codex"),
+    }[agent]
+    return Path(os.environ.get(variable) or os.path.expanduser(default))
+
+
+def codex_provider() -> str:
+    """The model provider Codex is configured to use: ``model_provider`` in
+    ``$CODEX_HOME/config.toml`` (``openai`` when it names none or cannot be read).
+    The handed-off rollout names it, so the interactive ``codex resume`` goes on with
+    it."""
+    try:
+        with (store_root("codex") / "config.toml").open("rb") as handle:
+            config = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        return "openai"
+    provider = config.get("model_provider")
+    return provider if isinstance(provider, str) and provider else "openai"
+
+
+def _agent(name: str) -> Agent:
+    if name not in AGENTS:
+        raise InputError(f"unknown agent {name!r}: expected one of {', '.join(AGENTS)}")
+    return name  # type: ignore[return-value]
+
+
+def _load(path: str) -> list[Any]:
+    value = read_json_lines(path) if path.endswith(".jsonl") else read_json(path)
+    if not isinstance(value, list):
+        raise InputError(f"{path} is not a session: expected JSON lines or a JSON array")
+    return value
+
+
+def _kind(lines: list[Any]) -> Agent | None:
+    for line in lines:
+        if not isinstance(line, dict):
+            continue
+        if line.get("type") == "session_meta" and isinstance(line.get("payload"), dict):
+            return "codex"
+        if line.get("type") in ("user", "assistant") and isinstance(line.get("message"), dict):
+            return "claude-code"
+        if line.get("role") in ("user", "assistant") and "content" in line:
+            return "claude-code"  # the message objects of a log
+    return None
+
+
+def read_session(path: str | os.PathLike[str]) -> Session:
+    """The session in the file at ``path``: a Claude Code log or a Codex rollout (JSON
+    lines, or a JSON array of the same lines or of a log's message objects).
+
+    Raises :class:`~cast.errors.InputError` naming the file when it cannot be read, is
+    neither agent's format, holds no conversation or a line that does not decode.
+    """
+    where = os.fspath(path)
+    lines = _load(where)
+    agent = _kind(lines)
+    if agent is None:
+        raise InputError(
+            f"{where} is not a Claude Code session or a Codex rollout "
+            "(no user or assistant log line, no session_meta line)"
+        )
+    try:
+        if agent == "codex":
+            meta = codex_rollout.session_meta(lines) or {}
+            messages = _without_codex_context(codex_rollout.decode(lines))
+            cwd, session_id, model = meta.get("cwd"), meta.get("id"), _codex_model(lines)
+        else:
+            chain = claude_code_session.conversation_lines(lines)
+            messages = claude_code.decode_claude_code_log(chain)
+            cwd = claude_code_session.session_cwd(chain)
+            session_id = next(
+                (ln["sessionId"] for ln in chain if isinstance(ln.get("sessionId"), str)), None
+            )
+            model = None
+    except ChainError as exc:
+        raise InputError(f"{where}: {exc}") from exc
+    if not any(m.role is Role.HUMAN for m in messages):
+        raise InputError(f"{where}: the session holds no conversation (no user message)")
+    return Session(
+        agent=agent,
+        messages=messages,
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
+        session_id=session_id if isinstance(session_id, str) else None,
+        model=model,
+    )
+
+
+def _codex_model(lines: list[Any]) -> str | None:
+    for line in reversed(lines):
+        payload = line.get("payload") if isinstance(line, dict) else None
+        if line.get("type") == "turn_context" and isinstance(payload, dict):
+            model = payload.get("model")
+            return model if isinstance(model, str) else None
+    return None
+
+
+def _without_codex_context(messages: list[Message]) -> list[Message]:
+    """The conversation without what Codex itself put in: its developer instructions
+    (SYSTEM messages) and the environment / AGENTS.md context it sends as user text."""
+    kept = []
+    for message in messages:
+        if message.role is Role.SYSTEM:
+            continue
+        if message.role is Role.HUMAN and message.parts:
+            texts = [p.text for p in message.parts if type(p) is TextPart]
+            if len(texts) == len(message.parts) and all(
+                t.lstrip().startswith(_CODEX_CONTEXT) for t in texts
+            ):
+                continue
+        kept.append(message)
+    return kept
+
+
+def _without_reasoning(messages: list[Message], mode: ReasoningMode) -> tuple[list[Message], int]:
+    """The messages with every reasoning removed (``text``: its readable content put
+    before the part it led to as plain text), and how many were removed."""
+    out: list[Message] = []
+    removed = 0
+    for message in messages:
+        if message.role is not Role.AI or not any(
+            isinstance(p, TextPart | ToolCall) and p.reasoning is not None for p in message.parts
+        ):
+            out.append(message)
+            continue
+        parts: list[Any] = []
+        for part in message.parts:
+            reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
+            if reasoning is None:
+                parts.append(part)
+                continue
+            removed += 1
+            if mode == "text" and reasoning.content.strip():
+                parts.append(TextPart(text=f"(thinking) {reasoning.content}"))
+            if isinstance(part, ToolCall) or (isinstance(part, TextPart) and part.text):
+                parts.append(part.model_copy(update={"reasoning": None}))
+        out.append(message.evolve(parts=tuple(parts)))
+    return out, removed
+
+
+def _flagged(part: Any) -> Any:
+    if type(part) is ToolResult and part.content.startswith(TOOL_ERROR_PREFIX):
+        content = part.content.removeprefix(TOOL_ERROR_PREFIX)
+        return part.model_copy(update={"content": content, "is_error": True})
+    return part
+
+
+def _with_error_flags(messages: list[Message]) -> list[Message]:
+    """Tool results that carry port's error prefix (a wire without an error flag, such
+    as a session handed to Codex before) flagged as errors again, without the prefix."""
+    out = []
+    for message in messages:
+        if message.role is Role.TOOL:
+            parts = tuple(map(_flagged, message.parts))
+            if any(new is not old for new, old in zip(parts, message.parts, strict=True)):
+                message = message.evolve(parts=parts)  # noqa: PLW2901
+        out.append(message)
+    return out
+
+
+def _measure(messages: Sequence[Message], budget: Any) -> int:
+    if budget.unit == "bytes":
+        return sum(m.size for m in messages)
+    from csum.budget import EstimatedTokens
+
+    counter = EstimatedTokens()
+    return sum(counter.count(m) for m in messages)
+
+
+def _fit(
+    messages: list[Message], budget_text: str, provider: str
+) -> tuple[list[Message], bool, str, int, int]:
+    """The chain within the budget: compacted by csum's Compactor with the offline
+    extractive handler when it is larger, the user's first task pinned (kept verbatim).
+    csum is imported here, not with cast."""
+    from csum import Compactor
+    from csum.budget import as_budget
+    from csum.handlers import extractive
+
+    try:
+        budget = as_budget(budget_text)
+    except ValueError as exc:
+        raise InputError(f"bad --budget {budget_text!r}: {exc}") from exc
+    before = _measure(messages, budget)
+    if before <= budget.limit:
+        return messages, False, budget.unit, before, before
+    first_task = next(m for m in messages if m.role is Role.HUMAN)
+    compactor = Compactor(
+        extractive(), budget=budget, target=provider, pin=lambda message: message is first_task
+    )
+    compacted = compactor.compact_sync(messages)
+    after = _measure(compacted, budget)
+    if after > budget.limit:
+        raise InputError(
+            f"--budget {budget_text} is too small for this session: compacted, it still "
+            f"takes {after} {budget.unit}"
+        )
+    return compacted, True, budget.unit, before, after
+
+
+def _target_path(agent: Agent, session_id: str, cwd: str, moment: datetime) -> Path:
+    root = store_root(agent)
+    if agent == "claude-code":
+        return root / "projects" / _NOT_ALNUM.sub("-", cwd) / f"{session_id}.jsonl"
+    local = moment.astimezone()
+    day = root / "sessions" / f"{local:%Y}" / f"{local:%m}" / f"{local:%d}"
+    return day / f"rollout-{local:%Y-%m-%dT%H-%M-%S}-{session_id}.jsonl"
+
+
+def _write_new(path: Path, lines: list[dict[str, Any]], agent: Agent) -> None:
+    """Write the session file (a new file: an existing one is never replaced). On
+    failure nothing is left: no file, and no folder this call created."""
+    created: list[Path] = []
+    folder = path.parent
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        for directory in reversed(missing):
+            directory.mkdir()
+            created.append(directory)
+        with path.open("x", encoding="utf-8") as handle:
+            for line in lines:
+                handle.write(json.dumps(line, ensure_ascii=False))
+                handle.write("\n")
+    except OSError as exc:
+        if path.exists() and not isinstance(exc, FileExistsError):
+            path.unlink()
+        for directory in reversed(created):
+            directory.rmdir()
+        raise InputError(
+            f"cannot write the {_NAMES[agent]} session store at {folder}: "
+            f"{exc.strerror or exc}; nothing was written"
+        ) from exc
+
+
+def handoff(
+    source: str | os.PathLike[str],
+    to: str,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    budget: str | None = None,
+    reasoning: ReasoningMode = "drop",
+) -> Handoff:
+    """Write the session at ``source`` as a new session of agent ``to`` and say how to
+    resume it (see the module docstring).
+
+    ``cwd``: the directory the new session belongs to (default: the source session's
+    own); ``budget``: the largest the written chain may be, a size as csum reads one
+    (``"200KB"``, ``"50000 tokens"``; default :data:`DEFAULT_BUDGETS` of the target);
+    ``reasoning``: ``"drop"`` (default) or ``"text"``. Raises
+    :class:`~cast.errors.InputError`, with nothing written, for a source that is not a
+    readable session, an unknown agent, a bad budget or a store that cannot be written.
+    """
+    agent = _agent(to)
+    if reasoning not in get_args(ReasoningMode):
+        raise InputError(f"unknown reasoning mode {reasoning!r}: expected drop or text")
+    session = read_session(source)
+    folder = os.fspath(cwd) if cwd is not None else session.cwd
+    if not folder:
+        raise InputError(f"{os.fspath(source)} records no working directory: pass --cwd")
+    folder = os.path.abspath(folder)
+    messages, removed = _without_reasoning(session.messages, reasoning)
+    notes: list[str] = []
+    if removed:
+        kind = "thinking block" if session.agent == "claude-code" else "reasoning item"
+        done = "kept as plain text where readable" if reasoning == "text" else "dropped"
+        why = (
+            f"only {_NAMES[session.agent]}'s provider can verify them"
+            if session.agent != agent
+            else "only the model that made them can verify them, and it may not be the one "
+            "that resumes"
+        )
+        notes.append(f"{removed} {kind}{'s' if removed != 1 else ''} {done}: {why}")
+    provider = PROVIDERS[agent]
+    if resolve_provider(provider).tool_error_flag:
+        messages = _with_error_flags(messages)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LostCompactionWarning)
+        messages = port(
+            messages, provider, source=PROVIDERS[session.agent], encrypted_compaction="note"
+        )
+    notes.extend(str(w.message) for w in caught if issubclass(w.category, LostCompactionWarning))
+    messages, compacted, unit, before, after = _fit(
+        messages, budget or DEFAULT_BUDGETS[agent], provider
+    )
+    session_id = str(uuid_module.uuid4())
+    moment = datetime.now(UTC)
+    try:
+        if agent == "claude-code":
+            lines = claude_code_session.encode(
+                messages, session_id=session_id, cwd=folder, start=moment
+            )
+        else:
+            lines = codex_rollout.encode(
+                messages,
+                session_id=session_id,
+                cwd=folder,
+                model_provider=codex_provider(),
+                start=moment,
+            )
+    except ChainError as exc:
+        raise InputError(f"cannot write the session for {_NAMES[agent]}: {exc}") from exc
+    path = _target_path(agent, session_id, folder, moment)
+    _write_new(path, lines, agent)
+    command = f"cd {shlex.quote(folder)} && {_COMMANDS[agent]} {session_id}"
+    return Handoff(
+        agent=agent,
+        session_id=session_id,
+        path=path,
+        cwd=folder,
+        resume_command=command,
+        compacted=compacted,
+        unit=unit,
+        size_before=before,
+        size_after=after,
+        notes=tuple(notes),
+    )
