@@ -137,7 +137,6 @@ class Header:
         )
 
 
-
 def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> str | None:
     """Why these tool messages cannot answer the AI message's calls, or None.
 

@@ -26,14 +26,12 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
 from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
-from csum._deprecated import moved_into
 from csum._fit import fit_joined
 from csum._gather import unwrapped
 from csum._handler_check import check_handler
@@ -110,17 +108,6 @@ def ledger() -> Iterator[HandlerLedger]:
         _LEDGER.reset(token)
 
 
-def robustness_of(
-    owner: str, robustness: Robustness | None, deprecated: dict[str, Any]
-) -> Robustness:
-    """The settings ``owner`` runs with: ``robustness``, or one made from the old keywords
-    (``retry=None`` meant the default policy), which warn."""
-    legacy = dict(deprecated)
-    if "retry" in legacy and legacy["retry"] is None:
-        legacy["retry"] = RetryPolicy()
-    return moved_into(owner, "robustness", robustness, Robustness(), legacy, stacklevel=5)
-
-
 def _books() -> HandlerLedger:
     return _LEDGER.get() or HandlerLedger()
 
@@ -131,9 +118,7 @@ class RobustHandler:
     ``robustness`` (a :class:`~csum.settings.Robustness`, default ``Robustness()``) says
     how: timeout per call, retry policy, input limit and split depth, calls in flight,
     fallback. ``transient`` decides which failures are retried (default
-    :func:`is_transient`). ``rng`` seeds the jitter (tests). The settings' old keyword
-    spellings (``timeout=``, ``retry=``, ...) still work for one release, with a
-    ``DeprecationWarning``.
+    :func:`is_transient`). ``rng`` seeds the jitter (tests).
     """
 
     def __init__(
@@ -143,7 +128,6 @@ class RobustHandler:
         *,
         transient: Callable[[BaseException], bool] = is_transient,
         rng: random.Random | None = None,
-        **old_spellings: Any,
     ) -> None:
         check_handler(handler)  # a keeper, the extractive factory: TypeError with the fix
         if robustness is not None and not isinstance(robustness, Robustness):
@@ -151,7 +135,7 @@ class RobustHandler:
                 f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
             )
         self.handler = handler
-        self.robustness = robustness_of("RobustHandler", robustness, old_spellings)
+        self.robustness = Robustness() if robustness is None else robustness
         self.transient = transient
         self.rng = rng if rng is not None else random.Random()
 

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -46,14 +46,13 @@ from cast.chainio import (
 )
 from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
-from csum._deprecated import add_keep_ratio_flags, keep_ratio_flag
 from csum.archive import HistoryArchive
 from csum.budget import Budget
 from csum.cache import SummaryCache
 from csum.clearing import DEFAULT_CLEARING, Clearing
 from csum.compactor import (
+    DEFAULT_KEEP_RATIO,
     DEFAULT_SUMMARY_RATIO,
-    DEFAULT_TARGET_RATIO,
     DEFAULT_TRIGGER,
     LOW_COST,
     SUMMARY_ONLY,
@@ -63,6 +62,7 @@ from csum.compactor import (
 )
 from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
+from csum.presets import Preset
 from csum.prompt import SummaryRequest
 from csum.request import SummaryJob, job_prompt, summarize_job, with_request
 from csum.serve.cli import add_serve_parser, serve
@@ -92,26 +92,25 @@ def _fraction(ratio: float) -> str:
     return f"1/{inverse:g}" if inverse == int(inverse) else f"{ratio:g}"
 
 
-def _preset_text(preset: Mapping[str, Any]) -> str:
+def _preset_text(preset: Preset) -> str:
     """A Compactor preset's settings in the words of the help text."""
-    clearing = preset["clearing"]
+    clearing = preset.clearing
     cleared = "no clearing" if clearing is None else f"clearing (keep {clearing.keep})"
-    trigger = preset.get("trigger")
-    starts = "" if trigger is None else f"compaction from {trigger:g} of the budget, "
     return (
-        f"{cleared}, {starts}target {preset['keep_ratio']:g}, "
-        f"summaries {_fraction(preset['summary_ratio'])} of the budget"
+        f"{cleared}, compaction from {preset.trigger:g} of the budget, "
+        f"target {preset.keep_ratio:g}, "
+        f"summaries {_fraction(preset.summary_ratio)} of the budget"
     )
 
 
-def _same_as_defaults(preset: Mapping[str, Any]) -> str:
+def _same_as_defaults(preset: Preset) -> str:
     """'the defaults today; ' when ``preset`` is what the Compactor does without it."""
-    defaults = (DEFAULT_CLEARING, DEFAULT_TARGET_RATIO, DEFAULT_SUMMARY_RATIO, DEFAULT_TRIGGER)
+    defaults = (DEFAULT_CLEARING, DEFAULT_KEEP_RATIO, DEFAULT_SUMMARY_RATIO, DEFAULT_TRIGGER)
     values = (
-        preset["clearing"],
-        preset["keep_ratio"],
-        preset["summary_ratio"],
-        preset.get("trigger", DEFAULT_TRIGGER),
+        preset.clearing,
+        preset.keep_ratio,
+        preset.summary_ratio,
+        preset.trigger,
     )
     return "the defaults today; " if values == defaults else ""
 
@@ -156,19 +155,22 @@ def main_parser() -> argparse.ArgumentParser:
         help="with --budget: largest prompt sent to the handler (default "
         f"{format_size(DEFAULT_MAX_PROMPT_BYTES)}); more is summarized in pieces, then merged",
     )
-    add_keep_ratio_flags(
-        summarize.add_argument,
-        "with --budget: share of the budget a compaction brings the chain down to "
-        f"(default {DEFAULT_TARGET_RATIO:g}; {LOW_COST['keep_ratio']:g} with --low-cost, "
-        f"{SUMMARY_ONLY['keep_ratio']:g} with --summary-only)",
+    summarize.add_argument(
+        "--keep-ratio",
+        type=float,
+        default=None,
+        metavar="R",
+        help="with --budget: share of the budget a compaction brings the chain down to "
+        f"(default {DEFAULT_KEEP_RATIO:g}; {LOW_COST.keep_ratio:g} with --low-cost, "
+        f"{SUMMARY_ONLY.keep_ratio:g} with --summary-only)",
     )
     summarize.add_argument(
         "--summary-ratio",
         type=float,
         default=None,
         help="with --budget: share of the budget a summary may take (default "
-        f"{_fraction(DEFAULT_SUMMARY_RATIO)}; {_fraction(LOW_COST['summary_ratio'])} with "
-        f"--low-cost, {_fraction(SUMMARY_ONLY['summary_ratio'])} with --summary-only); sizes "
+        f"{_fraction(DEFAULT_SUMMARY_RATIO)}; {_fraction(LOW_COST.summary_ratio)} with "
+        f"--low-cost, {_fraction(SUMMARY_ONLY.summary_ratio)} with --summary-only); sizes "
         "the extractive handler's summaries",
     )
     clearing = summarize.add_argument_group(
@@ -691,7 +693,8 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise ValueError("--tokens applies to --budget")
     elif args.max_prompt_bytes is not None:
         raise ValueError("--max-prompt-bytes applies to --budget")
-    args.keep_ratio = keep_ratio_flag(args, err)
+    if args.keep_ratio is not None and not 0 < args.keep_ratio <= 1:
+        raise ValueError(f"--keep-ratio must be within (0, 1], got {args.keep_ratio}")
     if args.last_section_budget is None:
         _compactor_options(args)  # usage errors before any work
     elif (

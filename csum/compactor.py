@@ -70,13 +70,12 @@ from cast import (
 from csum._append import extends_validly
 from csum._breakpoints import add_breakpoints
 from csum._calls import HandlerCalls, SummarizeHandler
-from csum._deprecated import CompactorKeywords, deprecated
 from csum._handler_check import check_handler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._pieces import summarize_in_pieces
 from csum._question_context import question_context
-from csum._robust import HandlerLedger, RobustHandler, ledger, robustness_of
+from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.archive import HistoryArchive, split_archive_line
@@ -100,7 +99,6 @@ __all__ = [
     "DEFAULT_KEEP_RATIO",
     "DEFAULT_RESERVE_RATIO",
     "DEFAULT_SUMMARY_RATIO",
-    "DEFAULT_TARGET_RATIO",
     "DEFAULT_TRIGGER",
     "EARLIER_CONVERSATION_TEXT",
     "LONG_MEMORY",
@@ -124,7 +122,7 @@ DEFAULT_SUMMARY_RATIO = 1 / 64
 output (priced at several times its input) low: the cost benchmark's choice
 (docs/compactor.md, "Defaults and why"; 1/32 before)."""
 
-DEFAULT_TARGET_RATIO = 0.3
+DEFAULT_KEEP_RATIO = 0.3
 """Share of the budget a compaction brings the chain down to (``keep_ratio``): low,
 so the chain sent on every turn is small (0.6 before, see :data:`SUMMARY_ONLY`)."""
 DEFAULT_TRIGGER = 0.85
@@ -134,9 +132,6 @@ new messages (1.0, the budget itself, before, see :data:`SUMMARY_ONLY`)."""
 DEFAULT_RESERVE_RATIO = 0.05
 """Share of the budget set aside for the summary when choosing the kept pairs (the
 default ``summary_reserve``; ``summary_ratio`` when larger)."""
-DEFAULT_KEEP_RATIO = DEFAULT_TARGET_RATIO
-"""The default ``keep_ratio`` under the name of the keyword (the same value as
-:data:`DEFAULT_TARGET_RATIO`, kept under that name too)."""
 MIN_SUMMARY_BYTES = 1024
 """The default handler's summaries are never bounded below this (tiny budgets)."""
 
@@ -345,14 +340,6 @@ class Compactor:
     :mod:`csum._pieces`), split depth and fallback. A :class:`RobustHandler` given as
     ``handler`` is used as it is (then ``robustness=`` is a ``TypeError``).
 
-    Old spellings, for one release, each with a ``DeprecationWarning``:
-    ``trigger=``, ``keep_ratio=`` (and its older ``target_ratio=``),
-    ``summary_ratio=``, ``summary_reserve=``, ``max_depth=``, ``cooldown_turns=`` (now
-    ``budget=Budget(..., keep_ratio=...)``; one also set inside the Budget is a
-    ``TypeError``), ``cache=`` / ``archive=`` (now ``stores=Stores(...)``),
-    ``timeout=``, ``retry=``, ``max_prompt_bytes=``, ``max_split_depth=``,
-    ``max_concurrency=``, ``fallback=`` (now ``robustness=Robustness(...)``).
-
     ``clearing`` (a :class:`~csum.clearing.Clearing`, or None for none; default
     :data:`~csum.clearing.DEFAULT_CLEARING`) is the first stage of a compaction: old
     tool results become one-line placeholders without a handler call, and a summary is
@@ -378,18 +365,18 @@ class Compactor:
         pin: Callable[[Message], bool] | None = None,
         keep_user_messages: bool = False,
         cache_breakpoints: bool = False,
-        **old_spellings: Any,
     ) -> None:
-        old = CompactorKeywords.sort(old_spellings)
-        stores = old.stores_with(stores)
+        if stores is None:
+            stores = Stores()
+        elif not isinstance(stores, Stores):
+            raise TypeError(f"stores must be a csum.Stores or None, not {type(stores).__name__}")
         robustness_given = robustness is not None
-        # an int (bytes), "32KiB", "4000 tokens", a Budget; then the old loose settings
-        sized = self.budget = old.budget_with(as_budget(budget))
+        sized = self.budget = as_budget(budget)  # an int (bytes), "32KiB", "4000 tokens", a Budget
         limit = sized.limit
         if sized.trigger is None:
             sized = sized.evolve(trigger=DEFAULT_TRIGGER)
         self.trigger = sized.trigger_units()
-        keep_ratio = DEFAULT_TARGET_RATIO if sized.keep_ratio is None else sized.keep_ratio
+        keep_ratio = DEFAULT_KEEP_RATIO if sized.keep_ratio is None else sized.keep_ratio
         self.keep_ratio = keep_ratio
         self.keep_units = min(sized.scaled(keep_ratio), self.trigger)
         """What a compaction brings the chain down to, in the budget's unit."""
@@ -443,7 +430,8 @@ class Compactor:
         self._clear_at_least = clearing.at_least_units(self.budget) if clearing else 0
         if handler is not None:
             check_handler(handler)
-        robustness = robustness_of("Compactor", robustness, old.robustness)
+        if robustness is None:
+            robustness = Robustness()
         if handler is None or getattr(handler, "sized_by_compactor", False):
             # extractive() without a size: the same summaries as no handler at all
             from csum.handlers import extractive
@@ -495,18 +483,6 @@ class Compactor:
             f"Compactor(budget={self.budget}, trigger={self.trigger}, "
             f"keep_ratio={self.keep_ratio}, target={self.target!r})"
         )
-
-    @property
-    def target_ratio(self) -> float:
-        """Deprecated spelling of :attr:`keep_ratio`."""
-        deprecated("Compactor.target_ratio", "Compactor.keep_ratio")
-        return self.keep_ratio
-
-    @property
-    def target_units(self) -> int:
-        """Deprecated spelling of :attr:`keep_units`."""
-        deprecated("Compactor.target_units", "Compactor.keep_units")
-        return self.keep_units
 
     # -- public API -------------------------------------------------------------------------
 

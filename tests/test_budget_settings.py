@@ -9,28 +9,19 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import subprocess
-import sys
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from cast import Message
-from cast.chainio import decode_chain
-from conftest import TAUBENCH, corpus_files
 from csum import Budget, Compactor
 from csum.budget import DEFAULT_COOLDOWN_TURNS, DEFAULT_MAX_DEPTH, as_budget
-from csum.clearing import DEFAULT_CLEARING, Clearing
+from csum.clearing import Clearing
 from csum.cli import main
 from csum.compactor import (
+    DEFAULT_KEEP_RATIO,
     DEFAULT_RESERVE_RATIO,
     DEFAULT_SUMMARY_RATIO,
-    DEFAULT_TARGET_RATIO,
     DEFAULT_TRIGGER,
     LONG_MEMORY,
     LOW_COST,
@@ -62,15 +53,6 @@ def chain(turns: int = 16, size: int = 500) -> list[Message]:
         out.append(Message.human(f"question {turn}: " + "q" * size))
         out.append(Message.ai(f"answer {turn}: " + "a" * size))
     return out
-
-
-@contextmanager
-def no_deprecation_from_csum() -> Iterator[None]:
-    """Any DeprecationWarning attributed to a csum module (the library calling an old
-    spelling of its own) is an error."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", category=DeprecationWarning, module=r"csum(\.|$)")
-        yield
 
 
 # -- Budget: existing behaviour kept ---------------------------------------------------
@@ -146,19 +128,18 @@ def test_an_unknown_setting_is_a_type_error_naming_it() -> None:
 
 
 def test_the_grouped_form_sets_the_compactor() -> None:
-    with no_deprecation_from_csum():
-        keeper = Compactor(
-            summarize,
-            budget=Budget(
-                32768,
-                trigger=0.9,
-                keep_ratio=0.3,
-                summary_ratio=1 / 16,
-                summary_reserve=1000,
-                max_depth=None,
-                cooldown_turns=2,
-            ),
-        )
+    keeper = Compactor(
+        summarize,
+        budget=Budget(
+            32768,
+            trigger=0.9,
+            keep_ratio=0.3,
+            summary_ratio=1 / 16,
+            summary_reserve=1000,
+            max_depth=None,
+            cooldown_turns=2,
+        ),
+    )
     assert keeper.trigger == int(32768 * 0.9)
     assert keeper.keep_ratio == 0.3
     assert keeper.keep_units == int(32768 * 0.3)
@@ -170,11 +151,10 @@ def test_the_grouped_form_sets_the_compactor() -> None:
 
 @pytest.mark.parametrize("budget", [4096, "4KiB", Budget(4096), Budget.bytes(4096)])
 def test_a_size_is_the_limit_with_the_defaults_read_from_the_constants(budget: Any) -> None:
-    with no_deprecation_from_csum():
-        keeper = Compactor(summarize, budget=budget)
+    keeper = Compactor(summarize, budget=budget)
     assert keeper.budget == Budget(4096)
     assert keeper.trigger == Budget(4096).scaled(DEFAULT_TRIGGER)
-    assert keeper.keep_ratio == DEFAULT_TARGET_RATIO
+    assert keeper.keep_ratio == DEFAULT_KEEP_RATIO
     assert keeper.summary_ratio == DEFAULT_SUMMARY_RATIO
     reserve = Budget(4096).scaled(max(DEFAULT_RESERVE_RATIO, DEFAULT_SUMMARY_RATIO))
     assert keeper.summary_reserve == reserve
@@ -187,102 +167,7 @@ def test_a_budget_too_small_for_its_default_reserve_names_the_field() -> None:
         Compactor(summarize, budget=1)
 
 
-LOOSE = [
-    ("trigger", 0.8),
-    ("keep_ratio", 0.3),
-    ("summary_ratio", 1 / 16),
-    ("summary_reserve", 500),
-    ("max_depth", None),
-    ("cooldown_turns", 1),
-]
-
-
-@pytest.mark.parametrize(("name", "value"), LOOSE, ids=[name for name, _ in LOOSE])
-def test_each_loose_keyword_warns_naming_the_budget_spelling(name: str, value: Any) -> None:
-    needle = rf"Compactor\({name}=\.\.\.\) is deprecated.*budget=Budget\(limit, {name}=\.\.\.\)"
-    with pytest.warns(DeprecationWarning, match=needle):
-        old = Compactor(summarize, budget=8000, **{name: value})
-    new = Compactor(summarize, budget=Budget(8000, **{name: value}))
-    assert old.budget == new.budget == Budget(8000, **{name: value})
-    assert getattr(old, name if name != "trigger" else "trigger") == getattr(new, name)
-
-
-def test_target_ratio_warns_as_keep_ratio_of_the_budget() -> None:
-    with pytest.warns(DeprecationWarning, match=r"Compactor\(target_ratio=\.\.\.\).*keep_ratio="):
-        old = Compactor(summarize, budget=8000, target_ratio=0.4)
-    assert old.budget == Budget(8000, keep_ratio=0.4)
-    with pytest.raises(TypeError, match="not both keep_ratio= and its old spelling"):
-        Compactor(summarize, budget=8000, target_ratio=0.4, keep_ratio=0.4)
-
-
-def test_a_loose_keyword_the_budget_also_sets_is_a_type_error() -> None:
-    with pytest.raises(TypeError, match=r"keep_ratio= given both beside budget= and inside"):
-        Compactor(summarize, budget=Budget(8000, keep_ratio=0.3), keep_ratio=0.5)
-    with pytest.raises(TypeError, match=r"keep_ratio= given both"):
-        Compactor(summarize, budget=Budget(8000, keep_ratio=0.3), target_ratio=0.5)
-    with pytest.raises(TypeError, match=r"max_depth= given both"):
-        Compactor(summarize, budget=Budget(8000, max_depth=None), max_depth=5)
-
-
-def test_a_loose_keyword_beside_other_settings_joins_them_with_a_warning() -> None:
-    budget = Budget(8000, keep_ratio=0.3)
-    with pytest.warns(DeprecationWarning, match="summary_ratio"):
-        keeper = Compactor(summarize, budget=budget, summary_ratio=1 / 8)
-    assert keeper.budget == Budget(8000, keep_ratio=0.3, summary_ratio=1 / 8)
-    assert budget == Budget(8000, keep_ratio=0.3)  # the caller's budget is not changed
-
-
-def test_a_bad_loose_value_still_names_its_field() -> None:
-    with (
-        pytest.raises(ValueError, match=r"Budget\.keep_ratio must be within"),
-        pytest.warns(DeprecationWarning, match=r"Compactor\(keep_ratio=\.\.\.\)"),
-    ):
-        Compactor(summarize, budget=8000, keep_ratio=2)
-
-
 # -- the same output, old spelling and new (Hypothesis) -------------------------------
-
-
-def corpus_chain() -> list[Message]:
-    files = corpus_files(TAUBENCH)
-    if not files:
-        pytest.skip("shared corpus not found next to the repository")
-    messages, _ = decode_chain(json.loads(files[0].read_text()), None)
-    return messages
-
-
-@st.composite
-def loose_settings(draw: st.DrawFn) -> tuple[int, dict[str, Any]]:
-    limit = draw(st.integers(6_000, 30_000))  # the chain is 32,940 bytes: it compacts
-    optional: dict[str, st.SearchStrategy[Any]] = {
-        "trigger": st.one_of(st.none(), st.floats(0.3, 1.0), st.integers(limit // 3, limit)),
-        "keep_ratio": st.floats(0.05, 1.0),
-        "summary_ratio": st.floats(1 / 128, 0.5),
-        "summary_reserve": st.one_of(st.none(), st.integers(0, limit // 4)),
-        "max_depth": st.one_of(st.none(), st.integers(1, 5)),
-        "cooldown_turns": st.integers(0, 6),
-    }
-    return limit, draw(st.fixed_dictionaries({}, optional=optional))
-
-
-@given(case=loose_settings())
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_loose_keywords_and_the_budget_compact_a_corpus_chain_alike(
-    case: tuple[int, dict[str, Any]],
-) -> None:
-    limit, loose = case
-    messages = corpus_chain()
-    before = [m.model_dump() for m in messages]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = Compactor(budget=limit, **loose)
-    assert any(w.category is DeprecationWarning for w in caught) == bool(loose)
-    new = Compactor(budget=Budget(limit, **loose))
-    for name in ("trigger", "keep_units", "summary_bytes", "summary_reserve", "max_depth"):
-        assert getattr(old, name) == getattr(new, name), name
-    for _ in range(2):  # the second call is within the cooldown (or compacts again)
-        assert old.compact_sync(messages) == new.compact_sync(messages)
-    assert [m.model_dump() for m in messages] == before
 
 
 # -- presets ---------------------------------------------------------------------------
@@ -297,60 +182,22 @@ def test_presets_are_budget_settings_and_a_clearing_stage() -> None:
         64_000, trigger=1.0, keep_ratio=0.6, summary_ratio=7 / 16, max_depth=None
     )
     assert LONG_MEMORY.clearing is None  # the summary stage it was measured with
-    assert Preset("DEFAULT").clearing == DEFAULT_CLEARING  # it sets none: the default
-    assert Preset("OFF", clearing=None).clearing is None
-    # a setting the given budget sets itself wins over the preset's
-    assert LOW_COST.budget(Budget(8000, keep_ratio=0.2)) == Budget(
-        8000, trigger=0.85, keep_ratio=0.2, summary_ratio=1 / 64
+    # the preset's settings take the place of the budget's own; the rest are kept
+    assert LOW_COST.budget(Budget(8000, keep_ratio=0.2, cooldown_turns=1)) == Budget(
+        8000, trigger=0.85, keep_ratio=0.3, summary_ratio=1 / 64, cooldown_turns=1
     )
+    assert LOW_COST.budget(8000).evolve(keep_ratio=0.2).keep_ratio == 0.2
+    assert dataclasses.replace(LOW_COST, clearing=None).clearing is None
 
 
 def test_a_preset_checks_its_settings_naming_them() -> None:
     with pytest.raises(ValueError, match=r"Budget\.summary_ratio must be within"):
-        Preset("BAD", summary_ratio=0.9)
-    with pytest.raises(TypeError, match=r"Preset clearing must be a csum\.Clearing"):
-        Preset("BAD", clearing="on")  # type: ignore[arg-type]
-
-
-def test_the_old_preset_splat_warns_and_compacts_like_the_new_form() -> None:
-    messages = chain()
-    with (
-        pytest.warns(DeprecationWarning, match=r"LOW_COST\.budget\(limit\), clearing="),
-        pytest.warns(DeprecationWarning, match=r"Compactor\(keep_ratio=\.\.\., summary_ratio="),
-    ):
-        old = Compactor(summarize, budget=8000, **LOW_COST)
-    with no_deprecation_from_csum():
-        new = Compactor(summarize, budget=LOW_COST.budget(8000), clearing=LOW_COST.clearing)
-    assert old.budget == new.budget
-    assert old.clearing == new.clearing
-    assert old.compact_sync(messages) == new.compact_sync(messages)
-    with (
-        pytest.warns(DeprecationWarning, match=r"LONG_MEMORY\.budget\(limit\)"),
-        pytest.warns(DeprecationWarning, match=r"summary_ratio=\.\.\., max_depth="),
-    ):
-        long_old = Compactor(summarize, budget=8000, **LONG_MEMORY)
-    assert long_old.budget == LONG_MEMORY.budget(8000)
-    assert dict(LOW_COST.items()) == {
-        "clearing": Clearing(keep=10),
-        "keep_ratio": 0.3,
-        "summary_ratio": 1 / 64,
-        "trigger": 0.85,
-    }
+        Preset("BAD", None, trigger=1.0, keep_ratio=0.5, summary_ratio=0.9)
+    with pytest.raises(TypeError, match=r"Preset\.clearing must be a csum\.Clearing"):
+        Preset("BAD", "on", trigger=1.0, keep_ratio=0.5, summary_ratio=0.1)  # type: ignore[arg-type]
 
 
 # -- the library's own callers use the new spelling -----------------------------------
-
-
-def test_importing_csum_warns_nothing() -> None:
-    code = "import csum, csum.compactor, csum.presets, csum.cli, csum.serve"
-    done = subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning", "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize(
@@ -362,18 +209,16 @@ def test_importing_csum_warns_nothing() -> None:
         ("--low-cost", "--keep-ratio", "0.2", "--clear-keep", "4"),
     ],
 )
-def test_the_cli_builds_its_compactor_in_the_new_spelling(flags: tuple[str, ...]) -> None:
+def test_the_cli_builds_its_compactor_from_its_flags(flags: tuple[str, ...]) -> None:
     out, err = io.StringIO(), io.StringIO()
-    with no_deprecation_from_csum():
-        code = main(
-            ["summarize", "--example", "--budget", "40KiB", "-q", *flags], stdout=out, stderr=err
-        )
+    code = main(
+        ["summarize", "--example", "--budget", "40KiB", "-q", *flags], stdout=out, stderr=err
+    )
     assert code == 0, err.getvalue()
-    assert "deprecated" not in err.getvalue()
 
 
 @pytest.mark.anyio
-async def test_the_gateway_builds_its_keepers_in_the_new_spelling() -> None:
+async def test_the_gateway_builds_its_keepers_from_its_config() -> None:
     items: list[dict[str, Any]] = [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Read every file."},
@@ -386,8 +231,7 @@ async def test_the_gateway_builds_its_keepers_in_the_new_spelling() -> None:
     sizes: list[int] = []
     for budget in (Budget.bytes(16384), Budget.bytes(16384, keep_ratio=0.15)):
         config = ServeConfig(upstream="http://127.0.0.1:9", budget=budget)
-        with no_deprecation_from_csum():
-            outcome = await Rewriter(config, MemoryStore()).rewrite(APIS[0], payload, None)
+        outcome = await Rewriter(config, MemoryStore()).rewrite(APIS[0], payload, None)
         assert outcome.kind is OutcomeKind.COMPACTED
         assert outcome.body is not None
         sizes.append(len(outcome.body))
@@ -402,8 +246,7 @@ def test_every_budget_setting_is_a_field_with_a_default() -> None:
 
 def test_a_framework_hook_given_a_budget_passes_its_settings_to_its_keeper() -> None:
     budget = Budget.tokens(64_000, keep_ratio=0.3, max_depth=None)
-    with no_deprecation_from_csum():
-        hook = HistoryHook(summarize, budget=budget)
+    hook = HistoryHook(summarize, budget=budget)
     keeper = hook.keeper
     assert isinstance(keeper, Compactor)
     assert keeper.budget is budget
@@ -412,14 +255,13 @@ def test_a_framework_hook_given_a_budget_passes_its_settings_to_its_keeper() -> 
 
 def test_the_cost_benchmark_runs_the_low_cost_preset_with_its_own_keep_ratio() -> None:
     """``--cost`` runs LOW_COST: its policy once got both its ``keep_ratio`` and the
-    default ``target_ratio`` and failed with a TypeError before any figure."""
+    default keep ratio and failed with a TypeError before any figure."""
     from benchmarks.policies.cost_main import low_cost_setting
 
     setting = low_cost_setting()
     assert setting is not None
-    with no_deprecation_from_csum():
-        policy: Any = setting.spec().make(65536)
+    policy: Any = setting.spec().make(65536)
     keeper = policy.compactor
     assert keeper.budget == LOW_COST.budget(65536)
-    assert (keeper.keep_ratio, keeper.summary_ratio) == (LOW_COST["keep_ratio"], 1 / 64)
+    assert (keeper.keep_ratio, keeper.summary_ratio) == (LOW_COST.keep_ratio, 1 / 64)
     assert keeper.clearing == LOW_COST.clearing

@@ -99,7 +99,7 @@ async def test_summary_only_turns_the_clearing_stage_off_in_the_gateway() -> Non
     assert not any(text.startswith(CLEARED_PREFIX) for text in texts)
     assert Rewriter(only, MemoryStore()).stage_options() == {
         "clearing": None,
-        "summary_ratio": SUMMARY_ONLY["summary_ratio"],
+        "summary_ratio": SUMMARY_ONLY.summary_ratio,
     }
     plain = ServeConfig(upstream="http://127.0.0.1:9", budget=budget)
     assert Rewriter(plain, MemoryStore()).stage_options() == {}

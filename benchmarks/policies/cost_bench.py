@@ -90,7 +90,7 @@ def _summary_handler(budget: int, options: dict[str, Any]) -> MeteredHandler:
     """The extractive handler writing summaries of the Compactor's own bound
     (``summary_ratio`` of the budget; 1/32, :class:`CompactorPolicy`'s, when not given),
     as its default handler does."""
-    ratio = float(options.get("summary_ratio", SUMMARY_ONLY["summary_ratio"]))
+    ratio = float(options.get("summary_ratio", SUMMARY_ONLY.summary_ratio))
     size = summary_bytes(Budget.bytes(budget), ratio)
     return MeteredHandler(make_handler("extractive", size), time_scale=0.0)
 

@@ -134,7 +134,7 @@ def _misses(
 
 def _policy(name: str, budget: int, folder: Path) -> tuple[Policy, HistoryArchive]:
     if name == RECALL_POLICIES[2]:
-        size = summary_bytes(Budget.bytes(budget), float(LONG_MEMORY.settings()["summary_ratio"]))
+        size = summary_bytes(Budget.bytes(budget), LONG_MEMORY.summary_ratio)
         compactor = CompactorPolicy(
             budget,
             MeteredHandler(make_handler("extractive", size), time_scale=0.0),

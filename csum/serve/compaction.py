@@ -22,6 +22,7 @@ from cast import Message
 from csum.archive import HistoryArchive
 from csum.budget import Budget
 from csum.cache import SummaryCache
+from csum.clearing import DEFAULT_CLEARING
 from csum.compactor import DEFAULT_SUMMARY_RATIO, SUMMARY_ONLY, Compactor, summary_bytes
 from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
@@ -290,6 +291,8 @@ class Rewriter:
             # the gateway's promise: a request within the budget goes through byte for
             # byte, so it compacts only over the budget unless the budget says otherwise
             budget = budget.evolve(trigger=1.0)
+        if "summary_ratio" in stage:
+            budget = budget.evolve(summary_ratio=stage["summary_ratio"])
         return Compactor(
             summary.handler,
             budget=budget,
@@ -297,14 +300,14 @@ class Rewriter:
             stores=Stores(cache=cache, archive=archive),
             # a model's input is bounded: what is evicted beyond it goes in pieces
             robustness=Robustness(max_prompt_bytes=None if summary.offline else MODEL_PROMPT_BYTES),
-            **stage,
+            clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
     def stage_options(self) -> dict[str, Any]:
         """The Compactor options ``--summary-only`` sets (none: the defaults)."""
         if not self.config.summary_only:
             return {}
-        return {key: SUMMARY_ONLY[key] for key in ("clearing", "summary_ratio")}
+        return {"clearing": SUMMARY_ONLY.clearing, "summary_ratio": SUMMARY_ONLY.summary_ratio}
 
 
 @dataclass(frozen=True, slots=True)

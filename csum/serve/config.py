@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from csum.budget import Budget
-from csum.compactor import DEFAULT_TARGET_RATIO
+from csum.compactor import DEFAULT_KEEP_RATIO
 
 __all__ = [
     "CONVERSATION_HEADER",
@@ -64,7 +64,7 @@ class ServeConfig:
     upstream: str
     budget: Budget | None = None
     window_share: float = DEFAULT_WINDOW_SHARE
-    keep_ratio: float = DEFAULT_TARGET_RATIO
+    keep_ratio: float = DEFAULT_KEEP_RATIO
     store: str = "memory"
     state_ttl: float | None = 7 * 24 * 3600.0
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
