@@ -13,7 +13,7 @@
   timeout and retries. When it fails too, an ``ExceptionGroup`` of both failures is
   raised.
 
-Its settings are one :class:`~csum.settings.Robustness` object, the one the Compactor
+Its settings are one :class:`~csum.config.Robustness` object, the one the Compactor
 takes too. Counts (calls, retries, timeouts, fallback calls, chunks) go to the
 :class:`HandlerLedger` of the current context (see :func:`ledger`), so a caller can
 measure one run even when the wrapper is shared.
@@ -37,6 +37,7 @@ from csum._gather import unwrapped
 from csum._handler_check import check_handler
 from csum._message_text import message_strings
 from csum._retry import RetryPolicy
+from csum.config import MIN_PROMPT_BYTES, Robustness
 from csum.prompt import (
     PromptCase,
     PromptEntry,
@@ -46,7 +47,6 @@ from csum.prompt import (
     summary_request,
 )
 from csum.request import SummaryJob, job_prompt, summarize_job
-from csum.settings import MIN_PROMPT_BYTES, Robustness
 
 __all__ = [
     "MIN_PROMPT_BYTES",
@@ -115,7 +115,7 @@ def _books() -> HandlerLedger:
 class RobustHandler:
     """A summarize handler wrapped with timeout, retries, splitting and a fallback.
 
-    ``robustness`` (a :class:`~csum.settings.Robustness`, default ``Robustness()``) says
+    ``robustness`` (a :class:`~csum.config.Robustness`, default ``Robustness()``) says
     how: timeout per call, retry policy, input limit and split depth, calls in flight,
     fallback. ``transient`` decides which failures are retried (default
     :func:`is_transient`). ``rng`` seeds the jitter (tests).

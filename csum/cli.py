@@ -47,26 +47,28 @@ from cast.chainio import (
 from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
 from csum.archive import HistoryArchive
-from csum.budget import Budget
 from csum.cache import SummaryCache
-from csum.clearing import DEFAULT_CLEARING, Clearing
-from csum.compactor import (
+from csum.compactor import CompactionResult, Compactor, summary_bytes
+from csum.config import (
+    DEFAULT_CLEAR_KEEP,
+    DEFAULT_CLEARING,
     DEFAULT_KEEP_RATIO,
     DEFAULT_SUMMARY_RATIO,
     DEFAULT_TRIGGER,
     LOW_COST,
+    MIN_PROMPT_BYTES,
     SUMMARY_ONLY,
-    CompactionResult,
-    Compactor,
-    summary_bytes,
+    Budget,
+    Clearing,
+    Preset,
+    Robustness,
+    Stores,
+    SummarizerConfig,
 )
-from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
-from csum.presets import Preset
 from csum.prompt import SummaryRequest
 from csum.request import SummaryJob, job_prompt, summarize_job, with_request
 from csum.serve.cli import add_serve_parser, serve
-from csum.settings import MIN_PROMPT_BYTES, Robustness, Stores
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.stores import open_store
 from csum.summarizer import Summarizer, SummaryResult
@@ -117,8 +119,6 @@ def _same_as_defaults(preset: Preset) -> str:
 
 def _clearing_default() -> str:
     """What the clearing stage does without a clearing flag (the Compactor's default)."""
-    if DEFAULT_CLEARING is None:
-        return "off by default"
     return f"on by default, keeping the newest {DEFAULT_CLEARING.keep} tool uses whole"
 
 
@@ -197,7 +197,9 @@ def main_parser() -> argparse.ArgumentParser:
         help="turn the clearing stage on (any --clear-* does), e.g. with --summary-only",
     )
     clearing.add_argument(
-        "--clear-keep", type=int, help="newest tool uses whose results stay whole (default 3)"
+        "--clear-keep",
+        type=int,
+        help=f"newest tool uses whose results stay whole (default {DEFAULT_CLEAR_KEEP})",
     )
     clearing.add_argument(
         "--clear-trigger",
@@ -622,8 +624,8 @@ _CLEAR_FLAGS = {
 
 def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | None:
     """The clearing stage the options ask for (None: none asked for): ``base`` (the
-    preset's stage; without one the Compactor's default, or ``Clearing()`` when the
-    default is off) with the ``--clear-*`` options given."""
+    preset's stage; without one the default, ``Clearing()``) with the ``--clear-*``
+    options given."""
     asked = [name for name in _CLEAR_OPTIONS if getattr(args, name) not in (None, False)]
     if not (args.clear or args.low_cost or asked):
         return None
@@ -642,7 +644,7 @@ def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | Non
     if args.clear_reasoning:
         options["clear_reasoning"] = True
     try:
-        return replace(base or DEFAULT_CLEARING or Clearing(), **options)
+        return replace(base or DEFAULT_CLEARING, **options)
     except (TypeError, ValueError) as error:
         field = str(error).removeprefix("Clearing.").split(" ", 1)[0]
         flag = _CLEAR_FLAGS.get(field, "--clear")

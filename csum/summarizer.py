@@ -27,9 +27,8 @@ from csum._gather import gather
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._style import summary_style
 from csum._summary_ids import unique_summary_ids
-from csum.config import SummarizerConfig
+from csum.config import Stores, SummarizerConfig
 from csum.reinsert import without_recalled
-from csum.settings import Stores
 from csum.store_events import StoreEvent
 from csum.strategies import (
     needs_section_summary,
@@ -95,7 +94,7 @@ class Summarizer:
     :meth:`summarize_chain` (None: unbounded). ``max_summary_bytes`` caps each summary:
     a handler's longer answer is truncated to it (None: no cap). A blank answer is a
     :class:`SummarizationError` naming the section. ``stores`` (a
-    :class:`~csum.settings.Stores`, as the Compactor takes): its ``cache`` serves
+    :class:`~csum.config.Stores`, as the Compactor takes): its ``cache`` serves
     summaries already made for the same prompt; its ``archive`` keeps every message
     summarized away, and each summary then ends with a line naming what it covers.
     Neither can fail a summarization: store failures become events

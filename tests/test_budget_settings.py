@@ -12,22 +12,26 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cast import Message
 from csum import Budget, Compactor
-from csum.budget import DEFAULT_COOLDOWN_TURNS, DEFAULT_MAX_DEPTH, as_budget
-from csum.clearing import Clearing
 from csum.cli import main
-from csum.compactor import (
+from csum.config import (
+    DEFAULT_COOLDOWN_TURNS,
     DEFAULT_KEEP_RATIO,
+    DEFAULT_MAX_DEPTH,
     DEFAULT_RESERVE_RATIO,
     DEFAULT_SUMMARY_RATIO,
     DEFAULT_TRIGGER,
     LONG_MEMORY,
     LOW_COST,
+    Clearing,
+    Preset,
+    as_budget,
 )
 from csum.integrations import HistoryHook
-from csum.presets import Preset
 from csum.serve import ServeConfig
 from csum.serve.apis import APIS
 from csum.serve.compaction import OutcomeKind, Rewriter
@@ -55,10 +59,10 @@ def chain(turns: int = 16, size: int = 500) -> list[Message]:
     return out
 
 
-# -- Budget: existing behaviour kept ---------------------------------------------------
+# -- Budget: every setting has its real default ---------------------------------------
 
 
-def test_a_budget_without_settings_is_the_budget_it_always_was() -> None:
+def test_a_budget_without_settings_holds_the_defaults() -> None:
     plain = Budget(4096)
     assert plain == Budget.bytes(4096) == as_budget(4096) == as_budget("4KiB")
     assert hash(plain) == hash(Budget.bytes(4096))
@@ -66,16 +70,27 @@ def test_a_budget_without_settings_is_the_budget_it_always_was() -> None:
     assert str(plain) == "4,096 bytes"
     assert Budget(100, "tokens") == Budget.tokens(100) == as_budget("100 tokens")
     assert plain.settings() == {}
-    assert (plain.trigger, plain.keep_ratio, plain.summary_ratio) == (None, None, None)
+    assert (plain.trigger, plain.keep_ratio, plain.summary_ratio, plain.summary_reserve) == (
+        DEFAULT_TRIGGER,
+        DEFAULT_KEEP_RATIO,
+        DEFAULT_SUMMARY_RATIO,
+        DEFAULT_RESERVE_RATIO,
+    )
     assert (plain.max_depth, plain.cooldown_turns) == (DEFAULT_MAX_DEPTH, DEFAULT_COOLDOWN_TURNS)
+    # the units the Compactor reads, from the budget alone
+    assert plain.trigger_units() == int(4096 * DEFAULT_TRIGGER)
+    assert plain.keep_units() == int(4096 * DEFAULT_KEEP_RATIO)
+    assert plain.reserve_units() == int(4096 * max(DEFAULT_RESERVE_RATIO, DEFAULT_SUMMARY_RATIO))
+    # a keep ratio above the trigger keeps what the trigger allows
+    assert Budget(4096, trigger=0.5, keep_ratio=0.9).keep_units() == 2048
 
 
 def test_settings_are_keyword_only_shown_in_repr_and_part_of_equality() -> None:
     with pytest.raises(TypeError):
         Budget(4096, "bytes", 0.5)  # type: ignore[misc]
-    tuned = Budget.tokens(64_000, keep_ratio=0.3, max_depth=None)
-    assert repr(tuned) == "Budget(limit=64000, unit='tokens', keep_ratio=0.3, max_depth=None)"
-    assert tuned.settings() == {"keep_ratio": 0.3, "max_depth": None}
+    tuned = Budget.tokens(64_000, keep_ratio=0.4, max_depth=None)
+    assert repr(tuned) == "Budget(limit=64000, unit='tokens', keep_ratio=0.4, max_depth=None)"
+    assert tuned.settings() == {"keep_ratio": 0.4, "max_depth": None}
     assert tuned != Budget.tokens(64_000)
     assert as_budget(tuned) is tuned
     assert as_budget("32KiB").evolve(keep_ratio=0.3) == Budget.bytes(32768, keep_ratio=0.3)
@@ -86,20 +101,21 @@ def test_settings_are_keyword_only_shown_in_repr_and_part_of_equality() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "error", "needle"),
     [
-        ("trigger", True, TypeError, "Budget.trigger must be None, a share"),
-        ("trigger", "0.5", TypeError, "Budget.trigger must be None, a share"),
-        ("trigger", 1.5, ValueError, r"Budget.trigger as a share must be within \(0, 1\]"),
-        ("trigger", 0.0, ValueError, "Budget.trigger as a share"),
-        ("trigger", 5000, ValueError, "Budget.trigger must be within 1..4096 bytes"),
+        ("trigger", True, TypeError, "Budget.trigger must be a number"),
+        ("trigger", "0.5", TypeError, "Budget.trigger must be a number"),
+        ("trigger", None, TypeError, "Budget.trigger must be a number"),
+        ("trigger", 1.5, ValueError, r"Budget.trigger must be within \(0, 1\]"),
+        ("trigger", 0.0, ValueError, r"Budget.trigger must be within \(0, 1\]"),
+        ("trigger", 5000, ValueError, r"Budget.trigger must be within \(0, 1\] \(a share"),
         ("keep_ratio", "0.3", TypeError, "Budget.keep_ratio must be a number"),
         ("keep_ratio", True, TypeError, "Budget.keep_ratio must be a number"),
         ("keep_ratio", 0, ValueError, r"Budget.keep_ratio must be within \(0, 1\]"),
         ("keep_ratio", float("nan"), ValueError, "Budget.keep_ratio must be within"),
         ("summary_ratio", [0.1], TypeError, "Budget.summary_ratio must be a number"),
         ("summary_ratio", 0.6, ValueError, r"Budget.summary_ratio must be within \(0, 0.5\]"),
-        ("summary_reserve", 1.5, TypeError, "Budget.summary_reserve must be an int"),
-        ("summary_reserve", -1, ValueError, "Budget.summary_reserve must be within 0..4095"),
-        ("summary_reserve", 4096, ValueError, "Budget.summary_reserve must be within 0..4095"),
+        ("summary_reserve", None, TypeError, "Budget.summary_reserve must be a number"),
+        ("summary_reserve", -0.1, ValueError, r"Budget.summary_reserve must be within \[0, 0.5\]"),
+        ("summary_reserve", 1000, ValueError, r"Budget.summary_reserve must be within \[0, 0.5\]"),
         ("max_depth", 2.0, TypeError, "Budget.max_depth must be an int or None"),
         ("max_depth", 0, ValueError, "Budget.max_depth must be at least 1"),
         ("cooldown_turns", None, TypeError, "Budget.cooldown_turns must be an int"),
@@ -135,7 +151,7 @@ def test_the_grouped_form_sets_the_compactor() -> None:
             trigger=0.9,
             keep_ratio=0.3,
             summary_ratio=1 / 16,
-            summary_reserve=1000,
+            summary_reserve=0.1,
             max_depth=None,
             cooldown_turns=2,
         ),
@@ -144,7 +160,7 @@ def test_the_grouped_form_sets_the_compactor() -> None:
     assert keeper.keep_ratio == 0.3
     assert keeper.keep_units == int(32768 * 0.3)
     assert keeper.summary_ratio == 1 / 16
-    assert keeper.summary_reserve == 1000
+    assert keeper.summary_reserve == int(32768 * 0.1)
     assert keeper.max_depth is None
     assert keeper.cooldown_turns == 2
 
@@ -162,12 +178,40 @@ def test_a_size_is_the_limit_with_the_defaults_read_from_the_constants(budget: A
     assert keeper.cooldown_turns == DEFAULT_COOLDOWN_TURNS
 
 
+@st.composite
+def budgets(draw: st.DrawFn) -> Budget:
+    """Any valid budget: a limit, a unit and any of the six settings."""
+    optional: dict[str, st.SearchStrategy[Any]] = {
+        "trigger": st.floats(0.01, 1.0),
+        "keep_ratio": st.floats(0.01, 1.0),
+        "summary_ratio": st.floats(1 / 128, 0.5),
+        "summary_reserve": st.floats(0.0, 0.5),
+        "max_depth": st.one_of(st.none(), st.integers(1, 5)),
+        "cooldown_turns": st.integers(0, 6),
+    }
+    settings = draw(st.fixed_dictionaries({}, optional=optional))
+    unit = draw(st.sampled_from(["bytes", "tokens"]))
+    return Budget(draw(st.integers(1000, 1 << 24)), unit, **settings)
+
+
+@given(budget=budgets())
+def test_the_compactor_reads_every_size_from_its_budget(budget: Budget) -> None:
+    """Law: the keeper's sizes are the budget's own (no default applied elsewhere), and
+    a budget rebuilt from its repr-visible settings is the same budget."""
+    keeper = Compactor(summarize, budget=budget)
+    assert keeper.budget is budget
+    assert keeper.trigger == budget.trigger_units() == budget.scaled(budget.trigger)
+    assert keeper.keep_units == budget.keep_units() <= keeper.trigger
+    assert keeper.summary_reserve == budget.reserve_units()
+    assert keeper.summary_reserve >= budget.scaled(budget.summary_ratio)
+    assert (keeper.keep_ratio, keeper.summary_ratio) == (budget.keep_ratio, budget.summary_ratio)
+    assert (keeper.max_depth, keeper.cooldown_turns) == (budget.max_depth, budget.cooldown_turns)
+    assert Budget(budget.limit, budget.unit, **budget.settings()) == budget
+
+
 def test_a_budget_too_small_for_its_default_reserve_names_the_field() -> None:
-    with pytest.raises(ValueError, match=r"Budget\.summary_reserve must be within 0\.\.0"):
+    with pytest.raises(ValueError, match=r"Budget\.summary_reserve leaves no room"):
         Compactor(summarize, budget=1)
-
-
-# -- the same output, old spelling and new (Hypothesis) -------------------------------
 
 
 # -- presets ---------------------------------------------------------------------------
@@ -229,13 +273,15 @@ async def test_the_gateway_builds_its_keepers_from_its_config() -> None:
         items.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i} " * 80})
     payload = json.dumps({"model": "gpt-4o", "messages": items}).encode()
     sizes: list[int] = []
-    for budget in (Budget.bytes(16384), Budget.bytes(16384, keep_ratio=0.15)):
-        config = ServeConfig(upstream="http://127.0.0.1:9", budget=budget)
+    for keep_ratio in (0.3, 0.15):
+        config = ServeConfig(
+            upstream="http://127.0.0.1:9", budget=Budget.bytes(16384), keep_ratio=keep_ratio
+        )
         outcome = await Rewriter(config, MemoryStore()).rewrite(APIS[0], payload, None)
         assert outcome.kind is OutcomeKind.COMPACTED
         assert outcome.body is not None
         sizes.append(len(outcome.body))
-    assert sizes[1] < sizes[0]  # the budget's own keep_ratio wins over the config's
+    assert sizes[1] < sizes[0]  # the config's keep_ratio is the keepers'
 
 
 def test_every_budget_setting_is_a_field_with_a_default() -> None:

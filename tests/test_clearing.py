@@ -33,8 +33,7 @@ from csum.clearing import (
     is_cleared,
     placeholder,
 )
-from csum.compactor import LOW_COST, SUMMARY_ONLY
-from csum.presets import Preset
+from csum.config import DEFAULT_CLEAR_KEEP, DEFAULT_CLEARING, LOW_COST, SUMMARY_ONLY, Preset
 from csum_builders import fill
 from strategies import valid_chains
 
@@ -98,6 +97,8 @@ def cleared_as(name: str, call_id: str, content: str) -> str:
         ({"trigger": "half"}, TypeError),
         ({"clear_at_least": -1}, ValueError),
         ({"clear_at_least": 2.0}, ValueError),
+        ({"trigger": 5000}, ValueError),  # a share of the budget, never a size
+        ({"trigger": None}, TypeError),
         ({"exclude_tools": "bash"}, TypeError),
         ({"exclude_tools": {1}}, TypeError),
         ({"clear_tool_inputs": 1}, TypeError),
@@ -116,11 +117,20 @@ def test_exclude_tools_becomes_a_frozenset_and_the_options_are_frozen() -> None:
         options.keep = 4  # type: ignore[misc]
 
 
-def test_compactor_refuses_a_bad_clearing_and_a_trigger_past_the_budget() -> None:
+def test_one_clearing_default() -> None:
+    """``Clearing()`` is the Compactor's default stage: one default, keeping the newest
+    DEFAULT_CLEAR_KEEP tool uses, starting with the compaction."""
+    assert Clearing() == DEFAULT_CLEARING
+    assert Clearing().keep == DEFAULT_CLEAR_KEEP == 10
+    assert Compactor(budget=1000).clearing == Clearing()
+    keeper = Compactor(budget=Budget(1000, trigger=0.9), clearing=Clearing(trigger=0.5))
+    assert keeper._start == 500
+    assert Compactor(budget=Budget(1000, trigger=0.9))._start == 900
+
+
+def test_compactor_refuses_a_bad_clearing() -> None:
     with pytest.raises(TypeError, match="clearing"):
         Compactor(budget=1000, clearing=3)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"Clearing\.trigger"):
-        Compactor(budget=1000, clearing=Clearing(trigger=5000))
     with pytest.raises(TypeError, match="pin"):
         Compactor(budget=1000, pin="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="keep_user_messages"):
@@ -253,7 +263,10 @@ async def test_clearing_alone_reaches_the_target_without_a_handler_call() -> Non
     handler = Recorder()
     events: list[CompactionEvent] = []
     keeper = Compactor(
-        handler, budget=SUMMARY_ONLY.budget(30_000), clearing=Clearing(), on_event=events.append
+        handler,
+        budget=SUMMARY_ONLY.budget(30_000),
+        clearing=Clearing(keep=3),
+        on_event=events.append,
     )
     chain = agent_chain(16)
     before = list(chain)
@@ -842,8 +855,8 @@ def _steps(chain: list[Message]) -> list[list[Message]]:
 
 @pytest.mark.parametrize(
     ("clearing", "sizes"),
-    [(Clearing(), SUMMARY_ONLY), (LOW_COST.clearing, LOW_COST)],
-    ids=["Clearing() at 60 %", "LOW_COST"],
+    [(Clearing(keep=3), SUMMARY_ONLY), (LOW_COST.clearing, LOW_COST)],
+    ids=["Clearing(keep=3) at 60 %", "LOW_COST"],
 )
 def test_claude_code_sessions_through_a_loop_stay_within_budget(
     clearing: Clearing | None, sizes: Preset

@@ -24,8 +24,8 @@ from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
 from cast._lint import lint
 from cast.chainio import decode_chain
 from conftest import CORPUS
-from csum.clearing import CLEARED_PREFIX, DEFAULT_CLEARING
-from csum.compactor import DEFAULT_KEEP_RATIO, DEFAULT_SUMMARY_RATIO
+from csum.clearing import CLEARED_PREFIX
+from csum.config import DEFAULT_CLEARING, DEFAULT_KEEP_RATIO, DEFAULT_SUMMARY_RATIO
 
 ROOT = Path(__file__).resolve().parents[1]
 TAU = CORPUS / "openai_taubench" / "taubench_gpt4o_airline_task027_trial1.json"

@@ -20,7 +20,7 @@ from csum import (
     Summarizer,
     is_summarized,
 )
-from csum.compactor import SUMMARY_ONLY
+from csum.config import SUMMARY_ONLY
 from csum_builders import fill
 
 SUMMARY_STAGE = SUMMARY_ONLY

@@ -32,9 +32,7 @@ from csum.archive import (
     archived_references,
     message_search_text,
 )
-from csum.budget import as_budget
-from csum.clearing import Clearing
-from csum.compactor import SUMMARY_ONLY
+from csum.config import SUMMARY_ONLY, Clearing, as_budget
 from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from redis_server import needs_redis_client
 from test_cache import corpus_chains

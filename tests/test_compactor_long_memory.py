@@ -27,7 +27,7 @@ from csum import (
     HistoryArchive,
     Stores,
 )
-from csum.compactor import DEFAULT_RESERVE_RATIO, LONG_MEMORY
+from csum.config import DEFAULT_RESERVE_RATIO, LONG_MEMORY
 from csum.reinsert import REINSERTED_HEADER, recalled_text
 from test_compactor_archive import long_chain, question_needing_the_archive, tight
 from test_compactor_summary_size import steps
@@ -94,12 +94,10 @@ def test_the_reserve_follows_a_larger_summary_share() -> None:
     assert Compactor(
         budget=Budget.bytes(131072, summary_ratio=0.375)
     ).summary_reserve == budget.scaled(0.375)
-    assert (
-        Compactor(
-            budget=Budget.bytes(131072, summary_ratio=0.375, summary_reserve=100)
-        ).summary_reserve
-        == 100
-    )
+    # a reserve share of its own: the larger of it and the summary's share
+    for reserve, share in ((0.4, 0.4), (0.1, 0.375)):
+        settings = Budget.bytes(131072, summary_ratio=0.375, summary_reserve=reserve)
+        assert Compactor(budget=settings).summary_reserve == budget.scaled(share)
     assert (
         Compactor(budget=LONG_MEMORY.budget(131072), clearing=LONG_MEMORY.clearing).max_depth
         is None

@@ -13,8 +13,8 @@ from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, find_corpus, load_fol
 from benchmarks.policies.harness import _floor_size
 from cast import Message, Role
 from csum import Budget, CompactionEvent, Compactor
-from csum.budget import as_budget
-from csum.compactor import DEFAULT_SUMMARY_RATIO, MIN_SUMMARY_BYTES, SUMMARY_ONLY, summary_bytes
+from csum.compactor import summary_bytes
+from csum.config import DEFAULT_SUMMARY_RATIO, MIN_SUMMARY_BYTES, SUMMARY_ONLY, as_budget
 
 # The summary stage alone (``clearing=None``) at a 60 % target (``SUMMARY_ONLY``'s), the
 # summary share each test names: given explicitly, so the sizes measured do not depend

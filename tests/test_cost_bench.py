@@ -271,7 +271,7 @@ def test_the_low_cost_preset_builds_as_a_policy() -> None:
     # of its own and passed both, so every full cost run failed on it.
     from benchmarks.policies.cost_main import low_cost_setting
     from benchmarks.policies.peers import CompactorPolicy
-    from csum.compactor import LOW_COST
+    from csum.config import LOW_COST
 
     setting = low_cost_setting()
     assert setting is not None
@@ -288,7 +288,7 @@ def test_the_compactor_rows_are_built_with_the_settings_they_name() -> None:
     from benchmarks.policies.cost_bench import compactor_spec
     from benchmarks.policies.cost_main import low_cost_setting
     from csum import Compactor
-    from csum.compactor import LOW_COST, SUMMARY_ONLY
+    from csum.config import LOW_COST, SUMMARY_ONLY
 
     def settings(compactor: Compactor) -> dict[str, object]:
         return {

@@ -25,7 +25,7 @@ from csum._calls import HandlerCalls
 from csum._pieces import prompt_bound, split_into_pieces, summarize_in_pieces
 from csum._robust import ledger
 from csum.archive import archived_references, message_search_text
-from csum.compactor import SUMMARY_ONLY
+from csum.config import SUMMARY_ONLY
 from csum.handlers import extractive
 from csum.prompt import messages_to_prompt, parse_prompt
 from csum.reinsert import REINSERTED_HEADER, reinserted_part

@@ -28,18 +28,18 @@ from csum import (
     SummaryCache,
 )
 from csum._robust import ledger
-from csum.clearing import DEFAULT_CLEARING
 from csum.cli import main
-from csum.compactor import (
+from csum.config import (
+    DEFAULT_CLEARING,
     DEFAULT_KEEP_RATIO,
     DEFAULT_SUMMARY_RATIO,
     LONG_MEMORY,
     LOW_COST,
+    MIN_PROMPT_BYTES,
     SUMMARY_ONLY,
 )
 from csum.handlers import extractive
 from csum.serve.cli import add_serve_parser, config_from
-from csum.settings import MIN_PROMPT_BYTES
 from csum.stores import MemoryStore
 
 FAST = RetryPolicy(max_retries=2, backoff_base=0.001, backoff_max=0.01, jitter=0.5)

@@ -41,7 +41,8 @@ from benchmarks.policies.policy import MeteredHandler, Policy, PolicyStep, make_
 from benchmarks.policies.simulate import Workload, simulate
 from cast import Message
 from csum import Budget
-from csum.compactor import SUMMARY_ONLY, summary_bytes
+from csum.compactor import summary_bytes
+from csum.config import SUMMARY_ONLY
 
 __all__ = [
     "BEFORE",

@@ -1,7 +1,7 @@
 """The Compactor and its peers from agent frameworks, as policies on the same workloads.
 
 * :class:`CompactorPolicy` — ``csum.Compactor``'s summary stage alone, at its former
-  defaults (``csum.compactor.SUMMARY_ONLY``: trigger = budget, target 60 %, no clearing,
+  defaults (``csum.config.SUMMARY_ONLY``: trigger = budget, target 60 %, no clearing,
   summaries 1/32 of the budget), or tuned (``trigger``/``keep_ratio``,
   ``clearing``, ``summary_ratio`` given). Pinned, so the benchmarks' "before" rows do not
   move when the Compactor's defaults do.
@@ -42,7 +42,7 @@ from benchmarks.policies.policy import (
 )
 from cast import Message, Role
 from csum import Budget, Compactor, Stores
-from csum.compactor import SUMMARY_ONLY
+from csum.config import SUMMARY_ONLY
 
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(Budget)) - {"limit", "unit"}
 """The Compactor options that are :class:`~csum.Budget` settings."""

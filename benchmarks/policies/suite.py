@@ -39,7 +39,8 @@ from benchmarks.policies.policy import (
 )
 from benchmarks.policies.simulate import Workload, simulate, turn_shape
 from csum import Budget
-from csum.compactor import LONG_MEMORY, SUMMARY_ONLY, summary_bytes
+from csum.compactor import summary_bytes
+from csum.config import LONG_MEMORY, SUMMARY_ONLY
 
 __all__ = [
     "GroupResult",
@@ -197,7 +198,7 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
             ),
         )
     )
-    # The documented long-memory configuration (csum.compactor.LONG_MEMORY): summaries
+    # The documented long-memory configuration (csum.config.LONG_MEMORY): summaries
     # up to 7/16 of the budget, folded again at every compaction (no depth limit).
     long_bytes = partial(summary_bytes, ratio=LONG_MEMORY.summary_ratio)
     factories.append(

@@ -26,9 +26,10 @@ import anyio
 
 from cast import Message
 from csum._handler_check import check_handler
-from csum.budget import Budget, as_budget, model_key
 from csum.compactor import Compactor
+from csum.config import Budget, as_budget
 from csum.summarizer import Summarizer
+from csum.tokens import model_key
 
 __all__ = [
     "DEFAULT_BUDGET",

@@ -8,8 +8,7 @@ import sys
 from typing import TextIO
 
 from cast.chainio import parse_size
-from csum.budget import Budget
-from csum.compactor import DEFAULT_KEEP_RATIO, SUMMARY_ONLY
+from csum.config import DEFAULT_KEEP_RATIO, SUMMARY_ONLY, Budget
 from csum.handlers import resolve_handler
 from csum.serve.config import (
     DEFAULT_MAX_BODY_BYTES,
@@ -75,7 +74,7 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     add(
         "--summary-only",
         action="store_true",
-        help="the former defaults (csum.compactor.SUMMARY_ONLY): no clearing of old tool "
+        help="the former defaults (csum.config.SUMMARY_ONLY): no clearing of old tool "
         "results, summaries 1/32 of the budget, target 0.6 unless --keep-ratio; by default "
         "old tool results are cleared first and summaries take 1/64",
     )

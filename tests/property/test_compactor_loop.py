@@ -24,7 +24,7 @@ from archive_recall import recall_all
 from cast import ChainAST, Message, Role, lint, port
 from cast.providers import PROVIDERS
 from csum import Budget, Compactor, EstimatedTokens, HistoryArchive, Stores
-from csum.budget import as_budget
+from csum.config import as_budget
 from csum.reinsert import REINSERTED_HEADER, recalled_text, without_recalled
 
 TARGETS = sorted(PROVIDERS)
