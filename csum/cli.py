@@ -53,6 +53,7 @@ from csum.config import (
     DEFAULT_CLEAR_KEEP,
     DEFAULT_CLEARING,
     DEFAULT_KEEP_RATIO,
+    DEFAULT_MAX_PROMPT_BYTES,
     DEFAULT_SUMMARY_RATIO,
     DEFAULT_TRIGGER,
     LOW_COST,
@@ -78,11 +79,6 @@ __all__ = ["EXAMPLE", "entrypoint", "main", "main_parser"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-DEFAULT_MAX_PROMPT_BYTES = 1 << 20
-"""Largest prompt ``csum summarize --budget`` sends by default: what is evicted beyond
-it is summarized in pieces, then merged, so memory does not grow with one prompt of the
-whole input (and a model's context window is not exceeded)."""
 
 EXAMPLE = "claude_code_session.json"
 """The bundled example: a real Claude Code sub-agent session (Anthropic Messages format)."""

@@ -38,6 +38,7 @@ from csum.cache import SummaryCache
 from csum.tokens import context_window
 
 __all__ = [
+    "DEFAULT_BUDGET",
     "DEFAULT_CLEARING",
     "DEFAULT_CLEAR_AT_LEAST",
     "DEFAULT_CLEAR_KEEP",
@@ -46,7 +47,10 @@ __all__ = [
     "DEFAULT_KEEP_RATIO",
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_EVENTS",
+    "DEFAULT_MAX_PROMPT_BYTES",
     "DEFAULT_MAX_SPLIT_DEPTH",
+    "DEFAULT_MODEL_SHARE",
     "DEFAULT_RESERVE_RATIO",
     "DEFAULT_SUMMARY_RATIO",
     "DEFAULT_TIMEOUT",
@@ -114,6 +118,21 @@ DEFAULT_MAX_CONCURRENCY: Final = 4
 MIN_PROMPT_BYTES: Final = 4096
 """Smallest accepted ``Robustness.max_prompt_bytes``: the fixed instructions take about
 1.3 KB."""
+DEFAULT_MAX_PROMPT_BYTES: Final = 1 << 20
+"""Largest prompt ``csum summarize --budget`` sends by default (its
+``Robustness.max_prompt_bytes``): what is evicted beyond it is summarized in pieces, then
+merged, so memory does not grow with one prompt of the whole input (and a model's
+context window is not exceeded)."""
+
+# the framework hooks (csum.integrations)
+DEFAULT_BUDGET: Final = 65536
+"""Byte budget of the default keeper when a hook is given no budget and its agent's
+model is unknown."""
+DEFAULT_MODEL_SHARE: Final = 0.5
+"""Share of the agent's model context window a hook's default keeper takes as its
+budget when the hook learns the model (and was given no budget)."""
+DEFAULT_MAX_EVENTS: Final = 100
+"""How many events ``hook.events`` holds (the latest ones); ``on_event`` sees them all."""
 
 
 def _is_int(value: object) -> bool:
