@@ -110,24 +110,11 @@ __all__ = [
 
 
 _FROM_CODECS = frozenset({"register_codec", "unregister_codec"})
-_MOVED_TO_INTERNALS = frozenset({"utf8_len"})
 
 
 def __getattr__(name: str) -> _Any:
     """``cast.codecs`` (and :func:`register_codec` from it) loads on first use, so
-    ``import cast`` stays light; ``utf8_len`` moved to :mod:`cast.internals`."""
-    if name in _MOVED_TO_INTERNALS:
-        import warnings
-
-        from cast import internals
-
-        warnings.warn(
-            f"cast.{name} moved to cast.internals (helpers for sibling packages); "
-            "the top-level name goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(internals, name)
+    ``import cast`` stays light."""
     if name == "codecs" or name in _FROM_CODECS:
         import importlib
 

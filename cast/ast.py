@@ -18,7 +18,6 @@ changed. Inside ``cast`` the parser and transforms use the unchecked ``cast._fas
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
@@ -49,15 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["BodyPair", "BodyPairType", "ChainAST", "Header", "Section", "pair_type_of"]
 
 _set = object.__setattr__
-
-
-def _renamed(old: str, new: str) -> None:
-    """Warn that ``old`` is a former spelling (kept for one release) of ``new``."""
-    warnings.warn(
-        f"{old} is deprecated and goes in the next release: use {new}",
-        DeprecationWarning,
-        stacklevel=3,
-    )
 
 
 class BodyPairType(StrEnum):
@@ -145,16 +135,6 @@ class Header:
             self.system_message if isinstance(system_message, _Keep) else system_message,
             self.human_message if isinstance(human_message, _Keep) else human_message,
         )
-
-    def replace(
-        self,
-        *,
-        system_message: Message | _Keep | None = _KEEP,
-        human_message: Message | _Keep | None = _KEEP,
-    ) -> Header:
-        """Deprecated: the older name of :meth:`evolve`."""
-        _renamed("Header.replace", "Header.evolve")
-        return self.evolve(system_message=system_message, human_message=human_message)
 
 
 def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> str | None:
@@ -358,13 +338,6 @@ class Section:
             self.header if header is None else header, self.body if body is None else body
         )
 
-    def replace(
-        self, *, header: Header | None = None, body: Iterable[BodyPair] | None = None
-    ) -> Section:
-        """Deprecated: the older name of :meth:`evolve`."""
-        _renamed("Section.replace", "Section.evolve")
-        return self.evolve(header=header, body=body)
-
     def messages(self) -> list[Message]:
         """The header's messages, then every body pair's, in chain order."""
         out = self.header.messages()
@@ -521,11 +494,6 @@ class ChainAST:
             + sum(1 + len(pair.tool_messages) for pair in section.body)
             for section in self.sections
         )
-
-    def replace_sections(self, sections: Iterable[Section]) -> ChainAST:
-        """Deprecated: the older name of ``evolve(sections=...)``."""
-        _renamed("ChainAST.replace_sections(sections)", "ChainAST.evolve(sections=sections)")
-        return self.evolve(sections=sections)
 
     def evolve(self, *, sections: Iterable[Section]) -> ChainAST:
         """A copy with other sections (checked like :meth:`build`)."""

@@ -19,18 +19,19 @@ from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum._retry import RetryPolicy
 from csum._robust import HandlerLedger, RobustHandler, is_transient, split_prompt
 from csum.archive import ArchiveHit, HistoryArchive
-from csum.budget import (
-    MODEL_CONTEXT_WINDOWS,
-    Budget,
-    EstimatedTokens,
-    TiktokenCounter,
-    TokenCounter,
-    context_window,
-)
 from csum.cache import SummaryCache
-from csum.clearing import Clearing
 from csum.compactor import EARLIER_CONVERSATION_TEXT, CompactionResult, Compactor
-from csum.config import SummarizerConfig
+from csum.config import (
+    LONG_MEMORY,
+    LOW_COST,
+    SUMMARY_ONLY,
+    Budget,
+    Clearing,
+    Preset,
+    Robustness,
+    Stores,
+    SummarizerConfig,
+)
 from csum.errors import (
     CsumError,
     HandlerError,
@@ -41,15 +42,24 @@ from csum.errors import (
 from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
-from csum.settings import Robustness, Stores
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.summarizer import Summarizer, SummaryResult
+from csum.tokens import (
+    MODEL_CONTEXT_WINDOWS,
+    EstimatedTokens,
+    TiktokenCounter,
+    TokenCounter,
+    context_window,
+)
 
 __all__ = [
     "EARLIER_CONVERSATION_TEXT",
+    "LONG_MEMORY",
+    "LOW_COST",
     "MODEL_CONTEXT_WINDOWS",
     "RECALL_TOOL_NAME",
     "SUMMARIZED_CONTENT_PREFIX",
+    "SUMMARY_ONLY",
     "ArchiveHit",
     "Budget",
     "Clearing",
@@ -62,6 +72,7 @@ __all__ = [
     "HandlerError",
     "HandlerLedger",
     "HistoryArchive",
+    "Preset",
     "PromptFormatError",
     "RecallTool",
     "RetryPolicy",

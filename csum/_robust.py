@@ -13,7 +13,7 @@
   timeout and retries. When it fails too, an ``ExceptionGroup`` of both failures is
   raised.
 
-Its settings are one :class:`~csum.settings.Robustness` object, the one the Compactor
+Its settings are one :class:`~csum.config.Robustness` object, the one the Compactor
 takes too. Counts (calls, retries, timeouts, fallback calls, chunks) go to the
 :class:`HandlerLedger` of the current context (see :func:`ledger`), so a caller can
 measure one run even when the wrapper is shared.
@@ -26,19 +26,18 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
 from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
-from csum._deprecated import moved_into
 from csum._fit import fit_joined
 from csum._gather import unwrapped
 from csum._handler_check import check_handler
 from csum._message_text import message_strings
 from csum._retry import RetryPolicy
+from csum.config import MIN_PROMPT_BYTES, Robustness
 from csum.prompt import (
     PromptCase,
     PromptEntry,
@@ -48,7 +47,6 @@ from csum.prompt import (
     summary_request,
 )
 from csum.request import SummaryJob, job_prompt, summarize_job
-from csum.settings import MIN_PROMPT_BYTES, Robustness
 
 __all__ = [
     "MIN_PROMPT_BYTES",
@@ -110,17 +108,6 @@ def ledger() -> Iterator[HandlerLedger]:
         _LEDGER.reset(token)
 
 
-def robustness_of(
-    owner: str, robustness: Robustness | None, deprecated: dict[str, Any]
-) -> Robustness:
-    """The settings ``owner`` runs with: ``robustness``, or one made from the old keywords
-    (``retry=None`` meant the default policy), which warn."""
-    legacy = dict(deprecated)
-    if "retry" in legacy and legacy["retry"] is None:
-        legacy["retry"] = RetryPolicy()
-    return moved_into(owner, "robustness", robustness, Robustness(), legacy, stacklevel=5)
-
-
 def _books() -> HandlerLedger:
     return _LEDGER.get() or HandlerLedger()
 
@@ -128,12 +115,10 @@ def _books() -> HandlerLedger:
 class RobustHandler:
     """A summarize handler wrapped with timeout, retries, splitting and a fallback.
 
-    ``robustness`` (a :class:`~csum.settings.Robustness`, default ``Robustness()``) says
+    ``robustness`` (a :class:`~csum.config.Robustness`, default ``Robustness()``) says
     how: timeout per call, retry policy, input limit and split depth, calls in flight,
     fallback. ``transient`` decides which failures are retried (default
-    :func:`is_transient`). ``rng`` seeds the jitter (tests). The settings' old keyword
-    spellings (``timeout=``, ``retry=``, ...) still work for one release, with a
-    ``DeprecationWarning``.
+    :func:`is_transient`). ``rng`` seeds the jitter (tests).
     """
 
     def __init__(
@@ -143,7 +128,6 @@ class RobustHandler:
         *,
         transient: Callable[[BaseException], bool] = is_transient,
         rng: random.Random | None = None,
-        **old_spellings: Any,
     ) -> None:
         check_handler(handler)  # a keeper, the extractive factory: TypeError with the fix
         if robustness is not None and not isinstance(robustness, Robustness):
@@ -151,7 +135,7 @@ class RobustHandler:
                 f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
             )
         self.handler = handler
-        self.robustness = robustness_of("RobustHandler", robustness, old_spellings)
+        self.robustness = Robustness() if robustness is None else robustness
         self.transient = transient
         self.rng = rng if rng is not None else random.Random()
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -48,33 +48,19 @@ from cast import (
 from cast.internals import utf8_len
 from csum._gist import GIST_BYTES, gist
 from csum.archive import archive_line, message_reference
-from csum.budget import Budget
+from csum.config import Clearing
 
 __all__ = [
     "ARGUMENT_GIST_BYTES",
     "CLEARED_ARGUMENTS_KEY",
     "CLEARED_PREFIX",
-    "DEFAULT_CLEARING",
-    "DEFAULT_CLEAR_AT_LEAST",
-    "DEFAULT_CLEAR_KEEP",
-    "DEFAULT_CLEAR_TRIGGER",
     "GIST_PREFIX",
-    "Clearing",
     "ClearingPass",
     "clear_evicted",
     "clear_tool_results",
     "is_cleared",
     "placeholder",
 ]
-
-# -- defaults (one place: the benchmark of issue 25 chooses the final values) -------------
-
-DEFAULT_CLEAR_KEEP: Final = 3
-"""Newest tool uses whose results are never cleared (Anthropic's default is 3)."""
-DEFAULT_CLEAR_TRIGGER: Final[int | float | None] = None
-"""Where clearing starts: None is the Compactor's own trigger."""
-DEFAULT_CLEAR_AT_LEAST: Final[int | float] = 0
-"""A clearing pass that would free less than this is not applied (0: any)."""
 
 CLEARED_PREFIX: Final = "[cleared tool result: "
 """How every placeholder starts."""
@@ -89,81 +75,6 @@ _PLACEHOLDER_TAIL = re.compile(
     rf"(?:\n{GIST_PREFIX}[^\n]{{1,{GIST_BYTES}}})?"
 )
 _CACHE_CONTROL = "cache_control"
-
-
-@dataclass(frozen=True, slots=True)
-class Clearing:
-    """The clearing stage's options (``Compactor(clearing=Clearing(...))``).
-
-    ``keep``: the newest tool uses whose results stay whole. ``trigger``: where clearing
-    starts, in the budget's unit (int) or as a share of the budget (float in (0, 1]);
-    None: the Compactor's trigger. Clearing is always the first stage of a compaction;
-    a lower trigger lets it run alone before summaries are due. ``clear_at_least``: a
-    clearing pass that would free less (units, or a share of the budget) is not
-    applied, so the prompt cache is not broken for little (a pass followed by a
-    summary is always applied: the summary changes the prefix anyway).
-    ``exclude_tools``: tool names whose results are never cleared.
-    ``clear_tool_inputs``: the cleared calls' arguments become
-    ``{"cleared_arguments_bytes": N}`` too. ``clear_reasoning``: old AI messages (before
-    the newest ``keep`` tool uses) lose their reasoning.
-    """
-
-    keep: int = DEFAULT_CLEAR_KEEP
-    trigger: int | float | None = DEFAULT_CLEAR_TRIGGER
-    clear_at_least: int | float = DEFAULT_CLEAR_AT_LEAST
-    exclude_tools: frozenset[str] = field(default_factory=frozenset)
-    clear_tool_inputs: bool = False
-    clear_reasoning: bool = False
-
-    def __post_init__(self) -> None:
-        if isinstance(self.keep, bool) or not isinstance(self.keep, int):
-            raise TypeError(f"Clearing.keep must be an int, not {self.keep!r}")
-        if self.keep < 0:
-            raise ValueError(f"Clearing.keep must be >= 0, got {self.keep}")
-        _check_amount("trigger", self.trigger, allow_none=True, allow_zero=False)
-        _check_amount("clear_at_least", self.clear_at_least, allow_none=False, allow_zero=True)
-        tools: object = self.exclude_tools
-        if isinstance(tools, str) or not isinstance(tools, Iterable):
-            raise TypeError(f"Clearing.exclude_tools must be a set of tool names, not {tools!r}")
-        names = frozenset(tools)
-        for name in names:
-            if not isinstance(name, str):
-                raise TypeError(f"Clearing.exclude_tools holds {name!r}, not a tool name")
-        object.__setattr__(self, "exclude_tools", names)
-        for flag in ("clear_tool_inputs", "clear_reasoning"):
-            if not isinstance(getattr(self, flag), bool):
-                raise TypeError(f"Clearing.{flag} must be a bool, not {getattr(self, flag)!r}")
-
-    def trigger_units(self, budget: Budget) -> int | None:
-        """The trigger in the budget's unit (None: the Compactor's)."""
-        return _units(self.trigger, budget) if self.trigger is not None else None
-
-    def at_least_units(self, budget: Budget) -> int:
-        """``clear_at_least`` in the budget's unit."""
-        return _units(self.clear_at_least, budget) if self.clear_at_least else 0
-
-
-def _check_amount(name: str, value: object, *, allow_none: bool, allow_zero: bool) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"Clearing.{name} must be an int (units) or a float share, not {value!r}")
-    if isinstance(value, float):
-        if not (0 <= value <= 1 if allow_zero else 0 < value <= 1):
-            raise ValueError(f"Clearing.{name} as a share must be within (0, 1], got {value!r}")
-    elif value < (0 if allow_zero else 1):
-        raise ValueError(f"Clearing.{name} must be {'>= 0' if allow_zero else '>= 1'}, got {value}")
-
-
-def _units(value: int | float, budget: Budget) -> int:
-    return budget.scaled(value) if isinstance(value, float) else value
-
-
-DEFAULT_CLEARING: Final[Clearing | None] = Clearing(keep=10)
-"""The Compactor's default ``clearing=``: on, keeping the newest 10 tool uses whole (the
-issue-25 cost benchmark's choice, with ``trigger`` 0.85, ``keep_ratio`` 0.3 and
-``summary_ratio`` 1/64: ``csum.compactor.LOW_COST``; ``csum.compactor.SUMMARY_ONLY``
-turns it off)."""
 
 
 # -- placeholders ---------------------------------------------------------------------------

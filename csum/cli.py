@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -46,27 +46,30 @@ from cast.chainio import (
 )
 from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
-from csum._deprecated import add_keep_ratio_flags, keep_ratio_flag
 from csum.archive import HistoryArchive
-from csum.budget import Budget
 from csum.cache import SummaryCache
-from csum.clearing import DEFAULT_CLEARING, Clearing
-from csum.compactor import (
+from csum.compactor import CompactionResult, Compactor, summary_bytes
+from csum.config import (
+    DEFAULT_CLEAR_KEEP,
+    DEFAULT_CLEARING,
+    DEFAULT_KEEP_RATIO,
+    DEFAULT_MAX_PROMPT_BYTES,
     DEFAULT_SUMMARY_RATIO,
-    DEFAULT_TARGET_RATIO,
     DEFAULT_TRIGGER,
     LOW_COST,
+    MIN_PROMPT_BYTES,
     SUMMARY_ONLY,
-    CompactionResult,
-    Compactor,
-    summary_bytes,
+    Budget,
+    Clearing,
+    Preset,
+    Robustness,
+    Stores,
+    SummarizerConfig,
 )
-from csum.config import SummarizerConfig
 from csum.errors import SummarizationError
 from csum.prompt import SummaryRequest
 from csum.request import SummaryJob, job_prompt, summarize_job, with_request
 from csum.serve.cli import add_serve_parser, serve
-from csum.settings import MIN_PROMPT_BYTES, Robustness, Stores
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.stores import open_store
 from csum.summarizer import Summarizer, SummaryResult
@@ -76,11 +79,6 @@ __all__ = ["EXAMPLE", "entrypoint", "main", "main_parser"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-DEFAULT_MAX_PROMPT_BYTES = 1 << 20
-"""Largest prompt ``csum summarize --budget`` sends by default: what is evicted beyond
-it is summarized in pieces, then merged, so memory does not grow with one prompt of the
-whole input (and a model's context window is not exceeded)."""
 
 EXAMPLE = "claude_code_session.json"
 """The bundled example: a real Claude Code sub-agent session (Anthropic Messages format)."""
@@ -92,34 +90,31 @@ def _fraction(ratio: float) -> str:
     return f"1/{inverse:g}" if inverse == int(inverse) else f"{ratio:g}"
 
 
-def _preset_text(preset: Mapping[str, Any]) -> str:
+def _preset_text(preset: Preset) -> str:
     """A Compactor preset's settings in the words of the help text."""
-    clearing = preset["clearing"]
+    clearing = preset.clearing
     cleared = "no clearing" if clearing is None else f"clearing (keep {clearing.keep})"
-    trigger = preset.get("trigger")
-    starts = "" if trigger is None else f"compaction from {trigger:g} of the budget, "
     return (
-        f"{cleared}, {starts}target {preset['keep_ratio']:g}, "
-        f"summaries {_fraction(preset['summary_ratio'])} of the budget"
+        f"{cleared}, compaction from {preset.trigger:g} of the budget, "
+        f"target {preset.keep_ratio:g}, "
+        f"summaries {_fraction(preset.summary_ratio)} of the budget"
     )
 
 
-def _same_as_defaults(preset: Mapping[str, Any]) -> str:
+def _same_as_defaults(preset: Preset) -> str:
     """'the defaults today; ' when ``preset`` is what the Compactor does without it."""
-    defaults = (DEFAULT_CLEARING, DEFAULT_TARGET_RATIO, DEFAULT_SUMMARY_RATIO, DEFAULT_TRIGGER)
+    defaults = (DEFAULT_CLEARING, DEFAULT_KEEP_RATIO, DEFAULT_SUMMARY_RATIO, DEFAULT_TRIGGER)
     values = (
-        preset["clearing"],
-        preset["keep_ratio"],
-        preset["summary_ratio"],
-        preset.get("trigger", DEFAULT_TRIGGER),
+        preset.clearing,
+        preset.keep_ratio,
+        preset.summary_ratio,
+        preset.trigger,
     )
     return "the defaults today; " if values == defaults else ""
 
 
 def _clearing_default() -> str:
     """What the clearing stage does without a clearing flag (the Compactor's default)."""
-    if DEFAULT_CLEARING is None:
-        return "off by default"
     return f"on by default, keeping the newest {DEFAULT_CLEARING.keep} tool uses whole"
 
 
@@ -156,19 +151,22 @@ def main_parser() -> argparse.ArgumentParser:
         help="with --budget: largest prompt sent to the handler (default "
         f"{format_size(DEFAULT_MAX_PROMPT_BYTES)}); more is summarized in pieces, then merged",
     )
-    add_keep_ratio_flags(
-        summarize.add_argument,
-        "with --budget: share of the budget a compaction brings the chain down to "
-        f"(default {DEFAULT_TARGET_RATIO:g}; {LOW_COST['keep_ratio']:g} with --low-cost, "
-        f"{SUMMARY_ONLY['keep_ratio']:g} with --summary-only)",
+    summarize.add_argument(
+        "--keep-ratio",
+        type=float,
+        default=None,
+        metavar="R",
+        help="with --budget: share of the budget a compaction brings the chain down to "
+        f"(default {DEFAULT_KEEP_RATIO:g}; {LOW_COST.keep_ratio:g} with --low-cost, "
+        f"{SUMMARY_ONLY.keep_ratio:g} with --summary-only)",
     )
     summarize.add_argument(
         "--summary-ratio",
         type=float,
         default=None,
         help="with --budget: share of the budget a summary may take (default "
-        f"{_fraction(DEFAULT_SUMMARY_RATIO)}; {_fraction(LOW_COST['summary_ratio'])} with "
-        f"--low-cost, {_fraction(SUMMARY_ONLY['summary_ratio'])} with --summary-only); sizes "
+        f"{_fraction(DEFAULT_SUMMARY_RATIO)}; {_fraction(LOW_COST.summary_ratio)} with "
+        f"--low-cost, {_fraction(SUMMARY_ONLY.summary_ratio)} with --summary-only); sizes "
         "the extractive handler's summaries",
     )
     clearing = summarize.add_argument_group(
@@ -195,7 +193,9 @@ def main_parser() -> argparse.ArgumentParser:
         help="turn the clearing stage on (any --clear-* does), e.g. with --summary-only",
     )
     clearing.add_argument(
-        "--clear-keep", type=int, help="newest tool uses whose results stay whole (default 3)"
+        "--clear-keep",
+        type=int,
+        help=f"newest tool uses whose results stay whole (default {DEFAULT_CLEAR_KEEP})",
     )
     clearing.add_argument(
         "--clear-trigger",
@@ -620,8 +620,8 @@ _CLEAR_FLAGS = {
 
 def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | None:
     """The clearing stage the options ask for (None: none asked for): ``base`` (the
-    preset's stage; without one the Compactor's default, or ``Clearing()`` when the
-    default is off) with the ``--clear-*`` options given."""
+    preset's stage; without one the default, ``Clearing()``) with the ``--clear-*``
+    options given."""
     asked = [name for name in _CLEAR_OPTIONS if getattr(args, name) not in (None, False)]
     if not (args.clear or args.low_cost or asked):
         return None
@@ -640,7 +640,7 @@ def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | Non
     if args.clear_reasoning:
         options["clear_reasoning"] = True
     try:
-        return replace(base or DEFAULT_CLEARING or Clearing(), **options)
+        return replace(base or DEFAULT_CLEARING, **options)
     except (TypeError, ValueError) as error:
         field = str(error).removeprefix("Clearing.").split(" ", 1)[0]
         flag = _CLEAR_FLAGS.get(field, "--clear")
@@ -691,7 +691,8 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise ValueError("--tokens applies to --budget")
     elif args.max_prompt_bytes is not None:
         raise ValueError("--max-prompt-bytes applies to --budget")
-    args.keep_ratio = keep_ratio_flag(args, err)
+    if args.keep_ratio is not None and not 0 < args.keep_ratio <= 1:
+        raise ValueError(f"--keep-ratio must be within (0, 1], got {args.keep_ratio}")
     if args.last_section_budget is None:
         _compactor_options(args)  # usage errors before any work
     elif (

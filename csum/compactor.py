@@ -9,7 +9,7 @@ How a call goes (docs/compactor.md has the full story):
 1. The chain is parsed with repair (the output is always a valid chain) and measured
    in the budget's unit (bytes, or tokens by the counter).
 2. **Hysteresis**: nothing happens below the *trigger* (default: 85 % of the budget,
-   :data:`DEFAULT_TRIGGER`). Above it, the chain is brought down to *keep_ratio* of the
+   :data:`~csum.config.DEFAULT_TRIGGER`). Above it, the chain is brought down to *keep_ratio* of the
    budget (default 30 %), so the
    next compaction comes many turns later. Between the trigger and the budget a
    *cooldown* (turns since the last compaction) applies; over the budget never.
@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any
 
 import anyio
 import xxhash
@@ -70,43 +70,34 @@ from cast import (
 from csum._append import extends_validly
 from csum._breakpoints import add_breakpoints
 from csum._calls import HandlerCalls, SummarizeHandler
-from csum._deprecated import CompactorKeywords, deprecated
 from csum._handler_check import check_handler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._pieces import summarize_in_pieces
 from csum._question_context import question_context
-from csum._robust import HandlerLedger, RobustHandler, ledger, robustness_of
+from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.archive import HistoryArchive, split_archive_line
-from csum.budget import BYTES_PER_TOKEN, Budget, EstimatedTokens, TokenCounter, as_budget
-from csum.clearing import (
+from csum.clearing import ClearingPass, clear_evicted, clear_tool_results, is_cleared
+from csum.config import (
     DEFAULT_CLEARING,
+    DEFAULT_SUMMARY_RATIO,
+    MIN_SUMMARY_BYTES,
+    Budget,
     Clearing,
-    ClearingPass,
-    clear_evicted,
-    clear_tool_results,
-    is_cleared,
+    Robustness,
+    Stores,
+    as_budget,
 )
 from csum.events import CompactionEvent, CompactionReason
-from csum.presets import Preset
 from csum.prompt import check_focus
 from csum.reinsert import is_reinserted, own_question, without_recalled
-from csum.settings import Robustness, Stores
 from csum.store_events import StoreEvent, StoreEventKind
+from csum.tokens import BYTES_PER_TOKEN, EstimatedTokens, TokenCounter
 
 __all__ = [
-    "DEFAULT_KEEP_RATIO",
-    "DEFAULT_RESERVE_RATIO",
-    "DEFAULT_SUMMARY_RATIO",
-    "DEFAULT_TARGET_RATIO",
-    "DEFAULT_TRIGGER",
     "EARLIER_CONVERSATION_TEXT",
-    "LONG_MEMORY",
-    "LOW_COST",
-    "MIN_SUMMARY_BYTES",
-    "SUMMARY_ONLY",
     "CompactionResult",
     "Compactor",
     "summary_bytes",
@@ -117,77 +108,6 @@ EARLIER_CONVERSATION_TEXT = "(The earlier conversation is summarized below.)"
 Anthropic and Gemini want a conversation to open with a human message)."""
 
 _AI = Role.AI
-
-DEFAULT_SUMMARY_RATIO = 1 / 64
-"""Share of the budget the default handler's summaries may take (``summary_ratio``):
-2 KiB at a 128 KiB budget. With clearing first, small summaries keep the summarizer's
-output (priced at several times its input) low: the cost benchmark's choice
-(docs/compactor.md, "Defaults and why"; 1/32 before)."""
-
-DEFAULT_TARGET_RATIO = 0.3
-"""Share of the budget a compaction brings the chain down to (``keep_ratio``): low,
-so the chain sent on every turn is small (0.6 before, see :data:`SUMMARY_ONLY`)."""
-DEFAULT_TRIGGER = 0.85
-"""Share of the budget where compaction starts when the budget sets no ``trigger``
-(over the budget it always does): compacting a little early leaves room for the turn's
-new messages (1.0, the budget itself, before, see :data:`SUMMARY_ONLY`)."""
-DEFAULT_RESERVE_RATIO = 0.05
-"""Share of the budget set aside for the summary when choosing the kept pairs (the
-default ``summary_reserve``; ``summary_ratio`` when larger)."""
-DEFAULT_KEEP_RATIO = DEFAULT_TARGET_RATIO
-"""The default ``keep_ratio`` under the name of the keyword (the same value as
-:data:`DEFAULT_TARGET_RATIO`, kept under that name too)."""
-MIN_SUMMARY_BYTES = 1024
-"""The default handler's summaries are never bounded below this (tiny budgets)."""
-
-LONG_MEMORY: Final = Preset(
-    "LONG_MEMORY",
-    clearing=None,
-    keep_ratio=0.6,
-    summary_ratio=7 / 16,
-    max_depth=None,
-    trigger=1.0,
-)
-"""Compactor settings for a long memory with the default (extractive) handler:
-``Compactor(budget=LONG_MEMORY.budget(...), clearing=LONG_MEMORY.clearing)``. Summaries
-take up to 7/16 of the budget and are folded again at every compaction (the extractive
-handler keeps an earlier summary's lines verbatim, so there is no drift to limit); the
-summary stage alone at a 60 % target, as measured (clearing would hand the summary
-placeholders instead of the tool output it keeps facts from). On the simulated
-2,000-turn loop at 128 KiB this keeps 59-63 % of all facts in the final chain
-(:data:`SUMMARY_ONLY`: 10-12 %) for 7 % more bytes sent than :data:`SUMMARY_ONLY`
-(docs/compactor.md)."""
-
-LOW_COST: Final = Preset(
-    "LOW_COST",
-    clearing=Clearing(keep=10),
-    keep_ratio=0.3,
-    summary_ratio=1 / 64,
-    trigger=0.85,
-)
-"""Compactor settings for a low cost with prompt caching at the memory of the peers:
-``Compactor(budget=LOW_COST.budget(...), clearing=LOW_COST.clearing)``. Old tool
-results beyond the newest 10 are cleared to placeholders (with a short gist) before
-anything is summarized, a compaction starts at 85 % of the budget and brings the chain
-down to 30 % of it, and summaries take up to 1/64 of it. The choice of the cost sweep
-(``python -m benchmarks.policies --cost --sweep``, docs/cost.md): the cheapest setting
-on the tuning half of the Claude Code sessions that remembers at least 49 % of the facts
-asked for on the simulated loop without an archive and more than every reference
-(49.3 %, min over seeds; drop-oldest 48.3 %, SummarizationMiddleware 44.8 %). On all 17
-sessions, worst pricing style: 1.00x / 0.84x / 1.12x the cheaper of LangChain's
-SummarizationMiddleware and drop-oldest at 64 / 128 / 256 KiB (the cost goal, 0.95x, is
-met at 128 KiB only). With a history archive, the placeholders name the archived
-original and ``recall`` brings it back (99.3 %)."""
-
-SUMMARY_ONLY: Final = Preset(
-    "SUMMARY_ONLY", clearing=None, keep_ratio=0.6, summary_ratio=1 / 32, trigger=1.0
-)
-"""The Compactor's former defaults: no clearing stage (every compaction is a summary),
-a compaction brings the chain to 60 % of the budget, summaries take up to 1/32 of it:
-``Compactor(budget=SUMMARY_ONLY.budget(...), clearing=SUMMARY_ONLY.clearing)``. It
-costs more than the defaults (the summarizer reads every evicted tool result whole)
-and remembers more without a history archive (facts present when asked on the
-simulated loop; docs/compactor.md, "Defaults and why")."""
 
 FROZEN_SHARE = 0.25
 """Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond
@@ -306,55 +226,44 @@ class Compactor:
     """Keeps an agent's whole chain within a budget; see the module docstring.
 
     ``handler`` summarizes (default: the offline extractive handler). ``budget`` is the
-    limit and how it is kept, one :class:`~csum.budget.Budget` (or an int in bytes, or
-    a size string, ``"32KiB"``, ``"4000 tokens"``: the limit with default settings).
-    Its settings: ``trigger``, where compaction starts: None (:data:`DEFAULT_TRIGGER`
-    of the limit), a ratio of the limit (a float in (0, 1]) or an int in the budget's
-    unit; ``keep_ratio``, what
-    a compaction brings the chain down to (a ratio of the limit, at most the trigger's;
-    None: :data:`DEFAULT_KEEP_RATIO`); ``max_depth``, the depth limit of summaries
-    (None: none, every summary is folded into the next); ``cooldown_turns``, the calls
-    after a compaction during which the trigger (not the limit) is ignored;
-    ``summary_reserve``, the room kept for the summary when choosing what to keep (in
-    the budget's unit; None: 5 % of the limit, or ``summary_ratio`` when larger);
-    ``summary_ratio`` (None: :data:`DEFAULT_SUMMARY_RATIO`, at most 0.5), the share of
-    the limit summaries take: it bounds the default handler's summaries
-    (:func:`summary_bytes`) and sets the reserve when larger than 5 %, so a summary
-    that folds earlier summaries again and again has room in proportion to the window
-    rather than a fixed 4 KB; a handler you pass keeps its own bound
-    (``extractive(n)``, an LLM's output limit). For a long memory with the default
-    handler, use a large share and no depth limit (:data:`LONG_MEMORY`): a summary at
-    the depth limit larger than the room frozen summaries may take is otherwise left
-    out whole. The values in use are the Compactor's attributes of the same names.
+    limit and how it is kept, one :class:`~csum.Budget` (or an int in bytes, or a size
+    string, ``"32KiB"``, ``"4000 tokens"``: the limit with the default settings, see
+    :mod:`csum.config`). Its settings: ``trigger``, the share of the limit where
+    compaction starts; ``keep_ratio``, the share a compaction brings the chain down to
+    (at most the trigger's); ``max_depth``, the depth limit of summaries (None: none,
+    every summary is folded into the next); ``cooldown_turns``, the calls after a
+    compaction during which the trigger (not the limit) is ignored; ``summary_reserve``,
+    the share kept for the summary when choosing what to keep (``summary_ratio`` when
+    larger); ``summary_ratio`` (at most 0.5), the share of the limit summaries take: it
+    bounds the default handler's summaries (:func:`summary_bytes`) and sets the reserve
+    when larger, so a summary that folds earlier summaries again and again has room in
+    proportion to the window rather than a fixed 4 KB; a handler you pass keeps its own
+    bound (``extractive(n)``, an LLM's output limit). For a long memory with the default
+    handler, use a large share and no depth limit (:data:`~csum.config.LONG_MEMORY`): a
+    summary at the depth limit larger than the room frozen summaries may take is
+    otherwise left out whole. The values in use are the Compactor's attributes of the
+    same names.
 
     ``target`` is the provider the chain is sent to (the only meaning of *target*).
-    ``counter`` counts tokens (default :class:`~csum.budget.EstimatedTokens`).
+    ``counter`` counts tokens (default :class:`~csum.tokens.EstimatedTokens`).
     ``on_event`` receives a :class:`~csum.events.CompactionEvent` per compaction.
 
     Settings given as one object each (the same objects the other engines take):
-    ``stores`` (a :class:`~csum.settings.Stores`): its ``cache`` serves summaries
+    ``stores`` (a :class:`~csum.config.Stores`): its ``cache`` serves summaries
     already made for the same prompt (a replayed or forked session; hits are counted in
     the events); its ``archive`` stores every message a compaction summarizes away, and
     the summary ends with the ``[archived: ...]`` line naming them; with the archive's
     ``reinsert_bytes`` > 0, archived lines the current question needs are put back
     within the room the budget leaves. Store failures are events, never a failed
-    compaction. ``robustness`` (a :class:`~csum.settings.Robustness`, the
+    compaction. ``robustness`` (a :class:`~csum.config.Robustness`, the
     :class:`RobustHandler`'s settings): timeout, retries, the handler's input limit
     (``max_prompt_bytes``: an evicted part larger than it is summarized in pieces that
     fit, at most ``max_concurrency`` calls in flight, then merged, see
     :mod:`csum._pieces`), split depth and fallback. A :class:`RobustHandler` given as
     ``handler`` is used as it is (then ``robustness=`` is a ``TypeError``).
 
-    Old spellings, for one release, each with a ``DeprecationWarning``:
-    ``trigger=``, ``keep_ratio=`` (and its older ``target_ratio=``),
-    ``summary_ratio=``, ``summary_reserve=``, ``max_depth=``, ``cooldown_turns=`` (now
-    ``budget=Budget(..., keep_ratio=...)``; one also set inside the Budget is a
-    ``TypeError``), ``cache=`` / ``archive=`` (now ``stores=Stores(...)``),
-    ``timeout=``, ``retry=``, ``max_prompt_bytes=``, ``max_split_depth=``,
-    ``max_concurrency=``, ``fallback=`` (now ``robustness=Robustness(...)``).
-
-    ``clearing`` (a :class:`~csum.clearing.Clearing`, or None for none; default
-    :data:`~csum.clearing.DEFAULT_CLEARING`) is the first stage of a compaction: old
+    ``clearing`` (a :class:`~csum.config.Clearing`, or None for none; default
+    :data:`~csum.config.DEFAULT_CLEARING`) is the first stage of a compaction: old
     tool results become one-line placeholders without a handler call, and a summary is
     made only when that cannot reach ``keep_units``. ``pin`` (a predicate on messages)
     names messages never cleared or summarized; ``keep_user_messages`` keeps human
@@ -378,36 +287,28 @@ class Compactor:
         pin: Callable[[Message], bool] | None = None,
         keep_user_messages: bool = False,
         cache_breakpoints: bool = False,
-        **old_spellings: Any,
     ) -> None:
-        old = CompactorKeywords.sort(old_spellings)
-        stores = old.stores_with(stores)
+        if stores is None:
+            stores = Stores()
+        elif not isinstance(stores, Stores):
+            raise TypeError(f"stores must be a csum.Stores or None, not {type(stores).__name__}")
         robustness_given = robustness is not None
-        # an int (bytes), "32KiB", "4000 tokens", a Budget; then the old loose settings
-        sized = self.budget = old.budget_with(as_budget(budget))
+        sized = self.budget = as_budget(budget)  # an int (bytes), "32KiB", "4000 tokens", a Budget
         limit = sized.limit
-        if sized.trigger is None:
-            sized = sized.evolve(trigger=DEFAULT_TRIGGER)
         self.trigger = sized.trigger_units()
-        keep_ratio = DEFAULT_TARGET_RATIO if sized.keep_ratio is None else sized.keep_ratio
-        self.keep_ratio = keep_ratio
-        self.keep_units = min(sized.scaled(keep_ratio), self.trigger)
+        self.keep_ratio = sized.keep_ratio
+        self.keep_units = sized.keep_units()
         """What a compaction brings the chain down to, in the budget's unit."""
-        summary_ratio = sized.summary_ratio
-        if summary_ratio is None:
-            summary_ratio = DEFAULT_SUMMARY_RATIO
-        self.summary_ratio = summary_ratio
-        self.summary_bytes = summary_bytes(sized, summary_ratio)
-        summary_reserve = sized.summary_reserve
-        if summary_reserve is None:
-            # The room summaries take, at least 5 % of the budget: with a larger share
-            # the compacted chain lands on the target, not above it.
-            summary_reserve = sized.scaled(max(DEFAULT_RESERVE_RATIO, summary_ratio))
-            if summary_reserve >= limit:
-                raise ValueError(
-                    f"Budget.summary_reserve must be within 0..{limit - 1} {sized.unit}; "
-                    f"the default for a budget of {sized} is {summary_reserve}"
-                )
+        self.summary_ratio = sized.summary_ratio
+        self.summary_bytes = summary_bytes(sized, sized.summary_ratio)
+        # The room summaries take: with a share of its own, the compacted chain lands on
+        # the keep size, not above it.
+        summary_reserve = sized.reserve_units()
+        if summary_reserve >= limit:
+            raise ValueError(
+                f"Budget.summary_reserve leaves no room in a budget of {sized}: it sets "
+                f"{summary_reserve} {sized.unit} aside for the summary"
+            )
         if counter is not None and not isinstance(counter, TokenCounter):
             raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
         if robustness is not None and not isinstance(robustness, Robustness):
@@ -432,18 +333,14 @@ class Compactor:
         self.pin = pin
         self.keep_user_messages = keep_user_messages
         self.cache_breakpoints = cache_breakpoints
-        clear_trigger = clearing.trigger_units(self.budget) if clearing is not None else None
-        if clear_trigger is not None and not 0 < clear_trigger <= limit:
-            raise ValueError(
-                f"Clearing.trigger must be within 1..{limit} {self.budget.unit}, "
-                f"got {clear_trigger}"
-            )
-        self._start = min(self.trigger, clear_trigger or self.trigger)
+        clear_trigger = self.trigger if clearing is None else clearing.trigger_units(sized)
+        self._start = min(self.trigger, clear_trigger)
         """Where a compaction starts: the lower of the trigger and clearing's."""
-        self._clear_at_least = clearing.at_least_units(self.budget) if clearing else 0
+        self._clear_at_least = clearing.at_least_units(sized) if clearing else 0
         if handler is not None:
             check_handler(handler)
-        robustness = robustness_of("Compactor", robustness, old.robustness)
+        if robustness is None:
+            robustness = Robustness()
         if handler is None or getattr(handler, "sized_by_compactor", False):
             # extractive() without a size: the same summaries as no handler at all
             from csum.handlers import extractive
@@ -495,18 +392,6 @@ class Compactor:
             f"Compactor(budget={self.budget}, trigger={self.trigger}, "
             f"keep_ratio={self.keep_ratio}, target={self.target!r})"
         )
-
-    @property
-    def target_ratio(self) -> float:
-        """Deprecated spelling of :attr:`keep_ratio`."""
-        deprecated("Compactor.target_ratio", "Compactor.keep_ratio")
-        return self.keep_ratio
-
-    @property
-    def target_units(self) -> int:
-        """Deprecated spelling of :attr:`keep_units`."""
-        deprecated("Compactor.target_units", "Compactor.keep_units")
-        return self.keep_units
 
     # -- public API -------------------------------------------------------------------------
 
@@ -1315,8 +1200,8 @@ class Compactor:
 
 def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
     """The size bound (UTF-8 bytes) of a summary that may take ``ratio`` of ``budget``:
-    a token budget is converted at :data:`~csum.budget.BYTES_PER_TOKEN` of prose, and
-    the bound is at least :data:`MIN_SUMMARY_BYTES`."""
+    a token budget is converted at :data:`~csum.tokens.BYTES_PER_TOKEN` of prose, and
+    the bound is at least :data:`~csum.config.MIN_SUMMARY_BYTES`."""
     per_unit = 1.0 if budget.unit == "bytes" else BYTES_PER_TOKEN["text"]
     return max(MIN_SUMMARY_BYTES, int(budget.limit * ratio * per_unit))
 

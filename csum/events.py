@@ -13,7 +13,6 @@ from enum import StrEnum
 from typing import Any
 
 from cast.chainio import install_hint
-from csum._deprecated import deprecated
 from csum.store_events import StoreEvent
 
 __all__ = ["CompactionEvent", "CompactionReason", "otel_listener"]
@@ -89,12 +88,6 @@ class CompactionEvent:
     summary_needed: bool = False
     """Clearing alone could not bring the chain to ``keep_units`` (or the compaction was
     forced), so the summarize stage ran."""
-
-    @property
-    def target(self) -> int:
-        """Deprecated spelling of :attr:`keep_units` (``target`` names the provider)."""
-        deprecated("CompactionEvent.target", "CompactionEvent.keep_units")
-        return self.keep_units
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the event (store events as dicts)."""

@@ -23,16 +23,12 @@ from cast import (
     parse_chain,
 )
 from csum._calls import SUMMARY_FLOOR_BYTES, HandlerCalls, SummarizeHandler
-from csum._deprecated import moved_into
 from csum._gather import gather
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._style import summary_style
 from csum._summary_ids import unique_summary_ids
-from csum.archive import HistoryArchive
-from csum.cache import SummaryCache
-from csum.config import SummarizerConfig
+from csum.config import Stores, SummarizerConfig
 from csum.reinsert import without_recalled
-from csum.settings import Stores
 from csum.store_events import StoreEvent
 from csum.strategies import (
     needs_section_summary,
@@ -98,12 +94,11 @@ class Summarizer:
     :meth:`summarize_chain` (None: unbounded). ``max_summary_bytes`` caps each summary:
     a handler's longer answer is truncated to it (None: no cap). A blank answer is a
     :class:`SummarizationError` naming the section. ``stores`` (a
-    :class:`~csum.settings.Stores`, as the Compactor takes): its ``cache`` serves
+    :class:`~csum.config.Stores`, as the Compactor takes): its ``cache`` serves
     summaries already made for the same prompt; its ``archive`` keeps every message
     summarized away, and each summary then ends with a line naming what it covers.
     Neither can fail a summarization: store failures become events
-    (:attr:`SummaryResult.store_events`). The old ``cache=`` / ``archive=`` keywords
-    still work for one release, with a ``DeprecationWarning``.
+    (:attr:`SummaryResult.store_events`).
 
     ``summary_floor_bytes`` bounds a runaway answer: a summary larger than both this
     (default :data:`~csum._calls.SUMMARY_FLOOR_BYTES`, 1 KiB) and what it replaces is
@@ -120,8 +115,6 @@ class Summarizer:
         max_summary_bytes: int | None = None,
         stores: Stores | None = None,
         summary_floor_bytes: int | None = SUMMARY_FLOOR_BYTES,
-        cache: SummaryCache | None = None,
-        archive: HistoryArchive | None = None,
     ) -> None:
         if config is None:
             config = SummarizerConfig()
@@ -130,10 +123,10 @@ class Summarizer:
         _check_positive_or_none("max_concurrency", max_concurrency)
         _check_positive_or_none("max_summary_bytes", max_summary_bytes)
         _check_positive_or_none("summary_floor_bytes", summary_floor_bytes)
-        if stores is not None and not isinstance(stores, Stores):
+        if stores is None:
+            stores = Stores()
+        elif not isinstance(stores, Stores):
             raise TypeError(f"stores must be a csum.Stores or None, not {type(stores).__name__}")
-        old = {k: v for k, v in (("cache", cache), ("archive", archive)) if v is not None}
-        stores = moved_into("Summarizer", "stores", stores, Stores(), old, stacklevel=4)
         self.config = config
         self.max_concurrency = max_concurrency
         self.max_summary_bytes = max_summary_bytes

@@ -16,7 +16,7 @@ import anyio
 import xxhash
 
 from cast import Message
-from csum import HistoryArchive, Summarizer, SummaryCache
+from csum import HistoryArchive, Stores, Summarizer, SummaryCache
 from csum.stores import open_store
 
 HANDLER_DELAY = 0.02
@@ -57,7 +57,7 @@ def summarize_with_cache(
 
         cache = SummaryCache(open_store(cache_location), handler_id="fake-model")
         try:
-            result = await Summarizer(cache=cache).summarize(handler, messages)
+            result = await Summarizer(stores=Stores(cache=cache)).summarize(handler, messages)
         finally:
             await cache.aclose()
             if redis_client is not None:

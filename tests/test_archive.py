@@ -23,6 +23,7 @@ from csum import (
     RecallTool,
     StoreEvent,
     StoreEventKind,
+    Stores,
     Summarizer,
     SummarizerConfig,
     SummaryCache,
@@ -76,7 +77,9 @@ async def test_everything_summarized_away_is_recallable(
         **CONFIG, use_qa=qa, summarize_human_in_qa=qa, max_qa_sections=3, max_qa_bytes=8192
     )
     for chain in corpus_chains(4):
-        result = await Summarizer(config, archive=archive).summarize(CountingHandler(), chain)
+        result = await Summarizer(config, stores=Stores(archive=archive)).summarize(
+            CountingHandler(), chain
+        )
         assert result.handler_calls > 0
         # Follow references transitively, as an agent would: a summary folded into a
         # later summary is itself archived, references included.
@@ -92,7 +95,7 @@ async def test_everything_summarized_away_is_recallable(
 async def test_summaries_keep_their_shape_and_idempotence(tmp_path: Path) -> None:
     archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     cache = SummaryCache()
-    summarizer = Summarizer(SummarizerConfig(**CONFIG), archive=archive, cache=cache)
+    summarizer = Summarizer(SummarizerConfig(**CONFIG), stores=Stores(archive=archive, cache=cache))
     chain = corpus_chains(3)[-1]
     first = await summarizer.summarize(CountingHandler(), chain)
     assert first.handler_calls > 0
@@ -125,7 +128,9 @@ async def test_failing_archive_never_fails_the_compaction(tmp_path: Path) -> Non
     )  # a folder
     chain = corpus_chains(2)[-1]
     config = SummarizerConfig(**CONFIG)
-    result = await Summarizer(config, archive=archive).summarize(CountingHandler(), chain)
+    result = await Summarizer(config, stores=Stores(archive=archive)).summarize(
+        CountingHandler(), chain
+    )
     plain = await Summarizer(config).summarize(CountingHandler(), chain)
     assert result.messages == plain.messages  # no references named: nothing was stored
     assert events == list(result.store_events)
@@ -307,7 +312,7 @@ def test_tool_definitions_fit_the_sdks() -> None:
 async def test_recall_tool_answers_an_agent(tmp_path: Path) -> None:
     archive = HistoryArchive(tmp_path / "archive.sqlite", session="test")
     chain = corpus_chains(3)[-1]
-    result = await Summarizer(SummarizerConfig(**CONFIG), archive=archive).summarize(
+    result = await Summarizer(SummarizerConfig(**CONFIG), stores=Stores(archive=archive)).summarize(
         CountingHandler(), chain
     )
     tool = RecallTool(archive, max_bytes=4096)
@@ -355,7 +360,7 @@ async def test_reinsertion_brings_back_lines_only_the_archive_has(tmp_path: Path
     chain = [*old, Message.human("fix it"), Message.ai("looking")]
     archive = HistoryArchive(tmp_path / "archive.sqlite", session="test", reinsert_bytes=300)
     off = HistoryArchive(tmp_path / "archive.sqlite", session="test")
-    summarized = await Summarizer(archive=off).summarize(CountingHandler(), chain)
+    summarized = await Summarizer(stores=Stores(archive=off)).summarize(CountingHandler(), chain)
     assert "libfoo_v3.so" not in json.dumps(
         [m.model_dump(mode="json") for m in summarized.messages]
     )
@@ -376,11 +381,13 @@ async def test_reinsertion_brings_back_lines_only_the_archive_has(tmp_path: Path
     assert await archive.reinsert(question, max_bytes=10) is question  # nothing fits
     # In the summarizer: only when turned on.
     asked = [*chain, Message.human("what about libfoo_v3.so?")]
-    with_reinsert = await Summarizer(archive=archive).summarize(CountingHandler(), asked)
+    with_reinsert = await Summarizer(stores=Stores(archive=archive)).summarize(
+        CountingHandler(), asked
+    )
     assert "undefined symbol" in with_reinsert.messages[-1].text or any(
         "undefined symbol" in message_search_text(m) for m in with_reinsert.messages
     )
-    plain = await Summarizer(archive=off).summarize(CountingHandler(), asked)
+    plain = await Summarizer(stores=Stores(archive=off)).summarize(CountingHandler(), asked)
     assert plain.size_after < with_reinsert.size_after
     assert with_reinsert.size_after == sum(m.size for m in with_reinsert.messages)
 

@@ -179,24 +179,6 @@ def test_evolve_checks_like_the_constructor() -> None:
     assert section.evolve(body=()).body == ()
 
 
-def test_the_older_names_of_evolve_warn_and_mean_the_same() -> None:
-    """``replace`` (Header, Section) and ``replace_sections`` (ChainAST) were a second
-    spelling of ``evolve``: kept for one release, each warning with the new spelling."""
-    header = Header(human_message=H("a"))
-    section = Section(header, (BodyPair.completion("x"),))
-    chain = ChainAST([section])
-    with pytest.warns(DeprecationWarning, match=r"use Header\.evolve"):
-        assert header.replace(system_message=S("s")) == header.evolve(system_message=S("s"))
-    with pytest.warns(DeprecationWarning, match=r"use Section\.evolve"):
-        assert section.replace(body=()) == section.evolve(body=())
-    with pytest.warns(DeprecationWarning, match=r"evolve\(sections=sections\)"):
-        assert chain.replace_sections([section, section]) == chain.evolve(
-            sections=[section, section]
-        )
-    with pytest.warns(DeprecationWarning, match="Header"), pytest.raises(ChainError):
-        header.replace(human_message=A("x"))
-
-
 def test_a_built_tree_equals_the_parsed_chain() -> None:
     chain = [S("s"), H("a"), A("hi", call("c1")), T("c1", "f", "r"), A("ok"), H("b")]
     built = ChainAST(

@@ -21,6 +21,7 @@ from cast import Message
 from csum import (
     StoreEvent,
     StoreEventKind,
+    Stores,
     Summarizer,
     SummarizerConfig,
     SummaryCache,
@@ -211,7 +212,9 @@ async def test_store_lock(store: SummaryStore) -> None:
 async def summarize(
     messages: list[Message], handler: CountingHandler, cache: SummaryCache | None, **config: Any
 ) -> Any:
-    return await Summarizer(SummarizerConfig(**config), cache=cache).summarize(handler, messages)
+    return await Summarizer(SummarizerConfig(**config), stores=Stores(cache=cache)).summarize(
+        handler, messages
+    )
 
 
 @pytest.mark.anyio
@@ -289,7 +292,7 @@ async def test_handler_failure_is_not_cached() -> None:
     from csum import SummarizationError
 
     with pytest.raises(SummarizationError):
-        await Summarizer(cache=cache).summarize(failing, chain)
+        await Summarizer(stores=Stores(cache=cache)).summarize(failing, chain)
     handler = CountingHandler()
     result = await summarize(chain, handler, cache)
     assert result.handler_calls == 1
@@ -407,9 +410,9 @@ async def test_redis_killed_mid_run(redis_own_server: RedisServer) -> None:
     store = CountingStore(redis_own_server.url, socket_timeout=5.0)
     try:
         await store.set("ready", b"1")  # the server answers before the run starts
-        result = await Summarizer(max_concurrency=1, cache=SummaryCache(store)).summarize(
-            killing_handler, chain
-        )
+        result = await Summarizer(
+            max_concurrency=1, stores=Stores(cache=SummaryCache(store))
+        ).summarize(killing_handler, chain)
     finally:
         await store.aclose()
     plain = await summarize(chain, CountingHandler(), None)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -16,12 +15,14 @@ from hypothesis import strategies as st
 import csum.clearing
 from cast import ChainAST, Message, Reasoning, Role, TextPart, ToolCall, ToolResult, lint, port
 from csum import (
+    Budget,
     Clearing,
     CompactionEvent,
     Compactor,
     HistoryArchive,
     RecallTool,
     StoreEventKind,
+    Stores,
 )
 from csum._gist import GIST_BYTES, gist
 from csum.archive import archived_references
@@ -32,14 +33,13 @@ from csum.clearing import (
     is_cleared,
     placeholder,
 )
-from csum.compactor import LOW_COST, SUMMARY_ONLY
+from csum.config import DEFAULT_CLEAR_KEEP, DEFAULT_CLEARING, LOW_COST, SUMMARY_ONLY, Preset
 from csum_builders import fill
 from strategies import valid_chains
 
-WIDE_TARGET: dict[str, Any] = {k: v for k, v in SUMMARY_ONLY.items() if k != "clearing"}
-"""The sizes these tests were written for, given explicitly so they do not depend on the
-Compactor's defaults: a compaction brings the chain to 60 % of the budget, summaries
-take up to 1/32 of it (``SUMMARY_ONLY``'s sizes, with the clearing each test names)."""
+# The sizes these tests were written for are given explicitly, so they do not depend on
+# the Compactor's defaults: ``SUMMARY_ONLY.budget(...)`` brings the chain to 60 % of the
+# budget and gives summaries up to 1/32 of it, with the clearing each test names.
 
 
 class Recorder:
@@ -97,6 +97,8 @@ def cleared_as(name: str, call_id: str, content: str) -> str:
         ({"trigger": "half"}, TypeError),
         ({"clear_at_least": -1}, ValueError),
         ({"clear_at_least": 2.0}, ValueError),
+        ({"trigger": 5000}, ValueError),  # a share of the budget, never a size
+        ({"trigger": None}, TypeError),
         ({"exclude_tools": "bash"}, TypeError),
         ({"exclude_tools": {1}}, TypeError),
         ({"clear_tool_inputs": 1}, TypeError),
@@ -115,11 +117,20 @@ def test_exclude_tools_becomes_a_frozenset_and_the_options_are_frozen() -> None:
         options.keep = 4  # type: ignore[misc]
 
 
-def test_compactor_refuses_a_bad_clearing_and_a_trigger_past_the_budget() -> None:
+def test_one_clearing_default() -> None:
+    """``Clearing()`` is the Compactor's default stage: one default, keeping the newest
+    DEFAULT_CLEAR_KEEP tool uses, starting with the compaction."""
+    assert Clearing() == DEFAULT_CLEARING
+    assert Clearing().keep == DEFAULT_CLEAR_KEEP == 10
+    assert Compactor(budget=1000).clearing == Clearing()
+    keeper = Compactor(budget=Budget(1000, trigger=0.9), clearing=Clearing(trigger=0.5))
+    assert keeper._start == 500
+    assert Compactor(budget=Budget(1000, trigger=0.9))._start == 900
+
+
+def test_compactor_refuses_a_bad_clearing() -> None:
     with pytest.raises(TypeError, match="clearing"):
         Compactor(budget=1000, clearing=3)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"Clearing\.trigger"):
-        Compactor(budget=1000, clearing=Clearing(trigger=5000))
     with pytest.raises(TypeError, match="pin"):
         Compactor(budget=1000, pin="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="keep_user_messages"):
@@ -234,7 +245,7 @@ def test_a_placeholder_refuses_a_gist_of_two_lines_or_too_long() -> None:
 
 @pytest.mark.anyio
 async def test_without_an_archive_a_fact_of_a_cleared_result_stays_in_the_chain() -> None:
-    keeper = Compactor(Recorder(), budget=30_000, clearing=Clearing(keep=3), **WIDE_TARGET)
+    keeper = Compactor(Recorder(), budget=SUMMARY_ONLY.budget(30_000), clearing=Clearing(keep=3))
     chain = agent_chain(16)
     chain[3] = Message.tool("call_0000", "bash", build_log(error_at=40, lines=100))
     result = await keeper.run(chain)
@@ -252,7 +263,10 @@ async def test_clearing_alone_reaches_the_target_without_a_handler_call() -> Non
     handler = Recorder()
     events: list[CompactionEvent] = []
     keeper = Compactor(
-        handler, budget=30_000, clearing=Clearing(), on_event=events.append, **WIDE_TARGET
+        handler,
+        budget=SUMMARY_ONLY.budget(30_000),
+        clearing=Clearing(keep=3),
+        on_event=events.append,
     )
     chain = agent_chain(16)
     before = list(chain)
@@ -260,7 +274,7 @@ async def test_clearing_alone_reaches_the_target_without_a_handler_call() -> Non
     assert chain == before
     assert handler.prompts == []
     assert result.handler_calls == 0
-    assert result.size_after <= keeper.target_units
+    assert result.size_after <= keeper.keep_units
     assert result.cleared_results > 0
     assert result.cleared_units == result.size_before - result.size_after
     assert not result.summary_needed
@@ -281,7 +295,7 @@ async def test_clearing_alone_reaches_the_target_without_a_handler_call() -> Non
 @pytest.mark.anyio
 async def test_the_hybrid_summarizes_placeholders_not_the_bulk_output() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, clearing=Clearing(keep=3), **WIDE_TARGET)
+    keeper = Compactor(handler, budget=SUMMARY_ONLY.budget(12_000), clearing=Clearing(keep=3))
     chain = agent_chain(12, 3000)
     result = await keeper.run(chain)
     assert result.summary_needed
@@ -301,7 +315,9 @@ async def test_the_hybrid_summarizes_placeholders_not_the_bulk_output() -> None:
 @pytest.mark.anyio
 async def test_the_newest_results_a_summary_evicts_reach_the_handler_cleared() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, target_ratio=0.2, clearing=Clearing(keep=3))
+    keeper = Compactor(
+        handler, budget=Budget.bytes(12_000, keep_ratio=0.2), clearing=Clearing(keep=3)
+    )
     chain = agent_chain(12, 3000)
     result = await keeper.run(chain)
     assert result.summary_needed
@@ -318,7 +334,9 @@ async def test_the_newest_results_a_summary_evicts_reach_the_handler_cleared() -
 @pytest.mark.anyio
 async def test_evicted_long_arguments_reach_the_handler_as_their_gist() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, target_ratio=0.2, clearing=Clearing(keep=3))
+    keeper = Compactor(
+        handler, budget=Budget.bytes(12_000, keep_ratio=0.2), clearing=Clearing(keep=3)
+    )
     chain = agent_chain(12, 2000)
     body = "def main() -> None:\n" + "    pass\n" * 300
     arguments = json.dumps({"file_path": "src/app/main.py", "content": body})
@@ -338,7 +356,7 @@ async def test_evicted_long_arguments_reach_the_handler_as_their_gist() -> None:
 @pytest.mark.anyio
 async def test_without_clearing_the_handler_sees_the_bulk_output() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, **SUMMARY_ONLY)
+    keeper = Compactor(handler, budget=SUMMARY_ONLY.budget(12_000), clearing=SUMMARY_ONLY.clearing)
     result = await keeper.run(agent_chain(12, 3000))
     assert result.cleared_results == 0
     assert output(0, 3000) in handler.prompts[0]
@@ -346,7 +364,7 @@ async def test_without_clearing_the_handler_sees_the_bulk_output() -> None:
 
 @pytest.mark.anyio
 async def test_within_budget_returns_the_input_unchanged() -> None:
-    keeper = Compactor(budget=1_000_000, clearing=Clearing(keep=0), **WIDE_TARGET)
+    keeper = Compactor(budget=SUMMARY_ONLY.budget(1_000_000), clearing=Clearing(keep=0))
     chain = agent_chain(5)
     result = await keeper.run(chain)
     assert not result.compacted
@@ -360,7 +378,10 @@ async def test_turns_without_a_compaction_send_the_previous_payload_unchanged() 
     handler = Recorder()
     events: list[CompactionEvent] = []
     keeper = Compactor(
-        handler, budget=40_000, clearing=Clearing(keep=2), on_event=events.append, **WIDE_TARGET
+        handler,
+        budget=SUMMARY_ONLY.budget(40_000),
+        clearing=Clearing(keep=2),
+        on_event=events.append,
     )
     history = [Message.system("s"), Message.human("task")]
     previous: list[dict[str, object]] | None = None
@@ -381,7 +402,7 @@ async def test_turns_without_a_compaction_send_the_previous_payload_unchanged() 
 @pytest.mark.anyio
 async def test_a_lower_clearing_trigger_clears_before_summaries_are_due() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=40_000, clearing=Clearing(trigger=0.5), **WIDE_TARGET)
+    keeper = Compactor(handler, budget=SUMMARY_ONLY.budget(40_000), clearing=Clearing(trigger=0.5))
     result = await keeper.run(agent_chain(12))  # ~24 KB: over 50 %, under the budget
     assert result.cleared_results > 0
     assert handler.prompts == []
@@ -391,7 +412,7 @@ async def test_a_lower_clearing_trigger_clears_before_summaries_are_due() -> Non
 async def test_clear_at_least_skips_a_small_clearing_only_pass() -> None:
     handler = Recorder()
     options = Clearing(trigger=0.5, clear_at_least=0.5)
-    keeper = Compactor(handler, budget=40_000, clearing=options, **WIDE_TARGET)
+    keeper = Compactor(handler, budget=SUMMARY_ONLY.budget(40_000), clearing=options)
     chain = agent_chain(12)
     result = await keeper.run(chain)
     assert not result.compacted  # clearing would free < 20 KB: nothing changes
@@ -405,7 +426,7 @@ async def test_excluded_tools_are_never_cleared() -> None:
     for index in range(12):
         chain.extend(tool_turn(index, 2000, "read" if index % 2 else "bash"))
     keeper = Compactor(
-        budget=20_000, clearing=Clearing(keep=1, exclude_tools={"read"}), **WIDE_TARGET
+        budget=SUMMARY_ONLY.budget(20_000), clearing=Clearing(keep=1, exclude_tools={"read"})
     )
     result = await keeper.run(chain)
     for item in results(result.messages):
@@ -432,7 +453,7 @@ async def test_clear_tool_inputs_and_reasoning() -> None:
         chain.append(Message.tool(call_id, "write", fill(1500, "r")))
     options = Clearing(keep=2, clear_tool_inputs=True, clear_reasoning=True)
     events: list[CompactionEvent] = []
-    keeper = Compactor(budget=20_000, clearing=options, on_event=events.append, **WIDE_TARGET)
+    keeper = Compactor(budget=SUMMARY_ONLY.budget(20_000), clearing=options, on_event=events.append)
     result = await keeper.run(chain)
     ai = [m for m in result.messages if m.role is Role.AI]
     size = len(json.dumps({"text": fill(500, "a")}))
@@ -450,7 +471,7 @@ async def test_clear_tool_inputs_and_reasoning() -> None:
 async def test_cleared_chains_lint_clean_for_every_target(target: str) -> None:
     chain = port(agent_chain(14), target)
     assert lint(chain, target) == []
-    keeper = Compactor(budget=20_000, clearing=Clearing(keep=2), target=target, **WIDE_TARGET)
+    keeper = Compactor(budget=SUMMARY_ONLY.budget(20_000), clearing=Clearing(keep=2), target=target)
     result = await keeper.run(chain)
     assert result.cleared_results > 0
     assert lint(result.messages, target) == []
@@ -474,7 +495,9 @@ async def test_pinned_messages_are_never_cleared_or_summarized() -> None:
         return "RULE" in message.text or any("PINNED" in r.content for r in message.tool_results)
 
     handler = Recorder()
-    keeper = Compactor(handler, budget=14_000, clearing=Clearing(keep=1), pin=pin, **WIDE_TARGET)
+    keeper = Compactor(
+        handler, budget=SUMMARY_ONLY.budget(14_000), clearing=Clearing(keep=1), pin=pin
+    )
     result = await keeper.run(chain, force=True)
     assert result.summary_needed
     texts = [r.content for r in results(result.messages)]
@@ -499,12 +522,19 @@ async def test_keep_user_messages_keeps_questions_verbatim_while_they_fit() -> N
         chain.extend(tool_turn(index, 1500))
         chain.append(Message.ai(f"answer {index}"))
     chain.append(Message.human("current"))
-    keeper = Compactor(Recorder(), budget=10_000, **SUMMARY_ONLY, keep_user_messages=True)
+    keeper = Compactor(
+        Recorder(),
+        budget=SUMMARY_ONLY.budget(10_000),
+        keep_user_messages=True,
+        clearing=SUMMARY_ONLY.clearing,
+    )
     result = await keeper.run(chain, force=True)
     text = "\n".join(m.text for m in result.messages if m.role is Role.HUMAN)
     for index in range(12):
         assert f"question {index}: " + fill(100, "q") in text
-    plain = await Compactor(Recorder(), budget=10_000, **SUMMARY_ONLY).run(chain, force=True)
+    plain = await Compactor(
+        Recorder(), budget=SUMMARY_ONLY.budget(10_000), clearing=SUMMARY_ONLY.clearing
+    ).run(chain, force=True)
     plain_text = "\n".join(m.text for m in plain.messages if m.role is Role.HUMAN)
     assert "question 0: " not in plain_text
 
@@ -518,7 +548,12 @@ async def test_keep_user_messages_summarizes_the_oldest_when_they_do_not_fit() -
         chain.append(Message.ai(f"answer {index}"))
     chain.append(Message.human("current"))
     handler = Recorder()
-    keeper = Compactor(handler, budget=10_000, **SUMMARY_ONLY, keep_user_messages=True)
+    keeper = Compactor(
+        handler,
+        budget=SUMMARY_ONLY.budget(10_000),
+        keep_user_messages=True,
+        clearing=SUMMARY_ONLY.clearing,
+    )
     result = await keeper.run(chain, force=True)
     text = "\n".join(m.text for m in result.messages if m.role is Role.HUMAN)
     assert "question 11: " in text
@@ -533,7 +568,11 @@ async def test_keep_user_messages_summarizes_the_oldest_when_they_do_not_fit() -
 @pytest.mark.anyio
 async def test_recall_brings_a_cleared_result_back_whole(tmp_path: Path) -> None:
     archive = HistoryArchive(tmp_path / "archive.sqlite", session="s1")
-    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1), archive=archive, **WIDE_TARGET)
+    keeper = Compactor(
+        budget=SUMMARY_ONLY.budget(20_000),
+        clearing=Clearing(keep=1),
+        stores=Stores(archive=archive),
+    )
     chain = agent_chain(12)
     chain[3] = Message.tool("call_0000", "bash", "the original output\n" + fill(2000, "o"))
     result = await keeper.run(chain)
@@ -571,7 +610,11 @@ class _BrokenStore:
 @pytest.mark.anyio
 async def test_a_failed_archive_leaves_placeholders_without_references() -> None:
     archive = HistoryArchive(_BrokenStore(), session="s1")  # type: ignore[arg-type]
-    keeper = Compactor(budget=20_000, clearing=Clearing(keep=1), archive=archive, **WIDE_TARGET)
+    keeper = Compactor(
+        budget=SUMMARY_ONLY.budget(20_000),
+        clearing=Clearing(keep=1),
+        stores=Stores(archive=archive),
+    )
     result = await keeper.run(agent_chain(12))
     cleared = [r for r in results(result.messages) if is_cleared(r)]
     assert cleared
@@ -656,16 +699,31 @@ async def test_focus_reaches_the_prompt_delimited_and_keys_the_cache() -> None:
     cache = SummaryCache(handler_id="recorder")
     handler = Recorder()
     chain = agent_chain(12, 3000)
-    keeper = Compactor(handler, budget=12_000, **SUMMARY_ONLY, cache=cache)
+    keeper = Compactor(
+        handler,
+        budget=SUMMARY_ONLY.budget(12_000),
+        clearing=SUMMARY_ONLY.clearing,
+        stores=Stores(cache=cache),
+    )
     await keeper.run(chain, focus="the </focus> failing test in api/")
     assert parse_prompt(handler.prompts[0]).focus == "the </focus> failing test in api/"
     # Same chain, no focus or another focus: a different prompt, so no cache hit.
-    other = Compactor(handler, budget=12_000, **SUMMARY_ONLY, cache=cache)
+    other = Compactor(
+        handler,
+        budget=SUMMARY_ONLY.budget(12_000),
+        clearing=SUMMARY_ONLY.clearing,
+        stores=Stores(cache=cache),
+    )
     result = await other.run(chain)
     assert len(handler.prompts) == 2
     assert parse_prompt(handler.prompts[1]).focus == ""
     assert not any(e.kind is StoreEventKind.CACHE_HIT for e in result.store_events)
-    same = Compactor(handler, budget=12_000, **SUMMARY_ONLY, cache=cache)
+    same = Compactor(
+        handler,
+        budget=SUMMARY_ONLY.budget(12_000),
+        clearing=SUMMARY_ONLY.clearing,
+        stores=Stores(cache=cache),
+    )
     hit = await same.run(chain, focus="the </focus> failing test in api/")
     assert len(handler.prompts) == 2
     assert any(e.kind is StoreEventKind.CACHE_HIT for e in hit.store_events)
@@ -673,7 +731,7 @@ async def test_focus_reaches_the_prompt_delimited_and_keys_the_cache() -> None:
 
 def test_focus_on_compact_sync_and_bad_focus() -> None:
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, **SUMMARY_ONLY)
+    keeper = Compactor(handler, budget=SUMMARY_ONLY.budget(12_000), clearing=SUMMARY_ONLY.clearing)
     keeper.compact_sync(agent_chain(12, 3000), focus="next: fix the parser")
     assert "<focus_" in handler.prompts[0]
     assert "next: fix the parser" in handler.prompts[0]
@@ -716,7 +774,11 @@ async def test_cache_breakpoints_mark_the_stable_prefix_within_four() -> None:
 
     chain = port(agent_chain(12, 3000), "anthropic")
     keeper = Compactor(
-        Recorder(), budget=12_000, target="anthropic", cache_breakpoints=True, **SUMMARY_ONLY
+        Recorder(),
+        budget=SUMMARY_ONLY.budget(12_000),
+        target="anthropic",
+        cache_breakpoints=True,
+        clearing=SUMMARY_ONLY.clearing,
     )
     result = await keeper.run(chain, force=True)
     body = anthropic.encode(result.messages)
@@ -746,11 +808,10 @@ async def test_cache_breakpoints_count_the_callers_own() -> None:
     for index in (3, 5, 7):
         chain[index] = chain[index].evolve(parts=(*chain[index].parts, point))
     keeper = Compactor(
-        budget=20_000,
+        budget=SUMMARY_ONLY.budget(20_000),
         target="anthropic",
         clearing=Clearing(keep=1),
         cache_breakpoints=True,
-        **WIDE_TARGET,
     )
     result = await keeper.run(chain)
     count = sum(1 for m in result.messages for p in m.parts if p == point)
@@ -793,18 +854,25 @@ def _steps(chain: list[Message]) -> list[list[Message]]:
 
 
 @pytest.mark.parametrize(
-    "options",
-    [{"clearing": Clearing(), **WIDE_TARGET}, dict(LOW_COST)],
-    ids=["Clearing() at 60 %", "LOW_COST"],
+    ("clearing", "sizes"),
+    [(Clearing(keep=3), SUMMARY_ONLY), (LOW_COST.clearing, LOW_COST)],
+    ids=["Clearing(keep=3) at 60 %", "LOW_COST"],
 )
-def test_claude_code_sessions_through_a_loop_stay_within_budget(options: dict[str, Any]) -> None:
+def test_claude_code_sessions_through_a_loop_stay_within_budget(
+    clearing: Clearing | None, sizes: Preset
+) -> None:
     sessions = _sessions()
     if not sessions:
         pytest.skip("the Claude Code corpus is not beside the repository")
     budget = 64 * 1024
     for name, chain in sessions:
         events: list[CompactionEvent] = []
-        keeper = Compactor(budget=budget, target="anthropic", on_event=events.append, **options)
+        keeper = Compactor(
+            budget=sizes.budget(budget),
+            clearing=clearing,
+            target="anthropic",
+            on_event=events.append,
+        )
         history: list[Message] = []
         cleared = over = 0
         for step in _steps(chain):
@@ -833,7 +901,7 @@ def test_the_compactor_with_clearing_keeps_chains_valid_and_bounded(
 ) -> None:
     size = sum(m.size for m in chain)
     budget = max(64, int(size * share))
-    keeper = Compactor(Recorder(), budget=budget, clearing=Clearing(keep=keep), **WIDE_TARGET)
+    keeper = Compactor(Recorder(), budget=SUMMARY_ONLY.budget(budget), clearing=Clearing(keep=keep))
     before = list(chain)
     result = anyio.run(keeper.run, chain, backend=anyio_backend)
     assert chain == before  # nothing the caller passed is changed
@@ -889,7 +957,9 @@ def test_a_result_its_placeholder_alone_would_not_shrink_is_not_gisted(
 async def test_a_compaction_gists_each_evicted_result_once(monkeypatch: pytest.MonkeyPatch) -> None:
     counter = GistCounter(monkeypatch)
     handler = Recorder()
-    keeper = Compactor(handler, budget=12_000, keep_ratio=0.2, clearing=Clearing(keep=3))
+    keeper = Compactor(
+        handler, budget=Budget.bytes(12_000, keep_ratio=0.2), clearing=Clearing(keep=3)
+    )
     result = await keeper.run(agent_chain(12, 3000))
     assert result.summary_needed
     assert counter.texts

@@ -24,8 +24,8 @@ from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
 from cast._lint import lint
 from cast.chainio import decode_chain
 from conftest import CORPUS
-from csum.clearing import CLEARED_PREFIX, DEFAULT_CLEARING
-from csum.compactor import DEFAULT_SUMMARY_RATIO, DEFAULT_TARGET_RATIO
+from csum.clearing import CLEARED_PREFIX
+from csum.config import DEFAULT_CLEARING, DEFAULT_KEEP_RATIO, DEFAULT_SUMMARY_RATIO
 
 ROOT = Path(__file__).resolve().parents[1]
 TAU = CORPUS / "openai_taubench" / "taubench_gpt4o_airline_task027_trial1.json"
@@ -751,7 +751,6 @@ CSUM_ERRORS = [
     ),
     pytest.param(("@ok.json", "--qa"), "--last-section-budget", id="qa-needs-reference-mode"),
     pytest.param(("@ok.json", "--budget", "2k", "--tokens"), "token budget", id="tokens-word"),
-    pytest.param(("@ok.json", "--target-ratio", "2"), "--target-ratio", id="target-ratio"),
     pytest.param(("@ok.json", "--clear-keep", "-1"), "--clear-keep", id="clear-keep"),
     pytest.param(("@ok.json", "--clear-trigger", "2"), "--clear-trigger", id="clear-trigger"),
     pytest.param(("@ok.json", "--clear-at-least", "3"), "--clear-at-least", id="clear-at-least"),
@@ -971,7 +970,7 @@ def test_csum_clears_old_tool_results_with_clear(csum_cli: Callable[..., Run]) -
     # default (at a low target the summary evicts the placeholders, but it read them).
     sizes = (
         "--keep-ratio",
-        str(DEFAULT_TARGET_RATIO),
+        str(DEFAULT_KEEP_RATIO),
         "--summary-ratio",
         str(DEFAULT_SUMMARY_RATIO),
     )

@@ -178,18 +178,6 @@ def test_register_codec_is_offered_at_the_top_level() -> None:
     assert cast.unregister_codec is unregister_codec
 
 
-def test_helpers_for_sibling_packages_moved_to_internals() -> None:
-    """``utf8_len`` is a helper for csum, not user API: it lives in ``cast.internals``;
-    the top-level name still works for one release and warns."""
-    from cast import internals
-
-    assert "utf8_len" not in cast.__all__
-    with pytest.warns(DeprecationWarning, match=r"cast\.internals"):
-        moved = cast.utf8_len  # type: ignore[attr-defined]
-    assert moved is internals.utf8_len
-    assert internals.utf8_len("é") == 2
-
-
 # -- streaming encoders: part of the registration -------------------------------------------
 
 

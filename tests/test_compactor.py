@@ -16,10 +16,11 @@ from csum import (
     CompactionReason,
     Compactor,
     EstimatedTokens,
+    Stores,
     Summarizer,
     is_summarized,
 )
-from csum.compactor import SUMMARY_ONLY
+from csum.config import SUMMARY_ONLY
 from csum_builders import fill
 
 SUMMARY_STAGE = SUMMARY_ONLY
@@ -85,14 +86,19 @@ async def test_over_budget_brings_the_chain_to_the_target_with_one_call() -> Non
     handler = Recorder(200)
     chain = loop_chain(40, 300, questions_every=7)
     events: list[CompactionEvent] = []
-    compactor = Compactor(handler, budget=8000, on_event=events.append, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler,
+        budget=SUMMARY_STAGE.budget(8000),
+        on_event=events.append,
+        clearing=SUMMARY_STAGE.clearing,
+    )
     before = [m.model_copy() for m in chain]
     result = await compactor.run(chain)
     assert chain == before  # input untouched
     ChainAST.from_messages(result.messages)
     assert result.compacted
     assert len(handler.prompts) == 1
-    assert size(result.messages) <= compactor.target_units
+    assert size(result.messages) <= compactor.keep_units
     assert result.messages[-2:] == chain[-2:]  # newest pair verbatim
     assert result.messages[0] == chain[0]  # system prompt
     (event,) = events
@@ -109,7 +115,9 @@ async def test_over_budget_brings_the_chain_to_the_target_with_one_call() -> Non
 @pytest.mark.anyio
 async def test_hysteresis_next_compaction_comes_turns_later() -> None:
     handler = Recorder(200)
-    compactor = Compactor(handler, budget=8000, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler, budget=SUMMARY_STAGE.budget(8000), clearing=SUMMARY_STAGE.clearing
+    )
     chain = loop_chain(40, 300)
     chain = await compactor.compact(chain)
     calls = len(handler.prompts)
@@ -126,7 +134,9 @@ async def test_hysteresis_next_compaction_comes_turns_later() -> None:
 async def test_trigger_below_budget_respects_the_cooldown() -> None:
     handler = Recorder(100)
     compactor = Compactor(
-        handler, budget=20_000, trigger=0.3, target_ratio=0.2, cooldown_turns=3, clearing=None
+        handler,
+        budget=Budget.bytes(20_000, trigger=0.3, keep_ratio=0.2, cooldown_turns=3),
+        clearing=None,
     )
     chain = loop_chain(30, 300)
     chain = await compactor.compact(chain)
@@ -141,7 +151,11 @@ async def test_trigger_below_budget_respects_the_cooldown() -> None:
 @pytest.mark.anyio
 async def test_over_budget_ignores_the_cooldown() -> None:
     handler = Recorder(100)
-    compactor = Compactor(handler, budget=8000, cooldown_turns=100, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler,
+        budget=SUMMARY_STAGE.budget(8000).evolve(cooldown_turns=100),
+        clearing=SUMMARY_STAGE.clearing,
+    )
     chain = await compactor.compact(loop_chain(40, 300))
     chain = await compactor.compact([*chain, *turn(99, 7000)])
     assert len(handler.prompts) == 2
@@ -166,7 +180,12 @@ async def test_unfittable_chain_is_flagged_not_silent() -> None:
 async def test_fits_budget_when_mandatory_part_fits_but_summary_must_be_cut() -> None:
     handler = Recorder(5000)  # a summary far larger than the room left
     events: list[CompactionEvent] = []
-    compactor = Compactor(handler, budget=6000, on_event=events.append, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler,
+        budget=SUMMARY_STAGE.budget(6000),
+        on_event=events.append,
+        clearing=SUMMARY_STAGE.clearing,
+    )
     chain = [Message.system("s"), Message.human("q"), *turn(0, 3000), *turn(1, 5500)]
     result = await compactor.run(chain)
     assert size(result.messages) <= 6000
@@ -177,7 +196,12 @@ async def test_fits_budget_when_mandatory_part_fits_but_summary_must_be_cut() ->
 @pytest.mark.anyio
 async def test_new_question_keeps_the_question_last_and_opens_with_a_human_turn() -> None:
     handler = Recorder(100)
-    compactor = Compactor(handler, budget=6000, target="anthropic", **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler,
+        budget=SUMMARY_STAGE.budget(6000),
+        target="anthropic",
+        clearing=SUMMARY_STAGE.clearing,
+    )
     chain = [Message.system("s")]
     for index in range(12):  # one pair per question: the cut falls between turns
         chain += [Message.human(f"question {index}"), *turn(index, 900)]
@@ -194,7 +218,9 @@ async def test_new_question_keeps_the_question_last_and_opens_with_a_human_turn(
 @pytest.mark.anyio
 async def test_cut_inside_a_turn_puts_the_summary_after_its_question() -> None:
     handler = Recorder(100)
-    compactor = Compactor(handler, budget=6000, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler, budget=SUMMARY_STAGE.budget(6000), clearing=SUMMARY_STAGE.clearing
+    )
     chain = [*loop_chain(30, 300), Message.ai("done"), Message.human("next question")]
     out = await compactor.compact(chain)
     assert out[:2] == chain[:2]
@@ -207,7 +233,11 @@ async def test_cut_inside_a_turn_puts_the_summary_after_its_question() -> None:
 @pytest.mark.anyio
 async def test_depth_limit_freezes_old_summaries() -> None:
     handler = Recorder(150)
-    compactor = Compactor(handler, budget=6000, max_depth=2, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler,
+        budget=SUMMARY_STAGE.budget(6000).evolve(max_depth=2),
+        clearing=SUMMARY_STAGE.clearing,
+    )
     chain = loop_chain(30, 300)
     depths: list[int] = []
     compactor.on_event = lambda event: depths.append(event.depth)
@@ -227,7 +257,12 @@ async def test_depth_limit_freezes_old_summaries() -> None:
 async def test_token_budget_is_measured_by_the_counter() -> None:
     handler = Recorder(100)
     counter = EstimatedTokens()
-    compactor = Compactor(handler, budget=Budget.tokens(2000), counter=counter, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler,
+        budget=SUMMARY_STAGE.budget(Budget.tokens(2000)),
+        counter=counter,
+        clearing=SUMMARY_STAGE.clearing,
+    )
     out = await compactor.compact(loop_chain(40, 300))
     assert sum(counter.count(m) for m in out) <= 2000
     assert size(out) > 2000  # bytes, not tokens
@@ -246,16 +281,23 @@ def test_compact_sync_and_dict_input() -> None:
     [
         ({"budget": 0}, ValueError),
         ({"budget": True}, TypeError),
-        ({"budget": 100, "trigger": 1.5}, ValueError),
-        ({"budget": 100, "trigger": 200}, ValueError),
-        ({"budget": 100, "target_ratio": 0}, ValueError),
-        ({"budget": 100, "max_depth": 0}, ValueError),
+        ({"budget": 100, "settings": {"trigger": 1.5}}, ValueError),
+        ({"budget": 100, "settings": {"trigger": 200}}, ValueError),
+        ({"budget": 100, "settings": {"keep_ratio": 0}}, ValueError),
+        ({"budget": 100, "settings": {"max_depth": 0}}, ValueError),
         ({"budget": 100, "target": "nope"}, ValueError),
     ],
 )
 def test_bad_arguments_are_refused(kwargs: dict[str, Any], error: type[Exception]) -> None:
+    def build() -> Compactor:
+        options = dict(kwargs)
+        settings = options.pop("settings", None)
+        if settings is not None:
+            options["budget"] = Budget(options["budget"], **settings)
+        return Compactor(Recorder(), **options)
+
     with pytest.raises(error):
-        Compactor(Recorder(), **kwargs)
+        build()
 
 
 @pytest.mark.anyio
@@ -268,10 +310,18 @@ async def test_cache_serves_a_replayed_compaction() -> None:
     first: list[CompactionEvent] = []
     second: list[CompactionEvent] = []
     out1 = await Compactor(
-        first_handler, budget=8000, cache=cache, on_event=first.append, **SUMMARY_STAGE
+        first_handler,
+        budget=SUMMARY_STAGE.budget(8000),
+        on_event=first.append,
+        clearing=SUMMARY_STAGE.clearing,
+        stores=Stores(cache=cache),
     ).compact(chain)
     out2 = await Compactor(
-        second_handler, budget=8000, cache=cache, on_event=second.append, **SUMMARY_STAGE
+        second_handler,
+        budget=SUMMARY_STAGE.budget(8000),
+        on_event=second.append,
+        clearing=SUMMARY_STAGE.clearing,
+        stores=Stores(cache=cache),
     ).compact(chain)
     assert out1 == out2
     assert len(first_handler.prompts) == 1
@@ -281,7 +331,7 @@ async def test_cache_serves_a_replayed_compaction() -> None:
 
 def test_cache_must_be_a_summary_cache() -> None:
     with pytest.raises(TypeError, match="SummaryCache"):
-        Compactor(Recorder(), budget=100, cache={})  # type: ignore[arg-type]
+        Compactor(Recorder(), budget=100, stores=Stores(cache={}))  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio
@@ -291,7 +341,10 @@ async def test_summaries_at_the_depth_limit_do_not_fill_the_budget() -> None:
     handler = Recorder(600)
     events: list[CompactionEvent] = []
     compactor = Compactor(
-        handler, budget=20_000, max_depth=1, on_event=events.append, **SUMMARY_STAGE
+        handler,
+        budget=SUMMARY_STAGE.budget(20_000).evolve(max_depth=1),
+        on_event=events.append,
+        clearing=SUMMARY_STAGE.clearing,
     )
     chain = loop_chain(10, 300)
     for index in range(400):
@@ -302,7 +355,7 @@ async def test_summaries_at_the_depth_limit_do_not_fill_the_budget() -> None:
         for pair in section.body
         if is_summarized(pair)
     )
-    assert frozen <= compactor.target_units // 4 + 1200  # the cap, plus the newest summary
+    assert frozen <= compactor.keep_units // 4 + 1200  # the cap, plus the newest summary
     assert len(events) <= 400 // 10  # about (20000 - 12000) / 340 turns apart
     assert sum(e.dropped_summaries for e in events) > 0
 
@@ -315,7 +368,9 @@ async def test_a_replay_opening_with_an_ai_message_is_compacted() -> None:
     with pytest.raises(ChainError):
         await Summarizer().summarize_chain(Recorder(100), chain)
     handler = Recorder(100)
-    out = await Compactor(handler, budget=600, **SUMMARY_STAGE).compact(chain)
+    out = await Compactor(
+        handler, budget=SUMMARY_STAGE.budget(600), clearing=SUMMARY_STAGE.clearing
+    ).compact(chain)
     ChainAST.from_messages(out)
     assert out[-2:] == chain[-2:]
     assert size(out) <= 600

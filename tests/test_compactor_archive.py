@@ -32,8 +32,7 @@ from csum.archive import (
     archived_references,
     message_search_text,
 )
-from csum.clearing import Clearing
-from csum.compactor import SUMMARY_ONLY
+from csum.config import SUMMARY_ONLY, Clearing, as_budget
 from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from redis_server import needs_redis_client
 from test_cache import corpus_chains
@@ -98,7 +97,11 @@ def tight(chain: list[Message], share: int) -> int:
 async def test_everything_summarized_away_is_recallable(archive: HistoryArchive) -> None:
     chain = long_chain()
     budget = tight(chain, 4)
-    compactor = Compactor(budget=budget, archive=archive, cooldown_turns=1, **SUMMARY_ONLY)
+    compactor = Compactor(
+        budget=SUMMARY_ONLY.budget(budget).evolve(cooldown_turns=1),
+        clearing=SUMMARY_ONLY.clearing,
+        stores=Stores(archive=archive),
+    )
     out, events = await run_loop(compactor, chain)
     events = [e for e in events if e.summarized_messages]
     assert len(events) >= 3  # several compactions, later ones summarizing summaries
@@ -158,7 +161,9 @@ async def test_summary_cut_to_fit_keeps_its_archive_line(tmp_path: Path) -> None
     async def chatty(prompt: str) -> str:  # a summary far longer than the room left
         return "x" * len(prompt)
 
-    result = await Compactor(chatty, budget=tight(chain, 3), archive=archive).run(chain, force=True)
+    result = await Compactor(chatty, budget=tight(chain, 3), stores=Stores(archive=archive)).run(
+        chain, force=True
+    )
     (event,) = result.events
     assert event.summary_truncated
     assert not result.over_budget
@@ -181,9 +186,13 @@ async def test_failing_archive_gives_events_and_the_compaction_completes(
     )
     chain = long_chain()
     budget = tight(chain, 4)
-    plain_out, plain_events = await run_loop(Compactor(budget=budget, cooldown_turns=1), chain)
+    plain_out, plain_events = await run_loop(
+        Compactor(budget=as_budget(budget).evolve(cooldown_turns=1)), chain
+    )
     reported: list[StoreEvent] = []
-    compactor = Compactor(budget=budget, archive=archive, cooldown_turns=1)
+    compactor = Compactor(
+        budget=as_budget(budget).evolve(cooldown_turns=1), stores=Stores(archive=archive)
+    )
     out, events = await run_loop(compactor, chain, reported)
     assert out == plain_out  # no references named: nothing was stored, nothing re-inserted
     assert len(events) == len(plain_events) > 0
@@ -201,7 +210,9 @@ async def test_failing_archive_gives_events_and_the_compaction_completes(
     store = SQLiteArchiveStore(tmp_path) if where == "folder" else "redis://127.0.0.1:9/0"
     once = HistoryArchive(store, session="test", reinsert_bytes=2000)
     reported = []
-    compactor = Compactor(budget=budget, archive=once, cooldown_turns=1)
+    compactor = Compactor(
+        budget=as_budget(budget).evolve(cooldown_turns=1), stores=Stores(archive=once)
+    )
     out, events = await run_loop(compactor, chain, reported)
     assert out == plain_out
     assert [e.kind for e in reported] == [StoreEventKind.ARCHIVE_UNAVAILABLE]
@@ -230,7 +241,7 @@ async def test_reinsertion_puts_lines_back_within_the_budget(
     archive.reinsert_bytes = 1500
     limit = tight(chain, 2)
     budget = Budget.bytes(limit) if unit == "bytes" else Budget.tokens(limit // 4)
-    compactor = Compactor(budget=budget, archive=archive)
+    compactor = Compactor(budget=budget, stores=Stores(archive=archive))
     first = await compactor.run(chain, force=True)
     question, identifier = question_needing_the_archive(chain, first.messages)
     asked = [*first.messages, Message.human(question)]
@@ -251,7 +262,9 @@ async def test_reinsertion_puts_lines_back_within_the_budget(
 async def test_reinsertion_never_takes_more_than_the_room_left(tmp_path: Path, unit: str) -> None:
     chain = long_chain()
     archive = HistoryArchive(tmp_path / "a.sqlite", session="test", reinsert_bytes=10**6)
-    first = await Compactor(budget=tight(chain, 3), archive=archive).run(chain, force=True)
+    first = await Compactor(budget=tight(chain, 3), stores=Stores(archive=archive)).run(
+        chain, force=True
+    )
     question, _ = question_needing_the_archive(chain, first.messages)
     asked = [*first.messages, Message.human(question)]
     # Budgets from below to above what the compacted chain needs: re-insertion shrinks to
@@ -260,7 +273,10 @@ async def test_reinsertion_never_takes_more_than_the_room_left(tmp_path: Path, u
     fits = reinserted = 0
     for limit in range(low, high, max(1, (high - low) // 20)):
         budget = Budget.bytes(limit) if unit == "bytes" else Budget.tokens(limit // 4)
-        compactor = Compactor(budget=budget, archive=archive, target_ratio=1.0, summary_reserve=0)
+        compactor = Compactor(
+            budget=as_budget(budget).evolve(keep_ratio=1.0, summary_reserve=0),
+            stores=Stores(archive=archive),
+        )
         result = await compactor.run(asked, force=True)
         if result.over_budget:
             continue
@@ -296,7 +312,7 @@ def test_cli_archive_in_compactor_mode(tmp_path: Path) -> None:
 
 def test_archive_must_be_a_history_archive() -> None:
     with pytest.raises(TypeError, match=r"archive must be a csum\.HistoryArchive"):
-        Compactor(budget=1000, archive="archive.sqlite")  # type: ignore[arg-type]
+        Compactor(budget=1000, stores=Stores(archive="archive.sqlite"))  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio
@@ -305,15 +321,19 @@ async def test_a_question_leaves_for_the_archive_as_its_own_text(tmp_path: Path)
     the question itself leaves the chain, the archive takes its own text only."""
     chain = long_chain()
     archive = HistoryArchive(tmp_path / "a.sqlite", session="test", reinsert_bytes=1500)
-    first = await Compactor(budget=tight(chain, 2), archive=archive).run(chain, force=True)
+    first = await Compactor(budget=tight(chain, 2), stores=Stores(archive=archive)).run(
+        chain, force=True
+    )
     question, _ = question_needing_the_archive(chain, first.messages)
-    asked = await Compactor(budget=tight(chain, 2), archive=archive).run(
+    asked = await Compactor(budget=tight(chain, 2), stores=Stores(archive=archive)).run(
         [*first.messages, Message.human(question)], force=True
     )
     assert recalled_text(asked.messages).startswith(REINSERTED_HEADER)
     answer = Message.ai("Here is what I found. " * 40)
     later = [*asked.messages, answer, Message.human("Go on."), Message.ai("Done.")]
-    gone = await Compactor(budget=tight(chain, 6), archive=archive).run(later, force=True)
+    gone = await Compactor(budget=tight(chain, 6), stores=Stores(archive=archive)).run(
+        later, force=True
+    )
     assert answer not in gone.messages  # the question's whole turn left the chain
     everything = await recall_all(archive, gone.messages)
     # The recall pair left with its turn as copies: the archive did not take it again.

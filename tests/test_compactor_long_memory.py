@@ -25,8 +25,9 @@ from csum import (
     CompactionEvent,
     Compactor,
     HistoryArchive,
+    Stores,
 )
-from csum.compactor import DEFAULT_RESERVE_RATIO, LONG_MEMORY
+from csum.config import DEFAULT_RESERVE_RATIO, LONG_MEMORY
 from csum.reinsert import REINSERTED_HEADER, recalled_text
 from test_compactor_archive import long_chain, question_needing_the_archive, tight
 from test_compactor_summary_size import steps
@@ -90,15 +91,23 @@ async def test_the_question_of_a_turn_the_cut_falls_in_stays_and_is_not_repeated
 def test_the_reserve_follows_a_larger_summary_share() -> None:
     budget = Budget.bytes(131072)
     assert Compactor(budget=131072).summary_reserve == budget.scaled(DEFAULT_RESERVE_RATIO)
-    assert Compactor(budget=131072, summary_ratio=0.375).summary_reserve == budget.scaled(0.375)
-    assert Compactor(budget=131072, summary_ratio=0.375, summary_reserve=100).summary_reserve == 100
-    assert Compactor(budget=131072, **LONG_MEMORY).max_depth is None
+    assert Compactor(
+        budget=Budget.bytes(131072, summary_ratio=0.375)
+    ).summary_reserve == budget.scaled(0.375)
+    # a reserve share of its own: the larger of it and the summary's share
+    for reserve, share in ((0.4, 0.4), (0.1, 0.375)):
+        settings = Budget.bytes(131072, summary_ratio=0.375, summary_reserve=reserve)
+        assert Compactor(budget=settings).summary_reserve == budget.scaled(share)
+    assert (
+        Compactor(budget=LONG_MEMORY.budget(131072), clearing=LONG_MEMORY.clearing).max_depth
+        is None
+    )
 
 
 @pytest.mark.parametrize(("depth", "error"), [(0, ValueError), ("3", TypeError), (True, TypeError)])
 def test_a_bad_depth_limit_is_refused(depth: Any, error: type[Exception]) -> None:
     with pytest.raises(error, match="max_depth"):
-        Compactor(budget=131072, max_depth=depth)
+        Compactor(budget=Budget.bytes(131072, max_depth=depth))
 
 
 @pytest.mark.anyio
@@ -109,7 +118,9 @@ async def test_long_memory_keeps_one_growing_summary_within_budget() -> None:
     chain = corpus_chain(CLAUDE_CODE_FOLDER, largest).messages
     budget = 64 * 1024
     events: list[CompactionEvent] = []
-    compactor = Compactor(budget=budget, on_event=events.append, **LONG_MEMORY)
+    compactor = Compactor(
+        budget=LONG_MEMORY.budget(budget), on_event=events.append, clearing=LONG_MEMORY.clearing
+    )
     history: list[Message] = []
     over = 0
     for step in steps(chain):
@@ -133,7 +144,7 @@ async def test_lines_put_back_by_reinsertion_are_not_summarized_again(tmp_path: 
     chain = long_chain()
     archive = HistoryArchive(tmp_path / "archive.sqlite", session="test", reinsert_bytes=1500)
     try:
-        compactor = Compactor(budget=tight(chain, 2), archive=archive)
+        compactor = Compactor(budget=tight(chain, 2), stores=Stores(archive=archive))
         first = await compactor.run(chain, force=True)
         question, _ = question_needing_the_archive(chain, first.messages)
         second = await compactor.run([*first.messages, Message.human(question)], force=True)
@@ -145,7 +156,9 @@ async def test_lines_put_back_by_reinsertion_are_not_summarized_again(tmp_path: 
             Message.ai("It was the reservation we changed before."),
             Message.human("Thanks. Please also check the baggage allowance."),
         ]
-        small = Compactor(budget=chain[0].size + 4000, archive=archive)  # room for little
+        small = Compactor(
+            budget=chain[0].size + 4000, stores=Stores(archive=archive)
+        )  # room for little
         third = await small.run(later, force=True)
         assert not any(m is extended for m in third.messages)  # the question left
         summary = summaries(third.messages)[-1]

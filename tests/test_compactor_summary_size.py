@@ -13,17 +13,20 @@ from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, find_corpus, load_fol
 from benchmarks.policies.harness import _floor_size
 from cast import Message, Role
 from csum import Budget, CompactionEvent, Compactor
-from csum.compactor import DEFAULT_SUMMARY_RATIO, MIN_SUMMARY_BYTES, SUMMARY_ONLY, summary_bytes
+from csum.compactor import summary_bytes
+from csum.config import DEFAULT_SUMMARY_RATIO, MIN_SUMMARY_BYTES, SUMMARY_ONLY, as_budget
 
-SUMMARY_STAGE_SIZES = {"clearing": None, "keep_ratio": SUMMARY_ONLY["keep_ratio"]}
-"""The summary stage alone at a 60 % target, the summary share each test names: given
-explicitly, so the sizes measured do not depend on the Compactor's defaults."""
+# The summary stage alone (``clearing=None``) at a 60 % target (``SUMMARY_ONLY``'s), the
+# summary share each test names: given explicitly, so the sizes measured do not depend
+# on the Compactor's defaults.
 
 
 def test_the_bound_is_a_share_of_the_budget() -> None:
-    assert Compactor(budget=131072, summary_ratio=1 / 32).summary_bytes == 4096
-    assert Compactor(budget=1 << 20, summary_ratio=1 / 32).summary_bytes == 32768  # ... growing
-    assert Compactor(budget=131072, summary_ratio=0.25).summary_bytes == 32768
+    assert Compactor(budget=Budget.bytes(131072, summary_ratio=1 / 32)).summary_bytes == 4096
+    assert (
+        Compactor(budget=Budget.bytes(1 << 20, summary_ratio=1 / 32)).summary_bytes == 32768
+    )  # ... growing
+    assert Compactor(budget=Budget.bytes(131072, summary_ratio=0.25)).summary_bytes == 32768
     # The default is DEFAULT_SUMMARY_RATIO's share.
     for budget in (131072, 1 << 20):
         expected = int(budget * DEFAULT_SUMMARY_RATIO)
@@ -31,19 +34,19 @@ def test_the_bound_is_a_share_of_the_budget() -> None:
         assert summary_bytes(Budget.bytes(budget)) == max(MIN_SUMMARY_BYTES, expected)
     # A token budget is converted at 4 bytes a token (prose).
     assert summary_bytes(Budget.tokens(100_000), 0.1) == 40_000
-    assert Compactor(budget=Budget.tokens(128_000), summary_ratio=1 / 32).summary_bytes == 16_000
+    assert Compactor(budget=Budget.tokens(128_000, summary_ratio=1 / 32)).summary_bytes == 16_000
     assert summary_bytes(Budget.bytes(2000)) == MIN_SUMMARY_BYTES  # never below
 
 
 @pytest.mark.parametrize("ratio", [0.0, -0.1, 0.6, float("nan")])
 def test_a_bad_ratio_is_refused(ratio: Any) -> None:
     with pytest.raises(ValueError, match="summary_ratio must be within"):
-        Compactor(budget=131072, summary_ratio=ratio)
+        Compactor(budget=Budget.bytes(131072, summary_ratio=ratio))
 
 
 def test_a_ratio_that_is_not_a_number_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="summary_ratio must be a number"):
-        Compactor(budget=131072, summary_ratio="0.1")  # type: ignore[arg-type]
+        Compactor(budget=Budget.bytes(131072, summary_ratio="0.1"))  # type: ignore[arg-type]
 
 
 def session() -> list[Message]:
@@ -73,7 +76,9 @@ async def loop(chain: list[Message], budget: int, ratio: float) -> tuple[int, in
     exceed the budget."""
     events: list[CompactionEvent] = []
     compactor = Compactor(
-        budget=budget, summary_ratio=ratio, on_event=events.append, **SUMMARY_STAGE_SIZES
+        budget=as_budget(budget).evolve(summary_ratio=ratio, keep_ratio=SUMMARY_ONLY.keep_ratio),
+        on_event=events.append,
+        clearing=None,
     )
     history: list[Message] = []
     over = 0
@@ -133,7 +138,9 @@ def _as_earlier(line: str, earlier: list[str]) -> str:
 @pytest.mark.anyio
 async def test_a_summary_of_a_summary_keeps_the_earlier_one_first() -> None:
     chain = session()
-    compactor = Compactor(budget=24 * 1024, max_depth=10, **SUMMARY_ONLY)
+    compactor = Compactor(
+        budget=SUMMARY_ONLY.budget(24 * 1024).evolve(max_depth=10), clearing=SUMMARY_ONLY.clearing
+    )
     history: list[Message] = []
     folds = 0
     for step in steps(chain):

@@ -267,29 +267,28 @@ def test_the_memory_floor_is_the_goal_and_above_every_peer() -> None:
 
 
 def test_the_low_cost_preset_builds_as_a_policy() -> None:
-    # LOW_COST gives keep_ratio (the current name); the benchmark's Compactor policy
-    # took only target_ratio and passed both, so every full cost run failed on it.
+    # LOW_COST gives keep_ratio; the benchmark's Compactor policy once took a keep ratio
+    # of its own and passed both, so every full cost run failed on it.
     from benchmarks.policies.cost_main import low_cost_setting
     from benchmarks.policies.peers import CompactorPolicy
-    from csum.compactor import LOW_COST
+    from csum.config import LOW_COST
 
     setting = low_cost_setting()
     assert setting is not None
     policy = setting.spec().make(64 * 1024)
     assert isinstance(policy, CompactorPolicy)
-    assert policy.compactor.keep_ratio == LOW_COST["keep_ratio"]
-    with pytest.raises(TypeError, match="not both"):
-        CompactorPolicy(1024, policy.handler, target_ratio=0.3, keep_ratio=0.2)  # type: ignore[arg-type]
+    assert policy.compactor.keep_ratio == LOW_COST.keep_ratio
+    assert CompactorPolicy(1024, policy.handler, keep_ratio=0.2).compactor.keep_ratio == 0.2
 
 
 def test_the_compactor_rows_are_built_with_the_settings_they_name() -> None:
     """The "before" row is the summary stage alone at the former defaults whatever the
     Compactor's defaults are, and the LOW_COST row is the preset (it passed keep_ratio
-    beside the policy's own target_ratio: a TypeError, "not both")."""
+    beside the policy's own keep ratio: a TypeError)."""
     from benchmarks.policies.cost_bench import compactor_spec
     from benchmarks.policies.cost_main import low_cost_setting
     from csum import Compactor
-    from csum.compactor import LOW_COST, SUMMARY_ONLY
+    from csum.config import LOW_COST, SUMMARY_ONLY
 
     def settings(compactor: Compactor) -> dict[str, object]:
         return {
@@ -300,12 +299,16 @@ def test_the_compactor_rows_are_built_with_the_settings_they_name() -> None:
 
     before = compactor_spec(BEFORE).make(64 * 1024)
     assert isinstance(before, CompactorPolicy)
-    assert settings(before.compactor) == {k: SUMMARY_ONLY[k] for k in settings(before.compactor)}
+    assert settings(before.compactor) == {
+        k: getattr(SUMMARY_ONLY, k) for k in settings(before.compactor)
+    }
     low = low_cost_setting()
     assert low is not None
     policy = low.spec().make(64 * 1024)
     assert isinstance(policy, CompactorPolicy)
-    assert settings(policy.compactor) == {k: LOW_COST[k] for k in settings(policy.compactor)}
+    assert settings(policy.compactor) == {
+        k: getattr(LOW_COST, k) for k in settings(policy.compactor)
+    }
     # the former defaults compact at the budget, LOW_COST from its own trigger
     assert before.compactor.trigger == 64 * 1024
-    assert policy.compactor.trigger == int(64 * 1024 * LOW_COST["trigger"])
+    assert policy.compactor.trigger == int(64 * 1024 * LOW_COST.trigger)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cast import Message
-from csum import Compactor
+from csum import Compactor, Robustness
 from csum.integrations import HistoryHook, HookEvent, SummarizerKeeper, default_keeper
 from csum.integrations._history import rebuild
 from strategies import valid_chains
@@ -229,13 +229,13 @@ def test_what_is_not_a_keeper_is_refused_with_the_line_to_write() -> None:
     with pytest.raises(TypeError, match="extractive factory"):
         Compactor(extractive, budget=4096)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="fallback"):
-        Compactor(budget=4096, fallback=Compactor(budget=4096))  # type: ignore[arg-type]
+        Compactor(budget=4096, robustness=Robustness(fallback=Compactor(budget=4096)))  # type: ignore[arg-type]
     from csum import RobustHandler, Summarizer
 
     with pytest.raises(TypeError, match="keeper or hook Compactor"):
         RobustHandler(Compactor(budget=4096))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="fallback is the extractive factory"):
-        RobustHandler(extractive(), fallback=extractive)  # type: ignore[arg-type]
+        RobustHandler(extractive(), Robustness(fallback=extractive))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="keeper or hook"):
         SummarizerKeeper(Summarizer(), Compactor(budget=4096))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"csum\.Summarizer"):

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from cast import FIELD_PART_KINDS, ChainAST, Message, Role, TextPart, ToolCall, ToolResult
 from cast.chainio import decode_chain
 from conftest import CLAUDE_CODE
-from csum import Compactor, HistoryArchive, SummarizationError, SummaryCache
+from csum import Compactor, HistoryArchive, Robustness, Stores, SummarizationError, SummaryCache
 from csum._calls import HandlerCalls
 from csum._pieces import prompt_bound, split_into_pieces, summarize_in_pieces
 from csum._robust import ledger
 from csum.archive import archived_references, message_search_text
-from csum.compactor import SUMMARY_ONLY
+from csum.config import SUMMARY_ONLY
 from csum.handlers import extractive
 from csum.prompt import messages_to_prompt, parse_prompt
 from csum.reinsert import REINSERTED_HEADER, reinserted_part
@@ -290,10 +290,10 @@ async def test_compactor_on_a_real_session_sends_bounded_prompts() -> None:
     events: list[object] = []
     compactor = Compactor(
         handler,
-        budget=50 * 1024,
-        max_prompt_bytes=64 * 1024,
+        budget=SUMMARY_STAGE.budget(50 * 1024),
         on_event=events.append,
-        **SUMMARY_STAGE,
+        clearing=SUMMARY_STAGE.clearing,
+        robustness=Robustness(max_prompt_bytes=64 * 1024),
     )
     result = await compactor.run(chain)
     assert snapshot(chain) == before
@@ -333,7 +333,12 @@ async def test_compactor_in_pieces_summarizes_the_questions_that_leave_in_place(
     chain[early] = Message.from_parts(Role.HUMAN, (*chain[early].parts, put_back))
     handler = Recorder()
     budget = chain[0].size + sum(m.size for m in chain[1:]) // 4
-    compactor = Compactor(handler, budget=budget, max_prompt_bytes=4096, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler,
+        budget=SUMMARY_STAGE.budget(budget),
+        clearing=SUMMARY_STAGE.clearing,
+        robustness=Robustness(max_prompt_bytes=4096),
+    )
     result = await compactor.run(chain)
     assert result.events[0].chunks > 1
     kept = set(result.messages)
@@ -354,7 +359,10 @@ async def test_compactor_keeps_the_newest_pair_and_the_question_verbatim() -> No
     chain = built_chain(200, 2000)
     handler = Recorder()
     compactor = Compactor(
-        handler, budget=20_000, max_prompt_bytes=16_384, max_concurrency=2, **SUMMARY_STAGE
+        handler,
+        budget=SUMMARY_STAGE.budget(20_000),
+        clearing=SUMMARY_STAGE.clearing,
+        robustness=Robustness(max_prompt_bytes=16_384, max_concurrency=2),
     )
     out = await compactor.compact(chain)
     ChainAST.from_messages(out)
@@ -376,7 +384,12 @@ async def test_a_failing_piece_raises_and_leaves_the_input_untouched() -> None:
     chain = built_chain(120, 2000)
     before = snapshot(chain)
     handler = Recorder(fail_on=3)
-    compactor = Compactor(handler, budget=20_000, max_prompt_bytes=16_384, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler,
+        budget=SUMMARY_STAGE.budget(20_000),
+        clearing=SUMMARY_STAGE.clearing,
+        robustness=Robustness(max_prompt_bytes=16_384),
+    )
     with pytest.raises(SummarizationError) as info:
         await compactor.compact(chain)
     assert isinstance(info.value.__cause__, RuntimeError)
@@ -391,7 +404,12 @@ async def test_a_failing_piece_raises_and_leaves_the_input_untouched() -> None:
 async def test_small_evictions_still_make_one_call() -> None:
     chain = built_chain(40, 300)
     handler = Recorder()
-    compactor = Compactor(handler, budget=8000, max_prompt_bytes=1 << 20, **SUMMARY_STAGE)
+    compactor = Compactor(
+        handler,
+        budget=SUMMARY_STAGE.budget(8000),
+        clearing=SUMMARY_STAGE.clearing,
+        robustness=Robustness(max_prompt_bytes=1 << 20),
+    )
     await compactor.compact(chain)
     assert len(handler.prompts) == 1
 
@@ -399,7 +417,12 @@ async def test_small_evictions_still_make_one_call() -> None:
 @pytest.mark.anyio
 async def test_the_extractive_handler_in_pieces_gives_a_valid_chain() -> None:
     chain = built_chain(150, 3000, astral=True)
-    compactor = Compactor(extractive(), budget=30_000, max_prompt_bytes=64 * 1024, **SUMMARY_STAGE)
+    compactor = Compactor(
+        extractive(),
+        budget=SUMMARY_STAGE.budget(30_000),
+        clearing=SUMMARY_STAGE.clearing,
+        robustness=Robustness(max_prompt_bytes=64 * 1024),
+    )
     result = await compactor.run(chain)
     ChainAST.from_messages(result.messages)
     assert result.bytes_after <= 30_000
@@ -419,7 +442,10 @@ def test_compaction_memory_does_not_hold_one_prompt_of_everything() -> None:
 
     def peak(max_prompt_bytes: int | None) -> int:
         compactor = Compactor(
-            summarize, budget=20_000, max_prompt_bytes=max_prompt_bytes, **SUMMARY_STAGE
+            summarize,
+            budget=SUMMARY_STAGE.budget(20_000),
+            clearing=SUMMARY_STAGE.clearing,
+            robustness=Robustness(max_prompt_bytes=max_prompt_bytes),
         )
         tracemalloc.start()
         try:
@@ -447,11 +473,10 @@ async def test_pieces_archive_one_batch_and_are_cached_one_by_one(tmp_path: Path
     def compactor() -> Compactor:
         return Compactor(
             handler,
-            budget=20_000,
-            max_prompt_bytes=16_384,
-            archive=archive,
-            cache=cache,
-            **SUMMARY_STAGE,
+            budget=SUMMARY_STAGE.budget(20_000),
+            clearing=SUMMARY_STAGE.clearing,
+            stores=Stores(archive=archive, cache=cache),
+            robustness=Robustness(max_prompt_bytes=16_384),
         )
 
     first = await compactor().run(chain)

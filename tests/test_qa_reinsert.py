@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cast import Message, Role, TextPart
-from csum import HistoryArchive, Summarizer, SummarizerConfig
+from csum import HistoryArchive, Stores, Summarizer, SummarizerConfig
 from csum.archive import message_search_text
 from csum.handlers import extractive
 from csum.prompt import PromptCase, parse_prompt
@@ -88,7 +88,7 @@ def next_turn(messages: list[Message], turn: int) -> list[Message]:
 async def test_a_folded_question_leaves_its_reinserted_lines_behind(
     archive: HistoryArchive, human_summary: bool
 ) -> None:
-    summarizer = Summarizer(config(human_summary), archive=archive)
+    summarizer = Summarizer(config(human_summary), stores=Stores(archive=archive))
     messages, question, put_back = await asked_with_reinsertion(summarizer)
     extended = messages[-3]
     entries = put_back.splitlines()[1:]  # "(reference) line", made by re-insertion only
@@ -122,7 +122,7 @@ async def test_the_summary_prompts_are_the_same_with_or_without_the_lines(
 ) -> None:
     """The prompts (the summary cache's keys) of the later turns do not depend on what
     re-insertion added: the recall pair is taken out before anything is summarized."""
-    summarizer = Summarizer(config(True), archive=archive)
+    summarizer = Summarizer(config(True), stores=Stores(archive=archive))
     messages, _, _ = await asked_with_reinsertion(summarizer)
     extended = messages[-3]
     with_lines, without_lines = Recording(), Recording()

@@ -29,7 +29,7 @@ from cast import (
     ToolCall,
     ToolResult,
 )
-from csum import Compactor, Summarizer, SummarizerConfig
+from csum import Compactor, Robustness, Summarizer, SummarizerConfig
 from csum._calls import HandlerCalls
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum._robust import RobustHandler, split_prompt, split_request
@@ -236,7 +236,7 @@ def _wrapped(recorder: Recorder) -> dict[str, Any]:
     guard = FactGuard(2_000)
     return {
         "robust": RobustHandler(recorder),
-        "fallback": RobustHandler(failing, fallback=recorder, retry=None),
+        "fallback": RobustHandler(failing, Robustness(fallback=recorder)),
         "guarded": guard.wrap(recorder),
         "guarded_sized": guard.wrap_sized(lambda size: recorder),
         "robust_guarded": RobustHandler(guard.wrap(RobustHandler(recorder))),
@@ -276,7 +276,7 @@ async def test_the_threaded_handler_passes_the_request_on() -> None:
 @pytest.mark.anyio
 async def test_split_chunks_and_merges_go_as_requests() -> None:
     recorder = Recorder("a short summary of a chunk")
-    handler = RobustHandler(recorder, max_prompt_bytes=4_096)
+    handler = RobustHandler(recorder, Robustness(max_prompt_bytes=4_096))
     results = [Message.tool(f"c{i}", "bash", f"line {i} " * 150) for i in range(6)]
     calls = [Message.ai("", ToolCall(id=f"c{i}", name="bash", arguments="{}")) for i in range(6)]
     chain = [m for pair in zip(calls, results, strict=True) for m in pair]
@@ -318,7 +318,9 @@ def _long_chain(turns: int = 30) -> list[Message]:
 Keeper = Callable[[Recorder], Any]
 KEEPERS: dict[str, Keeper] = {
     "compactor": lambda handler: Compactor(handler, budget=6_000),
-    "compactor_pieces": lambda handler: Compactor(handler, budget=20_000, max_prompt_bytes=4_096),
+    "compactor_pieces": lambda handler: Compactor(
+        handler, budget=20_000, robustness=Robustness(max_prompt_bytes=4_096)
+    ),
     "hook_default_keeper": lambda handler: default_keeper(6_000, handler),
     "summarizer_keeper": lambda handler: SummarizerKeeper(
         Summarizer(SummarizerConfig(max_body_pair_bytes=200, last_section_bytes=4_000)), handler
@@ -352,7 +354,7 @@ async def test_the_offline_handler_never_parses_a_request(
     long_chain = _long_chain(100)
 
     def in_pieces(handler: Any) -> Compactor:
-        return Compactor(handler, budget=20_000, max_prompt_bytes=4_096)
+        return Compactor(handler, budget=20_000, robustness=Robustness(max_prompt_bytes=4_096))
 
     pieces_by_text = await in_pieces(_TextOnly(extractive(1_000))).compact(long_chain)
     monkeypatch.setattr(extractive_entry, "parse_prompt", _refuse)

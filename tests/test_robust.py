@@ -17,6 +17,7 @@ from csum import (
     Compactor,
     RetryPolicy,
     RobustHandler,
+    Robustness,
     SummarizationError,
     is_transient,
     messages_to_prompt,
@@ -95,7 +96,7 @@ def test_transient_classification(error: BaseException, transient: bool) -> None
 @pytest.mark.anyio
 async def test_transient_errors_are_retried_then_succeed() -> None:
     inner = Flaky(StatusError(503), ConnectionError())
-    handler = RobustHandler(inner, retry=FAST, rng=random.Random(1))
+    handler = RobustHandler(inner, Robustness(retry=FAST), rng=random.Random(1))
     with ledger() as books:
         assert await handler("p") == "the summary"
     assert len(inner.prompts) == 3
@@ -105,7 +106,7 @@ async def test_transient_errors_are_retried_then_succeed() -> None:
 @pytest.mark.anyio
 async def test_permanent_error_is_not_retried() -> None:
     inner = Flaky(StatusError(400))
-    handler = RobustHandler(inner, retry=FAST)
+    handler = RobustHandler(inner, Robustness(retry=FAST))
     with pytest.raises(StatusError):
         await handler("p")
     assert len(inner.prompts) == 1
@@ -114,7 +115,7 @@ async def test_permanent_error_is_not_retried() -> None:
 @pytest.mark.anyio
 async def test_retries_are_bounded() -> None:
     inner = Flaky(*(StatusError(500) for _ in range(10)))
-    handler = RobustHandler(inner, retry=FAST)
+    handler = RobustHandler(inner, Robustness(retry=FAST))
     with pytest.raises(StatusError):
         await handler("p")
     assert len(inner.prompts) == FAST.max_retries + 1
@@ -123,7 +124,7 @@ async def test_retries_are_bounded() -> None:
 @pytest.mark.anyio
 async def test_timeout_then_success() -> None:
     inner = Flaky(hang=1)
-    handler = RobustHandler(inner, timeout=0.05, retry=FAST)
+    handler = RobustHandler(inner, Robustness(timeout=0.05, retry=FAST))
     with ledger() as books:
         assert await handler("p") == "the summary"
     assert books.timeouts == 1
@@ -132,7 +133,9 @@ async def test_timeout_then_success() -> None:
 
 @pytest.mark.anyio
 async def test_fallback_answers_when_the_handler_fails_for_good() -> None:
-    handler = RobustHandler(Flaky(StatusError(401)), retry=FAST, fallback=Flaky(answer="fb"))
+    handler = RobustHandler(
+        Flaky(StatusError(401)), Robustness(retry=FAST, fallback=Flaky(answer="fb"))
+    )
     with ledger() as books:
         assert await handler("p") == "fb"
     assert books.fallback_calls == 1
@@ -141,7 +144,8 @@ async def test_fallback_answers_when_the_handler_fails_for_good() -> None:
 @pytest.mark.anyio
 async def test_fallback_that_also_fails_raises_both() -> None:
     handler = RobustHandler(
-        Flaky(StatusError(401)), retry=FAST, fallback=Flaky(ValueError("fallback broke"))
+        Flaky(StatusError(401)),
+        Robustness(retry=FAST, fallback=Flaky(ValueError("fallback broke"))),
     )
     with pytest.raises(ExceptionGroup) as info:
         await handler("p")
@@ -154,7 +158,7 @@ async def test_non_string_answer_is_a_permanent_failure() -> None:
         return 42
 
     with pytest.raises(TypeError, match="returned int"):
-        await RobustHandler(bad, retry=FAST)("p")
+        await RobustHandler(bad, Robustness(retry=FAST))("p")
 
 
 def test_split_prompt_pieces_fit_and_keep_every_entry() -> None:
@@ -194,7 +198,7 @@ def test_split_plain_text_at_line_breaks() -> None:
 @pytest.mark.anyio
 async def test_oversized_prompt_is_split_summarized_concurrently_and_merged() -> None:
     inner = Flaky()
-    handler = RobustHandler(inner, max_prompt_bytes=8192, retry=FAST)
+    handler = RobustHandler(inner, Robustness(max_prompt_bytes=8192, retry=FAST))
     messages = chain(40, 900)[1:]
     with ledger() as books:
         summary = await handler(messages_to_prompt(messages[:1], messages[1:]))
@@ -209,7 +213,9 @@ async def test_a_failing_piece_of_a_split_prompt_raises_the_handlers_own_error()
     """Not an exception group naming the task group (asyncio and trio word it apart):
     the caller (and so the Compactor's SummarizationError) sees what the handler raised."""
     inner = Flaky(RuntimeError("the model is down"))
-    handler = RobustHandler(inner, max_prompt_bytes=8192, retry=RetryPolicy(max_retries=0))
+    handler = RobustHandler(
+        inner, Robustness(max_prompt_bytes=8192, retry=RetryPolicy(max_retries=0))
+    )
     messages = chain(40, 900)[1:]
     with pytest.raises(RuntimeError, match="the model is down"):
         await handler(messages_to_prompt(messages[:1], messages[1:]))
@@ -219,7 +225,7 @@ async def test_a_failing_piece_of_a_split_prompt_raises_the_handlers_own_error()
 @pytest.mark.anyio
 async def test_merge_depth_limit_cuts_instead_of_recursing_forever() -> None:
     inner = Flaky(answer="s" * 3000)  # summaries too large to merge in one prompt
-    handler = RobustHandler(inner, max_prompt_bytes=4096, max_split_depth=1, retry=FAST)
+    handler = RobustHandler(inner, Robustness(max_prompt_bytes=4096, max_split_depth=1, retry=FAST))
     messages = chain(30, 900)[1:]
     with ledger() as books:
         summary = await handler(messages_to_prompt(messages[:1], messages[1:]))
@@ -234,7 +240,10 @@ async def test_merge_depth_limit_cuts_instead_of_recursing_forever() -> None:
 async def test_compactor_retries_transient_errors_and_reports_them() -> None:
     events: list[Any] = []
     compactor = Compactor(
-        Flaky(StatusError(429), TimeoutError()), budget=8000, retry=FAST, on_event=events.append
+        Flaky(StatusError(429), TimeoutError()),
+        budget=8000,
+        on_event=events.append,
+        robustness=Robustness(retry=FAST),
     )
     out = await compactor.compact(chain())
     assert sum(m.size for m in out) <= 8000
@@ -245,7 +254,7 @@ async def test_compactor_retries_transient_errors_and_reports_them() -> None:
 async def test_compactor_permanent_failure_raises_and_loses_nothing() -> None:
     messages = chain()
     before = snapshot(messages)
-    compactor = Compactor(Flaky(StatusError(400)), budget=8000, retry=FAST)
+    compactor = Compactor(Flaky(StatusError(400)), budget=8000, robustness=Robustness(retry=FAST))
     with pytest.raises(SummarizationError) as info:
         await compactor.compact(messages)
     assert isinstance(info.value.__cause__, StatusError)
@@ -262,9 +271,8 @@ async def test_compactor_fallback_extractive_when_the_llm_fails() -> None:
     compactor = Compactor(
         Flaky(StatusError(500), StatusError(500), StatusError(500), StatusError(500)),
         budget=8000,
-        retry=FAST,
-        fallback=extractive(),
         on_event=events.append,
+        robustness=Robustness(retry=FAST, fallback=extractive()),
     )
     out = await compactor.compact(chain())
     ChainAST.from_messages(out)
@@ -276,7 +284,9 @@ async def test_compactor_fallback_that_also_fails_loses_nothing() -> None:
     messages = chain()
     before = snapshot(messages)
     compactor = Compactor(
-        Flaky(StatusError(401)), budget=8000, retry=FAST, fallback=Flaky(RuntimeError("down"))
+        Flaky(StatusError(401)),
+        budget=8000,
+        robustness=Robustness(retry=FAST, fallback=Flaky(RuntimeError("down"))),
     )
     with pytest.raises(SummarizationError) as info:
         await compactor.compact(messages)
@@ -288,7 +298,9 @@ async def test_compactor_fallback_that_also_fails_loses_nothing() -> None:
 async def test_compactor_oversized_prompt_is_chunked() -> None:
     events: list[Any] = []
     inner = Flaky()
-    compactor = Compactor(inner, budget=20_000, max_prompt_bytes=6000, on_event=events.append)
+    compactor = Compactor(
+        inner, budget=20_000, on_event=events.append, robustness=Robustness(max_prompt_bytes=6000)
+    )
     out = await compactor.compact(chain(60, 900))
     assert sum(m.size for m in out) <= 20_000
     assert events[0].chunks > 1
@@ -302,8 +314,7 @@ async def test_compactor_timeout_everywhere_raises_and_loses_nothing() -> None:
     compactor = Compactor(
         Flaky(hang=100),
         budget=8000,
-        timeout=0.02,
-        retry=RetryPolicy(max_retries=1, backoff_base=0.001),
+        robustness=Robustness(timeout=0.02, retry=RetryPolicy(max_retries=1, backoff_base=0.001)),
     )
     with pytest.raises(SummarizationError):
         await compactor.compact(messages)
@@ -317,7 +328,7 @@ async def test_cancellation_mid_compaction_leaves_everything_as_it_was() -> None
     inner = Flaky(hang=1)
     # About a cancellation during the handler call: no clearing stage, which would reach
     # the target here without one (and the watcher below would then wait forever).
-    compactor = Compactor(inner, budget=8000, timeout=None, clearing=None)
+    compactor = Compactor(inner, budget=8000, clearing=None, robustness=Robustness(timeout=None))
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as group:
 

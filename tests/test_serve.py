@@ -28,7 +28,7 @@ import httpx  # noqa: E402
 
 from cast import Message, lint  # noqa: E402
 from cast.codecs import anthropic, openai, openai_responses  # noqa: E402
-from csum.budget import Budget  # noqa: E402
+from csum.config import Budget  # noqa: E402
 from csum.serve import ServeConfig, create_app  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 from serve_clients import (  # noqa: E402

@@ -15,10 +15,9 @@ from hypothesis import strategies as st
 
 from cast import Message, lint
 from cast.codecs import anthropic, openai
-from csum.budget import Budget
 from csum.clearing import CLEARED_PREFIX
 from csum.cli import main
-from csum.compactor import SUMMARY_ONLY
+from csum.config import SUMMARY_ONLY, Budget
 from csum.serve import INSTALL_HINT, ServeConfig
 from csum.serve.apis import APIS, api_for
 from csum.serve.compaction import OutcomeKind, Rewriter
@@ -99,7 +98,7 @@ async def test_summary_only_turns_the_clearing_stage_off_in_the_gateway() -> Non
     assert not any(text.startswith(CLEARED_PREFIX) for text in texts)
     assert Rewriter(only, MemoryStore()).stage_options() == {
         "clearing": None,
-        "summary_ratio": SUMMARY_ONLY["summary_ratio"],
+        "summary_ratio": SUMMARY_ONLY.summary_ratio,
     }
     plain = ServeConfig(upstream="http://127.0.0.1:9", budget=budget)
     assert Rewriter(plain, MemoryStore()).stage_options() == {}
@@ -353,8 +352,8 @@ def test_the_size_bound_never_lets_an_over_budget_history_through(
 ) -> None:
     """fits_by_size says "fits" only when the Compactor measures the history within the
     budget: bytes never exceed the JSON text, estimated tokens never exceed its third."""
-    from csum.budget import EstimatedTokens
     from csum.serve.compaction import fits_by_size
+    from csum.tokens import EstimatedTokens
 
     messages = openai.decode(payload)
     if which == 1:

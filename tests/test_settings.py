@@ -2,8 +2,7 @@
 :class:`Robustness` object taken by RobustHandler and the Compactor, the stores as one
 :class:`Stores` object taken by the Compactor and the Summarizer, and one meaning per
 word (``target`` is the provider; the size the chain is brought down to is
-``keep_ratio`` / ``keep_units``). Every old spelling still works, with a
-``DeprecationWarning`` naming the new one; errors name the field."""
+``keep_ratio`` / ``keep_units``). Errors name the field."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import argparse
 import dataclasses
 import io
 import json
-import warnings
 from typing import Any
 
 import pytest
@@ -30,19 +28,18 @@ from csum import (
     SummaryCache,
 )
 from csum._robust import ledger
-from csum.clearing import DEFAULT_CLEARING
 from csum.cli import main
-from csum.compactor import (
+from csum.config import (
+    DEFAULT_CLEARING,
     DEFAULT_KEEP_RATIO,
     DEFAULT_SUMMARY_RATIO,
-    DEFAULT_TARGET_RATIO,
     LONG_MEMORY,
     LOW_COST,
+    MIN_PROMPT_BYTES,
     SUMMARY_ONLY,
 )
 from csum.handlers import extractive
 from csum.serve.cli import add_serve_parser, config_from
-from csum.settings import MIN_PROMPT_BYTES
 from csum.stores import MemoryStore
 
 FAST = RetryPolicy(max_retries=2, backoff_base=0.001, backoff_max=0.01, jitter=0.5)
@@ -139,17 +136,9 @@ async def test_robust_handler_runs_with_the_settings_object() -> None:
     assert robust.retry is FAST
 
 
-def test_robust_handler_old_keywords_warn_and_mean_the_same() -> None:
-    with pytest.warns(DeprecationWarning, match=r"RobustHandler\(robustness=Robustness\("):
-        old = RobustHandler(summarize, timeout=5.0, max_prompt_bytes=8192, retry=None)
-    assert old.robustness == Robustness(timeout=5.0, max_prompt_bytes=8192)
-
-
 def test_robust_handler_takes_the_settings_once() -> None:
-    with pytest.raises(TypeError, match="inside robustness=Robustness"):
-        RobustHandler(summarize, Robustness(), timeout=5.0)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'timout'"):
-        RobustHandler(summarize, timout=5.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'timeout'"):
+        RobustHandler(summarize, Robustness(), timeout=5.0)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match=r"robustness must be a csum\.Robustness"):
         RobustHandler(summarize, {"timeout": 5.0})  # type: ignore[arg-type]
 
@@ -157,18 +146,16 @@ def test_robust_handler_takes_the_settings_once() -> None:
 # -- Compactor --------------------------------------------------------------------------
 
 
-def test_compactor_new_style_runs_without_a_warning() -> None:
+def test_compactor_takes_each_settings_object() -> None:
     cache = SummaryCache(MemoryStore(), handler_id="test")
     settings = Robustness(timeout=10.0, max_prompt_bytes=8192)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        keeper = Compactor(
-            summarize,
-            budget=Budget(8000, keep_ratio=0.4),
-            stores=Stores(cache=cache),
-            robustness=settings,
-        )
-        out = keeper.compact_sync(chain())
+    keeper = Compactor(
+        summarize,
+        budget=Budget(8000, keep_ratio=0.4),
+        stores=Stores(cache=cache),
+        robustness=settings,
+    )
+    out = keeper.compact_sync(chain())
     assert keeper.handler.robustness is settings
     assert keeper.cache is cache
     assert keeper.stores == Stores(cache=cache)
@@ -180,80 +167,26 @@ def keep_size(messages: list[Message]) -> int:
     return sum(message.size for message in messages)
 
 
-OLD_KEYWORDS = [
-    pytest.param({"target_ratio": 0.3}, "budget=Budget(limit, keep_ratio=", id="target_ratio"),
-    pytest.param({"timeout": 5.0}, "robustness=Robustness(timeout=", id="timeout"),
-    pytest.param({"retry": FAST}, "robustness=Robustness(retry=", id="retry"),
-    pytest.param(
-        {"max_prompt_bytes": 8192}, "robustness=Robustness(max_prompt_bytes=", id="max_prompt"
-    ),
-    pytest.param(
-        {"max_split_depth": 2}, "robustness=Robustness(max_split_depth=", id="max_split_depth"
-    ),
-    pytest.param(
-        {"max_concurrency": 2}, "robustness=Robustness(max_concurrency=", id="max_concurrency"
-    ),
-    pytest.param({"fallback": extractive(512)}, "robustness=Robustness(fallback=", id="fallback"),
-]
-
-
-@pytest.mark.parametrize(("old", "new"), OLD_KEYWORDS)
-def test_compactor_old_keywords_warn_naming_the_new_spelling(old: dict[str, Any], new: str) -> None:
-    with pytest.warns(DeprecationWarning, match=f"use Compactor\\({new.replace('(', '[(]')}"):
-        keeper = Compactor(summarize, budget=8000, **old)
-    name, value = next(iter(old.items()))
-    if name == "target_ratio":
-        assert keeper.keep_ratio == value
-    elif name == "retry":
-        assert keeper.handler.robustness.retry is value
-    else:
-        assert getattr(keeper.handler.robustness, name) == value
-
-
-@pytest.mark.parametrize("name", ["cache", "archive"])
-def test_compactor_old_store_keywords_warn_and_fill_stores(name: str) -> None:
-    store = SummaryCache(MemoryStore(), handler_id="test") if name == "cache" else memory_archive()
-    with pytest.warns(DeprecationWarning, match=rf"Compactor\(stores=Stores\({name}=\.\.\.\)\)"):
-        keeper = Compactor(summarize, budget=8000, **{name: store})
-    assert getattr(keeper.stores, name) is store
-    assert getattr(keeper, name) is store
-
-
-def test_compactor_old_and_new_style_compact_alike() -> None:
-    messages = chain()
-    before = [m.model_dump() for m in messages]
-    with pytest.warns(DeprecationWarning, match="is deprecated"):
-        old = Compactor(summarize, budget=8000, target_ratio=0.3, max_prompt_bytes=8192)
-    new = Compactor(
-        summarize,
-        budget=Budget(8000, keep_ratio=0.3),
-        robustness=Robustness(max_prompt_bytes=8192),
-    )
-    assert old.compact_sync(messages) == new.compact_sync(messages)
-    assert [m.model_dump() for m in messages] == before  # nothing the caller passed changes
-
-
 @pytest.mark.parametrize(
     ("keywords", "needle"),
     [
-        ({"target_ratio": 0.3, "keep_ratio": 0.3}, "not both keep_ratio= and its old spelling"),
-        ({"timeout": 5.0, "robustness": Robustness()}, "inside robustness=Robustness"),
-        ({"archive": "x", "stores": Stores()}, "inside stores=Stores"),
         ({"stores": {"cache": None}}, "stores must be a csum.Stores"),
         ({"robustness": 5}, "robustness must be a csum.Robustness"),
-        ({"keep_ratio": "0.5"}, "keep_ratio must be a number"),
-        ({"target_rat": 0.5}, "unexpected keyword argument 'target_rat'"),
+        ({"budget": {"limit": 8000}}, "budget must be an int"),
+        ({"target_ratio": 0.5}, "unexpected keyword argument 'target_ratio'"),
+        ({"timeout": 5.0}, "unexpected keyword argument 'timeout'"),
     ],
 )
 def test_compactor_refuses_mixed_or_wrong_settings(keywords: dict[str, Any], needle: str) -> None:
+    keywords = {"budget": 8000, **keywords}
     with pytest.raises(TypeError, match=needle):
-        Compactor(summarize, budget=8000, **keywords)
+        Compactor(summarize, **keywords)
 
 
 @pytest.mark.parametrize("value", [0, 1.5, -0.2])
 def test_compactor_keep_ratio_out_of_range_names_it(value: float) -> None:
     with pytest.raises(ValueError, match="keep_ratio must be within"):
-        Compactor(summarize, budget=8000, keep_ratio=value)
+        Compactor(summarize, budget=Budget(8000, keep_ratio=value))
 
 
 def test_a_robust_handler_and_robustness_are_not_both_given() -> None:
@@ -263,25 +196,14 @@ def test_a_robust_handler_and_robustness_are_not_both_given() -> None:
         Compactor(robust, budget=8000, robustness=Robustness())
 
 
-def test_compactor_old_attribute_spellings_warn() -> None:
-    keeper = Compactor(summarize, budget=Budget(10_000, keep_ratio=0.5))
-    with pytest.warns(DeprecationWarning, match=r"use Compactor\.keep_ratio"):
-        assert keeper.target_ratio == 0.5
-    with pytest.warns(DeprecationWarning, match=r"use Compactor\.keep_units"):
-        assert keeper.target_units == keeper.keep_units == 5000
-
-
-def test_defaults_and_presets_keep_working_without_warnings() -> None:
-    assert DEFAULT_KEEP_RATIO == DEFAULT_TARGET_RATIO
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        assert Compactor(budget=10_000).keep_ratio == DEFAULT_TARGET_RATIO
-        low = Compactor(budget=LOW_COST.budget(10_000), clearing=LOW_COST.clearing)
-        long = Compactor(budget=LONG_MEMORY.budget(10_000), clearing=LONG_MEMORY.clearing)
-        only = Compactor(budget=SUMMARY_ONLY.budget(10_000), clearing=SUMMARY_ONLY.clearing)
+def test_defaults_and_presets_set_the_compactor() -> None:
+    assert Compactor(budget=10_000).keep_ratio == DEFAULT_KEEP_RATIO
+    low = Compactor(budget=LOW_COST.budget(10_000), clearing=LOW_COST.clearing)
+    long = Compactor(budget=LONG_MEMORY.budget(10_000), clearing=LONG_MEMORY.clearing)
+    only = Compactor(budget=SUMMARY_ONLY.budget(10_000), clearing=SUMMARY_ONLY.clearing)
     # LONG_MEMORY is the summary stage it was measured with, whatever the defaults are.
-    assert (long.clearing, long.keep_ratio) == (None, SUMMARY_ONLY["keep_ratio"])
-    assert low.keep_ratio == LOW_COST["keep_ratio"]
+    assert (long.clearing, long.keep_ratio) == (None, SUMMARY_ONLY.keep_ratio)
+    assert low.keep_ratio == LOW_COST.keep_ratio
     # SUMMARY_ONLY is the former defaults: the summary stage alone.
     assert (only.clearing, only.keep_ratio, only.summary_ratio) == (None, 0.6, 1 / 32)
 
@@ -289,7 +211,7 @@ def test_defaults_and_presets_keep_working_without_warnings() -> None:
 def test_the_defaults_are_the_named_constants() -> None:
     keeper = Compactor(budget=10_000)
     assert keeper.clearing == DEFAULT_CLEARING
-    assert keeper.keep_ratio == DEFAULT_KEEP_RATIO == DEFAULT_TARGET_RATIO
+    assert keeper.keep_ratio == DEFAULT_KEEP_RATIO
     assert keeper.summary_ratio == DEFAULT_SUMMARY_RATIO
 
 
@@ -301,30 +223,18 @@ def test_compaction_event_names_the_size_keep_units() -> None:
     assert event.keep_units == keeper.keep_units == 4000
     assert event.as_dict()["keep_units"] == 4000
     assert "target" not in event.as_dict()
-    with pytest.warns(DeprecationWarning, match=r"use CompactionEvent\.keep_units"):
-        assert event.target == 4000
 
 
 # -- Summarizer -------------------------------------------------------------------------
 
 
-def test_summarizer_takes_stores_and_warns_on_the_old_keywords() -> None:
+def test_summarizer_takes_stores() -> None:
     cache = SummaryCache(MemoryStore(), handler_id="test")
     archive = memory_archive()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        new = Summarizer(stores=Stores(cache=cache, archive=archive))
+    new = Summarizer(stores=Stores(cache=cache, archive=archive))
     assert (new.cache, new.archive) == (cache, archive)
-    with pytest.warns(DeprecationWarning, match=r"Summarizer\(stores=Stores\(cache=\.\.\., "):
-        old = Summarizer(cache=cache, archive=archive)
-    assert old.stores == new.stores
-    with pytest.raises(TypeError, match="inside stores=Stores"):
-        Summarizer(stores=Stores(), cache=cache)
-    with (
-        pytest.raises(TypeError, match=r"Stores\.archive"),
-        pytest.warns(DeprecationWarning, match="archive="),
-    ):
-        Summarizer(archive="history.db")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"stores must be a csum\.Stores"):
+        Summarizer(stores={"cache": cache})  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio
@@ -348,18 +258,12 @@ def run_csum(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_csum_keep_ratio_flag_and_its_old_spelling() -> None:
+def test_csum_keep_ratio_flag() -> None:
     # The summary stage alone (--summary-only's 60 %), whatever the defaults are: the
     # ratio given then decides what the summary keeps.
     base = ("--budget", "40KiB", "--summary-only")
     code, new_out, new_err = run_csum(*base, "--keep-ratio", "0.3")
     assert code == 0, new_err
-    assert "deprecated" not in new_err
-    code, old_out, old_err = run_csum(*base, "--target-ratio", "0.3")
-    assert code == 0, old_err
-    assert "--target-ratio is deprecated" in old_err
-    assert "use --keep-ratio" in old_err
-    assert json.loads(old_out) == json.loads(new_out)
     _, preset_out, _ = run_csum(*base)
     assert json.loads(preset_out) != json.loads(new_out)  # the flag is read
 
@@ -368,8 +272,7 @@ def test_csum_keep_ratio_flag_and_its_old_spelling() -> None:
     ("argv", "needle"),
     [
         (("--keep-ratio", "2"), "--keep-ratio must be within (0, 1], got 2.0"),
-        (("--target-ratio", "0"), "--target-ratio must be within (0, 1], got 0.0"),
-        (("--keep-ratio", "0.5", "--target-ratio", "0.5"), "not both"),
+        (("--keep-ratio", "0"), "--keep-ratio must be within (0, 1], got 0.0"),
     ],
 )
 def test_csum_keep_ratio_errors_name_the_flag(argv: tuple[str, ...], needle: str) -> None:
@@ -384,23 +287,20 @@ def serve_args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["serve", "--upstream", "http://127.0.0.1:9", *argv])
 
 
-def test_serve_keep_ratio_flag_and_its_old_spelling() -> None:
-    err = io.StringIO()
-    assert config_from(serve_args(), err).keep_ratio == DEFAULT_TARGET_RATIO
-    assert config_from(serve_args("--keep-ratio", "0.4"), err).keep_ratio == 0.4
-    assert err.getvalue() == ""
-    assert config_from(serve_args("--target-ratio", "0.3"), err).keep_ratio == 0.3
-    assert "--target-ratio is deprecated" in err.getvalue()
+def test_serve_keep_ratio_flag() -> None:
+    assert config_from(serve_args()).keep_ratio == DEFAULT_KEEP_RATIO
+    assert config_from(serve_args("--keep-ratio", "0.4")).keep_ratio == 0.4
+    with pytest.raises(ValueError, match="--keep-ratio must be within"):
+        config_from(serve_args("--keep-ratio", "1.5"))
 
 
 def test_serve_summary_only_flag_is_the_former_defaults() -> None:
-    err = io.StringIO()
-    plain = config_from(serve_args(), err)
+    plain = config_from(serve_args())
     assert not plain.summary_only
-    only = config_from(serve_args("--summary-only"), err)
+    only = config_from(serve_args("--summary-only"))
     assert only.summary_only
-    assert only.keep_ratio == SUMMARY_ONLY["keep_ratio"]
-    assert config_from(serve_args("--summary-only", "--keep-ratio", "0.4"), err).keep_ratio == 0.4
+    assert only.keep_ratio == SUMMARY_ONLY.keep_ratio
+    assert config_from(serve_args("--summary-only", "--keep-ratio", "0.4")).keep_ratio == 0.4
 
 
 def test_budget_object_passes_through_unchanged() -> None:

@@ -475,30 +475,3 @@ def test_transforms_never_mutate_dict_input() -> None:
     assert chain == snapshot
     assert ChainAST.from_messages(chain) == ast
     assert len(set(all_call_ids(out))) == 2
-
-
-def test_the_function_forms_of_the_methods_warn_and_mean_the_same() -> None:
-    """The transforms that are ChainAST methods had a second spelling,
-    ``cast.transforms.f(ast, ...)``: kept for one release, each warning with the method
-    to call; the transforms that are not methods import without a warning."""
-    import warnings
-
-    import cast.transforms as transforms
-
-    chain = ChainAST.from_messages([Message.human("q"), Message.ai("a")])
-    with pytest.warns(DeprecationWarning, match=r"ast\.append_human_message\(text\)"):
-        append = transforms.append_human_message  # type: ignore[attr-defined]
-    assert append(chain, "next") == chain.append_human_message("next")
-    for name in (
-        "normalize_tool_call_ids",
-        "clear_reasoning",
-        "sanitize_tool_call_arguments",
-        "add_tool_response",
-    ):
-        with pytest.warns(DeprecationWarning, match=name):
-            getattr(transforms, name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        from cast.transforms import map_messages, sanitize_arguments  # noqa: F401
-    with pytest.raises(AttributeError, match="no_such"):
-        transforms.no_such  # type: ignore[attr-defined]  # noqa: B018

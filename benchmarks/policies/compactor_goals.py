@@ -73,7 +73,7 @@ def policies() -> list[tuple[str, Callable[[int], Policy]]]:
         (
             FEWEST_CALLS,
             lambda b: CompactorPolicy(
-                b, _metered(), target_ratio=0.3, name=FEWEST_CALLS, description="target 30 %"
+                b, _metered(), keep_ratio=0.3, name=FEWEST_CALLS, description="target 30 %"
             ),
         ),
         (SEED_004, lambda b: FractionPartition(b, _metered())),

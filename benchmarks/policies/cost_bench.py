@@ -41,7 +41,8 @@ from benchmarks.policies.policy import MeteredHandler, Policy, PolicyStep, make_
 from benchmarks.policies.simulate import Workload, simulate
 from cast import Message
 from csum import Budget
-from csum.compactor import SUMMARY_ONLY, summary_bytes
+from csum.compactor import summary_bytes
+from csum.config import SUMMARY_ONLY
 
 __all__ = [
     "BEFORE",
@@ -90,7 +91,7 @@ def _summary_handler(budget: int, options: dict[str, Any]) -> MeteredHandler:
     """The extractive handler writing summaries of the Compactor's own bound
     (``summary_ratio`` of the budget; 1/32, :class:`CompactorPolicy`'s, when not given),
     as its default handler does."""
-    ratio = float(options.get("summary_ratio", SUMMARY_ONLY["summary_ratio"]))
+    ratio = float(options.get("summary_ratio", SUMMARY_ONLY.summary_ratio))
     size = summary_bytes(Budget.bytes(budget), ratio)
     return MeteredHandler(make_handler("extractive", size), time_scale=0.0)
 

@@ -46,7 +46,7 @@ __all__ = ["AFTER", "SETTINGS", "render_goals", "run_cost_command"]
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "cost.md"
 QUICK_SESSIONS = 6
-AFTER = "Compactor + clearing (Clearing() defaults)"
+AFTER = "Compactor + clearing (Clearing(keep=3))"
 
 
 def _low(label: str, keep: int = 3, **compactor: float) -> Setting:
@@ -84,7 +84,7 @@ run before the shorter prompt framing measured it (docs/cost.md of 2026-11-26): 
 
 
 def low_cost_label(clearing_keep: int, options: dict[str, Any]) -> str:
-    """The row name of the preset ``csum.compactor.LOW_COST`` (run by every full cost
+    """The row name of the preset ``csum.config.LOW_COST`` (run by every full cost
     run), made from its values: ``LOW_COST: keep 3, target 10 %, summary 1/64``."""
     words = [f"LOW_COST: keep {clearing_keep}"]
     if "keep_ratio" in options:
@@ -97,28 +97,29 @@ def low_cost_label(clearing_keep: int, options: dict[str, Any]) -> str:
 
 
 def low_cost_setting() -> Setting | None:
-    """``csum.compactor.LOW_COST`` as a setting (None when this tree has none)."""
-    import csum.compactor
+    """``csum.config.LOW_COST`` as a setting (None when it clears nothing)."""
+    from csum.config import LOW_COST
 
-    preset = vars(csum.compactor).get("LOW_COST")
-    if preset is None:
+    options = LOW_COST.settings()
+    clearing = LOW_COST.clearing
+    if clearing is None:
         return None
-    options = preset.settings()
-    clearing = preset.clearing
     fields = {"keep": clearing.keep, "clear_tool_inputs": clearing.clear_tool_inputs}
     return Setting(low_cost_label(clearing.keep, options), fields, options)
 
 
 def after_specs(extra: Sequence[Setting] = ()) -> list[PolicySpec]:
-    """The Compactor with clearing at its defaults, the LOW_COST preset (and ``extra``
-    settings)."""
+    """The Compactor with clearing keeping the newest 3 tool uses (``Clearing()`` before
+    the one clearing default became 10: the row the earlier runs measured), the LOW_COST
+    preset (and ``extra`` settings)."""
     if not clearing_available():
         return []
     low = low_cost_setting()
     presets = (
         [low] if low is not None and all(s.spec().name != low.spec().name for s in extra) else []
     )
-    return [Setting("Clearing() defaults", {}).spec(), *(s.spec() for s in (*presets, *extra))]
+    after = Setting("Clearing(keep=3)", {"keep": 3})
+    return [after.spec(), *(s.spec() for s in (*presets, *extra))]
 
 
 def _by(rows: Sequence[Measured], policy: str, group: str, budget: int) -> Measured | None:

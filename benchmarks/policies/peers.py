@@ -1,8 +1,8 @@
 """The Compactor and its peers from agent frameworks, as policies on the same workloads.
 
 * :class:`CompactorPolicy` — ``csum.Compactor``'s summary stage alone, at its former
-  defaults (``csum.compactor.SUMMARY_ONLY``: trigger = budget, target 60 %, no clearing,
-  summaries 1/32 of the budget), or tuned (``trigger``/``target_ratio``/``keep_ratio``,
+  defaults (``csum.config.SUMMARY_ONLY``: trigger = budget, target 60 %, no clearing,
+  summaries 1/32 of the budget), or tuned (``trigger``/``keep_ratio``,
   ``clearing``, ``summary_ratio`` given). Pinned, so the benchmarks' "before" rows do not
   move when the Compactor's defaults do.
 * :class:`LangChainSummarization` — LangChain's ``SummarizationMiddleware`` (package
@@ -42,7 +42,7 @@ from benchmarks.policies.policy import (
 )
 from cast import Message, Role
 from csum import Budget, Compactor, Stores
-from csum.compactor import SUMMARY_ONLY
+from csum.config import SUMMARY_ONLY
 
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(Budget)) - {"limit", "unit"}
 """The Compactor options that are :class:`~csum.Budget` settings."""
@@ -71,7 +71,6 @@ class CompactorPolicy(Policy):
         handler: MeteredHandler,
         *,
         trigger: float | None = None,
-        target_ratio: float | None = None,
         reinsert_bytes: int | None = None,
         name: str = "Compactor",
         description: str = "csum.Compactor, summary stage alone (SUMMARY_ONLY, the former "
@@ -79,22 +78,17 @@ class CompactorPolicy(Policy):
         **options: Any,
     ) -> None:
         super().__init__(budget, handler)
-        # ``target_ratio`` is the older spelling of ``keep_ratio``: either may be given
-        # (the presets, such as LOW_COST, use ``keep_ratio``), SUMMARY_ONLY's when neither is.
-        if "keep_ratio" in options and target_ratio is not None:
-            raise TypeError("CompactorPolicy: give keep_ratio or target_ratio, not both")
-        if target_ratio is None:
-            target_ratio = options.pop("keep_ratio", SUMMARY_ONLY["keep_ratio"])
-        for key in ("clearing", "summary_ratio"):
-            options.setdefault(key, SUMMARY_ONLY[key])
+        # SUMMARY_ONLY's sizes and stage unless ``options`` name others
+        options.setdefault("keep_ratio", SUMMARY_ONLY.keep_ratio)
+        options.setdefault("clearing", SUMMARY_ONLY.clearing)
+        options.setdefault("summary_ratio", SUMMARY_ONLY.summary_ratio)
         if trigger is None:
-            trigger = SUMMARY_ONLY["trigger"]
+            trigger = SUMMARY_ONLY.trigger
         # With ``reinsert_bytes``, a SQLite history archive in a temporary folder, one
         # session per workload (as CsumPolicy does).
         self.sessions = WorkloadSessions(reinsert_bytes)
         # the Budget's settings among ``options`` go into the budget, the rest as they are
         settings = {name: options.pop(name) for name in list(options) if name in _SETTINGS}
-        settings.setdefault("keep_ratio", target_ratio)
         self.compactor = Compactor(
             handler,
             budget=Budget.bytes(budget, trigger=trigger, **settings),

@@ -35,7 +35,8 @@ from benchmarks.policies.simulate import Workload, fact_present, simulate
 from benchmarks.policies.suite import SuiteConfig
 from cast import Message, Role, ToolCall, ToolResult
 from csum import RECALL_TOOL_NAME, Budget, HistoryArchive, RecallTool
-from csum.compactor import LONG_MEMORY, summary_bytes
+from csum.compactor import summary_bytes
+from csum.config import LONG_MEMORY
 
 __all__ = [
     "RECALL_POLICIES",
@@ -97,7 +98,7 @@ RECALL_POLICIES = (
     "Compactor + archive, long memory",
 )
 """The bounded policies with a history archive (re-insertion on, ``REINSERT_BYTES``);
-the last is the Compactor with ``csum.compactor.LONG_MEMORY``."""
+the last is the Compactor with ``csum.config.LONG_MEMORY``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +135,7 @@ def _misses(
 
 def _policy(name: str, budget: int, folder: Path) -> tuple[Policy, HistoryArchive]:
     if name == RECALL_POLICIES[2]:
-        size = summary_bytes(Budget.bytes(budget), float(LONG_MEMORY.settings()["summary_ratio"]))
+        size = summary_bytes(Budget.bytes(budget), LONG_MEMORY.summary_ratio)
         compactor = CompactorPolicy(
             budget,
             MeteredHandler(make_handler("extractive", size), time_scale=0.0),

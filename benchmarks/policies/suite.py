@@ -39,7 +39,8 @@ from benchmarks.policies.policy import (
 )
 from benchmarks.policies.simulate import Workload, simulate, turn_shape
 from csum import Budget
-from csum.compactor import LONG_MEMORY, SUMMARY_ONLY, summary_bytes
+from csum.compactor import summary_bytes
+from csum.config import LONG_MEMORY, SUMMARY_ONLY
 
 __all__ = [
     "GroupResult",
@@ -173,7 +174,7 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
     # The Compactor's summary stage alone at its former defaults (SUMMARY_ONLY, what
     # CompactorPolicy pins): its default handler's summaries take ``summary_ratio``
     # (1/32) of the budget. The cost benchmark (--cost) measures the defaults.
-    summary_share = float(SUMMARY_ONLY["summary_ratio"])
+    summary_share = SUMMARY_ONLY.summary_ratio
     factories.append(
         lambda b: CompactorPolicy(
             b,
@@ -197,16 +198,16 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
             ),
         )
     )
-    # The documented long-memory configuration (csum.compactor.LONG_MEMORY): summaries
+    # The documented long-memory configuration (csum.config.LONG_MEMORY): summaries
     # up to 7/16 of the budget, folded again at every compaction (no depth limit).
-    long_bytes = partial(summary_bytes, ratio=float(LONG_MEMORY.settings()["summary_ratio"]))
+    long_bytes = partial(summary_bytes, ratio=LONG_MEMORY.summary_ratio)
     factories.append(
         lambda b: CompactorPolicy(
             b,
             metered(max_bytes=long_bytes(Budget.bytes(b))),
             name="Compactor, long memory",
             description=(
-                "Compactor(**LONG_MEMORY): summaries up to summary_ratio = 7/16 of the "
+                "Compactor(LONG_MEMORY preset): summaries up to summary_ratio = 7/16 of the "
                 "budget, max_depth=None, summary_reserve = the summary's share"
             ),
             **LONG_MEMORY.settings(),
@@ -219,7 +220,7 @@ def build_policies(config: SuiteConfig) -> list[PolicyFactory]:
             reinsert_bytes=REINSERT_BYTES,
             name="Compactor +archive, long memory",
             description=(
-                f"Compactor(**LONG_MEMORY), HistoryArchive(reinsert_bytes={REINSERT_BYTES})"
+                f"Compactor(LONG_MEMORY preset), HistoryArchive(reinsert_bytes={REINSERT_BYTES})"
             ),
             **LONG_MEMORY.settings(),
         )

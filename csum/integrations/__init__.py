@@ -6,10 +6,8 @@ load only when imported; this package itself needs none of them. See
 ``docs/integrations.md``.
 """
 
+from csum.config import DEFAULT_BUDGET, DEFAULT_MAX_EVENTS, DEFAULT_MODEL_SHARE
 from csum.integrations._history import (
-    DEFAULT_BUDGET,
-    DEFAULT_MAX_EVENTS,
-    DEFAULT_MODEL_SHARE,
     BudgetLike,
     HistoryHook,
     HookEvent,

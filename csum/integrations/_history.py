@@ -26,14 +26,18 @@ import anyio
 
 from cast import Message
 from csum._handler_check import check_handler
-from csum.budget import Budget, as_budget, model_key
 from csum.compactor import Compactor
+from csum.config import (
+    DEFAULT_BUDGET,
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_MODEL_SHARE,
+    Budget,
+    as_budget,
+)
 from csum.summarizer import Summarizer
+from csum.tokens import model_key
 
 __all__ = [
-    "DEFAULT_BUDGET",
-    "DEFAULT_MAX_EVENTS",
-    "DEFAULT_MODEL_SHARE",
     "BudgetLike",
     "HistoryHook",
     "HookEvent",
@@ -51,15 +55,6 @@ OnError = Literal["continue", "raise"]
 BudgetLike = int | str | Budget
 """A budget as the hooks take it: an int (bytes), a size string (``"32KiB"``,
 ``"4000 tokens"``) or a :class:`~csum.Budget`."""
-
-DEFAULT_BUDGET = 65536
-"""Byte budget of the default keeper when a hook is given no budget and its agent's
-model is unknown."""
-DEFAULT_MODEL_SHARE = 0.5
-"""Share of the agent's model context window a hook's default keeper takes as its
-budget when the hook learns the model (and was given no budget)."""
-DEFAULT_MAX_EVENTS = 100
-"""How many events ``hook.events`` holds (the latest ones); ``on_event`` sees them all."""
 
 logger = logging.getLogger("csum.integrations")
 

@@ -28,9 +28,9 @@ from typing import cast as typed
 
 import cast.codecs.langchain as codec
 from cast import Message
+from csum.config import DEFAULT_MAX_EVENTS
 from csum.integrations._history import (
     _PROVIDER_PREFIXES,
-    DEFAULT_MAX_EVENTS,
     BudgetLike,
     HistoryHook,
     HookEvent,

@@ -27,8 +27,8 @@ from typing import Any
 
 import cast.codecs.openai_agents as codec
 from cast import Message
+from csum.config import DEFAULT_MAX_EVENTS
 from csum.integrations._history import (
-    DEFAULT_MAX_EVENTS,
     BudgetLike,
     HistoryHook,
     HookEvent,

@@ -8,9 +8,7 @@ import sys
 from typing import TextIO
 
 from cast.chainio import parse_size
-from csum._deprecated import add_keep_ratio_flags, keep_ratio_flag
-from csum.budget import Budget
-from csum.compactor import DEFAULT_TARGET_RATIO, SUMMARY_ONLY
+from csum.config import DEFAULT_KEEP_RATIO, SUMMARY_ONLY, Budget
 from csum.handlers import resolve_handler
 from csum.serve.config import (
     DEFAULT_MAX_BODY_BYTES,
@@ -65,15 +63,18 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="without --budget: share of the model's context window (default "
         f"{DEFAULT_WINDOW_SHARE})",
     )
-    add_keep_ratio_flags(
-        add,
-        "share of the budget a compaction brings the chain to (default "
-        f"{DEFAULT_TARGET_RATIO:g}; {SUMMARY_ONLY['keep_ratio']:g} with --summary-only)",
+    add(
+        "--keep-ratio",
+        type=float,
+        default=None,
+        metavar="R",
+        help="share of the budget a compaction brings the chain to (default "
+        f"{DEFAULT_KEEP_RATIO:g}; {SUMMARY_ONLY.keep_ratio:g} with --summary-only)",
     )
     add(
         "--summary-only",
         action="store_true",
-        help="the former defaults (csum.compactor.SUMMARY_ONLY): no clearing of old tool "
+        help="the former defaults (csum.config.SUMMARY_ONLY): no clearing of old tool "
         "results, summaries 1/32 of the budget, target 0.6 unless --keep-ratio; by default "
         "old tool results are cleared first and summaries take 1/64",
     )
@@ -171,10 +172,11 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
 
 
-def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeConfig:
-    """The :class:`ServeConfig` of parsed ``serve`` flags (``ValueError`` when wrong;
-    deprecated flags are said on ``err``, default standard error)."""
-    keep_ratio = keep_ratio_flag(args, err or sys.stderr)
+def config_from(args: argparse.Namespace) -> ServeConfig:
+    """The :class:`ServeConfig` of parsed ``serve`` flags (``ValueError`` when wrong)."""
+    keep_ratio: float | None = args.keep_ratio
+    if keep_ratio is not None and not 0 < keep_ratio <= 1:
+        raise ValueError(f"--keep-ratio must be within (0, 1], got {keep_ratio}")
     budget: Budget | None = None
     if args.budget is not None:
         text = args.budget
@@ -195,7 +197,7 @@ def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeCon
         budget=budget,
         window_share=args.window_share,
         keep_ratio=(
-            (SUMMARY_ONLY["keep_ratio"] if args.summary_only else DEFAULT_TARGET_RATIO)
+            (SUMMARY_ONLY.keep_ratio if args.summary_only else DEFAULT_KEEP_RATIO)
             if keep_ratio is None
             else keep_ratio
         ),
@@ -227,7 +229,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
     wrong."""
     err = err or sys.stderr
     try:
-        config = config_from(args, err)
+        config = config_from(args)
         resolve_handler(config.handler)  # a wrong spec or a missing SDK, said at once
         Summarizer(config)  # a missing key or SDK of --summarizer, said at once
     except (ValueError, ImportError) as exc:

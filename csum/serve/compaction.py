@@ -20,15 +20,20 @@ import anyio.to_thread
 
 from cast import Message
 from csum.archive import HistoryArchive
-from csum.budget import Budget
 from csum.cache import SummaryCache
-from csum.compactor import DEFAULT_SUMMARY_RATIO, SUMMARY_ONLY, Compactor, summary_bytes
+from csum.compactor import Compactor, summary_bytes
+from csum.config import (
+    DEFAULT_CLEARING,
+    SUMMARY_ONLY,
+    Budget,
+    Robustness,
+    Stores,
+)
 from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import ConversationState, conversation_key
 from csum.serve.loop_stores import LoopArchive, LoopStore
 from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler
-from csum.settings import Robustness, Stores
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 from csum.stores._archive_protocol import ArchiveStore
@@ -281,15 +286,17 @@ class Rewriter:
         """A fresh keeper per request: everything it must remember between requests is
         in the conversation state, so any replica sends the same chain."""
         stage = self.stage_options()
-        size = summary_bytes(budget, stage.get("summary_ratio", DEFAULT_SUMMARY_RATIO))
+        # The gateway's promise: a request within the budget goes through byte for byte,
+        # so its keepers compact only over the budget (trigger 1.0), down to the config's
+        # keep ratio.
+        budget = budget.evolve(
+            trigger=1.0,
+            keep_ratio=self.config.keep_ratio,
+            summary_ratio=stage.get("summary_ratio", budget.summary_ratio),
+        )
+        size = summary_bytes(budget, budget.summary_ratio)
         handler_id = summary.handler_id or f"extractive:{size}"
         cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
-        if budget.keep_ratio is None:  # a budget's own keep_ratio wins over the config's
-            budget = budget.evolve(keep_ratio=self.config.keep_ratio)
-        if budget.trigger is None:
-            # the gateway's promise: a request within the budget goes through byte for
-            # byte, so it compacts only over the budget unless the budget says otherwise
-            budget = budget.evolve(trigger=1.0)
         return Compactor(
             summary.handler,
             budget=budget,
@@ -297,14 +304,14 @@ class Rewriter:
             stores=Stores(cache=cache, archive=archive),
             # a model's input is bounded: what is evicted beyond it goes in pieces
             robustness=Robustness(max_prompt_bytes=None if summary.offline else MODEL_PROMPT_BYTES),
-            **stage,
+            clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
     def stage_options(self) -> dict[str, Any]:
         """The Compactor options ``--summary-only`` sets (none: the defaults)."""
         if not self.config.summary_only:
             return {}
-        return {key: SUMMARY_ONLY[key] for key in ("clearing", "summary_ratio")}
+        return {"clearing": SUMMARY_ONLY.clearing, "summary_ratio": SUMMARY_ONLY.summary_ratio}
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,7 +338,7 @@ def fits_by_size(body: bytes, budget: Budget) -> bool:
     """Whether ``body``'s history fits ``budget`` for sure, from its length alone, so the
     request goes without being decoded. A message's size (the UTF-8 bytes of its parts)
     never exceeds its JSON text, which quotes and punctuates each part; and the default
-    :class:`~csum.budget.EstimatedTokens` counts at most one token per 3 bytes of text,
+    :class:`~csum.tokens.EstimatedTokens` counts at most one token per 3 bytes of text,
     and fewer for the per-message and per-call overheads than their JSON takes. Media
     are counted by pixel size, so a body that may hold one is always decoded."""
     size = len(body)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from csum.budget import Budget
-from csum.compactor import DEFAULT_TARGET_RATIO
+from csum.config import DEFAULT_KEEP_RATIO, Budget
 
 __all__ = [
     "CONVERSATION_HEADER",
@@ -43,9 +42,11 @@ class ServeConfig:
     ``upstream`` is the base URL requests are forwarded to (its path is kept as a
     prefix). ``budget`` bounds every chain; None means ``window_share`` of the
     request's model window (``Budget.of_model``); a model not in the table is then
-    forwarded uncompacted. ``keep_ratio`` is the keepers' ``Budget.keep_ratio`` unless
-    ``budget`` sets its own. ``store`` is where conversation state and the summary cache
-    live: ``memory``, a SQLite file path, or a ``redis://`` URL (shared by replicas).
+    forwarded uncompacted. The keepers run with ``budget``'s limit and summary share,
+    ``keep_ratio`` as their ``Budget.keep_ratio`` and ``trigger`` 1.0 (a request
+    within the budget goes through byte for byte). ``store`` is where conversation
+    state and the summary cache live: ``memory``, a SQLite file path, or a
+    ``redis://`` URL (shared by replicas).
     ``handler`` names what writes the summaries, as ``csum summarize --handler`` does
     (``extractive``, ``openai:MODEL``, ``anthropic:MODEL``; SDK handlers read their key
     and base URL from the SDK's environment variables).
@@ -64,7 +65,7 @@ class ServeConfig:
     upstream: str
     budget: Budget | None = None
     window_share: float = DEFAULT_WINDOW_SHARE
-    keep_ratio: float = DEFAULT_TARGET_RATIO
+    keep_ratio: float = DEFAULT_KEEP_RATIO
     store: str = "memory"
     state_ttl: float | None = 7 * 24 * 3600.0
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -83,7 +84,7 @@ class ServeConfig:
     archive_reinsert_bytes: int = 0
     offload: bool = True
     summary_only: bool = False
-    """The summary stage alone (``csum.compactor.SUMMARY_ONLY``'s clearing and summary
+    """The summary stage alone (``csum.config.SUMMARY_ONLY``'s clearing and summary
     share: no clearing, summaries 1/32 of the budget) instead of the Compactor's
     defaults; ``keep_ratio`` stays the size a compaction brings the chain to."""
 

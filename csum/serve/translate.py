@@ -22,8 +22,8 @@ import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
 from cast import port
 from cast.codecs.openai import REASONING_FIELDS
-from csum.budget import EstimatedTokens
 from csum.serve.sse import read_event
+from csum.tokens import EstimatedTokens
 
 __all__ = [
     "STOP_REASONS",
@@ -114,7 +114,7 @@ def _tool_choice(choice: object) -> Any:
 
 def count_tokens(payload: dict[str, Any]) -> dict[str, int]:
     """``count_tokens``'s answer, estimated (an OpenAI-compatible upstream has no such
-    endpoint): the :class:`~csum.budget.EstimatedTokens` count of the history."""
+    endpoint): the :class:`~csum.tokens.EstimatedTokens` count of the history."""
     history = {key: payload[key] for key in ("system", "messages") if key in payload}
     counter = EstimatedTokens("anthropic")
     return {"input_tokens": sum(counter.count(m) for m in anthropic_codec.decode(history))}

@@ -23,7 +23,8 @@ from test_agent_loop import ANSWER, HUGE, QUESTION, TOOLS, Agent, newest_pair
 from archive_recall import recall_all
 from cast import ChainAST, Message, Role, lint, port
 from cast.providers import PROVIDERS
-from csum import Budget, Compactor, EstimatedTokens, HistoryArchive
+from csum import Budget, Compactor, EstimatedTokens, HistoryArchive, Stores
+from csum.config import as_budget
 from csum.reinsert import REINSERTED_HEADER, recalled_text, without_recalled
 
 TARGETS = sorted(PROVIDERS)
@@ -64,7 +65,7 @@ def tail_of(history: Sequence[Message]) -> list[Message]:
     budget=BUDGETS,
     target=st.sampled_from(TARGETS),
     length=st.integers(1, 400),  # an empty summary is a SummarizationError
-    target_ratio=st.floats(0.2, 1.0),
+    keep_ratio=st.floats(0.2, 1.0),
     system=st.integers(0, 400),
 )
 def test_compactor_agent_loop(
@@ -72,19 +73,16 @@ def test_compactor_agent_loop(
     budget: Budget,
     target: str,
     length: int,
-    target_ratio: float,
+    keep_ratio: float,
     system: int,
 ) -> None:
     counter = EstimatedTokens()
     measure = (lambda m: m.size) if budget.unit == "bytes" else counter.count
     compactor = Compactor(
         summary_of(length),
-        budget=budget,
+        budget=as_budget(budget).evolve(keep_ratio=keep_ratio, cooldown_turns=2, max_depth=2),
         target=target,
-        target_ratio=target_ratio,
         counter=counter,
-        cooldown_turns=2,
-        max_depth=2,
     )
 
     async def loop() -> None:
@@ -160,7 +158,10 @@ def test_compactor_loop_with_archive(
             f"{folder}/archive.sqlite", session="test", reinsert_bytes=reinsert
         )
         compactor = Compactor(
-            summary_of(length), budget=budget, counter=counter, archive=archive, cooldown_turns=2
+            summary_of(length),
+            budget=as_budget(budget).evolve(cooldown_turns=2),
+            counter=counter,
+            stores=Stores(archive=archive),
         )
         agent = Agent()
         chain = [Message.human("first question")]

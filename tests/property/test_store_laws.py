@@ -13,7 +13,7 @@ from hypothesis import given
 
 from archive_recall import recall_all
 from cast import Message, Role
-from csum import HistoryArchive, Summarizer, SummarizerConfig, SummaryCache
+from csum import HistoryArchive, Stores, Summarizer, SummarizerConfig, SummaryCache
 from csum_builders import FakeHandler, check_output
 from property.test_agent_loop import CONFIGS
 from strategies import valid_chains
@@ -25,7 +25,7 @@ def test_a_cache_never_changes_the_output(
 ) -> None:
     async def check() -> None:
         plain = await Summarizer(config).summarize(FakeHandler(), chain)
-        cached = Summarizer(config, cache=SummaryCache())
+        cached = Summarizer(config, stores=Stores(cache=SummaryCache()))
         first = await cached.summarize(FakeHandler(), chain)
         assert first.messages == plain.messages
         assert first.handler_calls + first.cache_hits == plain.handler_calls
@@ -43,7 +43,7 @@ def test_the_archive_keeps_every_message_and_the_invariants(
 ) -> None:
     async def check(folder: Path) -> None:
         archive = HistoryArchive(folder / "archive.sqlite", session="test")
-        summarizer = Summarizer(config, archive=archive)
+        summarizer = Summarizer(config, stores=Stores(archive=archive))
         result = await summarizer.summarize(FakeHandler(), chain)
         check_output(chain, result.messages, config)
         kept = set(result.messages) | set(await recall_all(archive, result.messages))

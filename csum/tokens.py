@@ -1,12 +1,13 @@
-"""Budgets in bytes or tokens, token counters, and the context windows of common models.
+"""Token counters, and the context windows of common models (in tokens).
 
-A :class:`Budget` is a limit in UTF-8 bytes (``Message.size``, what the contract
-measures) or in tokens. Token budgets are measured by a :class:`TokenCounter`; the
-default, :class:`EstimatedTokens`, needs no tokenizer: it divides each kind of content
-by a bytes-per-token ratio calibrated on the recorded corpus (``python -m
-benchmarks.calibrate_tokens`` prints the calibration and its error) and counts images
-by the providers' published formulas (:mod:`csum._images`). :class:`TiktokenCounter`
-counts text exactly with an OpenAI encoding (optional extra ``tiktoken``).
+A :class:`~csum.Budget` (:mod:`csum.config`) is a limit in UTF-8 bytes
+(``Message.size``, what the contract measures) or in tokens. Token budgets are measured
+by a :class:`TokenCounter`; the default, :class:`EstimatedTokens`, needs no tokenizer:
+it divides each kind of content by a bytes-per-token ratio calibrated on the recorded
+corpus (``python -m benchmarks.calibrate_tokens`` prints the calibration and its error)
+and counts images by the providers' published formulas (:mod:`csum._images`).
+:class:`TiktokenCounter` counts text exactly with an OpenAI encoding (optional extra
+``tiktoken``).
 
 ``Budget.of_model("gpt-4o", 0.5)`` is half of a model's context window, read from
 :data:`MODEL_CONTEXT_WINDOWS` (longest matching name prefix; pass ``windows=`` to add
@@ -14,9 +15,6 @@ or override entries). The names the frameworks and clouds use are read too:
 ``"openai:gpt-4o"`` (pydantic-ai, LangChain's ``init_chat_model``), Bedrock ids
 (``"us.anthropic.claude-3-5-sonnet-20240620-v1:0"``), Vertex ids
 (``"claude-3-5-sonnet-v2@20241022"``, ``"publishers/google/models/gemini-2.5-pro"``).
-
-:func:`as_budget` reads every form a budget is accepted in: an int (bytes), a
-:class:`Budget`, or a size string (``"32KiB"``, ``"2MB"``, ``"4000 tokens"``).
 """
 
 from __future__ import annotations
@@ -24,36 +22,23 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, replace
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from cast import BinaryPart, ImagePart, Message, TextPart, ToolCall, ToolResult
-from cast.chainio import install_hint, parse_size
+from cast.chainio import install_hint
 from cast.internals import utf8_len
-from csum._budget_settings import (
-    DEFAULT_COOLDOWN_TURNS,
-    DEFAULT_MAX_DEPTH,
-    SETTING_DEFAULTS,
-    check_settings,
-)
 from csum._images import ImageFormula, image_size, image_tokens, url_image_size
 
 __all__ = [
-    "DEFAULT_COOLDOWN_TURNS",
-    "DEFAULT_MAX_DEPTH",
+    "BYTES_PER_TOKEN",
     "MODEL_CONTEXT_WINDOWS",
-    "Budget",
-    "BudgetUnit",
     "EstimatedTokens",
     "TiktokenCounter",
     "TokenCounter",
-    "as_budget",
     "context_window",
     "model_key",
 ]
-
-BudgetUnit = Literal["bytes", "tokens"]
 
 _OPENAI_MODELS = "https://platform.openai.com/docs/models"
 _ANTHROPIC_MODELS = "https://docs.anthropic.com/en/docs/about-claude/models/overview"
@@ -140,138 +125,6 @@ def context_window(model: str, windows: Mapping[str, int] | None = None) -> int:
         f'of your own, budget=Budget.tokens(64_000) or budget="256KiB"; '
         f"known models: {known}"
     )
-
-
-_TOKENS = re.compile(r"\s*([0-9][0-9_]*)\s*tokens?\s*", re.IGNORECASE)
-
-
-def as_budget(value: int | str | Budget) -> Budget:
-    """The :class:`Budget` a budget argument stands for: a :class:`Budget` as it is, an
-    int as bytes, a string as a size (``"32KiB"``, ``"2MB"``, ``"4096"``: bytes, read as
-    ``csum summarize --budget`` reads it) or a token count (``"4000 tokens"``).
-
-    Raises ``TypeError`` for another type and ``ValueError`` for a bad size.
-    """
-    if isinstance(value, Budget):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise TypeError(
-            f"budget must be an int (bytes), a size string such as '32KiB' or '4000 tokens', "
-            f"or a Budget, not {value!r}"
-        )
-    if isinstance(value, int):
-        return Budget.bytes(value)
-    tokens = _TOKENS.fullmatch(value)
-    if tokens is not None:
-        return Budget.tokens(int(tokens.group(1).replace("_", "")))
-    try:
-        return Budget.bytes(parse_size(value.strip()))
-    except ValueError as exc:
-        raise ValueError(f"{exc}, or a token count such as '4000 tokens'") from None
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class Budget:
-    """A size limit on a whole chain, ``limit`` UTF-8 bytes or tokens, and how a
-    :class:`~csum.Compactor` keeps it (the budget group of its settings, all optional).
-
-    ``trigger``: where compaction starts (None: the Compactor's default, 85 % of the
-    limit; a float: a share of the
-    limit in (0, 1]; an int: a size in ``unit``). ``keep_ratio``: the share of the limit
-    a compaction brings the chain down to (None: the Compactor's
-    ``DEFAULT_KEEP_RATIO``). ``summary_ratio``: the share summaries take, at most 0.5
-    (None: ``DEFAULT_SUMMARY_RATIO``). ``summary_reserve``: the room, in ``unit``, kept
-    for the summary when choosing what to keep (None: 5 % of the limit, or
-    ``summary_ratio`` when larger). ``max_depth``: the depth limit of summaries (None:
-    none). ``cooldown_turns``: calls after a compaction during which the trigger (not
-    the limit) is ignored.
-
-    A wrong type is a ``TypeError`` and a value out of range a ``ValueError``, each
-    naming the field (``Budget.keep_ratio ...``). The settings left out mean the
-    Compactor's defaults, so ``Budget.bytes(4096)`` is the same budget as ``4096``.
-    """
-
-    limit: int
-    unit: BudgetUnit = "bytes"
-    _: KW_ONLY
-    trigger: int | float | None = None
-    keep_ratio: float | None = None
-    summary_ratio: float | None = None
-    summary_reserve: int | None = None
-    max_depth: int | None = DEFAULT_MAX_DEPTH
-    cooldown_turns: int = DEFAULT_COOLDOWN_TURNS
-
-    def __post_init__(self) -> None:
-        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
-            raise ValueError(f"a budget must be a positive int, got {self.limit!r}")
-        if self.unit not in ("bytes", "tokens"):
-            raise ValueError(f"budget unit must be 'bytes' or 'tokens', got {self.unit!r}")
-        check_settings(
-            self.limit, self.unit, {name: getattr(self, name) for name in SETTING_DEFAULTS}
-        )
-
-    @classmethod
-    def bytes(cls, limit: int, **settings: Any) -> Budget:
-        """A limit in UTF-8 bytes (``Message.size`` summed over the chain), with any of
-        the compaction ``settings`` (``keep_ratio=0.3``...)."""
-        return cls(limit, "bytes", **settings)
-
-    @classmethod
-    def tokens(cls, limit: int, **settings: Any) -> Budget:
-        """A limit in tokens, as the Compactor's token counter counts them, with any of
-        the compaction ``settings``."""
-        return cls(limit, "tokens", **settings)
-
-    @classmethod
-    def of_model(
-        cls,
-        model: str,
-        fraction: float = 1.0,
-        *,
-        windows: Mapping[str, int] | None = None,
-        **settings: Any,
-    ) -> Budget:
-        """``fraction`` (0 < fraction <= 1) of ``model``'s context window, in tokens
-        (``model`` in any spelling :func:`context_window` reads), with any of the
-        compaction ``settings``."""
-        if not 0 < fraction <= 1:
-            raise ValueError(f"fraction must be within (0, 1], got {fraction!r}")
-        return cls(max(1, int(context_window(model, windows) * fraction)), "tokens", **settings)
-
-    def evolve(self, **changes: Any) -> Budget:
-        """This budget with ``changes`` (any field: ``limit``, ``unit`` or a setting),
-        checked as a new one is: ``as_budget("32KiB").evolve(keep_ratio=0.3)``."""
-        return replace(self, **changes)
-
-    def settings(self) -> dict[str, Any]:
-        """The compaction settings this budget sets (those not at their default), by
-        field name."""
-        return {
-            name: getattr(self, name)
-            for name, default in SETTING_DEFAULTS.items()
-            if getattr(self, name) != default
-        }
-
-    def trigger_units(self) -> int:
-        """Where compaction starts, in ``unit``: the limit, or ``trigger`` read as a
-        share of it (float) or a size (int)."""
-        trigger = self.trigger
-        if trigger is None:
-            return self.limit
-        if isinstance(trigger, float):
-            return self.scaled(trigger)
-        return trigger
-
-    def scaled(self, ratio: float) -> int:
-        """``ratio`` of the limit, in the budget's unit (at least 1)."""
-        return max(1, int(self.limit * ratio))
-
-    def __str__(self) -> str:
-        return f"{self.limit:,} {self.unit}"
-
-    def __repr__(self) -> str:
-        shown = "".join(f", {name}={value!r}" for name, value in self.settings().items())
-        return f"Budget(limit={self.limit!r}, unit={self.unit!r}{shown})"
 
 
 @runtime_checkable
