@@ -272,7 +272,7 @@ def _with_error_flags(messages: list[Message]) -> list[Message]:
 def _measure(messages: Sequence[Message], budget: Any) -> int:
     if budget.unit == "bytes":
         return sum(m.size for m in messages)
-    from csum.budget import EstimatedTokens
+    from csum.tokens import EstimatedTokens
 
     counter = EstimatedTokens()
     return sum(counter.count(m) for m in messages)
@@ -285,7 +285,7 @@ def _fit(
     extractive handler when it is larger, the user's first task pinned (kept verbatim).
     csum is imported here, not with cast."""
     from csum import Compactor
-    from csum.budget import as_budget
+    from csum.config import as_budget
     from csum.handlers import extractive
 
     try:

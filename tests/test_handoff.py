@@ -33,7 +33,7 @@ from cast.codecs import claude_code_session, codex_rollout, get_codec
 from cast.errors import InputError
 from cast.handoff import Handoff, handoff, read_session
 from conftest import CLAUDE_CODE, corpus_files
-from csum.budget import EstimatedTokens
+from csum.tokens import EstimatedTokens
 from handoff_checks import facts, lines_of, missing_in_order
 from strategies import valid_chains
 

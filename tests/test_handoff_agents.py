@@ -26,7 +26,7 @@ from cast.codecs import anthropic, openai_responses
 from cast.handoff import read_session
 from conftest import CLAUDE_CODE
 from csum import SUMMARIZED_CONTENT_PREFIX
-from csum.budget import EstimatedTokens
+from csum.tokens import EstimatedTokens
 from handoff_checks import Fact, facts, lines_of, missing_in_order
 
 pytestmark = pytest.mark.slow
