@@ -23,7 +23,7 @@ import csum.handlers
 from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
 from cast._lint import lint
 from cast.chainio import decode_chain
-from conftest import CORPUS
+from conftest import CORPUS, PAYLOADS, needs
 from csum.clearing import CLEARED_PREFIX, DEFAULT_CLEARING
 from csum.compactor import DEFAULT_SUMMARY_RATIO, DEFAULT_TARGET_RATIO
 
@@ -917,15 +917,10 @@ def test_console_script_functions(
     assert capsys.readouterr().out
 
 
-ENCRYPTED = (
-    Path(__file__).parent
-    / "fixtures"
-    / "real"
-    / "openai_responses"
-    / "openai_responses_compact_messages.json"
-)
+ENCRYPTED = PAYLOADS / "openai_responses" / "openai_responses_compact_messages.json"
 
 
+@needs(ENCRYPTED)
 def test_convert_an_encrypted_compaction_stops_unless_a_note_is_asked_for(
     cast_cli: Callable[..., Run],
 ) -> None:
