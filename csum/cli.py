@@ -134,7 +134,9 @@ def main_parser() -> argparse.ArgumentParser:
     source = summarize.add_mutually_exclusive_group(required=True)
     source.add_argument("file", nargs="?", help="chain file, or - for standard input")
     source.add_argument(
-        "--example", action="store_true", help="use the bundled example chain (a recorded Claude Code session)"
+        "--example",
+        action="store_true",
+        help="use the bundled example chain (a recorded Claude Code session)",
     )
     summarize.add_argument(
         "--format", "-f", help=f"input format, also used for output: {', '.join(known_formats())}"
