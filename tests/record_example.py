@@ -8,7 +8,9 @@ as it always does (``$CLAUDE_CONFIG_DIR/projects/<cwd>/<session>.jsonl``). The l
 read with cast's ``claude_code`` codec and written as an Anthropic Messages request, the
 form ``csum summarize --example`` reads. Three prompts (``claude -p``, then
 ``claude -p --resume``) make three sections. The model's words are the script's; every
-tool result is what the tool returned. Run from the repository root::
+tool result is what the tool returned. Commit first (the tree recorded is ``HEAD``), then
+run from the repository root, with the package importable (``pip install -e .``, or
+``PYTHONPATH=.``)::
 
     npm install --prefix /tmp/claude-code @anthropic-ai/claude-code
     python tests/record_example.py --claude /tmp/claude-code/node_modules/.bin/claude

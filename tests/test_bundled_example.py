@@ -63,8 +63,9 @@ def test_the_tools_ran_on_this_repositorys_files() -> None:
 
 
 def test_every_tool_result_is_the_tools_output() -> None:
-    """Reads come back numbered as Claude Code's Read tool numbers lines; the two
-    failures are the commands the script runs wrong on purpose."""
+    """Reads come back numbered as Claude Code's Read tool numbers lines; the non-zero
+    exits are the script's: inspect on the fixture's wrapper, lint with a wrong flag,
+    lint finding the violations it reports for OpenAI."""
     results = [
         block
         for m in _payload()["messages"]
