@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.fidelity import (
+from benchmarks.fidelity_items import (
     BUDGETS,
     DEV_PATH,
     FRESH_PATH,
@@ -30,6 +30,7 @@ from benchmarks.fidelity import (
     load_items,
     part_of,
 )
+from benchmarks.shared_corpus import FIDELITY, require
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive.features import clear_caches
 from csum.handlers._extractive.weights import WEIGHTS, WHAT
@@ -133,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [f for f in args.features if f not in WEIGHTS]
     if unknown:
         parser.error(f"unknown features {unknown}; known: {', '.join(sorted(WEIGHTS))}")
+    require(FIDELITY)
     items = load_items(ITEMS_PATH, heldout=HELDOUT_PATH, dev=DEV_PATH, fresh=FRESH_PATH)
     rows = ablate(args.features or list(WEIGHTS), items)
     if args.write_docs:

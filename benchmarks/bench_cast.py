@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from benchmarks.chains import build_chain
-from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, CORPUS_DIR, OPENAI_FOLDER, load_folder
+from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, OPENAI_FOLDER, load_folder
+from benchmarks.shared_corpus import CORPUS
 from benchmarks.timing import Ratio, paired_ratio
 from cast import ChainAST, Message
 from cast.messages import MESSAGES_ADAPTER
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--megabytes", type=float, default=25)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--corpus", type=Path, default=CORPUS_DIR)
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--gc-off", action="store_true", help="also measure with GC paused")
     args = parser.parse_args(argv)
 

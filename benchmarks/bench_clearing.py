@@ -39,22 +39,12 @@ from pathlib import Path
 import anyio
 
 import csum.clearing
+from benchmarks.shared_corpus import CLAUDE_CODE
 from cast import Message, Role, ToolCall, ToolResult, parse_chain
 from csum import Clearing, Compactor
 from csum._gist import gist
 from csum.clearing import clear_tool_results
 
-
-def _corpus() -> Path:
-    """The nearest ``shared/corpus`` above the repository (a worktree sits deeper)."""
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "corpus"
-        if candidate.is_dir():
-            return candidate
-    return Path("shared") / "corpus"
-
-
-CORPUS = _corpus()
 LENGTHS = (100, 1_000, 10_000)
 
 
@@ -81,7 +71,7 @@ def corpus_turns(folder: Path | None = None) -> list[list[Message]]:
     from cast.chainio import decode_chain
     from cast.codecs import claude_code
 
-    folder = folder or CORPUS / "anthropic_claudecode"
+    folder = folder or CLAUDE_CODE
     turns: list[list[Message]] = []
     for path in sorted(folder.glob("claudecode_spotter_*.json")):
         if "sub_agent" in path.name:

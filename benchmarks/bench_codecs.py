@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.policies.corpus import CORPUS_DIR
+from benchmarks.shared_corpus import CORPUS
 from benchmarks.timing import best_of
 from cast.codecs import anthropic, claude_code, openai
 
@@ -58,7 +58,7 @@ def measure(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--corpus", type=Path, default=CORPUS_DIR)
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
     args = parser.parse_args(argv)
 
     session = largest(args.corpus / "anthropic_claudecode")

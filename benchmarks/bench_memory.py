@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.chains import build_chain
+from benchmarks.shared_corpus import CORPUS
 from cast.codecs import claude_code, openai
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 GOAL = 3.0
 
 
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=float, default=100)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument(
         "--only", help="run only the commands whose name contains this (e.g. 'convert')"
     )

@@ -33,7 +33,6 @@ import os
 import random
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -44,6 +43,7 @@ import anyio
 
 from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, OPENAI_FOLDER, load_folder
 from benchmarks.policies.policy import LatencyModel
+from benchmarks.shared_corpus import CORPUS, require
 from cast import Message
 from cast.messages import utf8_len
 from csum import HistoryArchive, Summarizer, SummarizerConfig, SummaryCache
@@ -51,16 +51,13 @@ from csum.archive import message_json
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
 
 HERE = Path(__file__).resolve()
-CORPUS_CANDIDATES = [HERE.parents[n] / "shared" / "corpus" for n in (1, 2, 3)]
 BATCH_MESSAGES = 20
 """Messages per archived batch (a summary covers a section's body: tens of messages)."""
 
 
 def find_corpus(given: Path | None) -> Path:
-    for folder in [given] if given else CORPUS_CANDIDATES:
-        if folder is not None and (folder / OPENAI_FOLDER).is_dir():
-            return folder
-    sys.exit("corpus not found: pass --corpus PATH (the shared/corpus folder)")
+    """The corpus folder holding the tau-bench chains; stops saying so when missing."""
+    return require((given or CORPUS) / OPENAI_FOLDER).parent
 
 
 def corpus_chains(corpus: Path) -> list[list[Message]]:

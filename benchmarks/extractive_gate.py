@@ -30,7 +30,7 @@ from pathlib import Path
 import xxhash
 
 from benchmarks.digest_gate import record_or_check
-from benchmarks.fidelity import (
+from benchmarks.fidelity_items import (
     BUDGETS,
     DEV_PATH,
     FRESH_PATH,
@@ -44,6 +44,7 @@ from benchmarks.policies.corpus import (
     find_corpus,
     load_folder,
 )
+from benchmarks.shared_corpus import FIDELITY, require
 from cast import Message
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive import summarize_extractive_request
@@ -77,6 +78,7 @@ def _job(messages: list[Message], structured: bool) -> SummaryJob:
 
 
 def _item_cases(structured: bool) -> Iterator[tuple[str, SummaryJob, int]]:
+    require(FIDELITY)
     items = load_items(ITEMS_PATH, heldout=HELDOUT_PATH, dev=DEV_PATH, fresh=FRESH_PATH)
     for item in items:
         prompt: SummaryJob = item.request() if structured else item.prompt()

@@ -1,19 +1,21 @@
 """Fidelity: how many key facts a summary keeps, on real tool results and answers.
 
-``benchmarks/fidelity/items.jsonl`` holds real tool results (with the call that produced
-them) and real answers from agent runs, each with the facts a person needs to carry on
-the task, written down by reading it (sources in ``benchmarks/fidelity/SOURCES.md``).
+The items (:mod:`benchmarks.fidelity_items`) are read from the shared corpus
+(``fidelity/``; the run stops saying so when it is missing). ``items.jsonl`` holds real
+tool results (with the call that produced them) and real answers from other projects'
+agent runs, each with the facts a person needs to carry on the task, written down by
+reading it (sources in the corpus's ``fidelity/SOURCES.md``).
 Its items fall in part A (the handler's rules were tuned on them) or B (held out from
 the first tuning, looked at by later rounds) by the CRC-32 of their id.
-``benchmarks/fidelity/items_heldout.jsonl`` is part C: fresh items from other
+``items_heldout.jsonl`` is part C: fresh items from other
 transcripts, collected and labelled after that tuning and committed before any
 summarizer ran on them, so nothing was tuned on them.
-``benchmarks/fidelity/items_dev.jsonl`` is part D: a development set of the kinds the
+``items_dev.jsonl`` is part D: a development set of the kinds the
 handler did worst on in part C (file edits and reads, directory listings, web searches and
 fetches, answers, git, build and test runs), from transcripts no A, B or C item came
 from, labelled before any summarizer ran on it. Unlike C it is meant for tuning: a tuner
 runs ``--no-heldout`` and sees A, B and D.
-``benchmarks/fidelity/items_fresh.jsonl`` is part E: a second fresh held-out set, from a
+``items_fresh.jsonl`` is part E: a second fresh held-out set, from a
 recording no other part came from (another agent: aider's own chat log), labelled after
 all tuning on A, B and D and committed before any summarizer ran on it; like C it is left
 out by ``--no-heldout``.
@@ -55,313 +57,50 @@ part E comes from one recording (one developer's sessions with one agent).
 from __future__ import annotations
 
 import argparse
-import itertools
-import json
 import random
 import statistics
 import sys
-import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from functools import lru_cache, partial
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-import regex
-
-from cast import Message, ToolCall
+from benchmarks import fidelity_bound as _bound
+from benchmarks.fidelity_items import (
+    BUDGETS,
+    DEV_PATH,
+    FRESH_PATH,
+    HELDOUT_PATH,
+    ITEMS_PATH,
+    RULE_VERSION,
+    SHORT,
+    WINDOW,
+    Item,
+    fact_kept,
+    load_items,
+    part_of,
+)
+from benchmarks.shared_corpus import require
 from csum.handlers import summarize_extractive
-from csum.prompt import SummaryRequest, summary_request
 
 __all__ = [
-    "BESIDE",
-    "BUDGETS",
-    "DEV_PATH",
-    "FRESH_PATH",
-    "HELDOUT_PATH",
-    "ITEMS_PATH",
-    "RULE_VERSION",
-    "SHORT",
-    "WINDOW",
-    "Item",
-    "fact_kept",
-    "half",
-    "load_items",
+    "GOALS",
+    "PART_NAMES",
+    "SUMMARIZERS",
+    "goal_misses",
+    "head",
+    "head_tail",
     "main",
-    "part_of",
+    "markdown",
+    "random_lines",
+    "render",
     "run",
     "size_band",
 ]
 
-ITEMS_PATH = Path(__file__).resolve().parent / "fidelity" / "items.jsonl"
-HELDOUT_PATH = Path(__file__).resolve().parent / "fidelity" / "items_heldout.jsonl"
-"""Part C: fresh items labelled after the handler was tuned on parts A and B."""
-DEV_PATH = Path(__file__).resolve().parent / "fidelity" / "items_dev.jsonl"
-"""Part D: a development set of the kinds the handler does worst on, for tuning."""
-FRESH_PATH = Path(__file__).resolve().parent / "fidelity" / "items_fresh.jsonl"
-"""Part E: a second fresh held-out set, labelled after all tuning on A, B and D."""
-BUDGETS = (0.10, 0.25)
-"""Summary budgets as a share of the item's size in UTF-8 bytes."""
-RULE_VERSION = 2
-"""The counting rule of :func:`fact_kept`. 1 (issues 13-29): a fact's parts within 300
-characters of the first, substrings anywhere. 2 (issue 30): parts on the first part's
-line or within :data:`WINDOW` characters of it; parts of :data:`SHORT` characters or
-fewer only directly beside another part; patterns match whole tokens."""
-WINDOW = 80
-"""Characters between a fact's first part and another part on another line, at most (on
-the same line any distance counts: a flattened JSON record is one line)."""
-SHORT = 3
-"""A part whose match is this many characters or fewer (a count, a price, an airport
-code) counts only directly beside another part of its fact."""
-BESIDE = 20
-"""Characters between two parts that are directly beside each other, at most (with at
-most two words between them: a key such as ``line`` or ``destination``)."""
 SEEDS = (1, 2, 3, 4, 5)
 GOALS = {0.10: 0.60, 0.25: 0.80}
 """Issue 13: the offline handler keeps at least this share of facts at each budget."""
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One labelled tool result or answer."""
-
-    id: str
-    kind: str
-    call_name: str | None
-    call_arguments: str
-    output_role: str
-    output: str
-    facts: tuple[tuple[str, tuple[str, ...]], ...]
-    source: dict[str, str]
-    part: str = ""
-    """``A``, ``B``, ``C`` or ``D`` as :func:`load_items` assigns it; empty: by :func:`half`."""
-
-    @property
-    def text(self) -> str:
-        """What a plain cut sees: the call line, then the output."""
-        if self.call_name is None:
-            return self.output
-        return f"{self.call_name}({self.call_arguments})\n{self.output}"
-
-    @property
-    def size(self) -> int:
-        return len(self.text.encode("utf-8"))
-
-    def prompt(self) -> str:
-        """The prompt the summarizer would hand a handler for this item."""
-        return self.request().prompt
-
-    def request(self) -> SummaryRequest:
-        """The structured request of :meth:`prompt` (its entries beside it)."""
-        if self.call_name is None:
-            return summary_request([], [Message.ai(self.output)])
-        call = ToolCall(id="call_1", name=self.call_name, arguments=self.call_arguments)
-        return summary_request(
-            [], [Message.ai("", call), Message.tool("call_1", self.call_name, self.output)]
-        )
-
-
-def half(item: Item) -> str:
-    """``A`` (the half rules were tuned on: CRC-32 of the id even) or ``B`` (held out
-    from the first tuning only)."""
-    return "A" if zlib.crc32(item.id.encode("utf-8")) % 2 == 0 else "B"
-
-
-def part_of(item: Item) -> str:
-    """The part an item belongs to: ``C`` for the held-out file, ``D`` for the development
-    file, ``E`` for the second fresh file, else :func:`half`."""
-    return item.part or half(item)
-
-
-def load_items(
-    path: Path = ITEMS_PATH,
-    *,
-    heldout: Path | None = None,
-    dev: Path | None = None,
-    fresh: Path | None = None,
-) -> list[Item]:
-    """Every item of the labelled set at ``path`` (parts A and B, by :func:`half`), then,
-    with ``heldout``, every item of that file as part C, then, with ``dev``, every item of
-    that file as part D, then, with ``fresh``, every item of that file as part E. Ids must
-    be unique across the files."""
-    items = _read_items(path, None)
-    if heldout is not None:
-        items += _read_items(heldout, "C")
-    if dev is not None:
-        items += _read_items(dev, "D")
-    if fresh is not None:
-        items += _read_items(fresh, "E")
-    seen: set[str] = set()
-    for item in items:
-        if item.id in seen:
-            files = ", ".join(str(f) for f in (path, heldout, dev, fresh) if f is not None)
-            raise ValueError(f"item id {item.id!r} occurs twice in {files}")
-        seen.add(item.id)
-    return items
-
-
-def _read_items(path: Path, part: str | None) -> list[Item]:
-    """The items of one file, each with its part: ``part``, or by :func:`half`."""
-    items: list[Item] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        raw = json.loads(line)
-        call = raw["call"]
-        item = Item(
-            id=raw["id"],
-            kind=raw["kind"],
-            call_name=None if call is None else call["name"],
-            call_arguments="" if call is None else call["arguments"],
-            output_role=raw["output_role"],
-            output=raw["output"],
-            facts=tuple((f["what"], tuple(f["match"])) for f in raw["facts"]),
-            source=raw["source"],
-        )
-        items.append(replace(item, part=part or half(item)))
-    return items
-
-
-_TOKEN_START = r"(?<!\w)"
-_TOKEN_END = r"(?!\w|-\w|\.\d)"
-
-
-def _pattern(text: str) -> regex.Pattern[str]:
-    """A fact's pattern: ``re:`` as written; a phrase (white space in it) anywhere; an
-    identifier (a path, a number, a name: no white space) only as a whole token: no
-    word character before it, and after it no word character, no ``-`` going on with
-    one and no ``.`` going on with a digit, so ``spotter-0p7`` is not found in
-    ``spotter-0p7.1`` nor ``1.5`` in ``1.5.0``, while ``Repo.Migrations.AddX.up/0``
-    still holds ``AddX`` (a qualified name's member)."""
-    if text.startswith("re:"):
-        return regex.compile(text[3:])
-    if _WHITE_SPACE.search(text):
-        return regex.compile(regex.escape(text))
-    start = _TOKEN_START if _WORD_CHARACTER.match(text) else ""
-    end = _TOKEN_END if _WORD_CHARACTER.match(text[-1:]) else ""
-    return regex.compile(start + regex.escape(text) + end)
-
-
-_WORD_CHARACTER = regex.compile(r"\w")
-
-
-# Formatting a summary may change without changing a fact: quotes, backticks and bold
-# marks; a key's separator (": ", " = "); runs of white space (alignment); a run of
-# white space holding a line break stays one line break, so lines still count.
-_QUOTING = regex.compile(r"[\"'`]|\*\*")
-_KEY_SEPARATOR = regex.compile(r"[ \t]*+(?:=|:(?=\s))\s*+")
-_WHITE_SPACE = regex.compile(r"\s++")
-
-
-def _one_space(match: regex.Match[str]) -> str:
-    return "\n" if "\n" in match.group() else " "
-
-
-@lru_cache(maxsize=64)  # one summary is read for each of its item's facts
-def plain_form(text: str) -> str:
-    """``text`` without the formatting a fact does not need: ``"request_id": "3b2f"``,
-    ``request_id=3b2f`` and ``request_id:   3b2f`` all read ``request_id=3b2f``; a
-    bold ``**100.0**`` reads ``100.0``; aligned columns read as one space and a run of
-    line breaks as one line break (the line a part is on still counts, see
-    :func:`fact_kept`). Summaries that flatten JSON to ``key=value`` (as issue 13 asks)
-    or collapse white space keep the fact in this form."""
-    text = _QUOTING.sub("", text)
-    text = _KEY_SEPARATOR.sub("=", text)
-    return _WHITE_SPACE.sub(_one_space, text)
-
-
-Span = tuple[int, int]
-
-
-def _near(text: str, a: Span, b: Span) -> bool:
-    """Whether two parts of a fact count together: on the same line, or at most
-    :data:`WINDOW` characters apart."""
-    low, high = (a, b) if a[0] <= b[0] else (b, a)
-    gap = high[0] - low[1]
-    return gap <= WINDOW or "\n" not in text[low[1] : high[0]]
-
-
-_BESIDE_GAP = regex.compile(r"\W*+(?:\w++\W*+){0,2}")
-
-
-def _beside(text: str, a: Span, b: Span) -> bool:
-    """Whether two parts are directly beside each other: at most :data:`BESIDE`
-    characters apart, with at most two words between them (a key: ``line``,
-    ``destination``; ``(EWR) to Chicago (ORD)``)."""
-    low, high = (a, b) if a[0] <= b[0] else (b, a)
-    if high[0] <= low[1]:
-        return True  # they overlap or touch
-    between = text[low[1] : high[0]]
-    return len(between) <= BESIDE and _BESIDE_GAP.fullmatch(between) is not None
-
-
-def _found(text: str, patterns: Sequence[regex.Pattern[str]]) -> bool:
-    """Whether one match of each pattern can be chosen so that every part is near the
-    first (:func:`_near`) and every part of :data:`SHORT` characters or fewer is beside
-    another chosen part (:func:`_beside`); a fact of one part has no subject to be
-    beside."""
-    spans = [[m.span() for m in p.finditer(text)] for p in patterns]
-    if not all(spans):
-        return False
-    if len(patterns) == 1:
-        return True
-    for first in spans[0]:
-        near = [[first]] + [[s for s in rest if _near(text, first, s)] for rest in spans[1:]]
-        near = _pruned(text, near)
-        if all(near) and any(
-            _all_short_beside(text, chosen) for chosen in itertools.product(*near)
-        ):
-            return True
-    return False
-
-
-def _is_short(span: Span) -> bool:
-    return span[1] - span[0] <= SHORT
-
-
-def _pruned(text: str, near: list[list[Span]]) -> list[list[Span]]:
-    """The candidates worth trying: short ones beside a candidate of another part; long
-    ones beside a short candidate of another part, and the first long one (a long part
-    needs no partner), so the product stays small on a long line."""
-
-    def others(i: int) -> list[Span]:
-        return [s for j, spans in enumerate(near) if j != i for s in spans]
-
-    near = [
-        [s for s in spans if not _is_short(s) or any(_beside(text, s, o) for o in others(i))]
-        for i, spans in enumerate(near)
-    ]
-    kept: list[list[Span]] = []
-    for i, spans in enumerate(near):
-        short_others = [o for o in others(i) if _is_short(o)]
-        longs = [s for s in spans if not _is_short(s)]
-        partners = [s for s in longs if any(_beside(text, s, o) for o in short_others)]
-        if longs and longs[0] not in partners:
-            partners.insert(0, longs[0])
-        kept.append([s for s in spans if _is_short(s)] + partners)
-    return kept
-
-
-def _all_short_beside(text: str, chosen: Sequence[Span]) -> bool:
-    return all(
-        end - start > SHORT
-        or any(_beside(text, (start, end), other) for j, other in enumerate(chosen) if j != i)
-        for i, (start, end) in enumerate(chosen)
-    )
-
-
-def fact_kept(summary: str, patterns: Sequence[str], *, exact_form: bool = False) -> bool:
-    """Whether ``summary`` keeps the fact (rule :data:`RULE_VERSION`): every pattern
-    found as a whole token (``re:`` patterns as written), every part on the first
-    part's line or within :data:`WINDOW` characters of it, and a part of :data:`SHORT`
-    characters or fewer (``3``, ``JFK``) directly beside another part (its subject;
-    the facts' own patterns tie a value to its key where that matters); as written
-    or, unless ``exact_form``, both in :func:`plain_form`."""
-    if _found(summary, [_pattern(p) for p in patterns]):
-        return True
-    if exact_form:
-        return False
-    plain = [p if p.startswith("re:") else plain_form(p) for p in patterns]
-    return _found(plain_form(summary), [_pattern(p) for p in plain])
 
 
 # --- summarizers ----------------------------------------------------------------------
@@ -563,11 +302,8 @@ def _against_the_bound(items: Sequence[Item]) -> list[str]:
     """The handler against the most any copying summary could keep
     (:mod:`benchmarks.fidelity_bound`: whole lines, trimmed lines, spans), by part, size
     and kind; the ratio is the handler's facts over the trimmed-lines bound."""
-    from benchmarks import fidelity_bound  # it imports this module
-    from benchmarks.fidelity_bound import MATCHES_PER_PART, WITNESSES_PER_FACT
-
     try:
-        cache = fidelity_bound.cached_bounds(items)
+        cache = _bound.cached_bounds(items)
     except ImportError:
         return ["The bound is not shown: it needs `highspy` (the `bench` extra)."]
     handler = {
@@ -579,7 +315,7 @@ def _against_the_bound(items: Sequence[Item]) -> list[str]:
     for fraction in BUDGETS:
         head_row += [
             f"handler {_pct(fraction)}",
-            *fidelity_bound.VARIANTS,
+            *_bound.VARIANTS,
             f"handler / trimmed {_pct(fraction)}",
         ]
     lines = [
@@ -593,8 +329,8 @@ def _against_the_bound(items: Sequence[Item]) -> list[str]:
         "the bounds where one line holds many facts (a booking record, a flight search). "
         "The candidate set restricts three things, each only lowering a bound: a fact "
         "whose parts are kept apart is counted only with none of the text between them "
-        f"kept; at most {MATCHES_PER_PART} matches of a part and "
-        f"{WITNESSES_PER_FACT} witnesses of a fact per mode are tried; two pieces never "
+        f"kept; at most {_bound.MATCHES_PER_PART} matches of a part and "
+        f"{_bound.WITNESSES_PER_FACT} witnesses of a fact per mode are tried; two pieces never "
         "share a line.",
         "",
         "| " + " | ".join(head_row) + " |",
@@ -615,8 +351,8 @@ def _against_the_bound(items: Sequence[Item]) -> list[str]:
         for fraction in BUDGETS:
             mine = sum(handler[(i.id, fraction)] for i in chosen)
             bounds = {
-                v: sum(fidelity_bound.bound_of(cache, i, fraction)[v] for i in chosen)
-                for v in fidelity_bound.VARIANTS
+                v: sum(_bound.bound_of(cache, i, fraction)[v] for i in chosen)
+                for v in _bound.VARIANTS
             }
             cells += [_pct(mine / facts), *(_pct(bounds[v] / facts) for v in bounds)]
             trimmed = bounds["trimmed"]
@@ -776,7 +512,7 @@ def markdown(result: Result, items: Sequence[Item]) -> str:
         "",
         "Generated by `python -m benchmarks.fidelity --markdown`. "
         f"{result.items} real tool results and answers ({', '.join(sources)}; see "
-        "`benchmarks/fidelity/SOURCES.md`), with "
+        "the shared corpus's `fidelity/SOURCES.md`), with "
         f"{result.facts} key facts written down by reading them (paths with lines, "
         "commands, test counts, errors with their causes, packages with versions, ids "
         "and codes, constraints, numbers with units). Each item is summarized at 10 % "
@@ -879,6 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-fresh", action="store_true", help="leave part E out")
     parser.add_argument("--show", help="print every summary of the item with this id")
     args = parser.parse_args(argv)
+    require(args.items)
     items = load_items(
         args.items,
         heldout=None if args.no_heldout else args.heldout,

@@ -52,17 +52,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from benchmarks.fidelity import (
+from benchmarks.fidelity_items import (
     BUDGETS,
     DEV_PATH,
     FRESH_PATH,
     HELDOUT_PATH,
     RULE_VERSION,
     Item,
-    _pattern,
     fact_kept,
+    fact_pattern,
     load_items,
 )
+from benchmarks.shared_corpus import FIDELITY, require
 
 __all__ = [
     "CACHE_PATH",
@@ -139,7 +140,7 @@ def _matches(item: Item, pattern: str, offsets: list[int]) -> list[tuple[int, in
     """The byte ranges where a part matches the text (as a whole token, as
     :func:`fact_kept` reads it), the first :data:`MATCHES_PER_PART`."""
     found = []
-    for match in _pattern(pattern).finditer(item.text):
+    for match in fact_pattern(pattern).finditer(item.text):
         found.append((offsets[match.start()], offsets[match.end()]))
         if len(found) == MATCHES_PER_PART:
             break
@@ -398,6 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="re-solve every bound")
     parser.add_argument("--show", help="print the oracle summaries of the item with this id")
     args = parser.parse_args(argv)
+    require(FIDELITY)
     items = load_items(heldout=HELDOUT_PATH, dev=DEV_PATH, fresh=FRESH_PATH)
     if args.show:
         item = next((i for i in items if i.id == args.show), None)

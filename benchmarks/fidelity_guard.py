@@ -19,18 +19,18 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from benchmarks.fidelity import (
+from benchmarks.fidelity import PART_NAMES, head
+from benchmarks.fidelity_items import (
     BUDGETS,
     DEV_PATH,
     FRESH_PATH,
     HELDOUT_PATH,
-    PART_NAMES,
     Item,
     fact_kept,
-    head,
     load_items,
     part_of,
 )
+from benchmarks.shared_corpus import FIDELITY, require
 from csum.guard import DEFAULT_RESERVE, FactGuard
 from csum.handlers import summarize_extractive
 
@@ -120,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-heldout", action="store_true", help="parts A, B and D only (what a tuner runs)"
     )
     args = parser.parse_args(argv)
+    require(FIDELITY)
     items = load_items(
         heldout=None if args.no_heldout else HELDOUT_PATH,
         dev=DEV_PATH,

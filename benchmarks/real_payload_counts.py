@@ -1,9 +1,11 @@
-"""Counts over every real payload in ``tests/fixtures/real``: how many round-trip, keep
-every value, port + lint + encode for each target, and summarize for each target
-without growth or a new lint violation.
+"""Counts over every real provider payload of the shared corpus
+(``payloads/project-fixtures``, :data:`benchmarks.shared_corpus.PAYLOADS`; it stops
+saying so when that is missing): how many round-trip, keep every value, port + lint +
+encode for each target, and summarize for each target without growth or a new lint
+violation.
 
-Run it on two checkouts to compare them (the fixtures and the not-carried table are
-read from this file's tree, the library from whatever ``cast`` imports)::
+Run it on two checkouts to compare them (the not-carried table is read from this file's
+tree, the payloads from the corpus, the library from whatever ``cast`` imports)::
 
     PYTHONPATH=. python benchmarks/real_payload_counts.py
     PYTHONPATH=/path/to/other/checkout python benchmarks/real_payload_counts.py
@@ -24,7 +26,8 @@ from typing import Any
 
 import anyio
 
-from benchmarks.real_payload_laws import REAL, SOURCE_PROVIDER, lost_values, not_carried_fields
+from benchmarks.real_payload_laws import SOURCE_PROVIDER, lost_values, not_carried_fields
+from benchmarks.shared_corpus import PAYLOADS, require
 from cast import Message, Role, lint, port
 from cast.codecs import get_codec
 from cast.providers import PROVIDERS, ProviderProfile
@@ -96,7 +99,7 @@ def attempt(check: Any, *args: Any) -> bool:
 
 def main() -> None:
     skip = not_carried_fields()
-    fixtures = sorted(REAL.glob("*/*.json"))
+    fixtures = sorted(require(PAYLOADS).glob("*/*.json"))
     counts: Counter[str] = Counter()
     misses: dict[str, list[str]] = {}
     raised = 0

@@ -1,4 +1,5 @@
-"""The laws every real payload in ``tests/fixtures/real`` is held to, written once for
+"""The laws every real provider payload of the shared corpus (``payloads/project-fixtures``,
+:data:`benchmarks.shared_corpus.PAYLOADS`) is held to, written once for
 the test suite (``tests/test_real_payloads.py``, which asserts them) and for
 ``benchmarks/real_payload_counts.py`` (which counts them, on any checkout).
 
@@ -16,7 +17,6 @@ from typing import Any
 from cast.codecs._common import b64decode_any
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL = ROOT / "tests" / "fixtures" / "real"
 CODECS_DOC = ROOT / "docs" / "codecs.md"
 
 SOURCE_PROVIDER: dict[str, str | None] = {

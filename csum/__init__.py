@@ -1,9 +1,29 @@
-"""csum: keep LLM agent chains under byte budgets by summarizing their old parts through
+"""csum: keep an LLM agent's chain under a budget by summarizing its old parts through
 an injected async handler.
 
+:class:`Compactor` is what an agent loop calls before every model call: it keeps the
+whole chain within a budget (bytes, tokens, or a share of a model's context window),
+clearing old tool results first and summarizing what that cannot bring down, one
+summary per compaction; the newest turn stays verbatim.
+
+>>> from cast import Message, ToolCall
+>>> from csum import Compactor
+>>> async def summarize(prompt: str) -> str:
+...     return "the agent listed the files; main.py holds the entry point"
+>>> chain = [Message.system("You are a coding agent."), Message.human("Tidy the repo.")]
+>>> for i in range(40):
+...     call = ToolCall(id=f"call_{i}", name="ls")
+...     chain += [Message.ai("", call), Message.tool(f"call_{i}", "ls", "x" * 300)]
+>>> keeper = Compactor(summarize, budget=8000)
+>>> out = keeper.compact_sync(chain)
+>>> sum(m.size for m in out) <= 8000, out[0] == chain[0], out[-1] == chain[-1]
+(True, True, True)
+
+:class:`Summarizer` is the reference algorithm for one pass over a stored chain: one
+summary per section, concurrent, the last section rotated.
+
 >>> import anyio
->>> from cast import Message
->>> from csum import Summarizer, SummarizerConfig
+>>> from csum import Summarizer
 >>> async def handler(prompt: str) -> str:
 ...     return "the user greeted twice"
 >>> chain = [Message.human("hi"), Message.ai("hello"), Message.human("hi again"), Message.ai("hey")]

@@ -81,7 +81,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 EXAMPLE = "claude_code_session.json"
-"""The bundled example: a real Claude Code sub-agent session (Anthropic Messages format)."""
+"""The bundled example: a Claude Code session the project recorded on its own files
+(Anthropic Messages format; ``csum/examples/README.md``)."""
 
 
 def _fraction(ratio: float) -> str:
@@ -128,7 +129,9 @@ def main_parser() -> argparse.ArgumentParser:
     source = summarize.add_mutually_exclusive_group(required=True)
     source.add_argument("file", nargs="?", help="chain file, or - for standard input")
     source.add_argument(
-        "--example", action="store_true", help="use the bundled example chain (a real session)"
+        "--example",
+        action="store_true",
+        help="use the bundled example chain (a recorded Claude Code session)",
     )
     summarize.add_argument(
         "--format", "-f", help=f"input format, also used for output: {', '.join(known_formats())}"

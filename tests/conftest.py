@@ -4,12 +4,21 @@ location."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from benchmarks.shared_corpus import (
+    CLAUDE_CODE,
+    CORPUS,
+    FIDELITY,
+    PAYLOADS,
+    TAUBENCH,
+    missing,
+)
 from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
 
@@ -37,26 +46,32 @@ settings.register_profile(
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
-def _find_corpus() -> Path:
-    """``$CHAINCAST_CORPUS``, else the nearest ``shared/corpus`` beside the repository or
-    above it (a git worktree may sit a level or two deeper than the main checkout)."""
-    override = os.environ.get("CHAINCAST_CORPUS")
-    if override:
-        return Path(override)
-    repository = Path(__file__).resolve().parents[1]
-    for parent in repository.parents:
-        candidate = parent / "shared" / "corpus"
-        if candidate.is_dir():
-            return candidate
-    return repository.parent / "shared" / "corpus"
+__all__ = [
+    "CLAUDE_CODE",
+    "CORPUS",
+    "FIDELITY",
+    "PAYLOADS",
+    "TAUBENCH",
+    "corpus_files",
+    "missing",
+    "needs",
+    "real_cases",
+]
 
 
-CORPUS = _find_corpus()
-"""The shared corpus of real agent chains (it may be missing: tests using it skip)."""
-TAUBENCH = CORPUS / "openai_taubench"
-"""tau-bench airline chains in OpenAI's chat format."""
-CLAUDE_CODE = CORPUS / "anthropic_claudecode"
-"""Claude Code session logs."""
+def needs(path: Path) -> pytest.MarkDecorator:
+    """Skip the test, saying why, when the real data at ``path`` (a part of the shared
+    corpus) is missing: a fresh clone holds none of it."""
+    return pytest.mark.skipif(not path.exists(), reason=missing(path))
+
+
+def real_cases(cases: Sequence[Any], path: Path, arity: int = 1) -> list[Any]:
+    """``cases`` for ``pytest.mark.parametrize``; when they are none because the real data
+    at ``path`` is missing, one case that skips saying so (pytest would skip an empty
+    list with no word about the data)."""
+    if cases or path.exists():
+        return list(cases)
+    return [pytest.param(*[None] * arity, marks=needs(path), id="no-real-data")]
 
 
 def corpus_files(folder: Path, pattern: str = "*.json") -> list[Path]:
@@ -68,7 +83,7 @@ def corpus_files(folder: Path, pattern: str = "*.json") -> list[Path]:
 def corpus_dir() -> Path:
     """The shared corpus of real agent chains (skips when it is not beside the repo)."""
     if not CORPUS.is_dir():
-        pytest.skip("shared corpus not found next to the repository")
+        pytest.skip(missing(CORPUS))
     return CORPUS
 
 

@@ -4,8 +4,9 @@ A change meant to move the rules without changing what they do must leave every 
 report and every ported chain as it was. This runs, for every registered provider as
 the target, over:
 
-- every real payload in ``tests/fixtures/real`` and ``tests/fixtures/codecs`` (decoded
-  with the codec its folder or shape names);
+- every real payload of the shared corpus (``payloads/project-fixtures``, named
+  ``real/<codec>/<name>``) and of ``tests/fixtures/codecs`` (decoded with the codec its
+  folder or shape names);
 - every recorded chain of ``../shared/corpus`` (as ``tests/test_port.py`` loads them);
 - the broken chains of ``tests/fixtures/rule_gate_chains.json``: examples drawn once
   from the Hypothesis strategies of broken chains the tests use (``tests/test_port.py``,
@@ -37,6 +38,7 @@ from typing import Any
 import xxhash
 
 from benchmarks.digest_gate import record_or_check
+from benchmarks.shared_corpus import CORPUS, PAYLOADS
 from cast import lint, port
 from cast.codecs import claude_code, detect_format, get_codec, native, openai
 from cast.messages import Message
@@ -53,13 +55,11 @@ EXAMPLES_PER_STRATEGY = 120
 
 
 def _corpus() -> Path | None:
-    from conftest import CORPUS
-
     return CORPUS if CORPUS.is_dir() else None
 
 
 def _real_payloads() -> Iterator[tuple[str, list[Message]]]:
-    for path in sorted((FIXTURES / "real").glob("*/*.json")):
+    for path in sorted(PAYLOADS.glob("*/*.json")):
         payload = json.loads(path.read_text(encoding="utf-8"))
         yield f"real/{path.parent.name}/{path.stem}", get_codec(path.parent.name).decode(payload)
     for path in sorted((FIXTURES / "codecs").glob("*.json")):

@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cast import Message
+from conftest import TAUBENCH, missing
 from csum import (
     StoreEvent,
     StoreEventKind,
@@ -32,20 +33,15 @@ from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore, open
 from redis_server import RedisServer, needs_redis_client
 from store_workers import fake_summary, prompt_id, summarize_with_cache, write_cache_entries
 
-CORPUS_CANDIDATES = [
-    Path(__file__).resolve().parents[n] / "shared" / "corpus" / "openai_taubench" for n in (2, 3)
-]
-
 
 def corpus_chains(limit: int) -> list[list[Message]]:
     """Real tau-bench chains (smallest first); skip when the corpus is not here."""
     from corpus_openai import load_openai_chain
 
-    for folder in CORPUS_CANDIDATES:
-        if folder.is_dir():
-            files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_size)
-            return [load_openai_chain(path) for path in files[:limit]]
-    pytest.skip("shared corpus not found next to the repository")
+    if not TAUBENCH.is_dir():
+        pytest.skip(missing(TAUBENCH))
+    files = sorted(TAUBENCH.glob("*.json"), key=lambda p: p.stat().st_size)
+    return [load_openai_chain(path) for path in files[:limit]]
 
 
 def fifty_section_chain() -> list[Message]:
@@ -429,13 +425,13 @@ def test_cli_cache_sqlite_then_redis_down(tmp_path: Path) -> None:
 
     out, err = _Buffer(), _Buffer()
     cache = str(tmp_path / "cache.sqlite")
-    args = ["summarize", "--example", "--last-section-budget", "8KiB", "--cache", cache, "-o"]
+    args = ["summarize", "--example", "--last-section-budget", "2KiB", "--cache", cache, "-o"]
     assert main([*args, str(tmp_path / "a.json")], stdout=out, stderr=err) == 0
     assert "cache: 0 hits" in err.getvalue()
     err = _Buffer()
     assert main([*args, str(tmp_path / "b.json")], stdout=out, stderr=err) == 0
     assert "0 handler calls" in err.getvalue()
-    assert "cache: 11 hits" in err.getvalue()
+    assert "cache: 7 hits" in err.getvalue()
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     err = _Buffer()
     down = ["--cache", "redis://127.0.0.1:9/0", "-o", str(tmp_path / "c.json")]

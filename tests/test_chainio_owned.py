@@ -7,22 +7,19 @@ from __future__ import annotations
 import copy
 import json
 import weakref
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from cast.chainio import _SINGLE_PASS_DECODERS, decode_chain, decode_owned_chain
 from cast.codecs import claude_code, detect_format
-from conftest import CLAUDE_CODE, TAUBENCH, corpus_files
-
-REAL = Path(__file__).parent / "fixtures" / "real"
+from conftest import CLAUDE_CODE, CORPUS, PAYLOADS, TAUBENCH, corpus_files, missing, real_cases
 
 
 def _payloads() -> list[tuple[str, Any]]:
-    """Real payloads of every format: the recorded fixtures, the tau-bench chains and
-    the Claude Code sessions as Messages API bodies."""
-    out = [(path.name, json.loads(path.read_text("utf-8"))) for path in REAL.glob("*/*.json")]
+    """Real payloads of every format: the corpus's provider payloads, the tau-bench
+    chains and the Claude Code sessions as Messages API bodies."""
+    out = [(path.name, json.loads(path.read_text("utf-8"))) for path in PAYLOADS.glob("*/*.json")]
     out += [(path.name, json.loads(path.read_text("utf-8"))) for path in corpus_files(TAUBENCH)]
     for path in corpus_files(CLAUDE_CODE, "claudecode_spotter_*.json")[:4]:
         log = json.loads(path.read_text("utf-8"))
@@ -30,10 +27,10 @@ def _payloads() -> list[tuple[str, Any]]:
     return out
 
 
-PAYLOADS = _payloads()
+CASES = real_cases([pytest.param(n, p, id=n) for n, p in _payloads()], CORPUS, arity=2)
 
 
-@pytest.mark.parametrize(("name", "payload"), PAYLOADS, ids=[n for n, _ in PAYLOADS])
+@pytest.mark.parametrize(("name", "payload"), CASES)
 def test_owned_decode_gives_the_same_messages(name: str, payload: Any) -> None:
     kept = copy.deepcopy(payload)
     expected, fmt = decode_chain(payload)
@@ -72,13 +69,14 @@ def _openai() -> list[Any]:
 
 @pytest.mark.parametrize("fmt", sorted(_SINGLE_PASS_DECODERS))
 def test_each_raw_message_is_released_once_decoded(fmt: str) -> None:
-    fixtures = sorted((REAL / fmt).glob("*.json")) if fmt != "openai" else []
+    fixtures = sorted((PAYLOADS / fmt).glob("*.json")) if fmt != "openai" else []
     bodies = [json.loads(path.read_text("utf-8")) for path in fixtures]
     bodies = [b for b in bodies if isinstance(b, dict) and len(b.get("messages", [])) >= 3]
     if fmt == "openai":
         bodies = [{"messages": _openai()}] if TAUBENCH.is_dir() else []
     if not bodies:
-        pytest.skip(f"no {fmt} payload with three messages or more")
+        source = TAUBENCH if fmt == "openai" else PAYLOADS / fmt
+        pytest.skip(missing(source) if not source.is_dir() else f"no {fmt} payload of 3+ messages")
     body = bodies[0]
     body["messages"] = _watched(body["messages"])
     count = len(body["messages"])

@@ -23,7 +23,7 @@ import csum.handlers
 from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
 from cast._lint import lint
 from cast.chainio import decode_chain
-from conftest import CORPUS
+from conftest import CORPUS, PAYLOADS, needs
 from csum.clearing import CLEARED_PREFIX
 from csum.config import DEFAULT_CLEARING, DEFAULT_KEEP_RATIO, DEFAULT_SUMMARY_RATIO
 
@@ -499,11 +499,20 @@ def test_summarize_qa_folds_old_sections(csum_cli: Callable[..., Run]) -> None:
 @pytest.mark.parametrize(
     ("options", "calls"),
     [
+        # The example has three sections (69, 35 and 7 KiB): the reference algorithm
+        # summarizes the sections before the kept ones, and the newest one beyond its budget.
         pytest.param(
-            ("--last-section-budget", "2MB", "--pair-budget", "2MB"), 0, id="2MB-nothing-to-do"
+            ("--last-section-budget", "2MB", "--pair-budget", "2MB", "--keep-sections", "3"),
+            0,
+            id="2MB-nothing-to-do",
         ),
-        pytest.param(("--last-section-budget", "2MB"), 1, id="2MB-one-oversized-pair"),
-        pytest.param(("--last-section-budget", "50KiB"), 2, id="50KiB-last-section"),
+        pytest.param(
+            ("--last-section-budget", "2MB", "--keep-sections", "3"), 1, id="2MB-one-oversized-pair"
+        ),
+        pytest.param(("--last-section-budget", "50KiB"), 2, id="50KiB-two-older-sections"),
+        pytest.param(
+            ("--last-section-budget", "4KiB", "--pair-budget", "2MB"), 3, id="4KiB-last-section-too"
+        ),
         pytest.param(("--budget", "2MB"), 0, id="whole-chain-2MB-fits"),
         pytest.param(("--budget", "50KiB"), 1, id="whole-chain-50KiB-one-call"),
         pytest.param((), 1, id="default-50KiB"),
@@ -549,14 +558,18 @@ def test_summarize_progress_on_a_terminal_only() -> None:
     terminal, out = _Terminal(), io.StringIO()
 
     code = csum.cli.main(
-        ["summarize", "--example", "--last-section-budget", "50KiB"], stdout=out, stderr=terminal
+        ["summarize", "--example", "--last-section-budget", "4KiB"], stdout=out, stderr=terminal
     )
 
     assert code == 0
     progress, _, stats = terminal.getvalue().rpartition("\r\x1b[K")
-    assert progress.startswith("\rsummarizing: 1 handler calls, ")
-    assert "\rsummarizing: 2 handler calls, " in progress
-    assert STATS.fullmatch(stats.rstrip("\n"))
+    assert progress.startswith("\rsummarizing: ")
+    counts = [int(n) for n in re.findall(r"\rsummarizing: (\d+) handler calls, ", progress)]
+    assert counts == sorted(counts)
+    assert 1 <= counts[0] < counts[-1]  # updated as the calls come back, not only at the end
+    found = STATS.fullmatch(stats.rstrip("\n"))
+    assert found
+    assert int(found["calls"]) == counts[-1]
 
     quiet = _Terminal()
     assert csum.cli.main(["summarize", "--example", "-q"], stdout=out, stderr=quiet) == 0
@@ -916,15 +929,10 @@ def test_console_script_functions(
     assert capsys.readouterr().out
 
 
-ENCRYPTED = (
-    Path(__file__).parent
-    / "fixtures"
-    / "real"
-    / "openai_responses"
-    / "openai_responses_compact_messages.json"
-)
+ENCRYPTED = PAYLOADS / "openai_responses" / "openai_responses_compact_messages.json"
 
 
+@needs(ENCRYPTED)
 def test_convert_an_encrypted_compaction_stops_unless_a_note_is_asked_for(
     cast_cli: Callable[..., Run],
 ) -> None:

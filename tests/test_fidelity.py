@@ -4,25 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.fidelity import (
+from benchmarks.fidelity import head, head_tail, markdown, random_lines, render, run, size_band
+from benchmarks.fidelity_items import (
     BUDGETS,
     RULE_VERSION,
     SHORT,
     WINDOW,
     Item,
     fact_kept,
-    head,
-    head_tail,
     load_items,
-    markdown,
     plain_form,
-    random_lines,
-    render,
-    run,
-    size_band,
 )
+from conftest import FIDELITY, needs
 
 
+@needs(FIDELITY)
 def test_the_set_is_large_varied_and_sourced() -> None:
     items = load_items()
     assert len(items) >= 40
@@ -36,6 +32,7 @@ def test_the_set_is_large_varied_and_sourced() -> None:
     assert sum(item.output_role == "ai" for item in items) >= 5  # answers too
 
 
+@needs(FIDELITY)
 def test_every_fact_is_in_its_own_item() -> None:
     result = run(load_items())
     assert result.unlabelled == []
@@ -128,6 +125,7 @@ def test_facts_whose_parts_are_apart_in_their_item_are_listed_not_lost() -> None
     assert fact_kept("create_heatmap/3 is unused … at test.exs:22:8", item.facts[0][1])
 
 
+@needs(FIDELITY)
 @pytest.mark.parametrize("fraction", BUDGETS)
 def test_baselines_stay_within_budget(fraction: float) -> None:
     for item in load_items():
@@ -149,6 +147,7 @@ def test_a_size_that_is_no_byte_count_is_refused(size: object) -> None:
         size_band(size)  # type: ignore[arg-type]
 
 
+@needs(FIDELITY)
 def test_the_report_shows_items_by_size_and_they_add_up() -> None:
     items = load_items()
     small = sorted(items, key=lambda i: i.size)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fidelity import (
+from benchmarks.fidelity import render, run
+from benchmarks.fidelity_items import (
     BUDGETS,
     DEV_PATH,
     FRESH_PATH,
@@ -15,8 +16,6 @@ from benchmarks.fidelity import (
     Item,
     fact_kept,
     load_items,
-    render,
-    run,
 )
 
 pytest.importorskip("highspy", reason="the bound needs highspy (the `bench` extra)")
@@ -29,6 +28,7 @@ from benchmarks.fidelity_bound import (
     cached_bounds,
     solve,
 )
+from conftest import FIDELITY, needs
 
 
 def _item(output: str, facts: tuple[tuple[str, tuple[str, ...]], ...]) -> Item:
@@ -62,6 +62,7 @@ def test_each_variant_reaches_its_known_optimum() -> None:
     assert solve(ITEM, 3, "spans").kept == 0
 
 
+@needs(FIDELITY)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_an_oracle_summary_is_copied_fits_and_keeps_what_it_claims(variant: str) -> None:
     items = sorted(load_items(), key=lambda i: i.size)[:6]
@@ -82,6 +83,7 @@ def test_an_oracle_summary_is_copied_fits_and_keeps_what_it_claims(variant: str)
                 assert bound.summary.startswith(item.call_name or ""), item.id
 
 
+@needs(FIDELITY)
 def test_the_committed_cache_holds_every_item_and_re_solving_agrees() -> None:
     items = load_items(heldout=HELDOUT_PATH, dev=DEV_PATH, fresh=FRESH_PATH)
     cache = json.loads(CACHE_PATH.read_text(encoding="utf-8"))
@@ -107,6 +109,7 @@ def test_the_cache_is_filled_once_and_keyed_by_content(tmp_path: Path) -> None:
     assert _key(relabelled, 10) != _key(ITEM, 10)
 
 
+@needs(FIDELITY)
 def test_the_report_gives_handler_and_bound_by_part_size_and_kind() -> None:
     items = sorted(load_items(), key=lambda i: i.size)[:4]
     lines = render(run(items), items)

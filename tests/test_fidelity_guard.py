@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from benchmarks.fidelity import BUDGETS, load_items
 from benchmarks.fidelity_guard import SUMMARIZERS, guarded_summary, measure, render
+from benchmarks.fidelity_items import BUDGETS, load_items
+from conftest import FIDELITY, needs
 
 
+@needs(FIDELITY)
 def test_the_guard_is_measured_at_equal_total_bytes_per_part() -> None:
     items = sorted(load_items(), key=lambda i: i.size)[:5]
     counts = measure(items, reserve=0.3)  # asserts every summary is within its budget
@@ -17,6 +19,7 @@ def test_the_guard_is_measured_at_equal_total_bytes_per_part() -> None:
     assert f"all ({facts})" in table
 
 
+@needs(FIDELITY)
 def test_a_guarded_summary_holds_the_inner_summary_first() -> None:
     item = max(load_items(), key=lambda i: i.size)
     budget = round(0.1 * item.size)

@@ -4,26 +4,21 @@ agent (aider's own chat log), labelled after all tuning on parts A, B and D."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from benchmarks.fidelity import (
+from benchmarks.fidelity import main
+from benchmarks.fidelity_items import (
     DEV_PATH,
     FRESH_PATH,
     HELDOUT_PATH,
     Item,
     fact_kept,
     load_items,
-    main,
     part_of,
 )
+from conftest import FIDELITY, needs
 from test_fidelity_parts import check_report_row
-
-ROOT = Path(__file__).resolve().parent.parent
-AIDER_MIRROR = Path("/work/.mirror/Aider-AI+aider/repo")
 
 
 def _everything() -> list[Item]:
@@ -34,6 +29,7 @@ def _fresh() -> list[Item]:
     return [i for i in _everything() if part_of(i) == "E"]
 
 
+@needs(FIDELITY)
 def test_part_e_is_large_sourced_and_from_another_recording() -> None:
     fresh, others = _fresh(), [i for i in _everything() if part_of(i) != "E"]
     assert len(fresh) >= 30
@@ -48,6 +44,7 @@ def test_part_e_is_large_sourced_and_from_another_recording() -> None:
     assert not [i.id for i in fresh if i.output.strip() in outputs]
 
 
+@needs(FIDELITY)
 def test_every_part_e_fact_is_in_its_own_item() -> None:
     missing = [
         (item.id, what)
@@ -58,6 +55,7 @@ def test_every_part_e_fact_is_in_its_own_item() -> None:
     assert missing == []
 
 
+@needs(FIDELITY)
 def test_part_e_loads_last_and_is_left_out_as_asked(capsys: pytest.CaptureFixture[str]) -> None:
     without = load_items(heldout=HELDOUT_PATH, dev=DEV_PATH)
     everything = _everything()
@@ -76,22 +74,6 @@ def test_part_e_loads_last_and_is_left_out_as_asked(capsys: pytest.CaptureFixtur
     assert main(["--no-fresh", "--show", dev_id]) == 0
 
 
+@needs(FIDELITY)
 def test_the_report_shows_part_e_and_counts_it_in_all() -> None:
     check_report_row("E", _fresh())
-
-
-@pytest.mark.skipif(not AIDER_MIRROR.exists(), reason="no local mirror of Aider-AI/aider")
-def test_the_builder_reproduces_part_e(tmp_path: Path) -> None:
-    builder = ROOT / "benchmarks" / "fidelity" / "build_fresh.py"
-    before = FRESH_PATH.read_bytes()
-    try:
-        subprocess.run(
-            [sys.executable, str(builder)],
-            check=True,
-            capture_output=True,
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-            cwd=tmp_path,
-        )
-        assert FRESH_PATH.read_bytes() == before
-    finally:
-        FRESH_PATH.write_bytes(before)

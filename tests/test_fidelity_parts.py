@@ -8,22 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fidelity import (
+from benchmarks.fidelity import PART_NAMES, main, markdown, render, run
+from benchmarks.fidelity_items import (
     DEV_PATH,
     HELDOUT_PATH,
     ITEMS_PATH,
-    PART_NAMES,
     Item,
     half,
     load_items,
-    main,
-    markdown,
     part_of,
-    render,
-    run,
 )
+from conftest import FIDELITY, needs
 
 
+@needs(FIDELITY)
 def test_part_c_is_large_sourced_and_fresh() -> None:
     tuned = load_items()
     fresh = [i for i in load_items(heldout=HELDOUT_PATH) if part_of(i) == "C"]
@@ -39,11 +37,13 @@ def test_part_c_is_large_sourced_and_fresh() -> None:
     assert not [i.id for i in fresh if i.output.strip() in tuned_outputs]
 
 
+@needs(FIDELITY)
 def test_every_part_c_fact_is_in_its_own_item() -> None:
     fresh = [i for i in load_items(heldout=HELDOUT_PATH) if part_of(i) == "C"]
     assert run(fresh).unlabelled == []
 
 
+@needs(FIDELITY)
 def test_parts_are_assigned_as_documented() -> None:
     plain = load_items()
     both = load_items(heldout=HELDOUT_PATH)
@@ -55,6 +55,7 @@ def test_parts_are_assigned_as_documented() -> None:
     assert [i.id for i in both[len(plain) :]] == held_ids
 
 
+@needs(FIDELITY)
 def test_ids_are_unique_across_the_files(tmp_path: Path) -> None:
     both = load_items(heldout=HELDOUT_PATH)
     assert len({i.id for i in both}) == len(both)
@@ -62,6 +63,7 @@ def test_ids_are_unique_across_the_files(tmp_path: Path) -> None:
         load_items(heldout=ITEMS_PATH)
 
 
+@needs(FIDELITY)
 def test_the_report_shows_part_c_and_counts_it_in_all() -> None:
     fresh = [i for i in load_items(heldout=HELDOUT_PATH) if part_of(i) == "C"]
     items = [*load_items()[:4], *fresh[:4]]  # a few of each keep the test quick
@@ -83,6 +85,7 @@ def _dev_items() -> list[Item]:
     return [i for i in load_items(heldout=HELDOUT_PATH, dev=DEV_PATH) if part_of(i) == "D"]
 
 
+@needs(FIDELITY)
 def test_part_d_is_large_sourced_and_from_other_files() -> None:
     dev = _dev_items()
     assert len(dev) >= 30
@@ -105,10 +108,12 @@ def test_part_d_is_large_sourced_and_from_other_files() -> None:
     assert not [i.id for i in dev if i.output.strip() in other_outputs]
 
 
+@needs(FIDELITY)
 def test_every_part_d_fact_is_in_its_own_item() -> None:
     assert run(_dev_items()).unlabelled == []
 
 
+@needs(FIDELITY)
 def test_part_d_loads_after_c_with_unique_ids() -> None:
     with_c = load_items(heldout=HELDOUT_PATH)
     everything = load_items(heldout=HELDOUT_PATH, dev=DEV_PATH)
@@ -123,6 +128,7 @@ def test_part_d_loads_after_c_with_unique_ids() -> None:
         load_items(heldout=HELDOUT_PATH, dev=HELDOUT_PATH)
 
 
+@needs(FIDELITY)
 def test_the_command_line_drops_only_the_part_asked(capsys: pytest.CaptureFixture[str]) -> None:
     dev_id = _dev_items()[0].id
     held_id = next(i.id for i in load_items(heldout=HELDOUT_PATH) if part_of(i) == "C")
@@ -148,5 +154,6 @@ def check_report_row(part: str, chosen: list[Item]) -> None:
     assert f"Part {part} (3 items" in markdown(result, items)
 
 
+@needs(FIDELITY)
 def test_the_report_shows_part_d_and_counts_it_in_all() -> None:
     check_report_row("D", _dev_items())

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from benchmarks.digest_gate import compare
 from benchmarks.gist_gate import DIGEST_PATH, LIMITS, digest
-from benchmarks.policies.corpus import find_corpus
+from conftest import CLAUDE_CODE, TAUBENCH, needs
 
 
-@pytest.mark.skipif(find_corpus() is None, reason="the shared corpus (../shared/corpus) is missing")
+@needs(TAUBENCH)
+@needs(CLAUDE_CODE)
 def test_gists_are_those_recorded_in_the_digest() -> None:
     recorded = json.loads(DIGEST_PATH.read_text())
     found = digest(every=3)

@@ -117,3 +117,71 @@ def test_the_salience_patterns_are_a_leaf_the_gist_and_the_guard_share() -> None
     assert "csum._salience" in GRAPH["csum._gist"][0]
     assert "csum._salience" in GRAPH["csum.guard"][0]
     assert "csum.guard" not in GRAPH["csum._gist"][0] | GRAPH["csum._gist"][1]
+
+
+# -- benchmarks/ (issue 37): no loop among the benchmark modules, counting the imports
+# inside functions too (a benchmark has no import time to save, so none is there to
+# hold a loop together) ---------------------------------------------------------------
+
+BENCHMARKS = ROOT / "benchmarks"
+BENCHMARK_MODULES = {_name(path): path for path in sorted(BENCHMARKS.rglob("*.py"))}
+
+
+def _benchmark_imports(module: str) -> tuple[set[str], set[str]]:
+    """(module-level imports of benchmark modules, those inside functions) of ``module``."""
+    tree = ast.parse(BENCHMARK_MODULES[module].read_text(encoding="utf-8"))
+    top: set[str] = set()
+    inner: set[str] = set()
+
+    def targets(node: ast.Import | ast.ImportFrom) -> set[str]:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif node.level == 0 and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            names = []
+        return {name for name in names if name in BENCHMARK_MODULES} - {module}
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                (inner if in_function else top).update(targets(child))
+            nested = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            visit(child, nested)
+
+    visit(tree, False)
+    return top, inner
+
+
+BENCHMARK_GRAPH = {module: _benchmark_imports(module) for module in BENCHMARK_MODULES}
+
+
+def _benchmark_cycle_through(start: str) -> list[str] | None:
+    """A path of imports (module level or inside functions) among benchmark modules from
+    ``start`` back to it."""
+    stack: list[tuple[str, list[str]]] = [(start, [start])]
+    seen: set[str] = set()
+    while stack:
+        module, path = stack.pop()
+        for target in sorted(set().union(*BENCHMARK_GRAPH[module])):
+            if target == start:
+                return [*path, start]
+            if target not in seen:
+                seen.add(target)
+                stack.append((target, [*path, target]))
+    return None
+
+
+def test_no_cycle_among_benchmark_modules() -> None:
+    cycles = [c for m in BENCHMARK_MODULES if (c := _benchmark_cycle_through(m)) is not None]
+    assert cycles == []
+
+
+def test_the_benchmark_graph_sees_the_imports() -> None:
+    """The fidelity benchmark loads the bound, which loads only the items (the loop
+    fidelity <-> fidelity_bound is gone); a parser that found no edge would pass above."""
+    assert "benchmarks.fidelity_bound" in BENCHMARK_GRAPH["benchmarks.fidelity"][0]
+    assert "benchmarks.fidelity_items" in BENCHMARK_GRAPH["benchmarks.fidelity_bound"][0]
+    assert "benchmarks.fidelity" not in set().union(*BENCHMARK_GRAPH["benchmarks.fidelity_bound"])

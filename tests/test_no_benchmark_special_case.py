@@ -12,8 +12,9 @@ import re
 import string
 from pathlib import Path
 
-from benchmarks.fidelity import DEV_PATH, load_items
+from benchmarks.fidelity_items import DEV_PATH, load_items
 from benchmarks.policies import simulate
+from conftest import FIDELITY, needs
 
 CSUM = Path(__file__).resolve().parents[1] / "csum"
 MIN_CHUNK = 8  # shorter literal pieces are ordinary words
@@ -46,6 +47,7 @@ def test_the_simulator_formats_are_unknown_to_csum() -> None:
     assert found == []
 
 
+@needs(FIDELITY)
 def test_the_fidelity_facts_are_unknown_to_csum() -> None:
     library = _library_text()
     literals = {

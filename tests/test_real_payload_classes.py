@@ -1,4 +1,5 @@
-"""One test per class of issue 27, each on a real payload (tests/fixtures/real/SOURCES.md):
+"""One test per class of issue 27, each on a real payload (the shared corpus's
+``payloads/project-fixtures``, sources in its SOURCES.md):
 fields that vanished silently, chains that were unreadable or rejected, summarizing
 chains as agents hold them, and providers' compaction state."""
 
@@ -6,7 +7,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,14 +23,17 @@ from cast import (
 from cast.codecs import get_codec
 from cast.parse import parse_chain
 from cast.providers import PROVIDERS
+from conftest import PAYLOADS, missing
 from csum import Compactor, Summarizer, SummarizerConfig
 from csum.handlers import extractive
 
-REAL = Path(__file__).parent / "fixtures" / "real"
-
 
 def load(name: str) -> Any:
-    return json.loads((REAL / name).read_text(encoding="utf-8"))
+    """A payload of the corpus's ``payloads/project-fixtures``; the test skips without it."""
+    path = PAYLOADS / name
+    if not path.is_file():
+        pytest.skip(missing(path))
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def round_trip(codec: str, payload: Any) -> Any:

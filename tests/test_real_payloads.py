@@ -1,5 +1,6 @@
 """Real payloads (requests the providers accepted, recorded by other projects' test
-suites; see ``tests/fixtures/real/SOURCES.md``) through the whole cast path.
+suites; the shared corpus's ``payloads/project-fixtures``, sources in its ``SOURCES.md``)
+through the whole cast path; every test skips, saying so, when the corpus is missing.
 
 One helper per step: decode, parse (strict, else repaired), round trip (with the
 strict keep-every-value law), then port to every registered provider: no empty message,
@@ -19,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from benchmarks.real_payload_laws import REAL, SOURCE_PROVIDER, lost_values, not_carried_fields
+from benchmarks.real_payload_laws import SOURCE_PROVIDER, lost_values, not_carried_fields
 from cast import lint, open_with_human, port
 from cast._compaction import EncryptedCompactionError, LostCompactionWarning
 from cast._lint import is_empty
@@ -28,10 +29,12 @@ from cast.errors import ChainError
 from cast.messages import Message, Role
 from cast.parse import parse_chain
 from cast.providers import PROVIDERS, ProviderProfile
+from conftest import PAYLOADS, needs, real_cases
 from csum import Summarizer, SummarizerConfig
 from csum.handlers import extractive
 
-FIXTURES = sorted(REAL.glob("*/*.json"))
+FIXTURES = sorted(PAYLOADS.glob("*/*.json"))
+CASES = real_cases([pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in FIXTURES], PAYLOADS)
 NOT_CARRIED = not_carried_fields()
 
 
@@ -135,21 +138,23 @@ def summarize_for(codec: str, messages: list[Message], profile: ProviderProfile)
 # -- tests ----------------------------------------------------------------------------------
 
 
+@needs(PAYLOADS)
 def test_enough_payloads_across_every_codec() -> None:
     counts = Counter(codec_of(p) for p in FIXTURES)
     assert sum(counts.values()) >= 40
     assert set(counts) == set(SOURCE_PROVIDER)
 
 
+@needs(PAYLOADS)
 def test_strict_law_catches_a_dropped_key_unless_the_doc_lists_it() -> None:
-    payload = load(REAL / "bedrock" / "constructed_text_block_with_type.json")
+    payload = load(PAYLOADS / "bedrock" / "constructed_text_block_with_type.json")
     encoded = get_codec("bedrock").encode(get_codec("bedrock").decode(payload))
     assert "type" in NOT_CARRIED["bedrock"]
     assert lost_values(payload, encoded, NOT_CARRIED["bedrock"]) == []
     assert lost_values(payload, encoded, NOT_CARRIED["bedrock"] - {"type"}) == ["text"]
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", CASES)
 def test_decode_parse_round_trip(path: Path) -> None:
     codec = codec_of(path)
     payload = load(path)
@@ -160,7 +165,7 @@ def test_decode_parse_round_trip(path: Path) -> None:
 
 
 @pytest.mark.parametrize("target", sorted(PROVIDERS))
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", CASES)
 def test_port_lint_encode(path: Path, target: str) -> None:
     codec = codec_of(path)
     messages = decode_payload(codec, load(path))
@@ -168,7 +173,7 @@ def test_port_lint_encode(path: Path, target: str) -> None:
 
 
 @pytest.mark.parametrize("target", sorted(PROVIDERS))
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", CASES)
 def test_summarize_for_every_target(path: Path, target: str) -> None:
     codec = codec_of(path)
     messages = decode_payload(codec, load(path))

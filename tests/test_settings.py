@@ -261,7 +261,7 @@ def run_csum(*argv: str) -> tuple[int, str, str]:
 def test_csum_keep_ratio_flag() -> None:
     # The summary stage alone (--summary-only's 60 %), whatever the defaults are: the
     # ratio given then decides what the summary keeps.
-    base = ("--budget", "40KiB", "--summary-only")
+    base = ("--budget", "48KiB", "--summary-only")
     code, new_out, new_err = run_csum(*base, "--keep-ratio", "0.3")
     assert code == 0, new_err
     _, preset_out, _ = run_csum(*base)

@@ -24,19 +24,22 @@ from cast.codecs._streaming import PayloadStream, iter_indented_json
 from cast.errors import ChainError
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
 from cast.providers import PROVIDERS
-from conftest import CLAUDE_CODE, TAUBENCH, corpus_files
+from conftest import CLAUDE_CODE, PAYLOADS, TAUBENCH, corpus_files, needs
 
-REAL = Path(__file__).parent / "fixtures" / "real"
+EXAMPLE = Path(__file__).resolve().parents[1] / "csum" / "examples" / "claude_code_session.json"
+"""The project's own Claude Code recording (``tests/record_example.py``): there in a fresh
+clone, where the corpus is not."""
 STREAMED = ["openai", "anthropic", "bedrock", "gemini"]
 """The formats whose codec encodes a message at a time."""
 
 
 def _chains() -> list[tuple[str, list[Message]]]:
-    """The decoded messages of every recorded fixture, the tau-bench chains and the
-    main Claude Code sessions (as Messages API bodies)."""
-    out = [
+    """The decoded messages of the bundled example, every provider payload of the corpus,
+    the tau-bench chains and the main Claude Code sessions (as Messages API bodies)."""
+    out = [(EXAMPLE.name, decode_chain(json.loads(EXAMPLE.read_text("utf-8")))[0])]
+    out += [
         (f"{path.parent.name}/{path.name}", decode_chain(json.loads(path.read_text("utf-8")))[0])
-        for path in sorted(REAL.glob("*/*.json"))
+        for path in sorted(PAYLOADS.glob("*/*.json"))
     ]
     out += [
         (path.name, decode_chain(json.loads(path.read_text("utf-8")))[0])
@@ -80,6 +83,8 @@ def _ported(messages: list[Message], fmt: str) -> list[Message]:
         return _port.port(messages, provider, encrypted_compaction="note")
 
 
+@needs(PAYLOADS)
+@needs(CLAUDE_CODE)
 def test_the_real_chains_are_there() -> None:
     names = [name for name, _ in CHAINS]
     assert len([n for n in names if "/" in n]) >= 50
@@ -107,7 +112,7 @@ def test_written_text_is_the_libraries_json_for_every_format(
 
 
 def test_standard_output_gets_the_same_text(capsys: pytest.CaptureFixture[str]) -> None:
-    messages = next(m for name, m in CHAINS if name.startswith("claudecode_"))
+    messages = next(m for name, m in CHAINS if name == EXAMPLE.name)
     for fmt in STREAMED:
         chain = _ported(messages, fmt)
         write_chain(chain, fmt, None)

@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 from cast import chainio
 from cast._streamjson import load_json_file
 from cast.errors import InputError
-from conftest import CLAUDE_CODE, TAUBENCH, corpus_files
+from conftest import CLAUDE_CODE, PAYLOADS, TAUBENCH, corpus_files
 
-REAL = Path(__file__).parent / "fixtures" / "real"
+ROOT = Path(__file__).resolve().parents[1]
 FILES = [
-    *sorted(REAL.glob("*/*.json")),
+    ROOT / "csum" / "examples" / "claude_code_session.json",  # the project's own recording
+    *sorted(PAYLOADS.glob("*/*.json")),
     *corpus_files(TAUBENCH)[:3],
     *corpus_files(CLAUDE_CODE)[:2],
 ]

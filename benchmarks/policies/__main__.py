@@ -18,11 +18,12 @@ from pathlib import Path
 
 import anyio
 
-from benchmarks.fidelity import DEV_PATH, FRESH_PATH, HELDOUT_PATH, load_items
 from benchmarks.fidelity import markdown as fidelity_markdown
 from benchmarks.fidelity import run as run_fidelity
+from benchmarks.fidelity_items import DEV_PATH, FRESH_PATH, HELDOUT_PATH, load_items
 from benchmarks.policies.report import render_markdown, render_tables, write_plots
 from benchmarks.policies.suite import SuiteConfig, check_invariants, run_suite
+from benchmarks.shared_corpus import FIDELITY, require
 
 __all__ = ["main"]
 
@@ -105,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
 def fidelity_section() -> str:
     """The fidelity benchmark's section (``benchmarks.fidelity``), appended to the report
     so that one command regenerates the whole of ``docs/benchmarks.md``."""
+    require(FIDELITY)
     items = load_items(heldout=HELDOUT_PATH, dev=DEV_PATH, fresh=FRESH_PATH)
     return fidelity_markdown(run_fidelity(items), items)
 

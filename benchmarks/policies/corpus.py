@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.shared_corpus import CORPUS
 from cast import ChainAST, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 
 __all__ = [
     "CLAUDE_CODE_FOLDER",
-    "CORPUS_DIR",
     "OPENAI_FOLDER",
     "CorpusChain",
     "decode_claude_code",
@@ -26,20 +26,6 @@ __all__ = [
     "load_folder",
 ]
 
-
-def _default_corpus() -> Path:
-    # The nearest shared/corpus beside the repository or above it (a git worktree may
-    # sit a level or two deeper than the main checkout).
-    repository = Path(__file__).resolve().parents[2]
-    for parent in repository.parents:
-        candidate = parent / "shared" / "corpus"
-        if candidate.is_dir():
-            return candidate
-    return repository.parent / "shared" / "corpus"
-
-
-CORPUS_DIR = _default_corpus()
-"""Where the shared corpus is: beside the repository, or in a folder above it."""
 
 OPENAI_FOLDER = "openai_taubench"
 CLAUDE_CODE_FOLDER = "anthropic_claudecode"
@@ -59,7 +45,7 @@ class CorpusChain:
 
 def find_corpus(path: Path | None = None) -> Path | None:
     """The corpus folder (``path`` or the default), or None when it is missing."""
-    folder = path if path is not None else CORPUS_DIR
+    folder = path if path is not None else CORPUS
     return folder if (folder / OPENAI_FOLDER).is_dir() else None
 
 

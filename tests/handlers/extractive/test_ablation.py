@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.ablation import END, START, ablate, markdown, write_docs, zeroed
-from benchmarks.fidelity import ITEMS_PATH, load_items
+from benchmarks.fidelity_items import ITEMS_PATH, load_items
+from conftest import FIDELITY, needs
 from csum.handlers._extractive.weights import WEIGHTS, WHAT
 
 
@@ -31,6 +32,7 @@ def test_an_unknown_feature_is_refused_with_the_known_ones() -> None:
         pass
 
 
+@needs(FIDELITY)
 def test_ablation_reports_each_part_and_the_identifiers_matter() -> None:
     items = load_items(ITEMS_PATH)[:12]
     (row,) = ablate(["identifier"], items)
@@ -39,6 +41,7 @@ def test_ablation_reports_each_part_and_the_identifiers_matter() -> None:
     assert row.change["A"] + row.change["B"] < 0  # without identifiers facts are lost
 
 
+@needs(FIDELITY)
 def test_the_docs_table_replaces_only_what_lies_between_its_markers(tmp_path: Path) -> None:
     doc = tmp_path / "handlers.md"
     doc.write_text(f"before\n{START}\nold table\n{END}\nafter\n")

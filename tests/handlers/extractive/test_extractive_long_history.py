@@ -14,8 +14,9 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.fidelity import load_items
+from benchmarks.fidelity_items import load_items
 from cast import BodyPair, Message, ToolCall
+from conftest import FIDELITY, needs
 from csum import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers import summarize_extractive
 from csum.prompt import messages_to_prompt
@@ -92,6 +93,7 @@ def test_the_archive_line_of_an_earlier_summary_is_kept() -> None:
     assert "[archived: 3f2a9c0d1e]" in summary
 
 
+@needs(FIDELITY)
 def test_a_long_chain_of_folds_keeps_the_facts_of_every_fold() -> None:
     """Twelve folds of the labelled real outputs with fresh routine noise between them:
     the summary ends up holding the facts, not the noise."""
@@ -165,6 +167,7 @@ def test_routine_log_lines_earn_nothing_for_their_timings_and_clock() -> None:
     assert summary.count("INFO") <= 1
 
 
+@needs(FIDELITY)
 def test_a_real_migration_log_keeps_what_it_names() -> None:
     """cc-migrate (a real Ecto run): its [info] lines name the migration; only their
     timings go unrewarded."""

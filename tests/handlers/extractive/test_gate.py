@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from benchmarks.digest_gate import compare
 from benchmarks.extractive_gate import DIGEST_PATH, digest
-from benchmarks.policies.corpus import find_corpus
+from conftest import CLAUDE_CODE, FIDELITY, TAUBENCH, needs
 
 
-@pytest.mark.skipif(find_corpus() is None, reason="the shared corpus (../shared/corpus) is missing")
+@needs(TAUBENCH)
+@needs(CLAUDE_CODE)
+@needs(FIDELITY)
 def test_summaries_are_those_recorded_in_the_digest() -> None:
     recorded = json.loads(DIGEST_PATH.read_text())
     found = digest(every=7)
