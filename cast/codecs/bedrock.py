@@ -212,16 +212,16 @@ def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Mess
                 parts.append(TextPart(text="", reasoning=pending))
                 pending = None
             parts.append(TextPart(text=text))
-        elif kind == "toolUse":
+        elif kind == "toolUse" and not _system_tool(value):
             parts.append(_decode_call(value, where, i, names, pending))
             pending = None
         elif kind == "reasoningContent":
             if pending is not None:
                 parts.append(TextPart(text="", reasoning=pending))
             pending = _decode_reasoning(value, f"{where}.reasoningContent", i)
-        elif kind == "toolResult":
-            fail(where, "a toolResult block belongs in a user message", index=i)
         else:
+            # Media, kept blocks, and a system tool's toolUse and its toolResult (Nova's
+            # code interpreter: the service ran it inside this turn), each kept whole.
             if pending is not None:
                 parts.append(TextPart(text="", reasoning=pending))
                 pending = None
@@ -229,6 +229,12 @@ def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Mess
     if pending is not None:
         parts.append(TextPart(text="", reasoning=pending))
     return trusted_message(_AI, tuple(parts))
+
+
+def _system_tool(value: object) -> bool:
+    """Whether a ``toolUse`` is a system tool's (it carries a ``type``, such as Nova's
+    ``server_tool_use``): the service runs it and answers it in the same turn."""
+    return isinstance(value, dict) and "type" in value
 
 
 def _decode_call(
