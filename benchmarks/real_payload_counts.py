@@ -9,8 +9,8 @@ read from this file's tree, the library from whatever ``cast`` imports)::
     PYTHONPATH=/path/to/other/checkout python benchmarks/real_payload_counts.py
 
 With ``--classes`` it counts instead, over the real payloads of the shared corpus
-(``payloads/set1``, ``set3``, ``set4``; ``$CHAINCAST_CORPUS`` or ``../shared/corpus``), the
-five classes of issue 40 (``-v`` names the misses)::
+(``payloads/set1``, ``set3``, ``set4``, ``project-fixtures``; ``$CHAINCAST_CORPUS`` or
+``../shared/corpus``), the five classes of issue 40 (``-v`` names the misses)::
 
     PYTHONPATH=. python benchmarks/real_payload_counts.py --classes
 
@@ -58,6 +58,7 @@ from cast import CodecError, Message, Role, lint, port
 from cast.codecs import detect_format, get_codec
 from cast.providers import PROVIDERS, ProviderProfile
 from csum import Compactor, Summarizer, SummarizerConfig
+from csum.compactor import KEEP_USER_SHARE
 from csum.handlers import extractive
 
 SOURCE = SOURCE_PROVIDER
@@ -123,8 +124,9 @@ def attempt(check: Any, *args: Any) -> bool:
         return False
 
 
-CORPUS_SETS = ("set1", "set3", "set4")
-"""The folders of real payloads under the corpus's ``payloads`` that issue 40 is about."""
+CORPUS_SETS = ("set1", "set3", "set4", "project-fixtures")
+"""The folders of real payloads under the corpus's ``payloads``: the sets issue 40 names and
+the copy of the fixtures the repository held."""
 
 
 def corpus_payloads() -> list[Path]:
@@ -141,25 +143,24 @@ def corpus_payloads() -> list[Path]:
     )
 
 
-def system_order(messages: list[Message]) -> list[str]:
-    """The texts of the system and human messages, in order: the order a compaction,
-    summary or port must keep for the system messages among the user's."""
-    return [f"{m.role.value}:{m.text}" for m in messages if m.role in (Role.SYSTEM, Role.HUMAN)]
-
-
-def keeps_system_order(before: list[Message], after: list[Message]) -> bool:
-    """Every system message of ``before`` is in ``after``, verbatim and in order; the
-    human messages ``after`` kept verbatim are in the same order among them; and the
-    first human message is kept verbatim (it fits: these payloads are small)."""
-    old, new = system_order(before), system_order(after)
-    kept = [entry for entry in old if entry in new]
-    systems = [entry for entry in old if entry.startswith("system:")]
-    first = next((entry for entry in old if entry.startswith("human:")), None)
-    return (
-        all(entry in kept for entry in systems)
-        and [entry for entry in new if entry in old] == kept
-        and (first is None or any(first[6:] in entry for entry in new if entry[:6] == "human:"))
-    )
+def keeps_system_order(before: list[Message], after: list[Message], task_fits: bool = True) -> bool:
+    """Every system message of ``before`` comes back verbatim in ``after`` (as a system
+    message, or in a human message where the target takes none mid-chain), in its order
+    among the user's messages that come back verbatim; and the first user message (the
+    task) comes back verbatim when ``task_fits``."""
+    spoken = (Role.SYSTEM, Role.HUMAN)
+    joined = "\x00".join(m.text for m in after if m.role in spoken)
+    humans = [m for m in before if m.role is Role.HUMAN]
+    at = 0
+    for message in (m for m in before if m.role in spoken):
+        found = joined.find(message.text, at)
+        if found < 0:
+            needed = message.role is Role.SYSTEM or (task_fits and message is humans[0])
+            if needed:
+                return False
+            continue
+        at = found + len(message.text)
+    return True
 
 
 def has_system_after_first_turn(messages: list[Message]) -> bool:
@@ -174,11 +175,13 @@ def has_system_after_first_turn(messages: list[Message]) -> bool:
 def compacts_keeping_system(messages: list[Message]) -> bool:
     size = sum(m.size for m in messages)
     compactor = Compactor(extractive(200), budget=max(size // 2, 400))
+    task = next((m for m in messages if m.role is Role.HUMAN), None)
+    fits = task is None or task.size <= compactor.keep_units * KEEP_USER_SHARE
 
     async def run() -> list[Message]:
         return (await compactor.run(messages, force=True)).messages
 
-    return keeps_system_order(messages, anyio.run(run))
+    return keeps_system_order(messages, anyio.run(run), fits)
 
 
 def summarizes_keeping_system(messages: list[Message]) -> bool:

@@ -12,8 +12,10 @@
    A provider's compaction block becomes a summary pair (an encrypted one raises, or
    becomes a note, see ``cast._compaction``). Leading tool
    messages are dropped, a placeholder human message opens a chain that starts with an
-   AI message, leading system messages are merged into one, and system messages after
-   the first move into it where the target takes one system prompt only;
+   AI message, leading system messages are merged into one, and a system message sent
+   mid-chain stays where it stands: as it is where the target takes system messages
+   anywhere, else as a human message opened by :data:`SYSTEM_IN_TURN_TEXT` (never moved
+   ahead of the user's task into the system prompt);
 1. **repair** — results that answer no call of the AI message right before them are
    removed, then the chain is parsed with repair (orphan tool messages dropped, a
    fallback result for every unanswered call, consecutive human messages merged);
@@ -87,6 +89,7 @@ __all__ = [
     "EMPTY_ANSWER_TEXT",
     "MOVED_MEDIA_TEXT",
     "OPENING_HUMAN_TEXT",
+    "SYSTEM_IN_TURN_TEXT",
     "TOOL_BRIDGE_TEXT",
     "TOOL_ERROR_PREFIX",
     "open_with_human",
@@ -99,6 +102,10 @@ OPENING_HUMAN_TEXT = "Continue."
 TOOL_BRIDGE_TEXT = "Tool results received."
 """Text of the AI message port puts between a tool result and the next human message
 for targets that reject a human message right after a tool message (Mistral)."""
+
+SYSTEM_IN_TURN_TEXT = "(system message)"
+"""Text opening the human message that holds a system message sent mid-chain, in its
+place, for targets that take system messages only at the start of the chain."""
 
 MOVED_MEDIA_TEXT = "Attachments returned by the tool calls above:"
 """Text opening the human message that receives media moved out of tool results."""
@@ -232,10 +239,12 @@ def fix_opening(items: list[Message], profile: ProviderProfile, same_source: boo
 
 
 def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
-    """Leading system messages merged into one; later ones moved into it (appended)
-    where the target takes one system prompt only."""
+    """Leading system messages merged into one; a later one kept in its place: as it is
+    where the target takes system messages anywhere, else as a human message opened by
+    :data:`SYSTEM_IN_TURN_TEXT` (the parse with repair then joins it to a human message
+    next to it). Moving it into the system prompt would put it ahead of the user's task
+    and of everything said before it."""
     out: list[Message] = []
-    late: list[Any] = []
     for index, message in enumerate(items):
         if message.role is not Role.SYSTEM:
             out.append(message)
@@ -246,12 +255,8 @@ def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool
         elif leading or profile.system_anywhere:
             out.append(message)
         else:
-            late.extend(message.parts)
-    if late:
-        if out and out[0].role is Role.SYSTEM:
-            out[0] = trusted_message(Role.SYSTEM, (*out[0].parts, *late))
-        else:
-            out.insert(0, trusted_message(Role.SYSTEM, tuple(late)))
+            parts = (TextPart(text=SYSTEM_IN_TURN_TEXT), *message.parts)
+            out.append(trusted_message(Role.HUMAN, parts))
     return out
 
 

@@ -3,10 +3,16 @@
 ::
 
     ChainAST
-    └── Section*            opened by the system message (first only) or a human message
+    └── Section*            opened by a system message or a human message
         ├── Header          system_message?, human_message?
         └── BodyPair*       one AI message and the tool messages that answer its calls
                             COMPLETION | REQUEST_RESPONSE | SUMMARIZATION
+
+A system message opens a section wherever it stands: the first one, the system prompt,
+opens the chain; one sent mid-chain (aider's reminder after the user's request, dynamic
+instructions after tool results) opens the section that holds what follows it, so it
+keeps its place, its order among the user's messages, and its size in that section's
+(:meth:`ChainAST.system_messages` lists them; docs/concepts.md has the model).
 
 Nodes are frozen and hold references to the caller's messages, never copies. Public
 constructors check the node's invariants, so any tree that can be built turns back into
@@ -365,6 +371,22 @@ class Section:
         _renamed("Section.replace", "Section.evolve")
         return self.evolve(header=header, body=body)
 
+    @classmethod
+    def opened_by(
+        cls,
+        systems: Sequence[Message],
+        human_message: Message | None,
+        body: Iterable[BodyPair] = (),
+    ) -> tuple[Section, ...]:
+        """The sections that hold ``systems`` in order, then ``human_message`` and
+        ``body``: each system message but the last opens a section of its own (as a
+        system message sent mid-chain does when parsed), the last opens the section of
+        ``human_message`` and ``body``. What a transform that moves a chain's turns
+        around uses to keep its system messages in their order among the user's."""
+        last = systems[-1] if systems else None
+        alone = tuple(cls.build(Header.build(system, None)) for system in systems[:-1])
+        return (*alone, cls.build(Header.build(last, human_message), body))
+
     def messages(self) -> list[Message]:
         """The header's messages, then every body pair's, in chain order."""
         out = self.header.messages()
@@ -521,6 +543,25 @@ class ChainAST:
             + sum(1 + len(pair.tool_messages) for pair in section.body)
             for section in self.sections
         )
+
+    def system_messages(self) -> tuple[Message, ...]:
+        """Every system message of the chain in order: the system prompt and those sent
+        mid-chain, each the opener of its section."""
+        systems = (section.header.system_message for section in self.sections)
+        return tuple(system for system in systems if system is not None)
+
+    @property
+    def current_section(self) -> int:
+        """The index of the section holding the current question: the last one, or the
+        last one before sections that hold a system message alone (a reminder sent after
+        the user's request, as aider does); -1 for an empty chain."""
+        index = len(self.sections) - 1
+        while index > 0:
+            section = self.sections[index]
+            if section.body or section.header.human_message is not None:
+                break
+            index -= 1
+        return index
 
     def replace_sections(self, sections: Iterable[Section]) -> ChainAST:
         """Deprecated: the older name of ``evolve(sections=...)``."""
