@@ -42,6 +42,7 @@ import os
 import sys
 import warnings
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -150,17 +151,23 @@ def keeps_system_order(before: list[Message], after: list[Message], task_fits: b
     task) comes back verbatim when ``task_fits``."""
     spoken = (Role.SYSTEM, Role.HUMAN)
     joined = "\x00".join(m.text for m in after if m.role in spoken)
-    humans = [m for m in before if m.role is Role.HUMAN]
-    at = 0
-    for message in (m for m in before if m.role in spoken):
+    order = [m for m in before if m.role in spoken]
+    task = next((m for m in order if m.role is Role.HUMAN), None)
+
+    @cache
+    def matches(index: int, at: int) -> bool:
+        """Whether ``order[index:]`` is found in ``joined`` from ``at`` on, in order (a
+        user message summarized away may be skipped)."""
+        if index == len(order):
+            return True
+        message = order[index]
         found = joined.find(message.text, at)
-        if found < 0:
-            needed = message.role is Role.SYSTEM or (task_fits and message is humans[0])
-            if needed:
-                return False
-            continue
-        at = found + len(message.text)
-    return True
+        if found >= 0 and matches(index + 1, found + len(message.text)):
+            return True
+        needed = message.role is Role.SYSTEM or (task_fits and message is task)
+        return not needed and matches(index + 1, at)
+
+    return matches(0, 0)
 
 
 def has_system_after_first_turn(messages: list[Message]) -> bool:

@@ -1034,7 +1034,7 @@ class Compactor:
                 pins.human_ids.add(id(human))
                 pins.units += meter(human)
                 room -= meter(human)
-        task = questions[0] if questions else None
+        task = sections[0].header.human_message  # carried in the note: still first
         mid_chain = len(ast.system_messages()) > (sections[0].header.system_message is not None)
         if mid_chain and task is not None and not _is_note(task) and meter(task) <= room:
             # With system messages sent mid-chain, the user's first task is never folded
@@ -1206,6 +1206,10 @@ class Compactor:
                 Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT), *carried)
             )
             new.append(Section.build(Header.build(system, note), tuple(body)))
+            new.extend(Section.opened_by(later, question, kept.body[p:]))
+        elif own_turn and carried and later:  # the carried questions stay ahead of them
+            opening = Message.from_parts(Role.HUMAN, carried)
+            new.append(Section.build(Header.build(system, opening)))
             new.extend(Section.opened_by(later, question, kept.body[p:]))
         elif own_turn:
             if carried:  # nothing fits before the question: it opens with them
