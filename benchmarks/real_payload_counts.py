@@ -212,7 +212,7 @@ def detection_fits(codec: str, payload: Any, messages: list[Message]) -> bool:
     try:
         found = detect_format(payload)
     except CodecError as error:  # an ambiguity that names the payload's own codec
-        return codec in str(error) and "--from" in str(error)
+        return codec in getattr(error, "formats", ())
     if found == codec:
         return True
     try:

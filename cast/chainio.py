@@ -18,7 +18,7 @@ import regex
 from cast._files import DEFAULT_MAX_INPUT_BYTES, InputTooLargeError, read_bytes, write_atomic
 from cast._gc import collector_paused
 from cast._streamjson import load_json_file
-from cast.errors import CodecError, InputError
+from cast.errors import AmbiguousFormatError, CodecError, InputError
 from cast.messages import Message
 
 if TYPE_CHECKING:
@@ -273,11 +273,15 @@ def _codec(fmt: str) -> Any:
         ) from exc
 
 
-def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], str]:
+def decode_chain(
+    payload: Any, fmt: str | None = None, *, option: str = "--format"
+) -> tuple[list[Message], str]:
     """The messages of a payload and the format they were read as (detected when
-    ``fmt`` is None). Raises :class:`InputError` / :class:`CodecError` on bad input."""
+    ``fmt`` is None; ``option`` is the command line's option naming the format, for the
+    error when detection cannot tell). Raises :class:`InputError` /
+    :class:`CodecError` on bad input."""
     if fmt is None:
-        fmt = _detect(payload)
+        fmt = _detect(payload, option)
     codec = _codec(fmt)
     try:
         return list(codec.decode(payload)), fmt
@@ -285,14 +289,16 @@ def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], s
         raise _too_deep(f"the {fmt} chain") from exc
 
 
-def decode_owned_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], str]:
+def decode_owned_chain(
+    payload: Any, fmt: str | None = None, *, option: str = "--format"
+) -> tuple[list[Message], str]:
     """:func:`decode_chain` for a payload the caller owns and will not read again: the
     message list is emptied as it is decoded, each raw message released once its
     ``Message`` exists, so the parsed JSON and the decoded chain are never both whole
     in memory. The command lines read each file into such a payload; the codecs
     themselves never change what they are given."""
     if fmt is None:
-        fmt = _detect(payload)
+        fmt = _detect(payload, option)
     if fmt not in _SINGLE_PASS_DECODERS:
         return decode_chain(payload, fmt)
     if isinstance(payload, list):
@@ -302,14 +308,17 @@ def decode_owned_chain(payload: Any, fmt: str | None = None) -> tuple[list[Messa
     return decode_chain(payload, fmt)
 
 
-def _detect(payload: Any) -> str:
+def _detect(payload: Any, option: str) -> str:
     from cast.codecs import detect_format
 
     try:
         return detect_format(payload)
+    except AmbiguousFormatError as exc:
+        choices = " or ".join(f"{option} {name}" for name in exc.formats)
+        raise InputError(f"{exc.detail}; name one: {choices}") from exc
     except CodecError as exc:
         raise InputError(
-            f"{exc.detail}; pass --format (one of {', '.join(known_formats())})"
+            f"{exc.detail}; pass {option} (one of {', '.join(known_formats())})"
         ) from exc
 
 

@@ -148,7 +148,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
-    messages, detected = decode_owned_chain(payload, args.source)
+    messages, detected = decode_owned_chain(payload, args.source, option="--from")
     del payload  # the decoded messages are all that is needed from here on
     if not args.no_port:
         from cast._port import drop_provider_fields, port

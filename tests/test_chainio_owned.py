@@ -19,27 +19,34 @@ from conftest import CLAUDE_CODE, TAUBENCH, corpus_files
 REAL = Path(__file__).parent / "fixtures" / "real"
 
 
-def _payloads() -> list[tuple[str, Any]]:
-    """Real payloads of every format: the recorded fixtures, the tau-bench chains and
-    the Claude Code sessions as Messages API bodies."""
-    out = [(path.name, json.loads(path.read_text("utf-8"))) for path in REAL.glob("*/*.json")]
-    out += [(path.name, json.loads(path.read_text("utf-8"))) for path in corpus_files(TAUBENCH)]
+def _payloads() -> list[tuple[str, Any, str]]:
+    """Real payloads of every format, with it: the recorded fixtures, the tau-bench chains
+    and the Claude Code sessions as Messages API bodies."""
+    out = [
+        (path.name, json.loads(path.read_text("utf-8")), path.parent.name)
+        for path in REAL.glob("*/*.json")
+    ]
+    out += [
+        (path.name, json.loads(path.read_text("utf-8")), "openai")
+        for path in corpus_files(TAUBENCH)
+    ]
     for path in corpus_files(CLAUDE_CODE, "claudecode_spotter_*.json")[:4]:
         log = json.loads(path.read_text("utf-8"))
-        out.append((path.name, {"system": "s", "messages": claude_code.to_api_messages(log)}))
+        api = {"system": "s", "messages": claude_code.to_api_messages(log)}
+        out.append((path.name, api, "anthropic"))
     return out
 
 
 PAYLOADS = _payloads()
 
 
-@pytest.mark.parametrize(("name", "payload"), PAYLOADS, ids=[n for n, _ in PAYLOADS])
-def test_owned_decode_gives_the_same_messages(name: str, payload: Any) -> None:
+@pytest.mark.parametrize(("name", "payload", "given"), PAYLOADS, ids=[n for n, _, _ in PAYLOADS])
+def test_owned_decode_gives_the_same_messages(name: str, payload: Any, given: str) -> None:
     kept = copy.deepcopy(payload)
-    expected, fmt = decode_chain(payload)
+    expected, fmt = decode_chain(payload, given)
     assert payload == kept  # the library path never changes its input
     owned = copy.deepcopy(payload)
-    messages, owned_fmt = decode_owned_chain(owned)
+    messages, owned_fmt = decode_owned_chain(owned, given)
     assert (messages, owned_fmt) == (expected, fmt)
     if fmt in _SINGLE_PASS_DECODERS:
         items = owned if isinstance(owned, list) else owned["messages"]

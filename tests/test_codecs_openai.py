@@ -347,8 +347,8 @@ def test_normalizations() -> None:
             id="document-url-part",
         ),
         pytest.param(
-            {"role": "assistant", "content": [{"type": "future_part", "x": 1}]},
-            id="assistant-unknown-part",
+            {"role": "assistant", "content": [{"type": "text", "text": "t", "x": 1}]},
+            id="assistant-text-with-another-field",
         ),
     ],
 )

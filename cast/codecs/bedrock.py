@@ -26,10 +26,13 @@ from typing import Any
 
 from cast._fast import trusted_message
 from cast.codecs._common import (
+    EVIDENCE,
     args_object,
     as_messages,
     b64decode,
     b64encode,
+    converse_body,
+    converse_messages,
     dumps_compact,
     encode_user_turns,
     error,
@@ -54,7 +57,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["decode", "encode"]
+__all__ = ["decode", "detect", "detect_messages", "encode"]
 
 _HUMAN = Role.HUMAN
 _AI = Role.AI
@@ -468,3 +471,16 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
             content.append(_encode_media(part, where, i))
     if content is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+
+def detect(payload: object) -> int:
+    """Converse: ``messages`` or ``system`` holding untyped Converse blocks."""
+    return EVIDENCE if converse_body(payload) else 0
+
+
+def detect_messages(items: list[Any]) -> int:
+    """Converse messages: content blocks keyed by kind (``{"toolUse": ...}``), no ``type``."""
+    return EVIDENCE if converse_messages(items) else 0

@@ -24,13 +24,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from cast.codecs import anthropic
-from cast.codecs._common import error, fail
+from cast.codecs._common import (
+    EVIDENCE,
+    error,
+    fail,
+)
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
 from cast.errors import CodecError
 from cast.ids import IdTemplate
 from cast.messages import Message
 
-__all__ = ["decode", "decode_claude_code_log", "encode", "to_api_messages"]
+__all__ = ["decode", "decode_claude_code_log", "detect_messages", "encode", "to_api_messages"]
 
 _MESSAGE_ID = IdTemplate("msg_{r:24:b}")
 _SUMMARY_CALL_ID = IdTemplate("toolu_{r:24:b}")
@@ -264,3 +268,16 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
         if rest:
             out.append({"role": "user", "content": rest})
     return out
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """Whole log lines, or assistant entries with their message id."""
+    fits = any(
+        ("message" in item and "role" not in item)
+        or (item.get("role") == "assistant" and item.get("type") == "message" and "id" in item)
+        for item in dicts
+    )
+    return EVIDENCE if fits else 0

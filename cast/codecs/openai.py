@@ -19,6 +19,8 @@ from typing import Any
 
 from cast._fast import trusted_message
 from cast.codecs._common import (
+    EVIDENCE,
+    FITS,
     as_messages,
     b64decode,
     b64encode,
@@ -40,7 +42,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["REASONING_FIELDS", "decode", "encode"]
+__all__ = ["REASONING_FIELDS", "decode", "detect_messages", "encode"]
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Assistant fields read as reasoning, in order of preference (DeepSeek, vLLM)."""
@@ -303,17 +305,18 @@ def _decode_assistant_part(
 ) -> None:
     """One content part of an assistant message into ``parts`` (or ``thoughts``): a text
     (with its ``cache_control`` after it), a refusal (a text marked as one), a Mistral
-    thinking part; any other part, or one with other keys, kept whole."""
+    thinking part; a text or refusal with other fields is kept whole. Chat has no other
+    assistant part type."""
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
     kind = part.get("type")
     if kind == "thinking":
         thoughts.extend(_thinking_texts(part, where, i))
         return
-    if kind not in ("text", "refusal") or not {"type", kind, CACHE_CONTROL}.issuperset(part):
-        if not isinstance(kind, str):
-            fail(f"{where}.type", "a string", kind, i)
-        parts.append(provider_part(_PROVIDER, kind, part))
+    if kind not in ("text", "refusal"):
+        fail(f"{where}.type", f"expected a text, refusal or thinking part, got {kind!r}", index=i)
+    if not {"type", kind, CACHE_CONTROL}.issuperset(part):
+        parts.append(provider_part(_PROVIDER, kind, part))  # other fields: kept whole
         return
     text = part.get(kind)
     if not isinstance(text, str):
@@ -644,3 +647,27 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
     if fields:
         _with_message_fields(current, fields)
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+_ONLY_CHAT_ROLES = frozenset({"tool", "developer", "function"})
+_ONLY_CHAT_KEYS = ("tool_calls", "tool_call_id", "refusal", "function_call", *REASONING_FIELDS)
+_ONLY_CHAT_PARTS = frozenset(
+    {"image_url", "input_audio", "file", "video_url", "document_url", "refusal"}
+)
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """Chat Completions takes any list of message objects (plain user/assistant text fits
+    OpenAI and Anthropic alike, and both decode it the same way); its roles, call fields
+    and part types are evidence only it has."""
+    for item in dicts:
+        if item.get("role") in _ONLY_CHAT_ROLES or any(key in item for key in _ONLY_CHAT_KEYS):
+            return EVIDENCE
+        content = item.get("content")
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") in _ONLY_CHAT_PARTS for p in content
+        ):
+            return EVIDENCE
+    return FITS
