@@ -168,13 +168,12 @@ def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
     kind = part.get("type")
-    modeled = _MODELED.get(kind) if isinstance(kind, str) else None
-    if modeled is not None and not modeled.issuperset(part) and (media or kind == "text"):
-        return provider_part(_PROVIDER, kind, part)  # type: ignore[arg-type]
-    if kind not in _MODELED:
-        if not isinstance(kind, str):
-            fail(f"{where}.type", "a string", kind, i)
-        return provider_part(_PROVIDER, kind, part)  # a part type chaincast has no model for
+    if not isinstance(kind, str):
+        fail(f"{where}.type", "a string", kind, i)
+    modeled = _MODELED.get(kind)
+    if modeled is None or (not modeled.issuperset(part) and (media or kind == "text")):
+        # A part type chaincast has no model for, or one with other fields: kept whole.
+        return provider_part(_PROVIDER, kind, part)
     if kind == "text":
         text = part.get("text")
         if not isinstance(text, str):
@@ -663,11 +662,17 @@ def detect_messages(dicts: list[dict[str, Any]]) -> int:
     OpenAI and Anthropic alike, and both decode it the same way); its roles, call fields
     and part types are evidence only it has."""
     for item in dicts:
-        if item.get("role") in _ONLY_CHAT_ROLES or any(key in item for key in _ONLY_CHAT_KEYS):
-            return EVIDENCE
-        content = item.get("content")
-        if isinstance(content, list) and any(
-            isinstance(p, dict) and p.get("type") in _ONLY_CHAT_PARTS for p in content
+        role = item.get("role")
+        if (isinstance(role, str) and role in _ONLY_CHAT_ROLES) or any(
+            key in item for key in _ONLY_CHAT_KEYS
         ):
             return EVIDENCE
+        content = item.get("content")
+        if isinstance(content, list) and any(_chat_part(p) for p in content):
+            return EVIDENCE
     return FITS
+
+
+def _chat_part(part: object) -> bool:
+    kind = part.get("type") if isinstance(part, dict) else None
+    return isinstance(kind, str) and kind in _ONLY_CHAT_PARTS

@@ -136,6 +136,8 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
         if not isinstance(part, dict):
             fail(part_where, "a part object", part, i)
         kind = part.get("part_kind")
+        if not isinstance(kind, str):
+            fail(f"{part_where}.part_kind", "a string", kind, i)
         if kind == "system-prompt":
             _append(out, start, _SYSTEM, [TextPart(text=_string(part, "content", part_where, i))])
         elif kind == "user-prompt":
