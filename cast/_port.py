@@ -59,7 +59,21 @@ from cast._fast import (
 )
 from cast._json import loads_strict
 from cast._lint import is_cache_point, is_empty, media_of
-from cast._rules import RULES, Fix, PortStage, Rule
+from cast._port_reasoning import fix_reasoning  # noqa: F401 (registers the reasoning step)
+from cast._rules import (
+    FIX_CONTENT,
+    FIX_EMPTY,
+    FIX_IDS,
+    FIX_OPENING,
+    FIX_PAIRING,
+    FIX_ROLES,
+    FIX_SYSTEM,
+    RULES,
+    Fix,
+    PortStage,
+    Rule,
+    implements,
+)
 from cast._transforms import (
     map_messages,
     map_tool_call_arguments,
@@ -159,7 +173,8 @@ def port(
     return out
 
 
-_NORMALIZATIONS = (Fix("cast._port", "fix_arguments", PortStage.CHAIN, 30),)
+_FIX_ARGUMENTS = Fix("arguments", PortStage.CHAIN, 30)
+_NORMALIZATIONS = (_FIX_ARGUMENTS,)
 """Port steps that no rule names: what no provider is known to refuse, but what a
 codec or a model could not use (arguments that are not a JSON object)."""
 
@@ -195,6 +210,7 @@ EMPTY_ANSWER_TEXT = "(no answer)"
 """Text of an empty AI message that is not the last (a refusal, an aborted turn)."""
 
 
+@implements(FIX_EMPTY)
 def fix_empty(
     messages: list[Message], profile: ProviderProfile, same_source: bool
 ) -> list[Message]:
@@ -233,11 +249,13 @@ def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Messag
     return out
 
 
+@implements(FIX_OPENING)
 def fix_opening(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
     """Port's step for ``first-message``: :func:`open_with_human`."""
     return open_with_human(items)
 
 
+@implements(FIX_SYSTEM)
 def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
     """Leading system messages merged into one; a later one kept in its place: as it is
     where the target takes system messages anywhere, else as a human message opened by
@@ -260,6 +278,7 @@ def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool
     return out
 
 
+@implements(FIX_CONTENT)
 def fix_content(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
     """Kept blocks, media, tool errors and empty messages made acceptable to the target
     (see the module docstring); messages that need nothing are passed through."""
@@ -353,6 +372,7 @@ def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
 # -- repair ---------------------------------------------------------------------------------
 
 
+@implements(FIX_PAIRING)
 def fix_pairing(
     messages: list[Message], profile: ProviderProfile, same_source: bool
 ) -> list[Message]:
@@ -398,6 +418,7 @@ def fix_pairing(
 # -- arguments ------------------------------------------------------------------------------
 
 
+@implements(_FIX_ARGUMENTS)
 def fix_arguments(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
     """Every tool call's arguments a JSON object (a normalization: see the module
     docstring)."""
@@ -453,6 +474,7 @@ def _accepted_ids(profile: ProviderProfile) -> IdTemplate:
     return _AcceptedIds(profile)
 
 
+@implements(FIX_IDS)
 def fix_ids(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
     """New ids for those the target rejects and those used twice; results follow."""
     return normalize_tool_call_ids(ast, _accepted_ids(profile))
@@ -461,6 +483,7 @@ def fix_ids(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> Chain
 # -- roles ----------------------------------------------------------------------------------
 
 
+@implements(FIX_ROLES)
 def fix_roles(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
     """An opening human message where the target needs one, and an AI message between
     a tool result and the next human message where the target needs one."""
