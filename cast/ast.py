@@ -25,10 +25,12 @@ changed. Inside ``cast`` the parser and transforms use the unchecked ``cast._fas
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from pydantic import ValidationError
 
 from cast._gc import collector_paused
 from cast._trusted import new_trusted
@@ -39,7 +41,9 @@ from cast.constants import (
     SUMMARIZATION_TOOL_NAME,
 )
 from cast.errors import ChainError, MessageFormatError
+from cast.ids import as_template
 from cast.messages import (
+    MESSAGES_ADAPTER,
     Message,
     Reasoning,
     Role,
@@ -52,7 +56,15 @@ from cast.messages import (
 if TYPE_CHECKING:
     from cast.ids import TemplateLike
 
-__all__ = ["BodyPair", "BodyPairType", "ChainAST", "Header", "Section", "pair_type_of"]
+__all__ = [
+    "BodyPair",
+    "BodyPairType",
+    "ChainAST",
+    "Header",
+    "Section",
+    "chain_operation",
+    "pair_type_of",
+]
 
 _set = object.__setattr__
 
@@ -275,8 +287,6 @@ class BodyPair:
         carries ``FAKE_GEMINI_SIGNATURE`` when ``fake_signature``. ``seed`` makes the
         generated call id deterministic.
         """
-        from cast.ids import as_template
-
         call_id = as_template(id_template).generate(SUMMARIZATION_TOOL_NAME, seed=seed)
         if not isinstance(text, str):
             raise TypeError(f"summary text must be a str, not {type(text).__name__}")
@@ -480,9 +490,7 @@ class ChainAST:
         breaks a parse rule, unless ``repair`` is true; repair still raises when the
         first message is not system/human or a system message comes later.
         """
-        from cast.parse import parse_chain
-
-        ast = parse_chain(messages, repair=repair)
+        ast: ChainAST = _operation("parse_chain")(messages, repair=repair)
         if cls is not ChainAST:
             node = cls.__new__(cls)
             _set(node, "sections", ast.sections)
@@ -502,10 +510,6 @@ class ChainAST:
         field when the text is not a valid message list, and :class:`ChainError` like
         :meth:`from_messages`.
         """
-        from pydantic import ValidationError
-
-        from cast.messages import MESSAGES_ADAPTER
-
         with collector_paused():
             try:
                 messages = MESSAGES_ADAPTER.validate_json(data)
@@ -578,34 +582,29 @@ class ChainAST:
         """Give every tool call whose id does not fit ``template``, or repeats an id seen
         earlier in the chain, a new id from it; its results follow (the collector is
         paused while the renamed nodes are built, as in :meth:`from_json`)."""
-        from cast._transforms import normalize_tool_call_ids
-
         with collector_paused():
-            return normalize_tool_call_ids(self, template)
+            out: ChainAST = _operation("normalize_tool_call_ids")(self, template)
+        return out
 
     def clear_reasoning(self) -> ChainAST:
         """Drop ``reasoning`` from every text part and tool call."""
-        from cast._transforms import clear_reasoning
-
-        return clear_reasoning(self)
+        out: ChainAST = _operation("clear_reasoning")(self)
+        return out
 
     def sanitize_tool_call_arguments(self) -> ChainAST:
         """Escape raw control characters in argument JSON; invalid JSON becomes ``"{}"``."""
-        from cast._transforms import sanitize_tool_call_arguments
-
-        return sanitize_tool_call_arguments(self)
+        out: ChainAST = _operation("sanitize_tool_call_arguments")(self)
+        return out
 
     def append_human_message(self, text: str) -> ChainAST:
         """Add human text: a new section, or into the open section's header."""
-        from cast._transforms import append_human_message
-
-        return append_human_message(self, text)
+        out: ChainAST = _operation("append_human_message")(self, text)
+        return out
 
     def add_tool_response(self, tool_call_id: str, name: str, content: str) -> ChainAST:
         """Set the result of a tool call, replacing its content or adding it."""
-        from cast._transforms import add_tool_response
-
-        return add_tool_response(self, tool_call_id, name, content)
+        out: ChainAST = _operation("add_tool_response")(self, tool_call_id, name, content)
+        return out
 
     def find_tool_call_responses(self, tool_call_id: str) -> list[ToolResult]:
         """Every result answering ``tool_call_id``, in chain order."""
@@ -617,6 +616,37 @@ class ChainAST:
             for part in message.parts
             if type(part) is ToolResult and part.tool_call_id == tool_call_id
         ]
+
+
+# -- the functions behind the methods -------------------------------------------------------
+
+_OPERATIONS: dict[str, Callable[..., Any]] = {}
+"""The functions behind :meth:`ChainAST.from_messages` and the transform methods, by
+name: each registers itself with :func:`chain_operation` where it is defined
+(:mod:`cast.parse`, :mod:`cast._transforms`), so this module imports neither of them
+(they import it). Importing any ``cast`` module runs ``cast/__init__``, which loads
+both."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def chain_operation(name: str) -> Callable[[_F], _F]:
+    """Register the decorated function as the one behind the ``ChainAST`` method
+    ``name`` (``"parse_chain"`` for :meth:`ChainAST.from_messages`)."""
+
+    def register(function: _F) -> _F:
+        if _OPERATIONS.setdefault(name, function) is not function:
+            raise ValueError(f"ChainAST operation {name!r} is registered twice")
+        return function
+
+    return register
+
+
+def _operation(name: str) -> Callable[..., Any]:
+    found = _OPERATIONS.get(name)
+    if found is None:
+        raise LookupError(f"no function is registered for ChainAST operation {name!r}")
+    return found
 
 
 # -- unchecked builders (the fast path, see cast._fast) ------------------------------------

@@ -10,19 +10,20 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 import pydantic_core
 import regex
 
+from cast._extras import install_hint
 from cast._files import DEFAULT_MAX_INPUT_BYTES, InputTooLargeError, read_bytes, write_atomic
 from cast._gc import collector_paused
 from cast._streamjson import load_json_file
+from cast.codecs import NATIVE, codec_names, detect_format, get_codec, stream_encoder
+from cast.codecs._common import iter_messages
+from cast.codecs._streaming import PayloadStream, iter_indented_json
 from cast.errors import AmbiguousFormatError, CodecError, InputError
 from cast.messages import Message
-
-if TYPE_CHECKING:
-    from cast.codecs._streaming import PayloadStream
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
@@ -180,8 +181,6 @@ def write_chain(
     if encode_stream is None:
         write_json(encode_chain(messages, fmt), target, stdout)
         return
-    from cast.codecs._common import iter_messages
-    from cast.codecs._streaming import iter_indented_json
 
     chunks = iter_indented_json(encode_stream(iter_messages(messages)), _ENCODER)
     _write_text(chunks, target, stdout, f"the chain converted to {fmt}")
@@ -200,8 +199,6 @@ def write_owned_chain(
 def _stream_encoder(fmt: str) -> Callable[[Iterable[Message]], PayloadStream] | None:
     """The codec's item-by-item encoder, when its registration has one (an unknown
     format has none: :func:`encode_chain` then says so)."""
-    from cast.codecs import stream_encoder
-
     try:
         return stream_encoder(fmt)
     except CodecError:
@@ -257,14 +254,10 @@ def add_input_limit_argument(parser: argparse.ArgumentParser) -> None:
 def known_formats() -> list[str]:
     """Every format name the command lines accept: chaincast's own, then every
     registered codec (users' ones included), in detection order."""
-    from cast.codecs import NATIVE, codec_names
-
     return [NATIVE, *(name for name in codec_names() if name != NATIVE)]
 
 
 def _codec(fmt: str) -> Any:
-    from cast.codecs import get_codec
-
     try:
         return get_codec(fmt)
     except CodecError as exc:
@@ -309,8 +302,6 @@ def decode_owned_chain(
 
 
 def _detect(payload: Any, option: str) -> str:
-    from cast.codecs import detect_format
-
     try:
         return detect_format(payload)
     except AmbiguousFormatError as exc:
@@ -425,10 +416,3 @@ def run_console(main: Callable[[], int]) -> NoReturn:
 
 EXIT_INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
-
-
-def install_hint(extra: str) -> str:
-    """The install line for an optional extra, in the package form and the form that
-    works from a checkout: ``pip install 'chaincast[extra]'`` and
-    ``pip install '.[extra]'``."""
-    return f"pip install 'chaincast[{extra}]' (from a checkout: pip install '.[{extra}]')"

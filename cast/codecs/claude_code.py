@@ -23,12 +23,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs import anthropic
 from cast.codecs._common import (
     EVIDENCE,
     error,
     fail,
 )
+from cast.codecs.anthropic import decode as decode_anthropic
+from cast.codecs.anthropic import encode as encode_anthropic
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
 from cast.errors import CodecError
 from cast.ids import IdTemplate
@@ -195,7 +196,7 @@ def decode_claude_code_log(entries: Iterable[object]) -> list[Message]:
     origin: list[list[tuple[int, int]]] = []
     merged = _merge(entries, origin)
     try:
-        return anthropic.decode(merged)
+        return decode_anthropic(merged)
     except CodecError as exc:
         raise _relocate(exc, origin) from exc
 
@@ -223,7 +224,7 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
 
     Claude Code logs have no system prompt: a SYSTEM message is an error.
     """
-    payload = anthropic.encode(messages)
+    payload = encode_anthropic(messages)
     if "system" in payload:
         fail("messages[0]", "a Claude Code log has no system prompt", index=0)
     api = payload["messages"]

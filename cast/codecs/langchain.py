@@ -25,7 +25,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from cast.chainio import install_hint
+from cast._extras import install_hint
 from cast.codecs._common import (
     EVIDENCE,
     as_messages,

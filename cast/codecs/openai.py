@@ -455,9 +455,10 @@ def _fields(message: Message, i: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """(the parts but the message's fields, those fields): a :data:`MESSAGE_FIELDS` part
     ends a message decoded with keys chaincast does not model."""
     parts = message.parts
-    if not parts or _attached(parts[-1]) != MESSAGE_FIELDS:
+    last = parts[-1] if parts else None
+    if type(last) is not ProviderPart or _attached(last) != MESSAGE_FIELDS:
         return parts, {}
-    fields = provider_block(parts[-1], _PROVIDER, f"messages[{i}].parts[{len(parts) - 1}]", i)
+    fields = provider_block(last, _PROVIDER, f"messages[{i}].parts[{len(parts) - 1}]", i)
     if not isinstance(fields, dict):
         fail(f"messages[{i}].parts[{len(parts) - 1}].data", "a JSON object", fields, i)
     return parts[:-1], fields
