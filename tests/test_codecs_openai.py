@@ -268,7 +268,7 @@ def test_normalizations() -> None:
     }
     assert openai.encode(openai.decode(payload)) == {
         "messages": [
-            {"role": "system", "content": "rules"},
+            {"role": "developer", "content": "rules"},
             {"role": "user", "name": "alice", "content": "hi"},
             {"role": "assistant", "content": None, "refusal": "I can't help with that."},
             {"role": "assistant", "content": "ok", "reasoning_content": "why"},

@@ -87,6 +87,7 @@ _ASSISTANT_KEYS = frozenset(
     }
 )
 _USER_KEYS = frozenset({"role", "content"})
+_DEVELOPER_KEYS = frozenset({"content"})  # its role is kept as a message field
 _TOOL_KEYS = frozenset({"role", "content", "tool_call_id", "name"})
 _CALL_KEYS = frozenset({"id", "type", "function"})
 _REFUSAL_FIELD = provider_part(_PROVIDER, REFUSAL, {})
@@ -122,9 +123,11 @@ def decode(payload: object) -> list[Message]:
             parts = _decode_content(item, i, media=True)
             out.append(trusted_message(_HUMAN, _with_fields(parts, item, _USER_KEYS)))
         elif role in ("system", "developer"):
-            # "developer" replaces "system" for o-series models; both are instructions.
+            # "developer" replaces "system" for o-series models; both are instructions,
+            # and the role goes back as it came (a message field).
             parts = _decode_content(item, i, media=False)
-            out.append(trusted_message(_SYSTEM, _with_fields(parts, item, _USER_KEYS)))
+            keys = _USER_KEYS if role == "system" else _DEVELOPER_KEYS
+            out.append(trusted_message(_SYSTEM, _with_fields(parts, item, keys)))
         elif role == "function":
             fail(f"messages[{i}].role", "legacy function messages are not supported", index=i)
         else:
@@ -477,6 +480,8 @@ def _mark(block: dict[str, Any], marker: ProviderPart, where: str, i: int) -> No
 
 def _encode_plain(role: str, message: Message, i: int, *, media: bool) -> dict[str, Any]:
     parts, fields = _fields(message, i)
+    if role == "system" and fields.get("role") == "developer":
+        role = "developer"
     out = {"role": role, "content": _encode_content(message, parts, i, media=media)}
     return _with_message_fields(out, fields) if fields else out
 
