@@ -90,6 +90,7 @@ _USER_KEYS = frozenset({"role", "content"})
 _DEVELOPER_KEYS = frozenset({"content"})  # its role is kept as a message field
 _TOOL_KEYS = frozenset({"role", "content", "tool_call_id", "name"})
 _CALL_KEYS = frozenset({"id", "type", "function"})
+_NO_FIELDS: dict[str, Any] = {}  # shared, never changed
 _REFUSAL_FIELD = provider_part(_PROVIDER, REFUSAL, {})
 _REFUSAL_PART = provider_part(_PROVIDER, REFUSAL, {"type": "refusal"})
 
@@ -460,7 +461,7 @@ def _fields(message: Message, i: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
     parts = message.parts
     last = parts[-1] if parts else None
     if type(last) is not ProviderPart or _attached(last) != MESSAGE_FIELDS:
-        return parts, {}
+        return parts, _NO_FIELDS
     fields = provider_block(last, _PROVIDER, f"messages[{i}].parts[{len(parts) - 1}]", i)
     if not isinstance(fields, dict):
         fail(f"messages[{i}].parts[{len(parts) - 1}].data", "a JSON object", fields, i)
@@ -548,32 +549,10 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
     plain = True  # every block is a text block without other keys
     refusal: str | None = None
     for j, part in enumerate(parts):
-        where = f"messages[{i}].parts[{j}]"
-        kind = _attached(part)
-        if kind == REFUSAL and blocks and blocks[-1].get("type") == "text":
-            text = blocks.pop()["text"]
-            if provider_block(part, _PROVIDER, where, i):  # a refusal part
-                blocks.append({"type": "refusal", "refusal": text})
-                plain = False
-            else:
-                refusal = text if refusal is None else refusal + text
-            continue
-        if kind == CACHE_CONTROL and blocks and blocks[-1].get("type") == "text":
-            _mark(blocks[-1], part, where, i)
-            plain = False
-            continue
-        if kind == CALL_FIELDS and calls:
-            extra = provider_block(part, _PROVIDER, where, i)
-            if isinstance(extra, dict):
-                _with_message_fields(calls[-1], extra)
-                continue
-        if isinstance(part, ProviderPart):
-            blocks.append(provider_block(part, _PROVIDER, where, i))
-            plain = False
-            continue
-        if isinstance(part, TextPart):
+        cls = type(part)
+        if cls is TextPart:
             blocks.append({"type": "text", "text": part.text})
-        elif isinstance(part, ToolCall):
+        elif cls is ToolCall:
             calls.append(
                 {
                     "id": part.id,
@@ -584,9 +563,15 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
                     },
                 }
             )
+        elif cls is ProviderPart:
+            where = f"messages[{i}].parts[{j}]"
+            refusal, plain = _encode_kept(
+                part, where, i, blocks=blocks, calls=calls, refusal=refusal, plain=plain
+            )
+            continue
         else:
             fail(
-                where,
+                f"messages[{i}].parts[{j}]",
                 f"an assistant message cannot carry a {part.type} part in OpenAI Chat",
                 index=i,
             )
@@ -616,13 +601,44 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
     return _with_message_fields(out, fields) if fields else out
 
 
+def _encode_kept(
+    part: ProviderPart,
+    where: str,
+    i: int,
+    *,
+    blocks: list[dict[str, Any]],
+    calls: list[dict[str, Any]],
+    refusal: str | None,
+    plain: bool,
+) -> tuple[str | None, bool]:
+    """A kept part of an assistant message: a mark on the text or call before it (a
+    refusal, a ``cache_control``, a call's fields), or a block of its own; returns the
+    message's refusal text and whether its content is still plain text."""
+    kind = _attached(part)
+    if kind == REFUSAL and blocks and blocks[-1].get("type") == "text":
+        text = blocks.pop()["text"]
+        if provider_block(part, _PROVIDER, where, i):  # a refusal part
+            blocks.append({"type": "refusal", "refusal": text})
+            return refusal, False
+        return (text if refusal is None else refusal + text), plain
+    if kind == CACHE_CONTROL and blocks and blocks[-1].get("type") == "text":
+        _mark(blocks[-1], part, where, i)
+        return refusal, False
+    if kind == CALL_FIELDS and calls:
+        extra = provider_block(part, _PROVIDER, where, i)
+        if isinstance(extra, dict):
+            _with_message_fields(calls[-1], extra)
+            return refusal, plain
+    blocks.append(provider_block(part, _PROVIDER, where, i))
+    return refusal, False
+
+
 def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str, Any]]) -> None:
     """One tool message per result; text parts after a result join its content."""
     parts, fields = _fields(message, i)
     current: dict[str, Any] | None = None
     for j, part in enumerate(parts):
-        where = f"messages[{i}].parts[{j}]"
-        if isinstance(part, ToolResult):
+        if type(part) is ToolResult:
             current = {
                 "role": "tool",
                 "tool_call_id": part.tool_call_id,
@@ -638,12 +654,12 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
             if isinstance(part, TextPart):
                 content.append({"type": "text", "text": part.text})
             elif _attached(part) == CACHE_CONTROL and content[-1].get("type") == "text":
-                _mark(content[-1], part, where, i)
+                _mark(content[-1], part, f"messages[{i}].parts[{j}]", i)
             else:
-                content.append(provider_block(part, _PROVIDER, where, i))
+                content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
             fail(
-                where,
+                f"messages[{i}].parts[{j}]",
                 "a tool message holds tool results, each optionally followed by text or "
                 "provider parts",
                 index=i,
