@@ -35,7 +35,10 @@ def _chains() -> list[tuple[str, list[Message]]]:
     """The decoded messages of every recorded fixture, the tau-bench chains and the
     main Claude Code sessions (as Messages API bodies)."""
     out = [
-        (f"{path.parent.name}/{path.name}", decode_chain(json.loads(path.read_text("utf-8")))[0])
+        (
+            f"{path.parent.name}/{path.name}",
+            decode_chain(json.loads(path.read_text("utf-8")), path.parent.name)[0],
+        )
         for path in sorted(REAL.glob("*/*.json"))
     ]
     out += [
