@@ -10,9 +10,11 @@ read from this file's tree, the library from whatever ``cast`` imports)::
 
 With ``--classes`` it counts instead, over the real payloads of the shared corpus
 (``payloads/set1``, ``set3``, ``set4``, ``project-fixtures``; ``$CHAINCAST_CORPUS`` or
-``../shared/corpus``), the five classes of issue 40 (``-v`` names the misses)::
+``../shared/corpus``), the five classes of issue 40 (``-v`` names the misses); with
+``--corpus`` the four counts above over those payloads::
 
     PYTHONPATH=. python benchmarks/real_payload_counts.py --classes
+    PYTHONPATH=. python benchmarks/real_payload_counts.py --corpus
 
 1. system messages anywhere: of the payloads with a system message after the chain's
    first turn, how many go through a forced ``Compactor`` turn (small budget) and
@@ -285,7 +287,7 @@ def main() -> None:
         class_counts()
         return
     skip = not_carried_fields()
-    fixtures = sorted(REAL.glob("*/*.json"))
+    fixtures = corpus_payloads() if "--corpus" in sys.argv else sorted(REAL.glob("*/*.json"))
     counts: Counter[str] = Counter()
     misses: dict[str, list[str]] = {}
     raised = 0
@@ -302,7 +304,8 @@ def main() -> None:
             continue
         results = {
             "round trip": trip,
-            "keep every value": trip and keeps_every_value(codec, payload, encoded, skip[codec]),
+            "keep every value": trip
+            and keeps_every_value(codec, payload, encoded, skip.get(codec, frozenset())),
         }
         for name in sorted(PROVIDERS):
             profile = PROVIDERS[name]
