@@ -183,3 +183,40 @@ def test_real_payloads_with_system_messages_mid_chain(name: str) -> None:
     assert keeps_system_order(messages, out, task.size <= compactor.keep_units * KEEP_USER_SHARE)
     for target in sorted(PROVIDERS):
         assert keeps_system_order(messages, port(messages, target)), target
+
+
+@pytest.mark.anyio
+async def test_the_gateway_compacts_an_aider_request_keeping_its_reminder() -> None:
+    """aider's request, 42 KB against a 16 KiB budget: compacted (it was forwarded as it
+    came), with the system prompt first, the question and the reminder last."""
+    from csum.budget import Budget
+    from csum.serve import ServeConfig
+    from csum.serve.apis import APIS
+    from csum.serve.compaction import OutcomeKind, Rewriter
+    from csum.stores import MemoryStore
+
+    items: list[dict[str, Any]] = [
+        {"role": "system", "content": "Act as an expert software developer."},
+        {"role": "user", "content": "Fix the failing import in utils.py"},
+    ]
+    for k in range(24):
+        items += [
+            {"role": "assistant", "content": f"Edit {k}:\n" + "utils.py line\n" * 80},
+            {"role": "user", "content": f"I applied edit {k}. " + "Output: ok\n" * 40},
+        ]
+    items += [
+        {"role": "assistant", "content": "Applied."},
+        {"role": "user", "content": "Now run the tests."},
+        {"role": "system", "content": "Reply with SEARCH/REPLACE blocks only."},
+    ]
+    body = json.dumps({"model": "gpt-4o", "messages": items}).encode()
+    assert len(body) > 40_000
+    config = ServeConfig(upstream="http://127.0.0.1:9", budget=Budget.bytes(16 * 1024))
+    outcome = await Rewriter(config, MemoryStore()).rewrite(APIS[0], body, None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    assert outcome.body is not None
+    sent = json.loads(outcome.body)["messages"]
+    assert sent[0] == items[0]
+    assert sent[-2:] == items[-2:]
+    assert "Fix the failing import in utils.py" in json.dumps(sent[1])  # the task, kept
+    assert len(outcome.body) < len(body)
