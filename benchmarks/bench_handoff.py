@@ -36,7 +36,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from benchmarks.policies.corpus import CORPUS_DIR
+from benchmarks.shared_corpus import CLAUDE_CODE, require
 from cast.chainio import read_json_lines
 from cast.codecs import claude_code, claude_code_session
 from cast.handoff import handoff
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
-    folder = CORPUS_DIR / "anthropic_claudecode"
+    folder = require(CLAUDE_CODE)
     largest = sorted(folder.glob("claudecode_*.json"), key=lambda p: p.stat().st_size)
     if len(largest) < 2:
         raise SystemExit(f"the corpus is missing ({folder})")

@@ -22,6 +22,7 @@ from cast.constants import (
     SUMMARIZATION_TOOL_NAME,
 )
 from cast.errors import (
+    AmbiguousFormatError,
     ChainError,
     CodecError,
     IdTemplateError,
@@ -64,6 +65,7 @@ __all__ = [
     "PROVIDERS",
     "SUMMARIZATION_TOOL_ARGS",
     "SUMMARIZATION_TOOL_NAME",
+    "AmbiguousFormatError",
     "AnyPart",
     "BinaryPart",
     "BodyPair",

@@ -36,7 +36,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from cast._rules import RULES, Rule, Step, default_texts
+from cast._rules import (
+    CHECK_CONTENT,
+    CHECK_IDS,
+    CHECK_REASONING,
+    CHECK_ROLES,
+    CHECK_STRUCTURE,
+    CHECK_TOOLS,
+    RULES,
+    Rule,
+    Step,
+    default_texts,
+    implements,
+)
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.messages import (
     BinaryPart,
@@ -172,6 +184,7 @@ def lint(
     return sorted(report.found, key=_order)
 
 
+@implements(CHECK_TOOLS)
 def check_tools(items: list[Message], report: Report) -> None:
     """A tool call or result in a request that declares no tools."""
     declared = report.declared
@@ -193,6 +206,7 @@ def _order(violation: Violation) -> int:
 _PAIRING_RULES = (Rule.UNKNOWN_TOOL_RESULT, Rule.DUPLICATE_TOOL_RESULT)
 
 
+@implements(CHECK_STRUCTURE)
 def check_structure(items: list[Message], report: Report) -> None:
     """What the parser's diagnosis finds, with the ids and parts the texts name."""
     issues = diagnose(items)
@@ -258,6 +272,7 @@ def _pairing(
 # -- ids ------------------------------------------------------------------------------------
 
 
+@implements(CHECK_IDS)
 def check_ids(items: list[Message], report: Report) -> None:
     """Ids the provider rejects, and ids an earlier tool call used."""
     profile = report.profile
@@ -284,6 +299,7 @@ def check_ids(items: list[Message], report: Report) -> None:
 # -- reasoning ------------------------------------------------------------------------------
 
 
+@implements(CHECK_REASONING)
 def check_reasoning(items: list[Message], report: Report) -> None:
     """What the target's reasoning policy forbids or requires."""
     policy = report.profile.reasoning
@@ -356,6 +372,7 @@ def _turns_with_calls(items: list[Message]) -> set[int]:
 # -- roles ----------------------------------------------------------------------------------
 
 
+@implements(CHECK_ROLES)
 def check_roles(items: list[Message], report: Report) -> None:
     """A system prompt followed by an AI message, and a human message right after a
     tool message."""
@@ -408,6 +425,7 @@ def is_empty(message: Message) -> bool:
     return all(type(p) is TextPart and not p.text and p.reasoning is None for p in message.parts)
 
 
+@implements(CHECK_CONTENT)
 def check_content(items: list[Message], report: Report) -> None:
     """Media the provider cannot take where it stands, blocks of another provider, and
     empty messages where the provider refuses them."""

@@ -12,8 +12,10 @@
    A provider's compaction block becomes a summary pair (an encrypted one raises, or
    becomes a note, see ``cast._compaction``). Leading tool
    messages are dropped, a placeholder human message opens a chain that starts with an
-   AI message, leading system messages are merged into one, and system messages after
-   the first move into it where the target takes one system prompt only;
+   AI message, leading system messages are merged into one, and a system message sent
+   mid-chain stays where it stands: as it is where the target takes system messages
+   anywhere, else as a human message opened by :data:`SYSTEM_IN_TURN_TEXT` (never moved
+   ahead of the user's task into the system prompt);
 1. **repair** — results that answer no call of the AI message right before them are
    removed, then the chain is parsed with repair (orphan tool messages dropped, a
    fallback result for every unanswered call, consecutive human messages merged);
@@ -57,7 +59,21 @@ from cast._fast import (
 )
 from cast._json import loads_strict
 from cast._lint import is_cache_point, is_empty, media_of
-from cast._rules import RULES, Fix, PortStage, Rule
+from cast._port_reasoning import fix_reasoning  # noqa: F401 (registers the reasoning step)
+from cast._rules import (
+    FIX_CONTENT,
+    FIX_EMPTY,
+    FIX_IDS,
+    FIX_OPENING,
+    FIX_PAIRING,
+    FIX_ROLES,
+    FIX_SYSTEM,
+    RULES,
+    Fix,
+    PortStage,
+    Rule,
+    implements,
+)
 from cast._transforms import (
     map_messages,
     map_tool_call_arguments,
@@ -87,6 +103,7 @@ __all__ = [
     "EMPTY_ANSWER_TEXT",
     "MOVED_MEDIA_TEXT",
     "OPENING_HUMAN_TEXT",
+    "SYSTEM_IN_TURN_TEXT",
     "TOOL_BRIDGE_TEXT",
     "TOOL_ERROR_PREFIX",
     "open_with_human",
@@ -99,6 +116,10 @@ OPENING_HUMAN_TEXT = "Continue."
 TOOL_BRIDGE_TEXT = "Tool results received."
 """Text of the AI message port puts between a tool result and the next human message
 for targets that reject a human message right after a tool message (Mistral)."""
+
+SYSTEM_IN_TURN_TEXT = "(system message)"
+"""Text opening the human message that holds a system message sent mid-chain, in its
+place, for targets that take system messages only at the start of the chain."""
 
 MOVED_MEDIA_TEXT = "Attachments returned by the tool calls above:"
 """Text opening the human message that receives media moved out of tool results."""
@@ -152,7 +173,8 @@ def port(
     return out
 
 
-_NORMALIZATIONS = (Fix("cast._port", "fix_arguments", PortStage.CHAIN, 30),)
+_FIX_ARGUMENTS = Fix("arguments", PortStage.CHAIN, 30)
+_NORMALIZATIONS = (_FIX_ARGUMENTS,)
 """Port steps that no rule names: what no provider is known to refuse, but what a
 codec or a model could not use (arguments that are not a JSON object)."""
 
@@ -188,6 +210,7 @@ EMPTY_ANSWER_TEXT = "(no answer)"
 """Text of an empty AI message that is not the last (a refusal, an aborted turn)."""
 
 
+@implements(FIX_EMPTY)
 def fix_empty(
     messages: list[Message], profile: ProviderProfile, same_source: bool
 ) -> list[Message]:
@@ -226,16 +249,20 @@ def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Messag
     return out
 
 
+@implements(FIX_OPENING)
 def fix_opening(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
     """Port's step for ``first-message``: :func:`open_with_human`."""
     return open_with_human(items)
 
 
+@implements(FIX_SYSTEM)
 def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
-    """Leading system messages merged into one; later ones moved into it (appended)
-    where the target takes one system prompt only."""
+    """Leading system messages merged into one; a later one kept in its place: as it is
+    where the target takes system messages anywhere, else as a human message opened by
+    :data:`SYSTEM_IN_TURN_TEXT` (the parse with repair then joins it to a human message
+    next to it). Moving it into the system prompt would put it ahead of the user's task
+    and of everything said before it."""
     out: list[Message] = []
-    late: list[Any] = []
     for index, message in enumerate(items):
         if message.role is not Role.SYSTEM:
             out.append(message)
@@ -246,15 +273,12 @@ def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool
         elif leading or profile.system_anywhere:
             out.append(message)
         else:
-            late.extend(message.parts)
-    if late:
-        if out and out[0].role is Role.SYSTEM:
-            out[0] = trusted_message(Role.SYSTEM, (*out[0].parts, *late))
-        else:
-            out.insert(0, trusted_message(Role.SYSTEM, tuple(late)))
+            parts = (TextPart(text=SYSTEM_IN_TURN_TEXT), *message.parts)
+            out.append(trusted_message(Role.HUMAN, parts))
     return out
 
 
+@implements(FIX_CONTENT)
 def fix_content(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
     """Kept blocks, media, tool errors and empty messages made acceptable to the target
     (see the module docstring); messages that need nothing are passed through."""
@@ -348,6 +372,7 @@ def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
 # -- repair ---------------------------------------------------------------------------------
 
 
+@implements(FIX_PAIRING)
 def fix_pairing(
     messages: list[Message], profile: ProviderProfile, same_source: bool
 ) -> list[Message]:
@@ -393,6 +418,7 @@ def fix_pairing(
 # -- arguments ------------------------------------------------------------------------------
 
 
+@implements(_FIX_ARGUMENTS)
 def fix_arguments(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
     """Every tool call's arguments a JSON object (a normalization: see the module
     docstring)."""
@@ -448,6 +474,7 @@ def _accepted_ids(profile: ProviderProfile) -> IdTemplate:
     return _AcceptedIds(profile)
 
 
+@implements(FIX_IDS)
 def fix_ids(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
     """New ids for those the target rejects and those used twice; results follow."""
     return normalize_tool_call_ids(ast, _accepted_ids(profile))
@@ -456,6 +483,7 @@ def fix_ids(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> Chain
 # -- roles ----------------------------------------------------------------------------------
 
 
+@implements(FIX_ROLES)
 def fix_roles(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
     """An opening human message where the target needs one, and an AI message between
     a tool result and the next human message where the target needs one."""

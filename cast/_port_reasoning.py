@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cast._fast import trusted_chain, trusted_message, trusted_pair, trusted_section, with_field
+from cast._rules import FIX_REASONING, implements
 from cast._transforms import map_messages
 from cast.ast import BodyPair, BodyPairType, ChainAST, Section
 from cast.constants import FAKE_GEMINI_SIGNATURE
@@ -25,6 +26,7 @@ _COMPLETION = BodyPairType.COMPLETION
 Change = Callable[[Message], Message | None]
 
 
+@implements(FIX_REASONING)
 def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
     """Reasoning kept only where the target takes it back from this source, then what
     the target's policy requires added (a thought signature, empty reasoning content)."""

@@ -8,30 +8,47 @@ step that repairs it (``None`` when port cannot). :data:`RULES` holds them in th
 lint runs its checks. :func:`cast.lint` and :func:`cast.port` run what these objects
 name; :mod:`cast.providers` reads the error texts from them.
 
-This module is a leaf: checks and steps are named (module and function) and imported
-when first run, so lint and port can import the rules without a loop. Several rules
-share one check or one step when one pass over the chain finds or repairs them all
-(the parser's diagnosis finds the structure rules at once).
+This module is a leaf: a rule names its check and its step by a :class:`Step` /
+:class:`Fix` key, and the function that does the work registers itself for that key with
+the :func:`implements` decorator where it is defined (:mod:`cast._lint`,
+:mod:`cast._port`, :mod:`cast._port_reasoning`), so lint and port import the rules, never
+the other way round. Several rules share one check or one step when one pass over the
+chain finds or repairs them all (the parser's diagnosis finds the structure rules at
+once).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from cast import _provider_errors as pe
+import cast._provider_errors as pe
 from cast._provider_errors import ProviderError
 from cast.errors import ParseRule
 
 if TYPE_CHECKING:
     from cast.providers import ProviderProfile
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 __all__ = [
+    "CHECK_CONTENT",
+    "CHECK_IDS",
+    "CHECK_REASONING",
+    "CHECK_ROLES",
+    "CHECK_STRUCTURE",
+    "CHECK_TOOLS",
+    "FIX_CONTENT",
+    "FIX_EMPTY",
+    "FIX_IDS",
+    "FIX_OPENING",
+    "FIX_PAIRING",
+    "FIX_REASONING",
+    "FIX_ROLES",
+    "FIX_SYSTEM",
     "RULES",
     "Fix",
     "PortStage",
@@ -40,6 +57,7 @@ __all__ = [
     "RuleDefinition",
     "Step",
     "default_texts",
+    "implements",
     "provider_errors",
 ]
 
@@ -79,31 +97,39 @@ class Rule(StrEnum):
     MISPLACED_PROVIDER_PART = "misplaced-provider-part"
 
 
-@cache
-def _function(module: str, name: str) -> Callable[..., Any]:
-    found = getattr(importlib.import_module(module), name)
-    if not callable(found):
-        raise TypeError(f"{module}.{name} is not a function")
-    return found  # type: ignore[no-any-return]
+_IMPLEMENTATIONS: dict[Step, Callable[..., Any]] = {}
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A function named by its module and name, imported when first called.
+    """A lint check, by name: the function registered for it with :func:`implements`.
 
     A lint check is called ``check(messages, report)``: it reports its rules on the
     report (:class:`cast._lint.Report`), which drops the rules that do not apply to
     the provider."""
 
-    module: str
     name: str
 
     def __call__(self, *args: Any) -> Any:
-        return _function(self.module, self.name)(*args)
+        return self.function()(*args)
 
-    def resolve(self) -> Callable[..., Any]:
-        """The function (imported now)."""
-        return _function(self.module, self.name)
+    def function(self) -> Callable[..., Any]:
+        """The function registered for this step."""
+        found = _IMPLEMENTATIONS.get(self)
+        if found is None:
+            raise LookupError(f"no function implements {self!r} (see cast._rules.implements)")
+        return found
+
+
+def implements(step: Step) -> Callable[[_F], _F]:
+    """Register the decorated function as the one that does ``step``; one per step."""
+
+    def register(function: _F) -> _F:
+        if _IMPLEMENTATIONS.setdefault(step, function) is not function:
+            raise ValueError(f"{step!r} is implemented twice")
+        return function
+
+    return register
 
 
 class PortStage(StrEnum):
@@ -149,23 +175,21 @@ class RuleDefinition:
         object.__setattr__(self, "errors", MappingProxyType(dict(self.errors)))
 
 
-_LINT = "cast._lint"
-_PORT = "cast._port"
-_STRUCTURE = Step(_LINT, "check_structure")
-_IDS = Step(_LINT, "check_ids")
-_REASONING = Step(_LINT, "check_reasoning")
-_ROLES = Step(_LINT, "check_roles")
-_CONTENT = Step(_LINT, "check_content")
-_TOOLS = Step(_LINT, "check_tools")
+CHECK_STRUCTURE = Step("structure")
+CHECK_IDS = Step("ids")
+CHECK_REASONING = Step("reasoning")
+CHECK_ROLES = Step("roles")
+CHECK_CONTENT = Step("content")
+CHECK_TOOLS = Step("tools")
 
-_FIX_CONTENT = Fix(_PORT, "fix_content", PortStage.MESSAGES, 10)
-_FIX_OPENING = Fix(_PORT, "fix_opening", PortStage.MESSAGES, 20)
-_FIX_SYSTEM = Fix(_PORT, "fix_system", PortStage.MESSAGES, 30)
-_FIX_PAIRING = Fix(_PORT, "fix_pairing", PortStage.MESSAGES, 40)
-_FIX_REASONING = Fix("cast._port_reasoning", "fix_reasoning", PortStage.CHAIN, 10)
-_FIX_IDS = Fix(_PORT, "fix_ids", PortStage.CHAIN, 20)
-_FIX_ROLES = Fix(_PORT, "fix_roles", PortStage.CHAIN, 40)
-_FIX_EMPTY = Fix(_PORT, "fix_empty", PortStage.FINAL, 10)
+FIX_CONTENT = Fix("content", PortStage.MESSAGES, 10)
+FIX_OPENING = Fix("opening", PortStage.MESSAGES, 20)
+FIX_SYSTEM = Fix("system", PortStage.MESSAGES, 30)
+FIX_PAIRING = Fix("pairing", PortStage.MESSAGES, 40)
+FIX_REASONING = Fix("reasoning", PortStage.CHAIN, 10)
+FIX_IDS = Fix("ids", PortStage.CHAIN, 20)
+FIX_ROLES = Fix("roles", PortStage.CHAIN, 40)
+FIX_EMPTY = Fix("empty", PortStage.FINAL, 10)
 
 _GEMINI = ("gemini", "vertex")
 _OPENAI = ("openai", "deepseek")
@@ -209,48 +233,48 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.FIRST_MESSAGE,
             "the chain must open with a system or human message",
-            _STRUCTURE,
-            _FIX_OPENING,
+            CHECK_STRUCTURE,
+            FIX_OPENING,
         ),
         RuleDefinition(
             Rule.SYSTEM_POSITION,
             "a system message may only open the chain",
-            _STRUCTURE,
-            _FIX_SYSTEM,
+            CHECK_STRUCTURE,
+            FIX_SYSTEM,
             applies=lambda p: not p.system_anywhere,
         ),
         RuleDefinition(
             Rule.CONSECUTIVE_HUMAN,
             "human message right after another human message",
-            _STRUCTURE,
-            _FIX_PAIRING,
+            CHECK_STRUCTURE,
+            FIX_PAIRING,
         ),
         RuleDefinition(
             Rule.ORPHAN_TOOL_MESSAGE,
             "tool message does not follow an AI message with tool calls",
-            _STRUCTURE,
-            _FIX_PAIRING,
+            CHECK_STRUCTURE,
+            FIX_PAIRING,
             errors={**orphan, "mistral": pe.MISTRAL_ORPHAN},
         ),
         RuleDefinition(
             Rule.UNKNOWN_TOOL_RESULT,
             "tool result {id} answers no tool call of the AI message before it",
-            _STRUCTURE,
-            _FIX_PAIRING,
+            CHECK_STRUCTURE,
+            FIX_PAIRING,
             errors=orphan,
         ),
         RuleDefinition(
             Rule.DUPLICATE_TOOL_RESULT,
             "second tool result for {id}, which is already answered",
-            _STRUCTURE,
-            _FIX_PAIRING,
+            CHECK_STRUCTURE,
+            FIX_PAIRING,
             errors=orphan,
         ),
         RuleDefinition(
             Rule.MISSING_TOOL_RESULT,
             "tool calls without results right after them: {ids}",
-            _STRUCTURE,
-            _FIX_PAIRING,
+            CHECK_STRUCTURE,
+            FIX_PAIRING,
             errors={
                 **_pairing(
                     openai=pe.OPENAI_MISSING,
@@ -267,8 +291,8 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.TOOL_CALL_ID_FORMAT,
             "tool call id {id!r} does not match the provider's id format",
-            _IDS,
-            _FIX_IDS,
+            CHECK_IDS,
+            FIX_IDS,
             applies=lambda p: p.ids_on_wire,
             errors={
                 "anthropic": pe.ANTHROPIC_ID_FORMAT,
@@ -279,8 +303,8 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.TOOL_CALL_ID_TOO_LONG,
             "tool call id {id} is {length} characters long, over {max_length}",
-            _IDS,
-            _FIX_IDS,
+            CHECK_IDS,
+            FIX_IDS,
             applies=lambda p: p.ids_on_wire and p.max_id_length is not None,
             errors={
                 "openai": pe.OPENAI_ID_TOO_LONG,
@@ -292,8 +316,8 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.DUPLICATE_TOOL_CALL_ID,
             "tool call id {id} is used by an earlier tool call",
-            _IDS,
-            _FIX_IDS,
+            CHECK_IDS,
+            FIX_IDS,
             applies=lambda p: p.unique_tool_call_ids,
             errors={"anthropic": pe.ANTHROPIC_DUPLICATE_ID, "bedrock": pe.BEDROCK_DUPLICATE_ID},
         ),
@@ -301,16 +325,16 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.UNSUPPORTED_REASONING,
             "the provider does not take reasoning back in assistant messages",
-            _REASONING,
-            _FIX_REASONING,
+            CHECK_REASONING,
+            FIX_REASONING,
             applies=_strip,
             errors={"mistral": pe.MISTRAL_REASONING, "groq": pe.GROQ_REASONING},
         ),
         RuleDefinition(
             Rule.FOREIGN_SIGNATURE,
             "reasoning signed by another provider",
-            _REASONING,
-            _FIX_REASONING,
+            CHECK_REASONING,
+            FIX_REASONING,
             applies=lambda p: p.reasoning.signed,
             errors={
                 "anthropic": pe.ANTHROPIC_FOREIGN_SIGNATURE,
@@ -321,24 +345,24 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.UNSIGNED_REASONING,
             "reasoning without the signature the provider requires",
-            _REASONING,
-            _FIX_REASONING,
+            CHECK_REASONING,
+            FIX_REASONING,
             applies=lambda p: p.reasoning == "native-signatures",
             errors={"anthropic": pe.ANTHROPIC_UNSIGNED},
         ),
         RuleDefinition(
             Rule.MISSING_THOUGHT_SIGNATURE,
             "the first tool call {name} carries no thought signature",
-            _REASONING,
-            _FIX_REASONING,
+            CHECK_REASONING,
+            FIX_REASONING,
             applies=lambda p: p.reasoning == "thought-signature",
             errors=_each(_GEMINI, pe.GEMINI_MISSING_SIGNATURE),
         ),
         RuleDefinition(
             Rule.MISSING_REASONING_CONTENT,
             "assistant message at index {index} has no reasoning content",
-            _REASONING,
-            _FIX_REASONING,
+            CHECK_REASONING,
+            FIX_REASONING,
             applies=lambda p: p.reasoning == "reasoning-content-required",
             errors={"deepseek": pe.DEEPSEEK_NO_REASONING, "kimi": pe.KIMI_NO_REASONING},
         ),
@@ -346,16 +370,16 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.FIRST_TURN_NOT_HUMAN,
             "the conversation must open with a human message",
-            _ROLES,
-            _FIX_ROLES,
+            CHECK_ROLES,
+            FIX_ROLES,
             applies=lambda p: p.needs_human_first,
             errors={"bedrock": pe.BEDROCK_FIRST_TURN},
         ),
         RuleDefinition(
             Rule.TOOL_THEN_HUMAN,
             "human message right after a tool message",
-            _ROLES,
-            _FIX_ROLES,
+            CHECK_ROLES,
+            FIX_ROLES,
             applies=lambda p: p.needs_ai_between_tool_and_human,
             errors={"mistral": pe.MISTRAL_TOOL_THEN_HUMAN},
         ),
@@ -363,8 +387,8 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.EMPTY_MESSAGE,
             "message {index} has no content",
-            _CONTENT,
-            _FIX_EMPTY,
+            CHECK_CONTENT,
+            FIX_EMPTY,
             applies=lambda p: not p.empty_content_ok,
             errors={
                 **_each(_OPENAI, pe.OPENAI_EMPTY),
@@ -378,26 +402,26 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.UNSUPPORTED_MEDIA,
             "the provider takes no {media} in a {role} message",
-            _CONTENT,
-            _FIX_CONTENT,
+            CHECK_CONTENT,
+            FIX_CONTENT,
         ),
         RuleDefinition(
             Rule.MEDIA_IN_TOOL_RESULT,
             "the provider takes no {media} in a tool result",
-            _CONTENT,
-            _FIX_CONTENT,
+            CHECK_CONTENT,
+            FIX_CONTENT,
         ),
         RuleDefinition(
             Rule.MEDIA_BY_URL,
             "the provider takes {media} only inline, not by URL",
-            _CONTENT,
-            _FIX_CONTENT,
+            CHECK_CONTENT,
+            FIX_CONTENT,
         ),
         # -- tools --
         RuleDefinition(
             Rule.TOOLS_NOT_DECLARED,
             "the history holds tool calls or results, so the request must declare tools",
-            _TOOLS,
+            CHECK_TOOLS,
             None,  # the request's tools are not part of the chain: declare them
             applies=lambda p: p.tools_with_tool_history,
             errors={"anthropic": pe.ANTHROPIC_NO_TOOLS, "bedrock": pe.BEDROCK_NO_TOOLS},
@@ -405,14 +429,14 @@ def _definitions() -> tuple[RuleDefinition, ...]:
         RuleDefinition(
             Rule.FOREIGN_PROVIDER_PART,
             "a {provider} {kind} block, which only {provider} understands",
-            _CONTENT,
-            _FIX_CONTENT,
+            CHECK_CONTENT,
+            FIX_CONTENT,
         ),
         RuleDefinition(
             Rule.MISPLACED_PROVIDER_PART,
             "a cache breakpoint with no block before it to mark",
-            _CONTENT,
-            _FIX_CONTENT,
+            CHECK_CONTENT,
+            FIX_CONTENT,
         ),
     )
 

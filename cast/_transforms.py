@@ -16,7 +16,7 @@ from cast._fast import (
     trusted_section,
     with_field,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Section
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation
 from cast.errors import ChainError, IdTemplateError
 from cast.ids import IdTemplate, TemplateLike, as_template
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
@@ -86,6 +86,7 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
 # -- tool-call ids -----------------------------------------------------------------------
 
 
+@chain_operation("normalize_tool_call_ids")
 def normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
     """Give every tool call whose id does not fit ``template``, or repeats an id used
     earlier in the chain, a new id generated from the template; its results follow.
@@ -310,6 +311,7 @@ def _without_reasoning(message: Message) -> Message | None:
     return trusted_message(message.role, new_parts)
 
 
+@chain_operation("clear_reasoning")
 def clear_reasoning(ast: ChainAST) -> ChainAST:
     """Drop ``reasoning`` from every text part and tool call; everything else is kept."""
     return map_messages(ast, _without_reasoning)
@@ -404,6 +406,7 @@ def _sanitized(message: Message) -> Message | None:
     return map_tool_call_arguments(message, sanitize_arguments)
 
 
+@chain_operation("sanitize_tool_call_arguments")
 def sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
     """Escape raw control characters inside JSON strings of tool-call arguments;
     arguments still not valid JSON become ``"{}"``."""
@@ -413,6 +416,7 @@ def sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
 # -- editing ----------------------------------------------------------------------------
 
 
+@chain_operation("append_human_message")
 def append_human_message(ast: ChainAST, text: str) -> ChainAST:
     """Add human text to the chain.
 
@@ -441,6 +445,7 @@ def append_human_message(ast: ChainAST, text: str) -> ChainAST:
     return trusted_chain((*sections[:-1], new_last))
 
 
+@chain_operation("add_tool_response")
 def add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str) -> ChainAST:
     """Set the result of the (latest) tool call with this id.
 

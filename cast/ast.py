@@ -3,10 +3,16 @@
 ::
 
     ChainAST
-    └── Section*            opened by the system message (first only) or a human message
+    └── Section*            opened by a system message or a human message
         ├── Header          system_message?, human_message?
         └── BodyPair*       one AI message and the tool messages that answer its calls
                             COMPLETION | REQUEST_RESPONSE | SUMMARIZATION
+
+A system message opens a section wherever it stands: the first one, the system prompt,
+opens the chain; one sent mid-chain (aider's reminder after the user's request, dynamic
+instructions after tool results) opens the section that holds what follows it, so it
+keeps its place, its order among the user's messages, and its size in that section's
+(:meth:`ChainAST.system_messages` lists them; docs/concepts.md has the model).
 
 Nodes are frozen and hold references to the caller's messages, never copies. Public
 constructors check the node's invariants, so any tree that can be built turns back into
@@ -18,10 +24,12 @@ changed. Inside ``cast`` the parser and transforms use the unchecked ``cast._fas
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from pydantic import ValidationError
 
 from cast._gc import collector_paused
 from cast._trusted import new_trusted
@@ -32,7 +40,9 @@ from cast.constants import (
     SUMMARIZATION_TOOL_NAME,
 )
 from cast.errors import ChainError, MessageFormatError
+from cast.ids import as_template
 from cast.messages import (
+    MESSAGES_ADAPTER,
     Message,
     Reasoning,
     Role,
@@ -45,7 +55,15 @@ from cast.messages import (
 if TYPE_CHECKING:
     from cast.ids import TemplateLike
 
-__all__ = ["BodyPair", "BodyPairType", "ChainAST", "Header", "Section", "pair_type_of"]
+__all__ = [
+    "BodyPair",
+    "BodyPairType",
+    "ChainAST",
+    "Header",
+    "Section",
+    "chain_operation",
+    "pair_type_of",
+]
 
 _set = object.__setattr__
 
@@ -249,8 +267,6 @@ class BodyPair:
         carries ``FAKE_GEMINI_SIGNATURE`` when ``fake_signature``. ``seed`` makes the
         generated call id deterministic.
         """
-        from cast.ids import as_template
-
         call_id = as_template(id_template).generate(SUMMARIZATION_TOOL_NAME, seed=seed)
         if not isinstance(text, str):
             raise TypeError(f"summary text must be a str, not {type(text).__name__}")
@@ -337,6 +353,22 @@ class Section:
         return Section.build(
             self.header if header is None else header, self.body if body is None else body
         )
+
+    @classmethod
+    def opened_by(
+        cls,
+        systems: Sequence[Message],
+        human_message: Message | None,
+        body: Iterable[BodyPair] = (),
+    ) -> tuple[Section, ...]:
+        """The sections that hold ``systems`` in order, then ``human_message`` and
+        ``body``: each system message but the last opens a section of its own (as a
+        system message sent mid-chain does when parsed), the last opens the section of
+        ``human_message`` and ``body``. What a transform that moves a chain's turns
+        around uses to keep its system messages in their order among the user's."""
+        last = systems[-1] if systems else None
+        alone = tuple(cls.build(Header.build(system, None)) for system in systems[:-1])
+        return (*alone, cls.build(Header.build(last, human_message), body))
 
     def messages(self) -> list[Message]:
         """The header's messages, then every body pair's, in chain order."""
@@ -431,9 +463,7 @@ class ChainAST:
         breaks a parse rule, unless ``repair`` is true; repair still raises when the
         first message is not system/human or a system message comes later.
         """
-        from cast.parse import parse_chain
-
-        ast = parse_chain(messages, repair=repair)
+        ast: ChainAST = _operation("parse_chain")(messages, repair=repair)
         if cls is not ChainAST:
             node = cls.__new__(cls)
             _set(node, "sections", ast.sections)
@@ -453,10 +483,6 @@ class ChainAST:
         field when the text is not a valid message list, and :class:`ChainError` like
         :meth:`from_messages`.
         """
-        from pydantic import ValidationError
-
-        from cast.messages import MESSAGES_ADAPTER
-
         with collector_paused():
             try:
                 messages = MESSAGES_ADAPTER.validate_json(data)
@@ -495,6 +521,25 @@ class ChainAST:
             for section in self.sections
         )
 
+    def system_messages(self) -> tuple[Message, ...]:
+        """Every system message of the chain in order: the system prompt and those sent
+        mid-chain, each the opener of its section."""
+        systems = (section.header.system_message for section in self.sections)
+        return tuple(system for system in systems if system is not None)
+
+    @property
+    def current_section(self) -> int:
+        """The index of the section holding the current question: the last one, or the
+        last one before sections that hold a system message alone (a reminder sent after
+        the user's request, as aider does); -1 for an empty chain."""
+        index = len(self.sections) - 1
+        while index > 0:
+            section = self.sections[index]
+            if section.body or section.header.human_message is not None:
+                break
+            index -= 1
+        return index
+
     def evolve(self, *, sections: Iterable[Section]) -> ChainAST:
         """A copy with other sections (checked like :meth:`build`)."""
         return ChainAST.build(sections)
@@ -505,34 +550,29 @@ class ChainAST:
         """Give every tool call whose id does not fit ``template``, or repeats an id seen
         earlier in the chain, a new id from it; its results follow (the collector is
         paused while the renamed nodes are built, as in :meth:`from_json`)."""
-        from cast._transforms import normalize_tool_call_ids
-
         with collector_paused():
-            return normalize_tool_call_ids(self, template)
+            out: ChainAST = _operation("normalize_tool_call_ids")(self, template)
+        return out
 
     def clear_reasoning(self) -> ChainAST:
         """Drop ``reasoning`` from every text part and tool call."""
-        from cast._transforms import clear_reasoning
-
-        return clear_reasoning(self)
+        out: ChainAST = _operation("clear_reasoning")(self)
+        return out
 
     def sanitize_tool_call_arguments(self) -> ChainAST:
         """Escape raw control characters in argument JSON; invalid JSON becomes ``"{}"``."""
-        from cast._transforms import sanitize_tool_call_arguments
-
-        return sanitize_tool_call_arguments(self)
+        out: ChainAST = _operation("sanitize_tool_call_arguments")(self)
+        return out
 
     def append_human_message(self, text: str) -> ChainAST:
         """Add human text: a new section, or into the open section's header."""
-        from cast._transforms import append_human_message
-
-        return append_human_message(self, text)
+        out: ChainAST = _operation("append_human_message")(self, text)
+        return out
 
     def add_tool_response(self, tool_call_id: str, name: str, content: str) -> ChainAST:
         """Set the result of a tool call, replacing its content or adding it."""
-        from cast._transforms import add_tool_response
-
-        return add_tool_response(self, tool_call_id, name, content)
+        out: ChainAST = _operation("add_tool_response")(self, tool_call_id, name, content)
+        return out
 
     def find_tool_call_responses(self, tool_call_id: str) -> list[ToolResult]:
         """Every result answering ``tool_call_id``, in chain order."""
@@ -544,6 +584,37 @@ class ChainAST:
             for part in message.parts
             if type(part) is ToolResult and part.tool_call_id == tool_call_id
         ]
+
+
+# -- the functions behind the methods -------------------------------------------------------
+
+_OPERATIONS: dict[str, Callable[..., Any]] = {}
+"""The functions behind :meth:`ChainAST.from_messages` and the transform methods, by
+name: each registers itself with :func:`chain_operation` where it is defined
+(:mod:`cast.parse`, :mod:`cast._transforms`), so this module imports neither of them
+(they import it). Importing any ``cast`` module runs ``cast/__init__``, which loads
+both."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def chain_operation(name: str) -> Callable[[_F], _F]:
+    """Register the decorated function as the one behind the ``ChainAST`` method
+    ``name`` (``"parse_chain"`` for :meth:`ChainAST.from_messages`)."""
+
+    def register(function: _F) -> _F:
+        if _OPERATIONS.setdefault(name, function) is not function:
+            raise ValueError(f"ChainAST operation {name!r} is registered twice")
+        return function
+
+    return register
+
+
+def _operation(name: str) -> Callable[..., Any]:
+    found = _OPERATIONS.get(name)
+    if found is None:
+        raise LookupError(f"no function is registered for ChainAST operation {name!r}")
+    return found
 
 
 # -- unchecked builders (the fast path, see cast._fast) ------------------------------------

@@ -11,19 +11,20 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 import pydantic_core
 import regex
 
+from cast._extras import install_hint
 from cast._files import DEFAULT_MAX_INPUT_BYTES, InputTooLargeError, read_bytes, write_atomic
 from cast._gc import collector_paused
 from cast._streamjson import load_json_file
-from cast.errors import CodecError, InputError
+from cast.codecs import NATIVE, codec_names, detect_format, get_codec, stream_encoder
+from cast.codecs._common import iter_messages
+from cast.codecs._streaming import PayloadStream, iter_indented_json
+from cast.errors import AmbiguousFormatError, CodecError, InputError
 from cast.messages import Message
-
-if TYPE_CHECKING:
-    from cast.codecs._streaming import PayloadStream
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
@@ -235,8 +236,6 @@ def write_chain(
     if encode_stream is None:
         write_json(encode_chain(messages, fmt), target, stdout)
         return
-    from cast.codecs._common import iter_messages
-    from cast.codecs._streaming import iter_indented_json
 
     chunks = iter_indented_json(encode_stream(iter_messages(messages)), _ENCODER)
     _write_text(chunks, target, stdout, f"the chain converted to {fmt}")
@@ -255,8 +254,6 @@ def write_owned_chain(
 def _stream_encoder(fmt: str) -> Callable[[Iterable[Message]], PayloadStream] | None:
     """The codec's item-by-item encoder, when its registration has one (an unknown
     format has none: :func:`encode_chain` then says so)."""
-    from cast.codecs import stream_encoder
-
     try:
         return stream_encoder(fmt)
     except CodecError:
@@ -317,14 +314,10 @@ def add_input_limit_argument(parser: argparse.ArgumentParser) -> None:
 def known_formats() -> list[str]:
     """Every format name the command lines accept: chaincast's own, then every
     registered codec (users' ones included), in detection order."""
-    from cast.codecs import NATIVE, codec_names
-
     return [NATIVE, *(name for name in codec_names() if name != NATIVE)]
 
 
 def _codec(fmt: str) -> Any:
-    from cast.codecs import get_codec
-
     try:
         return get_codec(fmt)
     except CodecError as exc:
@@ -333,11 +326,15 @@ def _codec(fmt: str) -> Any:
         ) from exc
 
 
-def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], str]:
+def decode_chain(
+    payload: Any, fmt: str | None = None, *, option: str = "--format"
+) -> tuple[list[Message], str]:
     """The messages of a payload and the format they were read as (detected when
-    ``fmt`` is None). Raises :class:`InputError` / :class:`CodecError` on bad input."""
+    ``fmt`` is None; ``option`` is the command line's option naming the format, for the
+    error when detection cannot tell). Raises :class:`InputError` /
+    :class:`CodecError` on bad input."""
     if fmt is None:
-        fmt = _detect(payload)
+        fmt = _detect(payload, option)
     codec = _codec(fmt)
     try:
         return list(codec.decode(payload)), fmt
@@ -345,14 +342,16 @@ def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], s
         raise _too_deep(f"the {fmt} chain") from exc
 
 
-def decode_owned_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], str]:
+def decode_owned_chain(
+    payload: Any, fmt: str | None = None, *, option: str = "--format"
+) -> tuple[list[Message], str]:
     """:func:`decode_chain` for a payload the caller owns and will not read again: the
     message list is emptied as it is decoded, each raw message released once its
     ``Message`` exists, so the parsed JSON and the decoded chain are never both whole
     in memory. The command lines read each file into such a payload; the codecs
     themselves never change what they are given."""
     if fmt is None:
-        fmt = _detect(payload)
+        fmt = _detect(payload, option)
     if fmt not in _SINGLE_PASS_DECODERS:
         return decode_chain(payload, fmt)
     if isinstance(payload, list):
@@ -362,14 +361,15 @@ def decode_owned_chain(payload: Any, fmt: str | None = None) -> tuple[list[Messa
     return decode_chain(payload, fmt)
 
 
-def _detect(payload: Any) -> str:
-    from cast.codecs import detect_format
-
+def _detect(payload: Any, option: str) -> str:
     try:
         return detect_format(payload)
+    except AmbiguousFormatError as exc:
+        choices = " or ".join(f"{option} {name}" for name in exc.formats)
+        raise InputError(f"{exc.detail}; name one: {choices}") from exc
     except CodecError as exc:
         raise InputError(
-            f"{exc.detail}; pass --format (one of {', '.join(known_formats())})"
+            f"{exc.detail}; pass {option} (one of {', '.join(known_formats())})"
         ) from exc
 
 
@@ -476,10 +476,3 @@ def run_console(main: Callable[[], int]) -> NoReturn:
 
 EXIT_INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as shells report it."""
-
-
-def install_hint(extra: str) -> str:
-    """The install line for an optional extra, in the package form and the form that
-    works from a checkout: ``pip install 'chaincast[extra]'`` and
-    ``pip install '.[extra]'``."""
-    return f"pip install 'chaincast[{extra}]' (from a checkout: pip install '.[{extra}]')"

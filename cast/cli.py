@@ -15,7 +15,9 @@ from contextlib import redirect_stderr, redirect_stdout
 from typing import TextIO
 
 from cast._compaction import LostCompactionWarning
-from cast.ast import BodyPairType, ChainAST
+from cast._lint import lint
+from cast._port import drop_provider_fields, port
+from cast.ast import BodyPair, BodyPairType, ChainAST
 from cast.chainio import (
     add_input_limit_argument,
     decode_owned_chain,
@@ -29,6 +31,7 @@ from cast.chainio import (
 from cast.errors import ChainError
 from cast.messages import Message, ToolCall
 from cast.parse import diagnose, parse_chain
+from cast.providers import PROVIDERS
 
 __all__ = ["entrypoint", "main", "main_parser", "render_tree"]
 
@@ -123,8 +126,6 @@ def main_parser() -> argparse.ArgumentParser:
 
 
 def _pair_line(pair_index: int, pair: object) -> str:
-    from cast.ast import BodyPair
-
     assert isinstance(pair, BodyPair)
     calls = [p for p in pair.ai_message.parts if type(p) is ToolCall]
     line = f"    pair {pair_index}  {pair.type.value:<16} {format_size(pair.size):>10}"
@@ -182,11 +183,9 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
-    messages, detected = decode_owned_chain(payload, args.source)
+    messages, detected = decode_owned_chain(payload, args.source, option="--from")
     del payload  # the decoded messages are all that is needed from here on
     if not args.no_port:
-        from cast._port import drop_provider_fields, port
-
         target = args.target_provider or _provider_of_format(args.target)
         if target is None:
             # No provider rules for this format (e.g. langchaingo): repair only, without
@@ -210,8 +209,6 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
 
 def _provider_of_format(fmt: str) -> str | None:
     """The provider whose rules a wire format implies (None for neutral formats)."""
-    from cast.providers import PROVIDERS
-
     providers = {
         "claude_code": "anthropic",
         "claude_code_session": "anthropic",
@@ -222,8 +219,6 @@ def _provider_of_format(fmt: str) -> str | None:
 
 
 def _lint(args: argparse.Namespace, out: TextIO) -> int:
-    from cast._lint import lint
-
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
     messages, _ = decode_owned_chain(payload, args.format)
     del payload

@@ -25,6 +25,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = [
+    "AmbiguousFormatError",
     "ChainError",
     "CodecError",
     "IdTemplateError",
@@ -137,6 +138,19 @@ class CodecError(ChainError):
 
 def _rebuild_codec(detail: str, path: str, index: int | None) -> CodecError:
     return CodecError(detail, path=path, index=index)
+
+
+class AmbiguousFormatError(CodecError):
+    """A payload that two or more registered formats fit, each reading it differently:
+    detection names them (``formats``) instead of guessing; name one to decode it."""
+
+    def __init__(self, formats: tuple[str, ...]) -> None:
+        self.formats = formats
+        names = " and ".join(repr(name) for name in formats)
+        super().__init__(f"the payload fits {names}, which read it differently")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (AmbiguousFormatError, (self.formats,))
 
 
 class IdTemplateError(ChainError):

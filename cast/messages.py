@@ -260,11 +260,13 @@ class ProviderPart(_Frozen):
         return part_size(self)
 
 
-FIELD_PART_KINDS = frozenset({"caller", "call_fields", "message_fields"})
-"""``ProviderPart.kind`` values of parts that hold fields of the part before them, not
-content of their own: Anthropic ``caller`` of a tool call, Responses ``call_fields``
-(``namespace``, ``caller``) and ``message_fields`` (``phase``). Only their provider
-reads them (``cast.port`` drops them for others) and summaries leave them out."""
+FIELD_PART_KINDS = frozenset({"caller", "call_fields", "message_fields", "refusal"})
+"""``ProviderPart.kind`` values of parts that hold fields of the part (or message) they
+belong to, not content of their own: Anthropic ``caller`` of a tool call, ``call_fields``
+(Responses ``namespace``, ``caller``; Chat ``index``), ``message_fields`` (Responses
+``phase``; Chat ``name``, ``prefix``, ``annotations``, ``reasoning_details``) and the Chat
+``refusal`` mark of the text before it. Only their provider reads them (``cast.port``
+drops them for others) and summaries leave them out."""
 
 
 Part: TypeAlias = Annotated[

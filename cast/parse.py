@@ -35,7 +35,7 @@ from cast._fast import (
     trusted_pair,
     trusted_section,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Section
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation
 from cast.constants import FALLBACK_RESPONSE_CONTENT, SUMMARIZATION_TOOL_NAME
 from cast.errors import ChainError, MessageFormatError, ParseRule
 from cast.messages import Message, Role, ToolCall, ToolResult
@@ -356,6 +356,7 @@ class _ChainBuilder:
         return trusted_chain(tuple(self.sections), self.total)
 
 
+@chain_operation("parse_chain")
 def parse_chain(
     messages: Iterable[Message | dict[str, Any]],
     *,

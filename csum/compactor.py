@@ -851,10 +851,10 @@ class Compactor:
         reserve. None when nothing is left to summarize."""
         meter = self._meter
         sections = ast.sections
-        last = len(sections) - 1
+        last = ast.current_section  # reminders after the question stay after it
         tail = sections[last]
-        system = sections[0].header.system_message
-        mandatory = meter(system) if system is not None else 0
+        # Every system message stays, where it stands (docs/concepts.md).
+        mandatory = meter.total(ast.system_messages())
         if tail.header.human_message is not None:
             mandatory += meter(tail.header.human_message)
         if tail.body:
@@ -919,6 +919,14 @@ class Compactor:
                 pins.human_ids.add(id(human))
                 pins.units += meter(human)
                 room -= meter(human)
+        task = sections[0].header.human_message  # carried in the note: still first
+        mid_chain = len(ast.system_messages()) > (sections[0].header.system_message is not None)
+        if mid_chain and task is not None and not _is_note(task) and meter(task) <= room:
+            # With system messages sent mid-chain, the user's first task is never folded
+            # into a summary while it fits: none of them may come to stand before it.
+            pins.human_ids.add(id(task))
+            pins.units += meter(task)
+            room -= meter(task)
         for human in reversed(questions):
             if id(human) in pins.human_ids or _is_note(human):
                 continue
@@ -1075,20 +1083,28 @@ class Compactor:
             body.append(pair)
         new: list[Section] = []
         question = kept.header.human_message
+        # The system messages sent mid-chain up to the kept part stay, in order, before
+        # the kept question (docs/concepts.md).
+        later = [s for x in sections[1 : k + 1] if (s := x.header.system_message) is not None]
         if own_turn and body:
             note = Message.from_parts(
                 Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT), *carried)
             )
             new.append(Section.build(Header.build(system, note), tuple(body)))
-            new.append(Section.build(Header.build(None, question), kept.body[p:]))
+            new.extend(Section.opened_by(later, question, kept.body[p:]))
+        elif own_turn and carried and later:  # the carried questions stay ahead of them
+            opening = Message.from_parts(Role.HUMAN, carried)
+            new.append(Section.build(Header.build(system, opening)))
+            new.extend(Section.opened_by(later, question, kept.body[p:]))
         elif own_turn:
             if carried:  # nothing fits before the question: it opens with them
                 own = () if question is None else question.parts
                 question = Message.from_parts(Role.HUMAN, (*carried, *own))
-            new.append(Section.build(Header.build(system, question), kept.body[p:]))
+            systems = [system, *later] if system is not None else later
+            new.extend(Section.opened_by(systems, question, kept.body[p:]))
         else:
-            header = Header.build(system, kept.header.human_message)
-            new.append(Section.build(header, (*body, *kept.body[p:])))
+            systems = [system, *later] if system is not None else later
+            new.extend(Section.opened_by(systems, question, (*body, *kept.body[p:])))
         new.extend(sections[k + 1 :])
         out = ChainAST.build(new)
         if pair is not None and pair.type is BodyPairType.SUMMARIZATION:

@@ -316,22 +316,26 @@ async def summarize_qa(
         style=style,
         before_human=True,
     )
-    system = _folded_system(folded)
+    system = folded[0].header.system_message
     folded_section = Section.build(Header.build(system, human), (pair,))
     if style.keeps_original(folded_section.size, sum(s.size for s in folded)):
         return ast
     calls.adopt(pair)
     # A kept section keeps its own system message (repair opens a section with a late one).
     kept = sections[len(sections) - keep :]
-    return ChainAST.build((folded_section, *kept))
+    return ChainAST.build((folded_section, *_after_folded(folded, kept)))
 
 
-def _folded_system(folded: Sequence[Section]) -> Message | None:
-    """The QA header's system message: the first section's, with the parts of the system
-    messages that opened later folded sections (a repaired chain's late instructions)
-    appended, so no instruction is lost when its section is folded."""
-    systems = [s.header.system_message for s in folded if s.header.system_message is not None]
-    first = folded[0].header.system_message
-    if len(systems) <= 1 and (first is not None or not systems):
-        return first
-    return Message.from_parts(Role.SYSTEM, tuple(p for m in systems for p in m.parts))
+def _after_folded(folded: Sequence[Section], kept: Sequence[Section]) -> tuple[Section, ...]:
+    """The kept sections, opened by the system messages sent mid-chain in the folded
+    ones (a repaired chain's later instructions): they stay verbatim and in order, after
+    the summary and before the kept questions, never moved into the system prompt ahead
+    of the user's task (docs/concepts.md)."""
+    later = [s for x in folded[1:] if (s := x.header.system_message) is not None]
+    if not later:
+        return tuple(kept)
+    if not kept:
+        return Section.opened_by(later, None)
+    first = kept[0].header
+    systems = later if first.system_message is None else [*later, first.system_message]
+    return (*Section.opened_by(systems, first.human_message, kept[0].body), *kept[1:])

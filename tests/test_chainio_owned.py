@@ -16,27 +16,34 @@ from cast.codecs import claude_code, detect_format
 from conftest import CLAUDE_CODE, CORPUS, PAYLOADS, TAUBENCH, corpus_files, missing, real_cases
 
 
-def _payloads() -> list[tuple[str, Any]]:
-    """Real payloads of every format: the corpus's provider payloads, the tau-bench
-    chains and the Claude Code sessions as Messages API bodies."""
-    out = [(path.name, json.loads(path.read_text("utf-8"))) for path in PAYLOADS.glob("*/*.json")]
-    out += [(path.name, json.loads(path.read_text("utf-8"))) for path in corpus_files(TAUBENCH)]
+def _payloads() -> list[tuple[str, Any, str]]:
+    """Real payloads of every format, with it: the corpus's provider payloads, the tau-bench chains
+    and the Claude Code sessions as Messages API bodies."""
+    out = [
+        (path.name, json.loads(path.read_text("utf-8")), path.parent.name)
+        for path in PAYLOADS.glob("*/*.json")
+    ]
+    out += [
+        (path.name, json.loads(path.read_text("utf-8")), "openai")
+        for path in corpus_files(TAUBENCH)
+    ]
     for path in corpus_files(CLAUDE_CODE, "claudecode_spotter_*.json")[:4]:
         log = json.loads(path.read_text("utf-8"))
-        out.append((path.name, {"system": "s", "messages": claude_code.to_api_messages(log)}))
+        api = {"system": "s", "messages": claude_code.to_api_messages(log)}
+        out.append((path.name, api, "anthropic"))
     return out
 
 
-CASES = real_cases([pytest.param(n, p, id=n) for n, p in _payloads()], CORPUS, arity=2)
+CASES = real_cases([pytest.param(n, p, g, id=n) for n, p, g in _payloads()], CORPUS, arity=3)
 
 
-@pytest.mark.parametrize(("name", "payload"), CASES)
-def test_owned_decode_gives_the_same_messages(name: str, payload: Any) -> None:
+@pytest.mark.parametrize(("name", "payload", "given"), CASES)
+def test_owned_decode_gives_the_same_messages(name: str, payload: Any, given: str) -> None:
     kept = copy.deepcopy(payload)
-    expected, fmt = decode_chain(payload)
+    expected, fmt = decode_chain(payload, given)
     assert payload == kept  # the library path never changes its input
     owned = copy.deepcopy(payload)
-    messages, owned_fmt = decode_owned_chain(owned)
+    messages, owned_fmt = decode_owned_chain(owned, given)
     assert (messages, owned_fmt) == (expected, fmt)
     if fmt in _SINGLE_PASS_DECODERS:
         items = owned if isinstance(owned, list) else owned["messages"]

@@ -1,14 +1,18 @@
-"""csum's modules import each other without loops: no cycle among module-level imports,
-and no import inside a function that would close one (issue 26: the loops archive <->
-stores, _pairs <-> _style and archive <-> reinsert were held together that way)."""
+"""csum's and cast's modules import each other without loops: no cycle among module-level
+imports, and no import inside a function that would close one (issue 26: the loops
+archive <-> stores, _pairs <-> _style and archive <-> reinsert were held together that
+way; issue 37: cast/ast <-> _transforms/parse, cast/chainio <-> codecs and
+cast/_rules <-> providers)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
-CSUM = ROOT / "csum"
+PACKAGES = ("csum", "cast")
 
 LAZY: frozenset[tuple[str, str]] = frozenset(
     {
@@ -20,6 +24,8 @@ LAZY: frozenset[tuple[str, str]] = frozenset(
         ("csum.serve.cli", "csum.serve"),
         ("csum.serve.cli", "csum.serve.logs"),
         ("csum.serve", "csum.serve.app"),
+        # the deprecated top-level cast.utf8_len, read from cast.internals when used
+        ("cast", "cast.internals"),
     }
 )
 """Imports inside functions that are there to load something late, not to break a loop."""
@@ -32,7 +38,9 @@ def _name(path: Path) -> str:
     return ".".join(parts)
 
 
-MODULES = {_name(path): path for path in sorted(CSUM.rglob("*.py"))}
+MODULES = {
+    _name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -43,20 +51,25 @@ def _is_type_checking(node: ast.If) -> bool:
 
 
 def _targets(node: ast.Import | ast.ImportFrom) -> list[str]:
-    """The csum modules an import statement loads (``from csum.x import y`` loads
-    ``csum.x.y`` when that is a module)."""
+    """The modules of :data:`PACKAGES` an import statement loads (``from csum.x import
+    y`` loads ``csum.x.y`` when that is a module, and ``csum.x`` unless every name it
+    takes is such a module: taking a submodule reads none of the package's names)."""
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
     elif node.level == 0 and node.module:
-        names = [node.module]
-        names += [f"{node.module}.{alias.name}" for alias in node.names]
+        submodules = [f"{node.module}.{alias.name}" for alias in node.names]
+        names = [name for name in submodules if name in MODULES]
+        if len(names) < len(submodules):
+            names.append(node.module)
     else:
         names = []
     return [name for name in names if name in MODULES]
 
 
 def _imports(module: str) -> tuple[set[str], set[str]]:
-    """(module-level csum imports outside TYPE_CHECKING, csum imports inside functions)."""
+    """(module-level imports outside TYPE_CHECKING, imports inside functions) of modules of
+    the package ``module`` is in (csum imports cast, never the other way round: a loop
+    stays within a package)."""
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
     top: set[str] = set()
     inner: set[str] = set()
@@ -71,9 +84,9 @@ def _imports(module: str) -> tuple[set[str], set[str]]:
             visit(child, nested)
 
     visit(tree, False)
-    top.discard(module)
-    inner.discard(module)
-    return top, inner
+    package = module.split(".", maxsplit=1)[0]
+    own = {name for name in MODULES if name.split(".")[0] == package} - {module}
+    return top & own, inner & own
 
 
 GRAPH = {module: _imports(module) for module in MODULES}
@@ -108,6 +121,26 @@ def test_the_graph_sees_the_imports() -> None:
     """The checks above look at real edges (a parser that found none would pass them)."""
     assert "csum._search_text" in GRAPH["csum.archive"][0]
     assert "csum.handlers" in GRAPH["csum.compactor"][1]
+    assert "cast.ast" in GRAPH["cast._transforms"][0]
+    assert "cast.codecs" in GRAPH["cast.chainio"][0]
+
+
+@pytest.mark.parametrize(
+    ("module", "target"),
+    [
+        ("cast.ast", "cast._transforms"),  # the transforms register with chain_operation
+        ("cast.ast", "cast.parse"),
+        ("cast.codecs._common", "cast.chainio"),  # install_hint lives in cast._extras
+        ("cast.codecs.pydantic_ai", "cast.chainio"),
+        ("cast._rules", "cast.providers"),  # checks and steps register with @implements
+        ("cast._rules", "cast._lint"),
+        ("cast._rules", "cast._port"),
+        ("cast._rules", "cast"),
+    ],
+)
+def test_the_loops_of_issue_37_stay_closed(module: str, target: str) -> None:
+    top, inner = GRAPH[module]
+    assert target not in top | inner
 
 
 def test_the_salience_patterns_are_a_leaf_the_gist_and_the_guard_share() -> None:

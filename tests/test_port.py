@@ -28,7 +28,7 @@ from cast import (
     UnknownProviderError,
 )
 from cast._lint import lint
-from cast._port import OPENING_HUMAN_TEXT, TOOL_BRIDGE_TEXT, port
+from cast._port import OPENING_HUMAN_TEXT, SYSTEM_IN_TURN_TEXT, TOOL_BRIDGE_TEXT, port
 from cast.codecs import anthropic, claude_code, gemini, openai
 from cast.parse import diagnose, parse_chain
 from cast.providers import PROVIDERS, ProviderProfile, get_provider
@@ -435,7 +435,7 @@ def test_a_chain_opening_with_an_ai_message_gets_an_opening_human(target: str) -
     assert lint(out, target) == []
 
 
-def test_system_messages_after_the_first_stay_or_move_into_the_system_prompt() -> None:
+def test_system_messages_after_the_first_stay_in_their_place() -> None:
     chain = [
         Message.system("a"),
         Message.system("b"),
@@ -451,10 +451,24 @@ def test_system_messages_after_the_first_stay_or_move_into_the_system_prompt() -
         assert lint(out, target) == []
     for target in ("bedrock", "gemini", "mistral"):
         out = port(chain, target)
-        moved = Message(role=Role.SYSTEM, parts=[*merged.parts, TextPart(text="late")])
-        assert out[0] == moved
-        assert [m.role for m in out].count(Role.SYSTEM) == 1
+        assert out[0] == merged  # never moved ahead of the user's task
+        in_turn = Message(
+            role=Role.HUMAN,
+            parts=[TextPart(text=SYSTEM_IN_TURN_TEXT), TextPart(text="late"), TextPart(text="r")],
+        )
+        assert out[1:] == [chain[2], chain[3], in_turn]
         assert lint(out, target) == []
+        assert port(out, target) == out
+
+
+def test_a_system_reminder_after_the_question_stays_after_it() -> None:
+    """aider's shape: every request ends with a system message after the user's."""
+    chain = [Message.system("rules"), Message.human("fix foo"), Message.system("reply in diffs")]
+    for target in PROVIDERS:
+        out = port(chain, target)
+        texts = "\n".join(m.text for m in out)
+        assert texts.index("fix foo") < texts.index("reply in diffs"), target
+        assert lint(out, target) == [], target
 
 
 def test_unknown_targets_and_sources_are_errors() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from cast import lint
 from cast._lint import DEFAULT_ERROR_TEXTS
+from cast._rules import Step
 from cast.messages import Message, Role, ToolCall
 from cast.providers import (
     PROVIDERS,
@@ -42,8 +43,10 @@ def rule_table() -> str:
         "|---|---|---|---|",
     ]
     for rule, definition in RULES.items():
-        fix = f"`{definition.fix.name}`" if definition.fix is not None else "none"
-        lines.append(f"| `{rule}` | {_code(definition.text)} | `{definition.check.name}` | {fix} |")
+        fix = definition.fix
+        step = f"`{fix.function().__name__}`" if fix is not None else "none"
+        check = definition.check.function().__name__
+        lines.append(f"| `{rule}` | {_code(definition.text)} | `{check}` | {step} |")
     return "\n".join(lines)
 
 
@@ -63,10 +66,13 @@ def test_every_rule_has_one_definition_in_rule_order() -> None:
 
 
 def test_every_check_and_port_step_is_a_function() -> None:
+    """Each is registered by the @implements decorator on the function that does it."""
     for definition in RULES.values():
-        assert callable(definition.check.resolve())
+        assert callable(definition.check.function())
         if definition.fix is not None:
-            assert callable(definition.fix.resolve())
+            assert callable(definition.fix.function())
+    with pytest.raises(LookupError, match="no function implements"):
+        Step("nobody").function()
 
 
 def test_the_built_in_profiles_errors_are_the_rules_texts() -> None:

@@ -555,10 +555,11 @@ async def test_gather_chains_every_failure() -> None:
 
 
 @pytest.mark.anyio
-async def test_qa_keeps_the_instructions_of_late_system_messages() -> None:
+async def test_qa_keeps_late_system_messages_in_their_place() -> None:
     """A repaired chain whose later section opens with a system message (OpenAI and
-    Anthropic accept instructions mid-chain): folding that section keeps its
-    instructions in the QA header's system message, after the first one's."""
+    Anthropic accept instructions mid-chain): folding that section keeps the message
+    verbatim after the summary, before the kept question, never in the system prompt
+    ahead of the user's task (issue 40)."""
     from csum import Summarizer
 
     chain = [
@@ -573,7 +574,8 @@ async def test_qa_keeps_the_instructions_of_late_system_messages() -> None:
     ]
     config = SummarizerConfig(use_qa=True, max_qa_sections=2, keep_qa_sections=1)
     out = await Summarizer(config).summarize_chain(FakeHandler(), chain)
-    assert out[0].role is Role.SYSTEM
-    assert [p.text for p in out[0].parts] == ["be brief", "answer in French from now on"]
-    assert [m.role for m in out].count(Role.SYSTEM) == 1
-    assert out[-2:] == chain[-2:]
+    assert out[0] == chain[0]
+    assert [m for m in out if m.role is Role.SYSTEM] == [chain[0], chain[3]]
+    assert out[1].role is Role.HUMAN
+    assert out[1].text.startswith("q1")
+    assert out[-3:] == [chain[3], *chain[-2:]]

@@ -36,9 +36,12 @@ STREAMED = ["openai", "anthropic", "bedrock", "gemini"]
 def _chains() -> list[tuple[str, list[Message]]]:
     """The decoded messages of the bundled example, every provider payload of the corpus,
     the tau-bench chains and the main Claude Code sessions (as Messages API bodies)."""
-    out = [(EXAMPLE.name, decode_chain(json.loads(EXAMPLE.read_text("utf-8")))[0])]
+    out = [(EXAMPLE.name, decode_chain(json.loads(EXAMPLE.read_text("utf-8")), "anthropic")[0])]
     out += [
-        (f"{path.parent.name}/{path.name}", decode_chain(json.loads(path.read_text("utf-8")))[0])
+        (
+            f"{path.parent.name}/{path.name}",
+            decode_chain(json.loads(path.read_text("utf-8")), path.parent.name)[0],
+        )
         for path in sorted(PAYLOADS.glob("*/*.json"))
     ]
     out += [

@@ -32,7 +32,6 @@ and for some an item-by-item ``encode_stream``) in :mod:`cast.codecs._registry`:
 from __future__ import annotations
 
 from cast.codecs import (
-    _detect,
     anthropic,
     bedrock,
     claude_code,
@@ -47,7 +46,9 @@ from cast.codecs import (
     openai_responses,
     pydantic_ai,
 )
+from cast.codecs._common import EVIDENCE, FITS
 from cast.codecs._registry import (
+    AmbiguousFormatError,
     Codec,
     CodecDefinition,
     MessagesTest,
@@ -64,7 +65,10 @@ from cast.codecs._streaming import PayloadStream
 
 __all__ = [
     "CODECS",
+    "EVIDENCE",
+    "FITS",
     "NATIVE",
+    "AmbiguousFormatError",
     "Codec",
     "CodecDefinition",
     "MessagesTest",
@@ -79,63 +83,22 @@ __all__ = [
     "unregister_codec",
 ]
 
-NATIVE = _detect.NATIVE
+NATIVE = "chaincast"
 """Name of chaincast's own JSON form (:mod:`cast.codecs.native`)."""
 
-# The built-in codecs, in the order detect_format tries their message-object tests
-# (their whole-payload tests exclude one another). openai comes last among those
-# that detect: it takes any list of message objects.
-register_codec(
-    pydantic_ai, name="pydantic_ai", detect_messages=_detect.pydantic_ai_messages, builtin=True
-)
-register_codec(
-    langchain, name="langchain", detect_messages=_detect.langchain_messages, builtin=True
-)
-register_codec(
-    openai_responses,
-    name="openai_responses",
-    detect=_detect.responses_payload,
-    detect_messages=_detect.responses_messages,
-    builtin=True,
-)
-register_codec(
-    bedrock,
-    name="bedrock",
-    detect=_detect.bedrock_payload,
-    detect_messages=_detect.converse_messages,
-    encode_stream=bedrock._encode_stream,
-    builtin=True,
-)
-register_codec(
-    claude_code, name="claude_code", detect_messages=_detect.claude_code_messages, builtin=True
-)
-register_codec(
-    gemini,
-    name="gemini",
-    detect=_detect.gemini_payload,
-    detect_messages=_detect.gemini_messages,
-    encode_stream=gemini._encode_stream,
-    builtin=True,
-)
-register_codec(
-    langchaingo, name="langchaingo", detect_messages=_detect.langchaingo_messages, builtin=True
-)
-register_codec(native, name=NATIVE, detect_messages=_detect.native_messages, builtin=True)
-register_codec(
-    anthropic,
-    name="anthropic",
-    detect=_detect.anthropic_payload,
-    detect_messages=_detect.anthropic_messages,
-    encode_stream=anthropic._encode_stream,
-    builtin=True,
-)
-register_codec(
-    openai,
-    name="openai",
-    detect_messages=_detect.openai_messages,
-    encode_stream=openai._encode_stream,
-    builtin=True,
-)
+# The built-in codecs. Each module's ``detect`` / ``detect_messages`` scores the
+# evidence of its own format (see cast.codecs._registry); this order only breaks ties
+# between codecs that read a payload the same way.
+register_codec(pydantic_ai, name="pydantic_ai", builtin=True)
+register_codec(langchain, name="langchain", builtin=True)
+register_codec(openai_responses, name="openai_responses", builtin=True)
+register_codec(bedrock, name="bedrock", encode_stream=bedrock._encode_stream, builtin=True)
+register_codec(claude_code, name="claude_code", builtin=True)
+register_codec(gemini, name="gemini", encode_stream=gemini._encode_stream, builtin=True)
+register_codec(langchaingo, name="langchaingo", builtin=True)
+register_codec(native, name=NATIVE, builtin=True)
+register_codec(anthropic, name="anthropic", encode_stream=anthropic._encode_stream, builtin=True)
+register_codec(openai, name="openai", encode_stream=openai._encode_stream, builtin=True)
 register_codec(openai_agents, name="openai_agents", builtin=True)  # by name only
 # Agents' session files (docs/handoff.md), by name only: cast handoff tells them apart.
 register_codec(claude_code_session, name="claude_code_session", builtin=True)

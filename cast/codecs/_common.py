@@ -22,22 +22,28 @@ from cast.errors import CodecError
 from cast.messages import Message, ProviderPart, Role
 
 __all__ = [
+    "EVIDENCE",
+    "FITS",
     "args_object",
     "as_messages",
     "b64decode",
     "b64decode_any",
     "b64encode",
     "canonical_object",
+    "converse_body",
+    "converse_messages",
     "dumps_compact",
     "encode_user_turns",
     "error",
     "fail",
+    "gemini_fields",
     "iter_messages",
     "json_type",
     "parse_data_url",
     "provider_block",
     "provider_part",
     "signature_text",
+    "typed_parts_style",
 ]
 
 
@@ -309,3 +315,98 @@ def messages_and_system(payload: object) -> tuple[list[Any], object]:
     if not isinstance(items, list):
         fail("messages", "an array of messages", items)
     return items, payload.get("system")
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+FITS = 1
+"""A detection score: the payload has the shape of the codec's format, and of others too
+(Chat Completions takes any list of message objects)."""
+EVIDENCE = 2
+"""A detection score: the payload holds what only the codec's format has."""
+
+_GEMINI_KEYS = ("contents", "systemInstruction", "system_instruction")
+_FLAT = ("url", "mime_type", "tool_call_id", "arguments", "id")  # chaincast's part fields
+
+
+def gemini_fields(payload: object) -> bool:
+    """Whether ``payload`` has ``generateContent``'s fields (``contents`` or a system
+    instruction), which no other request body has."""
+    return isinstance(payload, dict) and any(k in payload for k in _GEMINI_KEYS)
+
+
+def typed_parts_style(dicts: list[dict[str, Any]]) -> str | None:
+    """``"langchaingo"`` or ``"chaincast"`` for messages with roles and typed parts (both
+    have them: langchaingo nests a part's fields under its type, ``{"type": "tool_call",
+    "tool_call": {...}}``, and writes a lone text part as ``{"role", "text"}``, while
+    chaincast's parts are flat and its text parts always carry ``reasoning``); None for
+    messages without typed parts."""
+    if not any("parts" in item or item.get("role") in ("human", "ai", "generic") for item in dicts):
+        return None
+    for item in dicts:
+        if "text" in item or item.get("role") in ("generic", "function"):
+            return "langchaingo"
+        parts = item.get("parts")
+        for part in parts if isinstance(parts, list) else ():
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if not isinstance(kind, str):
+                continue
+            if kind == "tool_response" or isinstance(part.get(kind), dict):
+                return "langchaingo"
+            if kind == "tool_result" or any(key in part for key in _FLAT):
+                return "chaincast"
+            if kind == "text":
+                reasoning = part.get("reasoning", ...)
+                if reasoning is None or (
+                    isinstance(reasoning, dict)
+                    and "content" in reasoning
+                    and "signature" in reasoning
+                ):
+                    return "chaincast"
+                return "langchaingo"
+    return "chaincast"
+
+
+_CONVERSE_BLOCKS = (
+    "text",
+    "image",
+    "document",
+    "video",
+    "toolUse",
+    "toolResult",
+    "reasoningContent",
+)
+
+
+def converse_messages(items: list[Any]) -> bool:
+    """Whether ``items`` are Bedrock Converse messages: content blocks keyed by kind
+    (``{"toolUse": ...}``), with no ``type``."""
+    for item in items:
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, list) and any(map(_converse_block, content)):
+            return True
+    return False
+
+
+def converse_body(payload: object) -> bool:
+    """Whether ``payload`` is a Converse request: ``messages`` or ``system`` holding
+    Converse blocks (and none of the fields other requests have)."""
+    if not isinstance(payload, dict) or gemini_fields(payload) or "input" in payload:
+        return False
+    messages = payload.get("messages")
+    if not isinstance(messages, list):
+        return False
+    system = payload.get("system")
+    return converse_messages(messages) or (
+        isinstance(system, list) and any(map(_converse_block, system))
+    )
+
+
+def _converse_block(block: object) -> bool:
+    return (
+        isinstance(block, dict)
+        and "type" not in block
+        and any(key in block for key in _CONVERSE_BLOCKS)
+    )

@@ -5,12 +5,17 @@ Built-in codecs and users' codecs are registered the same way, by
 :func:`register_codec` or by subclassing :class:`CodecDefinition`; :func:`get_codec`
 and :func:`detect_format` read nothing else.
 
-Detection runs in two passes, each over the registered codecs in order: ``detect``
-sees the whole payload (an envelope such as ``{"contents": ...}``), then
-``detect_messages`` sees the message objects (the dicts of a list, or of a dict's
-``"messages"`` list). Users' codecs come before the built-in ones in both passes:
-the built-in ``openai`` takes any list of message objects as its last resort, so a
-user codec placed after it could never be detected.
+Detection is part of each codec's registration: ``detect`` sees the whole payload (an
+envelope such as ``{"contents": ...}``), ``detect_messages`` the message objects (the
+dicts of a list, or of a dict's ``"messages"`` list). Each returns a score: 0 (not this
+format), :data:`~cast.codecs._common.FITS` (its shape, which other formats share: Chat
+Completions takes any list of message objects) or
+:data:`~cast.codecs._common.EVIDENCE` (what only this format has); ``True`` counts as
+evidence. The whole-payload tests are asked first; the message tests only when none of
+them scores. The highest score wins; when several codecs share it, those that cannot
+decode the payload drop out, and if the others read it alike the first registered
+wins (users' codecs come before the built-in ones), else :class:`AmbiguousFormatError`
+names them: detection never guesses between two readings.
 
 A codec may also encode a message at a time (``encode_stream``, returning a
 :class:`~cast.codecs._streaming.PayloadStream`): the command lines then write each item
@@ -25,12 +30,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from cast.codecs._common import json_type
+from cast.codecs._common import EVIDENCE, json_type
 from cast.codecs._streaming import PayloadStream
-from cast.errors import CodecError
+from cast.errors import AmbiguousFormatError, CodecError
 from cast.messages import Message
 
 __all__ = [
+    "AmbiguousFormatError",
     "Codec",
     "CodecDefinition",
     "MessagesTest",
@@ -44,10 +50,12 @@ __all__ = [
     "unregister_codec",
 ]
 
-PayloadTest = Callable[[object], bool]
-"""Whether a whole payload is in a codec's format."""
-MessagesTest = Callable[[list[dict[str, Any]]], bool]
-"""Whether a list of message objects (dicts) is in a codec's format."""
+PayloadTest = Callable[[object], int]
+"""How much a whole payload looks like a codec's format: 0, ``FITS`` or ``EVIDENCE``
+(a bool is read as 0 or ``EVIDENCE``)."""
+MessagesTest = Callable[[list[dict[str, Any]]], int]
+"""How much a list of message objects (dicts) looks like a codec's format (as
+:data:`PayloadTest`)."""
 StreamEncoder = Callable[[Iterable[Message]], PayloadStream]
 """A codec's encoder that hands out the payload's list an item at a time; its
 ``whole()`` is what ``encode`` returns for the same messages."""
@@ -173,21 +181,56 @@ def stream_encoder(name: str) -> StreamEncoder | None:
 
 
 def detect_format(payload: object) -> str:
-    """Guess which codec ``payload`` is for, from its shape alone.
+    """Which codec ``payload`` is for, from what only one format has.
 
     Returns a registered codec's name; raises :class:`CodecError` when the shape fits
-    none of them. A list of plain-text user/assistant messages fits OpenAI and
-    Anthropic alike (both decode it the same way): it is ``openai``.
+    none of them, and :class:`AmbiguousFormatError` (a ``CodecError``) naming the
+    formats when two or more fit equally and read it differently. A list of plain-text
+    user/assistant messages fits OpenAI and Anthropic alike (both decode it the same
+    way): it is ``openai``.
     """
     entries = _entries()
+    found = _best(payload, [(entry, entry.detect) for entry in entries])
+    if not found:
+        dicts = _message_objects(payload)
+        found = _best(dicts, [(entry, entry.detect_messages) for entry in entries])
+    if not found:
+        raise CodecError("cannot detect the format: no registered codec takes this payload")
+    if len(found) == 1:
+        return found[0].name
+    return _settle(payload, found)
+
+
+def _best(value: object, tests: list[tuple[_Entry, Any]]) -> list[_Entry]:
+    """The entries whose test gives ``value`` the highest score above 0, in order."""
+    best, found = 0, []
+    for entry, test in tests:
+        if test is None:
+            continue
+        score = test(value)
+        score = EVIDENCE if score is True else int(score)
+        if score > best:
+            best, found = score, [entry]
+        elif score == best and score > 0:
+            found.append(entry)
+    return found
+
+
+def _settle(payload: object, entries: list[_Entry]) -> str:
+    """The one of ``entries`` (tied in score) that reads ``payload``: those that cannot
+    decode it drop out; the first wins when the others read it alike."""
+    readings: list[tuple[_Entry, object]] = []
     for entry in entries:
-        if entry.detect is not None and entry.detect(payload):
-            return entry.name
-    dicts = _message_objects(payload)
-    for entry in entries:
-        if entry.detect_messages is not None and entry.detect_messages(dicts):
-            return entry.name
-    raise CodecError("cannot detect the format: no registered codec takes this payload")
+        try:
+            readings.append((entry, entry.codec.decode(payload)))
+        except CodecError:
+            continue
+    if not readings:
+        return entries[0].name  # decoding it says what is wrong, and where
+    first = readings[0][1]
+    if all(messages == first for _, messages in readings[1:]):
+        return readings[0][0].name
+    raise AmbiguousFormatError(tuple(entry.name for entry, _ in readings))
 
 
 def _message_objects(payload: object) -> list[dict[str, Any]]:

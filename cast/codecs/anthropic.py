@@ -23,13 +23,17 @@ from typing import Any
 
 from cast._fast import trusted_message
 from cast.codecs._common import (
+    EVIDENCE,
+    FITS,
     args_object,
     as_messages,
     b64decode,
     b64encode,
+    converse_body,
     dumps_compact,
     encode_user_turns,
     fail,
+    gemini_fields,
     messages_and_system,
     parse_data_url,
     provider_block,
@@ -49,7 +53,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["REDACTED_THINKING_PREFIX", "decode", "encode"]
+__all__ = ["REDACTED_THINKING_PREFIX", "decode", "detect", "detect_messages", "encode"]
 
 REDACTED_THINKING_PREFIX = b"redacted_thinking:"
 """Marks a ``Reasoning.signature`` that holds a ``redacted_thinking`` block's ``data``.
@@ -525,3 +529,75 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
             content.append(_encode_media(part, where, i))
     if current is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+_ONLY_ANTHROPIC = frozenset(
+    {
+        "tool_use",
+        "tool_result",
+        "redacted_thinking",
+        "server_tool_use",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+        "search_result",
+        "tool_reference",
+        "compaction",
+        "fallback",
+    }
+)
+"""Block types no other format writes in a message's ``content`` (beside every
+``*_tool_result`` of a server tool, ``thinking`` with its text as a string, and
+``image`` / ``document`` with a ``source``)."""
+
+
+_MESSAGE_KEYS = frozenset({"role", "content"})
+
+
+def detect(payload: object) -> int:
+    """Messages API: ``messages`` beside a ``system`` field (and none of the fields other
+    formats' requests have)."""
+    fits = (
+        isinstance(payload, dict)
+        and isinstance(payload.get("messages"), list)
+        and "system" in payload
+        and "input" not in payload
+        and not gemini_fields(payload)
+        and not converse_body(payload)
+    )
+    return EVIDENCE if fits else 0
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """Content blocks only Anthropic has (server tools and their results, ``citations``,
+    signed thinking, media with a ``source``): evidence; text blocks whose only mark is
+    a ``cache_control`` fit (OpenRouter puts it on Chat text parts too)."""
+    cached = False
+    for item in dicts:
+        if "role" not in item or not _MESSAGE_KEYS.issuperset(item):
+            return 0  # a log line or a stored response (Claude Code's), not a request's
+        content = item.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if _anthropic_only(block):
+                return EVIDENCE
+            cached = cached or (block.get("type") == "text" and "cache_control" in block)
+    return FITS if cached else 0
+
+
+def _anthropic_only(block: dict[str, Any]) -> bool:
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        return False
+    if kind in _ONLY_ANTHROPIC or kind.endswith(("_tool_result", "_tool_result_error")):
+        return True
+    if kind == "thinking":
+        return isinstance(block.get("thinking"), str)  # Mistral's holds chunks
+    if kind in ("image", "document"):
+        return isinstance(block.get("source"), dict)
+    return kind == "text" and "citations" in block

@@ -26,10 +26,13 @@ from typing import Any
 
 from cast._fast import trusted_message
 from cast.codecs._common import (
+    EVIDENCE,
     args_object,
     as_messages,
     b64decode,
     b64encode,
+    converse_body,
+    converse_messages,
     dumps_compact,
     encode_user_turns,
     error,
@@ -54,7 +57,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["decode", "encode"]
+__all__ = ["decode", "detect", "detect_messages", "encode"]
 
 _HUMAN = Role.HUMAN
 _AI = Role.AI
@@ -212,16 +215,16 @@ def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Mess
                 parts.append(TextPart(text="", reasoning=pending))
                 pending = None
             parts.append(TextPart(text=text))
-        elif kind == "toolUse":
+        elif kind == "toolUse" and not _system_tool(value):
             parts.append(_decode_call(value, where, i, names, pending))
             pending = None
         elif kind == "reasoningContent":
             if pending is not None:
                 parts.append(TextPart(text="", reasoning=pending))
             pending = _decode_reasoning(value, f"{where}.reasoningContent", i)
-        elif kind == "toolResult":
-            fail(where, "a toolResult block belongs in a user message", index=i)
         else:
+            # Media, kept blocks, and a system tool's toolUse and its toolResult (Nova's
+            # code interpreter: the service ran it inside this turn), each kept whole.
             if pending is not None:
                 parts.append(TextPart(text="", reasoning=pending))
                 pending = None
@@ -229,6 +232,12 @@ def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Mess
     if pending is not None:
         parts.append(TextPart(text="", reasoning=pending))
     return trusted_message(_AI, tuple(parts))
+
+
+def _system_tool(value: object) -> bool:
+    """Whether a ``toolUse`` is a system tool's (it carries a ``type``, such as Nova's
+    ``server_tool_use``): the service runs it and answers it in the same turn."""
+    return isinstance(value, dict) and "type" in value
 
 
 def _decode_call(
@@ -462,3 +471,16 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
             content.append(_encode_media(part, where, i))
     if content is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+
+def detect(payload: object) -> int:
+    """Converse: ``messages`` or ``system`` holding untyped Converse blocks."""
+    return EVIDENCE if converse_body(payload) else 0
+
+
+def detect_messages(items: list[Any]) -> int:
+    """Converse messages: content blocks keyed by kind (``{"toolUse": ...}``), no ``type``."""
+    return EVIDENCE if converse_messages(items) else 0

@@ -23,14 +23,19 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs import anthropic
-from cast.codecs._common import error, fail
+from cast.codecs._common import (
+    EVIDENCE,
+    error,
+    fail,
+)
+from cast.codecs.anthropic import decode as decode_anthropic
+from cast.codecs.anthropic import encode as encode_anthropic
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
 from cast.errors import CodecError
 from cast.ids import IdTemplate
 from cast.messages import Message
 
-__all__ = ["decode", "decode_claude_code_log", "encode", "to_api_messages"]
+__all__ = ["decode", "decode_claude_code_log", "detect_messages", "encode", "to_api_messages"]
 
 _MESSAGE_ID = IdTemplate("msg_{r:24:b}")
 _SUMMARY_CALL_ID = IdTemplate("toolu_{r:24:b}")
@@ -191,7 +196,7 @@ def decode_claude_code_log(entries: Iterable[object]) -> list[Message]:
     origin: list[list[tuple[int, int]]] = []
     merged = _merge(entries, origin)
     try:
-        return anthropic.decode(merged)
+        return decode_anthropic(merged)
     except CodecError as exc:
         raise _relocate(exc, origin) from exc
 
@@ -219,7 +224,7 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
 
     Claude Code logs have no system prompt: a SYSTEM message is an error.
     """
-    payload = anthropic.encode(messages)
+    payload = encode_anthropic(messages)
     if "system" in payload:
         fail("messages[0]", "a Claude Code log has no system prompt", index=0)
     api = payload["messages"]
@@ -264,3 +269,16 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
         if rest:
             out.append({"role": "user", "content": rest})
     return out
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """Whole log lines, or assistant entries with their message id."""
+    fits = any(
+        ("message" in item and "role" not in item)
+        or (item.get("role") == "assistant" and item.get("type") == "message" and "id" in item)
+        for item in dicts
+    )
+    return EVIDENCE if fits else 0

@@ -30,6 +30,7 @@ from typing import Any
 
 from cast._fast import trusted_message
 from cast.codecs._common import (
+    EVIDENCE,
     args_object,
     as_messages,
     b64decode,
@@ -37,6 +38,7 @@ from cast.codecs._common import (
     canonical_object,
     dumps_compact,
     fail,
+    gemini_fields,
     parse_data_url,
     provider_block,
     provider_part,
@@ -57,7 +59,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["decode", "encode"]
+__all__ = ["decode", "detect", "detect_messages", "encode"]
 
 _HUMAN = Role.HUMAN
 _AI = Role.AI
@@ -595,3 +597,28 @@ def _encode_results(
         if media:
             response["parts"] = media
         parts.append({"functionResponse": response})
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+
+_CONTENT_KEYS = frozenset({"role", "parts"})
+
+
+def detect(payload: object) -> int:
+    """``generateContent``: ``contents`` or a system instruction."""
+    return EVIDENCE if gemini_fields(payload) else 0
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """A ``model`` role, or ``parts`` whose items have no ``type``, in ``Content``
+    objects (which hold nothing but ``role`` and ``parts``)."""
+    if not all(_CONTENT_KEYS.issuperset(item) for item in dicts):
+        return 0
+    for item in dicts:
+        parts = item.get("parts")
+        if item.get("role") == "model" or (
+            isinstance(parts, list) and any(isinstance(p, dict) and "type" not in p for p in parts)
+        ):
+            return EVIDENCE
+    return 0

@@ -25,8 +25,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from cast.chainio import install_hint
+from cast._extras import install_hint
 from cast.codecs._common import (
+    EVIDENCE,
     as_messages,
     b64decode,
     b64encode,
@@ -47,7 +48,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["decode", "decode_counted", "encode", "to_framework"]
+__all__ = ["decode", "decode_counted", "detect_messages", "encode", "to_framework"]
 
 INSTALL_HINT = install_hint("langchain")
 
@@ -421,3 +422,19 @@ def to_framework(payload: list[dict[str, Any]]) -> list[Any]:
     except ImportError as exc:
         raise ImportError(f"langchain-core is not installed: {INSTALL_HINT}") from exc
     return messages_from_dict(payload)
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+_LANGCHAIN_TYPES = ("system", "human", "ai", "tool", "chat", "function")
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """LangChain's ``messages_to_dict`` items are ``{"type": ..., "data": {...}}``."""
+    first = dicts[0]
+    fits = (
+        first.get("type") in _LANGCHAIN_TYPES
+        and isinstance(first.get("data"), dict)
+        and "role" not in first
+    )
+    return EVIDENCE if fits else 0

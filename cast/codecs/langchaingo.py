@@ -33,7 +33,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from cast._fast import trusted_message
-from cast.codecs._common import as_messages, b64decode, b64encode, error, fail
+from cast.codecs._common import (
+    EVIDENCE,
+    as_messages,
+    b64decode,
+    b64encode,
+    error,
+    fail,
+    typed_parts_style,
+)
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -46,7 +54,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["decode", "encode"]
+__all__ = ["decode", "detect_messages", "encode"]
 
 _ROLES = {
     "human": Role.HUMAN,
@@ -231,3 +239,11 @@ def _encode_part(part: Any, i: int, j: int) -> dict[str, Any]:
             image["detail"] = part.detail
         return {"type": "image_url", "image_url": image}
     return {"type": "binary", "binary": {"mime_type": part.mime_type, "data": b64encode(part.data)}}
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """Typed parts (or chaincast's roles), nested the langchaingo way."""
+    return EVIDENCE if typed_parts_style(dicts) == "langchaingo" else 0

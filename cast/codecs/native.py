@@ -11,11 +11,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cast.codecs._common import as_messages, fail
+from cast.codecs._common import (
+    EVIDENCE,
+    as_messages,
+    fail,
+    typed_parts_style,
+)
 from cast.errors import CodecError
 from cast.messages import MESSAGES_ADAPTER, Message
 
-__all__ = ["decode", "encode"]
+__all__ = ["decode", "detect_messages", "encode"]
 
 
 def decode(payload: object) -> list[Message]:
@@ -37,3 +42,11 @@ def decode(payload: object) -> list[Message]:
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
     """The native JSON form of ``messages``."""
     return [m.model_dump(mode="json") for m in as_messages(messages)]
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """Typed parts (or chaincast's roles), flat the chaincast way."""
+    return EVIDENCE if typed_parts_style(dicts) == "chaincast" else 0

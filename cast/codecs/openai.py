@@ -19,10 +19,11 @@ from typing import Any
 
 from cast._fast import trusted_message
 from cast.codecs._common import (
+    EVIDENCE,
+    FITS,
     as_messages,
     b64decode,
     b64encode,
-    error,
     fail,
     parse_data_url,
     provider_block,
@@ -41,7 +42,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["REASONING_FIELDS", "decode", "encode"]
+__all__ = ["REASONING_FIELDS", "decode", "detect_messages", "encode"]
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Assistant fields read as reasoning, in order of preference (DeepSeek, vLLM)."""
@@ -60,6 +61,38 @@ _MODELED = {
     "input_audio": frozenset({"type", "input_audio"}),
     "file": frozenset({"type", "file"}),
 }
+CACHE_CONTROL = "cache_control"
+"""``ProviderPart.kind`` of a ``cache_control`` (OpenRouter) on the text before it: the
+text stays a text (or tool result) part, its breakpoint goes back on it when encoded."""
+REFUSAL = "refusal"
+"""``ProviderPart.kind`` saying that the text part before it is the model's refusal: data
+``{}`` for the assistant's ``refusal`` field, ``{"type": "refusal"}`` for a refusal part."""
+MESSAGE_FIELDS = "message_fields"
+"""``ProviderPart.kind`` of the fields of a message chaincast does not model (``name``
+of AutoGen's speakers, Mistral's ``prefix``, ``annotations``, ``reasoning_details``):
+the last part of its message, written back onto it."""
+CALL_FIELDS = "call_fields"
+"""``ProviderPart.kind`` of the fields of the tool call before it that chaincast does not
+model (Qwen's ``index``), written back onto it."""
+_ATTACHED = frozenset({CACHE_CONTROL, REFUSAL, MESSAGE_FIELDS, CALL_FIELDS})
+# The message keys each role's decoder reads; the others are kept as message fields.
+_ASSISTANT_KEYS = frozenset(
+    {
+        "role",
+        "content",
+        "tool_calls",
+        "refusal",
+        "function_call",
+        *("reasoning_content", "reasoning"),
+    }
+)
+_USER_KEYS = frozenset({"role", "content"})
+_DEVELOPER_KEYS = frozenset({"content"})  # its role is kept as a message field
+_TOOL_KEYS = frozenset({"role", "content", "tool_call_id", "name"})
+_CALL_KEYS = frozenset({"id", "type", "function"})
+_NO_FIELDS: dict[str, Any] = {}  # shared, never changed
+_REFUSAL_FIELD = provider_part(_PROVIDER, REFUSAL, {})
+_REFUSAL_PART = provider_part(_PROVIDER, REFUSAL, {"type": "refusal"})
 
 
 def decode(payload: object) -> list[Message]:
@@ -88,10 +121,14 @@ def decode(payload: object) -> list[Message]:
         elif role == "tool":
             out.append(_decode_tool(item, i, names))
         elif role == "user":
-            out.append(trusted_message(_HUMAN, _decode_content(item, i, media=True)))
+            parts = _decode_content(item, i, media=True)
+            out.append(trusted_message(_HUMAN, _with_fields(parts, item, _USER_KEYS)))
         elif role in ("system", "developer"):
-            # "developer" replaces "system" for o-series models; both are instructions.
-            out.append(trusted_message(_SYSTEM, _decode_content(item, i, media=False)))
+            # "developer" replaces "system" for o-series models; both are instructions,
+            # and the role goes back as it came (a message field).
+            parts = _decode_content(item, i, media=False)
+            keys = _USER_KEYS if role == "system" else _DEVELOPER_KEYS
+            out.append(trusted_message(_SYSTEM, _with_fields(parts, item, keys)))
         elif role == "function":
             fail(f"messages[{i}].role", "legacy function messages are not supported", index=i)
         else:
@@ -101,6 +138,16 @@ def decode(payload: object) -> list[Message]:
                 index=i,
             )
     return out
+
+
+def _with_fields(
+    parts: tuple[Any, ...], item: dict[str, Any], keys: frozenset[str]
+) -> tuple[Any, ...]:
+    """``parts``, and a :data:`MESSAGE_FIELDS` part when ``item`` has keys beyond ``keys``."""
+    if keys.issuperset(item):
+        return parts
+    fields = {k: v for k, v in item.items() if k not in keys}
+    return (*parts, provider_part(_PROVIDER, MESSAGE_FIELDS, fields))
 
 
 def _decode_content(item: dict[str, Any], i: int, *, media: bool) -> tuple[Any, ...]:
@@ -125,9 +172,12 @@ def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
     kind = part.get("type")
-    modeled = _MODELED.get(kind) if isinstance(kind, str) else None
-    if modeled is not None and not modeled.issuperset(part) and (media or kind == "text"):
-        return provider_part(_PROVIDER, kind, part)  # type: ignore[arg-type]
+    if not isinstance(kind, str):
+        fail(f"{where}.type", "a string", kind, i)
+    modeled = _MODELED.get(kind)
+    if modeled is None or (not modeled.issuperset(part) and (media or kind == "text")):
+        # A part type chaincast has no model for, or one with other fields: kept whole.
+        return provider_part(_PROVIDER, kind, part)
     if kind == "text":
         text = part.get("text")
         if not isinstance(text, str):
@@ -162,22 +212,20 @@ def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
         return BinaryPart(
             mime_type=f"audio/{fmt}", data=b64decode(data, f"{where}.input_audio.data", i)
         )
-    if kind == "file":
-        # {"file": {"file_data": "data:<mime>;base64,...", "filename": ...}}
-        file = part.get("file")
-        if not isinstance(file, dict):
-            fail(f"{where}.file", "an object with file_data", file, i)
-        data_url = file.get("file_data")
-        if not isinstance(data_url, str) or not {"file_data", "filename"}.issuperset(file):
-            return provider_part(_PROVIDER, "file", part)  # a file by file_id
-        parsed = parse_data_url(data_url)
-        if parsed is None:
-            fail(f"{where}.file.file_data", "a base64 data: URL", index=i)
-        filename = file.get("filename", "")
-        if not isinstance(filename, str):
-            fail(f"{where}.file.filename", "a string", filename, i)
-        return BinaryPart(mime_type=parsed[0], data=parsed[1], filename=filename)
-    raise error(f"{where}.type", f"unsupported content part type {kind!r}", index=i)
+    # kind == "file": {"file": {"file_data": "data:<mime>;base64,...", "filename": ...}}
+    file = part.get("file")
+    if not isinstance(file, dict):
+        fail(f"{where}.file", "an object with file_data", file, i)
+    data_url = file.get("file_data")
+    if not isinstance(data_url, str) or not {"file_data", "filename"}.issuperset(file):
+        return provider_part(_PROVIDER, "file", part)  # a file by file_id
+    parsed = parse_data_url(data_url)
+    if parsed is None:
+        fail(f"{where}.file.file_data", "a base64 data: URL", index=i)
+    filename = file.get("filename", "")
+    if not isinstance(filename, str):
+        fail(f"{where}.file.filename", "a string", filename, i)
+    return BinaryPart(mime_type=parsed[0], data=parsed[1], filename=filename)
 
 
 def _thinking_texts(part: dict[str, Any], where: str, i: int) -> list[str]:
@@ -197,37 +245,21 @@ def _thinking_texts(part: dict[str, Any], where: str, i: int) -> list[str]:
 
 
 def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Message:
-    texts: list[str] = []
+    parts: list[Any] = []  # texts and kept parts in order, each text's markers after it
     thoughts: list[str] = []  # Mistral thinking parts
     content = item.get("content")
     if isinstance(content, str):
-        texts.append(content)
+        parts.append(TextPart(text=content))
     elif isinstance(content, list):
         for j, part in enumerate(content):
-            where = f"messages[{i}].content[{j}]"
-            if not isinstance(part, dict):
-                fail(where, "a content part object", part, i)
-            kind = part.get("type")
-            if kind == "thinking":
-                thoughts.extend(_thinking_texts(part, where, i))
-                continue
-            key = "text" if kind == "text" else "refusal" if kind == "refusal" else None
-            if key is None:
-                fail(
-                    f"{where}.type",
-                    f"expected a text, refusal or thinking part, got {kind!r}",
-                    index=i,
-                )
-            text = part.get(key)
-            if not isinstance(text, str):
-                fail(f"{where}.{key}", "a string", text, i)
-            texts.append(text)
+            _decode_assistant_part(part, f"messages[{i}].content[{j}]", i, parts, thoughts)
     elif content is not None:
         fail(f"messages[{i}].content", "a string, an array or null", content, i)
 
     refusal = item.get("refusal")
     if isinstance(refusal, str):
-        texts.append(refusal)  # a refusal is what the model said: kept as text
+        # A refusal is what the model said: a text, marked to go back as the refusal.
+        parts += (TextPart(text=refusal), _REFUSAL_FIELD)
     elif refusal is not None:
         fail(f"messages[{i}].refusal", "a string or null", refusal, i)
 
@@ -246,26 +278,57 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
     if reasoning is None and thoughts:
         reasoning = Reasoning(content="\n\n".join(thoughts))
 
-    calls: list[ToolCall] = []
+    calls: list[Any] = []
     raw_calls = item.get("tool_calls")
     if raw_calls is not None:
         if not isinstance(raw_calls, list):
             fail(f"messages[{i}].tool_calls", "an array", raw_calls, i)
         for j, call in enumerate(raw_calls):
             calls.append(_decode_call(call, i, j, names))
+            if not _CALL_KEYS.issuperset(call):
+                extra = {k: v for k, v in call.items() if k not in _CALL_KEYS}
+                calls.append(provider_part(_PROVIDER, CALL_FIELDS, extra))
 
     # One reasoning per message: it goes on the first text, or on the first call when
     # the message has no text (as reasoning precedes the call it led to).
-    parts: list[Any] = [TextPart(text=t) for t in texts]
     if reasoning is not None:
-        if parts:
-            parts[0] = TextPart(text=texts[0], reasoning=reasoning)
+        first = next((k for k, p in enumerate(parts) if type(p) is TextPart), None)
+        if first is not None:
+            parts[first] = TextPart(text=parts[first].text, reasoning=reasoning)
         elif calls:
             calls[0] = calls[0].model_copy(update={"reasoning": reasoning})
         else:
             parts.append(TextPart(text="", reasoning=reasoning))
     parts.extend(calls)
-    return trusted_message(_AI, tuple(parts))
+    return trusted_message(_AI, _with_fields(tuple(parts), item, _ASSISTANT_KEYS))
+
+
+def _decode_assistant_part(
+    part: object, where: str, i: int, parts: list[Any], thoughts: list[str]
+) -> None:
+    """One content part of an assistant message into ``parts`` (or ``thoughts``): a text
+    (with its ``cache_control`` after it), a refusal (a text marked as one), a Mistral
+    thinking part; a text or refusal with other fields is kept whole. Chat has no other
+    assistant part type."""
+    if not isinstance(part, dict):
+        fail(where, "a content part object", part, i)
+    kind = part.get("type")
+    if kind == "thinking":
+        thoughts.extend(_thinking_texts(part, where, i))
+        return
+    if kind not in ("text", "refusal"):
+        fail(f"{where}.type", f"expected a text, refusal or thinking part, got {kind!r}", index=i)
+    if not {"type", kind, CACHE_CONTROL}.issuperset(part):
+        parts.append(provider_part(_PROVIDER, kind, part))  # other fields: kept whole
+        return
+    text = part.get(kind)
+    if not isinstance(text, str):
+        fail(f"{where}.{kind}", "a string", text, i)
+    parts.append(TextPart(text=text))
+    if kind == "refusal":
+        parts.append(_REFUSAL_PART)
+    if CACHE_CONTROL in part:
+        parts.append(provider_part(_PROVIDER, CACHE_CONTROL, part[CACHE_CONTROL]))
 
 
 def _decode_call(call: object, i: int, j: int, names: dict[str, str]) -> ToolCall:
@@ -301,20 +364,44 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
     elif not isinstance(name, str):
         fail(f"messages[{i}].name", "a string", name, i)
     content = item.get("content", _MISSING)
+    parts: list[Any]
     if isinstance(content, str):
-        return trusted_message(
-            _TOOL, (ToolResult(tool_call_id=call_id, name=name, content=content),)
-        )
-    if content is None:
-        return trusted_message(_TOOL, (ToolResult(tool_call_id=call_id, name=name, content=""),))
-    if content is _MISSING:
+        parts = [ToolResult(tool_call_id=call_id, name=name, content=content)]
+    elif content is None:
+        parts = [ToolResult(tool_call_id=call_id, name=name, content="")]
+    elif content is _MISSING:
         fail(f"messages[{i}].content", "the tool message has no content", index=i)
-    if not isinstance(content, list):
+    elif not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of text parts", content, i)
-    # An array of text parts: the first is the result, the others follow it as text.
-    texts = [_decode_part(part, i, j, False).text for j, part in enumerate(content)]
-    result = ToolResult(tool_call_id=call_id, name=name, content=texts[0] if texts else "")
-    return trusted_message(_TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
+    else:
+        # An array of parts: the first text is the result, the others follow it.
+        parts = []
+        for j, raw in enumerate(content):
+            _decode_tool_part(raw, f"messages[{i}].content[{j}]", i, parts)
+        if parts and type(parts[0]) is TextPart:
+            parts[0] = ToolResult(tool_call_id=call_id, name=name, content=parts[0].text)
+        else:
+            parts.insert(0, ToolResult(tool_call_id=call_id, name=name, content=""))
+    return trusted_message(_TOOL, _with_fields(tuple(parts), item, _TOOL_KEYS))
+
+
+def _decode_tool_part(part: object, where: str, i: int, parts: list[Any]) -> None:
+    """One part of a tool message's content array: a text (with its ``cache_control``
+    after it), or any other part kept whole."""
+    if not isinstance(part, dict):
+        fail(where, "a content part object", part, i)
+    kind = part.get("type")
+    if kind != "text" or not {"type", "text", CACHE_CONTROL}.issuperset(part):
+        if not isinstance(kind, str):
+            fail(f"{where}.type", "a string", kind, i)
+        parts.append(provider_part(_PROVIDER, kind, part))
+        return
+    text = part.get("text")
+    if not isinstance(text, str):
+        fail(f"{where}.text", "a string", text, i)
+    parts.append(TextPart(text=text))
+    if CACHE_CONTROL in part:
+        parts.append(provider_part(_PROVIDER, CACHE_CONTROL, part[CACHE_CONTROL]))
 
 
 def encode(
@@ -354,15 +441,55 @@ def _encode_stream(
                 yield from out
                 out.clear()
             elif role is _HUMAN:
-                yield {"role": "user", "content": _encode_content(message, i, media=True)}
+                yield _encode_plain("user", message, i, media=True)
             else:
-                yield {"role": "system", "content": _encode_content(message, i, media=False)}
+                yield _encode_plain("system", message, i, media=False)
 
     return PayloadStream("messages", items())
 
 
-def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict[str, Any]]:
+def _attached(part: object) -> str | None:
+    """The kind of an OpenAI part that belongs to the part (or message) before it."""
+    if type(part) is ProviderPart and part.provider == _PROVIDER and part.kind in _ATTACHED:
+        return part.kind
+    return None
+
+
+def _fields(message: Message, i: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """(the parts but the message's fields, those fields): a :data:`MESSAGE_FIELDS` part
+    ends a message decoded with keys chaincast does not model."""
     parts = message.parts
+    last = parts[-1] if parts else None
+    if type(last) is not ProviderPart or _attached(last) != MESSAGE_FIELDS:
+        return parts, _NO_FIELDS
+    fields = provider_block(last, _PROVIDER, f"messages[{i}].parts[{len(parts) - 1}]", i)
+    if not isinstance(fields, dict):
+        fail(f"messages[{i}].parts[{len(parts) - 1}].data", "a JSON object", fields, i)
+    return parts[:-1], fields
+
+
+def _with_message_fields(out: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    for key, value in fields.items():
+        out.setdefault(key, value)
+    return out
+
+
+def _mark(block: dict[str, Any], marker: ProviderPart, where: str, i: int) -> None:
+    """A text block with the ``cache_control`` a marker part after it holds."""
+    block[CACHE_CONTROL] = provider_block(marker, _PROVIDER, where, i)
+
+
+def _encode_plain(role: str, message: Message, i: int, *, media: bool) -> dict[str, Any]:
+    parts, fields = _fields(message, i)
+    if role == "system" and fields.get("role") == "developer":
+        role = "developer"
+    out = {"role": role, "content": _encode_content(message, parts, i, media=media)}
+    return _with_message_fields(out, fields) if fields else out
+
+
+def _encode_content(
+    message: Message, parts: tuple[Any, ...], i: int, *, media: bool
+) -> str | list[dict[str, Any]]:
     if len(parts) == 1 and type(parts[0]) is TextPart:
         return parts[0].text
     out: list[dict[str, Any]] = []
@@ -376,6 +503,8 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
             out.append({"type": "image_url", "image_url": image})
         elif media and isinstance(part, BinaryPart):
             out.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
+        elif _attached(part) == CACHE_CONTROL and out and out[-1].get("type") == "text":
+            _mark(out[-1], part, f"messages[{i}].parts[{j}]", i)
         elif isinstance(part, ProviderPart):
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
@@ -413,18 +542,17 @@ def _encode_binary(part: BinaryPart, where: str, i: int) -> dict[str, Any]:
 
 
 def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[str, Any]:
-    texts: list[str] = []
+    parts, fields = _fields(message, i)
     calls: list[dict[str, Any]] = []
     reasonings: list[str] = []
-    blocks: list[dict[str, Any]] = []  # content parts in order, when a kept block is among them
-    for j, part in enumerate(message.parts):
-        if isinstance(part, ProviderPart):
-            blocks.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
-            continue
-        if isinstance(part, TextPart):
-            texts.append(part.text)
+    blocks: list[dict[str, Any]] = []  # content parts in order
+    plain = True  # every block is a text block without other keys
+    refusal: str | None = None
+    for j, part in enumerate(parts):
+        cls = type(part)
+        if cls is TextPart:
             blocks.append({"type": "text", "text": part.text})
-        elif isinstance(part, ToolCall):
+        elif cls is ToolCall:
             calls.append(
                 {
                     "id": part.id,
@@ -435,6 +563,12 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
                     },
                 }
             )
+        elif cls is ProviderPart:
+            where = f"messages[{i}].parts[{j}]"
+            refusal, plain = _encode_kept(
+                part, where, i, blocks=blocks, calls=calls, refusal=refusal, plain=plain
+            )
+            continue
         else:
             fail(
                 f"messages[{i}].parts[{j}]",
@@ -446,15 +580,17 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
             reasonings.append(reasoning.content)
 
     content: Any
-    if len(blocks) > len(texts):
+    if not plain:
         content = blocks
-    elif not texts:
+    elif not blocks:
         content = None
-    elif len(texts) == 1:
-        content = texts[0]
+    elif len(blocks) == 1:
+        content = blocks[0]["text"]
     else:
-        content = [{"type": "text", "text": t} for t in texts]
+        content = blocks
     out: dict[str, Any] = {"role": "assistant", "content": content}
+    if refusal is not None:
+        out["refusal"] = refusal
     if calls:
         out["tool_calls"] = calls
     if reasonings:
@@ -462,14 +598,47 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
         out[reasoning_field] = (
             reasonings[0] if len(reasonings) == 1 else "\n\n".join(r for r in reasonings if r)
         )
-    return out
+    return _with_message_fields(out, fields) if fields else out
+
+
+def _encode_kept(
+    part: ProviderPart,
+    where: str,
+    i: int,
+    *,
+    blocks: list[dict[str, Any]],
+    calls: list[dict[str, Any]],
+    refusal: str | None,
+    plain: bool,
+) -> tuple[str | None, bool]:
+    """A kept part of an assistant message: a mark on the text or call before it (a
+    refusal, a ``cache_control``, a call's fields), or a block of its own; returns the
+    message's refusal text and whether its content is still plain text."""
+    kind = _attached(part)
+    if kind == REFUSAL and blocks and blocks[-1].get("type") == "text":
+        text = blocks.pop()["text"]
+        if provider_block(part, _PROVIDER, where, i):  # a refusal part
+            blocks.append({"type": "refusal", "refusal": text})
+            return refusal, False
+        return (text if refusal is None else refusal + text), plain
+    if kind == CACHE_CONTROL and blocks and blocks[-1].get("type") == "text":
+        _mark(blocks[-1], part, where, i)
+        return refusal, False
+    if kind == CALL_FIELDS and calls:
+        extra = provider_block(part, _PROVIDER, where, i)
+        if isinstance(extra, dict):
+            _with_message_fields(calls[-1], extra)
+            return refusal, plain
+    blocks.append(provider_block(part, _PROVIDER, where, i))
+    return refusal, False
 
 
 def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str, Any]]) -> None:
     """One tool message per result; text parts after a result join its content."""
+    parts, fields = _fields(message, i)
     current: dict[str, Any] | None = None
-    for j, part in enumerate(message.parts):
-        if isinstance(part, ToolResult):
+    for j, part in enumerate(parts):
+        if type(part) is ToolResult:
             current = {
                 "role": "tool",
                 "tool_call_id": part.tool_call_id,
@@ -484,6 +653,8 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
                 content = current["content"] = [{"type": "text", "text": content}]
             if isinstance(part, TextPart):
                 content.append({"type": "text", "text": part.text})
+            elif _attached(part) == CACHE_CONTROL and content[-1].get("type") == "text":
+                _mark(content[-1], part, f"messages[{i}].parts[{j}]", i)
             else:
                 content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
@@ -495,3 +666,35 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
             )
     if current is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+    if fields:
+        _with_message_fields(current, fields)
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+_ONLY_CHAT_ROLES = frozenset({"tool", "developer", "function"})
+_ONLY_CHAT_KEYS = ("tool_calls", "tool_call_id", "refusal", "function_call", *REASONING_FIELDS)
+_ONLY_CHAT_PARTS = frozenset(
+    {"image_url", "input_audio", "file", "video_url", "document_url", "refusal"}
+)
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """Chat Completions takes any list of message objects (plain user/assistant text fits
+    OpenAI and Anthropic alike, and both decode it the same way); its roles, call fields
+    and part types are evidence only it has."""
+    for item in dicts:
+        role = item.get("role")
+        if (isinstance(role, str) and role in _ONLY_CHAT_ROLES) or any(
+            key in item for key in _ONLY_CHAT_KEYS
+        ):
+            return EVIDENCE
+        content = item.get("content")
+        if isinstance(content, list) and any(_chat_part(p) for p in content):
+            return EVIDENCE
+    return FITS
+
+
+def _chat_part(part: object) -> bool:
+    kind = part.get("type") if isinstance(part, dict) else None
+    return isinstance(kind, str) and kind in _ONLY_CHAT_PARTS

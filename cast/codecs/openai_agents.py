@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast.chainio import install_hint
-from cast.codecs import openai_responses
+from cast._extras import install_hint
 from cast.codecs._common import fail
+from cast.codecs.openai_responses import decode as decode_responses
+from cast.codecs.openai_responses import encode as encode_responses
 from cast.messages import Message
 
 __all__ = ["decode", "decode_counted", "encode", "group_items"]
@@ -58,17 +59,17 @@ def group_items(items: list[Any]) -> list[list[Any]]:
 
 def decode(payload: object) -> list[Message]:
     """Messages of a list of input items (dicts or the SDK's item objects)."""
-    return openai_responses.decode(_as_items(payload))
+    return decode_responses(_as_items(payload))
 
 
 def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     """The messages, and how many each group of :func:`group_items` became (one)."""
     items = _as_items(payload)
-    messages = openai_responses.decode(items)
+    messages = decode_responses(items)
     return messages, [1] * len(group_items(items))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
     """The input items of ``messages``."""
-    items: list[dict[str, Any]] = openai_responses.encode(messages)["input"]
+    items: list[dict[str, Any]] = encode_responses(messages)["input"]
     return items

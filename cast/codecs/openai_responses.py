@@ -22,9 +22,11 @@ from typing import Any
 
 from cast._fast import trusted_message
 from cast.codecs._common import (
+    EVIDENCE,
     as_messages,
     b64encode,
     fail,
+    gemini_fields,
     parse_data_url,
     provider_block,
     provider_part,
@@ -41,7 +43,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["decode", "decode_signature", "encode", "encode_signature"]
+__all__ = ["decode", "decode_signature", "detect", "detect_messages", "encode", "encode_signature"]
 
 _HUMAN = Role.HUMAN
 _AI = Role.AI
@@ -560,3 +562,28 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
             output.append(provider_block(part, _PROVIDER, where, i))
     if current is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+_DETECT_ITEMS = ("function_call", "function_call_output", "reasoning")
+_DETECT_PARTS = ("input_text", "output_text", "input_image")
+
+
+def detect(payload: object) -> int:
+    """A Responses request: an ``input`` field (and no Gemini field)."""
+    fits = isinstance(payload, dict) and "input" in payload and not gemini_fields(payload)
+    return EVIDENCE if fits else 0
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """Responses items: typed call/output/reasoning items, or ``input_text``-style parts."""
+    for item in dicts:
+        if item.get("type") in _DETECT_ITEMS:
+            return EVIDENCE
+        content = item.get("content")
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") in _DETECT_PARTS for p in content
+        ):
+            return EVIDENCE
+    return 0

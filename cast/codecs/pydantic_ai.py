@@ -24,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast.chainio import install_hint
+from cast._extras import install_hint
 from cast.codecs._common import (
+    EVIDENCE,
     as_messages,
     b64decode,
     b64encode,
@@ -45,7 +46,7 @@ from cast.messages import (
     ToolResult,
 )
 
-__all__ = ["decode", "decode_counted", "encode", "to_framework"]
+__all__ = ["decode", "decode_counted", "detect_messages", "encode", "to_framework"]
 
 INSTALL_HINT = install_hint("pydantic-ai")
 
@@ -135,6 +136,8 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
         if not isinstance(part, dict):
             fail(part_where, "a part object", part, i)
         kind = part.get("part_kind")
+        if not isinstance(kind, str):
+            fail(f"{part_where}.part_kind", "a string", kind, i)
         if kind == "system-prompt":
             _append(out, start, _SYSTEM, [TextPart(text=_string(part, "content", part_where, i))])
         elif kind == "user-prompt":
@@ -373,3 +376,16 @@ def to_framework(payload: list[dict[str, Any]]) -> list[Any]:
     except ImportError as exc:
         raise ImportError(f"pydantic-ai is not installed: {INSTALL_HINT}") from exc
     return list(ModelMessagesTypeAdapter.validate_python(payload))
+
+
+# -- detection (see cast.codecs._registry) -----------------------------------------------
+
+
+def detect_messages(dicts: list[dict[str, Any]]) -> int:
+    """pydantic-ai messages carry ``kind`` and ``parts`` (whose items have ``part_kind``):
+    evidence only this format has."""
+    first = dicts[0]
+    kind_and_parts = first.get("kind") in ("request", "response") and isinstance(
+        first.get("parts"), list
+    )
+    return EVIDENCE if kind_and_parts else 0
