@@ -29,6 +29,7 @@ from cast.chainio import (
     write_owned_chain,
 )
 from cast.errors import ChainError
+from cast.handoff import handoff
 from cast.messages import Message, ToolCall
 from cast.parse import diagnose, parse_chain
 from cast.providers import PROVIDERS
@@ -231,8 +232,6 @@ def _lint(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _handoff(args: argparse.Namespace, out: TextIO) -> int:
-    from cast.handoff import handoff
-
     done = handoff(
         args.source, args.agent, cwd=args.cwd, budget=args.budget, reasoning=args.reasoning
     )
