@@ -8,8 +8,8 @@ nothing else; ``detect_format`` on every tenth gives a format or a ``CodecError`
 
 Each Hypothesis example draws a seed and builds :data:`PER_EXAMPLE` payloads from it
 with a seeded ``random.Random`` (cheap to build, so that 10,000 payloads per codec run
-in the default suite in seconds); the ``slow``-marked test builds three times as many (ten times took 15 minutes of
-CI on two loaded cores).
+in the default suite in seconds); the ``slow``-marked test builds three times as many
+(ten times as many took 15 minutes on two loaded cores).
 A failure prints the payload and the seed.
 """
 
