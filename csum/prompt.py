@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
@@ -283,7 +283,10 @@ class SummaryRequest:
     """What a structured handler is asked to summarize: the prompt text and the entries
     it was rendered from (:func:`summary_request`), so a handler reads the structure
     instead of parsing the text. The two cannot disagree: the prompt is
-    :func:`render_request` of ``case``, ``focus``, ``marker`` and ``messages``."""
+    :func:`render_request` of ``case``, ``focus``, ``marker`` and ``messages``.
+
+    The entries are built when first read (a handler taking the prompt text never pays
+    for them): the request holds the fields they are made of."""
 
     prompt: str
     """The prompt text, as :func:`messages_to_prompt` makes it (cache keys use it)."""
@@ -293,8 +296,19 @@ class SummaryRequest:
     """What the next step needs; "" when none."""
     marker: str
     """The marker suffix of the prompt's structure tags."""
-    messages: tuple[RequestMessage, ...]
-    """Context messages first, then the messages summarized."""
+    source: tuple[_RawMessage, ...] = field(default=(), repr=False)
+    """The messages as the renderer reads them (see :attr:`messages`)."""
+    _built: list[tuple[RequestMessage, ...]] = field(
+        default_factory=list, repr=False, compare=False
+    )
+
+    @property
+    def messages(self) -> tuple[RequestMessage, ...]:
+        """Context messages first, then the messages summarized."""
+        built = self._built
+        if not built:
+            built.append(tuple(_request_message(raw) for raw in self.source))
+        return built[0]
 
     @property
     def entries(self) -> tuple[PromptEntry, ...]:
@@ -380,79 +394,65 @@ class _Tags:
 
 _ROLE_NAMES = {role: role.value for role in Role}
 
+_RawEntry = tuple[str, str, str, str, str]
+"""An entry as the renderer reads it: (kind, content, name, call_id, args)."""
+_RawMessage = tuple[str, int, str, tuple[_RawEntry, ...]]
+"""A message as the renderer reads it: (section, index, role, entries)."""
 
-def _message_entries(section: str, index: int, message: Message) -> tuple[PromptEntry, ...]:
-    """The entries of one message, in the order its parts are rendered."""
-    role = _ROLE_NAMES[message.role]
-    out: list[PromptEntry] = []
+
+def _raw_entries(message: Message) -> tuple[_RawEntry, ...]:
+    """The entries of one message, in the order its parts are rendered, as plain tuples
+    (a :class:`PromptEntry` each is built only when a handler reads them)."""
+    out: list[_RawEntry] = []
     append = out.append
     for part in message.parts:
         if isinstance(part, ToolResult):
-            append(
-                prompt_entry(
-                    section,
-                    index,
-                    role,
-                    "tool_result",
-                    content=part.content,
-                    name=part.name,
-                    call_id=part.tool_call_id,
-                )
-            )
-        elif isinstance(part, TextPart | ToolCall):
+            append(("tool_result", part.content, part.name, part.tool_call_id, ""))
+        elif isinstance(part, TextPart):
             reasoning = part.reasoning
             if reasoning is not None and reasoning.content:
-                append(prompt_entry(section, index, role, "reasoning", content=reasoning.content))
-            if isinstance(part, TextPart):
-                append(prompt_entry(section, index, role, "text", content=part.text))
-            else:
-                append(
-                    prompt_entry(
-                        section,
-                        index,
-                        role,
-                        "tool_call",
-                        name=part.name,
-                        call_id=part.id,
-                        args=part.arguments,
-                    )
-                )
+                append(("reasoning", reasoning.content, "", "", ""))
+            append(("text", part.text, "", "", ""))
+        elif isinstance(part, ToolCall):
+            reasoning = part.reasoning
+            if reasoning is not None and reasoning.content:
+                append(("reasoning", reasoning.content, "", "", ""))
+            append(("tool_call", "", part.name, part.id, part.arguments))
         elif isinstance(part, ImagePart):
-            append(prompt_entry(section, index, role, "image", content=_image_placeholder(part)))
+            append(("image", _image_placeholder(part), "", "", ""))
         elif isinstance(part, ProviderPart):
             if part.kind in FIELD_PART_KINDS:
                 continue  # fields of the call or message before (caller, phase): no content
-            label = f"[{part.provider} {part.kind}] {part.data}"
-            append(prompt_entry(section, index, role, "block", content=label))
+            append(("block", f"[{part.provider} {part.kind}] {part.data}", "", "", ""))
         else:
-            label = f"[binary {part.mime_type}, {len(part.data)} bytes]"
-            append(prompt_entry(section, index, role, "binary", content=label))
+            append(("binary", f"[binary {part.mime_type}, {len(part.data)} bytes]", "", "", ""))
     return tuple(out)
 
 
-def _call_aliases(messages: Sequence[RequestMessage]) -> dict[int, int]:
-    """Short aliases linking results to their calls: entry position (in render order)
-    -> alias, for each tool result whose call (same id and name) comes earlier in the
-    prompt and for that call. Such a result is rendered with the alias alone, so a long
-    provider call id (``toolu_...``) and the tool's name appear once per pair."""
-    latest: dict[tuple[str, str], int] = {}
-    linked: dict[int, int] = {}
-    position = 0
-    for message in messages:
-        for entry in message.entries:
-            if entry.kind == "tool_call":
-                latest[(entry.call_id, entry.name)] = position
-            elif entry.kind == "tool_result":
-                call = latest.get((entry.call_id, entry.name))
-                if call is not None:
-                    linked[position] = call
-            position += 1
-    aliases: dict[int, int] = {}
-    for call in sorted(set(linked.values())):
-        aliases[call] = len(aliases) + 1
-    for result, call in linked.items():
-        aliases[result] = aliases[call]
-    return aliases
+def _request_message(raw: _RawMessage) -> RequestMessage:
+    """The :class:`RequestMessage` of a raw message (entries with their derived fields)."""
+    section, index, role, entries = raw
+    return RequestMessage(
+        section,
+        index,
+        role,
+        tuple(
+            prompt_entry(
+                section, index, role, kind, content=content, name=name, call_id=call_id, args=args
+            )
+            for kind, content, name, call_id, args in entries
+        ),
+    )
+
+
+def _raw_message(message: RequestMessage) -> _RawMessage:
+    """The raw form of a :class:`RequestMessage` (what the renderer reads)."""
+    return (
+        message.section,
+        message.index,
+        message.role,
+        tuple((e.kind, e.content, e.name, e.call_id, e.args) for e in message.entries),
+    )
 
 
 _PLAIN_NAME = re.compile(r'[^"&<>]*')
@@ -471,51 +471,82 @@ def _append_name(out: list[str], name: str, mark: str) -> int:
     return 2
 
 
+class _Aliases:
+    """Short aliases linking results to their calls, numbered while rendering: a tool
+    result whose call (same id and name) comes earlier in the prompt is rendered with
+    the alias alone, so a long provider call id (``toolu_...``) and the tool's name
+    appear once per pair. Both tags get an empty slot in the output, filled once every
+    link is known (aliases number the linked calls in prompt order)."""
+
+    __slots__ = ("calls", "latest", "linked", "results")
+
+    def __init__(self) -> None:
+        self.latest: dict[tuple[str, str], int] = {}
+        self.calls: list[int] = []
+        """The output slot of each call, by call number."""
+        self.results: list[tuple[int, int]] = []
+        """(output slot, call number) of each linked result."""
+        self.linked: set[int] = set()
+
+    def fill(self, out: list[str]) -> None:
+        numbers: dict[int, int] = {}
+        for call in sorted(self.linked):
+            numbers[call] = alias = len(numbers) + 1
+            out[self.calls[call]] = f' n="{alias}"'
+        for slot, call in self.results:
+            out[slot] = str(numbers[call])
+
+
 def _render_message(
-    out: list[str],
-    message: RequestMessage,
-    tags: _Tags,
-    aliases: dict[int, int],
-    *,
-    position: int,
-    next_index: int,
+    out: list[str], message: _RawMessage, tags: _Tags, aliases: _Aliases, next_index: int
 ) -> int:
-    """Append the message (its first entry at ``position`` in render order); return how
-    many structure tags (one marker each) it wrote. Its index is written only when it
-    is not ``next_index`` (the one after the block's message before)."""
+    """Append the message; return how many structure tags (one marker each) it wrote.
+    Its index is written only when it is not ``next_index`` (the one after the block's
+    message before)."""
     # Content goes in as its own list item, so it is copied once, by the final join.
     append = out.append
     mark = tags.mark
     count = 2
-    index = "" if message.index == next_index else f' index="{message.index}"'
-    append(f'<message{mark}{index} role="{message.role}">\n')
-    for entry in message.entries:
-        kind = entry.kind
+    _, message_index, role, entries = message
+    index = "" if message_index == next_index else f' index="{message_index}"'
+    append(f'<message{mark}{index} role="{role}">\n')
+    for kind, content, name, call_id, args in entries:
         count += 2
-        alias = aliases.get(position)
-        position += 1
         if kind in {"text", "reasoning"}:
             opening, closing = tags.text if kind == "text" else tags.reasoning
             append(opening)
-            append(entry.content)
+            append(content)
             append(closing)
-        elif kind in {"tool_call", "tool_result"}:
-            if kind == "tool_result" and alias is not None:
-                append(f'<tool_result{mark} n="{alias}">')
+        elif kind == "tool_call":
+            aliases.latest[(call_id, name)] = len(aliases.calls)
+            append(f"<tool_call{mark}")
+            aliases.calls.append(len(out))
+            append("")  # the alias, when a result links to this call
+            append(f' id="{_attr(call_id)}"')
+            count += _append_name(out, name, mark)
+            append(args)
+            append(tags.call_end)
+        elif kind == "tool_result":
+            call = aliases.latest.get((call_id, name))
+            if call is None:
+                append(f'<tool_result{mark} id="{_attr(call_id)}"')
+                count += _append_name(out, name, mark)
             else:
-                ref = "" if alias is None else f' n="{alias}"'
-                append(f'<{kind}{mark}{ref} id="{_attr(entry.call_id)}"')
-                count += _append_name(out, entry.name, mark)
-            append(entry.args if kind == "tool_call" else entry.content)
-            append(tags.call_end if kind == "tool_call" else tags.result_end)
+                aliases.linked.add(call)
+                append(f'<tool_result{mark} n="')
+                aliases.results.append((len(out), call))
+                append("")  # the alias
+                append('">')
+            append(content)
+            append(tags.result_end)
         else:
-            append(f"<{kind}{mark}>{entry.content}</{kind}{mark}>\n")
+            append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
     append(tags.message_end)
     return count
 
 
 def _render(
-    case: PromptCase, focus: str, mark: str, messages: Sequence[RequestMessage]
+    case: PromptCase, focus: str, mark: str, messages: Sequence[_RawMessage]
 ) -> tuple[str, int]:
     """The prompt and how many structure tags carrying ``mark`` it holds."""
     text = INSTRUCTIONS[case]
@@ -527,24 +558,21 @@ def _render(
         out.append(f"<{FOCUS_TAG}{mark}>{focus}</{FOCUS_TAG}{mark}>\n")
         expected = 2
     tags = _Tags.with_mark(mark)
-    aliases = _call_aliases(messages)
-    position = 0
+    aliases = _Aliases()
     next_index = 0
     section = ""
     for message in messages:
-        if message.section != section:
+        if message[0] != section:
             if section:
                 out.append(f"</{section}{mark}>\n")
-            section = message.section
+            section = message[0]
             out.append(f"<{section}{mark}>\n")
             expected += 2
             next_index = 0
-        expected += _render_message(
-            out, message, tags, aliases, position=position, next_index=next_index
-        )
-        position += len(message.entries)
-        next_index = message.index + 1
+        expected += _render_message(out, message, tags, aliases, next_index)
+        next_index = message[1] + 1
     out.append(f"</{section}{mark}>\n")
+    aliases.fill(out)
     return "".join(out), expected
 
 
@@ -558,7 +586,7 @@ def render_request(
         raise ValueError(
             "render_request needs at least one message (an empty request has no prompt)"
         )
-    return _render(case, focus, marker, messages)[0]
+    return _render(case, focus, marker, [_raw_message(m) for m in messages])[0]
 
 
 def _attr(value: str) -> str:
@@ -598,7 +626,7 @@ def summary_request(
     else:
         blocks = [(MESSAGES_TAG, human_messages)]
     messages = tuple(
-        RequestMessage(tag, index, _ROLE_NAMES[message.role], _message_entries(tag, index, message))
+        (tag, index, _ROLE_NAMES[message.role], _raw_entries(message))
         for tag, block in blocks
         for index, message in enumerate(block)
     )
