@@ -82,8 +82,10 @@ def traced_compactor(folder: Path) -> Compactor:
     )
 
 
-async def trace_compact(compactor: Compactor, messages: list[Message]) -> Trace:
-    """Run one forced compaction of ``messages`` and trace it."""
+async def trace_compact(
+    compactor: Compactor, messages: list[Message], *, force: bool = True
+) -> Trace:
+    """Run one call of ``compactor`` on ``messages`` (forced: a compaction) and trace it."""
     entered: dict[str, None] = {}
     importers = _importers()
     with mock.patch.object(cast.parse, "parse_chain", wraps=cast.parse.parse_chain) as counted:
@@ -92,7 +94,7 @@ async def trace_compact(compactor: Compactor, messages: list[Message]) -> Trace:
             patch.start()
         try:
             with _recorded(entered):
-                result = await compactor.run(messages, force=True)
+                result = await compactor.run(messages, force=force)
         finally:
             for patch in patched:
                 patch.stop()

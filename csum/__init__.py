@@ -29,7 +29,8 @@ from csum.budget import (
 )
 from csum.cache import SummaryCache
 from csum.clearing import Clearing
-from csum.compactor import EARLIER_CONVERSATION_TEXT, CompactionResult, Compactor
+from csum.compaction import CompactionResult
+from csum.compactor import Compactor
 from csum.config import SummarizerConfig
 from csum.errors import (
     CsumError,
@@ -39,6 +40,7 @@ from csum.errors import (
     SummarizationError,
 )
 from csum.events import CompactionEvent, CompactionReason, otel_listener
+from csum.plan import EARLIER_CONVERSATION_TEXT
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
 from csum.settings import Robustness, Stores

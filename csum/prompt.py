@@ -824,25 +824,7 @@ def _read_block(
                 continue
             if kind not in ("tool_call", "tool_result"):
                 raise reader.fail(f"unexpected <{kind}>")
-            attrs_text = reader.open_tag(kind)
-            alias = _RESULT_ALIAS.match(attrs_text) if kind == "tool_result" else None
-            if alias is not None:
-                linked = calls.get(alias.group(1))
-                if linked is None:
-                    raise reader.fail(f"tool result n={alias.group(1)} names no call above it")
-                call_id, name = linked
-            else:
-                call = _CALL_ATTRS.match(attrs_text)
-                if call is None or (kind == "tool_result" and call.group(1) is not None):
-                    raise reader.fail(f"bad <{kind}> attributes")
-                call_id = _unattr(call.group(2))
-                if call.group(3) is not None:
-                    name = call.group(3)
-                else:
-                    reader.skip_newline()
-                    name = reader.element("name")
-                if call.group(1) is not None:
-                    calls[call.group(1)] = (call_id, name)
+            call_id, name = _read_call_tag(reader, kind, calls)
             body = reader.until_closing(kind)
             if kind == "tool_call":
                 entries.append(
@@ -852,6 +834,33 @@ def _read_block(
                 entries.append(
                     prompt_entry(block, index, role, kind, content=body, name=name, call_id=call_id)
                 )
+
+
+def _read_call_tag(
+    reader: _Reader, kind: str, calls: dict[str, tuple[str, str]]
+) -> tuple[str, str]:
+    """(call id, tool name) of a ``<tool_call>`` or ``<tool_result>`` opening tag (and
+    its ``<name>`` element when the name is not an attribute); a call's alias goes into
+    ``calls``, a result's alias is looked up there."""
+    attrs_text = reader.open_tag(kind)
+    alias = _RESULT_ALIAS.match(attrs_text) if kind == "tool_result" else None
+    if alias is not None:
+        linked = calls.get(alias.group(1))
+        if linked is None:
+            raise reader.fail(f"tool result n={alias.group(1)} names no call above it")
+        return linked
+    call = _CALL_ATTRS.match(attrs_text)
+    if call is None or (kind == "tool_result" and call.group(1) is not None):
+        raise reader.fail(f"bad <{kind}> attributes")
+    call_id = _unattr(call.group(2))
+    if call.group(3) is not None:
+        name = call.group(3)
+    else:
+        reader.skip_newline()
+        name = reader.element("name")
+    if call.group(1) is not None:
+        calls[call.group(1)] = (call_id, name)
+    return call_id, name
 
 
 def parse_prompt(prompt: str) -> ParsedPrompt:
