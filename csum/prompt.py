@@ -51,6 +51,7 @@ import xxhash
 from cast import (
     FIELD_PART_KINDS,
     SUMMARIZATION_TOOL_NAME,
+    BinaryPart,
     ImagePart,
     Message,
     ProviderPart,
@@ -296,8 +297,8 @@ class SummaryRequest:
     """What the next step needs; "" when none."""
     marker: str
     """The marker suffix of the prompt's structure tags."""
-    source: tuple[_RawMessage, ...] = field(default=(), repr=False)
-    """The messages as the renderer reads them (see :attr:`messages`)."""
+    source: tuple[_Source, ...] = field(default=(), repr=False)
+    """The messages the prompt was rendered from: (section, index, message)."""
     _built: list[tuple[RequestMessage, ...]] = field(
         default_factory=list, repr=False, compare=False
     )
@@ -307,7 +308,7 @@ class SummaryRequest:
         """Context messages first, then the messages summarized."""
         built = self._built
         if not built:
-            built.append(tuple(_request_message(raw) for raw in self.source))
+            built.append(tuple(_source_message(source) for source in self.source))
         return built[0]
 
     @property
@@ -398,35 +399,50 @@ _RawEntry = tuple[str, str, str, str, str]
 """An entry as the renderer reads it: (kind, content, name, call_id, args)."""
 _RawMessage = tuple[str, int, str, tuple[_RawEntry, ...]]
 """A message as the renderer reads it: (section, index, role, entries)."""
+_Source = tuple[str, int, Message]
+"""A message of a prompt as :func:`summary_request` renders it: (section, index, the
+message)."""
 
 
 def _raw_entries(message: Message) -> tuple[_RawEntry, ...]:
-    """The entries of one message, in the order its parts are rendered, as plain tuples
-    (a :class:`PromptEntry` each is built only when a handler reads them)."""
+    """The entries of one message, in the order its parts are rendered, as plain tuples."""
     out: list[_RawEntry] = []
     append = out.append
     for part in message.parts:
         if isinstance(part, ToolResult):
             append(("tool_result", part.content, part.name, part.tool_call_id, ""))
-        elif isinstance(part, TextPart):
+            continue
+        if isinstance(part, TextPart | ToolCall):
             reasoning = part.reasoning
             if reasoning is not None and reasoning.content:
                 append(("reasoning", reasoning.content, "", "", ""))
+        if isinstance(part, TextPart):
             append(("text", part.text, "", "", ""))
         elif isinstance(part, ToolCall):
-            reasoning = part.reasoning
-            if reasoning is not None and reasoning.content:
-                append(("reasoning", reasoning.content, "", "", ""))
             append(("tool_call", "", part.name, part.id, part.arguments))
-        elif isinstance(part, ImagePart):
-            append(("image", _image_placeholder(part), "", "", ""))
-        elif isinstance(part, ProviderPart):
-            if part.kind in FIELD_PART_KINDS:
-                continue  # fields of the call or message before (caller, phase): no content
-            append(("block", f"[{part.provider} {part.kind}] {part.data}", "", "", ""))
-        else:
-            append(("binary", f"[binary {part.mime_type}, {len(part.data)} bytes]", "", "", ""))
+        elif (other := _other_entry(part)) is not None:
+            append(other)
     return tuple(out)
+
+
+def _other_entry(part: object) -> _RawEntry | None:
+    """The entry of a part that is no text, tool call or tool result (a placeholder for
+    an image, binary data or a provider block); None for a field part (no content)."""
+    if isinstance(part, ImagePart):
+        return ("image", _image_placeholder(part), "", "", "")
+    if isinstance(part, ProviderPart):
+        if part.kind in FIELD_PART_KINDS:
+            return None  # fields of the call or message before (caller, phase)
+        return ("block", f"[{part.provider} {part.kind}] {part.data}", "", "", "")
+    if isinstance(part, BinaryPart):
+        return ("binary", f"[binary {part.mime_type}, {len(part.data)} bytes]", "", "", "")
+    raise TypeError(f"a message part of an unknown type: {type(part).__name__}")
+
+
+def _source_message(source: _Source) -> RequestMessage:
+    """The :class:`RequestMessage` of a message of the prompt."""
+    section, index, message = source
+    return _request_message((section, index, _ROLE_NAMES[message.role], _raw_entries(message)))
 
 
 def _request_message(raw: _RawMessage) -> RequestMessage:
@@ -488,6 +504,29 @@ class _Aliases:
         """(output slot, call number) of each linked result."""
         self.linked: set[int] = set()
 
+    def call(self, out: list[str], call_id: str, name: str, mark: str) -> int:
+        """Open a tool call's tag (its alias slot, id and name); the tags it wrote."""
+        self.latest[(call_id, name)] = len(self.calls)
+        out.append(f"<tool_call{mark}")
+        self.calls.append(len(out))
+        out.append("")  # the alias, when a result links to this call
+        out.append(f' id="{_attr(call_id)}"')
+        return _append_name(out, name, mark)
+
+    def result(self, out: list[str], call_id: str, name: str, mark: str) -> int:
+        """Open a tool result's tag: the alias of its call when one is shown above, else
+        its id and name; the tags it wrote beyond its own."""
+        call = self.latest.get((call_id, name))
+        if call is None:
+            out.append(f'<tool_result{mark} id="{_attr(call_id)}"')
+            return _append_name(out, name, mark)
+        self.linked.add(call)
+        out.append(f'<tool_result{mark} n="')
+        self.results.append((len(out), call))
+        out.append("")  # the alias
+        out.append('">')
+        return 0
+
     def fill(self, out: list[str]) -> None:
         numbers: dict[int, int] = {}
         for call in sorted(self.linked):
@@ -518,25 +557,11 @@ def _render_message(
             append(content)
             append(closing)
         elif kind == "tool_call":
-            aliases.latest[(call_id, name)] = len(aliases.calls)
-            append(f"<tool_call{mark}")
-            aliases.calls.append(len(out))
-            append("")  # the alias, when a result links to this call
-            append(f' id="{_attr(call_id)}"')
-            count += _append_name(out, name, mark)
+            count += aliases.call(out, call_id, name, mark)
             append(args)
             append(tags.call_end)
         elif kind == "tool_result":
-            call = aliases.latest.get((call_id, name))
-            if call is None:
-                append(f'<tool_result{mark} id="{_attr(call_id)}"')
-                count += _append_name(out, name, mark)
-            else:
-                aliases.linked.add(call)
-                append(f'<tool_result{mark} n="')
-                aliases.results.append((len(out), call))
-                append("")  # the alias
-                append('">')
+            count += aliases.result(out, call_id, name, mark)
             append(content)
             append(tags.result_end)
         else:
@@ -545,8 +570,52 @@ def _render_message(
     return count
 
 
+def _render_source(
+    out: list[str], message: _Source, tags: _Tags, aliases: _Aliases, next_index: int
+) -> int:
+    """:func:`_render_message` of a message read straight from its parts (what
+    :func:`summary_request` renders: the entries are built only when read)."""
+    append = out.append
+    mark = tags.mark
+    count = 2
+    _, message_index, source = message
+    index = "" if message_index == next_index else f' index="{message_index}"'
+    append(f'<message{mark}{index} role="{_ROLE_NAMES[source.role]}">\n')
+    for part in source.parts:
+        if isinstance(part, ToolResult):
+            count += 2 + aliases.result(out, part.tool_call_id, part.name, mark)
+            append(part.content)
+            append(tags.result_end)
+            continue
+        if isinstance(part, TextPart | ToolCall):
+            reasoning = part.reasoning
+            if reasoning is not None and reasoning.content:
+                count += 2
+                append(tags.reasoning[0])
+                append(reasoning.content)
+                append(tags.reasoning[1])
+        if isinstance(part, TextPart):
+            count += 2
+            append(tags.text[0])
+            append(part.text)
+            append(tags.text[1])
+        elif isinstance(part, ToolCall):
+            count += 2 + aliases.call(out, part.id, part.name, mark)
+            append(part.arguments)
+            append(tags.call_end)
+        elif (other := _other_entry(part)) is not None:
+            count += 2
+            kind, content = other[0], other[1]
+            append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
+    append(tags.message_end)
+    return count
+
+
 def _render(
-    case: PromptCase, focus: str, mark: str, messages: Sequence[_RawMessage]
+    case: PromptCase,
+    focus: str,
+    mark: str,
+    messages: Sequence[_RawMessage] | Sequence[_Source],
 ) -> tuple[str, int]:
     """The prompt and how many structure tags carrying ``mark`` it holds."""
     text = INSTRUCTIONS[case]
@@ -569,7 +638,10 @@ def _render(
             out.append(f"<{section}{mark}>\n")
             expected += 2
             next_index = 0
-        expected += _render_message(out, message, tags, aliases, next_index)
+        if len(message) == 3:
+            expected += _render_source(out, message, tags, aliases, next_index)
+        else:
+            expected += _render_message(out, message, tags, aliases, next_index)
         next_index = message[1] + 1
     out.append(f"</{section}{mark}>\n")
     aliases.fill(out)
@@ -626,9 +698,7 @@ def summary_request(
     else:
         blocks = [(MESSAGES_TAG, human_messages)]
     messages = tuple(
-        (tag, index, _ROLE_NAMES[message.role], _raw_entries(message))
-        for tag, block in blocks
-        for index, message in enumerate(block)
+        (tag, index, message) for tag, block in blocks for index, message in enumerate(block)
     )
     # The marker must occur in no content. Rather than searching every text first,
     # render, then check that the marker occurs exactly as often as the structure
