@@ -46,6 +46,8 @@ class Trace:
 
     modules: tuple[str, ...]
     back_end_modules: tuple[str, ...]
+    reentries: int
+    """Calls into compactor.py from another csum module (a stage calling back)."""
     parses: int
     compacted: bool
     summary_needed: bool
@@ -55,12 +57,22 @@ class Trace:
 
 
 @contextmanager
-def _recorded(entered: dict[str, None]) -> Iterator[None]:
-    """Record the file of every Python frame called while the block runs."""
+def _recorded(entered: dict[str, None], reentries: list[int]) -> Iterator[None]:
+    """Record the file of every Python frame called while the block runs, and count the
+    calls into compactor.py from another csum module."""
+    compactor = str(CSUM / "compactor.py")
+    csum_root = str(CSUM)
 
     def profile(frame: FrameType, event: str, _arg: Any) -> None:
-        if event == "call":
-            entered.setdefault(frame.f_code.co_filename, None)
+        if event != "call":
+            return
+        name = frame.f_code.co_filename
+        entered.setdefault(name, None)
+        caller = frame.f_back
+        if name == compactor and caller is not None:
+            source = caller.f_code.co_filename
+            if source.startswith(csum_root) and source != compactor:
+                reentries[0] += 1
 
     previous = sys.getprofile()
     sys.setprofile(profile)
@@ -87,13 +99,14 @@ async def trace_compact(
 ) -> Trace:
     """Run one call of ``compactor`` on ``messages`` (forced: a compaction) and trace it."""
     entered: dict[str, None] = {}
+    reentries = [0]
     importers = _importers()
     with mock.patch.object(cast.parse, "parse_chain", wraps=cast.parse.parse_chain) as counted:
         patched = [mock.patch(f"{name}.parse_chain", counted) for name in importers]
         for patch in patched:
             patch.start()
         try:
-            with _recorded(entered):
+            with _recorded(entered, reentries):
                 result = await compactor.run(messages, force=force)
         finally:
             for patch in patched:
@@ -108,6 +121,7 @@ async def trace_compact(
     return Trace(
         tuple(modules),
         tuple(str(f.relative_to(CSUM)) for f in back),
+        reentries[0],
         counted.call_count,
         result.compacted,
         result.summary_needed,
@@ -154,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  csum modules entered: {len(trace.modules)} (back ends apart: {back_ends})")
     for name in trace.modules:
         print(f"    {name}")
+    print(f"  calls into compactor.py from other csum modules: {trace.reentries}")
     print(f"  parses of the chain: {trace.parses}")
     return 0
 
