@@ -57,8 +57,8 @@ from cast import CodecError, Message, Role, lint, port
 from cast.codecs import detect_format, get_codec
 from cast.providers import PROVIDERS, ProviderProfile
 from csum import Compactor, Summarizer, SummarizerConfig
-from csum.compactor import KEEP_USER_SHARE
 from csum.handlers import extractive
+from csum.plan import KEEP_USER_SHARE
 
 SOURCE = SOURCE_PROVIDER
 SMALL = SummarizerConfig(

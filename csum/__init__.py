@@ -40,7 +40,8 @@ from csum._retry import RetryPolicy
 from csum._robust import HandlerLedger, RobustHandler, is_transient, split_prompt
 from csum.archive import ArchiveHit, HistoryArchive
 from csum.cache import SummaryCache
-from csum.compactor import EARLIER_CONVERSATION_TEXT, CompactionResult, Compactor
+from csum.compaction import CompactionResult
+from csum.compactor import Compactor
 from csum.config import (
     LONG_MEMORY,
     LOW_COST,
@@ -60,6 +61,7 @@ from csum.errors import (
     SummarizationError,
 )
 from csum.events import CompactionEvent, CompactionReason, otel_listener
+from csum.plan import EARLIER_CONVERSATION_TEXT
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
 from csum.store_events import StoreEvent, StoreEventKind

@@ -11,12 +11,20 @@ caller's own (which are never moved or removed).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
-from cast import Message, ProviderPart, Role
+from cast import ChainAST, Message, ProviderPart, Role
+from csum._chain_edits import changed_positions, edited
 
-__all__ = ["EPHEMERAL", "MAX_BREAKPOINTS", "add_breakpoints", "breakpoints", "is_breakpoint"]
+__all__ = [
+    "EPHEMERAL",
+    "MAX_BREAKPOINTS",
+    "add_breakpoints",
+    "breakpoints",
+    "is_breakpoint",
+    "with_breakpoints",
+]
 
 MAX_BREAKPOINTS: Final = 4
 """Anthropic's limit of ``cache_control`` blocks per request."""
@@ -69,3 +77,19 @@ def _markable_ai(message: Message) -> bool:
     last = message.parts[-1]
     text = getattr(last, "text", None)
     return text is None or bool(text)
+
+
+def with_breakpoints(
+    ast: ChainAST, anchors: Sequence[int], measure: Callable[[ChainAST], int], limit: int
+) -> ChainAST:
+    """``ast`` with cache points at the end of the messages at ``anchors`` (positions in
+    priority order, as :func:`add_breakpoints` places them); ``ast`` itself when the
+    points would push it over ``limit`` (as ``measure`` counts) while it fits."""
+    messages = ast.to_messages()
+    marked, added = add_breakpoints(messages, anchors)
+    if not added:
+        return ast
+    out = edited(ast, changed_positions(messages, marked))
+    if measure(out) > limit >= measure(ast):
+        return ast
+    return out

@@ -25,7 +25,7 @@ from pydantic import TypeAdapter
 
 from cast import Message, ProviderProfile
 from csum._search_text import message_search_text, search_text_of_json
-from csum.reinsert import reinsert_archived
+from csum.reinsert import Insertion, archived_insertion, reinsert_archived
 from csum.store_events import StoreEvent, StoreEventKind, failure_detail
 from csum.stores import is_redis_url
 from csum.stores._archive_protocol import ArchiveRecord, ArchiveStore
@@ -267,25 +267,25 @@ class HistoryArchive:
         limit = self.reinsert_bytes if max_bytes is None else max_bytes
         return await reinsert_archived(self, messages, max_bytes=limit, target=target)
 
-    async def reinsert_reporting(
+    async def insertion_reporting(
         self,
         messages: Sequence[Message],
         *,
         max_bytes: int,
         emit: EventSink | None = None,
         target: str | ProviderProfile | None = None,
-    ) -> list[Message]:
-        """:meth:`reinsert` for a keeper: a store failure is reported as an event and
-        gives ``messages`` back unchanged instead of raising (as does a store that
-        failed less than ``breaker_seconds`` ago)."""
-        unchanged = messages if isinstance(messages, list) else list(messages)
+    ) -> Insertion | None:
+        """What :meth:`reinsert` would put back into ``messages``, for a keeper that
+        inserts it into its own form of the chain; a store failure is reported as an
+        event and gives None instead of raising (as does a store that failed less than
+        ``breaker_seconds`` ago)."""
         if self._store_skipped():
-            return unchanged
+            return None
         try:
-            return await self.reinsert(messages, max_bytes=max_bytes, target=target)
+            return await archived_insertion(self, messages, max_bytes=max_bytes, target=target)
         except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
             self._failed(emit, exc)
-            return unchanged
+            return None
 
     def _store_skipped(self) -> bool:
         return time.monotonic() < self._skip_until

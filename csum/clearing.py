@@ -33,11 +33,13 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final
 
 from cast import (
     SUMMARIZATION_TOOL_NAME,
     AnyPart,
+    ChainAST,
     Message,
     ProviderPart,
     Role,
@@ -46,8 +48,9 @@ from cast import (
     ToolResult,
 )
 from cast.internals import utf8_len
+from csum._chain_edits import changed_positions, edited
 from csum._gist import GIST_BYTES, gist
-from csum.archive import archive_line, message_reference
+from csum.archive import EventSink, HistoryArchive, archive_line, message_reference
 from csum.config import Clearing
 
 __all__ = [
@@ -56,6 +59,7 @@ __all__ = [
     "CLEARED_PREFIX",
     "GIST_PREFIX",
     "ClearingPass",
+    "clear_chain",
     "clear_evicted",
     "clear_tool_results",
     "is_cleared",
@@ -205,6 +209,34 @@ def clear_tool_results(
             done.units_freed += measure(message) - measure(new)
             out[index] = new
     return done
+
+
+async def clear_chain(
+    ast: ChainAST,
+    options: Clearing,
+    *,
+    measure: Callable[[Message], int],
+    goal: int | None,
+    pinned: Callable[[int, Message], bool] | None,
+    archive: HistoryArchive | None,
+    emit: EventSink,
+    at_least: int | None,
+) -> tuple[ChainAST, ClearingPass] | None:
+    """The clearing stage of a compaction: ``ast`` with enough old tool results cleared
+    to free ``goal`` units (see :func:`clear_tool_results`), and the pass; None when it
+    clears nothing, or frees less than ``at_least`` (None: no floor). With an archive,
+    the originals are archived first and the placeholders name them (without their
+    references when the store fails; ``emit`` hears of it)."""
+    messages = ast.to_messages()
+    run = partial(clear_tool_results, messages, options, measure=measure, goal=goal, pinned=pinned)
+    done = run(references=archive is not None)
+    if not done.changed or (at_least is not None and done.units_freed < at_least):
+        return None
+    if archive is not None and done.originals:
+        line = await archive.add_summarized(done.originals, emit)
+        if line is None:  # the store failed: placeholders without references
+            done = run(references=False)
+    return edited(ast, changed_positions(messages, done.messages)), done
 
 
 def clear_evicted(messages: Sequence[Message], options: Clearing) -> list[Message]:

@@ -48,7 +48,8 @@ from cast.internals import utf8_len
 from csum._calls import SummarizeHandler
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
-from csum.compactor import CompactionResult, Compactor, summary_bytes
+from csum.compaction import CompactionResult
+from csum.compactor import Compactor, summary_bytes
 from csum.config import (
     DEFAULT_CLEAR_KEEP,
     DEFAULT_CLEARING,
@@ -136,6 +137,34 @@ def main_parser() -> argparse.ArgumentParser:
     summarize.add_argument(
         "--format", "-f", help=f"input format, also used for output: {', '.join(known_formats())}"
     )
+    _add_budget_flags(summarize)
+    _add_clearing_flags(summarize)
+    _add_reference_flags(summarize)
+    _add_handler_flags(summarize)
+    ids = summarize.add_mutually_exclusive_group()
+    ids.add_argument(
+        "--target",
+        help="provider the chain is sent to: the summaries break none of its rules "
+        "(ids, reasoning, role order)",
+    )
+    ids.add_argument(
+        "--id-template",
+        help="template of the summary tool-call ids, e.g. 'toolu_{r:24:b}' (default call_{r:24:x})",
+    )
+    summarize.add_argument("-o", "--output", help="output file (default: standard output)")
+    summarize.add_argument(
+        "--force",
+        action="store_true",
+        help="write -o through a symbolic link (refused otherwise: it replaces the link's target)",
+    )
+    summarize.add_argument("--quiet", "-q", action="store_true", help="print no statistics")
+    add_input_limit_argument(summarize)
+    add_serve_parser(commands)
+    return parser
+
+
+def _add_budget_flags(summarize: argparse.ArgumentParser) -> None:
+    """The budget of ``csum summarize`` and the Compactor's shares."""
     bound = summarize.add_mutually_exclusive_group()
     bound.add_argument(
         "--budget",
@@ -172,6 +201,10 @@ def main_parser() -> argparse.ArgumentParser:
         f"--low-cost, {_fraction(SUMMARY_ONLY.summary_ratio)} with --summary-only); sizes "
         "the extractive handler's summaries",
     )
+
+
+def _add_clearing_flags(summarize: argparse.ArgumentParser) -> None:
+    """The clearing stage's flags and the presets."""
     clearing = summarize.add_argument_group(
         "clearing (with --budget): old tool results become placeholders before anything is "
         f"summarized, without a handler call ({_clearing_default()})"
@@ -222,6 +255,10 @@ def main_parser() -> argparse.ArgumentParser:
     clearing.add_argument(
         "--clear-reasoning", action="store_true", help="clear old AI messages' reasoning"
     )
+
+
+def _add_reference_flags(summarize: argparse.ArgumentParser) -> None:
+    """The flags of the reference algorithm (``--last-section-budget``)."""
     reference = summarize.add_argument_group("reference algorithm (with --last-section-budget)")
     reference.add_argument(
         "--pair-budget",
@@ -238,6 +275,10 @@ def main_parser() -> argparse.ArgumentParser:
     reference.add_argument(
         "--qa-budget", help="chain size that triggers QA summarization (default: 2x budget)"
     )
+
+
+def _add_handler_flags(summarize: argparse.ArgumentParser) -> None:
+    """The handler, its concurrency, the summary cache and the history archive."""
     summarize.add_argument(
         "--handler",
         default="extractive",
@@ -269,26 +310,6 @@ def main_parser() -> argparse.ArgumentParser:
         help="archive session (required with --archive): whose messages these are; "
         "recall and deletion see one session only",
     )
-    ids = summarize.add_mutually_exclusive_group()
-    ids.add_argument(
-        "--target",
-        help="provider the chain is sent to: the summaries break none of its rules "
-        "(ids, reasoning, role order)",
-    )
-    ids.add_argument(
-        "--id-template",
-        help="template of the summary tool-call ids, e.g. 'toolu_{r:24:b}' (default call_{r:24:x})",
-    )
-    summarize.add_argument("-o", "--output", help="output file (default: standard output)")
-    summarize.add_argument(
-        "--force",
-        action="store_true",
-        help="write -o through a symbolic link (refused otherwise: it replaces the link's target)",
-    )
-    summarize.add_argument("--quiet", "-q", action="store_true", help="print no statistics")
-    add_input_limit_argument(summarize)
-    add_serve_parser(commands)
-    return parser
 
 
 _REFERENCE_ONLY = ("pair_budget", "keep_sections", "qa", "qa_budget")
@@ -581,7 +602,12 @@ def _compact(
         result = anyio.run(run)
     finally:
         progress.done()
-    prompt_bytes = sum(event.prompt_bytes for event in result.events)
+    return _compaction_outcome(result, err), result.over_budget
+
+
+def _compaction_outcome(result: CompactionResult, err: TextIO) -> _Outcome:
+    """What ``--budget`` reports of the Compactor's result (a warning when it is still
+    over its budget)."""
     if result.over_budget:
         print(
             f"warning: the chain is still over its budget ({result.size_after:,} > "
@@ -589,18 +615,17 @@ def _compact(
             "newest turn alone exceed it",
             file=err,
         )
-    outcome = _Outcome(
+    return _Outcome(
         result.messages,
         result.bytes_before,
         result.bytes_after,
         result.handler_calls,
-        prompt_bytes,
+        sum(event.prompt_bytes for event in result.events),
         result.repairs,
         result.seconds,
         sum(event.cache_hits for event in result.events),
         result.store_events,
     )
-    return outcome, result.over_budget
 
 
 _CLEAR_OPTIONS = (

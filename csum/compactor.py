@@ -6,29 +6,21 @@ whole chain within a budget, with few handler calls.
 
 How a call goes (docs/compactor.md has the full story):
 
-1. The chain is parsed with repair (the output is always a valid chain) and measured
-   in the budget's unit (bytes, or tokens by the counter).
+1. The chain is parsed once, with repair (the output is always a valid chain), and
+   measured in the budget's unit (bytes, or tokens by the counter) from the tree.
 2. **Hysteresis**: nothing happens below the *trigger* (default: 85 % of the budget,
    :data:`~csum.config.DEFAULT_TRIGGER`). Above it, the chain is brought down to *keep_ratio* of the
-   budget (default 30 %), so the
-   next compaction comes many turns later. Between the trigger and the budget a
-   *cooldown* (turns since the last compaction) applies; over the budget never.
-3. **One summary**: the system prompt, the current question and the newest body pair
-   are kept verbatim (the newest pair keeps its reasoning); then the newest older
-   pairs while they fit ``keep_units`` less a reserve for the summary. Everything older,
-   earlier summaries included, is summarized in **one** handler call (split into
-   chunks only when the prompt exceeds the handler's input limit). The summary is a
-   summary pair placed where the kept part starts: after the kept question when the
-   cut falls inside a turn, else in a first turn of its own opened by
-   :data:`EARLIER_CONVERSATION_TEXT`.
-4. **Depth limit**: a summary records how many compactions its content went through;
-   one at ``max_depth`` is not summarized again but kept verbatim while it fits (and
-   then left out, counted in the event).
-5. **Bounded by construction**: whenever system prompt + current question + newest
-   pair fit the budget, the chain returned fits it (the summary is cut if it must be);
-   otherwise the result and the event say ``over_budget``. A summary never makes the
-   chain larger than what it replaces.
-6. ``target=`` shapes the summary for a provider (ids, reasoning, role order) so the
+   budget (default 30 %), so the next compaction comes many turns later. Between the
+   trigger and the budget a *cooldown* (turns since the last compaction) applies; over
+   the budget never.
+3. A compaction runs its stages on that tree (:mod:`csum.compaction`): clearing old
+   tool results first; when that cannot reach ``keep_units``, **one summary** of
+   everything older than the newest pairs that fit (:mod:`csum.plan`), in one handler
+   call, placed where the kept part starts and made to fit (:mod:`csum.assemble`).
+   Whenever system prompt + current question + newest pair fit the budget, the chain
+   returned fits it; otherwise the result and the event say ``over_budget``. Summaries
+   at ``max_depth`` are carried verbatim while they fit.
+4. ``target=`` shapes the summary for a provider (ids, reasoning, role order) so the
    output adds no ``cast.lint`` violation for it (see :mod:`csum._style`).
 
 Failures never lose the chain: when the handler (and its fallback) fail, a
@@ -40,46 +32,30 @@ from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
 from typing import Any
 
 import anyio
-import xxhash
 
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
-    BodyPair,
-    BodyPairType,
-    ChainAST,
     ChainIssue,
-    Header,
     IdTemplate,
     Message,
     ProviderProfile,
-    Role,
-    Section,
     TemplateLike,
-    TextPart,
-    ToolResult,
     open_with_human,
     parse_chain,
 )
 from csum._append import extends_validly
-from csum._breakpoints import add_breakpoints
-from csum._calls import HandlerCalls, SummarizeHandler
+from csum._calls import SummarizeHandler
 from csum._handler_check import check_handler
-from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pending import pending_tail_calls, without_pending_fillers
-from csum._pieces import summarize_in_pieces
-from csum._question_context import question_context
-from csum._robust import HandlerLedger, RobustHandler, ledger
+from csum._robust import RobustHandler
 from csum._style import SummaryStyle, summary_style
-from csum._summary_ids import unique_summary_ids
-from csum.archive import HistoryArchive, split_archive_line
-from csum.clearing import ClearingPass, clear_evicted, clear_tool_results, is_cleared
+from csum.compaction import CompactionResult, Outcome, Stages
 from csum.config import (
     DEFAULT_CLEARING,
     DEFAULT_SUMMARY_RATIO,
@@ -92,134 +68,14 @@ from csum.config import (
 )
 from csum.events import CompactionEvent, CompactionReason
 from csum.prompt import check_focus
-from csum.reinsert import is_reinserted, own_question, without_recalled
-from csum.store_events import StoreEvent, StoreEventKind
-from csum.tokens import BYTES_PER_TOKEN, EstimatedTokens, TokenCounter
+from csum.reinsert import Insertion, question_key
+from csum.store_events import StoreEvent
+from csum.tokens import BYTES_PER_TOKEN, EstimatedTokens, Meter, TokenCounter
 
 __all__ = [
-    "EARLIER_CONVERSATION_TEXT",
-    "CompactionResult",
     "Compactor",
     "summary_bytes",
 ]
-
-EARLIER_CONVERSATION_TEXT = "(The earlier conversation is summarized below.)"
-"""The human message that opens the summary's own first turn (providers such as
-Anthropic and Gemini want a conversation to open with a human message)."""
-
-_AI = Role.AI
-
-FROZEN_SHARE = 0.25
-"""Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond
-it are left out (counted in the event's ``dropped_summaries``)."""
-
-KEEP_USER_SHARE = 0.25
-"""With ``keep_user_messages=True``: share of ``keep_units`` the user messages kept
-verbatim may take; older ones beyond it are summarized in place as usual."""
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionResult:
-    """What one :meth:`Compactor.run` returned and cost. Sizes are in ``unit``."""
-
-    messages: list[Message]
-    compacted: bool
-    over_budget: bool
-    """The chain returned exceeds the budget (it could not fit: see the event)."""
-    unit: str
-    budget: int
-    size_before: int
-    size_after: int
-    bytes_before: int
-    bytes_after: int
-    handler_calls: int
-    events: tuple[CompactionEvent, ...]
-    repairs: tuple[ChainIssue, ...]
-    seconds: float
-    store_events: tuple[StoreEvent, ...] = ()
-    """What the cache and the history archive reported in this call (hits, archived
-    batches, failures), in order."""
-    reinserted_bytes: int = 0
-    """UTF-8 bytes of archived lines put back into the current question (re-insertion:
-    on a compaction, or on the first call that sees a new question)."""
-    cleared_results: int = 0
-    """Tool results the clearing stage replaced with placeholders in this call."""
-    cleared_units: int = 0
-    """What clearing freed, in ``unit``."""
-    summary_needed: bool = False
-    """Clearing alone could not reach ``keep_units``, so a summary was made (or tried)."""
-
-
-class _Meter:
-    """Measures messages in the budget's unit; token counts are cached per message
-    object for the messages of the last call (so the cache stays the chain's size)."""
-
-    def __init__(self, unit: str, counter: TokenCounter) -> None:
-        self.unit = unit
-        self.counter = counter
-        self._cache: dict[int, tuple[Message, int]] = {}
-        self._fresh: dict[int, tuple[Message, int]] = {}
-
-    def tokens(self, message: Message) -> int:
-        key = id(message)
-        hit = self._cache.get(key) or self._fresh.get(key)
-        if hit is not None and hit[0] is message:
-            self._fresh[key] = hit
-            return hit[1]
-        count = self.counter.count(message)
-        self._fresh[key] = (message, count)
-        return count
-
-    def __call__(self, message: Message) -> int:
-        return message.size if self.unit == "bytes" else self.tokens(message)
-
-    def total(self, messages: Sequence[Message]) -> int:
-        return sum(map(self, messages))
-
-    def all_tokens(self, messages: Sequence[Message]) -> int:
-        """Tokens of ``messages`` (for the events); with a byte budget they are counted
-        without being cached, so the cache does not hold an entry per message of the
-        whole chain for a figure read once."""
-        if self.unit == "bytes":
-            return sum(map(self.counter.count, messages))
-        return sum(map(self.tokens, messages))
-
-    def rotate(self) -> None:
-        """End a call that measured the whole chain: keep only what it measured."""
-        self._cache, self._fresh = self._fresh, {}
-
-    def keep(self) -> None:
-        """End a call that measured only new messages: keep everything."""
-        self._cache.update(self._fresh)
-        self._fresh = {}
-
-
-@dataclass
-class _Plan:
-    """Where the kept part of the chain starts and what goes into the summary."""
-
-    section: int
-    pair: int
-    humans: list[Message]
-    summarized: list[Message]
-    resummarized: list[BodyPair]
-    frozen: list[BodyPair]
-    evicted_units: int
-    dropped: int = 0
-    """Summaries at the depth limit left out for want of room."""
-    replaced: list[Message] = field(default_factory=list)
-    """Every message the summary takes the place of, in chain order (what the history
-    archive stores): the questions and pairs summarized, and dropped summaries."""
-    turns: list[tuple[Message | None, list[Message]]] = field(default_factory=list)
-    """``humans`` and ``summarized`` by turn, in chain order: (question, its messages)
-    (see :func:`_turns_in_place`)."""
-    pairs: list[BodyPair] = field(default_factory=list)
-    """Every pair before the kept part, in chain order."""
-    pinned: list[BodyPair] = field(default_factory=list)
-    """Pinned pairs among ``pairs``: carried verbatim, never summarized."""
-    carried: list[Any] = field(default_factory=list)
-    """Parts of pinned questions (and of an earlier note's) that leave their turn: they
-    open the summary's turn, after :data:`EARLIER_CONVERSATION_TEXT`."""
 
 
 class Compactor:
@@ -380,12 +236,12 @@ class Compactor:
         self.turns = 0
         self._last_compaction: int | None = None
         self._depths: dict[str, int] = {}
-        self._meter = _Meter(self.budget.unit, self.counter)
+        self._meter = Meter(self.budget.unit, self.counter)
         self._last: tuple[Message, ...] = ()
         self._last_size = 0
         self._last_bytes = 0
         self._asked: str | None = None
-        """Key of the last question re-insertion looked at (see :meth:`_reinsert_new`)."""
+        """Key of the last question re-insertion looked at (see :meth:`_new_question`)."""
 
     def __repr__(self) -> str:
         return (
@@ -449,20 +305,18 @@ class Compactor:
         A chain that extends the previous result (the same message objects first, then
         messages that keep it valid) is measured by its new messages only, so a call
         that compacts nothing costs what was added, not the chain's length. Any other
-        chain is parsed (with repair) and measured whole.
+        chain is parsed (with repair) once, and every stage of a compaction works on
+        that tree (:mod:`csum.compaction`).
         """
         started = time.perf_counter()
         if focus is not None:
             check_focus(focus)
         self.turns += 1
-        meter = self._meter
         if not force:
             grown = self._extended(messages)
-            if grown is not None and self._reason(grown[1], False) is None:
-                chain, size, nbytes = grown
-                meter.keep()
-                result = self._unchanged(chain, size, [], started, None, nbytes=nbytes)
-                return self._remember(await self._reinsert_new(result))
+            if grown is not None and self._reason(grown.sizes[0], False) is None:
+                self._meter.keep()
+                return await self._finished(grown, frozenset(), (), started)
         issues: list[ChainIssue] = []
         pending = pending_tail_calls(messages)  # the newest turn's calls stay pending
         # A replay that opens with an AI message gets a placeholder question first.
@@ -471,46 +325,21 @@ class Compactor:
             repair=True,
             issues=issues,
         )
-        chain = ast.to_messages()
-        size = meter.total(chain)
-        reason = self._reason(size, force)
         try:
+            size = self._meter.chain(ast)
+            reason = self._reason(size, force)
             if reason is None:
-                result = self._unchanged(chain, size, issues, started, None)
+                outcome = Outcome.unchanged(ast, size)
             else:
-                result = await self._compact(
-                    ast, chain, size, reason, issues=issues, started=started, focus=focus
-                )
-            result = self._without_fillers(result, pending)
+                outcome = await self._stages().compact(ast, size, reason, focus=focus)
+                self._settle(outcome)
         finally:
-            meter.rotate()
-        return self._remember(await self._reinsert_new(result))
+            self._meter.rotate()
+        return await self._finished(outcome, pending, tuple(issues), started)
 
-    def _without_fillers(
-        self, result: CompactionResult, pending: frozenset[str]
-    ) -> CompactionResult:
-        """The result with the fallback results repair gave the pending calls of the
-        newest turn taken back out (see csum._pending)."""
-        kept, fillers = without_pending_fillers(result.messages, pending)
-        if not fillers:
-            return result
-        size = self._meter.total(fillers)
-        nbytes = sum(m.size for m in fillers)
-        return replace(
-            result,
-            messages=kept,
-            size_before=result.size_before - size,
-            size_after=result.size_after - size,
-            bytes_before=result.bytes_before - nbytes,
-            bytes_after=result.bytes_after - nbytes,
-            over_budget=result.size_after - size > self.budget.limit,
-        )
-
-    def _extended(
-        self, messages: Sequence[Message | Mapping[str, Any]]
-    ) -> tuple[list[Message], int, int] | None:
-        """(chain, size, bytes) when ``messages`` is the last result plus valid new
-        messages; None otherwise."""
+    def _extended(self, messages: Sequence[Message | Mapping[str, Any]]) -> Outcome | None:
+        """The chain unchanged when ``messages`` is the last result plus valid new
+        messages (measured by the new ones); None otherwise."""
         last = self._last
         count = len(last)
         if not count or len(messages) < count:
@@ -522,20 +351,9 @@ class Compactor:
         if not extends_validly(last, new):
             return None
         added: list[Message] = list(new)  # type: ignore[arg-type]
-        chain = [*last, *added]
-        return (
-            chain,
-            self._last_size + self._meter.total(added),
-            self._last_bytes + sum(m.size for m in added),
-        )
-
-    def _remember(self, result: CompactionResult) -> CompactionResult:
-        self._last = tuple(result.messages)
-        self._last_size = result.size_after
-        self._last_bytes = result.bytes_after
-        return result
-
-    # -- the steps --------------------------------------------------------------------------
+        size = self._last_size + self._meter.total(added)
+        nbytes = self._last_bytes + sum(m.size for m in added)
+        return Outcome([*last, *added], (size, size), (nbytes, nbytes))
 
     def _reason(self, size: int, force: bool) -> CompactionReason | None:
         if force:
@@ -548,670 +366,99 @@ class Compactor:
                 return CompactionReason.TRIGGER
         return None
 
-    def _unchanged(
-        self,
-        chain: list[Message],
-        size: int,
-        issues: list[ChainIssue],
-        started: float,
-        event: CompactionEvent | None,
-        *,
-        nbytes: int | None = None,
-    ) -> CompactionResult:
-        if nbytes is None:
-            nbytes = sum(m.size for m in chain)
-        return self._result(
-            chain, (size, size), (nbytes, nbytes), event, issues=issues, started=started
+    def _stages(self) -> Stages:
+        """What this call's compaction runs with."""
+        return Stages(
+            budget=self.budget,
+            meter=self._meter,
+            handler=self.handler,
+            style=self.style,
+            keep_units=self.keep_units,
+            trigger=self.trigger,
+            summary_reserve=self.summary_reserve,
+            max_depth=self.max_depth,
+            depths=self._depths,
+            clearing=self.clearing,
+            clear_at_least=self._clear_at_least,
+            pin=self.pin,
+            keep_user_messages=self.keep_user_messages,
+            cache_breakpoints=self.cache_breakpoints,
+            cache=self.cache,
+            archive=self.archive,
+            turn=self.turns,
+            on_event=self.on_event,
         )
 
-    def _result(
+    def _settle(self, outcome: Outcome) -> None:
+        """Keep what a compaction leaves for the next calls."""
+        if outcome.settled:
+            self._last_compaction = self.turns
+        if outcome.depths is not None:
+            self._depths = outcome.depths
+        if outcome.looked:
+            self._asked = outcome.asked
+
+    async def _finished(
         self,
-        messages: list[Message],
-        sizes: tuple[int, int],
-        nbytes: tuple[int, int],
-        event: CompactionEvent | None,
-        *,
-        issues: list[ChainIssue],
+        outcome: Outcome,
+        pending: frozenset[str],
+        issues: tuple[ChainIssue, ...],
         started: float,
     ) -> CompactionResult:
-        """The result of a call: sizes and bytes are (before, after)."""
+        """The call's result, built once: the outcome's chain without the fallback
+        results repair gave the newest turn's ``pending`` calls (:mod:`csum._pending`),
+        with the archived lines a question re-insertion has not looked at yet needs."""
+        (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
+        compacted = bytes_before != bytes_after or size_before != size_after
+        messages, fillers = without_pending_fillers(outcome.messages, pending)
+        if fillers:
+            units, nbytes = self._meter.total(fillers), sum(m.size for m in fillers)
+            size_before, size_after = size_before - units, size_after - units
+            bytes_before, bytes_after = bytes_before - nbytes, bytes_after - nbytes
+        event = outcome.event
+        events: list[StoreEvent] = [] if event is None else list(event.store_events)
+        reinserted = 0 if event is None else event.reinserted_bytes
+        insertion = await self._new_question(messages, size_after, events)
+        if insertion is not None:
+            messages = insertion.into(messages)
+            added = sum(m.size for m in insertion.messages)
+            size_after += self._meter.total(insertion.messages)
+            bytes_after, reinserted = bytes_after + added, reinserted + added
+        self._last, self._last_size, self._last_bytes = tuple(messages), size_after, bytes_after
         return CompactionResult(
             messages=messages,
-            compacted=nbytes[0] != nbytes[1] or sizes[0] != sizes[1],
-            over_budget=sizes[1] > self.budget.limit,
+            compacted=compacted,
+            over_budget=size_after > self.budget.limit,
             unit=self.budget.unit,
             budget=self.budget.limit,
-            size_before=sizes[0],
-            size_after=sizes[1],
-            bytes_before=nbytes[0],
-            bytes_after=nbytes[1],
+            size_before=size_before,
+            size_after=size_after,
+            bytes_before=bytes_before,
+            bytes_after=bytes_after,
             handler_calls=0 if event is None else event.handler_calls,
             events=() if event is None else (event,),
-            repairs=tuple(issues),
+            repairs=issues,
             seconds=time.perf_counter() - started,
-            store_events=() if event is None else event.store_events,
-            reinserted_bytes=0 if event is None else event.reinserted_bytes,
+            store_events=tuple(events),
+            reinserted_bytes=reinserted,
             cleared_results=0 if event is None else event.cleared_results,
             cleared_units=0 if event is None else event.cleared_units,
             summary_needed=False if event is None else event.summary_needed,
         )
 
-    async def _compact(
-        self,
-        ast: ChainAST,
-        chain: list[Message],
-        size: int,
-        reason: CompactionReason,
-        *,
-        issues: list[ChainIssue],
-        started: float,
-        focus: str | None = None,
-    ) -> CompactionResult:
-        original, size_before = chain, size
-        if self.archive is not None and self.archive.reinsert_bytes:
-            # Earlier re-inserted messages are copies for earlier questions: out, and
-            # the current question gets a fresh choice below.
-            fresh = without_recalled(chain)
-            if fresh is not chain:
-                chain = fresh
-                ast, size = parse_chain(chain), self._meter.total(chain)
-        calls = HandlerCalls(self.handler, cache=self.cache, archive=self.archive)
-        forced = reason is CompactionReason.FORCED
-        summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
-        cleared: ClearingPass | None = None
-        if self.clearing is not None:
-            cleared = await self._clear(chain, size, calls, summarize=summarize, forced=forced)
-            if cleared is not None:
-                chain, size = cleared.messages, size - cleared.units_freed
-                if not summarize or (size <= self.keep_units and not forced):
-                    return self._after_clearing(
-                        original,
-                        chain,
-                        (size_before, size),
-                        reason,
-                        cleared=cleared,
-                        calls=calls,
-                        issues=issues,
-                        started=started,
-                    )
-                ast = parse_chain(chain)
-        if not summarize:  # clearing's own trigger, and nothing worth clearing
-            self._last_compaction = self.turns
-            return self._unchanged(chain, size, issues, started, None)
-        plan = self._plan(ast)
-        if plan is None:
-            event = self._event(
-                CompactionReason.UNFITTABLE if size > self.budget.limit else reason,
-                original,
-                chain,
-                started,
-                books=HandlerLedger(),
-                calls=calls,
-                cleared=cleared,
-                summary_needed=True,
-            )
-            self._emit(event)
-            sizes = (size_before, size)
-            nbytes = (event.bytes_before, event.bytes_after)
-            return self._result(chain, sizes, nbytes, event, issues=issues, started=started)
-
-        depth = 1 + max((self._depth(p) for p in plan.resummarized), default=0)
-        mark = len(calls.events)  # what clearing archived comes before
-        text: str | None = None
-        with ledger() as books:
-            if plan.summarized or plan.humans:
-                text = await self._summarize(calls, plan, focus)
-        out_ast, truncated, dropped, pair = self._assemble(ast, plan, text, size)
-        out = out_ast.to_messages() if out_ast is not ast else chain
-        reinserted = 0
-        if self.archive is not None and self.archive.reinsert_bytes:
-            out, reinserted = await self._reinsert(self.archive, out, calls.events)
-        out = self._with_breakpoints(out)
-        archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events[mark:])
-        self._last_compaction = self.turns
-        if pair is not None:
-            self._depths = self._live_depths(out_ast)
-            self._depths[_summary_key(pair)] = depth
-        event = self._event(
-            reason,
-            original,
-            out,
-            started,
-            calls=calls,
-            books=books,
-            depth=depth,
-            summarized=len(plan.summarized) + len(plan.humans),
-            truncated=truncated,
-            dropped=dropped,
-            archived=len(plan.replaced) if archived else 0,
-            reinserted=reinserted,
-            cleared=cleared,
-            summary_needed=True,
-        )
-        self._emit(event)
-        size_after = self._meter.total(out)
-        return self._result(
-            out,
-            (size_before, size_after),
-            (event.bytes_before, event.bytes_after),
-            event,
-            issues=issues,
-            started=started,
-        )
-
-    async def _clear(
-        self, chain: list[Message], size: int, calls: HandlerCalls, *, summarize: bool, forced: bool
-    ) -> ClearingPass | None:
-        """The clearing pass of a compaction (:mod:`csum.clearing`): enough old tool
-        results cleared to reach ``keep_units`` (all that are eligible when forced); None
-        when it clears nothing, or frees less than ``clear_at_least`` and no summary
-        follows. With an archive, the originals are archived first and the placeholders
-        name them (without their references when the store fails)."""
-        options = self.clearing
-        assert options is not None
-        pin = self.pin
-        pinned = None if pin is None else (lambda _index, message: bool(pin(message)))
-        goal = None if forced else size - self.keep_units
-        archive = self.archive
-        run = partial(
-            clear_tool_results, chain, options, measure=self._meter, goal=goal, pinned=pinned
-        )
-        done = run(references=archive is not None)
-        if not done.changed or (done.units_freed < self._clear_at_least and not summarize):
-            return None
-        if archive is not None and done.originals:
-            line = await archive.add_summarized(done.originals, calls.events.append)
-            if line is None:  # the store failed: placeholders without references
-                done = run(references=False)
-        return done
-
-    def _after_clearing(
-        self,
-        original: list[Message],
-        chain: list[Message],
-        sizes: tuple[int, int],
-        reason: CompactionReason,
-        *,
-        cleared: ClearingPass,
-        calls: HandlerCalls,
-        issues: list[ChainIssue],
-        started: float,
-    ) -> CompactionResult:
-        """The result of a compaction that clearing alone brought to ``keep_units``."""
-        self._last_compaction = self.turns
-        chain = self._with_breakpoints(chain)
-        if chain is not cleared.messages:
-            sizes = (sizes[0], self._meter.total(chain))
-        event = self._event(
-            reason, original, chain, started, books=HandlerLedger(), calls=calls, cleared=cleared
-        )
-        self._emit(event)
-        nbytes = (event.bytes_before, event.bytes_after)
-        return self._result(chain, sizes, nbytes, event, issues=issues, started=started)
-
-    async def _summarize(self, calls: HandlerCalls, plan: _Plan, focus: str | None) -> str:
-        """The summary of what ``plan`` evicts: one prompt when its messages fit the
-        handler's ``max_prompt_bytes`` (the robust handler still splits a prompt their
-        tags make too long), else pieces that fit, merged: the prompt of it all is
-        never built. With clearing, the handler reads the evicted tool results as their
-        placeholders (:func:`~csum.clearing.clear_evicted`)."""
-        if self.clearing is not None:
-            plan = self._cleared_plan(plan, self.clearing)
-        limit = self.handler.max_prompt_bytes
-        evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
-        if limit is not None and evicted > limit:
-            staying, turns = _turns_in_place(plan)
-            text = await summarize_in_pieces(
-                calls,
-                turns,
-                staying=staying,
-                max_bytes=limit,
-                concurrency=self.handler.max_concurrency,
-                phase="compaction",
-                section=plan.section,
-                focus=focus,
-            )
-            return await calls.archived(text, plan.replaced)
-        context, summarized = _in_chain_order(plan)
-        return await calls.summarize(
-            context,
-            summarized,
-            phase="compaction",
-            section=plan.section,
-            replaced=plan.replaced,
-            focus=focus,
-        )
-
-    @staticmethod
-    def _cleared_plan(plan: _Plan, options: Clearing) -> _Plan:
-        """``plan`` with the messages its summary reads cleared (what the archive
-        stores, ``plan.replaced``, stays whole)."""
-        summarized = clear_evicted(plan.summarized, options)
-        if all(a is b for a, b in zip(summarized, plan.summarized, strict=True)):
-            return plan
-        # the turns hold the same messages: each is cleared (and gisted) once
-        done = {id(a): b for a, b in zip(plan.summarized, summarized, strict=True)}
-        turns = [
-            (q, [done[id(m)] if id(m) in done else clear_evicted([m], options)[0] for m in ms])
-            for q, ms in plan.turns
-        ]
-        return replace(plan, summarized=summarized, turns=turns)
-
-    async def _reinsert_new(self, result: CompactionResult) -> CompactionResult:
-        """``result`` with archived lines put back when its current question is one
-        re-insertion has not looked at yet (a compaction looks at every question)."""
+    async def _new_question(
+        self, messages: list[Message], size: int, events: list[StoreEvent]
+    ) -> Insertion | None:
+        """With re-insertion, when the current question is one re-insertion has not
+        looked at yet (a compaction looks at every question): what it puts back."""
         archive = self.archive
         if archive is None or not archive.reinsert_bytes:
-            return result
-        key = _question_key(result.messages)
+            return None
+        key = question_key(messages)
         if key is None or key == self._asked:
-            return result
-        events: list[StoreEvent] = []
-        out, added = await self._reinsert(archive, result.messages, events)
-        if out is result.messages and not events:
-            return result
-        size = self._meter.total(out)
-        return replace(
-            result,
-            messages=out,
-            over_budget=size > self.budget.limit,
-            size_after=size,
-            bytes_after=result.bytes_after + added,
-            store_events=(*result.store_events, *events),
-            reinserted_bytes=result.reinserted_bytes + added,
-        )
-
-    async def _reinsert(
-        self, archive: HistoryArchive, out: list[Message], events: list[StoreEvent]
-    ) -> tuple[list[Message], int]:
-        """``out`` with archived lines the current question needs put back, only within
-        the room the budget leaves (so the chain still fits); (chain, bytes added)."""
-        self._asked = _question_key(out)
-        meter = self._meter
-        size = meter.total(out)
-        room = self.budget.limit - size
-        limit = archive.reinsert_bytes
-        if self.budget.unit == "bytes":
-            limit = min(limit, room)
-        while limit > 0 and room > 0:
-            new = await archive.reinsert_reporting(
-                out, max_bytes=limit, emit=events.append, target=self.style.target
-            )
-            if new is out:
-                break
-            grown = meter.total(new) - size
-            if grown <= room:
-                return new, sum(m.size for m in new) - sum(m.size for m in out)
-            limit = min(limit - 1, limit * room // grown)  # the part's framing costs too
-        return out, 0
-
-    def _plan(self, ast: ChainAST) -> _Plan | None:
-        """Choose the kept part: after the mandatory messages (system prompt, current
-        question, newest pair), the newest pairs that fit ``keep_units`` less the summary
-        reserve. None when nothing is left to summarize."""
-        meter = self._meter
-        sections = ast.sections
-        last = ast.current_section  # reminders after the question stay after it
-        tail = sections[last]
-        # Every system message stays, where it stands (docs/concepts.md).
-        mandatory = meter.total(ast.system_messages())
-        if tail.header.human_message is not None:
-            mandatory += meter(tail.header.human_message)
-        if tail.body:
-            mandatory += meter.total(tail.body[-1].messages())
-        frozen, dropped = self._frozen(ast)
-        pins = self._pins(ast)
-        room = self.keep_units - self.summary_reserve - mandatory
-        room -= sum(meter.total(pair.messages()) for pair in frozen)
-        room -= pins.units
-        frozen_ids = {id(pair) for pair in frozen} | pins.pair_ids
-        start = (last, max(len(tail.body) - 1, 0))
-        for s_index in range(last, -1, -1):
-            section = sections[s_index]
-            if s_index == last:
-                newest = len(section.body) - 2
-            else:
-                human = section.header.human_message
-                newest = len(section.body) - 1
-                if human is not None and id(human) not in pins.human_ids:
-                    room -= meter(human)
-            for p_index in range(newest, -1, -1):
-                pair = section.body[p_index]
-                cost = 0 if id(pair) in frozen_ids else meter.total(pair.messages())
-                if cost > room:
-                    return self._split(ast, *start, frozen, dropped, pins=pins)
-                room -= cost
-                start = (s_index, p_index)
-            if s_index != last and start[0] != s_index:
-                break  # an empty section: its question goes into the summary
-            start = (s_index, 0)
-        if start == (0, 0):
             return None
-        return self._split(ast, *start, frozen, dropped, pins=pins)
-
-    def _pins(self, ast: ChainAST) -> _Pins:
-        """What a summary must not take, before the newest pair: pairs holding a pinned
-        message, pinned questions, questions kept by ``keep_user_messages`` (newest
-        first, within :data:`KEEP_USER_SHARE` of the target) and an earlier note's
-        carried questions."""
-        pins = _Pins()
-        pin = self.pin
-        if pin is None and not self.keep_user_messages and len(ast.sections) < 2:
-            return pins
-        sections = ast.sections
-        last = len(sections) - 1
-        meter = self._meter
-        if pin is not None:
-            for s_index, section in enumerate(sections):
-                body = section.body if s_index < last else section.body[:-1]
-                for pair in body:
-                    if not is_summarized(pair) and any(map(pin, pair.messages())):
-                        pins.pair_ids.add(id(pair))
-                        pins.units += meter.total(pair.messages())
-        questions = [
-            human
-            for section in sections[:last]
-            if (human := section.header.human_message) is not None
-        ]
-        room = int(self.keep_units * KEEP_USER_SHARE)
-        for human in questions:
-            if len(human.parts) > 1 and _is_note(human):
-                pins.human_ids.add(id(human))
-                pins.units += meter(human)
-                room -= meter(human)
-        task = sections[0].header.human_message  # carried in the note: still first
-        mid_chain = len(ast.system_messages()) > (sections[0].header.system_message is not None)
-        if mid_chain and task is not None and not _is_note(task) and meter(task) <= room:
-            # With system messages sent mid-chain, the user's first task is never folded
-            # into a summary while it fits: none of them may come to stand before it.
-            pins.human_ids.add(id(task))
-            pins.units += meter(task)
-            room -= meter(task)
-        for human in reversed(questions):
-            if id(human) in pins.human_ids or _is_note(human):
-                continue
-            if pin is not None and pin(human):
-                pins.human_ids.add(id(human))
-                pins.units += meter(human)
-            elif self.keep_user_messages and meter(human) <= room:
-                room -= meter(human)
-                pins.human_ids.add(id(human))
-                pins.units += meter(human)
-        return pins
-
-    def _frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
-        """(kept, dropped): the summaries at the depth limit, the newest of them kept
-        while they take at most :data:`FROZEN_SHARE` of ``keep_units``."""
-        found = [
-            pair
-            for section in ast.sections
-            for pair in section.body
-            if self.max_depth is not None and self._depth(pair) >= self.max_depth
-        ]
-        room = int(self.keep_units * FROZEN_SHARE)
-        kept: list[BodyPair] = []
-        for index in range(len(found) - 1, -1, -1):
-            cost = self._meter.total(found[index].messages())
-            if cost > room:
-                return kept[::-1], found[: index + 1]
-            room -= cost
-            kept.append(found[index])
-        return kept[::-1], []
-
-    def _split(
-        self,
-        ast: ChainAST,
-        k: int,
-        p: int,
-        frozen: list[BodyPair],
-        dropped: list[BodyPair],
-        *,
-        pins: _Pins | None = None,
-    ) -> _Plan | None:
-        """What goes into the summary when the kept part starts at pair ``p`` of
-        section ``k``; None when that is nothing. ``frozen`` summaries are carried as
-        they are, ``dropped`` ones left out, ``pins`` carried verbatim."""
-        if k == 0 and p == 0:
-            return None
-        pins = pins if pins is not None else _Pins()
-        sections = ast.sections
-        carried: list[Any] = []
-        for index in range(k):  # the questions that leave the chain
-            human = sections[index].header.human_message
-            if human is None:
-                continue
-            if _is_note(human):
-                carried.extend(human.parts[1:])
-            elif id(human) in pins.human_ids and (own := own_question(human)) is not None:
-                carried.extend(own.parts)
-        evicted_turns = [
-            (None if q is not None and id(q) in pins.human_ids else q, body)
-            for q, body in _evicted(sections, k, p)
-        ]
-        humans = [question for question, _ in evicted_turns if question is not None]
-        pairs = [pair for _, body in evicted_turns for pair in body]
-        frozen_ids = {id(pair) for pair in frozen}
-        dropped_ids = {id(pair) for pair in dropped}
-        pinned = [pair for pair in pairs if id(pair) in pins.pair_ids]
-        replaced = _replaced(evicted_turns, frozen_ids | pins.pair_ids)
-        frozen = [pair for pair in pairs if id(pair) in frozen_ids]
-        gone = sum(1 for pair in pairs if id(pair) in dropped_ids)
-        skipped = frozen_ids | dropped_ids | pins.pair_ids
-        live = [pair for pair in pairs if id(pair) not in skipped]
-        if (pins.pair_ids or pins.human_ids) and not live and not humans and not gone:
-            return None  # all that would leave is carried: nothing to summarize
-        resummarized = [pair for pair in live if is_summarized(pair)]
-        evicted = self._meter.total(
-            [m for s in sections[:k] for m in s.messages() if m.role is not Role.SYSTEM]
-        ) + self._meter.total(messages_of(sections[k].body[:p]))
-        plan = _Plan(k, p, humans, messages_of(live), resummarized, frozen, evicted, gone, replaced)
-        plan.pairs, plan.pinned, plan.carried = pairs, pinned, carried
-        plan.turns = [
-            (question, messages_of([pair for pair in body if id(pair) not in skipped]))
-            for question, body in evicted_turns
-        ]
-        return plan
-
-    def _assemble(
-        self, ast: ChainAST, plan: _Plan, text: str | None, size_before: int
-    ) -> tuple[ChainAST, bool, int, BodyPair | None]:
-        """The compacted chain, made to fit: (chain, summary cut, summaries dropped,
-        summary pair). The original chain comes back when the summary would not make
-        it smaller and it is within budget."""
-        meter = self._meter
-
-        def total(chain: ChainAST) -> int:
-            return meter.total(chain.to_messages())
-
-        frozen = list(plan.frozen)
-        out, pair = self._build(ast, plan, text, frozen)
-        size = total(out)
-        if size >= size_before and size_before <= self.budget.limit:
-            return ast, False, 0, None
-        limit = self.budget.limit
-        dropped = plan.dropped
-        while frozen and size > limit:
-            frozen.pop(0)
-            dropped += 1
-            out, pair = self._build(ast, plan, text, frozen)
-            size = total(out)
-        if size <= limit or text is None:
-            return out, False, dropped, pair
-        head, line = split_archive_line(text)
-        data = head.encode("utf-8")
-        low, high = 0, len(data) - 1
-        best: tuple[ChainAST, BodyPair | None] | None = None
-        while low <= high:  # the longest prefix of the summary that fits, with its line
-            middle = (low + high) // 2
-            cut = data[:middle].decode("utf-8", "ignore")
-            candidate = self._build(ast, plan, "\n".join(filter(None, (cut, line))), frozen)
-            if total(candidate[0]) <= limit:
-                best, low = candidate, middle + 1
-            else:
-                high = middle - 1
-        if best is None:  # not even an empty summary fits: the summarized part goes
-            out, _ = self._build(ast, plan, None, [])
-            return out, True, dropped + len(frozen), None
-        return best[0], True, dropped, best[1]
-
-    def _build(
-        self, ast: ChainAST, plan: _Plan, text: str | None, frozen: list[BodyPair]
-    ) -> tuple[ChainAST, BodyPair | None]:
-        """The chain with the summarized part replaced by ``frozen`` and a summary pair
-        holding ``text`` (none when ``text`` is None)."""
-        sections = ast.sections
-        k, p = plan.section, plan.pair
-        style = self.style
-        system = sections[0].header.system_message
-        kept = sections[k]
-        carried = plan.carried
-        own_turn = p == 0 or bool(carried)
-        keep_ids = {id(pair) for pair in frozen} | {id(pair) for pair in plan.pinned}
-        body: list[BodyPair] = [pair for pair in plan.pairs if id(pair) in keep_ids]
-        pair: BodyPair | None = None
-        if text is not None:
-            pair = summary_pair(
-                text,
-                _kind(plan.summarized),
-                plan.summarized,
-                id_template=style.id_template,
-                keep_reasoning=k == len(sections) - 1,
-                seed=f"compaction\x1f{self.turns}",
-                style=style,
-                before_human=own_turn,
-            )
-            body.append(pair)
-        new: list[Section] = []
-        question = kept.header.human_message
-        # The system messages sent mid-chain up to the kept part stay, in order, before
-        # the kept question (docs/concepts.md).
-        later = [s for x in sections[1 : k + 1] if (s := x.header.system_message) is not None]
-        if own_turn and body:
-            note = Message.from_parts(
-                Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT), *carried)
-            )
-            new.append(Section.build(Header.build(system, note), tuple(body)))
-            new.extend(Section.opened_by(later, question, kept.body[p:]))
-        elif own_turn and carried and later:  # the carried questions stay ahead of them
-            opening = Message.from_parts(Role.HUMAN, carried)
-            new.append(Section.build(Header.build(system, opening)))
-            new.extend(Section.opened_by(later, question, kept.body[p:]))
-        elif own_turn:
-            if carried:  # nothing fits before the question: it opens with them
-                own = () if question is None else question.parts
-                question = Message.from_parts(Role.HUMAN, (*carried, *own))
-            systems = [system, *later] if system is not None else later
-            new.extend(Section.opened_by(systems, question, kept.body[p:]))
-        else:
-            systems = [system, *later] if system is not None else later
-            new.extend(Section.opened_by(systems, question, (*body, *kept.body[p:])))
-        new.extend(sections[k + 1 :])
-        out = ChainAST.build(new)
-        if pair is not None and pair.type is BodyPairType.SUMMARIZATION:
-            out = unique_summary_ids(out, [pair], style.id_template)
-        return out, pair
-
-    def _with_breakpoints(self, out: list[Message]) -> list[Message]:
-        """With ``cache_breakpoints``: Anthropic cache points at the end of the system
-        prompt, of the newest summary and of the newest cleared result (the prefix the
-        next turns repeat), within the limit of four and the budget."""
-        if not self.cache_breakpoints:
-            return out
-        anchors: list[int] = []
-        if out and out[0].role is Role.SYSTEM:
-            anchors.append(0)
-        summary = placeholder = -1
-        index = 0
-        for section in parse_chain(out).sections:
-            index += len(section.header.messages())
-            for pair in section.body:
-                index += 1 + len(pair.tool_messages)
-                if is_summarized(pair):
-                    summary = index - 1
-                elif any(is_cleared(r) for m in pair.tool_messages for r in m.tool_results):
-                    placeholder = index - 1
-        anchors.extend(i for i in (summary, placeholder) if i >= 0)
-        marked, added = add_breakpoints(out, anchors)
-        if added and self._meter.total(marked) > self.budget.limit >= self._meter.total(out):
-            return out  # the points would push the chain over its budget
-        return marked
-
-    # -- bookkeeping ------------------------------------------------------------------------
-
-    def _depth(self, pair: BodyPair) -> int:
-        if not is_summarized(pair):
-            return 0
-        return self._depths.get(_summary_key(pair), 1)
-
-    def _live_depths(self, ast: ChainAST) -> dict[str, int]:
-        live: dict[str, int] = {}
-        for section in ast.sections:
-            for pair in section.body:
-                if is_summarized(pair):
-                    key = _summary_key(pair)
-                    if key in self._depths:
-                        live[key] = self._depths[key]
-        return live
-
-    def _event(
-        self,
-        reason: CompactionReason,
-        before: list[Message],
-        after: list[Message],
-        started: float,
-        *,
-        books: HandlerLedger,
-        calls: HandlerCalls | None = None,
-        depth: int = 0,
-        summarized: int = 0,
-        truncated: bool = False,
-        dropped: int = 0,
-        archived: int = 0,
-        reinserted: int = 0,
-        cleared: ClearingPass | None = None,
-        summary_needed: bool = False,
-    ) -> CompactionEvent:
-        meter = self._meter
-        after_units = meter.total(after)
-        return CompactionEvent(
-            reason=reason,
-            unit=self.budget.unit,
-            budget=self.budget.limit,
-            keep_units=self.keep_units,
-            over_budget=after_units > self.budget.limit,
-            bytes_before=sum(m.size for m in before),
-            bytes_after=sum(m.size for m in after),
-            tokens_before=meter.all_tokens(before),
-            tokens_after=meter.all_tokens(after),
-            messages_before=len(before),
-            messages_after=len(after),
-            summarized_messages=summarized,
-            handler_calls=books.calls,
-            retries=books.retries,
-            timeouts=books.timeouts,
-            fallback_calls=books.fallback_calls,
-            chunks=books.chunks,
-            cache_hits=calls.cache_hits if calls is not None else 0,
-            prompt_bytes=calls.input_bytes if calls is not None else 0,
-            summary_bytes=calls.output_bytes if calls is not None else 0,
-            depth=depth,
-            summary_truncated=truncated,
-            dropped_summaries=dropped,
-            duration_s=time.perf_counter() - started,
-            turn=self.turns,
-            archived_messages=archived,
-            reinserted_bytes=reinserted,
-            store_events=tuple(calls.events) if calls is not None else (),
-            cleared_results=cleared.results_cleared if cleared is not None else 0,
-            cleared_inputs=cleared.inputs_cleared if cleared is not None else 0,
-            cleared_reasoning=cleared.reasoning_cleared if cleared is not None else 0,
-            cleared_units=cleared.units_freed if cleared is not None else 0,
-            summary_needed=summary_needed,
-        )
-
-    def _emit(self, event: CompactionEvent) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
+        self._asked = key
+        return await self._stages().reinsertion(messages, size, events)
 
 
 def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
@@ -1220,121 +467,3 @@ def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
     the bound is at least :data:`~csum.config.MIN_SUMMARY_BYTES`."""
     per_unit = 1.0 if budget.unit == "bytes" else BYTES_PER_TOKEN["text"]
     return max(MIN_SUMMARY_BYTES, int(budget.limit * ratio * per_unit))
-
-
-def _kind(summarized: Sequence[Message]) -> BodyPairType:
-    """SUMMARIZATION when a summarized AI message called tools, else COMPLETION."""
-    if any(m.role is _AI and m.tool_calls for m in summarized):
-        return BodyPairType.SUMMARIZATION
-    return BodyPairType.COMPLETION
-
-
-def _summary_key(pair: BodyPair) -> str:
-    """A summary's identity for the depth records: its text (ids may be renamed)."""
-    if pair.type is BodyPairType.SUMMARIZATION:
-        result = pair.tool_messages[0].parts[0]
-        text = result.content if type(result) is ToolResult else ""
-    else:
-        text = pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX)
-    return xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
-
-
-def _is_note(message: Message) -> bool:
-    """Whether ``message`` opens a summary's turn: the note, then any questions it
-    carries (pinned, or kept by ``keep_user_messages``)."""
-    parts = message.parts
-    return (
-        len(parts) >= 1
-        and type(parts[0]) is TextPart
-        and parts[0].text == EARLIER_CONVERSATION_TEXT
-        and parts[0].reasoning is None
-    )
-
-
-@dataclass
-class _Pins:
-    """What :meth:`Compactor._pins` found: ids of carried pairs and questions, and
-    their total size in the budget's unit."""
-
-    pair_ids: set[int] = field(default_factory=set)
-    human_ids: set[int] = field(default_factory=set)
-    units: int = 0
-
-
-def _evicted(
-    sections: Sequence[Section], k: int, p: int
-) -> Iterator[tuple[Message | None, tuple[BodyPair, ...]]]:
-    """(question, pairs) of every turn before pair ``p`` of section ``k``, in chain
-    order; the note opening an earlier summary is no question."""
-    for index in range(k + 1):
-        section = sections[index]
-        body = section.body if index < k else section.body[:p]
-        if index == k and not body:
-            return
-        human = section.header.human_message
-        yield (human if human is not None and not _is_note(human) else None), body
-
-
-def _in_chain_order(plan: _Plan) -> tuple[list[Message], list[Message]]:
-    """(context, summarized) of one summary prompt: the questions that leave the chain
-    are summarized in their place among the turns' messages (the user's requests and
-    constraints are gone from the chain after the compaction, so the summary must say
-    them); only the question of the turn the cut falls in stays in the chain, and is
-    context."""
-    staying, turns = _turns_in_place(plan)
-    summarized: list[Message] = []
-    for question, messages in turns:
-        if question is not None:
-            summarized.append(question)
-        summarized.extend(messages)
-    return ([question_context(staying)] if staying is not None else []), summarized
-
-
-def _turns_in_place(
-    plan: _Plan,
-) -> tuple[Message | None, list[tuple[Message | None, list[Message]]]]:
-    """(the question that stays, the turns summarized): the question of the turn the cut
-    falls in stays in the chain; the others leave it, each summarized in its place as
-    its own text (:func:`csum.reinsert.own_question`)."""
-    staying: Message | None = None
-    turns: list[tuple[Message | None, list[Message]]] = []
-    last = len(plan.turns) - 1
-    for index, (question, messages) in enumerate(plan.turns):
-        if question is not None and index == last and plan.pair > 0:
-            staying = question
-            turns.append((None, messages))
-        else:
-            turns.append((None if question is None else own_question(question), messages))
-    return staying, turns
-
-
-def _replaced(
-    turns: Sequence[tuple[Message | None, Sequence[BodyPair]]], frozen_ids: set[int]
-) -> list[Message]:
-    """The messages of the evicted ``turns`` (from :func:`_evicted`) that a compaction
-    takes out of the chain, in chain order: the questions (not the note opening an
-    earlier summary), each as its own text without the lines re-insertion put back into
-    it (those are archived already, under their own references), and every pair not
-    carried as a frozen summary (dropped summaries included)."""
-    out: list[Message] = []
-    for question, body in turns:
-        own = None if question is None else own_question(question)
-        if own is not None:
-            out.append(own)
-        for pair in body:
-            if id(pair) not in frozen_ids:
-                out.extend(pair.messages())
-    return out
-
-
-def _question_key(messages: Sequence[Message]) -> str | None:
-    """A hash of the last human message's own text (without re-inserted lines); None
-    without a human message."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.role is Role.HUMAN:
-            own = "\x1f".join(
-                p.text for p in message.parts if type(p) is TextPart and not is_reinserted(p)
-            )
-            return xxhash.xxh3_64_hexdigest(own.encode("utf-8", "surrogatepass"))
-    return None

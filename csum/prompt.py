@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
@@ -51,6 +51,7 @@ import xxhash
 from cast import (
     FIELD_PART_KINDS,
     SUMMARIZATION_TOOL_NAME,
+    BinaryPart,
     ImagePart,
     Message,
     ProviderPart,
@@ -283,7 +284,10 @@ class SummaryRequest:
     """What a structured handler is asked to summarize: the prompt text and the entries
     it was rendered from (:func:`summary_request`), so a handler reads the structure
     instead of parsing the text. The two cannot disagree: the prompt is
-    :func:`render_request` of ``case``, ``focus``, ``marker`` and ``messages``."""
+    :func:`render_request` of ``case``, ``focus``, ``marker`` and ``messages``.
+
+    The entries are built when first read (a handler taking the prompt text never pays
+    for them): the request holds the fields they are made of."""
 
     prompt: str
     """The prompt text, as :func:`messages_to_prompt` makes it (cache keys use it)."""
@@ -293,8 +297,19 @@ class SummaryRequest:
     """What the next step needs; "" when none."""
     marker: str
     """The marker suffix of the prompt's structure tags."""
-    messages: tuple[RequestMessage, ...]
-    """Context messages first, then the messages summarized."""
+    source: tuple[_Source, ...] = field(default=(), repr=False)
+    """The messages the prompt was rendered from: (section, index, message)."""
+    _built: list[tuple[RequestMessage, ...]] = field(
+        default_factory=list, repr=False, compare=False
+    )
+
+    @property
+    def messages(self) -> tuple[RequestMessage, ...]:
+        """Context messages first, then the messages summarized."""
+        built = self._built
+        if not built:
+            built.append(tuple(_source_message(source) for source in self.source))
+        return built[0]
 
     @property
     def entries(self) -> tuple[PromptEntry, ...]:
@@ -380,79 +395,80 @@ class _Tags:
 
 _ROLE_NAMES = {role: role.value for role in Role}
 
+_RawEntry = tuple[str, str, str, str, str]
+"""An entry as the renderer reads it: (kind, content, name, call_id, args)."""
+_RawMessage = tuple[str, int, str, tuple[_RawEntry, ...]]
+"""A message as the renderer reads it: (section, index, role, entries)."""
+_Source = tuple[str, int, Message]
+"""A message of a prompt as :func:`summary_request` renders it: (section, index, the
+message)."""
 
-def _message_entries(section: str, index: int, message: Message) -> tuple[PromptEntry, ...]:
-    """The entries of one message, in the order its parts are rendered."""
-    role = _ROLE_NAMES[message.role]
-    out: list[PromptEntry] = []
+
+def _raw_entries(message: Message) -> tuple[_RawEntry, ...]:
+    """The entries of one message, in the order its parts are rendered, as plain tuples."""
+    out: list[_RawEntry] = []
     append = out.append
     for part in message.parts:
         if isinstance(part, ToolResult):
-            append(
-                prompt_entry(
-                    section,
-                    index,
-                    role,
-                    "tool_result",
-                    content=part.content,
-                    name=part.name,
-                    call_id=part.tool_call_id,
-                )
-            )
-        elif isinstance(part, TextPart | ToolCall):
+            append(("tool_result", part.content, part.name, part.tool_call_id, ""))
+            continue
+        if isinstance(part, TextPart | ToolCall):
             reasoning = part.reasoning
             if reasoning is not None and reasoning.content:
-                append(prompt_entry(section, index, role, "reasoning", content=reasoning.content))
-            if isinstance(part, TextPart):
-                append(prompt_entry(section, index, role, "text", content=part.text))
-            else:
-                append(
-                    prompt_entry(
-                        section,
-                        index,
-                        role,
-                        "tool_call",
-                        name=part.name,
-                        call_id=part.id,
-                        args=part.arguments,
-                    )
-                )
-        elif isinstance(part, ImagePart):
-            append(prompt_entry(section, index, role, "image", content=_image_placeholder(part)))
-        elif isinstance(part, ProviderPart):
-            if part.kind in FIELD_PART_KINDS:
-                continue  # fields of the call or message before (caller, phase): no content
-            label = f"[{part.provider} {part.kind}] {part.data}"
-            append(prompt_entry(section, index, role, "block", content=label))
-        else:
-            label = f"[binary {part.mime_type}, {len(part.data)} bytes]"
-            append(prompt_entry(section, index, role, "binary", content=label))
+                append(("reasoning", reasoning.content, "", "", ""))
+        if isinstance(part, TextPart):
+            append(("text", part.text, "", "", ""))
+        elif isinstance(part, ToolCall):
+            append(("tool_call", "", part.name, part.id, part.arguments))
+        elif (other := _other_entry(part)) is not None:
+            append(other)
     return tuple(out)
 
 
-def _call_aliases(messages: Sequence[RequestMessage]) -> dict[int, int]:
-    """Short aliases linking results to their calls: entry position (in render order)
-    -> alias, for each tool result whose call (same id and name) comes earlier in the
-    prompt and for that call. Such a result is rendered with the alias alone, so a long
-    provider call id (``toolu_...``) and the tool's name appear once per pair."""
-    latest: dict[tuple[str, str], int] = {}
-    linked: dict[int, int] = {}
-    position = 0
-    for message in messages:
-        for entry in message.entries:
-            if entry.kind == "tool_call":
-                latest[(entry.call_id, entry.name)] = position
-            elif entry.kind == "tool_result":
-                call = latest.get((entry.call_id, entry.name))
-                if call is not None:
-                    linked[position] = call
-            position += 1
-    aliases: dict[int, int] = {}
-    for call in sorted(set(linked.values())):
-        aliases[call] = len(aliases) + 1
-    for result, call in linked.items():
-        aliases[result] = aliases[call]
-    return aliases
+def _other_entry(part: object) -> _RawEntry | None:
+    """The entry of a part that is no text, tool call or tool result (a placeholder for
+    an image, binary data or a provider block); None for a field part (no content)."""
+    if isinstance(part, ImagePart):
+        return ("image", _image_placeholder(part), "", "", "")
+    if isinstance(part, ProviderPart):
+        if part.kind in FIELD_PART_KINDS:
+            return None  # fields of the call or message before (caller, phase)
+        return ("block", f"[{part.provider} {part.kind}] {part.data}", "", "", "")
+    if isinstance(part, BinaryPart):
+        return ("binary", f"[binary {part.mime_type}, {len(part.data)} bytes]", "", "", "")
+    raise TypeError(f"a message part of an unknown type: {type(part).__name__}")
+
+
+def _source_message(source: _Source) -> RequestMessage:
+    """The :class:`RequestMessage` of a message of the prompt."""
+    section, index, message = source
+    return _request_message((section, index, _ROLE_NAMES[message.role], _raw_entries(message)))
+
+
+def _request_message(raw: _RawMessage) -> RequestMessage:
+    """The :class:`RequestMessage` of a raw message (entries with their derived fields)."""
+    section, index, role, entries = raw
+    return RequestMessage(
+        section,
+        index,
+        role,
+        tuple(
+            prompt_entry(
+                section, index, role, kind, content=content, name=name, call_id=call_id, args=args
+            )
+            for kind, content, name, call_id, args in entries
+        ),
+    )
+
+
+def _raw_message(message: RequestMessage) -> _RawMessage:
+    """The raw form of a :class:`RequestMessage` (what the renderer reads)."""
+    return (
+        message.section,
+        message.index,
+        message.role,
+        tuple((e.kind, e.content, e.name, e.call_id, e.args) for e in message.entries),
+    )
 
 
 _PLAIN_NAME = re.compile(r'[^"&<>]*')
@@ -471,51 +487,135 @@ def _append_name(out: list[str], name: str, mark: str) -> int:
     return 2
 
 
+class _Aliases:
+    """Short aliases linking results to their calls, numbered while rendering: a tool
+    result whose call (same id and name) comes earlier in the prompt is rendered with
+    the alias alone, so a long provider call id (``toolu_...``) and the tool's name
+    appear once per pair. Both tags get an empty slot in the output, filled once every
+    link is known (aliases number the linked calls in prompt order)."""
+
+    __slots__ = ("calls", "latest", "linked", "results")
+
+    def __init__(self) -> None:
+        self.latest: dict[tuple[str, str], int] = {}
+        self.calls: list[int] = []
+        """The output slot of each call, by call number."""
+        self.results: list[tuple[int, int]] = []
+        """(output slot, call number) of each linked result."""
+        self.linked: set[int] = set()
+
+    def call(self, out: list[str], call_id: str, name: str, mark: str) -> int:
+        """Open a tool call's tag (its alias slot, id and name); the tags it wrote."""
+        self.latest[(call_id, name)] = len(self.calls)
+        out.append(f"<tool_call{mark}")
+        self.calls.append(len(out))
+        out.append("")  # the alias, when a result links to this call
+        out.append(f' id="{_attr(call_id)}"')
+        return _append_name(out, name, mark)
+
+    def result(self, out: list[str], call_id: str, name: str, mark: str) -> int:
+        """Open a tool result's tag: the alias of its call when one is shown above, else
+        its id and name; the tags it wrote beyond its own."""
+        call = self.latest.get((call_id, name))
+        if call is None:
+            out.append(f'<tool_result{mark} id="{_attr(call_id)}"')
+            return _append_name(out, name, mark)
+        self.linked.add(call)
+        out.append(f'<tool_result{mark} n="')
+        self.results.append((len(out), call))
+        out.append("")  # the alias
+        out.append('">')
+        return 0
+
+    def fill(self, out: list[str]) -> None:
+        numbers: dict[int, int] = {}
+        for call in sorted(self.linked):
+            numbers[call] = alias = len(numbers) + 1
+            out[self.calls[call]] = f' n="{alias}"'
+        for slot, call in self.results:
+            out[slot] = str(numbers[call])
+
+
 def _render_message(
-    out: list[str],
-    message: RequestMessage,
-    tags: _Tags,
-    aliases: dict[int, int],
-    *,
-    position: int,
-    next_index: int,
+    out: list[str], message: _RawMessage, tags: _Tags, aliases: _Aliases, next_index: int
 ) -> int:
-    """Append the message (its first entry at ``position`` in render order); return how
-    many structure tags (one marker each) it wrote. Its index is written only when it
-    is not ``next_index`` (the one after the block's message before)."""
+    """Append the message; return how many structure tags (one marker each) it wrote.
+    Its index is written only when it is not ``next_index`` (the one after the block's
+    message before)."""
     # Content goes in as its own list item, so it is copied once, by the final join.
     append = out.append
     mark = tags.mark
     count = 2
-    index = "" if message.index == next_index else f' index="{message.index}"'
-    append(f'<message{mark}{index} role="{message.role}">\n')
-    for entry in message.entries:
-        kind = entry.kind
+    _, message_index, role, entries = message
+    index = "" if message_index == next_index else f' index="{message_index}"'
+    append(f'<message{mark}{index} role="{role}">\n')
+    for kind, content, name, call_id, args in entries:
         count += 2
-        alias = aliases.get(position)
-        position += 1
         if kind in {"text", "reasoning"}:
             opening, closing = tags.text if kind == "text" else tags.reasoning
             append(opening)
-            append(entry.content)
+            append(content)
             append(closing)
-        elif kind in {"tool_call", "tool_result"}:
-            if kind == "tool_result" and alias is not None:
-                append(f'<tool_result{mark} n="{alias}">')
-            else:
-                ref = "" if alias is None else f' n="{alias}"'
-                append(f'<{kind}{mark}{ref} id="{_attr(entry.call_id)}"')
-                count += _append_name(out, entry.name, mark)
-            append(entry.args if kind == "tool_call" else entry.content)
-            append(tags.call_end if kind == "tool_call" else tags.result_end)
+        elif kind == "tool_call":
+            count += aliases.call(out, call_id, name, mark)
+            append(args)
+            append(tags.call_end)
+        elif kind == "tool_result":
+            count += aliases.result(out, call_id, name, mark)
+            append(content)
+            append(tags.result_end)
         else:
-            append(f"<{kind}{mark}>{entry.content}</{kind}{mark}>\n")
+            append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
+    append(tags.message_end)
+    return count
+
+
+def _render_source(
+    out: list[str], message: _Source, tags: _Tags, aliases: _Aliases, next_index: int
+) -> int:
+    """:func:`_render_message` of a message read straight from its parts (what
+    :func:`summary_request` renders: the entries are built only when read)."""
+    append = out.append
+    mark = tags.mark
+    count = 2
+    _, message_index, source = message
+    index = "" if message_index == next_index else f' index="{message_index}"'
+    append(f'<message{mark}{index} role="{_ROLE_NAMES[source.role]}">\n')
+    for part in source.parts:
+        if isinstance(part, ToolResult):
+            count += 2 + aliases.result(out, part.tool_call_id, part.name, mark)
+            append(part.content)
+            append(tags.result_end)
+            continue
+        if isinstance(part, TextPart | ToolCall):
+            reasoning = part.reasoning
+            if reasoning is not None and reasoning.content:
+                count += 2
+                append(tags.reasoning[0])
+                append(reasoning.content)
+                append(tags.reasoning[1])
+        if isinstance(part, TextPart):
+            count += 2
+            append(tags.text[0])
+            append(part.text)
+            append(tags.text[1])
+        elif isinstance(part, ToolCall):
+            count += 2 + aliases.call(out, part.id, part.name, mark)
+            append(part.arguments)
+            append(tags.call_end)
+        elif (other := _other_entry(part)) is not None:
+            count += 2
+            kind, content = other[0], other[1]
+            append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
     append(tags.message_end)
     return count
 
 
 def _render(
-    case: PromptCase, focus: str, mark: str, messages: Sequence[RequestMessage]
+    case: PromptCase,
+    focus: str,
+    mark: str,
+    messages: Sequence[_RawMessage] | Sequence[_Source],
 ) -> tuple[str, int]:
     """The prompt and how many structure tags carrying ``mark`` it holds."""
     text = INSTRUCTIONS[case]
@@ -527,24 +627,24 @@ def _render(
         out.append(f"<{FOCUS_TAG}{mark}>{focus}</{FOCUS_TAG}{mark}>\n")
         expected = 2
     tags = _Tags.with_mark(mark)
-    aliases = _call_aliases(messages)
-    position = 0
+    aliases = _Aliases()
     next_index = 0
     section = ""
     for message in messages:
-        if message.section != section:
+        if message[0] != section:
             if section:
                 out.append(f"</{section}{mark}>\n")
-            section = message.section
+            section = message[0]
             out.append(f"<{section}{mark}>\n")
             expected += 2
             next_index = 0
-        expected += _render_message(
-            out, message, tags, aliases, position=position, next_index=next_index
-        )
-        position += len(message.entries)
-        next_index = message.index + 1
+        if len(message) == 3:
+            expected += _render_source(out, message, tags, aliases, next_index)
+        else:
+            expected += _render_message(out, message, tags, aliases, next_index)
+        next_index = message[1] + 1
     out.append(f"</{section}{mark}>\n")
+    aliases.fill(out)
     return "".join(out), expected
 
 
@@ -558,7 +658,7 @@ def render_request(
         raise ValueError(
             "render_request needs at least one message (an empty request has no prompt)"
         )
-    return _render(case, focus, marker, messages)[0]
+    return _render(case, focus, marker, [_raw_message(m) for m in messages])[0]
 
 
 def _attr(value: str) -> str:
@@ -598,9 +698,7 @@ def summary_request(
     else:
         blocks = [(MESSAGES_TAG, human_messages)]
     messages = tuple(
-        RequestMessage(tag, index, _ROLE_NAMES[message.role], _message_entries(tag, index, message))
-        for tag, block in blocks
-        for index, message in enumerate(block)
+        (tag, index, message) for tag, block in blocks for index, message in enumerate(block)
     )
     # The marker must occur in no content. Rather than searching every text first,
     # render, then check that the marker occurs exactly as often as the structure
@@ -796,25 +894,7 @@ def _read_block(
                 continue
             if kind not in ("tool_call", "tool_result"):
                 raise reader.fail(f"unexpected <{kind}>")
-            attrs_text = reader.open_tag(kind)
-            alias = _RESULT_ALIAS.match(attrs_text) if kind == "tool_result" else None
-            if alias is not None:
-                linked = calls.get(alias.group(1))
-                if linked is None:
-                    raise reader.fail(f"tool result n={alias.group(1)} names no call above it")
-                call_id, name = linked
-            else:
-                call = _CALL_ATTRS.match(attrs_text)
-                if call is None or (kind == "tool_result" and call.group(1) is not None):
-                    raise reader.fail(f"bad <{kind}> attributes")
-                call_id = _unattr(call.group(2))
-                if call.group(3) is not None:
-                    name = call.group(3)
-                else:
-                    reader.skip_newline()
-                    name = reader.element("name")
-                if call.group(1) is not None:
-                    calls[call.group(1)] = (call_id, name)
+            call_id, name = _read_call_tag(reader, kind, calls)
             body = reader.until_closing(kind)
             if kind == "tool_call":
                 entries.append(
@@ -824,6 +904,33 @@ def _read_block(
                 entries.append(
                     prompt_entry(block, index, role, kind, content=body, name=name, call_id=call_id)
                 )
+
+
+def _read_call_tag(
+    reader: _Reader, kind: str, calls: dict[str, tuple[str, str]]
+) -> tuple[str, str]:
+    """(call id, tool name) of a ``<tool_call>`` or ``<tool_result>`` opening tag (and
+    its ``<name>`` element when the name is not an attribute); a call's alias goes into
+    ``calls``, a result's alias is looked up there."""
+    attrs_text = reader.open_tag(kind)
+    alias = _RESULT_ALIAS.match(attrs_text) if kind == "tool_result" else None
+    if alias is not None:
+        linked = calls.get(alias.group(1))
+        if linked is None:
+            raise reader.fail(f"tool result n={alias.group(1)} names no call above it")
+        return linked
+    call = _CALL_ATTRS.match(attrs_text)
+    if call is None or (kind == "tool_result" and call.group(1) is not None):
+        raise reader.fail(f"bad <{kind}> attributes")
+    call_id = _unattr(call.group(2))
+    if call.group(3) is not None:
+        name = call.group(3)
+    else:
+        reader.skip_newline()
+        name = reader.element("name")
+    if call.group(1) is not None:
+        calls[call.group(1)] = (call_id, name)
+    return call_id, name
 
 
 def parse_prompt(prompt: str) -> ParsedPrompt:

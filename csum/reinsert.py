@@ -43,7 +43,7 @@ How lines are found and chosen (all of it independent of any one format):
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -67,18 +67,24 @@ from cast import (
 from cast.internals import utf8_len
 from csum._recall_name import RECALL_TOOL_NAME
 from csum._search_text import message_search_text
+from csum.store_events import StoreEvent
 
 if TYPE_CHECKING:
     from csum.archive import ArchiveHit, HistoryArchive
 
 __all__ = [
     "REINSERTED_HEADER",
+    "Insertion",
+    "archived_insertion",
     "is_reinserted",
     "own_question",
     "question_identifiers",
+    "question_key",
+    "recalled_positions",
     "recalled_text",
     "reinsert_archived",
     "reinserted_part",
+    "reinsertion_within",
     "without_recalled",
 ]
 
@@ -199,28 +205,34 @@ def _is_human(message: object) -> bool:
     return type(message) is Message and message.role is Role.HUMAN
 
 
-def without_recalled(messages: Sequence[_Item]) -> list[_Item]:
-    """``messages`` without the messages re-insertion added (the synthetic recall pairs
-    and the assistant turns holding a re-inserted block, by their exact shape); the
-    same list object when there are none. One that stands between two human messages
-    (a question asked right after another) is kept: taking it out would leave two
-    human messages in a row. Anything not a :class:`~cast.Message` (a dict to be
-    parsed) is kept; ``messages`` itself is never changed."""
-    out: list[_Item] = []
+def recalled_positions(messages: Sequence[object]) -> list[int]:
+    """Positions of the messages re-insertion added (the synthetic recall pairs and the
+    assistant turns holding a re-inserted block, by their exact shape), in order. One
+    that stands between two human messages (a question asked right after another) is
+    not among them: taking it out would leave two human messages in a row."""
+    removed: list[int] = []
+    kept: object = None  # the last message not taken out
     index = 0
-    found = False
     while index < len(messages):
         added = _recalled_at(messages, index)
         after = messages[index + added] if index + added < len(messages) else None
-        if added and not (_is_human(out[-1] if out else None) and _is_human(after)):
-            found = True
+        if added and not (_is_human(kept) and _is_human(after)):
+            removed.extend(range(index, index + added))
             index += added
             continue
-        out.append(messages[index])
+        kept = messages[index]
         index += 1
-    if not found:
+    return removed
+
+
+def without_recalled(messages: Sequence[_Item]) -> list[_Item]:
+    """``messages`` without the messages re-insertion added (:func:`recalled_positions`);
+    the same list object when there are none. Anything not a :class:`~cast.Message` (a
+    dict to be parsed) is kept; ``messages`` itself is never changed."""
+    removed = set(recalled_positions(messages))
+    if not removed:
         return messages if isinstance(messages, list) else list(messages)
-    return out
+    return [message for index, message in enumerate(messages) if index not in removed]
 
 
 def recalled_text(messages: Sequence[Message]) -> str:
@@ -377,6 +389,20 @@ def _origin(message: Message, line: str) -> str:
     return "assistant" if message.role is Role.AI else "system"
 
 
+@dataclass(frozen=True, slots=True)
+class Insertion:
+    """What re-insertion puts back: ``messages`` go in at ``position`` of the chain (a
+    recall pair right after the question, or an assistant turn right before it)."""
+
+    position: int
+    messages: tuple[Message, ...]
+
+    def into(self, messages: Sequence[Message]) -> list[Message]:
+        """``messages`` with the insertion (a new list)."""
+        at = self.position
+        return [*messages[:at], *self.messages, *messages[at:]]
+
+
 async def reinsert_archived(
     archive: HistoryArchive,
     messages: Sequence[Message],
@@ -386,33 +412,67 @@ async def reinsert_archived(
 ) -> list[Message]:
     """``messages`` with the archived lines the last human message needs put back as
     one block of at most ``max_bytes`` UTF-8 bytes, in the voice ``target`` takes (see
-    the module docstring): a synthetic recall pair right after the question, or an
-    assistant turn right before it where the target refuses undeclared tool calls.
+    the module docstring and :func:`archived_insertion`). Returns ``messages`` itself
+    (as a list, not copied) when nothing is added; never mutates it.
+    """
+    out = messages if isinstance(messages, list) else list(messages)
+    insertion = await archived_insertion(archive, out, max_bytes=max_bytes, target=target)
+    return out if insertion is None else insertion.into(out)
+
+
+async def archived_insertion(
+    archive: HistoryArchive,
+    messages: Sequence[Message],
+    *,
+    max_bytes: int,
+    target: str | ProviderProfile | None = None,
+) -> Insertion | None:
+    """The archived lines the last human message needs, as one block of at most
+    ``max_bytes`` UTF-8 bytes in the voice ``target`` takes: a synthetic recall pair
+    right after the question, or an assistant turn right before it where the target
+    refuses undeclared tool calls. None when nothing goes back.
 
     A question already served (its recall pair or turn is there) gets nothing more, nor
     does a question an assistant turn cannot precede (only a system message before it)
-    in the assistant form. Returns ``messages`` itself (as a list, not copied) when
-    nothing is added; never mutates it.
+    in the assistant form.
     """
-    out = messages if isinstance(messages, list) else list(messages)
+    out = messages
     index = _last_human(out)
     if max_bytes <= 0 or index is None:
-        return out
+        return None
     profile = get_provider(target) if isinstance(target, str) else target
     as_text = profile is not None and profile.tools_with_tool_history
     texts = [p.text for p in out[index].parts if isinstance(p, TextPart)]
     if any(is_reinserted(p) for p in out[index].parts):
-        return out  # served once already (a question of an earlier release)
+        return None  # served once already (a question of an earlier release)
     if as_text and (index == 0 or out[index - 1].role is Role.SYSTEM):
-        return out  # an assistant turn cannot open the chain
+        return None  # an assistant turn cannot open the chain
     if (as_text and _recalled_at(out, index - 1)) or (
         not as_text and index + 1 < len(out) and _recalled_at(out, index + 1)
     ):
-        return out  # served once already: a question gets one block, not one per run
+        return None  # served once already: a question gets one block, not one per run
     identifiers = question_identifiers("\n".join(texts))
     if not identifiers:
-        return out
-    chain = "\n".join(message_search_text(m) for i, m in enumerate(out) if i != index)
+        return None
+    chosen, named = await _chosen_lines(archive, out, index, identifiers, max_bytes)
+    if not chosen:
+        return None
+    block = reinserted_part(chosen).text
+    if as_text:
+        return Insertion(index, (Message.from_parts(Role.AI, (TextPart(text=block),)),))
+    return Insertion(index + 1, _recall_pair(block, named, profile))
+
+
+async def _chosen_lines(
+    archive: HistoryArchive,
+    messages: Sequence[Message],
+    index: int,
+    identifiers: list[str],
+    max_bytes: int,
+) -> tuple[list[str], list[str]]:
+    """(the archived lines chosen within ``max_bytes``, the identifiers that found any)
+    for the question at ``index``."""
+    chain = "\n".join(message_search_text(m) for i, m in enumerate(messages) if i != index)
     folded = [ident.casefold() for ident in identifiers]
     lists: list[tuple[int, list[_Candidate]]] = []
     named: list[str] = []
@@ -424,15 +484,48 @@ async def reinsert_archived(
             named.append(identifier)
     lists.sort(key=lambda item: item[0])  # the rarest identifier first (stable)
     header = utf8_len(REINSERTED_HEADER + _HEADER_TAIL.format(mark="0" * 8))
-    chosen = _share(lists, max_bytes - header)
-    if not chosen:
-        return out
-    block = reinserted_part(chosen).text
-    if as_text:
-        turn = Message.from_parts(Role.AI, (TextPart(text=block),))
-        return [*out[:index], turn, *out[index:]]
-    pair = _recall_pair(block, named, profile)
-    return [*out[: index + 1], *pair, *out[index + 1 :]]
+    return _share(lists, max_bytes - header), named
+
+
+async def reinsertion_within(
+    archive: HistoryArchive,
+    messages: list[Message],
+    *,
+    room: int,
+    unit: str,
+    measure: Callable[[Iterable[Message]], int],
+    target: str | ProviderProfile | None,
+    emit: Callable[[StoreEvent], None],
+) -> Insertion | None:
+    """A keeper's re-insertion: the archived lines the current question of ``messages``
+    needs, only within ``room`` (what the budget leaves, in its ``unit``, as
+    ``measure`` counts), so the chain still fits. Store failures go to ``emit``."""
+    limit = archive.reinsert_bytes
+    if unit == "bytes":
+        limit = min(limit, room)
+    while limit > 0 and room > 0:
+        found = await archive.insertion_reporting(
+            messages, max_bytes=limit, emit=emit, target=target
+        )
+        if found is None:
+            break
+        grown = measure(found.messages)
+        if grown <= room:
+            return found
+        limit = min(limit - 1, limit * room // grown)  # the part's framing costs too
+    return None
+
+
+def question_key(messages: Sequence[Message]) -> str | None:
+    """A hash of the last human message's own text (without re-inserted lines): which
+    question a keeper's re-insertion looked at last. None without a human message."""
+    index = _last_human(messages)
+    if index is None:
+        return None
+    own = "\x1f".join(
+        p.text for p in messages[index].parts if type(p) is TextPart and not is_reinserted(p)
+    )
+    return xxhash.xxh3_64_hexdigest(own.encode("utf-8", "surrogatepass"))
 
 
 def _recall_pair(

@@ -168,38 +168,7 @@ async def rotate_section(
 ) -> Section:
     """Bring one of the last sections within budget; its last pair is kept verbatim."""
     style = _style(id_template)
-    body = list(section.body)
-    human = human_of(section)
-    limit = config.max_body_pair_bytes
-    oversized = [
-        i
-        for i, pair in enumerate(body[:-1])
-        if pair.size > limit
-        and (not is_summarized(pair) or is_stale_summary(pair, calls.stale_cap, limit))
-    ]
-    if oversized:
-
-        def job(i: int) -> Callable[[], Awaitable[str]]:
-            return lambda: calls.summarize(
-                human, body[i].messages(), phase="oversized pair summary", section=index
-            )
-
-        texts = await gather([job(i) for i in oversized])
-        for i, text in zip(oversized, texts, strict=True):
-            pair = body[i]
-            new = summary_pair(
-                text,
-                summary_type((pair,)),
-                pair.messages(),
-                id_template=style.id_template,
-                keep_reasoning=True,
-                seed=f"pair\x1f{index}\x1f{i}",
-                style=style,
-            )
-            if not style.keeps_original(new.size, pair.size) and not _grows_summary((pair,), new):
-                body[i] = calls.adopt(new)
-        section = section.evolve(body=body)
-
+    section = await _oversized_summarized(calls, section, index, config, style)
     if section.size <= config.last_section_bytes:
         return section
     keep, summarize = split_last_section_pairs(
@@ -212,7 +181,9 @@ async def rotate_section(
     if style.keeps_original(summary_floor(style, kind), replaced):
         return section
     summarized = messages_of(summarize)
-    text = await calls.summarize(human, summarized, phase="last section rotation", section=index)
+    text = await calls.summarize(
+        human_of(section), summarized, phase="last section rotation", section=index
+    )
     pair = summary_pair(
         text,
         kind,
@@ -225,6 +196,49 @@ async def rotate_section(
     if style.keeps_original(pair.size, replaced):
         return section
     return section.evolve(body=(calls.adopt(pair), *keep))
+
+
+async def _oversized_summarized(
+    calls: HandlerCalls,
+    section: Section,
+    index: int,
+    config: SummarizerConfig,
+    style: SummaryStyle,
+) -> Section:
+    """``section`` with each pair but the last that exceeds the pair budget (and is no
+    fresh summary) summarized alone, where that makes it smaller."""
+    body = list(section.body)
+    human = human_of(section)
+    limit = config.max_body_pair_bytes
+    oversized = [
+        i
+        for i, pair in enumerate(body[:-1])
+        if pair.size > limit
+        and (not is_summarized(pair) or is_stale_summary(pair, calls.stale_cap, limit))
+    ]
+    if not oversized:
+        return section
+
+    def job(i: int) -> Callable[[], Awaitable[str]]:
+        return lambda: calls.summarize(
+            human, body[i].messages(), phase="oversized pair summary", section=index
+        )
+
+    texts = await gather([job(i) for i in oversized])
+    for i, text in zip(oversized, texts, strict=True):
+        pair = body[i]
+        new = summary_pair(
+            text,
+            summary_type((pair,)),
+            pair.messages(),
+            id_template=style.id_template,
+            keep_reasoning=True,
+            seed=f"pair\x1f{index}\x1f{i}",
+            style=style,
+        )
+        if not style.keeps_original(new.size, pair.size) and not _grows_summary((pair,), new):
+            body[i] = calls.adopt(new)
+    return section.evolve(body=body)
 
 
 # -- phase 3: QA -------------------------------------------------------------------------
@@ -291,16 +305,7 @@ async def summarize_qa(
     ai_messages = messages_of(pairs)
     if not ai_messages:
         return ast
-
-    jobs: list[Callable[[], Awaitable[str]]] = [
-        lambda: calls.summarize(human_messages, ai_messages, phase="QA summary", section=0)
-    ]
-    if config.summarize_human_in_qa and human_messages:
-        jobs.append(
-            lambda: calls.summarize(human_messages, [], phase="QA human summary", section=0)
-        )
-    texts = await gather(jobs)
-
+    texts = await _qa_texts(calls, human_messages, ai_messages, config)
     human: Message | None = None
     if len(texts) == 2:
         human = Message.from_parts(Role.HUMAN, (TextPart(text=texts[1]),))
@@ -324,6 +329,24 @@ async def summarize_qa(
     # A kept section keeps its own system message (repair opens a section with a late one).
     kept = sections[len(sections) - keep :]
     return ChainAST.build((folded_section, *_after_folded(folded, kept)))
+
+
+async def _qa_texts(
+    calls: HandlerCalls,
+    human_messages: list[Message],
+    ai_messages: list[Message],
+    config: SummarizerConfig,
+) -> list[str]:
+    """The QA summary of the folded sections (and of their questions, when
+    ``summarize_human_in_qa``), made concurrently."""
+    jobs: list[Callable[[], Awaitable[str]]] = [
+        lambda: calls.summarize(human_messages, ai_messages, phase="QA summary", section=0)
+    ]
+    if config.summarize_human_in_qa and human_messages:
+        jobs.append(
+            lambda: calls.summarize(human_messages, [], phase="QA human summary", section=0)
+        )
+    return await gather(jobs)
 
 
 def _after_folded(folded: Sequence[Section], kept: Sequence[Section]) -> tuple[Section, ...]:

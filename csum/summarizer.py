@@ -25,7 +25,7 @@ from cast import (
 from csum._calls import SUMMARY_FLOOR_BYTES, HandlerCalls, SummarizeHandler
 from csum._gather import gather
 from csum._pending import pending_tail_calls, without_pending_fillers
-from csum._style import summary_style
+from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.config import Stores, SummarizerConfig
 from csum.reinsert import without_recalled
@@ -80,6 +80,14 @@ def _pointed_to_compactor(error: ChainError) -> ChainError:
         index=error.index,
         rule=error.rule,
     )
+
+
+def _style_of(
+    id_template: TemplateLike, target: str | ProviderProfile | None, allow_growth: bool | None
+) -> SummaryStyle:
+    """How summaries are shaped (see :meth:`Summarizer.summarize`)."""
+    given = not (isinstance(id_template, str) and id_template == DEFAULT_TOOL_CALL_ID_TEMPLATE)
+    return summary_style(IdTemplate(id_template), target, allow_growth, template_given=given)
 
 
 def _check_positive_or_none(name: str, value: object) -> None:
@@ -186,15 +194,50 @@ class Summarizer:
         if not callable(handler):
             raise TypeError(f"handler must be an async callable, not {type(handler).__name__}")
         started = time.perf_counter()
-        style = summary_style(
-            IdTemplate(id_template),
-            target,
-            allow_growth,
-            template_given=not (
-                isinstance(id_template, str) and id_template == DEFAULT_TOOL_CALL_ID_TEMPLATE
-            ),
+        style = _style_of(id_template, target, allow_growth)
+        ast, pending, issues = self._parsed(messages)
+        size_before = ast.size
+        calls = self._calls(handler, on_call)
+        ast = await self._summarized(calls, ast, style)
+        out, fillers = without_pending_fillers(ast.to_messages(), pending)
+        filler_size = sum(m.size for m in fillers)
+        size_after = ast.size - filler_size
+        if self.archive is not None and self.archive.reinsert_bytes:
+            reinserted = await self.archive.reinsert(out, target=style.target)
+            if reinserted is not out:
+                out, size_after = reinserted, sum(m.size for m in reinserted)
+        return SummaryResult(
+            messages=out,
+            size_before=size_before - filler_size,
+            size_after=size_after,
+            handler_calls=calls.calls,
+            handler_input_bytes=calls.input_bytes,
+            handler_output_bytes=calls.output_bytes,
+            repairs=tuple(issues),
+            seconds=time.perf_counter() - started,
+            cache_hits=calls.cache_hits,
+            store_events=tuple(calls.events),
         )
-        template = style.id_template
+
+    def _calls(
+        self, handler: SummarizeHandler, on_call: Callable[[int, int], None] | None
+    ) -> HandlerCalls:
+        """The handler calls of one summarization (bounded, cached, archived)."""
+        limit = self.max_concurrency
+        return HandlerCalls(
+            handler,
+            None if limit is None else anyio.CapacityLimiter(limit),
+            on_call=on_call,
+            cache=self.cache,
+            archive=self.archive,
+            max_summary_bytes=self.max_summary_bytes,
+            summary_floor=self.summary_floor_bytes,
+        )
+
+    def _parsed(
+        self, messages: Iterable[Message | dict[str, Any]]
+    ) -> tuple[ChainAST, frozenset[str], list[ChainIssue]]:
+        """(the chain parsed with repair, the newest turn's pending calls, the repairs)."""
         issues: list[ChainIssue] = []
         items = list(messages)
         if self.archive is not None and self.archive.reinsert_bytes:
@@ -206,21 +249,15 @@ class Summarizer:
             ast = parse_chain(items, repair=True, issues=issues)
         except ChainError as error:
             raise _pointed_to_compactor(error) from error
-        size_before = ast.size
-        config = self.config
-        limiter = (
-            None if self.max_concurrency is None else anyio.CapacityLimiter(self.max_concurrency)
-        )
-        calls = HandlerCalls(
-            handler,
-            limiter,
-            on_call=on_call,
-            cache=self.cache,
-            archive=self.archive,
-            max_summary_bytes=self.max_summary_bytes,
-            summary_floor=self.summary_floor_bytes,
-        )
+        return ast, pending, issues
 
+    async def _summarized(
+        self, calls: HandlerCalls, ast: ChainAST, style: SummaryStyle
+    ) -> ChainAST:
+        """The phases on the parsed chain: section summarization and last-section
+        rotation concurrently, then QA summarization when enabled; summary ids made
+        unique."""
+        config = self.config
         sections = list(ast.sections)
         keep_from = max(len(sections) - config.keep_qa_sections, 0)
         jobs: list[Callable[[], Awaitable[Any]]] = []
@@ -240,28 +277,8 @@ class Summarizer:
         if config.use_qa:
             ast = await summarize_qa(calls, ast, config, style)
         if calls.created:
-            ast = unique_summary_ids(ast, calls.created, template)
-        out, fillers = without_pending_fillers(ast.to_messages(), pending)
-        filler_size = sum(m.size for m in fillers)
-        size_before -= filler_size
-        size_after = ast.size - filler_size
-        if self.archive is not None and self.archive.reinsert_bytes:
-            reinserted = await self.archive.reinsert(out, target=style.target)
-            if reinserted is not out:
-                out, size_after = reinserted, sum(m.size for m in reinserted)
-
-        return SummaryResult(
-            messages=out,
-            size_before=size_before,
-            size_after=size_after,
-            handler_calls=calls.calls,
-            handler_input_bytes=calls.input_bytes,
-            handler_output_bytes=calls.output_bytes,
-            repairs=tuple(issues),
-            seconds=time.perf_counter() - started,
-            cache_hits=calls.cache_hits,
-            store_events=tuple(calls.events),
-        )
+            ast = unique_summary_ids(ast, calls.created, style.id_template)
+        return ast
 
     def summarize_chain_sync(
         self,

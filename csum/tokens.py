@@ -21,11 +21,22 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
-from cast import BinaryPart, ImagePart, Message, TextPart, ToolCall, ToolResult
+from cast import (
+    BinaryPart,
+    BodyPair,
+    ChainAST,
+    Header,
+    ImagePart,
+    Message,
+    Section,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
 from cast.chainio import install_hint
 from cast.internals import utf8_len
 from csum._images import ImageFormula, image_size, image_tokens, url_image_size
@@ -34,6 +45,7 @@ __all__ = [
     "BYTES_PER_TOKEN",
     "MODEL_CONTEXT_WINDOWS",
     "EstimatedTokens",
+    "Meter",
     "TiktokenCounter",
     "TokenCounter",
     "context_window",
@@ -253,3 +265,57 @@ class TiktokenCounter(_PartCounter):
 
     def __repr__(self) -> str:
         return f"TiktokenCounter({getattr(self.encoding, 'name', self.encoding)!r})"
+
+
+class Meter:
+    """Measures messages and AST nodes in the budget's unit; token counts are cached per
+    message object for the messages of the last call (so the cache stays the chain's
+    size)."""
+
+    def __init__(self, unit: str, counter: TokenCounter) -> None:
+        self.unit = unit
+        self.counter = counter
+        self._bytes = unit == "bytes"
+        self._cache: dict[int, tuple[Message, int]] = {}
+        self._fresh: dict[int, tuple[Message, int]] = {}
+
+    def tokens(self, message: Message) -> int:
+        key = id(message)
+        hit = self._cache.get(key) or self._fresh.get(key)
+        if hit is not None and hit[0] is message:
+            self._fresh[key] = hit
+            return hit[1]
+        count = self.counter.count(message)
+        self._fresh[key] = (message, count)
+        return count
+
+    def __call__(self, message: Message) -> int:
+        return message.size if self._bytes else self.tokens(message)
+
+    def node(self, node: Header | BodyPair | Section) -> int:
+        """The size of a node of the AST (its messages')."""
+        return node.size if self._bytes else sum(map(self.tokens, node.messages()))
+
+    def chain(self, ast: ChainAST) -> int:
+        """The size of a whole chain."""
+        return ast.size if self._bytes else sum(map(self.node, ast.sections))
+
+    def total(self, messages: Iterable[Message]) -> int:
+        """The size of a few loose messages (a turn's new ones, an insertion)."""
+        return sum(map(self, messages))
+
+    def all_tokens(self, ast: ChainAST) -> int:
+        """Tokens of the chain (for the events); with a byte budget they are counted
+        without being cached, so the cache does not hold an entry per message of the
+        whole chain for a figure read once."""
+        count = self.counter.count if self._bytes else self.tokens
+        return sum(count(m) for section in ast.sections for m in section.messages())
+
+    def rotate(self) -> None:
+        """End a call that measured the whole chain: keep only what it measured."""
+        self._cache, self._fresh = self._fresh, {}
+
+    def keep(self) -> None:
+        """End a call that measured only new messages: keep everything."""
+        self._cache.update(self._fresh)
+        self._fresh = {}

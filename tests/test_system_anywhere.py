@@ -20,8 +20,8 @@ from cast.codecs import get_codec
 from cast.providers import PROVIDERS
 from conftest import CORPUS
 from csum import Compactor, Summarizer, SummarizerConfig
-from csum.compactor import KEEP_USER_SHARE
 from csum.handlers import extractive
+from csum.plan import KEEP_USER_SHARE
 from strategies import valid_chains
 
 PAYLOADS = CORPUS / "payloads"

@@ -1,0 +1,330 @@
+"""The plan stage of a compaction: where the kept part of the chain starts and what the
+one summary takes.
+
+After the mandatory messages (system prompt, current question, newest pair), the
+newest pairs are kept while they fit ``keep_units`` less the summary's reserve;
+everything older goes into the summary, except what is carried verbatim: summaries at
+the depth limit (while they take at most :data:`FROZEN_SHARE` of ``keep_units``),
+pairs holding a pinned message, pinned questions, and questions ``keep_user_messages``
+keeps (within :data:`KEEP_USER_SHARE`). Sizes are read from the AST
+(:class:`~csum.tokens.Meter`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from cast import BodyPair, ChainAST, Message, Section, TextPart
+from csum._pairs import is_summarized, messages_of
+from csum.reinsert import own_question
+from csum.tokens import Meter
+
+__all__ = [
+    "EARLIER_CONVERSATION_TEXT",
+    "FROZEN_SHARE",
+    "KEEP_USER_SHARE",
+    "Plan",
+    "Planner",
+    "is_note",
+]
+
+EARLIER_CONVERSATION_TEXT: Final = "(The earlier conversation is summarized below.)"
+"""The human message that opens the summary's own first turn (providers such as
+Anthropic and Gemini want a conversation to open with a human message)."""
+
+FROZEN_SHARE: Final = 0.25
+"""Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond
+it are left out (counted in the event's ``dropped_summaries``)."""
+
+KEEP_USER_SHARE: Final = 0.25
+"""With ``keep_user_messages=True``: share of ``keep_units`` the user messages kept
+verbatim may take; older ones beyond it are summarized in place as usual."""
+
+Turn = tuple[Message | None, list[Message]]
+"""A turn of the summarized part: (its question, or None, its messages)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Where the kept part of the chain starts (pair ``pair`` of section ``section``)
+    and what goes into the summary."""
+
+    section: int
+    pair: int
+    humans: list[Message]
+    """The questions that leave the chain, in chain order."""
+    summarized: list[Message]
+    """The messages of the pairs summarized, in chain order."""
+    resummarized: list[BodyPair]
+    """Earlier summaries among them."""
+    frozen: list[BodyPair]
+    """Summaries at the depth limit, carried as they are."""
+    dropped: int
+    """Summaries at the depth limit left out for want of room."""
+    replaced: list[Message]
+    """Every message the summary takes the place of, in chain order (what the history
+    archive stores): the questions and pairs summarized, and dropped summaries."""
+    turns: list[Turn]
+    """``humans`` and ``summarized`` by turn, in chain order."""
+    pairs: list[BodyPair]
+    """Every pair before the kept part, in chain order."""
+    pinned: list[BodyPair]
+    """Pinned pairs among ``pairs``: carried verbatim, never summarized."""
+    carried: list[Any]
+    """Parts of pinned questions (and of an earlier note's) that leave their turn: they
+    open the summary's turn, after :data:`EARLIER_CONVERSATION_TEXT`."""
+
+
+@dataclass
+class _Pins:
+    """What :meth:`Planner.pins` found: ids of carried pairs and questions, and their
+    total size in the budget's unit."""
+
+    pair_ids: set[int] = field(default_factory=set)
+    human_ids: set[int] = field(default_factory=set)
+    units: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Planner:
+    """The settings a plan is made with (the Compactor's)."""
+
+    meter: Meter
+    keep_units: int
+    summary_reserve: int
+    max_depth: int | None
+    depth: Callable[[BodyPair], int]
+    """A pair's summary depth (0 for a pair that is no summary)."""
+    pin: Callable[[Message], bool] | None
+    keep_user_messages: bool
+
+    def plan(self, ast: ChainAST) -> Plan | None:
+        """Choose the kept part: after the mandatory messages (system prompt, current
+        question, newest pair), the newest pairs that fit ``keep_units`` less the summary
+        reserve. None when nothing is left to summarize."""
+        meter = self.meter
+        sections = ast.sections
+        last = ast.current_section  # reminders after the question stay after it
+        tail = sections[last]
+        frozen, dropped = self.frozen(ast)
+        pins = self.pins(ast)
+        room = self.keep_units - self.summary_reserve - self._mandatory(ast)
+        room -= sum(meter.node(pair) for pair in frozen)
+        room -= pins.units
+        frozen_ids = {id(pair) for pair in frozen} | pins.pair_ids
+        start = (last, max(len(tail.body) - 1, 0))
+        for s_index in range(last, -1, -1):
+            section = sections[s_index]
+            if s_index == last:
+                newest = len(section.body) - 2
+            else:
+                human = section.header.human_message
+                newest = len(section.body) - 1
+                if human is not None and id(human) not in pins.human_ids:
+                    room -= meter(human)
+            for p_index in range(newest, -1, -1):
+                pair = section.body[p_index]
+                cost = 0 if id(pair) in frozen_ids else meter.node(pair)
+                if cost > room:
+                    return self.split(ast, *start, frozen, dropped, pins=pins)
+                room -= cost
+                start = (s_index, p_index)
+            if s_index != last and start[0] != s_index:
+                break  # an empty section: its question goes into the summary
+            start = (s_index, 0)
+        if start == (0, 0):
+            return None
+        return self.split(ast, *start, frozen, dropped, pins=pins)
+
+    def _mandatory(self, ast: ChainAST) -> int:
+        """The size of what is always kept: the system messages, the current question and
+        the newest pair."""
+        meter = self.meter
+        tail = ast.sections[ast.current_section]
+        # Every system message stays, where it stands (docs/concepts.md).
+        mandatory = meter.total(ast.system_messages())
+        if tail.header.human_message is not None:
+            mandatory += meter(tail.header.human_message)
+        if tail.body:
+            mandatory += meter.node(tail.body[-1])
+        return mandatory
+
+    def pins(self, ast: ChainAST) -> _Pins:
+        """What a summary must not take, before the newest pair: pairs holding a pinned
+        message, pinned questions, questions kept by ``keep_user_messages`` (newest
+        first, within :data:`KEEP_USER_SHARE` of the target) and an earlier note's
+        carried questions."""
+        pins = _Pins()
+        pin = self.pin
+        if pin is None and not self.keep_user_messages and len(ast.sections) < 2:
+            return pins
+        sections = ast.sections
+        last = len(sections) - 1
+        meter = self.meter
+        if pin is not None:
+            for s_index, section in enumerate(sections):
+                body = section.body if s_index < last else section.body[:-1]
+                for pair in body:
+                    if not is_summarized(pair) and any(map(pin, pair.messages())):
+                        pins.pair_ids.add(id(pair))
+                        pins.units += meter.node(pair)
+        questions = [
+            human
+            for section in sections[:last]
+            if (human := section.header.human_message) is not None
+        ]
+        room = int(self.keep_units * KEEP_USER_SHARE)
+        for human in questions:
+            if len(human.parts) > 1 and is_note(human):
+                pins.human_ids.add(id(human))
+                pins.units += meter(human)
+                room -= meter(human)
+        task = sections[0].header.human_message  # carried in the note: still first
+        mid_chain = len(ast.system_messages()) > (sections[0].header.system_message is not None)
+        if mid_chain and task is not None and not is_note(task) and meter(task) <= room:
+            # With system messages sent mid-chain, the user's first task is never folded
+            # into a summary while it fits: none of them may come to stand before it.
+            pins.human_ids.add(id(task))
+            pins.units += meter(task)
+            room -= meter(task)
+        for human in reversed(questions):
+            if id(human) in pins.human_ids or is_note(human):
+                continue
+            if pin is not None and pin(human):
+                pins.human_ids.add(id(human))
+                pins.units += meter(human)
+            elif self.keep_user_messages and meter(human) <= room:
+                room -= meter(human)
+                pins.human_ids.add(id(human))
+                pins.units += meter(human)
+        return pins
+
+    def frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
+        """(kept, dropped): the summaries at the depth limit, the newest of them kept
+        while they take at most :data:`FROZEN_SHARE` of ``keep_units``."""
+        max_depth = self.max_depth
+        found = [
+            pair
+            for section in ast.sections
+            for pair in section.body
+            if max_depth is not None and self.depth(pair) >= max_depth
+        ]
+        room = int(self.keep_units * FROZEN_SHARE)
+        kept: list[BodyPair] = []
+        for index in range(len(found) - 1, -1, -1):
+            cost = self.meter.node(found[index])
+            if cost > room:
+                return kept[::-1], found[: index + 1]
+            room -= cost
+            kept.append(found[index])
+        return kept[::-1], []
+
+    def split(
+        self,
+        ast: ChainAST,
+        k: int,
+        p: int,
+        frozen: list[BodyPair],
+        dropped: list[BodyPair],
+        *,
+        pins: _Pins | None = None,
+    ) -> Plan | None:
+        """What goes into the summary when the kept part starts at pair ``p`` of
+        section ``k``; None when that is nothing. ``frozen`` summaries are carried as
+        they are, ``dropped`` ones left out, ``pins`` carried verbatim."""
+        if k == 0 and p == 0:
+            return None
+        pins = pins if pins is not None else _Pins()
+        sections = ast.sections
+        evicted_turns = [
+            (None if q is not None and id(q) in pins.human_ids else q, body)
+            for q, body in _evicted(sections, k, p)
+        ]
+        pairs = [pair for _, body in evicted_turns for pair in body]
+        frozen_ids = {id(pair) for pair in frozen}
+        dropped_ids = {id(pair) for pair in dropped}
+        gone = sum(1 for pair in pairs if id(pair) in dropped_ids)
+        skipped = frozen_ids | dropped_ids | pins.pair_ids
+        live = [pair for pair in pairs if id(pair) not in skipped]
+        humans = [question for question, _ in evicted_turns if question is not None]
+        if (pins.pair_ids or pins.human_ids) and not live and not humans and not gone:
+            return None  # all that would leave is carried: nothing to summarize
+        return Plan(
+            section=k,
+            pair=p,
+            humans=humans,
+            summarized=messages_of(live),
+            resummarized=[pair for pair in live if is_summarized(pair)],
+            frozen=[pair for pair in pairs if id(pair) in frozen_ids],
+            dropped=gone,
+            replaced=_replaced(evicted_turns, frozen_ids | pins.pair_ids),
+            turns=[
+                (question, messages_of([pair for pair in body if id(pair) not in skipped]))
+                for question, body in evicted_turns
+            ],
+            pairs=pairs,
+            pinned=[pair for pair in pairs if id(pair) in pins.pair_ids],
+            carried=_carried(sections[:k], pins),
+        )
+
+
+def is_note(message: Message) -> bool:
+    """Whether ``message`` opens a summary's turn: the note, then any questions it
+    carries (pinned, or kept by ``keep_user_messages``)."""
+    parts = message.parts
+    return (
+        len(parts) >= 1
+        and type(parts[0]) is TextPart
+        and parts[0].text == EARLIER_CONVERSATION_TEXT
+        and parts[0].reasoning is None
+    )
+
+
+def _carried(sections: Sequence[Section], pins: _Pins) -> list[Any]:
+    """The parts of the questions of ``sections`` (those that leave the chain) that the
+    summary's turn carries: an earlier note's carried questions, pinned questions."""
+    carried: list[Any] = []
+    for section in sections:
+        human = section.header.human_message
+        if human is None:
+            continue
+        if is_note(human):
+            carried.extend(human.parts[1:])
+        elif id(human) in pins.human_ids and (own := own_question(human)) is not None:
+            carried.extend(own.parts)
+    return carried
+
+
+def _evicted(
+    sections: Sequence[Section], k: int, p: int
+) -> Iterator[tuple[Message | None, tuple[BodyPair, ...]]]:
+    """(question, pairs) of every turn before pair ``p`` of section ``k``, in chain
+    order; the note opening an earlier summary is no question."""
+    for index in range(k + 1):
+        section = sections[index]
+        body = section.body if index < k else section.body[:p]
+        if index == k and not body:
+            return
+        human = section.header.human_message
+        yield (human if human is not None and not is_note(human) else None), body
+
+
+def _replaced(
+    turns: Sequence[tuple[Message | None, Sequence[BodyPair]]], frozen_ids: set[int]
+) -> list[Message]:
+    """The messages of the evicted ``turns`` (from :func:`_evicted`) that a compaction
+    takes out of the chain, in chain order: the questions (not the note opening an
+    earlier summary), each as its own text without the lines re-insertion put back into
+    it (those are archived already, under their own references), and every pair not
+    carried as a frozen summary (dropped summaries included)."""
+    out: list[Message] = []
+    for question, body in turns:
+        own = None if question is None else own_question(question)
+        if own is not None:
+            out.append(own)
+        for pair in body:
+            if id(pair) not in frozen_ids:
+                out.extend(pair.messages())
+    return out
