@@ -278,7 +278,16 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
     gateway = Gateway(config, store)
 
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+        pool = gateway.rewriter.pool.state()
+        workers = {
+            "size": pool.size,
+            "busy": pool.busy,
+            "waiting": pool.waiting,
+            "oldest_seconds": pool.oldest_seconds,
+        }
+        if pool.stuck:
+            return JSONResponse({"status": "stuck", "workers": workers}, 503)
+        return JSONResponse({"status": "ok", "workers": workers})
 
     async def metrics(request: Request) -> Response:
         return Response(

@@ -13,6 +13,8 @@ from csum.budget import Budget
 from csum.compactor import DEFAULT_TARGET_RATIO, SUMMARY_ONLY
 from csum.handlers import resolve_handler
 from csum.serve.config import (
+    DEFAULT_COMPACTION_WORKERS,
+    DEFAULT_DEADLINE,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_WINDOW_SHARE,
     SUMMARIZER_KINDS,
@@ -164,6 +166,19 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="compact on the event loop instead of a worker thread (for debugging)",
     )
     add(
+        "--compaction-workers",
+        type=int,
+        default=DEFAULT_COMPACTION_WORKERS,
+        help=f"compactions at once, in threads of their own (default {DEFAULT_COMPACTION_WORKERS})",
+    )
+    add(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE,
+        help="seconds a request may wait for and spend in its compaction, summary calls "
+        f"included, before it is forwarded uncompacted (default {DEFAULT_DEADLINE:g})",
+    )
+    add(
         "--log-level",
         default="info",
         choices=("critical", "error", "warning", "info", "debug", "trace"),
@@ -219,6 +234,8 @@ def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeCon
         if args.archive_reinsert == "0"
         else parse_size(args.archive_reinsert),
         offload=not args.no_offload,
+        compaction_workers=args.compaction_workers,
+        deadline=args.deadline,
     )
 
 

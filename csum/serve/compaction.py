@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -27,6 +28,7 @@ from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import ConversationState, conversation_key
 from csum.serve.loop_stores import LoopArchive, LoopStore
+from csum.serve.pool import WorkerPool
 from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler
 from csum.settings import Robustness, Stores
 from csum.store_events import StoreEventKind
@@ -66,6 +68,9 @@ class OutcomeKind(StrEnum):
     ``--budget``): forwarded byte for byte."""
     FAILED = "failed"
     """Decoding or compaction failed: forwarded byte for byte (logged, counted)."""
+    DEADLINE = "deadline"
+    """The request's deadline passed before its compaction was done (waiting for a
+    worker, a store or a summary): forwarded byte for byte (logged, counted)."""
     PROVIDER_STATE = "provider_state"
     """A Responses request continuing state the provider holds (``previous_response_id``
     or ``conversation``): the history is not in the request, forwarded byte for byte."""
@@ -96,9 +101,11 @@ class Rewriter:
     given) the messages summarized away, one session per conversation key.
 
     The work of a request that needs decoding (JSON, codec, Compactor, encoding: all
-    CPU-bound) runs in a worker thread on an event loop of its own, so a large request
-    does not stall the others; store calls go back to the gateway's loop, where the
-    stores' connections live (:class:`LoopStore`)."""
+    CPU-bound) runs in a worker thread of :attr:`pool` on an event loop of its own, so a
+    large request does not stall the others; store calls go back to the gateway's loop,
+    where the stores' connections live (:class:`LoopStore`) and their I/O runs in the
+    loop's default thread pool, which compactions never hold. A request whose work is
+    not done by ``config.deadline`` seconds goes uncompacted (:attr:`OutcomeKind.DEADLINE`)."""
 
     def __init__(
         self,
@@ -110,6 +117,7 @@ class Rewriter:
         self.store = store
         self.archive_store = archive_store
         self.summarizer = Summarizer(config)
+        self.pool = WorkerPool(config.compaction_workers, config.deadline)
 
     async def rewrite(
         self,
@@ -126,14 +134,18 @@ class Rewriter:
         )
         if not held and self.config.budget is not None and fits_by_size(body, self.config.budget):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
-        request = _Request(api, body, conversation, credentials)
+        until = time.monotonic() + self.config.deadline
+        request = _Request(api, body, conversation, credentials, until)
         if not self.config.offload:
             read = self._read(request)
             if isinstance(read, Outcome):
                 return read
             return await self._compacted(request, read, self.store, self.archive_store)
         token = anyio.lowlevel.current_token()
-        return await anyio.to_thread.run_sync(self._in_worker, request, token)
+        outcome = await self.pool.run(lambda: self._in_worker(request, token), until)
+        if outcome is None:
+            return _past_deadline(api)
+        return outcome
 
     def _in_worker(self, request: _Request, token: anyio.lowlevel.EventLoopToken) -> Outcome:
         """The request read here, and compacted (when due) on this worker thread's own
@@ -178,9 +190,16 @@ class Rewriter:
         self, request: _Request, read: _Read, store: SummaryStore, archive: ArchiveStore | None
     ) -> Outcome:
         try:
-            return await self._rewrite(
-                request, read.payload, read.history, read.budget, store=store, archive_store=archive
-            )
+            with anyio.move_on_after(request.until - time.monotonic()):
+                return await self._rewrite(
+                    request,
+                    read.payload,
+                    read.history,
+                    read.budget,
+                    store=store,
+                    archive_store=archive,
+                )
+            return _past_deadline(request.api)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
             _log.warning(
                 "compaction failed, forwarding uncompacted",
@@ -320,6 +339,16 @@ class _Request:
     body: bytes = field(repr=False)
     conversation: str | None = field(repr=False)
     credentials: Credentials | None = field(repr=False)
+    until: float
+    """The request's deadline (``time.monotonic()``)."""
+
+
+def _past_deadline(api: Api) -> Outcome:
+    _log.warning(
+        "deadline passed before the compaction was done, forwarding uncompacted",
+        extra={"endpoint": api.name, "error": "deadline"},
+    )
+    return Outcome(OutcomeKind.DEADLINE, detail="deadline")
 
 
 _MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_file"', b"audio")

@@ -10,6 +10,8 @@ from csum.compactor import DEFAULT_TARGET_RATIO
 
 __all__ = [
     "CONVERSATION_HEADER",
+    "DEFAULT_COMPACTION_WORKERS",
+    "DEFAULT_DEADLINE",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_WINDOW_SHARE",
     "GATEWAY_KEY_HEADER",
@@ -20,6 +22,11 @@ __all__ = [
 
 DEFAULT_MAX_BODY_BYTES = 32 << 20
 """Largest request body the gateway reads (32 MiB); larger ones get 413."""
+DEFAULT_COMPACTION_WORKERS = 16
+"""Compactions at once (threads of their own pool; store I/O has anyio's default pool)."""
+DEFAULT_DEADLINE = 60.0
+"""Seconds a request may spend waiting for and in its compaction before it is forwarded
+uncompacted (summary calls included)."""
 DEFAULT_WINDOW_SHARE = 0.75
 """Without ``--budget``: the share of the request's model window a chain may take."""
 CONVERSATION_HEADER = "x-csum-conversation"
@@ -58,7 +65,9 @@ class ServeConfig:
     the messages summarized away are kept (a store location; None: not kept), one
     session per conversation key; ``archive_reinsert_bytes`` > 0 puts archived lines a
     new question needs back into the chain. ``offload``: compaction runs in a worker
-    thread (its own event loop), so a large request never stalls the others.
+    thread (its own event loop), so a large request never stalls the others;
+    ``compaction_workers`` such threads at most. ``deadline``: seconds a request may
+    wait for and spend in its compaction; past it, it goes uncompacted.
     """
 
     upstream: str
@@ -82,6 +91,8 @@ class ServeConfig:
     archive: str | None = None
     archive_reinsert_bytes: int = 0
     offload: bool = True
+    compaction_workers: int = DEFAULT_COMPACTION_WORKERS
+    deadline: float = DEFAULT_DEADLINE
     summary_only: bool = False
     """The summary stage alone (``csum.compactor.SUMMARY_ONLY``'s clearing and summary
     share: no clearing, summaries 1/32 of the budget) instead of the Compactor's
@@ -99,7 +110,9 @@ class ServeConfig:
             raise ValueError(f"keep_ratio must be within (0, 1], got {self.keep_ratio!r}")
         if self.max_body_bytes < 1:
             raise ValueError(f"max body bytes must be positive, got {self.max_body_bytes}")
-        for name in ("timeout", "connect_timeout"):
+        if self.compaction_workers < 1:
+            raise ValueError(f"compaction workers must be positive, got {self.compaction_workers}")
+        for name in ("timeout", "connect_timeout", "deadline"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
         if self.state_ttl is not None and self.state_ttl <= 0:

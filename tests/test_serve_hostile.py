@@ -1,0 +1,212 @@
+"""``csum serve`` under hostile traffic (issue 39): stalled stores, tenants, slow and
+greedy clients, hostile bodies and upstreams. Each test fails on the gateway before its
+fix; all run on 127.0.0.1 with bounded request loops."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx
+import pytest
+
+from csum.budget import Budget
+from csum.serve import ServeConfig, create_app
+from csum.stores import MemoryStore
+from serve_processes import Process, recorded, reset, start_gateway, start_upstream
+
+pytest.importorskip("starlette", reason="the serve extra is not installed")
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hostile-logs")
+
+
+@pytest.fixture(scope="module")
+def upstream(logs: Path) -> Iterator[Process]:
+    server = start_upstream(logs)
+    yield server
+    server.stop()
+
+
+def over_budget_body(conversation: int, turns: int = 24, model: str = "gpt-4o") -> bytes:
+    """A Chat request of ``turns`` tool turns (about 1.3 KB each), its opening naming
+    ``conversation`` (so conversations share no summary)."""
+    items: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": f"Task {conversation}: find why the importer fails."},
+    ]
+    for i in range(turns):
+        call = {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"m{i}.py"})},
+        }
+        items.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        text = "\n".join(
+            f"m{i}.py:{n}: def load_{conversation}_{i}_{n}(path): return parse(path)"
+            for n in range(20)
+        )
+        items.append({"role": "tool", "tool_call_id": f"call_{i}", "content": text})
+    return json.dumps({"model": model, "messages": items}).encode()
+
+
+# -- 1. a stalled store never hangs the gateway ----------------------------------------
+
+
+class NeverAnswers(MemoryStore):
+    """A store whose reads block a thread of I/O until ``release`` is set (a backend
+    that never answers, its call not cancellable, as SQLite's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    async def get(self, key: str) -> bytes | None:
+        await anyio.to_thread.run_sync(self.release.wait)
+        return None
+
+
+@pytest.mark.anyio
+async def test_a_store_that_never_answers_costs_the_deadline_and_healthz_says_stuck(
+    upstream: Process,
+) -> None:
+    """Every worker held by a store call that never returns: each request is forwarded
+    uncompacted at its deadline, and ``/healthz`` answers 503 ``stuck`` once the
+    workers have been held for over twice the deadline (before: the requests hung and
+    ``/healthz`` said ok)."""
+    store = NeverAnswers()
+    config = ServeConfig(
+        upstream=upstream.url, budget=Budget.bytes(8192), deadline=0.5, compaction_workers=2
+    )
+    app = create_app(config, store=store)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            reset(upstream)
+            statuses: list[int] = []
+
+            async def one(n: int) -> None:
+                answer = await client.post("/v1/chat/completions", content=over_budget_body(n))
+                statuses.append(answer.status_code)
+
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as group:
+                    for n in range(4):
+                        group.start_soon(one, n)
+            assert statuses == [200] * 4
+            sent = [entry["body"].encode() for entry in recorded(upstream)]
+            assert sorted(sent) == sorted(over_budget_body(n) for n in range(4))
+            await anyio.sleep(1.1)  # the two workers now held for over 2 x 0.5 s
+            health = await client.get("/healthz")
+            assert health.status_code == 503, health.json()
+            assert health.json()["status"] == "stuck"
+            store.release.set()
+            with anyio.fail_after(10):
+                while (await client.get("/healthz")).status_code != 200:
+                    await anyio.sleep(0.05)
+    finally:
+        store.release.set()
+        await app.state.gateway.aclose()
+
+
+async def _burst(base: str, count: int, first: int, timeout: float) -> list[int]:
+    """``count`` over-budget requests at once; the status of each (0: no answer within
+    ``timeout`` seconds)."""
+    statuses = [0] * count
+    limits = httpx.Limits(max_connections=count + 4)
+    async with httpx.AsyncClient(base_url=base, timeout=timeout, limits=limits) as client:
+
+        async def one(i: int) -> None:
+            try:
+                answer = await client.post(
+                    "/v1/chat/completions", content=over_budget_body(first + i, turns=12)
+                )
+                statuses[i] = answer.status_code
+            except httpx.HTTPError:
+                statuses[i] = 0
+
+        async with anyio.create_task_group() as group:
+            for i in range(count):
+                group.start_soon(one, i)
+    return statuses
+
+
+def _served_soon(gateway: Process, conversation: int) -> int:
+    """The status of one over-budget request given 1 s (0: none in time)."""
+    try:
+        answer = httpx.post(
+            gateway.url + "/v1/chat/completions",
+            content=over_budget_body(conversation, turns=12),
+            timeout=1.0,
+        )
+    except httpx.HTTPError:
+        return 0
+    return answer.status_code
+
+
+def test_a_locked_sqlite_store_with_sixty_compactions_in_flight_never_hangs(
+    upstream: Process, logs: Path, tmp_path: Path
+) -> None:
+    """60 over-budget requests at once while another process holds the SQLite store's
+    lock for 2 s: every request is answered within its deadline (2 s, plus the time to
+    relay), and a request after the stall is served within 1 s (before: the 40 worker
+    threads of anyio's pool all held compactions whose store calls waited for a thread
+    of that same pool, and no request was ever answered)."""
+    path = tmp_path / "state.sqlite"
+    gateway = start_gateway(
+        upstream.url, logs, "--budget", "8KiB", "--store", str(path), "--deadline", "2"
+    )
+    try:
+        assert _served_soon(gateway, 10_000) == 200 or path.exists()
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        released = threading.Timer(2.0, lambda: holder.execute("COMMIT"))
+        released.start()
+        statuses = anyio.run(_burst, gateway.url, 60, 0, 5.0)
+        released.join()
+        holder.close()
+        assert statuses == [200] * 60
+        assert _served_soon(gateway, 20_000) == 200
+        assert httpx.get(gateway.url + "/healthz", timeout=1).json()["status"] == "ok"
+    finally:
+        gateway.stop()
+
+
+def test_a_paused_redis_with_sixty_compactions_in_flight_never_hangs(
+    upstream: Process, logs: Path, redis_own_server: Any
+) -> None:
+    """The same with the Redis store and redis-server paused (SIGSTOP) for 3 s."""
+    gateway = start_gateway(
+        upstream.url,
+        logs,
+        "--budget",
+        "8KiB",
+        "--store",
+        redis_own_server.url,
+        "--deadline",
+        "2",
+    )
+    pid = redis_own_server.process.pid
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        resumed = threading.Timer(3.0, lambda: os.kill(pid, signal.SIGCONT))
+        resumed.start()
+        statuses = anyio.run(_burst, gateway.url, 60, 0, 5.0)
+        resumed.join()
+        assert statuses == [200] * 60
+        time.sleep(0.2)
+        assert _served_soon(gateway, 20_000) == 200
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        gateway.stop()
