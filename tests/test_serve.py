@@ -751,8 +751,11 @@ def test_summaries_from_a_separate_summarizer(upstream: Process, logs: Path) -> 
 def test_two_gateways_on_one_redis_send_what_one_gateway_sends(
     upstream: Process, gateway: Process, logs: Path, redis_url: str
 ) -> None:
-    first = start_gateway(upstream.url, logs, "--budget", str(BUDGET), "--store", redis_url)
-    second = start_gateway(upstream.url, logs, "--budget", str(BUDGET), "--store", redis_url)
+    # replicas that share a store share the tenant secret (each would draw its own)
+    shared = {"CSUM_TENANT_SECRET": "replicas-share-this-secret"}
+    flags = ("--budget", str(BUDGET), "--store", redis_url)
+    first = start_gateway(upstream.url, logs, *flags, env=shared)
+    second = start_gateway(upstream.url, logs, *flags, env=shared)
     try:
         alternate = Alternating([first.url, second.url])
         reset(upstream)

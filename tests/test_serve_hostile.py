@@ -210,3 +210,172 @@ def test_a_paused_redis_with_sixty_compactions_in_flight_never_hangs(
     finally:
         os.kill(pid, signal.SIGCONT)
         gateway.stop()
+
+
+# -- 2. tenants: what one key's requests leave, another key's never see ----------------
+
+OPENING = [
+    {"role": "system", "content": "You are a coding agent."},
+    {"role": "user", "content": "Find why the importer fails."},
+]
+
+
+def tenant_history(secret: str, turns: int = 14) -> list[dict[str, Any]]:
+    """The common opening, then tool turns whose results name ``secret``."""
+    items: list[dict[str, Any]] = [dict(m) for m in OPENING]
+    for i in range(turns):
+        call = {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"cfg{i}.py"})},
+        }
+        items.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        lines = [f"cfg{i}.py:{n}: setting_{i}_{n} = load('{secret}-{i}-{n}')" for n in range(16)]
+        if i == 1:
+            lines.append(f"cfg1.py:99: VAULT_CODE = '{secret}-vault'")
+        items.append({"role": "tool", "tool_call_id": f"call_{i}", "content": "\n".join(lines)})
+    return items
+
+
+def ask(items: list[dict[str, Any]], question: str) -> bytes:
+    return json.dumps(
+        {"model": "gpt-4o", "messages": [*items, {"role": "user", "content": question}]}
+    ).encode()
+
+
+async def _tenant_run(
+    upstream: Process, tmp_path: Path, requests: list[tuple[str, bytes, str | None]]
+) -> list[str]:
+    """Each (key, body, conversation header) through one in-process gateway with an
+    archive that re-inserts; the bodies the upstream received, in order."""
+    config = ServeConfig(
+        upstream=upstream.url,
+        budget=Budget.bytes(6144),
+        archive=str(tmp_path / "archive.sqlite"),
+        archive_reinsert_bytes=4096,
+    )
+    app = create_app(config)
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            reset(upstream)
+            for key, body, conversation in requests:
+                headers = {"authorization": f"Bearer {key}"}
+                if conversation is not None:
+                    headers["x-csum-conversation"] = conversation
+                answer = await client.post("/v1/chat/completions", content=body, headers=headers)
+                assert answer.status_code == 200
+    finally:
+        await app.state.gateway.aclose()
+    return [entry["body"] for entry in recorded(upstream)]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("conversation", [None, "shared-id"])
+async def test_another_tenant_never_gets_an_archived_line_back(
+    upstream: Process, tmp_path: Path, conversation: str | None
+) -> None:
+    """Tenant B with its own key and the same opening as A (every agent session with a
+    common first prompt has one), or naming A's conversation id: B's request gets none
+    of A's archived lines re-inserted, and A's gets none of B's (before: the archive
+    session was the opening's or the header's alone, and B read A's vault code)."""
+    first_a = ask(tenant_history("alpha"), "Go on.")
+    question = "What is the VAULT_CODE in cfg1.py?"
+    first_b = ask(tenant_history("bravo"), question)
+    later_a = ask([*tenant_history("alpha"), {"role": "user", "content": "Go on."}], question)
+    sent = await _tenant_run(
+        upstream,
+        tmp_path,
+        [
+            ("sk-alpha", first_a, conversation),
+            ("sk-bravo", first_b, conversation),
+            ("sk-alpha", later_a, conversation),
+        ],
+    )
+    assert "alpha-vault" not in sent[1]
+    assert "bravo" not in sent[2]
+
+
+@pytest.mark.anyio
+async def test_summaries_are_not_shared_across_keys(upstream: Process) -> None:
+    """The same over-budget request from two keys: the second key's compaction writes
+    its own summary (no cache hit), so no tenant gets a summary another paid for, and
+    the cache-hit counter tells nothing of what another sent (before: B hit A's)."""
+    config = ServeConfig(upstream=upstream.url, budget=Budget.bytes(6144))
+    app = create_app(config)
+    body = over_budget_body(7)
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            reset(upstream)
+            for key in ("sk-alpha", "sk-bravo", "sk-alpha"):
+                answer = await client.post(
+                    "/v1/chat/completions",
+                    content=body,
+                    headers={"x-api-key": key, "x-csum-conversation": key},
+                )
+                assert answer.status_code == 200
+            text = (await client.get("/metrics")).text
+    finally:
+        await app.state.gateway.aclose()
+    assert "csum_serve_cache_hits_total 0.0" in text
+    assert 'csum_serve_compactions_total{endpoint="chat"} 2.0' in text
+    assert 'outcome="reused"} 1.0' in text
+
+
+def test_tenants_are_keyed_hashes_of_the_credential() -> None:
+    from csum.serve.tenant import ANONYMOUS, TenantKeys
+
+    keys = TenantKeys("a-secret-of-sixteen-chars")
+    alpha = keys.tenant_of({"authorization": "Bearer sk-alpha"}, "")
+    assert alpha == keys.tenant_of({"authorization": "Bearer sk-alpha"}, "x=1")
+    assert alpha != keys.tenant_of({"authorization": "Bearer sk-bravo"}, "")
+    assert alpha != TenantKeys("another-secret-of-16").tenant_of(
+        {"authorization": "Bearer sk-alpha"}, ""
+    )
+    assert "sk-alpha" not in alpha
+    assert keys.tenant_of({}, "key=AIza-1") != keys.tenant_of({}, "key=AIza-2")
+    assert keys.tenant_of({}, "") == ANONYMOUS
+    assert "a-secret-of" not in repr(keys)
+
+
+# -- 3. conversations that share an opening keep their own state -----------------------
+
+
+@pytest.mark.anyio
+async def test_conversations_sharing_an_opening_do_not_evict_each_other() -> None:
+    """Two conversations of one tenant with the same opening, interleaved: each
+    follow-up is rebuilt on its own compacted prefix (before: each compaction replaced
+    the other's state, and every request compacted afresh)."""
+    from csum.serve.apis import APIS
+    from csum.serve.compaction import OutcomeKind, Rewriter
+
+    config = ServeConfig(upstream="http://127.0.0.1:9", budget=Budget.bytes(6144))
+    gateway = Rewriter(config, MemoryStore())
+    histories = {name: tenant_history(name) for name in ("alpha", "bravo", "charlie")}
+    for items in histories.values():
+        assert (await gateway.rewrite(APIS[0], ask(items, "Go on."), None)).kind is (
+            OutcomeKind.COMPACTED
+        )
+    for turn in range(3):
+        for name, items in histories.items():
+            items.append({"role": "user", "content": "Go on."})
+            items.append({"role": "assistant", "content": f"Checked {name} {turn}."})
+            outcome = await gateway.rewrite(APIS[0], ask(items, "Go on."), None)
+            assert outcome.kind is OutcomeKind.REUSED, (name, turn)
+
+
+def test_states_of_one_key_are_bounded_and_old_records_still_read() -> None:
+    from cast import Message
+    from csum.serve.conversation import STATES_PER_KEY, ConversationState, ConversationStates
+
+    states = ConversationStates()
+    for n in range(STATES_PER_KEY + 2):
+        history = [Message.human(f"q{n}")]
+        states = states.with_state(ConversationState.after(history, history), None)
+    again = ConversationStates.from_bytes(states.to_bytes())
+    assert len(again.states) == STATES_PER_KEY
+    assert again.match([Message.human(f"q{STATES_PER_KEY + 1}"), Message.ai("a")]) is not None
+    assert again.match([Message.human("q0")]) is None  # the oldest was evicted
+    single = ConversationState.after([Message.human("q")], [Message.human("q")])
+    assert ConversationStates.from_bytes(single.to_bytes()).states == (single,)

@@ -30,6 +30,7 @@ from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
 from csum.serve.metrics import Metrics
 from csum.serve.summarizer import Credentials
+from csum.serve.tenant import TenantKeys
 from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError, count_tokens
 from csum.serve.translations import Translation, translated_headers, translation_for
@@ -69,6 +70,7 @@ class Gateway:
         self.archive_store = None if config.archive is None else _open_archive(config.archive)
         self.rewriter = Rewriter(config, self.store, self.archive_store)
         self.upstream = Upstream(config)
+        self.tenants = TenantKeys(config.tenant_secret)
         self.tracer = tracer()
 
     async def aclose(self) -> None:
@@ -146,9 +148,10 @@ class Gateway:
             credentials = None
             if self.config.summarizer == "upstream":
                 credentials = Credentials.of(request.headers)
+            tenant = self.tenants.tenant_of(request.headers, request.url.query)
             with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": endpoint}) as s:
                 outcome = await self.rewriter.rewrite(
-                    api, body, request.headers.get(CONVERSATION_HEADER), credentials
+                    api, body, request.headers.get(CONVERSATION_HEADER), credentials, tenant
                 )
                 annotate(s, outcome_attributes(outcome))
             self._count(endpoint, outcome)

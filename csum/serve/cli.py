@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_KEEP_ALIVE",
     "GATEWAY_KEY_ENV",
     "SWITCH_INTERVAL",
+    "TENANT_SECRET_ENV",
     "add_serve_parser",
     "config_from",
     "serve",
@@ -43,6 +44,9 @@ is 0.005): while a worker thread compacts it holds the GIL, and the event loop w
 to this long at every wake-up to get it back, several times per request."""
 GATEWAY_KEY_ENV = "CSUM_GATEWAY_KEY"
 """Environment variable read for the gateway key (kept off the command line)."""
+TENANT_SECRET_ENV = "CSUM_TENANT_SECRET"  # noqa: S105 -- a variable name, not a secret
+"""Environment variable read for the tenant secret (csum.serve.tenant; default: one
+drawn when the gateway starts)."""
 
 
 def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -222,6 +226,7 @@ def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeCon
         connect_timeout=args.connect_timeout,
         max_connections=args.max_connections,
         gateway_key=args.gateway_key or os.environ.get(GATEWAY_KEY_ENV) or None,
+        tenant_secret=os.environ.get(TENANT_SECRET_ENV) or None,
         upstream_api=args.upstream_api,
         upstream_model=args.upstream_model,
         handler=args.handler,

@@ -26,10 +26,11 @@ from csum.cache import SummaryCache
 from csum.compactor import DEFAULT_SUMMARY_RATIO, SUMMARY_ONLY, Compactor, summary_bytes
 from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
-from csum.serve.conversation import ConversationState, conversation_key
+from csum.serve.conversation import ConversationState, ConversationStates, conversation_key
 from csum.serve.loop_stores import LoopArchive, LoopStore
 from csum.serve.pool import WorkerPool
 from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler
+from csum.serve.tenant import ANONYMOUS
 from csum.settings import Robustness, Stores
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
@@ -125,17 +126,20 @@ class Rewriter:
         body: bytes,
         conversation: str | None,
         credentials: Credentials | None = None,
+        tenant: str = ANONYMOUS,
     ) -> Outcome:
         """What to send upstream for ``body`` on ``api``; never raises for bad input or
         a failing store (``conversation`` is the optional header's value,
-        ``credentials`` the client's, used only by ``--summarizer upstream``)."""
+        ``credentials`` the client's, used only by ``--summarizer upstream``;
+        ``tenant`` scopes the conversation state, the archive session and the summary
+        cache, see :mod:`csum.serve.tenant`)."""
         held = api.name == "responses" and any(
             f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
         )
         if not held and self.config.budget is not None and fits_by_size(body, self.config.budget):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         until = time.monotonic() + self.config.deadline
-        request = _Request(api, body, conversation, credentials, until)
+        request = _Request(api, body, conversation, credentials, until, tenant)
         if not self.config.offload:
             read = self._read(request)
             if isinstance(read, Outcome):
@@ -219,19 +223,22 @@ class Rewriter:
     ) -> Outcome:
         api = request.api
         messages = api.decode(history)
-        key = conversation_key(api.name, messages, request.conversation)
+        key = conversation_key(api.name, messages, request.conversation, request.tenant)
         store_failures = 0
-        state: ConversationState | None = None
+        states = ConversationStates()
         try:
             stored = await store.get(key)
-            state = None if stored is None else ConversationState.from_bytes(stored)
+            if stored is not None:
+                states = ConversationStates.from_bytes(stored)
         except Exception as exc:  # noqa: BLE001 -- store down or record damaged: compact afresh
             store_failures += 1
             _log.warning(
                 "conversation state unavailable",
                 extra={"endpoint": api.name, "error": type(exc).__name__},
             )
-        rebuilt = None if state is None else state.rebuilt(messages)
+        match = states.match(messages)
+        rebuilt = None if match is None else match[1]
+        state = None if match is None else states.states[match[0]]
         chain = messages if rebuilt is None else rebuilt
         summary = self.summarizer.for_request(
             api.provider, payload.get("model"), request.credentials
@@ -243,7 +250,7 @@ class Rewriter:
                 session=key,
                 reinsert_bytes=self.config.archive_reinsert_bytes,
             )
-        compactor = self._compactor(api, budget, store, summary, archive)
+        compactor = self._compactor(api, budget, store, summary, archive, tenant=request.tenant)
         if state is not None and rebuilt is not None:
             compactor.restore_summary_depths(state.depths)
         result = await compactor.run(chain)
@@ -266,8 +273,9 @@ class Rewriter:
         if result.compacted:
             depth = max((e.depth for e in result.events), default=0)
             new_state = ConversationState.after(messages, sent, compactor.summary_depths)
+            kept = states.with_state(new_state, None if match is None else match[0])
             try:
-                await store.set(key, new_state.to_bytes(), self.config.state_ttl)
+                await store.set(key, kept.to_bytes(), self.config.state_ttl)
             except Exception as exc:  # noqa: BLE001 -- the request still goes, compacted
                 store_failures += 1
                 _log.warning(
@@ -296,12 +304,16 @@ class Rewriter:
         store: SummaryStore,
         summary: SummaryHandler,
         archive: HistoryArchive | None,
+        *,
+        tenant: str = ANONYMOUS,
     ) -> Compactor:
         """A fresh keeper per request: everything it must remember between requests is
-        in the conversation state, so any replica sends the same chain."""
+        in the conversation state, so any replica sends the same chain. Its summary
+        cache is the tenant's: a summary is served only to the tenant that paid for it,
+        and a cache hit tells nothing of what another tenant sent."""
         stage = self.stage_options()
         size = summary_bytes(budget, stage.get("summary_ratio", DEFAULT_SUMMARY_RATIO))
-        handler_id = summary.handler_id or f"extractive:{size}"
+        handler_id = f"tenant:{tenant}|{summary.handler_id or f'extractive:{size}'}"
         cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
         if budget.keep_ratio is None:  # a budget's own keep_ratio wins over the config's
             budget = budget.evolve(keep_ratio=self.config.keep_ratio)
@@ -341,6 +353,7 @@ class _Request:
     credentials: Credentials | None = field(repr=False)
     until: float
     """The request's deadline (``time.monotonic()``)."""
+    tenant: str = ANONYMOUS
 
 
 def _past_deadline(api: Api) -> Outcome:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from csum.budget import Budget
@@ -93,6 +93,10 @@ class ServeConfig:
     offload: bool = True
     compaction_workers: int = DEFAULT_COMPACTION_WORKERS
     deadline: float = DEFAULT_DEADLINE
+    tenant_secret: str | None = field(default=None, repr=False)
+    """Key of the hash that makes a tenant of a client's credential (csum.serve.tenant);
+    None: one drawn at random when the gateway starts. Replicas sharing a store need
+    the same one."""
     summary_only: bool = False
     """The summary stage alone (``csum.compactor.SUMMARY_ONLY``'s clearing and summary
     share: no clearing, summaries 1/32 of the budget) instead of the Compactor's
@@ -119,6 +123,8 @@ class ServeConfig:
             raise ValueError(f"state ttl must be positive or None, got {self.state_ttl!r}")
         if self.max_connections < 1:
             raise ValueError(f"max connections must be positive, got {self.max_connections}")
+        if self.tenant_secret is not None and len(self.tenant_secret) < 16:
+            raise ValueError("the tenant secret must be at least 16 characters")
         if self.gateway_key is not None and not self.gateway_key:
             raise ValueError("the gateway key must not be empty")
         if self.upstream_api not in UPSTREAM_APIS:
