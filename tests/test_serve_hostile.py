@@ -379,3 +379,95 @@ def test_states_of_one_key_are_bounded_and_old_records_still_read() -> None:
     assert again.match([Message.human("q0")]) is None  # the oldest was evicted
     single = ConversationState.after([Message.human("q")], [Message.human("q")])
     assert ConversationStates.from_bytes(single.to_bytes()).states == (single,)
+
+
+# -- 4. a summarizer that fails or never answers ---------------------------------------
+
+
+class Summarizer:
+    """An OpenAI-compatible endpoint on 127.0.0.1 whose summary calls (model
+    ``summarizer``) fail with 500 (``mode="fail"``) or get no answer until it stops
+    (``mode="hang"``); other requests get a Chat answer. Counts the summary calls."""
+
+    def __init__(self, mode: str) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        owner = self
+        self.calls = 0
+        self.stopping = threading.Event()
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                data = self.rfile.read(int(self.headers.get("content-length", "0")))
+                if json.loads(data).get("model") == "summarizer":
+                    owner.calls += 1
+                    if mode == "hang":
+                        owner.stopping.wait(30)
+                        return
+                    self._send(500, {"error": {"message": "down", "type": "server_error"}})
+                    return
+                message = {"role": "assistant", "content": "ok"}
+                self._send(200, {"choices": [{"index": 0, "message": message}]})
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["fail", "hang"])
+async def test_a_summarizer_that_fails_or_never_answers_costs_one_policy_and_the_deadline(
+    mode: str,
+) -> None:
+    """--summarizer upstream on an endpoint whose summary calls fail (500) or never
+    answer: a failing summary is tried 1 + SUMMARY_RETRIES times in all (before: 16
+    calls, retries nested in retries), and the request is answered within its deadline
+    either way (4 attempts of 120 s for one that never answers before the deadline of
+    item 1)."""
+    from csum.serve.summarizer import SUMMARY_RETRIES
+
+    pytest.importorskip("openai", reason="the openai extra is not installed")
+    endpoint = Summarizer(mode)
+    config = ServeConfig(
+        upstream=endpoint.url,
+        budget=Budget.bytes(6144),
+        summarizer="upstream",
+        summarizer_model="summarizer",
+        deadline=20.0 if mode == "fail" else 3.0,
+    )
+    app = create_app(config)
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            with anyio.fail_after(8):
+                answer = await client.post(
+                    "/v1/chat/completions",
+                    content=over_budget_body(3),
+                    headers={"authorization": "Bearer sk-client"},
+                )
+        assert answer.status_code == 200
+        if mode == "fail":
+            assert endpoint.calls == 1 + SUMMARY_RETRIES
+        else:
+            assert endpoint.calls == 1
+    finally:
+        endpoint.stop()
+        await app.state.gateway.aclose()

@@ -29,9 +29,9 @@ from csum.serve.config import ServeConfig
 from csum.serve.conversation import ConversationState, ConversationStates, conversation_key
 from csum.serve.loop_stores import LoopArchive, LoopStore
 from csum.serve.pool import WorkerPool
-from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler
+from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler, robustness
 from csum.serve.tenant import ANONYMOUS
-from csum.settings import Robustness, Stores
+from csum.settings import Stores
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 from csum.stores._archive_protocol import ArchiveStore
@@ -326,8 +326,9 @@ class Rewriter:
             budget=budget,
             target=api.provider,
             stores=Stores(cache=cache, archive=archive),
-            # a model's input is bounded: what is evicted beyond it goes in pieces
-            robustness=Robustness(max_prompt_bytes=None if summary.offline else MODEL_PROMPT_BYTES),
+            # a model's input is bounded: what is evicted beyond it goes in pieces; one
+            # retry policy (the handlers make one attempt per call), within the deadline
+            robustness=robustness(summary.offline, MODEL_PROMPT_BYTES),
             **stage,
         )
 
