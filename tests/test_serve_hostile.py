@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import threading
 import time
@@ -471,3 +472,132 @@ async def test_a_summarizer_that_fails_or_never_answers_costs_one_policy_and_the
     finally:
         endpoint.stop()
         await app.state.gateway.aclose()
+
+
+# -- 5. slow clients and connection limits ---------------------------------------------
+
+
+def _read_all(sock: socket.socket, within: float) -> bytes:
+    """What the gateway sends on ``sock`` until it closes it (at most ``within`` s)."""
+    sock.settimeout(within)
+    data = b""
+    try:
+        while chunk := sock.recv(4096):
+            data += chunk
+    except TimeoutError:
+        return data + b"<still open>"
+    except ConnectionResetError:
+        return data
+    return data
+
+
+def _connect(gateway: Process) -> socket.socket:
+    port = int(gateway.url.rsplit(":", 1)[1])
+    return socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+@pytest.fixture(scope="module")
+def strict_gateway(upstream: Process, logs: Path) -> Iterator[Process]:
+    server = start_gateway(
+        upstream.url,
+        logs,
+        "--header-timeout",
+        "1",
+        "--body-timeout",
+        "1",
+        "--max-connections-per-client",
+        "6",
+    )
+    yield server
+    server.stop()
+
+
+def test_a_client_that_stops_mid_headers_or_sends_nothing_is_cut_off(
+    strict_gateway: Process,
+) -> None:
+    """Headers that stop half-way, and a connection that sends nothing: 408 and the
+    connection closed within the header timeout (before: both held open for good, and
+    300 such sockets locked every client out of a 256-descriptor gateway)."""
+    with _connect(strict_gateway) as silent, _connect(strict_gateway) as partial:
+        partial.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\nx-a")
+        cut = _read_all(partial, 4)
+        quiet = _read_all(silent, 4)
+    assert cut.startswith(b"HTTP/1.1 408 ")
+    assert b"<still open>" not in cut
+    assert quiet.startswith(b"HTTP/1.1 408 ")
+    assert b"<still open>" not in quiet
+
+
+def test_a_client_that_stops_mid_body_is_cut_off(strict_gateway: Process) -> None:
+    """A body that stops after 10 of its 100 bytes: 408 in the provider's error shape
+    within the body timeout, and the connection closed."""
+    with _connect(strict_gateway) as slow:
+        slow.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\n"
+            b"content-type: application/json\r\ncontent-length: 100\r\n\r\n"
+            b'{"model":"'
+        )
+        answer = _read_all(slow, 4)
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert b"<still open>" not in answer
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "request_timeout"
+
+
+def test_connections_over_the_per_client_limit_get_503_at_once(
+    strict_gateway: Process,
+) -> None:
+    """Six idle connections from one address, then a request: 503 with Retry-After at
+    once (before: no limit, descriptors ran out and clients hung)."""
+    held = [_connect(strict_gateway) for _ in range(6)]
+    try:
+        with _connect(strict_gateway) as extra:
+            extra.sendall(b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n")
+            answer = _read_all(extra, 3)
+    finally:
+        for sock in held:
+            sock.close()
+    assert answer.startswith(b"HTTP/1.1 503 ")
+    assert b"retry-after: 1" in answer.lower()
+    time.sleep(0.2)  # the held sockets closed: served again
+    assert httpx.get(strict_gateway.url + "/healthz", timeout=3).status_code == 200
+
+
+# -- 7. --max-connections: the request over it is refused at once ----------------------
+
+
+def test_the_request_over_max_connections_is_refused_at_once(upstream: Process, logs: Path) -> None:
+    """--max-connections 2 with two streams held open upstream: a third request gets
+    503 (overloaded, Retry-After) at once, not a 504 blaming the upstream after the
+    read timeout (before: it waited for the pool); once the streams end it is served."""
+    gateway = start_gateway(upstream.url, logs, "--max-connections", "2")
+    body = json.dumps(
+        {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    try:
+        reset(upstream)
+        with httpx.Client(timeout=10) as client:
+            streams = [
+                client.stream(
+                    "POST",
+                    gateway.url + "/v1/chat/completions",
+                    content=body,
+                    headers={"x-test-hold": "1"},
+                )
+                for _ in range(2)
+            ]
+            opened = [s.__enter__() for s in streams]
+            chunks = [response.iter_raw() for response in opened]  # kept: reading on
+            try:
+                for chunk in chunks:
+                    assert next(chunk).startswith(b"data: ")
+                third = httpx.get(gateway.url + "/v1/models", timeout=3)
+            finally:
+                httpx.post(upstream.url + "/_release", timeout=10).raise_for_status()
+                for stream in streams:
+                    stream.__exit__(None, None, None)
+        assert third.status_code == 503
+        assert third.headers["retry-after"] == "1"
+        assert third.json()["error"]["type"] == "overloaded_error"
+        assert httpx.get(gateway.url + "/v1/models", timeout=3).status_code == 200
+    finally:
+        gateway.stop()

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
@@ -34,14 +35,16 @@ from csum.serve.tenant import TenantKeys
 from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError, count_tokens
 from csum.serve.translations import Translation, translated_headers, translation_for
-from csum.serve.upstream import Upstream, request_headers, response_headers
+from csum.serve.upstream import Upstream, UpstreamBusyError, request_headers, response_headers
 from csum.stores import SummaryStore, is_redis_url, open_store
 
-__all__ = ["COUNT_TOKENS_PATH", "BodyTooLargeError", "Gateway", "create_app"]
+__all__ = ["COUNT_TOKENS_PATH", "RETRY_AFTER", "BodyTooLargeError", "Gateway", "create_app"]
 
 _log = logging.getLogger("csum.serve")
 
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+RETRY_AFTER = 1
+"""Seconds a client refused for load is told to wait (``Retry-After``)."""
 
 
 class BodyTooLargeError(Exception):
@@ -93,18 +96,20 @@ class Gateway:
         return hmac.compare_digest(given.encode(), key.encode())
 
     async def body(self, request: Request) -> bytes:
-        """The request body, refused past ``max_body_bytes`` before it is all read."""
+        """The request body, refused past ``max_body_bytes`` before it is all read;
+        ``TimeoutError`` when it is not all in within ``body_timeout`` seconds."""
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise BodyTooLargeError
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLargeError
-            chunks.append(chunk)
+        with anyio.fail_after(self.config.body_timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise BodyTooLargeError
+                chunks.append(chunk)
         return b"".join(chunks)
 
     async def forward(self, request: Request) -> Response:
@@ -124,6 +129,11 @@ class Gateway:
             return _error(413, "request_too_large", f"request body over {limit} bytes")
         except ClientDisconnect:
             return Response(status_code=499)
+        except TimeoutError:
+            timeout = self.config.body_timeout
+            late = _error(408, "request_timeout", f"request body not received within {timeout:g} s")
+            late.headers["connection"] = "close"
+            return late
         path = request.url.path
         # forwarded as the client wrote it (percent-escapes kept), unless translated
         raw = request.scope.get("raw_path") or path.encode()
@@ -166,6 +176,8 @@ class Gateway:
             upstream = await self.upstream.send(
                 request.method, target, request.url.query, headers, body
             )
+        except (UpstreamBusyError, httpx.PoolTimeout):
+            return self._busy(endpoint)
         except httpx.TimeoutException as exc:
             return self._unreachable(endpoint, 504, "timeout", exc)
         except httpx.HTTPError as exc:
@@ -194,7 +206,7 @@ class Gateway:
             upstream.aiter_raw(),
             status_code=upstream.status_code,
             headers=response_headers(upstream.headers.multi_items()),
-            background=BackgroundTask(upstream.aclose),
+            background=BackgroundTask(self.upstream.close, upstream),
         )
 
     def _translated(self, translation: Translation, body: bytes) -> tuple[bytes, dict[str, Any]]:
@@ -219,7 +231,7 @@ class Gateway:
             try:
                 answer = json.loads(await upstream.aread())
             finally:
-                await upstream.aclose()
+                await self.upstream.close(upstream)
             return JSONResponse(translation.response(answer, model, asked))
         stream = translation.stream(model, asked)
 
@@ -236,7 +248,7 @@ class Gateway:
             events(),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache"},
-            background=BackgroundTask(upstream.aclose),
+            background=BackgroundTask(self.upstream.close, upstream),
         )
 
     def _count_tokens(self, body: bytes) -> Response:
@@ -249,6 +261,16 @@ class Gateway:
         except ValueError as exc:
             problem = str(exc)
         return _error(400, "invalid_request_error", f"cannot count tokens: {problem}")
+
+    def _busy(self, endpoint: str) -> Response:
+        """503 at once when ``max_connections`` upstream requests are in flight."""
+        self.metrics.upstream_errors.labels("busy").inc()
+        self.metrics.requests.labels(endpoint, "503").inc()
+        _log.warning("upstream requests at their limit", extra={"endpoint": endpoint})
+        limit = self.config.max_connections
+        answer = _error(503, "overloaded_error", f"{limit} upstream requests in flight already")
+        answer.headers["retry-after"] = str(RETRY_AFTER)
+        return answer
 
     def _unreachable(self, endpoint: str, status: int, kind: str, exc: Exception) -> Response:
         self.metrics.upstream_errors.labels(kind).inc()

@@ -109,7 +109,37 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="seconds an idle client connection is kept open (default "
         f"{DEFAULT_KEEP_ALIVE:g}: longer than load balancers' idle timeouts)",
     )
-    add("--max-connections", type=int, default=100, help="upstream connection pool size")
+    add(
+        "--max-connections",
+        type=int,
+        default=100,
+        help="upstream requests in flight (its connection pool); one more is answered 503 "
+        "with Retry-After at once (default 100)",
+    )
+    add(
+        "--max-client-connections",
+        type=int,
+        default=1024,
+        help="client connections open at once; one more is answered 503 (default 1024)",
+    )
+    add(
+        "--max-connections-per-client",
+        type=int,
+        default=128,
+        help="client connections open at once from one address (default 128)",
+    )
+    add(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client has to send its request headers, 408 beyond (default 10)",
+    )
+    add(
+        "--body-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a client has to send its whole body, 408 beyond (default 60)",
+    )
     add(
         "--gateway-key",
         help=f"require this key in the x-csum-key header (default: ${GATEWAY_KEY_ENV} if set)",
@@ -240,6 +270,10 @@ def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeCon
         else parse_size(args.archive_reinsert),
         offload=not args.no_offload,
         compaction_workers=args.compaction_workers,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_client_connections=args.max_client_connections,
+        max_connections_per_client=args.max_connections_per_client,
         deadline=args.deadline,
     )
 
@@ -261,6 +295,8 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
     try:
         import uvicorn
 
+        from csum.serve.connections import protocol
+
         app = create_app(config)
     except ImportError:
         print(f"csum serve: {INSTALL_HINT}", file=err)
@@ -274,6 +310,11 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         port=args.port,
         log_level=args.log_level,
         proxy_headers=False,
+        http=protocol(
+            config.header_timeout,
+            config.max_client_connections,
+            config.max_connections_per_client,
+        ),
         timeout_keep_alive=args.keep_alive,
         server_header=False,
         date_header=False,

@@ -93,6 +93,14 @@ class ServeConfig:
     offload: bool = True
     compaction_workers: int = DEFAULT_COMPACTION_WORKERS
     deadline: float = DEFAULT_DEADLINE
+    header_timeout: float = 10.0
+    """Seconds a client has to send its request line and headers (408 beyond)."""
+    body_timeout: float = 60.0
+    """Seconds a client has to send its whole body once its headers are in (408 beyond)."""
+    max_client_connections: int = 1024
+    """Client connections open at once, in all; one more is answered 503 at once."""
+    max_connections_per_client: int = 128
+    """Client connections open at once from one address; one more is answered 503."""
     tenant_secret: str | None = field(default=None, repr=False)
     """Key of the hash that makes a tenant of a client's credential (csum.serve.tenant);
     None: one drawn at random when the gateway starts. Replicas sharing a store need
@@ -116,7 +124,10 @@ class ServeConfig:
             raise ValueError(f"max body bytes must be positive, got {self.max_body_bytes}")
         if self.compaction_workers < 1:
             raise ValueError(f"compaction workers must be positive, got {self.compaction_workers}")
-        for name in ("timeout", "connect_timeout", "deadline"):
+        for name in ("max_client_connections", "max_connections_per_client"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        for name in ("timeout", "connect_timeout", "deadline", "header_timeout", "body_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
         if self.state_ttl is not None and self.state_ttl <= 0:
