@@ -19,6 +19,8 @@ import anyio
 import anyio.to_thread
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from csum.budget import Budget
 from csum.serve import ServeConfig, create_app
@@ -601,3 +603,91 @@ def test_the_request_over_max_connections_is_refused_at_once(upstream: Process, 
         assert httpx.get(gateway.url + "/v1/models", timeout=3).status_code == 200
     finally:
         gateway.stop()
+
+
+# -- 6. hostile bodies: deep nesting, many tiny messages -------------------------------
+
+
+def deep_body(depth: int, pad: int = 9000) -> bytes:
+    """A Chat request over an 8 KiB budget with a field nested ``depth`` deep."""
+    text = "x" * pad
+    head = f'{{"model":"gpt-4o","messages":[{{"role":"user","content":"{text}"}}],"meta":'
+    return (head + "[" * depth + "]" * depth + "}").encode()
+
+
+async def _post(config: ServeConfig, path: str, body: bytes) -> httpx.Response:
+    app = create_app(config)
+    try:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            return await client.post(path, content=body)
+    finally:
+        await app.state.gateway.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("depth", [150, 5000])
+async def test_deep_nesting_is_refused_in_the_providers_shape(
+    upstream: Process, depth: int
+) -> None:
+    """A body over the budget nested past --max-depth (100): 400 in OpenAI's error
+    shape (before: 5,000 levels answered a plain-text 500, the parser's RecursionError)."""
+    config = ServeConfig(upstream=upstream.url, budget=Budget.bytes(8192))
+    answer = await _post(config, "/v1/chat/completions", deep_body(depth))
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert "levels deep" in error["message"]
+
+
+@pytest.mark.anyio
+async def test_deep_nesting_to_translate_is_refused_in_the_clients_shape(
+    upstream: Process,
+) -> None:
+    """--upstream-api openai: any deep body of an Anthropic client, within the budget or
+    not, is answered 400 in Anthropic's error shape (before: a plain-text 500)."""
+    config = ServeConfig(upstream=upstream.url, upstream_api="openai")
+    body = (
+        '{"model":"claude","max_tokens":8,"messages":[{"role":"user","content":"hi"}],'
+        '"metadata":' + "[" * 5000 + "]" * 5000 + "}"
+    ).encode()
+    answer = await _post(config, "/v1/messages", body)
+    assert answer.status_code == 400
+    assert answer.json()["type"] == "error"
+    assert answer.json()["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.anyio
+async def test_many_tiny_messages_are_refused_before_they_are_decoded(upstream: Process) -> None:
+    """30,000 one-word messages over the budget: 413 in OpenAI's shape, refused before
+    the codec builds them (before: decoded and compacted, seconds and hundreds of MiB
+    for 100,000)."""
+    config = ServeConfig(upstream=upstream.url, budget=Budget.bytes(8192))
+    items = [{"role": "user" if i % 2 else "assistant", "content": "ok"} for i in range(30_000)]
+    body = json.dumps({"model": "gpt-4o", "messages": items}).encode()
+    answer = await _post(config, "/v1/chat/completions", body)
+    assert answer.status_code == 413
+    assert answer.json()["error"]["type"] == "request_too_large"
+
+
+json_values = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner),
+    max_leaves=20,
+)
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+@given(json_values)
+def test_nesting_depth_is_the_depth_of_the_value(value: Any) -> None:
+    from csum.serve.limits import nesting_depth, parse
+
+    assert nesting_depth(value) == _depth(value)
+    assert parse(json.dumps(value).encode(), 100) == value

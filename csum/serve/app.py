@@ -29,6 +29,7 @@ from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.serve.apis import api_for
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
+from csum.serve.limits import RefusedError, check_items, parse, refusal
 from csum.serve.metrics import Metrics
 from csum.serve.summarizer import Credentials
 from csum.serve.tenant import TenantKeys
@@ -146,9 +147,12 @@ class Gateway:
             return self._count_tokens(body)
         translation = None if api is None else translation_for(api.name, upstream_api)
         asked: dict[str, Any] = {}  # the client's request, when translated
+        client_api = api
         if translation is not None:
             try:
                 body, asked = self._translated(translation, body)
+            except RefusedError as exc:
+                return self._refused(endpoint, translation.client.provider, exc)
             except TranslationError as exc:
                 return _error(400, "invalid_request_error", f"cannot translate: {exc}")
             api = translation.target
@@ -165,6 +169,9 @@ class Gateway:
                 )
                 annotate(s, outcome_attributes(outcome))
             self._count(endpoint, outcome)
+            if outcome.kind is OutcomeKind.REFUSED and client_api is not None:
+                refused = RefusedError(outcome.status, outcome.detail)
+                return self._refused(endpoint, client_api.provider, refused)
             if outcome.body is not None:
                 body = outcome.body
         headers = request_headers(request.headers.items())
@@ -210,13 +217,15 @@ class Gateway:
         )
 
     def _translated(self, translation: Translation, body: bytes) -> tuple[bytes, dict[str, Any]]:
-        """(the upstream's body, the client's request) for a body to translate."""
+        """(the upstream's body, the client's request) for a body to translate
+        (:class:`RefusedError` over the gateway's bounds on what it decodes)."""
         try:
-            payload = json.loads(body)
+            payload = parse(body, self.config.max_depth)
         except ValueError as exc:
             raise TranslationError(f"the body is not JSON: {exc}") from exc
         if not isinstance(payload, dict):
             raise TranslationError("the body is not a JSON object")
+        check_items(payload, translation.client.list_key, self.config.max_items)
         out = translation.request(payload)
         if self.config.upstream_model is not None:
             out["model"] = self.config.upstream_model
@@ -254,13 +263,24 @@ class Gateway:
     def _count_tokens(self, body: bytes) -> Response:
         """``count_tokens`` for an upstream that has none: estimated here."""
         try:
-            payload = json.loads(body)
+            payload = parse(body, self.config.max_depth)
             if isinstance(payload, dict):
                 return JSONResponse(count_tokens(payload))
             problem = "the body is not a JSON object"
+        except RefusedError as exc:
+            return self._refused("messages", "anthropic", exc)
         except ValueError as exc:
             problem = str(exc)
         return _error(400, "invalid_request_error", f"cannot count tokens: {problem}")
+
+    def _refused(self, endpoint: str, provider: str, exc: RefusedError) -> Response:
+        """A request over the bounds on what the gateway decodes, in the client's
+        provider's error shape."""
+        self.metrics.requests.labels(endpoint, str(exc.status)).inc()
+        _log.warning(
+            "request refused: %s", exc.message, extra={"endpoint": endpoint, "status": exc.status}
+        )
+        return JSONResponse(refusal(provider, exc.status, exc.message), exc.status)
 
     def _busy(self, endpoint: str) -> Response:
         """503 at once when ``max_connections`` upstream requests are in flight."""

@@ -21,6 +21,7 @@ from csum.serve.config import (
     UPSTREAM_APIS,
     ServeConfig,
 )
+from csum.serve.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
 from csum.serve.summarizer import Summarizer
 
 __all__ = [
@@ -127,6 +128,20 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         type=int,
         default=128,
         help="client connections open at once from one address (default 128)",
+    )
+    add(
+        "--max-depth",
+        type=int,
+        default=DEFAULT_MAX_DEPTH,
+        help="deepest JSON nesting of a body the gateway decodes, 400 beyond (default "
+        f"{DEFAULT_MAX_DEPTH})",
+    )
+    add(
+        "--max-items",
+        type=int,
+        default=DEFAULT_MAX_ITEMS,
+        help="most messages plus content blocks in a history the gateway decodes, 413 "
+        f"beyond (default {DEFAULT_MAX_ITEMS})",
     )
     add(
         "--header-timeout",
@@ -270,6 +285,8 @@ def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeCon
         else parse_size(args.archive_reinsert),
         offload=not args.no_offload,
         compaction_workers=args.compaction_workers,
+        max_depth=args.max_depth,
+        max_items=args.max_items,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         max_client_connections=args.max_client_connections,

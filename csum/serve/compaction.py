@@ -27,6 +27,7 @@ from csum.compactor import DEFAULT_SUMMARY_RATIO, SUMMARY_ONLY, Compactor, summa
 from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import ConversationState, ConversationStates, conversation_key
+from csum.serve.limits import RefusedError, check_items, parse
 from csum.serve.loop_stores import LoopArchive, LoopStore
 from csum.serve.pool import WorkerPool
 from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler, robustness
@@ -72,6 +73,9 @@ class OutcomeKind(StrEnum):
     DEADLINE = "deadline"
     """The request's deadline passed before its compaction was done (waiting for a
     worker, a store or a summary): forwarded byte for byte (logged, counted)."""
+    REFUSED = "refused"
+    """Over the gateway's bounds on what it decodes (nesting depth, items): answered
+    with ``status`` by the gateway, never forwarded."""
     PROVIDER_STATE = "provider_state"
     """A Responses request continuing state the provider holds (``previous_response_id``
     or ``conversation``): the history is not in the request, forwarded byte for byte."""
@@ -94,6 +98,8 @@ class Outcome:
     archived: int = 0
     """Messages the compaction put in the archive."""
     detail: str = ""
+    status: int = 0
+    """The status to answer with (``REFUSED`` only)."""
 
 
 class Rewriter:
@@ -167,7 +173,9 @@ class Rewriter:
         """The body parsed and measured: an Outcome when it goes as it came."""
         api, body = request.api, request.body
         try:
-            payload = json.loads(body)
+            payload = parse(body, self.config.max_depth)
+        except RefusedError as exc:
+            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
         except ValueError as exc:  # not JSON: the upstream will say so
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"body is not JSON: {exc}")
         if not isinstance(payload, dict):
@@ -183,6 +191,10 @@ class Rewriter:
         history = api.history(payload)
         if history is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
+        try:
+            check_items(history, api.list_key, self.config.max_items)
+        except RefusedError as exc:
+            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
         budget = self.config.budget_for(payload.get("model"))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")

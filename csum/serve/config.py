@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from csum.budget import Budget
 from csum.compactor import DEFAULT_TARGET_RATIO
+from csum.serve.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
 
 __all__ = [
     "CONVERSATION_HEADER",
@@ -93,6 +94,10 @@ class ServeConfig:
     offload: bool = True
     compaction_workers: int = DEFAULT_COMPACTION_WORKERS
     deadline: float = DEFAULT_DEADLINE
+    max_depth: int = DEFAULT_MAX_DEPTH
+    """Deepest JSON nesting of a body the gateway decodes (400 beyond)."""
+    max_items: int = DEFAULT_MAX_ITEMS
+    """Most messages plus content blocks in a history the gateway decodes (413 beyond)."""
     header_timeout: float = 10.0
     """Seconds a client has to send its request line and headers (408 beyond)."""
     body_timeout: float = 60.0
@@ -124,7 +129,12 @@ class ServeConfig:
             raise ValueError(f"max body bytes must be positive, got {self.max_body_bytes}")
         if self.compaction_workers < 1:
             raise ValueError(f"compaction workers must be positive, got {self.compaction_workers}")
-        for name in ("max_client_connections", "max_connections_per_client"):
+        for name in (
+            "max_client_connections",
+            "max_connections_per_client",
+            "max_depth",
+            "max_items",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
         for name in ("timeout", "connect_timeout", "deadline", "header_timeout", "body_timeout"):
