@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -691,3 +692,233 @@ def test_nesting_depth_is_the_depth_of_the_value(value: Any) -> None:
 
     assert nesting_depth(value) == _depth(value)
     assert parse(json.dumps(value).encode(), 100) == value
+
+
+# -- 8. the smaller holes ---------------------------------------------------------------
+
+
+class RawUpstream:
+    """An upstream on 127.0.0.1 that answers every request one scripted way:
+    ``not_json`` (200, an HTML page), ``cut`` (200, one SSE event of a Chat stream,
+    then the connection closed mid-body) or ``big`` (200, a Chat answer of ``size``
+    bytes)."""
+
+    def __init__(self, mode: str, size: int = 0) -> None:
+        self.mode, self.size = mode, size
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = int(re.search(rb"content-length: (\d+)", head, re.I)[1])  # type: ignore[index]
+                while len(rest) < length:
+                    rest += conn.recv(65536)
+                conn.sendall(self._answer())
+
+    def _answer(self) -> bytes:
+        if self.mode == "not_json":
+            page = b"<html>upstream maintenance</html>"
+            return b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: %d\r\n\r\n%s" % (
+                len(page),
+                page,
+            )
+        if self.mode == "cut":
+            event = b'data: {"id":"c1","object":"chat.completion.chunk","model":"m","choices":'
+            event += b'[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}\n\n'
+            return (
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(event), event)
+            )
+        message = {"role": "assistant", "content": "x" * self.size}
+        body = json.dumps({"id": "c1", "model": "m", "choices": [{"message": message}]}).encode()
+        return (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+            % (
+                len(body),
+                body,
+            )
+        )
+
+    def stop(self) -> None:
+        self.listener.close()
+
+
+MESSAGES_BODY = json.dumps(
+    {"model": "claude", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+).encode()
+
+
+@pytest.mark.anyio
+async def test_a_translated_answer_that_is_not_json_is_a_502_in_the_clients_shape() -> None:
+    """--upstream-api openai, the upstream answers 200 with an HTML page: 502 in
+    Anthropic's error shape (before: a plain-text 500)."""
+    upstream = RawUpstream("not_json")
+    try:
+        config = ServeConfig(upstream=upstream.url, upstream_api="openai")
+        answer = await _post(config, "/v1/messages", MESSAGES_BODY)
+    finally:
+        upstream.stop()
+    assert answer.status_code == 502
+    assert answer.json()["type"] == "error"
+    assert answer.json()["error"]["type"] == "api_error"
+
+
+@pytest.mark.anyio
+async def test_a_translated_answer_over_the_bound_is_refused_not_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A non-streamed answer to translate is read up to MAX_TRANSLATED_ANSWER bytes,
+    then refused 502 (before: held whole at any size: 150 MB cost +580 MiB)."""
+    import csum.serve.app as app_module
+
+    monkeypatch.setattr(app_module, "MAX_TRANSLATED_ANSWER", 50_000)
+    upstream = RawUpstream("big", size=200_000)
+    try:
+        config = ServeConfig(upstream=upstream.url, upstream_api="openai")
+        answer = await _post(config, "/v1/messages", MESSAGES_BODY)
+    finally:
+        upstream.stop()
+    assert answer.status_code == 502
+    assert "over 50000 bytes" in answer.json()["error"]["message"]
+
+
+def test_a_translated_stream_the_upstream_cuts_ends_with_the_error_event(
+    logs: Path,
+) -> None:
+    """The Chat upstream of an Anthropic client cuts its stream after one event: the
+    client gets a Messages ``error`` event, the one its SDK raises on (before: a broken
+    connection)."""
+    upstream = RawUpstream("cut")
+    gateway = start_gateway(upstream.url, logs, "--upstream-api", "openai")
+    streaming = json.loads(MESSAGES_BODY) | {"stream": True}
+    try:
+        with httpx.Client(timeout=10) as client:
+            answer = client.post(gateway.url + "/v1/messages", json=streaming)
+    finally:
+        gateway.stop()
+        upstream.stop()
+    assert answer.status_code == 200
+    events = [line for line in answer.text.splitlines() if line.startswith("event: ")]
+    assert events[0] == "event: message_start"
+    assert events[-1] == "event: error"
+
+
+def test_content_length_with_transfer_encoding_is_refused(strict_gateway: Process) -> None:
+    """Both framings on one request (request smuggling behind a front proxy): 400 and
+    the connection closed (before: served, the connection kept)."""
+    with _connect(strict_gateway) as sock:
+        sock.sendall(
+            b"POST /v1/models HTTP/1.1\r\nhost: gateway\r\ncontent-length: 5\r\n"
+            b"transfer-encoding: chunked\r\n\r\n0\r\n\r\n"
+        )
+        answer = _read_all(sock, 4)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"<still open>" not in answer
+
+
+@pytest.mark.parametrize("path", [b"/v1/../admin", b"/v1/%2e%2e/admin", b"/./v1/models"])
+def test_dot_segments_in_the_path_are_refused(
+    strict_gateway: Process, upstream: Process, path: bytes
+) -> None:
+    """A path with a dot segment would leave the upstream's path prefix: 400, nothing
+    forwarded (before: forwarded as written)."""
+    reset(upstream)
+    with _connect(strict_gateway) as sock:
+        sock.sendall(b"GET " + path + b" HTTP/1.1\r\nhost: gateway\r\nconnection: close\r\n\r\n")
+        answer = _read_all(sock, 4)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert recorded(upstream) == []
+
+
+@pytest.mark.anyio
+async def test_metrics_need_the_gateway_key_when_one_is_set(upstream: Process) -> None:
+    """/metrics tells whether someone sent a text before (its cache-hit counter): behind
+    the gateway key when one is set (before: open to anyone)."""
+    app = create_app(ServeConfig(upstream=upstream.url, gateway_key="gw-secret"))
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            refused = await client.get("/metrics")
+            allowed = await client.get("/metrics", headers={"x-csum-key": "gw-secret"})
+    finally:
+        await app.state.gateway.aclose()
+    assert refused.status_code == 401
+    assert allowed.status_code == 200
+    assert "csum_serve_cache_hits_total" in allowed.text
+
+
+def test_secrets_in_the_query_are_in_no_log_line(strict_gateway: Process) -> None:
+    """Gemini's style, ``?key=...``: the access log shows ``key=REDACTED`` (before: the
+    key itself)."""
+    secret = "AIzaSy-query-secret-0123"
+    answer = httpx.get(f"{strict_gateway.url}/v1/models?alt=sse&key={secret}", timeout=5)
+    assert answer.status_code == 200
+    time.sleep(0.2)
+    text = strict_gateway.log_text()
+    assert secret not in text
+    assert "key=REDACTED" in text
+
+
+@pytest.mark.anyio
+async def test_a_gzip_body_is_measured_decoded(upstream: Process) -> None:
+    """A gzip body over the budget once decoded, under it compressed: compacted and sent
+    as plain JSON (before: measured compressed, forwarded uncompacted); one within the
+    budget decoded goes byte for byte, compressed."""
+    import gzip
+
+    from cast.codecs import openai
+
+    config = ServeConfig(upstream=upstream.url, budget=Budget.bytes(8192))
+    over = gzip.compress(over_budget_body(11))
+    within = gzip.compress(json.dumps({"model": "m", "messages": [{"role": "user"}]}).encode())
+    assert len(over) < 8192
+    app = create_app(config)
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            reset(upstream)
+            gzipped = {"content-encoding": "gzip"}
+            answer = await client.post("/v1/chat/completions", content=over, headers=gzipped)
+            assert answer.status_code == 200
+            (compacted,) = recorded(upstream)
+            # within the budget decoded: forwarded compressed, as it came (the scripted
+            # upstream reads no gzip, and says so)
+            answer = await client.post("/v1/chat/completions", content=within, headers=gzipped)
+            assert answer.status_code == 500
+    finally:
+        await app.state.gateway.aclose()
+    assert "content-encoding" not in compacted["headers"]
+    chain = openai.decode(json.loads(compacted["body"]))
+    assert sum(m.size for m in chain) <= 8192
+
+
+@pytest.mark.anyio
+async def test_the_memory_store_is_bounded_in_bytes(upstream: Process) -> None:
+    """--store memory holds at most --memory-store-bytes of state and summaries, least
+    recently used dropped first (before: 4,096 entries of any size)."""
+    store = MemoryStore(max_bytes=1000)
+    await store.set("a", b"x" * 400)
+    await store.set("b", b"x" * 400)
+    await store.get("a")
+    await store.set("c", b"x" * 400)
+    assert await store.get("b") is None
+    assert await store.get("a") is not None
+    assert store.size_bytes <= 1000
+    await store.set("huge", b"x" * 5000)
+    assert await store.get("huge") is None
+    app = create_app(ServeConfig(upstream=upstream.url, memory_store_bytes=1 << 20))
+    try:
+        assert app.state.gateway.store.max_bytes == 1 << 20
+    finally:
+        await app.state.gateway.aclose()

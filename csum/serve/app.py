@@ -13,17 +13,21 @@ import hmac
 import json
 import logging
 import time
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import unquote
 
 import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.serve.apis import api_for
@@ -37,13 +41,18 @@ from csum.serve.tracing import annotate, current_span, outcome_attributes, span,
 from csum.serve.translate import TranslationError, count_tokens
 from csum.serve.translations import Translation, translated_headers, translation_for
 from csum.serve.upstream import Upstream, UpstreamBusyError, request_headers, response_headers
-from csum.stores import SummaryStore, is_redis_url, open_store
+from csum.stores import MemoryStore, SummaryStore, is_redis_url, open_store
 
 __all__ = ["COUNT_TOKENS_PATH", "RETRY_AFTER", "BodyTooLargeError", "Gateway", "create_app"]
 
 _log = logging.getLogger("csum.serve")
 
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+DECODED_ENCODINGS = ("gzip", "x-gzip", "deflate")
+"""``Content-Encoding`` values of request bodies the gateway decodes to measure them."""
+MAX_TRANSLATED_ANSWER = 64 << 20
+"""Largest non-streamed answer the gateway translates (64 MiB; 502 beyond): it must be
+whole to be translated, so it is bounded rather than held at any size."""
 RETRY_AFTER = 1
 """Seconds a client refused for load is told to wait (``Retry-After``)."""
 
@@ -70,7 +79,13 @@ class Gateway:
     def __init__(self, config: ServeConfig, store: SummaryStore | None = None) -> None:
         self.config = config
         self.metrics = Metrics()
-        self.store = store if store is not None else open_store(config.store)
+        if store is None:
+            store = (
+                MemoryStore(max_bytes=config.memory_store_bytes)
+                if config.store == "memory"
+                else open_store(config.store)
+            )
+        self.store = store
         self.archive_store = None if config.archive is None else _open_archive(config.archive)
         self.rewriter = Rewriter(config, self.store, self.archive_store)
         self.upstream = Upstream(config)
@@ -124,7 +139,7 @@ class Gateway:
         if not self.authorized(request):
             return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
         try:
-            body = await self.body(request)
+            body = request_body = await self.body(request)
         except BodyTooLargeError:
             limit = self.config.max_body_bytes
             return _error(413, "request_too_large", f"request body over {limit} bytes")
@@ -143,6 +158,16 @@ class Gateway:
         endpoint = api.name if api is not None else "other"
         upstream_api = self.config.upstream_api
         counting = request.method == "POST" and path.rstrip("/") == COUNT_TOKENS_PATH
+        outgoing = body  # what goes upstream unless the gateway rewrites it
+        encoding = request.headers.get("content-encoding", "").strip().lower()
+        if encoding in DECODED_ENCODINGS and (api is not None or counting):
+            try:  # measured and compacted decoded; forwarded as it came when untouched
+                body = _decompressed(body, self.config.max_body_bytes)
+            except BodyTooLargeError:
+                limit = self.config.max_body_bytes
+                return _error(413, "request_too_large", f"decoded request body over {limit} bytes")
+            except zlib.error as exc:
+                return _error(400, "invalid_request_error", f"cannot decode the body: {exc}")
         if upstream_api == "openai" and counting:
             return self._count_tokens(body)
         translation = None if api is None else translation_for(api.name, upstream_api)
@@ -150,7 +175,8 @@ class Gateway:
         client_api = api
         if translation is not None:
             try:
-                body, asked = self._translated(translation, body)
+                outgoing, asked = self._translated(translation, body)
+                body = outgoing
             except RefusedError as exc:
                 return self._refused(endpoint, translation.client.provider, exc)
             except TranslationError as exc:
@@ -173,8 +199,11 @@ class Gateway:
                 refused = RefusedError(outcome.status, outcome.detail)
                 return self._refused(endpoint, client_api.provider, refused)
             if outcome.body is not None:
-                body = outcome.body
+                outgoing = outcome.body
+        body = outgoing
         headers = request_headers(request.headers.items())
+        if body is not request_body:  # rewritten: sent as plain JSON
+            headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
         if translation is not None:
             headers = translated_headers(headers, translation.target)
         sent = time.perf_counter()
@@ -236,19 +265,34 @@ class Gateway:
     ) -> Response:
         """The upstream's answer in the client's API, whole or streamed."""
         model = str(asked.get("model", ""))
+        provider = translation.client.provider
         if "text/event-stream" not in upstream.headers.get("content-type", ""):
             try:
-                answer = json.loads(await upstream.aread())
+                data = await self._bounded_answer(upstream)
             finally:
                 await self.upstream.close(upstream)
-            return JSONResponse(translation.response(answer, model, asked))
+            if data is None:
+                message = f"the upstream's answer is over {MAX_TRANSLATED_ANSWER} bytes"
+                return JSONResponse(refusal(provider, 502, message, "api_error"), 502)
+            translated = _translated_answer(translation, data, model, asked)
+            if isinstance(translated, str):
+                message = f"the upstream's answer cannot be read: {translated}"
+                return JSONResponse(refusal(provider, 502, message, "api_error"), 502)
+            return JSONResponse(translated)
         stream = translation.stream(model, asked)
 
         async def events() -> AsyncIterator[bytes]:
-            async for chunk in upstream.aiter_bytes():
-                out = stream.feed(chunk)
-                if out:
-                    yield out
+            try:
+                async for chunk in upstream.aiter_bytes():
+                    out = stream.feed(chunk)
+                    if out:
+                        yield out
+            except httpx.HTTPError as exc:
+                # the upstream cut the stream: the error event the client's SDK raises
+                # on (data that is not JSON is one, in every translation)
+                cut = f"\n\ndata: the upstream's stream was cut ({type(exc).__name__})\n\n"
+                yield stream.feed(cut.encode())
+                return
             tail = stream.close()
             if tail:
                 yield tail
@@ -259,6 +303,17 @@ class Gateway:
             headers={"cache-control": "no-cache"},
             background=BackgroundTask(self.upstream.close, upstream),
         )
+
+    async def _bounded_answer(self, upstream: httpx.Response) -> bytes | None:
+        """The upstream's whole answer, None past :data:`MAX_TRANSLATED_ANSWER` bytes."""
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in upstream.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_TRANSLATED_ANSWER:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _count_tokens(self, body: bytes) -> Response:
         """``count_tokens`` for an upstream that has none: estimated here."""
@@ -317,6 +372,65 @@ class Gateway:
             )
 
 
+class RequestGuard:
+    """Refuses, before any route, what a proxy must not pass on: a request with both
+    ``Content-Length`` and ``Transfer-Encoding`` (two framings: request smuggling
+    behind a front proxy; 400 and the connection closed), and a path with a dot
+    segment (``/../``, ``/./``, percent-encoded too: it would leave the upstream's path
+    prefix; 400)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            names = {name.lower() for name, _ in scope["headers"]}
+            problem = None
+            if b"content-length" in names and b"transfer-encoding" in names:
+                problem = "both Content-Length and Transfer-Encoding"
+            elif _has_dot_segment(scope.get("raw_path") or scope["path"].encode()):
+                problem = "a dot segment in the path"
+            if problem is not None:
+                answer = _error(400, "invalid_request_error", f"request refused: {problem}")
+                answer.headers["connection"] = "close"
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _decompressed(body: bytes, limit: int) -> bytes:
+    """``body`` (gzip or zlib, told apart by its header) decoded, refused
+    (:class:`BodyTooLargeError`) past ``limit`` bytes before it is all decoded (a
+    bomb costs nothing)."""
+    decoder = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib, automatically
+    out = decoder.decompress(body, limit + 1)
+    if len(out) > limit or decoder.unconsumed_tail:
+        raise BodyTooLargeError
+    return out + decoder.flush()
+
+
+def _translated_answer(
+    translation: Translation, data: bytes, model: str, asked: dict[str, Any]
+) -> dict[str, Any] | str:
+    """The upstream's whole answer ``data`` in the client's API, or what is wrong with
+    it (not JSON, not an object, not an answer of its API)."""
+    try:
+        answer = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON ({type(exc).__name__})"
+    if not isinstance(answer, dict):
+        return "not a JSON object"
+    try:
+        return translation.response(answer, model, asked)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+        return f"not an answer of its API ({type(exc).__name__})"
+
+
+def _has_dot_segment(raw_path: bytes) -> bool:
+    path = unquote(raw_path.decode("latin-1").split("?", 1)[0])
+    return any(part in (".", "..") for part in path.replace("\\", "/").split("/"))
+
+
 def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Starlette:
     """The gateway app for ``config`` (``store``: an open store instead of
     ``config.store``; it is closed with the app)."""
@@ -335,6 +449,8 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
         return JSONResponse({"status": "ok", "workers": workers})
 
     async def metrics(request: Request) -> Response:
+        if not gateway.authorized(request):  # its counters tell what others sent
+            return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
         return Response(
             gateway.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
         )
@@ -354,6 +470,7 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
             Route("/{path:path}", gateway.forward, methods=methods),
         ],
         lifespan=lifespan,
+        middleware=[Middleware(RequestGuard)],
     )
     app.state.gateway = gateway
     return app

@@ -91,6 +91,12 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="conversation state and summary cache (default memory; Redis for replicas)",
     )
     add(
+        "--memory-store-bytes",
+        default="256MiB",
+        help="with --store memory: bytes of state and summaries kept at most, least "
+        "recently used dropped first (default 256MiB)",
+    )
+    add(
         "--state-ttl",
         type=float,
         default=7 * 24 * 3600.0,
@@ -285,6 +291,7 @@ def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeCon
         else parse_size(args.archive_reinsert),
         offload=not args.no_offload,
         compaction_workers=args.compaction_workers,
+        memory_store_bytes=parse_size(args.memory_store_bytes),
         max_depth=args.max_depth,
         max_items=args.max_items,
         header_timeout=args.header_timeout,
@@ -307,7 +314,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         print(f"csum serve: error: {exc}", file=err)
         return 2
     from csum.serve import INSTALL_HINT, create_app
-    from csum.serve.logs import configure
+    from csum.serve.logs import configure, uvicorn_log_config
 
     try:
         import uvicorn
@@ -327,6 +334,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         port=args.port,
         log_level=args.log_level,
         proxy_headers=False,
+        log_config=uvicorn_log_config(),
         http=protocol(
             config.header_timeout,
             config.max_client_connections,

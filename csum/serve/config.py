@@ -98,6 +98,9 @@ class ServeConfig:
     """Deepest JSON nesting of a body the gateway decodes (400 beyond)."""
     max_items: int = DEFAULT_MAX_ITEMS
     """Most messages plus content blocks in a history the gateway decodes (413 beyond)."""
+    memory_store_bytes: int = 256 << 20
+    """With ``store="memory"``: bytes of state and summaries the store holds at most
+    (least recently used dropped first)."""
     header_timeout: float = 10.0
     """Seconds a client has to send its request line and headers (408 beyond)."""
     body_timeout: float = 60.0

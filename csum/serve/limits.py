@@ -88,10 +88,11 @@ def check_items(history: Mapping[str, Any], list_key: str, max_items: int) -> No
         raise RefusedError(413, f"the history holds over {max_items} messages and content blocks")
 
 
-def refusal(provider: str, status: int, message: str) -> dict[str, Any]:
+def refusal(provider: str, status: int, message: str, kind: str | None = None) -> dict[str, Any]:
     """The error body of a refused request in ``provider``'s shape (Anthropic's for
-    ``anthropic``, OpenAI's for the others)."""
-    kind = "request_too_large" if status == 413 else "invalid_request_error"
+    ``anthropic``, OpenAI's for the others); ``kind`` defaults by ``status``."""
+    if kind is None:
+        kind = "request_too_large" if status == 413 else "invalid_request_error"
     if provider == "anthropic":
         return {"type": "error", "error": {"type": kind, "message": message}}
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
