@@ -43,7 +43,16 @@ from csum.serve.translations import Translation, translated_headers, translation
 from csum.serve.upstream import Upstream, UpstreamBusyError, request_headers, response_headers
 from csum.stores import MemoryStore, SummaryStore, is_redis_url, open_store
 
-__all__ = ["COUNT_TOKENS_PATH", "RETRY_AFTER", "BodyTooLargeError", "Gateway", "create_app"]
+__all__ = [
+    "COUNT_TOKENS_PATH",
+    "DECODED_ENCODINGS",
+    "MAX_TRANSLATED_ANSWER",
+    "RETRY_AFTER",
+    "BodyTooLargeError",
+    "Gateway",
+    "RequestGuard",
+    "create_app",
+]
 
 _log = logging.getLogger("csum.serve")
 
