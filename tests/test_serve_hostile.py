@@ -173,7 +173,7 @@ def test_a_locked_sqlite_store_with_sixty_compactions_in_flight_never_hangs(
     )
     try:
         assert _served_soon(gateway, 10_000) == 200 or path.exists()
-        holder = sqlite3.connect(path, isolation_level=None)
+        holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         holder.execute("BEGIN EXCLUSIVE")
         released = threading.Timer(2.0, lambda: holder.execute("COMMIT"))
         released.start()
