@@ -922,3 +922,28 @@ async def test_the_memory_store_is_bounded_in_bytes(upstream: Process) -> None:
         assert app.state.gateway.store.max_bytes == 1 << 20
     finally:
         await app.state.gateway.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_flood_of_tiny_content_blocks_is_refused_before_it_is_parsed(
+    upstream: Process,
+) -> None:
+    """50,000 one-letter text blocks in one Messages turn: 413 in Anthropic's shape,
+    from the text alone (before: parsed, decoded and compacted)."""
+    config = ServeConfig(upstream=upstream.url, budget=Budget.bytes(8192))
+    blocks = [{"type": "text", "text": "w"} for _ in range(50_000)]
+    turn = {"role": "user", "content": blocks}
+    body = json.dumps({"model": "claude", "max_tokens": 8, "messages": [turn]}).encode()
+    answer = await _post(config, "/v1/messages", body)
+    assert answer.status_code == 413
+    assert answer.json()["error"]["type"] == "request_too_large"
+
+
+def test_roles_quoted_inside_strings_are_not_counted() -> None:
+    """The pre-parse count reads structure only: a tool result quoting ``"role"``
+    30,000 times is one message (its quotes are escaped in the JSON text)."""
+    from csum.serve.limits import check_roles
+
+    text = '{"role": "user"}' * 30_000
+    body = json.dumps({"messages": [{"role": "tool", "content": text}]}).encode()
+    check_roles(body, 10)  # does not raise

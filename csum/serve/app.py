@@ -258,7 +258,7 @@ class Gateway:
         """(the upstream's body, the client's request) for a body to translate
         (:class:`RefusedError` over the gateway's bounds on what it decodes)."""
         try:
-            payload = parse(body, self.config.max_depth)
+            payload = parse(body, self.config.max_depth, self.config.max_items)
         except ValueError as exc:
             raise TranslationError(f"the body is not JSON: {exc}") from exc
         if not isinstance(payload, dict):
@@ -327,7 +327,7 @@ class Gateway:
     def _count_tokens(self, body: bytes) -> Response:
         """``count_tokens`` for an upstream that has none: estimated here."""
         try:
-            payload = parse(body, self.config.max_depth)
+            payload = parse(body, self.config.max_depth, self.config.max_items)
             if isinstance(payload, dict):
                 return JSONResponse(count_tokens(payload))
             problem = "the body is not a JSON object"

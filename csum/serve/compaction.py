@@ -173,7 +173,7 @@ class Rewriter:
         """The body parsed and measured: an Outcome when it goes as it came."""
         api, body = request.api, request.body
         try:
-            payload = parse(body, self.config.max_depth)
+            payload = parse(body, self.config.max_depth, self.config.max_items)
         except RefusedError as exc:
             return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
         except ValueError as exc:  # not JSON: the upstream will say so

@@ -4,7 +4,8 @@ A body the gateway must decode (over the budget, or translated) is parsed with i
 nesting bounded (:func:`parse`: deep nesting made the parser raise ``RecursionError``,
 a plain-text 500; the depth is then measured in time linear in the body), and its
 history's items (messages plus their content blocks) are counted before the codec
-builds a message of each (100,000 tiny messages cost seconds and hundreds of MiB).
+builds a message of each (100,000 tiny messages cost seconds and hundreds of MiB); a
+body naming more roles than that is refused before it is parsed (:func:`check_roles`).
 Over either bound the request is refused in the provider's error shape: 400 for the
 depth, 413 for the items (:func:`refusal`).
 """
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_ITEMS",
     "RefusedError",
     "check_items",
+    "check_roles",
     "nesting_depth",
     "parse",
     "refusal",
@@ -40,10 +42,13 @@ class RefusedError(Exception):
         self.message = message
 
 
-def parse(body: bytes, max_depth: int) -> Any:
+def parse(body: bytes, max_depth: int, max_items: int | None = None) -> Any:
     """``body`` parsed as JSON (``ValueError`` when it is not JSON), refused
     (:class:`RefusedError`, 400) when it nests deeper than ``max_depth``: the parser's
-    own recursion limit (about 1,000 levels) first, then :func:`nesting_depth`."""
+    own recursion limit (about 1,000 levels) first, then :func:`nesting_depth`; with
+    ``max_items``, :func:`check_roles` first."""
+    if max_items is not None:
+        check_roles(body, max_items)
     try:
         payload = json.loads(body)
     except RecursionError:
@@ -69,6 +74,18 @@ def nesting_depth(value: Any, stop: int | None = None) -> int:
             below.extend([c for c in children if type(c) is dict or type(c) is list])
         level = below
     return depth
+
+
+def check_roles(body: bytes, max_items: int) -> None:
+    """Raise :class:`RefusedError` (413) before ``body`` is parsed when its JSON text
+    surely holds more than ``max_items`` messages, or names over twice as many roles
+    and types as that (a flood of tiny messages or content blocks then costs no
+    memory). Inside a JSON string a quote is escaped, so the bytes ``"role"`` and
+    ``"type"`` occur only in the structure itself: a message has one role, a content
+    block one type (tool schemas add a few types, hence the factor 2)."""
+    roles = body.count(b'"role"')
+    if roles > max_items or roles + body.count(b'"type"') > 2 * max_items:
+        raise RefusedError(413, f"the history holds over {max_items} messages and content blocks")
 
 
 def check_items(history: Mapping[str, Any], list_key: str, max_items: int) -> None:
