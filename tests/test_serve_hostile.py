@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cast import Message
 from csum.budget import Budget
 from csum.serve import ServeConfig, create_app
 from csum.stores import MemoryStore
@@ -947,3 +948,50 @@ def test_roles_quoted_inside_strings_are_not_counted() -> None:
     text = '{"role": "user"}' * 30_000
     body = json.dumps({"messages": [{"role": "tool", "content": text}]}).encode()
     check_roles(body, 10)  # does not raise
+
+
+# -- 8. archive expiry -------------------------------------------------------------------
+
+OLD = Message.human("the old secret").model_dump_json().encode()
+NEW = Message.human("a new line").model_dump_json().encode()
+
+
+@pytest.mark.anyio
+async def test_archive_sessions_expire_after_their_last_write_in_sqlite(tmp_path: Path) -> None:
+    """SQLiteArchiveStore(ttl=): a write deletes the sessions last written over ``ttl``
+    seconds before (before: kept for good)."""
+    from csum.archive import SQLiteArchiveStore
+    from csum.stores._archive_protocol import ArchiveRecord
+
+    store = SQLiteArchiveStore(tmp_path / "archive.sqlite", ttl=0.3)
+    try:
+        await store.put("old", "b1", [ArchiveRecord("m1", OLD)])
+        await anyio.sleep(0.5)
+        await store.put("new", "b2", [ArchiveRecord("m2", NEW)])
+        assert await store.get("old", "b1") == []
+        assert await store.search("old", "secret", 5) == []
+        assert await store.get("new", "b2") == [NEW]
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.anyio
+async def test_archive_sessions_expire_after_their_last_write_in_redis(redis_url: str) -> None:
+    """RedisArchiveStore(ttl=): a session's keys expire ``ttl`` after its last write."""
+    from csum.archive import RedisArchiveStore
+    from csum.stores._archive_protocol import ArchiveRecord
+
+    store = RedisArchiveStore(redis_url, ttl=0.3)
+    try:
+        await store.put("old", "b1", [ArchiveRecord("m1", OLD)])
+        assert await store.get("old", "b1") == [OLD]
+        await anyio.sleep(0.6)
+        assert await store.get("old", "b1") == []
+    finally:
+        await store.aclose()
+
+
+def test_the_gateway_archive_has_a_ttl(tmp_path: Path) -> None:
+    app = create_app(ServeConfig(upstream="http://127.0.0.1:9", archive=str(tmp_path / "a.sqlite")))
+    assert app.state.gateway.archive_store.ttl == 7 * 24 * 3600
+    anyio.run(app.state.gateway.aclose)

@@ -70,11 +70,12 @@ class BodyTooLargeError(Exception):
     """The request body exceeds ``max_body_bytes``."""
 
 
-def _open_archive(location: str) -> ArchiveStore:
-    """The archive store at ``location``: a ``redis://`` URL or a SQLite file path."""
+def _open_archive(location: str, ttl: float | None) -> ArchiveStore:
+    """The archive store at ``location``: a ``redis://`` URL or a SQLite file path; its
+    sessions expire ``ttl`` seconds after their last write."""
     if is_redis_url(location):
-        return RedisArchiveStore(location)
-    return SQLiteArchiveStore(location)
+        return RedisArchiveStore(location, ttl=ttl)
+    return SQLiteArchiveStore(location, ttl=ttl)
 
 
 def _error(status: int, kind: str, message: str) -> JSONResponse:
@@ -95,7 +96,9 @@ class Gateway:
                 else open_store(config.store)
             )
         self.store = store
-        self.archive_store = None if config.archive is None else _open_archive(config.archive)
+        self.archive_store = (
+            None if config.archive is None else _open_archive(config.archive, config.archive_ttl)
+        )
         self.rewriter = Rewriter(config, self.store, self.archive_store)
         self.upstream = Upstream(config)
         self.tenants = TenantKeys(config.tenant_secret)

@@ -216,6 +216,12 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "4KiB (default 0: off)",
     )
     add(
+        "--archive-ttl",
+        type=float,
+        default=7 * 24 * 3600.0,
+        help="seconds an archive session lives after its last write (default 7 days)",
+    )
+    add(
         "--no-offload",
         action="store_true",
         help="compact on the event loop instead of a worker thread (for debugging)",
@@ -289,6 +295,7 @@ def config_from(args: argparse.Namespace, err: TextIO | None = None) -> ServeCon
         archive_reinsert_bytes=0
         if args.archive_reinsert == "0"
         else parse_size(args.archive_reinsert),
+        archive_ttl=args.archive_ttl,
         offload=not args.no_offload,
         compaction_workers=args.compaction_workers,
         memory_store_bytes=parse_size(args.memory_store_bytes),

@@ -91,6 +91,8 @@ class ServeConfig:
     summarizer_key_env: str | None = None
     archive: str | None = None
     archive_reinsert_bytes: int = 0
+    archive_ttl: float | None = 7 * 24 * 3600.0
+    """Seconds an archive session lives after its last write (None: for good)."""
     offload: bool = True
     compaction_workers: int = DEFAULT_COMPACTION_WORKERS
     deadline: float = DEFAULT_DEADLINE
@@ -143,6 +145,8 @@ class ServeConfig:
         for name in ("timeout", "connect_timeout", "deadline", "header_timeout", "body_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if self.archive_ttl is not None and self.archive_ttl <= 0:
+            raise ValueError(f"archive ttl must be positive or None, got {self.archive_ttl!r}")
         if self.state_ttl is not None and self.state_ttl <= 0:
             raise ValueError(f"state ttl must be positive or None, got {self.state_ttl!r}")
         if self.max_connections < 1:
