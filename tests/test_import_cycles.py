@@ -23,6 +23,7 @@ LAZY: frozenset[tuple[str, str]] = frozenset(
         # the gateway needs the serve extra: loaded only when ``csum serve`` runs
         ("csum.serve.cli", "csum.serve"),
         ("csum.serve.cli", "csum.serve.logs"),
+        ("csum.serve.cli", "csum.serve.connections"),  # imports uvicorn
         ("csum.serve", "csum.serve.app"),
         # the deprecated top-level cast.utf8_len, read from cast.internals when used
         ("cast", "cast.internals"),

@@ -422,7 +422,7 @@ def test_streams_are_relayed_as_they_come(path: str, upstream: Process, gateway:
 
 
 def test_healthz_and_metrics(gateway: Process) -> None:
-    assert httpx.get(gateway.url + "/healthz").json() == {"status": "ok"}
+    assert httpx.get(gateway.url + "/healthz").json()["status"] == "ok"
     text = httpx.get(gateway.url + "/metrics").text
     for name in (
         "csum_serve_requests_total",
@@ -751,8 +751,11 @@ def test_summaries_from_a_separate_summarizer(upstream: Process, logs: Path) -> 
 def test_two_gateways_on_one_redis_send_what_one_gateway_sends(
     upstream: Process, gateway: Process, logs: Path, redis_url: str
 ) -> None:
-    first = start_gateway(upstream.url, logs, "--budget", str(BUDGET), "--store", redis_url)
-    second = start_gateway(upstream.url, logs, "--budget", str(BUDGET), "--store", redis_url)
+    # replicas that share a store share the tenant secret (each would draw its own)
+    shared = {"CSUM_TENANT_SECRET": "replicas-share-this-secret"}
+    flags = ("--budget", str(BUDGET), "--store", redis_url)
+    first = start_gateway(upstream.url, logs, *flags, env=shared)
+    second = start_gateway(upstream.url, logs, *flags, env=shared)
     try:
         alternate = Alternating([first.url, second.url])
         reset(upstream)

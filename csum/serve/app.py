@@ -13,45 +13,69 @@ import hmac
 import json
 import logging
 import time
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import unquote
 
+import anyio
 import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.serve.apis import api_for
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
+from csum.serve.limits import RefusedError, check_items, parse, refusal
 from csum.serve.metrics import Metrics
 from csum.serve.summarizer import Credentials
+from csum.serve.tenant import TenantKeys
 from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError, count_tokens
 from csum.serve.translations import Translation, translated_headers, translation_for
-from csum.serve.upstream import Upstream, request_headers, response_headers
-from csum.stores import SummaryStore, is_redis_url, open_store
+from csum.serve.upstream import Upstream, UpstreamBusyError, request_headers, response_headers
+from csum.stores import MemoryStore, SummaryStore, is_redis_url, open_store
 
-__all__ = ["COUNT_TOKENS_PATH", "BodyTooLargeError", "Gateway", "create_app"]
+__all__ = [
+    "COUNT_TOKENS_PATH",
+    "DECODED_ENCODINGS",
+    "MAX_TRANSLATED_ANSWER",
+    "RETRY_AFTER",
+    "BodyTooLargeError",
+    "Gateway",
+    "RequestGuard",
+    "create_app",
+]
 
 _log = logging.getLogger("csum.serve")
 
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+DECODED_ENCODINGS = ("gzip", "x-gzip", "deflate")
+"""``Content-Encoding`` values of request bodies the gateway decodes to measure them."""
+MAX_TRANSLATED_ANSWER = 64 << 20
+"""Largest non-streamed answer the gateway translates (64 MiB; 502 beyond): it must be
+whole to be translated, so it is bounded rather than held at any size."""
+RETRY_AFTER = 1
+"""Seconds a client refused for load is told to wait (``Retry-After``)."""
 
 
 class BodyTooLargeError(Exception):
     """The request body exceeds ``max_body_bytes``."""
 
 
-def _open_archive(location: str) -> ArchiveStore:
-    """The archive store at ``location``: a ``redis://`` URL or a SQLite file path."""
+def _open_archive(location: str, ttl: float | None) -> ArchiveStore:
+    """The archive store at ``location``: a ``redis://`` URL or a SQLite file path; its
+    sessions expire ``ttl`` seconds after their last write."""
     if is_redis_url(location):
-        return RedisArchiveStore(location)
-    return SQLiteArchiveStore(location)
+        return RedisArchiveStore(location, ttl=ttl)
+    return SQLiteArchiveStore(location, ttl=ttl)
 
 
 def _error(status: int, kind: str, message: str) -> JSONResponse:
@@ -65,10 +89,19 @@ class Gateway:
     def __init__(self, config: ServeConfig, store: SummaryStore | None = None) -> None:
         self.config = config
         self.metrics = Metrics()
-        self.store = store if store is not None else open_store(config.store)
-        self.archive_store = None if config.archive is None else _open_archive(config.archive)
+        if store is None:
+            store = (
+                MemoryStore(max_bytes=config.memory_store_bytes)
+                if config.store == "memory"
+                else open_store(config.store)
+            )
+        self.store = store
+        self.archive_store = (
+            None if config.archive is None else _open_archive(config.archive, config.archive_ttl)
+        )
         self.rewriter = Rewriter(config, self.store, self.archive_store)
         self.upstream = Upstream(config)
+        self.tenants = TenantKeys(config.tenant_secret)
         self.tracer = tracer()
 
     async def aclose(self) -> None:
@@ -91,18 +124,20 @@ class Gateway:
         return hmac.compare_digest(given.encode(), key.encode())
 
     async def body(self, request: Request) -> bytes:
-        """The request body, refused past ``max_body_bytes`` before it is all read."""
+        """The request body, refused past ``max_body_bytes`` before it is all read;
+        ``TimeoutError`` when it is not all in within ``body_timeout`` seconds."""
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise BodyTooLargeError
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLargeError
-            chunks.append(chunk)
+        with anyio.fail_after(self.config.body_timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise BodyTooLargeError
+                chunks.append(chunk)
         return b"".join(chunks)
 
     async def forward(self, request: Request) -> Response:
@@ -116,12 +151,17 @@ class Gateway:
         if not self.authorized(request):
             return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
         try:
-            body = await self.body(request)
+            body = request_body = await self.body(request)
         except BodyTooLargeError:
             limit = self.config.max_body_bytes
             return _error(413, "request_too_large", f"request body over {limit} bytes")
         except ClientDisconnect:
             return Response(status_code=499)
+        except TimeoutError:
+            timeout = self.config.body_timeout
+            late = _error(408, "request_timeout", f"request body not received within {timeout:g} s")
+            late.headers["connection"] = "close"
+            return late
         path = request.url.path
         # forwarded as the client wrote it (percent-escapes kept), unless translated
         raw = request.scope.get("raw_path") or path.encode()
@@ -130,13 +170,27 @@ class Gateway:
         endpoint = api.name if api is not None else "other"
         upstream_api = self.config.upstream_api
         counting = request.method == "POST" and path.rstrip("/") == COUNT_TOKENS_PATH
+        outgoing = body  # what goes upstream unless the gateway rewrites it
+        encoding = request.headers.get("content-encoding", "").strip().lower()
+        if encoding in DECODED_ENCODINGS and (api is not None or counting):
+            try:  # measured and compacted decoded; forwarded as it came when untouched
+                body = _decompressed(body, self.config.max_body_bytes)
+            except BodyTooLargeError:
+                limit = self.config.max_body_bytes
+                return _error(413, "request_too_large", f"decoded request body over {limit} bytes")
+            except zlib.error as exc:
+                return _error(400, "invalid_request_error", f"cannot decode the body: {exc}")
         if upstream_api == "openai" and counting:
             return self._count_tokens(body)
         translation = None if api is None else translation_for(api.name, upstream_api)
         asked: dict[str, Any] = {}  # the client's request, when translated
+        client_api = api
         if translation is not None:
             try:
-                body, asked = self._translated(translation, body)
+                outgoing, asked = self._translated(translation, body)
+                body = outgoing
+            except RefusedError as exc:
+                return self._refused(endpoint, translation.client.provider, exc)
             except TranslationError as exc:
                 return _error(400, "invalid_request_error", f"cannot translate: {exc}")
             api = translation.target
@@ -146,15 +200,22 @@ class Gateway:
             credentials = None
             if self.config.summarizer == "upstream":
                 credentials = Credentials.of(request.headers)
+            tenant = self.tenants.tenant_of(request.headers, request.url.query)
             with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": endpoint}) as s:
                 outcome = await self.rewriter.rewrite(
-                    api, body, request.headers.get(CONVERSATION_HEADER), credentials
+                    api, body, request.headers.get(CONVERSATION_HEADER), credentials, tenant
                 )
                 annotate(s, outcome_attributes(outcome))
             self._count(endpoint, outcome)
+            if outcome.kind is OutcomeKind.REFUSED and client_api is not None:
+                refused = RefusedError(outcome.status, outcome.detail)
+                return self._refused(endpoint, client_api.provider, refused)
             if outcome.body is not None:
-                body = outcome.body
+                outgoing = outcome.body
+        body = outgoing
         headers = request_headers(request.headers.items())
+        if body is not request_body:  # rewritten: sent as plain JSON
+            headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
         if translation is not None:
             headers = translated_headers(headers, translation.target)
         sent = time.perf_counter()
@@ -163,6 +224,8 @@ class Gateway:
             upstream = await self.upstream.send(
                 request.method, target, request.url.query, headers, body
             )
+        except (UpstreamBusyError, httpx.PoolTimeout):
+            return self._busy(endpoint)
         except httpx.TimeoutException as exc:
             return self._unreachable(endpoint, 504, "timeout", exc)
         except httpx.HTTPError as exc:
@@ -191,17 +254,19 @@ class Gateway:
             upstream.aiter_raw(),
             status_code=upstream.status_code,
             headers=response_headers(upstream.headers.multi_items()),
-            background=BackgroundTask(upstream.aclose),
+            background=BackgroundTask(self.upstream.close, upstream),
         )
 
     def _translated(self, translation: Translation, body: bytes) -> tuple[bytes, dict[str, Any]]:
-        """(the upstream's body, the client's request) for a body to translate."""
+        """(the upstream's body, the client's request) for a body to translate
+        (:class:`RefusedError` over the gateway's bounds on what it decodes)."""
         try:
-            payload = json.loads(body)
+            payload = parse(body, self.config.max_depth, self.config.max_items)
         except ValueError as exc:
             raise TranslationError(f"the body is not JSON: {exc}") from exc
         if not isinstance(payload, dict):
             raise TranslationError("the body is not a JSON object")
+        check_items(payload, translation.client.list_key, self.config.max_items)
         out = translation.request(payload)
         if self.config.upstream_model is not None:
             out["model"] = self.config.upstream_model
@@ -212,19 +277,34 @@ class Gateway:
     ) -> Response:
         """The upstream's answer in the client's API, whole or streamed."""
         model = str(asked.get("model", ""))
+        provider = translation.client.provider
         if "text/event-stream" not in upstream.headers.get("content-type", ""):
             try:
-                answer = json.loads(await upstream.aread())
+                data = await self._bounded_answer(upstream)
             finally:
-                await upstream.aclose()
-            return JSONResponse(translation.response(answer, model, asked))
+                await self.upstream.close(upstream)
+            if data is None:
+                message = f"the upstream's answer is over {MAX_TRANSLATED_ANSWER} bytes"
+                return JSONResponse(refusal(provider, 502, message, "api_error"), 502)
+            translated = _translated_answer(translation, data, model, asked)
+            if isinstance(translated, str):
+                message = f"the upstream's answer cannot be read: {translated}"
+                return JSONResponse(refusal(provider, 502, message, "api_error"), 502)
+            return JSONResponse(translated)
         stream = translation.stream(model, asked)
 
         async def events() -> AsyncIterator[bytes]:
-            async for chunk in upstream.aiter_bytes():
-                out = stream.feed(chunk)
-                if out:
-                    yield out
+            try:
+                async for chunk in upstream.aiter_bytes():
+                    out = stream.feed(chunk)
+                    if out:
+                        yield out
+            except httpx.HTTPError as exc:
+                # the upstream cut the stream: the error event the client's SDK raises
+                # on (data that is not JSON is one, in every translation)
+                cut = f"\n\ndata: the upstream's stream was cut ({type(exc).__name__})\n\n"
+                yield stream.feed(cut.encode())
+                return
             tail = stream.close()
             if tail:
                 yield tail
@@ -233,19 +313,51 @@ class Gateway:
             events(),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache"},
-            background=BackgroundTask(upstream.aclose),
+            background=BackgroundTask(self.upstream.close, upstream),
         )
+
+    async def _bounded_answer(self, upstream: httpx.Response) -> bytes | None:
+        """The upstream's whole answer, None past :data:`MAX_TRANSLATED_ANSWER` bytes."""
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in upstream.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_TRANSLATED_ANSWER:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _count_tokens(self, body: bytes) -> Response:
         """``count_tokens`` for an upstream that has none: estimated here."""
         try:
-            payload = json.loads(body)
+            payload = parse(body, self.config.max_depth, self.config.max_items)
             if isinstance(payload, dict):
                 return JSONResponse(count_tokens(payload))
             problem = "the body is not a JSON object"
+        except RefusedError as exc:
+            return self._refused("messages", "anthropic", exc)
         except ValueError as exc:
             problem = str(exc)
         return _error(400, "invalid_request_error", f"cannot count tokens: {problem}")
+
+    def _refused(self, endpoint: str, provider: str, exc: RefusedError) -> Response:
+        """A request over the bounds on what the gateway decodes, in the client's
+        provider's error shape."""
+        self.metrics.requests.labels(endpoint, str(exc.status)).inc()
+        _log.warning(
+            "request refused: %s", exc.message, extra={"endpoint": endpoint, "status": exc.status}
+        )
+        return JSONResponse(refusal(provider, exc.status, exc.message), exc.status)
+
+    def _busy(self, endpoint: str) -> Response:
+        """503 at once when ``max_connections`` upstream requests are in flight."""
+        self.metrics.upstream_errors.labels("busy").inc()
+        self.metrics.requests.labels(endpoint, "503").inc()
+        _log.warning("upstream requests at their limit", extra={"endpoint": endpoint})
+        limit = self.config.max_connections
+        answer = _error(503, "overloaded_error", f"{limit} upstream requests in flight already")
+        answer.headers["retry-after"] = str(RETRY_AFTER)
+        return answer
 
     def _unreachable(self, endpoint: str, status: int, kind: str, exc: Exception) -> Response:
         self.metrics.upstream_errors.labels(kind).inc()
@@ -272,15 +384,85 @@ class Gateway:
             )
 
 
+class RequestGuard:
+    """Refuses, before any route, what a proxy must not pass on: a request with both
+    ``Content-Length`` and ``Transfer-Encoding`` (two framings: request smuggling
+    behind a front proxy; 400 and the connection closed), and a path with a dot
+    segment (``/../``, ``/./``, percent-encoded too: it would leave the upstream's path
+    prefix; 400)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            names = {name.lower() for name, _ in scope["headers"]}
+            problem = None
+            if b"content-length" in names and b"transfer-encoding" in names:
+                problem = "both Content-Length and Transfer-Encoding"
+            elif _has_dot_segment(scope.get("raw_path") or scope["path"].encode()):
+                problem = "a dot segment in the path"
+            if problem is not None:
+                answer = _error(400, "invalid_request_error", f"request refused: {problem}")
+                answer.headers["connection"] = "close"
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _decompressed(body: bytes, limit: int) -> bytes:
+    """``body`` (gzip or zlib, told apart by its header) decoded, refused
+    (:class:`BodyTooLargeError`) past ``limit`` bytes before it is all decoded (a
+    bomb costs nothing)."""
+    decoder = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib, automatically
+    out = decoder.decompress(body, limit + 1)
+    if len(out) > limit or decoder.unconsumed_tail:
+        raise BodyTooLargeError
+    return out + decoder.flush()
+
+
+def _translated_answer(
+    translation: Translation, data: bytes, model: str, asked: dict[str, Any]
+) -> dict[str, Any] | str:
+    """The upstream's whole answer ``data`` in the client's API, or what is wrong with
+    it (not JSON, not an object, not an answer of its API)."""
+    try:
+        answer = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON ({type(exc).__name__})"
+    if not isinstance(answer, dict):
+        return "not a JSON object"
+    try:
+        return translation.response(answer, model, asked)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+        return f"not an answer of its API ({type(exc).__name__})"
+
+
+def _has_dot_segment(raw_path: bytes) -> bool:
+    path = unquote(raw_path.decode("latin-1").split("?", 1)[0])
+    return any(part in (".", "..") for part in path.replace("\\", "/").split("/"))
+
+
 def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Starlette:
     """The gateway app for ``config`` (``store``: an open store instead of
     ``config.store``; it is closed with the app)."""
     gateway = Gateway(config, store)
 
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+        pool = gateway.rewriter.pool.state()
+        workers = {
+            "size": pool.size,
+            "busy": pool.busy,
+            "waiting": pool.waiting,
+            "oldest_seconds": pool.oldest_seconds,
+        }
+        if pool.stuck:
+            return JSONResponse({"status": "stuck", "workers": workers}, 503)
+        return JSONResponse({"status": "ok", "workers": workers})
 
     async def metrics(request: Request) -> Response:
+        if not gateway.authorized(request):  # its counters tell what others sent
+            return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
         return Response(
             gateway.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
         )
@@ -300,6 +482,7 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
             Route("/{path:path}", gateway.forward, methods=methods),
         ],
         lifespan=lifespan,
+        middleware=[Middleware(RequestGuard)],
     )
     app.state.gateway = gateway
     return app

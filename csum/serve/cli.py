@@ -11,18 +11,22 @@ from cast.chainio import parse_size
 from csum.config import DEFAULT_KEEP_RATIO, SUMMARY_ONLY, Budget
 from csum.handlers import resolve_handler
 from csum.serve.config import (
+    DEFAULT_COMPACTION_WORKERS,
+    DEFAULT_DEADLINE,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_WINDOW_SHARE,
     SUMMARIZER_KINDS,
     UPSTREAM_APIS,
     ServeConfig,
 )
+from csum.serve.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
 from csum.serve.summarizer import Summarizer
 
 __all__ = [
     "DEFAULT_KEEP_ALIVE",
     "GATEWAY_KEY_ENV",
     "SWITCH_INTERVAL",
+    "TENANT_SECRET_ENV",
     "add_serve_parser",
     "config_from",
     "serve",
@@ -39,6 +43,9 @@ is 0.005): while a worker thread compacts it holds the GIL, and the event loop w
 to this long at every wake-up to get it back, several times per request."""
 GATEWAY_KEY_ENV = "CSUM_GATEWAY_KEY"
 """Environment variable read for the gateway key (kept off the command line)."""
+TENANT_SECRET_ENV = "CSUM_TENANT_SECRET"  # noqa: S105 -- a variable name, not a secret
+"""Environment variable read for the tenant secret (csum.serve.tenant; default: one
+drawn when the gateway starts)."""
 
 
 def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -85,6 +92,12 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="conversation state and summary cache (default memory; Redis for replicas)",
     )
     add(
+        "--memory-store-bytes",
+        default="256MiB",
+        help="with --store memory: bytes of state and summaries kept at most, least "
+        "recently used dropped first (default 256MiB)",
+    )
+    add(
         "--state-ttl",
         type=float,
         default=7 * 24 * 3600.0,
@@ -104,7 +117,51 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="seconds an idle client connection is kept open (default "
         f"{DEFAULT_KEEP_ALIVE:g}: longer than load balancers' idle timeouts)",
     )
-    add("--max-connections", type=int, default=100, help="upstream connection pool size")
+    add(
+        "--max-connections",
+        type=int,
+        default=100,
+        help="upstream requests in flight (its connection pool); one more is answered 503 "
+        "with Retry-After at once (default 100)",
+    )
+    add(
+        "--max-client-connections",
+        type=int,
+        default=1024,
+        help="client connections open at once; one more is answered 503 (default 1024)",
+    )
+    add(
+        "--max-connections-per-client",
+        type=int,
+        default=128,
+        help="client connections open at once from one address (default 128)",
+    )
+    add(
+        "--max-depth",
+        type=int,
+        default=DEFAULT_MAX_DEPTH,
+        help="deepest JSON nesting of a body the gateway decodes, 400 beyond (default "
+        f"{DEFAULT_MAX_DEPTH})",
+    )
+    add(
+        "--max-items",
+        type=int,
+        default=DEFAULT_MAX_ITEMS,
+        help="most messages plus content blocks in a history the gateway decodes, 413 "
+        f"beyond (default {DEFAULT_MAX_ITEMS})",
+    )
+    add(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client has to send its request headers, 408 beyond (default 10)",
+    )
+    add(
+        "--body-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a client has to send its whole body, 408 beyond (default 60)",
+    )
     add(
         "--gateway-key",
         help=f"require this key in the x-csum-key header (default: ${GATEWAY_KEY_ENV} if set)",
@@ -160,9 +217,28 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "4KiB (default 0: off)",
     )
     add(
+        "--archive-ttl",
+        type=float,
+        default=7 * 24 * 3600.0,
+        help="seconds an archive session lives after its last write (default 7 days)",
+    )
+    add(
         "--no-offload",
         action="store_true",
         help="compact on the event loop instead of a worker thread (for debugging)",
+    )
+    add(
+        "--compaction-workers",
+        type=int,
+        default=DEFAULT_COMPACTION_WORKERS,
+        help=f"compactions at once, in threads of their own (default {DEFAULT_COMPACTION_WORKERS})",
+    )
+    add(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE,
+        help="seconds a request may wait for and spend in its compaction, summary calls "
+        f"included, before it is forwarded uncompacted (default {DEFAULT_DEADLINE:g})",
     )
     add(
         "--log-level",
@@ -209,6 +285,7 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         connect_timeout=args.connect_timeout,
         max_connections=args.max_connections,
         gateway_key=args.gateway_key or os.environ.get(GATEWAY_KEY_ENV) or None,
+        tenant_secret=os.environ.get(TENANT_SECRET_ENV) or None,
         upstream_api=args.upstream_api,
         upstream_model=args.upstream_model,
         handler=args.handler,
@@ -220,7 +297,17 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         archive_reinsert_bytes=0
         if args.archive_reinsert == "0"
         else parse_size(args.archive_reinsert),
+        archive_ttl=args.archive_ttl,
         offload=not args.no_offload,
+        compaction_workers=args.compaction_workers,
+        memory_store_bytes=parse_size(args.memory_store_bytes),
+        max_depth=args.max_depth,
+        max_items=args.max_items,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_client_connections=args.max_client_connections,
+        max_connections_per_client=args.max_connections_per_client,
+        deadline=args.deadline,
     )
 
 
@@ -236,10 +323,12 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         print(f"csum serve: error: {exc}", file=err)
         return 2
     from csum.serve import INSTALL_HINT, create_app
-    from csum.serve.logs import configure
+    from csum.serve.logs import configure, uvicorn_log_config
 
     try:
         import uvicorn
+
+        from csum.serve.connections import protocol
 
         app = create_app(config)
     except ImportError:
@@ -254,6 +343,12 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         port=args.port,
         log_level=args.log_level,
         proxy_headers=False,
+        log_config=uvicorn_log_config(),
+        http=protocol(
+            config.header_timeout,
+            config.max_client_connections,
+            config.max_connections_per_client,
+        ),
         timeout_keep_alive=args.keep_alive,
         server_header=False,
         date_header=False,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -26,14 +27,16 @@ from csum.config import (
     DEFAULT_CLEARING,
     SUMMARY_ONLY,
     Budget,
-    Robustness,
     Stores,
 )
 from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
-from csum.serve.conversation import ConversationState, conversation_key
+from csum.serve.conversation import ConversationState, ConversationStates, conversation_key
+from csum.serve.limits import RefusedError, check_items, parse
 from csum.serve.loop_stores import LoopArchive, LoopStore
-from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler
+from csum.serve.pool import WorkerPool
+from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler, robustness
+from csum.serve.tenant import ANONYMOUS
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 from csum.stores._archive_protocol import ArchiveStore
@@ -71,6 +74,12 @@ class OutcomeKind(StrEnum):
     ``--budget``): forwarded byte for byte."""
     FAILED = "failed"
     """Decoding or compaction failed: forwarded byte for byte (logged, counted)."""
+    DEADLINE = "deadline"
+    """The request's deadline passed before its compaction was done (waiting for a
+    worker, a store or a summary): forwarded byte for byte (logged, counted)."""
+    REFUSED = "refused"
+    """Over the gateway's bounds on what it decodes (nesting depth, items): answered
+    with ``status`` by the gateway, never forwarded."""
     PROVIDER_STATE = "provider_state"
     """A Responses request continuing state the provider holds (``previous_response_id``
     or ``conversation``): the history is not in the request, forwarded byte for byte."""
@@ -93,6 +102,8 @@ class Outcome:
     archived: int = 0
     """Messages the compaction put in the archive."""
     detail: str = ""
+    status: int = 0
+    """The status to answer with (``REFUSED`` only)."""
 
 
 class Rewriter:
@@ -101,9 +112,11 @@ class Rewriter:
     given) the messages summarized away, one session per conversation key.
 
     The work of a request that needs decoding (JSON, codec, Compactor, encoding: all
-    CPU-bound) runs in a worker thread on an event loop of its own, so a large request
-    does not stall the others; store calls go back to the gateway's loop, where the
-    stores' connections live (:class:`LoopStore`)."""
+    CPU-bound) runs in a worker thread of :attr:`pool` on an event loop of its own, so a
+    large request does not stall the others; store calls go back to the gateway's loop,
+    where the stores' connections live (:class:`LoopStore`) and their I/O runs in the
+    loop's default thread pool, which compactions never hold. A request whose work is
+    not done by ``config.deadline`` seconds goes uncompacted (:attr:`OutcomeKind.DEADLINE`)."""
 
     def __init__(
         self,
@@ -115,6 +128,7 @@ class Rewriter:
         self.store = store
         self.archive_store = archive_store
         self.summarizer = Summarizer(config)
+        self.pool = WorkerPool(config.compaction_workers, config.deadline)
 
     async def rewrite(
         self,
@@ -122,23 +136,30 @@ class Rewriter:
         body: bytes,
         conversation: str | None,
         credentials: Credentials | None = None,
+        tenant: str = ANONYMOUS,
     ) -> Outcome:
         """What to send upstream for ``body`` on ``api``; never raises for bad input or
         a failing store (``conversation`` is the optional header's value,
-        ``credentials`` the client's, used only by ``--summarizer upstream``)."""
+        ``credentials`` the client's, used only by ``--summarizer upstream``;
+        ``tenant`` scopes the conversation state, the archive session and the summary
+        cache, see :mod:`csum.serve.tenant`)."""
         held = api.name == "responses" and any(
             f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
         )
         if not held and self.config.budget is not None and fits_by_size(body, self.config.budget):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
-        request = _Request(api, body, conversation, credentials)
+        until = time.monotonic() + self.config.deadline
+        request = _Request(api, body, conversation, credentials, until, tenant)
         if not self.config.offload:
             read = self._read(request)
             if isinstance(read, Outcome):
                 return read
             return await self._compacted(request, read, self.store, self.archive_store)
         token = anyio.lowlevel.current_token()
-        return await anyio.to_thread.run_sync(self._in_worker, request, token)
+        outcome = await self.pool.run(lambda: self._in_worker(request, token), until)
+        if outcome is None:
+            return _past_deadline(api)
+        return outcome
 
     def _in_worker(self, request: _Request, token: anyio.lowlevel.EventLoopToken) -> Outcome:
         """The request read here, and compacted (when due) on this worker thread's own
@@ -156,7 +177,9 @@ class Rewriter:
         """The body parsed and measured: an Outcome when it goes as it came."""
         api, body = request.api, request.body
         try:
-            payload = json.loads(body)
+            payload = parse(body, self.config.max_depth, self.config.max_items)
+        except RefusedError as exc:
+            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
         except ValueError as exc:  # not JSON: the upstream will say so
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"body is not JSON: {exc}")
         if not isinstance(payload, dict):
@@ -172,6 +195,10 @@ class Rewriter:
         history = api.history(payload)
         if history is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
+        try:
+            check_items(history, api.list_key, self.config.max_items)
+        except RefusedError as exc:
+            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
         budget = self.config.budget_for(payload.get("model"))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
@@ -183,9 +210,16 @@ class Rewriter:
         self, request: _Request, read: _Read, store: SummaryStore, archive: ArchiveStore | None
     ) -> Outcome:
         try:
-            return await self._rewrite(
-                request, read.payload, read.history, read.budget, store=store, archive_store=archive
-            )
+            with anyio.move_on_after(request.until - time.monotonic()):
+                return await self._rewrite(
+                    request,
+                    read.payload,
+                    read.history,
+                    read.budget,
+                    store=store,
+                    archive_store=archive,
+                )
+            return _past_deadline(request.api)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
             _log.warning(
                 "compaction failed, forwarding uncompacted",
@@ -205,19 +239,22 @@ class Rewriter:
     ) -> Outcome:
         api = request.api
         messages = api.decode(history)
-        key = conversation_key(api.name, messages, request.conversation)
+        key = conversation_key(api.name, messages, request.conversation, request.tenant)
         store_failures = 0
-        state: ConversationState | None = None
+        states = ConversationStates()
         try:
             stored = await store.get(key)
-            state = None if stored is None else ConversationState.from_bytes(stored)
+            if stored is not None:
+                states = ConversationStates.from_bytes(stored)
         except Exception as exc:  # noqa: BLE001 -- store down or record damaged: compact afresh
             store_failures += 1
             _log.warning(
                 "conversation state unavailable",
                 extra={"endpoint": api.name, "error": type(exc).__name__},
             )
-        rebuilt = None if state is None else state.rebuilt(messages)
+        match = states.match(messages)
+        rebuilt = None if match is None else match[1]
+        state = None if match is None else states.states[match[0]]
         chain = messages if rebuilt is None else rebuilt
         summary = self.summarizer.for_request(
             api.provider, payload.get("model"), request.credentials
@@ -229,7 +266,7 @@ class Rewriter:
                 session=key,
                 reinsert_bytes=self.config.archive_reinsert_bytes,
             )
-        compactor = self._compactor(api, budget, store, summary, archive)
+        compactor = self._compactor(api, budget, store, summary, archive, tenant=request.tenant)
         if state is not None and rebuilt is not None:
             compactor.restore_summary_depths(state.depths)
         result = await compactor.run(chain)
@@ -252,8 +289,9 @@ class Rewriter:
         if result.compacted:
             depth = max((e.depth for e in result.events), default=0)
             new_state = ConversationState.after(messages, sent, compactor.summary_depths)
+            kept = states.with_state(new_state, None if match is None else match[0])
             try:
-                await store.set(key, new_state.to_bytes(), self.config.state_ttl)
+                await store.set(key, kept.to_bytes(), self.config.state_ttl)
             except Exception as exc:  # noqa: BLE001 -- the request still goes, compacted
                 store_failures += 1
                 _log.warning(
@@ -282,9 +320,13 @@ class Rewriter:
         store: SummaryStore,
         summary: SummaryHandler,
         archive: HistoryArchive | None,
+        *,
+        tenant: str = ANONYMOUS,
     ) -> Compactor:
         """A fresh keeper per request: everything it must remember between requests is
-        in the conversation state, so any replica sends the same chain."""
+        in the conversation state, so any replica sends the same chain. Its summary
+        cache is the tenant's: a summary is served only to the tenant that paid for it,
+        and a cache hit tells nothing of what another tenant sent."""
         stage = self.stage_options()
         # The gateway's promise: a request within the budget goes through byte for byte,
         # so its keepers compact only over the budget (trigger 1.0), down to the config's
@@ -295,15 +337,16 @@ class Rewriter:
             summary_ratio=stage.get("summary_ratio", budget.summary_ratio),
         )
         size = summary_bytes(budget, budget.summary_ratio)
-        handler_id = summary.handler_id or f"extractive:{size}"
+        handler_id = f"tenant:{tenant}|{summary.handler_id or f'extractive:{size}'}"
         cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
         return Compactor(
             summary.handler,
             budget=budget,
             target=api.provider,
             stores=Stores(cache=cache, archive=archive),
-            # a model's input is bounded: what is evicted beyond it goes in pieces
-            robustness=Robustness(max_prompt_bytes=None if summary.offline else MODEL_PROMPT_BYTES),
+            # a model's input is bounded: what is evicted beyond it goes in pieces; one
+            # retry policy (the handlers make one attempt per call), within the deadline
+            robustness=robustness(summary.offline, MODEL_PROMPT_BYTES),
             clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
@@ -327,6 +370,17 @@ class _Request:
     body: bytes = field(repr=False)
     conversation: str | None = field(repr=False)
     credentials: Credentials | None = field(repr=False)
+    until: float
+    """The request's deadline (``time.monotonic()``)."""
+    tenant: str = ANONYMOUS
+
+
+def _past_deadline(api: Api) -> Outcome:
+    _log.warning(
+        "deadline passed before the compaction was done, forwarding uncompacted",
+        extra={"endpoint": api.name, "error": "deadline"},
+    )
+    return Outcome(OutcomeKind.DEADLINE, detail="deadline")
 
 
 _MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_file"', b"audio")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from csum.config import DEFAULT_KEEP_RATIO, Budget
+from csum.serve.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
 
 __all__ = [
     "CONVERSATION_HEADER",
+    "DEFAULT_COMPACTION_WORKERS",
+    "DEFAULT_DEADLINE",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_WINDOW_SHARE",
     "GATEWAY_KEY_HEADER",
@@ -19,6 +22,11 @@ __all__ = [
 
 DEFAULT_MAX_BODY_BYTES = 32 << 20
 """Largest request body the gateway reads (32 MiB); larger ones get 413."""
+DEFAULT_COMPACTION_WORKERS = 16
+"""Compactions at once (threads of their own pool; store I/O has anyio's default pool)."""
+DEFAULT_DEADLINE = 60.0
+"""Seconds a request may spend waiting for and in its compaction before it is forwarded
+uncompacted (summary calls included)."""
 DEFAULT_WINDOW_SHARE = 0.75
 """Without ``--budget``: the share of the request's model window a chain may take."""
 CONVERSATION_HEADER = "x-csum-conversation"
@@ -59,7 +67,9 @@ class ServeConfig:
     the messages summarized away are kept (a store location; None: not kept), one
     session per conversation key; ``archive_reinsert_bytes`` > 0 puts archived lines a
     new question needs back into the chain. ``offload``: compaction runs in a worker
-    thread (its own event loop), so a large request never stalls the others.
+    thread (its own event loop), so a large request never stalls the others;
+    ``compaction_workers`` such threads at most. ``deadline``: seconds a request may
+    wait for and spend in its compaction; past it, it goes uncompacted.
     """
 
     upstream: str
@@ -82,7 +92,30 @@ class ServeConfig:
     summarizer_key_env: str | None = None
     archive: str | None = None
     archive_reinsert_bytes: int = 0
+    archive_ttl: float | None = 7 * 24 * 3600.0
+    """Seconds an archive session lives after its last write (None: for good)."""
     offload: bool = True
+    compaction_workers: int = DEFAULT_COMPACTION_WORKERS
+    deadline: float = DEFAULT_DEADLINE
+    max_depth: int = DEFAULT_MAX_DEPTH
+    """Deepest JSON nesting of a body the gateway decodes (400 beyond)."""
+    max_items: int = DEFAULT_MAX_ITEMS
+    """Most messages plus content blocks in a history the gateway decodes (413 beyond)."""
+    memory_store_bytes: int = 256 << 20
+    """With ``store="memory"``: bytes of state and summaries the store holds at most
+    (least recently used dropped first)."""
+    header_timeout: float = 10.0
+    """Seconds a client has to send its request line and headers (408 beyond)."""
+    body_timeout: float = 60.0
+    """Seconds a client has to send its whole body once its headers are in (408 beyond)."""
+    max_client_connections: int = 1024
+    """Client connections open at once, in all; one more is answered 503 at once."""
+    max_connections_per_client: int = 128
+    """Client connections open at once from one address; one more is answered 503."""
+    tenant_secret: str | None = field(default=None, repr=False)
+    """Key of the hash that makes a tenant of a client's credential (csum.serve.tenant);
+    None: one drawn at random when the gateway starts. Replicas sharing a store need
+    the same one."""
     summary_only: bool = False
     """The summary stage alone (``csum.config.SUMMARY_ONLY``'s clearing and summary
     share: no clearing, summaries 1/32 of the budget) instead of the Compactor's
@@ -100,13 +133,27 @@ class ServeConfig:
             raise ValueError(f"keep_ratio must be within (0, 1], got {self.keep_ratio!r}")
         if self.max_body_bytes < 1:
             raise ValueError(f"max body bytes must be positive, got {self.max_body_bytes}")
-        for name in ("timeout", "connect_timeout"):
+        if self.compaction_workers < 1:
+            raise ValueError(f"compaction workers must be positive, got {self.compaction_workers}")
+        for name in (
+            "max_client_connections",
+            "max_connections_per_client",
+            "max_depth",
+            "max_items",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        for name in ("timeout", "connect_timeout", "deadline", "header_timeout", "body_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if self.archive_ttl is not None and self.archive_ttl <= 0:
+            raise ValueError(f"archive ttl must be positive or None, got {self.archive_ttl!r}")
         if self.state_ttl is not None and self.state_ttl <= 0:
             raise ValueError(f"state ttl must be positive or None, got {self.state_ttl!r}")
         if self.max_connections < 1:
             raise ValueError(f"max connections must be positive, got {self.max_connections}")
+        if self.tenant_secret is not None and len(self.tenant_secret) < 16:
+            raise ValueError("the tenant secret must be at least 16 characters")
         if self.gateway_key is not None and not self.gateway_key:
             raise ValueError("the gateway key must not be empty")
         if self.upstream_api not in UPSTREAM_APIS:

@@ -14,14 +14,42 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from csum._calls import SummarizeHandler
+from csum._retry import RetryPolicy
+from csum.config import Robustness
 from csum.handlers import anthropic, openai_compatible, resolve_handler
 from csum.serve.config import ServeConfig
 
-__all__ = ["SUMMARY_TIMEOUT", "Credentials", "Summarizer", "SummaryHandler"]
+__all__ = [
+    "SUMMARY_RETRIES",
+    "SUMMARY_TIMEOUT",
+    "Credentials",
+    "Summarizer",
+    "SummaryHandler",
+    "robustness",
+]
 
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 SUMMARY_TIMEOUT = 120.0
-"""Seconds one summary call may take (each attempt; the handler retries)."""
+"""Seconds one attempt of a summary call may take."""
+SUMMARY_RETRIES = 2
+"""Retries of a summary call that failed transiently (429, 408, 5xx, a timeout). The
+gateway's handlers make one attempt per call and the Compactor's robust handler alone
+retries (:func:`robustness`): one policy, never retries nested in retries. The whole
+call is bounded by the request's deadline (``--deadline``)."""
+
+
+def robustness(offline: bool, max_prompt_bytes: int) -> Robustness:
+    """How the gateway's Compactor calls its handler: a model's prompt bounded by
+    ``max_prompt_bytes`` and its transient failures retried :data:`SUMMARY_RETRIES`
+    times, each attempt at most :data:`SUMMARY_TIMEOUT` seconds; the offline handler as
+    the Compactor's default."""
+    if offline:
+        return Robustness(max_prompt_bytes=None)
+    return Robustness(
+        timeout=SUMMARY_TIMEOUT,
+        retry=RetryPolicy(max_retries=SUMMARY_RETRIES),
+        max_prompt_bytes=max_prompt_bytes,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +95,7 @@ class Summarizer:
             if spec.lower() == "extractive":
                 self._fixed = SummaryHandler(None, None, True)
             else:
-                self._fixed = SummaryHandler(resolve_handler(spec), spec, offline)
+                self._fixed = SummaryHandler(_handler_of(spec), spec, offline)
         elif self.kind in ("openai", "anthropic"):
             self._fixed = self._separate()
 
@@ -82,9 +110,13 @@ class Summarizer:
             raise ValueError(f"--summarizer {self.kind}: the environment variable {env} is unset")
         url = config.summarizer_url
         if self.kind == "openai":
-            handler = openai_compatible(model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT)
+            handler = openai_compatible(
+                model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
+            )
         else:
-            handler = anthropic(model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT)
+            handler = anthropic(
+                model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
+            )
         return SummaryHandler(handler, f"{self.kind}:{url or ''}:{model}", False)
 
     def for_request(
@@ -102,11 +134,24 @@ class Summarizer:
         # the SDK is given the key as its api_key and sends it as that SDK version does
         if provider == "anthropic":
             key = credentials.api_key or credentials.bearer
-            handler = anthropic(name, base_url=base, api_key=key, timeout=SUMMARY_TIMEOUT)
+            handler = anthropic(
+                name, base_url=base, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
+            )
         else:
             key = credentials.bearer or credentials.api_key
             handler = openai_compatible(
-                name, base_url=f"{base}/v1", api_key=key, timeout=SUMMARY_TIMEOUT
+                name, base_url=f"{base}/v1", api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
             )
         # cached by model, not by key: a summary is a function of the text summarized
         return SummaryHandler(handler, f"upstream:{provider}:{name}", False)
+
+
+def _handler_of(spec: str) -> SummarizeHandler:
+    """The handler of ``--handler SPEC``; an SDK one makes one attempt per call (the
+    Compactor's robust handler retries)."""
+    kind, _, model = spec.strip().partition(":")
+    if kind.lower() == "openai":
+        return openai_compatible(model.strip(), timeout=SUMMARY_TIMEOUT, max_retries=0)
+    if kind.lower() == "anthropic":
+        return anthropic(model.strip(), timeout=SUMMARY_TIMEOUT, max_retries=0)
+    return resolve_handler(spec)

@@ -9,7 +9,23 @@ import httpx
 
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
 
-__all__ = ["HOP_BY_HOP", "Upstream", "request_headers", "response_headers"]
+__all__ = [
+    "HOP_BY_HOP",
+    "POOL_WAIT",
+    "Upstream",
+    "UpstreamBusyError",
+    "request_headers",
+    "response_headers",
+]
+
+POOL_WAIT = 1.0
+"""Seconds a request may wait for a connection of the upstream pool (httpx's ``pool``
+timeout) before it is answered 503; the in-flight count keeps it from waiting at all."""
+
+
+class UpstreamBusyError(Exception):
+    """``max_connections`` upstream requests are in flight already."""
+
 
 HOP_BY_HOP = frozenset(
     {
@@ -41,12 +57,18 @@ def response_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 
 class Upstream:
-    """Sends requests to the configured upstream base URL (its path is a prefix)."""
+    """Sends requests to the configured upstream base URL (its path is a prefix), at
+    most ``max_connections`` in flight: one more raises :class:`UpstreamBusyError` at
+    once instead of waiting for the pool (a request is in flight until its response
+    is closed with :meth:`close`)."""
 
     def __init__(self, config: ServeConfig) -> None:
         self.base = config.upstream.rstrip("/")
+        self.limit = config.max_connections
+        self.in_flight = 0
+        self._open: set[int] = set()
         self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout),
+            timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout, pool=POOL_WAIT),
             limits=httpx.Limits(
                 max_connections=config.max_connections,
                 max_keepalive_connections=config.max_connections,
@@ -70,11 +92,29 @@ class Upstream:
         headers: Mapping[str, str] | list[tuple[str, str]],
         body: bytes,
     ) -> httpx.Response:
-        """The upstream's response, its body not read yet (close it with ``aclose``)."""
+        """The upstream's response, its body not read yet (close it with
+        :meth:`close`); :class:`UpstreamBusyError` when ``max_connections`` are in
+        flight."""
+        if self.in_flight >= self.limit:
+            raise UpstreamBusyError
         request = self.client.build_request(
             method, self.url(path, query), headers=headers, content=body
         )
-        return await self.client.send(request, stream=True)
+        self.in_flight += 1
+        try:
+            response = await self.client.send(request, stream=True)
+        except BaseException:
+            self.in_flight -= 1
+            raise
+        self._open.add(id(response))
+        return response
+
+    async def close(self, response: httpx.Response) -> None:
+        """Close ``response`` and count its request out of flight (once)."""
+        if id(response) in self._open:
+            self._open.discard(id(response))
+            self.in_flight -= 1
+        await response.aclose()
 
     async def aclose(self) -> None:
         """Close the pooled connections."""

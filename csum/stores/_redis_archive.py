@@ -6,19 +6,22 @@ from collections.abc import Sequence
 
 from csum._search_text import search_text_of_json
 from csum.stores._archive_protocol import ArchiveRecord
-from csum.stores._redis_client import RedisBacked
+from csum.stores._redis_client import DEFAULT_SOCKET_TIMEOUT, RedisBacked
 
 __all__ = ["RedisArchiveStore"]
 
 _SCAN_COUNT = 256
 
 _PUT = """
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   if redis.call('hsetnx', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
     redis.call('rpush', KEYS[3], ARGV[i])
   end
 end
 redis.call('hset', KEYS[2], ARGV[1], ARGV[2])
+if tonumber(ARGV[3]) > 0 then
+  for k = 1, 3 do redis.call('pexpire', KEYS[k], ARGV[3]) end
+end
 return 1
 """
 
@@ -30,7 +33,22 @@ class RedisArchiveStore(RedisBacked):
 
     Search reads the session's messages in order and matches the text in this process:
     an archive of one session stays small next to what Redis scans per second.
+    ``ttl`` (seconds, None: never) expires a session's keys that long after its last
+    write.
     """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str | None = None,
+        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+        ttl: float | None = None,
+    ) -> None:
+        if ttl is not None and not ttl > 0:
+            raise ValueError(f"ttl must be positive seconds or None, got {ttl!r}")
+        super().__init__(url, prefix=prefix, socket_timeout=socket_timeout)
+        self.ttl = ttl
 
     default_prefix = "csum:archive:"
 
@@ -42,7 +60,8 @@ class RedisArchiveStore(RedisBacked):
         # One round trip per batch: each new message is stored once and appended to the
         # session's order; the batch lists them all.
         messages, batches, order = self._keys(session)
-        args: list[str | bytes] = [batch, " ".join(r.reference for r in records)]
+        expiry = "0" if self.ttl is None else str(max(1, int(self.ttl * 1000)))
+        args: list[str | bytes] = [batch, " ".join(r.reference for r in records), expiry]
         for record in records:
             args += [record.reference, record.body]
         await self.connection.call("eval", _PUT, 3, messages, batches, order, *args)

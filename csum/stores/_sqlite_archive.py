@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
@@ -36,6 +37,10 @@ CREATE TABLE IF NOT EXISTS csum_archive_messages (
 CREATE TABLE IF NOT EXISTS csum_archive_batches (
     session TEXT NOT NULL, ref TEXT NOT NULL, refs TEXT NOT NULL, PRIMARY KEY (session, ref)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS csum_archive_sessions (
+    session TEXT PRIMARY KEY, written REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS csum_archive_sessions_written ON csum_archive_sessions (written);
 """
 _FTS = """
 DROP TABLE IF EXISTS csum_archive_fts;
@@ -67,11 +72,14 @@ def fts5_available() -> bool:
 class SQLiteArchiveStore:
     """Archived messages in the SQLite file ``path`` (created when missing).
 
-    ``full_text`` (default: when SQLite has FTS5 with trigrams) indexes the messages'
-    text for search; without it, search scans the JSON with ``LIKE`` (an ASCII query)
-    or reads the session's messages (any other). Either way, candidates are checked
-    for the text (case-insensitive substring, ``str.casefold``) before they are
-    returned, so every store gives one meaning to a query.
+    ``ttl`` (seconds, None: never) expires a session that many seconds after its last
+    write: each write deletes the sessions expired by then (sessions last written
+    before write times were kept never expire). ``full_text`` (default: when SQLite
+    has FTS5 with trigrams) indexes the messages' text for search; without it, search
+    scans the JSON with ``LIKE`` (an ASCII query) or reads the session's messages (any
+    other). Either way, candidates are checked for the text (case-insensitive
+    substring, ``str.casefold``) before they are returned, so every store gives one
+    meaning to a query.
     """
 
     def __init__(
@@ -80,7 +88,11 @@ class SQLiteArchiveStore:
         *,
         full_text: bool | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        ttl: float | None = None,
     ) -> None:
+        if ttl is not None and not ttl > 0:
+            raise ValueError(f"ttl must be positive seconds or None, got {ttl!r}")
+        self.ttl = ttl
         self.full_text = fts5_available() if full_text is None else full_text
         schema = _TABLES + (_FTS if self.full_text else "")
         self.database = SQLiteDatabase(path, schema, busy_timeout=busy_timeout)
@@ -91,6 +103,9 @@ class SQLiteArchiveStore:
 
     async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
         await self.database.run(partial(_put, session=session, batch=batch, records=records))
+        if self.ttl is not None:
+            cutoff = time.time() - self.ttl
+            await self.database.run(partial(_expire, cutoff=cutoff, fts=self.full_text))
 
     async def get(self, session: str, reference: str) -> list[bytes]:
         return await self.database.run(partial(_get, session=session, reference=reference))
@@ -121,8 +136,29 @@ def _put(
             "INSERT OR REPLACE INTO csum_archive_batches (session, ref, refs) VALUES (?, ?, ?)",
             (session, batch, " ".join(r.reference for r in records)),
         )
+        connection.execute(
+            "INSERT OR REPLACE INTO csum_archive_sessions (session, written) VALUES (?, ?)",
+            (session, time.time()),
+        )
 
     write(connection, statements)
+
+
+def _expire(connection: sqlite3.Connection, *, cutoff: float, fts: bool) -> None:
+    """Delete the sessions last written before ``cutoff`` (``time.time()``)."""
+    rows = connection.execute(
+        "SELECT session FROM csum_archive_sessions WHERE written < ?", (cutoff,)
+    ).fetchall()
+    for (session,) in rows:
+        _delete_session(connection, session=session, fts=fts)
+        write(
+            connection,
+            partial(
+                connection.execute,
+                "DELETE FROM csum_archive_sessions WHERE session = ? AND written < ?",
+                (session, cutoff),
+            ),
+        )
 
 
 def _body(connection: sqlite3.Connection, session: str, reference: str) -> bytes | None:

@@ -1,0 +1,110 @@
+"""Client connections under uvicorn: a header timeout and connection limits.
+
+uvicorn closes a connection idle between requests (``timeout_keep_alive``) but never
+one that connected and sends nothing, or sends its headers a byte at a time; its
+``limit_concurrency`` answers a plain-text 503 without ``Retry-After`` and counts no
+client apart. :func:`protocol` makes uvicorn's h11 protocol class with what a proxy in
+front of an API needs: the request line and headers must arrive within
+``header_timeout`` seconds of the connection (or of the first byte of a kept-alive
+connection's next request), else 408 and the connection is closed; a connection over
+``max_connections`` open in total, or ``max_per_client`` from one address, is answered
+503 with ``Retry-After`` as soon as it sends (or at the header timeout) and closed;
+its request never reaches the app. (The body's timeout is the app's:
+:meth:`csum.serve.app.Gateway.body`.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["RETRY_AFTER", "protocol", "raw_error"]
+
+RETRY_AFTER = 1
+"""Seconds a refused client is told to wait (``Retry-After``)."""
+
+
+def raw_error(status: int, reason: str, kind: str, message: str) -> bytes:
+    """A whole HTTP/1.1 response of the gateway's error shape that closes the
+    connection (written before any request was read)."""
+    body = json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\n"
+        "content-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n"
+        f"retry-after: {RETRY_AFTER}\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+def protocol(header_timeout: float, max_connections: int, max_per_client: int) -> type[Any]:
+    """uvicorn's h11 protocol with a header timeout and connection limits."""
+    per_client: Counter[str] = Counter()
+
+    class GatewayProtocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+        _peer = ""
+        _over = ""
+        """What this connection is one too many of (empty: within the limits)."""
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._peer = self.client[0] if self.client else ""
+            per_client[self._peer] += 1
+            if len(self.connections) > max_connections:
+                self._over = "connections to the gateway"
+            elif per_client[self._peer] > max_per_client:
+                self._over = "connections from this client"
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            per_client[self._peer] -= 1
+            if per_client[self._peer] <= 0:
+                del per_client[self._peer]
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._over:  # answered once its request is sent, so it reads the answer
+                self._refuse(self._over)
+                return
+            waiting = self.conn.their_state is h11.IDLE
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm()  # the request line and headers are in
+            elif waiting and self._header_timer is None and not self.transport.is_closing():
+                self._arm()  # the first bytes of a kept-alive connection's next request
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._header_timer = self.loop.call_later(header_timeout, self._headers_late)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            if self._over:
+                self._refuse(self._over)
+            elif self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                message = f"request headers not received within {header_timeout:g} s"
+                self.transport.write(raw_error(408, "Request Timeout", "request_timeout", message))
+                self.transport.close()
+
+        def _refuse(self, what: str) -> None:
+            self._disarm()
+            if self.transport.is_closing():
+                return
+            message = f"too many {what}; retry later"
+            self.transport.write(raw_error(503, "Service Unavailable", "overloaded_error", message))
+            self.transport.close()
+
+    return GatewayProtocol

@@ -1,0 +1,63 @@
+"""Tenants: whose conversation state, archive session and summaries a request may see.
+
+A tenant is a keyed hash (HMAC-SHA-256) of the credential the client presents: the
+values of ``authorization``, ``x-api-key``, ``x-goog-api-key`` and ``api-key``, and of
+the query parameters ``key`` and ``api_key``. The key of the hash is the gateway's
+tenant secret (``CSUM_TENANT_SECRET``, the same on every replica that shares a store),
+else a random one drawn when the process starts (state then lives as long as the
+process). The credential itself is never stored: only the hash is, in store keys.
+Requests without a credential share one anonymous tenant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable, Mapping
+from urllib.parse import parse_qsl
+
+__all__ = [
+    "ANONYMOUS",
+    "CREDENTIAL_HEADERS",
+    "CREDENTIAL_QUERY_KEYS",
+    "TenantKeys",
+]
+
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+"""Request headers that carry a client's credential."""
+CREDENTIAL_QUERY_KEYS = ("key", "api_key")
+"""Query parameters that carry a client's credential (Gemini's ``?key=``)."""
+ANONYMOUS = "anonymous"
+"""The tenant of requests without a credential."""
+
+
+class TenantKeys:
+    """Derives tenants with the gateway's secret (``secret``: None draws one)."""
+
+    def __init__(self, secret: str | None = None) -> None:
+        self._key = secret.encode() if secret is not None else secrets.token_bytes(32)
+
+    def __repr__(self) -> str:
+        return "TenantKeys(<secret>)"
+
+    def tenant_of(self, headers: Mapping[str, str], query: str) -> str:
+        """The tenant of a request with ``headers`` (a case-insensitive mapping) and raw
+        ``query``: 32 hex digits, or :data:`ANONYMOUS`."""
+        parts: list[str] = []
+        for name in CREDENTIAL_HEADERS:
+            value = headers.get(name)
+            if value:
+                parts.append(f"{name}\n{value}")
+        parts.extend(f"?{k}\n{v}" for k, v in _credential_params(query))
+        if not parts:
+            return ANONYMOUS
+        text = "\n\n".join(parts).encode("utf-8", "surrogateescape")
+        return hmac.new(self._key, text, hashlib.sha256).hexdigest()[:32]
+
+
+def _credential_params(query: str) -> Iterable[tuple[str, str]]:
+    if not query:
+        return ()
+    pairs = parse_qsl(query, keep_blank_values=False)
+    return sorted((k, v) for k, v in pairs if k.lower() in CREDENTIAL_QUERY_KEYS)
