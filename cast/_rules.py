@@ -65,6 +65,7 @@ class Rule(StrEnum):
     UNSIGNED_REASONING = "unsigned-reasoning"
     MISSING_THOUGHT_SIGNATURE = "missing-thought-signature"
     MISSING_REASONING_CONTENT = "missing-reasoning-content"
+    THINKING_NOT_FIRST = "thinking-not-first"
     # Roles.
     FIRST_TURN_NOT_HUMAN = "first-turn-not-human"
     TOOL_THEN_HUMAN = "tool-then-human"
@@ -341,6 +342,15 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             _FIX_REASONING,
             applies=lambda p: p.reasoning == "reasoning-content-required",
             errors={"deepseek": pe.DEEPSEEK_NO_REASONING, "kimi": pe.KIMI_NO_REASONING},
+        ),
+        RuleDefinition(
+            Rule.THINKING_NOT_FIRST,
+            "with thinking on, the assistant turn before the last tool results must open "
+            "with a thinking block",
+            Step(_LINT, "check_thinking"),
+            None,  # a fact of the request (its thinking setting): the turn needs its thinking
+            applies=lambda p: p.reasoning == "native-signatures" and p.merges_same_role,
+            errors={"anthropic": pe.ANTHROPIC_THINKING_FIRST},
         ),
         # -- roles --
         RuleDefinition(

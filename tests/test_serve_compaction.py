@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cast import Message, lint
-from cast.codecs import anthropic, openai
+from cast import Message, Role, TextPart, lint
+from cast.codecs import anthropic, claude_code, openai
+from conftest import CLAUDE_CODE
 from csum.budget import Budget
 from csum.clearing import CLEARED_PREFIX
 from csum.cli import main
@@ -578,3 +579,54 @@ def test_summary_depths_are_checked_when_restored() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         keeper.restore_summary_depths({"abc": 0})
     assert dict(keeper.summary_depths) == {"abc": 2}  # a refused mapping changes nothing
+
+
+def _thinking_first(messages: list[Message]) -> bool:
+    found = lint(messages, "anthropic", thinking=True)
+    return not any(v.rule == "thinking-not-first" for v in found)
+
+
+@pytest.mark.skipif(not CLAUDE_CODE.is_dir(), reason="shared corpus (Claude Code sessions) absent")
+async def test_compacted_claude_code_requests_open_with_thinking_and_copy_none() -> None:
+    """A real Claude Code session with thinking on: every request whose final assistant
+    turn opens with thinking still does once compacted (Anthropic merges a summary turn
+    into the next assistant turn, which then opens with text: a 400), and no thinking
+    text is copied into plain text."""
+    entries = json.loads((CLAUDE_CODE / "claudecode_spotter_258c7280.json").read_text("utf-8"))
+    chain = claude_code.decode_claude_code_log(entries)
+    thoughts = {
+        line
+        for m in chain
+        for p in m.parts
+        if (r := getattr(p, "reasoning", None)) is not None
+        for line in r.content.splitlines()
+        if len(line) > 40
+    }
+    keeper = rewriter(48 * 1024)
+    checked = compacted = 0
+    for end in range(2, len(chain) + 1):
+        prefix = chain[:end]
+        if prefix[-1].role is not Role.TOOL or not _thinking_first(prefix):
+            continue
+        payload = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 4096,
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            **anthropic.encode(prefix),
+        }
+        outcome = await keeper.rewrite(MESSAGES, json.dumps(payload).encode(), None)
+        assert outcome.kind is not OutcomeKind.FAILED
+        if outcome.body is None:
+            continue
+        sent = anthropic.decode(json.loads(outcome.body))
+        checked += 1
+        compacted += outcome.kind is OutcomeKind.COMPACTED
+        assert _thinking_first(sent), end
+        plain = "\n".join(p.text for m in sent for p in m.parts if type(p) is TextPart)
+        assert not [line for line in thoughts if line in plain and line not in _texts(prefix)]
+    assert compacted >= 2
+    assert checked >= 5
+
+
+def _texts(messages: list[Message]) -> str:
+    return "\n".join(p.text for m in messages for p in m.parts if type(p) is TextPart)

@@ -18,7 +18,8 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from cast import Message
+from cast import Message, get_provider
+from csum._pairs import placed_for
 from csum.archive import HistoryArchive
 from csum.budget import Budget
 from csum.cache import SummaryCache
@@ -255,7 +256,9 @@ class Rewriter:
                     "conversation state not stored",
                     extra={"endpoint": api.name, "error": type(exc).__name__},
                 )
-        body = _dumps(api.merged(payload, api.encode(sent)))
+        # summaries where the provider takes them (Anthropic: not opening a thinking turn)
+        placed = placed_for(sent, get_provider(api.provider))
+        body = _dumps(api.merged(payload, api.encode(placed)))
         before = sum(m.size for m in messages)
         return Outcome(
             OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED,
