@@ -189,6 +189,10 @@ costs more than the defaults (the summarizer reads every evicted tool result who
 and remembers more without a history archive (facts present when asked on the
 simulated loop; docs/compactor.md, "Defaults and why")."""
 
+FLOOR_SUMMARY_BYTES = 512
+"""Largest summary a compaction over the floor writes (the system prompt and the newest
+turn alone exceed the budget): short, but the turns it replaces are never dropped
+without one."""
 FROZEN_SHARE = 0.25
 """Share of ``keep_units`` that summaries at the depth limit may take; older ones beyond
 it are left out (counted in the event's ``dropped_summaries``)."""
@@ -1156,10 +1160,21 @@ class Compactor:
                 best, low = candidate, middle + 1
             else:
                 high = middle - 1
-        if best is None:  # not even an empty summary fits: the summarized part goes
-            out, _ = self._build(ast, plan, None, [])
-            return out, True, dropped + len(frozen), None
+        if best is None:  # not even an empty summary fits: the floor is over the budget
+            return self._floor_summary(ast, plan, head, line, dropped + len(frozen))
         return best[0], True, dropped, best[1]
+
+    def _floor_summary(
+        self, ast: ChainAST, plan: _Plan, head: str, line: str, dropped: int
+    ) -> tuple[ChainAST, bool, int, BodyPair | None]:
+        """Over the budget whatever is summarized (the system prompt and the newest turn
+        are larger): the summarized part still gets a summary, cut to
+        :data:`FLOOR_SUMMARY_BYTES` (at a line end where one is), never left out."""
+        cut = head.encode("utf-8")[:FLOOR_SUMMARY_BYTES].decode("utf-8", "ignore")
+        if len(cut) < len(head) and "\n" in cut:
+            cut = cut[: cut.rindex("\n")]
+        out, pair = self._build(ast, plan, "\n".join(filter(None, (cut, line))), [])
+        return out, True, dropped, pair
 
     def _build(
         self, ast: ChainAST, plan: _Plan, text: str | None, frozen: list[BodyPair]

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cast import Message, Role, TextPart, lint
+from cast import Message, Role, TextPart, lint, parse_chain
 from cast.codecs import anthropic, claude_code, openai
 from conftest import CLAUDE_CODE
+from csum._pairs import is_summarized
 from csum.budget import Budget
 from csum.clearing import CLEARED_PREFIX
 from csum.cli import main
@@ -630,3 +631,29 @@ async def test_compacted_claude_code_requests_open_with_thinking_and_copy_none()
 
 def _texts(messages: list[Message]) -> str:
     return "\n".join(p.text for m in messages for p in m.parts if type(p) is TextPart)
+
+
+async def test_a_request_over_its_floor_is_counted_so_logged_once_and_summarized(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The system prompt alone exceeds the budget: no request is counted within budget,
+    the conversation's floor is logged once, and the older turns leave with a summary."""
+    items = chat_turns(12)
+    items[0] = {"role": "system", "content": SYSTEM + " Follow the house rules." * 400}
+    keeper = rewriter(8192)
+    kinds = []
+    with caplog.at_level("WARNING", logger="csum.serve"):
+        for turns in (2, 12, 13):
+            data = body(items[: 2 + 2 * turns] if turns < 13 else [*items, *chat_turns(13)[-2:]])
+            outcome = await keeper.rewrite(CHAT, data, None)
+            kinds.append(outcome.kind)
+            assert outcome.floor > 8192
+    assert kinds == [OutcomeKind.OVER_FLOOR] * 3
+    floors = [r for r in caplog.records if "over the floor" in r.getMessage()]
+    assert len(floors) == 1
+    assert floors[0].__dict__["budget"] == 8192
+    assert floors[0].__dict__["floor"] > 8192
+    assert outcome.body is not None
+    sent = sent_messages(outcome.body)
+    summaries = [p for s in parse_chain(sent).sections for p in s.body if is_summarized(p)]
+    assert len(summaries) == 1

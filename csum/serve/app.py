@@ -256,9 +256,9 @@ class Gateway:
     def _count(self, endpoint: str, outcome: Outcome) -> None:
         metrics = self.metrics
         metrics.outcomes.labels(endpoint, str(outcome.kind)).inc()
-        if outcome.kind is OutcomeKind.COMPACTED:
+        if outcome.compacted:
             metrics.compactions.labels(endpoint).inc()
-        if outcome.kind in (OutcomeKind.COMPACTED, OutcomeKind.REUSED):
+        if outcome.kind in (OutcomeKind.COMPACTED, OutcomeKind.REUSED, OutcomeKind.OVER_FLOOR):
             metrics.bytes_saved.inc(max(0, outcome.bytes_before - outcome.bytes_after))
             metrics.tokens_saved.inc(outcome.tokens_saved)
         metrics.handler_calls.inc(outcome.handler_calls)

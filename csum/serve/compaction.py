@@ -67,6 +67,10 @@ class OutcomeKind(StrEnum):
     ``--budget``): forwarded byte for byte."""
     FAILED = "failed"
     """Decoding or compaction failed: forwarded byte for byte (logged, counted)."""
+    OVER_FLOOR = "over_floor"
+    """Over the budget however compacted: the system prompt and the newest turn alone
+    exceed it (the floor). Sent compacted as far as it goes (the older turns replaced by
+    a short summary), logged once per conversation with the floor's size."""
     PROVIDER_STATE = "provider_state"
     """A Responses request continuing state the provider holds (``previous_response_id``
     or ``conversation``): the history is not in the request, forwarded byte for byte."""
@@ -88,6 +92,11 @@ class Outcome:
     """Depth of the summary a compaction wrote (0: none written)."""
     archived: int = 0
     """Messages the compaction put in the archive."""
+    compacted: bool = False
+    """A compaction was made (``compacted``, and ``over_floor`` when it made one)."""
+    floor: int = 0
+    """With ``over_floor``: the history's size sent, in the budget's unit (the smallest
+    budget this request fits)."""
     detail: str = ""
 
 
@@ -111,6 +120,7 @@ class Rewriter:
         self.store = store
         self.archive_store = archive_store
         self.summarizer = Summarizer(config)
+        self._floors_logged: set[str] = set()
 
     async def rewrite(
         self,
@@ -237,11 +247,15 @@ class Rewriter:
         )
         archived = sum(1 for e in result.store_events if e.kind is StoreEventKind.ARCHIVED)
         if not result.compacted and rebuilt is None:
+            over = result.over_budget
+            if over:
+                self._log_floor(key, api, budget, result.size_after)
             return Outcome(
-                OutcomeKind.WITHIN_BUDGET,
+                OutcomeKind.OVER_FLOOR if over else OutcomeKind.WITHIN_BUDGET,
                 bytes_before=result.bytes_before,
                 bytes_after=result.bytes_before,
                 store_failures=store_failures,
+                floor=result.size_after if over else 0,
             )
         sent = result.messages
         depth = 0
@@ -260,8 +274,12 @@ class Rewriter:
         placed = placed_for(sent, get_provider(api.provider))
         body = _dumps(api.merged(payload, api.encode(placed)))
         before = sum(m.size for m in messages)
+        kind = OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED
+        if result.over_budget:
+            kind = OutcomeKind.OVER_FLOOR
+            self._log_floor(key, api, budget, result.size_after)
         return Outcome(
-            OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED,
+            kind,
             body=body,
             bytes_before=before,
             bytes_after=result.bytes_after,
@@ -271,6 +289,26 @@ class Rewriter:
             store_failures=store_failures,
             depth=depth,
             archived=archived,
+            compacted=result.compacted,
+            floor=result.size_after if result.over_budget else 0,
+        )
+
+    def _log_floor(self, key: str, api: Api, budget: Budget, floor: int) -> None:
+        """Once per conversation (per process): its floor and the budget it needs."""
+        if key in self._floors_logged:
+            return
+        if len(self._floors_logged) >= _FLOORS_REMEMBERED:
+            self._floors_logged.clear()
+        self._floors_logged.add(key)
+        _log.warning(
+            "over the floor: the system prompt and the newest turn exceed the budget",
+            extra={
+                "endpoint": api.name,
+                "outcome": str(OutcomeKind.OVER_FLOOR),
+                "floor": floor,
+                "budget": budget.limit,
+                "unit": budget.unit,
+            },
         )
 
     def _compactor(
@@ -324,6 +362,10 @@ class _Request:
     conversation: str | None = field(repr=False)
     credentials: Credentials | None = field(repr=False)
 
+
+_FLOORS_REMEMBERED = 65536
+"""Conversations whose floor was logged that a gateway remembers (then it forgets them
+all, and logs each once more)."""
 
 _MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_file"', b"audio")
 """Byte strings whose presence in a body turns the token bound off (media are counted
