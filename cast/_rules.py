@@ -225,6 +225,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             "human message right after another human message",
             _STRUCTURE,
             _FIX_PAIRING,
+            applies=lambda p: not p.consecutive_humans_ok,
         ),
         RuleDefinition(
             Rule.ORPHAN_TOOL_MESSAGE,
