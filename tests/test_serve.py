@@ -915,3 +915,40 @@ def test_fifty_concurrent_conversations_do_not_mix(upstream: Process, gateway: P
         assert sum(m.size for m in chain) <= BUDGET
     after = metric(gateway, "csum_serve_compactions_total", endpoint="chat")
     assert after - before >= conversations * 3 // 4  # (a run of text answers may not)
+
+
+@pytest.mark.anyio
+async def test_codex_built_in_tools_are_dropped_with_a_header_or_refused(upstream: Process) -> None:
+    """Codex CLI on a Chat upstream (``--upstream-api openai``): its built-in tools are
+    left out of the translated request and named in ``x-csum-dropped-tools``; with
+    ``refuse_builtin_tools`` the request gets a 400 naming them, the upstream nothing."""
+    tools = [
+        {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+        {"type": "custom", "name": "apply_patch", "description": "Edit files."},
+        {"type": "web_search", "external_web_access": True},
+    ]
+    body = json.dumps({"model": "gpt-4o", "input": "Add a.txt", "tools": tools}).encode()
+    dropping = create_app(ServeConfig(upstream=upstream.url, upstream_api="openai"))
+    refusing = create_app(
+        ServeConfig(upstream=upstream.url, upstream_api="openai", refuse_builtin_tools=True)
+    )
+    try:
+        reset(upstream)
+        transport = httpx.ASGITransport(app=dropping)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            answer = await client.post("/v1/responses", content=body)
+        assert answer.status_code == 200
+        assert answer.headers["x-csum-dropped-tools"] == "web_search"
+        (sent,) = recorded(upstream)
+        names = [t["function"]["name"] for t in json.loads(sent["body"])["tools"]]
+        assert names == ["exec_command", "apply_patch"]
+        reset(upstream)
+        transport = httpx.ASGITransport(app=refusing)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            refused = await client.post("/v1/responses", content=body)
+        assert refused.status_code == 400
+        assert "web_search" in refused.json()["error"]["message"]
+        assert recorded(upstream) == []
+    finally:
+        await dropping.state.gateway.aclose()
+        await refusing.state.gateway.aclose()

@@ -32,6 +32,8 @@ from csum.serve.metrics import Metrics
 from csum.serve.summarizer import Credentials
 from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError, count_tokens
+from csum.serve.translate_responses import dropped_tools
+from csum.serve.translate_tools import DROPPED_TOOLS_HEADER
 from csum.serve.translations import Translation, translated_headers, translation_for
 from csum.serve.upstream import Upstream, request_headers, response_headers
 from csum.stores import SummaryStore, is_redis_url, open_store
@@ -202,6 +204,10 @@ class Gateway:
             raise TranslationError(f"the body is not JSON: {exc}") from exc
         if not isinstance(payload, dict):
             raise TranslationError("the body is not a JSON object")
+        dropped = _dropped(translation, payload)
+        if dropped and self.config.refuse_builtin_tools:
+            names = ", ".join(dropped)
+            raise TranslationError(f"tools: built-in tools the upstream cannot run: {names}")
         out = translation.request(payload)
         if self.config.upstream_model is not None:
             out["model"] = self.config.upstream_model
@@ -217,7 +223,8 @@ class Gateway:
                 answer = json.loads(await upstream.aread())
             finally:
                 await upstream.aclose()
-            return JSONResponse(translation.response(answer, model, asked))
+            answer = translation.response(answer, model, asked)
+            return JSONResponse(answer, headers=_dropped_header(translation, asked))
         stream = translation.stream(model, asked)
 
         async def events() -> AsyncIterator[bytes]:
@@ -232,7 +239,7 @@ class Gateway:
         return StreamingResponse(
             events(),
             media_type="text/event-stream",
-            headers={"cache-control": "no-cache"},
+            headers={"cache-control": "no-cache", **_dropped_header(translation, asked)},
             background=BackgroundTask(upstream.aclose),
         )
 
@@ -270,6 +277,16 @@ class Gateway:
                 "history held by the provider, forwarded uncompacted",
                 extra={"endpoint": endpoint, "outcome": str(outcome.kind)},
             )
+
+
+def _dropped(translation: Translation, payload: dict[str, Any]) -> list[str]:
+    """The built-in tools a translated Responses request loses (none for the others)."""
+    return dropped_tools(payload) if translation.client.name == "responses" else []
+
+
+def _dropped_header(translation: Translation, asked: dict[str, Any]) -> dict[str, str]:
+    dropped = _dropped(translation, asked)
+    return {DROPPED_TOOLS_HEADER: ", ".join(dropped)} if dropped else {}
 
 
 def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Starlette:
