@@ -952,3 +952,33 @@ async def test_codex_built_in_tools_are_dropped_with_a_header_or_refused(upstrea
     finally:
         await dropping.state.gateway.aclose()
         await refusing.state.gateway.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_translated_request_carries_no_anthropic_query_or_headers(
+    upstream: Process,
+) -> None:
+    """Claude Code on a Chat upstream: its ``?beta=true`` and ``anthropic-*`` headers are
+    Anthropic's and stay behind; the key moves to ``authorization``."""
+    app = create_app(ServeConfig(upstream=upstream.url, upstream_api="openai"))
+    body = json.dumps(
+        {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
+    headers = {
+        "x-api-key": API_KEY,
+        "anthropic-version": "2023-06-01",
+        "anthropic-beta": "interleaved-thinking-2025-05-14",
+    }
+    try:
+        reset(upstream)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            answer = await client.post("/v1/messages?beta=true", content=body, headers=headers)
+        assert answer.status_code == 200
+    finally:
+        await app.state.gateway.aclose()
+    (sent,) = recorded(upstream)
+    assert sent["path"] == "/v1/chat/completions"
+    assert sent["query"] == ""
+    assert not [name for name in sent["headers"] if name.startswith("anthropic-")]
+    assert sent["headers"]["authorization"] == f"Bearer {API_KEY}"

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from cast import Message, Role, TextPart, lint, parse_chain
 from cast.codecs import anthropic, claude_code, openai
+from cast.codecs import openai_responses as responses
 from conftest import CLAUDE_CODE
 from csum._pairs import is_summarized
 from csum.budget import Budget
@@ -24,8 +25,13 @@ from csum.compactor import SUMMARY_ONLY
 from csum.serve import INSTALL_HINT, ServeConfig
 from csum.serve.apis import APIS, api_for
 from csum.serve.compaction import OutcomeKind, Rewriter
-from csum.serve.conversation import ConversationState, chain_hash, conversation_key
-from csum.stores import MemoryStore, SQLiteStore
+from csum.serve.conversation import (
+    KEY_PREFIX,
+    ConversationState,
+    chain_hash,
+    conversation_key,
+)
+from csum.stores import MemoryStore, RedisStore, SQLiteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -657,3 +663,44 @@ async def test_a_request_over_its_floor_is_counted_so_logged_once_and_summarized
     sent = sent_messages(outcome.body)
     summaries = [p for s in parse_chain(sent).sections for p in s.body if is_summarized(p)]
     assert len(summaries) == 1
+
+
+async def test_a_compacted_codex_request_keeps_its_instructions_items_ids_and_statuses() -> None:
+    """Codex CLI's shape through a compaction (issue #38): ``instructions`` stay
+    ``instructions``, its two developer and two user messages stay apart and as sent,
+    and every kept call and output goes with its id and status."""
+    developer = [
+        {"type": "message", "role": "developer",
+         "content": [{"type": "input_text", "text": text}]}
+        for text in ("You are Codex. " * 200, "<skills_instructions>...</skills_instructions>")
+    ]  # fmt: skip
+    users = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+        for text in ("<environment_context>cwd</environment_context>", "Fix the importer.")
+    ]
+    items: list[dict[str, Any]] = [*developer, *users]
+    for i in range(30):
+        items.append(
+            {"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}",
+             "name": "exec_command", "arguments": "{}", "status": "completed"}
+        )  # fmt: skip
+        items.append(
+            {"type": "function_call_output", "call_id": f"call_{i}", "output": "ok " * 200}
+        )
+    data = json.dumps({"model": "gpt-5-codex", "instructions": "Be brief.", "input": items})
+    outcome = await rewriter(8192).rewrite(APIS[1], data.encode(), None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    assert outcome.body is not None
+    sent = json.loads(outcome.body)
+    assert list(sent) == ["model", "instructions", "input"]
+    assert sent["instructions"] == "Be brief."
+    assert sent["input"][:4] == [*developer, *users]
+    kept = [item for item in sent["input"] if item.get("call_id", "").startswith("call_2")]
+    assert kept
+    assert all(item in items for item in kept)  # as the client sent them: ids, statuses
+    assert lint(responses.decode(sent), "openai-responses") == []
+
+
+def test_the_docs_name_the_conversation_keys_redis_holds() -> None:
+    keys = f"{RedisStore.default_prefix}{KEY_PREFIX}*"
+    assert f"`{keys}`" in (Path(__file__).parents[1] / "docs" / "serve.md").read_text("utf-8")

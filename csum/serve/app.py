@@ -162,9 +162,9 @@ class Gateway:
         sent = time.perf_counter()
         self.metrics.added_seconds.labels(endpoint).observe(sent - started)
         try:
-            upstream = await self.upstream.send(
-                request.method, target, request.url.query, headers, body
-            )
+            # a translated request goes without the client's query (Anthropic's ?beta=true)
+            query = "" if translation is not None else request.url.query
+            upstream = await self.upstream.send(request.method, target, query, headers, body)
         except httpx.TimeoutException as exc:
             return self._unreachable(endpoint, 504, "timeout", exc)
         except httpx.HTTPError as exc:

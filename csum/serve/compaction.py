@@ -28,6 +28,7 @@ from csum.serve.apis import Api
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import ConversationState, conversation_key
 from csum.serve.loop_stores import LoopArchive, LoopStore
+from csum.serve.responses_items import as_sent
 from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler
 from csum.settings import Robustness, Stores
 from csum.store_events import StoreEventKind
@@ -272,7 +273,10 @@ class Rewriter:
                 )
         # summaries where the provider takes them (Anthropic: not opening a thinking turn)
         placed = placed_for(sent, get_provider(api.provider))
-        body = _dumps(api.merged(payload, api.encode(placed)))
+        encoded = api.encode(placed)
+        if api.name == "responses":  # the client's own items where the compaction kept them
+            encoded = as_sent(history, encoded)
+        body = _dumps(api.merged(payload, encoded))
         before = sum(m.size for m in messages)
         kind = OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED
         if result.over_budget:
