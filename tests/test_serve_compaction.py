@@ -380,6 +380,14 @@ def test_the_size_bound_never_lets_an_over_budget_history_through(
     assert size <= len(data)
     # (text that looks like media may turn the token bound off: it only errs that way)
     assert tokens <= len(data) // 3 + 1
+    # the same for the history's own JSON, what the gateway measures once it has parsed
+    # the body (so a request's tools never count)
+    api = APIS[which if which == 0 else (2 if which == 1 else 1)]
+    history = api.history(payload)
+    assert history is not None
+    own = json.dumps(history, ensure_ascii=False, separators=(",", ":")).encode()
+    assert size <= len(own)
+    assert tokens <= len(own) // 3 + 1
 
 
 async def test_a_body_over_the_size_bound_is_measured_not_guessed() -> None:
@@ -704,3 +712,28 @@ async def test_a_compacted_codex_request_keeps_its_instructions_items_ids_and_st
 def test_the_docs_name_the_conversation_keys_redis_holds() -> None:
     keys = f"{RedisStore.default_prefix}{KEY_PREFIX}*"
     assert f"`{keys}`" in (Path(__file__).parents[1] / "docs" / "serve.md").read_text("utf-8")
+
+
+async def test_a_history_within_budget_is_not_decoded_however_large_its_tools(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Claude Code sends 80 KB of tools with every request: the within-budget path
+    measures the history's own JSON, so such a request is never decoded (issue #38)."""
+    tools = [
+        {"name": f"tool_{i}", "description": "d" * 4000, "input_schema": {"type": "object"}}
+        for i in range(20)
+    ]
+    messages = [{"role": "user", "content": "Fix the importer."}]
+    data = json.dumps({"model": "m", "system": SYSTEM, "messages": messages, "tools": tools})
+
+    def decoded(*_: object) -> None:
+        raise AssertionError("decoded")
+
+    monkeypatch.setattr(anthropic, "decode", decoded)
+    for offload in (True, False):
+        config = ServeConfig(
+            upstream="http://127.0.0.1:9", budget=Budget.bytes(16384), offload=offload
+        )
+        outcome = await Rewriter(config, MemoryStore()).rewrite(MESSAGES, data.encode(), None)
+        assert outcome.kind is OutcomeKind.WITHIN_BUDGET
+        assert outcome.bytes_before < 1024 < 16384 < len(data)

@@ -182,8 +182,10 @@ class Rewriter:
         budget = self.config.budget_for(payload.get("model"))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
-        if fits_by_size(body, budget):
-            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
+        # the history's own JSON, not the body's (Claude Code's tools alone are 80 KB)
+        own = _dumps(history)
+        if fits_by_size(own, budget):
+            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(own))
         return _Read(payload, history, budget)
 
     async def _compacted(
