@@ -388,6 +388,14 @@ def test_the_size_bound_never_lets_an_over_budget_history_through(
     own = json.dumps(history, ensure_ascii=False, separators=(",", ":")).encode()
     assert size <= len(own)
     assert tokens <= len(own) // 3 + 1
+    # and for the share of the body the gateway measures: the body less the other
+    # fields' most compact JSON (however the body is written)
+    spaced = json.dumps(payload, ensure_ascii=True, indent=1).encode()
+    other = {k: v for k, v in payload.items() if k not in api.history_keys}
+    share = len(spaced) - len(json.dumps(other, ensure_ascii=False, separators=(",", ":")))
+    assert size <= share
+    assert tokens <= share // 3 + 1
+    assert fits_by_size(spaced, Budget.bytes(share), size=share)
 
 
 async def test_a_body_over_the_size_bound_is_measured_not_guessed() -> None:

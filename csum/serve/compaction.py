@@ -182,10 +182,12 @@ class Rewriter:
         budget = self.config.budget_for(payload.get("model"))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
-        # the history's own JSON, not the body's (Claude Code's tools alone are 80 KB)
-        own = _dumps(history)
-        if fits_by_size(own, budget):
-            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(own))
+        # the history's share of the body, not the body (Claude Code's tools are 80 KB):
+        # at most the body less the other fields' most compact JSON
+        other = {k: v for k, v in payload.items() if k not in api.history_keys}
+        share = len(body) - len(_dumps(other))
+        if fits_by_size(body, budget, size=share):
+            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=share)
         return _Read(payload, history, budget)
 
     async def _compacted(
@@ -378,14 +380,17 @@ _MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_
 by their pixels, not their bytes)."""
 
 
-def fits_by_size(body: bytes, budget: Budget) -> bool:
+def fits_by_size(body: bytes, budget: Budget, *, size: int | None = None) -> bool:
     """Whether ``body``'s history fits ``budget`` for sure, from its length alone, so the
     request goes without being decoded. A message's size (the UTF-8 bytes of its parts)
     never exceeds its JSON text, which quotes and punctuates each part; and the default
     :class:`~csum.budget.EstimatedTokens` counts at most one token per 3 bytes of text,
     and fewer for the per-message and per-call overheads than their JSON takes. Media
-    are counted by pixel size, so a body that may hold one is always decoded."""
-    size = len(body)
+    are counted by pixel size, so a body that may hold one is always decoded. ``size``
+    (default: the body's length) is the history's share of the body when known: the
+    JSON text the history's messages come from."""
+    if size is None:
+        size = len(body)
     if budget.unit == "bytes":
         return size <= budget.limit
     if size // 3 + 1 > budget.limit:
