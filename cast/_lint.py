@@ -13,7 +13,10 @@ they are known; chaincast's words otherwise, with ``verbatim=False``). It checks
   wants them unique, ids used twice in the chain;
 * reasoning — what the target's reasoning policy forbids or requires; with ``source``,
   signatures from another provider (a foreign signature cannot be told apart byte-wise,
-  so without ``source`` signed reasoning is trusted);
+  so without ``source`` signed reasoning is trusted); with ``thinking=True`` (the
+  request turns thinking on), an assistant turn answered by the last tool results that
+  does not open with a thinking block (Anthropic, Bedrock: consecutive assistant
+  messages are one turn there);
 * roles — a conversation that does not open with a human message (Anthropic, Bedrock,
   Gemini), a human message right after a tool message (Mistral), system messages after
   the first where the provider takes one system prompt only;
@@ -42,6 +45,7 @@ from cast._rules import (
     CHECK_REASONING,
     CHECK_ROLES,
     CHECK_STRUCTURE,
+    CHECK_THINKING,
     CHECK_TOOLS,
     RULES,
     Rule,
@@ -119,14 +123,19 @@ class Report:
     :attr:`cast._rules.RuleDefinition.applies`) and drops the others, so a check
     reports what it finds and the rules decide who refuses it."""
 
-    __slots__ = ("_applying", "declared", "foreign", "found", "profile")
+    __slots__ = ("_applying", "declared", "foreign", "found", "profile", "thinking")
 
     def __init__(
-        self, profile: ProviderProfile, foreign: bool, declared: frozenset[str] | None
+        self,
+        profile: ProviderProfile,
+        foreign: bool,
+        declared: frozenset[str] | None,
+        thinking: bool = False,
     ) -> None:
         self.profile = profile
         self.foreign = foreign
         self.declared = declared
+        self.thinking = thinking
         self.found: list[Violation] = []
         self._applying = _applying(profile)
 
@@ -163,6 +172,7 @@ def lint(
     *,
     source: str | ProviderProfile | None = None,
     tools: Iterable[str] | None = None,
+    thinking: bool = False,
 ) -> list[Violation]:
     """Every problem ``target`` would reject in the chain, in message order.
 
@@ -171,14 +181,19 @@ def lint(
     ``tools`` (optional) names the tools the request declares; with it, a history that
     holds tool calls in a request declaring none is reported for targets that refuse
     it (Anthropic, Bedrock: ``tools-not-declared``). Without it, nothing is assumed.
+    ``thinking`` says the request turns thinking on (Anthropic's ``thinking``); with it,
+    the assistant turn the last tool results answer must open with a thinking block
+    (``thinking-not-first``).
     """
+    if not isinstance(thinking, bool):
+        raise TypeError(f"thinking must be a bool, not {type(thinking).__name__}")
     profile = resolve_provider(target)
     foreign = source is not None and resolve_provider(source).name != profile.name
     if isinstance(tools, str):
         raise TypeError("tools must be an iterable of tool names, not a str")
     declared = None if tools is None else frozenset(tools)
     items = [to_message(item, i) for i, item in enumerate(messages)]
-    report = Report(profile, foreign, declared)
+    report = Report(profile, foreign, declared, thinking)
     for check in _checks(profile):
         check(items, report)
     return sorted(report.found, key=_order)
@@ -355,6 +370,29 @@ def check_reasoning(items: list[Message], report: Report) -> None:
             and (first_call is not None or turn in turn_calls)
         ):
             report.add(Rule.MISSING_REASONING_CONTENT, index)
+
+
+@implements(CHECK_THINKING)
+def check_thinking(items: list[Message], report: Report) -> None:
+    """With thinking on: the assistant turn (consecutive AI messages, which the provider
+    merges) before a final user turn holding tool results must open with thinking."""
+    if not report.thinking:
+        return
+    index = len(items) - 1
+    while index >= 0 and items[index].role is _HUMAN:
+        index -= 1  # text after the results is part of the same user turn
+    results = index
+    while index >= 0 and items[index].role is _TOOL:
+        index -= 1
+    if index == results or index < 0 or items[index].role is not _AI:
+        return  # no tool results in the last user turn: earlier thinking may go
+    while index > 0 and items[index - 1].role is _AI:
+        index -= 1
+    parts = items[index].parts
+    first = parts[0] if parts else None
+    if (type(first) is TextPart or type(first) is ToolCall) and first.reasoning is not None:
+        return
+    report.add(Rule.THINKING_NOT_FIRST, index, "parts[0]")
 
 
 def _turns_with_calls(items: list[Message]) -> set[int]:

@@ -87,6 +87,12 @@ ANTHROPIC_UNSIGNED = ProviderError(
     "messages.{index}.content.{position}.thinking.signature: Field required",
     "justlovemaki/AIClient2API#437",
 )
+ANTHROPIC_THINKING_FIRST = ProviderError(
+    "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+    "`text`. When `thinking` is enabled, a final `assistant` message must start with a thinking "
+    "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).",
+    "n8n-io/n8n#22550; https://platform.claude.com/docs/build-with-claude/thinking-tool-workflows",
+)
 ANTHROPIC_EMPTY = ProviderError(
     "messages.{index}: all messages must have non-empty content except for the optional "
     "final assistant message",

@@ -40,6 +40,7 @@ __all__ = [
     "CHECK_REASONING",
     "CHECK_ROLES",
     "CHECK_STRUCTURE",
+    "CHECK_THINKING",
     "CHECK_TOOLS",
     "FIX_CONTENT",
     "FIX_EMPTY",
@@ -83,6 +84,7 @@ class Rule(StrEnum):
     UNSIGNED_REASONING = "unsigned-reasoning"
     MISSING_THOUGHT_SIGNATURE = "missing-thought-signature"
     MISSING_REASONING_CONTENT = "missing-reasoning-content"
+    THINKING_NOT_FIRST = "thinking-not-first"
     # Roles.
     FIRST_TURN_NOT_HUMAN = "first-turn-not-human"
     TOOL_THEN_HUMAN = "tool-then-human"
@@ -181,6 +183,7 @@ CHECK_REASONING = Step("reasoning")
 CHECK_ROLES = Step("roles")
 CHECK_CONTENT = Step("content")
 CHECK_TOOLS = Step("tools")
+CHECK_THINKING = Step("thinking")
 
 FIX_CONTENT = Fix("content", PortStage.MESSAGES, 10)
 FIX_OPENING = Fix("opening", PortStage.MESSAGES, 20)
@@ -248,6 +251,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             "human message right after another human message",
             CHECK_STRUCTURE,
             FIX_PAIRING,
+            applies=lambda p: not p.consecutive_humans_ok,
         ),
         RuleDefinition(
             Rule.ORPHAN_TOOL_MESSAGE,
@@ -365,6 +369,15 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             FIX_REASONING,
             applies=lambda p: p.reasoning == "reasoning-content-required",
             errors={"deepseek": pe.DEEPSEEK_NO_REASONING, "kimi": pe.KIMI_NO_REASONING},
+        ),
+        RuleDefinition(
+            Rule.THINKING_NOT_FIRST,
+            "with thinking on, the assistant turn before the last tool results must open "
+            "with a thinking block",
+            CHECK_THINKING,
+            None,  # a fact of the request (its thinking setting): the turn needs its thinking
+            applies=lambda p: p.reasoning == "native-signatures" and p.merges_same_role,
+            errors={"anthropic": pe.ANTHROPIC_THINKING_FIRST},
         ),
         # -- roles --
         RuleDefinition(

@@ -120,7 +120,10 @@ class ProviderProfile:
     ``{name}``, ``{length}``, ``{max_length}``); rules without one get chaincast's text.
 
     Content rules: ``system_anywhere`` — system messages are accepted after the first
-    message (several leading ones, or instructions mid-chain); ``empty_content_ok`` —
+    message (several leading ones, or instructions mid-chain); ``consecutive_humans_ok``
+    — a human message right after another is accepted (OpenAI Chat and Responses take
+    them as they are, Codex CLI sends two; Anthropic and Gemini merge same-role turns;
+    Bedrock refuses: turns must alternate); ``empty_content_ok`` —
     a message without content (or with only empty text) is accepted (no built-in API
     does: OpenAI and Mistral refuse an assistant message with neither content nor tool
     calls, Anthropic, Bedrock and Gemini any empty content); ``empty_final_ai_ok`` —
@@ -153,6 +156,7 @@ class ProviderProfile:
     needs_human_first: bool = False
     needs_ai_between_tool_and_human: bool = False
     system_anywhere: bool = False
+    consecutive_humans_ok: bool = False
     empty_content_ok: bool = False
     empty_final_ai_ok: bool = False
     user_media: frozenset[str] | None = IMAGE_TYPES
@@ -277,6 +281,7 @@ _BUILTINS = (
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
         max_id_length=40,
         reasoning=ReasoningPolicy.STRIP,
+        consecutive_humans_ok=True,
         errors=provider_errors("openai"),
         system_anywhere=True,
         user_media=IMAGE_TYPES | {"audio/wav", "audio/mp3", "application/pdf"},
@@ -294,6 +299,7 @@ _BUILTINS = (
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
         max_id_length=64,
         reasoning=ReasoningPolicy.ENCRYPTED_ITEMS,
+        consecutive_humans_ok=True,
         errors=provider_errors("openai-responses"),
         system_anywhere=True,
         user_media=IMAGE_TYPES | {"application/pdf"},
@@ -316,6 +322,7 @@ _BUILTINS = (
         system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
+        consecutive_humans_ok=True,
         errors=provider_errors("anthropic"),
         tools_with_tool_history=True,
         system_anywhere=True,
@@ -371,6 +378,7 @@ _BUILTINS = (
         system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
+        consecutive_humans_ok=True,
         errors=provider_errors("gemini"),
         **_GEMINI_CONTENT,
         sources=(
@@ -388,6 +396,7 @@ _BUILTINS = (
         system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
+        consecutive_humans_ok=True,
         errors=provider_errors("vertex"),
         **_GEMINI_CONTENT,
         sources=(

@@ -5,8 +5,9 @@ carried verbatim), placed where the kept part starts: after the kept question wh
 cut falls inside a turn, else in a first turn of its own opened by
 :data:`~csum.plan.EARLIER_CONVERSATION_TEXT`. When the result exceeds the limit, frozen
 summaries go first (oldest first), then the summary is cut to the longest prefix that
-fits, keeping its archive line; when not even an empty summary fits, the summarized
-part goes. A summary never makes the chain larger than what it replaces.
+fits, keeping its archive line; when not even an empty summary fits (the system prompt
+and the newest turn alone exceed the limit), the summarized part still gets a summary of
+at most :data:`FLOOR_SUMMARY_BYTES`: turns are never dropped without one.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from csum._summary_ids import unique_summary_ids
 from csum.archive import split_archive_line
 from csum.plan import EARLIER_CONVERSATION_TEXT, Plan
 
-__all__ = ["Assembled", "Assembler"]
+__all__ = ["FLOOR_SUMMARY_BYTES", "Assembled", "Assembler"]
+
+FLOOR_SUMMARY_BYTES = 512
+"""Largest summary a compaction over the floor writes (the system prompt and the newest
+turn alone exceed the budget): short, but the turns it replaces are never dropped
+without one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +80,22 @@ class Assembler:
         if size <= limit or text is None:
             return Assembled(out, False, dropped, pair)
         best = self._longest_fitting(ast, plan, text, frozen)
-        if best is None:  # not even an empty summary fits: the summarized part goes
-            out, _ = self.build(ast, plan, None, [])
-            return Assembled(out, True, dropped + len(frozen), None)
+        if best is None:  # not even an empty summary fits: the floor is over the budget
+            out, pair = self._floor_summary(ast, plan, text)
+            return Assembled(out, True, dropped + len(frozen), pair)
         return Assembled(best[0], True, dropped, best[1])
+
+    def _floor_summary(
+        self, ast: ChainAST, plan: Plan, text: str
+    ) -> tuple[ChainAST, BodyPair | None]:
+        """Over the budget whatever is summarized (the system prompt and the newest turn
+        are larger): the summarized part still gets a summary, cut to
+        :data:`FLOOR_SUMMARY_BYTES` (at a line end where one is), never left out."""
+        head, line = split_archive_line(text)
+        cut = head.encode("utf-8")[:FLOOR_SUMMARY_BYTES].decode("utf-8", "ignore")
+        if len(cut) < len(head) and "\n" in cut:
+            cut = cut[: cut.rindex("\n")]
+        return self.build(ast, plan, "\n".join(filter(None, (cut, line))), [])
 
     def _longest_fitting(
         self, ast: ChainAST, plan: Plan, text: str, frozen: list[BodyPair]

@@ -31,8 +31,20 @@ FINAL_TEXT = "Done: the command ran."
 class ModelServer:
     """Where the server listens and the request bodies it received, in order."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(
+        self, base_url: str, thinking: bool = False, rounds: int = 1, command: str = ""
+    ) -> None:
         self.base_url = base_url
+        self.thinking = thinking
+        """Answer a Messages request that turns thinking on with a signed thinking
+        block first, as Claude does."""
+        self.rounds = rounds
+        """Shell calls per user message on Messages (then the text answer)."""
+        self.command = command
+        """The shell command called on Messages (default: ``echo`` the marker)."""
+        self.made = 0
+        """Shell calls made on Messages since the newest user text (the script's own
+        count: a compacting gateway may send fewer results than were made)."""
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
 
@@ -50,26 +62,62 @@ def _sse(kind: str | None, data: dict[str, Any]) -> bytes:
 # Anthropic Messages ------------------------------------------------------------------
 
 
-def _anthropic_wants_tool(body: dict[str, Any]) -> str | None:
-    """The Bash tool's name when the newest user turn is text (not a tool result)."""
+def _results(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def _anthropic_wants_tool(body: dict[str, Any], rounds: int = 1, made: int = 0) -> str | None:
+    """The Bash tool's name when the newest user turn is text, or holds tool results
+    and the model made fewer than ``rounds`` calls since the last text (``made``)."""
     tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
     if "Bash" not in tools:
         return None
     messages = body.get("messages") or []
     if not messages or messages[-1].get("role") != "user":
         return None
-    content = messages[-1].get("content")
-    if isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    ):
-        return None
-    return "Bash"
+    if not _results(messages[-1]):
+        return "Bash"
+    return "Bash" if made < rounds else None
 
 
-def anthropic_events(body: dict[str, Any], n: int) -> list[bytes]:
-    """The SSE events of the scripted answer to a Messages request."""
+THOUGHT = "The user wants the shell: run the echo."
+"""The scripted thinking (with ``thinking``): a test finds it never copied into text."""
+
+
+def _thinking_events(n: int) -> list[bytes]:
+    start = {"type": "thinking", "thinking": "", "signature": ""}
+    deltas = [
+        {"type": "thinking_delta", "thinking": THOUGHT},
+        {"type": "signature_delta", "signature": f"scripted-signature-{n:04d}"},
+    ]
+    return [
+        _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": start},
+        ),
+        *(
+            _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d})
+            for d in deltas
+        ),
+        _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ]
+
+
+def anthropic_events(
+    body: dict[str, Any],
+    n: int,
+    thinking: bool = False,
+    rounds: int = 1,
+    command: str = "",
+    made: int = 0,
+) -> list[bytes]:
+    """The SSE events of the scripted answer to a Messages request (with ``thinking``
+    and a request that turns it on: a signed thinking block first)."""
     model = body.get("model", "claude-sonnet-4-5")
-    tool = _anthropic_wants_tool(body)
+    tool = _anthropic_wants_tool(body, rounds, made)
     message = {
         "id": f"msg_scripted{n:04d}",
         "type": "message",
@@ -81,19 +129,25 @@ def anthropic_events(body: dict[str, Any], n: int) -> list[bytes]:
         "usage": {"input_tokens": 10, "output_tokens": 1},
     }
     events = [_sse("message_start", {"type": "message_start", "message": message})]
+    index = 0
+    setting = body.get("thinking")
+    if thinking and isinstance(setting, dict) and setting.get("type") in ("enabled", "adaptive"):
+        events += _thinking_events(n)
+        index = 1
     if tool is not None:
         block = {"type": "tool_use", "id": f"toolu_scripted{n:04d}", "name": tool, "input": {}}
-        arguments = json.dumps({"command": f"echo {MARKER}", "description": "Echo a marker"})
+        shell = command or f"echo {MARKER}"
+        arguments = json.dumps({"command": shell, "description": "Echo a marker"})
         events += [
             _sse(
                 "content_block_start",
-                {"type": "content_block_start", "index": 0, "content_block": block},
+                {"type": "content_block_start", "index": index, "content_block": block},
             ),
             _sse(
                 "content_block_delta",
                 {
                     "type": "content_block_delta",
-                    "index": 0,
+                    "index": index,
                     "delta": {"type": "input_json_delta", "partial_json": arguments},
                 },
             ),
@@ -105,7 +159,7 @@ def anthropic_events(body: dict[str, Any], n: int) -> list[bytes]:
                 "content_block_start",
                 {
                     "type": "content_block_start",
-                    "index": 0,
+                    "index": index,
                     "content_block": {"type": "text", "text": ""},
                 },
             ),
@@ -113,14 +167,14 @@ def anthropic_events(body: dict[str, Any], n: int) -> list[bytes]:
                 "content_block_delta",
                 {
                     "type": "content_block_delta",
-                    "index": 0,
+                    "index": index,
                     "delta": {"type": "text_delta", "text": FINAL_TEXT},
                 },
             ),
         ]
         stop = "end_turn"
     events += [
-        _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        _sse("content_block_stop", {"type": "content_block_stop", "index": index}),
         _sse(
             "message_delta",
             {
@@ -295,7 +349,17 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(200, b'{"input_tokens": 100}', "application/json")
             elif path.endswith("/messages"):
                 if body.get("stream"):
-                    self._stream(anthropic_events(body, n))
+                    with server.lock:
+                        messages = body.get("messages") or []
+                        if messages and not _results(messages[-1]):
+                            server.made = 0
+                        made = server.made
+                        events = anthropic_events(
+                            body, n, server.thinking, server.rounds, server.command, made
+                        )
+                        if b'"tool_use"' in b"".join(events):
+                            server.made += 1
+                    self._stream(events)
                 else:
                     self._send(
                         200, json.dumps(anthropic_body(body, n)).encode(), "application/json"
@@ -309,9 +373,12 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def agent_model_server(port: int = 0) -> Iterator[ModelServer]:
-    """A running scripted model on 127.0.0.1 (``port`` 0: any free port)."""
-    server = ModelServer("")
+def agent_model_server(
+    port: int = 0, *, thinking: bool = False, rounds: int = 1, command: str = ""
+) -> Iterator[ModelServer]:
+    """A running scripted model on 127.0.0.1 (``port`` 0: any free port; ``thinking``,
+    ``rounds``, ``command``: see :class:`ModelServer`)."""
+    server = ModelServer("", thinking, rounds, command)
     httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(server))
     httpd.daemon_threads = True
     server.base_url = f"http://127.0.0.1:{httpd.server_address[1]}"

@@ -89,7 +89,7 @@ def test_a_valid_chain_has_no_violations(target: str) -> None:
             id="gemini-duplicate-result",
         ),
         pytest.param(
-            [Message.human("q"), Message.human("q2")], "openai", None, 1,
+            [Message.human("q"), Message.human("q2")], "bedrock", None, 1,
             Rule.CONSECUTIVE_HUMAN, DEFAULT_ERROR_TEXTS[Rule.CONSECUTIVE_HUMAN],
             id="consecutive-human",
         ),

@@ -918,3 +918,70 @@ def test_fifty_concurrent_conversations_do_not_mix(upstream: Process, gateway: P
         assert sum(m.size for m in chain) <= BUDGET
     after = metric(gateway, "csum_serve_compactions_total", endpoint="chat")
     assert after - before >= conversations * 3 // 4  # (a run of text answers may not)
+
+
+@pytest.mark.anyio
+async def test_codex_built_in_tools_are_dropped_with_a_header_or_refused(upstream: Process) -> None:
+    """Codex CLI on a Chat upstream (``--upstream-api openai``): its built-in tools are
+    left out of the translated request and named in ``x-csum-dropped-tools``; with
+    ``refuse_builtin_tools`` the request gets a 400 naming them, the upstream nothing."""
+    tools = [
+        {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+        {"type": "custom", "name": "apply_patch", "description": "Edit files."},
+        {"type": "web_search", "external_web_access": True},
+    ]
+    body = json.dumps({"model": "gpt-4o", "input": "Add a.txt", "tools": tools}).encode()
+    dropping = create_app(ServeConfig(upstream=upstream.url, upstream_api="openai"))
+    refusing = create_app(
+        ServeConfig(upstream=upstream.url, upstream_api="openai", refuse_builtin_tools=True)
+    )
+    try:
+        reset(upstream)
+        transport = httpx.ASGITransport(app=dropping)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            answer = await client.post("/v1/responses", content=body)
+        assert answer.status_code == 200
+        assert answer.headers["x-csum-dropped-tools"] == "web_search"
+        (sent,) = recorded(upstream)
+        names = [t["function"]["name"] for t in json.loads(sent["body"])["tools"]]
+        assert names == ["exec_command", "apply_patch"]
+        reset(upstream)
+        transport = httpx.ASGITransport(app=refusing)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            refused = await client.post("/v1/responses", content=body)
+        assert refused.status_code == 400
+        assert "web_search" in refused.json()["error"]["message"]
+        assert recorded(upstream) == []
+    finally:
+        await dropping.state.gateway.aclose()
+        await refusing.state.gateway.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_translated_request_carries_no_anthropic_query_or_headers(
+    upstream: Process,
+) -> None:
+    """Claude Code on a Chat upstream: its ``?beta=true`` and ``anthropic-*`` headers are
+    Anthropic's and stay behind; the key moves to ``authorization``."""
+    app = create_app(ServeConfig(upstream=upstream.url, upstream_api="openai"))
+    body = json.dumps(
+        {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
+    headers = {
+        "x-api-key": API_KEY,
+        "anthropic-version": "2023-06-01",
+        "anthropic-beta": "interleaved-thinking-2025-05-14",
+    }
+    try:
+        reset(upstream)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            answer = await client.post("/v1/messages?beta=true", content=body, headers=headers)
+        assert answer.status_code == 200
+    finally:
+        await app.state.gateway.aclose()
+    (sent,) = recorded(upstream)
+    assert sent["path"] == "/v1/chat/completions"
+    assert sent["query"] == ""
+    assert not [name for name in sent["headers"] if name.startswith("anthropic-")]
+    assert sent["headers"]["authorization"] == f"Bearer {API_KEY}"

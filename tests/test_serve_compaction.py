@@ -13,16 +13,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cast import Message, lint
-from cast.codecs import anthropic, openai
+from cast import Message, Role, TextPart, lint, parse_chain
+from cast.codecs import anthropic, claude_code, openai
+from cast.codecs import openai_responses as responses
+from conftest import CLAUDE_CODE
+from csum._pairs import is_summarized
 from csum.clearing import CLEARED_PREFIX
 from csum.cli import main
 from csum.config import SUMMARY_ONLY, Budget
 from csum.serve import INSTALL_HINT, ServeConfig
 from csum.serve.apis import APIS, api_for
 from csum.serve.compaction import OutcomeKind, Rewriter
-from csum.serve.conversation import ConversationState, chain_hash, conversation_key
-from csum.stores import MemoryStore, SQLiteStore
+from csum.serve.conversation import (
+    KEY_PREFIX,
+    ConversationState,
+    chain_hash,
+    conversation_key,
+)
+from csum.stores import MemoryStore, RedisStore, SQLiteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -371,6 +379,22 @@ def test_the_size_bound_never_lets_an_over_budget_history_through(
     assert size <= len(data)
     # (text that looks like media may turn the token bound off: it only errs that way)
     assert tokens <= len(data) // 3 + 1
+    # the same for the history's own JSON, what the gateway measures once it has parsed
+    # the body (so a request's tools never count)
+    api = APIS[which if which == 0 else (2 if which == 1 else 1)]
+    history = api.history(payload)
+    assert history is not None
+    own = json.dumps(history, ensure_ascii=False, separators=(",", ":")).encode()
+    assert size <= len(own)
+    assert tokens <= len(own) // 3 + 1
+    # and for the share of the body the gateway measures: the body less the other
+    # fields' most compact JSON (however the body is written)
+    spaced = json.dumps(payload, ensure_ascii=True, indent=1).encode()
+    other = {k: v for k, v in payload.items() if k not in api.history_keys}
+    share = len(spaced) - len(json.dumps(other, ensure_ascii=False, separators=(",", ":")))
+    assert size <= share
+    assert tokens <= share // 3 + 1
+    assert fits_by_size(spaced, Budget.bytes(share), size=share)
 
 
 async def test_a_body_over_the_size_bound_is_measured_not_guessed() -> None:
@@ -577,3 +601,146 @@ def test_summary_depths_are_checked_when_restored() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         keeper.restore_summary_depths({"abc": 0})
     assert dict(keeper.summary_depths) == {"abc": 2}  # a refused mapping changes nothing
+
+
+def _thinking_first(messages: list[Message]) -> bool:
+    found = lint(messages, "anthropic", thinking=True)
+    return not any(v.rule == "thinking-not-first" for v in found)
+
+
+@pytest.mark.skipif(not CLAUDE_CODE.is_dir(), reason="shared corpus (Claude Code sessions) absent")
+async def test_compacted_claude_code_requests_open_with_thinking_and_copy_none() -> None:
+    """A real Claude Code session with thinking on: every request whose final assistant
+    turn opens with thinking still does once compacted (Anthropic merges a summary turn
+    into the next assistant turn, which then opens with text: a 400), and no thinking
+    text is copied into plain text."""
+    entries = json.loads((CLAUDE_CODE / "claudecode_spotter_258c7280.json").read_text("utf-8"))
+    chain = claude_code.decode_claude_code_log(entries)
+    thoughts = {
+        line
+        for m in chain
+        for p in m.parts
+        if (r := getattr(p, "reasoning", None)) is not None
+        for line in r.content.splitlines()
+        if len(line) > 40
+    }
+    keeper = rewriter(48 * 1024)
+    checked = compacted = 0
+    for end in range(2, len(chain) + 1):
+        prefix = chain[:end]
+        if prefix[-1].role is not Role.TOOL or not _thinking_first(prefix):
+            continue
+        payload = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 4096,
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            **anthropic.encode(prefix),
+        }
+        outcome = await keeper.rewrite(MESSAGES, json.dumps(payload).encode(), None)
+        assert outcome.kind is not OutcomeKind.FAILED
+        if outcome.body is None:
+            continue
+        sent = anthropic.decode(json.loads(outcome.body))
+        checked += 1
+        compacted += outcome.kind is OutcomeKind.COMPACTED
+        assert _thinking_first(sent), end
+        plain = "\n".join(p.text for m in sent for p in m.parts if type(p) is TextPart)
+        assert not [line for line in thoughts if line in plain and line not in _texts(prefix)]
+    assert compacted >= 2
+    assert checked >= 5
+
+
+def _texts(messages: list[Message]) -> str:
+    return "\n".join(p.text for m in messages for p in m.parts if type(p) is TextPart)
+
+
+async def test_a_request_over_its_floor_is_counted_so_logged_once_and_summarized(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The system prompt alone exceeds the budget: no request is counted within budget,
+    the conversation's floor is logged once, and the older turns leave with a summary."""
+    items = chat_turns(12)
+    items[0] = {"role": "system", "content": SYSTEM + " Follow the house rules." * 400}
+    keeper = rewriter(8192)
+    kinds = []
+    with caplog.at_level("WARNING", logger="csum.serve"):
+        for turns in (2, 12, 13):
+            data = body(items[: 2 + 2 * turns] if turns < 13 else [*items, *chat_turns(13)[-2:]])
+            outcome = await keeper.rewrite(CHAT, data, None)
+            kinds.append(outcome.kind)
+            assert outcome.floor > 8192
+    assert kinds == [OutcomeKind.OVER_FLOOR] * 3
+    floors = [r for r in caplog.records if "over the floor" in r.getMessage()]
+    assert len(floors) == 1
+    assert floors[0].__dict__["budget"] == 8192
+    assert floors[0].__dict__["floor"] > 8192
+    assert outcome.body is not None
+    sent = sent_messages(outcome.body)
+    summaries = [p for s in parse_chain(sent).sections for p in s.body if is_summarized(p)]
+    assert len(summaries) == 1
+
+
+async def test_a_compacted_codex_request_keeps_its_instructions_items_ids_and_statuses() -> None:
+    """Codex CLI's shape through a compaction (issue #38): ``instructions`` stay
+    ``instructions``, its two developer and two user messages stay apart and as sent,
+    and every kept call and output goes with its id and status."""
+    developer = [
+        {"type": "message", "role": "developer",
+         "content": [{"type": "input_text", "text": text}]}
+        for text in ("You are Codex. " * 200, "<skills_instructions>...</skills_instructions>")
+    ]  # fmt: skip
+    users = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+        for text in ("<environment_context>cwd</environment_context>", "Fix the importer.")
+    ]
+    items: list[dict[str, Any]] = [*developer, *users]
+    for i in range(30):
+        items.append(
+            {"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}",
+             "name": "exec_command", "arguments": "{}", "status": "completed"}
+        )  # fmt: skip
+        items.append(
+            {"type": "function_call_output", "call_id": f"call_{i}", "output": "ok " * 200}
+        )
+    data = json.dumps({"model": "gpt-5-codex", "instructions": "Be brief.", "input": items})
+    outcome = await rewriter(8192).rewrite(APIS[1], data.encode(), None)
+    assert outcome.kind is OutcomeKind.COMPACTED
+    assert outcome.body is not None
+    sent = json.loads(outcome.body)
+    assert list(sent) == ["model", "instructions", "input"]
+    assert sent["instructions"] == "Be brief."
+    assert sent["input"][:4] == [*developer, *users]
+    kept = [item for item in sent["input"] if item.get("call_id", "").startswith("call_2")]
+    assert kept
+    assert all(item in items for item in kept)  # as the client sent them: ids, statuses
+    assert lint(responses.decode(sent), "openai-responses") == []
+
+
+def test_the_docs_name_the_conversation_keys_redis_holds() -> None:
+    keys = f"{RedisStore.default_prefix}{KEY_PREFIX}*"
+    assert f"`{keys}`" in (Path(__file__).parents[1] / "docs" / "serve.md").read_text("utf-8")
+
+
+async def test_a_history_within_budget_is_not_decoded_however_large_its_tools(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Claude Code sends 80 KB of tools with every request: the within-budget path
+    measures the history's own JSON, so such a request is never decoded (issue #38)."""
+    tools = [
+        {"name": f"tool_{i}", "description": "d" * 4000, "input_schema": {"type": "object"}}
+        for i in range(20)
+    ]
+    messages = [{"role": "user", "content": "Fix the importer."}]
+    data = json.dumps({"model": "m", "system": SYSTEM, "messages": messages, "tools": tools})
+
+    def decoded(*_: object) -> None:
+        raise AssertionError("decoded")
+
+    monkeypatch.setattr(anthropic, "decode", decoded)
+    for offload in (True, False):
+        config = ServeConfig(
+            upstream="http://127.0.0.1:9", budget=Budget.bytes(16384), offload=offload
+        )
+        outcome = await Rewriter(config, MemoryStore()).rewrite(MESSAGES, data.encode(), None)
+        assert outcome.kind is OutcomeKind.WITHIN_BUDGET
+        assert outcome.bytes_before < 1024 < 16384 < len(data)

@@ -27,6 +27,7 @@ from csum.serve.translate_responses import (
     AnthropicResponsesStream,
     ResponsesStream,
     chat_request_for_responses,
+    dropped_tools,
     messages_request_for_responses,
     responses_from_messages,
     responses_response,
@@ -269,7 +270,6 @@ def test_a_responses_request_becomes_a_chat_request() -> None:
     ("change", "where"),
     [
         ({"previous_response_id": "resp_1"}, "previous_response_id"),
-        ({"tools": [{"type": "web_search_preview"}]}, "tools[0]"),
         ({"tools": [{"type": "function"}]}, "tools[0].name"),
         ({"tool_choice": {"type": "file_search"}}, "tool_choice"),
         ({"input": [{"type": "message", "role": "wizard", "content": "x"}]}, "input[0]"),
@@ -548,3 +548,135 @@ def test_an_error_inside_an_upstream_stream_reaches_the_client_as_its_own_error(
         else:
             assert last_frame.startswith(b"event: error\n")
             assert data["type"] == "error"
+
+
+PATCH = "*** Begin Patch\n*** Add File: a.txt\n+hello\n*** End Patch"
+CODEX_TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+    {
+        "type": "custom",
+        "name": "apply_patch",
+        "description": "Edit files with a patch.",
+        "format": {"type": "grammar", "syntax": "lark", "definition": "start: begin_patch"},
+    },
+    {
+        "type": "namespace",
+        "name": "multi_agent_v1",
+        "description": "Sub-agents.",
+        "tools": [
+            {"type": "function", "name": "spawn_agent", "parameters": {"type": "object"}},
+            {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+        ],
+    },
+    {"type": "web_search", "external_web_access": True},
+    {"type": "tool_search"},
+]
+CODEX: dict[str, Any] = {
+    "model": "gpt-5-codex",
+    "tools": CODEX_TOOLS,
+    "input": [
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": "Add a.txt"}]},
+        {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "apply_patch",
+         "input": PATCH, "status": "completed"},
+        {"type": "custom_tool_call_output", "call_id": "call_1", "output": "Success."},
+        {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "spawn_agent",
+         "namespace": "multi_agent_v1", "arguments": "{}", "status": "completed"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "agent 7"},
+    ],
+}  # fmt: skip
+
+
+def _chat_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    call = {"id": "call_9", "type": "function", "function": {"name": name}}
+    call["function"]["arguments"] = json.dumps(arguments)
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    return {
+        "id": "c1",
+        "model": "m",
+        "choices": [{"message": message, "finish_reason": "tool_calls"}],
+    }
+
+
+def test_codex_tools_become_chat_functions_and_built_ins_are_dropped() -> None:
+    """Codex CLI's tools on a Chat upstream (issue #38): a custom tool is a function of
+    one string, a namespace its members, built-in tools are left out and named."""
+    before = copy.deepcopy(CODEX)
+    out = chat_request_for_responses(CODEX)
+    assert before == CODEX
+    functions = {t["function"]["name"]: t["function"] for t in out["tools"]}
+    assert list(functions) == [
+        "exec_command", "apply_patch", "spawn_agent", "multi_agent_v1__exec_command",
+    ]  # fmt: skip
+    patch = functions["apply_patch"]["parameters"]
+    assert patch["required"] == ["input"]
+    assert "start: begin_patch" in patch["properties"]["input"]["description"]
+    assert dropped_tools(CODEX) == ["web_search", "tool_search"]
+    messages = out["messages"]
+    (call,) = messages[1]["tool_calls"]
+    assert call["function"]["name"] == "apply_patch"
+    assert json.loads(call["function"]["arguments"]) == {"input": PATCH}
+    assert messages[2] == {"role": "tool", "tool_call_id": "call_1", "content": "Success."}
+    assert messages[3]["tool_calls"][0]["function"]["name"] == "spawn_agent"
+    assert lint(openai.decode(out), "openai") == []
+    assert "[openai-responses" not in json.dumps(out)  # nothing left as a placeholder
+
+
+def test_chat_calls_of_custom_and_namespaced_tools_come_back_as_codex_sent_them() -> None:
+    types = pytest.importorskip("openai.types.responses", reason="the openai SDK is not installed")
+    custom = responses_response(_chat_call("apply_patch", {"input": PATCH}), "m", CODEX)
+    (item,) = custom["output"]
+    assert (item["type"], item["name"], item["input"]) == ("custom_tool_call", "apply_patch", PATCH)
+    member = responses_response(_chat_call("multi_agent_v1__exec_command", {}), "m", CODEX)
+    (call,) = member["output"]
+    assert (call["type"], call["name"], call["namespace"]) == (
+        "function_call", "exec_command", "multi_agent_v1",
+    )  # fmt: skip
+    assert types.Response.model_validate(custom).output[0].type == "custom_tool_call"
+    # sent back in the next request, each is the call the model made
+    output = {"type": "custom_tool_call_output", "call_id": "call_9", "output": "Done."}
+    again = chat_request_for_responses({**CODEX, "input": [*CODEX["input"], item, output]})
+    (sent,) = again["messages"][-2]["tool_calls"]
+    assert json.loads(sent["function"]["arguments"]) == {"input": PATCH}
+    assert again["messages"][-1] == {"role": "tool", "tool_call_id": "call_9", "content": "Done."}
+
+
+@pytest.mark.parametrize("upstream", ["chat", "anthropic"])
+def test_a_streamed_custom_tool_call_reaches_codex_as_one(upstream: str) -> None:
+    pieces = [json.dumps({"input": PATCH})[i : i + 7] for i in range(0, 80, 7)]
+    if upstream == "chat":
+        stream: Any = ResponsesStream("m", CODEX)
+        head = {"id": "call_9", "function": {"name": "apply_patch", "arguments": ""}}
+        chunks = [{"id": "c", "choices": [{"delta": {"tool_calls": [{"index": 0, **head}]}}]}]
+        for piece in pieces:
+            delta = {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+            chunks.append({"id": "c", "choices": [{"delta": delta}]})
+        data = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks)
+        out = stream.feed(data + b"data: [DONE]\n\n")
+    else:
+        stream = AnthropicResponsesStream("m", CODEX)
+        block = {"type": "tool_use", "id": "call_9", "name": "apply_patch", "input": {}}
+        events = [
+            ("message_start", {"message": {"id": "msg_1", "model": "m", "usage": {}}}),
+            ("content_block_start", {"index": 0, "content_block": block}),
+            *(
+                ("content_block_delta",
+                 {"index": 0, "delta": {"type": "input_json_delta", "partial_json": p}})
+                for p in pieces
+            ),
+            ("content_block_stop", {"index": 0}),
+            ("message_stop", {}),
+        ]  # fmt: skip
+        out = stream.feed(
+            b"".join(
+                f"event: {k}\ndata: {json.dumps({'type': k, **d})}\n\n".encode() for k, d in events
+            )
+        )
+    seen = [json.loads(line[6:]) for line in out.decode().splitlines() if line.startswith("data: ")]
+    kinds = [e["type"] for e in seen]
+    assert "response.custom_tool_call_input.done" in kinds
+    assert "response.function_call_arguments.delta" not in kinds
+    final = seen[-1]["response"]["output"]
+    assert [(i["type"], i["name"], i["input"]) for i in final] == [
+        ("custom_tool_call", "apply_patch", PATCH)
+    ]

@@ -39,6 +39,8 @@ from csum.serve.summarizer import Credentials
 from csum.serve.tenant import TenantKeys
 from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError, count_tokens
+from csum.serve.translate_responses import dropped_tools
+from csum.serve.translate_tools import DROPPED_TOOLS_HEADER
 from csum.serve.translations import Translation, translated_headers, translation_for
 from csum.serve.upstream import Upstream, UpstreamBusyError, request_headers, response_headers
 from csum.stores import MemoryStore, SummaryStore, is_redis_url, open_store
@@ -221,9 +223,9 @@ class Gateway:
         sent = time.perf_counter()
         self.metrics.added_seconds.labels(endpoint).observe(sent - started)
         try:
-            upstream = await self.upstream.send(
-                request.method, target, request.url.query, headers, body
-            )
+            # a translated request goes without the client's query (Anthropic's ?beta=true)
+            query = "" if translation is not None else request.url.query
+            upstream = await self.upstream.send(request.method, target, query, headers, body)
         except (UpstreamBusyError, httpx.PoolTimeout):
             return self._busy(endpoint)
         except httpx.TimeoutException as exc:
@@ -267,6 +269,10 @@ class Gateway:
         if not isinstance(payload, dict):
             raise TranslationError("the body is not a JSON object")
         check_items(payload, translation.client.list_key, self.config.max_items)
+        dropped = _dropped(translation, payload)
+        if dropped and self.config.refuse_builtin_tools:
+            names = ", ".join(dropped)
+            raise TranslationError(f"tools: built-in tools the upstream cannot run: {names}")
         out = translation.request(payload)
         if self.config.upstream_model is not None:
             out["model"] = self.config.upstream_model
@@ -290,7 +296,7 @@ class Gateway:
             if isinstance(translated, str):
                 message = f"the upstream's answer cannot be read: {translated}"
                 return JSONResponse(refusal(provider, 502, message, "api_error"), 502)
-            return JSONResponse(translated)
+            return JSONResponse(translated, headers=_dropped_header(translation, asked))
         stream = translation.stream(model, asked)
 
         async def events() -> AsyncIterator[bytes]:
@@ -312,7 +318,7 @@ class Gateway:
         return StreamingResponse(
             events(),
             media_type="text/event-stream",
-            headers={"cache-control": "no-cache"},
+            headers={"cache-control": "no-cache", **_dropped_header(translation, asked)},
             background=BackgroundTask(self.upstream.close, upstream),
         )
 
@@ -368,9 +374,9 @@ class Gateway:
     def _count(self, endpoint: str, outcome: Outcome) -> None:
         metrics = self.metrics
         metrics.outcomes.labels(endpoint, str(outcome.kind)).inc()
-        if outcome.kind is OutcomeKind.COMPACTED:
+        if outcome.compacted:
             metrics.compactions.labels(endpoint).inc()
-        if outcome.kind in (OutcomeKind.COMPACTED, OutcomeKind.REUSED):
+        if outcome.kind in (OutcomeKind.COMPACTED, OutcomeKind.REUSED, OutcomeKind.OVER_FLOOR):
             metrics.bytes_saved.inc(max(0, outcome.bytes_before - outcome.bytes_after))
             metrics.tokens_saved.inc(outcome.tokens_saved)
         metrics.handler_calls.inc(outcome.handler_calls)
@@ -441,6 +447,16 @@ def _translated_answer(
 def _has_dot_segment(raw_path: bytes) -> bool:
     path = unquote(raw_path.decode("latin-1").split("?", 1)[0])
     return any(part in (".", "..") for part in path.replace("\\", "/").split("/"))
+
+
+def _dropped(translation: Translation, payload: dict[str, Any]) -> list[str]:
+    """The built-in tools a translated Responses request loses (none for the others)."""
+    return dropped_tools(payload) if translation.client.name == "responses" else []
+
+
+def _dropped_header(translation: Translation, asked: dict[str, Any]) -> dict[str, str]:
+    dropped = _dropped(translation, asked)
+    return {DROPPED_TOOLS_HEADER: ", ".join(dropped)} if dropped else {}
 
 
 def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Starlette:

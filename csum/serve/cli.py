@@ -186,6 +186,13 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="with --upstream-api openai|anthropic: model name sent in translated requests",
     )
     add(
+        "--refuse-builtin-tools",
+        action="store_true",
+        help="with --upstream-api: answer 400 to a Responses request with a built-in tool the "
+        "upstream cannot run (web_search, tool_search, ...) instead of dropping it from tools "
+        "(named in the x-csum-dropped-tools response header)",
+    )
+    add(
         "--summarizer",
         choices=SUMMARIZER_KINDS,
         default="extractive",
@@ -288,6 +295,7 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         tenant_secret=os.environ.get(TENANT_SECRET_ENV) or None,
         upstream_api=args.upstream_api,
         upstream_model=args.upstream_model,
+        refuse_builtin_tools=args.refuse_builtin_tools,
         handler=args.handler,
         summarizer=args.summarizer,
         summarizer_url=args.summarizer_url,

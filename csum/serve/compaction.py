@@ -19,7 +19,8 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from cast import Message
+from cast import Message, get_provider
+from csum._pairs import placed_for
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.compactor import Compactor, summary_bytes
@@ -35,6 +36,7 @@ from csum.serve.conversation import ConversationState, ConversationStates, conve
 from csum.serve.limits import RefusedError, check_items, parse
 from csum.serve.loop_stores import LoopArchive, LoopStore
 from csum.serve.pool import WorkerPool
+from csum.serve.responses_items import as_sent
 from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler, robustness
 from csum.serve.tenant import ANONYMOUS
 from csum.store_events import StoreEventKind
@@ -80,6 +82,10 @@ class OutcomeKind(StrEnum):
     REFUSED = "refused"
     """Over the gateway's bounds on what it decodes (nesting depth, items): answered
     with ``status`` by the gateway, never forwarded."""
+    OVER_FLOOR = "over_floor"
+    """Over the budget however compacted: the system prompt and the newest turn alone
+    exceed it (the floor). Sent compacted as far as it goes (the older turns replaced by
+    a short summary), logged once per conversation with the floor's size."""
     PROVIDER_STATE = "provider_state"
     """A Responses request continuing state the provider holds (``previous_response_id``
     or ``conversation``): the history is not in the request, forwarded byte for byte."""
@@ -101,6 +107,11 @@ class Outcome:
     """Depth of the summary a compaction wrote (0: none written)."""
     archived: int = 0
     """Messages the compaction put in the archive."""
+    compacted: bool = False
+    """A compaction was made (``compacted``, and ``over_floor`` when it made one)."""
+    floor: int = 0
+    """With ``over_floor``: the history's size sent, in the budget's unit (the smallest
+    budget this request fits)."""
     detail: str = ""
     status: int = 0
     """The status to answer with (``REFUSED`` only)."""
@@ -129,6 +140,7 @@ class Rewriter:
         self.archive_store = archive_store
         self.summarizer = Summarizer(config)
         self.pool = WorkerPool(config.compaction_workers, config.deadline)
+        self._floors_logged: set[str] = set()
 
     async def rewrite(
         self,
@@ -202,8 +214,12 @@ class Rewriter:
         budget = self.config.budget_for(payload.get("model"))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
-        if fits_by_size(body, budget):
-            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
+        # the history's share of the body, not the body (Claude Code's tools are 80 KB):
+        # at most the body less the other fields' most compact JSON
+        other = {k: v for k, v in payload.items() if k not in api.history_keys}
+        share = len(body) - len(_dumps(other))
+        if fits_by_size(body, budget, size=share):
+            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=share)
         return _Read(payload, history, budget)
 
     async def _compacted(
@@ -278,11 +294,15 @@ class Rewriter:
         )
         archived = sum(1 for e in result.store_events if e.kind is StoreEventKind.ARCHIVED)
         if not result.compacted and rebuilt is None:
+            over = result.over_budget
+            if over:
+                self._log_floor(key, api, budget, result.size_after)
             return Outcome(
-                OutcomeKind.WITHIN_BUDGET,
+                OutcomeKind.OVER_FLOOR if over else OutcomeKind.WITHIN_BUDGET,
                 bytes_before=result.bytes_before,
                 bytes_after=result.bytes_before,
                 store_failures=store_failures,
+                floor=result.size_after if over else 0,
             )
         sent = result.messages
         depth = 0
@@ -298,10 +318,19 @@ class Rewriter:
                     "conversation state not stored",
                     extra={"endpoint": api.name, "error": type(exc).__name__},
                 )
-        body = _dumps(api.merged(payload, api.encode(sent)))
+        # summaries where the provider takes them (Anthropic: not opening a thinking turn)
+        placed = placed_for(sent, get_provider(api.provider))
+        encoded = api.encode(placed)
+        if api.name == "responses":  # the client's own items where the compaction kept them
+            encoded = as_sent(history, encoded)
+        body = _dumps(api.merged(payload, encoded))
         before = sum(m.size for m in messages)
+        kind = OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED
+        if result.over_budget:
+            kind = OutcomeKind.OVER_FLOOR
+            self._log_floor(key, api, budget, result.size_after)
         return Outcome(
-            OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED,
+            kind,
             body=body,
             bytes_before=before,
             bytes_after=result.bytes_after,
@@ -311,6 +340,26 @@ class Rewriter:
             store_failures=store_failures,
             depth=depth,
             archived=archived,
+            compacted=result.compacted,
+            floor=result.size_after if result.over_budget else 0,
+        )
+
+    def _log_floor(self, key: str, api: Api, budget: Budget, floor: int) -> None:
+        """Once per conversation (per process): its floor and the budget it needs."""
+        if key in self._floors_logged:
+            return
+        if len(self._floors_logged) >= _FLOORS_REMEMBERED:
+            self._floors_logged.clear()
+        self._floors_logged.add(key)
+        _log.warning(
+            "over the floor: the system prompt and the newest turn exceed the budget",
+            extra={
+                "endpoint": api.name,
+                "outcome": str(OutcomeKind.OVER_FLOOR),
+                "floor": floor,
+                "budget": budget.limit,
+                "unit": budget.unit,
+            },
         )
 
     def _compactor(
@@ -383,19 +432,26 @@ def _past_deadline(api: Api) -> Outcome:
     return Outcome(OutcomeKind.DEADLINE, detail="deadline")
 
 
+_FLOORS_REMEMBERED = 65536
+"""Conversations whose floor was logged that a gateway remembers (then it forgets them
+all, and logs each once more)."""
+
 _MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_file"', b"audio")
 """Byte strings whose presence in a body turns the token bound off (media are counted
 by their pixels, not their bytes)."""
 
 
-def fits_by_size(body: bytes, budget: Budget) -> bool:
+def fits_by_size(body: bytes, budget: Budget, *, size: int | None = None) -> bool:
     """Whether ``body``'s history fits ``budget`` for sure, from its length alone, so the
     request goes without being decoded. A message's size (the UTF-8 bytes of its parts)
     never exceeds its JSON text, which quotes and punctuates each part; and the default
     :class:`~csum.tokens.EstimatedTokens` counts at most one token per 3 bytes of text,
     and fewer for the per-message and per-call overheads than their JSON takes. Media
-    are counted by pixel size, so a body that may hold one is always decoded."""
-    size = len(body)
+    are counted by pixel size, so a body that may hold one is always decoded. ``size``
+    (default: the body's length) is the history's share of the body when known: the
+    JSON text the history's messages come from."""
+    if size is None:
+        size = len(body)
     if budget.unit == "bytes":
         return size <= budget.limit
     if size // 3 + 1 > budget.limit:

@@ -85,6 +85,10 @@ class ServeConfig:
     gateway_key: str | None = None
     upstream_api: str = "same"
     upstream_model: str | None = None
+    refuse_builtin_tools: bool = False
+    """With translation: answer 400 to a Responses request naming a built-in tool the
+    upstream cannot run (``web_search``, ...), instead of dropping it from ``tools``
+    with a warning header (``x-csum-dropped-tools``)."""
     handler: str = "extractive"
     summarizer: str = "extractive"
     summarizer_url: str | None = None

@@ -1,7 +1,8 @@
 """Structured logs of ``csum serve``: one JSON object a line on standard error.
 
 The gateway logs on the ``csum.serve`` logger with its fields as ``extra`` (endpoint,
-status, outcome, added_ms, error: a type name). No header, body or key is ever a field.
+status, outcome, added_ms, error: a type name; floor, budget and unit of a request over
+its floor). No header, body or key is ever a field.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = [
     "uvicorn_log_config",
 ]
 
-FIELDS = ("endpoint", "status", "outcome", "added_ms", "error")
+FIELDS = ("endpoint", "status", "outcome", "added_ms", "error", "floor", "budget", "unit")
 """The ``extra`` fields a log line carries when the record has them."""
 
 

@@ -29,6 +29,7 @@ from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from csum.serve.sse import SseReader, data_event, read_event
 from csum.serve.translate import TranslationError, reasoning_of
 from csum.serve.translate_chat import chat_usage, messages_request
+from csum.serve.translate_tools import ChatTools, chat_tools, custom_input, function_items
 
 __all__ = [
     "GATEWAY_REASONING_PREFIX",
@@ -36,6 +37,7 @@ __all__ = [
     "AnthropicResponsesStream",
     "ResponsesStream",
     "chat_request_for_responses",
+    "dropped_tools",
     "messages_request_for_responses",
     "responses_from_messages",
     "responses_response",
@@ -58,7 +60,8 @@ def chat_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
     for key in _REFUSED:
         if payload.get(key) is not None:
             raise TranslationError(f"{key}: stored upstream state cannot be translated")
-    history = {k: payload[k] for k in ("instructions", "input") if k in payload}
+    tools = chat_tools(payload.get("tools"))
+    history = _history(payload, tools)
     try:
         chain = port(responses_codec.decode(history), "openai")
     except ValueError as exc:
@@ -80,33 +83,38 @@ def chat_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
         out["response_format"] = {"type": "json_schema", "json_schema": schema}
     elif isinstance(fmt, dict) and fmt.get("type") == "json_object":
         out["response_format"] = {"type": "json_object"}
-    tools = payload.get("tools")
-    if tools is not None:
-        if not isinstance(tools, list):
-            raise TranslationError("tools: expected an array")
-        out["tools"] = [_tool(tool, i) for i, tool in enumerate(tools)]
-    if payload.get("tool_choice") is not None:
-        out["tool_choice"] = _tool_choice(payload["tool_choice"])
+    if tools.functions:  # (Chat refuses an empty array: built-ins alone leave none)
+        out["tools"] = tools.functions
+    if payload.get("tool_choice") is not None and (tools.functions or payload.get("tools") is None):
+        out["tool_choice"] = _tool_choice(payload["tool_choice"], tools)
     return out
 
 
-def _tool(tool: object, i: int) -> dict[str, Any]:
-    if not isinstance(tool, dict) or tool.get("type") != "function":
-        kind = tool.get("type") if isinstance(tool, dict) else tool
-        raise TranslationError(f"tools[{i}]: {kind!r} is not a function tool")
-    if not isinstance(tool.get("name"), str):
-        raise TranslationError(f"tools[{i}].name: expected a string")
-    keys = ("name", "description", "parameters", "strict")
-    function = {k: tool[k] for k in keys if tool.get(k) is not None}
-    return {"type": "function", "function": function}
+def dropped_tools(payload: dict[str, Any]) -> list[str]:
+    """The built-in tools of a Responses request a Chat upstream cannot run (left out of
+    the translated request): ``type`` or ``type:name`` each."""
+    try:
+        return chat_tools(payload.get("tools")).dropped
+    except TranslationError:
+        return []
 
 
-def _tool_choice(choice: object) -> Any:
+def _history(payload: dict[str, Any], tools: ChatTools) -> dict[str, Any]:
+    """``instructions`` and ``input``, custom and namespaced calls as Chat functions."""
+    history: dict[str, Any] = {k: payload[k] for k in ("instructions", "input") if k in payload}
+    if isinstance(history.get("input"), list):
+        history["input"] = function_items(history["input"], tools)
+    return history
+
+
+def _tool_choice(choice: object, tools: ChatTools) -> Any:
     if choice in ("auto", "none", "required"):
         return choice
     kind = choice.get("type") if isinstance(choice, dict) else None
-    if kind == "function" and isinstance(choice, dict) and isinstance(choice.get("name"), str):
-        return {"type": "function", "function": {"name": choice["name"]}}
+    if kind in ("function", "custom") and isinstance(choice, dict):
+        name = choice.get("name")
+        if isinstance(name, str):
+            return {"type": "function", "function": {"name": tools.chat_name(name)}}
     raise TranslationError(f"tool_choice: unknown choice {choice!r}")
 
 
@@ -142,17 +150,6 @@ def _message_item(item_id: str, text: str, status: str = "completed") -> dict[st
         "role": "assistant",
         "status": status,
         "content": content,
-    }
-
-
-def _call_item(call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
-    return {
-        "type": "function_call",
-        "id": f"fc_{call_id}",
-        "call_id": call_id,
-        "name": name,
-        "arguments": arguments,
-        "status": status,
     }
 
 
@@ -201,10 +198,11 @@ def responses_response(
     text = message.get("content")
     if isinstance(text, str) and text:
         output.append(_message_item(f"msg_{base}", text))
+    tools = chat_tools(request.get("tools"))
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         name, arguments = function.get("name", ""), function.get("arguments") or ""
-        output.append(_call_item(str(call.get("id", "")), name, arguments, "completed"))
+        output.append(tools.client_item(str(call.get("id", "")), name, arguments, "completed"))
     status = "incomplete" if choice.get("finish_reason") == "length" else "completed"
     usage = responses_usage(completion.get("usage") or {})
     return _response(
@@ -221,6 +219,7 @@ class _ResponsesWriter:
     def __init__(self, model: str, request: dict[str, Any]) -> None:
         self.model = model
         self.request = request
+        self._tools = chat_tools(request.get("tools"))
         self._reader = SseReader()
         self._sequence = 0
         self._id = ""
@@ -229,6 +228,7 @@ class _ResponsesWriter:
         self._open: dict[str, Any] | None = None  # the item being streamed
         self._key: tuple[str, int] | None = None  # (kind, which) of the open item
         self._usage: dict[str, Any] | None = None  # Chat Completions-shaped
+        self._custom_arguments = ""  # of the open custom tool call
         self._status = "completed"
         self._done = False
 
@@ -305,8 +305,10 @@ class _ResponsesWriter:
     ) -> Iterator[bytes]:
         if self._key != key:
             yield from self._close_item()
-            yield from self._add(key, _call_item(call_id, name, "", "in_progress"))
-        if arguments:
+            yield from self._add(key, self._tools.client_item(call_id, name, "", "in_progress"))
+        if arguments and self._open is not None and self._open["type"] == "custom_tool_call":
+            self._custom_arguments += arguments  # JSON of the one argument: read at the end
+        elif arguments:
             assert self._open is not None
             self._open["arguments"] += arguments
             data = {"item_id": self._open["id"], "output_index": self._index(), "delta": arguments}
@@ -326,6 +328,17 @@ class _ResponsesWriter:
             done = {"item_id": item["id"], "output_index": self._index()}
             done.update(arguments=item["arguments"], name=item["name"])
             yield self._event("response.function_call_arguments.done", done)
+        elif item["type"] == "custom_tool_call":
+            item["status"] = "completed"
+            item["input"] = custom_input(self._custom_arguments)
+            self._custom_arguments = ""
+            ids = {"item_id": item["id"], "output_index": self._index()}
+            yield self._event(
+                "response.custom_tool_call_input.delta", {**ids, "delta": item["input"]}
+            )
+            yield self._event(
+                "response.custom_tool_call_input.done", {**ids, "input": item["input"]}
+            )
         elif item["type"] == "message":
             text = item.pop("text", "")
             item = _message_item(item["id"], text)
@@ -507,6 +520,7 @@ def responses_from_messages(
     blocks become reasoning items carrying their signature in ``encrypted_content``."""
     base = _base_of(message)
     output: list[dict[str, Any]] = []
+    tools = chat_tools(request.get("tools"))
     for block in message.get("content") or []:
         kind = block.get("type")
         item_id = f"{GATEWAY_REASONING_PREFIX}{base}_{len(output)}"
@@ -530,8 +544,8 @@ def responses_from_messages(
             output.append(_message_item(f"msg_{base}_{len(output)}", str(block.get("text", ""))))
         elif kind == "tool_use":
             arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
-            call = _call_item(str(block.get("id", "")), str(block.get("name", "")), arguments, "")
-            output.append({**call, "status": "completed"})
+            call_id, name = str(block.get("id", "")), str(block.get("name", ""))
+            output.append(tools.client_item(call_id, name, arguments, "completed"))
     status = "incomplete" if message.get("stop_reason") == "max_tokens" else "completed"
     usage = responses_usage(chat_usage(message.get("usage") or {}))
     return _response(f"resp_{base}", message.get("model") or model, request, output, status, usage)
@@ -542,7 +556,7 @@ def messages_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
     Chat Completions upstream, the history ported with the signed thinking of this
     gateway's reasoning items kept (Anthropic's own, so ``source="anthropic"``)."""
     out = messages_request(chat_request_for_responses(payload))
-    history = {k: payload[k] for k in ("instructions", "input") if k in payload}
+    history = _history(payload, chat_tools(payload.get("tools")))
     try:
         chain = [_signed(m) for m in responses_codec.decode(history)]
         chain = port(chain, "anthropic", source="anthropic")

@@ -111,8 +111,11 @@ def translation_for(client: str, upstream: str) -> Translation | None:
 def translated_headers(headers: Iterable[tuple[str, str]], target: Api) -> list[tuple[str, str]]:
     """The client's headers with its API key where the target provider reads it
     (OpenAI: ``authorization: Bearer``; Anthropic: ``x-api-key``, plus an
-    ``anthropic-version`` when the client sent none). Nothing is stored or logged."""
-    items = list(headers)
+    ``anthropic-version`` when the client sent none), without the other provider's own
+    headers (``anthropic-beta``, ``anthropic-version`` on an OpenAI upstream; ``openai-*``
+    on Anthropic). Nothing is stored or logged."""
+    foreign = "openai-" if target.provider == "anthropic" else "anthropic-"
+    items = [(k, v) for k, v in headers if not k.lower().startswith(foreign)]
     names = {k.lower() for k, _ in items}
     if target.provider == "anthropic":
         out = [(k, v) for k, v in items if k.lower() != "authorization"]

@@ -110,7 +110,8 @@ class _Collector:
             self._request(entry)
         elif entry.kind == "tool_result":
             self._result(entry)
-        elif entry.kind in ("text", "reasoning") and entry.content.strip():
+        elif entry.kind == "text" and entry.content.strip():
+            # (never reasoning: the model's thinking is not copied into plain text)
             self._answer(entry)
 
     def _call(self, entry: PromptEntry) -> None:
@@ -172,7 +173,7 @@ class _Collector:
         self.blocks.append(block)
 
     def _answer(self, entry: PromptEntry) -> None:
-        """An agent's answer or its reasoning, compact when room is tight."""
+        """An agent's answer, compact when room is tight."""
         block = _Block()
         number = len(self.blocks)
         lines = _body_lines(

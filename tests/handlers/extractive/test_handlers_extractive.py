@@ -81,6 +81,9 @@ async def test_keeps_what_an_agent_needs() -> None:
     # The user's message is context: it stays in the chain beside the summary, so the
     # summary does not repeat it (the prompt's instructions say so too).
     assert "The loader crashes" not in summary
+    # The model's thinking is never copied into plain text (issue #38: a provider's
+    # thinking goes back only as its own signed block).
+    assert "/var/cache/app" not in summary
     for needle in [
         "bash(python -m app --config ./conf/prod.yaml --verbose)",  # the command, verbatim
         "read_file(src/loader.py)",  # a call with its lone argument
@@ -88,7 +91,6 @@ async def test_keeps_what_an_agent_needs() -> None:
         "caused by: empty response from http://10.1.2.3:9000/api/v2/items",  # its cause
         "Commit 9c1e4f2ab bumps the client to v2.4.1 and sets a 250 ms timeout",  # in context
         "123e4567-e89b-12d3-a456-426614174000",
-        "/var/cache/app",  # from reasoning
         "The upstream at 10.1.2.3:9000 returned an empty body, so I added a retry.",
     ]:
         assert needle in summary, needle

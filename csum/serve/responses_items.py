@@ -1,0 +1,123 @@
+"""A compacted Responses history written back as the client sent what it kept.
+
+The Responses codec reads ``instructions`` as a system message, developer messages as
+system messages, and the Compactor's parser merges consecutive system (and human)
+messages into one; the codec writes neither item ids nor statuses back. So a history
+encoded after a compaction would turn Codex CLI's ``instructions`` into a system
+message, its two developer messages into one system message, and drop the ids and
+statuses of its calls. :func:`as_sent` undoes that for every item the compaction kept
+unchanged: ``instructions`` stay ``instructions``, a merged message becomes the items
+it was made of, and a call or output equal to the client's goes as the client's item.
+What the compaction wrote (summaries, cleared results) goes as encoded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["as_sent"]
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_TEXT_TYPES = frozenset({"input_text", "output_text", "text"})
+_CALL_FIELDS = ("name", "arguments", "output", "input", "namespace")
+
+
+def as_sent(original: dict[str, Any], encoded: dict[str, Any]) -> dict[str, Any]:
+    """``encoded`` (the codec's ``instructions``/``input``) with the client's own items
+    from ``original`` wherever they are unchanged (see the module docstring)."""
+    items = list(encoded.get("input") or [])
+    out: dict[str, Any] = {}
+    instructions = original.get("instructions")
+    if isinstance(instructions, str) and items and _role(items[0]) == "system":
+        parts = _parts(items[0])
+        if parts and parts[0] == ("text", instructions):
+            out["instructions"] = instructions
+            rest = _content_list(items[0])[1:]
+            items = ([{**items[0], "content": rest}] if rest else []) + items[1:]
+    given = original.get("input")
+    sent = items if not isinstance(given, list) else _restored(given, items)
+    return {**out, **{k: v for k, v in encoded.items() if k != "input"}, "input": sent}
+
+
+def _restored(given: list[Any], items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    at = 0  # the compaction keeps order: look for each item after the last one found
+    for item in items:
+        found = _message_run(given, at, item) if _role(item) else _same_call(given, at, item)
+        if found is None:
+            out.append(item)
+            continue
+        start, end = found
+        out.extend(given[start:end])
+        at = end
+    return out
+
+
+def _message_run(given: list[Any], at: int, item: dict[str, Any]) -> tuple[int, int] | None:
+    """The client's message items (consecutive, same role family) whose parts are
+    ``item``'s parts, in order."""
+    wanted = _parts(item)
+    family = _role(item)
+    for start in range(at, len(given)):
+        first = given[start]
+        if not _is_message(first) or _role(first) != family:
+            continue
+        end, matched = start, 0
+        while end < len(given) and matched < len(wanted):
+            candidate = given[end]
+            if not _is_message(candidate) or _role(candidate) != family:
+                break
+            parts = _parts(candidate)
+            if wanted[matched : matched + len(parts)] != parts:
+                break
+            matched += len(parts)
+            end += 1
+        if matched == len(wanted) and end > start:
+            return start, end
+    return None
+
+
+def _same_call(given: list[Any], at: int, item: dict[str, Any]) -> tuple[int, int] | None:
+    """The client's item with ``item``'s type and ``call_id`` and the same fields."""
+    call_id = item.get("call_id") if isinstance(item, dict) else None
+    if call_id is None:
+        return None
+    for index in range(at, len(given)):
+        other = given[index]
+        if (
+            isinstance(other, dict)
+            and other.get("call_id") == call_id
+            and other.get("type") == item.get("type")
+        ):
+            same = all(other.get(k) == item.get(k) for k in _CALL_FIELDS)
+            return (index, index + 1) if same else None
+    return None
+
+
+def _is_message(item: object) -> bool:
+    return isinstance(item, dict) and item.get("type", "message") == "message" and "role" in item
+
+
+def _role(item: object) -> str | None:
+    if not _is_message(item):
+        return None
+    role = str(item["role"])  # type: ignore[index]
+    return "system" if role in _SYSTEM_ROLES else role
+
+
+def _content_list(item: dict[str, Any]) -> list[Any]:
+    content = item.get("content")
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    return list(content) if isinstance(content, list) else []
+
+
+def _parts(item: dict[str, Any]) -> list[Any]:
+    """Each content part as ``("text", text)``, or the part itself when not text."""
+    out: list[Any] = []
+    for part in _content_list(item):
+        if isinstance(part, dict) and part.get("type") in _TEXT_TYPES:
+            out.append(("text", part.get("text")))
+        else:
+            out.append(part)
+    return out

@@ -1,0 +1,210 @@
+"""Responses tools on a Chat Completions upstream: what each kind becomes there and
+back (csum.serve.translate_responses uses it both ways).
+
+- a ``function`` tool stays a function;
+- a ``custom`` tool (freeform input, e.g. Codex's ``apply_patch`` with a Lark grammar)
+  becomes a function with one string argument, ``input`` (its grammar, when it has one,
+  in the argument's description); a call of it comes back as a ``custom_tool_call``
+  whose ``input`` is that argument, and one in the history goes up as a function call;
+- a ``namespace`` tool group becomes its member functions (named ``NAMESPACE__NAME``
+  when a name is taken already); a call comes back as a ``function_call`` carrying its
+  ``namespace``;
+- a built-in tool the upstream cannot run (``web_search``, ``tool_search``,
+  ``file_search``, ``code_interpreter``, ...) is dropped from ``tools``: the gateway
+  names the dropped ones in the response header :data:`DROPPED_TOOLS_HEADER` (or, with
+  ``--builtin-tools refuse``, answers 400).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from csum.serve.translate import TranslationError
+
+__all__ = [
+    "CUSTOM_INPUT",
+    "DROPPED_TOOLS_HEADER",
+    "ChatTools",
+    "ClientTool",
+    "chat_tools",
+    "custom_input",
+    "function_items",
+]
+
+CUSTOM_INPUT = "input"
+"""The one argument of the function a ``custom`` tool becomes."""
+DROPPED_TOOLS_HEADER = "x-csum-dropped-tools"
+"""Response header naming the built-in tools left out of a translated request
+(comma-separated ``type`` or ``type:name``)."""
+_CHAT_NAME_LIMIT = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ClientTool:
+    """What a Chat function stands for in the client's request: a ``function``, a
+    ``custom`` tool or a member of ``namespace``, called ``name`` there."""
+
+    kind: str
+    name: str
+    namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTools:
+    """A request's tools for Chat: the function tools, what each function name stands
+    for, and the built-in tools dropped."""
+
+    functions: list[dict[str, Any]]
+    origins: dict[str, ClientTool]
+    dropped: list[str]
+
+    def chat_name(self, name: str, namespace: str | None = None) -> str:
+        """The Chat function name of the client's tool ``name`` (in ``namespace``)."""
+        for chat, origin in self.origins.items():
+            if origin.name == name and origin.namespace == namespace:
+                return chat
+        return name
+
+    def client_item(self, call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
+        """The Responses output item for a Chat tool call of ``name``."""
+        origin = self.origins.get(name)
+        if origin is not None and origin.kind == "custom":
+            return {
+                "type": "custom_tool_call",
+                "id": f"ctc_{call_id}",
+                "call_id": call_id,
+                "name": origin.name,
+                "input": custom_input(arguments),
+                "status": status,
+            }
+        item = {
+            "type": "function_call",
+            "id": f"fc_{call_id}",
+            "call_id": call_id,
+            "name": name if origin is None else origin.name,
+            "arguments": arguments,
+            "status": status,
+        }
+        if origin is not None and origin.namespace is not None:
+            item["namespace"] = origin.namespace
+        return item
+
+
+def custom_input(arguments: str) -> str:
+    """A custom tool's input from the arguments of the function it became (the raw
+    arguments when the model did not write that object)."""
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return arguments
+    if isinstance(parsed, dict) and isinstance(parsed.get(CUSTOM_INPUT), str):
+        return str(parsed[CUSTOM_INPUT])
+    return arguments
+
+
+def chat_tools(tools: object) -> ChatTools:
+    """The Chat form of a Responses request's ``tools`` (see the module docstring)."""
+    if tools is None:
+        return ChatTools([], {}, [])
+    if not isinstance(tools, list):
+        raise TranslationError("tools: expected an array")
+    out = ChatTools([], {}, [])
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise TranslationError(f"tools[{i}]: expected a tool object")
+        kind = tool.get("type")
+        if kind == "function":
+            _add(out, _function(tool, f"tools[{i}]"), ClientTool("function", tool["name"]))
+        elif kind == "custom":
+            _add(out, _custom(tool, f"tools[{i}]"), ClientTool("custom", tool["name"]))
+        elif kind == "namespace":
+            _namespace(out, tool, f"tools[{i}]")
+        else:
+            name = tool.get("name")
+            out.dropped.append(f"{kind}:{name}" if isinstance(name, str) else str(kind))
+    return out
+
+
+def _add(out: ChatTools, function: dict[str, Any], origin: ClientTool) -> None:
+    name = function["name"]
+    if name in out.origins and origin.namespace is not None:
+        name = f"{origin.namespace}__{name}"[:_CHAT_NAME_LIMIT]
+        function = {**function, "name": name}
+    out.origins[name] = origin
+    out.functions.append({"type": "function", "function": function})
+
+
+def _function(tool: dict[str, Any], where: str) -> dict[str, Any]:
+    if not isinstance(tool.get("name"), str):
+        raise TranslationError(f"{where}.name: expected a string")
+    keys = ("name", "description", "parameters", "strict")
+    return {k: tool[k] for k in keys if tool.get(k) is not None}
+
+
+def _custom(tool: dict[str, Any], where: str) -> dict[str, Any]:
+    if not isinstance(tool.get("name"), str):
+        raise TranslationError(f"{where}.name: expected a string")
+    about = "The tool's whole input, as freeform text."
+    fmt = tool.get("format")
+    if isinstance(fmt, dict) and fmt.get("type") == "grammar":
+        about += (
+            f" It must match this {fmt.get('syntax', '')} grammar:\n{fmt.get('definition', '')}"
+        )
+    function: dict[str, Any] = {
+        "name": tool["name"],
+        "parameters": {
+            "type": "object",
+            "properties": {CUSTOM_INPUT: {"type": "string", "description": about}},
+            "required": [CUSTOM_INPUT],
+            "additionalProperties": False,
+        },
+    }
+    if isinstance(tool.get("description"), str):
+        function["description"] = tool["description"]
+    return function
+
+
+def _namespace(out: ChatTools, tool: dict[str, Any], where: str) -> None:
+    space = tool.get("name")
+    members = tool.get("tools")
+    if not isinstance(space, str) or not isinstance(members, list):
+        raise TranslationError(f"{where}: a namespace needs a name and a tools array")
+    for j, member in enumerate(members):
+        here = f"{where}.tools[{j}]"
+        if not isinstance(member, dict) or member.get("type") != "function":
+            kind = member.get("type") if isinstance(member, dict) else member
+            out.dropped.append(f"{space}.{kind}")
+            continue
+        _add(out, _function(member, here), ClientTool("function", member["name"], space))
+
+
+def function_items(items: list[Any], tools: ChatTools) -> list[Any]:
+    """The Responses ``input`` items with custom tool calls and their outputs as
+    function calls and outputs, and namespaced calls named as their Chat functions
+    (what the Responses codec reads and a Chat upstream takes)."""
+    out: list[Any] = []
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "custom_tool_call":
+            name = str(item.get("name", ""))
+            arguments = json.dumps({CUSTOM_INPUT: item.get("input", "")}, ensure_ascii=False)
+            call = {"type": "function_call", "call_id": item.get("call_id"), "name": name}
+            call["name"] = tools.chat_name(name)
+            out.append({**call, "arguments": arguments})
+        elif kind == "custom_tool_call_output":
+            out.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": item.get("call_id"),
+                    "output": item.get("output", ""),
+                }
+            )
+        elif kind == "function_call" and isinstance(item.get("namespace"), str):
+            rest = {k: v for k, v in item.items() if k != "namespace"}
+            rest["name"] = tools.chat_name(str(item.get("name", "")), item["namespace"])
+            out.append(rest)
+        else:
+            out.append(item)
+    return out
