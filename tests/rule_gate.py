@@ -124,6 +124,7 @@ def outcome(messages: list[Message], target: str) -> dict[str, Any]:
         "lint": _violations(messages, target),
         "lint_foreign": _violations(messages, target, source=_foreign(target)),
         "lint_no_tools": _violations(messages, target, tools=[]),
+        "lint_thinking": _violations(messages, target, thinking=True),
         "port": _ported(messages, target, None),
         "port_same": _ported(messages, target, target),
     }
@@ -145,7 +146,7 @@ def digest(every: int = 1) -> tuple[dict[str, str], set[str]]:
         for target in sorted(PROVIDERS):
             result = outcome(messages, target)
             hashes[f"{name}/{target}"] = _hash(result)
-            for key in ("lint", "lint_foreign", "lint_no_tools"):
+            for key in ("lint", "lint_foreign", "lint_no_tools", "lint_thinking"):
                 seen.update(violation[1] for violation in result[key])
     return hashes, seen
 
