@@ -32,6 +32,7 @@ from benchmarks.policies.clearing_peers import (
 from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, find_corpus, load_folder
 from benchmarks.policies.cost import STYLES, CacheMeter, Pricing
 from benchmarks.policies.harness import RunResult, run_policy
+from benchmarks.policies.needed import NeededMemory, TurnFacts, needed_facts
 from benchmarks.policies.peers import (
     CompactorPolicy,
     LangChainSummarization,
@@ -51,11 +52,13 @@ __all__ = [
     "Measured",
     "MeteredPolicy",
     "PolicySpec",
+    "SessionFigures",
     "cost_policies",
     "measure",
     "reference_cost",
     "render_cost",
     "run_cost",
+    "session_facts",
     "split_sessions",
 ]
 
@@ -131,19 +134,54 @@ def cost_policies(extra: Sequence[PolicySpec] = ()) -> list[PolicySpec]:
 
 
 class MeteredPolicy(Policy):
-    """Wraps a policy: every payload it returns is priced by ``meter``."""
+    """Wraps a policy: every payload it returns is priced by ``meter`` and, with
+    ``turns`` (a recorded session's needed facts, one entry per AI turn in order),
+    checked for the facts the agent reuses at that turn (``memory``)."""
 
-    def __init__(self, inner: Policy, meter: CacheMeter) -> None:
+    def __init__(
+        self,
+        inner: Policy,
+        meter: CacheMeter,
+        *,
+        turns: Sequence[TurnFacts] = (),
+        memory: NeededMemory | None = None,
+    ) -> None:
         super().__init__(inner.budget, None)
         self.inner = inner
         self.meter = meter
         self.name = inner.name
+        self.turns = list(turns)
+        self.memory = memory
+        self.turn = 0
 
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
         out, step = await self.inner.apply(messages)
         self.meter.add(out, changed=step.changed)
         self.meter.summarizer(step.handler_input_bytes, step.handler_output_bytes)
+        if self.memory is not None and self.turn < len(self.turns):
+            self.memory.add(self.turns[self.turn], out)
+        self.turn += 1
         return out, step
+
+
+_NEEDED: dict[tuple[str, int], list[TurnFacts]] = {}
+
+
+def session_facts(load: Workload) -> list[TurnFacts]:
+    """The needed facts of a recorded session (computed once per process)."""
+    key = (load.name, len(load.messages))
+    if key not in _NEEDED:
+        _NEEDED[key] = needed_facts(load.messages)
+    return _NEEDED[key]
+
+
+@dataclass
+class SessionFigures:
+    """One policy on one recorded session: its cost meter and its needed-later memory."""
+
+    name: str
+    meter: CacheMeter
+    memory: NeededMemory
 
 
 @dataclass
@@ -161,6 +199,10 @@ class Measured:
     facts_recall: list[float] = field(default_factory=list)
     """Simulated loop, with the archive and the recall tool, per seed."""
     per_seed: list[CacheMeter] = field(default_factory=list)
+    memory: NeededMemory = field(default_factory=NeededMemory)
+    """Recorded sessions: the facts the agent reused and whether the policy sent them."""
+    sessions: list[SessionFigures] = field(default_factory=list)
+    """Recorded sessions: each one's cost and memory (for resampling sessions)."""
 
     @property
     def over_not_forced(self) -> int:
@@ -175,13 +217,24 @@ async def measure(
     meter = CacheMeter()
     measured_seeds: list[CacheMeter] = []
     facts: list[float] = []
+    memory = NeededMemory()
+    sessions: list[SessionFigures] = []
     for load in loads:
         one_meter = CacheMeter()
-        policy = MeteredPolicy(spec.make(load.budget), one_meter)
+        one_memory = NeededMemory()
+        turns = () if load.facts else session_facts(load)
+        policy = MeteredPolicy(spec.make(load.budget), one_meter, turns=turns, memory=one_memory)
         one = await run_policy(policy, load, lint=lint)
         if load.facts:
             facts.append(one.references_found / one.references if one.references else 0.0)
             measured_seeds.append(one_meter)
+        else:
+            if policy.turn != len(turns):
+                raise RuntimeError(
+                    f"{spec.name} on {load.name}: {policy.turn} turns sent, {len(turns)} expected"
+                )
+            memory.merge(one_memory)
+            sessions.append(SessionFigures(load.name, one_meter, one_memory))
         meter.merge(one_meter)
         if total is None:
             total = one
@@ -191,6 +244,8 @@ async def measure(
     out = Measured(spec.name, group, loads[0].budget, total, meter, spec.promises_budget)
     out.facts = facts
     out.per_seed = measured_seeds
+    out.memory = memory
+    out.sessions = sessions
     return out
 
 
