@@ -18,8 +18,8 @@ from cast import ChainAST, Message, Reasoning, Role, TextPart, ToolCall, ToolRes
 __all__ = [
     "CLAUDE_CODE_FOLDER",
     "CORPUS_DIR",
-    "OPENAI_FOLDER",
     "HELDOUT_FOLDER",
+    "OPENAI_FOLDER",
     "CorpusChain",
     "decode_claude_code",
     "decode_openai",

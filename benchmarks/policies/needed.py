@@ -26,8 +26,9 @@ library keeps (this module shares no code with ``csum``):
   that turn (text, tool-call arguments, tool results: kept verbatim, or inside a
   summary, gist or placeholder).
 
-A fact's **age** is the number of AI turns since its newest occurrence outside the floor
-(in any message): 1-5, 6-20 and 21+ turns are reported apart.
+A fact's **age** is the number of AI messages between its newest occurrence outside the
+floor (in any message) and the turn (at least 1: the floor holds the newest AI message):
+1-5, 6-20 and 21+ turns are reported apart.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ _FILE = re.compile(r"\b[\w-]{2,}\.(?:[a-z]{1,5}|[A-Z]{1,5})(?::\d+){0,2}\b")
 _SNAKE = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]+\b")
 _CAMEL = re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+\b")
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
 _HEX = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b")
 _MIXED = re.compile(r"\b(?=\w*[A-Za-z])(?=\w*\d)\w{4,}\b")
 _VERSION = re.compile(r"\bv?\d+(?:\.\d+){1,3}\b")
@@ -118,8 +121,8 @@ def salient_tokens(text: str, *, quoted: Iterable[str] = ()) -> dict[str, str]:
         value = (match.group(1) or match.group(2) or "").strip()
         if _keep_quoted(value) and value not in found:
             found[value] = "quoted"
-    for value in quoted:
-        value = value.strip()
+    for raw in quoted:
+        value = raw.strip()
         if "\n" not in value and _keep_quoted(value) and value not in found:
             found[value] = "quoted"
     return found
@@ -217,7 +220,7 @@ class NeededFact:
     token: str
     kind: str
     age: int
-    """AI turns since its newest occurrence outside the floor."""
+    """AI messages between its newest occurrence outside the floor and the turn."""
     source: int
     """Index of the message that newest occurrence is in."""
 
@@ -249,7 +252,7 @@ def needed_facts(messages: Sequence[Message]) -> list[TurnFacts]:
         first = 1 if system else 0
         earlier = [i for i in range(first, tail) if i != human]
         sources = [i for i in earlier if messages[i].role in (Role.TOOL, Role.HUMAN)]
-        source_text, starts = _joined(texts, sources)
+        source_text, _starts = _joined(texts, sources)
         any_text, any_starts = _joined(texts, earlier)
         facts: list[NeededFact] = []
         for token, kind in produced(message).items():
