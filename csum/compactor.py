@@ -72,6 +72,7 @@ from csum._breakpoints import add_breakpoints
 from csum._calls import HandlerCalls, SummarizeHandler
 from csum._deprecated import CompactorKeywords, deprecated
 from csum._handler_check import check_handler
+from csum._memory import FACT_SHARE, with_fact_memory
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized, messages_of, summary_pair
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._pieces import summarize_in_pieces
@@ -448,7 +449,8 @@ class Compactor:
             # extractive() without a size: the same summaries as no handler at all
             from csum.handlers import extractive
 
-            handler = extractive(self.summary_bytes)
+            # the facts the summary lacks take the rest of its share (csum._memory)
+            handler = extractive(self.summary_bytes - int(self.summary_bytes * FACT_SHARE))
         if isinstance(handler, RobustHandler):
             if robustness_given:
                 raise TypeError(
@@ -776,6 +778,8 @@ class Compactor:
         with ledger() as books:
             if plan.summarized or plan.humans:
                 text = await self._summarize(calls, plan, focus)
+                replaced = plan.replaced or [*plan.humans, *plan.summarized]
+                text = with_fact_memory(text, replaced, self.summary_bytes)
         out_ast, truncated, dropped, pair = self._assemble(ast, plan, text, size)
         out = out_ast.to_messages() if out_ast is not ast else chain
         reinserted = 0
