@@ -83,7 +83,7 @@ def test_the_frontier_is_the_upper_envelope_interpolated() -> None:
     points = [(1.0, 0.5), (2.0, 0.7), (1.5, 0.4), (3.0, 0.8)]
     assert frontier_at(points, 1.5) == pytest.approx(0.6)
     assert frontier_at(points, 2.5) == pytest.approx(0.75)
-    assert frontier_at(points, 0.5) is None
+    assert frontier_at(points, 0.5) == 0.5  # below: the cheapest point's (an upper bound)
     assert frontier_at(points, 3.5) is None
 
 

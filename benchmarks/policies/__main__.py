@@ -155,6 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             seeds=args.seeds,
             seed=args.seed,
         )
+    if args.memory and args.sweep:
+        from benchmarks.policies.memory_bench import run_sweep_command
+
+        return run_sweep_command(corpus=args.corpus)
     if args.memory:
         from benchmarks.policies.memory_bench import run_memory_command
 

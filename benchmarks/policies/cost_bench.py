@@ -42,6 +42,7 @@ from benchmarks.policies.policy import MeteredHandler, Policy, PolicyStep, make_
 from benchmarks.policies.simulate import Workload, simulate
 from cast import Message
 from csum import Budget
+from csum._memory import FACT_SHARE
 from csum.compactor import SUMMARY_ONLY, summary_bytes
 
 __all__ = [
@@ -83,6 +84,8 @@ class PolicySpec:
     """For Compactor policies: the options, so the archive + recall run can rebuild it."""
     on_simulated: bool = True
     """Whether it runs on the simulated loop too (False: too slow there, see its spec)."""
+    continuation: bool = False
+    """Its summary calls continue the conversation's cached prefix (priced so)."""
 
 
 def _metered() -> MeteredHandler:
@@ -95,17 +98,26 @@ def _summary_handler(budget: int, options: dict[str, Any]) -> MeteredHandler:
     as its default handler does."""
     ratio = float(options.get("summary_ratio", SUMMARY_ONLY["summary_ratio"]))
     size = summary_bytes(Budget.bytes(budget), ratio)
+    size -= int(size * FACT_SHARE)  # the rest for the facts the summary lacks (csum._memory)
     return MeteredHandler(make_handler("extractive", size), time_scale=0.0)
 
 
-def compactor_spec(name: str, **options: Any) -> PolicySpec:
+def compactor_spec(name: str, *, continuation: bool = False, **options: Any) -> PolicySpec:
     """The Compactor with ``options`` (its own metered extractive handler, summaries
-    bounded at ``summary_ratio`` of the budget)."""
+    bounded at ``summary_ratio`` of the budget); with ``continuation``, its summary calls
+    are priced as continuations of the conversation's cached prefix (what the model
+    handlers send, issue 36)."""
 
     def make(budget: int) -> Policy:
         return CompactorPolicy(budget, _summary_handler(budget, options), name=name, **options)
 
-    return PolicySpec(name, make, promises_budget=True, compactor_options=dict(options))
+    return PolicySpec(
+        name,
+        make,
+        promises_budget=True,
+        compactor_options=dict(options),
+        continuation=continuation,
+    )
 
 
 def cost_policies(extra: Sequence[PolicySpec] = ()) -> list[PolicySpec]:
@@ -145,6 +157,7 @@ class MeteredPolicy(Policy):
         *,
         turns: Sequence[TurnFacts] = (),
         memory: NeededMemory | None = None,
+        continuation: bool = False,
     ) -> None:
         super().__init__(inner.budget, None)
         self.inner = inner
@@ -153,11 +166,15 @@ class MeteredPolicy(Policy):
         self.turns = list(turns)
         self.memory = memory
         self.turn = 0
+        self.continuation = continuation
 
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
         out, step = await self.inner.apply(messages)
+        if self.continuation and step.handler_calls:
+            self.meter.continuation(messages, step.handler_calls, step.handler_output_bytes)
+        else:
+            self.meter.summarizer(step.handler_input_bytes, step.handler_output_bytes)
         self.meter.add(out, changed=step.changed)
-        self.meter.summarizer(step.handler_input_bytes, step.handler_output_bytes)
         if self.memory is not None and self.turn < len(self.turns):
             self.memory.add(self.turns[self.turn], out)
         self.turn += 1
@@ -223,7 +240,13 @@ async def measure(
         one_meter = CacheMeter()
         one_memory = NeededMemory()
         turns = () if load.facts else session_facts(load)
-        policy = MeteredPolicy(spec.make(load.budget), one_meter, turns=turns, memory=one_memory)
+        policy = MeteredPolicy(
+            spec.make(load.budget),
+            one_meter,
+            turns=turns,
+            memory=one_memory,
+            continuation=spec.continuation,
+        )
         one = await run_policy(policy, load, lint=lint)
         if load.facts:
             facts.append(one.references_found / one.references if one.references else 0.0)

@@ -71,7 +71,9 @@ REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "cost.md"
 IMG = REPO / "docs" / "img"
 DEFAULTS = "Compactor defaults"
-DROP_TARGETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+DROP_TARGETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+"""The issue names 10-60 %; 70-90 % extend the frontier to the costs the Compactor
+reaches at 64 KiB, where every target up to 60 % is cheaper (no extrapolation)."""
 PLANE_STYLES: tuple[Pricing, ...] = (ANTHROPIC, OPENAI)
 QUICK_SESSIONS = 12
 QUICK_BUDGET = 32 * KIB
@@ -201,16 +203,20 @@ def _memory(row_sessions: Sequence[SessionFigures]) -> float:
 
 def frontier_at(points: Sequence[tuple[float, float]], cost: float) -> float | None:
     """Memory of the (cost, memory) ``points``' upper frontier at ``cost``: the points
-    no cheaper point remembers more than, joined by straight lines; None outside their
-    cost range (no extrapolation)."""
+    no cheaper point remembers more than, joined by straight lines. Below the cheapest
+    point, that point's memory (forgetting more cheaply remembers no more: an upper
+    bound, so a difference to it is conservative); above the dearest, None (no
+    extrapolation)."""
     ordered = sorted(points)
     hull: list[tuple[float, float]] = []
     for point in ordered:
         if hull and point[1] <= hull[-1][1]:
             continue  # dominated: a cheaper point remembers as much
         hull.append(point)
-    if not hull or cost < hull[0][0]:
+    if not hull:
         return None
+    if cost < hull[0][0]:
+        return hull[0][1]
     if cost >= hull[-1][0]:
         return hull[-1][1] if cost <= ordered[-1][0] else None
     for (c0, m0), (c1, m1) in itertools.pairwise(hull):
@@ -570,3 +576,88 @@ def run_memory_command(
         print(f"INVARIANT FAILED: {failure}", file=sys.stderr)
     print(f"memory run: {time.perf_counter() - started:.1f} s")
     return 1 if failures else 0
+
+
+# --- the sweep that chooses the defaults (tuning part only) --------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySetting:
+    """One candidate of the defaults: Compactor options (clearing, shares, trigger)."""
+
+    label: str
+    options: dict[str, Any]
+
+    def spec(self) -> PolicySpec:
+        return compactor_spec(f"Compactor ({self.label})", continuation=True, **self.options)
+
+
+def _setting(keep: float, summary: float, trigger: float = 0.85) -> MemorySetting:
+    label = f"keep {keep:.0%}, summary 1/{round(1 / summary)}, trigger {trigger:.0%}"
+    options = {"clearing": None, "keep_ratio": keep, "summary_ratio": summary, "trigger": trigger}
+    return MemorySetting(label, options)
+
+
+MEMORY_SETTINGS: tuple[MemorySetting, ...] = (
+    _setting(0.2, 1 / 16),
+    _setting(0.2, 1 / 8),
+    _setting(0.1, 1 / 16, trigger=1.0),
+    _setting(0.1, 1 / 12, trigger=1.0),
+    _setting(0.1, 1 / 8, trigger=1.0),
+    _setting(0.15, 1 / 10, trigger=1.0),
+    _setting(0.2, 1 / 12, trigger=1.0),
+    _setting(0.2, 1 / 8, trigger=1.0),
+)
+"""The candidates (issue 36 item 2: the newest part verbatim, no clearing inside it, the
+rest as a summary with its facts; summaries continue the cached prefix): keep ratio,
+summary share and trigger around the point where forgetting's frontier bends."""
+
+
+def margin(rows: Sequence[Measured], policy: str, budgets: Sequence[int]) -> float:
+    """The least, over budgets and both pricing styles, of the paired difference to the
+    frontier less the issue's goal (points; -inf when outside the frontier's range)."""
+    worst = float("inf")
+    for budget in budgets:
+        for style in PLANE_STYLES:
+            d = paired_difference(rows, policy, budget, style, seeds=(), samples=0)
+            if d is None or d.point is None or d.goal is None:
+                return float("-inf")
+            worst = min(worst, d.point - d.goal)
+    return worst
+
+
+def choose_setting(
+    rows: Sequence[Measured], settings: Sequence[MemorySetting], budgets: Sequence[int]
+) -> tuple[MemorySetting | None, list[tuple[MemorySetting, float, int]]]:
+    """The rule: among the settings that keep every invariant, the one with the largest
+    least margin over the goal (:func:`margin`); (its margin, its failures) for each."""
+    table = []
+    for setting in settings:
+        name = setting.spec().name
+        failures = len(check_cost_invariants([r for r in rows if r.policy == name]))
+        table.append((setting, margin(rows, name, budgets), failures))
+    valid = [(s, m) for s, m, f in table if f == 0]
+    best = max(valid, key=lambda pair: pair[1])[0] if valid else None
+    return best, table
+
+
+def run_sweep_command(*, corpus: Path | None, budgets: Sequence[int] | None = None) -> int:
+    """Every candidate on the tuning sessions with the drop-oldest frontier; prints the
+    margins and the choice (the held-out part is never read here)."""
+    config = MemoryConfig(budgets=tuple(budgets or MemoryConfig().budgets), corpus=corpus)
+    config.lint = False
+    drops = [s for s in memory_specs() if s.name.startswith("drop-oldest")]
+    specs = [*drops, *(s.spec() for s in MEMORY_SETTINGS)]
+    rows = anyio.run(partial(run_memory, config, specs, lambda line: print(line, flush=True)))
+    best, table = choose_setting(rows, MEMORY_SETTINGS, config.budgets)
+    for setting, value, failures in table:
+        mine = [r for r in rows if r.policy == setting.spec().name]
+        cells = "  ".join(
+            f"{r.budget // KIB}K {100 * r.memory.share:.1f}% "
+            f"A {r.meter.total_cost(ANTHROPIC) / 1e6:.2f} O {r.meter.total_cost(OPENAI) / 1e6:.2f}"
+            f" calls {r.result.handler_calls}"
+            for r in mine
+        )
+        print(f"{setting.label:40} margin {value:+.1f} failures {failures}  {cells}")
+    print(f"chosen: {best.label if best else None}")
+    return 0
