@@ -159,11 +159,12 @@ def _units(value: int | float, budget: Budget) -> int:
     return budget.scaled(value) if isinstance(value, float) else value
 
 
-DEFAULT_CLEARING: Final[Clearing | None] = Clearing(keep=10)
-"""The Compactor's default ``clearing=``: on, keeping the newest 10 tool uses whole (the
-issue-25 cost benchmark's choice, with ``trigger`` 0.85, ``keep_ratio`` 0.3 and
-``summary_ratio`` 1/64: ``csum.compactor.LOW_COST``; ``csum.compactor.SUMMARY_ONLY``
-turns it off)."""
+DEFAULT_CLEARING: Final[Clearing | None] = None
+"""The Compactor's default ``clearing=``: none. A compaction keeps the newest part of the
+chain verbatim, as forgetting would, and everything older goes into the summary and its
+facts (issue 36: clearing blanked tool results inside the kept window that forgetting
+keeps whole, and lost more than it saved on the real sessions' needed-later memory).
+``Clearing(...)`` turns it on; ``csum.compactor.LOW_COST`` keeps it (keep 10)."""
 
 
 # -- placeholders ---------------------------------------------------------------------------

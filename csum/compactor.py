@@ -119,19 +119,20 @@ Anthropic and Gemini want a conversation to open with a human message)."""
 
 _AI = Role.AI
 
-DEFAULT_SUMMARY_RATIO = 1 / 64
-"""Share of the budget the default handler's summaries may take (``summary_ratio``):
-2 KiB at a 128 KiB budget. With clearing first, small summaries keep the summarizer's
-output (priced at several times its input) low: the cost benchmark's choice
-(docs/compactor.md, "Defaults and why"; 1/32 before)."""
+DEFAULT_SUMMARY_RATIO = 1 / 8
+"""Share of the budget a summary and its facts may take (``summary_ratio``): 16 KiB at
+a 128 KiB budget, half of it the default handler's summary, half the facts it lacks
+(:mod:`csum._memory`). The choice of issue 36's sweep on real sessions (docs/compactor.md,
+"Defaults and why"; 1/64 before, with clearing)."""
 
-DEFAULT_TARGET_RATIO = 0.3
-"""Share of the budget a compaction brings the chain down to (``keep_ratio``): low,
-so the chain sent on every turn is small (0.6 before, see :data:`SUMMARY_ONLY`)."""
-DEFAULT_TRIGGER = 0.85
-"""Share of the budget where compaction starts when the budget sets no ``trigger``
-(over the budget it always does): compacting a little early leaves room for the turn's
-new messages (1.0, the budget itself, before, see :data:`SUMMARY_ONLY`)."""
+DEFAULT_TARGET_RATIO = 0.1
+"""Share of the budget a compaction brings the chain down to (``keep_ratio``): with
+summaries of 1/8 it keeps the newest turn verbatim and puts the rest in the summary and
+its facts, which carry more of what the agent reuses per byte than older turns kept
+whole (0.3 before, 0.6 in :data:`SUMMARY_ONLY`)."""
+DEFAULT_TRIGGER = 1.0
+"""Share of the budget where compaction starts when the budget sets no ``trigger``: the
+budget itself (fewer compactions, each a cache write; 0.85 before)."""
 DEFAULT_RESERVE_RATIO = 0.05
 """Share of the budget set aside for the summary when choosing the kept pairs (the
 default ``summary_reserve``; ``summary_ratio`` when larger)."""

@@ -71,6 +71,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "cost.md"
 IMG = REPO / "docs" / "img"
 DEFAULTS = "Compactor defaults"
+DEFAULTS_FRESH = "Compactor defaults, summary as a fresh prompt"
 DROP_TARGETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 """The issue names 10-60 %; 70-90 % extend the frontier to the costs the Compactor
 reaches at 64 KiB, where every target up to 60 % is cheaper (no extrapolation)."""
@@ -100,9 +101,13 @@ def _defaults_options() -> dict[str, Any]:
     }
 
 
-def defaults_spec() -> PolicySpec:
-    """The Compactor at its defaults (its own default extractive handler's size)."""
-    return compactor_spec(DEFAULTS, **_defaults_options())
+def defaults_spec(*, continuation: bool = True) -> PolicySpec:
+    """The Compactor at its defaults (its own default extractive handler's size), its
+    summary calls priced as continuations of the cached prefix (what the model handlers
+    send, issue 36 item 3) or, with ``continuation=False``, as fresh prompts."""
+    if continuation:
+        return compactor_spec(DEFAULTS, continuation=True, **_defaults_options())
+    return compactor_spec(DEFAULTS_FRESH, **_defaults_options())
 
 
 def _preset_specs() -> list[PolicySpec]:
@@ -131,7 +136,7 @@ def memory_specs(extra: Sequence[PolicySpec] = ()) -> list[PolicySpec]:
         if drop_name(t) != DROP
     ]
     specs += _preset_specs()
-    specs.append(defaults_spec())
+    specs += [defaults_spec(), defaults_spec(continuation=False)]
     specs.extend(extra)
     return specs
 
