@@ -632,9 +632,7 @@ def _setting_ok(rows: Sequence[Measured], name: str) -> bool:
     return (
         not check_cost_invariants(mine)
         and all(r.result.invalid == 0 for r in mine)
-        and all(
-            _session_memory(rows, name, b) >= _session_memory(rows, DROP, b) for b in budgets
-        )
+        and all(_session_memory(rows, name, b) >= _session_memory(rows, DROP, b) for b in budgets)
     )
 
 
