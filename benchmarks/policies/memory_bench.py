@@ -418,7 +418,7 @@ def plot_plane(rows: Sequence[Measured], budget: int, folder: Path, stem: str) -
     for ax, style in zip(axes, PLANE_STYLES, strict=True):
         xs = [r.meter.total_cost(style) / 1e6 for r in drops]
         ys = [100 * r.memory.share for r in drops]
-        ax.plot(xs, ys, "-o", color="grey", label="drop-oldest, targets 10-60 %")
+        ax.plot(xs, ys, "-o", color="grey", label="drop-oldest, targets 10-90 %")
         for r in drops:
             ax.annotate(r.policy[-4:-1], (r.meter.total_cost(style) / 1e6, 100 * r.memory.share),
                         fontsize=7, color="grey")  # fmt: skip
@@ -518,7 +518,8 @@ def render_memory(
         "",
         f"Bootstrap over sessions ({config.samples} resamples per seed, seeds "
         f"{', '.join(map(str, config.seeds))}); the frontier is drop-oldest over targets "
-        "10-60 %, interpolated at the policy's cost on each resample.",
+        "10-90 %, interpolated at the policy's cost on each resample (the issue names "
+        "10-60 %; at 64 KiB the Compactor's cost lies above 60 %'s).",
         "",
         *render_differences(diffs),
         "",
