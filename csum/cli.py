@@ -117,6 +117,8 @@ def _same_as_defaults(preset: Preset) -> str:
 
 def _clearing_default() -> str:
     """What the clearing stage does without a clearing flag (the Compactor's default)."""
+    if DEFAULT_CLEARING is None:
+        return f"off by default; --clear keeps the newest {Clearing().keep} tool uses whole"
     return f"on by default, keeping the newest {DEFAULT_CLEARING.keep} tool uses whole"
 
 
@@ -668,7 +670,7 @@ def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | Non
     if args.clear_reasoning:
         options["clear_reasoning"] = True
     try:
-        return replace(base or DEFAULT_CLEARING, **options)
+        return replace(base or DEFAULT_CLEARING or Clearing(), **options)
     except (TypeError, ValueError) as error:
         field = str(error).removeprefix("Clearing.").split(" ", 1)[0]
         flag = _CLEAR_FLAGS.get(field, "--clear")

@@ -31,6 +31,7 @@ from cast import BodyPair, BodyPairType, ChainAST, ChainIssue, Message, ToolResu
 from csum._breakpoints import with_breakpoints
 from csum._calls import HandlerCalls
 from csum._chain_edits import edited, inserted
+from csum._memory import with_fact_memory
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle
@@ -124,6 +125,7 @@ class Stages:
     keep_units: int
     trigger: int
     summary_reserve: int
+    summary_bytes: int
     max_depth: int | None
     depths: Mapping[str, int]
     clearing: Clearing | None
@@ -242,6 +244,9 @@ class Stages:
                 text = await summarize_plan(
                     calls, plan, handler=self.handler, clearing=self.clearing, focus=focus
                 )
+                # the facts the summary lacks, in the rest of its share (csum._memory)
+                replaced = plan.replaced or [*plan.humans, *plan.summarized]
+                text = with_fact_memory(text, replaced, self.summary_bytes)
         seed = f"compaction\x1f{self.turn}"
         assembler = Assembler(self.style, seed, self.budget.limit, self.meter.chain)
         made = assembler.assemble(chain, plan, text, size)

@@ -52,6 +52,7 @@ from cast import (
 from csum._append import extends_validly
 from csum._calls import SummarizeHandler
 from csum._handler_check import check_handler
+from csum._memory import FACT_SHARE
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._robust import RobustHandler
 from csum._style import SummaryStyle, summary_style
@@ -201,7 +202,8 @@ class Compactor:
             # extractive() without a size: the same summaries as no handler at all
             from csum.handlers import extractive
 
-            handler = extractive(self.summary_bytes)
+            # the facts the summary lacks take the rest of its share (csum._memory)
+            handler = extractive(self.summary_bytes - int(self.summary_bytes * FACT_SHARE))
         if isinstance(handler, RobustHandler):
             if robustness_given:
                 raise TypeError(
@@ -376,6 +378,7 @@ class Compactor:
             keep_units=self.keep_units,
             trigger=self.trigger,
             summary_reserve=self.summary_reserve,
+            summary_bytes=self.summary_bytes,
             max_depth=self.max_depth,
             depths=self._depths,
             clearing=self.clearing,

@@ -73,18 +73,19 @@ __all__ = [
 
 # -- the defaults ---------------------------------------------------------------------------
 
-DEFAULT_TRIGGER: Final = 0.85
-"""Share of the budget where compaction starts (``Budget.trigger``; over the budget it
-always does): compacting a little early leaves room for the turn's new messages (1.0,
-the budget itself, before, see :data:`SUMMARY_ONLY`)."""
-DEFAULT_KEEP_RATIO: Final = 0.3
+DEFAULT_TRIGGER: Final = 1.0
+"""Share of the budget where compaction starts (``Budget.trigger``): the budget itself
+(fewer compactions, each a cache write; 0.85 before issue 36)."""
+DEFAULT_KEEP_RATIO: Final = 0.1
 """Share of the budget a compaction brings the chain down to (``Budget.keep_ratio``):
-low, so the chain sent on every turn is small (0.6 before, see :data:`SUMMARY_ONLY`)."""
-DEFAULT_SUMMARY_RATIO: Final = 1 / 64
-"""Share of the budget the default handler's summaries may take
-(``Budget.summary_ratio``): 2 KiB at a 128 KiB budget. With clearing first, small
-summaries keep the summarizer's output (priced at several times its input) low: the
-cost benchmark's choice (docs/compactor.md, "Defaults and why"; 1/32 before)."""
+with summaries of 1/8 it keeps the newest turn verbatim and puts the rest in the summary
+and its facts, which carry more of what the agent reuses per byte than older turns kept
+whole (issue 36's sweep on real sessions; 0.3 before, 0.6 in :data:`SUMMARY_ONLY`)."""
+DEFAULT_SUMMARY_RATIO: Final = 1 / 8
+"""Share of the budget a summary and its facts may take (``Budget.summary_ratio``):
+16 KiB at a 128 KiB budget, half of it the default handler's summary, half the facts it
+lacks (:mod:`csum._memory`). The choice of issue 36's sweep on real sessions
+(docs/compactor.md, "Defaults and why"; 1/64 before, with clearing)."""
 MAX_SUMMARY_RATIO: Final = 0.5
 """Summaries take at most half of the budget (the rest is what they summarize for)."""
 DEFAULT_RESERVE_RATIO: Final = 0.05
@@ -361,9 +362,13 @@ class Clearing:
         return budget.scaled(self.clear_at_least) if self.clear_at_least else 0
 
 
-DEFAULT_CLEARING: Final = Clearing()
-"""The Compactor's default ``clearing=``: on, keeping the newest
-:data:`DEFAULT_CLEAR_KEEP` tool uses whole (:data:`SUMMARY_ONLY` turns it off)."""
+DEFAULT_CLEARING: Final[Clearing | None] = None
+"""The Compactor's default ``clearing=``: none. A compaction keeps the newest part of the
+chain verbatim, as forgetting would, and everything older goes into the summary and its
+facts (issue 36: clearing blanked tool results inside the kept window that forgetting
+keeps whole, and lost more than it saved on the real sessions' needed-later memory).
+``Clearing()`` turns it on (keeping the newest :data:`DEFAULT_CLEAR_KEEP` tool uses
+whole); :data:`LOW_COST` keeps it."""
 
 
 # -- Robustness and Stores ------------------------------------------------------------------

@@ -27,7 +27,7 @@ from csum import (
     HistoryArchive,
     Stores,
 )
-from csum.config import DEFAULT_RESERVE_RATIO, LONG_MEMORY
+from csum.config import DEFAULT_RESERVE_RATIO, DEFAULT_SUMMARY_RATIO, LONG_MEMORY
 from csum.reinsert import REINSERTED_HEADER, recalled_text
 from test_compactor_archive import long_chain, question_needing_the_archive, tight
 from test_compactor_summary_size import steps
@@ -90,7 +90,8 @@ async def test_the_question_of_a_turn_the_cut_falls_in_stays_and_is_not_repeated
 
 def test_the_reserve_follows_a_larger_summary_share() -> None:
     budget = Budget.bytes(131072)
-    assert Compactor(budget=131072).summary_reserve == budget.scaled(DEFAULT_RESERVE_RATIO)
+    default = max(DEFAULT_RESERVE_RATIO, DEFAULT_SUMMARY_RATIO)  # the larger of the two
+    assert Compactor(budget=131072).summary_reserve == budget.scaled(default)
     assert Compactor(
         budget=Budget.bytes(131072, summary_ratio=0.375)
     ).summary_reserve == budget.scaled(0.375)

@@ -214,32 +214,35 @@ def test_a_small_run_holds_what_the_report_claims() -> None:
     assert all(f"| {name} |" in report for name in by_name)
 
 
-def _row(policy: str, group: str, cost: float, facts: float = 0.0) -> Measured:
+def _row(policy: str, group: str, cost: float, facts: float = 0.0, memory: float = 0.0) -> Measured:
+    from benchmarks.policies.needed import NeededMemory
+
     row = _measured(policy, cost)
     row.group = group
     row.facts = [facts] if group == "simulated" else []
+    row.memory = NeededMemory(needed=100, remembered=round(100 * memory))
     return row
 
 
-def test_the_sweep_picks_the_cheapest_at_equal_memory_else_the_best_memory_in_goal() -> None:
+def test_the_sweep_picks_the_cheapest_at_forgettings_memory_else_the_best_memory_in_goal() -> None:
     cheap, kept = Setting("cheap", {}), Setting("kept", {})
     specs = {
         "cheap": PolicySpec("Compactor + clearing (cheap)", DropOldest),
         "kept": PolicySpec("Compactor + clearing (kept)", DropOldest),
     }
-    rows = [_row(SUMMARIZATION, "claude code", 100.0), _row(DROP, "claude code", 120.0)]
-    rows += [
-        _row(specs["cheap"].name, "claude code", 80.0),
-        _row(specs["cheap"].name, "simulated", 1, 0.4),
+    base = [_row(SUMMARIZATION, "claude code", 100.0, memory=0.9)]
+    rows = [
+        *base,
+        _row(DROP, "claude code", 120.0, memory=0.5),
+        _row(specs["cheap"].name, "claude code", 80.0, memory=0.4),
+        _row(specs["kept"].name, "claude code", 90.0, memory=0.7),
+        _row(specs["kept"].name, "simulated", 1, 0.1),  # planted facts: no longer the rule
     ]
-    rows += [
-        _row(specs["kept"].name, "claude code", 90.0),
-        _row(specs["kept"].name, "simulated", 1, 0.7),
-    ]
-    chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.6)
+    chosen, rule = choose(rows, [cheap, kept], specs)
     assert chosen == kept
-    assert rule == "the cheapest that reaches the memory goal"
-    chosen, rule = choose(rows, [cheap, kept], specs, before_facts=0.8)
+    assert rule == "the cheapest that remembers at least what drop-oldest does"
+    rows[1] = _row(DROP, "claude code", 120.0, memory=0.8)
+    chosen, rule = choose(rows, [cheap, kept], specs)
     assert chosen == kept  # both meet the cost goal; "kept" remembers more
     assert rule.startswith("no setting reaches the memory goal")
 
@@ -251,19 +254,6 @@ def test_the_memory_floor_is_the_goal_and_above_every_peer() -> None:
     assert memory_floor(low) == MEMORY_GOAL == 0.49
     high = [_row(SUMMARIZATION, "simulated", 1, 0.448), _row(DROP, "simulated", 1, 0.5)]
     assert 0.5 < memory_floor(high) < 0.5001  # strictly more than the best peer
-    cheap, kept = Setting("cheap", {}), Setting("kept", {})
-    specs = {
-        "cheap": PolicySpec("Compactor + clearing (cheap)", DropOldest),
-        "kept": PolicySpec("Compactor + clearing (kept)", DropOldest),
-    }
-    rows = [*high, _row(SUMMARIZATION, "claude code", 100.0), _row(DROP, "claude code", 120.0)]
-    rows += [_row(specs["cheap"].name, "claude code", 80.0)]
-    rows += [_row(specs["cheap"].name, "simulated", 1, 0.5)]  # ties the best peer: not enough
-    rows += [_row(specs["kept"].name, "claude code", 90.0)]
-    rows += [_row(specs["kept"].name, "simulated", 1, 0.52)]
-    chosen, rule = choose(rows, [cheap, kept], specs, memory_floor(rows))
-    assert chosen == kept
-    assert rule == "the cheapest that reaches the memory goal"
 
 
 def test_the_low_cost_preset_builds_as_a_policy() -> None:

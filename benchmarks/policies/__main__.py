@@ -96,6 +96,18 @@ def _parser() -> argparse.ArgumentParser:
         "Code sessions and check the chosen one on the held-out half",
     )
     parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="cost and needed-later memory on the real sessions at 64/128/256 KiB, the "
+        "cost-memory plane and the paired differences (rewrites docs/cost.md; --quick: "
+        "the smallest sessions at 32 KiB, prints only)",
+    )
+    parser.add_argument(
+        "--heldout",
+        action="store_true",
+        help="with --memory: the held-out sessions (sessions-heldout), reported once",
+    )
+    parser.add_argument(
         "--recall",
         action="store_true",
         help="run the simulated loop with the agent calling the recall tool (prints a table)",
@@ -144,6 +156,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             steps=args.steps,
             seeds=args.seeds,
             seed=args.seed,
+        )
+    if args.memory and args.sweep:
+        from benchmarks.policies.memory_bench import run_sweep_command
+
+        return run_sweep_command(corpus=args.corpus)
+    if args.memory:
+        from benchmarks.policies.memory_bench import run_memory_command
+
+        return run_memory_command(
+            quick=quick,
+            heldout=args.heldout,
+            write=not (args.no_write or quick),
+            corpus=args.corpus,
+            lint=not args.no_lint,
         )
     if args.cache_replay:
         from benchmarks.policies.cache_replay import render_replay, run_cache_replay

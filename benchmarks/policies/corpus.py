@@ -18,17 +18,21 @@ from cast import ChainAST, Message, Reasoning, Role, TextPart, ToolCall, ToolRes
 
 __all__ = [
     "CLAUDE_CODE_FOLDER",
+    "HELDOUT_FOLDER",
     "OPENAI_FOLDER",
     "CorpusChain",
     "decode_claude_code",
     "decode_openai",
     "find_corpus",
     "load_folder",
+    "load_heldout",
 ]
 
 
 OPENAI_FOLDER = "openai_taubench"
 CLAUDE_CODE_FOLDER = "anthropic_claudecode"
+HELDOUT_FOLDER = "sessions-heldout"
+"""13 real sessions of other projects and agents: the held-out part (read once, to report)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,3 +233,48 @@ def _repairs(messages: list[Message]) -> int:
     from cast import diagnose
 
     return len(diagnose(messages))
+
+
+def _heldout_claude_code(payload: Any) -> tuple[list[Message], str]:
+    from cast.codecs.claude_code import decode_claude_code_log
+
+    return list(decode_claude_code_log(payload)), "cast.codecs.claude_code"
+
+
+def _heldout_openai(payload: Any) -> tuple[list[Message], str]:
+    from cast.codecs.openai import decode
+
+    return decode(payload["messages"]), "cast.codecs.openai"
+
+
+def _heldout_responses(payload: Any) -> tuple[list[Message], str]:
+    from cast.codecs.openai_responses import decode
+
+    return decode(payload["input"]), "cast.codecs.openai_responses"
+
+
+_HELDOUT_DECODERS: dict[str, Callable[[Any], tuple[list[Message], str]]] = {
+    "claude_code": _heldout_claude_code,
+    "openai": _heldout_openai,
+    "openai_responses": _heldout_responses,
+}
+"""Held-out sub-folder -> its codec (the folder's README names them)."""
+
+
+def load_heldout(corpus: Path, *, limit: int | None = None) -> list[CorpusChain]:
+    """The held-out sessions (``sessions-heldout``), each decoded by the codec its
+    sub-folder names and repaired once, smallest first. Report them once; never tune on
+    them."""
+    files = sorted(
+        (p for sub in _HELDOUT_DECODERS for p in (corpus / HELDOUT_FOLDER / sub).glob("*.json")),
+        key=lambda p: (p.stat().st_size, p.name),
+    )
+    chains: list[CorpusChain] = []
+    for path in files[:limit]:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        messages, loader = _HELDOUT_DECODERS[path.parent.name](payload)
+        issues = _repairs(messages)
+        if issues:
+            messages = ChainAST.from_messages(messages, repair=True).to_messages()
+        chains.append(CorpusChain(path.stem, messages, issues, loader))
+    return chains

@@ -24,7 +24,11 @@ input side is priced, plus the summarizer's calls: the agent's own answers (outp
 tokens) are the same messages for every policy of a replay, so they cancel out of every
 comparison. A summarizer call is priced as a fresh (uncached) prompt at the base input
 price and its summary at ``output`` times it, at the main model's rate or at a model
-``CHEAP_SUMMARIZER`` times cheaper. Costs are in millions of base input tokens of the
+``CHEAP_SUMMARIZER`` times cheaper; or, for a policy whose handler sends it as a
+continuation of the conversation (:meth:`CacheMeter.continuation`, issue 36), as one
+more request of the conversation: its prefix read from the cache, the instruction
+(``INSTRUCTION_BYTES``) and what is new written, the summary at the main model's
+output price (a cache is per model). Costs are in millions of base input tokens of the
 main model (multiply by its price per million tokens for dollars).
 
 Sources of the ratios (checked 2026-11-26; cited in docs/cost.md):
@@ -50,6 +54,7 @@ __all__ = [
     "ANTHROPIC_STRICT",
     "BYTES_PER_TOKEN",
     "CHEAP_SUMMARIZER",
+    "INSTRUCTION_BYTES",
     "OPENAI",
     "OPENAI_GPT41",
     "STYLES",
@@ -64,6 +69,9 @@ __all__ = [
 BYTES_PER_TOKEN = 4
 CHEAP_SUMMARIZER = 5.0
 """How many times cheaper the second summarizer model is (input and output)."""
+INSTRUCTION_BYTES = 1024
+"""What a summary call sent as a continuation adds after the conversation: the
+instruction naming what to summarize (about the size of csum's prompt instructions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +178,10 @@ class CacheMeter:
     """Requests the policy reported unchanged that still change the previous payload."""
     summarizer_input_tokens: float = 0.0
     summarizer_output_tokens: float = 0.0
+    continuation_cost: dict[str, float] = field(default_factory=dict)
+    """Style -> input cost of summary calls sent as a continuation of the cached prefix."""
+    continuation_input_tokens: float = 0.0
+    continuation_output_tokens: float = 0.0
     _previous: list[Message] = field(default_factory=list)
 
     def add(self, payload: Sequence[Message], *, changed: bool) -> None:
@@ -197,6 +209,32 @@ class CacheMeter:
         self.summarizer_input_tokens += input_bytes / BYTES_PER_TOKEN
         self.summarizer_output_tokens += output_bytes / BYTES_PER_TOKEN
 
+    def continuation(
+        self,
+        history: Sequence[Message],
+        calls: int,
+        output_bytes: int,
+        instruction_bytes: int = INSTRUCTION_BYTES,
+    ) -> None:
+        """Add summary calls sent as a continuation of the conversation (call before
+        :meth:`add` of the turn's payload): each is ``history`` (the chain the policy was
+        given, which starts with the previous request) and an instruction, priced like a
+        request against the previous one, so its prefix is read from the cache; the
+        summary is output of the main model (a cache is per model: no cheaper rate)."""
+        if calls <= 0:
+            return
+        total_bytes = sum(m.size for m in history) + instruction_bytes
+        total = total_bytes / BYTES_PER_TOKEN
+        previous = self._previous
+        prefix = common_prefix_bytes(previous, history) / BYTES_PER_TOKEN
+        strict = _strict_cached_bytes(previous, history) / BYTES_PER_TOKEN
+        for style in self.styles:
+            cached = strict if style.strict_blocks else prefix
+            cost = calls * request_cost(total, cached, style)
+            self.continuation_cost[style.name] = self.continuation_cost.get(style.name, 0.0) + cost
+        self.continuation_input_tokens += calls * total
+        self.continuation_output_tokens += output_bytes / BYTES_PER_TOKEN
+
     def new_session(self) -> None:
         """Forget the previous request (a new workload starts cold)."""
         self._previous = []
@@ -205,7 +243,9 @@ class CacheMeter:
         """The summarizer's calls at the main model's rate, or ``CHEAP_SUMMARIZER``
         times cheaper."""
         cost = self.summarizer_input_tokens + style.output * self.summarizer_output_tokens
-        return cost / CHEAP_SUMMARIZER if cheap else cost
+        fresh = cost / CHEAP_SUMMARIZER if cheap else cost
+        continued = self.continuation_cost.get(style.name, 0.0)
+        return fresh + continued + style.output * self.continuation_output_tokens
 
     def total_cost(self, style: Pricing, *, cheap: bool = False) -> float:
         """Input side of every request plus the summarizer, base-input-token units."""
@@ -227,9 +267,12 @@ class CacheMeter:
         self.unstable_without_compaction += other.unstable_without_compaction
         self.summarizer_input_tokens += other.summarizer_input_tokens
         self.summarizer_output_tokens += other.summarizer_output_tokens
+        self.continuation_input_tokens += other.continuation_input_tokens
+        self.continuation_output_tokens += other.continuation_output_tokens
         for mine, theirs in (
             (self.cached_tokens, other.cached_tokens),
             (self.input_cost, other.input_cost),
+            (self.continuation_cost, other.continuation_cost),
         ):
             for name, value in theirs.items():
                 mine[name] = mine.get(name, 0.0) + value

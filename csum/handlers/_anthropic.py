@@ -8,8 +8,11 @@ the prompt as the one user message. The SDK's retries are off;
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cast import Message
 from csum.errors import HandlerError
 from csum.handlers._base import (
     RetryPolicy,
@@ -20,9 +23,14 @@ from csum.handlers._base import (
     import_sdk,
     sdk_handler,
 )
+from csum.handlers._continuation import (
+    CONTINUATION_INSTRUCTION,
+    ContinuationHandler,
+    anthropic_body,
+)
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "anthropic"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "anthropic", "anthropic_continuation"]
 
 _PROVIDER = "anthropic"
 
@@ -92,3 +100,49 @@ def _summary_text(response: Any, model: str) -> str:
         model=model,
         error_type="empty_response",
     )
+
+
+def anthropic_continuation(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 3,
+    max_tokens: int = 1024,
+    tools: Sequence[Mapping[str, Any]] = (),
+    client: Any = None,
+    backoff_base: float = 0.5,
+    backoff_max: float = 20.0,
+) -> ContinuationHandler:
+    """Asks Claude ``model`` for the summary as a continuation of the conversation: the
+    conversation as the agent sent it (its system prompt, messages and ``tools``), a
+    cache breakpoint at its end, then the instruction
+    (:func:`csum.handlers._continuation.anthropic_body`), so the input is read from the
+    prompt cache. Retries and errors as :func:`anthropic`."""
+    sdk = import_sdk("anthropic", "anthropic", "anthropic")
+    check_token_limit("max_tokens", max_tokens)
+    retries = RetryPolicy(max_retries, backoff_base, backoff_max)
+    connection = SdkConnection(model, base_url, api_key, timeout, client, retries)
+
+    async def complete(active: Any, payload: str) -> str:
+        response = await active.messages.create(
+            model=model, max_tokens=max_tokens, timeout=timeout, **json.loads(payload)
+        )
+        return _summary_text(response, model)
+
+    send = sdk_handler(
+        connection,
+        provider=_PROVIDER,
+        handler="anthropic_continuation",
+        errors=SdkErrors.of(sdk, sdk.AnthropicError),
+        client_class=sdk.AsyncAnthropic,
+        complete=complete,
+    )
+
+    async def summarize(
+        conversation: Sequence[Message], instruction: str = CONTINUATION_INSTRUCTION
+    ) -> str:
+        return await send(json.dumps(anthropic_body(conversation, instruction, tools=tools)))
+
+    return summarize

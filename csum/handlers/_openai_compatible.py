@@ -8,8 +8,11 @@ retries are off; :mod:`csum.handlers._base` retries instead.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
+from cast import Message
 from csum.errors import HandlerError
 from csum.handlers._base import (
     RetryPolicy,
@@ -20,9 +23,14 @@ from csum.handlers._base import (
     import_sdk,
     sdk_handler,
 )
+from csum.handlers._continuation import (
+    CONTINUATION_INSTRUCTION,
+    ContinuationHandler,
+    openai_body,
+)
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "TokenLimitParam", "openai_compatible"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "TokenLimitParam", "openai_compatible", "openai_continuation"]
 
 _PROVIDER = "openai"
 TokenLimitParam: TypeAlias = Literal["max_completion_tokens", "max_tokens"]
@@ -109,3 +117,51 @@ def _summary_text(completion: Any, model: str) -> str:
         model=model,
         error_type="empty_response",
     )
+
+
+def openai_continuation(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 3,
+    max_output_tokens: int | None = 1024,
+    token_limit_param: TokenLimitParam = _NEW_LIMIT_PARAM,
+    tools: Sequence[Mapping[str, Any]] = (),
+    client: Any = None,
+    backoff_base: float = 0.5,
+    backoff_max: float = 20.0,
+) -> ContinuationHandler:
+    """Asks ``model`` for the summary as a continuation of the conversation: the
+    conversation as the agent sent it (its messages and ``tools``) then the instruction
+    (:func:`csum.handlers._continuation.openai_body`), so the provider's automatic
+    prefix cache serves the input. Retries and errors as :func:`openai_compatible`."""
+    sdk = import_sdk("openai", "openai_compatible", "openai")
+    if max_output_tokens is not None:
+        check_token_limit("max_output_tokens", max_output_tokens)
+    retries = RetryPolicy(max_retries, backoff_base, backoff_max)
+    connection = SdkConnection(model, base_url, api_key, timeout, client, retries)
+    limits = {token_limit_param: max_output_tokens} if max_output_tokens is not None else {}
+
+    async def complete(active: Any, payload: str) -> str:
+        completion = await active.chat.completions.create(
+            model=model, timeout=timeout, **limits, **json.loads(payload)
+        )
+        return _summary_text(completion, model)
+
+    send = sdk_handler(
+        connection,
+        provider=_PROVIDER,
+        handler="openai_continuation",
+        errors=SdkErrors.of(sdk, sdk.OpenAIError),
+        client_class=sdk.AsyncOpenAI,
+        complete=complete,
+    )
+
+    async def summarize(
+        conversation: Sequence[Message], instruction: str = CONTINUATION_INSTRUCTION
+    ) -> str:
+        return await send(json.dumps(openai_body(conversation, instruction, tools=tools)))
+
+    return summarize

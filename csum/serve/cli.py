@@ -81,9 +81,9 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     add(
         "--summary-only",
         action="store_true",
-        help="the former defaults (csum.config.SUMMARY_ONLY): no clearing of old tool "
-        "results, summaries 1/32 of the budget, target 0.6 unless --keep-ratio; by default "
-        "old tool results are cleared first and summaries take 1/64",
+        help="the former defaults (csum.config.SUMMARY_ONLY): summaries 1/32 of the "
+        "budget, target 0.6 unless --keep-ratio; by default summaries with their facts "
+        "take 1/8 and the target is 0.1",
     )
     add(
         "--store",

@@ -4,6 +4,7 @@ score per byte."""
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Callable, Iterator
 
 from csum.handlers._extractive.features import _score
@@ -27,6 +28,21 @@ from csum.handlers._extractive.weights import (
 )
 
 _LIST_KEY = "\0"  # marks a list's path among the open records' paths
+_NUMBER = re.compile(
+    r"(?<![\w.])\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?![\w:])"  # a time of day
+    r"|(?<![\w.:])\d+(?:[.,]\d+)*(?![\w:])"  # a count (not a path's line number)
+)
+
+
+_REPEATED = 8
+"""Lines of one shape beyond this many are a log's repetition, not a table of facts."""
+
+
+def _shape(line: _Line) -> str:
+    """A line with its standalone numbers masked: the lines of a log that differ only
+    in a counter, a time or a batch number have one shape (an id such as ``test_2`` is
+    not masked)."""
+    return _NUMBER.sub("#", _dedup_key(line))
 
 
 def _cost(block: _Block, line: _Line, opened: set[tuple[int, str]]) -> int:
@@ -89,7 +105,9 @@ def _take_prior_rest(
 
 def _pack(blocks: list[_Block], max_bytes: int) -> str:
     """Earlier summaries and requests first, then lines by score per byte; the budget is
-    filled with a cut line when a whole one no longer fits."""
+    filled with a cut line when a whole one no longer fits. It stops when the next line
+    adds nothing salient (a line saying nothing, or one of a shape already said): the
+    bytes it would fill are paid again on every later turn."""
     packer = _Packer(blocks, max_bytes)
     firsts = packer.take_firsts()
     ranked = packer.take_by_score()
@@ -110,7 +128,26 @@ class _Packer:
         self.used = -1  # each line is counted with its newline; the last one has none
         self.opened: set[tuple[int, str]] = set()
         self.said: set[str] = set()
+        self.shapes: set[str] = set()
         self.everything = [(block, line) for block in blocks for line in block.lines]
+        counts: dict[str, int] = {}
+        for _, line in self.everything:
+            shape = _shape(line)
+            counts[shape] = counts.get(shape, 0) + 1
+        self.repeated = {shape for shape, count in counts.items() if count > _REPEATED}
+        """Shapes of a log's repeated lines: once one of them is taken, the next adds
+        nothing salient (the summary stops instead of filling its budget with them)."""
+
+    def said_shape(self, line: _Line) -> bool:
+        """Whether ``line`` is a repeated line whose shape the summary already holds."""
+        if not self.repeated:
+            return False
+        shape = _shape(line)
+        return shape in self.repeated and shape in self.shapes
+
+    def note_shape(self, line: _Line) -> None:
+        if self.repeated:
+            self.shapes.add(_shape(line))
 
     def cost(self, block: _Block, line: _Line) -> int:
         return _cost(block, line, self.opened)
@@ -139,6 +176,9 @@ class _Packer:
                 self.take(block, line)
         _take_prior_rest(firsts, self.max_bytes - self.used, self.cost, self.take)
         self.said = {_dedup_key(line) for _, line in firsts if line.taken}
+        for _, line in firsts:
+            if line.taken:
+                self.note_shape(line)
         return firsts
 
     def priority(self, block: _Block, line: _Line) -> float:
@@ -165,9 +205,12 @@ class _Packer:
             ranked.append((block, line))
             if _dedup_key(line) in self.said or line.score <= _FILLER_MAX:
                 continue  # said already, or a filler: only for what is left at the end
+            if self.said_shape(line):
+                continue  # a log's repeated line: adds nothing salient
             if not self._fits(block, line):
                 continue
             self.said.add(_dedup_key(line))
+            self.note_shape(line)
             opens = queue.opens(line)
             self.take(block, line)
             queue.requeue(line, opens)
@@ -199,24 +242,29 @@ class _Packer:
         for block, line in ranked:
             if line.taken or line.group is not None or _dedup_key(line) in self.said:
                 continue
-            if line.score <= _FILLER_MAX:
+            if line.score <= _FILLER_MAX or self.said_shape(line):
                 continue
             cost = self.cost(block, line)
             room = self.max_bytes - self.used - (cost - _utf8_len(line.text))
             if room < _MIN_PIECE or not self._cut_to(line, room):
                 continue
             self.said.add(_dedup_key(line))
+            self.note_shape(line)
             self.take(block, line)
             if self.max_bytes - self.used < _MIN_PIECE:
                 break
 
     def fill_empty(self, ranked: list[_Pair]) -> None:
-        """Then lines with nothing in them, whole, so that the budget is used."""
+        """Then lines with little in them, whole, while they fit: one line of a shape
+        (the rest of a log's repeated lines adds nothing salient)."""
         for block, line in ranked:
             if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in self.said:
                 continue
+            if self.said_shape(line):
+                continue
             if self.used + self.cost(block, line) <= self.max_bytes:
                 self.said.add(_dedup_key(line))
+                self.note_shape(line)
                 self.take(block, line)
 
 
@@ -311,6 +359,7 @@ def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None
             over = virtual
         else:
             fits = virtual
-            if _utf8_len(candidate) >= _utf8_len(best):
-                best = candidate
+            if _utf8_len(candidate) <= _utf8_len(best) and not over:
+                break  # more room took nothing more: the summary said all it has
+            best = candidate
     return best
