@@ -97,7 +97,7 @@ def _seeds(codec: str) -> list[Any]:
     if codec in TARGET:
         chain = port(chain, TARGET[codec])
     module = get_codec(codec)
-    if codec == "claude_code":  # a log has no system prompt
+    if codec in ("claude_code", "claude_code_session"):  # a log has no system prompt
         chain = [m for m in chain if m.role is not Role.SYSTEM]
     seeds = [module.encode(chain)]
     prefix = {"openai": ("openai", "deepseek", "vllm"), "openai_agents": ("openai_responses",)}
