@@ -5,9 +5,10 @@ carried verbatim), placed where the kept part starts: after the kept question wh
 cut falls inside a turn, else in a first turn of its own opened by
 :data:`~csum.plan.EARLIER_CONVERSATION_TEXT`. When the result exceeds the limit, frozen
 summaries go first (oldest first), then the summary is cut to the longest prefix that
-fits, keeping its archive line; when not even an empty summary fits (the system prompt
-and the newest turn alone exceed the limit), the summarized part still gets a summary of
-at most :data:`FLOOR_SUMMARY_BYTES`: turns are never dropped without one.
+fits, keeping its archive line. When not even an empty summary fits, the summarized
+part goes if that brings the chain within the limit; when the system prompt and the
+newest turn alone exceed it (the floor), it still gets a summary of at most
+:data:`FLOOR_SUMMARY_BYTES`: turns are never dropped without one for nothing.
 """
 
 from __future__ import annotations
@@ -80,8 +81,10 @@ class Assembler:
         if size <= limit or text is None:
             return Assembled(out, False, dropped, pair)
         best = self._longest_fitting(ast, plan, text, frozen)
-        if best is None:  # not even an empty summary fits: the floor is over the budget
-            out, pair = self._floor_summary(ast, plan, text)
+        if best is None:  # not even an empty summary fits
+            out, pair = self.build(ast, plan, None, [])
+            if measure(out) > limit:  # the floor is over the budget: a short summary
+                out, pair = self._floor_summary(ast, plan, text)
             return Assembled(out, True, dropped + len(frozen), pair)
         return Assembled(best[0], True, dropped, best[1])
 

@@ -118,11 +118,13 @@ def test_exclude_tools_becomes_a_frozenset_and_the_options_are_frozen() -> None:
 
 
 def test_one_clearing_default() -> None:
-    """``Clearing()`` is the Compactor's default stage: one default, keeping the newest
-    DEFAULT_CLEAR_KEEP tool uses, starting with the compaction."""
-    assert Clearing() == DEFAULT_CLEARING
+    """One clearing default: ``Clearing()`` keeps the newest DEFAULT_CLEAR_KEEP tool uses,
+    starting with the compaction; the Compactor's default is no clearing stage
+    (``DEFAULT_CLEARING`` is None since issue 36), and ``LOW_COST`` is ``Clearing()``."""
+    assert DEFAULT_CLEARING is None
     assert Clearing().keep == DEFAULT_CLEAR_KEEP == 10
-    assert Compactor(budget=1000).clearing == Clearing()
+    assert Compactor(budget=1000).clearing is None
+    assert LOW_COST.clearing == Clearing()
     keeper = Compactor(budget=Budget(1000, trigger=0.9), clearing=Clearing(trigger=0.5))
     assert keeper._start == 500
     assert Compactor(budget=Budget(1000, trigger=0.9))._start == 900
