@@ -282,9 +282,10 @@ def _fit(
     messages: list[Message], budget_text: str, provider: str
 ) -> tuple[list[Message], bool, str, int, int]:
     """The chain within the budget: compacted by csum's Compactor with the offline
-    extractive handler when it is larger, the user's first task pinned (kept verbatim).
+    extractive handler and the clearing stage when it is larger, the user's first task
+    pinned (kept verbatim).
     csum is imported here, not with cast."""
-    from csum import Compactor
+    from csum import Clearing, Compactor
     from csum.config import as_budget
     from csum.handlers import extractive
 
@@ -296,8 +297,15 @@ def _fit(
     if before <= budget.limit:
         return messages, False, budget.unit, before, before
     first_task = next(m for m in messages if m.role is Role.HUMAN)
+    # Old tool results are cleared first (a one-line gist each): the offline handler then
+    # reads placeholders, not the whole session, so a 1 MB session hands off in about a
+    # second (without clearing the handler and the fact list read all of it: 2-3x slower).
     compactor = Compactor(
-        extractive(), budget=budget, target=provider, pin=lambda message: message is first_task
+        extractive(),
+        budget=budget,
+        target=provider,
+        pin=lambda message: message is first_task,
+        clearing=Clearing(),
     )
     compacted = compactor.compact_sync(messages)
     after = _measure(compacted, budget)
