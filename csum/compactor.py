@@ -8,15 +8,17 @@ How a call goes (docs/compactor.md has the full story):
 
 1. The chain is parsed once, with repair (the output is always a valid chain), and
    measured in the budget's unit (bytes, or tokens by the counter) from the tree.
-2. **Hysteresis**: nothing happens below the *trigger* (default: 85 % of the budget,
-   :data:`~csum.config.DEFAULT_TRIGGER`). Above it, the chain is brought down to *keep_ratio* of the
-   budget (default 30 %), so the next compaction comes many turns later. Between the
-   trigger and the budget a *cooldown* (turns since the last compaction) applies; over
-   the budget never.
+2. **Hysteresis**: nothing happens below the *trigger* (default: the budget itself,
+   :data:`~csum.config.DEFAULT_TRIGGER`). Above it, the chain is brought down to
+   *keep_ratio* of the budget (default 10 %), so the next compaction comes many turns
+   later. Between the trigger and the budget a *cooldown* (turns since the last
+   compaction) applies; over the budget never.
 3. A compaction runs its stages on that tree (:mod:`csum.compaction`): clearing old
-   tool results first; when that cannot reach ``keep_units``, **one summary** of
-   everything older than the newest pairs that fit (:mod:`csum.plan`), in one handler
-   call, placed where the kept part starts and made to fit (:mod:`csum.assemble`).
+   tool results first when a clearing stage is set; when that cannot reach
+   ``keep_units``, **one summary** of everything older than the newest pairs that fit
+   (:mod:`csum.plan`), in one handler call, followed by the facts it lacks
+   (:mod:`csum._memory`), placed where the kept part starts and made to fit
+   (:mod:`csum.assemble`).
    Whenever system prompt + current question + newest pair fit the budget, the chain
    returned fits it; otherwise the result and the event say ``over_budget``. Summaries
    at ``max_depth`` are carried verbatim while they fit.
