@@ -15,12 +15,25 @@ Run in-process with :func:`agent_model_server` (a context manager), or as a scri
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+AGENTS_DIR = Path(
+    os.environ.get("CHAINCAST_AGENTS_DIR") or Path.home() / ".cache" / "chaincast-agents"
+)
+"""Where ``bash .ci/agents.sh`` installs the pinned agent CLIs the slow tests drive."""
+
+
+def agent_cli(name: str) -> Path:
+    """The installed CLI ``name`` (``claude``, ``codex``) under :data:`AGENTS_DIR`."""
+    return AGENTS_DIR / "node_modules" / ".bin" / name
+
 
 MARKER = "handoff-tool-ran"
 """What the scripted shell call echoes; a test finds it in the tool's result."""

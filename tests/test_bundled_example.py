@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import record_example
+from agent_model_server import agent_cli
 from cast import ChainAST, lint
 from cast.chainio import decode_chain
 
@@ -80,14 +81,18 @@ def test_every_tool_result_is_the_tools_output() -> None:
 
 
 def _claude() -> str | None:
-    return os.environ.get("CHAINCAST_CLAUDE") or shutil.which("claude")
+    """``$CHAINCAST_CLAUDE``, the one ``bash .ci/agents.sh`` installs, or ``claude`` on PATH."""
+    installed = agent_cli("claude")
+    if os.environ.get("CHAINCAST_CLAUDE"):
+        return os.environ["CHAINCAST_CLAUDE"]
+    return str(installed) if installed.exists() else shutil.which("claude")
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(
     _claude() is None,
-    reason="no Claude Code CLI: npm install @anthropic-ai/claude-code, then put claude on "
-    "PATH or name it in $CHAINCAST_CLAUDE",
+    reason="no Claude Code CLI: bash .ci/agents.sh installs it (or put claude on PATH or "
+    "name it in $CHAINCAST_CLAUDE)",
 )
 def test_recording_again_gives_the_same_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agent_model_server import MARKER, ModelServer, agent_model_server
+from agent_model_server import AGENTS_DIR, MARKER, ModelServer, agent_cli, agent_model_server
 from cast import SUMMARIZATION_TOOL_NAME, Message, lint
 from cast.cli import main
 from cast.codecs import anthropic, openai_responses
@@ -31,11 +31,8 @@ from handoff_checks import Fact, facts, lines_of, missing_in_order
 
 pytestmark = pytest.mark.slow
 
-AGENTS_DIR = Path(
-    os.environ.get("CHAINCAST_AGENTS_DIR") or Path.home() / ".cache" / "chaincast-agents"
-)
-CLAUDE = AGENTS_DIR / "node_modules" / ".bin" / "claude"
-CODEX = AGENTS_DIR / "node_modules" / ".bin" / "codex"
+CLAUDE = agent_cli("claude")
+CODEX = agent_cli("codex")
 SMALL = CLAUDE_CODE / "claudecode_spotter_8463c716_sub_agent-a7be2f0.json"
 LARGE = CLAUDE_CODE / "claudecode_spotter_4d5611e5.json"
 MODEL = "claude-sonnet-4-5"

@@ -22,7 +22,7 @@ import pytest
 for _module in ("starlette", "uvicorn", "httpx", "prometheus_client"):
     pytest.importorskip(_module, reason="the serve extra is not installed: pip install '.[serve]'")
 
-from agent_model_server import THOUGHT, agent_model_server  # noqa: E402
+from agent_model_server import AGENTS_DIR, THOUGHT, agent_cli, agent_model_server  # noqa: E402
 from cast import TextPart, ToolResult, lint  # noqa: E402
 from cast.cli import main  # noqa: E402
 from cast.codecs import anthropic  # noqa: E402
@@ -31,10 +31,7 @@ from serve_processes import metric, start_gateway  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-AGENTS_DIR = Path(
-    os.environ.get("CHAINCAST_AGENTS_DIR") or Path.home() / ".cache" / "chaincast-agents"
-)
-CLAUDE = AGENTS_DIR / "node_modules" / ".bin" / "claude"
+CLAUDE = agent_cli("claude")
 SESSION = CLAUDE_CODE / "claudecode_spotter_4d5611e5.json"
 TASK = "Please run echo in the shell, then continue where we left off."
 
