@@ -7,7 +7,7 @@ cast/_rules <-> providers)."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -68,11 +68,11 @@ def _targets(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [name for name in names if name in MODULES]
 
 
-def _imports(module: str) -> tuple[set[str], set[str]]:
-    """(module-level imports outside TYPE_CHECKING, imports inside functions) of modules of
-    the package ``module`` is in (csum imports cast, never the other way round: a loop
-    stays within a package)."""
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+def _walk(
+    tree: ast.AST, targets: Callable[[ast.Import | ast.ImportFrom], set[str]]
+) -> tuple[set[str], set[str]]:
+    """(module-level imports outside TYPE_CHECKING, imports inside functions) of ``tree``,
+    each import named by ``targets``."""
     top: set[str] = set()
     inner: set[str] = set()
 
@@ -81,11 +81,19 @@ def _imports(module: str) -> tuple[set[str], set[str]]:
             if isinstance(child, ast.If) and _is_type_checking(child):
                 continue
             if isinstance(child, ast.Import | ast.ImportFrom):
-                (inner if in_function else top).update(_targets(child))
+                (inner if in_function else top).update(targets(child))
             nested = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
             visit(child, nested)
 
     visit(tree, False)
+    return top, inner
+
+
+def _imports(module: str) -> tuple[set[str], set[str]]:
+    """(module-level imports outside TYPE_CHECKING, imports inside functions) of modules of
+    the package ``module`` is in (csum imports cast, never the other way round: a loop
+    stays within a package)."""
+    top, inner = _walk(ast.parse(MODULES[module].read_text(encoding="utf-8")), _targets)
     package = module.split(".", maxsplit=1)[0]
     own = {name for name in MODULES if name.split(".")[0] == package} - {module}
     return top & own, inner & own
@@ -167,8 +175,6 @@ BENCHMARK_MODULES = {_name(path): path for path in sorted(BENCHMARKS.rglob("*.py
 def _benchmark_imports(module: str) -> tuple[set[str], set[str]]:
     """(module-level imports of benchmark modules, those inside functions) of ``module``."""
     tree = ast.parse(BENCHMARK_MODULES[module].read_text(encoding="utf-8"))
-    top: set[str] = set()
-    inner: set[str] = set()
 
     def targets(node: ast.Import | ast.ImportFrom) -> set[str]:
         if isinstance(node, ast.Import):
@@ -179,17 +185,7 @@ def _benchmark_imports(module: str) -> tuple[set[str], set[str]]:
             names = []
         return {name for name in names if name in BENCHMARK_MODULES} - {module}
 
-    def visit(node: ast.AST, in_function: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
-                continue
-            if isinstance(child, ast.Import | ast.ImportFrom):
-                (inner if in_function else top).update(targets(child))
-            nested = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
-            visit(child, nested)
-
-    visit(tree, False)
-    return top, inner
+    return _walk(tree, targets)
 
 
 BENCHMARK_GRAPH = {module: _benchmark_imports(module) for module in BENCHMARK_MODULES}
