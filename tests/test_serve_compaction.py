@@ -309,7 +309,7 @@ def test_csum_serve_says_at_once_when_the_summarizer_key_is_missing(
 
 
 def test_credentials_come_from_either_header_and_never_show() -> None:
-    from csum.serve.summarizer import Credentials
+    from csum.serve.summary_handler import Credentials
 
     bearer = Credentials.of({"authorization": "Bearer sk-secret"})
     assert bearer is not None

@@ -447,7 +447,7 @@ async def test_a_summarizer_that_fails_or_never_answers_costs_one_policy_and_the
     calls, retries nested in retries), and the request is answered within its deadline
     either way (4 attempts of 120 s for one that never answers before the deadline of
     item 1)."""
-    from csum.serve.summarizer import SUMMARY_RETRIES
+    from csum.serve.summary_handler import SUMMARY_RETRIES
 
     pytest.importorskip("openai", reason="the openai extra is not installed")
     endpoint = Summarizer(mode)

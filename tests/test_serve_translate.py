@@ -1,4 +1,5 @@
-"""Anthropic Messages client -> OpenAI-compatible upstream (csum.serve.translate): the
+"""Anthropic Messages client -> OpenAI-compatible upstream (csum.serve.translate's
+anthropic_to_chat, chat_to_anthropic and token_count): the
 request ported and the response, whole or streamed, turned back. Pure functions here;
 the end-to-end run with the anthropic SDK is in test_serve.py."""
 
@@ -13,13 +14,10 @@ from hypothesis import strategies as st
 
 from cast import lint
 from cast.codecs import openai
-from csum.serve.translate import (
-    MessagesStream,
-    TranslationError,
-    chat_request,
-    count_tokens,
-    messages_response,
-)
+from csum.serve.translate import TranslationError
+from csum.serve.translate.anthropic_to_chat import chat_request
+from csum.serve.translate.chat_to_anthropic import MessagesStream, messages_response
+from csum.serve.translate.token_count import count_tokens
 from serve_payloads import chat_events
 
 REQUEST: dict[str, Any] = {

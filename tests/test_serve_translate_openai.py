@@ -1,7 +1,9 @@
 """OpenAI clients on another provider's upstream, pure functions (the end-to-end runs
 with the SDKs are in test_serve_translations.py): Chat Completions -> Anthropic
-Messages (csum.serve.translate_chat), Responses -> Chat Completions
-(csum.serve.translate_responses), reasoning both ways, the key header moved."""
+Messages (csum.serve.translate.chat_to_anthropic, anthropic_to_chat), Responses -> Chat
+Completions and -> Anthropic Messages (responses_to_chat, chat_to_responses,
+responses_to_anthropic, anthropic_to_responses), reasoning both ways, the key header
+moved (headers)."""
 
 from __future__ import annotations
 
@@ -16,23 +18,23 @@ from hypothesis import strategies as st
 from cast import lint
 from cast.codecs import anthropic, openai
 from csum.serve.apis import APIS
-from csum.serve.translate import MessagesStream, TranslationError, messages_response
-from csum.serve.translate_chat import (
-    DEFAULT_MAX_TOKENS,
-    ChatStream,
-    chat_response,
-    messages_request,
-)
-from csum.serve.translate_responses import (
+from csum.serve.translate import TranslationError
+from csum.serve.translate.anthropic_to_chat import ChatStream, chat_response
+from csum.serve.translate.anthropic_to_responses import (
     AnthropicResponsesStream,
-    ResponsesStream,
-    chat_request_for_responses,
-    dropped_tools,
-    messages_request_for_responses,
     responses_from_messages,
-    responses_response,
 )
-from csum.serve.translations import translated_headers, translation_for
+from csum.serve.translate.chat_to_anthropic import (
+    DEFAULT_MAX_TOKENS,
+    MessagesStream,
+    messages_request,
+    messages_response,
+)
+from csum.serve.translate.chat_to_responses import ResponsesStream, responses_response
+from csum.serve.translate.headers import translated_headers
+from csum.serve.translate.pairs import translation_for
+from csum.serve.translate.responses_to_anthropic import messages_request_for_responses
+from csum.serve.translate.responses_to_chat import chat_request_for_responses, dropped_tools
 from serve_payloads import (
     REASONER,
     chat_body,

@@ -35,13 +35,15 @@ from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
 from csum.serve.limits import RefusedError, check_items, parse, refusal
 from csum.serve.metrics import Metrics
-from csum.serve.summarizer import Credentials
+from csum.serve.summary_handler import Credentials
 from csum.serve.tenant import TenantKeys
 from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
-from csum.serve.translate import TranslationError, count_tokens
-from csum.serve.translate_responses import dropped_tools
-from csum.serve.translate_tools import DROPPED_TOOLS_HEADER
-from csum.serve.translations import Translation, translated_headers, translation_for
+from csum.serve.translate import TranslationError
+from csum.serve.translate.headers import translated_headers
+from csum.serve.translate.pairs import Translation, translation_for
+from csum.serve.translate.responses_to_chat import dropped_tools
+from csum.serve.translate.responses_tools import DROPPED_TOOLS_HEADER
+from csum.serve.translate.token_count import count_tokens
 from csum.serve.upstream import Upstream, UpstreamBusyError, request_headers, response_headers
 from csum.stores import MemoryStore, SummaryStore, is_redis_url, open_store
 

@@ -20,7 +20,7 @@ from csum.serve.config import (
     ServeConfig,
 )
 from csum.serve.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
-from csum.serve.summarizer import Summarizer
+from csum.serve.summary_handler import SummaryHandlerFactory
 
 __all__ = [
     "DEFAULT_KEEP_ALIVE",
@@ -326,7 +326,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
     try:
         config = config_from(args)
         resolve_handler(config.handler)  # a wrong spec or a missing SDK, said at once
-        Summarizer(config)  # a missing key or SDK of --summarizer, said at once
+        SummaryHandlerFactory(config)  # a missing key or SDK of --summarizer, said at once
     except (ValueError, ImportError) as exc:
         print(f"csum serve: error: {exc}", file=err)
         return 2

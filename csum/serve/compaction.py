@@ -36,9 +36,14 @@ from csum.serve.conversation import ConversationState, ConversationStates, conve
 from csum.serve.limits import RefusedError, check_items, parse
 from csum.serve.loop_stores import LoopArchive, LoopStore
 from csum.serve.pool import WorkerPool
-from csum.serve.responses_items import as_sent
-from csum.serve.summarizer import Credentials, Summarizer, SummaryHandler, robustness
+from csum.serve.summary_handler import (
+    Credentials,
+    SummaryHandler,
+    SummaryHandlerFactory,
+    robustness,
+)
 from csum.serve.tenant import ANONYMOUS
+from csum.serve.translate.responses_as_sent import as_sent
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 from csum.stores._archive_protocol import ArchiveStore
@@ -138,7 +143,7 @@ class Rewriter:
         self.config = config
         self.store = store
         self.archive_store = archive_store
-        self.summarizer = Summarizer(config)
+        self.summarizer = SummaryHandlerFactory(config)
         self.pool = WorkerPool(config.compaction_workers, config.deadline)
         self._floors_logged: set[str] = set()
 

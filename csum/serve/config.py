@@ -35,10 +35,10 @@ UPSTREAM_APIS = ("same", "openai", "anthropic")
 """``same``: the upstream speaks the client's API; ``openai``: it speaks Chat Completions
 only (Anthropic Messages and Responses requests are translated); ``anthropic``: it
 speaks Anthropic Messages only (Chat Completions and Responses requests are
-translated). See csum.serve.translations."""
+translated). See csum.serve.translate."""
 SUMMARIZER_KINDS = ("extractive", "upstream", "openai", "anthropic")
 """``--summarizer``: offline; the upstream with the client's key; a separate endpoint
-of an OpenAI-compatible or Anthropic API (csum.serve.summarizer)."""
+of an OpenAI-compatible or Anthropic API (csum.serve.summary_handler)."""
 GATEWAY_KEY_HEADER = "x-csum-key"
 """Request header carrying the gateway's own key when ``--gateway-key`` is set."""
 
@@ -63,7 +63,7 @@ class ServeConfig:
     and Responses requests for an Anthropic upstream (``upstream_model``, when set,
     replaces the model of translated requests).
     ``summarizer`` (``extractive``, ``upstream``, ``openai``, ``anthropic``) and its
-    ``summarizer_*`` options: see :mod:`csum.serve.summarizer`. ``archive``: where
+    ``summarizer_*`` options: see :mod:`csum.serve.summary_handler`. ``archive``: where
     the messages summarized away are kept (a store location; None: not kept), one
     session per conversation key; ``archive_reinsert_bytes`` > 0 puts archived lines a
     new question needs back into the chain. ``offload``: compaction runs in a worker

@@ -1,17 +1,14 @@
-"""Translation of an OpenAI Chat Completions client to an Anthropic Messages upstream:
-the request ported with ``cast.port`` and encoded with the anthropic codec, the
-response (whole or streamed) turned back into Chat Completions objects and chunks the
-``openai`` SDK reads.
+"""Anthropic Messages as OpenAI Chat Completions: a Messages client's request for a Chat
+Completions upstream (ported with ``cast.port``), and an Anthropic upstream's answer,
+whole or streamed, as the Chat Completions objects and chunks the ``openai`` SDK reads.
 
-Carried: the history (``cast.port``'s rules; reasoning the client sends back goes to
-Anthropic only when signed by it: the ``reasoning_details`` this gateway gave),
-``model``, ``max_tokens`` / ``max_completion_tokens`` (Anthropic requires one:
-:data:`DEFAULT_MAX_TOKENS` when neither is set), ``temperature``, ``top_p``, ``stop``, ``user`` (as
-``metadata.user_id``), ``tools``, ``tool_choice``, ``parallel_tool_calls``, ``stream``
-and ``thinking`` (Anthropic's own field, sent through as the client wrote it). Back:
-text, tool calls, thinking as ``reasoning_content`` (the field DeepSeek and vLLM's
-DeepSeek parser use) and, with its signature, as ``reasoning_details`` (OpenRouter's
-shape), stop reason and usage with cached tokens.
+The request carries (docs/serve.md lists what it does not): the history (text, images,
+tool calls and results, with ``cast.port``'s rules: reasoning from Anthropic is dropped,
+ids kept unless the upstream rejects them), ``system``, ``max_tokens``, ``temperature``,
+``top_p``, ``stop_sequences``, ``tools`` and ``tool_choice``, ``stream``. The answer
+carries text, tool calls, thinking as ``reasoning_content`` (the field DeepSeek and
+vLLM's DeepSeek parser use) and, with its signature, as ``reasoning_details``
+(OpenRouter's shape), stop reason and usage with cached tokens.
 """
 
 from __future__ import annotations
@@ -22,24 +19,20 @@ from typing import Any
 
 import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
-from cast import Message, Reasoning, Role, TextPart, ToolCall, port
-from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
+from cast import port
 from csum.serve.sse import SseReader, data_event, read_event
 from csum.serve.translate import TranslationError
 
 __all__ = [
-    "DEFAULT_MAX_TOKENS",
     "FINISH_REASONS",
     "REASONING_FIELD",
     "REASONING_FORMAT",
     "ChatStream",
+    "chat_request",
     "chat_response",
     "chat_usage",
-    "messages_request",
 ]
 
-DEFAULT_MAX_TOKENS = 4096
-"""``max_tokens`` sent to Anthropic when the Chat request sets no limit (it needs one)."""
 REASONING_FIELD = "reasoning_content"
 """The Chat Completions field thinking goes to (DeepSeek's; vLLM's DeepSeek parser too)."""
 REASONING_FORMAT = "anthropic-claude-v1"
@@ -57,120 +50,63 @@ FINISH_REASONS = {
 }
 """Messages ``stop_reason`` -> Chat Completions ``finish_reason``."""
 
-_CARRIED = ("model", "temperature", "top_p", "stream", "thinking")
+
+_CARRIED = ("model", "max_tokens", "temperature", "top_p", "stream")
 
 
-def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
-    """The Messages request for a Chat Completions request ``payload``."""
+def chat_request(payload: dict[str, Any]) -> dict[str, Any]:
+    """The Chat Completions request for a Messages request ``payload``."""
     if not isinstance(payload.get("messages"), list):
         raise TranslationError("messages: expected an array of messages")
-    if payload.get("n", 1) != 1:
-        raise TranslationError("n: Anthropic answers with one choice only")
-    fmt = payload.get("response_format")
-    if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
-        raise TranslationError(f"response_format: {fmt.get('type')!r} is not translated")
+    history = {key: payload[key] for key in ("system", "messages") if key in payload}
     try:
-        chain = openai_codec.decode({"messages": payload["messages"]})
-        chain, signed = _with_signed_thinking(chain, payload["messages"])
-        chain = port(chain, "anthropic", source="anthropic" if signed else None)
+        messages = port(anthropic_codec.decode(history), "openai", source="anthropic")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
-    limit = payload.get("max_completion_tokens", payload.get("max_tokens"))
-    out["max_tokens"] = DEFAULT_MAX_TOKENS if limit is None else limit
-    out.update(anthropic_codec.encode(chain))
-    stop = payload.get("stop")
-    if stop is not None:
-        out["stop_sequences"] = [stop] if isinstance(stop, str) else stop
-    if isinstance(payload.get("user"), str):
-        out["metadata"] = {"user_id": payload["user"]}
+    out["messages"] = openai_codec.encode(messages, tool_names=False)["messages"]
+    if "stop_sequences" in payload:
+        out["stop"] = payload["stop_sequences"]
+    if payload.get("stream"):
+        out["stream_options"] = {"include_usage": True}
     tools = payload.get("tools")
     if tools is not None:
-        if not isinstance(tools, list):
-            raise TranslationError("tools: expected an array")
-        out["tools"] = [_tool(tool, i) for i, tool in enumerate(tools)]
-    choice = _tool_choice(payload.get("tool_choice"))
-    if payload.get("parallel_tool_calls") is False:
-        choice = {**(choice or {"type": "auto"}), "disable_parallel_tool_use": True}
+        out["tools"] = [_tool(tool, i) for i, tool in enumerate(_array(tools, "tools"))]
+    choice = payload.get("tool_choice")
     if choice is not None:
-        out["tool_choice"] = choice
+        out["tool_choice"] = _tool_choice(choice)
+        if isinstance(choice, dict) and choice.get("disable_parallel_tool_use"):
+            out["parallel_tool_calls"] = False
     return out
 
 
-def _signed_details(message: object) -> list[Reasoning]:
-    """The Anthropic thinking a client sent back in an assistant message's
-    ``reasoning_details`` (the shape :func:`chat_response` gives it), in order; details
-    of any other format, or without a signature, are left out."""
-    details = message.get("reasoning_details") if isinstance(message, dict) else None
-    if not isinstance(details, list):
-        return []
-    found: list[tuple[int, Reasoning]] = []
-    for position, detail in enumerate(details):
-        if not isinstance(detail, dict) or detail.get("format") != REASONING_FORMAT:
-            continue
-        index = detail.get("index")
-        order = index if isinstance(index, int) else position
-        signature, data = detail.get("signature"), detail.get("data")
-        if detail.get("type") == "reasoning.text" and isinstance(signature, str) and signature:
-            text = detail.get("text")
-            content = text if isinstance(text, str) else ""
-            found.append((order, Reasoning(content=content, signature=signature.encode())))
-        elif detail.get("type") == "reasoning.encrypted" and isinstance(data, str) and data:
-            found.append((order, Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode())))
-    return [reasoning for _, reasoning in sorted(found, key=lambda pair: pair[0])]
-
-
-def _with_signed_thinking(chain: list[Message], messages: list[Any]) -> tuple[list[Message], bool]:
-    """``chain`` with each AI message's reasoning replaced by the signed thinking its
-    assistant message carried back (reasoning-only parts first, the last block on the
-    message's first part, as the anthropic codec reads a turn); whether any was found.
-    Unsigned reasoning is left for ``cast.port`` to drop."""
-    signed = [
-        _signed_details(m) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
-    ]
-    turns = [i for i, m in enumerate(chain) if m.role is Role.AI]
-    if not any(signed) or len(turns) != len(signed):
-        return chain, False
-    out = list(chain)
-    for i, blocks in zip(turns, signed, strict=True):
-        if not blocks:
-            continue
-        parts = list(out[i].parts)
-        head = [TextPart(text="", reasoning=r) for r in blocks[:-1]]
-        first = parts[0] if parts else None
-        if isinstance(first, TextPart | ToolCall):
-            parts[0] = first.model_copy(update={"reasoning": blocks[-1]})
-        else:
-            head.append(TextPart(text="", reasoning=blocks[-1]))
-        out[i] = out[i].model_copy(update={"parts": (*head, *parts)})
-    return out, True
+def _array(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise TranslationError(f"{where}: expected an array")
+    return value
 
 
 def _tool(tool: object, i: int) -> dict[str, Any]:
-    function = tool.get("function") if isinstance(tool, dict) else None
-    if not isinstance(tool, dict) or tool.get("type", "function") != "function":
-        raise TranslationError(f"tools[{i}]: only function tools are translated")
-    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-        raise TranslationError(f"tools[{i}].function: expected a function with a name")
-    out: dict[str, Any] = {
-        "name": function["name"],
-        "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
-    }
-    if isinstance(function.get("description"), str):
-        out["description"] = function["description"]
-    return out
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+        raise TranslationError(f"tools[{i}]: expected a tool with a name")
+    if "input_schema" not in tool:  # a server tool (web search, ...): no Chat equivalent
+        raise TranslationError(f"tools[{i}]: {tool.get('type', 'tool')!r} has no input_schema")
+    function: dict[str, Any] = {"name": tool["name"], "parameters": tool["input_schema"]}
+    if "description" in tool:
+        function["description"] = tool["description"]
+    return {"type": "function", "function": function}
 
 
-def _tool_choice(choice: object) -> dict[str, Any] | None:
-    if choice is None:
-        return None
-    if choice in ("auto", "none"):
-        return {"type": choice}
-    if choice == "required":
-        return {"type": "any"}
-    function = choice.get("function") if isinstance(choice, dict) else None
-    if isinstance(function, dict) and isinstance(function.get("name"), str):
-        return {"type": "tool", "name": function["name"]}
+def _tool_choice(choice: object) -> Any:
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind == "auto":
+        return "auto"
+    if kind == "any":
+        return "required"
+    if kind == "none":
+        return "none"
+    if kind == "tool" and isinstance(choice, dict) and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
     raise TranslationError(f"tool_choice: unknown choice {choice!r}")
 
 

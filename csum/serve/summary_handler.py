@@ -23,8 +23,8 @@ __all__ = [
     "SUMMARY_RETRIES",
     "SUMMARY_TIMEOUT",
     "Credentials",
-    "Summarizer",
     "SummaryHandler",
+    "SummaryHandlerFactory",
     "robustness",
 ]
 
@@ -82,8 +82,9 @@ class SummaryHandler:
     offline: bool
 
 
-class Summarizer:
-    """Builds the summary handler of each request from the gateway's config."""
+class SummaryHandlerFactory:
+    """Makes the :class:`SummaryHandler` of each request from the gateway's
+    ``--summarizer`` (built when the gateway starts: a missing key or SDK is said then)."""
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config

@@ -1,5 +1,7 @@
 """Responses tools on a Chat Completions upstream: what each kind becomes there and
-back (csum.serve.translate_responses uses it both ways).
+back, for every translation of a Responses client (csum.serve.translate's
+responses_to_chat and responses_to_anthropic on the way up, chat_to_responses and
+anthropic_to_responses on the way back).
 
 - a ``function`` tool stays a function;
 - a ``custom`` tool (freeform input, e.g. Codex's ``apply_patch`` with a Lark grammar)

@@ -1,37 +1,31 @@
 """Which client API is translated for which upstream API, and how: the request, the
-whole response and the streamed one (csum.serve.translate, translate_chat,
-translate_responses). Same-provider traffic is never translated."""
+whole answer and the streamed one, each a direction module of csum.serve.translate.
+Same-provider traffic is never translated."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from csum.serve.apis import APIS, Api
-from csum.serve.translate import MessagesStream, chat_request, messages_response
-from csum.serve.translate_chat import ChatStream, chat_response, messages_request
-from csum.serve.translate_responses import (
+from csum.serve.translate.anthropic_to_chat import ChatStream, chat_request, chat_response
+from csum.serve.translate.anthropic_to_responses import (
     AnthropicResponsesStream,
-    ResponsesStream,
-    chat_request_for_responses,
-    messages_request_for_responses,
     responses_from_messages,
-    responses_response,
 )
+from csum.serve.translate.chat_to_anthropic import (
+    MessagesStream,
+    messages_request,
+    messages_response,
+)
+from csum.serve.translate.chat_to_responses import ResponsesStream, responses_response
+from csum.serve.translate.responses_to_anthropic import messages_request_for_responses
+from csum.serve.translate.responses_to_chat import chat_request_for_responses
 
-__all__ = [
-    "ANTHROPIC_VERSION",
-    "TRANSLATIONS",
-    "Stream",
-    "Translation",
-    "translated_headers",
-    "translation_for",
-]
+__all__ = ["TRANSLATIONS", "Stream", "Translation", "translation_for"]
 
 _CHAT, _RESPONSES, _MESSAGES = APIS
-ANTHROPIC_VERSION = "2023-06-01"
-"""The ``anthropic-version`` header sent when an OpenAI client reaches Anthropic."""
 
 
 class Stream(Protocol):
@@ -106,27 +100,3 @@ def translation_for(client: str, upstream: str) -> Translation | None:
     """The translation of the ``client`` API's requests for an ``upstream`` API
     (``same``, ``openai``, ``anthropic``), or None: forwarded in the client's API."""
     return _BY_PAIR.get((client, upstream))
-
-
-def translated_headers(headers: Iterable[tuple[str, str]], target: Api) -> list[tuple[str, str]]:
-    """The client's headers with its API key where the target provider reads it
-    (OpenAI: ``authorization: Bearer``; Anthropic: ``x-api-key``, plus an
-    ``anthropic-version`` when the client sent none), without the other provider's own
-    headers (``anthropic-beta``, ``anthropic-version`` on an OpenAI upstream; ``openai-*``
-    on Anthropic). Nothing is stored or logged."""
-    foreign = "openai-" if target.provider == "anthropic" else "anthropic-"
-    items = [(k, v) for k, v in headers if not k.lower().startswith(foreign)]
-    names = {k.lower() for k, _ in items}
-    if target.provider == "anthropic":
-        out = [(k, v) for k, v in items if k.lower() != "authorization"]
-        if "x-api-key" not in names:
-            for k, v in items:
-                if k.lower() == "authorization" and v.lower().startswith("bearer "):
-                    out.append(("x-api-key", v[7:].strip()))
-        if "anthropic-version" not in names:
-            out.append(("anthropic-version", ANTHROPIC_VERSION))
-        return out
-    out = [(k, v) for k, v in items if k.lower() != "x-api-key"]
-    if "authorization" not in names:
-        out.extend(("authorization", f"Bearer {v}") for k, v in items if k.lower() == "x-api-key")
-    return out

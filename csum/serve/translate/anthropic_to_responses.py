@@ -1,0 +1,140 @@
+"""An Anthropic Messages answer as a Responses one, whole or streamed: a thinking block
+becomes a reasoning item whose ``encrypted_content`` is its signature (sent back,
+csum.serve.translate.responses_to_anthropic makes it a signed thinking block again);
+text, tool calls, usage, ``incomplete`` on ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from csum.serve.sse import read_event
+from csum.serve.translate.anthropic_to_chat import chat_usage
+from csum.serve.translate.responses_output import (
+    GATEWAY_REASONING_PREFIX,
+    REDACTED,
+    ResponsesWriter,
+    message_item,
+    response_object,
+    responses_usage,
+)
+from csum.serve.translate.responses_tools import chat_tools
+
+__all__ = ["AnthropicResponsesStream", "responses_from_messages"]
+
+
+class AnthropicResponsesStream(ResponsesWriter):
+    """Turns an Anthropic Messages SSE stream into the Responses event sequence as it
+    comes; a thinking block becomes a reasoning item whose ``encrypted_content`` is
+    its signature (sent back, it is a signed thinking block again)."""
+
+    def __init__(self, model: str, request: dict[str, Any]) -> None:
+        super().__init__(model, request)
+        self._anthropic_usage: dict[str, Any] = {}
+
+    def feed(self, data: bytes) -> bytes:
+        """The events for the SSE bytes ``data`` (any split of the stream)."""
+        out: list[bytes] = []
+        for _, raw in self._reader.feed(data):
+            if self._done:
+                continue  # nothing after the end or an error
+            event, problem = read_event(raw)
+            out.extend(self._message_event(event) if problem is None else self._failed(problem))
+        return b"".join(out)
+
+    def _message_event(self, event: dict[str, Any]) -> Iterator[bytes]:
+        kind = event.get("type")
+        index = int(event.get("index", 0))
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self._usage = chat_usage(message.get("usage") or {})
+            self._anthropic_usage.update(message.get("usage") or {})
+            yield from self._begin(_base_of(message), message.get("model"))
+        elif kind == "content_block_start":
+            yield from self._block(index, event.get("content_block") or {})
+        elif kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                yield from self._text(("text", index), str(delta.get("text", "")))
+            elif delta.get("type") == "thinking_delta":
+                thinking = str(delta.get("thinking", ""))
+                yield from self._reasoning(("reasoning", index), thinking, summary=True)
+            elif delta.get("type") == "signature_delta":
+                self._signature(str(delta.get("signature", "")))
+            elif delta.get("type") == "input_json_delta" and self._key == ("call", index):
+                assert self._open is not None
+                call = self._open
+                yield from self._call(
+                    ("call", index),
+                    call["call_id"],
+                    call["name"],
+                    str(delta.get("partial_json", "")),
+                )
+        elif kind == "message_delta":
+            if (event.get("delta") or {}).get("stop_reason") == "max_tokens":
+                self._status = "incomplete"
+            self._anthropic_usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
+            self._usage = chat_usage(self._anthropic_usage)
+        elif kind == "message_stop":
+            yield from self._finish()
+
+    def _block(self, index: int, block: dict[str, Any]) -> Iterator[bytes]:
+        kind = block.get("type")
+        if kind == "text":
+            yield from self._text(("text", index), str(block.get("text", "")))
+        elif kind == "thinking":
+            thinking = str(block.get("thinking", ""))
+            yield from self._reasoning(("reasoning", index), thinking, summary=True)
+            self._signature(str(block.get("signature", "")))
+        elif kind == "redacted_thinking":
+            yield from self._reasoning(("reasoning", index), "", summary=True)
+            self._signature(REDACTED + str(block.get("data", "")))
+        elif kind == "tool_use":
+            call_id = str(block.get("id", ""))
+            yield from self._call(("call", index), call_id, str(block.get("name", "")), "")
+
+
+def _base_of(message: dict[str, Any]) -> str:
+    return str(message.get("id") or "gateway")
+
+
+def responses_from_messages(
+    message: dict[str, Any], model: str, request: dict[str, Any]
+) -> dict[str, Any]:
+    """The Response object for an Anthropic Messages response (non-streaming): thinking
+    blocks become reasoning items carrying their signature in ``encrypted_content``."""
+    base = _base_of(message)
+    output: list[dict[str, Any]] = []
+    tools = chat_tools(request.get("tools"))
+    for block in message.get("content") or []:
+        kind = block.get("type")
+        item_id = f"{GATEWAY_REASONING_PREFIX}{base}_{len(output)}"
+        if kind == "thinking":
+            text = str(block.get("thinking", ""))
+            summary = [{"type": "summary_text", "text": text}] if text else []
+            output.append(
+                {
+                    "type": "reasoning",
+                    "id": item_id,
+                    "summary": summary,
+                    "encrypted_content": str(block.get("signature", "")),
+                }
+            )
+        elif kind == "redacted_thinking":
+            encrypted = REDACTED + str(block.get("data", ""))
+            output.append(
+                {"type": "reasoning", "id": item_id, "summary": [], "encrypted_content": encrypted}
+            )
+        elif kind == "text":
+            output.append(message_item(f"msg_{base}_{len(output)}", str(block.get("text", ""))))
+        elif kind == "tool_use":
+            arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
+            call_id, name = str(block.get("id", "")), str(block.get("name", ""))
+            output.append(tools.client_item(call_id, name, arguments, "completed"))
+    status = "incomplete" if message.get("stop_reason") == "max_tokens" else "completed"
+    usage = responses_usage(chat_usage(message.get("usage") or {}))
+    return response_object(
+        f"resp_{base}", message.get("model") or model, request, output, status, usage
+    )

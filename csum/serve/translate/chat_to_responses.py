@@ -1,0 +1,96 @@
+"""A Chat Completions answer as a Responses one: the Response object, or the Responses
+event sequence the ``openai`` SDK's ``responses.create(stream=True)`` and
+``responses.stream`` read. Carried: text, function calls (custom and namespaced ones as
+the client declared them), the upstream's ``reasoning_content`` (or vLLM's
+``reasoning``) as a reasoning item with ``reasoning_text`` content, usage with cached
+tokens, ``incomplete`` on ``length``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from csum.serve.sse import read_event
+from csum.serve.translate.chat_to_anthropic import reasoning_of
+from csum.serve.translate.responses_output import (
+    ResponsesWriter,
+    message_item,
+    reasoning_item,
+    response_object,
+    responses_usage,
+)
+from csum.serve.translate.responses_tools import chat_tools
+
+__all__ = ["ResponsesStream", "responses_response"]
+
+
+def responses_response(
+    completion: dict[str, Any], model: str, request: dict[str, Any]
+) -> dict[str, Any]:
+    """The Response object for a Chat Completions response (non-streaming);
+    ``request`` is the client's Responses request (its settings are echoed)."""
+    choice = (completion.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    base = str(completion.get("id") or "gateway")
+    output: list[dict[str, Any]] = []
+    thought = reasoning_of(message)
+    if thought:
+        output.append(reasoning_item(f"rs_{base}", thought))
+    text = message.get("content")
+    if isinstance(text, str) and text:
+        output.append(message_item(f"msg_{base}", text))
+    tools = chat_tools(request.get("tools"))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        name, arguments = function.get("name", ""), function.get("arguments") or ""
+        output.append(tools.client_item(str(call.get("id", "")), name, arguments, "completed"))
+    status = "incomplete" if choice.get("finish_reason") == "length" else "completed"
+    usage = responses_usage(completion.get("usage") or {})
+    return response_object(
+        f"resp_{base}", completion.get("model") or model, request, output, status, usage
+    )
+
+
+class ResponsesStream(ResponsesWriter):
+    """Turns a Chat Completions SSE stream into the Responses event sequence as it
+    comes (:meth:`feed` takes the upstream's bytes, returns the events so far)."""
+
+    def feed(self, data: bytes) -> bytes:
+        """The events for the SSE bytes ``data`` (any split of the stream)."""
+        out: list[bytes] = []
+        for _, raw in self._reader.feed(data):
+            if self._done:
+                continue  # nothing after the end or an error
+            if raw == b"[DONE]":
+                out.extend(self._finish())
+                continue
+            chunk, problem = read_event(raw)
+            out.extend(self._chunk(chunk) if problem is None else self._failed(problem))
+        return b"".join(out)
+
+    def _chunk(self, chunk: dict[str, Any]) -> Iterator[bytes]:
+        if not self._id:
+            yield from self._begin(str(chunk.get("id") or "gateway"), chunk.get("model"))
+        if isinstance(chunk.get("usage"), dict):
+            self._usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            thought = reasoning_of(delta)
+            if thought:
+                yield from self._reasoning(("reasoning", -1), thought, summary=False)
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                yield from self._text(("text", -1), text)
+            for call in delta.get("tool_calls") or []:
+                function = call.get("function") or {}
+                key = ("call", int(call.get("index", 0)))
+                arguments = function.get("arguments")
+                yield from self._call(
+                    key,
+                    str(call.get("id") or ""),
+                    str(function.get("name") or ""),
+                    arguments if isinstance(arguments, str) else "",
+                )
+            if choice.get("finish_reason") == "length":
+                self._status = "incomplete"

@@ -1,0 +1,281 @@
+"""What a Responses client receives, whichever upstream answered: the Response object,
+its output items and usage, and the event sequence of a streamed answer
+(:class:`ResponsesWriter`, which csum.serve.translate.chat_to_responses and
+anthropic_to_responses feed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from csum.serve.sse import SseReader, data_event
+from csum.serve.translate.responses_tools import chat_tools, custom_input
+
+__all__ = [
+    "GATEWAY_REASONING_PREFIX",
+    "REDACTED",
+    "ResponsesWriter",
+    "message_item",
+    "reasoning_item",
+    "response_object",
+    "responses_usage",
+]
+
+GATEWAY_REASONING_PREFIX = "rs_csum_"
+"""Id prefix of the reasoning items the gateway makes from Anthropic thinking blocks:
+their ``encrypted_content`` is the block's signature, so sent back they become signed
+thinking blocks again (reasoning items of any other origin are dropped)."""
+REDACTED = "redacted_thinking:"
+"""``encrypted_content`` prefix of an item made from a ``redacted_thinking`` block."""
+
+
+def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """Chat Completions usage as Responses usage."""
+    prompt = int(usage.get("prompt_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") or 0
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {
+            "cached_tokens": int(cached),
+            "cache_write_tokens": int(details.get("cache_write_tokens") or 0),
+        },
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": int(reasoning)},
+        "total_tokens": prompt + completion,
+    }
+
+
+def reasoning_item(item_id: str, text: str) -> dict[str, Any]:
+    content = [{"type": "reasoning_text", "text": text}]
+    return {"type": "reasoning", "id": item_id, "summary": [], "content": content}
+
+
+def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+    content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+    return {
+        "type": "message",
+        "id": item_id,
+        "role": "assistant",
+        "status": status,
+        "content": content,
+    }
+
+
+def response_object(  # noqa: PLR0917 (one positional per field it fills)
+    response_id: str,
+    model: str,
+    request: dict[str, Any],
+    output: list[dict[str, Any]],
+    status: str,
+    usage: dict[str, Any] | None,
+) -> dict[str, Any]:
+    incomplete = {"reason": "max_output_tokens"} if status == "incomplete" else None
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": 0,
+        "status": status,
+        "error": None,
+        "incomplete_details": incomplete,
+        "instructions": request.get("instructions"),
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": request.get("parallel_tool_calls", True),
+        "tool_choice": request.get("tool_choice", "auto"),
+        "tools": request.get("tools") or [],
+        "temperature": request.get("temperature"),
+        "top_p": request.get("top_p"),
+        "max_output_tokens": request.get("max_output_tokens"),
+        "metadata": request.get("metadata") or {},
+        "usage": usage,
+    }
+
+
+class ResponsesWriter:
+    """The Responses event sequence, written as the answer's pieces arrive:
+    ``response.created``, ``response.in_progress``, per output item
+    ``output_item.added``, its parts and deltas, ``output_item.done``, then
+    ``response.completed`` (``response.incomplete`` when the answer was cut)."""
+
+    def __init__(self, model: str, request: dict[str, Any]) -> None:
+        self.model = model
+        self.request = request
+        self._tools = chat_tools(request.get("tools"))
+        self._reader = SseReader()
+        self._sequence = 0
+        self._id = ""
+        self._base = "gateway"
+        self._output: list[dict[str, Any]] = []  # items done
+        self._open: dict[str, Any] | None = None  # the item being streamed
+        self._key: tuple[str, int] | None = None  # (kind, which) of the open item
+        self._usage: dict[str, Any] | None = None  # Chat Completions-shaped
+        self._custom_arguments = ""  # of the open custom tool call
+        self._status = "completed"
+        self._done = False
+
+    def close(self) -> bytes:
+        """The closing events, when the upstream ended without its last event."""
+        return b"".join(self._finish()) if self._id and not self._done else b""
+
+    def _event(self, kind: str, data: dict[str, Any]) -> bytes:
+        self._sequence += 1
+        return data_event({"type": kind, **data, "sequence_number": self._sequence - 1}, kind)
+
+    def _snapshot(self, status: str) -> dict[str, Any]:
+        usage = responses_usage(self._usage) if self._usage is not None else None
+        return response_object(
+            self._id, self.model, self.request, list(self._output), status, usage
+        )
+
+    def _begin(self, base: str, model: object) -> Iterator[bytes]:
+        self._base = base
+        self._id = f"resp_{base}"
+        self.model = model if isinstance(model, str) and model else self.model
+        yield self._event("response.created", {"response": self._snapshot("in_progress")})
+        yield self._event("response.in_progress", {"response": self._snapshot("in_progress")})
+
+    def _index(self) -> int:
+        return len(self._output)
+
+    def _part_ids(self, index: str = "content_index") -> dict[str, Any]:
+        item = self._open or {}
+        return {"item_id": item.get("id", ""), "output_index": self._index(), index: 0}
+
+    def _reasoning(self, key: tuple[str, int], text: str, *, summary: bool) -> Iterator[bytes]:
+        """Reasoning text: raw (``reasoning_text`` content, as an open model's) or, for
+        an item whose signature rides in ``encrypted_content``, a summary."""
+        where = "summary_index" if summary else "content_index"
+        if self._key != key:
+            yield from self._close_item()
+            prefix = GATEWAY_REASONING_PREFIX if summary else "rs_"
+            item: dict[str, Any] = {
+                "type": "reasoning",
+                "id": f"{prefix}{self._base}_{self._index()}",
+            }
+            item.update({"summary": [], "content": []} if not summary else {"summary": []})
+            yield from self._add(key, item)
+            kind = "summary_text" if summary else "reasoning_text"
+            added = "reasoning_summary_part" if summary else "content_part"
+            data = {**self._part_ids(where), "part": {"type": kind, "text": ""}}
+            yield self._event(f"response.{added}.added", data)
+        if not text:
+            return
+        assert self._open is not None
+        self._open["text"] = self._open.get("text", "") + text
+        kind = "reasoning_summary_text" if summary else "reasoning_text"
+        yield self._event(f"response.{kind}.delta", {**self._part_ids(where), "delta": text})
+
+    def _signature(self, signature: str) -> None:
+        if self._open is not None and self._open.get("type") == "reasoning":
+            self._open["encrypted_content"] = self._open.get("encrypted_content", "") + signature
+
+    def _text(self, key: tuple[str, int], text: str) -> Iterator[bytes]:
+        if self._key != key:
+            yield from self._close_item()
+            item = message_item(f"msg_{self._base}_{self._index()}", "", "in_progress")
+            yield from self._add(key, {**item, "content": []})
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            yield self._event("response.content_part.added", {**self._part_ids(), "part": part})
+        if not text:
+            return
+        assert self._open is not None
+        self._open["text"] = self._open.get("text", "") + text
+        data = {**self._part_ids(), "delta": text, "logprobs": []}
+        yield self._event("response.output_text.delta", data)
+
+    def _call(
+        self, key: tuple[str, int], call_id: str, name: str, arguments: str
+    ) -> Iterator[bytes]:
+        if self._key != key:
+            yield from self._close_item()
+            yield from self._add(key, self._tools.client_item(call_id, name, "", "in_progress"))
+        if arguments and self._open is not None and self._open["type"] == "custom_tool_call":
+            self._custom_arguments += arguments  # JSON of the one argument: read at the end
+        elif arguments:
+            assert self._open is not None
+            self._open["arguments"] += arguments
+            data = {"item_id": self._open["id"], "output_index": self._index(), "delta": arguments}
+            yield self._event("response.function_call_arguments.delta", data)
+
+    def _add(self, key: tuple[str, int], item: dict[str, Any]) -> Iterator[bytes]:
+        self._key, self._open = key, item
+        data = {"output_index": self._index(), "item": dict(item)}
+        yield self._event("response.output_item.added", data)
+
+    def _close_item(self) -> Iterator[bytes]:
+        item, key = self._open, self._key
+        if item is None or key is None:
+            return
+        if item["type"] == "function_call":
+            item["status"] = "completed"
+            done = {"item_id": item["id"], "output_index": self._index()}
+            done.update(arguments=item["arguments"], name=item["name"])
+            yield self._event("response.function_call_arguments.done", done)
+        elif item["type"] == "custom_tool_call":
+            item["status"] = "completed"
+            item["input"] = custom_input(self._custom_arguments)
+            self._custom_arguments = ""
+            ids = {"item_id": item["id"], "output_index": self._index()}
+            yield self._event(
+                "response.custom_tool_call_input.delta", {**ids, "delta": item["input"]}
+            )
+            yield self._event(
+                "response.custom_tool_call_input.done", {**ids, "input": item["input"]}
+            )
+        elif item["type"] == "message":
+            text = item.pop("text", "")
+            item = message_item(item["id"], text)
+            part = item["content"][0]
+            yield self._event(
+                "response.output_text.done", {**self._part_ids(), "text": text, "logprobs": []}
+            )
+            yield self._event("response.content_part.done", {**self._part_ids(), "part": part})
+        else:
+            yield from self._close_reasoning(item)
+        yield self._event(
+            "response.output_item.done", {"output_index": self._index(), "item": item}
+        )
+        self._output.append(item)
+        self._open, self._key = None, None
+
+    def _close_reasoning(self, item: dict[str, Any]) -> Iterator[bytes]:
+        text = item.pop("text", "")
+        summary = "content" not in item
+        where = "summary_index" if summary else "content_index"
+        kind = "summary_text" if summary else "reasoning_text"
+        part = {"type": kind, "text": text}
+        if summary:
+            item["summary"] = [part] if text else []
+            yield self._event(
+                "response.reasoning_summary_text.done", {**self._part_ids(where), "text": text}
+            )
+            yield self._event(
+                "response.reasoning_summary_part.done", {**self._part_ids(where), "part": part}
+            )
+        else:
+            item["content"] = [part]
+            yield self._event(
+                "response.reasoning_text.done", {**self._part_ids(where), "text": text}
+            )
+            yield self._event("response.content_part.done", {**self._part_ids(where), "part": part})
+
+    def _failed(self, problem: str) -> Iterator[bytes]:
+        """An ``error`` event (the openai SDK raises on it), once; nothing after it."""
+        if self._done:
+            return
+        self._done = True
+        error = {"type": "upstream_error", "message": problem}
+        data = {"code": "upstream_error", "message": problem, "param": None, "error": error}
+        yield self._event("error", data)
+
+    def _finish(self) -> Iterator[bytes]:
+        if self._done or not self._id:
+            return
+        self._done = True
+        yield from self._close_item()
+        kind = "response.incomplete" if self._status == "incomplete" else "response.completed"
+        yield self._event(kind, {"response": self._snapshot(self._status)})

@@ -1,0 +1,69 @@
+"""OpenAI Responses requests as Anthropic Messages requests: the settings as for a Chat
+Completions upstream (csum.serve.translate.responses_to_chat, then chat_to_anthropic),
+the history ported with the signed thinking of this gateway's reasoning items kept (the
+items csum.serve.translate.anthropic_to_responses made of Anthropic's thinking blocks);
+every other reasoning is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cast.codecs.anthropic as anthropic_codec
+import cast.codecs.openai_responses as responses_codec
+from cast import Message, Reasoning, TextPart, ToolCall, port
+from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
+from csum.serve.translate import TranslationError
+from csum.serve.translate.chat_to_anthropic import messages_request
+from csum.serve.translate.responses_output import GATEWAY_REASONING_PREFIX, REDACTED
+from csum.serve.translate.responses_to_chat import chat_history, chat_request_for_responses
+from csum.serve.translate.responses_tools import chat_tools
+
+__all__ = ["messages_request_for_responses"]
+
+
+def messages_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
+    """The Messages request for a Responses request ``payload``: the settings as for a
+    Chat Completions upstream, the history ported with the signed thinking of this
+    gateway's reasoning items kept (Anthropic's own, so ``source="anthropic"``)."""
+    out = messages_request(chat_request_for_responses(payload))
+    history = chat_history(payload, chat_tools(payload.get("tools")))
+    try:
+        chain = [_signed(m) for m in responses_codec.decode(history)]
+        chain = port(chain, "anthropic", source="anthropic")
+    except ValueError as exc:
+        raise TranslationError(str(exc)) from exc
+    out.pop("system", None)
+    out.pop("messages", None)
+    out.update(anthropic_codec.encode(chain))
+    if payload.get("thinking") is not None:
+        out["thinking"] = payload["thinking"]
+    return out
+
+
+def _signed(message: Message) -> Message:
+    """``message`` with the gateway's reasoning items as Anthropic signed thinking, and
+    every other reasoning dropped (only Anthropic's own signatures go back to it)."""
+    parts: list[Any] = []
+    changed = False
+    for part in message.parts:
+        reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
+        if reasoning is None:
+            parts.append(part)
+            continue
+        changed = True
+        signed = _anthropic_reasoning(reasoning)
+        if signed is None and isinstance(part, TextPart) and not part.text:
+            continue  # a part that only carried the reasoning
+        parts.append(part.model_copy(update={"reasoning": signed}))
+    return message.model_copy(update={"parts": tuple(parts)}) if changed else message
+
+
+def _anthropic_reasoning(reasoning: Reasoning) -> Reasoning | None:
+    item_id, encrypted = responses_codec.decode_signature(reasoning.signature)
+    if not item_id.startswith(GATEWAY_REASONING_PREFIX) or not encrypted:
+        return None
+    if encrypted.startswith(REDACTED):
+        data = encrypted[len(REDACTED) :].encode()
+        return Reasoning(signature=REDACTED_THINKING_PREFIX + data)
+    return Reasoning(content=reasoning.content, signature=encrypted.encode())

@@ -1,0 +1,89 @@
+"""OpenAI Responses requests as Chat Completions requests: input items become messages
+(decoded with the Responses codec, ported with ``cast.port``).
+
+Carried: ``instructions`` and ``input`` (a string or items: messages, function calls
+and their outputs; reasoning items are dropped, ``cast.port``'s rule for reasoning
+from another provider), ``model``, ``max_output_tokens``, ``temperature``, ``top_p``,
+``tools`` (what each kind becomes: csum.serve.translate.responses_tools),
+``tool_choice``, ``parallel_tool_calls``, ``user``, ``reasoning.effort`` (as
+``reasoning_effort``), ``text.format`` (as ``response_format``), ``stream``.
+``previous_response_id`` needs the upstream's stored state and is refused (400).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cast.codecs.openai as openai_codec
+import cast.codecs.openai_responses as responses_codec
+from cast import port
+from csum.serve.translate import TranslationError
+from csum.serve.translate.responses_tools import ChatTools, chat_tools, function_items
+
+__all__ = ["chat_history", "chat_request_for_responses", "dropped_tools"]
+
+_CARRIED = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
+_REFUSED = ("previous_response_id", "conversation")
+
+
+def chat_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
+    """The Chat Completions request for a Responses request ``payload``."""
+    for key in _REFUSED:
+        if payload.get(key) is not None:
+            raise TranslationError(f"{key}: stored upstream state cannot be translated")
+    tools = chat_tools(payload.get("tools"))
+    history = chat_history(payload, tools)
+    try:
+        chain = port(responses_codec.decode(history), "openai")
+    except ValueError as exc:
+        raise TranslationError(str(exc)) from exc
+    out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
+    out["messages"] = openai_codec.encode(chain, tool_names=False)["messages"]
+    if payload.get("max_output_tokens") is not None:
+        out["max_tokens"] = payload["max_output_tokens"]
+    if payload.get("stream"):
+        out["stream_options"] = {"include_usage": True}
+    reasoning = payload.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("effort") is not None:
+        out["reasoning_effort"] = reasoning["effort"]
+    fmt = (
+        (payload.get("text") or {}).get("format") if isinstance(payload.get("text"), dict) else None
+    )
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        schema = {k: fmt[k] for k in ("name", "description", "schema", "strict") if k in fmt}
+        out["response_format"] = {"type": "json_schema", "json_schema": schema}
+    elif isinstance(fmt, dict) and fmt.get("type") == "json_object":
+        out["response_format"] = {"type": "json_object"}
+    if tools.functions:  # (Chat refuses an empty array: built-ins alone leave none)
+        out["tools"] = tools.functions
+    if payload.get("tool_choice") is not None and (tools.functions or payload.get("tools") is None):
+        out["tool_choice"] = _tool_choice(payload["tool_choice"], tools)
+    return out
+
+
+def dropped_tools(payload: dict[str, Any]) -> list[str]:
+    """The built-in tools of a Responses request a Chat upstream cannot run (left out of
+    the translated request): ``type`` or ``type:name`` each."""
+    try:
+        return chat_tools(payload.get("tools")).dropped
+    except TranslationError:
+        return []
+
+
+def chat_history(payload: dict[str, Any], tools: ChatTools) -> dict[str, Any]:
+    """``instructions`` and ``input``, custom and namespaced calls as Chat functions."""
+    history: dict[str, Any] = {k: payload[k] for k in ("instructions", "input") if k in payload}
+    if isinstance(history.get("input"), list):
+        history["input"] = function_items(history["input"], tools)
+    return history
+
+
+def _tool_choice(choice: object, tools: ChatTools) -> Any:
+    if choice in ("auto", "none", "required"):
+        return choice
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind in ("function", "custom") and isinstance(choice, dict):
+        name = choice.get("name")
+        if isinstance(name, str):
+            return {"type": "function", "function": {"name": tools.chat_name(name)}}
+    raise TranslationError(f"tool_choice: unknown choice {choice!r}")
