@@ -624,14 +624,14 @@ def test_an_anthropic_client_on_an_openai_compatible_upstream(
 
 
 def test_summaries_from_a_model_through_a_separate_endpoint(upstream: Process, logs: Path) -> None:
-    """--handler openai:MODEL: the summaries come from a model (here the scripted
-    upstream's "summarizer", reached with the handler's own key from the SDK's
-    environment variables), and the compacted requests carry them."""
+    """--summarizer openai with only --summarizer-model: the summaries come from a model
+    (here the scripted upstream's "summarizer", reached at the SDK's base URL with the
+    key of OPENAI_API_KEY, both from the environment), and the compacted requests carry
+    them."""
     handler_key = "sk-handler-key"
     env = {"OPENAI_BASE_URL": upstream.url + "/v1", "OPENAI_API_KEY": handler_key}
-    server = start_gateway(
-        upstream.url, logs, "--budget", str(BUDGET), "--handler", "openai:summarizer", env=env
-    )
+    flags = ("--budget", str(BUDGET), "--summarizer", "openai", "--summarizer-model", "summarizer")
+    server = start_gateway(upstream.url, logs, *flags, env=env)
     try:
         reset(upstream)
         chat_conversation(server.url, turns=20, stream_every=0)

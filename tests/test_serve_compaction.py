@@ -252,8 +252,8 @@ def test_api_paths() -> None:
         ({"upstream": "http://x", "summarizer": "gpt"}, "summarizer must be one of"),
         ({"upstream": "http://x", "summarizer": "openai"}, "needs a summarizer model"),
         (
-            {"upstream": "http://x", "summarizer": "upstream", "handler": "openai:m"},
-            "not both",
+            {"upstream": "http://x", "summarizer": "upstream", "summarizer_key_env": "K"},
+            "key variable goes with",
         ),
         (
             {"upstream": "http://x", "summarizer": "upstream", "summarizer_url": "http://y"},
@@ -438,11 +438,20 @@ def test_log_lines_are_json_with_the_fields_and_nothing_else() -> None:
     assert record["level"] == "info"
 
 
-def test_csum_serve_refuses_an_unknown_handler() -> None:
+def test_csum_serve_refuses_an_unknown_summarizer() -> None:
     err = io.StringIO()
-    code = main(["serve", "--upstream", "http://x", "--handler", "oracle:delphi"], stderr=err)
+    code = main(["serve", "--upstream", "http://x", "--summarizer", "oracle"], stderr=err)
     assert code == 2
-    assert "unknown handler 'oracle:delphi'" in err.getvalue()
+    assert "--summarizer: invalid choice: 'oracle'" in err.getvalue()
+
+
+def test_csum_serve_has_one_option_for_who_summarizes() -> None:
+    """``--summarizer`` alone says who writes the summaries (``--handler`` was the
+    second spelling of it, and is gone)."""
+    err = io.StringIO()
+    code = main(["serve", "--upstream", "http://x", "--handler", "openai:m"], stderr=err)
+    assert code == 2
+    assert "unrecognized arguments: --handler" in err.getvalue()
 
 
 async def test_summary_depth_is_carried_from_request_to_request() -> None:

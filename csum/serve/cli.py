@@ -9,7 +9,6 @@ from typing import TextIO
 
 from cast.chainio import parse_size
 from csum.config import DEFAULT_KEEP_RATIO, SUMMARY_ONLY, Budget
-from csum.handlers import resolve_handler
 from csum.serve.config import (
     DEFAULT_COMPACTION_WORKERS,
     DEFAULT_DEADLINE,
@@ -176,12 +175,6 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "requests are translated",
     )
     add(
-        "--handler",
-        default="extractive",
-        help="what writes the summaries: extractive (offline, default) | openai:MODEL | "
-        "anthropic:MODEL (keys and base URL from the SDK's environment variables)",
-    )
-    add(
         "--upstream-model",
         help="with --upstream-api openai|anthropic: model name sent in translated requests",
     )
@@ -296,7 +289,6 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         upstream_api=args.upstream_api,
         upstream_model=args.upstream_model,
         refuse_builtin_tools=args.refuse_builtin_tools,
-        handler=args.handler,
         summarizer=args.summarizer,
         summarizer_url=args.summarizer_url,
         summarizer_model=args.summarizer_model,
@@ -325,7 +317,6 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
     err = err or sys.stderr
     try:
         config = config_from(args)
-        resolve_handler(config.handler)  # a wrong spec or a missing SDK, said at once
         SummaryHandlerFactory(config)  # a missing key or SDK of --summarizer, said at once
     except (ValueError, ImportError) as exc:
         print(f"csum serve: error: {exc}", file=err)

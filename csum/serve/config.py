@@ -55,15 +55,13 @@ class ServeConfig:
     within the budget goes through byte for byte). ``store`` is where conversation
     state and the summary cache live: ``memory``, a SQLite file path, or a
     ``redis://`` URL (shared by replicas).
-    ``handler`` names what writes the summaries, as ``csum summarize --handler`` does
-    (``extractive``, ``openai:MODEL``, ``anthropic:MODEL``; SDK handlers read their key
-    and base URL from the SDK's environment variables).
     ``upstream_api="openai"`` translates Anthropic Messages and Responses requests for
     an OpenAI-compatible (Chat Completions) upstream, ``"anthropic"`` Chat Completions
     and Responses requests for an Anthropic upstream (``upstream_model``, when set,
     replaces the model of translated requests).
-    ``summarizer`` (``extractive``, ``upstream``, ``openai``, ``anthropic``) and its
-    ``summarizer_*`` options: see :mod:`csum.serve.summary_handler`. ``archive``: where
+    ``summarizer`` names what writes the summaries (``extractive``, ``upstream``,
+    ``openai``, ``anthropic``), with its ``summarizer_*`` options: see
+    :mod:`csum.serve.summary_handler`. ``archive``: where
     the messages summarized away are kept (a store location; None: not kept), one
     session per conversation key; ``archive_reinsert_bytes`` > 0 puts archived lines a
     new question needs back into the chain. ``offload``: compaction runs in a worker
@@ -89,7 +87,6 @@ class ServeConfig:
     """With translation: answer 400 to a Responses request naming a built-in tool the
     upstream cannot run (``web_search``, ...), instead of dropping it from ``tools``
     with a warning header (``x-csum-dropped-tools``)."""
-    handler: str = "extractive"
     summarizer: str = "extractive"
     summarizer_url: str | None = None
     summarizer_model: str | None = None
@@ -166,8 +163,6 @@ class ServeConfig:
             )
         if self.upstream_model is not None and not self.upstream_model:
             raise ValueError("the upstream model must not be empty")
-        if not self.handler.strip():
-            raise ValueError("handler must name a handler, e.g. extractive or openai:MODEL")
         if not self.store:
             raise ValueError("store must be memory, a SQLite path or a redis:// URL")
         self._check_summarizer()
@@ -184,8 +179,6 @@ class ServeConfig:
             raise ValueError(
                 f"summarizer must be one of {', '.join(SUMMARIZER_KINDS)}, got {kind!r}"
             )
-        if kind != "extractive" and self.handler.strip().lower() != "extractive":
-            raise ValueError("give --handler or --summarizer, not both")
         if kind in ("openai", "anthropic") and not self.summarizer_model:
             raise ValueError(f"summarizer {kind} needs a summarizer model")
         if self.summarizer_url is not None:

@@ -16,7 +16,7 @@ from typing import Any
 from csum._calls import SummarizeHandler
 from csum._retry import RetryPolicy
 from csum.config import Robustness
-from csum.handlers import anthropic, openai_compatible, resolve_handler
+from csum.handlers import anthropic, openai_compatible
 from csum.serve.config import ServeConfig
 
 __all__ = [
@@ -91,12 +91,7 @@ class SummaryHandlerFactory:
         self.kind = config.summarizer
         self._fixed: SummaryHandler | None = None
         if self.kind == "extractive":
-            spec = config.handler.strip()
-            offline = spec.lower().startswith("extractive")
-            if spec.lower() == "extractive":
-                self._fixed = SummaryHandler(None, None, True)
-            else:
-                self._fixed = SummaryHandler(_handler_of(spec), spec, offline)
+            self._fixed = SummaryHandler(None, None, True)
         elif self.kind in ("openai", "anthropic"):
             self._fixed = self._separate()
 
@@ -145,14 +140,3 @@ class SummaryHandlerFactory:
             )
         # cached by model, not by key: a summary is a function of the text summarized
         return SummaryHandler(handler, f"upstream:{provider}:{name}", False)
-
-
-def _handler_of(spec: str) -> SummarizeHandler:
-    """The handler of ``--handler SPEC``; an SDK one makes one attempt per call (the
-    Compactor's robust handler retries)."""
-    kind, _, model = spec.strip().partition(":")
-    if kind.lower() == "openai":
-        return openai_compatible(model.strip(), timeout=SUMMARY_TIMEOUT, max_retries=0)
-    if kind.lower() == "anthropic":
-        return anthropic(model.strip(), timeout=SUMMARY_TIMEOUT, max_retries=0)
-    return resolve_handler(spec)
