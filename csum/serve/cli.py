@@ -48,14 +48,122 @@ drawn when the gateway starts)."""
 
 
 def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``serve`` to ``csum``'s sub-commands."""
-    serve_parser = commands.add_parser(
-        "serve", help="run the compaction gateway (needs the serve extra)"
-    )
-    add = serve_parser.add_argument
+    """Add ``serve`` to ``csum``'s sub-commands, its flags in groups (as ``--help`` lists
+    them)."""
+    parser = commands.add_parser("serve", help="run the compaction gateway (needs the serve extra)")
+    _add_upstream(parser.add_argument_group("upstream"))
+    _add_clients(parser.add_argument_group("clients"))
+    _add_budget(parser.add_argument_group("budget"))
+    _add_summarizer(parser.add_argument_group("summaries"))
+    _add_state(parser.add_argument_group("state and archive"))
+    _add_run(parser.add_argument_group("run"))
+
+
+def _add_upstream(group: argparse._ArgumentGroup) -> None:
+    """Where requests go, in which API, and how long they may take there."""
+    add = group.add_argument
     add("--upstream", required=True, help="base URL requests are forwarded to")
+    add(
+        "--upstream-api",
+        choices=UPSTREAM_APIS,
+        default="same",
+        help="same: the upstream speaks the client's API (default); openai: it speaks Chat "
+        "Completions only, Anthropic Messages and Responses requests are translated; "
+        "anthropic: it speaks Anthropic Messages only, Chat Completions and Responses "
+        "requests are translated",
+    )
+    add(
+        "--upstream-model",
+        help="with --upstream-api openai|anthropic: model name sent in translated requests",
+    )
+    add(
+        "--refuse-builtin-tools",
+        action="store_true",
+        help="with --upstream-api: answer 400 to a Responses request with a built-in tool the "
+        "upstream cannot run (web_search, tool_search, ...) instead of dropping it from tools "
+        "(named in the x-csum-dropped-tools response header)",
+    )
+    add("--timeout", type=float, default=600.0, help="upstream read timeout, s (default 600)")
+    add("--connect-timeout", type=float, default=10.0, help="upstream connect timeout, s")
+    add(
+        "--max-connections",
+        type=int,
+        default=100,
+        help="upstream requests in flight (its connection pool); one more is answered 503 "
+        "with Retry-After at once (default 100)",
+    )
+
+
+def _add_clients(group: argparse._ArgumentGroup) -> None:
+    """Where the gateway listens, and what it takes from a client."""
+    add = group.add_argument
     add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     add("--port", type=int, default=8787, help="port to bind (default 8787)")
+    add(
+        "--gateway-key",
+        help=f"require this key in the x-csum-key header (default: ${GATEWAY_KEY_ENV} if set)",
+    )
+    add(
+        "--keep-alive",
+        type=float,
+        default=DEFAULT_KEEP_ALIVE,
+        help="seconds an idle client connection is kept open (default "
+        f"{DEFAULT_KEEP_ALIVE:g}: longer than load balancers' idle timeouts)",
+    )
+    add(
+        "--max-client-connections",
+        type=int,
+        default=1024,
+        help="client connections open at once; one more is answered 503 (default 1024)",
+    )
+    add(
+        "--max-connections-per-client",
+        type=int,
+        default=128,
+        help="client connections open at once from one address (default 128)",
+    )
+    add(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client has to send its request headers, 408 beyond (default 10)",
+    )
+    add(
+        "--body-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a client has to send its whole body, 408 beyond (default 60)",
+    )
+    _add_body_limits(group)
+
+
+def _add_body_limits(group: argparse._ArgumentGroup) -> None:
+    """The largest request the gateway reads and decodes."""
+    add = group.add_argument
+    add(
+        "--max-body",
+        default=str(DEFAULT_MAX_BODY_BYTES),
+        help="largest request body, e.g. 32MiB (default 32MiB); larger ones get 413",
+    )
+    add(
+        "--max-depth",
+        type=int,
+        default=DEFAULT_MAX_DEPTH,
+        help="deepest JSON nesting of a body the gateway decodes, 400 beyond (default "
+        f"{DEFAULT_MAX_DEPTH})",
+    )
+    add(
+        "--max-items",
+        type=int,
+        default=DEFAULT_MAX_ITEMS,
+        help="most messages plus content blocks in a history the gateway decodes, 413 "
+        f"beyond (default {DEFAULT_MAX_ITEMS})",
+    )
+
+
+def _add_budget(group: argparse._ArgumentGroup) -> None:
+    """How large a chain may grow, and how small a compaction makes it."""
+    add = group.add_argument
     add(
         "--budget",
         help="budget of every chain, e.g. 128KiB (bytes), or tokens with --tokens "
@@ -84,107 +192,11 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "budget, target 0.6 unless --keep-ratio; by default summaries with their facts "
         "take 1/8 and the target is 0.1",
     )
-    add(
-        "--store",
-        default="memory",
-        metavar="memory|PATH|redis://...",
-        help="conversation state and summary cache (default memory; Redis for replicas)",
-    )
-    add(
-        "--memory-store-bytes",
-        default="256MiB",
-        help="with --store memory: bytes of state and summaries kept at most, least "
-        "recently used dropped first (default 256MiB)",
-    )
-    add(
-        "--state-ttl",
-        type=float,
-        default=7 * 24 * 3600.0,
-        help="seconds a conversation's state lives (default 7 days)",
-    )
-    add(
-        "--max-body",
-        default=str(DEFAULT_MAX_BODY_BYTES),
-        help="largest request body, e.g. 32MiB (default 32MiB); larger ones get 413",
-    )
-    add("--timeout", type=float, default=600.0, help="upstream read timeout, s (default 600)")
-    add("--connect-timeout", type=float, default=10.0, help="upstream connect timeout, s")
-    add(
-        "--keep-alive",
-        type=float,
-        default=DEFAULT_KEEP_ALIVE,
-        help="seconds an idle client connection is kept open (default "
-        f"{DEFAULT_KEEP_ALIVE:g}: longer than load balancers' idle timeouts)",
-    )
-    add(
-        "--max-connections",
-        type=int,
-        default=100,
-        help="upstream requests in flight (its connection pool); one more is answered 503 "
-        "with Retry-After at once (default 100)",
-    )
-    add(
-        "--max-client-connections",
-        type=int,
-        default=1024,
-        help="client connections open at once; one more is answered 503 (default 1024)",
-    )
-    add(
-        "--max-connections-per-client",
-        type=int,
-        default=128,
-        help="client connections open at once from one address (default 128)",
-    )
-    add(
-        "--max-depth",
-        type=int,
-        default=DEFAULT_MAX_DEPTH,
-        help="deepest JSON nesting of a body the gateway decodes, 400 beyond (default "
-        f"{DEFAULT_MAX_DEPTH})",
-    )
-    add(
-        "--max-items",
-        type=int,
-        default=DEFAULT_MAX_ITEMS,
-        help="most messages plus content blocks in a history the gateway decodes, 413 "
-        f"beyond (default {DEFAULT_MAX_ITEMS})",
-    )
-    add(
-        "--header-timeout",
-        type=float,
-        default=10.0,
-        help="seconds a client has to send its request headers, 408 beyond (default 10)",
-    )
-    add(
-        "--body-timeout",
-        type=float,
-        default=60.0,
-        help="seconds a client has to send its whole body, 408 beyond (default 60)",
-    )
-    add(
-        "--gateway-key",
-        help=f"require this key in the x-csum-key header (default: ${GATEWAY_KEY_ENV} if set)",
-    )
-    add(
-        "--upstream-api",
-        choices=UPSTREAM_APIS,
-        default="same",
-        help="same: the upstream speaks the client's API (default); openai: it speaks Chat "
-        "Completions only, Anthropic Messages and Responses requests are translated; "
-        "anthropic: it speaks Anthropic Messages only, Chat Completions and Responses "
-        "requests are translated",
-    )
-    add(
-        "--upstream-model",
-        help="with --upstream-api openai|anthropic: model name sent in translated requests",
-    )
-    add(
-        "--refuse-builtin-tools",
-        action="store_true",
-        help="with --upstream-api: answer 400 to a Responses request with a built-in tool the "
-        "upstream cannot run (web_search, tool_search, ...) instead of dropping it from tools "
-        "(named in the x-csum-dropped-tools response header)",
-    )
+
+
+def _add_summarizer(group: argparse._ArgumentGroup) -> None:
+    """Who writes the summaries (csum.serve.summary_handler)."""
+    add = group.add_argument
     add(
         "--summarizer",
         choices=SUMMARIZER_KINDS,
@@ -204,6 +216,29 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="environment variable holding the separate summarizer's key (default "
         "OPENAI_API_KEY or ANTHROPIC_API_KEY)",
     )
+
+
+def _add_state(group: argparse._ArgumentGroup) -> None:
+    """Where conversation state, summaries and the archive live."""
+    add = group.add_argument
+    add(
+        "--store",
+        default="memory",
+        metavar="memory|PATH|redis://...",
+        help="conversation state and summary cache (default memory; Redis for replicas)",
+    )
+    add(
+        "--memory-store-bytes",
+        default="256MiB",
+        help="with --store memory: bytes of state and summaries kept at most, least "
+        "recently used dropped first (default 256MiB)",
+    )
+    add(
+        "--state-ttl",
+        type=float,
+        default=7 * 24 * 3600.0,
+        help="seconds a conversation's state lives (default 7 days)",
+    )
     add(
         "--archive",
         metavar="PATH|redis://...",
@@ -222,6 +257,11 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         default=7 * 24 * 3600.0,
         help="seconds an archive session lives after its last write (default 7 days)",
     )
+
+
+def _add_run(group: argparse._ArgumentGroup) -> None:
+    """How compactions run, and what the gateway logs."""
+    add = group.add_argument
     add(
         "--no-offload",
         action="store_true",
@@ -250,20 +290,8 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 def config_from(args: argparse.Namespace) -> ServeConfig:
     """The :class:`ServeConfig` of parsed ``serve`` flags (``ValueError`` when wrong)."""
-    keep_ratio: float | None = args.keep_ratio
-    if keep_ratio is not None and not 0 < keep_ratio <= 1:
-        raise ValueError(f"--keep-ratio must be within (0, 1], got {keep_ratio}")
-    budget: Budget | None = None
-    if args.budget is not None:
-        text = args.budget
-        if args.tokens:
-            if not text.isdigit() or int(text) < 1:
-                raise ValueError(f"invalid token budget {text!r}: use a positive whole number")
-            budget = Budget.tokens(int(text))
-        else:
-            budget = Budget.bytes(parse_size(text))
-    elif args.tokens:
-        raise ValueError("--tokens needs --budget")
+    keep_ratio = _keep_ratio(args)
+    budget = _budget(args)
     if args.keep_alive <= 0:
         raise ValueError(f"--keep-alive must be positive, got {args.keep_alive}")
     if not 0 < args.port < 65536:
@@ -272,11 +300,7 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         upstream=args.upstream,
         budget=budget,
         window_share=args.window_share,
-        keep_ratio=(
-            (SUMMARY_ONLY.keep_ratio if args.summary_only else DEFAULT_KEEP_RATIO)
-            if keep_ratio is None
-            else keep_ratio
-        ),
+        keep_ratio=keep_ratio,
         summary_only=args.summary_only,
         store=args.store,
         state_ttl=args.state_ttl,
@@ -309,6 +333,30 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         max_connections_per_client=args.max_connections_per_client,
         deadline=args.deadline,
     )
+
+
+def _keep_ratio(args: argparse.Namespace) -> float:
+    """``--keep-ratio``, or its default (the summary-only one with ``--summary-only``)."""
+    keep_ratio: float | None = args.keep_ratio
+    if keep_ratio is None:
+        return SUMMARY_ONLY.keep_ratio if args.summary_only else DEFAULT_KEEP_RATIO
+    if not 0 < keep_ratio <= 1:
+        raise ValueError(f"--keep-ratio must be within (0, 1], got {keep_ratio}")
+    return keep_ratio
+
+
+def _budget(args: argparse.Namespace) -> Budget | None:
+    """``--budget`` in bytes, or in tokens with ``--tokens``; None without it."""
+    text: str | None = args.budget
+    if text is None:
+        if args.tokens:
+            raise ValueError("--tokens needs --budget")
+        return None
+    if not args.tokens:
+        return Budget.bytes(parse_size(text))
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"invalid token budget {text!r}: use a positive whole number")
+    return Budget.tokens(int(text))
 
 
 def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -44,67 +44,80 @@ def raw_error(status: int, reason: str, kind: str, message: str) -> bytes:
 
 
 def protocol(header_timeout: float, max_connections: int, max_per_client: int) -> type[Any]:
-    """uvicorn's h11 protocol with a header timeout and connection limits."""
-    per_client: Counter[str] = Counter()
+    """uvicorn's h11 protocol with a header timeout and connection limits (each class
+    made counts its own connections)."""
+    limits = {
+        "header_timeout": header_timeout,
+        "max_connections": max_connections,
+        "max_per_client": max_per_client,
+        "per_client": Counter[str](),
+    }
+    return type("GatewayProtocol", (_LimitedProtocol,), limits)
 
-    class GatewayProtocol(H11Protocol):
-        _header_timer: asyncio.TimerHandle | None = None
-        _peer = ""
-        _over = ""
-        """What this connection is one too many of (empty: within the limits)."""
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._peer = self.client[0] if self.client else ""
-            per_client[self._peer] += 1
-            if len(self.connections) > max_connections:
-                self._over = "connections to the gateway"
-            elif per_client[self._peer] > max_per_client:
-                self._over = "connections from this client"
-            self._arm()
+class _LimitedProtocol(H11Protocol):
+    """uvicorn's h11 protocol with the limits :func:`protocol` sets on its subclass."""
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            per_client[self._peer] -= 1
-            if per_client[self._peer] <= 0:
-                del per_client[self._peer]
-            super().connection_lost(exc)
+    header_timeout: ClassVar[float]
+    max_connections: ClassVar[int]
+    max_per_client: ClassVar[int]
+    per_client: ClassVar[Counter[str]]
+    """Connections open per client address, over every connection of the class."""
+    _header_timer: asyncio.TimerHandle | None = None
+    _peer = ""
+    _over = ""
+    """What this connection is one too many of (empty: within the limits)."""
 
-        def data_received(self, data: bytes) -> None:
-            if self._over:  # answered once its request is sent, so it reads the answer
-                self._refuse(self._over)
-                return
-            waiting = self.conn.their_state is h11.IDLE
-            super().data_received(data)
-            if self.conn.their_state is not h11.IDLE:
-                self._disarm()  # the request line and headers are in
-            elif waiting and self._header_timer is None and not self.transport.is_closing():
-                self._arm()  # the first bytes of a kept-alive connection's next request
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._peer = self.client[0] if self.client else ""
+        self.per_client[self._peer] += 1
+        if len(self.connections) > self.max_connections:
+            self._over = "connections to the gateway"
+        elif self.per_client[self._peer] > self.max_per_client:
+            self._over = "connections from this client"
+        self._arm()
 
-        def _arm(self) -> None:
-            self._disarm()
-            self._header_timer = self.loop.call_later(header_timeout, self._headers_late)
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        self.per_client[self._peer] -= 1
+        if self.per_client[self._peer] <= 0:
+            del self.per_client[self._peer]
+        super().connection_lost(exc)
 
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
+    def data_received(self, data: bytes) -> None:
+        if self._over:  # answered once its request is sent, so it reads the answer
+            self._refuse(self._over)
+            return
+        waiting = self.conn.their_state is h11.IDLE
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._disarm()  # the request line and headers are in
+        elif waiting and self._header_timer is None and not self.transport.is_closing():
+            self._arm()  # the first bytes of a kept-alive connection's next request
 
-        def _headers_late(self) -> None:
+    def _arm(self) -> None:
+        self._disarm()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
             self._header_timer = None
-            if self._over:
-                self._refuse(self._over)
-            elif self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                message = f"request headers not received within {header_timeout:g} s"
-                self.transport.write(raw_error(408, "Request Timeout", "request_timeout", message))
-                self.transport.close()
 
-        def _refuse(self, what: str) -> None:
-            self._disarm()
-            if self.transport.is_closing():
-                return
-            message = f"too many {what}; retry later"
-            self.transport.write(raw_error(503, "Service Unavailable", "overloaded_error", message))
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self._over:
+            self._refuse(self._over)
+        elif self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            message = f"request headers not received within {self.header_timeout:g} s"
+            self.transport.write(raw_error(408, "Request Timeout", "request_timeout", message))
             self.transport.close()
 
-    return GatewayProtocol
+    def _refuse(self, what: str) -> None:
+        self._disarm()
+        if self.transport.is_closing():
+            return
+        message = f"too many {what}; retry later"
+        self.transport.write(raw_error(503, "Service Unavailable", "overloaded_error", message))
+        self.transport.close()
