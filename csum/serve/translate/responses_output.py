@@ -50,11 +50,13 @@ def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
 
 
 def reasoning_item(item_id: str, text: str) -> dict[str, Any]:
+    """A reasoning output item carrying an open model's raw reasoning ``text``."""
     content = [{"type": "reasoning_text", "text": text}]
     return {"type": "reasoning", "id": item_id, "summary": [], "content": content}
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+    """An assistant message output item of one ``output_text`` part."""
     content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
     return {
         "type": "message",
@@ -73,6 +75,8 @@ def response_object(  # noqa: PLR0917 (one positional per field it fills)
     status: str,
     usage: dict[str, Any] | None,
 ) -> dict[str, Any]:
+    """The Response object of ``output``, echoing the settings of the client's
+    ``request``."""
     incomplete = {"reason": "max_output_tokens"} if status == "incomplete" else None
     return {
         "id": response_id,
