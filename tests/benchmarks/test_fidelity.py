@@ -15,7 +15,7 @@ from benchmarks.fidelity_items import (
     load_items,
     plain_form,
 )
-from conftest import FIDELITY, needs
+from tests.conftest import FIDELITY, needs
 
 
 @needs(FIDELITY)

@@ -28,7 +28,7 @@ from benchmarks.fidelity_bound import (
     cached_bounds,
     solve,
 )
-from conftest import FIDELITY, needs
+from tests.conftest import FIDELITY, needs
 
 
 def _item(output: str, facts: tuple[tuple[str, tuple[str, ...]], ...]) -> Item:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from benchmarks.fidelity_guard import SUMMARIZERS, guarded_summary, measure, render
 from benchmarks.fidelity_items import BUDGETS, load_items
-from conftest import FIDELITY, needs
+from tests.conftest import FIDELITY, needs
 
 
 @needs(FIDELITY)

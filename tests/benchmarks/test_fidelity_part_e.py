@@ -17,8 +17,8 @@ from benchmarks.fidelity_items import (
     load_items,
     part_of,
 )
-from conftest import FIDELITY, needs
-from test_fidelity_parts import check_report_row
+from tests.benchmarks.test_fidelity_parts import check_report_row
+from tests.conftest import FIDELITY, needs
 
 
 def _everything() -> list[Item]:

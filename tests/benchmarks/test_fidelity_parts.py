@@ -18,7 +18,7 @@ from benchmarks.fidelity_items import (
     load_items,
     part_of,
 )
-from conftest import FIDELITY, needs
+from tests.conftest import FIDELITY, needs
 
 
 @needs(FIDELITY)

@@ -29,7 +29,7 @@ from cast import (
     ToolCall,
     ToolResult,
 )
-from conftest import CLAUDE_CODE, TAUBENCH, corpus_files
+from tests.conftest import CLAUDE_CODE, TAUBENCH, corpus_files
 
 S = Message.system
 H = Message.human

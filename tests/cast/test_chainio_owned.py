@@ -13,7 +13,15 @@ import pytest
 
 from cast.chainio import _SINGLE_PASS_DECODERS, decode_chain, decode_owned_chain
 from cast.codecs import claude_code, detect_format
-from conftest import CLAUDE_CODE, CORPUS, PAYLOADS, TAUBENCH, corpus_files, missing, real_cases
+from tests.conftest import (
+    CLAUDE_CODE,
+    CORPUS,
+    PAYLOADS,
+    TAUBENCH,
+    corpus_files,
+    missing,
+    real_cases,
+)
 
 
 def _payloads() -> list[tuple[str, Any, str]]:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from cast import ChainAST, IdTemplate, Message, Role
-from conftest import TAUBENCH, corpus_files
 from corpus_openai import load_openai_chain
+from tests.conftest import TAUBENCH, corpus_files
 
 FILES = corpus_files(TAUBENCH, "taubench_*.json")
 TOOLU = "toolu_{r:24:b}"

@@ -27,7 +27,7 @@ import csum.cli
 from cast._files import InputTooLargeError, read_bytes, write_atomic
 from cast.chainio import read_json, run_console, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CHAIN = [
     {"role": "system", "content": "You are a shell agent."},

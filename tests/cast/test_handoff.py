@@ -1,6 +1,6 @@
 """``cast handoff`` and the agents' session-file codecs, without the agents: what is
 written, round trips on the real Claude Code corpus, reasoning, budgets and bad input.
-The real CLIs resume the written sessions in tests/test_handoff_agents.py (slow)."""
+The real CLIs resume the written sessions in tests/cast/test_handoff_agents.py (slow)."""
 
 from __future__ import annotations
 
@@ -32,10 +32,10 @@ from cast.cli import main
 from cast.codecs import claude_code_session, codex_rollout, get_codec
 from cast.errors import InputError
 from cast.handoff import Handoff, handoff, read_session
-from conftest import CLAUDE_CODE, corpus_files
 from csum.tokens import EstimatedTokens
 from handoff_checks import facts, lines_of, missing_in_order
 from strategies import valid_chains
+from tests.conftest import CLAUDE_CODE, corpus_files
 
 SESSIONS = corpus_files(CLAUDE_CODE)
 needs_corpus = pytest.mark.skipif(not SESSIONS, reason=f"the corpus is missing ({CLAUDE_CODE})")

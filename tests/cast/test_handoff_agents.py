@@ -1,5 +1,5 @@
 """``cast handoff`` with the real agents: Claude Code and Codex CLI resume a handed-off
-session offline, against the scripted model on 127.0.0.1 (tests/agent_model_server.py).
+session offline, against the scripted model on 127.0.0.1 (tests/support/agent_model_server.py).
 
 Slow (about a minute): CI installs the CLIs with ``bash .ci/agents.sh`` into
 ``$CHAINCAST_AGENTS_DIR`` (default ``~/.cache/chaincast-agents``), where these tests
@@ -24,10 +24,10 @@ from cast import SUMMARIZATION_TOOL_NAME, Message, lint
 from cast.cli import main
 from cast.codecs import anthropic, openai_responses
 from cast.handoff import read_session
-from conftest import CLAUDE_CODE
 from csum import SUMMARIZED_CONTENT_PREFIX
 from csum.tokens import EstimatedTokens
 from handoff_checks import Fact, facts, lines_of, missing_in_order
+from tests.conftest import CLAUDE_CODE
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import pytest
 
 from cast import Message, Role, lint
 from cast.codecs import get_codec
-from conftest import CORPUS
+from tests.conftest import CORPUS
 
 PAYLOADS = CORPUS / "payloads"
 ACCEPTED = {

@@ -32,7 +32,7 @@ from cast._port import OPENING_HUMAN_TEXT, SYSTEM_IN_TURN_TEXT, TOOL_BRIDGE_TEXT
 from cast.codecs import anthropic, claude_code, gemini, openai
 from cast.parse import diagnose, parse_chain
 from cast.providers import PROVIDERS, ProviderProfile, get_provider
-from conftest import CORPUS, corpus_files
+from tests.conftest import CORPUS, corpus_files
 
 TARGETS = sorted(PROVIDERS)
 FAKE = FAKE_GEMINI_SIGNATURE.encode()

@@ -23,9 +23,9 @@ from cast import (
 from cast.codecs import get_codec
 from cast.parse import parse_chain
 from cast.providers import PROVIDERS
-from conftest import PAYLOADS, missing
 from csum import Compactor, Summarizer, SummarizerConfig
 from csum.handlers import extractive
+from tests.conftest import PAYLOADS, missing
 
 
 def load(name: str) -> Any:

@@ -29,9 +29,9 @@ from cast.errors import ChainError
 from cast.messages import Message, Role
 from cast.parse import parse_chain
 from cast.providers import PROVIDERS, ProviderProfile
-from conftest import PAYLOADS, needs, real_cases
 from csum import Summarizer, SummarizerConfig
 from csum.handlers import extractive
+from tests.conftest import PAYLOADS, needs, real_cases
 
 FIXTURES = sorted(PAYLOADS.glob("*/*.json"))
 CASES = real_cases([pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in FIXTURES], PAYLOADS)

@@ -1,5 +1,5 @@
 """lint and port pinned: every (chain, target) case of the rule gate against the recorded
-digest (``tests/rule_gate.py`` says what the cases are and records them)."""
+digest (``tests/support/rule_gate.py`` says what the cases are and records them)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 from benchmarks.digest_gate import compare
 from cast.providers import Rule
-from conftest import CORPUS, PAYLOADS, needs
 from rule_gate import DIGEST_PATH, digest
+from tests.conftest import CORPUS, PAYLOADS, needs
 
 
 def test_lint_and_port_give_what_the_digest_recorded() -> None:

@@ -2,7 +2,7 @@
 port step exist, whose texts are the built-in profiles' texts, and whose table in
 docs/providers.md is the one they generate.
 
-``PYTHONPATH=. python tests/test_rules.py`` prints the tables docs/providers.md holds.
+``PYTHONPATH=. python tests/cast/test_rules.py`` prints the tables docs/providers.md holds.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from cast.providers import (
     RuleDefinition,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "providers.md"
 FIELDS = {"index", "position", "call", "id", "ids", "name", "length", "max_length"}
 FIELDS |= {"media", "role", "provider", "kind"}  # chaincast's own texts name these too
@@ -142,7 +142,7 @@ def test_docs_providers_holds_the_generated_table(table: object) -> None:
     expected = table()
     assert expected in DOC.read_text(encoding="utf-8"), (
         "docs/providers.md is out of date; print the tables with "
-        "`PYTHONPATH=. python tests/test_rules.py`:\n" + expected
+        "`PYTHONPATH=. python tests/cast/test_rules.py`:\n" + expected
     )
 
 

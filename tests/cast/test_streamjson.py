@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from cast import chainio
 from cast._streamjson import load_json_file
 from cast.errors import InputError
-from conftest import CLAUDE_CODE, PAYLOADS, TAUBENCH, corpus_files
+from tests.conftest import CLAUDE_CODE, PAYLOADS, TAUBENCH, corpus_files
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FILES = [
     ROOT / "csum" / "examples" / "claude_code_session.json",  # the project's own recording
     *sorted(PAYLOADS.glob("*/*.json")),

@@ -41,7 +41,7 @@ from csum.archive import (
 )
 from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from store_workers import count_rows, open_at, write_archive
-from test_cache import CountingHandler, corpus_chains
+from tests.csum.test_cache import CountingHandler, corpus_chains
 
 CONFIG = {"last_section_bytes": 4096, "max_body_pair_bytes": 2048}
 

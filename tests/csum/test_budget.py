@@ -11,7 +11,6 @@ import zlib
 import pytest
 
 from cast import BinaryPart, ImagePart, Message, Role, TextPart, ToolCall
-from conftest import CORPUS
 from csum import (
     MODEL_CONTEXT_WINDOWS,
     Budget,
@@ -24,6 +23,7 @@ from csum import (
     otel_listener,
 )
 from csum._images import image_size, image_tokens
+from tests.conftest import CORPUS
 
 
 def png(width: int, height: int) -> bytes:

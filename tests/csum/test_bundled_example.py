@@ -1,6 +1,6 @@
 """The bundled example (``csum summarize --example``) is the project's own recording:
 Claude Code working on this repository's files against the scripted model of
-``tests/record_example.py``; the slow test records it again with the real CLI."""
+``tests/support/record_example.py``; the slow test records it again with the real CLI."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from agent_model_server import agent_cli
 from cast import ChainAST, lint
 from cast.chainio import decode_chain
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _payload() -> dict[str, Any]:

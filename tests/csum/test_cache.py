@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cast import Message
-from conftest import TAUBENCH, missing
 from csum import (
     StoreEvent,
     StoreEventKind,
@@ -32,6 +31,7 @@ from csum.cache import KEY_VERSION, cache_key, decode_summary, encode_summary
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore, open_store
 from redis_server import RedisServer, needs_redis_client
 from store_workers import fake_summary, prompt_id, summarize_with_cache, write_cache_entries
+from tests.conftest import TAUBENCH, missing
 
 
 def corpus_chains(limit: int) -> list[list[Message]]:

@@ -833,7 +833,7 @@ def test_cache_breakpoints_need_an_anthropic_target() -> None:
 def _sessions() -> list[tuple[str, list[Message]]]:
     from cast.chainio import decode_chain
     from cast.codecs import claude_code
-    from conftest import CLAUDE_CODE, corpus_files
+    from tests.conftest import CLAUDE_CODE, corpus_files
 
     out = []
     for path in corpus_files(CLAUDE_CODE, "claudecode_spotter_*.json"):

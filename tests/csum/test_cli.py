@@ -23,11 +23,11 @@ import csum.handlers
 from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
 from cast._lint import lint
 from cast.chainio import decode_chain
-from conftest import CORPUS, PAYLOADS, needs
 from csum.clearing import CLEARED_PREFIX
 from csum.config import DEFAULT_CLEARING, DEFAULT_KEEP_RATIO, DEFAULT_SUMMARY_RATIO
+from tests.conftest import CORPUS, PAYLOADS, needs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TAU = CORPUS / "openai_taubench" / "taubench_gpt4o_airline_task027_trial1.json"
 """26 messages, 14 KB; reuses one tool-call id (Anthropic rejects it, Mistral too)."""
 CLAUDE_CODE = CORPUS / "anthropic_claudecode" / "claudecode_spotter_ae4a77f8_sub_agent-aac57f5.json"

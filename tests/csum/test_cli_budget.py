@@ -13,7 +13,7 @@ import pytest
 import csum.cli
 from cast import lint
 from cast.chainio import decode_chain
-from conftest import CORPUS
+from tests.conftest import CORPUS
 
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not found")
 FILES = sorted(CORPUS.glob("*/*.json")) if CORPUS.is_dir() else []

@@ -15,7 +15,7 @@ import pytest
 import csum.cli
 from cast import ChainAST, Message
 from cast.chainio import decode_chain
-from conftest import CLAUDE_CODE
+from tests.conftest import CLAUDE_CODE
 
 SESSION = CLAUDE_CODE / "claudecode_spotter_8463c716.json"
 """The largest Claude Code session of the corpus (about 0.7 MB of messages)."""

@@ -35,7 +35,7 @@ from csum.archive import (
 from csum.config import SUMMARY_ONLY, Clearing, as_budget
 from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from redis_server import needs_redis_client
-from test_cache import corpus_chains
+from tests.csum.test_cache import corpus_chains
 
 
 @pytest.fixture(params=["sqlite", "redis"])

@@ -18,7 +18,6 @@ from typing import Any
 import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_agent_loop import ANSWER, HUGE, QUESTION, TOOLS, Agent, newest_pair
 
 from archive_recall import recall_all
 from cast import ChainAST, Message, Role, lint, port
@@ -26,6 +25,7 @@ from cast.providers import PROVIDERS
 from csum import Budget, Compactor, EstimatedTokens, HistoryArchive, Stores
 from csum.config import as_budget
 from csum.reinsert import REINSERTED_HEADER, recalled_text, without_recalled
+from tests.csum.test_agent_loop import ANSWER, HUGE, QUESTION, TOOLS, Agent, newest_pair
 
 TARGETS = sorted(PROVIDERS)
 BUDGETS = st.one_of(

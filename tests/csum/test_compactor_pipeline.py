@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.compactor_trace import session_chain, trace_compact, traced_compactor
 from cast import Message, ToolCall
-from conftest import CORPUS
+from tests.conftest import CORPUS
 
 STAGES = {"plan.py", "summary.py", "assemble.py", "clearing.py", "reinsert.py", "_breakpoints.py"}
 

@@ -7,7 +7,7 @@ import json
 
 from benchmarks.digest_gate import compare
 from benchmarks.gist_gate import DIGEST_PATH, LIMITS, digest
-from conftest import CLAUDE_CODE, TAUBENCH, needs
+from tests.conftest import CLAUDE_CODE, TAUBENCH, needs
 
 
 @needs(TAUBENCH)

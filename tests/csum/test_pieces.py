@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from cast import FIELD_PART_KINDS, ChainAST, Message, Role, TextPart, ToolCall, ToolResult
 from cast.chainio import decode_chain
-from conftest import CLAUDE_CODE
 from csum import Compactor, HistoryArchive, Robustness, Stores, SummarizationError, SummaryCache
 from csum._calls import HandlerCalls
 from csum._pieces import prompt_bound, split_into_pieces, summarize_in_pieces
@@ -30,7 +29,8 @@ from csum.handlers import extractive
 from csum.prompt import messages_to_prompt, parse_prompt
 from csum.reinsert import REINSERTED_HEADER, reinserted_part
 from csum.stores import open_store
-from test_cache import corpus_chains
+from tests.conftest import CLAUDE_CODE
+from tests.csum.test_cache import corpus_chains
 
 SUMMARY_STAGE = SUMMARY_ONLY
 """The summary stage alone (no clearing, a 60 % target, summaries up to 1/32 of the

@@ -19,7 +19,7 @@ from csum.archive import message_search_text
 from csum.handlers import extractive
 from csum.prompt import PromptCase, parse_prompt
 from csum.reinsert import REINSERTED_HEADER, own_question, recalled_text, reinserted_part
-from test_compactor_archive import long_chain, question_needing_the_archive
+from tests.csum.test_compactor_archive import long_chain, question_needing_the_archive
 
 
 def config(human_summary: bool) -> SummarizerConfig:

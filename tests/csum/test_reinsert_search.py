@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-import test_compactor_archive
 from cast import Message, Role
 from csum import HistoryArchive
 from csum.archive import message_search_text
 from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
-from test_cache import corpus_chains
+from tests.csum import test_compactor_archive
+from tests.csum.test_cache import corpus_chains
 
 archive = test_compactor_archive.archive
 """The archive fixture: a SQLite file and a session on a real redis-server."""

@@ -15,8 +15,8 @@ from archive_recall import recall_all
 from cast import Message, Role
 from csum import HistoryArchive, Stores, Summarizer, SummarizerConfig, SummaryCache
 from csum_builders import FakeHandler, check_output
-from property.test_agent_loop import CONFIGS
 from strategies import valid_chains
+from tests.csum.test_agent_loop import CONFIGS
 
 
 @given(chain=valid_chains(), config=CONFIGS)

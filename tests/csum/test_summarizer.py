@@ -23,7 +23,6 @@ from cast import (
     TextPart,
     ToolCall,
 )
-from conftest import TAUBENCH, corpus_files
 from corpus_openai import load_openai_chain
 from csum import (
     SUMMARIZED_CONTENT_PREFIX,
@@ -48,6 +47,7 @@ from csum_builders import (
     summary_call,
     summary_text,
 )
+from tests.conftest import TAUBENCH, corpus_files
 
 TAUBENCH_FILES = corpus_files(TAUBENCH)
 

@@ -18,11 +18,11 @@ from benchmarks.real_payload_counts import keeps_system_order
 from cast import ChainAST, ChainError, Message, Role, ToolCall, lint, port
 from cast.codecs import get_codec
 from cast.providers import PROVIDERS
-from conftest import CORPUS
 from csum import Compactor, Summarizer, SummarizerConfig
 from csum.handlers import extractive
 from csum.plan import KEEP_USER_SHARE
 from strategies import valid_chains
+from tests.conftest import CORPUS
 
 PAYLOADS = CORPUS / "payloads"
 MID_CHAIN_SYSTEM = [

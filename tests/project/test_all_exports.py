@@ -17,7 +17,7 @@ import cast
 import csum
 
 PACKAGES = (cast, csum)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # The names the contract promises at the top of the package.
 CONTRACT_NAMES = {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-CAST = Path(__file__).resolve().parents[1] / "cast"
+CAST = Path(__file__).resolve().parents[2] / "cast"
 MODULES = sorted(CAST.rglob("*.py"))
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from benchmarks.fidelity_items import DEV_PATH, load_items
 from benchmarks.policies import simulate
-from conftest import FIDELITY, needs
+from tests.conftest import FIDELITY, needs
 
-CSUM = Path(__file__).resolve().parents[1] / "csum"
+CSUM = Path(__file__).resolve().parents[2] / "csum"
 MIN_CHUNK = 8  # shorter literal pieces are ordinary words
 ORDINARY = {w.lower() for w in dir(builtins)} | set(keyword.kwlist) | {"cancelled", "langchain"}
 """Words the library uses for its own code (Python names, cancellation, the framework it

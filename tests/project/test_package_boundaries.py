@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CSUM_SOURCES = sorted((ROOT / "csum").rglob("*.py"))
 OUTSIDE_CAST = sorted(
     path for folder in ("csum", "benchmarks", "tests") for path in (ROOT / folder).rglob("*.py")

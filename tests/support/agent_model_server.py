@@ -9,7 +9,7 @@ tool with ``echo <marker>``; when it is a tool's result, answer in text and stop
 requests (titles, token counts, quota probes) get a short text answer.
 
 Run in-process with :func:`agent_model_server` (a context manager), or as a script
-(``python tests/agent_model_server.py PORT``) to watch an agent by hand.
+(``python tests/support/agent_model_server.py PORT``) to watch an agent by hand.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Re-record csum's bundled example, ``csum/examples/claude_code_session.json``.
 
 The real Claude Code CLI (from npm) works on this repository's own files, offline: its
-model is :data:`SESSION`, a script served by ``tests/scripted_anthropic.py`` on
+model is :data:`SESSION`, a script served by ``tests/support/scripted_anthropic.py`` on
 127.0.0.1, whose turns call Claude Code's real tools (Read, Grep, Glob, Bash) on a copy
 of the committed tree (``git archive HEAD``); Claude Code runs them and logs the session
 as it always does (``$CLAUDE_CONFIG_DIR/projects/<cwd>/<session>.jsonl``). The log is
@@ -13,7 +13,7 @@ run from the repository root, with the package importable (``pip install -e .``,
 ``PYTHONPATH=.``)::
 
     npm install --prefix /tmp/claude-code @anthropic-ai/claude-code
-    python tests/record_example.py --claude /tmp/claude-code/node_modules/.bin/claude
+    python tests/support/record_example.py --claude /tmp/claude-code/node_modules/.bin/claude
 
 It prints the sizes; ``--log PATH`` also keeps Claude Code's raw log. Paths in the
 session are under ``/tmp/chaincast-recording/chaincast`` (a fixed place, so a
@@ -40,7 +40,7 @@ from cast.codecs import anthropic
 from cast.codecs.claude_code import decode_claude_code_log
 from scripted_anthropic import anthropic_server
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "csum" / "examples" / "claude_code_session.json"
 PLACE = Path("/tmp/chaincast-recording")
 """Where the recording runs: ``chaincast/`` (the tree), ``config/``, ``home/``, ``bin/``."""

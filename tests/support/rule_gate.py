@@ -7,10 +7,10 @@ the target, over:
 - every real payload of the shared corpus (``payloads/project-fixtures``, named
   ``real/<codec>/<name>``) and of ``tests/fixtures/codecs`` (decoded with the codec its
   folder or shape names);
-- every recorded chain of ``../shared/corpus`` (as ``tests/test_port.py`` loads them);
+- every recorded chain of ``../shared/corpus`` (as ``tests/cast/test_port.py`` loads them);
 - the broken chains of ``tests/fixtures/rule_gate_chains.json``: examples drawn once
-  from the Hypothesis strategies of broken chains the tests use (``tests/test_port.py``,
-  ``tests/test_port_media.py``, ``tests/strategies.py``), stored so the gate does not
+  from the Hypothesis strategies of broken chains the tests use (``tests/cast/test_port.py``,
+  ``tests/cast/test_port_media.py``, ``tests/support/strategies.py``), stored so the gate does not
   depend on how a Hypothesis version draws;
 
 ``lint`` (alone, with a foreign ``source``, with ``tools=[]``: every violation's rule,
@@ -21,7 +21,7 @@ compares and names every case that differs. ``--write-chains`` draws the broken 
 again (only when a strategy is meant to change).
 
 Run (from the repository root):
-PYTHONPATH=.:tests python tests/rule_gate.py [--write] [--write-chains] [--every N]
+PYTHONPATH=. python tests/support/rule_gate.py [--write] [--write-chains] [--every N]
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from cast.codecs import claude_code, detect_format, get_codec, native, openai
 from cast.messages import Message
 from cast.providers import PROVIDERS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 DIGEST_PATH = FIXTURES / "rule_gate_digest.json"
 """The recorded digest (of the code before the rules became objects)."""
@@ -157,8 +157,7 @@ def draw_chains() -> dict[str, Any]:
     from hypothesis import strategies as st
 
     import strategies
-    import test_port
-    import test_port_media
+    from tests.cast import test_port, test_port_media
 
     sources = {
         "port": st.one_of(test_port.chains(), test_port.mutilated_chains()),
@@ -188,7 +187,7 @@ def draw_chains() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tests/rule_gate.py")
+    parser = argparse.ArgumentParser(prog="tests/support/rule_gate.py")
     parser.add_argument("--write", action="store_true", help="record the digest file")
     parser.add_argument("--write-chains", action="store_true", help="draw the chains again")
     parser.add_argument("--every", type=int, default=1, help="run one chain in N (1: all)")

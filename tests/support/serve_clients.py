@@ -1,6 +1,6 @@
 """What the gateway tests' clients share: the client's key, the agent's system prompt,
 its ``read_file`` tool and what that tool returns, and an HTTP client for the anthropic
-SDK (``tests/test_serve.py``, ``tests/test_serve_translations.py``)."""
+SDK (``tests/csum/serve/test_serve.py``, ``tests/csum/serve/test_serve_translations.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The scripted upstream's answers, in each API's own format (tests/serve_upstream.py
+"""The scripted upstream's answers, in each API's own format (tests/support/serve_upstream.py
 serves them): request ``n`` calls the tool ``read_file`` unless ``n`` is a multiple of
 4, when it answers in text. No serve extra needed."""
 

@@ -1,5 +1,5 @@
 """Real processes for the gateway tests, on 127.0.0.1 only: the scripted upstream
-(tests/serve_upstream.py) and ``csum serve`` gateways, each under uvicorn in a
+(tests/support/serve_upstream.py) and ``csum serve`` gateways, each under uvicorn in a
 subprocess of its own."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
@@ -71,7 +71,7 @@ def _start(
 
 def start_upstream(log_dir: Path) -> Process:
     port = free_port()
-    script = str(ROOT / "tests" / "serve_upstream.py")
+    script = str(ROOT / "tests" / "support" / "serve_upstream.py")
     return _start([script, str(port)], port, "/_recorded", log_dir / f"upstream-{port}.log")
 
 

@@ -1,5 +1,5 @@
 """A scripted upstream for the gateway tests: a Starlette app under uvicorn (run as
-``python tests/serve_upstream.py PORT``) that records every request it receives and
+``python tests/support/serve_upstream.py PORT``) that records every request it receives and
 answers in each API's own format, streaming or not.
 
 Answers are a function of the request's number ``n`` since the last reset (so a run

@@ -41,7 +41,7 @@ from cast.codecs import CODECS, NATIVE, codec_names, detect_format, get_codec
 
 PER_EXAMPLE = 100
 EXAMPLES = 100  # 100 x 100 = 10,000 payloads per codec in the default run
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codecs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "codecs"
 TARGET = {  # the provider profile whose shape each codec's seed chain is ported to
     "openai": "openai",
     "anthropic": "anthropic",

@@ -28,7 +28,7 @@ from cast.codecs import CODECS, NATIVE, detect_format, get_codec
 from cast.errors import CodecError
 from strategies import json_garbage
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "codecs"
 
 RECORDED = {
     "anthropic": [
@@ -48,10 +48,10 @@ RECORDED = {
     "openai_responses": ["openai_responses_function_calling.json"],
 }
 """Recorded payloads per codec. Claude Code logs are checked on the shared corpus
-(tests/test_codecs_claude_code.py): a log is not a request and has no canonical form.
+(tests/cast/codecs/test_codecs_claude_code.py): a log is not a request and has no canonical form.
 The framework codecs are projections (framework fields chaincast does not hold, such
 as timestamps, are not re-created): their recordings are checked for what they keep in
-tests/test_codecs_frameworks.py."""
+tests/cast/codecs/test_codecs_frameworks.py."""
 
 PROJECTIONS = {
     "pydantic_ai": "pydantic_ai_function_model.json",
@@ -303,8 +303,8 @@ def load_fixture(name: str) -> dict[str, Any]:
 
 def test_every_codec_has_its_laws_checked() -> None:
     assert set(GARBAGE) == set(CODECS)
-    # Claude Code logs and the agents' session files: tests/test_codecs_claude_code.py
-    # and tests/test_handoff.py check them on the corpus and on what the CLIs wrote.
+    # Claude Code logs and the agents' session files: tests/cast/codecs/test_codecs_claude_code.py
+    # and tests/cast/test_handoff.py check them on the corpus and on what the CLIs wrote.
     sessions = {"claude_code", "claude_code_session", "codex_rollout"}
     assert set(RECORDED) | sessions | set(PROJECTIONS) == set(CODECS)
     recorded = {name for names in RECORDED.values() for name in names}

@@ -27,7 +27,7 @@ from cast.messages import (
     ToolResult,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "codecs"
 
 
 def load_fixture(name: str) -> dict[str, Any]:

@@ -29,12 +29,12 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import parse_chain
-from conftest import TAUBENCH as TAUBENCH_DIR
-from conftest import corpus_files
 from corpus_openai import load_openai_chain
-from test_codecs_anthropic import canonical_ai, with_call_names
+from tests.cast.codecs.test_codecs_anthropic import canonical_ai, with_call_names
+from tests.conftest import TAUBENCH as TAUBENCH_DIR
+from tests.conftest import corpus_files
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "codecs"
 TAUBENCH = corpus_files(TAUBENCH_DIR)
 
 
@@ -48,7 +48,7 @@ def load_payload(name: str) -> dict[str, Any]:
 
 
 def test_a_bare_message_list_is_detected() -> None:
-    # The round trip of the recorded payload is a law (tests/test_codec_laws.py).
+    # The round trip of the recorded payload is a law (tests/cast/codecs/test_codec_laws.py).
     payload = load_payload("bedrock_converse_tool_use.json")
     assert detect_format(payload["messages"]) == "bedrock"
     assert get_codec("bedrock").decode is bedrock.decode

@@ -17,8 +17,13 @@ from cast.codecs import anthropic, claude_code, detect_format, get_codec
 from cast.errors import CodecError
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
 from cast.parse import parse_chain
-from conftest import CLAUDE_CODE, corpus_files
-from test_codecs_anthropic import anthropic_ai, anthropic_human, anthropic_tool, with_call_names
+from tests.cast.codecs.test_codecs_anthropic import (
+    anthropic_ai,
+    anthropic_human,
+    anthropic_tool,
+    with_call_names,
+)
+from tests.conftest import CLAUDE_CODE, corpus_files
 
 SESSIONS = corpus_files(CLAUDE_CODE)
 

@@ -29,7 +29,7 @@ from cast import (
 from cast.codecs import detect_format, langchain, openai_agents, pydantic_ai
 from strategies import valid_chains
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "codecs"
 PYDANTIC_AI = FIXTURES / "pydantic_ai_function_model.json"
 """A pydantic-ai 2.68 run (FunctionModel): thinking with a signature, a tool retry,
 structured tool returns, an image URL in the prompt."""
@@ -262,7 +262,7 @@ for module in ("pydantic_ai", "langchain", "openai_agents"):
 
 
 def test_the_core_imports_without_any_framework() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     done = subprocess.run(
         [sys.executable, "-c", _WITHOUT_FRAMEWORKS, str(PYDANTIC_AI), str(LANGCHAIN)],
         capture_output=True,

@@ -29,7 +29,7 @@ from cast.messages import (
 )
 from cast.parse import parse_chain
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "codecs"
 
 
 def load_fixture(name: str) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def load_fixture(name: str) -> dict[str, Any]:
 
 
 def test_a_bare_contents_list_is_detected() -> None:
-    # The round trips of the recorded payloads are laws (tests/test_codec_laws.py).
+    # The round trips of the recorded payloads are laws (tests/cast/codecs/test_codec_laws.py).
     payload = load_fixture("gemini_function_calling.json")["payload"]
     assert detect_format(payload["contents"]) == "gemini"
 

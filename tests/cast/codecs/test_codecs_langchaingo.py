@@ -26,7 +26,7 @@ from cast.messages import (
 )
 from cast.parse import parse_chain
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "codecs"
 
 
 def load_fixture(name: str) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def load_fixture(name: str) -> dict[str, Any]:
 
 
 def test_recorded_chain_is_a_valid_chain() -> None:
-    # Its round trip is a law (tests/test_codec_laws.py).
+    # Its round trip is a law (tests/cast/codecs/test_codec_laws.py).
     parse_chain(langchaingo.decode(load_fixture("langchaingo_pentagi_chain.json")["payload"]))
 
 

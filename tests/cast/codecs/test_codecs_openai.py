@@ -25,10 +25,10 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import parse_chain
-from conftest import TAUBENCH as TAUBENCH_DIR
-from conftest import corpus_files
+from tests.conftest import TAUBENCH as TAUBENCH_DIR
+from tests.conftest import corpus_files
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codecs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "codecs"
 TAUBENCH = corpus_files(TAUBENCH_DIR)
 
 

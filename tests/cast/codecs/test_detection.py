@@ -21,7 +21,7 @@ from cast.codecs import (
     get_codec,
     openai,
 )
-from conftest import CORPUS
+from tests.conftest import CORPUS
 
 PAYLOADS = CORPUS / "payloads"
 SETS = ("set1", "set3", "set4", "project-fixtures")

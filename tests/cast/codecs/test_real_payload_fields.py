@@ -18,7 +18,7 @@ from benchmarks.real_payload_laws import lost_values, not_carried_fields
 from cast import CodecError, lint, port
 from cast.codecs import get_codec
 from cast.providers import get_provider
-from conftest import CORPUS
+from tests.conftest import CORPUS
 
 PAYLOADS = CORPUS / "payloads"
 SETS = ("set1", "set3", "set4")

@@ -24,10 +24,10 @@ from cast.codecs._streaming import PayloadStream, iter_indented_json
 from cast.errors import ChainError
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
 from cast.providers import PROVIDERS
-from conftest import CLAUDE_CODE, PAYLOADS, TAUBENCH, corpus_files, needs
+from tests.conftest import CLAUDE_CODE, PAYLOADS, TAUBENCH, corpus_files, needs
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "csum" / "examples" / "claude_code_session.json"
-"""The project's own Claude Code recording (``tests/record_example.py``): there in a fresh
+EXAMPLE = Path(__file__).resolve().parents[3] / "csum" / "examples" / "claude_code_session.json"
+"""The project's own Claude Code recording (``tests/support/record_example.py``): there in a fresh
 clone, where the corpus is not."""
 STREAMED = ["openai", "anthropic", "bedrock", "gemini"]
 """The formats whose codec encodes a message at a time."""

@@ -13,7 +13,7 @@ from cast import Message, ToolCall
 from cast.codecs.anthropic import encode as anthropic_encode
 from cast.codecs.openai import encode as openai_encode
 from csum.handlers._continuation import CONTINUATION_INSTRUCTION, anthropic_body, openai_body
-from tests.test_handlers_sdk import FakeProvider, anthropic_ok, openai_ok
+from tests.csum.handlers.test_handlers_sdk import FakeProvider, anthropic_ok, openai_ok
 
 pytest.importorskip("anthropic", reason="the anthropic extra is not installed")
 pytest.importorskip("openai", reason="the openai extra is not installed")

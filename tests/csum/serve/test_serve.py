@@ -1,5 +1,5 @@
 """``csum serve`` end to end, real processes on 127.0.0.1 only: the gateway under
-uvicorn in a subprocess, the scripted upstream (tests/serve_upstream.py) under uvicorn
+uvicorn in a subprocess, the scripted upstream (tests/support/serve_upstream.py) under uvicorn
 in another, and the official ``openai`` and ``anthropic`` SDKs as clients.
 
 A 40-turn tool-heavy conversation per API stays within the budget at the upstream,

@@ -26,8 +26,8 @@ from agent_model_server import AGENTS_DIR, THOUGHT, agent_cli, agent_model_serve
 from cast import TextPart, ToolResult, lint  # noqa: E402
 from cast.cli import main  # noqa: E402
 from cast.codecs import anthropic  # noqa: E402
-from conftest import CLAUDE_CODE  # noqa: E402
 from serve_processes import metric, start_gateway  # noqa: E402
+from tests.conftest import CLAUDE_CODE  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

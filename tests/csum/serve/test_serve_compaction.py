@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from cast import Message, Role, TextPart, lint, parse_chain
 from cast.codecs import anthropic, claude_code, openai
 from cast.codecs import openai_responses as responses
-from conftest import CLAUDE_CODE
 from csum._pairs import is_summarized
 from csum.clearing import CLEARED_PREFIX
 from csum.cli import main
@@ -31,6 +30,7 @@ from csum.serve.conversation import (
     conversation_key,
 )
 from csum.stores import MemoryStore, RedisStore, SQLiteStore
+from tests.conftest import CLAUDE_CODE
 
 pytestmark = pytest.mark.anyio
 
@@ -718,7 +718,7 @@ async def test_a_compacted_codex_request_keeps_its_instructions_items_ids_and_st
 
 def test_the_docs_name_the_conversation_keys_redis_holds() -> None:
     keys = f"{RedisStore.default_prefix}{KEY_PREFIX}*"
-    assert f"`{keys}`" in (Path(__file__).parents[1] / "docs" / "serve.md").read_text("utf-8")
+    assert f"`{keys}`" in (Path(__file__).parents[3] / "docs" / "serve.md").read_text("utf-8")
 
 
 async def test_a_history_within_budget_is_not_decoded_however_large_its_tools(

@@ -32,7 +32,7 @@ from csum.cache import encode_summary
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
 from redis_server import needs_redis_client
 from store_workers import archive_cycle
-from test_cache import CountingHandler, _Buffer
+from tests.csum.test_cache import CountingHandler, _Buffer
 
 # -- item 1: a session is required --------------------------------------------------------------
 
@@ -747,7 +747,7 @@ async def test_reinserted_chains_lint_clean_for_every_target(tmp_path: Path, tar
     from cast import Role, lint, port
     from csum import Compactor
     from csum.reinsert import recalled_text
-    from test_clearing import agent_chain
+    from tests.csum.test_clearing import agent_chain
 
     archive = await _ticket_archive(tmp_path)
     archive.reinsert_bytes = 2048

@@ -9,8 +9,8 @@ import pytest
 
 from benchmarks.ablation import END, START, ablate, markdown, write_docs, zeroed
 from benchmarks.fidelity_items import ITEMS_PATH, load_items
-from conftest import FIDELITY, needs
 from csum.handlers._extractive.weights import WEIGHTS, WHAT
+from tests.conftest import FIDELITY, needs
 
 
 def test_zeroed_sets_the_weight_to_zero_and_restores_it() -> None:

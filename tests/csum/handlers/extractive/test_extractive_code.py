@@ -16,7 +16,7 @@ from csum.handlers._extractive.code_tools import (
     declares_dependency,
     without_echo,
 )
-from test_extractive_room import one_call, shell
+from tests.csum.handlers.extractive.test_extractive_room import one_call, shell
 
 # git status, long format, of a repository with staged, unstaged and untracked changes.
 GIT_STATUS = """\

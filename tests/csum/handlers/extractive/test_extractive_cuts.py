@@ -13,7 +13,12 @@ import regex
 from cast.messages import Message, ToolCall
 from csum.handlers import summarize_extractive
 from csum.prompt import messages_to_prompt
-from test_extractive_room import command, corpus_calls, needs_corpus, one_call
+from tests.csum.handlers.extractive.test_extractive_room import (
+    command,
+    corpus_calls,
+    needs_corpus,
+    one_call,
+)
 
 
 def call_line(cmd: str, budget: int) -> str:

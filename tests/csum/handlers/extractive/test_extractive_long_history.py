@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from benchmarks.fidelity_items import load_items
 from cast import BodyPair, Message, ToolCall
-from conftest import FIDELITY, needs
 from csum import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers import summarize_extractive
 from csum.prompt import messages_to_prompt
+from tests.conftest import FIDELITY, needs
 
 
 def utf8(text: str) -> int:

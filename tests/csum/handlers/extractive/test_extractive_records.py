@@ -4,7 +4,7 @@ compiler error and its ``-->``, a linter finding, a failing test's header and it
 
 from __future__ import annotations
 
-from test_extractive_room import shell
+from tests.csum.handlers.extractive.test_extractive_room import shell
 
 CARGO = """\
    Compiling tokenizer v0.4.2 (/work/tokenizer)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from csum.handlers import summarize_extractive
 from csum.prompt import messages_to_prompt
-from test_extractive_long_history import calls, fold, utf8
-from test_extractive_room import shell
+from tests.csum.handlers.extractive.test_extractive_long_history import calls, fold, utf8
+from tests.csum.handlers.extractive.test_extractive_room import shell
 
 MATCHES = "\n".join(
     f"services/payments/gateway/adapters/stripe_client.py:{line}:"

@@ -11,9 +11,9 @@ import pytest
 
 from cast.codecs import claude_code
 from cast.messages import Message, ToolCall, ToolResult
-from conftest import CLAUDE_CODE, corpus_files
 from csum.handlers import summarize_extractive
 from csum.prompt import messages_to_prompt
+from tests.conftest import CLAUDE_CODE, corpus_files
 
 SESSIONS = corpus_files(CLAUDE_CODE)
 

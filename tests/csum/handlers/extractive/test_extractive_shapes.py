@@ -9,7 +9,7 @@ import json
 
 from cast.messages import ToolCall
 from csum.handlers import summarize_extractive
-from test_extractive_room import one_call, shell, utf8
+from tests.csum.handlers.extractive.test_extractive_room import one_call, shell, utf8
 
 LS_LONG = """\
 total 64

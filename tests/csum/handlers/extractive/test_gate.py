@@ -7,7 +7,7 @@ import json
 
 from benchmarks.digest_gate import compare
 from benchmarks.extractive_gate import DIGEST_PATH, digest
-from conftest import CLAUDE_CODE, FIDELITY, TAUBENCH, needs
+from tests.conftest import CLAUDE_CODE, FIDELITY, TAUBENCH, needs
 
 
 @needs(TAUBENCH)
