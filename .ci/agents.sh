@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the coding-agent CLIs the slow handoff tests drive (tests/test_handoff_agents.py)
+# Installs the coding-agent CLIs the slow handoff tests drive (tests/cast/test_handoff_agents.py)
 # into a cache folder: $CHAINCAST_AGENTS_DIR, default ~/.cache/chaincast-agents. The tests
 # look there too. Versions are pinned: docs/handoff.md records what these versions read.
 # Exits 0 without installing when npm is missing (the tests then skip, saying why).

@@ -31,10 +31,10 @@ With ``--classes`` it counts instead, over the real payloads of the shared corpu
    table of this tree's docs/codecs.md).
 
 It does not measure speed (``benchmarks/bench_codecs.py``) nor fuzzed payloads
-(``tests/property/test_codec_fuzz.py``).
+(``tests/cast/codecs/test_codec_fuzz.py``).
 
 It only uses APIs both sides have; the laws are in ``benchmarks/real_payload_laws.py``,
-shared with ``tests/test_real_payloads.py``. Where ``port`` raises for an encrypted
+shared with ``tests/cast/test_real_payloads.py``. Where ``port`` raises for an encrypted
 compaction item, the documented ``encrypted_compaction="note"`` option is used and the
 payload is counted in the ``raised by default`` line.
 """

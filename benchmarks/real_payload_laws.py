@@ -1,6 +1,6 @@
 """The laws every real provider payload of the shared corpus (``payloads/project-fixtures``,
 :data:`benchmarks.shared_corpus.PAYLOADS`) is held to, written once for
-the test suite (``tests/test_real_payloads.py``, which asserts them) and for
+the test suite (``tests/cast/test_real_payloads.py``, which asserts them) and for
 ``benchmarks/real_payload_counts.py`` (which counts them, on any checkout).
 
 Only APIs that every recent checkout has are used here, so the counts can compare two.

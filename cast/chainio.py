@@ -374,7 +374,7 @@ def _detect(payload: Any, option: str) -> str:
 
 
 # Formats whose decoder reads the message list once, front to back, and keeps no raw
-# message once it is decoded (tests/test_chainio_owned.py holds them to it).
+# message once it is decoded (tests/cast/test_chainio_owned.py holds them to it).
 _SINGLE_PASS_DECODERS = frozenset({"openai", "anthropic", "bedrock"})
 
 
