@@ -305,3 +305,62 @@ def test_scan_reads_what_json_loads_reads() -> None:
     for bad in (b'{"a":1,}', b'{"a" 1}', b"[1,2", b'{"a":1} x', b""):
         with pytest.raises(ValueError, match=r"Expecting|Extra data"):
             scan(bad, "messages", 100)
+
+
+async def test_a_deep_new_item_is_refused_on_the_raw_prefix_path(
+    compacted: tuple[list[bytes], int],
+) -> None:
+    requests, budget = compacted
+    fast, n = await reused_at(requests, budget)
+    deep: Any = "x"
+    for _ in range(150):
+        deep = [deep]
+    payload = json.loads(requests[n])
+    payload["messages"].append({"role": "assistant", "content": [{"type": "text", "text": "a"}]})
+    payload["messages"].append({"role": "user", "content": [{"type": "text", "text": "b"}]})
+    payload["messages"][-1]["content"][0]["deep"] = deep
+    outcome = await fast.rewrite(MESSAGES, dumps(payload), None)
+    assert outcome.kind is OutcomeKind.REFUSED
+    assert outcome.status == 400
+
+
+def chat_history(turns: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Find why the importer fails on empty files."},
+    ]
+    for i in range(turns):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+        items.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        items.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i} " * 80})
+    return items
+
+
+async def test_a_translated_request_is_compacted_in_the_clients_own_api() -> None:
+    """Compacted on the client's chain (Chat), placed for the upstream's rules
+    (Anthropic), handed back as an object for the translation: parsed once."""
+    rewriter = Counted(config(8192), MemoryStore())
+    history = chat_history(30)
+    first = await rewriter.rewrite(
+        CHAT, dumps({"model": "gpt-4o", "messages": history}), None, upstream=MESSAGES
+    )
+    assert first.kind is OutcomeKind.COMPACTED
+    assert first.payload is not None
+    assert first.body is not None
+    assert json.loads(first.body) == first.payload
+    assert first.payload["messages"][0] == history[0]  # the client's API, its system kept
+    grown = [*history, *chat_history(31)[-2:]]
+    again = await rewriter.rewrite(
+        CHAT, dumps({"model": "gpt-4o", "messages": grown}), None, upstream=MESSAGES
+    )
+    assert again.kind is OutcomeKind.REUSED
+    assert rewriter.spliced == 1
+    assert again.payload is not None
+    assert again.body is not None
+    assert json.loads(again.body) == again.payload
+    assert again.payload["messages"][-2:] == grown[-2:]
+    within = await rewriter.rewrite(
+        CHAT, dumps({"model": "gpt-4o", "messages": history[:3]}), None, upstream=MESSAGES
+    )
+    assert within.kind is OutcomeKind.WITHIN_BUDGET
+    assert within.payload == {"model": "gpt-4o", "messages": history[:3]}

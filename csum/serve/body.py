@@ -17,7 +17,7 @@ from typing import Any
 
 from csum.serve.limits import RefusedError, check_roles, nesting_depth
 
-__all__ = ["ScannedBody", "scan"]
+__all__ = ["ScannedBody", "check_depth", "scan"]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -39,7 +39,9 @@ class ScannedBody:
 
 def scan(body: bytes, list_key: str, max_depth: int, max_items: int | None = None) -> ScannedBody:
     """``body`` parsed as ``json.loads`` would (``ValueError`` when it is not JSON),
-    bounded as :func:`csum.serve.limits.parse` bounds it (:class:`RefusedError`)."""
+    refused as :func:`csum.serve.limits.parse` refuses it (:class:`RefusedError`) but
+    for its nesting depth, which the caller checks (:func:`check_depth`) on what it
+    decodes: a reused request's prefix was checked when it was compacted."""
     if max_items is not None:
         check_roles(body, max_items)
     text = body.decode(json.detect_encoding(body), "surrogatepass")
@@ -47,9 +49,14 @@ def scan(body: bytes, list_key: str, max_depth: int, max_items: int | None = Non
         scanned = _object(text, list_key)
     except RecursionError:
         raise RefusedError(400, f"the body nests over {max_depth} levels deep") from None
-    if nesting_depth(scanned.payload, max_depth) > max_depth:
-        raise RefusedError(400, f"the body nests over {max_depth} levels deep")
     return scanned
+
+
+def check_depth(value: Any, max_depth: int) -> None:
+    """Raise :class:`RefusedError` (400) when ``value`` (a body or the part of it that
+    is decoded) nests deeper than ``max_depth``."""
+    if nesting_depth(value, max_depth) > max_depth:
+        raise RefusedError(400, f"the body nests over {max_depth} levels deep")
 
 
 def _object(text: str, list_key: str) -> ScannedBody:

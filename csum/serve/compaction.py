@@ -31,7 +31,7 @@ from csum.config import (
     Stores,
 )
 from csum.serve.apis import Api
-from csum.serve.body import ScannedBody, scan
+from csum.serve.body import ScannedBody, check_depth, scan
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import (
     ConversationState,
@@ -134,6 +134,9 @@ class Outcome:
     detail: str = ""
     status: int = 0
     """The status to answer with (``REFUSED`` only)."""
+    payload: dict[str, Any] | None = field(default=None, repr=False)
+    """The request as an object, compacted when it was: given for a request translated
+    next (``rewrite(upstream=...)``) once its body was parsed, so it is parsed once."""
 
 
 class Rewriter:
@@ -170,19 +173,24 @@ class Rewriter:
         conversation: str | None,
         credentials: Credentials | None = None,
         tenant: str = ANONYMOUS,
+        *,
+        upstream: Api | None = None,
     ) -> Outcome:
         """What to send upstream for ``body`` on ``api``; never raises for bad input or
         a failing store (``conversation`` is the optional header's value,
         ``credentials`` the client's, used only by ``--summarizer upstream``;
         ``tenant`` scopes the conversation state, the archive session and the summary
-        cache, see :mod:`csum.serve.tenant`)."""
+        cache, see :mod:`csum.serve.tenant`). ``upstream``: the API the request is
+        translated for next; the chain is compacted in the client's API for that
+        provider's rules, and the outcome carries the request as an object."""
         held = api.name == "responses" and any(
             f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
         )
-        if not held and self.config.budget is not None and fits_by_size(body, self.config.budget):
+        budget = self.config.budget
+        if upstream is None and not held and budget is not None and fits_by_size(body, budget):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         until = time.monotonic() + self.config.deadline
-        request = _Request(api, body, conversation, credentials, until, tenant)
+        request = _Request(api, body, conversation, credentials, until, tenant, upstream)
         if not self.config.offload:
             read = self._read(request)
             if isinstance(read, Outcome):
@@ -207,7 +215,8 @@ class Rewriter:
         return anyio.run(self._compacted, request, read, store, archive)
 
     def _read(self, request: _Request) -> Outcome | _Read:
-        """The body parsed (once) and measured: an Outcome when it goes as it came."""
+        """The body parsed (once) and measured: an Outcome when it goes as it came
+        (with the parsed request when it is translated next)."""
         api, body = request.api, request.body
         try:
             scanned = scan(body, api.list_key, self.config.max_depth, self.config.max_items)
@@ -218,22 +227,51 @@ class Rewriter:
         payload = scanned.payload
         if not isinstance(payload, dict):
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="body is not a JSON object")
-        unread = _unread(api, payload, len(body), self.config.max_items)
+        if request.upstream is not None:  # the translation reads all of it
+            refused = self._too_deep(payload)
+            if refused is not None:
+                return refused
+        read = self._measured(request, scanned, payload)
+        if isinstance(read, Outcome) and request.upstream is not None:
+            return replace(read, payload=payload)
+        return read
+
+    def _measured(
+        self, request: _Request, scanned: ScannedBody, payload: dict[str, Any]
+    ) -> Outcome | _Read:
+        """The history's share of the body measured: an Outcome when it goes as it came."""
+        api = request.api
+        unread = _unread(api, payload, len(request.body), self.config.max_items)
         if unread is not None:
             return unread
         history = api.history(payload)
         assert history is not None  # checked by _unread
-        budget = self.config.budget_for(payload.get("model"))
+        budget = self.config.budget_for(self._model(request, payload))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
         # the history's share of the body, not the body (Claude Code's tools are 80 KB):
         # at most the body less the other fields' most compact JSON, written once here
         # and into the body sent when it is rewritten
         other = fields_json({k: v for k, v in payload.items() if k not in api.history_keys})
-        share = len(body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
-        if fits_by_size(body, budget, size=share):
-            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=share)
+        share = len(request.body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
+        if fits_by_size(request.body, budget, size=share):
+            within = Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=share)
+            return self._too_deep(payload) or within
         return _Read(scanned, payload, history, budget, other)
+
+    def _model(self, request: _Request, payload: dict[str, Any]) -> object:
+        """The model the request goes to: ``--upstream-model`` when it is translated."""
+        if request.upstream is not None and self.config.upstream_model is not None:
+            return self.config.upstream_model
+        return payload.get("model")
+
+    def _too_deep(self, value: Any) -> Outcome | None:
+        """``REFUSED`` when ``value`` nests deeper than ``--max-depth``."""
+        try:
+            check_depth(value, self.config.max_depth)
+        except RefusedError as exc:
+            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+        return None
 
     async def _compacted(
         self, request: _Request, read: _Read, store: SummaryStore, archive: ArchiveStore | None
@@ -243,6 +281,9 @@ class Rewriter:
                 reused = await self._reused(request, read, store)
                 if reused is not None:
                     return reused
+                refused = self._too_deep(read.payload)
+                if refused is not None:
+                    return refused
                 return await self._rewrite(request, read, store=store, archive_store=archive)
             return _past_deadline(request.api)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
@@ -268,7 +309,12 @@ class Rewriter:
         raw = matching(prefixes, read.scanned, api)
         if raw is None:
             return None
-        profile = get_provider(api.provider)
+        # the prefix's text nested within bounds when it was compacted: the rest is checked
+        rest = {k: v for k, v in read.payload.items() if k not in api.history_keys}
+        refused = self._too_deep({**rest, api.list_key: read.history[api.list_key][raw.items :]})
+        if refused is not None:
+            return refused
+        profile = get_provider(request.provider)
         measure = (read.budget, _COUNTER)  # a keeper compacts over its limit only
         found = spliced(api, read.scanned, raw, profile, measure=measure, other=read.other)
         if found is None:
@@ -276,6 +322,7 @@ class Rewriter:
         return Outcome(
             OutcomeKind.REUSED,
             body=found.body,
+            payload=None if request.upstream is None else found.payload(),
             bytes_before=found.bytes_before,
             bytes_after=found.bytes_after,
             tokens_saved=found.tokens_saved,
@@ -353,9 +400,11 @@ class Rewriter:
         if result.over_budget:
             kind = OutcomeKind.OVER_FLOOR
             self._log_floor(key, api, read.budget, result.size_after)
+        body, payload = self._encoded(request, read, result.messages)
         return Outcome(
             kind,
-            body=self._encoded(api, read, result.messages),
+            body=body,
+            payload=payload,
             bytes_before=sum(m.size for m in messages),
             bytes_after=result.bytes_after,
             tokens_saved=_tokens_saved(compactor, messages, result.messages),
@@ -377,9 +426,8 @@ class Rewriter:
         archive_store: ArchiveStore | None,
     ) -> Compactor:
         """This request's Compactor, with its summarizer and archive session."""
-        api = request.api
         summary = self.summarizer.for_request(
-            api.provider, read.payload.get("model"), request.credentials
+            request.provider, self._model(request, read.payload), request.credentials
         )
         archive = None
         if archive_store is not None:
@@ -388,7 +436,9 @@ class Rewriter:
                 session=key,
                 reinsert_bytes=self.config.archive_reinsert_bytes,
             )
-        return self._compactor(api, read.budget, store, summary, archive, tenant=request.tenant)
+        return self._compactor(
+            request.provider, read.budget, store, summary, archive, tenant=request.tenant
+        )
 
     def _unchanged(
         self, key: str, api: Api, budget: Budget, result: CompactionResult, store_failures: int
@@ -426,19 +476,24 @@ class Rewriter:
             sum(m.size for m in kept_of(messages)),  # as a later request resends it
             _tokens_saved(compactor, messages, list(kept)),
         )
-        profile = get_provider(api.provider)
+        profile = get_provider(request.provider)
         raw = raw_prefix(api, read.scanned, kept, profile, sizes=sizes, calls=call_names(messages))
         state = ConversationState.after(messages, sent, compactor.summary_depths)
         return replace(state, raw=raw)
 
-    def _encoded(self, api: Api, read: _Read, sent: list[Message]) -> bytes:
+    def _encoded(
+        self, request: _Request, read: _Read, sent: list[Message]
+    ) -> tuple[bytes, dict[str, Any] | None]:
         """The body sent for the chain ``sent``: summaries where the provider takes them
-        (Anthropic: not opening a thinking turn), the request's other fields as read."""
-        placed = placed_for(sent, get_provider(api.provider))
+        (Anthropic: not opening a thinking turn), the request's other fields as read;
+        and as an object when it is translated next."""
+        api = request.api
+        placed = placed_for(sent, get_provider(request.provider))
         encoded = api.encode(placed)
         if api.name == "responses":  # the client's own items where the compaction kept them
             encoded = as_sent(read.history, encoded)
-        return composed(read.payload, api, read.other, fields_json(encoded))
+        body = composed(read.payload, api, read.other, fields_json(encoded))
+        return body, None if request.upstream is None else api.merged(read.payload, encoded)
 
     def _log_floor(self, key: str, api: Api, budget: Budget, floor: int) -> None:
         """Once per conversation (per process): its floor and the budget it needs."""
@@ -460,7 +515,7 @@ class Rewriter:
 
     def _compactor(
         self,
-        api: Api,
+        provider: str,
         budget: Budget,
         store: SummaryStore,
         summary: SummaryHandler,
@@ -487,7 +542,7 @@ class Rewriter:
         return Compactor(
             summary.handler,
             budget=budget,
-            target=api.provider,
+            target=provider,
             stores=Stores(cache=cache, archive=archive),
             # a model's input is bounded: what is evicted beyond it goes in pieces; one
             # retry policy (the handlers make one attempt per call), within the deadline
@@ -521,6 +576,13 @@ class _Request:
     until: float
     """The request's deadline (``time.monotonic()``)."""
     tenant: str = ANONYMOUS
+    upstream: Api | None = None
+    """The API the request is translated for after its compaction (None: its own)."""
+
+    @property
+    def provider(self) -> str:
+        """The provider the compacted chain is for (its rules place the summaries)."""
+        return (self.upstream or self.api).provider
 
 
 def _past_deadline(api: Api) -> Outcome:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,9 +48,10 @@ __all__ = [
     "without_cache_points",
 ]
 
-STATE_VERSION = 2
-"""Version of the stored form (1: ``sent`` as a list, still read; 2: as JSON text,
-read only when needed); a record of another version is ignored."""
+STATE_VERSION = 3
+"""Version of the stored form (1: ``sent`` as a list, still read; 3: as JSON text,
+read only when needed; 2 is the list of states' own); a record of another version is
+ignored."""
 STATES_VERSION = 2
 """Version of the stored list of states (a record of version 1 is one state)."""
 STATES_PER_KEY = 4
@@ -147,9 +149,10 @@ def raw_digests(
 ) -> dict[int, str | None]:
     """For each count ``n`` of ``counts``: a hash of the raw JSON text of the history's
     other fields (``head``: name, span in ``text`` or None when absent, value) and of
-    its first ``n`` ``items`` (spans in ``text``; ``values`` their parsed values),
-    blind to cache markers (None: a marker it cannot take out)."""
-    wanted = sorted({n for n in counts if 0 <= n <= len(items)})
+    the text its first ``n`` ``items`` span (spans in ``text``; ``values`` their parsed
+    values), blind to cache markers (None: a marker it cannot take out). The text is
+    hashed as it stands, separators included, and markers looked for in it at once: a
+    history without any costs one pass over its text."""
     out: dict[int, str | None] = dict.fromkeys(counts, None)
     digest = xxhash.xxh3_128()
     for name, span, value in head:
@@ -157,16 +160,48 @@ def raw_digests(
         if piece is None:
             return out
         digest.update(f"{name}\x00{piece}\x00".encode("utf-8", "surrogatepass"))
-    done = 0
-    for n in wanted:
-        for (start, end), value in zip(items[done:n], values[done:n], strict=True):
-            piece = _unmarked_text(text[start:end], value)
-            if piece is None:
-                return out
-            digest.update(piece.encode("utf-8", "surrogatepass") + b"\x00")
-        done = n
-        out[n] = digest.hexdigest()
+    for n in sorted({n for n in out if 0 < n <= len(items)}):
+        region = _unmarked_region(text, items[:n], values)
+        if region is not None:
+            whole = digest.copy()
+            whole.update(region.encode("utf-8", "surrogatepass"))
+            out[n] = whole.hexdigest()
+    if 0 in out:
+        out[0] = digest.hexdigest()
     return out
+
+
+def _find_all(text: str, needle: str) -> Iterator[int]:
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + 1)
+
+
+def _unmarked_region(
+    text: str, items: Sequence[tuple[int, int]], values: Sequence[Any]
+) -> str | None:
+    """The text ``items`` span, each item holding a cache marker without it (None:
+    one it cannot take out)."""
+    start, end = items[0][0], items[-1][1]
+    region = text[start:end]
+    if '"cache_control"' not in region:
+        return region
+    starts = [first for first, _ in items]
+    marked = sorted(
+        {bisect_right(starts, start + found) - 1 for found in _find_all(region, '"cache_control"')}
+    )
+    pieces: list[str] = []
+    at = start
+    for index in marked:
+        first, last = items[index]
+        stripped = _unmarked_text(text[first:last], values[index])
+        if stripped is None:
+            return None
+        pieces.extend((text[at:first], stripped))
+        at = last
+    pieces.append(text[at:end])
+    return "".join(pieces)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cast import Message, ProviderProfile, Role, ToolCall, ToolResult
@@ -98,7 +98,17 @@ class Spliced:
     bytes_before: int
     bytes_after: int
     tokens_saved: int
-    payload: dict[str, Any] | None = None
+    request: dict[str, Any] = field(repr=False)
+    """The client's request the body replaces the history of."""
+    history: dict[str, str] = field(repr=False)
+    """Each history field's JSON text."""
+    api: Api
+
+    def payload(self) -> dict[str, Any]:
+        """The body as an object (for a translation): the request with its history
+        fields read from their JSON text (:meth:`Api.merged`)."""
+        fields = {key: json.loads(text) for key, text in self.history.items()}
+        return self.api.merged(self.request, fields)
 
 
 def raw_prefix(
@@ -207,15 +217,20 @@ def spliced(
     if items is None or (items and _merges(items[0], raw.tail_role)):
         return None
     listed = ",".join(part for part in (raw.body, items_json(items)) if part)
-    history = {key: dumps(key).decode() + ":" + text for key, text in raw.fields.items()}
-    history[api.list_key] = dumps(api.list_key).decode() + ":[" + listed + "]"
-    pieces = {key: text.encode("utf-8", "surrogatepass") for key, text in history.items()}
+    history = {**raw.fields, api.list_key: "[" + listed + "]"}
+    pieces = {
+        key: (dumps(key).decode() + ":" + text).encode("utf-8", "surrogatepass")
+        for key, text in history.items()
+    }
     new_bytes = sum(m.size for m in new)
     return Spliced(
         composed(scanned.payload, api, other, pieces),
         raw.history_bytes + new_bytes,
         raw.sent_bytes + new_bytes,
         raw.tokens_saved,
+        scanned.payload,
+        history,
+        api,
     )
 
 
