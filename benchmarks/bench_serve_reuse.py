@@ -132,7 +132,7 @@ def cuts(session: Session, seeds: int) -> list[int]:
         for n in range(1, len(session.items) - max(NEW_ITEMS))
         if _turn_ends(session.items, n) and len(session.request(n)) > BUDGET * 3 // 2
     ]
-    rng = random.Random(7)
+    rng = random.Random(seeds)
     return sorted(rng.sample(ends, min(seeds, len(ends))))
 
 
@@ -156,9 +156,12 @@ def _config(upstream: str = "http://127.0.0.1:9") -> ServeConfig:
     return ServeConfig(upstream=upstream, budget=Budget.bytes(BUDGET), offload=False)
 
 
-async def _in_process(session: Session, cut: int, repeat: int) -> dict[int, tuple[float, float]]:
-    """p50 ms of ``rewrite`` with the raw-prefix path and the full path, per count of
-    new items whose request is reused (one that compacts again is left out: a miss)."""
+async def _in_process(
+    session: Session, cut: int, repeat: int
+) -> dict[int, tuple[float, float, float]]:
+    """p50 ms of ``rewrite`` with the raw-prefix path, with the full path, and of one
+    ``json.loads`` of the body, per count of new items whose request is reused (one
+    that compacts again is left out: a miss)."""
     fast, full = Rewriter(_config(), MemoryStore()), FullPath(_config(), MemoryStore())
     for rewriter in (fast, full):
         outcome = await rewriter.rewrite(session.api, session.request(cut), None)
@@ -167,8 +170,11 @@ async def _in_process(session: Session, cut: int, repeat: int) -> dict[int, tupl
     out = {}
     for count in NEW_ITEMS:
         body = session.request(cut + count)
-        times: dict[str, list[float]] = {"fast": [], "full": []}
+        times: dict[str, list[float]] = {"fast": [], "full": [], "loads": []}
         for _ in range(repeat):
+            started = time.perf_counter()
+            json.loads(body)
+            times["loads"].append(time.perf_counter() - started)
             for name, rewriter in (("fast", fast), ("full", full)):
                 started = time.perf_counter()
                 outcome = await rewriter.rewrite(session.api, body, None)
@@ -183,6 +189,7 @@ async def _in_process(session: Session, cut: int, repeat: int) -> dict[int, tupl
         out[count] = (
             statistics.median(times["fast"]) * 1000,
             statistics.median(times["full"]) * 1000,
+            statistics.median(times["loads"]) * 1000,
         )
     return out
 
@@ -266,6 +273,7 @@ async def _session_lines(
     p50: dict[int, list[float]] = {n: [] for n in NEW_ITEMS}
     p90: dict[int, list[float]] = {n: [] for n in NEW_ITEMS}
     fast: dict[int, list[float]] = {n: [] for n in NEW_ITEMS}
+    loads: dict[int, list[float]] = {n: [] for n in NEW_ITEMS}
     ratio: dict[int, list[float]] = {n: [] for n in NEW_ITEMS}
     sizes = []
     for cut in cuts(session, seeds):
@@ -276,6 +284,7 @@ async def _session_lines(
             p50[count].append(statistics.median(added[count]))
             p90[count].append(_percentile(added[count], 0.9))
             fast[count].append(local[count][0])
+            loads[count].append(local[count][2])
             ratio[count].append(local[count][1] / local[count][0])
     name = session.name
     lines = [
@@ -285,6 +294,7 @@ async def _session_lines(
         lines.append(_row(f"{name}, {count} new: added p50 over HTTP (goal <= 2 ms)", p50[count]))
         lines.append(_row(f"{name}, {count} new: added p90 over HTTP", p90[count]))
         lines.append(_row(f"{name}, {count} new: rewrite p50 in process", fast[count]))
+        lines.append(_row(f"{name}, {count} new: json.loads of the body, p50", loads[count]))
         lines.append(_row(f"{name}, {count} new: full path / raw-prefix path", ratio[count], "x"))
     lines = [line for line in lines if "| nan" not in line]
     first, last = fast[NEW_ITEMS[0]], fast[NEW_ITEMS[-1]]
@@ -317,7 +327,9 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="3 seeds, fewer repeats")
-    parser.add_argument("--seeds", type=int, help="history cuts per session (3 quick, 5)")
+    parser.add_argument(
+        "--seeds", type=int, help="history cuts per session, drawn with this seed (3 quick, 5)"
+    )
     args = parser.parse_args()
     if not (SESSION.is_file() or CODEX.is_file()):
         sys.exit(f"real recorded data not found: {SESSION.parent}, {CODEX}")

@@ -105,11 +105,35 @@ def conversation_key(
     return f"{KEY_PREFIX}{tenant}:{api}:c:{chain_hash(messages[:end])}"
 
 
-_MARKER = re.compile(
-    r',[ \t\n\r]*"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}'
-    r'|"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}[ \t\n\r]*,?'
-)
+_MARKER = re.compile(r'"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}')
 """A ``cache_control`` field as JSON text (its value holds no object)."""
+_SPACE = " \t\n\r"
+
+
+def _without_markers(text: str) -> str:
+    """``text`` without its ``cache_control`` fields and the comma that joined each to
+    the object (looked for where the name occurs, not at every comma)."""
+    pieces: list[str] = []
+    at = 0
+    found = text.find('"cache_control"')
+    while found >= 0:
+        marker = _MARKER.match(text, found)
+        if marker is None:
+            found = text.find('"cache_control"', found + 1)
+            continue
+        start, end = found, marker.end()
+        before = len(text[at:start].rstrip(_SPACE)) + at
+        if before > at and text[before - 1] == ",":
+            start = before - 1  # ``, "cache_control": {...}``
+        else:
+            after = len(text) - len(text[end:].lstrip(_SPACE))
+            if text.startswith(",", after):
+                end = after + 1  # ``"cache_control": {...},`` first in its object
+        pieces.append(text[at:start])
+        at = end
+        found = text.find('"cache_control"', at)
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 def _blocks_unmarked(value: Any) -> Any:
@@ -132,7 +156,7 @@ def _unmarked_text(text: str, value: Any) -> str | None:
     does not give ``value`` without them (a ``cache_control`` elsewhere)."""
     if '"cache_control"' not in text:
         return text
-    stripped = _MARKER.sub("", text)
+    stripped = _without_markers(text)
     try:
         same = json.loads(stripped) == _blocks_unmarked(value)
     except ValueError:
