@@ -20,6 +20,7 @@ from csum.serve.limits import RefusedError, check_roles, nesting_depth
 __all__ = ["ScannedBody", "check_depth", "scan"]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+_BLANKS = frozenset(" \t\n\r")
 _DECODER = json.JSONDecoder()
 _SCAN: Any = getattr(_DECODER, "scan_once")  # noqa: B009 -- the C scanner, not typed
 _STRING: Any = getattr(json.decoder, "scanstring")  # noqa: B009
@@ -111,9 +112,9 @@ def _array(text: str, start: int) -> tuple[list[Any], int, list[tuple[int, int]]
         value, end = _value(text, at)
         values.append(value)
         spans.append((at, end))
-        at = _space(text, end)
+        at = end if text[end : end + 1] in (",", "]") else _space(text, end)  # compact JSON
         if text.startswith(",", at):
-            at = _space(text, at + 1)
+            at = at + 1 if text[at + 1 : at + 2] not in _BLANKS else _space(text, at + 1)
             continue
         if not text.startswith("]", at):
             raise json.JSONDecodeError("Expecting ',' delimiter", text, at)

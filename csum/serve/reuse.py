@@ -216,7 +216,7 @@ def spliced(
     items = _encoded(api, new, values, profile)
     if items is None or (items and _merges(items[0], raw.tail_role)):
         return None
-    listed = ",".join(part for part in (raw.body, items_json(items)) if part)
+    listed = ",".join(part for part in (raw.body, _items_json(items)) if part)
     history = {**raw.fields, api.list_key: "[" + listed + "]"}
     pieces = {
         key: (dumps(key).decode() + ":" + text).encode("utf-8", "surrogatepass")
@@ -234,7 +234,7 @@ def spliced(
     )
 
 
-def items_json(items: Sequence[Any]) -> str:
+def _items_json(items: Sequence[Any]) -> str:
     """List items' JSON text, joined by commas."""
     return b",".join(map(dumps, items)).decode("utf-8", "surrogatepass")
 
