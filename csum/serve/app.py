@@ -16,6 +16,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
@@ -30,7 +31,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
-from csum.serve.apis import api_for
+from csum.serve.apis import Api, api_for
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
 from csum.serve.limits import RefusedError, check_items, parse, refusal
@@ -154,8 +155,27 @@ class Gateway:
         started = time.perf_counter()
         if not self.authorized(request):
             return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
+        read = await self._request_body(request)
+        if isinstance(read, Response):
+            return read
+        body = read
+        api = api_for(request.url.path) if request.method == "POST" else None
+        counting = request.method == "POST" and request.url.path.rstrip("/") == COUNT_TOKENS_PATH
+        decoded = self._decoded(request, body) if api is not None or counting else body
+        if isinstance(decoded, Response):
+            return decoded
+        if self.config.upstream_api == "openai" and counting:
+            return self._count_tokens(decoded)
+        translation = None if api is None else translation_for(api.name, self.config.upstream_api)
+        sending = await self._outgoing(request, api, (body, decoded), translation)
+        if isinstance(sending, Response):
+            return sending
+        return await self._relay(request, started, body, sending)
+
+    async def _request_body(self, request: Request) -> bytes | Response:
+        """The request's body, or the answer when it cannot be read."""
         try:
-            body = request_body = await self.body(request)
+            return await self.body(request)
         except BodyTooLargeError:
             limit = self.config.max_body_bytes
             return _error(413, "request_too_large", f"request body over {limit} bytes")
@@ -166,60 +186,91 @@ class Gateway:
             late = _error(408, "request_timeout", f"request body not received within {timeout:g} s")
             late.headers["connection"] = "close"
             return late
-        path = request.url.path
-        # forwarded as the client wrote it (percent-escapes kept), unless translated
-        raw = request.scope.get("raw_path") or path.encode()
-        target = raw.decode("latin-1").split("?", 1)[0]
-        api = api_for(path) if request.method == "POST" else None
-        endpoint = api.name if api is not None else "other"
-        upstream_api = self.config.upstream_api
-        counting = request.method == "POST" and path.rstrip("/") == COUNT_TOKENS_PATH
-        outgoing = body  # what goes upstream unless the gateway rewrites it
+
+    def _decoded(self, request: Request, body: bytes) -> bytes | Response:
+        """A body the gateway reads, its ``Content-Encoding`` undone (it is measured and
+        compacted decoded; forwarded as it came when untouched)."""
         encoding = request.headers.get("content-encoding", "").strip().lower()
-        if encoding in DECODED_ENCODINGS and (api is not None or counting):
-            try:  # measured and compacted decoded; forwarded as it came when untouched
-                body = _decompressed(body, self.config.max_body_bytes)
-            except BodyTooLargeError:
-                limit = self.config.max_body_bytes
-                return _error(413, "request_too_large", f"decoded request body over {limit} bytes")
-            except zlib.error as exc:
-                return _error(400, "invalid_request_error", f"cannot decode the body: {exc}")
-        if upstream_api == "openai" and counting:
-            return self._count_tokens(body)
-        translation = None if api is None else translation_for(api.name, upstream_api)
-        asked: dict[str, Any] = {}  # the client's request, when translated
-        client_api = api
-        if translation is not None:
-            try:
-                outgoing, asked = self._translated(translation, body)
-                body = outgoing
-            except RefusedError as exc:
-                return self._refused(endpoint, translation.client.provider, exc)
-            except TranslationError as exc:
-                return _error(400, "invalid_request_error", f"cannot translate: {exc}")
-            api = translation.target
-            path = target = api.path
-        outcome: Outcome | None = None
-        if api is not None:
-            credentials = None
-            if self.config.summarizer == "upstream":
-                credentials = Credentials.of(request.headers)
-            tenant = self.tenants.tenant_of(request.headers, request.url.query)
-            with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": endpoint}) as s:
-                outcome = await self.rewriter.rewrite(
-                    api, body, request.headers.get(CONVERSATION_HEADER), credentials, tenant
-                )
-                annotate(s, outcome_attributes(outcome))
-            self._count(endpoint, outcome)
-            if outcome.kind is OutcomeKind.REFUSED and client_api is not None:
-                refused = RefusedError(outcome.status, outcome.detail)
-                return self._refused(endpoint, client_api.provider, refused)
-            if outcome.body is not None:
-                outgoing = outcome.body
-        body = outgoing
+        if encoding not in DECODED_ENCODINGS:
+            return body
+        try:
+            return _decompressed(body, self.config.max_body_bytes)
+        except BodyTooLargeError:
+            limit = self.config.max_body_bytes
+            return _error(413, "request_too_large", f"decoded request body over {limit} bytes")
+        except zlib.error as exc:
+            return _error(400, "invalid_request_error", f"cannot decode the body: {exc}")
+
+    async def _outgoing(
+        self,
+        request: Request,
+        api: Api | None,
+        bodies: tuple[bytes, bytes],
+        translation: Translation | None,
+    ) -> _Sending | Response:
+        """What goes upstream: the body (``bodies``: as it came, and decoded) compacted
+        on the client's own chain when it is one of the APIs, then translated when the
+        upstream speaks another API (the body parsed once, its history decoded once);
+        as it came when neither."""
+        came, body = bodies
+        raw = request.scope.get("raw_path") or request.url.path.encode()
+        # forwarded as the client wrote it (percent-escapes kept), unless translated
+        target = raw.decode("latin-1").split("?", 1)[0]
+        endpoint = "other" if api is None else api.name
+        sending = _Sending(endpoint, target, request.url.path, came)
+        if api is None:
+            return sending
+        outcome = await self._compacted(request, api, body, translation)
+        sending.outcome = outcome
+        if outcome.kind is OutcomeKind.REFUSED:
+            refused = RefusedError(outcome.status, outcome.detail)
+            return self._refused(api.name, api.provider, refused)
+        if outcome.body is not None:
+            sending.body = outcome.body
+        if translation is None:
+            return sending
+        try:
+            sending.body, sending.asked = self._translated(translation, body, outcome.payload)
+        except RefusedError as exc:
+            return self._refused(api.name, translation.client.provider, exc)
+        except TranslationError as exc:
+            return _error(400, "invalid_request_error", f"cannot translate: {exc}")
+        sending.translation = translation
+        sending.path = sending.target = translation.target.path
+        return sending
+
+    async def _compacted(
+        self, request: Request, api: Api, body: bytes, translation: Translation | None
+    ) -> Outcome:
+        """The Rewriter's outcome for ``body`` (in a span), counted."""
+        credentials = None
+        if self.config.summarizer == "upstream":
+            credentials = Credentials.of(request.headers)
+        tenant = self.tenants.tenant_of(request.headers, request.url.query)
+        upstream = None if translation is None else translation.target
+        with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": api.name}) as s:
+            outcome = await self.rewriter.rewrite(
+                api,
+                body,
+                request.headers.get(CONVERSATION_HEADER),
+                credentials,
+                tenant,
+                upstream=upstream,
+            )
+            annotate(s, outcome_attributes(outcome))
+        self._count(api.name, outcome)
+        return outcome
+
+    async def _relay(
+        self, request: Request, started: float, request_body: bytes, sending: _Sending
+    ) -> Response:
+        """Send ``sending`` upstream and relay its answer (translated back when the
+        request was)."""
+        endpoint = sending.endpoint
         headers = request_headers(request.headers.items())
-        if body is not request_body:  # rewritten: sent as plain JSON
+        if sending.body is not request_body:  # rewritten: sent as plain JSON
             headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+        translation = sending.translation
         if translation is not None:
             headers = translated_headers(headers, translation.target)
         sent = time.perf_counter()
@@ -227,33 +278,18 @@ class Gateway:
         try:
             # a translated request goes without the client's query (Anthropic's ?beta=true)
             query = "" if translation is not None else request.url.query
-            upstream = await self.upstream.send(request.method, target, query, headers, body)
+            upstream = await self.upstream.send(
+                request.method, sending.target, query, headers, sending.body
+            )
         except (UpstreamBusyError, httpx.PoolTimeout):
             return self._busy(endpoint)
         except httpx.TimeoutException as exc:
             return self._unreachable(endpoint, 504, "timeout", exc)
         except httpx.HTTPError as exc:
             return self._unreachable(endpoint, 502, "unreachable", exc)
-        self.metrics.upstream_seconds.labels(endpoint).observe(time.perf_counter() - sent)
-        self.metrics.requests.labels(endpoint, str(upstream.status_code)).inc()
-        annotate(
-            current_span(self.tracer),
-            {"csum.endpoint": endpoint, "http.response.status_code": upstream.status_code},
-        )
-        _log.info(
-            "%s %s -> %d",
-            request.method,
-            path,
-            upstream.status_code,
-            extra={
-                "endpoint": endpoint,
-                "status": upstream.status_code,
-                "outcome": None if outcome is None else str(outcome.kind),
-                "added_ms": round((sent - started) * 1000, 3),
-            },
-        )
+        self._answered(request, endpoint, sending, upstream.status_code, (started, sent))
         if translation is not None and upstream.status_code == 200:
-            return await self._translated_response(upstream, translation, asked)
+            return await self._translated_response(upstream, translation, sending.asked)
         return StreamingResponse(
             upstream.aiter_raw(),
             status_code=upstream.status_code,
@@ -261,15 +297,50 @@ class Gateway:
             background=BackgroundTask(self.upstream.close, upstream),
         )
 
-    def _translated(self, translation: Translation, body: bytes) -> tuple[bytes, dict[str, Any]]:
-        """(the upstream's body, the client's request) for a body to translate
-        (:class:`RefusedError` over the gateway's bounds on what it decodes)."""
-        try:
-            payload = parse(body, self.config.max_depth, self.config.max_items)
-        except ValueError as exc:
-            raise TranslationError(f"the body is not JSON: {exc}") from exc
-        if not isinstance(payload, dict):
-            raise TranslationError("the body is not a JSON object")
+    def _answered(
+        self,
+        request: Request,
+        endpoint: str,
+        sending: _Sending,
+        status: int,
+        times: tuple[float, float],
+    ) -> None:
+        """Metrics, span attributes and the log line of an upstream answer."""
+        started, sent = times
+        self.metrics.upstream_seconds.labels(endpoint).observe(time.perf_counter() - sent)
+        self.metrics.requests.labels(endpoint, str(status)).inc()
+        annotate(
+            current_span(self.tracer),
+            {"csum.endpoint": endpoint, "http.response.status_code": status},
+        )
+        outcome = sending.outcome
+        _log.info(
+            "%s %s -> %d",
+            request.method,
+            sending.path,
+            status,
+            extra={
+                "endpoint": endpoint,
+                "status": status,
+                "outcome": None if outcome is None else str(outcome.kind),
+                "added_ms": round((sent - started) * 1000, 3),
+            },
+        )
+
+    def _translated(
+        self, translation: Translation, body: bytes, payload: dict[str, Any] | None
+    ) -> tuple[bytes, dict[str, Any]]:
+        """(the upstream's body, the client's request) for a request to translate:
+        ``payload`` as the Rewriter parsed (and compacted) it, or ``body`` parsed here
+        when it did not (:class:`RefusedError` over the gateway's bounds on what it
+        decodes)."""
+        if payload is None:
+            try:
+                payload = parse(body, self.config.max_depth, self.config.max_items)
+            except ValueError as exc:
+                raise TranslationError(f"the body is not JSON: {exc}") from exc
+            if not isinstance(payload, dict):
+                raise TranslationError("the body is not a JSON object")
         check_items(payload, translation.client.list_key, self.config.max_items)
         dropped = _dropped(translation, payload)
         if dropped and self.config.refuse_builtin_tools:
@@ -416,6 +487,21 @@ class RequestGuard:
                 await answer(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+@dataclass(slots=True)
+class _Sending:
+    """A request on its way upstream: where to, its body, what the Rewriter did and,
+    when translated, the translation and the client's request (``asked``)."""
+
+    endpoint: str
+    """The client's API (``other`` for any other request): the metrics' label."""
+    target: str
+    path: str
+    body: bytes = field(repr=False)
+    outcome: Outcome | None = None
+    translation: Translation | None = None
+    asked: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 def _decompressed(body: bytes, limit: int) -> bytes:

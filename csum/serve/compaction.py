@@ -8,10 +8,9 @@ the client's bytes unchanged: the gateway never fails a request for its own sake
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -23,6 +22,7 @@ from cast import Message, get_provider
 from csum._pairs import placed_for
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
+from csum.compaction import CompactionResult
 from csum.compactor import Compactor, summary_bytes
 from csum.config import (
     DEFAULT_CLEARING,
@@ -31,11 +31,29 @@ from csum.config import (
     Stores,
 )
 from csum.serve.apis import Api
+from csum.serve.body import ScannedBody, check_depth, scan
 from csum.serve.config import ServeConfig
-from csum.serve.conversation import ConversationState, ConversationStates, conversation_key
-from csum.serve.limits import RefusedError, check_items, parse
+from csum.serve.conversation import (
+    ConversationState,
+    ConversationStates,
+    conversation_key,
+    kept_of,
+    raw_digests,
+    raw_prefixes,
+)
+from csum.serve.limits import RefusedError, check_items
 from csum.serve.loop_stores import LoopArchive, LoopStore
 from csum.serve.pool import WorkerPool
+from csum.serve.reuse import (
+    call_names,
+    composed,
+    fields_json,
+    head_of,
+    matching,
+    opening_count,
+    raw_prefix,
+    spliced,
+)
 from csum.serve.summary_handler import (
     Credentials,
     SummaryHandler,
@@ -47,6 +65,7 @@ from csum.serve.translate.responses_as_sent import as_sent
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 from csum.stores._archive_protocol import ArchiveStore
+from csum.tokens import EstimatedTokens
 
 __all__ = [
     "MODEL_PROMPT_BYTES",
@@ -120,6 +139,9 @@ class Outcome:
     detail: str = ""
     status: int = 0
     """The status to answer with (``REFUSED`` only)."""
+    payload: dict[str, Any] | None = field(default=None, repr=False)
+    """The request as an object, compacted when it was: given for a request translated
+    next (``rewrite(upstream=...)``) once its body was parsed, so it is parsed once."""
 
 
 class Rewriter:
@@ -146,6 +168,8 @@ class Rewriter:
         self.summarizer = SummaryHandlerFactory(config)
         self.pool = WorkerPool(config.compaction_workers, config.deadline)
         self._floors_logged: set[str] = set()
+        self._keys: dict[tuple[str, str, str], str] = {}
+        """Conversation keys by the raw text of their opening (:meth:`_known_key`)."""
 
     async def rewrite(
         self,
@@ -154,19 +178,24 @@ class Rewriter:
         conversation: str | None,
         credentials: Credentials | None = None,
         tenant: str = ANONYMOUS,
+        *,
+        upstream: Api | None = None,
     ) -> Outcome:
         """What to send upstream for ``body`` on ``api``; never raises for bad input or
         a failing store (``conversation`` is the optional header's value,
         ``credentials`` the client's, used only by ``--summarizer upstream``;
         ``tenant`` scopes the conversation state, the archive session and the summary
-        cache, see :mod:`csum.serve.tenant`)."""
+        cache, see :mod:`csum.serve.tenant`). ``upstream``: the API the request is
+        translated for next; the chain is compacted in the client's API for that
+        provider's rules, and the outcome carries the request as an object."""
         held = api.name == "responses" and any(
             f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
         )
-        if not held and self.config.budget is not None and fits_by_size(body, self.config.budget):
+        budget = self.config.budget
+        if upstream is None and not held and budget is not None and fits_by_size(body, budget):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         until = time.monotonic() + self.config.deadline
-        request = _Request(api, body, conversation, credentials, until, tenant)
+        request = _Request(api, body, conversation, credentials, until, tenant, upstream)
         if not self.config.offload:
             read = self._read(request)
             if isinstance(read, Outcome):
@@ -191,55 +220,76 @@ class Rewriter:
         return anyio.run(self._compacted, request, read, store, archive)
 
     def _read(self, request: _Request) -> Outcome | _Read:
-        """The body parsed and measured: an Outcome when it goes as it came."""
+        """The body parsed (once) and measured: an Outcome when it goes as it came
+        (with the parsed request when it is translated next)."""
         api, body = request.api, request.body
         try:
-            payload = parse(body, self.config.max_depth, self.config.max_items)
+            scanned = scan(body, api.list_key, self.config.max_depth, self.config.max_items)
         except RefusedError as exc:
             return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
         except ValueError as exc:  # not JSON: the upstream will say so
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"body is not JSON: {exc}")
+        payload = scanned.payload
         if not isinstance(payload, dict):
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="body is not a JSON object")
-        if api.name == "responses":
-            held = [k for k in PROVIDER_STATE_KEYS if payload.get(k) not in (None, "")]
-            if held:
-                return Outcome(
-                    OutcomeKind.PROVIDER_STATE,
-                    bytes_before=len(body),
-                    detail=f"the provider holds the history ({held[0]})",
-                )
+        if request.upstream is not None:  # the translation reads all of it
+            refused = self._too_deep(payload)
+            if refused is not None:
+                return refused
+        read = self._measured(request, scanned, payload)
+        if isinstance(read, Outcome) and request.upstream is not None:
+            return replace(read, payload=payload)
+        return read
+
+    def _measured(
+        self, request: _Request, scanned: ScannedBody, payload: dict[str, Any]
+    ) -> Outcome | _Read:
+        """The history's share of the body measured: an Outcome when it goes as it came."""
+        api = request.api
+        unread = _unread(api, payload, len(request.body), self.config.max_items)
+        if unread is not None:
+            return unread
         history = api.history(payload)
-        if history is None:
-            return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
-        try:
-            check_items(history, api.list_key, self.config.max_items)
-        except RefusedError as exc:
-            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
-        budget = self.config.budget_for(payload.get("model"))
+        assert history is not None  # checked by _unread
+        budget = self.config.budget_for(self._model(request, payload))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
         # the history's share of the body, not the body (Claude Code's tools are 80 KB):
-        # at most the body less the other fields' most compact JSON
-        other = {k: v for k, v in payload.items() if k not in api.history_keys}
-        share = len(body) - len(_dumps(other))
-        if fits_by_size(body, budget, size=share):
-            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=share)
-        return _Read(payload, history, budget)
+        # at most the body less the other fields' most compact JSON, written once here
+        # and into the body sent when it is rewritten
+        other = fields_json({k: v for k, v in payload.items() if k not in api.history_keys})
+        share = len(request.body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
+        if fits_by_size(request.body, budget, size=share):
+            within = Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=share)
+            return self._too_deep(payload) or within
+        return _Read(scanned, payload, history, budget, other)
+
+    def _model(self, request: _Request, payload: dict[str, Any]) -> object:
+        """The model the request goes to: ``--upstream-model`` when it is translated."""
+        if request.upstream is not None and self.config.upstream_model is not None:
+            return self.config.upstream_model
+        return payload.get("model")
+
+    def _too_deep(self, value: Any) -> Outcome | None:
+        """``REFUSED`` when ``value`` nests deeper than ``--max-depth``."""
+        try:
+            check_depth(value, self.config.max_depth)
+        except RefusedError as exc:
+            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+        return None
 
     async def _compacted(
         self, request: _Request, read: _Read, store: SummaryStore, archive: ArchiveStore | None
     ) -> Outcome:
         try:
             with anyio.move_on_after(request.until - time.monotonic()):
-                return await self._rewrite(
-                    request,
-                    read.payload,
-                    read.history,
-                    read.budget,
-                    store=store,
-                    archive_store=archive,
-                )
+                reused = await self._reused(request, read, store)
+                if reused is not None:
+                    return reused
+                refused = self._too_deep(read.payload)
+                if refused is not None:
+                    return refused
+                return await self._rewrite(request, read, store=store, archive_store=archive)
             return _past_deadline(request.api)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
             _log.warning(
@@ -248,37 +298,141 @@ class Rewriter:
             )
             return Outcome(OutcomeKind.FAILED, detail=type(exc).__name__)
 
+    async def _reused(self, request: _Request, read: _Read, store: SummaryStore) -> Outcome | None:
+        """A request of a compacted conversation recognised by the raw text of its
+        items, sent without decoding them (:mod:`csum.serve.reuse`); None: the full
+        path decides (no raw prefix matches, or anything it cannot be sure of)."""
+        api = request.api
+        key = self._known_key(request, read)
+        if key is None:
+            return None
+        try:
+            stored = await store.get(key)
+            prefixes = [] if stored is None else raw_prefixes(stored)
+        except Exception:  # noqa: BLE001 -- the full path retries and reports it
+            return None
+        raw = matching(prefixes, read.scanned, api)
+        if raw is None:
+            return None
+        # the prefix's text nested within bounds when it was compacted: the rest is checked
+        rest = {k: v for k, v in read.payload.items() if k not in api.history_keys}
+        refused = self._too_deep({**rest, api.list_key: read.history[api.list_key][raw.items :]})
+        if refused is not None:
+            return refused
+        profile = get_provider(request.provider)
+        measure = (read.budget, _COUNTER)  # a keeper compacts over its limit only
+        found = spliced(api, read.scanned, raw, profile, measure=measure, other=read.other)
+        if found is None:
+            return None
+        return Outcome(
+            OutcomeKind.REUSED,
+            body=found.body,
+            payload=None if request.upstream is None else found.payload(),
+            bytes_before=found.bytes_before,
+            bytes_after=found.bytes_after,
+            tokens_saved=found.tokens_saved,
+        )
+
+    def _known_key(self, request: _Request, read: _Read) -> str | None:
+        """The conversation's key without decoding: from the header, or remembered for
+        its opening's raw text (:meth:`_remember_key`); None when not known here."""
+        if request.conversation:
+            return conversation_key(request.api.name, [], request.conversation, request.tenant)
+        opening = self._opening_digest(request, read)
+        return None if opening is None else self._keys.get(opening)
+
+    def _opening_digest(self, request: _Request, read: _Read) -> tuple[str, str, str] | None:
+        api, scanned = request.api, read.scanned
+        head = head_of(scanned, api)
+        values = read.history.get(api.list_key) or []
+        count = opening_count(values)
+        if head is None or count is None or scanned.items is None:
+            return None
+        digest = raw_digests(scanned.text, head, scanned.items, values, [count])[count]
+        return None if digest is None else (api.name, request.tenant, digest)
+
+    def _remember_key(self, request: _Request, read: _Read, key: str) -> None:
+        """Remember ``key`` for the raw text of the request's opening, when the opening
+        alone gives that key (the first user message is in it)."""
+        if request.conversation:
+            return
+        opening = self._opening_digest(request, read)
+        if opening is None or self._keys.get(opening) == key:
+            return
+        api = request.api
+        values = read.history[api.list_key]
+        count = opening_count(values) or 0
+        fields = {k: v for k, v in read.history.items() if k != api.list_key}
+        try:
+            alone = api.decode({**fields, api.list_key: values[:count]})
+        except Exception:  # noqa: BLE001 -- not remembered: the full path goes on
+            return
+        if conversation_key(api.name, alone, None, request.tenant) == key:
+            if len(self._keys) >= _FLOORS_REMEMBERED:
+                self._keys.clear()
+            self._keys[opening] = key
+
     async def _rewrite(
         self,
         request: _Request,
-        payload: dict[str, Any],
-        history: dict[str, Any],
-        budget: Budget,
+        read: _Read,
         *,
         store: SummaryStore,
         archive_store: ArchiveStore | None,
     ) -> Outcome:
+        """The full path: the history decoded, its compacted prefix found by the hash of
+        its messages, the chain compacted when due, encoded back."""
         api = request.api
-        messages = api.decode(history)
+        messages = api.decode(read.history)
         key = conversation_key(api.name, messages, request.conversation, request.tenant)
-        store_failures = 0
-        states = ConversationStates()
-        try:
-            stored = await store.get(key)
-            if stored is not None:
-                states = ConversationStates.from_bytes(stored)
-        except Exception as exc:  # noqa: BLE001 -- store down or record damaged: compact afresh
-            store_failures += 1
-            _log.warning(
-                "conversation state unavailable",
-                extra={"endpoint": api.name, "error": type(exc).__name__},
-            )
+        self._remember_key(request, read, key)
+        states, store_failures = await _states(store, key, api)
         match = states.match(messages)
-        rebuilt = None if match is None else match[1]
-        state = None if match is None else states.states[match[0]]
-        chain = messages if rebuilt is None else rebuilt
+        chain = messages if match is None else match[1]
+        compactor = self._keeper(request, read, key, store, archive_store)
+        if match is not None:
+            compactor.restore_summary_depths(states.states[match[0]].depths)
+        result = await compactor.run(chain)
+        counts = _store_counts(result)
+        store_failures += counts[2]
+        if not result.compacted and match is None:
+            return self._unchanged(key, api, read.budget, result, store_failures)
+        if result.compacted:
+            state = self._state(request, read, messages, result.messages, compactor)
+            kept = states.with_state(state, None if match is None else match[0])
+            store_failures += await _stored(store, key, kept, self.config.state_ttl, api)
+        kind = OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED
+        if result.over_budget:
+            kind = OutcomeKind.OVER_FLOOR
+            self._log_floor(key, api, read.budget, result.size_after)
+        body, payload = self._encoded(request, read, result.messages)
+        return Outcome(
+            kind,
+            body=body,
+            payload=payload,
+            bytes_before=sum(m.size for m in messages),
+            bytes_after=result.bytes_after,
+            tokens_saved=_tokens_saved(compactor, messages, result.messages),
+            handler_calls=result.handler_calls,
+            cache_hits=counts[0],
+            store_failures=store_failures,
+            depth=max((e.depth for e in result.events), default=0) if result.compacted else 0,
+            archived=counts[1],
+            compacted=result.compacted,
+            floor=result.size_after if result.over_budget else 0,
+        )
+
+    def _keeper(
+        self,
+        request: _Request,
+        read: _Read,
+        key: str,
+        store: SummaryStore,
+        archive_store: ArchiveStore | None,
+    ) -> Compactor:
+        """This request's Compactor, with its summarizer and archive session."""
         summary = self.summarizer.for_request(
-            api.provider, payload.get("model"), request.credentials
+            request.provider, self._model(request, read.payload), request.credentials
         )
         archive = None
         if archive_store is not None:
@@ -287,67 +441,64 @@ class Rewriter:
                 session=key,
                 reinsert_bytes=self.config.archive_reinsert_bytes,
             )
-        compactor = self._compactor(api, budget, store, summary, archive, tenant=request.tenant)
-        if state is not None and rebuilt is not None:
-            compactor.restore_summary_depths(state.depths)
-        result = await compactor.run(chain)
-        hits = sum(1 for e in result.store_events if e.kind is StoreEventKind.CACHE_HIT)
-        store_failures += sum(
-            1
-            for e in result.store_events
-            if e.kind in (StoreEventKind.CACHE_UNAVAILABLE, StoreEventKind.ARCHIVE_UNAVAILABLE)
+        return self._compactor(
+            request.provider, read.budget, store, summary, archive, tenant=request.tenant
         )
-        archived = sum(1 for e in result.store_events if e.kind is StoreEventKind.ARCHIVED)
-        if not result.compacted and rebuilt is None:
-            over = result.over_budget
-            if over:
-                self._log_floor(key, api, budget, result.size_after)
-            return Outcome(
-                OutcomeKind.OVER_FLOOR if over else OutcomeKind.WITHIN_BUDGET,
-                bytes_before=result.bytes_before,
-                bytes_after=result.bytes_before,
-                store_failures=store_failures,
-                floor=result.size_after if over else 0,
-            )
-        sent = result.messages
-        depth = 0
-        if result.compacted:
-            depth = max((e.depth for e in result.events), default=0)
-            new_state = ConversationState.after(messages, sent, compactor.summary_depths)
-            kept = states.with_state(new_state, None if match is None else match[0])
-            try:
-                await store.set(key, kept.to_bytes(), self.config.state_ttl)
-            except Exception as exc:  # noqa: BLE001 -- the request still goes, compacted
-                store_failures += 1
-                _log.warning(
-                    "conversation state not stored",
-                    extra={"endpoint": api.name, "error": type(exc).__name__},
-                )
-        # summaries where the provider takes them (Anthropic: not opening a thinking turn)
-        placed = placed_for(sent, get_provider(api.provider))
-        encoded = api.encode(placed)
-        if api.name == "responses":  # the client's own items where the compaction kept them
-            encoded = as_sent(history, encoded)
-        body = _dumps(api.merged(payload, encoded))
-        before = sum(m.size for m in messages)
-        kind = OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED
-        if result.over_budget:
-            kind = OutcomeKind.OVER_FLOOR
+
+    def _unchanged(
+        self, key: str, api: Api, budget: Budget, result: CompactionResult, store_failures: int
+    ) -> Outcome:
+        """A chain the Compactor left as it was, in no compacted conversation: within
+        the budget, or over its floor."""
+        over = result.over_budget
+        if over:
             self._log_floor(key, api, budget, result.size_after)
         return Outcome(
-            kind,
-            body=body,
-            bytes_before=before,
-            bytes_after=result.bytes_after,
-            tokens_saved=_tokens_saved(compactor, messages, sent),
-            handler_calls=result.handler_calls,
-            cache_hits=hits,
+            OutcomeKind.OVER_FLOOR if over else OutcomeKind.WITHIN_BUDGET,
+            bytes_before=result.bytes_before,
+            bytes_after=result.bytes_before,
             store_failures=store_failures,
-            depth=depth,
-            archived=archived,
-            compacted=result.compacted,
-            floor=result.size_after if result.over_budget else 0,
+            floor=result.size_after if over else 0,
         )
+
+    def _state(
+        self,
+        request: _Request,
+        read: _Read,
+        messages: list[Message],
+        sent: list[Message],
+        compactor: Compactor,
+    ) -> ConversationState:
+        """The state a compaction leaves, with its raw prefix when the body has one."""
+        api = request.api
+        kept = kept_of(sent)
+        unit = compactor.budget.unit
+        units = sum(m.size if unit == "bytes" else compactor.counter.count(m) for m in kept)
+        sizes = (
+            unit,
+            units,
+            sum(m.size for m in kept),
+            sum(m.size for m in kept_of(messages)),  # as a later request resends it
+            _tokens_saved(compactor, messages, list(kept)),
+        )
+        profile = get_provider(request.provider)
+        raw = raw_prefix(api, read.scanned, kept, profile, sizes=sizes, calls=call_names(messages))
+        state = ConversationState.after(messages, sent, compactor.summary_depths)
+        return replace(state, raw=raw)
+
+    def _encoded(
+        self, request: _Request, read: _Read, sent: list[Message]
+    ) -> tuple[bytes, dict[str, Any] | None]:
+        """The body sent for the chain ``sent``: summaries where the provider takes them
+        (Anthropic: not opening a thinking turn), the request's other fields as read;
+        and as an object when it is translated next."""
+        api = request.api
+        placed = placed_for(sent, get_provider(request.provider))
+        encoded = api.encode(placed)
+        if api.name == "responses":  # the client's own items where the compaction kept them
+            encoded = as_sent(read.history, encoded)
+        body = composed(read.payload, api, read.other, fields_json(encoded))
+        return body, None if request.upstream is None else api.merged(read.payload, encoded)
 
     def _log_floor(self, key: str, api: Api, budget: Budget, floor: int) -> None:
         """Once per conversation (per process): its floor and the budget it needs."""
@@ -369,7 +520,7 @@ class Rewriter:
 
     def _compactor(
         self,
-        api: Api,
+        provider: str,
         budget: Budget,
         store: SummaryStore,
         summary: SummaryHandler,
@@ -396,7 +547,7 @@ class Rewriter:
         return Compactor(
             summary.handler,
             budget=budget,
-            target=api.provider,
+            target=provider,
             stores=Stores(cache=cache, archive=archive),
             # a model's input is bounded: what is evicted beyond it goes in pieces; one
             # retry policy (the handlers make one attempt per call), within the deadline
@@ -413,9 +564,12 @@ class Rewriter:
 
 @dataclass(frozen=True, slots=True)
 class _Read:
+    scanned: ScannedBody = field(repr=False)
     payload: dict[str, Any] = field(repr=False)
     history: dict[str, Any] = field(repr=False)
     budget: Budget
+    other: dict[str, bytes] = field(repr=False)
+    """The other fields' JSON text (:func:`csum.serve.reuse.fields_json`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,6 +581,13 @@ class _Request:
     until: float
     """The request's deadline (``time.monotonic()``)."""
     tenant: str = ANONYMOUS
+    upstream: Api | None = None
+    """The API the request is translated for after its compaction (None: its own)."""
+
+    @property
+    def provider(self) -> str:
+        """The provider the compacted chain is for (its rules place the summaries)."""
+        return (self.upstream or self.api).provider
 
 
 def _past_deadline(api: Api) -> Outcome:
@@ -469,7 +630,70 @@ def _tokens_saved(compactor: Compactor, before: list[Message], after: list[Messa
     return max(0, sum(map(count, before)) - sum(map(count, after)))
 
 
-def _dumps(payload: dict[str, Any]) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode(
-        "utf-8", "surrogatepass"
+_COUNTER = EstimatedTokens()
+"""The keepers' token counter (the Compactor's default), for the new messages of a
+reused request."""
+
+
+def _unread(api: Api, payload: dict[str, Any], length: int, max_items: int) -> Outcome | None:
+    """Why a parsed request goes as it came (provider state, no list of turns, too
+    many items), or None."""
+    if api.name == "responses":
+        held = [k for k in PROVIDER_STATE_KEYS if payload.get(k) not in (None, "")]
+        if held:
+            return Outcome(
+                OutcomeKind.PROVIDER_STATE,
+                bytes_before=length,
+                detail=f"the provider holds the history ({held[0]})",
+            )
+    history = api.history(payload)
+    if history is None:
+        return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
+    try:
+        check_items(history, api.list_key, max_items)
+    except RefusedError as exc:
+        return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+    return None
+
+
+async def _states(store: SummaryStore, key: str, api: Api) -> tuple[ConversationStates, int]:
+    """The states stored under ``key``, and 1 failure when the store did not answer
+    (or the record is damaged): then none, and the request compacts afresh."""
+    try:
+        stored = await store.get(key)
+        if stored is None:
+            return ConversationStates(), 0
+        return ConversationStates.from_bytes(stored), 0
+    except Exception as exc:  # noqa: BLE001 -- store down or record damaged: compact afresh
+        _log.warning(
+            "conversation state unavailable",
+            extra={"endpoint": api.name, "error": type(exc).__name__},
+        )
+        return ConversationStates(), 1
+
+
+async def _stored(
+    store: SummaryStore, key: str, states: ConversationStates, ttl: float | None, api: Api
+) -> int:
+    """Store ``states``; 1 failure when the store did not take them (the request still
+    goes, compacted)."""
+    try:
+        await store.set(key, states.to_bytes(), ttl)
+    except Exception as exc:  # noqa: BLE001 -- the request still goes, compacted
+        _log.warning(
+            "conversation state not stored",
+            extra={"endpoint": api.name, "error": type(exc).__name__},
+        )
+        return 1
+    return 0
+
+
+def _store_counts(result: CompactionResult) -> tuple[int, int, int]:
+    """(cache hits, messages archived, store failures) of a Compactor call."""
+    events = result.store_events
+    unavailable = (StoreEventKind.CACHE_UNAVAILABLE, StoreEventKind.ARCHIVE_UNAVAILABLE)
+    return (
+        sum(1 for e in events if e.kind is StoreEventKind.CACHE_HIT),
+        sum(1 for e in events if e.kind is StoreEventKind.ARCHIVED),
+        sum(1 for e in events if e.kind in unavailable),
     )

@@ -20,8 +20,11 @@ compacted afresh.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import xxhash
 
@@ -36,13 +39,19 @@ __all__ = [
     "STATE_VERSION",
     "ConversationState",
     "ConversationStates",
+    "RawPrefix",
     "chain_hash",
     "conversation_key",
+    "kept_of",
+    "raw_digests",
+    "raw_prefixes",
     "without_cache_points",
 ]
 
-STATE_VERSION = 1
-"""Version of the stored form; a record of another version is ignored."""
+STATE_VERSION = 3
+"""Version of the stored form (1: ``sent`` as a list, still read; 3: as JSON text,
+read only when needed; 2 is the list of states' own); a record of another version is
+ignored."""
 STATES_VERSION = 2
 """Version of the stored list of states (a record of version 1 is one state)."""
 STATES_PER_KEY = 4
@@ -76,6 +85,13 @@ def chain_hash(messages: Sequence[Message]) -> str:
     return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
 
 
+def kept_of(sent: Sequence[Message]) -> tuple[Message, ...]:
+    """The chain a state keeps of ``sent``: cache markers taken out except on system
+    messages (the client puts its own on the newest turn, and stale ones would add up
+    past the provider's limit, 4 on Anthropic)."""
+    return tuple(m if m.role is Role.SYSTEM else without_cache_points(m) for m in sent)
+
+
 def conversation_key(
     api: str, messages: Sequence[Message], header: str | None, tenant: str = ANONYMOUS
 ) -> str:
@@ -89,6 +105,195 @@ def conversation_key(
     return f"{KEY_PREFIX}{tenant}:{api}:c:{chain_hash(messages[:end])}"
 
 
+_MARKER = re.compile(r'"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}')
+"""A ``cache_control`` field as JSON text (its value holds no object)."""
+_SPACE = " \t\n\r"
+
+
+def _without_markers(text: str) -> str:
+    """``text`` without its ``cache_control`` fields and the comma that joined each to
+    the object (looked for where the name occurs, not at every comma)."""
+    pieces: list[str] = []
+    at = 0
+    found = text.find('"cache_control"')
+    while found >= 0:
+        marker = _MARKER.match(text, found)
+        if marker is None:
+            found = text.find('"cache_control"', found + 1)
+            continue
+        start, end = found, marker.end()
+        before = len(text[at:start].rstrip(_SPACE)) + at
+        if before > at and text[before - 1] == ",":
+            start = before - 1  # ``, "cache_control": {...}``
+        else:
+            after = len(text) - len(text[end:].lstrip(_SPACE))
+            if text.startswith(",", after):
+                end = after + 1  # ``"cache_control": {...},`` first in its object
+        pieces.append(text[at:start])
+        at = end
+        found = text.find('"cache_control"', at)
+    pieces.append(text[at:])
+    return "".join(pieces)
+
+
+def _blocks_unmarked(value: Any) -> Any:
+    """``value`` (a history item or field) without ``cache_control`` on its content
+    blocks (and the blocks of a tool result's content), where clients put them."""
+    if isinstance(value, list):
+        return [_blocks_unmarked(block) for block in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: v for k, v in value.items() if k != "cache_control"}
+    content = out.get("content")
+    if isinstance(content, list):
+        out["content"] = [_blocks_unmarked(block) for block in content]
+    return out
+
+
+def _unmarked_text(text: str, value: Any) -> str | None:
+    """The JSON ``text`` of ``value`` without its cache markers, so an item hashes the
+    same after the client moved its marker; None when taking them out of the text
+    does not give ``value`` without them (a ``cache_control`` elsewhere)."""
+    if '"cache_control"' not in text:
+        return text
+    stripped = _without_markers(text)
+    try:
+        same = json.loads(stripped) == _blocks_unmarked(value)
+    except ValueError:
+        return None
+    return stripped if same else None
+
+
+def raw_digests(
+    text: str,
+    head: Sequence[tuple[str, tuple[int, int] | None, Any]],
+    items: Sequence[tuple[int, int]],
+    values: Sequence[Any],
+    counts: Iterable[int],
+) -> dict[int, str | None]:
+    """For each count ``n`` of ``counts``: a hash of the raw JSON text of the history's
+    other fields (``head``: name, span in ``text`` or None when absent, value) and of
+    the text its first ``n`` ``items`` span (spans in ``text``; ``values`` their parsed
+    values), blind to cache markers (None: a marker it cannot take out). The text is
+    hashed as it stands, separators included, and markers looked for in it at once: a
+    history without any costs one pass over its text."""
+    out: dict[int, str | None] = dict.fromkeys(counts, None)
+    digest = xxhash.xxh3_128()
+    for name, span, value in head:
+        piece = "\x01" if span is None else _unmarked_text(text[span[0] : span[1]], value)
+        if piece is None:
+            return out
+        digest.update(f"{name}\x00{piece}\x00".encode("utf-8", "surrogatepass"))
+    for n in sorted({n for n in out if 0 < n <= len(items)}):
+        region = _unmarked_region(text, items[:n], values)
+        if region is not None:
+            whole = digest.copy()
+            whole.update(region.encode("utf-8", "surrogatepass"))
+            out[n] = whole.hexdigest()
+    if 0 in out:
+        out[0] = digest.hexdigest()
+    return out
+
+
+def _find_all(text: str, needle: str) -> Iterator[int]:
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + 1)
+
+
+def _unmarked_region(
+    text: str, items: Sequence[tuple[int, int]], values: Sequence[Any]
+) -> str | None:
+    """The text ``items`` span, each item holding a cache marker without it (None:
+    one it cannot take out)."""
+    start, end = items[0][0], items[-1][1]
+    region = text[start:end]
+    if '"cache_control"' not in region:
+        return region
+    starts = [first for first, _ in items]
+    marked = sorted(
+        {bisect_right(starts, start + found) - 1 for found in _find_all(region, '"cache_control"')}
+    )
+    pieces: list[str] = []
+    at = start
+    for index in marked:
+        first, last = items[index]
+        stripped = _unmarked_text(text[first:last], values[index])
+        if stripped is None:
+            return None
+        pieces.extend((text[at:first], stripped))
+        at = last
+    pieces.append(text[at:end])
+    return "".join(pieces)
+
+
+@dataclass(frozen=True, slots=True)
+class RawPrefix:
+    """What a compaction leaves to recognise its history by its raw JSON text and send
+    its compacted prefix again without decoding or encoding it: the client's items
+    it compacted (``items``, their marker-blind hash ``digest``, the role of the last
+    one), the compacted chain as the gateway encodes it (``fields``: the JSON text of
+    each history field but the list, ``body``: its list items' JSON text joined by
+    commas, ``tail_role`` the role of the last one) and its sizes (``units`` in the
+    budget's ``unit``; ``sent_bytes``, ``history_bytes``: the messages' sizes;
+    ``tokens_saved``)."""
+
+    items: int
+    digest: str
+    last_role: str | None
+    fields: Mapping[str, str]
+    body: str = field(repr=False)
+    tail_role: str | None
+    unit: str
+    units: int
+    sent_bytes: int
+    history_bytes: int
+    tokens_saved: int
+    calls: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The name of the latest tool call of each id in the history (a codec names a
+    tool result after its call: a new item's result of a call in the prefix)."""
+
+    def record(self) -> dict[str, object]:
+        return {
+            "c": dict(self.calls),
+            "n": self.items,
+            "h": self.digest,
+            "r": self.last_role,
+            "f": dict(self.fields),
+            "b": self.body,
+            "tr": self.tail_role,
+            "u": self.unit,
+            "s": [self.units, self.sent_bytes, self.history_bytes, self.tokens_saved],
+        }
+
+    @classmethod
+    def from_record(cls, record: object) -> RawPrefix | None:
+        """The prefix of a stored record; None when absent or not of this form."""
+        if not isinstance(record, dict):
+            return None
+        try:
+            units, sent, history, saved = (int(v) for v in record["s"])
+            fields = {str(k): str(v) for k, v in record["f"].items()}
+            calls = {str(k): str(v) for k, v in record.get("c", {}).items()}
+            return cls(
+                int(record["n"]),
+                str(record["h"]),
+                record.get("r"),
+                fields,
+                str(record["b"]),
+                record.get("tr"),
+                str(record["u"]),
+                units,
+                sent,
+                history,
+                saved,
+                calls,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+
 @dataclass(frozen=True, slots=True)
 class ConversationState:
     """After a compaction: the history compacted (its length in messages and hash), the
@@ -99,6 +304,8 @@ class ConversationState:
     prefix_hash: str
     sent: tuple[Message, ...]
     depths: Mapping[str, int] = field(default_factory=dict)
+    raw: RawPrefix | None = None
+    """The history and the chain sent as raw JSON text (None: recognised by decoding)."""
 
     @classmethod
     def after(
@@ -110,8 +317,7 @@ class ConversationState:
         """The state once ``history`` was sent as ``sent``. Cache markers are taken out
         of ``sent`` except on system messages: the client puts its own on the newest
         turn, and stale ones would add up past the provider's limit (4 on Anthropic)."""
-        kept = tuple(m if m.role is Role.SYSTEM else without_cache_points(m) for m in sent)
-        return cls(len(history), chain_hash(history), kept, dict(depths or {}))
+        return cls(len(history), chain_hash(history), kept_of(sent), dict(depths or {}))
 
     def rebuilt(self, history: Sequence[Message]) -> list[Message] | None:
         """``history`` with its compacted prefix replaced by what was sent; None when
@@ -122,14 +328,18 @@ class ConversationState:
         return [*self.sent, *history[count:]]
 
     def record(self) -> dict[str, object]:
-        """The stored form, as a JSON object."""
-        return {
+        """The stored form, as a JSON object (the chain sent as JSON text: a reused
+        request recognised by its raw text never decodes it)."""
+        record: dict[str, object] = {
             "v": STATE_VERSION,
             "n": self.prefix_len,
             "h": self.prefix_hash,
-            "sent": native_codec.encode(self.sent),
+            "sent": _dumps(native_codec.encode(self.sent)).decode("utf-8", "surrogatepass"),
             "d": dict(self.depths),
         }
+        if self.raw is not None:
+            record["raw"] = self.raw.record()
+        return record
 
     def to_bytes(self) -> bytes:
         """The stored form (JSON)."""
@@ -144,9 +354,11 @@ class ConversationState:
     @classmethod
     def from_record(cls, record: object) -> ConversationState | None:
         """The state of a decoded record; None for another version."""
-        if not isinstance(record, dict) or record.get("v") != STATE_VERSION:
+        if not isinstance(record, dict) or record.get("v") not in (1, STATE_VERSION):
             return None
         count, digest, sent = record.get("n"), record.get("h"), record.get("sent")
+        if isinstance(sent, str):
+            sent = json.loads(sent)
         if not isinstance(count, int) or count < 0 or not isinstance(digest, str):
             raise ValueError("damaged conversation state: bad n or h field")
         depths = record.get("d", {})  # absent in records written before depths were kept
@@ -154,7 +366,8 @@ class ConversationState:
             isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in depths.values()
         ):
             raise ValueError("damaged conversation state: bad d field")
-        return cls(count, digest, tuple(native_codec.decode(sent)), depths)
+        raw = RawPrefix.from_record(record.get("raw"))
+        return cls(count, digest, tuple(native_codec.decode(sent)), depths, raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +415,30 @@ class ConversationStates:
             return cls(tuple(s for s in found if s is not None))
         single = ConversationState.from_record(record)
         return cls(() if single is None else (single,))
+
+
+def raw_prefixes(data: bytes) -> list[tuple[int, int, RawPrefix | None]]:
+    """(index, ``prefix_len``, raw prefix) of each state stored as ``data``, read
+    without decoding the chains they sent. Raises ``ValueError`` for a damaged
+    record."""
+    record = json.loads(data.decode("utf-8", "surrogatepass"))
+    if isinstance(record, dict) and record.get("v") == STATES_VERSION:
+        states = record.get("states")
+        if not isinstance(states, list):
+            raise ValueError("damaged conversation states: bad states field")
+    else:
+        states = [record]
+    out: list[tuple[int, int, RawPrefix | None]] = []
+    index = 0
+    for state in states[:STATES_PER_KEY]:
+        if not isinstance(state, dict) or state.get("v") not in (1, STATE_VERSION):
+            continue
+        count = state.get("n")
+        if not isinstance(count, int):
+            raise ValueError("damaged conversation state: bad n field")  # noqa: TRY004
+        out.append((index, count, RawPrefix.from_record(state.get("raw"))))
+        index += 1
+    return out
 
 
 def _dumps(record: object) -> bytes:
