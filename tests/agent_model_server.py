@@ -114,7 +114,8 @@ FINAL_TEXT = "Done: the command ran."
 THOUGHT = "The user wants the shell: run the echo."
 """The scripted thinking (with ``thinking``): a test finds it never copied into text."""
 
-_SHELL_TOOLS = ("Bash", "shell_command", "exec_command", "shell")
+_RESPONSES_SHELLS = ("shell_command", "exec_command", "shell")
+"""Codex's shell tools, by version."""
 
 
 def _tool_names(body: dict[str, Any]) -> set[str]:
@@ -150,6 +151,7 @@ class ShellScript:
         """Shell calls made on Messages since the newest user text (the script's own
         count: a compacting gateway may send fewer results than were made)."""
         self.answered = 0
+        """Answers given (ids and signatures are numbered by it)."""
 
     def __call__(self, api: Api, body: dict[str, Any]) -> Turn:
         self.answered += 1
@@ -188,7 +190,7 @@ class ShellScript:
         if last.get("type", "message") != "message" or last.get("role") != "user":
             return Turn(text=FINAL_TEXT)
         names = _tool_names(body)
-        for name in _SHELL_TOOLS[1:]:
+        for name in _RESPONSES_SHELLS:
             if name in names:
                 if name == "shell":
                     arguments: dict[str, Any] = {"command": ["echo", MARKER]}
