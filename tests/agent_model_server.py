@@ -118,8 +118,11 @@ _RESPONSES_SHELLS = ("shell_command", "exec_command", "shell")
 """Codex's shell tools, by version."""
 
 
-def _tool_names(body: dict[str, Any]) -> set[str]:
-    return {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)}
+def tool_names(body: dict[str, Any]) -> set[str]:
+    """The names of the tools a request declares (Messages and Responses: ``name``;
+    Chat Completions: ``function.name``)."""
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    return {str(t.get("name") or (t.get("function") or {}).get("name")) for t in tools}
 
 
 def _anthropic_results(message: dict[str, Any]) -> bool:
@@ -169,7 +172,7 @@ class ShellScript:
         turn = Turn()
         if self.thinking and thinking_on(body):
             turn.thinking, turn.signature = THOUGHT, f"scripted-signature-{n:04d}"
-        if "Bash" not in _tool_names(body):
+        if "Bash" not in tool_names(body):
             turn.text = FINAL_TEXT
             return turn
         last = messages[-1] if messages else {}
@@ -189,7 +192,7 @@ class ShellScript:
         last = items[-1] if items and isinstance(items[-1], dict) else {}
         if last.get("type", "message") != "message" or last.get("role") != "user":
             return Turn(text=FINAL_TEXT)
-        names = _tool_names(body)
+        names = tool_names(body)
         for name in _RESPONSES_SHELLS:
             if name in names:
                 if name == "shell":

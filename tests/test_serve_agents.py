@@ -3,8 +3,8 @@
 compacts inside the agent's own session, offline:
 
 - Claude Code with thinking on, resuming a long recorded session handed to it;
-- opencode (Anthropic Messages, thinking on), one ``opencode run`` of 14 tool turns
-  (a read, twelve shell commands, an edit);
+- opencode, one ``opencode run`` of 14 tool turns (a read, twelve shell commands, an
+  edit), on Anthropic Messages with thinking on and on Chat Completions;
 - aider (Chat Completions through litellm; its requests end with a system message and
   hold the edited file's contents before the newest turn), twelve edits and twelve
   ``/run`` outputs in one session, each edit quoting the file as the request shows it.
@@ -26,6 +26,7 @@ import json
 import os
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from agent_model_server import (  # noqa: E402
     agent_cli,
     agent_model_server,
     thinking_on,
+    tool_names,
 )
 from cast import SUMMARIZATION_TOOL_NAME, Message, TextPart, ToolResult, lint  # noqa: E402
 from cast.cli import main  # noqa: E402
@@ -230,8 +232,7 @@ class OpencodeScript:
         self.step = 0
 
     def __call__(self, api: Api, body: dict[str, Any]) -> Turn:
-        names = {t.get("name") for t in body.get("tools") or []}
-        if "bash" not in names:
+        if "bash" not in tool_names(body):
             return Turn(text="Survey of the notes")
         n, self.step = self.step, self.step + 1
         turn = Turn()
@@ -251,26 +252,63 @@ class OpencodeScript:
         return turn
 
 
-def _opencode_config(base_url: str) -> dict[str, Any]:
-    """An Anthropic provider at ``base_url`` (the gateway), thinking on."""
+@dataclass(frozen=True)
+class OpencodeRoute:
+    """How opencode reaches the gateway: its AI SDK provider package, the API it speaks
+    and the model's options."""
+
+    package: str
+    path: str
+    provider: str
+    """The cast provider profile its requests must pass."""
+    options: dict[str, Any]
+
+    def decode(self, body: dict[str, Any]) -> list[Message]:
+        codec = anthropic if self.path == "/v1/messages" else openai
+        return codec.decode(body)
+
+    def system(self, body: dict[str, Any]) -> Any:
+        """The system prompt as opencode sent it (Messages: ``system``; Chat: the
+        system messages that open ``messages``)."""
+        if self.path == "/v1/messages":
+            return body["system"]
+        messages = body["messages"]
+        opening = next(i for i, m in enumerate(messages) if m["role"] != "system")
+        assert all(m["role"] != "system" for m in messages[opening:])
+        return messages[:opening]
+
+
+ROUTES = [
+    OpencodeRoute(
+        "@ai-sdk/anthropic",
+        "/v1/messages",
+        "anthropic",
+        {"thinking": {"type": "enabled", "budgetTokens": 2000}},
+    ),
+    OpencodeRoute("@ai-sdk/openai-compatible", "/v1/chat/completions", "openai", {}),
+]
+
+
+def _opencode_config(route: OpencodeRoute, base_url: str) -> dict[str, Any]:
+    """A provider at ``base_url`` (the gateway)."""
     model = {
         "name": "scripted",
         "tool_call": True,
-        "reasoning": True,
+        "reasoning": bool(route.options),
         "limit": {"context": 200000, "output": 8000},
-        "options": {"thinking": {"type": "enabled", "budgetTokens": 2000}},
+        "options": route.options,
     }
     provider = {
-        "npm": "@ai-sdk/anthropic",
+        "npm": route.package,
         "name": "csum gateway",
-        "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-ant-scripted"},
-        "models": {"claude-sonnet-4-5": model},
+        "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-scripted"},
+        "models": {"scripted-model": model},
     }
     return {
         "$schema": "https://opencode.ai/config.json",
         "provider": {"csum": provider},
-        "model": "csum/claude-sonnet-4-5",
-        "small_model": "csum/claude-sonnet-4-5",
+        "model": "csum/scripted-model",
+        "small_model": "csum/scripted-model",
         "autoupdate": False,
         "share": "disabled",
         "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
@@ -278,7 +316,10 @@ def _opencode_config(base_url: str) -> dict[str, Any]:
 
 
 @_installed(OPENCODE)
-def test_opencode_with_thinking_compacts_through_the_gateway_validly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("route", ROUTES, ids=[r.provider for r in ROUTES])
+def test_opencode_compacts_through_the_gateway_validly(
+    route: OpencodeRoute, tmp_path: Path
+) -> None:
     work, home = tmp_path / "work", tmp_path / "home"
     for folder in (work, home):
         folder.mkdir()
@@ -288,7 +329,8 @@ def test_opencode_with_thinking_compacts_through_the_gateway_validly(tmp_path: P
         gateway = Gateway(start_gateway(model.base_url, tmp_path, "--budget", f"{budget}"))
         try:
             config = tmp_path / "opencode.json"
-            config.write_text(json.dumps(_opencode_config(gateway.process.url)), encoding="utf-8")
+            text = json.dumps(_opencode_config(route, gateway.process.url))
+            config.write_text(text, encoding="utf-8")
             env = _env(
                 home,
                 OPENCODE_CONFIG=str(config),
@@ -305,18 +347,19 @@ def test_opencode_with_thinking_compacts_through_the_gateway_validly(tmp_path: P
         finally:
             gateway.process.stop()
     assert (work / "notes.txt").read_text(encoding="utf-8") == "notes: done\n"
-    bodies = [b for b in model.bodies("/v1/messages") if b.get("tools")]
+    bodies = [b for b in model.bodies(route.path) if b.get("tools")]
     assert len(bodies) == SEQ_CALLS + 3  # the task, then the results of 14 calls
     first = bodies[0]
-    (task,) = [t for t in _texts(anthropic.decode(first)) if OPENCODE_TASK in t]
+    (task,) = [t for t in _texts(route.decode(first)) if OPENCODE_TASK in t]
+    thinking = route.path == "/v1/messages"
     chains = []
     for i, body in enumerate(bodies):
-        assert thinking_on(body), f"request {i}"
-        assert body["system"] == first["system"], f"request {i}"  # in its place, as sent
-        chain = anthropic.decode(body)
+        assert thinking_on(body) is thinking, f"request {i}"
+        assert route.system(body) == route.system(first), f"request {i}"  # as sent
+        chain = route.decode(body)
         assert task in _texts(chain), f"request {i}"  # the user's task, verbatim
         chains.append(chain)
-    _check_history(chains, budget, gateway, "anthropic", thinking=True)
+    _check_history(chains, budget, gateway, route.provider, thinking=thinking)
 
 
 # aider --------------------------------------------------------------------------------
