@@ -8,7 +8,7 @@ plus its new items, decoded, measured and encoded alone: the cost grows with the
 messages only. Anything this cannot be sure of (a marker it cannot take out, a new
 system message, a turn that would merge with the prefix's last one, a chain over the
 budget) answers None, and the request takes the path that decodes it whole; the bytes
-sent are the same either way (tests/test_serve_reuse.py replays real sessions).
+sent are the same either way (tests/csum/serve/test_serve_reuse.py replays real sessions).
 
 The body sent is composed field by field as ``json.dumps`` writes the whole
 (:func:`composed`), so the other fields' JSON, written once to measure the history's

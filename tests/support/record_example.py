@@ -1,7 +1,7 @@
 """Re-record csum's bundled example, ``csum/examples/claude_code_session.json``.
 
 The real Claude Code CLI (from npm) works on this repository's own files, offline: its
-model is :data:`SESSION`, a script served by ``tests/support/scripted_anthropic.py`` on
+model is :data:`SESSION`, a script served by ``tests/support/agent_model_server.py`` on
 127.0.0.1, whose turns call Claude Code's real tools (Read, Grep, Glob, Bash) on a copy
 of the committed tree (``git archive HEAD``); Claude Code runs them and logs the session
 as it always does (``$CLAUDE_CONFIG_DIR/projects/<cwd>/<session>.jsonl``). The log is
@@ -36,9 +36,9 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from agent_model_server import Api, Turn, agent_model_server
 from cast.codecs import anthropic
 from cast.codecs.claude_code import decode_claude_code_log
-from scripted_anthropic import anthropic_server
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "csum" / "examples" / "claude_code_session.json"
@@ -332,14 +332,14 @@ class Script:
         self.turns = [spec for _, turns in SESSION for spec in turns]
         self.errors: list[str] = []
 
-    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def __call__(self, api: Api, body: dict[str, Any]) -> Turn:
         if not any(tool.get("name") == "Read" for tool in body.get("tools", [])):
-            return [{"type": "text", "text": "Repository tour"}]  # a side request (a title)
+            return Turn(text="Repository tour")  # a side request (a title)
         n = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
         if n >= len(self.turns):
             self.errors.append(f"request for turn {n}: the script has {len(self.turns)}")
-            return [{"type": "text", "text": "(the script has ended)"}]
-        return _blocks(n, self.turns[n])
+            return Turn(text="(the script has ended)")
+        return Turn.from_blocks(_blocks(n, self.turns[n]))
 
 
 def _export_tree(target: Path) -> None:
@@ -384,7 +384,7 @@ def record(claude: str) -> list[dict[str, Any]]:
     _export_tree(WORK)
     (WORK / "csum" / "examples" / EXAMPLE.name).unlink(missing_ok=True)
     script = Script()
-    with anthropic_server(script) as server:
+    with agent_model_server(script) as server:
         env = _environment(server.base_url)
         for k, (prompt, _) in enumerate(SESSION):
             session = ["--session-id", SESSION_ID] if k == 0 else ["--resume", SESSION_ID]

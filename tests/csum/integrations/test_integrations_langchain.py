@@ -271,7 +271,7 @@ def test_agent_run_goes_on_when_the_keeper_fails() -> None:
 
 def test_anthropic_history_resumes_on_an_openai_model() -> None:
     openai = pytest.importorskip("openai")
-    from chat_server import chat_server
+    from agent_model_server import Turn, agent_model_server
 
     agent = create_agent(scripted_model(3), [big], system_prompt="You run builds.")
     history = agent.invoke({"messages": [HumanMessage("Build.")]})["messages"]
@@ -280,11 +280,11 @@ def test_anthropic_history_resumes_on_an_openai_model() -> None:
     wire = convert_to_openai_messages(resumed)
     assert lint(openai_codec.decode({"messages": wire}), "openai") == []
     assert "sig-1" not in json.dumps(wire)
-    with chat_server(lambda body: {"content": "resumed on openai"}) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key="k")
+    with agent_model_server(lambda api, body: Turn(text="resumed on openai")) as server:
+        client = openai.OpenAI(base_url=f"{server.base_url}/v1", api_key="k")
         reply = client.chat.completions.create(model="gpt-4o", messages=wire)
     assert reply.choices[0].message.content == "resumed on openai"
-    sent = server.requests[0]["messages"]
+    sent = server.bodies("/v1/chat/completions")[0]["messages"]
     calls = [c["id"] for m in sent for c in m.get("tool_calls") or []]
     assert calls == [m["tool_call_id"] for m in sent if m["role"] == "tool"]
     assert len(calls) == 3

@@ -27,11 +27,11 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
+from agent_model_server import Api, Call, ModelServer, Turn, agent_model_server
 from cast import ChainAST, CodecError, Message, lint, port
 from cast.codecs import get_codec
 from cast.codecs import openai as openai_codec
 from cast.codecs import openai_agents as codec
-from chat_server import ChatServer, chat_server
 from csum.integrations import HookEvent
 from csum.integrations.openai_agents import CompactingSession, InputFilter
 
@@ -86,6 +86,10 @@ def big(n: int) -> str:
     return TOOL_OUTPUT.format(n=n) * 80
 
 
+CHAT = "/v1/chat/completions"
+"""Where the scripted model takes the SDK's requests."""
+
+
 class Script:
     """The server's answers: ``calls_per_turn`` tool calls after each new user message,
     then a final answer (counted here, since compaction rewrites what the model sees)."""
@@ -95,39 +99,38 @@ class Script:
         self.calls = 0
         self.per_prompt: dict[str, int] = {}
 
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, api: Api, body: dict[str, Any]) -> Turn:
         prompt = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
         done = self.per_prompt.get(str(prompt), 0)
         if done < self.calls_per_turn:
             self.per_prompt[str(prompt)] = done + 1
             self.calls += 1
             n = self.calls
-            call = {"name": "big", "arguments": json.dumps({"n": n})}
-            return {"tool_calls": [{"id": f"call_{n}", "type": "function", "function": call}]}
-        return {"content": "all steps done"}
+            return Turn(calls=[Call(f"call_{n}", "big", {"n": n})])
+        return Turn(text="all steps done")
 
 
 @pytest.fixture
-def server() -> Iterator[ChatServer]:
-    with chat_server(Script(calls_per_turn=12)) as running:
+def server() -> Iterator[ModelServer]:
+    with agent_model_server(Script(calls_per_turn=12)) as running:
         yield running
 
 
-def agent_for(server: ChatServer) -> Agent[Any]:
-    client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+def agent_for(server: ModelServer) -> Agent[Any]:
+    client = AsyncOpenAI(base_url=f"{server.base_url}/v1", api_key="k", max_retries=0)
     model = OpenAIChatCompletionsModel(model="gpt-4o", openai_client=client)
     return Agent(name="builder", instructions=INSTRUCTIONS, model=model, tools=[big])
 
 
-def check_received(server: ChatServer, budget: int = BUDGET) -> None:
-    for body in server.requests:
+def check_received(server: ModelServer, budget: int = BUDGET) -> None:
+    for body in server.bodies(CHAT):
         messages = openai_codec.decode({"messages": body["messages"]})
         assert messages[0].text == INSTRUCTIONS  # instructions pass untouched
         assert sum(m.size for m in messages[1:]) <= budget
         ChainAST.from_messages(messages)  # every tool call kept its result
 
 
-def test_input_filter_keeps_each_model_call_under_budget(server: ChatServer) -> None:
+def test_input_filter_keeps_each_model_call_under_budget(server: ModelServer) -> None:
     keeper = InputFilter(budget=BUDGET)
     result = asyncio.run(
         Runner.run(
@@ -139,7 +142,7 @@ def test_input_filter_keeps_each_model_call_under_budget(server: ChatServer) -> 
     )
     assert result.final_output == "all steps done"
     compactions = sum(e.outcome == "compacted" for e in keeper.events)
-    assert len(server.requests) == 13
+    assert len(server.bodies(CHAT)) == 13
     # Each compaction carries over (hysteresis): not one per call, as it would be if the
     # filter compacted the SDK's whole list again at every call.
     assert 3 <= compactions <= 6
@@ -150,7 +153,7 @@ def test_input_filter_keeps_each_model_call_under_budget(server: ChatServer) -> 
 
 
 def test_compacting_session_across_runs() -> None:
-    with chat_server(Script(calls_per_turn=3)) as server:
+    with agent_model_server(Script(calls_per_turn=3)) as server:
         session = CompactingSession(SQLiteSession("builds"), budget=BUDGET)
         agent = agent_for(server)
         for turn in range(6):
@@ -182,7 +185,7 @@ async def test_session_protocol_delegates(anyio_backend: str) -> None:
     assert await inner.get_items() == []
 
 
-def test_item_grouping_and_round_trip(server: ChatServer) -> None:
+def test_item_grouping_and_round_trip(server: ModelServer) -> None:
     result = asyncio.run(Runner.run(agent_for(server), "Build.", max_turns=30))
     items = result.to_input_list()
     assert get_codec("openai-agents") is codec
@@ -205,7 +208,7 @@ class BrokenKeeper:
         raise RuntimeError("summarizer down")
 
 
-def test_run_goes_on_when_the_keeper_fails(server: ChatServer) -> None:
+def test_run_goes_on_when_the_keeper_fails(server: ModelServer) -> None:
     events: list[HookEvent] = []
     keeper = InputFilter(BrokenKeeper(), on_event=events.append)
     result = asyncio.run(
@@ -221,7 +224,7 @@ def test_run_goes_on_when_the_keeper_fails(server: ChatServer) -> None:
     assert len(events) == 13
 
 
-def test_keeper_errors_fail_the_run_when_asked(server: ChatServer) -> None:
+def test_keeper_errors_fail_the_run_when_asked(server: ModelServer) -> None:
     keeper = InputFilter(BrokenKeeper(), on_error="raise")
     with pytest.raises(RuntimeError, match="summarizer down"):
         asyncio.run(
@@ -318,7 +321,7 @@ async def test_hosted_tool_items_are_kept_whole(anyio_backend: str) -> None:
     assert session.events[-1].error is None
 
 
-def test_responses_reasoning_resumes_on_a_mistral_endpoint(server: ChatServer) -> None:
+def test_responses_reasoning_resumes_on_a_mistral_endpoint(server: ModelServer) -> None:
     """A history holding OpenAI Responses reasoning (encrypted) is ported for Mistral and
     the SDK resumes from it against a chat endpoint."""
     recorded: list[Any] = [
@@ -335,12 +338,12 @@ def test_responses_reasoning_resumes_on_a_mistral_endpoint(server: ChatServer) -
     ]
     ported = codec.encode(port(codec.decode(recorded), "mistral", source="openai-responses"))
     script = Script(calls_per_turn=0)
-    with chat_server(script) as mistral:
+    with agent_model_server(script) as mistral:
         result = asyncio.run(
             Runner.run(agent_for(mistral), [*ported, {"role": "user", "content": "Again."}])
         )
     assert result.final_output == "all steps done"
-    sent = mistral.requests[0]["messages"]
+    sent = mistral.bodies(CHAT)[0]["messages"]
     assert "gAAAAB-secret" not in json.dumps(sent)
     assert lint(openai_codec.decode({"messages": sent}), "mistral") == []
 
@@ -348,10 +351,10 @@ def test_responses_reasoning_resumes_on_a_mistral_endpoint(server: ChatServer) -
 # -- a newcomer's traps (issue 29) -------------------------------------------------------
 
 
-def largest_request(server: ChatServer) -> int:
+def largest_request(server: ModelServer) -> int:
     return max(
         sum(m.size for m in openai_codec.decode({"messages": body["messages"]})[1:])
-        for body in server.requests
+        for body in server.bodies(CHAT)
     )
 
 
@@ -361,12 +364,12 @@ def test_a_session_alone_warns_and_its_input_filter_bounds_every_call() -> None:
     keeps every call of the run under budget."""
     from csum.integrations.openai_agents import UnboundedRunWarning
 
-    with chat_server(Script(calls_per_turn=8)) as server:
+    with agent_model_server(Script(calls_per_turn=8)) as server:
         session = CompactingSession(SQLiteSession("alone"), budget=BUDGET)
         with pytest.warns(UnboundedRunWarning, match=r"session\.input_filter\(\)"):
             asyncio.run(Runner.run(agent_for(server), "Build.", session=session, max_turns=30))
         assert largest_request(server) > 2 * BUDGET
-    with chat_server(Script(calls_per_turn=8)) as server:
+    with agent_model_server(Script(calls_per_turn=8)) as server:
         session = CompactingSession(SQLiteSession("paired"), budget=BUDGET)
         run_config = RunConfig(call_model_input_filter=session.input_filter())
         assert session.input_filter() is run_config.call_model_input_filter
@@ -389,7 +392,7 @@ def test_a_session_alone_warns_and_its_input_filter_bounds_every_call() -> None:
     assert sum(e.outcome == "compacted" for e in session.input_filter().events) >= 3
 
 
-def test_a_handler_where_a_keeper_goes_compacts_the_run(server: ChatServer) -> None:
+def test_a_handler_where_a_keeper_goes_compacts_the_run(server: ModelServer) -> None:
     from csum.handlers import extractive
 
     keeper = InputFilter(extractive(), budget=BUDGET)
@@ -416,11 +419,11 @@ def test_what_is_not_a_keeper_or_a_session_is_refused() -> None:
         InputFilter(BrokenKeeper(), budget=BUDGET)
 
 
-def test_the_budget_comes_from_the_agents_model(server: ChatServer) -> None:
+def test_the_budget_comes_from_the_agents_model(server: ModelServer) -> None:
     """``InputFilter()`` on a gpt-3.5-turbo agent: half its window, 8,192 tokens."""
     from csum import Budget, EstimatedTokens
 
-    client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    client = AsyncOpenAI(base_url=f"{server.base_url}/v1", api_key="k", max_retries=0)
     model = OpenAIChatCompletionsModel(model="gpt-3.5-turbo", openai_client=client)
     agent = Agent(name="builder", instructions=INSTRUCTIONS, model=model, tools=[big])
     keeper = InputFilter()
@@ -434,7 +437,7 @@ def test_the_budget_comes_from_the_agents_model(server: ChatServer) -> None:
     assert {(e.unit, e.budget) for e in keeper.events} == {("tokens", 8_192)}
     assert any(e.outcome == "compacted" for e in keeper.events)
     counter = EstimatedTokens()
-    for body in server.requests:
+    for body in server.bodies(CHAT):
         messages = openai_codec.decode({"messages": body["messages"]})
         assert sum(map(counter.count, messages[1:])) <= 8_192
 

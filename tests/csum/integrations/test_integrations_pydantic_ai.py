@@ -279,19 +279,19 @@ def test_anthropic_history_resumes_on_an_openai_model() -> None:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    from chat_server import chat_server
+    from agent_model_server import Turn, agent_model_server
 
     history = tool_agent(None, 3, []).run_sync("Build.").all_messages()
     ported = port(codec.decode(history), "openai", source="anthropic")
     resumed_history = codec.to_framework(codec.encode(ported))
-    with chat_server(lambda body: {"content": "resumed on openai"}) as server:
+    with agent_model_server(lambda api, body: Turn(text="resumed on openai")) as server:
         model = OpenAIChatModel(
-            "gpt-4o", provider=OpenAIProvider(base_url=server.base_url, api_key="k")
+            "gpt-4o", provider=OpenAIProvider(base_url=f"{server.base_url}/v1", api_key="k")
         )
         agent = Agent(model)
         result = agent.run_sync("Continue.", message_history=resumed_history)
     assert result.output == "resumed on openai"
-    sent = server.requests[0]["messages"]
+    sent = server.bodies("/v1/chat/completions")[0]["messages"]
     from cast import lint
     from cast.codecs import openai as openai_codec
 
