@@ -43,6 +43,7 @@ import anyio
 
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    ChainAST,
     ChainIssue,
     IdTemplate,
     Message,
@@ -56,6 +57,7 @@ from csum._calls import SummarizeHandler
 from csum._handler_check import check_handler
 from csum._memory import FACT_SHARE
 from csum._pending import pending_tail_calls, without_pending_fillers
+from csum._placement import placed_for, unplaced
 from csum._robust import RobustHandler
 from csum._style import SummaryStyle, summary_style
 from csum.compaction import CompactionResult, Outcome, Stages
@@ -168,6 +170,9 @@ class Compactor:
             template_given=id_template is not None,
         )
         self.target = target
+        profile = self.style.target
+        self._places = profile is not None and profile.merges_same_role
+        """Summaries go where a provider merging same-role turns takes them."""
         _check_breakpoints(cache_breakpoints, self.style.target, target)
         self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
         self.stores = stores if stores is not None else Stores()
@@ -277,7 +282,7 @@ class Compactor:
             grown = self._extended(messages)
             if grown is not None and self._reason(grown.sizes[0], False) is None:
                 self._meter.keep()
-                return await self._finished(grown, frozenset(), (), started)
+                return await self._finished(grown, frozenset(), (), started, shift=None)
         issues: list[ChainIssue] = []
         pending = pending_tail_calls(messages)  # the newest turn's calls stay pending
         # A replay that opens with an AI message gets a placeholder question first.
@@ -287,8 +292,9 @@ class Compactor:
             issues=issues,
         )
         try:
+            ast, shift = self._unplaced(ast)
             size = self._meter.chain(ast)
-            reason = self._reason(size, force)
+            reason = self._reason(size + shift, force)
             if reason is None:
                 outcome = Outcome.unchanged(ast, size)
             else:
@@ -296,7 +302,30 @@ class Compactor:
                 self._settle(outcome)
         finally:
             self._meter.rotate()
-        return await self._finished(outcome, pending, tuple(issues), started)
+        return await self._finished(outcome, pending, tuple(issues), started, shift=shift)
+
+    def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int]:
+        """``ast`` with the summaries an earlier call placed for the target back in their
+        own pairs (:mod:`csum._placement`), and what placing them saves (units, <= 0)."""
+        if not self._places:
+            return ast, 0
+        own = unplaced(ast)
+        if own is ast:
+            return ast, 0
+        return own, self._meter.chain(ast) - self._meter.chain(own)
+
+    def _placed(self, messages: list[Message]) -> tuple[list[Message], int]:
+        """``messages`` with their summaries where the target takes them (the units that
+        saves, <= 0)."""
+        if not self._places:
+            return messages, 0
+        out = placed_for(messages, self.style.target)
+        if len(out) == len(messages) and all(map(operator.is_, out, messages)):
+            return messages, 0
+        given, taken = {id(m) for m in messages}, {id(m) for m in out}
+        added = [m for m in out if id(m) not in given]
+        removed = [m for m in messages if id(m) not in taken]
+        return out, self._meter.total(added) - self._meter.total(removed)
 
     def _extended(self, messages: Sequence[Message | Mapping[str, Any]]) -> Outcome | None:
         """The chain unchanged when ``messages`` is the last result plus valid new
@@ -366,11 +395,16 @@ class Compactor:
         pending: frozenset[str],
         issues: tuple[ChainIssue, ...],
         started: float,
+        *,
+        shift: int | None,
     ) -> CompactionResult:
         """The call's result, built once: the outcome's chain without the fallback
         results repair gave the newest turn's ``pending`` calls (:mod:`csum._pending`),
-        with the archived lines a question re-insertion has not looked at yet needs."""
+        with the archived lines a question re-insertion has not looked at yet needs, its
+        summaries placed for the target. ``shift``: what placing saved on the input
+        (None: the outcome extends the last result, placed already)."""
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
+        size_before += shift or 0
         compacted = bytes_before != bytes_after or size_before != size_after
         messages, fillers = without_pending_fillers(outcome.messages, pending)
         if fillers:
@@ -386,6 +420,9 @@ class Compactor:
             added = sum(m.size for m in insertion.messages)
             size_after += self._meter.total(insertion.messages)
             bytes_after, reinserted = bytes_after + added, reinserted + added
+        if shift is not None:
+            messages, saved = self._placed(messages)
+            size_after += saved
         self._last, self._last_size, self._last_bytes = tuple(messages), size_after, bytes_after
         return CompactionResult(
             messages=messages,

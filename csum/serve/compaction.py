@@ -19,8 +19,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from cast import Message, get_provider
-from csum._pairs import placed_for
+from cast import Message
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.compactor import Compactor, summary_bytes
@@ -318,9 +317,8 @@ class Rewriter:
                     "conversation state not stored",
                     extra={"endpoint": api.name, "error": type(exc).__name__},
                 )
-        # summaries where the provider takes them (Anthropic: not opening a thinking turn)
-        placed = placed_for(sent, get_provider(api.provider))
-        encoded = api.encode(placed)
+        # the keeper placed its summaries where the provider takes them (csum._placement)
+        encoded = api.encode(sent)
         if api.name == "responses":  # the client's own items where the compaction kept them
             encoded = as_sent(history, encoded)
         body = _dumps(api.merged(payload, encoded))
