@@ -111,11 +111,15 @@ def tokens_of_lines(lines: Sequence[str]) -> list[list[tuple[str, str]]]:
             continue  # as in tokens: what no line holds, no pattern skipped would find
         for match in pattern.finditer(text):
             start, end = match.span()
-            number = bisect_right(starts, start) - 1
             while end > start and text[end - 1] in _TRAILING:
                 end -= 1
-            line_found = found[number]
-            if end - start >= 3 and not any(s <= start and end <= e for s, e, _ in line_found):
+            if end - start < 3:
+                continue
+            line_found = found[bisect_right(starts, start) - 1]
+            for s, e, _ in line_found:
+                if s <= start and end <= e:
+                    break
+            else:
                 line_found.append((start, end, kind))
     return [[(text[s:e], kind) for s, e, kind in sorted(line_found)] for line_found in found]
 
