@@ -18,6 +18,7 @@ from csum.handlers._extractive.patterns import (
     _DIFF_LINE,
     _DIFF_NOISE,
     _ERROR,
+    _ERROR_NEEDS,
     _LOCATED,
     _LOCATED_NEEDS,
     _MEASURE_NAME,
@@ -103,7 +104,12 @@ def _diff_added(scan: str, kind: LineKind) -> bool:
 @_line_feature("error")
 def _error(scan: str, kind: LineKind) -> bool:
     """A strict error signal, outside code, in a line that is no warning."""
-    return not kind.code and not _WARNING.match(scan) and _ERROR.search(scan) is not None
+    return (
+        not kind.code
+        and not _WARNING.match(scan)
+        and _ERROR_NEEDS.search(scan) is not None
+        and _ERROR.search(scan) is not None
+    )
 
 
 @_line_feature("counts")

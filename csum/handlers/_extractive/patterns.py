@@ -45,6 +45,12 @@ _ERROR = regex.compile(
     """,
     regex.VERBOSE,
 )
+# A word every match of _ERROR holds, in one of its cases: a line without one is not read
+# by _ERROR (the same result, found sooner).
+_ERROR_NEEDS = regex.compile(
+    r"(?i:fail|error|fatal|panic|exception|exit|interrupt|fault|\*\*[ ]\(|assertion"
+    r"|not[ ]found|denied|timed[ ]out|timeout|no[ ]such[ ]file|refused|could[ ]not|unable[ ]to)"
+)
 # A line that says it is a warning ("Warning: could not open the cache"): not an error.
 _WARNING = regex.compile(r"\W{0,6}+(?i:warn(?:ing)?+)\b")
 _EXIT_STATUS = regex.compile(
