@@ -34,6 +34,7 @@ from cast import Message
 from csum import Budget, Compactor
 from csum.config import LOW_COST
 from csum.handlers._extractive.features import clear_caches
+from csum.handlers._extractive.packing import _masked
 
 Make = Callable[[int], Compactor]
 
@@ -63,6 +64,7 @@ def cpu_ms(make: Make, limit: int, chain: list[Message]) -> float:
     """Process milliseconds of one compaction of ``chain`` by a fresh keeper."""
     compactor = make(limit)
     clear_caches()
+    _masked.cache_clear()
     gc.collect()
     start = time.process_time()
     result = anyio.run(compactor.run, chain)

@@ -378,6 +378,7 @@ CLEAN_UPS: tuple[CleanUp, ...] = (
 def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
     """The unit at ``order`` after :data:`CLEAN_UPS`; None when one drops it."""
     unit = _Unit(order, original, original[: 4 * _LINE_SCAN], text.marks.get(original))
-    if all(clean(unit, text) for clean in CLEAN_UPS):
-        return unit
-    return None
+    for clean in CLEAN_UPS:
+        if not clean(unit, text):
+            return None
+    return unit
