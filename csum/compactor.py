@@ -23,7 +23,10 @@ How a call goes (docs/compactor.md has the full story):
    returned fits it; otherwise the result and the event say ``over_budget``. Summaries
    at ``max_depth`` are carried verbatim while they fit.
 4. ``target=`` shapes the summary for a provider (ids, reasoning, role order) so the
-   output adds no ``cast.lint`` violation for it (see :mod:`csum._style`).
+   output adds no ``cast.lint`` violation for it (see :mod:`csum._style`), and for a
+   provider that merges same-role turns puts a text summary an AI message follows in
+   the user turn before it, valid with Anthropic's thinking on; the next call reads it
+   back (:mod:`csum._placement`).
 
 Failures never lose the chain: when the handler (and its fallback) fail, a
 :class:`~csum.errors.SummarizationError` is raised and the caller still holds its
