@@ -25,7 +25,7 @@ from csum.plan import EARLIER_CONVERSATION_TEXT
 from strategies import valid_chains
 
 SESSIONS = [p for p in corpus_files(CLAUDE_CODE) if "sub_agent" not in p.name][:3]
-BUDGETS_KIB = (16, 32, 64)
+BUDGETS_KIB = (16, 48)
 
 
 def rules(messages: list[Message], target: str, *, thinking: bool) -> set[str]:
@@ -85,7 +85,7 @@ def test_claude_code_loop_sends_valid_requests_with_thinking_on(path: Path, kib:
         for text in summary_texts(held):  # no summary holds an earlier one as user text
             assert SUMMARIZED_CONTENT_PREFIX not in text[len(SUMMARIZED_CONTENT_PREFIX) :]
     assert compactions >= 2
-    if kib <= 32:
+    if kib <= 16:
         assert placed, "the loop never placed a summary in a user turn"
         assert deepest >= 2
 
