@@ -16,6 +16,7 @@ the same messages and summary give the same bytes, so the prefix stays byte-stab
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
@@ -24,7 +25,7 @@ import regex
 from cast import Message, Role
 from cast.internals import utf8_len
 from csum._message_text import message_strings
-from csum._salience import LINE_CAP, tokens_of_lines
+from csum._salience import LINE_CAP, reads_alike, tokens_of_lines
 from csum.archive import split_archive_line
 
 __all__ = ["FACT_SHARE", "MEMORY_HEADER", "fact_memory", "message_facts", "with_fact_memory"]
@@ -48,6 +49,8 @@ _IDENTIFIER = regex.compile(
     r")(?![\w/-])"
 )
 
+_FAST_IDENTIFIER = re.compile(_IDENTIFIER.pattern)  # the same where both read alike
+
 
 def _read(text: str) -> str:
     if len(text) <= _HEAD_CHARS + _TAIL_CHARS:
@@ -66,7 +69,8 @@ def message_facts(message: Message) -> list[str]:
             for token, _ in found:
                 if len(token) <= _MAX_TOKEN:
                     seen.setdefault(token, None)
-        for match in _IDENTIFIER.finditer(body):
+        identifiers = _FAST_IDENTIFIER if reads_alike(body) else _IDENTIFIER
+        for match in identifiers.finditer(body):
             token = match.group().rstrip(".")
             if 3 <= len(token) <= _MAX_TOKEN:
                 seen.setdefault(token, None)

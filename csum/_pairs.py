@@ -12,8 +12,6 @@ from cast import (
     BodyPairType,
     IdTemplate,
     Message,
-    ProviderProfile,
-    Role,
     Section,
     TextPart,
     ToolCall,
@@ -27,7 +25,6 @@ __all__ = [
     "human_of",
     "is_summarized",
     "messages_of",
-    "placed_for",
     "summary_floor",
     "summary_pair",
     "summary_text",
@@ -171,48 +168,3 @@ def summary_floor(style: SummaryStyle, kind: BodyPairType) -> int:
 def human_of(section: Section) -> list[Message]:
     human = section.header.human_message
     return [] if human is None else [human]
-
-
-def _is_text_summary(message: Message) -> bool:
-    """A COMPLETION summary turn of csum's (cache point aside)."""
-    parts = _without_cache_point(message.parts)
-    return (
-        message.role is Role.AI
-        and len(parts) == 1
-        and type(parts[0]) is TextPart
-        and parts[0].reasoning is None
-        and parts[0].text.startswith(SUMMARIZED_CONTENT_PREFIX)
-    )
-
-
-def placed_for(messages: Sequence[Message], target: ProviderProfile) -> list[Message]:
-    """``messages`` with their text summaries where ``target`` takes them.
-
-    A provider that merges consecutive same-role turns (Anthropic, Bedrock, Gemini)
-    makes a text summary right before an AI message the opening of that AI turn; with
-    Anthropic's thinking on, a final assistant turn must open with its thinking block,
-    so the request is refused. There a run of text summaries followed by an AI message
-    moves into the user turn before it: appended to the human message before it, or a
-    human message of its own after tool results (Anthropic puts text after the
-    results of that user turn). Elsewhere, and for summaries a user turn follows,
-    ``messages`` come back as they are (a new list)."""
-    if not target.merges_same_role:
-        return list(messages)
-    out: list[Message] = []
-    run: list[Message] = []
-    for message in messages:
-        if _is_text_summary(message):
-            run.append(message)
-            continue
-        if run and message.role is Role.AI:
-            parts = tuple(part for summary in run for part in summary.parts)
-            if out and out[-1].role is Role.HUMAN:
-                out[-1] = out[-1].evolve(parts=(*out[-1].parts, *parts))
-            else:
-                out.append(Message.from_parts(Role.HUMAN, parts))
-        else:
-            out.extend(run)
-        run = []
-        out.append(message)
-    out.extend(run)
-    return out

@@ -23,7 +23,10 @@ How a call goes (docs/compactor.md has the full story):
    returned fits it; otherwise the result and the event say ``over_budget``. Summaries
    at ``max_depth`` are carried verbatim while they fit.
 4. ``target=`` shapes the summary for a provider (ids, reasoning, role order) so the
-   output adds no ``cast.lint`` violation for it (see :mod:`csum._style`).
+   output adds no ``cast.lint`` violation for it (see :mod:`csum._style`), and for a
+   provider that merges same-role turns puts a text summary an AI message follows in
+   the user turn before it, valid with Anthropic's thinking on; the next call reads it
+   back (:mod:`csum._placement`).
 
 Failures never lose the chain: when the handler (and its fallback) fail, a
 :class:`~csum.errors.SummarizationError` is raised and the caller still holds its
@@ -43,6 +46,7 @@ import anyio
 
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    ChainAST,
     ChainIssue,
     IdTemplate,
     Message,
@@ -56,6 +60,7 @@ from csum._calls import SummarizeHandler
 from csum._handler_check import check_handler
 from csum._memory import FACT_SHARE
 from csum._pending import pending_tail_calls, without_pending_fillers
+from csum._placement import placed_for, unplaced
 from csum._robust import RobustHandler
 from csum._style import SummaryStyle, summary_style
 from csum.compaction import CompactionResult, Outcome, Stages
@@ -147,96 +152,36 @@ class Compactor:
         keep_user_messages: bool = False,
         cache_breakpoints: bool = False,
     ) -> None:
-        if stores is None:
-            stores = Stores()
-        elif not isinstance(stores, Stores):
+        if stores is not None and not isinstance(stores, Stores):
             raise TypeError(f"stores must be a csum.Stores or None, not {type(stores).__name__}")
-        robustness_given = robustness is not None
-        sized = self.budget = as_budget(budget)  # an int (bytes), "32KiB", "4000 tokens", a Budget
-        limit = sized.limit
-        self.trigger = sized.trigger_units()
-        self.keep_ratio = sized.keep_ratio
-        self.keep_units = sized.keep_units()
-        """What a compaction brings the chain down to, in the budget's unit."""
-        self.summary_ratio = sized.summary_ratio
-        self.summary_bytes = summary_bytes(sized, sized.summary_ratio)
-        # The room summaries take: with a share of its own, the compacted chain lands on
-        # the keep size, not above it.
-        summary_reserve = sized.reserve_units()
-        if summary_reserve >= limit:
-            raise ValueError(
-                f"Budget.summary_reserve leaves no room in a budget of {sized}: it sets "
-                f"{summary_reserve} {sized.unit} aside for the summary"
-            )
-        if counter is not None and not isinstance(counter, TokenCounter):
-            raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
-        if robustness is not None and not isinstance(robustness, Robustness):
-            raise TypeError(
-                f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
-            )
-        if on_event is not None and not callable(on_event):
-            raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
-        if clearing is not None and not isinstance(clearing, Clearing):
-            raise TypeError(
-                f"clearing must be a csum.Clearing or None, not {type(clearing).__name__}"
-            )
-        if pin is not None and not callable(pin):
-            raise TypeError(f"pin must be a predicate Message -> bool, not {pin!r}")
-        for flag, value in (
-            ("keep_user_messages", keep_user_messages),
-            ("cache_breakpoints", cache_breakpoints),
-        ):
-            if not isinstance(value, bool):
-                raise TypeError(f"{flag} must be a bool, not {value!r}")
+        self._take_budget(as_budget(budget))  # an int (bytes), "32KiB", "4000 tokens", a Budget
+        _check_options(counter, robustness, on_event, clearing, pin)
+        _check_flags(keep_user_messages=keep_user_messages, cache_breakpoints=cache_breakpoints)
         self.clearing = clearing
         self.pin = pin
         self.keep_user_messages = keep_user_messages
         self.cache_breakpoints = cache_breakpoints
-        clear_trigger = self.trigger if clearing is None else clearing.trigger_units(sized)
+        clear_trigger = self.trigger if clearing is None else clearing.trigger_units(self.budget)
         self._start = min(self.trigger, clear_trigger)
         """Where a compaction starts: the lower of the trigger and clearing's."""
-        self._clear_at_least = clearing.at_least_units(sized) if clearing else 0
-        if handler is not None:
-            check_handler(handler)
-        if robustness is None:
-            robustness = Robustness()
-        if handler is None or getattr(handler, "sized_by_compactor", False):
-            # extractive() without a size: the same summaries as no handler at all
-            from csum.handlers import extractive
-
-            # the facts the summary lacks take the rest of its share (csum._memory)
-            handler = extractive(self.summary_bytes - int(self.summary_bytes * FACT_SHARE))
-        if isinstance(handler, RobustHandler):
-            if robustness_given:
-                raise TypeError(
-                    "handler is a RobustHandler, which has its own robustness: give "
-                    "robustness= to the RobustHandler or to the Compactor, not to both"
-                )
-            self.handler = handler
-        else:
-            self.handler = RobustHandler(handler, robustness)
-        template_given = id_template is not None
+        self._clear_at_least = clearing.at_least_units(self.budget) if clearing else 0
+        self.handler = _robust_handler(handler, robustness, self.summary_bytes)
         self.style: SummaryStyle = summary_style(
             IdTemplate(id_template if id_template is not None else DEFAULT_TOOL_CALL_ID_TEMPLATE),
             target,
             False,
-            template_given=template_given,
+            template_given=id_template is not None,
         )
         self.target = target
         profile = self.style.target
-        if cache_breakpoints and (profile is None or profile.wire_format != "anthropic"):
-            raise ValueError(
-                "cache_breakpoints=True places Anthropic cache_control breakpoints: it "
-                f"needs an Anthropic target (target='anthropic'), not {target!r}"
-            )
+        self._places = profile is not None and profile.merges_same_role
+        """Summaries go where a provider merging same-role turns takes them."""
+        _check_breakpoints(cache_breakpoints, self.style.target, target)
         self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
-        self.stores = stores
-        self.cache = stores.cache
-        self.archive = stores.archive
+        self.stores = stores if stores is not None else Stores()
+        self.cache = self.stores.cache
+        self.archive = self.stores.archive
         self.on_event = on_event
-        self.max_depth = sized.max_depth
-        self.cooldown_turns = sized.cooldown_turns
-        self.summary_reserve = summary_reserve
         self.turns = 0
         self._last_compaction: int | None = None
         self._depths: dict[str, int] = {}
@@ -246,6 +191,26 @@ class Compactor:
         self._last_bytes = 0
         self._asked: str | None = None
         """Key of the last question re-insertion looked at (see :meth:`_new_question`)."""
+
+    def _take_budget(self, sized: Budget) -> None:
+        """The budget's settings as the Compactor's attributes, in the budget's unit."""
+        self.budget = sized
+        self.trigger = sized.trigger_units()
+        self.keep_ratio = sized.keep_ratio
+        self.keep_units = sized.keep_units()
+        """What a compaction brings the chain down to, in the budget's unit."""
+        self.summary_ratio = sized.summary_ratio
+        self.summary_bytes = summary_bytes(sized, sized.summary_ratio)
+        # The room summaries take: with a share of its own, the compacted chain lands on
+        # the keep size, not above it.
+        self.summary_reserve = sized.reserve_units()
+        if self.summary_reserve >= sized.limit:
+            raise ValueError(
+                f"Budget.summary_reserve leaves no room in a budget of {sized}: it sets "
+                f"{self.summary_reserve} {sized.unit} aside for the summary"
+            )
+        self.max_depth = sized.max_depth
+        self.cooldown_turns = sized.cooldown_turns
 
     def __repr__(self) -> str:
         return (
@@ -320,7 +285,7 @@ class Compactor:
             grown = self._extended(messages)
             if grown is not None and self._reason(grown.sizes[0], False) is None:
                 self._meter.keep()
-                return await self._finished(grown, frozenset(), (), started)
+                return await self._finished(grown, frozenset(), (), started, shift=None)
         issues: list[ChainIssue] = []
         pending = pending_tail_calls(messages)  # the newest turn's calls stay pending
         # A replay that opens with an AI message gets a placeholder question first.
@@ -330,8 +295,9 @@ class Compactor:
             issues=issues,
         )
         try:
+            ast, shift = self._unplaced(ast)
             size = self._meter.chain(ast)
-            reason = self._reason(size, force)
+            reason = self._reason(size + shift, force)
             if reason is None:
                 outcome = Outcome.unchanged(ast, size)
             else:
@@ -339,7 +305,30 @@ class Compactor:
                 self._settle(outcome)
         finally:
             self._meter.rotate()
-        return await self._finished(outcome, pending, tuple(issues), started)
+        return await self._finished(outcome, pending, tuple(issues), started, shift=shift)
+
+    def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int]:
+        """``ast`` with the summaries an earlier call placed for the target back in their
+        own pairs (:mod:`csum._placement`), and what placing them saves (units, <= 0)."""
+        if not self._places:
+            return ast, 0
+        own = unplaced(ast)
+        if own is ast:
+            return ast, 0
+        return own, self._meter.chain(ast) - self._meter.chain(own)
+
+    def _placed(self, messages: list[Message]) -> tuple[list[Message], int]:
+        """``messages`` with their summaries where the target takes them (the units that
+        saves, <= 0)."""
+        if not self._places:
+            return messages, 0
+        out = placed_for(messages, self.style.target)
+        if len(out) == len(messages) and all(map(operator.is_, out, messages)):
+            return messages, 0
+        given, taken = {id(m) for m in messages}, {id(m) for m in out}
+        added = [m for m in out if id(m) not in given]
+        removed = [m for m in messages if id(m) not in taken]
+        return out, self._meter.total(added) - self._meter.total(removed)
 
     def _extended(self, messages: Sequence[Message | Mapping[str, Any]]) -> Outcome | None:
         """The chain unchanged when ``messages`` is the last result plus valid new
@@ -409,11 +398,16 @@ class Compactor:
         pending: frozenset[str],
         issues: tuple[ChainIssue, ...],
         started: float,
+        *,
+        shift: int | None,
     ) -> CompactionResult:
         """The call's result, built once: the outcome's chain without the fallback
         results repair gave the newest turn's ``pending`` calls (:mod:`csum._pending`),
-        with the archived lines a question re-insertion has not looked at yet needs."""
+        with the archived lines a question re-insertion has not looked at yet needs, its
+        summaries placed for the target. ``shift``: what placing saved on the input
+        (None: the outcome extends the last result, placed already)."""
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
+        size_before += shift or 0
         compacted = bytes_before != bytes_after or size_before != size_after
         messages, fillers = without_pending_fillers(outcome.messages, pending)
         if fillers:
@@ -429,6 +423,9 @@ class Compactor:
             added = sum(m.size for m in insertion.messages)
             size_after += self._meter.total(insertion.messages)
             bytes_after, reinserted = bytes_after + added, reinserted + added
+        if shift is not None:
+            messages, saved = self._placed(messages)
+            size_after += saved
         self._last, self._last_size, self._last_bytes = tuple(messages), size_after, bytes_after
         return CompactionResult(
             messages=messages,
@@ -464,6 +461,63 @@ class Compactor:
             return None
         self._asked = key
         return await self._stages().reinsertion(messages, size, events)
+
+
+def _check_options(
+    counter: object, robustness: object, on_event: object, clearing: object, pin: object
+) -> None:
+    """The Compactor's options of their own types (None: the default)."""
+    if counter is not None and not isinstance(counter, TokenCounter):
+        raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
+    if robustness is not None and not isinstance(robustness, Robustness):
+        raise TypeError(
+            f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
+        )
+    if on_event is not None and not callable(on_event):
+        raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
+    if clearing is not None and not isinstance(clearing, Clearing):
+        raise TypeError(f"clearing must be a csum.Clearing or None, not {type(clearing).__name__}")
+    if pin is not None and not callable(pin):
+        raise TypeError(f"pin must be a predicate Message -> bool, not {pin!r}")
+
+
+def _check_flags(**flags: object) -> None:
+    for flag, value in flags.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"{flag} must be a bool, not {value!r}")
+
+
+def _robust_handler(
+    handler: SummarizeHandler | None, robustness: Robustness | None, size: int
+) -> RobustHandler:
+    """``handler`` (default: the extractive handler sized by the Compactor's summaries of
+    ``size`` bytes) wrapped in the retry policy of ``robustness``."""
+    if handler is not None:
+        check_handler(handler)
+    if handler is None or getattr(handler, "sized_by_compactor", False):
+        # extractive() without a size: the same summaries as no handler at all
+        from csum.handlers import extractive
+
+        # the facts the summary lacks take the rest of its share (csum._memory)
+        handler = extractive(size - int(size * FACT_SHARE))
+    if isinstance(handler, RobustHandler):
+        if robustness is not None:
+            raise TypeError(
+                "handler is a RobustHandler, which has its own robustness: give "
+                "robustness= to the RobustHandler or to the Compactor, not to both"
+            )
+        return handler
+    return RobustHandler(handler, robustness if robustness is not None else Robustness())
+
+
+def _check_breakpoints(
+    cache_breakpoints: bool, profile: ProviderProfile | None, target: object
+) -> None:
+    if cache_breakpoints and (profile is None or profile.wire_format != "anthropic"):
+        raise ValueError(
+            "cache_breakpoints=True places Anthropic cache_control breakpoints: it "
+            f"needs an Anthropic target (target='anthropic'), not {target!r}"
+        )
 
 
 def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:

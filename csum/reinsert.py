@@ -65,6 +65,7 @@ from cast import (
     get_provider,
 )
 from cast.internals import utf8_len
+from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum._recall_name import RECALL_TOOL_NAME
 from csum._search_text import message_search_text
 from csum.store_events import StoreEvent
@@ -517,13 +518,18 @@ async def reinsertion_within(
 
 
 def question_key(messages: Sequence[Message]) -> str | None:
-    """A hash of the last human message's own text (without re-inserted lines): which
-    question a keeper's re-insertion looked at last. None without a human message."""
+    """A hash of the last human message's own text (without re-inserted lines, nor the
+    summaries placed after it for the target, :mod:`csum._placement`): which question a
+    keeper's re-insertion looked at last. None without a human message."""
     index = _last_human(messages)
     if index is None:
         return None
     own = "\x1f".join(
-        p.text for p in messages[index].parts if type(p) is TextPart and not is_reinserted(p)
+        p.text
+        for p in messages[index].parts
+        if type(p) is TextPart
+        and not is_reinserted(p)
+        and not p.text.startswith(SUMMARIZED_CONTENT_PREFIX)
     )
     return xxhash.xxh3_64_hexdigest(own.encode("utf-8", "surrogatepass"))
 

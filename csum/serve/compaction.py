@@ -18,8 +18,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from cast import Message, get_provider
-from csum._pairs import placed_for
+from cast import Message
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.compaction import CompactionResult
@@ -489,12 +488,11 @@ class Rewriter:
     def _encoded(
         self, request: _Request, read: _Read, sent: list[Message]
     ) -> tuple[bytes, dict[str, Any] | None]:
-        """The body sent for the chain ``sent``: summaries where the provider takes them
-        (Anthropic: not opening a thinking turn), the request's other fields as read;
-        and as an object when it is translated next."""
+        """The body sent for the chain ``sent`` (the keeper placed its summaries where the
+        provider takes them: csum._placement), the request's other fields as read; and as
+        an object when it is translated next."""
         api = request.api
-        placed = placed_for(sent, get_provider(request.provider))
-        encoded = api.encode(placed)
+        encoded = api.encode(sent)
         if api.name == "responses":  # the client's own items where the compaction kept them
             encoded = as_sent(read.history, encoded)
         body = composed(read.payload, api, read.other, fields_json(encoded))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cast import Message, ProviderProfile, Role, ToolCall, ToolResult
-from csum._pairs import placed_for
+from csum._placement import placed_for
 from csum.config import Budget
 from csum.serve.apis import Api
 from csum.serve.body import ScannedBody

@@ -272,12 +272,16 @@ _DEPENDENCY = regex.compile(
     r"v?+\d{1,6}+(?:\.(?:\d{1,6}+|[x*])){1,3}+(?=[\"'][ ,}]|[\"']?$|[ ]?+[<,|][ ]?+\d)"
 )
 
+_DEPENDENCY_NEEDS = regex.compile(r"\d\.[\dx*]")
+
 
 def declares_dependency(scan: str) -> bool:
     """Whether a line declares a package with its version requirement (manifests), not
     in a comment."""
     if '"' not in scan and "'" not in scan:
         return False  # a requirement is quoted
+    if _DEPENDENCY_NEEDS.search(scan) is None:
+        return False  # every requirement holds a version: a digit, a dot, a digit or x or *
     match = _DEPENDENCY.search(scan)
     if match is None:
         return False

@@ -18,12 +18,15 @@ from csum.handlers._extractive.patterns import (
     _DIFF_LINE,
     _DIFF_NOISE,
     _ERROR,
+    _ERROR_NEEDS,
     _LOCATED,
+    _LOCATED_NEEDS,
     _MEASURE_NAME,
     _MEASURED,
     _NUMBERED,
     _OUTCOME,
     _PIN,
+    _PIN_NEEDS,
     _ROUTINE_LOG,
     _UNIT,
     _WARNING,
@@ -101,7 +104,12 @@ def _diff_added(scan: str, kind: LineKind) -> bool:
 @_line_feature("error")
 def _error(scan: str, kind: LineKind) -> bool:
     """A strict error signal, outside code, in a line that is no warning."""
-    return not kind.code and not _WARNING.match(scan) and _ERROR.search(scan) is not None
+    return (
+        not kind.code
+        and not _WARNING.match(scan)
+        and _ERROR_NEEDS.search(scan) is not None
+        and _ERROR.search(scan) is not None
+    )
 
 
 @_line_feature("counts")
@@ -122,19 +130,20 @@ def _constraint(scan: str, kind: LineKind) -> bool:
 @_line_feature("pin")
 def _pin(scan: str, kind: LineKind) -> bool:
     """A package pinned to a version (``numpy==1.26.4``, a manifest's dependency)."""
-    return _PIN.search(scan) is not None or declares_dependency(scan)
+    pinned = _PIN_NEEDS.search(scan) is not None and _PIN.search(scan) is not None
+    return pinned or declares_dependency(scan)
 
 
 @_line_feature("measurement")
 def _measurement(scan: str, kind: LineKind) -> bool:
     """A number with a unit in a line that says it is a measurement of something."""
-    return _MEASURED.search(scan) is not None and _MEASURE_NAME.search(scan) is not None
+    return _MEASURE_NAME.search(scan) is not None and _MEASURED.search(scan) is not None
 
 
 @_line_feature("located")
 def _located(scan: str, kind: LineKind) -> bool:
     """A place given in words (``line 12 of src/a.py``)."""
-    return _LOCATED.search(scan) is not None
+    return _LOCATED_NEEDS.search(scan) is not None and _LOCATED.search(scan) is not None
 
 
 _CLASS_FEATURES = ("pin", "measurement", "located")

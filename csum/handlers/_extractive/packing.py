@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 
 from csum.handlers._extractive.features import _score
 from csum.handlers._extractive.rendering import _is_request, _list_item, _render_summary
@@ -42,7 +43,13 @@ def _shape(line: _Line) -> str:
     """A line with its standalone numbers masked: the lines of a log that differ only
     in a counter, a time or a batch number have one shape (an id such as ``test_2`` is
     not masked)."""
-    return _NUMBER.sub("#", _dedup_key(line))
+    return _masked(_dedup_key(line))
+
+
+@lru_cache(maxsize=4096)
+def _masked(key: str) -> str:
+    """``key`` with its numbers masked (a packing asks for a line's shape again and again)."""
+    return _NUMBER.sub("#", key)
 
 
 def _cost(block: _Block, line: _Line, opened: set[tuple[int, str]]) -> int:

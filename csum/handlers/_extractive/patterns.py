@@ -45,6 +45,12 @@ _ERROR = regex.compile(
     """,
     regex.VERBOSE,
 )
+# A word every match of _ERROR holds, in one of its cases: a line without one is not read
+# by _ERROR (the same result, found sooner).
+_ERROR_NEEDS = regex.compile(
+    r"(?i:fail|error|fatal|panic|exception|exit|interrupt|fault|\*\*[ ]\(|assertion"
+    r"|not[ ]found|denied|timed[ ]out|timeout|no[ ]such[ ]file|refused|could[ ]not|unable[ ]to)"
+)
 # A line that says it is a warning ("Warning: could not open the cache"): not an error.
 _WARNING = regex.compile(r"\W{0,6}+(?i:warn(?:ing)?+)\b")
 _EXIT_STATUS = regex.compile(
@@ -98,6 +104,7 @@ _WS = regex.compile(r"\s++")
 _LONE_CALL = regex.compile(r"[A-Za-z_][\w.:-]{0,80}+\(.*(?:\)|…)$")  # "bash(ls -la)"
 # Leading box rules and quote marks (no information), a trailing printed "\r".
 _DECORATION = regex.compile(r"^[\s│┃║|>\u203a»•·]{1,12}+(?=\S)|(?:\\r){1,4}+$")
+_DECORATION_HEAD = regex.compile(r"[\s│┃║|>\u203a»•·]{1,12}+(?=\S)")  # its first form
 _WORDS = regex.compile(r"\w++")
 # A log line's clock time and routine level: the same on every line, not what it says.
 _LOG_PREFIX = regex.compile(
@@ -116,6 +123,10 @@ _MEASURE_NAME = regex.compile(  # ... in a line that says it is a measurement of
     r"(?i:\b(?:measured|latency|throughput|p\d{2}|peak|average|mean|median|rss|usage"
     r"|benchmark(?:ed)?)\b)"
 )
+# What every match of a pattern below holds, looked for first: a line without it is not
+# read by the pattern (the same result, found sooner).
+_PIN_NEEDS = regex.compile(r"\d\.\d")  # each of _PIN's versions has two parts at least
+_LOCATED_NEEDS = regex.compile(r"(?i:line[ ]\d)")  # both of _LOCATED's forms say it
 _LOCATED = regex.compile(  # "line 12 of src/a.py", "config.yaml, line 3", "a.py at line 7"
     r"(?i:\bline[ ]\d{1,7}[ ](?:of|in)[ ][\w./\\-]{1,200}\.\w{1,8}\b"
     r"|[\w./\\-]{1,200}\.\w{1,8},?[ ](?:at[ ])?line[ ]\d{1,7}\b)"

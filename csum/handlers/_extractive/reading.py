@@ -12,6 +12,7 @@ from csum.handlers._extractive.fields import _literal_fields
 from csum.handlers._extractive.patterns import (
     _BARE_TAG,
     _DECORATION,
+    _DECORATION_HEAD,
     _EMPTY_NUMBERED,
     _HOME,
     _HUNK,
@@ -53,6 +54,9 @@ def _undecorated(line: str) -> str:
     escaped carriage return (:data:`_DECORATION`); read only when it may hold them."""
     if line[:1].isalnum() and not line.endswith("\\r"):
         return line
+    if "\\r" not in line:  # no escaped carriage return: only the leading decoration
+        head = _DECORATION_HEAD.match(line)
+        return line if head is None else line[head.end() :]
     return _DECORATION.sub("", line)
 
 
@@ -374,6 +378,7 @@ CLEAN_UPS: tuple[CleanUp, ...] = (
 def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
     """The unit at ``order`` after :data:`CLEAN_UPS`; None when one drops it."""
     unit = _Unit(order, original, original[: 4 * _LINE_SCAN], text.marks.get(original))
-    if all(clean(unit, text) for clean in CLEAN_UPS):
-        return unit
-    return None
+    for clean in CLEAN_UPS:
+        if not clean(unit, text):
+            return None
+    return unit

@@ -68,6 +68,11 @@ def _clean(text: str) -> str:
 
 
 def _one_line(text: str) -> str:
+    """``text`` with each run of whitespace one space, stripped. Printable text without
+    two spaces in a row holds no whitespace but single spaces (every other whitespace
+    character is unprintable): only its ends change."""
+    if text.isprintable() and "  " not in text:
+        return text.strip()
     return _WS.sub(" ", text).strip()
 
 

@@ -40,7 +40,8 @@ def _identifiers(line: str, named: dict[str, int] | None = None) -> float:
             seen = named.get(token, 0)
             named[token] = seen + 1
             found += weight / (1 + seen * WEIGHTS["name_repeat"])
-    found += len(_BACKTICKED.findall(line, endpos=_LINE_SCAN))
+    if line.find("`", 0, _LINE_SCAN) != -1:  # every quoted name starts with one
+        found += len(_BACKTICKED.findall(line, endpos=_LINE_SCAN))
     return found + len(_UNIT.findall(line, endpos=_LINE_SCAN))
 
 
@@ -62,19 +63,40 @@ def _token_weight(raw: str) -> int:
     kind = _path_kind(token)
     if kind:
         return _PATH_WEIGHTS[kind]
+    # Each pattern is tried only on a token holding what all its matches hold (a version's
+    # dot, a code's length, an id's separator, an exception's word): the same answer.
     identifier = (
         "://" in token
         or "=" in token[1:]
-        or _VERSION.fullmatch(token)
-        or _CODE.fullmatch(token)
+        or ("." in token and _VERSION.fullmatch(token))
+        or (5 <= len(token) <= 10 and _CODE.fullmatch(token))
         or _HEX.fullmatch(token)
-        or (_ID.fullmatch(token) and any(c.isdigit() for c in token))
-        or (_ID.fullmatch(token) and "_" in token)
-        or _EXCEPTION_NAME.fullmatch(token)
+        or (_separated(token) and _ID.fullmatch(token) and _digit_or_underscore(token))
+        or (_names_exception(token) and _EXCEPTION_NAME.fullmatch(token))
         or _NAME.fullmatch(token)
         or (not token.islower() and not token.isupper() and _CAMEL.fullmatch(token))
     )
     return 1 if identifier else 0
+
+
+def _separated(token: str) -> bool:
+    """What every _ID match holds: a separator."""
+    return "_" in token or "." in token or "-" in token
+
+
+def _names_exception(token: str) -> bool:
+    """What every _EXCEPTION_NAME match holds: one of its words."""
+    return (
+        "Error" in token
+        or "Exception" in token
+        or "Exit" in token
+        or "Interrupt" in token
+        or "Fault" in token
+    )
+
+
+def _digit_or_underscore(token: str) -> bool:
+    return "_" in token or any(c.isdigit() for c in token)
 
 
 # Tokens recur (a name on many lines, a summary summarized again): short ones are
