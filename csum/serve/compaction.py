@@ -18,7 +18,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from cast import Message
+from cast import Message, get_provider
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.compaction import CompactionResult
