@@ -30,6 +30,19 @@ def test_facts_are_read_by_shape() -> None:
     assert {"src/io_utils.py:42", "read_block", "IoReader", "v1.2.3"} <= set(facts)
 
 
+def test_call_arguments_give_their_values_not_their_parameter_names() -> None:
+    """opencode's ``edit`` call names ``filePath`` and ``oldString`` every time: the
+    parameter names are never facts, the values are; arguments that are not JSON are
+    read as they are."""
+    arguments = '{"filePath": "/srv/app/notes.txt", "oldString": "TODO", "n": [{"ref": "ab12_x"}]}'
+    call = ToolCall(id="c1", name="edit_file", arguments=arguments)
+    facts = message_facts(Message.ai("", call))
+    assert "/srv/app/notes.txt" in facts and "ab12_x" in facts
+    assert not {"filePath", "oldString", "edit_file"} & set(facts)
+    raw = ToolCall(id="c2", name="bash", arguments="run lib/io_utils.py")
+    assert "lib/io_utils.py" in message_facts(Message.ai("", raw))
+
+
 def test_newest_first_deduplicated_within_the_limit() -> None:
     old = _result("c1", "old_name in lib/old.py")
     new = _result("c2", "new_name in lib/new.py and lib/old.py")
