@@ -136,7 +136,6 @@ class Stages:
     cache: SummaryCache | None
     archive: HistoryArchive | None
     turn: int
-    on_event: Callable[[CompactionEvent], None] | None
 
     async def compact(
         self, ast: ChainAST, size: int, reason: CompactionReason, *, focus: str | None
@@ -329,10 +328,11 @@ class Stages:
         made: _Summarized | None = None,
         plan: Plan | None = None,
     ) -> CompactionEvent:
-        """The event of a compaction (sent to ``on_event``)."""
+        """The event of a compaction (the Compactor completes its message counts and
+        sends it to ``on_event`` once the chain it returns is built)."""
         meter, limit = self.meter, self.budget.limit
         summary = _summary_figures(self, made, plan)
-        event = CompactionEvent(
+        return CompactionEvent(
             reason=reason,
             unit=self.budget.unit,
             budget=limit,
@@ -367,9 +367,6 @@ class Stages:
             archived_messages=summary.archived,
             reinserted_bytes=summary.reinserted,
         )
-        if self.on_event is not None:
-            self.on_event(event)
-        return event
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any
@@ -285,7 +286,9 @@ class Compactor:
             grown = self._extended(messages)
             if grown is not None and self._reason(grown.sizes[0], False) is None:
                 self._meter.keep()
-                return await self._finished(grown, frozenset(), (), started, shift=None)
+                return await self._finished(
+                    grown, frozenset(), (), started, shift=None, given=len(messages)
+                )
         issues: list[ChainIssue] = []
         pending = pending_tail_calls(messages)  # the newest turn's calls stay pending
         # A replay that opens with an AI message gets a placeholder question first.
@@ -305,7 +308,9 @@ class Compactor:
                 self._settle(outcome)
         finally:
             self._meter.rotate()
-        return await self._finished(outcome, pending, tuple(issues), started, shift=shift)
+        return await self._finished(
+            outcome, pending, tuple(issues), started, shift=shift, given=len(messages)
+        )
 
     def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int]:
         """``ast`` with the summaries an earlier call placed for the target back in their
@@ -380,7 +385,6 @@ class Compactor:
             cache=self.cache,
             archive=self.archive,
             turn=self.turns,
-            on_event=self.on_event,
         )
 
     def _settle(self, outcome: Outcome) -> None:
@@ -400,12 +404,15 @@ class Compactor:
         started: float,
         *,
         shift: int | None,
+        given: int,
     ) -> CompactionResult:
         """The call's result, built once: the outcome's chain without the fallback
         results repair gave the newest turn's ``pending`` calls (:mod:`csum._pending`),
         with the archived lines a question re-insertion has not looked at yet needs, its
         summaries placed for the target. ``shift``: what placing saved on the input
-        (None: the outcome extends the last result, placed already)."""
+        (None: the outcome extends the last result, placed already); ``given``: how many
+        messages the caller passed. A compaction's event gets the message counts of
+        what was given and what is returned, and goes to ``on_event``."""
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
         size_before += shift or 0
         compacted = bytes_before != bytes_after or size_before != size_after
@@ -427,6 +434,10 @@ class Compactor:
             messages, saved = self._placed(messages)
             size_after += saved
         self._last, self._last_size, self._last_bytes = tuple(messages), size_after, bytes_after
+        if event is not None:
+            event = replace(event, messages_before=given, messages_after=len(messages))
+            if self.on_event is not None:
+                self.on_event(event)
         return CompactionResult(
             messages=messages,
             compacted=compacted,

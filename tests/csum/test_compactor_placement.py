@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from cast import ChainAST, Message, Reasoning, Role, TextPart, ToolCall, lint, port
 from cast.codecs import anthropic, claude_code
 from cast.providers import PROVIDERS
-from csum import Budget, Compactor
+from csum import Budget, CompactionEvent, Compactor
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum._placement import placed_for, unplaced
 from csum.plan import EARLIER_CONVERSATION_TEXT
@@ -62,7 +62,10 @@ def test_claude_code_loop_sends_valid_requests_with_thinking_on(path: Path, kib:
     summaries placed after them)."""
     chain = list(claude_code.decode_claude_code_log(json.loads(path.read_text("utf-8"))))
     said = {part for m in chain if m.role is Role.HUMAN for part in m.parts}
-    compactor = Compactor(budget=Budget.bytes(kib * 1024), target="anthropic")
+    events: list[CompactionEvent] = []
+    compactor = Compactor(
+        budget=Budget.bytes(kib * 1024), target="anthropic", on_event=events.append
+    )
     held: list[Message] = []
     history: list[Message] = []
     compactions = placed = deepest = 0
@@ -71,7 +74,14 @@ def test_claude_code_loop_sends_valid_requests_with_thinking_on(path: Path, kib:
         history.append(message)
         if message.role is not Role.TOOL:
             continue
+        given = len(held)
         result = anyio.run(compactor.run, held)
+        if result.events:  # the event counts what was given and what is returned
+            assert events[-1] is result.events[0]
+            assert (events[-1].messages_before, events[-1].messages_after) == (
+                given,
+                len(result.messages),
+            )
         held = result.messages
         compactions += result.compacted
         deepest = max(deepest, *compactor.summary_depths.values(), 0)

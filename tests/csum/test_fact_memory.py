@@ -37,7 +37,8 @@ def test_call_arguments_give_their_values_not_their_parameter_names() -> None:
     arguments = '{"filePath": "/srv/app/notes.txt", "oldString": "TODO", "n": [{"ref": "ab12_x"}]}'
     call = ToolCall(id="c1", name="edit_file", arguments=arguments)
     facts = message_facts(Message.ai("", call))
-    assert "/srv/app/notes.txt" in facts and "ab12_x" in facts
+    assert "/srv/app/notes.txt" in facts
+    assert "ab12_x" in facts
     assert not {"filePath", "oldString", "edit_file"} & set(facts)
     raw = ToolCall(id="c2", name="bash", arguments="run lib/io_utils.py")
     assert "lib/io_utils.py" in message_facts(Message.ai("", raw))
