@@ -20,8 +20,9 @@ import anyio
 
 from cast import Message, Role, ToolCall
 from cast.messages import utf8_len
-from csum import HistoryArchive, Stores, SummarizeHandler, Summarizer, SummarizerConfig
-from csum.prompt import PromptFormatError, parse_prompt
+from csum import HistoryArchive, Stores, Summarizer, SummarizerConfig
+from csum.prompt import SummaryRequest
+from csum.request import RequestHandler, request_handler
 
 __all__ = [
     "CSUM_REFERENCE_BUDGET",
@@ -68,8 +69,8 @@ class LatencyModel:
 
 
 @dataclass
-class MeteredHandler:
-    """Wraps a summarize handler: counts calls and bytes, models latency, times it.
+class MeteredHandler(RequestHandler):
+    """Wraps a request handler: counts calls and bytes, models latency, times it.
 
     Each call sleeps ``time_scale`` times its modelled latency (0: no sleep, the quick
     mode). ``modelled_s`` runs a virtual clock per step: a call starts when the step's
@@ -77,7 +78,7 @@ class MeteredHandler:
     handler's concurrency without waiting for real.
     """
 
-    inner: SummarizeHandler
+    inner: RequestHandler
     time_scale: float = 0.0
     latency: LatencyModel = field(default_factory=LatencyModel)
     calls: int = 0
@@ -95,14 +96,14 @@ class MeteredHandler:
         self.calls = self.input_bytes = self.output_bytes = 0
         self.busy_s = self.modelled_s = self._vnow = 0.0
 
-    async def __call__(self, prompt: str) -> str:
+    async def __call__(self, request: SummaryRequest, /) -> str:
         if self._in_flight == 0:
             self._busy_since = time.perf_counter()
         self._in_flight += 1
         start = self._vnow
         try:
-            summary = await self.inner(prompt)
-            in_bytes, out_bytes = utf8_len(prompt), utf8_len(summary)
+            summary = await self.inner(request)
+            in_bytes, out_bytes = utf8_len(request.prompt), utf8_len(summary)
             seconds = self.latency.seconds(in_bytes, out_bytes)
             await anyio.sleep(seconds * self.time_scale)
         finally:
@@ -117,32 +118,26 @@ class MeteredHandler:
         return summary
 
 
-def truncate_handler(max_bytes: int = SUMMARY_MAX_BYTES) -> SummarizeHandler:
+def truncate_handler(max_bytes: int = SUMMARY_MAX_BYTES) -> RequestHandler:
     """The naive handler: the messages' text, cut after ``max_bytes`` UTF-8 bytes.
 
-    The prompt's instructions are left out (they are not content); every entry is
-    rendered as ``role: text`` in order, and the result is cut.
+    The prompt's instructions are left out (they are not content); every entry summarized
+    is rendered as ``role: text`` in order, and the result is cut.
     """
 
-    async def summarize(prompt: str) -> str:
+    async def summarize(request: SummaryRequest) -> str:
         await anyio.lowlevel.checkpoint()
-        try:
-            entries = parse_prompt(prompt).messages
-            lines = [
-                f"{e.role}: {e.name}({e.args})"
-                if e.kind == "tool_call"
-                else f"{e.role}: {e.content}"
-                for e in entries
-            ]
-            text = "\n".join(lines)
-        except PromptFormatError:
-            text = prompt
+        lines = [
+            f"{e.role}: {e.name}({e.args})" if e.kind == "tool_call" else f"{e.role}: {e.content}"
+            for e in request.summarized
+        ]
+        text = "\n".join(lines)
         return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
 
-    return summarize
+    return request_handler(summarize, f"truncate({max_bytes})")
 
 
-def make_handler(kind: str, max_bytes: int = SUMMARY_MAX_BYTES) -> SummarizeHandler:
+def make_handler(kind: str, max_bytes: int = SUMMARY_MAX_BYTES) -> RequestHandler:
     """``"extractive"`` (the library's offline handler) or ``"truncate"``."""
     if kind == "truncate":
         return truncate_handler(max_bytes)

@@ -1,4 +1,4 @@
-"""What the SDK handlers share: the handler type, the retry policy and the retry loop.
+"""What the SDK handlers share: their connection, the retry policy and the retry loop.
 
 The SDKs' own retries are switched off (``max_retries=0``) and this loop retries
 instead, so the policy is one, explicit and testable: rate limits (429), request
@@ -19,16 +19,17 @@ from typing import Any
 import anyio
 
 from cast.chainio import install_hint
-from csum._calls import SummarizeHandler
 from csum._retry import RetryPolicy
 from csum.errors import HandlerError
+from csum.prompt import SummaryRequest
+from csum.request import RequestHandler, request_handler
 
 __all__ = [
     "Failure",
+    "RequestHandler",
     "RetryPolicy",
     "SdkConnection",
     "SdkErrors",
-    "SummarizeHandler",
     "check_token_limit",
     "classify_sdk_error",
     "import_sdk",
@@ -96,17 +97,23 @@ class SdkConnection:
     """
 
     model: str
-    base_url: str | None
-    api_key: str | None
-    timeout: float
-    client: Any
-    policy: RetryPolicy
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 3
+    backoff_base: float = 0.5
+    backoff_max: float = 20.0
+    client: Any = None
 
     def __post_init__(self) -> None:
         if not self.model:
             raise ValueError("model must be a non-empty model name")
         if not self.timeout > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(self.max_retries, self.backoff_base, self.backoff_max)
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -219,20 +226,21 @@ def sdk_handler(
     handler: str,
     errors: SdkErrors,
     client_class: Callable[..., Any],
-    complete: Callable[[Any, str], Awaitable[str]],
-) -> SummarizeHandler:
-    """A handler calling ``complete(client, prompt)`` with retries.
+    complete: Callable[[Any, SummaryRequest], Awaitable[str]],
+) -> RequestHandler:
+    """A request handler calling ``complete(client, request)`` with retries.
 
     With ``connection.client`` given, it is used with the SDK's own retries turned off
     and never closed; otherwise each call opens its own ``client_class(...)`` (an async
     context manager, its retries off), so the handler works across event loops.
-    ``handler`` names the handler factory in the handler's ``__qualname__``.
+    ``handler`` names the handler factory in the handler's ``repr``.
     """
     client = connection.client
+    policy = connection.policy
 
-    async def attempt(prompt: str) -> str:
+    async def attempt(request: SummaryRequest) -> str:
         if client is not None:
-            return await complete(client.with_options(max_retries=0), prompt)
+            return await complete(client.with_options(max_retries=0), request)
         owned_client = client_class(
             api_key=connection.api_key,
             base_url=connection.base_url,
@@ -240,17 +248,16 @@ def sdk_handler(
             max_retries=0,
         )
         async with owned_client as owned:
-            return await complete(owned, prompt)
+            return await complete(owned, request)
 
-    async def summarize(prompt: str) -> str:
+    async def summarize(request: SummaryRequest) -> str:
         return await run_with_retries(
-            lambda: attempt(prompt),
+            lambda: attempt(request),
             provider=provider,
             model=connection.model,
             timeout=connection.timeout,
-            policy=connection.policy,
+            policy=policy,
             errors=errors,
         )
 
-    summarize.__qualname__ = f"{handler}({connection.model!r})"
-    return summarize
+    return request_handler(summarize, f"{handler}({connection.model!r})")
