@@ -53,7 +53,13 @@ from csum._salience import tokens as _tokens
 from csum.archive import archived_references, split_archive_line
 from csum.handlers import summarize_extractive
 from csum.prompt import SummaryRequest, summary_request, text_request
-from csum.request import Handler, RequestHandler, as_request_handler, request_handler
+from csum.request import (
+    Handler,
+    RequestHandler,
+    as_request_handler,
+    check_request,
+    request_handler,
+)
 
 __all__ = [
     "DEFAULT_RESERVE",
@@ -297,6 +303,7 @@ class FactGuard:
         inner = as_request_handler(handler)
 
         async def summarize(request: SummaryRequest) -> str:
+            check_request(request)
             summary = await inner(request)
             if self.ask_again:
                 lost = lost_facts(request, fit_summary(summary, self.inner_bytes))

@@ -27,6 +27,7 @@ __all__ = [
     "SummarizeHandler",
     "SummaryRequest",
     "as_request_handler",
+    "check_request",
     "request_handler",
 ]
 
@@ -45,6 +46,12 @@ class RequestHandler(ABC):
 
 Handler: TypeAlias = SummarizeHandler | RequestHandler
 """What csum takes where it takes a handler: a text handler or a request handler."""
+
+
+def check_request(request: object) -> None:
+    """Raise ``TypeError`` unless ``request`` is a :class:`~csum.prompt.SummaryRequest`."""
+    if not isinstance(request, SummaryRequest):
+        raise TypeError(f"request must be a SummaryRequest, got {type(request).__name__}")
 
 
 class _FunctionHandler(RequestHandler):
@@ -86,6 +93,7 @@ def as_request_handler(handler: Handler, what: str = "handler") -> RequestHandle
     text = handler
 
     async def by_text(request: SummaryRequest) -> str:
+        check_request(request)
         return await text(request.prompt)
 
     return _FunctionHandler(by_text, str(getattr(text, "__qualname__", None) or repr(text)))

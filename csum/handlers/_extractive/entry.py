@@ -56,7 +56,7 @@ from csum.handlers._extractive.packing import _pack_to_fill
 from csum.handlers._extractive.text import _clean, _clip_bytes
 from csum.handlers._extractive.weights import _THREAD_THRESHOLD
 from csum.prompt import TEXT_ROLE, PromptEntry, SummaryRequest, prompt_entry
-from csum.request import RequestHandler
+from csum.request import RequestHandler, check_request
 
 __all__ = ["ExtractiveHandler", "extractive", "summarize_extractive"]
 
@@ -105,13 +105,8 @@ def summarize_extractive(request: SummaryRequest, max_bytes: int = 4096) -> str:
     Raises ``ValueError`` when ``max_bytes`` is not a positive int and ``TypeError``
     when ``request`` is not a :class:`~csum.prompt.SummaryRequest`."""
     _check_max_bytes(max_bytes)
-    _check_request(request)
+    check_request(request)
     return _summarize(request, max_bytes, _never)
-
-
-def _check_request(request: object) -> None:
-    if not isinstance(request, SummaryRequest):
-        raise TypeError(f"request must be a SummaryRequest, got {type(request).__name__}")
 
 
 def _check_max_bytes(max_bytes: object) -> None:
@@ -138,7 +133,7 @@ class ExtractiveHandler(RequestHandler):
         return f"extractive({self.max_bytes})"
 
     async def __call__(self, request: SummaryRequest, /) -> str:
-        _check_request(request)
+        check_request(request)
         await anyio.lowlevel.checkpoint()
         if len(request.prompt) < _THREAD_THRESHOLD:
             return _summarize(request, self.max_bytes, _never)
