@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
+from csum._handler_check import check_handler
 from csum.prompt import SummaryRequest
 
 __all__ = [
@@ -87,8 +88,6 @@ def as_request_handler(handler: Handler, what: str = "handler") -> RequestHandle
     no handler (:func:`csum._handler_check.check_handler`)."""
     if isinstance(handler, RequestHandler):
         return handler
-    from csum._handler_check import check_handler
-
     check_handler(handler, what)
     text = handler
 

@@ -115,8 +115,8 @@ def test_the_instruction_names_what_stays_and_the_focus() -> None:
     assert three.endswith("\nthe OSError")
     plain = continuation_instruction(summary_request([], CONVERSATION[2:]))
     assert plain == INSTRUCTION
-    # the cost benchmark prices it as INSTRUCTION_BYTES (1 KiB) at most
-    assert len(three.encode()) < 1024
+    # the uncached part of a continuation: a few hundred bytes
+    assert len(three.encode()) < 512
 
 
 # --- the handlers, on their own ----------------------------------------------------------

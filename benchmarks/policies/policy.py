@@ -21,6 +21,7 @@ import anyio
 from cast import Message, Role, ToolCall
 from cast.messages import utf8_len
 from csum import HistoryArchive, Stores, Summarizer, SummarizerConfig
+from csum.handlers._continuation import continuation_instruction
 from csum.prompt import SummaryRequest
 from csum.request import RequestHandler, request_handler
 
@@ -72,6 +73,11 @@ class LatencyModel:
 class MeteredHandler(RequestHandler):
     """Wraps a request handler: counts calls and bytes, models latency, times it.
 
+    A request that carries its conversation (a Compactor's one summary prompt) is what
+    a continuation handler sends as the conversation then its instruction: such calls
+    are counted in ``continued`` and the instruction's bytes in ``instruction_bytes``
+    (:func:`csum.handlers._continuation.continuation_instruction`), so the cost
+    benchmark prices what the model handlers send.
     Each call sleeps ``time_scale`` times its modelled latency (0: no sleep, the quick
     mode). ``modelled_s`` runs a virtual clock per step: a call starts when the step's
     last finished call ended (concurrent calls start together), so it follows the
@@ -84,6 +90,10 @@ class MeteredHandler(RequestHandler):
     calls: int = 0
     input_bytes: int = 0
     output_bytes: int = 0
+    continued: int = 0
+    """Calls whose request carried its conversation."""
+    instruction_bytes: int = 0
+    """The continuation instructions of those calls, in UTF-8 bytes."""
     busy_s: float = 0.0
     """Real time with at least one call in flight."""
     modelled_s: float = 0.0
@@ -94,6 +104,7 @@ class MeteredHandler(RequestHandler):
     def reset(self) -> None:
         """Start a new step: zero every counter."""
         self.calls = self.input_bytes = self.output_bytes = 0
+        self.continued = self.instruction_bytes = 0
         self.busy_s = self.modelled_s = self._vnow = 0.0
 
     async def __call__(self, request: SummaryRequest, /) -> str:
@@ -111,6 +122,9 @@ class MeteredHandler(RequestHandler):
             if self._in_flight == 0:
                 self.busy_s += time.perf_counter() - self._busy_since
         self.calls += 1
+        if request.conversation:
+            self.continued += 1
+            self.instruction_bytes += utf8_len(continuation_instruction(request))
         self.input_bytes += in_bytes
         self.output_bytes += out_bytes
         self._vnow = max(self._vnow, start + seconds)
@@ -159,6 +173,10 @@ class PolicyStep:
     modelled_s: float = 0.0
     glue_s: float = 0.0
     """Time spent adapting data for a third-party library (not the policy's own cost)."""
+    handler_continued: int = 0
+    """Handler calls whose request carried its conversation (a continuation's)."""
+    handler_instruction_bytes: int = 0
+    """Their continuation instructions, in UTF-8 bytes."""
 
 
 class Policy(ABC):
@@ -196,6 +214,8 @@ class Policy(ABC):
             h.busy_s,
             h.modelled_s,
             glue_s,
+            h.continued,
+            h.instruction_bytes,
         )
 
 

@@ -11,10 +11,12 @@ its conversation is sent as that conversation, a cache breakpoint, then the inst
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from csum.errors import HandlerError
 from csum.handlers._base import (
+    Body,
     RequestHandler,
     SdkConnection,
     SdkErrors,
@@ -22,8 +24,8 @@ from csum.handlers._base import (
     import_sdk,
     sdk_handler,
 )
-from csum.handlers._continuation import anthropic_body, continuation_instruction
-from csum.prompt import DEFAULT_SYSTEM_PROMPT, SummaryRequest
+from csum.handlers._continuation import anthropic_body
+from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "anthropic"]
 
@@ -66,20 +68,14 @@ def anthropic(
         model, base_url, api_key, timeout, max_retries, backoff_base, backoff_max, client
     )
 
-    async def complete(active: Any, request: SummaryRequest) -> str:
-        body: dict[str, Any]
-        if continuation and request.conversation:
-            instruction = continuation_instruction(request)
-            body = anthropic_body(request.conversation, instruction, tools=tools)
-        else:
-            body = {
-                "system": system_prompt,
-                "messages": [{"role": "user", "content": request.prompt}],
-            }
+    async def complete(active: Any, body: Body) -> str:
         response = await active.messages.create(
             model=model, max_tokens=max_tokens, timeout=timeout, **body
         )
         return _summary_text(response, model)
+
+    def fresh(prompt: str) -> Body:
+        return {"system": system_prompt, "messages": [{"role": "user", "content": prompt}]}
 
     return sdk_handler(
         connection,
@@ -88,6 +84,8 @@ def anthropic(
         errors=SdkErrors.of(sdk, sdk.AnthropicError),
         client_class=sdk.AsyncAnthropic,
         complete=complete,
+        fresh=fresh,
+        continued=partial(anthropic_body, tools=tools) if continuation else None,
     )
 
 

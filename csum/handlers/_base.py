@@ -12,19 +12,22 @@ from __future__ import annotations
 import importlib
 import math
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
+from cast import Message
 from cast.chainio import install_hint
 from csum._retry import RetryPolicy
 from csum.errors import HandlerError
+from csum.handlers._continuation import continuation_instruction
 from csum.prompt import SummaryRequest
 from csum.request import RequestHandler, request_handler
 
 __all__ = [
+    "Body",
     "Failure",
     "RequestHandler",
     "RetryPolicy",
@@ -219,6 +222,10 @@ async def run_with_retries(
         await anyio.sleep(policy.delay(attempts, failure.retry_after, rng))
 
 
+Body = dict[str, Any]
+"""The keyword arguments of one SDK call that say what is sent (messages, system...)."""
+
+
 def sdk_handler(
     connection: SdkConnection,
     *,
@@ -226,9 +233,14 @@ def sdk_handler(
     handler: str,
     errors: SdkErrors,
     client_class: Callable[..., Any],
-    complete: Callable[[Any, SummaryRequest], Awaitable[str]],
+    complete: Callable[[Any, Body], Awaitable[str]],
+    fresh: Callable[[str], Body],
+    continued: Callable[[Sequence[Message], str], Body] | None,
 ) -> RequestHandler:
-    """A request handler calling ``complete(client, request)`` with retries.
+    """A request handler calling ``complete(client, body)`` with retries. The body is
+    ``continued(request.conversation, instruction)`` for a request that carries its
+    conversation when ``continued`` is given (a continuation handler:
+    :mod:`csum.handlers._continuation`), else ``fresh(request.prompt)``.
 
     With ``connection.client`` given, it is used with the SDK's own retries turned off
     and never closed; otherwise each call opens its own ``client_class(...)`` (an async
@@ -238,9 +250,14 @@ def sdk_handler(
     client = connection.client
     policy = connection.policy
 
-    async def attempt(request: SummaryRequest) -> str:
+    def body_of(request: SummaryRequest) -> Body:
+        if continued is not None and request.conversation:
+            return continued(request.conversation, continuation_instruction(request))
+        return fresh(request.prompt)
+
+    async def attempt(body: Body) -> str:
         if client is not None:
-            return await complete(client.with_options(max_retries=0), request)
+            return await complete(client.with_options(max_retries=0), body)
         owned_client = client_class(
             api_key=connection.api_key,
             base_url=connection.base_url,
@@ -248,11 +265,12 @@ def sdk_handler(
             max_retries=0,
         )
         async with owned_client as owned:
-            return await complete(owned, request)
+            return await complete(owned, body)
 
     async def summarize(request: SummaryRequest) -> str:
+        body = body_of(request)
         return await run_with_retries(
-            lambda: attempt(request),
+            lambda: attempt(body),
             provider=provider,
             model=connection.model,
             timeout=connection.timeout,

@@ -11,10 +11,12 @@ retries are off; :mod:`csum.handlers._base` retries instead.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Literal, TypeAlias
 
 from csum.errors import HandlerError
 from csum.handlers._base import (
+    Body,
     RequestHandler,
     SdkConnection,
     SdkErrors,
@@ -22,8 +24,8 @@ from csum.handlers._base import (
     import_sdk,
     sdk_handler,
 )
-from csum.handlers._continuation import continuation_instruction, openai_body
-from csum.prompt import DEFAULT_SYSTEM_PROMPT, SummaryRequest
+from csum.handlers._continuation import openai_body
+from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "TokenLimitParam", "openai_compatible"]
 
@@ -77,22 +79,15 @@ def openai_compatible(
     if max_output_tokens is not None:
         limits[token_limit_param] = max_output_tokens
 
-    async def complete(active: Any, request: SummaryRequest) -> str:
-        body: dict[str, Any]
-        if continuation and request.conversation:
-            instruction = continuation_instruction(request)
-            body = openai_body(request.conversation, instruction, tools=tools)
-        else:
-            body = {
-                "messages": [
-                    {"role": "system", "content": system_prompt},
-                    {"role": "user", "content": request.prompt},
-                ]
-            }
+    async def complete(active: Any, body: Body) -> str:
         completion = await active.chat.completions.create(
             model=model, timeout=timeout, **limits, **body
         )
         return _summary_text(completion, model)
+
+    def fresh(prompt: str) -> Body:
+        system = {"role": "system", "content": system_prompt}
+        return {"messages": [system, {"role": "user", "content": prompt}]}
 
     return sdk_handler(
         connection,
@@ -101,6 +96,8 @@ def openai_compatible(
         errors=SdkErrors.of(sdk, sdk.OpenAIError),
         client_class=sdk.AsyncOpenAI,
         complete=complete,
+        fresh=fresh,
+        continued=partial(openai_body, tools=tools) if continuation else None,
     )
 
 
