@@ -29,8 +29,9 @@ continuation of the conversation (:meth:`CacheMeter.continuation`, issue 36), as
 more request of the conversation: its prefix read from the cache, the instruction
 the handler sends after it (measured on the requests:
 :class:`benchmarks.policies.policy.MeteredHandler`) and what is new written, the
-summary at the main model's output price (a cache is per model). Costs are in millions of base input tokens of the
-main model (multiply by its price per million tokens for dollars).
+summary at the main model's output price (a cache is per model). Costs are in
+millions of base input tokens of the main model (multiply by its price per million
+tokens for dollars).
 
 Sources of the ratios (checked 2026-11-26; cited in docs/cost.md):
 Anthropic pricing https://platform.claude.com/docs/en/about-claude/pricing and prompt
