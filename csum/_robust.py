@@ -260,24 +260,9 @@ def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryReques
     :func:`~csum.prompt.text_request` is cut at line breaks."""
     if request.case is None:
         return [text_request(piece) for piece in _split_text(request.prompt, max_bytes)]
-    return _split_entries(
-        request.case, request.focus, request.context, request.summarized, max_bytes
-    )
-
-
-def _split_entries(
-    case: PromptCase | None,
-    focus_text: str,
-    context_entries: Sequence[PromptEntry],
-    message_entries: Sequence[PromptEntry],
-    max_bytes: int,
-) -> list[SummaryRequest]:
-    context = _messages(context_entries)
-    items = _messages(message_entries)
-    human_only = case is PromptCase.HUMAN_ONLY
-    context = [] if human_only else _cut_context(context, max_bytes // 4)
-
-    focus = focus_text or None
+    human_only = request.case is PromptCase.HUMAN_ONLY
+    context = [] if human_only else _cut_context(_messages(request.context), max_bytes // 4)
+    focus = request.focus or None
 
     def render(chunk: Sequence[Message]) -> SummaryRequest:
         if human_only:
@@ -287,7 +272,7 @@ def _split_entries(
     base = utf8_len(render([Message.ai("")]).prompt)
     room = max(512, max_bytes - base - 256)
     pieces: list[Message] = []
-    for message in items:
+    for message in _messages(request.summarized):
         pieces.extend(_cut_message(message, room))
     out: list[SummaryRequest] = []
     chunk: list[Message] = []

@@ -30,14 +30,13 @@ Layout (``_4f1a9c2e`` is the marker; blocks with no entries are left out)::
     </messages_4f1a9c2e>
 
 The framing is kept short, since a compaction's prompt of cleared tool results is mostly
-framing: a message's ``index`` is written only when it is not the one after the
-message before in its block; a tool result whose call (same id and name) is shown
+framing: messages carry no index (each is the one after the message before in its
+block); a tool result whose call (same id and name) is shown
 earlier in the prompt names it by a short alias ``n`` (the call carries the same ``n``),
 so the provider's call id and the tool's name appear once per pair; any other result
 carries ``id`` and ``name`` itself. A tool name holding ``"``, ``&``, ``<`` or ``>``
 (no real tool's) is written in a ``<name_...>`` element after the opening tag instead
-of an attribute, verbatim. :func:`render_request` renders a request's entries alone to
-the same text, so the entries hold everything the prompt does.
+of an attribute, verbatim. A request's entries hold every part the prompt shows, exactly.
 """
 
 from __future__ import annotations
@@ -85,7 +84,6 @@ __all__ = [
     "check_focus",
     "messages_to_prompt",
     "prompt_entry",
-    "render_request",
     "summary_request",
     "text_request",
 ]
@@ -282,9 +280,8 @@ class RequestMessage:
 class SummaryRequest:
     """What a handler is asked to summarize (:mod:`csum.request`): the prompt text and
     the entries it was rendered from (:func:`summary_request`), so a handler reads the
-    structure instead of parsing the text. The two cannot disagree: the prompt is
-    :func:`render_request` of ``case``, ``focus``, ``marker`` and ``messages`` (a
-    :func:`text_request` has a plain text as both).
+    structure instead of parsing the text. Both are made from the same messages, part by
+    part (a :func:`text_request` has a plain text as both).
 
     The entries are built when first read (a handler taking the prompt text never pays
     for them): the request holds the fields they are made of."""
@@ -399,9 +396,7 @@ class _Tags:
 _ROLE_NAMES = {role: role.value for role in Role}
 
 _RawEntry = tuple[str, str, str, str, str]
-"""An entry as the renderer reads it: (kind, content, name, call_id, args)."""
-_RawMessage = tuple[str, int, str, tuple[_RawEntry, ...]]
-"""A message as the renderer reads it: (section, index, role, entries)."""
+"""An entry as plain fields: (kind, content, name, call_id, args)."""
 _Source = tuple[str, int, Message]
 """A message of a prompt as :func:`summary_request` renders it: (section, index, the
 message)."""
@@ -443,14 +438,10 @@ def _other_entry(part: object) -> _RawEntry | None:
 
 
 def _source_message(source: _Source) -> RequestMessage:
-    """The :class:`RequestMessage` of a message of the prompt."""
+    """The :class:`RequestMessage` of a message of the prompt (entries with their derived
+    fields)."""
     section, index, message = source
-    return _request_message((section, index, _ROLE_NAMES[message.role], _raw_entries(message)))
-
-
-def _request_message(raw: _RawMessage) -> RequestMessage:
-    """The :class:`RequestMessage` of a raw message (entries with their derived fields)."""
-    section, index, role, entries = raw
+    role = _ROLE_NAMES[message.role]
     return RequestMessage(
         section,
         index,
@@ -459,18 +450,8 @@ def _request_message(raw: _RawMessage) -> RequestMessage:
             prompt_entry(
                 section, index, role, kind, content=content, name=name, call_id=call_id, args=args
             )
-            for kind, content, name, call_id, args in entries
+            for kind, content, name, call_id, args in _raw_entries(message)
         ),
-    )
-
-
-def _raw_message(message: RequestMessage) -> _RawMessage:
-    """The raw form of a :class:`RequestMessage` (what the renderer reads)."""
-    return (
-        message.section,
-        message.index,
-        message.role,
-        tuple((e.kind, e.content, e.name, e.call_id, e.args) for e in message.entries),
     )
 
 
@@ -539,51 +520,15 @@ class _Aliases:
             out[slot] = str(numbers[call])
 
 
-def _render_message(
-    out: list[str], message: _RawMessage, tags: _Tags, aliases: _Aliases, next_index: int
-) -> int:
-    """Append the message; return how many structure tags (one marker each) it wrote.
-    Its index is written only when it is not ``next_index`` (the one after the block's
-    message before)."""
-    # Content goes in as its own list item, so it is copied once, by the final join.
+def _render_source(out: list[str], message: _Source, tags: _Tags, aliases: _Aliases) -> int:
+    """Append the message, read straight from its parts (the entries are built only when
+    read); return how many structure tags (one marker each) it wrote. Its place is the
+    one after the message before in its block, so no index is written."""
     append = out.append
     mark = tags.mark
     count = 2
-    _, message_index, role, entries = message
-    index = "" if message_index == next_index else f' index="{message_index}"'
-    append(f'<message{mark}{index} role="{role}">\n')
-    for kind, content, name, call_id, args in entries:
-        count += 2
-        if kind in {"text", "reasoning"}:
-            opening, closing = tags.text if kind == "text" else tags.reasoning
-            append(opening)
-            append(content)
-            append(closing)
-        elif kind == "tool_call":
-            count += aliases.call(out, call_id, name, mark)
-            append(args)
-            append(tags.call_end)
-        elif kind == "tool_result":
-            count += aliases.result(out, call_id, name, mark)
-            append(content)
-            append(tags.result_end)
-        else:
-            append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
-    append(tags.message_end)
-    return count
-
-
-def _render_source(
-    out: list[str], message: _Source, tags: _Tags, aliases: _Aliases, next_index: int
-) -> int:
-    """:func:`_render_message` of a message read straight from its parts (what
-    :func:`summary_request` renders: the entries are built only when read)."""
-    append = out.append
-    mark = tags.mark
-    count = 2
-    _, message_index, source = message
-    index = "" if message_index == next_index else f' index="{message_index}"'
-    append(f'<message{mark}{index} role="{_ROLE_NAMES[source.role]}">\n')
+    source = message[2]
+    append(f'<message{mark} role="{_ROLE_NAMES[source.role]}">\n')
     for part in source.parts:
         if isinstance(part, ToolResult):
             count += 2 + aliases.result(out, part.tool_call_id, part.name, mark)
@@ -618,7 +563,7 @@ def _render(
     case: PromptCase,
     focus: str,
     mark: str,
-    messages: Sequence[_RawMessage] | Sequence[_Source],
+    messages: Sequence[_Source],
 ) -> tuple[str, int]:
     """The prompt and how many structure tags carrying ``mark`` it holds."""
     text = INSTRUCTIONS[case]
@@ -631,7 +576,6 @@ def _render(
         expected = 2
     tags = _Tags.with_mark(mark)
     aliases = _Aliases()
-    next_index = 0
     section = ""
     for message in messages:
         if message[0] != section:
@@ -640,28 +584,10 @@ def _render(
             section = message[0]
             out.append(f"<{section}{mark}>\n")
             expected += 2
-            next_index = 0
-        if len(message) == 3:
-            expected += _render_source(out, message, tags, aliases, next_index)
-        else:
-            expected += _render_message(out, message, tags, aliases, next_index)
-        next_index = message[1] + 1
+        expected += _render_source(out, message, tags, aliases)
     out.append(f"</{section}{mark}>\n")
     aliases.fill(out)
     return "".join(out), expected
-
-
-def render_request(
-    case: PromptCase, focus: str, marker: str, messages: Sequence[RequestMessage]
-) -> str:
-    """The prompt text of a request's parts (``focus`` "" for none): what
-    :attr:`SummaryRequest.prompt` holds, made from its entries alone. Raises
-    ``ValueError`` when ``messages`` is empty (an empty request's prompt is "")."""
-    if not messages:
-        raise ValueError(
-            "render_request needs at least one message (an empty request has no prompt)"
-        )
-    return _render(case, focus, marker, [_raw_message(m) for m in messages])[0]
 
 
 def _attr(value: str) -> str:

@@ -4,7 +4,6 @@ entries hold every part exactly, and render back to the prompt."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -31,7 +30,6 @@ from csum.prompt import (
     PromptEntry,
     SummaryRequest,
     messages_to_prompt,
-    render_request,
     summary_request,
 )
 
@@ -44,12 +42,25 @@ def _marker_of(prompt: str) -> str:
     return match.group(1)
 
 
+def shows_the_entries_in_order(request: SummaryRequest) -> bool:
+    """Whether the request's prompt shows every entry's content (a call's arguments) in
+    the entries' order: the entries are what the prompt holds."""
+    position = 0
+    for entry in request.entries:
+        value = entry.args if entry.kind == "tool_call" else entry.content
+        found = request.prompt.find(value, position)
+        if found < 0:
+            return False
+        position = found + len(value)
+    return True
+
+
 def _entries_of(human: list[Message], ai: list[Message]) -> SummaryRequest:
     """The request of the messages, checked to render back to its prompt."""
     request = summary_request(human, ai)
     assert request.case is not None
-    rendered = render_request(request.case, request.focus, request.marker, request.messages)
-    assert rendered == request.prompt == messages_to_prompt(human, ai)
+    assert request.prompt == messages_to_prompt(human, ai)
+    assert shows_the_entries_in_order(request)
     return request
 
 
@@ -455,14 +466,6 @@ def test_a_tool_name_with_markup_characters_stays_verbatim(name: str) -> None:
     prompt = messages_to_prompt([], ai)
     assert name in prompt
     assert [e.name for e in _entries_of([], ai).summarized] == [name, name]
-
-
-def test_an_index_out_of_order_is_written() -> None:
-    request = summary_request([], [Message.ai("a"), Message.ai("b")])
-    moved = tuple(replace(m, index=m.index + 5) for m in request.messages)
-    prompt = render_request(request.case, "", request.marker, moved)  # type: ignore[arg-type]
-    assert 'index="5"' in prompt
-    assert 'index="6"' not in prompt
 
 
 _id = st.sampled_from([_LONG_ID, "c1", "c2", 'q"uote', "a&b>"])
