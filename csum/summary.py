@@ -77,7 +77,9 @@ async def summarize_plan(
 def kept_after(chain: ChainAST, plan: Plan) -> int:
     """How many of ``chain``'s last messages ``plan`` keeps after what it evicts: the
     kept pairs of its section (with the section's question when the cut is at its
-    start) and every later section."""
+    start) and every later section. What stays before the cut (the system prompt, the
+    question of the turn the cut falls in, pinned pairs) is not counted: a continuation
+    summary covers it too, as the one prompt gives that question as context."""
     section = chain.sections[plan.section]
     kept = sum(1 + len(pair.tool_messages) for pair in section.body[plan.pair :])
     if plan.pair == 0:
