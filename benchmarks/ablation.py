@@ -63,7 +63,7 @@ def kept_by_part(items: Sequence[Item]) -> dict[str, tuple[int, int]]:
     """Facts kept and facts in all, per part, at both budgets together."""
     counts = dict.fromkeys(PARTS, (0, 0))
     for item in items:
-        prompt = item.prompt()
+        prompt = item.request()
         for fraction in BUDGETS:
             summary = summarize_extractive(prompt, max(1, round(fraction * item.size)))
             kept = sum(fact_kept(summary, patterns) for _, patterns in item.facts)

@@ -42,7 +42,7 @@ from benchmarks.policies.corpus import (
 from benchmarks.timing import Ratio, paired_ratio
 from cast import Message
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request
 
 WINDOW = 12  # messages per prompt
 CACHES = (tokens_module._cached_weight, features_module._cached_signals)
@@ -75,7 +75,7 @@ def synthetic_windows(count: int) -> list[list[Message]]:
     return _windows(chain)[:count]
 
 
-def one_off(prompts: list[str], *, cold: bool) -> Callable[[], None]:
+def one_off(prompts: list[SummaryRequest], *, cold: bool) -> Callable[[], None]:
     def run() -> None:
         for prompt in prompts:
             if cold:
@@ -91,9 +91,7 @@ def loop(windows: list[list[Message]], *, cold: bool) -> Callable[[], None]:
         for window in windows:
             if cold:
                 _clear()
-            prompt = messages_to_prompt(
-                [], [Message.human(summary), *window] if summary else window
-            )
+            prompt = summary_request([], [Message.human(summary), *window] if summary else window)
             summary = summarize_extractive(prompt, 2000)
 
     return run
@@ -134,7 +132,7 @@ def main() -> None:
             ) -> Callable[[], None]:
                 if kind == "loop":
                     return loop(order, cold=cold)
-                return one_off([messages_to_prompt([], w) for w in order], cold=cold)
+                return one_off([summary_request([], w) for w in order], cold=cold)
 
             ratio = measure(make, args.rounds)
             total = ratio if total is None else total + ratio

@@ -48,6 +48,8 @@ from cast import Message
 from cast.messages import utf8_len
 from csum import HistoryArchive, Summarizer, SummarizerConfig, SummaryCache
 from csum.archive import message_json
+from csum.prompt import SummaryRequest
+from csum.request import request_handler
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
 
 HERE = Path(__file__).resolve()
@@ -71,14 +73,14 @@ async def corpus_prompts(chains: list[list[Message]]) -> list[tuple[str, str]]:
     summarize = extractive(4096)
     pairs: list[tuple[str, str]] = []
 
-    async def capture(prompt: str) -> str:
-        summary = await summarize(prompt)
-        pairs.append((prompt, summary))
+    async def capture(request: SummaryRequest) -> str:
+        summary = await summarize(request)
+        pairs.append((request.prompt, summary))
         return summary
 
     config = SummarizerConfig(last_section_bytes=16384, max_body_pair_bytes=8192)
     for chain in chains:
-        await Summarizer(config, max_concurrency=1).summarize(capture, chain)
+        await Summarizer(config, max_concurrency=1).summarize(request_handler(capture), chain)
     return pairs
 
 

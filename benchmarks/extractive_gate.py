@@ -12,12 +12,12 @@ over:
 - every chain as an agent loop: the summary so far plus the next window, summarized to
   2,000 bytes (summaries of summaries), and the same at 600 bytes;
 
-and hashes each output (xxh64 of its UTF-8 bytes). ``--write`` records the digest file;
-the default compares against it and names every case that differs. ``--structured``
-hands the handler each prompt's structured request (its entries, as the engine does)
-instead of the text: the digest must be the same.
+and hashes each output (xxh64 of its UTF-8 bytes). The handler is handed each prompt's
+request (:func:`csum.prompt.summary_request`, as the engine does; a plain text as
+:func:`csum.prompt.text_request`). ``--write`` records the digest file; the default
+compares against it and names every case that differs.
 
-Run: python -m benchmarks.extractive_gate [--write] [--digest PATH] [--every N] [--structured]
+Run: python -m benchmarks.extractive_gate [--write] [--digest PATH] [--every N]
 """
 
 from __future__ import annotations
@@ -47,9 +47,7 @@ from benchmarks.policies.corpus import (
 from benchmarks.shared_corpus import FIDELITY, require
 from cast import Message
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive import summarize_extractive_request
-from csum.prompt import summary_request
-from csum.request import SummaryJob
+from csum.prompt import SummaryRequest, summary_request, text_request
 
 __all__ = ["DIGEST_PATH", "cases", "digest"]
 
@@ -66,25 +64,14 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _summary(job: SummaryJob, budget: int) -> str:
-    if isinstance(job, str):
-        return summarize_extractive(job, budget)
-    return summarize_extractive_request(job, budget)
-
-
-def _job(messages: list[Message], structured: bool) -> SummaryJob:
-    request = summary_request([], messages)
-    return request if structured else request.prompt
-
-
-def _item_cases(structured: bool) -> Iterator[tuple[str, SummaryJob, int]]:
+def _item_cases() -> Iterator[tuple[str, SummaryRequest, int]]:
     require(FIDELITY)
     items = load_items(ITEMS_PATH, heldout=HELDOUT_PATH, dev=DEV_PATH, fresh=FRESH_PATH)
     for item in items:
-        prompt: SummaryJob = item.request() if structured else item.prompt()
+        request = item.request()
         for share in ITEM_SHARES:
-            yield f"item/{item.id}/{share}", prompt, max(1, round(share * item.size))
-        yield f"text/{item.id}", item.text, max(1, round(0.10 * item.size))
+            yield f"item/{item.id}/{share}", request, max(1, round(share * item.size))
+        yield f"text/{item.id}", text_request(item.text), max(1, round(0.10 * item.size))
 
 
 def _chains() -> list[tuple[str, list[Message]]]:
@@ -102,18 +89,17 @@ def _windows(messages: list[Message]) -> list[list[Message]]:
     return [messages[start : start + WINDOW] for start in range(1, len(messages), WINDOW)]
 
 
-def cases(structured: bool = False) -> Iterator[tuple[str, SummaryJob, int]]:
-    """Every one-off case: (name, prompt or request, max_bytes). Loops are in
-    :func:`digest`."""
-    yield from _item_cases(structured)
+def cases() -> Iterator[tuple[str, SummaryRequest, int]]:
+    """Every one-off case: (name, request, max_bytes). Loops are in :func:`digest`."""
+    yield from _item_cases()
     for name, messages in _chains():
         for index, window in enumerate(_windows(messages)):
-            prompt = _job(window, structured)
+            prompt = summary_request([], window)
             for budget in ONE_OFF_BYTES:
                 yield f"window/{name}/{index}/{budget}", prompt, budget
 
 
-def _loop_hashes(every: int, structured: bool) -> Iterator[tuple[str, str]]:
+def _loop_hashes(every: int) -> Iterator[tuple[str, str]]:
     for number, (name, messages) in enumerate(_chains()):
         if number % every:
             continue
@@ -121,7 +107,7 @@ def _loop_hashes(every: int, structured: bool) -> Iterator[tuple[str, str]]:
             summary = ""
             for index, window in enumerate(_windows(messages)):
                 batch = [Message.human(summary), *window] if summary else window
-                summary = _summary(_job(batch, structured), budget)
+                summary = summarize_extractive(summary_request([], batch), budget)
                 yield f"loop/{name}/{budget}/{index}", _hash(summary, budget)
 
 
@@ -131,14 +117,14 @@ def _hash(summary: str, budget: int) -> str:
     return xxhash.xxh64_hexdigest(summary.encode("utf-8"))
 
 
-def digest(every: int = 1, *, structured: bool = False) -> dict[str, str]:
+def digest(every: int = 1) -> dict[str, str]:
     """The hash of every case's summary (one case in ``every``, and the loops of one
-    chain in ``every``); with ``structured``, of the summaries of the requests."""
+    chain in ``every``)."""
     hashes: dict[str, str] = {}
-    for number, (name, prompt, budget) in enumerate(cases(structured)):
+    for number, (name, request, budget) in enumerate(cases()):
         if number % every == 0:
-            hashes[name] = _hash(_summary(prompt, budget), budget)
-    hashes.update(_loop_hashes(every, structured))
+            hashes[name] = _hash(summarize_extractive(request, budget), budget)
+    hashes.update(_loop_hashes(every))
     return hashes
 
 
@@ -147,13 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="record the digest file")
     parser.add_argument("--digest", type=Path, default=DIGEST_PATH)
     parser.add_argument("--every", type=int, default=1, help="run one case in N (1: all)")
-    parser.add_argument(
-        "--structured", action="store_true", help="hand the handler requests, not text"
-    )
     args = parser.parse_args(argv)
     if args.every < 1:
         parser.error(f"--every must be at least 1, got {args.every}")
-    found = digest(args.every, structured=args.structured)
+    found = digest(args.every)
     return record_or_check(found, args.digest, write=args.write)
 
 

@@ -158,7 +158,7 @@ def random_lines(item: Item, budget: int, seed: int) -> str:
 
 def extractive(item: Item, budget: int) -> str:
     """The library's offline handler."""
-    return summarize_extractive(item.prompt(), budget)
+    return summarize_extractive(item.request(), budget)
 
 
 Summarizer = Callable[[Item, int], str]

@@ -40,7 +40,7 @@ Summarizer = Callable[[Item, int], str]
 
 
 def _offline(item: Item, budget: int) -> str:
-    return summarize_extractive(item.prompt(), budget)
+    return summarize_extractive(item.request(), budget)
 
 
 SUMMARIZERS: dict[str, tuple[Summarizer, bool]] = {
@@ -62,7 +62,7 @@ def guarded_summary(
 ) -> str:
     """The guarded summary of ``item`` in ``budget`` bytes in all."""
     guard = FactGuard(budget, reserve=reserve)
-    prompt = item.prompt()
+    prompt = item.request()
     summary = guard.complete(prompt, summarize(item, guard.inner_bytes))
     if choose:
         summary = guard.choose(prompt, summarize(item, budget), summary)

@@ -34,10 +34,9 @@ summary per section, concurrent, the last section rotated.
 
 from types import ModuleType as _ModuleType
 
-from csum._calls import SummarizeHandler
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum._retry import RetryPolicy
-from csum._robust import HandlerLedger, RobustHandler, is_transient, split_prompt
+from csum._robust import HandlerLedger, RobustHandler, is_transient, split_request
 from csum.archive import ArchiveHit, HistoryArchive
 from csum.cache import SummaryCache
 from csum.compaction import CompactionResult
@@ -56,7 +55,6 @@ from csum.config import (
 from csum.errors import (
     CsumError,
     HandlerError,
-    PromptFormatError,
     StoreError,
     SummarizationError,
 )
@@ -64,6 +62,7 @@ from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.plan import EARLIER_CONVERSATION_TEXT
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
+from csum.request import SummarizeHandler
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.summarizer import Summarizer, SummaryResult
 from csum.tokens import (
@@ -95,7 +94,6 @@ __all__ = [
     "HandlerLedger",
     "HistoryArchive",
     "Preset",
-    "PromptFormatError",
     "RecallTool",
     "RetryPolicy",
     "RobustHandler",
@@ -118,7 +116,7 @@ __all__ = [
     "messages_to_prompt",
     "otel_listener",
     "recall_tool_definition",
-    "split_prompt",
+    "split_request",
 ]
 
 

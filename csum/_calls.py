@@ -1,8 +1,8 @@
-"""Handler calls for one summarization run: the handler type, and the books kept on it."""
+"""Handler calls for one summarization run, and the books kept on them."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
@@ -14,15 +14,15 @@ from cast import BodyPair, Message
 from cast.internals import utf8_len
 from csum._fit import fit_summary
 from csum.errors import SummarizationError
-from csum.prompt import summary_request
-from csum.request import SummaryJob, job_prompt, summarize_job
+from csum.prompt import SummaryRequest, summary_request
+from csum.request import Handler, RequestHandler, as_request_handler
 from csum.store_events import StoreEvent
 
 if TYPE_CHECKING:
     from csum.archive import HistoryArchive
     from csum.cache import SummaryCache
 
-__all__ = ["SUMMARY_FLOOR_BYTES", "HandlerCalls", "SummarizeHandler"]
+__all__ = ["SUMMARY_FLOOR_BYTES", "HandlerCalls"]
 
 SUMMARY_FLOOR_BYTES = 1024
 """What a summary may always take, in UTF-8 bytes, whatever it replaces: the bare
@@ -30,19 +30,18 @@ SUMMARY_FLOOR_BYTES = 1024
 so a runaway answer adds at most this much per summary (enough for the summary of a
 tiny section); ``Summarizer(summary_floor_bytes=None)`` lifts the bound."""
 
-SummarizeHandler = Callable[[str], Awaitable[str]]
-"""Takes the prompt text, returns the summary text."""
-
 
 @dataclass
 class HandlerCalls:
     """Calls the handler for one summarization run and keeps its books.
 
-    ``limiter`` bounds the calls in flight. A handler exception or a non-``str`` result
-    becomes a :class:`SummarizationError` whose ``__cause__`` is the handler's exception.
+    ``handler`` is taken as :func:`~csum.request.as_request_handler` makes it (a text
+    handler gets ``request.prompt``). ``limiter`` bounds the calls in flight. A handler
+    exception or a non-``str`` result becomes a :class:`SummarizationError` whose
+    ``__cause__`` is the handler's exception.
     """
 
-    handler: SummarizeHandler
+    handler: Handler
     limiter: anyio.CapacityLimiter | None = None
     calls: int = 0
     input_bytes: int = 0
@@ -61,6 +60,9 @@ class HandlerCalls:
     events: list[StoreEvent] = field(default_factory=list, repr=False)
     """What the cache and the archive reported in this run."""
 
+    def __post_init__(self) -> None:
+        self.requests: RequestHandler = as_request_handler(self.handler)
+
     def adopt(self, pair: BodyPair) -> BodyPair:
         """Record a summary pair made in this run."""
         self.created.append(pair)
@@ -75,14 +77,20 @@ class HandlerCalls:
         section: int,
         replaced: Sequence[Message] | None = None,
         focus: str | None = None,
+        conversation: tuple[Message, ...] = (),
+        kept: int = 0,
     ) -> str:
         """The summary of the messages; with an archive, it ends naming their batch.
 
         ``replaced`` is what the summary takes the place of in the chain, archived in
         that order (default: the AI and tool messages, or the human messages when only
         they are summarized). ``focus``: what the next step needs (in the prompt).
+        ``conversation`` and ``kept``: the chain the summary is asked in and how many of
+        its last messages stay (:attr:`~csum.prompt.SummaryRequest.conversation`).
         """
-        request = summary_request(human_messages, ai_messages, focus=focus)
+        request = summary_request(
+            human_messages, ai_messages, focus=focus, conversation=conversation, kept=kept
+        )
         if replaced is None:
             replaced = ai_messages if ai_messages else human_messages
         cap = self.cap_for(replaced)
@@ -104,18 +112,18 @@ class HandlerCalls:
         return bound if self.max_summary_bytes is None else min(bound, self.max_summary_bytes)
 
     async def summarize_prompt(
-        self, prompt: SummaryJob, *, phase: str, section: int, cap: int | None = None
+        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None = None
     ) -> str:
-        """The summary of one prompt (its text, or its request: see :mod:`csum.request`):
-        from the cache when it has it, else the handler's; at most ``cap`` bytes
-        (default: ``max_summary_bytes``)."""
+        """The summary of one request: from the cache when it has it (keyed by its
+        prompt text), else the handler's; at most ``cap`` bytes (default:
+        ``max_summary_bytes``)."""
         cap = self.max_summary_bytes if cap is None else cap
         if self.cache is None:
             return await self.call_handler(prompt, phase=phase, section=section, cap=cap)
         return await self._cached(prompt, phase=phase, section=section, cap=cap)
 
     async def _cached(
-        self, prompt: SummaryJob, *, phase: str, section: int, cap: int | None
+        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None
     ) -> str:
         """The summary from the cache, or from the handler (then stored). A stored
         summary passes the checks a fresh answer gets (not blank, within ``cap``);
@@ -132,7 +140,7 @@ class HandlerCalls:
             return None
 
         summary, hit = await self.cache.summarize(
-            job_prompt(prompt), call, emit=self.events.append, accept=accept
+            prompt.prompt, call, emit=self.events.append, accept=accept
         )
         self.cache_hits += hit
         return summary
@@ -146,22 +154,21 @@ class HandlerCalls:
         return summary if line is None else f"{summary}\n{line}"
 
     async def call_handler(
-        self, prompt: SummaryJob, *, phase: str, section: int, cap: int | None = None
+        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None = None
     ) -> str:
-        """One handler call on ``prompt`` (the request to a handler that opted in),
-        counted; failures become SummarizationError. The answer is cut to ``cap`` bytes
-        (default: ``max_summary_bytes``)."""
+        """One handler call on ``prompt``, counted; failures become SummarizationError.
+        The answer is cut to ``cap`` bytes (default: ``max_summary_bytes``)."""
         self.calls += 1
-        self.input_bytes += utf8_len(job_prompt(prompt))
+        self.input_bytes += utf8_len(prompt.prompt)
         try:
             if self.limiter is None:
-                result = await summarize_job(self.handler, prompt)
+                result = await self.requests(prompt)
             else:
                 async with self.limiter:
                     # The limiter may hand its slot over just as the caller is
                     # cancelled: do not start a handler call then.
                     await anyio.lowlevel.checkpoint_if_cancelled()
-                    result = await summarize_job(self.handler, prompt)
+                    result = await self.requests(prompt)
         except anyio.get_cancelled_exc_class() as exc:
             await _reraise_if_cancelled()  # a real cancellation propagates as such
             raise SummarizationError(

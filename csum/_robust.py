@@ -31,22 +31,13 @@ import anyio
 
 from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
-from csum._calls import SummarizeHandler
 from csum._fit import fit_joined
 from csum._gather import unwrapped
-from csum._handler_check import check_handler
 from csum._message_text import message_strings
 from csum._retry import RetryPolicy
 from csum.config import MIN_PROMPT_BYTES, Robustness
-from csum.prompt import (
-    PromptCase,
-    PromptEntry,
-    PromptFormatError,
-    SummaryRequest,
-    parse_prompt,
-    summary_request,
-)
-from csum.request import SummaryJob, job_prompt, summarize_job
+from csum.prompt import PromptCase, PromptEntry, SummaryRequest, summary_request, text_request
+from csum.request import Handler, RequestHandler, as_request_handler
 
 __all__ = [
     "MIN_PROMPT_BYTES",
@@ -54,7 +45,6 @@ __all__ = [
     "RobustHandler",
     "is_transient",
     "ledger",
-    "split_prompt",
     "split_request",
 ]
 
@@ -112,8 +102,10 @@ def _books() -> HandlerLedger:
     return _LEDGER.get() or HandlerLedger()
 
 
-class RobustHandler:
-    """A summarize handler wrapped with timeout, retries, splitting and a fallback.
+class RobustHandler(RequestHandler):
+    """A summarize handler wrapped with timeout, retries, splitting and a fallback: a
+    request handler, as the handler and the fallback are taken
+    (:func:`~csum.request.as_request_handler`).
 
     ``robustness`` (a :class:`~csum.config.Robustness`, default ``Robustness()``) says
     how: timeout per call, retry policy, input limit and split depth, calls in flight,
@@ -123,19 +115,21 @@ class RobustHandler:
 
     def __init__(
         self,
-        handler: SummarizeHandler,
+        handler: Handler,
         robustness: Robustness | None = None,
         *,
         transient: Callable[[BaseException], bool] = is_transient,
         rng: random.Random | None = None,
     ) -> None:
-        check_handler(handler)  # a keeper, the extractive factory: TypeError with the fix
+        # a keeper, the extractive factory: TypeError with the fix
+        self.handler = as_request_handler(handler)
         if robustness is not None and not isinstance(robustness, Robustness):
             raise TypeError(
                 f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
             )
-        self.handler = handler
         self.robustness = Robustness() if robustness is None else robustness
+        fallback = self.robustness.fallback
+        self.fallback = None if fallback is None else as_request_handler(fallback, "fallback")
         self.transient = transient
         self.rng = rng if rng is not None else random.Random()
 
@@ -159,35 +153,25 @@ class RobustHandler:
     def max_concurrency(self) -> int:
         return self.robustness.max_concurrency
 
-    @property
-    def fallback(self) -> SummarizeHandler | None:
-        return self.robustness.fallback
-
     def __repr__(self) -> str:
         return f"RobustHandler({self.handler!r}, {self.robustness!r})"
 
-    async def __call__(self, prompt: str) -> str:
-        return await self._summarize(prompt, 1)
-
-    async def summarize_request(self, request: SummaryRequest) -> str:
-        """The summary of a structured request: passed on as a request (its chunks and
-        merges as requests too) to a handler or fallback that takes one
-        (:mod:`csum.request`), as text to any other."""
+    async def __call__(self, request: SummaryRequest, /) -> str:
+        """The summary of ``request``; its chunks and merges (when its prompt is over
+        ``max_prompt_bytes``) are requests of their own, without its conversation."""
         return await self._summarize(request, 1)
 
-    async def _summarize(self, job: SummaryJob, depth: int) -> str:
+    async def _summarize(self, job: SummaryRequest, depth: int) -> str:
         limit = self.max_prompt_bytes
-        if limit is None or utf8_len(job_prompt(job)) <= limit:
+        if limit is None or utf8_len(job.prompt) <= limit:
             return await self._call(job)
-        pieces: Sequence[SummaryJob] = (
-            split_prompt(job, limit) if isinstance(job, str) else split_request(job, limit)
-        )
+        pieces = split_request(job, limit)
         books = _books()
         books.chunks += len(pieces)
         summaries = await self._all(pieces)
         return await self._merge(summaries, depth)
 
-    async def _all(self, jobs: Sequence[SummaryJob]) -> list[str]:
+    async def _all(self, jobs: Sequence[SummaryRequest]) -> list[str]:
         results: list[str] = [""] * len(jobs)
         limiter = anyio.CapacityLimiter(self.max_concurrency)
 
@@ -220,7 +204,7 @@ class RobustHandler:
         books.truncated += 1
         return fit_joined(summaries, limit)
 
-    async def _call(self, job: SummaryJob) -> str:
+    async def _call(self, job: SummaryRequest) -> str:
         try:
             return await self._attempts(self.handler, job)
         except Exception as primary:
@@ -234,17 +218,17 @@ class RobustHandler:
                     "the summarize handler and its fallback both failed", [primary, secondary]
                 ) from None
 
-    async def _attempts(self, handler: SummarizeHandler, job: SummaryJob) -> str:
+    async def _attempts(self, handler: RequestHandler, job: SummaryRequest) -> str:
         books = _books()
         retry = 0
         while True:
             books.calls += 1
             try:
                 if self.timeout is None:
-                    result = await summarize_job(handler, job)
+                    result = await handler(job)
                 else:
                     with anyio.fail_after(self.timeout):
-                        result = await summarize_job(handler, job)
+                        result = await handler(job)
             except Exception as exc:
                 if isinstance(exc, TimeoutError):
                     books.timeouts += 1
@@ -268,42 +252,17 @@ class RobustHandler:
 # -- splitting ------------------------------------------------------------------------------
 
 
-def split_prompt(prompt: str, max_bytes: int) -> list[str]:
-    """Prompts of at most ``max_bytes`` UTF-8 bytes that together hold ``prompt``'s data.
-
-    A csum prompt is split on message boundaries, each piece keeping the instructions
-    and (cut to at most a quarter of ``max_bytes``) the context block; a message too
-    large alone is cut inside its texts. Any other text is cut at line breaks.
-    """
-    try:
-        parsed = parse_prompt(prompt)
-    except PromptFormatError:
-        return _split_text(prompt, max_bytes)
-    chunks = _split_entries(parsed.case, parsed.focus, parsed.context, parsed.messages, max_bytes)
-    return [chunk.prompt for chunk in chunks]
-
-
 def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryRequest]:
-    """Requests whose prompts are those :func:`split_prompt` makes of ``request.prompt``,
-    made from its entries (no prompt is parsed)."""
-    return _split_entries(
-        request.case, request.focus, request.context, request.summarized, max_bytes
-    )
-
-
-def _split_entries(
-    case: PromptCase | None,
-    focus_text: str,
-    context_entries: Sequence[PromptEntry],
-    message_entries: Sequence[PromptEntry],
-    max_bytes: int,
-) -> list[SummaryRequest]:
-    context = _messages(context_entries)
-    items = _messages(message_entries)
-    human_only = case is PromptCase.HUMAN_ONLY
-    context = [] if human_only else _cut_context(context, max_bytes // 4)
-
-    focus = focus_text or None
+    """Requests of at most ``max_bytes`` UTF-8 bytes of prompt that together hold
+    ``request``'s data, made from its entries: split on message boundaries, each piece
+    keeping the instructions, the focus and (cut to at most a quarter of ``max_bytes``)
+    the context block; a message too large alone is cut inside its texts. A
+    :func:`~csum.prompt.text_request` is cut at line breaks."""
+    if request.case is None:
+        return [text_request(piece) for piece in _split_text(request.prompt, max_bytes)]
+    human_only = request.case is PromptCase.HUMAN_ONLY
+    context = [] if human_only else _cut_context(_messages(request.context), max_bytes // 4)
+    focus = request.focus or None
 
     def render(chunk: Sequence[Message]) -> SummaryRequest:
         if human_only:
@@ -313,7 +272,7 @@ def _split_entries(
     base = utf8_len(render([Message.ai("")]).prompt)
     room = max(512, max_bytes - base - 256)
     pieces: list[Message] = []
-    for message in items:
+    for message in _messages(request.summarized):
         pieces.extend(_cut_message(message, room))
     out: list[SummaryRequest] = []
     chunk: list[Message] = []

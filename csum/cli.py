@@ -45,7 +45,6 @@ from cast.chainio import (
     write_json,
 )
 from cast.internals import utf8_len
-from csum._calls import SummarizeHandler
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.compaction import CompactionResult
@@ -69,7 +68,7 @@ from csum.config import (
 )
 from csum.errors import SummarizationError
 from csum.prompt import SummaryRequest
-from csum.request import SummaryJob, job_prompt, summarize_job, with_request
+from csum.request import Handler, as_request_handler, request_handler
 from csum.serve.cli import add_serve_parser, serve
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.stores import open_store
@@ -504,7 +503,7 @@ def _report_stores(result: _Outcome, args: argparse.Namespace, err: TextIO) -> N
 
 
 def _reference(
-    args: argparse.Namespace, messages: list[Message], handler: SummarizeHandler, err: TextIO
+    args: argparse.Namespace, messages: list[Message], handler: Handler, err: TextIO
 ) -> _Outcome:
     """``--last-section-budget``: the reference algorithm (bounds the active sections)."""
     summarizer = Summarizer(
@@ -548,27 +547,11 @@ def _reference(
 
 
 def _compact(
-    args: argparse.Namespace, messages: list[Message], handler: SummarizeHandler, err: TextIO
+    args: argparse.Namespace, messages: list[Message], handler: Handler, err: TextIO
 ) -> tuple[_Outcome, bool]:
     """``--budget``: the Compactor bounds the whole chain; (outcome, over budget)."""
     progress = _Progress(err, not args.quiet)
     sent = [0, 0]
-
-    async def reporting(prompt: str) -> str:
-        return await report(prompt)
-
-    async def reporting_request(request: SummaryRequest) -> str:
-        return await report(request)
-
-    async def report(job: SummaryJob) -> str:
-        summary = await summarize_job(handler, job)  # a request to a handler taking one
-        sent[0] += 1
-        sent[1] += utf8_len(job_prompt(job))
-        progress(sent[0], sent[1])
-        return summary
-
-    with_request(reporting, reporting_request)
-
     options = _compactor_options(args)
     budget: Budget = options["budget"]
     if getattr(handler, "sized_by_compactor", False):
@@ -578,10 +561,19 @@ def _compact(
 
         ratio = DEFAULT_SUMMARY_RATIO if budget.summary_ratio is None else budget.summary_ratio
         handler = extractive(summary_bytes(budget, ratio))
+    inner = as_request_handler(handler)
+
+    async def report(request: SummaryRequest) -> str:
+        summary = await inner(request)
+        sent[0] += 1
+        sent[1] += utf8_len(request.prompt)
+        progress(sent[0], sent[1])
+        return summary
+
     cache = _cache(args)
     archive = _archive(args)
     compactor = Compactor(
-        reporting,
+        request_handler(report, repr(inner)),
         **options,
         target=args.target,
         id_template=args.id_template,

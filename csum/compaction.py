@@ -44,7 +44,7 @@ from csum.events import CompactionEvent, CompactionReason
 from csum.plan import Plan, Planner
 from csum.reinsert import Insertion, question_key, recalled_positions, reinsertion_within
 from csum.store_events import StoreEvent, StoreEventKind
-from csum.summary import summarize_plan
+from csum.summary import kept_after, summarize_plan
 from csum.tokens import Meter
 
 __all__ = ["CompactionResult", "Outcome", "Stages", "summary_key"]
@@ -161,7 +161,11 @@ class Stages:
         plan = self._planner().plan(chain)
         if plan is None:
             return self._unplanned(before, chain, size, reason, cleared=cleared, calls=calls)
-        made = await self._summarized(chain, size, plan, calls=calls, focus=focus)
+        # the chain as the agent sent it: a continuation handler's cached prefix
+        conversation = tuple(ast.to_messages())
+        made = await self._summarized(
+            chain, size, plan, calls=calls, focus=focus, conversation=conversation
+        )
         return made.outcome(self, before, reason, plan, cleared=cleared, calls=calls)
 
     def _without_recalled(self, ast: ChainAST) -> ChainAST:
@@ -233,15 +237,29 @@ class Stages:
         return _outcome(chain, before, size, event)
 
     async def _summarized(
-        self, chain: ChainAST, size: int, plan: Plan, *, calls: HandlerCalls, focus: str | None
+        self,
+        chain: ChainAST,
+        size: int,
+        plan: Plan,
+        *,
+        calls: HandlerCalls,
+        focus: str | None,
+        conversation: tuple[Message, ...],
     ) -> _Summarized:
-        """Summary, assembly, re-insertion and cache points of a planned compaction."""
+        """Summary, assembly, re-insertion and cache points of a planned compaction;
+        the summary is asked in ``conversation`` (the chain the Compactor was given)."""
         mark = len(calls.events)  # what clearing archived comes before
         text: str | None = None
         with ledger() as books:
             if plan.summarized or plan.humans:
                 text = await summarize_plan(
-                    calls, plan, handler=self.handler, clearing=self.clearing, focus=focus
+                    calls,
+                    plan,
+                    handler=self.handler,
+                    clearing=self.clearing,
+                    focus=focus,
+                    conversation=conversation,
+                    kept=kept_after(chain, plan),
                 )
                 # the facts the summary lacks, in the rest of its share (csum._memory)
                 replaced = plan.replaced or [*plan.humans, *plan.summarized]

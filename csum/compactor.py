@@ -57,7 +57,6 @@ from cast import (
     parse_chain,
 )
 from csum._append import extends_validly
-from csum._calls import SummarizeHandler
 from csum._handler_check import check_handler
 from csum._memory import FACT_SHARE
 from csum._pending import pending_tail_calls, without_pending_fillers
@@ -78,6 +77,7 @@ from csum.config import (
 from csum.events import CompactionEvent, CompactionReason
 from csum.prompt import check_focus
 from csum.reinsert import Insertion, question_key
+from csum.request import Handler
 from csum.store_events import StoreEvent
 from csum.tokens import BYTES_PER_TOKEN, EstimatedTokens, Meter, TokenCounter
 
@@ -139,7 +139,7 @@ class Compactor:
 
     def __init__(
         self,
-        handler: SummarizeHandler | None = None,
+        handler: Handler | None = None,
         *,
         budget: int | str | Budget,
         target: str | ProviderProfile | None = None,
@@ -499,7 +499,7 @@ def _check_flags(**flags: object) -> None:
 
 
 def _robust_handler(
-    handler: SummarizeHandler | None, robustness: Robustness | None, size: int
+    handler: Handler | None, robustness: Robustness | None, size: int
 ) -> RobustHandler:
     """``handler`` (default: the extractive handler sized by the Compactor's summaries of
     ``size`` bytes) wrapped in the retry policy of ``robustness``."""

@@ -30,11 +30,11 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cast.chainio import parse_size
-from csum._calls import SummarizeHandler
 from csum._handler_check import check_handler
 from csum._retry import RetryPolicy
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
+from csum.request import Handler
 from csum.tokens import context_window
 
 __all__ = [
@@ -394,7 +394,7 @@ class Robustness:
     max_prompt_bytes: int | None = None
     max_split_depth: int = DEFAULT_MAX_SPLIT_DEPTH
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
-    fallback: SummarizeHandler | None = None
+    fallback: Handler | None = None
 
     def __post_init__(self) -> None:
         timeout: object = self.timeout

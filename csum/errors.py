@@ -12,21 +12,19 @@ Hierarchy::
         ├── HandlerError            (also a RuntimeError) a provider call made by a
         │                           built-in handler failed for good, after any
         │                           retries; the SDK's exception is the ``__cause__``
-        ├── PromptFormatError       (also a ValueError) a text is not a prompt made by
-        │                           :func:`csum.messages_to_prompt`
         └── StoreError              (also a RuntimeError) a cache or archive store
                                     cannot be used (the summarizer reports it as an
                                     event instead of raising it)
 
 Catch :class:`CsumError` for all of them, or the builtin each also is: a failed call
-is a ``RuntimeError`` (the input was fine, the run was not), a foreign prompt text a
-``ValueError``. Bad chains raise ``cast.ChainError``, bad settings pydantic's
-``ValidationError``: those come from the values given, not from csum's own work.
+is a ``RuntimeError`` (the input was fine, the run was not). Bad chains raise
+``cast.ChainError``, bad settings pydantic's ``ValidationError``: those come from the
+values given, not from csum's own work.
 """
 
 from __future__ import annotations
 
-__all__ = ["CsumError", "HandlerError", "PromptFormatError", "StoreError", "SummarizationError"]
+__all__ = ["CsumError", "HandlerError", "StoreError", "SummarizationError"]
 
 
 class CsumError(Exception):
@@ -49,10 +47,6 @@ class SummarizationError(CsumError, RuntimeError):
             where.append(f"section {section}")
         prefix = f"{', '.join(where)}: " if where else ""
         super().__init__(f"{prefix}{message}")
-
-
-class PromptFormatError(CsumError, ValueError):
-    """A text is not a prompt made by :func:`csum.messages_to_prompt`."""
 
 
 class StoreError(CsumError, RuntimeError):

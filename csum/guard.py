@@ -4,13 +4,13 @@ A summary (a model's, the offline handler's, a plain cut) can drop the identifie
 paths, numbers, error lines and URLs of the content it replaces, and the agent then
 has nothing to recall them by. :class:`FactGuard` wraps a handler: the handler writes
 its summary within the budget less a small reserve (:data:`DEFAULT_RESERVE` of it);
-the guard reads the prompt's entries (the messages being replaced, as
-:func:`csum.prompt.parse_prompt` gives them) and finds the facts the summary does not
-contain (:func:`lost_facts`, ranked by kind and place). When some are lost, the lines
-of the replaced messages the summary does not hold are handed to the offline handler
-(:func:`residual_prompt`: each result without its call when the summary names the call)
-and its summary of them, in the room left, is appended: the offline handler's line
-ranking picks which lost facts to keep, each with the words around it. The total stays
+the guard reads the request's entries (the messages being replaced) and finds the
+facts the summary does not contain (:func:`lost_facts`, ranked by kind and place). When
+some are lost, the lines of the replaced messages the summary does not hold are handed
+to the offline handler (:func:`residual_request`: each result without its call when
+the summary names the call) and its summary of them, in the room left, is appended: the
+offline handler's line ranking picks which lost facts to keep, each with the words
+around it. The total stays
 within the budget. With ``ask_again`` (for a model handler) the guard first asks the
 handler once more, with the list of what was lost. :meth:`FactGuard.wrap_sized`, for a
 handler that can be made for any size (the offline one), summarizes at the whole budget
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Final
 
@@ -42,7 +42,6 @@ import regex
 
 from cast import Message, Role, ToolCall
 from cast.internals import utf8_len
-from csum._calls import SummarizeHandler
 from csum._fit import fit_summary
 from csum._salience import ANSI as _ANSI
 from csum._salience import ERROR_LINE as _ERROR_LINE
@@ -52,11 +51,15 @@ from csum._salience import WEIGHTS as _WEIGHTS
 from csum._salience import excerpt as _excerpt
 from csum._salience import tokens as _tokens
 from csum.archive import archived_references, split_archive_line
-from csum.errors import PromptFormatError
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive import summarize_extractive_request
-from csum.prompt import SummaryRequest, parse_prompt, summary_request
-from csum.request import SummaryJob, job_prompt, summarize_job, with_request
+from csum.prompt import SummaryRequest, summary_request, text_request
+from csum.request import (
+    Handler,
+    RequestHandler,
+    as_request_handler,
+    check_request,
+    request_handler,
+)
 
 __all__ = [
     "DEFAULT_RESERVE",
@@ -64,7 +67,7 @@ __all__ = [
     "LostFact",
     "guarded",
     "lost_facts",
-    "residual_prompt",
+    "residual_request",
 ]
 
 DEFAULT_RESERVE: Final = 0.3
@@ -98,15 +101,13 @@ class LostFact:
     """Archive references of its source entry, when that entry names them."""
 
 
-def _entries(prompt: str) -> list[tuple[str, tuple[str, ...]]]:
-    """(text, archive references) of each replaced entry of ``prompt``; the prompt as
-    one text when it is not a chaincast prompt."""
-    try:
-        parsed = parse_prompt(prompt)
-    except PromptFormatError:
-        return [(prompt, ())]
+def _entries(request: SummaryRequest) -> list[tuple[str, tuple[str, ...]]]:
+    """(text, archive references) of each replaced entry of ``request``; its prompt as
+    one text when it is a :func:`~csum.prompt.text_request`."""
+    if request.case is None:
+        return [(request.prompt, ())]
     entries = []
-    for entry in parsed.messages:
+    for entry in request.summarized:
         text = entry.content
         if entry.kind == "tool_call":
             text = f"{entry.name}({entry.args})"
@@ -116,14 +117,14 @@ def _entries(prompt: str) -> list[tuple[str, tuple[str, ...]]]:
     return entries
 
 
-def lost_facts(prompt: str, summary: str) -> list[LostFact]:
-    """The facts of ``prompt``'s replaced entries that ``summary`` does not contain,
+def lost_facts(request: SummaryRequest, summary: str) -> list[LostFact]:
+    """The facts of ``request``'s replaced entries that ``summary`` does not contain,
     heaviest first: error lines, paths, URLs, identifiers (tokens mixing letters and
     digits, versions, hashes) and numbers with the word naming them. A token said more
     than once weighs a little more; one already in the summary is not lost."""
     seen: dict[str, LostFact] = {}
     counts: dict[str, int] = {}
-    for text, references in _entries(prompt):
+    for text, references in _entries(request):
         lines = text.splitlines()
         for number, raw in enumerate(lines):
             line = _LIST_MARK.sub("", _ANSI.sub("", raw[:_LINE_CAP])).strip()
@@ -155,26 +156,18 @@ def lost_facts(prompt: str, summary: str) -> list[LostFact]:
     return sorted(facts, key=lambda f: -f.weight)
 
 
-def residual_prompt(prompt: str, summary: str) -> str:
-    """``prompt`` with each replaced entry's lines that ``summary`` already holds left
+def residual_request(request: SummaryRequest, summary: str) -> SummaryRequest:
+    """``request`` with each replaced entry's lines that ``summary`` already holds left
     out (tool calls kept whole, so each result keeps its call), for a second summary of
-    what the first lost; the prompt's leftover lines as plain text when it is not a
-    chaincast prompt."""
-    return job_prompt(_residual(prompt, summary))
-
-
-def _residual(prompt: str, summary: str) -> SummaryJob:
-    """:func:`residual_prompt` as a request (the offline handler reads its entries), or
-    as text when ``prompt`` is not a chaincast prompt ("" when nothing is left)."""
-    try:
-        parsed = parse_prompt(prompt)
-    except PromptFormatError:
-        return "\n".join(_missing_lines(prompt, summary))
+    what the first lost; a text request's leftover lines as a text request. Its prompt
+    is "" when nothing is left."""
+    if request.case is None:
+        return text_request("\n".join(_missing_lines(request.prompt, summary)))
     messages: list[Message] = []
     calls: dict[int, list[ToolCall]] = {}
     texts: dict[int, list[str]] = {}
     order: list[tuple[int, str]] = []
-    for entry in parsed.messages:
+    for entry in request.summarized:
         key = (entry.message_index, entry.role)
         if key not in order:
             order.append(key)
@@ -209,7 +202,7 @@ def _residual(prompt: str, summary: str) -> SummaryJob:
             if text:
                 built.append(Message.human(text))
     if not built:
-        return ""
+        return summary_request([], [])
     if all(m.role == Role.HUMAN for m in built):
         return summary_request(built, [])
     return summary_request([], [m for m in built if m.role != Role.HUMAN])
@@ -270,99 +263,78 @@ class FactGuard:
     def __repr__(self) -> str:
         return f"FactGuard({self.max_bytes}, reserve={self.reserve}, ask_again={self.ask_again})"
 
-    def complete(self, prompt: str, summary: str) -> str:
-        """``summary`` (fitted to :attr:`inner_bytes`) with what it lost of ``prompt``
+    def complete(self, request: SummaryRequest, summary: str) -> str:
+        """``summary`` (fitted to :attr:`inner_bytes`) with what it lost of ``request``
         appended, within :attr:`max_bytes`: the offline handler's pick of the replaced
-        lines the summary does not hold (see :func:`residual_prompt`), each line from an
+        lines the summary does not hold (see :func:`residual_request`), each line from an
         earlier summary with that summary's archive references when they fit."""
         summary = fit_summary(summary, self.inner_bytes)
         room = self.max_bytes - utf8_len(summary) - (1 if summary else 0)
-        if room < _MIN_APPENDIX or not lost_facts(prompt, summary):
+        if room < _MIN_APPENDIX or not lost_facts(request, summary):
             return summary
-        residual = _residual(prompt, summary)
-        if not job_prompt(residual):
+        residual = residual_request(request, summary)
+        if not residual.prompt:
             return summary
-        appendix = (
-            summarize_extractive(residual, room)
-            if isinstance(residual, str)
-            else summarize_extractive_request(residual, room)
-        )
+        appendix = summarize_extractive(residual, room)
         # a result whose call the summary names is written under an empty call line
         appendix = "\n".join(
             line for line in appendix.split("\n") if not _EMPTY_CALL.fullmatch(line.strip())
         )
-        appendix = _cite(appendix, _entries(prompt), room)
+        appendix = _cite(appendix, _entries(request), room)
         if not appendix:
             return summary
         body, archive = split_archive_line(summary)
         parts = [p for p in (body, appendix, archive) if p]
         return "\n".join(parts)
 
-    def choose(self, prompt: str, whole: str, guarded: str) -> str:
+    def choose(self, request: SummaryRequest, whole: str, guarded: str) -> str:
         """Of a summary made at the whole budget and a guarded one, the guarded one only
-        when it lost clearly less of ``prompt`` (by the weights of :func:`lost_facts`,
+        when it lost clearly less of ``request`` (by the weights of :func:`lost_facts`,
         at least :data:`_CHOOSE_MARGIN` less), else the whole one: the handler's own
         lines are denser than an appendix, so a near tie keeps them."""
-        lost_whole = sum(f.weight for f in lost_facts(prompt, whole))
-        lost_guarded = sum(f.weight for f in lost_facts(prompt, guarded))
+        lost_whole = sum(f.weight for f in lost_facts(request, whole))
+        lost_guarded = sum(f.weight for f in lost_facts(request, guarded))
         return guarded if lost_guarded < lost_whole * (1 - _CHOOSE_MARGIN) else whole
 
-    def wrap(self, handler: SummarizeHandler) -> SummarizeHandler:
-        """``handler`` (built for :attr:`inner_bytes`) with the guard around it. A
-        structured request (:mod:`csum.request`) is passed on to a handler that takes
-        one; the guard reads the prompt text."""
+    def wrap(self, handler: Handler) -> RequestHandler:
+        """``handler`` (built for :attr:`inner_bytes`) with the guard around it, as a
+        request handler (a text handler is taken as
+        :func:`~csum.request.as_request_handler` takes it)."""
+        inner = as_request_handler(handler)
 
-        async def summarize(prompt: str) -> str:
-            if not isinstance(prompt, str):
-                raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
-            return await run(prompt)
-
-        async def summarize_request(request: SummaryRequest) -> str:
-            return await run(request)
-
-        async def run(job: SummaryJob) -> str:
-            prompt = job_prompt(job)
-            summary = await summarize_job(handler, job)
+        async def summarize(request: SummaryRequest) -> str:
+            check_request(request)
+            summary = await inner(request)
             if self.ask_again:
-                lost = lost_facts(prompt, fit_summary(summary, self.inner_bytes))
+                lost = lost_facts(request, fit_summary(summary, self.inner_bytes))
                 if lost:
-                    summary = await handler(_ask_again(prompt, lost))
-            if len(prompt) < _THREAD_THRESHOLD:
-                return self.complete(prompt, summary)
+                    asked = replace(request, prompt=_ask_again(request.prompt, lost))
+                    summary = await inner(asked)
+            if len(request.prompt) < _THREAD_THRESHOLD:
+                return self.complete(request, summary)
             return await anyio.to_thread.run_sync(
-                partial(self.complete, prompt, summary), abandon_on_cancel=True
+                partial(self.complete, request, summary), abandon_on_cancel=True
             )
 
-        summarize.__qualname__ = f"guarded({getattr(handler, '__qualname__', 'handler')})"
-        return with_request(summarize, summarize_request)
+        return request_handler(summarize, f"guarded({inner!r})")
 
-    def wrap_sized(self, handler_for: Callable[[int], SummarizeHandler]) -> SummarizeHandler:
+    def wrap_sized(self, handler_for: Callable[[int], Handler]) -> RequestHandler:
         """A handler made by ``handler_for(max_bytes)`` for each size (as
         :func:`csum.handlers.extractive` is): it summarizes at the whole budget and at
         :attr:`inner_bytes` with the guard, and returns the guarded one only when it lost
         clearly less (:meth:`choose`). Two calls per summary: meant for offline
-        handlers. Structured requests are passed on as :meth:`wrap` does."""
-        whole_handler, inner_handler = (
-            handler_for(self.max_bytes),
-            self.wrap(handler_for(self.inner_bytes)),
-        )
+        handlers."""
+        whole_handler = as_request_handler(handler_for(self.max_bytes))
+        inner_handler = self.wrap(handler_for(self.inner_bytes))
 
-        async def summarize(prompt: str) -> str:
-            return await run(prompt)
-
-        async def summarize_request(request: SummaryRequest) -> str:
-            return await run(request)
-
-        async def run(job: SummaryJob) -> str:
-            whole = await summarize_job(whole_handler, job)
+        async def summarize(request: SummaryRequest) -> str:
+            whole = await whole_handler(request)
             return self.choose(
-                job_prompt(job),
-                fit_summary(whole, self.max_bytes),
-                await summarize_job(inner_handler, job),
+                request, fit_summary(whole, self.max_bytes), await inner_handler(request)
             )
 
-        summarize.__qualname__ = f"guarded_sized({getattr(handler_for, '__qualname__', 'handler')})"
-        return with_request(summarize, summarize_request)
+        name = getattr(handler_for, "__qualname__", "handler")
+        return request_handler(summarize, f"guarded_sized({name})")
 
 
 def _cite(appendix: str, entries: Sequence[tuple[str, tuple[str, ...]]], room: int) -> str:
@@ -393,12 +365,12 @@ def _ask_again(prompt: str, lost: Sequence[LostFact], limit: int = 20) -> str:
 
 
 def guarded(
-    handler: SummarizeHandler,
+    handler: Handler,
     max_bytes: int,
     *,
     reserve: float = DEFAULT_RESERVE,
     ask_again: bool = False,
-) -> SummarizeHandler:
+) -> RequestHandler:
     """``FactGuard(max_bytes, reserve=..., ask_again=...).wrap(handler)``: build the
     handler for ``max_bytes`` less the reserve (``FactGuard.inner_bytes``)."""
     return FactGuard(max_bytes, reserve=reserve, ask_again=ask_again).wrap(handler)

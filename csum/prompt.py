@@ -1,8 +1,9 @@
-"""The prompt a summarize handler receives, and its parser.
+"""The request a summarize handler receives: the prompt text and its entries.
 
-:func:`messages_to_prompt` frames the messages to summarize as tagged data under fixed
-instructions; :func:`parse_prompt` reads such a prompt back, so offline handlers work
-on structure instead of guessing. Message content appears **verbatim** (every text,
+:func:`summary_request` frames the messages to summarize as tagged data under fixed
+instructions (:func:`messages_to_prompt` is its text) and keeps the entries the prompt
+was rendered from beside it, so offline handlers work on structure instead of parsing
+text. Message content appears **verbatim** (every text,
 tool call name and arguments, and tool result can be found in the prompt as it is),
 and still cannot break the framing: every structural tag carries a marker suffix that
 is derived from the content and occurs in none of it, so a message containing
@@ -29,13 +30,13 @@ Layout (``_4f1a9c2e`` is the marker; blocks with no entries are left out)::
     </messages_4f1a9c2e>
 
 The framing is kept short, since a compaction's prompt of cleared tool results is mostly
-framing: a message's ``index`` is written only when it is not the one after the
-message before in its block; a tool result whose call (same id and name) is shown
+framing: messages carry no index (each is the one after the message before in its
+block); a tool result whose call (same id and name) is shown
 earlier in the prompt names it by a short alias ``n`` (the call carries the same ``n``),
 so the provider's call id and the tool's name appear once per pair; any other result
 carries ``id`` and ``name`` itself. A tool name holding ``"``, ``&``, ``<`` or ``>``
 (no real tool's) is written in a ``<name_...>`` element after the opening tag instead
-of an attribute, verbatim. Everything the entries hold is read back exactly.
+of an attribute, verbatim. A request's entries hold every part the prompt shows, exactly.
 """
 
 from __future__ import annotations
@@ -62,7 +63,6 @@ from cast import (
 )
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import split_archive_line
-from csum.errors import PromptFormatError
 
 __all__ = [
     "CONTEXT_TAG",
@@ -76,18 +76,16 @@ __all__ = [
     "MESSAGES_TAG",
     "MESSAGE_TAG",
     "PROMPT_SECTIONS",
-    "ParsedPrompt",
+    "TEXT_ROLE",
     "PromptCase",
     "PromptEntry",
-    "PromptFormatError",
     "RequestMessage",
     "SummaryRequest",
     "check_focus",
     "messages_to_prompt",
-    "parse_prompt",
     "prompt_entry",
-    "render_request",
     "summary_request",
+    "text_request",
 ]
 
 INSTRUCTIONS_TAG: Final = "instructions"
@@ -211,8 +209,7 @@ class PromptEntry:
     blocks). ``earlier_summary`` marks the text or tool result of a summary pair (a
     summary being summarized again); ``archive_ref`` is the ``[archived: ...]`` line a
     text or tool result ends with ("" when none). Both are derived from the other fields
-    (:func:`prompt_entry`), so an entry built from a message and one read back from its
-    prompt are equal.
+    (:func:`prompt_entry`).
     """
 
     section: str
@@ -246,7 +243,7 @@ def prompt_entry(
     args: str = "",
 ) -> PromptEntry:
     """The entry of these fields, with what they say of an earlier summary and an archive
-    line (the one place both are derived, for built and parsed entries alike)."""
+    line (the one place both are derived)."""
     earlier = (kind == "tool_result" and name == SUMMARIZATION_TOOL_NAME) or (
         kind == "text" and content.startswith(SUMMARIZED_CONTENT_PREFIX)
     )
@@ -281,10 +278,10 @@ class RequestMessage:
 
 @dataclass(frozen=True, slots=True)
 class SummaryRequest:
-    """What a structured handler is asked to summarize: the prompt text and the entries
-    it was rendered from (:func:`summary_request`), so a handler reads the structure
-    instead of parsing the text. The two cannot disagree: the prompt is
-    :func:`render_request` of ``case``, ``focus``, ``marker`` and ``messages``.
+    """What a handler is asked to summarize (:mod:`csum.request`): the prompt text and
+    the entries it was rendered from (:func:`summary_request`), so a handler reads the
+    structure instead of parsing the text. Both are made from the same messages, part by
+    part (a :func:`text_request` has a plain text as both).
 
     The entries are built when first read (a handler taking the prompt text never pays
     for them): the request holds the fields they are made of."""
@@ -299,6 +296,14 @@ class SummaryRequest:
     """The marker suffix of the prompt's structure tags."""
     source: tuple[_Source, ...] = field(default=(), repr=False)
     """The messages the prompt was rendered from: (section, index, message)."""
+    conversation: tuple[Message, ...] = field(default=(), repr=False, compare=False)
+    """The conversation the summary is asked in, as the agent sent it (the chain a
+    Compactor was called with, in order; the same tuple for every request of one
+    compaction), or () when there is none: a continuation handler sends it as the
+    cached prefix (:mod:`csum.handlers._continuation`)."""
+    kept: int = field(default=0, compare=False)
+    """How many of the conversation's last messages stay in the chain as they are: the
+    summary is of what comes before them (0 with no conversation)."""
     _built: list[tuple[RequestMessage, ...]] = field(
         default_factory=list, repr=False, compare=False
     )
@@ -327,22 +332,17 @@ class SummaryRequest:
         return tuple(e for m in self.messages if m.section == MESSAGES_TAG for e in m.entries)
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedPrompt:
-    """A prompt read back: its case, instructions and entries, in order."""
+TEXT_ROLE: Final = "text"
+"""The role of the one entry of a :func:`text_request` (a text that no message made)."""
 
-    case: PromptCase | None
-    """``None`` when the instructions are not one of :data:`INSTRUCTIONS`."""
-    instructions: str
-    context: tuple[PromptEntry, ...]
-    messages: tuple[PromptEntry, ...]
-    focus: str = ""
-    """The prompt's focus (what the next step needs); "" when it has none."""
 
-    @property
-    def entries(self) -> tuple[PromptEntry, ...]:
-        """Context entries, then message entries."""
-        return self.context + self.messages
+def text_request(text: str) -> SummaryRequest:
+    """A request of a plain text that no message made: its prompt is the text, its one
+    entry the text itself (kind and role ``text``, no earlier summary or archive line
+    derived from it)."""
+    entry = PromptEntry(MESSAGES_TAG, 0, TEXT_ROLE, "text", content=text)
+    message = RequestMessage(MESSAGES_TAG, 0, TEXT_ROLE, (entry,))
+    return SummaryRequest(text, None, "", "", (), _built=[(message,)])
 
 
 # --- rendering ----------------------------------------------------------------------
@@ -396,9 +396,7 @@ class _Tags:
 _ROLE_NAMES = {role: role.value for role in Role}
 
 _RawEntry = tuple[str, str, str, str, str]
-"""An entry as the renderer reads it: (kind, content, name, call_id, args)."""
-_RawMessage = tuple[str, int, str, tuple[_RawEntry, ...]]
-"""A message as the renderer reads it: (section, index, role, entries)."""
+"""An entry as plain fields: (kind, content, name, call_id, args)."""
 _Source = tuple[str, int, Message]
 """A message of a prompt as :func:`summary_request` renders it: (section, index, the
 message)."""
@@ -440,14 +438,10 @@ def _other_entry(part: object) -> _RawEntry | None:
 
 
 def _source_message(source: _Source) -> RequestMessage:
-    """The :class:`RequestMessage` of a message of the prompt."""
+    """The :class:`RequestMessage` of a message of the prompt (entries with their derived
+    fields)."""
     section, index, message = source
-    return _request_message((section, index, _ROLE_NAMES[message.role], _raw_entries(message)))
-
-
-def _request_message(raw: _RawMessage) -> RequestMessage:
-    """The :class:`RequestMessage` of a raw message (entries with their derived fields)."""
-    section, index, role, entries = raw
+    role = _ROLE_NAMES[message.role]
     return RequestMessage(
         section,
         index,
@@ -456,18 +450,8 @@ def _request_message(raw: _RawMessage) -> RequestMessage:
             prompt_entry(
                 section, index, role, kind, content=content, name=name, call_id=call_id, args=args
             )
-            for kind, content, name, call_id, args in entries
+            for kind, content, name, call_id, args in _raw_entries(message)
         ),
-    )
-
-
-def _raw_message(message: RequestMessage) -> _RawMessage:
-    """The raw form of a :class:`RequestMessage` (what the renderer reads)."""
-    return (
-        message.section,
-        message.index,
-        message.role,
-        tuple((e.kind, e.content, e.name, e.call_id, e.args) for e in message.entries),
     )
 
 
@@ -536,51 +520,15 @@ class _Aliases:
             out[slot] = str(numbers[call])
 
 
-def _render_message(
-    out: list[str], message: _RawMessage, tags: _Tags, aliases: _Aliases, next_index: int
-) -> int:
-    """Append the message; return how many structure tags (one marker each) it wrote.
-    Its index is written only when it is not ``next_index`` (the one after the block's
-    message before)."""
-    # Content goes in as its own list item, so it is copied once, by the final join.
+def _render_source(out: list[str], message: _Source, tags: _Tags, aliases: _Aliases) -> int:
+    """Append the message, read straight from its parts (the entries are built only when
+    read); return how many structure tags (one marker each) it wrote. Its place is the
+    one after the message before in its block, so no index is written."""
     append = out.append
     mark = tags.mark
     count = 2
-    _, message_index, role, entries = message
-    index = "" if message_index == next_index else f' index="{message_index}"'
-    append(f'<message{mark}{index} role="{role}">\n')
-    for kind, content, name, call_id, args in entries:
-        count += 2
-        if kind in {"text", "reasoning"}:
-            opening, closing = tags.text if kind == "text" else tags.reasoning
-            append(opening)
-            append(content)
-            append(closing)
-        elif kind == "tool_call":
-            count += aliases.call(out, call_id, name, mark)
-            append(args)
-            append(tags.call_end)
-        elif kind == "tool_result":
-            count += aliases.result(out, call_id, name, mark)
-            append(content)
-            append(tags.result_end)
-        else:
-            append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
-    append(tags.message_end)
-    return count
-
-
-def _render_source(
-    out: list[str], message: _Source, tags: _Tags, aliases: _Aliases, next_index: int
-) -> int:
-    """:func:`_render_message` of a message read straight from its parts (what
-    :func:`summary_request` renders: the entries are built only when read)."""
-    append = out.append
-    mark = tags.mark
-    count = 2
-    _, message_index, source = message
-    index = "" if message_index == next_index else f' index="{message_index}"'
-    append(f'<message{mark}{index} role="{_ROLE_NAMES[source.role]}">\n')
+    source = message[2]
+    append(f'<message{mark} role="{_ROLE_NAMES[source.role]}">\n')
     for part in source.parts:
         if isinstance(part, ToolResult):
             count += 2 + aliases.result(out, part.tool_call_id, part.name, mark)
@@ -615,7 +563,7 @@ def _render(
     case: PromptCase,
     focus: str,
     mark: str,
-    messages: Sequence[_RawMessage] | Sequence[_Source],
+    messages: Sequence[_Source],
 ) -> tuple[str, int]:
     """The prompt and how many structure tags carrying ``mark`` it holds."""
     text = INSTRUCTIONS[case]
@@ -628,7 +576,6 @@ def _render(
         expected = 2
     tags = _Tags.with_mark(mark)
     aliases = _Aliases()
-    next_index = 0
     section = ""
     for message in messages:
         if message[0] != section:
@@ -637,28 +584,10 @@ def _render(
             section = message[0]
             out.append(f"<{section}{mark}>\n")
             expected += 2
-            next_index = 0
-        if len(message) == 3:
-            expected += _render_source(out, message, tags, aliases, next_index)
-        else:
-            expected += _render_message(out, message, tags, aliases, next_index)
-        next_index = message[1] + 1
+        expected += _render_source(out, message, tags, aliases)
     out.append(f"</{section}{mark}>\n")
     aliases.fill(out)
     return "".join(out), expected
-
-
-def render_request(
-    case: PromptCase, focus: str, marker: str, messages: Sequence[RequestMessage]
-) -> str:
-    """The prompt text of a request's parts (``focus`` "" for none): what
-    :attr:`SummaryRequest.prompt` holds, made from its entries alone. Raises
-    ``ValueError`` when ``messages`` is empty (an empty request's prompt is "")."""
-    if not messages:
-        raise ValueError(
-            "render_request needs at least one message (an empty request has no prompt)"
-        )
-    return _render(case, focus, marker, [_raw_message(m) for m in messages])[0]
 
 
 def _attr(value: str) -> str:
@@ -680,13 +609,17 @@ def summary_request(
     ai_messages: Sequence[Message],
     *,
     focus: str | None = None,
+    conversation: tuple[Message, ...] = (),
+    kept: int = 0,
 ) -> SummaryRequest:
     """The request asking a handler to summarize ``ai_messages`` (or the human ones):
     the entries of the messages and the prompt rendered from them, which is exactly
-    :func:`messages_to_prompt`'s (see there for the cases, the focus and the layout).
-    With no messages at all: an empty request (empty prompt, no entries)."""
+    :func:`messages_to_prompt`'s (see there for the cases, the focus and the layout),
+    asked in ``conversation`` whose last ``kept`` messages stay
+    (:attr:`SummaryRequest.conversation`). With no messages at all: an empty request
+    (empty prompt, no entries)."""
     if not human_messages and not ai_messages:
-        return SummaryRequest("", None, "", "", ())
+        return SummaryRequest("", None, "", "", (), conversation, kept)
     if focus is not None:
         check_focus(focus)
     case = _case(human_messages, ai_messages)
@@ -720,7 +653,7 @@ def summary_request(
         prompt, expected = _render(case, focus_text, mark, messages)
         if prompt.count(mark) != expected:  # pragma: no cover - impossible by construction
             raise AssertionError("the prompt marker occurs in the content")
-    return SummaryRequest(prompt, case, focus_text, mark, messages)
+    return SummaryRequest(prompt, case, focus_text, mark, messages, conversation, kept)
 
 
 def messages_to_prompt(
@@ -762,212 +695,3 @@ def check_focus(focus: object) -> None:
 def _marker(sizes: str, attempt: int) -> str:
     """The ``attempt``-th candidate marker of a prompt (deterministic: a hash)."""
     return "_" + xxhash.xxh3_64_hexdigest(f"{sizes}:{attempt}".encode())[:8]
-
-
-# --- parsing ------------------------------------------------------------------------
-
-_FIRST_BLOCK = re.compile(r"<(context|messages|focus)(_[0-9a-f]{8})>")
-_CALL_ATTRS = re.compile(r'\A(?: n="(\d+)")? id="([^"]*)"(?: name="([^"&<>]*)")?\Z')
-_RESULT_ALIAS = re.compile(r'\A n="(\d+)"\Z')
-_MESSAGE_ATTRS = re.compile(r'\A(?: index="(\d+)")? role="([a-z]+)"\Z')
-_CASES_BY_TEXT = {text: case for case, text in INSTRUCTIONS.items()}
-_SIMPLE_ENTRIES = frozenset({"text", "reasoning", "image", "binary", "block"})
-
-
-def _unattr(value: str) -> str:
-    return value.replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&")
-
-
-class _Reader:
-    """A cursor over a prompt whose structure tags all end with ``mark``."""
-
-    def __init__(self, prompt: str, pos: int, mark: str) -> None:
-        self.prompt = prompt
-        self.pos = pos
-        self.mark = mark
-
-    def fail(self, what: str) -> PromptFormatError:
-        snippet = self.prompt[self.pos : self.pos + 40]
-        return PromptFormatError(
-            f"not a chaincast prompt: {what} at offset {self.pos} ({snippet!r})"
-        )
-
-    def peek_tag(self) -> tuple[bool, str, str] | None:
-        """(closing, name, attributes) of the structure tag at the cursor, if any."""
-        prompt, pos = self.prompt, self.pos
-        if not prompt.startswith("<", pos):
-            return None
-        end = prompt.find(">", pos)
-        if end < 0:
-            return None
-        closing = prompt.startswith("/", pos + 1)
-        body = prompt[pos + 1 + closing : end]
-        name, _, attrs = body.partition(" ")
-        if not name.endswith(self.mark):
-            return None
-        return closing, name[: -len(self.mark)], (" " + attrs if attrs else "")
-
-    def tag(self, closing: bool, name: str) -> str:
-        """Consume the expected tag (and the newline after it); return its attributes."""
-        found = self.peek_tag()
-        if found is None or found[0] != closing or found[1] != name:
-            raise self.fail(f"expected <{'/' if closing else ''}{name}{self.mark}>")
-        self.pos = self.prompt.index(">", self.pos) + 1
-        if self.prompt.startswith("\n", self.pos):
-            self.pos += 1
-        return found[2]
-
-    def open_tag(self, name: str) -> str:
-        """Consume the opening tag ``<name{mark} ...>`` (no newline after it); return
-        its attributes."""
-        found = self.peek_tag()
-        if found is None or found[0] or found[1] != name:
-            raise self.fail(f"expected <{name}{self.mark}>")
-        self.pos = self.prompt.index(">", self.pos) + 1
-        return found[2]
-
-    def skip_newline(self) -> None:
-        if self.prompt.startswith("\n", self.pos):
-            self.pos += 1
-
-    def until_closing(self, name: str) -> str:
-        """The verbatim text from the cursor up to ``</name{mark}>``, consumed with the
-        closing tag and the newline after it."""
-        closing = f"</{name}{self.mark}>"
-        end = self.prompt.find(closing, self.pos)
-        if end < 0:
-            raise self.fail(f"unterminated <{name}{self.mark}>")
-        start = self.pos
-        self.pos = end + len(closing)
-        if self.prompt.startswith("\n", self.pos):
-            self.pos += 1
-        return self.prompt[start:end]
-
-    def element(self, name: str) -> str:
-        """The verbatim content of ``<name{mark}>...</name{mark}>`` at the cursor."""
-        opening = f"<{name}{self.mark}>"
-        closing = f"</{name}{self.mark}>"
-        if not self.prompt.startswith(opening, self.pos):
-            raise self.fail(f"expected {opening}")
-        start = self.pos + len(opening)
-        end = self.prompt.find(closing, start)
-        if end < 0:
-            raise self.fail(f"unterminated {opening}")
-        self.pos = end + len(closing)
-        if self.prompt.startswith("\n", self.pos):
-            self.pos += 1
-        return self.prompt[start:end]
-
-
-def _read_block(
-    reader: _Reader, block: str, calls: dict[str, tuple[str, str]]
-) -> list[PromptEntry]:
-    """The entries of one data block; ``calls`` maps the aliases of the calls read so
-    far (this block's and the blocks' before) to their id and name."""
-    entries: list[PromptEntry] = []
-    reader.tag(False, block)
-    index = -1
-    while True:
-        found = reader.peek_tag()
-        if found is None:
-            raise reader.fail("expected a message")
-        closing, name, _ = found
-        if closing and name == block:
-            reader.tag(True, block)
-            return entries
-        attrs = _MESSAGE_ATTRS.match(reader.tag(False, "message"))
-        if attrs is None:
-            raise reader.fail("bad message attributes")
-        # No index: the one after the message before (the renderer leaves it out then).
-        index = int(attrs.group(1)) if attrs.group(1) is not None else index + 1
-        role = attrs.group(2)
-        while True:
-            found = reader.peek_tag()
-            if found is None:
-                raise reader.fail("expected an entry")
-            closing, kind, _ = found
-            if closing and kind == "message":
-                reader.tag(True, "message")
-                break
-            if kind in _SIMPLE_ENTRIES:
-                entries.append(prompt_entry(block, index, role, kind, content=reader.element(kind)))
-                continue
-            if kind not in ("tool_call", "tool_result"):
-                raise reader.fail(f"unexpected <{kind}>")
-            call_id, name = _read_call_tag(reader, kind, calls)
-            body = reader.until_closing(kind)
-            if kind == "tool_call":
-                entries.append(
-                    prompt_entry(block, index, role, kind, name=name, call_id=call_id, args=body)
-                )
-            else:
-                entries.append(
-                    prompt_entry(block, index, role, kind, content=body, name=name, call_id=call_id)
-                )
-
-
-def _read_call_tag(
-    reader: _Reader, kind: str, calls: dict[str, tuple[str, str]]
-) -> tuple[str, str]:
-    """(call id, tool name) of a ``<tool_call>`` or ``<tool_result>`` opening tag (and
-    its ``<name>`` element when the name is not an attribute); a call's alias goes into
-    ``calls``, a result's alias is looked up there."""
-    attrs_text = reader.open_tag(kind)
-    alias = _RESULT_ALIAS.match(attrs_text) if kind == "tool_result" else None
-    if alias is not None:
-        linked = calls.get(alias.group(1))
-        if linked is None:
-            raise reader.fail(f"tool result n={alias.group(1)} names no call above it")
-        return linked
-    call = _CALL_ATTRS.match(attrs_text)
-    if call is None or (kind == "tool_result" and call.group(1) is not None):
-        raise reader.fail(f"bad <{kind}> attributes")
-    call_id = _unattr(call.group(2))
-    if call.group(3) is not None:
-        name = call.group(3)
-    else:
-        reader.skip_newline()
-        name = reader.element("name")
-    if call.group(1) is not None:
-        calls[call.group(1)] = (call_id, name)
-    return call_id, name
-
-
-def parse_prompt(prompt: str) -> ParsedPrompt:
-    """Read back a prompt made by :func:`messages_to_prompt`.
-
-    Raises :class:`PromptFormatError` (a :class:`ValueError`) for any other text, so
-    callers can fall back to treating it as plain text.
-    """
-    opening = f"<{INSTRUCTIONS_TAG}>\n"
-    closing = f"\n</{INSTRUCTIONS_TAG}>\n"
-    end = prompt.find(closing)
-    if not prompt.startswith(opening) or end < 0:
-        raise PromptFormatError("not a chaincast prompt: no <instructions> block first")
-    instructions = prompt[len(opening) : end]
-    pos = end + len(closing)
-    first = _FIRST_BLOCK.match(prompt, pos)
-    if first is None or (first.group(1) != FOCUS_TAG and not prompt.startswith("\n", first.end())):
-        raise PromptFormatError("not a chaincast prompt: no data block after the instructions")
-    reader = _Reader(prompt, pos, first.group(2))
-    focus = ""
-    if first.group(1) == FOCUS_TAG:
-        focus = reader.element(FOCUS_TAG)
-        instructions = instructions.removesuffix("\n" + FOCUS_INSTRUCTIONS)
-        opens = (f"<{CONTEXT_TAG}{reader.mark}>\n", f"<{MESSAGES_TAG}{reader.mark}>\n")
-        if not prompt.startswith(opens, reader.pos):
-            raise reader.fail("expected a data block after the focus")
-    context: list[PromptEntry] = []
-    calls: dict[str, tuple[str, str]] = {}
-    if prompt.startswith(f"<{CONTEXT_TAG}{reader.mark}>\n", reader.pos):
-        context = _read_block(reader, CONTEXT_TAG, calls)
-    messages = _read_block(reader, MESSAGES_TAG, calls)
-    if reader.pos != len(prompt):
-        raise reader.fail("text after the last block")
-    return ParsedPrompt(
-        case=_CASES_BY_TEXT.get(instructions),
-        instructions=instructions,
-        context=tuple(context),
-        messages=tuple(messages),
-        focus=focus,
-    )

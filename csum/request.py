@@ -1,80 +1,98 @@
-"""Structured requests for handlers that want them: the entries beside the prompt text.
+"""The handler contract inside csum: handlers receive the structured request.
 
 The engine builds one :class:`~csum.prompt.SummaryRequest` per summary
-(:func:`~csum.prompt.summary_request`): the prompt text and the entries it was rendered
-from (roles, kinds, tool names and call ids, earlier summaries, archive references,
-the focus). A handler opts in by having a ``summarize_request(request)`` coroutine
-method or attribute (:class:`StructuredHandler`); it is then called with the request,
-and its plain ``handler(prompt)`` call stays for callers that only have text. A
-handler without it (a plain ``async def handler(prompt)``, a model handler) is called
-with the text, as ever. Every wrapper csum offers (the robust handler, the fact guard,
-the threaded handler, the summary cache) passes the request on to an opted-in handler.
+(:func:`~csum.prompt.summary_request`): the prompt text, the entries it was rendered
+from (roles, kinds, tool names and call ids, earlier summaries, archive references, the
+focus) and the conversation the summary was asked in. Every handler csum calls is a
+:class:`RequestHandler`, called with that request: csum's own handlers (the offline
+one, the model handlers, the robust and guarded wrappers) are request handlers, and a
+model handler sends ``request.prompt``.
+
+The public contract stays text: a :data:`SummarizeHandler` (``async (prompt) ->
+summary``) is taken wherever a handler is, and :func:`as_request_handler` adapts it
+once, where it is taken, into a request handler that passes it ``request.prompt``.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from typing import Protocol, runtime_checkable
+from typing import TypeAlias
 
+from csum._handler_check import check_handler
 from csum.prompt import SummaryRequest
 
 __all__ = [
+    "Handler",
     "RequestHandler",
-    "StructuredHandler",
-    "SummaryJob",
+    "SummarizeHandler",
     "SummaryRequest",
-    "job_prompt",
-    "request_method",
-    "summarize_job",
-    "with_request",
+    "as_request_handler",
+    "check_request",
+    "request_handler",
 ]
 
-TextHandler = Callable[[str], Awaitable[str]]
-"""A summarize handler as the contract has it (``csum.SummarizeHandler``)."""
-
-RequestHandler = Callable[[SummaryRequest], Awaitable[str]]
-"""Takes the structured request, returns the summary text."""
-
-SummaryJob = str | SummaryRequest
-"""What a wrapper passes on: the prompt text, or the request when the engine built one."""
+SummarizeHandler: TypeAlias = Callable[[str], Awaitable[str]]
+"""Takes the prompt text, returns the summary text (the public contract)."""
 
 
-@runtime_checkable
-class StructuredHandler(Protocol):
-    """A summarize handler that also reads the structured request."""
+class RequestHandler(ABC):
+    """A summarize handler that takes the structured request (``await
+    handler(request)``) and returns the summary text."""
 
-    def __call__(self, prompt: str) -> Awaitable[str]:
-        """The summary of a prompt given as text alone."""
-        ...
-
-    def summarize_request(self, request: SummaryRequest) -> Awaitable[str]:
-        """The summary of ``request`` (its entries; ``request.prompt`` is its text)."""
-        ...
+    @abstractmethod
+    async def __call__(self, request: SummaryRequest, /) -> str:
+        """The summary of ``request`` (``request.prompt`` is its text)."""
 
 
-def request_method(handler: object) -> RequestHandler | None:
-    """The handler's ``summarize_request``, or None when it takes text only."""
-    method = getattr(handler, "summarize_request", None)
-    return method if callable(method) else None
+Handler: TypeAlias = SummarizeHandler | RequestHandler
+"""What csum takes where it takes a handler: a text handler or a request handler."""
 
 
-def job_prompt(job: SummaryJob) -> str:
-    """The prompt text of a job."""
-    return job if isinstance(job, str) else job.prompt
+def check_request(request: object) -> None:
+    """Raise ``TypeError`` unless ``request`` is a :class:`~csum.prompt.SummaryRequest`."""
+    if not isinstance(request, SummaryRequest):
+        raise TypeError(f"request must be a SummaryRequest, got {type(request).__name__}")
 
 
-async def summarize_job(handler: TextHandler, job: SummaryJob) -> str:
-    """``handler``'s summary of ``job``: the request to an opted-in handler, the text to
-    any other (and to every handler when the job is text)."""
-    if isinstance(job, str):
-        return await handler(job)
-    method = request_method(handler)
-    if method is None:
-        return await handler(job.prompt)
-    return await method(job)
+class _FunctionHandler(RequestHandler):
+    """A coroutine function of the request, as a :class:`RequestHandler`."""
+
+    __slots__ = ("_name", "_summarize")
+
+    def __init__(self, summarize: Callable[[SummaryRequest], Awaitable[str]], name: str) -> None:
+        self._summarize = summarize
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+    async def __call__(self, request: SummaryRequest, /) -> str:
+        return await self._summarize(request)
 
 
-def with_request(handler: TextHandler, by_request: RequestHandler) -> TextHandler:
-    """``handler`` (a function) opted in: ``by_request`` becomes its ``summarize_request``."""
-    handler.summarize_request = by_request  # type: ignore[attr-defined]
-    return handler
+def request_handler(
+    summarize: Callable[[SummaryRequest], Awaitable[str]], name: str | None = None
+) -> RequestHandler:
+    """``summarize`` (``async (request) -> summary``) as a request handler: csum then
+    hands it the request instead of the text. ``name`` is its ``repr`` (default: the
+    function's qualified name)."""
+    if not callable(summarize):
+        raise TypeError(f"summarize must be callable, not {type(summarize).__name__}")
+    return _FunctionHandler(summarize, name or str(getattr(summarize, "__qualname__", "handler")))
+
+
+def as_request_handler(handler: Handler, what: str = "handler") -> RequestHandler:
+    """``handler`` as a request handler: itself when it is one, else (a text handler) a
+    request handler that passes it ``request.prompt``. Raises ``TypeError`` for what is
+    no handler (:func:`csum._handler_check.check_handler`)."""
+    if isinstance(handler, RequestHandler):
+        return handler
+    check_handler(handler, what)
+    text = handler
+
+    async def by_text(request: SummaryRequest) -> str:
+        check_request(request)
+        return await text(request.prompt)
+
+    return _FunctionHandler(by_text, str(getattr(text, "__qualname__", None) or repr(text)))

@@ -22,13 +22,14 @@ from cast import (
     TemplateLike,
     parse_chain,
 )
-from csum._calls import SUMMARY_FLOOR_BYTES, HandlerCalls, SummarizeHandler
+from csum._calls import SUMMARY_FLOOR_BYTES, HandlerCalls
 from csum._gather import gather
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.config import Stores, SummarizerConfig
 from csum.reinsert import without_recalled
+from csum.request import Handler
 from csum.store_events import StoreEvent
 from csum.strategies import (
     needs_section_summary,
@@ -148,7 +149,7 @@ class Summarizer:
 
     async def summarize_chain(
         self,
-        handler: SummarizeHandler,
+        handler: Handler,
         messages: Iterable[Message | dict[str, Any]],
         *,
         id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE,
@@ -163,7 +164,7 @@ class Summarizer:
 
     async def summarize(
         self,
-        handler: SummarizeHandler,
+        handler: Handler,
         messages: Iterable[Message | dict[str, Any]],
         *,
         id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE,
@@ -219,9 +220,7 @@ class Summarizer:
             store_events=tuple(calls.events),
         )
 
-    def _calls(
-        self, handler: SummarizeHandler, on_call: Callable[[int, int], None] | None
-    ) -> HandlerCalls:
+    def _calls(self, handler: Handler, on_call: Callable[[int, int], None] | None) -> HandlerCalls:
         """The handler calls of one summarization (bounded, cached, archived)."""
         limit = self.max_concurrency
         return HandlerCalls(
@@ -282,7 +281,7 @@ class Summarizer:
 
     def summarize_chain_sync(
         self,
-        handler: SummarizeHandler,
+        handler: Handler,
         messages: Iterable[Message | dict[str, Any]],
         *,
         id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE,

@@ -5,14 +5,17 @@ messages (the user's requests and constraints are gone from the chain afterwards
 the summary must say them); only the question of the turn the cut falls in stays, and
 is context. One prompt when it fits the handler's ``max_prompt_bytes``, else pieces that
 fit, merged (:mod:`csum._pieces`): the prompt of it all is never built. With clearing,
-the handler reads the evicted tool results as their placeholders.
+the handler reads the evicted tool results as their placeholders. The one-prompt request
+carries the conversation the Compactor was called with and how many of its last
+messages stay (:attr:`csum.prompt.SummaryRequest.conversation`), so a continuation
+handler can send it as the provider's cached prefix; pieces are fresh prompts.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from cast import Message
+from cast import ChainAST, Message
 from csum._calls import HandlerCalls
 from csum._pieces import summarize_in_pieces
 from csum._question_context import question_context
@@ -22,7 +25,7 @@ from csum.config import Clearing
 from csum.plan import Plan, Turn
 from csum.reinsert import own_question
 
-__all__ = ["summarize_plan"]
+__all__ = ["kept_after", "summarize_plan"]
 
 
 async def summarize_plan(
@@ -32,12 +35,15 @@ async def summarize_plan(
     handler: RobustHandler,
     clearing: Clearing | None,
     focus: str | None,
+    conversation: tuple[Message, ...] = (),
+    kept: int = 0,
 ) -> str:
     """The summary of what ``plan`` evicts: one prompt when its messages fit the
     handler's ``max_prompt_bytes`` (the robust handler still splits a prompt their
     tags make too long), else pieces that fit, merged. With ``clearing``, the handler
     reads the evicted tool results as their placeholders
-    (:func:`~csum.clearing.clear_evicted`)."""
+    (:func:`~csum.clearing.clear_evicted`). ``conversation`` and ``kept`` go with the
+    one prompt (:attr:`~csum.prompt.SummaryRequest.conversation`)."""
     if clearing is not None:
         plan = _cleared(plan, clearing)
     limit = handler.max_prompt_bytes
@@ -63,7 +69,22 @@ async def summarize_plan(
         section=plan.section,
         replaced=plan.replaced,
         focus=focus,
+        conversation=conversation,
+        kept=kept,
     )
+
+
+def kept_after(chain: ChainAST, plan: Plan) -> int:
+    """How many of ``chain``'s last messages ``plan`` keeps after what it evicts: the
+    kept pairs of its section (with the section's question when the cut is at its
+    start) and every later section. What stays before the cut (the system prompt, the
+    question of the turn the cut falls in, pinned pairs) is not counted: a continuation
+    summary covers it too, as the one prompt gives that question as context."""
+    section = chain.sections[plan.section]
+    kept = sum(1 + len(pair.tool_messages) for pair in section.body[plan.pair :])
+    if plan.pair == 0:
+        kept += len(section.header.messages())
+    return kept + sum(len(later.messages()) for later in chain.sections[plan.section + 1 :])
 
 
 def _cleared(plan: Plan, options: Clearing) -> Plan:

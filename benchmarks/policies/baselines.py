@@ -23,7 +23,7 @@ from benchmarks.policies.policy import MeteredHandler, Policy, PolicyStep
 from cast import ChainAST, Message, Role, TextPart
 from cast.ast import Header, Section
 from cast.messages import utf8_len
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, messages_to_prompt, summary_request
 
 __all__ = ["DropOldest", "FractionPartition", "KeepLastSummarize", "message_text"]
 
@@ -153,7 +153,7 @@ class KeepLastSummarize(Policy):
         old, recent = messages[start:split], messages[split:]
         if not old:
             return list(messages), self._step(False)
-        summary = await self.handler(messages_to_prompt([], old))
+        summary = await self.handler(summary_request([], old))
         text = (
             f"=== CONVERSATION SUMMARY (previous {len(old)} messages) ===\n"
             f"{summary}\n=== END SUMMARY ==="
@@ -191,7 +191,7 @@ class FractionPartition(Policy):
         self.name = f"fraction-{fraction:g} keep-{keep} {label} (seed 004)"
         self.description = f"at {fraction:.0%} of budget, {label} summary of all but last {keep}"
 
-    def _trimmed_prompt(self, old: Sequence[Message]) -> str:
+    def _trimmed_prompt(self, old: Sequence[Message]) -> SummaryRequest:
         low, high = 0, len(old) - 1  # keep old[first:], the newest that fit
         while low < high:
             mid = (low + high) // 2
@@ -199,7 +199,7 @@ class FractionPartition(Policy):
                 high = mid
             else:
                 low = mid + 1
-        return messages_to_prompt([], old[low:])
+        return summary_request([], old[low:])
 
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
         if self.handler is not None:

@@ -27,9 +27,11 @@ price and its summary at ``output`` times it, at the main model's rate or at a m
 ``CHEAP_SUMMARIZER`` times cheaper; or, for a policy whose handler sends it as a
 continuation of the conversation (:meth:`CacheMeter.continuation`, issue 36), as one
 more request of the conversation: its prefix read from the cache, the instruction
-(``INSTRUCTION_BYTES``) and what is new written, the summary at the main model's
-output price (a cache is per model). Costs are in millions of base input tokens of the
-main model (multiply by its price per million tokens for dollars).
+the handler sends after it (measured on the requests:
+:class:`benchmarks.policies.policy.MeteredHandler`) and what is new written, the
+summary at the main model's output price (a cache is per model). Costs are in
+millions of base input tokens of the main model (multiply by its price per million
+tokens for dollars).
 
 Sources of the ratios (checked 2026-11-26; cited in docs/cost.md):
 Anthropic pricing https://platform.claude.com/docs/en/about-claude/pricing and prompt
@@ -54,7 +56,6 @@ __all__ = [
     "ANTHROPIC_STRICT",
     "BYTES_PER_TOKEN",
     "CHEAP_SUMMARIZER",
-    "INSTRUCTION_BYTES",
     "OPENAI",
     "OPENAI_GPT41",
     "STYLES",
@@ -69,9 +70,6 @@ __all__ = [
 BYTES_PER_TOKEN = 4
 CHEAP_SUMMARIZER = 5.0
 """How many times cheaper the second summarizer model is (input and output)."""
-INSTRUCTION_BYTES = 1024
-"""What a summary call sent as a continuation adds after the conversation: the
-instruction naming what to summarize (about the size of csum's prompt instructions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,11 +212,12 @@ class CacheMeter:
         history: Sequence[Message],
         calls: int,
         output_bytes: int,
-        instruction_bytes: int = INSTRUCTION_BYTES,
+        instruction_bytes: int,
     ) -> None:
         """Add summary calls sent as a continuation of the conversation (call before
         :meth:`add` of the turn's payload): each is ``history`` (the chain the policy was
-        given, which starts with the previous request) and an instruction, priced like a
+        given, which starts with the previous request) and an instruction of
+        ``instruction_bytes`` (what the continuation handler sends after it), priced like a
         request against the previous one, so its prefix is read from the cache; the
         summary is output of the main model (a cache is per model: no cheaper rate)."""
         if calls <= 0:

@@ -172,7 +172,19 @@ class MeteredPolicy(Policy):
     async def apply(self, messages: Sequence[Message]) -> tuple[list[Message], PolicyStep]:
         out, step = await self.inner.apply(messages)
         if self.continuation and step.handler_calls:
-            self.meter.continuation(messages, step.handler_calls, step.handler_output_bytes)
+            # what a continuation handler sends: every call of the step carried the
+            # conversation (the Compactor's one summary prompt), then its instruction
+            if step.handler_continued != step.handler_calls:
+                raise AssertionError(
+                    f"{self.name}: {step.handler_calls - step.handler_continued} summary "
+                    "calls without their conversation cannot be priced as continuations"
+                )
+            self.meter.continuation(
+                messages,
+                step.handler_calls,
+                step.handler_output_bytes,
+                round(step.handler_instruction_bytes / step.handler_calls),
+            )
         else:
             self.meter.summarizer(step.handler_input_bytes, step.handler_output_bytes)
         self.meter.add(out, changed=step.changed)

@@ -43,6 +43,7 @@ from benchmarks.policies.policy import (
 from cast import Message, Role
 from csum import Budget, Compactor, Stores
 from csum.config import SUMMARY_ONLY
+from csum.prompt import text_request
 
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(Budget)) - {"limit", "unit"}
 """The Compactor options that are :class:`~csum.Budget` settings."""
@@ -199,7 +200,7 @@ def _handler_chat_model(handler: MeteredHandler) -> Any:
             **kw: Any,
         ) -> ChatResult:
             prompt = "\n".join(str(m.content) for m in messages)
-            summary = await handler(prompt)
+            summary = await handler(text_request(prompt))
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content=summary))])
 
     return HandlerChatModel()
@@ -236,7 +237,7 @@ class PydanticAIHistoryProcessor(Policy):
 
         async def summarize(messages: list[Any], info: AgentInfo) -> ModelResponse:
             prompt = _pydantic_text(messages)
-            return ModelResponse(parts=[TextPart(content=await handler(prompt))])
+            return ModelResponse(parts=[TextPart(content=await handler(text_request(prompt)))])
 
         self.agent: Any = Agent(
             FunctionModel(function=summarize),

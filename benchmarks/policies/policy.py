@@ -20,8 +20,10 @@ import anyio
 
 from cast import Message, Role, ToolCall
 from cast.messages import utf8_len
-from csum import HistoryArchive, Stores, SummarizeHandler, Summarizer, SummarizerConfig
-from csum.prompt import PromptFormatError, parse_prompt
+from csum import HistoryArchive, Stores, Summarizer, SummarizerConfig
+from csum.handlers._continuation import continuation_instruction
+from csum.prompt import SummaryRequest
+from csum.request import RequestHandler, request_handler
 
 __all__ = [
     "CSUM_REFERENCE_BUDGET",
@@ -68,21 +70,30 @@ class LatencyModel:
 
 
 @dataclass
-class MeteredHandler:
-    """Wraps a summarize handler: counts calls and bytes, models latency, times it.
+class MeteredHandler(RequestHandler):
+    """Wraps a request handler: counts calls and bytes, models latency, times it.
 
+    A request that carries its conversation (a Compactor's one summary prompt) is what
+    a continuation handler sends as the conversation then its instruction: such calls
+    are counted in ``continued`` and the instruction's bytes in ``instruction_bytes``
+    (:func:`csum.handlers._continuation.continuation_instruction`), so the cost
+    benchmark prices what the model handlers send.
     Each call sleeps ``time_scale`` times its modelled latency (0: no sleep, the quick
     mode). ``modelled_s`` runs a virtual clock per step: a call starts when the step's
     last finished call ended (concurrent calls start together), so it follows the
     handler's concurrency without waiting for real.
     """
 
-    inner: SummarizeHandler
+    inner: RequestHandler
     time_scale: float = 0.0
     latency: LatencyModel = field(default_factory=LatencyModel)
     calls: int = 0
     input_bytes: int = 0
     output_bytes: int = 0
+    continued: int = 0
+    """Calls whose request carried its conversation."""
+    instruction_bytes: int = 0
+    """The continuation instructions of those calls, in UTF-8 bytes."""
     busy_s: float = 0.0
     """Real time with at least one call in flight."""
     modelled_s: float = 0.0
@@ -93,16 +104,17 @@ class MeteredHandler:
     def reset(self) -> None:
         """Start a new step: zero every counter."""
         self.calls = self.input_bytes = self.output_bytes = 0
+        self.continued = self.instruction_bytes = 0
         self.busy_s = self.modelled_s = self._vnow = 0.0
 
-    async def __call__(self, prompt: str) -> str:
+    async def __call__(self, request: SummaryRequest, /) -> str:
         if self._in_flight == 0:
             self._busy_since = time.perf_counter()
         self._in_flight += 1
         start = self._vnow
         try:
-            summary = await self.inner(prompt)
-            in_bytes, out_bytes = utf8_len(prompt), utf8_len(summary)
+            summary = await self.inner(request)
+            in_bytes, out_bytes = utf8_len(request.prompt), utf8_len(summary)
             seconds = self.latency.seconds(in_bytes, out_bytes)
             await anyio.sleep(seconds * self.time_scale)
         finally:
@@ -110,6 +122,9 @@ class MeteredHandler:
             if self._in_flight == 0:
                 self.busy_s += time.perf_counter() - self._busy_since
         self.calls += 1
+        if request.conversation:
+            self.continued += 1
+            self.instruction_bytes += utf8_len(continuation_instruction(request))
         self.input_bytes += in_bytes
         self.output_bytes += out_bytes
         self._vnow = max(self._vnow, start + seconds)
@@ -117,32 +132,26 @@ class MeteredHandler:
         return summary
 
 
-def truncate_handler(max_bytes: int = SUMMARY_MAX_BYTES) -> SummarizeHandler:
+def truncate_handler(max_bytes: int = SUMMARY_MAX_BYTES) -> RequestHandler:
     """The naive handler: the messages' text, cut after ``max_bytes`` UTF-8 bytes.
 
-    The prompt's instructions are left out (they are not content); every entry is
-    rendered as ``role: text`` in order, and the result is cut.
+    The prompt's instructions are left out (they are not content); every entry summarized
+    is rendered as ``role: text`` in order, and the result is cut.
     """
 
-    async def summarize(prompt: str) -> str:
+    async def summarize(request: SummaryRequest) -> str:
         await anyio.lowlevel.checkpoint()
-        try:
-            entries = parse_prompt(prompt).messages
-            lines = [
-                f"{e.role}: {e.name}({e.args})"
-                if e.kind == "tool_call"
-                else f"{e.role}: {e.content}"
-                for e in entries
-            ]
-            text = "\n".join(lines)
-        except PromptFormatError:
-            text = prompt
+        lines = [
+            f"{e.role}: {e.name}({e.args})" if e.kind == "tool_call" else f"{e.role}: {e.content}"
+            for e in request.summarized
+        ]
+        text = "\n".join(lines)
         return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
 
-    return summarize
+    return request_handler(summarize, f"truncate({max_bytes})")
 
 
-def make_handler(kind: str, max_bytes: int = SUMMARY_MAX_BYTES) -> SummarizeHandler:
+def make_handler(kind: str, max_bytes: int = SUMMARY_MAX_BYTES) -> RequestHandler:
     """``"extractive"`` (the library's offline handler) or ``"truncate"``."""
     if kind == "truncate":
         return truncate_handler(max_bytes)
@@ -164,6 +173,10 @@ class PolicyStep:
     modelled_s: float = 0.0
     glue_s: float = 0.0
     """Time spent adapting data for a third-party library (not the policy's own cost)."""
+    handler_continued: int = 0
+    """Handler calls whose request carried its conversation (a continuation's)."""
+    handler_instruction_bytes: int = 0
+    """Their continuation instructions, in UTF-8 bytes."""
 
 
 class Policy(ABC):
@@ -201,6 +214,8 @@ class Policy(ABC):
             h.busy_s,
             h.modelled_s,
             glue_s,
+            h.continued,
+            h.instruction_bytes,
         )
 
 

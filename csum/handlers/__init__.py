@@ -1,8 +1,9 @@
-"""Summarize handlers: the async callables that turn a prompt into a summary.
+"""Summarize handlers: what turns a summary request into a summary.
 
 ``extractive`` runs offline and is the default; ``openai_compatible`` and
 ``anthropic`` call a model through the provider's official SDK (an optional extra).
-``threaded`` wraps a synchronous function so it runs in a worker thread.
+All three are request handlers (:mod:`csum.request`). ``threaded`` wraps a synchronous
+text function so it runs in a worker thread.
 :func:`resolve_handler` builds one from a command-line string.
 """
 
@@ -10,14 +11,17 @@ from __future__ import annotations
 
 from csum.errors import HandlerError
 from csum.handlers._anthropic import anthropic
-from csum.handlers._base import RetryPolicy, SummarizeHandler
-from csum.handlers._extractive import extractive, summarize_extractive
+from csum.handlers._base import RetryPolicy
+from csum.handlers._extractive import ExtractiveHandler, extractive, summarize_extractive
 from csum.handlers._openai_compatible import openai_compatible
 from csum.handlers._threaded import threaded
+from csum.request import RequestHandler, SummarizeHandler
 
 __all__ = [
     "HANDLER_SPECS",
+    "ExtractiveHandler",
     "HandlerError",
+    "RequestHandler",
     "RetryPolicy",
     "SummarizeHandler",
     "anthropic",
@@ -32,7 +36,7 @@ HANDLER_SPECS = ("extractive", "extractive:MAX_BYTES", "openai:MODEL", "anthropi
 """The forms :func:`resolve_handler` accepts."""
 
 
-def resolve_handler(spec: str) -> SummarizeHandler:
+def resolve_handler(spec: str) -> RequestHandler:
     """The handler named by ``spec``: ``extractive`` (optionally ``extractive:MAX_BYTES``),
     ``openai:MODEL`` or ``anthropic:MODEL``.
 

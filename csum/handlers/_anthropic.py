@@ -2,35 +2,32 @@
 
 Uses the official ``anthropic`` SDK (``AsyncAnthropic().messages.create``), imported
 when the handler is built: the fixed system prompt as the top-level ``system`` field,
-the prompt as the one user message. The SDK's retries are off;
+the prompt as the one user message; with ``continuation=True``, a request that carries
+its conversation is sent as that conversation, a cache breakpoint, then the instruction
+(:mod:`csum.handlers._continuation`). The SDK's retries are off;
 :mod:`csum.handlers._base` retries instead.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
-from cast import Message
 from csum.errors import HandlerError
 from csum.handlers._base import (
-    RetryPolicy,
+    Body,
+    RequestHandler,
     SdkConnection,
     SdkErrors,
-    SummarizeHandler,
     check_token_limit,
     import_sdk,
     sdk_handler,
 )
-from csum.handlers._continuation import (
-    CONTINUATION_INSTRUCTION,
-    ContinuationHandler,
-    anthropic_body,
-)
+from csum.handlers._continuation import anthropic_body
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "anthropic", "anthropic_continuation"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "anthropic"]
 
 _PROVIDER = "anthropic"
 
@@ -47,7 +44,9 @@ def anthropic(
     client: Any = None,
     backoff_base: float = 0.5,
     backoff_max: float = 20.0,
-) -> SummarizeHandler:
+    continuation: bool = False,
+    tools: Sequence[Mapping[str, Any]] = (),
+) -> RequestHandler:
     """A handler that asks Claude ``model`` for the summary.
 
     ``base_url`` and ``api_key`` default to the SDK's (``ANTHROPIC_BASE_URL``,
@@ -56,21 +55,27 @@ def anthropic(
     rate limits, 408, 5xx (529 "overloaded" included), transport errors and timeouts
     are retried with backoff and jitter; other errors and a reply without text raise
     :class:`HandlerError`.
+
+    With ``continuation``, a request that carries its conversation (a Compactor's) is
+    sent as a continuation of it: the conversation as the agent sent it (its system
+    prompt, messages and ``tools``), a cache breakpoint at its end, then the instruction
+    (:func:`csum.handlers._continuation.anthropic_body`), so the input is read from the
+    prompt cache; ``system_prompt`` is then not sent. Any other request is sent fresh.
     """
     sdk = import_sdk("anthropic", "anthropic", "anthropic")
     check_token_limit("max_tokens", max_tokens)
-    retries = RetryPolicy(max_retries, backoff_base, backoff_max)
-    connection = SdkConnection(model, base_url, api_key, timeout, client, retries)
+    connection = SdkConnection(
+        model, base_url, api_key, timeout, max_retries, backoff_base, backoff_max, client
+    )
 
-    async def complete(active: Any, prompt: str) -> str:
+    async def complete(active: Any, body: Body) -> str:
         response = await active.messages.create(
-            model=model,
-            max_tokens=max_tokens,
-            system=system_prompt,
-            messages=[{"role": "user", "content": prompt}],
-            timeout=timeout,
+            model=model, max_tokens=max_tokens, timeout=timeout, **body
         )
         return _summary_text(response, model)
+
+    def fresh(prompt: str) -> Body:
+        return {"system": system_prompt, "messages": [{"role": "user", "content": prompt}]}
 
     return sdk_handler(
         connection,
@@ -79,6 +84,8 @@ def anthropic(
         errors=SdkErrors.of(sdk, sdk.AnthropicError),
         client_class=sdk.AsyncAnthropic,
         complete=complete,
+        fresh=fresh,
+        continued=partial(anthropic_body, tools=tools) if continuation else None,
     )
 
 
@@ -100,49 +107,3 @@ def _summary_text(response: Any, model: str) -> str:
         model=model,
         error_type="empty_response",
     )
-
-
-def anthropic_continuation(
-    model: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 60.0,
-    max_retries: int = 3,
-    max_tokens: int = 1024,
-    tools: Sequence[Mapping[str, Any]] = (),
-    client: Any = None,
-    backoff_base: float = 0.5,
-    backoff_max: float = 20.0,
-) -> ContinuationHandler:
-    """Asks Claude ``model`` for the summary as a continuation of the conversation: the
-    conversation as the agent sent it (its system prompt, messages and ``tools``), a
-    cache breakpoint at its end, then the instruction
-    (:func:`csum.handlers._continuation.anthropic_body`), so the input is read from the
-    prompt cache. Retries and errors as :func:`anthropic`."""
-    sdk = import_sdk("anthropic", "anthropic", "anthropic")
-    check_token_limit("max_tokens", max_tokens)
-    retries = RetryPolicy(max_retries, backoff_base, backoff_max)
-    connection = SdkConnection(model, base_url, api_key, timeout, client, retries)
-
-    async def complete(active: Any, payload: str) -> str:
-        response = await active.messages.create(
-            model=model, max_tokens=max_tokens, timeout=timeout, **json.loads(payload)
-        )
-        return _summary_text(response, model)
-
-    send = sdk_handler(
-        connection,
-        provider=_PROVIDER,
-        handler="anthropic_continuation",
-        errors=SdkErrors.of(sdk, sdk.AnthropicError),
-        client_class=sdk.AsyncAnthropic,
-        complete=complete,
-    )
-
-    async def summarize(
-        conversation: Sequence[Message], instruction: str = CONTINUATION_INSTRUCTION
-    ) -> str:
-        return await send(json.dumps(anthropic_body(conversation, instruction, tools=tools)))
-
-    return summarize

@@ -1,4 +1,4 @@
-"""What the SDK handlers share: the handler type, the retry policy and the retry loop.
+"""What the SDK handlers share: their connection, the retry policy and the retry loop.
 
 The SDKs' own retries are switched off (``max_retries=0``) and this loop retries
 instead, so the policy is one, explicit and testable: rate limits (429), request
@@ -12,23 +12,27 @@ from __future__ import annotations
 import importlib
 import math
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
+from cast import Message
 from cast.chainio import install_hint
-from csum._calls import SummarizeHandler
 from csum._retry import RetryPolicy
 from csum.errors import HandlerError
+from csum.handlers._continuation import continuation_instruction
+from csum.prompt import SummaryRequest
+from csum.request import RequestHandler, request_handler
 
 __all__ = [
+    "Body",
     "Failure",
+    "RequestHandler",
     "RetryPolicy",
     "SdkConnection",
     "SdkErrors",
-    "SummarizeHandler",
     "check_token_limit",
     "classify_sdk_error",
     "import_sdk",
@@ -96,17 +100,23 @@ class SdkConnection:
     """
 
     model: str
-    base_url: str | None
-    api_key: str | None
-    timeout: float
-    client: Any
-    policy: RetryPolicy
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 3
+    backoff_base: float = 0.5
+    backoff_max: float = 20.0
+    client: Any = None
 
     def __post_init__(self) -> None:
         if not self.model:
             raise ValueError("model must be a non-empty model name")
         if not self.timeout > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
+
+    @property
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(self.max_retries, self.backoff_base, self.backoff_max)
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -212,6 +222,10 @@ async def run_with_retries(
         await anyio.sleep(policy.delay(attempts, failure.retry_after, rng))
 
 
+Body = dict[str, Any]
+"""The keyword arguments of one SDK call that say what is sent (messages, system...)."""
+
+
 def sdk_handler(
     connection: SdkConnection,
     *,
@@ -219,20 +233,31 @@ def sdk_handler(
     handler: str,
     errors: SdkErrors,
     client_class: Callable[..., Any],
-    complete: Callable[[Any, str], Awaitable[str]],
-) -> SummarizeHandler:
-    """A handler calling ``complete(client, prompt)`` with retries.
+    complete: Callable[[Any, Body], Awaitable[str]],
+    fresh: Callable[[str], Body],
+    continued: Callable[[Sequence[Message], str], Body] | None,
+) -> RequestHandler:
+    """A request handler calling ``complete(client, body)`` with retries. The body is
+    ``continued(request.conversation, instruction)`` for a request that carries its
+    conversation when ``continued`` is given (a continuation handler:
+    :mod:`csum.handlers._continuation`), else ``fresh(request.prompt)``.
 
     With ``connection.client`` given, it is used with the SDK's own retries turned off
     and never closed; otherwise each call opens its own ``client_class(...)`` (an async
     context manager, its retries off), so the handler works across event loops.
-    ``handler`` names the handler factory in the handler's ``__qualname__``.
+    ``handler`` names the handler factory in the handler's ``repr``.
     """
     client = connection.client
+    policy = connection.policy
 
-    async def attempt(prompt: str) -> str:
+    def body_of(request: SummaryRequest) -> Body:
+        if continued is not None and request.conversation:
+            return continued(request.conversation, continuation_instruction(request))
+        return fresh(request.prompt)
+
+    async def attempt(body: Body) -> str:
         if client is not None:
-            return await complete(client.with_options(max_retries=0), prompt)
+            return await complete(client.with_options(max_retries=0), body)
         owned_client = client_class(
             api_key=connection.api_key,
             base_url=connection.base_url,
@@ -240,17 +265,17 @@ def sdk_handler(
             max_retries=0,
         )
         async with owned_client as owned:
-            return await complete(owned, prompt)
+            return await complete(owned, body)
 
-    async def summarize(prompt: str) -> str:
+    async def summarize(request: SummaryRequest) -> str:
+        body = body_of(request)
         return await run_with_retries(
-            lambda: attempt(prompt),
+            lambda: attempt(body),
             provider=provider,
             model=connection.model,
             timeout=connection.timeout,
-            policy=connection.policy,
+            policy=policy,
             errors=errors,
         )
 
-    summarize.__qualname__ = f"{handler}({connection.model!r})"
-    return summarize
+    return request_handler(summarize, f"{handler}({connection.model!r})")

@@ -7,34 +7,52 @@ conversation the agent just sent (the same tools, system prompt and messages, en
 by the same codec) followed by one instruction, the provider reads all of it but the
 instruction from its cache, at a tenth of the price (Claude Code's and Codex's own
 compaction work this way). :func:`anthropic_body` and :func:`openai_body` build such a
-request; ``anthropic_continuation`` and ``openai_continuation`` (in the handler
-modules) send it with the handlers' retries.
+request; ``anthropic(..., continuation=True)`` and ``openai_compatible(...,
+continuation=True)`` send it, with the handlers' retries, for a request that carries
+its conversation (:attr:`csum.prompt.SummaryRequest.conversation`, which the Compactor
+fills), and the fresh prompt for one that does not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from cast import Message
+from csum.prompt import SummaryRequest
 
 __all__ = [
     "CONTINUATION_INSTRUCTION",
-    "ContinuationHandler",
     "anthropic_body",
+    "continuation_instruction",
     "openai_body",
 ]
 
 CONTINUATION_INSTRUCTION: Final = (
-    "Summarize the conversation above up to, and not including, its newest turn, for "
-    "your own later use: what was asked, what was done and decided, what is still open. "
-    "Keep every path, identifier, id, number, error and command you may need again, "
-    "exactly as written. Answer with the summary as plain text; call no tool."
+    "Summarize the conversation above{scope}, for your own later use: what was asked, "
+    "what was done and decided, what is still open. Keep every path, identifier, id, "
+    "number, error and command you may need again, exactly as written. Answer with the "
+    "summary as plain text; call no tool."
 )
-"""The instruction that follows the conversation (the only uncached part of the input)."""
+"""The instruction that follows the conversation (the only uncached part of the input);
+``{scope}`` names the messages that stay in the chain."""
+_FOCUS: Final = (
+    "\nThe agent's next step needs this: keep everything that serves it in full, even "
+    "at the cost of other detail.\n{focus}"
+)
 
-ContinuationHandler: TypeAlias = Callable[[Sequence[Message], str], Awaitable[str]]
-"""``(conversation, instruction) -> summary``: the conversation as the agent sent it."""
+
+def continuation_instruction(request: SummaryRequest) -> str:
+    """The instruction after ``request.conversation``: summarize what comes before its
+    last ``request.kept`` messages (they stay in the chain), with the request's focus."""
+    kept = request.kept
+    scope = ""
+    if kept == 1:
+        scope = " but its last message, which stays in the conversation as it is"
+    elif kept > 1:
+        scope = f" but its last {kept} messages, which stay in the conversation as they are"
+    text = CONTINUATION_INSTRUCTION.format(scope=scope)
+    return text + _FOCUS.format(focus=request.focus) if request.focus else text
 
 
 def anthropic_body(

@@ -2,35 +2,32 @@
 
 Uses the official ``openai`` SDK (``AsyncOpenAI().chat.completions.create``), imported
 when the handler is built. The fixed system prompt goes first and the prompt last, so
-providers that cache prompt prefixes reuse the system part across calls. The SDK's
+providers that cache prompt prefixes reuse the system part across calls; with
+``continuation=True``, a request that carries its conversation is sent as that
+conversation then the instruction (:mod:`csum.handlers._continuation`). The SDK's
 retries are off; :mod:`csum.handlers._base` retries instead.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Literal, TypeAlias
 
-from cast import Message
 from csum.errors import HandlerError
 from csum.handlers._base import (
-    RetryPolicy,
+    Body,
+    RequestHandler,
     SdkConnection,
     SdkErrors,
-    SummarizeHandler,
     check_token_limit,
     import_sdk,
     sdk_handler,
 )
-from csum.handlers._continuation import (
-    CONTINUATION_INSTRUCTION,
-    ContinuationHandler,
-    openai_body,
-)
+from csum.handlers._continuation import openai_body
 from csum.prompt import DEFAULT_SYSTEM_PROMPT
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "TokenLimitParam", "openai_compatible", "openai_continuation"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "TokenLimitParam", "openai_compatible"]
 
 _PROVIDER = "openai"
 TokenLimitParam: TypeAlias = Literal["max_completion_tokens", "max_tokens"]
@@ -51,7 +48,9 @@ def openai_compatible(
     backoff_base: float = 0.5,
     backoff_max: float = 20.0,
     token_limit_param: TokenLimitParam = _NEW_LIMIT_PARAM,
-) -> SummarizeHandler:
+    continuation: bool = False,
+    tools: Sequence[Mapping[str, Any]] = (),
+) -> RequestHandler:
     """A handler that asks ``model`` for the summary through chat completions.
 
     ``base_url`` and ``api_key`` default to the SDK's (``OPENAI_BASE_URL``,
@@ -63,26 +62,32 @@ def openai_compatible(
     Without ``client`` each call opens (and closes) its own ``AsyncOpenAI``, so the
     handler works across event loops; a ``client`` given is used (with its retries
     off) and left open.
+
+    With ``continuation``, a request that carries its conversation (a Compactor's) is
+    sent as a continuation of it: the conversation as the agent sent it (its messages
+    and ``tools``) then the instruction as a last user message
+    (:func:`csum.handlers._continuation.openai_body`), so the provider's automatic
+    prefix cache serves the input; ``system_prompt`` is then not sent. Any other
+    request is sent fresh.
     """
     sdk = import_sdk("openai", "openai_compatible", "openai")
     check_token_limit("max_output_tokens", max_output_tokens)
-    retries = RetryPolicy(max_retries, backoff_base, backoff_max)
-    connection = SdkConnection(model, base_url, api_key, timeout, client, retries)
+    connection = SdkConnection(
+        model, base_url, api_key, timeout, max_retries, backoff_base, backoff_max, client
+    )
     limits: dict[str, int] = {}
     if max_output_tokens is not None:
         limits[token_limit_param] = max_output_tokens
 
-    async def complete(active: Any, prompt: str) -> str:
+    async def complete(active: Any, body: Body) -> str:
         completion = await active.chat.completions.create(
-            model=model,
-            messages=[
-                {"role": "system", "content": system_prompt},
-                {"role": "user", "content": prompt},
-            ],
-            timeout=timeout,
-            **limits,
+            model=model, timeout=timeout, **limits, **body
         )
         return _summary_text(completion, model)
+
+    def fresh(prompt: str) -> Body:
+        system = {"role": "system", "content": system_prompt}
+        return {"messages": [system, {"role": "user", "content": prompt}]}
 
     return sdk_handler(
         connection,
@@ -91,6 +96,8 @@ def openai_compatible(
         errors=SdkErrors.of(sdk, sdk.OpenAIError),
         client_class=sdk.AsyncOpenAI,
         complete=complete,
+        fresh=fresh,
+        continued=partial(openai_body, tools=tools) if continuation else None,
     )
 
 
@@ -117,51 +124,3 @@ def _summary_text(completion: Any, model: str) -> str:
         model=model,
         error_type="empty_response",
     )
-
-
-def openai_continuation(
-    model: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 60.0,
-    max_retries: int = 3,
-    max_output_tokens: int | None = 1024,
-    token_limit_param: TokenLimitParam = _NEW_LIMIT_PARAM,
-    tools: Sequence[Mapping[str, Any]] = (),
-    client: Any = None,
-    backoff_base: float = 0.5,
-    backoff_max: float = 20.0,
-) -> ContinuationHandler:
-    """Asks ``model`` for the summary as a continuation of the conversation: the
-    conversation as the agent sent it (its messages and ``tools``) then the instruction
-    (:func:`csum.handlers._continuation.openai_body`), so the provider's automatic
-    prefix cache serves the input. Retries and errors as :func:`openai_compatible`."""
-    sdk = import_sdk("openai", "openai_compatible", "openai")
-    if max_output_tokens is not None:
-        check_token_limit("max_output_tokens", max_output_tokens)
-    retries = RetryPolicy(max_retries, backoff_base, backoff_max)
-    connection = SdkConnection(model, base_url, api_key, timeout, client, retries)
-    limits = {token_limit_param: max_output_tokens} if max_output_tokens is not None else {}
-
-    async def complete(active: Any, payload: str) -> str:
-        completion = await active.chat.completions.create(
-            model=model, timeout=timeout, **limits, **json.loads(payload)
-        )
-        return _summary_text(completion, model)
-
-    send = sdk_handler(
-        connection,
-        provider=_PROVIDER,
-        handler="openai_continuation",
-        errors=SdkErrors.of(sdk, sdk.OpenAIError),
-        client_class=sdk.AsyncOpenAI,
-        complete=complete,
-    )
-
-    async def summarize(
-        conversation: Sequence[Message], instruction: str = CONTINUATION_INSTRUCTION
-    ) -> str:
-        return await send(json.dumps(openai_body(conversation, instruction, tools=tools)))
-
-    return summarize

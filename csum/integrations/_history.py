@@ -16,7 +16,7 @@ import asyncio
 import logging
 import sys
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -34,6 +34,7 @@ from csum.config import (
     Budget,
     as_budget,
 )
+from csum.request import Handler
 from csum.summarizer import Summarizer
 from csum.tokens import model_key
 
@@ -69,7 +70,7 @@ class Keeper(Protocol):
 class SummarizerKeeper:
     """A :class:`~csum.Summarizer` and its handler behind the :class:`Keeper` protocol."""
 
-    def __init__(self, summarizer: Summarizer, handler: Callable[[str], Awaitable[str]]) -> None:
+    def __init__(self, summarizer: Summarizer, handler: Handler) -> None:
         if not isinstance(summarizer, Summarizer):
             raise TypeError(
                 f"summarizer must be a csum.Summarizer, not {type(summarizer).__name__}: "
@@ -85,7 +86,7 @@ class SummarizerKeeper:
 
 def default_keeper(
     budget: BudgetLike | None = None,
-    handler: Callable[[str], Awaitable[str]] | None = None,
+    handler: Handler | None = None,
     *,
     target: str | None = None,
 ) -> Keeper:
@@ -208,7 +209,7 @@ class HistoryHook:
 
     def __init__(
         self,
-        keeper: Keeper | Callable[[str], Awaitable[str]] | None = None,
+        keeper: Keeper | Handler | None = None,
         *,
         budget: BudgetLike | None = None,
         model: object | None = None,
@@ -229,7 +230,7 @@ class HistoryHook:
         ):
             raise ValueError(f"max_events must be an int >= 0 or None, not {max_events!r}")
         self._learn = False
-        self._handler: Callable[[str], Awaitable[str]] | None = None
+        self._handler: Handler | None = None
         self._target = target
         self.keeper: Keeper = self._keeper(keeper, budget, model, target)
         self.on_error = on_error

@@ -37,6 +37,7 @@ from csum.integrations._history import (
     Keeper,
     OnError,
 )
+from csum.request import Handler
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
@@ -54,7 +55,7 @@ except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI
 
 __all__ = ["CompactionMiddleware", "MessagesKeeper", "PreModelHook", "pre_model_hook"]
 
-KeeperOrHandler = Keeper | Callable[[str], Awaitable[str]] | None
+KeeperOrHandler = Keeper | Handler | None
 
 
 def _decode(messages: Sequence[BaseMessage]) -> tuple[list[Message], list[int]]:

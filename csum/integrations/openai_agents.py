@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import cast.codecs.openai_agents as codec
@@ -36,6 +36,7 @@ from csum.integrations._history import (
     OnError,
     logger,
 )
+from csum.request import Handler
 
 try:
     from agents.items import TResponseInputItem
@@ -50,7 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI
 __all__ = ["CompactingSession", "InputFilter", "UnboundedRunWarning"]
 
 Group = list[Any]
-KeeperOrHandler = Keeper | Callable[[str], Awaitable[str]] | None
+KeeperOrHandler = Keeper | Handler | None
 
 
 class UnboundedRunWarning(UserWarning):

@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from csum._calls import SummarizeHandler
 from csum._retry import RetryPolicy
 from csum.config import Robustness
 from csum.handlers import anthropic, openai_compatible
+from csum.request import Handler
 from csum.serve.config import ServeConfig
 
 __all__ = [
@@ -77,7 +77,7 @@ class SummaryHandler:
     """The handler of one request (None: the Compactor's own extractive one), the id its
     summaries are cached under, and whether it runs offline."""
 
-    handler: SummarizeHandler | None
+    handler: Handler | None
     handler_id: str | None
     offline: bool
 

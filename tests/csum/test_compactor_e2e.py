@@ -24,7 +24,7 @@ from cast import ChainAST, lint
 from cast.codecs import openai as openai_codec
 from csum import CompactionEvent, Compactor
 from csum.handlers import openai_compatible, summarize_extractive
-from csum.prompt import DEFAULT_SYSTEM_PROMPT
+from csum.prompt import DEFAULT_SYSTEM_PROMPT, text_request
 
 openai_sdk = pytest.importorskip(
     "openai", reason="the openai extra is not installed: pip install '.[openai]'"
@@ -88,7 +88,7 @@ class LocalModel:
         if messages[0]["role"] == "system" and messages[0]["content"] == DEFAULT_SYSTEM_PROMPT:
             self.summary_requests.append(body)
             return _completion(
-                {"role": "assistant", "content": summarize_extractive(messages[1]["content"], 1500)}
+                {"role": "assistant", "content": _model_summary(messages[1]["content"])}
             )
         self.model_requests.append(body)
         turn = len(self.model_requests)
@@ -110,6 +110,11 @@ class LocalModel:
                 ],
             }
         return _completion(message)
+
+
+def _model_summary(prompt: str) -> str:
+    """What the local model writes: like a model, it reads the prompt as text."""
+    return summarize_extractive(text_request(prompt), 1500)
 
 
 def _completion(message: dict[str, Any]) -> dict[str, Any]:

@@ -188,7 +188,8 @@ def test_a_named_extractive_handler_keeps_the_default_summary_size() -> None:
         assert out_named == default.compact_sync(chain)
     # An explicit size is the caller's; used alone, extractive() keeps its 4 KiB.
     assert DEFAULT_EXTRACTIVE_BYTES == 4096
-    assert "extractive(4096)" in extractive().__qualname__
+    assert repr(extractive()) == "extractive(4096)"
+    assert extractive().max_bytes == 4096
     sized = Compactor(extractive(4096), budget=16_384)
     assert sized.compact_sync(chain) != Compactor(budget=16_384).compact_sync(chain)
 

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from cast import Message, ToolCall
 from cast.internals import utf8_len
 from csum.archive import split_archive_line
-from csum.guard import FactGuard, guarded, lost_facts, residual_prompt
+from csum.guard import FactGuard, guarded, lost_facts, residual_request
 from csum.handlers import extractive
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request
 
 OUTPUT = "\n".join(
     [
@@ -24,9 +24,9 @@ OUTPUT = "\n".join(
 )
 
 
-def _prompt(output: str = OUTPUT, name: str = "bash") -> str:
+def _prompt(output: str = OUTPUT, name: str = "bash") -> SummaryRequest:
     call = ToolCall(id="call_1", name=name, arguments='{"command": "pytest -q"}')
-    return messages_to_prompt([], [Message.ai("", call), Message.tool("call_1", name, output)])
+    return summary_request([], [Message.ai("", call), Message.tool("call_1", name, output)])
 
 
 def test_lost_facts_are_the_replaced_entries_tokens_the_summary_lacks() -> None:
@@ -57,7 +57,7 @@ def test_a_summary_that_lost_nothing_is_left_as_it_is() -> None:
 
 def test_an_earlier_summarys_archive_reference_follows_its_facts() -> None:
     earlier = "Fixed the parser in src/parse.py:88 (off by one).\n[archived: 0123456789abcdef]"
-    prompt = messages_to_prompt([], [Message.ai(earlier), Message.ai("Then ran the suite.")])
+    prompt = summary_request([], [Message.ai(earlier), Message.ai("Then ran the suite.")])
     summary = FactGuard(160, reserve=0.6).complete(prompt, "Ran the suite.")
     assert "src/parse.py:88" in summary
     line = next(line for line in summary.splitlines() if "src/parse.py:88" in line)
@@ -71,12 +71,12 @@ def test_a_final_archive_line_stays_last() -> None:
     assert utf8_len(out) <= 300
 
 
-def test_the_residual_prompt_leaves_out_what_the_summary_holds() -> None:
-    residual = residual_prompt(_prompt(), "bash(pytest -q)\ncollected 14 items")
+def test_the_residual_request_leaves_out_what_the_summary_holds() -> None:
+    residual = residual_request(_prompt(), "bash(pytest -q)\ncollected 14 items").prompt
     assert "collected 14 items" not in residual
     assert "13 passed, 1 failed in 2.31s" in residual
     assert '{"command": "pytest -q"}' not in residual  # the summary names the call
-    assert "pytest -q" in residual_prompt(_prompt(), "nothing")
+    assert "pytest -q" in residual_request(_prompt(), "nothing").prompt
 
 
 @given(
@@ -126,12 +126,12 @@ async def test_the_wrapped_handler_asks_once_more_with_the_list() -> None:
     handler = guarded(model, 220, reserve=0.4, ask_again=True)
     summary = await handler(_prompt())
     assert len(prompts) == 2
-    assert prompts[1].startswith(_prompt())
+    assert prompts[1].startswith(_prompt().prompt)
     assert "lost these facts" in prompts[1]
     assert "https://ci.example.org/runs/8812" in prompts[1]
     assert summary.startswith("bash(pytest -q): one test failed")
     assert utf8_len(summary) <= 220
-    with pytest.raises(TypeError, match="prompt must be a str"):
+    with pytest.raises(TypeError, match="must be a SummaryRequest"):
         await handler(b"x")  # type: ignore[arg-type]
 
 
@@ -150,7 +150,7 @@ async def test_the_sized_guard_keeps_the_summary_that_lost_less() -> None:
 @pytest.mark.anyio
 async def test_a_long_prompt_is_completed_in_a_worker_thread_within_the_budget() -> None:
     output = "\n".join(f"step {i}: wrote build/out_{i}.o in {i} ms" for i in range(4000))
-    assert len(_prompt(output)) > 65_536
+    assert len(_prompt(output).prompt) > 65_536
 
     async def cut(prompt: str) -> str:
         return prompt[:100]

@@ -21,7 +21,7 @@ import pytest
 from cast import IdTemplate, Message
 from cast.chainio import parse_size, read_json
 from cast.messages import ImagePart, Role, TextPart
-from csum.prompt import _marker, messages_to_prompt, parse_prompt
+from csum.prompt import _marker, messages_to_prompt, summary_request
 
 SCALE = 8
 LIMIT = 30.0
@@ -83,8 +83,9 @@ def test_planted_markers_cost_one_extra_rendering() -> None:
 
 def test_planted_markers_prompt_is_still_exact() -> None:
     text = _planted_markers(3_000)
-    prompt = messages_to_prompt([], [Message.ai(text)])
-    assert parse_prompt(prompt).messages[0].content == text
+    request = summary_request([], [Message.ai(text)])
+    assert request.prompt.count(text) == 1
+    assert request.summarized[0].content == text
 
 
 @pytest.mark.parametrize(
@@ -99,7 +100,7 @@ def test_planted_markers_prompt_is_still_exact() -> None:
         pytest.param("a.", id="repeated-separators"),
     ],
 )
-def test_prompt_round_trip_is_linear(unit: str) -> None:
+def test_a_request_and_its_entries_are_linear(unit: str) -> None:
     def make(n: int) -> Callable[[], object]:
         text = unit * (n // len(unit))
         messages = [
@@ -108,7 +109,7 @@ def test_prompt_round_trip_is_linear(unit: str) -> None:
         ]
 
         def run() -> object:
-            return parse_prompt(messages_to_prompt([Message.human(text)], messages))
+            return summary_request([Message.human(text)], messages).entries
 
         return run
 

@@ -26,8 +26,9 @@ from csum._robust import ledger
 from csum.archive import archived_references, message_search_text
 from csum.config import SUMMARY_ONLY
 from csum.handlers import extractive
-from csum.prompt import messages_to_prompt, parse_prompt
+from csum.prompt import SummaryRequest, messages_to_prompt
 from csum.reinsert import REINSERTED_HEADER, reinserted_part
+from csum.request import RequestHandler
 from csum.stores import open_store
 from tests.conftest import CLAUDE_CODE
 from tests.csum.test_cache import corpus_chains
@@ -43,18 +44,21 @@ SESSION = CLAUDE_CODE / "claudecode_spotter_8463c716.json"
 needs_corpus = pytest.mark.skipif(not SESSION.is_file(), reason="shared corpus not found")
 
 
-class Recorder:
-    """Records every prompt and the most prompts in flight at once; answers ``answer``."""
+class Recorder(RequestHandler):
+    """Records every request (and its prompt) and the most in flight at once; answers
+    ``answer``."""
 
     def __init__(self, answer: str = "the summary", fail_on: int | None = None) -> None:
         self.answer = answer
         self.fail_on = fail_on
+        self.requests: list[SummaryRequest] = []
         self.prompts: list[str] = []
         self.in_flight = 0
         self.most_in_flight = 0
 
-    async def __call__(self, prompt: str) -> str:
-        self.prompts.append(prompt)
+    async def __call__(self, request: SummaryRequest, /) -> str:
+        self.requests.append(request)
+        self.prompts.append(request.prompt)
         number = len(self.prompts)
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
@@ -118,10 +122,11 @@ def test_pieces_of_a_real_session_fit_and_lose_nothing(max_bytes: int) -> None:
     summarized = in_place(turns)
     rendered = [m for piece in pieces for m in piece.messages]
     assert _texts(rendered) == _texts(summarized)
-    # Each prompt holds its piece verbatim (read back by the prompt parser).
-    for piece, prompt in zip(pieces, prompts, strict=True):
-        parsed = parse_prompt(prompt)
-        entries = [e for e in parsed.messages if e.kind != "reasoning"]
+    # Each request holds its piece verbatim (its entries).
+    for piece in pieces:
+        parsed = piece.request(max_bytes // 4)
+        prompt = parsed.prompt
+        entries = [e for e in parsed.summarized if e.kind != "reasoning"]
         # Fields of the part before (an Anthropic caller) are not content: left out.
         content = [
             p
@@ -203,7 +208,7 @@ def test_questions_are_summarized_in_place_and_the_staying_one_is_context() -> N
         first = piece.messages[0]
         # Context besides the staying question: the question of a turn begun before.
         assert len(own) == (0 if first.role is Role.HUMAN else 1)
-        prompt = parse_prompt(piece.prompt(16_384 // 4))
+        prompt = piece.request(16_384 // 4)
         assert "the question that stays" in [e.content for e in prompt.context]
 
 
@@ -307,14 +312,13 @@ async def test_compactor_on_a_real_session_sends_bounded_prompts() -> None:
     assert result.events[0].chunks > 1
 
 
-def _blocks(prompts: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(context entries, summarized entries) of the prompts that summarize messages."""
+def _blocks(requests: Sequence[SummaryRequest]) -> tuple[list[str], list[str]]:
+    """(context entries, summarized entries) of the requests that summarize messages."""
     context: list[str] = []
     summarized: list[str] = []
-    for prompt in prompts:
-        parsed = parse_prompt(prompt)
+    for parsed in requests:
         context += [e.content for e in parsed.context]
-        summarized += [e.content for e in parsed.messages if e.role == Role.HUMAN.value]
+        summarized += [e.content for e in parsed.summarized if e.role == Role.HUMAN.value]
     return context, summarized
 
 
@@ -345,7 +349,7 @@ async def test_compactor_in_pieces_summarizes_the_questions_that_leave_in_place(
     left = [chain[i] for i in asked if chain[i] not in kept]
     assert len(left) > 3
     assert chain[early] in left
-    _, summarized = _blocks(handler.prompts)
+    _, summarized = _blocks(handler.requests)
     for question in left:
         for part in question.parts:
             if isinstance(part, TextPart) and part is not put_back:

@@ -1,10 +1,9 @@
-"""messages_to_prompt frames messages as verbatim data behind marker tags; parse_prompt
-reads them back."""
+"""messages_to_prompt frames messages as verbatim data behind marker tags; the request's
+entries hold every part exactly, and render back to the prompt."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -29,10 +28,8 @@ from csum.prompt import (
     PROMPT_SECTIONS,
     PromptCase,
     PromptEntry,
-    PromptFormatError,
+    SummaryRequest,
     messages_to_prompt,
-    parse_prompt,
-    render_request,
     summary_request,
 )
 
@@ -43,6 +40,28 @@ def _marker_of(prompt: str) -> str:
     match = re.search(r"<(?:context|messages)(_[0-9a-f]{8})>\n", prompt)
     assert match is not None
     return match.group(1)
+
+
+def shows_the_entries_in_order(request: SummaryRequest) -> bool:
+    """Whether the request's prompt shows every entry's content (a call's arguments) in
+    the entries' order: the entries are what the prompt holds."""
+    position = 0
+    for entry in request.entries:
+        value = entry.args if entry.kind == "tool_call" else entry.content
+        found = request.prompt.find(value, position)
+        if found < 0:
+            return False
+        position = found + len(value)
+    return True
+
+
+def _entries_of(human: list[Message], ai: list[Message]) -> SummaryRequest:
+    """The request of the messages, checked to render back to its prompt."""
+    request = summary_request(human, ai)
+    assert request.case is not None
+    assert request.prompt == messages_to_prompt(human, ai)
+    assert shows_the_entries_in_order(request)
+    return request
 
 
 def _chain() -> tuple[list[Message], list[Message]]:
@@ -84,9 +103,9 @@ def test_every_text_call_and_result_appears() -> None:
                 assert part.content in prompt
 
 
-def test_parse_recovers_every_entry() -> None:
+def test_the_entries_hold_every_part() -> None:
     human, ai = _chain()
-    parsed = parse_prompt(messages_to_prompt(human, ai))
+    parsed = _entries_of(human, ai)
     assert parsed.case is PromptCase.HUMAN_AND_AI
     assert parsed.context == (
         PromptEntry(
@@ -97,7 +116,7 @@ def test_parse_recovers_every_entry() -> None:
             "Find why `make test` fails in /srv/app & fix it <now>.",
         ),
     )
-    assert parsed.messages == (
+    assert parsed.summarized == (
         PromptEntry(MESSAGES_TAG, 0, "ai", "reasoning", "check Makefile"),
         PromptEntry(MESSAGES_TAG, 0, "ai", "text", "Running the tests."),
         PromptEntry(MESSAGES_TAG, 0, "ai", "reasoning", "tool reasoning"),
@@ -121,13 +140,12 @@ def test_parse_recovers_every_entry() -> None:
         ),
         PromptEntry(MESSAGES_TAG, 2, "ai", "text", "The read fails on an empty file."),
     )
-    assert parsed.entries == parsed.context + parsed.messages
+    assert parsed.entries == parsed.context + parsed.summarized
 
 
 def test_reasoning_signature_is_not_rendered() -> None:
     ai = [Message(role=Role.AI, parts=(TextPart(text="x", reasoning=Reasoning(signature=b"s")),))]
-    parsed = parse_prompt(messages_to_prompt([], ai))
-    assert [e.kind for e in parsed.messages] == ["text"]
+    assert [e.kind for e in _entries_of([], ai).summarized] == ["text"]
 
 
 @pytest.mark.parametrize(
@@ -166,8 +184,9 @@ def test_injection_stays_inside_the_data(where: str) -> None:
         assert body.count(f"</{tag}{mark}>") == 1
     assert prompt.rstrip().endswith(f"</{MESSAGES_TAG}{mark}>")
     assert text in prompt
-    assert "pwned" not in parse_prompt(prompt).instructions
-    recovered = parse_prompt(prompt).entries
+    instructions = prompt.split(f"\n</{INSTRUCTIONS_TAG}>\n", 1)[0]
+    assert instructions == f"<{INSTRUCTIONS_TAG}>\n{INSTRUCTIONS[PromptCase.HUMAN_AND_AI]}"
+    recovered = _entries_of(human, ai).entries
     values = [e.content for e in recovered] + [e.args for e in recovered]
     values += [e.name for e in recovered]
     assert text in values if where != "human" else INJECTION in values
@@ -195,21 +214,21 @@ def test_the_three_cases() -> None:
     assert "do not summarize them" in INSTRUCTIONS[PromptCase.HUMAN_AND_AI]
     assert "summarize the messages themselves" in INSTRUCTIONS[PromptCase.HUMAN_ONLY]
 
-    parsed_both = parse_prompt(both)
+    parsed_both = _entries_of(human, ai)
     assert parsed_both.case is PromptCase.HUMAN_AND_AI
     assert [e.content for e in parsed_both.context] == ["the request"]
-    assert [e.content for e in parsed_both.messages] == ["the answer"]
+    assert [e.content for e in parsed_both.summarized] == ["the answer"]
 
-    parsed_ai = parse_prompt(ai_only)
+    parsed_ai = _entries_of([], ai)
     assert parsed_ai.case is PromptCase.AI_ONLY
     assert parsed_ai.context == ()
     assert f"<{CONTEXT_TAG}_" not in ai_only.split(f"</{INSTRUCTIONS_TAG}>", 1)[1]
 
-    parsed_human = parse_prompt(human_only)
+    parsed_human = _entries_of(human, [])
     assert parsed_human.case is PromptCase.HUMAN_ONLY
     assert parsed_human.context == ()
     # Human only: the human messages are the content to summarize.
-    assert [(e.role, e.content) for e in parsed_human.messages] == [("human", "the request")]
+    assert [(e.role, e.content) for e in parsed_human.summarized] == [("human", "the request")]
 
 
 def test_no_messages_no_prompt() -> None:
@@ -254,7 +273,7 @@ def test_no_messages_no_prompt() -> None:
 def test_placeholders(part: ImagePart | BinaryPart, placeholder: str) -> None:
     message = Message(role=Role.HUMAN, parts=(part,))
     prompt = messages_to_prompt([], [message])
-    (entry,) = parse_prompt(prompt).messages
+    (entry,) = _entries_of([], [message]).summarized
     assert entry.content == placeholder
     assert entry.kind == ("image" if isinstance(part, ImagePart) else "binary")
     assert "QUJD" not in prompt  # data URLs never reach the prompt
@@ -271,66 +290,17 @@ def test_deterministic() -> None:
     assert messages_to_prompt(human, ai) == messages_to_prompt(list(human), list(ai))
 
 
-_M = "_0123abcd"
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("", id="empty"),
-        pytest.param("just some text", id="plain"),
-        pytest.param("<instructions>\nx\n</instructions>\n", id="no-block"),
-        pytest.param(f"<instructions>\nx\n</instructions>\n<messages{_M}>\n", id="unterminated"),
-        pytest.param(
-            f"<instructions>\nx\n</instructions>\n<messages{_M}>\n"
-            f'<message{_M} index="0" role="ai">\n<text{_M}>a <b> c\n</message{_M}>\n'
-            f"</messages{_M}>\n",
-            id="unterminated-entry",
-        ),
-        pytest.param(
-            f"<instructions>\nx\n</instructions>\n<messages{_M}>\n<bogus{_M}>\n</messages{_M}>\n",
-            id="unknown-tag",
-        ),
-        pytest.param(
-            f"<instructions>\nx\n</instructions>\n<messages{_M}>\n</messages_99999999>\n",
-            id="other-marker",
-        ),
-        pytest.param(
-            f"<instructions>\nx\n</instructions>\n<messages{_M}>\n</messages{_M}>\n"
-            f"<context{_M}>\n</context{_M}>\n",
-            id="context-after-messages",
-        ),
-        pytest.param(
-            f"hello <instructions>\nx\n</instructions>\n<messages{_M}>\n</messages{_M}>\n",
-            id="leading-text",
-        ),
-    ],
-)
-def test_parse_rejects_other_text(text: str) -> None:
-    with pytest.raises(PromptFormatError):
-        parse_prompt(text)
-    assert issubclass(PromptFormatError, ValueError)
-
-
-def test_unknown_instructions_parse_without_a_case() -> None:
-    prompt = f"<instructions>\nsummarize\n</instructions>\n<messages{_M}>\n</messages{_M}>\n"
-    parsed = parse_prompt(prompt)
-    assert parsed.case is None
-    assert parsed.instructions == "summarize"
-    assert parsed.messages == ()
-
-
 @given(st.text(), st.text())
-def test_any_text_appears_verbatim_and_reads_back(text: str, result: str) -> None:
+def test_any_text_appears_verbatim_in_prompt_and_entries(text: str, result: str) -> None:
     call = ToolCall(id="c", name="f", arguments=text)
     ai = [Message(role=Role.AI, parts=(TextPart(text=text), call)), Message.tool("c", "f", result)]
     prompt = messages_to_prompt([Message.human(result)], ai)
     assert text in prompt
     assert result in prompt
-    parsed = parse_prompt(prompt)
-    assert parsed.messages[0].content == text
-    assert parsed.messages[1].args == text
-    assert parsed.messages[2].content == result
+    parsed = _entries_of([Message.human(result)], ai)
+    assert parsed.summarized[0].content == text
+    assert parsed.summarized[1].args == text
+    assert parsed.summarized[2].content == result
     assert parsed.context[0].content == result
 
 
@@ -389,17 +359,19 @@ def _as_tuple(entry: PromptEntry) -> tuple[object, ...]:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_message, max_size=3), st.lists(_message, max_size=4))
-def test_parse_round_trips_arbitrary_messages(human: list[Message], ai: list[Message]) -> None:
+def test_the_entries_of_arbitrary_messages_are_exact(
+    human: list[Message], ai: list[Message]
+) -> None:
     if not human and not ai:
         return
     prompt = messages_to_prompt(human, ai)
-    parsed = parse_prompt(prompt)
+    parsed = _entries_of(human, ai)
     if human and ai:
         assert [_as_tuple(e) for e in parsed.context] == _expected(CONTEXT_TAG, human)
-        assert [_as_tuple(e) for e in parsed.messages] == _expected(MESSAGES_TAG, ai)
+        assert [_as_tuple(e) for e in parsed.summarized] == _expected(MESSAGES_TAG, ai)
     else:
         assert parsed.context == ()
-        assert [_as_tuple(e) for e in parsed.messages] == _expected(MESSAGES_TAG, human or ai)
+        assert [_as_tuple(e) for e in parsed.summarized] == _expected(MESSAGES_TAG, human or ai)
     assert all(e.kind in ENTRY_KINDS for e in parsed.entries)
     # The framing tags are the ones with the marker, and only known ones.
     mark = _marker_of(prompt)
@@ -425,7 +397,8 @@ def test_content_holding_the_first_marker_gets_another() -> None:
     prompt = messages_to_prompt([], [Message.ai(text)])
     mark = _marker_of(prompt)
     assert mark != first
-    assert parse_prompt(prompt).messages[0].content == text
+    assert prompt.count(text) == 1
+    assert _entries_of([], [Message.ai(text)]).summarized[0].content == text
 
 
 # --- the framing is short: a pair's call id and tool name once, no implied index ------
@@ -455,14 +428,13 @@ def test_a_result_names_its_call_by_a_short_alias() -> None:
     assert f'<tool_result{mark} n="2">a.py</tool_result{mark}>' in prompt
     # Indexes that follow from the order are not written.
     assert "index=" not in prompt
-    parsed = parse_prompt(prompt)
-    assert [(e.kind, e.call_id, e.name, e.message_index) for e in parsed.messages] == [
+    parsed = _entries_of([], ai)
+    assert [(e.kind, e.call_id, e.name, e.message_index) for e in parsed.summarized] == [
         ("tool_call", _LONG_ID, "Read", 0),
         ("tool_call", "toolu_02", "Bash", 0),
         ("tool_result", _LONG_ID, "Read", 1),
         ("tool_result", "toolu_02", "Bash", 2),
     ]
-    assert parsed.messages == summary_request([], ai).entries
 
 
 def test_a_result_without_its_call_carries_the_id_and_name() -> None:
@@ -472,7 +444,7 @@ def test_a_result_without_its_call_carries_the_id_and_name() -> None:
     mark = _marker_of(prompt)
     assert f'<tool_result{mark} id="{_LONG_ID}" name="Read">print(1)</tool_result{mark}>' in prompt
     assert " n=" not in prompt
-    assert parse_prompt(prompt).messages == summary_request([], ai).entries
+    _entries_of([], ai)
 
 
 def test_a_result_whose_name_differs_from_its_calls_is_not_aliased() -> None:
@@ -482,7 +454,7 @@ def test_a_result_whose_name_differs_from_its_calls_is_not_aliased() -> None:
     ]
     prompt = messages_to_prompt([], ai)
     assert " n=" not in prompt
-    assert [e.name for e in parse_prompt(prompt).messages] == ["Read", "Write"]
+    assert [e.name for e in _entries_of([], ai).summarized] == ["Read", "Write"]
 
 
 @pytest.mark.parametrize("name", ['say "hi"', "a<b>", "x&y", ""])
@@ -493,26 +465,7 @@ def test_a_tool_name_with_markup_characters_stays_verbatim(name: str) -> None:
     ]
     prompt = messages_to_prompt([], ai)
     assert name in prompt
-    assert parse_prompt(prompt).messages == summary_request([], ai).entries
-
-
-def test_an_index_out_of_order_is_written() -> None:
-    request = summary_request([], [Message.ai("a"), Message.ai("b")])
-    moved = tuple(replace(m, index=m.index + 5) for m in request.messages)
-    prompt = render_request(request.case, "", request.marker, moved)  # type: ignore[arg-type]
-    assert 'index="5"' in prompt
-    assert 'index="6"' not in prompt
-    assert [e.message_index for e in parse_prompt(prompt).messages] == [5, 6]
-
-
-def test_an_alias_naming_no_call_is_refused() -> None:
-    ai = [
-        Message(role=Role.AI, parts=(ToolCall(id="c1", name="Read", arguments="{}"),)),
-        Message.tool("c1", "Read", "x"),
-    ]
-    prompt = messages_to_prompt([], ai)
-    with pytest.raises(PromptFormatError, match="n=7 names no call"):
-        parse_prompt(prompt.replace(' n="1">x', ' n="7">x'))
+    assert [e.name for e in _entries_of([], ai).summarized] == [name, name]
 
 
 _id = st.sampled_from([_LONG_ID, "c1", "c2", 'q"uote', "a&b>"])
@@ -530,5 +483,4 @@ def test_paired_calls_and_results_round_trip(items: list[tuple[bool, str, str, s
         else Message.tool(i, n, t)
         for is_call, i, n, t in items
     ]
-    prompt = messages_to_prompt([], ai)
-    assert [_as_tuple(e) for e in parse_prompt(prompt).messages] == _expected(MESSAGES_TAG, ai)
+    assert [_as_tuple(e) for e in _entries_of([], ai).summarized] == _expected(MESSAGES_TAG, ai)

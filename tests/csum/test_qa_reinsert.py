@@ -17,8 +17,9 @@ from cast import Message, Role, TextPart
 from csum import HistoryArchive, Stores, Summarizer, SummarizerConfig
 from csum.archive import message_search_text
 from csum.handlers import extractive
-from csum.prompt import PromptCase, parse_prompt
+from csum.prompt import PromptCase, SummaryRequest
 from csum.reinsert import REINSERTED_HEADER, own_question, recalled_text, reinserted_part
+from csum.request import RequestHandler
 from tests.csum.test_compactor_archive import long_chain, question_needing_the_archive
 
 
@@ -34,19 +35,23 @@ def config(human_summary: bool) -> SummarizerConfig:
     )
 
 
-class Recording:
-    """The extractive handler, keeping every prompt it was given."""
+class Recording(RequestHandler):
+    """The extractive handler, keeping every request it was given."""
 
     def __init__(self) -> None:
         self.handler = extractive(2000)
-        self.prompts: list[str] = []
+        self.requests: list[SummaryRequest] = []
 
-    async def __call__(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        return await self.handler(prompt)
+    async def __call__(self, request: SummaryRequest, /) -> str:
+        self.requests.append(request)
+        return await self.handler(request)
+
+    @property
+    def prompts(self) -> list[str]:
+        return [r.prompt for r in self.requests]
 
     def of_case(self, case: PromptCase) -> list[str]:
-        return [p for p in self.prompts if parse_prompt(p).case is case]
+        return [r.prompt for r in self.requests if r.case is case]
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import pytest
 from cast import Message, Role, TextPart, ToolCall
 from csum import Compactor
 from csum._question_context import QUESTION_CONTEXT_BYTES, question_context
-from csum.prompt import parse_prompt
+from csum.prompt import SummaryRequest
+from csum.request import RequestHandler
 
 pytestmark = pytest.mark.anyio
 
@@ -52,13 +53,13 @@ def test_a_question_of_many_parts_is_read_as_text() -> None:
     assert shown.text.endswith("x" * 50)
 
 
-class _Recorder:
+class _Recorder(RequestHandler):
     def __init__(self) -> None:
-        self.prompts: list[str] = []
+        self.requests: list[SummaryRequest] = []
 
-    async def __call__(self, prompt: str) -> str:
+    async def __call__(self, request: SummaryRequest, /) -> str:
         await anyio.lowlevel.checkpoint()
-        self.prompts.append(prompt)
+        self.requests.append(request)
         return "summary"
 
 
@@ -72,8 +73,8 @@ async def test_the_compaction_prompt_shows_the_staying_question_cut() -> None:
     recorder = _Recorder()
     result = await Compactor(recorder, budget=100_000).run(chain)
     assert result.compacted
-    assert recorder.prompts
-    (context,) = parse_prompt(recorder.prompts[0]).context
+    assert recorder.requests
+    (context,) = recorder.requests[0].context
     assert context.content.startswith(_HEAD)
     assert context.content.endswith(_TAIL)
     assert len(context.content.encode()) <= QUESTION_CONTEXT_BYTES + 100

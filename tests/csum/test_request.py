@@ -1,12 +1,14 @@
-"""The structured request beside the prompt (csum.request): its entries are the prompt's,
-an opted-in handler gets it through every wrapper, a plain handler still gets text, and
-the offline handler reads the entries without parsing the prompt."""
+"""The one handler contract (csum.request): the request's entries are the prompt's, a
+request handler gets the request through every wrapper and engine, a text handler is
+adapted once and gets the prompt text, and the offline handler reads the entries, never
+the prompt."""
 
 from __future__ import annotations
 
 import io
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -14,9 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import csum._robust
 import csum.cli
-import csum.handlers._extractive.entry as extractive_entry
 from cast import (
     SUMMARIZATION_TOOL_NAME,
     BinaryPart,
@@ -32,25 +32,23 @@ from cast import (
 from csum import Compactor, Robustness, Summarizer, SummarizerConfig
 from csum._calls import HandlerCalls
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
-from csum._robust import RobustHandler, split_prompt, split_request
+from csum._robust import RobustHandler, split_request
 from csum.cache import SummaryCache
 from csum.guard import FactGuard
 from csum.handlers import extractive, summarize_extractive, threaded
-from csum.handlers._extractive import summarize_extractive_request
 from csum.integrations._history import SummarizerKeeper, default_keeper
 from csum.prompt import (
     CONTEXT_TAG,
     MESSAGES_TAG,
-    PromptCase,
-    PromptFormatError,
+    TEXT_ROLE,
     SummaryRequest,
     messages_to_prompt,
-    parse_prompt,
-    render_request,
     summary_request,
+    text_request,
 )
-from csum.request import StructuredHandler, request_method, summarize_job
+from csum.request import RequestHandler, as_request_handler, request_handler
 from csum.stores import MemoryStore
+from tests.csum.test_prompt import shows_the_entries_in_order
 
 ARCHIVE_LINE = "[archived: ab12cd34ef56]"
 
@@ -100,14 +98,11 @@ def test_the_request_entries_are_the_prompt(
         assert request.entries == ()
         return
     assert request.case is not None
-    # The prompt is made from the entries alone, and reads back as them.
-    assert render_request(request.case, request.focus, request.marker, request.messages) == prompt
-    parsed = parse_prompt(prompt)
-    assert parsed.entries == request.entries
-    assert parsed.context == request.context
-    assert parsed.messages == request.summarized
-    assert parsed.focus == request.focus
-    assert parsed.case is request.case
+    # The prompt shows every entry, in order.
+    assert shows_the_entries_in_order(request)
+    assert request.entries == request.context + request.summarized
+    assert {e.section for e in request.context} <= {CONTEXT_TAG}
+    assert {e.section for e in request.summarized} <= {MESSAGES_TAG}
 
 
 def test_an_entry_says_what_the_engine_knows_of_it() -> None:
@@ -141,53 +136,43 @@ def test_an_entry_says_what_the_engine_knows_of_it() -> None:
     assert all(e.section == MESSAGES_TAG for e in request.summarized)
 
 
-def test_a_provider_block_is_read_back() -> None:
-    # Before: parse_prompt refused a prompt holding a provider's block, so the offline
-    # handler summarized such a prompt as plain text, its tags and instructions included.
+def test_a_provider_block_is_an_entry() -> None:
     block = ProviderPart(provider="anthropic", kind="web_search_tool_result", data='{"a": 1}')
     messages = [Message.from_parts(Role.AI, [TextPart(text="searched"), block])]
-    parsed = parse_prompt(messages_to_prompt([], messages))
-    assert [e.kind for e in parsed.entries] == ["text", "block"]
-    summary = summarize_extractive(messages_to_prompt([], messages), 300)
+    request = summary_request([], messages)
+    assert [e.kind for e in request.entries] == ["text", "block"]
+    summary = summarize_extractive(request, 300)
     assert "<instructions>" not in summary
     assert "searched" in summary
+
+
+def test_a_text_request_is_its_text() -> None:
+    text = f"{SUMMARIZED_CONTENT_PREFIX}free text\n{ARCHIVE_LINE}"
+    request = text_request(text)
+    assert request.prompt == text
+    assert request.case is None
+    [entry] = request.entries
+    assert (entry.role, entry.kind, entry.content) == (TEXT_ROLE, "text", text)
+    # nothing is derived from a text no message made
+    assert not entry.earlier_summary
+    assert entry.archive_ref == ""
+    assert request.conversation == ()
 
 
 # --- handlers that record what they are given --------------------------------------------
 
 
-class Recorder:
-    """A structured handler: records the requests and the texts it gets."""
+class Recorder(RequestHandler):
+    """A request handler: records the requests it gets."""
 
     def __init__(self, answer: str = "the summary") -> None:
         self.answer = answer
         self.requests: list[SummaryRequest] = []
-        self.texts: list[str] = []
 
-    async def __call__(self, prompt: str) -> str:
-        self.texts.append(prompt)
-        return self.answer
-
-    async def summarize_request(self, request: SummaryRequest) -> str:
+    async def __call__(self, request: SummaryRequest, /) -> str:
         assert isinstance(request, SummaryRequest)
         self.requests.append(request)
         return self.answer
-
-
-class SyncRecorder:
-    """The synchronous form, for threaded()."""
-
-    def __init__(self) -> None:
-        self.requests: list[SummaryRequest] = []
-        self.texts: list[str] = []
-
-    def __call__(self, prompt: str) -> str:
-        self.texts.append(prompt)
-        return "the summary"
-
-    def summarize_request(self, request: SummaryRequest) -> str:
-        self.requests.append(request)
-        return "the summary"
 
 
 def _request() -> SummaryRequest:
@@ -198,16 +183,30 @@ def _request() -> SummaryRequest:
     )
 
 
-def test_the_protocol_and_the_method() -> None:
+@pytest.mark.anyio
+async def test_a_handler_is_adapted_once_by_its_type() -> None:
     recorder = Recorder()
+    assert as_request_handler(recorder) is recorder
+    assert as_request_handler(extractive(100)) is not None
+    seen: list[object] = []
 
     async def plain(prompt: str) -> str:
-        return prompt
+        seen.append(prompt)
+        return "short"
 
-    assert isinstance(recorder, StructuredHandler)
-    assert request_method(recorder) == recorder.summarize_request
-    assert request_method(plain) is None
-    assert request_method(extractive(100)) is not None
+    adapted = as_request_handler(plain)
+    assert isinstance(adapted, RequestHandler)
+    request = _request()
+    assert await adapted(request) == "short"
+    assert seen == [request.prompt]
+    assert "plain" in repr(adapted)
+
+    async def by_request(request: SummaryRequest) -> str:
+        return request.case or ""
+
+    wrapped = request_handler(by_request)
+    assert as_request_handler(wrapped) is wrapped
+    assert await wrapped(request) == "human_and_ai"
 
 
 @pytest.mark.anyio
@@ -219,14 +218,28 @@ async def test_a_plain_handler_still_gets_text() -> None:
         return "short"
 
     request = _request()
-    assert await summarize_job(plain, request) == "short"
-    assert await RobustHandler(plain).summarize_request(request) == "short"
+    assert await RobustHandler(plain)(request) == "short"
     chain = _long_chain()
     await Compactor(plain, budget=6_000).compact(chain)
-    assert len(seen) > 2
+    assert len(seen) > 1
     assert all(isinstance(prompt, str) for prompt in seen)
     assert seen[0] == request.prompt
-    parse_prompt(str(seen[-1]))  # the engine's prompt, as text
+    assert str(seen[-1]).startswith("<instructions>")  # the engine's prompt, as text
+
+
+@pytest.mark.anyio
+async def test_a_threaded_text_function_gets_text_in_a_thread() -> None:
+    texts: list[str] = []
+
+    def summarize(prompt: str) -> str:
+        texts.append(prompt)
+        return "the summary"
+
+    handler = threaded(summarize)
+    request = _request()
+    assert await as_request_handler(handler)(request) == "the summary"
+    assert await RobustHandler(handler)(request) == "the summary"
+    assert texts == [request.prompt, request.prompt]
 
 
 def _wrapped(recorder: Recorder) -> dict[str, Any]:
@@ -250,27 +263,11 @@ def _wrapped(recorder: Recorder) -> dict[str, Any]:
 async def test_every_wrapper_passes_the_request_on(name: str) -> None:
     recorder = Recorder()
     handler = _wrapped(recorder)[name]
+    assert isinstance(handler, RequestHandler)
     request = _request()
-    await summarize_job(handler, request)
+    await handler(request)
     assert recorder.requests
     assert all(seen is request for seen in recorder.requests)
-    assert recorder.texts == []
-
-
-@pytest.mark.anyio
-async def test_the_threaded_handler_passes_the_request_on() -> None:
-    recorder = SyncRecorder()
-    handler = threaded(recorder)
-    request = _request()
-    assert await summarize_job(handler, request) == "the summary"
-    assert await handler(request.prompt) == "the summary"
-    assert recorder.requests == [request]
-    assert recorder.texts == [request.prompt]
-
-    def plain(prompt: str) -> str:
-        return "text"
-
-    assert request_method(threaded(plain)) is None
 
 
 @pytest.mark.anyio
@@ -281,13 +278,19 @@ async def test_split_chunks_and_merges_go_as_requests() -> None:
     calls = [Message.ai("", ToolCall(id=f"c{i}", name="bash", arguments="{}")) for i in range(6)]
     chain = [m for pair in zip(calls, results, strict=True) for m in pair]
     request = summary_request([Message.human("the task")], chain)
-    await handler.summarize_request(request)
+    await handler(request)
     assert len(recorder.requests) > 2  # chunks, then their merge
-    assert recorder.texts == []
     chunks = [r.prompt for r in split_request(request, 4_096)]
-    assert chunks == split_prompt(request.prompt, 4_096)
+    assert all(len(chunk.encode()) <= 4_096 for chunk in chunks)
     # The chunks run concurrently: in any order, then the merge.
     assert sorted(r.prompt for r in recorder.requests[: len(chunks)]) == sorted(chunks)
+
+
+def test_a_text_request_is_split_at_line_breaks() -> None:
+    text = "".join(f"line {i}\n" for i in range(2_000))
+    pieces = split_request(text_request(text), 1_024)
+    assert all(p.case is None and len(p.prompt.encode()) <= 1_024 for p in pieces)
+    assert "".join(p.prompt for p in pieces) == text
 
 
 @pytest.mark.anyio
@@ -301,8 +304,9 @@ async def test_the_cache_keys_stay_the_prompt_text() -> None:
         assert summary == "the summary"
     assert recorder.requests == [request]  # the second came from the cache
     assert calls.cache_hits == 1
-    # A text call of the same prompt hits the same key.
-    assert await calls.summarize_prompt(request.prompt, phase="test", section=0) == "the summary"
+    # Another request of the same prompt (another conversation) hits the same key.
+    other = replace(request, conversation=(Message.human("elsewhere"),), kept=1)
+    assert await calls.summarize_prompt(other, phase="test", section=0) == "the summary"
     assert calls.cache_hits == 2
 
 
@@ -330,81 +334,50 @@ KEEPERS: dict[str, Keeper] = {
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("keeper", list(KEEPERS))
-async def test_the_engines_hand_an_opted_in_handler_the_request(keeper: str) -> None:
+async def test_the_engines_hand_a_request_handler_the_request(keeper: str) -> None:
     recorder = Recorder("bash ran the build steps")
     await KEEPERS[keeper](recorder).compact(_long_chain(100))
     assert recorder.requests
-    assert recorder.texts == []
     for request in recorder.requests:
-        assert parse_prompt(request.prompt).entries == request.entries
-
-
-def _refuse(prompt: str) -> None:
-    raise AssertionError("the offline handler parsed a prompt")
+        assert request.case is not None
+        assert shows_the_entries_in_order(request)
 
 
 @pytest.mark.anyio
-async def test_the_offline_handler_never_parses_a_request(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_the_offline_handler_reads_the_entries_never_the_prompt() -> None:
     request = _request()
-    expected = summarize_extractive(request.prompt, 200)
-    chain = _long_chain()
-    by_text = await Compactor(_TextOnly(extractive(1_000)), budget=6_000).compact(chain)
-    long_chain = _long_chain(100)
-
-    def in_pieces(handler: Any) -> Compactor:
-        return Compactor(handler, budget=20_000, robustness=Robustness(max_prompt_bytes=4_096))
-
-    pieces_by_text = await in_pieces(_TextOnly(extractive(1_000))).compact(long_chain)
-    monkeypatch.setattr(extractive_entry, "parse_prompt", _refuse)
-    monkeypatch.setattr(csum._robust, "parse_prompt", _refuse)
-    with pytest.raises(AssertionError, match="parsed a prompt"):
-        summarize_extractive(request.prompt, 200)
-    assert summarize_extractive_request(request, 200) == expected
-    assert await summarize_job(extractive(200), request) == expected
-    # The engine's calls, through the robust handler, the cache and the pieces.
-    assert await Compactor(extractive(1_000), budget=6_000).compact(chain) == by_text
-    assert await in_pieces(extractive(1_000)).compact(long_chain) == pieces_by_text
+    expected = summarize_extractive(request, 200)
+    blanked = replace(request, prompt="not read")
+    assert summarize_extractive(blanked, 200) == expected
+    assert await extractive(200)(blanked) == expected
+    assert await extractive(200)(request) == expected
 
 
-def test_the_command_line_compaction_hands_the_offline_handler_requests(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Before: the command's progress wrapper took text only, so the handler parsed it.
-    monkeypatch.setattr(extractive_entry, "parse_prompt", _refuse)
+def test_the_command_line_compaction_runs_the_offline_handler() -> None:
     out, err = io.StringIO(), io.StringIO()
     argv = ["summarize", "--example", "--budget", "12KiB"]
     assert csum.cli.main(argv, stdout=out, stderr=err) == 0, err.getvalue()
     assert "1 handler calls" in err.getvalue()
 
 
-class _TextOnly:
-    """A handler taking text alone, around one that would take requests."""
-
-    def __init__(self, handler: Callable[[str], Any]) -> None:
-        self.handler = handler
-
-    async def __call__(self, prompt: str) -> str:
-        result: str = await self.handler(prompt)
-        return result
-
-
-def test_bad_input_says_what_was_wrong() -> None:
+@pytest.mark.anyio
+async def test_bad_input_says_what_was_wrong() -> None:
     with pytest.raises(TypeError, match="SummaryRequest"):
-        summarize_extractive_request("text", 100)  # type: ignore[arg-type]
+        summarize_extractive("text", 100)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="SummaryRequest"):
+        await extractive(100)("text")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_bytes"):
-        summarize_extractive_request(_request(), 0)
-    with pytest.raises(PromptFormatError):
-        parse_prompt("not ours")
-    with pytest.raises(ValueError, match="at least one message"):
-        render_request(PromptCase.AI_ONLY, "", "_4f1a9c2e", ())
+        summarize_extractive(_request(), 0)
+    with pytest.raises(TypeError, match="callable"):
+        as_request_handler("not a handler")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="callable"):
+        request_handler("not a function")  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio
 async def test_a_long_request_is_summarized_in_a_worker_thread() -> None:
     messages = [Message.tool("c1", "bash", "line of output\n" * 6_000)]
     request = summary_request([], messages)
-    expected = summarize_extractive(request.prompt, 500)
+    expected = summarize_extractive(request, 500)
     with anyio.fail_after(60):
-        assert await summarize_job(extractive(500), request) == expected
+        assert await extractive(500)(request) == expected

@@ -20,12 +20,13 @@ from csum import (
     Robustness,
     SummarizationError,
     is_transient,
-    messages_to_prompt,
-    split_prompt,
+    split_request,
 )
 from csum._robust import ledger
 from csum.handlers import HandlerError, extractive
-from csum.prompt import parse_prompt
+from csum.prompt import summary_request, text_request
+
+P = text_request("p")
 
 FAST = RetryPolicy(max_retries=3, backoff_base=0.001, backoff_max=0.01, jitter=0.5)
 
@@ -98,7 +99,7 @@ async def test_transient_errors_are_retried_then_succeed() -> None:
     inner = Flaky(StatusError(503), ConnectionError())
     handler = RobustHandler(inner, Robustness(retry=FAST), rng=random.Random(1))
     with ledger() as books:
-        assert await handler("p") == "the summary"
+        assert await handler(P) == "the summary"
     assert len(inner.prompts) == 3
     assert (books.calls, books.retries) == (3, 2)
 
@@ -108,7 +109,7 @@ async def test_permanent_error_is_not_retried() -> None:
     inner = Flaky(StatusError(400))
     handler = RobustHandler(inner, Robustness(retry=FAST))
     with pytest.raises(StatusError):
-        await handler("p")
+        await handler(P)
     assert len(inner.prompts) == 1
 
 
@@ -117,7 +118,7 @@ async def test_retries_are_bounded() -> None:
     inner = Flaky(*(StatusError(500) for _ in range(10)))
     handler = RobustHandler(inner, Robustness(retry=FAST))
     with pytest.raises(StatusError):
-        await handler("p")
+        await handler(P)
     assert len(inner.prompts) == FAST.max_retries + 1
 
 
@@ -126,7 +127,7 @@ async def test_timeout_then_success() -> None:
     inner = Flaky(hang=1)
     handler = RobustHandler(inner, Robustness(timeout=0.05, retry=FAST))
     with ledger() as books:
-        assert await handler("p") == "the summary"
+        assert await handler(P) == "the summary"
     assert books.timeouts == 1
     assert books.retries == 1
 
@@ -137,7 +138,7 @@ async def test_fallback_answers_when_the_handler_fails_for_good() -> None:
         Flaky(StatusError(401)), Robustness(retry=FAST, fallback=Flaky(answer="fb"))
     )
     with ledger() as books:
-        assert await handler("p") == "fb"
+        assert await handler(P) == "fb"
     assert books.fallback_calls == 1
 
 
@@ -148,7 +149,7 @@ async def test_fallback_that_also_fails_raises_both() -> None:
         Robustness(retry=FAST, fallback=Flaky(ValueError("fallback broke"))),
     )
     with pytest.raises(ExceptionGroup) as info:
-        await handler("p")
+        await handler(P)
     assert [type(e) for e in info.value.exceptions] == [StatusError, ValueError]
 
 
@@ -158,41 +159,37 @@ async def test_non_string_answer_is_a_permanent_failure() -> None:
         return 42
 
     with pytest.raises(TypeError, match="returned int"):
-        await RobustHandler(bad, Robustness(retry=FAST))("p")
+        await RobustHandler(bad, Robustness(retry=FAST))(P)
 
 
-def test_split_prompt_pieces_fit_and_keep_every_entry() -> None:
+def test_split_request_pieces_fit_and_keep_every_entry() -> None:
     messages = chain(40, 900)[1:]
-    prompt = messages_to_prompt(messages[:1], messages[1:])
-    pieces = split_prompt(prompt, 8192)
+    request = summary_request(messages[:1], messages[1:])
+    pieces = split_request(request, 8192)
     assert len(pieces) > 1
-    assert all(len(p.encode()) <= 8192 for p in pieces)
-    contents = [
-        e.content for p in pieces for e in parse_prompt(p).messages if e.kind == "tool_result"
-    ]
+    assert all(len(p.prompt.encode()) <= 8192 for p in pieces)
+    contents = [e.content for p in pieces for e in p.summarized if e.kind == "tool_result"]
     assert contents == [m.tool_results[0].content for m in messages[1:] if m.tool_results]
-    assert all(parse_prompt(p).context for p in pieces)  # the question goes with every piece
+    assert all(p.context for p in pieces)  # the question goes with every piece
 
 
-def test_split_prompt_cuts_a_message_too_large_alone() -> None:
+def test_split_request_cuts_a_message_too_large_alone() -> None:
     huge = [
         Message.human("q"),
         Message.ai("", ToolCall(id="c", name="cat")),
         Message.tool("c", "cat", "é" * 30_000),
     ]
-    pieces = split_prompt(messages_to_prompt(huge[:1], huge[1:]), 8192)
-    assert all(len(p.encode()) <= 8192 for p in pieces)
-    text = "".join(
-        e.content for p in pieces for e in parse_prompt(p).messages if e.kind == "tool_result"
-    )
+    pieces = split_request(summary_request(huge[:1], huge[1:]), 8192)
+    assert all(len(p.prompt.encode()) <= 8192 for p in pieces)
+    text = "".join(e.content for p in pieces for e in p.summarized if e.kind == "tool_result")
     assert text == "é" * 30_000
 
 
 def test_split_plain_text_at_line_breaks() -> None:
     text = "\n".join(f"line {i} " + "x" * 50 for i in range(500))
-    pieces = split_prompt(text, 4096)
-    assert "".join(pieces) == text
-    assert all(len(p.encode()) <= 4096 for p in pieces)
+    pieces = split_request(text_request(text), 4096)
+    assert "".join(p.prompt for p in pieces) == text
+    assert all(len(p.prompt.encode()) <= 4096 for p in pieces)
 
 
 @pytest.mark.anyio
@@ -201,7 +198,7 @@ async def test_oversized_prompt_is_split_summarized_concurrently_and_merged() ->
     handler = RobustHandler(inner, Robustness(max_prompt_bytes=8192, retry=FAST))
     messages = chain(40, 900)[1:]
     with ledger() as books:
-        summary = await handler(messages_to_prompt(messages[:1], messages[1:]))
+        summary = await handler(summary_request(messages[:1], messages[1:]))
     assert summary == "the summary"
     assert all(len(p.encode()) <= 8192 for p in inner.prompts)
     assert books.chunks == len(inner.prompts) - 1  # every chunk, then one merge
@@ -218,7 +215,7 @@ async def test_a_failing_piece_of_a_split_prompt_raises_the_handlers_own_error()
     )
     messages = chain(40, 900)[1:]
     with pytest.raises(RuntimeError, match="the model is down"):
-        await handler(messages_to_prompt(messages[:1], messages[1:]))
+        await handler(summary_request(messages[:1], messages[1:]))
     assert len(inner.prompts) > 1  # the prompt was split
 
 
@@ -228,7 +225,7 @@ async def test_merge_depth_limit_cuts_instead_of_recursing_forever() -> None:
     handler = RobustHandler(inner, Robustness(max_prompt_bytes=4096, max_split_depth=1, retry=FAST))
     messages = chain(30, 900)[1:]
     with ledger() as books:
-        summary = await handler(messages_to_prompt(messages[:1], messages[1:]))
+        summary = await handler(summary_request(messages[:1], messages[1:]))
     assert books.truncated == 1
     assert len(summary.encode()) <= 4096
 

@@ -39,6 +39,7 @@ from csum.config import (
     SUMMARY_ONLY,
 )
 from csum.handlers import extractive
+from csum.prompt import text_request
 from csum.serve.cli import add_serve_parser, config_from
 from csum.stores import MemoryStore
 
@@ -130,7 +131,7 @@ async def test_robust_handler_runs_with_the_settings_object() -> None:
 
     robust = RobustHandler(flaky, Robustness(timeout=30.0, retry=FAST))
     with ledger() as books:
-        assert await robust("prompt") == "ok"
+        assert await robust(text_request("prompt")) == "ok"
     assert (books.calls, books.retries) == (2, 1)
     assert robust.timeout == 30.0
     assert robust.retry is FAST

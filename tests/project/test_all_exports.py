@@ -142,7 +142,6 @@ def test_csum_exports_the_contract_names_and_its_error_tree() -> None:
         "messages_to_prompt",
         "CsumError",
         "HandlerError",
-        "PromptFormatError",
     }
 
 

@@ -27,7 +27,7 @@ from cast import (
 )
 from cast.chainio import decode_chain, read_json
 from cast.providers import Rule
-from csum import CsumError, HandlerError, PromptFormatError, StoreError, SummarizationError
+from csum import CsumError, HandlerError, StoreError, SummarizationError
 
 # (error, its parent in the drawn tree, the builtins it also is)
 CAST_TREE = [
@@ -42,7 +42,6 @@ CSUM_TREE = [
     (CsumError, Exception, (Exception,)),
     (SummarizationError, CsumError, (RuntimeError,)),
     (HandlerError, CsumError, (RuntimeError,)),
-    (PromptFormatError, CsumError, (ValueError,)),
     (StoreError, CsumError, (RuntimeError,)),
 ]
 
@@ -90,7 +89,6 @@ def test_every_csum_error_has_one_root() -> None:
         pytest.param(UnknownProviderError("nope", ["a", "b"]), id="provider"),
         pytest.param(InputError("cannot read x"), id="input"),
         pytest.param(SummarizationError("boom", section=2, phase="QA summary"), id="summary"),
-        pytest.param(PromptFormatError("not a prompt"), id="prompt"),
         pytest.param(
             HandlerError("late", provider="openai", model="m", status_code=503, attempts=3),
             id="handler",

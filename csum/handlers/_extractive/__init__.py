@@ -12,10 +12,6 @@ prose, records, command runs and sections are in ``code_tools``, ``prose``,
 
 from __future__ import annotations
 
-from csum.handlers._extractive.entry import (
-    extractive,
-    summarize_extractive,
-    summarize_extractive_request,
-)
+from csum.handlers._extractive.entry import ExtractiveHandler, extractive, summarize_extractive
 
-__all__ = ["extractive", "summarize_extractive", "summarize_extractive_request"]
+__all__ = ["ExtractiveHandler", "extractive", "summarize_extractive"]

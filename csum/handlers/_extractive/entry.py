@@ -1,9 +1,8 @@
 """An offline, deterministic summarizer: the default handler, no model and no network.
 
-It reads the entries of the structured request the engine builds beside the prompt
-(:class:`csum.prompt.SummaryRequest`: roles, kinds, tool names, earlier summaries and
-their archive lines), so it never parses the prompt it is given with one; a prompt
-given as text alone is read back with :func:`csum.prompt.parse_prompt`. It keeps whole lines
+It reads the entries of the request it is given (:class:`csum.prompt.SummaryRequest`:
+roles, kinds, tool names, earlier summaries and their archive lines), never its prompt
+text; a :func:`csum.prompt.text_request` is one plain text. It keeps whole lines
 (or the part of a long line around what matters), never bare tokens, so a value stays
 with its subject: a version with its package, a line number with its path, an error
 with its cause, a constraint ("never X", "X must not") as the sentence it is. Each
@@ -44,54 +43,37 @@ call a checkpoint between lines so cancellation is honoured.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from csum.handlers._base import SummarizeHandler
 from csum.handlers._extractive.collect import _collect
 from csum.handlers._extractive.packing import _pack_to_fill
 from csum.handlers._extractive.text import _clean, _clip_bytes
 from csum.handlers._extractive.weights import _THREAD_THRESHOLD
-from csum.prompt import (
-    MESSAGES_TAG,
-    PromptEntry,
-    PromptFormatError,
-    SummaryRequest,
-    parse_prompt,
-    prompt_entry,
-)
-from csum.request import SummaryJob, with_request
+from csum.prompt import TEXT_ROLE, PromptEntry, SummaryRequest, prompt_entry
+from csum.request import RequestHandler, check_request
 
-__all__ = ["extractive", "summarize_extractive", "summarize_extractive_request"]
-
-
-_PLAIN_TEXT_ROLE = "text"  # the role given to a prompt that is not ours
+__all__ = ["ExtractiveHandler", "extractive", "summarize_extractive"]
 
 
 class _StoppedError(Exception):
     """The caller gave up (cancelled): stop working."""
 
 
-def _text_entries(prompt: str) -> tuple[PromptEntry, ...]:
-    """The entries of a prompt given as text: read back when it is ours, else one text."""
-    prompt = _clean(prompt)
-    try:
-        return parse_prompt(prompt).entries
-    except PromptFormatError:
-        return (PromptEntry(MESSAGES_TAG, 0, _PLAIN_TEXT_ROLE, "text", content=prompt),)
-
-
 def _cleaned(entry: PromptEntry) -> PromptEntry:
-    """``entry`` with its lone surrogates replaced (the output must be valid UTF-8), as
-    a prompt given as text is cleaned before it is read."""
+    """``entry`` with its lone surrogates replaced (the output must be valid UTF-8); an
+    entry of a text request keeps having no earlier summary or archive line."""
     fields = (entry.content, entry.name, entry.call_id, entry.args)
     content, name, call_id, args = (_clean(field) for field in fields)
     if (content, name, call_id, args) == fields:
         return entry
+    if entry.role == TEXT_ROLE:
+        return replace(entry, content=content)
     return prompt_entry(
         entry.section,
         entry.message_index,
@@ -104,20 +86,8 @@ def _cleaned(entry: PromptEntry) -> PromptEntry:
     )
 
 
-def _job_entries(job: SummaryJob) -> tuple[PromptEntry, ...]:
-    if isinstance(job, str):
-        return _text_entries(job)
-    return tuple(_cleaned(entry) for entry in job.entries)
-
-
-def _summarize(job: SummaryJob, max_bytes: int, check: Callable[[], None]) -> str:
-    return _summarize_entries(_job_entries(job), max_bytes, check)
-
-
-def _summarize_entries(
-    entries: Sequence[PromptEntry], max_bytes: int, check: Callable[[], None]
-) -> str:
-    entries = tuple(entries)
+def _summarize(request: SummaryRequest, max_bytes: int, check: Callable[[], None]) -> str:
+    entries = tuple(_cleaned(entry) for entry in request.entries)
     blocks = _collect(entries, max_bytes, check)
     if not any(block.lines for block in blocks):
         return _clip_bytes("(nothing to summarize)", max_bytes)
@@ -128,30 +98,15 @@ def _never() -> None:
     return None
 
 
-def summarize_extractive(prompt: str, max_bytes: int = 4096) -> str:
-    """The extractive summary of ``prompt``, synchronously (see :func:`extractive`).
-
-    Raises ``ValueError`` when ``max_bytes`` is not a positive int and ``TypeError``
-    when ``prompt`` is not a str."""
-    _check_max_bytes(max_bytes)
-    _check_prompt(prompt)
-    return _summarize(prompt, max_bytes, _never)
-
-
-def summarize_extractive_request(request: SummaryRequest, max_bytes: int = 4096) -> str:
-    """The extractive summary of a structured request, synchronously: the same summary
-    as :func:`summarize_extractive` of ``request.prompt``, read from its entries.
+def summarize_extractive(request: SummaryRequest, max_bytes: int = 4096) -> str:
+    """The extractive summary of ``request``, synchronously (see :func:`extractive`);
+    ``csum.prompt.text_request(text)`` summarizes a plain text.
 
     Raises ``ValueError`` when ``max_bytes`` is not a positive int and ``TypeError``
     when ``request`` is not a :class:`~csum.prompt.SummaryRequest`."""
     _check_max_bytes(max_bytes)
-    _check_request(request)
+    check_request(request)
     return _summarize(request, max_bytes, _never)
-
-
-def _check_request(request: object) -> None:
-    if not isinstance(request, SummaryRequest):
-        raise TypeError(f"request must be a SummaryRequest, got {type(request).__name__}")
 
 
 def _check_max_bytes(max_bytes: object) -> None:
@@ -159,47 +114,29 @@ def _check_max_bytes(max_bytes: object) -> None:
         raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
 
 
-def _check_prompt(prompt: object) -> None:
-    if not isinstance(prompt, str):
-        raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
-
-
 DEFAULT_EXTRACTIVE_BYTES = 4096
 """Summary size of ``extractive()`` used on its own (the Summarizer, a fallback)."""
 
 
-def extractive(max_bytes: int | None = None) -> SummarizeHandler:
-    """The offline handler: summaries of at most ``max_bytes`` UTF-8 bytes.
+class ExtractiveHandler(RequestHandler):
+    """The offline handler (:func:`extractive`): a request handler."""
 
-    Without ``max_bytes``, a :class:`~csum.Compactor` given this handler sizes its
-    summaries itself, exactly as the Compactor's own default handler (its
-    ``summary_ratio`` of the budget: one default whether the handler is named or not);
-    used elsewhere, summaries are at most :data:`DEFAULT_EXTRACTIVE_BYTES`.
+    __slots__ = ("max_bytes", "sized_by_compactor")
 
-    Deterministic: the same prompt always gives the same summary. A structured handler
-    (:mod:`csum.request`): the engine hands it the request's entries, which it reads
-    without parsing the prompt; called with text, it reads prompts made by
-    :func:`csum.prompt.messages_to_prompt` back, and any other text as plain text. Long
-    prompts are summarized in a worker thread that stops at its next checkpoint when
-    the caller is cancelled. Raises ``ValueError`` when ``max_bytes`` is not a positive
-    int; the handler raises ``TypeError`` for a prompt that is not a str.
-    """
-    sized_by_caller = max_bytes is None
-    size = DEFAULT_EXTRACTIVE_BYTES if max_bytes is None else max_bytes
-    _check_max_bytes(size)
+    def __init__(self, max_bytes: int, *, sized_by_compactor: bool = False) -> None:
+        _check_max_bytes(max_bytes)
+        self.max_bytes = max_bytes
+        self.sized_by_compactor = sized_by_compactor
+        """Made without a size: a Compactor sizes its summaries itself."""
 
-    async def summarize(prompt: str) -> str:
-        _check_prompt(prompt)
-        return await run(prompt)
+    def __repr__(self) -> str:
+        return f"extractive({self.max_bytes})"
 
-    async def summarize_request(request: SummaryRequest) -> str:
-        _check_request(request)
-        return await run(request)
-
-    async def run(job: SummaryJob) -> str:
+    async def __call__(self, request: SummaryRequest, /) -> str:
+        check_request(request)
         await anyio.lowlevel.checkpoint()
-        if len(job if isinstance(job, str) else job.prompt) < _THREAD_THRESHOLD:
-            return _summarize(job, size, _never)
+        if len(request.prompt) < _THREAD_THRESHOLD:
+            return _summarize(request, self.max_bytes, _never)
         stop = threading.Event()
 
         def check() -> None:
@@ -208,13 +145,27 @@ def extractive(max_bytes: int | None = None) -> SummarizeHandler:
 
         try:
             return await anyio.to_thread.run_sync(
-                partial(_summarize, job, size, check), abandon_on_cancel=True
+                partial(_summarize, request, self.max_bytes, check), abandon_on_cancel=True
             )
         finally:
             stop.set()  # a cancelled call's thread stops at its next checkpoint
 
-    summarize.__qualname__ = f"extractive({size})"
-    with_request(summarize, summarize_request)
-    if sized_by_caller:
-        summarize.sized_by_compactor = True  # type: ignore[attr-defined]
-    return summarize
+
+def extractive(max_bytes: int | None = None) -> ExtractiveHandler:
+    """The offline handler: summaries of at most ``max_bytes`` UTF-8 bytes.
+
+    Without ``max_bytes``, a :class:`~csum.Compactor` given this handler sizes its
+    summaries itself, exactly as the Compactor's own default handler (its
+    ``summary_ratio`` of the budget: one default whether the handler is named or not);
+    used elsewhere, summaries are at most :data:`DEFAULT_EXTRACTIVE_BYTES`.
+
+    Deterministic: the same request always gives the same summary. A request handler
+    (:mod:`csum.request`): called with a :class:`~csum.prompt.SummaryRequest`, it reads
+    its entries, never the prompt text. Long prompts are summarized in a worker thread
+    that stops at its next checkpoint when the caller is cancelled. Raises
+    ``ValueError`` when ``max_bytes`` is not a positive int; the handler raises
+    ``TypeError`` for what is not a request.
+    """
+    if max_bytes is None:
+        return ExtractiveHandler(DEFAULT_EXTRACTIVE_BYTES, sized_by_compactor=True)
+    return ExtractiveHandler(max_bytes)

@@ -28,7 +28,7 @@ from csum.handlers import (
     openai_compatible,
     resolve_handler,
 )
-from csum.prompt import DEFAULT_SYSTEM_PROMPT
+from csum.prompt import DEFAULT_SYSTEM_PROMPT, text_request
 
 anthropic_sdk = pytest.importorskip(
     "anthropic", reason="the anthropic extra is not installed: pip install '.[anthropic]'"
@@ -38,6 +38,7 @@ openai_sdk = pytest.importorskip(
 )
 
 PROMPT = "<instructions>\nsummarize\n</instructions>\n<messages>\n</messages>\n"
+REQUEST = text_request(PROMPT)
 FAST = {"backoff_base": 0.01, "backoff_max": 0.05}
 
 
@@ -223,7 +224,7 @@ pytestmark = pytest.mark.anyio
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_success_and_request_shape(provider: Provider, server: FakeProvider) -> None:
     server.script(provider.ok("  the summary \n"))
-    summary = await provider.handler(server, system_prompt="SYSTEM")(PROMPT)
+    summary = await provider.handler(server, system_prompt="SYSTEM")(REQUEST)
     assert summary == "the summary"
     (request,) = server.requests
     assert request.path == provider.path
@@ -252,7 +253,7 @@ async def test_success_and_request_shape(provider: Provider, server: FakeProvide
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_default_system_prompt_goes_first(provider: Provider, server: FakeProvider) -> None:
     server.script(provider.ok())
-    await provider.handler(server)(PROMPT)
+    await provider.handler(server)(REQUEST)
     body = server.requests[0].body
     system = body["messages"][0]["content"] if provider.name == "openai" else body["system"]
     assert system == DEFAULT_SYSTEM_PROMPT
@@ -262,7 +263,7 @@ async def test_default_system_prompt_goes_first(provider: Provider, server: Fake
 async def test_400_is_not_retried(provider: Provider, server: FakeProvider) -> None:
     server.script(provider.error(400, "messages: field required", "invalid_request_error"))
     with pytest.raises(HandlerError) as info:
-        await provider.handler(server, max_retries=5)(PROMPT)
+        await provider.handler(server, max_retries=5)(REQUEST)
     assert len(server.requests) == 1
     error = info.value
     assert error.status_code == 400
@@ -284,7 +285,7 @@ async def test_other_4xx_are_not_retried(
 ) -> None:
     server.script(provider.error(status, "nope", "some_error"))
     with pytest.raises(HandlerError) as info:
-        await provider.handler(server)(PROMPT)
+        await provider.handler(server)(REQUEST)
     assert info.value.status_code == status
     assert len(server.requests) == 1
 
@@ -296,7 +297,7 @@ async def test_429_is_retried_then_succeeds(provider: Provider, server: FakeProv
         provider.error(429, "Rate limit reached", "rate_limit_error"),
         provider.ok("after the wait"),
     )
-    assert await provider.handler(server)(PROMPT) == "after the wait"
+    assert await provider.handler(server)(REQUEST) == "after the wait"
     assert len(server.requests) == 3
 
 
@@ -307,7 +308,7 @@ async def test_5xx_is_retried(provider: Provider, server: FakeProvider) -> None:
         provider.error(529, "Overloaded", "overloaded_error"),
         provider.ok("finally"),
     )
-    assert await provider.handler(server)(PROMPT) == "finally"
+    assert await provider.handler(server)(REQUEST) == "finally"
     assert len(server.requests) == 3
 
 
@@ -315,7 +316,7 @@ async def test_5xx_is_retried(provider: Provider, server: FakeProvider) -> None:
 async def test_5xx_retries_run_out(provider: Provider, server: FakeProvider) -> None:
     server.script(provider.error(503, "unavailable", "api_error"))
     with pytest.raises(HandlerError) as info:
-        await provider.handler(server, max_retries=2)(PROMPT)
+        await provider.handler(server, max_retries=2)(REQUEST)
     assert len(server.requests) == 3
     assert info.value.status_code == 503
     assert info.value.attempts == 3
@@ -327,7 +328,7 @@ async def test_5xx_retries_run_out(provider: Provider, server: FakeProvider) -> 
 async def test_timeout_is_retried_then_fails(provider: Provider, server: FakeProvider) -> None:
     server.script(Reply(delay=5.0, body={}))
     with pytest.raises(HandlerError) as info:
-        await provider.handler(server, timeout=1.0, max_retries=1)(PROMPT)
+        await provider.handler(server, timeout=1.0, max_retries=1)(REQUEST)
     # The second request may still be on its way when its own timeout fires on a
     # loaded machine, so the client's count of attempts is the one to check.
     assert 1 <= len(server.requests) <= 2
@@ -341,7 +342,7 @@ async def test_timeout_is_retried_then_fails(provider: Provider, server: FakePro
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_timeout_then_success(provider: Provider, server: FakeProvider) -> None:
     server.script(Reply(delay=5.0, body={}), provider.ok("second try"))
-    assert await provider.handler(server, timeout=1.0)(PROMPT) == "second try"
+    assert await provider.handler(server, timeout=1.0)(REQUEST) == "second try"
     assert len(server.requests) == 2
 
 
@@ -353,7 +354,7 @@ async def test_connection_errors_are_retried(provider: Provider) -> None:
     base = f"http://127.0.0.1:{port}" + ("/v1" if provider.name == "openai" else "")
     handler = provider.make("m", base_url=base, api_key="k", max_retries=2, **FAST)
     with pytest.raises(HandlerError) as info:
-        await handler(PROMPT)
+        await handler(REQUEST)
     assert info.value.error_type == "connection"
     assert info.value.attempts == 3
     assert info.value.retryable
@@ -363,7 +364,7 @@ async def test_connection_errors_are_retried(provider: Provider) -> None:
 async def test_empty_content_is_an_error(provider: Provider, server: FakeProvider) -> None:
     server.script(provider.empty)
     with pytest.raises(HandlerError, match="no summary text") as info:
-        await provider.handler(server)(PROMPT)
+        await provider.handler(server)(REQUEST)
     assert len(server.requests) == 1
     assert info.value.error_type == "empty_response"
     assert "raise max" in str(info.value)
@@ -373,7 +374,7 @@ async def test_empty_content_is_an_error(provider: Provider, server: FakeProvide
 async def test_blank_content_is_an_error(provider: Provider, server: FakeProvider) -> None:
     server.script(provider.ok("   \n "))
     with pytest.raises(HandlerError, match="no summary text"):
-        await provider.handler(server)(PROMPT)
+        await provider.handler(server)(REQUEST)
 
 
 async def test_openai_without_choices(server: FakeProvider) -> None:
@@ -382,13 +383,13 @@ async def test_openai_without_choices(server: FakeProvider) -> None:
     server.script(reply)
     handler = OPENAI.handler(server)
     with pytest.raises(HandlerError, match="no choices"):
-        await handler(PROMPT)
+        await handler(REQUEST)
 
 
 async def test_openai_token_limit_param(server: FakeProvider) -> None:
     server.script(openai_ok())
-    await OPENAI.handler(server, max_output_tokens=77, token_limit_param="max_tokens")(PROMPT)
-    await OPENAI.handler(server, max_output_tokens=None)(PROMPT)
+    await OPENAI.handler(server, max_output_tokens=77, token_limit_param="max_tokens")(REQUEST)
+    await OPENAI.handler(server, max_output_tokens=None)(REQUEST)
     first, second = (r.body for r in server.requests)
     assert first["max_tokens"] == 77
     assert "max_completion_tokens" not in first
@@ -409,11 +410,11 @@ async def test_a_given_client_is_used_with_its_retries_off(
     server.script(provider.error(429, "slow down", "rate_limit_error"), provider.ok("ok"))
     handler = provider.make("m", client=client, max_retries=1, **FAST)
     try:
-        assert await handler(PROMPT) == "ok"
+        assert await handler(REQUEST) == "ok"
         assert len(server.requests) == 2  # one retry of ours, none of the SDK's
         server.script(provider.error(429, "slow down", "rate_limit_error"))
         with pytest.raises(HandlerError):
-            await handler(PROMPT)
+            await handler(REQUEST)
         assert len(server.requests) == 4
         headers = server.requests[0].headers
         assert "client-key" in headers.get("x-api-key", headers.get("authorization", ""))
@@ -428,7 +429,7 @@ def test_the_handler_works_across_event_loops(provider: Provider, server: FakePr
     server.script(provider.ok("again"))
     handler = provider.handler(server)
     for backend in ("asyncio", "trio", "asyncio"):
-        assert anyio.run(handler, PROMPT, backend=backend) == "again"
+        assert anyio.run(handler, REQUEST, backend=backend) == "again"
     assert len(server.requests) == 3
 
 
@@ -513,6 +514,6 @@ async def test_retry_after_header_is_read(provider: Provider, server: FakeProvid
     limited.headers["retry-after-ms"] = "200"
     server.script(limited, provider.ok())
     started = time.monotonic()
-    await provider.handler(server, backoff_base=0.0, backoff_max=1.0)(PROMPT)
+    await provider.handler(server, backoff_base=0.0, backoff_max=1.0)(REQUEST)
     assert time.monotonic() - started >= 0.19
     assert len(server.requests) == 2

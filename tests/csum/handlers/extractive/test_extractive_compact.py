@@ -7,12 +7,12 @@ import json
 
 from cast import Message, ToolCall
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request
 
 
-def one_call(name: str, args: dict[str, object], output: str) -> str:
+def one_call(name: str, args: dict[str, object], output: str) -> SummaryRequest:
     call = ToolCall(id="call_1", name=name, arguments=json.dumps(args))
-    return messages_to_prompt([], [Message.ai("", call), Message.tool("call_1", name, output)])
+    return summary_request([], [Message.ai("", call), Message.tool("call_1", name, output)])
 
 
 def utf8(text: str) -> int:

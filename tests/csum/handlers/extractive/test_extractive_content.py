@@ -11,12 +11,12 @@ from cast import BodyPair, Message, ToolCall
 from cast.messages import Role
 from csum.handlers import extractive, summarize_extractive
 from csum.handlers._extractive.entry import _StoppedError, _summarize
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request
 
 
-def one_call(name: str, args: dict[str, object], output: str) -> str:
+def one_call(name: str, args: dict[str, object], output: str) -> SummaryRequest:
     call = ToolCall(id="call_1", name=name, arguments=json.dumps(args))
-    return messages_to_prompt([], [Message.ai("", call), Message.tool("call_1", name, output)])
+    return summary_request([], [Message.ai("", call), Message.tool("call_1", name, output)])
 
 
 def utf8(text: str) -> int:
@@ -131,7 +131,7 @@ def test_an_earlier_summary_comes_first_and_keeps_its_place() -> None:
             call,
             Message.tool(f"n{i}", "Bash", f"error: build {i} failed at src/x_{i}.py:{i}\n" * 3),
         ]
-    summary = summarize_extractive(messages_to_prompt([], messages), 800)
+    summary = summarize_extractive(summary_request([], messages), 800)
     # First, whole, in its order, before the new errors. (A call alone in a summary is
     # written without indents; among other calls its result lines are indented again.)
     lines = [line.strip() for line in earlier.splitlines()]
@@ -148,7 +148,7 @@ def test_summaries_of_summaries_keep_the_oldest_facts() -> None:
             Message.tool(f"r{round_}", "Bash", f"build {round_}: 12 files in 3 s\n" * 40),
         ]
         text = summarize_extractive(
-            messages_to_prompt([], [pair.ai_message, *pair.tool_messages, *fresh]), 600
+            summary_request([], [pair.ai_message, *pair.tool_messages, *fresh]), 600
         )
     assert "opentelemetry_api 1.5.0" in text
     assert "build 4: 12 files in 3 s" in text
@@ -157,9 +157,7 @@ def test_summaries_of_summaries_keep_the_oldest_facts() -> None:
 def test_a_text_that_only_looks_like_a_summary_tool_is_still_content() -> None:
     fake = Message(role=Role.AI, parts=(ToolCall(id="f", name="lookalike", arguments="{}"),))
     summary = summarize_extractive(
-        messages_to_prompt(
-            [], [fake, Message.tool("f", "lookalike", "error: disk full on /dev/sda1")]
-        )
+        summary_request([], [fake, Message.tool("f", "lookalike", "error: disk full on /dev/sda1")])
     )
     assert summary.splitlines()[0] == "lookalike()"
 

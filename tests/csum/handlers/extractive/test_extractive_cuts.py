@@ -12,7 +12,7 @@ import regex
 
 from cast.messages import Message, ToolCall
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt
+from csum.prompt import summary_request
 from tests.csum.handlers.extractive.test_extractive_room import (
     command,
     corpus_calls,
@@ -145,7 +145,7 @@ def test_a_version_is_never_cut_at_its_dots(budget: int) -> None:
     for pad in range(60, 82):  # the version straddles the 80-character window's end
         head = ("the newest stable build of the parser we ship is " * 3)[:pad].rstrip()
         text = f"{head} 12.40.7 and it fixes the cache for every user of the store\n\n{notes}"
-        summary = summarize_extractive(messages_to_prompt([], [Message.ai(text)]), budget)
+        summary = summarize_extractive(summary_request([], [Message.ai(text)]), budget)
         assert len(summary.encode("utf-8")) <= budget
         assert not regex.search(r"(?<![\w.])12(?:\.40)?+\.?…", summary), (pad, summary)
         shown += "12.40.7" in summary

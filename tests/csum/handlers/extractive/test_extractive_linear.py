@@ -18,7 +18,7 @@ import pytest
 
 from cast import Message, ToolCall
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request, text_request
 
 SMALL = 40_000  # characters: large enough that timer noise does not dominate
 FACTOR = 4
@@ -82,20 +82,20 @@ FAMILIES: dict[str, Callable[[int], str]] = {
 }
 
 
-def _prompt(text: str, as_tool: bool) -> str:
+def _prompt(text: str, as_tool: bool) -> SummaryRequest:
     if not as_tool:
-        return text
+        return text_request(text)
     call = ToolCall(id="c", name="bash", arguments=json.dumps({"command": "cat x"}))
-    return messages_to_prompt([], [Message.ai("", call), Message.tool("c", "bash", text)])
+    return summary_request([], [Message.ai("", call), Message.tool("c", "bash", text)])
 
 
-def _seconds(prompt: str) -> float:
+def _seconds(prompt: SummaryRequest) -> float:
     started = time.perf_counter()
     summarize_extractive(prompt, 2000)
     return time.perf_counter() - started
 
 
-def _ratio(small: str, large: str) -> float:
+def _ratio(small: SummaryRequest, large: SummaryRequest) -> float:
     """The large input's time over the small one's: each the best of three runs taken
     in turn, so a burst of load on a shared machine hits both sizes alike. A load burst
     can still spoil one measure, so up to three are taken and the lowest ratio counts;
@@ -141,10 +141,10 @@ COMMANDS: dict[str, Callable[[int], str]] = {
 
 @pytest.mark.parametrize("family", sorted(COMMANDS))
 def test_call_line_time_grows_linearly(family: str) -> None:
-    def prompt(size: int) -> str:
+    def prompt(size: int) -> SummaryRequest:
         command = COMMANDS[family](size)
         call = ToolCall(id="c", name="bash", arguments=json.dumps({"command": command}))
-        return messages_to_prompt([], [Message.ai("", call), Message.tool("c", "bash", "ok")])
+        return summary_request([], [Message.ai("", call), Message.tool("c", "bash", "ok")])
 
     ratio = _ratio(prompt(SMALL), prompt(SMALL * FACTOR))
     assert ratio < MAX_RATIO, f"{family}: {ratio:.1f}x for {FACTOR}x the input"

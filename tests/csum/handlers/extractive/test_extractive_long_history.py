@@ -18,7 +18,7 @@ from benchmarks.fidelity_items import load_items
 from cast import BodyPair, Message, ToolCall
 from csum import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request
 from tests.conftest import FIDELITY, needs
 
 
@@ -41,7 +41,7 @@ def prior(text: str) -> list[Message]:
 
 
 def fold(summary: str, new: list[Message], max_bytes: int) -> str:
-    return summarize_extractive(messages_to_prompt([], [*prior(summary), *new]), max_bytes)
+    return summarize_extractive(summary_request([], [*prior(summary), *new]), max_bytes)
 
 
 EARLIER = "\n".join(
@@ -112,7 +112,7 @@ def test_a_long_chain_of_folds_keeps_the_facts_of_every_fold() -> None:
             batch += [Message.ai("", call), Message.tool(call_id, name, item.output)]
             batch += calls(("bash", {"command": "tail -n 28 worker.log"}, noise))
         summary = summarize_extractive(
-            messages_to_prompt([], [*(prior(summary) if summary else []), *batch]), 6000
+            summary_request([], [*(prior(summary) if summary else []), *batch]), 6000
         )
         assert utf8(summary) <= 6000
     assert summary.count(" INFO worker-") <= 2  # routine lines only fill what is left
@@ -130,7 +130,7 @@ def test_pins_measurements_and_places_in_words_outrank_lookalike_noise() -> None
     ]
     output = grep + "\n" + "\n".join(facts) + "\n" + grep.replace("module_", "view_")
     summary = summarize_extractive(
-        messages_to_prompt([], calls(("bash", {"command": "./check.sh"}, output))), 300
+        summary_request([], calls(("bash", {"command": "./check.sh"}, output))), 300
     )
     for fact in facts:
         assert fact in summary
@@ -147,7 +147,7 @@ def test_a_one_line_json_record_keeps_its_keys_without_its_quotes() -> None:
         ]
     )
     summary = summarize_extractive(
-        messages_to_prompt([], calls(("bash", {"command": "python run.py"}, log))), 120
+        summary_request([], calls(("bash", {"command": "python run.py"}, log))), 120
     )
     assert "level=warn file=src/app/db.py line=42 msg=pool exhausted" in summary
 
@@ -159,7 +159,7 @@ def test_routine_log_lines_earn_nothing_for_their_timings_and_clock() -> None:
     ]
     lines.insert(11, "WARNING disk /var/lib/postgresql at 91% usage, 2 GiB left")
     summary = summarize_extractive(
-        messages_to_prompt([], calls(("bash", {"command": "journalctl -u app"}, "\n".join(lines)))),
+        summary_request([], calls(("bash", {"command": "journalctl -u app"}, "\n".join(lines)))),
         150,
     )
     assert "WARNING disk /var/lib/postgresql at 91% usage" in summary
@@ -172,7 +172,7 @@ def test_a_real_migration_log_keeps_what_it_names() -> None:
     """cc-migrate (a real Ecto run): its [info] lines name the migration; only their
     timings go unrewarded."""
     item = next(item for item in load_items() if item.id == "cc-migrate")
-    summary = summarize_extractive(item.prompt(), max(1, item.size // 4))
+    summary = summarize_extractive(item.request(), max(1, item.size // 4))
     assert "20260211203856" in summary
 
 
@@ -183,7 +183,7 @@ def test_a_sentence_opening_with_error_is_not_an_error() -> None:
     for line, kept in ((prose, False), (real, True)):
         output = f"{filler}\n{line}\n{filler}"
         summary = summarize_extractive(
-            messages_to_prompt([], calls(("bash", {"command": "./deploy.sh"}, output))), 130
+            summary_request([], calls(("bash", {"command": "./deploy.sh"}, output))), 130
         )
         assert (line in summary) is kept, summary
 
@@ -192,13 +192,13 @@ def test_the_call_lines_of_many_calls_share_a_quarter_of_the_budget() -> None:
     command = "pytest tests/integration/test_checkout_flow.py -k 'card and not slow' -x -q"
     failure = "FAILED tests/integration/test_{}.py::test_pay - KeyError: 'sku'"
     outputs = [("bash", {"command": command}, failure.format(i)) for i in range(20)]
-    prompt = messages_to_prompt([], calls(*outputs))
+    prompt = summary_request([], calls(*outputs))
     summary = summarize_extractive(prompt, 2000)
     heads = [line for line in summary.splitlines() if line.startswith("bash(")]
     assert heads
     assert all(utf8(head) <= 48 for head in heads)  # 2000 / 4 / 20 calls, at least 48
     # One call alone keeps its whole command line.
-    single = summarize_extractive(messages_to_prompt([], calls(outputs[0])), 2000)
+    single = summarize_extractive(summary_request([], calls(outputs[0])), 2000)
     assert single.splitlines()[0] == f"bash({command})"
 
 
@@ -211,7 +211,7 @@ def test_a_cut_call_line_keeps_its_identifiers_before_its_prose() -> None:
     outputs = [("lookup", args, "status=open")] + [
         ("bash", {"command": f"cat notes/{i}.txt"}, "nothing new") for i in range(30)
     ]
-    summary = summarize_extractive(messages_to_prompt([], calls(*outputs)), 1000)
+    summary = summarize_extractive(summary_request([], calls(*outputs)), 1000)
     head = next(line for line in summary.splitlines() if line.startswith("lookup("))
     assert "cust_88231" in head
     assert "ZK4Q7P" in head
@@ -236,9 +236,9 @@ LINES = st.sampled_from(
 OUTPUTS = st.lists(st.lists(LINES, min_size=1, max_size=12).map("\n".join), min_size=1, max_size=6)
 
 
-def _prompt(summary: str, outputs: list[str]) -> str:
+def _prompt(summary: str, outputs: list[str]) -> SummaryRequest:
     new = calls(*(("bash", {"command": f"step {i}"}, out) for i, out in enumerate(outputs)))
-    return messages_to_prompt([], [*(prior(summary) if summary else []), *new])
+    return summary_request([], [*(prior(summary) if summary else []), *new])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -262,7 +262,7 @@ def test_a_summary_summarized_alone_again_comes_back_unchanged(
         summary = summarize_extractive(_prompt(summary, outputs), max_bytes)
     pair = BodyPair.summarization(summary)
     for messages in (prior(summary), [pair.ai_message, *pair.tool_messages]):
-        again = summarize_extractive(messages_to_prompt([], messages), max_bytes)
+        again = summarize_extractive(summary_request([], messages), max_bytes)
         assert again == summary
 
 
@@ -289,7 +289,7 @@ def test_a_call_naming_a_code_keeps_its_line_when_its_result_says_little() -> No
         for name in folders
     ]
     outputs.append(("get_reservation_details", {"reservation_id": "JG7FMM"}, quiet))
-    summary = summarize_extractive(messages_to_prompt([], calls(*outputs)), 300)
+    summary = summarize_extractive(summary_request([], calls(*outputs)), 300)
     # a lone identifier argument is written without its key
     assert "get_reservation_details(JG7FMM)\n  request accepted" in summary
 
@@ -317,7 +317,7 @@ def test_an_earlier_summary_of_the_users_messages_keeps_its_archive_line_as_it_w
         "[archived: 3f2a9c0d1e4b5a69 77aa01be23cd45ef]"
     )
     new = Message.human("Now also rotate the API key used by the staging deploy job.")
-    prompt = messages_to_prompt([earlier, new], [])
+    prompt = summary_request([earlier, new], [])
     for budget in (200, 300, 400):
         summary = summarize_extractive(prompt, budget)
         assert "[archived: 3f2a9c0d1e4b5a69 77aa01be23cd45ef]" in summary.splitlines(), summary
@@ -328,5 +328,5 @@ def test_an_earlier_summary_of_the_users_messages_keeps_its_archive_line_as_it_w
     assert "staging only, never to production." in summarize_extractive(prompt, 300)
     # A user message holding only the line (its batch's reference, first) keeps it whole.
     refs = " ".join(f"{n:016x}" for n in range(1, 9))
-    alone = messages_to_prompt([Message.human(f"[archived: {refs}]"), new], [])
+    alone = summary_request([Message.human(f"[archived: {refs}]"), new], [])
     assert f"[archived: {refs}]" in summarize_extractive(alone, 300).splitlines()

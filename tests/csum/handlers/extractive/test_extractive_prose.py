@@ -18,7 +18,7 @@ from csum.handlers import summarize_extractive
 from csum.handlers._extractive.features import _score
 from csum.handlers._extractive.prose import ELLIPSIS, compact_prose, is_fence, plain_links
 from csum.handlers._extractive.tokens import _identifier_spans
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request
 
 REPORT = """Done. The **billing-v2** migration is finished and pushed. Here's what changed:
 
@@ -36,7 +36,7 @@ def compact(line: str) -> str:
 
 
 def answer_summary(text: str, budget: int) -> str:
-    summary = summarize_extractive(messages_to_prompt([], [Message.ai(text)]), budget)
+    summary = summarize_extractive(summary_request([], [Message.ai(text)]), budget)
     assert len(summary.encode("utf-8")) <= budget
     return summary
 
@@ -221,13 +221,13 @@ def test_fences_are_recognised() -> None:
         assert not is_fence(line)
 
 
-def history_prompt(summary: str, outputs: list[str]) -> str:
+def history_prompt(summary: str, outputs: list[str]) -> SummaryRequest:
     """An earlier summary (as the Compactor places it), then one shell call per output."""
     messages = [Message.ai(SUMMARIZED_CONTENT_PREFIX + summary)] if summary else []
     for index, output in enumerate(outputs):
         call = ToolCall(id=f"c{index}", name="bash", arguments=f'{{"command": "step {index}"}}')
         messages += [Message.ai("", call), Message.tool(call.id, "bash", output)]
-    return messages_to_prompt([], messages)
+    return summary_request([], messages)
 
 
 def test_a_summary_filling_its_budget_summarized_alone_again_comes_back_unchanged() -> None:

@@ -7,7 +7,7 @@ for its directories."""
 from __future__ import annotations
 
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt
+from csum.prompt import summary_request
 from tests.csum.handlers.extractive.test_extractive_long_history import calls, fold, utf8
 from tests.csum.handlers.extractive.test_extractive_room import shell
 
@@ -73,7 +73,7 @@ def test_the_bytes_saved_hold_more_lines() -> None:
         f"    retry_policy = RetryPolicy(max_attempts={n % 7})"
         for n in range(10, 400, 13)
     )
-    prompt = messages_to_prompt(
+    prompt = summary_request(
         [],
         calls(
             ("bash", {"command": "rg -n RetryPolicy services/"}, matches),

@@ -15,7 +15,7 @@ from csum.handlers._extractive.results import (
     literal_records,
     take_documents,
 )
-from csum.prompt import messages_to_prompt
+from csum.prompt import summary_request
 
 
 def utf8(text: str) -> int:
@@ -24,7 +24,7 @@ def utf8(text: str) -> int:
 
 def summarize(name: str, arguments: dict[str, object], output: str, budget: int) -> str:
     call = ToolCall(id="c1", name=name, arguments=json.dumps(arguments))
-    prompt = messages_to_prompt([], [Message.ai("", call), Message.tool("c1", name, output)])
+    prompt = summary_request([], [Message.ai("", call), Message.tool("c1", name, output)])
     summary = summarize_extractive(prompt, budget)
     assert utf8(summary) <= budget
     return summary

@@ -12,7 +12,7 @@ import pytest
 from cast.codecs import claude_code
 from cast.messages import Message, ToolCall, ToolResult
 from csum.handlers import summarize_extractive
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request
 from tests.conftest import CLAUDE_CODE, corpus_files
 
 SESSIONS = corpus_files(CLAUDE_CODE)
@@ -22,8 +22,8 @@ def utf8(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def one_call(call: ToolCall, output: str) -> str:
-    return messages_to_prompt([], [Message.ai("", call), Message.tool(call.id, call.name, output)])
+def one_call(call: ToolCall, output: str) -> SummaryRequest:
+    return summary_request([], [Message.ai("", call), Message.tool(call.id, call.name, output)])
 
 
 def shell(command: str, output: str, budget: int) -> str:
@@ -126,7 +126,7 @@ def test_a_call_alone_has_no_indent_and_a_call_among_others_does() -> None:
         Message.tool("c", "Bash", "13 tests, 1 failure"),
         Message.ai("One test fails: the sync duplicates messages."),
     ]
-    both = summarize_extractive(messages_to_prompt([], chain), 200)
+    both = summarize_extractive(summary_request([], chain), 200)
     assert "Bash(mix test)\n  13 tests, 1 failure\nOne test fails" in both
 
 
@@ -206,7 +206,7 @@ def test_a_paragraph_keeps_the_sentence_that_matters() -> None:
         "currency falls through to None. I have not changed anything yet; tell me whether "
         "you want the default to be EUR or an error."
     )
-    summary = summarize_extractive(messages_to_prompt([], [Message.ai(answer)]), 150)
+    summary = summarize_extractive(summary_request([], [Message.ai(answer)]), 150)
     assert utf8(summary) <= 150
     assert summary.startswith("The crash comes from src/billing/invoice.py:212, where")
     assert "I looked through" not in summary

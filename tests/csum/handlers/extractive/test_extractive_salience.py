@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from cast import Message, ToolCall
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive.salience import opens_section
-from csum.prompt import messages_to_prompt
+from csum.prompt import SummaryRequest, summary_request
 
 
-def one_call(name: str, args: dict[str, object], output: str) -> str:
+def one_call(name: str, args: dict[str, object], output: str) -> SummaryRequest:
     call = ToolCall(id="call_1", name=name, arguments=json.dumps(args))
-    return messages_to_prompt([], [Message.ai("", call), Message.tool("call_1", name, output)])
+    return summary_request([], [Message.ai("", call), Message.tool("call_1", name, output)])
 
 
 # A status report of no known format: two groups of near-identical lines.
@@ -64,7 +64,7 @@ def test_an_answers_paragraph_opens_a_section() -> None:
         "Host etl-3 wrote 121 files in 16 minutes.\n"
         "Host etl-4 wrote 119 files in 13 minutes.\n"
     )
-    summary = summarize_extractive(messages_to_prompt([], [Message.ai(answer)]), 90)
+    summary = summarize_extractive(summary_request([], [Message.ai(answer)]), 90)
     assert "Host etl-3 wrote 121 files in 16 minutes." in summary, summary
     assert "etl-2" not in summary, summary
     assert len(summary.encode("utf-8")) <= 90

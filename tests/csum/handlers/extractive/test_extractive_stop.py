@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from cast import Message, ToolCall
 from cast.internals import utf8_len
-from csum import messages_to_prompt
 from csum.handlers import summarize_extractive
+from csum.prompt import SummaryRequest, summary_request
 
 ERROR = (
     "2026-11-20 10:03:57 ERROR worker-3 batch 237 failed: ConnectionRefusedError: "
@@ -23,12 +23,12 @@ def _log(error_at: int = 237, lines: int = 400) -> str:
     return "\n".join(rows)
 
 
-def _one_result(output: str) -> str:
+def _one_result(output: str) -> SummaryRequest:
     ai = [
         Message.ai("", ToolCall(id="c1", name="bash", arguments='{"command": "python import.py"}')),
         Message.tool("c1", "bash", output),
     ]
-    return messages_to_prompt([], ai)
+    return summary_request([], ai)
 
 
 def test_a_log_with_one_error_gives_the_error_not_its_filler() -> None:
