@@ -41,9 +41,10 @@ of an attribute, verbatim. Everything the entries hold is read back exactly.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import attrgetter
 from typing import Final
 
 import xxhash
@@ -54,6 +55,7 @@ from cast import (
     BinaryPart,
     ImagePart,
     Message,
+    Part,
     ProviderPart,
     Role,
     TextPart,
@@ -370,30 +372,48 @@ def _image_placeholder(part: ImagePart) -> str:
     return label
 
 
-@dataclass(frozen=True, slots=True)
-class _Tags:
-    """The structure tags of one prompt, formatted once with its marker."""
-
-    mark: str
-    text: tuple[str, str]
-    reasoning: tuple[str, str]
-    call_end: str
-    result_end: str
-    message_end: str
-
-    @classmethod
-    def with_mark(cls, mark: str) -> _Tags:
-        return cls(
-            mark=mark,
-            text=(f"<text{mark}>", f"</text{mark}>\n"),
-            reasoning=(f"<reasoning{mark}>", f"</reasoning{mark}>\n"),
-            call_end=f"</tool_call{mark}>\n",
-            result_end=f"</tool_result{mark}>\n",
-            message_end=f"</message{mark}>\n",
-        )
-
-
 _ROLE_NAMES = {role: role.value for role in Role}
+
+
+_ROLES = tuple(_ROLE_NAMES.items())
+_SIZE: Callable[[Message], int] = attrgetter("size")
+
+
+class _Tags:
+    """The structure tags of one prompt, formatted once with its marker (a plain class:
+    made once per prompt, a frozen dataclass cost more than the tags)."""
+
+    __slots__ = (
+        "call_end",
+        "call_start",
+        "mark",
+        "message_end",
+        "message_start",
+        "reasoning",
+        "result_end",
+        "result_start",
+        "text",
+    )
+
+    def __init__(self, mark: str) -> None:
+        self.mark = mark
+        self.text = (f"<text{mark}>", f"</text{mark}>\n")
+        self.reasoning = (f"<reasoning{mark}>", f"</reasoning{mark}>\n")
+        self.message_start = {r: f'<message{mark} role="{v}">\n' for r, v in _ROLES}
+        """A message's opening tag by role, for a message whose index is not written."""
+        self.call_start = f"<tool_call{mark}"
+        self.result_start = f"<tool_result{mark}"
+        self.call_end = f"</tool_call{mark}>\n"
+        self.result_end = f"</tool_result{mark}>\n"
+        self.message_end = f"</message{mark}>\n"
+
+    def message_start_of(self, index: int, role: str, next_index: int) -> str:
+        """A message's opening tag: its index only when it is not ``next_index`` (the
+        one after the block's message before)."""
+        if index == next_index:
+            return f'<message{self.mark} role="{role}">\n'
+        return f'<message{self.mark} index="{index}" role="{role}">\n'
+
 
 _RawEntry = tuple[str, str, str, str, str]
 """An entry as the renderer reads it: (kind, content, name, call_id, args)."""
@@ -404,11 +424,12 @@ _Source = tuple[str, int, Message]
 message)."""
 
 
-def _raw_entries(message: Message) -> tuple[_RawEntry, ...]:
-    """The entries of one message, in the order its parts are rendered, as plain tuples."""
+def _raw_entries(parts: Sequence[Part]) -> tuple[_RawEntry, ...]:
+    """The entries of a message's parts, in the order they are rendered, as plain
+    tuples."""
     out: list[_RawEntry] = []
     append = out.append
-    for part in message.parts:
+    for part in parts:
         if isinstance(part, ToolResult):
             append(("tool_result", part.content, part.name, part.tool_call_id, ""))
             continue
@@ -442,7 +463,9 @@ def _other_entry(part: object) -> _RawEntry | None:
 def _source_message(source: _Source) -> RequestMessage:
     """The :class:`RequestMessage` of a message of the prompt."""
     section, index, message = source
-    return _request_message((section, index, _ROLE_NAMES[message.role], _raw_entries(message)))
+    return _request_message(
+        (section, index, _ROLE_NAMES[message.role], _raw_entries(message.parts))
+    )
 
 
 def _request_message(raw: _RawMessage) -> RequestMessage:
@@ -474,66 +497,87 @@ def _raw_message(message: RequestMessage) -> _RawMessage:
 _PLAIN_NAME = re.compile(r'[^"&<>]*')
 
 
-def _append_name(out: list[str], name: str, mark: str) -> int:
-    """Close an opening tag with the tool's name: as an attribute when it holds no markup
-    character (every real tool name), else verbatim in a ``<name>`` element after the
-    tag. Returns the structure tags it wrote."""
-    if _PLAIN_NAME.fullmatch(name):
-        out.append(f' name="{name}">')
-        return 0
-    out.append(f">\n<name{mark}>")
-    out.append(name)
-    out.append(f"</name{mark}>\n")
-    return 2
-
-
 class _Aliases:
     """Short aliases linking results to their calls, numbered while rendering: a tool
     result whose call (same id and name) comes earlier in the prompt is rendered with
     the alias alone, so a long provider call id (``toolu_...``) and the tool's name
-    appear once per pair. Both tags get an empty slot in the output, filled once every
-    link is known (aliases number the linked calls in prompt order)."""
+    appear once per pair. The opening of both tags is a slot in the output, completed
+    once every link is known (aliases number the linked calls in prompt order)."""
 
-    __slots__ = ("calls", "latest", "linked", "results")
+    __slots__ = ("calls", "latest", "names", "results", "tags")
 
-    def __init__(self) -> None:
+    def __init__(self, tags: _Tags) -> None:
+        self.tags = tags
         self.latest: dict[tuple[str, str], int] = {}
         self.calls: list[int] = []
         """The output slot of each call, by call number."""
         self.results: list[tuple[int, int]] = []
         """(output slot, call number) of each linked result."""
-        self.linked: set[int] = set()
+        self.names: dict[str, tuple[str, int]] = {}
+        """The end of a tag naming each tool (:meth:`named`), once per tool."""
 
-    def call(self, out: list[str], call_id: str, name: str, mark: str) -> int:
-        """Open a tool call's tag (its alias slot, id and name); the tags it wrote."""
+    def named(self, name: str) -> tuple[str, int]:
+        """The end of an opening tag naming the tool, and the structure tags it holds:
+        an attribute when the name holds no markup character (every real tool name),
+        else the name verbatim in a ``<name>`` element after the tag."""
+        found = self.names.get(name)
+        if found is None:
+            mark = self.tags.mark
+            if _PLAIN_NAME.fullmatch(name):
+                found = (f' name="{name}">', 0)
+            else:
+                found = (f">\n<name{mark}>{name}</name{mark}>\n", 2)
+            self.names[name] = found
+        return found
+
+    def call(self, out: list[str], call_id: str, name: str, args: str) -> int:
+        """Append a tool call (its tag's opening is the alias slot); the structure tags
+        it wrote."""
+        tags = self.tags
         self.latest[(call_id, name)] = len(self.calls)
-        out.append(f"<tool_call{mark}")
         self.calls.append(len(out))
-        out.append("")  # the alias, when a result links to this call
-        out.append(f' id="{_attr(call_id)}"')
-        return _append_name(out, name, mark)
+        out.append(tags.call_start)
+        end, count = self.names.get(name) or self.named(name)
+        _append_content(out, f' id="{_attr(call_id)}"{end}', args, tags.call_end)
+        return 2 + count
 
-    def result(self, out: list[str], call_id: str, name: str, mark: str) -> int:
-        """Open a tool result's tag: the alias of its call when one is shown above, else
-        its id and name; the tags it wrote beyond its own."""
+    def result(self, out: list[str], call_id: str, name: str, content: str) -> int:
+        """Append a tool result: the alias of its call when one is shown above (the
+        tag's opening is then a slot), else its id and name; the structure tags it
+        wrote."""
+        tags = self.tags
         call = self.latest.get((call_id, name))
         if call is None:
-            out.append(f'<tool_result{mark} id="{_attr(call_id)}"')
-            return _append_name(out, name, mark)
-        self.linked.add(call)
-        out.append(f'<tool_result{mark} n="')
+            end, count = self.names.get(name) or self.named(name)
+            opening = f'{tags.result_start} id="{_attr(call_id)}"{end}'
+            _append_content(out, opening, content, tags.result_end)
+            return 2 + count
         self.results.append((len(out), call))
-        out.append("")  # the alias
-        out.append('">')
-        return 0
+        out.append(tags.result_start)
+        _append_content(out, "", content, tags.result_end)
+        return 2
 
     def fill(self, out: list[str]) -> None:
         numbers: dict[int, int] = {}
-        for call in sorted(self.linked):
+        for call in sorted({call for _, call in self.results}):
             numbers[call] = alias = len(numbers) + 1
-            out[self.calls[call]] = f' n="{alias}"'
+            slot = self.calls[call]
+            out[slot] = f'{out[slot]} n="{alias}"'
         for slot, call in self.results:
-            out[slot] = str(numbers[call])
+            out[slot] = f'{out[slot]} n="{numbers[call]}">'
+
+
+_SHORT = 256
+"""Content up to this many characters is copied into one string with its tags; longer
+content goes in as its own list item, so it is copied once, by the final join (an item
+costs more than copying a short text)."""
+
+
+def _append_content(out: list[str], opening: str, content: str, closing: str) -> None:
+    if len(content) <= _SHORT:
+        out.append(f"{opening}{content}{closing}")
+    else:
+        out += (opening, content, closing)
 
 
 def _render_message(
@@ -542,72 +586,60 @@ def _render_message(
     """Append the message; return how many structure tags (one marker each) it wrote.
     Its index is written only when it is not ``next_index`` (the one after the block's
     message before)."""
-    # Content goes in as its own list item, so it is copied once, by the final join.
-    append = out.append
-    mark = tags.mark
-    count = 2
     _, message_index, role, entries = message
-    index = "" if message_index == next_index else f' index="{message_index}"'
-    append(f'<message{mark}{index} role="{role}">\n')
-    for kind, content, name, call_id, args in entries:
-        count += 2
-        if kind in {"text", "reasoning"}:
-            opening, closing = tags.text if kind == "text" else tags.reasoning
-            append(opening)
-            append(content)
-            append(closing)
-        elif kind == "tool_call":
-            count += aliases.call(out, call_id, name, mark)
-            append(args)
-            append(tags.call_end)
-        elif kind == "tool_result":
-            count += aliases.result(out, call_id, name, mark)
-            append(content)
-            append(tags.result_end)
-        else:
-            append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
-    append(tags.message_end)
+    out.append(tags.message_start_of(message_index, role, next_index))
+    count = 2
+    for entry in entries:
+        count += _render_entry(out, entry, tags, aliases)
+    out.append(tags.message_end)
     return count
+
+
+def _render_entry(out: list[str], entry: _RawEntry, tags: _Tags, aliases: _Aliases) -> int:
+    """Append one entry; return how many structure tags it wrote."""
+    kind, content, name, call_id, args = entry
+    if kind in {"text", "reasoning"}:
+        opening, closing = tags.text if kind == "text" else tags.reasoning
+        _append_content(out, opening, content, closing)
+        return 2
+    if kind == "tool_call":
+        return aliases.call(out, call_id, name, args)
+    if kind == "tool_result":
+        return aliases.result(out, call_id, name, content)
+    mark = tags.mark
+    out.append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
+    return 2
 
 
 def _render_source(
     out: list[str], message: _Source, tags: _Tags, aliases: _Aliases, next_index: int
 ) -> int:
     """:func:`_render_message` of a message read straight from its parts (what
-    :func:`summary_request` renders: the entries are built only when read)."""
-    append = out.append
-    mark = tags.mark
+    :func:`summary_request` renders: the entries are built only when read). Parts of
+    the three common classes are rendered here, any other through its entries."""
     count = 2
     _, message_index, source = message
-    index = "" if message_index == next_index else f' index="{message_index}"'
-    append(f'<message{mark}{index} role="{_ROLE_NAMES[source.role]}">\n')
+    if message_index == next_index:
+        out.append(tags.message_start[source.role])
+    else:
+        out.append(tags.message_start_of(message_index, _ROLE_NAMES[source.role], next_index))
     for part in source.parts:
-        if isinstance(part, ToolResult):
-            count += 2 + aliases.result(out, part.tool_call_id, part.name, mark)
-            append(part.content)
-            append(tags.result_end)
-            continue
-        if isinstance(part, TextPart | ToolCall):
+        if type(part) is ToolResult:
+            count += aliases.result(out, part.tool_call_id, part.name, part.content)
+        elif type(part) is ToolCall or type(part) is TextPart:
             reasoning = part.reasoning
             if reasoning is not None and reasoning.content:
                 count += 2
-                append(tags.reasoning[0])
-                append(reasoning.content)
-                append(tags.reasoning[1])
-        if isinstance(part, TextPart):
-            count += 2
-            append(tags.text[0])
-            append(part.text)
-            append(tags.text[1])
-        elif isinstance(part, ToolCall):
-            count += 2 + aliases.call(out, part.id, part.name, mark)
-            append(part.arguments)
-            append(tags.call_end)
-        elif (other := _other_entry(part)) is not None:
-            count += 2
-            kind, content = other[0], other[1]
-            append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
-    append(tags.message_end)
+                _append_content(out, tags.reasoning[0], reasoning.content, tags.reasoning[1])
+            if type(part) is ToolCall:
+                count += aliases.call(out, part.id, part.name, part.arguments)
+            elif type(part) is TextPart:
+                count += 2
+                _append_content(out, tags.text[0], part.text, tags.text[1])
+        else:
+            for entry in _raw_entries((part,)):
+                count += _render_entry(out, entry, tags, aliases)
+    out.append(tags.message_end)
     return count
 
 
@@ -626,8 +658,8 @@ def _render(
     if focus:
         out.append(f"<{FOCUS_TAG}{mark}>{focus}</{FOCUS_TAG}{mark}>\n")
         expected = 2
-    tags = _Tags.with_mark(mark)
-    aliases = _Aliases()
+    tags = _Tags(mark)
+    aliases = _Aliases(tags)
     next_index = 0
     section = ""
     for message in messages:
@@ -703,7 +735,7 @@ def summary_request(
     # The marker must occur in no content. Rather than searching every text first,
     # render, then check that the marker occurs exactly as often as the structure
     # tags that carry it (it contains no "<" or ">", so it cannot straddle a tag).
-    sizes = ":".join(f"{len(block)},{sum(m.size for m in block)}" for _, block in blocks)
+    sizes = ":".join(f"{len(block)},{sum(map(_SIZE, block))}" for _, block in blocks)
     focus_text = focus or ""
     mark = _marker(sizes, 0)
     prompt, expected = _render(case, focus_text, mark, messages)
