@@ -538,7 +538,10 @@ class _Aliases:
         self.calls.append(len(out))
         out.append(tags.call_start)
         end, count = self.names.get(name) or self.named(name)
-        _append_content(out, f' id="{_attr(call_id)}"{end}', args, tags.call_end)
+        if len(args) <= _SHORT:  # _append_content, inlined: once per call
+            out.append(f' id="{_attr(call_id)}"{end}{args}{tags.call_end}')
+        else:
+            out += (f' id="{_attr(call_id)}"{end}', args, tags.call_end)
         return 2 + count
 
     def result(self, out: list[str], call_id: str, name: str, content: str) -> int:
@@ -554,7 +557,10 @@ class _Aliases:
             return 2 + count
         self.results.append((len(out), call))
         out.append(tags.result_start)
-        _append_content(out, "", content, tags.result_end)
+        if len(content) <= _SHORT:  # _append_content, inlined: once per result
+            out.append(f"{content}{tags.result_end}")
+        else:
+            out += (content, tags.result_end)
         return 2
 
     def fill(self, out: list[str]) -> None:
