@@ -373,8 +373,6 @@ def _image_placeholder(part: ImagePart) -> str:
 
 
 _ROLE_NAMES = {role: role.value for role in Role}
-
-
 _ROLES = tuple(_ROLE_NAMES.items())
 _SIZE: Callable[[Message], int] = attrgetter("size")
 
@@ -382,18 +380,6 @@ _SIZE: Callable[[Message], int] = attrgetter("size")
 class _Tags:
     """The structure tags of one prompt, formatted once with its marker (a plain class:
     made once per prompt, a frozen dataclass cost more than the tags)."""
-
-    __slots__ = (
-        "call_end",
-        "call_start",
-        "mark",
-        "message_end",
-        "message_start",
-        "reasoning",
-        "result_end",
-        "result_start",
-        "text",
-    )
 
     def __init__(self, mark: str) -> None:
         self.mark = mark
@@ -425,8 +411,7 @@ message)."""
 
 
 def _raw_entries(parts: Sequence[Part]) -> tuple[_RawEntry, ...]:
-    """The entries of a message's parts, in the order they are rendered, as plain
-    tuples."""
+    """The entries of a message's parts, in the order they are rendered, as tuples."""
     out: list[_RawEntry] = []
     append = out.append
     for part in parts:
