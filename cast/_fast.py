@@ -1,15 +1,9 @@
 """The unchecked fast path: frozen models and AST nodes built from values already valid.
 
-Private to ``cast``. The parser, the transforms and the codecs rebuild thousands of
-messages and nodes from parts of validated ones; checking them again would cost more
-than the work itself. Everything here trusts its caller: nothing is validated, sizes
-are taken as given. Other packages use the checked public builders instead
-(:meth:`Message.from_parts`, ``part.evolve(...)``, :meth:`Section.build` and friends),
-which check what they are given and then come here.
-
-The generic model builders live in :mod:`cast._trusted`, the others beside their
-classes (:mod:`cast.messages`, :mod:`cast.ast`), so neither module imports this one
-(no import loop).
+Private to ``cast``; everything here trusts its caller (see :mod:`cast._trusted` for
+why and for what other packages use instead). The generic model builders live in
+:mod:`cast._trusted`, the others beside their classes (:mod:`cast.messages`,
+:mod:`cast.ast`), so neither module imports this one (no import loop).
 """
 
 from __future__ import annotations

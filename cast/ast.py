@@ -463,7 +463,7 @@ class ChainAST:
         breaks a parse rule, unless ``repair`` is true; repair still raises when the
         first message is not system/human or a system message comes later.
         """
-        ast: ChainAST = _operation("parse_chain")(messages, repair=repair)
+        ast = _operation("parse_chain")(messages, repair=repair)
         if cls is not ChainAST:
             node = cls.__new__(cls)
             _set(node, "sections", ast.sections)
@@ -551,28 +551,23 @@ class ChainAST:
         earlier in the chain, a new id from it; its results follow (the collector is
         paused while the renamed nodes are built, as in :meth:`from_json`)."""
         with collector_paused():
-            out: ChainAST = _operation("normalize_tool_call_ids")(self, template)
-        return out
+            return _operation("normalize_tool_call_ids")(self, template)
 
     def clear_reasoning(self) -> ChainAST:
         """Drop ``reasoning`` from every text part and tool call."""
-        out: ChainAST = _operation("clear_reasoning")(self)
-        return out
+        return _operation("clear_reasoning")(self)
 
     def sanitize_tool_call_arguments(self) -> ChainAST:
         """Escape raw control characters in argument JSON; invalid JSON becomes ``"{}"``."""
-        out: ChainAST = _operation("sanitize_tool_call_arguments")(self)
-        return out
+        return _operation("sanitize_tool_call_arguments")(self)
 
     def append_human_message(self, text: str) -> ChainAST:
         """Add human text: a new section, or into the open section's header."""
-        out: ChainAST = _operation("append_human_message")(self, text)
-        return out
+        return _operation("append_human_message")(self, text)
 
     def add_tool_response(self, tool_call_id: str, name: str, content: str) -> ChainAST:
         """Set the result of a tool call, replacing its content or adding it."""
-        out: ChainAST = _operation("add_tool_response")(self, tool_call_id, name, content)
-        return out
+        return _operation("add_tool_response")(self, tool_call_id, name, content)
 
     def find_tool_call_responses(self, tool_call_id: str) -> list[ToolResult]:
         """Every result answering ``tool_call_id``, in chain order."""
@@ -588,7 +583,7 @@ class ChainAST:
 
 # -- the functions behind the methods -------------------------------------------------------
 
-_OPERATIONS: dict[str, Callable[..., Any]] = {}
+_OPERATIONS: dict[str, Callable[..., ChainAST]] = {}
 """The functions behind :meth:`ChainAST.from_messages` and the transform methods, by
 name: each registers itself with :func:`chain_operation` where it is defined
 (:mod:`cast.parse`, :mod:`cast._transforms`), so this module imports neither of them
@@ -610,7 +605,7 @@ def chain_operation(name: str) -> Callable[[_F], _F]:
     return register
 
 
-def _operation(name: str) -> Callable[..., Any]:
+def _operation(name: str) -> Callable[..., ChainAST]:
     found = _OPERATIONS.get(name)
     if found is None:
         raise LookupError(f"no function is registered for ChainAST operation {name!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import anyio
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from csum.cache import SummaryCache
 
 __all__ = ["SUMMARY_FLOOR_BYTES", "HandlerCalls"]
+
+_SIZE: Callable[[Message], int] = attrgetter("size")
 
 SUMMARY_FLOOR_BYTES = 1024
 """What a summary may always take, in UTF-8 bytes, whatever it replaces: the bare
@@ -108,7 +111,7 @@ class HandlerCalls:
         a floor, at most the larger of the floor and what it replaces."""
         if self.summary_floor is None:
             return self.max_summary_bytes
-        bound = max(self.summary_floor, sum(m.size for m in replaced))
+        bound = max(self.summary_floor, sum(map(_SIZE, replaced)))
         return bound if self.max_summary_bytes is None else min(bound, self.max_summary_bytes)
 
     async def summarize_prompt(
