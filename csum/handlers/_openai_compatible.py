@@ -63,12 +63,9 @@ def openai_compatible(
     handler works across event loops; a ``client`` given is used (with its retries
     off) and left open.
 
-    With ``continuation``, a request that carries its conversation (a Compactor's) is
-    sent as a continuation of it: the conversation as the agent sent it (its messages
-    and ``tools``) then the instruction as a last user message
-    (:func:`csum.handlers._continuation.openai_body`), so the provider's automatic
-    prefix cache serves the input; ``system_prompt`` is then not sent. Any other
-    request is sent fresh.
+    With ``continuation``, a request carrying its conversation (a Compactor's) goes as
+    that conversation (messages and ``tools``) plus the instruction as a last user
+    message (``_continuation.openai_body``): the provider's prefix cache serves it.
     """
     sdk = import_sdk("openai", "openai_compatible", "openai")
     check_token_limit("max_output_tokens", max_output_tokens)
