@@ -110,19 +110,13 @@ def defaults_spec(*, continuation: bool = True) -> PolicySpec:
 
 
 def _preset_specs() -> list[PolicySpec]:
-    import csum.compactor as compactor
+    """The presets' rows, read from csum.config (their one home)."""
+    from csum.config import LONG_MEMORY, LOW_COST
 
-    specs = []
-    for name in ("LOW_COST", "LONG_MEMORY"):
-        preset = vars(compactor).get(name)
-        if preset is None:
-            continue
-        specs.append(
-            compactor_spec(
-                f"Compactor preset {name}", clearing=preset.clearing, **preset.settings()
-            )
-        )
-    return specs
+    return [
+        compactor_spec(f"Compactor preset {name}", clearing=preset.clearing, **preset.settings())
+        for name, preset in (("LOW_COST", LOW_COST), ("LONG_MEMORY", LONG_MEMORY))
+    ]
 
 
 def memory_specs(extra: Sequence[PolicySpec] = ()) -> list[PolicySpec]:

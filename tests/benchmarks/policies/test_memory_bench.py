@@ -91,6 +91,8 @@ def test_the_frontier_is_the_upper_envelope_interpolated() -> None:
 def test_quick_run_on_real_sessions_measures_every_policy() -> None:
     config = MemoryConfig(budgets=(QUICK_BUDGET,), sessions=12, seeds=(1,), samples=50)
     specs = memory_specs()
+    names = {s.name for s in specs}  # every peer, the presets and the defaults
+    assert {"Compactor preset LOW_COST", "Compactor preset LONG_MEMORY", DEFAULTS} <= names
     rows = anyio.run(run_memory, config, specs)
     assert {r.policy for r in rows} == {s.name for s in specs}
     assert check_cost_invariants(rows) == []
