@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import json.decoder
 import re
-from bisect import bisect_left
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -105,9 +105,9 @@ def skim(
     list_start, list_end = span
     if shared <= list_start:
         return None  # a change before the list
-    # the items that end strictly inside the shared text are the same values (the
-    # character after each is the same too: a number cannot run on)
-    fresh = bisect_left([end for _, end in old_scan.items], shared)
+    # the items that end within the shared text are the same values: what follows the
+    # last of them is parsed, and must be a delimiter (a number cannot run on)
+    fresh = bisect_right([end for _, end in old_scan.items], shared)
     at = list_start + 1 if fresh == 0 else old_scan.items[fresh - 1][1]
     try:
         values, end, spans = _array_from(text, at, first=fresh == 0)
