@@ -26,7 +26,7 @@ from typing import Any
 
 from csum.serve.limits import RefusedError, check_marks, check_roles, nesting_depth
 
-__all__ = ["ScannedBody", "Skimmed", "check_depth", "scan", "skim"]
+__all__ = ["RawOffsets", "ScannedBody", "Skimmed", "check_depth", "scan", "skim", "with_offsets"]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _BLANKS = frozenset(" \t\n\r")
@@ -47,6 +47,19 @@ class ScannedBody:
     items: list[tuple[int, int]] | None
     marks: tuple[int, int] | None = None
     """How often ``"role"`` and ``"type"`` occur in a UTF-8 body (None: not counted)."""
+    raw: RawOffsets | None = field(default=None, repr=False, compare=False)
+    """The body and where its items lie in its bytes, once :func:`with_offsets` or
+    :func:`skim` found them."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawOffsets:
+    """A UTF-8 body's bytes, the byte offset of each history item's end and the byte
+    span of the history list (:func:`skim` compares bytes, not text)."""
+
+    body: bytes = field(repr=False)
+    item_ends: list[int] = field(repr=False)
+    list_span: tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,34 +104,35 @@ def skim(
     count of roles; the items it parses are the caller's to check for depth."""
     if not earlier or json.detect_encoding(body) != "utf-8":
         return None
-    text = body.decode("utf-8", "surrogatepass")
-    shares = [_shared_prefix(text, scanned.text) for scanned in earlier]
+    shares = [-1 if e.raw is None else _shared_prefix(body, e.raw.body) for e in earlier]
     shared = max(shares)
     index = shares.index(shared)
     old_scan = earlier[index]
-    if old_scan.fields is None or old_scan.items is None or old_scan.marks is None:
+    raw, marks = old_scan.raw, old_scan.marks
+    if old_scan.fields is None or old_scan.items is None or raw is None or marks is None:
         return None
     span = old_scan.fields.get(list_key)
-    if span is None:
-        return None
-    old = old_scan.text
-    list_start, list_end = span
-    if shared <= list_start:
+    if span is None or shared <= raw.list_span[0]:
         return None  # a change before the list
-    # the items that end within the shared text are the same values: what follows the
+    list_start, list_end = span
+    # the items that end within the shared bytes are the same values: what follows the
     # last of them is parsed, and must be a delimiter (a number cannot run on)
-    fresh = bisect_right([end for _, end in old_scan.items], shared)
+    fresh = bisect_right(raw.item_ends, shared)
     at = list_start + 1 if fresh == 0 else old_scan.items[fresh - 1][1]
+    at_byte = raw.list_span[0] + 1 if fresh == 0 else raw.item_ends[fresh - 1]
+    text = body.decode("utf-8", "surrogatepass")
     try:
         values, end, spans = _array_from(text, at, first=fresh == 0)
     except (ValueError, RecursionError):
         return None  # the full scan reports it
-    shift = end - list_end
-    if len(text) - end != len(old) - list_end or not text.endswith(old[list_end:]):
+    ends, end_byte = _byte_ends(text, at, at_byte, [stop for _, stop in spans], end)
+    after = memoryview(raw.body)[raw.list_span[1] :]
+    if len(body) - end_byte != len(after) or not body.endswith(after):
         return None
-    marks = _marks_after(old_scan.marks, old, text, at)
+    marks = _marks_after(marks, raw.body, body, at_byte)
     if max_items is not None:
         check_marks(marks, max_items)
+    shift = end - list_end
     payload = dict(old_scan.payload)
     payload[list_key] = [*old_scan.payload[list_key][:fresh], *values]
     fields = {
@@ -126,7 +140,34 @@ def skim(
         for key, (start, stop) in old_scan.fields.items()
     }
     items = [*old_scan.items[:fresh], *spans]
-    return Skimmed(ScannedBody(payload, text, fields, items, marks), fresh, index)
+    offsets = RawOffsets(body, [*raw.item_ends[:fresh], *ends], (raw.list_span[0], end_byte))
+    return Skimmed(ScannedBody(payload, text, fields, items, marks, offsets), fresh, index)
+
+
+def with_offsets(scanned: ScannedBody, body: bytes, list_key: str) -> ScannedBody:
+    """``scanned`` (of ``body``) with its :class:`RawOffsets`, for :func:`skim` to read a
+    later body against it (itself when it has them, or has no list to skim)."""
+    if scanned.raw is not None or scanned.items is None or scanned.fields is None:
+        return scanned
+    span = scanned.fields.get(list_key)
+    if span is None or scanned.marks is None:
+        return scanned
+    start = len(scanned.text[: span[0]].encode("utf-8", "surrogatepass"))
+    ends, end = _byte_ends(scanned.text, span[0], start, [e for _, e in scanned.items], span[1])
+    return replace(scanned, raw=RawOffsets(body, ends, (start, end)))
+
+
+def _byte_ends(
+    text: str, at: int, at_byte: int, stops: Sequence[int], end: int
+) -> tuple[list[int], int]:
+    """The byte offsets in the UTF-8 body of ``text`` of each of ``stops`` and of ``end``
+    (offsets in ``text`` from ``at``, which is at byte ``at_byte``)."""
+    out = []
+    for stop in [*stops, end]:
+        at_byte += len(text[at:stop].encode("utf-8", "surrogatepass"))
+        at = stop
+        out.append(at_byte)
+    return out[:-1], out[-1]
 
 
 def _shifted(start: int, stop: int, list_start: int, shift: int) -> tuple[int, int]:
@@ -136,24 +177,26 @@ def _shifted(start: int, stop: int, list_start: int, shift: int) -> tuple[int, i
     return (start, stop + shift) if start == list_start else (start + shift, stop + shift)
 
 
-def _marks_after(marks: tuple[int, int], old: str, text: str, at: int) -> tuple[int, int]:
-    """The counts of ``"role"`` and ``"type"`` in ``text``, which is ``old`` (of
+def _marks_after(marks: tuple[int, int], old: bytes, body: bytes, at: int) -> tuple[int, int]:
+    """The counts of ``"role"`` and ``"type"`` in ``body``, which is ``old`` (of
     ``marks``) up to ``at``."""
     roles, types = marks
-    roles += text.count('"role"', at) - old.count('"role"', at)
-    types += text.count('"type"', at) - old.count('"type"', at)
+    roles += body.count(b'"role"', at) - old.count(b'"role"', at)
+    types += body.count(b'"type"', at) - old.count(b'"type"', at)
     return roles, types
 
 
-def _shared_prefix(a: str, b: str) -> int:
-    """The length of the text ``a`` and ``b`` start with (compared in halves, each
-    probe from where the last one held, so about twice their length in all)."""
+def _shared_prefix(a: bytes, b: bytes) -> int:
+    """How many bytes ``a`` and ``b`` start with alike (compared in halves without
+    copies, each probe from where the last one held: ``memcmp`` over about twice
+    their length in all)."""
     low, high = 0, min(len(a), len(b))
-    if a.startswith(b[:high]):
+    view = memoryview(b)
+    if a.startswith(view[:high]):
         return high
     while low < high:
         middle = (low + high + 1) // 2
-        if a.startswith(b[low:middle], low):
+        if a.startswith(view[low:middle], low):
             low = middle
         else:
             high = middle - 1

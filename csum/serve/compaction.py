@@ -32,7 +32,7 @@ from csum.config import (
     Stores,
 )
 from csum.serve.apis import Api
-from csum.serve.body import ScannedBody, check_depth, scan, skim
+from csum.serve.body import ScannedBody, check_depth, scan, skim, with_offsets
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import (
     ConversationState,
@@ -384,9 +384,10 @@ class Rewriter:
     def _remember(self, request: _Request, read: _Read, hashes: RawHashes | None) -> None:
         """Remember the request, to read its conversation's next one against it (once it
         was checked whole: its nesting depth, its other fields)."""
-        seen = Seen(read.scanned, read.other, {}, None)
+        scanned = with_offsets(read.scanned, request.body, request.api.list_key)
+        seen = Seen(scanned, read.other, {}, None)
         if hashes is not None:
-            seen = Seen(read.scanned, read.other, hashes.done, hashes.chain)
+            seen = Seen(scanned, read.other, hashes.done, hashes.chain)
         number = None if read.known is None else read.known.number
         self._seen.remember(_scope(request), seen, number)
 

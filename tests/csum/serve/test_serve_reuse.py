@@ -18,7 +18,7 @@ from cast.codecs import openai_responses as responses
 from csum.config import Budget
 from csum.serve import ServeConfig
 from csum.serve.apis import APIS, Api
-from csum.serve.body import Skimmed, scan, skim
+from csum.serve.body import Skimmed, scan, skim, with_offsets
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.limits import RefusedError
 from csum.stores import MemoryStore, RedisStore, SummaryStore
@@ -385,7 +385,8 @@ class Skimming(Counted):
 
 def skim_checked(body: bytes, earlier: list[bytes], list_key: str) -> Skimmed | None:
     """``skim`` of ``body`` against ``earlier``, checked to read what ``scan`` reads."""
-    got = skim(body, [scan(e, list_key, 100, 20_000) for e in earlier], list_key, 20_000)
+    scans = [with_offsets(scan(e, list_key, 100, 20_000), e, list_key) for e in earlier]
+    got = skim(body, scans, list_key, 20_000)
     if got is not None:
         assert got.scanned == scan(body, list_key, 100, 20_000)
     return got
@@ -479,7 +480,12 @@ def test_skim_counts_roles_as_a_full_scan_does() -> None:
     earlier = dumps({"messages": [{"role": "user", "content": "a"}]})
     later = dumps({"messages": [{"role": "user", "content": "a"}] * 4})
     with pytest.raises(RefusedError) as refused:
-        skim(later, [scan(earlier, "messages", 100, 3)], "messages", 3)
+        skim(
+            later,
+            [with_offsets(scan(earlier, "messages", 100, 3), earlier, "messages")],
+            "messages",
+            3,
+        )
     assert refused.value.status == 413
 
 
