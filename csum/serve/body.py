@@ -101,7 +101,9 @@ def skim(
     and after the list is compared, not parsed, and only the new items are. None when
     that cannot be sure (any other difference, a body that is not UTF-8, an item the
     new text may extend): the caller scans it whole. Raises as :func:`scan` for the
-    count of roles; the items it parses are the caller's to check for depth."""
+    count of roles; the items it parses are the caller's to check for depth. Of
+    ``earlier`` it reads the parsed values, the spans and :attr:`ScannedBody.raw`,
+    not the text (a caller keeping them may drop it)."""
     if not earlier or json.detect_encoding(body) != "utf-8":
         return None
     shares = [-1 if e.raw is None else _shared_prefix(body, e.raw.body) for e in earlier]

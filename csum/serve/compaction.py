@@ -384,7 +384,8 @@ class Rewriter:
     def _remember(self, request: _Request, read: _Read, hashes: RawHashes | None) -> None:
         """Remember the request, to read its conversation's next one against it (once it
         was checked whole: its nesting depth, its other fields)."""
-        scanned = with_offsets(read.scanned, request.body, request.api.list_key)
+        # skim reads the earlier body's bytes, not its text: the text is not kept
+        scanned = replace(with_offsets(read.scanned, request.body, request.api.list_key), text="")
         seen = Seen(scanned, read.other, {}, None)
         if hashes is not None:
             seen = Seen(scanned, read.other, hashes.done, hashes.chain)
