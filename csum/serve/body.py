@@ -5,6 +5,13 @@ the client sent before (:mod:`csum.serve.conversation`), so it needs, besides th
 body, the span of each item of the history list and of each top-level field. Python's
 own C scanner (the one ``json.loads`` runs) parses each value; only the top-level
 object and the history list are walked here, so the cost is one ``json.loads``.
+
+A client resends its conversation whole, with new items at the end of the history
+list (and a cache marker moved from one item to the next). :func:`skim` reads such a
+body against the last one read of the conversation: the text both share from the
+start is compared at ``memcmp`` speed, only the list items from the first that
+differs on are parsed, and the text after the list must be the earlier body's own;
+the rest is the earlier body's, parsed then (anything else: None, a full :func:`scan`).
 """
 
 from __future__ import annotations
@@ -12,12 +19,14 @@ from __future__ import annotations
 import json
 import json.decoder
 import re
-from dataclasses import dataclass, field
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from csum.serve.limits import RefusedError, check_roles, nesting_depth
+from csum.serve.limits import RefusedError, check_marks, check_roles, nesting_depth
 
-__all__ = ["ScannedBody", "check_depth", "scan"]
+__all__ = ["RawOffsets", "ScannedBody", "Skimmed", "check_depth", "scan", "skim", "with_offsets"]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _BLANKS = frozenset(" \t\n\r")
@@ -36,6 +45,34 @@ class ScannedBody:
     text: str = field(repr=False)
     fields: dict[str, tuple[int, int]] | None
     items: list[tuple[int, int]] | None
+    marks: tuple[int, int] | None = None
+    """How often ``"role"`` and ``"type"`` occur in a UTF-8 body (None: not counted)."""
+    raw: RawOffsets | None = field(default=None, repr=False, compare=False)
+    """The body and where its items lie in its bytes, once :func:`with_offsets` or
+    :func:`skim` found them."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawOffsets:
+    """A UTF-8 body's bytes, the byte offset of each history item's end and the byte
+    span of the history list (:func:`skim` compares bytes, not text)."""
+
+    body: bytes = field(repr=False)
+    item_ends: list[int] = field(repr=False)
+    list_span: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Skimmed:
+    """A body read against an earlier one (:func:`skim`): ``scanned`` as :func:`scan`
+    reads it, and ``fresh``, how many of its first items are the earlier body's, byte
+    for byte (the others and none but them were parsed). Its fields but the list are
+    the earlier body's, byte for byte and as parsed."""
+
+    scanned: ScannedBody
+    fresh: int
+    earlier: int
+    """Which of the earlier bodies it was read against."""
 
 
 def scan(body: bytes, list_key: str, max_depth: int, max_items: int | None = None) -> ScannedBody:
@@ -43,14 +80,129 @@ def scan(body: bytes, list_key: str, max_depth: int, max_items: int | None = Non
     refused as :func:`csum.serve.limits.parse` refuses it (:class:`RefusedError`) but
     for its nesting depth, which the caller checks (:func:`check_depth`) on what it
     decodes: a reused request's prefix was checked when it was compacted."""
-    if max_items is not None:
-        check_roles(body, max_items)
-    text = body.decode(json.detect_encoding(body), "surrogatepass")
+    marks = None if max_items is None else check_roles(body, max_items)
+    encoding = json.detect_encoding(body)
+    text = body.decode(encoding, "surrogatepass")
     try:
         scanned = _object(text, list_key)
     except RecursionError:
         raise RefusedError(400, f"the body nests over {max_depth} levels deep") from None
-    return scanned
+    if encoding != "utf-8":
+        return scanned
+    return replace(scanned, marks=marks)
+
+
+def skim(
+    body: bytes, earlier: Sequence[ScannedBody], list_key: str, max_items: int | None = None
+) -> Skimmed | None:
+    """``body`` read as :func:`scan` reads it, when it is one of ``earlier`` (scans of
+    earlier bodies; the one it shares the longest start with) with only the items of
+    its ``list_key`` list from some item on changed or added: the text before that item
+    and after the list is compared, not parsed, and only the new items are. None when
+    that cannot be sure (any other difference, a body that is not UTF-8, an item the
+    new text may extend): the caller scans it whole. Raises as :func:`scan` for the
+    count of roles; the items it parses are the caller's to check for depth. Of
+    ``earlier`` it reads the parsed values, the spans and :attr:`ScannedBody.raw`,
+    not the text (a caller keeping them may drop it)."""
+    if not earlier or json.detect_encoding(body) != "utf-8":
+        return None
+    shares = [-1 if e.raw is None else _shared_prefix(body, e.raw.body) for e in earlier]
+    shared = max(shares)
+    index = shares.index(shared)
+    old_scan = earlier[index]
+    raw, marks = old_scan.raw, old_scan.marks
+    if old_scan.fields is None or old_scan.items is None or raw is None or marks is None:
+        return None
+    span = old_scan.fields.get(list_key)
+    if span is None or shared <= raw.list_span[0]:
+        return None  # a change before the list
+    list_start, list_end = span
+    # the items that end within the shared bytes are the same values: what follows the
+    # last of them is parsed, and must be a delimiter (a number cannot run on)
+    fresh = bisect_right(raw.item_ends, shared)
+    at = list_start + 1 if fresh == 0 else old_scan.items[fresh - 1][1]
+    at_byte = raw.list_span[0] + 1 if fresh == 0 else raw.item_ends[fresh - 1]
+    text = body.decode("utf-8", "surrogatepass")
+    try:
+        values, end, spans = _array_from(text, at, first=fresh == 0)
+    except (ValueError, RecursionError):
+        return None  # the full scan reports it
+    ends, end_byte = _byte_ends(text, at, at_byte, [stop for _, stop in spans], end)
+    after = memoryview(raw.body)[raw.list_span[1] :]
+    if len(body) - end_byte != len(after) or not body.endswith(after):
+        return None
+    marks = _marks_after(marks, raw.body, body, at_byte)
+    if max_items is not None:
+        check_marks(marks, max_items)
+    shift = end - list_end
+    payload = dict(old_scan.payload)
+    payload[list_key] = [*old_scan.payload[list_key][:fresh], *values]
+    fields = {
+        key: _shifted(start, stop, list_start, shift)
+        for key, (start, stop) in old_scan.fields.items()
+    }
+    items = [*old_scan.items[:fresh], *spans]
+    offsets = RawOffsets(body, [*raw.item_ends[:fresh], *ends], (raw.list_span[0], end_byte))
+    return Skimmed(ScannedBody(payload, text, fields, items, marks, offsets), fresh, index)
+
+
+def with_offsets(scanned: ScannedBody, body: bytes, list_key: str) -> ScannedBody:
+    """``scanned`` (of ``body``) with its :class:`RawOffsets`, for :func:`skim` to read a
+    later body against it (itself when it has them, or has no list to skim)."""
+    if scanned.raw is not None or scanned.items is None or scanned.fields is None:
+        return scanned
+    span = scanned.fields.get(list_key)
+    if span is None or scanned.marks is None:
+        return scanned
+    start = len(scanned.text[: span[0]].encode("utf-8", "surrogatepass"))
+    ends, end = _byte_ends(scanned.text, span[0], start, [e for _, e in scanned.items], span[1])
+    return replace(scanned, raw=RawOffsets(body, ends, (start, end)))
+
+
+def _byte_ends(
+    text: str, at: int, at_byte: int, stops: Sequence[int], end: int
+) -> tuple[list[int], int]:
+    """The byte offsets in the UTF-8 body of ``text`` of each of ``stops`` and of ``end``
+    (offsets in ``text`` from ``at``, which is at byte ``at_byte``)."""
+    out = []
+    for stop in [*stops, end]:
+        at_byte += len(text[at:stop].encode("utf-8", "surrogatepass"))
+        at = stop
+        out.append(at_byte)
+    return out[:-1], out[-1]
+
+
+def _shifted(start: int, stop: int, list_start: int, shift: int) -> tuple[int, int]:
+    """A field's span moved by the list's change of length: the list's own ends later."""
+    if start < list_start:
+        return start, stop
+    return (start, stop + shift) if start == list_start else (start + shift, stop + shift)
+
+
+def _marks_after(marks: tuple[int, int], old: bytes, body: bytes, at: int) -> tuple[int, int]:
+    """The counts of ``"role"`` and ``"type"`` in ``body``, which is ``old`` (of
+    ``marks``) up to ``at``."""
+    roles, types = marks
+    roles += body.count(b'"role"', at) - old.count(b'"role"', at)
+    types += body.count(b'"type"', at) - old.count(b'"type"', at)
+    return roles, types
+
+
+def _shared_prefix(a: bytes, b: bytes) -> int:
+    """How many bytes ``a`` and ``b`` start with alike (compared in halves without
+    copies, each probe from where the last one held: ``memcmp`` over about twice
+    their length in all)."""
+    low, high = 0, min(len(a), len(b))
+    view = memoryview(b)
+    if a.startswith(view[:high]):
+        return high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a.startswith(view[low:middle], low):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def check_depth(value: Any, max_depth: int) -> None:
@@ -103,11 +255,23 @@ def _object(text: str, list_key: str) -> ScannedBody:
 
 
 def _array(text: str, start: int) -> tuple[list[Any], int, list[tuple[int, int]]]:
+    return _array_from(text, start + 1, first=True)
+
+
+def _array_from(text: str, at: int, *, first: bool) -> tuple[list[Any], int, list[tuple[int, int]]]:
+    """The items of an array from ``at``: just after its ``[`` (``first``) or just
+    after an item."""
     values: list[Any] = []
     spans: list[tuple[int, int]] = []
-    at = _space(text, start + 1)
-    if text.startswith("]", at):
+    at = _space(text, at)
+    if first and text.startswith("]", at):
         return values, at + 1, spans
+    if not first:
+        if text.startswith("]", at):
+            return values, at + 1, spans
+        if not text.startswith(",", at):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+        at = _space(text, at + 1)
     while True:
         value, end = _value(text, at)
         values.append(value)

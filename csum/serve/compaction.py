@@ -9,6 +9,7 @@ the client's bytes unchanged: the gateway never fails a request for its own sake
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -17,6 +18,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+import xxhash
 
 from cast import Message, get_provider
 from csum.archive import HistoryArchive
@@ -30,24 +32,28 @@ from csum.config import (
     Stores,
 )
 from csum.serve.apis import Api
-from csum.serve.body import ScannedBody, check_depth, scan
+from csum.serve.body import ScannedBody, check_depth, scan, skim, with_offsets
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import (
     ConversationState,
     ConversationStates,
+    RawPrefix,
     conversation_key,
     kept_of,
-    raw_digests,
     raw_prefixes,
 )
 from csum.serve.limits import RefusedError, check_items
 from csum.serve.loop_stores import LoopArchive, LoopStore
 from csum.serve.pool import WorkerPool
 from csum.serve.reuse import (
+    SEEN_IN_ALL,
+    RawHashes,
+    Scope,
+    Seen,
+    SeenRequests,
     call_names,
     composed,
     fields_json,
-    head_of,
     matching,
     opening_count,
     raw_prefix,
@@ -169,6 +175,11 @@ class Rewriter:
         self._floors_logged: set[str] = set()
         self._keys: dict[tuple[str, str, str], str] = {}
         """Conversation keys by the raw text of their opening (:meth:`_known_key`)."""
+        self._seen = SeenRequests()
+        self._records: dict[str, tuple[bytes, list[tuple[int, int, RawPrefix | None]]]] = {}
+        """The raw prefixes of the conversation records read lately, with their hash."""
+        self._records_lock = threading.Lock()
+        """The last requests of reused or compacted conversations (:meth:`_scanned`)."""
 
     async def rewrite(
         self,
@@ -187,12 +198,13 @@ class Rewriter:
         cache, see :mod:`csum.serve.tenant`). ``upstream``: the API the request is
         translated for next; the chain is compacted in the client's API for that
         provider's rules, and the outcome carries the request as an object."""
-        held = api.name == "responses" and any(
-            f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
-        )
         budget = self.config.budget
-        if upstream is None and not held and budget is not None and fits_by_size(body, budget):
-            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
+        if upstream is None and budget is not None and fits_by_size(body, budget):
+            held = api.name == "responses" and any(
+                f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
+            )
+            if not held:
+                return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         until = time.monotonic() + self.config.deadline
         request = _Request(api, body, conversation, credentials, until, tenant, upstream)
         if not self.config.offload:
@@ -221,9 +233,8 @@ class Rewriter:
     def _read(self, request: _Request) -> Outcome | _Read:
         """The body parsed (once) and measured: an Outcome when it goes as it came
         (with the parsed request when it is translated next)."""
-        api, body = request.api, request.body
         try:
-            scanned = scan(body, api.list_key, self.config.max_depth, self.config.max_items)
+            scanned, seen = self._scanned(request)
         except RefusedError as exc:
             return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
         except ValueError as exc:  # not JSON: the upstream will say so
@@ -235,13 +246,29 @@ class Rewriter:
             refused = self._too_deep(payload)
             if refused is not None:
                 return refused
-        read = self._measured(request, scanned, payload)
+        read = self._measured(request, scanned, payload, seen)
         if isinstance(read, Outcome) and request.upstream is not None:
             return replace(read, payload=payload)
         return read
 
+    def _scanned(self, request: _Request) -> tuple[ScannedBody, _Known | None]:
+        """The body read against the last requests of its scope (only what differs
+        from one of them parsed: :func:`csum.serve.body.skim`), or scanned whole."""
+        api, body, max_items = request.api, request.body, self.config.max_items
+        recent = self._seen.recent(_scope(request))
+        if recent:
+            skimmed = skim(body, [seen.scanned for _, seen in recent], api.list_key, max_items)
+            if skimmed is not None:
+                number, seen = recent[skimmed.earlier]
+                return skimmed.scanned, _Known(seen, number, skimmed.fresh)
+        return scan(body, api.list_key, self.config.max_depth, max_items), None
+
     def _measured(
-        self, request: _Request, scanned: ScannedBody, payload: dict[str, Any]
+        self,
+        request: _Request,
+        scanned: ScannedBody,
+        payload: dict[str, Any],
+        known: _Known | None = None,
     ) -> Outcome | _Read:
         """The history's share of the body measured: an Outcome when it goes as it came."""
         api = request.api
@@ -256,12 +283,15 @@ class Rewriter:
         # the history's share of the body, not the body (Claude Code's tools are 80 KB):
         # at most the body less the other fields' most compact JSON, written once here
         # and into the body sent when it is rewritten
-        other = fields_json({k: v for k, v in payload.items() if k not in api.history_keys})
+        if known is not None:  # the same fields, byte for byte
+            other = dict(known.seen.other)
+        else:
+            other = fields_json({k: v for k, v in payload.items() if k not in api.history_keys})
         share = len(request.body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
         if fits_by_size(request.body, budget, size=share):
             within = Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=share)
             return self._too_deep(payload) or within
-        return _Read(scanned, payload, history, budget, other)
+        return _Read(scanned, payload, history, budget, other, known)
 
     def _model(self, request: _Request, payload: dict[str, Any]) -> object:
         """The model the request goes to: ``--upstream-model`` when it is translated."""
@@ -302,19 +332,22 @@ class Rewriter:
         items, sent without decoding them (:mod:`csum.serve.reuse`); None: the full
         path decides (no raw prefix matches, or anything it cannot be sure of)."""
         api = request.api
-        key = self._known_key(request, read)
+        known = read.known
+        hashes = _hashes(read, api)
+        key = self._known_key(request, read, hashes)
         if key is None:
             return None
         try:
             stored = await store.get(key)
-            prefixes = [] if stored is None else raw_prefixes(stored)
+            prefixes = [] if stored is None else self._raw_prefixes(key, stored)
         except Exception:  # noqa: BLE001 -- the full path retries and reports it
             return None
-        raw = matching(prefixes, read.scanned, api)
+        raw = matching(prefixes, read.scanned, api, hashes)
         if raw is None:
             return None
-        # the prefix's text nested within bounds when it was compacted: the rest is checked
-        rest = {k: v for k, v in read.payload.items() if k not in api.history_keys}
+        # the prefix's text nested within bounds when it was compacted (and the other
+        # fields when the request they are the same bytes as was read): the rest is checked
+        rest = {} if known else {k: v for k, v in read.payload.items() if k not in api.history_keys}
         refused = self._too_deep({**rest, api.list_key: read.history[api.list_key][raw.items :]})
         if refused is not None:
             return refused
@@ -323,6 +356,7 @@ class Rewriter:
         found = spliced(api, read.scanned, raw, profile, measure=measure, other=read.other)
         if found is None:
             return None
+        self._remember(request, read, hashes)
         return Outcome(
             OutcomeKind.REUSED,
             body=found.body,
@@ -332,30 +366,56 @@ class Rewriter:
             tokens_saved=found.tokens_saved,
         )
 
-    def _known_key(self, request: _Request, read: _Read) -> str | None:
+    def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, int, RawPrefix | None]]:
+        """:func:`raw_prefixes` of the record ``stored`` under ``key``, read once per
+        record (a record holds the compacted prefix's text: parsing it costs)."""
+        digest = xxhash.xxh3_128_digest(stored)
+        with self._records_lock:
+            cached = self._records.get(key)
+        if cached is not None and cached[0] == digest:
+            return cached[1]
+        prefixes = raw_prefixes(stored)
+        with self._records_lock:
+            if len(self._records) >= SEEN_IN_ALL:
+                self._records.pop(next(iter(self._records)))
+            self._records[key] = (digest, prefixes)
+        return prefixes
+
+    def _remember(self, request: _Request, read: _Read, hashes: RawHashes | None) -> None:
+        """Remember the request, to read its conversation's next one against it (once it
+        was checked whole: its nesting depth, its other fields)."""
+        # skim reads the earlier body's bytes, not its text: the text is not kept
+        scanned = replace(with_offsets(read.scanned, request.body, request.api.list_key), text="")
+        seen = Seen(scanned, read.other, {}, None)
+        if hashes is not None:
+            seen = Seen(scanned, read.other, hashes.done, hashes.chain)
+        number = None if read.known is None else read.known.number
+        self._seen.remember(_scope(request), seen, number)
+
+    def _known_key(self, request: _Request, read: _Read, hashes: RawHashes) -> str | None:
         """The conversation's key without decoding: from the header, or remembered for
         its opening's raw text (:meth:`_remember_key`); None when not known here."""
         if request.conversation:
             return conversation_key(request.api.name, [], request.conversation, request.tenant)
-        opening = self._opening_digest(request, read)
+        opening = self._opening_digest(request, read, hashes)
         return None if opening is None else self._keys.get(opening)
 
-    def _opening_digest(self, request: _Request, read: _Read) -> tuple[str, str, str] | None:
-        api, scanned = request.api, read.scanned
-        head = head_of(scanned, api)
-        values = read.history.get(api.list_key) or []
-        count = opening_count(values)
-        if head is None or count is None or scanned.items is None:
+    def _opening_digest(
+        self, request: _Request, read: _Read, hashes: RawHashes
+    ) -> tuple[str, str, str] | None:
+        api = request.api
+        count = opening_count(read.history.get(api.list_key) or [])
+        if count is None:
             return None
-        digest = raw_digests(scanned.text, head, scanned.items, values, [count])[count]
+        digest = hashes.digests([count])[count]
         return None if digest is None else (api.name, request.tenant, digest)
 
-    def _remember_key(self, request: _Request, read: _Read, key: str) -> None:
+    def _remember_key(self, request: _Request, read: _Read, key: str, hashes: RawHashes) -> None:
         """Remember ``key`` for the raw text of the request's opening, when the opening
         alone gives that key (the first user message is in it)."""
         if request.conversation:
             return
-        opening = self._opening_digest(request, read)
+        opening = self._opening_digest(request, read, hashes)
         if opening is None or self._keys.get(opening) == key:
             return
         api = request.api
@@ -384,7 +444,8 @@ class Rewriter:
         api = request.api
         messages = api.decode(read.history)
         key = conversation_key(api.name, messages, request.conversation, request.tenant)
-        self._remember_key(request, read, key)
+        hashes = _hashes(read, api)
+        self._remember_key(request, read, key, hashes)
         states, store_failures = await _states(store, key, api)
         match = states.match(messages)
         chain = messages if match is None else match[1]
@@ -405,6 +466,7 @@ class Rewriter:
             kind = OutcomeKind.OVER_FLOOR
             self._log_floor(key, api, read.budget, result.size_after)
         body, payload = self._encoded(request, read, result.messages)
+        self._remember(request, read, hashes)
         return Outcome(
             kind,
             body=body,
@@ -568,6 +630,31 @@ class _Read:
     budget: Budget
     other: dict[str, bytes] = field(repr=False)
     """The other fields' JSON text (:func:`csum.serve.reuse.fields_json`)."""
+    known: _Known | None = None
+    """The earlier request this one was read against, when it was."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """An earlier request (``number`` in :class:`SeenRequests`) a request is the
+    same bytes as but for its items from ``fresh`` on."""
+
+    seen: Seen = field(repr=False)
+    number: int
+    fresh: int
+
+
+def _hashes(read: _Read, api: Api) -> RawHashes:
+    """The hashes of the request's first items, resumed from the request it was read
+    against, when it was."""
+    known = read.known
+    if known is None:
+        return RawHashes(read.scanned, api, None, 0)
+    return RawHashes(read.scanned, api, known.seen, known.fresh)
+
+
+def _scope(request: _Request) -> Scope:
+    return request.api.name, request.tenant, request.conversation
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,8 @@ __all__ = [
     "conversation_key",
     "kept_of",
     "raw_digests",
+    "raw_hash_extended",
+    "raw_head_hash",
     "raw_prefixes",
     "without_cache_points",
 ]
@@ -178,12 +180,9 @@ def raw_digests(
     hashed as it stands, separators included, and markers looked for in it at once: a
     history without any costs one pass over its text."""
     out: dict[int, str | None] = dict.fromkeys(counts, None)
-    digest = xxhash.xxh3_128()
-    for name, span, value in head:
-        piece = "\x01" if span is None else _unmarked_text(text[span[0] : span[1]], value)
-        if piece is None:
-            return out
-        digest.update(f"{name}\x00{piece}\x00".encode("utf-8", "surrogatepass"))
+    digest = raw_head_hash(text, head)
+    if digest is None:
+        return out
     for n in sorted({n for n in out if 0 < n <= len(items)}):
         region = _unmarked_region(text, items[:n], values)
         if region is not None:
@@ -192,6 +191,44 @@ def raw_digests(
             out[n] = whole.hexdigest()
     if 0 in out:
         out[0] = digest.hexdigest()
+    return out
+
+
+def raw_head_hash(
+    text: str, head: Sequence[tuple[str, tuple[int, int] | None, Any]]
+) -> xxhash.xxh3_128 | None:
+    """The hash :func:`raw_digests` starts from: the history's other fields (None: a
+    marker it cannot take out)."""
+    digest = xxhash.xxh3_128()
+    for name, span, value in head:
+        piece = "\x01" if span is None else _unmarked_text(text[span[0] : span[1]], value)
+        if piece is None:
+            return None
+        digest.update(f"{name}\x00{piece}\x00".encode("utf-8", "surrogatepass"))
+    return digest
+
+
+def raw_hash_extended(
+    digest: xxhash.xxh3_128,
+    text: str,
+    items: Sequence[tuple[int, int]],
+    values: Sequence[Any],
+    *,
+    start: int,
+    stop: int,
+) -> xxhash.xxh3_128 | None:
+    """A copy of ``digest``, the hash of :func:`raw_digests` for the first ``start``
+    items, updated to the first ``stop``: its hash for ``stop`` at the cost of the
+    items between (None: a marker it cannot take out)."""
+    out = digest.copy()
+    if stop <= start:
+        return out
+    region = _unmarked_region(text, items[start:stop], values[start:stop])
+    if region is None:
+        return None
+    if start > 0:  # the separator before the first of them
+        out.update(text[items[start - 1][1] : items[start][0]].encode("utf-8", "surrogatepass"))
+    out.update(region.encode("utf-8", "surrogatepass"))
     return out
 
 

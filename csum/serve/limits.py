@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_ITEMS",
     "RefusedError",
     "check_items",
+    "check_marks",
     "check_roles",
     "nesting_depth",
     "parse",
@@ -76,15 +77,23 @@ def nesting_depth(value: Any, stop: int | None = None) -> int:
     return depth
 
 
-def check_roles(body: bytes, max_items: int) -> None:
+def check_roles(body: bytes, max_items: int) -> tuple[int, int]:
     """Raise :class:`RefusedError` (413) before ``body`` is parsed when its JSON text
     surely holds more than ``max_items`` messages, or names over twice as many roles
     and types as that (a flood of tiny messages or content blocks then costs no
     memory). Inside a JSON string a quote is escaped, so the bytes ``"role"`` and
     ``"type"`` occur only in the structure itself: a message has one role, a content
-    block one type (tool schemas add a few types, hence the factor 2)."""
-    roles = body.count(b'"role"')
-    if roles > max_items or roles + body.count(b'"type"') > 2 * max_items:
+    block one type (tool schemas add a few types, hence the factor 2). Returns the
+    two counts (:func:`check_marks` checks counts kept from an earlier body)."""
+    marks = body.count(b'"role"'), body.count(b'"type"')
+    check_marks(marks, max_items)
+    return marks
+
+
+def check_marks(marks: tuple[int, int], max_items: int) -> None:
+    """:func:`check_roles`'s rule on the counts of ``"role"`` and ``"type"``."""
+    roles, types = marks
+    if roles > max_items or roles + types > 2 * max_items:
         raise RefusedError(413, f"the history holds over {max_items} messages and content blocks")
 
 

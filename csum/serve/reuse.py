@@ -18,20 +18,29 @@ share of the body, is written into the body as it is.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import xxhash
 
 from cast import Message, ProviderProfile, Role, ToolCall, ToolResult
 from csum._placement import placed_for
 from csum.config import Budget
 from csum.serve.apis import Api
 from csum.serve.body import ScannedBody
-from csum.serve.conversation import RawPrefix, raw_digests
+from csum.serve.conversation import RawPrefix, raw_digests, raw_hash_extended, raw_head_hash
 from csum.serve.translate.responses_as_sent import as_sent
 from csum.tokens import TokenCounter
 
 __all__ = [
+    "SEEN_IN_ALL",
+    "SEEN_PER_SCOPE",
+    "RawHashes",
+    "Seen",
+    "SeenRequests",
     "Spliced",
     "call_names",
     "composed",
@@ -167,18 +176,80 @@ def raw_prefix(
     )
 
 
+class RawHashes:
+    """The hashes of a request's first items (:func:`~csum.serve.conversation.raw_digests`
+    for each count asked), each computed once, and resumed from an earlier request's
+    (:class:`Seen`) where the two are the same bytes: then the cost is in the items
+    that differ from it only. Holds the hash of its items but the last one
+    (:attr:`chain`), for the next request to resume from."""
+
+    def __init__(self, scanned: ScannedBody, api: Api, known: Seen | None, fresh: int) -> None:
+        self._scanned, self._api = scanned, api
+        self._head = head_of(scanned, api)
+        self.done: dict[int, str | None] = {} if known is None else known.digests_for(fresh)
+        self._at: tuple[int, xxhash.xxh3_128] | None = None
+        if known is not None and known.chain is not None and known.chain[0] <= fresh:
+            self._at = known.chain
+
+    def digests(self, counts: Sequence[int]) -> dict[int, str | None]:
+        """The hash of the first ``n`` items for each ``n`` of ``counts`` (None: not
+        hashable, see :func:`~csum.serve.conversation.raw_digests`)."""
+        for n in sorted(set(counts)):
+            if n not in self.done:
+                self.done[n] = self._digest(n)
+        return {n: self.done[n] for n in counts}
+
+    @property
+    def chain(self) -> tuple[int, xxhash.xxh3_128] | None:
+        """The hash of the request's items but its last one, with their count."""
+        items = self._scanned.items
+        if self._head is None or items is None or not items:
+            return None
+        self._moved(len(items) - 1)
+        return self._at if self._at is not None and self._at[0] == len(items) - 1 else None
+
+    def _digest(self, n: int) -> str | None:
+        items = self._scanned.items
+        if self._head is None or items is None or not 0 <= n <= len(items):
+            return None
+        last = len(items) - 1
+        moved = self._moved(min(n, last))
+        if moved is None or moved[0] > n:
+            values = self._scanned.payload[self._api.list_key]
+            return raw_digests(self._scanned.text, self._head, items, values, [n])[n]
+        digest = self._extended(moved, n)
+        return None if digest is None else digest.hexdigest()
+
+    def _moved(self, n: int) -> tuple[int, xxhash.xxh3_128] | None:
+        """The running hash, moved on to the first ``n`` items when it is not past them."""
+        if self._at is None and self._head is not None:
+            head = raw_head_hash(self._scanned.text, self._head)
+            self._at = None if head is None else (0, head)
+        if self._at is None or self._at[0] >= n:
+            return self._at
+        digest = self._extended(self._at, n)
+        if digest is not None:
+            self._at = (n, digest)
+        return self._at
+
+    def _extended(self, at: tuple[int, xxhash.xxh3_128], n: int) -> xxhash.xxh3_128 | None:
+        items = self._scanned.items or []
+        values = self._scanned.payload[self._api.list_key]
+        return raw_hash_extended(at[1], self._scanned.text, items, values, start=at[0], stop=n)
+
+
 def matching(
-    prefixes: Sequence[tuple[int, int, RawPrefix | None]], scanned: ScannedBody, api: Api
+    prefixes: Sequence[tuple[int, int, RawPrefix | None]],
+    scanned: ScannedBody,
+    api: Api,
+    hashes: RawHashes,
 ) -> RawPrefix | None:
-    """The raw prefix the request's first items hash to, of the state with the longest
-    compacted history; None when none does, or when a longer state without a raw
-    prefix might match once decoded (then the full path decides)."""
-    head = head_of(scanned, api)
-    if head is None or scanned.items is None or not prefixes:
+    """The raw prefix the request's first items hash to (``hashes``), of the state with
+    the longest compacted history; None when none does, or when a longer state without
+    a raw prefix might match once decoded (then the full path decides)."""
+    if head_of(scanned, api) is None or scanned.items is None or not prefixes:
         return None
-    values = scanned.payload[api.list_key]
-    counts = [raw.items for _, _, raw in prefixes if raw is not None]
-    digests = raw_digests(scanned.text, head, scanned.items, values, counts)
+    digests = hashes.digests([raw.items for _, _, raw in prefixes if raw is not None])
     found: tuple[int, RawPrefix] | None = None
     for _, length, raw in prefixes:
         matched = raw is not None and digests.get(raw.items) == raw.digest
@@ -189,6 +260,65 @@ def matching(
     if any(raw is None and length > found[0] for _, length, raw in prefixes):
         return None
     return found[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A request read lately, to read the conversation's next one against
+    (:func:`csum.serve.body.skim`): its scan, its other fields' JSON text
+    (:func:`fields_json`) and the hashes of its first items (:class:`RawHashes`: by
+    count, and the running one of its items but the last)."""
+
+    scanned: ScannedBody = field(repr=False)
+    other: Mapping[str, bytes] = field(repr=False)
+    digests: Mapping[int, str | None]
+    chain: tuple[int, xxhash.xxh3_128] | None = field(default=None, repr=False)
+
+    def digests_for(self, fresh: int) -> dict[int, str | None]:
+        """The hashes still right for a request whose first ``fresh`` items are these."""
+        return {n: digest for n, digest in self.digests.items() if n <= fresh}
+
+
+Scope = tuple[str, str, str | None]
+"""Endpoint, tenant and conversation header of a request."""
+SEEN_PER_SCOPE = 4
+"""Requests remembered per endpoint, tenant and conversation header (conversations
+sharing them: a request is read against each, the longest shared start wins)."""
+SEEN_IN_ALL = 32
+"""Requests a gateway remembers in all (the least recently read goes first)."""
+
+
+class SeenRequests:
+    """The requests of reused or compacted conversations read lately, in memory (a
+    body is held with its parsed form, so a few dozen at most), by scope: endpoint,
+    tenant and conversation header. Thread-safe: the gateway's workers share it."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[tuple[str, str, str | None, int], Seen] = OrderedDict()
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def recent(self, scope: Scope) -> list[tuple[int, Seen]]:
+        """The scope's requests, the most recent first (each with its id)."""
+        with self._lock:
+            found = [
+                (key[3], seen) for key, seen in reversed(self._seen.items()) if key[:3] == scope
+            ]
+        return found[:SEEN_PER_SCOPE]
+
+    def remember(self, scope: Scope, seen: Seen, replaces: int | None) -> None:
+        """Remember ``seen`` in ``scope``, in place of the request of id ``replaces``
+        (the one it was read against: its conversation's older request)."""
+        with self._lock:
+            if replaces is not None:
+                self._seen.pop((*scope, replaces), None)
+            self._count += 1
+            self._seen[(*scope, self._count)] = seen
+            in_scope = [key for key in self._seen if key[:3] == scope]
+            for key in in_scope[: max(0, len(in_scope) - SEEN_PER_SCOPE)]:
+                del self._seen[key]
+            while len(self._seen) > SEEN_IN_ALL:
+                self._seen.popitem(last=False)
 
 
 def spliced(

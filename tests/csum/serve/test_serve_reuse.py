@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cast import lint
 from cast.codecs import anthropic, claude_code
@@ -16,8 +18,9 @@ from cast.codecs import openai_responses as responses
 from csum.config import Budget
 from csum.serve import ServeConfig
 from csum.serve.apis import APIS, Api
-from csum.serve.body import scan
+from csum.serve.body import Skimmed, scan, skim, with_offsets
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
+from csum.serve.limits import RefusedError
 from csum.stores import MemoryStore, RedisStore, SummaryStore
 from tests.conftest import CLAUDE_CODE, CORPUS, TAUBENCH, needs
 
@@ -364,3 +367,176 @@ async def test_a_translated_request_is_compacted_in_the_clients_own_api() -> Non
     )
     assert within.kind is OutcomeKind.WITHIN_BUDGET
     assert within.payload == {"model": "gpt-4o", "messages": history[:3]}
+
+
+# -- a request read against the conversation's last one (csum.serve.body.skim) ----------
+
+
+class Skimming(Counted):
+    """A Counted Rewriter that counts the requests read against an earlier one."""
+
+    skimmed = 0
+
+    def _scanned(self, request: Any) -> Any:
+        scanned, known = super()._scanned(request)
+        self.skimmed += known is not None
+        return scanned, known
+
+
+def skim_checked(body: bytes, earlier: list[bytes], list_key: str) -> Skimmed | None:
+    """``skim`` of ``body`` against ``earlier``, checked to read what ``scan`` reads."""
+    scans = [with_offsets(scan(e, list_key, 100, 20_000), e, list_key) for e in earlier]
+    got = skim(body, scans, list_key, 20_000)
+    if got is not None:
+        assert got.scanned == scan(body, list_key, 100, 20_000)
+    return got
+
+
+@needs(CLAUDE_CODE)
+def test_skim_reads_what_scan_reads_on_a_real_claude_code_session() -> None:
+    requests = claude_code_requests(CLAUDE_CODE / "claudecode_spotter_8463c716.json", 60)
+    for n in range(len(requests) - 3):
+        for later in (n + 1, n + 3):
+            got = skim_checked(requests[later], [requests[n]], "messages")
+            assert got is not None, (n, later)
+            # the item before the new ones lost its marker (when it had one): parsed
+            # again, the earlier ones not
+            assert len(json.loads(requests[n])["messages"]) - 1 <= got.fresh
+        skim_checked(requests[n], [requests[n + 1]], "messages")  # shorter: read as scan reads
+
+
+@needs(CODEX)
+def test_skim_reads_what_scan_reads_on_a_real_codex_session() -> None:
+    requests = codex_requests(80)
+    for n in range(1, len(requests) - 1):
+        got = skim_checked(requests[n + 1], [requests[0], requests[n]], "input")
+        assert got is not None
+        assert got.earlier == 1  # the one it shares the longest start with
+        assert got.fresh == len(json.loads(requests[n])["input"])  # all but the new
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=6,
+)
+ITEMS = st.lists(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": JSON_VALUES})
+    | st.integers(),
+    max_size=5,
+)
+SEPARATORS = st.sampled_from([(",", ":"), (", ", ": "), (" ,", " :")])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    head=st.dictionaries(st.sampled_from(["model", "system", "tools"]), JSON_VALUES),
+    items=ITEMS,
+    added=ITEMS,
+    edit=st.sampled_from(["none", "marker", "item", "tools", "model", "spacing", "digits"]),
+    separators=SEPARATORS,
+    list_first=st.booleans(),
+)
+def test_skim_reads_what_scan_reads_or_nothing(
+    head: dict[str, Any],
+    items: list[Any],
+    added: list[Any],
+    edit: str,
+    separators: tuple[str, str],
+    list_first: bool,
+) -> None:
+    """A later body with items added and one edit of any kind: skim reads it as scan
+    does, or gives up (never a different reading)."""
+
+    def body(messages: list[Any], fields: dict[str, Any], spacing: tuple[str, str]) -> bytes:
+        payload = (
+            {"messages": messages, **fields} if list_first else {**fields, "messages": messages}
+        )
+        return json.dumps(payload, separators=spacing).encode()
+
+    earlier = body(items, head, separators)
+    later_items, later_head, spacing = (
+        json.loads(json.dumps([*items, *added])),
+        dict(head),
+        separators,
+    )
+    if edit == "marker" and later_items and isinstance(later_items[0], dict):
+        later_items[0]["cache_control"] = {"type": "ephemeral"}
+    elif edit == "item" and later_items:
+        later_items[0] = {"role": "user", "content": "edited"}
+    elif edit in ("tools", "model"):
+        later_head[edit] = ["changed"]
+    elif edit == "spacing":
+        spacing = (", ", ": ") if separators == (",", ":") else (",", ":")
+    elif edit == "digits" and items and isinstance(items[-1], int):
+        later_items[len(items) - 1] = items[-1] * 10 + 7  # the new text runs on
+    got = skim_checked(body(later_items, later_head, spacing), [earlier], "messages")
+    if edit == "none":
+        assert got is not None
+        assert got.fresh >= len(items) - 1
+
+
+def test_skim_counts_roles_as_a_full_scan_does() -> None:
+    earlier = dumps({"messages": [{"role": "user", "content": "a"}]})
+    later = dumps({"messages": [{"role": "user", "content": "a"}] * 4})
+    with pytest.raises(RefusedError) as refused:
+        skim(
+            later,
+            [with_offsets(scan(earlier, "messages", 100, 3), earlier, "messages")],
+            "messages",
+            3,
+        )
+    assert refused.value.status == 413
+
+
+def _mark_early(payload: dict[str, Any]) -> None:
+    """A cache marker on the first turn with content blocks (the client moved one)."""
+    for item in payload["messages"]:
+        if isinstance(item["content"], list):
+            item["content"][0]["cache_control"] = {"type": "ephemeral"}
+            return
+
+
+def _unchanged(payload: dict[str, Any]) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("change", "skims"),
+    [
+        pytest.param(_unchanged, True, id="grown"),
+        pytest.param(_mark_early, True, id="marker-moved-early"),
+        pytest.param(lambda p: p.update(tools=[*TOOLS, {"name": "W"}]), False, id="tools"),
+        pytest.param(lambda p: p["system"][0].update(text="Other."), False, id="system"),
+        pytest.param(None, False, id="whitespace"),
+    ],
+)
+async def test_a_request_is_read_against_the_last_one_only_where_the_same(
+    compacted: tuple[list[bytes], int], change: Any, skims: bool
+) -> None:
+    """Grown or with a marker moved, a request is read against the conversation's last
+    one; with other tools, another system prompt or other whitespace it is read whole;
+    either way the body sent is the full path's."""
+    requests, budget = compacted
+    fast = Skimming(config(budget), MemoryStore())
+    full = Counted(config(budget), MemoryStore(), fast=False)
+    n = -1
+    for request in requests:
+        n += 1
+        await full.rewrite(MESSAGES, request, None)
+        if (await fast.rewrite(MESSAGES, request, None)).kind is OutcomeKind.REUSED:
+            break
+    if change is None:
+        changed = json.dumps(json.loads(requests[n + 1]), indent=1).encode()
+    else:
+        changed = edited(requests[n + 1], change)
+    before = fast.skimmed
+    got = await fast.rewrite(MESSAGES, changed, None)
+    want = await full.rewrite(MESSAGES, changed, None)
+    assert fast.skimmed == before + skims
+    assert (got.kind, got.body, got.bytes_after) == (want.kind, want.body, want.bytes_after)
+    # and the next request goes as the full path sends it too
+    following = edited(requests[n + 2], change or _unchanged)
+    got = await fast.rewrite(MESSAGES, following, None)
+    want = await full.rewrite(MESSAGES, following, None)
+    assert (got.kind, got.body) == (want.kind, want.body)
