@@ -42,9 +42,10 @@ of an attribute, verbatim. A request's entries hold every part the prompt shows,
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import attrgetter
 from typing import Final
 
 import xxhash
@@ -370,30 +371,26 @@ def _image_placeholder(part: ImagePart) -> str:
     return label
 
 
-@dataclass(frozen=True, slots=True)
-class _Tags:
-    """The structure tags of one prompt, formatted once with its marker."""
-
-    mark: str
-    text: tuple[str, str]
-    reasoning: tuple[str, str]
-    call_end: str
-    result_end: str
-    message_end: str
-
-    @classmethod
-    def with_mark(cls, mark: str) -> _Tags:
-        return cls(
-            mark=mark,
-            text=(f"<text{mark}>", f"</text{mark}>\n"),
-            reasoning=(f"<reasoning{mark}>", f"</reasoning{mark}>\n"),
-            call_end=f"</tool_call{mark}>\n",
-            result_end=f"</tool_result{mark}>\n",
-            message_end=f"</message{mark}>\n",
-        )
-
-
 _ROLE_NAMES = {role: role.value for role in Role}
+_SIZE: Callable[[Message], int] = attrgetter("size")
+
+
+class _Tags:
+    """The structure tags of one prompt, formatted once with its marker (a plain class:
+    made once per prompt, a frozen dataclass cost more than the tags)."""
+
+    def __init__(self, mark: str) -> None:
+        self.mark = mark
+        self.text = (f"<text{mark}>", f"</text{mark}>\n")
+        self.reasoning = (f"<reasoning{mark}>", f"</reasoning{mark}>\n")
+        self.message_start = {r: f'<message{mark} role="{v}">\n' for r, v in _ROLE_NAMES.items()}
+        """A message's opening tag, by role."""
+        self.call_start = f"<tool_call{mark}"
+        self.result_start = f"<tool_result{mark}"
+        self.call_end = f"</tool_call{mark}>\n"
+        self.result_end = f"</tool_result{mark}>\n"
+        self.message_end = f"</message{mark}>\n"
+
 
 _RawEntry = tuple[str, str, str, str, str]
 """An entry as plain fields: (kind, content, name, call_id, args)."""
@@ -458,104 +455,123 @@ def _source_message(source: _Source) -> RequestMessage:
 _PLAIN_NAME = re.compile(r'[^"&<>]*')
 
 
-def _append_name(out: list[str], name: str, mark: str) -> int:
-    """Close an opening tag with the tool's name: as an attribute when it holds no markup
-    character (every real tool name), else verbatim in a ``<name>`` element after the
-    tag. Returns the structure tags it wrote."""
-    if _PLAIN_NAME.fullmatch(name):
-        out.append(f' name="{name}">')
-        return 0
-    out.append(f">\n<name{mark}>")
-    out.append(name)
-    out.append(f"</name{mark}>\n")
-    return 2
-
-
 class _Aliases:
     """Short aliases linking results to their calls, numbered while rendering: a tool
     result whose call (same id and name) comes earlier in the prompt is rendered with
     the alias alone, so a long provider call id (``toolu_...``) and the tool's name
-    appear once per pair. Both tags get an empty slot in the output, filled once every
-    link is known (aliases number the linked calls in prompt order)."""
+    appear once per pair. The opening of both tags is a slot in the output, completed
+    once every link is known (aliases number the linked calls in prompt order)."""
 
-    __slots__ = ("calls", "latest", "linked", "results")
+    __slots__ = ("calls", "latest", "names", "results", "tags")
 
-    def __init__(self) -> None:
+    def __init__(self, tags: _Tags) -> None:
+        self.tags = tags
         self.latest: dict[tuple[str, str], int] = {}
         self.calls: list[int] = []
         """The output slot of each call, by call number."""
         self.results: list[tuple[int, int]] = []
         """(output slot, call number) of each linked result."""
-        self.linked: set[int] = set()
+        self.names: dict[str, tuple[str, int]] = {}
+        """The end of a tag naming each tool (:meth:`named`), once per tool."""
 
-    def call(self, out: list[str], call_id: str, name: str, mark: str) -> int:
-        """Open a tool call's tag (its alias slot, id and name); the tags it wrote."""
+    def named(self, name: str) -> tuple[str, int]:
+        """The end of an opening tag naming the tool, and the structure tags it holds:
+        an attribute when the name holds no markup character (every real tool name),
+        else the name verbatim in a ``<name>`` element after the tag."""
+        found = self.names.get(name)
+        if found is None:
+            mark = self.tags.mark
+            if _PLAIN_NAME.fullmatch(name):
+                found = (f' name="{name}">', 0)
+            else:
+                found = (f">\n<name{mark}>{name}</name{mark}>\n", 2)
+            self.names[name] = found
+        return found
+
+    def call(self, out: list[str], call_id: str, name: str, args: str) -> int:
+        """Append a tool call (its tag's opening is the alias slot); the structure tags
+        it wrote."""
+        tags = self.tags
         self.latest[(call_id, name)] = len(self.calls)
-        out.append(f"<tool_call{mark}")
         self.calls.append(len(out))
-        out.append("")  # the alias, when a result links to this call
-        out.append(f' id="{_attr(call_id)}"')
-        return _append_name(out, name, mark)
+        out.append(tags.call_start)
+        end, count = self.names.get(name) or self.named(name)
+        if len(args) <= _SHORT:  # _append_content, inlined: once per call
+            out.append(f' id="{_attr(call_id)}"{end}{args}{tags.call_end}')
+        else:
+            out += (f' id="{_attr(call_id)}"{end}', args, tags.call_end)
+        return 2 + count
 
-    def result(self, out: list[str], call_id: str, name: str, mark: str) -> int:
-        """Open a tool result's tag: the alias of its call when one is shown above, else
-        its id and name; the tags it wrote beyond its own."""
+    def result(self, out: list[str], call_id: str, name: str, content: str) -> int:
+        """Append a tool result: the alias of its call when one is shown above (the
+        tag's opening is then a slot), else its id and name; the structure tags it
+        wrote."""
+        tags = self.tags
         call = self.latest.get((call_id, name))
         if call is None:
-            out.append(f'<tool_result{mark} id="{_attr(call_id)}"')
-            return _append_name(out, name, mark)
-        self.linked.add(call)
-        out.append(f'<tool_result{mark} n="')
+            end, count = self.names.get(name) or self.named(name)
+            opening = f'{tags.result_start} id="{_attr(call_id)}"{end}'
+            _append_content(out, opening, content, tags.result_end)
+            return 2 + count
         self.results.append((len(out), call))
-        out.append("")  # the alias
-        out.append('">')
-        return 0
+        out.append(tags.result_start)
+        if len(content) <= _SHORT:  # _append_content, inlined: once per result
+            out.append(f"{content}{tags.result_end}")
+        else:
+            out += (content, tags.result_end)
+        return 2
 
     def fill(self, out: list[str]) -> None:
         numbers: dict[int, int] = {}
-        for call in sorted(self.linked):
+        for call in sorted({call for _, call in self.results}):
             numbers[call] = alias = len(numbers) + 1
-            out[self.calls[call]] = f' n="{alias}"'
+            slot = self.calls[call]
+            out[slot] = f'{out[slot]} n="{alias}"'
         for slot, call in self.results:
-            out[slot] = str(numbers[call])
+            out[slot] = f'{out[slot]} n="{numbers[call]}">'
+
+
+_SHORT = 256
+"""Content up to this many characters is copied into one string with its tags; longer
+content goes in as its own list item, so it is copied once, by the final join (an item
+costs more than copying a short text)."""
+
+
+def _append_content(out: list[str], opening: str, content: str, closing: str) -> None:
+    if len(content) <= _SHORT:
+        out.append(f"{opening}{content}{closing}")
+    else:
+        out += (opening, content, closing)
 
 
 def _render_source(out: list[str], message: _Source, tags: _Tags, aliases: _Aliases) -> int:
     """Append the message, read straight from its parts (the entries are built only when
     read); return how many structure tags (one marker each) it wrote. Its place is the
-    one after the message before in its block, so no index is written."""
-    append = out.append
-    mark = tags.mark
+    one after the message before in its block, so no index is written. Parts are
+    dispatched on their exact class (a message holds no subclass of these three: cast
+    sizes parts by exact class), any other through :func:`_other_entry`."""
     count = 2
     source = message[2]
-    append(f'<message{mark} role="{_ROLE_NAMES[source.role]}">\n')
+    out.append(tags.message_start[source.role])
     for part in source.parts:
-        if isinstance(part, ToolResult):
-            count += 2 + aliases.result(out, part.tool_call_id, part.name, mark)
-            append(part.content)
-            append(tags.result_end)
+        if type(part) is ToolResult:
+            count += aliases.result(out, part.tool_call_id, part.name, part.content)
             continue
-        if isinstance(part, TextPart | ToolCall):
+        if type(part) is ToolCall or type(part) is TextPart:
             reasoning = part.reasoning
             if reasoning is not None and reasoning.content:
                 count += 2
-                append(tags.reasoning[0])
-                append(reasoning.content)
-                append(tags.reasoning[1])
-        if isinstance(part, TextPart):
-            count += 2
-            append(tags.text[0])
-            append(part.text)
-            append(tags.text[1])
-        elif isinstance(part, ToolCall):
-            count += 2 + aliases.call(out, part.id, part.name, mark)
-            append(part.arguments)
-            append(tags.call_end)
+                _append_content(out, tags.reasoning[0], reasoning.content, tags.reasoning[1])
+            if type(part) is ToolCall:
+                count += aliases.call(out, part.id, part.name, part.arguments)
+            elif type(part) is TextPart:
+                count += 2
+                _append_content(out, tags.text[0], part.text, tags.text[1])
         elif (other := _other_entry(part)) is not None:
             count += 2
-            kind, content = other[0], other[1]
-            append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
-    append(tags.message_end)
+            kind, content, mark = other[0], other[1], tags.mark
+            out.append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
+    out.append(tags.message_end)
     return count
 
 
@@ -574,8 +590,8 @@ def _render(
     if focus:
         out.append(f"<{FOCUS_TAG}{mark}>{focus}</{FOCUS_TAG}{mark}>\n")
         expected = 2
-    tags = _Tags.with_mark(mark)
-    aliases = _Aliases()
+    tags = _Tags(mark)
+    aliases = _Aliases(tags)
     section = ""
     for message in messages:
         if message[0] != section:
@@ -636,7 +652,7 @@ def summary_request(
     # The marker must occur in no content. Rather than searching every text first,
     # render, then check that the marker occurs exactly as often as the structure
     # tags that carry it (it contains no "<" or ">", so it cannot straddle a tag).
-    sizes = ":".join(f"{len(block)},{sum(m.size for m in block)}" for _, block in blocks)
+    sizes = ":".join(f"{len(block)},{sum(map(_SIZE, block))}" for _, block in blocks)
     focus_text = focus or ""
     mark = _marker(sizes, 0)
     prompt, expected = _render(case, focus_text, mark, messages)
