@@ -20,7 +20,7 @@ import pytest
 import cast.cli
 import csum.cli
 import csum.handlers
-from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, diagnose
+from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, TextPart, diagnose
 from cast._lint import lint
 from cast.chainio import decode_chain
 from csum.clearing import CLEARED_PREFIX
@@ -436,7 +436,10 @@ def test_summarize_for_anthropic_writes_text_summaries(csum_cli: Callable[..., R
     after = _strict(json.loads(result.out), "anthropic")
     names = [call.name for m in after for call in m.tool_calls]
     assert SUMMARIZATION_TOOL_NAME not in names
-    assert any(m.text.startswith("**summarized content:**") for m in after)
+    # placed for Anthropic (csum._placement): a text part, in a user turn when an
+    # assistant turn follows it
+    texts = [p.text for m in after for p in m.parts if isinstance(p, TextPart)]
+    assert any(text.startswith("**summarized content:**") for text in texts)
 
 
 def _example_payload() -> Any:
