@@ -16,15 +16,15 @@ the same messages and summary give the same bytes, so the prefix stays byte-stab
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 import regex
 
-from cast import Message, Role, TextPart, ToolCall, ToolResult
+from cast import Message, Role
 from cast.internals import utf8_len
+from csum._message_text import message_strings
 from csum._salience import LINE_CAP, reads_alike, tokens_of_lines
 from csum.archive import split_archive_line
 
@@ -58,47 +58,12 @@ def _read(text: str) -> str:
     return text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:]
 
 
-def _json_strings(value: object) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _json_strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _json_strings(item)
-
-
-def _argument_strings(arguments: str) -> list[str]:
-    """The string values of a tool call's JSON arguments: what the agent passed, not the
-    tool's parameter names (``filePath``, ``old_string``: the same in every call, never
-    a fact); the raw arguments when they are not JSON."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return [arguments]
-    return list(_json_strings(value))
-
-
-def _fact_texts(message: Message) -> list[str]:
-    """The texts facts are read from: text parts, tool results, call argument values."""
-    out: list[str] = []
-    for part in message.parts:
-        if type(part) is TextPart:
-            out.append(part.text)
-        elif type(part) is ToolCall:
-            out.extend(_argument_strings(part.arguments))
-        elif type(part) is ToolResult:
-            out.append(part.content)
-    return out
-
-
 def message_facts(message: Message) -> list[str]:
     """The salient tokens of ``message`` in their order, each once: paths, URLs, named
     numbers, ids (:mod:`csum._salience`) and code identifiers, read from its texts,
     tool results and the values (not the names) of its calls' arguments."""
     seen: dict[str, None] = {}
-    for text in _fact_texts(message):
+    for text in message_strings(message, argument_values=True):
         body = _read(text)
         lines = [" ".join(line[:LINE_CAP].split()) for line in body.splitlines()]
         for found in tokens_of_lines([line for line in lines if line]):

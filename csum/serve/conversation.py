@@ -443,31 +443,29 @@ class ConversationStates:
         """The states stored as ``data`` (a single-state record of version 1 reads as
         one state; another version as none). Raises ``ValueError`` for a damaged
         record."""
-        record = json.loads(data.decode("utf-8", "surrogatepass"))
-        if isinstance(record, dict) and record.get("v") == STATES_VERSION:
-            states = record.get("states")
-            if not isinstance(states, list):
-                raise ValueError("damaged conversation states: bad states field")
-            found = [ConversationState.from_record(s) for s in states[:STATES_PER_KEY]]
-            return cls(tuple(s for s in found if s is not None))
-        single = ConversationState.from_record(record)
-        return cls(() if single is None else (single,))
+        found = [ConversationState.from_record(s) for s in _stored_states(data)]
+        return cls(tuple(s for s in found if s is not None))
+
+
+def _stored_states(data: bytes) -> list[Any]:
+    """The state records stored as ``data`` (at most :data:`STATES_PER_KEY`; a record
+    of version 1 is one state). Raises ``ValueError`` for a damaged record."""
+    record = json.loads(data.decode("utf-8", "surrogatepass"))
+    if isinstance(record, dict) and record.get("v") == STATES_VERSION:
+        states = record.get("states")
+        if not isinstance(states, list):
+            raise ValueError("damaged conversation states: bad states field")
+        return states[:STATES_PER_KEY]
+    return [record]
 
 
 def raw_prefixes(data: bytes) -> list[tuple[int, int, RawPrefix | None]]:
     """(index, ``prefix_len``, raw prefix) of each state stored as ``data``, read
     without decoding the chains they sent. Raises ``ValueError`` for a damaged
     record."""
-    record = json.loads(data.decode("utf-8", "surrogatepass"))
-    if isinstance(record, dict) and record.get("v") == STATES_VERSION:
-        states = record.get("states")
-        if not isinstance(states, list):
-            raise ValueError("damaged conversation states: bad states field")
-    else:
-        states = [record]
     out: list[tuple[int, int, RawPrefix | None]] = []
     index = 0
-    for state in states[:STATES_PER_KEY]:
+    for state in _stored_states(data):
         if not isinstance(state, dict) or state.get("v") not in (1, STATE_VERSION):
             continue
         count = state.get("n")
