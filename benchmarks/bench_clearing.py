@@ -9,7 +9,7 @@ the same run, garbage collector on.
    ``--repeat``), next to the same pass with an empty gist (the placeholder pass before
    placeholders had a gist) and a full parse of the same chain (the cost every
    compaction already pays). Linear: the time per message stays flat as the chain grows.
-3. The gist alone (:func:`csum._gist.gist`) on every text of the gist gate
+3. The gist alone (:func:`csum.clearing.gist`) on every text of the gist gate
    (:mod:`benchmarks.gist_gate`: the corpus's tool results and arguments, synthetic
    texts), CPU microseconds per text, least and mean of ``--repeat``.
 
@@ -42,8 +42,7 @@ import csum.clearing
 from benchmarks.shared_corpus import CLAUDE_CODE
 from cast import Message, Role, ToolCall, ToolResult, parse_chain
 from csum import Clearing, Compactor
-from csum._gist import gist
-from csum.clearing import clear_tool_results
+from csum.clearing import clear_tool_results, gist
 
 LENGTHS = (100, 1_000, 10_000)
 
@@ -247,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def gist_texts(repeat: int) -> None:
-    """Section 3: :func:`csum._gist.gist` over the gate's texts, by size."""
+    """Section 3: :func:`csum.clearing.gist` over the gate's texts, by size."""
     from benchmarks.gist_gate import texts
 
     try:

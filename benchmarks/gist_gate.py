@@ -1,4 +1,4 @@
-"""The byte-identical gate of the clearing gist (:func:`csum._gist.gist`): a digest of
+"""The byte-identical gate of the clearing gist (:func:`csum.clearing.gist`): a digest of
 its outputs.
 
 A change meant to make the gist faster without changing what it writes must leave every
@@ -32,7 +32,7 @@ import xxhash
 from benchmarks.digest_gate import record_or_check
 from benchmarks.policies.corpus import CLAUDE_CODE_FOLDER, OPENAI_FOLDER, find_corpus, load_folder
 from cast import ToolCall, ToolResult
-from csum._gist import gist
+from csum.clearing import gist
 
 __all__ = ["DIGEST_PATH", "LIMITS", "digest", "texts"]
 

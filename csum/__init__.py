@@ -34,9 +34,7 @@ summary per section, concurrent, the last section rotated.
 
 from types import ModuleType as _ModuleType
 
-from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum._retry import RetryPolicy
-from csum._robust import HandlerLedger, RobustHandler, is_transient, split_request
 from csum.archive import ArchiveHit, HistoryArchive
 from csum.cache import SummaryCache
 from csum.compaction import CompactionResult
@@ -59,10 +57,16 @@ from csum.errors import (
     SummarizationError,
 )
 from csum.events import CompactionEvent, CompactionReason, otel_listener
-from csum.plan import EARLIER_CONVERSATION_TEXT
+from csum.plan import EARLIER_CONVERSATION_TEXT, SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
-from csum.request import SummarizeHandler
+from csum.request import (
+    HandlerLedger,
+    RobustHandler,
+    SummarizeHandler,
+    is_transient,
+    split_request,
+)
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.summarizer import Summarizer, SummaryResult
 from csum.tokens import (

@@ -9,7 +9,7 @@ then the questions and tool results), in the room the summary's share leaves
 (:func:`with_fact_memory`). An earlier summary being folded again is one of the
 replaced messages, so its facts carry over while room is left, behind the newer ones.
 
-Generic: tokens are read by their shape (:mod:`csum._salience`, plus code identifiers:
+Generic: tokens are read by their shape (:mod:`csum.clearing`, plus code identifiers:
 ``snake_case``, ``camelCase``, ``Dotted.names``, ``a::b``), never by a tool's name. Pure:
 the same messages and summary give the same bytes, so the prefix stays byte-stable.
 """
@@ -25,8 +25,8 @@ import regex
 from cast import Message, Role
 from cast.internals import utf8_len
 from csum._message_text import message_strings
-from csum._salience import LINE_CAP, reads_alike, tokens_of_lines
 from csum.archive import split_archive_line
+from csum.clearing import LINE_CAP, reads_alike, tokens_of_lines
 
 __all__ = ["FACT_SHARE", "MEMORY_HEADER", "fact_memory", "message_facts", "with_fact_memory"]
 
@@ -60,7 +60,7 @@ def _read(text: str) -> str:
 
 def message_facts(message: Message) -> list[str]:
     """The salient tokens of ``message`` in their order, each once: paths, URLs, named
-    numbers, ids (:mod:`csum._salience`) and code identifiers, read from its texts,
+    numbers, ids (:mod:`csum.clearing`) and code identifiers, read from its texts,
     tool results and the values (not the names) of its calls' arguments."""
     seen: dict[str, None] = {}
     for text in message_strings(message, argument_values=True):

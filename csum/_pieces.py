@@ -1,7 +1,7 @@
 """A summary of more than one bounded prompt can hold: the messages are cut into pieces
 whose prompts fit ``max_bytes``, each piece is summarized, then the summaries are merged.
 
-Why not render one prompt and split it (as :class:`~csum._robust.RobustHandler` does
+Why not render one prompt and split it (as :class:`~csum.request.RobustHandler` does
 for prompts it is handed): a prompt is one Python string holding every message it
 summarizes verbatim, at 2 or 4 bytes per character once one character of it is beyond
 Latin-1 or the BMP, and a handler copies it again while reading it. On a 100 MB chain
@@ -28,11 +28,10 @@ import anyio
 
 from cast import ImagePart, Message, Role, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
-from csum._calls import HandlerCalls
 from csum._fit import fit_joined
 from csum._gather import gather
-from csum._robust import _books, _cut_message, _head
 from csum.prompt import INSTRUCTIONS, SummaryRequest, summary_request
+from csum.request import HandlerCalls, _books, _cut_message, _head
 
 __all__ = ["Piece", "prompt_bound", "split_into_pieces", "summarize_in_pieces"]
 

@@ -53,7 +53,7 @@ class SummaryStyle:
     target: ProviderProfile | None = None
     allow_growth: bool = True
     _floor: dict[BodyPairType, int] = field(default_factory=dict, compare=False, repr=False)
-    """Sizes of empty summary pairs by kind (:func:`csum._pairs.summary_floor`'s cache)."""
+    """Sizes of empty summary pairs by kind (:func:`csum.assemble.summary_floor`'s cache)."""
 
     @property
     def needs_reasoning_content(self) -> bool:

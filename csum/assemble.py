@@ -1,38 +1,52 @@
-"""The assembly stage of a compaction: the compacted chain, made to fit.
-
-The summarized part is replaced by the summary pair (and the frozen and pinned pairs
-carried verbatim), placed where the kept part starts: after the kept question when the
-cut falls inside a turn, else in a first turn of its own opened by
-:data:`~csum.plan.EARLIER_CONVERSATION_TEXT`. When the result exceeds the limit, frozen
-summaries go first (oldest first), then the summary is cut to the longest prefix that
-fits, keeping its archive line. When not even an empty summary fits, the summarized
-part goes if that brings the chain within the limit; when the system prompt and the
-newest turn alone exceed it (the floor), it still gets a summary of at most
-:data:`FLOOR_SUMMARY_BYTES`: turns are never dropped without one for nothing.
-"""
+"""The assembly stage of a compaction: the summary pair built and put where the kept part
+starts, the chain made to fit; Anthropic cache points at the end of its stable prefix;
+and the summaries placed where a target that merges same-role turns takes them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from cast import (
+    AnyPart,
     BodyPair,
     BodyPairType,
     ChainAST,
     Header,
+    IdTemplate,
     Message,
+    ProviderPart,
+    ProviderProfile,
     Role,
     Section,
     TextPart,
 )
-from csum._pairs import summary_pair
 from csum._style import SummaryStyle
 from csum._summary_ids import unique_summary_ids
 from csum.archive import split_archive_line
-from csum.plan import EARLIER_CONVERSATION_TEXT, Plan
+from csum.clearing import changed_positions, edited
+from csum.plan import (
+    EARLIER_CONVERSATION_TEXT,
+    SUMMARIZED_CONTENT_PREFIX,
+    Plan,
+    is_breakpoint,
+)
 
-__all__ = ["FLOOR_SUMMARY_BYTES", "Assembled", "Assembler"]
+__all__ = [
+    "EPHEMERAL",
+    "FLOOR_SUMMARY_BYTES",
+    "MAX_BREAKPOINTS",
+    "Assembled",
+    "Assembler",
+    "add_breakpoints",
+    "breakpoints",
+    "placed_for",
+    "summary_floor",
+    "summary_pair",
+    "unplaced",
+    "with_breakpoints",
+]
 
 FLOOR_SUMMARY_BYTES = 512
 """Largest summary a compaction over the floor writes (the system prompt and the newest
@@ -189,3 +203,219 @@ def _kind(summarized: Sequence[Message]) -> BodyPairType:
     if any(m.role is Role.AI and m.tool_calls for m in summarized):
         return BodyPairType.SUMMARIZATION
     return BodyPairType.COMPLETION
+
+
+def summary_pair(
+    text: str,
+    kind: BodyPairType,
+    summarized: list[Message],
+    *,
+    id_template: IdTemplate,
+    keep_reasoning: bool,
+    seed: str,
+    style: SummaryStyle | None = None,
+    before_human: bool = False,
+) -> BodyPair:
+    """The pair replacing ``summarized``: a prefixed COMPLETION or a SUMMARIZATION pair.
+
+    With ``keep_reasoning`` (last sections only) a summary of pairs whose tool calls
+    carried reasoning gets the fake Gemini signature and the first reasoning text part
+    in front of its call. A ``style`` with a target provider shapes the pair for that
+    provider instead (see :mod:`csum._style`: a plain-text summary where a tool call
+    could be refused); ``before_human`` says a human message follows the pair.
+    """
+    if style is None:
+        style = SummaryStyle(id_template)
+    if (before_human and style.completion_before_human()) or style.text_summaries():
+        kind = BodyPairType.COMPLETION
+    if kind is BodyPairType.COMPLETION:
+        return style.completion(SUMMARIZED_CONTENT_PREFIX + text)
+    pair = BodyPair.summarization(
+        text,
+        id_template=id_template,
+        fake_signature=style.fake_signature(summarized, keep_reasoning),
+        reasoning_message=style.reasoning_message(summarized, keep_reasoning),
+        seed=f"{seed}\x1f{text}",
+    )
+    return style.with_reasoning_content(pair) if style.needs_reasoning_content else pair
+
+
+def summary_floor(style: SummaryStyle, kind: BodyPairType) -> int:
+    """The size of a summary pair of this kind and style with an empty summary:
+    replacing fewer bytes can only grow the chain (cached on the style)."""
+    size = style._floor.get(kind)
+    if size is None:
+        pair = summary_pair(
+            "",
+            kind,
+            [],
+            id_template=style.id_template,
+            keep_reasoning=False,
+            seed="",
+            style=style,
+        )
+        size = style._floor[kind] = pair.size
+    return size
+
+
+# -- cache points ----------------------------------------------------------------------------
+
+MAX_BREAKPOINTS: Final = 4
+"""Anthropic's limit of ``cache_control`` blocks per request."""
+EPHEMERAL: Final = '{"type":"ephemeral"}'
+_PROVIDER: Final = "anthropic"
+_KIND: Final = "cache_control"
+
+
+def breakpoints(messages: Sequence[Message]) -> int:
+    """How many cache points the chain holds."""
+    return sum(1 for m in messages for p in m.parts if is_breakpoint(p))
+
+
+def add_breakpoints(messages: list[Message], anchors: Sequence[int]) -> tuple[list[Message], int]:
+    """``messages`` with a cache point at the end of each anchor message (by index, in
+    priority order) that has none there yet, while the chain stays within
+    :data:`MAX_BREAKPOINTS`; (chain, how many were added). The input is not changed."""
+    room = MAX_BREAKPOINTS - breakpoints(messages)
+    out = messages
+    added = 0
+    seen: set[int] = set()
+    for index in anchors:
+        if room <= 0:
+            break
+        if index in seen or not 0 <= index < len(messages):
+            continue
+        seen.add(index)
+        message = out[index]
+        if not message.parts or is_breakpoint(message.parts[-1]):
+            continue
+        if message.role is Role.AI and not _markable_ai(message):
+            continue
+        if out is messages:
+            out = list(messages)
+        point = ProviderPart(provider=_PROVIDER, kind=_KIND, data=EPHEMERAL)
+        out[index] = Message.from_parts(message.role, (*message.parts, point))
+        room -= 1
+        added += 1
+    return out, added
+
+
+def _markable_ai(message: Message) -> bool:
+    # An AI message whose last part is reasoning alone would put the point on a
+    # thinking block, which the API refuses: mark only text or tool calls.
+    last = message.parts[-1]
+    text = getattr(last, "text", None)
+    return text is None or bool(text)
+
+
+def with_breakpoints(
+    ast: ChainAST, anchors: Sequence[int], measure: Callable[[ChainAST], int], limit: int
+) -> ChainAST:
+    """``ast`` with cache points at the end of the messages at ``anchors`` (positions in
+    priority order, as :func:`add_breakpoints` places them); ``ast`` itself when the
+    points would push it over ``limit`` (as ``measure`` counts) while it fits."""
+    messages = ast.to_messages()
+    marked, added = add_breakpoints(messages, anchors)
+    if not added:
+        return ast
+    out = edited(ast, changed_positions(messages, marked))
+    if measure(out) > limit >= measure(ast):
+        return ast
+    return out
+
+
+# -- placement for a target that merges same-role turns ----------------------------------------
+
+
+def _is_summary_part(part: object) -> bool:
+    return (
+        type(part) is TextPart
+        and part.reasoning is None
+        and part.text.startswith(SUMMARIZED_CONTENT_PREFIX)
+    )
+
+
+def _is_text_summary(message: Message) -> bool:
+    """A COMPLETION summary turn of csum's (a final cache point aside)."""
+    parts = message.parts
+    if len(parts) == 2 and is_breakpoint(parts[1]):
+        parts = parts[:1]
+    return message.role is Role.AI and len(parts) == 1 and _is_summary_part(parts[0])
+
+
+def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> list[Message]:
+    """``messages`` with their text summaries where ``target`` takes them (see the
+    module docstring); for a target that does not merge same-role turns, and for
+    summaries a user turn follows, ``messages`` come back as they are (a new list)."""
+    if target is None or not target.merges_same_role:
+        return list(messages)
+    out: list[Message] = []
+    run: list[Message] = []
+    for message in messages:
+        if _is_text_summary(message):
+            run.append(message)
+            continue
+        if run and message.role is Role.AI:
+            parts = tuple(part for summary in run for part in summary.parts)
+            if out and out[-1].role is Role.HUMAN:
+                out[-1] = out[-1].evolve(parts=(*out[-1].parts, *parts))
+            else:
+                out.append(Message.from_parts(Role.HUMAN, parts))
+        else:
+            out.extend(run)
+        run = []
+        out.append(message)
+    out.extend(run)
+    return out
+
+
+def _summary_tail(parts: Sequence[AnyPart]) -> int:
+    """Where the placed summaries at the end of a human message's ``parts`` start (each
+    a summary text, perhaps followed by its cache point); ``len(parts)`` for none."""
+    start = len(parts)
+    while start:
+        text = start - 2 if is_breakpoint(parts[start - 1]) else start - 1
+        if text < 0 or not _is_summary_part(parts[text]):
+            break
+        start = text
+    return start
+
+
+def _summary_pairs(parts: Sequence[AnyPart]) -> tuple[BodyPair, ...]:
+    """The summary pairs the placed ``parts`` came from, one per summary text."""
+    groups: list[list[AnyPart]] = []
+    for part in parts:
+        if _is_summary_part(part):
+            groups.append([part])
+        else:  # a summary's cache point
+            groups[-1].append(part)
+    return tuple(BodyPair.build(Message.from_parts(Role.AI, group)) for group in groups)
+
+
+def unplaced(ast: ChainAST) -> ChainAST:
+    """``ast`` with the summaries :func:`placed_for` moved into a user turn back in the
+    reference shape: their own pairs before the AI message that follows them. A human
+    message made of summaries alone (after tool results) goes; one that holds the
+    user's words keeps them. ``ast`` itself when it holds no placed summary."""
+    out: list[Section] = []
+    changed = False
+    for section in ast.sections:
+        human = section.header.human_message
+        cut = len(human.parts) if human is not None else 0
+        if human is not None and section.body:
+            cut = _summary_tail(human.parts)
+        if human is None or cut == len(human.parts):
+            out.append(section)
+            continue
+        pairs = _summary_pairs(human.parts[cut:])
+        if cut:
+            header = section.header.evolve(human_message=human.evolve(parts=human.parts[:cut]))
+            out.append(Section.build(header, (*pairs, *section.body)))
+        elif out and section.header.system_message is None:  # after tool results
+            before = out.pop()
+            out.append(before.evolve(body=(*before.body, *pairs, *section.body)))
+        else:
+            out.append(section)
+            continue
+        changed = True
+    return ChainAST.build(out) if changed else ast

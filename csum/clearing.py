@@ -1,69 +1,68 @@
-"""The clearing stage: old tool results become one-line placeholders, with no handler call.
-
-Bulky tool output (file listings, logs, pages read) is most of an agent's chain and the
-least of what it needs later. Before anything is summarized, the Compactor replaces the
-results of old tool uses (all but the newest ``keep``) with a placeholder naming the
-tool, the call id and the original size, and, when a history archive is configured,
-the archive reference of the original (the ``recall`` tool brings it back whole)::
-
-    [cleared tool result: "bash" call "toolu_01", 48213 bytes] [archived: 3f9c0a1b2c3d4e5f]
-    gist: $ pytest -q | FAILED tests/test_io.py::test_read - OSError: [Errno 5] | 3 failed
-
-The second line is the result's gist (:mod:`csum._gist`): its first line and its most
-salient lines (errors, paths, identifiers, numbers) in at most ``GIST_BYTES`` (160), so
-the facts that lived only in an old result are not all gone without an archive.
-The chain stays valid for every provider: each call keeps its result (same id, same
-name), only the content shrinks. Results are cleared oldest first, and only as many as
-bring the chain to ``keep_units``, in one pass when the Compactor compacts: between
-compactions nothing old changes, so the payload's prefix stays byte-stable for the
-provider's prompt cache (:mod:`csum.compactor`).
-
-A placeholder is recognized only when a result's whole content is exactly the text
-this module renders for that result's tool name and call id (the gist, a function of
-the original, is only checked for its form: one line of at most ``GIST_BYTES``), so a
-result can forge one only by being no larger than a placeholder with its gist (and then
-there was little to clear).
-The options follow the providers' own terms (Anthropic ``clear_tool_uses_20250919``
-and ``clear_thinking_20251015``, LangChain ``ClearToolUsesEdit``).
-"""
+"""The clearing stage: old tool results become one-line placeholders (tool, call id,
+size, archive reference, a gist of salient lines), with no handler call; and the edits
+of a parsed chain by message position the Compactor's stages make."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Final
+from itertools import islice
+from typing import TYPE_CHECKING, Final
+
+import regex
 
 from cast import (
     SUMMARIZATION_TOOL_NAME,
     AnyPart,
+    BodyPair,
     ChainAST,
+    Header,
     Message,
     ProviderPart,
     Role,
+    Section,
     TextPart,
     ToolCall,
     ToolResult,
 )
 from cast.internals import utf8_len
-from csum._chain_edits import changed_positions, edited
-from csum._gist import GIST_BYTES, gist
 from csum.archive import EventSink, HistoryArchive, archive_line, message_reference
-from csum.config import Clearing
+
+if TYPE_CHECKING:
+    from csum.config import Clearing
 
 __all__ = [
+    "ANSI",
     "ARGUMENT_GIST_BYTES",
     "CLEARED_ARGUMENTS_KEY",
     "CLEARED_PREFIX",
+    "ERROR_LINE",
+    "EXCERPT_BYTES",
+    "GIST_BYTES",
     "GIST_PREFIX",
+    "GIST_SEPARATOR",
+    "LINE_CAP",
+    "LIST_MARK",
+    "WEIGHTS",
     "ClearingPass",
+    "changed_positions",
     "clear_chain",
     "clear_evicted",
     "clear_tool_results",
+    "edited",
+    "error_words",
+    "excerpt",
+    "gist",
+    "inserted",
     "is_cleared",
     "placeholder",
+    "reads_alike",
+    "tokens",
+    "tokens_of_lines",
 ]
 
 CLEARED_PREFIX: Final = "[cleared tool result: "
@@ -71,6 +70,10 @@ CLEARED_PREFIX: Final = "[cleared tool result: "
 CLEARED_ARGUMENTS_KEY: Final = "cleared_arguments_bytes"
 """The one key of a cleared call's arguments: ``{"cleared_arguments_bytes": 1234}``."""
 
+GIST_BYTES: Final = 160
+"""The most a gist takes, in UTF-8 bytes (separators included)."""
+GIST_SEPARATOR: Final = " | "
+"""Between the gist's lines (a gist is one line)."""
 GIST_PREFIX: Final = "gist: "
 """How a placeholder's second line, the result's gist, starts."""
 
@@ -449,3 +452,331 @@ def _result_groups(
 
 def _is_cache_point(part: AnyPart) -> bool:
     return isinstance(part, ProviderPart) and part.kind == _CACHE_CONTROL
+
+
+# -- the gist of a result ----------------------------------------------------------------
+
+_MAX_LINES: Final = 4000  # lines of a result that are read from its start ...
+_HEAD_CHARS: Final = 32_768  # ... within its first characters, of a result longer than
+_TAIL_CHARS: Final = 8_192  # these two, with the lines of its end (a log's outcome)
+_PIECE: Final = 72  # bytes of one line, at most (longer lines: the words around a fact)
+
+
+def gist(text: str, limit: int = GIST_BYTES) -> str:
+    """The gist of ``text`` in at most ``limit`` UTF-8 bytes ("" when nothing fits)."""
+    if limit <= 0:
+        return ""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for raw in _read(text):
+        start = raw[:LINE_CAP]
+        if "[" in start:  # every colour code holds one
+            start = ANSI.sub("", start)
+        line = " ".join(LIST_MARK.sub("", start).split())
+        if line and line not in seen:
+            seen.add(line)
+            lines.append(line)
+    if not lines:
+        return ""
+    facts = tokens_of_lines(lines)  # read once: ranking and trimming use them
+    errors = error_words(lines)
+    weights = [
+        (WEIGHTS["error"] if error is not None else 0.0) + sum(WEIGHTS[kind] for _, kind in found)
+        for found, error in zip(facts, errors, strict=True)
+    ]
+    ranked = sorted((i for i in range(1, len(lines)) if weights[i] > 0), key=lambda i: -weights[i])
+    chosen: dict[int, str] = {}
+    used = 0
+    for index in (0, *ranked):
+        if chosen and limit - used <= len(GIST_SEPARATOR):
+            break  # full: no piece (at least one byte) fits after a separator
+        piece = _piece(lines[index], facts[index], errors[index])
+        cost = utf8_len(piece) + (len(GIST_SEPARATOR) if chosen else 0)
+        if used + cost > limit:
+            continue
+        chosen[index] = piece
+        used += cost
+    return GIST_SEPARATOR.join(chosen[i] for i in sorted(chosen))
+
+
+def _read(text: str) -> list[str]:
+    """The lines of ``text`` the gist reads: of a huge result its first lines (those
+    whole within :data:`_HEAD_CHARS`) and its last (within :data:`_TAIL_CHARS`), so the
+    cost of a gist is bounded and a long log's outcome is read too."""
+    if len(text) <= _HEAD_CHARS + _TAIL_CHARS:
+        return list(islice(text.splitlines(), _MAX_LINES))
+    head = text[:_HEAD_CHARS].splitlines()[:-1]  # the last one may be cut
+    tail = text[-_TAIL_CHARS:].splitlines()[1:]  # the first one may be cut
+    return head[:_MAX_LINES] + tail
+
+
+def _piece(line: str, found: list[tuple[str, str]], error: str | None) -> str:
+    """``line`` within :data:`_PIECE` bytes: whole, or the words around its first error
+    word, else its first fact (``found``: its facts)."""
+    if utf8_len(line) <= _PIECE:
+        return line
+    token = error if error is not None else found[0][0] if found else line.split(maxsplit=1)[0]
+    piece = excerpt(line, token)[:_PIECE]
+    while utf8_len(piece) > _PIECE:
+        piece = piece[:-1]
+    return piece
+
+
+# -- salience: the facts on a line (shared with the fact guard) ----------------------------
+
+LINE_CAP: Final = 2000
+"""Characters of a line that are read (longer lines: their start)."""
+EXCERPT_BYTES: Final = 72
+"""Bytes of an excerpt around a fact, at most."""
+
+_URL = regex.compile(r"https?://[^\s<>\"'`)\]]{3,200}")
+_PATH = regex.compile(
+    r"(?<![\w/.-])(?:[\w.~-]{0,60}/){1,12}[\w.-]{1,80}(?::\d{1,6}){0,2}"
+    r"|(?<![\w/.-])[\w-]{1,60}\.[A-Za-z][A-Za-z0-9]{0,6}(?::\d{1,6}){1,2}"
+)
+_MIXED = regex.compile(r"(?<![\w.-])(?=[\w.-]{0,80}\d)(?=[\w.-]{0,80}[A-Za-z])\w[\w.-]{2,80}")
+_VERSION = regex.compile(r"(?<![\w.])v?\d{1,4}(?:\.\d{1,6}){1,3}(?![\w.])")
+_HASH = regex.compile(r"(?<!\w)[0-9a-f]{7,64}(?!\w)")
+_NAMED_NUMBER = regex.compile(
+    r"(?<![\w.])(?:[A-Za-z_][\w-]{1,40}[ \t]{0,3}[:=][ \t]{0,3}\"?-?\$?\d[\d,.]{0,20}"
+    r"|-?\$?\d[\d,.]{0,20}[ \t]?(?:%|[A-Za-z]{1,12}))(?![\w.])"
+)
+_DIGIT = regex.compile(r"\d")  # the same \d as the patterns' (any decimal digit)
+ERROR_LINE: Final = regex.compile(
+    r"\b(?:[A-Z]\w{0,40}(?:Error|Exception)|Traceback|FAILED|FAIL|ERROR|[Ee]rror|failed|"
+    r"fatal|panic|denied|refused|[Nn]o such file|not found|[Cc]annot)\b"
+)
+"""A line that reports a failure."""
+ANSI: Final = regex.compile(r"\x1b?\[[0-9;]{0,12}m")
+"""Colour codes, with or without ESC."""
+LIST_MARK: Final = regex.compile(r"^\s{0,8}(?:[-*+•]|\d{1,3}[.)])\s{1,4}")
+"""A list item's mark at the start of a line."""
+_TRAILING = ".,;:!?\"')]}"
+
+WEIGHTS: Final = {"error": 3.0, "path": 2.5, "url": 2.0, "id": 2.0, "number": 1.5}
+"""What a fact of each kind weighs."""
+
+
+def tokens(line: str) -> list[tuple[str, str]]:
+    """(token, kind) of one line in their order, a token found inside an earlier kind's
+    left out (kinds tried: url, path, number, then ids: version, hash, mixed).
+
+    A kind is tried only when the line holds what every match of it needs (``://`` for
+    a URL, ``/`` or a ``:`` and a digit for a path, a digit for a number, a version or a
+    mixed token): a pattern skipped finds nothing, so the result is the same."""
+    found: list[tuple[int, int, str]] = []
+    for kind, pattern, needed in _needed(line):
+        if not needed:
+            continue
+        for match in pattern.finditer(line):
+            start, end = match.span()
+            while end > start and line[end - 1] in _TRAILING:
+                end -= 1
+            if end - start >= 3 and not any(s <= start and end <= e for s, e, _ in found):
+                found.append((start, end, kind))
+    return [(line[s:e], kind) for s, e, kind in sorted(found)]
+
+
+def _needed(text: str, fast: bool = False) -> tuple[tuple[str, Pattern, bool], ...]:
+    """Each kind's pattern, in order, and whether ``text`` holds what its matches need;
+    with ``fast``, the ``re`` twins where they are faster (:func:`reads_alike`)."""
+    digit = _DIGIT.search(text) is not None
+    return (
+        ("url", _URL, "://" in text),
+        ("path", _FAST_PATH if fast else _PATH, "/" in text or (digit and ":" in text)),
+        ("number", _FAST_NAMED_NUMBER if fast else _NAMED_NUMBER, digit),
+        ("id", _VERSION, digit),
+        ("id", _FAST_HASH if fast else _HASH, True),
+        ("id", _FAST_MIXED if fast else _MIXED, digit),
+    )
+
+
+Pattern = regex.Pattern[str] | re.Pattern[str]
+
+# The standard library's engine runs these patterns about twice as fast. Their syntax
+# means the same in both (possessive and look-around forms, no flags); what may differ is
+# which characters \w and \d take in (``re``: str.isalnum and "_", str.isdecimal;
+# ``regex``: Unicode's word and digit properties, e.g. combining marks). So a twin reads
+# a text only when both engines class every character of it alike (reads_alike).
+_FAST_PATH = re.compile(_PATH.pattern)
+_FAST_NAMED_NUMBER = re.compile(_NAMED_NUMBER.pattern)
+_FAST_HASH = re.compile(_HASH.pattern)
+_FAST_MIXED = re.compile(_MIXED.pattern)
+_WORD, _FAST_WORD = regex.compile(r"\w"), re.compile(r"\w")
+_FAST_DIGIT = re.compile(r"\d")
+_ALIKE: dict[str, bool] = {}
+
+
+def _alike(char: str) -> bool:
+    same = _ALIKE.get(char)
+    if same is None:
+        same = (_WORD.match(char) is None) == (_FAST_WORD.match(char) is None) and (
+            _DIGIT.match(char) is None
+        ) == (_FAST_DIGIT.match(char) is None)
+        if len(_ALIKE) < 65_536:
+            _ALIKE[char] = same
+    return same
+
+
+def reads_alike(text: str) -> bool:
+    """Whether ``re`` and ``regex`` class every character of ``text`` alike as a word
+    character and as a digit (then a pattern using no other class matches the same in
+    both)."""
+    return text.isascii() or all(map(_alike, set(text)))
+
+
+def tokens_of_lines(lines: Sequence[str]) -> list[list[tuple[str, str]]]:
+    """``[tokens(line) for line in lines]`` for lines holding no whitespace but single
+    spaces (as ``" ".join(line.split())`` leaves them), read in one pass per pattern.
+
+    The lines are joined by newlines and each pattern runs once over the whole: no
+    pattern's match holds a newline, and a newline is, like the edge of a string,
+    neither a word character nor one of the characters the patterns look behind or
+    ahead for, so each line's matches are those it has alone."""
+    text, starts = _joined(lines)
+    found: list[list[tuple[int, int, str]]] = [[] for _ in lines]
+    for kind, pattern, needed in _needed(text, reads_alike(text)):
+        if not needed:
+            continue  # as in tokens: what no line holds, no pattern skipped would find
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            while end > start and text[end - 1] in _TRAILING:
+                end -= 1
+            if end - start < 3:
+                continue
+            line_found = found[bisect_right(starts, start) - 1]
+            for s, e, _ in line_found:
+                if s <= start and end <= e:
+                    break
+            else:
+                line_found.append((start, end, kind))
+    return [[(text[s:e], kind) for s, e, kind in sorted(line_found)] for line_found in found]
+
+
+def error_words(lines: Sequence[str]) -> list[str | None]:
+    """The first error word of each line (:data:`ERROR_LINE`), None for a line without
+    one; lines as :func:`tokens_of_lines` takes them, read in one pass."""
+    text, starts = _joined(lines)
+    words: list[str | None] = [None] * len(lines)
+    for match in ERROR_LINE.finditer(text):
+        number = bisect_right(starts, match.start()) - 1
+        if words[number] is None:
+            words[number] = match.group()
+    return words
+
+
+def _joined(lines: Sequence[str]) -> tuple[str, list[int]]:
+    """``lines`` joined by newlines, and where each starts."""
+    starts: list[int] = []
+    at = 0
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    return "\n".join(lines), starts
+
+
+def excerpt(line: str, token: str) -> str:
+    """``token`` with the words around it on ``line``, at most :data:`EXCERPT_BYTES`
+    (the token alone when it is longer), cut between words."""
+    line = " ".join(line.split())
+    if utf8_len(line) <= EXCERPT_BYTES:
+        return line
+    at = line.find(token)
+    if at < 0 or utf8_len(token) >= EXCERPT_BYTES:
+        return token
+    room = EXCERPT_BYTES - utf8_len(token)
+    before = line[max(0, at - (room * 2) // 3) : at]
+    if " " in before and at - len(before) > 0:
+        before = before[before.index(" ") + 1 :]
+    after_room = room - utf8_len(before)
+    after = line[at + len(token) : at + len(token) + max(0, after_room)]
+    if " " in after and at + len(token) + len(after) < len(line):
+        after = after[: after.rindex(" ")]
+    text = (before + token + after).strip()
+    while utf8_len(text) > EXCERPT_BYTES:
+        text = text[:-1]
+    return text
+
+
+# -- edits of a parsed chain by message position ---------------------------------------------
+
+
+def changed_positions(before: list[Message], after: list[Message]) -> dict[int, Message]:
+    """position -> message of ``after`` where it holds another object than ``before``
+    (two lists of the same length: a stage's output of the same chain)."""
+    return {
+        i: new for i, (old, new) in enumerate(zip(before, after, strict=True)) if new is not old
+    }
+
+
+def _header(header: Header, start: int, replaced: Mapping[int, Message]) -> Header:
+    system, human = header.system_message, header.human_message
+    at = start
+    if system is not None:
+        system = replaced.get(at, system)
+        at += 1
+    if human is not None:
+        human = replaced.get(at, human)
+    if system is header.system_message and human is header.human_message:
+        return header
+    return Header.build(system, human)
+
+
+def _pair(pair: BodyPair, start: int, replaced: Mapping[int, Message]) -> BodyPair:
+    ai = replaced.get(start, pair.ai_message)
+    tools = tuple(replaced.get(start + 1 + i, m) for i, m in enumerate(pair.tool_messages))
+    if ai is pair.ai_message and all(
+        a is b for a, b in zip(tools, pair.tool_messages, strict=True)
+    ):
+        return pair
+    return BodyPair.build(ai, tools)
+
+
+def edited(
+    ast: ChainAST, replaced: Mapping[int, Message], dropped: Collection[int] = ()
+) -> ChainAST:
+    """``ast`` with the message at each position of ``replaced`` replaced (by one of the
+    same role that keeps its pair valid) and every body pair whose AI message is at a
+    position of ``dropped`` left out, tool messages included."""
+    if not replaced and not dropped:
+        return ast
+    sections: list[Section] = []
+    position = 0
+    for section in ast.sections:
+        header = _header(section.header, position, replaced) if replaced else section.header
+        position += len(section.header.messages())
+        body: list[BodyPair] = []
+        for pair in section.body:
+            if position not in dropped:
+                body.append(_pair(pair, position, replaced) if replaced else pair)
+            position += 1 + len(pair.tool_messages)
+        same = header is section.header and all(
+            a is b for a, b in zip(body, section.body, strict=False)
+        )
+        if same and len(body) == len(section.body):
+            sections.append(section)
+        else:
+            sections.append(Section.build(header, body))
+    return ChainAST.build(sections)
+
+
+def inserted(ast: ChainAST, position: int, pair: BodyPair) -> ChainAST:
+    """``ast`` with ``pair`` put in at ``position``: in the body of the section whose body
+    spans it (at the end of a body rather than before the next section's header)."""
+    sections = list(ast.sections)
+    start = 0
+    for index, section in enumerate(sections):
+        at = start + len(section.header.messages())
+        end = start + sum(1 + len(p.tool_messages) for p in section.body) + (at - start)
+        if at <= position <= end:
+            body = list(section.body)
+            offset = at
+            slot = 0
+            while offset < position:
+                offset += 1 + len(body[slot].tool_messages)
+                slot += 1
+            body.insert(slot, pair)
+            sections[index] = Section.build(section.header, body)
+            return ChainAST.build(sections)
+        start = end
+    raise ValueError(f"position {position} is in no section's body")

@@ -22,32 +22,52 @@ changes back in its :class:`Outcome`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import xxhash
 
-from cast import BodyPair, BodyPairType, ChainAST, ChainIssue, Message, ToolResult
-from csum._breakpoints import with_breakpoints
-from csum._calls import HandlerCalls
-from csum._chain_edits import edited, inserted
+from cast import (
+    BodyPair,
+    BodyPairType,
+    ChainAST,
+    ChainIssue,
+    Message,
+    Role,
+    TextPart,
+    ToolResult,
+)
 from csum._memory import with_fact_memory
-from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
-from csum._robust import HandlerLedger, RobustHandler, ledger
+from csum._pieces import summarize_in_pieces
+from csum._question_context import question_context
 from csum._style import SummaryStyle
-from csum.archive import HistoryArchive
-from csum.assemble import Assembler
+from csum.archive import (
+    HistoryArchive,
+    Insertion,
+    is_reinserted,
+    own_question,
+    recalled_positions,
+    reinsertion_within,
+)
+from csum.assemble import Assembler, with_breakpoints
 from csum.cache import SummaryCache
-from csum.clearing import ClearingPass, clear_chain, is_cleared
+from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited, inserted, is_cleared
 from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
-from csum.plan import Plan, Planner
-from csum.reinsert import Insertion, question_key, recalled_positions, reinsertion_within
+from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized
+from csum.request import HandlerCalls, HandlerLedger, RobustHandler, ledger
 from csum.store_events import StoreEvent, StoreEventKind
-from csum.summary import kept_after, summarize_plan
 from csum.tokens import Meter
 
-__all__ = ["CompactionResult", "Outcome", "Stages", "summary_key"]
+__all__ = [
+    "CompactionResult",
+    "Outcome",
+    "Stages",
+    "kept_after",
+    "question_key",
+    "summarize_plan",
+    "summary_key",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,3 +538,125 @@ def summary_key(pair: BodyPair) -> str:
     else:
         text = pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX)
     return xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
+
+
+def question_key(messages: Sequence[Message]) -> str | None:
+    """A hash of the last human message's own text (without re-inserted lines, nor the
+    summaries placed after it for the target): which question a keeper's re-insertion
+    looked at last. None without a human message."""
+    human = next((m for m in reversed(messages) if m.role is Role.HUMAN), None)
+    if human is None:
+        return None
+    own = "\x1f".join(
+        p.text
+        for p in human.parts
+        if type(p) is TextPart
+        and not is_reinserted(p)
+        and not p.text.startswith(SUMMARIZED_CONTENT_PREFIX)
+    )
+    return xxhash.xxh3_64_hexdigest(own.encode("utf-8", "surrogatepass"))
+
+
+# -- the summary stage ------------------------------------------------------------------------
+
+
+async def summarize_plan(
+    calls: HandlerCalls,
+    plan: Plan,
+    *,
+    handler: RobustHandler,
+    clearing: Clearing | None,
+    focus: str | None,
+    conversation: tuple[Message, ...] = (),
+    kept: int = 0,
+) -> str:
+    """The summary of what ``plan`` evicts: one prompt when its messages fit the
+    handler's ``max_prompt_bytes`` (the robust handler still splits a prompt their
+    tags make too long), else pieces that fit, merged. With ``clearing``, the handler
+    reads the evicted tool results as their placeholders
+    (:func:`~csum.clearing.clear_evicted`). ``conversation`` and ``kept`` go with the
+    one prompt (:attr:`~csum.prompt.SummaryRequest.conversation`)."""
+    if clearing is not None:
+        plan = _cleared(plan, clearing)
+    limit = handler.max_prompt_bytes
+    evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
+    if limit is not None and evicted > limit:
+        staying, turns = _turns_in_place(plan)
+        text = await summarize_in_pieces(
+            calls,
+            turns,
+            staying=staying,
+            max_bytes=limit,
+            concurrency=handler.max_concurrency,
+            phase="compaction",
+            section=plan.section,
+            focus=focus,
+        )
+        return await calls.archived(text, plan.replaced)
+    context, summarized = _in_chain_order(plan)
+    return await calls.summarize(
+        context,
+        summarized,
+        phase="compaction",
+        section=plan.section,
+        replaced=plan.replaced,
+        focus=focus,
+        conversation=conversation,
+        kept=kept,
+    )
+
+
+def kept_after(chain: ChainAST, plan: Plan) -> int:
+    """How many of ``chain``'s last messages ``plan`` keeps after what it evicts: the
+    kept pairs of its section (with the section's question when the cut is at its
+    start) and every later section. What stays before the cut (the system prompt, the
+    question of the turn the cut falls in, pinned pairs) is not counted: a continuation
+    summary covers it too, as the one prompt gives that question as context."""
+    section = chain.sections[plan.section]
+    kept = sum(1 + len(pair.tool_messages) for pair in section.body[plan.pair :])
+    if plan.pair == 0:
+        kept += len(section.header.messages())
+    return kept + sum(len(later.messages()) for later in chain.sections[plan.section + 1 :])
+
+
+def _cleared(plan: Plan, options: Clearing) -> Plan:
+    """``plan`` with the messages its summary reads cleared (what the archive stores,
+    ``plan.replaced``, stays whole)."""
+    summarized = clear_evicted(plan.summarized, options)
+    if all(a is b for a, b in zip(summarized, plan.summarized, strict=True)):
+        return plan
+    # the turns hold the same messages: each is cleared (and gisted) once
+    done = {id(a): b for a, b in zip(plan.summarized, summarized, strict=True)}
+    turns = [
+        (q, [done[id(m)] if id(m) in done else clear_evicted([m], options)[0] for m in ms])
+        for q, ms in plan.turns
+    ]
+    return replace(plan, summarized=summarized, turns=turns)
+
+
+def _in_chain_order(plan: Plan) -> tuple[list[Message], list[Message]]:
+    """(context, summarized) of one summary prompt: the questions that leave the chain
+    in their place among the turns' messages; the question that stays is context."""
+    staying, turns = _turns_in_place(plan)
+    summarized: list[Message] = []
+    for question, messages in turns:
+        if question is not None:
+            summarized.append(question)
+        summarized.extend(messages)
+    return ([question_context(staying)] if staying is not None else []), summarized
+
+
+def _turns_in_place(plan: Plan) -> tuple[Message | None, list[Turn]]:
+    """(the question that stays, the turns summarized): the question of the turn the cut
+    falls in stays in the chain; the others leave it, each summarized in its place as
+    its own text (:func:`csum.archive.own_question`)."""
+    staying: Message | None = None
+    turns: list[Turn] = []
+    last = len(plan.turns) - 1
+    for index, (question, messages) in enumerate(plan.turns):
+        if question is not None and index == last and plan.pair > 0:
+            staying = question
+            turns.append((None, messages))
+        else:
+            turns.append((None if question is None else own_question(question), messages))
+    return staying, turns

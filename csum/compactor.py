@@ -44,26 +44,30 @@ from types import MappingProxyType
 from typing import Any
 
 import anyio
+from pydantic import ValidationError
 
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    FALLBACK_RESPONSE_CONTENT,
     ChainAST,
     ChainIssue,
     IdTemplate,
     Message,
     ProviderProfile,
+    Role,
     TemplateLike,
+    ToolCall,
+    ToolResult,
     open_with_human,
     parse_chain,
 )
 from csum._append import extends_validly
 from csum._handler_check import check_handler
 from csum._memory import FACT_SHARE
-from csum._pending import pending_tail_calls, without_pending_fillers
-from csum._placement import placed_for, unplaced
-from csum._robust import RobustHandler
 from csum._style import SummaryStyle, summary_style
-from csum.compaction import CompactionResult, Outcome, Stages
+from csum.archive import Insertion
+from csum.assemble import placed_for, unplaced
+from csum.compaction import CompactionResult, Outcome, Stages, question_key
 from csum.config import (
     DEFAULT_CLEARING,
     DEFAULT_SUMMARY_RATIO,
@@ -76,14 +80,15 @@ from csum.config import (
 )
 from csum.events import CompactionEvent, CompactionReason
 from csum.prompt import check_focus
-from csum.reinsert import Insertion, question_key
-from csum.request import Handler
+from csum.request import Handler, RobustHandler
 from csum.store_events import StoreEvent
 from csum.tokens import BYTES_PER_TOKEN, EstimatedTokens, Meter, TokenCounter
 
 __all__ = [
     "Compactor",
+    "pending_tail_calls",
     "summary_bytes",
+    "without_pending_fillers",
 ]
 
 
@@ -546,3 +551,50 @@ def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
     the bound is at least :data:`~csum.config.MIN_SUMMARY_BYTES`."""
     per_unit = 1.0 if budget.unit == "bytes" else BYTES_PER_TOKEN["text"]
     return max(MIN_SUMMARY_BYTES, int(budget.limit * ratio * per_unit))
+
+
+# -- tool calls still pending at the end of a chain -----------------------------------------
+
+
+def pending_tail_calls(messages: Sequence[Message | Mapping[str, Any]]) -> frozenset[str]:
+    """Ids of the calls of the chain's last AI message that no tool message after it
+    answers, when nothing but tool messages follows that AI message; else empty."""
+    answered: set[str] = set()
+    for index in range(len(messages) - 1, -1, -1):
+        item = messages[index]
+        try:
+            message = item if isinstance(item, Message) else Message.model_validate(item)
+        except ValidationError:
+            return frozenset()  # the parser reports the bad message as documented
+        if message.role is Role.TOOL:
+            answered.update(p.tool_call_id for p in message.parts if type(p) is ToolResult)
+            continue
+        if message.role is not Role.AI:
+            return frozenset()
+        calls = {p.id for p in message.parts if type(p) is ToolCall}
+        return frozenset(calls - answered)
+    return frozenset()
+
+
+def without_pending_fillers(
+    messages: list[Message], pending: frozenset[str]
+) -> tuple[list[Message], list[Message]]:
+    """``(kept, removed)``: the trailing fallback results repair gave the ``pending``
+    calls removed (each is a tool message of its own at the end of the chain)."""
+    if not pending:
+        return messages, []
+    end = len(messages)
+    while end > 0 and _is_filler(messages[end - 1], pending):
+        end -= 1
+    return messages[:end], messages[end:]
+
+
+def _is_filler(message: Message, pending: frozenset[str]) -> bool:
+    if message.role is not Role.TOOL or len(message.parts) != 1:
+        return False
+    part = message.parts[0]
+    return (
+        type(part) is ToolResult
+        and part.tool_call_id in pending
+        and part.content == FALLBACK_RESPONSE_CONTENT
+    )

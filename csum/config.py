@@ -25,7 +25,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,8 +34,10 @@ from csum._handler_check import check_handler
 from csum._retry import RetryPolicy
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
-from csum.request import Handler
 from csum.tokens import context_window
+
+if TYPE_CHECKING:
+    from csum.request import Handler
 
 __all__ = [
     "DEFAULT_BUDGET",

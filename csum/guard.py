@@ -43,14 +43,14 @@ import regex
 from cast import Message, Role, ToolCall
 from cast.internals import utf8_len
 from csum._fit import fit_summary
-from csum._salience import ANSI as _ANSI
-from csum._salience import ERROR_LINE as _ERROR_LINE
-from csum._salience import LINE_CAP as _LINE_CAP
-from csum._salience import LIST_MARK as _LIST_MARK
-from csum._salience import WEIGHTS as _WEIGHTS
-from csum._salience import excerpt as _excerpt
-from csum._salience import tokens as _tokens
 from csum.archive import archived_references, split_archive_line
+from csum.clearing import ANSI as _ANSI
+from csum.clearing import ERROR_LINE as _ERROR_LINE
+from csum.clearing import LINE_CAP as _LINE_CAP
+from csum.clearing import LIST_MARK as _LIST_MARK
+from csum.clearing import WEIGHTS as _WEIGHTS
+from csum.clearing import excerpt as _excerpt
+from csum.clearing import tokens as _tokens
 from csum.handlers import summarize_extractive
 from csum.prompt import SummaryRequest, summary_request, text_request
 from csum.request import (

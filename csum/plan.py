@@ -1,33 +1,45 @@
 """The plan stage of a compaction: where the kept part of the chain starts and what the
-one summary takes.
-
-After the mandatory messages (system prompt, current question, newest pair), the
-newest pairs are kept while they fit ``keep_units`` less the summary's reserve;
-everything older goes into the summary, except what is carried verbatim: summaries at
-the depth limit (while they take at most :data:`FROZEN_SHARE` of ``keep_units``),
-pairs holding a pinned message, pinned questions, and questions ``keep_user_messages``
-keeps (within :data:`KEEP_USER_SHARE`). Sizes are read from the AST
-(:class:`~csum.tokens.Meter`).
-"""
+one summary takes (sizes read from the AST); and how a summary pair of csum's is
+recognized."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from cast import BodyPair, ChainAST, Message, Section, TextPart
-from csum._pairs import is_summarized, messages_of
-from csum.reinsert import own_question
-from csum.tokens import Meter
+from cast import (
+    SUMMARIZATION_TOOL_ARGS,
+    SUMMARIZATION_TOOL_NAME,
+    BodyPair,
+    BodyPairType,
+    ChainAST,
+    Message,
+    ProviderPart,
+    Section,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
+from csum.archive import own_question
+
+if TYPE_CHECKING:
+    from csum.tokens import Meter
 
 __all__ = [
     "EARLIER_CONVERSATION_TEXT",
     "FROZEN_SHARE",
     "KEEP_USER_SHARE",
+    "SUMMARIZED_CONTENT_PREFIX",
     "Plan",
     "Planner",
+    "human_of",
+    "is_breakpoint",
     "is_note",
+    "is_summarized",
+    "messages_of",
+    "summary_text",
+    "summary_type",
 ]
 
 EARLIER_CONVERSATION_TEXT: Final = "(The earlier conversation is summarized below.)"
@@ -328,3 +340,97 @@ def _replaced(
             if id(pair) not in frozen_ids:
                 out.extend(pair.messages())
     return out
+
+
+# -- summary pairs ----------------------------------------------------------------------------
+
+SUMMARIZED_CONTENT_PREFIX = "**summarized content:**\n"
+"""Prefix of the text of COMPLETION summary pairs; marks them as already summarized."""
+
+
+def is_summarized(pair: BodyPair) -> bool:
+    """Whether a pair is a summary made by csum, judged by its exact shape, so that a
+    pair that only looks like one is summarized like any other:
+
+    - COMPLETION: one text part, without reasoning, starting with
+      ``SUMMARIZED_CONTENT_PREFIX``;
+    - SUMMARIZATION: an AI message whose only tool call is ``SUMMARIZATION_TOOL_NAME``
+      with exactly ``SUMMARIZATION_TOOL_ARGS``, last, after nothing but reasoning-carrying
+      text parts, answered by one tool message holding one result for that call.
+
+    An AI text that merely starts with the prefix, or a call of a tool that happens to
+    share the summary tool's name, is not a summary.
+    """
+    parts = _without_cache_point(pair.ai_message.parts)
+    if pair.type is BodyPairType.COMPLETION:
+        return (
+            len(parts) == 1
+            and type(parts[0]) is TextPart
+            and parts[0].reasoning is None
+            and parts[0].text.startswith(SUMMARIZED_CONTENT_PREFIX)
+        )
+    if pair.type is not BodyPairType.SUMMARIZATION or len(pair.tool_messages) != 1:
+        return False
+    call = parts[-1]
+    if (
+        type(call) is not ToolCall
+        or call.name != SUMMARIZATION_TOOL_NAME
+        or call.arguments != SUMMARIZATION_TOOL_ARGS
+        or not all(type(p) is TextPart and p.reasoning is not None for p in parts[:-1])
+    ):
+        return False
+    results = _without_cache_point(pair.tool_messages[0].parts)
+    return (
+        len(results) == 1
+        and type(results[0]) is ToolResult
+        and results[0].tool_call_id == call.id
+        and results[0].name == SUMMARIZATION_TOOL_NAME
+    )
+
+
+def _without_cache_point(parts: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``parts`` without a final Anthropic cache point (``Compactor(cache_breakpoints=
+    True)`` marks the end of a summary with one: it is still the summary)."""
+    if len(parts) > 1 and is_breakpoint(parts[-1]):
+        return parts[:-1]
+    return parts
+
+
+def summary_text(pair: BodyPair) -> str | None:
+    """The summary a pair of csum's holds (without the COMPLETION prefix); None when
+    the pair is not one of csum's summaries."""
+    if not is_summarized(pair):
+        return None
+    if pair.type is BodyPairType.COMPLETION:
+        part = pair.ai_message.parts[0]
+        assert type(part) is TextPart
+        return part.text[len(SUMMARIZED_CONTENT_PREFIX) :]
+    result = pair.tool_messages[0].parts[0]
+    assert type(result) is ToolResult
+    return result.content
+
+
+def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:
+    """COMPLETION when every pair is a COMPLETION, else SUMMARIZATION."""
+    if all(p.type is BodyPairType.COMPLETION for p in pairs):
+        return BodyPairType.COMPLETION
+    return BodyPairType.SUMMARIZATION
+
+
+def messages_of(pairs: Sequence[BodyPair]) -> list[Message]:
+    out: list[Message] = []
+    for pair in pairs:
+        out.append(pair.ai_message)
+        out.extend(pair.tool_messages)
+    return out
+
+
+def human_of(section: Section) -> list[Message]:
+    human = section.header.human_message
+    return [] if human is None else [human]
+
+
+def is_breakpoint(part: object) -> bool:
+    """Whether ``part`` is an Anthropic cache point (``cache_control``)."""
+    kind = "cache_control"
+    return type(part) is ProviderPart and part.provider == "anthropic" and part.kind == kind

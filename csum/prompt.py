@@ -62,8 +62,8 @@ from cast import (
     ToolCall,
     ToolResult,
 )
-from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.archive import split_archive_line
+from csum.plan import SUMMARIZED_CONTENT_PREFIX
 
 __all__ = [
     "CONTEXT_TAG",

@@ -1,35 +1,56 @@
-"""The handler contract inside csum: handlers receive the structured request.
-
-The engine builds one :class:`~csum.prompt.SummaryRequest` per summary
-(:func:`~csum.prompt.summary_request`): the prompt text, the entries it was rendered
-from (roles, kinds, tool names and call ids, earlier summaries, archive references, the
-focus) and the conversation the summary was asked in. Every handler csum calls is a
-:class:`RequestHandler`, called with that request: csum's own handlers (the offline
-one, the model handlers, the robust and guarded wrappers) are request handlers, and a
-model handler sends ``request.prompt``.
-
-The public contract stays text: a :data:`SummarizeHandler` (``async (prompt) ->
-summary``) is taken wherever a handler is, and :func:`as_request_handler` adapts it
-once, where it is taken, into a request handler that passes it ``request.prompt``.
-"""
+"""How csum calls a summarize handler: the handler contract (every handler csum calls
+is a :class:`RequestHandler`, taking the structured :class:`~csum.prompt.SummaryRequest`;
+a text handler is adapted once, where it is taken), the calls of one run and their
+books (:class:`HandlerCalls`), and :class:`RobustHandler` (timeout, retries, splitting,
+fallback)."""
 
 from __future__ import annotations
 
+import contextlib
+import random
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
-from typing import TypeAlias
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from functools import partial
+from operator import attrgetter
+from typing import TYPE_CHECKING, TypeAlias
 
+import anyio
+import anyio.lowlevel
+
+from cast import BodyPair, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
+from cast.internals import utf8_len
+from csum._fit import fit_joined, fit_summary
+from csum._gather import unwrapped
 from csum._handler_check import check_handler
-from csum.prompt import SummaryRequest
+from csum._message_text import message_strings
+from csum._retry import RetryPolicy
+from csum.config import Robustness
+from csum.errors import SummarizationError
+from csum.prompt import PromptCase, PromptEntry, SummaryRequest, summary_request, text_request
+from csum.store_events import StoreEvent
+
+if TYPE_CHECKING:
+    from csum.archive import HistoryArchive
+    from csum.cache import SummaryCache
 
 __all__ = [
+    "SUMMARY_FLOOR_BYTES",
     "Handler",
+    "HandlerCalls",
+    "HandlerLedger",
     "RequestHandler",
+    "RobustHandler",
     "SummarizeHandler",
     "SummaryRequest",
     "as_request_handler",
     "check_request",
+    "checked_summary",
+    "is_transient",
+    "ledger",
     "request_handler",
+    "split_request",
 ]
 
 SummarizeHandler: TypeAlias = Callable[[str], Awaitable[str]]
@@ -96,3 +117,548 @@ def as_request_handler(handler: Handler, what: str = "handler") -> RequestHandle
         return await text(request.prompt)
 
     return _FunctionHandler(by_text, str(getattr(text, "__qualname__", None) or repr(text)))
+
+
+# -- the calls of one run ---------------------------------------------------------------------
+
+_SIZE: Callable[[Message], int] = attrgetter("size")
+
+SUMMARY_FLOOR_BYTES = 1024
+"""What a summary may always take, in UTF-8 bytes, whatever it replaces: the bare
+:class:`~csum.Summarizer` cuts an answer larger than both this and what it replaces,
+so a runaway answer adds at most this much per summary (enough for the summary of a
+tiny section); ``Summarizer(summary_floor_bytes=None)`` lifts the bound."""
+
+
+@dataclass
+class HandlerCalls:
+    """Calls the handler for one summarization run and keeps its books.
+
+    ``handler`` is taken as :func:`~csum.request.as_request_handler` makes it (a text
+    handler gets ``request.prompt``). ``limiter`` bounds the calls in flight. A handler
+    exception or a non-``str`` result becomes a :class:`SummarizationError` whose
+    ``__cause__`` is the handler's exception.
+    """
+
+    handler: Handler
+    limiter: anyio.CapacityLimiter | None = None
+    calls: int = 0
+    input_bytes: int = 0
+    output_bytes: int = 0
+    on_call: Callable[[int, int], None] | None = field(default=None, repr=False)
+    max_summary_bytes: int | None = None
+    """Cap of a summary's size in UTF-8 bytes (None: no cap); longer answers are cut."""
+    summary_floor: int | None = None
+    """With it, a summary of messages is also cut to the larger of this and their size
+    (None: no such bound; see :data:`SUMMARY_FLOOR_BYTES`)."""
+    created: list[BodyPair] = field(default_factory=list, repr=False)
+    """The summary pairs made in this run (their ids are made unique at the end)."""
+    cache: SummaryCache | None = field(default=None, repr=False)
+    archive: HistoryArchive | None = field(default=None, repr=False)
+    cache_hits: int = 0
+    events: list[StoreEvent] = field(default_factory=list, repr=False)
+    """What the cache and the archive reported in this run."""
+
+    def __post_init__(self) -> None:
+        self.requests: RequestHandler = as_request_handler(self.handler)
+
+    def adopt(self, pair: BodyPair) -> BodyPair:
+        """Record a summary pair made in this run."""
+        self.created.append(pair)
+        return pair
+
+    async def summarize(
+        self,
+        human_messages: Sequence[Message],
+        ai_messages: Sequence[Message],
+        *,
+        phase: str,
+        section: int,
+        replaced: Sequence[Message] | None = None,
+        focus: str | None = None,
+        conversation: tuple[Message, ...] = (),
+        kept: int = 0,
+    ) -> str:
+        """The summary of the messages; with an archive, it ends naming their batch.
+
+        ``replaced`` is what the summary takes the place of in the chain, archived in
+        that order (default: the AI and tool messages, or the human messages when only
+        they are summarized). ``focus``: what the next step needs (in the prompt).
+        ``conversation`` and ``kept``: the chain the summary is asked in and how many of
+        its last messages stay (:attr:`~csum.prompt.SummaryRequest.conversation`).
+        """
+        request = summary_request(
+            human_messages, ai_messages, focus=focus, conversation=conversation, kept=kept
+        )
+        if replaced is None:
+            replaced = ai_messages if ai_messages else human_messages
+        cap = self.cap_for(replaced)
+        summary = await self.summarize_prompt(request, phase=phase, section=section, cap=cap)
+        return await self.archived(summary, replaced)
+
+    @property
+    def stale_cap(self) -> int | None:
+        """The size over which a lone summary pair found in a chain was not made under
+        this run's bounds (:func:`csum.strategies.is_stale_summary`)."""
+        return self.max_summary_bytes if self.max_summary_bytes is not None else self.summary_floor
+
+    def cap_for(self, replaced: Sequence[Message]) -> int | None:
+        """The size a summary of ``replaced`` is cut to: ``max_summary_bytes``, and with
+        a floor, at most the larger of the floor and what it replaces."""
+        if self.summary_floor is None:
+            return self.max_summary_bytes
+        bound = max(self.summary_floor, sum(map(_SIZE, replaced)))
+        return bound if self.max_summary_bytes is None else min(bound, self.max_summary_bytes)
+
+    async def summarize_prompt(
+        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None = None
+    ) -> str:
+        """The summary of one request: from the cache when it has it (keyed by its
+        prompt text), else the handler's; at most ``cap`` bytes (default:
+        ``max_summary_bytes``)."""
+        cap = self.max_summary_bytes if cap is None else cap
+        if self.cache is None:
+            return await self.call_handler(prompt, phase=phase, section=section, cap=cap)
+        return await self._cached(prompt, phase=phase, section=section, cap=cap)
+
+    async def _cached(
+        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None
+    ) -> str:
+        """The summary from the cache, or from the handler (then stored). A stored
+        summary passes the checks a fresh answer gets (not blank, within ``cap``);
+        one that does not is a miss, reported and replaced."""
+        assert self.cache is not None
+        call = partial(self.call_handler, prompt, phase=phase, section=section, cap=cap)
+
+        def accept(summary: str) -> str | None:
+            if not summary.strip():
+                return "blank"
+            size = utf8_len(summary)
+            if cap is not None and size > cap:
+                return f"{size} bytes, over the {cap} a fresh answer is cut to"
+            return None
+
+        summary, hit = await self.cache.summarize(
+            prompt.prompt, call, emit=self.events.append, accept=accept
+        )
+        self.cache_hits += hit
+        return summary
+
+    async def archived(self, summary: str, replaced: Sequence[Message]) -> str:
+        """With an archive: archive the messages the summary replaces, and return the
+        summary naming their batch. Without one: the summary as it is."""
+        if self.archive is None:
+            return summary
+        line = await self.archive.add_summarized(replaced, self.events.append)
+        return summary if line is None else f"{summary}\n{line}"
+
+    async def call_handler(
+        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None = None
+    ) -> str:
+        """One handler call on ``prompt``, counted; failures become SummarizationError.
+        The answer is cut to ``cap`` bytes (default: ``max_summary_bytes``)."""
+        self.calls += 1
+        self.input_bytes += utf8_len(prompt.prompt)
+        try:
+            if self.limiter is None:
+                result = await self.requests(prompt)
+            else:
+                async with self.limiter:
+                    # The limiter may hand its slot over just as the caller is
+                    # cancelled: do not start a handler call then.
+                    await anyio.lowlevel.checkpoint_if_cancelled()
+                    result = await self.requests(prompt)
+        except anyio.get_cancelled_exc_class() as exc:
+            await _reraise_if_cancelled()  # a real cancellation propagates as such
+            raise SummarizationError(
+                f"the summarize handler raised {type(exc).__name__} although the "
+                "summarizer was not cancelled",
+                section=section,
+                phase=phase,
+            ) from exc
+        except Exception as exc:
+            raise SummarizationError(
+                f"the summarize handler raised {type(exc).__name__}: {exc}",
+                section=section,
+                phase=phase,
+            ) from exc
+        cap = self.max_summary_bytes if cap is None else cap
+        result = checked_summary(result, cap, section, phase)
+        self.output_bytes += utf8_len(result)
+        if self.on_call is not None:
+            self.on_call(self.calls, self.input_bytes)
+        return result
+
+
+async def _reraise_if_cancelled() -> None:
+    """Raise the cancellation again when the caller's scope really is cancelled (anyio
+    delivers it at every checkpoint); return when a handler raised it on its own."""
+    await anyio.lowlevel.checkpoint_if_cancelled()
+
+
+def checked_summary(result: object, max_bytes: int | None, section: int, phase: str) -> str:
+    """The handler's answer, checked: a ``str`` that is not blank, fitted to at most
+    ``max_bytes`` UTF-8 bytes when a cap is set (:func:`csum._fit.fit_summary`: each
+    headed part keeps its first lines, so a long answer does not lose its last parts).
+
+    Fitting, not rejection, for oversized answers: a chatty model still yields a
+    bounded chain. (A summary that would make the chain larger than what it replaces
+    is a separate rule of the summarizer: the original is kept.) Blank answers are a
+    :class:`SummarizationError`: an empty summary would silently lose the section.
+    """
+    if not isinstance(result, str):
+        raise SummarizationError(
+            f"the summarize handler returned {type(result).__name__}, expected str",
+            section=section,
+            phase=phase,
+        )
+    if not result.strip():
+        raise SummarizationError(
+            f"the summarize handler returned an empty summary ({result[:20]!r})",
+            section=section,
+            phase=phase,
+        )
+    if max_bytes is None or utf8_len(result) <= max_bytes:
+        return result
+    return fit_summary(result, max_bytes)
+
+
+# -- the robust handler ------------------------------------------------------------------------
+
+_RETRIED_STATUS = frozenset({408, 409, 425, 429})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a handler failure is worth retrying: timeouts, connection errors,
+    HTTP 408/409/425/429 and 5xx (read from ``status_code`` or ``status``), and errors
+    that say so themselves (``retryable=True``, as :class:`~csum.handlers.HandlerError`)."""
+    if isinstance(exc, TimeoutError | ConnectionError | anyio.BrokenResourceError):
+        return True
+    retryable = getattr(exc, "retryable", None)
+    if isinstance(retryable, bool):
+        return retryable
+    for name in ("status_code", "status"):
+        status = getattr(exc, name, None)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return status in _RETRIED_STATUS or 500 <= status <= 599
+    return False
+
+
+@dataclass
+class HandlerLedger:
+    """What the robust handler did in one run."""
+
+    calls: int = 0
+    """Handler and fallback invocations, retries and chunk calls included."""
+    retries: int = 0
+    timeouts: int = 0
+    fallback_calls: int = 0
+    chunks: int = 0
+    """Pieces prompts were split into (0: no prompt was split)."""
+    merges: int = 0
+    truncated: int = 0
+    """Merges cut at the depth limit."""
+
+
+_LEDGER: ContextVar[HandlerLedger | None] = ContextVar("csum_handler_ledger", default=None)
+
+
+@contextlib.contextmanager
+def ledger() -> Iterator[HandlerLedger]:
+    """Count what robust handlers do inside the ``with`` block (tasks started in it
+    included)."""
+    books = HandlerLedger()
+    token = _LEDGER.set(books)
+    try:
+        yield books
+    finally:
+        _LEDGER.reset(token)
+
+
+def _books() -> HandlerLedger:
+    return _LEDGER.get() or HandlerLedger()
+
+
+class RobustHandler(RequestHandler):
+    """A summarize handler wrapped with timeout, retries, splitting and a fallback: a
+    request handler, as the handler and the fallback are taken
+    (:func:`~csum.request.as_request_handler`).
+
+    ``robustness`` (a :class:`~csum.config.Robustness`, default ``Robustness()``) says
+    how: timeout per call, retry policy, input limit and split depth, calls in flight,
+    fallback. ``transient`` decides which failures are retried (default
+    :func:`is_transient`). ``rng`` seeds the jitter (tests).
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        robustness: Robustness | None = None,
+        *,
+        transient: Callable[[BaseException], bool] = is_transient,
+        rng: random.Random | None = None,
+    ) -> None:
+        # a keeper, the extractive factory: TypeError with the fix
+        self.handler = as_request_handler(handler)
+        if robustness is not None and not isinstance(robustness, Robustness):
+            raise TypeError(
+                f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
+            )
+        self.robustness = Robustness() if robustness is None else robustness
+        fallback = self.robustness.fallback
+        self.fallback = None if fallback is None else as_request_handler(fallback, "fallback")
+        self.transient = transient
+        self.rng = rng if rng is not None else random.Random()
+
+    @property
+    def timeout(self) -> float | None:
+        return self.robustness.timeout
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self.robustness.retry
+
+    @property
+    def max_prompt_bytes(self) -> int | None:
+        return self.robustness.max_prompt_bytes
+
+    @property
+    def max_split_depth(self) -> int:
+        return self.robustness.max_split_depth
+
+    @property
+    def max_concurrency(self) -> int:
+        return self.robustness.max_concurrency
+
+    def __repr__(self) -> str:
+        return f"RobustHandler({self.handler!r}, {self.robustness!r})"
+
+    async def __call__(self, request: SummaryRequest, /) -> str:
+        """The summary of ``request``; its chunks and merges (when its prompt is over
+        ``max_prompt_bytes``) are requests of their own, without its conversation."""
+        return await self._summarize(request, 1)
+
+    async def _summarize(self, job: SummaryRequest, depth: int) -> str:
+        limit = self.max_prompt_bytes
+        if limit is None or utf8_len(job.prompt) <= limit:
+            return await self._call(job)
+        pieces = split_request(job, limit)
+        books = _books()
+        books.chunks += len(pieces)
+        summaries = await self._all(pieces)
+        return await self._merge(summaries, depth)
+
+    async def _all(self, jobs: Sequence[SummaryRequest]) -> list[str]:
+        results: list[str] = [""] * len(jobs)
+        limiter = anyio.CapacityLimiter(self.max_concurrency)
+
+        async def one(index: int) -> None:
+            async with limiter:
+                results[index] = await self._call(jobs[index])
+
+        try:
+            async with anyio.create_task_group() as group:
+                for index in range(len(jobs)):
+                    group.start_soon(one, index)
+        except BaseExceptionGroup as group_error:
+            # the handler's own error, not a group the backend words its own way
+            raise unwrapped(group_error) from None
+        return results
+
+    async def _merge(self, summaries: list[str], depth: int) -> str:
+        if len(summaries) == 1:
+            return summaries[0]
+        limit = self.max_prompt_bytes
+        assert limit is not None
+        books = _books()
+        merged = summary_request([], [Message.ai(text) for text in summaries])
+        if utf8_len(merged.prompt) <= limit:
+            books.merges += 1
+            return await self._call(merged)
+        if depth < self.max_split_depth:
+            books.merges += 1
+            return await self._summarize(merged, depth + 1)
+        books.truncated += 1
+        return fit_joined(summaries, limit)
+
+    async def _call(self, job: SummaryRequest) -> str:
+        try:
+            return await self._attempts(self.handler, job)
+        except Exception as primary:
+            if self.fallback is None:
+                raise
+            _books().fallback_calls += 1
+            try:
+                return await self._attempts(self.fallback, job)
+            except Exception as secondary:  # noqa: BLE001 - raised in the group
+                raise ExceptionGroup(
+                    "the summarize handler and its fallback both failed", [primary, secondary]
+                ) from None
+
+    async def _attempts(self, handler: RequestHandler, job: SummaryRequest) -> str:
+        books = _books()
+        retry = 0
+        while True:
+            books.calls += 1
+            try:
+                if self.timeout is None:
+                    result = await handler(job)
+                else:
+                    with anyio.fail_after(self.timeout):
+                        result = await handler(job)
+            except Exception as exc:
+                if isinstance(exc, TimeoutError):
+                    books.timeouts += 1
+                if retry >= self.retry.max_retries or not self.transient(exc):
+                    raise
+                retry += 1
+                books.retries += 1
+                after = getattr(exc, "retry_after", None)
+                wait = self.retry.delay(
+                    retry, after if isinstance(after, int | float) else None, self.rng
+                )
+                await anyio.sleep(wait)
+                continue
+            if not isinstance(result, str):
+                raise TypeError(
+                    f"the summarize handler returned {type(result).__name__}, expected str"
+                )
+            return result
+
+
+# -- splitting ------------------------------------------------------------------------------
+
+
+def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryRequest]:
+    """Requests of at most ``max_bytes`` UTF-8 bytes of prompt that together hold
+    ``request``'s data, made from its entries: split on message boundaries, each piece
+    keeping the instructions, the focus and (cut to at most a quarter of ``max_bytes``)
+    the context block; a message too large alone is cut inside its texts. A
+    :func:`~csum.prompt.text_request` is cut at line breaks."""
+    if request.case is None:
+        return [text_request(piece) for piece in _split_text(request.prompt, max_bytes)]
+    human_only = request.case is PromptCase.HUMAN_ONLY
+    context = [] if human_only else _cut_context(_messages(request.context), max_bytes // 4)
+    focus = request.focus or None
+
+    def render(chunk: Sequence[Message]) -> SummaryRequest:
+        if human_only:
+            return summary_request(chunk, [], focus=focus)
+        return summary_request(context, chunk, focus=focus)
+
+    base = utf8_len(render([Message.ai("")]).prompt)
+    room = max(512, max_bytes - base - 256)
+    pieces: list[Message] = []
+    for message in _messages(request.summarized):
+        pieces.extend(_cut_message(message, room))
+    out: list[SummaryRequest] = []
+    chunk: list[Message] = []
+    for message in pieces:
+        candidate = render([*chunk, message])
+        if chunk and utf8_len(candidate.prompt) > max_bytes:
+            out.append(render(chunk))
+            chunk = [message]
+        else:
+            chunk.append(message)
+    if chunk:
+        out.append(render(chunk))
+    return out
+
+
+def _messages(entries: Sequence[PromptEntry]) -> list[Message]:
+    """Messages rebuilt from prompt entries (placeholders for images and binaries)."""
+    out: list[Message] = []
+    parts: list[TextPart | ToolCall | ToolResult] = []
+    current: tuple[int, str] | None = None
+
+    def flush() -> None:
+        if current is not None and parts:
+            out.append(Message.from_parts(Role(current[1]), tuple(parts)))
+
+    for entry in entries:
+        key = (entry.message_index, entry.role)
+        if key != current:
+            flush()
+            parts = []
+            current = key
+        if entry.kind == "tool_call":
+            parts.append(ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args))
+        elif entry.kind == "tool_result":
+            parts.append(
+                ToolResult(tool_call_id=entry.call_id, name=entry.name, content=entry.content)
+            )
+        elif entry.kind == "reasoning":
+            parts.append(TextPart(text="", reasoning=Reasoning(content=entry.content)))
+        else:
+            parts.append(TextPart(text=entry.content))
+    flush()
+    return out
+
+
+def _cut_context(messages: list[Message], max_bytes: int) -> list[Message]:
+    """The context's newest messages that fit ``max_bytes``, the oldest kept one cut."""
+    kept: list[Message] = []
+    room = max_bytes
+    for message in reversed(messages):
+        if message.size <= room:
+            kept.append(message)
+            room -= message.size
+            continue
+        if room > 64:
+            kept.append(Message.from_parts(message.role, (TextPart(text=_head(message, room)),)))
+        break
+    kept.reverse()
+    return kept
+
+
+def _head(message: Message, max_bytes: int) -> str:
+    text = "\n".join(message_strings(message))
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+
+
+def _cut_message(message: Message, room: int) -> list[Message]:
+    """``message`` itself when it fits ``room`` bytes, else pieces of its text that do
+    (a cut tool result keeps its call id and name; other parts become text)."""
+    if message.size <= room:
+        return [message]
+    out: list[Message] = []
+    for part in message.parts:
+        if type(part) is ToolResult:
+            text, make = part.content, _result_maker(part)
+        else:
+            text, make = (
+                "\n".join(message_strings(Message.from_parts(message.role, (part,)))),
+                _text_part,
+            )
+        out.extend(Message.from_parts(message.role, (make(p),)) for p in _split_text(text, room))
+    return out
+
+
+def _result_maker(result: ToolResult) -> Callable[[str], TextPart | ToolResult]:
+    def make(piece: str) -> TextPart | ToolResult:
+        return ToolResult(tool_call_id=result.tool_call_id, name=result.name, content=piece)
+
+    return make
+
+
+def _text_part(piece: str) -> TextPart | ToolResult:
+    return TextPart(text=piece)
+
+
+def _split_text(text: str, max_bytes: int) -> list[str]:
+    """``text`` in pieces of at most ``max_bytes`` UTF-8 bytes, cut after a line break
+    where one falls in the second half of a piece."""
+    data = text.encode("utf-8")
+    out: list[str] = []
+    start = 0
+    while start < len(data):
+        end = min(start + max_bytes, len(data))
+        if end < len(data):
+            newline = data.rfind(b"\n", start + max_bytes // 2, end)
+            if newline > 0:
+                end = newline + 1
+            while end > start and (data[end] & 0xC0) == 0x80:  # not inside a character
+                end -= 1
+        out.append(data[start:end].decode("utf-8"))
+        start = end
+    return out or [""]

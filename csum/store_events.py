@@ -1,9 +1,6 @@
-"""What the summary cache and the history archive report: hits, misses, failures.
-
-A store that fails never fails a compaction; it says so here instead. Events reach the
-``on_event`` callback of the cache or archive, and :class:`csum.SummaryResult` keeps the
-events of its run.
-"""
+"""What the stores share: the events the summary cache and the history archive report
+(a store that fails never fails a compaction, it says so here), and the text archive
+search reads in a message."""
 
 from __future__ import annotations
 
@@ -11,7 +8,16 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["StoreEvent", "StoreEventKind", "failure_detail", "redact_credentials"]
+from cast import Message, TextPart, ToolCall, ToolResult
+
+__all__ = [
+    "StoreEvent",
+    "StoreEventKind",
+    "failure_detail",
+    "message_search_text",
+    "redact_credentials",
+    "search_text_of_json",
+]
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/@\s:]*):([^/@\s]*)@")
 """``scheme://user:password@``: the password is what is hidden."""
@@ -76,3 +82,21 @@ class StoreEvent:
 def failure_detail(exc: BaseException) -> str:
     """An exception on one line, for :attr:`StoreEvent.detail`."""
     return redact_credentials(" ".join(f"{type(exc).__name__}: {exc}".split()))
+
+
+def message_search_text(message: Message) -> str:
+    """What search looks at: each text, tool call (name and arguments) and tool result."""
+    lines: list[str] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            lines.append(part.text)
+        elif isinstance(part, ToolCall):
+            lines.append(f"{part.name} {part.arguments}")
+        elif isinstance(part, ToolResult):
+            lines.append(part.content)
+    return "\n".join(lines)
+
+
+def search_text_of_json(body: bytes) -> str:
+    """:func:`message_search_text` of a stored JSON body (what stores index and match)."""
+    return message_search_text(Message.model_validate_json(body))

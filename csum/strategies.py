@@ -9,7 +9,7 @@
 3. QA summarization: when the chain has too many sections or bytes, the oldest sections
    become one summary section followed by the newest sections that fit.
 
-Handler calls go through :class:`csum._calls.HandlerCalls`; results are placed by index
+Handler calls go through :class:`csum.request.HandlerCalls`; results are placed by index
 (:func:`csum._gather.gather`), so the output never depends on which call finished first.
 """
 
@@ -28,21 +28,13 @@ from cast import (
     TextPart,
 )
 from cast.internals import utf8_len
-from csum._calls import HandlerCalls
 from csum._gather import gather
-from csum._pairs import (
-    human_of,
-    is_summarized,
-    messages_of,
-    summary_floor,
-    summary_pair,
-    summary_text,
-    summary_type,
-)
 from csum._style import SummaryStyle
-from csum.archive import split_archive_line
+from csum.archive import own_question, split_archive_line
+from csum.assemble import summary_floor, summary_pair
 from csum.config import SummarizerConfig
-from csum.reinsert import own_question
+from csum.plan import human_of, is_summarized, messages_of, summary_text, summary_type
+from csum.request import HandlerCalls
 
 Style = IdTemplate | SummaryStyle
 """The phases take an id template (reference shape) or a full :class:`SummaryStyle`."""
@@ -280,7 +272,7 @@ async def summarize_qa(
     """Fold the oldest sections into one summary section when over the QA limits.
 
     The folded questions leave the chain without the archived lines re-insertion put
-    back into them (:func:`csum.reinsert.own_question`): those are for the question
+    back into them (:func:`csum.archive.own_question`): those are for the question
     they were added to, and the archive still holds them; summarized or carried again,
     they would fill the QA section with old lines, more at every fold."""
     style = _style(id_template)

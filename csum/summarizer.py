@@ -22,14 +22,13 @@ from cast import (
     TemplateLike,
     parse_chain,
 )
-from csum._calls import SUMMARY_FLOOR_BYTES, HandlerCalls
 from csum._gather import gather
-from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
+from csum.archive import without_recalled
+from csum.compactor import pending_tail_calls, without_pending_fillers
 from csum.config import Stores, SummarizerConfig
-from csum.reinsert import without_recalled
-from csum.request import Handler
+from csum.request import SUMMARY_FLOOR_BYTES, Handler, HandlerCalls
 from csum.store_events import StoreEvent
 from csum.strategies import (
     needs_section_summary,
@@ -110,7 +109,7 @@ class Summarizer:
     (:attr:`SummaryResult.store_events`).
 
     ``summary_floor_bytes`` bounds a runaway answer: a summary larger than both this
-    (default :data:`~csum._calls.SUMMARY_FLOOR_BYTES`, 1 KiB) and what it replaces is
+    (default :data:`~csum.request.SUMMARY_FLOOR_BYTES`, 1 KiB) and what it replaces is
     cut, so it adds at most that much; and a lone summary-shaped pair over the pair
     budget holding more than that was not made under this bound and is summarized as
     ordinary content. ``None`` lifts the bound (the reference behaviour).
@@ -177,7 +176,8 @@ class Summarizer:
         Parses with repair (a chain whose first message is not system/human still raises
         ``ChainError``, which says to use the Compactor), except that tool calls of the
         newest AI message that nothing answers yet are left pending, not given fallback
-        results (``csum._pending``); then runs section summarization and last-section rotation
+        results (``csum.compactor.without_pending_fillers``); then runs section
+        summarization and last-section rotation
         concurrently, then QA summarization when enabled. Raises
         :class:`SummarizationError` when the handler fails; the input is never changed
         and no partial result escapes. ``on_call(calls, input_bytes)`` is told after each

@@ -6,7 +6,7 @@ their subject in the chain sent when they are asked for. Each policy (csum, csum
 QA, the Compactor) runs plain and with a history archive (a SQLite file) whose
 re-insertion appends archived lines about what the newest question names.
 Re-insertion knows nothing of the facts' shapes: it looks up every identifier of the
-question (``csum.reinsert``). Questions the agent asks in a tool call's arguments are
+question (``csum.archive``). Questions the agent asks in a tool call's arguments are
 not a human message, so re-insertion cannot serve them.
 Run: ``python -m benchmarks.policies --reinsert [--seed S] [--steps N]``.
 """

@@ -368,7 +368,7 @@ def render_markdown(suite: SuiteResult, failures: Sequence[str], plots: Sequence
         "(`reinsert_bytes=2048`): archived lines naming what the newest question names "
         "(its identifiers: paths, dotted, snake_case or kebab-case names, ids mixing "
         "letters and digits) are appended to it, ranked and windowed as "
-        "`csum.reinsert` documents; the Compactor takes only the room its budget leaves. "
+        "docs/stores.md documents; the Compactor takes only the room its budget leaves. "
         "It changes the newest question by design, so it does not promise to keep the "
         "newest pair unchanged. The agent's own calls to the recall tool are not "
         "simulated (no model runs).",

@@ -551,7 +551,7 @@ class Rewriter:
         self, request: _Request, read: _Read, sent: list[Message]
     ) -> tuple[bytes, dict[str, Any] | None]:
         """The body sent for the chain ``sent`` (the keeper placed its summaries where the
-        provider takes them: csum._placement), the request's other fields as read; and as
+        provider takes them: csum.assemble), the request's other fields as read; and as
         an object when it is translated next."""
         api = request.api
         encoded = api.encode(sent)

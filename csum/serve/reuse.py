@@ -27,7 +27,7 @@ from typing import Any
 import xxhash
 
 from cast import Message, ProviderProfile, Role, ToolCall, ToolResult
-from csum._placement import placed_for
+from csum.assemble import placed_for
 from csum.config import Budget
 from csum.serve.apis import Api
 from csum.serve.body import ScannedBody

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from csum._search_text import search_text_of_json
+from csum.store_events import search_text_of_json
 from csum.stores._archive_protocol import ArchiveRecord
 from csum.stores._redis_client import DEFAULT_SOCKET_TIMEOUT, RedisBacked
 

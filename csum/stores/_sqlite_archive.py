@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
-from csum._search_text import search_text_of_json
+from csum.store_events import search_text_of_json
 from csum.stores._archive_protocol import ArchiveRecord
 from csum.stores._sqlite_db import DEFAULT_BUSY_TIMEOUT, SQLiteDatabase, write
 

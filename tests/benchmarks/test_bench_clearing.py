@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csum.clearing
 from benchmarks.bench_clearing import no_gist, pass_times, synthetic_turns, tiled
-from csum._gist import gist
+from csum.clearing import gist
 
 
 def test_the_empty_gist_baseline_leaves_the_gist_as_it_was() -> None:

@@ -31,15 +31,17 @@ from csum import (
     recall_tool_definition,
 )
 from csum.archive import (
+    REINSERTED_HEADER,
     ArchiveStore,
     SQLiteArchiveStore,
     archive_line,
     archived_references,
     message_reference,
     message_search_text,
+    question_identifiers,
+    recalled_text,
     split_archive_line,
 )
-from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from store_workers import count_rows, open_at, write_archive
 from tests.csum.test_cache import CountingHandler, corpus_chains
 

@@ -25,12 +25,13 @@ from csum import (
     StoreEventKind,
     Stores,
 )
-from csum._gist import GIST_BYTES, gist
 from csum.archive import archived_references
 from csum.clearing import (
     CLEARED_PREFIX,
+    GIST_BYTES,
     GIST_PREFIX,
     clear_tool_results,
+    gist,
     is_cleared,
     placeholder,
 )
@@ -793,9 +794,9 @@ async def test_cache_breakpoints_mark_the_stable_prefix_within_four() -> None:
     back = anthropic.decode(body)  # carried through the codec, where they were
     assert _points(back) == _points(result.messages)
     # The summary is still read as one (placed in the user turn for Anthropic, read back
-    # by the next call, csum._placement): the next compaction folds it.
+    # by the next call, csum.assemble): the next compaction folds it.
     from csum import is_summarized
-    from csum._placement import unplaced
+    from csum.assemble import unplaced
 
     parsed = unplaced(ChainAST.from_messages(result.messages))
     assert any(is_summarized(p) for s in parsed.sections for p in s.body)

@@ -436,7 +436,7 @@ def test_summarize_for_anthropic_writes_text_summaries(csum_cli: Callable[..., R
     after = _strict(json.loads(result.out), "anthropic")
     names = [call.name for m in after for call in m.tool_calls]
     assert SUMMARIZATION_TOOL_NAME not in names
-    # placed for Anthropic (csum._placement): a text part, in a user turn when an
+    # placed for Anthropic (csum.assemble): a text part, in a user turn when an
     # assistant turn follows it
     texts = [p.text for m in after for p in m.parts if isinstance(p, TextPart)]
     assert any(text.startswith("**summarized content:**") for text in texts)

@@ -27,13 +27,15 @@ from csum import (
     Stores,
 )
 from csum.archive import (
+    REINSERTED_HEADER,
     RedisArchiveStore,
     SQLiteArchiveStore,
     archived_references,
     message_search_text,
+    question_identifiers,
+    recalled_text,
 )
 from csum.config import SUMMARY_ONLY, Clearing, as_budget
-from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
 from redis_server import needs_redis_client
 from tests.csum.test_cache import corpus_chains
 

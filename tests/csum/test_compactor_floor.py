@@ -8,8 +8,8 @@ import pytest
 
 from cast import BodyPair, Message, ToolCall, parse_chain
 from csum import Compactor
-from csum._pairs import is_summarized
 from csum.assemble import FLOOR_SUMMARY_BYTES
+from csum.plan import is_summarized
 
 pytestmark = pytest.mark.anyio
 

@@ -27,8 +27,8 @@ from csum import (
     HistoryArchive,
     Stores,
 )
+from csum.archive import REINSERTED_HEADER, recalled_text
 from csum.config import DEFAULT_RESERVE_RATIO, DEFAULT_SUMMARY_RATIO, LONG_MEMORY
-from csum.reinsert import REINSERTED_HEADER, recalled_text
 from tests.csum.test_compactor_archive import long_chain, question_needing_the_archive, tight
 from tests.csum.test_compactor_summary_size import steps
 from tests.csum.test_compactor_summary_size import summary_texts as summaries

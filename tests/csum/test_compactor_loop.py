@@ -23,8 +23,8 @@ from archive_recall import recall_all
 from cast import ChainAST, Message, Role, lint, port
 from cast.providers import PROVIDERS
 from csum import Budget, Compactor, EstimatedTokens, HistoryArchive, Stores
+from csum.archive import REINSERTED_HEADER, recalled_text, without_recalled
 from csum.config import as_budget
-from csum.reinsert import REINSERTED_HEADER, recalled_text, without_recalled
 from tests.csum.test_agent_loop import ANSWER, HUGE, QUESTION, TOOLS, Agent, newest_pair
 
 TARGETS = sorted(PROVIDERS)

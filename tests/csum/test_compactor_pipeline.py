@@ -15,7 +15,7 @@ from benchmarks.compactor_trace import session_chain, trace_compact, traced_comp
 from cast import Message, ToolCall
 from tests.conftest import CORPUS
 
-STAGES = {"plan.py", "summary.py", "assemble.py", "clearing.py", "reinsert.py", "_breakpoints.py"}
+STAGES = {"plan.py", "compaction.py", "assemble.py", "clearing.py", "archive.py"}
 
 
 def _logs_chain() -> list[Message]:

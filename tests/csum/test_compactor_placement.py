@@ -1,7 +1,7 @@
 """Summaries placed where the target takes them with thinking on (issue #38 item 1, the
 library path): ``Compactor(target=...)`` for a provider that merges same-role turns
 sends a text summary that an AI message follows in the user turn before it, and reads
-its own placed summaries back on the next call (csum._placement)."""
+its own placed summaries back on the next call (csum.assemble)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ from cast import ChainAST, Message, Reasoning, Role, TextPart, ToolCall, lint, p
 from cast.codecs import anthropic, claude_code
 from cast.providers import PROVIDERS
 from csum import Budget, CompactionEvent, Compactor
-from csum._pairs import SUMMARIZED_CONTENT_PREFIX
-from csum._placement import placed_for, unplaced
-from csum.plan import EARLIER_CONVERSATION_TEXT
+from csum.assemble import placed_for, unplaced
+from csum.plan import EARLIER_CONVERSATION_TEXT, SUMMARIZED_CONTENT_PREFIX
 from strategies import valid_chains
 from tests.conftest import CLAUDE_CODE, corpus_files, real_cases
 

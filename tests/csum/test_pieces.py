@@ -20,15 +20,17 @@ from hypothesis import strategies as st
 from cast import FIELD_PART_KINDS, ChainAST, Message, Role, TextPart, ToolCall, ToolResult
 from cast.chainio import decode_chain
 from csum import Compactor, HistoryArchive, Robustness, Stores, SummarizationError, SummaryCache
-from csum._calls import HandlerCalls
 from csum._pieces import prompt_bound, split_into_pieces, summarize_in_pieces
-from csum._robust import ledger
-from csum.archive import archived_references, message_search_text
+from csum.archive import (
+    REINSERTED_HEADER,
+    archived_references,
+    message_search_text,
+    reinserted_part,
+)
 from csum.config import SUMMARY_ONLY
 from csum.handlers import extractive
 from csum.prompt import SummaryRequest, messages_to_prompt
-from csum.reinsert import REINSERTED_HEADER, reinserted_part
-from csum.request import RequestHandler
+from csum.request import HandlerCalls, RequestHandler, ledger
 from csum.stores import open_store
 from tests.conftest import CLAUDE_CODE
 from tests.csum.test_cache import corpus_chains

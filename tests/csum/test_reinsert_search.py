@@ -13,8 +13,7 @@ import pytest
 
 from cast import Message, Role
 from csum import HistoryArchive
-from csum.archive import message_search_text
-from csum.reinsert import REINSERTED_HEADER, question_identifiers, recalled_text
+from csum.archive import REINSERTED_HEADER, message_search_text, question_identifiers, recalled_text
 from tests.csum import test_compactor_archive
 from tests.csum.test_cache import corpus_chains
 

@@ -30,13 +30,11 @@ from cast import (
     ToolResult,
 )
 from csum import Compactor, Robustness, Summarizer, SummarizerConfig
-from csum._calls import HandlerCalls
-from csum._pairs import SUMMARIZED_CONTENT_PREFIX
-from csum._robust import RobustHandler, split_request
 from csum.cache import SummaryCache
 from csum.guard import FactGuard
 from csum.handlers import extractive, summarize_extractive, threaded
 from csum.integrations._history import SummarizerKeeper, default_keeper
+from csum.plan import SUMMARIZED_CONTENT_PREFIX
 from csum.prompt import (
     CONTEXT_TAG,
     MESSAGES_TAG,
@@ -46,7 +44,14 @@ from csum.prompt import (
     summary_request,
     text_request,
 )
-from csum.request import RequestHandler, as_request_handler, request_handler
+from csum.request import (
+    HandlerCalls,
+    RequestHandler,
+    RobustHandler,
+    as_request_handler,
+    request_handler,
+    split_request,
+)
 from csum.stores import MemoryStore
 from tests.csum.test_prompt import shows_the_entries_in_order
 

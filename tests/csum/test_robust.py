@@ -22,9 +22,9 @@ from csum import (
     is_transient,
     split_request,
 )
-from csum._robust import ledger
 from csum.handlers import HandlerError, extractive
 from csum.prompt import summary_request, text_request
+from csum.request import ledger
 
 P = text_request("p")
 

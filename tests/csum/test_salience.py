@@ -1,4 +1,4 @@
-"""The shared salience patterns (:mod:`csum._salience`): reading many lines in one pass
+"""The shared salience patterns (:mod:`csum.clearing`): reading many lines in one pass
 finds, for each line, exactly what reading it alone finds."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csum._salience import ERROR_LINE, error_words, tokens, tokens_of_lines
+from csum.clearing import ERROR_LINE, error_words, tokens, tokens_of_lines
 
 _PIECES = st.sampled_from(
     [

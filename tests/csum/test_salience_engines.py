@@ -1,4 +1,4 @@
-"""The salience patterns' ``re`` twins (csum._salience, csum._memory: a faster engine for
+"""The salience patterns' ``re`` twins (csum.clearing, csum._memory: a faster engine for
 the fact memory and the gist) find the same matches as the ``regex`` patterns on every
 text both engines read alike, and that check refuses the characters they class apart."""
 
@@ -12,16 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cast.codecs import claude_code
-from csum import _memory, _salience
+from csum import _memory, clearing
 from csum._message_text import message_strings
-from csum._salience import reads_alike
+from csum.clearing import reads_alike
 from tests.conftest import CLAUDE_CODE, corpus_files, real_cases
 
 TWINS = [
-    (_salience._PATH, _salience._FAST_PATH),
-    (_salience._NAMED_NUMBER, _salience._FAST_NAMED_NUMBER),
-    (_salience._HASH, _salience._FAST_HASH),
-    (_salience._MIXED, _salience._FAST_MIXED),
+    (clearing._PATH, clearing._FAST_PATH),
+    (clearing._NAMED_NUMBER, clearing._FAST_NAMED_NUMBER),
+    (clearing._HASH, clearing._FAST_HASH),
+    (clearing._MIXED, clearing._FAST_MIXED),
     (_memory._IDENTIFIER, _memory._FAST_IDENTIFIER),
 ]
 

@@ -27,7 +27,6 @@ from csum import (
     Summarizer,
     SummaryCache,
 )
-from csum._robust import ledger
 from csum.cli import main
 from csum.config import (
     DEFAULT_CLEARING,
@@ -40,6 +39,7 @@ from csum.config import (
 )
 from csum.handlers import extractive
 from csum.prompt import text_request
+from csum.request import ledger
 from csum.serve.cli import add_serve_parser, config_from
 from csum.stores import MemoryStore
 

@@ -26,9 +26,9 @@ from cast import (
     TextPart,
 )
 from csum import SUMMARIZED_CONTENT_PREFIX, SummarizationError, SummarizerConfig
-from csum._calls import HandlerCalls
 from csum._gather import gather
-from csum._pairs import is_summarized, summary_type
+from csum.plan import is_summarized, summary_type
+from csum.request import HandlerCalls
 from csum.strategies import (
     exceeds_qa_limits,
     needs_section_summary,

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import partial
 
 from cast import SUMMARIZATION_TOOL_NAME
-from csum._pairs import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers._extractive.calls import (
     _argument_pairs,
     _arguments,
@@ -44,6 +43,7 @@ from csum.handlers._extractive.weights import (
     _RESULT_HEAD,
     WEIGHTS,
 )
+from csum.plan import SUMMARIZED_CONTENT_PREFIX
 from csum.prompt import CONTEXT_TAG, PromptEntry
 
 _HUMAN_ROLES = frozenset({"human", "user"})

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from cast import Message, Role, TextPart, lint, parse_chain
 from cast.codecs import anthropic, claude_code, openai
 from cast.codecs import openai_responses as responses
-from csum._pairs import is_summarized
 from csum.clearing import CLEARED_PREFIX
 from csum.cli import main
 from csum.config import SUMMARY_ONLY, Budget
+from csum.plan import is_summarized
 from csum.serve import INSTALL_HINT, ServeConfig
 from csum.serve.apis import APIS, api_for
 from csum.serve.compaction import OutcomeKind, Rewriter

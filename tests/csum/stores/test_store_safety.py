@@ -587,7 +587,7 @@ def _six_kb_chain() -> list[Message]:
 
 @pytest.mark.anyio
 async def test_a_runaway_answer_adds_at_most_the_floor_per_summary() -> None:
-    from csum._calls import SUMMARY_FLOOR_BYTES
+    from csum.request import SUMMARY_FLOOR_BYTES
 
     chain = _six_kb_chain()
     size = sum(m.size for m in chain)
@@ -645,7 +645,7 @@ async def _ticket_archive(tmp_path: Path) -> HistoryArchive:
 
 def _entries(block: str) -> tuple[str, dict[str, str]]:
     """(marker, entry by quoted text) of a re-inserted block, its framing checked."""
-    from csum.reinsert import REINSERTED_HEADER
+    from csum.archive import REINSERTED_HEADER
 
     header, *entries = block.split("\n")
     assert header.startswith(REINSERTED_HEADER)
@@ -661,8 +661,8 @@ async def test_reinserted_tool_text_stays_a_tools_and_cannot_forge_the_framing(
     tmp_path: Path,
 ) -> None:
     from cast import Role, TextPart
+    from csum.archive import REINSERTED_HEADER, own_question, recalled_text, without_recalled
     from csum.recall import RECALL_TOOL_NAME
-    from csum.reinsert import REINSERTED_HEADER, own_question, recalled_text, without_recalled
 
     archive = await _ticket_archive(tmp_path)
     question = Message.human("What about W123_A9?")
@@ -715,7 +715,7 @@ async def test_reinsertion_is_an_assistant_turn_where_undeclared_tools_are_refus
     tmp_path: Path, target: str
 ) -> None:
     from cast import Role, lint
-    from csum.reinsert import recalled_text, without_recalled
+    from csum.archive import recalled_text, without_recalled
 
     archive = await _ticket_archive(tmp_path)
     asked = [Message.human("hello"), Message.ai("hi"), Message.human("What about W123_A9?")]
@@ -746,7 +746,7 @@ async def test_reinserted_chains_lint_clean_for_every_target(tmp_path: Path, tar
     replaces the earlier block instead of piling blocks up."""
     from cast import Role, lint, port
     from csum import Compactor
-    from csum.reinsert import recalled_text
+    from csum.archive import recalled_text
     from tests.csum.test_clearing import agent_chain
 
     archive = await _ticket_archive(tmp_path)
