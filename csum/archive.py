@@ -88,7 +88,6 @@ EventSink = Callable[[StoreEvent], None]
 
 
 _MESSAGE_JSON: Final = TypeAdapter(Message)
-"""Serializes a message straight to UTF-8 JSON bytes (what stores keep and hash)."""
 
 
 def message_json(message: Message) -> bytes:
@@ -224,12 +223,8 @@ class HistoryArchive:
     async def add_summarized(
         self, messages: Sequence[Message], emit: EventSink | None = None
     ) -> str | None:
-        """Archive what a summary replaces; the line the summary should end with.
-
-        A store failure is reported as an event and gives None: the summary then names
-        no reference (the compaction goes on); so does a store that failed less than
-        ``breaker_seconds`` ago, silently.
-        """
+        """Archive what a summary replaces; the line the summary should end with, or
+        None when the store fails (an event) or is skipped after a failure."""
         if self._store_skipped():
             return None
         try:
@@ -284,10 +279,8 @@ class HistoryArchive:
         max_bytes: int | None = None,
         target: str | ProviderProfile | None = None,
     ) -> list[Message]:
-        """``messages`` with archived lines the last question needs put back (see
-        :func:`csum.archive.reinsert_archived`: a synthetic recall pair, or an
-        assistant turn for a ``target`` that refuses undeclared tool calls); the input
-        list when nothing is."""
+        """``messages`` with archived lines the last question needs put back
+        (:func:`reinsert_archived`)."""
         limit = self.reinsert_bytes if max_bytes is None else max_bytes
         return await reinsert_archived(self, messages, max_bytes=limit, target=target)
 
@@ -299,10 +292,7 @@ class HistoryArchive:
         emit: EventSink | None = None,
         target: str | ProviderProfile | None = None,
     ) -> Insertion | None:
-        """What :meth:`reinsert` would put back into ``messages``, for a keeper that
-        inserts it into its own form of the chain; a store failure is reported as an
-        event and gives None instead of raising (as does a store that failed less than
-        ``breaker_seconds`` ago)."""
+        """What :meth:`reinsert` would put back; None when the store fails (an event)."""
         if self._store_skipped():
             return None
         try:
@@ -315,8 +305,7 @@ class HistoryArchive:
         return time.monotonic() < self._skip_until
 
     def _failed(self, emit: EventSink | None, exc: Exception) -> None:
-        """Report a store failure once and leave the store alone for
-        ``breaker_seconds``."""
+        """Report a store failure once and leave the store alone for ``breaker_seconds``."""
         if self._store_skipped():
             return
         self._skip_until = time.monotonic() + self.breaker_seconds
@@ -343,15 +332,12 @@ _HEADER_TAIL: Final = (
     " quoted from archived messages, not words of this turn; each line starts [{mark}] "
     "(reference, the role it came from)"
 )
-"""The rest of the header line: it says the lines are quotes, and names the marker."""
 _HEADER_MARK = regex.compile(r"each line starts \[([0-9a-f]{8})\] ")
-_MARK_CHARS: Final = 11
-"""Length of an entry's ``[mark] `` prefix (8 hex digits)."""
+_MARK_CHARS: Final = 11  # an entry's "[mark] " prefix
 
 
 def _marker(entries: Sequence[str]) -> str:
-    """A marker occurring in none of ``entries`` (derived from them, so deterministic):
-    archived text cannot imitate an entry's start, as in the summary prompt's tags."""
+    """A marker in none of ``entries`` (derived from them): text cannot imitate an entry."""
     body = "\n".join(entries)
     attempt = 0
     while True:
@@ -362,9 +348,8 @@ def _marker(entries: Sequence[str]) -> str:
 
 
 def reinserted_part(entries: Sequence[str]) -> TextPart:
-    """The text part re-insertion adds for ``entries`` (each ``(reference, role) line``):
-    a header saying these are quotes, then each entry behind a marker no entry holds.
-    An entry is one line: a line break in one is a ``ValueError``."""
+    """The text part re-insertion adds: a header saying these are quotes, then each entry
+    (one line, else ``ValueError``) behind a marker no entry holds."""
     for entry in entries:
         if len(entry.splitlines()) != 1 or "\n" in entry:
             raise ValueError(f"a re-inserted entry is one line: {entry[:40]!r}")
@@ -374,10 +359,8 @@ def reinserted_part(entries: Sequence[str]) -> TextPart:
 
 
 def is_reinserted(part: object) -> bool:
-    """Whether ``part`` is the text re-insertion appended to a question (its archived
-    lines), not the question's own text: its exact shape, a header naming a marker and
-    every further line starting with that marker, which occurs nowhere else in it (so
-    a user's text that merely starts with the header is the user's own)."""
+    """Whether ``part`` is a re-inserted block, by its exact shape: a header naming a
+    marker, every further line starting with that marker, found nowhere else in it."""
     if type(part) is not TextPart or not part.text.startswith(REINSERTED_HEADER):
         return False
     header, _, rest = part.text.partition("\n")
@@ -393,10 +376,8 @@ def is_reinserted(part: object) -> bool:
 
 def own_question(question: Message) -> Message | None:
     """``question`` without the archived lines re-insertion put back into it (None:
-    nothing of its own). A question that leaves the chain is summarized this way: the
-    lines are copies of what the archive holds, put back for that question only, and a
-    summary that kept them would fill with old lines again. ``question`` itself is left
-    as it is; anything but a :class:`~cast.Message` is a ``TypeError``."""
+    nothing of its own): how a question that leaves the chain is summarized. Anything
+    but a :class:`~cast.Message` is a ``TypeError``."""
     if not isinstance(question, Message):
         raise TypeError(f"own_question takes a cast.Message, not {type(question).__name__}")
     parts = tuple(part for part in question.parts if not is_reinserted(part))
@@ -409,8 +390,7 @@ _Item = TypeVar("_Item")
 
 
 def _recall_call(message: object) -> ToolCall | None:
-    """The one ``recall_archived`` call ``message`` is made of (an AI message holding
-    that call and nothing else but its reasoning), else None."""
+    """The one ``recall_archived`` call an AI message is made of (reasoning aside), or None."""
     if type(message) is not Message or message.role is not Role.AI:
         return None
     calls = [p for p in message.parts if type(p) is ToolCall]
@@ -455,10 +435,8 @@ def _is_human(message: object) -> bool:
 
 
 def recalled_positions(messages: Sequence[object]) -> list[int]:
-    """Positions of the messages re-insertion added (the synthetic recall pairs and the
-    assistant turns holding a re-inserted block, by their exact shape), in order. One
-    that stands between two human messages (a question asked right after another) is
-    not among them: taking it out would leave two human messages in a row."""
+    """Positions of the messages re-insertion added (recall pairs, assistant turns holding
+    a block), in order; not one between two human messages (that would join them)."""
     removed: list[int] = []
     kept: object = None  # the last message not taken out
     index = 0
@@ -475,9 +453,8 @@ def recalled_positions(messages: Sequence[object]) -> list[int]:
 
 
 def without_recalled(messages: Sequence[_Item]) -> list[_Item]:
-    """``messages`` without the messages re-insertion added (:func:`recalled_positions`);
-    the same list object when there are none. Anything not a :class:`~cast.Message` (a
-    dict to be parsed) is kept; ``messages`` itself is never changed."""
+    """``messages`` without the messages re-insertion added (the same list when none;
+    anything not a :class:`~cast.Message` is kept)."""
     removed = set(recalled_positions(messages))
     if not removed:
         return messages if isinstance(messages, list) else list(messages)
@@ -500,23 +477,16 @@ def recalled_text(messages: Sequence[Message]) -> str:
 
 
 _TOKEN = regex.compile(r"[\w][\w./:\-]*+")
-"""Candidate identifiers: a word character then word characters and ``./:-`` (possessive,
-so matching is linear in the text)."""
 _KEBAB = regex.compile(r"[^\W\d_]{2,}(?:-[^\W\d_]{2,})+")
-"""Words joined by hyphens (``typing-extensions``, ``drop-oldest``): package, flag and
-CSS names."""
 _MIN_LENGTH = 4
-_SEARCH_LIMIT: Final = 12
-"""Archived messages looked at per identifier (the store's oldest first)."""
-_WINDOW: Final = 400
-"""Characters of a long line kept around a match (a third of the rest before it, two
-thirds after)."""
+_SEARCH_LIMIT: Final = 12  # archived messages looked at per identifier
+_WINDOW: Final = 400  # characters kept around a match (a third before, two thirds after)
 _ELLIPSIS: Final = "…"
 
 
 def _is_identifier(token: str) -> bool:
-    """Whether a token looks like something a model cannot guess: a path, a dotted,
-    snake_case or kebab-case name, or a mix of letters and digits."""
+    """Whether a token is a path, a dotted, snake_case or kebab-case name, or a mix of
+    letters and digits: something a model cannot guess."""
     if len(token) < _MIN_LENGTH:
         return False
     if any(ch in token for ch in "_./:") or ("-" in token and any(c.isdigit() for c in token)):
@@ -552,8 +522,7 @@ def _bounded(identifier: str) -> regex.Pattern[str]:
 
 
 def _span(line: str, start: int, end: int, folded: Sequence[str]) -> tuple[int, int]:
-    """``start:end`` widened to take in the question's other identifiers found in
-    ``line``, nearest first, while the span stays within :data:`_WINDOW` characters."""
+    """``start:end`` widened to the question's other identifiers nearby, within :data:`_WINDOW`."""
     lowered = line.casefold()
     others = sorted(
         (abs(at - start), at, at + len(ident))
@@ -567,8 +536,7 @@ def _span(line: str, start: int, end: int, folded: Sequence[str]) -> tuple[int, 
 
 
 def _window(line: str, start: int, end: int) -> str:
-    """``line`` stripped, or about :data:`_WINDOW` characters of it around
-    ``start:end`` when it is longer, the cuts marked."""
+    """``line`` stripped, or about :data:`_WINDOW` characters around ``start:end``, cuts marked."""
     if len(line) <= _WINDOW:
         return line.strip()
     spare = max(0, _WINDOW - (end - start))
@@ -591,9 +559,7 @@ class _Candidate:
 def _candidates(
     identifier: str, hits: Sequence[ArchiveHit], folded: Sequence[str], chain: str
 ) -> list[_Candidate]:
-    """The lines of ``hits`` that name ``identifier`` as a token, windowed, best first;
-    lines the chain already holds are left out. ``folded``: every question identifier
-    casefolded."""
+    """The lines of ``hits`` naming ``identifier`` as a token, windowed, best first."""
     pattern = _bounded(identifier)
     found: list[_Candidate] = []
     seen: set[str] = set()
@@ -624,8 +590,7 @@ _NAME = regex.compile(r"[^\w.\-]+")
 
 
 def _origin(message: Message, line: str) -> str:
-    """Who said ``line`` in the archived ``message``: ``user``, ``assistant``,
-    ``assistant call NAME`` or ``tool result of NAME`` (a tool's text stays a tool's)."""
+    """Who said ``line`` in ``message`` (a tool's text stays a tool's)."""
     for part in message.parts:
         if isinstance(part, ToolCall) and line in f"{part.name} {part.arguments}":
             return f"assistant call {_NAME.sub('_', part.name)[:64]}"
@@ -659,11 +624,8 @@ async def reinsert_archived(
     max_bytes: int,
     target: str | ProviderProfile | None = None,
 ) -> list[Message]:
-    """``messages`` with the archived lines the last human message needs put back as
-    one block of at most ``max_bytes`` UTF-8 bytes, in the voice ``target`` takes (see
-    the module docstring and :func:`archived_insertion`). Returns ``messages`` itself
-    (as a list, not copied) when nothing is added; never mutates it.
-    """
+    """``messages`` with :func:`archived_insertion` put in (``messages`` itself when
+    nothing is; never mutated)."""
     out = messages if isinstance(messages, list) else list(messages)
     insertion = await archived_insertion(archive, out, max_bytes=max_bytes, target=target)
     return out if insertion is None else insertion.into(out)
@@ -676,15 +638,11 @@ async def archived_insertion(
     max_bytes: int,
     target: str | ProviderProfile | None = None,
 ) -> Insertion | None:
-    """The archived lines the last human message needs, as one block of at most
-    ``max_bytes`` UTF-8 bytes in the voice ``target`` takes: a synthetic recall pair
-    right after the question, or an assistant turn right before it where the target
-    refuses undeclared tool calls. None when nothing goes back.
-
-    A question already served (its recall pair or turn is there) gets nothing more, nor
-    does a question an assistant turn cannot precede (only a system message before it)
-    in the assistant form.
-    """
+    """The archived lines naming the last human message's identifiers (rarest first,
+    ranked, windowed), as one block of at most ``max_bytes`` UTF-8 bytes: a synthetic
+    recall pair right after the question, or an assistant turn right before it where
+    ``target`` refuses undeclared tool calls. None when nothing goes back, or the
+    question was served already."""
     out = messages
     index = _last_human(out)
     if max_bytes <= 0 or index is None:
@@ -719,8 +677,7 @@ async def _chosen_lines(
     identifiers: list[str],
     max_bytes: int,
 ) -> tuple[list[str], list[str]]:
-    """(the archived lines chosen within ``max_bytes``, the identifiers that found any)
-    for the question at ``index``."""
+    """(the lines chosen within ``max_bytes``, the identifiers that found any)."""
     chain = "\n".join(message_search_text(m) for i, m in enumerate(messages) if i != index)
     folded = [ident.casefold() for ident in identifiers]
     lists: list[tuple[int, list[_Candidate]]] = []
@@ -746,9 +703,8 @@ async def reinsertion_within(
     target: str | ProviderProfile | None,
     emit: Callable[[StoreEvent], None],
 ) -> Insertion | None:
-    """A keeper's re-insertion: the archived lines the current question of ``messages``
-    needs, only within ``room`` (what the budget leaves, in its ``unit``, as
-    ``measure`` counts), so the chain still fits. Store failures go to ``emit``."""
+    """A keeper's re-insertion, only within ``room`` (in ``unit``, as ``measure``
+    counts); store failures go to ``emit``."""
     limit = archive.reinsert_bytes
     if unit == "bytes":
         limit = min(limit, room)
@@ -768,8 +724,7 @@ async def reinsertion_within(
 def _recall_pair(
     block: str, identifiers: Sequence[str], profile: ProviderProfile | None
 ) -> tuple[Message, Message]:
-    """A synthetic ``recall_archived`` call (the question's identifiers as its query,
-    an id the target takes, the reasoning it wants on a call) and its result ``block``."""
+    """A synthetic ``recall_archived`` call shaped for the target, and its result ``block``."""
     template = IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE) if profile is None else profile.id_template
     call_id = template.generate(RECALL_TOOL_NAME, seed=block)
     policy = None if profile is None else profile.reasoning
@@ -785,9 +740,7 @@ def _recall_pair(
 
 
 def _share(lists: Sequence[tuple[int, list[_Candidate]]], room: int) -> list[str]:
-    """Entries taken in turns (each list's best, then each one's second best...) while
-    they fit ``room`` bytes (a newline and the marker each); an entry too big is
-    skipped."""
+    """Entries taken in turns (each list's best, then second best...) while they fit."""
     chosen: dict[str, None] = {}
     depth = 0
     while room > 0 and any(depth < len(found) for _, found in lists):

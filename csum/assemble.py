@@ -50,8 +50,7 @@ __all__ = [
 
 FLOOR_SUMMARY_BYTES = 512
 """Largest summary a compaction over the floor writes (the system prompt and the newest
-turn alone exceed the budget): short, but the turns it replaces are never dropped
-without one."""
+turn alone exceed the budget): the turns it replaces are never dropped without one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +104,8 @@ class Assembler:
     def _floor_summary(
         self, ast: ChainAST, plan: Plan, text: str
     ) -> tuple[ChainAST, BodyPair | None]:
-        """Over the budget whatever is summarized (the system prompt and the newest turn
-        are larger): the summarized part still gets a summary, cut to
-        :data:`FLOOR_SUMMARY_BYTES` (at a line end where one is), never left out."""
+        """Over the budget whatever is summarized: a summary cut to
+        :data:`FLOOR_SUMMARY_BYTES` (at a line end where one is), never none."""
         head, line = split_archive_line(text)
         cut = head.encode("utf-8")[:FLOOR_SUMMARY_BYTES].decode("utf-8", "ignore")
         if len(cut) < len(head) and "\n" in cut:
@@ -117,8 +115,7 @@ class Assembler:
     def _longest_fitting(
         self, ast: ChainAST, plan: Plan, text: str, frozen: list[BodyPair]
     ) -> tuple[ChainAST, BodyPair | None] | None:
-        """The chain with the longest prefix of the summary that fits, its archive line
-        kept; None when none does."""
+        """The chain with the longest summary prefix that fits (archive line kept), or None."""
         head, line = split_archive_line(text)
         data = head.encode("utf-8")
         low, high = 0, len(data) - 1
@@ -167,8 +164,7 @@ class Assembler:
 def _placed(
     sections: Sequence[Section], plan: Plan, body: list[BodyPair], own_turn: bool
 ) -> list[Section]:
-    """The sections of the compacted chain: ``body`` (the carried pairs and the summary)
-    where the kept part starts, in a turn of its own or after the kept question."""
+    """The compacted chain's sections: ``body`` where the kept part starts."""
     k, p = plan.section, plan.pair
     system = sections[0].header.system_message
     kept = sections[k]
@@ -216,14 +212,9 @@ def summary_pair(
     style: SummaryStyle | None = None,
     before_human: bool = False,
 ) -> BodyPair:
-    """The pair replacing ``summarized``: a prefixed COMPLETION or a SUMMARIZATION pair.
-
-    With ``keep_reasoning`` (last sections only) a summary of pairs whose tool calls
-    carried reasoning gets the fake Gemini signature and the first reasoning text part
-    in front of its call. A ``style`` with a target provider shapes the pair for that
-    provider instead (see :mod:`csum._style`: a plain-text summary where a tool call
-    could be refused); ``before_human`` says a human message follows the pair.
-    """
+    """The pair replacing ``summarized``: a prefixed COMPLETION or a SUMMARIZATION pair
+    (with ``keep_reasoning``, the fake Gemini signature and first reasoning text of
+    ``summarized``), shaped by ``style``; ``before_human``: a human message follows."""
     if style is None:
         style = SummaryStyle(id_template)
     if (before_human and style.completion_before_human()) or style.text_summaries():
@@ -273,9 +264,8 @@ def breakpoints(messages: Sequence[Message]) -> int:
 
 
 def add_breakpoints(messages: list[Message], anchors: Sequence[int]) -> tuple[list[Message], int]:
-    """``messages`` with a cache point at the end of each anchor message (by index, in
-    priority order) that has none there yet, while the chain stays within
-    :data:`MAX_BREAKPOINTS`; (chain, how many were added). The input is not changed."""
+    """(``messages`` with a cache point at the end of each anchor message, by priority,
+    within :data:`MAX_BREAKPOINTS`, how many were added); the input is not changed."""
     room = MAX_BREAKPOINTS - breakpoints(messages)
     out = messages
     added = 0
@@ -311,9 +301,8 @@ def _markable_ai(message: Message) -> bool:
 def with_breakpoints(
     ast: ChainAST, anchors: Sequence[int], measure: Callable[[ChainAST], int], limit: int
 ) -> ChainAST:
-    """``ast`` with cache points at the end of the messages at ``anchors`` (positions in
-    priority order, as :func:`add_breakpoints` places them); ``ast`` itself when the
-    points would push it over ``limit`` (as ``measure`` counts) while it fits."""
+    """``ast`` with cache points at ``anchors``; ``ast`` when they would push it over
+    ``limit`` while it fits."""
     messages = ast.to_messages()
     marked, added = add_breakpoints(messages, anchors)
     if not added:
@@ -344,9 +333,9 @@ def _is_text_summary(message: Message) -> bool:
 
 
 def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> list[Message]:
-    """``messages`` with their text summaries where ``target`` takes them (see the
-    module docstring); for a target that does not merge same-role turns, and for
-    summaries a user turn follows, ``messages`` come back as they are (a new list)."""
+    """``messages`` (a new list) with each run of text summaries an AI message follows
+    moved into the user turn before it, for a ``target`` that merges same-role turns
+    (a summary opening an AI turn is refused with Anthropic's thinking on)."""
     if target is None or not target.merges_same_role:
         return list(messages)
     out: list[Message] = []
@@ -370,8 +359,7 @@ def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> l
 
 
 def _summary_tail(parts: Sequence[AnyPart]) -> int:
-    """Where the placed summaries at the end of a human message's ``parts`` start (each
-    a summary text, perhaps followed by its cache point); ``len(parts)`` for none."""
+    """Where the placed summaries (each perhaps with its cache point) end ``parts``."""
     start = len(parts)
     while start:
         text = start - 2 if is_breakpoint(parts[start - 1]) else start - 1
@@ -393,10 +381,8 @@ def _summary_pairs(parts: Sequence[AnyPart]) -> tuple[BodyPair, ...]:
 
 
 def unplaced(ast: ChainAST) -> ChainAST:
-    """``ast`` with the summaries :func:`placed_for` moved into a user turn back in the
-    reference shape: their own pairs before the AI message that follows them. A human
-    message made of summaries alone (after tool results) goes; one that holds the
-    user's words keeps them. ``ast`` itself when it holds no placed summary."""
+    """``ast`` with the summaries :func:`placed_for` moved back in their own pairs before
+    the AI message after them (``ast`` itself when there are none)."""
     out: list[Section] = []
     changed = False
     for section in ast.sections:

@@ -90,10 +90,9 @@ _CACHE_CONTROL = "cache_control"
 def placeholder(
     name: str, call_id: str, size: int, reference: str | None = None, summary: str = ""
 ) -> str:
-    """The text a cleared result holds: a line naming the tool, the call id, the
-    original size in UTF-8 bytes and, with an archive, the reference the ``recall`` tool
-    takes; then, when ``summary`` (the result's :func:`~csum._gist.gist`) is not empty,
-    a second line ``gist: ...`` holding it."""
+    """The text a cleared result holds: a line naming the tool, the call id, the original
+    size in UTF-8 bytes and, with an archive, the reference ``recall`` takes; then, when
+    ``summary`` (the result's :func:`gist`) is not empty, a line ``gist: ...``."""
     head = f"{CLEARED_PREFIX}{_quoted(name)} call {_quoted(call_id)}, {size} bytes]"
     if reference is not None:
         head = f"{head} {archive_line(reference)}"
@@ -156,9 +155,7 @@ class ClearingPass:
     reasoning_cleared: int = 0
     units_freed: int = 0
     originals: list[Message] = field(default_factory=list)
-    """With ``references``: a tool message per cleared result, holding the original
-    result (and the parts that followed it): what the archive stores, each under its
-    placeholder's reference."""
+    """With ``references``: a tool message per cleared result holding the original."""
 
     @property
     def changed(self) -> bool:
@@ -175,14 +172,10 @@ def clear_tool_results(
     references: bool = False,
 ) -> ClearingPass:
     """Clear old tool results of a valid chain, oldest first, until ``goal`` units are
-    freed (None: everything eligible). ``messages`` is never changed.
-
-    Never touched: the newest ``options.keep`` tool uses, the newest body pair (the last
-    AI message and what follows it), summaries, excluded tools, messages ``pinned``
-    says so of (by index and message), results no larger than their placeholder, and
-    results already cleared. ``references``: placeholders name the archive reference
-    of the original (the caller archives :attr:`ClearingPass.originals`).
-    """
+    freed (None: everything eligible); ``messages`` is never changed. Never touched: the
+    newest ``options.keep`` tool uses, the newest body pair, summaries, excluded tools,
+    what ``pinned`` (index, message) says, results no larger than their placeholder.
+    ``references``: placeholders name the archive reference of the original."""
     out = list(messages)
     done = ClearingPass(out)
     protected = _protected_calls(messages, options.keep)
@@ -225,11 +218,9 @@ async def clear_chain(
     emit: EventSink,
     at_least: int | None,
 ) -> tuple[ChainAST, ClearingPass] | None:
-    """The clearing stage of a compaction: ``ast`` with enough old tool results cleared
-    to free ``goal`` units (see :func:`clear_tool_results`), and the pass; None when it
-    clears nothing, or frees less than ``at_least`` (None: no floor). With an archive,
-    the originals are archived first and the placeholders name them (without their
-    references when the store fails; ``emit`` hears of it)."""
+    """The clearing stage: ``ast`` with enough old tool results cleared to free ``goal``
+    units, and the pass; None when it frees nothing, or less than ``at_least``. With an
+    archive, the originals are archived first and the placeholders name them."""
     messages = ast.to_messages()
     run = partial(clear_tool_results, messages, options, measure=measure, goal=goal, pinned=pinned)
     done = run(references=archive is not None)
@@ -243,11 +234,9 @@ async def clear_chain(
 
 
 def clear_evicted(messages: Sequence[Message], options: Clearing) -> list[Message]:
-    """What a summary replaces, as its handler reads it: every eligible tool result
-    (not an excluded tool's, not a summary) as its placeholder with its gist. The
-    newest ``keep`` tool uses are protected only while they stay in the chain: once a
-    compaction evicts them, the handler sees their placeholders, not their bulk (the
-    archive, when configured, still stores them whole). ``messages`` is never changed."""
+    """What a summary replaces, as its handler reads it: every eligible tool result (the
+    newest ``keep`` too: they leave the chain) as its placeholder with its gist, long
+    call arguments as their gist. ``messages`` is never changed."""
     done = ClearingPass(list(messages))
     excluded = options.exclude_tools
     out: list[Message] = []
@@ -267,9 +256,7 @@ _SHORT_VALUE: Final = 120  # JSON bytes of an argument value kept whole in a gis
 
 
 def _gist_arguments(message: Message, excluded: frozenset[str]) -> Message:
-    """``message`` with its long tool-call arguments (a file written, an edit's text)
-    as their gist: short values whole (paths, commands, ids), long strings as their size
-    and :func:`~csum._gist.gist`; still JSON, and never longer than the original."""
+    """``message`` with long call arguments as JSON gists (short values whole)."""
     parts: list[AnyPart] = []
     changed = False
     for part in message.parts:
@@ -500,9 +487,7 @@ def gist(text: str, limit: int = GIST_BYTES) -> str:
 
 
 def _read(text: str) -> list[str]:
-    """The lines of ``text`` the gist reads: of a huge result its first lines (those
-    whole within :data:`_HEAD_CHARS`) and its last (within :data:`_TAIL_CHARS`), so the
-    cost of a gist is bounded and a long log's outcome is read too."""
+    """The lines the gist reads: of a huge result its first and its last ones."""
     if len(text) <= _HEAD_CHARS + _TAIL_CHARS:
         return list(islice(text.splitlines(), _MAX_LINES))
     head = text[:_HEAD_CHARS].splitlines()[:-1]  # the last one may be cut
@@ -559,11 +544,8 @@ WEIGHTS: Final = {"error": 3.0, "path": 2.5, "url": 2.0, "id": 2.0, "number": 1.
 
 def tokens(line: str) -> list[tuple[str, str]]:
     """(token, kind) of one line in their order, a token found inside an earlier kind's
-    left out (kinds tried: url, path, number, then ids: version, hash, mixed).
-
-    A kind is tried only when the line holds what every match of it needs (``://`` for
-    a URL, ``/`` or a ``:`` and a digit for a path, a digit for a number, a version or a
-    mixed token): a pattern skipped finds nothing, so the result is the same."""
+    left out (kinds tried: url, path, number, then ids: version, hash, mixed); a kind is
+    tried only when the line holds what its matches need."""
     found: list[tuple[int, int, str]] = []
     for kind, pattern, needed in _needed(line):
         if not needed:
@@ -620,19 +602,14 @@ def _alike(char: str) -> bool:
 
 def reads_alike(text: str) -> bool:
     """Whether ``re`` and ``regex`` class every character of ``text`` alike as a word
-    character and as a digit (then a pattern using no other class matches the same in
-    both)."""
+    character and as a digit (then the patterns match the same in both)."""
     return text.isascii() or all(map(_alike, set(text)))
 
 
 def tokens_of_lines(lines: Sequence[str]) -> list[list[tuple[str, str]]]:
     """``[tokens(line) for line in lines]`` for lines holding no whitespace but single
-    spaces (as ``" ".join(line.split())`` leaves them), read in one pass per pattern.
-
-    The lines are joined by newlines and each pattern runs once over the whole: no
-    pattern's match holds a newline, and a newline is, like the edge of a string,
-    neither a word character nor one of the characters the patterns look behind or
-    ahead for, so each line's matches are those it has alone."""
+    spaces, in one pass per pattern over the lines joined by newlines (no match holds
+    or looks across a newline)."""
     text, starts = _joined(lines)
     found: list[list[tuple[int, int, str]]] = [[] for _ in lines]
     for kind, pattern, needed in _needed(text, reads_alike(text)):
@@ -735,9 +712,8 @@ def _pair(pair: BodyPair, start: int, replaced: Mapping[int, Message]) -> BodyPa
 def edited(
     ast: ChainAST, replaced: Mapping[int, Message], dropped: Collection[int] = ()
 ) -> ChainAST:
-    """``ast`` with the message at each position of ``replaced`` replaced (by one of the
-    same role that keeps its pair valid) and every body pair whose AI message is at a
-    position of ``dropped`` left out, tool messages included."""
+    """``ast`` with the messages at the positions of ``replaced`` replaced (same role)
+    and the body pairs whose AI message is at a position of ``dropped`` left out."""
     if not replaced and not dropped:
         return ast
     sections: list[Section] = []

@@ -1,23 +1,6 @@
-"""One compaction of the Compactor, stage by stage on the chain parsed once.
-
-:meth:`Stages.compact` runs them in order; each takes the chain (a
-:class:`~cast.ChainAST`, whose nodes carry their sizes) and gives one back:
-
-1. earlier re-inserted copies out (with re-insertion: the current question gets a fresh
-   choice), :mod:`csum.reinsert`;
-2. clearing: old tool results become placeholders, :mod:`csum.clearing`; when that
-   reaches ``keep_units`` (or only clearing's trigger was passed), the compaction ends
-   with the cache points;
-3. plan: what is kept and what the one summary takes, :mod:`csum.plan`;
-4. summary: one handler call (or pieces), :mod:`csum.summary`;
-5. assembly: the summary in place, made to fit, :mod:`csum.assemble`;
-6. re-insertion: archived lines the current question needs, :mod:`csum.reinsert`;
-7. cache points at the end of the stable prefix, :mod:`csum._breakpoints`.
-
-The Compactor keeps what lasts between calls (turns, depth records, the question
-re-insertion looked at); a compaction reads it from :class:`Stages` and hands the
-changes back in its :class:`Outcome`.
-"""
+"""One compaction of the Compactor, its stages in order on the chain parsed once
+(:meth:`Stages.compact`: re-inserted copies out, clearing, plan, summary, assembly,
+re-insertion, cache points), and what it returns (:class:`CompactionResult`)."""
 
 from __future__ import annotations
 
@@ -104,11 +87,8 @@ class CompactionResult:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What a call made of the chain (the fallback results of pending calls still in):
-    its messages, sizes and bytes (before, after), the compaction's event, and what the
-    Compactor keeps from it: whether it counts for the cooldown (``settled``), the depth
-    records of the summaries in the chain, the key of the question re-insertion looked
-    at (``looked``)."""
+    """What a call made of the chain: its messages, sizes and bytes (before, after), the
+    event, and what the Compactor keeps (cooldown, depth records, question looked at)."""
 
     messages: list[Message]
     sizes: tuple[int, int]
@@ -126,8 +106,6 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class _Before:
-    """The chain a compaction started from (as parsed), its size and the call's start."""
-
     chain: ChainAST
     size: int
     started: float
@@ -135,8 +113,7 @@ class _Before:
 
 @dataclass(frozen=True, slots=True)
 class Stages:
-    """What the stages of one compaction run with: the Compactor's settings and the
-    state it keeps between calls."""
+    """What the stages of one compaction run with: the Compactor's settings and state."""
 
     budget: Budget
     meter: Meter
@@ -189,8 +166,7 @@ class Stages:
         return made.outcome(self, before, reason, plan, cleared=cleared, calls=calls)
 
     def _without_recalled(self, ast: ChainAST) -> ChainAST:
-        """With re-insertion: ``ast`` without the messages earlier re-insertions added
-        (copies for earlier questions; the current question gets a fresh choice)."""
+        """With re-insertion: ``ast`` without the copies earlier re-insertions added."""
         archive = self.archive
         if archive is None or not archive.reinsert_bytes:
             return ast
@@ -199,8 +175,7 @@ class Stages:
     async def _clear(
         self, chain: ChainAST, size: int, calls: HandlerCalls, *, summarize: bool, forced: bool
     ) -> tuple[ChainAST, ClearingPass] | None:
-        """The clearing stage (:func:`~csum.clearing.clear_chain`): enough old tool
-        results cleared to reach ``keep_units`` (all that are eligible when forced)."""
+        """Enough old tool results cleared to reach ``keep_units`` (all when forced)."""
         options = self.clearing
         assert options is not None
         pin = self.pin
@@ -226,7 +201,6 @@ class Stages:
         cleared: ClearingPass,
         calls: HandlerCalls,
     ) -> Outcome:
-        """The outcome of a compaction that clearing alone brought to ``keep_units``."""
         out = self.with_breakpoints(chain)
         if out is not chain:
             size = self.meter.chain(out)
@@ -243,7 +217,6 @@ class Stages:
         cleared: ClearingPass | None,
         calls: HandlerCalls,
     ) -> Outcome:
-        """The outcome of a compaction with nothing left to summarize."""
         unfittable = size > self.budget.limit
         event = self.event(
             CompactionReason.UNFITTABLE if unfittable else reason,
@@ -266,8 +239,7 @@ class Stages:
         focus: str | None,
         conversation: tuple[Message, ...],
     ) -> _Summarized:
-        """Summary, assembly, re-insertion and cache points of a planned compaction;
-        the summary is asked in ``conversation`` (the chain the Compactor was given)."""
+        """Summary, assembly, re-insertion and cache points of a planned compaction."""
         mark = len(calls.events)  # what clearing archived comes before
         text: str | None = None
         with ledger() as books:
@@ -325,8 +297,7 @@ class Stages:
     async def reinsertion(
         self, messages: list[Message], size: int, events: list[StoreEvent]
     ) -> Insertion | None:
-        """With re-insertion: the archived lines the current question of ``messages``
-        (of ``size``) needs, within the room the budget leaves."""
+        """With re-insertion: what the current question needs, within the budget's room."""
         if self.archive is None or not self._reinserting:
             return None
         return await reinsertion_within(
@@ -340,9 +311,8 @@ class Stages:
         )
 
     def with_breakpoints(self, ast: ChainAST) -> ChainAST:
-        """With ``cache_breakpoints``: Anthropic cache points at the end of the system
-        prompt, of the newest summary and of the newest cleared result (the prefix the
-        next turns repeat), within the limit of four and the budget."""
+        """With ``cache_breakpoints``: Anthropic cache points at the end of the stable
+        prefix (system prompt, newest summary, newest cleared result)."""
         if not self.cache_breakpoints:
             return ast
         return with_breakpoints(ast, _cache_anchors(ast), self.meter.chain, self.budget.limit)
@@ -363,13 +333,8 @@ class Stages:
         calls: HandlerCalls,
         cleared: ClearingPass | None,
         summary_needed: bool = False,
-        made: _Summarized | None = None,
-        plan: Plan | None = None,
     ) -> CompactionEvent:
-        """The event of a compaction (the Compactor completes its message counts and
-        sends it to ``on_event`` once the chain it returns is built)."""
         meter, limit = self.meter, self.budget.limit
-        summary = _summary_figures(self, made, plan)
         return CompactionEvent(
             reason=reason,
             unit=self.budget.unit,
@@ -398,20 +363,15 @@ class Stages:
             cleared_reasoning=cleared.reasoning_cleared if cleared is not None else 0,
             cleared_units=cleared.units_freed if cleared is not None else 0,
             summary_needed=summary_needed,
-            depth=summary.depth,
-            summarized_messages=summary.summarized,
-            summary_truncated=summary.truncated,
-            dropped_summaries=summary.dropped,
-            archived_messages=summary.archived,
-            reinserted_bytes=summary.reinserted,
+            summarized_messages=0,
+            depth=0,
+            summary_truncated=False,
+            dropped_summaries=0,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class _Summarized:
-    """What the summary stages made: the chain (re-inserted lines and cache points in),
-    the assembled chain, the summary pair, and the figures of the event."""
-
     chain: ChainAST
     assembled: ChainAST
     pair: BodyPair | None
@@ -436,22 +396,22 @@ class _Summarized:
         if self.pair is not None:
             depths = _live_depths(self.assembled, stages.depths)
             depths[summary_key(self.pair)] = _new_depth(stages, plan)
-        event = stages.event(
-            reason,
-            before,
-            self.chain,
-            books=self.books,
-            calls=calls,
-            cleared=cleared,
+        event = replace(
+            stages.event(
+                reason, before, self.chain, books=self.books, calls=calls, cleared=cleared
+            ),
             summary_needed=True,
-            made=self,
-            plan=plan,
+            depth=_new_depth(stages, plan),
+            summarized_messages=len(plan.summarized) + len(plan.humans),
+            summary_truncated=self.truncated,
+            dropped_summaries=self.dropped,
+            archived_messages=len(plan.replaced) if self.archived else 0,
+            reinserted_bytes=self.reinserted,
         )
-        out = _outcome(self.chain, before, stages.meter.chain(self.chain), event, settled=True)
         return Outcome(
-            out.messages,
-            out.sizes,
-            out.nbytes,
+            self.chain.to_messages(),
+            (before.size, stages.meter.chain(self.chain)),
+            (event.bytes_before, event.bytes_after),
             event,
             settled=True,
             depths=depths,
@@ -461,45 +421,17 @@ class _Summarized:
 
 
 def _new_depth(stages: Stages, plan: Plan) -> int:
-    """The depth of the new summary: one more than the deepest summary it folds."""
     return 1 + max((stages.depth(p) for p in plan.resummarized), default=0)
-
-
-@dataclass(frozen=True, slots=True)
-class _Figures:
-    """The event's figures of the summary (zero without one)."""
-
-    depth: int = 0
-    summarized: int = 0
-    truncated: bool = False
-    dropped: int = 0
-    archived: int = 0
-    reinserted: int = 0
-
-
-def _summary_figures(stages: Stages, made: _Summarized | None, plan: Plan | None) -> _Figures:
-    if made is None or plan is None:
-        return _Figures()
-    return _Figures(
-        depth=_new_depth(stages, plan),
-        summarized=len(plan.summarized) + len(plan.humans),
-        truncated=made.truncated,
-        dropped=made.dropped,
-        archived=len(plan.replaced) if made.archived else 0,
-        reinserted=made.reinserted,
-    )
 
 
 def _outcome(
     out: ChainAST, before: _Before, size: int, event: CompactionEvent, *, settled: bool = False
 ) -> Outcome:
-    """A compaction's outcome: ``out`` (of ``size``) from ``before``."""
     nbytes = (event.bytes_before, event.bytes_after)
     return Outcome(out.to_messages(), (before.size, size), nbytes, event, settled=settled)
 
 
 def _live_depths(ast: ChainAST, depths: Mapping[str, int]) -> dict[str, int]:
-    """The depth records of the summaries still in ``ast``."""
     live: dict[str, int] = {}
     for section in ast.sections:
         for pair in section.body:
@@ -511,8 +443,7 @@ def _live_depths(ast: ChainAST, depths: Mapping[str, int]) -> dict[str, int]:
 
 
 def _cache_anchors(ast: ChainAST) -> list[int]:
-    """Where cache points go, in priority order: the end of the system prompt, of the
-    newest summary and of the newest cleared result (positions in the chain)."""
+    """Positions of cache points, by priority: system prompt, summary, cleared result."""
     anchors: list[int] = []
     if ast.sections and ast.sections[0].header.system_message is not None:
         anchors.append(0)
@@ -541,9 +472,8 @@ def summary_key(pair: BodyPair) -> str:
 
 
 def question_key(messages: Sequence[Message]) -> str | None:
-    """A hash of the last human message's own text (without re-inserted lines, nor the
-    summaries placed after it for the target): which question a keeper's re-insertion
-    looked at last. None without a human message."""
+    """A hash of the last human message's own text (which question re-insertion looked
+    at last); None without one."""
     human = next((m for m in reversed(messages) if m.role is Role.HUMAN), None)
     if human is None:
         return None
@@ -570,12 +500,9 @@ async def summarize_plan(
     conversation: tuple[Message, ...] = (),
     kept: int = 0,
 ) -> str:
-    """The summary of what ``plan`` evicts: one prompt when its messages fit the
-    handler's ``max_prompt_bytes`` (the robust handler still splits a prompt their
-    tags make too long), else pieces that fit, merged. With ``clearing``, the handler
-    reads the evicted tool results as their placeholders
-    (:func:`~csum.clearing.clear_evicted`). ``conversation`` and ``kept`` go with the
-    one prompt (:attr:`~csum.prompt.SummaryRequest.conversation`)."""
+    """The summary of what ``plan`` evicts, questions in their place: one prompt when it
+    fits the handler's ``max_prompt_bytes`` (with ``conversation`` and ``kept``), else
+    pieces, merged; with ``clearing``, evicted results read as their placeholders."""
     if clearing is not None:
         plan = _cleared(plan, clearing)
     limit = handler.max_prompt_bytes
@@ -607,11 +534,8 @@ async def summarize_plan(
 
 
 def kept_after(chain: ChainAST, plan: Plan) -> int:
-    """How many of ``chain``'s last messages ``plan`` keeps after what it evicts: the
-    kept pairs of its section (with the section's question when the cut is at its
-    start) and every later section. What stays before the cut (the system prompt, the
-    question of the turn the cut falls in, pinned pairs) is not counted: a continuation
-    summary covers it too, as the one prompt gives that question as context."""
+    """How many of ``chain``'s last messages ``plan`` keeps after what it evicts (what
+    stays before the cut is not counted: a continuation summary covers it too)."""
     section = chain.sections[plan.section]
     kept = sum(1 + len(pair.tool_messages) for pair in section.body[plan.pair :])
     if plan.pair == 0:
@@ -620,8 +544,7 @@ def kept_after(chain: ChainAST, plan: Plan) -> int:
 
 
 def _cleared(plan: Plan, options: Clearing) -> Plan:
-    """``plan`` with the messages its summary reads cleared (what the archive stores,
-    ``plan.replaced``, stays whole)."""
+    """``plan`` with the messages its summary reads cleared (``replaced`` stays whole)."""
     summarized = clear_evicted(plan.summarized, options)
     if all(a is b for a, b in zip(summarized, plan.summarized, strict=True)):
         return plan
@@ -635,8 +558,7 @@ def _cleared(plan: Plan, options: Clearing) -> Plan:
 
 
 def _in_chain_order(plan: Plan) -> tuple[list[Message], list[Message]]:
-    """(context, summarized) of one summary prompt: the questions that leave the chain
-    in their place among the turns' messages; the question that stays is context."""
+    """(context, summarized) of one prompt; the question that stays is context."""
     staying, turns = _turns_in_place(plan)
     summarized: list[Message] = []
     for question, messages in turns:
@@ -647,9 +569,7 @@ def _in_chain_order(plan: Plan) -> tuple[list[Message], list[Message]]:
 
 
 def _turns_in_place(plan: Plan) -> tuple[Message | None, list[Turn]]:
-    """(the question that stays, the turns summarized): the question of the turn the cut
-    falls in stays in the chain; the others leave it, each summarized in its place as
-    its own text (:func:`csum.archive.own_question`)."""
+    """(the question of the turn the cut falls in, which stays; the turns summarized)."""
     staying: Message | None = None
     turns: list[Turn] = []
     last = len(plan.turns) - 1

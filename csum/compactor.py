@@ -1,37 +1,6 @@
-"""The Compactor: one object an agent loop calls before every model call to keep its
-whole chain within a budget, with few handler calls.
-
-    compactor = Compactor(handler, budget=Budget.of_model("gpt-4o", 0.5), target="openai")
-    messages = await compactor.compact(messages)
-
-How a call goes (docs/compactor.md has the full story):
-
-1. The chain is parsed once, with repair (the output is always a valid chain), and
-   measured in the budget's unit (bytes, or tokens by the counter) from the tree.
-2. **Hysteresis**: nothing happens below the *trigger* (default: the budget itself,
-   :data:`~csum.config.DEFAULT_TRIGGER`). Above it, the chain is brought down to
-   *keep_ratio* of the budget (default 10 %), so the next compaction comes many turns
-   later. Between the trigger and the budget a *cooldown* (turns since the last
-   compaction) applies; over the budget never.
-3. A compaction runs its stages on that tree (:mod:`csum.compaction`): clearing old
-   tool results first when a clearing stage is set; when that cannot reach
-   ``keep_units``, **one summary** of everything older than the newest pairs that fit
-   (:mod:`csum.plan`), in one handler call, followed by the facts it lacks
-   (:mod:`csum._memory`), placed where the kept part starts and made to fit
-   (:mod:`csum.assemble`).
-   Whenever system prompt + current question + newest pair fit the budget, the chain
-   returned fits it; otherwise the result and the event say ``over_budget``. Summaries
-   at ``max_depth`` are carried verbatim while they fit.
-4. ``target=`` shapes the summary for a provider (ids, reasoning, role order) so the
-   output adds no ``cast.lint`` violation for it (see :mod:`csum._style`), and for a
-   provider that merges same-role turns puts a text summary an AI message follows in
-   the user turn before it, valid with Anthropic's thinking on; the next call reads it
-   back (:mod:`csum._placement`).
-
-Failures never lose the chain: when the handler (and its fallback) fail, a
-:class:`~csum.errors.SummarizationError` is raised and the caller still holds its
-messages, unchanged. Cancellation leaves everything as it was.
-"""
+"""The Compactor: what an agent loop calls before every model call to keep its whole
+chain within a budget with few handler calls (docs/compactor.md); its call loop, and the
+tool calls left pending at the end of a chain."""
 
 from __future__ import annotations
 
@@ -93,53 +62,45 @@ __all__ = [
 
 
 class Compactor:
-    """Keeps an agent's whole chain within a budget; see the module docstring.
+    """Keeps an agent's whole chain within a budget: above the budget's trigger, old tool
+    results are cleared and what that cannot bring down is summarized in one handler
+    call, down to the budget's ``keep_ratio``; the newest turn stays verbatim. Whenever
+    system prompt + current question + newest pair fit, the chain returned fits; else
+    the result says ``over_budget``. Handler failures raise
+    :class:`~csum.errors.SummarizationError` and the caller keeps its messages.
 
     ``handler`` summarizes (default: the offline extractive handler). ``budget`` is the
     limit and how it is kept, one :class:`~csum.Budget` (or an int in bytes, or a size
-    string, ``"32KiB"``, ``"4000 tokens"``: the limit with the default settings, see
-    :mod:`csum.config`). Its settings: ``trigger``, the share of the limit where
-    compaction starts; ``keep_ratio``, the share a compaction brings the chain down to
-    (at most the trigger's); ``max_depth``, the depth limit of summaries (None: none,
-    every summary is folded into the next); ``cooldown_turns``, the calls after a
-    compaction during which the trigger (not the limit) is ignored; ``summary_reserve``,
-    the share kept for the summary when choosing what to keep (``summary_ratio`` when
-    larger); ``summary_ratio`` (at most 0.5), the share of the limit summaries take: it
-    bounds the default handler's summaries (:func:`summary_bytes`) and sets the reserve
-    when larger, so a summary that folds earlier summaries again and again has room in
-    proportion to the window rather than a fixed 4 KB; a handler you pass keeps its own
-    bound (``extractive(n)``, an LLM's output limit). For a long memory with the default
-    handler, use a large share and no depth limit (:data:`~csum.config.LONG_MEMORY`): a
-    summary at the depth limit larger than the room frozen summaries may take is
-    otherwise left out whole. The values in use are the Compactor's attributes of the
-    same names.
+    string, ``"32KiB"``, ``"4000 tokens"``: the limit with the default settings); its
+    settings (``trigger``, ``keep_ratio``, ``max_depth``, ``cooldown_turns``,
+    ``summary_reserve``, ``summary_ratio``) are the Compactor's attributes of the same
+    names. ``summary_ratio`` bounds the default handler's summaries
+    (:func:`summary_bytes`); a handler you pass keeps its own bound. For a long memory
+    with the default handler, use a large share and no depth limit
+    (:data:`~csum.config.LONG_MEMORY`).
 
-    ``target`` is the provider the chain is sent to (the only meaning of *target*).
+    ``target`` is the provider the chain is sent to: the summary is shaped for it (ids,
+    reasoning, role order; for a provider that merges same-role turns, a text summary
+    goes in the user turn before the AI message after it, read back on the next call).
     ``counter`` counts tokens (default :class:`~csum.tokens.EstimatedTokens`).
     ``on_event`` receives a :class:`~csum.events.CompactionEvent` per compaction.
 
-    Settings given as one object each (the same objects the other engines take):
-    ``stores`` (a :class:`~csum.config.Stores`): its ``cache`` serves summaries
-    already made for the same prompt (a replayed or forked session; hits are counted in
-    the events); its ``archive`` stores every message a compaction summarizes away, and
-    the summary ends with the ``[archived: ...]`` line naming them; with the archive's
-    ``reinsert_bytes`` > 0, archived lines the current question needs are put back
-    within the room the budget leaves. Store failures are events, never a failed
-    compaction. ``robustness`` (a :class:`~csum.config.Robustness`, the
-    :class:`RobustHandler`'s settings): timeout, retries, the handler's input limit
-    (``max_prompt_bytes``: an evicted part larger than it is summarized in pieces that
-    fit, at most ``max_concurrency`` calls in flight, then merged, see
-    :mod:`csum._pieces`), split depth and fallback. A :class:`RobustHandler` given as
-    ``handler`` is used as it is (then ``robustness=`` is a ``TypeError``).
+    ``stores`` (a :class:`~csum.config.Stores`): its ``cache`` serves summaries already
+    made for the same prompt; its ``archive`` stores what a compaction summarizes away
+    (the summary names it, ``[archived: ...]``) and, with ``reinsert_bytes`` > 0, puts
+    back archived lines the current question needs within the room the budget leaves.
+    Store failures are events, never a failed compaction. ``robustness`` (a
+    :class:`~csum.config.Robustness`): the :class:`RobustHandler`'s timeout, retries,
+    input limit (an evicted part over ``max_prompt_bytes`` is summarized in pieces, then
+    merged), split depth and fallback; a :class:`RobustHandler` given as ``handler`` is
+    used as it is (then ``robustness=`` is a ``TypeError``).
 
-    ``clearing`` (a :class:`~csum.config.Clearing`, or None for none; default
-    :data:`~csum.config.DEFAULT_CLEARING`) is the first stage of a compaction: old
-    tool results become one-line placeholders without a handler call, and a summary is
-    made only when that cannot reach ``keep_units``. ``pin`` (a predicate on messages)
-    names messages never cleared or summarized; ``keep_user_messages`` keeps human
-    messages verbatim while they take at most :data:`KEEP_USER_SHARE` of ``keep_units``.
-    ``cache_breakpoints`` (Anthropic targets) marks the stable prefix after a
-    compaction with ``cache_control`` breakpoints, at most four in all.
+    ``clearing`` (a :class:`~csum.config.Clearing`, None for none) is the first stage:
+    old tool results become one-line placeholders, and a summary is made only when that
+    cannot reach ``keep_units``. ``pin`` (a predicate on messages) names messages never
+    cleared or summarized; ``keep_user_messages`` keeps human messages verbatim within
+    :data:`~csum.plan.KEEP_USER_SHARE` of ``keep_units``. ``cache_breakpoints``
+    (Anthropic targets) marks the stable prefix with ``cache_control`` breakpoints.
     """
 
     def __init__(
@@ -169,7 +130,6 @@ class Compactor:
         self.cache_breakpoints = cache_breakpoints
         clear_trigger = self.trigger if clearing is None else clearing.trigger_units(self.budget)
         self._start = min(self.trigger, clear_trigger)
-        """Where a compaction starts: the lower of the trigger and clearing's."""
         self._clear_at_least = clearing.at_least_units(self.budget) if clearing else 0
         self.handler = _robust_handler(handler, robustness, self.summary_bytes)
         self.style: SummaryStyle = summary_style(
@@ -181,7 +141,6 @@ class Compactor:
         self.target = target
         profile = self.style.target
         self._places = profile is not None and profile.merges_same_role
-        """Summaries go where a provider merging same-role turns takes them."""
         _check_breakpoints(cache_breakpoints, self.style.target, target)
         self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
         self.stores = stores if stores is not None else Stores()
@@ -196,19 +155,15 @@ class Compactor:
         self._last_size = 0
         self._last_bytes = 0
         self._asked: str | None = None
-        """Key of the last question re-insertion looked at (see :meth:`_new_question`)."""
+        # the key of the last question re-insertion looked at (see _new_question)
 
     def _take_budget(self, sized: Budget) -> None:
-        """The budget's settings as the Compactor's attributes, in the budget's unit."""
         self.budget = sized
         self.trigger = sized.trigger_units()
         self.keep_ratio = sized.keep_ratio
         self.keep_units = sized.keep_units()
-        """What a compaction brings the chain down to, in the budget's unit."""
         self.summary_ratio = sized.summary_ratio
         self.summary_bytes = summary_bytes(sized, sized.summary_ratio)
-        # The room summaries take: with a share of its own, the compacted chain lands on
-        # the keep size, not above it.
         self.summary_reserve = sized.reserve_units()
         if self.summary_reserve >= sized.limit:
             raise ValueError(
@@ -318,8 +273,8 @@ class Compactor:
         )
 
     def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int]:
-        """``ast`` with the summaries an earlier call placed for the target back in their
-        own pairs (:mod:`csum._placement`), and what placing them saves (units, <= 0)."""
+        """``ast`` with summaries placed for the target back in their own pairs, and
+        what placing them saved (units, <= 0)."""
         if not self._places:
             return ast, 0
         own = unplaced(ast)
@@ -328,8 +283,7 @@ class Compactor:
         return own, self._meter.chain(ast) - self._meter.chain(own)
 
     def _placed(self, messages: list[Message]) -> tuple[list[Message], int]:
-        """``messages`` with their summaries where the target takes them (the units that
-        saves, <= 0)."""
+        """``messages`` with their summaries placed for the target, and what that saves."""
         if not self._places:
             return messages, 0
         out = placed_for(messages, self.style.target)
@@ -341,8 +295,7 @@ class Compactor:
         return out, self._meter.total(added) - self._meter.total(removed)
 
     def _extended(self, messages: Sequence[Message | Mapping[str, Any]]) -> Outcome | None:
-        """The chain unchanged when ``messages`` is the last result plus valid new
-        messages (measured by the new ones); None otherwise."""
+        """The chain unchanged when it is the last result plus valid new messages."""
         last = self._last
         count = len(last)
         if not count or len(messages) < count:
@@ -370,7 +323,6 @@ class Compactor:
         return None
 
     def _stages(self) -> Stages:
-        """What this call's compaction runs with."""
         return Stages(
             budget=self.budget,
             meter=self._meter,
@@ -393,7 +345,6 @@ class Compactor:
         )
 
     def _settle(self, outcome: Outcome) -> None:
-        """Keep what a compaction leaves for the next calls."""
         if outcome.settled:
             self._last_compaction = self.turns
         if outcome.depths is not None:
@@ -411,13 +362,9 @@ class Compactor:
         shift: int | None,
         given: int,
     ) -> CompactionResult:
-        """The call's result, built once: the outcome's chain without the fallback
-        results repair gave the newest turn's ``pending`` calls (:mod:`csum._pending`),
-        with the archived lines a question re-insertion has not looked at yet needs, its
-        summaries placed for the target. ``shift``: what placing saved on the input
-        (None: the outcome extends the last result, placed already); ``given``: how many
-        messages the caller passed. A compaction's event gets the message counts of
-        what was given and what is returned, and goes to ``on_event``."""
+        """The call's result, built once: without the fillers of ``pending`` calls, with
+        re-insertion for a new question, placed for the target (``shift``: what placing
+        saved on the input; None: the last result extended)."""
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
         size_before += shift or 0
         compacted = bytes_before != bytes_after or size_before != size_after
@@ -464,8 +411,7 @@ class Compactor:
     def _announced(
         self, event: CompactionEvent | None, given: int, returned: int
     ) -> CompactionEvent | None:
-        """A compaction's event with the message counts of what the caller gave and what
-        the call returns, sent to ``on_event``."""
+        """The event with the message counts given and returned, sent to ``on_event``."""
         if event is None:
             return None
         event = replace(event, messages_before=given, messages_after=returned)
@@ -476,8 +422,7 @@ class Compactor:
     async def _new_question(
         self, messages: list[Message], size: int, events: list[StoreEvent]
     ) -> Insertion | None:
-        """With re-insertion, when the current question is one re-insertion has not
-        looked at yet (a compaction looks at every question): what it puts back."""
+        """With re-insertion, what goes back for a question not looked at yet."""
         archive = self.archive
         if archive is None or not archive.reinsert_bytes:
             return None
@@ -491,7 +436,6 @@ class Compactor:
 def _check_options(
     counter: object, robustness: object, on_event: object, clearing: object, pin: object
 ) -> None:
-    """The Compactor's options of their own types (None: the default)."""
     if counter is not None and not isinstance(counter, TokenCounter):
         raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
     if robustness is not None and not isinstance(robustness, Robustness):
@@ -515,8 +459,7 @@ def _check_flags(**flags: object) -> None:
 def _robust_handler(
     handler: Handler | None, robustness: Robustness | None, size: int
 ) -> RobustHandler:
-    """``handler`` (default: the extractive handler sized by the Compactor's summaries of
-    ``size`` bytes) wrapped in the retry policy of ``robustness``."""
+    """``handler`` (default: extractive, sized ``size``) wrapped per ``robustness``."""
     if handler is not None:
         check_handler(handler)
     if handler is None or getattr(handler, "sized_by_compactor", False):
@@ -580,7 +523,7 @@ def without_pending_fillers(
     messages: list[Message], pending: frozenset[str]
 ) -> tuple[list[Message], list[Message]]:
     """``(kept, removed)``: the trailing fallback results repair gave the ``pending``
-    calls removed (each is a tool message of its own at the end of the chain)."""
+    calls removed. (Repair answers every call; the newest turn's stay pending.)"""
     if not pending:
         return messages, []
     end = len(messages)

@@ -91,8 +91,7 @@ class Plan:
 
 @dataclass
 class _Pins:
-    """What :meth:`Planner.pins` found: ids of carried pairs and questions, and their
-    total size in the budget's unit."""
+    """What :meth:`Planner.pins` found: ids of carried pairs and questions, their size."""
 
     pair_ids: set[int] = field(default_factory=set)
     human_ids: set[int] = field(default_factory=set)
@@ -113,9 +112,8 @@ class Planner:
     keep_user_messages: bool
 
     def plan(self, ast: ChainAST) -> Plan | None:
-        """Choose the kept part: after the mandatory messages (system prompt, current
-        question, newest pair), the newest pairs that fit ``keep_units`` less the summary
-        reserve. None when nothing is left to summarize."""
+        """The kept part: after the mandatory messages, the newest pairs that fit
+        ``keep_units`` less the reserve. None when nothing is left to summarize."""
         meter = self.meter
         sections = ast.sections
         last = ast.current_section  # reminders after the question stay after it
@@ -151,8 +149,7 @@ class Planner:
         return self.split(ast, *start, frozen, dropped, pins=pins)
 
     def _mandatory(self, ast: ChainAST) -> int:
-        """The size of what is always kept: the system messages, the current question and
-        the newest pair."""
+        """The size of the system messages, the current question and the newest pair."""
         meter = self.meter
         tail = ast.sections[ast.current_section]
         # Every system message stays, where it stands (docs/concepts.md).
@@ -164,10 +161,8 @@ class Planner:
         return mandatory
 
     def pins(self, ast: ChainAST) -> _Pins:
-        """What a summary must not take, before the newest pair: pairs holding a pinned
-        message, pinned questions, questions kept by ``keep_user_messages`` (newest
-        first, within :data:`KEEP_USER_SHARE` of the target) and an earlier note's
-        carried questions."""
+        """What a summary must not take: pinned pairs and questions, questions kept by
+        ``keep_user_messages``, and an earlier note's carried questions."""
         pins = _Pins()
         pin = self.pin
         if pin is None and not self.keep_user_messages and len(ast.sections) < 2:
@@ -243,9 +238,8 @@ class Planner:
         *,
         pins: _Pins | None = None,
     ) -> Plan | None:
-        """What goes into the summary when the kept part starts at pair ``p`` of
-        section ``k``; None when that is nothing. ``frozen`` summaries are carried as
-        they are, ``dropped`` ones left out, ``pins`` carried verbatim."""
+        """What goes into the summary when the kept part starts at pair ``p`` of section
+        ``k`` (None: nothing)."""
         if k == 0 and p == 0:
             return None
         pins = pins if pins is not None else _Pins()
@@ -295,8 +289,7 @@ def is_note(message: Message) -> bool:
 
 
 def _carried(sections: Sequence[Section], pins: _Pins) -> list[Any]:
-    """The parts of the questions of ``sections`` (those that leave the chain) that the
-    summary's turn carries: an earlier note's carried questions, pinned questions."""
+    """The parts of the leaving questions the summary's turn carries (pinned, a note's)."""
     carried: list[Any] = []
     for section in sections:
         human = section.header.human_message
@@ -312,8 +305,7 @@ def _carried(sections: Sequence[Section], pins: _Pins) -> list[Any]:
 def _evicted(
     sections: Sequence[Section], k: int, p: int
 ) -> Iterator[tuple[Message | None, tuple[BodyPair, ...]]]:
-    """(question, pairs) of every turn before pair ``p`` of section ``k``, in chain
-    order; the note opening an earlier summary is no question."""
+    """(question, pairs) of every turn before pair ``p`` of section ``k``; a note is no question."""
     for index in range(k + 1):
         section = sections[index]
         body = section.body if index < k else section.body[:p]
@@ -326,11 +318,8 @@ def _evicted(
 def _replaced(
     turns: Sequence[tuple[Message | None, Sequence[BodyPair]]], frozen_ids: set[int]
 ) -> list[Message]:
-    """The messages of the evicted ``turns`` (from :func:`_evicted`) that a compaction
-    takes out of the chain, in chain order: the questions (not the note opening an
-    earlier summary), each as its own text without the lines re-insertion put back into
-    it (those are archived already, under their own references), and every pair not
-    carried as a frozen summary (dropped summaries included)."""
+    """The messages the evicted ``turns`` take out of the chain, in order: questions as
+    their own text (re-inserted lines are archived already), pairs not carried."""
     out: list[Message] = []
     for question, body in turns:
         own = None if question is None else own_question(question)
@@ -349,18 +338,11 @@ SUMMARIZED_CONTENT_PREFIX = "**summarized content:**\n"
 
 
 def is_summarized(pair: BodyPair) -> bool:
-    """Whether a pair is a summary made by csum, judged by its exact shape, so that a
-    pair that only looks like one is summarized like any other:
-
-    - COMPLETION: one text part, without reasoning, starting with
-      ``SUMMARIZED_CONTENT_PREFIX``;
-    - SUMMARIZATION: an AI message whose only tool call is ``SUMMARIZATION_TOOL_NAME``
-      with exactly ``SUMMARIZATION_TOOL_ARGS``, last, after nothing but reasoning-carrying
-      text parts, answered by one tool message holding one result for that call.
-
-    An AI text that merely starts with the prefix, or a call of a tool that happens to
-    share the summary tool's name, is not a summary.
-    """
+    """Whether a pair is a summary made by csum, judged by its exact shape: a COMPLETION
+    of one text part without reasoning starting with ``SUMMARIZED_CONTENT_PREFIX``, or a
+    SUMMARIZATION whose only call, last after reasoning-carrying texts, is
+    ``SUMMARIZATION_TOOL_NAME`` with ``SUMMARIZATION_TOOL_ARGS``, answered by one result
+    (a final cache point aside)."""
     parts = _without_cache_point(pair.ai_message.parts)
     if pair.type is BodyPairType.COMPLETION:
         return (
@@ -389,8 +371,7 @@ def is_summarized(pair: BodyPair) -> bool:
 
 
 def _without_cache_point(parts: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``parts`` without a final Anthropic cache point (``Compactor(cache_breakpoints=
-    True)`` marks the end of a summary with one: it is still the summary)."""
+    """``parts`` without a final Anthropic cache point (still the summary)."""
     if len(parts) > 1 and is_breakpoint(parts[-1]):
         return parts[:-1]
     return parts

@@ -95,18 +95,16 @@ class _FunctionHandler(RequestHandler):
 def request_handler(
     summarize: Callable[[SummaryRequest], Awaitable[str]], name: str | None = None
 ) -> RequestHandler:
-    """``summarize`` (``async (request) -> summary``) as a request handler: csum then
-    hands it the request instead of the text. ``name`` is its ``repr`` (default: the
-    function's qualified name)."""
+    """``summarize`` (``async (request) -> summary``) as a request handler; ``name`` is
+    its ``repr`` (default: the function's qualified name)."""
     if not callable(summarize):
         raise TypeError(f"summarize must be callable, not {type(summarize).__name__}")
     return _FunctionHandler(summarize, name or str(getattr(summarize, "__qualname__", "handler")))
 
 
 def as_request_handler(handler: Handler, what: str = "handler") -> RequestHandler:
-    """``handler`` as a request handler: itself when it is one, else (a text handler) a
-    request handler that passes it ``request.prompt``. Raises ``TypeError`` for what is
-    no handler (:func:`csum._handler_check.check_handler`)."""
+    """``handler`` as a request handler: itself, or one passing a text handler
+    ``request.prompt``. Raises ``TypeError`` for what is no handler."""
     if isinstance(handler, RequestHandler):
         return handler
     check_handler(handler, what)
@@ -125,20 +123,14 @@ _SIZE: Callable[[Message], int] = attrgetter("size")
 
 SUMMARY_FLOOR_BYTES = 1024
 """What a summary may always take, in UTF-8 bytes, whatever it replaces: the bare
-:class:`~csum.Summarizer` cuts an answer larger than both this and what it replaces,
-so a runaway answer adds at most this much per summary (enough for the summary of a
-tiny section); ``Summarizer(summary_floor_bytes=None)`` lifts the bound."""
+:class:`~csum.Summarizer` cuts an answer larger than both (None there lifts it)."""
 
 
 @dataclass
 class HandlerCalls:
-    """Calls the handler for one summarization run and keeps its books.
-
-    ``handler`` is taken as :func:`~csum.request.as_request_handler` makes it (a text
-    handler gets ``request.prompt``). ``limiter`` bounds the calls in flight. A handler
-    exception or a non-``str`` result becomes a :class:`SummarizationError` whose
-    ``__cause__`` is the handler's exception.
-    """
+    """Calls the handler for one summarization run and keeps its books; ``limiter``
+    bounds the calls in flight. A handler exception or a non-``str`` result becomes a
+    :class:`SummarizationError` (its ``__cause__`` the handler's exception)."""
 
     handler: Handler
     limiter: anyio.CapacityLimiter | None = None
@@ -179,14 +171,8 @@ class HandlerCalls:
         conversation: tuple[Message, ...] = (),
         kept: int = 0,
     ) -> str:
-        """The summary of the messages; with an archive, it ends naming their batch.
-
-        ``replaced`` is what the summary takes the place of in the chain, archived in
-        that order (default: the AI and tool messages, or the human messages when only
-        they are summarized). ``focus``: what the next step needs (in the prompt).
-        ``conversation`` and ``kept``: the chain the summary is asked in and how many of
-        its last messages stay (:attr:`~csum.prompt.SummaryRequest.conversation`).
-        """
+        """The summary of the messages; with an archive, it ends naming the batch of
+        ``replaced`` (default: the AI and tool messages, else the human ones)."""
         request = summary_request(
             human_messages, ai_messages, focus=focus, conversation=conversation, kept=kept
         )
@@ -198,8 +184,7 @@ class HandlerCalls:
 
     @property
     def stale_cap(self) -> int | None:
-        """The size over which a lone summary pair found in a chain was not made under
-        this run's bounds (:func:`csum.strategies.is_stale_summary`)."""
+        """The size over which a lone summary pair was not made under this run's bounds."""
         return self.max_summary_bytes if self.max_summary_bytes is not None else self.summary_floor
 
     def cap_for(self, replaced: Sequence[Message]) -> int | None:
@@ -213,9 +198,7 @@ class HandlerCalls:
     async def summarize_prompt(
         self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None = None
     ) -> str:
-        """The summary of one request: from the cache when it has it (keyed by its
-        prompt text), else the handler's; at most ``cap`` bytes (default:
-        ``max_summary_bytes``)."""
+        """The summary of one request, from the cache or the handler; at most ``cap``."""
         cap = self.max_summary_bytes if cap is None else cap
         if self.cache is None:
             return await self.call_handler(prompt, phase=phase, section=section, cap=cap)
@@ -224,9 +207,7 @@ class HandlerCalls:
     async def _cached(
         self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None
     ) -> str:
-        """The summary from the cache, or from the handler (then stored). A stored
-        summary passes the checks a fresh answer gets (not blank, within ``cap``);
-        one that does not is a miss, reported and replaced."""
+        """From the cache (checked as a fresh answer), or from the handler, stored."""
         assert self.cache is not None
         call = partial(self.call_handler, prompt, phase=phase, section=section, cap=cap)
 
@@ -245,8 +226,7 @@ class HandlerCalls:
         return summary
 
     async def archived(self, summary: str, replaced: Sequence[Message]) -> str:
-        """With an archive: archive the messages the summary replaces, and return the
-        summary naming their batch. Without one: the summary as it is."""
+        """With an archive: ``replaced`` archived, the summary naming their batch."""
         if self.archive is None:
             return summary
         line = await self.archive.add_summarized(replaced, self.events.append)
@@ -269,19 +249,12 @@ class HandlerCalls:
                     await anyio.lowlevel.checkpoint_if_cancelled()
                     result = await self.requests(prompt)
         except anyio.get_cancelled_exc_class() as exc:
-            await _reraise_if_cancelled()  # a real cancellation propagates as such
-            raise SummarizationError(
-                f"the summarize handler raised {type(exc).__name__} although the "
-                "summarizer was not cancelled",
-                section=section,
-                phase=phase,
-            ) from exc
+            # a real cancellation propagates as such (anyio delivers it at every checkpoint)
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            what = f"raised {type(exc).__name__} although the summarizer was not cancelled"
+            raise _failed(what, section, phase) from exc
         except Exception as exc:
-            raise SummarizationError(
-                f"the summarize handler raised {type(exc).__name__}: {exc}",
-                section=section,
-                phase=phase,
-            ) from exc
+            raise _failed(f"raised {type(exc).__name__}: {exc}", section, phase) from exc
         cap = self.max_summary_bytes if cap is None else cap
         result = checked_summary(result, cap, section, phase)
         self.output_bytes += utf8_len(result)
@@ -290,37 +263,20 @@ class HandlerCalls:
         return result
 
 
-async def _reraise_if_cancelled() -> None:
-    """Raise the cancellation again when the caller's scope really is cancelled (anyio
-    delivers it at every checkpoint); return when a handler raised it on its own."""
-    await anyio.lowlevel.checkpoint_if_cancelled()
-
-
 def checked_summary(result: object, max_bytes: int | None, section: int, phase: str) -> str:
-    """The handler's answer, checked: a ``str`` that is not blank, fitted to at most
-    ``max_bytes`` UTF-8 bytes when a cap is set (:func:`csum._fit.fit_summary`: each
-    headed part keeps its first lines, so a long answer does not lose its last parts).
-
-    Fitting, not rejection, for oversized answers: a chatty model still yields a
-    bounded chain. (A summary that would make the chain larger than what it replaces
-    is a separate rule of the summarizer: the original is kept.) Blank answers are a
-    :class:`SummarizationError`: an empty summary would silently lose the section.
-    """
+    """The handler's answer checked (a ``str``, not blank: else a
+    :class:`SummarizationError`) and fitted to ``max_bytes``."""
     if not isinstance(result, str):
-        raise SummarizationError(
-            f"the summarize handler returned {type(result).__name__}, expected str",
-            section=section,
-            phase=phase,
-        )
+        raise _failed(f"returned {type(result).__name__}, expected str", section, phase)
     if not result.strip():
-        raise SummarizationError(
-            f"the summarize handler returned an empty summary ({result[:20]!r})",
-            section=section,
-            phase=phase,
-        )
+        raise _failed(f"returned an empty summary ({result[:20]!r})", section, phase)
     if max_bytes is None or utf8_len(result) <= max_bytes:
         return result
     return fit_summary(result, max_bytes)
+
+
+def _failed(what: str, section: int, phase: str) -> SummarizationError:
+    return SummarizationError(f"the summarize handler {what}", section=section, phase=phase)
 
 
 # -- the robust handler ------------------------------------------------------------------------
@@ -380,14 +336,14 @@ def _books() -> HandlerLedger:
 
 
 class RobustHandler(RequestHandler):
-    """A summarize handler wrapped with timeout, retries, splitting and a fallback: a
-    request handler, as the handler and the fallback are taken
-    (:func:`~csum.request.as_request_handler`).
-
-    ``robustness`` (a :class:`~csum.config.Robustness`, default ``Robustness()``) says
-    how: timeout per call, retry policy, input limit and split depth, calls in flight,
-    fallback. ``transient`` decides which failures are retried (default
-    :func:`is_transient`). ``rng`` seeds the jitter (tests).
+    """A summarize handler wrapped with a timeout per call, retries of transient
+    failures (backoff and jitter), splitting of a prompt over ``max_prompt_bytes`` on
+    message boundaries (pieces summarized concurrently, then merged, at most
+    ``max_split_depth`` rounds; past that the summaries are cut to fit), and a
+    ``fallback`` tried when the handler fails for good (both failing: an
+    ``ExceptionGroup``). ``robustness`` (a :class:`~csum.config.Robustness`) holds these
+    settings; ``transient`` decides what is retried; ``rng`` seeds the jitter. Counts go
+    to the :class:`HandlerLedger` of the current context (:func:`ledger`).
     """
 
     def __init__(
@@ -434,8 +390,7 @@ class RobustHandler(RequestHandler):
         return f"RobustHandler({self.handler!r}, {self.robustness!r})"
 
     async def __call__(self, request: SummaryRequest, /) -> str:
-        """The summary of ``request``; its chunks and merges (when its prompt is over
-        ``max_prompt_bytes``) are requests of their own, without its conversation."""
+        """The summary of ``request`` (its chunks and merges are requests of their own)."""
         return await self._summarize(request, 1)
 
     async def _summarize(self, job: SummaryRequest, depth: int) -> str:
@@ -617,8 +572,7 @@ def _head(message: Message, max_bytes: int) -> str:
 
 
 def _cut_message(message: Message, room: int) -> list[Message]:
-    """``message`` itself when it fits ``room`` bytes, else pieces of its text that do
-    (a cut tool result keeps its call id and name; other parts become text)."""
+    """``message`` itself when it fits ``room`` bytes, else pieces of its text that do."""
     if message.size <= room:
         return [message]
     out: list[Message] = []
@@ -646,8 +600,7 @@ def _text_part(piece: str) -> TextPart | ToolResult:
 
 
 def _split_text(text: str, max_bytes: int) -> list[str]:
-    """``text`` in pieces of at most ``max_bytes`` UTF-8 bytes, cut after a line break
-    where one falls in the second half of a piece."""
+    """``text`` in pieces of at most ``max_bytes`` bytes, cut after a late line break."""
     data = text.encode("utf-8")
     out: list[str] = []
     start = 0

@@ -1,21 +1,6 @@
-"""Token counters, and the context windows of common models (in tokens).
-
-A :class:`~csum.Budget` (:mod:`csum.config`) is a limit in UTF-8 bytes
-(``Message.size``, what the contract measures) or in tokens. Token budgets are measured
-by a :class:`TokenCounter`; the default, :class:`EstimatedTokens`, needs no tokenizer:
-it divides each kind of content by a bytes-per-token ratio calibrated on the recorded
-corpus (``python -m benchmarks.calibrate_tokens`` prints the calibration and its error)
-and counts images by the providers' published formulas (:mod:`csum._images`).
-:class:`TiktokenCounter` counts text exactly with an OpenAI encoding (optional extra
-``tiktoken``).
-
-``Budget.of_model("gpt-4o", 0.5)`` is half of a model's context window, read from
-:data:`MODEL_CONTEXT_WINDOWS` (longest matching name prefix; pass ``windows=`` to add
-or override entries). The names the frameworks and clouds use are read too:
-``"openai:gpt-4o"`` (pydantic-ai, LangChain's ``init_chat_model``), Bedrock ids
-(``"us.anthropic.claude-3-5-sonnet-20240620-v1:0"``), Vertex ids
-(``"claude-3-5-sonnet-v2@20241022"``, ``"publishers/google/models/gemini-2.5-pro"``).
-"""
+"""Token counters (:class:`EstimatedTokens` by calibrated bytes-per-token ratios, no
+tokenizer; :class:`TiktokenCounter` exact), the context windows of common models, and
+the :class:`Meter` that measures a chain in a budget's unit."""
 
 from __future__ import annotations
 
@@ -52,48 +37,41 @@ __all__ = [
     "model_key",
 ]
 
-_OPENAI_MODELS = "https://platform.openai.com/docs/models"
-_ANTHROPIC_MODELS = "https://docs.anthropic.com/en/docs/about-claude/models/overview"
-_GEMINI_MODELS = "https://ai.google.dev/gemini-api/docs/models"
-_DEEPSEEK_MODELS = "https://api-docs.deepseek.com/quick_start/pricing"
-_MISTRAL_MODELS = "https://docs.mistral.ai/getting-started/models/models_overview/"
-
-_WINDOWS: dict[str, tuple[int, str]] = {
-    "gpt-3.5-turbo": (16_385, _OPENAI_MODELS),
-    "gpt-4-turbo": (128_000, _OPENAI_MODELS),
-    "gpt-4o": (128_000, _OPENAI_MODELS),
-    "gpt-4o-mini": (128_000, _OPENAI_MODELS),
-    "gpt-4.1": (1_047_576, _OPENAI_MODELS),
-    "gpt-5": (400_000, _OPENAI_MODELS),
-    "o1": (200_000, _OPENAI_MODELS),
-    "o3": (200_000, _OPENAI_MODELS),
-    "o4-mini": (200_000, _OPENAI_MODELS),
-    "claude-3-5-haiku": (200_000, _ANTHROPIC_MODELS),
-    "claude-3-5-sonnet": (200_000, _ANTHROPIC_MODELS),
-    "claude-3-7-sonnet": (200_000, _ANTHROPIC_MODELS),
-    "claude-haiku-4": (200_000, _ANTHROPIC_MODELS),
-    "claude-opus-4": (200_000, _ANTHROPIC_MODELS),
-    "claude-sonnet-4": (200_000, _ANTHROPIC_MODELS),
-    "gemini-1.5-flash": (1_048_576, _GEMINI_MODELS),
-    "gemini-1.5-pro": (2_097_152, _GEMINI_MODELS),
-    "gemini-2.0-flash": (1_048_576, _GEMINI_MODELS),
-    "gemini-2.5-flash": (1_048_576, _GEMINI_MODELS),
-    "gemini-2.5-pro": (1_048_576, _GEMINI_MODELS),
-    "deepseek-chat": (128_000, _DEEPSEEK_MODELS),
-    "deepseek-reasoner": (128_000, _DEEPSEEK_MODELS),
-    "mistral-large": (128_000, _MISTRAL_MODELS),
-}
-
 MODEL_CONTEXT_WINDOWS: Mapping[str, int] = MappingProxyType(
-    {name: window for name, (window, _) in _WINDOWS.items()}
+    {
+        # https://platform.openai.com/docs/models
+        "gpt-3.5-turbo": 16_385,
+        "gpt-4-turbo": 128_000,
+        "gpt-4o": 128_000,
+        "gpt-4o-mini": 128_000,
+        "gpt-4.1": 1_047_576,
+        "gpt-5": 400_000,
+        "o1": 200_000,
+        "o3": 200_000,
+        "o4-mini": 200_000,
+        # https://docs.anthropic.com/en/docs/about-claude/models/overview
+        "claude-3-5-haiku": 200_000,
+        "claude-3-5-sonnet": 200_000,
+        "claude-3-7-sonnet": 200_000,
+        "claude-haiku-4": 200_000,
+        "claude-opus-4": 200_000,
+        "claude-sonnet-4": 200_000,
+        # https://ai.google.dev/gemini-api/docs/models
+        "gemini-1.5-flash": 1_048_576,
+        "gemini-1.5-pro": 2_097_152,
+        "gemini-2.0-flash": 1_048_576,
+        "gemini-2.5-flash": 1_048_576,
+        "gemini-2.5-pro": 1_048_576,
+        # https://api-docs.deepseek.com/quick_start/pricing
+        "deepseek-chat": 128_000,
+        "deepseek-reasoner": 128_000,
+        # https://docs.mistral.ai/getting-started/models/models_overview/
+        "mistral-large": 128_000,
+    }
 )
 """Context windows in tokens of common models, by name prefix (dated and suffixed
-versions such as ``gpt-4o-2024-08-06`` match their family). Sources: each provider's
-models page (``CONTEXT_WINDOW_SOURCES``); docs/compactor.md lists them."""
-
-CONTEXT_WINDOW_SOURCES: Mapping[str, str] = MappingProxyType(
-    {name: source for name, (_, source) in _WINDOWS.items()}
-)
+versions such as ``gpt-4o-2024-08-06`` match their family), from each provider's models
+page; docs/compactor.md lists them."""
 
 
 _FRAMEWORK_PREFIX = re.compile(r"^[a-z][a-z0-9_-]*:(?![0-9])")
@@ -155,8 +133,6 @@ CALL_OVERHEAD = 8
 
 
 class _PartCounter:
-    """Counts a message part by part: text by ``text_tokens``, images by formula."""
-
     image_formula: ImageFormula
 
     def text_tokens(self, text: str, kind: str) -> int:
@@ -269,8 +245,7 @@ class TiktokenCounter(_PartCounter):
 
 class Meter:
     """Measures messages and AST nodes in the budget's unit; token counts are cached per
-    message object for the messages of the last call (so the cache stays the chain's
-    size)."""
+    message object for the messages of the last call."""
 
     def __init__(self, unit: str, counter: TokenCounter) -> None:
         self.unit = unit
@@ -305,9 +280,7 @@ class Meter:
         return sum(map(self, messages))
 
     def all_tokens(self, ast: ChainAST) -> int:
-        """Tokens of the chain (for the events); with a byte budget they are counted
-        without being cached, so the cache does not hold an entry per message of the
-        whole chain for a figure read once."""
+        """Tokens of the chain (for the events; not cached with a byte budget)."""
         count = self.counter.count if self._bytes else self.tokens
         return sum(count(m) for section in ast.sections for m in section.messages())
 
