@@ -149,15 +149,28 @@ class Stages:
             done = await self._clear(chain, size, calls, summarize=summarize, forced=forced)
             if done is not None:
                 (chain, cleared), size = done, size - done[1].units_freed
-                if not summarize or (size <= self.keep_units and not forced):
-                    return self._cleared_only(
-                        before, chain, size, reason, cleared=cleared, calls=calls
-                    )
+                if not summarize or (size <= self.keep_units and not forced):  # clearing did it
+                    out = self.with_breakpoints(chain)
+                    size = size if out is chain else self.meter.chain(out)
+                    event = self.event(reason, before, out, calls=calls, cleared=cleared)
+                    return _outcome(out, before, size, event, settled=True)
         if not summarize:  # clearing's own trigger, and nothing worth clearing
             return Outcome.unchanged(chain, size, settled=True)
-        plan = self._planner().plan(chain)
-        if plan is None:
-            return self._unplanned(before, chain, size, reason, cleared=cleared, calls=calls)
+        plan = Planner(
+            self.meter,
+            self.keep_units,
+            self.summary_reserve,
+            self.max_depth,
+            self.depth,
+            self.pin,
+            self.keep_user_messages,
+        ).plan(chain)
+        if plan is None:  # nothing left to summarize
+            reason = CompactionReason.UNFITTABLE if size > self.budget.limit else reason
+            event = self.event(
+                reason, before, chain, calls=calls, cleared=cleared, summary_needed=True
+            )
+            return _outcome(chain, before, size, event)
         # the chain as the agent sent it: a continuation handler's cached prefix
         conversation = tuple(ast.to_messages())
         made = await self._summarized(
@@ -167,8 +180,7 @@ class Stages:
 
     def _without_recalled(self, ast: ChainAST) -> ChainAST:
         """With re-insertion: ``ast`` without the copies earlier re-insertions added."""
-        archive = self.archive
-        if archive is None or not archive.reinsert_bytes:
+        if not self._reinserting:
             return ast
         return edited(ast, {}, set(recalled_positions(ast.to_messages())))
 
@@ -190,44 +202,6 @@ class Stages:
             emit=calls.events.append,
             at_least=None if summarize else self.clear_at_least,
         )
-
-    def _cleared_only(
-        self,
-        before: _Before,
-        chain: ChainAST,
-        size: int,
-        reason: CompactionReason,
-        *,
-        cleared: ClearingPass,
-        calls: HandlerCalls,
-    ) -> Outcome:
-        out = self.with_breakpoints(chain)
-        if out is not chain:
-            size = self.meter.chain(out)
-        event = self.event(reason, before, out, books=HandlerLedger(), calls=calls, cleared=cleared)
-        return _outcome(out, before, size, event, settled=True)
-
-    def _unplanned(
-        self,
-        before: _Before,
-        chain: ChainAST,
-        size: int,
-        reason: CompactionReason,
-        *,
-        cleared: ClearingPass | None,
-        calls: HandlerCalls,
-    ) -> Outcome:
-        unfittable = size > self.budget.limit
-        event = self.event(
-            CompactionReason.UNFITTABLE if unfittable else reason,
-            before,
-            chain,
-            books=HandlerLedger(),
-            calls=calls,
-            cleared=cleared,
-            summary_needed=True,
-        )
-        return _outcome(chain, before, size, event)
 
     async def _summarized(
         self,
@@ -279,17 +253,6 @@ class Stages:
             asked=question_key(messages) if self._reinserting else None,
         )
 
-    def _planner(self) -> Planner:
-        return Planner(
-            self.meter,
-            self.keep_units,
-            self.summary_reserve,
-            self.max_depth,
-            self.depth,
-            self.pin,
-            self.keep_user_messages,
-        )
-
     @property
     def _reinserting(self) -> bool:
         return self.archive is not None and bool(self.archive.reinsert_bytes)
@@ -329,12 +292,13 @@ class Stages:
         before: _Before,
         after: ChainAST,
         *,
-        books: HandlerLedger,
         calls: HandlerCalls,
         cleared: ClearingPass | None,
+        books: HandlerLedger | None = None,
         summary_needed: bool = False,
     ) -> CompactionEvent:
         meter, limit = self.meter, self.budget.limit
+        books = books if books is not None else HandlerLedger()
         return CompactionEvent(
             reason=reason,
             unit=self.budget.unit,

@@ -139,8 +139,7 @@ class Compactor:
             template_given=id_template is not None,
         )
         self.target = target
-        profile = self.style.target
-        self._places = profile is not None and profile.merges_same_role
+        self._places = self.style.target is not None and self.style.target.merges_same_role
         _check_breakpoints(cache_breakpoints, self.style.target, target)
         self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
         self.stores = stores if stores is not None else Stores()
@@ -152,10 +151,8 @@ class Compactor:
         self._depths: dict[str, int] = {}
         self._meter = Meter(self.budget.unit, self.counter)
         self._last: tuple[Message, ...] = ()
-        self._last_size = 0
-        self._last_bytes = 0
-        self._asked: str | None = None
-        # the key of the last question re-insertion looked at (see _new_question)
+        self._last_size = self._last_bytes = 0
+        self._asked: str | None = None  # the last question re-insertion looked at
 
     def _take_budget(self, sized: Budget) -> None:
         self.budget = sized
