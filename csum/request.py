@@ -576,27 +576,18 @@ def _cut_message(message: Message, room: int) -> list[Message]:
     if message.size <= room:
         return [message]
     out: list[Message] = []
+    role = message.role
     for part in message.parts:
-        if type(part) is ToolResult:
-            text, make = part.content, _result_maker(part)
+        pieces: list[TextPart | ToolResult]
+        if type(part) is ToolResult:  # a cut result keeps its call id and name
+            call_id, name = part.tool_call_id, part.name
+            texts = _split_text(part.content, room)
+            pieces = [ToolResult(tool_call_id=call_id, name=name, content=t) for t in texts]
         else:
-            text, make = (
-                "\n".join(message_strings(Message.from_parts(message.role, (part,)))),
-                _text_part,
-            )
-        out.extend(Message.from_parts(message.role, (make(p),)) for p in _split_text(text, room))
+            text = "\n".join(message_strings(Message.from_parts(role, (part,))))
+            pieces = [TextPart(text=t) for t in _split_text(text, room)]
+        out.extend(Message.from_parts(role, (piece,)) for piece in pieces)
     return out
-
-
-def _result_maker(result: ToolResult) -> Callable[[str], TextPart | ToolResult]:
-    def make(piece: str) -> TextPart | ToolResult:
-        return ToolResult(tool_call_id=result.tool_call_id, name=result.name, content=piece)
-
-    return make
-
-
-def _text_part(piece: str) -> TextPart | ToolResult:
-    return TextPart(text=piece)
 
 
 def _split_text(text: str, max_bytes: int) -> list[str]:
