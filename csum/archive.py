@@ -510,10 +510,9 @@ def question_identifiers(text: str) -> list[str]:
 
 
 def _last_human(messages: Sequence[Message]) -> int | None:
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role is Role.HUMAN:
-            return index
-    return None
+    return next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.HUMAN), None
+    )
 
 
 def _bounded(identifier: str) -> regex.Pattern[str]:

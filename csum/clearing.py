@@ -189,18 +189,14 @@ def clear_tool_results(
             break
         message = messages[index]
         role = message.role
-        if role is Role.AI:
-            if not (options.clear_tool_inputs or options.clear_reasoning):
-                continue
-            if pinned is not None and pinned(index, message):
-                continue
-            new = _clear_ai(message, options, protected, old=index < boundary, done=done)
-        elif role is Role.TOOL:
-            if pinned is not None and pinned(index, message):
-                continue
-            new = _clear_results(message, protected, excluded, references, done)
-        else:
+        if role is Role.AI and not (options.clear_tool_inputs or options.clear_reasoning):
             continue
+        if role not in (Role.AI, Role.TOOL) or (pinned is not None and pinned(index, message)):
+            continue
+        if role is Role.AI:
+            new = _clear_ai(message, options, protected, old=index < boundary, done=done)
+        else:
+            new = _clear_results(message, protected, excluded, references, done)
         if new is not message:
             done.units_freed += measure(message) - measure(new)
             out[index] = new
@@ -296,10 +292,7 @@ def _arguments_gist(text: str) -> str:
 
 
 def _last_ai(messages: Sequence[Message]) -> int | None:
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role is Role.AI:
-            return index
-    return None
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.AI), None)
 
 
 def _protected_calls(messages: Sequence[Message], keep: int) -> set[str]:

@@ -372,16 +372,8 @@ class _Summarized:
             archived_messages=len(plan.replaced) if self.archived else 0,
             reinserted_bytes=self.reinserted,
         )
-        return Outcome(
-            self.chain.to_messages(),
-            (before.size, stages.meter.chain(self.chain)),
-            (event.bytes_before, event.bytes_after),
-            event,
-            settled=True,
-            depths=depths,
-            looked=stages._reinserting,
-            asked=self.asked,
-        )
+        out = _outcome(self.chain, before, stages.meter.chain(self.chain), event, settled=True)
+        return replace(out, depths=depths, looked=stages._reinserting, asked=self.asked)
 
 
 def _new_depth(stages: Stages, plan: Plan) -> int:
@@ -396,14 +388,12 @@ def _outcome(
 
 
 def _live_depths(ast: ChainAST, depths: Mapping[str, int]) -> dict[str, int]:
-    live: dict[str, int] = {}
-    for section in ast.sections:
-        for pair in section.body:
-            if is_summarized(pair):
-                key = summary_key(pair)
-                if key in depths:
-                    live[key] = depths[key]
-    return live
+    return {
+        key: depths[key]
+        for section in ast.sections
+        for pair in section.body
+        if is_summarized(pair) and (key := summary_key(pair)) in depths
+    }
 
 
 def _cache_anchors(ast: ChainAST) -> list[int]:
