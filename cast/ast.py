@@ -24,6 +24,8 @@ changed. Inside ``cast`` the parser and transforms use the unchecked ``cast._fas
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
@@ -31,8 +33,6 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from pydantic import ValidationError
 
-from cast._gc import collector_paused
-from cast._trusted import new_trusted
 from cast.constants import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
     FAKE_GEMINI_SIGNATURE,
@@ -49,6 +49,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    _new_trusted,
     _trusted_message,
 )
 
@@ -62,10 +63,24 @@ __all__ = [
     "Header",
     "Section",
     "chain_operation",
+    "collector_paused",
     "pair_type_of",
 ]
 
 _set = object.__setattr__
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for a bulk build of acyclic objects (parsing
+    JSON, validating messages), whose collections would each scan all older objects."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class BodyPairType(StrEnum):
@@ -272,7 +287,7 @@ class BodyPair:
             raise TypeError(f"summary text must be a str, not {type(text).__name__}")
         reasoning = Reasoning(signature=FAKE_GEMINI_SIGNATURE.encode()) if fake_signature else None
         # Every field is known valid here: built without re-validation (hot in csum).
-        call = new_trusted(
+        call = _new_trusted(
             ToolCall,
             {
                 "type": "tool_call",
@@ -287,7 +302,7 @@ class BodyPair:
             _check_role(reasoning_message, Role.AI, "reasoning_message")
             prefix = tuple(p for p in reasoning_message.parts if type(p) is not ToolCall)
         ai_message = _trusted_message(Role.AI, (*prefix, call))
-        result = new_trusted(
+        result = _new_trusted(
             ToolResult,
             {
                 "type": "tool_result",

@@ -1,35 +1,36 @@
-"""Reading and writing chain files for the command lines: JSON from a path or stdin
-(JSON lines for ``.jsonl`` files, as agents keep their sessions), format detection,
-and the byte-size units people type (``50KiB``, ``2MB``)."""
+"""Chain files for the command lines: bounded reads, JSON (JSON lines for ``.jsonl``)
+from a path or stdin, large files parsed a piece at a time, atomic writes, format
+detection, and the byte-size units people type (``50KiB``, ``2MB``)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import itertools
 import json
 import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NoReturn, TextIO
+from pathlib import Path
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 import pydantic_core
 import regex
 
-from cast._extras import install_hint
-from cast._files import DEFAULT_MAX_INPUT_BYTES, InputTooLargeError, read_bytes, write_atomic
-from cast._gc import collector_paused
-from cast._streamjson import load_json_file
+from cast.ast import collector_paused
 from cast.codecs import NATIVE, codec_names, detect_format, get_codec, stream_encoder
 from cast.codecs._common import iter_messages
 from cast.codecs._streaming import PayloadStream, iter_indented_json
-from cast.errors import AmbiguousFormatError, CodecError, InputError
+from cast.errors import AmbiguousFormatError, CodecError, InputError, install_hint
 from cast.messages import Message
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "JSON_LINES_SUFFIX",
     "InputError",
+    "InputTooLargeError",
     "add_input_limit_argument",
     "decode_chain",
     "decode_owned_chain",
@@ -37,15 +38,258 @@ __all__ = [
     "format_size",
     "install_hint",
     "known_formats",
+    "load_json_file",
     "one_line",
     "parse_size",
+    "read_bytes",
     "read_json",
     "read_json_lines",
     "run_console",
+    "write_atomic",
     "write_chain",
     "write_json",
     "write_owned_chain",
 ]
+
+
+# -- bounded reads and atomic writes ---------------------------------------------------------
+
+DEFAULT_MAX_INPUT_BYTES = 1 << 30
+"""Inputs larger than this (1 GiB) are refused unless the caller raises the limit."""
+
+# Chunks are joined into writes of about this many characters: json's chunks are a few
+# characters each, so a batch costs about ten times its length in string objects.
+_WRITE_BATCH = 1 << 16
+
+
+class InputTooLargeError(OSError):
+    """An input larger than the configured limit."""
+
+
+def _read_limited(stream: BinaryIO, where: str, max_bytes: int) -> bytes:
+    data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputTooLargeError(f"{where} is larger than the input limit of {max_bytes} bytes")
+    return data
+
+
+def read_bytes(
+    source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES, *, stdin: TextIO | None = None
+) -> bytes:
+    """The bytes of the file ``source`` (``-``: standard input), at most ``max_bytes``.
+
+    Raises :class:`InputTooLargeError` beyond the limit (checked from the file's size
+    before reading when it is a regular file) and ``OSError`` when it cannot be read.
+    ``stdin`` replaces ``sys.stdin``.
+    """
+    if source == "-":
+        stream = stdin or sys.stdin
+        binary = getattr(stream, "buffer", None)
+        if binary is None:  # a text stream without bytes underneath (tests)
+            binary = io.BytesIO(stream.read(max_bytes + 1).encode("utf-8", "surrogatepass"))
+        return _read_limited(binary, "standard input", max_bytes)
+    with open(source, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "Is a directory", source)
+        if stat.S_ISREG(info.st_mode) and info.st_size > max_bytes:
+            raise InputTooLargeError(
+                f"{source} is {info.st_size} bytes, larger than the input limit of "
+                f"{max_bytes} bytes"
+            )
+        return _read_limited(stream, source, max_bytes)
+
+
+def write_atomic(target: str | os.PathLike[str], chunks: Iterable[str]) -> None:
+    """Write the text ``chunks`` (UTF-8) to ``target`` atomically: to a temporary file
+    beside it, flushed, fsynced, given the target's permission bits and renamed over it
+    (a symbolic link is followed). On any failure, ``KeyboardInterrupt`` included, the
+    temporary file is removed and the target is left as it was; the exception propagates.
+    """
+    path = Path(os.path.realpath(target))
+    try:
+        mode: int | None = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    temporary = _create_temporary(path)
+    try:
+        with open(temporary, "w", encoding="utf-8", errors="strict", newline="") as stream:
+            batch: list[str] = []
+            pending = 0
+            for chunk in chunks:
+                batch.append(chunk)
+                pending += len(chunk)
+                if pending >= _WRITE_BATCH:
+                    stream.write("".join(batch))
+                    batch.clear()
+                    pending = 0
+            stream.write("".join(batch))
+            stream.flush()
+            if mode is not None:
+                os.chmod(stream.fileno(), mode)
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _sync_folder(path.parent)
+
+
+def _create_temporary(path: Path) -> Path:
+    """A new empty file beside ``path`` (mode 0o666 less the umask, as ``open`` gives)."""
+    for attempt in range(100):
+        candidate = path.with_name(f".{path.name}.{os.getpid()}.{attempt}.tmp")
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return candidate
+    raise FileExistsError(f"cannot create a temporary file beside {path}")
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename itself durable (best effort: not every system can)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# -- large files a piece at a time ----------------------------------------------------------
+
+CHUNK_CHARS = 1 << 20
+"""Characters read at a time (a value longer than this is read in doubling chunks)."""
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = regex.compile(r"[ \t\n\r]*")
+_ESCAPED_SURROGATE = regex.compile(r"\\u[dD][89a-fA-F]")
+
+
+class _NeedsWholeFileError(Exception):
+    """The text needs the whole-file reader (an error, or a case it handles)."""
+
+
+def load_json_file(path: str, chunk_chars: int = CHUNK_CHARS) -> Any | None:
+    """The JSON value of the UTF-8 file at ``path``, read a chunk at a time: each element
+    of the top-level array (or of an array a top-level member holds) is parsed by itself,
+    so the text and the value are never both whole in memory. None when the file must be
+    read whole instead (a syntax error, a byte-order mark, an escaped surrogate...)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as stream:
+            return _Reader(stream, chunk_chars).document()
+    except (_NeedsWholeFileError, UnicodeDecodeError, RecursionError, OSError):
+        return None
+
+
+class _Reader:
+    """A cursor over text read from ``stream`` on demand."""
+
+    def __init__(self, stream: TextIO, chunk_chars: int) -> None:
+        self.stream = stream
+        self.chunk_chars = chunk_chars
+        self.text = ""
+        self.pos = 0
+        self.ended = False
+
+    def _more(self, chars: int) -> None:
+        chunk = self.stream.read(chars)
+        if not chunk:
+            self.ended = True
+            return
+        self.text = self.text[self.pos :] + chunk
+        self.pos = 0
+
+    def _peek(self) -> str:
+        """The next character that is not whitespace ("" at the end of the file)."""
+        while True:
+            match = _WHITESPACE.match(self.text, self.pos)
+            assert match is not None  # the pattern matches the empty string
+            self.pos = match.end()
+            if self.pos < len(self.text):
+                return self.text[self.pos]
+            if self.ended:
+                return ""
+            self._more(self.chunk_chars)
+
+    def _expect(self, allowed: str) -> str:
+        char = self._peek()
+        if char == "" or char not in allowed:
+            raise _NeedsWholeFileError
+        self.pos += 1
+        return char
+
+    def document(self) -> Any:
+        first = self._peek()
+        if first == "[":
+            value: Any = self._array()
+        elif first == "{":
+            value = self._object()
+        else:
+            raise _NeedsWholeFileError  # a scalar (or a byte-order mark): nothing to stream
+        if self._peek() != "":
+            raise _NeedsWholeFileError  # extra data after the value
+        return value
+
+    def _object(self) -> dict[str, Any]:
+        self.pos += 1
+        out: dict[str, Any] = {}
+        if self._peek() == "}":
+            self.pos += 1
+            return out
+        while True:
+            if self._peek() != '"':
+                raise _NeedsWholeFileError
+            key = self._value()
+            self._expect(":")
+            out[key] = self._array() if self._peek() == "[" else self._value()
+            if self._expect(",}") == "}":
+                return out
+
+    def _array(self) -> list[Any]:
+        self.pos += 1
+        out: list[Any] = []
+        if self._peek() == "]":
+            self.pos += 1
+            return out
+        while True:
+            self._peek()
+            out.append(self._value())
+            if self._expect(",]") == "]":
+                return out
+
+    def _value(self) -> Any:
+        """One whole JSON value starting at the cursor (whitespace already skipped)."""
+        chars = self.chunk_chars
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError:
+                if self.ended:
+                    raise _NeedsWholeFileError from None
+                self._more(chars)  # the value may go on past the text read so far
+                chars *= 2
+                continue
+            if len(self.text) - end < 8 and not self.ended:
+                self._more(chars)  # a number may go on: "12" of "1234", "0" of "0.5"
+                continue
+            if _ESCAPED_SURROGATE.search(self.text, self.pos, end) is not None:
+                raise _NeedsWholeFileError  # the whole-file reader repairs lone surrogates
+            # Parsed again by pydantic-core, as the whole-file reader does: it shares
+            # repeated short strings, which makes a chain's value a fifth smaller.
+            del value
+            try:
+                value = pydantic_core.from_json(self.text[self.pos : end])
+            except ValueError:
+                raise _NeedsWholeFileError from None
+            self.pos = end
+            return value
+
+
+# -- JSON and chains --------------------------------------------------------------------------
 
 
 def read_json(
@@ -53,7 +297,7 @@ def read_json(
 ) -> Any:
     """The JSON value in the file at ``source`` (``-`` reads standard input).
 
-    Inputs over ``max_bytes`` are refused (see :mod:`cast._files`). Strings holding a
+    Inputs over ``max_bytes`` are refused (see :func:`read_bytes`). Strings holding a
     lone surrogate (``"\\ud800"``: valid JSON, but no UTF-8 text can carry it, so no
     command could write it and providers reject it) have each such code point replaced
     by U+FFFD; a warning on standard error says how many and where the first was.
@@ -69,12 +313,7 @@ def read_json(
             value = load_json_file(source)
         if value is not None:
             return value
-    try:
-        data = read_bytes(source, max_bytes, stdin=stdin)
-    except InputTooLargeError as exc:
-        raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
-    except OSError as exc:
-        raise InputError(f"cannot read {where}: {exc.strerror or exc}") from exc
+    data = _read_input(source, max_bytes, stdin)
     try:
         # pydantic-core parses the bytes without an intermediate str: for text with
         # one astral character a str costs 4 bytes per character, the bytes one.
@@ -124,12 +363,7 @@ def read_json_lines(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) ->
 
     Raises :class:`InputError` naming the file and line when it cannot be read, is not
     UTF-8 or a line is not JSON."""
-    try:
-        data = read_bytes(source, max_bytes)
-    except InputTooLargeError as exc:
-        raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
-    except OSError as exc:
-        raise InputError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    data = _read_input(source, max_bytes)
     values: list[Any] = []
     with collector_paused():
         for number, line in enumerate(data.split(b"\n"), start=1):
@@ -140,6 +374,16 @@ def read_json_lines(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) ->
             except ValueError:
                 values.append(_json_line(line, source, number))
     return values
+
+
+def _read_input(source: str, max_bytes: int, stdin: TextIO | None = None) -> bytes:
+    try:
+        return read_bytes(source, max_bytes, stdin=stdin)
+    except InputTooLargeError as exc:
+        raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
+    except OSError as exc:
+        where = "standard input" if source == "-" else source
+        raise InputError(f"cannot read {where}: {exc.strerror or exc}") from exc
 
 
 def _json_line(line: bytes, source: str, number: int) -> Any:
@@ -159,7 +403,7 @@ def _json_line(line: bytes, source: str, number: int) -> Any:
 
 
 STREAM_MIN_BYTES = 16 * 1024 * 1024
-"""Files at least this large are parsed a piece at a time (:mod:`cast._streamjson`):
+"""Files at least this large are parsed a piece at a time (:func:`load_json_file`):
 the text read whole would cost as much memory again as the parsed chain."""
 
 
@@ -171,7 +415,6 @@ def _streamable(source: str, max_bytes: int) -> bool:
     return stat.S_ISREG(info.st_mode) and STREAM_MIN_BYTES <= info.st_size <= max_bytes
 
 
-_ESCAPED_SURROGATE = regex.compile(r"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = regex.compile("[\ud800-\udfff]")
 
 
@@ -207,7 +450,7 @@ def _too_deep(what: str) -> InputError:
 def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -> None:
     """Write ``payload`` as indented JSON to the file ``target`` or standard output.
 
-    A file is written atomically (:func:`cast._files.write_atomic`): it keeps its old
+    A file is written atomically (:func:`write_atomic`): it keeps its old
     bytes unless the whole new text was encoded and synced, so ``target`` may be the
     input file. Standard output gets the text only once it is completely encoded. A list
     written to a ``.jsonl`` file is written one item per line (JSON lines).

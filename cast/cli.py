@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from typing import TextIO
 
-from cast._compaction import LostCompactionWarning
 from cast._lint import lint
-from cast._port import drop_provider_fields, port
+from cast._port import LostCompactionWarning, drop_provider_fields, port
 from cast.ast import BodyPair, BodyPairType, ChainAST
 from cast.chainio import (
     add_input_limit_argument,

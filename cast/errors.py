@@ -33,6 +33,7 @@ __all__ = [
     "MessageFormatError",
     "ParseRule",
     "UnknownProviderError",
+    "install_hint",
 ]
 
 
@@ -88,13 +89,14 @@ class ChainError(ValueError):
         return f"{where}{self.detail}"
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild, (type(self), self.detail, self.index, self.rule))
+        # Rebuilt from its state, whatever the subclass's constructor takes.
+        return (_restore, (type(self), self.args), self.__dict__)
 
 
-def _rebuild(
-    cls: type[ChainError], detail: str, index: int | None, rule: ParseRule | None
-) -> ChainError:
-    return cls(detail, index=index, rule=rule)
+def _restore(cls: type[ChainError], args: tuple[object, ...]) -> ChainError:
+    error = cls.__new__(cls)
+    error.args = args
+    return error
 
 
 class MessageFormatError(ChainError):
@@ -109,13 +111,6 @@ class MessageFormatError(ChainError):
         if self.field:
             where += f", field {self.field}"
         return f"{where}: {self.detail}"
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_format, (self.detail, self.index, self.field))
-
-
-def _rebuild_format(detail: str, index: int | None, field: str) -> MessageFormatError:
-    return MessageFormatError(detail, index=index, field=field)
 
 
 class CodecError(ChainError):
@@ -132,13 +127,6 @@ class CodecError(ChainError):
     def _render(self) -> str:
         return f"{self.path}: {self.detail}" if self.path else self.detail
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_codec, (self.detail, self.path, self.index))
-
-
-def _rebuild_codec(detail: str, path: str, index: int | None) -> CodecError:
-    return CodecError(detail, path=path, index=index)
-
 
 class AmbiguousFormatError(CodecError):
     """A payload that two or more registered formats fit, each reading it differently:
@@ -149,18 +137,12 @@ class AmbiguousFormatError(CodecError):
         names = " and ".join(repr(name) for name in formats)
         super().__init__(f"the payload fits {names}, which read it differently")
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (AmbiguousFormatError, (self.formats,))
-
 
 class IdTemplateError(ChainError):
     """A malformed id template, or one that cannot yield enough distinct ids."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, rule=ParseRule.ID_TEMPLATE)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (IdTemplateError, (self.detail,))
 
 
 class UnknownProviderError(ChainError):
@@ -174,9 +156,6 @@ class UnknownProviderError(ChainError):
             rule=ParseRule.UNKNOWN_PROVIDER,
         )
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (UnknownProviderError, (self.name, list(self.known)))
-
 
 class InputError(ValueError):
     """A chain file, payload or format name the command lines cannot use.
@@ -184,3 +163,9 @@ class InputError(ValueError):
     Not a :class:`ChainError`: nothing is known about a chain yet. When the cause is
     an operating-system error (a missing or unreadable file) it is the ``__cause__``.
     """
+
+
+def install_hint(extra: str) -> str:
+    """The install line for an optional extra, for the ``ImportError`` of a module that
+    needs it: the package form and the form that works from a checkout."""
+    return f"pip install 'chaincast[{extra}]' (from a checkout: pip install '.[{extra}]')"

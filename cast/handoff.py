@@ -32,8 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from cast._compaction import LostCompactionWarning
-from cast._port import TOOL_ERROR_PREFIX, port
+from cast._port import TOOL_ERROR_PREFIX, LostCompactionWarning, port
 from cast.chainio import read_json, read_json_lines
 from cast.codecs import claude_code, claude_code_session, codex_rollout
 from cast.errors import ChainError, InputError

@@ -1,9 +1,5 @@
-"""Roles, parts and messages: the frozen data every other module works on.
-
-Every model is a frozen pydantic v2 model, so a chain handed to chaincast can never be
-changed behind its owner's back. ``bytes`` fields travel as base64 in JSON. Sizes are
-UTF-8 byte counts (what a provider receives), computed once per message.
-"""
+"""Roles, parts and messages: frozen pydantic models, ``bytes`` as base64 in JSON, sizes
+in UTF-8 bytes computed once per message."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from functools import cached_property
 from types import NoneType, UnionType
-from typing import Annotated, Any, Literal, Self, TypeAlias, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Self, TypeAlias, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -23,8 +19,6 @@ from pydantic import (
     PlainSerializer,
     TypeAdapter,
 )
-
-from cast._trusted import new_trusted
 
 __all__ = [
     "FIELD_PART_KINDS",
@@ -131,7 +125,7 @@ class _Frozen(BaseModel):
                     f"{type(self).__name__}.evolve: {name} must be {names}, "
                     f"not {type(value).__name__}"
                 )
-        return new_trusted(type(self), {**self.__dict__, **changes})
+        return _new_trusted(type(self), {**self.__dict__, **changes})
 
 
 _FIELD_TYPES: dict[type[BaseModel], dict[str, tuple[type, ...]]] = {}
@@ -410,4 +404,51 @@ def _trusted_message(role: Role, parts: tuple[Any, ...], size: int | None = None
     """A message of valid parts; its size is computed unless given."""
     if size is None:
         size = sum(map(part_size, parts))
-    return new_trusted(Message, {"role": role, "parts": parts}, size)
+    return _new_trusted(Message, {"role": role, "parts": parts}, size)
+
+
+# -- the unchecked fast path (cast._fast): models built from values already valid -------------
+
+_M = TypeVar("_M", bound=BaseModel)
+# pydantic keeps these three in slots; a model built without __init__ must fill them.
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+_FIELDS_SETS: dict[type[Any], set[str]] = {}
+_DEFAULTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _new_trusted(cls: type[_M], fields: dict[str, Any], size: int | None = None) -> _M:
+    """A ``cls`` model of ``fields`` (the others default), not validated; ``size`` is a
+    message's cached size."""
+    obj = object.__new__(cls)
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        defaults = _DEFAULTS[cls] = {
+            name: info.default
+            for name, info in cls.model_fields.items()
+            if not info.is_required() and info.default_factory is None
+        }
+    obj.__dict__.update(defaults)
+    obj.__dict__.update(fields)
+    if size is not None:
+        obj.__dict__["size"] = size
+    fields_set = _FIELDS_SETS.get(cls)
+    if fields_set is None:
+        fields_set = _FIELDS_SETS[cls] = set(cls.model_fields)
+    # The fields set is shared between trusted instances; pydantic never mutates it.
+    _SET_FIELDS_SET(obj, fields_set)
+    _SET_EXTRA(obj, None)
+    _SET_PRIVATE(obj, None)
+    return obj
+
+
+def _with_field(model: _M, name: str, value: object) -> _M:
+    """A copy of a part (not a message) with one field replaced, not validated."""
+    obj = object.__new__(type(model))
+    obj.__dict__.update(model.__dict__)
+    obj.__dict__[name] = value
+    _SET_FIELDS_SET(obj, model.__pydantic_fields_set__)
+    _SET_EXTRA(obj, None)
+    _SET_PRIVATE(obj, None)
+    return obj
