@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any, Literal
@@ -404,7 +405,7 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
     removed, and tool messages left without results; the parse with repair that follows
     drops orphan tool messages, adds fallback results and merges human messages."""
     out: list[Message] = []
-    pending: dict[str, int] | None = None  # unanswered calls of the current AI message
+    pending: Counter[str] | None = None  # unanswered calls of the current AI message
     for index, item in enumerate(items):
         message = item if type(item) is Message else to_message(item, index)
         role = message.role
@@ -413,10 +414,9 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
             answers = False
             for part in message.parts:
                 if type(part) is ToolResult:
-                    left = pending.get(part.tool_call_id, 0)
-                    if not left:
+                    if not pending[part.tool_call_id]:
                         continue
-                    pending[part.tool_call_id] = left - 1
+                    pending[part.tool_call_id] -= 1
                     answers = True
                 kept.append(part)
             if not answers:
@@ -424,10 +424,7 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
             if len(kept) != len(message.parts):
                 message = trusted_message(_TOOL, tuple(kept))
         elif role is _AI:
-            pending = {}
-            for part in message.parts:
-                if type(part) is ToolCall:
-                    pending[part.id] = pending.get(part.id, 0) + 1
+            pending = Counter(call.id for call in message.tool_calls)
         elif role is not _TOOL:
             pending = None
         out.append(message)
