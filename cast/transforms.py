@@ -97,17 +97,16 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
     """Give every tool call whose id does not fit ``template``, or repeats an id used
     earlier in the chain, a new id generated from the template; its results follow.
 
-    Ids that fit and are first used are kept. New ids are seeded by the old id, the
-    function name and how many times that old id was replaced before, so the result is
-    deterministic and appending to a chain never changes the ids already given.
+    New ids are seeded by the old id, the function name and how many times that old id
+    was replaced before, so appending to a chain never changes the ids already given.
     """
     tmpl = as_template(template)
     uses_name = tmpl.uses_function_name
     matches = tmpl.matches
-
     # Pass 1: which ids are kept (fit the template, first occurrence), so new ids avoid them.
     kept_ids: set[str] = set()
-    plan: list[tuple[int, int, list[int]]] = []  # (section, pair, positions of calls to rename)
+    plan: dict[int, list[tuple[int, list[int]]]] = {}  # section -> (pair, calls to rename)
+    renames = 0
     # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
     calls_per_name: dict[str, int] = {}
     default_name = tmpl.DEFAULT_FUNCTION_NAME
@@ -130,36 +129,29 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
                 else:
                     rename.append(position)
             if rename:
-                plan.append((s_index, p_index, rename))
+                plan.setdefault(s_index, []).append((p_index, rename))
+                renames += len(rename)
     if not plan:
         return ast
-
     capacity = tmpl.capacity
-    if capacity is not None:
-        needed = (
-            max(calls_per_name.values())
-            if uses_name
-            else len(kept_ids) + sum(len(r) for _, _, r in plan)
+    needed = max(calls_per_name.values()) if uses_name else len(kept_ids) + renames
+    if capacity is not None and capacity < needed:
+        per = " per function name" if uses_name else ""
+        raise IdTemplateError(
+            f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids"
+            f"{per}, fewer than this chain needs ({needed})"
         )
-        if capacity < needed:
-            per = " per function name" if uses_name else ""
-            raise IdTemplateError(
-                f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids"
-                f"{per}, fewer than this chain needs ({needed})"
-            )
-
     new_id = _id_generator(tmpl, kept_ids)
     sections = list(ast.sections)
     total_delta = 0
-    for s_index, plan_pairs in _group_by_section(plan):
+    for s_index, plan_pairs in plan.items():
         section = sections[s_index]
         body = list(section.body)
         section_delta = 0
         for p_index, positions in plan_pairs:
             pair = body[p_index]
-            renamed = _rename_pair_calls(pair, positions, new_id)
+            body[p_index] = renamed = _rename_pair_calls(pair, positions, new_id)
             section_delta += renamed.size - pair.size
-            body[p_index] = renamed
         sections[s_index] = trusted_section(
             section.header, tuple(body), section.size + section_delta
         )
@@ -167,27 +159,8 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
     return trusted_chain(tuple(sections), ast.size + total_delta)
 
 
-def _group_by_section(
-    plan: list[tuple[int, int, list[int]]],
-) -> Iterable[tuple[int, list[tuple[int, list[int]]]]]:
-    current = -1
-    group: list[tuple[int, list[int]]] = []
-    for s_index, p_index, positions in plan:
-        if s_index != current:
-            if group:
-                yield current, group
-            current, group = s_index, []
-        group.append((p_index, positions))
-    if group:
-        yield current, group
-
-
 def _id_generator(tmpl: IdTemplate, used: set[str]) -> Callable[[str, str], str]:
-    """New ids from ``tmpl``, never one in ``used`` (which they join).
-
-    Each is seeded by the old id, the function name and how many times that old id was
-    replaced before, so a chain that grows keeps the ids it was already given.
-    """
+    """New ids from ``tmpl``, never one in ``used`` (which they join)."""
     replaced: dict[str, int] = {}
     generate_unused = tmpl.generate_unused
 
@@ -202,100 +175,40 @@ def _id_generator(tmpl: IdTemplate, used: set[str]) -> Callable[[str, str], str]
 def _rename_pair_calls(
     pair: BodyPair, positions: list[int], new_id: Callable[[str, str], str]
 ) -> BodyPair:
-    """The pair with the calls at ``positions`` renamed and their results following."""
-    ai = pair.ai_message
-    parts: list[Any] = list(ai.parts)
-    if len(parts) > 1:
-        call_ids = [p.id for p in parts if type(p) is ToolCall]
-        if len(set(call_ids)) != len(call_ids):
-            return _rename_pair_calls_in_order(pair, positions, new_id)
-    mapping: dict[str, tuple[str, int]] = {}  # old id -> (new id, size change)
+    """The pair with the calls at ``positions`` renamed and their results following (the
+    results of an id the pair repeats answer its calls in order)."""
+    parts = list(pair.ai_message.parts)
     delta = 0
-    for position in positions:
-        part = parts[position]
-        old_id = part.id
-        new = new_id(old_id, part.name)
-        step = utf8_len(new) - utf8_len(old_id)
-        mapping[old_id] = (new, step)
-        parts[position] = with_field(part, "id", new)
-        delta += step
-    new_ai = trusted_message(Role.AI, tuple(parts), ai.size + delta)
-    tools: list[Message] = []
-    for message in pair.tool_messages:
-        message_parts: tuple[Any, ...] = message.parts
-        if len(message_parts) == 1:  # the common shape: one result per tool message
-            part = message_parts[0]
-            renamed = mapping.get(part.tool_call_id) if type(part) is ToolResult else None
-            if renamed is None:
-                tools.append(message)
-                continue
-            new, step = renamed
-            result = with_field(part, "tool_call_id", new)
-            tools.append(trusted_message(Role.TOOL, (result,), message.size + step))
-            delta += step
-            continue
-        new_parts = list(message_parts)
-        step = 0
-        changed = False
-        for index, part in enumerate(new_parts):
-            if type(part) is ToolResult and part.tool_call_id in mapping:
-                new, part_step = mapping[part.tool_call_id]
-                step += part_step
-                new_parts[index] = with_field(part, "tool_call_id", new)
-                changed = True
-        tools.append(
-            trusted_message(Role.TOOL, tuple(new_parts), message.size + step)
-            if changed
-            else message
-        )
-        delta += step
-    return trusted_pair(pair.type, new_ai, tuple(tools), pair.size + delta)
-
-
-def _rename_pair_calls_in_order(
-    pair: BodyPair, positions: list[int], new_id: Callable[[str, str], str]
-) -> BodyPair:
-    """Like :func:`_rename_pair_calls` for a pair that repeats a call id: the results of
-    an id answer its calls in order."""
-    ai = pair.ai_message
-    parts = list(ai.parts)
-    size_delta = 0
     final: dict[str, list[str]] = {}  # old id -> the final ids of its calls, in order
     rename = set(positions)
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
             continue
-        old_id = part.id
+        new = old_id = part.id
         if position in rename:
             new = new_id(old_id, part.name)
             parts[position] = with_field(part, "id", new)
-            size_delta += utf8_len(new) - utf8_len(old_id)
-        else:
-            new = old_id
+            delta += utf8_len(new) - utf8_len(old_id)
         final.setdefault(old_id, []).append(new)
-    new_ai = trusted_message(Role.AI, tuple(parts), ai.size + size_delta)
+    new_ai = trusted_message(Role.AI, tuple(parts), pair.ai_message.size + delta)
     tools: list[Message] = []
     for message in pair.tool_messages:
-        tool_parts = list(message.parts)
-        delta = 0
-        changed = False
-        for position, part in enumerate(tool_parts):
-            if type(part) is not ToolResult:
-                continue
-            ids = final.get(part.tool_call_id)
+        new_parts: list[Any] | None = None
+        step = 0
+        for position, part in enumerate(message.parts):
+            ids = final.get(part.tool_call_id) if type(part) is ToolResult else None
             if not ids:
                 continue
             new = ids.pop(0) if len(ids) > 1 else ids[0]
             if new != part.tool_call_id:
-                tool_parts[position] = with_field(part, "tool_call_id", new)
-                delta += utf8_len(new) - utf8_len(part.tool_call_id)
-                changed = True
-        tools.append(
-            trusted_message(Role.TOOL, tuple(tool_parts), message.size + delta)
-            if changed
-            else message
-        )
-    return trusted_pair(pair.type, new_ai, tuple(tools))
+                new_parts = new_parts or list(message.parts)
+                new_parts[position] = with_field(part, "tool_call_id", new)
+                step += utf8_len(new) - utf8_len(part.tool_call_id)
+        if new_parts is not None:
+            message = trusted_message(Role.TOOL, tuple(new_parts), message.size + step)  # noqa: PLW2901
+        tools.append(message)
+        delta += step
+    return trusted_pair(pair.type, new_ai, tuple(tools), pair.size + delta)
 
 
 # -- reasoning ---------------------------------------------------------------------------
