@@ -295,15 +295,10 @@ class _Reader:
 def read_json(
     source: str, stdin: TextIO | None = None, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES
 ) -> Any:
-    """The JSON value in the file at ``source`` (``-`` reads standard input).
-
-    Inputs over ``max_bytes`` are refused (see :func:`read_bytes`). Strings holding a
-    lone surrogate (``"\\ud800"``: valid JSON, but no UTF-8 text can carry it, so no
-    command could write it and providers reject it) have each such code point replaced
-    by U+FFFD; a warning on standard error says how many and where the first was.
-    Files of :data:`STREAM_MIN_BYTES` or more are parsed a piece at a time, which
-    halves the peak memory of reading them. A path ending in ``.jsonl`` is read with
-    :func:`read_json_lines` (a list of its lines' values).
+    """The JSON value in the file at ``source`` (``-`` reads standard input; ``.jsonl``:
+    :func:`read_json_lines`), at most ``max_bytes``. Lone surrogates (``"\\ud800"``, which
+    no UTF-8 text can carry) become U+FFFD, with a warning on standard error. Files of
+    :data:`STREAM_MIN_BYTES` or more are parsed a piece at a time (half the memory).
     """
     where = "standard input" if source == "-" else source
     if source.endswith(JSON_LINES_SUFFIX):
@@ -354,8 +349,7 @@ def read_json(
 
 
 JSON_LINES_SUFFIX = ".jsonl"
-"""Files named so hold one JSON value per line (agents' session files): they are read
-as the list of those values and written so when the payload is a list."""
+"""Files named so hold one JSON value per line (agents' session files)."""
 
 
 def read_json_lines(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> list[Any]:
@@ -419,9 +413,8 @@ _LONE_SURROGATE = regex.compile("[\ud800-\udfff]")
 
 
 def _replace_lone_surrogates(value: Any, path: str, replaced: list[str]) -> Any:
-    """``value`` with every surrogate code point in its strings (keys too) replaced by
-    U+FFFD; the paths of the strings changed are appended to ``replaced``. Surrogates
-    left after ``json.loads`` are lone: it joins every valid pair into one character."""
+    """``value`` with every (lone, after ``json.loads``) surrogate in its strings and keys
+    replaced by U+FFFD; the paths of the strings changed go to ``replaced``."""
     if isinstance(value, str):
         if value.isascii() or _LONE_SURROGATE.search(value) is None:
             return value
@@ -448,13 +441,9 @@ def _too_deep(what: str) -> InputError:
 
 
 def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -> None:
-    """Write ``payload`` as indented JSON to the file ``target`` or standard output.
-
-    A file is written atomically (:func:`write_atomic`): it keeps its old
-    bytes unless the whole new text was encoded and synced, so ``target`` may be the
-    input file. Standard output gets the text only once it is completely encoded. A list
-    written to a ``.jsonl`` file is written one item per line (JSON lines).
-    """
+    """Write ``payload`` as indented JSON to the file ``target`` (atomically, so it may
+    be the input file; a list to a ``.jsonl`` file one item per line) or standard output
+    (once the text is whole)."""
     if target is not None and target.endswith(JSON_LINES_SUFFIX) and isinstance(payload, list):
         lines = (json.dumps(item, ensure_ascii=False) + "\n" for item in payload)
         _write_text(lines, target, stdout, "the output chain", final_newline=False)
@@ -466,14 +455,9 @@ def write_chain(
     messages: Iterable[Message], fmt: str, target: str | None, stdout: TextIO | None = None
 ) -> None:
     """Write ``messages`` encoded in format ``fmt``: the same bytes as
-    ``write_json(encode_chain(messages, fmt), target, stdout)``.
-
-    Codecs registered with an ``encode_stream`` (OpenAI Chat, Anthropic, Bedrock and
-    Gemini among the built-in ones; see :func:`cast.codecs.register_codec`) encode a
-    message at a time: a file then gets each item of the payload as soon as it is
-    encoded, so the encoded chain is never whole in memory, and ``messages`` is read
-    once, front to back. The file is still replaced only once the whole chain was
-    encoded and synced; a chain that cannot be encoded leaves it as it was.
+    ``write_json(encode_chain(messages, fmt), target, stdout)``. Codecs with an
+    ``encode_stream`` encode a message at a time, so the encoded chain is never whole in
+    memory; the file is still replaced only once the whole chain was encoded and synced.
     """
     encode_stream = _stream_encoder(fmt)
     if encode_stream is None:
@@ -487,16 +471,13 @@ def write_chain(
 def write_owned_chain(
     messages: list[Message], fmt: str, target: str | None, stdout: TextIO | None = None
 ) -> None:
-    """:func:`write_chain` for a list the caller owns and will not read again: it is
-    emptied as it is encoded, each message released once its item is written, so the
-    messages and what is written never both stay whole in memory (the command lines'
-    converted chains)."""
+    """:func:`write_chain` for a list the caller owns and will not read again: emptied as
+    it is encoded, each message released once written."""
     write_chain(_ReleasingList.taking(messages), fmt, target, stdout)
 
 
 def _stream_encoder(fmt: str) -> Callable[[Iterable[Message]], PayloadStream] | None:
-    """The codec's item-by-item encoder, when its registration has one (an unknown
-    format has none: :func:`encode_chain` then says so)."""
+    """The codec's item-by-item encoder, if any (an unknown format: encode_chain says)."""
     try:
         return stream_encoder(fmt)
     except CodecError:
@@ -511,9 +492,8 @@ def _write_text(
     *,
     final_newline: bool = True,
 ) -> None:
-    """Write the text ``chunks`` and a final line break to ``target`` (a file, written
-    atomically) or standard output (once the text is whole); ``what`` names the value
-    in the error raised when it nests too deeply."""
+    """Write the text ``chunks`` and a line break to ``target`` (atomically) or standard
+    output (once whole); ``what`` names the value in a nesting error."""
     to_stdout = target is None or target == "-"
     try:
         if to_stdout:
@@ -572,10 +552,9 @@ def _codec(fmt: str) -> Any:
 def decode_chain(
     payload: Any, fmt: str | None = None, *, option: str = "--format"
 ) -> tuple[list[Message], str]:
-    """The messages of a payload and the format they were read as (detected when
-    ``fmt`` is None; ``option`` is the command line's option naming the format, for the
-    error when detection cannot tell). Raises :class:`InputError` /
-    :class:`CodecError` on bad input."""
+    """The messages of a payload and the format they were read as (detected when ``fmt``
+    is None; ``option`` names the format's option in the error when detection cannot
+    tell). Raises :class:`InputError` / :class:`CodecError` on bad input."""
     if fmt is None:
         fmt = _detect(payload, option)
     codec = _codec(fmt)
@@ -588,11 +567,8 @@ def decode_chain(
 def decode_owned_chain(
     payload: Any, fmt: str | None = None, *, option: str = "--format"
 ) -> tuple[list[Message], str]:
-    """:func:`decode_chain` for a payload the caller owns and will not read again: the
-    message list is emptied as it is decoded, each raw message released once its
-    ``Message`` exists, so the parsed JSON and the decoded chain are never both whole
-    in memory. The command lines read each file into such a payload; the codecs
-    themselves never change what they are given."""
+    """:func:`decode_chain` for a payload the caller owns and will not read again: its
+    message list is emptied as it is decoded, each raw message released once decoded."""
     if fmt is None:
         fmt = _detect(payload, option)
     if fmt not in _SINGLE_PASS_DECODERS:
@@ -622,8 +598,7 @@ _SINGLE_PASS_DECODERS = frozenset({"openai", "anthropic", "bedrock"})
 
 
 class _ReleasingList(list[Any]):
-    """A list whose iteration hands out each item and then forgets it (the slot is set
-    to None): a single-pass decoder reading it frees each raw message as it goes."""
+    """A list whose iteration hands out each item and then forgets it (sets it None)."""
 
     @classmethod
     def taking(cls, items: list[Any]) -> _ReleasingList:
@@ -700,9 +675,8 @@ def one_line(exc: BaseException) -> str:
 
 
 def run_console(main: Callable[[], int]) -> NoReturn:
-    """Exit with ``main()``'s code; a closed stdout (``... | head``) ends quietly, and
-    Ctrl-C ends with one line and status 130 (files are written atomically, so an
-    interrupted command leaves every file as it was)."""
+    """Exit with ``main()``'s code; a closed stdout (``... | head``) ends quietly, Ctrl-C
+    with one line and status 130 (files are written atomically: none is changed)."""
     try:
         code = main()
         sys.stdout.flush()

@@ -1,9 +1,5 @@
-"""The ``cast`` command line: inspect, convert and lint chain files, and hand a coding
-agent's session to another agent.
-
-``main(argv) -> int`` runs in-process (tests call it); ``entrypoint()`` is the console
-script. User errors print one line and exit with code 2, never a traceback.
-"""
+"""The ``cast`` command line (inspect, convert, lint, handoff): ``main(argv) -> int`` runs
+in-process; user errors print one line and exit with code 2, never a traceback."""
 
 from __future__ import annotations
 

@@ -12,12 +12,8 @@ Hierarchy::
                                     a file missing or unreadable, not UTF-8, not JSON,
                                     an unknown format name (the OSError is __cause__)
 
-Every :class:`ChainError` says where the problem is: the position of the offending
-message in the caller's input (``index``), the :class:`ParseRule` it breaks (``rule``),
-and for format errors the field path inside the message. :class:`InputError` is not a
-``ChainError``: a missing file says nothing about any chain. It is a ``ValueError``
-because the value given (a path, a payload, a format name) is what cannot be used;
-catch ``OSError`` on its ``__cause__`` to tell a missing file apart.
+Every :class:`ChainError` says where: the offending message's input position
+(``index``), the :class:`ParseRule` it breaks (``rule``), for format errors the field.
 """
 
 from __future__ import annotations
@@ -38,13 +34,9 @@ __all__ = [
 
 
 class ParseRule(StrEnum):
-    """What a :class:`ChainError` says was broken: its ``rule``.
-
-    The first seven are the parse rules of :mod:`cast.parse` (also reported by
-    :func:`cast.diagnose` and :func:`cast.lint`); the others name the checks made
-    outside the chain's structure. The values are plain strings, so
-    ``error.rule == "consecutive-human"`` holds.
-    """
+    """What a :class:`ChainError` says was broken (its ``rule``): the seven parse rules
+    of :mod:`cast.parse`, then the checks outside the chain's structure. The values are
+    plain strings: ``error.rule == "consecutive-human"`` holds."""
 
     FIRST_MESSAGE = "first-message"
     """Rule 1: the chain must open with a system or human message."""
@@ -114,11 +106,8 @@ class MessageFormatError(ChainError):
 
 
 class CodecError(ChainError):
-    """A provider payload that cannot be decoded or encoded; ``path`` locates the field.
-
-    ``path`` reads like the provider's own error messages, e.g.
-    ``messages[3].content[1].tool_use_id``.
-    """
+    """A provider payload that cannot be decoded or encoded; ``path`` locates the field
+    as the provider's own errors do (``messages[3].content[1].tool_use_id``)."""
 
     def __init__(self, message: str, *, path: str = "", index: int | None = None) -> None:
         self.path = path
@@ -158,11 +147,8 @@ class UnknownProviderError(ChainError):
 
 
 class InputError(ValueError):
-    """A chain file, payload or format name the command lines cannot use.
-
-    Not a :class:`ChainError`: nothing is known about a chain yet. When the cause is
-    an operating-system error (a missing or unreadable file) it is the ``__cause__``.
-    """
+    """A chain file, payload or format name the command lines cannot use (not a
+    :class:`ChainError`: no chain is known yet); an ``OSError`` cause is ``__cause__``."""
 
 
 def install_hint(extra: str) -> str:

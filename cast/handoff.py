@@ -172,13 +172,8 @@ def read_session(path: str | os.PathLike[str]) -> Session:
         raise InputError(f"{where}: {exc}") from exc
     if not any(m.role is Role.HUMAN for m in messages):
         raise InputError(f"{where}: the session holds no conversation (no user message)")
-    return Session(
-        agent=agent,
-        messages=messages,
-        cwd=cwd if isinstance(cwd, str) and cwd else None,
-        session_id=session_id if isinstance(session_id, str) else None,
-        model=model,
-    )
+    cwd = cwd if isinstance(cwd, str) and cwd else None
+    return Session(agent, messages, cwd, session_id if isinstance(session_id, str) else None, model)
 
 
 def _codex_model(lines: list[Any]) -> str | None:
@@ -401,14 +396,5 @@ def handoff(
     _write_new(path, lines, agent)
     command = f"cd {shlex.quote(folder)} && {_COMMANDS[agent]} {session_id}"
     return Handoff(
-        agent=agent,
-        session_id=session_id,
-        path=path,
-        cwd=folder,
-        resume_command=command,
-        compacted=compacted,
-        unit=unit,
-        size_before=before,
-        size_after=after,
-        notes=tuple(notes),
+        agent, session_id, path, folder, command, compacted, unit, before, after, tuple(notes)
     )

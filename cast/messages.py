@@ -161,23 +161,26 @@ class Reasoning(_Frozen):
         return utf8_len(self.content) + len(self.signature)
 
 
-class TextPart(_Frozen):
+class _Part(_Frozen):
+    @property
+    def size(self) -> int:
+        """UTF-8 bytes of every field but ``type``, reasoning included."""
+        return part_size(self)  # type: ignore[arg-type]
+
+
+class TextPart(_Part):
     """Plain text, optionally carrying the reasoning that produced it."""
 
     type: Literal["text"] = "text"
     text: str
     reasoning: Reasoning | None = None
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
-
 
 def _is_empty(value: object) -> bool:
     return value == "" or value is False
 
 
-class ImagePart(_Frozen):
+class ImagePart(_Part):
     """An image by URL (``data:`` URLs included), or other media by URL when
     ``mime_type`` says so (a PDF or a video a provider fetches itself)."""
 
@@ -187,12 +190,8 @@ class ImagePart(_Frozen):
     mime_type: str = Field(default="", exclude_if=_is_empty)
     """What the URL points to, when the payload said (``""``: an image of any type)."""
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
-
-class BinaryPart(_Frozen):
+class BinaryPart(_Part):
     """Raw bytes with their MIME type (files, audio, inline images)."""
 
     type: Literal["binary"] = "binary"
@@ -202,12 +201,8 @@ class BinaryPart(_Frozen):
     """The file's name where the payload gave one (OpenAI ``file.filename``, Bedrock
     document ``name``)."""
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
-
-class ToolCall(_Frozen):
+class ToolCall(_Part):
     """A function call requested by the AI; ``arguments`` is JSON text."""
 
     type: Literal["tool_call"] = "tool_call"
@@ -216,12 +211,8 @@ class ToolCall(_Frozen):
     arguments: str = "{}"
     reasoning: Reasoning | None = None
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
-
-class ToolResult(_Frozen):
+class ToolResult(_Part):
     """The answer to the tool call whose id is ``tool_call_id``."""
 
     type: Literal["tool_result"] = "tool_result"
@@ -231,12 +222,8 @@ class ToolResult(_Frozen):
     is_error: bool = Field(default=False, exclude_if=_is_empty)
     """The tool failed (Anthropic ``is_error``, Bedrock ``status: "error"``)."""
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
-
-class ProviderPart(_Frozen):
+class ProviderPart(_Part):
     """A block only one provider understands, kept whole so that chains sent back to
     that provider are unchanged: ``provider`` is its wire format (``"anthropic"``,
     ``"openai-responses"``, ``"bedrock"``, ``"gemini"``), ``kind`` the block's type on
@@ -248,10 +235,6 @@ class ProviderPart(_Frozen):
     provider: str
     kind: str
     data: str = "{}"
-
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
 
 FIELD_PART_KINDS = frozenset({"caller", "call_fields", "message_fields", "refusal"})
@@ -372,29 +355,24 @@ class Message(_Frozen):
     @classmethod
     def system(cls, text: str) -> Message:
         """A system message with one text part."""
-        return _new_message(Role.SYSTEM, (TextPart(text=text),))
+        return Message(role=Role.SYSTEM, parts=(TextPart(text=text),))
 
     @classmethod
     def human(cls, text: str) -> Message:
         """A human message with one text part."""
-        return _new_message(Role.HUMAN, (TextPart(text=text),))
+        return Message(role=Role.HUMAN, parts=(TextPart(text=text),))
 
     @classmethod
     def ai(cls, text: str = "", *tool_calls: ToolCall) -> Message:
         """An AI message: optional text, then tool calls."""
         parts: tuple[Any, ...] = ((TextPart(text=text),) if text else ()) + tool_calls
-        return _new_message(Role.AI, parts)
+        return Message(role=Role.AI, parts=parts)
 
     @classmethod
     def tool(cls, tool_call_id: str, name: str, content: str) -> Message:
         """A tool message holding one result."""
-        return _new_message(
-            Role.TOOL, (ToolResult(tool_call_id=tool_call_id, name=name, content=content),)
-        )
-
-
-def _new_message(role: Role, parts: tuple[Any, ...]) -> Message:
-    return Message(role=role, parts=parts)
+        result = ToolResult(tool_call_id=tool_call_id, name=name, content=content)
+        return Message(role=Role.TOOL, parts=(result,))
 
 
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])

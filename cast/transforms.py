@@ -196,7 +196,9 @@ def _rename_pair_calls(
         new_parts: list[Any] | None = None
         step = 0
         for position, part in enumerate(message.parts):
-            ids = final.get(part.tool_call_id) if type(part) is ToolResult else None
+            if type(part) is not ToolResult:
+                continue
+            ids = final.get(part.tool_call_id)
             if not ids:
                 continue
             new = ids.pop(0) if len(ids) > 1 else ids[0]
