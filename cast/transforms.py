@@ -4,6 +4,7 @@ new tree or message, sharing every node it does not touch; the receiver is never
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -47,46 +48,29 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
     ``change`` must keep each message's role and tool-call pairing (ids, counts).
     """
     sections: list[Section] = []
-    changed_any = False
     for section in ast.sections:
         header = section.header
-        system = header.system_message
-        human = header.human_message
-        new_system = change(system) if system is not None else None
-        new_human = change(human) if human is not None else None
-        if new_system is not None or new_human is not None:
-            system = new_system or system
-            human = new_human or human
-            header = trusted_header(
-                system,
-                human,
-                (system.size if system else 0) + (human.size if human else 0),
-            )
-        body: list[BodyPair] = []
-        body_changed = False
-        for pair in section.body:
-            ai = change(pair.ai_message)
-            tools = pair.tool_messages
-            new_tools = [change(m) for m in tools]
-            if ai is None and not any(new_tools):
-                body.append(pair)
-                continue
-            body_changed = True
-            body.append(
-                trusted_pair(
-                    pair.type,
-                    ai or pair.ai_message,
-                    tuple(n or o for n, o in zip(new_tools, tools, strict=True)),
-                )
-            )
-        if header is section.header and not body_changed:
-            sections.append(section)
-            continue
-        changed_any = True
-        sections.append(trusted_section(header, tuple(body) if body_changed else section.body))
-    if not changed_any:
+        old = (header.system_message, header.human_message)
+        system, human = (None if m is None else change(m) or m for m in old)
+        if system is not old[0] or human is not old[1]:
+            size = (system.size if system else 0) + (human.size if human else 0)
+            header = trusted_header(system, human, size)
+        body = tuple(_map_pair(pair, change) for pair in section.body)
+        if header is not section.header or any(map(operator.is_not, body, section.body)):
+            section = trusted_section(header, body)  # noqa: PLW2901
+        sections.append(section)
+    if all(map(operator.is_, sections, ast.sections)):
         return ast
     return trusted_chain(tuple(sections))
+
+
+def _map_pair(pair: BodyPair, change: Callable[[Message], Message | None]) -> BodyPair:
+    ai = change(pair.ai_message)
+    tools = [change(m) for m in pair.tool_messages]
+    if ai is None and not any(tools):
+        return pair
+    new_tools = tuple(n or o for n, o in zip(tools, pair.tool_messages, strict=True))
+    return trusted_pair(pair.type, ai or pair.ai_message, new_tools)
 
 
 # -- tool-call ids -----------------------------------------------------------------------
@@ -339,12 +323,8 @@ def _sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
 
 @chain_operation("append_human_message")
 def _append_human_message(ast: ChainAST, text: str) -> ChainAST:
-    """Add human text to the chain.
-
-    Empty chain or a last section with a body: a new section. A last section without a
-    human message: the message becomes its human message. Otherwise the text is appended
-    as a new part of the last section's human message.
-    """
+    """Add human text: a new section after a body (or in an empty chain), else the open
+    section's human message, or a new part of it."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     part = TextPart(text=text)
@@ -354,25 +334,16 @@ def _append_human_message(ast: ChainAST, text: str) -> ChainAST:
         section = trusted_section(trusted_header(None, human, human.size), (), human.size)
         return trusted_chain((*sections, section), ast.size + human.size)
     last = sections[-1]
-    header = last.header
-    old = header.human_message
+    system, old = last.header.system_message, last.header.human_message
     human = trusted_message(Role.HUMAN, (part,) if old is None else (*old.parts, part))
-    new_header = trusted_header(
-        header.system_message,
-        human,
-        (header.system_message.size if header.system_message else 0) + human.size,
-    )
-    new_last = trusted_section(new_header, last.body)
-    return trusted_chain((*sections[:-1], new_last))
+    header = trusted_header(system, human, (system.size if system else 0) + human.size)
+    return trusted_chain((*sections[:-1], trusted_section(header, last.body)))
 
 
 @chain_operation("add_tool_response")
 def _add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str) -> ChainAST:
-    """Set the result of the (latest) tool call with this id.
-
-    Replaces the content of its existing result, or adds the missing result. Raises
-    :class:`ChainError` when no tool call in the chain has this id.
-    """
+    """Set the result of the (latest) tool call with this id: its content replaced, or
+    the missing result added; no such call is a :class:`ChainError`."""
     sections = ast.sections
     for s_index in range(len(sections) - 1, -1, -1):
         section = sections[s_index]
