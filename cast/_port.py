@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
 import warnings
 from collections import Counter
@@ -145,9 +146,7 @@ def port(
     """
     profile = resolve_provider(target)
     same_source = source is not None and resolve_provider(source).name == profile.name
-    items = [
-        item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
-    ]
+    items = [to_message(item, i) for i, item in enumerate(messages)]
     items = _port_compactions(items, profile, same_source, encrypted_compaction)
     steps = _steps()
     for step in steps[PortStage.MESSAGES]:
@@ -272,13 +271,8 @@ def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Messag
     dropped (they answer nothing), and a human message holding
     :data:`OPENING_HUMAN_TEXT` before an AI message that would open it (replays of
     earlier turns). Other chains come back unchanged."""
-    items = [
-        item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
-    ]
-    start = 0
-    while start < len(items) and items[start].role is _TOOL:
-        start += 1
-    out = items[start:]
+    items = [to_message(item, i) for i, item in enumerate(messages)]
+    out = list(itertools.dropwhile(lambda message: message.role is _TOOL, items))
     if out and out[0].role is _AI:
         out.insert(0, trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),)))
     return out
@@ -407,7 +401,7 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
     out: list[Message] = []
     pending: Counter[str] | None = None  # unanswered calls of the current AI message
     for index, item in enumerate(items):
-        message = item if type(item) is Message else to_message(item, index)
+        message = to_message(item, index)
         role = message.role
         if role is _TOOL and pending is not None:
             kept: list[Any] = []

@@ -20,7 +20,8 @@ import contextlib
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
+from enum import StrEnum
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from pydantic import ValidationError
@@ -103,13 +104,6 @@ def _check_role(message: object, role: Role, what: str) -> None:
         raise ChainError(f"{what} must have role {role.value!r}, not {message.role.value!r}")
 
 
-class _Keep(Enum):
-    KEEP = "keep"  # an ``evolve`` argument left out (``None`` is a value there)
-
-
-_KEEP = _Keep.KEEP
-
-
 def _header_size(system: Message | None, human: Message | None) -> int:
     """The size of a header of these messages, checking their roles."""
     size = 0
@@ -150,13 +144,13 @@ class Header:
     def evolve(
         self,
         *,
-        system_message: Message | _Keep | None = _KEEP,
-        human_message: Message | _Keep | None = _KEEP,
+        system_message: Message | EllipsisType | None = ...,
+        human_message: Message | EllipsisType | None = ...,
     ) -> Header:
         """A copy with ``system_message`` and/or ``human_message`` changed (checked)."""
         return Header.build(
-            self.system_message if isinstance(system_message, _Keep) else system_message,
-            self.human_message if isinstance(human_message, _Keep) else human_message,
+            self.system_message if system_message is ... else system_message,
+            self.human_message if human_message is ... else human_message,
         )
 
 
@@ -273,37 +267,19 @@ class BodyPair:
             raise TypeError(f"summary text must be a str, not {type(text).__name__}")
         reasoning = Reasoning(signature=FAKE_GEMINI_SIGNATURE.encode()) if fake_signature else None
         # Every field is known valid here: built without re-validation (hot in csum).
-        call = _new_trusted(
-            ToolCall,
-            {
-                "type": "tool_call",
-                "id": call_id,
-                "name": SUMMARIZATION_TOOL_NAME,
-                "arguments": SUMMARIZATION_TOOL_ARGS,
-                "reasoning": reasoning,
-            },
-        )
+        name, arguments = SUMMARIZATION_TOOL_NAME, SUMMARIZATION_TOOL_ARGS
+        fields = {"id": call_id, "name": name, "arguments": arguments, "reasoning": reasoning}
+        call = _new_trusted(ToolCall, {"type": "tool_call", **fields})
         prefix: tuple[Any, ...] = ()
         if reasoning_message is not None:
             _check_role(reasoning_message, Role.AI, "reasoning_message")
             prefix = tuple(p for p in reasoning_message.parts if type(p) is not ToolCall)
         ai_message = _trusted_message(Role.AI, (*prefix, call))
-        result = _new_trusted(
-            ToolResult,
-            {
-                "type": "tool_result",
-                "tool_call_id": call_id,
-                "name": SUMMARIZATION_TOOL_NAME,
-                "content": text,
-            },
-        )
+        fields = {"tool_call_id": call_id, "name": name, "content": text}
+        result = _new_trusted(ToolResult, {"type": "tool_result", **fields})
         tool_message = _trusted_message(Role.TOOL, (result,))
-        return _trusted_pair(
-            BodyPairType.SUMMARIZATION,
-            ai_message,
-            (tool_message,),
-            ai_message.size + tool_message.size,
-        )
+        size = ai_message.size + tool_message.size
+        return _trusted_pair(BodyPairType.SUMMARIZATION, ai_message, (tool_message,), size)
 
     def messages(self) -> list[Message]:
         """The AI message, then its tool messages."""
