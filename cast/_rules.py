@@ -87,11 +87,8 @@ _IMPLEMENTATIONS: dict[Step, Callable[..., Any]] = {}
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A lint check, by name: the function registered for it with :func:`implements`.
-
-    A lint check is called ``check(messages, report)``: it reports its rules on the
-    report (:class:`cast._lint.Report`), which drops the rules that do not apply to
-    the provider."""
+    """A lint check, by name: the function registered for it with :func:`implements`,
+    called ``check(messages, report)`` (:class:`cast._lint.Report`)."""
 
     name: str
 
@@ -120,12 +117,9 @@ def implements(step: Step) -> Callable[[_F], _F]:
 class PortStage(StrEnum):
     """What a port step works on, in the order port runs the stages."""
 
-    MESSAGES = "messages"
-    """The messages as given (port then parses them with repair)."""
-    CHAIN = "chain"
-    """The parsed :class:`~cast.ast.ChainAST`."""
-    FINAL = "final"
-    """The messages of the repaired chain."""
+    MESSAGES = "messages"  # the messages as given (port then parses them with repair)
+    CHAIN = "chain"  # the parsed ChainAST
+    FINAL = "final"  # the messages of the repaired chain
 
 
 @dataclass(frozen=True, slots=True)

@@ -624,18 +624,10 @@ def encode_chain(messages: Iterable[Message], fmt: str) -> Any:
         raise _too_deep(f"the chain converted to {fmt}") from exc
 
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "kib": 1024,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "mib": 1024**2,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "gib": 1024**3,
+_UNITS = {"": 1, "b": 1} | {
+    f"{prefix}{suffix}": base**power
+    for power, prefix in enumerate("kmg", start=1)
+    for suffix, base in (("", 1000), ("b", 1000), ("ib", 1024))
 }
 _MAX_SIZE = 2**63
 _SIZE = regex.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")

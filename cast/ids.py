@@ -26,22 +26,18 @@ _LOWER = "abcdefghijklmnopqrstuvwxyz"
 _UPPER = _LOWER.upper()
 
 CHARSETS: dict[str, str] = {
-    "d": _DIGITS,
-    "digit": _DIGITS,
-    "l": _LOWER,
-    "lower": _LOWER,
-    "u": _UPPER,
-    "upper": _UPPER,
-    "a": _LOWER + _UPPER,
-    "alpha": _LOWER + _UPPER,
-    "x": _DIGITS + _LOWER + _UPPER,
-    "alnum": _DIGITS + _LOWER + _UPPER,
-    "h": "0123456789abcdef",
-    "hex": "0123456789abcdef",
-    "H": "0123456789ABCDEF",
-    "HEX": "0123456789ABCDEF",
-    "b": _DIGITS + _UPPER + _LOWER,
-    "base62": _DIGITS + _UPPER + _LOWER,
+    name: chars
+    for short, long, chars in (
+        ("d", "digit", _DIGITS),
+        ("l", "lower", _LOWER),
+        ("u", "upper", _UPPER),
+        ("a", "alpha", _LOWER + _UPPER),
+        ("x", "alnum", _DIGITS + _LOWER + _UPPER),
+        ("h", "hex", "0123456789abcdef"),
+        ("H", "HEX", "0123456789ABCDEF"),
+        ("b", "base62", _DIGITS + _UPPER + _LOWER),
+    )
+    for name in (short, long)
 }
 """Charset aliases of ``{r:N:CHARSET}`` and the characters each draws from, in order."""
 
