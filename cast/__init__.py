@@ -10,9 +10,8 @@ convert them.
 
 from typing import Any as _Any
 
-from cast._compaction import EncryptedCompactionError, LostCompactionWarning
 from cast._lint import Violation, lint
-from cast._port import open_with_human, port
+from cast._port import EncryptedCompactionError, LostCompactionWarning, open_with_human, port
 from cast.ast import BodyPair, BodyPairType, ChainAST, Header, Section
 from cast.constants import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,

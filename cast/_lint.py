@@ -1,41 +1,12 @@
-"""Lint a chain for a provider: every problem that provider would reject, without
-changing anything.
-
-``lint(messages, target)`` returns :class:`Violation` records, each with the index of
-the offending message in the input, the :class:`~cast.providers.Rule` it breaks, and
-the error text the provider returns for it (its own words, with ids filled in, where
-they are known; chaincast's words otherwise, with ``verbatim=False``). It checks:
-
-* structure — what :func:`cast.parse.diagnose` reports: a first message that is not
-  system/human, a late system message, consecutive human messages, orphan, unknown
-  and duplicate tool results, tool calls without results;
-* tool-call ids — ids the provider rejects (pattern, length) and, where the provider
-  wants them unique, ids used twice in the chain;
-* reasoning — what the target's reasoning policy forbids or requires; with ``source``,
-  signatures from another provider (a foreign signature cannot be told apart byte-wise,
-  so without ``source`` signed reasoning is trusted); with ``thinking=True`` (the
-  request turns thinking on), an assistant turn answered by the last tool results that
-  does not open with a thinking block (Anthropic, Bedrock: consecutive assistant
-  messages are one turn there);
-* roles — a conversation that does not open with a human message (Anthropic, Bedrock,
-  Gemini), a human message right after a tool message (Mistral), system messages after
-  the first where the provider takes one system prompt only;
-* content — media the provider cannot take where it stands (in a tool result, by URL,
-  of that type at all), blocks kept from another provider (``ProviderPart``), and
-  empty messages where the provider refuses them (Anthropic, Bedrock, Gemini).
-
-Each rule is one object (:data:`cast._rules.RULES`): lint runs the checks of the rules
-that apply to the target, each once, in rule order, and :class:`Report` keeps only the
-violations of those rules. :func:`cast.port` fixes every one of them (but
-``tools-not-declared``, a fact of the request), so a ported chain lints clean. Lint only
-raises for items that are not valid messages (``MessageFormatError``) and unknown
-provider names.
-"""
+"""Lint a chain for a provider: every problem that provider would reject, in its own
+words where known, without changing anything; each check registers for its rules'
+``Step`` (:data:`cast._rules.RULES`) with :func:`~cast._rules.implements`."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -109,45 +80,34 @@ class Violation:
 
 
 class _Fields(dict[str, Any]):
-    """Format fields; one a template names but lint does not know renders empty."""
+    """Format fields; one a text names but lint does not know renders empty."""
 
     def __missing__(self, key: str) -> str:
         return ""
 
 
+@dataclass(slots=True)
 class Report:
-    """What a lint run found, and what its checks need to know: the target's profile,
-    whether the chain's reasoning is foreign to it, the tools the request declares.
+    """What a lint run found, and what its checks need to know; :meth:`add` drops the
+    rules that do not apply to the target, so the rules decide who refuses what."""
 
-    :meth:`add` records a violation of a rule that applies to the target (see
-    :attr:`cast._rules.RuleDefinition.applies`) and drops the others, so a check
-    reports what it finds and the rules decide who refuses it."""
+    profile: ProviderProfile
+    foreign: bool
+    declared: frozenset[str] | None
+    thinking: bool = False
+    found: list[Violation] = field(default_factory=list)
+    applying: frozenset[Rule] = field(init=False)
 
-    __slots__ = ("_applying", "declared", "foreign", "found", "profile", "thinking")
-
-    def __init__(
-        self,
-        profile: ProviderProfile,
-        foreign: bool,
-        declared: frozenset[str] | None,
-        thinking: bool = False,
-    ) -> None:
-        self.profile = profile
-        self.foreign = foreign
-        self.declared = declared
-        self.thinking = thinking
-        self.found: list[Violation] = []
-        self._applying = _applying(profile)
+    def __post_init__(self) -> None:
+        self.applying = _applying(self.profile)
 
     def add(self, rule: Rule, index: int | None, field: str = "", **values: Any) -> None:
-        """Record ``rule`` broken at message ``index`` (``field`` inside it), its text
-        formatted with ``values``."""
-        if rule not in self._applying:
+        """Record ``rule`` broken at message ``index`` (``field`` inside it)."""
+        if rule not in self.applying:
             return
         text = self.profile.errors.get(rule)
         verbatim = text is not None
-        if text is None:
-            text = DEFAULT_ERROR_TEXTS[rule]
+        text = DEFAULT_ERROR_TEXTS[rule] if text is None else text
         values.setdefault("index", index)
         values.setdefault("max_length", self.profile.max_id_length)
         message = text.format_map(_Fields(values))
@@ -174,16 +134,18 @@ def lint(
     tools: Iterable[str] | None = None,
     thinking: bool = False,
 ) -> list[Violation]:
-    """Every problem ``target`` would reject in the chain, in message order.
+    """Every problem ``target`` would reject in the chain, in message order: structure
+    (the parse rules), tool-call ids, reasoning, roles, media, kept blocks and empty
+    messages (docs/providers.md). Each :class:`Violation` holds the provider's own text
+    where known (``verbatim``). :func:`cast.port` fixes all but ``tools-not-declared``.
 
-    ``source`` (optional) names the provider whose reasoning the chain carries; with it,
-    signatures from another provider are reported for targets that verify them.
-    ``tools`` (optional) names the tools the request declares; with it, a history that
-    holds tool calls in a request declaring none is reported for targets that refuse
-    it (Anthropic, Bedrock: ``tools-not-declared``). Without it, nothing is assumed.
-    ``thinking`` says the request turns thinking on (Anthropic's ``thinking``); with it,
-    the assistant turn the last tool results answer must open with a thinking block
-    (``thinking-not-first``).
+    ``source`` names the provider whose reasoning the chain carries; with it, signatures
+    from another provider are reported for targets that verify them. ``tools`` names the
+    tools the request declares; with it, tool calls in a request declaring none are
+    reported where refused (``tools-not-declared``). ``thinking`` says the request turns
+    thinking on: the assistant turn the last tool results answer must open with a
+    thinking block (``thinking-not-first``). Raises ``MessageFormatError`` for an item
+    that is not a valid message and ``UnknownProviderError`` for an unknown name.
     """
     if not isinstance(thinking, bool):
         raise TypeError(f"thinking must be a bool, not {type(thinking).__name__}")
@@ -247,8 +209,8 @@ def check_structure(items: list[Message], report: Report) -> None:
 def _pairing(
     items: list[Message],
 ) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, int]]]]:
-    """For each AI message, its calls left without a result in the tool messages right
-    after it; for each such tool message, its results that answer none (id, part)."""
+    """By AI message, its calls left without a result in the tool messages right after
+    it; by such tool message, its results that answer none (id, part)."""
     missing: dict[int, list[str]] = {}
     stray: dict[int, list[tuple[str, int]]] = {}
     index = 0
@@ -259,23 +221,20 @@ def _pairing(
             index += 1
             continue
         calls = message.tool_calls
-        pending: dict[str, int] = {}
-        for call in calls:
-            pending[call.id] = pending.get(call.id, 0) + 1
+        pending = Counter(call.id for call in calls)
         after = index + 1
         while after < count and items[after].role is _TOOL:
             for position, part in enumerate(items[after].parts):
                 if type(part) is not ToolResult:
                     continue
-                left = pending.get(part.tool_call_id, 0)
-                if left:
-                    pending[part.tool_call_id] = left - 1
+                if pending[part.tool_call_id]:
+                    pending[part.tool_call_id] -= 1
                 else:
                     stray.setdefault(after, []).append((part.tool_call_id, position))
             after += 1
         unanswered = []
         for call in calls:
-            if pending.get(call.id, 0):
+            if pending[call.id]:
                 pending[call.id] -= 1
                 unanswered.append(call.id)
         if unanswered:
@@ -431,9 +390,8 @@ def check_roles(items: list[Message], report: Report) -> None:
 
 
 def media_of(part: ImagePart | BinaryPart) -> tuple[str, bool]:
-    """The media type of a media part and whether it goes by URL (``image/*`` for an
-    image URL that names no type; ``application/octet-stream`` for ``text/*`` bytes that
-    are not UTF-8)."""
+    """The media type of a media part (``image/*`` for an image URL naming none,
+    ``application/octet-stream`` for ``text/*`` bytes not UTF-8), and whether by URL."""
     if isinstance(part, BinaryPart):
         mime = part.mime_type
         if mime.startswith("text/") and not _is_utf8(part.data):

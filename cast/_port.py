@@ -1,71 +1,32 @@
-"""Port a chain to a provider: the same conversation, in a shape that provider accepts.
-
-``port(messages, target, source=...)`` runs, in order:
-
-0. **content** — blocks kept from one provider (``ProviderPart``) stay only when
-   ``source`` is the target and the target speaks that wire format; otherwise a cache
-   point or a reasoning item is dropped and any other block becomes a text note saying
-   what it was (its text, when it is text with extra fields). Media the target cannot
-   hold in a tool result move to a human message right after the tool results; media it
-   cannot hold anywhere (or only inline, given by URL) become a text note. Failed tool
-   results get an ``[tool error]`` prefix where the wire format has no error flag.
-   A provider's compaction block becomes a summary pair (an encrypted one raises, or
-   becomes a note, see ``cast._compaction``). Leading tool
-   messages are dropped, a placeholder human message opens a chain that starts with an
-   AI message, leading system messages are merged into one, and a system message sent
-   mid-chain stays where it stands: as it is where the target takes system messages
-   anywhere, else as a human message opened by :data:`SYSTEM_IN_TURN_TEXT` (never moved
-   ahead of the user's task into the system prompt);
-1. **repair** — results that answer no call of the AI message right before them are
-   removed, then the chain is parsed with repair (orphan tool messages dropped, a
-   fallback result for every unanswered call, consecutive human messages merged);
-2. **reasoning** (:mod:`cast._port_reasoning`) — kept only when ``source`` is the
-   target (and the target takes reasoning back at all), otherwise dropped; then what
-   the target requires is added: ``FAKE_GEMINI_SIGNATURE`` on the first tool call of
-   each AI message (Gemini, Vertex), an empty reasoning content on tool-call turns
-   (DeepSeek, Kimi);
-3. **ids** — only ids the target rejects, and ids repeated in the chain, get new ids
-   from the target's template (seeded by the old id, so deterministic); results follow;
-4. **arguments** — raw control characters escaped; what is still not a JSON object
-   (invalid JSON, ``NaN``, an array, a bare value) becomes ``{}``, since arguments are a
-   function's parameters and Anthropic, Bedrock and Gemini take them as an object;
-5. **roles** — a placeholder human message where the target needs the conversation to
-   open with one, an AI message between a tool result and the next human message where
-   the target needs one (Mistral); last, no empty message is left for any target (empty
-   ones filled, an empty last AI message dropped).
-
-The steps are the port steps the rules name (:data:`cast._rules.RULES`, each rule's
-``fix``) and the normalizations no rule names (arguments), run by stage (the messages,
-the parsed chain, the messages back) and position; the parse with repair between the
-first two stages is the structure rules' repair.
-
-Every step leaves a chain it already fixed unchanged, so ``port`` is idempotent byte
-for byte: a stateless proxy that ports every request keeps a stable prefix for the
-providers' prompt caches. The input is never modified.
-"""
+"""Port a chain to a provider: the same conversation, in a shape that provider accepts
+(docs/providers.md has each step and its evidence)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+import operator
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from cast._compaction import EncryptedCompaction, port_compactions
 from cast._fast import (
     trusted_chain,
     trusted_header,
     trusted_message,
+    trusted_pair,
     trusted_section,
+    with_field,
 )
-from cast._json import loads_strict
 from cast._lint import is_cache_point, is_empty, media_of
-from cast._port_reasoning import fix_reasoning  # noqa: F401 (registers the reasoning step)
 from cast._rules import (
     FIX_CONTENT,
     FIX_EMPTY,
     FIX_IDS,
     FIX_OPENING,
     FIX_PAIRING,
+    FIX_REASONING,
     FIX_ROLES,
     FIX_SYSTEM,
     RULES,
@@ -74,13 +35,9 @@ from cast._rules import (
     Rule,
     implements,
 )
-from cast._transforms import (
-    map_messages,
-    map_tool_call_arguments,
-    normalize_tool_call_ids,
-    sanitize_arguments,
-)
-from cast.ast import BodyPair, ChainAST
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section
+from cast.constants import FAKE_GEMINI_SIGNATURE, SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
+from cast.errors import ChainError
 from cast.ids import IdTemplate
 from cast.messages import (
     FIELD_PART_KINDS,
@@ -88,24 +45,28 @@ from cast.messages import (
     ImagePart,
     Message,
     ProviderPart,
+    Reasoning,
     Role,
     TextPart,
     ToolCall,
     ToolResult,
 )
 from cast.parse import parse_chain, to_message
-from cast.providers import (
-    ProviderProfile,
-    resolve_provider,
-)
+from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
+from cast.transforms import loads_strict, map_messages, map_tool_call_arguments, sanitize_arguments
 
 __all__ = [
+    "COMPACTION",
     "EMPTY_ANSWER_TEXT",
     "MOVED_MEDIA_TEXT",
     "OPENING_HUMAN_TEXT",
     "SYSTEM_IN_TURN_TEXT",
     "TOOL_BRIDGE_TEXT",
     "TOOL_ERROR_PREFIX",
+    "EncryptedCompaction",
+    "EncryptedCompactionError",
+    "LostCompactionWarning",
+    "drop_provider_fields",
     "open_with_human",
     "port",
 ]
@@ -127,15 +88,36 @@ MOVED_MEDIA_TEXT = "Attachments returned by the tool calls above:"
 TOOL_ERROR_PREFIX = "[tool error] "
 """Prefix of a failed tool result's content for targets without an error flag."""
 
-_NOTE_LIMIT = 4096  # characters of a kept block quoted in its note
-_DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD_PART_KINDS
-"""Provider blocks dropped for other targets: cache breakpoints, reasoning items
-(reasoning is only ever replayed to the provider that made it), and the fields of a
-call or message only their own provider reads (Anthropic ``caller``, Responses
-``namespace``, ``caller`` and ``phase``)."""
+EMPTY_ANSWER_TEXT = "(no answer)"
+"""Text of an empty AI message that is not the last (a refusal, an aborted turn)."""
 
+COMPACTION = "compaction"
+"""``ProviderPart.kind`` of a provider's compaction block or item."""
+
+EncryptedCompaction = Literal["raise", "note"]
+"""What ``port`` does with an encrypted compaction item it cannot keep."""
+
+_NOTE_LIMIT = 4096  # characters of a kept block quoted in its note
+# Dropped for other targets: cache breakpoints, reasoning items (replayed only to their
+# own provider), and the call or message fields only their own provider reads.
+_DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD_PART_KINDS
+_SUMMARY_CALL_ID = IdTemplate("call_{r:24:x}")
+_FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
+_FAKE_SIGNED = Reasoning(signature=_FAKE_SIGNATURE)
+_EMPTY_REASONING = Reasoning()
 _AI = Role.AI
 _TOOL = Role.TOOL
+_COMPLETION = BodyPairType.COMPLETION
+
+
+class EncryptedCompactionError(ChainError):
+    """An OpenAI encrypted compaction item would be sent to a provider that cannot read
+    it (``index`` is the message holding it): the turns it compacted would be lost."""
+
+
+class LostCompactionWarning(UserWarning):
+    """``port(..., encrypted_compaction="note")`` replaced an encrypted compaction item
+    by a note: the turns it compacted are not in the ported chain."""
 
 
 def port(
@@ -145,22 +127,27 @@ def port(
     source: str | ProviderProfile | None = None,
     encrypted_compaction: EncryptedCompaction = "raise",
 ) -> list[Message]:
-    """The chain rewritten so that ``target`` accepts it (see the module docstring).
+    """The chain rewritten so that ``target`` accepts it; the input is never modified.
+
+    In order: kept provider blocks, media, tool errors and compaction blocks made
+    acceptable; leading tool messages dropped, an opening human message added, system
+    messages merged or kept in place; stray results removed and the chain parsed with
+    repair; reasoning kept only when ``source`` is the target, then what the target
+    requires added; ids the target rejects (or repeated) renamed; arguments made JSON
+    objects; the roles the target needs and no empty message. Every step leaves a chain
+    it already fixed unchanged, so ``port`` is idempotent byte for byte.
 
     ``source`` names the provider that produced the chain's reasoning and kept blocks;
-    ``None`` means unknown, and unknown reasoning is treated as foreign. Raises
-    ``UnknownProviderError`` for an unregistered name and ``MessageFormatError`` for an
-    item that is not a valid message. A provider's compaction block becomes a summary
-    pair for other targets; an encrypted one (OpenAI) raises
-    ``EncryptedCompactionError``, or with ``encrypted_compaction="note"`` becomes a note
-    and a ``LostCompactionWarning`` (see ``cast._compaction``).
+    ``None`` means unknown, treated as foreign. Raises ``UnknownProviderError`` for an
+    unregistered name and ``MessageFormatError`` for an item that is not a valid
+    message. A compaction block becomes a summary pair for other targets; an encrypted
+    one (OpenAI) raises ``EncryptedCompactionError``, or with
+    ``encrypted_compaction="note"`` becomes a note and a ``LostCompactionWarning``.
     """
     profile = resolve_provider(target)
     same_source = source is not None and resolve_provider(source).name == profile.name
-    items = [
-        item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
-    ]
-    items = port_compactions(items, profile, same_source, encrypted_compaction)
+    items = [to_message(item, i) for i, item in enumerate(messages)]
+    items = _port_compactions(items, profile, same_source, encrypted_compaction)
     steps = _steps()
     for step in steps[PortStage.MESSAGES]:
         items = step(items, profile, same_source)
@@ -173,28 +160,23 @@ def port(
     return out
 
 
+# A port step no rule names: arguments that are not a JSON object, which no provider is
+# known to refuse but a codec or a model could not use.
 _FIX_ARGUMENTS = Fix("arguments", PortStage.CHAIN, 30)
-_NORMALIZATIONS = (_FIX_ARGUMENTS,)
-"""Port steps that no rule names: what no provider is known to refuse, but what a
-codec or a model could not use (arguments that are not a JSON object)."""
 
 
 @lru_cache(maxsize=1)
 def _steps() -> dict[PortStage, tuple[Fix, ...]]:
     """The rules' port steps and the normalizations, each once, by stage and position."""
-    fixes = {d.fix for d in RULES.values() if d.fix is not None} | set(_NORMALIZATIONS)
-    ordered = sorted(fixes, key=lambda fix: (_STAGES.index(fix.stage), fix.position))
+    fixes = {d.fix for d in RULES.values() if d.fix is not None} | {_FIX_ARGUMENTS}
+    stages = list(PortStage)
+    ordered = sorted(fixes, key=lambda fix: (stages.index(fix.stage), fix.position))
     return {stage: tuple(fix for fix in ordered if fix.stage is stage) for stage in PortStage}
 
 
-_STAGES = list(PortStage)
-
-
 def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
-    """The messages without the kept parts that only their own provider reads (cache
-    points, reasoning items, Anthropic ``caller``, Responses call and message fields),
-    as ``port`` drops them for any other target: for formats with no provider rules
-    (langchaingo), which take no kept parts at all."""
+    """The messages without the kept parts only their own provider reads, as ``port``
+    drops them for other targets: for formats with no provider rules (langchaingo)."""
     out: list[Message] = []
     for message in messages:
         parts = tuple(
@@ -206,27 +188,79 @@ def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
     return out
 
 
-EMPTY_ANSWER_TEXT = "(no answer)"
-"""Text of an empty AI message that is not the last (a refusal, an aborted turn)."""
+# -- compaction: Anthropic readable summaries, OpenAI encrypted items ------------------------
 
 
-@implements(FIX_EMPTY)
-def fix_empty(
-    messages: list[Message], profile: ProviderProfile, same_source: bool
+def _port_compactions(
+    items: list[Message], profile: ProviderProfile, same_source: bool, encrypted: str
 ) -> list[Message]:
-    """No empty message reaches any provider: empty human messages get
-    :data:`OPENING_HUMAN_TEXT`, empty AI messages :data:`EMPTY_ANSWER_TEXT`, except a
-    last one, which is dropped (it says nothing; an AI message without text and calls
-    is refused by OpenAI, Mistral, Bedrock and Gemini, see docs/providers.md)."""
-    if messages and messages[-1].role is _AI and is_empty(messages[-1]):
-        messages.pop()
-    for index, message in enumerate(messages):
-        role = message.role
-        if role is Role.SYSTEM or not is_empty(message):
+    """``items`` with every compaction block the target does not keep made portable:
+    readable summaries as summary pairs, encrypted ones raised or noted."""
+    if encrypted not in ("raise", "note"):
+        raise ValueError(f"encrypted_compaction must be 'raise' or 'note', not {encrypted!r}")
+    out: list[Message] = []
+    for index, message in enumerate(items):
+        blocks = [p for p in message.parts if type(p) is ProviderPart and p.kind == COMPACTION]
+        if not blocks or (same_source and all(p.provider == profile.wire_format for p in blocks)):
+            out.append(message)
             continue
-        text = EMPTY_ANSWER_TEXT if role is _AI else OPENING_HUMAN_TEXT
-        messages[index] = trusted_message(role, (TextPart(text=text),))
-    return messages
+        rest: list[Any] = []
+        for part in message.parts:
+            if not (type(part) is ProviderPart and part.kind == COMPACTION):
+                rest.append(part)
+                continue
+            summary = _readable_summary(part)
+            if summary is not None:
+                _flush(rest, message.role, out)
+                out.extend(_summary_pair(summary))
+                continue
+            if encrypted == "raise":
+                raise EncryptedCompactionError(
+                    f"an encrypted {part.provider} compaction item "
+                    f"cannot be sent to {profile.name}: only its own provider can read the "
+                    "turns it compacted; port with encrypted_compaction='note' to replace "
+                    "it by a note (the turns are then lost), or restore them from an archive",
+                    index=index,
+                )
+            note = (
+                f"[{part.provider} compaction item omitted: its content is encrypted, "
+                f"so the earlier turns it compacted are not available to {profile.name}]"
+            )
+            warnings.warn(f"message {index}: {note}", LostCompactionWarning, stacklevel=3)
+            rest.append(TextPart(text=note))
+        _flush(rest, message.role, out)
+    return out
+
+
+def _readable_summary(part: ProviderPart) -> str | None:
+    """The summary text of a compaction block, or None when it is encrypted."""
+    try:
+        block = loads_strict(part.data)
+    except ValueError:
+        return None
+    content = block.get("content") if isinstance(block, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # text blocks
+        texts = [b.get("text") for b in content if isinstance(b, dict)]
+        if texts and all(isinstance(t, str) for t in texts):
+            return "\n\n".join(texts)  # type: ignore[arg-type]
+    return None
+
+
+def _summary_pair(summary: str) -> tuple[Message, Message]:
+    """The csum summary pair holding ``summary`` (its call id derived from the text, so
+    porting twice gives the same chain)."""
+    call_id = _SUMMARY_CALL_ID.generate(SUMMARIZATION_TOOL_NAME, seed=f"compaction\x1f{summary}")
+    call = ToolCall(id=call_id, name=SUMMARIZATION_TOOL_NAME, arguments=SUMMARIZATION_TOOL_ARGS)
+    result = ToolResult(tool_call_id=call_id, name=SUMMARIZATION_TOOL_NAME, content=summary)
+    return trusted_message(Role.AI, (call,)), trusted_message(Role.TOOL, (result,))
+
+
+def _flush(rest: list[Any], role: Role, out: list[Message]) -> None:
+    if rest:
+        out.append(trusted_message(role, tuple(rest)))
+        rest.clear()
 
 
 # -- content --------------------------------------------------------------------------------
@@ -237,31 +271,23 @@ def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Messag
     dropped (they answer nothing), and a human message holding
     :data:`OPENING_HUMAN_TEXT` before an AI message that would open it (replays of
     earlier turns). Other chains come back unchanged."""
-    items = [
-        item if type(item) is Message else to_message(item, i) for i, item in enumerate(messages)
-    ]
-    start = 0
-    while start < len(items) and items[start].role is _TOOL:
-        start += 1
-    out = items[start:]
+    items = [to_message(item, i) for i, item in enumerate(messages)]
+    out = list(itertools.dropwhile(lambda message: message.role is _TOOL, items))
     if out and out[0].role is _AI:
         out.insert(0, trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),)))
     return out
 
 
 @implements(FIX_OPENING)
-def fix_opening(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
-    """Port's step for ``first-message``: :func:`open_with_human`."""
+def fix_opening(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
     return open_with_human(items)
 
 
 @implements(FIX_SYSTEM)
-def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
-    """Leading system messages merged into one; a later one kept in its place: as it is
-    where the target takes system messages anywhere, else as a human message opened by
-    :data:`SYSTEM_IN_TURN_TEXT` (the parse with repair then joins it to a human message
-    next to it). Moving it into the system prompt would put it ahead of the user's task
-    and of everything said before it."""
+def fix_system(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
+    """Leading system messages merged into one; a later one kept in its place, as a
+    human message opened by :data:`SYSTEM_IN_TURN_TEXT` where the target takes system
+    messages only first (never moved ahead of the user's task into the system prompt)."""
     out: list[Message] = []
     for index, message in enumerate(items):
         if message.role is not Role.SYSTEM:
@@ -279,20 +305,18 @@ def fix_system(items: list[Message], profile: ProviderProfile, same_source: bool
 
 
 @implements(FIX_CONTENT)
-def fix_content(items: list[Message], profile: ProviderProfile, same_source: bool) -> list[Message]:
-    """Kept blocks, media, tool errors and empty messages made acceptable to the target
-    (see the module docstring); messages that need nothing are passed through."""
+def fix_content(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
+    """Kept blocks, media and tool errors made acceptable to the target; media a tool
+    result cannot hold move to a human message after the run of tool messages."""
     out: list[Message] = []
     moved: list[Any] = []  # media leaving the current run of tool messages
-    for message in items:
-        role = message.role
-        if role is not _TOOL and moved:
+    for message in [*items, None]:
+        if moved and (message is None or message.role is not _TOOL):
             out.append(trusted_message(Role.HUMAN, (TextPart(text=MOVED_MEDIA_TEXT), *moved)))
             moved = []
-        parts = _port_parts(message, profile, same_source, moved)
-        out.append(message if parts is None else trusted_message(role, parts))
-    if moved:
-        out.append(trusted_message(Role.HUMAN, (TextPart(text=MOVED_MEDIA_TEXT), *moved)))
+        if message is not None:
+            parts = _port_parts(message, profile, same, moved)
+            out.append(message if parts is None else trusted_message(message.role, parts))
     return out
 
 
@@ -325,15 +349,12 @@ def _port_parts(
             what = _describe(part, mime, url)
             if problem is Rule.MEDIA_IN_TOOL_RESULT:
                 moved.append(part)
-                new.append(TextPart(text=f"[{what}: moved to the next user message]"))
+                note = f"{what}: moved to the next user message"
             elif problem is Rule.MEDIA_BY_URL:
-                new.append(TextPart(text=f"[{what} omitted: {profile.name} takes it inline only]"))
+                note = f"{what} omitted: {profile.name} takes it inline only"
             else:
-                new.append(
-                    TextPart(
-                        text=f"[{what} omitted: {profile.name} takes none in a {place} message]"
-                    )
-                )
+                note = f"{what} omitted: {profile.name} takes none in a {place} message"
+            new.append(TextPart(text=f"[{note}]"))
         elif isinstance(part, ToolResult) and part.is_error and not profile.tool_error_flag:
             changed = True
             content = part.content
@@ -373,31 +394,23 @@ def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
 
 
 @implements(FIX_PAIRING)
-def fix_pairing(
-    messages: list[Message], profile: ProviderProfile, same_source: bool
-) -> list[Message]:
-    """The messages with every result that answers no call of the AI message before it
-    (or answers one a second time) removed, and tool messages left without results.
-
-    Tool messages that follow no AI message are left for the parser, which drops them
-    (or refuses a chain that opens with one): port parses the messages with repair
-    after this step, which also adds a fallback result for every unanswered call and
-    merges consecutive human messages.
-    """
+def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
+    """Results that answer no call of the AI message before them (or one a second time)
+    removed, and tool messages left without results; the parse with repair that follows
+    drops orphan tool messages, adds fallback results and merges human messages."""
     out: list[Message] = []
-    pending: dict[str, int] | None = None  # unanswered calls of the current AI message
-    for index, item in enumerate(messages):
-        message = item if type(item) is Message else to_message(item, index)
+    pending: Counter[str] | None = None  # unanswered calls of the current AI message
+    for index, item in enumerate(items):
+        message = to_message(item, index)
         role = message.role
         if role is _TOOL and pending is not None:
             kept: list[Any] = []
             answers = False
             for part in message.parts:
                 if type(part) is ToolResult:
-                    left = pending.get(part.tool_call_id, 0)
-                    if not left:
+                    if not pending[part.tool_call_id]:
                         continue
-                    pending[part.tool_call_id] = left - 1
+                    pending[part.tool_call_id] -= 1
                     answers = True
                 kept.append(part)
             if not answers:
@@ -405,23 +418,18 @@ def fix_pairing(
             if len(kept) != len(message.parts):
                 message = trusted_message(_TOOL, tuple(kept))
         elif role is _AI:
-            pending = {}
-            for part in message.parts:
-                if type(part) is ToolCall:
-                    pending[part.id] = pending.get(part.id, 0) + 1
+            pending = Counter(call.id for call in message.tool_calls)
         elif role is not _TOOL:
             pending = None
         out.append(message)
     return out
 
 
-# -- arguments ------------------------------------------------------------------------------
+# -- arguments and ids ----------------------------------------------------------------------
 
 
 @implements(_FIX_ARGUMENTS)
-def fix_arguments(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
-    """Every tool call's arguments a JSON object (a normalization: see the module
-    docstring)."""
+def fix_arguments(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     return map_messages(ast, _with_object_arguments)
 
 
@@ -430,8 +438,7 @@ def _with_object_arguments(message: Message) -> Message | None:
 
 
 def _object_arguments(arguments: str) -> str:
-    """``arguments`` when it is a JSON object, else its sanitized form when that is one,
-    else ``"{}"``."""
+    """``arguments`` when a JSON object, else its sanitized form when one, else ``{}``."""
     if _is_object(arguments):
         return arguments
     try:
@@ -448,11 +455,8 @@ def _is_object(text: str) -> bool:
         return False
 
 
-# -- ids ------------------------------------------------------------------------------------
-
-
 class _AcceptedIds(IdTemplate):
-    """The target's template for new ids, matching what the target accepts: so
+    """The target's template, matching what the target accepts: so
     ``normalize_tool_call_ids`` renames exactly the ids the target would reject."""
 
     __slots__ = ("_profile",)
@@ -475,16 +479,15 @@ def _accepted_ids(profile: ProviderProfile) -> IdTemplate:
 
 
 @implements(FIX_IDS)
-def fix_ids(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
-    """New ids for those the target rejects and those used twice; results follow."""
-    return normalize_tool_call_ids(ast, _accepted_ids(profile))
+def fix_ids(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
+    return ast.normalize_tool_call_ids(_accepted_ids(profile))
 
 
 # -- roles ----------------------------------------------------------------------------------
 
 
 @implements(FIX_ROLES)
-def fix_roles(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> ChainAST:
+def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     """An opening human message where the target needs one, and an AI message between
     a tool result and the next human message where the target needs one."""
     sections = list(ast.sections)
@@ -507,3 +510,134 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same_source: bool) -> Cha
                 sections[index] = trusted_section(section.header, body, section.size + bridge.size)
                 changed = True
     return trusted_chain(tuple(sections)) if changed else ast
+
+
+@implements(FIX_EMPTY)
+def fix_empty(messages: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
+    """No empty message reaches any provider: empty human messages get
+    :data:`OPENING_HUMAN_TEXT`, empty AI messages :data:`EMPTY_ANSWER_TEXT`, but a last
+    one, which is dropped (docs/providers.md)."""
+    if messages and messages[-1].role is _AI and is_empty(messages[-1]):
+        messages.pop()
+    for index, message in enumerate(messages):
+        role = message.role
+        if role is Role.SYSTEM or not is_empty(message):
+            continue
+        text = EMPTY_ANSWER_TEXT if role is _AI else OPENING_HUMAN_TEXT
+        messages[index] = trusted_message(role, (TextPart(text=text),))
+    return messages
+
+
+# -- reasoning ------------------------------------------------------------------------------
+
+
+@implements(FIX_REASONING)
+def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
+    """Reasoning kept only where the target takes it back from this source, then what
+    the target's policy requires added (a thought signature, empty reasoning content)."""
+    policy = profile.reasoning
+    if not same or policy is ReasoningPolicy.STRIP:
+        ast = map_messages(ast, _drop_reasoning)
+    elif policy is ReasoningPolicy.NATIVE_SIGNATURES:
+        ast = map_messages(ast, _drop_unsigned_reasoning)
+    if policy is ReasoningPolicy.THOUGHT_SIGNATURE:
+        return _map_ai_messages(ast, _with_thought_signature, whole_turn=False)
+    if policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED:
+        whole_turn = profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
+        return _map_ai_messages(ast, _with_reasoning_content, whole_turn=whole_turn)
+    return ast
+
+
+def _map_ai_messages(
+    ast: ChainAST, change: Callable[[Message], Message | None], *, whole_turn: bool
+) -> ChainAST:
+    """``change`` applied to the AI messages that call tools, or with ``whole_turn`` to
+    every AI message of a section (a turn) in which one does; shares what stays."""
+    sections: list[Section] = []
+    changed = False
+    for section in ast.sections:
+        turn_has_calls = whole_turn and any(p.type is not _COMPLETION for p in section.body)
+        body: list[BodyPair] = []
+        for pair in section.body:
+            new = None
+            if turn_has_calls or pair.type is not _COMPLETION:
+                new = change(pair.ai_message)
+            body.append(pair if new is None else trusted_pair(pair.type, new, pair.tool_messages))
+        if all(map(operator.is_, body, section.body)):
+            sections.append(section)
+            continue
+        changed = True
+        sections.append(trusted_section(section.header, tuple(body)))
+    return trusted_chain(tuple(sections)) if changed else ast
+
+
+def _without_reasoning(message: Message, unsigned_only: bool) -> Message | None:
+    """The message without its (unsigned) reasoning, or None when it has none; a text
+    part that only carried reasoning (empty text) goes with it."""
+
+    def drops(part: Any) -> bool:
+        if type(part) is not TextPart and type(part) is not ToolCall:
+            return False
+        reasoning = part.reasoning
+        return reasoning is not None and not (unsigned_only and reasoning.signature)
+
+    parts = message.parts
+    if not any(map(drops, parts)):
+        return None
+    kept: list[Any] = []
+    for part in parts:
+        if not drops(part):
+            kept.append(part)
+        elif type(part) is ToolCall or part.text:  # type: ignore[union-attr]
+            kept.append(with_field(part, "reasoning", None))
+    return trusted_message(message.role, tuple(kept))
+
+
+def _drop_reasoning(message: Message) -> Message | None:
+    return _without_reasoning(message, unsigned_only=False)
+
+
+def _drop_unsigned_reasoning(message: Message) -> Message | None:
+    return _without_reasoning(message, unsigned_only=True)
+
+
+def _with_thought_signature(message: Message) -> Message | None:
+    """The first tool call signed (with the placeholder Gemini accepts) when it is not."""
+    parts = message.parts
+    for position, part in enumerate(parts):
+        if type(part) is not ToolCall:
+            continue
+        reasoning = part.reasoning
+        if reasoning is not None and reasoning.signature:
+            return None
+        content = reasoning.content if reasoning is not None else ""
+        # One shared (frozen) signature for the common case: a copy per call costs
+        # a few hundred bytes each, a third of the file on a 100 MB chain.
+        signed = Reasoning(content=content, signature=_FAKE_SIGNATURE) if content else _FAKE_SIGNED
+        new_parts = list(parts)
+        new_parts[position] = with_field(part, "reasoning", signed)
+        return trusted_message(_AI, tuple(new_parts))
+    return None
+
+
+def _with_reasoning_content(message: Message) -> Message | None:
+    """Empty reasoning on an AI message that carries none, where the OpenAI codec reads
+    it back from: the first non-empty text, else the first tool call, else a new empty
+    text part."""
+    parts = message.parts
+    first_text = first_call = -1
+    for position, part in enumerate(parts):
+        cls = type(part)
+        if cls is TextPart or cls is ToolCall:
+            if part.reasoning is not None:  # type: ignore[union-attr]
+                return None
+            if cls is TextPart and first_text < 0 and part.text:  # type: ignore[union-attr]
+                first_text = position
+            elif cls is ToolCall and first_call < 0:
+                first_call = position
+    target = first_text if first_text >= 0 else first_call
+    if target < 0:
+        return trusted_message(_AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
+    new_parts = list(parts)
+    new_parts[target] = with_field(parts[target], "reasoning", _EMPTY_REASONING)
+    return trusted_message(_AI, tuple(new_parts))

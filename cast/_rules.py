@@ -1,21 +1,6 @@
-"""The provider rules, one object each: what a chain can break, who refuses it, in which
-words, how lint finds it and how port repairs it.
-
-A :class:`RuleDefinition` holds a rule's id (a :class:`Rule`), chaincast's wording for
-it, the providers' own error texts with their sources (:mod:`cast._provider_errors`),
-which provider profiles it applies to, the lint check that reports it and the port
-step that repairs it (``None`` when port cannot). :data:`RULES` holds them in the order
-lint runs its checks. :func:`cast.lint` and :func:`cast.port` run what these objects
-name; :mod:`cast.providers` reads the error texts from them.
-
-This module is a leaf: a rule names its check and its step by a :class:`Step` /
-:class:`Fix` key, and the function that does the work registers itself for that key with
-the :func:`implements` decorator where it is defined (:mod:`cast._lint`,
-:mod:`cast._port`, :mod:`cast._port_reasoning`), so lint and port import the rules, never
-the other way round. Several rules share one check or one step when one pass over the
-chain finds or repairs them all (the parser's diagnosis finds the structure rules at
-once).
-"""
+"""The provider rules, one object each: what a chain can break, who refuses it and in
+which words (the providers' own texts, each with where it was seen), and the lint check
+and port step, registered with :func:`implements` where defined, that find and fix it."""
 
 from __future__ import annotations
 
@@ -25,8 +10,6 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import cast._provider_errors as pe
-from cast._provider_errors import ProviderError
 from cast.errors import ParseRule
 
 if TYPE_CHECKING:
@@ -104,11 +87,8 @@ _IMPLEMENTATIONS: dict[Step, Callable[..., Any]] = {}
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A lint check, by name: the function registered for it with :func:`implements`.
-
-    A lint check is called ``check(messages, report)``: it reports its rules on the
-    report (:class:`cast._lint.Report`), which drops the rules that do not apply to
-    the provider."""
+    """A lint check, by name: the function registered for it with :func:`implements`,
+    called ``check(messages, report)`` (:class:`cast._lint.Report`)."""
 
     name: str
 
@@ -137,12 +117,9 @@ def implements(step: Step) -> Callable[[_F], _F]:
 class PortStage(StrEnum):
     """What a port step works on, in the order port runs the stages."""
 
-    MESSAGES = "messages"
-    """The messages as given (port then parses them with repair)."""
-    CHAIN = "chain"
-    """The parsed :class:`~cast.ast.ChainAST`."""
-    FINAL = "final"
-    """The messages of the repaired chain."""
+    MESSAGES = "messages"  # the messages as given (port then parses them with repair)
+    CHAIN = "chain"  # the parsed ChainAST
+    FINAL = "final"  # the messages of the repaired chain
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +152,213 @@ class RuleDefinition:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "errors", MappingProxyType(dict(self.errors)))
+
+
+# -- the providers' error texts, verbatim ({index}, {id}... are str.format fields) ------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderError:
+    """A provider's own error text for a rule, and its source (issues that report it,
+    or the provider's docs)."""
+
+    text: str
+    source: str
+
+
+# -- OpenAI Chat Completions (and DeepSeek, which returns the same pairing texts) ------------
+OPENAI_MISSING = ProviderError(
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to "
+    "each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}",
+    "BerriAI/litellm#10083, agno-agi/agno#3105; DeepSeek returns the same (langgenius/dify#32222)",
+)
+OPENAI_ORPHAN = ProviderError(
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+    "with 'tool_calls'.",
+    "miurla/morphic#136 (the API's own spelling 'preceeding')",
+)
+OPENAI_EMPTY = ProviderError(
+    "Invalid value for 'content': expected a string, got null.",
+    "run-llama/llama_index#17921, docker/docker-agent#63",
+)
+OPENAI_ID_TOO_LONG = ProviderError(
+    "Invalid 'messages[{index}].tool_calls[{call}].id': string too long. Expected a string "
+    "with maximum length {max_length}, but got a string with length {length} instead.",
+    "vercel/ai#8132, agno-agi/agno#5382, vllm-project/vllm#22966",
+)
+
+# -- OpenAI Responses ------------------------------------------------------------------------
+RESPONSES_ID_TOO_LONG = ProviderError(
+    "Invalid 'input[{index}].call_id': string too long. Expected a string with maximum "
+    "length {max_length}, but got a string with length {length} instead.",
+    "AnswerDotAI/fastllm#45",
+)
+RESPONSES_MISSING = ProviderError(
+    "No tool output found for function call {id}.", "continuedev/continue#10092"
+)
+RESPONSES_ORPHAN = ProviderError(
+    "No tool call found for function call output with call_id {id}.",
+    "continuedev/continue#10092",
+)
+
+# -- Anthropic Messages ----------------------------------------------------------------------
+ANTHROPIC_ORPHAN = ProviderError(
+    "messages.{index}.content.{position}: unexpected `tool_use_id` found in `tool_result` "
+    "blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in "
+    "the previous message.",
+    "anthropics/claude-code#13460",
+)
+ANTHROPIC_MISSING = ProviderError(
+    "messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately "
+    "after: {ids}. Each `tool_use` block must have a corresponding `tool_result` block in "
+    "the next message.",
+    "anthropics/claude-code#5989",
+)
+ANTHROPIC_ID_FORMAT = ProviderError(
+    "messages.{index}.content.{position}.tool_use.id: String should match pattern "
+    "'^[a-zA-Z0-9_-]+$'",
+    "CommandCodeAI/command-code#323, RooCodeInc/Roo-Code#10649",
+)
+ANTHROPIC_DUPLICATE_ID = ProviderError(
+    "messages.{index}.content.{position}: `tool_use` ids must be unique",
+    "anthropics/claude-code#20901, BerriAI/litellm#23510",
+)
+ANTHROPIC_FOREIGN_SIGNATURE = ProviderError(
+    "messages.{index}.content.{position}: Invalid `signature` in `thinking` block",
+    "ding113/claude-code-hub#518",
+)
+ANTHROPIC_UNSIGNED = ProviderError(
+    "messages.{index}.content.{position}.thinking.signature: Field required",
+    "justlovemaki/AIClient2API#437",
+)
+ANTHROPIC_THINKING_FIRST = ProviderError(
+    "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+    "`text`. When `thinking` is enabled, a final `assistant` message must start with a thinking "
+    "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).",
+    "n8n-io/n8n#22550; https://platform.claude.com/docs/build-with-claude/thinking-tool-workflows",
+)
+ANTHROPIC_EMPTY = ProviderError(
+    "messages.{index}: all messages must have non-empty content except for the optional "
+    "final assistant message",
+    "anthropics/claude-code#3196, #6774",
+)
+ANTHROPIC_NO_TOOLS = ProviderError(
+    "Requests which include tool_use or tool_result blocks must define tools.",
+    "anthropics/anthropic-sdk-python#494",
+)
+
+# -- Bedrock Converse ------------------------------------------------------------------------
+_BEDROCK_ID = "Value at 'messages.{index}.member.content.{position}.member.toolUse.toolUseId'"
+BEDROCK_ID_FORMAT = ProviderError(
+    _BEDROCK_ID + " failed to satisfy constraint: Member must satisfy regular expression "
+    "pattern: [a-zA-Z0-9_-]+",
+    "AWS ValidationException format, tontinton/maki#38",
+)
+BEDROCK_ID_TOO_LONG = ProviderError(
+    _BEDROCK_ID + " failed to satisfy constraint: Member must have length less than or equal to 64",
+    "AWS ValidationException format, tontinton/maki#38; "
+    "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html",
+)
+BEDROCK_DUPLICATE_ID = ProviderError(
+    "The toolUse blocks at messages.{index}.content contain duplicate Ids: {id}",
+    "bvcyber/Cyber-AutoAgent-ng#72",
+)
+BEDROCK_ORPHAN = ProviderError(
+    "The number of toolResult blocks at messages.{index}.content exceeds the number of "
+    "toolUse blocks of previous turn.",
+    "OpenHands/OpenHands#4912",
+)
+BEDROCK_FIRST_TURN = ProviderError(
+    "A conversation must start with a user message.", "elastic/kibana#246393"
+)
+BEDROCK_NO_TOOLS = ProviderError(
+    "The toolConfig field must be defined when using toolUse and toolResult content blocks.",
+    "langgenius/dify#17545, vxcontrol/pentagi#196, patriceckhart/zot#18",
+)
+BEDROCK_EMPTY = ProviderError(
+    "The content field in the Message object at messages.{index} is empty. Add a "
+    "ContentBlock object to the content field and try again.",
+    "Portkey-AI/gateway#995, earendil-works/pi#3443",
+)
+
+# -- Gemini and Vertex -----------------------------------------------------------------------
+GEMINI_MISSING_SIGNATURE = ProviderError(
+    "Function call is missing a thought_signature in functionCall parts. This is required for "
+    "tools to work correctly, and missing thought_signature may lead to degraded model "
+    "performance. Additional data, function call `default_api:{name}` , position {index}. "
+    "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
+    "manthanabc/paws#103, chatbox#3308",
+)
+GEMINI_ORPHAN = ProviderError(
+    "Please ensure that function response turn comes immediately after a function call turn.",
+    "langchain-ai/langchain#27799",
+)
+GEMINI_MISSING = ProviderError(
+    "Please ensure that the number of function response parts is equal to the number of "
+    "function call parts of the function call turn.",
+    "google-gemini/gemini-cli#4217",
+)
+GEMINI_FOREIGN_SIGNATURE = ProviderError(
+    "Corrupted thought signature.", "heyhuynhgiabuu/proxypal#119, charmbracelet/crush#1698"
+)
+GEMINI_EMPTY = ProviderError(
+    "* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty.",
+    "egoist/chatwise-releases#250, vercel/ai#3775",
+)
+VERTEX_FOREIGN_SIGNATURE = ProviderError(
+    "Unable to submit request because Thought signature is not valid.",
+    "diegosouzapw/OmniRoute#1410, 9router#301",
+)
+VERTEX_EMPTY = ProviderError(
+    "Unable to submit request because it must include at least one parts field, which "
+    "describes the prompt input.",
+    "langgenius/dify#30566",
+)
+
+# -- Mistral ---------------------------------------------------------------------------------
+MISTRAL_COUNT = ProviderError(
+    "Not the same number of function calls and responses", "mistralai/client-ts#106"
+)
+MISTRAL_ID = ProviderError(
+    "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9.",
+    "anomalyco/opencode#1680, jackmpcollins/magentic#276, langchain-ai/langchain#24668 (code 3280)",
+)
+MISTRAL_ORPHAN = ProviderError(
+    "Unexpected role 'tool' after role 'user'", "charmbracelet/crush#279"
+)
+MISTRAL_TOOL_THEN_HUMAN = ProviderError(
+    "Unexpected role 'user' after role 'tool'", "avante-corp/avante.nvim#2562 (code 3230)"
+)
+MISTRAL_REASONING = ProviderError(
+    "Extra inputs are not permitted", "BerriAI/litellm#30835 (HTTP 422)"
+)
+MISTRAL_EMPTY = ProviderError(
+    "Assistant message must have either content or tool_calls, but not none.",
+    "OpenHands/OpenHands#8685, solbrowse/extension#16",
+)
+
+# -- DeepSeek, Kimi, Groq --------------------------------------------------------------------
+DEEPSEEK_MISSING = ProviderError(
+    "An assistant message with 'tool_calls' must be followed by tool messages responding "
+    "to each 'tool_call_id'. (insufficient tool messages following tool_calls message)",
+    "langgenius/dify#32222 (official DeepSeek API)",
+)
+DEEPSEEK_NO_REASONING = ProviderError(
+    "Missing `reasoning_content` field in the assistant message at message index {index}. "
+    "For more information, please refer to "
+    "https://api-docs.deepseek.com/guides/thinking_mode%23tool-calls",
+    "continuedev/continue#9913, langchain-ai/langchain#34516",
+)
+KIMI_NO_REASONING = ProviderError(
+    "thinking is enabled but reasoning_content is missing in assistant tool call message "
+    "at index {index}",
+    "labring/FastGPT#6357, MoonshotAI/kimi-agent-sdk#169",
+)
+GROQ_REASONING = ProviderError(
+    "'messages.{index}' : for 'role:assistant' the following must be satisfied"
+    "[('messages.{index}' : property 'reasoning_content' is unsupported)]",
+    "tashfeenahmed/freellmapi#1070, janhq/jan#8136",
+)
 
 
 CHECK_STRUCTURE = Step("structure")
@@ -224,12 +408,12 @@ def _strip(profile: ProviderProfile) -> bool:
 
 def _definitions() -> tuple[RuleDefinition, ...]:
     orphan = _pairing(
-        openai=pe.OPENAI_ORPHAN,
-        anthropic=pe.ANTHROPIC_ORPHAN,
-        bedrock=pe.BEDROCK_ORPHAN,
-        gemini=pe.GEMINI_ORPHAN,
-        mistral=pe.MISTRAL_COUNT,
-        responses=pe.RESPONSES_ORPHAN,
+        openai=OPENAI_ORPHAN,
+        anthropic=ANTHROPIC_ORPHAN,
+        bedrock=BEDROCK_ORPHAN,
+        gemini=GEMINI_ORPHAN,
+        mistral=MISTRAL_COUNT,
+        responses=RESPONSES_ORPHAN,
     )
     return (
         # -- structure (the parser's diagnosis; port's repair) --
@@ -258,7 +442,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             "tool message does not follow an AI message with tool calls",
             CHECK_STRUCTURE,
             FIX_PAIRING,
-            errors={**orphan, "mistral": pe.MISTRAL_ORPHAN},
+            errors={**orphan, "mistral": MISTRAL_ORPHAN},
         ),
         RuleDefinition(
             Rule.UNKNOWN_TOOL_RESULT,
@@ -281,14 +465,14 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             FIX_PAIRING,
             errors={
                 **_pairing(
-                    openai=pe.OPENAI_MISSING,
-                    anthropic=pe.ANTHROPIC_MISSING,
+                    openai=OPENAI_MISSING,
+                    anthropic=ANTHROPIC_MISSING,
                     bedrock=None,
-                    gemini=pe.GEMINI_MISSING,
-                    mistral=pe.MISTRAL_COUNT,
-                    responses=pe.RESPONSES_MISSING,
+                    gemini=GEMINI_MISSING,
+                    mistral=MISTRAL_COUNT,
+                    responses=RESPONSES_MISSING,
                 ),
-                "deepseek": pe.DEEPSEEK_MISSING,
+                "deepseek": DEEPSEEK_MISSING,
             },
         ),
         # -- tool-call ids --
@@ -299,9 +483,9 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             FIX_IDS,
             applies=lambda p: p.ids_on_wire,
             errors={
-                "anthropic": pe.ANTHROPIC_ID_FORMAT,
-                "bedrock": pe.BEDROCK_ID_FORMAT,
-                "mistral": pe.MISTRAL_ID,
+                "anthropic": ANTHROPIC_ID_FORMAT,
+                "bedrock": BEDROCK_ID_FORMAT,
+                "mistral": MISTRAL_ID,
             },
         ),
         RuleDefinition(
@@ -311,10 +495,10 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             FIX_IDS,
             applies=lambda p: p.ids_on_wire and p.max_id_length is not None,
             errors={
-                "openai": pe.OPENAI_ID_TOO_LONG,
-                "openai-responses": pe.RESPONSES_ID_TOO_LONG,
-                "bedrock": pe.BEDROCK_ID_TOO_LONG,
-                "mistral": pe.MISTRAL_ID,
+                "openai": OPENAI_ID_TOO_LONG,
+                "openai-responses": RESPONSES_ID_TOO_LONG,
+                "bedrock": BEDROCK_ID_TOO_LONG,
+                "mistral": MISTRAL_ID,
             },
         ),
         RuleDefinition(
@@ -323,7 +507,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_IDS,
             FIX_IDS,
             applies=lambda p: p.unique_tool_call_ids,
-            errors={"anthropic": pe.ANTHROPIC_DUPLICATE_ID, "bedrock": pe.BEDROCK_DUPLICATE_ID},
+            errors={"anthropic": ANTHROPIC_DUPLICATE_ID, "bedrock": BEDROCK_DUPLICATE_ID},
         ),
         # -- reasoning --
         RuleDefinition(
@@ -332,7 +516,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_REASONING,
             FIX_REASONING,
             applies=_strip,
-            errors={"mistral": pe.MISTRAL_REASONING, "groq": pe.GROQ_REASONING},
+            errors={"mistral": MISTRAL_REASONING, "groq": GROQ_REASONING},
         ),
         RuleDefinition(
             Rule.FOREIGN_SIGNATURE,
@@ -341,9 +525,9 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             FIX_REASONING,
             applies=lambda p: p.reasoning.signed,
             errors={
-                "anthropic": pe.ANTHROPIC_FOREIGN_SIGNATURE,
-                "gemini": pe.GEMINI_FOREIGN_SIGNATURE,
-                "vertex": pe.VERTEX_FOREIGN_SIGNATURE,
+                "anthropic": ANTHROPIC_FOREIGN_SIGNATURE,
+                "gemini": GEMINI_FOREIGN_SIGNATURE,
+                "vertex": VERTEX_FOREIGN_SIGNATURE,
             },
         ),
         RuleDefinition(
@@ -352,7 +536,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_REASONING,
             FIX_REASONING,
             applies=lambda p: p.reasoning == "native-signatures",
-            errors={"anthropic": pe.ANTHROPIC_UNSIGNED},
+            errors={"anthropic": ANTHROPIC_UNSIGNED},
         ),
         RuleDefinition(
             Rule.MISSING_THOUGHT_SIGNATURE,
@@ -360,7 +544,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_REASONING,
             FIX_REASONING,
             applies=lambda p: p.reasoning == "thought-signature",
-            errors=_each(_GEMINI, pe.GEMINI_MISSING_SIGNATURE),
+            errors=_each(_GEMINI, GEMINI_MISSING_SIGNATURE),
         ),
         RuleDefinition(
             Rule.MISSING_REASONING_CONTENT,
@@ -368,7 +552,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_REASONING,
             FIX_REASONING,
             applies=lambda p: p.reasoning == "reasoning-content-required",
-            errors={"deepseek": pe.DEEPSEEK_NO_REASONING, "kimi": pe.KIMI_NO_REASONING},
+            errors={"deepseek": DEEPSEEK_NO_REASONING, "kimi": KIMI_NO_REASONING},
         ),
         RuleDefinition(
             Rule.THINKING_NOT_FIRST,
@@ -377,7 +561,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_THINKING,
             None,  # a fact of the request (its thinking setting): the turn needs its thinking
             applies=lambda p: p.reasoning == "native-signatures" and p.merges_same_role,
-            errors={"anthropic": pe.ANTHROPIC_THINKING_FIRST},
+            errors={"anthropic": ANTHROPIC_THINKING_FIRST},
         ),
         # -- roles --
         RuleDefinition(
@@ -386,7 +570,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_ROLES,
             FIX_ROLES,
             applies=lambda p: p.needs_human_first,
-            errors={"bedrock": pe.BEDROCK_FIRST_TURN},
+            errors={"bedrock": BEDROCK_FIRST_TURN},
         ),
         RuleDefinition(
             Rule.TOOL_THEN_HUMAN,
@@ -394,7 +578,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_ROLES,
             FIX_ROLES,
             applies=lambda p: p.needs_ai_between_tool_and_human,
-            errors={"mistral": pe.MISTRAL_TOOL_THEN_HUMAN},
+            errors={"mistral": MISTRAL_TOOL_THEN_HUMAN},
         ),
         # -- content --
         RuleDefinition(
@@ -404,12 +588,12 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             FIX_EMPTY,
             applies=lambda p: not p.empty_content_ok,
             errors={
-                **_each(_OPENAI, pe.OPENAI_EMPTY),
-                "anthropic": pe.ANTHROPIC_EMPTY,
-                "bedrock": pe.BEDROCK_EMPTY,
-                "gemini": pe.GEMINI_EMPTY,
-                "vertex": pe.VERTEX_EMPTY,
-                "mistral": pe.MISTRAL_EMPTY,
+                **_each(_OPENAI, OPENAI_EMPTY),
+                "anthropic": ANTHROPIC_EMPTY,
+                "bedrock": BEDROCK_EMPTY,
+                "gemini": GEMINI_EMPTY,
+                "vertex": VERTEX_EMPTY,
+                "mistral": MISTRAL_EMPTY,
             },
         ),
         RuleDefinition(
@@ -437,7 +621,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_TOOLS,
             None,  # the request's tools are not part of the chain: declare them
             applies=lambda p: p.tools_with_tool_history,
-            errors={"anthropic": pe.ANTHROPIC_NO_TOOLS, "bedrock": pe.BEDROCK_NO_TOOLS},
+            errors={"anthropic": ANTHROPIC_NO_TOOLS, "bedrock": BEDROCK_NO_TOOLS},
         ),
         RuleDefinition(
             Rule.FOREIGN_PROVIDER_PART,

@@ -8,31 +8,24 @@
         └── BodyPair*       one AI message and the tool messages that answer its calls
                             COMPLETION | REQUEST_RESPONSE | SUMMARIZATION
 
-A system message opens a section wherever it stands: the first one, the system prompt,
-opens the chain; one sent mid-chain (aider's reminder after the user's request, dynamic
-instructions after tool results) opens the section that holds what follows it, so it
-keeps its place, its order among the user's messages, and its size in that section's
-(:meth:`ChainAST.system_messages` lists them; docs/concepts.md has the model).
-
-Nodes are frozen and hold references to the caller's messages, never copies. Public
-constructors check the node's invariants, so any tree that can be built turns back into
-a chain that parses strictly. ``build`` (``Header.build``, ``BodyPair.build``,
-``Section.build``, ``ChainAST.build``) makes the same checks without the dataclass
-machinery, taking sizes from the children; ``evolve`` rebuilds a node with some fields
-changed. Inside ``cast`` the parser and transforms use the unchecked ``cast._fast``.
+Nodes are frozen and share the caller's messages. Constructors, ``build`` and ``evolve``
+check the node's invariants (any tree that can be built turns back into a chain that
+parses strictly); inside ``cast`` the parser and transforms use the unchecked
+``cast._fast``. docs/concepts.md has the model (system messages sent mid-chain too).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
+from enum import StrEnum
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from pydantic import ValidationError
 
-from cast._gc import collector_paused
-from cast._trusted import new_trusted
 from cast.constants import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
     FAKE_GEMINI_SIGNATURE,
@@ -49,6 +42,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    _new_trusted,
     _trusted_message,
 )
 
@@ -62,10 +56,24 @@ __all__ = [
     "Header",
     "Section",
     "chain_operation",
+    "collector_paused",
     "pair_type_of",
 ]
 
 _set = object.__setattr__
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for a bulk build of acyclic objects (parsing
+    JSON, validating messages), whose collections would each scan all older objects."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class BodyPairType(StrEnum):
@@ -96,17 +104,8 @@ def _check_role(message: object, role: Role, what: str) -> None:
         raise ChainError(f"{what} must have role {role.value!r}, not {message.role.value!r}")
 
 
-class _Keep(Enum):
-    """Marks an ``evolve`` argument left out (``None`` is a value there)."""
-
-    KEEP = "keep"
-
-
-_KEEP = _Keep.KEEP
-
-
 def _header_size(system: Message | None, human: Message | None) -> int:
-    """The size of a header of these messages, checking their types and roles."""
+    """The size of a header of these messages, checking their roles."""
     size = 0
     if system is not None:
         _check_role(system, Role.SYSTEM, "Header.system_message")
@@ -145,22 +144,19 @@ class Header:
     def evolve(
         self,
         *,
-        system_message: Message | _Keep | None = _KEEP,
-        human_message: Message | _Keep | None = _KEEP,
+        system_message: Message | EllipsisType | None = ...,
+        human_message: Message | EllipsisType | None = ...,
     ) -> Header:
         """A copy with ``system_message`` and/or ``human_message`` changed (checked)."""
         return Header.build(
-            self.system_message if isinstance(system_message, _Keep) else system_message,
-            self.human_message if isinstance(human_message, _Keep) else human_message,
+            self.system_message if system_message is ... else system_message,
+            self.human_message if human_message is ... else human_message,
         )
 
 
 def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> str | None:
-    """Why these tool messages cannot answer the AI message's calls, or None.
-
-    Calls still waiting for their result are allowed: an agent loop holds such a pair
-    between the model's request and the tools' answers (see ``add_tool_response``).
-    """
+    """Why these tool messages cannot answer the AI message's calls, or None (calls still
+    waiting for a result are allowed: an agent loop holds such pairs)."""
     pending: dict[str, int] = {}
     for part in ai_message.parts:
         if type(part) is ToolCall:
@@ -179,7 +175,7 @@ def _checked_pair(
     ai_message: Message, tool_messages: tuple[Message, ...], declared: BodyPairType | None
 ) -> tuple[BodyPairType, int]:
     """The type and size of a pair of these messages, checking roles, the declared type
-    (when given) and that every result answers a call of the pair."""
+    and that every result answers a call of the pair."""
     _check_role(ai_message, Role.AI, "BodyPair.ai_message")
     size = ai_message.size
     for message in tool_messages:
@@ -263,46 +259,27 @@ class BodyPair:
         """A SUMMARIZATION pair: a fake tool call and its result holding ``text``.
 
         The AI message is the parts of ``reasoning_message`` (providers such as Kimi
-        want reasoning before a tool call) followed by the summarization call, which
-        carries ``FAKE_GEMINI_SIGNATURE`` when ``fake_signature``. ``seed`` makes the
-        generated call id deterministic.
+        want reasoning before a tool call), then the call, signed with
+        ``FAKE_GEMINI_SIGNATURE`` when ``fake_signature``; ``seed`` fixes the call id.
         """
         call_id = as_template(id_template).generate(SUMMARIZATION_TOOL_NAME, seed=seed)
         if not isinstance(text, str):
             raise TypeError(f"summary text must be a str, not {type(text).__name__}")
         reasoning = Reasoning(signature=FAKE_GEMINI_SIGNATURE.encode()) if fake_signature else None
         # Every field is known valid here: built without re-validation (hot in csum).
-        call = new_trusted(
-            ToolCall,
-            {
-                "type": "tool_call",
-                "id": call_id,
-                "name": SUMMARIZATION_TOOL_NAME,
-                "arguments": SUMMARIZATION_TOOL_ARGS,
-                "reasoning": reasoning,
-            },
-        )
+        name, arguments = SUMMARIZATION_TOOL_NAME, SUMMARIZATION_TOOL_ARGS
+        fields = {"id": call_id, "name": name, "arguments": arguments, "reasoning": reasoning}
+        call = _new_trusted(ToolCall, {"type": "tool_call", **fields})
         prefix: tuple[Any, ...] = ()
         if reasoning_message is not None:
             _check_role(reasoning_message, Role.AI, "reasoning_message")
             prefix = tuple(p for p in reasoning_message.parts if type(p) is not ToolCall)
         ai_message = _trusted_message(Role.AI, (*prefix, call))
-        result = new_trusted(
-            ToolResult,
-            {
-                "type": "tool_result",
-                "tool_call_id": call_id,
-                "name": SUMMARIZATION_TOOL_NAME,
-                "content": text,
-            },
-        )
+        fields = {"tool_call_id": call_id, "name": name, "content": text}
+        result = _new_trusted(ToolResult, {"type": "tool_result", **fields})
         tool_message = _trusted_message(Role.TOOL, (result,))
-        return _trusted_pair(
-            BodyPairType.SUMMARIZATION,
-            ai_message,
-            (tool_message,),
-            ai_message.size + tool_message.size,
-        )
+        size = ai_message.size + tool_message.size
+        return _trusted_pair(BodyPairType.SUMMARIZATION, ai_message, (tool_message,), size)
 
     def messages(self) -> list[Message]:
         """The AI message, then its tool messages."""
@@ -362,10 +339,8 @@ class Section:
         body: Iterable[BodyPair] = (),
     ) -> tuple[Section, ...]:
         """The sections that hold ``systems`` in order, then ``human_message`` and
-        ``body``: each system message but the last opens a section of its own (as a
-        system message sent mid-chain does when parsed), the last opens the section of
-        ``human_message`` and ``body``. What a transform that moves a chain's turns
-        around uses to keep its system messages in their order among the user's."""
+        ``body``: each system message but the last opens a section of its own (as one
+        sent mid-chain does when parsed), the last opens that of ``human_message``."""
         last = systems[-1] if systems else None
         alone = tuple(cls.build(Header.build(system, None)) for system in systems[:-1])
         return (*alone, cls.build(Header.build(last, human_message), body))
@@ -381,9 +356,7 @@ class Section:
 
 def _check_sections(sections: tuple[Section, ...]) -> None:
     """What the parser can produce: every section opens with a system or human message;
-    one after the first holds a system message only when the parser's repair opened it
-    with one (a system message sent mid-chain); only the last section, or one right
-    before a section opened by a system message, has an empty body."""
+    only the last, or one right before a section a system message opens, has no body."""
     last = len(sections) - 1
     for index, section in enumerate(sections):
         if not isinstance(section, Section):
@@ -473,14 +446,10 @@ class ChainAST:
 
     @classmethod
     def from_json(cls, data: str | bytes | bytearray, *, repair: bool = False) -> Self:
-        """Parse chaincast's JSON form of a message list (``model_dump(mode="json")`` of
-        each message, in a JSON array) straight into an AST.
-
-        Faster than ``json.loads`` then :meth:`from_messages`: pydantic reads the text
-        directly, and the cyclic garbage collector is paused while the objects are made
-        (none of them is in a cycle; each collection they would trigger scans the whole
-        young heap). Raises :class:`MessageFormatError` naming the message index and
-        field when the text is not a valid message list, and :class:`ChainError` like
+        """Parse chaincast's JSON form of a message list (a JSON array of each message's
+        ``model_dump(mode="json")``) straight into an AST, faster than ``json.loads``
+        then :meth:`from_messages`. Raises :class:`MessageFormatError` naming the message
+        index and field for an invalid message list, :class:`ChainError` like
         :meth:`from_messages`.
         """
         with collector_paused():
@@ -529,9 +498,8 @@ class ChainAST:
 
     @property
     def current_section(self) -> int:
-        """The index of the section holding the current question: the last one, or the
-        last one before sections that hold a system message alone (a reminder sent after
-        the user's request, as aider does); -1 for an empty chain."""
+        """The index of the section holding the current question: the last one but
+        sections holding a system message alone (aider's reminders); -1 when empty."""
         index = len(self.sections) - 1
         while index > 0:
             section = self.sections[index]
@@ -544,12 +512,11 @@ class ChainAST:
         """A copy with other sections (checked like :meth:`build`)."""
         return ChainAST.build(sections)
 
-    # -- transforms (see cast.transforms) --------------------------------------------
+    # -- transforms (cast.transforms) ------------------------------------------------
 
     def normalize_tool_call_ids(self, template: TemplateLike) -> ChainAST:
         """Give every tool call whose id does not fit ``template``, or repeats an id seen
-        earlier in the chain, a new id from it; its results follow (the collector is
-        paused while the renamed nodes are built, as in :meth:`from_json`)."""
+        earlier in the chain, a new id from it; its results follow."""
         with collector_paused():
             return _operation("normalize_tool_call_ids")(self, template)
 
@@ -583,12 +550,9 @@ class ChainAST:
 
 # -- the functions behind the methods -------------------------------------------------------
 
+# The functions behind from_messages and the transforms, registered with chain_operation
+# where defined (cast.parse, cast.transforms): they import this module, not the reverse.
 _OPERATIONS: dict[str, Callable[..., ChainAST]] = {}
-"""The functions behind :meth:`ChainAST.from_messages` and the transform methods, by
-name: each registers itself with :func:`chain_operation` where it is defined
-(:mod:`cast.parse`, :mod:`cast._transforms`), so this module imports neither of them
-(they import it). Importing any ``cast`` module runs ``cast/__init__``, which loads
-both."""
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

@@ -1,35 +1,36 @@
-"""Reading and writing chain files for the command lines: JSON from a path or stdin
-(JSON lines for ``.jsonl`` files, as agents keep their sessions), format detection,
-and the byte-size units people type (``50KiB``, ``2MB``)."""
+"""Chain files for the command lines: bounded reads, JSON (JSON lines for ``.jsonl``)
+from a path or stdin, large files parsed a piece at a time, atomic writes, format
+detection, and the byte-size units people type (``50KiB``, ``2MB``)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import itertools
 import json
 import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NoReturn, TextIO
+from pathlib import Path
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 import pydantic_core
 import regex
 
-from cast._extras import install_hint
-from cast._files import DEFAULT_MAX_INPUT_BYTES, InputTooLargeError, read_bytes, write_atomic
-from cast._gc import collector_paused
-from cast._streamjson import load_json_file
+from cast.ast import collector_paused
 from cast.codecs import NATIVE, codec_names, detect_format, get_codec, stream_encoder
 from cast.codecs._common import iter_messages
 from cast.codecs._streaming import PayloadStream, iter_indented_json
-from cast.errors import AmbiguousFormatError, CodecError, InputError
+from cast.errors import AmbiguousFormatError, CodecError, InputError, install_hint
 from cast.messages import Message
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "JSON_LINES_SUFFIX",
     "InputError",
+    "InputTooLargeError",
     "add_input_limit_argument",
     "decode_chain",
     "decode_owned_chain",
@@ -37,29 +38,267 @@ __all__ = [
     "format_size",
     "install_hint",
     "known_formats",
+    "load_json_file",
     "one_line",
     "parse_size",
+    "read_bytes",
     "read_json",
     "read_json_lines",
     "run_console",
+    "write_atomic",
     "write_chain",
     "write_json",
     "write_owned_chain",
 ]
 
 
+# -- bounded reads and atomic writes ---------------------------------------------------------
+
+DEFAULT_MAX_INPUT_BYTES = 1 << 30
+"""Inputs larger than this (1 GiB) are refused unless the caller raises the limit."""
+
+# Chunks are joined into writes of about this many characters: json's chunks are a few
+# characters each, so a batch costs about ten times its length in string objects.
+_WRITE_BATCH = 1 << 16
+
+
+class InputTooLargeError(OSError):
+    """An input larger than the configured limit."""
+
+
+def _read_limited(stream: BinaryIO, where: str, max_bytes: int) -> bytes:
+    data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputTooLargeError(f"{where} is larger than the input limit of {max_bytes} bytes")
+    return data
+
+
+def read_bytes(
+    source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES, *, stdin: TextIO | None = None
+) -> bytes:
+    """The bytes of the file ``source`` (``-``: standard input), at most ``max_bytes``.
+
+    Raises :class:`InputTooLargeError` beyond the limit (checked from the file's size
+    before reading when it is a regular file) and ``OSError`` when it cannot be read.
+    ``stdin`` replaces ``sys.stdin``.
+    """
+    if source == "-":
+        stream = stdin or sys.stdin
+        binary = getattr(stream, "buffer", None)
+        if binary is None:  # a text stream without bytes underneath (tests)
+            binary = io.BytesIO(stream.read(max_bytes + 1).encode("utf-8", "surrogatepass"))
+        return _read_limited(binary, "standard input", max_bytes)
+    with open(source, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "Is a directory", source)
+        if stat.S_ISREG(info.st_mode) and info.st_size > max_bytes:
+            raise InputTooLargeError(
+                f"{source} is {info.st_size} bytes, larger than the input limit of "
+                f"{max_bytes} bytes"
+            )
+        return _read_limited(stream, source, max_bytes)
+
+
+def write_atomic(target: str | os.PathLike[str], chunks: Iterable[str]) -> None:
+    """Write the text ``chunks`` (UTF-8) to ``target`` atomically: to a temporary file
+    beside it, flushed, fsynced, given the target's permission bits and renamed over it
+    (a symbolic link is followed). On any failure, ``KeyboardInterrupt`` included, the
+    temporary file is removed and the target is left as it was; the exception propagates.
+    """
+    path = Path(os.path.realpath(target))
+    try:
+        mode: int | None = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    temporary = _create_temporary(path)
+    try:
+        with open(temporary, "w", encoding="utf-8", errors="strict", newline="") as stream:
+            batch: list[str] = []
+            pending = 0
+            for chunk in chunks:
+                batch.append(chunk)
+                pending += len(chunk)
+                if pending >= _WRITE_BATCH:
+                    stream.write("".join(batch))
+                    batch.clear()
+                    pending = 0
+            stream.write("".join(batch))
+            stream.flush()
+            if mode is not None:
+                os.chmod(stream.fileno(), mode)
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _sync_folder(path.parent)
+
+
+def _create_temporary(path: Path) -> Path:
+    """A new empty file beside ``path`` (mode 0o666 less the umask, as ``open`` gives)."""
+    for attempt in range(100):
+        candidate = path.with_name(f".{path.name}.{os.getpid()}.{attempt}.tmp")
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return candidate
+    raise FileExistsError(f"cannot create a temporary file beside {path}")
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename itself durable (best effort: not every system can)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# -- large files a piece at a time ----------------------------------------------------------
+
+CHUNK_CHARS = 1 << 20
+"""Characters read at a time (a value longer than this is read in doubling chunks)."""
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = regex.compile(r"[ \t\n\r]*")
+_ESCAPED_SURROGATE = regex.compile(r"\\u[dD][89a-fA-F]")
+
+
+class _NeedsWholeFileError(Exception):
+    """The text needs the whole-file reader (an error, or a case it handles)."""
+
+
+def load_json_file(path: str, chunk_chars: int = CHUNK_CHARS) -> Any | None:
+    """The JSON value of the UTF-8 file at ``path``, read a chunk at a time: each element
+    of the top-level array (or of an array a top-level member holds) is parsed by itself,
+    so the text and the value are never both whole in memory. None when the file must be
+    read whole instead (a syntax error, a byte-order mark, an escaped surrogate...)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as stream:
+            return _Reader(stream, chunk_chars).document()
+    except (_NeedsWholeFileError, UnicodeDecodeError, RecursionError, OSError):
+        return None
+
+
+class _Reader:
+    """A cursor over text read from ``stream`` on demand."""
+
+    def __init__(self, stream: TextIO, chunk_chars: int) -> None:
+        self.stream = stream
+        self.chunk_chars = chunk_chars
+        self.text = ""
+        self.pos = 0
+        self.ended = False
+
+    def _more(self, chars: int) -> None:
+        chunk = self.stream.read(chars)
+        if not chunk:
+            self.ended = True
+            return
+        self.text = self.text[self.pos :] + chunk
+        self.pos = 0
+
+    def _peek(self) -> str:
+        """The next character that is not whitespace ("" at the end of the file)."""
+        while True:
+            match = _WHITESPACE.match(self.text, self.pos)
+            assert match is not None  # the pattern matches the empty string
+            self.pos = match.end()
+            if self.pos < len(self.text):
+                return self.text[self.pos]
+            if self.ended:
+                return ""
+            self._more(self.chunk_chars)
+
+    def _expect(self, allowed: str) -> str:
+        char = self._peek()
+        if char == "" or char not in allowed:
+            raise _NeedsWholeFileError
+        self.pos += 1
+        return char
+
+    def document(self) -> Any:
+        first = self._peek()
+        if first == "[":
+            value: Any = self._array()
+        elif first == "{":
+            value = self._object()
+        else:
+            raise _NeedsWholeFileError  # a scalar (or a byte-order mark): nothing to stream
+        if self._peek() != "":
+            raise _NeedsWholeFileError  # extra data after the value
+        return value
+
+    def _object(self) -> dict[str, Any]:
+        self.pos += 1
+        out: dict[str, Any] = {}
+        if self._peek() == "}":
+            self.pos += 1
+            return out
+        while True:
+            if self._peek() != '"':
+                raise _NeedsWholeFileError
+            key = self._value()
+            self._expect(":")
+            out[key] = self._array() if self._peek() == "[" else self._value()
+            if self._expect(",}") == "}":
+                return out
+
+    def _array(self) -> list[Any]:
+        self.pos += 1
+        out: list[Any] = []
+        if self._peek() == "]":
+            self.pos += 1
+            return out
+        while True:
+            self._peek()
+            out.append(self._value())
+            if self._expect(",]") == "]":
+                return out
+
+    def _value(self) -> Any:
+        """One whole JSON value starting at the cursor (whitespace already skipped)."""
+        chars = self.chunk_chars
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError:
+                if self.ended:
+                    raise _NeedsWholeFileError from None
+                self._more(chars)  # the value may go on past the text read so far
+                chars *= 2
+                continue
+            if len(self.text) - end < 8 and not self.ended:
+                self._more(chars)  # a number may go on: "12" of "1234", "0" of "0.5"
+                continue
+            if _ESCAPED_SURROGATE.search(self.text, self.pos, end) is not None:
+                raise _NeedsWholeFileError  # the whole-file reader repairs lone surrogates
+            # Parsed again by pydantic-core, as the whole-file reader does: it shares
+            # repeated short strings, which makes a chain's value a fifth smaller.
+            del value
+            try:
+                value = pydantic_core.from_json(self.text[self.pos : end])
+            except ValueError:
+                raise _NeedsWholeFileError from None
+            self.pos = end
+            return value
+
+
+# -- JSON and chains --------------------------------------------------------------------------
+
+
 def read_json(
     source: str, stdin: TextIO | None = None, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES
 ) -> Any:
-    """The JSON value in the file at ``source`` (``-`` reads standard input).
-
-    Inputs over ``max_bytes`` are refused (see :mod:`cast._files`). Strings holding a
-    lone surrogate (``"\\ud800"``: valid JSON, but no UTF-8 text can carry it, so no
-    command could write it and providers reject it) have each such code point replaced
-    by U+FFFD; a warning on standard error says how many and where the first was.
-    Files of :data:`STREAM_MIN_BYTES` or more are parsed a piece at a time, which
-    halves the peak memory of reading them. A path ending in ``.jsonl`` is read with
-    :func:`read_json_lines` (a list of its lines' values).
+    """The JSON value in the file at ``source`` (``-`` reads standard input; ``.jsonl``:
+    :func:`read_json_lines`), at most ``max_bytes``. Lone surrogates (``"\\ud800"``, which
+    no UTF-8 text can carry) become U+FFFD, with a warning on standard error. Files of
+    :data:`STREAM_MIN_BYTES` or more are parsed a piece at a time (half the memory).
     """
     where = "standard input" if source == "-" else source
     if source.endswith(JSON_LINES_SUFFIX):
@@ -69,12 +308,7 @@ def read_json(
             value = load_json_file(source)
         if value is not None:
             return value
-    try:
-        data = read_bytes(source, max_bytes, stdin=stdin)
-    except InputTooLargeError as exc:
-        raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
-    except OSError as exc:
-        raise InputError(f"cannot read {where}: {exc.strerror or exc}") from exc
+    data = _read_input(source, max_bytes, stdin)
     try:
         # pydantic-core parses the bytes without an intermediate str: for text with
         # one astral character a str costs 4 bytes per character, the bytes one.
@@ -115,8 +349,7 @@ def read_json(
 
 
 JSON_LINES_SUFFIX = ".jsonl"
-"""Files named so hold one JSON value per line (agents' session files): they are read
-as the list of those values and written so when the payload is a list."""
+"""Files named so hold one JSON value per line (agents' session files)."""
 
 
 def read_json_lines(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> list[Any]:
@@ -124,12 +357,7 @@ def read_json_lines(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) ->
 
     Raises :class:`InputError` naming the file and line when it cannot be read, is not
     UTF-8 or a line is not JSON."""
-    try:
-        data = read_bytes(source, max_bytes)
-    except InputTooLargeError as exc:
-        raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
-    except OSError as exc:
-        raise InputError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    data = _read_input(source, max_bytes)
     values: list[Any] = []
     with collector_paused():
         for number, line in enumerate(data.split(b"\n"), start=1):
@@ -140,6 +368,16 @@ def read_json_lines(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) ->
             except ValueError:
                 values.append(_json_line(line, source, number))
     return values
+
+
+def _read_input(source: str, max_bytes: int, stdin: TextIO | None = None) -> bytes:
+    try:
+        return read_bytes(source, max_bytes, stdin=stdin)
+    except InputTooLargeError as exc:
+        raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
+    except OSError as exc:
+        where = "standard input" if source == "-" else source
+        raise InputError(f"cannot read {where}: {exc.strerror or exc}") from exc
 
 
 def _json_line(line: bytes, source: str, number: int) -> Any:
@@ -159,7 +397,7 @@ def _json_line(line: bytes, source: str, number: int) -> Any:
 
 
 STREAM_MIN_BYTES = 16 * 1024 * 1024
-"""Files at least this large are parsed a piece at a time (:mod:`cast._streamjson`):
+"""Files at least this large are parsed a piece at a time (:func:`load_json_file`):
 the text read whole would cost as much memory again as the parsed chain."""
 
 
@@ -171,14 +409,12 @@ def _streamable(source: str, max_bytes: int) -> bool:
     return stat.S_ISREG(info.st_mode) and STREAM_MIN_BYTES <= info.st_size <= max_bytes
 
 
-_ESCAPED_SURROGATE = regex.compile(r"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = regex.compile("[\ud800-\udfff]")
 
 
 def _replace_lone_surrogates(value: Any, path: str, replaced: list[str]) -> Any:
-    """``value`` with every surrogate code point in its strings (keys too) replaced by
-    U+FFFD; the paths of the strings changed are appended to ``replaced``. Surrogates
-    left after ``json.loads`` are lone: it joins every valid pair into one character."""
+    """``value`` with every (lone, after ``json.loads``) surrogate in its strings and keys
+    replaced by U+FFFD; the paths of the strings changed go to ``replaced``."""
     if isinstance(value, str):
         if value.isascii() or _LONE_SURROGATE.search(value) is None:
             return value
@@ -205,13 +441,9 @@ def _too_deep(what: str) -> InputError:
 
 
 def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -> None:
-    """Write ``payload`` as indented JSON to the file ``target`` or standard output.
-
-    A file is written atomically (:func:`cast._files.write_atomic`): it keeps its old
-    bytes unless the whole new text was encoded and synced, so ``target`` may be the
-    input file. Standard output gets the text only once it is completely encoded. A list
-    written to a ``.jsonl`` file is written one item per line (JSON lines).
-    """
+    """Write ``payload`` as indented JSON to the file ``target`` (atomically, so it may
+    be the input file; a list to a ``.jsonl`` file one item per line) or standard output
+    (once the text is whole)."""
     if target is not None and target.endswith(JSON_LINES_SUFFIX) and isinstance(payload, list):
         lines = (json.dumps(item, ensure_ascii=False) + "\n" for item in payload)
         _write_text(lines, target, stdout, "the output chain", final_newline=False)
@@ -223,14 +455,9 @@ def write_chain(
     messages: Iterable[Message], fmt: str, target: str | None, stdout: TextIO | None = None
 ) -> None:
     """Write ``messages`` encoded in format ``fmt``: the same bytes as
-    ``write_json(encode_chain(messages, fmt), target, stdout)``.
-
-    Codecs registered with an ``encode_stream`` (OpenAI Chat, Anthropic, Bedrock and
-    Gemini among the built-in ones; see :func:`cast.codecs.register_codec`) encode a
-    message at a time: a file then gets each item of the payload as soon as it is
-    encoded, so the encoded chain is never whole in memory, and ``messages`` is read
-    once, front to back. The file is still replaced only once the whole chain was
-    encoded and synced; a chain that cannot be encoded leaves it as it was.
+    ``write_json(encode_chain(messages, fmt), target, stdout)``. Codecs with an
+    ``encode_stream`` encode a message at a time, so the encoded chain is never whole in
+    memory; the file is still replaced only once the whole chain was encoded and synced.
     """
     encode_stream = _stream_encoder(fmt)
     if encode_stream is None:
@@ -244,16 +471,13 @@ def write_chain(
 def write_owned_chain(
     messages: list[Message], fmt: str, target: str | None, stdout: TextIO | None = None
 ) -> None:
-    """:func:`write_chain` for a list the caller owns and will not read again: it is
-    emptied as it is encoded, each message released once its item is written, so the
-    messages and what is written never both stay whole in memory (the command lines'
-    converted chains)."""
+    """:func:`write_chain` for a list the caller owns and will not read again: emptied as
+    it is encoded, each message released once written."""
     write_chain(_ReleasingList.taking(messages), fmt, target, stdout)
 
 
 def _stream_encoder(fmt: str) -> Callable[[Iterable[Message]], PayloadStream] | None:
-    """The codec's item-by-item encoder, when its registration has one (an unknown
-    format has none: :func:`encode_chain` then says so)."""
+    """The codec's item-by-item encoder, if any (an unknown format: encode_chain says)."""
     try:
         return stream_encoder(fmt)
     except CodecError:
@@ -268,9 +492,8 @@ def _write_text(
     *,
     final_newline: bool = True,
 ) -> None:
-    """Write the text ``chunks`` and a final line break to ``target`` (a file, written
-    atomically) or standard output (once the text is whole); ``what`` names the value
-    in the error raised when it nests too deeply."""
+    """Write the text ``chunks`` and a line break to ``target`` (atomically) or standard
+    output (once whole); ``what`` names the value in a nesting error."""
     to_stdout = target is None or target == "-"
     try:
         if to_stdout:
@@ -329,10 +552,9 @@ def _codec(fmt: str) -> Any:
 def decode_chain(
     payload: Any, fmt: str | None = None, *, option: str = "--format"
 ) -> tuple[list[Message], str]:
-    """The messages of a payload and the format they were read as (detected when
-    ``fmt`` is None; ``option`` is the command line's option naming the format, for the
-    error when detection cannot tell). Raises :class:`InputError` /
-    :class:`CodecError` on bad input."""
+    """The messages of a payload and the format they were read as (detected when ``fmt``
+    is None; ``option`` names the format's option in the error when detection cannot
+    tell). Raises :class:`InputError` / :class:`CodecError` on bad input."""
     if fmt is None:
         fmt = _detect(payload, option)
     codec = _codec(fmt)
@@ -345,11 +567,8 @@ def decode_chain(
 def decode_owned_chain(
     payload: Any, fmt: str | None = None, *, option: str = "--format"
 ) -> tuple[list[Message], str]:
-    """:func:`decode_chain` for a payload the caller owns and will not read again: the
-    message list is emptied as it is decoded, each raw message released once its
-    ``Message`` exists, so the parsed JSON and the decoded chain are never both whole
-    in memory. The command lines read each file into such a payload; the codecs
-    themselves never change what they are given."""
+    """:func:`decode_chain` for a payload the caller owns and will not read again: its
+    message list is emptied as it is decoded, each raw message released once decoded."""
     if fmt is None:
         fmt = _detect(payload, option)
     if fmt not in _SINGLE_PASS_DECODERS:
@@ -379,8 +598,7 @@ _SINGLE_PASS_DECODERS = frozenset({"openai", "anthropic", "bedrock"})
 
 
 class _ReleasingList(list[Any]):
-    """A list whose iteration hands out each item and then forgets it (the slot is set
-    to None): a single-pass decoder reading it frees each raw message as it goes."""
+    """A list whose iteration hands out each item and then forgets it (sets it None)."""
 
     @classmethod
     def taking(cls, items: list[Any]) -> _ReleasingList:
@@ -406,18 +624,10 @@ def encode_chain(messages: Iterable[Message], fmt: str) -> Any:
         raise _too_deep(f"the chain converted to {fmt}") from exc
 
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "kib": 1024,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "mib": 1024**2,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "gib": 1024**3,
+_UNITS = {"": 1, "b": 1} | {
+    f"{prefix}{suffix}": base**power
+    for power, prefix in enumerate("kmg", start=1)
+    for suffix, base in (("", 1000), ("b", 1000), ("ib", 1024))
 }
 _MAX_SIZE = 2**63
 _SIZE = regex.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
@@ -457,9 +667,8 @@ def one_line(exc: BaseException) -> str:
 
 
 def run_console(main: Callable[[], int]) -> NoReturn:
-    """Exit with ``main()``'s code; a closed stdout (``... | head``) ends quietly, and
-    Ctrl-C ends with one line and status 130 (files are written atomically, so an
-    interrupted command leaves every file as it was)."""
+    """Exit with ``main()``'s code; a closed stdout (``... | head``) ends quietly, Ctrl-C
+    with one line and status 130 (files are written atomically: none is changed)."""
     try:
         code = main()
         sys.stdout.flush()

@@ -1,9 +1,5 @@
-"""The ``cast`` command line: inspect, convert and lint chain files, and hand a coding
-agent's session to another agent.
-
-``main(argv) -> int`` runs in-process (tests call it); ``entrypoint()`` is the console
-script. User errors print one line and exit with code 2, never a traceback.
-"""
+"""The ``cast`` command line (inspect, convert, lint, handoff): ``main(argv) -> int`` runs
+in-process; user errors print one line and exit with code 2, never a traceback."""
 
 from __future__ import annotations
 
@@ -14,9 +10,8 @@ from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from typing import TextIO
 
-from cast._compaction import LostCompactionWarning
 from cast._lint import lint
-from cast._port import drop_provider_fields, port
+from cast._port import LostCompactionWarning, drop_provider_fields, port
 from cast.ast import BodyPair, BodyPairType, ChainAST
 from cast.chainio import (
     add_input_limit_argument,

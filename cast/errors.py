@@ -12,12 +12,8 @@ Hierarchy::
                                     a file missing or unreadable, not UTF-8, not JSON,
                                     an unknown format name (the OSError is __cause__)
 
-Every :class:`ChainError` says where the problem is: the position of the offending
-message in the caller's input (``index``), the :class:`ParseRule` it breaks (``rule``),
-and for format errors the field path inside the message. :class:`InputError` is not a
-``ChainError``: a missing file says nothing about any chain. It is a ``ValueError``
-because the value given (a path, a payload, a format name) is what cannot be used;
-catch ``OSError`` on its ``__cause__`` to tell a missing file apart.
+Every :class:`ChainError` says where: the offending message's input position
+(``index``), the :class:`ParseRule` it breaks (``rule``), for format errors the field.
 """
 
 from __future__ import annotations
@@ -33,17 +29,14 @@ __all__ = [
     "MessageFormatError",
     "ParseRule",
     "UnknownProviderError",
+    "install_hint",
 ]
 
 
 class ParseRule(StrEnum):
-    """What a :class:`ChainError` says was broken: its ``rule``.
-
-    The first seven are the parse rules of :mod:`cast.parse` (also reported by
-    :func:`cast.diagnose` and :func:`cast.lint`); the others name the checks made
-    outside the chain's structure. The values are plain strings, so
-    ``error.rule == "consecutive-human"`` holds.
-    """
+    """What a :class:`ChainError` says was broken (its ``rule``): the seven parse rules
+    of :mod:`cast.parse`, then the checks outside the chain's structure. The values are
+    plain strings: ``error.rule == "consecutive-human"`` holds."""
 
     FIRST_MESSAGE = "first-message"
     """Rule 1: the chain must open with a system or human message."""
@@ -88,13 +81,14 @@ class ChainError(ValueError):
         return f"{where}{self.detail}"
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild, (type(self), self.detail, self.index, self.rule))
+        # Rebuilt from its state, whatever the subclass's constructor takes.
+        return (_restore, (type(self), self.args), self.__dict__)
 
 
-def _rebuild(
-    cls: type[ChainError], detail: str, index: int | None, rule: ParseRule | None
-) -> ChainError:
-    return cls(detail, index=index, rule=rule)
+def _restore(cls: type[ChainError], args: tuple[object, ...]) -> ChainError:
+    error = cls.__new__(cls)
+    error.args = args
+    return error
 
 
 class MessageFormatError(ChainError):
@@ -110,20 +104,10 @@ class MessageFormatError(ChainError):
             where += f", field {self.field}"
         return f"{where}: {self.detail}"
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_format, (self.detail, self.index, self.field))
-
-
-def _rebuild_format(detail: str, index: int | None, field: str) -> MessageFormatError:
-    return MessageFormatError(detail, index=index, field=field)
-
 
 class CodecError(ChainError):
-    """A provider payload that cannot be decoded or encoded; ``path`` locates the field.
-
-    ``path`` reads like the provider's own error messages, e.g.
-    ``messages[3].content[1].tool_use_id``.
-    """
+    """A provider payload that cannot be decoded or encoded; ``path`` locates the field
+    as the provider's own errors do (``messages[3].content[1].tool_use_id``)."""
 
     def __init__(self, message: str, *, path: str = "", index: int | None = None) -> None:
         self.path = path
@@ -131,13 +115,6 @@ class CodecError(ChainError):
 
     def _render(self) -> str:
         return f"{self.path}: {self.detail}" if self.path else self.detail
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_codec, (self.detail, self.path, self.index))
-
-
-def _rebuild_codec(detail: str, path: str, index: int | None) -> CodecError:
-    return CodecError(detail, path=path, index=index)
 
 
 class AmbiguousFormatError(CodecError):
@@ -149,18 +126,12 @@ class AmbiguousFormatError(CodecError):
         names = " and ".join(repr(name) for name in formats)
         super().__init__(f"the payload fits {names}, which read it differently")
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (AmbiguousFormatError, (self.formats,))
-
 
 class IdTemplateError(ChainError):
     """A malformed id template, or one that cannot yield enough distinct ids."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, rule=ParseRule.ID_TEMPLATE)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (IdTemplateError, (self.detail,))
 
 
 class UnknownProviderError(ChainError):
@@ -174,13 +145,13 @@ class UnknownProviderError(ChainError):
             rule=ParseRule.UNKNOWN_PROVIDER,
         )
 
-    def __reduce__(self) -> tuple[object, ...]:
-        return (UnknownProviderError, (self.name, list(self.known)))
-
 
 class InputError(ValueError):
-    """A chain file, payload or format name the command lines cannot use.
+    """A chain file, payload or format name the command lines cannot use (not a
+    :class:`ChainError`: no chain is known yet); an ``OSError`` cause is ``__cause__``."""
 
-    Not a :class:`ChainError`: nothing is known about a chain yet. When the cause is
-    an operating-system error (a missing or unreadable file) it is the ``__cause__``.
-    """
+
+def install_hint(extra: str) -> str:
+    """The install line for an optional extra, for the ``ImportError`` of a module that
+    needs it: the package form and the form that works from a checkout."""
+    return f"pip install 'chaincast[{extra}]' (from a checkout: pip install '.[{extra}]')"

@@ -1,21 +1,6 @@
-"""Hand a coding agent's session to the other agent: Claude Code ↔ Codex CLI.
-
-:func:`handoff` reads a Claude Code session log or a Codex CLI rollout, ports it to the
-target agent's provider (Anthropic Messages for Claude Code, OpenAI Responses for
-Codex) with :func:`cast.port`, compacts it with csum's ``Compactor`` when it is larger
-than the budget, and writes it as a new session in the target agent's own store, where
-``claude --resume ID`` or ``codex resume ID`` finds it. The source file and the source
-agent's store are only read. What each agent needs to resume a session, with the
-evidence, is in docs/handoff.md.
-
-Reasoning never crosses: Claude's signed thinking is verified only by Anthropic, and
-Codex's encrypted reasoning only by OpenAI, so both are dropped (a note says how many)
-or, with ``reasoning="text"``, their readable text is kept as plain assistant text.
-
-Compaction uses csum (the same distribution), imported only when a session is
-measured, so ``import cast`` never loads it; the summaries come from csum's offline
-extractive handler (no API key, no network).
-"""
+"""Hand a coding agent's session to the other agent (Claude Code <-> Codex CLI): ported
+with :func:`cast.port`, compacted offline by csum when over budget (csum is imported only
+then), written as a new session in the target's store (docs/handoff.md)."""
 
 from __future__ import annotations
 
@@ -32,8 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from cast._compaction import LostCompactionWarning
-from cast._port import TOOL_ERROR_PREFIX, port
+from cast._port import TOOL_ERROR_PREFIX, LostCompactionWarning, port
 from cast.chainio import read_json, read_json_lines
 from cast.codecs import claude_code, claude_code_session, codex_rollout
 from cast.errors import ChainError, InputError
@@ -188,13 +172,8 @@ def read_session(path: str | os.PathLike[str]) -> Session:
         raise InputError(f"{where}: {exc}") from exc
     if not any(m.role is Role.HUMAN for m in messages):
         raise InputError(f"{where}: the session holds no conversation (no user message)")
-    return Session(
-        agent=agent,
-        messages=messages,
-        cwd=cwd if isinstance(cwd, str) and cwd else None,
-        session_id=session_id if isinstance(session_id, str) else None,
-        model=model,
-    )
+    cwd = cwd if isinstance(cwd, str) and cwd else None
+    return Session(agent, messages, cwd, session_id if isinstance(session_id, str) else None, model)
 
 
 def _codex_model(lines: list[Any]) -> str | None:
@@ -207,8 +186,7 @@ def _codex_model(lines: list[Any]) -> str | None:
 
 
 def _without_codex_context(messages: list[Message]) -> list[Message]:
-    """The conversation without what Codex itself put in: its developer instructions
-    (SYSTEM messages) and the environment / AGENTS.md context it sends as user text."""
+    """The conversation without Codex's own developer instructions and context."""
     kept = []
     for message in messages:
         if message.role is Role.SYSTEM:
@@ -224,8 +202,8 @@ def _without_codex_context(messages: list[Message]) -> list[Message]:
 
 
 def _without_reasoning(messages: list[Message], mode: ReasoningMode) -> tuple[list[Message], int]:
-    """The messages with every reasoning removed (``text``: its readable content put
-    before the part it led to as plain text), and how many were removed."""
+    """The messages without reasoning (``text``: its readable content kept as plain text
+    before its part), and how many were removed."""
     out: list[Message] = []
     removed = 0
     for message in messages:
@@ -257,8 +235,8 @@ def _flagged(part: Any) -> Any:
 
 
 def _with_error_flags(messages: list[Message]) -> list[Message]:
-    """Tool results that carry port's error prefix (a wire without an error flag, such
-    as a session handed to Codex before) flagged as errors again, without the prefix."""
+    """Results carrying port's error prefix (from a wire without an error flag) flagged
+    as errors again, without the prefix."""
     out = []
     for message in messages:
         if message.role is Role.TOOL:
@@ -281,10 +259,8 @@ def _measure(messages: Sequence[Message], budget: Any) -> int:
 def _fit(
     messages: list[Message], budget_text: str, provider: str
 ) -> tuple[list[Message], bool, str, int, int]:
-    """The chain within the budget: compacted by csum's Compactor with the offline
-    extractive handler and the clearing stage when it is larger, the user's first task
-    pinned (kept verbatim).
-    csum is imported here, not with cast."""
+    """The chain within the budget: compacted by csum's Compactor (offline extractive
+    handler, clearing) when larger, the user's first task pinned."""
     from csum import Clearing, Compactor
     from csum.config import as_budget
     from csum.handlers import extractive
@@ -297,9 +273,7 @@ def _fit(
     if before <= budget.limit:
         return messages, False, budget.unit, before, before
     first_task = next(m for m in messages if m.role is Role.HUMAN)
-    # Old tool results are cleared first (a one-line gist each): the offline handler then
-    # reads placeholders, not the whole session, so a 1 MB session hands off in about a
-    # second (without clearing the handler and the fact list read all of it: 2-3x slower).
+    # Clearing first: the offline handler then reads placeholders, not the whole session.
     compactor = Compactor(
         extractive(),
         budget=budget,
@@ -327,8 +301,7 @@ def _target_path(agent: Agent, session_id: str, cwd: str, moment: datetime) -> P
 
 
 def _write_new(path: Path, lines: list[dict[str, Any]], agent: Agent) -> None:
-    """Write the session file (a new file: an existing one is never replaced). On
-    failure nothing is left: no file, and no folder this call created."""
+    """Write a new session file (never replacing one); on failure nothing is left."""
     created: list[Path] = []
     folder = path.parent
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
@@ -360,7 +333,8 @@ def handoff(
     reasoning: ReasoningMode = "drop",
 ) -> Handoff:
     """Write the session at ``source`` as a new session of agent ``to`` and say how to
-    resume it (see the module docstring).
+    resume it. Reasoning never crosses (only its own provider verifies it): it is
+    dropped with a note, or with ``reasoning="text"`` its readable text is kept.
 
     ``cwd``: the directory the new session belongs to (default: the source session's
     own); ``budget``: the largest the written chain may be, a size as csum reads one
@@ -422,14 +396,5 @@ def handoff(
     _write_new(path, lines, agent)
     command = f"cd {shlex.quote(folder)} && {_COMMANDS[agent]} {session_id}"
     return Handoff(
-        agent=agent,
-        session_id=session_id,
-        path=path,
-        cwd=folder,
-        resume_command=command,
-        compacted=compacted,
-        unit=unit,
-        size_before=before,
-        size_after=after,
-        notes=tuple(notes),
+        agent, session_id, path, folder, command, compacted, unit, before, after, tuple(notes)
     )

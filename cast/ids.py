@@ -1,15 +1,7 @@
-"""Tool-call id templates: validate ids against a provider's format and generate new ones.
-
-A template is literal text with ``{r:LENGTH:CHARSET}`` random runs and ``{f}`` (the
-function name). ``IdTemplate("toolu_{r:24:b}")`` matches and generates Anthropic-style
-ids. A raw regular expression works too (``IdTemplate.from_regex(r"[a-zA-Z0-9]{9}")``);
-it generates through exrex.
-
-Determinism: ``generate(seed=...)`` on the template form derives every character from an
-xxhash of the seed, so it is stable across processes, platforms and chaincast versions.
-On the regex form it is stable for a given exrex version. Without a seed both forms draw
-from the operating system's cryptographic random source.
-"""
+"""Tool-call id templates: literal text with ``{r:LENGTH:CHARSET}`` random runs and
+``{f}`` (the function name), or a regex (``IdTemplate.from_regex``, generated through
+exrex). Seeded ids come from xxhash of the seed (stable everywhere; for regexes, for a
+given exrex version); unseeded ones from the OS's cryptographic random source."""
 
 from __future__ import annotations
 
@@ -34,30 +26,25 @@ _LOWER = "abcdefghijklmnopqrstuvwxyz"
 _UPPER = _LOWER.upper()
 
 CHARSETS: dict[str, str] = {
-    "d": _DIGITS,
-    "digit": _DIGITS,
-    "l": _LOWER,
-    "lower": _LOWER,
-    "u": _UPPER,
-    "upper": _UPPER,
-    "a": _LOWER + _UPPER,
-    "alpha": _LOWER + _UPPER,
-    "x": _DIGITS + _LOWER + _UPPER,
-    "alnum": _DIGITS + _LOWER + _UPPER,
-    "h": "0123456789abcdef",
-    "hex": "0123456789abcdef",
-    "H": "0123456789ABCDEF",
-    "HEX": "0123456789ABCDEF",
-    "b": _DIGITS + _UPPER + _LOWER,
-    "base62": _DIGITS + _UPPER + _LOWER,
+    name: chars
+    for short, long, chars in (
+        ("d", "digit", _DIGITS),
+        ("l", "lower", _LOWER),
+        ("u", "upper", _UPPER),
+        ("a", "alpha", _LOWER + _UPPER),
+        ("x", "alnum", _DIGITS + _LOWER + _UPPER),
+        ("h", "hex", "0123456789abcdef"),
+        ("H", "HEX", "0123456789ABCDEF"),
+        ("b", "base62", _DIGITS + _UPPER + _LOWER),
+    )
+    for name in (short, long)
 }
 """Charset aliases of ``{r:N:CHARSET}`` and the characters each draws from, in order."""
 
 _PLACEHOLDER = regex.compile(r"\{(?:r:(?P<len>[^:{}]*):(?P<cs>[^:{}]*)|(?P<f>f))\}")
 _FUNCTION_NAME_PATTERN = r"[^\s]+?"
 _MAX_ATTEMPTS = 64
-_MAX_UNUSED_ATTEMPTS = 64
-"""Seeds tried by :meth:`IdTemplate.generate_unused` before giving up."""
+_MAX_UNUSED_ATTEMPTS = 64  # seeds generate_unused tries before giving up
 _MAX_RUN_LENGTH = 4096
 
 
@@ -69,8 +56,7 @@ class _Run:
     chars: str
 
     def draw(self, next_block: Callable[[], bytes]) -> str:
-        """``length`` characters from the byte blocks, without bias: bytes past the
-        last whole multiple of ``len(chars)`` are skipped (rejection sampling)."""
+        """``length`` characters from the byte blocks, without bias (see _translation)."""
         table, delete = _translation(self.chars)
         out = b""
         while len(out) < self.length:
@@ -80,7 +66,7 @@ class _Run:
 
 @dataclass(frozen=True, slots=True)
 class _FunctionName:
-    """The ``{f}`` placeholder."""
+    pass  # the ``{f}`` placeholder
 
 
 _Piece = str | _Run | _FunctionName
@@ -302,12 +288,9 @@ class IdTemplate:
     def generate_unused(
         self, function_name: str | None = None, *, seed: str, used: set[str]
     ) -> str:
-        """A seeded id that is not in ``used``; it is added to ``used``.
-
-        Tries the seeds ``f"{seed}\x1f{attempt}"`` for attempt 0, 1, ... so the same
-        seed and the same ``used`` give the same id. Raises :class:`IdTemplateError`
-        when the first 64 attempts all hit used ids (a template too small for the chain).
-        """
+        """A seeded id not in ``used``, which it joins: the first of the seeds
+        ``f"{seed}\x1f{attempt}"`` (attempt 0, 1, ...) that gives one; after 64 used
+        ids, :class:`IdTemplateError` (a template too small for the chain)."""
         generate = self._generate_seeded if not self.is_regex else None
         for attempt in range(_MAX_UNUSED_ATTEMPTS):
             key = f"{seed}\x1f{attempt}"

@@ -1,9 +1,5 @@
-"""Roles, parts and messages: the frozen data every other module works on.
-
-Every model is a frozen pydantic v2 model, so a chain handed to chaincast can never be
-changed behind its owner's back. ``bytes`` fields travel as base64 in JSON. Sizes are
-UTF-8 byte counts (what a provider receives), computed once per message.
-"""
+"""Roles, parts and messages: frozen pydantic models, ``bytes`` as base64 in JSON, sizes
+in UTF-8 bytes computed once per message."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from functools import cached_property
 from types import NoneType, UnionType
-from typing import Annotated, Any, Literal, Self, TypeAlias, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Self, TypeAlias, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -23,8 +19,6 @@ from pydantic import (
     PlainSerializer,
     TypeAdapter,
 )
-
-from cast._trusted import new_trusted
 
 __all__ = [
     "FIELD_PART_KINDS",
@@ -131,7 +125,7 @@ class _Frozen(BaseModel):
                     f"{type(self).__name__}.evolve: {name} must be {names}, "
                     f"not {type(value).__name__}"
                 )
-        return new_trusted(type(self), {**self.__dict__, **changes})
+        return _new_trusted(type(self), {**self.__dict__, **changes})
 
 
 _FIELD_TYPES: dict[type[BaseModel], dict[str, tuple[type, ...]]] = {}
@@ -167,23 +161,26 @@ class Reasoning(_Frozen):
         return utf8_len(self.content) + len(self.signature)
 
 
-class TextPart(_Frozen):
+class _Part(_Frozen):
+    @property
+    def size(self) -> int:
+        """UTF-8 bytes of every field but ``type``, reasoning included."""
+        return part_size(self)  # type: ignore[arg-type]
+
+
+class TextPart(_Part):
     """Plain text, optionally carrying the reasoning that produced it."""
 
     type: Literal["text"] = "text"
     text: str
     reasoning: Reasoning | None = None
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
-
 
 def _is_empty(value: object) -> bool:
     return value == "" or value is False
 
 
-class ImagePart(_Frozen):
+class ImagePart(_Part):
     """An image by URL (``data:`` URLs included), or other media by URL when
     ``mime_type`` says so (a PDF or a video a provider fetches itself)."""
 
@@ -193,12 +190,8 @@ class ImagePart(_Frozen):
     mime_type: str = Field(default="", exclude_if=_is_empty)
     """What the URL points to, when the payload said (``""``: an image of any type)."""
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
-
-class BinaryPart(_Frozen):
+class BinaryPart(_Part):
     """Raw bytes with their MIME type (files, audio, inline images)."""
 
     type: Literal["binary"] = "binary"
@@ -208,12 +201,8 @@ class BinaryPart(_Frozen):
     """The file's name where the payload gave one (OpenAI ``file.filename``, Bedrock
     document ``name``)."""
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
-
-class ToolCall(_Frozen):
+class ToolCall(_Part):
     """A function call requested by the AI; ``arguments`` is JSON text."""
 
     type: Literal["tool_call"] = "tool_call"
@@ -222,12 +211,8 @@ class ToolCall(_Frozen):
     arguments: str = "{}"
     reasoning: Reasoning | None = None
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
-
-class ToolResult(_Frozen):
+class ToolResult(_Part):
     """The answer to the tool call whose id is ``tool_call_id``."""
 
     type: Literal["tool_result"] = "tool_result"
@@ -237,12 +222,8 @@ class ToolResult(_Frozen):
     is_error: bool = Field(default=False, exclude_if=_is_empty)
     """The tool failed (Anthropic ``is_error``, Bedrock ``status: "error"``)."""
 
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
-
-class ProviderPart(_Frozen):
+class ProviderPart(_Part):
     """A block only one provider understands, kept whole so that chains sent back to
     that provider are unchanged: ``provider`` is its wire format (``"anthropic"``,
     ``"openai-responses"``, ``"bedrock"``, ``"gemini"``), ``kind`` the block's type on
@@ -254,10 +235,6 @@ class ProviderPart(_Frozen):
     provider: str
     kind: str
     data: str = "{}"
-
-    @property
-    def size(self) -> int:
-        return part_size(self)
 
 
 FIELD_PART_KINDS = frozenset({"caller", "call_fields", "message_fields", "refusal"})
@@ -378,29 +355,24 @@ class Message(_Frozen):
     @classmethod
     def system(cls, text: str) -> Message:
         """A system message with one text part."""
-        return _new_message(Role.SYSTEM, (TextPart(text=text),))
+        return Message(role=Role.SYSTEM, parts=(TextPart(text=text),))
 
     @classmethod
     def human(cls, text: str) -> Message:
         """A human message with one text part."""
-        return _new_message(Role.HUMAN, (TextPart(text=text),))
+        return Message(role=Role.HUMAN, parts=(TextPart(text=text),))
 
     @classmethod
     def ai(cls, text: str = "", *tool_calls: ToolCall) -> Message:
         """An AI message: optional text, then tool calls."""
         parts: tuple[Any, ...] = ((TextPart(text=text),) if text else ()) + tool_calls
-        return _new_message(Role.AI, parts)
+        return Message(role=Role.AI, parts=parts)
 
     @classmethod
     def tool(cls, tool_call_id: str, name: str, content: str) -> Message:
         """A tool message holding one result."""
-        return _new_message(
-            Role.TOOL, (ToolResult(tool_call_id=tool_call_id, name=name, content=content),)
-        )
-
-
-def _new_message(role: Role, parts: tuple[Any, ...]) -> Message:
-    return Message(role=role, parts=parts)
+        result = ToolResult(tool_call_id=tool_call_id, name=name, content=content)
+        return Message(role=Role.TOOL, parts=(result,))
 
 
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
@@ -410,4 +382,51 @@ def _trusted_message(role: Role, parts: tuple[Any, ...], size: int | None = None
     """A message of valid parts; its size is computed unless given."""
     if size is None:
         size = sum(map(part_size, parts))
-    return new_trusted(Message, {"role": role, "parts": parts}, size)
+    return _new_trusted(Message, {"role": role, "parts": parts}, size)
+
+
+# -- the unchecked fast path (cast._fast): models built from values already valid -------------
+
+_M = TypeVar("_M", bound=BaseModel)
+# pydantic keeps these three in slots; a model built without __init__ must fill them.
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+_FIELDS_SETS: dict[type[Any], set[str]] = {}
+_DEFAULTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _new_trusted(cls: type[_M], fields: dict[str, Any], size: int | None = None) -> _M:
+    """A ``cls`` model of ``fields`` (the others default), not validated; ``size`` is a
+    message's cached size."""
+    obj = object.__new__(cls)
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        defaults = _DEFAULTS[cls] = {
+            name: info.default
+            for name, info in cls.model_fields.items()
+            if not info.is_required() and info.default_factory is None
+        }
+    obj.__dict__.update(defaults)
+    obj.__dict__.update(fields)
+    if size is not None:
+        obj.__dict__["size"] = size
+    fields_set = _FIELDS_SETS.get(cls)
+    if fields_set is None:
+        fields_set = _FIELDS_SETS[cls] = set(cls.model_fields)
+    # The fields set is shared between trusted instances; pydantic never mutates it.
+    _SET_FIELDS_SET(obj, fields_set)
+    _SET_EXTRA(obj, None)
+    _SET_PRIVATE(obj, None)
+    return obj
+
+
+def _with_field(model: _M, name: str, value: object) -> _M:
+    """A copy of a part (not a message) with one field replaced, not validated."""
+    obj = object.__new__(type(model))
+    obj.__dict__.update(model.__dict__)
+    obj.__dict__[name] = value
+    _SET_FIELDS_SET(obj, model.__pydantic_fields_set__)
+    _SET_EXTRA(obj, None)
+    _SET_PRIVATE(obj, None)
+    return obj

@@ -1,18 +1,6 @@
-"""Provider profiles: what each LLM API accepts in a chain, so chains can be ported to it.
-
-A :class:`ProviderProfile` records, for one API, which tool-call ids it accepts (a
-pattern and a length limit) and which it generates (an :class:`~cast.ids.IdTemplate`),
-what it does with reasoning from earlier turns, its role rules, and the error text it
-returns for each rule a chain can break. :func:`cast.port` reads the profile to
-rewrite a chain; :func:`cast.lint` reads it to report what the API would reject.
-
-Built-in profiles are registered at import; :func:`register_provider` adds or replaces
-one. The facts come from provider docs and reported API errors; each profile lists its
-sources, and docs/providers.md explains them. The rules themselves, with each
-provider's error text and its source, are objects (:data:`RULES`, one
-:class:`RuleDefinition` per :class:`Rule`, defined in :mod:`cast._rules`): a built-in
-profile's ``errors`` are read from them.
-"""
+"""Provider profiles: what each LLM API accepts in a chain (ids, reasoning, roles, media),
+read by :func:`cast.port` and :func:`cast.lint`. Built-in profiles are registered at
+import, with their sources (docs/providers.md); the rules are in :mod:`cast._rules`."""
 
 from __future__ import annotations
 
@@ -109,36 +97,23 @@ def media_matches(patterns: frozenset[str] | None, mime_type: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ProviderProfile:
-    """What one provider API accepts in a chain.
+    """What one provider API accepts in a chain (docs/providers.md has each fact's source).
 
-    ``id_pattern`` (a regex, full match) and ``max_id_length`` say which tool-call ids
-    the API accepts; ``None`` means no constraint. Every id must be non-empty, except
-    where ids never reach the wire (``ids_on_wire=False``, Vertex): any id goes there.
-    ``id_template`` is how the provider's own ids look; ported chains get new ids from
-    it. ``errors`` maps a :class:`Rule` to the provider's error text for it, with
-    ``str.format`` fields (``{index}``, ``{position}``, ``{call}``, ``{id}``, ``{ids}``,
-    ``{name}``, ``{length}``, ``{max_length}``); rules without one get chaincast's text.
+    Ids: ``id_pattern`` (a regex, full match) and ``max_id_length`` (``None``: no
+    constraint); every id must be non-empty unless ids never reach the wire
+    (``ids_on_wire=False``, Vertex); ``id_template`` is how the provider's own ids look
+    (ported chains get new ids from it). ``errors`` maps a :class:`Rule` to the
+    provider's text for it, with ``str.format`` fields (``{index}``, ``{position}``,
+    ``{call}``, ``{id}``, ``{ids}``, ``{name}``, ``{length}``, ``{max_length}``).
 
-    Content rules: ``system_anywhere`` — system messages are accepted after the first
-    message (several leading ones, or instructions mid-chain); ``consecutive_humans_ok``
-    — a human message right after another is accepted (OpenAI Chat and Responses take
-    them as they are, Codex CLI sends two; Anthropic and Gemini merge same-role turns;
-    Bedrock refuses: turns must alternate); ``empty_content_ok`` —
-    a message without content (or with only empty text) is accepted (no built-in API
-    does: OpenAI and Mistral refuse an assistant message with neither content nor tool
-    calls, Anthropic, Bedrock and Gemini any empty content); ``empty_final_ai_ok`` —
-    except for a last AI message (Anthropic's "optional final assistant message"); ``user_media`` —
-    the media types a human message can carry inline (``None``: any, ``"image/*"``
-    patterns allowed); ``tool_result_media`` — those a tool result can carry;
-    ``url_media`` — those the API takes by URL (``image/*`` covers an ``ImagePart``
-    without a ``mime_type``); ``ai_media`` — AI messages can carry media;
-    ``tool_error_flag`` — the wire format marks failed tool results (Anthropic
-    ``is_error``, Bedrock ``status``, Gemini's ``error`` response key).
-
-    Tools: ``tools_with_tool_history`` — a request whose history holds a tool call or
-    result must declare tools (Anthropic ``tools``, Bedrock ``toolConfig``), though not
-    the tools called: none of the APIs here checks a past call's name against the
-    declared tools (docs/providers.md).
+    Content: ``system_anywhere`` (system messages after the first are taken),
+    ``consecutive_humans_ok``, ``empty_content_ok`` (no built-in API takes an empty
+    message), ``empty_final_ai_ok`` (but a last AI message: Anthropic); the media types
+    a human message (``user_media``, ``None``: any, ``"image/*"`` patterns allowed), a
+    tool result (``tool_result_media``) and a URL (``url_media``) can carry;
+    ``ai_media``; ``tool_error_flag`` (the wire marks failed results). Tools:
+    ``tools_with_tool_history`` (a request whose history holds tool calls must declare
+    tools: Anthropic, Bedrock).
     """
 
     name: str
@@ -229,12 +204,10 @@ class ProviderProfile:
 
 
 def _profile(
-    name: str,
-    wire_format: str,
-    id_template: TemplateLike,
-    **options: object,
+    name: str, wire_format: str, id_template: TemplateLike, **options: object
 ) -> ProviderProfile:
-    return ProviderProfile(name, wire_format, as_template(id_template), **options)  # type: ignore[arg-type]
+    errors = provider_errors(name)
+    return ProviderProfile(name, wire_format, as_template(id_template), errors=errors, **options)  # type: ignore[arg-type]
 
 
 _ANTHROPIC_IDS = r"[a-zA-Z0-9_-]+"
@@ -265,8 +238,13 @@ _GEMINI_TOOL_MEDIA = frozenset(
     {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
 )
 
-# Gemini and Vertex take the same content (the Gemini 3 API behind both).
-_GEMINI_CONTENT: dict[str, object] = {
+# Gemini and Vertex take the same chains (the Gemini 3 API behind both).
+_GEMINI: dict[str, object] = {
+    "reasoning": ReasoningPolicy.THOUGHT_SIGNATURE,
+    "system_placement": SystemPlacement.TOP_LEVEL,
+    "merges_same_role": True,
+    "needs_human_first": True,
+    "consecutive_humans_ok": True,
     "tool_error_flag": True,
     "user_media": None,
     "tool_result_media": _GEMINI_TOOL_MEDIA,
@@ -282,7 +260,6 @@ _BUILTINS = (
         max_id_length=40,
         reasoning=ReasoningPolicy.STRIP,
         consecutive_humans_ok=True,
-        errors=provider_errors("openai"),
         system_anywhere=True,
         user_media=IMAGE_TYPES | {"audio/wav", "audio/mp3", "application/pdf"},
         sources=(
@@ -300,7 +277,6 @@ _BUILTINS = (
         max_id_length=64,
         reasoning=ReasoningPolicy.ENCRYPTED_ITEMS,
         consecutive_humans_ok=True,
-        errors=provider_errors("openai-responses"),
         system_anywhere=True,
         user_media=IMAGE_TYPES | {"application/pdf"},
         tool_result_media=IMAGE_TYPES | {"application/pdf"},
@@ -323,7 +299,6 @@ _BUILTINS = (
         merges_same_role=True,
         needs_human_first=True,
         consecutive_humans_ok=True,
-        errors=provider_errors("anthropic"),
         tools_with_tool_history=True,
         system_anywhere=True,
         tool_error_flag=True,
@@ -354,7 +329,6 @@ _BUILTINS = (
         system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
-        errors=provider_errors("bedrock"),
         tools_with_tool_history=True,
         tool_error_flag=True,
         user_media=_BEDROCK_MEDIA,
@@ -374,13 +348,7 @@ _BUILTINS = (
         "gemini",
         "gemini",
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
-        reasoning=ReasoningPolicy.THOUGHT_SIGNATURE,
-        system_placement=SystemPlacement.TOP_LEVEL,
-        merges_same_role=True,
-        needs_human_first=True,
-        consecutive_humans_ok=True,
-        errors=provider_errors("gemini"),
-        **_GEMINI_CONTENT,
+        **_GEMINI,
         sources=(
             "https://ai.google.dev/gemini-api/docs/function-calling#multimodal",
             "https://ai.google.dev/gemini-api/docs/thought-signatures",
@@ -392,13 +360,7 @@ _BUILTINS = (
         "gemini",
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
         ids_on_wire=False,
-        reasoning=ReasoningPolicy.THOUGHT_SIGNATURE,
-        system_placement=SystemPlacement.TOP_LEVEL,
-        merges_same_role=True,
-        needs_human_first=True,
-        consecutive_humans_ok=True,
-        errors=provider_errors("vertex"),
-        **_GEMINI_CONTENT,
+        **_GEMINI,
         sources=(
             "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures",
             "pydantic/pydantic-ai#5081",
@@ -413,7 +375,6 @@ _BUILTINS = (
         max_id_length=9,
         reasoning=ReasoningPolicy.STRIP,
         needs_ai_between_tool_and_human=True,
-        errors=provider_errors("mistral"),
         sources=(
             "anomalyco/opencode#1680",
             "langchain-ai/langchain#24668",
@@ -427,7 +388,6 @@ _BUILTINS = (
         "call_{r:2:d}_{r:24:x}",
         reasoning=ReasoningPolicy.REASONING_CONTENT_REQUIRED,
         reasoning_scope=ReasoningScope.TOOL_CALL_TURNS,
-        errors=provider_errors("deepseek"),
         system_anywhere=True,
         user_media=frozenset(),
         url_media=frozenset(),
@@ -442,7 +402,6 @@ _BUILTINS = (
         "openai",
         "functions.{f}:{r:6:d}",
         reasoning=ReasoningPolicy.REASONING_CONTENT_REQUIRED,
-        errors=provider_errors("kimi"),
         sources=("sgl-project/sglang#9606", "labring/FastGPT#6357"),
     ),
     _profile(
@@ -464,7 +423,6 @@ _BUILTINS = (
         "openai",
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
         reasoning=ReasoningPolicy.STRIP,
-        errors=provider_errors("groq"),
         sources=("tashfeenahmed/freellmapi#1070", "janhq/jan#8136"),
     ),
 )

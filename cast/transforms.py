@@ -1,26 +1,377 @@
-"""Transforms of a ChainAST that are not methods of it, and helpers for messages.
-
-Each returns a new tree or message; the receiver is never changed, and every section,
-pair and message a transform does not touch is shared, not copied. The transforms that
-are :class:`~cast.ChainAST` methods (``normalize_tool_call_ids``, ``clear_reasoning``,
-``sanitize_tool_call_arguments``, ``append_human_message``, ``add_tool_response``) are
-called as methods only.
-"""
+"""Transforms of a ChainAST (behind its methods) and helpers for messages: each returns a
+new tree or message, sharing every node it does not touch; the receiver is never changed."""
 
 from __future__ import annotations
 
-from cast._transforms import (
-    contains_tool_call_reasoning,
-    extract_reasoning_message,
-    map_messages,
-    map_tool_call_arguments,
-    sanitize_arguments,
+import json
+import operator
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from cast._fast import (
+    trusted_chain,
+    trusted_header,
+    trusted_message,
+    trusted_pair,
+    trusted_section,
+    with_field,
 )
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation
+from cast.errors import ChainError, IdTemplateError
+from cast.ids import IdTemplate, TemplateLike, as_template
+from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
 
 __all__ = [
     "contains_tool_call_reasoning",
     "extract_reasoning_message",
+    "loads_strict",
     "map_messages",
     "map_tool_call_arguments",
     "sanitize_arguments",
 ]
+
+
+def _reject_constant(name: str) -> object:
+    # NaN and Infinity are not JSON (RFC 8259 section 6), though Python's parser takes them.
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` that also rejects ``NaN`` and ``Infinity`` (``ValueError``), as the
+    providers read JSON."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> ChainAST:
+    """Apply ``change`` to every message; ``None`` means unchanged. Shares what stays.
+
+    ``change`` must keep each message's role and tool-call pairing (ids, counts).
+    """
+    sections: list[Section] = []
+    for section in ast.sections:
+        header = section.header
+        old = (header.system_message, header.human_message)
+        system, human = (None if m is None else change(m) or m for m in old)
+        if system is not old[0] or human is not old[1]:
+            size = (system.size if system else 0) + (human.size if human else 0)
+            header = trusted_header(system, human, size)
+        body = tuple(_map_pair(pair, change) for pair in section.body)
+        if header is not section.header or any(map(operator.is_not, body, section.body)):
+            section = trusted_section(header, body)  # noqa: PLW2901
+        sections.append(section)
+    if all(map(operator.is_, sections, ast.sections)):
+        return ast
+    return trusted_chain(tuple(sections))
+
+
+def _map_pair(pair: BodyPair, change: Callable[[Message], Message | None]) -> BodyPair:
+    ai = change(pair.ai_message)
+    tools = [change(m) for m in pair.tool_messages]
+    if ai is None and not any(tools):
+        return pair
+    new_tools = tuple(n or o for n, o in zip(tools, pair.tool_messages, strict=True))
+    return trusted_pair(pair.type, ai or pair.ai_message, new_tools)
+
+
+# -- tool-call ids -----------------------------------------------------------------------
+
+
+@chain_operation("normalize_tool_call_ids")
+def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
+    """Give every tool call whose id does not fit ``template``, or repeats an id used
+    earlier in the chain, a new id generated from the template; its results follow.
+
+    New ids are seeded by the old id, the function name and how many times that old id
+    was replaced before, so appending to a chain never changes the ids already given.
+    """
+    tmpl = as_template(template)
+    uses_name = tmpl.uses_function_name
+    matches = tmpl.matches
+    # Pass 1: which ids are kept (fit the template, first occurrence), so new ids avoid them.
+    kept_ids: set[str] = set()
+    plan: dict[int, list[tuple[int, list[int]]]] = {}  # section -> (pair, calls to rename)
+    renames = 0
+    # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
+    calls_per_name: dict[str, int] = {}
+    default_name = tmpl.DEFAULT_FUNCTION_NAME
+    for s_index, section in enumerate(ast.sections):
+        for p_index, pair in enumerate(section.body):
+            if pair.type is BodyPairType.COMPLETION:
+                continue
+            rename: list[int] = []
+            for position, part in enumerate(pair.ai_message.parts):
+                if type(part) is not ToolCall:
+                    continue
+                call_id = part.id
+                if uses_name:
+                    name = part.name or default_name
+                    calls_per_name[name] = calls_per_name.get(name, 0) + 1
+                if call_id not in kept_ids and (
+                    matches(call_id, part.name) if uses_name else matches(call_id)
+                ):
+                    kept_ids.add(call_id)
+                else:
+                    rename.append(position)
+            if rename:
+                plan.setdefault(s_index, []).append((p_index, rename))
+                renames += len(rename)
+    if not plan:
+        return ast
+    capacity = tmpl.capacity
+    needed = max(calls_per_name.values()) if uses_name else len(kept_ids) + renames
+    if capacity is not None and capacity < needed:
+        per = " per function name" if uses_name else ""
+        raise IdTemplateError(
+            f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids"
+            f"{per}, fewer than this chain needs ({needed})"
+        )
+    new_id = _id_generator(tmpl, kept_ids)
+    sections = list(ast.sections)
+    total_delta = 0
+    for s_index, plan_pairs in plan.items():
+        section = sections[s_index]
+        body = list(section.body)
+        section_delta = 0
+        for p_index, positions in plan_pairs:
+            pair = body[p_index]
+            body[p_index] = renamed = _rename_pair_calls(pair, positions, new_id)
+            section_delta += renamed.size - pair.size
+        sections[s_index] = trusted_section(
+            section.header, tuple(body), section.size + section_delta
+        )
+        total_delta += section_delta
+    return trusted_chain(tuple(sections), ast.size + total_delta)
+
+
+def _id_generator(tmpl: IdTemplate, used: set[str]) -> Callable[[str, str], str]:
+    """New ids from ``tmpl``, never one in ``used`` (which they join)."""
+    replaced: dict[str, int] = {}
+    generate_unused = tmpl.generate_unused
+
+    def new_id(old_id: str, name: str) -> str:
+        occurrence = replaced.get(old_id, 0)
+        replaced[old_id] = occurrence + 1
+        return generate_unused(name, seed=f"{old_id}\x1f{name}\x1f{occurrence}", used=used)
+
+    return new_id
+
+
+def _rename_pair_calls(
+    pair: BodyPair, positions: list[int], new_id: Callable[[str, str], str]
+) -> BodyPair:
+    """The pair with the calls at ``positions`` renamed and their results following (the
+    results of an id the pair repeats answer its calls in order)."""
+    parts = list(pair.ai_message.parts)
+    delta = 0
+    final: dict[str, list[str]] = {}  # old id -> the final ids of its calls, in order
+    rename = set(positions)
+    for position, part in enumerate(parts):
+        if type(part) is not ToolCall:
+            continue
+        new = old_id = part.id
+        if position in rename:
+            new = new_id(old_id, part.name)
+            parts[position] = with_field(part, "id", new)
+            delta += utf8_len(new) - utf8_len(old_id)
+        final.setdefault(old_id, []).append(new)
+    new_ai = trusted_message(Role.AI, tuple(parts), pair.ai_message.size + delta)
+    tools: list[Message] = []
+    for message in pair.tool_messages:
+        new_parts: list[Any] | None = None
+        step = 0
+        for position, part in enumerate(message.parts):
+            if type(part) is not ToolResult:
+                continue
+            ids = final.get(part.tool_call_id)
+            if not ids:
+                continue
+            new = ids.pop(0) if len(ids) > 1 else ids[0]
+            if new != part.tool_call_id:
+                new_parts = new_parts or list(message.parts)
+                new_parts[position] = with_field(part, "tool_call_id", new)
+                step += utf8_len(new) - utf8_len(part.tool_call_id)
+        if new_parts is not None:
+            message = trusted_message(Role.TOOL, tuple(new_parts), message.size + step)  # noqa: PLW2901
+        tools.append(message)
+        delta += step
+    return trusted_pair(pair.type, new_ai, tuple(tools), pair.size + delta)
+
+
+# -- reasoning ---------------------------------------------------------------------------
+
+
+def _without_reasoning(message: Message) -> Message | None:
+    parts = message.parts
+    for part in parts:
+        if (type(part) is TextPart or type(part) is ToolCall) and part.reasoning is not None:
+            break
+    else:
+        return None
+    new_parts = tuple(
+        with_field(p, "reasoning", None)
+        if (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None
+        else p
+        for p in parts
+    )
+    return trusted_message(message.role, new_parts)
+
+
+@chain_operation("clear_reasoning")
+def _clear_reasoning(ast: ChainAST) -> ChainAST:
+    """Drop ``reasoning`` from every text part and tool call; everything else is kept."""
+    return map_messages(ast, _without_reasoning)
+
+
+def contains_tool_call_reasoning(messages: Iterable[Message]) -> bool:
+    """Whether any tool call in ``messages`` carries reasoning."""
+    return any(
+        type(part) is ToolCall and part.reasoning is not None
+        for message in messages
+        for part in message.parts
+    )
+
+
+def extract_reasoning_message(messages: Iterable[Message]) -> Message | None:
+    """The first text part with reasoning in the AI messages, as a new AI message holding
+    only that part; None when there is none."""
+    for message in messages:
+        if message.role is not Role.AI:
+            continue
+        for part in message.parts:
+            if type(part) is TextPart and part.reasoning is not None:
+                return trusted_message(Role.AI, (part,))
+    return None
+
+
+# -- arguments ---------------------------------------------------------------------------
+
+_CONTROL_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_control_in_strings(text: str) -> str:
+    out: list[str] = []
+    in_string = False
+    escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            elif char < " ":
+                out.append(_CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}")
+                continue
+        elif char == '"':
+            in_string = True
+        out.append(char)
+    return "".join(out)
+
+
+def sanitize_arguments(arguments: str) -> str:
+    """Arguments as valid JSON text: raw control characters inside strings escaped,
+    anything still invalid (or empty, or nested too deeply to parse) replaced by
+    ``"{}"``."""
+    try:
+        json.loads(arguments)
+    except (ValueError, RecursionError):
+        pass
+    else:
+        return arguments
+    fixed = _escape_control_in_strings(arguments)
+    try:
+        json.loads(fixed)
+    except (ValueError, RecursionError):
+        return "{}"
+    return fixed
+
+
+def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Message | None:
+    """The AI message with each tool call's arguments replaced by ``fix(arguments)``;
+    ``None`` when ``fix`` changes none of them (or the message is not an AI message)."""
+    if message.role is not Role.AI:
+        return None
+    parts = message.parts
+    new_parts: list[Any] | None = None
+    for position, part in enumerate(parts):
+        if type(part) is not ToolCall:
+            continue
+        fixed = fix(part.arguments)
+        if fixed != part.arguments:
+            if new_parts is None:
+                new_parts = list(parts)
+            new_parts[position] = with_field(part, "arguments", fixed)
+    if new_parts is None:
+        return None
+    return trusted_message(Role.AI, tuple(new_parts))
+
+
+def _sanitized(message: Message) -> Message | None:
+    return map_tool_call_arguments(message, sanitize_arguments)
+
+
+@chain_operation("sanitize_tool_call_arguments")
+def _sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
+    """Escape raw control characters inside JSON strings of tool-call arguments;
+    arguments still not valid JSON become ``"{}"``."""
+    return map_messages(ast, _sanitized)
+
+
+# -- editing ----------------------------------------------------------------------------
+
+
+@chain_operation("append_human_message")
+def _append_human_message(ast: ChainAST, text: str) -> ChainAST:
+    """Add human text: a new section after a body (or in an empty chain), else the open
+    section's human message, or a new part of it."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    part = TextPart(text=text)
+    sections = ast.sections
+    if not sections or sections[-1].body:
+        human = trusted_message(Role.HUMAN, (part,))
+        section = trusted_section(trusted_header(None, human, human.size), (), human.size)
+        return trusted_chain((*sections, section), ast.size + human.size)
+    last = sections[-1]
+    system, old = last.header.system_message, last.header.human_message
+    human = trusted_message(Role.HUMAN, (part,) if old is None else (*old.parts, part))
+    header = trusted_header(system, human, (system.size if system else 0) + human.size)
+    return trusted_chain((*sections[:-1], trusted_section(header, last.body)))
+
+
+@chain_operation("add_tool_response")
+def _add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str) -> ChainAST:
+    """Set the result of the (latest) tool call with this id: its content replaced, or
+    the missing result added; no such call is a :class:`ChainError`."""
+    sections = ast.sections
+    for s_index in range(len(sections) - 1, -1, -1):
+        section = sections[s_index]
+        for p_index in range(len(section.body) - 1, -1, -1):
+            pair = section.body[p_index]
+            if not any(type(p) is ToolCall and p.id == tool_call_id for p in pair.ai_message.parts):
+                continue
+            new_pair = _set_result(pair, tool_call_id, name, content)
+            body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
+            new_sections = list(sections)
+            new_sections[s_index] = trusted_section(section.header, body)
+            return trusted_chain(tuple(new_sections))
+    raise ChainError(
+        f"no tool call with id {tool_call_id!r} in the chain", rule="unknown-tool-call"
+    )
+
+
+def _set_result(pair: BodyPair, tool_call_id: str, name: str, content: str) -> BodyPair:
+    tools = list(pair.tool_messages)
+    for m_index, message in enumerate(tools):
+        for position, part in enumerate(message.parts):
+            if type(part) is ToolResult and part.tool_call_id == tool_call_id:
+                parts = list(message.parts)
+                parts[position] = ToolResult(
+                    tool_call_id=tool_call_id, name=part.name, content=content
+                )
+                tools[m_index] = trusted_message(Role.TOOL, tuple(parts))
+                return trusted_pair(pair.type, pair.ai_message, tuple(tools))
+    result = ToolResult(tool_call_id=tool_call_id, name=name, content=content)
+    tools.append(trusted_message(Role.TOOL, (result,)))
+    return trusted_pair(pair.type, pair.ai_message, tuple(tools))

@@ -16,10 +16,10 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
-from cast._json import loads_strict
 from cast.codecs._streaming import PayloadStream
 from cast.errors import CodecError
 from cast.messages import Message, ProviderPart, Role
+from cast.transforms import loads_strict
 
 __all__ = [
     "EVIDENCE",

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast._extras import install_hint
 from cast.codecs._common import fail
 from cast.codecs.openai_responses import decode as decode_responses
 from cast.codecs.openai_responses import encode as encode_responses
+from cast.errors import install_hint
 from cast.messages import Message
 
 __all__ = ["decode", "decode_counted", "encode", "group_items"]

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast._extras import install_hint
 from cast.codecs._common import (
     EVIDENCE,
     as_messages,
@@ -35,6 +34,7 @@ from cast.codecs._common import (
     fail,
 )
 from cast.codecs._frameworks import json_history, message_of, pack_signature, unpack_signature
+from cast.errors import install_hint
 from cast.messages import (
     BinaryPart,
     ImagePart,

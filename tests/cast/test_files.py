@@ -21,11 +21,17 @@ from typing import Any
 
 import pytest
 
-import cast._files
+import cast.chainio
 import cast.cli
 import csum.cli
-from cast._files import InputTooLargeError, read_bytes, write_atomic
-from cast.chainio import read_json, run_console, write_json
+from cast.chainio import (
+    InputTooLargeError,
+    read_bytes,
+    read_json,
+    run_console,
+    write_atomic,
+    write_json,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,7 +139,7 @@ class _FailingFile(io.StringIO):
 def test_a_failed_write_leaves_the_target_byte_identical(
     target: Path, monkeypatch: pytest.MonkeyPatch, fault: str, error: type[BaseException]
 ) -> None:
-    monkeypatch.setattr(cast._files, "_WRITE_BATCH", 4)  # one write per chunk
+    monkeypatch.setattr(cast.chainio, "_WRITE_BATCH", 4)  # one write per chunk
     chunks = _chunks("[\n", '  "first chunk",\n', '  "second chunk"\n', "]\n")
     if fault == "write":
         real_open = open
@@ -141,7 +147,7 @@ def test_a_failed_write_leaves_the_target_byte_identical(
         def failing_open(*args: Any, **kwargs: Any) -> Any:
             return _FailingFile(real_open(*args, **kwargs))
 
-        monkeypatch.setattr(cast._files, "open", failing_open, raising=False)
+        monkeypatch.setattr(cast.chainio, "open", failing_open, raising=False)
     elif fault == "fsync":
 
         def no_fsync(fd: int) -> None:

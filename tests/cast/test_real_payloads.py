@@ -22,8 +22,8 @@ import pytest
 
 from benchmarks.real_payload_laws import SOURCE_PROVIDER, lost_values, not_carried_fields
 from cast import lint, open_with_human, port
-from cast._compaction import EncryptedCompactionError, LostCompactionWarning
 from cast._lint import is_empty
+from cast._port import EncryptedCompactionError, LostCompactionWarning
 from cast.codecs import AmbiguousFormatError, detect_format, get_codec
 from cast.errors import ChainError
 from cast.messages import Message, Role

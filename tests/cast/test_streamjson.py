@@ -1,4 +1,4 @@
-"""Large files parsed a piece at a time (``cast._streamjson``): the same value as the
+"""Large files parsed a piece at a time (``cast.chainio.load_json_file``): the same value as the
 whole-file reader on real and generated JSON at every chunk size, and None (the
 whole-file reader takes over, with its exact errors and surrogate repair) otherwise."""
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cast import chainio
-from cast._streamjson import load_json_file
+from cast.chainio import load_json_file
 from cast.errors import InputError
 from tests.conftest import CLAUDE_CODE, PAYLOADS, TAUBENCH, corpus_files
 
