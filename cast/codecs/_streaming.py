@@ -1,12 +1,5 @@
-"""Encoded payloads handed out a top-level item at a time, and their indented JSON text.
-
-A provider's request body is one long list (``messages``, ``contents``) plus a few
-small members. The codecs that build it in one pass produce it as a
-:class:`PayloadStream`: ``encode`` collects the whole payload from it, while the
-command lines write each item as it comes (:func:`iter_indented_json`), so the
-encoded chain is never whole in memory next to the messages it came from. Both give
-the same JSON, byte for byte.
-"""
+"""Encoded payloads handed out a top-level item at a time, and their indented JSON text
+(the command lines write each item as it comes, byte for byte what ``encode`` gives)."""
 
 from __future__ import annotations
 

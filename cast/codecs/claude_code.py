@@ -1,20 +1,5 @@
-"""Claude Code session logs: a list of Anthropic ``message`` objects, one per log line.
-
-Claude Code (``~/.claude/projects/**/*.jsonl``) writes one line per content block: an
-assistant response is spread over several entries that share ``message.id``, and the
-user entries holding the results of its tool calls sit between them. This module
-rebuilds the API-shaped conversation (:func:`to_api_messages`) and decodes it with
-the Anthropic codec (:func:`decode_claude_code_log`). Format facts come from the
-recorded sessions in ``shared/corpus/anthropic_claudecode`` (marot/spotter,
-``test/fixtures/transcripts``).
-
-Entries may be the ``message`` objects themselves or whole log lines
-(``{"type": "user" | "assistant", "message": {...}, ...}``); other line types
-(summaries, system notices) are skipped. Log-only fields (``id``, ``model``,
-``usage``, ``stop_reason``) are not carried. A user line Claude Code wrote when it
-compacted the conversation (``isCompactSummary: true``) becomes a csum summary pair:
-a call of ``SUMMARIZATION_TOOL_NAME`` whose result is the summary's text.
-"""
+"""Claude Code session logs (one line per content block) ↔ chaincast messages, through
+the Messages API conversation they record (docs/codecs.md)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,5 @@
-"""LangChain codec: ``list[BaseMessage]`` (and its ``messages_to_dict`` JSON form,
-``[{"type": "human", "data": {...}}, ...]``) ↔ chaincast messages.
-
-Works on the JSON form, so it needs no LangChain install; ``decode`` also takes
-``BaseMessage`` objects (dumped with ``messages_to_dict``) and :func:`to_framework`
-turns ``encode``'s output back into objects (``messages_from_dict``).
-
-Mapping, in short (``docs/integrations.md`` has the table): one LangChain message is one
-chaincast message. Content blocks: text, images (``image_url``, ``image`` by URL or
-base64) and base64 files; reasoning blocks (LangChain's ``reasoning``, Anthropic's
-``thinking`` and ``redacted_thinking``, OpenAI's ``reasoning`` with ``summary``) become
-the ``reasoning`` of the text or tool call after them. ``tool_calls`` become ToolCalls
-(placed where a ``tool_use``/``tool_call`` block stands in the content, else after the
-text); ``invalid_tool_calls`` become ToolCalls holding the raw argument text. A
-reasoning ``id`` and signature share ``Reasoning.signature`` as ``id + "\\n" +
-signature`` (as in the Responses and pydantic-ai codecs). Encode writes LangChain's
-standard blocks. Message ids, names of human/AI messages, ``additional_kwargs``,
-``response_metadata``, usage and a tool message's ``artifact`` are not held; ``status``
-is the result's ``is_error``.
-"""
+"""LangChain codec: ``messages_to_dict`` JSON (or ``BaseMessage`` objects) ↔ chaincast
+messages; needs no LangChain install for the JSON form (mapping in docs/integrations.md)."""
 
 from __future__ import annotations
 
@@ -35,8 +17,11 @@ from cast.codecs._common import (
     dumps_compact,
     error,
     fail,
+    json_history,
+    message_of,
+    pack_signature,
+    unpack_signature,
 )
-from cast.codecs._frameworks import json_history, message_of, pack_signature, unpack_signature
 from cast.messages import (
     BinaryPart,
     ImagePart,

@@ -1,31 +1,5 @@
 """langchaingo codec: the JSON of Go's ``[]llms.MessageContent`` (how PentAGI stores
-message chains).
-
-Source of every field name and tag: ``llms/marshaling.go`` (``MarshalJSON`` /
-``UnmarshalJSON`` of ``MessageContent`` and of each part type) and
-``llms/generatecontent.go`` in tmc/langchaingo and in its fork vxcontrol/langchaingo
-(the fork PentAGI uses, which adds ``reasoning`` to text parts and tool calls);
-``llms/reasoning/reasoning.go`` in the fork (``ContentReasoning``: ``content`` and
-``signature``, both ``omitempty``, the signature a Go ``[]byte`` and so base64 text);
-roles from ``llms/chat_messages.go`` (``ChatMessageType``).
-
-Wire shape::
-
-    {"role": "human", "text": "hi"}                      # exactly one text part
-    {"role": "ai", "parts": [                            # anything else
-        {"type": "text", "text": "...", "reasoning": {"content": "...", "signature": "<b64>"}},
-        {"type": "image_url", "image_url": {"url": "...", "detail": "high"}},
-        {"type": "binary", "binary": {"mime_type": "image/png", "data": "<b64>"}},
-        {"type": "tool_call", "tool_call": {"id": "...", "type": "function",
-            "function": {"name": "...", "arguments": "{...}"}, "reasoning": {...}}},
-        {"type": "tool_response", "tool_response": {"tool_call_id": "...", "name": "...",
-            "content": "..."}}]}
-
-Roles ``human``, ``ai``, ``system``, ``tool`` map one to one; ``generic`` is read as
-human and ``function`` as tool (langchaingo's providers send them as user and tool
-messages). Unlike the other codecs, signatures here are raw bytes: Go marshals
-``[]byte`` as base64, which decode undoes.
-"""
+chains); field names from langchaingo's ``llms/marshaling.go`` (docs/codecs.md)."""
 
 from __future__ import annotations
 

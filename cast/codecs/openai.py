@@ -1,16 +1,5 @@
-"""OpenAI Chat Completions codec: the request body ``{"messages": [...]}``.
-
-Wire format: https://platform.openai.com/docs/api-reference/chat/create (message
-objects), https://platform.openai.com/docs/guides/function-calling (``tool_calls``
-and ``tool`` messages). Reasoning fields: DeepSeek ``reasoning_content``
-(https://api-docs.deepseek.com/guides/thinking_mode) and vLLM ``reasoning``
-(vllm-project/vllm PR #27752).
-
-Canonical shape (``encode(decode(x)) == x``): content is a string when a message is
-one text part and a list of parts otherwise; an assistant message without text has
-``content: null``; tool messages carry ``name``. Everything else is normalized as
-listed in ``docs/codecs.md``.
-"""
+"""OpenAI Chat Completions codec: ``{"messages": [...]}`` (mapping and sources in
+docs/codecs.md)."""
 
 from __future__ import annotations
 
@@ -21,10 +10,14 @@ from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     FITS,
+    MISSING,
     as_messages,
     b64decode,
     b64encode,
+    body_items,
     fail,
+    get_str,
+    get_typed,
     parse_data_url,
     provider_block,
     provider_part,
@@ -47,11 +40,6 @@ __all__ = ["REASONING_FIELDS", "decode", "detect_messages", "encode"]
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Assistant fields read as reasoning, in order of preference (DeepSeek, vLLM)."""
 
-_HUMAN = Role.HUMAN
-_AI = Role.AI
-_TOOL = Role.TOOL
-_SYSTEM = Role.SYSTEM
-_MISSING: Any = object()
 _PROVIDER = "openai"
 # The keys chaincast models for each content part type (besides ``type``); a part with
 # any other key (OpenRouter's ``cache_control``, a file by ``file_id``) is kept whole.
@@ -97,17 +85,7 @@ _REFUSAL_PART = provider_part(_PROVIDER, REFUSAL, {"type": "refusal"})
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Chat Completions request body (or of its bare message list)."""
-    if isinstance(payload, dict):
-        items = payload.get("messages", _MISSING)
-        if items is _MISSING:
-            fail("messages", "the request body has no messages field")
-        if not isinstance(items, list):
-            fail("messages", "an array of messages", items)
-    elif isinstance(payload, list):
-        items = payload
-    else:
-        fail("", "a request body object or a list of messages", payload)
-
+    items = body_items(payload)[0]
     out: list[Message] = []
     # Tool messages carry only the call id: their function name comes from the latest
     # call with that id (tau-bench reuses ids, each result following its own call).
@@ -122,13 +100,13 @@ def decode(payload: object) -> list[Message]:
             out.append(_decode_tool(item, i, names))
         elif role == "user":
             parts = _decode_content(item, i, media=True)
-            out.append(trusted_message(_HUMAN, _with_fields(parts, item, _USER_KEYS)))
+            out.append(trusted_message(Role.HUMAN, _with_fields(parts, item, _USER_KEYS)))
         elif role in ("system", "developer"):
             # "developer" replaces "system" for o-series models; both are instructions,
             # and the role goes back as it came (a message field).
             parts = _decode_content(item, i, media=False)
             keys = _USER_KEYS if role == "system" else _DEVELOPER_KEYS
-            out.append(trusted_message(_SYSTEM, _with_fields(parts, item, keys)))
+            out.append(trusted_message(Role.SYSTEM, _with_fields(parts, item, keys)))
         elif role == "function":
             fail(f"messages[{i}].role", "legacy function messages are not supported", index=i)
         else:
@@ -152,37 +130,29 @@ def _with_fields(
 
 def _decode_content(item: dict[str, Any], i: int, *, media: bool) -> tuple[Any, ...]:
     """Parts of a system or user message: a string, or an array of content parts."""
-    content = item.get("content", _MISSING)
+    content = item.get("content", MISSING)
     if isinstance(content, str):
         return (TextPart(text=content),)
     if content is None:
         return ()
-    if content is _MISSING:
+    if content is MISSING:
         fail(f"messages[{i}].content", "the message has no content", index=i)
     if not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of content parts", content, i)
-    parts: list[Any] = []
-    for j, part in enumerate(content):
-        parts.append(_decode_part(part, i, j, media))
-    return tuple(parts)
+    return tuple(_decode_part(part, i, j, media) for j, part in enumerate(content))
 
 
 def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
     where = f"messages[{i}].content[{j}]"
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
-    kind = part.get("type")
-    if not isinstance(kind, str):
-        fail(f"{where}.type", "a string", kind, i)
+    kind = get_str(part, "type", where, i)
     modeled = _MODELED.get(kind)
     if modeled is None or (not modeled.issuperset(part) and (media or kind == "text")):
         # A part type chaincast has no model for, or one with other fields: kept whole.
         return provider_part(_PROVIDER, kind, part)
     if kind == "text":
-        text = part.get("text")
-        if not isinstance(text, str):
-            fail(f"{where}.text", "a string", text, i)
-        return TextPart(text=text)
+        return TextPart(text=get_str(part, "text", where, i))
     if not media:
         fail(f"{where}.type", f"expected a text part, got {kind!r}", index=i)
     if kind == "image_url":
@@ -191,40 +161,25 @@ def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
             return ImagePart(url=image)
         if not isinstance(image, dict):
             fail(f"{where}.image_url", "an object with a url", image, i)
-        url = image.get("url")
-        if not isinstance(url, str):
-            fail(f"{where}.image_url.url", "a string", url, i)
-        detail = image.get("detail", "")
-        if not isinstance(detail, str):
-            fail(f"{where}.image_url.detail", "a string", detail, i)
-        return ImagePart(url=url, detail=detail)
+        url = get_str(image, "url", f"{where}.image_url", i)
+        return ImagePart(url=url, detail=get_str(image, "detail", f"{where}.image_url", i, ""))
     if kind == "input_audio":
         # {"data": <base64>, "format": "wav" | "mp3"}
-        audio = part.get("input_audio")
-        if not isinstance(audio, dict):
-            fail(f"{where}.input_audio", "an object with data and format", audio, i)
-        data = audio.get("data")
-        if not isinstance(data, str):
-            fail(f"{where}.input_audio.data", "base64 text", data, i)
-        fmt = audio.get("format")
-        if not isinstance(fmt, str):
-            fail(f"{where}.input_audio.format", "a string", fmt, i)
+        audio = get_typed(part, "input_audio", dict, "an object with data and format", where, i)
+        data = get_typed(audio, "data", str, "base64 text", f"{where}.input_audio", i)
+        fmt = get_str(audio, "format", f"{where}.input_audio", i)
         return BinaryPart(
             mime_type=f"audio/{fmt}", data=b64decode(data, f"{where}.input_audio.data", i)
         )
     # kind == "file": {"file": {"file_data": "data:<mime>;base64,...", "filename": ...}}
-    file = part.get("file")
-    if not isinstance(file, dict):
-        fail(f"{where}.file", "an object with file_data", file, i)
+    file = get_typed(part, "file", dict, "an object with file_data", where, i)
     data_url = file.get("file_data")
     if not isinstance(data_url, str) or not {"file_data", "filename"}.issuperset(file):
         return provider_part(_PROVIDER, "file", part)  # a file by file_id
     parsed = parse_data_url(data_url)
     if parsed is None:
         fail(f"{where}.file.file_data", "a base64 data: URL", index=i)
-    filename = file.get("filename", "")
-    if not isinstance(filename, str):
-        fail(f"{where}.file.filename", "a string", filename, i)
+    filename = get_str(file, "filename", f"{where}.file", i, "")
     return BinaryPart(mime_type=parsed[0], data=parsed[1], filename=filename)
 
 
@@ -300,7 +255,7 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
         else:
             parts.append(TextPart(text="", reasoning=reasoning))
     parts.extend(calls)
-    return trusted_message(_AI, _with_fields(tuple(parts), item, _ASSISTANT_KEYS))
+    return trusted_message(Role.AI, _with_fields(tuple(parts), item, _ASSISTANT_KEYS))
 
 
 def _decode_assistant_part(
@@ -321,10 +276,7 @@ def _decode_assistant_part(
     if not {"type", kind, CACHE_CONTROL}.issuperset(part):
         parts.append(provider_part(_PROVIDER, kind, part))  # other fields: kept whole
         return
-    text = part.get(kind)
-    if not isinstance(text, str):
-        fail(f"{where}.{kind}", "a string", text, i)
-    parts.append(TextPart(text=text))
+    parts.append(TextPart(text=get_str(part, kind, where, i)))
     if kind == "refusal":
         parts.append(_REFUSAL_PART)
     if CACHE_CONTROL in part:
@@ -338,38 +290,30 @@ def _decode_call(call: object, i: int, j: int, names: dict[str, str]) -> ToolCal
     kind = call.get("type", "function")
     if kind != "function":
         fail(f"{where}.type", f"only function tool calls are supported, got {kind!r}", index=i)
-    call_id = call.get("id")
-    if not isinstance(call_id, str):
-        fail(f"{where}.id", "a string", call_id, i)
-    function = call.get("function")
-    if not isinstance(function, dict):
-        fail(f"{where}.function", "an object with name and arguments", function, i)
-    name = function.get("name")
-    if not isinstance(name, str):
-        fail(f"{where}.function.name", "a string", name, i)
-    arguments = function.get("arguments")
-    if not isinstance(arguments, str):
-        fail(f"{where}.function.arguments", "JSON text in a string", arguments, i)
+    call_id = get_str(call, "id", where, i)
+    function = get_typed(call, "function", dict, "an object with name and arguments", where, i)
+    name = get_str(function, "name", f"{where}.function", i)
+    arguments = get_typed(
+        function, "arguments", str, "JSON text in a string", f"{where}.function", i
+    )
     names[call_id] = name
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
 def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message:
-    call_id = item.get("tool_call_id")
-    if not isinstance(call_id, str):
-        fail(f"messages[{i}].tool_call_id", "a string", call_id, i)
+    call_id = get_str(item, "tool_call_id", f"messages[{i}]", i)
     name = item.get("name")
     if name is None:
         name = names.get(call_id, "")
     elif not isinstance(name, str):
         fail(f"messages[{i}].name", "a string", name, i)
-    content = item.get("content", _MISSING)
+    content = item.get("content", MISSING)
     parts: list[Any]
     if isinstance(content, str):
         parts = [ToolResult(tool_call_id=call_id, name=name, content=content)]
     elif content is None:
         parts = [ToolResult(tool_call_id=call_id, name=name, content="")]
-    elif content is _MISSING:
+    elif content is MISSING:
         fail(f"messages[{i}].content", "the tool message has no content", index=i)
     elif not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of text parts", content, i)
@@ -382,7 +326,7 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
             parts[0] = ToolResult(tool_call_id=call_id, name=name, content=parts[0].text)
         else:
             parts.insert(0, ToolResult(tool_call_id=call_id, name=name, content=""))
-    return trusted_message(_TOOL, _with_fields(tuple(parts), item, _TOOL_KEYS))
+    return trusted_message(Role.TOOL, _with_fields(tuple(parts), item, _TOOL_KEYS))
 
 
 def _decode_tool_part(part: object, where: str, i: int, parts: list[Any]) -> None:
@@ -396,10 +340,7 @@ def _decode_tool_part(part: object, where: str, i: int, parts: list[Any]) -> Non
             fail(f"{where}.type", "a string", kind, i)
         parts.append(provider_part(_PROVIDER, kind, part))
         return
-    text = part.get("text")
-    if not isinstance(text, str):
-        fail(f"{where}.text", "a string", text, i)
-    parts.append(TextPart(text=text))
+    parts.append(TextPart(text=get_str(part, "text", where, i)))
     if CACHE_CONTROL in part:
         parts.append(provider_part(_PROVIDER, CACHE_CONTROL, part[CACHE_CONTROL]))
 
@@ -434,13 +375,13 @@ def _encode_stream(
         out: list[dict[str, Any]] = []  # a tool message gives one item per result
         for i, message in enumerate(messages):
             role = message.role
-            if role is _AI:
+            if role is Role.AI:
                 yield _encode_assistant(message, i, reasoning_field)
-            elif role is _TOOL:
+            elif role is Role.TOOL:
                 _encode_tool(message, i, tool_names, out)
                 yield from out
                 out.clear()
-            elif role is _HUMAN:
+            elif role is Role.HUMAN:
                 yield _encode_plain("user", message, i, media=True)
             else:
                 yield _encode_plain("system", message, i, media=False)

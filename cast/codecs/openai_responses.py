@@ -1,19 +1,5 @@
-"""OpenAI Responses API codec: the request body ``{"instructions"?: ..., "input": [...]}``.
-
-Wire format: https://platform.openai.com/docs/api-reference/responses/create (``input``
-items: messages ``{"role", "content"}`` with ``input_text`` / ``output_text`` /
-``input_image`` parts, ``function_call``, ``function_call_output``, ``reasoning``),
-https://platform.openai.com/docs/guides/function-calling (``call_id`` pairs a call with
-its output) and https://platform.openai.com/docs/guides/reasoning (``reasoning`` items
-with ``summary`` and ``encrypted_content``, passed back before the item they led to).
-
-Mapping, in short: a run of consecutive assistant-side items (assistant messages,
-``function_call`` and ``reasoning`` items) is one AI message; each
-``function_call_output`` is a TOOL message named after its call; ``instructions`` and
-system/developer messages are SYSTEM messages, always encoded as ``role: "system"``
-items. A reasoning item becomes the ``reasoning`` of the text or call after it, with
-``signature = encode_signature(id, encrypted_content)``. See ``docs/codecs.md``.
-"""
+"""OpenAI Responses API codec: ``{"instructions"?: ..., "input": [...]}`` (mapping and
+sources in docs/codecs.md)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""pydantic-ai codec: ``list[ModelMessage]`` (and its ``ModelMessagesTypeAdapter`` JSON
-form) ↔ chaincast messages.
-
-Works on the JSON form, so it needs no pydantic-ai install; ``decode`` also takes
-``ModelMessage`` objects (dumped through pydantic-ai's own adapter) and
-:func:`to_framework` turns ``encode``'s output back into objects.
-
-Mapping, in short (``docs/integrations.md`` lists every part kind): a request's
-system-prompt parts become one SYSTEM message, its user-prompt parts one HUMAN message,
-each tool-return (and legacy retry-prompt with a tool) one TOOL message, retry feedback
-a HUMAN message; a response is one AI message whose thinking parts become the
-``reasoning`` of the part after them (an empty TextPart when nothing follows). A
-thinking part's ``id`` and ``signature`` share ``Reasoning.signature`` as
-``id + "\\n" + signature`` (the Responses codec's packing, so an OpenAI reasoning item
-reads the same through both); without an id it is the signature alone, and pydantic-ai's
-redacted thinking (``id="redacted_thinking"``) uses the Anthropic codec's
-:data:`~cast.codecs.anthropic.REDACTED_THINKING_PREFIX`. Encode groups consecutive
-non-AI messages into one request. Timestamps, usage, run ids, ``instructions`` (the
-agent supplies them per run) and metadata-only parts are not held.
-"""
+"""pydantic-ai codec: ``ModelMessagesTypeAdapter`` JSON (or ``ModelMessage`` objects) ↔
+chaincast messages; needs no pydantic-ai install for the JSON form (mapping in
+docs/integrations.md)."""
 
 from __future__ import annotations
 
@@ -33,8 +16,11 @@ from cast.codecs._common import (
     canonical_object,
     dumps_compact,
     fail,
+    json_history,
+    message_of,
+    pack_signature,
+    unpack_signature,
 )
-from cast.codecs._frameworks import json_history, message_of, pack_signature, unpack_signature
 from cast.messages import (
     BinaryPart,
     ImagePart,
