@@ -8,11 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._common import (
-    EVIDENCE,
-    error,
-    fail,
-)
+from cast.codecs._common import EVIDENCE, MISSING, error, fail
 from cast.codecs.anthropic import decode as decode_anthropic
 from cast.codecs.anthropic import encode as encode_anthropic
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
@@ -25,7 +21,6 @@ __all__ = ["decode", "decode_claude_code_log", "detect_messages", "encode", "to_
 _MESSAGE_ID = IdTemplate("msg_{r:24:b}")
 _SUMMARY_CALL_ID = IdTemplate("toolu_{r:24:b}")
 _BLOCK_PATH = re.compile(r"^messages\[(\d+)\]\.content\[(\d+)\]")
-_MISSING: Any = object()
 
 
 def _entry_message(entry: object, k: int) -> dict[str, Any] | None:
@@ -34,8 +29,8 @@ def _entry_message(entry: object, k: int) -> dict[str, Any] | None:
         fail(f"entries[{k}]", "a message object or a log line", entry, k)
     if "role" in entry:
         return entry
-    message = entry.get("message", _MISSING)
-    if message is _MISSING:
+    message = entry.get("message", MISSING)
+    if message is MISSING:
         if entry.get("type") in ("user", "assistant"):
             fail(f"entries[{k}].message", "a user or assistant log line without a message", index=k)
         return None  # summary, system and other non-message lines
@@ -119,8 +114,8 @@ def _merge(
         if message is None:
             continue
         role = message.get("role")
-        content = message.get("content", _MISSING)
-        if content is _MISSING:
+        content = message.get("content", MISSING)
+        if content is MISSING:
             fail(f"entries[{k}].content", "the message has no content", index=k)
         if role == "user" and _is_compact_summary(entry):
             flush()

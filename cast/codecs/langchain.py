@@ -10,6 +10,7 @@ from typing import Any
 from cast._extras import install_hint
 from cast.codecs._common import (
     EVIDENCE,
+    AiParts,
     as_messages,
     b64decode,
     b64encode,
@@ -17,6 +18,7 @@ from cast.codecs._common import (
     dumps_compact,
     error,
     fail,
+    get_str,
     json_history,
     message_of,
     pack_signature,
@@ -82,13 +84,6 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     return out, [1] * len(out)
 
 
-def _string(block: dict[str, Any], key: str, where: str, i: int) -> str:
-    value = block.get(key)
-    if not isinstance(value, str):
-        fail(f"{where}.{key}", "a string", value, i)
-    return value
-
-
 def _blocks(data: dict[str, Any], where: str, i: int) -> list[Any]:
     content = data.get("content")
     if isinstance(content, str):
@@ -109,7 +104,7 @@ def _decode_content(data: dict[str, Any], where: str, i: int, role: Role) -> tup
             fail(block_where, "a string or a content block", block, i)
         kind = block.get("type")
         if kind == "text":
-            parts.append(TextPart(text=_string(block, "text", block_where, i)))
+            parts.append(TextPart(text=get_str(block, "text", block_where, i)))
         elif role is Role.HUMAN and kind in ("image_url", *_FILE_BLOCKS):
             parts.append(_media(block, block_where, i))
         else:
@@ -131,13 +126,13 @@ def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
         if not isinstance(image, dict):
             fail(f"{where}.image_url", "a URL or an object with one", image, i)
         detail = image.get("detail") or ""
-        return ImagePart(url=_string(image, "url", f"{where}.image_url", i), detail=str(detail))
+        return ImagePart(url=get_str(image, "url", f"{where}.image_url", i), detail=str(detail))
     source = block.get("source")
     if isinstance(source, dict):  # Anthropic's own block
         block = {"base64": source.get("data"), "mime_type": source.get("media_type"), **source}
     data = block.get("base64", block.get("data"))
     if isinstance(data, str) and block.get("source_type", "base64") == "base64":
-        mime = _string(block, "mime_type", where, i)
+        mime = get_str(block, "mime_type", where, i)
         return BinaryPart(mime_type=mime, data=b64decode(data, f"{where}.base64", i))
     url = block.get("url")
     if kind == "image" and isinstance(url, str):
@@ -148,11 +143,11 @@ def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
 def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
     kind = block["type"]
     if kind == "redacted_thinking":
-        data = _string(block, "data", where, i)
+        data = get_str(block, "data", where, i)
         return Reasoning(signature=pack_signature(None, data, redacted=True))
     if kind == "thinking":
         signature = block.get("signature") or ""
-        content = _string(block, "thinking", where, i)
+        content = get_str(block, "thinking", where, i)
         return Reasoning(content=content, signature=str(signature).encode())
     summary = block.get("summary")
     if isinstance(summary, list):
@@ -208,48 +203,39 @@ def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) 
     calls = _calls(data, where, i)
     for call in calls.values():
         names[call.id] = call.name
-    parts: list[Any] = []
-    pending: Reasoning | None = None
-    content = data.get("content")
-    if content == "" and calls:
-        blocks: list[Any] = []
-    else:
-        blocks = _blocks(data, where, i)
+    parts = AiParts()
+    blocks = [] if data.get("content") == "" and calls else _blocks(data, where, i)
     for k, block in enumerate(blocks):
         block_where = f"{where}.content[{k}]"
         if isinstance(block, str):
-            parts.append(TextPart(text=block, reasoning=pending))
-            pending = None
+            parts.append(TextPart(text=block, reasoning=parts.take()))
             continue
         if not isinstance(block, dict):
             fail(block_where, "a string or a content block", block, i)
         kind = block.get("type")
         if kind in ("reasoning", "thinking", "redacted_thinking"):
-            if pending is not None:
-                parts.append(TextPart(text="", reasoning=pending))
-            pending = _reasoning(block, block_where, i)
+            parts.think(_reasoning(block, block_where, i))
         elif kind == "text":
-            parts.append(TextPart(text=_string(block, "text", block_where, i), reasoning=pending))
-            pending = None
+            text = get_str(block, "text", block_where, i)
+            parts.append(TextPart(text=text, reasoning=parts.take()))
         elif kind in _CALL_BLOCKS:
             placed = calls.pop(str(block.get("id") or block.get("call_id") or ""), None)
             if placed is not None:
-                parts.append(
-                    placed.model_copy(update={"reasoning": pending}) if pending else placed
-                )
-                pending = None
+                parts.append(_with_reasoning(placed, parts.take()))
         else:
             fail(f"{block_where}.type", f"chaincast cannot hold a {kind!r} block", index=i)
     for call in calls.values():
-        parts.append(call.model_copy(update={"reasoning": pending}) if pending else call)
-        pending = None
-    if pending is not None:
-        parts.append(TextPart(text="", reasoning=pending))
+        parts.append(_with_reasoning(call, parts.take()))
+    parts.settle()
     return message_of(Role.AI, tuple(parts))
 
 
+def _with_reasoning(call: ToolCall, reasoning: Reasoning | None) -> ToolCall:
+    return call.model_copy(update={"reasoning": reasoning}) if reasoning else call
+
+
 def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
-    call_id = _string(data, "tool_call_id", where, i)
+    call_id = get_str(data, "tool_call_id", where, i)
     name = data.get("name")
     if not isinstance(name, str) or not name:
         name = names.get(call_id, "")
@@ -258,7 +244,7 @@ def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]
         if isinstance(block, str):
             texts.append(block)
         elif isinstance(block, dict) and block.get("type") == "text":
-            texts.append(_string(block, "text", f"{where}.content[{k}]", i))
+            texts.append(get_str(block, "text", f"{where}.content[{k}]", i))
         else:
             fail(f"{where}.content[{k}]", "a text block (chaincast holds text output)", index=i)
     status = data.get("status", "success")

@@ -9,11 +9,13 @@ from typing import Any
 from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
+    MISSING,
     as_messages,
     b64decode,
     b64encode,
     error,
     fail,
+    get_typed,
     typed_parts_style,
 )
 from cast.messages import (
@@ -39,7 +41,6 @@ _ROLES = {
     "function": Role.TOOL,
 }
 _WIRE_ROLES = {Role.HUMAN: "human", Role.AI: "ai", Role.SYSTEM: "system", Role.TOOL: "tool"}
-_MISSING: Any = object()
 
 
 def decode(payload: object) -> list[Message]:
@@ -76,19 +77,12 @@ def decode(payload: object) -> list[Message]:
     return out
 
 
-def _field(obj: dict[str, Any], key: str, where: str, i: int, default: Any = _MISSING) -> str:
+def _field(obj: dict[str, Any], key: str, where: str, i: int, default: Any = MISSING) -> str:
     value = obj.get(key, default)
     if not isinstance(value, str):
-        if value is _MISSING:
+        if value is MISSING:
             fail(f"{where}.{key}", "missing; expected a string", index=i)
         fail(f"{where}.{key}", "a string", value, i)
-    return value
-
-
-def _object(obj: dict[str, Any], key: str, where: str, i: int) -> dict[str, Any]:
-    value = obj.get(key)
-    if not isinstance(value, dict):
-        fail(f"{where}.{key}", "an object", value, i)
     return value
 
 
@@ -121,22 +115,22 @@ def _decode_part(part: object, i: int, j: int) -> Any:
             reasoning=_decode_reasoning(part.get("reasoning"), f"{where}.reasoning", i),
         )
     if kind == "image_url":
-        image = _object(part, "image_url", where, i)
+        image = get_typed(part, "image_url", dict, "an object", where, i)
         return ImagePart(
             url=_field(image, "url", f"{where}.image_url", i),
             detail=_field(image, "detail", f"{where}.image_url", i, ""),
         )
     if kind == "binary":
-        binary = _object(part, "binary", where, i)
+        binary = get_typed(part, "binary", dict, "an object", where, i)
         data = _field(binary, "data", f"{where}.binary", i)
         return BinaryPart(
             mime_type=_field(binary, "mime_type", f"{where}.binary", i, ""),
             data=b64decode(data, f"{where}.binary.data", i),
         )
     if kind == "tool_call":
-        call = _object(part, "tool_call", where, i)
+        call = get_typed(part, "tool_call", dict, "an object", where, i)
         call_where = f"{where}.tool_call"
-        function = _object(call, "function", call_where, i)
+        function = get_typed(call, "function", dict, "an object", call_where, i)
         return ToolCall(
             id=_field(call, "id", call_where, i),
             name=_field(function, "name", f"{call_where}.function", i),
@@ -144,7 +138,7 @@ def _decode_part(part: object, i: int, j: int) -> Any:
             reasoning=_decode_reasoning(call.get("reasoning"), f"{call_where}.reasoning", i),
         )
     if kind == "tool_response":
-        response = _object(part, "tool_response", where, i)
+        response = get_typed(part, "tool_response", dict, "an object", where, i)
         response_where = f"{where}.tool_response"
         return ToolResult(
             tool_call_id=_field(response, "tool_call_id", response_where, i),

@@ -9,10 +9,14 @@ from typing import Any
 from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
+    MISSING,
+    AiParts,
     as_messages,
     b64encode,
     fail,
     gemini_fields,
+    get_str,
+    get_typed,
     parse_data_url,
     provider_block,
     provider_part,
@@ -31,11 +35,6 @@ from cast.messages import (
 
 __all__ = ["decode", "decode_signature", "detect", "detect_messages", "encode", "encode_signature"]
 
-_HUMAN = Role.HUMAN
-_AI = Role.AI
-_TOOL = Role.TOOL
-_SYSTEM = Role.SYSTEM
-_MISSING: Any = object()
 _TEXT_PARTS = ("input_text", "output_text")
 _PROVIDER = "openai-responses"
 _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "content"})
@@ -72,16 +71,16 @@ def decode(payload: object) -> list[Message]:
     """Messages of a Responses request body (or of its bare input list)."""
     out: list[Message] = []
     if isinstance(payload, dict):
-        items = payload.get("input", _MISSING)
-        if items is _MISSING:
+        items = payload.get("input", MISSING)
+        if items is MISSING:
             fail("input", "the request body has no input field")
         instructions = payload.get("instructions")
         if isinstance(instructions, str):
-            out.append(trusted_message(_SYSTEM, (TextPart(text=instructions),)))
+            out.append(trusted_message(Role.SYSTEM, (TextPart(text=instructions),)))
         elif instructions is not None:
             fail("instructions", "a string", instructions)
         if isinstance(items, str):  # a bare prompt
-            out.append(trusted_message(_HUMAN, (TextPart(text=items),)))
+            out.append(trusted_message(Role.HUMAN, (TextPart(text=items),)))
             return out
         if not isinstance(items, list):
             fail("input", "a string or an array of input items", items)
@@ -91,24 +90,21 @@ def decode(payload: object) -> list[Message]:
         fail("", "a request body object or a list of input items", payload)
 
     names: dict[str, str] = {}  # call_id -> name of the latest call with that id
-    ai: list[Any] | None = None  # parts of the AI message being read
-    pending: Reasoning | None = None  # a reasoning item waiting for the part it led to
+    ai: AiParts | None = None  # the AI message being read
     for i, item in enumerate(items):
         where = f"input[{i}]"
         if not isinstance(item, dict):
             fail(where, "an input item object", item, i)
-        kind = item.get("type", "message")
         role = item.get("role")
-        if not isinstance(kind, str):
-            fail(f"{where}.type", "a string", kind, i)
+        kind = get_str(item, "type", where, i, "message")
         known = kind in ("message", "function_call", "function_call_output", "reasoning")
         if known and kind != "function_call_output" and _kept_whole(item, kind):
             known = False  # reasoning text, annotations: kept as they are
         if not known and isinstance(role, str) and role in _ROLES:
             # An item of a user or instruction role (additional_tools, ...): its own message.
             if ai is not None:
-                _close(ai, pending, out)
-                ai, pending = None, None
+                out.append(ai.message())
+                ai = None
             out.append(trusted_message(_ROLES[role], (provider_part(_PROVIDER, kind, item),)))
             continue
         if (
@@ -116,46 +112,30 @@ def decode(payload: object) -> list[Message]:
             or kind in ("function_call", "reasoning")
             or not known
         ):
-            if ai is None:
-                ai = []
-                out.append(trusted_message(_AI, ()))
-            if not known:
-                # Hosted tool calls (web_search_call, mcp_call, ...) kept whole.
-                if pending is not None:
-                    ai.append(TextPart(text="", reasoning=pending))
-                    pending = None
-                ai.append(provider_part(_PROVIDER, kind, item))
+            ai = AiParts() if ai is None else ai
+            if not known:  # hosted tool calls (web_search_call, mcp_call, ...) kept whole
+                ai.other(provider_part(_PROVIDER, kind, item))
             elif kind == "reasoning":
-                if pending is not None:
-                    ai.append(TextPart(text="", reasoning=pending))
-                pending = _decode_reasoning(item, where, i)
+                ai.think(_decode_reasoning(item, where, i))
             elif kind == "function_call":
-                ai.append(_decode_call(item, where, i, names, pending))
-                pending = None
+                ai.append(_decode_call(item, where, i, names, ai.take()))
                 _fields(item, _CALL_KEYS, CALL_FIELDS, ai)
             else:
                 for text in _texts(item, where, i):
-                    if pending is not None and text:
-                        ai.append(TextPart(text=text, reasoning=pending))
-                        pending = None
-                        continue
-                    if pending is not None:
-                        ai.append(TextPart(text="", reasoning=pending))
-                        pending = None
-                    ai.append(TextPart(text=text))
+                    ai.text(text)
                 _fields(item, _MESSAGE_KEYS, MESSAGE_FIELDS, ai)
             continue
         if ai is not None:
-            _close(ai, pending, out)
-            ai, pending = None, None
+            out.append(ai.message())
+            ai = None
         if kind == "function_call_output":
             out.append(_decode_output(item, where, i, names))
         elif kind != "message":
             fail(f"{where}.type", f"unsupported input item type {kind!r}", index=i)
         elif role == "user":
-            out.append(trusted_message(_HUMAN, _decode_content(item, where, i, media=True)))
+            out.append(trusted_message(Role.HUMAN, _decode_content(item, where, i, media=True)))
         elif role in ("system", "developer"):
-            out.append(trusted_message(_SYSTEM, _decode_content(item, where, i, media=False)))
+            out.append(trusted_message(Role.SYSTEM, _decode_content(item, where, i, media=False)))
         else:
             fail(
                 f"{where}.role",
@@ -163,7 +143,7 @@ def decode(payload: object) -> list[Message]:
                 index=i,
             )
     if ai is not None:
-        _close(ai, pending, out)
+        out.append(ai.message())
     return out
 
 
@@ -187,27 +167,16 @@ def _kept_whole(item: dict[str, Any], kind: str) -> bool:
     return False
 
 
-def _close(ai: list[Any], pending: Reasoning | None, out: list[Message]) -> None:
-    """Put the finished AI message (the last one in ``out``) together."""
-    if pending is not None:
-        ai.append(TextPart(text="", reasoning=pending))
-    out[-1] = trusted_message(_AI, tuple(ai))
-
-
 def _text_of(part: dict[str, Any], where: str, i: int) -> str:
-    key = "refusal" if part.get("type") == "refusal" else "text"
-    text = part.get(key)
-    if not isinstance(text, str):
-        fail(f"{where}.{key}", "a string", text, i)
-    return text
+    return get_str(part, "refusal" if part.get("type") == "refusal" else "text", where, i)
 
 
 def _texts(item: dict[str, Any], where: str, i: int) -> list[str]:
     """Texts of an assistant message item (``output_text`` and ``refusal`` parts)."""
-    content = item.get("content", _MISSING)
+    content = item.get("content", MISSING)
     if isinstance(content, str):
         return [content]
-    if content is _MISSING:
+    if content is MISSING:
         fail(f"{where}.content", "the message has no content", index=i)
     if not isinstance(content, list):
         fail(f"{where}.content", "a string or an array of content parts", content, i)
@@ -225,10 +194,10 @@ def _texts(item: dict[str, Any], where: str, i: int) -> list[str]:
 
 def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) -> tuple[Any, ...]:
     """Parts of a user or system message: a string, or an array of content parts."""
-    content = item.get("content", _MISSING)
+    content = item.get("content", MISSING)
     if isinstance(content, str):
         return (TextPart(text=content),)
-    if content is _MISSING:
+    if content is MISSING:
         fail(f"{where}.content", "the message has no content", index=i)
     if not isinstance(content, list):
         fail(f"{where}.content", "a string or an array of content parts", content, i)
@@ -277,19 +246,12 @@ def _decode_media(part: dict[str, Any], kind: str, where: str, i: int) -> Any:
     return provider_part(_PROVIDER, kind, part)
 
 
-def _string(item: dict[str, Any], key: str, where: str, i: int) -> str:
-    value = item.get(key)
-    if not isinstance(value, str):
-        fail(f"{where}.{key}", "a string", value, i)
-    return value
-
-
 def _decode_call(
     item: dict[str, Any], where: str, i: int, names: dict[str, str], reasoning: Reasoning | None
 ) -> ToolCall:
-    call_id = _string(item, "call_id", where, i)
-    name = _string(item, "name", where, i)
-    arguments = _string(item, "arguments", where, i)
+    call_id = get_str(item, "call_id", where, i)
+    name = get_str(item, "name", where, i)
+    arguments = get_str(item, "arguments", where, i)
     names[call_id] = name
     return ToolCall(id=call_id, name=name, arguments=arguments, reasoning=reasoning)
 
@@ -301,9 +263,7 @@ def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:
     encrypted = item.get("encrypted_content")
     if encrypted is not None and not isinstance(encrypted, str):
         fail(f"{where}.encrypted_content", "a string or null", encrypted, i)
-    summary = item.get("summary", [])
-    if not isinstance(summary, list):
-        fail(f"{where}.summary", "an array of summary parts", summary, i)
+    summary = get_typed(item, "summary", list, "an array of summary parts", where, i, [])
     texts: list[str] = []
     for j, part in enumerate(summary):
         if not isinstance(part, dict):
@@ -313,12 +273,12 @@ def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:
 
 
 def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
-    call_id = _string(item, "call_id", where, i)
+    call_id = get_str(item, "call_id", where, i)
     name = names.get(call_id, "")
     output = item.get("output")
     if isinstance(output, str):
         return trusted_message(
-            _TOOL, (ToolResult(tool_call_id=call_id, name=name, content=output),)
+            Role.TOOL, (ToolResult(tool_call_id=call_id, name=name, content=output),)
         )
     if not isinstance(output, list):
         fail(f"{where}.output", "a string or an array of input parts", output, i)
@@ -340,7 +300,7 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
         else:
             fail(f"{part_where}.type", f"unsupported output part type {kind!r}", index=i)
     result = ToolResult(tool_call_id=call_id, name=name, content=text)
-    return trusted_message(_TOOL, (result, *extras))
+    return trusted_message(Role.TOOL, (result, *extras))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
@@ -349,13 +309,13 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
     out: list[dict[str, Any]] = []
     for i, message in enumerate(as_messages(messages)):
         role = message.role
-        if role is _AI:
+        if role is Role.AI:
             _encode_assistant(message, i, out)
-        elif role is _TOOL:
+        elif role is Role.TOOL:
             _encode_outputs(message, i, out)
         elif _is_item(message):
             out.append(provider_block(message.parts[0], _PROVIDER, f"messages[{i}].parts[0]", i))  # type: ignore[arg-type]
-        elif role is _HUMAN:
+        elif role is Role.HUMAN:
             out.append({"role": "user", "content": _encode_content(message, i, media=True)})
         else:
             out.append({"role": "system", "content": _encode_content(message, i, media=False)})

@@ -10,12 +10,14 @@ from typing import Any
 from cast._extras import install_hint
 from cast.codecs._common import (
     EVIDENCE,
+    AiParts,
     as_messages,
     b64decode,
     b64encode,
     canonical_object,
     dumps_compact,
     fail,
+    get_str,
     json_history,
     message_of,
     pack_signature,
@@ -36,10 +38,6 @@ __all__ = ["decode", "decode_counted", "detect_messages", "encode", "to_framewor
 
 INSTALL_HINT = install_hint("pydantic-ai")
 
-_SYSTEM = Role.SYSTEM
-_HUMAN = Role.HUMAN
-_AI = Role.AI
-_TOOL = Role.TOOL
 
 # Parts that carry run bookkeeping, not conversation: skipped on decode.
 _METADATA_PARTS = frozenset(
@@ -96,13 +94,6 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     return out, counts
 
 
-def _string(part: dict[str, Any], key: str, where: str, i: int) -> str:
-    value = part.get(key)
-    if not isinstance(value, str):
-        fail(f"{where}.{key}", "a string", value, i)
-    return value
-
-
 def _append(out: list[Message], start: int, role: Role, parts: list[Any]) -> None:
     """Add ``parts`` to the message of ``role`` this request just wrote, or open one."""
     if len(out) > start and out[-1].role is role:
@@ -121,28 +112,25 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
         part_where = f"{where}.parts[{j}]"
         if not isinstance(part, dict):
             fail(part_where, "a part object", part, i)
-        kind = part.get("part_kind")
-        if not isinstance(kind, str):
-            fail(f"{part_where}.part_kind", "a string", kind, i)
+        kind = get_str(part, "part_kind", part_where, i)
         if kind == "system-prompt":
-            _append(out, start, _SYSTEM, [TextPart(text=_string(part, "content", part_where, i))])
+            text = get_str(part, "content", part_where, i)
+            _append(out, start, Role.SYSTEM, [TextPart(text=text)])
         elif kind == "user-prompt":
-            _append(out, start, _HUMAN, _user_content(part.get("content"), part_where, i))
+            _append(out, start, Role.HUMAN, _user_content(part.get("content"), part_where, i))
         elif kind == "tool-return" or (kind == "retry-prompt" and part.get("tool_name")):
-            outcome = part.get("outcome", "success")
-            if not isinstance(outcome, str):
-                fail(f"{part_where}.outcome", "a string", outcome, i)
+            outcome = get_str(part, "outcome", part_where, i, "success")
             result = ToolResult(
-                tool_call_id=_string(part, "tool_call_id", part_where, i),
-                name=_string(part, "tool_name", part_where, i),
+                tool_call_id=get_str(part, "tool_call_id", part_where, i),
+                name=get_str(part, "tool_name", part_where, i),
                 content=_result_text(part.get("content")),
                 # pydantic-ai's error outcomes, and a retry prompt answering a call.
                 is_error=kind == "retry-prompt" or outcome in _ERROR_OUTCOMES,
             )
-            out.append(message_of(_TOOL, (result,)))
+            out.append(message_of(Role.TOOL, (result,)))
         elif kind in ("retry-feedback", "retry-prompt"):
             text = _result_text(part.get("content"))
-            _append(out, start, _HUMAN, [TextPart(text=text)])
+            _append(out, start, Role.HUMAN, [TextPart(text=text)])
         elif kind not in _METADATA_PARTS:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
 
@@ -168,15 +156,15 @@ def _user_content(content: object, where: str, i: int) -> list[Any]:
             fail(item_where, "a string or a content object", item, i)
         kind = item.get("kind")
         if kind == "text-content":
-            parts.append(TextPart(text=_string(item, "content", item_where, i)))
+            parts.append(TextPart(text=get_str(item, "content", item_where, i)))
         elif kind == "image-url":
             vendor = item.get("vendor_metadata")
             detail = vendor.get("detail", "") if isinstance(vendor, dict) else ""
-            url = _string(item, "url", item_where, i)
+            url = get_str(item, "url", item_where, i)
             parts.append(ImagePart(url=url, detail=detail if isinstance(detail, str) else ""))
         elif kind == "binary":
-            data = b64decode(_string(item, "data", item_where, i), f"{item_where}.data", i)
-            mime = _string(item, "media_type", item_where, i)
+            data = b64decode(get_str(item, "data", item_where, i), f"{item_where}.data", i)
+            mime = get_str(item, "media_type", item_where, i)
             parts.append(BinaryPart(mime_type=mime, data=data))
         elif kind != "cache-point":
             fail(f"{item_where}.kind", f"chaincast cannot hold {kind!r} user content", index=i)
@@ -184,7 +172,7 @@ def _user_content(content: object, where: str, i: int) -> list[Any]:
 
 
 def _reasoning(part: dict[str, Any], where: str, i: int) -> Reasoning:
-    content = _string(part, "content", where, i)
+    content = get_str(part, "content", where, i)
     item_id = part.get("id")
     signature = part.get("signature")
     if signature is not None and not isinstance(signature, str):
@@ -197,20 +185,17 @@ def _reasoning(part: dict[str, Any], where: str, i: int) -> Reasoning:
 
 
 def _decode_response(parts: list[Any], where: str, i: int) -> Message:
-    out: list[Any] = []
-    pending: Reasoning | None = None
+    out = AiParts()
     for j, part in enumerate(parts):
         part_where = f"{where}.parts[{j}]"
         if not isinstance(part, dict):
             fail(part_where, "a part object", part, i)
         kind = part.get("part_kind")
         if kind == "thinking":
-            if pending is not None:
-                out.append(TextPart(text="", reasoning=pending))
-            pending = _reasoning(part, part_where, i)
+            out.think(_reasoning(part, part_where, i))
         elif kind == "text":
-            out.append(TextPart(text=_string(part, "content", part_where, i), reasoning=pending))
-            pending = None
+            text = get_str(part, "content", part_where, i)
+            out.append(TextPart(text=text, reasoning=out.take()))
         elif kind == "tool-call":
             args = part.get("args")
             if args is None:
@@ -222,25 +207,23 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
             else:
                 fail(f"{part_where}.args", "a JSON object, its text, or null", args, i)
             call = ToolCall(
-                id=_string(part, "tool_call_id", part_where, i),
-                name=_string(part, "tool_name", part_where, i),
+                id=get_str(part, "tool_call_id", part_where, i),
+                name=get_str(part, "tool_name", part_where, i),
                 arguments=arguments,
-                reasoning=pending,
+                reasoning=out.take(),
             )
             out.append(call)
-            pending = None
         elif kind == "file":
             content = part.get("content")
             if not isinstance(content, dict):
                 fail(f"{part_where}.content", "a binary content object", content, i)
-            data = b64decode(_string(content, "data", part_where, i), f"{part_where}.data", i)
-            mime = _string(content, "media_type", part_where, i)
+            data = b64decode(get_str(content, "data", part_where, i), f"{part_where}.data", i)
+            mime = get_str(content, "media_type", part_where, i)
             out.append(BinaryPart(mime_type=mime, data=data))
         else:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
-    if pending is not None:
-        out.append(TextPart(text="", reasoning=pending))
-    return message_of(_AI, tuple(out))
+    out.settle()
+    return message_of(Role.AI, tuple(out))
 
 
 def encode(
@@ -255,19 +238,19 @@ def encode(
     out: list[dict[str, Any]] = []
     request: list[dict[str, Any]] | None = None
     for i, message in enumerate(as_messages(messages)):
-        if message.role is _AI:
+        if message.role is Role.AI:
             request = None
             out.append({"kind": "response", "parts": _encode_response(message, i, provider_name)})
             continue
         if request is None:
             request = []
             out.append({"kind": "request", "parts": request})
-        if message.role is _SYSTEM:
+        if message.role is Role.SYSTEM:
             for j, part in enumerate(message.parts):
                 if not isinstance(part, TextPart):
                     fail(f"messages[{i}].parts[{j}]", "a system message holds text", index=i)
                 request.append({"part_kind": "system-prompt", "content": part.text})
-        elif message.role is _HUMAN:
+        elif message.role is Role.HUMAN:
             request.append({"part_kind": "user-prompt", "content": _encode_user(message, i)})
         else:
             _encode_tool(message, i, request)
