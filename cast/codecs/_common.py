@@ -37,6 +37,7 @@ __all__ = [
     "encode_user_turns",
     "error",
     "fail",
+    "fail_part",
     "gemini_fields",
     "get_str",
     "get_typed",
@@ -57,12 +58,8 @@ T = TypeVar("T")
 MISSING: Any = object()
 """A key's absence, told apart from a JSON null."""
 REDACTED_THINKING_PREFIX = b"redacted_thinking:"
-"""Marks a ``Reasoning.signature`` that holds a ``redacted_thinking`` block's ``data``.
-
-Both a redacted block and a thinking block whose text is omitted have no readable
-content and one opaque string, so the redacted kind is told apart by this prefix:
-``redacted_thinking{data}`` ↔ ``Reasoning(content="", signature=PREFIX + data)``.
-"""
+"""Marks a ``Reasoning.signature`` holding a ``redacted_thinking`` block's ``data``
+(``Reasoning(content="", signature=PREFIX + data)``), told apart from omitted thinking."""
 
 _JSON_TYPES = (
     (type(None), "null"),
@@ -90,6 +87,11 @@ def error(path: str, expected: str, value: object = ..., index: int | None = Non
 def fail(path: str, expected: str, value: object = ..., index: int | None = None) -> NoReturn:
     """Raise :func:`error`."""
     raise error(path, expected, value, index)
+
+
+def fail_part(i: int, j: int, expected: str) -> NoReturn:
+    """Raise: part ``j`` of message ``i`` cannot be encoded (``expected`` says why)."""
+    fail(f"messages[{i}].parts[{j}]", expected, index=i)
 
 
 def get_typed(  # noqa: PLR0917 (read like the call sites: field, type, place)
@@ -156,12 +158,8 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def dumps_compact(value: object) -> str:
-    """The canonical JSON text of ``value``: compact separators, non-ASCII kept.
-
-    OpenAI returns tool-call arguments in this form (``{"user_id":"omar_davis_3817"}``
-    in the tau-bench corpus), so object-valued arguments (Anthropic ``input``,
-    Gemini ``args``) are turned into the same text.
-    """
+    """Compact JSON with non-ASCII kept: how OpenAI writes tool-call arguments, so object
+    arguments (Anthropic ``input``, Gemini ``args``) become the same text."""
     return _COMPACT.encode(value)
 
 
@@ -335,17 +333,10 @@ def encode_user_turns(
     content: str = "content",
     ai_role: str = "assistant",
 ) -> PayloadStream:
-    """The request body ``{key: [...], system_key?: ...}`` of APIs that carry tool results
-    in user turns (Anthropic, Bedrock, Gemini), a turn at a time: consecutive TOOL
-    messages share one user turn, results first, and a HUMAN message right after them
-    joins it; the system prompt is hoisted.
-
-    ``results`` appends one TOOL message's result blocks to the turn; ``human`` gives a
-    user turn's content, ``human_blocks`` the blocks a HUMAN message adds to a results
-    turn, ``assistant`` an assistant turn's content, ``system`` the top-level value (None:
-    none); ``late_system``, where the API takes them, a ``role: "system"`` turn's content
-    for a SYSTEM message after the first (else ``late_error`` is raised).
-    """
+    """The body ``{key: [...], system_key?: ...}`` of APIs that carry tool results in user
+    turns (Anthropic, Bedrock, Gemini), a turn at a time: consecutive TOOL messages share
+    one user turn, results first, a HUMAN message right after joins it; the system prompt
+    (``system``; None: none) is hoisted, a later one is ``late_system``'s turn or raises."""
     tail: dict[str, Any] = {}
 
     def turns() -> Iterator[dict[str, Any]]:

@@ -52,16 +52,8 @@ def _is_result(block: object) -> bool:
 
 
 def to_api_messages(entries: Iterable[object]) -> list[dict[str, Any]]:
-    """The Messages API conversation a Claude Code log records.
-
-    Consecutive assistant entries with the same ``message.id`` become one assistant
-    message, and the user entries logged between them (the results of its tool calls)
-    move after it. User entries then become user messages in their order: a run of
-    entries holding only ``tool_result`` blocks makes one message, which the next
-    other user entry joins (as Claude Code sends it: results first, then the user's
-    text); other entries stay messages of their own. The input is not modified;
-    content blocks are shared, not copied.
-    """
+    """The Messages API conversation a Claude Code log records (the merging rules are in
+    docs/codecs.md); the input is not modified, content blocks are shared."""
     return _merge(entries, None)
 
 
@@ -145,9 +137,8 @@ def _is_compact_summary(entry: object) -> bool:
 
 
 def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ``tool_use`` and ``tool_result`` blocks of the summary pair standing for the
-    compact summary logged at entry ``k`` (its call id is derived from the text, so
-    decoding the same log twice gives the same id)."""
+    """The ``tool_use`` and ``tool_result`` of the summary pair for the compact summary at
+    entry ``k`` (the call id derives from the text: decoding is deterministic)."""
     blocks = _blocks(content, f"entries[{k}].content", k)
     texts = []
     for b, block in enumerate(blocks):
@@ -167,10 +158,7 @@ def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, An
 
 
 def decode_claude_code_log(entries: Iterable[object]) -> list[Message]:
-    """Messages of a Claude Code log (see :func:`to_api_messages`).
-
-    Errors name the log entry: ``entries[12].content[0].input``.
-    """
+    """Messages of a Claude Code log; errors name the entry (``entries[12].content[0]``)."""
     if not isinstance(entries, list | tuple):
         fail("", "a list of log entries", entries)
     origin: list[list[tuple[int, int]]] = []
@@ -199,11 +187,8 @@ decode = decode_claude_code_log
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
-    """A Claude Code style log of ``messages``: one entry per assistant content block
-    (sharing a generated ``id``), each tool result logged right after its call.
-
-    Claude Code logs have no system prompt: a SYSTEM message is an error.
-    """
+    """A Claude Code style log: one entry per assistant content block (sharing a generated
+    ``id``), each tool result right after its call; a SYSTEM message is an error."""
     payload = encode_anthropic(messages)
     if "system" in payload:
         fail("messages[0]", "a Claude Code log has no system prompt", index=0)

@@ -79,10 +79,8 @@ def conversation_lines(lines: Iterable[object]) -> list[Any]:
 
 
 def decode(payload: object) -> list[Message]:
-    """Messages of a Claude Code session's lines (see :func:`conversation_lines`).
-
-    Errors name the line among those resumed: ``entries[3].content[0].input``.
-    """
+    """Messages of a Claude Code session's lines (see :func:`conversation_lines`); errors
+    name the line among those resumed (``entries[3].content[0].input``)."""
     return claude_code.decode_claude_code_log(conversation_lines(payload))  # type: ignore[arg-type]
 
 
@@ -103,14 +101,9 @@ def encode(
     model: str | None = None,
     start: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """The lines of a new Claude Code session holding ``messages``.
-
-    ``session_id`` goes on every line (default: :func:`session_uuid` of the messages'
-    entries), with ``cwd`` (the directory the session belongs to); ``model`` names the
-    assistant lines' model (left out when None); ``start`` is the first line's time
-    (default: :data:`EPOCH`; ``cast handoff`` passes a new id and the current time).
-    A SYSTEM message is an error (a Claude Code log has no system prompt).
-    """
+    """The lines of a new Claude Code session holding ``messages`` (``session_id`` default
+    :func:`session_uuid` of the entries; ``model`` left out when None; ``start`` default
+    :data:`EPOCH`); a SYSTEM message is an error."""
     entries = claude_code.encode(messages)
     session = session_id or session_uuid(entries)
     moment = start or EPOCH

@@ -83,10 +83,7 @@ def response_items(payload: object) -> list[Any]:
 
 
 def decode(payload: object) -> list[Message]:
-    """Messages of a rollout's lines (see :func:`response_items`).
-
-    Errors name the item among the response items: ``input[4].arguments``.
-    """
+    """Messages of a rollout's lines; errors name the response item (``input[4].arguments``)."""
     return openai_responses.decode(response_items(payload))
 
 
@@ -135,15 +132,9 @@ def encode(
     model_provider: str | None = None,
     start: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """The lines of a new Codex rollout holding ``messages``.
-
-    ``session_id`` is the ``session_meta`` id (the rollout's file name must carry the
-    same; default: a UUID that is a function of the items); ``cwd`` the directory the
-    session belongs to; ``model_provider`` the Codex provider id it goes on with
-    (``openai``, or one of the user's ``model_providers``; left out when None);
-    ``start`` the first line's time (default: the Unix epoch; ``cast handoff`` passes a
-    new id and the current time). Every line has a timestamp, one millisecond apart.
-    """
+    """The lines of a new Codex rollout holding ``messages`` (``session_id`` the
+    ``session_meta`` id, default a UUID that is a function of the items; ``model_provider``
+    left out when None; ``start`` default the Unix epoch; lines one millisecond apart)."""
     items = [full_item(item) for item in openai_responses.encode(messages)["input"]]
     session = session_id or session_uuid(items)
     moment = start or EPOCH

@@ -21,6 +21,7 @@ from cast.codecs._common import (
     dumps_compact,
     encode_user_turns,
     fail,
+    fail_part,
     gemini_fields,
     get_str,
     get_typed,
@@ -73,12 +74,8 @@ def _get(obj: dict[str, Any], key: str) -> Any:
 
 
 class _Ids:
-    """Ids for calls and responses that arrive without one.
-
-    A call without ``id`` gets one from ``template``, seeded by the call's position and
-    name, so decoding the same payload twice gives the same ids. A response without
-    ``id`` answers the oldest unanswered call with its name.
-    """
+    """Ids for calls without one (from the template, seeded by position and name) and for
+    responses without one (the oldest unanswered call of that name)."""
 
     def __init__(self, template: TemplateLike) -> None:
         self.template = as_template(template)
@@ -422,11 +419,7 @@ def _encode_user_parts(message: Message, i: int) -> list[dict[str, Any]]:
         elif isinstance(part, ProviderPart):
             parts.append(_kept(part, f"messages[{i}].parts[{j}]", i))
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"a human message cannot carry a {part.type} part",
-                index=i,
-            )
+            fail_part(i, j, f"a human message cannot carry a {part.type} part")
     return parts
 
 
@@ -454,11 +447,7 @@ def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dic
             parts.append(_kept(part, f"messages[{i}].parts[{j}]", i))
             continue
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"an AI message cannot carry a {part.type} part",
-                index=i,
-            )
+            fail_part(i, j, f"an AI message cannot carry a {part.type} part")
         reasoning = part.reasoning
         if reasoning is not None:
             signature = reasoning.signature
@@ -480,10 +469,8 @@ def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dic
 def _encode_results(
     message: Message, i: int, include_ids: bool, parts: list[dict[str, Any]]
 ) -> None:
-    """``functionResponse`` parts of a TOOL message. A ``response`` holds one object,
-    so text parts after a result are joined to its text with newlines (lossy: they
-    come back as part of the result); media after a result go in its ``parts``
-    (Gemini 3 multimodal function responses)."""
+    """``functionResponse`` parts of a TOOL message: texts after a result join its text
+    (lossy), media after it go in its ``parts`` (Gemini 3)."""
     results: list[tuple[ToolResult, list[str], list[dict[str, Any]]]] = []
     for j, part in enumerate(message.parts):
         if isinstance(part, ToolResult):
@@ -495,10 +482,8 @@ def _encode_results(
         elif isinstance(part, ProviderPart) and results:
             results[-1][2].append(_kept(part, f"messages[{i}].parts[{j}]", i))
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                "a Gemini tool turn holds function responses (with text and media) only",
-                index=i,
+            fail_part(
+                i, j, "a Gemini tool turn holds function responses (with text and media) only"
             )
     if not results:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)

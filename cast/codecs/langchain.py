@@ -18,6 +18,7 @@ from cast.codecs._common import (
     dumps_compact,
     error,
     fail,
+    fail_part,
     get_str,
     json_history,
     message_of,
@@ -297,11 +298,8 @@ def _encode_content(message: Message, i: int) -> str | list[dict[str, Any]]:
                 }
             )
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"a {message.role.value} message cannot hold a {part.type} part in LangChain",
-                index=i,
-            )
+            role = message.role.value
+            fail_part(i, j, f"a {role} message cannot hold a {part.type} part in LangChain")
     return blocks
 
 
@@ -341,11 +339,7 @@ def _encode_ai(message: Message, i: int) -> dict[str, Any]:
             else:
                 tool_calls.append({"name": part.name, "args": args, "id": part.id})
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"an AI message cannot hold a {part.type} part in LangChain",
-                index=i,
-            )
+            fail_part(i, j, f"an AI message cannot hold a {part.type} part in LangChain")
     content: str | list[dict[str, Any]]
     if all(p.reasoning is None for p in texts) and len(texts) <= 1 and len(blocks) == len(texts):
         content = texts[0].text if texts else ""
@@ -380,7 +374,7 @@ def _encode_tool(message: Message, i: int) -> list[dict[str, Any]]:
                 content = out[-1]["content"] = [{"type": "text", "text": content}]
             content.append({"type": "text", "text": part.text})
         else:
-            fail(f"messages[{i}].parts[{j}]", "a tool message holds results and text", index=i)
+            fail_part(i, j, "a tool message holds results and text")
     if not out:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
     return out

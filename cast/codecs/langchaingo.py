@@ -15,6 +15,7 @@ from cast.codecs._common import (
     b64encode,
     error,
     fail,
+    fail_part,
     get_typed,
     typed_parts_style,
 )
@@ -176,11 +177,11 @@ def _reasoning(reasoning: Reasoning | None) -> dict[str, str] | None:
 
 def _encode_part(part: Any, i: int, j: int) -> dict[str, Any]:
     if isinstance(part, ProviderPart):  # langchaingo has no opaque block to carry it
-        fail(
-            f"messages[{i}].parts[{j}]",
+        fail_part(
+            i,
+            j,
             f"{part.provider}'s {part.kind!r} block cannot be sent to langchaingo "
             "(port the chain to turn it into text)",
-            index=i,
         )
     if isinstance(part, TextPart):
         out: dict[str, Any] = {"type": "text", "text": part.text}

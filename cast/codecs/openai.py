@@ -16,6 +16,7 @@ from cast.codecs._common import (
     b64encode,
     body_items,
     fail,
+    fail_part,
     get_str,
     get_typed,
     parse_data_url,
@@ -261,10 +262,8 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
 def _decode_assistant_part(
     part: object, where: str, i: int, parts: list[Any], thoughts: list[str]
 ) -> None:
-    """One content part of an assistant message into ``parts`` (or ``thoughts``): a text
-    (with its ``cache_control`` after it), a refusal (a text marked as one), a Mistral
-    thinking part; a text or refusal with other fields is kept whole. Chat has no other
-    assistant part type."""
+    """One assistant content part into ``parts``: a text (then its ``cache_control``), a
+    refusal (a marked text), a Mistral thinking part (into ``thoughts``), else kept whole."""
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
     kind = part.get("type")
@@ -449,11 +448,8 @@ def _encode_content(
         elif isinstance(part, ProviderPart):
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"a {message.role.value} message cannot carry a {part.type} part in OpenAI Chat",
-                index=i,
-            )
+            role = message.role.value
+            fail_part(i, j, f"a {role} message cannot carry a {part.type} part in OpenAI Chat")
     return out
 
 
@@ -511,11 +507,7 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
             )
             continue
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"an assistant message cannot carry a {part.type} part in OpenAI Chat",
-                index=i,
-            )
+            fail_part(i, j, f"an assistant message cannot carry a {part.type} part in OpenAI Chat")
         reasoning = part.reasoning
         if reasoning is not None:
             reasonings.append(reasoning.content)
@@ -599,11 +591,11 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
             else:
                 content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
+            fail_part(
+                i,
+                j,
                 "a tool message holds tool results, each optionally followed by text or "
                 "provider parts",
-                index=i,
             )
     if current is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)

@@ -3,7 +3,7 @@ sources in docs/codecs.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cast._fast import trusted_message
@@ -14,6 +14,7 @@ from cast.codecs._common import (
     as_messages,
     b64encode,
     fail,
+    fail_part,
     gemini_fields,
     get_str,
     get_typed,
@@ -171,20 +172,26 @@ def _text_of(part: dict[str, Any], where: str, i: int) -> str:
     return get_str(part, "refusal" if part.get("type") == "refusal" else "text", where, i)
 
 
-def _texts(item: dict[str, Any], where: str, i: int) -> list[str]:
-    """Texts of an assistant message item (``output_text`` and ``refusal`` parts)."""
+def _content(item: dict[str, Any], where: str, i: int) -> Iterator[tuple[str, Any]]:
+    """A message item's content parts (objects) with their paths; a string is one text."""
     content = item.get("content", MISSING)
     if isinstance(content, str):
-        return [content]
+        yield "", {"type": "input_text", "text": content}
+        return
     if content is MISSING:
         fail(f"{where}.content", "the message has no content", index=i)
     if not isinstance(content, list):
         fail(f"{where}.content", "a string or an array of content parts", content, i)
-    texts: list[str] = []
     for j, part in enumerate(content):
-        part_where = f"{where}.content[{j}]"
         if not isinstance(part, dict):
-            fail(part_where, "a content part object", part, i)
+            fail(f"{where}.content[{j}]", "a content part object", part, i)
+        yield f"{where}.content[{j}]", part
+
+
+def _texts(item: dict[str, Any], where: str, i: int) -> list[str]:
+    """Texts of an assistant message item (``output_text`` and ``refusal`` parts)."""
+    texts: list[str] = []
+    for part_where, part in _content(item, where, i):
         kind = part.get("type")
         if kind not in (*_TEXT_PARTS, "refusal"):
             fail(f"{part_where}.type", f"expected a text or refusal part, got {kind!r}", index=i)
@@ -194,18 +201,8 @@ def _texts(item: dict[str, Any], where: str, i: int) -> list[str]:
 
 def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) -> tuple[Any, ...]:
     """Parts of a user or system message: a string, or an array of content parts."""
-    content = item.get("content", MISSING)
-    if isinstance(content, str):
-        return (TextPart(text=content),)
-    if content is MISSING:
-        fail(f"{where}.content", "the message has no content", index=i)
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of content parts", content, i)
     parts: list[Any] = []
-    for j, part in enumerate(content):
-        part_where = f"{where}.content[{j}]"
-        if not isinstance(part, dict):
-            fail(part_where, "a content part object", part, i)
+    for part_where, part in _content(item, where, i):
         kind = part.get("type")
         if kind in _TEXT_PARTS:
             parts.append(TextPart(text=_text_of(part, part_where, i)))
@@ -351,11 +348,8 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
         if media and isinstance(part, ProviderPart):
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
             continue
-        fail(
-            f"messages[{i}].parts[{j}]",
-            f"a {message.role.value} message cannot carry this {part.type} part in Responses",
-            index=i,
-        )
+        role = message.role.value
+        fail_part(i, j, f"a {role} message cannot carry this {part.type} part in Responses")
     return out
 
 
@@ -432,11 +426,7 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
             texts = None
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"an assistant message cannot carry a {part.type} part in Responses",
-                index=i,
-            )
+            fail_part(i, j, f"an assistant message cannot carry a {part.type} part in Responses")
     if len(out) == start:  # an empty AI message still takes its place
         out.append({"role": "assistant", "content": []})
     for item in out[start:]:

@@ -17,6 +17,7 @@ from cast.codecs._common import (
     canonical_object,
     dumps_compact,
     fail,
+    fail_part,
     get_str,
     json_history,
     message_of,
@@ -248,7 +249,7 @@ def encode(
         if message.role is Role.SYSTEM:
             for j, part in enumerate(message.parts):
                 if not isinstance(part, TextPart):
-                    fail(f"messages[{i}].parts[{j}]", "a system message holds text", index=i)
+                    fail_part(i, j, "a system message holds text")
                 request.append({"part_kind": "system-prompt", "content": part.text})
         elif message.role is Role.HUMAN:
             request.append({"part_kind": "user-prompt", "content": _encode_user(message, i)})
@@ -275,7 +276,7 @@ def _encode_user(message: Message, i: int) -> str | list[Any]:
                 {"kind": "binary", "data": b64encode(part.data), "media_type": part.mime_type}
             )
         else:
-            fail(f"messages[{i}].parts[{j}]", f"a user prompt cannot hold a {part.type}", index=i)
+            fail_part(i, j, f"a user prompt cannot hold a {part.type}")
     return content
 
 
@@ -294,7 +295,7 @@ def _encode_tool(message: Message, i: int, request: list[dict[str, Any]]) -> Non
         elif isinstance(part, TextPart):
             request.append({"part_kind": "user-prompt", "content": part.text})
         else:
-            fail(f"messages[{i}].parts[{j}]", "a tool message holds results and text", index=i)
+            fail_part(i, j, "a tool message holds results and text")
 
 
 def _thinking(reasoning: Reasoning, provider_name: str | None) -> dict[str, Any]:
@@ -334,7 +335,7 @@ def _encode_response(message: Message, i: int, provider_name: str | None) -> lis
             binary = {"kind": "binary", "data": b64encode(part.data), "media_type": part.mime_type}
             parts.append({"part_kind": "file", "content": binary})
         else:
-            fail(f"messages[{i}].parts[{j}]", f"a response cannot hold a {part.type}", index=i)
+            fail_part(i, j, f"a response cannot hold a {part.type}")
     return parts
 
 
