@@ -65,17 +65,8 @@ CALL_FIELDS = "call_fields"
 model (Qwen's ``index``), written back onto it."""
 _ATTACHED = frozenset({CACHE_CONTROL, REFUSAL, MESSAGE_FIELDS, CALL_FIELDS})
 # The message keys each role's decoder reads; the others are kept as message fields.
-_ASSISTANT_KEYS = frozenset(
-    {
-        "role",
-        "content",
-        "tool_calls",
-        "refusal",
-        "function_call",
-        *("reasoning_content", "reasoning"),
-    }
-)
 _USER_KEYS = frozenset({"role", "content"})
+_ASSISTANT_KEYS = _USER_KEYS | {"tool_calls", "refusal", "function_call", *REASONING_FIELDS}
 _DEVELOPER_KEYS = frozenset({"content"})  # its role is kept as a message field
 _TOOL_KEYS = frozenset({"role", "content", "tool_call_id", "name"})
 _CALL_KEYS = frozenset({"id", "type", "function"})
