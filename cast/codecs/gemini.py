@@ -191,14 +191,7 @@ def _decode_model(parts: list[Any], c: int, ids: _Ids) -> Message:
 
 
 def _decode_model_part(
-    part: dict[str, Any],
-    *,
-    c: int,
-    j: int,
-    where: str,
-    thought: str,
-    signature: bytes,
-    ids: _Ids,
+    part: dict[str, Any], *, c: int, j: int, where: str, thought: str, signature: bytes, ids: _Ids
 ) -> Any:
     reasoning = Reasoning(content=thought, signature=signature) if thought or signature else None
     text = part.get("text", MISSING)
@@ -431,11 +424,7 @@ def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dic
         elif isinstance(part, ToolCall):
             call: dict[str, Any] = {
                 "name": part.name,
-                "args": args_object(
-                    part.arguments,
-                    f"messages[{i}].parts[{j}].arguments",
-                    i,
-                ),
+                "args": args_object(part.arguments, f"messages[{i}].parts[{j}].arguments", i),
             }
             if include_ids:
                 call["id"] = part.id

@@ -481,16 +481,8 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
         if cls is TextPart:
             blocks.append({"type": "text", "text": part.text})
         elif cls is ToolCall:
-            calls.append(
-                {
-                    "id": part.id,
-                    "type": "function",
-                    "function": {
-                        "name": part.name,
-                        "arguments": part.arguments,
-                    },
-                }
-            )
+            function = {"name": part.name, "arguments": part.arguments}
+            calls.append({"id": part.id, "type": "function", "function": function})
         elif cls is ProviderPart:
             where = f"messages[{i}].parts[{j}]"
             refusal, plain = _encode_kept(
@@ -503,15 +495,9 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
         if reasoning is not None:
             reasonings.append(reasoning.content)
 
-    content: Any
-    if not plain:
-        content = blocks
-    elif not blocks:
-        content = None
-    elif len(blocks) == 1:
-        content = blocks[0]["text"]
-    else:
-        content = blocks
+    content: Any = blocks
+    if plain and len(blocks) <= 1:  # a lone text is a string, no text is null
+        content = blocks[0]["text"] if blocks else None
     out: dict[str, Any] = {"role": "assistant", "content": content}
     if refusal is not None:
         out["refusal"] = refusal
@@ -563,11 +549,7 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
     current: dict[str, Any] | None = None
     for j, part in enumerate(parts):
         if type(part) is ToolResult:
-            current = {
-                "role": "tool",
-                "tool_call_id": part.tool_call_id,
-                "content": part.content,
-            }
+            current = {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.content}
             if tool_names and part.name:
                 current["name"] = part.name
             out.append(current)
