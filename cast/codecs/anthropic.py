@@ -45,6 +45,8 @@ from cast.messages import (
 
 __all__ = ["REDACTED_THINKING_PREFIX", "decode", "detect", "detect_messages", "encode"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 _PROVIDER = "anthropic"
 CACHE_CONTROL = "cache_control"
 """``ProviderPart.kind`` of a prompt-cache breakpoint: the ``cache_control`` of the block
@@ -95,7 +97,7 @@ def decode(payload: object) -> list[Message]:
 
 def _decode_system(system: object, where: str, i: int | None) -> Message:
     if isinstance(system, str):
-        return trusted_message(Role.SYSTEM, (TextPart(text=system),))
+        return trusted_message(_SYSTEM, (TextPart(text=system),))
     if not isinstance(system, list):
         fail(where, "a string or an array of text blocks", system, i)
     parts: list[Any] = []
@@ -104,7 +106,7 @@ def _decode_system(system: object, where: str, i: int | None) -> Message:
             fail(f"{where}[{j}]", "a text block", block, i)
         # Text, or blocks kept whole (tool_addition in a system message).
         _decode_block(block, block.get("type"), f"{where}[{j}]", i, parts)
-    return trusted_message(Role.SYSTEM, tuple(parts))
+    return trusted_message(_SYSTEM, tuple(parts))
 
 
 def _whole(block: dict[str, Any], kind: str) -> bool:
@@ -163,7 +165,7 @@ def _decode_block(
 
 def _decode_assistant(content: object, i: int, names: dict[str, str]) -> Message:
     if isinstance(content, str):
-        return trusted_message(Role.AI, (TextPart(text=content),))
+        return trusted_message(_AI, (TextPart(text=content),))
     if not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of content blocks", content, i)
     parts = AiParts()
@@ -206,7 +208,7 @@ def _decode_thinking(block: dict[str, Any], kind: str, where: str, i: int) -> Re
 def _decode_user(content: object, i: int, names: dict[str, str], out: list[Message]) -> None:
     """Each ``tool_result`` a TOOL message, each run of other blocks a HUMAN message."""
     if isinstance(content, str):
-        out.append(trusted_message(Role.HUMAN, (TextPart(text=content),)))
+        out.append(trusted_message(_HUMAN, (TextPart(text=content),)))
         return
     if not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of content blocks", content, i)
@@ -219,14 +221,14 @@ def _decode_user(content: object, i: int, names: dict[str, str], out: list[Messa
         kind = block.get("type")
         if kind == "tool_result":
             if human:
-                out.append(trusted_message(Role.HUMAN, tuple(human)))
+                out.append(trusted_message(_HUMAN, tuple(human)))
                 human = []
             out.append(_decode_result(block, where, i, names))
             emitted = True
         else:
             _decode_block(block, kind, where, i, human)
     if human or not emitted:
-        out.append(trusted_message(Role.HUMAN, tuple(human)))
+        out.append(trusted_message(_HUMAN, tuple(human)))
 
 
 def _decode_result(block: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
@@ -256,7 +258,7 @@ def _decode_result(block: dict[str, Any], where: str, i: int, names: dict[str, s
     result = ToolResult(
         tool_call_id=call_id, name=names.get(call_id, ""), content=text, is_error=is_error
     )
-    return trusted_message(Role.TOOL, (result, *own, *extras))
+    return trusted_message(_TOOL, (result, *own, *extras))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
@@ -358,7 +360,7 @@ def _add_provider_block(
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     """Content blocks of a message; a part's reasoning is a thinking block before it."""
     blocks: list[dict[str, Any]] = []
-    ai = message.role is Role.AI
+    ai = message.role is _AI
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"
         if isinstance(part, TextPart):

@@ -45,6 +45,8 @@ from cast.messages import (
 
 __all__ = ["decode", "detect", "detect_messages", "encode"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 _PROVIDER = "bedrock"
 _KINDS = ("text", "image", "document", "video", "toolUse", "toolResult", "reasoningContent")
 _MEDIA = ("image", "document", "video")
@@ -125,7 +127,7 @@ def _decode_system(system: object) -> Message:
             parts.append(provider_part(_PROVIDER, str(kind), value))
             continue
         parts.append(TextPart(text=get_str(block, "text", f"system[{j}]", None)))
-    return trusted_message(Role.SYSTEM, tuple(parts))
+    return trusted_message(_SYSTEM, tuple(parts))
 
 
 def _kind(block: object, where: str, i: int) -> tuple[str, Any]:
@@ -231,7 +233,7 @@ def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Me
         kind, value = _kind(block, where, i)
         if kind == "toolResult":
             if human:
-                out.append(trusted_message(Role.HUMAN, tuple(human)))
+                out.append(trusted_message(_HUMAN, tuple(human)))
                 human = []
             out.append(_decode_result(value, f"{where}.toolResult", i, names))
             emitted = True
@@ -242,7 +244,7 @@ def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Me
         else:
             human.append(_decode_other(kind, value, where, i))
     if human or not emitted:
-        out.append(trusted_message(Role.HUMAN, tuple(human)))
+        out.append(trusted_message(_HUMAN, tuple(human)))
 
 
 def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> Message:
@@ -276,7 +278,7 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
         content=first.text if first else "",
         is_error=status == "error",
     )
-    return trusted_message(Role.TOOL, (result, *(texts[1:] if first else texts)))
+    return trusted_message(_TOOL, (result, *(texts[1:] if first else texts)))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
@@ -349,7 +351,7 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     """Content blocks of an assistant or user message; a part's reasoning goes out
     as a reasoningContent block right before it."""
     blocks: list[dict[str, Any]] = []
-    ai = message.role is Role.AI
+    ai = message.role is _AI
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"
         if isinstance(part, TextPart):

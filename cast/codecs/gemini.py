@@ -47,6 +47,8 @@ from cast.messages import (
 
 __all__ = ["decode", "detect", "detect_messages", "encode"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 _PROVIDER = "gemini"
 _MEDIA_KEYS = {"inlineData", "inline_data", "fileData", "file_data"}
 
@@ -139,7 +141,7 @@ def _decode_system(system: object) -> Message:
         if not isinstance(text, str):
             fail(f"systemInstruction.parts[{j}]", "a text part", part)
         texts.append(TextPart(text=text))
-    return trusted_message(Role.SYSTEM, tuple(texts))
+    return trusted_message(_SYSTEM, tuple(texts))
 
 
 def _signature(part: dict[str, Any], where: str, c: int) -> bytes:
@@ -187,7 +189,7 @@ def _decode_model(parts: list[Any], c: int, ids: _Ids) -> Message:
             )
         )
         j += 1
-    return trusted_message(Role.AI, tuple(out))
+    return trusted_message(_AI, tuple(out))
 
 
 def _decode_model_part(
@@ -276,7 +278,7 @@ def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> Non
         response = _get(part, "functionResponse")
         if response is not MISSING:
             if human:
-                out.append(trusted_message(Role.HUMAN, tuple(human)))
+                out.append(trusted_message(_HUMAN, tuple(human)))
                 human = []
             out.append(_decode_response(response, c, j, f"{where}.functionResponse", ids))
             emitted = True
@@ -291,7 +293,7 @@ def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> Non
         else:
             human.append(_decode_media(part, c, where))
     if human or not emitted:
-        out.append(trusted_message(Role.HUMAN, tuple(human)))
+        out.append(trusted_message(_HUMAN, tuple(human)))
 
 
 def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) -> Message:
@@ -316,7 +318,7 @@ def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) ->
         content=error if isinstance(error, str) else _response_text(body),
         is_error=isinstance(error, str),
     )
-    return trusted_message(Role.TOOL, (result, *extras))
+    return trusted_message(_TOOL, (result, *extras))
 
 
 def _response_text(body: dict[str, Any]) -> str:

@@ -33,15 +33,17 @@ from cast.messages import (
 
 __all__ = ["decode", "detect_messages", "encode"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 _ROLES = {
-    "human": Role.HUMAN,
-    "ai": Role.AI,
-    "system": Role.SYSTEM,
-    "tool": Role.TOOL,
-    "generic": Role.HUMAN,
-    "function": Role.TOOL,
+    "human": _HUMAN,
+    "ai": _AI,
+    "system": _SYSTEM,
+    "tool": _TOOL,
+    "generic": _HUMAN,
+    "function": _TOOL,
 }
-_WIRE_ROLES = {Role.HUMAN: "human", Role.AI: "ai", Role.SYSTEM: "system", Role.TOOL: "tool"}
+_WIRE_ROLES = {_HUMAN: "human", _AI: "ai", _SYSTEM: "system", _TOOL: "tool"}
 
 
 def decode(payload: object) -> list[Message]:

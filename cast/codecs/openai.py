@@ -38,6 +38,8 @@ from cast.messages import (
 
 __all__ = ["REASONING_FIELDS", "decode", "detect_messages", "encode"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Assistant fields read as reasoning, in order of preference (DeepSeek, vLLM)."""
 
@@ -92,13 +94,13 @@ def decode(payload: object) -> list[Message]:
             out.append(_decode_tool(item, i, names))
         elif role == "user":
             parts = _decode_content(item, i, media=True)
-            out.append(trusted_message(Role.HUMAN, _with_fields(parts, item, _USER_KEYS)))
+            out.append(trusted_message(_HUMAN, _with_fields(parts, item, _USER_KEYS)))
         elif role in ("system", "developer"):
             # "developer" replaces "system" for o-series models; both are instructions,
             # and the role goes back as it came (a message field).
             parts = _decode_content(item, i, media=False)
             keys = _USER_KEYS if role == "system" else _DEVELOPER_KEYS
-            out.append(trusted_message(Role.SYSTEM, _with_fields(parts, item, keys)))
+            out.append(trusted_message(_SYSTEM, _with_fields(parts, item, keys)))
         elif role == "function":
             fail(f"messages[{i}].role", "legacy function messages are not supported", index=i)
         else:
@@ -247,7 +249,7 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
         else:
             parts.append(TextPart(text="", reasoning=reasoning))
     parts.extend(calls)
-    return trusted_message(Role.AI, _with_fields(tuple(parts), item, _ASSISTANT_KEYS))
+    return trusted_message(_AI, _with_fields(tuple(parts), item, _ASSISTANT_KEYS))
 
 
 def _decode_assistant_part(
@@ -316,7 +318,7 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
             parts[0] = ToolResult(tool_call_id=call_id, name=name, content=parts[0].text)
         else:
             parts.insert(0, ToolResult(tool_call_id=call_id, name=name, content=""))
-    return trusted_message(Role.TOOL, _with_fields(tuple(parts), item, _TOOL_KEYS))
+    return trusted_message(_TOOL, _with_fields(tuple(parts), item, _TOOL_KEYS))
 
 
 def _decode_tool_part(part: object, where: str, i: int, parts: list[Any]) -> None:
@@ -365,13 +367,13 @@ def _encode_stream(
         out: list[dict[str, Any]] = []  # a tool message gives one item per result
         for i, message in enumerate(messages):
             role = message.role
-            if role is Role.AI:
+            if role is _AI:
                 yield _encode_assistant(message, i, reasoning_field)
-            elif role is Role.TOOL:
+            elif role is _TOOL:
                 _encode_tool(message, i, tool_names, out)
                 yield from out
                 out.clear()
-            elif role is Role.HUMAN:
+            elif role is _HUMAN:
                 yield _encode_plain("user", message, i, media=True)
             else:
                 yield _encode_plain("system", message, i, media=False)

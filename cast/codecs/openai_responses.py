@@ -36,10 +36,12 @@ from cast.messages import (
 
 __all__ = ["decode", "decode_signature", "detect", "detect_messages", "encode", "encode_signature"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 _TEXT_PARTS = ("input_text", "output_text")
 _PROVIDER = "openai-responses"
 _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "content"})
-_ROLES = {"user": Role.HUMAN, "system": Role.SYSTEM, "developer": Role.SYSTEM}
+_ROLES = {"user": _HUMAN, "system": _SYSTEM, "developer": _SYSTEM}
 CALL_FIELDS = "call_fields"
 """``ProviderPart.kind`` of the fields of the ``function_call`` item right before it that
 chaincast does not model (``namespace`` of deferred tools, ``caller`` of programmatic
@@ -77,11 +79,11 @@ def decode(payload: object) -> list[Message]:
             fail("input", "the request body has no input field")
         instructions = payload.get("instructions")
         if isinstance(instructions, str):
-            out.append(trusted_message(Role.SYSTEM, (TextPart(text=instructions),)))
+            out.append(trusted_message(_SYSTEM, (TextPart(text=instructions),)))
         elif instructions is not None:
             fail("instructions", "a string", instructions)
         if isinstance(items, str):  # a bare prompt
-            out.append(trusted_message(Role.HUMAN, (TextPart(text=items),)))
+            out.append(trusted_message(_HUMAN, (TextPart(text=items),)))
             return out
         if not isinstance(items, list):
             fail("input", "a string or an array of input items", items)
@@ -134,9 +136,9 @@ def decode(payload: object) -> list[Message]:
         elif kind != "message":
             fail(f"{where}.type", f"unsupported input item type {kind!r}", index=i)
         elif role == "user":
-            out.append(trusted_message(Role.HUMAN, _decode_content(item, where, i, media=True)))
+            out.append(trusted_message(_HUMAN, _decode_content(item, where, i, media=True)))
         elif role in ("system", "developer"):
-            out.append(trusted_message(Role.SYSTEM, _decode_content(item, where, i, media=False)))
+            out.append(trusted_message(_SYSTEM, _decode_content(item, where, i, media=False)))
         else:
             fail(
                 f"{where}.role",
@@ -275,7 +277,7 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
     output = item.get("output")
     if isinstance(output, str):
         return trusted_message(
-            Role.TOOL, (ToolResult(tool_call_id=call_id, name=name, content=output),)
+            _TOOL, (ToolResult(tool_call_id=call_id, name=name, content=output),)
         )
     if not isinstance(output, list):
         fail(f"{where}.output", "a string or an array of input parts", output, i)
@@ -297,7 +299,7 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
         else:
             fail(f"{part_where}.type", f"unsupported output part type {kind!r}", index=i)
     result = ToolResult(tool_call_id=call_id, name=name, content=text)
-    return trusted_message(Role.TOOL, (result, *extras))
+    return trusted_message(_TOOL, (result, *extras))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
@@ -306,13 +308,13 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
     out: list[dict[str, Any]] = []
     for i, message in enumerate(as_messages(messages)):
         role = message.role
-        if role is Role.AI:
+        if role is _AI:
             _encode_assistant(message, i, out)
-        elif role is Role.TOOL:
+        elif role is _TOOL:
             _encode_outputs(message, i, out)
         elif _is_item(message):
             out.append(provider_block(message.parts[0], _PROVIDER, f"messages[{i}].parts[0]", i))  # type: ignore[arg-type]
-        elif role is Role.HUMAN:
+        elif role is _HUMAN:
             out.append({"role": "user", "content": _encode_content(message, i, media=True)})
         else:
             out.append({"role": "system", "content": _encode_content(message, i, media=False)})

@@ -37,6 +37,8 @@ from cast.messages import (
 
 __all__ = ["decode", "decode_counted", "detect_messages", "encode", "to_framework"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 INSTALL_HINT = install_hint("pydantic-ai")
 
 
@@ -116,9 +118,9 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
         kind = get_str(part, "part_kind", part_where, i)
         if kind == "system-prompt":
             text = get_str(part, "content", part_where, i)
-            _append(out, start, Role.SYSTEM, [TextPart(text=text)])
+            _append(out, start, _SYSTEM, [TextPart(text=text)])
         elif kind == "user-prompt":
-            _append(out, start, Role.HUMAN, _user_content(part.get("content"), part_where, i))
+            _append(out, start, _HUMAN, _user_content(part.get("content"), part_where, i))
         elif kind == "tool-return" or (kind == "retry-prompt" and part.get("tool_name")):
             outcome = get_str(part, "outcome", part_where, i, "success")
             result = ToolResult(
@@ -128,10 +130,10 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
                 # pydantic-ai's error outcomes, and a retry prompt answering a call.
                 is_error=kind == "retry-prompt" or outcome in _ERROR_OUTCOMES,
             )
-            out.append(message_of(Role.TOOL, (result,)))
+            out.append(message_of(_TOOL, (result,)))
         elif kind in ("retry-feedback", "retry-prompt"):
             text = _result_text(part.get("content"))
-            _append(out, start, Role.HUMAN, [TextPart(text=text)])
+            _append(out, start, _HUMAN, [TextPart(text=text)])
         elif kind not in _METADATA_PARTS:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
 
@@ -224,7 +226,7 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
         else:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
     out.settle()
-    return message_of(Role.AI, tuple(out))
+    return message_of(_AI, tuple(out))
 
 
 def encode(
@@ -239,19 +241,19 @@ def encode(
     out: list[dict[str, Any]] = []
     request: list[dict[str, Any]] | None = None
     for i, message in enumerate(as_messages(messages)):
-        if message.role is Role.AI:
+        if message.role is _AI:
             request = None
             out.append({"kind": "response", "parts": _encode_response(message, i, provider_name)})
             continue
         if request is None:
             request = []
             out.append({"kind": "request", "parts": request})
-        if message.role is Role.SYSTEM:
+        if message.role is _SYSTEM:
             for j, part in enumerate(message.parts):
                 if not isinstance(part, TextPart):
                     fail_part(i, j, "a system message holds text")
                 request.append({"part_kind": "system-prompt", "content": part.text})
-        elif message.role is Role.HUMAN:
+        elif message.role is _HUMAN:
             request.append({"part_kind": "user-prompt", "content": _encode_user(message, i)})
         else:
             _encode_tool(message, i, request)
