@@ -360,9 +360,9 @@ def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> 
         messages,
         late_error="Gemini takes a system instruction only before the first message",
         results=lambda message, i, parts: _encode_results(message, i, include_ids, parts),
-        human=_encode_user_parts,
-        human_blocks=_encode_user_parts,
-        assistant=lambda message, i: _encode_model_parts(message, i, include_ids),
+        human=_encode_parts,
+        human_blocks=_encode_parts,
+        assistant=lambda message, i: _encode_parts(message, i, include_ids),
         system=lambda message: {"parts": _encode_system_parts(message)},
         key="contents",
         system_key="systemInstruction",
@@ -404,26 +404,14 @@ def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
     return {"fileData": file}
 
 
-def _encode_user_parts(message: Message, i: int) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        if isinstance(part, TextPart):
-            parts.append({"text": part.text})
-        elif isinstance(part, ImagePart | BinaryPart):
-            parts.append(_encode_media(part))
-        elif isinstance(part, ProviderPart):
-            parts.append(_kept(part, f"messages[{i}].parts[{j}]", i))
-        else:
-            fail_part(i, j, f"a human message cannot carry a {part.type} part")
-    return parts
-
-
-def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dict[str, Any]]:
+def _encode_parts(message: Message, i: int, include_ids: bool = True) -> list[dict[str, Any]]:
+    """The parts of a user or model content; a model part's reasoning goes before it."""
+    ai = message.role is _AI
     parts: list[dict[str, Any]] = []
     for j, part in enumerate(message.parts):
         if isinstance(part, TextPart):
             out: dict[str, Any] = {"text": part.text}
-        elif isinstance(part, ToolCall):
+        elif isinstance(part, ToolCall) and ai:
             call: dict[str, Any] = {
                 "name": part.name,
                 "args": args_object(part.arguments, f"messages[{i}].parts[{j}].arguments", i),
@@ -438,8 +426,10 @@ def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dic
             parts.append(_kept(part, f"messages[{i}].parts[{j}]", i))
             continue
         else:
-            fail_part(i, j, f"an AI message cannot carry a {part.type} part")
-        reasoning = part.reasoning
+            fail_part(
+                i, j, f"{'an AI' if ai else 'a human'} message cannot carry a {part.type} part"
+            )
+        reasoning = part.reasoning if ai else None
         if reasoning is not None:
             signature = reasoning.signature
             if reasoning.content:
