@@ -50,6 +50,7 @@ __all__ = [
     "provider_block",
     "provider_part",
     "signature_text",
+    "system_blocks",
     "typed_parts_style",
     "unpack_signature",
 ]
@@ -380,6 +381,22 @@ def encode_user_turns(
             yield held
 
     return PayloadStream(key, turns(), tail)
+
+
+def system_blocks(
+    message: Message, kept: Callable[[ProviderPart, str, int], dict[str, Any]], what: str
+) -> Blocks:
+    """A system prompt's ``{"text"}`` blocks (kept parts by ``kept``) for Bedrock and
+    Gemini, which hold nothing else there."""
+    blocks: Blocks = []
+    for j, part in enumerate(message.parts):
+        if type(part) is TextPart:
+            blocks.append({"text": part.text})
+        elif type(part) is ProviderPart:
+            blocks.append(kept(part, f"messages[0].parts[{j}]", 0))
+        else:
+            fail(f"messages[0].parts[{j}]", f"{what} holds text only", index=0)
+    return blocks
 
 
 def json_history(

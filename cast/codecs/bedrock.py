@@ -29,6 +29,7 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
     signature_text,
+    system_blocks,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -295,20 +296,8 @@ def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
         human=_encode_blocks,
         human_blocks=_encode_blocks,
         assistant=_encode_blocks,
-        system=_encode_system,
+        system=lambda message: system_blocks(message, _provider_block, "the system prompt"),
     )
-
-
-def _encode_system(message: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        if type(part) is TextPart:
-            blocks.append({"text": part.text})
-        elif type(part) is ProviderPart:
-            blocks.append(_provider_block(part, f"messages[0].parts[{j}]", 0))
-        else:
-            fail(f"messages[0].parts[{j}]", "the system prompt holds text only", index=0)
-    return blocks
 
 
 def _provider_block(part: ProviderPart, where: str, i: int) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
     signature_text,
+    system_blocks,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
@@ -363,24 +364,12 @@ def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> 
         human=_encode_parts,
         human_blocks=_encode_parts,
         assistant=lambda message, i: _encode_parts(message, i, include_ids),
-        system=lambda message: {"parts": _encode_system_parts(message)},
+        system=lambda message: {"parts": system_blocks(message, _kept, "the system instruction")},
         key="contents",
         system_key="systemInstruction",
         content="parts",
         ai_role="model",
     )
-
-
-def _encode_system_parts(message: Message) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        if type(part) is TextPart:
-            parts.append({"text": part.text})
-        elif type(part) is ProviderPart:
-            parts.append(_kept(part, f"messages[0].parts[{j}]", 0))
-        else:
-            fail(f"messages[0].parts[{j}]", "the system instruction holds text only", index=0)
-    return parts
 
 
 def _kept(part: ProviderPart, where: str, i: int) -> dict[str, Any]:

@@ -47,10 +47,7 @@ _PROVIDER = "openai"
 # The keys chaincast models for each content part type (besides ``type``); a part with
 # any other key (OpenRouter's ``cache_control``, a file by ``file_id``) is kept whole.
 _MODELED = {
-    "text": frozenset({"type", "text"}),
-    "image_url": frozenset({"type", "image_url"}),
-    "input_audio": frozenset({"type", "input_audio"}),
-    "file": frozenset({"type", "file"}),
+    kind: frozenset({"type", kind}) for kind in ("text", "image_url", "input_audio", "file")
 }
 CACHE_CONTROL = "cache_control"
 """``ProviderPart.kind`` of a ``cache_control`` (OpenRouter) on the text before it: the
