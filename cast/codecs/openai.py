@@ -130,7 +130,7 @@ def _decode_content(item: dict[str, Any], i: int, *, media: bool) -> tuple[Any, 
         fail(f"messages[{i}].content", "the message has no content", index=i)
     if not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of content parts", content, i)
-    return tuple(_decode_part(part, i, j, media) for j, part in enumerate(content))
+    return tuple([_decode_part(part, i, j, media) for j, part in enumerate(content)])
 
 
 def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
@@ -279,18 +279,27 @@ def _decode_call(call: object, i: int, j: int, names: dict[str, str]) -> ToolCal
     kind = call.get("type", "function")
     if kind != "function":
         fail(f"{where}.type", f"only function tool calls are supported, got {kind!r}", index=i)
-    call_id = get_str(call, "id", where, i)
-    function = get_typed(call, "function", dict, "an object with name and arguments", where, i)
-    name = get_str(function, "name", f"{where}.function", i)
-    arguments = get_typed(
-        function, "arguments", str, "JSON text in a string", f"{where}.function", i
-    )
+    # Checked inline, not by get_str: this runs for every call of a chain.
+    call_id = call.get("id")
+    function = call.get("function")
+    if not isinstance(call_id, str):
+        fail(f"{where}.id", "a string", call_id, i)
+    if not isinstance(function, dict):
+        fail(f"{where}.function", "an object with name and arguments", function, i)
+    name = function.get("name")
+    arguments = function.get("arguments")
+    if not isinstance(name, str):
+        fail(f"{where}.function.name", "a string", name, i)
+    if not isinstance(arguments, str):
+        fail(f"{where}.function.arguments", "JSON text in a string", arguments, i)
     names[call_id] = name
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
 def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message:
-    call_id = get_str(item, "tool_call_id", f"messages[{i}]", i)
+    call_id = item.get("tool_call_id")
+    if not isinstance(call_id, str):
+        fail(f"messages[{i}].tool_call_id", "a string", call_id, i)
     name = item.get("name")
     if name is None:
         name = names.get(call_id, "")
