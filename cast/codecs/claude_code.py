@@ -109,7 +109,7 @@ def _merge(
         content = message.get("content", MISSING)
         if content is MISSING:
             fail(f"entries[{k}].content", "the message has no content", index=k)
-        if role == "user" and _is_compact_summary(entry):
+        if role == "user" and isinstance(entry, dict) and entry.get("isCompactSummary") is True:
             flush()
             call, result = _summary_pair(content, k)
             emit([call], [(k, 0)], "assistant")
@@ -130,10 +130,6 @@ def _merge(
             fail(f"entries[{k}].role", f"expected user or assistant, got {role!r}", index=k)
     flush()
     return out
-
-
-def _is_compact_summary(entry: object) -> bool:
-    return isinstance(entry, dict) and entry.get("isCompactSummary") is True
 
 
 def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
