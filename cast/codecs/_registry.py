@@ -195,8 +195,7 @@ def _best(value: object, tests: list[tuple[_Entry, Any]]) -> list[_Entry]:
 
 
 def _settle(payload: object, entries: list[_Entry]) -> str:
-    """The one of ``entries`` (tied in score) that reads ``payload``: those that cannot
-    decode it drop out; the first wins when the others read it alike."""
+    """The tied entry that reads ``payload`` (the first, when the others read it alike)."""
     readings: list[tuple[_Entry, object]] = []
     for entry in entries:
         try:

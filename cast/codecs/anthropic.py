@@ -125,8 +125,7 @@ def _cache_point(block: dict[str, Any], parts: list[Any], key: str = CACHE_CONTR
 
 
 def _decode_media(block: dict[str, Any], kind: str, where: str, i: int | None) -> Any:
-    """``image``/``document``: a base64 or text source as bytes (``title`` the file name),
-    a URL source by URL (a document's a PDF); other sources kept whole."""
+    """An ``image``/``document``: bytes, media by URL, or kept whole (other sources)."""
     source = get_typed(block, "source", dict, "a source object", where, i)
     source_type = source.get("type")
     title = get_str(block, "title", where, i, "")

@@ -152,9 +152,7 @@ def _text(value: object, where: str, i: int) -> str:
 
 
 def _decode_media(kind: str, value: object, where: str, i: int) -> Any:
-    """An ``image``, ``document`` or ``video`` block with inline bytes as a BinaryPart
-    (a document's ``name`` is its file name); other sources (``s3Location``) and blocks
-    with fields chaincast does not model are kept whole."""
+    """An ``image``/``document``/``video`` with inline bytes; other sources kept whole."""
     block_where = f"{where}.{kind}"
     if not isinstance(value, dict):
         fail(block_where, f"a {kind} object", value, i)
@@ -188,8 +186,7 @@ def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Mess
 
 
 def _system_tool(value: object) -> bool:
-    """Whether a ``toolUse`` is a system tool's (it carries a ``type``, such as Nova's
-    ``server_tool_use``): the service runs it and answers it in the same turn."""
+    """Whether a ``toolUse`` has a ``type`` (a system tool the service runs in the turn)."""
     return isinstance(value, dict) and "type" in value
 
 
@@ -249,8 +246,7 @@ def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Me
 
 
 def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> Message:
-    """A ``toolResult`` as a TOOL message: a first ``text`` block is the result, later
-    blocks follow it; ``json`` blocks are read as their compact JSON text."""
+    """A TOOL message: a first ``text`` block is the result, ``json`` blocks compact text."""
     if not isinstance(value, dict):
         fail(where, "a toolResult object", value, i)
     call_id = get_str(value, "toolUseId", where, i)
@@ -337,8 +333,7 @@ def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str,
 
 
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
-    """Content blocks of an assistant or user message; a part's reasoning goes out
-    as a reasoningContent block right before it."""
+    """Content blocks of a message; a part's reasoning is a reasoningContent block before it."""
     blocks: list[dict[str, Any]] = []
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
@@ -367,8 +362,7 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
 
 
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
-    """``toolResult`` blocks of a TOOL message: the result text first, then the parts
-    after it; ``status`` is never sent."""
+    """``toolResult`` blocks: the result text, then the parts after it (no ``status``)."""
     content: list[dict[str, Any]] | None = None
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"

@@ -64,8 +64,7 @@ def _is_results(content: object) -> bool:
 def _merge(
     entries: Iterable[object], origin: list[list[tuple[int, int]]] | None
 ) -> list[dict[str, Any]]:
-    """:func:`to_api_messages`; with ``origin``, also record for each output message
-    the (entry, block) position each of its content blocks came from."""
+    """``to_api_messages``; ``origin`` gets each block's (entry, block) position."""
     out: list[dict[str, Any]] = []
     group_id: object = None
     group: list[Any] | None = None  # content blocks of the open assistant message

@@ -112,8 +112,7 @@ def _stamp(moment: datetime) -> str:
 
 
 def _shown(item: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``event_msg`` payload that shows a user or assistant message item in the
-    terminal UI (None for other items)."""
+    """The ``event_msg`` payload showing a user or assistant message item (else None)."""
     role = item.get("role")
     if item.get("type") != "message" or role not in ("user", "assistant"):
         return None

@@ -77,8 +77,7 @@ def _get(obj: dict[str, Any], key: str) -> Any:
 
 
 class _Ids:
-    """Ids for calls without one (from the template, seeded by position and name) and for
-    responses without one (the oldest unanswered call of that name)."""
+    """Ids for calls and responses that arrive without one (see docs/codecs.md)."""
 
     def __init__(self, template: TemplateLike) -> None:
         self.template = as_template(template)
@@ -231,9 +230,7 @@ def _decode_call(
 
 
 def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
-    """An ``inlineData`` part as bytes, a ``fileData`` part as media by URL (its
-    ``mimeType`` kept); any other part (``executableCode``, ``codeExecutionResult``, a
-    media part with more fields such as ``videoMetadata``) is kept whole."""
+    """``inlineData`` as bytes, ``fileData`` by URL; any other part kept whole."""
     if len(part) != 1 or not _MEDIA_KEYS.issuperset(part):
         kind = next(
             (str(k) for k in part if k not in ("thoughtSignature", "thought_signature")), ""
@@ -323,8 +320,7 @@ def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) ->
 
 
 def _response_text(body: dict[str, Any]) -> str:
-    """``{"result": "<text>"}`` is that text (``{"error": "<text>"}`` too, as a failed
-    result); any other object its compact JSON."""
+    """``{"result": text}`` (or ``{"error": text}``) is that text; other objects compact JSON."""
     if len(body) == 1:
         value = body.get("result", MISSING)
         if isinstance(value, str):
@@ -333,9 +329,7 @@ def _response_text(body: dict[str, Any]) -> str:
 
 
 def _response_object(content: str) -> dict[str, Any]:
-    """Inverse of :func:`_response_text`: the canonical JSON text of an object that is
-    not itself ``{"result": <string>}`` goes as that object; any other text is
-    wrapped as ``{"result": text}``. Decoding the output always gives ``content``."""
+    """Inverse of :func:`_response_text`: ``content`` as the object it is, or wrapped."""
     value = canonical_object(content)
     if value is not None and not (
         len(value) == 1 and isinstance(value.get("result", value.get("error")), str)

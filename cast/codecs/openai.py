@@ -328,8 +328,7 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
 
 
 def _decode_tool_part(part: object, where: str, i: int, parts: list[Any]) -> None:
-    """One part of a tool message's content array: a text (with its ``cache_control``
-    after it), or any other part kept whole."""
+    """A text of a tool message's content (then its ``cache_control``), else kept whole."""
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
     kind = part.get("type")
@@ -395,8 +394,7 @@ def _attached(part: object) -> str | None:
 
 
 def _fields(message: Message, i: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """(the parts but the message's fields, those fields): a :data:`MESSAGE_FIELDS` part
-    ends a message decoded with keys chaincast does not model."""
+    """(the parts, the message fields their last ``MESSAGE_FIELDS`` part holds)."""
     parts = message.parts
     last = parts[-1] if parts else None
     if type(last) is not ProviderPart or _attached(last) != MESSAGE_FIELDS:
@@ -529,9 +527,8 @@ def _encode_kept(
     refusal: str | None,
     plain: bool,
 ) -> tuple[str | None, bool]:
-    """A kept part of an assistant message: a mark on the text or call before it (a
-    refusal, a ``cache_control``, a call's fields), or a block of its own; returns the
-    message's refusal text and whether its content is still plain text."""
+    """A kept part: a mark on the text or call before it, or a block of its own; returns
+    the refusal text and whether the content is still plain text."""
     kind = _attached(part)
     if kind == REFUSAL and blocks and blocks[-1].get("type") == "text":
         text = blocks.pop()["text"]

@@ -158,8 +158,7 @@ def _fields(item: dict[str, Any], modeled: frozenset[str], kind: str, ai: list[A
 
 
 def _kept_whole(item: dict[str, Any], kind: str) -> bool:
-    """Items whose fields chaincast does not model: a reasoning item with reasoning
-    text (``content``) or other fields, an assistant message with annotations."""
+    """Items with fields chaincast does not model (reasoning text, annotations)."""
     if kind == "reasoning":
         return bool(item.get("content")) or not _REASONING_KEYS.issuperset(item)
     if kind == "message" and item.get("role") == "assistant":
@@ -216,9 +215,7 @@ def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) ->
 
 
 def _decode_media(part: dict[str, Any], kind: str, where: str, i: int) -> Any:
-    """``input_image`` by URL as an image part, ``input_file`` with inline data as
-    bytes (with its ``filename``) or by URL as media by URL; by ``file_id``, or with
-    fields chaincast does not model, kept whole."""
+    """``input_image``/``input_file`` by URL or inline data; others kept whole."""
     if kind == "input_image":
         url = part.get("image_url")
         detail = part.get("detail", "")
@@ -395,8 +392,7 @@ def _reasoning_item(reasoning: Reasoning) -> dict[str, Any]:
 
 
 def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> None:
-    """Items of an AI message in part order: a part's reasoning item right before it,
-    consecutive texts in one assistant message item, each call its own item."""
+    """Items of an AI message in part order (a reasoning item before its part)."""
     texts: list[str] | None = None  # the texts of the open assistant message item
     start = len(out)
     for j, part in enumerate(message.parts):
@@ -450,8 +446,7 @@ def _add_fields(
     where: str,
     i: int,
 ) -> None:
-    """Kept fields set on the item they belong to: the function call right before them,
-    or the open assistant message item (a new empty one when none is open)."""
+    """Kept fields set on their item: the call before them, or the assistant item."""
     fields = provider_block(part, _PROVIDER, where, i)
     if not isinstance(fields, dict):
         fail(f"{where}.data", "a JSON object of item fields", fields, i)
@@ -466,8 +461,7 @@ def _add_fields(
 
 
 def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None:
-    """One ``function_call_output`` per result; the parts after a result make its
-    ``output`` a list (text, images, files)."""
+    """One ``function_call_output`` per result; parts after it make ``output`` a list."""
     current: dict[str, Any] | None = None
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"

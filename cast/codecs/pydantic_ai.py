@@ -64,8 +64,7 @@ def _dump(items: list[Any]) -> list[Any]:
 
 
 def _as_json(payload: object) -> list[Any]:
-    """The JSON form of a history: dicts pass through, ``ModelMessage`` objects are
-    dumped with pydantic-ai's adapter."""
+    """The JSON form of a history (``ModelMessage`` objects dumped by pydantic-ai)."""
     return json_history(payload, "messages", _dump, "pydantic-ai ModelMessage objects")
 
 
@@ -139,8 +138,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
 
 
 def _result_text(content: object) -> str:
-    """A tool return's content as the text a model reads: strings as they are, other
-    values as compact JSON."""
+    """A tool return's content as text: a string as it is, else compact JSON."""
     return content if isinstance(content, str) else dumps_compact(content)
 
 
