@@ -1,32 +1,9 @@
 """Provider codecs: request payloads (dicts, as sent over the wire) ↔ chaincast messages.
 
-Each codec module exposes ``decode(payload) -> list[Message]`` and
-``encode(messages) -> payload``; ``encode(decode(x)) == x`` for payloads in the
-provider's canonical shape (see ``docs/codecs.md``). Malformed payloads raise
-:class:`~cast.errors.CodecError` with the path of the bad field. Payloads are never
-modified.
-
-=======================  ======================================================
-name                     payload
-=======================  ======================================================
-``openai``               Chat Completions ``{"messages": [...]}``
-``anthropic``            Messages API ``{"system": ..., "messages": [...]}``
-``gemini``               ``generateContent`` ``{"systemInstruction": ..., "contents": [...]}``
-``langchaingo``          Go ``[]llms.MessageContent`` JSON (PentAGI's stored chains)
-``claude_code``          Claude Code session log entries
-``claude_code_session``  a Claude Code session file's lines (what ``claude --resume`` reads)
-``codex_rollout``        a Codex CLI rollout's lines (what ``codex resume`` reads)
-``bedrock``              Bedrock Converse ``{"system": [...], "messages": [...]}``
-``openai_responses``     Responses API ``{"instructions": ..., "input": [...]}``
-``pydantic_ai``          pydantic-ai ``ModelMessagesTypeAdapter`` JSON (or ``ModelMessage`` objects)
-``langchain``            LangChain ``messages_to_dict`` JSON (or ``BaseMessage`` objects)
-``openai_agents``        OpenAI Agents SDK input items (a bare Responses item list)
-``chaincast``            chaincast's own JSON form of ``Message``
-=======================  ======================================================
-
-Every codec, built-in or a user's, is one registration (name, detect, decode, encode,
-and for some an item-by-item ``encode_stream``) in :mod:`cast.codecs._registry`: see
-:func:`register_codec` and docs/codecs.md.
+Each codec module has ``decode(payload) -> list[Message]`` and ``encode(messages) ->
+payload``, one registration each (:func:`register_codec`); docs/codecs.md has the table of
+codecs, their payloads and every normalization. Malformed payloads raise
+:class:`~cast.errors.CodecError` with the path of the bad field; payloads are never modified.
 """
 
 from __future__ import annotations

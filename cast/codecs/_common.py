@@ -1,10 +1,6 @@
-"""Helpers shared by the provider codecs: typed field access that fails with a
-:class:`~cast.errors.CodecError` naming the bad field, JSON and base64 conversions
-that round-trip exactly, and the encode-side message intake.
-
-Paths are only formatted when an error is raised, so the happy path costs one
-``isinstance`` per field.
-"""
+"""Helpers shared by the codecs: typed field access that fails with a
+:class:`~cast.errors.CodecError` naming the field, exact JSON and base64 conversions, the
+message intake, the request-body shapes several formats share, and detection helpers."""
 
 from __future__ import annotations
 
@@ -12,23 +8,28 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from pydantic import ValidationError
 
+from cast._fast import trusted_message
 from cast.codecs._streaming import PayloadStream
 from cast.errors import CodecError
-from cast.messages import Message, ProviderPart, Role
+from cast.messages import Message, ProviderPart, Reasoning, Role, TextPart
 from cast.transforms import loads_strict
 
 __all__ = [
     "EVIDENCE",
     "FITS",
+    "MISSING",
+    "REDACTED_THINKING_PREFIX",
+    "AiParts",
     "args_object",
     "as_messages",
     "b64decode",
     "b64decode_any",
     "b64encode",
+    "body_items",
     "canonical_object",
     "converse_body",
     "converse_messages",
@@ -36,32 +37,50 @@ __all__ = [
     "encode_user_turns",
     "error",
     "fail",
+    "fail_part",
     "gemini_fields",
+    "get_str",
+    "get_typed",
     "iter_messages",
+    "json_history",
     "json_type",
+    "message_of",
+    "pack_signature",
     "parse_data_url",
     "provider_block",
     "provider_part",
     "signature_text",
+    "system_blocks",
     "typed_parts_style",
+    "unpack_signature",
 ]
+
+# Roles as module globals (here and in the codecs): ``Role.AI`` is an enum lookup, five
+# times slower, on every message.
+_HUMAN, _AI, _TOOL = Role.HUMAN, Role.AI, Role.TOOL
+
+T = TypeVar("T")
+MISSING: Any = object()
+"""A key's absence, told apart from a JSON null."""
+REDACTED_THINKING_PREFIX = b"redacted_thinking:"
+"""Marks a ``Reasoning.signature`` holding a ``redacted_thinking`` block's ``data``
+(``Reasoning(content="", signature=PREFIX + data)``), told apart from omitted thinking."""
+
+_JSON_TYPES = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (str, "string"),
+    (int | float, "number"),
+    (list | tuple, "array"),
+    (dict, "object"),
+)
 
 
 def json_type(value: object) -> str:
     """The JSON name of ``value``'s type, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next(
+        (name for kind, name in _JSON_TYPES if isinstance(value, kind)), type(value).__name__
+    )
 
 
 def error(path: str, expected: str, value: object = ..., index: int | None = None) -> CodecError:
@@ -75,14 +94,44 @@ def fail(path: str, expected: str, value: object = ..., index: int | None = None
     raise error(path, expected, value, index)
 
 
+def fail_part(i: int, j: int, expected: str) -> NoReturn:
+    """Raise: part ``j`` of message ``i`` cannot be encoded (``expected`` says why)."""
+    fail(f"messages[{i}].parts[{j}]", expected, index=i)
+
+
+def get_typed(  # noqa: PLR0917 (read like the call sites: field, type, place)
+    obj: dict[str, Any],
+    key: str,
+    kind: type[T],
+    expected: str,
+    where: str,
+    i: int | None,
+    default: Any = None,
+) -> T:
+    """``obj[key]`` (``default`` when absent) if it is a ``kind``, else a
+    :class:`CodecError` at ``where.key`` saying ``expected``."""
+    value = obj.get(key, default)
+    if not isinstance(value, kind):
+        fail(f"{where}.{key}", expected, value, i)
+    return value
+
+
+def get_str(obj: dict[str, Any], key: str, where: str, i: int | None, default: Any = None) -> str:
+    """:func:`get_typed` of a string."""
+    value = obj.get(key, default)
+    if not isinstance(value, str):
+        fail(f"{where}.{key}", "a string", value, i)
+    return value
+
+
 _STANDARD_ONLY = frozenset("+/")
 _URL_SAFE_ONLY = frozenset("-_")
+_TO_STANDARD = str.maketrans("-_", "+/")
 
 
 def b64decode_any(text: str) -> bytes | None:
-    """Base64 text in either alphabet of RFC 4648 (standard §4 or URL-safe §5), with or
-    without padding, as bytes; ``None`` when it is not base64 (stray characters, both
-    alphabets mixed, a bad length). Gemini sends URL-safe base64 in ``inlineData``."""
+    """Base64 text in either alphabet of RFC 4648 (standard or URL-safe, as Gemini sends
+    ``inlineData``), padded or not, as bytes; ``None`` when it is not base64."""
     chars = set(text)
     url_safe = not chars.isdisjoint(_URL_SAFE_ONLY)
     if url_safe and not chars.isdisjoint(_STANDARD_ONLY):
@@ -92,19 +141,13 @@ def b64decode_any(text: str) -> bytes | None:
             return None
         text += "=" * (-len(text) % 4)
     try:
-        if url_safe:
-            return base64.b64decode(text.translate(_TO_STANDARD), validate=True)
-        return base64.b64decode(text, validate=True)
+        return base64.b64decode(text.translate(_TO_STANDARD) if url_safe else text, validate=True)
     except (binascii.Error, ValueError):
         return None
 
 
-_TO_STANDARD = str.maketrans("-_", "+/")
-
-
 def b64decode(text: str, path: str, index: int | None = None) -> bytes:
-    """Base64 text (standard or URL-safe, padded or not) to bytes, strictly otherwise:
-    no stray characters. Encoders always write standard padded base64."""
+    """Base64 text (either alphabet, padded or not) to bytes, strictly otherwise."""
     data = b64decode_any(text)
     if data is None:
         fail(path, f"expected base64 data, got {text[:40]!r}", index=index)
@@ -112,7 +155,7 @@ def b64decode(text: str, path: str, index: int | None = None) -> bytes:
 
 
 def b64encode(data: bytes) -> str:
-    """Bytes to standard padded base64 text."""
+    """Bytes to standard padded base64 text (what every encoder writes)."""
     return base64.b64encode(data).decode("ascii")
 
 
@@ -120,21 +163,14 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def dumps_compact(value: object) -> str:
-    """The canonical JSON text of ``value``: compact separators, non-ASCII kept.
-
-    OpenAI returns tool-call arguments in this form (``{"user_id":"omar_davis_3817"}``
-    in the tau-bench corpus), so object-valued arguments (Anthropic ``input``,
-    Gemini ``args``) are turned into the same text.
-    """
+    """Compact JSON with non-ASCII kept: how OpenAI writes tool-call arguments, so object
+    arguments (Anthropic ``input``, Gemini ``args``) become the same text."""
     return _COMPACT.encode(value)
 
 
 def args_object(arguments: str, path: str, index: int | None = None) -> dict[str, Any]:
-    """Tool-call arguments (JSON text) as the object Anthropic and Gemini expect.
-
-    An empty string means no arguments (OpenAI streams send it for argument-less
-    calls); anything else must be a JSON object.
-    """
+    """Tool-call arguments (JSON text) as the object Anthropic and Gemini expect; ``""``
+    (OpenAI streams send it for argument-less calls) is ``{}``."""
     if not arguments:
         return {}
     try:
@@ -147,8 +183,7 @@ def args_object(arguments: str, path: str, index: int | None = None) -> dict[str
 
 
 def canonical_object(text: str) -> dict[str, Any] | None:
-    """``text`` parsed when it is exactly the canonical JSON text of an object
-    (``dumps_compact`` of the result gives ``text`` back), else ``None``."""
+    """``text`` parsed when it is exactly ``dumps_compact`` of an object, else ``None``."""
     if not text or text[0] != "{" or text[-1] != "}":
         return None
     try:
@@ -161,12 +196,8 @@ def canonical_object(text: str) -> dict[str, Any] | None:
 
 
 def signature_text(signature: bytes) -> str:
-    """A signature blob as the string a provider sends.
-
-    Codecs keep a provider's signature string as its UTF-8 bytes, so this is the
-    exact inverse for every signature decoded here. Bytes that are not UTF-8 (for
-    example a raw blob from langchaingo) go out as base64 text.
-    """
+    """A signature blob as the string a provider sends: the exact inverse of the UTF-8
+    bytes codecs keep; bytes that are not UTF-8 (a raw langchaingo blob) as base64."""
     try:
         return signature.decode("utf-8")
     except UnicodeDecodeError:
@@ -174,16 +205,14 @@ def signature_text(signature: bytes) -> str:
 
 
 def parse_data_url(url: str) -> tuple[str, bytes] | None:
-    """``data:<mime>;base64,<data>`` as ``(mime, bytes)``; ``None`` for other URLs
-    or data URLs that are not base64 (RFC 2397)."""
+    """``data:<mime>;base64,<data>`` as ``(mime, bytes)``; ``None`` for other URLs."""
     if not url.startswith("data:"):
         return None
     head, sep, data = url.partition(",")
     if not sep or not head.endswith(";base64"):
         return None
-    mime = head[5 : -len(";base64")]
     decoded = b64decode_any(data)
-    return None if decoded is None else (mime, decoded)
+    return None if decoded is None else (head[5 : -len(";base64")], decoded)
 
 
 def provider_part(provider: str, kind: str, block: object) -> ProviderPart:
@@ -192,8 +221,8 @@ def provider_part(provider: str, kind: str, block: object) -> ProviderPart:
 
 
 def provider_block(part: ProviderPart, provider: str, path: str, index: int) -> Any:
-    """The block a :class:`ProviderPart` holds, when it belongs to ``provider``; a part of
-    another provider raises (``cast.port`` turns those into text first)."""
+    """The block a :class:`ProviderPart` of ``provider`` holds; another provider's raises
+    (``cast.port`` turns those into text first)."""
     if part.provider != provider:
         fail(
             path,
@@ -214,8 +243,7 @@ def as_messages(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
 
 
 def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Message]:
-    """:func:`as_messages` one message at a time, each validated as it is reached (the
-    command lines' streamed encoding holds no list of them)."""
+    """:func:`as_messages` one message at a time (the command lines' streamed encoding)."""
     for index, item in enumerate(messages):
         if isinstance(item, Message):
             yield item
@@ -231,31 +259,89 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
         yield message
 
 
+def message_of(role: Role, parts: tuple[Any, ...]) -> Message:
+    """A message of parts a framework codec built (validated: not a hot path)."""
+    return Message(role=role, parts=parts)
+
+
+class AiParts(list[Any]):
+    """An AI message's parts being decoded: a reasoning block waits for the text or call
+    it led to, else it stands alone in an empty TextPart."""
+
+    pending: Reasoning | None = None
+
+    def think(self, reasoning: Reasoning) -> None:
+        """A reasoning block; one still waiting stands alone."""
+        self.settle()
+        self.pending = reasoning
+
+    def take(self) -> Reasoning | None:
+        """The waiting reasoning, for the part it led to."""
+        pending, self.pending = self.pending, None
+        return pending
+
+    def settle(self) -> None:
+        """The waiting reasoning alone (nothing it can attach to follows)."""
+        if self.pending is not None:
+            self.append(TextPart(text="", reasoning=self.pending))
+            self.pending = None
+
+    def text(self, text: str) -> None:
+        """A text part; a non-empty one takes the waiting reasoning."""
+        if self.pending is not None and text:
+            self.append(TextPart(text=text, reasoning=self.take()))
+            return
+        self.settle()
+        self.append(TextPart(text=text))
+
+    def other(self, part: Any) -> None:
+        """A part no reasoning attaches to."""
+        self.settle()
+        self.append(part)
+
+    def message(self) -> Message:
+        """The AI message of these parts."""
+        self.settle()
+        return trusted_message(_AI, tuple(self))
+
+
 Blocks = list[dict[str, Any]]
+
+
+def body_items(payload: object, key: str = "messages") -> tuple[list[Any], dict[str, Any]]:
+    """The ``key`` list of a request body, and the body (``{}`` for a bare list); anything
+    else is a :class:`CodecError`."""
+    if isinstance(payload, list):
+        return payload, {}
+    if not isinstance(payload, dict):
+        fail("", f"a request body object or a list of {key}", payload)
+    if key not in payload:
+        fail(key, f"the request body has no {key} field")
+    items = payload[key]
+    if not isinstance(items, list):
+        fail(key, f"an array of {key}", items)
+    return items, payload
 
 
 def encode_user_turns(
     messages: Iterable[Message],
     *,
-    api: str,
+    late_error: str,
     results: Callable[[Message, int, Blocks], None],
     human: Callable[[Message, int], Any],
     human_blocks: Callable[[Message, int], Blocks],
     assistant: Callable[[Message, int], Any],
     system: Callable[[Message], Any],
     late_system: Callable[[Message, int], Any] | None = None,
+    key: str = "messages",
+    system_key: str = "system",
+    content: str = "content",
+    ai_role: str = "assistant",
 ) -> PayloadStream:
-    """The request body ``{"messages": [...], "system"?: ...}`` of APIs that carry tool
-    results in user turns (Anthropic, Bedrock): consecutive TOOL messages share one
-    user turn, results first, and a HUMAN message right after them joins it; the system
-    prompt is hoisted. Turns come one at a time (see :mod:`cast.codecs._streaming`).
-
-    ``results`` appends one TOOL message's result blocks to the turn; ``human`` gives a
-    user turn's content, ``human_blocks`` the blocks a HUMAN message adds to a results
-    turn, ``assistant`` an assistant turn's content, ``system`` the top-level value;
-    ``late_system``, where the API takes them, the content of a ``role: "system"``
-    message for a SYSTEM message after the first (else such a message is an error).
-    """
+    """The body ``{key: [...], system_key?: ...}`` of APIs that carry tool results in user
+    turns (Anthropic, Bedrock, Gemini), a turn at a time: consecutive TOOL messages share
+    one user turn, results first, a HUMAN message right after joins it; the system prompt
+    (``system``; None: none) is hoisted, a later one is ``late_system``'s turn or raises."""
     tail: dict[str, Any] = {}
 
     def turns() -> Iterator[dict[str, Any]]:
@@ -263,32 +349,28 @@ def encode_user_turns(
         held: dict[str, Any] | None = None  # that turn, until no message can join it
         for i, message in enumerate(messages):
             role = message.role
-            if role is Role.TOOL:
+            if role is _TOOL:
                 if tool_turn is None:
                     tool_turn = []
-                    held = {"role": "user", "content": tool_turn}
+                    held = {"role": "user", content: tool_turn}
                 results(message, i, tool_turn)
                 continue
             turn: dict[str, Any] | None = None
-            if role is Role.HUMAN:
+            if role is _HUMAN:
                 if tool_turn is not None and message.parts:
                     tool_turn.extend(human_blocks(message, i))
                 else:
-                    turn = {"role": "user", "content": human(message, i)}
-            elif role is Role.AI:
-                turn = {"role": "assistant", "content": assistant(message, i)}
+                    turn = {"role": "user", content: human(message, i)}
+            elif role is _AI:
+                turn = {"role": ai_role, content: assistant(message, i)}
             elif i != 0 and late_system is not None:
-                turn = {"role": "system", "content": late_system(message, i)}
+                turn = {"role": "system", content: late_system(message, i)}
             else:
                 if i != 0:
-                    fail(
-                        f"messages[{i}]",
-                        f"{api} takes a system prompt only before the first message",
-                        index=i,
-                    )
+                    fail(f"messages[{i}]", late_error, index=i)
                 value = system(message)
                 if value is not None:
-                    tail["system"] = value
+                    tail[system_key] = value
             if held is not None:
                 yield held
                 held = None
@@ -298,23 +380,71 @@ def encode_user_turns(
         if held is not None:
             yield held
 
-    return PayloadStream("messages", turns(), tail)
+    return PayloadStream(key, turns(), tail)
 
 
-def messages_and_system(payload: object) -> tuple[list[Any], object]:
-    """The ``messages`` list and the ``system`` field of a request body shaped
-    ``{"system": ..., "messages": [...]}`` (Anthropic Messages, Bedrock Converse), or a
-    bare message list with no system; anything else is a :class:`CodecError`."""
-    if isinstance(payload, list):
-        return payload, None
-    if not isinstance(payload, dict):
-        fail("", "a request body object or a list of messages", payload)
-    if "messages" not in payload:
-        fail("messages", "the request body has no messages field")
-    items = payload["messages"]
-    if not isinstance(items, list):
-        fail("messages", "an array of messages", items)
-    return items, payload.get("system")
+def system_blocks(
+    message: Message, kept: Callable[[ProviderPart, str, int], dict[str, Any]], what: str
+) -> Blocks:
+    """A system prompt's ``{"text"}`` blocks (kept parts by ``kept``) for Bedrock and
+    Gemini, which hold nothing else there."""
+    blocks: Blocks = []
+    for j, part in enumerate(message.parts):
+        if type(part) is TextPart:
+            blocks.append({"text": part.text})
+        elif type(part) is ProviderPart:
+            blocks.append(kept(part, f"messages[0].parts[{j}]", 0))
+        else:
+            fail(f"messages[0].parts[{j}]", f"{what} holds text only", index=0)
+    return blocks
+
+
+def json_history(
+    payload: object, key: str, dump: Callable[[list[Any]], list[Any]], what: str
+) -> list[Any]:
+    """``payload`` (a list, or a dict holding it under ``key``) as a list of JSON dicts;
+    framework objects are turned into their JSON form by ``dump`` (``what`` names them
+    in errors)."""
+    if isinstance(payload, dict) and key in payload:
+        payload = payload[key]
+    if not isinstance(payload, list | tuple):
+        fail("", f"a list of {what}", payload)
+    items = list(payload)
+    for i, item in enumerate(items):
+        if item is None or isinstance(item, str | int | float | list):
+            fail(f"[{i}]", "a message object", item, i)
+    if all(isinstance(item, dict) for item in items):
+        return items
+    try:
+        return dump(items)
+    except ImportError as exc:
+        raise error("", f"message dicts ({what} need {exc})") from exc
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise error("", f"{what} ({exc})") from exc
+
+
+def pack_signature(item_id: str | None, signature: str | None, *, redacted: bool) -> bytes:
+    """A framework reasoning item as ``Reasoning.signature``: the Responses codec's
+    ``id + "\\n" + signature`` (the signature alone without an id), or
+    :data:`REDACTED_THINKING_PREFIX` + data when redacted."""
+    blob = signature or ""
+    if redacted:
+        return REDACTED_THINKING_PREFIX + blob.encode()
+    if item_id is not None:  # an empty id too, so a signature holding "\n" reads back whole
+        return f"{item_id}\n{blob}".encode()
+    return blob.encode()
+
+
+def unpack_signature(blob: bytes) -> tuple[str | None, str | None, bool]:
+    """The ``(id, signature, redacted)`` :func:`pack_signature` packed (an empty
+    signature reads as ``None``)."""
+    if blob.startswith(REDACTED_THINKING_PREFIX):
+        return None, signature_text(blob[len(REDACTED_THINKING_PREFIX) :]), True
+    if not blob:
+        return None, None, False
+    text = signature_text(blob)
+    head, sep, tail = text.partition("\n")
+    return (head, tail or None, False) if sep else (None, text, False)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------
@@ -330,17 +460,15 @@ _FLAT = ("url", "mime_type", "tool_call_id", "arguments", "id")  # chaincast's p
 
 
 def gemini_fields(payload: object) -> bool:
-    """Whether ``payload`` has ``generateContent``'s fields (``contents`` or a system
-    instruction), which no other request body has."""
+    """Whether ``payload`` has ``generateContent``'s fields, which no other body has."""
     return isinstance(payload, dict) and any(k in payload for k in _GEMINI_KEYS)
 
 
 def typed_parts_style(dicts: list[dict[str, Any]]) -> str | None:
-    """``"langchaingo"`` or ``"chaincast"`` for messages with roles and typed parts (both
-    have them: langchaingo nests a part's fields under its type, ``{"type": "tool_call",
-    "tool_call": {...}}``, and writes a lone text part as ``{"role", "text"}``, while
-    chaincast's parts are flat and its text parts always carry ``reasoning``); None for
-    messages without typed parts."""
+    """``"langchaingo"`` or ``"chaincast"`` for messages with roles and typed parts
+    (langchaingo nests a part's fields under its type and writes a lone text as
+    ``{"role", "text"}``; chaincast's parts are flat, its texts carry ``reasoning``);
+    None for messages without typed parts."""
     if not any("parts" in item or item.get("role") in ("human", "ai", "generic") for item in dicts):
         return None
     for item in dicts:
@@ -381,8 +509,7 @@ _CONVERSE_BLOCKS = (
 
 
 def converse_messages(items: list[Any]) -> bool:
-    """Whether ``items`` are Bedrock Converse messages: content blocks keyed by kind
-    (``{"toolUse": ...}``), with no ``type``."""
+    """Whether ``items`` are Bedrock Converse messages: untyped blocks keyed by kind."""
     for item in items:
         content = item.get("content") if isinstance(item, dict) else None
         if isinstance(content, list) and any(map(_converse_block, content)):

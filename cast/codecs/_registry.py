@@ -1,27 +1,5 @@
 """The codec registry: one registration per codec (name, detect, decode, encode, and
-optionally a streaming encoder).
-
-Built-in codecs and users' codecs are registered the same way, by
-:func:`register_codec` or by subclassing :class:`CodecDefinition`; :func:`get_codec`
-and :func:`detect_format` read nothing else.
-
-Detection is part of each codec's registration: ``detect`` sees the whole payload (an
-envelope such as ``{"contents": ...}``), ``detect_messages`` the message objects (the
-dicts of a list, or of a dict's ``"messages"`` list). Each returns a score: 0 (not this
-format), :data:`~cast.codecs._common.FITS` (its shape, which other formats share: Chat
-Completions takes any list of message objects) or
-:data:`~cast.codecs._common.EVIDENCE` (what only this format has); ``True`` counts as
-evidence. The whole-payload tests are asked first; the message tests only when none of
-them scores. The highest score wins; when several codecs share it, those that cannot
-decode the payload drop out, and if the others read it alike the first registered
-wins (users' codecs come before the built-in ones), else :class:`AmbiguousFormatError`
-names them: detection never guesses between two readings.
-
-A codec may also encode a message at a time (``encode_stream``, returning a
-:class:`~cast.codecs._streaming.PayloadStream`): the command lines then write each item
-of the payload as soon as it is encoded (:func:`cast.chainio.write_chain`); other
-codecs' payloads are encoded whole first.
-"""
+optionally a streaming encoder); detection by scores (docs/codecs.md#detect_format)."""
 
 from __future__ import annotations
 
@@ -217,8 +195,7 @@ def _best(value: object, tests: list[tuple[_Entry, Any]]) -> list[_Entry]:
 
 
 def _settle(payload: object, entries: list[_Entry]) -> str:
-    """The one of ``entries`` (tied in score) that reads ``payload``: those that cannot
-    decode it drop out; the first wins when the others read it alike."""
+    """The tied entry that reads ``payload`` (the first, when the others read it alike)."""
     readings: list[tuple[_Entry, object]] = []
     for entry in entries:
         try:

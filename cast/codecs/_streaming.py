@@ -1,12 +1,5 @@
-"""Encoded payloads handed out a top-level item at a time, and their indented JSON text.
-
-A provider's request body is one long list (``messages``, ``contents``) plus a few
-small members. The codecs that build it in one pass produce it as a
-:class:`PayloadStream`: ``encode`` collects the whole payload from it, while the
-command lines write each item as it comes (:func:`iter_indented_json`), so the
-encoded chain is never whole in memory next to the messages it came from. Both give
-the same JSON, byte for byte.
-"""
+"""Encoded payloads handed out a top-level item at a time, and their indented JSON text
+(the command lines write each item as it comes, byte for byte what ``encode`` gives)."""
 
 from __future__ import annotations
 
@@ -20,12 +13,8 @@ __all__ = ["PayloadStream", "iter_indented_json"]
 
 @dataclass(slots=True)
 class PayloadStream:
-    """A request body whose list comes item by item.
-
-    ``key`` names the member holding the list, its first; ``tail`` holds the members
-    after it, complete only once ``items`` is exhausted (a system prompt is met while
-    the messages are encoded).
-    """
+    """A request body whose list (``key``, its first member) comes item by item; ``tail``
+    holds the members after it, complete once ``items`` is exhausted."""
 
     key: str
     items: Iterator[Any]
@@ -38,14 +27,9 @@ class PayloadStream:
 
 
 def iter_indented_json(stream: PayloadStream, encoder: json.JSONEncoder) -> Iterator[str]:
-    """The text ``encoder.iterencode(stream.whole())`` gives, for an ``encoder`` with an
-    ``indent``, in chunks; each item is encoded (and can be freed) before the next is
-    made.
-
-    An item is encoded on its own and indented by prefixing every line break of its
-    text: ``json`` escapes the line breaks inside strings, so each one left separates
-    members.
-    """
+    """The text ``encoder.iterencode(stream.whole())`` gives (``encoder`` has an ``indent``),
+    in chunks, each item encoded on its own and indented by prefixing its line breaks
+    (``json`` escapes those inside strings)."""
     indent = encoder.indent
     if indent is None:
         raise ValueError("iter_indented_json needs an encoder with an indent")

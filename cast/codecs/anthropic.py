@@ -1,20 +1,5 @@
-"""Anthropic Messages API codec: the request body ``{"system": ..., "messages": [...]}``.
-
-Wire format: https://docs.anthropic.com/en/api/messages (content blocks),
-https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use
-(``tool_use``/``tool_result``: results live in the next user message and "must come
-FIRST in the content array"), https://docs.anthropic.com/en/docs/build-with-claude/
-extended-thinking (``thinking`` with ``signature``, ``redacted_thinking`` with ``data``;
-thinking blocks are returned before the text or tool use they led to).
-
-Mapping, in short: every ``tool_result`` becomes its own TOOL message, and the rest of
-that user message a HUMAN message after them; encode merges consecutive TOOL messages
-(and the HUMAN message right after them) back into one user message. A thinking
-block becomes the ``reasoning`` of the text or tool use that follows it; one that
-precedes nothing it can attach to becomes an empty TextPart holding only that
-reasoning. Canonical shape: user content is a string when it is one text part,
-assistant content is always a list. See ``docs/codecs.md`` for every normalization.
-"""
+"""Anthropic Messages API codec: ``{"system": ..., "messages": [...]}`` (mapping and
+sources in docs/codecs.md)."""
 
 from __future__ import annotations
 
@@ -25,16 +10,21 @@ from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     FITS,
+    MISSING,
+    REDACTED_THINKING_PREFIX,
+    AiParts,
     args_object,
     as_messages,
     b64decode,
     b64encode,
+    body_items,
     converse_body,
     dumps_compact,
     encode_user_turns,
     fail,
     gemini_fields,
-    messages_and_system,
+    get_str,
+    get_typed,
     parse_data_url,
     provider_block,
     provider_part,
@@ -55,19 +45,8 @@ from cast.messages import (
 
 __all__ = ["REDACTED_THINKING_PREFIX", "decode", "detect", "detect_messages", "encode"]
 
-REDACTED_THINKING_PREFIX = b"redacted_thinking:"
-"""Marks a ``Reasoning.signature`` that holds a ``redacted_thinking`` block's ``data``.
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
 
-Both a redacted block and a thinking block whose text is omitted have no readable
-content and one opaque string, so the redacted kind is told apart by this prefix:
-``redacted_thinking{data}`` ↔ ``Reasoning(content="", signature=PREFIX + data)``.
-"""
-
-_HUMAN = Role.HUMAN
-_AI = Role.AI
-_TOOL = Role.TOOL
-_SYSTEM = Role.SYSTEM
-_MISSING: Any = object()
 _PROVIDER = "anthropic"
 CACHE_CONTROL = "cache_control"
 """``ProviderPart.kind`` of a prompt-cache breakpoint: the ``cache_control`` of the block
@@ -91,8 +70,8 @@ _PAIRED = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"}
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Messages API request body (or of its bare message list)."""
-    items, system = messages_and_system(payload)
-
+    items, body = body_items(payload)
+    system = body.get("system")
     out: list[Message] = []
     if system is not None:
         out.append(_decode_system(system, "system", None))
@@ -101,8 +80,8 @@ def decode(payload: object) -> list[Message]:
         if not isinstance(item, dict):
             fail(f"messages[{i}]", "a message object", item, i)
         role = item.get("role")
-        content = item.get("content", _MISSING)
-        if content is _MISSING:
+        content = item.get("content", MISSING)
+        if content is MISSING:
             fail(f"messages[{i}].content", "the message has no content", index=i)
         if role == "assistant":
             out.append(_decode_assistant(content, i, names))
@@ -123,11 +102,10 @@ def _decode_system(system: object, where: str, i: int | None) -> Message:
         fail(where, "a string or an array of text blocks", system, i)
     parts: list[Any] = []
     for j, block in enumerate(system):
-        block_where = f"{where}[{j}]"
         if not isinstance(block, dict):
-            fail(block_where, "a text block", block, i)
+            fail(f"{where}[{j}]", "a text block", block, i)
         # Text, or blocks kept whole (tool_addition in a system message).
-        _decode_block(block, block.get("type"), block_where, i, parts)
+        _decode_block(block, block.get("type"), f"{where}[{j}]", i, parts)
     return trusted_message(_SYSTEM, tuple(parts))
 
 
@@ -140,38 +118,20 @@ def _whole(block: dict[str, Any], kind: str) -> bool:
 
 
 def _cache_point(block: dict[str, Any], parts: list[Any], key: str = CACHE_CONTROL) -> None:
-    """A ``cache_control`` (or another attached key) on ``block`` as a part after the
-    block's part."""
-    value = block.get(key, _MISSING)
-    if value is not _MISSING:
+    """The block's ``cache_control`` (or ``key``) as a part after the block's part."""
+    value = block.get(key, MISSING)
+    if value is not MISSING:
         parts.append(provider_part(_PROVIDER, key, value))
 
 
-def _text(block: dict[str, Any], where: str, i: int | None) -> str:
-    text = block.get("text")
-    if not isinstance(text, str):
-        fail(f"{where}.text", "a string", text, i)
-    return text
-
-
 def _decode_media(block: dict[str, Any], kind: str, where: str, i: int | None) -> Any:
-    """``image``/``document`` blocks: a base64 source is raw bytes with their media
-    type, a text source (documents) UTF-8 bytes of ``text/plain``, a URL source media
-    by URL (a document's is a PDF); a document's ``title`` is the file name."""
-    source = block.get("source")
-    if not isinstance(source, dict):
-        fail(f"{where}.source", "a source object", source, i)
+    """An ``image``/``document``: bytes, media by URL, or kept whole (other sources)."""
+    source = get_typed(block, "source", dict, "a source object", where, i)
     source_type = source.get("type")
-    title = block.get("title", "")
-    if not isinstance(title, str):
-        fail(f"{where}.title", "a string", title, i)
+    title = get_str(block, "title", where, i, "")
     if source_type in ("base64", "text"):
-        media_type = source.get("media_type")
-        if not isinstance(media_type, str):
-            fail(f"{where}.source.media_type", "a string", media_type, i)
-        data = source.get("data")
-        if not isinstance(data, str):
-            fail(f"{where}.source.data", "a string", data, i)
+        media_type = get_str(source, "media_type", f"{where}.source", i)
+        data = get_str(source, "data", f"{where}.source", i)
         raw = (
             data.encode("utf-8")
             if source_type == "text"
@@ -179,19 +139,15 @@ def _decode_media(block: dict[str, Any], kind: str, where: str, i: int | None) -
         )
         return BinaryPart(mime_type=media_type, data=raw, filename=title)
     if source_type == "url" and not title:
-        url = source.get("url")
-        if not isinstance(url, str):
-            fail(f"{where}.source.url", "a string", url, i)
+        url = get_str(source, "url", f"{where}.source", i)
         return ImagePart(url=url, mime_type="application/pdf" if kind == "document" else "")
-    # Other sources (file ids, content blocks) are kept whole.
     return provider_part(_PROVIDER, kind, block)
 
 
 def _decode_block(
     block: dict[str, Any], kind: object, where: str, i: int | None, parts: list[Any]
 ) -> None:
-    """A text, image or document block (or one kept whole) appended to ``parts``, with
-    its cache point after it."""
+    """A text, image or document block (or one kept whole), then its cache point."""
     if not isinstance(kind, str):
         fail(f"{where}.type", "a string", kind, i)
     if kind in _PAIRED:
@@ -200,7 +156,7 @@ def _decode_block(
         parts.append(provider_part(_PROVIDER, kind, block))
         return
     if kind == "text":
-        parts.append(TextPart(text=_text(block, where, i)))
+        parts.append(TextPart(text=get_str(block, "text", where, i)))
     else:
         parts.append(_decode_media(block, kind, where, i))
     _cache_point(block, parts)
@@ -211,77 +167,45 @@ def _decode_assistant(content: object, i: int, names: dict[str, str]) -> Message
         return trusted_message(_AI, (TextPart(text=content),))
     if not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of content blocks", content, i)
-    parts: list[Any] = []
-    pending: Reasoning | None = None  # a thinking block waiting for the part it led to
+    parts = AiParts()
     for j, block in enumerate(content):
         where = f"messages[{i}].content[{j}]"
         if not isinstance(block, dict):
             fail(where, "a content block object", block, i)
         kind = block.get("type")
         if kind == "text" and not _whole(block, "text"):
-            text = _text(block, where, i)
-            if pending is not None and text:
-                parts.append(TextPart(text=text, reasoning=pending))
-                pending = None
-            else:
-                if pending is not None:
-                    parts.append(TextPart(text="", reasoning=pending))
-                    pending = None
-                parts.append(TextPart(text=text))
+            parts.text(get_str(block, "text", where, i))
             _cache_point(block, parts)
         elif kind == "tool_use":
-            call_id = block.get("id")
-            if not isinstance(call_id, str):
-                fail(f"{where}.id", "a string", call_id, i)
-            name = block.get("name")
-            if not isinstance(name, str):
-                fail(f"{where}.name", "a string", name, i)
-            arguments = block.get("input")
-            if not isinstance(arguments, dict):
-                fail(f"{where}.input", "an object", arguments, i)
+            call_id = get_str(block, "id", where, i)
+            name = get_str(block, "name", where, i)
+            arguments = dumps_compact(get_typed(block, "input", dict, "an object", where, i))
             names[call_id] = name
             parts.append(
-                ToolCall(
-                    id=call_id, name=name, arguments=dumps_compact(arguments), reasoning=pending
-                )
+                ToolCall(id=call_id, name=name, arguments=arguments, reasoning=parts.take())
             )
-            pending = None
             _cache_point(block, parts, CALLER)
             _cache_point(block, parts)
         elif kind in ("thinking", "redacted_thinking"):
-            if pending is not None:
-                parts.append(TextPart(text="", reasoning=pending))
-            pending = _decode_thinking(block, kind, where, i)
+            parts.think(_decode_thinking(block, kind, where, i))
         else:
-            # Media, and server-side blocks (server_tool_use, web_search_tool_result,
-            # mcp_tool_use, ...) kept whole.
-            if pending is not None:
-                parts.append(TextPart(text="", reasoning=pending))
-                pending = None
+            # Media, and server-side blocks (server_tool_use, web_search_tool_result, ...).
+            parts.settle()
             _decode_block(block, kind, where, i, parts)
-    if pending is not None:
-        parts.append(TextPart(text="", reasoning=pending))
-    return trusted_message(_AI, tuple(parts))
+    return parts.message()
 
 
 def _decode_thinking(block: dict[str, Any], kind: str, where: str, i: int) -> Reasoning:
     if kind == "redacted_thinking":
-        data = block.get("data")
-        if not isinstance(data, str):
-            fail(f"{where}.data", "a string", data, i)
+        data = get_str(block, "data", where, i)
         return Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode("utf-8"))
-    thinking = block.get("thinking")
-    if not isinstance(thinking, str):
-        fail(f"{where}.thinking", "a string", thinking, i)
-    signature = block.get("signature", "")
-    if not isinstance(signature, str):
-        fail(f"{where}.signature", "a string", signature, i)
+    thinking = get_str(block, "thinking", where, i)
+    signature = get_str(block, "signature", where, i, "")
     return Reasoning(content=thinking, signature=signature.encode("utf-8"))
 
 
 def _decode_user(content: object, i: int, names: dict[str, str], out: list[Message]) -> None:
-    """A user message: each ``tool_result`` becomes a TOOL message; every run of
-    other blocks becomes a HUMAN message, in the order they come."""
+    """Each ``tool_result`` a TOOL message, each run of other blocks a HUMAN message."""
     if isinstance(content, str):
         out.append(trusted_message(_HUMAN, (TextPart(text=content),)))
         return
@@ -307,15 +231,9 @@ def _decode_user(content: object, i: int, names: dict[str, str], out: list[Messa
 
 
 def _decode_result(block: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
-    """A ``tool_result`` block as a TOOL message: the result, then the blocks of its
-    content after the first text (images, documents, further texts)."""
-    call_id = block.get("tool_use_id")
-    if not isinstance(call_id, str):
-        fail(f"{where}.tool_use_id", "a string", call_id, i)
-    name = names.get(call_id, "")
-    is_error = block.get("is_error", False)
-    if not isinstance(is_error, bool):
-        fail(f"{where}.is_error", "a boolean", is_error, i)
+    """A TOOL message: the result, then the blocks of its content after the first text."""
+    call_id = get_str(block, "tool_use_id", where, i)
+    is_error = get_typed(block, "is_error", bool, "a boolean", where, i, False)
     content = block.get("content")
     text = ""
     extras: list[Any] = []
@@ -328,16 +246,17 @@ def _decode_result(block: dict[str, Any], where: str, i: int, names: dict[str, s
                 fail(inner_where, "a content block object", inner, i)
             kind = inner.get("type")
             if k == 0 and kind == "text" and not _whole(inner, "text"):
-                text = _text(inner, inner_where, i)
+                text = get_str(inner, "text", inner_where, i)
                 _cache_point(inner, extras)  # read back as the result's own (normalized)
-            else:
-                # media, tool_reference, search_result, ...
+            else:  # media, tool_reference, search_result, ...
                 _decode_block(inner, kind, inner_where, i, extras)
     elif content is not None:  # omitted: an empty result
         fail(f"{where}.content", "a string or an array of content blocks", content, i)
     own: list[Any] = []
     _cache_point(block, own)
-    result = ToolResult(tool_call_id=call_id, name=name, content=text, is_error=is_error)
+    result = ToolResult(
+        tool_call_id=call_id, name=names.get(call_id, ""), content=text, is_error=is_error
+    )
     return trusted_message(_TOOL, (result, *own, *extras))
 
 
@@ -351,18 +270,14 @@ def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
     """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
     return encode_user_turns(
         messages,
-        api="the Messages API",
+        late_error="the Messages API takes a system prompt only before the first message",
         results=_encode_results,
         human=_encode_user,
         human_blocks=_encode_blocks,
         assistant=_encode_blocks,
-        system=_encode_system,
+        system=lambda message: _encode_user(message, 0),
         late_system=_encode_user,
     )
-
-
-def _encode_system(message: Message) -> str | list[dict[str, Any]]:
-    return _encode_user(message, 0)
 
 
 def _encode_user(message: Message, i: int) -> str | list[dict[str, Any]]:
@@ -386,13 +301,10 @@ def _thinking_block(reasoning: Reasoning) -> dict[str, Any]:
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """Image media types the Messages API takes (``image`` blocks)."""
-DOCUMENT_TYPES = frozenset({"application/pdf", "text/plain"})
-"""Document media types the Messages API takes (``document`` blocks)."""
 
 
 def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str, Any]:
     """An ``image`` or ``document`` block; what the API cannot take raises."""
-    block: dict[str, Any]
     if isinstance(part, ImagePart):
         inline = parse_data_url(part.url)
         if inline is None:
@@ -407,24 +319,18 @@ def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str,
         mime, data, filename = inline[0], inline[1], ""
     else:
         mime, data, filename = part.mime_type, part.data, part.filename
-    if mime in IMAGE_TYPES:
-        return {
-            "type": "image",
-            "source": {"type": "base64", "media_type": mime, "data": b64encode(data)},
-        }
-    if mime == "text/plain":
+    if mime in IMAGE_TYPES or mime == "application/pdf":
+        source = {"type": "base64", "media_type": mime, "data": b64encode(data)}
+    elif mime == "text/plain":
         try:
-            text = data.decode("utf-8")
+            source = {"type": "text", "media_type": mime, "data": data.decode("utf-8")}
         except UnicodeDecodeError:
             fail(where, "a text/plain document must be UTF-8", index=i)
-        block = {"type": "document", "source": {"type": "text", "media_type": mime, "data": text}}
-    elif mime == "application/pdf":
-        block = {
-            "type": "document",
-            "source": {"type": "base64", "media_type": mime, "data": b64encode(data)},
-        }
     else:
         fail(where, f"the Messages API takes images, PDFs and plain text, not {mime!r}", index=i)
+    if mime in IMAGE_TYPES:
+        return {"type": "image", "source": source}
+    block: dict[str, Any] = {"type": "document", "source": source}
     if filename:
         block["title"] = filename
     return block
@@ -437,8 +343,7 @@ def _add_provider_block(
     i: int,
     owner: dict[str, Any] | None = None,
 ) -> None:
-    """A kept block appended, or a cache point set on the block before it (``owner``
-    when the part follows a tool result directly)."""
+    """A kept block appended, or set on the block before it (or ``owner``, a result)."""
     value = provider_block(part, _PROVIDER, where, i)
     if part.kind not in ATTACHED_KINDS:
         blocks.append(value)
@@ -452,8 +357,7 @@ def _add_provider_block(
 
 
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
-    """Content blocks of an assistant or user message; a part's reasoning goes out
-    as a thinking block right before it."""
+    """Content blocks of a message; a part's reasoning is a thinking block before it."""
     blocks: list[dict[str, Any]] = []
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
@@ -486,8 +390,7 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
 
 
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
-    """``tool_result`` blocks of a TOOL message; parts after a result join its content
-    (a string when the result is text alone, else a block list)."""
+    """``tool_result`` blocks of a TOOL message; parts after a result join its content."""
     current: dict[str, Any] | None = None
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"

@@ -1,23 +1,5 @@
-"""Amazon Bedrock Converse codec: the request body ``{"system": [...], "messages": [...]}``.
-
-Wire format: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html
-(request body), https://docs.aws.amazon.com/bedrock/latest/APIReference/
-API_runtime_ContentBlock.html (blocks are objects with one key: ``text``, ``image``,
-``toolUse``, ``toolResult``, ``reasoningContent``, ...), ``API_runtime_ToolUseBlock.html``,
-``API_runtime_ToolResultBlock.html`` (``content`` of ``text``/``json``/``image`` blocks,
-optional ``status`` ``success | error``), ``API_runtime_ReasoningContentBlock.html``
-(``reasoningText{text, signature}`` or base64 ``redactedContent``),
-``API_runtime_ImageBlock.html`` (``format`` and ``source.bytes``, base64 in JSON) and
-https://docs.aws.amazon.com/bedrock/latest/userguide/tool-use.html.
-
-Mapping, as for Anthropic: every ``toolResult`` becomes its own TOOL message and the
-rest of that user message a HUMAN message after them; encode merges consecutive TOOL
-messages (and the HUMAN message right after them) into one user message. A
-``reasoningContent`` block becomes the ``reasoning`` of the text or ``toolUse`` after it.
-``status`` is not carried (``ToolResult`` has no error flag): dropped on decode, never
-sent. Canonical shape: content and ``system`` are always block lists. See
-``docs/codecs.md`` for every normalization.
-"""
+"""Amazon Bedrock Converse codec: ``{"system": [...], "messages": [...]}`` (mapping and
+sources in docs/codecs.md)."""
 
 from __future__ import annotations
 
@@ -27,24 +9,29 @@ from typing import Any
 from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
+    MISSING,
+    REDACTED_THINKING_PREFIX,
+    AiParts,
     args_object,
     as_messages,
     b64decode,
     b64encode,
+    body_items,
     converse_body,
     converse_messages,
     dumps_compact,
     encode_user_turns,
     error,
     fail,
-    messages_and_system,
+    get_str,
+    get_typed,
     parse_data_url,
     provider_block,
     provider_part,
     signature_text,
+    system_blocks,
 )
 from cast.codecs._streaming import PayloadStream
-from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -59,14 +46,9 @@ from cast.messages import (
 
 __all__ = ["decode", "detect", "detect_messages", "encode"]
 
-_HUMAN = Role.HUMAN
-_AI = Role.AI
-_TOOL = Role.TOOL
-_SYSTEM = Role.SYSTEM
-_MISSING: Any = object()
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 _PROVIDER = "bedrock"
-CACHE_POINT = "cachePoint"
-"""``ProviderPart.kind`` of a ``cachePoint`` block (a prompt-cache breakpoint)."""
 _KINDS = ("text", "image", "document", "video", "toolUse", "toolResult", "reasoningContent")
 _MEDIA = ("image", "document", "video")
 
@@ -104,16 +86,14 @@ _FORMATS = {
 _MIME_TO_BLOCK = {
     mime: (kind, fmt) for kind, table in _FORMATS.items() for fmt, mime in table.items()
 }
-MEDIA_TYPES = frozenset(_MIME_TO_BLOCK)
-"""Every media type Converse carries inline (images, documents, videos)."""
 DEFAULT_DOCUMENT_NAME = "document"
 """``name`` sent for a document that has no file name (Converse requires one)."""
 
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Converse request body (or of its bare message list)."""
-    items, system = messages_and_system(payload)
-
+    items, body = body_items(payload)
+    system = body.get("system")
     out: list[Message] = []
     if system is not None:
         out.append(_decode_system(system))
@@ -122,8 +102,8 @@ def decode(payload: object) -> list[Message]:
         if not isinstance(item, dict):
             fail(f"messages[{i}]", "a message object", item, i)
         role = item.get("role")
-        content = item.get("content", _MISSING)
-        if content is _MISSING:
+        content = item.get("content", MISSING)
+        if content is MISSING:
             fail(f"messages[{i}].content", "the message has no content", index=i)
         if not isinstance(content, list):
             fail(f"messages[{i}].content", "an array of content blocks", content, i)
@@ -147,10 +127,7 @@ def _decode_system(system: object) -> Message:
             ((kind, value),) = block.items()
             parts.append(provider_part(_PROVIDER, str(kind), value))
             continue
-        text = block.get("text")
-        if not isinstance(text, str):
-            fail(f"system[{j}].text", "a string", text)
-        parts.append(TextPart(text=text))
+        parts.append(TextPart(text=get_str(block, "text", f"system[{j}]", None)))
     return trusted_message(_SYSTEM, tuple(parts))
 
 
@@ -175,68 +152,41 @@ def _text(value: object, where: str, i: int) -> str:
 
 
 def _decode_media(kind: str, value: object, where: str, i: int) -> Any:
-    """An ``image``, ``document`` or ``video`` block with inline bytes as a BinaryPart
-    (a document's ``name`` is its file name); other sources (``s3Location``) and blocks
-    with fields chaincast does not model are kept whole."""
+    """An ``image``/``document``/``video`` with inline bytes; other sources kept whole."""
     block_where = f"{where}.{kind}"
     if not isinstance(value, dict):
         fail(block_where, f"a {kind} object", value, i)
-    fmt = value.get("format")
-    if not isinstance(fmt, str):
-        fail(f"{block_where}.format", "a string", fmt, i)
-    mime = _FORMATS[kind].get(fmt)
-    source = value.get("source")
-    if not isinstance(source, dict):
-        fail(f"{block_where}.source", "a source object", source, i)
+    mime = _FORMATS[kind].get(get_str(value, "format", block_where, i))
+    source = get_typed(value, "source", dict, "a source object", block_where, i)
     modeled = {"format", "source", "name"} if kind == "document" else {"format", "source"}
     data = source.get("bytes")
     if mime is None or not isinstance(data, str) or len(source) != 1 or set(value) - modeled:
         return provider_part(_PROVIDER, kind, value)
-    name = value.get("name", "")
-    if not isinstance(name, str):
-        fail(f"{block_where}.name", "a string", name, i)
+    name = get_str(value, "name", block_where, i, "")
     raw = b64decode(data, f"{block_where}.source.bytes", i)
     return BinaryPart(mime_type=mime, data=raw, filename=name)
 
 
 def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Message:
-    parts: list[Any] = []
-    pending: Reasoning | None = None  # a reasoning block waiting for the part it led to
+    parts = AiParts()
     for j, block in enumerate(content):
         where = f"messages[{i}].content[{j}]"
         kind, value = _kind(block, where, i)
         if kind == "text":
-            text = _text(value, where, i)
-            if pending is not None and text:
-                parts.append(TextPart(text=text, reasoning=pending))
-                pending = None
-                continue
-            if pending is not None:
-                parts.append(TextPart(text="", reasoning=pending))
-                pending = None
-            parts.append(TextPart(text=text))
+            parts.text(_text(value, where, i))
         elif kind == "toolUse" and not _system_tool(value):
-            parts.append(_decode_call(value, where, i, names, pending))
-            pending = None
+            parts.append(_decode_call(value, where, i, names, parts.take()))
         elif kind == "reasoningContent":
-            if pending is not None:
-                parts.append(TextPart(text="", reasoning=pending))
-            pending = _decode_reasoning(value, f"{where}.reasoningContent", i)
+            parts.think(_decode_reasoning(value, f"{where}.reasoningContent", i))
         else:
             # Media, kept blocks, and a system tool's toolUse and its toolResult (Nova's
             # code interpreter: the service ran it inside this turn), each kept whole.
-            if pending is not None:
-                parts.append(TextPart(text="", reasoning=pending))
-                pending = None
-            parts.append(_decode_other(kind, value, where, i))
-    if pending is not None:
-        parts.append(TextPart(text="", reasoning=pending))
-    return trusted_message(_AI, tuple(parts))
+            parts.other(_decode_other(kind, value, where, i))
+    return parts.message()
 
 
 def _system_tool(value: object) -> bool:
-    """Whether a ``toolUse`` is a system tool's (it carries a ``type``, such as Nova's
-    ``server_tool_use``): the service runs it and answers it in the same turn."""
+    """Whether a ``toolUse`` has a ``type`` (a system tool the service runs in the turn)."""
     return isinstance(value, dict) and "type" in value
 
 
@@ -246,15 +196,9 @@ def _decode_call(
     where = f"{where}.toolUse"
     if not isinstance(value, dict):
         fail(where, "a toolUse object", value, i)
-    call_id = value.get("toolUseId")
-    if not isinstance(call_id, str):
-        fail(f"{where}.toolUseId", "a string", call_id, i)
-    name = value.get("name")
-    if not isinstance(name, str):
-        fail(f"{where}.name", "a string", name, i)
-    arguments = value.get("input")
-    if not isinstance(arguments, dict):
-        fail(f"{where}.input", "an object", arguments, i)
+    call_id = get_str(value, "toolUseId", where, i)
+    name = get_str(value, "name", where, i)
+    arguments = get_typed(value, "input", dict, "an object", where, i)
     names[call_id] = name
     return ToolCall(id=call_id, name=name, arguments=dumps_compact(arguments), reasoning=reasoning)
 
@@ -263,20 +207,12 @@ def _decode_reasoning(value: object, where: str, i: int) -> Reasoning:
     if not isinstance(value, dict):
         fail(where, "a reasoningContent object", value, i)
     if "redactedContent" in value:
-        data = value["redactedContent"]
-        if not isinstance(data, str):
-            fail(f"{where}.redactedContent", "base64 text", data, i)
+        data = get_typed(value, "redactedContent", str, "base64 text", where, i)
         b64decode(data, f"{where}.redactedContent", i)
         return Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode("utf-8"))
-    block = value.get("reasoningText")
-    if not isinstance(block, dict):
-        fail(f"{where}.reasoningText", "an object with text and signature", block, i)
-    text = block.get("text")
-    if not isinstance(text, str):
-        fail(f"{where}.reasoningText.text", "a string", text, i)
-    signature = block.get("signature", "")
-    if not isinstance(signature, str):
-        fail(f"{where}.reasoningText.signature", "a string", signature, i)
+    block = get_typed(value, "reasoningText", dict, "an object with text and signature", where, i)
+    text = get_str(block, "text", f"{where}.reasoningText", i)
+    signature = get_str(block, "signature", f"{where}.reasoningText", i, "")
     return Reasoning(content=text, signature=signature.encode("utf-8"))
 
 
@@ -287,8 +223,7 @@ def _decode_other(kind: str, value: object, where: str, i: int) -> Any:
 
 
 def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Message]) -> None:
-    """A user message: each ``toolResult`` becomes a TOOL message; every run of other
-    blocks becomes a HUMAN message, in the order they come."""
+    """Each ``toolResult`` a TOOL message, each run of other blocks a HUMAN message."""
     human: list[Any] = []
     emitted = False
     for j, block in enumerate(content):
@@ -311,19 +246,14 @@ def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Me
 
 
 def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> Message:
-    """A ``toolResult`` as a TOOL message: a first ``text`` block is the result, later
-    blocks follow it; ``json`` blocks are read as their compact JSON text."""
+    """A TOOL message: a first ``text`` block is the result, ``json`` blocks compact text."""
     if not isinstance(value, dict):
         fail(where, "a toolResult object", value, i)
-    call_id = value.get("toolUseId")
-    if not isinstance(call_id, str):
-        fail(f"{where}.toolUseId", "a string", call_id, i)
+    call_id = get_str(value, "toolUseId", where, i)
     status = value.get("status", "success")
     if status not in ("success", "error"):
         fail(f"{where}.status", f"expected success or error, got {status!r}", index=i)
-    content = value.get("content")
-    if not isinstance(content, list):
-        fail(f"{where}.content", "an array of tool result blocks", content, i)
+    content = get_typed(value, "content", list, "an array of tool result blocks", where, i)
     texts: list[Any] = []
     for k, inner in enumerate(content):
         inner_where = f"{where}.content[{k}]"
@@ -357,25 +287,13 @@ def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
     """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
     return encode_user_turns(
         messages,
-        api="Converse",
+        late_error="Converse takes a system prompt only before the first message",
         results=_encode_results,
         human=_encode_blocks,
         human_blocks=_encode_blocks,
         assistant=_encode_blocks,
-        system=_encode_system,
+        system=lambda message: system_blocks(message, _provider_block, "the system prompt"),
     )
-
-
-def _encode_system(message: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        if type(part) is TextPart:
-            blocks.append({"text": part.text})
-        elif type(part) is ProviderPart:
-            blocks.append(_provider_block(part, f"messages[0].parts[{j}]", 0))
-        else:
-            fail(f"messages[0].parts[{j}]", "the system prompt holds text only", index=0)
-    return blocks
 
 
 def _provider_block(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
@@ -415,8 +333,7 @@ def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str,
 
 
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
-    """Content blocks of an assistant or user message; a part's reasoning goes out
-    as a reasoningContent block right before it."""
+    """Content blocks of a message; a part's reasoning is a reasoningContent block before it."""
     blocks: list[dict[str, Any]] = []
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
@@ -445,8 +362,7 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
 
 
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
-    """``toolResult`` blocks of a TOOL message: the result text first, then the parts
-    after it; ``status`` is never sent."""
+    """``toolResult`` blocks: the result text, then the parts after it (no ``status``)."""
     content: list[dict[str, Any]] | None = None
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"

@@ -1,20 +1,5 @@
-"""Claude Code session logs: a list of Anthropic ``message`` objects, one per log line.
-
-Claude Code (``~/.claude/projects/**/*.jsonl``) writes one line per content block: an
-assistant response is spread over several entries that share ``message.id``, and the
-user entries holding the results of its tool calls sit between them. This module
-rebuilds the API-shaped conversation (:func:`to_api_messages`) and decodes it with
-the Anthropic codec (:func:`decode_claude_code_log`). Format facts come from the
-recorded sessions in ``shared/corpus/anthropic_claudecode`` (marot/spotter,
-``test/fixtures/transcripts``).
-
-Entries may be the ``message`` objects themselves or whole log lines
-(``{"type": "user" | "assistant", "message": {...}, ...}``); other line types
-(summaries, system notices) are skipped. Log-only fields (``id``, ``model``,
-``usage``, ``stop_reason``) are not carried. A user line Claude Code wrote when it
-compacted the conversation (``isCompactSummary: true``) becomes a csum summary pair:
-a call of ``SUMMARIZATION_TOOL_NAME`` whose result is the summary's text.
-"""
+"""Claude Code session logs (one line per content block) ↔ chaincast messages, through
+the Messages API conversation they record (docs/codecs.md)."""
 
 from __future__ import annotations
 
@@ -23,11 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._common import (
-    EVIDENCE,
-    error,
-    fail,
-)
+from cast.codecs._common import EVIDENCE, MISSING, error, fail
 from cast.codecs.anthropic import decode as decode_anthropic
 from cast.codecs.anthropic import encode as encode_anthropic
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
@@ -40,7 +21,6 @@ __all__ = ["decode", "decode_claude_code_log", "detect_messages", "encode", "to_
 _MESSAGE_ID = IdTemplate("msg_{r:24:b}")
 _SUMMARY_CALL_ID = IdTemplate("toolu_{r:24:b}")
 _BLOCK_PATH = re.compile(r"^messages\[(\d+)\]\.content\[(\d+)\]")
-_MISSING: Any = object()
 
 
 def _entry_message(entry: object, k: int) -> dict[str, Any] | None:
@@ -49,8 +29,8 @@ def _entry_message(entry: object, k: int) -> dict[str, Any] | None:
         fail(f"entries[{k}]", "a message object or a log line", entry, k)
     if "role" in entry:
         return entry
-    message = entry.get("message", _MISSING)
-    if message is _MISSING:
+    message = entry.get("message", MISSING)
+    if message is MISSING:
         if entry.get("type") in ("user", "assistant"):
             fail(f"entries[{k}].message", "a user or assistant log line without a message", index=k)
         return None  # summary, system and other non-message lines
@@ -72,16 +52,8 @@ def _is_result(block: object) -> bool:
 
 
 def to_api_messages(entries: Iterable[object]) -> list[dict[str, Any]]:
-    """The Messages API conversation a Claude Code log records.
-
-    Consecutive assistant entries with the same ``message.id`` become one assistant
-    message, and the user entries logged between them (the results of its tool calls)
-    move after it. User entries then become user messages in their order: a run of
-    entries holding only ``tool_result`` blocks makes one message, which the next
-    other user entry joins (as Claude Code sends it: results first, then the user's
-    text); other entries stay messages of their own. The input is not modified;
-    content blocks are shared, not copied.
-    """
+    """The Messages API conversation a Claude Code log records (the merging rules are in
+    docs/codecs.md); the input is not modified, content blocks are shared."""
     return _merge(entries, None)
 
 
@@ -92,8 +64,7 @@ def _is_results(content: object) -> bool:
 def _merge(
     entries: Iterable[object], origin: list[list[tuple[int, int]]] | None
 ) -> list[dict[str, Any]]:
-    """:func:`to_api_messages`; with ``origin``, also record for each output message
-    the (entry, block) position each of its content blocks came from."""
+    """``to_api_messages``; ``origin`` gets each block's (entry, block) position."""
     out: list[dict[str, Any]] = []
     group_id: object = None
     group: list[Any] | None = None  # content blocks of the open assistant message
@@ -134,10 +105,10 @@ def _merge(
         if message is None:
             continue
         role = message.get("role")
-        content = message.get("content", _MISSING)
-        if content is _MISSING:
+        content = message.get("content", MISSING)
+        if content is MISSING:
             fail(f"entries[{k}].content", "the message has no content", index=k)
-        if role == "user" and _is_compact_summary(entry):
+        if role == "user" and isinstance(entry, dict) and entry.get("isCompactSummary") is True:
             flush()
             call, result = _summary_pair(content, k)
             emit([call], [(k, 0)], "assistant")
@@ -160,14 +131,9 @@ def _merge(
     return out
 
 
-def _is_compact_summary(entry: object) -> bool:
-    return isinstance(entry, dict) and entry.get("isCompactSummary") is True
-
-
 def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ``tool_use`` and ``tool_result`` blocks of the summary pair standing for the
-    compact summary logged at entry ``k`` (its call id is derived from the text, so
-    decoding the same log twice gives the same id)."""
+    """The ``tool_use`` and ``tool_result`` of the summary pair for the compact summary at
+    entry ``k`` (the call id derives from the text: decoding is deterministic)."""
     blocks = _blocks(content, f"entries[{k}].content", k)
     texts = []
     for b, block in enumerate(blocks):
@@ -187,10 +153,7 @@ def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, An
 
 
 def decode_claude_code_log(entries: Iterable[object]) -> list[Message]:
-    """Messages of a Claude Code log (see :func:`to_api_messages`).
-
-    Errors name the log entry: ``entries[12].content[0].input``.
-    """
+    """Messages of a Claude Code log; errors name the entry (``entries[12].content[0]``)."""
     if not isinstance(entries, list | tuple):
         fail("", "a list of log entries", entries)
     origin: list[list[tuple[int, int]]] = []
@@ -219,11 +182,8 @@ decode = decode_claude_code_log
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
-    """A Claude Code style log of ``messages``: one entry per assistant content block
-    (sharing a generated ``id``), each tool result logged right after its call.
-
-    Claude Code logs have no system prompt: a SYSTEM message is an error.
-    """
+    """A Claude Code style log: one entry per assistant content block (sharing a generated
+    ``id``), each tool result right after its call; a SYSTEM message is an error."""
     payload = encode_anthropic(messages)
     if "system" in payload:
         fail("messages[0]", "a Claude Code log has no system prompt", index=0)

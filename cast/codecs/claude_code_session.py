@@ -1,26 +1,5 @@
-"""Claude Code session files: the whole log lines Claude Code writes and resumes from.
-
-A session is ``<config dir>/projects/<project folder>/<session id>.jsonl``, one JSON
-object per line. The :mod:`cast.codecs.claude_code` codec reads and writes the
-``message`` objects of such a log; this one reads and writes the lines themselves, in
-the form Claude Code 2.1 reads back with ``claude --resume ID`` (facts and evidence in
-docs/handoff.md):
-
-- each line of the conversation is ``{"type": "user" | "assistant", "message": {...},
-  "uuid", "parentUuid", "timestamp", "sessionId", "cwd", ...}``;
-- Claude Code rebuilds the conversation by following ``parentUuid`` back from the
-  newest line: a line whose parent is missing ends the chain there (a log without the
-  links resumes with its last line only);
-- an assistant response is one line per content block, the lines sharing
-  ``message.id``; each tool result is a user line of its own.
-
-:func:`decode` follows the ``parentUuid`` chain when the lines carry ``uuid`` (as
-Claude Code does, so branches left by edits and retries are not mixed in) and reads
-them in file order otherwise. :func:`encode` writes a new session: each line's
-``uuid`` derived from the session id and its position, its parent the line before it,
-timestamps one millisecond apart. Without a session id and a start time it is a
-function of the messages (see :func:`encode`).
-"""
+"""Claude Code session files: the whole log lines Claude Code writes and resumes from
+(``claude --resume``; facts in docs/handoff.md, mapping in docs/codecs.md)."""
 
 from __future__ import annotations
 
@@ -100,10 +79,8 @@ def conversation_lines(lines: Iterable[object]) -> list[Any]:
 
 
 def decode(payload: object) -> list[Message]:
-    """Messages of a Claude Code session's lines (see :func:`conversation_lines`).
-
-    Errors name the line among those resumed: ``entries[3].content[0].input``.
-    """
+    """Messages of a Claude Code session's lines (see :func:`conversation_lines`); errors
+    name the line among those resumed (``entries[3].content[0].input``)."""
     return claude_code.decode_claude_code_log(conversation_lines(payload))  # type: ignore[arg-type]
 
 
@@ -124,14 +101,9 @@ def encode(
     model: str | None = None,
     start: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """The lines of a new Claude Code session holding ``messages``.
-
-    ``session_id`` goes on every line (default: :func:`session_uuid` of the messages'
-    entries), with ``cwd`` (the directory the session belongs to); ``model`` names the
-    assistant lines' model (left out when None); ``start`` is the first line's time
-    (default: :data:`EPOCH`; ``cast handoff`` passes a new id and the current time).
-    A SYSTEM message is an error (a Claude Code log has no system prompt).
-    """
+    """The lines of a new Claude Code session holding ``messages`` (``session_id`` default
+    :func:`session_uuid` of the entries; ``model`` left out when None; ``start`` default
+    :data:`EPOCH`); a SYSTEM message is an error."""
     entries = claude_code.encode(messages)
     session = session_id or session_uuid(entries)
     moment = start or EPOCH

@@ -1,30 +1,5 @@
-"""Codex CLI rollouts: the session files Codex writes and resumes from.
-
-A rollout is ``<CODEX_HOME>/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl``,
-one JSON object per line: ``{"timestamp", "type", "payload"}``. What Codex 0.171 reads
-back with ``codex resume ID`` (facts and evidence in docs/handoff.md):
-
-- the first line is ``session_meta``; its ``payload.id`` must be the id in the file
-  name (Codex finds the file by name, then refuses it when the ids differ);
-- the conversation is the ``response_item`` lines' payloads, in order: OpenAI
-  Responses input items (:mod:`cast.codecs.openai_responses`);
-- a line without ``timestamp`` is skipped silently, and so is a message item in the
-  short form (``{"role", "content": "text"}`` without ``"type": "message"``): every
-  message is written in full, a list of ``input_text`` / ``output_text`` parts;
-- a ``function_call_output`` whose call is not in the history is dropped;
-- the interactive ``codex resume ID`` shows the earlier conversation from the
-  ``event_msg`` lines (``user_message`` / ``agent_message``), not from the items, and
-  lets such a session go on only with the ``model_provider`` its ``session_meta`` names
-  (one it does not know locks the chat).
-
-:func:`decode` reads the ``response_item`` lines (``custom_tool_call`` items, Codex's
-free-form tools such as ``apply_patch``, become function calls whose arguments are
-``{"input": ...}``; a ``compacted`` line's ``replacement_history`` replaces the items
-before it). Other lines (events, turn contexts) are skipped. :func:`encode` writes a new
-rollout: a ``session_meta`` line, then one ``response_item`` line per input item, each
-message item followed by the ``event_msg`` line that shows it. Without a session id and
-a start time it is a function of the messages (see :func:`encode`).
-"""
+"""Codex CLI rollouts: the session files Codex writes and resumes from (``codex resume``;
+facts in docs/handoff.md, mapping in docs/codecs.md)."""
 
 from __future__ import annotations
 
@@ -108,10 +83,7 @@ def response_items(payload: object) -> list[Any]:
 
 
 def decode(payload: object) -> list[Message]:
-    """Messages of a rollout's lines (see :func:`response_items`).
-
-    Errors name the item among the response items: ``input[4].arguments``.
-    """
+    """Messages of a rollout's lines; errors name the response item (``input[4].arguments``)."""
     return openai_responses.decode(response_items(payload))
 
 
@@ -140,8 +112,7 @@ def _stamp(moment: datetime) -> str:
 
 
 def _shown(item: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``event_msg`` payload that shows a user or assistant message item in the
-    terminal UI (None for other items)."""
+    """The ``event_msg`` payload showing a user or assistant message item (else None)."""
     role = item.get("role")
     if item.get("type") != "message" or role not in ("user", "assistant"):
         return None
@@ -160,15 +131,9 @@ def encode(
     model_provider: str | None = None,
     start: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """The lines of a new Codex rollout holding ``messages``.
-
-    ``session_id`` is the ``session_meta`` id (the rollout's file name must carry the
-    same; default: a UUID that is a function of the items); ``cwd`` the directory the
-    session belongs to; ``model_provider`` the Codex provider id it goes on with
-    (``openai``, or one of the user's ``model_providers``; left out when None);
-    ``start`` the first line's time (default: the Unix epoch; ``cast handoff`` passes a
-    new id and the current time). Every line has a timestamp, one millisecond apart.
-    """
+    """The lines of a new Codex rollout holding ``messages`` (``session_id`` the
+    ``session_meta`` id, default a UUID that is a function of the items; ``model_provider``
+    left out when None; ``start`` default the Unix epoch; lines one millisecond apart)."""
     items = [full_item(item) for item in openai_responses.encode(messages)["input"]]
     session = session_id or session_uuid(items)
     moment = start or EPOCH

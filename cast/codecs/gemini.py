@@ -1,48 +1,35 @@
-"""Gemini ``generateContent`` codec: ``{"systemInstruction": ..., "contents": [...]}``.
-
-Wire format: https://ai.google.dev/api/caching#Content (``Content``/``Part``:
-``text``, ``thought``, ``thoughtSignature``, ``inlineData``, ``fileData``,
-``functionCall {id?, name, args}``, ``functionResponse {id?, name, response}``),
-https://ai.google.dev/gemini-api/docs/function-calling (results go in the next
-``user`` turn), https://ai.google.dev/gemini-api/docs/thought-signatures (signatures
-ride on ``functionCall`` and ``text`` parts and must come back unchanged; thought
-summaries are ``text`` parts with ``thought: true``). Gemini 2.x often returns calls
-without ``id``; Vertex AI rejects ``id`` on some endpoints ("Unknown name "id" at
-'contents[1].parts[0].function_call'", see shared/research/providers.md), hence
-``encode(include_ids=False)``.
-
-Mapping, in short: ``model`` turns are AI messages, ``user`` turns are HUMAN messages
-except that each ``functionResponse`` becomes its own TOOL message. A thought part
-becomes the ``reasoning`` of the part after it (or an empty TextPart holding only
-reasoning when nothing follows it or it carries its own signature). Signatures are
-kept as the UTF-8 bytes of the wire string, so ``FAKE_GEMINI_SIGNATURE.encode()``
-goes out as the documented ``skip_thought_signature_validator``. A ``response``
-object ``{"result": "<text>"}`` is the text itself; any other object is its compact
-JSON text (see ``docs/codecs.md`` for the exact rule and every normalization).
-"""
+"""Gemini ``generateContent`` codec: ``{"systemInstruction": ..., "contents": [...]}``
+(mapping, ids, thoughts and sources in docs/codecs.md)."""
 
 from __future__ import annotations
 
 import mimetypes
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
+    MISSING,
     args_object,
     as_messages,
     b64decode,
     b64encode,
+    body_items,
     canonical_object,
     dumps_compact,
+    encode_user_turns,
     fail,
+    fail_part,
     gemini_fields,
+    get_str,
+    get_typed,
     parse_data_url,
     provider_block,
     provider_part,
     signature_text,
+    system_blocks,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
@@ -61,11 +48,8 @@ from cast.messages import (
 
 __all__ = ["decode", "detect", "detect_messages", "encode"]
 
-_HUMAN = Role.HUMAN
-_AI = Role.AI
-_TOOL = Role.TOOL
-_SYSTEM = Role.SYSTEM
-_MISSING: Any = object()
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 _PROVIDER = "gemini"
 _MEDIA_KEYS = {"inlineData", "inline_data", "fileData", "file_data"}
 
@@ -84,21 +68,16 @@ _SNAKE = {
 
 
 def _get(obj: dict[str, Any], key: str) -> Any:
-    value = obj.get(key, _MISSING)
-    if value is _MISSING:
+    value = obj.get(key, MISSING)
+    if value is MISSING:
         snake = _SNAKE.get(key)
         if snake is not None:
-            value = obj.get(snake, _MISSING)
+            value = obj.get(snake, MISSING)
     return value
 
 
 class _Ids:
-    """Ids for calls and responses that arrive without one.
-
-    A call without ``id`` gets one from ``template``, seeded by the call's position and
-    name, so decoding the same payload twice gives the same ids. A response without
-    ``id`` answers the oldest unanswered call with its name.
-    """
+    """Ids for calls and responses that arrive without one (see docs/codecs.md)."""
 
     def __init__(self, template: TemplateLike) -> None:
         self.template = as_template(template)
@@ -128,30 +107,17 @@ def decode(
 
     ``id_template`` shapes the ids made up for calls that have none on the wire.
     """
-    system: object = None
-    if isinstance(payload, dict):
-        contents = _get(payload, "contents")
-        if contents is _MISSING:
-            fail("contents", "the request body has no contents field")
-        if not isinstance(contents, list):
-            fail("contents", "an array of contents", contents)
-        system = _get(payload, "systemInstruction")
-    elif isinstance(payload, list):
-        contents = payload
-    else:
-        fail("", "a request body object or a list of contents", payload)
-
+    contents, body = body_items(payload, "contents")
+    system = _get(body, "systemInstruction")
     out: list[Message] = []
-    if system is not _MISSING and system is not None:
+    if system is not MISSING and system is not None:
         out.append(_decode_system(system))
     ids = _Ids(id_template)
     for c, content in enumerate(contents):
         if not isinstance(content, dict):
             fail(f"contents[{c}]", "a content object", content, c)
-        parts = content.get("parts", _MISSING)
-        if parts is _MISSING:
-            parts = []
-        elif not isinstance(parts, list):
+        parts = content.get("parts", [])
+        if not isinstance(parts, list):
             fail(f"contents[{c}].parts", "an array of parts", parts, c)
         role = content.get("role", "user")  # a single-turn request may omit it
         if role == "model":
@@ -180,7 +146,7 @@ def _decode_system(system: object) -> Message:
 
 def _signature(part: dict[str, Any], where: str, c: int) -> bytes:
     signature = _get(part, "thoughtSignature")
-    if signature is _MISSING or signature is None:
+    if signature is MISSING or signature is None:
         return b""
     if not isinstance(signature, str):
         fail(f"{where}.thoughtSignature", "base64 text", signature, c)
@@ -191,7 +157,7 @@ def _attachable(part: object) -> bool:
     """Whether a thought part right before ``part`` is read as ``part``'s reasoning."""
     if not isinstance(part, dict) or part.get("thought") is True:
         return False
-    if _get(part, "functionCall") is not _MISSING:
+    if _get(part, "functionCall") is not MISSING:
         return True
     text = part.get("text")
     return isinstance(text, str) and text != ""
@@ -199,41 +165,27 @@ def _attachable(part: object) -> bool:
 
 def _decode_model(parts: list[Any], c: int, ids: _Ids) -> Message:
     out: list[Any] = []
-    count = len(parts)
     j = 0
-    while j < count:
+    while j < len(parts):
         part = parts[j]
         where = f"contents[{c}].parts[{j}]"
         if not isinstance(part, dict):
             fail(where, "a part object", part, c)
         signature = _signature(part, where, c)
+        thought = ""
         if part.get("thought") is True:
-            text = part.get("text", "")
-            if not isinstance(text, str):
-                fail(f"{where}.text", "a string", text, c)
-            if text and not signature and j + 1 < count and _attachable(parts[j + 1]):
-                nxt = parts[j + 1]
-                nxt_where = f"contents[{c}].parts[{j + 1}]"
-                signature = _signature(nxt, nxt_where, c)
-                out.append(
-                    _decode_model_part(
-                        nxt,
-                        c=c,
-                        j=j + 1,
-                        where=nxt_where,
-                        thought=text,
-                        signature=signature,
-                        ids=ids,
-                    )
-                )
-                j += 2
+            thought = get_str(part, "text", where, c, "")
+            if not thought or signature or j + 1 == len(parts) or not _attachable(parts[j + 1]):
+                reasoning = Reasoning(content=thought, signature=signature)
+                out.append(TextPart(text="", reasoning=reasoning))
+                j += 1
                 continue
-            out.append(TextPart(text="", reasoning=Reasoning(content=text, signature=signature)))
-            j += 1
-            continue
+            j += 1  # the thought is the reasoning of the part after it
+            part, where = parts[j], f"contents[{c}].parts[{j}]"
+            signature = _signature(part, where, c)
         out.append(
             _decode_model_part(
-                part, c=c, j=j, where=where, thought="", signature=signature, ids=ids
+                part, c=c, j=j, where=where, thought=thought, signature=signature, ids=ids
             )
         )
         j += 1
@@ -241,27 +193,20 @@ def _decode_model(parts: list[Any], c: int, ids: _Ids) -> Message:
 
 
 def _decode_model_part(
-    part: dict[str, Any],
-    *,
-    c: int,
-    j: int,
-    where: str,
-    thought: str,
-    signature: bytes,
-    ids: _Ids,
+    part: dict[str, Any], *, c: int, j: int, where: str, thought: str, signature: bytes, ids: _Ids
 ) -> Any:
     reasoning = Reasoning(content=thought, signature=signature) if thought or signature else None
-    text = part.get("text", _MISSING)
-    if text is not _MISSING:
+    text = part.get("text", MISSING)
+    if text is not MISSING:
         if not isinstance(text, str):
             fail(f"{where}.text", "a string", text, c)
         return TextPart(text=text, reasoning=reasoning)
     call = _get(part, "functionCall")
-    if call is not _MISSING:
+    if call is not MISSING:
         return _decode_call(
             call, c=c, j=j, where=f"{where}.functionCall", reasoning=reasoning, ids=ids
         )
-    if _get(part, "functionResponse") is not _MISSING:
+    if _get(part, "functionResponse") is not MISSING:
         fail(f"{where}.functionResponse", "function responses belong in a user turn", index=c)
     return _decode_media(part, c, where)
 
@@ -271,12 +216,8 @@ def _decode_call(
 ) -> ToolCall:
     if not isinstance(call, dict):
         fail(where, "an object with name and args", call, c)
-    name = call.get("name")
-    if not isinstance(name, str):
-        fail(f"{where}.name", "a string", name, c)
-    args = call.get("args", {})
-    if not isinstance(args, dict):
-        fail(f"{where}.args", "an object", args, c)
+    name = get_str(call, "name", where, c)
+    args = get_typed(call, "args", dict, "an object", where, c, {})
     call_id = call.get("id")
     if call_id is not None and not isinstance(call_id, str):
         fail(f"{where}.id", "a string", call_id, c)
@@ -289,9 +230,7 @@ def _decode_call(
 
 
 def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
-    """An ``inlineData`` part as bytes, a ``fileData`` part as media by URL (its
-    ``mimeType`` kept); any other part (``executableCode``, ``codeExecutionResult``, a
-    media part with more fields such as ``videoMetadata``) is kept whole."""
+    """``inlineData`` as bytes, ``fileData`` by URL; any other part kept whole."""
     if len(part) != 1 or not _MEDIA_KEYS.issuperset(part):
         kind = next(
             (str(k) for k in part if k not in ("thoughtSignature", "thought_signature")), ""
@@ -304,15 +243,13 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
             )
         return provider_part(_PROVIDER, kind, part)
     inline = _get(part, "inlineData")
-    if inline is not _MISSING:
+    if inline is not MISSING:
         if not isinstance(inline, dict):
             fail(f"{where}.inlineData", "an object with mimeType and data", inline, c)
         mime = _get(inline, "mimeType")
         if not isinstance(mime, str):
             fail(f"{where}.inlineData.mimeType", "a string", mime, c)
-        data = inline.get("data")
-        if not isinstance(data, str):
-            fail(f"{where}.inlineData.data", "base64 text", data, c)
+        data = get_typed(inline, "data", str, "base64 text", f"{where}.inlineData", c)
         return BinaryPart(mime_type=mime, data=b64decode(data, f"{where}.inlineData.data", c))
     file = _get(part, "fileData")
     if not isinstance(file, dict):
@@ -321,7 +258,7 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
     if not isinstance(uri, str):
         fail(f"{where}.fileData.fileUri", "a string", uri, c)
     mime = _get(file, "mimeType")
-    if mime is _MISSING:
+    if mime is MISSING:
         mime = ""
     elif not isinstance(mime, str):
         fail(f"{where}.fileData.mimeType", "a string", mime, c)
@@ -329,8 +266,7 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
 
 
 def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> None:
-    """A user turn: each ``functionResponse`` becomes a TOOL message; every run of
-    other parts becomes a HUMAN message, in the order they come."""
+    """Each ``functionResponse`` a TOOL message, each run of other parts a HUMAN message."""
     human: list[Any] = []
     emitted = False
     for j, part in enumerate(parts):
@@ -338,19 +274,19 @@ def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> Non
         if not isinstance(part, dict):
             fail(where, "a part object", part, c)
         response = _get(part, "functionResponse")
-        if response is not _MISSING:
+        if response is not MISSING:
             if human:
                 out.append(trusted_message(_HUMAN, tuple(human)))
                 human = []
             out.append(_decode_response(response, c, j, f"{where}.functionResponse", ids))
             emitted = True
             continue
-        text = part.get("text", _MISSING)
-        if text is not _MISSING:
+        text = part.get("text", MISSING)
+        if text is not MISSING:
             if not isinstance(text, str):
                 fail(f"{where}.text", "a string", text, c)
             human.append(TextPart(text=text))
-        elif _get(part, "functionCall") is not _MISSING:
+        elif _get(part, "functionCall") is not MISSING:
             fail(f"{where}.functionCall", "function calls belong in a model turn", index=c)
         else:
             human.append(_decode_media(part, c, where))
@@ -361,18 +297,13 @@ def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> Non
 def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) -> Message:
     if not isinstance(response, dict):
         fail(where, "an object with name and response", response, c)
-    name = response.get("name")
-    if not isinstance(name, str):
-        fail(f"{where}.name", "a string", name, c)
+    name = get_str(response, "name", where, c)
     call_id = response.get("id")
     if call_id is not None and not isinstance(call_id, str):
         fail(f"{where}.id", "a string", call_id, c)
-    body = response.get("response", {})
-    if not isinstance(body, dict):
-        fail(f"{where}.response", "an object", body, c)
-    media = response.get("parts", [])  # Gemini 3: images and documents a tool returned
-    if not isinstance(media, list):
-        fail(f"{where}.parts", "an array of parts", media, c)
+    body = get_typed(response, "response", dict, "an object", where, c, {})
+    # Gemini 3: images and documents a tool returned
+    media = get_typed(response, "parts", list, "an array of parts", where, c, [])
     extras: list[Any] = []
     for k, inner in enumerate(media):
         if not isinstance(inner, dict):
@@ -389,19 +320,16 @@ def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) ->
 
 
 def _response_text(body: dict[str, Any]) -> str:
-    """``{"result": "<text>"}`` is that text (``{"error": "<text>"}`` too, as a failed
-    result); any other object its compact JSON."""
+    """``{"result": text}`` (or ``{"error": text}``) is that text; other objects compact JSON."""
     if len(body) == 1:
-        value = body.get("result", _MISSING)
+        value = body.get("result", MISSING)
         if isinstance(value, str):
             return value
     return dumps_compact(body)
 
 
 def _response_object(content: str) -> dict[str, Any]:
-    """Inverse of :func:`_response_text`: the canonical JSON text of an object that is
-    not itself ``{"result": <string>}`` goes as that object; any other text is
-    wrapped as ``{"result": text}``. Decoding the output always gives ``content``."""
+    """Inverse of :func:`_response_text`: ``content`` as the object it is, or wrapped."""
     value = canonical_object(content)
     if value is not None and not (
         len(value) == 1 and isinstance(value.get("result", value.get("error")), str)
@@ -423,57 +351,19 @@ def encode(
 
 def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> PayloadStream:
     """:func:`encode`, one content at a time (the command lines write it as it comes)."""
-    tail: dict[str, Any] = {}
-
-    def contents() -> Iterator[dict[str, Any]]:
-        tool_turn: list[dict[str, Any]] | None = None  # parts of the open response turn
-        held: dict[str, Any] | None = None  # that turn, until no message can join it
-        for i, message in enumerate(messages):
-            role = message.role
-            if role is _TOOL:
-                if tool_turn is None:
-                    tool_turn = []
-                    held = {"role": "user", "parts": tool_turn}
-                _encode_results(message, i, include_ids, tool_turn)
-                continue
-            content: dict[str, Any] | None = None
-            if role is _HUMAN:
-                if tool_turn is not None and message.parts:
-                    tool_turn.extend(_encode_user_parts(message, i))
-                else:
-                    content = {"role": "user", "parts": _encode_user_parts(message, i)}
-            elif role is _AI:
-                content = {"role": "model", "parts": _encode_model_parts(message, i, include_ids)}
-            else:
-                if i != 0:
-                    fail(
-                        f"messages[{i}]",
-                        "Gemini takes a system instruction only before the first message",
-                        index=i,
-                    )
-                tail["systemInstruction"] = {"parts": _encode_system_parts(message)}
-            if held is not None:
-                yield held
-                held = None
-            if content is not None:
-                yield content
-            tool_turn = None
-        if held is not None:
-            yield held
-
-    return PayloadStream("contents", contents(), tail)
-
-
-def _encode_system_parts(message: Message) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        if type(part) is TextPart:
-            parts.append({"text": part.text})
-        elif type(part) is ProviderPart:
-            parts.append(_kept(part, f"messages[0].parts[{j}]", 0))
-        else:
-            fail(f"messages[0].parts[{j}]", "the system instruction holds text only", index=0)
-    return parts
+    return encode_user_turns(
+        messages,
+        late_error="Gemini takes a system instruction only before the first message",
+        results=lambda message, i, parts: _encode_results(message, i, include_ids, parts),
+        human=_encode_parts,
+        human_blocks=_encode_parts,
+        assistant=lambda message, i: _encode_parts(message, i, include_ids),
+        system=lambda message: {"parts": system_blocks(message, _kept, "the system instruction")},
+        key="contents",
+        system_key="systemInstruction",
+        content="parts",
+        ai_role="model",
+    )
 
 
 def _kept(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
@@ -497,37 +387,17 @@ def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
     return {"fileData": file}
 
 
-def _encode_user_parts(message: Message, i: int) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        if isinstance(part, TextPart):
-            parts.append({"text": part.text})
-        elif isinstance(part, ImagePart | BinaryPart):
-            parts.append(_encode_media(part))
-        elif isinstance(part, ProviderPart):
-            parts.append(_kept(part, f"messages[{i}].parts[{j}]", i))
-        else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"a human message cannot carry a {part.type} part",
-                index=i,
-            )
-    return parts
-
-
-def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dict[str, Any]]:
+def _encode_parts(message: Message, i: int, include_ids: bool = True) -> list[dict[str, Any]]:
+    """The parts of a user or model content; a model part's reasoning goes before it."""
+    ai = message.role is _AI
     parts: list[dict[str, Any]] = []
     for j, part in enumerate(message.parts):
         if isinstance(part, TextPart):
             out: dict[str, Any] = {"text": part.text}
-        elif isinstance(part, ToolCall):
+        elif isinstance(part, ToolCall) and ai:
             call: dict[str, Any] = {
                 "name": part.name,
-                "args": args_object(
-                    part.arguments,
-                    f"messages[{i}].parts[{j}].arguments",
-                    i,
-                ),
+                "args": args_object(part.arguments, f"messages[{i}].parts[{j}].arguments", i),
             }
             if include_ids:
                 call["id"] = part.id
@@ -539,12 +409,10 @@ def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dic
             parts.append(_kept(part, f"messages[{i}].parts[{j}]", i))
             continue
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"an AI message cannot carry a {part.type} part",
-                index=i,
+            fail_part(
+                i, j, f"{'an AI' if ai else 'a human'} message cannot carry a {part.type} part"
             )
-        reasoning = part.reasoning
+        reasoning = part.reasoning if ai else None
         if reasoning is not None:
             signature = reasoning.signature
             if reasoning.content:
@@ -565,10 +433,8 @@ def _encode_model_parts(message: Message, i: int, include_ids: bool) -> list[dic
 def _encode_results(
     message: Message, i: int, include_ids: bool, parts: list[dict[str, Any]]
 ) -> None:
-    """``functionResponse`` parts of a TOOL message. A ``response`` holds one object,
-    so text parts after a result are joined to its text with newlines (lossy: they
-    come back as part of the result); media after a result go in its ``parts``
-    (Gemini 3 multimodal function responses)."""
+    """``functionResponse`` parts of a TOOL message: texts after a result join its text
+    (lossy), media after it go in its ``parts`` (Gemini 3)."""
     results: list[tuple[ToolResult, list[str], list[dict[str, Any]]]] = []
     for j, part in enumerate(message.parts):
         if isinstance(part, ToolResult):
@@ -580,10 +446,8 @@ def _encode_results(
         elif isinstance(part, ProviderPart) and results:
             results[-1][2].append(_kept(part, f"messages[{i}].parts[{j}]", i))
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                "a Gemini tool turn holds function responses (with text and media) only",
-                index=i,
+            fail_part(
+                i, j, "a Gemini tool turn holds function responses (with text and media) only"
             )
     if not results:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)

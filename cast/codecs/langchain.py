@@ -1,23 +1,5 @@
-"""LangChain codec: ``list[BaseMessage]`` (and its ``messages_to_dict`` JSON form,
-``[{"type": "human", "data": {...}}, ...]``) ↔ chaincast messages.
-
-Works on the JSON form, so it needs no LangChain install; ``decode`` also takes
-``BaseMessage`` objects (dumped with ``messages_to_dict``) and :func:`to_framework`
-turns ``encode``'s output back into objects (``messages_from_dict``).
-
-Mapping, in short (``docs/integrations.md`` has the table): one LangChain message is one
-chaincast message. Content blocks: text, images (``image_url``, ``image`` by URL or
-base64) and base64 files; reasoning blocks (LangChain's ``reasoning``, Anthropic's
-``thinking`` and ``redacted_thinking``, OpenAI's ``reasoning`` with ``summary``) become
-the ``reasoning`` of the text or tool call after them. ``tool_calls`` become ToolCalls
-(placed where a ``tool_use``/``tool_call`` block stands in the content, else after the
-text); ``invalid_tool_calls`` become ToolCalls holding the raw argument text. A
-reasoning ``id`` and signature share ``Reasoning.signature`` as ``id + "\\n" +
-signature`` (as in the Responses and pydantic-ai codecs). Encode writes LangChain's
-standard blocks. Message ids, names of human/AI messages, ``additional_kwargs``,
-``response_metadata``, usage and a tool message's ``artifact`` are not held; ``status``
-is the result's ``is_error``.
-"""
+"""LangChain codec: ``messages_to_dict`` JSON (or ``BaseMessage`` objects) ↔ chaincast
+messages; needs no LangChain install for the JSON form (mapping in docs/integrations.md)."""
 
 from __future__ import annotations
 
@@ -27,6 +9,7 @@ from typing import Any
 
 from cast.codecs._common import (
     EVIDENCE,
+    AiParts,
     as_messages,
     b64decode,
     b64encode,
@@ -34,8 +17,13 @@ from cast.codecs._common import (
     dumps_compact,
     error,
     fail,
+    fail_part,
+    get_str,
+    json_history,
+    message_of,
+    pack_signature,
+    unpack_signature,
 )
-from cast.codecs._frameworks import json_history, message_of, pack_signature, unpack_signature
 from cast.errors import install_hint
 from cast.messages import (
     BinaryPart,
@@ -97,13 +85,6 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     return out, [1] * len(out)
 
 
-def _string(block: dict[str, Any], key: str, where: str, i: int) -> str:
-    value = block.get(key)
-    if not isinstance(value, str):
-        fail(f"{where}.{key}", "a string", value, i)
-    return value
-
-
 def _blocks(data: dict[str, Any], where: str, i: int) -> list[Any]:
     content = data.get("content")
     if isinstance(content, str):
@@ -124,7 +105,7 @@ def _decode_content(data: dict[str, Any], where: str, i: int, role: Role) -> tup
             fail(block_where, "a string or a content block", block, i)
         kind = block.get("type")
         if kind == "text":
-            parts.append(TextPart(text=_string(block, "text", block_where, i)))
+            parts.append(TextPart(text=get_str(block, "text", block_where, i)))
         elif role is Role.HUMAN and kind in ("image_url", *_FILE_BLOCKS):
             parts.append(_media(block, block_where, i))
         else:
@@ -146,13 +127,13 @@ def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
         if not isinstance(image, dict):
             fail(f"{where}.image_url", "a URL or an object with one", image, i)
         detail = image.get("detail") or ""
-        return ImagePart(url=_string(image, "url", f"{where}.image_url", i), detail=str(detail))
+        return ImagePart(url=get_str(image, "url", f"{where}.image_url", i), detail=str(detail))
     source = block.get("source")
     if isinstance(source, dict):  # Anthropic's own block
         block = {"base64": source.get("data"), "mime_type": source.get("media_type"), **source}
     data = block.get("base64", block.get("data"))
     if isinstance(data, str) and block.get("source_type", "base64") == "base64":
-        mime = _string(block, "mime_type", where, i)
+        mime = get_str(block, "mime_type", where, i)
         return BinaryPart(mime_type=mime, data=b64decode(data, f"{where}.base64", i))
     url = block.get("url")
     if kind == "image" and isinstance(url, str):
@@ -163,11 +144,11 @@ def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
 def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
     kind = block["type"]
     if kind == "redacted_thinking":
-        data = _string(block, "data", where, i)
+        data = get_str(block, "data", where, i)
         return Reasoning(signature=pack_signature(None, data, redacted=True))
     if kind == "thinking":
         signature = block.get("signature") or ""
-        content = _string(block, "thinking", where, i)
+        content = get_str(block, "thinking", where, i)
         return Reasoning(content=content, signature=str(signature).encode())
     summary = block.get("summary")
     if isinstance(summary, list):
@@ -223,48 +204,39 @@ def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) 
     calls = _calls(data, where, i)
     for call in calls.values():
         names[call.id] = call.name
-    parts: list[Any] = []
-    pending: Reasoning | None = None
-    content = data.get("content")
-    if content == "" and calls:
-        blocks: list[Any] = []
-    else:
-        blocks = _blocks(data, where, i)
+    parts = AiParts()
+    blocks = [] if data.get("content") == "" and calls else _blocks(data, where, i)
     for k, block in enumerate(blocks):
         block_where = f"{where}.content[{k}]"
         if isinstance(block, str):
-            parts.append(TextPart(text=block, reasoning=pending))
-            pending = None
+            parts.append(TextPart(text=block, reasoning=parts.take()))
             continue
         if not isinstance(block, dict):
             fail(block_where, "a string or a content block", block, i)
         kind = block.get("type")
         if kind in ("reasoning", "thinking", "redacted_thinking"):
-            if pending is not None:
-                parts.append(TextPart(text="", reasoning=pending))
-            pending = _reasoning(block, block_where, i)
+            parts.think(_reasoning(block, block_where, i))
         elif kind == "text":
-            parts.append(TextPart(text=_string(block, "text", block_where, i), reasoning=pending))
-            pending = None
+            text = get_str(block, "text", block_where, i)
+            parts.append(TextPart(text=text, reasoning=parts.take()))
         elif kind in _CALL_BLOCKS:
             placed = calls.pop(str(block.get("id") or block.get("call_id") or ""), None)
             if placed is not None:
-                parts.append(
-                    placed.model_copy(update={"reasoning": pending}) if pending else placed
-                )
-                pending = None
+                parts.append(_with_reasoning(placed, parts.take()))
         else:
             fail(f"{block_where}.type", f"chaincast cannot hold a {kind!r} block", index=i)
     for call in calls.values():
-        parts.append(call.model_copy(update={"reasoning": pending}) if pending else call)
-        pending = None
-    if pending is not None:
-        parts.append(TextPart(text="", reasoning=pending))
+        parts.append(_with_reasoning(call, parts.take()))
+    parts.settle()
     return message_of(Role.AI, tuple(parts))
 
 
+def _with_reasoning(call: ToolCall, reasoning: Reasoning | None) -> ToolCall:
+    return call.model_copy(update={"reasoning": reasoning}) if reasoning else call
+
+
 def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
-    call_id = _string(data, "tool_call_id", where, i)
+    call_id = get_str(data, "tool_call_id", where, i)
     name = data.get("name")
     if not isinstance(name, str) or not name:
         name = names.get(call_id, "")
@@ -273,7 +245,7 @@ def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]
         if isinstance(block, str):
             texts.append(block)
         elif isinstance(block, dict) and block.get("type") == "text":
-            texts.append(_string(block, "text", f"{where}.content[{k}]", i))
+            texts.append(get_str(block, "text", f"{where}.content[{k}]", i))
         else:
             fail(f"{where}.content[{k}]", "a text block (chaincast holds text output)", index=i)
     status = data.get("status", "success")
@@ -326,11 +298,8 @@ def _encode_content(message: Message, i: int) -> str | list[dict[str, Any]]:
                 }
             )
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"a {message.role.value} message cannot hold a {part.type} part in LangChain",
-                index=i,
-            )
+            role = message.role.value
+            fail_part(i, j, f"a {role} message cannot hold a {part.type} part in LangChain")
     return blocks
 
 
@@ -370,11 +339,7 @@ def _encode_ai(message: Message, i: int) -> dict[str, Any]:
             else:
                 tool_calls.append({"name": part.name, "args": args, "id": part.id})
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"an AI message cannot hold a {part.type} part in LangChain",
-                index=i,
-            )
+            fail_part(i, j, f"an AI message cannot hold a {part.type} part in LangChain")
     content: str | list[dict[str, Any]]
     if all(p.reasoning is None for p in texts) and len(texts) <= 1 and len(blocks) == len(texts):
         content = texts[0].text if texts else ""
@@ -409,7 +374,7 @@ def _encode_tool(message: Message, i: int) -> list[dict[str, Any]]:
                 content = out[-1]["content"] = [{"type": "text", "text": content}]
             content.append({"type": "text", "text": part.text})
         else:
-            fail(f"messages[{i}].parts[{j}]", "a tool message holds results and text", index=i)
+            fail_part(i, j, "a tool message holds results and text")
     if not out:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
     return out

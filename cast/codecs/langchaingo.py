@@ -1,31 +1,5 @@
 """langchaingo codec: the JSON of Go's ``[]llms.MessageContent`` (how PentAGI stores
-message chains).
-
-Source of every field name and tag: ``llms/marshaling.go`` (``MarshalJSON`` /
-``UnmarshalJSON`` of ``MessageContent`` and of each part type) and
-``llms/generatecontent.go`` in tmc/langchaingo and in its fork vxcontrol/langchaingo
-(the fork PentAGI uses, which adds ``reasoning`` to text parts and tool calls);
-``llms/reasoning/reasoning.go`` in the fork (``ContentReasoning``: ``content`` and
-``signature``, both ``omitempty``, the signature a Go ``[]byte`` and so base64 text);
-roles from ``llms/chat_messages.go`` (``ChatMessageType``).
-
-Wire shape::
-
-    {"role": "human", "text": "hi"}                      # exactly one text part
-    {"role": "ai", "parts": [                            # anything else
-        {"type": "text", "text": "...", "reasoning": {"content": "...", "signature": "<b64>"}},
-        {"type": "image_url", "image_url": {"url": "...", "detail": "high"}},
-        {"type": "binary", "binary": {"mime_type": "image/png", "data": "<b64>"}},
-        {"type": "tool_call", "tool_call": {"id": "...", "type": "function",
-            "function": {"name": "...", "arguments": "{...}"}, "reasoning": {...}}},
-        {"type": "tool_response", "tool_response": {"tool_call_id": "...", "name": "...",
-            "content": "..."}}]}
-
-Roles ``human``, ``ai``, ``system``, ``tool`` map one to one; ``generic`` is read as
-human and ``function`` as tool (langchaingo's providers send them as user and tool
-messages). Unlike the other codecs, signatures here are raw bytes: Go marshals
-``[]byte`` as base64, which decode undoes.
-"""
+chains); field names from langchaingo's ``llms/marshaling.go`` (docs/codecs.md)."""
 
 from __future__ import annotations
 
@@ -35,11 +9,14 @@ from typing import Any
 from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
+    MISSING,
     as_messages,
     b64decode,
     b64encode,
     error,
     fail,
+    fail_part,
+    get_typed,
     typed_parts_style,
 )
 from cast.messages import (
@@ -56,16 +33,17 @@ from cast.messages import (
 
 __all__ = ["decode", "detect_messages", "encode"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 _ROLES = {
-    "human": Role.HUMAN,
-    "ai": Role.AI,
-    "system": Role.SYSTEM,
-    "tool": Role.TOOL,
-    "generic": Role.HUMAN,
-    "function": Role.TOOL,
+    "human": _HUMAN,
+    "ai": _AI,
+    "system": _SYSTEM,
+    "tool": _TOOL,
+    "generic": _HUMAN,
+    "function": _TOOL,
 }
-_WIRE_ROLES = {Role.HUMAN: "human", Role.AI: "ai", Role.SYSTEM: "system", Role.TOOL: "tool"}
-_MISSING: Any = object()
+_WIRE_ROLES = {_HUMAN: "human", _AI: "ai", _SYSTEM: "system", _TOOL: "tool"}
 
 
 def decode(payload: object) -> list[Message]:
@@ -102,19 +80,12 @@ def decode(payload: object) -> list[Message]:
     return out
 
 
-def _field(obj: dict[str, Any], key: str, where: str, i: int, default: Any = _MISSING) -> str:
+def _field(obj: dict[str, Any], key: str, where: str, i: int, default: Any = MISSING) -> str:
     value = obj.get(key, default)
     if not isinstance(value, str):
-        if value is _MISSING:
+        if value is MISSING:
             fail(f"{where}.{key}", "missing; expected a string", index=i)
         fail(f"{where}.{key}", "a string", value, i)
-    return value
-
-
-def _object(obj: dict[str, Any], key: str, where: str, i: int) -> dict[str, Any]:
-    value = obj.get(key)
-    if not isinstance(value, dict):
-        fail(f"{where}.{key}", "an object", value, i)
     return value
 
 
@@ -147,22 +118,22 @@ def _decode_part(part: object, i: int, j: int) -> Any:
             reasoning=_decode_reasoning(part.get("reasoning"), f"{where}.reasoning", i),
         )
     if kind == "image_url":
-        image = _object(part, "image_url", where, i)
+        image = get_typed(part, "image_url", dict, "an object", where, i)
         return ImagePart(
             url=_field(image, "url", f"{where}.image_url", i),
             detail=_field(image, "detail", f"{where}.image_url", i, ""),
         )
     if kind == "binary":
-        binary = _object(part, "binary", where, i)
+        binary = get_typed(part, "binary", dict, "an object", where, i)
         data = _field(binary, "data", f"{where}.binary", i)
         return BinaryPart(
             mime_type=_field(binary, "mime_type", f"{where}.binary", i, ""),
             data=b64decode(data, f"{where}.binary.data", i),
         )
     if kind == "tool_call":
-        call = _object(part, "tool_call", where, i)
+        call = get_typed(part, "tool_call", dict, "an object", where, i)
         call_where = f"{where}.tool_call"
-        function = _object(call, "function", call_where, i)
+        function = get_typed(call, "function", dict, "an object", call_where, i)
         return ToolCall(
             id=_field(call, "id", call_where, i),
             name=_field(function, "name", f"{call_where}.function", i),
@@ -170,7 +141,7 @@ def _decode_part(part: object, i: int, j: int) -> Any:
             reasoning=_decode_reasoning(call.get("reasoning"), f"{call_where}.reasoning", i),
         )
     if kind == "tool_response":
-        response = _object(part, "tool_response", where, i)
+        response = get_typed(part, "tool_response", dict, "an object", where, i)
         response_where = f"{where}.tool_response"
         return ToolResult(
             tool_call_id=_field(response, "tool_call_id", response_where, i),
@@ -208,11 +179,11 @@ def _reasoning(reasoning: Reasoning | None) -> dict[str, str] | None:
 
 def _encode_part(part: Any, i: int, j: int) -> dict[str, Any]:
     if isinstance(part, ProviderPart):  # langchaingo has no opaque block to carry it
-        fail(
-            f"messages[{i}].parts[{j}]",
+        fail_part(
+            i,
+            j,
             f"{part.provider}'s {part.kind!r} block cannot be sent to langchaingo "
             "(port the chain to turn it into text)",
-            index=i,
         )
     if isinstance(part, TextPart):
         out: dict[str, Any] = {"type": "text", "text": part.text}

@@ -11,12 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cast.codecs._common import (
-    EVIDENCE,
-    as_messages,
-    fail,
-    typed_parts_style,
-)
+from cast.codecs._common import EVIDENCE, as_messages, fail, typed_parts_style
 from cast.errors import CodecError
 from cast.messages import MESSAGES_ADAPTER, Message
 

@@ -1,16 +1,5 @@
-"""OpenAI Chat Completions codec: the request body ``{"messages": [...]}``.
-
-Wire format: https://platform.openai.com/docs/api-reference/chat/create (message
-objects), https://platform.openai.com/docs/guides/function-calling (``tool_calls``
-and ``tool`` messages). Reasoning fields: DeepSeek ``reasoning_content``
-(https://api-docs.deepseek.com/guides/thinking_mode) and vLLM ``reasoning``
-(vllm-project/vllm PR #27752).
-
-Canonical shape (``encode(decode(x)) == x``): content is a string when a message is
-one text part and a list of parts otherwise; an assistant message without text has
-``content: null``; tool messages carry ``name``. Everything else is normalized as
-listed in ``docs/codecs.md``.
-"""
+"""OpenAI Chat Completions codec: ``{"messages": [...]}`` (mapping and sources in
+docs/codecs.md)."""
 
 from __future__ import annotations
 
@@ -21,10 +10,15 @@ from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     FITS,
+    MISSING,
     as_messages,
     b64decode,
     b64encode,
+    body_items,
     fail,
+    fail_part,
+    get_str,
+    get_typed,
     parse_data_url,
     provider_block,
     provider_part,
@@ -44,22 +38,16 @@ from cast.messages import (
 
 __all__ = ["REASONING_FIELDS", "decode", "detect_messages", "encode"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Assistant fields read as reasoning, in order of preference (DeepSeek, vLLM)."""
 
-_HUMAN = Role.HUMAN
-_AI = Role.AI
-_TOOL = Role.TOOL
-_SYSTEM = Role.SYSTEM
-_MISSING: Any = object()
 _PROVIDER = "openai"
 # The keys chaincast models for each content part type (besides ``type``); a part with
 # any other key (OpenRouter's ``cache_control``, a file by ``file_id``) is kept whole.
 _MODELED = {
-    "text": frozenset({"type", "text"}),
-    "image_url": frozenset({"type", "image_url"}),
-    "input_audio": frozenset({"type", "input_audio"}),
-    "file": frozenset({"type", "file"}),
+    kind: frozenset({"type", kind}) for kind in ("text", "image_url", "input_audio", "file")
 }
 CACHE_CONTROL = "cache_control"
 """``ProviderPart.kind`` of a ``cache_control`` (OpenRouter) on the text before it: the
@@ -76,17 +64,8 @@ CALL_FIELDS = "call_fields"
 model (Qwen's ``index``), written back onto it."""
 _ATTACHED = frozenset({CACHE_CONTROL, REFUSAL, MESSAGE_FIELDS, CALL_FIELDS})
 # The message keys each role's decoder reads; the others are kept as message fields.
-_ASSISTANT_KEYS = frozenset(
-    {
-        "role",
-        "content",
-        "tool_calls",
-        "refusal",
-        "function_call",
-        *("reasoning_content", "reasoning"),
-    }
-)
 _USER_KEYS = frozenset({"role", "content"})
+_ASSISTANT_KEYS = _USER_KEYS | {"tool_calls", "refusal", "function_call", *REASONING_FIELDS}
 _DEVELOPER_KEYS = frozenset({"content"})  # its role is kept as a message field
 _TOOL_KEYS = frozenset({"role", "content", "tool_call_id", "name"})
 _CALL_KEYS = frozenset({"id", "type", "function"})
@@ -97,17 +76,7 @@ _REFUSAL_PART = provider_part(_PROVIDER, REFUSAL, {"type": "refusal"})
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Chat Completions request body (or of its bare message list)."""
-    if isinstance(payload, dict):
-        items = payload.get("messages", _MISSING)
-        if items is _MISSING:
-            fail("messages", "the request body has no messages field")
-        if not isinstance(items, list):
-            fail("messages", "an array of messages", items)
-    elif isinstance(payload, list):
-        items = payload
-    else:
-        fail("", "a request body object or a list of messages", payload)
-
+    items = body_items(payload)[0]
     out: list[Message] = []
     # Tool messages carry only the call id: their function name comes from the latest
     # call with that id (tau-bench reuses ids, each result following its own call).
@@ -152,37 +121,29 @@ def _with_fields(
 
 def _decode_content(item: dict[str, Any], i: int, *, media: bool) -> tuple[Any, ...]:
     """Parts of a system or user message: a string, or an array of content parts."""
-    content = item.get("content", _MISSING)
+    content = item.get("content", MISSING)
     if isinstance(content, str):
         return (TextPart(text=content),)
     if content is None:
         return ()
-    if content is _MISSING:
+    if content is MISSING:
         fail(f"messages[{i}].content", "the message has no content", index=i)
     if not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of content parts", content, i)
-    parts: list[Any] = []
-    for j, part in enumerate(content):
-        parts.append(_decode_part(part, i, j, media))
-    return tuple(parts)
+    return tuple([_decode_part(part, i, j, media) for j, part in enumerate(content)])
 
 
 def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
     where = f"messages[{i}].content[{j}]"
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
-    kind = part.get("type")
-    if not isinstance(kind, str):
-        fail(f"{where}.type", "a string", kind, i)
+    kind = get_str(part, "type", where, i)
     modeled = _MODELED.get(kind)
     if modeled is None or (not modeled.issuperset(part) and (media or kind == "text")):
         # A part type chaincast has no model for, or one with other fields: kept whole.
         return provider_part(_PROVIDER, kind, part)
     if kind == "text":
-        text = part.get("text")
-        if not isinstance(text, str):
-            fail(f"{where}.text", "a string", text, i)
-        return TextPart(text=text)
+        return TextPart(text=get_str(part, "text", where, i))
     if not media:
         fail(f"{where}.type", f"expected a text part, got {kind!r}", index=i)
     if kind == "image_url":
@@ -191,40 +152,25 @@ def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
             return ImagePart(url=image)
         if not isinstance(image, dict):
             fail(f"{where}.image_url", "an object with a url", image, i)
-        url = image.get("url")
-        if not isinstance(url, str):
-            fail(f"{where}.image_url.url", "a string", url, i)
-        detail = image.get("detail", "")
-        if not isinstance(detail, str):
-            fail(f"{where}.image_url.detail", "a string", detail, i)
-        return ImagePart(url=url, detail=detail)
+        url = get_str(image, "url", f"{where}.image_url", i)
+        return ImagePart(url=url, detail=get_str(image, "detail", f"{where}.image_url", i, ""))
     if kind == "input_audio":
         # {"data": <base64>, "format": "wav" | "mp3"}
-        audio = part.get("input_audio")
-        if not isinstance(audio, dict):
-            fail(f"{where}.input_audio", "an object with data and format", audio, i)
-        data = audio.get("data")
-        if not isinstance(data, str):
-            fail(f"{where}.input_audio.data", "base64 text", data, i)
-        fmt = audio.get("format")
-        if not isinstance(fmt, str):
-            fail(f"{where}.input_audio.format", "a string", fmt, i)
+        audio = get_typed(part, "input_audio", dict, "an object with data and format", where, i)
+        data = get_typed(audio, "data", str, "base64 text", f"{where}.input_audio", i)
+        fmt = get_str(audio, "format", f"{where}.input_audio", i)
         return BinaryPart(
             mime_type=f"audio/{fmt}", data=b64decode(data, f"{where}.input_audio.data", i)
         )
     # kind == "file": {"file": {"file_data": "data:<mime>;base64,...", "filename": ...}}
-    file = part.get("file")
-    if not isinstance(file, dict):
-        fail(f"{where}.file", "an object with file_data", file, i)
+    file = get_typed(part, "file", dict, "an object with file_data", where, i)
     data_url = file.get("file_data")
     if not isinstance(data_url, str) or not {"file_data", "filename"}.issuperset(file):
         return provider_part(_PROVIDER, "file", part)  # a file by file_id
     parsed = parse_data_url(data_url)
     if parsed is None:
         fail(f"{where}.file.file_data", "a base64 data: URL", index=i)
-    filename = file.get("filename", "")
-    if not isinstance(filename, str):
-        fail(f"{where}.file.filename", "a string", filename, i)
+    filename = get_str(file, "filename", f"{where}.file", i, "")
     return BinaryPart(mime_type=parsed[0], data=parsed[1], filename=filename)
 
 
@@ -306,10 +252,8 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
 def _decode_assistant_part(
     part: object, where: str, i: int, parts: list[Any], thoughts: list[str]
 ) -> None:
-    """One content part of an assistant message into ``parts`` (or ``thoughts``): a text
-    (with its ``cache_control`` after it), a refusal (a text marked as one), a Mistral
-    thinking part; a text or refusal with other fields is kept whole. Chat has no other
-    assistant part type."""
+    """One assistant content part into ``parts``: a text (then its ``cache_control``), a
+    refusal (a marked text), a Mistral thinking part (into ``thoughts``), else kept whole."""
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
     kind = part.get("type")
@@ -321,10 +265,7 @@ def _decode_assistant_part(
     if not {"type", kind, CACHE_CONTROL}.issuperset(part):
         parts.append(provider_part(_PROVIDER, kind, part))  # other fields: kept whole
         return
-    text = part.get(kind)
-    if not isinstance(text, str):
-        fail(f"{where}.{kind}", "a string", text, i)
-    parts.append(TextPart(text=text))
+    parts.append(TextPart(text=get_str(part, kind, where, i)))
     if kind == "refusal":
         parts.append(_REFUSAL_PART)
     if CACHE_CONTROL in part:
@@ -338,16 +279,17 @@ def _decode_call(call: object, i: int, j: int, names: dict[str, str]) -> ToolCal
     kind = call.get("type", "function")
     if kind != "function":
         fail(f"{where}.type", f"only function tool calls are supported, got {kind!r}", index=i)
+    # Checked inline, not by get_str: this runs for every call of a chain.
     call_id = call.get("id")
+    function = call.get("function")
     if not isinstance(call_id, str):
         fail(f"{where}.id", "a string", call_id, i)
-    function = call.get("function")
     if not isinstance(function, dict):
         fail(f"{where}.function", "an object with name and arguments", function, i)
     name = function.get("name")
+    arguments = function.get("arguments")
     if not isinstance(name, str):
         fail(f"{where}.function.name", "a string", name, i)
-    arguments = function.get("arguments")
     if not isinstance(arguments, str):
         fail(f"{where}.function.arguments", "JSON text in a string", arguments, i)
     names[call_id] = name
@@ -363,13 +305,13 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
         name = names.get(call_id, "")
     elif not isinstance(name, str):
         fail(f"messages[{i}].name", "a string", name, i)
-    content = item.get("content", _MISSING)
+    content = item.get("content", MISSING)
     parts: list[Any]
     if isinstance(content, str):
         parts = [ToolResult(tool_call_id=call_id, name=name, content=content)]
     elif content is None:
         parts = [ToolResult(tool_call_id=call_id, name=name, content="")]
-    elif content is _MISSING:
+    elif content is MISSING:
         fail(f"messages[{i}].content", "the tool message has no content", index=i)
     elif not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of text parts", content, i)
@@ -386,8 +328,7 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
 
 
 def _decode_tool_part(part: object, where: str, i: int, parts: list[Any]) -> None:
-    """One part of a tool message's content array: a text (with its ``cache_control``
-    after it), or any other part kept whole."""
+    """A text of a tool message's content (then its ``cache_control``), else kept whole."""
     if not isinstance(part, dict):
         fail(where, "a content part object", part, i)
     kind = part.get("type")
@@ -396,10 +337,7 @@ def _decode_tool_part(part: object, where: str, i: int, parts: list[Any]) -> Non
             fail(f"{where}.type", "a string", kind, i)
         parts.append(provider_part(_PROVIDER, kind, part))
         return
-    text = part.get("text")
-    if not isinstance(text, str):
-        fail(f"{where}.text", "a string", text, i)
-    parts.append(TextPart(text=text))
+    parts.append(TextPart(text=get_str(part, "text", where, i)))
     if CACHE_CONTROL in part:
         parts.append(provider_part(_PROVIDER, CACHE_CONTROL, part[CACHE_CONTROL]))
 
@@ -456,8 +394,7 @@ def _attached(part: object) -> str | None:
 
 
 def _fields(message: Message, i: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """(the parts but the message's fields, those fields): a :data:`MESSAGE_FIELDS` part
-    ends a message decoded with keys chaincast does not model."""
+    """(the parts, the message fields their last ``MESSAGE_FIELDS`` part holds)."""
     parts = message.parts
     last = parts[-1] if parts else None
     if type(last) is not ProviderPart or _attached(last) != MESSAGE_FIELDS:
@@ -508,11 +445,8 @@ def _encode_content(
         elif isinstance(part, ProviderPart):
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"a {message.role.value} message cannot carry a {part.type} part in OpenAI Chat",
-                index=i,
-            )
+            role = message.role.value
+            fail_part(i, j, f"a {role} message cannot carry a {part.type} part in OpenAI Chat")
     return out
 
 
@@ -553,16 +487,8 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
         if cls is TextPart:
             blocks.append({"type": "text", "text": part.text})
         elif cls is ToolCall:
-            calls.append(
-                {
-                    "id": part.id,
-                    "type": "function",
-                    "function": {
-                        "name": part.name,
-                        "arguments": part.arguments,
-                    },
-                }
-            )
+            function = {"name": part.name, "arguments": part.arguments}
+            calls.append({"id": part.id, "type": "function", "function": function})
         elif cls is ProviderPart:
             where = f"messages[{i}].parts[{j}]"
             refusal, plain = _encode_kept(
@@ -570,24 +496,14 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
             )
             continue
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"an assistant message cannot carry a {part.type} part in OpenAI Chat",
-                index=i,
-            )
+            fail_part(i, j, f"an assistant message cannot carry a {part.type} part in OpenAI Chat")
         reasoning = part.reasoning
         if reasoning is not None:
             reasonings.append(reasoning.content)
 
-    content: Any
-    if not plain:
-        content = blocks
-    elif not blocks:
-        content = None
-    elif len(blocks) == 1:
-        content = blocks[0]["text"]
-    else:
-        content = blocks
+    content: Any = blocks
+    if plain and len(blocks) <= 1:  # a lone text is a string, no text is null
+        content = blocks[0]["text"] if blocks else None
     out: dict[str, Any] = {"role": "assistant", "content": content}
     if refusal is not None:
         out["refusal"] = refusal
@@ -611,9 +527,8 @@ def _encode_kept(
     refusal: str | None,
     plain: bool,
 ) -> tuple[str | None, bool]:
-    """A kept part of an assistant message: a mark on the text or call before it (a
-    refusal, a ``cache_control``, a call's fields), or a block of its own; returns the
-    message's refusal text and whether its content is still plain text."""
+    """A kept part: a mark on the text or call before it, or a block of its own; returns
+    the refusal text and whether the content is still plain text."""
     kind = _attached(part)
     if kind == REFUSAL and blocks and blocks[-1].get("type") == "text":
         text = blocks.pop()["text"]
@@ -639,11 +554,7 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
     current: dict[str, Any] | None = None
     for j, part in enumerate(parts):
         if type(part) is ToolResult:
-            current = {
-                "role": "tool",
-                "tool_call_id": part.tool_call_id,
-                "content": part.content,
-            }
+            current = {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.content}
             if tool_names and part.name:
                 current["name"] = part.name
             out.append(current)
@@ -658,11 +569,11 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
             else:
                 content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
+            fail_part(
+                i,
+                j,
                 "a tool message holds tool results, each optionally followed by text or "
                 "provider parts",
-                index=i,
             )
     if current is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)

@@ -1,12 +1,5 @@
-"""OpenAI Agents SDK codec: the SDK's input items (Responses API input items, as
-``Runner`` and ``Session`` hold them) ↔ chaincast messages.
-
-The items are Responses items, so this is :mod:`cast.codecs.openai_responses` on a bare
-item list; what it adds is the item grouping the hooks need (the items one message came
-from) and acceptance of the SDK's pydantic item objects. Item ids, statuses and
-annotations are not held; the hooks keep the original items wherever compaction left a
-message alone.
-"""
+"""OpenAI Agents SDK codec: the SDK's input items (Responses items, or its pydantic item
+objects) ↔ chaincast messages, through :mod:`cast.codecs.openai_responses`."""
 
 from __future__ import annotations
 

@@ -1,32 +1,23 @@
-"""OpenAI Responses API codec: the request body ``{"instructions"?: ..., "input": [...]}``.
-
-Wire format: https://platform.openai.com/docs/api-reference/responses/create (``input``
-items: messages ``{"role", "content"}`` with ``input_text`` / ``output_text`` /
-``input_image`` parts, ``function_call``, ``function_call_output``, ``reasoning``),
-https://platform.openai.com/docs/guides/function-calling (``call_id`` pairs a call with
-its output) and https://platform.openai.com/docs/guides/reasoning (``reasoning`` items
-with ``summary`` and ``encrypted_content``, passed back before the item they led to).
-
-Mapping, in short: a run of consecutive assistant-side items (assistant messages,
-``function_call`` and ``reasoning`` items) is one AI message; each
-``function_call_output`` is a TOOL message named after its call; ``instructions`` and
-system/developer messages are SYSTEM messages, always encoded as ``role: "system"``
-items. A reasoning item becomes the ``reasoning`` of the text or call after it, with
-``signature = encode_signature(id, encrypted_content)``. See ``docs/codecs.md``.
-"""
+"""OpenAI Responses API codec: ``{"instructions"?: ..., "input": [...]}`` (mapping and
+sources in docs/codecs.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
+    MISSING,
+    AiParts,
     as_messages,
     b64encode,
     fail,
+    fail_part,
     gemini_fields,
+    get_str,
+    get_typed,
     parse_data_url,
     provider_block,
     provider_part,
@@ -45,15 +36,12 @@ from cast.messages import (
 
 __all__ = ["decode", "decode_signature", "detect", "detect_messages", "encode", "encode_signature"]
 
-_HUMAN = Role.HUMAN
-_AI = Role.AI
-_TOOL = Role.TOOL
-_SYSTEM = Role.SYSTEM
-_MISSING: Any = object()
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 _TEXT_PARTS = ("input_text", "output_text")
 _PROVIDER = "openai-responses"
 _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "content"})
-_ROLES = {"user": Role.HUMAN, "system": Role.SYSTEM, "developer": Role.SYSTEM}
+_ROLES = {"user": _HUMAN, "system": _SYSTEM, "developer": _SYSTEM}
 CALL_FIELDS = "call_fields"
 """``ProviderPart.kind`` of the fields of the ``function_call`` item right before it that
 chaincast does not model (``namespace`` of deferred tools, ``caller`` of programmatic
@@ -86,8 +74,8 @@ def decode(payload: object) -> list[Message]:
     """Messages of a Responses request body (or of its bare input list)."""
     out: list[Message] = []
     if isinstance(payload, dict):
-        items = payload.get("input", _MISSING)
-        if items is _MISSING:
+        items = payload.get("input", MISSING)
+        if items is MISSING:
             fail("input", "the request body has no input field")
         instructions = payload.get("instructions")
         if isinstance(instructions, str):
@@ -105,24 +93,21 @@ def decode(payload: object) -> list[Message]:
         fail("", "a request body object or a list of input items", payload)
 
     names: dict[str, str] = {}  # call_id -> name of the latest call with that id
-    ai: list[Any] | None = None  # parts of the AI message being read
-    pending: Reasoning | None = None  # a reasoning item waiting for the part it led to
+    ai: AiParts | None = None  # the AI message being read
     for i, item in enumerate(items):
         where = f"input[{i}]"
         if not isinstance(item, dict):
             fail(where, "an input item object", item, i)
-        kind = item.get("type", "message")
         role = item.get("role")
-        if not isinstance(kind, str):
-            fail(f"{where}.type", "a string", kind, i)
+        kind = get_str(item, "type", where, i, "message")
         known = kind in ("message", "function_call", "function_call_output", "reasoning")
         if known and kind != "function_call_output" and _kept_whole(item, kind):
             known = False  # reasoning text, annotations: kept as they are
         if not known and isinstance(role, str) and role in _ROLES:
             # An item of a user or instruction role (additional_tools, ...): its own message.
             if ai is not None:
-                _close(ai, pending, out)
-                ai, pending = None, None
+                out.append(ai.message())
+                ai = None
             out.append(trusted_message(_ROLES[role], (provider_part(_PROVIDER, kind, item),)))
             continue
         if (
@@ -130,38 +115,22 @@ def decode(payload: object) -> list[Message]:
             or kind in ("function_call", "reasoning")
             or not known
         ):
-            if ai is None:
-                ai = []
-                out.append(trusted_message(_AI, ()))
-            if not known:
-                # Hosted tool calls (web_search_call, mcp_call, ...) kept whole.
-                if pending is not None:
-                    ai.append(TextPart(text="", reasoning=pending))
-                    pending = None
-                ai.append(provider_part(_PROVIDER, kind, item))
+            ai = AiParts() if ai is None else ai
+            if not known:  # hosted tool calls (web_search_call, mcp_call, ...) kept whole
+                ai.other(provider_part(_PROVIDER, kind, item))
             elif kind == "reasoning":
-                if pending is not None:
-                    ai.append(TextPart(text="", reasoning=pending))
-                pending = _decode_reasoning(item, where, i)
+                ai.think(_decode_reasoning(item, where, i))
             elif kind == "function_call":
-                ai.append(_decode_call(item, where, i, names, pending))
-                pending = None
+                ai.append(_decode_call(item, where, i, names, ai.take()))
                 _fields(item, _CALL_KEYS, CALL_FIELDS, ai)
             else:
                 for text in _texts(item, where, i):
-                    if pending is not None and text:
-                        ai.append(TextPart(text=text, reasoning=pending))
-                        pending = None
-                        continue
-                    if pending is not None:
-                        ai.append(TextPart(text="", reasoning=pending))
-                        pending = None
-                    ai.append(TextPart(text=text))
+                    ai.text(text)
                 _fields(item, _MESSAGE_KEYS, MESSAGE_FIELDS, ai)
             continue
         if ai is not None:
-            _close(ai, pending, out)
-            ai, pending = None, None
+            out.append(ai.message())
+            ai = None
         if kind == "function_call_output":
             out.append(_decode_output(item, where, i, names))
         elif kind != "message":
@@ -177,7 +146,7 @@ def decode(payload: object) -> list[Message]:
                 index=i,
             )
     if ai is not None:
-        _close(ai, pending, out)
+        out.append(ai.message())
     return out
 
 
@@ -189,8 +158,7 @@ def _fields(item: dict[str, Any], modeled: frozenset[str], kind: str, ai: list[A
 
 
 def _kept_whole(item: dict[str, Any], kind: str) -> bool:
-    """Items whose fields chaincast does not model: a reasoning item with reasoning
-    text (``content``) or other fields, an assistant message with annotations."""
+    """Items with fields chaincast does not model (reasoning text, annotations)."""
     if kind == "reasoning":
         return bool(item.get("content")) or not _REASONING_KEYS.issuperset(item)
     if kind == "message" and item.get("role") == "assistant":
@@ -201,35 +169,30 @@ def _kept_whole(item: dict[str, Any], kind: str) -> bool:
     return False
 
 
-def _close(ai: list[Any], pending: Reasoning | None, out: list[Message]) -> None:
-    """Put the finished AI message (the last one in ``out``) together."""
-    if pending is not None:
-        ai.append(TextPart(text="", reasoning=pending))
-    out[-1] = trusted_message(_AI, tuple(ai))
-
-
 def _text_of(part: dict[str, Any], where: str, i: int) -> str:
-    key = "refusal" if part.get("type") == "refusal" else "text"
-    text = part.get(key)
-    if not isinstance(text, str):
-        fail(f"{where}.{key}", "a string", text, i)
-    return text
+    return get_str(part, "refusal" if part.get("type") == "refusal" else "text", where, i)
+
+
+def _content(item: dict[str, Any], where: str, i: int) -> Iterator[tuple[str, Any]]:
+    """A message item's content parts (objects) with their paths; a string is one text."""
+    content = item.get("content", MISSING)
+    if isinstance(content, str):
+        yield "", {"type": "input_text", "text": content}
+        return
+    if content is MISSING:
+        fail(f"{where}.content", "the message has no content", index=i)
+    if not isinstance(content, list):
+        fail(f"{where}.content", "a string or an array of content parts", content, i)
+    for j, part in enumerate(content):
+        if not isinstance(part, dict):
+            fail(f"{where}.content[{j}]", "a content part object", part, i)
+        yield f"{where}.content[{j}]", part
 
 
 def _texts(item: dict[str, Any], where: str, i: int) -> list[str]:
     """Texts of an assistant message item (``output_text`` and ``refusal`` parts)."""
-    content = item.get("content", _MISSING)
-    if isinstance(content, str):
-        return [content]
-    if content is _MISSING:
-        fail(f"{where}.content", "the message has no content", index=i)
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of content parts", content, i)
     texts: list[str] = []
-    for j, part in enumerate(content):
-        part_where = f"{where}.content[{j}]"
-        if not isinstance(part, dict):
-            fail(part_where, "a content part object", part, i)
+    for part_where, part in _content(item, where, i):
         kind = part.get("type")
         if kind not in (*_TEXT_PARTS, "refusal"):
             fail(f"{part_where}.type", f"expected a text or refusal part, got {kind!r}", index=i)
@@ -239,18 +202,8 @@ def _texts(item: dict[str, Any], where: str, i: int) -> list[str]:
 
 def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) -> tuple[Any, ...]:
     """Parts of a user or system message: a string, or an array of content parts."""
-    content = item.get("content", _MISSING)
-    if isinstance(content, str):
-        return (TextPart(text=content),)
-    if content is _MISSING:
-        fail(f"{where}.content", "the message has no content", index=i)
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of content parts", content, i)
     parts: list[Any] = []
-    for j, part in enumerate(content):
-        part_where = f"{where}.content[{j}]"
-        if not isinstance(part, dict):
-            fail(part_where, "a content part object", part, i)
+    for part_where, part in _content(item, where, i):
         kind = part.get("type")
         if kind in _TEXT_PARTS:
             parts.append(TextPart(text=_text_of(part, part_where, i)))
@@ -262,9 +215,7 @@ def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) ->
 
 
 def _decode_media(part: dict[str, Any], kind: str, where: str, i: int) -> Any:
-    """``input_image`` by URL as an image part, ``input_file`` with inline data as
-    bytes (with its ``filename``) or by URL as media by URL; by ``file_id``, or with
-    fields chaincast does not model, kept whole."""
+    """``input_image``/``input_file`` by URL or inline data; others kept whole."""
     if kind == "input_image":
         url = part.get("image_url")
         detail = part.get("detail", "")
@@ -291,19 +242,12 @@ def _decode_media(part: dict[str, Any], kind: str, where: str, i: int) -> Any:
     return provider_part(_PROVIDER, kind, part)
 
 
-def _string(item: dict[str, Any], key: str, where: str, i: int) -> str:
-    value = item.get(key)
-    if not isinstance(value, str):
-        fail(f"{where}.{key}", "a string", value, i)
-    return value
-
-
 def _decode_call(
     item: dict[str, Any], where: str, i: int, names: dict[str, str], reasoning: Reasoning | None
 ) -> ToolCall:
-    call_id = _string(item, "call_id", where, i)
-    name = _string(item, "name", where, i)
-    arguments = _string(item, "arguments", where, i)
+    call_id = get_str(item, "call_id", where, i)
+    name = get_str(item, "name", where, i)
+    arguments = get_str(item, "arguments", where, i)
     names[call_id] = name
     return ToolCall(id=call_id, name=name, arguments=arguments, reasoning=reasoning)
 
@@ -315,9 +259,7 @@ def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:
     encrypted = item.get("encrypted_content")
     if encrypted is not None and not isinstance(encrypted, str):
         fail(f"{where}.encrypted_content", "a string or null", encrypted, i)
-    summary = item.get("summary", [])
-    if not isinstance(summary, list):
-        fail(f"{where}.summary", "an array of summary parts", summary, i)
+    summary = get_typed(item, "summary", list, "an array of summary parts", where, i, [])
     texts: list[str] = []
     for j, part in enumerate(summary):
         if not isinstance(part, dict):
@@ -327,7 +269,7 @@ def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:
 
 
 def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
-    call_id = _string(item, "call_id", where, i)
+    call_id = get_str(item, "call_id", where, i)
     name = names.get(call_id, "")
     output = item.get("output")
     if isinstance(output, str):
@@ -405,11 +347,8 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
         if media and isinstance(part, ProviderPart):
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
             continue
-        fail(
-            f"messages[{i}].parts[{j}]",
-            f"a {message.role.value} message cannot carry this {part.type} part in Responses",
-            index=i,
-        )
+        role = message.role.value
+        fail_part(i, j, f"a {role} message cannot carry this {part.type} part in Responses")
     return out
 
 
@@ -453,8 +392,7 @@ def _reasoning_item(reasoning: Reasoning) -> dict[str, Any]:
 
 
 def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> None:
-    """Items of an AI message in part order: a part's reasoning item right before it,
-    consecutive texts in one assistant message item, each call its own item."""
+    """Items of an AI message in part order (a reasoning item before its part)."""
     texts: list[str] | None = None  # the texts of the open assistant message item
     start = len(out)
     for j, part in enumerate(message.parts):
@@ -486,11 +424,7 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
             texts = None
         else:
-            fail(
-                f"messages[{i}].parts[{j}]",
-                f"an assistant message cannot carry a {part.type} part in Responses",
-                index=i,
-            )
+            fail_part(i, j, f"an assistant message cannot carry a {part.type} part in Responses")
     if len(out) == start:  # an empty AI message still takes its place
         out.append({"role": "assistant", "content": []})
     for item in out[start:]:
@@ -512,8 +446,7 @@ def _add_fields(
     where: str,
     i: int,
 ) -> None:
-    """Kept fields set on the item they belong to: the function call right before them,
-    or the open assistant message item (a new empty one when none is open)."""
+    """Kept fields set on their item: the call before them, or the assistant item."""
     fields = provider_block(part, _PROVIDER, where, i)
     if not isinstance(fields, dict):
         fail(f"{where}.data", "a JSON object of item fields", fields, i)
@@ -528,8 +461,7 @@ def _add_fields(
 
 
 def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None:
-    """One ``function_call_output`` per result; the parts after a result make its
-    ``output`` a list (text, images, files)."""
+    """One ``function_call_output`` per result; parts after it make ``output`` a list."""
     current: dict[str, Any] | None = None
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"

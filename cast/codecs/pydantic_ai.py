@@ -1,23 +1,6 @@
-"""pydantic-ai codec: ``list[ModelMessage]`` (and its ``ModelMessagesTypeAdapter`` JSON
-form) ↔ chaincast messages.
-
-Works on the JSON form, so it needs no pydantic-ai install; ``decode`` also takes
-``ModelMessage`` objects (dumped through pydantic-ai's own adapter) and
-:func:`to_framework` turns ``encode``'s output back into objects.
-
-Mapping, in short (``docs/integrations.md`` lists every part kind): a request's
-system-prompt parts become one SYSTEM message, its user-prompt parts one HUMAN message,
-each tool-return (and legacy retry-prompt with a tool) one TOOL message, retry feedback
-a HUMAN message; a response is one AI message whose thinking parts become the
-``reasoning`` of the part after them (an empty TextPart when nothing follows). A
-thinking part's ``id`` and ``signature`` share ``Reasoning.signature`` as
-``id + "\\n" + signature`` (the Responses codec's packing, so an OpenAI reasoning item
-reads the same through both); without an id it is the signature alone, and pydantic-ai's
-redacted thinking (``id="redacted_thinking"``) uses the Anthropic codec's
-:data:`~cast.codecs.anthropic.REDACTED_THINKING_PREFIX`. Encode groups consecutive
-non-AI messages into one request. Timestamps, usage, run ids, ``instructions`` (the
-agent supplies them per run) and metadata-only parts are not held.
-"""
+"""pydantic-ai codec: ``ModelMessagesTypeAdapter`` JSON (or ``ModelMessage`` objects) ↔
+chaincast messages; needs no pydantic-ai install for the JSON form (mapping in
+docs/integrations.md)."""
 
 from __future__ import annotations
 
@@ -26,14 +9,20 @@ from typing import Any
 
 from cast.codecs._common import (
     EVIDENCE,
+    AiParts,
     as_messages,
     b64decode,
     b64encode,
     canonical_object,
     dumps_compact,
     fail,
+    fail_part,
+    get_str,
+    json_history,
+    message_of,
+    pack_signature,
+    unpack_signature,
 )
-from cast.codecs._frameworks import json_history, message_of, pack_signature, unpack_signature
 from cast.errors import install_hint
 from cast.messages import (
     BinaryPart,
@@ -48,12 +37,10 @@ from cast.messages import (
 
 __all__ = ["decode", "decode_counted", "detect_messages", "encode", "to_framework"]
 
+_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+
 INSTALL_HINT = install_hint("pydantic-ai")
 
-_SYSTEM = Role.SYSTEM
-_HUMAN = Role.HUMAN
-_AI = Role.AI
-_TOOL = Role.TOOL
 
 # Parts that carry run bookkeeping, not conversation: skipped on decode.
 _METADATA_PARTS = frozenset(
@@ -77,8 +64,7 @@ def _dump(items: list[Any]) -> list[Any]:
 
 
 def _as_json(payload: object) -> list[Any]:
-    """The JSON form of a history: dicts pass through, ``ModelMessage`` objects are
-    dumped with pydantic-ai's adapter."""
+    """The JSON form of a history (``ModelMessage`` objects dumped by pydantic-ai)."""
     return json_history(payload, "messages", _dump, "pydantic-ai ModelMessage objects")
 
 
@@ -110,13 +96,6 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     return out, counts
 
 
-def _string(part: dict[str, Any], key: str, where: str, i: int) -> str:
-    value = part.get(key)
-    if not isinstance(value, str):
-        fail(f"{where}.{key}", "a string", value, i)
-    return value
-
-
 def _append(out: list[Message], start: int, role: Role, parts: list[Any]) -> None:
     """Add ``parts`` to the message of ``role`` this request just wrote, or open one."""
     if len(out) > start and out[-1].role is role:
@@ -135,20 +114,17 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
         part_where = f"{where}.parts[{j}]"
         if not isinstance(part, dict):
             fail(part_where, "a part object", part, i)
-        kind = part.get("part_kind")
-        if not isinstance(kind, str):
-            fail(f"{part_where}.part_kind", "a string", kind, i)
+        kind = get_str(part, "part_kind", part_where, i)
         if kind == "system-prompt":
-            _append(out, start, _SYSTEM, [TextPart(text=_string(part, "content", part_where, i))])
+            text = get_str(part, "content", part_where, i)
+            _append(out, start, _SYSTEM, [TextPart(text=text)])
         elif kind == "user-prompt":
             _append(out, start, _HUMAN, _user_content(part.get("content"), part_where, i))
         elif kind == "tool-return" or (kind == "retry-prompt" and part.get("tool_name")):
-            outcome = part.get("outcome", "success")
-            if not isinstance(outcome, str):
-                fail(f"{part_where}.outcome", "a string", outcome, i)
+            outcome = get_str(part, "outcome", part_where, i, "success")
             result = ToolResult(
-                tool_call_id=_string(part, "tool_call_id", part_where, i),
-                name=_string(part, "tool_name", part_where, i),
+                tool_call_id=get_str(part, "tool_call_id", part_where, i),
+                name=get_str(part, "tool_name", part_where, i),
                 content=_result_text(part.get("content")),
                 # pydantic-ai's error outcomes, and a retry prompt answering a call.
                 is_error=kind == "retry-prompt" or outcome in _ERROR_OUTCOMES,
@@ -162,8 +138,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
 
 
 def _result_text(content: object) -> str:
-    """A tool return's content as the text a model reads: strings as they are, other
-    values as compact JSON."""
+    """A tool return's content as text: a string as it is, else compact JSON."""
     return content if isinstance(content, str) else dumps_compact(content)
 
 
@@ -182,15 +157,15 @@ def _user_content(content: object, where: str, i: int) -> list[Any]:
             fail(item_where, "a string or a content object", item, i)
         kind = item.get("kind")
         if kind == "text-content":
-            parts.append(TextPart(text=_string(item, "content", item_where, i)))
+            parts.append(TextPart(text=get_str(item, "content", item_where, i)))
         elif kind == "image-url":
             vendor = item.get("vendor_metadata")
             detail = vendor.get("detail", "") if isinstance(vendor, dict) else ""
-            url = _string(item, "url", item_where, i)
+            url = get_str(item, "url", item_where, i)
             parts.append(ImagePart(url=url, detail=detail if isinstance(detail, str) else ""))
         elif kind == "binary":
-            data = b64decode(_string(item, "data", item_where, i), f"{item_where}.data", i)
-            mime = _string(item, "media_type", item_where, i)
+            data = b64decode(get_str(item, "data", item_where, i), f"{item_where}.data", i)
+            mime = get_str(item, "media_type", item_where, i)
             parts.append(BinaryPart(mime_type=mime, data=data))
         elif kind != "cache-point":
             fail(f"{item_where}.kind", f"chaincast cannot hold {kind!r} user content", index=i)
@@ -198,7 +173,7 @@ def _user_content(content: object, where: str, i: int) -> list[Any]:
 
 
 def _reasoning(part: dict[str, Any], where: str, i: int) -> Reasoning:
-    content = _string(part, "content", where, i)
+    content = get_str(part, "content", where, i)
     item_id = part.get("id")
     signature = part.get("signature")
     if signature is not None and not isinstance(signature, str):
@@ -211,20 +186,17 @@ def _reasoning(part: dict[str, Any], where: str, i: int) -> Reasoning:
 
 
 def _decode_response(parts: list[Any], where: str, i: int) -> Message:
-    out: list[Any] = []
-    pending: Reasoning | None = None
+    out = AiParts()
     for j, part in enumerate(parts):
         part_where = f"{where}.parts[{j}]"
         if not isinstance(part, dict):
             fail(part_where, "a part object", part, i)
         kind = part.get("part_kind")
         if kind == "thinking":
-            if pending is not None:
-                out.append(TextPart(text="", reasoning=pending))
-            pending = _reasoning(part, part_where, i)
+            out.think(_reasoning(part, part_where, i))
         elif kind == "text":
-            out.append(TextPart(text=_string(part, "content", part_where, i), reasoning=pending))
-            pending = None
+            text = get_str(part, "content", part_where, i)
+            out.append(TextPart(text=text, reasoning=out.take()))
         elif kind == "tool-call":
             args = part.get("args")
             if args is None:
@@ -236,24 +208,22 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
             else:
                 fail(f"{part_where}.args", "a JSON object, its text, or null", args, i)
             call = ToolCall(
-                id=_string(part, "tool_call_id", part_where, i),
-                name=_string(part, "tool_name", part_where, i),
+                id=get_str(part, "tool_call_id", part_where, i),
+                name=get_str(part, "tool_name", part_where, i),
                 arguments=arguments,
-                reasoning=pending,
+                reasoning=out.take(),
             )
             out.append(call)
-            pending = None
         elif kind == "file":
             content = part.get("content")
             if not isinstance(content, dict):
                 fail(f"{part_where}.content", "a binary content object", content, i)
-            data = b64decode(_string(content, "data", part_where, i), f"{part_where}.data", i)
-            mime = _string(content, "media_type", part_where, i)
+            data = b64decode(get_str(content, "data", part_where, i), f"{part_where}.data", i)
+            mime = get_str(content, "media_type", part_where, i)
             out.append(BinaryPart(mime_type=mime, data=data))
         else:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
-    if pending is not None:
-        out.append(TextPart(text="", reasoning=pending))
+    out.settle()
     return message_of(_AI, tuple(out))
 
 
@@ -279,7 +249,7 @@ def encode(
         if message.role is _SYSTEM:
             for j, part in enumerate(message.parts):
                 if not isinstance(part, TextPart):
-                    fail(f"messages[{i}].parts[{j}]", "a system message holds text", index=i)
+                    fail_part(i, j, "a system message holds text")
                 request.append({"part_kind": "system-prompt", "content": part.text})
         elif message.role is _HUMAN:
             request.append({"part_kind": "user-prompt", "content": _encode_user(message, i)})
@@ -306,7 +276,7 @@ def _encode_user(message: Message, i: int) -> str | list[Any]:
                 {"kind": "binary", "data": b64encode(part.data), "media_type": part.mime_type}
             )
         else:
-            fail(f"messages[{i}].parts[{j}]", f"a user prompt cannot hold a {part.type}", index=i)
+            fail_part(i, j, f"a user prompt cannot hold a {part.type}")
     return content
 
 
@@ -325,7 +295,7 @@ def _encode_tool(message: Message, i: int, request: list[dict[str, Any]]) -> Non
         elif isinstance(part, TextPart):
             request.append({"part_kind": "user-prompt", "content": part.text})
         else:
-            fail(f"messages[{i}].parts[{j}]", "a tool message holds results and text", index=i)
+            fail_part(i, j, "a tool message holds results and text")
 
 
 def _thinking(reasoning: Reasoning, provider_name: str | None) -> dict[str, Any]:
@@ -365,7 +335,7 @@ def _encode_response(message: Message, i: int, provider_name: str | None) -> lis
             binary = {"kind": "binary", "data": b64encode(part.data), "media_type": part.mime_type}
             parts.append({"part_kind": "file", "content": binary})
         else:
-            fail(f"messages[{i}].parts[{j}]", f"a response cannot hold a {part.type}", index=i)
+            fail_part(i, j, f"a response cannot hold a {part.type}")
     return parts
 
 

@@ -232,7 +232,7 @@ def test_an_interrupt_mid_stream_leaves_the_file_as_it_was(
     target = tmp_path / "chain.json"
     target.write_bytes(b"[1]\n")
     calls = 0
-    original = gemini._encode_model_parts
+    original = gemini._encode_parts
 
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         nonlocal calls
@@ -241,7 +241,7 @@ def test_an_interrupt_mid_stream_leaves_the_file_as_it_was(
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(gemini, "_encode_model_parts", interrupted)
+    monkeypatch.setattr(gemini, "_encode_parts", interrupted)
     with pytest.raises(KeyboardInterrupt):
         write_chain(_turns(40), "gemini", str(target))
     assert calls == 60
