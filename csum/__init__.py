@@ -35,7 +35,6 @@ summary per section, concurrent, the last section rotated.
 from types import ModuleType as _ModuleType
 
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
-from csum._retry import RetryPolicy
 from csum._robust import HandlerLedger, RobustHandler, is_transient, split_request
 from csum.archive import ArchiveHit, HistoryArchive
 from csum.cache import SummaryCache
@@ -48,6 +47,7 @@ from csum.config import (
     Budget,
     Clearing,
     Preset,
+    RetryPolicy,
     Robustness,
     Stores,
     SummarizerConfig,

@@ -2,7 +2,7 @@
 
 * **timeout** per call (``anyio.fail_after``; a timeout is a transient failure);
 * **retries** of transient failures with exponential backoff and jitter
-  (:class:`~csum._retry.RetryPolicy`); permanent failures are not retried;
+  (:class:`~csum.config.RetryPolicy`); permanent failures are not retried;
 * **splitting**: a prompt over ``max_prompt_bytes`` is cut, on message boundaries (a
   message too large alone is cut inside its text), into prompts that fit; their
   summaries are made concurrently and merged by one more call. A merge prompt that is
@@ -34,8 +34,7 @@ from cast.internals import utf8_len
 from csum._fit import fit_joined
 from csum._gather import unwrapped
 from csum._message_text import message_strings
-from csum._retry import RetryPolicy
-from csum.config import MIN_PROMPT_BYTES, Robustness
+from csum.config import MIN_PROMPT_BYTES, RetryPolicy, Robustness
 from csum.prompt import PromptCase, PromptEntry, SummaryRequest, summary_request, text_request
 from csum.request import Handler, RequestHandler, as_request_handler
 
