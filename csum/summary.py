@@ -17,8 +17,7 @@ from dataclasses import replace
 
 from cast import ChainAST, Message
 from csum._calls import HandlerCalls
-from csum._pieces import summarize_in_pieces
-from csum._question_context import question_context
+from csum._pieces import question_context, summarize_in_pieces
 from csum._robust import RobustHandler
 from csum.clearing import clear_evicted
 from csum.config import Clearing
