@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any, TextIO, TypeVar
 
@@ -22,7 +22,6 @@ import anyio
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
     ChainError,
-    ChainIssue,
     IdTemplate,
     Message,
     get_provider,
@@ -65,9 +64,9 @@ from csum.errors import SummarizationError
 from csum.prompt import SummaryRequest
 from csum.request import Handler, as_request_handler, request_handler
 from csum.serve.cli import add_serve_parser, serve
-from csum.store_events import StoreEvent, StoreEventKind
+from csum.store_events import StoreEventKind
 from csum.stores import open_store
-from csum.summarizer import Summarizer
+from csum.summarizer import Summarizer, SummaryResult
 
 __all__ = ["EXAMPLE", "entrypoint", "main", "main_parser"]
 
@@ -543,30 +542,15 @@ def _run(work: Callable[[], Awaitable[T]], stores: Stores, progress: _Progress) 
         progress.done()
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """What either mode produced, for the statistics lines."""
-
-    messages: list[Message]
-    size_before: int
-    size_after: int
-    handler_calls: int
-    handler_input_bytes: int
-    repairs: tuple[ChainIssue, ...]
-    seconds: float
-    cache_hits: int = 0
-    store_events: tuple[StoreEvent, ...] = ()
-
-
 def _reference(
     args: argparse.Namespace, messages: list[Message], handler: Handler, err: TextIO
-) -> _Outcome:
+) -> SummaryResult:
     """``--last-section-budget``: the reference algorithm (bounds the active sections)."""
     config = _config(args)
     stores = _stores(args)
     summarizer = Summarizer(config, max_concurrency=args.max_concurrency, stores=stores)
     progress = _Progress(err, not args.quiet)
-    result = _run(
+    return _run(
         lambda: summarizer.summarize(
             handler,
             open_with_human(messages),  # a replay opening with an AI message
@@ -578,7 +562,6 @@ def _reference(
         stores,
         progress,
     )
-    return _Outcome(**{field.name: getattr(result, field.name) for field in fields(_Outcome)})
 
 
 def _compact(
@@ -587,8 +570,8 @@ def _compact(
     messages: list[Message],
     handler: Handler,
     err: TextIO,
-) -> tuple[_Outcome, bool]:
-    """``--budget``: the Compactor bounds the whole chain; (outcome, over budget)."""
+) -> tuple[SummaryResult, bool]:
+    """``--budget``: the Compactor bounds the whole chain; (what it did, over budget)."""
     progress = _Progress(err, not args.quiet)
     sent = [0, 0]
     if getattr(handler, "sized_by_compactor", False):
@@ -627,21 +610,22 @@ def _compact(
             "newest turn alone exceed it",
             file=err,
         )
-    outcome = _Outcome(
+    done = SummaryResult(
         result.messages,
         result.bytes_before,
         result.bytes_after,
         result.handler_calls,
         sum(event.prompt_bytes for event in result.events),
+        sum(event.summary_bytes for event in result.events),
         result.repairs,
         result.seconds,
         sum(event.cache_hits for event in result.events),
         result.store_events,
     )
-    return outcome, result.over_budget
+    return done, result.over_budget
 
 
-def _report(result: _Outcome, origin: str, args: argparse.Namespace, err: TextIO) -> None:
+def _report(result: SummaryResult, origin: str, args: argparse.Namespace, err: TextIO) -> None:
     """The statistics: sizes, calls and time, the repairs, cache hits, archived batches
     and store failures (a failing store never fails the run)."""
     saved = result.size_before - result.size_after
