@@ -52,12 +52,7 @@ from csum.config import (
     Stores,
     SummarizerConfig,
 )
-from csum.errors import (
-    CsumError,
-    HandlerError,
-    StoreError,
-    SummarizationError,
-)
+from csum.errors import CsumError, HandlerError, StoreError, SummarizationError
 from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.plan import EARLIER_CONVERSATION_TEXT
 from csum.prompt import messages_to_prompt

@@ -270,12 +270,7 @@ class SummaryCache:
                 await self._release_shielded(key, token, emit)
 
     async def _read(
-        self,
-        key: str,
-        emit: EventSink | None,
-        *,
-        again: bool = False,
-        accept: Accept | None = None,
+        self, key: str, emit: EventSink | None, *, again: bool = False, accept: Accept | None = None
     ) -> str | None:
         """The usable stored summary of ``key`` or None (reported unless read ``again``);
         :class:`_StoreUnavailableError` when the store fails or is skipped."""

@@ -195,11 +195,7 @@ def _add_clearing_flags(summarize: argparse.ArgumentParser) -> None:
         f"summarized, without a handler call ({_clearing_default()})"
     )
     presets = clearing.add_mutually_exclusive_group()
-    presets.add_argument(
-        "--low-cost",
-        action="store_true",
-        help=_preset_help(LOW_COST),
-    )
+    presets.add_argument("--low-cost", action="store_true", help=_preset_help(LOW_COST))
     presets.add_argument(
         "--summary-only",
         action="store_true",
@@ -598,8 +594,7 @@ def _compact(
         id_template=args.id_template,
         stores=stores,
         robustness=Robustness(
-            max_prompt_bytes=settings.max_prompt_bytes,
-            max_concurrency=_piece_concurrency(args),
+            max_prompt_bytes=settings.max_prompt_bytes, max_concurrency=_piece_concurrency(args)
         ),
     )
     result = _run(lambda: compactor.run(messages), stores, progress)
@@ -698,8 +693,7 @@ def main(
             return _summarize(args, out, err)
     except SummarizationError as exc:
         print(
-            f"csum {args.command}: summarization failed, nothing written: {one_line(exc)}",
-            file=err,
+            f"csum {args.command}: summarization failed, nothing written: {one_line(exc)}", file=err
         )
         return EXIT_FAILED
     except (ChainError, ValueError, ImportError) as exc:

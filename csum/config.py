@@ -471,12 +471,7 @@ class Preset:
 
 
 LONG_MEMORY: Final = Preset(
-    "LONG_MEMORY",
-    clearing=None,
-    keep_ratio=0.6,
-    summary_ratio=7 / 16,
-    max_depth=None,
-    trigger=1.0,
+    "LONG_MEMORY", clearing=None, keep_ratio=0.6, summary_ratio=7 / 16, max_depth=None, trigger=1.0
 )
 """Compactor settings for a long memory with the default (extractive) handler: summaries
 take up to 7/16 of the budget and are folded again at every compaction, no clearing, a
@@ -484,11 +479,7 @@ take up to 7/16 of the budget and are folded again at every compaction, no clear
 (:data:`SUMMARY_ONLY`: 10-12 %) for 7 % more bytes sent (docs/compactor.md)."""
 
 LOW_COST: Final = Preset(
-    "LOW_COST",
-    clearing=Clearing(keep=10),
-    keep_ratio=0.3,
-    summary_ratio=1 / 64,
-    trigger=0.85,
+    "LOW_COST", clearing=Clearing(keep=10), keep_ratio=0.3, summary_ratio=1 / 64, trigger=0.85
 )
 """Compactor settings for a low cost with prompt caching: old tool results beyond the
 newest 10 cleared to placeholders first, compaction from 85 % of the budget down to 30 %,

@@ -21,22 +21,9 @@ from csum._salience import ANSI, ERROR_LINE, LINE_CAP, LIST_MARK, WEIGHTS, excer
 from csum.archive import archived_references, split_archive_line
 from csum.handlers import summarize_extractive
 from csum.prompt import SummaryRequest, summary_request, text_request
-from csum.request import (
-    Handler,
-    RequestHandler,
-    as_request_handler,
-    check_request,
-    request_handler,
-)
+from csum.request import Handler, RequestHandler, as_request_handler, check_request, request_handler
 
-__all__ = [
-    "DEFAULT_RESERVE",
-    "FactGuard",
-    "LostFact",
-    "guarded",
-    "lost_facts",
-    "residual_request",
-]
+__all__ = ["DEFAULT_RESERVE", "FactGuard", "LostFact", "guarded", "lost_facts", "residual_request"]
 
 DEFAULT_RESERVE: Final = 0.3
 """Share of the budget the guard keeps for what the summary lost."""
@@ -304,11 +291,7 @@ def _ask_again(prompt: str, lost: Sequence[LostFact], limit: int = 20) -> str:
 
 
 def guarded(
-    handler: Handler,
-    max_bytes: int,
-    *,
-    reserve: float = DEFAULT_RESERVE,
-    ask_again: bool = False,
+    handler: Handler, max_bytes: int, *, reserve: float = DEFAULT_RESERVE, ask_again: bool = False
 ) -> RequestHandler:
     """``FactGuard(max_bytes, reserve=..., ask_again=...).wrap(handler)``: build the
     handler for ``max_bytes`` less the reserve (``FactGuard.inner_bytes``)."""

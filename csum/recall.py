@@ -12,12 +12,7 @@ from cast.internals import utf8_len
 from csum._recall_name import RECALL_TOOL_NAME
 from csum.archive import HistoryArchive, message_reference
 
-__all__ = [
-    "RECALL_TOOL_DESCRIPTION",
-    "RECALL_TOOL_NAME",
-    "RecallTool",
-    "recall_tool_definition",
-]
+__all__ = ["RECALL_TOOL_DESCRIPTION", "RECALL_TOOL_NAME", "RecallTool", "recall_tool_definition"]
 
 RECALL_TOOL_DESCRIPTION: Final = (
     "Fetch conversation history that was summarized away. Summaries end with "

@@ -160,11 +160,7 @@ def split_last_section_pairs(
 
 
 async def rotate_section(
-    calls: HandlerCalls,
-    section: Section,
-    index: int,
-    config: SummarizerConfig,
-    id_template: Style,
+    calls: HandlerCalls, section: Section, index: int, config: SummarizerConfig, id_template: Style
 ) -> Section:
     """Bring one of the last sections within budget; its last pair is kept verbatim."""
     style = _style(id_template)
@@ -191,11 +187,7 @@ async def rotate_section(
 
 
 async def _oversized_summarized(
-    calls: HandlerCalls,
-    section: Section,
-    index: int,
-    config: SummarizerConfig,
-    style: SummaryStyle,
+    calls: HandlerCalls, section: Section, index: int, config: SummarizerConfig, style: SummaryStyle
 ) -> Section:
     """``section`` with each pair but the last over the pair budget (and no fresh summary)
     summarized alone, where that makes it smaller."""
