@@ -69,10 +69,7 @@ def fit_summary(text: str, max_bytes: int) -> str:
     """``text`` in at most ``max_bytes`` UTF-8 bytes, every headed part keeping its first
     lines (one first line shared equally when they do not all fit, cut between words
     with an ellipsis); ``text`` itself when it fits."""
-    if utf8_len(text) <= max_bytes:
-        return text
-    lines = text.split("\n")
-    return _fit(lines, _parts(lines), max_bytes) or _cut_line(text, max_bytes)
+    return fit_joined([text], max_bytes)
 
 
 def fit_joined(summaries: Sequence[str], max_bytes: int) -> str:

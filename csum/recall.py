@@ -106,12 +106,10 @@ class RecallTool:
                 return f"error: the arguments are not JSON ({exc.msg} at {exc.pos})"
         if not isinstance(arguments, Mapping):
             return "error: the arguments must be an object with 'reference' or 'query'"
-        reference = arguments.get("reference")
-        query = arguments.get("query")
-        if reference is not None and not isinstance(reference, str):
-            return "error: 'reference' must be a string"
-        if query is not None and not isinstance(query, str):
-            return "error: 'query' must be a string"
+        reference, query = arguments.get("reference"), arguments.get("query")
+        for name, value in (("reference", reference), ("query", query)):
+            if value is not None and not isinstance(value, str):
+                return f"error: '{name}' must be a string"
         if reference and reference.strip():
             return await self._by_reference(reference.strip())
         if query and query.strip():
