@@ -175,16 +175,14 @@ def _add_budget_flags(summarize: argparse.ArgumentParser) -> None:
         type=float,
         metavar="R",
         help="with --budget: share of the budget a compaction brings the chain down to "
-        f"(default {DEFAULT_KEEP_RATIO:g}; {LOW_COST.keep_ratio:g} with --low-cost, "
-        f"{SUMMARY_ONLY.keep_ratio:g} with --summary-only)",
+        f"(default {DEFAULT_KEEP_RATIO:g}; the presets set their own)",
     )
     summarize.add_argument(
         "--summary-ratio",
         type=float,
         help="with --budget: share of the budget a summary may take (default "
-        f"{_fraction(DEFAULT_SUMMARY_RATIO)}; {_fraction(LOW_COST.summary_ratio)} with "
-        f"--low-cost, {_fraction(SUMMARY_ONLY.summary_ratio)} with --summary-only); sizes "
-        "the extractive handler's summaries",
+        f"{_fraction(DEFAULT_SUMMARY_RATIO)}; the presets set their own); sizes the "
+        "extractive handler's summaries",
     )
 
 
