@@ -29,20 +29,6 @@ UNKNOWN_IMAGE_SIZE = (1024, 1024)
 _DATA_URL = re.compile(r"data:[^,]*;base64,", re.IGNORECASE)
 
 
-def _decode_head(url: str, limit: int = 65536) -> bytes | None:
-    """The first bytes of a base64 ``data:`` URL's payload (standard or URL-safe)."""
-    match = _DATA_URL.match(url)
-    if match is None:
-        return None
-    payload = url[match.end() : match.end() + limit * 4 // 3 + 4].replace("-", "+")
-    payload = payload.replace("_", "/").strip()
-    payload = payload[: len(payload) // 4 * 4]
-    try:
-        return base64.b64decode(payload)
-    except (binascii.Error, ValueError):
-        return None
-
-
 def image_size(data: bytes) -> tuple[int, int] | None:
     """(width, height) read from PNG, GIF, JPEG or WebP header bytes; None otherwise."""
     if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 24:
@@ -90,10 +76,19 @@ def _webp_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-def url_image_size(url: str) -> tuple[int, int] | None:
-    """The pixel size of a ``data:`` URL image, or None."""
-    head = _decode_head(url)
-    return None if head is None else image_size(head)
+def url_image_size(url: str, limit: int = 65536) -> tuple[int, int] | None:
+    """The pixel size of a base64 ``data:`` URL image (standard or URL-safe), read from
+    the first ``limit`` bytes of its payload, or None."""
+    match = _DATA_URL.match(url)
+    if match is None:
+        return None
+    payload = url[match.end() : match.end() + limit * 4 // 3 + 4].replace("-", "+")
+    payload = payload.replace("_", "/").strip()
+    payload = payload[: len(payload) // 4 * 4]
+    try:
+        return image_size(base64.b64decode(payload))
+    except (binascii.Error, ValueError):
+        return None
 
 
 def image_tokens(
