@@ -100,13 +100,6 @@ def _preset_help(preset: Preset, intro: str = "", note: str = "") -> str:
     )
 
 
-def _clearing_default() -> str:
-    """What the clearing stage does without a clearing flag (the Compactor's default)."""
-    if DEFAULT_CLEARING is None:
-        return f"off by default; --clear keeps the newest {Clearing().keep} tool uses whole"
-    return f"on by default, keeping the newest {DEFAULT_CLEARING.keep} tool uses whole"
-
-
 def main_parser() -> argparse.ArgumentParser:
     """The argument parser of ``csum``."""
     parser = argparse.ArgumentParser(
@@ -188,9 +181,14 @@ def _add_budget_flags(summarize: argparse.ArgumentParser) -> None:
 
 def _add_clearing_flags(summarize: argparse.ArgumentParser) -> None:
     """The clearing stage's flags and the presets."""
+    default = (
+        f"off by default; --clear keeps the newest {Clearing().keep} tool uses whole"
+        if DEFAULT_CLEARING is None
+        else f"on by default, keeping the newest {DEFAULT_CLEARING.keep} tool uses whole"
+    )
     clearing = summarize.add_argument_group(
         "clearing (with --budget): old tool results become placeholders before anything is "
-        f"summarized, without a handler call ({_clearing_default()})"
+        f"summarized, without a handler call ({default})"
     )
     presets = clearing.add_mutually_exclusive_group()
     presets.add_argument("--low-cost", action="store_true", help=_preset_help(LOW_COST))

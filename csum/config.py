@@ -104,10 +104,6 @@ DEFAULT_MAX_EVENTS: Final = 100
 """How many events ``hook.events`` holds (the latest ones); ``on_event`` sees them all."""
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _check_share(owner: str, value: object, *, high: float = 1.0, zero: bool = False) -> None:
     """A share of a limit: a number within (0, high] (or [0, high] with ``zero``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -122,9 +118,8 @@ def _check_count(owner: str, value: object, *, least: int, none: bool = False) -
     """A count: an int of at least ``least`` (or None, with ``none``)."""
     if value is None and none:
         return
-    if not _is_int(value):
+    if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{owner} must be an int{' or None' if none else ''}, not {value!r}")
-    assert isinstance(value, int)
     if value < least:
         bound = ">= 0" if least == 0 else f"at least {least}"
         raise ValueError(f"{owner} must be {bound}, got {value}")
