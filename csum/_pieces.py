@@ -105,13 +105,10 @@ def split_into_pieces(
     *,
     staying: Message | None = None,
 ) -> list[Piece]:
-    """Pieces whose prompts (their context cut to ``max_bytes // 4``) fit ``max_bytes``.
-
-    ``turns`` are (question, messages) in chain order, all leaving the chain: each
-    question is summarized in its place, before its turn's messages. A piece holds
-    consecutive messages; its context is ``staying`` (the question that stays in the
-    chain) and, for a piece that starts inside a turn, that turn's question.
-    """
+    """Pieces whose prompts (their context cut to ``max_bytes // 4``) fit ``max_bytes``:
+    consecutive messages of ``turns`` ((question, messages) in chain order, each question
+    summarized in its place); the context is ``staying`` and, for a piece starting inside
+    a turn, that turn's question."""
     room = max(512, max_bytes - _FIXED - max_bytes // 4)
     kept = [staying] if staying is not None else []
     pieces: list[Piece] = []

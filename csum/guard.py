@@ -69,9 +69,8 @@ def _entries(request: SummaryRequest) -> list[tuple[str, tuple[str, ...]]]:
 
 def lost_facts(request: SummaryRequest, summary: str) -> list[LostFact]:
     """The facts of ``request``'s replaced entries that ``summary`` does not contain,
-    heaviest first: error lines, paths, URLs, identifiers (tokens mixing letters and
-    digits, versions, hashes) and numbers with the word naming them. A token said more
-    than once weighs a little more; one already in the summary is not lost."""
+    heaviest first: error lines, paths, URLs, identifiers, versions, hashes and numbers
+    with the word naming them (a token said more than once weighs a little more)."""
     seen: dict[str, LostFact] = {}
     counts: dict[str, int] = {}
     for text, references in _entries(request):
@@ -192,10 +191,9 @@ class FactGuard:
         return f"FactGuard({self.max_bytes}, reserve={self.reserve}, ask_again={self.ask_again})"
 
     def complete(self, request: SummaryRequest, summary: str) -> str:
-        """``summary`` (fitted to :attr:`inner_bytes`) with what it lost of ``request``
-        appended, within :attr:`max_bytes`: the offline handler's pick of the replaced
-        lines the summary does not hold (see :func:`residual_request`), each line from an
-        earlier summary with that summary's archive references when they fit."""
+        """``summary`` (fitted to :attr:`inner_bytes`) with the offline handler's pick of
+        the lines it lost (:func:`residual_request`) appended, within :attr:`max_bytes`,
+        with their archive references when they fit."""
         summary = fit_summary(summary, self.inner_bytes)
         room = self.max_bytes - utf8_len(summary) - (1 if summary else 0)
         if room < _MIN_APPENDIX or not lost_facts(request, summary):
@@ -245,11 +243,9 @@ class FactGuard:
         return request_handler(summarize, f"guarded({inner!r})")
 
     def wrap_sized(self, handler_for: Callable[[int], Handler]) -> RequestHandler:
-        """A handler made by ``handler_for(max_bytes)`` for each size (as
-        :func:`csum.handlers.extractive` is): it summarizes at the whole budget and at
-        :attr:`inner_bytes` with the guard, and returns the guarded one only when it lost
-        clearly less (:meth:`choose`). Two calls per summary: meant for offline
-        handlers."""
+        """A handler summarizing with ``handler_for(size)`` (as :func:`csum.handlers.extractive`)
+        at the whole budget and, guarded, at :attr:`inner_bytes`, keeping the guarded one
+        only when it lost clearly less (:meth:`choose`): two calls, for offline handlers."""
         whole_handler = as_request_handler(handler_for(self.max_bytes))
         inner_handler = self.wrap(handler_for(self.inner_bytes))
 
