@@ -34,7 +34,6 @@ summary per section, concurrent, the last section rotated.
 
 from types import ModuleType as _ModuleType
 
-from csum._retry import RetryPolicy
 from csum.archive import ArchiveHit, HistoryArchive
 from csum.cache import SummaryCache
 from csum.compaction import CompactionResult
@@ -46,16 +45,12 @@ from csum.config import (
     Budget,
     Clearing,
     Preset,
+    RetryPolicy,
     Robustness,
     Stores,
     SummarizerConfig,
 )
-from csum.errors import (
-    CsumError,
-    HandlerError,
-    StoreError,
-    SummarizationError,
-)
+from csum.errors import CsumError, HandlerError, StoreError, SummarizationError
 from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.plan import EARLIER_CONVERSATION_TEXT, SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum.prompt import messages_to_prompt

@@ -1,14 +1,5 @@
-"""Whether messages appended to a valid chain keep it valid, without parsing the chain.
-
-An agent loop hands the Compactor the chain it returned last time plus the turn's new
-messages. Checking only the new messages keeps the cost of a call that compacts nothing
-proportional to what was added, not to the chain. The check follows the parse rules
-(docs/concepts.md) for the tail: no system message; no human message right after a
-human message or while tool calls wait for results; tool messages only after an AI
-message with calls, each result answering one waiting call; nothing left unanswered at
-the end. Anything else (or anything that is not a ``Message``) answers ``False`` and the
-caller parses the whole chain, with repair.
-"""
+"""Whether messages appended to a valid chain keep it valid, by the parse rules applied to
+the new messages only: a call that compacts nothing costs what was added, not the chain."""
 
 from __future__ import annotations
 

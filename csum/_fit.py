@@ -1,16 +1,6 @@
-"""Fitting an oversized summary to its byte cap without losing its later parts.
-
-A model asked for a structured summary (``Task:``, ``Files:``, ... ``Pending:``, see
-:data:`csum.prompt.DEFAULT_SYSTEM_PROMPT`) writes its headings in order, and the last
-ones (what is pending, the identifiers) are what the agent needs next. Cutting the
-answer to its first ``max_bytes`` would drop them whole. :func:`fit_summary` instead
-splits the answer into its headed parts. The parts' first lines come first: whole when
-they all fit, otherwise sharing the room equally (a long one cut between words where
-it can, the cut marked with an ellipsis). Then the parts take their next lines in
-turns, whole lines only, so each part keeps its head; kept lines stay in their order.
-An answer without headings is one part: cut after its last whole line that fits
-(inside its first line only when that line alone does not fit).
-"""
+"""Fitting an oversized summary to its byte cap without losing its later parts: each
+headed part (``Task:``, ``Files:``, ... ``Pending:``) keeps its first lines, then the
+parts take their next whole lines in turns, in order."""
 
 from __future__ import annotations
 
@@ -40,8 +30,7 @@ def _clip_bytes(text: str, limit: int) -> str:
 
 
 def _cut_line(line: str, room: int) -> str:
-    """The start of ``line`` in at most ``room`` bytes, between words when it can, with
-    an ellipsis saying it was cut."""
+    """The start of ``line`` in ``room`` bytes, cut between words, with an ellipsis."""
     mark = utf8_len(_ELLIPSIS)
     if room <= mark:
         return _clip_bytes(line, room)
@@ -53,8 +42,7 @@ def _cut_line(line: str, room: int) -> str:
 
 
 def _parts(lines: list[str]) -> list[list[int]]:
-    """Line indexes grouped by the heading that opens each part (the lines before the
-    first heading are a part of their own)."""
+    """Line indexes grouped by the heading that opens each part."""
     parts: list[list[int]] = [[]]
     for index, line in enumerate(lines):
         if _HEADING.match(line) and parts[-1]:
@@ -64,8 +52,7 @@ def _parts(lines: list[str]) -> list[list[int]]:
 
 
 def _shares(sizes: list[int], room: int) -> list[int]:
-    """Bytes for each of ``sizes`` within ``room``: whole when all fit, otherwise the
-    room shared equally, what a short one leaves going to the longer ones."""
+    """Bytes for each of ``sizes`` within ``room``: whole when all fit, else shared equally."""
     if sum(sizes) <= room:
         return sizes
     shares = [0] * len(sizes)
@@ -80,17 +67,14 @@ def _shares(sizes: list[int], room: int) -> list[int]:
 
 def fit_summary(text: str, max_bytes: int) -> str:
     """``text`` in at most ``max_bytes`` UTF-8 bytes, every headed part keeping its first
-    lines (see the module docstring). ``text`` itself when it fits."""
-    if utf8_len(text) <= max_bytes:
-        return text
-    lines = text.split("\n")
-    return _fit(lines, _parts(lines), max_bytes) or _cut_line(text, max_bytes)
+    lines (one first line shared equally when they do not all fit, cut between words
+    with an ellipsis); ``text`` itself when it fits."""
+    return fit_joined([text], max_bytes)
 
 
 def fit_joined(summaries: Sequence[str], max_bytes: int) -> str:
-    """Several summaries joined by newlines in at most ``max_bytes`` UTF-8 bytes: each
-    summary's headed parts share the room as :func:`fit_summary`'s do, so the last
-    summaries are not cut off by the first ones."""
+    """Several summaries joined by newlines in at most ``max_bytes`` UTF-8 bytes, their
+    headed parts sharing the room as :func:`fit_summary`'s do."""
     text = "\n".join(summaries)
     if utf8_len(text) <= max_bytes:
         return text

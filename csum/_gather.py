@@ -18,12 +18,8 @@ T = TypeVar("T")
 async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     """Run ``jobs`` concurrently; results by index. The first failure cancels the rest;
     the :class:`SummarizationError` of the earliest job that failed is raised (the
-    others are listed in a note), ``KeyboardInterrupt`` and ``SystemExit`` unwrapped.
-
-    Workers pull jobs from a shared counter and a new worker starts only after the
-    previous ones had a chance to run: jobs that complete without waiting (an instant
-    handler) share one task instead of paying for a task each, while jobs that wait
-    (a real model call) each get their own, so they all run at once.
+    others in a note). Workers pull jobs from a shared counter, a new one started only
+    after the others could run: instant jobs share one task, waiting ones get one each.
     """
     count = len(jobs)
     if count == 1:
@@ -53,10 +49,7 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     except BaseExceptionGroup as group_error:
         raise unwrapped(group_error) from None
 
-    if failures:
-        # The same report on every backend: how many calls fail before the first
-        # failure cancels the others depends on the event loop, so the error is the
-        # failure of the earliest job, its cause the handler's own exception.
+    if failures:  # the earliest job's, whichever failed first on this event loop
         first = min(failures)
         error = failures[first]
         others = [str(failures[i]) for i in sorted(failures) if i != first]
@@ -67,8 +60,8 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
 
 
 def unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """What a task group's failure is raised as: ``KeyboardInterrupt`` or
-    ``SystemExit`` bare (both backends alike), a lone exception bare, else the group."""
+    """A task group's failure as raised: ``KeyboardInterrupt``, ``SystemExit`` or a lone
+    exception bare, else the group."""
     leaves: list[BaseException] = []
     pending: list[BaseException] = [group]
     while pending:

@@ -1,6 +1,5 @@
-"""Refusing, where a handler is taken, the objects a newcomer passes by mistake: a
-keeper (a Compactor, a hook) or the ``extractive`` factory itself. Each refusal is a
-``TypeError`` that shows the line to write."""
+"""Refusing, where a handler is taken, what a newcomer passes by mistake (a keeper, a
+hook, the uncalled ``extractive`` factory), with a ``TypeError`` showing the line to write."""
 
 from __future__ import annotations
 

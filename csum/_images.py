@@ -1,19 +1,12 @@
-"""Image token counts by the providers' published formulas.
+"""Image token counts by the providers' published formulas, from the pixel size read in
+the header of PNG, GIF, JPEG and WebP data (:data:`UNKNOWN_IMAGE_SIZE` for a URL).
 
-The formulas need the image's pixel size, read here from the header of PNG, GIF, JPEG
-and WebP data (a ``data:`` URL or a :class:`~cast.BinaryPart`). An image known only by
-URL is counted as :data:`UNKNOWN_IMAGE_SIZE`.
-
-* **openai** (GPT-4o, GPT-4.1, o-series vision): ``detail="low"`` costs 85 tokens;
-  otherwise the image is scaled to fit 2048 x 2048, then its shortest side to 768,
-  and costs 85 + 170 per 512-pixel tile.
-  https://platform.openai.com/docs/guides/images-vision#calculating-costs
-* **anthropic**: an image whose long edge exceeds 1568 pixels is scaled down first;
-  tokens = width x height / 750.
-  https://docs.anthropic.com/en/docs/build-with-claude/vision#calculate-image-costs
-* **gemini** (2.0 and later): 258 tokens when both sides are at most 384 pixels,
-  otherwise 258 per 768 x 768 tile.
-  https://ai.google.dev/gemini-api/docs/tokens#multimodal-tokens
+* openai: ``detail="low"`` 85; else fit 2048 x 2048, shortest side 768, 85 + 170 a
+  512-pixel tile (platform.openai.com/docs/guides/images-vision#calculating-costs).
+* anthropic: long edge scaled to 1568, then width x height / 750
+  (docs.anthropic.com/en/docs/build-with-claude/vision#calculate-image-costs).
+* gemini: 258 up to 384 x 384, else 258 a 768 x 768 tile
+  (ai.google.dev/gemini-api/docs/tokens#multimodal-tokens).
 """
 
 from __future__ import annotations
@@ -34,20 +27,6 @@ UNKNOWN_IMAGE_SIZE = (1024, 1024)
 """Pixel size assumed for an image whose data is not at hand (a remote URL)."""
 
 _DATA_URL = re.compile(r"data:[^,]*;base64,", re.IGNORECASE)
-
-
-def _decode_head(url: str, limit: int = 65536) -> bytes | None:
-    """The first bytes of a base64 ``data:`` URL's payload (standard or URL-safe)."""
-    match = _DATA_URL.match(url)
-    if match is None:
-        return None
-    payload = url[match.end() : match.end() + limit * 4 // 3 + 4].replace("-", "+")
-    payload = payload.replace("_", "/").strip()
-    payload = payload[: len(payload) // 4 * 4]
-    try:
-        return base64.b64decode(payload)
-    except (binascii.Error, ValueError):
-        return None
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:
@@ -97,10 +76,19 @@ def _webp_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-def url_image_size(url: str) -> tuple[int, int] | None:
-    """The pixel size of a ``data:`` URL image, or None."""
-    head = _decode_head(url)
-    return None if head is None else image_size(head)
+def url_image_size(url: str, limit: int = 65536) -> tuple[int, int] | None:
+    """The pixel size of a base64 ``data:`` URL image (standard or URL-safe), read from
+    the first ``limit`` bytes of its payload, or None."""
+    match = _DATA_URL.match(url)
+    if match is None:
+        return None
+    payload = url[match.end() : match.end() + limit * 4 // 3 + 4].replace("-", "+")
+    payload = payload.replace("_", "/").strip()
+    payload = payload[: len(payload) // 4 * 4]
+    try:
+        return image_size(base64.b64decode(payload))
+    except (binascii.Error, ValueError):
+        return None
 
 
 def image_tokens(

@@ -1,28 +1,13 @@
-"""A summary of more than one bounded prompt can hold: the messages are cut into pieces
-whose prompts fit ``max_bytes``, each piece is summarized, then the summaries are merged.
-
-Why not render one prompt and split it (as :class:`~csum.request.RobustHandler` does
-for prompts it is handed): a prompt is one Python string holding every message it
-summarizes verbatim, at 2 or 4 bytes per character once one character of it is beyond
-Latin-1 or the BMP, and a handler copies it again while reading it. On a 100 MB chain
-one prompt of everything evicted took 4x the file, the handler's copies as much again.
-Here the pieces are chosen from the messages' sizes, and a piece's prompt is rendered
-only when its call starts, so at most ``concurrency`` prompts are alive at any time.
-
-A piece's prompt is what :func:`~csum.prompt.messages_to_prompt` makes of its messages.
-As in one prompt of it all, the questions that leave the chain are summarized in their
-place among the turns' messages; the question that stays (the turn the cut falls in)
-is context, and so is the question of the turn a piece starts inside (summarized by an
-earlier piece), within a quarter of ``max_bytes``. A message too large for a piece
-alone is cut inside its texts. The summaries are merged by one more call on a prompt
-of the summaries as AI messages (as the robust handler merges its chunks), in rounds
-while they do not fit one prompt.
-"""
+"""Summary prompts within a bound: the question a prompt shows as context, cut to its head
+and tail, and a summary of more than one prompt can hold, made of pieces whose prompts
+fit (each rendered only when its call starts), then merged."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Final
 
 import anyio
 
@@ -30,10 +15,24 @@ from cast import ImagePart, Message, Role, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
 from csum._fit import fit_joined
 from csum._gather import gather
+from csum._message_text import message_strings
 from csum.prompt import INSTRUCTIONS, SummaryRequest, summary_request
 from csum.request import HandlerCalls, _books, _cut_message, _head
 
-__all__ = ["Piece", "prompt_bound", "split_into_pieces", "summarize_in_pieces"]
+__all__ = [
+    "QUESTION_CONTEXT_BYTES",
+    "Piece",
+    "prompt_bound",
+    "question_context",
+    "split_into_pieces",
+    "summarize_in_pieces",
+]
+
+QUESTION_CONTEXT_BYTES: Final = 2048
+"""Bytes of the staying question a compaction prompt shows as context (its head and tail)."""
+_TAIL_SHARE = 1 / 3
+"""Share of the bound given to the question's tail (a request says what it expects back
+at its end)."""
 
 _MESSAGE_FRAME = 96
 """Upper bound of a message's own tags in a prompt (index, role, marker suffixes)."""
@@ -43,6 +42,26 @@ _FIXED = max(utf8_len(text) for text in INSTRUCTIONS.values()) + 512
 """Upper bound of a prompt's instructions and block tags."""
 _ESCAPE_GROWTH = 5
 """An id character is at most 6 in an attribute (``"`` as ``&quot;``): 5 more."""
+
+
+def question_context(message: Message, max_bytes: int = QUESTION_CONTEXT_BYTES) -> Message:
+    """``message`` itself when it holds at most ``max_bytes``, else a human text message
+    of its head and tail within ``max_bytes`` (its text, tool calls as ``name(args)``
+    and tool results' contents; images and binary data left out), with the number of
+    bytes left out between them: the summarizer reads the staying question only to know
+    what was asked, and it stays in the chain verbatim. ``message`` is not changed."""
+    if message.size <= max_bytes:
+        return message
+    text = "\n".join(message_strings(message))
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return Message.from_parts(Role.HUMAN, (TextPart(text=text),))
+    tail_bytes = int(max_bytes * _TAIL_SHARE)
+    head = data[: max_bytes - tail_bytes].decode("utf-8", "ignore")
+    tail = data[len(data) - tail_bytes :].decode("utf-8", "ignore")
+    gap = len(data) - utf8_len(head) - utf8_len(tail)
+    note = f"\n[... {gap} bytes of the question left out here; it stays in the chain ...]\n"
+    return Message.from_parts(Role.HUMAN, (TextPart(text=head + note + tail),))
 
 
 def prompt_bound(message: Message) -> int:
@@ -75,8 +94,7 @@ class Piece:
         return self.request(max_context, focus).prompt
 
     def request(self, max_context: int, focus: str | None = None) -> SummaryRequest:
-        """The request of the piece (its prompt and entries), context cut as in
-        :meth:`prompt`."""
+        """The request of the piece (its prompt and entries), context cut as in :meth:`prompt`."""
         return summary_request(_cut_context(self.context, max_context), self.messages, focus=focus)
 
 
@@ -86,13 +104,10 @@ def split_into_pieces(
     *,
     staying: Message | None = None,
 ) -> list[Piece]:
-    """Pieces whose prompts (their context cut to ``max_bytes // 4``) fit ``max_bytes``.
-
-    ``turns`` are (question, messages) in chain order, all leaving the chain: each
-    question is summarized in its place, before its turn's messages. A piece holds
-    consecutive messages; its context is ``staying`` (the question that stays in the
-    chain) and, for a piece that starts inside a turn, that turn's question.
-    """
+    """Pieces whose prompts (their context cut to ``max_bytes // 4``) fit ``max_bytes``:
+    consecutive messages of ``turns`` ((question, messages) in chain order, each question
+    summarized in its place); the context is ``staying`` and, for a piece starting inside
+    a turn, that turn's question."""
     room = max(512, max_bytes - _FIXED - max_bytes // 4)
     kept = [staying] if staying is not None else []
     pieces: list[Piece] = []
@@ -153,9 +168,8 @@ async def summarize_in_pieces(
     focus: str | None = None,
 ) -> str:
     """One summary of ``turns`` (``staying`` as context, see :func:`split_into_pieces`)
-    made from prompts of at most ``max_bytes`` (see the module docstring); at most
-    ``concurrency`` prompts are alive at once. Calls go through ``calls`` (counted,
-    cached, failures raised as :class:`~csum.errors.SummarizationError`)."""
+    from prompts of at most ``max_bytes``, at most ``concurrency`` of them alive at once,
+    the pieces' summaries merged by more calls in rounds while they do not fit one."""
     pieces = split_into_pieces(turns, max_bytes, staying=staying)
     if not pieces:
         raise ValueError("nothing to summarize: no question and no message")
@@ -164,15 +178,14 @@ async def summarize_in_pieces(
     limiter = anyio.CapacityLimiter(concurrency)
     max_context = max_bytes // 4
 
-    def job(piece: Piece) -> Callable[[], Awaitable[str]]:
+    def job(request: Callable[[], SummaryRequest]) -> Callable[[], Awaitable[str]]:
         async def run() -> str:
             async with limiter:  # the prompt exists only while its call runs
-                request = piece.request(max_context, focus)
-                return await calls.summarize_prompt(request, phase=phase, section=section)
+                return await calls.summarize_prompt(request(), phase=phase, section=section)
 
         return run
 
-    summaries = await gather([job(piece) for piece in pieces])
+    summaries = await gather([job(partial(piece.request, max_context, focus)) for piece in pieces])
     del pieces
     room = max(512, max_bytes - _FIXED)
     while len(summaries) > 1:
@@ -181,9 +194,10 @@ async def summarize_in_pieces(
             books.truncated += 1
             return fit_joined(summaries, max_bytes)
         books.merges += 1
-        summaries = await gather(
-            [_merge_job(calls, group, limiter, phase, section) for group in groups]
+        merged = iter(
+            await gather([job(partial(summary_request, [], g)) for g in groups if len(g) > 1])
         )
+        summaries = [g[0].text if len(g) == 1 else next(merged) for g in groups]
     return summaries[0]
 
 
@@ -200,20 +214,3 @@ def _groups(messages: Sequence[Message], room: int) -> list[list[Message]]:
             groups.append([message])
             used = cost
     return groups
-
-
-def _merge_job(
-    calls: HandlerCalls,
-    group: list[Message],
-    limiter: anyio.CapacityLimiter,
-    phase: str,
-    section: int,
-) -> Callable[[], Awaitable[str]]:
-    async def run() -> str:
-        if len(group) == 1:
-            return group[0].text
-        async with limiter:
-            request = summary_request([], group)
-            return await calls.summarize_prompt(request, phase=phase, section=section)
-
-    return run

@@ -1,6 +1,5 @@
-"""The recall tool's name, in a module of its own: the tool (:mod:`csum.recall`) and
-the synthetic recall pairs re-insertion writes (:mod:`csum.archive`) must agree on it,
-and re-insertion sits below the archive the tool reads."""
+"""The recall tool's name, shared by :mod:`csum.recall` and :mod:`csum.archive` (which
+sits below the archive the tool reads)."""
 
 from __future__ import annotations
 

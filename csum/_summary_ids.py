@@ -21,21 +21,27 @@ def unique_summary_ids(
     ast: ChainAST, created: Sequence[BodyPair], template: IdTemplate
 ) -> ChainAST:
     """The chain with the summary pairs made in this run renamed where their call id
-    repeats another id of the chain; ids that were already there never change.
-
-    Summary ids are seeded by position and summary text, so two runs (or a handler that
-    always answers the same) can produce one id twice; providers reject repeated ids.
-    Raises :class:`IdTemplateError` when the template cannot produce enough distinct
-    ids (``--id-template x`` has one id in all), before any search for free ids.
-    """
+    repeats another id of the chain (summary ids are seeded by position and text, so two
+    runs can make one twice); ids that were already there never change. Raises
+    :class:`IdTemplateError` when the template cannot produce enough distinct ids."""
     new = {id(pair) for pair in created}
-    fixed: set[str] = set()
-    for section in ast.sections:
-        for pair in section.body:
-            if id(pair) not in new:
-                fixed.update(call.id for call in pair.tool_calls)
-    summaries = sum(1 for pair in created if pair.type is BodyPairType.SUMMARIZATION)
-    _check_capacity(template, fixed, summaries)
+    fixed = {
+        call.id
+        for section in ast.sections
+        for pair in section.body
+        if id(pair) not in new
+        for call in pair.tool_calls
+    }
+    needed = sum(1 for pair in created if pair.type is BodyPairType.SUMMARIZATION)
+    capacity = template.capacity
+    if capacity is not None and needed:
+        taken = sum(1 for i in fixed if template.matches(i, SUMMARIZATION_TOOL_NAME))
+        if capacity < taken + needed:
+            raise IdTemplateError(
+                f"id template {template.pattern!r} can produce only {capacity} distinct ids; "
+                f"this chain needs {needed} new summary ids besides the {taken} of its ids "
+                "that already fit the template"
+            )
     seen = set(fixed)
     sections = list(ast.sections)
     changed = False
@@ -55,21 +61,6 @@ def unique_summary_ids(
         if renamed:
             sections[s_index] = section.evolve(body=body)
     return ChainAST.build(sections) if changed else ast
-
-
-def _check_capacity(template: IdTemplate, fixed: set[str], needed: int) -> None:
-    """Raise :class:`IdTemplateError` when ``template`` cannot give ``needed`` ids besides
-    those of ``fixed`` that it could produce itself."""
-    capacity = template.capacity
-    if capacity is None or needed == 0:
-        return
-    taken = sum(1 for i in fixed if template.matches(i, SUMMARIZATION_TOOL_NAME))
-    if capacity < taken + needed:
-        raise IdTemplateError(
-            f"id template {template.pattern!r} can produce only {capacity} distinct ids; "
-            f"this chain needs {needed} new summary ids besides the {taken} of its ids "
-            "that already fit the template"
-        )
 
 
 def _renamed_summary(pair: BodyPair, call_id: str) -> BodyPair:

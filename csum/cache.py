@@ -1,16 +1,7 @@
 """The summary cache: the same prompt, handler and budget never cost a second call.
 
-A key is the xxh3-128 of everything that decides a summary: the prompt text, the
-handler identity the user declares (model, its settings, the prompt template's
-version...) and the summary budget, under a key version. A value is the summary text
-behind a version line carrying its length and checksum, so a truncated or corrupt
-entry is detected and ignored; with a ``secret``, also an HMAC-SHA256 of key and text,
-so entries written without that secret are misses. A stored summary passes the checks
-a fresh answer gets (the caller's ``accept``) before it is used. Concurrent requests
-of one key call the handler once: within an event loop they wait on the first (anyio),
-across workers on the store's short lock with expiry (released even when the request
-is cancelled). A store that fails is reported once and bypassed for ``breaker_seconds``:
-the handler is called, the compaction goes on at handler speed.
+Keys are a versioned xxh3-128 of what decides a summary; values carry a length and a
+checksum (and, with a ``secret``, an HMAC), so a corrupt or foreign entry is a miss.
 """
 
 from __future__ import annotations
@@ -47,17 +38,10 @@ VALUE_VERSION: Final = b"csum-summary/1"
 
 EventSink = Callable[[StoreEvent], None]
 Accept = Callable[[str], str | None]
-"""Checks a stored summary as a fresh answer would be checked: None to take it, else
-why it is refused."""
+"""Checks a stored summary as a fresh answer is checked: None to take it, else why not."""
 
 RELEASE_TIMEOUT: Final = 5.0
 """Seconds a cancelled request still spends giving its workers' lock back."""
-
-
-def _field(hasher: xxhash.xxh3_128, value: str) -> None:
-    data = value.encode("utf-8", "surrogatepass")
-    hasher.update(b"%d:" % len(data))
-    hasher.update(data)
 
 
 def cache_key(prompt: str, *, handler_id: str = "", summary_budget: int | None = None) -> str:
@@ -66,16 +50,16 @@ def cache_key(prompt: str, *, handler_id: str = "", summary_budget: int | None =
     Fields are length-prefixed, so no two different inputs hash the same bytes.
     """
     hasher = xxhash.xxh3_128()
-    _field(hasher, KEY_VERSION)
-    _field(hasher, handler_id)
-    _field(hasher, "" if summary_budget is None else str(summary_budget))
-    _field(hasher, prompt)
+    budget = "" if summary_budget is None else str(summary_budget)
+    for value in (KEY_VERSION, handler_id, budget, prompt):
+        data = value.encode("utf-8", "surrogatepass")
+        hasher.update(b"%d:" % len(data))
+        hasher.update(data)
     return f"s1:{hasher.hexdigest()}"
 
 
 def _mac(secret: bytes, key: str, payload: bytes) -> bytes:
-    """HMAC-SHA256 of the key and the summary under ``secret`` (hex): binds an entry to
-    its key, so a signed entry cannot be moved under another key either."""
+    """HMAC-SHA256 (hex) of key and summary: a signed entry cannot move to another key."""
     message = key.encode("ascii", "replace") + b"\x00" + payload
     return hmac.new(secret, message, hashlib.sha256).hexdigest().encode("ascii")
 
@@ -97,10 +81,10 @@ def _split_value(value: bytes) -> tuple[bytes, bytes | None] | None:
     fields = head.split(b" ")
     if not newline or len(fields) not in (3, 4) or fields[0] != VALUE_VERSION:
         return None
-    checksum, length = fields[1], fields[2]
-    if not length.isdigit() or int(length) != len(payload):
+    length = fields[2]
+    if not (length.isdigit() and int(length) == len(payload)):
         return None
-    if xxhash.xxh3_64_hexdigest(payload).encode("ascii") != checksum:
+    if xxhash.xxh3_64_hexdigest(payload).encode("ascii") != fields[1]:
         return None
     return payload, fields[3] if len(fields) == 4 else None
 
@@ -140,24 +124,17 @@ class _Flight:
 class SummaryCache:
     """Summaries by key in ``store`` (default: an in-memory LRU).
 
-    ``handler_id`` names what produces the summaries (say ``"openai:gpt-4o-mini
-    temperature=0 v3"``): change it when the model or its settings change, so old
-    summaries are not served. ``summary_budget`` is the summary size the handler is held
-    to, when it has one. ``ttl`` (seconds) bounds how long entries live. ``lock_ttl`` is
-    how long another worker waits for the one summarizing a key before calling the
-    handler itself. ``on_event`` hears every hit, miss and failure.
+    ``handler_id`` names what produces the summaries (``"openai:gpt-4o-mini v3"``):
+    change it when the model or its settings change. ``summary_budget``: the summary
+    size the handler is held to. ``ttl``: seconds entries live. ``lock_ttl``: how long
+    another worker waits for the one summarizing a key before calling the handler
+    itself. ``on_event`` hears every hit, miss and failure. ``secret``: entries are
+    signed (HMAC-SHA256) and unsigned ones are misses (``cache_rejected``), for a store
+    shared with writers you do not trust. ``breaker_seconds``: after a store failure
+    (one ``cache_unavailable`` event) the store is left alone that long.
 
-    ``secret`` (str or bytes): entries are signed with an HMAC-SHA256 of key and text
-    under it, and only entries carrying a valid one are used; give it when the store
-    is shared with writers you do not trust (others' entries are then misses, reported
-    as ``cache_rejected``, and replaced). ``breaker_seconds``: after a store failure
-    (one ``cache_unavailable`` event), the store is left alone for that long and the
-    handler is called directly, so a locked file or a dead server costs one timeout,
-    not one per summary.
-
-    One cache may serve several threads and event loops at once: the single flight
-    within a process is per event loop (a request never waits on another loop's
-    event); across loops, threads and processes the store's lock applies.
+    Concurrent requests of one key call the handler once: within an event loop they
+    wait on the first, across loops, threads and processes on the store's lock.
     """
 
     def __init__(
@@ -221,9 +198,8 @@ class SummaryCache:
     ) -> tuple[str, bool]:
         """(summary, whether it came from the cache) for ``prompt``; ``call()`` on a miss.
 
-        ``accept`` checks a stored summary as a fresh answer is checked (None: take
-        it; else the reason it is refused, and it counts as a miss and is replaced).
-        Exceptions of ``call`` propagate (and are never stored); store failures do not.
+        ``accept`` checks a stored summary as a fresh answer is checked (a refused one is
+        a miss, replaced). Exceptions of ``call`` propagate; store failures do not.
         """
         key = self.key(prompt, summary_budget=summary_budget)
         flights = self._loop_flights()
@@ -248,8 +224,7 @@ class SummaryCache:
             flight.done.set()
 
     def _loop_flights(self) -> dict[str, _Flight]:
-        """The keys being summarized in the current event loop (each loop its own: an
-        anyio event belongs to the loop that made it)."""
+        """The keys being summarized in the current event loop (an event is per loop)."""
         try:
             return self._flights.get()
         except LookupError:
@@ -258,8 +233,7 @@ class SummaryCache:
             return flights
 
     def _store_skipped(self) -> bool:
-        """Whether the store failed less than ``breaker_seconds`` ago (then it is not
-        asked: the caller summarizes without it)."""
+        """Whether the store failed less than ``breaker_seconds`` ago (then it is not asked)."""
         return time.monotonic() < self._skip_until
 
     async def _lookup_or_call(
@@ -269,9 +243,7 @@ class SummaryCache:
         emit: EventSink | None,
         accept: Accept | None = None,
     ) -> tuple[str, bool]:
-        if self._store_skipped():
-            return await call(), False
-        try:
+        try:  # a skipped store raises too
             cached = await self._read(key, emit, accept=accept)
             if cached is not None:
                 return cached, True
@@ -298,20 +270,10 @@ class SummaryCache:
                 await self._release_shielded(key, token, emit)
 
     async def _read(
-        self,
-        key: str,
-        emit: EventSink | None,
-        *,
-        again: bool = False,
-        accept: Accept | None = None,
+        self, key: str, emit: EventSink | None, *, again: bool = False, accept: Accept | None = None
     ) -> str | None:
-        """The stored summary of ``key``: None when absent, corrupt, unsigned (with a
-        secret) or refused by ``accept`` (reported unless this is a read ``again`` of
-        the same key in one request).
-
-        Raises :class:`_StoreUnavailableError` (already reported) when the store fails
-        or is being skipped.
-        """
+        """The usable stored summary of ``key`` or None (reported unless read ``again``);
+        :class:`_StoreUnavailableError` when the store fails or is skipped."""
         if self._store_skipped():
             raise _StoreUnavailableError
         try:
@@ -332,8 +294,7 @@ class SummaryCache:
     def _checked(
         self, key: str, value: bytes, accept: Accept | None
     ) -> tuple[str | None, StoreEventKind, str]:
-        """(the summary in ``value`` if it may be used, else None; the event kind and
-        the reason when it may not)."""
+        """(the usable summary in ``value`` or None, the event kind, the reason)."""
         split = _split_value(value)
         text = None if split is None else _text(split[0])
         if split is None or text is None:
@@ -353,12 +314,8 @@ class SummaryCache:
     async def _lock(
         self, key: str, token: str, emit: EventSink | None, accept: Accept | None = None
     ) -> tuple[bool, str | None]:
-        """(whether we hold the workers' lock on ``key``, the summary if one arrived).
-
-        While another worker holds the lock, poll for its summary; after ``lock_ttl``
-        without one, give up the wait: (False, None), the caller summarizes unlocked.
-        Raises :class:`_StoreUnavailableError` (already reported) when the store fails.
-        """
+        """(whether we hold the workers' lock on ``key``, the summary if one arrived):
+        polls while another worker holds it, for at most ``lock_ttl``."""
         deadline = time.monotonic() + self.lock_ttl
         while True:
             if self._store_skipped():
@@ -386,9 +343,7 @@ class SummaryCache:
                 return False, found
 
     async def _release_shielded(self, key: str, token: str, emit: EventSink | None) -> None:
-        """Give the lock back, also when the request is being cancelled (else the next
-        worker waits ``lock_ttl`` for a summary that will never come), within
-        :data:`RELEASE_TIMEOUT`."""
+        """Give the lock back, also when cancelled (else the next worker waits ``lock_ttl``)."""
         with anyio.move_on_after(RELEASE_TIMEOUT, shield=True):
             try:
                 await self.store.release(key, token)
@@ -396,8 +351,7 @@ class SummaryCache:
                 self._failed(emit, key, exc)
 
     def _failed(self, emit: EventSink | None, key: str, exc: Exception) -> None:
-        """Report a store failure and leave the store alone for ``breaker_seconds``
-        (one event: requests in the meantime summarize without it, silently)."""
+        """Report a store failure once and leave the store alone for ``breaker_seconds``."""
         with self._breaker_lock:
             if self._store_skipped():
                 return  # reported already (a request that was in flight meanwhile)

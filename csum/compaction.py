@@ -21,8 +21,7 @@ from cast import (
     ToolResult,
 )
 from csum._memory import with_fact_memory
-from csum._pieces import summarize_in_pieces
-from csum._question_context import question_context
+from csum._pieces import question_context, summarize_in_pieces
 from csum._style import SummaryStyle
 from csum.archive import (
     HistoryArchive,

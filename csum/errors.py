@@ -16,10 +16,9 @@ Hierarchy::
                                     cannot be used (the summarizer reports it as an
                                     event instead of raising it)
 
-Catch :class:`CsumError` for all of them, or the builtin each also is: a failed call
-is a ``RuntimeError`` (the input was fine, the run was not). Bad chains raise
-``cast.ChainError``, bad settings pydantic's ``ValidationError``: those come from the
-values given, not from csum's own work.
+Catch :class:`CsumError` for all of them, or the builtin each also is. Bad chains raise
+``cast.ChainError``, bad settings ``TypeError``/``ValueError`` (pydantic's
+``ValidationError`` for :class:`~csum.SummarizerConfig`): they come from the values given.
 """
 
 from __future__ import annotations
@@ -40,13 +39,9 @@ class SummarizationError(CsumError, RuntimeError):
     ) -> None:
         self.section = section
         self.phase = phase
-        where = []
-        if phase:
-            where.append(phase)
-        if section is not None:
-            where.append(f"section {section}")
-        prefix = f"{', '.join(where)}: " if where else ""
-        super().__init__(f"{prefix}{message}")
+        where = [phase or "", "" if section is None else f"section {section}"]
+        prefix = ", ".join(w for w in where if w)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
 
 
 class StoreError(CsumError, RuntimeError):
@@ -95,12 +90,5 @@ class HandlerError(CsumError, RuntimeError):
         return f"{where}: {status}{kind}{self.message} ({self.attempts} {tries})"
 
     def __reduce__(self) -> tuple[object, ...]:
-        # Keyword-only fields would be lost by the default exception pickling.
-        return (_rebuild, (self.message, dict(vars(self))))
-
-
-def _rebuild(message: str, fields: dict[str, object]) -> HandlerError:
-    error = HandlerError.__new__(HandlerError)
-    RuntimeError.__init__(error, message)
-    vars(error).update(fields)
-    return error
+        # The default exception pickling calls __init__ with the message alone.
+        return (type(self).__new__, (type(self), self.message), dict(vars(self)))

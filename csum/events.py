@@ -1,9 +1,5 @@
-"""What a compaction reports: one :class:`CompactionEvent` per call that compacted, or
-that could not bring the chain within its budget.
-
-Events go to the Compactor's ``on_event`` callback. :func:`otel_listener` turns them
-into OpenTelemetry spans (optional extra ``otel``: ``opentelemetry-api``).
-"""
+"""What a compaction reports (:class:`CompactionEvent`, to the Compactor's ``on_event``),
+and :func:`otel_listener`, which records events as OpenTelemetry spans (extra ``otel``)."""
 
 from __future__ import annotations
 

@@ -1,32 +1,6 @@
-"""A fact guard for any summarize handler: what the summary lost is appended.
-
-A summary (a model's, the offline handler's, a plain cut) can drop the identifiers,
-paths, numbers, error lines and URLs of the content it replaces, and the agent then
-has nothing to recall them by. :class:`FactGuard` wraps a handler: the handler writes
-its summary within the budget less a small reserve (:data:`DEFAULT_RESERVE` of it);
-the guard reads the request's entries (the messages being replaced) and finds the
-facts the summary does not contain (:func:`lost_facts`, ranked by kind and place). When
-some are lost, the lines of the replaced messages the summary does not hold are handed
-to the offline handler (:func:`residual_request`: each result without its call when
-the summary names the call) and its summary of them, in the room left, is appended: the
-offline handler's line ranking picks which lost facts to keep, each with the words
-around it. The total stays
-within the budget. With ``ask_again`` (for a model handler) the guard first asks the
-handler once more, with the list of what was lost. :meth:`FactGuard.wrap_sized`, for a
-handler that can be made for any size (the offline one), summarizes at the whole budget
-too and keeps the guarded summary only when it lost clearly less.
-
-Extraction is generic: it reads the shape of a token (a path, a URL, a token mixing
-letters and digits, a version, a hash, a number with the word naming it) and of a line
-(an error word), never a tool's or a format's name.
-
-An archive reference is only known for an entry that is itself an earlier summary
-ending with an ``[archived: ...]`` line: an appended line found in such an entry is
-followed by that line's references, when they fit. The prompt does not carry the
-references of other messages (they are derived from the messages' full JSON, which the
-prompt does not hold); the batch the whole summary replaces is named by the line the
-Compactor appends.
-"""
+"""A fact guard for any summarize handler: the identifiers, paths, numbers, error lines
+and URLs a summary lost of the content it replaces (:func:`lost_facts`, found by the
+shape of a token or a line, never a tool's name) are appended, within the budget."""
 
 from __future__ import annotations
 
@@ -44,31 +18,12 @@ from cast import Message, Role, ToolCall
 from cast.internals import utf8_len
 from csum._fit import fit_summary
 from csum.archive import archived_references, split_archive_line
-from csum.clearing import ANSI as _ANSI
-from csum.clearing import ERROR_LINE as _ERROR_LINE
-from csum.clearing import LINE_CAP as _LINE_CAP
-from csum.clearing import LIST_MARK as _LIST_MARK
-from csum.clearing import WEIGHTS as _WEIGHTS
-from csum.clearing import excerpt as _excerpt
-from csum.clearing import tokens as _tokens
+from csum.clearing import ANSI, ERROR_LINE, LINE_CAP, LIST_MARK, WEIGHTS, excerpt, tokens
 from csum.handlers import summarize_extractive
 from csum.prompt import SummaryRequest, summary_request, text_request
-from csum.request import (
-    Handler,
-    RequestHandler,
-    as_request_handler,
-    check_request,
-    request_handler,
-)
+from csum.request import Handler, RequestHandler, as_request_handler, check_request, request_handler
 
-__all__ = [
-    "DEFAULT_RESERVE",
-    "FactGuard",
-    "LostFact",
-    "guarded",
-    "lost_facts",
-    "residual_request",
-]
+__all__ = ["DEFAULT_RESERVE", "FactGuard", "LostFact", "guarded", "lost_facts", "residual_request"]
 
 DEFAULT_RESERVE: Final = 0.3
 """Share of the budget the guard keeps for what the summary lost."""
@@ -81,7 +36,6 @@ _MIN_APPENDIX: Final = 12  # bytes of room below which nothing is appended
 
 _EMPTY_CALL = regex.compile(r"[\w.-]{1,80}\(\)")
 _LINE_NUMBER = regex.compile(r":\d{1,6}(?::\d{1,6})?$")
-# a lost fact of each kind weighs _WEIGHTS[kind] (a path with a line number: +1)
 _EDGE_LINES: Final = 3  # lines at the start and end of an entry say most ...
 _EDGE_BONUS: Final = 1.3  # ... so their facts weigh this much more
 
@@ -102,55 +56,44 @@ class LostFact:
 
 
 def _entries(request: SummaryRequest) -> list[tuple[str, tuple[str, ...]]]:
-    """(text, archive references) of each replaced entry of ``request``; its prompt as
-    one text when it is a :func:`~csum.prompt.text_request`."""
+    """(text, archive references) of each replaced entry (a text request: its prompt)."""
     if request.case is None:
         return [(request.prompt, ())]
     entries = []
     for entry in request.summarized:
-        text = entry.content
-        if entry.kind == "tool_call":
-            text = f"{entry.name}({entry.args})"
+        text = f"{entry.name}({entry.args})" if entry.kind == "tool_call" else entry.content
         body, line = split_archive_line(text)
-        references = tuple(archived_references(line)) if line else ()
-        entries.append((body, references))
+        entries.append((body, tuple(archived_references(line)) if line else ()))
     return entries
 
 
 def lost_facts(request: SummaryRequest, summary: str) -> list[LostFact]:
     """The facts of ``request``'s replaced entries that ``summary`` does not contain,
-    heaviest first: error lines, paths, URLs, identifiers (tokens mixing letters and
-    digits, versions, hashes) and numbers with the word naming them. A token said more
-    than once weighs a little more; one already in the summary is not lost."""
+    heaviest first: error lines, paths, URLs, identifiers, versions, hashes and numbers
+    with the word naming them (a token said more than once weighs a little more)."""
     seen: dict[str, LostFact] = {}
     counts: dict[str, int] = {}
     for text, references in _entries(request):
         lines = text.splitlines()
         for number, raw in enumerate(lines):
-            line = _LIST_MARK.sub("", _ANSI.sub("", raw[:_LINE_CAP])).strip()
+            line = LIST_MARK.sub("", ANSI.sub("", raw[:LINE_CAP])).strip()
             if not line:
                 continue
-            candidates = _tokens(line)
-            error = _ERROR_LINE.search(line)
+            candidates = tokens(line)
+            error = ERROR_LINE.search(line)
             if error is not None:
-                candidates.insert(0, (_excerpt(line, error.group()), "error"))
+                candidates.insert(0, (excerpt(line, error.group()), "error"))
             edge = number < _EDGE_LINES or number >= len(lines) - _EDGE_LINES
             for token, kind in candidates:
                 counts[token] = counts.get(token, 0) + 1
                 if token in seen or token in summary:
                     continue
-                excerpt = token if kind == "error" else _excerpt(line, token)
-                weight = _WEIGHTS[kind] + (kind == "path" and bool(_LINE_NUMBER.search(token)))
+                shown = token if kind == "error" else excerpt(line, token)
+                weight = WEIGHTS[kind] + (kind == "path" and bool(_LINE_NUMBER.search(token)))
                 weight *= _EDGE_BONUS if edge else 1.0
-                seen[token] = LostFact(token, kind, excerpt, weight, references)
+                seen[token] = LostFact(token, kind, shown, weight, references)
     facts = [
-        LostFact(
-            f.token,
-            f.kind,
-            f.excerpt,
-            f.weight * (1 + 0.25 * min(3, counts[f.token] - 1)),
-            f.references,
-        )
+        replace(f, weight=f.weight * (1 + 0.25 * min(3, counts[f.token] - 1)))
         for f in seen.values()
     ]
     return sorted(facts, key=lambda f: -f.weight)
@@ -163,46 +106,35 @@ def residual_request(request: SummaryRequest, summary: str) -> SummaryRequest:
     is "" when nothing is left."""
     if request.case is None:
         return text_request("\n".join(_missing_lines(request.prompt, summary)))
-    messages: list[Message] = []
+    order: list[tuple[int, str] | Message] = []  # messages in chain order; results built
+    seen: set[tuple[int, str]] = set()
     calls: dict[int, list[ToolCall]] = {}
     texts: dict[int, list[str]] = {}
-    order: list[tuple[int, str]] = []
     for entry in request.summarized:
-        key = (entry.message_index, entry.role)
-        if key not in order:
-            order.append(key)
-        if entry.kind == "tool_call":
-            if _call_kept(entry.name, entry.args, summary):
-                continue  # its result is read without it
-            call = ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args)
-            calls.setdefault(entry.message_index, []).append(call)
-        elif entry.kind == "tool_result":
+        index = entry.message_index
+        if entry.kind == "tool_result":
             content = "\n".join(_missing_lines(entry.content, summary))
-            messages_by_index = Message.tool(entry.call_id, entry.name, content)
-            texts.setdefault(entry.message_index, []).append("")
-            calls.setdefault(entry.message_index, [])
-            order_result = (entry.message_index, "tool_result")
-            order.append(order_result)
-            messages.append(messages_by_index)
+            order.append(Message.tool(entry.call_id, entry.name, content))
+            continue
+        if (index, entry.role) not in seen:
+            seen.add((index, entry.role))
+            order.append((index, entry.role))
+        if entry.kind == "tool_call" and not _call_kept(entry.name, entry.args, summary):
+            call = ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args)
+            calls.setdefault(index, []).append(call)  # a kept one's result reads without it
         elif entry.kind in ("text", "reasoning"):
-            texts.setdefault(entry.message_index, []).append(
-                "\n".join(_missing_lines(entry.content, summary))
-            )
+            texts.setdefault(index, []).append("\n".join(_missing_lines(entry.content, summary)))
     built: list[Message] = []
-    results = iter(messages)
-    for index, role in order:
-        if role == "tool_result":
-            built.append(next(results))
-        elif role == "ai":
-            text = "\n".join(t for t in texts.get(index, []) if t)
-            if text or calls.get(index):
-                built.append(Message.ai(text, *calls.get(index, [])))
-        elif role == "human":
-            text = "\n".join(t for t in texts.get(index, []) if t)
-            if text:
-                built.append(Message.human(text))
-    if not built:
-        return summary_request([], [])
+    for item in order:
+        if isinstance(item, Message):
+            built.append(item)
+            continue
+        index, role = item
+        text = "\n".join(t for t in texts.get(index, []) if t)
+        if role == "ai" and (text or calls.get(index)):
+            built.append(Message.ai(text, *calls.get(index, [])))
+        elif role == "human" and text:
+            built.append(Message.human(text))
     if all(m.role == Role.HUMAN for m in built):
         return summary_request(built, [])
     return summary_request([], [m for m in built if m.role != Role.HUMAN])
@@ -228,21 +160,15 @@ def _missing_lines(text: str, summary: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip() and line.strip() not in summary]
 
 
-def _reserve_bytes(max_bytes: int, reserve: float) -> int:
-    return min(max_bytes - 1, max(_MIN_RESERVE_BYTES, round(max_bytes * reserve)))
-
-
 class FactGuard:
     """Appends what a summary lost, within ``max_bytes`` UTF-8 bytes in all.
 
     The wrapped handler should write at most :attr:`inner_bytes` (``max_bytes`` less
-    the reserve, a share of it, at least 24 bytes): build it for that size, as in
-    ``guard.wrap(extractive(guard.inner_bytes))``; a longer summary is fitted to it
-    (:func:`csum._fit.fit_summary`, later parts kept). With ``ask_again``, a summary
-    that lost facts is asked for once more, with the list (a model handler can work
-    them in; the guard still appends what is missing). Raises ``ValueError`` for a
-    ``max_bytes`` that is not an int above 1 or a ``reserve`` outside [0, 1), and
-    ``TypeError`` for a ``reserve`` that is not a number.
+    the ``reserve`` share, at least 24 bytes), as in
+    ``guard.wrap(extractive(guard.inner_bytes))``; a longer summary is fitted to it.
+    With ``ask_again``, a summary that lost facts is asked for once more, with the list.
+    Raises ``ValueError`` for a ``max_bytes`` that is not an int above 1 or a ``reserve``
+    outside [0, 1), ``TypeError`` for a ``reserve`` that is not a number.
     """
 
     def __init__(
@@ -257,17 +183,17 @@ class FactGuard:
         self.max_bytes = max_bytes
         self.reserve = reserve
         self.ask_again = ask_again
-        self.inner_bytes = max_bytes - (_reserve_bytes(max_bytes, reserve) if reserve else 0)
+        reserved = min(max_bytes - 1, max(_MIN_RESERVE_BYTES, round(max_bytes * reserve)))
+        self.inner_bytes = max_bytes - (reserved if reserve else 0)
         """The size the wrapped handler's summary is held to."""
 
     def __repr__(self) -> str:
         return f"FactGuard({self.max_bytes}, reserve={self.reserve}, ask_again={self.ask_again})"
 
     def complete(self, request: SummaryRequest, summary: str) -> str:
-        """``summary`` (fitted to :attr:`inner_bytes`) with what it lost of ``request``
-        appended, within :attr:`max_bytes`: the offline handler's pick of the replaced
-        lines the summary does not hold (see :func:`residual_request`), each line from an
-        earlier summary with that summary's archive references when they fit."""
+        """``summary`` (fitted to :attr:`inner_bytes`) with the offline handler's pick of
+        the lines it lost (:func:`residual_request`) appended, within :attr:`max_bytes`,
+        with their archive references when they fit."""
         summary = fit_summary(summary, self.inner_bytes)
         room = self.max_bytes - utf8_len(summary) - (1 if summary else 0)
         if room < _MIN_APPENDIX or not lost_facts(request, summary):
@@ -284,14 +210,12 @@ class FactGuard:
         if not appendix:
             return summary
         body, archive = split_archive_line(summary)
-        parts = [p for p in (body, appendix, archive) if p]
-        return "\n".join(parts)
+        return "\n".join(p for p in (body, appendix, archive) if p)
 
     def choose(self, request: SummaryRequest, whole: str, guarded: str) -> str:
         """Of a summary made at the whole budget and a guarded one, the guarded one only
-        when it lost clearly less of ``request`` (by the weights of :func:`lost_facts`,
-        at least :data:`_CHOOSE_MARGIN` less), else the whole one: the handler's own
-        lines are denser than an appendix, so a near tie keeps them."""
+        when it lost clearly less of ``request`` (a near tie keeps the handler's own
+        lines, denser than an appendix)."""
         lost_whole = sum(f.weight for f in lost_facts(request, whole))
         lost_guarded = sum(f.weight for f in lost_facts(request, guarded))
         return guarded if lost_guarded < lost_whole * (1 - _CHOOSE_MARGIN) else whole
@@ -319,11 +243,9 @@ class FactGuard:
         return request_handler(summarize, f"guarded({inner!r})")
 
     def wrap_sized(self, handler_for: Callable[[int], Handler]) -> RequestHandler:
-        """A handler made by ``handler_for(max_bytes)`` for each size (as
-        :func:`csum.handlers.extractive` is): it summarizes at the whole budget and at
-        :attr:`inner_bytes` with the guard, and returns the guarded one only when it lost
-        clearly less (:meth:`choose`). Two calls per summary: meant for offline
-        handlers."""
+        """A handler summarizing with ``handler_for(size)`` (as :func:`csum.handlers.extractive`)
+        at the whole budget and, guarded, at :attr:`inner_bytes`, keeping the guarded one
+        only when it lost clearly less (:meth:`choose`): two calls, for offline handlers."""
         whole_handler = as_request_handler(handler_for(self.max_bytes))
         inner_handler = self.wrap(handler_for(self.inner_bytes))
 
@@ -338,8 +260,8 @@ class FactGuard:
 
 
 def _cite(appendix: str, entries: Sequence[tuple[str, tuple[str, ...]]], room: int) -> str:
-    """``appendix`` with each line found in an entry that names archive references
-    followed by them, while the whole stays within ``room`` bytes."""
+    """``appendix``, each line found in an entry with archive references followed by them
+    while it fits ``room`` bytes."""
     cited = [(text, refs) for text, refs in entries if refs]
     if not cited:
         return appendix
@@ -365,11 +287,7 @@ def _ask_again(prompt: str, lost: Sequence[LostFact], limit: int = 20) -> str:
 
 
 def guarded(
-    handler: Handler,
-    max_bytes: int,
-    *,
-    reserve: float = DEFAULT_RESERVE,
-    ask_again: bool = False,
+    handler: Handler, max_bytes: int, *, reserve: float = DEFAULT_RESERVE, ask_again: bool = False
 ) -> RequestHandler:
     """``FactGuard(max_bytes, reserve=..., ask_again=...).wrap(handler)``: build the
     handler for ``max_bytes`` less the reserve (``FactGuard.inner_bytes``)."""

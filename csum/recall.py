@@ -1,11 +1,5 @@
-"""The ``recall`` tool: lets an agent fetch what a compaction summarized away.
-
-Summaries made with a :class:`csum.HistoryArchive` end with ``[archived: REF]``. Give the
-agent this tool (its definition in the provider's format, :func:`recall_tool_definition`)
-and answer its calls with :class:`RecallTool`: by ``reference`` it returns the archived
-messages, by ``query`` the archived lines containing that text (an identifier, a path,
-an error string), both cut to a byte limit.
-"""
+"""The ``recall`` tool: lets an agent fetch, by the ``[archived: REF]`` reference of a
+summary or by a text query, what a compaction summarized away (cut to a byte limit)."""
 
 from __future__ import annotations
 
@@ -18,12 +12,7 @@ from cast.internals import utf8_len
 from csum._recall_name import RECALL_TOOL_NAME
 from csum.archive import HistoryArchive, message_reference
 
-__all__ = [
-    "RECALL_TOOL_DESCRIPTION",
-    "RECALL_TOOL_NAME",
-    "RecallTool",
-    "recall_tool_definition",
-]
+__all__ = ["RECALL_TOOL_DESCRIPTION", "RECALL_TOOL_NAME", "RecallTool", "recall_tool_definition"]
 
 RECALL_TOOL_DESCRIPTION: Final = (
     "Fetch conversation history that was summarized away. Summaries end with "
@@ -46,42 +35,19 @@ def recall_tool_definition(provider: Provider) -> dict[str, Any]:
     (``input_schema``); ``gemini``: a Tool holding one ``functionDeclarations`` entry
     (OpenAPI schema types in upper case).
     """
-    if provider == "gemini":
-        schema: dict[str, Any] = {
-            "type": "OBJECT",
-            "properties": {
-                name: {"type": "STRING", "description": text} for name, text in _PROPERTIES.items()
-            },
-        }
-        declaration = {
-            "name": RECALL_TOOL_NAME,
-            "description": RECALL_TOOL_DESCRIPTION,
-            "parameters": schema,
-        }
-        return {"functionDeclarations": [declaration]}
-    schema = {
-        "type": "object",
-        "properties": {
-            name: {"type": "string", "description": text} for name, text in _PROPERTIES.items()
-        },
-        "additionalProperties": False,
-    }
+    if provider not in ("openai", "anthropic", "gemini"):
+        raise ValueError(f"unknown provider {provider!r}: expected openai, anthropic or gemini")
+    gemini = provider == "gemini"
+    kind = "STRING" if gemini else "string"
+    properties = {name: {"type": kind, "description": text} for name, text in _PROPERTIES.items()}
+    schema: dict[str, Any] = {"type": "OBJECT" if gemini else "object", "properties": properties}
+    tool = {"name": RECALL_TOOL_NAME, "description": RECALL_TOOL_DESCRIPTION}
+    if gemini:
+        return {"functionDeclarations": [{**tool, "parameters": schema}]}
+    schema["additionalProperties"] = False
     if provider == "openai":
-        return {
-            "type": "function",
-            "function": {
-                "name": RECALL_TOOL_NAME,
-                "description": RECALL_TOOL_DESCRIPTION,
-                "parameters": schema,
-            },
-        }
-    if provider == "anthropic":
-        return {
-            "name": RECALL_TOOL_NAME,
-            "description": RECALL_TOOL_DESCRIPTION,
-            "input_schema": schema,
-        }
-    raise ValueError(f"unknown provider {provider!r}: expected openai, anthropic or gemini")
+        return {"type": "function", "function": {**tool, "parameters": schema}}
+    return {**tool, "input_schema": schema}
 
 
 def _render(reference: str, message: Message) -> str:
@@ -140,12 +106,10 @@ class RecallTool:
                 return f"error: the arguments are not JSON ({exc.msg} at {exc.pos})"
         if not isinstance(arguments, Mapping):
             return "error: the arguments must be an object with 'reference' or 'query'"
-        reference = arguments.get("reference")
-        query = arguments.get("query")
-        if reference is not None and not isinstance(reference, str):
-            return "error: 'reference' must be a string"
-        if query is not None and not isinstance(query, str):
-            return "error: 'query' must be a string"
+        reference, query = arguments.get("reference"), arguments.get("query")
+        for name, value in (("reference", reference), ("query", query)):
+            if value is not None and not isinstance(value, str):
+                return f"error: '{name}' must be a string"
         if reference and reference.strip():
             return await self._by_reference(reference.strip())
         if query and query.strip():

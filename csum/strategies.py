@@ -1,17 +1,6 @@
-"""The three summarization phases, each a function from an immutable tree to a new one.
-
-1. Section summarization: every section but the last ``keep_qa_sections`` ends with one
-   body pair holding the summary of its body.
-2. Last-section rotation: in each of the last ``keep_qa_sections`` sections, oversized
-   pairs are summarized on their own, then the oldest pairs are folded into one summary
-   pair until the kept ones fit the section budget less its reserve. The last pair of a
-   section is never summarized or altered: providers validate its reasoning signatures.
-3. QA summarization: when the chain has too many sections or bytes, the oldest sections
-   become one summary section followed by the newest sections that fit.
-
-Handler calls go through :class:`csum.request.HandlerCalls`; results are placed by index
-(:func:`csum._gather.gather`), so the output never depends on which call finished first.
-"""
+"""The reference algorithm's three phases (section summaries, last-section rotation, QA
+folding), each from an immutable tree to a new one; results placed by index, so the
+output never depends on which handler call finished first."""
 
 from __future__ import annotations
 
@@ -19,6 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from cast import (
     BodyPair,
+    BodyPairType,
     ChainAST,
     Header,
     IdTemplate,
@@ -44,6 +34,29 @@ def _style(value: Style) -> SummaryStyle:
     return value if isinstance(value, SummaryStyle) else SummaryStyle(value)
 
 
+def _pair(
+    style: SummaryStyle,
+    text: str,
+    kind: BodyPairType,
+    summarized: list[Message],
+    seed: str,
+    *,
+    last: bool,
+) -> BodyPair:
+    """The summary pair of ``summarized``: in a last section it keeps the reasoning,
+    elsewhere a human message follows it."""
+    return summary_pair(
+        text,
+        kind,
+        summarized,
+        id_template=style.id_template,
+        keep_reasoning=last,
+        seed=seed,
+        style=style,
+        before_human=not last,
+    )
+
+
 __all__ = [
     "exceeds_qa_limits",
     "is_stale_summary",
@@ -57,11 +70,9 @@ __all__ = [
 
 
 def is_stale_summary(pair: BodyPair, max_summary_bytes: int | None, max_pair_bytes: int) -> bool:
-    """Whether one of csum's summaries is summarized again: only with a summary cap,
-    when the pair is over the pair budget and its summary (less its archive line) is
-    longer than the cap, so it was not made under this cap (an uncapped run, another
-    tool). Summaries made under the cap never are: summarizing a summarized chain
-    still calls the handler zero times."""
+    """Whether one of csum's summaries is summarized again: only when it is over the pair
+    budget and its text (less its archive line) over the summary cap, so it was not made
+    under this cap; a summarized chain summarized again calls the handler zero times."""
     if max_summary_bytes is None or pair.size <= max_pair_bytes:
         return False
     text = summary_text(pair)
@@ -74,9 +85,8 @@ def is_stale_summary(pair: BodyPair, max_summary_bytes: int | None, max_pair_byt
 def needs_section_summary(
     section: Section, max_summary_bytes: int | None = None, max_pair_bytes: int = 0
 ) -> bool:
-    """Whether a non-kept section still has to be reduced to one summary pair: not
-    when its body already is one summary, unless that summary is stale
-    (:func:`is_stale_summary`)."""
+    """Whether a non-kept section still has to be reduced to one summary pair (not when
+    its body already is one summary, unless that one :func:`is_stale_summary`)."""
     body = section.body
     if not body:
         return False
@@ -99,24 +109,14 @@ async def summarize_section(
     text = await calls.summarize(
         human_of(section), summarized, phase="section summary", section=index
     )
-    pair = summary_pair(
-        text,
-        kind,
-        summarized,
-        id_template=style.id_template,
-        keep_reasoning=False,
-        seed=f"section\x1f{index}",
-        style=style,
-        before_human=True,
-    )
+    pair = _pair(style, text, kind, summarized, f"section\x1f{index}", last=False)
     if style.keeps_original(pair.size, body_size) or _grows_summary(section.body, pair):
         return section
     return section.evolve(body=(calls.adopt(pair),))
 
 
 def _grows_summary(replaced: Sequence[BodyPair], pair: BodyPair) -> bool:
-    """A summary made again of a lone summary is taken only when smaller, whatever the
-    style: so running again can never make a chain larger."""
+    """Whether ``pair`` would replace a lone summary by a larger one (never taken)."""
     return len(replaced) == 1 and is_summarized(replaced[0]) and pair.size >= replaced[0].size
 
 
@@ -152,11 +152,7 @@ def split_last_section_pairs(
 
 
 async def rotate_section(
-    calls: HandlerCalls,
-    section: Section,
-    index: int,
-    config: SummarizerConfig,
-    id_template: Style,
+    calls: HandlerCalls, section: Section, index: int, config: SummarizerConfig, id_template: Style
 ) -> Section:
     """Bring one of the last sections within budget; its last pair is kept verbatim."""
     style = _style(id_template)
@@ -176,29 +172,17 @@ async def rotate_section(
     text = await calls.summarize(
         human_of(section), summarized, phase="last section rotation", section=index
     )
-    pair = summary_pair(
-        text,
-        kind,
-        summarized,
-        id_template=style.id_template,
-        keep_reasoning=True,
-        seed=f"rotation\x1f{index}",
-        style=style,
-    )
+    pair = _pair(style, text, kind, summarized, f"rotation\x1f{index}", last=True)
     if style.keeps_original(pair.size, replaced):
         return section
     return section.evolve(body=(calls.adopt(pair), *keep))
 
 
 async def _oversized_summarized(
-    calls: HandlerCalls,
-    section: Section,
-    index: int,
-    config: SummarizerConfig,
-    style: SummaryStyle,
+    calls: HandlerCalls, section: Section, index: int, config: SummarizerConfig, style: SummaryStyle
 ) -> Section:
-    """``section`` with each pair but the last that exceeds the pair budget (and is no
-    fresh summary) summarized alone, where that makes it smaller."""
+    """``section`` with each pair but the last over the pair budget (and no fresh summary)
+    summarized alone, where that makes it smaller."""
     body = list(section.body)
     human = human_of(section)
     limit = config.max_body_pair_bytes
@@ -219,15 +203,8 @@ async def _oversized_summarized(
     texts = await gather([job(i) for i in oversized])
     for i, text in zip(oversized, texts, strict=True):
         pair = body[i]
-        new = summary_pair(
-            text,
-            summary_type((pair,)),
-            pair.messages(),
-            id_template=style.id_template,
-            keep_reasoning=True,
-            seed=f"pair\x1f{index}\x1f{i}",
-            style=style,
-        )
+        seed = f"pair\x1f{index}\x1f{i}"
+        new = _pair(style, text, summary_type((pair,)), pair.messages(), seed, last=True)
         if not style.keeps_original(new.size, pair.size) and not _grows_summary((pair,), new):
             body[i] = calls.adopt(new)
     return section.evolve(body=body)
@@ -269,12 +246,9 @@ def recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
 async def summarize_qa(
     calls: HandlerCalls, ast: ChainAST, config: SummarizerConfig, id_template: Style
 ) -> ChainAST:
-    """Fold the oldest sections into one summary section when over the QA limits.
-
-    The folded questions leave the chain without the archived lines re-insertion put
-    back into them (:func:`csum.archive.own_question`): those are for the question
-    they were added to, and the archive still holds them; summarized or carried again,
-    they would fill the QA section with old lines, more at every fold."""
+    """Fold the oldest sections into one summary section when over the QA limits; the
+    folded questions lose the archived lines re-insertion put into them
+    (:func:`csum.archive.own_question`: else they would pile up at every fold)."""
     style = _style(id_template)
     if not exceeds_qa_limits(ast, config):
         return ast
@@ -303,16 +277,7 @@ async def summarize_qa(
         human = Message.from_parts(Role.HUMAN, (TextPart(text=texts[1]),))
     elif human_messages:
         human = Message.from_parts(Role.HUMAN, [p for m in human_messages for p in m.parts])
-    pair = summary_pair(
-        texts[0],
-        summary_type(pairs),
-        ai_messages,
-        id_template=style.id_template,
-        keep_reasoning=False,
-        seed="qa",
-        style=style,
-        before_human=True,
-    )
+    pair = _pair(style, texts[0], summary_type(pairs), ai_messages, "qa", last=False)
     system = folded[0].header.system_message
     folded_section = Section.build(Header.build(system, human), (pair,))
     if style.keeps_original(folded_section.size, sum(s.size for s in folded)):
@@ -329,8 +294,7 @@ async def _qa_texts(
     ai_messages: list[Message],
     config: SummarizerConfig,
 ) -> list[str]:
-    """The QA summary of the folded sections (and of their questions, when
-    ``summarize_human_in_qa``), made concurrently."""
+    """The QA summary of the folded sections (and of their questions), concurrently."""
     jobs: list[Callable[[], Awaitable[str]]] = [
         lambda: calls.summarize(human_messages, ai_messages, phase="QA summary", section=0)
     ]
@@ -342,10 +306,8 @@ async def _qa_texts(
 
 
 def _after_folded(folded: Sequence[Section], kept: Sequence[Section]) -> tuple[Section, ...]:
-    """The kept sections, opened by the system messages sent mid-chain in the folded
-    ones (a repaired chain's later instructions): they stay verbatim and in order, after
-    the summary and before the kept questions, never moved into the system prompt ahead
-    of the user's task (docs/concepts.md)."""
+    """The kept sections, opened by the folded ones' mid-chain system messages (verbatim,
+    in order, after the summary: never moved ahead of the user's task)."""
     later = [s for x in folded[1:] if (s := x.header.system_message) is not None]
     if not later:
         return tuple(kept)

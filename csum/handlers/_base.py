@@ -20,7 +20,7 @@ import anyio
 
 from cast import Message
 from cast.chainio import install_hint
-from csum._retry import RetryPolicy
+from csum.config import RetryPolicy
 from csum.errors import HandlerError
 from csum.handlers._continuation import continuation_instruction
 from csum.prompt import SummaryRequest

@@ -13,8 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from csum._retry import RetryPolicy
-from csum.config import Robustness
+from csum.config import RetryPolicy, Robustness
 from csum.handlers import anthropic, openai_compatible
 from csum.request import Handler
 from csum.serve.config import ServeConfig

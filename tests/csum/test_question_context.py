@@ -1,5 +1,5 @@
 """A compaction's prompt shows a long staying question as its head and tail, not whole
-(csum._question_context): the summarizer reads it only to know what was asked, and the
+(csum._pieces.question_context): the summarizer reads it only to know what was asked, and the
 question itself stays in the chain verbatim."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from cast import Message, Role, TextPart, ToolCall
 from csum import Compactor
-from csum._question_context import QUESTION_CONTEXT_BYTES, question_context
+from csum._pieces import QUESTION_CONTEXT_BYTES, question_context
 from csum.prompt import SummaryRequest
 from csum.request import RequestHandler
 
