@@ -28,9 +28,9 @@ from csum._search_text import message_search_text, search_text_of_json
 from csum.reinsert import Insertion, archived_insertion, reinsert_archived
 from csum.store_events import StoreEvent, StoreEventKind, failure_detail
 from csum.stores import is_redis_url
-from csum.stores._archive_protocol import ArchiveRecord, ArchiveStore
-from csum.stores._redis_archive import RedisArchiveStore
-from csum.stores._sqlite_archive import SQLiteArchiveStore
+from csum.stores._protocol import ArchiveRecord, ArchiveStore
+from csum.stores._redis import RedisArchiveStore
+from csum.stores._sqlite import SQLiteArchiveStore
 
 __all__ = [
     "ARCHIVE_LINE_PREFIX",
