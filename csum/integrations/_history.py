@@ -1,14 +1,5 @@
-"""What the three framework hooks share: the keeper protocol, the compaction event,
-the error policy, and putting the framework's own messages back around a compacted chain.
-
-A hook decodes the framework's history through its codec, hands the chaincast messages
-to a keeper, and encodes only what the keeper changed: every run of output messages
-that equals what one original framework message decoded to is that original object,
-untouched (ids, timestamps, statuses and usage kept); the rest (summaries, merged
-turns) is encoded anew. When the keeper changes nothing the input list itself comes
-back. A failure anywhere hands back the input and reports an event, unless the user
-asked for errors.
-"""
+"""What the framework hooks share: the keeper protocol, the compaction event, the error
+policy, and the framework's own messages put back around a compacted chain."""
 
 from __future__ import annotations
 
@@ -18,9 +9,10 @@ import sys
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from itertools import accumulate, pairwise
+from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 import anyio
 
@@ -38,21 +30,9 @@ from csum.request import Handler
 from csum.summarizer import Summarizer
 from csum.tokens import model_key
 
-__all__ = [
-    "BudgetLike",
-    "HistoryHook",
-    "HookEvent",
-    "Keeper",
-    "OnError",
-    "SummarizerKeeper",
-    "default_keeper",
-    "model_name",
-    "provider_of",
-    "rebuild",
-]
-
 T = TypeVar("T")
 OnError = Literal["continue", "raise"]
+Outcome = Literal["compacted", "unchanged", "failed"]
 BudgetLike = int | str | Budget
 """A budget as the hooks take it: an int (bytes), a size string (``"32KiB"``,
 ``"4000 tokens"``) or a :class:`~csum.Budget`."""
@@ -65,6 +45,9 @@ class Keeper(Protocol):
     """What a hook needs from a keeper: a chain in, a chain within its budget out."""
 
     async def compact(self, messages: list[Message], /) -> list[Message]: ...
+
+
+KeeperOrHandler = Keeper | Handler | None
 
 
 class SummarizerKeeper:
@@ -97,22 +80,18 @@ def default_keeper(
 
 
 _PROVIDER_PREFIXES = {
-    "openai": "openai",
-    "azure_openai": "openai",
-    "anthropic": "anthropic",
-    "google-gla": "gemini",
-    "google_genai": "gemini",
-    "google-genai": "gemini",
-    "gemini": "gemini",
-    "google-vertex": "vertex",
-    "google_vertexai": "vertex",
-    "vertexai": "vertex",
-    "bedrock": "bedrock",
-    "bedrock_converse": "bedrock",
-    "mistral": "mistral",
-    "mistralai": "mistral",
-    "groq": "groq",
-    "deepseek": "deepseek",
+    prefix: provider
+    for provider, prefixes in {
+        "openai": "openai azure_openai",
+        "anthropic": "anthropic",
+        "gemini": "google-gla google_genai google-genai gemini",
+        "vertex": "google-vertex google_vertexai vertexai",
+        "bedrock": "bedrock bedrock_converse",
+        "mistral": "mistral mistralai",
+        "groq": "groq",
+        "deepseek": "deepseek",
+    }.items()
+    for prefix in prefixes.split()
 }
 """Framework provider prefixes (pydantic-ai ``system``/model strings, LangChain
 ``init_chat_model`` providers) and the chaincast provider each stands for."""
@@ -158,7 +137,7 @@ class HookEvent:
     it). ``budget`` is ``None`` for a keeper without a known budget."""
 
     framework: str
-    outcome: Literal["compacted", "unchanged", "failed"]
+    outcome: Outcome
     messages_before: int
     messages_after: int
     size_before: int
@@ -182,15 +161,15 @@ class HookEvent:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _Measure:
-    unit: str
-    budget: int | None
-    before: int
-    after: int
-    bytes_before: int
-    bytes_after: int
-    over_budget: bool
+class HookOptions(TypedDict, total=False):
+    """The options every framework hook takes after its keeper (see :class:`HistoryHook`)."""
+
+    budget: BudgetLike | None
+    model: object | None
+    target: str | None
+    on_error: OnError
+    on_event: Callable[[HookEvent], None] | None
+    max_events: int | None
 
 
 class HistoryHook:
@@ -209,7 +188,7 @@ class HistoryHook:
 
     def __init__(
         self,
-        keeper: Keeper | Handler | None = None,
+        keeper: KeeperOrHandler = None,
         *,
         budget: BudgetLike | None = None,
         model: object | None = None,
@@ -297,6 +276,11 @@ class HistoryHook:
         runs the default keeper and was given no budget nor model)."""
         return self._learn
 
+    @property
+    def compacted(self) -> bool:
+        """Whether the latest call handed back a compacted history."""
+        return self.last_event is not None and self.last_event.outcome == "compacted"
+
     def learn_model(self, model: object, target: str | None = None) -> None:
         """The agent's model, as the framework gives it at call time: when this hook
         runs the default keeper without a budget given, the budget becomes
@@ -308,8 +292,10 @@ class HistoryHook:
         self._learn = False
         name = model_name(model)
         try:
-            limit = _model_budget(name)
+            limit = Budget.of_model(name, DEFAULT_MODEL_SHARE) if name else None
         except ValueError:
+            limit = None
+        if limit is None:
             logger.warning(
                 "%s: model %r has no known context window; the hook keeps its default "
                 "budget of %s bytes (give budget=..., or model=... with a known name)",
@@ -345,31 +331,21 @@ class HistoryHook:
             return sum(counter.count(m) for m in messages)
         return sum(m.size for m in messages)
 
-    async def _run_keeper(self, messages: list[Message]) -> tuple[list[Message], _Measure]:
+    async def _run_keeper(self, messages: list[Message]) -> tuple[list[Message], HookEvent]:
+        """The keeper's output, and an event holding the sizes before and after."""
         keeper = self.keeper
         if isinstance(keeper, Compactor):
-            result = await keeper.run(messages)
-            return result.messages, _Measure(
-                result.unit,
-                result.budget,
-                result.size_before,
-                result.size_after,
-                result.bytes_before,
-                result.bytes_after,
-                result.over_budget,
-            )
+            r = await keeper.run(messages)
+            sizes = (r.size_before, r.size_after, None, r.unit, r.budget, r.over_budget)
+            nbytes = (r.bytes_before, r.bytes_after)
+            return r.messages, HookEvent(self.framework, "unchanged", 0, 0, *sizes, *nbytes)
         out = await keeper.compact(messages)
         unit, limit = self._limit()
         after = self._size(out, unit)
-        return out, _Measure(
-            unit,
-            limit,
-            self._size(messages, unit),
-            after,
-            sum(m.size for m in messages),
-            sum(m.size for m in out),
-            limit is not None and after > limit,
-        )
+        over = limit is not None and after > limit
+        measured = (self._size(messages, unit), after, None, unit, limit, over)
+        nbytes = (sum(m.size for m in messages), sum(m.size for m in out))
+        return out, HookEvent(self.framework, "unchanged", 0, 0, *measured, *nbytes)
 
     async def compact_history(
         self,
@@ -377,36 +353,28 @@ class HistoryHook:
         decode: Callable[[Sequence[T]], tuple[list[Message], list[int]]],
         encode: Callable[[list[Message]], list[T]],
     ) -> list[T]:
-        """``originals`` kept under budget through the keeper (see the module docstring)."""
+        """``originals`` kept under budget through the keeper: every run of output
+        messages that one original decoded to is that original object, ``encode`` makes
+        the rest; ``originals`` themselves when the keeper changed nothing or failed
+        (then a ``failed`` event, unless ``on_error="raise"``)."""
         messages: list[Message] = []
         try:
             messages, counts = decode(originals)
-            out, measure = await self._run_keeper(messages)
+            out, sized = await self._run_keeper(messages)
             unchanged = out == messages
-            if not unchanged:
-                rebuilt = rebuild(originals, counts, messages, out, encode)
+            result = (
+                list(originals) if unchanged else rebuild(originals, counts, messages, out, encode)
+            )
         except Exception as exc:  # the policy decides; the run must go on
             if self.on_error == "raise":
                 raise
             self._report(self._failed(originals, messages, exc))
             return list(originals)
-        event = HookEvent(
-            self.framework,
-            "unchanged" if unchanged else "compacted",
-            len(originals),
-            len(originals) if unchanged else len(rebuilt),
-            measure.before,
-            measure.after,
-            None,
-            measure.unit,
-            measure.budget,
-            measure.over_budget,
-            measure.bytes_before,
-            measure.bytes_after,
-        )
+        outcome: Outcome = "unchanged" if unchanged else "compacted"
+        n = len(originals)
         # reported outside the try: a failing on_event is not a failed call
-        self._report(event)
-        return list(originals) if unchanged else rebuilt
+        self._report(replace(sized, outcome=outcome, messages_before=n, messages_after=len(result)))
+        return result
 
     def _failed(
         self, originals: Sequence[Any], messages: list[Message], error: Exception
@@ -438,29 +406,16 @@ class HistoryHook:
             return pool.submit(job).result()
 
 
-def _model_budget(name: str | None) -> Budget:
-    """:data:`DEFAULT_MODEL_SHARE` of the named model's window; ``ValueError`` when the
-    model has no name or no known window."""
-    if name is None:
-        raise ValueError("the model has no name")
-    return Budget.of_model(name, DEFAULT_MODEL_SHARE)
-
-
 def _in_event_loop() -> bool:
     """Whether this thread runs an asyncio or trio event loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        pass
-    else:
-        return True
-    trio = sys.modules.get("trio")
-    if trio is None:
-        return False
-    try:
-        trio.lowlevel.current_trio_token()
-    except RuntimeError:
-        return False
+        trio = sys.modules.get("trio")
+        try:
+            return trio is not None and trio.lowlevel.current_trio_token() is not None
+        except RuntimeError:
+            return False
     return True
 
 
@@ -473,29 +428,20 @@ def rebuild(
 ) -> list[T]:
     """The framework messages for ``output``: originals where ``output`` holds exactly
     what they decoded to (in order), ``encode`` for the runs in between."""
-    groups: list[list[Message]] = []
-    start = 0
-    for count in counts:
-        groups.append(decoded[start : start + count])
-        start += count
+    groups = [decoded[a:b] for a, b in pairwise(accumulate(counts, initial=0))]
     if len(groups) * (len(output) + 1) <= EXACT_REBUILD_CELLS:
         matched = _best_alignment(groups, output)
     else:
         matched = _greedy_alignment(groups, output)
     result: list[T] = []
-    fresh: list[Message] = []
     i = 0
     for k, at in matched:
         if at > i:
-            fresh.extend(output[i:at])
-        if fresh:
-            result.extend(encode(fresh))
-            fresh = []
+            result.extend(encode(output[i:at]))
         result.append(originals[k])
         i = at + len(groups[k])
-    fresh.extend(output[i:])
-    if fresh:
-        result.extend(encode(fresh))
+    if i < len(output):
+        result.extend(encode(output[i:]))
     return result
 
 
@@ -546,7 +492,14 @@ def _greedy_alignment(groups: list[list[Message]], output: list[Message]) -> lis
     pairs: list[tuple[int, int]] = []
     i = j = 0
     while i < len(output):
-        found = _next_group(groups, j, output, i)
+        found = next(
+            (
+                k
+                for k in range(j, len(groups))
+                if groups[k] and output[i : i + len(groups[k])] == groups[k]
+            ),
+            None,
+        )
         if found is None:
             i += 1
             continue
@@ -554,12 +507,3 @@ def _greedy_alignment(groups: list[list[Message]], output: list[Message]) -> lis
         i += len(groups[found])
         j = found + 1
     return pairs
-
-
-def _next_group(groups: list[list[Message]], j: int, output: list[Message], i: int) -> int | None:
-    """The first group from ``j`` on that ``output`` holds at ``i``, if any."""
-    for k in range(j, len(groups)):
-        group = groups[k]
-        if group and output[i : i + len(group)] == group:
-            return k
-    return None
