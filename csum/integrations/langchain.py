@@ -11,7 +11,7 @@ from typing import cast as typed
 
 import cast.codecs.langchain as codec
 from cast import Message
-from csum.integrations._history import (
+from csum.integrations import (
     _PROVIDER_PREFIXES,
     HistoryHook,
     HookEvent,

@@ -10,7 +10,7 @@ from typing import Any, Unpack
 
 import cast.codecs.openai_agents as codec
 from cast import Message
-from csum.integrations._history import (
+from csum.integrations import (
     HistoryHook,
     HookEvent,
     HookOptions,

@@ -10,7 +10,7 @@ from typing import Any
 
 import cast.codecs.pydantic_ai as codec
 from cast import Message
-from csum.integrations._history import _PROVIDER_PREFIXES, HistoryHook
+from csum.integrations import _PROVIDER_PREFIXES, HistoryHook
 
 try:
     from pydantic_ai import RunContext

@@ -36,7 +36,7 @@ from csum._robust import RobustHandler, split_request
 from csum.cache import SummaryCache
 from csum.guard import FactGuard
 from csum.handlers import extractive, summarize_extractive, threaded
-from csum.integrations._history import SummarizerKeeper, default_keeper
+from csum.integrations import SummarizerKeeper, default_keeper
 from csum.prompt import (
     CONTEXT_TAG,
     MESSAGES_TAG,
