@@ -20,13 +20,7 @@ import anyio
 from cast import Message
 from csum._handler_check import check_handler
 from csum.compactor import Compactor
-from csum.config import (
-    DEFAULT_BUDGET,
-    DEFAULT_MAX_EVENTS,
-    DEFAULT_MODEL_SHARE,
-    Budget,
-    as_budget,
-)
+from csum.config import DEFAULT_BUDGET, DEFAULT_MAX_EVENTS, DEFAULT_MODEL_SHARE, Budget, as_budget
 from csum.request import Handler
 from csum.summarizer import Summarizer
 from csum.tokens import model_key
@@ -85,10 +79,7 @@ class SummarizerKeeper:
 
 
 def default_keeper(
-    budget: BudgetLike | None = None,
-    handler: Handler | None = None,
-    *,
-    target: str | None = None,
+    budget: BudgetLike | None = None, handler: Handler | None = None, *, target: str | None = None
 ) -> Keeper:
     """The keeper hooks use when given none (or given a handler): a
     :class:`~csum.Compactor` with ``handler`` (the offline extractive one by default)

@@ -21,11 +21,7 @@ from csum.integrations import (
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
-    from langchain.agents.middleware.types import (
-        ExtendedModelResponse,
-        ModelRequest,
-        ModelResponse,
-    )
+    from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
     from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
     from langchain_core.runnables import RunnableLambda
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -93,9 +89,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self.history.events
 
     def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         """Passes the call through; on the first call, learns the agent's model and keeps
         what the model sees under the budget that model implies (see the class docstring)."""
@@ -157,10 +151,7 @@ class PreModelHook(RunnableLambda[dict[str, Any], dict[str, Any]]):
 
 
 def pre_model_hook(
-    keeper: KeeperOrHandler = None,
-    *,
-    replace_state: bool = True,
-    **options: Unpack[HookOptions],
+    keeper: KeeperOrHandler = None, *, replace_state: bool = True, **options: Unpack[HookOptions]
 ) -> PreModelHook:
     """A LangGraph ``pre_model_hook`` (sync and async; the prebuilt ``create_react_agent``
     takes one) keeping messages under budget. It sees no model: give it ``model=`` for a

@@ -10,13 +10,7 @@ from typing import Any, Unpack
 
 import cast.codecs.openai_agents as codec
 from cast import Message
-from csum.integrations import (
-    HistoryHook,
-    HookEvent,
-    HookOptions,
-    KeeperOrHandler,
-    logger,
-)
+from csum.integrations import HistoryHook, HookEvent, HookOptions, KeeperOrHandler, logger
 
 try:
     from agents.items import TResponseInputItem

@@ -355,8 +355,7 @@ def _expire(connection: sqlite3.Connection, *, cutoff: float, fts: bool) -> None
 
 def _archived(connection: sqlite3.Connection, *, session: str, reference: str) -> list[bytes]:
     row = connection.execute(
-        "SELECT refs FROM csum_archive_batches WHERE session = ? AND ref = ?",
-        (session, reference),
+        "SELECT refs FROM csum_archive_batches WHERE session = ? AND ref = ?", (session, reference)
     ).fetchone()
     refs = str(row[0]).split() if row is not None else [reference]
     rows = (
@@ -432,8 +431,7 @@ def _search(
         )
     else:
         rows = connection.execute(
-            "SELECT ref, body FROM csum_archive_messages WHERE session = ? ORDER BY id",
-            (session,),
+            "SELECT ref, body FROM csum_archive_messages WHERE session = ? ORDER BY id", (session,)
         )
     needle = text.casefold()
     found: list[tuple[str, bytes]] = []
