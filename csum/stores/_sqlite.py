@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import anyio.to_thread
 
@@ -21,6 +21,7 @@ from csum.stores._protocol import ArchiveRecord, StoreError
 __all__ = ["SEARCH_TEXT_VERSION", "SQLiteArchiveStore", "SQLiteDatabase", "SQLiteStore"]
 
 T = TypeVar("T")
+_Statement = tuple[str, Sequence[object]]
 
 DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a write waits for another process's lock before failing (``busy_timeout``)."""
@@ -107,6 +108,14 @@ class SQLiteDatabase:
         """Run ``work`` on the connection in a worker thread."""
         return await anyio.to_thread.run_sync(self._call, work)
 
+    async def execute(self, sql: str, parameters: Sequence[object]) -> list[Any]:
+        """The rows of one statement (autocommit)."""
+        return await self.run(lambda connection: connection.execute(sql, parameters).fetchall())
+
+    async def write(self, statements: Sequence[_Statement]) -> int:
+        """Run ``statements`` in one transaction; the rows the last one changed."""
+        return await self.run(partial(_write, statements))
+
     def close(self) -> None:
         with self._lock:
             if self._connection is not None:
@@ -127,6 +136,12 @@ def _transaction(connection: sqlite3.Connection) -> Iterator[None]:
         connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
+
+
+def _write(statements: Sequence[_Statement], connection: sqlite3.Connection) -> int:
+    with _transaction(connection):
+        changed = [connection.execute(sql, parameters).rowcount for sql, parameters in statements]
+    return changed[-1]
 
 
 _CACHE_SCHEMA = """
@@ -159,67 +174,42 @@ class SQLiteStore:
         return f"SQLiteStore({str(self.database.path)!r})"
 
     async def get(self, key: str) -> bytes | None:
-        return await self.database.run(partial(_get, key=key, now=time.time()))
+        rows = await self.database.execute(_GET, (key, time.time()))
+        value = rows[0][0] if rows else None
+        return bytes(value) if isinstance(value, bytes | memoryview) else None
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         now = time.time()
         self._writes += 1
-        purge = now if self._writes % PURGE_EVERY == 0 else None
-        entry = (key, value, None if ttl is None else now + ttl)
-        await self.database.run(partial(_set, entry=entry, purge_before=purge))
+        statements: list[_Statement] = [(_SET, (key, value, None if ttl is None else now + ttl))]
+        if self._writes % PURGE_EVERY == 0:
+            statements += [(sql, (now,)) for sql in _PURGE]
+        await self.database.write(statements)
 
     async def acquire(self, key: str, token: str, ttl: float) -> bool:
         now = time.time()
-        return await self.database.run(partial(_acquire, lock=(key, token, now + ttl, now)))
+        return await self.database.write([(_ACQUIRE, (key, token, now + ttl, now))]) == 1
 
     async def release(self, key: str, token: str) -> None:
-        await self.database.run(partial(_release, key=key, token=token))
+        await self.database.execute(_RELEASE, (key, token))
 
     async def aclose(self) -> None:
         await self.database.aclose()
 
 
-def _release(connection: sqlite3.Connection, *, key: str, token: str) -> None:
-    connection.execute("DELETE FROM csum_locks WHERE key = ? AND token = ?", (key, token))
-
-
-def _get(connection: sqlite3.Connection, *, key: str, now: float) -> bytes | None:
-    row = connection.execute(
-        "SELECT value FROM csum_summaries WHERE key = ? AND (expires IS NULL OR expires > ?)",
-        (key, now),
-    ).fetchone()
-    value = None if row is None else row[0]
-    return bytes(value) if isinstance(value, bytes | memoryview) else None
-
-
-def _set(
-    connection: sqlite3.Connection,
-    *,
-    entry: tuple[str, bytes, float | None],
-    purge_before: float | None,
-) -> None:
-    with _transaction(connection):
-        connection.execute(
-            "INSERT OR REPLACE INTO csum_summaries (key, value, expires) VALUES (?, ?, ?)", entry
-        )
-        if purge_before is not None:
-            connection.execute(
-                "DELETE FROM csum_summaries WHERE expires IS NOT NULL AND expires <= ?",
-                (purge_before,),
-            )
-            connection.execute("DELETE FROM csum_locks WHERE expires <= ?", (purge_before,))
-
-
-def _acquire(connection: sqlite3.Connection, *, lock: tuple[str, str, float, float]) -> bool:
-    """Take the lock row (key, token, expires) unless a holder's has not expired by now."""
-    with _transaction(connection):
-        cursor = connection.execute(
-            "INSERT INTO csum_locks (key, token, expires) VALUES (?, ?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires = excluded.expires "
-            "WHERE csum_locks.expires <= ?",
-            lock,
-        )
-    return cursor.rowcount == 1
+_GET = "SELECT value FROM csum_summaries WHERE key = ? AND (expires IS NULL OR expires > ?)"
+_SET = "INSERT OR REPLACE INTO csum_summaries (key, value, expires) VALUES (?, ?, ?)"
+_PURGE = (
+    "DELETE FROM csum_summaries WHERE expires IS NOT NULL AND expires <= ?",
+    "DELETE FROM csum_locks WHERE expires <= ?",
+)
+_ACQUIRE = (
+    "INSERT INTO csum_locks (key, token, expires) VALUES (?, ?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires = excluded.expires "
+    "WHERE csum_locks.expires <= ?"
+)
+"""Take the lock row (key, token, expires) unless a holder's has not expired by now."""
+_RELEASE = "DELETE FROM csum_locks WHERE key = ? AND token = ?"
 
 
 SEARCH_TEXT_VERSION: Final = "2"
