@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+Decode = Callable[[Sequence[T]], tuple[list[Message], list[int]]]
+Encode = Callable[[list[Message]], list[T]]
 OnError = Literal["continue", "raise"]
 Outcome = Literal["compacted", "unchanged", "failed"]
 BudgetLike = int | str | Budget
@@ -356,10 +358,7 @@ class HistoryHook:
         return out, HookEvent(self.framework, "unchanged", 0, 0, *measured, *nbytes)
 
     async def compact_history(
-        self,
-        originals: Sequence[T],
-        decode: Callable[[Sequence[T]], tuple[list[Message], list[int]]],
-        encode: Callable[[list[Message]], list[T]],
+        self, originals: Sequence[T], decode: Decode[T], encode: Encode[T]
     ) -> list[T]:
         """``originals`` kept under budget through the keeper: every run of output
         messages that one original decoded to is that original object, ``encode`` makes
@@ -400,10 +399,7 @@ class HistoryHook:
         )
 
     def compact_history_sync(
-        self,
-        originals: Sequence[T],
-        decode: Callable[[Sequence[T]], tuple[list[Message], list[int]]],
-        encode: Callable[[list[Message]], list[T]],
+        self, originals: Sequence[T], decode: Decode[T], encode: Encode[T]
     ) -> list[T]:
         """:meth:`compact_history` for a framework's synchronous hook: runs its own event
         loop, in a worker thread when this thread already runs one (a notebook)."""
@@ -432,7 +428,7 @@ def _rebuild(
     counts: Sequence[int],
     decoded: list[Message],
     output: list[Message],
-    encode: Callable[[list[Message]], list[T]],
+    encode: Encode[T],
 ) -> list[T]:
     """The framework messages for ``output``: originals where ``output`` holds exactly
     what they decoded to (in order), ``encode`` for the runs in between."""
