@@ -237,6 +237,7 @@ CREATE TABLE IF NOT EXISTS csum_archive_meta (key TEXT PRIMARY KEY, value TEXT N
 """
 """The contentless trigram index (search version 2); version 1's word index is dropped."""
 
+_FORGET_INDEX = "INSERT INTO csum_archive_text (csum_archive_text) VALUES ('delete-all')"
 _TRIGRAM = 3
 """Characters a trigram index needs in a query; shorter ones are matched with ``LIKE``."""
 _MAX_LIKE_PATTERN = 40_000
@@ -374,9 +375,7 @@ def _bring_index_up_to_date(connection: sqlite3.Connection) -> None:
     with _transaction(connection):
         upto = int(_meta(connection, "indexed_upto") or 0)
         if _meta(connection, "search_text_version") != SEARCH_TEXT_VERSION:
-            connection.execute(
-                "INSERT INTO csum_archive_text (csum_archive_text) VALUES ('delete-all')"
-            )
+            connection.execute(_FORGET_INDEX)
             upto = 0
             _set_meta(connection, "search_text_version", SEARCH_TEXT_VERSION)
         rows = connection.execute(
@@ -438,9 +437,7 @@ def _delete_session(connection: sqlite3.Connection, *, session: str, fts: bool) 
         if fts and _meta(connection, "search_text_version") != SEARCH_TEXT_VERSION:
             # Indexed by another version: forget the whole index (the next search
             # rebuilds it) rather than leave entries of the deleted messages behind.
-            connection.execute(
-                "INSERT INTO csum_archive_text (csum_archive_text) VALUES ('delete-all')"
-            )
+            connection.execute(_FORGET_INDEX)
             _set_meta(connection, "indexed_upto", "0")
         elif fts:
             upto = int(_meta(connection, "indexed_upto") or 0)
