@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from itertools import accumulate, pairwise
-from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 import anyio
 
@@ -410,6 +410,20 @@ class HistoryHook:
             return pool.submit(job).result()
 
 
+H = TypeVar("H", bound=HistoryHook)
+
+
+class _HistoryEvents(Generic[H]):
+    """A framework object running its :class:`HistoryHook` as ``history``."""
+
+    history: H
+
+    @property
+    def events(self) -> deque[HookEvent]:
+        """The latest compaction events, oldest first (see ``HistoryHook.events``)."""
+        return self.history.events
+
+
 def _in_event_loop() -> bool:
     """Whether this thread runs an asyncio or trio event loop."""
     try:
@@ -496,18 +510,11 @@ def _greedy_alignment(groups: list[list[Message]], output: list[Message]) -> lis
     pairs: list[tuple[int, int]] = []
     i = j = 0
     while i < len(output):
-        found = next(
-            (
-                k
-                for k in range(j, len(groups))
-                if groups[k] and output[i : i + len(groups[k])] == groups[k]
-            ),
-            None,
-        )
-        if found is None:
+        for k in range(j, len(groups)):
+            if groups[k] and output[i : i + len(groups[k])] == groups[k]:
+                pairs.append((k, i))
+                i, j = i + len(groups[k]), k + 1
+                break
+        else:
             i += 1
-            continue
-        pairs.append((found, i))
-        i += len(groups[found])
-        j = found + 1
     return pairs

@@ -4,7 +4,6 @@ each model call (``docs/integrations.md``)."""
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Unpack
 from typing import cast as typed
@@ -14,9 +13,9 @@ from cast import Message
 from csum.integrations import (
     _PROVIDER_PREFIXES,
     HistoryHook,
-    HookEvent,
     HookOptions,
     KeeperOrHandler,
+    _HistoryEvents,
 )
 
 try:
@@ -63,7 +62,9 @@ def _replace(messages: list[BaseMessage]) -> dict[str, Any]:
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
 
 
-class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class CompactionMiddleware(
+    _HistoryEvents[MessagesKeeper], AgentMiddleware[AgentState[Any], Any, Any]
+):
     """``create_agent`` middleware: before each model call, the state's messages are
     brought under budget and replace the old ones (``RemoveMessage(id=REMOVE_ALL_MESSAGES)``
     then the new list, as LangGraph's message reducer expects); messages the keeper left
@@ -82,11 +83,6 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         super().__init__()
         shown_as = "CompactionMiddleware({args})"
         self.history = MessagesKeeper(keeper, shown_as=shown_as, **options)
-
-    @property
-    def events(self) -> deque[HookEvent]:
-        """The latest compaction events, oldest first (see ``HistoryHook.events``)."""
-        return self.history.events
 
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
@@ -137,17 +133,10 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return None if out is None else _replace(out)
 
 
-class PreModelHook(RunnableLambda[dict[str, Any], dict[str, Any]]):
+class PreModelHook(_HistoryEvents[MessagesKeeper], RunnableLambda[dict[str, Any], dict[str, Any]]):
     """The runnable :func:`pre_model_hook` returns: a LangGraph ``pre_model_hook`` (sync
     and async) whose ``events`` (and ``history``, the :class:`MessagesKeeper`) show what
     each call did."""
-
-    history: MessagesKeeper
-
-    @property
-    def events(self) -> deque[HookEvent]:
-        """The latest compaction events, oldest first (see ``HistoryHook.events``)."""
-        return self.history.events
 
 
 def pre_model_hook(

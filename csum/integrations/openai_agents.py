@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import warnings
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, Unpack
 
 import cast.codecs.openai_agents as codec
 from cast import Message
-from csum.integrations import HistoryHook, HookEvent, HookOptions, KeeperOrHandler, logger
+from csum.integrations import HistoryHook, HookOptions, KeeperOrHandler, _HistoryEvents, logger
 
 try:
     from agents.items import TResponseInputItem
@@ -101,7 +100,7 @@ class InputFilter(_ItemsKeeper):
         self.learn_model(model, "openai" if chat else "openai-responses")
 
 
-class CompactingSession:
+class CompactingSession(_HistoryEvents[_ItemsKeeper]):
     """A ``Session`` storing through ``inner`` (any ``Session``) and handing back history
     kept under budget; with ``persist=True`` the compacted history replaces the stored
     one, so the keeper never summarizes the same turns twice.
@@ -154,11 +153,6 @@ class CompactingSession:
 
     session_id = _inner_attribute("session_id")
     session_settings = _inner_attribute("session_settings")
-
-    @property
-    def events(self) -> deque[HookEvent]:
-        """The latest compaction events of ``get_items``, oldest first."""
-        return self.history.events
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The stored history kept under budget (the latest ``limit`` items of it)."""
