@@ -12,7 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from csum.stores._protocol import StoreError, SummaryStore
-from csum.stores._redis import RedisStore
+from csum.stores._redis import RedisStore, is_redis_url
 from csum.stores._sqlite import SQLiteStore
 
 __all__ = [
@@ -24,11 +24,6 @@ __all__ = [
     "is_redis_url",
     "open_store",
 ]
-
-
-def is_redis_url(location: str) -> bool:
-    """Whether ``location`` names a Redis server rather than a file."""
-    return location.startswith(("redis://", "rediss://", "unix://"))
 
 
 def open_store(location: str | Path) -> SummaryStore:

@@ -15,7 +15,7 @@ from csum._search_text import search_text_of_json
 from csum.store_events import redact_credentials
 from csum.stores._protocol import ArchiveRecord, StoreError
 
-__all__ = ["DEFAULT_MAX_CONNECTIONS", "RedisArchiveStore", "RedisConnection", "RedisStore"]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "RedisArchiveStore", "RedisStore", "is_redis_url"]
 
 DEFAULT_SOCKET_TIMEOUT = 1.0
 """Seconds to connect or wait for a reply: a dead server fails fast, the handler runs."""
@@ -24,13 +24,18 @@ DEFAULT_MAX_CONNECTIONS = 16
 ``socket_timeout``)."""
 
 
+def is_redis_url(location: str) -> bool:
+    """Whether ``location`` names a Redis server rather than a file."""
+    return location.startswith(("redis://", "rediss://", "unix://"))
+
+
 class RedisConnection:
     """Runs Redis commands in anyio's worker threads on one synchronous redis-py client:
     every event loop and thread (asyncio, trio, a hundred ``compact_sync`` calls) shares
     its one bounded, thread-safe pool; ``call`` never blocks the event loop."""
 
     def __init__(self, url: str, *, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT) -> None:
-        if not url.startswith(("redis://", "rediss://", "unix://")):
+        if not is_redis_url(url):
             shown = redact_credentials(url)
             raise ValueError(f"not a Redis URL (redis://, rediss:// or unix://): {shown!r}")
         try:

@@ -290,30 +290,25 @@ class SQLiteArchiveStore:
         return f"SQLiteArchiveStore({str(self.database.path)!r}, full_text={self.full_text})"
 
     async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
-        await self.database.run(partial(_put, session=session, batch=batch, records=records))
+        await self.database.run(partial(_put, session, batch, records))
         if self.ttl is not None:
-            cutoff = time.time() - self.ttl
-            await self.database.run(partial(_expire, cutoff=cutoff, fts=self.full_text))
+            await self.database.run(partial(_expire, time.time() - self.ttl, self.full_text))
 
     async def get(self, session: str, reference: str) -> list[bytes]:
-        return await self.database.run(partial(_archived, session=session, reference=reference))
+        return await self.database.run(partial(_archived, session, reference))
 
     async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
-        return await self.database.run(
-            partial(_search, session=session, text=text, limit=limit, fts=self.full_text)
-        )
+        return await self.database.run(partial(_search, session, text, limit, self.full_text))
 
     async def delete_session(self, session: str) -> int:
-        return await self.database.run(
-            partial(_delete_session, session=session, fts=self.full_text)
-        )
+        return await self.database.run(partial(_delete_session, session, self.full_text))
 
     async def aclose(self) -> None:
         await self.database.aclose()
 
 
 def _put(
-    connection: sqlite3.Connection, *, session: str, batch: str, records: Sequence[ArchiveRecord]
+    session: str, batch: str, records: Sequence[ArchiveRecord], connection: sqlite3.Connection
 ) -> None:
     with _transaction(connection):
         connection.executemany(
@@ -330,13 +325,13 @@ def _put(
         )
 
 
-def _expire(connection: sqlite3.Connection, *, cutoff: float, fts: bool) -> None:
+def _expire(cutoff: float, fts: bool, connection: sqlite3.Connection) -> None:
     """Delete the sessions last written before ``cutoff`` (``time.time()``)."""
     rows = connection.execute(
         "SELECT session FROM csum_archive_sessions WHERE written < ?", (cutoff,)
     ).fetchall()
     for (session,) in rows:
-        _delete_session(connection, session=session, fts=fts)
+        _delete_session(session, fts, connection)
         with _transaction(connection):
             connection.execute(
                 "DELETE FROM csum_archive_sessions WHERE session = ? AND written < ?",
@@ -344,7 +339,7 @@ def _expire(connection: sqlite3.Connection, *, cutoff: float, fts: bool) -> None
             )
 
 
-def _archived(connection: sqlite3.Connection, *, session: str, reference: str) -> list[bytes]:
+def _archived(session: str, reference: str, connection: sqlite3.Connection) -> list[bytes]:
     row = connection.execute(
         "SELECT refs FROM csum_archive_batches WHERE session = ? AND ref = ?", (session, reference)
     ).fetchone()
@@ -398,7 +393,7 @@ def _like_pattern(text: str) -> str:
 
 
 def _search(
-    connection: sqlite3.Connection, *, session: str, text: str, limit: int, fts: bool
+    session: str, text: str, limit: int, fts: bool, connection: sqlite3.Connection
 ) -> list[tuple[str, bytes]]:
     rows: Iterable[tuple[str, bytes]]
     pattern = _like_pattern(text)
@@ -432,7 +427,7 @@ def _search(
     return found
 
 
-def _delete_session(connection: sqlite3.Connection, *, session: str, fts: bool) -> int:
+def _delete_session(session: str, fts: bool, connection: sqlite3.Connection) -> int:
     with _transaction(connection):
         if fts and _meta(connection, "search_text_version") != SEARCH_TEXT_VERSION:
             # Indexed by another version: forget the whole index (the next search
