@@ -70,24 +70,22 @@ class InputFilter(_ItemsKeeper):
     (then the run fails with the error, as the SDK does for a failing filter).
     """
 
-    _last_input: list[Any] | None = None
-    _last_output: list[Any] | None = None
+    _last: tuple[list[Any], list[Any]] | None = None
+    """The previous call's input and result."""
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         model_data = data.model_data
-        items = list(model_data.input)
-        base = items
-        last_input, last_output = self._last_input, self._last_output
-        if last_input is not None and last_output is not None:
-            n = len(last_input)
-            if len(items) >= n and items[:n] == last_input:
-                base = [*last_output, *items[n:]]
+        items = base = list(model_data.input)
+        if self._last is not None:
+            last_input, last_output = self._last
+            if items[: len(last_input)] == last_input:
+                base = [*last_output, *items[len(last_input) :]]
         self._learn_agent_model(data)
         out = await self.compact_items(base)
         if self.last_event is None or self.last_event.outcome == "failed":
-            self._last_input = self._last_output = None
+            self._last = None
             return model_data
-        self._last_input, self._last_output = items, out
+        self._last = (items, out)
         if out == items:
             return model_data
         return ModelInputData(input=out, instructions=model_data.instructions)
