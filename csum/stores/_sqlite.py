@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -246,13 +246,11 @@ _MAX_LIKE_PATTERN = 40_000
 
 def fts5_available() -> bool:
     """Whether this Python's SQLite has FTS5 with the trigram tokenizer (3.34+)."""
-    connection = sqlite3.connect(":memory:")
-    try:
-        connection.execute("CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='trigram')")
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        connection.close()
+    with closing(sqlite3.connect(":memory:")) as connection:
+        try:
+            connection.execute("CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='trigram')")
+        except sqlite3.OperationalError:
+            return False
     return True
 
 
