@@ -54,8 +54,8 @@ class MessagesKeeper(HistoryHook):
         return out if self.compacted else None
 
 
-_LS_PROVIDERS = {"amazon_bedrock": "bedrock", "bedrock": "bedrock", "google": "gemini"}
-"""LangChain ``ls_provider`` names not among the framework prefixes."""
+_LS_PROVIDERS = {**_PROVIDER_PREFIXES, "amazon_bedrock": "bedrock", "google": "gemini"}
+"""LangChain ``ls_provider`` names: the framework prefixes and two more."""
 
 
 def _replace(messages: list[BaseMessage]) -> dict[str, Any]:
@@ -113,10 +113,8 @@ class CompactionMiddleware(
             params = dict(model._get_ls_params())  # LangChain's own provider and model name
         except Exception:  # noqa: BLE001 - a model without LangSmith params: read attributes
             params = {}
-        name = params.get("ls_model_name") or model
-        provider = str(params.get("ls_provider") or "")
-        target = _PROVIDER_PREFIXES.get(provider) or _LS_PROVIDERS.get(provider)
-        self.history.learn_model(name, target)
+        provider = _LS_PROVIDERS.get(str(params.get("ls_provider") or ""))
+        self.history.learn_model(params.get("ls_model_name") or model, provider)
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         if self.history.awaits_model:  # compacted in wrap_model_call, once the model is known
