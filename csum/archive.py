@@ -40,9 +40,9 @@ from csum.store_events import (
     search_text_of_json,
 )
 from csum.stores import is_redis_url
-from csum.stores._archive_protocol import ArchiveRecord, ArchiveStore
-from csum.stores._redis_archive import RedisArchiveStore
-from csum.stores._sqlite_archive import SQLiteArchiveStore
+from csum.stores._protocol import ArchiveRecord, ArchiveStore
+from csum.stores._redis import RedisArchiveStore
+from csum.stores._sqlite import SQLiteArchiveStore
 
 __all__ = [
     "ARCHIVE_LINE_PREFIX",

@@ -1,51 +1,26 @@
-"""LangChain / LangGraph: keep an agent's messages under budget before each model call.
-
-- :class:`CompactionMiddleware` for ``langchain.agents.create_agent(model, tools,
-  middleware=[CompactionMiddleware(budget=32_000)])``: its ``before_model`` replaces the
-  state's messages the way LangGraph's message reducer expects
-  (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` then the new list);
-- :func:`pre_model_hook` for LangGraph graphs that take a ``pre_model_hook`` (the
-  prebuilt ``create_react_agent``, deprecated in favour of ``create_agent``): the same,
-  or with ``replace_state=False`` only what the model sees (``llm_input_messages``).
-
-Without ``budget=`` (or ``model=``, the name ``create_agent`` took, ``"openai:gpt-4o"``),
-the middleware learns its agent's model at the first model call (LangChain shows it
-to ``wrap_model_call``, after ``before_model``): that first call's messages are kept
-under a share of that model's window in ``wrap_model_call`` (what the model sees; the
-state is compacted from the second call on, in ``before_model``), so every call is
-bounded by the model's own budget. ``pre_model_hook`` sees no model: give it ``model=``.
-
-Messages the keeper left alone come back as the very objects the state held (ids
-included); only summaries are new messages.
-"""
+"""LangChain / LangGraph: :class:`CompactionMiddleware` for ``create_agent`` and
+:func:`pre_model_hook` for LangGraph graphs keep an agent's messages under budget before
+each model call (``docs/integrations.md``)."""
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Unpack
 from typing import cast as typed
 
 import cast.codecs.langchain as codec
 from cast import Message
-from csum.config import DEFAULT_MAX_EVENTS
-from csum.integrations._history import (
+from csum.integrations import (
     _PROVIDER_PREFIXES,
-    BudgetLike,
     HistoryHook,
-    HookEvent,
-    Keeper,
-    OnError,
+    HookOptions,
+    KeeperOrHandler,
+    _HistoryEvents,
 )
-from csum.request import Handler
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState
-    from langchain.agents.middleware.types import (
-        ExtendedModelResponse,
-        ModelRequest,
-        ModelResponse,
-    )
+    from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
     from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
     from langchain_core.runnables import RunnableLambda
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -54,8 +29,6 @@ except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI
     raise ImportError(f"csum.integrations.langchain needs LangChain: {codec.INSTALL_HINT}") from exc
 
 __all__ = ["CompactionMiddleware", "MessagesKeeper", "PreModelHook", "pre_model_hook"]
-
-KeeperOrHandler = Keeper | Handler | None
 
 
 def _decode(messages: Sequence[BaseMessage]) -> tuple[list[Message], list[int]]:
@@ -74,67 +47,48 @@ class MessagesKeeper(HistoryHook):
 
     async def acompact(self, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
         out = await self.compact_history(messages, _decode, _encode)
-        return out if self._compacted() else None
+        return out if self.compacted else None
 
     def compact(self, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
         out = self.compact_history_sync(messages, _decode, _encode)
-        return out if self._compacted() else None
-
-    def _compacted(self) -> bool:
-        return self.last_event is not None and self.last_event.outcome == "compacted"
+        return out if self.compacted else None
 
 
-_LS_PROVIDERS = {"amazon_bedrock": "bedrock", "bedrock": "bedrock", "google": "gemini"}
-"""LangChain ``ls_provider`` names not among the framework prefixes."""
+_LS_PROVIDERS = {**_PROVIDER_PREFIXES, "amazon_bedrock": "bedrock", "google": "gemini"}
+"""LangChain ``ls_provider`` names: the framework prefixes and two more."""
 
 
 def _replace(messages: list[BaseMessage]) -> dict[str, Any]:
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
 
 
-class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class CompactionMiddleware(
+    _HistoryEvents[MessagesKeeper], AgentMiddleware[AgentState[Any], Any, Any]
+):
     """``create_agent`` middleware: before each model call, the state's messages are
-    brought under budget and replace the old ones.
+    brought under budget and replace the old ones (``RemoveMessage(id=REMOVE_ALL_MESSAGES)``
+    then the new list, as LangGraph's message reducer expects); messages the keeper left
+    alone are the state's own objects.
+
+    Without ``budget=`` or ``model=``, it learns the agent's model at the first model call
+    (LangChain shows it to ``wrap_model_call``, after ``before_model``): that first call's
+    messages are kept under a share of the model's window in ``wrap_model_call``, the
+    state from the second call on.
 
     On failure the model call goes ahead with the messages as they were and a ``failed``
     :class:`~csum.integrations.HookEvent` is reported, unless ``on_error="raise"``.
     """
 
-    def __init__(
-        self,
-        keeper: KeeperOrHandler = None,
-        *,
-        budget: BudgetLike | None = None,
-        model: object | None = None,
-        target: str | None = None,
-        on_error: OnError = "continue",
-        on_event: Callable[[HookEvent], None] | None = None,
-        max_events: int | None = DEFAULT_MAX_EVENTS,
-    ) -> None:
+    def __init__(self, keeper: KeeperOrHandler = None, **options: Unpack[HookOptions]) -> None:
         super().__init__()
-        self.history = MessagesKeeper(
-            keeper,
-            budget=budget,
-            model=model,
-            target=target,
-            on_error=on_error,
-            on_event=on_event,
-            max_events=max_events,
-            shown_as="CompactionMiddleware({args})",
-        )
-
-    @property
-    def events(self) -> deque[HookEvent]:
-        """The latest compaction events, oldest first (see ``HistoryHook.events``)."""
-        return self.history.events
+        shown_as = "CompactionMiddleware({args})"
+        self.history = MessagesKeeper(keeper, shown_as=shown_as, **options)
 
     def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         """Passes the call through; on the first call, learns the agent's model and keeps
-        what the model sees under the budget that model implies (see the module docstring)."""
+        what the model sees under the budget that model implies (see the class docstring)."""
         if self.history.awaits_model:
             self._learn(request.model)
             out = self.history.compact(request.messages)
@@ -155,17 +109,12 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return await handler(request)
 
     def _learn(self, model: Any) -> None:
-        if not self.history.awaits_model:
-            return
-        params: dict[str, Any] = {}
         try:
             params = dict(model._get_ls_params())  # LangChain's own provider and model name
         except Exception:  # noqa: BLE001 - a model without LangSmith params: read attributes
             params = {}
-        name = params.get("ls_model_name") or model
-        provider = str(params.get("ls_provider") or "")
-        target = _PROVIDER_PREFIXES.get(provider) or _LS_PROVIDERS.get(provider)
-        self.history.learn_model(name, target)
+        provider = _LS_PROVIDERS.get(str(params.get("ls_provider") or ""))
+        self.history.learn_model(params.get("ls_model_name") or model, provider)
 
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         if self.history.awaits_model:  # compacted in wrap_model_call, once the model is known
@@ -182,45 +131,23 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return None if out is None else _replace(out)
 
 
-class PreModelHook(RunnableLambda[dict[str, Any], dict[str, Any]]):
+class PreModelHook(_HistoryEvents[MessagesKeeper], RunnableLambda[dict[str, Any], dict[str, Any]]):
     """The runnable :func:`pre_model_hook` returns: a LangGraph ``pre_model_hook`` (sync
     and async) whose ``events`` (and ``history``, the :class:`MessagesKeeper`) show what
     each call did."""
 
-    history: MessagesKeeper
-
-    @property
-    def events(self) -> deque[HookEvent]:
-        """The latest compaction events, oldest first (see ``HistoryHook.events``)."""
-        return self.history.events
-
 
 def pre_model_hook(
-    keeper: KeeperOrHandler = None,
-    *,
-    budget: BudgetLike | None = None,
-    model: object | None = None,
-    target: str | None = None,
-    replace_state: bool = True,
-    on_error: OnError = "continue",
-    on_event: Callable[[HookEvent], None] | None = None,
-    max_events: int | None = DEFAULT_MAX_EVENTS,
+    keeper: KeeperOrHandler = None, *, replace_state: bool = True, **options: Unpack[HookOptions]
 ) -> PreModelHook:
-    """A LangGraph ``pre_model_hook`` (sync and async) keeping messages under budget.
+    """A LangGraph ``pre_model_hook`` (sync and async; the prebuilt ``create_react_agent``
+    takes one) keeping messages under budget. It sees no model: give it ``model=`` for a
+    share of the model's window.
 
     ``replace_state=True`` rewrites the state's messages; ``False`` leaves the state
     whole and sends the compacted list to the model only (``llm_input_messages``).
     """
-    history = MessagesKeeper(
-        keeper,
-        budget=budget,
-        model=model,
-        target=target,
-        on_error=on_error,
-        on_event=on_event,
-        max_events=max_events,
-        shown_as="pre_model_hook({args})",
-    )
+    history = MessagesKeeper(keeper, shown_as="pre_model_hook({args})", **options)
 
     def update(messages: list[BaseMessage], out: list[BaseMessage] | None) -> dict[str, Any]:
         if out is None:

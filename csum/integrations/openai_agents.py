@@ -1,46 +1,19 @@
-"""OpenAI Agents SDK: keep the model input under budget, and sessions that hand back
-compacted history.
-
-- :class:`InputFilter` for ``RunConfig(call_model_input_filter=InputFilter(budget=...))``:
-  before each model call, ``ModelInputData.input`` (Responses input items) goes through
-  the keeper; ``instructions`` pass untouched. The SDK keeps its own full item list; the
-  filter carries its last result over to the next call of the run, and
-  :class:`CompactingSession` makes compaction stick across runs.
-- :class:`CompactingSession` wraps any ``Session`` (``SQLiteSession``, a Redis one...):
-  items are stored through the wrapped session and ``get_items`` hands back the history
-  kept under budget; with ``persist=True`` (the default) the compacted history replaces
-  the stored one, so the keeper never summarizes the same turns twice. The SDK reads a
-  session once, when a run starts: only the input filter bounds the model calls inside
-  a run, so ``session.input_filter()`` gives the filter to use with it (and a session
-  used without it warns once, :class:`UnboundedRunWarning`).
-
-Without ``budget=``, :class:`InputFilter` takes a share of its agent's model window
-(``Agent(model=...)``, or the SDK's default model), learned at its first call.
-"""
+"""OpenAI Agents SDK: :class:`InputFilter` keeps each model call's input under budget,
+:class:`CompactingSession` hands back compacted history (``docs/integrations.md``)."""
 
 from __future__ import annotations
 
 import warnings
-from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 import cast.codecs.openai_agents as codec
 from cast import Message
-from csum.config import DEFAULT_MAX_EVENTS
-from csum.integrations._history import (
-    BudgetLike,
-    HistoryHook,
-    HookEvent,
-    Keeper,
-    OnError,
-    logger,
-)
-from csum.request import Handler
+from csum.integrations import HistoryHook, HookOptions, KeeperOrHandler, _HistoryEvents, logger
 
 try:
     from agents.items import TResponseInputItem
-    from agents.memory import Session, SessionSettings
+    from agents.memory import Session
     from agents.models import get_default_model
     from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
     from agents.run_config import CallModelData, ModelInputData
@@ -51,7 +24,6 @@ except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI
 __all__ = ["CompactingSession", "InputFilter", "UnboundedRunWarning"]
 
 Group = list[Any]
-KeeperOrHandler = Keeper | Handler | None
 
 
 class UnboundedRunWarning(UserWarning):
@@ -67,6 +39,13 @@ def _encode(fresh: list[Message]) -> list[Group]:
     return [list(codec.encode(fresh))]
 
 
+def _inner_attribute(name: str) -> Any:
+    """The wrapped session's attribute ``name`` (the Session protocol's are settable)."""
+    return property(
+        lambda self: getattr(self.inner, name), lambda self, value: setattr(self.inner, name, value)
+    )
+
+
 class _ItemsKeeper(HistoryHook):
     framework = "openai-agents"
 
@@ -77,7 +56,10 @@ class _ItemsKeeper(HistoryHook):
 
 
 class InputFilter(_ItemsKeeper):
-    """A ``call_model_input_filter`` running a chaincast keeper on the model input.
+    """A ``call_model_input_filter`` running a chaincast keeper on the model input
+    (``ModelInputData.input``; ``instructions`` pass untouched). Without ``budget=``, it
+    takes a share of its agent's model window (``Agent(model=...)``, or the SDK's
+    default model), learned at its first call.
 
     The SDK hands the filter its whole item list at every call; when that list starts
     with the list of the previous call, the previous result stands in for that prefix,
@@ -88,30 +70,27 @@ class InputFilter(_ItemsKeeper):
     (then the run fails with the error, as the SDK does for a failing filter).
     """
 
-    _last_input: list[Any] | None = None
-    _last_output: list[Any] | None = None
+    _last: tuple[list[Any], list[Any]] | None = None
+    """The previous call's input and result."""
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         model_data = data.model_data
-        items = list(model_data.input)
-        base = items
-        last_input, last_output = self._last_input, self._last_output
-        if last_input is not None and last_output is not None:
-            n = len(last_input)
-            if len(items) >= n and items[:n] == last_input:
-                base = [*last_output, *items[n:]]
+        items = base = list(model_data.input)
+        if self._last is not None:
+            last_input, last_output = self._last
+            if items[: len(last_input)] == last_input:
+                base = [*last_output, *items[len(last_input) :]]
         self._learn_agent_model(data)
         out = await self.compact_items(base)
         if self.last_event is None or self.last_event.outcome == "failed":
-            self._last_input = self._last_output = None
+            self._last = None
             return model_data
-        self._last_input, self._last_output = items, out
+        self._last = (items, out)
         if out == items:
             return model_data
         return ModelInputData(input=out, instructions=model_data.instructions)
 
     def _learn_agent_model(self, data: CallModelData[Any]) -> None:
-        """The agent's model (or the SDK's default one) for a budget from its window."""
         if not self.awaits_model:
             return
         model = getattr(data.agent, "model", None) or get_default_model()
@@ -119,8 +98,10 @@ class InputFilter(_ItemsKeeper):
         self.learn_model(model, "openai" if chat else "openai-responses")
 
 
-class CompactingSession:
-    """A ``Session`` storing through ``inner`` and handing back history kept under budget.
+class CompactingSession(_HistoryEvents[_ItemsKeeper]):
+    """A ``Session`` storing through ``inner`` (any ``Session``) and handing back history
+    kept under budget; with ``persist=True`` the compacted history replaces the stored
+    one, so the keeper never summarizes the same turns twice.
 
     The SDK reads the session once per run: pair it with :meth:`input_filter` to keep
     every model call of a run under budget (else it warns once,
@@ -135,13 +116,8 @@ class CompactingSession:
         inner: Session,
         keeper: KeeperOrHandler = None,
         *,
-        budget: BudgetLike | None = None,
-        model: object | None = None,
-        target: str | None = None,
         persist: bool = True,
-        on_error: OnError = "continue",
-        on_event: Callable[[HookEvent], None] | None = None,
-        max_events: int | None = DEFAULT_MAX_EVENTS,
+        **options: Unpack[HookOptions],
     ) -> None:
         missing = [
             name
@@ -155,16 +131,7 @@ class CompactingSession:
             )
         self.inner = inner
         self.persist = persist
-        self.history = _ItemsKeeper(
-            keeper,
-            budget=budget,
-            model=model,
-            target=target,
-            on_error=on_error,
-            on_event=on_event,
-            max_events=max_events,
-            shown_as="CompactingSession(inner, {args})",
-        )
+        self.history = _ItemsKeeper(keeper, shown_as="CompactingSession(inner, {args})", **options)
         self._filter: InputFilter | None = None
         self._warned = False
 
@@ -182,26 +149,8 @@ class CompactingSession:
             )
         return self._filter
 
-    @property
-    def session_id(self) -> str:
-        return self.inner.session_id
-
-    @session_id.setter
-    def session_id(self, value: str) -> None:  # the Session protocol's attribute is settable
-        self.inner.session_id = value
-
-    @property
-    def session_settings(self) -> SessionSettings | None:
-        return self.inner.session_settings
-
-    @session_settings.setter
-    def session_settings(self, value: SessionSettings | None) -> None:
-        self.inner.session_settings = value
-
-    @property
-    def events(self) -> deque[HookEvent]:
-        """The latest compaction events of ``get_items``, oldest first."""
-        return self.history.events
+    session_id = _inner_attribute("session_id")
+    session_settings = _inner_attribute("session_settings")
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The stored history kept under budget (the latest ``limit`` items of it)."""
@@ -218,18 +167,15 @@ class CompactingSession:
             )
         stored = await self.inner.get_items()
         items = await self.history.compact_items(stored)
-        last = self.history.last_event
-        if self.persist and last is not None and last.outcome == "compacted":
+        if self.persist and self.history.compacted:
             await self._replace_stored(stored, items)
         return items if limit is None else items[-limit:] if limit > 0 else []
 
     async def _replace_stored(
         self, stored: list[TResponseInputItem], items: list[TResponseInputItem]
     ) -> None:
-        """Store ``items`` instead of ``stored``. When the inner session fails half-way
-        (cleared, not refilled), ``stored`` is put back so the history is never lost;
-        the error is then raised under ``on_error="raise"``, else logged (the caller
-        still gets the compacted items, and the next call compacts again)."""
+        """Store ``items`` instead of ``stored``, or put ``stored`` back when the inner
+        session fails half-way (the error then raised or logged, as ``on_error`` says)."""
         try:
             await self.inner.clear_session()
             await self.inner.add_items(items)

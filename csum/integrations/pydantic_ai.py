@@ -1,11 +1,6 @@
-"""pydantic-ai: a history processor that keeps an agent's messages under budget.
-
-``Agent(model, capabilities=[HistoryProcessor(budget=32_000).capability()])`` (the
-installed pydantic-ai takes history processors as a ``ProcessHistory`` capability; the
-processor itself is the ``messages -> messages`` callable older versions took in
-``history_processors=[...]``). pydantic-ai also stores what the processor returns as the
-run's history, so compaction carries over to ``result.all_messages()``.
-"""
+"""pydantic-ai: :class:`HistoryProcessor` keeps an agent's messages under budget,
+``Agent(model, capabilities=[HistoryProcessor(budget=32_000).capability()])``; pydantic-ai
+keeps what it returns as the run's history (``result.all_messages()``)."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ from typing import Any
 
 import cast.codecs.pydantic_ai as codec
 from cast import Message
-from csum.integrations._history import _PROVIDER_PREFIXES, HistoryHook
+from csum.integrations import _PROVIDER_PREFIXES, HistoryHook
 
 try:
     from pydantic_ai import RunContext
@@ -29,7 +24,9 @@ __all__ = ["HistoryProcessor"]
 
 
 class HistoryProcessor(HistoryHook):
-    """A pydantic-ai history processor running a chaincast keeper.
+    """A pydantic-ai history processor running a chaincast keeper: the processor itself
+    is the ``messages -> messages`` callable ``history_processors=[...]`` takes,
+    :meth:`capability` the ``ProcessHistory`` capability for ``capabilities=[...]``.
 
     Through :meth:`capability` the processor learns the agent's model at its first
     call: without ``budget=``, its default keeper then takes

@@ -69,7 +69,7 @@ from csum.serve.tenant import ANONYMOUS
 from csum.serve.translate.responses_as_sent import as_sent
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
-from csum.stores._archive_protocol import ArchiveStore
+from csum.stores._protocol import ArchiveStore
 from csum.tokens import EstimatedTokens
 
 __all__ = [

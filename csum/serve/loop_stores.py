@@ -15,7 +15,7 @@ import anyio.from_thread
 from anyio.lowlevel import EventLoopToken
 
 from csum.stores import SummaryStore
-from csum.stores._archive_protocol import ArchiveRecord, ArchiveStore
+from csum.stores._protocol import ArchiveRecord, ArchiveStore
 
 __all__ = ["LoopArchive", "LoopStore"]
 

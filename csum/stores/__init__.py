@@ -7,11 +7,12 @@ on one machine), ``RedisStore`` (a server, a fleet of workers; the ``redis`` ext
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
 from pathlib import Path
 
-from csum.stores._memory import MemoryStore
 from csum.stores._protocol import StoreError, SummaryStore
-from csum.stores._redis import RedisStore
+from csum.stores._redis import RedisStore, is_redis_url
 from csum.stores._sqlite import SQLiteStore
 
 __all__ = [
@@ -25,11 +26,6 @@ __all__ = [
 ]
 
 
-def is_redis_url(location: str) -> bool:
-    """Whether ``location`` names a Redis server rather than a file."""
-    return location.startswith(("redis://", "rediss://", "unix://"))
-
-
 def open_store(location: str | Path) -> SummaryStore:
     """The store at ``location``: ``memory``, a ``redis://`` URL, or a SQLite file path."""
     if isinstance(location, Path):
@@ -41,3 +37,73 @@ def open_store(location: str | Path) -> SummaryStore:
     if is_redis_url(location):
         return RedisStore(location)
     return SQLiteStore(location)
+
+
+class MemoryStore:
+    """An LRU of at most ``max_entries`` values in this process (no I/O, never fails),
+    and of at most ``max_bytes`` bytes of keys and values when given (the least
+    recently used go first; a value larger than that alone is not kept). Its lock is
+    always granted: within a process the cache's single flight makes concurrent requests
+    of one key wait for the first.
+    """
+
+    name = "memory"
+
+    def __init__(self, max_entries: int = 4096, *, max_bytes: int | None = None) -> None:
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise ValueError(f"max_entries must be a positive int, not {max_entries!r}")
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
+        ):
+            raise ValueError(f"max_bytes must be a positive int or None, not {max_bytes!r}")
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.size_bytes = 0
+        """Bytes of the keys and values held now."""
+        self._entries: OrderedDict[str, tuple[bytes, float | None]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return (
+            f"MemoryStore(max_entries={self.max_entries}, max_bytes={self.max_bytes}, "
+            f"entries={len(self._entries)})"
+        )
+
+    async def get(self, key: str) -> bytes | None:
+        value, expires = self._entries.get(key, (None, None))
+        if expires is not None and expires <= time.monotonic():
+            self._drop(key)
+            return None
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+        expires = None if ttl is None else time.monotonic() + ttl
+        self._drop(key)
+        size = len(key) + len(value)
+        if self.max_bytes is not None and size > self.max_bytes:
+            return
+        self._entries[key] = (value, expires)
+        self.size_bytes += size
+        while len(self._entries) > self.max_entries or (
+            self.max_bytes is not None and self.size_bytes > self.max_bytes
+        ):
+            oldest, (old, _) = self._entries.popitem(last=False)
+            self.size_bytes -= len(oldest) + len(old)
+
+    def _drop(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self.size_bytes -= len(key) + len(entry[0])
+
+    async def acquire(self, key: str, token: str, ttl: float) -> bool:
+        return True
+
+    async def release(self, key: str, token: str) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass

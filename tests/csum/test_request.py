@@ -33,7 +33,7 @@ from csum import Compactor, Robustness, Summarizer, SummarizerConfig
 from csum.cache import SummaryCache
 from csum.guard import FactGuard
 from csum.handlers import extractive, summarize_extractive, threaded
-from csum.integrations._history import SummarizerKeeper, default_keeper
+from csum.integrations import SummarizerKeeper, default_keeper
 from csum.plan import SUMMARIZED_CONTENT_PREFIX
 from csum.prompt import (
     CONTEXT_TAG,

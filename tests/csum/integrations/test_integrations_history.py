@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from cast import Message
 from csum import Compactor, Robustness
 from csum.integrations import HistoryHook, HookEvent, SummarizerKeeper, default_keeper
-from csum.integrations._history import rebuild
+from csum.integrations import _rebuild as rebuild
 from strategies import valid_chains
 
 

@@ -961,7 +961,7 @@ async def test_archive_sessions_expire_after_their_last_write_in_sqlite(tmp_path
     """SQLiteArchiveStore(ttl=): a write deletes the sessions last written over ``ttl``
     seconds before (before: kept for good)."""
     from csum.archive import SQLiteArchiveStore
-    from csum.stores._archive_protocol import ArchiveRecord
+    from csum.stores._protocol import ArchiveRecord
 
     store = SQLiteArchiveStore(tmp_path / "archive.sqlite", ttl=0.3)
     try:
@@ -979,7 +979,7 @@ async def test_archive_sessions_expire_after_their_last_write_in_sqlite(tmp_path
 async def test_archive_sessions_expire_after_their_last_write_in_redis(redis_url: str) -> None:
     """RedisArchiveStore(ttl=): a session's keys expire ``ttl`` after its last write."""
     from csum.archive import RedisArchiveStore
-    from csum.stores._archive_protocol import ArchiveRecord
+    from csum.stores._protocol import ArchiveRecord
 
     store = RedisArchiveStore(redis_url, ttl=0.3)
     try:

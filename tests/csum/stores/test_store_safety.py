@@ -540,7 +540,7 @@ def test_many_sync_calls_leave_no_redis_connections(redis_url: str) -> None:
     import redis
 
     from csum import Compactor
-    from csum.stores._redis_client import DEFAULT_MAX_CONNECTIONS
+    from csum.stores._redis import DEFAULT_MAX_CONNECTIONS
 
     monitor = redis.Redis.from_url(redis_url)
     start_fds = _open_descriptors()
