@@ -230,7 +230,7 @@ class Gateway:
         if translation is None:
             return sending
         try:
-            sending.body, sending.asked = self._translated(translation, body, outcome.payload)
+            sending.body, sending.asked = self._translated(translation, body, outcome)
         except RefusedError as exc:
             return self._refused(api.name, translation.client.provider, exc)
         except TranslationError as exc:
@@ -328,12 +328,13 @@ class Gateway:
         )
 
     def _translated(
-        self, translation: Translation, body: bytes, payload: dict[str, Any] | None
+        self, translation: Translation, body: bytes, outcome: Outcome
     ) -> tuple[bytes, dict[str, Any]]:
-        """(the upstream's body, the client's request) for a request to translate:
-        ``payload`` as the Rewriter parsed (and compacted) it, or ``body`` parsed here
-        when it did not (:class:`RefusedError` over the gateway's bounds on what it
-        decodes)."""
+        """(the upstream's body, the client's request) for a request to translate: the
+        request and its history as the Rewriter parsed, decoded (and compacted) them,
+        or ``body`` parsed (and decoded by the translation) here when it did not
+        (:class:`RefusedError` over the gateway's bounds on what it decodes)."""
+        payload, chain = outcome.payload, outcome.chain
         if payload is None:
             try:
                 payload = parse(body, self.config.max_depth, self.config.max_items)
@@ -346,7 +347,7 @@ class Gateway:
         if dropped and self.config.refuse_builtin_tools:
             names = ", ".join(dropped)
             raise TranslationError(f"tools: built-in tools the upstream cannot run: {names}")
-        out = translation.request(payload)
+        out = translation.request(payload, chain)
         if self.config.upstream_model is not None:
             out["model"] = self.config.upstream_model
         return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode(), payload

@@ -147,6 +147,9 @@ class Outcome:
     payload: dict[str, Any] | None = field(default=None, repr=False)
     """The request as an object, compacted when it was: given for a request translated
     next (``rewrite(upstream=...)``) once its body was parsed, so it is parsed once."""
+    chain: list[Message] | None = field(default=None, repr=False)
+    """With ``payload``: its history decoded, when it was (compacted when it was), so
+    the translation encodes it without decoding it again."""
 
 
 class Rewriter:
@@ -319,13 +322,14 @@ class Rewriter:
                 if refused is not None:
                     return refused
                 return await self._rewrite(request, read, store=store, archive_store=archive)
-            return _past_deadline(request.api)
+            outcome = _past_deadline(request.api)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
             _log.warning(
                 "compaction failed, forwarding uncompacted",
                 extra={"endpoint": request.api.name, "error": type(exc).__name__},
             )
-            return Outcome(OutcomeKind.FAILED, detail=type(exc).__name__)
+            outcome = Outcome(OutcomeKind.FAILED, detail=type(exc).__name__)
+        return outcome if request.upstream is None else replace(outcome, payload=read.payload)
 
     async def _reused(self, request: _Request, read: _Read, store: SummaryStore) -> Outcome | None:
         """A request of a compacted conversation recognised by the raw text of its
@@ -456,7 +460,10 @@ class Rewriter:
         counts = _store_counts(result)
         store_failures += counts[2]
         if not result.compacted and match is None:
-            return self._unchanged(key, api, read.budget, result, store_failures)
+            unchanged = self._unchanged(key, api, read.budget, result, store_failures)
+            if request.upstream is None:
+                return unchanged
+            return replace(unchanged, payload=read.payload, chain=messages)
         if result.compacted:
             state = self._state(request, read, messages, result.messages, compactor)
             kept = states.with_state(state, None if match is None else match[0])
@@ -481,6 +488,7 @@ class Rewriter:
             archived=counts[1],
             compacted=result.compacted,
             floor=result.size_after if result.over_budget else 0,
+            chain=None if request.upstream is None else result.messages,
         )
 
     def _keeper(

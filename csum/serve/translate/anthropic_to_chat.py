@@ -19,7 +19,7 @@ from typing import Any
 
 import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
-from cast import port
+from cast import Message, ToolCall, port
 from csum.serve.sse import SseReader, data_event, read_event
 from csum.serve.translate import TranslationError
 
@@ -54,13 +54,18 @@ FINISH_REASONS = {
 _CARRIED = ("model", "max_tokens", "temperature", "top_p", "stream")
 
 
-def chat_request(payload: dict[str, Any]) -> dict[str, Any]:
-    """The Chat Completions request for a Messages request ``payload``."""
+def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) -> dict[str, Any]:
+    """The Chat Completions request for a Messages request ``payload`` (``chain``: its
+    history decoded, compacted when it was; else decoded here)."""
     if not isinstance(payload.get("messages"), list):
         raise TranslationError("messages: expected an array of messages")
-    history = {key: payload[key] for key in ("system", "messages") if key in payload}
     try:
-        messages = port(anthropic_codec.decode(history), "openai", source="anthropic")
+        if chain is None:
+            history = {key: payload[key] for key in ("system", "messages") if key in payload}
+            chain = anthropic_codec.decode(history)
+        else:  # as the codec writes and reads a call: arguments as compact JSON text
+            chain = [_compact_arguments(m) for m in chain]
+        messages = port(chain, "openai", source="anthropic")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
@@ -78,6 +83,21 @@ def chat_request(payload: dict[str, Any]) -> dict[str, Any]:
         if isinstance(choice, dict) and choice.get("disable_parallel_tool_use"):
             out["parallel_tool_calls"] = False
     return out
+
+
+def _compact_arguments(message: Message) -> Message:
+    if not any(type(p) is ToolCall for p in message.parts):
+        return message
+    parts = [
+        p.model_copy(update={"arguments": _compact(p.arguments)}) if type(p) is ToolCall else p
+        for p in message.parts
+    ]
+    return message.model_copy(update={"parts": tuple(parts)})
+
+
+def _compact(arguments: str) -> str:
+    value = json.loads(arguments) if arguments else {}
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _array(value: object, where: str) -> list[Any]:

@@ -24,9 +24,9 @@ from typing import Any
 
 import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
-from cast import Message, Reasoning, Role, TextPart, ToolCall, port
+from cast import Message, ProviderPart, Reasoning, Role, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
-from cast.codecs.openai import REASONING_FIELDS
+from cast.codecs.openai import MESSAGE_FIELDS, REASONING_FIELDS
 from csum.serve.sse import read_event
 from csum.serve.translate import TranslationError
 from csum.serve.translate.anthropic_to_chat import REASONING_FORMAT
@@ -60,10 +60,12 @@ signature, so it stays empty)."""
 
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "thinking")
+_FIELDS = ("openai", MESSAGE_FIELDS)
 
 
-def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
-    """The Messages request for a Chat Completions request ``payload``."""
+def messages_request(payload: dict[str, Any], chain: list[Message] | None = None) -> dict[str, Any]:
+    """The Messages request for a Chat Completions request ``payload`` (``chain``: its
+    history decoded, compacted when it was; else decoded here)."""
     if not isinstance(payload.get("messages"), list):
         raise TranslationError("messages: expected an array of messages")
     if payload.get("n", 1) != 1:
@@ -72,8 +74,9 @@ def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
     if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
         raise TranslationError(f"response_format: {fmt.get('type')!r} is not translated")
     try:
-        chain = openai_codec.decode({"messages": payload["messages"]})
-        chain, signed = _with_signed_thinking(chain, payload["messages"])
+        if chain is None:
+            chain = openai_codec.decode({"messages": payload["messages"]})
+        chain, signed = _with_signed_thinking(chain)
         chain = port(chain, "anthropic", source="anthropic" if signed else None)
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
@@ -99,11 +102,16 @@ def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _signed_details(message: object) -> list[Reasoning]:
+def _signed_details(message: Message) -> list[Reasoning]:
     """The Anthropic thinking a client sent back in an assistant message's
-    ``reasoning_details`` (the shape :func:`chat_response` gives it), in order; details
-    of any other format, or without a signature, are left out."""
-    details = message.get("reasoning_details") if isinstance(message, dict) else None
+    ``reasoning_details`` (the shape :func:`chat_response` gives it; the codec keeps it
+    in the message's fields part), in order; details of any other format, or without a
+    signature, are left out."""
+    last = message.parts[-1] if message.parts else None
+    if type(last) is not ProviderPart or (last.provider, last.kind) != _FIELDS:
+        return []
+    fields = json.loads(last.data)
+    details = fields.get("reasoning_details") if isinstance(fields, dict) else None
     if not isinstance(details, list):
         return []
     found: list[tuple[int, Reasoning]] = []
@@ -122,16 +130,14 @@ def _signed_details(message: object) -> list[Reasoning]:
     return [reasoning for _, reasoning in sorted(found, key=lambda pair: pair[0])]
 
 
-def _with_signed_thinking(chain: list[Message], messages: list[Any]) -> tuple[list[Message], bool]:
+def _with_signed_thinking(chain: list[Message]) -> tuple[list[Message], bool]:
     """``chain`` with each AI message's reasoning replaced by the signed thinking its
     assistant message carried back (reasoning-only parts first, the last block on the
     message's first part, as the anthropic codec reads a turn); whether any was found.
     Unsigned reasoning is left for ``cast.port`` to drop."""
-    signed = [
-        _signed_details(m) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
-    ]
     turns = [i for i, m in enumerate(chain) if m.role is Role.AI]
-    if not any(signed) or len(turns) != len(signed):
+    signed = [_signed_details(chain[i]) for i in turns]
+    if not any(signed):
         return chain, False
     out = list(chain)
     for i, blocks in zip(turns, signed, strict=True):

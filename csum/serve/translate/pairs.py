@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cast import Message
 from csum.serve.apis import APIS, Api
 from csum.serve.translate.anthropic_to_chat import ChatStream, chat_request, chat_response
 from csum.serve.translate.anthropic_to_responses import (
@@ -40,14 +41,15 @@ class Stream(Protocol):
 class Translation:
     """How requests of the ``client`` API reach an ``upstream`` that speaks ``target``.
 
-    ``request`` maps the client's body to the upstream's; ``response(answer, model,
+    ``request(body, chain)`` maps the client's body to the upstream's (``chain``: its
+    history decoded, compacted when it was; None: decoded there); ``response(answer, model,
     request)`` and ``stream(model, request)`` map the answer back (``model`` is the
     client's, ``request`` its body as sent)."""
 
     client: Api
     upstream: str
     target: Api
-    request: Callable[[dict[str, Any]], dict[str, Any]]
+    request: Callable[[dict[str, Any], list[Message] | None], dict[str, Any]]
     response: Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]]
     stream: Callable[[str, dict[str, Any]], Stream]
 

@@ -16,29 +16,31 @@ from typing import Any
 
 import cast.codecs.openai as openai_codec
 import cast.codecs.openai_responses as responses_codec
-from cast import port
+from cast import Message, port
 from csum.serve.translate import TranslationError
-from csum.serve.translate.responses_tools import ChatTools, chat_tools, function_items
+from csum.serve.translate.responses_tools import ChatTools, chat_tools, function_messages
 
-__all__ = ["chat_history", "chat_request_for_responses", "dropped_tools"]
+__all__ = ["chat_chain", "chat_request_for_responses", "dropped_tools"]
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
 _REFUSED = ("previous_response_id", "conversation")
 
 
-def chat_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
-    """The Chat Completions request for a Responses request ``payload``."""
+def chat_request_for_responses(
+    payload: dict[str, Any], chain: list[Message] | None = None
+) -> dict[str, Any]:
+    """The Chat Completions request for a Responses request ``payload`` (``chain``: its
+    history decoded, compacted when it was; else decoded here)."""
     for key in _REFUSED:
         if payload.get(key) is not None:
             raise TranslationError(f"{key}: stored upstream state cannot be translated")
     tools = chat_tools(payload.get("tools"))
-    history = chat_history(payload, tools)
     try:
-        chain = port(responses_codec.decode(history), "openai")
+        messages = port(chat_chain(payload, tools, chain), "openai")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
-    out["messages"] = openai_codec.encode(chain, tool_names=False)["messages"]
+    out["messages"] = openai_codec.encode(messages, tool_names=False)["messages"]
     if payload.get("max_output_tokens") is not None:
         out["max_tokens"] = payload["max_output_tokens"]
     if payload.get("stream"):
@@ -70,12 +72,16 @@ def dropped_tools(payload: dict[str, Any]) -> list[str]:
         return []
 
 
-def chat_history(payload: dict[str, Any], tools: ChatTools) -> dict[str, Any]:
-    """``instructions`` and ``input``, custom and namespaced calls as Chat functions."""
-    history: dict[str, Any] = {k: payload[k] for k in ("instructions", "input") if k in payload}
-    if isinstance(history.get("input"), list):
-        history["input"] = function_items(history["input"], tools)
-    return history
+def chat_chain(
+    payload: dict[str, Any], tools: ChatTools, chain: list[Message] | None = None
+) -> list[Message]:
+    """The history (``chain``, or decoded from ``instructions`` and ``input``) with custom
+    and namespaced calls as Chat functions."""
+    if chain is None:
+        chain = responses_codec.decode(
+            {k: payload[k] for k in ("instructions", "input") if k in payload}
+        )
+    return function_messages(chain, tools)
 
 
 def _tool_choice(choice: object, tools: ChatTools) -> Any:

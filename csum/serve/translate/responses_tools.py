@@ -23,6 +23,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import cast.codecs.openai_responses as responses_codec
+from cast import Message, ProviderPart, Role, TextPart, ToolCall, ToolResult
+from cast.codecs.openai_responses import CALL_FIELDS
 from csum.serve.translate import TranslationError
 
 __all__ = [
@@ -32,7 +35,7 @@ __all__ = [
     "ClientTool",
     "chat_tools",
     "custom_input",
-    "function_items",
+    "function_messages",
 ]
 
 CUSTOM_INPUT = "input"
@@ -41,6 +44,7 @@ DROPPED_TOOLS_HEADER = "x-csum-dropped-tools"
 """Response header naming the built-in tools left out of a translated request
 (comma-separated ``type`` or ``type:name``)."""
 _CHAT_NAME_LIMIT = 64
+_PROVIDER = "openai-responses"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,31 +186,87 @@ def _namespace(out: ChatTools, tool: dict[str, Any], where: str) -> None:
         _add(out, _function(member, here), ClientTool("function", member["name"], space))
 
 
-def function_items(items: list[Any], tools: ChatTools) -> list[Any]:
-    """The Responses ``input`` items with custom tool calls and their outputs as
-    function calls and outputs, and namespaced calls named as their Chat functions
-    (what the Responses codec reads and a Chat upstream takes)."""
-    out: list[Any] = []
-    for item in items:
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind == "custom_tool_call":
-            name = str(item.get("name", ""))
-            arguments = json.dumps({CUSTOM_INPUT: item.get("input", "")}, ensure_ascii=False)
-            call = {"type": "function_call", "call_id": item.get("call_id"), "name": name}
-            call["name"] = tools.chat_name(name)
-            out.append({**call, "arguments": arguments})
-        elif kind == "custom_tool_call_output":
-            out.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": item.get("call_id"),
-                    "output": item.get("output", ""),
-                }
-            )
-        elif kind == "function_call" and isinstance(item.get("namespace"), str):
-            rest = {k: v for k, v in item.items() if k != "namespace"}
-            rest["name"] = tools.chat_name(str(item.get("name", "")), item["namespace"])
-            out.append(rest)
-        else:
-            out.append(item)
+def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
+    """The decoded Responses history ``chain`` with custom tool calls and their outputs as
+    function calls and results, and namespaced calls named as their Chat functions (what
+    a Chat upstream takes): the chain the codec reads from such items written that way."""
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for message in chain:
+        if message.role is not Role.AI:
+            out.append(message)
+            continue
+        segment: list[Any] = []
+        for part in message.parts:
+            kind, item = _kept(part)
+            if kind == "custom_tool_call":
+                segment.append(_custom_call(item, segment, tools, names))
+            elif kind == "custom_tool_call_output":
+                if segment:
+                    out.append(message.model_copy(update={"parts": tuple(segment)}))
+                segment = []
+                out.append(_custom_output(item, names))
+            elif (
+                kind == CALL_FIELDS
+                and isinstance(item.get("namespace"), str)
+                and _after_call(segment)
+            ):
+                call = segment[-1]
+                name = tools.chat_name(call.name, item.pop("namespace"))
+                segment[-1] = call.model_copy(update={"name": name})
+                names[call.id] = name
+                if item:
+                    data = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+                    segment.append(ProviderPart(provider=_PROVIDER, kind=CALL_FIELDS, data=data))
+            else:
+                if type(part) is ToolCall:
+                    names[part.id] = part.name
+                segment.append(part)
+        if segment:
+            out.append(message.model_copy(update={"parts": tuple(segment)}))
     return out
+
+
+def _after_call(segment: list[Any]) -> bool:
+    return bool(segment) and type(segment[-1]) is ToolCall
+
+
+def _kept(part: object) -> tuple[str, dict[str, Any]]:
+    """(kind, item) of a Responses item the codec keeps whole as a part (("", {}): none)."""
+    if type(part) is not ProviderPart or part.provider != _PROVIDER:
+        return "", {}
+    if part.kind not in ("custom_tool_call", "custom_tool_call_output", CALL_FIELDS):
+        return "", {}
+    item = json.loads(part.data)
+    return (part.kind, item) if isinstance(item, dict) else ("", {})
+
+
+def _custom_call(
+    item: dict[str, Any], segment: list[Any], tools: ChatTools, names: dict[str, str]
+) -> ToolCall:
+    """A custom tool call as the call of its function (the reasoning before it, which
+    the codec keeps on a part of its own before a kept item, on the call)."""
+    reasoning = None
+    last = segment[-1] if segment else None
+    if type(last) is TextPart and not last.text and last.reasoning is not None:
+        reasoning = segment.pop().reasoning
+    name = tools.chat_name(str(item.get("name", "")))
+    arguments = json.dumps({CUSTOM_INPUT: item.get("input", "")}, ensure_ascii=False)
+    call = ToolCall(id=item.get("call_id"), name=name, arguments=arguments, reasoning=reasoning)
+    names[call.id] = name
+    return call
+
+
+def _custom_output(item: dict[str, Any], names: dict[str, str]) -> Message:
+    """A custom tool call's output as its function's result."""
+    call_id, output = item.get("call_id"), item.get("output", "")
+    if isinstance(output, str) and isinstance(call_id, str):
+        result = ToolResult(tool_call_id=call_id, name=names.get(call_id, ""), content=output)
+        return Message(role=Role.TOOL, parts=(result,))
+    # content parts (or a bad call id): read as the codec reads a function call's output
+    read = responses_codec.decode(
+        [{"type": "function_call_output", "call_id": call_id, "output": output}]
+    )
+    first = read[0].parts[0]
+    named = first.model_copy(update={"name": names.get(str(call_id), "")})
+    return read[0].model_copy(update={"parts": (named, *read[0].parts[1:])})
