@@ -1,11 +1,6 @@
-"""Which handler writes a gateway's summaries (``--summarizer``), per request.
-
-``extractive`` (the default) runs offline. ``upstream`` asks the gateway's own upstream,
-with the credentials of the request being compacted (they are used for that one
-request's summary calls and kept nowhere). ``openai`` / ``anthropic`` ask a separate
-endpoint of that API (``--summarizer-url``, ``--summarizer-model``, its key read from
-the environment variable ``--summarizer-key-env`` when the gateway starts).
-"""
+"""Which handler writes a gateway's summaries (``--summarizer``), per request: offline
+(``extractive``), the ``upstream`` with the request's own credentials (kept nowhere), or
+a separate ``openai`` / ``anthropic`` endpoint."""
 
 from __future__ import annotations
 
@@ -32,17 +27,12 @@ _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"
 SUMMARY_TIMEOUT = 120.0
 """Seconds one attempt of a summary call may take."""
 SUMMARY_RETRIES = 2
-"""Retries of a summary call that failed transiently (429, 408, 5xx, a timeout). The
-gateway's handlers make one attempt per call and the Compactor's robust handler alone
-retries (:func:`robustness`): one policy, never retries nested in retries. The whole
-call is bounded by the request's deadline (``--deadline``)."""
+"""Retries of a transiently failed summary call (by the Compactor's robust handler alone)."""
 
 
 def robustness(offline: bool, max_prompt_bytes: int) -> Robustness:
-    """How the gateway's Compactor calls its handler: a model's prompt bounded by
-    ``max_prompt_bytes`` and its transient failures retried :data:`SUMMARY_RETRIES`
-    times, each attempt at most :data:`SUMMARY_TIMEOUT` seconds; the offline handler as
-    the Compactor's default."""
+    """How the gateway's Compactor calls its handler: prompts bounded, transient failures
+    retried :data:`SUMMARY_RETRIES` times, attempts bounded by :data:`SUMMARY_TIMEOUT`."""
     if offline:
         return Robustness(max_prompt_bytes=None)
     return Robustness(
@@ -74,8 +64,7 @@ class Credentials:
 
 @dataclass(frozen=True, slots=True)
 class SummaryHandler:
-    """The handler of one request (None: the Compactor's own extractive one), the id its
-    summaries are cached under, and whether it runs offline."""
+    """The handler of one request (None: the extractive one), its cache id, whether offline."""
 
     handler: Handler | None
     handler_id: str | None
@@ -83,8 +72,7 @@ class SummaryHandler:
 
 
 class SummaryHandlerFactory:
-    """Makes the :class:`SummaryHandler` of each request from the gateway's
-    ``--summarizer`` (built when the gateway starts: a missing key or SDK is said then)."""
+    """Makes each request's :class:`SummaryHandler` from ``--summarizer`` (checked at start)."""
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
@@ -118,9 +106,8 @@ class SummaryHandlerFactory:
     def for_request(
         self, provider: str, model: object, credentials: Credentials | None
     ) -> SummaryHandler:
-        """The handler for a request to ``provider`` for ``model`` carrying
-        ``credentials``. With ``upstream`` and no usable credentials (or no model
-        name), the offline handler."""
+        """The handler for a request to ``provider`` for ``model`` carrying ``credentials``
+        (the offline one for ``upstream`` without them or a model name)."""
         if self._fixed is not None:
             return self._fixed
         name = self.config.summarizer_model or (model if isinstance(model, str) else None)
