@@ -1,20 +1,7 @@
-"""OpenAI Chat Completions as Anthropic Messages: a Chat client's request for an
-Anthropic upstream (ported with ``cast.port``, encoded with the anthropic codec), and an
-OpenAI-compatible upstream's answer, whole or streamed, as the Messages response the
-``anthropic`` SDK accepts.
-
-The request carries the history (``cast.port``'s rules; reasoning the client sends back
-goes to Anthropic only when signed by it: the ``reasoning_details`` this gateway gave),
-``model``, ``max_tokens`` / ``max_completion_tokens`` (Anthropic requires one:
-:data:`DEFAULT_MAX_TOKENS` when neither is set), ``temperature``, ``top_p``, ``stop``,
-``user`` (as ``metadata.user_id``), ``tools``, ``tool_choice``, ``parallel_tool_calls``,
-``stream`` and ``thinking`` (Anthropic's own field, sent through as the client wrote
-it). The answer carries text, tool calls (streamed as ``input_json_delta``), the
-upstream's reasoning (``reasoning_content``, DeepSeek's field, or ``reasoning``,
-vLLM's) as a ``thinking`` block with an empty signature (streamed as
-``thinking_delta``), stop reason and usage (cached prompt tokens as
-``cache_read_input_tokens``).
-"""
+"""OpenAI Chat Completions as Anthropic Messages: a Chat client's request for an Anthropic
+upstream (reasoning goes back only when Anthropic signed it; docs/serve.md lists what is
+carried), and a Chat answer, whole or streamed, as the Messages response the
+``anthropic`` SDK reads (the upstream's reasoning as an unsigned ``thinking`` block)."""
 
 from __future__ import annotations
 
@@ -55,8 +42,7 @@ STOP_REASONS = {
 """Chat Completions ``finish_reason`` -> Messages ``stop_reason``."""
 
 _THINKING = {"type": "thinking", "thinking": "", "signature": ""}
-"""A thinking block opened for streamed reasoning (Chat Completions carries no
-signature, so it stays empty)."""
+"""A thinking block opened for streamed reasoning (Chat carries no signature)."""
 
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "thinking")
@@ -103,10 +89,8 @@ def messages_request(payload: dict[str, Any], chain: list[Message] | None = None
 
 
 def _signed_details(message: Message) -> list[Reasoning]:
-    """The Anthropic thinking a client sent back in an assistant message's
-    ``reasoning_details`` (the shape :func:`chat_response` gives it; the codec keeps it
-    in the message's fields part), in order; details of any other format, or without a
-    signature, are left out."""
+    """The Anthropic thinking an AI message's ``reasoning_details`` carried back (kept in
+    its fields part), in order; details of other formats or unsigned left out."""
     last = message.parts[-1] if message.parts else None
     if type(last) is not ProviderPart or (last.provider, last.kind) != _FIELDS:
         return []
@@ -131,10 +115,8 @@ def _signed_details(message: Message) -> list[Reasoning]:
 
 
 def _with_signed_thinking(chain: list[Message]) -> tuple[list[Message], bool]:
-    """``chain`` with each AI message's reasoning replaced by the signed thinking its
-    assistant message carried back (reasoning-only parts first, the last block on the
-    message's first part, as the anthropic codec reads a turn); whether any was found.
-    Unsigned reasoning is left for ``cast.port`` to drop."""
+    """``chain`` with each AI message's reasoning replaced by the signed thinking it
+    carried back (as the anthropic codec reads a turn); whether any was found."""
     turns = [i for i, m in enumerate(chain) if m.role is Role.AI]
     signed = [_signed_details(chain[i]) for i in turns]
     if not any(signed):
@@ -225,8 +207,7 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
 
 
 def reasoning_of(message: dict[str, Any]) -> str:
-    """The reasoning text of a Chat message or delta, under whichever field the
-    OpenAI-compatible server uses ("" when it has none)."""
+    """The reasoning text of a Chat message or delta, under whichever field it uses."""
     for field in REASONING_FIELDS:
         value = message.get(field)
         if isinstance(value, str) and value:
@@ -235,9 +216,7 @@ def reasoning_of(message: dict[str, Any]) -> str:
 
 
 def messages_usage(usage: dict[str, Any]) -> dict[str, int]:
-    """Chat Completions usage as Messages usage: ``prompt_tokens_details``'s
-    ``cached_tokens`` as cache reads, ``cache_write_tokens`` as cache writes, the rest
-    of the prompt as input (Anthropic counts the three apart)."""
+    """Chat usage as Messages usage (cache reads and writes apart from the input)."""
     details = usage.get("prompt_tokens_details")
     details = details if isinstance(details, dict) else {}
     cached = int(details.get("cached_tokens") or 0)
@@ -264,8 +243,7 @@ def _event(kind: str, data: dict[str, Any]) -> bytes:
 
 
 class MessagesStream:
-    """Turns a Chat Completions SSE stream into a Messages SSE stream, as it comes:
-    :meth:`feed` takes the upstream's bytes and returns the events to send so far."""
+    """Turns a Chat Completions SSE stream into a Messages SSE stream, as it comes."""
 
     def __init__(self, model: str) -> None:
         self.model = model

@@ -14,11 +14,8 @@ ANTHROPIC_VERSION = "2023-06-01"
 
 
 def translated_headers(headers: Iterable[tuple[str, str]], target: Api) -> list[tuple[str, str]]:
-    """The client's headers with its API key where the target provider reads it
-    (OpenAI: ``authorization: Bearer``; Anthropic: ``x-api-key``, plus an
-    ``anthropic-version`` when the client sent none), without the other provider's own
-    headers (``anthropic-beta``, ``anthropic-version`` on an OpenAI upstream; ``openai-*``
-    on Anthropic). Nothing is stored or logged."""
+    """The client's headers with its API key where ``target`` reads it (and an
+    ``anthropic-version`` for Anthropic), without the other provider's own headers."""
     foreign = "openai-" if target.provider == "anthropic" else "anthropic-"
     items = [(k, v) for k, v in headers if not k.lower().startswith(foreign)]
     names = {k.lower() for k, _ in items}

@@ -1,6 +1,4 @@
-"""Which client API is translated for which upstream API, and how: the request, the
-whole answer and the streamed one, each a direction module of csum.serve.translate.
-Same-provider traffic is never translated."""
+"""Which client API is translated for which upstream API, and by which directions."""
 
 from __future__ import annotations
 
@@ -39,12 +37,9 @@ class Stream(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Translation:
-    """How requests of the ``client`` API reach an ``upstream`` that speaks ``target``.
-
-    ``request(body, chain)`` maps the client's body to the upstream's (``chain``: its
-    history decoded, compacted when it was; None: decoded there); ``response(answer, model,
-    request)`` and ``stream(model, request)`` map the answer back (``model`` is the
-    client's, ``request`` its body as sent)."""
+    """How requests of the ``client`` API reach an ``upstream`` that speaks ``target``:
+    ``request(body, chain)`` (``chain``: the history decoded, or None), and the answer
+    back by ``response(answer, model, request)`` and ``stream(model, request)``."""
 
     client: Api
     upstream: str
@@ -99,6 +94,5 @@ _BY_PAIR = {(t.client.name, t.upstream): t for t in TRANSLATIONS}
 
 
 def translation_for(client: str, upstream: str) -> Translation | None:
-    """The translation of the ``client`` API's requests for an ``upstream`` API
-    (``same``, ``openai``, ``anthropic``), or None: forwarded in the client's API."""
+    """The translation of ``client``'s requests for ``upstream``, or None (not translated)."""
     return _BY_PAIR.get((client, upstream))

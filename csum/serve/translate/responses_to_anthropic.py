@@ -1,9 +1,6 @@
 """OpenAI Responses requests as Anthropic Messages requests: the settings as for a Chat
-Completions upstream (csum.serve.translate.responses_to_chat, then chat_to_anthropic),
-the history ported with the signed thinking of this gateway's reasoning items kept (the
-items csum.serve.translate.anthropic_to_responses made of Anthropic's thinking blocks);
-every other reasoning is dropped.
-"""
+upstream, the history with the signed thinking of this gateway's reasoning items kept
+(every other reasoning dropped)."""
 
 from __future__ import annotations
 
@@ -26,9 +23,7 @@ def messages_request_for_responses(
     payload: dict[str, Any], chain: list[Message] | None = None
 ) -> dict[str, Any]:
     """The Messages request for a Responses request ``payload`` (``chain``: its history
-    decoded, compacted when it was; else decoded here): the settings as for a Chat
-    Completions upstream, the history ported with the signed thinking of this gateway's
-    reasoning items kept (Anthropic's own, so ``source="anthropic"``)."""
+    decoded, compacted when it was; else decoded here)."""
     out = messages_request(chat_request_for_responses(payload, []), [])
     try:
         chain = [_signed(m) for m in chat_chain(payload, chat_tools(payload.get("tools")), chain)]
@@ -44,8 +39,7 @@ def messages_request_for_responses(
 
 
 def _signed(message: Message) -> Message:
-    """``message`` with the gateway's reasoning items as Anthropic signed thinking, and
-    every other reasoning dropped (only Anthropic's own signatures go back to it)."""
+    """``message`` with the gateway's reasoning as signed thinking, any other dropped."""
     parts: list[Any] = []
     changed = False
     for part in message.parts:

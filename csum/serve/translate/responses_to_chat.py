@@ -1,14 +1,5 @@
-"""OpenAI Responses requests as Chat Completions requests: input items become messages
-(decoded with the Responses codec, ported with ``cast.port``).
-
-Carried: ``instructions`` and ``input`` (a string or items: messages, function calls
-and their outputs; reasoning items are dropped, ``cast.port``'s rule for reasoning
-from another provider), ``model``, ``max_output_tokens``, ``temperature``, ``top_p``,
-``tools`` (what each kind becomes: csum.serve.translate.responses_tools),
-``tool_choice``, ``parallel_tool_calls``, ``user``, ``reasoning.effort`` (as
-``reasoning_effort``), ``text.format`` (as ``response_format``), ``stream``.
-``previous_response_id`` needs the upstream's stored state and is refused (400).
-"""
+"""OpenAI Responses requests as Chat Completions requests (docs/serve.md lists what is
+carried; tools: csum.serve.translate.responses_tools); provider-held state is refused."""
 
 from __future__ import annotations
 
@@ -64,8 +55,7 @@ def chat_request_for_responses(
 
 
 def dropped_tools(payload: dict[str, Any]) -> list[str]:
-    """The built-in tools of a Responses request a Chat upstream cannot run (left out of
-    the translated request): ``type`` or ``type:name`` each."""
+    """The built-in tools of a Responses request a Chat upstream cannot run (left out)."""
     try:
         return chat_tools(payload.get("tools")).dropped
     except TranslationError:
