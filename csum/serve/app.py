@@ -35,11 +35,14 @@ from csum.serve.summary_handler import Credentials
 from csum.serve.tenant import TenantKeys
 from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError
-from csum.serve.translate.headers import translated_headers
-from csum.serve.translate.pairs import Translation, translation_for
+from csum.serve.translate.pairs import (
+    Translation,
+    count_tokens,
+    translated_headers,
+    translation_for,
+)
 from csum.serve.translate.responses_to_chat import dropped_tools
 from csum.serve.translate.responses_tools import DROPPED_TOOLS_HEADER
-from csum.serve.translate.token_count import count_tokens
 from csum.serve.upstream import Upstream, UpstreamBusyError, request_headers, response_headers
 from csum.stores import MemoryStore, SummaryStore, is_redis_url, open_store
 
@@ -526,12 +529,7 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
 
     async def healthz(request: Request) -> Response:
         pool = gateway.rewriter.pool.state()
-        workers = {
-            "size": pool.size,
-            "busy": pool.busy,
-            "waiting": pool.waiting,
-            "oldest_seconds": pool.oldest_seconds,
-        }
+        workers = {k: getattr(pool, k) for k in ("size", "busy", "waiting", "oldest_seconds")}
         if pool.stuck:
             return JSONResponse({"status": "stuck", "workers": workers}, 503)
         return JSONResponse({"status": "ok", "workers": workers})
