@@ -93,14 +93,7 @@ class SummaryHandlerFactory:
         if not key:
             raise ValueError(f"--summarizer {self.kind}: the environment variable {env} is unset")
         url = config.summarizer_url
-        if self.kind == "openai":
-            handler = openai_compatible(
-                model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
-            )
-        else:
-            handler = anthropic(
-                model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
-            )
+        handler = _handler(self.kind, model, url, key)
         return SummaryHandler(handler, f"{self.kind}:{url or ''}:{model}", False)
 
     def for_request(
@@ -116,14 +109,15 @@ class SummaryHandlerFactory:
         base = self.config.upstream.rstrip("/")
         # the SDK is given the key as its api_key and sends it as that SDK version does
         if provider == "anthropic":
-            key = credentials.api_key or credentials.bearer
-            handler = anthropic(
-                name, base_url=base, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
-            )
+            handler = _handler(provider, name, base, credentials.api_key or credentials.bearer)
         else:
             key = credentials.bearer or credentials.api_key
-            handler = openai_compatible(
-                name, base_url=f"{base}/v1", api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
-            )
+            handler = _handler("openai", name, f"{base}/v1", key)
         # cached by model, not by key: a summary is a function of the text summarized
         return SummaryHandler(handler, f"upstream:{provider}:{name}", False)
+
+
+def _handler(kind: str, model: str, url: str | None, key: str | None) -> Handler:
+    """One attempt per call (the Compactor's robust handler retries)."""
+    make = anthropic if kind == "anthropic" else openai_compatible
+    return make(model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0)
