@@ -212,7 +212,7 @@ class Rewriter:
         try:
             scanned, seen = self._scanned(request)
         except RefusedError as exc:
-            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+            return _refusal(exc)
         except ValueError as exc:  # not JSON: the upstream will say so
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"body is not JSON: {exc}")
         payload = scanned.payload
@@ -279,7 +279,7 @@ class Rewriter:
         try:
             check_depth(value, self.config.max_depth)
         except RefusedError as exc:
-            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+            return _refusal(exc)
         return None
 
     async def _compacted(
@@ -663,6 +663,10 @@ def fits_by_size(body: bytes, budget: Budget, *, size: int | None = None) -> boo
     return not any(marker in body for marker in _MEDIA_MARKERS)
 
 
+def _refusal(exc: RefusedError) -> Outcome:
+    return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+
+
 def _tokens_saved(compactor: Compactor, before: list[Message], after: list[Message]) -> int:
     count = compactor.counter.count
     return max(0, sum(map(count, before)) - sum(map(count, after)))
@@ -687,7 +691,7 @@ def _unread(api: Api, payload: dict[str, Any], length: int, max_items: int) -> O
     try:
         check_items(history, api.list_key, max_items)
     except RefusedError as exc:
-        return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+        return _refusal(exc)
     return None
 
 

@@ -14,7 +14,7 @@ import cast.codecs.openai as openai_codec
 from cast import Message, ProviderPart, Reasoning, Role, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from cast.codecs.openai import MESSAGE_FIELDS, REASONING_FIELDS
-from csum.serve.sse import read_event
+from csum.serve.sse import anthropic_event, read_event
 from csum.serve.translate import TranslationError
 from csum.serve.translate.anthropic_to_chat import REASONING_FORMAT
 
@@ -237,11 +237,6 @@ def _message_id(completion: dict[str, Any]) -> str:
     return f"msg_{completion.get('id') or 'gateway'}"
 
 
-def _event(kind: str, data: dict[str, Any]) -> bytes:
-    body = json.dumps({"type": kind, **data}, ensure_ascii=False, separators=(",", ":"))
-    return f"event: {kind}\ndata: {body}\n\n".encode()
-
-
 class MessagesStream:
     """Turns a Chat Completions SSE stream into a Messages SSE stream, as it comes."""
 
@@ -280,7 +275,7 @@ class MessagesStream:
         if problem is not None:
             if not self._done:  # the anthropic SDK raises on an error event
                 self._done = True
-                yield _event("error", {"error": {"type": "api_error", "message": problem}})
+                yield anthropic_event("error", {"error": {"type": "api_error", "message": problem}})
             return
         if not self._started:
             self._started = True
@@ -294,7 +289,7 @@ class MessagesStream:
                 "stop_sequence": None,
                 "usage": {"input_tokens": 0, "output_tokens": 0},
             }
-            yield _event("message_start", {"message": message})
+            yield anthropic_event("message_start", {"message": message})
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = messages_usage(usage)
@@ -331,14 +326,16 @@ class MessagesStream:
     def _open(self, key: tuple[str, int], block: dict[str, Any]) -> Iterator[bytes]:
         yield from self._close_block()
         self._block = key
-        yield _event("content_block_start", {"index": self._blocks, "content_block": block})
+        yield anthropic_event(
+            "content_block_start", {"index": self._blocks, "content_block": block}
+        )
 
     def _delta(self, delta: dict[str, Any]) -> bytes:
-        return _event("content_block_delta", {"index": self._blocks, "delta": delta})
+        return anthropic_event("content_block_delta", {"index": self._blocks, "delta": delta})
 
     def _close_block(self) -> Iterator[bytes]:
         if self._block is not None:
-            yield _event("content_block_stop", {"index": self._blocks})
+            yield anthropic_event("content_block_stop", {"index": self._blocks})
             self._blocks += 1
             self._block = None
 
@@ -347,11 +344,11 @@ class MessagesStream:
             return
         self._done = True
         yield from self._close_block()
-        yield _event(
+        yield anthropic_event(
             "message_delta",
             {
                 "delta": {"stop_reason": self._stop, "stop_sequence": None},
                 "usage": dict(self._usage),
             },
         )
-        yield _event("message_stop", {})
+        yield anthropic_event("message_stop", {})

@@ -1,21 +1,7 @@
-"""Responses tools on a Chat Completions upstream: what each kind becomes there and
-back, for every translation of a Responses client (csum.serve.translate's
-responses_to_chat and responses_to_anthropic on the way up, chat_to_responses and
-anthropic_to_responses on the way back).
-
-- a ``function`` tool stays a function;
-- a ``custom`` tool (freeform input, e.g. Codex's ``apply_patch`` with a Lark grammar)
-  becomes a function with one string argument, ``input`` (its grammar, when it has one,
-  in the argument's description); a call of it comes back as a ``custom_tool_call``
-  whose ``input`` is that argument, and one in the history goes up as a function call;
-- a ``namespace`` tool group becomes its member functions (named ``NAMESPACE__NAME``
-  when a name is taken already); a call comes back as a ``function_call`` carrying its
-  ``namespace``;
-- a built-in tool the upstream cannot run (``web_search``, ``tool_search``,
-  ``file_search``, ``code_interpreter``, ...) is dropped from ``tools``: the gateway
-  names the dropped ones in the response header :data:`DROPPED_TOOLS_HEADER` (or, with
-  ``--builtin-tools refuse``, answers 400).
-"""
+"""Responses tools on a Chat Completions upstream, there and back: a ``function`` stays
+one, a ``custom`` tool becomes a function of one string argument ``input``, a
+``namespace`` group its member functions (``NAMESPACE__NAME`` when a name is taken); a
+built-in tool is dropped and named in :data:`DROPPED_TOOLS_HEADER` (or refused, 400)."""
 
 from __future__ import annotations
 
@@ -187,9 +173,8 @@ def _namespace(out: ChatTools, tool: dict[str, Any], where: str) -> None:
 
 
 def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
-    """The decoded Responses history ``chain`` with custom tool calls and their outputs as
-    function calls and results, and namespaced calls named as their Chat functions (what
-    a Chat upstream takes): the chain the codec reads from such items written that way."""
+    """The decoded Responses history ``chain`` with custom tool calls and outputs as
+    function calls and results, and namespaced calls named as their Chat functions."""
     out: list[Message] = []
     names: dict[str, str] = {}
     for message in chain:
