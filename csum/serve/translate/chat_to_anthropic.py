@@ -13,7 +13,7 @@ import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
 from cast import Message, ProviderPart, Reasoning, Role, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
-from cast.codecs.openai import MESSAGE_FIELDS, REASONING_FIELDS
+from cast.codecs.openai import REASONING_FIELDS
 from csum.serve.sse import anthropic_event, read_event
 from csum.serve.translate import TranslationError
 from csum.serve.translate.anthropic_to_chat import REASONING_FORMAT
@@ -46,7 +46,7 @@ _THINKING = {"type": "thinking", "thinking": "", "signature": ""}
 
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "thinking")
-_FIELDS = ("openai", MESSAGE_FIELDS)
+_FIELDS = ("openai", "message_fields")  # the codec's part of a message's other fields
 
 
 def messages_request(payload: dict[str, Any], chain: list[Message] | None = None) -> dict[str, Any]:

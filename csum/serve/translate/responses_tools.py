@@ -11,7 +11,6 @@ from typing import Any
 
 import cast.codecs.openai_responses as responses_codec
 from cast import Message, ProviderPart, Role, TextPart, ToolCall, ToolResult
-from cast.codecs.openai_responses import CALL_FIELDS
 from csum.serve.translate import TranslationError
 
 __all__ = [
@@ -31,6 +30,7 @@ DROPPED_TOOLS_HEADER = "x-csum-dropped-tools"
 (comma-separated ``type`` or ``type:name``)."""
 _CHAT_NAME_LIMIT = 64
 _PROVIDER = "openai-responses"
+_CALL_FIELDS = "call_fields"  # the codec's part of a call's other fields (``namespace``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +192,7 @@ def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
                 segment = []
                 out.append(_custom_output(item, names))
             elif (
-                kind == CALL_FIELDS
+                kind == _CALL_FIELDS
                 and isinstance(item.get("namespace"), str)
                 and _after_call(segment)
             ):
@@ -202,7 +202,7 @@ def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
                 names[call.id] = name
                 if item:
                     data = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
-                    segment.append(ProviderPart(provider=_PROVIDER, kind=CALL_FIELDS, data=data))
+                    segment.append(ProviderPart(provider=_PROVIDER, kind=_CALL_FIELDS, data=data))
             else:
                 if type(part) is ToolCall:
                     names[part.id] = part.name
@@ -220,7 +220,7 @@ def _kept(part: object) -> tuple[str, dict[str, Any]]:
     """(kind, item) of a Responses item the codec keeps whole as a part (("", {}): none)."""
     if type(part) is not ProviderPart or part.provider != _PROVIDER:
         return "", {}
-    if part.kind not in ("custom_tool_call", "custom_tool_call_output", CALL_FIELDS):
+    if part.kind not in ("custom_tool_call", "custom_tool_call_output", _CALL_FIELDS):
         return "", {}
     item = json.loads(part.data)
     return (part.kind, item) if isinstance(item, dict) else ("", {})
