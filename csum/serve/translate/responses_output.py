@@ -239,23 +239,16 @@ class ResponsesWriter:
     def _close_reasoning(self, item: dict[str, Any]) -> Iterator[bytes]:
         text = item.pop("text", "")
         summary = "content" not in item
-        where = "summary_index" if summary else "content_index"
-        kind = "summary_text" if summary else "reasoning_text"
-        part = {"type": kind, "text": text}
+        ids = self._part_ids("summary_index" if summary else "content_index")
+        part = {"type": "summary_text" if summary else "reasoning_text", "text": text}
         if summary:
             item["summary"] = [part] if text else []
-            yield self._event(
-                "response.reasoning_summary_text.done", {**self._part_ids(where), "text": text}
-            )
-            yield self._event(
-                "response.reasoning_summary_part.done", {**self._part_ids(where), "part": part}
-            )
+            texts, parts = "reasoning_summary_text", "reasoning_summary_part"
         else:
             item["content"] = [part]
-            yield self._event(
-                "response.reasoning_text.done", {**self._part_ids(where), "text": text}
-            )
-            yield self._event("response.content_part.done", {**self._part_ids(where), "part": part})
+            texts, parts = "reasoning_text", "content_part"
+        yield self._event(f"response.{texts}.done", {**ids, "text": text})
+        yield self._event(f"response.{parts}.done", {**ids, "part": part})
 
     def _failed(self, problem: str) -> Iterator[bytes]:
         """An ``error`` event (the openai SDK raises on it), once; nothing after it."""
