@@ -57,7 +57,6 @@ from csum.serve.reuse import (
 )
 from csum.serve.summary_handler import (
     Credentials,
-    SummaryHandler,
     SummaryHandlerFactory,
     robustness,
 )
@@ -465,19 +464,36 @@ class Rewriter:
         store: SummaryStore,
         archive_store: ArchiveStore | None,
     ) -> Compactor:
-        """This request's Compactor, with its summarizer and archive session."""
+        """A fresh keeper per request (what it remembers is in the conversation state),
+        with its summarizer, its archive session and the tenant's summary cache."""
         summary = self.summarizer.for_request(
             request.provider, self._model(request, read.payload), request.credentials
         )
         archive = None
         if archive_store is not None:
-            archive = HistoryArchive(
-                archive_store,
-                session=key,
-                reinsert_bytes=self.config.archive_reinsert_bytes,
-            )
-        return self._compactor(
-            request.provider, read.budget, store, summary, archive, tenant=request.tenant
+            reinsert = self.config.archive_reinsert_bytes
+            archive = HistoryArchive(archive_store, session=key, reinsert_bytes=reinsert)
+        stage = self.stage_options()
+        # The gateway's promise: a request within the budget goes through byte for byte,
+        # so its keepers compact only over the budget (trigger 1.0), down to the config's
+        # keep ratio.
+        budget = read.budget.evolve(
+            trigger=1.0,
+            keep_ratio=self.config.keep_ratio,
+            summary_ratio=stage.get("summary_ratio", read.budget.summary_ratio),
+        )
+        size = summary_bytes(budget, budget.summary_ratio)
+        handler_id = f"tenant:{request.tenant}|{summary.handler_id or f'extractive:{size}'}"
+        cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
+        return Compactor(
+            summary.handler,
+            budget=budget,
+            target=request.provider,
+            stores=Stores(cache=cache, archive=archive),
+            # a model's input is bounded: what is evicted beyond it goes in pieces; one
+            # retry policy (the handlers make one attempt per call), within the deadline
+            robustness=robustness(summary.offline, MODEL_PROMPT_BYTES),
+            clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
     def _unchanged(
@@ -547,41 +563,6 @@ class Rewriter:
                 "budget": budget.limit,
                 "unit": budget.unit,
             },
-        )
-
-    def _compactor(
-        self,
-        provider: str,
-        budget: Budget,
-        store: SummaryStore,
-        summary: SummaryHandler,
-        archive: HistoryArchive | None,
-        *,
-        tenant: str = ANONYMOUS,
-    ) -> Compactor:
-        """A fresh keeper per request (what it remembers is in the conversation state);
-        its summary cache is the tenant's."""
-        stage = self.stage_options()
-        # The gateway's promise: a request within the budget goes through byte for byte,
-        # so its keepers compact only over the budget (trigger 1.0), down to the config's
-        # keep ratio.
-        budget = budget.evolve(
-            trigger=1.0,
-            keep_ratio=self.config.keep_ratio,
-            summary_ratio=stage.get("summary_ratio", budget.summary_ratio),
-        )
-        size = summary_bytes(budget, budget.summary_ratio)
-        handler_id = f"tenant:{tenant}|{summary.handler_id or f'extractive:{size}'}"
-        cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
-        return Compactor(
-            summary.handler,
-            budget=budget,
-            target=provider,
-            stores=Stores(cache=cache, archive=archive),
-            # a model's input is bounded: what is evicted beyond it goes in pieces; one
-            # retry policy (the handlers make one attempt per call), within the deadline
-            robustness=robustness(summary.offline, MODEL_PROMPT_BYTES),
-            clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
     def stage_options(self) -> dict[str, Any]:
