@@ -1,17 +1,6 @@
 """``csum serve``: a gateway that speaks the providers' HTTP APIs and keeps every
-conversation within its budget (docs/serve.md).
-
-Point an agent's base URL at it (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``): requests
-to OpenAI Chat Completions, OpenAI Responses and Anthropic Messages have their history
-compacted by the :class:`~csum.compactor.Compactor` when it is over the budget (within
-it, they are forwarded byte for byte); everything else is forwarded untouched. With
-``upstream_api="openai"``, Anthropic Messages clients are served by an
-OpenAI-compatible upstream (:mod:`csum.serve.translate`).
-
-The app needs the ``serve`` extra (Starlette, uvicorn, httpx, prometheus-client):
-``pip install 'chaincast[serve]'``. This package imports without it; :func:`create_app`
-raises ``ImportError`` saying how to install it.
-"""
+conversation within its budget (docs/serve.md). Needs the ``serve`` extra
+(``pip install 'chaincast[serve]'``); this package imports without it."""
 
 from __future__ import annotations
 

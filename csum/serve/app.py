@@ -1,11 +1,6 @@
-"""The gateway as an ASGI app (Starlette, anyio-based: it runs on asyncio and trio).
-
-``POST`` to a compacted endpoint (:data:`csum.serve.apis.APIS`) goes through the
-:class:`~csum.serve.compaction.Rewriter` first; every other request, ``count_tokens``
-included, is forwarded untouched. Responses, SSE streams included, are relayed as they
-arrive, status, headers and body unchanged. Client API keys are forwarded and never
-logged, stored or put in metrics.
-"""
+"""The gateway as an ASGI app (Starlette, on asyncio and trio): ``POST`` to a compacted
+endpoint goes through the :class:`~csum.serve.compaction.Rewriter` first, everything
+else is forwarded untouched; answers are relayed as they arrive."""
 
 from __future__ import annotations
 
@@ -40,11 +35,14 @@ from csum.serve.summary_handler import Credentials
 from csum.serve.tenant import TenantKeys
 from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError
-from csum.serve.translate.headers import translated_headers
-from csum.serve.translate.pairs import Translation, translation_for
+from csum.serve.translate.pairs import (
+    Translation,
+    count_tokens,
+    translated_headers,
+    translation_for,
+)
 from csum.serve.translate.responses_to_chat import dropped_tools
 from csum.serve.translate.responses_tools import DROPPED_TOOLS_HEADER
-from csum.serve.translate.token_count import count_tokens
 from csum.serve.upstream import Upstream, UpstreamBusyError, request_headers, response_headers
 from csum.stores import MemoryStore, SummaryStore, is_redis_url, open_store
 
@@ -65,22 +63,13 @@ COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 DECODED_ENCODINGS = ("gzip", "x-gzip", "deflate")
 """``Content-Encoding`` values of request bodies the gateway decodes to measure them."""
 MAX_TRANSLATED_ANSWER = 64 << 20
-"""Largest non-streamed answer the gateway translates (64 MiB; 502 beyond): it must be
-whole to be translated, so it is bounded rather than held at any size."""
+"""Largest non-streamed answer the gateway translates (502 beyond)."""
 RETRY_AFTER = 1
 """Seconds a client refused for load is told to wait (``Retry-After``)."""
 
 
 class BodyTooLargeError(Exception):
     """The request body exceeds ``max_body_bytes``."""
-
-
-def _open_archive(location: str, ttl: float | None) -> ArchiveStore:
-    """The archive store at ``location``: a ``redis://`` URL or a SQLite file path; its
-    sessions expire ``ttl`` seconds after their last write."""
-    if is_redis_url(location):
-        return RedisArchiveStore(location, ttl=ttl)
-    return SQLiteArchiveStore(location, ttl=ttl)
 
 
 def _error(status: int, kind: str, message: str) -> JSONResponse:
@@ -101,9 +90,10 @@ class Gateway:
                 else open_store(config.store)
             )
         self.store = store
-        self.archive_store = (
-            None if config.archive is None else _open_archive(config.archive, config.archive_ttl)
-        )
+        self.archive_store: ArchiveStore | None = None
+        if config.archive is not None:
+            kind = RedisArchiveStore if is_redis_url(config.archive) else SQLiteArchiveStore
+            self.archive_store = kind(config.archive, ttl=config.archive_ttl)
         self.rewriter = Rewriter(config, self.store, self.archive_store)
         self.upstream = Upstream(config)
         self.tenants = TenantKeys(config.tenant_secret)
@@ -129,8 +119,8 @@ class Gateway:
         return hmac.compare_digest(given.encode(), key.encode())
 
     async def body(self, request: Request) -> bytes:
-        """The request body, refused past ``max_body_bytes`` before it is all read;
-        ``TimeoutError`` when it is not all in within ``body_timeout`` seconds."""
+        """The request body, refused past ``max_body_bytes`` before it is all read
+        (``TimeoutError`` past ``body_timeout``)."""
         limit = self.config.max_body_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -146,8 +136,7 @@ class Gateway:
         return b"".join(chunks)
 
     async def forward(self, request: Request) -> Response:
-        """Every proxied request: read, compact when it is one of the APIs, relay (in
-        an OpenTelemetry span when the otel extra is installed)."""
+        """Every proxied request: read, compact when it is one of the APIs, relay."""
         with span(self.tracer, "csum.serve.request", {"http.request.method": request.method}):
             return await self._forward(request)
 
@@ -188,8 +177,7 @@ class Gateway:
             return late
 
     def _decoded(self, request: Request, body: bytes) -> bytes | Response:
-        """A body the gateway reads, its ``Content-Encoding`` undone (it is measured and
-        compacted decoded; forwarded as it came when untouched)."""
+        """A body the gateway reads, its ``Content-Encoding`` undone."""
         encoding = request.headers.get("content-encoding", "").strip().lower()
         if encoding not in DECODED_ENCODINGS:
             return body
@@ -209,9 +197,7 @@ class Gateway:
         translation: Translation | None,
     ) -> _Sending | Response:
         """What goes upstream: the body (``bodies``: as it came, and decoded) compacted
-        on the client's own chain when it is one of the APIs, then translated when the
-        upstream speaks another API (the body parsed once, its history decoded once);
-        as it came when neither."""
+        on the client's own chain, then translated when the upstream speaks another API."""
         came, body = bodies
         raw = request.scope.get("raw_path") or request.url.path.encode()
         # forwarded as the client wrote it (percent-escapes kept), unless translated
@@ -230,7 +216,7 @@ class Gateway:
         if translation is None:
             return sending
         try:
-            sending.body, sending.asked = self._translated(translation, body, outcome.payload)
+            sending.body, sending.asked = self._translated(translation, body, outcome)
         except RefusedError as exc:
             return self._refused(api.name, translation.client.provider, exc)
         except TranslationError as exc:
@@ -264,8 +250,7 @@ class Gateway:
     async def _relay(
         self, request: Request, started: float, request_body: bytes, sending: _Sending
     ) -> Response:
-        """Send ``sending`` upstream and relay its answer (translated back when the
-        request was)."""
+        """Send ``sending`` upstream and relay its answer (translated back when it was)."""
         endpoint = sending.endpoint
         headers = request_headers(request.headers.items())
         if sending.body is not request_body:  # rewritten: sent as plain JSON
@@ -328,12 +313,11 @@ class Gateway:
         )
 
     def _translated(
-        self, translation: Translation, body: bytes, payload: dict[str, Any] | None
+        self, translation: Translation, body: bytes, outcome: Outcome
     ) -> tuple[bytes, dict[str, Any]]:
-        """(the upstream's body, the client's request) for a request to translate:
-        ``payload`` as the Rewriter parsed (and compacted) it, or ``body`` parsed here
-        when it did not (:class:`RefusedError` over the gateway's bounds on what it
-        decodes)."""
+        """(the upstream's body, the client's request): the request and its history as
+        the Rewriter read them, or ``body`` parsed here when it did not."""
+        payload, chain = outcome.payload, outcome.chain
         if payload is None:
             try:
                 payload = parse(body, self.config.max_depth, self.config.max_items)
@@ -346,7 +330,7 @@ class Gateway:
         if dropped and self.config.refuse_builtin_tools:
             names = ", ".join(dropped)
             raise TranslationError(f"tools: built-in tools the upstream cannot run: {names}")
-        out = translation.request(payload)
+        out = translation.request(payload, chain)
         if self.config.upstream_model is not None:
             out["model"] = self.config.upstream_model
         return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode(), payload
@@ -420,8 +404,7 @@ class Gateway:
         return _error(400, "invalid_request_error", f"cannot count tokens: {problem}")
 
     def _refused(self, endpoint: str, provider: str, exc: RefusedError) -> Response:
-        """A request over the bounds on what the gateway decodes, in the client's
-        provider's error shape."""
+        """A request over the gateway's decoding bounds, in the client's error shape."""
         self.metrics.requests.labels(endpoint, str(exc.status)).inc()
         _log.warning(
             "request refused: %s", exc.message, extra={"endpoint": endpoint, "status": exc.status}
@@ -464,11 +447,9 @@ class Gateway:
 
 
 class RequestGuard:
-    """Refuses, before any route, what a proxy must not pass on: a request with both
-    ``Content-Length`` and ``Transfer-Encoding`` (two framings: request smuggling
-    behind a front proxy; 400 and the connection closed), and a path with a dot
-    segment (``/../``, ``/./``, percent-encoded too: it would leave the upstream's path
-    prefix; 400)."""
+    """Refuses (400) what a proxy must not pass on: both ``Content-Length`` and
+    ``Transfer-Encoding`` (request smuggling; the connection closed), and a path with a
+    dot segment, percent-encoded too (it would leave the upstream's path prefix)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -491,11 +472,9 @@ class RequestGuard:
 
 @dataclass(slots=True)
 class _Sending:
-    """A request on its way upstream: where to, its body, what the Rewriter did and,
-    when translated, the translation and the client's request (``asked``)."""
+    """A request on its way upstream (``asked``: the client's request, when translated)."""
 
-    endpoint: str
-    """The client's API (``other`` for any other request): the metrics' label."""
+    endpoint: str  # the client's API (or "other"): the metrics' label
     target: str
     path: str
     body: bytes = field(repr=False)
@@ -505,9 +484,7 @@ class _Sending:
 
 
 def _decompressed(body: bytes, limit: int) -> bytes:
-    """``body`` (gzip or zlib, told apart by its header) decoded, refused
-    (:class:`BodyTooLargeError`) past ``limit`` bytes before it is all decoded (a
-    bomb costs nothing)."""
+    """``body`` (gzip or zlib) decoded, refused past ``limit`` bytes before it all is."""
     decoder = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib, automatically
     out = decoder.decompress(body, limit + 1)
     if len(out) > limit or decoder.unconsumed_tail:
@@ -518,8 +495,7 @@ def _decompressed(body: bytes, limit: int) -> bytes:
 def _translated_answer(
     translation: Translation, data: bytes, model: str, asked: dict[str, Any]
 ) -> dict[str, Any] | str:
-    """The upstream's whole answer ``data`` in the client's API, or what is wrong with
-    it (not JSON, not an object, not an answer of its API)."""
+    """The upstream's whole answer ``data`` in the client's API, or what is wrong with it."""
     try:
         answer = json.loads(data)
     except (ValueError, RecursionError) as exc:
@@ -548,18 +524,12 @@ def _dropped_header(translation: Translation, asked: dict[str, Any]) -> dict[str
 
 
 def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Starlette:
-    """The gateway app for ``config`` (``store``: an open store instead of
-    ``config.store``; it is closed with the app)."""
+    """The gateway app for ``config`` (``store``: an open store, closed with the app)."""
     gateway = Gateway(config, store)
 
     async def healthz(request: Request) -> Response:
         pool = gateway.rewriter.pool.state()
-        workers = {
-            "size": pool.size,
-            "busy": pool.busy,
-            "waiting": pool.waiting,
-            "oldest_seconds": pool.oldest_seconds,
-        }
+        workers = {k: getattr(pool, k) for k in ("size", "busy", "waiting", "oldest_seconds")}
         if pool.stuck:
             return JSONResponse({"status": "stuck", "workers": workers}, 503)
         return JSONResponse({"status": "ok", "workers": workers})

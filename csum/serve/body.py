@@ -1,18 +1,6 @@
-"""A request body's JSON text parsed once, with where its history items lie in it.
-
-The gateway recognises a conversation's compacted prefix by the raw text of the items
-the client sent before (:mod:`csum.serve.conversation`), so it needs, besides the parsed
-body, the span of each item of the history list and of each top-level field. Python's
-own C scanner (the one ``json.loads`` runs) parses each value; only the top-level
-object and the history list are walked here, so the cost is one ``json.loads``.
-
-A client resends its conversation whole, with new items at the end of the history
-list (and a cache marker moved from one item to the next). :func:`skim` reads such a
-body against the last one read of the conversation: the text both share from the
-start is compared at ``memcmp`` speed, only the list items from the first that
-differs on are parsed, and the text after the list must be the earlier body's own;
-the rest is the earlier body's, parsed then (anything else: None, a full :func:`scan`).
-"""
+"""A request body's JSON text parsed once (``json.loads``' own scanner per value), with
+where its history items and fields lie in it; :func:`skim` reads a body against the
+conversation's last one, parsing only the items that differ."""
 
 from __future__ import annotations
 
@@ -37,9 +25,8 @@ _STRING: Any = getattr(json.decoder, "scanstring")  # noqa: B009
 
 @dataclass(frozen=True, slots=True)
 class ScannedBody:
-    """The parsed body (``payload``), its text, the span of each top-level field's
-    value (``fields``; None when the body is not an object or repeats a key) and of
-    each item of the history list (``items``; None when that field is not a list)."""
+    """The parsed body, its text, the span of each top-level field's value and of each
+    history item (None when not an object with unique keys, or no list)."""
 
     payload: Any = field(repr=False)
     text: str = field(repr=False)
@@ -48,14 +35,12 @@ class ScannedBody:
     marks: tuple[int, int] | None = None
     """How often ``"role"`` and ``"type"`` occur in a UTF-8 body (None: not counted)."""
     raw: RawOffsets | None = field(default=None, repr=False, compare=False)
-    """The body and where its items lie in its bytes, once :func:`with_offsets` or
-    :func:`skim` found them."""
+    """Where the body's items lie in its bytes, once found."""
 
 
 @dataclass(frozen=True, slots=True)
 class RawOffsets:
-    """A UTF-8 body's bytes, the byte offset of each history item's end and the byte
-    span of the history list (:func:`skim` compares bytes, not text)."""
+    """A UTF-8 body's bytes, each history item's end offset and the list's byte span."""
 
     body: bytes = field(repr=False)
     item_ends: list[int] = field(repr=False)
@@ -64,10 +49,8 @@ class RawOffsets:
 
 @dataclass(frozen=True, slots=True)
 class Skimmed:
-    """A body read against an earlier one (:func:`skim`): ``scanned`` as :func:`scan`
-    reads it, and ``fresh``, how many of its first items are the earlier body's, byte
-    for byte (the others and none but them were parsed). Its fields but the list are
-    the earlier body's, byte for byte and as parsed."""
+    """A body read against an earlier one: ``scanned`` as :func:`scan` reads it, and
+    ``fresh``, how many of its first items are the earlier body's byte for byte."""
 
     scanned: ScannedBody
     fresh: int
@@ -76,10 +59,8 @@ class Skimmed:
 
 
 def scan(body: bytes, list_key: str, max_depth: int, max_items: int | None = None) -> ScannedBody:
-    """``body`` parsed as ``json.loads`` would (``ValueError`` when it is not JSON),
-    refused as :func:`csum.serve.limits.parse` refuses it (:class:`RefusedError`) but
-    for its nesting depth, which the caller checks (:func:`check_depth`) on what it
-    decodes: a reused request's prefix was checked when it was compacted."""
+    """``body`` parsed as ``json.loads`` would (``ValueError``), refused as
+    :func:`csum.serve.limits.parse` refuses it but for its depth (the caller checks it)."""
     marks = None if max_items is None else check_roles(body, max_items)
     encoding = json.detect_encoding(body)
     text = body.decode(encoding, "surrogatepass")
@@ -95,15 +76,11 @@ def scan(body: bytes, list_key: str, max_depth: int, max_items: int | None = Non
 def skim(
     body: bytes, earlier: Sequence[ScannedBody], list_key: str, max_items: int | None = None
 ) -> Skimmed | None:
-    """``body`` read as :func:`scan` reads it, when it is one of ``earlier`` (scans of
-    earlier bodies; the one it shares the longest start with) with only the items of
-    its ``list_key`` list from some item on changed or added: the text before that item
-    and after the list is compared, not parsed, and only the new items are. None when
-    that cannot be sure (any other difference, a body that is not UTF-8, an item the
-    new text may extend): the caller scans it whole. Raises as :func:`scan` for the
-    count of roles; the items it parses are the caller's to check for depth. Of
-    ``earlier`` it reads the parsed values, the spans and :attr:`ScannedBody.raw`,
-    not the text (a caller keeping them may drop it)."""
+    """``body`` read as :func:`scan` reads it, when it is one of ``earlier`` (the one
+    sharing the longest start) but for its ``list_key`` items from some item on: only
+    those are parsed. None when unsure (the caller scans it whole); raises as
+    :func:`scan` for the count of roles. Reads ``earlier``'s values, spans and raw
+    bytes, not their text."""
     if not earlier or json.detect_encoding(body) != "utf-8":
         return None
     shares = [-1 if e.raw is None else _shared_prefix(body, e.raw.body) for e in earlier]
@@ -147,8 +124,7 @@ def skim(
 
 
 def with_offsets(scanned: ScannedBody, body: bytes, list_key: str) -> ScannedBody:
-    """``scanned`` (of ``body``) with its :class:`RawOffsets`, for :func:`skim` to read a
-    later body against it (itself when it has them, or has no list to skim)."""
+    """``scanned`` (of ``body``) with its :class:`RawOffsets`, for :func:`skim`."""
     if scanned.raw is not None or scanned.items is None or scanned.fields is None:
         return scanned
     span = scanned.fields.get(list_key)
@@ -162,8 +138,7 @@ def with_offsets(scanned: ScannedBody, body: bytes, list_key: str) -> ScannedBod
 def _byte_ends(
     text: str, at: int, at_byte: int, stops: Sequence[int], end: int
 ) -> tuple[list[int], int]:
-    """The byte offsets in the UTF-8 body of ``text`` of each of ``stops`` and of ``end``
-    (offsets in ``text`` from ``at``, which is at byte ``at_byte``)."""
+    """The byte offsets of ``stops`` and ``end`` (text offsets from ``at``, at byte ``at_byte``)."""
     out = []
     for stop in [*stops, end]:
         at_byte += len(text[at:stop].encode("utf-8", "surrogatepass"))
@@ -180,8 +155,7 @@ def _shifted(start: int, stop: int, list_start: int, shift: int) -> tuple[int, i
 
 
 def _marks_after(marks: tuple[int, int], old: bytes, body: bytes, at: int) -> tuple[int, int]:
-    """The counts of ``"role"`` and ``"type"`` in ``body``, which is ``old`` (of
-    ``marks``) up to ``at``."""
+    """The counts of ``"role"`` and ``"type"`` in ``body`` (``old`` up to ``at``)."""
     roles, types = marks
     roles += body.count(b'"role"', at) - old.count(b'"role"', at)
     types += body.count(b'"type"', at) - old.count(b'"type"', at)
@@ -189,9 +163,7 @@ def _marks_after(marks: tuple[int, int], old: bytes, body: bytes, at: int) -> tu
 
 
 def _shared_prefix(a: bytes, b: bytes) -> int:
-    """How many bytes ``a`` and ``b`` start with alike (compared in halves without
-    copies, each probe from where the last one held: ``memcmp`` over about twice
-    their length in all)."""
+    """How many bytes ``a`` and ``b`` start with alike (compared in halves, no copies)."""
     low, high = 0, min(len(a), len(b))
     view = memoryview(b)
     if a.startswith(view[:high]):
@@ -206,8 +178,7 @@ def _shared_prefix(a: bytes, b: bytes) -> int:
 
 
 def check_depth(value: Any, max_depth: int) -> None:
-    """Raise :class:`RefusedError` (400) when ``value`` (a body or the part of it that
-    is decoded) nests deeper than ``max_depth``."""
+    """Raise :class:`RefusedError` (400) when ``value`` nests deeper than ``max_depth``."""
     if nesting_depth(value, max_depth) > max_depth:
         raise RefusedError(400, f"the body nests over {max_depth} levels deep")
 
@@ -259,8 +230,7 @@ def _array(text: str, start: int) -> tuple[list[Any], int, list[tuple[int, int]]
 
 
 def _array_from(text: str, at: int, *, first: bool) -> tuple[list[Any], int, list[tuple[int, int]]]:
-    """The items of an array from ``at``: just after its ``[`` (``first``) or just
-    after an item."""
+    """The items of an array from ``at`` (just after its ``[`` or an item)."""
     values: list[Any] = []
     spans: list[tuple[int, int]] = []
     at = _space(text, at)

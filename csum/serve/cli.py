@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import fields
 from typing import TextIO
 
 from cast.chainio import parse_size
@@ -32,19 +33,15 @@ __all__ = [
 ]
 
 DEFAULT_KEEP_ALIVE = 75.0
-"""Seconds uvicorn keeps an idle client connection (its own default, 5, is also
-httpx's idle expiry): a server that closes a kept-alive connection just as the client
-sends on it fails that request, so the gateway waits longer than clients and load
-balancers (60 s on common ones) and they always close first."""
+"""Seconds uvicorn keeps an idle client connection: longer than clients and load
+balancers (60 s), so they always close first."""
 SWITCH_INTERVAL = 0.0005
-"""Seconds between the interpreter's thread switches in ``csum serve`` (Python's default
-is 0.005): while a worker thread compacts it holds the GIL, and the event loop waits up
-to this long at every wake-up to get it back, several times per request."""
+"""Seconds between thread switches in ``csum serve`` (Python's default 0.005): the event
+loop gets the GIL back from a compacting worker sooner."""
 GATEWAY_KEY_ENV = "CSUM_GATEWAY_KEY"
 """Environment variable read for the gateway key (kept off the command line)."""
 TENANT_SECRET_ENV = "CSUM_TENANT_SECRET"  # noqa: S105 -- a variable name, not a secret
-"""Environment variable read for the tenant secret (csum.serve.tenant; default: one
-drawn when the gateway starts)."""
+"""Environment variable read for the tenant secret (csum.serve.tenant)."""
 
 
 def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -296,43 +293,21 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         raise ValueError(f"--keep-alive must be positive, got {args.keep_alive}")
     if not 0 < args.port < 65536:
         raise ValueError(f"--port must be within 1..65535, got {args.port}")
-    return ServeConfig(
-        upstream=args.upstream,
+    names = {f.name for f in fields(ServeConfig)}
+    given = {k: v for k, v in vars(args).items() if k in names}
+    given.update(
         budget=budget,
-        window_share=args.window_share,
         keep_ratio=keep_ratio,
-        summary_only=args.summary_only,
-        store=args.store,
-        state_ttl=args.state_ttl,
         max_body_bytes=parse_size(args.max_body),
-        timeout=args.timeout,
-        connect_timeout=args.connect_timeout,
-        max_connections=args.max_connections,
         gateway_key=args.gateway_key or os.environ.get(GATEWAY_KEY_ENV) or None,
         tenant_secret=os.environ.get(TENANT_SECRET_ENV) or None,
-        upstream_api=args.upstream_api,
-        upstream_model=args.upstream_model,
-        refuse_builtin_tools=args.refuse_builtin_tools,
-        summarizer=args.summarizer,
-        summarizer_url=args.summarizer_url,
-        summarizer_model=args.summarizer_model,
-        summarizer_key_env=args.summarizer_key_env,
-        archive=args.archive,
         archive_reinsert_bytes=0
         if args.archive_reinsert == "0"
         else parse_size(args.archive_reinsert),
-        archive_ttl=args.archive_ttl,
         offload=not args.no_offload,
-        compaction_workers=args.compaction_workers,
         memory_store_bytes=parse_size(args.memory_store_bytes),
-        max_depth=args.max_depth,
-        max_items=args.max_items,
-        header_timeout=args.header_timeout,
-        body_timeout=args.body_timeout,
-        max_client_connections=args.max_client_connections,
-        max_connections_per_client=args.max_connections_per_client,
-        deadline=args.deadline,
     )
+    return ServeConfig(**given)
 
 
 def _keep_ratio(args: argparse.Namespace) -> float:

@@ -1,10 +1,6 @@
 """One request's compaction: decode its history, find the conversation's state, keep the
-chain within the budget with the Compactor, encode it back.
-
-Every failure here (a body that is not a request the codec reads, a store that does not
-answer, a summarization that fails) ends in an :class:`Outcome` that says to forward
-the client's bytes unchanged: the gateway never fails a request for its own sake.
-"""
+chain within the budget with the Compactor, encode it back. Every failure ends in an
+:class:`Outcome` forwarding the client's bytes unchanged."""
 
 from __future__ import annotations
 
@@ -61,7 +57,6 @@ from csum.serve.reuse import (
 )
 from csum.serve.summary_handler import (
     Credentials,
-    SummaryHandler,
     SummaryHandlerFactory,
     robustness,
 )
@@ -84,11 +79,9 @@ __all__ = [
 _log = logging.getLogger("csum.serve")
 
 MODEL_PROMPT_BYTES = 1 << 20
-"""Largest prompt sent to a model handler (as ``csum summarize``'s default): an evicted
-part beyond it is summarized in pieces, then merged."""
+"""Largest prompt sent to a model handler (beyond it: summarized in pieces, merged)."""
 PROVIDER_STATE_KEYS = ("previous_response_id", "conversation")
-"""Responses API fields that make the provider hold the history: the gateway sees only
-the new items, so it cannot compact (the request goes as it came, counted)."""
+"""Responses fields that make the provider hold the history (forwarded as it came)."""
 
 
 class OutcomeKind(StrEnum):
@@ -101,23 +94,18 @@ class OutcomeKind(StrEnum):
     COMPACTED = "compacted"
     """Compacted now (its state stored for the next request)."""
     NOT_COMPACTABLE = "not_compactable"
-    """No history the codec reads (no list of turns, an unknown model without
-    ``--budget``): forwarded byte for byte."""
+    """No history the codec reads, or no budget for the model: forwarded byte for byte."""
     FAILED = "failed"
     """Decoding or compaction failed: forwarded byte for byte (logged, counted)."""
     DEADLINE = "deadline"
-    """The request's deadline passed before its compaction was done (waiting for a
-    worker, a store or a summary): forwarded byte for byte (logged, counted)."""
+    """The deadline passed before the compaction was done: forwarded byte for byte."""
     REFUSED = "refused"
-    """Over the gateway's bounds on what it decodes (nesting depth, items): answered
-    with ``status`` by the gateway, never forwarded."""
+    """Over the bounds on what the gateway decodes: answered with ``status``."""
     OVER_FLOOR = "over_floor"
-    """Over the budget however compacted: the system prompt and the newest turn alone
-    exceed it (the floor). Sent compacted as far as it goes (the older turns replaced by
-    a short summary), logged once per conversation with the floor's size."""
+    """The system prompt and newest turn alone exceed the budget: sent compacted as far
+    as it goes, logged once per conversation."""
     PROVIDER_STATE = "provider_state"
-    """A Responses request continuing state the provider holds (``previous_response_id``
-    or ``conversation``): the history is not in the request, forwarded byte for byte."""
+    """A Responses request continuing state the provider holds: forwarded byte for byte."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,29 +125,23 @@ class Outcome:
     archived: int = 0
     """Messages the compaction put in the archive."""
     compacted: bool = False
-    """A compaction was made (``compacted``, and ``over_floor`` when it made one)."""
+    """A compaction was made."""
     floor: int = 0
-    """With ``over_floor``: the history's size sent, in the budget's unit (the smallest
-    budget this request fits)."""
+    """With ``over_floor``: the history's size sent, in the budget's unit."""
     detail: str = ""
     status: int = 0
     """The status to answer with (``REFUSED`` only)."""
     payload: dict[str, Any] | None = field(default=None, repr=False)
-    """The request as an object, compacted when it was: given for a request translated
-    next (``rewrite(upstream=...)``) once its body was parsed, so it is parsed once."""
+    """For a request translated next: the request as an object, compacted when it was."""
+    chain: list[Message] | None = field(default=None, repr=False)
+    """With ``payload``: its history as decoded (and compacted), when it was."""
 
 
 class Rewriter:
     """Compacts requests for one gateway; ``store`` holds the conversations' state and
-    the summary cache (shared by replicas when it is Redis), ``archive_store`` (when
-    given) the messages summarized away, one session per conversation key.
-
-    The work of a request that needs decoding (JSON, codec, Compactor, encoding: all
-    CPU-bound) runs in a worker thread of :attr:`pool` on an event loop of its own, so a
-    large request does not stall the others; store calls go back to the gateway's loop,
-    where the stores' connections live (:class:`LoopStore`) and their I/O runs in the
-    loop's default thread pool, which compactions never hold. A request whose work is
-    not done by ``config.deadline`` seconds goes uncompacted (:attr:`OutcomeKind.DEADLINE`)."""
+    the summary cache, ``archive_store`` (when given) the messages summarized away. A
+    request's CPU work runs in a worker thread of :attr:`pool` on its own event loop;
+    store calls go back to the gateway's loop (:class:`LoopStore`)."""
 
     def __init__(
         self,
@@ -173,13 +155,10 @@ class Rewriter:
         self.summarizer = SummaryHandlerFactory(config)
         self.pool = WorkerPool(config.compaction_workers, config.deadline)
         self._floors_logged: set[str] = set()
-        self._keys: dict[tuple[str, str, str], str] = {}
-        """Conversation keys by the raw text of their opening (:meth:`_known_key`)."""
+        self._keys: dict[tuple[str, str, str], str] = {}  # by the opening's raw text
         self._seen = SeenRequests()
         self._records: dict[str, tuple[bytes, list[tuple[int, int, RawPrefix | None]]]] = {}
-        """The raw prefixes of the conversation records read lately, with their hash."""
         self._records_lock = threading.Lock()
-        """The last requests of reused or compacted conversations (:meth:`_scanned`)."""
 
     async def rewrite(
         self,
@@ -191,13 +170,11 @@ class Rewriter:
         *,
         upstream: Api | None = None,
     ) -> Outcome:
-        """What to send upstream for ``body`` on ``api``; never raises for bad input or
-        a failing store (``conversation`` is the optional header's value,
-        ``credentials`` the client's, used only by ``--summarizer upstream``;
-        ``tenant`` scopes the conversation state, the archive session and the summary
-        cache, see :mod:`csum.serve.tenant`). ``upstream``: the API the request is
-        translated for next; the chain is compacted in the client's API for that
-        provider's rules, and the outcome carries the request as an object."""
+        """What to send upstream for ``body`` on ``api``; never raises for bad input or a
+        failing store. ``conversation``: the optional header's value; ``credentials``:
+        the client's (``--summarizer upstream``); ``tenant`` scopes state, archive and
+        cache; ``upstream``: the API the request is translated for next (the chain is
+        compacted for its provider's rules, the outcome carries it decoded)."""
         budget = self.config.budget
         if upstream is None and budget is not None and fits_by_size(body, budget):
             held = api.name == "responses" and any(
@@ -219,8 +196,7 @@ class Rewriter:
         return outcome
 
     def _in_worker(self, request: _Request, token: anyio.lowlevel.EventLoopToken) -> Outcome:
-        """The request read here, and compacted (when due) on this worker thread's own
-        event loop, started only then."""
+        """The request read, and compacted when due on this worker thread's own loop."""
         read = self._read(request)
         if isinstance(read, Outcome):
             return read
@@ -231,12 +207,11 @@ class Rewriter:
         return anyio.run(self._compacted, request, read, store, archive)
 
     def _read(self, request: _Request) -> Outcome | _Read:
-        """The body parsed (once) and measured: an Outcome when it goes as it came
-        (with the parsed request when it is translated next)."""
+        """The body parsed (once) and measured: an Outcome when it goes as it came."""
         try:
             scanned, seen = self._scanned(request)
         except RefusedError as exc:
-            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+            return _refusal(exc)
         except ValueError as exc:  # not JSON: the upstream will say so
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"body is not JSON: {exc}")
         payload = scanned.payload
@@ -252,8 +227,7 @@ class Rewriter:
         return read
 
     def _scanned(self, request: _Request) -> tuple[ScannedBody, _Known | None]:
-        """The body read against the last requests of its scope (only what differs
-        from one of them parsed: :func:`csum.serve.body.skim`), or scanned whole."""
+        """The body read against the last requests of its scope (skim), or scanned whole."""
         api, body, max_items = request.api, request.body, self.config.max_items
         recent = self._seen.recent(_scope(request))
         if recent:
@@ -304,7 +278,7 @@ class Rewriter:
         try:
             check_depth(value, self.config.max_depth)
         except RefusedError as exc:
-            return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+            return _refusal(exc)
         return None
 
     async def _compacted(
@@ -319,18 +293,18 @@ class Rewriter:
                 if refused is not None:
                     return refused
                 return await self._rewrite(request, read, store=store, archive_store=archive)
-            return _past_deadline(request.api)
+            outcome = _past_deadline(request.api)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
             _log.warning(
                 "compaction failed, forwarding uncompacted",
                 extra={"endpoint": request.api.name, "error": type(exc).__name__},
             )
-            return Outcome(OutcomeKind.FAILED, detail=type(exc).__name__)
+            outcome = Outcome(OutcomeKind.FAILED, detail=type(exc).__name__)
+        return outcome if request.upstream is None else replace(outcome, payload=read.payload)
 
     async def _reused(self, request: _Request, read: _Read, store: SummaryStore) -> Outcome | None:
-        """A request of a compacted conversation recognised by the raw text of its
-        items, sent without decoding them (:mod:`csum.serve.reuse`); None: the full
-        path decides (no raw prefix matches, or anything it cannot be sure of)."""
+        """A compacted conversation's request recognised by its items' raw text, sent
+        without decoding them (csum.serve.reuse); None: the full path decides."""
         api = request.api
         known = read.known
         hashes = _hashes(read, api)
@@ -367,8 +341,7 @@ class Rewriter:
         )
 
     def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, int, RawPrefix | None]]:
-        """:func:`raw_prefixes` of the record ``stored`` under ``key``, read once per
-        record (a record holds the compacted prefix's text: parsing it costs)."""
+        """:func:`raw_prefixes` of the record ``stored`` under ``key``, read once per record."""
         digest = xxhash.xxh3_128_digest(stored)
         with self._records_lock:
             cached = self._records.get(key)
@@ -382,8 +355,7 @@ class Rewriter:
         return prefixes
 
     def _remember(self, request: _Request, read: _Read, hashes: RawHashes | None) -> None:
-        """Remember the request, to read its conversation's next one against it (once it
-        was checked whole: its nesting depth, its other fields)."""
+        """Remember the request, to read its conversation's next one against it."""
         # skim reads the earlier body's bytes, not its text: the text is not kept
         scanned = replace(with_offsets(read.scanned, request.body, request.api.list_key), text="")
         seen = Seen(scanned, read.other, {}, None)
@@ -393,8 +365,7 @@ class Rewriter:
         self._seen.remember(_scope(request), seen, number)
 
     def _known_key(self, request: _Request, read: _Read, hashes: RawHashes) -> str | None:
-        """The conversation's key without decoding: from the header, or remembered for
-        its opening's raw text (:meth:`_remember_key`); None when not known here."""
+        """The conversation's key without decoding (header, or remembered), or None."""
         if request.conversation:
             return conversation_key(request.api.name, [], request.conversation, request.tenant)
         opening = self._opening_digest(request, read, hashes)
@@ -411,8 +382,7 @@ class Rewriter:
         return None if digest is None else (api.name, request.tenant, digest)
 
     def _remember_key(self, request: _Request, read: _Read, key: str, hashes: RawHashes) -> None:
-        """Remember ``key`` for the raw text of the request's opening, when the opening
-        alone gives that key (the first user message is in it)."""
+        """Remember ``key`` for the opening's raw text, when the opening alone gives it."""
         if request.conversation:
             return
         opening = self._opening_digest(request, read, hashes)
@@ -439,8 +409,7 @@ class Rewriter:
         store: SummaryStore,
         archive_store: ArchiveStore | None,
     ) -> Outcome:
-        """The full path: the history decoded, its compacted prefix found by the hash of
-        its messages, the chain compacted when due, encoded back."""
+        """The full path: decoded, matched to the stored state, compacted when due, encoded."""
         api = request.api
         messages = api.decode(read.history)
         key = conversation_key(api.name, messages, request.conversation, request.tenant)
@@ -456,7 +425,10 @@ class Rewriter:
         counts = _store_counts(result)
         store_failures += counts[2]
         if not result.compacted and match is None:
-            return self._unchanged(key, api, read.budget, result, store_failures)
+            unchanged = self._unchanged(key, api, read.budget, result, store_failures)
+            if request.upstream is None:
+                return unchanged
+            return replace(unchanged, payload=read.payload, chain=messages)
         if result.compacted:
             state = self._state(request, read, messages, result.messages, compactor)
             kept = states.with_state(state, None if match is None else match[0])
@@ -481,6 +453,7 @@ class Rewriter:
             archived=counts[1],
             compacted=result.compacted,
             floor=result.size_after if result.over_budget else 0,
+            chain=None if request.upstream is None else result.messages,
         )
 
     def _keeper(
@@ -491,26 +464,42 @@ class Rewriter:
         store: SummaryStore,
         archive_store: ArchiveStore | None,
     ) -> Compactor:
-        """This request's Compactor, with its summarizer and archive session."""
+        """A fresh keeper per request (what it remembers is in the conversation state),
+        with its summarizer, its archive session and the tenant's summary cache."""
         summary = self.summarizer.for_request(
             request.provider, self._model(request, read.payload), request.credentials
         )
         archive = None
         if archive_store is not None:
-            archive = HistoryArchive(
-                archive_store,
-                session=key,
-                reinsert_bytes=self.config.archive_reinsert_bytes,
-            )
-        return self._compactor(
-            request.provider, read.budget, store, summary, archive, tenant=request.tenant
+            reinsert = self.config.archive_reinsert_bytes
+            archive = HistoryArchive(archive_store, session=key, reinsert_bytes=reinsert)
+        stage = self.stage_options()
+        # The gateway's promise: a request within the budget goes through byte for byte,
+        # so its keepers compact only over the budget (trigger 1.0), down to the config's
+        # keep ratio.
+        budget = read.budget.evolve(
+            trigger=1.0,
+            keep_ratio=self.config.keep_ratio,
+            summary_ratio=stage.get("summary_ratio", read.budget.summary_ratio),
+        )
+        size = summary_bytes(budget, budget.summary_ratio)
+        handler_id = f"tenant:{request.tenant}|{summary.handler_id or f'extractive:{size}'}"
+        cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
+        return Compactor(
+            summary.handler,
+            budget=budget,
+            target=request.provider,
+            stores=Stores(cache=cache, archive=archive),
+            # a model's input is bounded: what is evicted beyond it goes in pieces; one
+            # retry policy (the handlers make one attempt per call), within the deadline
+            robustness=robustness(summary.offline, MODEL_PROMPT_BYTES),
+            clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
     def _unchanged(
         self, key: str, api: Api, budget: Budget, result: CompactionResult, store_failures: int
     ) -> Outcome:
-        """A chain the Compactor left as it was, in no compacted conversation: within
-        the budget, or over its floor."""
+        """A chain the Compactor left as it was, in no compacted conversation."""
         over = result.over_budget
         if over:
             self._log_floor(key, api, budget, result.size_after)
@@ -550,9 +539,7 @@ class Rewriter:
     def _encoded(
         self, request: _Request, read: _Read, sent: list[Message]
     ) -> tuple[bytes, dict[str, Any] | None]:
-        """The body sent for the chain ``sent`` (the keeper placed its summaries where the
-        provider takes them: csum.assemble), the request's other fields as read; and as
-        an object when it is translated next."""
+        """The body sent for the chain ``sent``; and as an object when translated next."""
         api = request.api
         encoded = api.encode(sent)
         if api.name == "responses":  # the client's own items where the compaction kept them
@@ -578,43 +565,6 @@ class Rewriter:
             },
         )
 
-    def _compactor(
-        self,
-        provider: str,
-        budget: Budget,
-        store: SummaryStore,
-        summary: SummaryHandler,
-        archive: HistoryArchive | None,
-        *,
-        tenant: str = ANONYMOUS,
-    ) -> Compactor:
-        """A fresh keeper per request: everything it must remember between requests is
-        in the conversation state, so any replica sends the same chain. Its summary
-        cache is the tenant's: a summary is served only to the tenant that paid for it,
-        and a cache hit tells nothing of what another tenant sent."""
-        stage = self.stage_options()
-        # The gateway's promise: a request within the budget goes through byte for byte,
-        # so its keepers compact only over the budget (trigger 1.0), down to the config's
-        # keep ratio.
-        budget = budget.evolve(
-            trigger=1.0,
-            keep_ratio=self.config.keep_ratio,
-            summary_ratio=stage.get("summary_ratio", budget.summary_ratio),
-        )
-        size = summary_bytes(budget, budget.summary_ratio)
-        handler_id = f"tenant:{tenant}|{summary.handler_id or f'extractive:{size}'}"
-        cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
-        return Compactor(
-            summary.handler,
-            budget=budget,
-            target=provider,
-            stores=Stores(cache=cache, archive=archive),
-            # a model's input is bounded: what is evicted beyond it goes in pieces; one
-            # retry policy (the handlers make one attempt per call), within the deadline
-            robustness=robustness(summary.offline, MODEL_PROMPT_BYTES),
-            clearing=stage.get("clearing", DEFAULT_CLEARING),
-        )
-
     def stage_options(self) -> dict[str, Any]:
         """The Compactor options ``--summary-only`` sets (none: the defaults)."""
         if not self.config.summary_only:
@@ -628,16 +578,13 @@ class _Read:
     payload: dict[str, Any] = field(repr=False)
     history: dict[str, Any] = field(repr=False)
     budget: Budget
-    other: dict[str, bytes] = field(repr=False)
-    """The other fields' JSON text (:func:`csum.serve.reuse.fields_json`)."""
+    other: dict[str, bytes] = field(repr=False)  # the other fields' JSON text
     known: _Known | None = None
-    """The earlier request this one was read against, when it was."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Known:
-    """An earlier request (``number`` in :class:`SeenRequests`) a request is the
-    same bytes as but for its items from ``fresh`` on."""
+    """An earlier request a request is the same bytes as but for its items from ``fresh``."""
 
     seen: Seen = field(repr=False)
     number: int
@@ -645,8 +592,6 @@ class _Known:
 
 
 def _hashes(read: _Read, api: Api) -> RawHashes:
-    """The hashes of the request's first items, resumed from the request it was read
-    against, when it was."""
     known = read.known
     if known is None:
         return RawHashes(read.scanned, api, None, 0)
@@ -663,15 +608,12 @@ class _Request:
     body: bytes = field(repr=False)
     conversation: str | None = field(repr=False)
     credentials: Credentials | None = field(repr=False)
-    until: float
-    """The request's deadline (``time.monotonic()``)."""
+    until: float  # time.monotonic()
     tenant: str = ANONYMOUS
-    upstream: Api | None = None
-    """The API the request is translated for after its compaction (None: its own)."""
+    upstream: Api | None = None  # translated for it after its compaction
 
     @property
     def provider(self) -> str:
-        """The provider the compacted chain is for (its rules place the summaries)."""
         return (self.upstream or self.api).provider
 
 
@@ -683,24 +625,16 @@ def _past_deadline(api: Api) -> Outcome:
     return Outcome(OutcomeKind.DEADLINE, detail="deadline")
 
 
-_FLOORS_REMEMBERED = 65536
-"""Conversations whose floor was logged that a gateway remembers (then it forgets them
-all, and logs each once more)."""
-
+_FLOORS_REMEMBERED = 65536  # floors logged (and keys) remembered, then all forgotten
+# media are counted by their pixels, not their bytes: the token bound is off with them
 _MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_file"', b"audio")
-"""Byte strings whose presence in a body turns the token bound off (media are counted
-by their pixels, not their bytes)."""
 
 
 def fits_by_size(body: bytes, budget: Budget, *, size: int | None = None) -> bool:
-    """Whether ``body``'s history fits ``budget`` for sure, from its length alone, so the
-    request goes without being decoded. A message's size (the UTF-8 bytes of its parts)
-    never exceeds its JSON text, which quotes and punctuates each part; and the default
-    :class:`~csum.tokens.EstimatedTokens` counts at most one token per 3 bytes of text,
-    and fewer for the per-message and per-call overheads than their JSON takes. Media
-    are counted by pixel size, so a body that may hold one is always decoded. ``size``
-    (default: the body's length) is the history's share of the body when known: the
-    JSON text the history's messages come from."""
+    """Whether ``body``'s history fits ``budget`` for sure from its length alone (a
+    message's size never exceeds its JSON text; the default ``EstimatedTokens`` counts at
+    most a token per 3 bytes; a body that may hold media is always decoded). ``size``:
+    the history's share of the body when known (default: the body's length)."""
     if size is None:
         size = len(body)
     if budget.unit == "bytes":
@@ -710,19 +644,20 @@ def fits_by_size(body: bytes, budget: Budget, *, size: int | None = None) -> boo
     return not any(marker in body for marker in _MEDIA_MARKERS)
 
 
+def _refusal(exc: RefusedError) -> Outcome:
+    return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+
+
 def _tokens_saved(compactor: Compactor, before: list[Message], after: list[Message]) -> int:
     count = compactor.counter.count
     return max(0, sum(map(count, before)) - sum(map(count, after)))
 
 
-_COUNTER = EstimatedTokens()
-"""The keepers' token counter (the Compactor's default), for the new messages of a
-reused request."""
+_COUNTER = EstimatedTokens()  # the keepers' counter, for a reused request's new messages
 
 
 def _unread(api: Api, payload: dict[str, Any], length: int, max_items: int) -> Outcome | None:
-    """Why a parsed request goes as it came (provider state, no list of turns, too
-    many items), or None."""
+    """Why a parsed request goes as it came, or None."""
     if api.name == "responses":
         held = [k for k in PROVIDER_STATE_KEYS if payload.get(k) not in (None, "")]
         if held:
@@ -737,13 +672,12 @@ def _unread(api: Api, payload: dict[str, Any], length: int, max_items: int) -> O
     try:
         check_items(history, api.list_key, max_items)
     except RefusedError as exc:
-        return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
+        return _refusal(exc)
     return None
 
 
 async def _states(store: SummaryStore, key: str, api: Api) -> tuple[ConversationStates, int]:
-    """The states stored under ``key``, and 1 failure when the store did not answer
-    (or the record is damaged): then none, and the request compacts afresh."""
+    """The states stored under ``key``, and 1 failure when the store did not answer."""
     try:
         stored = await store.get(key)
         if stored is None:
@@ -760,8 +694,7 @@ async def _states(store: SummaryStore, key: str, api: Api) -> tuple[Conversation
 async def _stored(
     store: SummaryStore, key: str, states: ConversationStates, ttl: float | None, api: Api
 ) -> int:
-    """Store ``states``; 1 failure when the store did not take them (the request still
-    goes, compacted)."""
+    """Store ``states``; 1 failure when the store did not take them."""
     try:
         await store.set(key, states.to_bytes(), ttl)
     except Exception as exc:  # noqa: BLE001 -- the request still goes, compacted

@@ -25,49 +25,33 @@ DEFAULT_MAX_BODY_BYTES = 32 << 20
 DEFAULT_COMPACTION_WORKERS = 16
 """Compactions at once (threads of their own pool; store I/O has anyio's default pool)."""
 DEFAULT_DEADLINE = 60.0
-"""Seconds a request may spend waiting for and in its compaction before it is forwarded
-uncompacted (summary calls included)."""
+"""Seconds a request may wait for and spend in its compaction (then forwarded as it came)."""
 DEFAULT_WINDOW_SHARE = 0.75
 """Without ``--budget``: the share of the request's model window a chain may take."""
 CONVERSATION_HEADER = "x-csum-conversation"
 """Optional request header naming the conversation (else it is recognised by content)."""
 UPSTREAM_APIS = ("same", "openai", "anthropic")
-"""``same``: the upstream speaks the client's API; ``openai``: it speaks Chat Completions
-only (Anthropic Messages and Responses requests are translated); ``anthropic``: it
-speaks Anthropic Messages only (Chat Completions and Responses requests are
-translated). See csum.serve.translate."""
+"""The API the upstream speaks: the client's own, or only ``openai`` Chat Completions or
+``anthropic`` Messages (the other APIs' requests translated: csum.serve.translate)."""
 SUMMARIZER_KINDS = ("extractive", "upstream", "openai", "anthropic")
-"""``--summarizer``: offline; the upstream with the client's key; a separate endpoint
-of an OpenAI-compatible or Anthropic API (csum.serve.summary_handler)."""
+"""``--summarizer``: offline, the upstream, or a separate endpoint (csum.serve.summary_handler)."""
 GATEWAY_KEY_HEADER = "x-csum-key"
 """Request header carrying the gateway's own key when ``--gateway-key`` is set."""
 
 
 @dataclass(frozen=True, slots=True)
 class ServeConfig:
-    """What ``csum serve`` runs with.
+    """What ``csum serve`` runs with (each field is a flag, see ``csum serve --help``).
 
-    ``upstream`` is the base URL requests are forwarded to (its path is kept as a
-    prefix). ``budget`` bounds every chain; None means ``window_share`` of the
-    request's model window (``Budget.of_model``); a model not in the table is then
-    forwarded uncompacted. The keepers run with ``budget``'s limit and summary share,
-    ``keep_ratio`` as their ``Budget.keep_ratio`` and ``trigger`` 1.0 (a request
-    within the budget goes through byte for byte). ``store`` is where conversation
-    state and the summary cache live: ``memory``, a SQLite file path, or a
-    ``redis://`` URL (shared by replicas).
-    ``upstream_api="openai"`` translates Anthropic Messages and Responses requests for
-    an OpenAI-compatible (Chat Completions) upstream, ``"anthropic"`` Chat Completions
-    and Responses requests for an Anthropic upstream (``upstream_model``, when set,
-    replaces the model of translated requests).
-    ``summarizer`` names what writes the summaries (``extractive``, ``upstream``,
-    ``openai``, ``anthropic``), with its ``summarizer_*`` options: see
-    :mod:`csum.serve.summary_handler`. ``archive``: where
-    the messages summarized away are kept (a store location; None: not kept), one
-    session per conversation key; ``archive_reinsert_bytes`` > 0 puts archived lines a
-    new question needs back into the chain. ``offload``: compaction runs in a worker
-    thread (its own event loop), so a large request never stalls the others;
-    ``compaction_workers`` such threads at most. ``deadline``: seconds a request may
-    wait for and spend in its compaction; past it, it goes uncompacted.
+    ``upstream``: the base URL requests go to (its path kept as a prefix). ``budget``
+    bounds every chain (None: ``window_share`` of the model's window; an unknown model is
+    forwarded uncompacted); keepers compact to ``keep_ratio`` of it, only over it.
+    ``store``: conversation state and summary cache (``memory``, a SQLite path, a
+    ``redis://`` URL). ``upstream_api``: ``openai`` or ``anthropic`` translates the other
+    APIs' requests for such an upstream (csum.serve.translate). ``summarizer``: who
+    writes summaries (csum.serve.summary_handler). ``archive``: where the messages
+    summarized away are kept. ``offload``: compactions run in worker threads, at most
+    ``compaction_workers``; past ``deadline`` seconds a request goes uncompacted.
     """
 
     upstream: str
@@ -114,13 +98,10 @@ class ServeConfig:
     max_connections_per_client: int = 128
     """Client connections open at once from one address; one more is answered 503."""
     tenant_secret: str | None = field(default=None, repr=False)
-    """Key of the hash that makes a tenant of a client's credential (csum.serve.tenant);
-    None: one drawn at random when the gateway starts. Replicas sharing a store need
-    the same one."""
+    """Key of the hash making a tenant of a credential (None: drawn at start; replicas
+    sharing a store need the same one)."""
     summary_only: bool = False
-    """The summary stage alone (``csum.config.SUMMARY_ONLY``'s clearing and summary
-    share: no clearing, summaries 1/32 of the budget) instead of the Compactor's
-    defaults; ``keep_ratio`` stays the size a compaction brings the chain to."""
+    """``csum.config.SUMMARY_ONLY``'s clearing and summary share instead of the defaults."""
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
@@ -132,27 +113,13 @@ class ServeConfig:
             raise ValueError(f"window share must be within (0, 1], got {self.window_share!r}")
         if not 0 < self.keep_ratio <= 1:
             raise ValueError(f"keep_ratio must be within (0, 1], got {self.keep_ratio!r}")
-        if self.max_body_bytes < 1:
-            raise ValueError(f"max body bytes must be positive, got {self.max_body_bytes}")
-        if self.compaction_workers < 1:
-            raise ValueError(f"compaction workers must be positive, got {self.compaction_workers}")
-        for name in (
-            "max_client_connections",
-            "max_connections_per_client",
-            "max_depth",
-            "max_items",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
-        for name in ("timeout", "connect_timeout", "deadline", "header_timeout", "body_timeout"):
+        for name in _POSITIVE:
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
-        if self.archive_ttl is not None and self.archive_ttl <= 0:
-            raise ValueError(f"archive ttl must be positive or None, got {self.archive_ttl!r}")
-        if self.state_ttl is not None and self.state_ttl <= 0:
-            raise ValueError(f"state ttl must be positive or None, got {self.state_ttl!r}")
-        if self.max_connections < 1:
-            raise ValueError(f"max connections must be positive, got {self.max_connections}")
+                raise ValueError(f"{_spoken(name)} must be positive, got {getattr(self, name)!r}")
+        for name in ("archive_ttl", "state_ttl"):
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
+                value = getattr(self, name)
+                raise ValueError(f"{_spoken(name)} must be positive or None, got {value!r}")
         if self.tenant_secret is not None and len(self.tenant_secret) < 16:
             raise ValueError("the tenant secret must be at least 16 characters")
         if self.gateway_key is not None and not self.gateway_key:
@@ -205,3 +172,23 @@ class ServeConfig:
             return Budget.of_model(model, self.window_share)
         except ValueError:
             return None
+
+
+_POSITIVE = [
+    "max_body_bytes",
+    "compaction_workers",
+    "max_connections",
+    "timeout",
+    "max_client_connections",
+    "max_connections_per_client",
+    "max_depth",
+    "max_items",
+    "connect_timeout",
+    "deadline",
+    "header_timeout",
+    "body_timeout",
+]
+
+
+def _spoken(name: str) -> str:
+    return name.replace("_", " ")

@@ -1,17 +1,5 @@
-"""Client connections under uvicorn: a header timeout and connection limits.
-
-uvicorn closes a connection idle between requests (``timeout_keep_alive``) but never
-one that connected and sends nothing, or sends its headers a byte at a time; its
-``limit_concurrency`` answers a plain-text 503 without ``Retry-After`` and counts no
-client apart. :func:`protocol` makes uvicorn's h11 protocol class with what a proxy in
-front of an API needs: the request line and headers must arrive within
-``header_timeout`` seconds of the connection (or of the first byte of a kept-alive
-connection's next request), else 408 and the connection is closed; a connection over
-``max_connections`` open in total, or ``max_per_client`` from one address, is answered
-503 with ``Retry-After`` as soon as it sends (or at the header timeout) and closed;
-its request never reaches the app. (The body's timeout is the app's:
-:meth:`csum.serve.app.Gateway.body`.)
-"""
+"""Client connections under uvicorn: :func:`protocol` adds a header timeout (408, closed)
+and connection limits, in all and per address (503 with ``Retry-After``, closed)."""
 
 from __future__ import annotations
 
@@ -30,8 +18,7 @@ RETRY_AFTER = 1
 
 
 def raw_error(status: int, reason: str, kind: str, message: str) -> bytes:
-    """A whole HTTP/1.1 response of the gateway's error shape that closes the
-    connection (written before any request was read)."""
+    """A whole HTTP/1.1 error response that closes the connection."""
     body = json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
     head = (
         f"HTTP/1.1 {status} {reason}\r\n"
@@ -44,8 +31,7 @@ def raw_error(status: int, reason: str, kind: str, message: str) -> bytes:
 
 
 def protocol(header_timeout: float, max_connections: int, max_per_client: int) -> type[Any]:
-    """uvicorn's h11 protocol with a header timeout and connection limits (each class
-    made counts its own connections)."""
+    """uvicorn's h11 protocol with a header timeout and connection limits."""
     limits = {
         "header_timeout": header_timeout,
         "max_connections": max_connections,

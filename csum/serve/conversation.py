@@ -1,21 +1,7 @@
-"""Conversation state: what the keeper sent last time for a conversation, found again
-on its next request so the compacted prefix is sent byte for byte again.
-
-Clients resend their whole, uncompacted history on every request. After a compaction
-the gateway stores, under the conversation's key, the length and hash of the history
-it compacted and the chain it sent instead (:class:`ConversationState`). A later
-request whose history starts with that same history is rebuilt as *that chain + the
-new messages*, so the upstream sees the same prefix again (its prompt cache keeps
-hitting) and the Compactor only compacts again when the rebuilt chain outgrows the
-budget. The key is the tenant's (a keyed hash of the client's credential, see
-:mod:`csum.serve.tenant`) and, within it, a hash of the conversation's opening (its
-messages up to the first human message), or of the value of the
-``x-csum-conversation`` header when sent. Several conversations of a tenant can share
-an opening (agents with one first prompt): a key holds the states of the last
-:data:`STATES_PER_KEY` of them (:class:`ConversationStates`), each with the hash of the
-whole history it compacted, so each finds its own and a history that matches none is
-compacted afresh.
-"""
+"""Conversation state: the chain the keeper sent for a conversation, found again on its
+next request (by a hash of its opening, or of ``x-csum-conversation``, per tenant) so the
+compacted prefix is sent byte for byte again; a key keeps the last few conversations
+sharing an opening (:class:`ConversationStates`)."""
 
 from __future__ import annotations
 
@@ -51,14 +37,11 @@ __all__ = [
 ]
 
 STATE_VERSION = 3
-"""Version of the stored form (1: ``sent`` as a list, still read; 3: as JSON text,
-read only when needed; 2 is the list of states' own); a record of another version is
-ignored."""
+"""Version of a stored state (1, ``sent`` as a list, still read; others ignored)."""
 STATES_VERSION = 2
 """Version of the stored list of states (a record of version 1 is one state)."""
 STATES_PER_KEY = 4
-"""States kept under one key: conversations sharing an opening (and a tenant) beyond
-this many evict the least recently compacted one."""
+"""States kept under one key (the least recently compacted evicted beyond)."""
 KEY_PREFIX = "csum:serve:conversation:"
 """Prefix of the conversation keys in the store."""
 
@@ -80,26 +63,23 @@ def without_cache_points(message: Message) -> Message:
 
 
 def chain_hash(messages: Sequence[Message]) -> str:
-    """A hash of ``messages``' content, blind to cache markers (Claude Code moves its
-    ``cache_control`` to the newest turn on every request)."""
+    """A hash of ``messages``' content, blind to cache markers (clients move them)."""
     payload = native_codec.encode(without_cache_points(m) for m in messages)
     text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
 
 
 def kept_of(sent: Sequence[Message]) -> tuple[Message, ...]:
-    """The chain a state keeps of ``sent``: cache markers taken out except on system
-    messages (the client puts its own on the newest turn, and stale ones would add up
-    past the provider's limit, 4 on Anthropic)."""
+    """``sent`` without cache markers but on system messages (stale ones would add up
+    past the provider's limit)."""
     return tuple(m if m.role is Role.SYSTEM else without_cache_points(m) for m in sent)
 
 
 def conversation_key(
     api: str, messages: Sequence[Message], header: str | None, tenant: str = ANONYMOUS
 ) -> str:
-    """The store key of the conversation ``messages`` belong to on endpoint ``api``, in
-    the scope of ``tenant`` (:func:`csum.serve.tenant.tenant_of`): from ``header`` when
-    given, else from the opening (up to the first human message)."""
+    """The store key of the conversation of ``messages`` on ``api`` for ``tenant``: from
+    ``header`` when given, else from the opening (up to the first human message)."""
     if header:
         digest = xxhash.xxh3_128_hexdigest(header.encode("utf-8", "surrogatepass"))
         return f"{KEY_PREFIX}{tenant}:{api}:h:{digest}"
@@ -108,13 +88,11 @@ def conversation_key(
 
 
 _MARKER = re.compile(r'"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}')
-"""A ``cache_control`` field as JSON text (its value holds no object)."""
 _SPACE = " \t\n\r"
 
 
 def _without_markers(text: str) -> str:
-    """``text`` without its ``cache_control`` fields and the comma that joined each to
-    the object (looked for where the name occurs, not at every comma)."""
+    """``text`` without its ``cache_control`` fields and the comma joining each."""
     pieces: list[str] = []
     at = 0
     found = text.find('"cache_control"')
@@ -139,8 +117,7 @@ def _without_markers(text: str) -> str:
 
 
 def _blocks_unmarked(value: Any) -> Any:
-    """``value`` (a history item or field) without ``cache_control`` on its content
-    blocks (and the blocks of a tool result's content), where clients put them."""
+    """``value`` without ``cache_control`` on its (and its tool results') content blocks."""
     if isinstance(value, list):
         return [_blocks_unmarked(block) for block in value]
     if not isinstance(value, dict):
@@ -153,9 +130,8 @@ def _blocks_unmarked(value: Any) -> Any:
 
 
 def _unmarked_text(text: str, value: Any) -> str | None:
-    """The JSON ``text`` of ``value`` without its cache markers, so an item hashes the
-    same after the client moved its marker; None when taking them out of the text
-    does not give ``value`` without them (a ``cache_control`` elsewhere)."""
+    """The JSON ``text`` of ``value`` without its cache markers; None when that is not
+    ``value`` without them (a ``cache_control`` elsewhere)."""
     if '"cache_control"' not in text:
         return text
     stripped = _without_markers(text)
@@ -173,12 +149,9 @@ def raw_digests(
     values: Sequence[Any],
     counts: Iterable[int],
 ) -> dict[int, str | None]:
-    """For each count ``n`` of ``counts``: a hash of the raw JSON text of the history's
-    other fields (``head``: name, span in ``text`` or None when absent, value) and of
-    the text its first ``n`` ``items`` span (spans in ``text``; ``values`` their parsed
-    values), blind to cache markers (None: a marker it cannot take out). The text is
-    hashed as it stands, separators included, and markers looked for in it at once: a
-    history without any costs one pass over its text."""
+    """For each count ``n``: a marker-blind hash of the raw text of the history's other
+    fields (``head``: name, span or None, value) and of its first ``n`` ``items`` (spans
+    in ``text``; ``values`` parsed); None: a marker it cannot take out."""
     out: dict[int, str | None] = dict.fromkeys(counts, None)
     digest = raw_head_hash(text, head)
     if digest is None:
@@ -197,8 +170,7 @@ def raw_digests(
 def raw_head_hash(
     text: str, head: Sequence[tuple[str, tuple[int, int] | None, Any]]
 ) -> xxhash.xxh3_128 | None:
-    """The hash :func:`raw_digests` starts from: the history's other fields (None: a
-    marker it cannot take out)."""
+    """The hash :func:`raw_digests` starts from: the history's other fields."""
     digest = xxhash.xxh3_128()
     for name, span, value in head:
         piece = "\x01" if span is None else _unmarked_text(text[span[0] : span[1]], value)
@@ -217,9 +189,7 @@ def raw_hash_extended(
     start: int,
     stop: int,
 ) -> xxhash.xxh3_128 | None:
-    """A copy of ``digest``, the hash of :func:`raw_digests` for the first ``start``
-    items, updated to the first ``stop``: its hash for ``stop`` at the cost of the
-    items between (None: a marker it cannot take out)."""
+    """``digest`` (:func:`raw_digests`' for ``start`` items) extended to ``stop`` items."""
     out = digest.copy()
     if stop <= start:
         return out
@@ -242,8 +212,7 @@ def _find_all(text: str, needle: str) -> Iterator[int]:
 def _unmarked_region(
     text: str, items: Sequence[tuple[int, int]], values: Sequence[Any]
 ) -> str | None:
-    """The text ``items`` span, each item holding a cache marker without it (None:
-    one it cannot take out)."""
+    """The text ``items`` span, without their cache markers (None: one it cannot)."""
     start, end = items[0][0], items[-1][1]
     region = text[start:end]
     if '"cache_control"' not in region:
@@ -267,14 +236,9 @@ def _unmarked_region(
 
 @dataclass(frozen=True, slots=True)
 class RawPrefix:
-    """What a compaction leaves to recognise its history by its raw JSON text and send
-    its compacted prefix again without decoding or encoding it: the client's items
-    it compacted (``items``, their marker-blind hash ``digest``, the role of the last
-    one), the compacted chain as the gateway encodes it (``fields``: the JSON text of
-    each history field but the list, ``body``: its list items' JSON text joined by
-    commas, ``tail_role`` the role of the last one) and its sizes (``units`` in the
-    budget's ``unit``; ``sent_bytes``, ``history_bytes``: the messages' sizes;
-    ``tokens_saved``)."""
+    """What recognises a compacted history by its raw JSON text and sends its prefix again
+    without decoding: the client's items (count, marker-blind ``digest``, last role), the
+    compacted chain's JSON text (``fields``, ``body``, ``tail_role``) and its sizes."""
 
     items: int
     digest: str
@@ -287,9 +251,7 @@ class RawPrefix:
     sent_bytes: int
     history_bytes: int
     tokens_saved: int
-    calls: Mapping[str, str] = field(default_factory=dict, repr=False)
-    """The name of the latest tool call of each id in the history (a codec names a
-    tool result after its call: a new item's result of a call in the prefix)."""
+    calls: Mapping[str, str] = field(default_factory=dict, repr=False)  # call id -> name
 
     def record(self) -> dict[str, object]:
         return {
@@ -333,16 +295,14 @@ class RawPrefix:
 
 @dataclass(frozen=True, slots=True)
 class ConversationState:
-    """After a compaction: the history compacted (its length in messages and hash), the
-    chain sent in its place and the depth of each summary in it (the keeper's
-    ``summary_depths``, so ``max_depth`` holds across requests)."""
+    """After a compaction: the history compacted (length, hash), the chain sent in its
+    place and the depth of each summary in it."""
 
     prefix_len: int
     prefix_hash: str
     sent: tuple[Message, ...]
     depths: Mapping[str, int] = field(default_factory=dict)
     raw: RawPrefix | None = None
-    """The history and the chain sent as raw JSON text (None: recognised by decoding)."""
 
     @classmethod
     def after(
@@ -351,22 +311,18 @@ class ConversationState:
         sent: Sequence[Message],
         depths: Mapping[str, int] | None = None,
     ) -> ConversationState:
-        """The state once ``history`` was sent as ``sent``. Cache markers are taken out
-        of ``sent`` except on system messages: the client puts its own on the newest
-        turn, and stale ones would add up past the provider's limit (4 on Anthropic)."""
+        """The state once ``history`` was sent as ``sent`` (see :func:`kept_of`)."""
         return cls(len(history), chain_hash(history), kept_of(sent), dict(depths or {}))
 
     def rebuilt(self, history: Sequence[Message]) -> list[Message] | None:
-        """``history`` with its compacted prefix replaced by what was sent; None when
-        ``history`` does not start with the compacted history."""
+        """``history`` with its compacted prefix replaced by what was sent, or None."""
         count = self.prefix_len
         if len(history) < count or chain_hash(history[:count]) != self.prefix_hash:
             return None
         return [*self.sent, *history[count:]]
 
     def record(self) -> dict[str, object]:
-        """The stored form, as a JSON object (the chain sent as JSON text: a reused
-        request recognised by its raw text never decodes it)."""
+        """The stored form, as a JSON object (the chain sent as JSON text)."""
         record: dict[str, object] = {
             "v": STATE_VERSION,
             "n": self.prefix_len,
@@ -384,8 +340,7 @@ class ConversationState:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ConversationState | None:
-        """The state stored as ``data``; None for another version. Raises ``ValueError``
-        for a damaged record."""
+        """The state stored as ``data``; None for another version (``ValueError``: damaged)."""
         return cls.from_record(json.loads(data.decode("utf-8", "surrogatepass")))
 
     @classmethod
@@ -409,15 +364,12 @@ class ConversationState:
 
 @dataclass(frozen=True, slots=True)
 class ConversationStates:
-    """The states stored under one key, most recently compacted first: conversations
-    that share an opening each find their own (:meth:`match`)."""
+    """The states stored under one key, most recently compacted first."""
 
     states: tuple[ConversationState, ...] = ()
 
     def match(self, history: Sequence[Message]) -> tuple[int, list[Message]] | None:
-        """(index of the state, ``history`` rebuilt on it) for the state whose
-        compacted history ``history`` starts with (the longest when several do);
-        None when none does."""
+        """(index, ``history`` rebuilt) of the longest state ``history`` starts with, or None."""
         best: tuple[int, list[Message]] | None = None
         best_len = -1
         for index, state in enumerate(self.states):
@@ -429,8 +381,7 @@ class ConversationStates:
         return best
 
     def with_state(self, state: ConversationState, replacing: int | None) -> ConversationStates:
-        """These states with ``state`` first, in place of the one at ``replacing`` (the
-        one its conversation was rebuilt on), at most :data:`STATES_PER_KEY`."""
+        """These states with ``state`` first, in place of the one at ``replacing``."""
         others = [s for i, s in enumerate(self.states) if i != replacing]
         return ConversationStates((state, *others)[:STATES_PER_KEY])
 
@@ -440,16 +391,13 @@ class ConversationStates:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ConversationStates:
-        """The states stored as ``data`` (a single-state record of version 1 reads as
-        one state; another version as none). Raises ``ValueError`` for a damaged
-        record."""
+        """The states stored as ``data`` (``ValueError``: a damaged record)."""
         found = [ConversationState.from_record(s) for s in _stored_states(data)]
         return cls(tuple(s for s in found if s is not None))
 
 
 def _stored_states(data: bytes) -> list[Any]:
-    """The state records stored as ``data`` (at most :data:`STATES_PER_KEY`; a record
-    of version 1 is one state). Raises ``ValueError`` for a damaged record."""
+    """The state records stored as ``data`` (a version 1 record is one state)."""
     record = json.loads(data.decode("utf-8", "surrogatepass"))
     if isinstance(record, dict) and record.get("v") == STATES_VERSION:
         states = record.get("states")
@@ -460,9 +408,8 @@ def _stored_states(data: bytes) -> list[Any]:
 
 
 def raw_prefixes(data: bytes) -> list[tuple[int, int, RawPrefix | None]]:
-    """(index, ``prefix_len``, raw prefix) of each state stored as ``data``, read
-    without decoding the chains they sent. Raises ``ValueError`` for a damaged
-    record."""
+    """(index, ``prefix_len``, raw prefix) of each state stored as ``data``, without
+    decoding their chains (``ValueError``: a damaged record)."""
     out: list[tuple[int, int, RawPrefix | None]] = []
     index = 0
     for state in _stored_states(data):

@@ -1,14 +1,5 @@
-"""Bounds on what the gateway decodes: nesting depth and items per request.
-
-A body the gateway must decode (over the budget, or translated) is parsed with its
-nesting bounded (:func:`parse`: deep nesting made the parser raise ``RecursionError``,
-a plain-text 500; the depth is then measured in time linear in the body), and its
-history's items (messages plus their content blocks) are counted before the codec
-builds a message of each (100,000 tiny messages cost seconds and hundreds of MiB); a
-body naming more roles than that is refused before it is parsed (:func:`check_roles`).
-Over either bound the request is refused in the provider's error shape: 400 for the
-depth, 413 for the items (:func:`refusal`).
-"""
+"""Bounds on what the gateway decodes: nesting depth (400) and items per request (413),
+checked before the codec builds a message of each; refused in the provider's error shape."""
 
 from __future__ import annotations
 
@@ -44,10 +35,8 @@ class RefusedError(Exception):
 
 
 def parse(body: bytes, max_depth: int, max_items: int | None = None) -> Any:
-    """``body`` parsed as JSON (``ValueError`` when it is not JSON), refused
-    (:class:`RefusedError`, 400) when it nests deeper than ``max_depth``: the parser's
-    own recursion limit (about 1,000 levels) first, then :func:`nesting_depth`; with
-    ``max_items``, :func:`check_roles` first."""
+    """``body`` parsed as JSON (``ValueError``), refused (:class:`RefusedError`, 400) when
+    it nests deeper than ``max_depth``; with ``max_items``, :func:`check_roles` first."""
     if max_items is not None:
         check_roles(body, max_items)
     try:
@@ -61,8 +50,8 @@ def parse(body: bytes, max_depth: int, max_items: int | None = None) -> Any:
 
 
 def nesting_depth(value: Any, stop: int | None = None) -> int:
-    """The deepest nesting of lists and dicts in ``value`` (1 for a flat list), level
-    by level in time linear in its size; the walk ends as soon as it passes ``stop``."""
+    """The deepest nesting of lists and dicts in ``value`` (1 for a flat list), in linear
+    time; the walk ends as soon as it passes ``stop``."""
     level = [value] if type(value) is dict or type(value) is list else []
     depth = 0
     while level:
@@ -78,13 +67,9 @@ def nesting_depth(value: Any, stop: int | None = None) -> int:
 
 
 def check_roles(body: bytes, max_items: int) -> tuple[int, int]:
-    """Raise :class:`RefusedError` (413) before ``body`` is parsed when its JSON text
-    surely holds more than ``max_items`` messages, or names over twice as many roles
-    and types as that (a flood of tiny messages or content blocks then costs no
-    memory). Inside a JSON string a quote is escaped, so the bytes ``"role"`` and
-    ``"type"`` occur only in the structure itself: a message has one role, a content
-    block one type (tool schemas add a few types, hence the factor 2). Returns the
-    two counts (:func:`check_marks` checks counts kept from an earlier body)."""
+    """Raise :class:`RefusedError` (413) before ``body`` is parsed when it names over
+    twice ``max_items`` roles and types (``"role"`` and ``"type"`` occur only in the
+    structure: a quote is escaped in a string); returns the two counts."""
     marks = body.count(b'"role"'), body.count(b'"type"')
     check_marks(marks, max_items)
     return marks
@@ -98,8 +83,7 @@ def check_marks(marks: tuple[int, int], max_items: int) -> None:
 
 
 def check_items(history: Mapping[str, Any], list_key: str, max_items: int) -> None:
-    """Raise :class:`RefusedError` (413) when the list ``history[list_key]`` holds more
-    than ``max_items`` messages plus content blocks."""
+    """Raise :class:`RefusedError` (413) over ``max_items`` messages plus content blocks."""
     turns = history.get(list_key)
     if not isinstance(turns, list):
         return
@@ -115,8 +99,7 @@ def check_items(history: Mapping[str, Any], list_key: str, max_items: int) -> No
 
 
 def refusal(provider: str, status: int, message: str, kind: str | None = None) -> dict[str, Any]:
-    """The error body of a refused request in ``provider``'s shape (Anthropic's for
-    ``anthropic``, OpenAI's for the others); ``kind`` defaults by ``status``."""
+    """The error body of a refused request in ``provider``'s shape."""
     if kind is None:
         kind = "request_too_large" if status == 413 else "invalid_request_error"
     if provider == "anthropic":

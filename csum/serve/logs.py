@@ -1,9 +1,5 @@
-"""Structured logs of ``csum serve``: one JSON object a line on standard error.
-
-The gateway logs on the ``csum.serve`` logger with its fields as ``extra`` (endpoint,
-status, outcome, added_ms, error: a type name; floor, budget and unit of a request over
-its floor). No header, body or key is ever a field.
-"""
+"""Structured logs of ``csum serve``: one JSON object a line on standard error (no
+header, body or key is ever a field)."""
 
 from __future__ import annotations
 
@@ -48,8 +44,7 @@ class JsonLines(logging.Formatter):
 
 
 def configure(level: str, stream: TextIO | None = None) -> logging.Handler:
-    """Send the ``csum.serve`` logger's records at ``level`` and above to ``stream``
-    (standard error) as JSON lines; returns the handler."""
+    """Send ``csum.serve``'s records at ``level`` and above to ``stream`` as JSON lines."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLines())
     logger = logging.getLogger("csum.serve")
@@ -67,8 +62,7 @@ _PARAM = re.compile(r"([?&;])([^=&;#]*)=([^&;#]*)")
 
 
 def redact_query(target: str) -> str:
-    """``target`` (a path with its query) with the values of :data:`SECRET_PARAMS`
-    replaced by ``REDACTED``."""
+    """``target`` with the values of :data:`SECRET_PARAMS` replaced by ``REDACTED``."""
     if "?" not in target:
         return target
 

@@ -1,11 +1,5 @@
-"""Stores seen from a worker thread: every call runs on the gateway's event loop.
-
-A compaction runs in a worker thread on an event loop of its own (so its CPU time does
-not stall other requests), but a store's connections (a Redis pool, SQLite's thread
-hand-off) belong to the gateway's loop. These wrappers send each call back there with
-``anyio.from_thread.run`` and wait for it; the worker's loop runs one compaction, so
-waiting there blocks nothing else.
-"""
+"""Stores seen from a worker thread: every call runs on the gateway's event loop, where
+the stores' connections live (``anyio.from_thread.run``)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""The compaction workers: a bounded pool of threads, waited for at most until a
-request's deadline.
-
-Compactions are CPU-bound and run in worker threads; their store calls go back to the
-gateway's event loop, where the SQLite and Redis stores run their I/O in anyio's
-default thread pool. Were compactions in that pool too, a full pool of compactions
-would wait for store calls that wait for a thread of the same pool: a deadlock. So
-compactions have a pool of their own (:class:`WorkerPool`), and the default pool is
-left to store I/O.
-
-A request waits for a worker and for its work only until its deadline; then it is
-answered without the work (the gateway forwards it uncompacted). A worker whose
-request left keeps its place in the pool until its thread returns (its work is
-cancelled at its next checkpoint), so the pool never runs more threads than its size.
-A pool whose every worker has been busy with one request for over twice the deadline
-is stuck (``/healthz`` says so).
-"""
+"""The compaction workers: a bounded pool of threads of their own (anyio's default pool
+is left to store I/O, which compactions wait for: one pool would deadlock), waited for
+at most until a request's deadline; a pool busy past twice the deadline is stuck."""
 
 from __future__ import annotations
 
@@ -47,8 +33,7 @@ class PoolState:
 
 
 class WorkerPool:
-    """At most ``size`` threads doing work at once; a caller waits at most until its
-    deadline for a thread and for the work (``deadline``: ``time.monotonic()``)."""
+    """At most ``size`` threads doing work at once, each caller waiting until its deadline."""
 
     def __init__(self, size: int, deadline: float) -> None:
         if size < 1:
@@ -77,10 +62,7 @@ class WorkerPool:
         return PoolState(self.size, len(starts), waiting, round(oldest, 3), stuck)
 
     async def run(self, work: Callable[[], T], until: float) -> T | None:
-        """``work()`` in a worker thread; None when ``until`` (``time.monotonic()``)
-        passed first, waiting for a worker or for the work. The thread is a plain one
-        (not anyio's): a call it makes back to the loop (``anyio.from_thread``) is not
-        tied to this caller, who may have left."""
+        """``work()`` in a (plain) worker thread; None when ``until`` passed first."""
         slots = self._slots_now()
         with self._lock:
             self._waiting += 1

@@ -1,19 +1,7 @@
-"""A reused request of a compacted conversation, sent without decoding its history.
-
-After a compaction the conversation state keeps, besides the chain sent, a
-:class:`~csum.serve.conversation.RawPrefix`: a hash of the raw JSON text of the items
-the client had sent, and the compacted chain as the gateway encodes it. A later request
-whose first items hash the same (cache markers aside) is sent as that encoded prefix
-plus its new items, decoded, measured and encoded alone: the cost grows with the new
-messages only. Anything this cannot be sure of (a marker it cannot take out, a new
-system message, a turn that would merge with the prefix's last one, a chain over the
-budget) answers None, and the request takes the path that decodes it whole; the bytes
-sent are the same either way (tests/csum/serve/test_serve_reuse.py replays real sessions).
-
-The body sent is composed field by field as ``json.dumps`` writes the whole
-(:func:`composed`), so the other fields' JSON, written once to measure the history's
-share of the body, is written into the body as it is.
-"""
+"""A reused request of a compacted conversation, sent without decoding its history: a
+request whose first items hash as the stored :class:`~csum.serve.conversation.RawPrefix`
+is sent as its encoded prefix plus its new items, decoded and encoded alone; anything
+uncertain answers None and the request is decoded whole (the same bytes either way)."""
 
 from __future__ import annotations
 
@@ -69,8 +57,7 @@ def fields_json(fields: Mapping[str, Any]) -> dict[str, bytes]:
 def composed(
     payload: Mapping[str, Any], api: Api, other: Mapping[str, bytes], history: Mapping[str, bytes]
 ) -> bytes:
-    """The body ``json.dumps`` writes for ``payload`` with its history fields replaced
-    by ``history`` (:meth:`Api.merged`'s order), from each field's JSON text."""
+    """``json.dumps`` of ``payload`` with its history replaced by ``history`` (JSON texts)."""
     pieces: list[bytes] = []
     for key in payload:
         if key not in api.history_keys:
@@ -82,8 +69,7 @@ def composed(
 
 
 def head_of(scanned: ScannedBody, api: Api) -> list[tuple[str, tuple[int, int] | None, Any]] | None:
-    """The history's fields other than its list (name, span, value), for
-    :func:`~csum.serve.conversation.raw_digests`; None without spans."""
+    """The history's fields but its list (name, span, value); None without spans."""
     if scanned.fields is None or scanned.items is None:
         return None
     fields = scanned.fields
@@ -114,8 +100,7 @@ class Spliced:
     api: Api
 
     def payload(self) -> dict[str, Any]:
-        """The body as an object (for a translation): the request with its history
-        fields read from their JSON text (:meth:`Api.merged`)."""
+        """The body as an object (for a translation)."""
         fields = {key: json.loads(text) for key, text in self.history.items()}
         return self.api.merged(self.request, fields)
 
@@ -129,12 +114,9 @@ def raw_prefix(
     sizes: tuple[str, int, int, int, int],
     calls: Mapping[str, str],
 ) -> RawPrefix | None:
-    """The raw prefix of a compaction of the request ``scanned`` whose state keeps
-    ``sent``: the client's items hashed, ``sent`` encoded as the full path encodes it
-    (``sizes``: unit, units and bytes of ``sent``, bytes of the history, tokens
-    saved; ``calls``: the history's call names by id). None when the request has no
-    spans or a later turn could change how the prefix is encoded (a summary last,
-    which moves into the next user turn)."""
+    """The raw prefix of a compaction of ``scanned`` that sent ``sent`` (``sizes``: unit,
+    units, bytes sent and of the history, tokens saved); None without spans or when a
+    later turn could change the prefix's encoding."""
     head = head_of(scanned, api)
     if head is None or scanned.items is None:
         return None
@@ -177,11 +159,8 @@ def raw_prefix(
 
 
 class RawHashes:
-    """The hashes of a request's first items (:func:`~csum.serve.conversation.raw_digests`
-    for each count asked), each computed once, and resumed from an earlier request's
-    (:class:`Seen`) where the two are the same bytes: then the cost is in the items
-    that differ from it only. Holds the hash of its items but the last one
-    (:attr:`chain`), for the next request to resume from."""
+    """The hashes of a request's first items, each computed once, resumed from an
+    earlier request's (:class:`Seen`) where the two are the same bytes."""
 
     def __init__(self, scanned: ScannedBody, api: Api, known: Seen | None, fresh: int) -> None:
         self._scanned, self._api = scanned, api
@@ -192,8 +171,7 @@ class RawHashes:
             self._at = known.chain
 
     def digests(self, counts: Sequence[int]) -> dict[int, str | None]:
-        """The hash of the first ``n`` items for each ``n`` of ``counts`` (None: not
-        hashable, see :func:`~csum.serve.conversation.raw_digests`)."""
+        """The hash of the first ``n`` items for each ``n`` of ``counts`` (None: not hashable)."""
         for n in sorted(set(counts)):
             if n not in self.done:
                 self.done[n] = self._digest(n)
@@ -244,9 +222,8 @@ def matching(
     api: Api,
     hashes: RawHashes,
 ) -> RawPrefix | None:
-    """The raw prefix the request's first items hash to (``hashes``), of the state with
-    the longest compacted history; None when none does, or when a longer state without
-    a raw prefix might match once decoded (then the full path decides)."""
+    """The raw prefix (of the longest state) the request's first items hash to; None when
+    none does or a longer state without one might match once decoded."""
     if head_of(scanned, api) is None or scanned.items is None or not prefixes:
         return None
     digests = hashes.digests([raw.items for _, _, raw in prefixes if raw is not None])
@@ -264,10 +241,8 @@ def matching(
 
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """A request read lately, to read the conversation's next one against
-    (:func:`csum.serve.body.skim`): its scan, its other fields' JSON text
-    (:func:`fields_json`) and the hashes of its first items (:class:`RawHashes`: by
-    count, and the running one of its items but the last)."""
+    """A request read lately, to read the conversation's next one against: its scan,
+    its other fields' JSON text and the hashes of its first items."""
 
     scanned: ScannedBody = field(repr=False)
     other: Mapping[str, bytes] = field(repr=False)
@@ -282,16 +257,14 @@ class Seen:
 Scope = tuple[str, str, str | None]
 """Endpoint, tenant and conversation header of a request."""
 SEEN_PER_SCOPE = 4
-"""Requests remembered per endpoint, tenant and conversation header (conversations
-sharing them: a request is read against each, the longest shared start wins)."""
+"""Requests remembered per scope (a request is read against each; the longest start wins)."""
 SEEN_IN_ALL = 32
 """Requests a gateway remembers in all (the least recently read goes first)."""
 
 
 class SeenRequests:
-    """The requests of reused or compacted conversations read lately, in memory (a
-    body is held with its parsed form, so a few dozen at most), by scope: endpoint,
-    tenant and conversation header. Thread-safe: the gateway's workers share it."""
+    """The requests of reused or compacted conversations read lately, by scope
+    (endpoint, tenant, conversation header); thread-safe."""
 
     def __init__(self) -> None:
         self._seen: OrderedDict[tuple[str, str, str | None, int], Seen] = OrderedDict()
@@ -307,8 +280,7 @@ class SeenRequests:
         return found[:SEEN_PER_SCOPE]
 
     def remember(self, scope: Scope, seen: Seen, replaces: int | None) -> None:
-        """Remember ``seen`` in ``scope``, in place of the request of id ``replaces``
-        (the one it was read against: its conversation's older request)."""
+        """Remember ``seen`` in ``scope``, in place of the request ``replaces``."""
         with self._lock:
             if replaces is not None:
                 self._seen.pop((*scope, replaces), None)
@@ -330,9 +302,8 @@ def spliced(
     measure: tuple[Budget, TokenCounter],
     other: Mapping[str, bytes],
 ) -> Spliced | None:
-    """The body of a request whose first items are ``raw``'s: its encoded prefix, then
-    the new items decoded and encoded alone. None when that could differ from the
-    whole chain's encoding, or the chain is over the budget (it compacts)."""
+    """The body of a request whose first items are ``raw``'s: the encoded prefix, then
+    the new items alone; None when that could differ or the chain is over the budget."""
     values = scanned.payload[api.list_key][raw.items :]
     new = _decoded(api, values, raw)
     if new is None:
@@ -370,9 +341,7 @@ def _items_json(items: Sequence[Any]) -> str:
 
 
 def _decoded(api: Api, values: list[Any], raw: RawPrefix) -> list[Message] | None:
-    """The new items' messages, None when they cannot be sent after the prefix as they
-    are: a turn of the role that ends the prefix (the provider would merge the two), a
-    system message, or items the codec does not read alone."""
+    """The new items' messages; None when they cannot follow the prefix as they are."""
     if not values:
         return []
     if _merges(values[0], raw.last_role):
@@ -392,8 +361,7 @@ def call_names(messages: Sequence[Message]) -> dict[str, str]:
 
 
 def _named(message: Message, calls: Mapping[str, str]) -> Message:
-    """``message`` with its tool results named as decoding them after the prefix's
-    calls names them (decoded alone, a result of an earlier call has no name)."""
+    """``message`` with its tool results named after the prefix's calls."""
     if message.role is not Role.TOOL or not calls:
         return message
     parts = tuple(
@@ -420,14 +388,11 @@ def _encoded(
 
 
 _UNMERGED = frozenset({"tool", "function_call_output"})
-"""Item families a codec never merges with the same family before them (a tool result
-is its own message)."""
+"""Item families a codec never merges with the same family before them."""
 
 
 def _role(item: object) -> str | None:
-    """The family of a history item: its role, or for a Responses item without one
-    ``function_call_output`` or ``assistant`` (calls, reasoning and hosted tool items
-    join the AI message being read)."""
+    """A history item's role, or for a Responses item without one its family."""
     if not isinstance(item, dict):
         return None
     role = item.get("role")

@@ -48,9 +48,7 @@ def data_event(data: dict[str, Any], name: str | None = None) -> bytes:
 
 
 def read_event(raw: bytes) -> tuple[dict[str, Any], str | None]:
-    """An upstream event's JSON object, and what went wrong when the upstream reported
-    an error inside its stream (Chat: ``{"error": ...}``; Messages: an ``error``
-    event) or sent data that is not a JSON object (None when all is well)."""
+    """An upstream event's JSON object, and the error it reports or its data is (or None)."""
     try:
         value = json.loads(raw)
     except ValueError:

@@ -1,11 +1,6 @@
-"""Which handler writes a gateway's summaries (``--summarizer``), per request.
-
-``extractive`` (the default) runs offline. ``upstream`` asks the gateway's own upstream,
-with the credentials of the request being compacted (they are used for that one
-request's summary calls and kept nowhere). ``openai`` / ``anthropic`` ask a separate
-endpoint of that API (``--summarizer-url``, ``--summarizer-model``, its key read from
-the environment variable ``--summarizer-key-env`` when the gateway starts).
-"""
+"""Which handler writes a gateway's summaries (``--summarizer``), per request: offline
+(``extractive``), the ``upstream`` with the request's own credentials (kept nowhere), or
+a separate ``openai`` / ``anthropic`` endpoint."""
 
 from __future__ import annotations
 
@@ -31,17 +26,12 @@ _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"
 SUMMARY_TIMEOUT = 120.0
 """Seconds one attempt of a summary call may take."""
 SUMMARY_RETRIES = 2
-"""Retries of a summary call that failed transiently (429, 408, 5xx, a timeout). The
-gateway's handlers make one attempt per call and the Compactor's robust handler alone
-retries (:func:`robustness`): one policy, never retries nested in retries. The whole
-call is bounded by the request's deadline (``--deadline``)."""
+"""Retries of a transiently failed summary call (by the Compactor's robust handler alone)."""
 
 
 def robustness(offline: bool, max_prompt_bytes: int) -> Robustness:
-    """How the gateway's Compactor calls its handler: a model's prompt bounded by
-    ``max_prompt_bytes`` and its transient failures retried :data:`SUMMARY_RETRIES`
-    times, each attempt at most :data:`SUMMARY_TIMEOUT` seconds; the offline handler as
-    the Compactor's default."""
+    """How the gateway's Compactor calls its handler: prompts bounded, transient failures
+    retried :data:`SUMMARY_RETRIES` times, attempts bounded by :data:`SUMMARY_TIMEOUT`."""
     if offline:
         return Robustness(max_prompt_bytes=None)
     return Robustness(
@@ -73,8 +63,7 @@ class Credentials:
 
 @dataclass(frozen=True, slots=True)
 class SummaryHandler:
-    """The handler of one request (None: the Compactor's own extractive one), the id its
-    summaries are cached under, and whether it runs offline."""
+    """The handler of one request (None: the extractive one), its cache id, whether offline."""
 
     handler: Handler | None
     handler_id: str | None
@@ -82,8 +71,7 @@ class SummaryHandler:
 
 
 class SummaryHandlerFactory:
-    """Makes the :class:`SummaryHandler` of each request from the gateway's
-    ``--summarizer`` (built when the gateway starts: a missing key or SDK is said then)."""
+    """Makes each request's :class:`SummaryHandler` from ``--summarizer`` (checked at start)."""
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
@@ -104,22 +92,14 @@ class SummaryHandlerFactory:
         if not key:
             raise ValueError(f"--summarizer {self.kind}: the environment variable {env} is unset")
         url = config.summarizer_url
-        if self.kind == "openai":
-            handler = openai_compatible(
-                model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
-            )
-        else:
-            handler = anthropic(
-                model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
-            )
+        handler = _handler(self.kind, model, url, key)
         return SummaryHandler(handler, f"{self.kind}:{url or ''}:{model}", False)
 
     def for_request(
         self, provider: str, model: object, credentials: Credentials | None
     ) -> SummaryHandler:
-        """The handler for a request to ``provider`` for ``model`` carrying
-        ``credentials``. With ``upstream`` and no usable credentials (or no model
-        name), the offline handler."""
+        """The handler for a request to ``provider`` for ``model`` carrying ``credentials``
+        (the offline one for ``upstream`` without them or a model name)."""
         if self._fixed is not None:
             return self._fixed
         name = self.config.summarizer_model or (model if isinstance(model, str) else None)
@@ -128,14 +108,15 @@ class SummaryHandlerFactory:
         base = self.config.upstream.rstrip("/")
         # the SDK is given the key as its api_key and sends it as that SDK version does
         if provider == "anthropic":
-            key = credentials.api_key or credentials.bearer
-            handler = anthropic(
-                name, base_url=base, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
-            )
+            handler = _handler(provider, name, base, credentials.api_key or credentials.bearer)
         else:
             key = credentials.bearer or credentials.api_key
-            handler = openai_compatible(
-                name, base_url=f"{base}/v1", api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0
-            )
+            handler = _handler("openai", name, f"{base}/v1", key)
         # cached by model, not by key: a summary is a function of the text summarized
         return SummaryHandler(handler, f"upstream:{provider}:{name}", False)
+
+
+def _handler(kind: str, model: str, url: str | None, key: str | None) -> Handler:
+    """One attempt per call (the Compactor's robust handler retries)."""
+    make = anthropic if kind == "anthropic" else openai_compatible
+    return make(model, base_url=url, api_key=key, timeout=SUMMARY_TIMEOUT, max_retries=0)

@@ -1,13 +1,6 @@
-"""Tenants: whose conversation state, archive session and summaries a request may see.
-
-A tenant is a keyed hash (HMAC-SHA-256) of the credential the client presents: the
-values of ``authorization``, ``x-api-key``, ``x-goog-api-key`` and ``api-key``, and of
-the query parameters ``key`` and ``api_key``. The key of the hash is the gateway's
-tenant secret (``CSUM_TENANT_SECRET``, the same on every replica that shares a store),
-else a random one drawn when the process starts (state then lives as long as the
-process). The credential itself is never stored: only the hash is, in store keys.
-Requests without a credential share one anonymous tenant.
-"""
+"""Tenants: a keyed hash (HMAC-SHA-256, key: the tenant secret) of the credential a
+client presents scopes its conversation state, archive and summaries; the credential is
+never stored. Requests without one share the anonymous tenant."""
 
 from __future__ import annotations
 
@@ -42,8 +35,7 @@ class TenantKeys:
         return "TenantKeys(<secret>)"
 
     def tenant_of(self, headers: Mapping[str, str], query: str) -> str:
-        """The tenant of a request with ``headers`` (a case-insensitive mapping) and raw
-        ``query``: 32 hex digits, or :data:`ANONYMOUS`."""
+        """The tenant of a request (32 hex digits, or :data:`ANONYMOUS`)."""
         parts: list[str] = []
         for name in CREDENTIAL_HEADERS:
             value = headers.get(name)

@@ -1,10 +1,5 @@
-"""OpenTelemetry spans of the gateway, when the ``otel`` extra is installed.
-
-Each proxied request is a ``csum.serve.request`` span and its compaction a
-``csum.serve.compaction`` child, with the endpoint, the outcome, bytes before and after,
-handler calls and the upstream's status as attributes (never a header, a body or a
-key). Without ``opentelemetry-api`` every function here does nothing.
-"""
+"""OpenTelemetry spans of the gateway (a request span, its compaction a child) when the
+``otel`` extra is installed; without ``opentelemetry-api`` every function does nothing."""
 
 from __future__ import annotations
 
@@ -21,8 +16,7 @@ Attributes = Mapping[str, str | int | float | bool]
 
 
 def tracer() -> Any:
-    """The gateway's tracer (``opentelemetry.trace.get_tracer("csum.serve")``), or None
-    when ``opentelemetry-api`` is not installed."""
+    """The gateway's tracer, or None without ``opentelemetry-api``."""
     try:
         from opentelemetry import trace
     except ImportError:

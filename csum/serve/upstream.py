@@ -19,8 +19,7 @@ __all__ = [
 ]
 
 POOL_WAIT = 1.0
-"""Seconds a request may wait for a connection of the upstream pool (httpx's ``pool``
-timeout) before it is answered 503; the in-flight count keeps it from waiting at all."""
+"""Seconds a request may wait for a pooled upstream connection (then 503)."""
 
 
 class UpstreamBusyError(Exception):
@@ -57,10 +56,8 @@ def response_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 
 class Upstream:
-    """Sends requests to the configured upstream base URL (its path is a prefix), at
-    most ``max_connections`` in flight: one more raises :class:`UpstreamBusyError` at
-    once instead of waiting for the pool (a request is in flight until its response
-    is closed with :meth:`close`)."""
+    """Sends requests to the upstream base URL (its path a prefix), at most
+    ``max_connections`` in flight (one more raises :class:`UpstreamBusyError`)."""
 
     def __init__(self, config: ServeConfig) -> None:
         self.base = config.upstream.rstrip("/")
@@ -92,9 +89,7 @@ class Upstream:
         headers: Mapping[str, str] | list[tuple[str, str]],
         body: bytes,
     ) -> httpx.Response:
-        """The upstream's response, its body not read yet (close it with
-        :meth:`close`); :class:`UpstreamBusyError` when ``max_connections`` are in
-        flight."""
+        """The upstream's response, its body not read yet (close it with :meth:`close`)."""
         if self.in_flight >= self.limit:
             raise UpstreamBusyError
         request = self.client.build_request(

@@ -1,15 +1,7 @@
 """Anthropic Messages as OpenAI Chat Completions: a Messages client's request for a Chat
-Completions upstream (ported with ``cast.port``), and an Anthropic upstream's answer,
-whole or streamed, as the Chat Completions objects and chunks the ``openai`` SDK reads.
-
-The request carries (docs/serve.md lists what it does not): the history (text, images,
-tool calls and results, with ``cast.port``'s rules: reasoning from Anthropic is dropped,
-ids kept unless the upstream rejects them), ``system``, ``max_tokens``, ``temperature``,
-``top_p``, ``stop_sequences``, ``tools`` and ``tool_choice``, ``stream``. The answer
-carries text, tool calls, thinking as ``reasoning_content`` (the field DeepSeek and
-vLLM's DeepSeek parser use) and, with its signature, as ``reasoning_details``
-(OpenRouter's shape), stop reason and usage with cached tokens.
-"""
+upstream (``cast.port``'s rules; docs/serve.md lists what is carried), and an Anthropic
+answer, whole or streamed, as the Chat objects and chunks the ``openai`` SDK reads
+(thinking as ``reasoning_content`` and, signed, as OpenRouter's ``reasoning_details``)."""
 
 from __future__ import annotations
 
@@ -19,7 +11,7 @@ from typing import Any
 
 import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
-from cast import port
+from cast import Message, ToolCall, port
 from csum.serve.sse import SseReader, data_event, read_event
 from csum.serve.translate import TranslationError
 
@@ -36,9 +28,7 @@ __all__ = [
 REASONING_FIELD = "reasoning_content"
 """The Chat Completions field thinking goes to (DeepSeek's; vLLM's DeepSeek parser too)."""
 REASONING_FORMAT = "anthropic-claude-v1"
-"""The ``format`` of the ``reasoning_details`` entries that carry Anthropic's signed
-thinking to a Chat client and back (OpenRouter's shape: ``reasoning.text`` with
-``text`` and ``signature``, ``reasoning.encrypted`` with ``data``)."""
+"""The ``format`` of the ``reasoning_details`` entries carrying Anthropic's signed thinking."""
 FINISH_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -54,13 +44,18 @@ FINISH_REASONS = {
 _CARRIED = ("model", "max_tokens", "temperature", "top_p", "stream")
 
 
-def chat_request(payload: dict[str, Any]) -> dict[str, Any]:
-    """The Chat Completions request for a Messages request ``payload``."""
+def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) -> dict[str, Any]:
+    """The Chat Completions request for a Messages request ``payload`` (``chain``: its
+    history decoded, compacted when it was; else decoded here)."""
     if not isinstance(payload.get("messages"), list):
         raise TranslationError("messages: expected an array of messages")
-    history = {key: payload[key] for key in ("system", "messages") if key in payload}
     try:
-        messages = port(anthropic_codec.decode(history), "openai", source="anthropic")
+        if chain is None:
+            history = {key: payload[key] for key in ("system", "messages") if key in payload}
+            chain = anthropic_codec.decode(history)
+        else:  # as the codec writes and reads a call: arguments as compact JSON text
+            chain = [_compact_arguments(m) for m in chain]
+        messages = port(chain, "openai", source="anthropic")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
@@ -78,6 +73,21 @@ def chat_request(payload: dict[str, Any]) -> dict[str, Any]:
         if isinstance(choice, dict) and choice.get("disable_parallel_tool_use"):
             out["parallel_tool_calls"] = False
     return out
+
+
+def _compact_arguments(message: Message) -> Message:
+    if not any(type(p) is ToolCall for p in message.parts):
+        return message
+    parts = [
+        p.model_copy(update={"arguments": _compact(p.arguments)}) if type(p) is ToolCall else p
+        for p in message.parts
+    ]
+    return message.model_copy(update={"parts": tuple(parts)})
+
+
+def _compact(arguments: str) -> str:
+    value = json.loads(arguments) if arguments else {}
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _array(value: object, where: str) -> list[Any]:
@@ -111,9 +121,7 @@ def _tool_choice(choice: object) -> Any:
 
 
 def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
-    """Messages usage as Chat Completions usage: the prompt counts cache reads and
-    writes too (Anthropic counts them apart), reported as ``cached_tokens`` and
-    ``cache_write_tokens``."""
+    """Messages usage as Chat usage (the prompt counts cache reads and writes too)."""
     read = int(usage.get("cache_read_input_tokens") or 0)
     written = int(usage.get("cache_creation_input_tokens") or 0)
     prompt = int(usage.get("input_tokens") or 0) + read + written
@@ -193,9 +201,8 @@ def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
 
 
 class ChatStream:
-    """Turns a Messages SSE stream into Chat Completions chunks as it comes:
-    :meth:`feed` takes the upstream's bytes and returns the chunks to send so far.
-    ``usage``: end with a usage chunk (the client asked ``stream_options.include_usage``)."""
+    """Turns a Messages SSE stream into Chat chunks as it comes (``usage``: end with a
+    usage chunk)."""
 
     def __init__(self, model: str, *, usage: bool = False) -> None:
         self.model = model

@@ -1,8 +1,6 @@
 """An Anthropic Messages answer as a Responses one, whole or streamed: a thinking block
-becomes a reasoning item whose ``encrypted_content`` is its signature (sent back,
-csum.serve.translate.responses_to_anthropic makes it a signed thinking block again);
-text, tool calls, usage, ``incomplete`` on ``max_tokens``.
-"""
+becomes a reasoning item whose ``encrypted_content`` is its signature (sent back, it is
+a signed thinking block again)."""
 
 from __future__ import annotations
 
@@ -26,9 +24,7 @@ __all__ = ["AnthropicResponsesStream", "responses_from_messages"]
 
 
 class AnthropicResponsesStream(ResponsesWriter):
-    """Turns an Anthropic Messages SSE stream into the Responses event sequence as it
-    comes; a thinking block becomes a reasoning item whose ``encrypted_content`` is
-    its signature (sent back, it is a signed thinking block again)."""
+    """Turns an Anthropic Messages SSE stream into the Responses events as it comes."""
 
     def __init__(self, model: str, request: dict[str, Any]) -> None:
         super().__init__(model, request)
@@ -103,8 +99,7 @@ def _base_of(message: dict[str, Any]) -> str:
 def responses_from_messages(
     message: dict[str, Any], model: str, request: dict[str, Any]
 ) -> dict[str, Any]:
-    """The Response object for an Anthropic Messages response (non-streaming): thinking
-    blocks become reasoning items carrying their signature in ``encrypted_content``."""
+    """The Response object for an Anthropic Messages response (non-streaming)."""
     base = _base_of(message)
     output: list[dict[str, Any]] = []
     tools = chat_tools(request.get("tools"))

@@ -1,20 +1,7 @@
-"""OpenAI Chat Completions as Anthropic Messages: a Chat client's request for an
-Anthropic upstream (ported with ``cast.port``, encoded with the anthropic codec), and an
-OpenAI-compatible upstream's answer, whole or streamed, as the Messages response the
-``anthropic`` SDK accepts.
-
-The request carries the history (``cast.port``'s rules; reasoning the client sends back
-goes to Anthropic only when signed by it: the ``reasoning_details`` this gateway gave),
-``model``, ``max_tokens`` / ``max_completion_tokens`` (Anthropic requires one:
-:data:`DEFAULT_MAX_TOKENS` when neither is set), ``temperature``, ``top_p``, ``stop``,
-``user`` (as ``metadata.user_id``), ``tools``, ``tool_choice``, ``parallel_tool_calls``,
-``stream`` and ``thinking`` (Anthropic's own field, sent through as the client wrote
-it). The answer carries text, tool calls (streamed as ``input_json_delta``), the
-upstream's reasoning (``reasoning_content``, DeepSeek's field, or ``reasoning``,
-vLLM's) as a ``thinking`` block with an empty signature (streamed as
-``thinking_delta``), stop reason and usage (cached prompt tokens as
-``cache_read_input_tokens``).
-"""
+"""OpenAI Chat Completions as Anthropic Messages: a Chat client's request for an Anthropic
+upstream (reasoning goes back only when Anthropic signed it; docs/serve.md lists what is
+carried), and a Chat answer, whole or streamed, as the Messages response the
+``anthropic`` SDK reads (the upstream's reasoning as an unsigned ``thinking`` block)."""
 
 from __future__ import annotations
 
@@ -24,10 +11,10 @@ from typing import Any
 
 import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
-from cast import Message, Reasoning, Role, TextPart, ToolCall, port
+from cast import Message, ProviderPart, Reasoning, Role, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from cast.codecs.openai import REASONING_FIELDS
-from csum.serve.sse import read_event
+from csum.serve.sse import anthropic_event, read_event
 from csum.serve.translate import TranslationError
 from csum.serve.translate.anthropic_to_chat import REASONING_FORMAT
 
@@ -55,15 +42,16 @@ STOP_REASONS = {
 """Chat Completions ``finish_reason`` -> Messages ``stop_reason``."""
 
 _THINKING = {"type": "thinking", "thinking": "", "signature": ""}
-"""A thinking block opened for streamed reasoning (Chat Completions carries no
-signature, so it stays empty)."""
+"""A thinking block opened for streamed reasoning (Chat carries no signature)."""
 
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "thinking")
+_FIELDS = ("openai", "message_fields")  # the codec's part of a message's other fields
 
 
-def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
-    """The Messages request for a Chat Completions request ``payload``."""
+def messages_request(payload: dict[str, Any], chain: list[Message] | None = None) -> dict[str, Any]:
+    """The Messages request for a Chat Completions request ``payload`` (``chain``: its
+    history decoded, compacted when it was; else decoded here)."""
     if not isinstance(payload.get("messages"), list):
         raise TranslationError("messages: expected an array of messages")
     if payload.get("n", 1) != 1:
@@ -72,8 +60,9 @@ def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
     if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
         raise TranslationError(f"response_format: {fmt.get('type')!r} is not translated")
     try:
-        chain = openai_codec.decode({"messages": payload["messages"]})
-        chain, signed = _with_signed_thinking(chain, payload["messages"])
+        if chain is None:
+            chain = openai_codec.decode({"messages": payload["messages"]})
+        chain, signed = _with_signed_thinking(chain)
         chain = port(chain, "anthropic", source="anthropic" if signed else None)
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
@@ -99,11 +88,14 @@ def messages_request(payload: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _signed_details(message: object) -> list[Reasoning]:
-    """The Anthropic thinking a client sent back in an assistant message's
-    ``reasoning_details`` (the shape :func:`chat_response` gives it), in order; details
-    of any other format, or without a signature, are left out."""
-    details = message.get("reasoning_details") if isinstance(message, dict) else None
+def _signed_details(message: Message) -> list[Reasoning]:
+    """The Anthropic thinking an AI message's ``reasoning_details`` carried back (kept in
+    its fields part), in order; details of other formats or unsigned left out."""
+    last = message.parts[-1] if message.parts else None
+    if type(last) is not ProviderPart or (last.provider, last.kind) != _FIELDS:
+        return []
+    fields = json.loads(last.data)
+    details = fields.get("reasoning_details") if isinstance(fields, dict) else None
     if not isinstance(details, list):
         return []
     found: list[tuple[int, Reasoning]] = []
@@ -122,16 +114,12 @@ def _signed_details(message: object) -> list[Reasoning]:
     return [reasoning for _, reasoning in sorted(found, key=lambda pair: pair[0])]
 
 
-def _with_signed_thinking(chain: list[Message], messages: list[Any]) -> tuple[list[Message], bool]:
-    """``chain`` with each AI message's reasoning replaced by the signed thinking its
-    assistant message carried back (reasoning-only parts first, the last block on the
-    message's first part, as the anthropic codec reads a turn); whether any was found.
-    Unsigned reasoning is left for ``cast.port`` to drop."""
-    signed = [
-        _signed_details(m) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
-    ]
+def _with_signed_thinking(chain: list[Message]) -> tuple[list[Message], bool]:
+    """``chain`` with each AI message's reasoning replaced by the signed thinking it
+    carried back (as the anthropic codec reads a turn); whether any was found."""
     turns = [i for i, m in enumerate(chain) if m.role is Role.AI]
-    if not any(signed) or len(turns) != len(signed):
+    signed = [_signed_details(chain[i]) for i in turns]
+    if not any(signed):
         return chain, False
     out = list(chain)
     for i, blocks in zip(turns, signed, strict=True):
@@ -219,8 +207,7 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
 
 
 def reasoning_of(message: dict[str, Any]) -> str:
-    """The reasoning text of a Chat message or delta, under whichever field the
-    OpenAI-compatible server uses ("" when it has none)."""
+    """The reasoning text of a Chat message or delta, under whichever field it uses."""
     for field in REASONING_FIELDS:
         value = message.get(field)
         if isinstance(value, str) and value:
@@ -229,9 +216,7 @@ def reasoning_of(message: dict[str, Any]) -> str:
 
 
 def messages_usage(usage: dict[str, Any]) -> dict[str, int]:
-    """Chat Completions usage as Messages usage: ``prompt_tokens_details``'s
-    ``cached_tokens`` as cache reads, ``cache_write_tokens`` as cache writes, the rest
-    of the prompt as input (Anthropic counts the three apart)."""
+    """Chat usage as Messages usage (cache reads and writes apart from the input)."""
     details = usage.get("prompt_tokens_details")
     details = details if isinstance(details, dict) else {}
     cached = int(details.get("cached_tokens") or 0)
@@ -252,14 +237,8 @@ def _message_id(completion: dict[str, Any]) -> str:
     return f"msg_{completion.get('id') or 'gateway'}"
 
 
-def _event(kind: str, data: dict[str, Any]) -> bytes:
-    body = json.dumps({"type": kind, **data}, ensure_ascii=False, separators=(",", ":"))
-    return f"event: {kind}\ndata: {body}\n\n".encode()
-
-
 class MessagesStream:
-    """Turns a Chat Completions SSE stream into a Messages SSE stream, as it comes:
-    :meth:`feed` takes the upstream's bytes and returns the events to send so far."""
+    """Turns a Chat Completions SSE stream into a Messages SSE stream, as it comes."""
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -296,7 +275,7 @@ class MessagesStream:
         if problem is not None:
             if not self._done:  # the anthropic SDK raises on an error event
                 self._done = True
-                yield _event("error", {"error": {"type": "api_error", "message": problem}})
+                yield anthropic_event("error", {"error": {"type": "api_error", "message": problem}})
             return
         if not self._started:
             self._started = True
@@ -310,7 +289,7 @@ class MessagesStream:
                 "stop_sequence": None,
                 "usage": {"input_tokens": 0, "output_tokens": 0},
             }
-            yield _event("message_start", {"message": message})
+            yield anthropic_event("message_start", {"message": message})
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = messages_usage(usage)
@@ -347,14 +326,16 @@ class MessagesStream:
     def _open(self, key: tuple[str, int], block: dict[str, Any]) -> Iterator[bytes]:
         yield from self._close_block()
         self._block = key
-        yield _event("content_block_start", {"index": self._blocks, "content_block": block})
+        yield anthropic_event(
+            "content_block_start", {"index": self._blocks, "content_block": block}
+        )
 
     def _delta(self, delta: dict[str, Any]) -> bytes:
-        return _event("content_block_delta", {"index": self._blocks, "delta": delta})
+        return anthropic_event("content_block_delta", {"index": self._blocks, "delta": delta})
 
     def _close_block(self) -> Iterator[bytes]:
         if self._block is not None:
-            yield _event("content_block_stop", {"index": self._blocks})
+            yield anthropic_event("content_block_stop", {"index": self._blocks})
             self._blocks += 1
             self._block = None
 
@@ -363,11 +344,11 @@ class MessagesStream:
             return
         self._done = True
         yield from self._close_block()
-        yield _event(
+        yield anthropic_event(
             "message_delta",
             {
                 "delta": {"stop_reason": self._stop, "stop_sequence": None},
                 "usage": dict(self._usage),
             },
         )
-        yield _event("message_stop", {})
+        yield anthropic_event("message_stop", {})

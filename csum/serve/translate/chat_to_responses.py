@@ -1,10 +1,5 @@
-"""A Chat Completions answer as a Responses one: the Response object, or the Responses
-event sequence the ``openai`` SDK's ``responses.create(stream=True)`` and
-``responses.stream`` read. Carried: text, function calls (custom and namespaced ones as
-the client declared them), the upstream's ``reasoning_content`` (or vLLM's
-``reasoning``) as a reasoning item with ``reasoning_text`` content, usage with cached
-tokens, ``incomplete`` on ``length``.
-"""
+"""A Chat Completions answer as a Responses one: the Response object, or the event
+sequence the ``openai`` SDK's streaming reads (reasoning as ``reasoning_text``)."""
 
 from __future__ import annotations
 
@@ -28,8 +23,7 @@ __all__ = ["ResponsesStream", "responses_response"]
 def responses_response(
     completion: dict[str, Any], model: str, request: dict[str, Any]
 ) -> dict[str, Any]:
-    """The Response object for a Chat Completions response (non-streaming);
-    ``request`` is the client's Responses request (its settings are echoed)."""
+    """The Response object for a Chat response (``request``: the client's, echoed)."""
     choice = (completion.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     base = str(completion.get("id") or "gateway")
@@ -53,8 +47,7 @@ def responses_response(
 
 
 class ResponsesStream(ResponsesWriter):
-    """Turns a Chat Completions SSE stream into the Responses event sequence as it
-    comes (:meth:`feed` takes the upstream's bytes, returns the events so far)."""
+    """Turns a Chat Completions SSE stream into the Responses events as it comes."""
 
     def feed(self, data: bytes) -> bytes:
         """The events for the SSE bytes ``data`` (any split of the stream)."""

@@ -1,13 +1,14 @@
-"""Which client API is translated for which upstream API, and how: the request, the
-whole answer and the streamed one, each a direction module of csum.serve.translate.
-Same-provider traffic is never translated."""
+"""Which client API is translated for which upstream API, and by which directions; the
+headers of a translated request; ``count_tokens`` estimated for a Chat upstream."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import cast.codecs.anthropic as anthropic_codec
+from cast import Message
 from csum.serve.apis import APIS, Api
 from csum.serve.translate.anthropic_to_chat import ChatStream, chat_request, chat_response
 from csum.serve.translate.anthropic_to_responses import (
@@ -22,8 +23,17 @@ from csum.serve.translate.chat_to_anthropic import (
 from csum.serve.translate.chat_to_responses import ResponsesStream, responses_response
 from csum.serve.translate.responses_to_anthropic import messages_request_for_responses
 from csum.serve.translate.responses_to_chat import chat_request_for_responses
+from csum.tokens import EstimatedTokens
 
-__all__ = ["TRANSLATIONS", "Stream", "Translation", "translation_for"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "TRANSLATIONS",
+    "Stream",
+    "Translation",
+    "count_tokens",
+    "translated_headers",
+    "translation_for",
+]
 
 _CHAT, _RESPONSES, _MESSAGES = APIS
 
@@ -38,16 +48,14 @@ class Stream(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Translation:
-    """How requests of the ``client`` API reach an ``upstream`` that speaks ``target``.
-
-    ``request`` maps the client's body to the upstream's; ``response(answer, model,
-    request)`` and ``stream(model, request)`` map the answer back (``model`` is the
-    client's, ``request`` its body as sent)."""
+    """How requests of the ``client`` API reach an ``upstream`` that speaks ``target``:
+    ``request(body, chain)`` (``chain``: the history decoded, or None), and the answer
+    back by ``response(answer, model, request)`` and ``stream(model, request)``."""
 
     client: Api
     upstream: str
     target: Api
-    request: Callable[[dict[str, Any]], dict[str, Any]]
+    request: Callable[[dict[str, Any], list[Message] | None], dict[str, Any]]
     response: Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]]
     stream: Callable[[str, dict[str, Any]], Stream]
 
@@ -97,6 +105,38 @@ _BY_PAIR = {(t.client.name, t.upstream): t for t in TRANSLATIONS}
 
 
 def translation_for(client: str, upstream: str) -> Translation | None:
-    """The translation of the ``client`` API's requests for an ``upstream`` API
-    (``same``, ``openai``, ``anthropic``), or None: forwarded in the client's API."""
+    """The translation of ``client``'s requests for ``upstream``, or None (not translated)."""
     return _BY_PAIR.get((client, upstream))
+
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header sent when an OpenAI client reaches Anthropic."""
+
+
+def translated_headers(headers: Iterable[tuple[str, str]], target: Api) -> list[tuple[str, str]]:
+    """The client's headers with its API key where ``target`` reads it (and an
+    ``anthropic-version`` for Anthropic), without the other provider's own headers."""
+    foreign = "openai-" if target.provider == "anthropic" else "anthropic-"
+    items = [(k, v) for k, v in headers if not k.lower().startswith(foreign)]
+    names = {k.lower() for k, _ in items}
+    if target.provider == "anthropic":
+        out = [(k, v) for k, v in items if k.lower() != "authorization"]
+        if "x-api-key" not in names:
+            for k, v in items:
+                if k.lower() == "authorization" and v.lower().startswith("bearer "):
+                    out.append(("x-api-key", v[7:].strip()))
+        if "anthropic-version" not in names:
+            out.append(("anthropic-version", ANTHROPIC_VERSION))
+        return out
+    out = [(k, v) for k, v in items if k.lower() != "x-api-key"]
+    if "authorization" not in names:
+        out.extend(("authorization", f"Bearer {v}") for k, v in items if k.lower() == "x-api-key")
+    return out
+
+
+def count_tokens(payload: dict[str, Any]) -> dict[str, int]:
+    """``count_tokens``'s answer, estimated (an OpenAI-compatible upstream has no such
+    endpoint): the :class:`~csum.tokens.EstimatedTokens` count of the history."""
+    history = {key: payload[key] for key in ("system", "messages") if key in payload}
+    counter = EstimatedTokens("anthropic")
+    return {"input_tokens": sum(counter.count(m) for m in anthropic_codec.decode(history))}

@@ -1,15 +1,6 @@
-"""A compacted Responses history written back as the client sent what it kept.
-
-The Responses codec reads ``instructions`` as a system message, developer messages as
-system messages, and the Compactor's parser merges consecutive system (and human)
-messages into one; the codec writes neither item ids nor statuses back. So a history
-encoded after a compaction would turn Codex CLI's ``instructions`` into a system
-message, its two developer messages into one system message, and drop the ids and
-statuses of its calls. :func:`as_sent` undoes that for every item the compaction kept
-unchanged: ``instructions`` stay ``instructions``, a merged message becomes the items
-it was made of, and a call or output equal to the client's goes as the client's item.
-What the compaction wrote (summaries, cleared results) goes as encoded.
-"""
+"""A compacted Responses history written back as the client sent what it kept: its
+``instructions``, the items a merged message was made of, its calls with their ids and
+statuses; what the compaction wrote (summaries, cleared results) goes as encoded."""
 
 from __future__ import annotations
 
@@ -23,8 +14,7 @@ _CALL_FIELDS = ("name", "arguments", "output", "input", "namespace")
 
 
 def as_sent(original: dict[str, Any], encoded: dict[str, Any]) -> dict[str, Any]:
-    """``encoded`` (the codec's ``instructions``/``input``) with the client's own items
-    from ``original`` wherever they are unchanged (see the module docstring)."""
+    """``encoded`` with the client's own items from ``original`` wherever unchanged."""
     items = list(encoded.get("input") or [])
     out: dict[str, Any] = {}
     instructions = original.get("instructions")
@@ -54,8 +44,7 @@ def _restored(given: list[Any], items: list[Any]) -> list[Any]:
 
 
 def _message_run(given: list[Any], at: int, item: dict[str, Any]) -> tuple[int, int] | None:
-    """The client's message items (consecutive, same role family) whose parts are
-    ``item``'s parts, in order."""
+    """The client's consecutive message items (same role) whose parts are ``item``'s."""
     wanted = _parts(item)
     family = _role(item)
     for start in range(at, len(given)):

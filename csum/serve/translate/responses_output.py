@@ -1,8 +1,5 @@
 """What a Responses client receives, whichever upstream answered: the Response object,
-its output items and usage, and the event sequence of a streamed answer
-(:class:`ResponsesWriter`, which csum.serve.translate.chat_to_responses and
-anthropic_to_responses feed).
-"""
+its output items and usage, and a streamed answer's events (:class:`ResponsesWriter`)."""
 
 from __future__ import annotations
 
@@ -23,9 +20,7 @@ __all__ = [
 ]
 
 GATEWAY_REASONING_PREFIX = "rs_csum_"
-"""Id prefix of the reasoning items the gateway makes from Anthropic thinking blocks:
-their ``encrypted_content`` is the block's signature, so sent back they become signed
-thinking blocks again (reasoning items of any other origin are dropped)."""
+"""Id prefix of the reasoning items made from Anthropic thinking (signed, sent back)."""
 REDACTED = "redacted_thinking:"
 """``encrypted_content`` prefix of an item made from a ``redacted_thinking`` block."""
 
@@ -75,8 +70,7 @@ def response_object(  # noqa: PLR0917 (one positional per field it fills)
     status: str,
     usage: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The Response object of ``output``, echoing the settings of the client's
-    ``request``."""
+    """The Response object of ``output``, echoing the client's ``request``."""
     incomplete = {"reason": "max_output_tokens"} if status == "incomplete" else None
     return {
         "id": response_id,
@@ -100,10 +94,7 @@ def response_object(  # noqa: PLR0917 (one positional per field it fills)
 
 
 class ResponsesWriter:
-    """The Responses event sequence, written as the answer's pieces arrive:
-    ``response.created``, ``response.in_progress``, per output item
-    ``output_item.added``, its parts and deltas, ``output_item.done``, then
-    ``response.completed`` (``response.incomplete`` when the answer was cut)."""
+    """The Responses event sequence, written as the answer's pieces arrive."""
 
     def __init__(self, model: str, request: dict[str, Any]) -> None:
         self.model = model
@@ -150,8 +141,7 @@ class ResponsesWriter:
         return {"item_id": item.get("id", ""), "output_index": self._index(), index: 0}
 
     def _reasoning(self, key: tuple[str, int], text: str, *, summary: bool) -> Iterator[bytes]:
-        """Reasoning text: raw (``reasoning_text`` content, as an open model's) or, for
-        an item whose signature rides in ``encrypted_content``, a summary."""
+        """Reasoning text: raw (an open model's) or a summary (a signed item's)."""
         where = "summary_index" if summary else "content_index"
         if self._key != key:
             yield from self._close_item()
@@ -249,23 +239,16 @@ class ResponsesWriter:
     def _close_reasoning(self, item: dict[str, Any]) -> Iterator[bytes]:
         text = item.pop("text", "")
         summary = "content" not in item
-        where = "summary_index" if summary else "content_index"
-        kind = "summary_text" if summary else "reasoning_text"
-        part = {"type": kind, "text": text}
+        ids = self._part_ids("summary_index" if summary else "content_index")
+        part = {"type": "summary_text" if summary else "reasoning_text", "text": text}
         if summary:
             item["summary"] = [part] if text else []
-            yield self._event(
-                "response.reasoning_summary_text.done", {**self._part_ids(where), "text": text}
-            )
-            yield self._event(
-                "response.reasoning_summary_part.done", {**self._part_ids(where), "part": part}
-            )
+            texts, parts = "reasoning_summary_text", "reasoning_summary_part"
         else:
             item["content"] = [part]
-            yield self._event(
-                "response.reasoning_text.done", {**self._part_ids(where), "text": text}
-            )
-            yield self._event("response.content_part.done", {**self._part_ids(where), "part": part})
+            texts, parts = "reasoning_text", "content_part"
+        yield self._event(f"response.{texts}.done", {**ids, "text": text})
+        yield self._event(f"response.{parts}.done", {**ids, "part": part})
 
     def _failed(self, problem: str) -> Iterator[bytes]:
         """An ``error`` event (the openai SDK raises on it), once; nothing after it."""

@@ -1,9 +1,6 @@
 """OpenAI Responses requests as Anthropic Messages requests: the settings as for a Chat
-Completions upstream (csum.serve.translate.responses_to_chat, then chat_to_anthropic),
-the history ported with the signed thinking of this gateway's reasoning items kept (the
-items csum.serve.translate.anthropic_to_responses made of Anthropic's thinking blocks);
-every other reasoning is dropped.
-"""
+upstream, the history with the signed thinking of this gateway's reasoning items kept
+(every other reasoning dropped)."""
 
 from __future__ import annotations
 
@@ -16,20 +13,20 @@ from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from csum.serve.translate import TranslationError
 from csum.serve.translate.chat_to_anthropic import messages_request
 from csum.serve.translate.responses_output import GATEWAY_REASONING_PREFIX, REDACTED
-from csum.serve.translate.responses_to_chat import chat_history, chat_request_for_responses
+from csum.serve.translate.responses_to_chat import chat_chain, chat_request_for_responses
 from csum.serve.translate.responses_tools import chat_tools
 
 __all__ = ["messages_request_for_responses"]
 
 
-def messages_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
-    """The Messages request for a Responses request ``payload``: the settings as for a
-    Chat Completions upstream, the history ported with the signed thinking of this
-    gateway's reasoning items kept (Anthropic's own, so ``source="anthropic"``)."""
-    out = messages_request(chat_request_for_responses(payload))
-    history = chat_history(payload, chat_tools(payload.get("tools")))
+def messages_request_for_responses(
+    payload: dict[str, Any], chain: list[Message] | None = None
+) -> dict[str, Any]:
+    """The Messages request for a Responses request ``payload`` (``chain``: its history
+    decoded, compacted when it was; else decoded here)."""
+    out = messages_request(chat_request_for_responses(payload, []), [])
     try:
-        chain = [_signed(m) for m in responses_codec.decode(history)]
+        chain = [_signed(m) for m in chat_chain(payload, chat_tools(payload.get("tools")), chain)]
         chain = port(chain, "anthropic", source="anthropic")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
@@ -42,8 +39,7 @@ def messages_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _signed(message: Message) -> Message:
-    """``message`` with the gateway's reasoning items as Anthropic signed thinking, and
-    every other reasoning dropped (only Anthropic's own signatures go back to it)."""
+    """``message`` with the gateway's reasoning as signed thinking, any other dropped."""
     parts: list[Any] = []
     changed = False
     for part in message.parts:

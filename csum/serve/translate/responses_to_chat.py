@@ -1,14 +1,5 @@
-"""OpenAI Responses requests as Chat Completions requests: input items become messages
-(decoded with the Responses codec, ported with ``cast.port``).
-
-Carried: ``instructions`` and ``input`` (a string or items: messages, function calls
-and their outputs; reasoning items are dropped, ``cast.port``'s rule for reasoning
-from another provider), ``model``, ``max_output_tokens``, ``temperature``, ``top_p``,
-``tools`` (what each kind becomes: csum.serve.translate.responses_tools),
-``tool_choice``, ``parallel_tool_calls``, ``user``, ``reasoning.effort`` (as
-``reasoning_effort``), ``text.format`` (as ``response_format``), ``stream``.
-``previous_response_id`` needs the upstream's stored state and is refused (400).
-"""
+"""OpenAI Responses requests as Chat Completions requests (docs/serve.md lists what is
+carried; tools: csum.serve.translate.responses_tools); provider-held state is refused."""
 
 from __future__ import annotations
 
@@ -16,29 +7,31 @@ from typing import Any
 
 import cast.codecs.openai as openai_codec
 import cast.codecs.openai_responses as responses_codec
-from cast import port
+from cast import Message, port
 from csum.serve.translate import TranslationError
-from csum.serve.translate.responses_tools import ChatTools, chat_tools, function_items
+from csum.serve.translate.responses_tools import ChatTools, chat_tools, function_messages
 
-__all__ = ["chat_history", "chat_request_for_responses", "dropped_tools"]
+__all__ = ["chat_chain", "chat_request_for_responses", "dropped_tools"]
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
 _REFUSED = ("previous_response_id", "conversation")
 
 
-def chat_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
-    """The Chat Completions request for a Responses request ``payload``."""
+def chat_request_for_responses(
+    payload: dict[str, Any], chain: list[Message] | None = None
+) -> dict[str, Any]:
+    """The Chat Completions request for a Responses request ``payload`` (``chain``: its
+    history decoded, compacted when it was; else decoded here)."""
     for key in _REFUSED:
         if payload.get(key) is not None:
             raise TranslationError(f"{key}: stored upstream state cannot be translated")
     tools = chat_tools(payload.get("tools"))
-    history = chat_history(payload, tools)
     try:
-        chain = port(responses_codec.decode(history), "openai")
+        messages = port(chat_chain(payload, tools, chain), "openai")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
-    out["messages"] = openai_codec.encode(chain, tool_names=False)["messages"]
+    out["messages"] = openai_codec.encode(messages, tool_names=False)["messages"]
     if payload.get("max_output_tokens") is not None:
         out["max_tokens"] = payload["max_output_tokens"]
     if payload.get("stream"):
@@ -62,20 +55,23 @@ def chat_request_for_responses(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def dropped_tools(payload: dict[str, Any]) -> list[str]:
-    """The built-in tools of a Responses request a Chat upstream cannot run (left out of
-    the translated request): ``type`` or ``type:name`` each."""
+    """The built-in tools of a Responses request a Chat upstream cannot run (left out)."""
     try:
         return chat_tools(payload.get("tools")).dropped
     except TranslationError:
         return []
 
 
-def chat_history(payload: dict[str, Any], tools: ChatTools) -> dict[str, Any]:
-    """``instructions`` and ``input``, custom and namespaced calls as Chat functions."""
-    history: dict[str, Any] = {k: payload[k] for k in ("instructions", "input") if k in payload}
-    if isinstance(history.get("input"), list):
-        history["input"] = function_items(history["input"], tools)
-    return history
+def chat_chain(
+    payload: dict[str, Any], tools: ChatTools, chain: list[Message] | None = None
+) -> list[Message]:
+    """The history (``chain``, or decoded from ``instructions`` and ``input``) with custom
+    and namespaced calls as Chat functions."""
+    if chain is None:
+        chain = responses_codec.decode(
+            {k: payload[k] for k in ("instructions", "input") if k in payload}
+        )
+    return function_messages(chain, tools)
 
 
 def _tool_choice(choice: object, tools: ChatTools) -> Any:

@@ -1,21 +1,7 @@
-"""Responses tools on a Chat Completions upstream: what each kind becomes there and
-back, for every translation of a Responses client (csum.serve.translate's
-responses_to_chat and responses_to_anthropic on the way up, chat_to_responses and
-anthropic_to_responses on the way back).
-
-- a ``function`` tool stays a function;
-- a ``custom`` tool (freeform input, e.g. Codex's ``apply_patch`` with a Lark grammar)
-  becomes a function with one string argument, ``input`` (its grammar, when it has one,
-  in the argument's description); a call of it comes back as a ``custom_tool_call``
-  whose ``input`` is that argument, and one in the history goes up as a function call;
-- a ``namespace`` tool group becomes its member functions (named ``NAMESPACE__NAME``
-  when a name is taken already); a call comes back as a ``function_call`` carrying its
-  ``namespace``;
-- a built-in tool the upstream cannot run (``web_search``, ``tool_search``,
-  ``file_search``, ``code_interpreter``, ...) is dropped from ``tools``: the gateway
-  names the dropped ones in the response header :data:`DROPPED_TOOLS_HEADER` (or, with
-  ``--builtin-tools refuse``, answers 400).
-"""
+"""Responses tools on a Chat Completions upstream, there and back: a ``function`` stays
+one, a ``custom`` tool becomes a function of one string argument ``input``, a
+``namespace`` group its member functions (``NAMESPACE__NAME`` when a name is taken); a
+built-in tool is dropped and named in :data:`DROPPED_TOOLS_HEADER` (or refused, 400)."""
 
 from __future__ import annotations
 
@@ -23,6 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import cast.codecs.openai_responses as responses_codec
+from cast import Message, ProviderPart, Role, TextPart, ToolCall, ToolResult
 from csum.serve.translate import TranslationError
 
 __all__ = [
@@ -32,7 +20,7 @@ __all__ = [
     "ClientTool",
     "chat_tools",
     "custom_input",
-    "function_items",
+    "function_messages",
 ]
 
 CUSTOM_INPUT = "input"
@@ -41,6 +29,8 @@ DROPPED_TOOLS_HEADER = "x-csum-dropped-tools"
 """Response header naming the built-in tools left out of a translated request
 (comma-separated ``type`` or ``type:name``)."""
 _CHAT_NAME_LIMIT = 64
+_PROVIDER = "openai-responses"
+_CALL_FIELDS = "call_fields"  # the codec's part of a call's other fields (``namespace``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,31 +172,86 @@ def _namespace(out: ChatTools, tool: dict[str, Any], where: str) -> None:
         _add(out, _function(member, here), ClientTool("function", member["name"], space))
 
 
-def function_items(items: list[Any], tools: ChatTools) -> list[Any]:
-    """The Responses ``input`` items with custom tool calls and their outputs as
-    function calls and outputs, and namespaced calls named as their Chat functions
-    (what the Responses codec reads and a Chat upstream takes)."""
-    out: list[Any] = []
-    for item in items:
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind == "custom_tool_call":
-            name = str(item.get("name", ""))
-            arguments = json.dumps({CUSTOM_INPUT: item.get("input", "")}, ensure_ascii=False)
-            call = {"type": "function_call", "call_id": item.get("call_id"), "name": name}
-            call["name"] = tools.chat_name(name)
-            out.append({**call, "arguments": arguments})
-        elif kind == "custom_tool_call_output":
-            out.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": item.get("call_id"),
-                    "output": item.get("output", ""),
-                }
-            )
-        elif kind == "function_call" and isinstance(item.get("namespace"), str):
-            rest = {k: v for k, v in item.items() if k != "namespace"}
-            rest["name"] = tools.chat_name(str(item.get("name", "")), item["namespace"])
-            out.append(rest)
-        else:
-            out.append(item)
+def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
+    """The decoded Responses history ``chain`` with custom tool calls and outputs as
+    function calls and results, and namespaced calls named as their Chat functions."""
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for message in chain:
+        if message.role is not Role.AI:
+            out.append(message)
+            continue
+        segment: list[Any] = []
+        for part in message.parts:
+            kind, item = _kept(part)
+            if kind == "custom_tool_call":
+                segment.append(_custom_call(item, segment, tools, names))
+            elif kind == "custom_tool_call_output":
+                if segment:
+                    out.append(message.model_copy(update={"parts": tuple(segment)}))
+                segment = []
+                out.append(_custom_output(item, names))
+            elif (
+                kind == _CALL_FIELDS
+                and isinstance(item.get("namespace"), str)
+                and _after_call(segment)
+            ):
+                call = segment[-1]
+                name = tools.chat_name(call.name, item.pop("namespace"))
+                segment[-1] = call.model_copy(update={"name": name})
+                names[call.id] = name
+                if item:
+                    data = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+                    segment.append(ProviderPart(provider=_PROVIDER, kind=_CALL_FIELDS, data=data))
+            else:
+                if type(part) is ToolCall:
+                    names[part.id] = part.name
+                segment.append(part)
+        if segment:
+            out.append(message.model_copy(update={"parts": tuple(segment)}))
     return out
+
+
+def _after_call(segment: list[Any]) -> bool:
+    return bool(segment) and type(segment[-1]) is ToolCall
+
+
+def _kept(part: object) -> tuple[str, dict[str, Any]]:
+    """(kind, item) of a Responses item the codec keeps whole as a part (("", {}): none)."""
+    if type(part) is not ProviderPart or part.provider != _PROVIDER:
+        return "", {}
+    if part.kind not in ("custom_tool_call", "custom_tool_call_output", _CALL_FIELDS):
+        return "", {}
+    item = json.loads(part.data)
+    return (part.kind, item) if isinstance(item, dict) else ("", {})
+
+
+def _custom_call(
+    item: dict[str, Any], segment: list[Any], tools: ChatTools, names: dict[str, str]
+) -> ToolCall:
+    """A custom tool call as the call of its function (the reasoning before it, which
+    the codec keeps on a part of its own before a kept item, on the call)."""
+    reasoning = None
+    last = segment[-1] if segment else None
+    if type(last) is TextPart and not last.text and last.reasoning is not None:
+        reasoning = segment.pop().reasoning
+    name = tools.chat_name(str(item.get("name", "")))
+    arguments = json.dumps({CUSTOM_INPUT: item.get("input", "")}, ensure_ascii=False)
+    call = ToolCall(id=item.get("call_id"), name=name, arguments=arguments, reasoning=reasoning)
+    names[call.id] = name
+    return call
+
+
+def _custom_output(item: dict[str, Any], names: dict[str, str]) -> Message:
+    """A custom tool call's output as its function's result."""
+    call_id, output = item.get("call_id"), item.get("output", "")
+    if isinstance(output, str) and isinstance(call_id, str):
+        result = ToolResult(tool_call_id=call_id, name=names.get(call_id, ""), content=output)
+        return Message(role=Role.TOOL, parts=(result,))
+    # content parts (or a bad call id): read as the codec reads a function call's output
+    read = responses_codec.decode(
+        [{"type": "function_call_output", "call_id": call_id, "output": output}]
+    )
+    first = read[0].parts[0]
+    named = first.model_copy(update={"name": names.get(str(call_id), "")})
+    return read[0].model_copy(update={"parts": (named, *read[0].parts[1:])})

@@ -985,3 +985,99 @@ async def test_a_translated_request_carries_no_anthropic_query_or_headers(
     assert sent["query"] == ""
     assert not [name for name in sent["headers"] if name.startswith("anthropic-")]
     assert sent["headers"]["authorization"] == f"Bearer {API_KEY}"
+
+
+def _history(api: str, pairs: int) -> tuple[str, dict[str, Any], int]:
+    """(path, a request of ``api`` with ``pairs`` tool calls and results, its items)."""
+    out = "line of a long file " * 40
+    if api == "responses":
+        items: list[dict[str, Any]] = [{"role": "user", "content": "Find the bug."}]
+        for i in range(pairs):
+            items.append(
+                {"type": "function_call", "call_id": f"c{i}", "name": "read", "arguments": "{}"}
+            )
+            items.append({"type": "function_call_output", "call_id": f"c{i}", "output": out})
+        return "/v1/responses", {"model": "m", "instructions": SYSTEM, "input": items}, len(items)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Find the bug."}]
+    for i in range(pairs):
+        if api == "chat":
+            call = {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": "read", "arguments": "{}"},
+            }
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": out})
+        else:
+            use = {"type": "tool_use", "id": f"c{i}", "name": "read", "input": {}}
+            messages.append({"role": "assistant", "content": [use]})
+            result = {"type": "tool_result", "tool_use_id": f"c{i}", "content": out}
+            messages.append({"role": "user", "content": [result]})
+    if api == "chat":
+        payload = {"model": "m", "messages": [{"role": "system", "content": SYSTEM}, *messages]}
+        return "/v1/chat/completions", payload, len(messages) + 1
+    payload = {"model": "m", "max_tokens": 50, "system": SYSTEM, "messages": messages}
+    return "/v1/messages", payload, len(messages)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("client", "target"),
+    [
+        ("messages", "openai"),
+        ("chat", "anthropic"),
+        ("responses", "openai"),
+        ("responses", "anthropic"),
+    ],
+)
+@pytest.mark.parametrize("compacted", [True, False])
+async def test_a_translated_request_is_parsed_and_decoded_once(
+    client: str, target: str, compacted: bool, upstream: Process, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request compacted on the client's chain and translated for the upstream: its
+    body parsed once, its history decoded once (the translation encodes the compacted
+    chain as it is), compacted or within the budget. (The first request of a
+    conversation also decodes its opening alone, to know it again by its raw text.)"""
+    import csum.serve.app as app_module
+    import csum.serve.compaction as compaction_module
+
+    codec = {"messages": anthropic, "chat": openai, "responses": openai_responses}[client]
+    list_key = "input" if client == "responses" else "messages"
+    decoded: list[int] = []
+    parsed: list[bytes] = []
+
+    def counted(function: Callable[..., Any], log: list[Any], what: Callable[[Any], Any]) -> Any:
+        def wrapper(value: Any, *args: Any) -> Any:
+            log.append(what(value))
+            return function(value, *args)
+
+        return wrapper
+
+    def items(payload: Any) -> int:
+        found = payload if isinstance(payload, list) else payload.get(list_key)
+        return len(found) if isinstance(found, list) else -1
+
+    monkeypatch.setattr(codec, "decode", counted(codec.decode, decoded, items))
+    for module in (app_module, compaction_module):
+        name = "parse" if module is app_module else "scan"
+        monkeypatch.setattr(module, name, counted(getattr(module, name), parsed, bytes))
+    path, payload, whole = _history(client, 30)
+    if not compacted:
+        whole = 3 + (client == "chat")  # a tool call and its result after the opening
+        payload = {**payload, list_key: payload[list_key][:whole]}
+    body = json.dumps(payload).encode()
+    config = ServeConfig(upstream=upstream.url, upstream_api=target, budget=Budget.bytes(12_000))
+    app = create_app(config)
+    try:
+        reset(upstream)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
+            answer = await http.post(path, content=body, headers={"x-api-key": API_KEY})
+        assert answer.status_code == 200
+    finally:
+        await app.state.gateway.aclose()
+    (sent,) = recorded(upstream)
+    assert (len(sent["body"]) < len(body) * 2 / 3) is compacted
+    assert parsed == [body]
+    assert decoded.count(whole) == 1, decoded
+    assert all(n == whole or n <= 2 for n in decoded), decoded

@@ -17,7 +17,7 @@ from cast.codecs import openai
 from csum.serve.translate import TranslationError
 from csum.serve.translate.anthropic_to_chat import chat_request
 from csum.serve.translate.chat_to_anthropic import MessagesStream, messages_response
-from csum.serve.translate.token_count import count_tokens
+from csum.serve.translate.pairs import count_tokens
 from serve_payloads import chat_events
 
 REQUEST: dict[str, Any] = {

@@ -31,8 +31,7 @@ from csum.serve.translate.chat_to_anthropic import (
     messages_response,
 )
 from csum.serve.translate.chat_to_responses import ResponsesStream, responses_response
-from csum.serve.translate.headers import translated_headers
-from csum.serve.translate.pairs import translation_for
+from csum.serve.translate.pairs import translated_headers, translation_for
 from csum.serve.translate.responses_to_anthropic import messages_request_for_responses
 from csum.serve.translate.responses_to_chat import chat_request_for_responses, dropped_tools
 from serve_payloads import (
