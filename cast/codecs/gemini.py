@@ -373,6 +373,11 @@ def _kept(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
     return block
 
 
+_MEDIA_TYPES = mimetypes.MimeTypes()
+"""Python's own table of media types, not the machine's (``/etc/mime.types``), so a URL
+encodes alike on every machine."""
+
+
 def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
     if isinstance(part, BinaryPart):
         return {"inlineData": {"mimeType": part.mime_type, "data": b64encode(part.data)}}
@@ -381,7 +386,7 @@ def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
     if inline is not None:
         return {"inlineData": {"mimeType": inline[0], "data": b64encode(inline[1])}}
     file: dict[str, str] = {"fileUri": url}
-    mime = part.mime_type or mimetypes.guess_type(url, strict=False)[0]
+    mime = part.mime_type or _MEDIA_TYPES.guess_type(url, strict=False)[0]
     if mime:
         file["mimeType"] = mime
     return {"fileData": file}

@@ -315,7 +315,13 @@ _reasoning = st.one_of(
     st.builds(Reasoning, signature=_signature),
     st.builds(Reasoning, content=_nonempty, signature=_signature),
 )
-_url = _text.filter(lambda u: not u.startswith("data:"))
+# A URL without a media type to guess from its ending: one with one (``x.png``) gains
+# ``mimeType`` on the wire by design (tested below), so it does not round-trip bare.
+_url = _text.filter(
+    lambda u: (
+        not u.startswith("data:") and gemini._MEDIA_TYPES.guess_type(u, strict=False)[0] is None
+    )
+)
 _media = st.builds(ImagePart, url=_url) | st.builds(
     BinaryPart, mime_type=st.sampled_from(["image/png", "audio/mp3"]), data=st.binary(max_size=8)
 )
@@ -442,3 +448,15 @@ def test_recorded_shapes_url_safe_base64_function_response_parts_and_kept_parts(
         {"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0+/w=="}}
     ]
     assert gemini.decode(encoded) == messages
+
+
+def test_a_file_url_gets_its_media_type_from_pythons_table_not_the_machines() -> None:
+    """Gemini's ``fileData`` wants a ``mimeType``: guessed from the URL's ending with
+    Python's own table, so ``0.A`` (``text/vnd.a`` in some machines' /etc/mime.types)
+    encodes alike everywhere."""
+    chain = [
+        Message(role=Role.HUMAN, parts=[ImagePart(url="https://x/cat.png"), ImagePart(url="0.A")])
+    ]
+    parts = gemini.encode(chain)["contents"][0]["parts"]
+    assert parts[0] == {"fileData": {"fileUri": "https://x/cat.png", "mimeType": "image/png"}}
+    assert parts[1] == {"fileData": {"fileUri": "0.A", "mimeType": "application/octet-stream"}}
