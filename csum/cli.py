@@ -375,7 +375,7 @@ def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | Non
         for name, key in _CLEAR_FIELDS.items()
         if (value := getattr(args, name)) is not None and value is not False
     }
-    if not (args.clear or args.low_cost or any(given.values())):
+    if not (args.clear or args.low_cost or given):
         return None
     try:
         return replace(base or DEFAULT_CLEARING or Clearing(), **given)

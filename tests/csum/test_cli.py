@@ -1050,6 +1050,16 @@ def test_csum_summary_only_is_the_preset_and_explicit_options_win(
     assert "apply to --budget" in reference.err
 
 
+def test_csum_a_clear_option_of_zero_turns_clearing_on(csum_cli: Callable[..., Run]) -> None:
+    """``--clear-keep 0`` alone turns clearing on, as any ``--clear-*`` does (a zero was
+    read as "not given", so ``--summary-only --clear-keep 0`` cleared nothing)."""
+    base = ("summarize", "--example", "--budget", "24KiB", "--summary-only")
+    zero = csum_cli(*base, "--clear-keep", "0")
+    assert zero.code == 0, zero.err
+    assert any(c.startswith(CLEARED_PREFIX) for c in _tool_results(zero.out))
+    assert zero.out == csum_cli(*base, "--clear", "--clear-keep", "0").out
+
+
 def test_csum_never_clears_an_excluded_tool(csum_cli: Callable[..., Run]) -> None:
     # Clearing at the summary stage's 60 % target, so the placeholders stay in the chain.
     base = ("summarize", "--example", "--budget", "24KiB", "--summary-only", "--clear")
