@@ -24,20 +24,17 @@ from csum.handlers._extractive.text import (
     _ELLIPSIS,
     _clip,
     _clip_middle,
+    _identifiers,
     _one_line,
     _scalar,
     _scalar_or_json,
 )
-from csum.handlers._extractive.tokens import _identifiers
-from csum.handlers._extractive.units import _Block
 from csum.handlers._extractive.weights import (
     _ARG_CAP,
-    _IDENT_CAP,
     _LINE_SCAN,
     _MIN_CALL,
     _MIN_SHARED_CALL,
     SHARES,
-    WEIGHTS,
 )
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
@@ -166,15 +163,6 @@ def _head_codes(head: str) -> int:
         for match in _TOKEN.finditer(args, endpos=_LINE_SCAN)
         if _CODE.fullmatch(match.group().rpartition("=")[2].strip(_TRAIL))
     )
-
-
-def _credit_codes(block: _Block) -> None:
-    """A call naming codes is worth its line even when its result says little: its
-    best result line earns what the codes are worth, so the call line comes with it."""
-    codes = _head_codes(block.head)
-    if codes and block.lines:
-        best = max(block.lines, key=lambda line: line.score)
-        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
 
 
 def _call_cap(calls: int, max_bytes: int) -> int:

@@ -14,13 +14,15 @@ from csum.handlers._extractive.calls import (
     _arguments,
     _call_cap,
     _call_shows,
-    _credit_codes,
+    _head_codes,
     _render_call,
 )
 from csum.handlers._extractive.lines import _body_lines
 from csum.handlers._extractive.reading import _first_line
 from csum.handlers._extractive.rendering import (
     RESULT_INDENT,
+    _Block,
+    _Line,
     _prior_blocks,
     _prior_calls,
     _request_line,
@@ -30,10 +32,10 @@ from csum.handlers._extractive.runs import (
     outcome_over_call,
 )
 from csum.handlers._extractive.text import _clip, _clip_whole_words, _utf8_len, _window
-from csum.handlers._extractive.units import _Block, _Line
 from csum.handlers._extractive.weights import (
     _COMPACT_RATIO,
     _EMPTY_RESULT,
+    _IDENT_CAP,
     _LINE_WINDOW,
     _LONE_HEAD,
     _MAX_REQUEST,
@@ -206,6 +208,15 @@ def _drop_lone_indent(blocks: list[_Block]) -> None:
     blocks' lines: two bytes a line saved for what the result says."""
     if len(blocks) == 1:
         blocks[0].indent = ""
+
+
+def _credit_codes(block: _Block) -> None:
+    """A call naming codes is worth its line even when its result says little: its
+    best result line earns what the codes are worth, so the call line comes with it."""
+    codes = _head_codes(block.head)
+    if codes and block.lines:
+        best = max(block.lines, key=lambda line: line.score)
+        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
 
 
 def _call_count(entries: tuple[PromptEntry, ...]) -> int:

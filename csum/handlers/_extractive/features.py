@@ -35,7 +35,7 @@ from csum.handlers._extractive.prose import compact_prose
 from csum.handlers._extractive.results import (
     is_relevance_score,
 )
-from csum.handlers._extractive.tokens import _cached_weight, _identifier_spans, _identifiers
+from csum.handlers._extractive.text import _cached_weight, _identifier_spans, _identifiers
 from csum.handlers._extractive.weights import (
     _BOOL_FIELD,
     _CACHED_LINE,

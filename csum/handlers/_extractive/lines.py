@@ -10,7 +10,6 @@ from csum.handlers._extractive.features import (
     _routine_score,
     _score,
 )
-from csum.handlers._extractive.fields import _Field, _field_lines, _json_fields
 from csum.handlers._extractive.patterns import (
     _ERROR,
     _EXIT_STATUS,
@@ -19,18 +18,19 @@ from csum.handlers._extractive.patterns import (
 )
 from csum.handlers._extractive.reading import (
     _cleaned,
+    _Field,
+    _field_lines,
+    _json_fields,
     _place_first,
     _read_text,
     _Text,
     _Unit,
 )
+from csum.handlers._extractive.rendering import _Line
 from csum.handlers._extractive.runs import (
     strip_colours,
 )
-from csum.handlers._extractive.salience import opens_section
-from csum.handlers._extractive.text import _shorten_paths, _window
-from csum.handlers._extractive.tokens import _identifier_spans
-from csum.handlers._extractive.units import _Line
+from csum.handlers._extractive.text import _identifier_spans, _shorten_paths, _window
 from csum.handlers._extractive.weights import (
     _CHECK_EVERY,
     _COMPACT_SHARE,
@@ -242,3 +242,10 @@ def _locate_error(above: list[_Line]) -> None:
     for line in above:
         if any(weight == _PATH_WEIGHTS[2] for _, _, weight in _identifier_spans(line.text)):
             line.score += WEIGHTS["error_context"]
+
+
+def opens_section(line: str) -> bool:
+    """Whether the line after ``line`` opens a section (a format-free prior: its first
+    line says what it is about): ``line`` is blank or a Markdown heading."""
+    text = line.strip()
+    return not text or text.startswith("#")

@@ -9,12 +9,17 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 from csum.handlers._extractive.features import _score
-from csum.handlers._extractive.rendering import _is_request, _list_item, _render_summary
+from csum.handlers._extractive.rendering import (
+    _Block,
+    _is_request,
+    _Line,
+    _list_item,
+    _render_summary,
+)
 from csum.handlers._extractive.text import (
     _clip_whole_words,
     _utf8_len,
 )
-from csum.handlers._extractive.units import _Block, _Line
 from csum.handlers._extractive.weights import (
     _COST_BASE,
     _CUT_SHARE,

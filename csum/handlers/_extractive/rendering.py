@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Final
 
@@ -12,7 +13,6 @@ from csum.handlers._extractive.calls import _head_codes
 from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
 from csum.handlers._extractive.patterns import _LONE_CALL
 from csum.handlers._extractive.text import _clip, _clip_at_word_end, _clip_bytes
-from csum.handlers._extractive.units import _Block, _Line
 from csum.handlers._extractive.weights import (
     _FILLER_SCORE,
     _LINE_SCAN,
@@ -20,6 +20,30 @@ from csum.handlers._extractive.weights import (
     _PRIOR_SCORE,
     WEIGHTS,
 )
+
+
+@dataclass(slots=True)
+class _Line:
+    block: int
+    order: int
+    text: str
+    score: float
+    tier: int = 1  # 0: an earlier summary's line, packed before anything else
+    taken: bool = False
+    group: str | None = None  # a JSON record's path: its fields share one line
+    whole: str | None = None  # the line before it was compacted, when it was
+
+
+@dataclass(slots=True)
+class _Block:
+    """A unit of the output: an optional head line and its body lines."""
+
+    head: str = ""
+    head_score: float = 0.0
+    indent: str = ""
+    head_taken: bool = False
+    lines: list[_Line] = field(default_factory=list)
+
 
 USER_PREFIX: Final = "User: "
 """Prefix of a request line in the summary."""

@@ -17,7 +17,7 @@ from csum import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive.features import _score
 from csum.handlers._extractive.prose import ELLIPSIS, compact_prose, is_fence, plain_links
-from csum.handlers._extractive.tokens import _identifier_spans
+from csum.handlers._extractive.text import _identifier_spans
 from csum.prompt import SummaryRequest, summary_request
 
 REPORT = """Done. The **billing-v2** migration is finished and pushed. Here's what changed:
