@@ -146,8 +146,8 @@ class _Sdk:
 
     @classmethod
     def load(cls, provider: str, handler: str, names: tuple[str, str]) -> _Sdk:
-        """The SDK (module and extra named ``provider``; its base error and client class
-        named by ``names``), or an ImportError saying which extra installs it."""
+        """The SDK named ``provider`` (its base error and client named by ``names``), or
+        ImportError."""
         try:
             sdk = importlib.import_module(provider)
         except ImportError as exc:
@@ -219,8 +219,7 @@ async def _run_with_retries(
     timeout: float,
     policy: RetryPolicy,
 ) -> str:
-    """``attempt()`` under ``timeout`` per attempt, retried as ``policy`` says; a
-    :class:`HandlerError` (the SDK error its cause) once a failure is final."""
+    """``attempt()`` retried as ``policy`` says; a :class:`HandlerError` once a failure is final."""
     rng = random.Random()
     attempts = 0
     while True:
@@ -255,8 +254,7 @@ async def _run_with_retries(
 
 @dataclass(frozen=True, slots=True)
 class _Connection:
-    """The options every SDK handler takes: which model, where, how long, how often;
-    ``client``: an SDK client to use (left open), or None to open one per call."""
+    """What every SDK handler takes; ``client``: one to use (left open), or None: one per call."""
 
     model: str
     base_url: str | None
@@ -283,10 +281,7 @@ def _sdk_handler(
     fresh: Callable[[str], Body],
     continued: Callable[[Sequence[Message], str], Body] | None,
 ) -> RequestHandler:
-    """A request handler calling ``complete(client, body)`` with retries: the body is
-    ``continued(conversation, instruction)`` for a request carrying its conversation
-    when given, else ``fresh(prompt)``. A given client is used with its retries off and
-    never closed; else each call opens its own (so the handler works across loops)."""
+    """A request handler calling ``complete(client, body)`` with retries."""
     client = connection.client
     policy = RetryPolicy(connection.max_retries, connection.backoff_base, connection.backoff_max)
 

@@ -30,8 +30,7 @@ class _StoppedError(Exception):
 
 
 def _cleaned(entry: PromptEntry) -> PromptEntry:
-    """``entry`` with its lone surrogates replaced (the output must be valid UTF-8); an
-    entry of a text request keeps having no earlier summary or archive line."""
+    """``entry`` with its lone surrogates replaced (the output must be valid UTF-8)."""
     fields = (entry.content, entry.name, entry.call_id, entry.args)
     content, name, call_id, args = (_clean(field) for field in fields)
     if (content, name, call_id, args) == fields:

@@ -49,8 +49,7 @@ _FLAGS = frozenset({"true", "false", "null", "none", "True", "False", "None"})
 
 
 def _arguments(args: str) -> dict[str, Any] | None:
-    """A call's arguments as a JSON object (empty text: none); None when they are not
-    one. Parsed once per call, for its line, its pairs and the lines it writes."""
+    """A call's arguments as a JSON object (empty text: none); None when not one."""
     try:
         value = json.loads(args) if args.strip() else {}
     except (ValueError, RecursionError):
@@ -59,9 +58,7 @@ def _arguments(args: str) -> dict[str, Any] | None:
 
 
 def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -> str:
-    """``name(command)`` for a command-like call, else ``name(key=value, ...)``; a call
-    with one telling argument (an id, a path) as ``name(value)``: its name says what the
-    value is. ``value``: ``args`` parsed (:func:`_arguments`)."""
+    """``name(command)``, ``name(key=value, ...)``, or ``name(value)`` for one telling argument."""
     if value is None:
         return _clip(f"{name}({_one_line(args)})", cap)
     first: list[str] = []
@@ -92,8 +89,7 @@ def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -
 
 
 def _telling(text: str) -> bool:
-    """Whether an argument's value says what it is without its key: an identifier
-    (``ORD7731QX``, ``/src/app.py``), not a bare number or flag."""
+    """Whether an argument's value names itself without its key (an id, a path; no number)."""
     return (
         len(text) >= 5
         and any(c.isalpha() for c in text)
@@ -103,10 +99,7 @@ def _telling(text: str) -> bool:
 
 
 def _compact_command(command: str) -> str:
-    """A shell command as short as it can be while still naming what ran: where its
-    error output went (``2>&1``) and a last stage that only shortens its output
-    (``| head -20``, ``| tail -n 50``) say nothing about what ran, and a command of
-    several lines (a commit message's body, a heredoc) is named by its first."""
+    """A shell command by what ran: no ``2>&1``, no last ``| head -20``, its first line."""
     lines = [line.strip() for line in command.strip().splitlines()[:3]]
     if len(lines) > 1:
         # A commit message's body, a heredoc, a script: its first line says what ran,
@@ -126,14 +119,12 @@ def _compact_command(command: str) -> str:
 
 
 def _identifiers_first(values: list[str]) -> list[str]:
-    """Argument values densest in identifiers (``user_42``, ``K9QX2Z``) first, prose
-    last: a call line cut at its end then loses the prose."""
+    """Argument values densest in identifiers first: a cut at the end loses the prose."""
     return sorted(values, key=lambda value: -_identifiers(value) / (len(value) + 8))
 
 
 def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
-    """A call's scalar arguments (parsed, :func:`_arguments`) as ``key=value`` (as its
-    flattened result writes them)."""
+    """A call's scalar arguments as ``key=value``, as its flattened result writes them."""
     if value is None:
         return frozenset()
     return frozenset(
@@ -142,10 +133,7 @@ def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
 
 
 def _call_shows(head: str, pair: str) -> bool:
-    """Whether the call line ``head`` shows the argument ``pair`` (``key=value``): with
-    its key, as the call's lone argument (``get_order(ORD7731QX)``, whose name says
-    what the value is), or as words leading several (``search(latest tokio, depth=2)``:
-    a result echoing its query says it again)."""
+    """Whether the call line ``head`` shows the argument ``pair`` (``key=value``), keyed or not."""
     value = pair.split("=", 1)[1]
     if pair in head or head.endswith(f"({value})"):
         return True
@@ -155,8 +143,7 @@ def _call_shows(head: str, pair: str) -> bool:
 
 
 def _head_codes(head: str) -> int:
-    """How many codes (``JG7FMM``, ``HAT028``, ``ORD7731QX``: a booking, an order, a
-    flight) a call line's arguments name."""
+    """How many codes (``JG7FMM``, ``ORD7731QX``) a call line's arguments name."""
     _, _, args = head.partition("(")
     return sum(
         1
@@ -166,9 +153,7 @@ def _head_codes(head: str) -> int:
 
 
 def _call_cap(calls: int, max_bytes: int) -> int:
-    """Bytes a call line may take: up to half the budget for a single call; the call
-    lines of several ``calls`` (earlier summaries' included, :func:`_call_count`) share
-    a quarter of it, so that what the calls returned has the room."""
+    """Bytes a call line may take: half the budget for one call, a shared quarter for several."""
     cap = min(_ARG_CAP, int(max_bytes * SHARES["call"]))
     if calls > 1:
         return max(_MIN_SHARED_CALL, min(cap, int(max_bytes * SHARES["calls"]) // calls))

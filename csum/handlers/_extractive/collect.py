@@ -43,7 +43,6 @@ from csum.handlers._extractive.weights import (
     _MIN_WINDOW,
     _PRIOR_SCORE,
     _REQUEST_PERCENT,
-    _RESULT_HEAD,
     WEIGHTS,
 )
 from csum.prompt import CONTEXT_TAG, PromptEntry
@@ -97,9 +96,7 @@ class _Collector:
         )
 
     def add(self, entry: PromptEntry) -> None:
-        """One entry: a call, an earlier summary, a request, a result or an answer.
-        The user's messages given as context stay in the chain beside the summary
-        (the instructions say not to summarize them): repeating them wastes it."""
+        """One entry; the user's messages kept as context beside the summary are not repeated."""
         if entry.kind == "tool_call":
             if entry.name != SUMMARIZATION_TOOL_NAME:
                 self._call(entry)
@@ -125,9 +122,7 @@ class _Collector:
         self.calls[entry.call_id] = _Call(head, _argument_pairs(parsed))
 
     def _request(self, entry: PromptEntry) -> None:
-        """What the user said: requests and constraints, the request itself first. An
-        earlier summary of the user's messages ends with the line naming their archived
-        batch: it stays as it was and first, as in any earlier summary."""
+        """What the user said, its first line first; an earlier batch's archive line kept first."""
         block = _Block()
         text, archived = entry.body, entry.archive_ref
         number = len(self.blocks)
@@ -150,14 +145,13 @@ class _Collector:
             self.blocks.append(block)
 
     def _result(self, entry: PromptEntry) -> None:
-        """A tool's result under its call's line (or its name, when the call is not in
-        the prompt)."""
+        """A tool's result under its call's line (its name when the call is not in the prompt)."""
         call = self.calls.pop(entry.call_id, None)
         head = (call.head if call else "") or _render_call(
             entry.name or "tool", "", {}, self.call_cap
         )
         number = len(self.blocks)
-        block = _Block(head=head, head_score=_RESULT_HEAD, indent=RESULT_INDENT)
+        block = _Block(head=head, indent=RESULT_INDENT)
         block.lines = list(
             _body_lines(
                 entry.content,
@@ -190,7 +184,6 @@ class _Collector:
             self.blocks.append(
                 _Block(
                     head=call.head,
-                    head_score=_LONE_HEAD,
                     indent=RESULT_INDENT,
                     lines=[_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)],
                 )
@@ -204,15 +197,13 @@ _NONE: frozenset[str] = frozenset()
 
 
 def _drop_lone_indent(blocks: list[_Block]) -> None:
-    """A call alone in its summary needs no indent to tell its result lines from other
-    blocks' lines: two bytes a line saved for what the result says."""
+    """A call alone in its summary needs no indent under it: two bytes a line saved."""
     if len(blocks) == 1:
         blocks[0].indent = ""
 
 
 def _credit_codes(block: _Block) -> None:
-    """A call naming codes is worth its line even when its result says little: its
-    best result line earns what the codes are worth, so the call line comes with it."""
+    """A call naming codes lifts its best result line, so the call line comes with it."""
     codes = _head_codes(block.head)
     if codes and block.lines:
         best = max(block.lines, key=lambda line: line.score)
@@ -220,7 +211,6 @@ def _credit_codes(block: _Block) -> None:
 
 
 def _call_count(entries: tuple[PromptEntry, ...]) -> int:
-    """How many call lines the summary may hold: the prompt's calls and those of the
-    earlier summaries in it."""
+    """Call lines the summary may hold: the prompt's and its earlier summaries'."""
     calls = sum(1 for e in entries if e.kind == "tool_call")
     return calls + sum(_prior_calls(e.content) for e in entries if e.earlier_summary)

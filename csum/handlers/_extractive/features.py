@@ -55,8 +55,7 @@ def _score(
     prose: bool = False,
     named: dict[str, int] | None = None,
 ) -> float:
-    """How much a line is worth keeping (0: not at all): what its identifiers are worth
-    (less for names said above, with ``named``), then what its kind earns."""
+    """How much a line is worth keeping: its identifiers (less for names said), then its kind."""
     scan = line[:_LINE_SCAN]
     score = min(_IDENT_CAP, WEIGHTS["identifier"] * _identifiers(scan, named))
     signals = _cached_signals if len(scan) <= _CACHED_LINE else _line_signals
@@ -65,8 +64,7 @@ def _score(
 
 
 class LineKind(NamedTuple):
-    """What the caller knows of a line: an answer's (prose), code (or a file listing's),
-    a diff's."""
+    """What the caller knows of a line: an answer's (prose), code (a listing's), a diff's."""
 
     prose: bool
     code: bool
@@ -114,8 +112,7 @@ def _error(scan: str, kind: LineKind) -> bool:
 
 @_line_feature("counts")
 def _counts(scan: str, kind: LineKind) -> bool:
-    """A count of what ran and how it went ("297 passed, 0 failures"): a result, in any
-    tool output, and in an answer when it names an outcome."""
+    """A count of what ran and how it went (``297 passed``); in an answer, of an outcome."""
     if _COUNTS.search(scan) is None:
         return False
     return not kind.prose or _OUTCOME.search(scan) is not None
@@ -151,8 +148,7 @@ _CLASS_FEATURES = ("pin", "measurement", "located")
 
 
 def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[float | None, float]:
-    """What a line's kind earns, apart from its identifiers: (the whole score when its
-    kind alone says it, else None; what its features add to its identifiers' score)."""
+    """(the whole score when a line's kind alone says it, else None; what its features add)."""
     if diff:
         if _DIFF_FILE.match(scan):
             return WEIGHTS["diff_file"], 0.0  # which file a hunk changes: said once, here
@@ -178,8 +174,7 @@ def clear_caches() -> None:
 
 
 def _class_bonus(scan: str) -> float:
-    """What a line's class features earned: a package pinned to a version, a
-    measurement with its name, a place given in words."""
+    """What a line's class features earned (a pin, a measurement, a place in words)."""
     kind = LineKind(prose=False, code=False, diff=False)
     return sum(WEIGHTS[name] for name in _CLASS_FEATURES if LINE_FEATURES[name](scan, kind))
 
@@ -190,16 +185,13 @@ def _is_routine_log(line: str) -> bool:
 
 
 def _log_message(line: str) -> str:
-    """A routine log line without its time and level (scored on what it says: the
-    clock's numbers are no count of tests)."""
+    """A routine log line without its time and level (the clock's numbers count no tests)."""
     match = _ROUTINE_LOG.match(line[:_LINE_SCAN])
     return line if match is None else line[match.end() :]
 
 
 def _routine_score(line: str, score: float) -> float:
-    """A routine log line's score without what its numbers with units earned: timings
-    and counts are what such lines always print. What it names (a migration, a
-    module), an error, a test count or a constraint in it still counts."""
+    """A routine log line's score without what its numbers with units and class features earned."""
     scan = line[:_LINE_SCAN]
     found = _identifiers(scan)
     numbers = len(_UNIT.findall(scan, endpos=_LINE_SCAN))
@@ -210,8 +202,7 @@ def _routine_score(line: str, score: float) -> float:
 
 
 def _field_weight(key: str, value: object) -> float:
-    """How much a field says: a value least when it says nothing (null, empty, a search
-    hit's relevance, which its place says) or only true or false."""
+    """How much a field says: least for null, empty or a relevance score; less for a bool."""
     if value is None or value in ("", [], {}) or is_relevance_score(key, value):
         return _EMPTY_FIELD
     return _BOOL_FIELD if isinstance(value, bool) else 1.0
@@ -227,8 +218,7 @@ def _is_prose(line: str) -> bool:
 
 
 def _compact_answer_line(line: str) -> str:
-    """An answer's line in its compact form (:func:`compact_prose`), unless it reports
-    an error: an error keeps its whole message."""
+    """An answer's line in its compact form (:func:`compact_prose`), unless it is an error."""
     if _ERROR.search(line[:_LINE_SCAN]):
         return line
     return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)

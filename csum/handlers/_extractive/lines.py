@@ -56,9 +56,7 @@ def _body_lines(
     said: frozenset[str] = frozenset(),
     compact: bool = False,
 ) -> Iterator[_Line]:
-    """The scored lines of one text (a tool result, an answer, a request); ``said``:
-    ``key=value`` pairs the call line already shows; ``compact``: long lines in their
-    compact form (:func:`_compact_answer_line`)."""
+    """A text's scored lines; ``said``: pairs the call line shows; ``compact``: short forms."""
     if tool:
         content = strip_colours(content)
     documents: list[str] = []
@@ -87,8 +85,7 @@ def _json_lines(
     check: Callable[[], None],
     width: int,
 ) -> Iterator[_Line]:
-    """A JSON result's fields, then the lines of a page or a file inside it, scored as a
-    tool's output's are."""
+    """A JSON result's fields, then the lines of the documents inside it."""
     yield from _field_lines(fields, block, check, width)
     after = len(fields)
     for document in documents:
@@ -100,10 +97,7 @@ def _json_lines(
 
 
 class _Scorer:
-    """Scores a text's units in their order: what each line says
-    (:func:`_line_features`), then the signals that depend on the lines around it (a
-    list of what is still to do, an error's context, a traceback's frame, repeats,
-    its place in the output, a section's first line)."""
+    """Scores a text's units in order: what each line says, then what the lines around add."""
 
     def __init__(
         self,
@@ -137,9 +131,7 @@ class _Scorer:
         return item
 
     def _context(self, unit: _Unit, score: float) -> float:
-        """What the lines above add: a list of what is still to do, an error's context
-        (the assertion, left and right, the failing input: worth more while short,
-        fading), a traceback's frame for the exception below it."""
+        """What the lines above add: an error's context below it, fading, and its place above."""
         text, line = self.text, unit.line
         listed = _is_listed(unit, text)
         if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
@@ -155,9 +147,7 @@ class _Scorer:
         return score
 
     def _placed(self, unit: _Unit, score: float) -> tuple[float, bool]:
-        """The score with the repeats of the line's shape and its place in the output:
-        its first and last lines say most (commands, totals, verdicts); and whether its
-        place added to it."""
+        """The score with its shape's repeats and its place (first, last lines); whether placed."""
         order, line, mark = unit.order, unit.line, unit.mark
         edge = not self.text.listing and (order < 2 or order >= self.last - 1)
         # Repeated shapes (the same line but for its numbers) are worth less each time.
@@ -183,8 +173,7 @@ class _Scorer:
         return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
 
     def _item(self, unit: _Unit, score: float, placed: bool) -> _Line:
-        """The line as shown: its place first, its paths shortened, cut to its window,
-        in its compact form when asked."""
+        """The line as shown: place first, paths shortened, windowed, compact when asked."""
         line, width = unit.line, self.width
         if unit.order in self.text.places:
             line = _place_first(line, self.text.places[unit.order])
@@ -211,9 +200,7 @@ def _line_features(
     text: _Text,
     named: dict[str, int],
 ) -> float:
-    """What a line says, whatever lines are around it: its identifiers and kind
-    (:func:`_score`), the code tools' mark, a routine log line's due,
-    its place in a file listing, an echoed command, a record's rank in its list."""
+    """What a line says whatever is around it: its score, its mark, a log's due, its rank."""
     line, mark = unit.line, unit.mark
     scored = _log_message(line) if unit.routine else line
     code = _is_listed(unit, text)
@@ -229,23 +216,18 @@ def _line_features(
 
 
 def _is_listed(unit: _Unit, text: _Text) -> bool:
-    """Whether a unit is a line of a file listing's content: a numbered line of a
-    listing. The lines around the numbered ones are the tool's own words (which file,
-    how the edit went, ``E999 SyntaxError: invalid syntax``): read as any
-    output's, so an error among them is one."""
+    """Whether a unit is a numbered line of a file listing (the tool's own words are not)."""
     return text.listing and _NUMBERED.match(unit.original) is not None
 
 
 def _locate_error(above: list[_Line]) -> None:
-    """The lines just above an error that name a place (``test/a_test.exs:142``, the
-    failing test's file and line) say where it is: they rank up with it."""
+    """The lines just above an error naming a place (``a_test.exs:142``) rank up with it."""
     for line in above:
         if any(weight == _PATH_WEIGHTS[2] for _, _, weight in _identifier_spans(line.text)):
             line.score += WEIGHTS["error_context"]
 
 
 def opens_section(line: str) -> bool:
-    """Whether the line after ``line`` opens a section (a format-free prior: its first
-    line says what it is about): ``line`` is blank or a Markdown heading."""
+    """Whether the line after ``line`` opens a section: ``line`` is blank or a heading."""
     text = line.strip()
     return not text or text.startswith("#")

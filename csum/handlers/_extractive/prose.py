@@ -44,8 +44,7 @@ _MIN_SAVING = 12  # a compact form saving fewer characters than this is not wort
 
 
 def compact_prose(line: str, spans: SpanFinder) -> str:
-    """``line`` cut to its clauses that carry something (see the module's docstring);
-    ``line`` itself when that saves little."""
+    """``line`` cut to its clauses that carry something; itself when that saves little."""
     clauses = _clauses(line)
     if not any(_signal_end(clause, spans) is not None for clause, _ in clauses):
         return line  # nothing in it to keep a compact form for
@@ -111,9 +110,7 @@ def _quoted(line: str) -> set[int]:
 
 
 def _signal_end(clause: str, spans: SpanFinder) -> int | None:
-    """Where a clause's kept words end: the end of the word holding its last signal (an
-    identifier, a number with what it counts, a backticked name), or the clause's end
-    when at most :data:`_SHORT_TAIL` words follow; None when it holds no signal."""
+    """Where a clause's kept words end (its last signal's word, or its end); None: no signal."""
     last = max((end for _, end, _ in spans(clause)), default=-1)
     for pattern in (_DIGIT, _MEASURE):
         for match in pattern.finditer(clause):
@@ -144,9 +141,7 @@ def is_fence(line: str) -> bool:
 
 
 def plain_links(line: str) -> str:
-    """Markdown links written plainly: ``[text](url)`` as ``text (url)``, or as the
-    url alone when the text only repeats its host (``[apnews.com](https://apnews.com/a)``);
-    tracking parameters (``utm_source=...``) left out of the url."""
+    """Markdown links as ``text (url)`` (the url alone when the text is its host), untracked."""
     if "](" not in line:
         return line
     return _LINK.sub(_plain_link, line)

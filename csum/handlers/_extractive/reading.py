@@ -63,8 +63,7 @@ from csum.handlers._extractive.weights import (
 
 
 def _undecorated(line: str) -> str:
-    """``line`` without its leading box rules, quote marks or bullets and a trailing
-    escaped carriage return (:data:`_DECORATION`); read only when it may hold them."""
+    """``line`` without leading box rules, quote marks or bullets and a trailing ``\\r``."""
     if line[:1].isalnum() and not line.endswith("\\r"):
         return line
     if "\\r" not in line:  # no escaped carriage return: only the leading decoration
@@ -74,8 +73,7 @@ def _undecorated(line: str) -> str:
 
 
 def _record_text(line: str) -> str | None:
-    """A one-line JSON object of scalars as ``key=value`` fields (its keys kept, its
-    quotes and braces dropped); None for any other line."""
+    """A one-line JSON object of scalars as ``key=value`` fields; None for any other line."""
     text = line.strip()
     if len(text) > _LINE_SCAN or not (text.startswith("{") and text.endswith("}")):
         return None
@@ -99,9 +97,7 @@ def _split_lines(text: str) -> list[str]:
 
 
 def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
-    """Prose lines split into their sentences, each a unit of its own: a paragraph's
-    one sentence that matters is kept without the others; with ``prose_only``, only the
-    lines that read as prose (mostly words, not code, not a numbered listing's)."""
+    """Prose lines split into their sentences (``prose_only``: only lines that read as prose)."""
     out: list[str] = []
     for line in lines:
         if len(line) <= _SENTENCE_MIN or (prose_only and not _is_prose(line)):
@@ -119,13 +115,7 @@ def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
 
 
 def _reshape(lines: list[str], ranks: dict[str, int]) -> list[str]:
-    """A tool's lines with two shapes made compact: a long listing's entry
-    (``drwxr-xr-x 2 ann staff 64 May 2 10:01 src``) as its name alone, a directory's
-    marked ``/`` (the mode, owner, size and date columns say little and cost most of the
-    line); and a line holding a JSON list of records (a web search's ``Links: [{"title":
-    ..., "url": ...}]``) as one line per record, so that each record is kept or dropped
-    whole, with its keys; ``ranks`` gets each such record's place in its list (a search
-    lists its best matches first)."""
+    """A long listing's entry as its name, a JSON list of records as a line per record (ranked)."""
     out: list[str] = []
     for line in lines:
         entry = _LONG_LISTING.match(line, endpos=_LINE_SCAN)
@@ -149,8 +139,7 @@ def _reshape(lines: list[str], ranks: dict[str, int]) -> list[str]:
 
 
 def _record_list(line: str) -> list[str] | None:
-    """The records of a line holding a JSON list of objects (after an optional label),
-    each as a one-line JSON object; None for any other line."""
+    """A line's JSON list of objects as one-line JSON records (its label first); else None."""
     start = line.find("[{", 0, _RECORD_LABEL)
     if start < 0 or len(line) > 16 * _LINE_SCAN or not line.rstrip().endswith("}]"):
         return None
@@ -165,10 +154,7 @@ def _record_list(line: str) -> list[str] | None:
 
 
 def _location(line: str) -> str | None:
-    """The place a line names when it names little else: a path with a line number,
-    maybe after an arrow, ``at`` or ``in``, and a short tag (``test/a_test.exs:142``,
-    ``--> src/main.rs:4:5``, ``lib/a.ex:9:5 #(App.start)``); None for any other line,
-    such as grep's ``src/a.py:12: words of the match``, which says its own message."""
+    """The place (a path with a line) a line names when it names little else; else None."""
     match = _LOCATION_LINE.match(line, endpos=_LINE_SCAN)
     if match is None or len(line) - match.end() > _LOCATION_TAIL:
         return None
@@ -181,8 +167,7 @@ def _location(line: str) -> str | None:
 
 
 def _message_line(line: str, room: int) -> bool:
-    """Whether a line could be what a location line locates: it says something, names
-    no place of its own, and fits with the place in one window (``room`` characters)."""
+    """Whether a line could be what a location line locates, in one window with it."""
     return (
         len(line.strip()) < room
         and any(c.isalnum() for c in line[:200])
@@ -193,12 +178,7 @@ def _message_line(line: str, room: int) -> bool:
 def _two_line_records(
     raw: list[str], check: Callable[[], None], width: int, places: dict[int, str]
 ) -> list[str]:
-    """Tool output lines with a message and, on the next line, its place (a linter
-    finding, a compiler error and its ``-->``, a failing test's header and its
-    ``path:line``) joined into one unit, kept or left together, as either alone says
-    half; only when both fit in one window (``width``). The message comes first, to be
-    scored as it reads; ``places`` gets each joined line's place, by its index, to be
-    written first (:func:`_place_first`)."""
+    """A message and its place on the next line joined in one unit (``places``: the place)."""
     out: list[str] = []
     for index, line in enumerate(raw):
         if index % _CHECK_EVERY == 0:
@@ -218,16 +198,14 @@ def _two_line_records(
 
 
 def _place_first(line: str, place: str) -> str:
-    """A joined message and place as ``place message``: a compiler's own order, and the
-    place survives a cut at the end."""
+    """A joined message and place as ``place message``: the place survives a cut at the end."""
     if not line.endswith(" " + place):
         return line
     return f"{place} {line[: -len(place) - 1]}"
 
 
 def _hunk_header(line: str) -> str:
-    """A diff hunk's header as its place and the name of what encloses it:
-    ``@@ -140,7 +140,8 @@ def apply_discounts(…``, not the whole signature."""
+    """A diff hunk's header as its place and what encloses it (``def apply(…``)."""
     match = _HUNK.match(line)
     if match is None:
         return line
@@ -250,8 +228,7 @@ def _first_line(text: str) -> str:
 
 @dataclass(slots=True)
 class _Text:
-    """A text's units (``raw``: its lines, sentences or records) and what kind of text
-    it is: a tool's output or not, a numbered file listing, a diff."""
+    """A text's units (``raw``) and its kind: a tool's output, a numbered listing, a diff."""
 
     raw: list[str]
     tool: bool
@@ -266,9 +243,7 @@ class _Text:
 
 
 def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: int) -> _Text:
-    """``content`` (not JSON) as units: an answer's lines split into sentences; a tool's
-    lines with the code tools' marks, its prose split into sentences, its records one
-    per line, a message joined with its place on the next line."""
+    """``content`` (not JSON) as units: sentences, records, a message joined with its place."""
     raw = _split_lines(content)
     if not tool:
         return _Text(_sentences(raw), tool=False)
@@ -302,8 +277,7 @@ class _Unit:
 
 
 def _markdown(unit: _Unit, text: _Text) -> bool:
-    """An answer's code fences left out, its markdown marks dropped and its links
-    written as their urls (``[a.com](https://a.com/x)``)."""
+    """An answer's code fences left out, markdown marks dropped, links written plainly."""
     if text.tool:
         return True
     if is_fence(unit.line):
@@ -354,8 +328,7 @@ def _run_noise(unit: _Unit, text: _Text) -> bool:
 
 
 def _says_something(unit: _Unit, text: _Text) -> bool:
-    """Whether the line holds a letter or a digit, and is more than markup alone
-    (``</output>``) or a file's empty line (its number alone)."""
+    """Whether the line holds a letter or digit, not markup alone or a listing's bare number."""
     line = unit.line
     if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
         return False
@@ -399,8 +372,7 @@ def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
 
 @dataclass(frozen=True, slots=True)
 class _Field:
-    """One ``key=value`` of a flattened JSON result: fields of one record share a line
-    headed by the record's path (``group``), so the path is written once."""
+    """One ``key=value`` of a flattened JSON result; ``group``: its record's path."""
 
     group: str
     text: str
@@ -408,8 +380,7 @@ class _Field:
 
 
 def _restates(parent: str, value: object) -> bool:
-    """Whether ``value`` only repeats the key its record is filed under (``"id"`` equal to
-    it, or ``"source": "paypal"`` under ``paypal_5521904``)."""
+    """Whether ``value`` only repeats the key its record is filed under."""
     if not parent or not isinstance(value, str) or not value:
         return False
     return value == parent or parent.startswith((value + "_", value + "-"))
@@ -424,10 +395,7 @@ def _flatten_json(
     said: frozenset[str] = frozenset(),
     parent: str = "",
 ) -> None:
-    """Every scalar as a ``key=value`` field of its record (``path``); a small object of
-    scalars (``paypal_1(amount=41)``) and a list of scalars are one field of the record
-    holding them. Fields that repeat the record's key, or the call's own arguments
-    (``said``, on the line above), are left out."""
+    """Every scalar as a field of its record; fields repeating the key or ``said`` left out."""
     if depth > _JSON_DEPTH:
         out.append(_Field(path, "…", _EMPTY_FIELD))
         return
@@ -475,8 +443,7 @@ def _flatten_json(
 def _json_fields(
     content: str, said: frozenset[str] = frozenset(), documents: list[str] | None = None
 ) -> list[_Field] | None:
-    """The fields of a JSON result, or None when ``content`` is not a JSON object or list;
-    ``documents`` gets the texts it holds (:func:`take_documents`), left out of them."""
+    """A JSON result's fields (its documents taken out), or None when it is not JSON."""
     text = content.strip()
     if not text or text[0] not in "{[":
         return None

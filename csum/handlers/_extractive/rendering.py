@@ -39,7 +39,6 @@ class _Block:
     """A unit of the output: an optional head line and its body lines."""
 
     head: str = ""
-    head_score: float = 0.0
     indent: str = ""
     head_taken: bool = False
     lines: list[_Line] = field(default_factory=list)
@@ -54,8 +53,7 @@ RESULT_INDENT: Final = "  "
 
 
 def _request_line(text: str) -> str:
-    """A line of what the user said, as the summary writes it (``User: ...``); an
-    earlier summary's such line stays as it is."""
+    """A line of what the user said, as the summary writes it (``User: ...``)."""
     return text if text.startswith(USER_PREFIX) else USER_PREFIX + text
 
 
@@ -65,11 +63,7 @@ def _is_request(text: str) -> bool:
 
 
 def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
-    """The summary of the taken lines: each shown block's head, then its kept lines in
-    their order, indented under it. A call alone in the summary (the others' lines were
-    all repeats or left out): its result lines need no indent (the bytes were counted
-    with it: only shorter). When not even one line fits: as much of the most important
-    one as fits."""
+    """The summary: each shown block's head and its kept lines; else the best line clipped."""
     out: list[str] = []
     shown = [block for block in blocks if any(line.taken for line in block.lines)]
     for block in shown:
@@ -96,17 +90,7 @@ def _prior_calls(text: str) -> int:
 
 
 def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
-    """An earlier summary (``text``, as this handler wrote it) read back as blocks
-    numbered from ``first``: a line with lines indented below it is a call heading
-    its result lines again, other lines stand alone.
-
-    Each line is scored by what it says, as a new line would be. A line that still
-    holds a strong signal (:data:`_PRIOR_KEEP_SCORE`: an error, a constraint, a count,
-    several identifiers), and the archive line, keeps its place before anything new
-    (tier 0), so summarizing again never ranks the earlier facts below new noise.
-    The rest competes with the new lines by its score: once the summary is full, new
-    facts take the room of earlier lines that said nothing much.
-    """
+    """An earlier summary read back as blocks from ``first``, its strong lines first (tier 0)."""
     rows = [line.rstrip() for line in text.splitlines() if line.strip()]
     if (
         len(rows) > 1
@@ -164,8 +148,7 @@ def _prior_line(block: int, order: int, text: str) -> _Line:
 
 
 def _list_item(group: str) -> tuple[str, str] | None:
-    """A record of a list as its list's path and its index (``flights[3]``: ``flights``,
-    ``[3]``); None for any other record."""
+    """A list's record as its list's path and index (``flights``, ``[3]``); else None."""
     if not group.endswith("]"):
         return None
     start = group.rfind("[")
@@ -175,9 +158,7 @@ def _list_item(group: str) -> tuple[str, str] | None:
 
 
 def _render(block: _Block, kept: list[_Line], indent: str) -> Iterator[str]:
-    """The kept lines in their order; the fields of one record on one line, and the
-    records of one list on one line, its path written once
-    (``flights[0]: flight_number=HAT1 date=...; [2]: flight_number=HAT7``)."""
+    """The kept lines in order: a record's fields, and a list's records, on one line."""
     records: dict[str, list[str]] = {}
     lists: dict[str, list[str]] = {}
     for line in kept:

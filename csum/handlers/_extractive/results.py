@@ -31,8 +31,7 @@ _TITLE_KEY: Final = regex.compile(r"(?i:title|url|link|href|uri)$")
 
 
 def is_relevance_score(key: str, value: object) -> bool:
-    """Whether a field is a search hit's relevance (``"score": 0.97``): a fraction
-    every hit has, in the order the hits are listed already."""
+    """Whether a field is a search hit's relevance (``"score": 0.97``): its place says it."""
     return (
         isinstance(value, float)
         and 0.0 <= value <= 1.0
@@ -64,15 +63,7 @@ _TEXT_RANK: Final = 1  # places a hit's text ranks below the hit's own line
 
 
 def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
-    """Lines holding records printed as ``Label: value`` blocks (a web search's hits as
-    LangChain's and pydantic-ai's search tools print them: ``Title:``, ``URL:``,
-    ``Content:``, ``Score:``, one record after another) with each record's short fields
-    joined into one line, its title and URL first (``Title: X URL: Y``), so that a hit
-    is kept or dropped whole; its long fields (the page's text) stay lines of their
-    own, after it. A relevance score is left out: the order says it. ``ranks`` gets
-    each record's line and its place (a search lists its best hits first), and its
-    text lines a place lower. Lines are
-    returned as they are when fewer than two records open with the same label."""
+    """``Label: value`` records with their short fields on one line each (``ranks``: places)."""
     found = _record_labels(lines)
     if found is None:
         return lines
@@ -96,10 +87,7 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
 
 
 def _record_labels(lines: list[str]) -> tuple[str, set[str]] | None:
-    """The label opening each record and the labels of the records' fields (those seen
-    at least twice); None when fewer than two records open with the same label, or when
-    a label is a severity (messages of a log or a checker: "Warning: ...", "Error:
-    ...")."""
+    """The opening label and the fields' labels of repeated records; None when there are none."""
     opener = ""
     counts: dict[str, int] = {}
     for line in lines:
@@ -116,8 +104,7 @@ def _record_labels(lines: list[str]) -> tuple[str, set[str]] | None:
 
 
 class _LabelledRecords:
-    """The lines out, and the record being read: its short fields (``head``, joined
-    into one line when it closes) and its other lines (``rest``)."""
+    """The lines out, and the record being read: its short fields and its other lines."""
 
     def __init__(self, ranks: dict[str, int]) -> None:
         self.ranks = ranks
@@ -127,8 +114,7 @@ class _LabelledRecords:
         self.rank = 0
 
     def add(self, line: str, label: str, value: str) -> None:
-        """A field of the record: on its line while short, not a text, and the line
-        stays within :data:`_RECORD_LINE_MAX`."""
+        """A field of the record: on its line while short, not a text, and the line not too long."""
         joined = sum(len(field) + 1 for field in self.head) + len(line.strip())
         if (
             len(value) <= _RECORD_FIELD
@@ -140,8 +126,7 @@ class _LabelledRecords:
             self.rest.append(line)
 
     def close(self) -> None:
-        """The record's line (what it is and where first: a cut line keeps them), then
-        its other lines, which rank with it, a place lower."""
+        """The record's line (title and URL first), then its other lines, a place lower."""
         if self.head:
             self.head.sort(key=_field_place)
             line = " ".join(self.head)
@@ -178,11 +163,8 @@ _DOCUMENT_CHARS: Final = 400
 
 
 def take_documents(value: object, documents: list[str]) -> object:
-    """``value`` (parsed JSON) without the documents its strings hold, each appended to
-    ``documents`` in order: a fetched page's text (the ``content.source.data`` of
-    Anthropic's web fetch tool's result, an MCP resource's ``text``) is read line by
-    line like any tool's output, not kept as one field cut to a window. Nothing is
-    mutated: the objects holding a document are copied without its key."""
+    """``value`` without the documents its strings hold (copied, not mutated), each to
+    ``documents``."""
     if isinstance(value, str):
         return value
     if isinstance(value, list):
@@ -216,12 +198,7 @@ _RECORD_LINE: Final = 120  # characters of fields on one line of an object's rec
 def literal_records(
     lines: list[str], flatten: Callable[[object], list[tuple[str, str]]]
 ) -> list[str]:
-    """Lines with each one holding a nested object, as JSON or as Python prints a dict
-    (LangChain's tools return ``str(dict)``: ``Content: {'current': {'temp_c': 4.4}}``),
-    replaced by its records' ``key=value`` fields, a line per record and at most
-    :data:`_RECORD_LINE` characters, each headed by the line's label and the record's
-    path (``Content.current: temp_c=4.4 wind_kph=31.0``); ``flatten`` gives an object's fields as
-    (record path, ``key=value``) pairs. Other lines are left as they are."""
+    """Lines holding a nested object (JSON or a Python dict) as a line per record's fields."""
     out: list[str] = []
     for line in lines:
         value = _literal(line)

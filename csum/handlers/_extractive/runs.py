@@ -47,18 +47,14 @@ def strip_colours(text: str) -> str:
 
 
 def strip_banner(line: str) -> str:
-    """A line without the rules framing it (``=== 4 passed in 0.01s ===``: ``4 passed in
-    0.01s``); the line itself when nothing frames it. The rules cost more bytes than
-    the verdict they frame, and a rule alone says nothing."""
+    """A line without the rules framing it (``=== 4 passed ===``: ``4 passed``)."""
     if len(line) < 8 or (line[0] not in "=-_*~#" and line[-1] not in "=-_*~#"):
         return line
     return _BANNER_END.sub("", _BANNER_START.sub("", line, count=1), count=1)
 
 
 def count_follows(rest: str) -> bool:
-    """Whether what follows a sentence's end is a count (``31 passed; 0 failed``): then
-    the sentence before it (``test result: ok.``) is the verdict the count belongs to,
-    one statement, not to be split."""
+    """Whether a count follows a sentence's end (``ok. 31 passed``): one statement, not split."""
     return _LEADING_COUNT.match(rest) is not None
 
 
@@ -72,11 +68,7 @@ _ELLIPSIS: Final = "…"
 
 
 def call_line(line: str, render: Callable[[int], str], budget: int, calls: int) -> str:
-    """A call's line: ``line`` (its rendering under the usual cap), or, for the only
-    call of a prompt when that cut something (a command in its middle), its whole line
-    (``render`` without a cap) when that takes at most :data:`WHOLE_CALL_SHARE` of
-    ``budget`` bytes. A call whose line fits by writing its identifiers without their
-    keys is not cut: it keeps that form."""
+    """A lone call's line whole when its capped form cut it and the whole fits its share."""
     if calls != 1 or _ELLIPSIS not in line:
         return line
     whole = render(_UNCAPPED)
@@ -107,12 +99,7 @@ one of them: a strict error signal (the handler's error score), a count of tests
 def outcome_over_call(
     blocks: Sequence[_BlockLike], budget: int, size: Callable[[str], int], cut: str = ""
 ) -> None:
-    """Under a budget that holds a lone call's best result line, a strong signal
-    (:data:`OUTCOME_SCORE`), but not with the call line (``head``), the line ``cut``
-    to the usual share when that fits with it (``head`` may be the whole line,
-    :func:`call_line`), else no call line (``head`` emptied): what a command said
-    (``KeyError: 'XX'``, ``3 failed, 9 passed``) tells the agent more than which
-    command said it. ``size``: a text's UTF-8 bytes."""
+    """A lone call's strong result line kept over its call line when both do not fit."""
     if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
         return
     block = blocks[0]
@@ -136,9 +123,7 @@ _ZERO_COUNT: Final = regex.compile(
 
 
 def drop_zero_counts(line: str) -> str:
-    """A counts line without its zero counts of secondary outcomes (:data:`_ZERO_COUNT`):
-    ``ok. 31 passed; 0 failed; finished in 0.40s`` instead of the same with ``0 ignored;
-    0 measured; 0 filtered out``, which cost a runner's whole line its place."""
+    """A counts line without zero counts of secondary outcomes (``0 ignored``)."""
     if " 0 " not in line and ": 0" not in line:
         return line
     return _ZERO_COUNT.sub("", line[:2048]) + line[2048:]
@@ -149,10 +134,7 @@ _CD_PREFIX: Final = regex.compile(r"cd[ ]++(?P<dir>[^\s;&|]{1,400}+)[ ]*+&&[ ]*+
 
 
 def fit_command(command: str, room: int) -> str:
-    """``command`` shortened where it says least when it does not fit ``room``
-    characters: a leading ``cd DIR &&`` by the directory's last name (``cd …/assets &&
-    npm install x``), then, if that is not enough, without it: what ran is after the
-    ``&&``, and a command cut in its middle names none."""
+    """``command`` within ``room``: a leading ``cd DIR &&`` shortened, then dropped."""
     if len(command) <= room:
         return command
     match = _CD_PREFIX.match(command)

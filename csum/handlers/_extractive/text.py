@@ -33,9 +33,7 @@ from csum.handlers._extractive.weights import (
 
 
 def _identifiers(line: str, named: dict[str, int] | None = None) -> float:
-    """How many identifiers the line holds (paths, versions, codes, ids, URLs...); with
-    ``named`` (how often each was seen in the lines above), a name said again counts
-    less each time (a column list repeated, the same host on every line)."""
+    """How many identifiers a line holds; a name seen before (``named``) counts less."""
     if named is None:
         found: float = sum(weight for _, _, weight in _identifier_spans(line))
     else:
@@ -51,8 +49,7 @@ def _identifiers(line: str, named: dict[str, int] | None = None) -> float:
 
 
 def _identifier_spans(line: str) -> Iterator[tuple[int, int, int]]:
-    """Where the line's identifiers are: (start, end, weight), a path with a line
-    number weighing 3 (where to look next)."""
+    """(start, end, weight) of the line's identifiers, a path with a line weighing more."""
     for match in _TOKEN.finditer(line, endpos=_LINE_SCAN):
         token = match.group()
         weight = _cached_weight(token) if len(token) <= _CACHED_TOKEN else _token_weight(token)
@@ -110,8 +107,7 @@ _cached_weight = lru_cache(maxsize=8192)(_token_weight)
 
 
 def _path_kind(token: str) -> int:
-    """0: not a path; 1: a path; 2: a path with a line (``src/a.py:12``,
-    ``lib/x.ex:12:5:pattern``)."""
+    """0: not a path; 1: a path; 2: a path with a line (``src/a.py:12``)."""
     head, _, rest = token.partition(":")
     if len(head) == 1 and rest.startswith("\\"):  # C:\dir\file
         head, _, rest = rest.partition(":")
@@ -154,8 +150,7 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _clip_whole_words(text: str, limit: int) -> str:
-    """``text`` within ``limit`` bytes, cut only between words ("" when not even its
-    first word fits): a path or a code cut inside says nothing, or something wrong."""
+    """``text`` within ``limit`` bytes, cut between words ("" when no word fits)."""
     clipped = _clip(text, limit)
     if clipped == text:
         return text
@@ -166,9 +161,7 @@ def _clip_whole_words(text: str, limit: int) -> str:
 
 
 def _clip_at_word_end(text: str, limit: int) -> str:
-    """The longest prefix of ``text`` within ``limit`` bytes that does not end inside a
-    word ("... cut its", not "... cut its benc"); cut at the byte when a word longer than
-    half the room would be lost."""
+    """The longest prefix within ``limit`` bytes not ending inside a (short) word."""
     clipped = _clip_bytes(text, limit)
     if clipped == text:
         return text
@@ -190,19 +183,14 @@ def _clean(text: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    """``text`` with each run of whitespace one space, stripped. Printable text without
-    two spaces in a row holds no whitespace but single spaces (every other whitespace
-    character is unprintable): only its ends change."""
+    """``text`` with each run of whitespace one space, stripped."""
     if text.isprintable() and "  " not in text:
         return text.strip()
     return _WS.sub(" ", text).strip()
 
 
 def _in_word(text: str, index: int) -> bool:
-    """Whether a cut before ``text[index]`` falls inside a word: between two of its
-    letters, digits or underscores, or at a dot, slash, colon or dash joining two of
-    them, so a version, path or code is never shown in part (``v2`` of ``v2.10.1``,
-    ``lib/a`` of ``lib/a.rb:7``)."""
+    """Whether a cut before ``text[index]`` falls inside a word, a version, a path or a code."""
     before, after = text[index - 1], text[index]
     if _word_char(before):
         return _word_char(after) or (
@@ -219,10 +207,7 @@ def _word_char(char: str) -> bool:
 
 
 def _cut_between_words(text: str, end: int, reach: int) -> int:
-    """Where to end a cut of ``text`` made at ``end``: there when that is not inside a
-    word, else at the nearest space before it, or else the nearest mark between a word
-    and what is not one, within ``reach`` characters; ``end`` when there is none (a
-    single token longer than that, such as a hash, is cut inside)."""
+    """Where to end a cut made at ``end``: outside a word, within ``reach``, else ``end``."""
     if end >= len(text) or end <= 0 or not _in_word(text, end):
         return end
     space = text.rfind(" ", max(1, end - reach), end)
@@ -232,9 +217,7 @@ def _cut_between_words(text: str, end: int, reach: int) -> int:
 
 
 def _window(line: str, limit: int) -> str:
-    """``line`` cut to about ``limit`` characters around its first strong signal, its
-    ends between words (:func:`_cut_between_words`); shown to its end when that is at
-    most a quarter of the window further."""
+    """``line`` cut to about ``limit`` characters around its first strong signal."""
     if len(line) <= limit:
         return line
     scan = line[:_LINE_SCAN]
@@ -267,9 +250,7 @@ def _scalar(value: object) -> str:
 
 
 def _shorten_paths(line: str, width: int) -> str:
-    """A line too long for its window with each path longer than half of it written by
-    its last directories and file (``…/jobs/a_test.exs:12``), so that the window shows
-    the file and what the line says of it, not leading directories cut inside."""
+    """A long line with its long paths by their last directories (``…/jobs/a_test.exs:12``)."""
     if len(line) <= width:
         return line
     pieces: list[str] = []
@@ -286,9 +267,7 @@ def _shorten_paths(line: str, width: int) -> str:
 
 
 def _clip_middle(text: str, limit: int, *, head_share: float = 1 / 3) -> str:
-    """``text`` within ``limit`` characters, its middle cut: a path keeps its file name,
-    a command (``head_share`` 3/4) its program and first arguments. Words are kept whole
-    (:func:`_clip_middle_words`) when that keeps something at both ends."""
+    """``text`` within ``limit`` characters, its middle cut, whole words when possible."""
     if len(text) <= limit or limit < 12:
         return text
     whole = _clip_middle_words(text, limit, head_share)
@@ -303,11 +282,7 @@ def _clip_middle(text: str, limit: int, *, head_share: float = 1 / 3) -> str:
 
 
 def _clip_middle_words(text: str, limit: int, head_share: float) -> str:
-    """``text`` within ``limit`` characters as whole words from its start (up to
-    ``head_share`` of the room), an ellipsis, and whole words from its end, a path
-    standing for itself by its last directories and file (``…/jobs/sync_test.exs``): a
-    path, an id or a version cut inside names something that does not exist. "" when
-    the end would keep nothing."""
+    """Whole words from both ends of ``text`` within ``limit``; "" when the end keeps nothing."""
     if len(text) > 2 * _LINE_SCAN:  # its ends are all that can be kept: bounded work
         text = text[:_LINE_SCAN] + " " + text[-_LINE_SCAN:]
     words = text.split(" ")
@@ -346,8 +321,7 @@ def _clip_middle_words(text: str, limit: int, head_share: float) -> str:
 
 
 def _path_tail(word: str, room: int) -> str:
-    """A path within ``room`` characters as ``…/`` and its last components, the file
-    at least; "" when that does not fit or ``word`` is not a path."""
+    """A path within ``room`` as ``…/`` and its last components; "" when that does not fit."""
     if "/" not in word[:-1] or "://" in word:
         return ""
     parts = word.rstrip("/").split("/")

@@ -1,15 +1,6 @@
-"""The extractive handler's numbers, as data: what each feature is worth (:data:`WEIGHTS`),
-the shares of the budget (:data:`SHARES`), then the sizes and levels the reading and the
-packing use.
-
-:data:`WEIGHTS` is the one table of the features: a feature (registered by name in
-:mod:`.features`, or applied where the handler reads its unit: a line's place, its
-context, a JSON field's key) says whether a unit shows a signal, or how strongly; the
-table says what that is worth. ``python -m benchmarks.ablation`` zeroes one at a time
-and reports what the fidelity benchmark loses; docs/handlers.md shows the table it
-writes. Zeroing a weight turns its feature off (a divisor's weight too: ``name_repeat``
-and ``field_repeat`` divide by ``1 + weight * repeats``).
-"""
+"""The extractive handler's numbers, as data: what each feature is worth (:data:`WEIGHTS`;
+zeroing one turns its feature off, as ``python -m benchmarks.ablation`` does), the shares
+of the budget (:data:`SHARES`), then the sizes and levels the reading and packing use."""
 
 from __future__ import annotations
 
@@ -85,8 +76,7 @@ _REPACKS = 3  # packings again with the bytes rendering saved
 _REQUEST_PERCENT = 35  # percent of the budget the requests' first lines share ...
 _MIN_REQUEST = 48  # ... each at least this many bytes ...
 _MAX_REQUEST = 600  # ... and at most this many
-_RESULT_HEAD = 4.0  # a result's head score
-_LONE_HEAD = 3.0  # ... and a call's without a result (and its "(no result)" line)
+_LONE_HEAD = 3.0  # score of a call's "(no result)" line
 _EMPTY_RESULT = 0.5  # score of an empty result's "(empty)" or first line
 
 # --- score levels -------------------------------------------------------------------
