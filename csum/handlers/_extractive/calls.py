@@ -5,23 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from csum.handlers._extractive.code_tools import (
-    without_echo,
-)
-from csum.handlers._extractive.patterns import (
+import regex
+
+from csum.handlers._extractive.code_tools import without_echo
+from csum.handlers._extractive.runs import fit_command
+from csum.handlers._extractive.text import (
     _CODE,
-    _HEREDOC,
+    _ELLIPSIS,
     _HOME,
-    _OUTPUT_LIMIT,
-    _STDERR_REDIRECT,
     _TOKEN,
     _TRAIL,
-)
-from csum.handlers._extractive.runs import (
-    fit_command,
-)
-from csum.handlers._extractive.text import (
-    _ELLIPSIS,
     _clip,
     _clip_middle,
     _identifiers,
@@ -36,6 +29,11 @@ from csum.handlers._extractive.weights import (
     _MIN_SHARED_CALL,
     SHARES,
 )
+
+_STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
+# A pipeline's last stage that only shortens the output: "| head -20", "| tail -n 50".
+_OUTPUT_LIMIT = regex.compile(r"[ ]?+\|[ ]?+(?:head|tail)(?:[ ]++-[nc]?+[ ]?+\d{1,9}+)?+[ ]*+$")
+_HEREDOC = regex.compile(r"<<-?+[ ]?+['\"]?+\w{1,40}+['\"]?+[ ]*+$")  # "cat <<'EOF'" ending a line
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
 

@@ -27,10 +27,7 @@ from csum.handlers._extractive.rendering import (
     _prior_calls,
     _request_line,
 )
-from csum.handlers._extractive.runs import (
-    call_line,
-    outcome_over_call,
-)
+from csum.handlers._extractive.runs import call_line, outcome_over_call
 from csum.handlers._extractive.text import _clip, _clip_whole_words, _utf8_len, _window
 from csum.handlers._extractive.weights import (
     _COMPACT_RATIO,

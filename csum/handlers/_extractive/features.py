@@ -7,35 +7,21 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import NamedTuple
 
-from csum.handlers._extractive.code_tools import (
-    declares_dependency,
-)
-from csum.handlers._extractive.patterns import (
-    _CODE_LINE,
+import regex
+
+from csum.handlers._extractive.code_tools import declares_dependency
+from csum.handlers._extractive.prose import compact_prose
+from csum.handlers._extractive.results import is_relevance_score
+from csum.handlers._extractive.text import (
     _CONSTRAINT,
     _COUNTS,
-    _DIFF_FILE,
-    _DIFF_LINE,
-    _DIFF_NOISE,
     _ERROR,
-    _ERROR_NEEDS,
-    _LOCATED,
-    _LOCATED_NEEDS,
-    _MEASURE_NAME,
-    _MEASURED,
     _NUMBERED,
-    _OUTCOME,
-    _PIN,
-    _PIN_NEEDS,
-    _ROUTINE_LOG,
     _UNIT,
-    _WARNING,
+    _cached_weight,
+    _identifier_spans,
+    _identifiers,
 )
-from csum.handlers._extractive.prose import compact_prose
-from csum.handlers._extractive.results import (
-    is_relevance_score,
-)
-from csum.handlers._extractive.text import _cached_weight, _identifier_spans, _identifiers
 from csum.handlers._extractive.weights import (
     _BOOL_FIELD,
     _CACHED_LINE,
@@ -44,6 +30,55 @@ from csum.handlers._extractive.weights import (
     _LINE_SCAN,
     _PROSE_SHARE,
     WEIGHTS,
+)
+
+# A word every match of _ERROR holds, in one of its cases: a line without one is not read
+# by _ERROR (the same result, found sooner).
+_ERROR_NEEDS = regex.compile(
+    r"(?i:fail|error|fatal|panic|exception|exit|interrupt|fault|\*\*[ ]\(|assertion"
+    r"|not[ ]found|denied|timed[ ]out|timeout|no[ ]such[ ]file|refused|could[ ]not|unable[ ]to)"
+)
+# A line that says it is a warning ("Warning: could not open the cache"): not an error.
+_WARNING = regex.compile(r"\W{0,6}+(?i:warn(?:ing)?+)\b")
+_OUTCOME = regex.compile(r"(?i)\b(?:passed|passing|failed|failing|failures?|errors?|skipped)\b")
+_CODE_LINE = regex.compile(
+    r"""
+    ^\s{0,40}(?:def|class|import|from|return|const|let|var|function|fn|pub|if|elif|else
+        |for|while|try|except|catch|case|switch|defp?|defmodule|end|@\w+|\#include)\b
+  | ^\s{0,40}[.#][\w-]{1,60}[ ]?\{
+  | ^\s{0,40}[\w-]{1,40}:[ ][^;]{0,200};\s*$
+  | [{;]\s*$
+    """,
+    regex.VERBOSE,
+)
+_DIFF_LINE = regex.compile(r"^(?:@@[ ]-\d|[+-](?![+-]{2}[ ])\S?)")
+_DIFF_FILE = regex.compile(r"^\+\+\+[ ](?!/dev/null)")  # "+++ b/src/a.py": the file changed
+_DIFF_NOISE = regex.compile(r"^(?:diff[ ]--git[ ]|---[ ]|index[ ][0-9a-f]{4,40}+\.\.)")
+_PIN = regex.compile(  # numpy==1.26.4, left-pad@1.3.0, serde 1.0.197, "Python 3.11.7"
+    r"(?<![\w.-])[A-Za-z][\w.-]{0,80}+(?:(?:==|>=|<=|~=|!=|=|@)v?+\d++(?:\.\d++)++"
+    r"|[ ]v?+\d++\.\d++\.\d++(?![.\d]))"  # three parts: "Trying 10.0.0.7" is an address
+)
+_MEASURED = regex.compile(  # a number with a unit of time, size, share or rate
+    r"(?i:\b\d+(?:[.,]\d+)?+[ ]?(?:ns|µs|us|ms|s|secs?|seconds?|mins?|minutes?|h|hours?"
+    r"|[KMGT]i?B|bytes|%|req/s|ops/s|rps|qps|tok/s|tokens/s)(?![\w/]))"
+)
+_MEASURE_NAME = regex.compile(  # ... in a line that says it is a measurement of something
+    r"(?i:\b(?:measured|latency|throughput|p\d{2}|peak|average|mean|median|rss|usage"
+    r"|benchmark(?:ed)?)\b)"
+)
+# What every match of a pattern below holds, looked for first: a line without it is not
+# read by the pattern (the same result, found sooner).
+_PIN_NEEDS = regex.compile(r"\d\.\d")  # each of _PIN's versions has two parts at least
+_LOCATED_NEEDS = regex.compile(r"(?i:line[ ]\d)")  # both of _LOCATED's forms say it
+_LOCATED = regex.compile(  # "line 12 of src/a.py", "config.yaml, line 3", "a.py at line 7"
+    r"(?i:\bline[ ]\d{1,7}[ ](?:of|in)[ ][\w./\\-]{1,200}\.\w{1,8}\b"
+    r"|[\w./\\-]{1,200}\.\w{1,8},?[ ](?:at[ ])?line[ ]\d{1,7}\b)"
+)
+_ROUTINE_LOG = regex.compile(  # "2024-05-02 14:03 INFO", "12:00:01.5 [debug]", "[INFO] "
+    r"^\W{0,4}(?:(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?+)?+)?+"
+    r"|\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,9})?+)(?:Z|[+-]\d{2}:?\d{2})?+\]?[ ]{1,4}+"
+    r"\[?(?i:info|debug|trace|notice|verbose)\]?:?(?:[ ]|$)"
+    r"|\[(?:INFO|DEBUG|TRACE|NOTICE)\][ ]|(?:INFO|DEBUG|TRACE):[ ])"
 )
 
 

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import regex
+
 from csum.handlers._extractive.features import (
     _compact_answer_line,
     _log_message,
     _routine_score,
     _score,
-)
-from csum.handlers._extractive.patterns import (
-    _ERROR,
-    _EXIT_STATUS,
-    _NUMBERED,
-    _WORDS,
 )
 from csum.handlers._extractive.reading import (
     _cleaned,
@@ -27,10 +23,14 @@ from csum.handlers._extractive.reading import (
     _Unit,
 )
 from csum.handlers._extractive.rendering import _Line
-from csum.handlers._extractive.runs import (
-    strip_colours,
+from csum.handlers._extractive.runs import strip_colours
+from csum.handlers._extractive.text import (
+    _ERROR,
+    _NUMBERED,
+    _identifier_spans,
+    _shorten_paths,
+    _window,
 )
-from csum.handlers._extractive.text import _identifier_spans, _shorten_paths, _window
 from csum.handlers._extractive.weights import (
     _CHECK_EVERY,
     _COMPACT_SHARE,
@@ -44,6 +44,11 @@ from csum.handlers._extractive.weights import (
     _SAME_START,
     WEIGHTS,
 )
+
+_EXIT_STATUS = regex.compile(
+    r"(?i)\W{0,6}+exit(?:ed)?+[ ](?:with[ ])?+(?:code|status)[ ]?+\d{1,4}+\W{0,6}+"
+)
+_WORDS = regex.compile(r"\w++")
 
 
 def _body_lines(
@@ -79,11 +84,7 @@ def _body_lines(
 
 
 def _json_lines(
-    fields: list[_Field],
-    documents: list[str],
-    block: int,
-    check: Callable[[], None],
-    width: int,
+    fields: list[_Field], documents: list[str], block: int, check: Callable[[], None], width: int
 ) -> Iterator[_Line]:
     """A JSON result's fields, then the lines of the documents inside it."""
     yield from _field_lines(fields, block, check, width)
@@ -99,14 +100,7 @@ def _json_lines(
 class _Scorer:
     """Scores a text's units in order: what each line says, then what the lines around add."""
 
-    def __init__(
-        self,
-        text: _Text,
-        block: int,
-        *,
-        width: int,
-        compact: bool,
-    ) -> None:
+    def __init__(self, text: _Text, block: int, *, width: int, compact: bool) -> None:
         self.text, self.block, self.width = text, block, width
         self.compact = compact
         self.named: dict[str, int] = {}  # identifiers seen so far, and how often
@@ -195,11 +189,7 @@ class _Scorer:
         return item
 
 
-def _line_features(
-    unit: _Unit,
-    text: _Text,
-    named: dict[str, int],
-) -> float:
+def _line_features(unit: _Unit, text: _Text, named: dict[str, int]) -> float:
     """What a line says whatever is around it: its score, its mark, a log's due, its rank."""
     line, mark = unit.line, unit.mark
     scored = _log_message(line) if unit.routine else line

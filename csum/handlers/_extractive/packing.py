@@ -16,10 +16,7 @@ from csum.handlers._extractive.rendering import (
     _list_item,
     _render_summary,
 )
-from csum.handlers._extractive.text import (
-    _clip_whole_words,
-    _utf8_len,
-)
+from csum.handlers._extractive.text import _clip_whole_words, _utf8_len
 from csum.handlers._extractive.weights import (
     _COST_BASE,
     _CUT_SHARE,

@@ -6,39 +6,19 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import regex
+
 from csum.handlers._extractive.code_tools import CodeMark, code_lines
 from csum.handlers._extractive.features import _field_weight, _is_prose, _is_routine_log
-from csum.handlers._extractive.patterns import (
-    _BARE_TAG,
-    _DECORATION,
-    _DECORATION_HEAD,
-    _EMPTY_NUMBERED,
-    _HOME,
-    _HUNK,
-    _LOCATION_LINE,
-    _LOG_PREFIX,
-    _LONG_LISTING,
-    _MARKDOWN,
-    _NUMBERED,
-    _SENTENCE_END,
-    _TOTAL_LINE,
-    _TRAIL,
-    _UNDERSCORE_BOLD,
-)
 from csum.handlers._extractive.prose import is_fence, plain_links
 from csum.handlers._extractive.rendering import _Line
-from csum.handlers._extractive.results import (
-    labelled_records,
-    literal_records,
-    take_documents,
-)
-from csum.handlers._extractive.runs import (
-    count_follows,
-    drop_zero_counts,
-    strip_banner,
-)
+from csum.handlers._extractive.results import labelled_records, literal_records, take_documents
+from csum.handlers._extractive.runs import count_follows, drop_zero_counts, strip_banner
 from csum.handlers._extractive.text import (
     _ELLIPSIS,
+    _HOME,
+    _NUMBERED,
+    _TRAIL,
     _clip_whole_words,
     _identifier_spans,
     _one_line,
@@ -59,6 +39,33 @@ from csum.handlers._extractive.weights import (
     _SENTENCE_MIN,
     _SENTENCE_PIECE,
     _TOKEN_CAP,
+)
+
+_LONG_LISTING = regex.compile(  # ls -l: mode, links, owner, group, size, date, name
+    r"^(?P<type>[-dlcbps])[rwxsStT-]{9}+[@+.]?+[ ]++\d++[ ]++\S++[ ]++(?:\S++[ ]++)?+"
+    r"\d++(?:,[ ]*+\d++)?+[ ]++\w{3}+[ ]++\d{1,2}+[ ]++(?:\d{1,2}:\d{2}|\d{4})[ ]++"
+    r"(?P<name>.{1,400}+)$"
+)
+_TOTAL_LINE = regex.compile(r"total[ ]\d{1,12}+")
+_EMPTY_NUMBERED = regex.compile(r"\d{1,7}(?:→|:|\t)?+\s*+")
+_HUNK = regex.compile(r"@@[ ]-\d{1,9}+(?:,\d{1,9}+)?+[ ]\+\d{1,9}+(?:,\d{1,9}+)?+[ ]@@")
+_MARKDOWN = regex.compile(r"\*\*|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
+# "__bold words__": a pair around a phrase (a dunder like __init__ holds no space).
+_UNDERSCORE_BOLD = regex.compile(r"(?<!\w)__(?=\S)([^_\n]*?[ ][^_\n]*?)(?<=\S)__(?!\w)")
+_BARE_TAG = regex.compile(r"</?+[A-Za-z][\w:-]{0,40}+[ ]?+/?+>")
+# The end of a sentence: its mark, spaces, then a capital, a digit or a quote.
+_SENTENCE_END = regex.compile(r"(?<=[a-z0-9)\]`*][.!?])[ ]++(?=[A-Z0-9\"'`(*])")
+# A line naming a place: spaces or box rules, maybe an arrow, "at" or "in", then a token.
+_LOCATION_LINE = regex.compile(
+    r"[\s│┃║|>\u203a»•·]{0,40}+(?:-->[ ]?+|at[ ]++|in[ ]++)?+([^\s\"'`,;()\[\]{}<>|]++)"
+)
+# Leading box rules and quote marks (no information), a trailing printed "\r".
+_DECORATION = regex.compile(r"^[\s│┃║|>\u203a»•·]{1,12}+(?=\S)|(?:\\r){1,4}+$")
+_DECORATION_HEAD = regex.compile(r"[\s│┃║|>\u203a»•·]{1,12}+(?=\S)")  # its first form
+# A log line's clock time and routine level: the same on every line, not what it says.
+_LOG_PREFIX = regex.compile(
+    r"^(?:\d{4}-\d{2}-\d{2}[T ])?+\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?+(?:Z|[+-]\d{2}:?\d{2})?+[ ]"
+    r"(?:\[?(?i:info|debug|trace|notice)\]?:?[ ])?+"
 )
 
 

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Final
 
+import regex
+
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._extractive.calls import _head_codes
 from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
-from csum.handlers._extractive.patterns import _LONE_CALL
 from csum.handlers._extractive.text import _clip, _clip_at_word_end, _clip_bytes
 from csum.handlers._extractive.weights import (
     _FILLER_SCORE,
@@ -20,6 +21,8 @@ from csum.handlers._extractive.weights import (
     _PRIOR_SCORE,
     WEIGHTS,
 )
+
+_LONE_CALL = regex.compile(r"[A-Za-z_][\w.:-]{0,80}+\(.*(?:\)|…)$")  # "bash(ls -la)"
 
 
 @dataclass(slots=True)

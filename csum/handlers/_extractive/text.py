@@ -1,4 +1,6 @@
-"""Text helpers of the extractive handler: byte lengths, cuts between words, windows."""
+"""Text helpers of the extractive handler: the regular expressions several modules share
+(every pattern of the handler is linear: bounded input, no nested unbounded repetition),
+identifiers, byte lengths, cuts between words, windows."""
 
 from __future__ import annotations
 
@@ -6,23 +8,8 @@ import json
 from collections.abc import Iterator
 from functools import lru_cache
 
-from csum.handlers._extractive.patterns import (
-    _BACKTICKED,
-    _CAMEL,
-    _CODE,
-    _CONSTRAINT,
-    _COUNTS,
-    _ERROR,
-    _EXCEPTION_NAME,
-    _HEX,
-    _ID,
-    _NAME,
-    _TOKEN,
-    _TRAIL,
-    _UNIT,
-    _VERSION,
-    _WS,
-)
+import regex
+
 from csum.handlers._extractive.weights import (
     _CACHED_TOKEN,
     _LINE_SCAN,
@@ -30,6 +17,56 @@ from csum.handlers._extractive.weights import (
     _TOKEN_CAP,
     WEIGHTS,
 )
+
+_TOKEN = regex.compile(r"[^\s\"'`,;()\[\]{}<>|]++")
+_TRAIL = ".,:;!?*"
+_VERSION = regex.compile(r"v?+\d++(?:\.\d++)++(?:[-+.]?+[0-9A-Za-z]++)*+")
+_CODE = regex.compile(r"(?=[A-Z]*+\d)(?=\d*+[A-Z])[A-Z0-9]{5,10}+")  # AB1234, K9QX2Z, 7RT0QA
+_ID = regex.compile(r"[A-Za-z][A-Za-z0-9]*+(?:[_.-][A-Za-z0-9]++)++")  # user_id_42, pkg-1.2
+_NAME = regex.compile(  # 20240131120000, App.Repo.Migrations.Init, db.internal.lan, f/3
+    r"\d{6,40}+|[A-Za-z_]\w*+(?:\.\w++){2,}+(?:/\d++)?+|[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+/\d++"
+)
+_CAMEL = regex.compile(r"[A-Z]?+[a-z]++(?:[A-Z][a-z0-9]*+)++")  # SessionCache, getUserById
+_HEX = regex.compile(r"(?:sha\d++:)?+(?=[0-9]*+[a-f])(?=[a-f]*+[0-9])[0-9a-f]{7,128}+")
+_EXCEPTION_NAME = regex.compile(
+    r"(?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*?(?:Error|Exception|Exit|Interrupt|Fault)\b"
+)
+_UNIT = regex.compile(
+    r"(?i:\b\d+(?:[.,]\d+)?+[ ]?(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?|h|hours?|"
+    r"days?|[KMGT]i?B|bytes?|%|tokens?|rows?|lines?|files?|items?|records?|req/s|"
+    r"tests?|doctests?|passed|failed|failures?|errors?|warnings?|skipped)\b)"
+    r"|[$€£][ ]?\d[\d,]*+(?:\.\d++)?+|(?i:\bport[ ]\d{2,5}\b)"
+)
+_COUNTS = regex.compile(
+    r"(?i:\b\d+[ ](?:[a-z]+[ ]){0,2}(?:tests?|doctests?|passed|failed|failures?|errors?|skipped|"
+    r"warnings?|examples?|specs?|issues?|suggestions?|problems?|vulnerabilit(?:y|ies)|"
+    r"files?[ ]changed|insertions?|deletions?|matches)\b)|\b(?:Total errors|tests? passed)\b"
+)
+_ERROR = regex.compile(
+    r"""
+    ^[\W_]{0,6}(?:(?:FAILED|FAIL|ERROR|FATAL)\b(?:[:\]!]|[ ]\S)
+        |(?:error|fatal|panic|Error|Fatal|Panic)(?:\[\w{1,16}\])?+(?:[:\]!]|[ ][^:\n]{1,80}:))
+  | \b[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Fault)\b(?=:|[ ]at[ ]|\)|$)
+  | ^\W{0,6}\*\*[ ]\(\w{1,40}\)
+  | (?i:\bexit(?:ed)?[ ](?:with[ ])?(?:code|status)[ ]?[1-9]\d{0,3}\b)
+  | (?i:\b[1-9]\d{0,6}[ ](?:failed|failures?|errors)\b)
+  | (?i:\bassertion\b[^\n]{0,80}\bfailed\b)
+  | (?i:\b(?:failed|failure)[.:!]?\s*$)
+  | (?i:\bnot[ ]found\b|\bpermission[ ]denied\b|\baccess[ ]denied\b|\bdenied\b|\btimed[ ]out\b
+        |\btimeout[ ]error\b|\bno[ ]such[ ]file\b|\bsegmentation[ ]fault\b|\bconnection[ ]refused\b
+        |\bcould[ ]not\b|\bunable[ ]to\b|\bfailed[ ]to\b)
+    """,
+    regex.VERBOSE,
+)
+_CONSTRAINT = regex.compile(
+    r"(?i)\b(?:do[ ]not|don't|never|must|should[ ]not|shouldn't|avoid|cannot|can't|"
+    r"may[ ]not|is[ ]required|decided|decision|prefer)\b"
+)
+_NUMBERED = regex.compile(r"^\s{0,8}\d{1,7}(?:→|:|\t)")  # a file listing: "  12→", "12:"
+_BACKTICKED = regex.compile(r"`[^`\n]{2,200}+`")
+# A home directory ("/home/ana/", "/Users/ana/"): "~/" says it in two bytes.
+_HOME = regex.compile(r"(?<![\w.~-])/(?:home|Users)/[^/\s\"']{1,64}+/")
+_WS = regex.compile(r"\s++")
 
 
 def _identifiers(line: str, named: dict[str, int] | None = None) -> float:
