@@ -27,8 +27,7 @@ from csum.handlers._extractive.rendering import (
     _prior_calls,
     _request_line,
 )
-from csum.handlers._extractive.runs import call_line, outcome_over_call
-from csum.handlers._extractive.text import _clip, _clip_whole_words, _utf8_len, _window
+from csum.handlers._extractive.text import _ELLIPSIS, _clip, _clip_whole_words, _utf8_len, _window
 from csum.handlers._extractive.weights import (
     _COMPACT_RATIO,
     _EMPTY_RESULT,
@@ -114,7 +113,13 @@ class _Collector:
         parsed = _arguments(entry.args)
         render = partial(_render_call, entry.name, entry.args, parsed)
         capped = render(self.call_cap)
-        head = call_line(capped, render, self.max_bytes, self.call_count)
+        head = capped
+        if self.call_count == 1 and _ELLIPSIS in capped:
+            # A lone call's command cut in its middle names none one could run again:
+            # whole when that takes at most its share of the budget.
+            whole = render(_UNCAPPED)
+            if _utf8_len(whole) <= int(self.max_bytes * _WHOLE_CALL_SHARE):
+                head = whole
         self.lone_cut = capped if self.call_count == 1 else ""
         self.calls[entry.call_id] = _Call(head, _argument_pairs(parsed))
 
@@ -186,11 +191,30 @@ class _Collector:
                 )
             )
         _drop_lone_indent(self.blocks)
-        outcome_over_call(self.blocks, self.max_bytes, _utf8_len, self.lone_cut)
+        _outcome_over_call(self.blocks, self.max_bytes, self.lone_cut)
         return self.blocks
 
 
 _NONE: frozenset[str] = frozenset()
+_WHOLE_CALL_SHARE = 0.8  # of the budget a lone call's line may take to be whole
+_UNCAPPED = 1 << 20
+_OUTCOME_SCORE = 6.0  # a result line outranking its call's line (an error, a test count)
+
+
+def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
+    """A lone call's strong result line kept over its call line (or with the line ``cut``
+    to its share) when both do not fit: what a command said tells more than which."""
+    if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
+        return
+    block = blocks[0]
+    if any(line.tier == 0 for line in block.lines):
+        return  # an earlier summary's lines keep their place, under their call line
+    best = max(block.lines, key=lambda line: line.score)
+    need = _utf8_len(best.text) + 1  # as the packer counts: with its line break
+    size = _utf8_len(block.head)
+    if best.score < _OUTCOME_SCORE or need + size <= budget or need - 1 > budget:
+        return
+    block.head = cut if cut and need + _utf8_len(cut) <= budget else ""
 
 
 def _drop_lone_indent(blocks: list[_Block]) -> None:

@@ -1,16 +1,6 @@
-"""Compact forms of prose lines for the extractive handler: a long sentence of an
-agent's answer cut down to the clauses that carry something, so that at a small
-budget more of its identifiers fit.
-
-A line is split into clauses at the marks prose and markdown lists separate them with
-(``, ``, ``; ``, ``: ``, `` — ``, `` - ``), never inside backticks, quotes or
-parentheses. A clause holding a signal (an identifier, a number, a backticked name)
-keeps its words up to the word holding its last signal, or all of them when at most
-three words follow (a short predicate: "has been updated"); a clause that states a
-cause, a condition or a constraint ("where ...", "because ...", "do not ...") is kept
-whole, as issue 13 asks for constraints and decisions; the first clause (the subject)
-is kept; any other clause, and a clause's trailing description, is written ``…``.
-"""
+"""Prose for the extractive handler: an answer's long line cut to its clauses that carry
+something (an identifier, a number, a cause or a constraint; the subject), so that more
+fits a small budget; markdown fences and links written plainly."""
 
 from __future__ import annotations
 

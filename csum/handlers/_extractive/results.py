@@ -1,10 +1,5 @@
-"""Records and search results for the offline ``extractive`` handler.
-
-Booking systems, issue trackers and search APIs answer with records: JSON objects, or
-text blocks of ``Label: value`` lines repeated for each hit. A record says most through
-its name, its ids and its amounts; an email, a street address or a search engine's
-relevance score cost as many bytes and say little the agent acts on.
-"""
+"""Records and search results for the extractive handler: ``Label: value`` blocks, nested
+objects and documents inside JSON, a search hit's relevance score (its place says it)."""
 
 from __future__ import annotations
 
