@@ -18,9 +18,10 @@ import anyio.to_thread
 from csum.handlers._extractive.collect import _collect
 from csum.handlers._extractive.packing import _pack_to_fill
 from csum.handlers._extractive.text import _clean, _clip_bytes
-from csum.handlers._extractive.weights import _THREAD_THRESHOLD
 from csum.prompt import TEXT_ROLE, PromptEntry, SummaryRequest, prompt_entry
 from csum.request import RequestHandler, check_request
+
+_THREAD_THRESHOLD = 64 * 1024  # characters of prompt from which a worker thread is used
 
 __all__ = ["ExtractiveHandler", "extractive", "summarize_extractive"]
 

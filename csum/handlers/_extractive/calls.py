@@ -22,13 +22,11 @@ from csum.handlers._extractive.text import (
     _scalar,
     _scalar_or_json,
 )
-from csum.handlers._extractive.weights import (
-    _ARG_CAP,
-    _LINE_SCAN,
-    _MIN_CALL,
-    _MIN_SHARED_CALL,
-    SHARES,
-)
+from csum.handlers._extractive.weights import _LINE_SCAN, SHARES
+
+_ARG_CAP = 200  # bytes a call line takes at most
+_MIN_CALL = 24  # ... but never less than this many bytes
+_MIN_SHARED_CALL = 48  # ... nor, for each of several calls sharing a quarter, than this
 
 _STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
 # A pipeline's last stage that only shortens the output: "| head -20", "| tail -n 50".

@@ -30,18 +30,19 @@ from csum.handlers._extractive.rendering import (
 from csum.handlers._extractive.text import _ELLIPSIS, _clip, _clip_whole_words, _utf8_len, _window
 from csum.handlers._extractive.weights import (
     _COMPACT_RATIO,
-    _EMPTY_RESULT,
     _IDENT_CAP,
     _LINE_WINDOW,
-    _LONE_HEAD,
-    _MAX_REQUEST,
-    _MIN_REQUEST,
-    _MIN_WINDOW,
     _PRIOR_SCORE,
-    _REQUEST_PERCENT,
     WEIGHTS,
 )
 from csum.prompt import CONTEXT_TAG, PromptEntry
+
+_REQUEST_PERCENT = 35  # percent of the budget the requests' first lines share ...
+_MIN_REQUEST = 48  # ... each at least this many bytes ...
+_MAX_REQUEST = 600  # ... and at most this many
+_LONE_HEAD = 3.0  # score of a call's "(no result)" line
+_EMPTY_RESULT = 0.5  # score of an empty result's "(empty)" or first line
+_MIN_WINDOW = 80  # a line's window under a small budget: never below this
 
 _HUMAN_ROLES = frozenset({"human", "user"})
 

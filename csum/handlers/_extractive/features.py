@@ -22,15 +22,11 @@ from csum.handlers._extractive.text import (
     _identifier_spans,
     _identifiers,
 )
-from csum.handlers._extractive.weights import (
-    _BOOL_FIELD,
-    _CACHED_LINE,
-    _EMPTY_FIELD,
-    _IDENT_CAP,
-    _LINE_SCAN,
-    _PROSE_SHARE,
-    WEIGHTS,
-)
+from csum.handlers._extractive.weights import _EMPTY_FIELD, _IDENT_CAP, _LINE_SCAN, WEIGHTS
+
+_BOOL_FIELD = 0.8  # weight of a JSON field holding true or false
+_CACHED_LINE = 400  # lines up to this long have their signals cached
+_PROSE_SHARE = 0.8  # share of letters and spaces from which a tool's line reads as prose
 
 # A word every match of _ERROR holds, in one of its cases: a line without one is not read
 # by _ERROR (the same result, found sooner).

@@ -35,15 +35,16 @@ from csum.handlers._extractive.weights import (
     _CHECK_EVERY,
     _COMPACT_SHARE,
     _EMPTY_EDGE_SCORE,
-    _ERROR_LINE,
     _FILLER_SCORE,
     _LINE_SCAN,
     _LINE_WINDOW,
-    _LOCATION_ABOVE,
     _PATH_WEIGHTS,
-    _SAME_START,
     WEIGHTS,
 )
+
+_ERROR_LINE = 6.0  # a line scoring this with an error signal is an error (context below)
+_LOCATION_ABOVE = 2  # lines above an error looked at for its place (a path with a line)
+_SAME_START = 32  # characters two lines share at their start to count as one repeated
 
 _EXIT_STATUS = regex.compile(
     r"(?i)\W{0,6}+exit(?:ed)?+[ ](?:with[ ])?+(?:code|status)[ ]?+\d{1,4}+\W{0,6}+"

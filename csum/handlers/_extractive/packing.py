@@ -17,18 +17,15 @@ from csum.handlers._extractive.rendering import (
     _render_summary,
 )
 from csum.handlers._extractive.text import _clip_whole_words, _utf8_len
-from csum.handlers._extractive.weights import (
-    _COST_BASE,
-    _CUT_SHARE,
-    _FIELD_COST_BASE,
-    _FILLER_MAX,
-    _FIRST_TIER_BONUS,
-    _MIN_PIECE,
-    _OPENER_SHARE,
-    _PRIOR_SCORE,
-    _REPACKS,
-    SHARES,
-)
+from csum.handlers._extractive.weights import _FILLER_MAX, _PRIOR_SCORE, SHARES
+
+_FIRST_TIER_BONUS = 8.0  # score per byte's numerator added to a first-tier line left over
+_COST_BASE = 48  # bytes added to every line's cost when ranking: favours full lines a little
+_FIELD_COST_BASE = 8  # ... and to a JSON field's: the fields of an open record come cheap
+_CUT_SHARE = 0.9  # a line that does not fit is cut to the room if this share of it fits
+_MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
+_OPENER_SHARE = 0.75  # a field opens its record's line if worth this share of the best
+_REPACKS = 3  # packings again with the bytes rendering saved
 
 _LIST_KEY = "\0"  # marks a list's path among the open records' paths
 _NUMBER = re.compile(

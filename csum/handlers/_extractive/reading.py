@@ -29,17 +29,18 @@ from csum.handlers._extractive.text import (
 from csum.handlers._extractive.weights import (
     _CHECK_EVERY,
     _EMPTY_FIELD,
-    _HUNK_CONTEXT,
-    _JSON_DEPTH,
     _LINE_SCAN,
-    _LOCATION_TAIL,
-    _LOCATION_WORDS,
     _PATH_WEIGHTS,
-    _RECORD_LABEL,
-    _SENTENCE_MIN,
-    _SENTENCE_PIECE,
     _TOKEN_CAP,
 )
+
+_RECORD_LABEL = 40  # characters a label may take before a line's JSON list of records
+_SENTENCE_MIN = 80  # a prose line longer than this is split into its sentences
+_SENTENCE_PIECE = 12  # ... at sentence ends at least this far apart ("Edit applied.")
+_HUNK_CONTEXT = 40  # bytes of a diff hunk header's context (the enclosing function) kept
+_LOCATION_TAIL = 48  # characters a location line may hold after its place
+_LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
+_JSON_DEPTH = 12  # levels of a JSON value read; deeper is "…"
 
 _LONG_LISTING = regex.compile(  # ls -l: mode, links, owner, group, size, date, name
     r"^(?P<type>[-dlcbps])[rwxsStT-]{9}+[@+.]?+[ ]++\d++[ ]++\S++[ ]++(?:\S++[ ]++)?+"

@@ -14,13 +14,9 @@ from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._extractive.calls import _head_codes
 from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
 from csum.handlers._extractive.text import _clip, _clip_at_word_end, _clip_bytes
-from csum.handlers._extractive.weights import (
-    _FILLER_SCORE,
-    _LINE_SCAN,
-    _PRIOR_KEEP_SCORE,
-    _PRIOR_SCORE,
-    WEIGHTS,
-)
+from csum.handlers._extractive.weights import _FILLER_SCORE, _LINE_SCAN, _PRIOR_SCORE, WEIGHTS
+
+_PRIOR_KEEP_SCORE = 4.0  # an earlier summary's line scoring this keeps its place first
 
 _LONE_CALL = regex.compile(r"[A-Za-z_][\w.:-]{0,80}+\(.*(?:\)|…)$")  # "bash(ls -la)"
 

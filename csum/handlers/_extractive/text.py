@@ -10,13 +10,9 @@ from functools import lru_cache
 
 import regex
 
-from csum.handlers._extractive.weights import (
-    _CACHED_TOKEN,
-    _LINE_SCAN,
-    _PATH_WEIGHTS,
-    _TOKEN_CAP,
-    WEIGHTS,
-)
+from csum.handlers._extractive.weights import _LINE_SCAN, _PATH_WEIGHTS, _TOKEN_CAP, WEIGHTS
+
+_CACHED_TOKEN = 64  # tokens up to this long have their class cached
 
 _TOKEN = regex.compile(r"[^\s\"'`,;()\[\]{}<>|]++")
 _TRAIL = ".,:;!?*"
