@@ -17,8 +17,7 @@ from csum.handlers._extractive.calls import (
     _head_codes,
     _render_call,
 )
-from csum.handlers._extractive.lines import _body_lines
-from csum.handlers._extractive.reading import _first_line
+from csum.handlers._extractive.reading import _body_lines, _first_line
 from csum.handlers._extractive.rendering import (
     RESULT_INDENT,
     _Block,
@@ -52,8 +51,7 @@ class _Call:
     """What a call's line and arguments tell about its result."""
 
     head: str
-    said: frozenset[str]
-    """Its scalar arguments as ``key=value`` (:func:`_argument_pairs`)."""
+    said: frozenset[str]  # its scalar arguments as ``key=value`` (:func:`_argument_pairs`)
 
 
 def _collect(
@@ -76,12 +74,11 @@ class _Collector:
         self.max_bytes, self.check = max_bytes, check
         self.blocks: list[_Block] = []
         self.calls: dict[str, _Call] = {}
-        requests = [
-            e
+        requests = sum(
+            e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
             for e in entries
-            if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
-        ]
-        share = max_bytes * _REQUEST_PERCENT // 100 // max(1, len(requests))
+        )
+        share = max_bytes * _REQUEST_PERCENT // 100 // max(1, requests)
         self.request_cap = max(_MIN_REQUEST, min(_MAX_REQUEST, share))
         self.call_count = _call_count(entries)
         self.call_cap = _call_cap(self.call_count, max_bytes)
@@ -113,8 +110,7 @@ class _Collector:
     def _call(self, entry: PromptEntry) -> None:
         parsed = _arguments(entry.args)
         render = partial(_render_call, entry.name, entry.args, parsed)
-        capped = render(self.call_cap)
-        head = capped
+        head = capped = render(self.call_cap)
         if self.call_count == 1 and _ELLIPSIS in capped:
             # A lone call's command cut in its middle names none one could run again:
             # whole when that takes at most its share of the budget.
@@ -126,10 +122,8 @@ class _Collector:
 
     def _request(self, entry: PromptEntry) -> None:
         """What the user said, its first line first; an earlier batch's archive line kept first."""
-        block = _Block()
-        text, archived = entry.body, entry.archive_ref
-        number = len(self.blocks)
-        for item in _body_lines(text, number, self.check, tool=False, width=self.width):
+        block, archived, number = _Block(), entry.archive_ref, len(self.blocks)
+        for item in _body_lines(entry.body, number, self.check, tool=False, width=self.width):
             item.text = _request_line(item.text)
             item.score += WEIGHTS["user"]
             block.lines.append(item)
@@ -154,17 +148,11 @@ class _Collector:
             entry.name or "tool", "", {}, self.call_cap
         )
         number = len(self.blocks)
-        block = _Block(head=head, indent=RESULT_INDENT)
-        block.lines = list(
-            _body_lines(
-                entry.content,
-                number,
-                self.check,
-                tool=True,
-                width=self.width,
-                said=frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE,
-            )
+        said = frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE
+        lines = _body_lines(
+            entry.content, number, self.check, tool=True, width=self.width, said=said
         )
+        block = _Block(head=head, indent=RESULT_INDENT, lines=list(lines))
         if not block.lines:
             outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
             block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
@@ -173,25 +161,23 @@ class _Collector:
 
     def _answer(self, entry: PromptEntry) -> None:
         """An agent's answer, compact when room is tight."""
-        block = _Block()
-        number = len(self.blocks)
         lines = _body_lines(
-            entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
+            entry.content,
+            len(self.blocks),
+            self.check,
+            tool=False,
+            width=self.width,
+            compact=self.tight,
         )
-        block.lines.extend(lines)
-        self.blocks.append(block)
+        self.blocks.append(_Block(lines=list(lines)))
 
     def finish(self) -> list[_Block]:
         """The blocks, with the calls that got no result."""
         for call in self.calls.values():
-            self.blocks.append(
-                _Block(
-                    head=call.head,
-                    indent=RESULT_INDENT,
-                    lines=[_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)],
-                )
-            )
-        _drop_lone_indent(self.blocks)
+            lines = [_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)]
+            self.blocks.append(_Block(head=call.head, indent=RESULT_INDENT, lines=lines))
+        if len(self.blocks) == 1:  # a lone call's result lines need no indent: bytes saved
+            self.blocks[0].indent = ""
         _outcome_over_call(self.blocks, self.max_bytes, self.lone_cut)
         return self.blocks
 
@@ -216,12 +202,6 @@ def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
     if best.score < _OUTCOME_SCORE or need + size <= budget or need - 1 > budget:
         return
     block.head = cut if cut and need + _utf8_len(cut) <= budget else ""
-
-
-def _drop_lone_indent(blocks: list[_Block]) -> None:
-    """A call alone in its summary needs no indent under it: two bytes a line saved."""
-    if len(blocks) == 1:
-        blocks[0].indent = ""
 
 
 def _credit_codes(block: _Block) -> None:

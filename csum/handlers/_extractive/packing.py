@@ -10,8 +10,8 @@ from functools import lru_cache
 
 from csum.handlers._extractive.features import _score
 from csum.handlers._extractive.rendering import (
+    USER_PREFIX,
     _Block,
-    _is_request,
     _Line,
     _list_item,
     _render_summary,
@@ -130,7 +130,7 @@ class _Packer:
         for block, line in firsts:
             cost = self.cost(block, line)
             if self.used + cost <= prior_room or (
-                _is_request(line.text) and self.used + cost <= self.max_bytes
+                line.text.startswith(USER_PREFIX) and self.used + cost <= self.max_bytes
             ):
                 self.take(block, line)
         for block, line in firsts:

@@ -56,11 +56,6 @@ def _request_line(text: str) -> str:
     return text if text.startswith(USER_PREFIX) else USER_PREFIX + text
 
 
-def _is_request(text: str) -> bool:
-    """Whether a summary's line is one of what the user said."""
-    return text.startswith(USER_PREFIX)
-
-
 def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
     """The summary: each shown block's head and its kept lines; else the best line clipped."""
     out: list[str] = []
@@ -136,9 +131,8 @@ def _prior_content(line: str) -> float:
 
 
 def _prior_line(block: int, order: int, text: str) -> _Line:
-    if text.startswith(ARCHIVE_LINE_PREFIX):
-        return _Line(block, order, text, _PRIOR_SCORE, tier=0)
-    content = _prior_content(text)
+    # The archive line, and a line still holding a strong signal, keep their place first.
+    content = _PRIOR_SCORE if text.startswith(ARCHIVE_LINE_PREFIX) else _prior_content(text)
     if content >= _PRIOR_KEEP_SCORE:
         return _Line(block, order, text, _PRIOR_SCORE, tier=0)
     if text.startswith(USER_PREFIX):
@@ -148,10 +142,8 @@ def _prior_line(block: int, order: int, text: str) -> _Line:
 
 def _list_item(group: str) -> tuple[str, str] | None:
     """A list's record as its list's path and index (``flights``, ``[3]``); else None."""
-    if not group.endswith("]"):
-        return None
     start = group.rfind("[")
-    if start <= 0 or not group[start + 1 : -1].isdigit():
+    if not group.endswith("]") or start <= 0 or not group[start + 1 : -1].isdigit():
         return None
     return group[:start], group[start:]
 

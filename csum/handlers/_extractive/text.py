@@ -24,6 +24,7 @@ _NAME = regex.compile(  # 20240131120000, App.Repo.Migrations.Init, db.internal.
 )
 _CAMEL = regex.compile(r"[A-Z]?+[a-z]++(?:[A-Z][a-z0-9]*+)++")  # SessionCache, getUserById
 _HEX = regex.compile(r"(?:sha\d++:)?+(?=[0-9]*+[a-f])(?=[a-f]*+[0-9])[0-9a-f]{7,128}+")
+_EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Fault")  # one in every match:
 _EXCEPTION_NAME = regex.compile(
     r"(?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*?(?:Error|Exception|Exit|Interrupt|Fault)\b"
 )
@@ -106,28 +107,12 @@ def _token_weight(raw: str) -> int:
         or ("." in token and _VERSION.fullmatch(token))
         or (5 <= len(token) <= 10 and _CODE.fullmatch(token))
         or _HEX.fullmatch(token)
-        or (_separated(token) and _ID.fullmatch(token) and _digit_or_underscore(token))
-        or (_names_exception(token) and _EXCEPTION_NAME.fullmatch(token))
+        or (any(c in token for c in "_.-") and _ID.fullmatch(token) and _digit_or_underscore(token))
+        or (any(word in token for word in _EXCEPTION_WORDS) and _EXCEPTION_NAME.fullmatch(token))
         or _NAME.fullmatch(token)
         or (not token.islower() and not token.isupper() and _CAMEL.fullmatch(token))
     )
     return 1 if identifier else 0
-
-
-def _separated(token: str) -> bool:
-    """What every _ID match holds: a separator."""
-    return "_" in token or "." in token or "-" in token
-
-
-def _names_exception(token: str) -> bool:
-    """What every _EXCEPTION_NAME match holds: one of its words."""
-    return (
-        "Error" in token
-        or "Exception" in token
-        or "Exit" in token
-        or "Interrupt" in token
-        or "Fault" in token
-    )
 
 
 def _digit_or_underscore(token: str) -> bool:
