@@ -68,18 +68,14 @@ def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -
             command = fit_command(_compact_command(item), room)
             first.insert(0, _clip_middle(command, room, head_share=0.75))
         elif isinstance(item, str) and "\n" in item.strip() and len(value) > 1:
-            # A text of several lines beside other arguments (an edit's old and new
-            # text, a file's content) is what the call writes, not what names it: the
-            # other arguments (the path) do, and the result echoes what changed.
+            # A multi-line text beside other arguments (an edit's text) is not what names it.
             continue
         elif lowered not in _QUIET_KEYS:
             keyed.append(f"{key}={_clip_middle(text, room)}")
             bare.append(_clip_middle(text, room) if _telling(text) else keyed[-1])
     line = f"{name}({', '.join(first + keyed)})"
     if len(line) > cap or (not first and len(bare) == 1):
-        # Too long with its keys, or a lone argument: identifiers say more than their
-        # keys in the same room (the call's name, or the result, names the keys again);
-        # those densest in identifiers first, so a cut at the end loses the prose.
+        # Too long with its keys, or a lone argument: identifiers first, without their keys.
         line = f"{name}({', '.join(first + _identifiers_first(bare))})"
     return _clip(line, cap)
 
@@ -98,9 +94,7 @@ def _compact_command(command: str) -> str:
     """A shell command by what ran: no ``2>&1``, no last ``| head -20``, its first line."""
     lines = [line.strip() for line in command.strip().splitlines()[:3]]
     if len(lines) > 1:
-        # A commit message's body, a heredoc, a script: its first line says what ran,
-        # with the next when the first opens a quote or a heredoc (``-m "$(cat <<'EOF'``,
-        # then the subject).
+        # Its first line says what ran, with the next when the first opens a quote or heredoc.
         head = lines[0]
         if lines[1] and (_HEREDOC.search(head) or head.count('"') % 2 or head.count("'") % 2):
             head = f"{head} {lines[1]}"
@@ -133,8 +127,7 @@ def _call_shows(head: str, pair: str) -> bool:
     value = pair.split("=", 1)[1]
     if pair in head or head.endswith(f"({value})"):
         return True
-    # A first argument of several shown without its key: words (a search's query) are
-    # shown whole; a code still needs its key, which the result's field gives.
+    # A first argument of several, keyless: words (a query) only; a code needs its key.
     return " " in value and f"({value}, " in head
 
 

@@ -193,8 +193,7 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
 _NUMBERED = regex.compile(r"\s{0,8}+\d{1,7}+(?:→|:|\t)")  # a file listing's line number
 _COMMENT = regex.compile(r"\s*+(?:#|//|--|;|%|/\*)")  # a line commented out
 _SCAN = 2048  # characters of a line examined
-# A name, its separator and a quoted version requirement: {:ash, "~> 3.0"}, "react":
-# "^18.2.0", serde = { version = "1.0" }, gem "rails", "~> 7.1", "x>=1.2".
+# A quoted version requirement: {:ash, "~> 3.0"}, "react": "^18.2.0", gem "rails", "~> 7.1".
 _DEPENDENCY = regex.compile(
     r"(?<![\w.-])[:@]?+[A-Za-z][\w@/.-]{0,80}+[\"']?+[ ]{0,3}+[,:=][ ]{0,3}+"
     r"(?:\{[ ]{0,3}+version[ ]{0,3}+=[ ]{0,3}+)?+[\"'](?:[~^<>=!][>=]?+[ ]{0,2}+)?+"

@@ -112,8 +112,7 @@ class _Collector:
         render = partial(_render_call, entry.name, entry.args, parsed)
         head = capped = render(self.call_cap)
         if self.call_count == 1 and _ELLIPSIS in capped:
-            # A lone call's command cut in its middle names none one could run again:
-            # whole when that takes at most its share of the budget.
+            # A command cut in its middle names none: whole when that fits its share.
             whole = render(_UNCAPPED)
             if _utf8_len(whole) <= int(self.max_bytes * _WHOLE_CALL_SHARE):
                 head = whole

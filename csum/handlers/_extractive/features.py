@@ -28,8 +28,7 @@ _BOOL_FIELD = 0.8  # weight of a JSON field holding true or false
 _CACHED_LINE = 400  # lines up to this long have their signals cached
 _PROSE_SHARE = 0.8  # share of letters and spaces from which a tool's line reads as prose
 
-# A word every match of _ERROR holds, in one of its cases: a line without one is not read
-# by _ERROR (the same result, found sooner).
+# A word every match of _ERROR holds: a line without one is not read by _ERROR.
 _ERROR_NEEDS = regex.compile(
     r"(?i:fail|error|fatal|panic|exception|exit|interrupt|fault|\*\*[ ]\(|assertion"
     r"|not[ ]found|denied|timed[ ]out|timeout|no[ ]such[ ]file|refused|could[ ]not|unable[ ]to)"
@@ -62,8 +61,7 @@ _MEASURE_NAME = regex.compile(  # ... in a line that says it is a measurement of
     r"(?i:\b(?:measured|latency|throughput|p\d{2}|peak|average|mean|median|rss|usage"
     r"|benchmark(?:ed)?)\b)"
 )
-# What every match of a pattern below holds, looked for first: a line without it is not
-# read by the pattern (the same result, found sooner).
+# What every match of the pattern below holds, looked for first (the same result, sooner).
 _PIN_NEEDS = regex.compile(r"\d\.\d")  # each of _PIN's versions has two parts at least
 _LOCATED_NEEDS = regex.compile(r"(?i:line[ ]\d)")  # both of _LOCATED's forms say it
 _LOCATED = regex.compile(  # "line 12 of src/a.py", "config.yaml, line 3", "a.py at line 7"
@@ -193,8 +191,7 @@ def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[fl
     return None, earned
 
 
-# Lines recur (a summary's lines when it is summarized again, a log's repeated lines):
-# short ones have their signals cached, at most 4,096 of them (about two megabytes).
+# Lines recur (a summary summarized again, a log): short ones' signals are cached.
 _cached_signals = lru_cache(maxsize=4096)(_line_signals)
 
 

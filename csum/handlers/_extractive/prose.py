@@ -18,8 +18,7 @@ SpanFinder = Callable[[str], Iterator[tuple[int, int, int]]]
 _CLAUSE_MARK = regex.compile(r"(?<=\S)[,;:](?=[ ])|[ ][\u2014\u2013-](?=[ ])")
 # Quoted and bracketed stretches: a mark inside them separates no clauses.
 _OPENERS: Final = {"`": "`", "(": ")", "[": "]", '"': '"'}
-# A clause that says why, when or under what condition, or forbids or decides: its
-# words are the fact ("where a missing key falls through", "unless the cache is warm").
+# A clause saying why, when, under what condition, or forbidding: its words are the fact.
 _KEEP_CLAUSE = regex.compile(
     r"(?i)^\W{0,3}(?:where|because|since|so|unless|if|when|until|but|however|except"
     r"|due[ ]to|caused[ ]by|instead)\b"
@@ -120,8 +119,7 @@ def _signal_end(clause: str, spans: SpanFinder) -> int | None:
 _FENCE = regex.compile(r"[ ]{0,3}+(?:```|~~~)[\w+.-]{0,40}+\s*+")
 # A markdown link: [text](url); the text has no brackets, the url no spaces.
 _LINK = regex.compile(r"\[([^\[\]\n]{1,200}+)\]\((https?://[^\s()]{1,2000}+)\)")
-# Query parameters that only tag where a click came from (utm_source=..., as search
-# tools and chat answers append to the links they cite).
+# Query parameters that only tag where a click came from (utm_source=...).
 _TRACKING = regex.compile(r"[?&]utm_[a-z]{1,20}+=[^&#\s]{0,200}+")
 
 

@@ -281,9 +281,7 @@ def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: in
     raw, marks = code_lines(raw)
     text = _Text(raw, tool=True, listing=listing, diff=diff, marks=marks)
     if not diff:
-        # A tool's prose (an agent's report, a fetched page, a tool's closing
-        # advice) is split into sentences as an answer is; its code, logs and
-        # listings are not (their lines are units already).
+        # A tool's prose is split into sentences as an answer is (its code and logs are not).
         text.raw = _sentences(literal_records(text.raw, _literal_fields), prose_only=True)
         text.raw = labelled_records(text.raw, text.ranks)
     if not diff and not listing:
@@ -625,8 +623,7 @@ class _Scorer:
         shape = _WORDS.sub("w", line[:120])
         repeats = self.shapes.get(shape, 0)
         self.shapes[shape] = repeats + 1
-        # A progress line printed again with its status ("Opening connection to h:
-        # Trying", then ": Done"): the same start as an earlier line.
+        # A progress line printed again with its status: the same start as an earlier line.
         start = "\0" + line[:_SAME_START] if len(line) > _SAME_START else ""
         if start:
             repeats = max(repeats, self.shapes.get(start, 0))
@@ -639,8 +636,7 @@ class _Scorer:
                     1 + order / 10
                 ), True
             return score, False
-        # A line with nothing in it is kept only when room is left (an edge line
-        # first), so that the budget is used.
+        # A line with nothing in it is kept only when room is left (an edge line first).
         return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
 
     def _item(self, unit: _Unit, score: float, placed: bool) -> _Line:
@@ -650,16 +646,13 @@ class _Scorer:
             line = _place_first(line, self.text.places[unit.order])
         text = _shorten_paths(line, width)
         if placed and self.opening and unit.order and len(text) <= width:
-            # A section's first line says what it is about (a format-free prior), when
-            # it is shown whole: a window of it may have left out what it was about.
+            # A section's first line says what it is about, when it is shown whole.
             score += WEIGHTS["section"]
         item = _Line(self.block, unit.order, _window(text, width), score)
         if unit.mark is not None:
             item.group = unit.mark.group
         if self.compact and len(text) > _COMPACT_SHARE * width:
-            # An answer's long sentence by its clauses that carry something (its
-            # identifiers, numbers, causes and constraints): more of them fit. Its
-            # whole form comes back if room is left.
+            # An answer's long line by its clauses that carry something (whole if room is left).
             short = _window(_compact_answer_line(text), width)
             if short != item.text:
                 item.text, item.whole = short, item.text

@@ -91,8 +91,7 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
         and _LONE_CALL.match(rows[0][:_LINE_SCAN]) is not None
         and not any(row.startswith(RESULT_INDENT) for row in rows)
     ):
-        # A call alone in its summary is written without indents: its lines are its
-        # result's, as they would be indented under it among other blocks.
+        # A call alone in its summary is written without indents: indent its lines again.
         rows = [rows[0], *(RESULT_INDENT + row for row in rows[1:])]
     blocks: list[_Block] = []
     loose: _Block | None = None  # consecutive lines with no call above them
@@ -104,8 +103,7 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
             continue
         following = rows[order + 1] if order + 1 < len(rows) else ""
         if not indented and following.startswith(RESULT_INDENT):
-            # The calls' share may be smaller now: cut at the end, as a call line is
-            # (its command's start and its identifiers come first).
+            # The calls' share may be smaller now: cut at the end, as a call line is.
             head = _clip(row, call_cap)
             blocks.append(_Block(head=head, indent=RESULT_INDENT))
             loose = None

@@ -33,11 +33,9 @@ def is_relevance_score(key: str, value: object) -> bool:
 _LABELLED: Final = regex.compile(
     r"([A-Z][A-Za-z]{0,20}+(?:[ _-][A-Za-z]{1,20}+){0,2}+):[ ]++(\S.*+)"
 )
-# Characters a field's value may take to join its record's line: a search engine's
-# one-paragraph snippet (about 160) does; a page's text is a line of its own.
+# Characters a field's value may take to join its record's line (a snippet's ~160).
 _RECORD_FIELD: Final = 160
-# Characters a record's joined line may take (a window holds it whole); the fields past
-# it (a long ``kubectl describe`` record's) stay lines of their own.
+# Characters a record's joined line may take; the fields past it stay lines of their own.
 _RECORD_LINE_MAX: Final = 220
 # Labels a log's or a checker's messages start with: each line a message of its own.
 _SEVERITY: Final = regex.compile(
@@ -45,8 +43,7 @@ _SEVERITY: Final = regex.compile(
     r"|hint|help|panic|critical|exception|caused[ ]by|deprecated|deprecation[ _-]?warning)"
 )
 _NAME_LABEL: Final = regex.compile(r"(?i:title|name)$")
-# Labels of a hit's text (what the page says): a line of its own, however short, so that
-# the record's line stays short enough to be kept whole.
+# Labels of a hit's text: a line of its own, so that the record's line stays short.
 _TEXT_LABEL: Final = regex.compile(r"(?i:content|snippet|body|text|description|summary|excerpt)")
 _MIN_RECORDS: Final = 2
 _TEXT_RANK: Final = 1  # places a hit's text ranks below the hit's own line
@@ -146,8 +143,7 @@ def _is_relevance_text(label: str, value: str) -> bool:
     return is_relevance_score(label, number)
 
 
-# A JSON string holding a document (a fetched page's text, a file's content): this many
-# lines and characters at least.
+# A JSON string holding a document (a fetched page, a file): this many lines and chars.
 _DOCUMENT_LINES: Final = 4
 _DOCUMENT_CHARS: Final = 400
 

@@ -9,12 +9,9 @@ import regex
 
 __all__ = ["count_follows", "drop_zero_counts", "fit_command", "strip_banner", "strip_colours"]
 
-# A terminal's control sequences (colours, cursor moves: ``ESC[38;21m``, ``ESC[0m``,
-# ``ESC[2K``) say nothing a summary keeps: the text between them does.
+# A terminal's control sequences (colours, cursor moves): the text between them says it.
 _CONTROL: Final = regex.compile(r"\x1b\[[0-9;?]{0,32}+[A-Za-z]|\x1b[()][A-Z0-9]")
-# A banner's rule: three or more of one rule character at a line's start or end, framing
-# what it says (``===== 2 failed, 5 passed in 1.2s =====``, ``---- a::b stdout ----``,
-# ``_____ test_login _____``).
+# A banner's rule framing a line: ``===== 2 failed in 1.2s =====``, ``---- a::b ----``.
 _BANNER_START: Final = regex.compile(r"^([=\-_*~#])\1{2,}+[ ]++(?=\S)")
 _BANNER_END: Final = regex.compile(r"(?<=\S)[ ]++([=\-_*~#])\1{2,}+$")
 # A count opening a sentence: "31 passed", "0 failed; 1 ignored".
@@ -45,9 +42,7 @@ def count_follows(rest: str) -> bool:
 _ELLIPSIS: Final = "…"
 
 
-# A zero count of a secondary outcome in a runner's counts line: cargo's "; 0 ignored;
-# 0 measured; 0 filtered out", dotnet's ", Skipped: 0". What passed and what failed are
-# kept even when zero ("0 failed" is the verdict); nothing ignored says nothing.
+# A zero count of a secondary outcome (``; 0 ignored``, ``, Skipped: 0``); "0 failed" stays.
 _ZERO_COUNT: Final = regex.compile(
     r"[;,][ ](?:0[ ](?:ignored|measured|filtered[ ]out|skipped|deselected|xfailed|xpassed"
     r"|pending|todo|excluded)|(?:Skipped|Ignored|Pending):[ ]++0)\b"

@@ -99,8 +99,7 @@ def _token_weight(raw: str) -> int:
     kind = _path_kind(token)
     if kind:
         return _PATH_WEIGHTS[kind]
-    # Each pattern is tried only on a token holding what all its matches hold (a version's
-    # dot, a code's length, an id's separator, an exception's word): the same answer.
+    # Each pattern is tried only on a token holding what all its matches hold: same answer.
     identifier = (
         "://" in token
         or "=" in token[1:]
@@ -119,8 +118,7 @@ def _digit_or_underscore(token: str) -> bool:
     return "_" in token or any(c.isdigit() for c in token)
 
 
-# Tokens recur (a name on many lines, a summary summarized again): short ones are
-# classified once; the cache holds at most 8192 of them (under a megabyte).
+# Tokens recur: short ones are classified once (at most 8192, under a megabyte).
 _cached_weight = lru_cache(maxsize=8192)(_token_weight)
 
 
