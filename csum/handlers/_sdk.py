@@ -1,10 +1,6 @@
-"""The model handlers, ``anthropic`` and ``openai_compatible``, through the providers' SDKs.
-
-The SDKs' own retries are off (``max_retries=0``): one retry loop here retries rate
-limits, 408, 5xx, transport errors and timeouts with backoff and jitter (on anyio, so on
-asyncio and trio). With ``continuation=True`` a request carrying its conversation is sent
-as that conversation then an instruction, so the provider reads it from its prompt cache.
-"""
+"""The model handlers, ``anthropic`` and ``openai_compatible``, through the providers' SDKs,
+with one retry loop (the SDKs' own retries off) and the continuation bodies, which send a
+request as the conversation the agent sent then an instruction (read from the prompt cache)."""
 
 from __future__ import annotations
 
@@ -146,8 +142,7 @@ class _Sdk:
 
     @classmethod
     def load(cls, provider: str, handler: str, names: tuple[str, str]) -> _Sdk:
-        """The SDK named ``provider`` (its base error and client named by ``names``), or
-        ImportError."""
+        """The SDK named ``provider`` (``names``: its base error and client), or ImportError."""
         try:
             sdk = importlib.import_module(provider)
         except ImportError as exc:
@@ -325,23 +320,19 @@ def openai_compatible(
     continuation: bool = False,
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> RequestHandler:
-    """A handler that asks ``model`` for the summary through chat completions
-    (the official ``openai`` SDK, ``AsyncOpenAI().chat.completions.create``).
+    """A handler that asks ``model`` for the summary through chat completions (the
+    official ``openai`` SDK), the system prompt first so that its prefix is cached.
 
     ``base_url`` and ``api_key`` default to the SDK's (``OPENAI_BASE_URL``,
-    ``OPENAI_API_KEY``). ``timeout`` bounds each attempt as a whole; ``max_retries``
-    retries follow rate limits, 408, 5xx, transport errors and timeouts, waiting
-    ``backoff_base * 2**n`` seconds with jitter. Other errors, and a response without
-    text, raise :class:`HandlerError` at once. ``token_limit_param`` names the output
-    limit field: ``max_tokens`` for servers that predate ``max_completion_tokens``.
-    Without ``client`` each call opens (and closes) its own ``AsyncOpenAI``, so the
-    handler works across event loops; a ``client`` given is used (with its retries
-    off) and left open. The fixed system prompt goes first and the prompt last, so
-    providers that cache prompt prefixes reuse the system part across calls.
-
-    With ``continuation``, a request carrying its conversation (a Compactor's) goes as
-    that conversation (messages and ``tools``) plus the instruction as a last user
-    message (:func:`openai_body`): the provider's prefix cache serves it.
+    ``OPENAI_API_KEY``). ``timeout`` bounds each attempt; ``max_retries`` retries follow
+    rate limits, 408, 5xx, transport errors and timeouts, waiting ``backoff_base * 2**n``
+    seconds with jitter. Other errors, and a response without text, raise
+    :class:`HandlerError` at once. ``token_limit_param``: ``max_tokens`` for servers that
+    predate ``max_completion_tokens``. Without ``client`` each call opens (and closes)
+    its own ``AsyncOpenAI`` (so it works across event loops); a ``client`` given is used
+    with its retries off and left open. With ``continuation``, a request carrying its
+    conversation (a Compactor's) goes as that conversation (and ``tools``) plus the
+    instruction as a last user message (:func:`openai_body`).
     """
     sdk = _Sdk.load("openai", "openai_compatible", ("OpenAIError", "AsyncOpenAI"))
     _check_token_limit("max_output_tokens", max_output_tokens)
@@ -408,21 +399,15 @@ def anthropic(
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> RequestHandler:
     """A handler that asks Claude ``model`` for the summary (the official ``anthropic``
-    SDK, ``AsyncAnthropic().messages.create``: the system prompt as the top-level
-    ``system`` field, the prompt as the one user message).
+    SDK: the system prompt as the ``system`` field, the prompt as the one user message).
 
     ``base_url`` and ``api_key`` default to the SDK's (``ANTHROPIC_BASE_URL``,
-    ``ANTHROPIC_API_KEY``). Timeouts, retries and clients behave as in
-    :func:`csum.handlers.openai_compatible`: ``timeout`` bounds each attempt;
-    rate limits, 408, 5xx (529 "overloaded" included), transport errors and timeouts
-    are retried with backoff and jitter; other errors and a reply without text raise
-    :class:`HandlerError`.
-
-    With ``continuation``, a request that carries its conversation (a Compactor's) is
-    sent as a continuation of it: the conversation as the agent sent it (its system
-    prompt, messages and ``tools``), a cache breakpoint at its end, then the instruction
-    (:func:`anthropic_body`), so the input is read from the prompt cache;
-    ``system_prompt`` is then not sent. Any other request is sent fresh.
+    ``ANTHROPIC_API_KEY``). Timeouts, retries (529 "overloaded" included) and clients
+    behave as in :func:`csum.handlers.openai_compatible`. With ``continuation``, a
+    request that carries its conversation (a Compactor's) is sent as the conversation
+    the agent sent (system prompt, messages, ``tools``), a cache breakpoint at its end,
+    then the instruction (:func:`anthropic_body`), read from the prompt cache
+    (``system_prompt`` is then not sent); any other request is sent fresh.
     """
     sdk = _Sdk.load("anthropic", "anthropic", ("AnthropicError", "AsyncAnthropic"))
     _check_token_limit("max_tokens", max_tokens)

@@ -4,7 +4,7 @@ with its place, a JSON result's fields), then what each says and what the lines 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import regex
@@ -99,22 +99,6 @@ def _undecorated(line: str) -> str:
         head = _DECORATION_HEAD.match(line)
         return line if head is None else line[head.end() :]
     return _DECORATION.sub("", line)
-
-
-def _record_text(line: str) -> str | None:
-    """A one-line JSON object of scalars as ``key=value`` fields; None for any other line."""
-    text = line.strip()
-    if len(text) > _LINE_SCAN or not (text.startswith("{") and text.endswith("}")):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict) or len(value) < 2:
-        return None
-    if any(isinstance(item, dict | list) for item in value.values()):
-        return None
-    return " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
 
 
 def _split_lines(text: str) -> list[str]:
@@ -285,9 +269,7 @@ def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: in
         text.raw = _sentences(literal_records(text.raw, _literal_fields), prose_only=True)
         text.raw = labelled_records(text.raw, text.ranks)
     if not diff and not listing:
-        text.raw = _reshape(text.raw, text.ranks)
-    if not listing and not diff:
-        text.raw = _two_line_records(text.raw, check, width, text.places)
+        text.raw = _two_line_records(_reshape(text.raw, text.ranks), check, width, text.places)
     return text
 
 
@@ -320,10 +302,16 @@ def _routine(unit: _Unit, text: _Text) -> bool:
 
 
 def _json_record(unit: _Unit, text: _Text) -> bool:
-    """A one-line JSON record as its ``key=value`` fields."""
-    record = _record_text(unit.line)
-    if record is not None:
-        unit.line = record
+    """A one-line JSON object of scalars as its ``key=value`` fields."""
+    line = unit.line.strip()
+    if len(line) > _LINE_SCAN or not (line.startswith("{") and line.endswith("}")):
+        return True
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return True
+    if isinstance(value, dict) and len(value) >= 2 and not _nested(value.values()):
+        unit.line = " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
     return True
 
 
@@ -406,6 +394,10 @@ class _Field:
     weight: float
 
 
+def _nested(values: Iterable[object]) -> bool:
+    return any(isinstance(value, dict | list) for value in values)
+
+
 def _restates(parent: str, value: object) -> bool:
     """Whether ``value`` only repeats the key its record is filed under."""
     if not parent or not isinstance(value, str) or not value:
@@ -425,42 +417,32 @@ def _flatten_json(
     """Every scalar as a field of its record; fields repeating the key or ``said`` left out."""
     if depth > _JSON_DEPTH:
         out.append(_Field(path, "…", _EMPTY_FIELD))
-        return
-    if isinstance(value, dict):
+    elif isinstance(value, dict):
         for name, item in value.items():
             key = str(name)
-            if isinstance(item, dict) and all(
-                not isinstance(v, dict | list) for v in item.values()
-            ):
+            if isinstance(item, dict) and not _nested(item.values()):
                 inner = [f"{k}={_scalar(v)}" for k, v in item.items() if not _restates(key, v)]
                 weight = max(
                     (_field_weight(str(k), v) for k, v in item.items()), default=_EMPTY_FIELD
                 )
                 out.append(_Field(path, f"{key}({' '.join(inner)})", weight))
-            elif isinstance(item, list) and all(not isinstance(v, dict | list) for v in item):
-                text = f"{key}={','.join(_scalar(v) for v in item)}"
+            elif isinstance(item, list) and not _nested(item):
                 weight = max((_field_weight(key, v) for v in item), default=_EMPTY_FIELD)
-                out.append(_Field(path, text, weight))
-            elif isinstance(item, dict | list):
-                continue
-            elif not _restates(parent, item):
+                out.append(_Field(path, f"{key}={','.join(_scalar(v) for v in item)}", weight))
+            elif not isinstance(item, dict | list) and not _restates(parent, item):
                 text = f"{key}={_scalar(item)}"
                 if text not in said:
                     out.append(_Field(path, text, _field_weight(key, item)))
         for key, item in value.items():
-            if isinstance(item, list) and any(isinstance(v, dict | list) for v in item):
-                child = f"{path}.{key}" if path else str(key)
+            child = f"{path}.{key}" if path else str(key)
+            if isinstance(item, list) and _nested(item):
                 _flatten_json(item, child, out, depth=depth + 1, said=said)
-            elif isinstance(item, dict) and any(isinstance(v, dict | list) for v in item.values()):
-                child = f"{path}.{key}" if path else str(key)
+            elif isinstance(item, dict) and _nested(item.values()):
                 _flatten_json(item, child, out, depth=depth + 1, said=said, parent=str(key))
+    elif isinstance(value, list) and not _nested(value):
+        weight = max((_field_weight("", v) for v in value), default=_EMPTY_FIELD)
+        out.append(_Field(path, ",".join(_scalar(v) for v in value), weight))
     elif isinstance(value, list):
-        if all(not isinstance(v, dict | list) for v in value):
-            text = ",".join(_scalar(v) for v in value)
-            out.append(
-                _Field(path, text, max((_field_weight("", v) for v in value), default=_EMPTY_FIELD))
-            )
-            return
         for index, item in enumerate(value):
             _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1, said=said)
     else:
