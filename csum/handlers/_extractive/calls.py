@@ -34,13 +34,9 @@ _OUTPUT_LIMIT = regex.compile(r"[ ]?+\|[ ]?+(?:head|tail)(?:[ ]++-[nc]?+[ ]?+\d{
 _HEREDOC = regex.compile(r"<<-?+[ ]?+['\"]?+\w{1,40}+['\"]?+[ ]*+$")  # "cat <<'EOF'" ending a line
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
-
-
 _QUIET_KEYS = frozenset(
     {"description", "timeout", "run_in_background", "dangerouslydisablesandbox", "replace_all"}
 )
-
-
 _FLAGS = frozenset({"true", "false", "null", "none", "True", "False", "None"})
 
 
@@ -82,12 +78,8 @@ def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -
 
 def _telling(text: str) -> bool:
     """Whether an argument's value names itself without its key (an id, a path; no number)."""
-    return (
-        len(text) >= 5
-        and any(c.isalpha() for c in text)
-        and text not in _FLAGS
-        and not any(c.isspace() for c in text)
-    )
+    long_word = len(text) >= 5 and not any(c.isspace() for c in text)
+    return long_word and any(c.isalpha() for c in text) and text not in _FLAGS
 
 
 def _compact_command(command: str) -> str:
@@ -115,11 +107,8 @@ def _identifiers_first(values: list[str]) -> list[str]:
 
 def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
     """A call's scalar arguments as ``key=value``, as its flattened result writes them."""
-    if value is None:
-        return frozenset()
-    return frozenset(
-        f"{key}={_scalar(item)}" for key, item in value.items() if not isinstance(item, dict | list)
-    )
+    items = value.items() if value is not None else ()
+    return frozenset(f"{k}={_scalar(v)}" for k, v in items if not isinstance(v, dict | list))
 
 
 def _call_shows(head: str, pair: str) -> bool:
@@ -134,11 +123,8 @@ def _call_shows(head: str, pair: str) -> bool:
 def _head_codes(head: str) -> int:
     """How many codes (``JG7FMM``, ``ORD7731QX``) a call line's arguments name."""
     _, _, args = head.partition("(")
-    return sum(
-        1
-        for match in _TOKEN.finditer(args, endpos=_LINE_SCAN)
-        if _CODE.fullmatch(match.group().rpartition("=")[2].strip(_TRAIL))
-    )
+    tokens = _TOKEN.finditer(args, endpos=_LINE_SCAN)
+    return sum(bool(_CODE.fullmatch(t.group().rpartition("=")[2].strip(_TRAIL))) for t in tokens)
 
 
 def _call_cap(calls: int, max_bytes: int) -> int:

@@ -630,9 +630,8 @@ class _Scorer:
         if placed and self.opening and unit.order and len(text) <= width:
             # A section's first line says what it is about, when it is shown whole.
             score += WEIGHTS["section"]
-        item = _Line(self.block, unit.order, _window(text, width), score)
-        if unit.mark is not None:
-            item.group = unit.mark.group
+        group = unit.mark.group if unit.mark is not None else None
+        item = _Line(self.block, unit.order, _window(text, width), score, group=group)
         if self.compact and len(text) > _COMPACT_SHARE * width:
             # An answer's long line by its clauses that carry something (whole if room is left).
             short = _window(_compact_answer_line(text), width)
