@@ -86,7 +86,7 @@ def _record_labels(lines: list[str]) -> tuple[str, set[str]] | None:
     if counts.get(opener, 0) < _MIN_RECORDS or len(counts) < 2:
         return None
     if any(_SEVERITY.fullmatch(label) for label in counts):
-        return None
+        return None  # messages of a log or a checker ("Warning: ...")
     return opener, {label for label, count in counts.items() if count >= _MIN_RECORDS}
 
 
@@ -130,9 +130,7 @@ class _LabelledRecords:
 def _field_place(field: str) -> int:
     """Where a field goes in its record's line: its title, then its address, then the rest."""
     label = field.split(":", 1)[0]
-    if _NAME_LABEL.search(label) is not None:
-        return 0
-    return 1 if _TITLE_KEY.search(label) is not None else 2
+    return 0 if _NAME_LABEL.search(label) else 1 if _TITLE_KEY.search(label) else 2
 
 
 def _is_relevance_text(label: str, value: str) -> bool:
@@ -151,8 +149,6 @@ _DOCUMENT_CHARS: Final = 400
 def take_documents(value: object, documents: list[str]) -> object:
     """``value`` without the documents its strings hold (copied, not mutated), each to
     ``documents``."""
-    if isinstance(value, str):
-        return value
     if isinstance(value, list):
         return [take_documents(item, documents) for item in value]
     if not isinstance(value, dict):
