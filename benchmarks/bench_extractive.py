@@ -31,7 +31,7 @@ import random
 from collections.abc import Callable
 
 import csum.handlers._extractive.features as features_module
-import csum.handlers._extractive.tokens as tokens_module
+import csum.handlers._extractive.text as text_module
 from benchmarks.chains import build_chain
 from benchmarks.policies.corpus import (
     CLAUDE_CODE_FOLDER,
@@ -45,7 +45,7 @@ from csum.handlers import summarize_extractive
 from csum.prompt import SummaryRequest, summary_request
 
 WINDOW = 12  # messages per prompt
-CACHES = (tokens_module._cached_weight, features_module._cached_signals)
+CACHES = (text_module._cached_weight, features_module._cached_signals)
 
 
 def _clear() -> None:

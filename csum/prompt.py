@@ -301,7 +301,7 @@ class SummaryRequest:
     """The conversation the summary is asked in, as the agent sent it (the chain a
     Compactor was called with, in order; the same tuple for every request of one
     compaction), or () when there is none: a continuation handler sends it as the
-    cached prefix (:mod:`csum.handlers._continuation`)."""
+    cached prefix (:mod:`csum.handlers._sdk`)."""
     kept: int = field(default=0, compare=False)
     """How many of the conversation's last messages stay in the chain as they are: the
     summary is of what comes before them (0 with no conversation)."""

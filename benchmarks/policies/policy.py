@@ -21,7 +21,7 @@ import anyio
 from cast import Message, Role, ToolCall
 from cast.messages import utf8_len
 from csum import HistoryArchive, Stores, Summarizer, SummarizerConfig
-from csum.handlers._continuation import continuation_instruction
+from csum.handlers._sdk import continuation_instruction
 from csum.prompt import SummaryRequest
 from csum.request import RequestHandler, request_handler
 
@@ -76,7 +76,7 @@ class MeteredHandler(RequestHandler):
     A request that carries its conversation (a Compactor's one summary prompt) is what
     a continuation handler sends as the conversation then its instruction: such calls
     are counted in ``continued`` and the instruction's bytes in ``instruction_bytes``
-    (:func:`csum.handlers._continuation.continuation_instruction`), so the cost
+    (:func:`csum.handlers._sdk.continuation_instruction`), so the cost
     benchmark prices what the model handlers send.
     Each call sleeps ``time_scale`` times its modelled latency (0: no sleep, the quick
     mode). ``modelled_s`` runs a virtual clock per step: a call starts when the step's

@@ -9,11 +9,10 @@ text function so it runs in a worker thread.
 
 from __future__ import annotations
 
+from csum.config import RetryPolicy
 from csum.errors import HandlerError
-from csum.handlers._anthropic import anthropic
-from csum.handlers._base import RetryPolicy
 from csum.handlers._extractive import ExtractiveHandler, extractive, summarize_extractive
-from csum.handlers._openai_compatible import openai_compatible
+from csum.handlers._sdk import anthropic, openai_compatible
 from csum.handlers._threaded import threaded
 from csum.request import RequestHandler, SummarizeHandler
 

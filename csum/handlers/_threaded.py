@@ -1,12 +1,4 @@
-"""Synchronous summarize functions run as handlers, in a worker thread.
-
-A handler that blocks (a synchronous HTTP client, ``time.sleep``, a local model) stops
-the event loop while it runs: no other handler call proceeds and the caller's deadline
-(``anyio.fail_after``, a cancel scope) cannot fire until it returns. :func:`threaded`
-runs such a function in a worker thread instead, so the event loop keeps running and a
-deadline or cancellation ends the wait at once. The thread itself cannot be stopped:
-it runs to its end in the background and its answer is dropped.
-"""
+"""Synchronous summarize functions run as handlers, in a worker thread."""
 
 from __future__ import annotations
 
@@ -27,7 +19,11 @@ def threaded(
     """An async handler that calls the synchronous ``summarize(prompt)`` in a worker
     thread (a text handler); cancellation (a deadline) is honoured while it runs.
 
-    ``limiter`` bounds the threads in use (default: anyio's, 40 threads).
+    A function that blocks (a synchronous HTTP client, a local model) would stop the
+    event loop, and the caller's deadline could not fire until it returned; in a thread
+    the loop keeps running. The thread itself cannot be stopped: on cancellation it runs
+    to its end in the background and its answer is dropped. ``limiter`` bounds the
+    threads in use (default: anyio's, 40 threads).
     """
     if not callable(summarize):
         raise TypeError(f"summarize must be callable, not {type(summarize).__name__}")

@@ -177,7 +177,7 @@ def test_a_named_extractive_handler_keeps_the_default_summary_size() -> None:
     ``Compactor()`` (and every hook) used ``summary_ratio`` of the budget: one default
     now, whether the handler is named or not."""
     from csum.handlers import extractive
-    from csum.handlers._extractive.entry import DEFAULT_EXTRACTIVE_BYTES
+    from csum.handlers._extractive import DEFAULT_EXTRACTIVE_BYTES
 
     chain = _facts_chain()
     for budget in (16_384, 65_536):

@@ -5,55 +5,43 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from csum.handlers._extractive.code_tools import (
-    without_echo,
-)
-from csum.handlers._extractive.patterns import (
+import regex
+
+from csum.handlers._extractive.code_tools import without_echo
+from csum.handlers._extractive.runs import fit_command
+from csum.handlers._extractive.text import (
     _CODE,
-    _HEREDOC,
+    _ELLIPSIS,
     _HOME,
-    _OUTPUT_LIMIT,
-    _STDERR_REDIRECT,
     _TOKEN,
     _TRAIL,
-)
-from csum.handlers._extractive.runs import (
-    fit_command,
-)
-from csum.handlers._extractive.text import (
-    _ELLIPSIS,
     _clip,
     _clip_middle,
+    _identifiers,
     _one_line,
     _scalar,
     _scalar_or_json,
 )
-from csum.handlers._extractive.tokens import _identifiers
-from csum.handlers._extractive.units import _Block
-from csum.handlers._extractive.weights import (
-    _ARG_CAP,
-    _IDENT_CAP,
-    _LINE_SCAN,
-    _MIN_CALL,
-    _MIN_SHARED_CALL,
-    SHARES,
-    WEIGHTS,
-)
+from csum.handlers._extractive.weights import _LINE_SCAN, SHARES
+
+_ARG_CAP = 200  # bytes a call line takes at most
+_MIN_CALL = 24  # ... but never less than this many bytes
+_MIN_SHARED_CALL = 48  # ... nor, for each of several calls sharing a quarter, than this
+
+_STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
+# A pipeline's last stage that only shortens the output: "| head -20", "| tail -n 50".
+_OUTPUT_LIMIT = regex.compile(r"[ ]?+\|[ ]?+(?:head|tail)(?:[ ]++-[nc]?+[ ]?+\d{1,9}+)?+[ ]*+$")
+_HEREDOC = regex.compile(r"<<-?+[ ]?+['\"]?+\w{1,40}+['\"]?+[ ]*+$")  # "cat <<'EOF'" ending a line
 
 _COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
-
-
 _QUIET_KEYS = frozenset(
     {"description", "timeout", "run_in_background", "dangerouslydisablesandbox", "replace_all"}
 )
-
-
 _FLAGS = frozenset({"true", "false", "null", "none", "True", "False", "None"})
 
 
 def _arguments(args: str) -> dict[str, Any] | None:
-    """A call's arguments as a JSON object (empty text: none); None when they are not
-    one. Parsed once per call, for its line, its pairs and the lines it writes."""
+    """A call's arguments as a JSON object (empty text: none); None when not one."""
     try:
         value = json.loads(args) if args.strip() else {}
     except (ValueError, RecursionError):
@@ -62,9 +50,7 @@ def _arguments(args: str) -> dict[str, Any] | None:
 
 
 def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -> str:
-    """``name(command)`` for a command-like call, else ``name(key=value, ...)``; a call
-    with one telling argument (an id, a path) as ``name(value)``: its name says what the
-    value is. ``value``: ``args`` parsed (:func:`_arguments`)."""
+    """``name(command)``, ``name(key=value, ...)``, or ``name(value)`` for one telling argument."""
     if value is None:
         return _clip(f"{name}({_one_line(args)})", cap)
     first: list[str] = []
@@ -78,43 +64,29 @@ def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -
             command = fit_command(_compact_command(item), room)
             first.insert(0, _clip_middle(command, room, head_share=0.75))
         elif isinstance(item, str) and "\n" in item.strip() and len(value) > 1:
-            # A text of several lines beside other arguments (an edit's old and new
-            # text, a file's content) is what the call writes, not what names it: the
-            # other arguments (the path) do, and the result echoes what changed.
+            # A multi-line text beside other arguments (an edit's text) is not what names it.
             continue
         elif lowered not in _QUIET_KEYS:
             keyed.append(f"{key}={_clip_middle(text, room)}")
             bare.append(_clip_middle(text, room) if _telling(text) else keyed[-1])
     line = f"{name}({', '.join(first + keyed)})"
     if len(line) > cap or (not first and len(bare) == 1):
-        # Too long with its keys, or a lone argument: identifiers say more than their
-        # keys in the same room (the call's name, or the result, names the keys again);
-        # those densest in identifiers first, so a cut at the end loses the prose.
+        # Too long with its keys, or a lone argument: identifiers first, without their keys.
         line = f"{name}({', '.join(first + _identifiers_first(bare))})"
     return _clip(line, cap)
 
 
 def _telling(text: str) -> bool:
-    """Whether an argument's value says what it is without its key: an identifier
-    (``ORD7731QX``, ``/src/app.py``), not a bare number or flag."""
-    return (
-        len(text) >= 5
-        and any(c.isalpha() for c in text)
-        and text not in _FLAGS
-        and not any(c.isspace() for c in text)
-    )
+    """Whether an argument's value names itself without its key (an id, a path; no number)."""
+    long_word = len(text) >= 5 and not any(c.isspace() for c in text)
+    return long_word and any(c.isalpha() for c in text) and text not in _FLAGS
 
 
 def _compact_command(command: str) -> str:
-    """A shell command as short as it can be while still naming what ran: where its
-    error output went (``2>&1``) and a last stage that only shortens its output
-    (``| head -20``, ``| tail -n 50``) say nothing about what ran, and a command of
-    several lines (a commit message's body, a heredoc) is named by its first."""
+    """A shell command by what ran: no ``2>&1``, no last ``| head -20``, its first line."""
     lines = [line.strip() for line in command.strip().splitlines()[:3]]
     if len(lines) > 1:
-        # A commit message's body, a heredoc, a script: its first line says what ran,
-        # with the next when the first opens a quote or a heredoc (``-m "$(cat <<'EOF'``,
-        # then the subject).
+        # Its first line says what ran, with the next when the first opens a quote or heredoc.
         head = lines[0]
         if lines[1] and (_HEREDOC.search(head) or head.count('"') % 2 or head.count("'") % 2):
             head = f"{head} {lines[1]}"
@@ -129,58 +101,34 @@ def _compact_command(command: str) -> str:
 
 
 def _identifiers_first(values: list[str]) -> list[str]:
-    """Argument values densest in identifiers (``user_42``, ``K9QX2Z``) first, prose
-    last: a call line cut at its end then loses the prose."""
+    """Argument values densest in identifiers first: a cut at the end loses the prose."""
     return sorted(values, key=lambda value: -_identifiers(value) / (len(value) + 8))
 
 
 def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
-    """A call's scalar arguments (parsed, :func:`_arguments`) as ``key=value`` (as its
-    flattened result writes them)."""
-    if value is None:
-        return frozenset()
-    return frozenset(
-        f"{key}={_scalar(item)}" for key, item in value.items() if not isinstance(item, dict | list)
-    )
+    """A call's scalar arguments as ``key=value``, as its flattened result writes them."""
+    items = value.items() if value is not None else ()
+    return frozenset(f"{k}={_scalar(v)}" for k, v in items if not isinstance(v, dict | list))
 
 
 def _call_shows(head: str, pair: str) -> bool:
-    """Whether the call line ``head`` shows the argument ``pair`` (``key=value``): with
-    its key, as the call's lone argument (``get_order(ORD7731QX)``, whose name says
-    what the value is), or as words leading several (``search(latest tokio, depth=2)``:
-    a result echoing its query says it again)."""
+    """Whether the call line ``head`` shows the argument ``pair`` (``key=value``), keyed or not."""
     value = pair.split("=", 1)[1]
     if pair in head or head.endswith(f"({value})"):
         return True
-    # A first argument of several shown without its key: words (a search's query) are
-    # shown whole; a code still needs its key, which the result's field gives.
+    # A first argument of several, keyless: words (a query) only; a code needs its key.
     return " " in value and f"({value}, " in head
 
 
 def _head_codes(head: str) -> int:
-    """How many codes (``JG7FMM``, ``HAT028``, ``ORD7731QX``: a booking, an order, a
-    flight) a call line's arguments name."""
+    """How many codes (``JG7FMM``, ``ORD7731QX``) a call line's arguments name."""
     _, _, args = head.partition("(")
-    return sum(
-        1
-        for match in _TOKEN.finditer(args, endpos=_LINE_SCAN)
-        if _CODE.fullmatch(match.group().rpartition("=")[2].strip(_TRAIL))
-    )
-
-
-def _credit_codes(block: _Block) -> None:
-    """A call naming codes is worth its line even when its result says little: its
-    best result line earns what the codes are worth, so the call line comes with it."""
-    codes = _head_codes(block.head)
-    if codes and block.lines:
-        best = max(block.lines, key=lambda line: line.score)
-        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
+    tokens = _TOKEN.finditer(args, endpos=_LINE_SCAN)
+    return sum(bool(_CODE.fullmatch(t.group().rpartition("=")[2].strip(_TRAIL))) for t in tokens)
 
 
 def _call_cap(calls: int, max_bytes: int) -> int:
-    """Bytes a call line may take: up to half the budget for a single call; the call
-    lines of several ``calls`` (earlier summaries' included, :func:`_call_count`) share
-    a quarter of it, so that what the calls returned has the room."""
+    """Bytes a call line may take: half the budget for one call, a shared quarter for several."""
     cap = min(_ARG_CAP, int(max_bytes * SHARES["call"]))
     if calls > 1:
         return max(_MIN_SHARED_CALL, min(cap, int(max_bytes * SHARES["calls"]) // calls))

@@ -1,29 +1,6 @@
-"""Rules of the extractive handler for code and repository tools' output.
-
-Kept apart from the rest of the package (which calls these hooks) so that each
-rule says which real format it reads:
-
-* git's status report (long format): the branch and state lines and each path's entry are
-  what the agent needs next; git's ``(use "git add <file>...")`` advice and ``hint:``
-  lines are the same in every repository. Entries under a header listing bare paths
-  (untracked or ignored files) share one line headed by that header, so each path costs
-  only itself and the header says what they are.
-* A directory listing's names (``ls``, ``find``, a glob): split out of ``ls``'s columns,
-  a directory and a file of code or build configuration above the project's prose and
-  package markers, by what they are, not by their place in the alphabet.
-* SWE-agent's cursor marks (``<<<<< START CURSOR >>>>>``) are no content.
-* Claude Code's ``<system-reminder>`` blocks, which the harness appends to a tool's
-  result (a note to the model about the file it read), are not the tool's output.
-* A dependency declared with its version requirement in a manifest (``{:ash, "~> 3.0"}``
-  in ``mix.exs``, ``"react": "^18.2.0"`` in ``package.json``, ``serde = { version =
-  "1.0" }`` in a Rust crate's manifest, ``gem "rails", "~> 7.1"``) is a package pinned to a
-  version, as ``numpy==1.26.4`` is.
-* A disassembly's instruction bytes repeat its mnemonic.
-* A command's first stage that only echoes a fixed text is not what ran.
-
-Every pattern runs on a bounded line (the caller's scan window) with bounded
-repetition only.
-"""
+"""Rules of the extractive handler for code and repository tools' output: git's status
+report, directory listings, SWE-agent's cursor marks, Claude Code's ``<system-reminder>``
+blocks, manifests' dependencies, disassemblies, an echoing first stage of a command."""
 
 from __future__ import annotations
 
@@ -33,27 +10,15 @@ import regex
 
 from csum.handlers._extractive.weights import WEIGHTS
 
-__all__ = [
-    "CodeMark",
-    "code_lines",
-    "declares_dependency",
-    "without_echo",
-]
+__all__ = ["CodeMark", "code_lines", "declares_dependency", "without_echo"]
 
-# What each rule's lines are worth: the weights named git_status_*, listed_name, focus,
-# recipe, disassembly_call and schema_change in :data:`.weights.WEIGHTS`.
-
-# --- git's status report -------------------------------------------------------------------------
-
-# A line git's status report prints first: "On branch main", "HEAD detached at 1a2b3c4", or its
-# advice to an entry's header ("  (use "git add <file>..." to include in what ...)").
+# A line git's status report prints first ("On branch main"), or its advice ("  (use "git).
 _STATUS_SIGN = regex.compile(
     r"(?:On[ ]branch[ ]\S{1,200}+|HEAD[ ]detached[ ](?:at|from)[ ]\S{1,200}+)$"
     r"|\s{0,8}+\(use[ ]\"git[ ]"
 )
-# A section's header: words and a colon at the line's start ("Changes to be committed:").
+# A section's header ("Changes to be committed:"); an entry ("\tnew file:   src/a.py").
 _STATUS_HEADER = regex.compile(r"[A-Z][a-z]{1,20}+(?:[ ][a-z]{1,20}+){0,6}+:$")
-# An entry with its state in lower case words: "\tnew file:   src/a.py", "\tdeleted:    b.py".
 _STATUS_ENTRY = regex.compile(
     r"\t(?P<state>[a-z]{3,12}+(?:[ ][a-z]{2,8}+){0,2}+:)[ ]++"
     r"(?P<path>\S.{0,400}+)$"
@@ -64,16 +29,10 @@ _GIT_HINT = regex.compile(r"hint:(?:[ ]|$)")
 _STATE_LINE = regex.compile(r"\S.{0,160}+")  # unindented, short
 _STATE_LINES = 6  # state lines a status report prints at most (branch, upstream, ...)
 
-# --- file viewers -----------------------------------------------------------------------
-
-# SWE-agent's file viewer marks its cursor in the window it shows with lines of their
-# own ("<<<<< START CURSOR >>>>>"): a mark, no content.
+# SWE-agent's file viewer's cursor marks ("<<<<< START CURSOR >>>>>"): no content.
 _CURSOR_MARK = regex.compile(r"<{3,}+[ ]?+(?:START|END)[ ]CURSOR[ ]?+>{3,}+")
 
-# --- directory listings -----------------------------------------------------------------
-
-# A name alone on its line (ls -1, ls -F with its type mark, find, a glob's paths), or
-# names in columns (ls to a terminal: two spaces or a tab between them).
+# A name alone on its line (ls -1, ls -F, find, a glob), or names in columns (ls).
 _NAME = regex.compile(
     r"(?:~/|\.{1,2}+/|/)?+[\w@+~.,-]{1,200}+(?:/[\w@+~.,-]{1,200}+){0,30}+[*@=|/]?+"
 )
@@ -81,8 +40,7 @@ _COLUMNS = regex.compile(r"(?:\t|[ ]{2})[\t ]*+")
 _LISTING_SHARE = 0.8  # share of an output's lines that are names, for it to be a listing
 _FILE_SHARE = 0.5  # ... and share of its names with an extension or a directory's "/"
 _EXTENSION = regex.compile(r"\.[A-Za-z]\w{0,7}+[*@=|]?+$")
-# What a name's extension says it holds: code or build configuration (what an agent opens
-# or runs next), or prose about the project (read once, if ever).
+# Extensions of code or build configuration (opened or run next), and of prose.
 _CODE_EXTENSIONS = frozenset(
     {"py", "pyi", "rs", "go", "js", "mjs", "cjs", "ts", "tsx", "jsx", "rb", "ex", "exs", "erl"}
     | {"hrl", "java", "kt", "kts", "scala", "c", "h", "cc", "cpp", "hpp", "cs", "swift", "php"}
@@ -91,10 +49,7 @@ _CODE_EXTENSIONS = frozenset(
 )
 _PROSE_EXTENSIONS = frozenset({"md", "rst", "txt", "adoc"})
 
-# --- commands ---------------------------------------------------------------------------
-
-# A command's first stage that only prints a fixed text ("echo DONE && make", "echo
-# '--- tests' ; pytest"): its words are in the output if anywhere; what ran is the rest.
+# A command's first stage that only prints a fixed text ("echo DONE && make").
 _ECHO_STAGE = regex.compile(
     r"echo[ ]++(?:\"[^\"\n]{0,200}+\"|'[^'\n]{0,200}+'|[\w.:=-]{1,200}+)[ ]*+(?:&&|;)[ ]*+(?=\S)"
 )
@@ -105,17 +60,11 @@ def without_echo(command: str) -> str:
     return _ECHO_STAGE.sub("", command, count=1) if command.startswith("echo ") else command
 
 
-# --- disassembly and decompilation -----------------------------------------------------
-
-# An instruction of a disassembly: its address, its bytes, its mnemonic and operands
-# (Ghidra ".text:00401136   55   PUSH  RBP", objdump "  401136:\t55\tpush   %rbp"). The
-# bytes repeat what the mnemonic says.
+# A disassembly's instruction: address, bytes (repeating the mnemonic), mnemonic, operands.
 _INSTRUCTION = regex.compile(
     r"(?P<address>\s{0,40}+(?:\.?\w{1,16}+:)?+[0-9a-f]{4,16}+:?+)[ \t]++"
     r"(?:[0-9a-f]{2}[ ]?+){1,16}+[ \t]++(?P<rest>[A-Za-z]{2,10}+\b.{0,400}+)"
 )
-
-# --- harness notes ----------------------------------------------------------------------
 
 _REMINDER_OPEN = regex.compile(r"\s{0,8}+<system-reminder>")
 _REMINDER_CLOSE = "</system-reminder>"
@@ -123,25 +72,19 @@ _REMINDER_CLOSE = "</system-reminder>"
 
 @dataclass(frozen=True, slots=True)
 class CodeMark:
-    """What a rule here says of one line: score to add, and the record line it joins
-    (its header), if any."""
+    """What a rule here says of one line: score to add, the record line it joins."""
 
     bonus: float = 0.0
     group: str | None = None
-    distinct: bool = False
-    """Whether the line counts as no repeat of lines of the same shape (a manifest's
-    dependencies all look alike and each says something else)."""
-    placeless: bool = False
-    """Whether the line's place in the output says nothing of its worth (a listing's
-    names, in the order of the alphabet): no bonus for coming early or last."""
+    distinct: bool = False  # no repeat of lines of its shape (a manifest's dependencies)
+    placeless: bool = False  # its place earns nothing (a listing's names, alphabetical)
 
 
 _DISTINCT = CodeMark(distinct=True)
 
 
 def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
-    """A tool's output lines without the harness's notes, git's status advice made
-    short, and the marks its lines earn, by line text."""
+    """A tool's output lines cleaned by the rules here, and the marks they earn, by text."""
     lines = _without_reminders(lines)
     if any("CURSOR" in line for line in lines):
         lines = [line for line in lines if not _CURSOR_MARK.fullmatch(line)]
@@ -155,21 +98,17 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
 
 
 def _instructions(lines: list[str]) -> list[str]:
-    """A disassembly's instructions without their bytes (``0040069e CALL gets``); other
-    lines as they are."""
-    out: list[str] = []
-    for line in lines:
-        instruction = _INSTRUCTION.fullmatch(line[:_SCAN])
-        if instruction is None:
-            out.append(line)
-            continue
-        out.append(f"{instruction.group('address').strip()} {instruction.group('rest')}")
-    return out
+    """A disassembly's instructions without their bytes (``0040069e CALL gets``)."""
+    return [
+        line
+        if (found := _INSTRUCTION.fullmatch(line[:_SCAN])) is None
+        else f"{found.group('address').strip()} {found.group('rest')}"
+        for line in lines
+    ]
 
 
 def _listing(lines: list[str]) -> list[str] | None:
-    """A directory listing's names, one a line (names in columns split apart); None when
-    ``lines`` are not mostly names."""
+    """A directory listing's names, one a line; None when ``lines`` are not mostly names."""
     rows = [line.strip() for line in lines if line.strip()]
     if not rows:
         return None
@@ -190,18 +129,16 @@ def _listing(lines: list[str]) -> list[str] | None:
 
 
 def _name_mark(name: str) -> CodeMark:
-    """What a listed name is worth: a directory and a file of code or configuration
-    most, a project's prose (``README.md``, ``LICENSE``) and a package marker
-    (``__init__.py``) least; each name says something else (no repeat)."""
-    if name.endswith("/"):
-        return CodeMark(WEIGHTS["listed_name"], distinct=True, placeless=True)
-    base = name.rstrip("*@=|").rsplit("/", 1)[-1]
-    _, dot, extension = base.rpartition(".")
-    if base.startswith("__") or (not dot and base.isupper()) or extension in _PROSE_EXTENSIONS:
-        return CodeMark(0.0, distinct=True, placeless=True)
-    if extension.lower() in _CODE_EXTENSIONS or (not dot and base[:1].isupper()):
-        return CodeMark(WEIGHTS["listed_name"], distinct=True, placeless=True)
-    return CodeMark(WEIGHTS["listed_name"] / 2, distinct=True, placeless=True)
+    """A listed name's mark: a directory or code most, prose and ``__init__.py`` least."""
+    weight = WEIGHTS["listed_name"]
+    if not name.endswith("/"):
+        base = name.rstrip("*@=|").rsplit("/", 1)[-1]
+        _, dot, extension = base.rpartition(".")
+        if base.startswith("__") or (not dot and base.isupper()) or extension in _PROSE_EXTENSIONS:
+            weight = 0.0
+        elif extension.lower() not in _CODE_EXTENSIONS and not (not dot and base[:1].isupper()):
+            weight /= 2
+    return CodeMark(weight, distinct=True, placeless=True)
 
 
 def _without_reminders(lines: list[str]) -> list[str]:
@@ -211,24 +148,19 @@ def _without_reminders(lines: list[str]) -> list[str]:
     out: list[str] = []
     inside = False
     for line in lines:
-        if not inside and _REMINDER_OPEN.match(line):
+        if inside or _REMINDER_OPEN.match(line):
             inside = _REMINDER_CLOSE not in line
-            continue
-        if inside:
-            inside = _REMINDER_CLOSE not in line
-            continue
-        out.append(line)
+        else:
+            out.append(line)
     return out
 
 
 def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
-    """git's status report, long format: state lines and entries marked, its advice dropped,
-    bare paths under a header joined to that header's line."""
+    """git's long status report: advice dropped, bare paths joined to their header's line."""
     out: list[str] = []
     marks: dict[str, CodeMark] = {}
     header: str | None = None
-    # The report's own state lines follow its first line ("On branch main") and are
-    # short; other commands' lines in the same output earn nothing here.
+    # The report's own state lines follow its first line ("On branch main") and are short.
     states = -1
     for line in lines:
         if states < 0 and _STATUS_SIGN.match(line):
@@ -258,30 +190,22 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     return [line for line in out if line not in grouped], marks
 
 
-# --- manifests --------------------------------------------------------------------------
-
-# A name, its separator and a quoted version requirement (an operator, then a version):
-# mix.exs {:ash, "~> 3.0"}, package.json "react": "^18.2.0", a crate's serde = "1.0" or
-# serde = { version = "1.0", ... }, Gemfile gem "rails", "~> 7.1", pyproject "x>=1.2".
 _NUMBERED = regex.compile(r"\s{0,8}+\d{1,7}+(?:→|:|\t)")  # a file listing's line number
 _COMMENT = regex.compile(r"\s*+(?:#|//|--|;|%|/\*)")  # a line commented out
 _SCAN = 2048  # characters of a line examined
+# A quoted version requirement: {:ash, "~> 3.0"}, "react": "^18.2.0", gem "rails", "~> 7.1".
 _DEPENDENCY = regex.compile(
     r"(?<![\w.-])[:@]?+[A-Za-z][\w@/.-]{0,80}+[\"']?+[ ]{0,3}+[,:=][ ]{0,3}+"
     r"(?:\{[ ]{0,3}+version[ ]{0,3}+=[ ]{0,3}+)?+[\"'](?:[~^<>=!][>=]?+[ ]{0,2}+)?+"
     r"v?+\d{1,6}+(?:\.(?:\d{1,6}+|[x*])){1,3}+(?=[\"'][ ,}]|[\"']?$|[ ]?+[<,|][ ]?+\d)"
 )
-
-_DEPENDENCY_NEEDS = regex.compile(r"\d\.[\dx*]")
+_DEPENDENCY_NEEDS = regex.compile(r"\d\.[\dx*]")  # what every requirement holds
 
 
 def declares_dependency(scan: str) -> bool:
-    """Whether a line declares a package with its version requirement (manifests), not
-    in a comment."""
-    if '"' not in scan and "'" not in scan:
-        return False  # a requirement is quoted
-    if _DEPENDENCY_NEEDS.search(scan) is None:
-        return False  # every requirement holds a version: a digit, a dot, a digit or x or *
+    """Whether a line declares a package with its version requirement, not in a comment."""
+    if ('"' not in scan and "'" not in scan) or _DEPENDENCY_NEEDS.search(scan) is None:
+        return False  # a requirement is quoted and holds a version
     match = _DEPENDENCY.search(scan)
     if match is None:
         return False

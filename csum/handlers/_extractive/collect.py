@@ -13,38 +13,35 @@ from csum.handlers._extractive.calls import (
     _arguments,
     _call_cap,
     _call_shows,
-    _credit_codes,
+    _head_codes,
     _render_call,
 )
-from csum.handlers._extractive.lines import _body_lines
-from csum.handlers._extractive.reading import _first_line
+from csum.handlers._extractive.reading import _body_lines, _first_line
 from csum.handlers._extractive.rendering import (
     RESULT_INDENT,
+    _Block,
+    _Line,
     _prior_blocks,
     _prior_calls,
     _request_line,
 )
-from csum.handlers._extractive.runs import (
-    call_line,
-    outcome_over_call,
-)
-from csum.handlers._extractive.text import _clip, _clip_whole_words, _utf8_len, _window
-from csum.handlers._extractive.units import _Block, _Line
+from csum.handlers._extractive.text import _ELLIPSIS, _clip, _clip_whole_words, _utf8_len, _window
 from csum.handlers._extractive.weights import (
     _COMPACT_RATIO,
-    _EMPTY_RESULT,
+    _IDENT_CAP,
     _LINE_WINDOW,
-    _LONE_HEAD,
-    _MAX_REQUEST,
-    _MIN_REQUEST,
-    _MIN_WINDOW,
     _PRIOR_SCORE,
-    _REQUEST_PERCENT,
-    _RESULT_HEAD,
     WEIGHTS,
 )
 from csum.plan import SUMMARIZED_CONTENT_PREFIX
 from csum.prompt import CONTEXT_TAG, PromptEntry
+
+_REQUEST_PERCENT = 35  # percent of the budget the requests' first lines share ...
+_MIN_REQUEST = 48  # ... each at least this many bytes ...
+_MAX_REQUEST = 600  # ... and at most this many
+_LONE_HEAD = 3.0  # score of a call's "(no result)" line
+_EMPTY_RESULT = 0.5  # score of an empty result's "(empty)" or first line
+_MIN_WINDOW = 80  # a line's window under a small budget: never below this
 
 _HUMAN_ROLES = frozenset({"human", "user"})
 
@@ -54,8 +51,7 @@ class _Call:
     """What a call's line and arguments tell about its result."""
 
     head: str
-    said: frozenset[str]
-    """Its scalar arguments as ``key=value`` (:func:`_argument_pairs`)."""
+    said: frozenset[str]  # its scalar arguments as ``key=value`` (:func:`_argument_pairs`)
 
 
 def _collect(
@@ -78,12 +74,11 @@ class _Collector:
         self.max_bytes, self.check = max_bytes, check
         self.blocks: list[_Block] = []
         self.calls: dict[str, _Call] = {}
-        requests = [
-            e
+        requests = sum(
+            e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
             for e in entries
-            if e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
-        ]
-        share = max_bytes * _REQUEST_PERCENT // 100 // max(1, len(requests))
+        )
+        share = max_bytes * _REQUEST_PERCENT // 100 // max(1, requests)
         self.request_cap = max(_MIN_REQUEST, min(_MAX_REQUEST, share))
         self.call_count = _call_count(entries)
         self.call_cap = _call_cap(self.call_count, max_bytes)
@@ -95,9 +90,7 @@ class _Collector:
         )
 
     def add(self, entry: PromptEntry) -> None:
-        """One entry: a call, an earlier summary, a request, a result or an answer.
-        The user's messages given as context stay in the chain beside the summary
-        (the instructions say not to summarize them): repeating them wastes it."""
+        """One entry; the user's messages kept as context beside the summary are not repeated."""
         if entry.kind == "tool_call":
             if entry.name != SUMMARIZATION_TOOL_NAME:
                 self._call(entry)
@@ -117,19 +110,19 @@ class _Collector:
     def _call(self, entry: PromptEntry) -> None:
         parsed = _arguments(entry.args)
         render = partial(_render_call, entry.name, entry.args, parsed)
-        capped = render(self.call_cap)
-        head = call_line(capped, render, self.max_bytes, self.call_count)
+        head = capped = render(self.call_cap)
+        if self.call_count == 1 and _ELLIPSIS in capped:
+            # A command cut in its middle names none: whole when that fits its share.
+            whole = render(_UNCAPPED)
+            if _utf8_len(whole) <= int(self.max_bytes * _WHOLE_CALL_SHARE):
+                head = whole
         self.lone_cut = capped if self.call_count == 1 else ""
         self.calls[entry.call_id] = _Call(head, _argument_pairs(parsed))
 
     def _request(self, entry: PromptEntry) -> None:
-        """What the user said: requests and constraints, the request itself first. An
-        earlier summary of the user's messages ends with the line naming their archived
-        batch: it stays as it was and first, as in any earlier summary."""
-        block = _Block()
-        text, archived = entry.body, entry.archive_ref
-        number = len(self.blocks)
-        for item in _body_lines(text, number, self.check, tool=False, width=self.width):
+        """What the user said, its first line first; an earlier batch's archive line kept first."""
+        block, archived, number = _Block(), entry.archive_ref, len(self.blocks)
+        for item in _body_lines(entry.body, number, self.check, tool=False, width=self.width):
             item.text = _request_line(item.text)
             item.score += WEIGHTS["user"]
             block.lines.append(item)
@@ -148,24 +141,17 @@ class _Collector:
             self.blocks.append(block)
 
     def _result(self, entry: PromptEntry) -> None:
-        """A tool's result under its call's line (or its name, when the call is not in
-        the prompt)."""
+        """A tool's result under its call's line (its name when the call is not in the prompt)."""
         call = self.calls.pop(entry.call_id, None)
         head = (call.head if call else "") or _render_call(
             entry.name or "tool", "", {}, self.call_cap
         )
         number = len(self.blocks)
-        block = _Block(head=head, head_score=_RESULT_HEAD, indent=RESULT_INDENT)
-        block.lines = list(
-            _body_lines(
-                entry.content,
-                number,
-                self.check,
-                tool=True,
-                width=self.width,
-                said=frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE,
-            )
+        said = frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE
+        lines = _body_lines(
+            entry.content, number, self.check, tool=True, width=self.width, said=said
         )
+        block = _Block(head=head, indent=RESULT_INDENT, lines=list(lines))
         if not block.lines:
             outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
             block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
@@ -174,42 +160,58 @@ class _Collector:
 
     def _answer(self, entry: PromptEntry) -> None:
         """An agent's answer, compact when room is tight."""
-        block = _Block()
-        number = len(self.blocks)
         lines = _body_lines(
-            entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
+            entry.content,
+            len(self.blocks),
+            self.check,
+            tool=False,
+            width=self.width,
+            compact=self.tight,
         )
-        block.lines.extend(lines)
-        self.blocks.append(block)
+        self.blocks.append(_Block(lines=list(lines)))
 
     def finish(self) -> list[_Block]:
         """The blocks, with the calls that got no result."""
         for call in self.calls.values():
-            self.blocks.append(
-                _Block(
-                    head=call.head,
-                    head_score=_LONE_HEAD,
-                    indent=RESULT_INDENT,
-                    lines=[_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)],
-                )
-            )
-        _drop_lone_indent(self.blocks)
-        outcome_over_call(self.blocks, self.max_bytes, _utf8_len, self.lone_cut)
+            lines = [_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)]
+            self.blocks.append(_Block(head=call.head, indent=RESULT_INDENT, lines=lines))
+        if len(self.blocks) == 1:  # a lone call's result lines need no indent: bytes saved
+            self.blocks[0].indent = ""
+        _outcome_over_call(self.blocks, self.max_bytes, self.lone_cut)
         return self.blocks
 
 
 _NONE: frozenset[str] = frozenset()
+_WHOLE_CALL_SHARE = 0.8  # of the budget a lone call's line may take to be whole
+_UNCAPPED = 1 << 20
+_OUTCOME_SCORE = 6.0  # a result line outranking its call's line (an error, a test count)
 
 
-def _drop_lone_indent(blocks: list[_Block]) -> None:
-    """A call alone in its summary needs no indent to tell its result lines from other
-    blocks' lines: two bytes a line saved for what the result says."""
-    if len(blocks) == 1:
-        blocks[0].indent = ""
+def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
+    """A lone call's strong result line kept over its call line (or with the line ``cut``
+    to its share) when both do not fit: what a command said tells more than which."""
+    if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
+        return
+    block = blocks[0]
+    if any(line.tier == 0 for line in block.lines):
+        return  # an earlier summary's lines keep their place, under their call line
+    best = max(block.lines, key=lambda line: line.score)
+    need = _utf8_len(best.text) + 1  # as the packer counts: with its line break
+    size = _utf8_len(block.head)
+    if best.score < _OUTCOME_SCORE or need + size <= budget or need - 1 > budget:
+        return
+    block.head = cut if cut and need + _utf8_len(cut) <= budget else ""
+
+
+def _credit_codes(block: _Block) -> None:
+    """A call naming codes lifts its best result line, so the call line comes with it."""
+    codes = _head_codes(block.head)
+    if codes and block.lines:
+        best = max(block.lines, key=lambda line: line.score)
+        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
 
 
 def _call_count(entries: tuple[PromptEntry, ...]) -> int:
-    """How many call lines the summary may hold: the prompt's calls and those of the
-    earlier summaries in it."""
+    """Call lines the summary may hold: the prompt's and its earlier summaries'."""
     calls = sum(1 for e in entries if e.kind == "tool_call")
     return calls + sum(_prior_calls(e.content) for e in entries if e.earlier_summary)

@@ -7,43 +7,72 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import NamedTuple
 
-from csum.handlers._extractive.code_tools import (
-    declares_dependency,
-)
-from csum.handlers._extractive.patterns import (
-    _CODE_LINE,
+import regex
+
+from csum.handlers._extractive.code_tools import declares_dependency
+from csum.handlers._extractive.prose import compact_prose
+from csum.handlers._extractive.results import is_relevance_score
+from csum.handlers._extractive.text import (
     _CONSTRAINT,
     _COUNTS,
-    _DIFF_FILE,
-    _DIFF_LINE,
-    _DIFF_NOISE,
     _ERROR,
-    _ERROR_NEEDS,
-    _LOCATED,
-    _LOCATED_NEEDS,
-    _MEASURE_NAME,
-    _MEASURED,
     _NUMBERED,
-    _OUTCOME,
-    _PIN,
-    _PIN_NEEDS,
-    _ROUTINE_LOG,
     _UNIT,
-    _WARNING,
+    _cached_weight,
+    _identifier_spans,
+    _identifiers,
 )
-from csum.handlers._extractive.prose import compact_prose
-from csum.handlers._extractive.results import (
-    is_relevance_score,
+from csum.handlers._extractive.weights import _EMPTY_FIELD, _IDENT_CAP, _LINE_SCAN, WEIGHTS
+
+_BOOL_FIELD = 0.8  # weight of a JSON field holding true or false
+_CACHED_LINE = 400  # lines up to this long have their signals cached
+_PROSE_SHARE = 0.8  # share of letters and spaces from which a tool's line reads as prose
+
+# A word every match of _ERROR holds: a line without one is not read by _ERROR.
+_ERROR_NEEDS = regex.compile(
+    r"(?i:fail|error|fatal|panic|exception|exit|interrupt|fault|\*\*[ ]\(|assertion"
+    r"|not[ ]found|denied|timed[ ]out|timeout|no[ ]such[ ]file|refused|could[ ]not|unable[ ]to)"
 )
-from csum.handlers._extractive.tokens import _cached_weight, _identifier_spans, _identifiers
-from csum.handlers._extractive.weights import (
-    _BOOL_FIELD,
-    _CACHED_LINE,
-    _EMPTY_FIELD,
-    _IDENT_CAP,
-    _LINE_SCAN,
-    _PROSE_SHARE,
-    WEIGHTS,
+# A line that says it is a warning ("Warning: could not open the cache"): not an error.
+_WARNING = regex.compile(r"\W{0,6}+(?i:warn(?:ing)?+)\b")
+_OUTCOME = regex.compile(r"(?i)\b(?:passed|passing|failed|failing|failures?|errors?|skipped)\b")
+_CODE_LINE = regex.compile(
+    r"""
+    ^\s{0,40}(?:def|class|import|from|return|const|let|var|function|fn|pub|if|elif|else
+        |for|while|try|except|catch|case|switch|defp?|defmodule|end|@\w+|\#include)\b
+  | ^\s{0,40}[.#][\w-]{1,60}[ ]?\{
+  | ^\s{0,40}[\w-]{1,40}:[ ][^;]{0,200};\s*$
+  | [{;]\s*$
+    """,
+    regex.VERBOSE,
+)
+_DIFF_LINE = regex.compile(r"^(?:@@[ ]-\d|[+-](?![+-]{2}[ ])\S?)")
+_DIFF_FILE = regex.compile(r"^\+\+\+[ ](?!/dev/null)")  # "+++ b/src/a.py": the file changed
+_DIFF_NOISE = regex.compile(r"^(?:diff[ ]--git[ ]|---[ ]|index[ ][0-9a-f]{4,40}+\.\.)")
+_PIN = regex.compile(  # numpy==1.26.4, left-pad@1.3.0, serde 1.0.197, "Python 3.11.7"
+    r"(?<![\w.-])[A-Za-z][\w.-]{0,80}+(?:(?:==|>=|<=|~=|!=|=|@)v?+\d++(?:\.\d++)++"
+    r"|[ ]v?+\d++\.\d++\.\d++(?![.\d]))"  # three parts: "Trying 10.0.0.7" is an address
+)
+_MEASURED = regex.compile(  # a number with a unit of time, size, share or rate
+    r"(?i:\b\d+(?:[.,]\d+)?+[ ]?(?:ns|µs|us|ms|s|secs?|seconds?|mins?|minutes?|h|hours?"
+    r"|[KMGT]i?B|bytes|%|req/s|ops/s|rps|qps|tok/s|tokens/s)(?![\w/]))"
+)
+_MEASURE_NAME = regex.compile(  # ... in a line that says it is a measurement of something
+    r"(?i:\b(?:measured|latency|throughput|p\d{2}|peak|average|mean|median|rss|usage"
+    r"|benchmark(?:ed)?)\b)"
+)
+# What every match of the pattern below holds, looked for first (the same result, sooner).
+_PIN_NEEDS = regex.compile(r"\d\.\d")  # each of _PIN's versions has two parts at least
+_LOCATED_NEEDS = regex.compile(r"(?i:line[ ]\d)")  # both of _LOCATED's forms say it
+_LOCATED = regex.compile(  # "line 12 of src/a.py", "config.yaml, line 3", "a.py at line 7"
+    r"(?i:\bline[ ]\d{1,7}[ ](?:of|in)[ ][\w./\\-]{1,200}\.\w{1,8}\b"
+    r"|[\w./\\-]{1,200}\.\w{1,8},?[ ](?:at[ ])?line[ ]\d{1,7}\b)"
+)
+_ROUTINE_LOG = regex.compile(  # "2024-05-02 14:03 INFO", "12:00:01.5 [debug]", "[INFO] "
+    r"^\W{0,4}(?:(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?+)?+)?+"
+    r"|\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,9})?+)(?:Z|[+-]\d{2}:?\d{2})?+\]?[ ]{1,4}+"
+    r"\[?(?i:info|debug|trace|notice|verbose)\]?:?(?:[ ]|$)"
+    r"|\[(?:INFO|DEBUG|TRACE|NOTICE)\][ ]|(?:INFO|DEBUG|TRACE):[ ])"
 )
 
 
@@ -55,8 +84,7 @@ def _score(
     prose: bool = False,
     named: dict[str, int] | None = None,
 ) -> float:
-    """How much a line is worth keeping (0: not at all): what its identifiers are worth
-    (less for names said above, with ``named``), then what its kind earns."""
+    """How much a line is worth keeping: its identifiers (less for names said), then its kind."""
     scan = line[:_LINE_SCAN]
     score = min(_IDENT_CAP, WEIGHTS["identifier"] * _identifiers(scan, named))
     signals = _cached_signals if len(scan) <= _CACHED_LINE else _line_signals
@@ -65,8 +93,7 @@ def _score(
 
 
 class LineKind(NamedTuple):
-    """What the caller knows of a line: an answer's (prose), code (or a file listing's),
-    a diff's."""
+    """What the caller knows of a line: an answer's (prose), code (a listing's), a diff's."""
 
     prose: bool
     code: bool
@@ -114,8 +141,7 @@ def _error(scan: str, kind: LineKind) -> bool:
 
 @_line_feature("counts")
 def _counts(scan: str, kind: LineKind) -> bool:
-    """A count of what ran and how it went ("297 passed, 0 failures"): a result, in any
-    tool output, and in an answer when it names an outcome."""
+    """A count of what ran and how it went (``297 passed``); in an answer, of an outcome."""
     if _COUNTS.search(scan) is None:
         return False
     return not kind.prose or _OUTCOME.search(scan) is not None
@@ -151,8 +177,7 @@ _CLASS_FEATURES = ("pin", "measurement", "located")
 
 
 def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[float | None, float]:
-    """What a line's kind earns, apart from its identifiers: (the whole score when its
-    kind alone says it, else None; what its features add to its identifiers' score)."""
+    """(the whole score when a line's kind alone says it, else None; what its features add)."""
     if diff:
         if _DIFF_FILE.match(scan):
             return WEIGHTS["diff_file"], 0.0  # which file a hunk changes: said once, here
@@ -166,8 +191,7 @@ def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[fl
     return None, earned
 
 
-# Lines recur (a summary's lines when it is summarized again, a log's repeated lines):
-# short ones have their signals cached, at most 4,096 of them (about two megabytes).
+# Lines recur (a summary summarized again, a log): short ones' signals are cached.
 _cached_signals = lru_cache(maxsize=4096)(_line_signals)
 
 
@@ -178,8 +202,7 @@ def clear_caches() -> None:
 
 
 def _class_bonus(scan: str) -> float:
-    """What a line's class features earned: a package pinned to a version, a
-    measurement with its name, a place given in words."""
+    """What a line's class features earned (a pin, a measurement, a place in words)."""
     kind = LineKind(prose=False, code=False, diff=False)
     return sum(WEIGHTS[name] for name in _CLASS_FEATURES if LINE_FEATURES[name](scan, kind))
 
@@ -190,16 +213,13 @@ def _is_routine_log(line: str) -> bool:
 
 
 def _log_message(line: str) -> str:
-    """A routine log line without its time and level (scored on what it says: the
-    clock's numbers are no count of tests)."""
+    """A routine log line without its time and level (the clock's numbers count no tests)."""
     match = _ROUTINE_LOG.match(line[:_LINE_SCAN])
     return line if match is None else line[match.end() :]
 
 
 def _routine_score(line: str, score: float) -> float:
-    """A routine log line's score without what its numbers with units earned: timings
-    and counts are what such lines always print. What it names (a migration, a
-    module), an error, a test count or a constraint in it still counts."""
+    """A routine log line's score without what its numbers with units and class features earned."""
     scan = line[:_LINE_SCAN]
     found = _identifiers(scan)
     numbers = len(_UNIT.findall(scan, endpos=_LINE_SCAN))
@@ -210,8 +230,7 @@ def _routine_score(line: str, score: float) -> float:
 
 
 def _field_weight(key: str, value: object) -> float:
-    """How much a field says: a value least when it says nothing (null, empty, a search
-    hit's relevance, which its place says) or only true or false."""
+    """How much a field says: least for null, empty or a relevance score; less for a bool."""
     if value is None or value in ("", [], {}) or is_relevance_score(key, value):
         return _EMPTY_FIELD
     return _BOOL_FIELD if isinstance(value, bool) else 1.0
@@ -227,8 +246,7 @@ def _is_prose(line: str) -> bool:
 
 
 def _compact_answer_line(line: str) -> str:
-    """An answer's line in its compact form (:func:`compact_prose`), unless it reports
-    an error: an error keeps its whole message."""
+    """An answer's line in its compact form (:func:`compact_prose`), unless it is an error."""
     if _ERROR.search(line[:_LINE_SCAN]):
         return line
     return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)

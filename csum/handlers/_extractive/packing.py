@@ -9,76 +9,41 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 from csum.handlers._extractive.features import _score
-from csum.handlers._extractive.rendering import _is_request, _list_item, _render_summary
-from csum.handlers._extractive.text import (
-    _clip_whole_words,
-    _utf8_len,
+from csum.handlers._extractive.rendering import (
+    USER_PREFIX,
+    _Block,
+    _Line,
+    _list_item,
+    _render_summary,
 )
-from csum.handlers._extractive.units import _Block, _Line
-from csum.handlers._extractive.weights import (
-    _COST_BASE,
-    _CUT_SHARE,
-    _FIELD_COST_BASE,
-    _FILLER_MAX,
-    _FIRST_TIER_BONUS,
-    _MIN_PIECE,
-    _OPENER_SHARE,
-    _PRIOR_SCORE,
-    _REPACKS,
-    SHARES,
-)
+from csum.handlers._extractive.text import _clip_whole_words, _utf8_len
+from csum.handlers._extractive.weights import _FILLER_MAX, _PRIOR_SCORE, SHARES
+
+_FIRST_TIER_BONUS = 8.0  # score per byte's numerator added to a first-tier line left over
+_COST_BASE = 48  # bytes added to every line's cost when ranking: favours full lines a little
+_FIELD_COST_BASE = 8  # ... and to a JSON field's: the fields of an open record come cheap
+_CUT_SHARE = 0.9  # a line that does not fit is cut to the room if this share of it fits
+_MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
+_OPENER_SHARE = 0.75  # a field opens its record's line if worth this share of the best
+_REPACKS = 3  # packings again with the bytes rendering saved
 
 _LIST_KEY = "\0"  # marks a list's path among the open records' paths
 _NUMBER = re.compile(
     r"(?<![\w.])\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?![\w:])"  # a time of day
     r"|(?<![\w.:])\d+(?:[.,]\d+)*(?![\w:])"  # a count (not a path's line number)
 )
-
-
-_REPEATED = 8
-"""Lines of one shape beyond this many are a log's repetition, not a table of facts."""
+_REPEATED = 8  # lines of one shape beyond this many are a log's repetition, not facts
+_Pair = tuple[_Block, _Line]
 
 
 def _shape(line: _Line) -> str:
-    """A line with its standalone numbers masked: the lines of a log that differ only
-    in a counter, a time or a batch number have one shape (an id such as ``test_2`` is
-    not masked)."""
+    """A line with its standalone numbers masked (``test_2`` is no number)."""
     return _masked(_dedup_key(line))
 
 
 @lru_cache(maxsize=4096)
 def _masked(key: str) -> str:
-    """``key`` with its numbers masked (a packing asks for a line's shape again and again)."""
     return _NUMBER.sub("#", key)
-
-
-def _cost(block: _Block, line: _Line, opened: set[tuple[int, str]]) -> int:
-    """Bytes ``line`` adds to the summary: with its block's head and indent, or, for a
-    field of a record whose line is already open, only a space and itself."""
-    cost = _utf8_len(line.text) + 1
-    if line.group is None or (line.block, line.group) not in opened:
-        listed = _list_item(line.group) if line.group else None
-        if listed is not None and (line.block, _LIST_KEY + listed[0]) in opened:
-            cost += _utf8_len(listed[1]) + 3  # "; [3]: " after its list's other records
-        else:
-            cost += _utf8_len(block.indent) + (_utf8_len(line.group) + 2 if line.group else 0)
-    if block.head and not block.head_taken:
-        cost += _utf8_len(block.head) + 1
-    return cost
-
-
-def _widen(ranked: list[tuple[_Block, _Line]], room: int) -> int:
-    """Compacted lines taken back to their whole form, the best first, while ``room``
-    bytes allow; the bytes that took."""
-    spent = 0
-    for _, line in ranked:
-        if not line.taken or line.whole is None:
-            continue
-        extra = _utf8_len(line.whole) - _utf8_len(line.text)
-        if extra <= room - spent:
-            line.text = line.whole
-            spent += extra
-    return spent
 
 
 def _dedup_key(line: _Line) -> str:
@@ -86,45 +51,21 @@ def _dedup_key(line: _Line) -> str:
 
 
 def _opener(group: list[tuple[int, _Line]]) -> int:
-    """The field that opens its record's line: of the fields worth nearly as much as the
-    best one (an id, a code, a name), the one with the most score per byte."""
+    """The field opening its record's line: of those near the best, the most score per byte."""
     best = max(line.score for _, line in group)
     near = [(index, line) for index, line in group if line.score >= _OPENER_SHARE * best]
     return max(near, key=lambda pair: pair[1].score / (_utf8_len(pair[1].text) + 8))[0]
 
 
-def _take_prior_rest(
-    firsts: list[tuple[_Block, _Line]],
-    room: int,
-    cost: Callable[[_Block, _Line], int],
-    take: Callable[[_Block, _Line], None],
-) -> None:
-    """After the requests: the rest of the earlier summaries' kept lines, still in
-    their order (the older first), not the shortest first."""
-    for block, line in firsts:
-        if line.taken or line.score < _PRIOR_SCORE:
-            continue
-        need = cost(block, line)
-        if need <= room:
-            take(block, line)
-            room -= need
-
-
 def _pack(blocks: list[_Block], max_bytes: int) -> str:
-    """Earlier summaries and requests first, then lines by score per byte; the budget is
-    filled with a cut line when a whole one no longer fits. It stops when the next line
-    adds nothing salient (a line saying nothing, or one of a shape already said): the
-    bytes it would fill are paid again on every later turn."""
+    """Earlier summaries and requests first, then by score per byte, while lines add something."""
     packer = _Packer(blocks, max_bytes)
     firsts = packer.take_firsts()
     ranked = packer.take_by_score()
     packer.fill_cut(ranked)
-    packer.used += _widen([*firsts, *ranked], max_bytes - packer.used)
+    packer.widen([*firsts, *ranked])
     packer.fill_empty(ranked)
     return _render_summary(blocks, max_bytes)
-
-
-_Pair = tuple[_Block, _Line]
 
 
 class _Packer:
@@ -141,26 +82,36 @@ class _Packer:
         for _, line in self.everything:
             shape = _shape(line)
             counts[shape] = counts.get(shape, 0) + 1
+        # Shapes of a log's repeated lines: once one is taken, the next adds nothing.
         self.repeated = {shape for shape, count in counts.items() if count > _REPEATED}
-        """Shapes of a log's repeated lines: once one of them is taken, the next adds
-        nothing salient (the summary stops instead of filling its budget with them)."""
 
-    def said_shape(self, line: _Line) -> bool:
-        """Whether ``line`` is a repeated line whose shape the summary already holds."""
-        if not self.repeated:
-            return False
-        shape = _shape(line)
-        return shape in self.repeated and shape in self.shapes
+    def is_said(self, line: _Line) -> bool:
+        """Whether ``line`` is said already, or is a repeated line of a shape said."""
+        if _dedup_key(line) in self.said:
+            return True
+        return (
+            bool(self.repeated)
+            and (shape := _shape(line)) in self.repeated
+            and (shape in self.shapes)
+        )
 
-    def note_shape(self, line: _Line) -> None:
-        if self.repeated:
-            self.shapes.add(_shape(line))
+    def body_cost(self, block: _Block, line: _Line) -> int:
+        """Bytes ``line`` adds but its block's head (an open record's field: itself and a space)."""
+        cost = _utf8_len(line.text) + 1
+        if line.group is None or (line.block, line.group) not in self.opened:
+            listed = _list_item(line.group) if line.group else None
+            if listed is not None and (line.block, _LIST_KEY + listed[0]) in self.opened:
+                cost += _utf8_len(listed[1]) + 3  # "; [3]: " after its list's other records
+            else:
+                cost += _utf8_len(block.indent) + (_utf8_len(line.group) + 2 if line.group else 0)
+        return cost
 
     def cost(self, block: _Block, line: _Line) -> int:
-        return _cost(block, line, self.opened)
+        head = _utf8_len(block.head) + 1 if block.head and not block.head_taken else 0
+        return self.body_cost(block, line) + head
 
     def take(self, block: _Block, line: _Line) -> None:
-        self.used += _cost(block, line, self.opened)
+        self.used += self.cost(block, line)
         line.taken = True
         block.head_taken = block.head_taken or bool(block.head)
         if line.group is not None:
@@ -168,64 +119,50 @@ class _Packer:
             listed = _list_item(line.group)
             if listed is not None:
                 self.opened.add((line.block, _LIST_KEY + listed[0]))
+        self.said.add(_dedup_key(line))
+        if self.repeated:
+            self.shapes.add(_shape(line))
 
     def take_firsts(self) -> list[_Pair]:
-        """The first tier (earlier summaries' kept lines, requests), in order, up to
-        their share of the budget (a request up to all of it), then the rest of the
-        earlier summaries' lines that still fit."""
+        """The first tier in order up to its share (a request: the budget), then what fits."""
         prior_room = int(self.max_bytes * SHARES["prior"])
         firsts = [(b, ln) for b, ln in self.everything if ln.tier == 0]
         for block, line in firsts:
             cost = self.cost(block, line)
             if self.used + cost <= prior_room or (
-                _is_request(line.text) and self.used + cost <= self.max_bytes
+                line.text.startswith(USER_PREFIX) and self.used + cost <= self.max_bytes
             ):
                 self.take(block, line)
-        _take_prior_rest(firsts, self.max_bytes - self.used, self.cost, self.take)
-        self.said = {_dedup_key(line) for _, line in firsts if line.taken}
-        for _, line in firsts:
-            if line.taken:
-                self.note_shape(line)
+        for block, line in firsts:
+            fits = self.used + self.cost(block, line) <= self.max_bytes
+            if not line.taken and line.score >= _PRIOR_SCORE and fits:
+                self.take(block, line)
         return firsts
 
     def priority(self, block: _Block, line: _Line) -> float:
-        """Score per byte: a line's head counts as unpaid (a static order); a field's
-        head not at all, so that an opened record's fields, which cost only themselves,
-        come next."""
+        """Score per byte: a line's head counted as unpaid, a field's not at all (static order)."""
         base = _COST_BASE if line.group is None else _FIELD_COST_BASE
         bonus = _FIRST_TIER_BONUS if line.tier == 0 else 0.0
-        head = _utf8_len(block.head) + 1 if block.head else 0
-        if line.group is not None or not block.head_taken:
-            head = 0
-        cost = self.cost(block, line) + head
-        if line.group is not None and block.head and not block.head_taken:
-            cost -= _utf8_len(block.head) + 1
-        return (line.score + bonus) / (cost + base)
+        head = _utf8_len(block.head) + 1 if block.head and line.group is None else 0
+        return (line.score + bonus) / (self.body_cost(block, line) + head + base)
 
     def take_by_score(self) -> list[_Pair]:
-        """The other lines by score per byte while they fit (a better line cut to the
-        room when most of it fits); every line in the order it was ranked."""
+        """The other lines by score per byte while they fit; every line in its ranked order."""
         queue = _Queue(self, [(b, ln) for b, ln in self.everything if not ln.taken])
         ranked: list[_Pair] = []
         for index in queue:
             block, line = queue.candidates[index]
             ranked.append((block, line))
-            if _dedup_key(line) in self.said or line.score <= _FILLER_MAX:
-                continue  # said already, or a filler: only for what is left at the end
-            if self.said_shape(line):
-                continue  # a log's repeated line: adds nothing salient
-            if not self._fits(block, line):
+            # Said already, a filler (only for what is left at the end), or too long.
+            if line.score <= _FILLER_MAX or self.is_said(line) or not self._fits(block, line):
                 continue
-            self.said.add(_dedup_key(line))
-            self.note_shape(line)
             opens = queue.opens(line)
             self.take(block, line)
             queue.requeue(line, opens)
         return ranked
 
     def _fits(self, block: _Block, line: _Line) -> bool:
-        """Whether ``line`` fits, cut to the room when most of a better line says more
-        than a worse one whole."""
+        """Whether ``line`` fits, cut to the room when most of it does."""
         cost = self.cost(block, line)
         if self.used + cost <= self.max_bytes:
             return True
@@ -235,8 +172,7 @@ class _Packer:
         return self._cut_to(line, room)
 
     def _cut_to(self, line: _Line, room: int) -> bool:
-        """``line`` cut to ``room`` bytes between words, unless what fits of it says
-        nothing ("Total Cost…" of "Total Cost: $105")."""
+        """``line`` cut to ``room`` bytes between words, unless what fits says nothing."""
         piece = _clip_whole_words(line.text, room)
         if not piece or _score(piece, listing=False, diff=False) <= 0:
             return False
@@ -244,42 +180,37 @@ class _Packer:
         return True
 
     def fill_cut(self, ranked: list[_Pair]) -> None:
-        """What is left filled with the best lines that did not fit, cut to the room (a
-        field cut in its value says nothing)."""
+        """What is left filled with the best lines that did not fit, cut (not a field)."""
         for block, line in ranked:
-            if line.taken or line.group is not None or _dedup_key(line) in self.said:
+            if line.taken or line.group is not None or line.score <= _FILLER_MAX:
                 continue
-            if line.score <= _FILLER_MAX or self.said_shape(line):
+            room = self.max_bytes - self.used - (self.cost(block, line) - _utf8_len(line.text))
+            if self.is_said(line) or room < _MIN_PIECE or not self._cut_to(line, room):
                 continue
-            cost = self.cost(block, line)
-            room = self.max_bytes - self.used - (cost - _utf8_len(line.text))
-            if room < _MIN_PIECE or not self._cut_to(line, room):
-                continue
-            self.said.add(_dedup_key(line))
-            self.note_shape(line)
             self.take(block, line)
             if self.max_bytes - self.used < _MIN_PIECE:
                 break
 
+    def widen(self, ranked: list[_Pair]) -> None:
+        """Compacted lines taken back to their whole form, the best first, while they fit."""
+        for _, line in ranked:
+            if line.taken and line.whole is not None:
+                extra = _utf8_len(line.whole) - _utf8_len(line.text)
+                if extra <= self.max_bytes - self.used:
+                    line.text = line.whole
+                    self.used += extra
+
     def fill_empty(self, ranked: list[_Pair]) -> None:
-        """Then lines with little in them, whole, while they fit: one line of a shape
-        (the rest of a log's repeated lines adds nothing salient)."""
+        """Then lines with little in them, whole, while they fit, one line of a shape."""
         for block, line in ranked:
-            if line.taken or line.score > _FILLER_MAX or _dedup_key(line) in self.said:
-                continue
-            if self.said_shape(line):
+            if line.taken or line.score > _FILLER_MAX or self.is_said(line):
                 continue
             if self.used + self.cost(block, line) <= self.max_bytes:
-                self.said.add(_dedup_key(line))
-                self.note_shape(line)
                 self.take(block, line)
 
 
 class _Queue:
-    """The candidates by priority, best first. A record's line starts with its best
-    field (its id, its name): another field waits until that one is in, so no line holds
-    a price without what it is the price of; once a record's line is open, its other
-    fields (and the other records of its list) are queued again, cheaper."""
+    """The candidates, best first; a record's other fields wait for its best, then come cheaper."""
 
     def __init__(self, packer: _Packer, candidates: list[_Pair]) -> None:
         self.packer, self.candidates = packer, candidates
@@ -325,8 +256,7 @@ class _Queue:
         return newly_open, list_opens
 
     def requeue(self, line: _Line, opens: tuple[bool, bool]) -> None:
-        """The rest of a newly open record's fields, which now cost only themselves,
-        queued again; and the other records of its list, which no longer need its path."""
+        """A newly open record's other fields queued again, and its list's records."""
         newly_open, list_opens = opens
         if not newly_open:
             return
@@ -343,10 +273,7 @@ class _Queue:
 
 
 def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None]) -> str:
-    """:func:`_pack`, again with a larger virtual budget while rendering saved bytes the
-    cost model cannot see (a call alone in the summary writes its lines without their
-    indent), halving the step back when a packing comes out too long: the best summary
-    within ``max_bytes``, never more."""
+    """:func:`_pack` again with a larger virtual budget while rendering saved bytes, never over."""
     texts = [(line, line.text) for block in blocks for line in block.lines]
     best = _pack(blocks, max_bytes)
     fits, over = max_bytes, 0  # the largest virtual budget that fitted; the least that did not

@@ -1,16 +1,6 @@
-"""Compact forms of prose lines for the extractive handler: a long sentence of an
-agent's answer cut down to the clauses that carry something, so that at a small
-budget more of its identifiers fit.
-
-A line is split into clauses at the marks prose and markdown lists separate them with
-(``, ``, ``; ``, ``: ``, `` — ``, `` - ``), never inside backticks, quotes or
-parentheses. A clause holding a signal (an identifier, a number, a backticked name)
-keeps its words up to the word holding its last signal, or all of them when at most
-three words follow (a short predicate: "has been updated"); a clause that states a
-cause, a condition or a constraint ("where ...", "because ...", "do not ...") is kept
-whole, as issue 13 asks for constraints and decisions; the first clause (the subject)
-is kept; any other clause, and a clause's trailing description, is written ``…``.
-"""
+"""Prose for the extractive handler: an answer's long line cut to its clauses that carry
+something (an identifier, a number, a cause or a constraint; the subject), so that more
+fits a small budget; markdown fences and links written plainly."""
 
 from __future__ import annotations
 
@@ -28,8 +18,7 @@ SpanFinder = Callable[[str], Iterator[tuple[int, int, int]]]
 _CLAUSE_MARK = regex.compile(r"(?<=\S)[,;:](?=[ ])|[ ][\u2014\u2013-](?=[ ])")
 # Quoted and bracketed stretches: a mark inside them separates no clauses.
 _OPENERS: Final = {"`": "`", "(": ")", "[": "]", '"': '"'}
-# A clause that says why, when or under what condition, or forbids or decides: its
-# words are the fact ("where a missing key falls through", "unless the cache is warm").
+# A clause saying why, when, under what condition, or forbidding: its words are the fact.
 _KEEP_CLAUSE = regex.compile(
     r"(?i)^\W{0,3}(?:where|because|since|so|unless|if|when|until|but|however|except"
     r"|due[ ]to|caused[ ]by|instead)\b"
@@ -44,8 +33,7 @@ _MIN_SAVING = 12  # a compact form saving fewer characters than this is not wort
 
 
 def compact_prose(line: str, spans: SpanFinder) -> str:
-    """``line`` cut to its clauses that carry something (see the module's docstring);
-    ``line`` itself when that saves little."""
+    """``line`` cut to its clauses that carry something; itself when that saves little."""
     clauses = _clauses(line)
     if not any(_signal_end(clause, spans) is not None for clause, _ in clauses):
         return line  # nothing in it to keep a compact form for
@@ -111,9 +99,7 @@ def _quoted(line: str) -> set[int]:
 
 
 def _signal_end(clause: str, spans: SpanFinder) -> int | None:
-    """Where a clause's kept words end: the end of the word holding its last signal (an
-    identifier, a number with what it counts, a backticked name), or the clause's end
-    when at most :data:`_SHORT_TAIL` words follow; None when it holds no signal."""
+    """Where a clause's kept words end (its last signal's word, or its end); None: no signal."""
     last = max((end for _, end, _ in spans(clause)), default=-1)
     for pattern in (_DIGIT, _MEASURE):
         for match in pattern.finditer(clause):
@@ -133,8 +119,7 @@ def _signal_end(clause: str, spans: SpanFinder) -> int | None:
 _FENCE = regex.compile(r"[ ]{0,3}+(?:```|~~~)[\w+.-]{0,40}+\s*+")
 # A markdown link: [text](url); the text has no brackets, the url no spaces.
 _LINK = regex.compile(r"\[([^\[\]\n]{1,200}+)\]\((https?://[^\s()]{1,2000}+)\)")
-# Query parameters that only tag where a click came from (utm_source=..., as search
-# tools and chat answers append to the links they cite).
+# Query parameters that only tag where a click came from (utm_source=...).
 _TRACKING = regex.compile(r"[?&]utm_[a-z]{1,20}+=[^&#\s]{0,200}+")
 
 
@@ -144,9 +129,7 @@ def is_fence(line: str) -> bool:
 
 
 def plain_links(line: str) -> str:
-    """Markdown links written plainly: ``[text](url)`` as ``text (url)``, or as the
-    url alone when the text only repeats its host (``[apnews.com](https://apnews.com/a)``);
-    tracking parameters (``utm_source=...``) left out of the url."""
+    """Markdown links as ``text (url)`` (the url alone when the text is its host), untracked."""
     if "](" not in line:
         return line
     return _LINK.sub(_plain_link, line)

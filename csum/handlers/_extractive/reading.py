@@ -1,80 +1,104 @@
-"""Reading a text into units: lines, sentences, records, a message joined with its place."""
+"""Reading a text into scored lines: its units (lines, sentences, records, a message joined
+with its place, a JSON result's fields), then what each says and what the lines around add."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+import regex
+
 from csum.handlers._extractive.code_tools import CodeMark, code_lines
-from csum.handlers._extractive.features import _is_prose, _is_routine_log
-from csum.handlers._extractive.fields import _literal_fields
-from csum.handlers._extractive.patterns import (
-    _BARE_TAG,
-    _DECORATION,
-    _DECORATION_HEAD,
-    _EMPTY_NUMBERED,
-    _HOME,
-    _HUNK,
-    _LOCATION_LINE,
-    _LOG_PREFIX,
-    _LONG_LISTING,
-    _MARKDOWN,
-    _NUMBERED,
-    _SENTENCE_END,
-    _TOTAL_LINE,
-    _TRAIL,
-    _UNDERSCORE_BOLD,
+from csum.handlers._extractive.features import (
+    _compact_answer_line,
+    _field_weight,
+    _is_prose,
+    _is_routine_log,
+    _log_message,
+    _routine_score,
+    _score,
 )
 from csum.handlers._extractive.prose import is_fence, plain_links
-from csum.handlers._extractive.results import labelled_records, literal_records
+from csum.handlers._extractive.rendering import _Line
+from csum.handlers._extractive.results import labelled_records, literal_records, take_documents
 from csum.handlers._extractive.runs import (
     count_follows,
     drop_zero_counts,
     strip_banner,
+    strip_colours,
 )
-from csum.handlers._extractive.text import _ELLIPSIS, _clip_whole_words, _one_line, _scalar
-from csum.handlers._extractive.tokens import _identifier_spans, _path_kind
+from csum.handlers._extractive.text import (
+    _ELLIPSIS,
+    _ERROR,
+    _HOME,
+    _NUMBERED,
+    _TRAIL,
+    _clip_whole_words,
+    _identifier_spans,
+    _one_line,
+    _path_kind,
+    _scalar,
+    _shorten_paths,
+    _window,
+)
 from csum.handlers._extractive.weights import (
     _CHECK_EVERY,
-    _HUNK_CONTEXT,
+    _COMPACT_SHARE,
+    _EMPTY_EDGE_SCORE,
+    _EMPTY_FIELD,
+    _FILLER_SCORE,
     _LINE_SCAN,
-    _LOCATION_TAIL,
-    _LOCATION_WORDS,
+    _LINE_WINDOW,
     _PATH_WEIGHTS,
-    _RECORD_LABEL,
-    _SENTENCE_MIN,
-    _SENTENCE_PIECE,
     _TOKEN_CAP,
+    WEIGHTS,
+)
+
+_RECORD_LABEL = 40  # characters a label may take before a line's JSON list of records
+_SENTENCE_MIN = 80  # a prose line longer than this is split into its sentences
+_SENTENCE_PIECE = 12  # ... at sentence ends at least this far apart ("Edit applied.")
+_HUNK_CONTEXT = 40  # bytes of a diff hunk header's context (the enclosing function) kept
+_LOCATION_TAIL = 48  # characters a location line may hold after its place
+_LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
+_JSON_DEPTH = 12  # levels of a JSON value read; deeper is "…"
+
+_LONG_LISTING = regex.compile(  # ls -l: mode, links, owner, group, size, date, name
+    r"^(?P<type>[-dlcbps])[rwxsStT-]{9}+[@+.]?+[ ]++\d++[ ]++\S++[ ]++(?:\S++[ ]++)?+"
+    r"\d++(?:,[ ]*+\d++)?+[ ]++\w{3}+[ ]++\d{1,2}+[ ]++(?:\d{1,2}:\d{2}|\d{4})[ ]++"
+    r"(?P<name>.{1,400}+)$"
+)
+_TOTAL_LINE = regex.compile(r"total[ ]\d{1,12}+")
+_EMPTY_NUMBERED = regex.compile(r"\d{1,7}(?:→|:|\t)?+\s*+")
+_HUNK = regex.compile(r"@@[ ]-\d{1,9}+(?:,\d{1,9}+)?+[ ]\+\d{1,9}+(?:,\d{1,9}+)?+[ ]@@")
+_MARKDOWN = regex.compile(r"\*\*|^#{1,6}[ ]|^[ ]*[-*+][ ](?=\S)")
+# "__bold words__": a pair around a phrase (a dunder like __init__ holds no space).
+_UNDERSCORE_BOLD = regex.compile(r"(?<!\w)__(?=\S)([^_\n]*?[ ][^_\n]*?)(?<=\S)__(?!\w)")
+_BARE_TAG = regex.compile(r"</?+[A-Za-z][\w:-]{0,40}+[ ]?+/?+>")
+# The end of a sentence: its mark, spaces, then a capital, a digit or a quote.
+_SENTENCE_END = regex.compile(r"(?<=[a-z0-9)\]`*][.!?])[ ]++(?=[A-Z0-9\"'`(*])")
+# A line naming a place: spaces or box rules, maybe an arrow, "at" or "in", then a token.
+_LOCATION_LINE = regex.compile(
+    r"[\s│┃║|>\u203a»•·]{0,40}+(?:-->[ ]?+|at[ ]++|in[ ]++)?+([^\s\"'`,;()\[\]{}<>|]++)"
+)
+# Leading box rules and quote marks (no information), a trailing printed "\r".
+_DECORATION = regex.compile(r"^[\s│┃║|>\u203a»•·]{1,12}+(?=\S)|(?:\\r){1,4}+$")
+_DECORATION_HEAD = regex.compile(r"[\s│┃║|>\u203a»•·]{1,12}+(?=\S)")  # its first form
+# A log line's clock time and routine level: the same on every line, not what it says.
+_LOG_PREFIX = regex.compile(
+    r"^(?:\d{4}-\d{2}-\d{2}[T ])?+\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?+(?:Z|[+-]\d{2}:?\d{2})?+[ ]"
+    r"(?:\[?(?i:info|debug|trace|notice)\]?:?[ ])?+"
 )
 
 
 def _undecorated(line: str) -> str:
-    """``line`` without its leading box rules, quote marks or bullets and a trailing
-    escaped carriage return (:data:`_DECORATION`); read only when it may hold them."""
+    """``line`` without leading box rules, quote marks or bullets and a trailing ``\\r``."""
     if line[:1].isalnum() and not line.endswith("\\r"):
         return line
     if "\\r" not in line:  # no escaped carriage return: only the leading decoration
         head = _DECORATION_HEAD.match(line)
         return line if head is None else line[head.end() :]
     return _DECORATION.sub("", line)
-
-
-def _record_text(line: str) -> str | None:
-    """A one-line JSON object of scalars as ``key=value`` fields (its keys kept, its
-    quotes and braces dropped); None for any other line."""
-    text = line.strip()
-    if len(text) > _LINE_SCAN or not (text.startswith("{") and text.endswith("}")):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict) or len(value) < 2:
-        return None
-    if any(isinstance(item, dict | list) for item in value.values()):
-        return None
-    return " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
 
 
 def _split_lines(text: str) -> list[str]:
@@ -86,9 +110,7 @@ def _split_lines(text: str) -> list[str]:
 
 
 def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
-    """Prose lines split into their sentences, each a unit of its own: a paragraph's
-    one sentence that matters is kept without the others; with ``prose_only``, only the
-    lines that read as prose (mostly words, not code, not a numbered listing's)."""
+    """Prose lines split into their sentences (``prose_only``: only lines that read as prose)."""
     out: list[str] = []
     for line in lines:
         if len(line) <= _SENTENCE_MIN or (prose_only and not _is_prose(line)):
@@ -106,13 +128,7 @@ def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
 
 
 def _reshape(lines: list[str], ranks: dict[str, int]) -> list[str]:
-    """A tool's lines with two shapes made compact: a long listing's entry
-    (``drwxr-xr-x 2 ann staff 64 May 2 10:01 src``) as its name alone, a directory's
-    marked ``/`` (the mode, owner, size and date columns say little and cost most of the
-    line); and a line holding a JSON list of records (a web search's ``Links: [{"title":
-    ..., "url": ...}]``) as one line per record, so that each record is kept or dropped
-    whole, with its keys; ``ranks`` gets each such record's place in its list (a search
-    lists its best matches first)."""
+    """A long listing's entry as its name, a JSON list of records as a line per record (ranked)."""
     out: list[str] = []
     for line in lines:
         entry = _LONG_LISTING.match(line, endpos=_LINE_SCAN)
@@ -136,8 +152,7 @@ def _reshape(lines: list[str], ranks: dict[str, int]) -> list[str]:
 
 
 def _record_list(line: str) -> list[str] | None:
-    """The records of a line holding a JSON list of objects (after an optional label),
-    each as a one-line JSON object; None for any other line."""
+    """A line's JSON list of objects as one-line JSON records (its label first); else None."""
     start = line.find("[{", 0, _RECORD_LABEL)
     if start < 0 or len(line) > 16 * _LINE_SCAN or not line.rstrip().endswith("}]"):
         return None
@@ -152,10 +167,7 @@ def _record_list(line: str) -> list[str] | None:
 
 
 def _location(line: str) -> str | None:
-    """The place a line names when it names little else: a path with a line number,
-    maybe after an arrow, ``at`` or ``in``, and a short tag (``test/a_test.exs:142``,
-    ``--> src/main.rs:4:5``, ``lib/a.ex:9:5 #(App.start)``); None for any other line,
-    such as grep's ``src/a.py:12: words of the match``, which says its own message."""
+    """The place (a path with a line) a line names when it names little else; else None."""
     match = _LOCATION_LINE.match(line, endpos=_LINE_SCAN)
     if match is None or len(line) - match.end() > _LOCATION_TAIL:
         return None
@@ -168,8 +180,7 @@ def _location(line: str) -> str | None:
 
 
 def _message_line(line: str, room: int) -> bool:
-    """Whether a line could be what a location line locates: it says something, names
-    no place of its own, and fits with the place in one window (``room`` characters)."""
+    """Whether a line could be what a location line locates, in one window with it."""
     return (
         len(line.strip()) < room
         and any(c.isalnum() for c in line[:200])
@@ -180,12 +191,7 @@ def _message_line(line: str, room: int) -> bool:
 def _two_line_records(
     raw: list[str], check: Callable[[], None], width: int, places: dict[int, str]
 ) -> list[str]:
-    """Tool output lines with a message and, on the next line, its place (a linter
-    finding, a compiler error and its ``-->``, a failing test's header and its
-    ``path:line``) joined into one unit, kept or left together, as either alone says
-    half; only when both fit in one window (``width``). The message comes first, to be
-    scored as it reads; ``places`` gets each joined line's place, by its index, to be
-    written first (:func:`_place_first`)."""
+    """A message and its place on the next line joined in one unit (``places``: the place)."""
     out: list[str] = []
     for index, line in enumerate(raw):
         if index % _CHECK_EVERY == 0:
@@ -205,16 +211,14 @@ def _two_line_records(
 
 
 def _place_first(line: str, place: str) -> str:
-    """A joined message and place as ``place message``: a compiler's own order, and the
-    place survives a cut at the end."""
+    """A joined message and place as ``place message``: the place survives a cut at the end."""
     if not line.endswith(" " + place):
         return line
     return f"{place} {line[: -len(place) - 1]}"
 
 
 def _hunk_header(line: str) -> str:
-    """A diff hunk's header as its place and the name of what encloses it:
-    ``@@ -140,7 +140,8 @@ def apply_discounts(…``, not the whole signature."""
+    """A diff hunk's header as its place and what encloses it (``def apply(…``)."""
     match = _HUNK.match(line)
     if match is None:
         return line
@@ -237,8 +241,7 @@ def _first_line(text: str) -> str:
 
 @dataclass(slots=True)
 class _Text:
-    """A text's units (``raw``: its lines, sentences or records) and what kind of text
-    it is: a tool's output or not, a numbered file listing, a diff."""
+    """A text's units (``raw``) and its kind: a tool's output, a numbered listing, a diff."""
 
     raw: list[str]
     tool: bool
@@ -253,9 +256,7 @@ class _Text:
 
 
 def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: int) -> _Text:
-    """``content`` (not JSON) as units: an answer's lines split into sentences; a tool's
-    lines with the code tools' marks, its prose split into sentences, its records one
-    per line, a message joined with its place on the next line."""
+    """``content`` (not JSON) as units: sentences, records, a message joined with its place."""
     raw = _split_lines(content)
     if not tool:
         return _Text(_sentences(raw), tool=False)
@@ -264,15 +265,11 @@ def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: in
     raw, marks = code_lines(raw)
     text = _Text(raw, tool=True, listing=listing, diff=diff, marks=marks)
     if not diff:
-        # A tool's prose (an agent's report, a fetched page, a tool's closing
-        # advice) is split into sentences as an answer is; its code, logs and
-        # listings are not (their lines are units already).
+        # A tool's prose is split into sentences as an answer is (its code and logs are not).
         text.raw = _sentences(literal_records(text.raw, _literal_fields), prose_only=True)
         text.raw = labelled_records(text.raw, text.ranks)
     if not diff and not listing:
-        text.raw = _reshape(text.raw, text.ranks)
-    if not listing and not diff:
-        text.raw = _two_line_records(text.raw, check, width, text.places)
+        text.raw = _two_line_records(_reshape(text.raw, text.ranks), check, width, text.places)
     return text
 
 
@@ -289,8 +286,7 @@ class _Unit:
 
 
 def _markdown(unit: _Unit, text: _Text) -> bool:
-    """An answer's code fences left out, its markdown marks dropped and its links
-    written as their urls (``[a.com](https://a.com/x)``)."""
+    """An answer's code fences left out, markdown marks dropped, links written plainly."""
     if text.tool:
         return True
     if is_fence(unit.line):
@@ -306,10 +302,16 @@ def _routine(unit: _Unit, text: _Text) -> bool:
 
 
 def _json_record(unit: _Unit, text: _Text) -> bool:
-    """A one-line JSON record as its ``key=value`` fields."""
-    record = _record_text(unit.line)
-    if record is not None:
-        unit.line = record
+    """A one-line JSON object of scalars as its ``key=value`` fields."""
+    line = unit.line.strip()
+    if len(line) > _LINE_SCAN or not (line.startswith("{") and line.endswith("}")):
+        return True
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return True
+    if isinstance(value, dict) and len(value) >= 2 and not _nested(value.values()):
+        unit.line = " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
     return True
 
 
@@ -341,8 +343,7 @@ def _run_noise(unit: _Unit, text: _Text) -> bool:
 
 
 def _says_something(unit: _Unit, text: _Text) -> bool:
-    """Whether the line holds a letter or a digit, and is more than markup alone
-    (``</output>``) or a file's empty line (its number alone)."""
+    """Whether the line holds a letter or digit, not markup alone or a listing's bare number."""
     line = unit.line
     if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
         return False
@@ -382,3 +383,292 @@ def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
         if not clean(unit, text):
             return None
     return unit
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    """One ``key=value`` of a flattened JSON result; ``group``: its record's path."""
+
+    group: str
+    text: str
+    weight: float
+
+
+def _nested(values: Iterable[object]) -> bool:
+    return any(isinstance(value, dict | list) for value in values)
+
+
+def _restates(parent: str, value: object) -> bool:
+    """Whether ``value`` only repeats the key its record is filed under."""
+    if not parent or not isinstance(value, str) or not value:
+        return False
+    return value == parent or parent.startswith((value + "_", value + "-"))
+
+
+def _flatten_json(
+    value: object,
+    path: str,
+    out: list[_Field],
+    *,
+    depth: int = 0,
+    said: frozenset[str] = frozenset(),
+    parent: str = "",
+) -> None:
+    """Every scalar as a field of its record; fields repeating the key or ``said`` left out."""
+    if depth > _JSON_DEPTH:
+        out.append(_Field(path, "…", _EMPTY_FIELD))
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            key = str(name)
+            if isinstance(item, dict) and not _nested(item.values()):
+                inner = [f"{k}={_scalar(v)}" for k, v in item.items() if not _restates(key, v)]
+                weight = max(
+                    (_field_weight(str(k), v) for k, v in item.items()), default=_EMPTY_FIELD
+                )
+                out.append(_Field(path, f"{key}({' '.join(inner)})", weight))
+            elif isinstance(item, list) and not _nested(item):
+                weight = max((_field_weight(key, v) for v in item), default=_EMPTY_FIELD)
+                out.append(_Field(path, f"{key}={','.join(_scalar(v) for v in item)}", weight))
+            elif not isinstance(item, dict | list) and not _restates(parent, item):
+                text = f"{key}={_scalar(item)}"
+                if text not in said:
+                    out.append(_Field(path, text, _field_weight(key, item)))
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            if isinstance(item, list) and _nested(item):
+                _flatten_json(item, child, out, depth=depth + 1, said=said)
+            elif isinstance(item, dict) and _nested(item.values()):
+                _flatten_json(item, child, out, depth=depth + 1, said=said, parent=str(key))
+    elif isinstance(value, list) and not _nested(value):
+        weight = max((_field_weight("", v) for v in value), default=_EMPTY_FIELD)
+        out.append(_Field(path, ",".join(_scalar(v) for v in value), weight))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1, said=said)
+    else:
+        out.append(_Field(path, _scalar(value), _field_weight("", value)))
+
+
+def _json_fields(
+    content: str, said: frozenset[str] = frozenset(), documents: list[str] | None = None
+) -> list[_Field] | None:
+    """A JSON result's fields (its documents taken out), or None when it is not JSON."""
+    text = content.strip()
+    if not text or text[0] not in "{[":
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict | list):
+        return None
+    out: list[_Field] = []
+    try:
+        if documents is not None:
+            value = take_documents(value, documents)
+        _flatten_json(value, "", out, said=said)
+    except RecursionError:
+        return None
+    return out
+
+
+def _literal_fields(value: object) -> list[tuple[str, str]]:
+    """An object's fields as (record path, ``key=value``), as a JSON result's are."""
+    out: list[_Field] = []
+    try:
+        _flatten_json(value, "", out)
+    except RecursionError:
+        return []
+    return [(item.group, item.text) for item in out]
+
+
+def _field_lines(
+    fields: list[_Field], block: int, check: Callable[[], None], width: int
+) -> Iterator[_Line]:
+    """The scored fields of a JSON result, each a unit of its record's line."""
+    repeats: dict[str, int] = {}
+    for order, item in enumerate(fields):
+        if order % _CHECK_EVERY == 0:
+            check()
+        text = _one_line(item.text)
+        # The same field in many records (a currency, a shared origin) says it once.
+        seen = repeats.get(text, 0)
+        repeats[text] = seen + 1
+        score = item.weight / (1 + seen)
+        yield _Line(block, order, _window(text, width), score, group=item.group)
+
+
+_ERROR_LINE = 6.0  # a line scoring this with an error signal is an error (context below)
+_LOCATION_ABOVE = 2  # lines above an error looked at for its place (a path with a line)
+_SAME_START = 32  # characters two lines share at their start to count as one repeated
+
+_EXIT_STATUS = regex.compile(
+    r"(?i)\W{0,6}+exit(?:ed)?+[ ](?:with[ ])?+(?:code|status)[ ]?+\d{1,4}+\W{0,6}+"
+)
+_WORDS = regex.compile(r"\w++")
+
+
+def _body_lines(
+    content: str,
+    block: int,
+    check: Callable[[], None],
+    *,
+    tool: bool,
+    width: int,
+    said: frozenset[str] = frozenset(),
+    compact: bool = False,
+) -> Iterator[_Line]:
+    """A text's scored lines; ``said``: pairs the call line shows; ``compact``: short forms."""
+    if tool:
+        content = strip_colours(content)
+    documents: list[str] = []
+    fields = _json_fields(content, said, documents) if tool else None
+    if fields is not None:
+        yield from _json_lines(fields, documents, block, check, width)
+        return
+    text = _read_text(content, check, tool=tool, width=width)
+    scorer = _Scorer(text, block, width=width, compact=compact)
+    seen: set[str] = set()
+    for order, original in enumerate(text.raw):
+        if order % _CHECK_EVERY == 0:
+            check()
+        scorer.see(original[: 4 * _LINE_SCAN])
+        unit = _cleaned(order, original, text)
+        if unit is None or unit.line in seen:
+            continue
+        seen.add(unit.line)
+        yield scorer.line(unit)
+
+
+def _json_lines(
+    fields: list[_Field], documents: list[str], block: int, check: Callable[[], None], width: int
+) -> Iterator[_Line]:
+    """A JSON result's fields, then the lines of the documents inside it."""
+    yield from _field_lines(fields, block, check, width)
+    after = len(fields)
+    for document in documents:
+        read = list(_body_lines(document, block, check, tool=True, width=width))
+        for piece in read:
+            piece.order += after
+            yield piece
+        after += len(read) + 1
+
+
+class _Scorer:
+    """Scores a text's units in order: what each line says, then what the lines around add."""
+
+    def __init__(self, text: _Text, block: int, *, width: int, compact: bool) -> None:
+        self.text, self.block, self.width = text, block, width
+        self.compact = compact
+        self.named: dict[str, int] = {}  # identifiers seen so far, and how often
+        self.shapes: dict[str, int] = {}
+        self.after_error = 0.0
+        self.above: list[_Line] = []  # the last lines scored, for an error's place above
+        self.opens = True  # whether the next line opens a section (after a blank line)
+        self.opening = False
+        self.last = len(text.raw) - 1
+
+    def see(self, line: str) -> None:
+        """Every unit, kept or not: whether it opens a section."""
+        self.opening, self.opens = self.opens, opens_section(line)
+
+    def line(self, unit: _Unit) -> _Line:
+        """The scored line of a unit that the clean-ups kept and that is no repeat."""
+        score = _line_features(unit, self.text, self.named)
+        score = self._context(unit, score)
+        score, placed = self._placed(unit, score)
+        item = self._item(unit, score, placed)
+        self.above = [*self.above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
+        return item
+
+    def _context(self, unit: _Unit, score: float) -> float:
+        """What the lines above add: an error's context below it, fading, and its place above."""
+        text, line = self.text, unit.line
+        listed = _is_listed(unit, text)
+        if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
+            # An exit status alone ("Exit code 2") says how it ended, not what follows.
+            self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
+            if text.tool:
+                _locate_error(self.above)
+        elif self.after_error and len(line) <= _LINE_WINDOW:
+            score += self.after_error
+            self.after_error -= 1
+        else:
+            self.after_error = 0.0
+        return score
+
+    def _placed(self, unit: _Unit, score: float) -> tuple[float, bool]:
+        """The score with its shape's repeats and its place (first, last lines); whether placed."""
+        order, line, mark = unit.order, unit.line, unit.mark
+        edge = not self.text.listing and (order < 2 or order >= self.last - 1)
+        # Repeated shapes (the same line but for its numbers) are worth less each time.
+        shape = _WORDS.sub("w", line[:120])
+        repeats = self.shapes.get(shape, 0)
+        self.shapes[shape] = repeats + 1
+        # A progress line printed again with its status: the same start as an earlier line.
+        start = "\0" + line[:_SAME_START] if len(line) > _SAME_START else ""
+        if start:
+            repeats = max(repeats, self.shapes.get(start, 0))
+            self.shapes[start] = self.shapes.get(start, 0) + 1
+        if mark is None or not mark.distinct:
+            score /= 1 + repeats / 2
+        if score > 0:
+            if mark is None or not mark.placeless:
+                return score + (WEIGHTS["edge"] if edge else 0.0) + WEIGHTS["early"] / (
+                    1 + order / 10
+                ), True
+            return score, False
+        # A line with nothing in it is kept only when room is left (an edge line first).
+        return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
+
+    def _item(self, unit: _Unit, score: float, placed: bool) -> _Line:
+        """The line as shown: place first, paths shortened, windowed, compact when asked."""
+        line, width = unit.line, self.width
+        if unit.order in self.text.places:
+            line = _place_first(line, self.text.places[unit.order])
+        text = _shorten_paths(line, width)
+        if placed and self.opening and unit.order and len(text) <= width:
+            # A section's first line says what it is about, when it is shown whole.
+            score += WEIGHTS["section"]
+        group = unit.mark.group if unit.mark is not None else None
+        item = _Line(self.block, unit.order, _window(text, width), score, group=group)
+        if self.compact and len(text) > _COMPACT_SHARE * width:
+            # An answer's long line by its clauses that carry something (whole if room is left).
+            short = _window(_compact_answer_line(text), width)
+            if short != item.text:
+                item.text, item.whole = short, item.text
+        return item
+
+
+def _line_features(unit: _Unit, text: _Text, named: dict[str, int]) -> float:
+    """What a line says whatever is around it: its score, its mark, a log's due, its rank."""
+    line, mark = unit.line, unit.mark
+    scored = _log_message(line) if unit.routine else line
+    code = _is_listed(unit, text)
+    score = _score(scored, listing=code, diff=text.diff, prose=not text.tool, named=named)
+    if mark is not None:
+        score = max(0.0, score + mark.bonus)
+    if unit.routine:
+        score = _routine_score(scored, score)
+    rank = text.ranks.get(unit.original)
+    if rank is not None:
+        score += WEIGHTS["rank"] / (1 + rank)
+    return score
+
+
+def _is_listed(unit: _Unit, text: _Text) -> bool:
+    """Whether a unit is a numbered line of a file listing (the tool's own words are not)."""
+    return text.listing and _NUMBERED.match(unit.original) is not None
+
+
+def _locate_error(above: list[_Line]) -> None:
+    """The lines just above an error naming a place (``a_test.exs:142``) rank up with it."""
+    for line in above:
+        if any(weight == _PATH_WEIGHTS[2] for _, _, weight in _identifier_spans(line.text)):
+            line.score += WEIGHTS["error_context"]
+
+
+def opens_section(line: str) -> bool:
+    """Whether the line after ``line`` opens a section: ``line`` is blank or a heading."""
+    text = line.strip()
+    return not text or text.startswith("#")

@@ -4,22 +4,44 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Final
+
+import regex
 
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._extractive.calls import _head_codes
 from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
-from csum.handlers._extractive.patterns import _LONE_CALL
 from csum.handlers._extractive.text import _clip, _clip_at_word_end, _clip_bytes
-from csum.handlers._extractive.units import _Block, _Line
-from csum.handlers._extractive.weights import (
-    _FILLER_SCORE,
-    _LINE_SCAN,
-    _PRIOR_KEEP_SCORE,
-    _PRIOR_SCORE,
-    WEIGHTS,
-)
+from csum.handlers._extractive.weights import _FILLER_SCORE, _LINE_SCAN, _PRIOR_SCORE, WEIGHTS
+
+_PRIOR_KEEP_SCORE = 4.0  # an earlier summary's line scoring this keeps its place first
+
+_LONE_CALL = regex.compile(r"[A-Za-z_][\w.:-]{0,80}+\(.*(?:\)|…)$")  # "bash(ls -la)"
+
+
+@dataclass(slots=True)
+class _Line:
+    block: int
+    order: int
+    text: str
+    score: float
+    tier: int = 1  # 0: an earlier summary's line, packed before anything else
+    taken: bool = False
+    group: str | None = None  # a JSON record's path: its fields share one line
+    whole: str | None = None  # the line before it was compacted, when it was
+
+
+@dataclass(slots=True)
+class _Block:
+    """A unit of the output: an optional head line and its body lines."""
+
+    head: str = ""
+    indent: str = ""
+    head_taken: bool = False
+    lines: list[_Line] = field(default_factory=list)
+
 
 USER_PREFIX: Final = "User: "
 """Prefix of a request line in the summary."""
@@ -30,22 +52,12 @@ RESULT_INDENT: Final = "  "
 
 
 def _request_line(text: str) -> str:
-    """A line of what the user said, as the summary writes it (``User: ...``); an
-    earlier summary's such line stays as it is."""
+    """A line of what the user said, as the summary writes it (``User: ...``)."""
     return text if text.startswith(USER_PREFIX) else USER_PREFIX + text
 
 
-def _is_request(text: str) -> bool:
-    """Whether a summary's line is one of what the user said."""
-    return text.startswith(USER_PREFIX)
-
-
 def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
-    """The summary of the taken lines: each shown block's head, then its kept lines in
-    their order, indented under it. A call alone in the summary (the others' lines were
-    all repeats or left out): its result lines need no indent (the bytes were counted
-    with it: only shorter). When not even one line fits: as much of the most important
-    one as fits."""
+    """The summary: each shown block's head and its kept lines; else the best line clipped."""
     out: list[str] = []
     shown = [block for block in blocks if any(line.taken for line in block.lines)]
     for block in shown:
@@ -72,25 +84,14 @@ def _prior_calls(text: str) -> int:
 
 
 def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
-    """An earlier summary (``text``, as this handler wrote it) read back as blocks
-    numbered from ``first``: a line with lines indented below it is a call heading
-    its result lines again, other lines stand alone.
-
-    Each line is scored by what it says, as a new line would be. A line that still
-    holds a strong signal (:data:`_PRIOR_KEEP_SCORE`: an error, a constraint, a count,
-    several identifiers), and the archive line, keeps its place before anything new
-    (tier 0), so summarizing again never ranks the earlier facts below new noise.
-    The rest competes with the new lines by its score: once the summary is full, new
-    facts take the room of earlier lines that said nothing much.
-    """
+    """An earlier summary read back as blocks from ``first``, its strong lines first (tier 0)."""
     rows = [line.rstrip() for line in text.splitlines() if line.strip()]
     if (
         len(rows) > 1
         and _LONE_CALL.match(rows[0][:_LINE_SCAN]) is not None
         and not any(row.startswith(RESULT_INDENT) for row in rows)
     ):
-        # A call alone in its summary is written without indents: its lines are its
-        # result's, as they would be indented under it among other blocks.
+        # A call alone in its summary is written without indents: indent its lines again.
         rows = [rows[0], *(RESULT_INDENT + row for row in rows[1:])]
     blocks: list[_Block] = []
     loose: _Block | None = None  # consecutive lines with no call above them
@@ -102,8 +103,7 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
             continue
         following = rows[order + 1] if order + 1 < len(rows) else ""
         if not indented and following.startswith(RESULT_INDENT):
-            # The calls' share may be smaller now: cut at the end, as a call line is
-            # (its command's start and its identifiers come first).
+            # The calls' share may be smaller now: cut at the end, as a call line is.
             head = _clip(row, call_cap)
             blocks.append(_Block(head=head, indent=RESULT_INDENT))
             loose = None
@@ -129,9 +129,8 @@ def _prior_content(line: str) -> float:
 
 
 def _prior_line(block: int, order: int, text: str) -> _Line:
-    if text.startswith(ARCHIVE_LINE_PREFIX):
-        return _Line(block, order, text, _PRIOR_SCORE, tier=0)
-    content = _prior_content(text)
+    # The archive line, and a line still holding a strong signal, keep their place first.
+    content = _PRIOR_SCORE if text.startswith(ARCHIVE_LINE_PREFIX) else _prior_content(text)
     if content >= _PRIOR_KEEP_SCORE:
         return _Line(block, order, text, _PRIOR_SCORE, tier=0)
     if text.startswith(USER_PREFIX):
@@ -140,20 +139,15 @@ def _prior_line(block: int, order: int, text: str) -> _Line:
 
 
 def _list_item(group: str) -> tuple[str, str] | None:
-    """A record of a list as its list's path and its index (``flights[3]``: ``flights``,
-    ``[3]``); None for any other record."""
-    if not group.endswith("]"):
-        return None
+    """A list's record as its list's path and index (``flights``, ``[3]``); else None."""
     start = group.rfind("[")
-    if start <= 0 or not group[start + 1 : -1].isdigit():
+    if not group.endswith("]") or start <= 0 or not group[start + 1 : -1].isdigit():
         return None
     return group[:start], group[start:]
 
 
 def _render(block: _Block, kept: list[_Line], indent: str) -> Iterator[str]:
-    """The kept lines in their order; the fields of one record on one line, and the
-    records of one list on one line, its path written once
-    (``flights[0]: flight_number=HAT1 date=...; [2]: flight_number=HAT7``)."""
+    """The kept lines in order: a record's fields, and a list's records, on one line."""
     records: dict[str, list[str]] = {}
     lists: dict[str, list[str]] = {}
     for line in kept:

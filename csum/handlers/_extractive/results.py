@@ -1,10 +1,5 @@
-"""Records and search results for the offline ``extractive`` handler.
-
-Booking systems, issue trackers and search APIs answer with records: JSON objects, or
-text blocks of ``Label: value`` lines repeated for each hit. A record says most through
-its name, its ids and its amounts; an email, a street address or a search engine's
-relevance score cost as many bytes and say little the agent acts on.
-"""
+"""Records and search results for the extractive handler: ``Label: value`` blocks, nested
+objects and documents inside JSON, a search hit's relevance score (its place says it)."""
 
 from __future__ import annotations
 
@@ -15,12 +10,7 @@ from typing import Final
 
 import regex
 
-__all__ = [
-    "is_relevance_score",
-    "labelled_records",
-    "literal_records",
-    "take_documents",
-]
+__all__ = ["is_relevance_score", "labelled_records", "literal_records", "take_documents"]
 
 # Keys search APIs give each hit's relevance under (Tavily, Exa, LangChain's retrievers).
 _RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
@@ -31,8 +21,7 @@ _TITLE_KEY: Final = regex.compile(r"(?i:title|url|link|href|uri)$")
 
 
 def is_relevance_score(key: str, value: object) -> bool:
-    """Whether a field is a search hit's relevance (``"score": 0.97``): a fraction
-    every hit has, in the order the hits are listed already."""
+    """Whether a field is a search hit's relevance (``"score": 0.97``): its place says it."""
     return (
         isinstance(value, float)
         and 0.0 <= value <= 1.0
@@ -44,11 +33,9 @@ def is_relevance_score(key: str, value: object) -> bool:
 _LABELLED: Final = regex.compile(
     r"([A-Z][A-Za-z]{0,20}+(?:[ _-][A-Za-z]{1,20}+){0,2}+):[ ]++(\S.*+)"
 )
-# Characters a field's value may take to join its record's line: a search engine's
-# one-paragraph snippet (about 160) does; a page's text is a line of its own.
+# Characters a field's value may take to join its record's line (a snippet's ~160).
 _RECORD_FIELD: Final = 160
-# Characters a record's joined line may take (a window holds it whole); the fields past
-# it (a long ``kubectl describe`` record's) stay lines of their own.
+# Characters a record's joined line may take; the fields past it stay lines of their own.
 _RECORD_LINE_MAX: Final = 220
 # Labels a log's or a checker's messages start with: each line a message of its own.
 _SEVERITY: Final = regex.compile(
@@ -56,23 +43,14 @@ _SEVERITY: Final = regex.compile(
     r"|hint|help|panic|critical|exception|caused[ ]by|deprecated|deprecation[ _-]?warning)"
 )
 _NAME_LABEL: Final = regex.compile(r"(?i:title|name)$")
-# Labels of a hit's text (what the page says): a line of its own, however short, so that
-# the record's line stays short enough to be kept whole.
+# Labels of a hit's text: a line of its own, so that the record's line stays short.
 _TEXT_LABEL: Final = regex.compile(r"(?i:content|snippet|body|text|description|summary|excerpt)")
 _MIN_RECORDS: Final = 2
 _TEXT_RANK: Final = 1  # places a hit's text ranks below the hit's own line
 
 
 def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
-    """Lines holding records printed as ``Label: value`` blocks (a web search's hits as
-    LangChain's and pydantic-ai's search tools print them: ``Title:``, ``URL:``,
-    ``Content:``, ``Score:``, one record after another) with each record's short fields
-    joined into one line, its title and URL first (``Title: X URL: Y``), so that a hit
-    is kept or dropped whole; its long fields (the page's text) stay lines of their
-    own, after it. A relevance score is left out: the order says it. ``ranks`` gets
-    each record's line and its place (a search lists its best hits first), and its
-    text lines a place lower. Lines are
-    returned as they are when fewer than two records open with the same label."""
+    """``Label: value`` records with their short fields on one line each (``ranks``: places)."""
     found = _record_labels(lines)
     if found is None:
         return lines
@@ -96,10 +74,7 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
 
 
 def _record_labels(lines: list[str]) -> tuple[str, set[str]] | None:
-    """The label opening each record and the labels of the records' fields (those seen
-    at least twice); None when fewer than two records open with the same label, or when
-    a label is a severity (messages of a log or a checker: "Warning: ...", "Error:
-    ...")."""
+    """The opening label and the fields' labels of repeated records; None when there are none."""
     opener = ""
     counts: dict[str, int] = {}
     for line in lines:
@@ -111,13 +86,12 @@ def _record_labels(lines: list[str]) -> tuple[str, set[str]] | None:
     if counts.get(opener, 0) < _MIN_RECORDS or len(counts) < 2:
         return None
     if any(_SEVERITY.fullmatch(label) for label in counts):
-        return None
+        return None  # messages of a log or a checker ("Warning: ...")
     return opener, {label for label, count in counts.items() if count >= _MIN_RECORDS}
 
 
 class _LabelledRecords:
-    """The lines out, and the record being read: its short fields (``head``, joined
-    into one line when it closes) and its other lines (``rest``)."""
+    """The lines out, and the record being read: its short fields and its other lines."""
 
     def __init__(self, ranks: dict[str, int]) -> None:
         self.ranks = ranks
@@ -127,8 +101,7 @@ class _LabelledRecords:
         self.rank = 0
 
     def add(self, line: str, label: str, value: str) -> None:
-        """A field of the record: on its line while short, not a text, and the line
-        stays within :data:`_RECORD_LINE_MAX`."""
+        """A field of the record: on its line while short, not a text, and the line not too long."""
         joined = sum(len(field) + 1 for field in self.head) + len(line.strip())
         if (
             len(value) <= _RECORD_FIELD
@@ -140,8 +113,7 @@ class _LabelledRecords:
             self.rest.append(line)
 
     def close(self) -> None:
-        """The record's line (what it is and where first: a cut line keeps them), then
-        its other lines, which rank with it, a place lower."""
+        """The record's line (title and URL first), then its other lines, a place lower."""
         if self.head:
             self.head.sort(key=_field_place)
             line = " ".join(self.head)
@@ -158,9 +130,7 @@ class _LabelledRecords:
 def _field_place(field: str) -> int:
     """Where a field goes in its record's line: its title, then its address, then the rest."""
     label = field.split(":", 1)[0]
-    if _NAME_LABEL.search(label) is not None:
-        return 0
-    return 1 if _TITLE_KEY.search(label) is not None else 2
+    return 0 if _NAME_LABEL.search(label) else 1 if _TITLE_KEY.search(label) else 2
 
 
 def _is_relevance_text(label: str, value: str) -> bool:
@@ -171,20 +141,14 @@ def _is_relevance_text(label: str, value: str) -> bool:
     return is_relevance_score(label, number)
 
 
-# A JSON string holding a document (a fetched page's text, a file's content): this many
-# lines and characters at least.
+# A JSON string holding a document (a fetched page, a file): this many lines and chars.
 _DOCUMENT_LINES: Final = 4
 _DOCUMENT_CHARS: Final = 400
 
 
 def take_documents(value: object, documents: list[str]) -> object:
-    """``value`` (parsed JSON) without the documents its strings hold, each appended to
-    ``documents`` in order: a fetched page's text (the ``content.source.data`` of
-    Anthropic's web fetch tool's result, an MCP resource's ``text``) is read line by
-    line like any tool's output, not kept as one field cut to a window. Nothing is
-    mutated: the objects holding a document are copied without its key."""
-    if isinstance(value, str):
-        return value
+    """``value`` without the documents its strings hold (copied, not mutated), each to
+    ``documents``."""
     if isinstance(value, list):
         return [take_documents(item, documents) for item in value]
     if not isinstance(value, dict):
@@ -216,12 +180,7 @@ _RECORD_LINE: Final = 120  # characters of fields on one line of an object's rec
 def literal_records(
     lines: list[str], flatten: Callable[[object], list[tuple[str, str]]]
 ) -> list[str]:
-    """Lines with each one holding a nested object, as JSON or as Python prints a dict
-    (LangChain's tools return ``str(dict)``: ``Content: {'current': {'temp_c': 4.4}}``),
-    replaced by its records' ``key=value`` fields, a line per record and at most
-    :data:`_RECORD_LINE` characters, each headed by the line's label and the record's
-    path (``Content.current: temp_c=4.4 wind_kph=31.0``); ``flatten`` gives an object's fields as
-    (record path, ``key=value``) pairs. Other lines are left as they are."""
+    """Lines holding a nested object (JSON or a Python dict) as a line per record's fields."""
     out: list[str] = []
     for line in lines:
         value = _literal(line)

@@ -1,36 +1,17 @@
-"""Command runs for the extractive handler: what test runners, build tools, linters and
-terminal programs print, made compact before it is scored.
-
-Each rule here follows a format real tools print: terminal colour codes (``ESC[31m``),
-which only colour; the rules of ``=`` or ``-`` that frame a test runner's banner lines
-(pytest's ``===== 3 passed in 0.12s =====``, cargo's ``---- tests::x stdout ----``);
-a verdict followed by its counts on one line (cargo's ``test result: FAILED. 3 passed;
-1 failed``), which is one statement, not two sentences.
-"""
+"""Command runs for the extractive handler: what test runners, build tools and terminals
+print (colour codes, banner rules, zero counts, a verdict with its counts), made compact."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Final, Protocol
+from typing import Final
 
 import regex
 
-__all__ = [
-    "call_line",
-    "count_follows",
-    "drop_zero_counts",
-    "fit_command",
-    "outcome_over_call",
-    "strip_banner",
-    "strip_colours",
-]
+__all__ = ["count_follows", "drop_zero_counts", "fit_command", "strip_banner", "strip_colours"]
 
-# A terminal's control sequences (colours, cursor moves: ``ESC[38;21m``, ``ESC[0m``,
-# ``ESC[2K``) say nothing a summary keeps: the text between them does.
+# A terminal's control sequences (colours, cursor moves): the text between them says it.
 _CONTROL: Final = regex.compile(r"\x1b\[[0-9;?]{0,32}+[A-Za-z]|\x1b[()][A-Z0-9]")
-# A banner's rule: three or more of one rule character at a line's start or end, framing
-# what it says (``===== 2 failed, 5 passed in 1.2s =====``, ``---- a::b stdout ----``,
-# ``_____ test_login _____``).
+# A banner's rule framing a line: ``===== 2 failed in 1.2s =====``, ``---- a::b ----``.
 _BANNER_START: Final = regex.compile(r"^([=\-_*~#])\1{2,}+[ ]++(?=\S)")
 _BANNER_END: Final = regex.compile(r"(?<=\S)[ ]++([=\-_*~#])\1{2,}+$")
 # A count opening a sentence: "31 passed", "0 failed; 1 ignored".
@@ -47,88 +28,21 @@ def strip_colours(text: str) -> str:
 
 
 def strip_banner(line: str) -> str:
-    """A line without the rules framing it (``=== 4 passed in 0.01s ===``: ``4 passed in
-    0.01s``); the line itself when nothing frames it. The rules cost more bytes than
-    the verdict they frame, and a rule alone says nothing."""
+    """A line without the rules framing it (``=== 4 passed ===``: ``4 passed``)."""
     if len(line) < 8 or (line[0] not in "=-_*~#" and line[-1] not in "=-_*~#"):
         return line
     return _BANNER_END.sub("", _BANNER_START.sub("", line, count=1), count=1)
 
 
 def count_follows(rest: str) -> bool:
-    """Whether what follows a sentence's end is a count (``31 passed; 0 failed``): then
-    the sentence before it (``test result: ok.``) is the verdict the count belongs to,
-    one statement, not to be split."""
+    """Whether a count follows a sentence's end (``ok. 31 passed``): one statement, not split."""
     return _LEADING_COUNT.match(rest) is not None
 
 
-WHOLE_CALL_SHARE: Final = 0.8
-"""Share of the budget a lone call's line may take when it fits whole: a command cut in
-its middle (``rsync -az … backup/``) names no command one could run again, so the
-few more bytes that keep it whole are worth more than they cost; a command that does
-not fit even so is cut to the usual share, not to this one."""
-_UNCAPPED: Final = 1 << 20
 _ELLIPSIS: Final = "…"
 
 
-def call_line(line: str, render: Callable[[int], str], budget: int, calls: int) -> str:
-    """A call's line: ``line`` (its rendering under the usual cap), or, for the only
-    call of a prompt when that cut something (a command in its middle), its whole line
-    (``render`` without a cap) when that takes at most :data:`WHOLE_CALL_SHARE` of
-    ``budget`` bytes. A call whose line fits by writing its identifiers without their
-    keys is not cut: it keeps that form."""
-    if calls != 1 or _ELLIPSIS not in line:
-        return line
-    whole = render(_UNCAPPED)
-    return whole if len(whole.encode("utf-8")) <= int(budget * WHOLE_CALL_SHARE) else line
-
-
-class _LineLike(Protocol):
-    @property
-    def score(self) -> float: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def tier(self) -> int: ...
-
-
-class _BlockLike(Protocol):
-    head: str
-
-    @property
-    def lines(self) -> Sequence[_LineLike]: ...
-
-
-OUTCOME_SCORE: Final = 6.0
-"""Score from which a result line outranks its call's line when the budget holds only
-one of them: a strict error signal (the handler's error score), a count of tests."""
-
-
-def outcome_over_call(
-    blocks: Sequence[_BlockLike], budget: int, size: Callable[[str], int], cut: str = ""
-) -> None:
-    """Under a budget that holds a lone call's best result line, a strong signal
-    (:data:`OUTCOME_SCORE`), but not with the call line (``head``), the line ``cut``
-    to the usual share when that fits with it (``head`` may be the whole line,
-    :func:`call_line`), else no call line (``head`` emptied): what a command said
-    (``KeyError: 'XX'``, ``3 failed, 9 passed``) tells the agent more than which
-    command said it. ``size``: a text's UTF-8 bytes."""
-    if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
-        return
-    block = blocks[0]
-    if any(line.tier == 0 for line in block.lines):
-        return  # an earlier summary's lines keep their place, under their call line
-    best = max(block.lines, key=lambda line: line.score)
-    # As the packer counts: each line with its line break but the last.
-    need = size(best.text) + 1
-    if best.score < OUTCOME_SCORE or need + size(block.head) <= budget or need - 1 > budget:
-        return
-    block.head = cut if cut and need + size(cut) <= budget else ""
-
-
-# A zero count of a secondary outcome in a runner's counts line: cargo's "; 0 ignored;
-# 0 measured; 0 filtered out", dotnet's ", Skipped: 0". What passed and what failed are
-# kept even when zero ("0 failed" is the verdict); nothing ignored says nothing.
+# A zero count of a secondary outcome (``; 0 ignored``, ``, Skipped: 0``); "0 failed" stays.
 _ZERO_COUNT: Final = regex.compile(
     r"[;,][ ](?:0[ ](?:ignored|measured|filtered[ ]out|skipped|deselected|xfailed|xpassed"
     r"|pending|todo|excluded)|(?:Skipped|Ignored|Pending):[ ]++0)\b"
@@ -136,9 +50,7 @@ _ZERO_COUNT: Final = regex.compile(
 
 
 def drop_zero_counts(line: str) -> str:
-    """A counts line without its zero counts of secondary outcomes (:data:`_ZERO_COUNT`):
-    ``ok. 31 passed; 0 failed; finished in 0.40s`` instead of the same with ``0 ignored;
-    0 measured; 0 filtered out``, which cost a runner's whole line its place."""
+    """A counts line without zero counts of secondary outcomes (``0 ignored``)."""
     if " 0 " not in line and ": 0" not in line:
         return line
     return _ZERO_COUNT.sub("", line[:2048]) + line[2048:]
@@ -149,10 +61,7 @@ _CD_PREFIX: Final = regex.compile(r"cd[ ]++(?P<dir>[^\s;&|]{1,400}+)[ ]*+&&[ ]*+
 
 
 def fit_command(command: str, room: int) -> str:
-    """``command`` shortened where it says least when it does not fit ``room``
-    characters: a leading ``cd DIR &&`` by the directory's last name (``cd …/assets &&
-    npm install x``), then, if that is not enough, without it: what ran is after the
-    ``&&``, and a command cut in its middle names none."""
+    """``command`` within ``room``: a leading ``cd DIR &&`` shortened, then dropped."""
     if len(command) <= room:
         return command
     match = _CD_PREFIX.match(command)

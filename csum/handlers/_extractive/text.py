@@ -1,12 +1,146 @@
-"""Text helpers of the extractive handler: byte lengths, cuts between words, windows."""
+"""Text helpers of the extractive handler: the regular expressions several modules share
+(every pattern of the handler is linear: bounded input, no nested unbounded repetition),
+identifiers, byte lengths, cuts between words, windows."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from functools import lru_cache
 
-from csum.handlers._extractive.patterns import _CONSTRAINT, _COUNTS, _ERROR, _TOKEN, _UNIT, _WS
-from csum.handlers._extractive.tokens import _path_kind
-from csum.handlers._extractive.weights import _LINE_SCAN, _TOKEN_CAP
+import regex
+
+from csum.handlers._extractive.weights import _LINE_SCAN, _PATH_WEIGHTS, _TOKEN_CAP, WEIGHTS
+
+_CACHED_TOKEN = 64  # tokens up to this long have their class cached
+
+_TOKEN = regex.compile(r"[^\s\"'`,;()\[\]{}<>|]++")
+_TRAIL = ".,:;!?*"
+_VERSION = regex.compile(r"v?+\d++(?:\.\d++)++(?:[-+.]?+[0-9A-Za-z]++)*+")
+_CODE = regex.compile(r"(?=[A-Z]*+\d)(?=\d*+[A-Z])[A-Z0-9]{5,10}+")  # AB1234, K9QX2Z, 7RT0QA
+_ID = regex.compile(r"[A-Za-z][A-Za-z0-9]*+(?:[_.-][A-Za-z0-9]++)++")  # user_id_42, pkg-1.2
+_NAME = regex.compile(  # 20240131120000, App.Repo.Migrations.Init, db.internal.lan, f/3
+    r"\d{6,40}+|[A-Za-z_]\w*+(?:\.\w++){2,}+(?:/\d++)?+|[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+/\d++"
+)
+_CAMEL = regex.compile(r"[A-Z]?+[a-z]++(?:[A-Z][a-z0-9]*+)++")  # SessionCache, getUserById
+_HEX = regex.compile(r"(?:sha\d++:)?+(?=[0-9]*+[a-f])(?=[a-f]*+[0-9])[0-9a-f]{7,128}+")
+_EXCEPTION_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Fault")  # one in every match:
+_EXCEPTION_NAME = regex.compile(
+    r"(?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*?(?:Error|Exception|Exit|Interrupt|Fault)\b"
+)
+_UNIT = regex.compile(
+    r"(?i:\b\d+(?:[.,]\d+)?+[ ]?(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?|h|hours?|"
+    r"days?|[KMGT]i?B|bytes?|%|tokens?|rows?|lines?|files?|items?|records?|req/s|"
+    r"tests?|doctests?|passed|failed|failures?|errors?|warnings?|skipped)\b)"
+    r"|[$€£][ ]?\d[\d,]*+(?:\.\d++)?+|(?i:\bport[ ]\d{2,5}\b)"
+)
+_COUNTS = regex.compile(
+    r"(?i:\b\d+[ ](?:[a-z]+[ ]){0,2}(?:tests?|doctests?|passed|failed|failures?|errors?|skipped|"
+    r"warnings?|examples?|specs?|issues?|suggestions?|problems?|vulnerabilit(?:y|ies)|"
+    r"files?[ ]changed|insertions?|deletions?|matches)\b)|\b(?:Total errors|tests? passed)\b"
+)
+_ERROR = regex.compile(
+    r"""
+    ^[\W_]{0,6}(?:(?:FAILED|FAIL|ERROR|FATAL)\b(?:[:\]!]|[ ]\S)
+        |(?:error|fatal|panic|Error|Fatal|Panic)(?:\[\w{1,16}\])?+(?:[:\]!]|[ ][^:\n]{1,80}:))
+  | \b[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Fault)\b(?=:|[ ]at[ ]|\)|$)
+  | ^\W{0,6}\*\*[ ]\(\w{1,40}\)
+  | (?i:\bexit(?:ed)?[ ](?:with[ ])?(?:code|status)[ ]?[1-9]\d{0,3}\b)
+  | (?i:\b[1-9]\d{0,6}[ ](?:failed|failures?|errors)\b)
+  | (?i:\bassertion\b[^\n]{0,80}\bfailed\b)
+  | (?i:\b(?:failed|failure)[.:!]?\s*$)
+  | (?i:\bnot[ ]found\b|\bpermission[ ]denied\b|\baccess[ ]denied\b|\bdenied\b|\btimed[ ]out\b
+        |\btimeout[ ]error\b|\bno[ ]such[ ]file\b|\bsegmentation[ ]fault\b|\bconnection[ ]refused\b
+        |\bcould[ ]not\b|\bunable[ ]to\b|\bfailed[ ]to\b)
+    """,
+    regex.VERBOSE,
+)
+_CONSTRAINT = regex.compile(
+    r"(?i)\b(?:do[ ]not|don't|never|must|should[ ]not|shouldn't|avoid|cannot|can't|"
+    r"may[ ]not|is[ ]required|decided|decision|prefer)\b"
+)
+_NUMBERED = regex.compile(r"^\s{0,8}\d{1,7}(?:→|:|\t)")  # a file listing: "  12→", "12:"
+_BACKTICKED = regex.compile(r"`[^`\n]{2,200}+`")
+# A home directory ("/home/ana/", "/Users/ana/"): "~/" says it in two bytes.
+_HOME = regex.compile(r"(?<![\w.~-])/(?:home|Users)/[^/\s\"']{1,64}+/")
+_WS = regex.compile(r"\s++")
+
+
+def _identifiers(line: str, named: dict[str, int] | None = None) -> float:
+    """How many identifiers a line holds; a name seen before (``named``) counts less."""
+    if named is None:
+        found: float = sum(weight for _, _, weight in _identifier_spans(line))
+    else:
+        found = 0.0
+        for start, end, weight in _identifier_spans(line):
+            token = line[start:end]
+            seen = named.get(token, 0)
+            named[token] = seen + 1
+            found += weight / (1 + seen * WEIGHTS["name_repeat"])
+    if line.find("`", 0, _LINE_SCAN) != -1:  # every quoted name starts with one
+        found += len(_BACKTICKED.findall(line, endpos=_LINE_SCAN))
+    return found + len(_UNIT.findall(line, endpos=_LINE_SCAN))
+
+
+def _identifier_spans(line: str) -> Iterator[tuple[int, int, int]]:
+    """(start, end, weight) of the line's identifiers, a path with a line weighing more."""
+    for match in _TOKEN.finditer(line, endpos=_LINE_SCAN):
+        token = match.group()
+        weight = _cached_weight(token) if len(token) <= _CACHED_TOKEN else _token_weight(token)
+        if weight:
+            yield match.start(), match.end(), weight
+
+
+def _token_weight(raw: str) -> int:
+    """A token's weight as an identifier (0: none; see :func:`_identifier_spans`)."""
+    token = raw.strip(_TRAIL)
+    if len(token) < 3 or len(token) > _TOKEN_CAP:
+        return 0
+    kind = _path_kind(token)
+    if kind:
+        return _PATH_WEIGHTS[kind]
+    # Each pattern is tried only on a token holding what all its matches hold: same answer.
+    identifier = (
+        "://" in token
+        or "=" in token[1:]
+        or ("." in token and _VERSION.fullmatch(token))
+        or (5 <= len(token) <= 10 and _CODE.fullmatch(token))
+        or _HEX.fullmatch(token)
+        or (any(c in token for c in "_.-") and _ID.fullmatch(token) and _digit_or_underscore(token))
+        or (any(word in token for word in _EXCEPTION_WORDS) and _EXCEPTION_NAME.fullmatch(token))
+        or _NAME.fullmatch(token)
+        or (not token.islower() and not token.isupper() and _CAMEL.fullmatch(token))
+    )
+    return 1 if identifier else 0
+
+
+def _digit_or_underscore(token: str) -> bool:
+    return "_" in token or any(c.isdigit() for c in token)
+
+
+# Tokens recur: short ones are classified once (at most 8192, under a megabyte).
+_cached_weight = lru_cache(maxsize=8192)(_token_weight)
+
+
+def _path_kind(token: str) -> int:
+    """0: not a path; 1: a path; 2: a path with a line (``src/a.py:12``)."""
+    head, _, rest = token.partition(":")
+    if len(head) == 1 and rest.startswith("\\"):  # C:\dir\file
+        head, _, rest = rest.partition(":")
+        head = token[:2] + head
+    with_line = rest[:1].isdigit() and rest.split(":", 1)[0].isdigit()
+    if "/" not in head and "\\" not in head:
+        last = head.rsplit(".", 1)
+        named = len(last) == 2 and last[1].isalnum() and 0 < len(last[1]) <= 8
+        return 2 if named and with_line and last[0] else 0
+    if head.startswith(("/", "~/", "./", "../")):
+        plain = len(head) > 1
+    else:
+        plain = head.count("/") >= 2 or "." in head.rsplit("/", 1)[-1]
+    if not plain:
+        return 0
+    return 2 if with_line else 1
+
 
 _ELLIPSIS = "…"
 
@@ -32,8 +166,7 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _clip_whole_words(text: str, limit: int) -> str:
-    """``text`` within ``limit`` bytes, cut only between words ("" when not even its
-    first word fits): a path or a code cut inside says nothing, or something wrong."""
+    """``text`` within ``limit`` bytes, cut between words ("" when no word fits)."""
     clipped = _clip(text, limit)
     if clipped == text:
         return text
@@ -44,9 +177,7 @@ def _clip_whole_words(text: str, limit: int) -> str:
 
 
 def _clip_at_word_end(text: str, limit: int) -> str:
-    """The longest prefix of ``text`` within ``limit`` bytes that does not end inside a
-    word ("... cut its", not "... cut its benc"); cut at the byte when a word longer than
-    half the room would be lost."""
+    """The longest prefix within ``limit`` bytes not ending inside a (short) word."""
     clipped = _clip_bytes(text, limit)
     if clipped == text:
         return text
@@ -68,19 +199,14 @@ def _clean(text: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    """``text`` with each run of whitespace one space, stripped. Printable text without
-    two spaces in a row holds no whitespace but single spaces (every other whitespace
-    character is unprintable): only its ends change."""
+    """``text`` with each run of whitespace one space, stripped."""
     if text.isprintable() and "  " not in text:
         return text.strip()
     return _WS.sub(" ", text).strip()
 
 
 def _in_word(text: str, index: int) -> bool:
-    """Whether a cut before ``text[index]`` falls inside a word: between two of its
-    letters, digits or underscores, or at a dot, slash, colon or dash joining two of
-    them, so a version, path or code is never shown in part (``v2`` of ``v2.10.1``,
-    ``lib/a`` of ``lib/a.rb:7``)."""
+    """Whether a cut before ``text[index]`` falls inside a word, a version, a path or a code."""
     before, after = text[index - 1], text[index]
     if _word_char(before):
         return _word_char(after) or (
@@ -97,10 +223,7 @@ def _word_char(char: str) -> bool:
 
 
 def _cut_between_words(text: str, end: int, reach: int) -> int:
-    """Where to end a cut of ``text`` made at ``end``: there when that is not inside a
-    word, else at the nearest space before it, or else the nearest mark between a word
-    and what is not one, within ``reach`` characters; ``end`` when there is none (a
-    single token longer than that, such as a hash, is cut inside)."""
+    """Where to end a cut made at ``end``: outside a word, within ``reach``, else ``end``."""
     if end >= len(text) or end <= 0 or not _in_word(text, end):
         return end
     space = text.rfind(" ", max(1, end - reach), end)
@@ -110,9 +233,7 @@ def _cut_between_words(text: str, end: int, reach: int) -> int:
 
 
 def _window(line: str, limit: int) -> str:
-    """``line`` cut to about ``limit`` characters around its first strong signal, its
-    ends between words (:func:`_cut_between_words`); shown to its end when that is at
-    most a quarter of the window further."""
+    """``line`` cut to about ``limit`` characters around its first strong signal."""
     if len(line) <= limit:
         return line
     scan = line[:_LINE_SCAN]
@@ -145,9 +266,7 @@ def _scalar(value: object) -> str:
 
 
 def _shorten_paths(line: str, width: int) -> str:
-    """A line too long for its window with each path longer than half of it written by
-    its last directories and file (``…/jobs/a_test.exs:12``), so that the window shows
-    the file and what the line says of it, not leading directories cut inside."""
+    """A long line with its long paths by their last directories (``…/jobs/a_test.exs:12``)."""
     if len(line) <= width:
         return line
     pieces: list[str] = []
@@ -164,9 +283,7 @@ def _shorten_paths(line: str, width: int) -> str:
 
 
 def _clip_middle(text: str, limit: int, *, head_share: float = 1 / 3) -> str:
-    """``text`` within ``limit`` characters, its middle cut: a path keeps its file name,
-    a command (``head_share`` 3/4) its program and first arguments. Words are kept whole
-    (:func:`_clip_middle_words`) when that keeps something at both ends."""
+    """``text`` within ``limit`` characters, its middle cut, whole words when possible."""
     if len(text) <= limit or limit < 12:
         return text
     whole = _clip_middle_words(text, limit, head_share)
@@ -181,11 +298,7 @@ def _clip_middle(text: str, limit: int, *, head_share: float = 1 / 3) -> str:
 
 
 def _clip_middle_words(text: str, limit: int, head_share: float) -> str:
-    """``text`` within ``limit`` characters as whole words from its start (up to
-    ``head_share`` of the room), an ellipsis, and whole words from its end, a path
-    standing for itself by its last directories and file (``…/jobs/sync_test.exs``): a
-    path, an id or a version cut inside names something that does not exist. "" when
-    the end would keep nothing."""
+    """Whole words from both ends of ``text`` within ``limit``; "" when the end keeps nothing."""
     if len(text) > 2 * _LINE_SCAN:  # its ends are all that can be kept: bounded work
         text = text[:_LINE_SCAN] + " " + text[-_LINE_SCAN:]
     words = text.split(" ")
@@ -224,8 +337,7 @@ def _clip_middle_words(text: str, limit: int, head_share: float) -> str:
 
 
 def _path_tail(word: str, room: int) -> str:
-    """A path within ``room`` characters as ``…/`` and its last components, the file
-    at least; "" when that does not fit or ``word`` is not a path."""
+    """A path within ``room`` as ``…/`` and its last components; "" when that does not fit."""
     if "/" not in word[:-1] or "://" in word:
         return ""
     parts = word.rstrip("/").split("/")

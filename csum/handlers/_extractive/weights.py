@@ -1,15 +1,6 @@
-"""The extractive handler's numbers, as data: what each feature is worth (:data:`WEIGHTS`),
-the shares of the budget (:data:`SHARES`), then the sizes and levels the reading and the
-packing use.
-
-:data:`WEIGHTS` is the one table of the features: a feature (registered by name in
-:mod:`.features`, or applied where the handler reads its unit: a line's place, its
-context, a JSON field's key) says whether a unit shows a signal, or how strongly; the
-table says what that is worth. ``python -m benchmarks.ablation`` zeroes one at a time
-and reports what the fidelity benchmark loses; docs/handlers.md shows the table it
-writes. Zeroing a weight turns its feature off (a divisor's weight too: ``name_repeat``
-and ``field_repeat`` divide by ``1 + weight * repeats``).
-"""
+"""The extractive handler's numbers, as data: what each feature is worth (:data:`WEIGHTS`;
+zeroing one turns its feature off, as ``python -m benchmarks.ablation`` does), the shares
+of the budget (:data:`SHARES`), then the levels and sizes several modules share."""
 
 from __future__ import annotations
 
@@ -72,54 +63,17 @@ SHARES: dict[str, float] = {
 }
 """Shares of the budget."""
 
-# --- packing levels -----------------------------------------------------------------
-_PRIOR_KEEP_SCORE = 4.0  # an earlier summary's line scoring this keeps its place first ...
-_PRIOR_SCORE = 100.0  # ... with this score (above any new line)
-_FIRST_TIER_BONUS = 8.0  # score per byte's numerator added to a first-tier line left over
-_COST_BASE = 48  # bytes added to every line's cost when ranking: favours full lines a little
-_FIELD_COST_BASE = 8  # ... and to a JSON field's: the fields of an open record come cheap
-_CUT_SHARE = 0.9  # a line that does not fit is cut to the room if this share of it fits
-_MIN_PIECE = 16  # below this many bytes of room, a cut line says too little
-_OPENER_SHARE = 0.75  # a field opens its record's line if worth this share of the best
-_REPACKS = 3  # packings again with the bytes rendering saved
-_REQUEST_PERCENT = 35  # percent of the budget the requests' first lines share ...
-_MIN_REQUEST = 48  # ... each at least this many bytes ...
-_MAX_REQUEST = 600  # ... and at most this many
-_RESULT_HEAD = 4.0  # a result's head score
-_LONE_HEAD = 3.0  # ... and a call's without a result (and its "(no result)" line)
-_EMPTY_RESULT = 0.5  # score of an empty result's "(empty)" or first line
-
-# --- score levels -------------------------------------------------------------------
+# --- the levels and sizes several modules share (the others are their modules') ------
+_PRIOR_SCORE = 100.0  # score of an earlier summary's line kept first (above any new line)
 _IDENT_CAP = 6.0  # score a line's identifiers give at most
 _PATH_WEIGHTS = (0, 1, 2)  # identifiers a path counts for: without, with a line number
-_ERROR_LINE = 6.0  # a line scoring this with an error signal is an error (context below)
 _EMPTY_FIELD = 0.2  # weight of a JSON field saying nothing (null, "", a relevance score)
 _FILLER_SCORE = 0.1  # score of a line with nothing in it (read only to use the budget)
 _EMPTY_EDGE_SCORE = 0.5  # ... or of such a line at an output's start or end
 _FILLER_MAX = _EMPTY_EDGE_SCORE  # lines up to this score only take what is left at the end
-_BOOL_FIELD = 0.8  # weight of a JSON field holding true or false
-
-# --- sizes --------------------------------------------------------------------------
-_THREAD_THRESHOLD = 64 * 1024  # characters of prompt from which a worker thread is used
 _CHECK_EVERY = 256  # lines between two cancellation checkpoints
 _TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
-_CACHED_TOKEN = 64  # tokens up to this long have their class cached
-_CACHED_LINE = 400  # lines up to this long have their signals cached
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
-_MIN_WINDOW = 80  # ... or fewer under a small budget, never below this
-_RECORD_LABEL = 40  # characters a label may take before a line's JSON list of records
-_PROSE_SHARE = 0.8  # share of letters and spaces from which a tool's line reads as prose
-_SENTENCE_MIN = 80  # a prose line longer than this is split into its sentences
-_SENTENCE_PIECE = 12  # ... at sentence ends at least this far apart ("Edit applied.")
-_ARG_CAP = 200  # bytes a call line takes at most
-_MIN_CALL = 24  # ... but never less than this many bytes
-_MIN_SHARED_CALL = 48  # ... nor, for each of several calls sharing a quarter, than this
-_HUNK_CONTEXT = 40  # bytes of a diff hunk header's context (the enclosing function) kept
-_LOCATION_ABOVE = 2  # lines above an error looked at for its place (a path with a line)
-_SAME_START = 32  # characters two lines share at their start to count as one repeated
-_LOCATION_TAIL = 48  # characters a location line may hold after its place
-_LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
 _COMPACT_SHARE = 0.5  # an answer's line longer than this share of the window is compacted
 _COMPACT_RATIO = 2.0  # ... when the prompt is more than this many times the budget
-_JSON_DEPTH = 12  # levels of a JSON value read; deeper is "…"

@@ -17,7 +17,7 @@ from cast import Message, ToolCall
 from cast.codecs.anthropic import encode as anthropic_encode
 from cast.codecs.openai import encode as openai_encode
 from csum import Compactor, Robustness, Summarizer, SummarizerConfig
-from csum.handlers._continuation import (
+from csum.handlers._sdk import (
     CONTINUATION_INSTRUCTION,
     anthropic_body,
     continuation_instruction,

@@ -10,7 +10,7 @@ import pytest
 from cast import BodyPair, Message, ToolCall
 from cast.messages import Role
 from csum.handlers import extractive, summarize_extractive
-from csum.handlers._extractive.entry import _StoppedError, _summarize
+from csum.handlers._extractive import _StoppedError, _summarize
 from csum.prompt import SummaryRequest, summary_request
 
 

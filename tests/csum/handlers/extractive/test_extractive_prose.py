@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import csum.handlers._extractive.collect as collect_module
-import csum.handlers._extractive.lines as lines_module
+import csum.handlers._extractive.reading as reading_module
 from cast.messages import Message, ToolCall
 from csum import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive.features import _score
 from csum.handlers._extractive.prose import ELLIPSIS, compact_prose, is_fence, plain_links
-from csum.handlers._extractive.tokens import _identifier_spans
+from csum.handlers._extractive.text import _identifier_spans
 from csum.prompt import SummaryRequest, summary_request
 
 REPORT = """Done. The **billing-v2** migration is finished and pushed. Here's what changed:
@@ -133,7 +133,7 @@ def test_a_small_budget_keeps_more_of_an_answers_identifiers(
         assert kept in summary
     assert "7 new renderer tests and 3 controller tests" in summary
     # Whole lines (the compact form off) fit fewer of them in the same room.
-    monkeypatch.setattr(lines_module, "_COMPACT_SHARE", 1e9)
+    monkeypatch.setattr(reading_module, "_COMPACT_SHARE", 1e9)
     whole = answer_summary(REPORT, 180)
     assert "`InvoiceRenderer`" not in whole
     assert "billing-v2" not in whole
@@ -144,7 +144,7 @@ def test_an_answer_less_than_twice_the_budget_is_not_compacted(
 ) -> None:
     budget = len(REPORT.encode("utf-8")) // 2 + 10
     summary = answer_summary(REPORT, budget)
-    monkeypatch.setattr(lines_module, "_COMPACT_SHARE", 1e9)
+    monkeypatch.setattr(reading_module, "_COMPACT_SHARE", 1e9)
     assert summary == answer_summary(REPORT, budget)
 
 

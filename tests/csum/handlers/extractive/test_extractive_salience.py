@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cast import Message, ToolCall
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive.salience import opens_section
+from csum.handlers._extractive.reading import opens_section
 from csum.prompt import SummaryRequest, summary_request
 
 

@@ -1,0 +1,444 @@
+"""The model handlers, ``anthropic`` and ``openai_compatible``, through the providers' SDKs,
+with one retry loop (the SDKs' own retries off) and the continuation bodies, which send a
+request as the conversation the agent sent then an instruction (read from the prompt cache)."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final, Literal, TypeAlias
+
+import anyio
+
+from cast import Message
+from cast.chainio import install_hint
+from csum.config import RetryPolicy
+from csum.errors import HandlerError
+from csum.prompt import DEFAULT_SYSTEM_PROMPT, SummaryRequest
+from csum.request import RequestHandler, request_handler
+
+__all__ = [
+    "CONTINUATION_INSTRUCTION",
+    "TokenLimitParam",
+    "anthropic",
+    "anthropic_body",
+    "continuation_instruction",
+    "openai_body",
+    "openai_compatible",
+]
+
+TokenLimitParam: TypeAlias = Literal["max_completion_tokens", "max_tokens"]
+"""Name of the output-token limit field of a chat completions request."""
+_NEW_LIMIT_PARAM: TokenLimitParam = "max_completion_tokens"
+_RETRIED_STATUS_CODES = frozenset({408, 429})  # and every 5xx
+Body = dict[str, Any]
+"""The keyword arguments of one SDK call that say what is sent (messages, system...)."""
+
+CONTINUATION_INSTRUCTION: Final = (
+    "Summarize the conversation above{scope}, for your own later use: what was asked, "
+    "what was done and decided, what is still open. Keep every path, identifier, id, "
+    "number, error and command you may need again, exactly as written. Answer with the "
+    "summary as plain text; call no tool."
+)
+"""The instruction that follows the conversation (the only uncached part of the input);
+``{scope}`` names the messages that stay in the chain."""
+_FOCUS: Final = (
+    "\nThe agent's next step needs this: keep everything that serves it in full, even "
+    "at the cost of other detail.\n{focus}"
+)
+
+
+def continuation_instruction(request: SummaryRequest) -> str:
+    """The instruction after ``request.conversation``: summarize what comes before its
+    last ``request.kept`` messages (they stay in the chain), with the request's focus."""
+    kept = request.kept
+    scope = ""
+    if kept == 1:
+        scope = " but its last message, which stays in the conversation as it is"
+    elif kept > 1:
+        scope = f" but its last {kept} messages, which stay in the conversation as they are"
+    text = CONTINUATION_INSTRUCTION.format(scope=scope)
+    return text + _FOCUS.format(focus=request.focus) if request.focus else text
+
+
+def anthropic_body(
+    conversation: Sequence[Message],
+    instruction: str = CONTINUATION_INSTRUCTION,
+    *,
+    tools: Sequence[Mapping[str, Any]] = (),
+) -> Body:
+    """A Messages API body: ``conversation`` encoded by :mod:`cast.codecs.anthropic`
+    (``tools`` as the agent sent them: they lead the cached prefix), a cache breakpoint
+    on its last block, then ``instruction`` as the last user text."""
+    from cast.codecs.anthropic import encode
+
+    body = encode(list(conversation))
+    messages: list[dict[str, Any]] = body["messages"]
+    instruction_block = {"type": "text", "text": instruction}
+    last = messages[-1] if messages else None
+    if last is None:
+        messages.append({"role": "user", "content": [instruction_block]})
+    else:
+        content = last["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        if blocks:
+            blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+        if last["role"] == "user":
+            messages[-1] = {**last, "content": [*blocks, instruction_block]}
+        else:
+            messages[-1] = {**last, "content": blocks}
+            messages.append({"role": "user", "content": [instruction_block]})
+    return _with_tools(body, tools)
+
+
+def openai_body(
+    conversation: Sequence[Message],
+    instruction: str = CONTINUATION_INSTRUCTION,
+    *,
+    tools: Sequence[Mapping[str, Any]] = (),
+) -> Body:
+    """A Chat Completions body: ``conversation`` encoded by :mod:`cast.codecs.openai`
+    (``tools`` as the agent sent them), then ``instruction`` as a last user message
+    (OpenAI caches the common prefix by itself)."""
+    from cast.codecs.openai import encode
+
+    body = encode(list(conversation))
+    body["messages"] = [*body["messages"], {"role": "user", "content": instruction}]
+    return _with_tools(body, tools)
+
+
+def _with_tools(body: Body, tools: Sequence[Mapping[str, Any]]) -> Body:
+    if tools:
+        body["tools"] = [dict(tool) for tool in tools]
+    return body
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """One failed attempt, as the retry loop sees it."""
+
+    message: str
+    retryable: bool
+    status_code: int | None = None
+    provider_message: str = ""
+    error_type: str = ""
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Sdk:
+    """One provider's SDK: its module, its client class and its exception classes."""
+
+    provider: str
+    client_class: Callable[..., Any]
+    base: type[Exception]
+    status: type[Exception]
+    connection: type[Exception]
+    timeout: type[Exception]
+
+    @classmethod
+    def load(cls, provider: str, handler: str, names: tuple[str, str]) -> _Sdk:
+        """The SDK named ``provider`` (``names``: its base error and client), or ImportError."""
+        try:
+            sdk = importlib.import_module(provider)
+        except ImportError as exc:
+            message = f"the {handler} handler needs the {provider} SDK: {install_hint(provider)}"
+            raise ImportError(message) from exc
+        base, client = (getattr(sdk, name) for name in names)
+        return cls(
+            provider, client, base, sdk.APIStatusError, sdk.APIConnectionError, sdk.APITimeoutError
+        )
+
+    def failure(self, exc: Exception) -> _Failure:
+        """An SDK exception as a :class:`_Failure`: retryable or not, and why."""
+        if isinstance(exc, self.timeout):
+            return _Failure("the request timed out", retryable=True, error_type="timeout")
+        if isinstance(exc, self.connection):
+            cause = exc.__cause__ or exc.__context__
+            detail = f": {cause}" if cause is not None and str(cause) else ""
+            return _Failure(f"connection error{detail}", retryable=True, error_type="connection")
+        if isinstance(exc, self.status):
+            status: int = getattr(exc, "status_code", 0)
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            message, kind = _provider_message(getattr(exc, "body", None))
+            return _Failure(
+                message or str(exc),
+                retryable=status in _RETRIED_STATUS_CODES or status >= 500,
+                status_code=status,
+                provider_message=message,
+                error_type=kind,
+                retry_after=_retry_after(headers),
+            )
+        return _Failure(str(exc) or type(exc).__name__, retryable=False)
+
+
+def _check_token_limit(name: str, limit: int | None) -> None:
+    if limit is not None and limit <= 0:
+        raise ValueError(f"{name} must be > 0, got {limit}")
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> float | None:
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name) if headers else None
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue  # an HTTP date: the backoff alone decides
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def _provider_message(body: object) -> tuple[str, str]:
+    """(message, error type) from an SDK error body: the inner ``error`` object."""
+    if isinstance(body, str):
+        return body, ""
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    if not isinstance(inner, Mapping):
+        return "", ""
+    message, kind = inner.get("message"), inner.get("type") or inner.get("code")
+    return (message if isinstance(message, str) else "", kind if isinstance(kind, str) else "")
+
+
+async def _run_with_retries(
+    attempt: Callable[[], Awaitable[str]],
+    sdk: _Sdk,
+    model: str,
+    *,
+    timeout: float,
+    policy: RetryPolicy,
+) -> str:
+    """``attempt()`` retried as ``policy`` says; a :class:`HandlerError` once a failure is final."""
+    rng = random.Random()
+    attempts = 0
+    while True:
+        attempts += 1
+        cause: BaseException
+        try:
+            with anyio.fail_after(timeout):
+                return await attempt()
+        except HandlerError as exc:
+            exc.attempts = attempts
+            raise
+        except TimeoutError as exc:
+            failure = _Failure(
+                f"no response within {timeout:g} s", retryable=True, error_type="timeout"
+            )
+            cause = exc
+        except sdk.base as exc:
+            failure, cause = sdk.failure(exc), exc
+        if not failure.retryable or attempts > policy.max_retries:
+            raise HandlerError(
+                failure.message,
+                provider=sdk.provider,
+                model=model,
+                status_code=failure.status_code,
+                provider_message=failure.provider_message,
+                error_type=failure.error_type,
+                attempts=attempts,
+                retryable=failure.retryable,
+            ) from cause
+        await anyio.sleep(policy.delay(attempts, failure.retry_after, rng))
+
+
+@dataclass(frozen=True, slots=True)
+class _Connection:
+    """What every SDK handler takes; ``client``: one to use (left open), or None: one per call."""
+
+    model: str
+    base_url: str | None
+    api_key: str | None
+    timeout: float
+    max_retries: int
+    backoff_base: float
+    backoff_max: float
+    client: Any
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ValueError("model must be a non-empty model name")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
+
+
+def _sdk_handler(
+    sdk: _Sdk,
+    connection: _Connection,
+    handler: str,
+    *,
+    complete: Callable[[Any, Body], Awaitable[str]],
+    fresh: Callable[[str], Body],
+    continued: Callable[[Sequence[Message], str], Body] | None,
+) -> RequestHandler:
+    """A request handler calling ``complete(client, body)`` with retries."""
+    client = connection.client
+    policy = RetryPolicy(connection.max_retries, connection.backoff_base, connection.backoff_max)
+
+    async def attempt(body: Body) -> str:
+        if client is not None:
+            return await complete(client.with_options(max_retries=0), body)
+        owned_client = sdk.client_class(
+            api_key=connection.api_key,
+            base_url=connection.base_url,
+            timeout=connection.timeout,
+            max_retries=0,
+        )
+        async with owned_client as owned:
+            return await complete(owned, body)
+
+    async def summarize(request: SummaryRequest) -> str:
+        if continued is not None and request.conversation:
+            body = continued(request.conversation, continuation_instruction(request))
+        else:
+            body = fresh(request.prompt)
+        return await _run_with_retries(
+            lambda: attempt(body), sdk, connection.model, timeout=connection.timeout, policy=policy
+        )
+
+    return request_handler(summarize, f"{handler}({connection.model!r})")
+
+
+def openai_compatible(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 3,
+    max_output_tokens: int | None = 1024,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    client: Any = None,
+    backoff_base: float = 0.5,
+    backoff_max: float = 20.0,
+    token_limit_param: TokenLimitParam = _NEW_LIMIT_PARAM,
+    continuation: bool = False,
+    tools: Sequence[Mapping[str, Any]] = (),
+) -> RequestHandler:
+    """A handler that asks ``model`` for the summary through chat completions (the
+    official ``openai`` SDK), the system prompt first so that its prefix is cached.
+
+    ``base_url`` and ``api_key`` default to the SDK's (``OPENAI_BASE_URL``,
+    ``OPENAI_API_KEY``). ``timeout`` bounds each attempt; ``max_retries`` retries follow
+    rate limits, 408, 5xx, transport errors and timeouts, waiting ``backoff_base * 2**n``
+    seconds with jitter. Other errors, and a response without text, raise
+    :class:`HandlerError` at once. ``token_limit_param``: ``max_tokens`` for servers that
+    predate ``max_completion_tokens``. Without ``client`` each call opens (and closes)
+    its own ``AsyncOpenAI`` (so it works across event loops); a ``client`` given is used
+    with its retries off and left open. With ``continuation``, a request carrying its
+    conversation (a Compactor's) goes as that conversation (and ``tools``) plus the
+    instruction as a last user message (:func:`openai_body`).
+    """
+    sdk = _Sdk.load("openai", "openai_compatible", ("OpenAIError", "AsyncOpenAI"))
+    _check_token_limit("max_output_tokens", max_output_tokens)
+    connection = _Connection(
+        model, base_url, api_key, timeout, max_retries, backoff_base, backoff_max, client
+    )
+    limits = {} if max_output_tokens is None else {token_limit_param: max_output_tokens}
+
+    async def complete(active: Any, body: Body) -> str:
+        completion = await active.chat.completions.create(
+            model=model, timeout=timeout, **limits, **body
+        )
+        return _openai_text(completion, model)
+
+    def fresh(prompt: str) -> Body:
+        system = {"role": "system", "content": system_prompt}
+        return {"messages": [system, {"role": "user", "content": prompt}]}
+
+    continued = partial(openai_body, tools=tools) if continuation else None
+    return _sdk_handler(
+        sdk, connection, "openai_compatible", complete=complete, fresh=fresh, continued=continued
+    )
+
+
+def _openai_text(completion: Any, model: str) -> str:
+    """The text of the first choice; a missing or blank one is a :class:`HandlerError`."""
+    choices = getattr(completion, "choices", None) or []
+    if not choices:
+        raise HandlerError("the response has no choices", provider="openai", model=model)
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if isinstance(content, str) and content.strip():
+        return content.strip()
+    reason = getattr(choices[0], "finish_reason", None)
+    refusal = getattr(message, "refusal", None)
+    detail = f"finish_reason={reason!r}" + (f", refusal={refusal!r}" if refusal else "")
+    if reason == "length":
+        detail += "; raise max_output_tokens"
+    raise _empty_response(detail, "openai", model)
+
+
+def _empty_response(detail: str, provider: str, model: str) -> HandlerError:
+    return HandlerError(
+        f"the response has no summary text ({detail})",
+        provider=provider,
+        model=model,
+        error_type="empty_response",
+    )
+
+
+def anthropic(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 3,
+    max_tokens: int = 1024,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    client: Any = None,
+    backoff_base: float = 0.5,
+    backoff_max: float = 20.0,
+    continuation: bool = False,
+    tools: Sequence[Mapping[str, Any]] = (),
+) -> RequestHandler:
+    """A handler that asks Claude ``model`` for the summary (the official ``anthropic``
+    SDK: the system prompt as the ``system`` field, the prompt as the one user message).
+
+    ``base_url`` and ``api_key`` default to the SDK's (``ANTHROPIC_BASE_URL``,
+    ``ANTHROPIC_API_KEY``). Timeouts, retries (529 "overloaded" included) and clients
+    behave as in :func:`csum.handlers.openai_compatible`. With ``continuation``, a
+    request that carries its conversation (a Compactor's) is sent as the conversation
+    the agent sent (system prompt, messages, ``tools``), a cache breakpoint at its end,
+    then the instruction (:func:`anthropic_body`), read from the prompt cache
+    (``system_prompt`` is then not sent); any other request is sent fresh.
+    """
+    sdk = _Sdk.load("anthropic", "anthropic", ("AnthropicError", "AsyncAnthropic"))
+    _check_token_limit("max_tokens", max_tokens)
+    connection = _Connection(
+        model, base_url, api_key, timeout, max_retries, backoff_base, backoff_max, client
+    )
+
+    async def complete(active: Any, body: Body) -> str:
+        response = await active.messages.create(
+            model=model, max_tokens=max_tokens, timeout=timeout, **body
+        )
+        return _anthropic_text(response, model)
+
+    def fresh(prompt: str) -> Body:
+        return {"system": system_prompt, "messages": [{"role": "user", "content": prompt}]}
+
+    continued = partial(anthropic_body, tools=tools) if continuation else None
+    return _sdk_handler(
+        sdk, connection, "anthropic", complete=complete, fresh=fresh, continued=continued
+    )
+
+
+def _anthropic_text(response: Any, model: str) -> str:
+    """The text blocks of the reply joined; none, or only blanks, is a HandlerError."""
+    text = "".join(
+        block.text
+        for block in getattr(response, "content", None) or []
+        if getattr(block, "type", None) == "text" and isinstance(block.text, str)
+    ).strip()
+    if text:
+        return text
+    reason = getattr(response, "stop_reason", None)
+    hint = "; raise max_tokens" if reason == "max_tokens" else ""
+    raise _empty_response(f"stop_reason={reason!r}{hint}", "anthropic", model)
