@@ -16,7 +16,7 @@ from typing import Final
 
 from cast import Message, Role, TextPart
 from cast.internals import utf8_len
-from csum._message_text import message_strings
+from csum.prompt import message_strings
 
 __all__ = ["QUESTION_CONTEXT_BYTES", "question_context"]
 

@@ -33,10 +33,16 @@ from cast import Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
 from csum._fit import fit_joined
 from csum._gather import unwrapped
-from csum._message_text import message_strings
 from csum._retry import RetryPolicy
 from csum.config import MIN_PROMPT_BYTES, Robustness
-from csum.prompt import PromptCase, PromptEntry, SummaryRequest, summary_request, text_request
+from csum.prompt import (
+    PromptCase,
+    PromptEntry,
+    SummaryRequest,
+    message_strings,
+    summary_request,
+    text_request,
+)
 from csum.request import Handler, RequestHandler, as_request_handler
 
 __all__ = [

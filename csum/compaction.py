@@ -31,7 +31,6 @@ from cast import BodyPair, BodyPairType, ChainAST, ChainIssue, Message, ToolResu
 from csum._breakpoints import with_breakpoints
 from csum._calls import HandlerCalls
 from csum._chain_edits import edited, inserted
-from csum._memory import with_fact_memory
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum._robust import HandlerLedger, RobustHandler, ledger
 from csum._style import SummaryStyle
@@ -42,6 +41,7 @@ from csum.clearing import ClearingPass, clear_chain, is_cleared
 from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
 from csum.plan import Plan, Planner
+from csum.prompt import with_fact_memory
 from csum.reinsert import Insertion, question_key, recalled_positions, reinsertion_within
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.summary import kept_after, summarize_plan
@@ -261,7 +261,7 @@ class Stages:
                     conversation=conversation,
                     kept=kept_after(chain, plan),
                 )
-                # the facts the summary lacks, in the rest of its share (csum._memory)
+                # the facts the summary lacks, in the rest of its share (csum.prompt)
                 replaced = plan.replaced or [*plan.humans, *plan.summarized]
                 text = with_fact_memory(text, replaced, self.summary_bytes)
         seed = f"compaction\x1f{self.turn}"

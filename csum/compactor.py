@@ -17,7 +17,7 @@ How a call goes (docs/compactor.md has the full story):
    tool results first when a clearing stage is set; when that cannot reach
    ``keep_units``, **one summary** of everything older than the newest pairs that fit
    (:mod:`csum.plan`), in one handler call, followed by the facts it lacks
-   (:mod:`csum._memory`), placed where the kept part starts and made to fit
+   (:mod:`csum.prompt`), placed where the kept part starts and made to fit
    (:mod:`csum.assemble`).
    Whenever system prompt + current question + newest pair fit the budget, the chain
    returned fits it; otherwise the result and the event say ``over_budget``. Summaries
@@ -58,7 +58,6 @@ from cast import (
 )
 from csum._append import extends_validly
 from csum._handler_check import check_handler
-from csum._memory import FACT_SHARE
 from csum._pending import pending_tail_calls, without_pending_fillers
 from csum._placement import placed_for, unplaced
 from csum._robust import RobustHandler
@@ -75,7 +74,7 @@ from csum.config import (
     as_budget,
 )
 from csum.events import CompactionEvent, CompactionReason
-from csum.prompt import check_focus
+from csum.prompt import FACT_SHARE, check_focus
 from csum.reinsert import Insertion, question_key
 from csum.request import Handler
 from csum.store_events import StoreEvent
@@ -518,7 +517,7 @@ def _robust_handler(
         # extractive() without a size: the same summaries as no handler at all
         from csum.handlers import extractive
 
-        # the facts the summary lacks take the rest of its share (csum._memory)
+        # the facts the summary lacks take the rest of its share (csum.prompt)
         handler = extractive(size - int(size * FACT_SHARE))
     if isinstance(handler, RobustHandler):
         if robustness is not None:

@@ -84,7 +84,7 @@ whole (issue 36's sweep on real sessions; 0.3 before, 0.6 in :data:`SUMMARY_ONLY
 DEFAULT_SUMMARY_RATIO: Final = 1 / 8
 """Share of the budget a summary and its facts may take (``Budget.summary_ratio``):
 16 KiB at a 128 KiB budget, half of it the default handler's summary, half the facts it
-lacks (:mod:`csum._memory`). The choice of issue 36's sweep on real sessions
+lacks (:mod:`csum.prompt`). The choice of issue 36's sweep on real sessions
 (docs/compactor.md, "Defaults and why"; 1/64 before, with clearing)."""
 MAX_SUMMARY_RATIO: Final = 0.5
 """Summaries take at most half of the budget (the rest is what they summarize for)."""

@@ -41,13 +41,15 @@ of an attribute, verbatim. A request's entries hold every part the prompt shows,
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import attrgetter
 from typing import Final
 
+import regex
 import xxhash
 
 from cast import (
@@ -62,18 +64,22 @@ from cast import (
     ToolCall,
     ToolResult,
 )
+from cast.internals import utf8_len
 from csum._pairs import SUMMARIZED_CONTENT_PREFIX
+from csum._salience import LINE_CAP, reads_alike, tokens_of_lines
 from csum.archive import split_archive_line
 
 __all__ = [
     "CONTEXT_TAG",
     "DEFAULT_SYSTEM_PROMPT",
     "ENTRY_KINDS",
+    "FACT_SHARE",
     "FOCUS_INSTRUCTIONS",
     "FOCUS_TAG",
     "INSTRUCTIONS",
     "INSTRUCTIONS_TAG",
     "MAX_FOCUS_BYTES",
+    "MEMORY_HEADER",
     "MESSAGES_TAG",
     "MESSAGE_TAG",
     "PROMPT_SECTIONS",
@@ -83,10 +89,14 @@ __all__ = [
     "RequestMessage",
     "SummaryRequest",
     "check_focus",
+    "fact_memory",
+    "message_facts",
+    "message_strings",
     "messages_to_prompt",
     "prompt_entry",
     "summary_request",
     "text_request",
+    "with_fact_memory",
 ]
 
 INSTRUCTIONS_TAG: Final = "instructions"
@@ -685,3 +695,146 @@ def check_focus(focus: object) -> None:
 def _marker(sizes: str, attempt: int) -> str:
     """The ``attempt``-th candidate marker of a prompt (deterministic: a hash)."""
     return "_" + xxhash.xxh3_64_hexdigest(f"{sizes}:{attempt}".encode())[:8]
+
+
+# --- message text and the fact memory ---------------------------------------------
+# A message's strings (what a cut keeping a message's head reads, and what the fact
+# memory reads facts from), and the facts a summary appends of what it replaces: the
+# exact paths, identifiers, ids, numbers and error names the agent may need again,
+# read by their shape (csum._salience, plus code identifiers), never by a tool's name;
+# pure, so the same messages and summary give the same bytes.
+
+
+def message_strings(message: Message, *, argument_values: bool = False) -> list[str]:
+    """The text of each text part, tool call (``name(arguments)``) and tool result.
+    With ``argument_values`` a call gives the string values of its JSON arguments
+    instead (what the agent passed, not the tool's parameter names, which are the same
+    in every call); the raw arguments when they are not JSON."""
+    out: list[str] = []
+    for part in message.parts:
+        if type(part) is TextPart:
+            out.append(part.text)
+        elif type(part) is ToolCall:
+            if argument_values:
+                out.extend(_argument_strings(part.arguments))
+            else:
+                out.append(f"{part.name}({part.arguments})")
+        elif type(part) is ToolResult:
+            out.append(part.content)
+    return out
+
+
+def _argument_strings(arguments: str) -> list[str]:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return [arguments]
+    return list(_json_strings(value))
+
+
+def _json_strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _json_strings(item)
+
+
+FACT_SHARE: Final = 0.5
+"""Share of the summary's bytes the Compactor's default handler leaves to the facts."""
+MEMORY_HEADER: Final = "Facts:"
+"""How each line of facts starts (one line per replaced message, newest first)."""
+_SEPARATOR: Final = ", "
+_HEAD_CHARS: Final = 32_768  # characters of a long text read from its start ...
+_TAIL_CHARS: Final = 8_192  # ... and from its end (a log's outcome)
+_MAX_TOKEN: Final = 100
+_MIN_ROOM: Final = 24  # bytes below which no facts are written
+
+_IDENTIFIER = regex.compile(
+    r"(?<![\w.:/-])(?:"
+    r"[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]+"  # snake_case
+    r"|[a-z]+[A-Z][A-Za-z0-9]*"  # camelCase
+    r"|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*"  # PascalCase with a second word
+    r"|[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+"  # Dotted.names, a::b
+    r")(?![\w/-])"
+)
+
+_FAST_IDENTIFIER = re.compile(_IDENTIFIER.pattern)  # the same where both read alike
+
+
+def _read(text: str) -> str:
+    if len(text) <= _HEAD_CHARS + _TAIL_CHARS:
+        return text
+    return text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:]
+
+
+def message_facts(message: Message) -> list[str]:
+    """The salient tokens of ``message`` in their order, each once: paths, URLs, named
+    numbers, ids (:mod:`csum._salience`) and code identifiers, read from its texts,
+    tool results and the values (not the names) of its calls' arguments."""
+    seen: dict[str, None] = {}
+    for text in message_strings(message, argument_values=True):
+        body = _read(text)
+        lines = [" ".join(line[:LINE_CAP].split()) for line in body.splitlines()]
+        for found in tokens_of_lines([line for line in lines if line]):
+            for token, _ in found:
+                if len(token) <= _MAX_TOKEN:
+                    seen.setdefault(token, None)
+        identifiers = _FAST_IDENTIFIER if reads_alike(body) else _IDENTIFIER
+        for match in identifiers.finditer(body):
+            token = match.group().rstrip(".")
+            if 3 <= len(token) <= _MAX_TOKEN:
+                seen.setdefault(token, None)
+    return list(seen)
+
+
+def _order(messages: Sequence[Message]) -> list[Message]:
+    """Newest first: what the agent wrote or called, then the questions and results."""
+    newest = list(reversed(messages))
+    own = [m for m in newest if m.role is Role.AI]
+    return own + [m for m in newest if m.role is not Role.AI and m.role is not Role.SYSTEM]
+
+
+def fact_memory(messages: Sequence[Message], known: str, limit: int) -> str:
+    """The facts of ``messages`` not already in ``known`` (the summary), newest first,
+    one line per message (``Facts: a, b, c``), in at most ``limit`` UTF-8 bytes; ""
+    when none fits."""
+    if limit < _MIN_ROOM:
+        return ""
+    used = -1
+    lines: list[str] = []
+    said: set[str] = set()
+    full = False
+    for message in _order(messages):
+        line = ""
+        for token in message_facts(message):
+            if token in said or token in known:
+                continue
+            piece = (_SEPARATOR if line else f"{MEMORY_HEADER} ") + token
+            if used + 1 + utf8_len(line) + utf8_len(piece) > limit:
+                full = True  # the newest facts are in: older ones are not read
+                break
+            line += piece
+            said.add(token)
+        if line:
+            lines.append(line)
+            used += 1 + utf8_len(line)
+        if full or limit - used < _MIN_ROOM:
+            break
+    return "\n".join(lines)
+
+
+def with_fact_memory(summary: str, replaced: Iterable[Message], limit: int) -> str:
+    """``summary`` with the facts of ``replaced`` it lacks appended within ``limit``
+    bytes in all, before its ``[archived: ...]`` line when it ends with one (that line
+    is not counted: it names the archive, the summary's share does not pay for it)."""
+    body, line = split_archive_line(summary)
+    room = limit - utf8_len(body) - 1
+    facts = fact_memory(list(replaced), body, room)
+    if not facts:
+        return summary
+    out = f"{body}\n{facts}" if body else facts
+    return f"{out}\n{line}" if line else out
