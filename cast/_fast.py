@@ -1,10 +1,5 @@
-"""The unchecked fast path: frozen models and AST nodes built from values already valid.
-
-Private to ``cast``; everything here trusts its caller (see :mod:`cast._trusted` for
-why and for what other packages use instead). The generic model builders live in
-:mod:`cast._trusted`, the others beside their classes (:mod:`cast.messages`,
-:mod:`cast.ast`), so neither module imports this one (no import loop).
-"""
+"""The unchecked fast path, private to ``cast``: frozen models and AST nodes built from values
+already valid (builders live beside their classes; see :mod:`cast._trusted`)."""
 
 from __future__ import annotations
 

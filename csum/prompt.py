@@ -267,8 +267,7 @@ def prompt_entry(
 
 
 def _last_visible(text: str) -> str:
-    """The last character of ``text`` that is not white space ("" when none), found
-    without copying the text (``rstrip`` would copy a long result ending in a newline)."""
+    """The last non-space character of ``text`` ("" when none), without copying it."""
     end = len(text)
     while end and text[end - 1].isspace():
         end -= 1
@@ -392,7 +391,7 @@ _RawEntry = tuple[str, str, str, str, str]
 
 
 def _raw_entries(message: Message) -> tuple[_RawEntry, ...]:
-    """The entries of one message, in the order its parts are rendered, as plain tuples."""
+    """The entries of one message as plain tuples, in rendering order."""
     out: list[_RawEntry] = []
     append = out.append
     for part in message.parts:
@@ -413,8 +412,7 @@ def _raw_entries(message: Message) -> tuple[_RawEntry, ...]:
 
 
 def _other_entry(part: object) -> _RawEntry | None:
-    """The entry of a part that is no text, tool call or tool result (a placeholder for
-    an image, binary data or a provider block); None for a field part (no content)."""
+    """The placeholder entry of an image, binary data or provider block (None: a field)."""
     if isinstance(part, ImagePart):
         return ("image", _image_placeholder(part), "", "", "")
     if isinstance(part, ProviderPart):
@@ -427,8 +425,7 @@ def _other_entry(part: object) -> _RawEntry | None:
 
 
 def _request_messages(blocks: _Blocks) -> tuple[RequestMessage, ...]:
-    """The :class:`RequestMessage` of each message of the prompt (entries with their
-    derived fields)."""
+    """The :class:`RequestMessage` of each message of the prompt."""
     out = []
     for section, messages in blocks:
         for index, message in enumerate(messages):
@@ -442,17 +439,12 @@ def _request_messages(blocks: _Blocks) -> tuple[RequestMessage, ...]:
 
 
 _PLAIN_NAME = re.compile(r'[^"&<>]*')
-_SHORT = 256
-"""Content up to this many characters is copied into one string with its tags; longer
-content goes in as its own list item, so it is copied once, by the final join (an item
-costs more than copying a short text)."""
+_SHORT = 256  # content up to this long is copied with its tags, longer once, by the join
 
 
 def _render(case: PromptCase, focus: str, mark: str, blocks: _Blocks) -> tuple[str, int]:
-    """The prompt and how many structure tags carrying ``mark`` it holds. Aliases number
-    the linked calls in prompt order; they are first written as if every call were
-    linked (the common case), and when one is not the prompt is rendered again with
-    the numbers known."""
+    """The prompt and how many structure tags carrying ``mark`` it holds. Aliases are
+    written as if every call were linked; when one is not, the prompt is made again."""
     renderer = _Renderer(mark, _ALIAS)
     prompt, count = renderer.prompt(case, focus, blocks)
     linked = sorted(set(renderer.linked))
@@ -475,10 +467,7 @@ _ALIAS = _Numbers()
 
 
 class _Renderer:
-    """Renders one prompt, with the short aliases that link tool results to their calls:
-    a result whose call (same id and name) comes earlier in the prompt is rendered with
-    the alias alone, so a long provider call id (``toolu_...``) and the tool's name
-    appear once per pair. ``numbers`` holds the alias attribute of each call number
+    """Renders one prompt; ``numbers`` holds the alias attribute of each call number
     ("" for a call no result links to)."""
 
     __slots__ = ("calls", "latest", "linked", "mark", "names", "numbers", "tags")
@@ -494,13 +483,10 @@ class _Renderer:
             (f"<tool_call{mark}", f"</tool_call{mark}>\n"),
             (f"<tool_result{mark}", f"</tool_result{mark}>\n"),
         )
-        self.latest: dict[tuple[str, str], int] = {}
-        """The number of the latest call of each (id, name)."""
+        self.latest: dict[tuple[str, str], int] = {}  # (id, name) -> latest call number
         self.calls = 0
-        self.linked: list[int] = []
-        """The call number of each linked result."""
-        self.names: dict[str, tuple[str, int]] = {}
-        """The end of an opening tag naming each tool, and its structure tags."""
+        self.linked: list[int] = []  # the call number of each linked result
+        self.names: dict[str, tuple[str, int]] = {}  # (see named)
 
     def prompt(self, case: PromptCase, focus: str, blocks: _Blocks) -> tuple[str, int]:
         mark = self.mark
@@ -516,9 +502,8 @@ class _Renderer:
         return "".join(out), count
 
     def named(self, name: str) -> tuple[str, int]:
-        """The end of an opening tag naming the tool, and the structure tags it holds:
-        an attribute when the name holds no markup character (every real tool name),
-        else the name verbatim in a ``<name>`` element after the tag."""
+        """The end of an opening tag naming the tool (an attribute, or a ``<name>``
+        element for a name holding markup), and the structure tags it holds."""
         mark = self.mark
         if _PLAIN_NAME.fullmatch(name):
             found = (f' name="{name}">', 0)
@@ -528,12 +513,8 @@ class _Renderer:
         return found
 
     def messages(self, out: list[str], messages: Sequence[Message]) -> int:
-        """Append the messages, read straight from their parts (the entries are built
-        only when read); return how many structure tags it wrote. A message's place is
-        the one after the message before in its block, so no index is written. Parts
-        are dispatched on their exact class (a message holds no subclass of these three:
-        cast sizes parts by exact class), any other through :func:`_other_entry`. Fields
-        are read from the models' ``__dict__``: a pydantic attribute costs several."""
+        """Append the messages (parts by exact class, fields read from ``__dict__``: a
+        pydantic attribute read costs several); the structure tags it wrote."""
         starts, message_end, text, think, (call_start, call_end), result_tags = self.tags
         latest, linked, names, numbers = self.latest, self.linked, self.names, self.numbers
         calls = self.calls
@@ -792,7 +773,7 @@ def message_facts(message: Message) -> list[str]:
 
 
 def _order(messages: Sequence[Message]) -> list[Message]:
-    """Newest first: what the agent wrote or called, then the questions and results."""
+    """Newest first: the agent's own messages, then the questions and results."""
     newest = list(reversed(messages))
     own = [m for m in newest if m.role is Role.AI]
     return own + [m for m in newest if m.role is not Role.AI and m.role is not Role.SYSTEM]
