@@ -450,20 +450,13 @@ def _render(case: PromptCase, focus: str, mark: str, blocks: _Blocks) -> tuple[s
     linked = sorted(set(renderer.linked))
     if len(linked) < renderer.calls:
         numbers = dict.fromkeys(range(renderer.calls), "")
-        numbers.update((call, _ALIAS[rank]) for rank, call in enumerate(linked))
+        numbers.update((call, f' n="{rank}"') for rank, call in enumerate(linked, 1))
         prompt, count = _Renderer(mark, numbers).prompt(case, focus, blocks)
     return prompt, count
 
 
-class _Numbers(dict[int, str]):
-    """The alias attribute of each call number (``n="1"`` for call 0), made once."""
-
-    def __missing__(self, number: int) -> str:
-        text = self[number] = f' n="{number + 1}"'
-        return text
-
-
-_ALIAS = _Numbers()
+_ALIAS: dict[int, str] = {}
+"""The alias attribute of each call number (``n="1"`` for call 0), made once."""
 
 
 class _Renderer:
@@ -551,7 +544,11 @@ class _Renderer:
                         latest[(call_id, name)] = calls
                         if "&" in call_id or '"' in call_id or ">" in call_id:
                             call_id = _attr(call_id)
-                        opening = f'{call_start}{numbers[calls]} id="{call_id}"{end}'
+                        try:
+                            alias = numbers[calls]
+                        except KeyError:  # the first prompt with this many calls
+                            alias = numbers[calls] = f' n="{calls + 1}"'
+                        opening = f'{call_start}{alias} id="{call_id}"{end}'
                         content, closing = fields["arguments"], call_end
                         calls += 1
                 elif (other := _other_entry(part)) is None:
