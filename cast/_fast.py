@@ -1,10 +1,5 @@
-"""The unchecked fast path: frozen models and AST nodes built from values already valid.
-
-Private to ``cast``; everything here trusts its caller (other packages use the checked
-public builders: ``Message.from_parts``, ``part.evolve(...)``, ``Section.build``). The
-builders live beside their classes (:mod:`cast.messages`, :mod:`cast.ast`), so neither
-module imports this one (no import loop).
-"""
+"""The unchecked fast path, private to ``cast``: frozen models and AST nodes built from values
+already valid (builders live beside their classes; see :mod:`cast.messages`)."""
 
 from __future__ import annotations
 

@@ -15,8 +15,7 @@ from cast import ImagePart, Message, Role, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
 from csum._fit import fit_joined
 from csum._gather import gather
-from csum._message_text import message_strings
-from csum.prompt import INSTRUCTIONS, SummaryRequest, summary_request
+from csum.prompt import INSTRUCTIONS, SummaryRequest, message_strings, summary_request
 from csum.request import HandlerCalls, _books, _cut_message, _head
 
 __all__ = [

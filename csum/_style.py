@@ -1,25 +1,7 @@
-"""How summary pairs look for the provider a chain is sent to (``target=``).
-
-Without a target, summary pairs follow the algorithm's reference shape (the contract):
-ids from the given template, and in the last sections the fake Gemini signature plus
-the first reasoning text in front of the summary call when the summarized calls carried
-reasoning. With a target provider, a summary adds nothing that provider rejects:
-
-* ids come from the provider's template (Mistral: 9 alphanumerics; Anthropic: no dots);
-* reasoning follows the provider's policy: the placeholder signature only where the
-  provider wants a signed first call (Gemini, Vertex), an empty reasoning content on
-  the summary message where thinking mode requires one (DeepSeek, Kimi), and no
-  reasoning at all where the provider takes none back (OpenAI Chat, Mistral, Groq);
-* a summary that a human message follows is a COMPLETION (a prefixed text answer)
-  where the provider rejects a human message right after a tool message (Mistral);
-* every summary is a COMPLETION where a request whose history holds a tool call must
-  declare tools (Anthropic, Bedrock: ``tools_with_tool_history``): the summary call's
-  tool is never declared, and an agent may send its history with no tools at all, so
-  the summary is a plain-text turn there (docs/providers.md).
-
-``allow_growth=False`` keeps the original messages wherever their summary would be at
-least as large: summarizing never makes a chain larger.
-"""
+"""How summary pairs look for the provider a chain is sent to (``target=``, see
+:meth:`csum.Summarizer.summarize`): ids from its template, reasoning by its policy, a text
+answer where it would refuse a human after a tool message or an undeclared tool; without a
+target, the contract's reference shape. ``allow_growth=False`` keeps what would not shrink."""
 
 from __future__ import annotations
 
@@ -53,7 +35,7 @@ class SummaryStyle:
     target: ProviderProfile | None = None
     allow_growth: bool = True
     _floor: dict[BodyPairType, int] = field(default_factory=dict, compare=False, repr=False)
-    """Sizes of empty summary pairs by kind (:func:`csum.assemble.summary_floor`'s cache)."""
+    """Sizes of empty summary pairs by kind (``summary_floor``'s cache)."""
 
     @property
     def needs_reasoning_content(self) -> bool:

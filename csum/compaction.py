@@ -20,7 +20,6 @@ from cast import (
     TextPart,
     ToolResult,
 )
-from csum._memory import with_fact_memory
 from csum._pieces import question_context, summarize_in_pieces
 from csum._style import SummaryStyle
 from csum.archive import (
@@ -37,6 +36,7 @@ from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited, inse
 from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
 from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized
+from csum.prompt import with_fact_memory
 from csum.request import HandlerCalls, HandlerLedger, RobustHandler, ledger
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.tokens import Meter
@@ -226,7 +226,7 @@ class Stages:
                     conversation=conversation,
                     kept=kept_after(chain, plan),
                 )
-                # the facts the summary lacks, in the rest of its share (csum._memory)
+                # the facts the summary lacks, in the rest of its share (csum.prompt)
                 replaced = plan.replaced or [*plan.humans, *plan.summarized]
                 text = with_fact_memory(text, replaced, self.summary_bytes)
         seed = f"compaction\x1f{self.turn}"

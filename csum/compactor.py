@@ -32,7 +32,6 @@ from cast import (
 )
 from csum._append import extends_validly
 from csum._handler_check import check_handler
-from csum._memory import FACT_SHARE
 from csum._style import SummaryStyle, summary_style
 from csum.archive import Insertion
 from csum.assemble import placed_for, unplaced
@@ -48,7 +47,7 @@ from csum.config import (
     as_budget,
 )
 from csum.events import CompactionEvent, CompactionReason
-from csum.prompt import check_focus
+from csum.prompt import FACT_SHARE, check_focus
 from csum.request import Handler, RobustHandler
 from csum.store_events import StoreEvent
 from csum.tokens import BYTES_PER_TOKEN, EstimatedTokens, Meter, TokenCounter
@@ -463,7 +462,7 @@ def _robust_handler(
         # extractive() without a size: the same summaries as no handler at all
         from csum.handlers import extractive
 
-        # the facts the summary lacks take the rest of its share (csum._memory)
+        # the facts the summary lacks take the rest of its share (csum.prompt)
         handler = extractive(size - int(size * FACT_SHARE))
     if isinstance(handler, RobustHandler):
         if robustness is not None:

@@ -66,7 +66,7 @@ DEFAULT_KEEP_RATIO: Final = 0.1
 newest turn verbatim, the rest in the summary and its facts (issue 36's sweep)."""
 DEFAULT_SUMMARY_RATIO: Final = 1 / 8
 """Share of the budget a summary and its facts may take (``Budget.summary_ratio``): half
-the default handler's summary, half the facts it lacks (:mod:`csum._memory`)."""
+the default handler's summary, half the facts it lacks (:mod:`csum.prompt`)."""
 MAX_SUMMARY_RATIO: Final = 0.5
 """Summaries take at most half of the budget (the rest is what they summarize for)."""
 DEFAULT_RESERVE_RATIO: Final = 0.05

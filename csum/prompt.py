@@ -41,13 +41,15 @@ of an attribute, verbatim. A request's entries hold every part the prompt shows,
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import attrgetter
 from typing import Final
 
+import regex
 import xxhash
 
 from cast import (
@@ -62,18 +64,22 @@ from cast import (
     ToolCall,
     ToolResult,
 )
+from cast.internals import utf8_len
 from csum.archive import split_archive_line
+from csum.clearing import LINE_CAP, reads_alike, tokens_of_lines
 from csum.plan import SUMMARIZED_CONTENT_PREFIX
 
 __all__ = [
     "CONTEXT_TAG",
     "DEFAULT_SYSTEM_PROMPT",
     "ENTRY_KINDS",
+    "FACT_SHARE",
     "FOCUS_INSTRUCTIONS",
     "FOCUS_TAG",
     "INSTRUCTIONS",
     "INSTRUCTIONS_TAG",
     "MAX_FOCUS_BYTES",
+    "MEMORY_HEADER",
     "MESSAGES_TAG",
     "MESSAGE_TAG",
     "PROMPT_SECTIONS",
@@ -83,10 +89,14 @@ __all__ = [
     "RequestMessage",
     "SummaryRequest",
     "check_focus",
+    "fact_memory",
+    "message_facts",
+    "message_strings",
     "messages_to_prompt",
     "prompt_entry",
     "summary_request",
     "text_request",
+    "with_fact_memory",
 ]
 
 INSTRUCTIONS_TAG: Final = "instructions"
@@ -257,8 +267,7 @@ def prompt_entry(
 
 
 def _last_visible(text: str) -> str:
-    """The last character of ``text`` that is not white space ("" when none), found
-    without copying the text (``rstrip`` would copy a long result ending in a newline)."""
+    """The last non-space character of ``text`` ("" when none), without copying it."""
     end = len(text)
     while end and text[end - 1].isspace():
         end -= 1
@@ -295,8 +304,8 @@ class SummaryRequest:
     """What the next step needs; "" when none."""
     marker: str
     """The marker suffix of the prompt's structure tags."""
-    source: tuple[_Source, ...] = field(default=(), repr=False)
-    """The messages the prompt was rendered from: (section, index, message)."""
+    source: _Blocks = field(default=(), repr=False)
+    """The messages the prompt was rendered from: (block tag, its messages), in order."""
     conversation: tuple[Message, ...] = field(default=(), repr=False, compare=False)
     """The conversation the summary is asked in, as the agent sent it (the chain a
     Compactor was called with, in order; the same tuple for every request of one
@@ -314,7 +323,7 @@ class SummaryRequest:
         """Context messages first, then the messages summarized."""
         built = self._built
         if not built:
-            built.append(tuple(_source_message(source) for source in self.source))
+            built.append(_request_messages(self.source))
         return built[0]
 
     @property
@@ -374,33 +383,15 @@ def _image_placeholder(part: ImagePart) -> str:
 _ROLE_NAMES = {role: role.value for role in Role}
 _SIZE: Callable[[Message], int] = attrgetter("size")
 
-
-class _Tags:
-    """The structure tags of one prompt, formatted once with its marker (a plain class:
-    made once per prompt, a frozen dataclass cost more than the tags)."""
-
-    def __init__(self, mark: str) -> None:
-        self.mark = mark
-        self.text = (f"<text{mark}>", f"</text{mark}>\n")
-        self.reasoning = (f"<reasoning{mark}>", f"</reasoning{mark}>\n")
-        self.message_start = {r: f'<message{mark} role="{v}">\n' for r, v in _ROLE_NAMES.items()}
-        """A message's opening tag, by role."""
-        self.call_start = f"<tool_call{mark}"
-        self.result_start = f"<tool_result{mark}"
-        self.call_end = f"</tool_call{mark}>\n"
-        self.result_end = f"</tool_result{mark}>\n"
-        self.message_end = f"</message{mark}>\n"
-
-
+_Blocks = tuple[tuple[str, tuple[Message, ...]], ...]
+"""The messages of a prompt as :func:`summary_request` renders them: (block tag, its
+messages), in order."""
 _RawEntry = tuple[str, str, str, str, str]
 """An entry as plain fields: (kind, content, name, call_id, args)."""
-_Source = tuple[str, int, Message]
-"""A message of a prompt as :func:`summary_request` renders it: (section, index, the
-message)."""
 
 
 def _raw_entries(message: Message) -> tuple[_RawEntry, ...]:
-    """The entries of one message, in the order its parts are rendered, as plain tuples."""
+    """The entries of one message as plain tuples, in rendering order."""
     out: list[_RawEntry] = []
     append = out.append
     for part in message.parts:
@@ -421,8 +412,7 @@ def _raw_entries(message: Message) -> tuple[_RawEntry, ...]:
 
 
 def _other_entry(part: object) -> _RawEntry | None:
-    """The entry of a part that is no text, tool call or tool result (a placeholder for
-    an image, binary data or a provider block); None for a field part (no content)."""
+    """The placeholder entry of an image, binary data or provider block (None: a field)."""
     if isinstance(part, ImagePart):
         return ("image", _image_placeholder(part), "", "", "")
     if isinstance(part, ProviderPart):
@@ -434,176 +424,153 @@ def _other_entry(part: object) -> _RawEntry | None:
     raise TypeError(f"a message part of an unknown type: {type(part).__name__}")
 
 
-def _source_message(source: _Source) -> RequestMessage:
-    """The :class:`RequestMessage` of a message of the prompt (entries with their derived
-    fields)."""
-    section, index, message = source
-    role = _ROLE_NAMES[message.role]
-    return RequestMessage(
-        section,
-        index,
-        role,
-        tuple(
-            prompt_entry(
-                section, index, role, kind, content=content, name=name, call_id=call_id, args=args
+def _request_messages(blocks: _Blocks) -> tuple[RequestMessage, ...]:
+    """The :class:`RequestMessage` of each message of the prompt."""
+    out = []
+    for section, messages in blocks:
+        for index, message in enumerate(messages):
+            role = _ROLE_NAMES[message.role]
+            entries = tuple(
+                prompt_entry(section, index, role, k, content=c, name=n, call_id=i, args=a)
+                for k, c, n, i, a in _raw_entries(message)
             )
-            for kind, content, name, call_id, args in _raw_entries(message)
-        ),
-    )
+            out.append(RequestMessage(section, index, role, entries))
+    return tuple(out)
 
 
 _PLAIN_NAME = re.compile(r'[^"&<>]*')
+_SHORT = 256  # content up to this long is copied with its tags, longer once, by the join
 
 
-class _Aliases:
-    """Short aliases linking results to their calls, numbered while rendering: a tool
-    result whose call (same id and name) comes earlier in the prompt is rendered with
-    the alias alone, so a long provider call id (``toolu_...``) and the tool's name
-    appear once per pair. The opening of both tags is a slot in the output, completed
-    once every link is known (aliases number the linked calls in prompt order)."""
+def _render(case: PromptCase, focus: str, mark: str, blocks: _Blocks) -> tuple[str, int]:
+    """The prompt and how many structure tags carrying ``mark`` it holds. Aliases are
+    written as if every call were linked; when one is not, the prompt is made again."""
+    renderer = _Renderer(mark, _ALIAS)
+    prompt, count = renderer.prompt(case, focus, blocks)
+    linked = sorted(set(renderer.linked))
+    if len(linked) < renderer.calls:
+        numbers = dict.fromkeys(range(renderer.calls), "")
+        numbers.update((call, f' n="{rank}"') for rank, call in enumerate(linked, 1))
+        prompt, count = _Renderer(mark, numbers).prompt(case, focus, blocks)
+    return prompt, count
 
-    __slots__ = ("calls", "latest", "names", "results", "tags")
 
-    def __init__(self, tags: _Tags) -> None:
-        self.tags = tags
-        self.latest: dict[tuple[str, str], int] = {}
-        self.calls: list[int] = []
-        """The output slot of each call, by call number."""
-        self.results: list[tuple[int, int]] = []
-        """(output slot, call number) of each linked result."""
-        self.names: dict[str, tuple[str, int]] = {}
-        """The end of a tag naming each tool (:meth:`named`), once per tool."""
+_ALIAS: dict[int, str] = {}
+"""The alias attribute of each call number (``n="1"`` for call 0), made once."""
+
+
+class _Renderer:
+    """Renders one prompt; ``numbers`` holds the alias attribute of each call number
+    ("" for a call no result links to)."""
+
+    __slots__ = ("calls", "latest", "linked", "mark", "names", "numbers", "tags")
+
+    def __init__(self, mark: str, numbers: dict[int, str]) -> None:
+        self.mark = mark
+        self.numbers = numbers
+        self.tags = (
+            {role: f'<message{mark} role="{value}">\n' for role, value in _ROLE_NAMES.items()},
+            f"</message{mark}>\n",
+            (f"<text{mark}>", f"</text{mark}>\n"),
+            (f"<reasoning{mark}>", f"</reasoning{mark}>\n"),
+            (f"<tool_call{mark}", f"</tool_call{mark}>\n"),
+            (f"<tool_result{mark}", f"</tool_result{mark}>\n"),
+        )
+        self.latest: dict[tuple[str, str], int] = {}  # (id, name) -> latest call number
+        self.calls = 0
+        self.linked: list[int] = []  # the call number of each linked result
+        self.names: dict[str, tuple[str, int]] = {}  # (see named)
+
+    def prompt(self, case: PromptCase, focus: str, blocks: _Blocks) -> tuple[str, int]:
+        mark = self.mark
+        text = f"{INSTRUCTIONS[case]}\n{FOCUS_INSTRUCTIONS}" if focus else INSTRUCTIONS[case]
+        out = [f"<{INSTRUCTIONS_TAG}>\n{text}\n</{INSTRUCTIONS_TAG}>\n"]
+        if focus:
+            out.append(f"<{FOCUS_TAG}{mark}>{focus}</{FOCUS_TAG}{mark}>\n")
+        count = 2 if focus else 0
+        for tag, messages in blocks:
+            out.append(f"<{tag}{mark}>\n")
+            count += self.messages(out, messages) + 2
+            out.append(f"</{tag}{mark}>\n")
+        return "".join(out), count
 
     def named(self, name: str) -> tuple[str, int]:
-        """The end of an opening tag naming the tool, and the structure tags it holds:
-        an attribute when the name holds no markup character (every real tool name),
-        else the name verbatim in a ``<name>`` element after the tag."""
-        found = self.names.get(name)
-        if found is None:
-            mark = self.tags.mark
-            if _PLAIN_NAME.fullmatch(name):
-                found = (f' name="{name}">', 0)
-            else:
-                found = (f">\n<name{mark}>{name}</name{mark}>\n", 2)
-            self.names[name] = found
+        """The end of an opening tag naming the tool (an attribute, or a ``<name>``
+        element for a name holding markup), and the structure tags it holds."""
+        mark = self.mark
+        if _PLAIN_NAME.fullmatch(name):
+            found = (f' name="{name}">', 0)
+        else:
+            found = (f">\n<name{mark}>{name}</name{mark}>\n", 2)
+        self.names[name] = found
         return found
 
-    def call(self, out: list[str], call_id: str, name: str, args: str) -> int:
-        """Append a tool call (its tag's opening is the alias slot); the structure tags
-        it wrote."""
-        tags = self.tags
-        self.latest[(call_id, name)] = len(self.calls)
-        self.calls.append(len(out))
-        out.append(tags.call_start)
-        end, count = self.names.get(name) or self.named(name)
-        if len(args) <= _SHORT:  # _append_content, inlined: once per call
-            out.append(f' id="{_attr(call_id)}"{end}{args}{tags.call_end}')
-        else:
-            out += (f' id="{_attr(call_id)}"{end}', args, tags.call_end)
-        return 2 + count
+    def messages(self, out: list[str], messages: Sequence[Message]) -> int:
+        """Append the messages (parts by exact class, fields read from ``__dict__``: a
+        pydantic attribute read costs several); the structure tags it wrote."""
+        starts, message_end, text, think, (call_start, call_end), result_tags = self.tags
+        latest, linked, names, numbers = self.latest, self.linked, self.names, self.numbers
+        calls = self.calls
+        append = out.append
+        count = 2 * len(messages)
+        for message in messages:
+            fields = message.__dict__
+            append(starts[fields["role"]])
+            for part in fields["parts"]:
+                kind = type(part)
+                fields = part.__dict__
+                if kind is ToolResult:
+                    name, call_id = fields["name"], fields["tool_call_id"]
+                    call = latest.get((call_id, name))
+                    if call is None:
+                        end, extra = names.get(name) or self.named(name)
+                        count += extra
+                        opening = f'{result_tags[0]} id="{_attr(call_id)}"{end}'
+                    else:
+                        linked.append(call)
+                        opening = f"{result_tags[0]}{numbers[call]}>"
+                    content, closing = fields["content"], result_tags[1]
+                elif kind is ToolCall or kind is TextPart:
+                    reasoning = fields["reasoning"]
+                    if reasoning is not None and reasoning.content:
+                        count += 2
+                        _append(out, think[0], reasoning.content, think[1])
+                    if kind is TextPart:
+                        opening, content, closing = text[0], fields["text"], text[1]
+                    else:
+                        name, call_id = fields["name"], fields["id"]
+                        end, extra = names.get(name) or self.named(name)
+                        count += extra
+                        latest[(call_id, name)] = calls
+                        if "&" in call_id or '"' in call_id or ">" in call_id:
+                            call_id = _attr(call_id)
+                        try:
+                            alias = numbers[calls]
+                        except KeyError:  # the first prompt with this many calls
+                            alias = numbers[calls] = f' n="{calls + 1}"'
+                        opening = f'{call_start}{alias} id="{call_id}"{end}'
+                        content, closing = fields["arguments"], call_end
+                        calls += 1
+                elif (other := _other_entry(part)) is None:
+                    continue
+                else:
+                    opening, content = f"<{other[0]}{self.mark}>", other[1]
+                    closing = f"</{other[0]}{self.mark}>\n"
+                count += 2
+                if len(content) <= _SHORT:
+                    append(f"{opening}{content}{closing}")
+                else:
+                    out += (opening, content, closing)
+            append(message_end)
+        self.calls = calls
+        return count
 
-    def result(self, out: list[str], call_id: str, name: str, content: str) -> int:
-        """Append a tool result: the alias of its call when one is shown above (the
-        tag's opening is then a slot), else its id and name; the structure tags it
-        wrote."""
-        tags = self.tags
-        call = self.latest.get((call_id, name))
-        if call is None:
-            end, count = self.names.get(name) or self.named(name)
-            opening = f'{tags.result_start} id="{_attr(call_id)}"{end}'
-            _append_content(out, opening, content, tags.result_end)
-            return 2 + count
-        self.results.append((len(out), call))
-        out.append(tags.result_start)
-        if len(content) <= _SHORT:  # _append_content, inlined: once per result
-            out.append(f"{content}{tags.result_end}")
-        else:
-            out += (content, tags.result_end)
-        return 2
 
-    def fill(self, out: list[str]) -> None:
-        numbers: dict[int, int] = {}
-        for call in sorted({call for _, call in self.results}):
-            numbers[call] = alias = len(numbers) + 1
-            slot = self.calls[call]
-            out[slot] = f'{out[slot]} n="{alias}"'
-        for slot, call in self.results:
-            out[slot] = f'{out[slot]} n="{numbers[call]}">'
-
-
-_SHORT = 256
-"""Content up to this many characters is copied into one string with its tags; longer
-content goes in as its own list item, so it is copied once, by the final join (an item
-costs more than copying a short text)."""
-
-
-def _append_content(out: list[str], opening: str, content: str, closing: str) -> None:
+def _append(out: list[str], opening: str, content: str, closing: str) -> None:
     if len(content) <= _SHORT:
         out.append(f"{opening}{content}{closing}")
     else:
         out += (opening, content, closing)
-
-
-def _render_source(out: list[str], message: _Source, tags: _Tags, aliases: _Aliases) -> int:
-    """Append the message, read straight from its parts (the entries are built only when
-    read); return how many structure tags (one marker each) it wrote. Its place is the
-    one after the message before in its block, so no index is written. Parts are
-    dispatched on their exact class (a message holds no subclass of these three: cast
-    sizes parts by exact class), any other through :func:`_other_entry`."""
-    count = 2
-    source = message[2]
-    out.append(tags.message_start[source.role])
-    for part in source.parts:
-        if type(part) is ToolResult:
-            count += aliases.result(out, part.tool_call_id, part.name, part.content)
-            continue
-        if type(part) is ToolCall or type(part) is TextPart:
-            reasoning = part.reasoning
-            if reasoning is not None and reasoning.content:
-                count += 2
-                _append_content(out, tags.reasoning[0], reasoning.content, tags.reasoning[1])
-            if type(part) is ToolCall:
-                count += aliases.call(out, part.id, part.name, part.arguments)
-            elif type(part) is TextPart:
-                count += 2
-                _append_content(out, tags.text[0], part.text, tags.text[1])
-        elif (other := _other_entry(part)) is not None:
-            count += 2
-            kind, content, mark = other[0], other[1], tags.mark
-            out.append(f"<{kind}{mark}>{content}</{kind}{mark}>\n")
-    out.append(tags.message_end)
-    return count
-
-
-def _render(
-    case: PromptCase,
-    focus: str,
-    mark: str,
-    messages: Sequence[_Source],
-) -> tuple[str, int]:
-    """The prompt and how many structure tags carrying ``mark`` it holds."""
-    text = INSTRUCTIONS[case]
-    if focus:
-        text = f"{text}\n{FOCUS_INSTRUCTIONS}"
-    out = [f"<{INSTRUCTIONS_TAG}>\n{text}\n</{INSTRUCTIONS_TAG}>\n"]
-    expected = 0
-    if focus:
-        out.append(f"<{FOCUS_TAG}{mark}>{focus}</{FOCUS_TAG}{mark}>\n")
-        expected = 2
-    tags = _Tags(mark)
-    aliases = _Aliases(tags)
-    section = ""
-    for message in messages:
-        if message[0] != section:
-            if section:
-                out.append(f"</{section}{mark}>\n")
-            section = message[0]
-            out.append(f"<{section}{mark}>\n")
-            expected += 2
-        expected += _render_source(out, message, tags, aliases)
-    out.append(f"</{section}{mark}>\n")
-    aliases.fill(out)
-    return "".join(out), expected
 
 
 def _attr(value: str) -> str:
@@ -639,23 +606,18 @@ def summary_request(
     if focus is not None:
         check_focus(focus)
     case = _case(human_messages, ai_messages)
-    blocks: list[tuple[str, Sequence[Message]]]
+    blocks: _Blocks
     if case is PromptCase.HUMAN_AND_AI:
-        blocks = [(CONTEXT_TAG, human_messages), (MESSAGES_TAG, ai_messages)]
-    elif case is PromptCase.AI_ONLY:
-        blocks = [(MESSAGES_TAG, ai_messages)]
+        blocks = ((CONTEXT_TAG, tuple(human_messages)), (MESSAGES_TAG, tuple(ai_messages)))
     else:
-        blocks = [(MESSAGES_TAG, human_messages)]
-    messages = tuple(
-        (tag, index, message) for tag, block in blocks for index, message in enumerate(block)
-    )
+        blocks = ((MESSAGES_TAG, tuple(ai_messages or human_messages)),)
     # The marker must occur in no content. Rather than searching every text first,
     # render, then check that the marker occurs exactly as often as the structure
     # tags that carry it (it contains no "<" or ">", so it cannot straddle a tag).
     sizes = ":".join(f"{len(block)},{sum(map(_SIZE, block))}" for _, block in blocks)
     focus_text = focus or ""
     mark = _marker(sizes, 0)
-    prompt, expected = _render(case, focus_text, mark, messages)
+    prompt, expected = _render(case, focus_text, mark, blocks)
     if prompt.count(mark) != expected:
         # The content holds the marker. Collect, in one pass, every marker-shaped string
         # the prompt holds (the content's and our own), then take the first candidate
@@ -666,10 +628,10 @@ def summary_request(
         attempt = 1
         while (mark := _marker(sizes, attempt)) in present:
             attempt += 1
-        prompt, expected = _render(case, focus_text, mark, messages)
+        prompt, expected = _render(case, focus_text, mark, blocks)
         if prompt.count(mark) != expected:  # pragma: no cover - impossible by construction
             raise AssertionError("the prompt marker occurs in the content")
-    return SummaryRequest(prompt, case, focus_text, mark, messages, conversation, kept)
+    return SummaryRequest(prompt, case, focus_text, mark, blocks, conversation, kept)
 
 
 def messages_to_prompt(
@@ -711,3 +673,146 @@ def check_focus(focus: object) -> None:
 def _marker(sizes: str, attempt: int) -> str:
     """The ``attempt``-th candidate marker of a prompt (deterministic: a hash)."""
     return "_" + xxhash.xxh3_64_hexdigest(f"{sizes}:{attempt}".encode())[:8]
+
+
+# --- message text and the fact memory ---------------------------------------------
+# A message's strings (what a cut keeping a message's head reads, and what the fact
+# memory reads facts from), and the facts a summary appends of what it replaces: the
+# exact paths, identifiers, ids, numbers and error names the agent may need again,
+# read by their shape (csum.clearing, plus code identifiers), never by a tool's name;
+# pure, so the same messages and summary give the same bytes.
+
+
+def message_strings(message: Message, *, argument_values: bool = False) -> list[str]:
+    """The text of each text part, tool call (``name(arguments)``) and tool result.
+    With ``argument_values`` a call gives the string values of its JSON arguments
+    instead (what the agent passed, not the tool's parameter names, which are the same
+    in every call); the raw arguments when they are not JSON."""
+    out: list[str] = []
+    for part in message.parts:
+        if type(part) is TextPart:
+            out.append(part.text)
+        elif type(part) is ToolCall:
+            if argument_values:
+                out.extend(_argument_strings(part.arguments))
+            else:
+                out.append(f"{part.name}({part.arguments})")
+        elif type(part) is ToolResult:
+            out.append(part.content)
+    return out
+
+
+def _argument_strings(arguments: str) -> list[str]:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return [arguments]
+    return list(_json_strings(value))
+
+
+def _json_strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _json_strings(item)
+
+
+FACT_SHARE: Final = 0.5
+"""Share of the summary's bytes the Compactor's default handler leaves to the facts."""
+MEMORY_HEADER: Final = "Facts:"
+"""How each line of facts starts (one line per replaced message, newest first)."""
+_SEPARATOR: Final = ", "
+_HEAD_CHARS: Final = 32_768  # characters of a long text read from its start ...
+_TAIL_CHARS: Final = 8_192  # ... and from its end (a log's outcome)
+_MAX_TOKEN: Final = 100
+_MIN_ROOM: Final = 24  # bytes below which no facts are written
+
+_IDENTIFIER = regex.compile(
+    r"(?<![\w.:/-])(?:"
+    r"[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]+"  # snake_case
+    r"|[a-z]+[A-Z][A-Za-z0-9]*"  # camelCase
+    r"|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*"  # PascalCase with a second word
+    r"|[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+"  # Dotted.names, a::b
+    r")(?![\w/-])"
+)
+
+_FAST_IDENTIFIER = re.compile(_IDENTIFIER.pattern)  # the same where both read alike
+
+
+def _read(text: str) -> str:
+    if len(text) <= _HEAD_CHARS + _TAIL_CHARS:
+        return text
+    return text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:]
+
+
+def message_facts(message: Message) -> list[str]:
+    """The salient tokens of ``message`` in their order, each once: paths, URLs, named
+    numbers, ids (:mod:`csum.clearing`) and code identifiers, read from its texts,
+    tool results and the values (not the names) of its calls' arguments."""
+    seen: dict[str, None] = {}
+    for text in message_strings(message, argument_values=True):
+        body = _read(text)
+        lines = [" ".join(line[:LINE_CAP].split()) for line in body.splitlines()]
+        for found in tokens_of_lines([line for line in lines if line]):
+            for token, _ in found:
+                if len(token) <= _MAX_TOKEN:
+                    seen.setdefault(token, None)
+        identifiers = _FAST_IDENTIFIER if reads_alike(body) else _IDENTIFIER
+        for match in identifiers.finditer(body):
+            token = match.group().rstrip(".")
+            if 3 <= len(token) <= _MAX_TOKEN:
+                seen.setdefault(token, None)
+    return list(seen)
+
+
+def _order(messages: Sequence[Message]) -> list[Message]:
+    """Newest first: the agent's own messages, then the questions and results."""
+    newest = list(reversed(messages))
+    own = [m for m in newest if m.role is Role.AI]
+    return own + [m for m in newest if m.role is not Role.AI and m.role is not Role.SYSTEM]
+
+
+def fact_memory(messages: Sequence[Message], known: str, limit: int) -> str:
+    """The facts of ``messages`` not already in ``known`` (the summary), newest first,
+    one line per message (``Facts: a, b, c``), in at most ``limit`` UTF-8 bytes; ""
+    when none fits."""
+    if limit < _MIN_ROOM:
+        return ""
+    used = -1
+    lines: list[str] = []
+    said: set[str] = set()
+    full = False
+    for message in _order(messages):
+        line = ""
+        for token in message_facts(message):
+            if token in said or token in known:
+                continue
+            piece = (_SEPARATOR if line else f"{MEMORY_HEADER} ") + token
+            if used + 1 + utf8_len(line) + utf8_len(piece) > limit:
+                full = True  # the newest facts are in: older ones are not read
+                break
+            line += piece
+            said.add(token)
+        if line:
+            lines.append(line)
+            used += 1 + utf8_len(line)
+        if full or limit - used < _MIN_ROOM:
+            break
+    return "\n".join(lines)
+
+
+def with_fact_memory(summary: str, replaced: Iterable[Message], limit: int) -> str:
+    """``summary`` with the facts of ``replaced`` it lacks appended within ``limit``
+    bytes in all, before its ``[archived: ...]`` line when it ends with one (that line
+    is not counted: it names the archive, the summary's share does not pay for it)."""
+    body, line = split_archive_line(summary)
+    room = limit - utf8_len(body) - 1
+    facts = fact_memory(list(replaced), body, room)
+    if not facts:
+        return summary
+    out = f"{body}\n{facts}" if body else facts
+    return f"{out}\n{line}" if line else out

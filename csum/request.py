@@ -24,10 +24,16 @@ from cast.internals import utf8_len
 from csum._fit import fit_joined, fit_summary
 from csum._gather import unwrapped
 from csum._handler_check import check_handler
-from csum._message_text import message_strings
 from csum.config import RetryPolicy, Robustness
 from csum.errors import SummarizationError
-from csum.prompt import PromptCase, PromptEntry, SummaryRequest, summary_request, text_request
+from csum.prompt import (
+    PromptCase,
+    PromptEntry,
+    SummaryRequest,
+    message_strings,
+    summary_request,
+    text_request,
+)
 from csum.store_events import StoreEvent
 
 if TYPE_CHECKING:

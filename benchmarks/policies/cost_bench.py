@@ -42,9 +42,9 @@ from benchmarks.policies.policy import MeteredHandler, Policy, PolicyStep, make_
 from benchmarks.policies.simulate import Workload, simulate
 from cast import Message
 from csum import Budget
-from csum._memory import FACT_SHARE
 from csum.compactor import summary_bytes
 from csum.config import SUMMARY_ONLY
+from csum.prompt import FACT_SHARE
 
 __all__ = [
     "BEFORE",
@@ -99,7 +99,7 @@ def _summary_handler(budget: int, options: dict[str, Any]) -> MeteredHandler:
     as its default handler does."""
     ratio = float(options.get("summary_ratio", SUMMARY_ONLY.summary_ratio))
     size = summary_bytes(Budget.bytes(budget), ratio)
-    size -= int(size * FACT_SHARE)  # the rest for the facts the summary lacks (csum._memory)
+    size -= int(size * FACT_SHARE)  # the rest for the facts the summary lacks (csum.prompt)
     return MeteredHandler(make_handler("extractive", size), time_scale=0.0)
 
 

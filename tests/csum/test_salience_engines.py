@@ -1,4 +1,4 @@
-"""The salience patterns' ``re`` twins (csum.clearing, csum._memory: a faster engine for
+"""The salience patterns' ``re`` twins (csum.clearing, csum.prompt: a faster engine for
 the fact memory and the gist) find the same matches as the ``regex`` patterns on every
 text both engines read alike, and that check refuses the characters they class apart."""
 
@@ -12,9 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cast.codecs import claude_code
-from csum import _memory, clearing
-from csum._message_text import message_strings
+from csum import clearing
+from csum import prompt as _memory
 from csum.clearing import reads_alike
+from csum.prompt import message_strings
 from tests.conftest import CLAUDE_CODE, corpus_files, real_cases
 
 TWINS = [
