@@ -21,7 +21,6 @@ from cast import (
     ToolResult,
 )
 from csum._pieces import question_context, summarize_in_pieces
-from csum._style import SummaryStyle
 from csum.archive import (
     HistoryArchive,
     Insertion,
@@ -30,7 +29,7 @@ from csum.archive import (
     recalled_positions,
     reinsertion_within,
 )
-from csum.assemble import Assembler, with_breakpoints
+from csum.assemble import Assembler, SummaryStyle, with_breakpoints
 from csum.cache import SummaryCache
 from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited, inserted, is_cleared
 from csum.config import Budget, Clearing

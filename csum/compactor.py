@@ -32,9 +32,8 @@ from cast import (
 )
 from csum._append import extends_validly
 from csum._handler_check import check_handler
-from csum._style import SummaryStyle, summary_style
 from csum.archive import Insertion
-from csum.assemble import placed_for, unplaced
+from csum.assemble import SummaryStyle, placed_for, summary_style, unplaced
 from csum.compaction import CompactionResult, Outcome, Stages, question_key
 from csum.config import (
     DEFAULT_CLEARING,

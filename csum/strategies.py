@@ -19,9 +19,8 @@ from cast import (
 )
 from cast.internals import utf8_len
 from csum._gather import gather
-from csum._style import SummaryStyle
 from csum.archive import own_question, split_archive_line
-from csum.assemble import summary_floor, summary_pair
+from csum.assemble import SummaryStyle, summary_floor, summary_pair
 from csum.config import SummarizerConfig
 from csum.plan import human_of, is_summarized, messages_of, summary_text, summary_type
 from csum.request import HandlerCalls

@@ -23,9 +23,9 @@ from cast import (
     parse_chain,
 )
 from csum._gather import gather
-from csum._style import SummaryStyle, summary_style
 from csum._summary_ids import unique_summary_ids
 from csum.archive import without_recalled
+from csum.assemble import SummaryStyle, summary_style
 from csum.compactor import pending_tail_calls, without_pending_fillers
 from csum.config import Stores, SummarizerConfig
 from csum.request import SUMMARY_FLOOR_BYTES, Handler, HandlerCalls
