@@ -1,7 +1,7 @@
 """csum's and cast's modules import each other without loops: no cycle among module-level
 imports, and no import inside a function that would close one (issue 26: the loops
-archive <-> stores, _pairs <-> _style and archive <-> reinsert (all since merged) were held together that
-way; issue 37: cast/ast <-> _transforms/parse, cast/chainio <-> codecs and
+archive <-> stores, _pairs <-> _style and archive <-> reinsert, all since merged, were
+held together that way; issue 37: cast/ast <-> _transforms/parse, cast/chainio <-> codecs and
 cast/_rules <-> providers)."""
 
 from __future__ import annotations
