@@ -367,9 +367,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         proxy_headers=False,
         log_config=uvicorn_log_config(),
         http=protocol(
-            config.header_timeout,
-            config.max_client_connections,
-            config.max_connections_per_client,
+            config.header_timeout, config.max_client_connections, config.max_connections_per_client
         ),
         timeout_keep_alive=args.keep_alive,
         server_header=False,

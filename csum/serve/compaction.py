@@ -21,12 +21,7 @@ from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.compaction import CompactionResult
 from csum.compactor import Compactor, summary_bytes
-from csum.config import (
-    DEFAULT_CLEARING,
-    SUMMARY_ONLY,
-    Budget,
-    Stores,
-)
+from csum.config import DEFAULT_CLEARING, SUMMARY_ONLY, Budget, Stores
 from csum.serve.apis import Api
 from csum.serve.body import ScannedBody, check_depth, scan, skim, with_offsets
 from csum.serve.config import ServeConfig
@@ -55,11 +50,7 @@ from csum.serve.reuse import (
     raw_prefix,
     spliced,
 )
-from csum.serve.summary_handler import (
-    Credentials,
-    SummaryHandlerFactory,
-    robustness,
-)
+from csum.serve.summary_handler import Credentials, SummaryHandlerFactory, robustness
 from csum.serve.tenant import ANONYMOUS
 from csum.serve.translate.responses_as_sent import as_sent
 from csum.store_events import StoreEventKind
@@ -144,10 +135,7 @@ class Rewriter:
     store calls go back to the gateway's loop (:class:`LoopStore`)."""
 
     def __init__(
-        self,
-        config: ServeConfig,
-        store: SummaryStore,
-        archive_store: ArchiveStore | None = None,
+        self, config: ServeConfig, store: SummaryStore, archive_store: ArchiveStore | None = None
     ) -> None:
         self.config = config
         self.store = store

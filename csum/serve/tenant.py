@@ -10,12 +10,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl
 
-__all__ = [
-    "ANONYMOUS",
-    "CREDENTIAL_HEADERS",
-    "CREDENTIAL_QUERY_KEYS",
-    "TenantKeys",
-]
+__all__ = ["ANONYMOUS", "CREDENTIAL_HEADERS", "CREDENTIAL_QUERY_KEYS", "TenantKeys"]
 
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
 """Request headers that carry a client's credential."""

@@ -83,12 +83,7 @@ TRANSLATIONS: tuple[Translation, ...] = (
         lambda model, request: ChatStream(model, usage=_wants_usage(request)),
     ),
     Translation(
-        _RESPONSES,
-        "openai",
-        _CHAT,
-        chat_request_for_responses,
-        responses_response,
-        ResponsesStream,
+        _RESPONSES, "openai", _CHAT, chat_request_for_responses, responses_response, ResponsesStream
     ),
     Translation(
         _RESPONSES,
