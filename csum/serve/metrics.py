@@ -14,64 +14,38 @@ class Metrics:
     """Counters and histograms of one gateway process."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        registry = self.registry
-        self.requests = Counter(
-            "csum_serve_requests",
-            "Requests answered, by endpoint and status",
-            ["endpoint", "status"],
-            registry=registry,
+        self.registry = registry = CollectorRegistry()
+
+        def counter(name: str, doc: str, *labels: str) -> Counter:
+            return Counter(f"csum_serve_{name}", doc, labels, registry=registry)
+
+        def seconds(name: str, doc: str) -> Histogram:
+            return Histogram(
+                f"csum_serve_{name}", doc, ["endpoint"], buckets=LATENCY_BUCKETS, registry=registry
+            )
+
+        self.requests = counter(
+            "requests", "Requests answered, by endpoint and status", "endpoint", "status"
         )
-        self.outcomes = Counter(
-            "csum_serve_outcomes",
-            "What the gateway did with each request's history",
-            ["endpoint", "outcome"],
-            registry=registry,
+        self.outcomes = counter(
+            "outcomes", "What the gateway did with each request's history", "endpoint", "outcome"
         )
-        self.compactions = Counter(
-            "csum_serve_compactions", "Compactions made", ["endpoint"], registry=registry
+        self.compactions = counter("compactions", "Compactions made", "endpoint")
+        self.bytes_saved = counter("bytes_saved", "History bytes not sent upstream")
+        self.tokens_saved = counter("tokens_saved", "History tokens (estimated) not sent")
+        self.handler_calls = counter("handler_calls", "Summarization handler calls")
+        self.cache_hits = counter("cache_hits", "Summaries served from the summary cache")
+        self.store_failures = counter(
+            "store_failures", "Store operations that failed (the request went on without them)"
         )
-        self.bytes_saved = Counter(
-            "csum_serve_bytes_saved", "History bytes not sent upstream", registry=registry
+        self.archived = counter("archive_events", "Archive writes made by compactions (--archive)")
+        self.upstream_errors = counter(
+            "upstream_errors", "Requests the upstream could not be reached for, by kind", "kind"
         )
-        self.tokens_saved = Counter(
-            "csum_serve_tokens_saved", "History tokens (estimated) not sent", registry=registry
-        )
-        self.handler_calls = Counter(
-            "csum_serve_handler_calls", "Summarization handler calls", registry=registry
-        )
-        self.cache_hits = Counter(
-            "csum_serve_cache_hits", "Summaries served from the summary cache", registry=registry
-        )
-        self.store_failures = Counter(
-            "csum_serve_store_failures",
-            "Store operations that failed (the request went on without them)",
-            registry=registry,
-        )
-        self.archived = Counter(
-            "csum_serve_archive_events",
-            "Archive writes made by compactions (--archive)",
-            registry=registry,
-        )
-        self.upstream_errors = Counter(
-            "csum_serve_upstream_errors",
-            "Requests the upstream could not be reached for, by kind",
-            ["kind"],
-            registry=registry,
-        )
-        self.upstream_seconds = Histogram(
-            "csum_serve_upstream_seconds",
-            "Upstream time to response headers",
-            ["endpoint"],
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
-        )
-        self.added_seconds = Histogram(
-            "csum_serve_added_seconds",
+        self.upstream_seconds = seconds("upstream_seconds", "Upstream time to response headers")
+        self.added_seconds = seconds(
+            "added_seconds",
             "Time the gateway adds before forwarding (reading, compaction, encoding)",
-            ["endpoint"],
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
         )
 
     def render(self) -> bytes:
