@@ -125,15 +125,11 @@ class Gateway:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise BodyTooLargeError
-        chunks: list[bytes] = []
-        size = 0
         with anyio.fail_after(self.config.body_timeout):
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limit:
-                    raise BodyTooLargeError
-                chunks.append(chunk)
-        return b"".join(chunks)
+            data = await _read_at_most(request.stream(), limit)
+        if data is None:
+            raise BodyTooLargeError
+        return data
 
     async def forward(self, request: Request) -> Response:
         """Every proxied request: read, compact when it is one of the APIs, relay."""
@@ -343,7 +339,7 @@ class Gateway:
         provider = translation.client.provider
         if "text/event-stream" not in upstream.headers.get("content-type", ""):
             try:
-                data = await self._bounded_answer(upstream)
+                data = await _read_at_most(upstream.aiter_bytes(), MAX_TRANSLATED_ANSWER)
             finally:
                 await self.upstream.close(upstream)
             if data is None:
@@ -378,17 +374,6 @@ class Gateway:
             headers={"cache-control": "no-cache", **_dropped_header(translation, asked)},
             background=BackgroundTask(self.upstream.close, upstream),
         )
-
-    async def _bounded_answer(self, upstream: httpx.Response) -> bytes | None:
-        """The upstream's whole answer, None past :data:`MAX_TRANSLATED_ANSWER` bytes."""
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in upstream.aiter_bytes():
-            size += len(chunk)
-            if size > MAX_TRANSLATED_ANSWER:
-                return None
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     def _count_tokens(self, body: bytes) -> Response:
         """``count_tokens`` for an upstream that has none: estimated here."""
@@ -444,6 +429,18 @@ class Gateway:
                 "history held by the provider, forwarded uncompacted",
                 extra={"endpoint": endpoint, "outcome": str(outcome.kind)},
             )
+
+
+async def _read_at_most(chunks: AsyncIterator[bytes], limit: int) -> bytes | None:
+    """All of ``chunks`` joined; None as soon as they pass ``limit`` bytes (read no further)."""
+    out: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            return None
+        out.append(chunk)
+    return b"".join(out)
 
 
 class RequestGuard:
