@@ -1,8 +1,5 @@
-"""chaincast's own JSON form: a list of ``Message.model_dump(mode="json")`` dicts.
-
-``bytes`` fields are base64 text (see :mod:`cast.messages`). Decode also accepts
-``{"messages": [...]}``.
-"""
+"""chaincast's own JSON form: a list of ``Message.model_dump(mode="json")`` dicts, ``bytes``
+as base64 text (:mod:`cast.messages`); decode also accepts ``{"messages": [...]}``."""
 
 from __future__ import annotations
 

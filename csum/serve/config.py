@@ -41,18 +41,9 @@ GATEWAY_KEY_HEADER = "x-csum-key"
 
 @dataclass(frozen=True, slots=True)
 class ServeConfig:
-    """What ``csum serve`` runs with (each field is a flag, see ``csum serve --help``).
-
-    ``upstream``: the base URL requests go to (its path kept as a prefix). ``budget``
-    bounds every chain (None: ``window_share`` of the model's window; an unknown model is
-    forwarded uncompacted); keepers compact to ``keep_ratio`` of it, only over it.
-    ``store``: conversation state and summary cache (``memory``, a SQLite path, a
-    ``redis://`` URL). ``upstream_api``: ``openai`` or ``anthropic`` translates the other
-    APIs' requests for such an upstream (csum.serve.translate). ``summarizer``: who
-    writes summaries (csum.serve.summary_handler). ``archive``: where the messages
-    summarized away are kept. ``offload``: compactions run in worker threads, at most
-    ``compaction_workers``; past ``deadline`` seconds a request goes uncompacted.
-    """
+    """What ``csum serve`` runs with: each field is the flag of its name (``csum serve --help``
+    and docs/serve.md say what each does); ``budget`` None means ``window_share`` of the
+    model's window (an unknown model is forwarded uncompacted)."""
 
     upstream: str
     budget: Budget | None = None

@@ -1,7 +1,6 @@
-"""Translation between the providers' APIs for a client whose API the upstream does not
-speak (``--upstream-api``): one module per direction, ``SOURCE_to_TARGET`` (``anthropic``
-Messages, ``chat`` Completions, ``responses``), the request one way, the answer back;
-:mod:`~csum.serve.translate.pairs` says which serve which client and upstream."""
+"""Translation between the providers' APIs (``--upstream-api``): one module per direction,
+``SOURCE_to_TARGET``, the request one way, the answer back; :mod:`~csum.serve.translate.pairs`
+says which serve which client and upstream."""
 
 from __future__ import annotations
 

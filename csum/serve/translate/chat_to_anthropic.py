@@ -1,7 +1,6 @@
 """OpenAI Chat Completions as Anthropic Messages: a Chat client's request for an Anthropic
-upstream (reasoning goes back only when Anthropic signed it; docs/serve.md lists what is
-carried), and a Chat answer, whole or streamed, as the Messages response the
-``anthropic`` SDK reads (the upstream's reasoning as an unsigned ``thinking`` block)."""
+upstream, and its answer, whole or streamed, as the ``anthropic`` SDK reads it (what is
+carried, reasoning included: docs/serve.md)."""
 
 from __future__ import annotations
 
