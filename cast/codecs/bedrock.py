@@ -174,7 +174,8 @@ def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Mess
         kind, value = _kind(block, where, i)
         if kind == "text":
             parts.text(_text(value, where, i))
-        elif kind == "toolUse" and not _system_tool(value):
+        # a toolUse with a ``type`` is a system tool the service runs in the turn
+        elif kind == "toolUse" and not (isinstance(value, dict) and "type" in value):
             parts.append(_decode_call(value, where, i, names, parts.take()))
         elif kind == "reasoningContent":
             parts.think(_decode_reasoning(value, f"{where}.reasoningContent", i))
@@ -183,11 +184,6 @@ def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Mess
             # code interpreter: the service ran it inside this turn), each kept whole.
             parts.other(_decode_other(kind, value, where, i))
     return parts.message()
-
-
-def _system_tool(value: object) -> bool:
-    """Whether a ``toolUse`` has a ``type`` (a system tool the service runs in the turn)."""
-    return isinstance(value, dict) and "type" in value
 
 
 def _decode_call(

@@ -42,10 +42,6 @@ def line_uuid(session_id: str, position: int) -> str:
     return str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"{session_id}/{position}"))
 
 
-def _uuid_lines(lines: list[Any]) -> bool:
-    return any(isinstance(line, dict) and isinstance(line.get("uuid"), str) for line in lines)
-
-
 def conversation_lines(lines: Iterable[object]) -> list[Any]:
     """The lines Claude Code would resume with, oldest first: the ``parentUuid`` chain
     back from the newest user or assistant line not on a side chain (all lines, in
@@ -53,7 +49,7 @@ def conversation_lines(lines: Iterable[object]) -> list[Any]:
     if not isinstance(lines, list | tuple):
         fail("", "a list of session log lines", lines)
     rows: list[Any] = list(lines)
-    if not _uuid_lines(rows):
+    if not any(isinstance(row, dict) and isinstance(row.get("uuid"), str) for row in rows):
         return rows
     by_uuid: dict[str, int] = {}
     newest: int | None = None

@@ -317,7 +317,8 @@ def spliced(
     items = _encoded(api, new, values, profile)
     if items is None or (items and _merges(items[0], raw.tail_role)):
         return None
-    listed = ",".join(part for part in (raw.body, _items_json(items)) if part)
+    items_json = b",".join(map(dumps, items)).decode("utf-8", "surrogatepass")
+    listed = ",".join(part for part in (raw.body, items_json) if part)
     history = {**raw.fields, api.list_key: "[" + listed + "]"}
     pieces = {
         key: (dumps(key).decode() + ":" + text).encode("utf-8", "surrogatepass")
@@ -333,11 +334,6 @@ def spliced(
         history,
         api,
     )
-
-
-def _items_json(items: Sequence[Any]) -> str:
-    """List items' JSON text, joined by commas."""
-    return b",".join(map(dumps, items)).decode("utf-8", "surrogatepass")
 
 
 def _decoded(api: Api, values: list[Any], raw: RawPrefix) -> list[Message] | None:

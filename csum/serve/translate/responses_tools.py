@@ -194,7 +194,8 @@ def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
             elif (
                 kind == _CALL_FIELDS
                 and isinstance(item.get("namespace"), str)
-                and _after_call(segment)
+                and segment
+                and type(segment[-1]) is ToolCall
             ):
                 call = segment[-1]
                 name = tools.chat_name(call.name, item.pop("namespace"))
@@ -210,10 +211,6 @@ def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
         if segment:
             out.append(message.model_copy(update={"parts": tuple(segment)}))
     return out
-
-
-def _after_call(segment: list[Any]) -> bool:
-    return bool(segment) and type(segment[-1]) is ToolCall
 
 
 def _kept(part: object) -> tuple[str, dict[str, Any]]:
