@@ -140,10 +140,9 @@ class Gateway:
         started = time.perf_counter()
         if not self.authorized(request):
             return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
-        read = await self._request_body(request)
-        if isinstance(read, Response):
-            return read
-        body = read
+        body = await self._request_body(request)
+        if isinstance(body, Response):
+            return body
         api = api_for(request.url.path) if request.method == "POST" else None
         counting = request.method == "POST" and request.url.path.rstrip("/") == COUNT_TOKENS_PATH
         decoded = self._decoded(request, body) if api is not None or counting else body
@@ -225,9 +224,8 @@ class Gateway:
         self, request: Request, api: Api, body: bytes, translation: Translation | None
     ) -> Outcome:
         """The Rewriter's outcome for ``body`` (in a span), counted."""
-        credentials = None
-        if self.config.summarizer == "upstream":
-            credentials = Credentials.of(request.headers)
+        upstream_key = self.config.summarizer == "upstream"
+        credentials = Credentials.of(request.headers) if upstream_key else None
         tenant = self.tenants.tenant_of(request.headers, request.url.query)
         upstream = None if translation is None else translation.target
         with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": api.name}) as s:
