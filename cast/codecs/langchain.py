@@ -340,11 +340,10 @@ def _encode_ai(message: Message, i: int) -> dict[str, Any]:
                 tool_calls.append({"name": part.name, "args": args, "id": part.id})
         else:
             fail_part(i, j, f"an AI message cannot hold a {part.type} part in LangChain")
-    content: str | list[dict[str, Any]]
-    if all(p.reasoning is None for p in texts) and len(texts) <= 1 and len(blocks) == len(texts):
-        content = texts[0].text if texts else ""
-    else:
-        content = blocks
+    plain = (
+        all(p.reasoning is None for p in texts) and len(texts) <= 1 and len(blocks) == len(texts)
+    )
+    content: str | list[dict[str, Any]] = (texts[0].text if texts else "") if plain else blocks
     data: dict[str, Any] = {"content": content, "tool_calls": tool_calls}
     if invalid:
         data["invalid_tool_calls"] = invalid
