@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,13 +202,6 @@ def raw_hash_extended(
     return out
 
 
-def _find_all(text: str, needle: str) -> Iterator[int]:
-    at = text.find(needle)
-    while at >= 0:
-        yield at
-        at = text.find(needle, at + 1)
-
-
 def _unmarked_region(
     text: str, items: Sequence[tuple[int, int]], values: Sequence[Any]
 ) -> str | None:
@@ -218,9 +211,8 @@ def _unmarked_region(
     if '"cache_control"' not in region:
         return region
     starts = [first for first, _ in items]
-    marked = sorted(
-        {bisect_right(starts, start + found) - 1 for found in _find_all(region, '"cache_control"')}
-    )
+    found = re.finditer('"cache_control"', region)  # a needle that cannot overlap itself
+    marked = sorted({bisect_right(starts, start + m.start()) - 1 for m in found})
     pieces: list[str] = []
     at = start
     for index in marked:
