@@ -17,13 +17,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.shared_corpus import CORPUS
+from benchmarks.shared_corpus import CORPUS, missing, require
 from benchmarks.timing import best_of
 from cast.codecs import anthropic, claude_code, openai
 
 
 def largest(folder: Path) -> Path:
-    return max(folder.glob("*.json"), key=lambda p: p.stat().st_size)
+    """The largest JSON file of ``folder``; stop saying what is missing when it has none."""
+    files = list(require(folder).glob("*.json"))
+    if not files:
+        raise SystemExit(missing(folder / "*.json"))
+    return max(files, key=lambda p: p.stat().st_size)
 
 
 def measure(
