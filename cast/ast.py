@@ -583,7 +583,7 @@ def _mutable_twin(cls: type) -> Any:
     """A mutable class of ``cls``'s slot layout: a node is filled by plain slot stores,
     then made a ``cls`` by one ``__class__`` assignment (which checks the layouts match),
     fewer steps than an ``object.__setattr__`` per field."""
-    return type(f"_Mutable{cls.__name__}", (), {"__slots__": cls.__slots__})
+    return type(f"_Mutable{cls.__name__}", (), {"__slots__": cls.__dict__["__slots__"]})
 
 
 _MutableHeader = _mutable_twin(Header)

@@ -620,7 +620,9 @@ def summary_request(
     # The marker must occur in no content. Rather than searching every text first,
     # render, then check that the marker occurs exactly as often as the structure
     # tags that carry it (it contains no "<" or ">", so it cannot straddle a tag).
-    seed = ":".join(f"{len(block)},{size}" for (_, block), size in zip(blocks, block_sizes))
+    seed = ":".join(
+        f"{len(block)},{size}" for (_, block), size in zip(blocks, block_sizes, strict=True)
+    )
     focus_text = focus or ""
     mark = _marker(seed, 0)
     prompt, expected = _render(case, focus_text, mark, blocks)
