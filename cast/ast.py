@@ -579,13 +579,27 @@ def _operation(name: str) -> Callable[..., ChainAST]:
 # -- unchecked builders (the fast path, see cast._fast) ------------------------------------
 
 
+def _mutable_twin(cls: type) -> Any:
+    """A mutable class of ``cls``'s slot layout: a node is filled by plain slot stores,
+    then made a ``cls`` by one ``__class__`` assignment (which checks the layouts match),
+    fewer steps than an ``object.__setattr__`` per field."""
+    return type(f"_Mutable{cls.__name__}", (), {"__slots__": cls.__dict__["__slots__"]})
+
+
+_MutableHeader = _mutable_twin(Header)
+_MutablePair = _mutable_twin(BodyPair)
+_MutableSection = _mutable_twin(Section)
+_MutableChain = _mutable_twin(ChainAST)
+
+
 def _trusted_header(system: Message | None, human: Message | None, size: int) -> Header:
     """A header; ``size`` must be the sum of its messages' sizes."""
-    node = Header.__new__(Header)
-    _set(node, "system_message", system)
-    _set(node, "human_message", human)
-    _set(node, "size", size)
-    return node
+    node = _MutableHeader()
+    node.system_message = system
+    node.human_message = human
+    node.size = size
+    node.__class__ = Header
+    return node  # type: ignore[no-any-return]
 
 
 def _trusted_pair(
@@ -595,32 +609,31 @@ def _trusted_pair(
     size: int | None = None,
 ) -> BodyPair:
     """A body pair; its size is computed from the messages unless given."""
-    if size is None:
-        size = ai_message.size + sum(m.size for m in tool_messages)
-    node = BodyPair.__new__(BodyPair)
-    _set(node, "type", kind)
-    _set(node, "ai_message", ai_message)
-    _set(node, "tool_messages", tool_messages)
-    _set(node, "size", size)
-    return node
+    node = _MutablePair()
+    node.type = kind
+    node.ai_message = ai_message
+    node.tool_messages = tool_messages
+    node.size = ai_message.size + sum(m.size for m in tool_messages) if size is None else size
+    node.__class__ = BodyPair
+    return node  # type: ignore[no-any-return]
 
 
 def _trusted_section(
     header: Header, body: tuple[BodyPair, ...], size: int | None = None
 ) -> Section:
     """A section; its size is computed from the children unless given."""
-    if size is None:
-        size = header.size + sum(pair.size for pair in body)
-    node = Section.__new__(Section)
-    _set(node, "header", header)
-    _set(node, "body", body)
-    _set(node, "size", size)
-    return node
+    node = _MutableSection()
+    node.header = header
+    node.body = body
+    node.size = header.size + sum(pair.size for pair in body) if size is None else size
+    node.__class__ = Section
+    return node  # type: ignore[no-any-return]
 
 
 def _trusted_chain(sections: tuple[Section, ...], size: int | None = None) -> ChainAST:
     """A chain; its size is computed from the sections unless given."""
-    node = ChainAST.__new__(ChainAST)
-    _set(node, "sections", sections)
-    _set(node, "size", sum(s.size for s in sections) if size is None else size)
-    return node
+    node = _MutableChain()
+    node.sections = sections
+    node.size = sum(s.size for s in sections) if size is None else size
+    node.__class__ = ChainAST
+    return node  # type: ignore[no-any-return]

@@ -35,7 +35,7 @@ from cast._fast import (
     trusted_pair,
     trusted_section,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation
+from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation, collector_paused
 from cast.constants import FALLBACK_RESPONSE_CONTENT, SUMMARIZATION_TOOL_NAME
 from cast.errors import ChainError, MessageFormatError, ParseRule
 from cast.messages import Message, Role, ToolCall, ToolResult
@@ -372,22 +372,23 @@ def parse_chain(
     """
     builder = _ChainBuilder(_Reporter(repair, issues))
     tool, ai, human = builder.tool, builder.ai, builder.human_message
-    for index, item in enumerate(messages):
-        message = item if type(item) is Message else to_message(item, index)
-        fields = message.__dict__  # one pydantic attribute read instead of three
-        role = fields["role"]
-        if role is _TOOL:
-            tool(index, message, fields)
-            continue
-        if builder.pair_ai is not None:
-            builder.close_pair()
-        if role is _AI:
-            ai(index, message, fields)
-        elif role is _HUMAN:
-            human(index, message)
-        else:
-            builder.system_message(index, message)
-    return builder.finish()
+    with collector_paused():  # the tree is acyclic: no collection while it grows
+        for index, item in enumerate(messages):
+            message = item if type(item) is Message else to_message(item, index)
+            fields = message.__dict__  # one pydantic attribute read instead of three
+            role = fields["role"]
+            if role is _TOOL:
+                tool(index, message, fields)
+                continue
+            if builder.pair_ai is not None:
+                builder.close_pair()
+            if role is _AI:
+                ai(index, message, fields)
+            elif role is _HUMAN:
+                human(index, message)
+            else:
+                builder.system_message(index, message)
+        return builder.finish()
 
 
 def diagnose(messages: Iterable[Message | dict[str, Any]]) -> list[ChainIssue]:

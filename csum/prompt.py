@@ -594,13 +594,15 @@ def summary_request(
     focus: str | None = None,
     conversation: tuple[Message, ...] = (),
     kept: int = 0,
+    sizes: tuple[int, int] | None = None,
 ) -> SummaryRequest:
     """The request asking a handler to summarize ``ai_messages`` (or the human ones):
     the entries of the messages and the prompt rendered from them, which is exactly
     :func:`messages_to_prompt`'s (see there for the cases, the focus and the layout),
     asked in ``conversation`` whose last ``kept`` messages stay
     (:attr:`SummaryRequest.conversation`). With no messages at all: an empty request
-    (empty prompt, no entries)."""
+    (empty prompt, no entries). ``sizes``: the bytes of the human and of the AI
+    messages, when the caller knows them (else they are summed)."""
     if not human_messages and not ai_messages:
         return SummaryRequest("", None, "", "", (), conversation, kept)
     if focus is not None:
@@ -611,12 +613,18 @@ def summary_request(
         blocks = ((CONTEXT_TAG, tuple(human_messages)), (MESSAGES_TAG, tuple(ai_messages)))
     else:
         blocks = ((MESSAGES_TAG, tuple(ai_messages or human_messages)),)
+    if sizes is None:
+        block_sizes = [sum(map(_SIZE, block)) for _, block in blocks]
+    else:
+        block_sizes = list(sizes) if case is PromptCase.HUMAN_AND_AI else [sizes[bool(ai_messages)]]
     # The marker must occur in no content. Rather than searching every text first,
     # render, then check that the marker occurs exactly as often as the structure
     # tags that carry it (it contains no "<" or ">", so it cannot straddle a tag).
-    sizes = ":".join(f"{len(block)},{sum(map(_SIZE, block))}" for _, block in blocks)
+    seed = ":".join(
+        f"{len(block)},{size}" for (_, block), size in zip(blocks, block_sizes, strict=True)
+    )
     focus_text = focus or ""
-    mark = _marker(sizes, 0)
+    mark = _marker(seed, 0)
     prompt, expected = _render(case, focus_text, mark, blocks)
     if prompt.count(mark) != expected:
         # The content holds the marker. Collect, in one pass, every marker-shaped string
@@ -626,7 +634,7 @@ def summary_request(
         present = set(_MARKER_SHAPE.findall(prompt))
         del prompt
         attempt = 1
-        while (mark := _marker(sizes, attempt)) in present:
+        while (mark := _marker(seed, attempt)) in present:
             attempt += 1
         prompt, expected = _render(case, focus_text, mark, blocks)
         if prompt.count(mark) != expected:  # pragma: no cover - impossible by construction

@@ -175,15 +175,25 @@ class HandlerCalls:
         focus: str | None = None,
         conversation: tuple[Message, ...] = (),
         kept: int = 0,
+        sizes: tuple[int, int] | None = None,
     ) -> str:
         """The summary of the messages; with an archive, it ends naming the batch of
-        ``replaced`` (default: the AI and tool messages, else the human ones)."""
+        ``replaced`` (default: the AI and tool messages, else the human ones). ``sizes``:
+        the bytes of the human and of the AI messages, when the caller knows them."""
         request = summary_request(
-            human_messages, ai_messages, focus=focus, conversation=conversation, kept=kept
+            human_messages,
+            ai_messages,
+            focus=focus,
+            conversation=conversation,
+            kept=kept,
+            sizes=sizes,
         )
-        if replaced is None:
+        if replaced is not None:
+            cap = self.cap_for(sum(map(_SIZE, replaced)))
+        else:
             replaced = ai_messages if ai_messages else human_messages
-        cap = self.cap_for(replaced)
+            known = None if sizes is None else sizes[1] if ai_messages else sizes[0]
+            cap = self.cap_for(sum(map(_SIZE, replaced)) if known is None else known)
         summary = await self.summarize_prompt(request, phase=phase, section=section, cap=cap)
         return await self.archived(summary, replaced)
 
@@ -192,12 +202,12 @@ class HandlerCalls:
         """The size over which a lone summary pair was not made under this run's bounds."""
         return self.max_summary_bytes if self.max_summary_bytes is not None else self.summary_floor
 
-    def cap_for(self, replaced: Sequence[Message]) -> int | None:
-        """The size a summary of ``replaced`` is cut to: ``max_summary_bytes``, and with
-        a floor, at most the larger of the floor and what it replaces."""
+    def cap_for(self, replaced_size: int) -> int | None:
+        """The size a summary of ``replaced_size`` bytes is cut to: ``max_summary_bytes``,
+        and with a floor, at most the larger of the floor and what it replaces."""
         if self.summary_floor is None:
             return self.max_summary_bytes
-        bound = max(self.summary_floor, sum(map(_SIZE, replaced)))
+        bound = max(self.summary_floor, replaced_size)
         return bound if self.max_summary_bytes is None else min(bound, self.max_summary_bytes)
 
     async def summarize_prompt(

@@ -106,12 +106,21 @@ async def summarize_section(
         return section
     summarized = messages_of(section.body)
     text = await calls.summarize(
-        human_of(section), summarized, phase="section summary", section=index
+        human_of(section),
+        summarized,
+        phase="section summary",
+        section=index,
+        sizes=(section.header.size - _system_size(section), body_size),
     )
     pair = _pair(style, text, kind, summarized, f"section\x1f{index}", last=False)
     if style.keeps_original(pair.size, body_size) or _grows_summary(section.body, pair):
         return section
     return section.evolve(body=(calls.adopt(pair),))
+
+
+def _system_size(section: Section) -> int:
+    system = section.header.system_message
+    return 0 if system is None else system.size
 
 
 def _grows_summary(replaced: Sequence[BodyPair], pair: BodyPair) -> bool:
@@ -169,7 +178,11 @@ async def rotate_section(
         return section
     summarized = messages_of(summarize)
     text = await calls.summarize(
-        human_of(section), summarized, phase="last section rotation", section=index
+        human_of(section),
+        summarized,
+        phase="last section rotation",
+        section=index,
+        sizes=(section.header.size - _system_size(section), replaced),
     )
     pair = _pair(style, text, kind, summarized, f"rotation\x1f{index}", last=True)
     if style.keeps_original(pair.size, replaced):

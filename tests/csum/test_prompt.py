@@ -484,3 +484,16 @@ def test_paired_calls_and_results_round_trip(items: list[tuple[bool, str, str, s
         for is_call, i, n, t in items
     ]
     assert [_as_tuple(e) for e in _entries_of([], ai).summarized] == _expected(MESSAGES_TAG, ai)
+
+
+@pytest.mark.parametrize(("with_human", "with_ai"), [(True, True), (True, False), (False, True)])
+def test_known_sizes_give_the_same_request(with_human: bool, with_ai: bool) -> None:
+    """The sizes a caller knows (the summarizer reads them from the AST) give the
+    request that summing the messages gives: same marker, same prompt."""
+    call = ToolCall(id="c1", name="bash", arguments='{"c": "ls"}')
+    human = [Message.human("the task é")] if with_human else []
+    ai = [Message.ai("step", call), Message.tool("c1", "bash", "out ü\n" * 30)] if with_ai else []
+    sizes = (sum(m.size for m in human), sum(m.size for m in ai))
+    assert summary_request(human, ai, sizes=sizes) == summary_request(human, ai)
+    wrong = summary_request(human, ai, sizes=(sizes[0] + 1, sizes[1] + 1))
+    assert wrong.marker != summary_request(human, ai).marker  # the sizes seed the marker
