@@ -419,15 +419,16 @@ def _check_reference_usage(args: argparse.Namespace) -> None:
         raise ValueError("--tokens applies to --budget")
     if args.max_prompt_bytes is not None:
         raise ValueError("--max-prompt-bytes applies to --budget")
-    _check_share("--keep-ratio", args.keep_ratio, 1)
     if (
         args.low_cost
         or args.summary_only
+        or args.keep_ratio is not None
         or args.summary_ratio is not None
         or _clearing(args, None) is not None
     ):
         raise ValueError(
-            "--low-cost, --summary-only, --clear and --summary-ratio apply to --budget"
+            "--low-cost, --summary-only, --clear, --keep-ratio and --summary-ratio "
+            "apply to --budget"
         )
 
 

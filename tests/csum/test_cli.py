@@ -1048,6 +1048,13 @@ def test_csum_summary_only_is_the_preset_and_explicit_options_win(
     )
     assert reference.code == 2
     assert "apply to --budget" in reference.err
+    # --keep-ratio sizes a --budget compaction only: refused, not checked and ignored.
+    ratio = csum_cli(
+        "summarize", "--example", "--last-section-budget", "1KiB", "--keep-ratio", "0.5"
+    )
+    assert ratio.code == 2
+    assert "--keep-ratio" in ratio.err
+    assert "apply to --budget" in ratio.err
 
 
 def test_csum_a_clear_option_of_zero_turns_clearing_on(csum_cli: Callable[..., Run]) -> None:
