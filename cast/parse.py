@@ -370,25 +370,121 @@ def parse_chain(
     Strict by default: the first broken rule raises :class:`ChainError`. With
     ``repair`` the repairs are made and, when ``issues`` is a list, recorded in it.
     """
-    builder = _ChainBuilder(_Reporter(repair, issues))
-    tool, ai, human = builder.tool, builder.ai, builder.human_message
+    items = messages if type(messages) is list or type(messages) is tuple else list(messages)
     with collector_paused():  # the tree is acyclic: no collection while it grows
-        for index, item in enumerate(messages):
-            message = item if type(item) is Message else to_message(item, index)
-            fields = message.__dict__  # one pydantic attribute read instead of three
-            role = fields["role"]
-            if role is _TOOL:
-                tool(index, message, fields)
-                continue
-            if builder.pair_ai is not None:
-                builder.close_pair()
-            if role is _AI:
-                ai(index, message, fields)
-            elif role is _HUMAN:
-                human(index, message)
+        ast = _well_formed(items)
+        return ast if ast is not None else _built(items, _ChainBuilder(_Reporter(repair, issues)))
+
+
+def _built(items: Iterable[Message | dict[str, Any]], builder: _ChainBuilder) -> ChainAST:
+    """The AST by the builder, which knows every rule and repair."""
+    tool, ai, human = builder.tool, builder.ai, builder.human_message
+    for index, item in enumerate(items):
+        message = item if type(item) is Message else to_message(item, index)
+        fields = message.__dict__  # one pydantic attribute read instead of three
+        role = fields["role"]
+        if role is _TOOL:
+            tool(index, message, fields)
+            continue
+        if builder.pair_ai is not None:
+            builder.close_pair()
+        if role is _AI:
+            ai(index, message, fields)
+        elif role is _HUMAN:
+            human(index, message)
+        else:
+            builder.system_message(index, message)
+    return builder.finish()
+
+
+def _well_formed(items: Iterable[object]) -> ChainAST | None:
+    """The AST of a chain of Messages breaking no rule, built in one loop on local
+    state (the common case, about a quarter faster than the builder); None at the first
+    item the builder must see (a dict, a broken rule), which then parses from the start."""
+    sections: list[Section] = []
+    body: list[BodyPair] = []
+    tools: list[Message] = []
+    pending: dict[str, int] = {}
+    system = human = pair_ai = None
+    total = body_size = pair_size = unanswered = 0
+    pair_type = _REQUEST_RESPONSE
+    for index, message in enumerate(items):
+        if type(message) is not Message:
+            return None
+        fields = message.__dict__
+        role, size = fields["role"], fields.get("size") or message.size
+        if role is _TOOL:
+            if pair_ai is None:
+                return None
+            for part in fields["parts"]:
+                if type(part) is ToolResult:
+                    left = pending.get(part.tool_call_id)
+                    if not left:  # a result answering no call, or answered twice
+                        return None
+                    pending[part.tool_call_id] = left - 1
+                    unanswered -= 1
+            tools.append(message)
+            pair_size += size
+            continue
+        if pair_ai is not None:
+            if unanswered:
+                return None
+            body.append(trusted_pair(pair_type, pair_ai, tuple(tools), pair_size))
+            body_size += pair_size
+            pair_ai = None
+        if role is _AI:
+            if not index:
+                return None
+            pending, calls, first_name = {}, 0, ""
+            for part in fields["parts"]:
+                if type(part) is ToolCall:
+                    if not calls:
+                        first_name = part.name
+                    calls += 1
+                    pending[part.id] = pending.get(part.id, 0) + 1
+            if calls:
+                pair_ai, tools, pair_size, unanswered = message, [], size, calls
+                summarization = first_name == SUMMARIZATION_TOOL_NAME
+                pair_type = _SUMMARIZATION if summarization else _REQUEST_RESPONSE
             else:
-                builder.system_message(index, message)
-        return builder.finish()
+                body.append(trusted_pair(_COMPLETION, message, (), size))
+                body_size += size
+        elif role is _HUMAN:
+            if index and not body:  # joins a header without a human message
+                if human is not None:
+                    return None
+            elif index:
+                total += _close_section(sections, system, human, body, body_size)
+                system, body, body_size = None, [], 0
+            human = message
+        elif index:
+            return None
+        else:
+            system = message
+    if pair_ai is not None:
+        if unanswered:
+            return None
+        body.append(trusted_pair(pair_type, pair_ai, tuple(tools), pair_size))
+        body_size += pair_size
+    if system is not None or human is not None:  # a chain of at least one message
+        total += _close_section(sections, system, human, body, body_size)
+    return trusted_chain(tuple(sections), total)
+
+
+def _close_section(
+    sections: list[Section],
+    system: Message | None,
+    human: Message | None,
+    body: list[BodyPair],
+    body_size: int,
+) -> int:
+    """Append the section of these nodes; its size."""
+    header_size = (system.size if system is not None else 0) + (
+        human.size if human is not None else 0
+    )
+    header = trusted_header(system, human, header_size)
+    sections.append(trusted_section(header, tuple(body), header_size + body_size))
+    return header_size + body_size
 
 
 def diagnose(messages: Iterable[Message | dict[str, Any]]) -> list[ChainIssue]:

@@ -7,6 +7,8 @@ import pickle
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from cast import (
     FALLBACK_RESPONSE_CONTENT,
@@ -23,6 +25,8 @@ from cast import (
     ToolResult,
     diagnose,
 )
+from cast.parse import _built, _ChainBuilder, _Reporter, _well_formed, parse_chain
+from strategies import mutilated_chains, valid_chains
 
 S = Message.system
 H = Message.human
@@ -469,3 +473,26 @@ def test_chain_error_survives_pickling() -> None:
         ChainAST.from_messages([H("a"), H("b")])
     clone = pickle.loads(pickle.dumps(info.value))
     assert (clone.index, clone.rule, str(clone)) == (1, "consecutive-human", str(info.value))
+
+
+@settings(max_examples=300)
+@given(st.one_of(valid_chains(), mutilated_chains()), st.booleans())
+@example([H("q"), A(call("a"), call("b")), T("a", "f", "1"), T("a", "f", "2")], True)
+@example([H("q"), A(call("a")), T("a", "f", "1"), T("b", "f", "2")], True)
+@example([H("q"), A(call("a")), H("r")], True)
+def test_the_fast_path_agrees_with_the_builder(chain: list[Message], repair: bool) -> None:
+    # A chain of Messages breaking no rule is built in one loop on local state; the
+    # fast path declines anything else, which the builder then parses from the start.
+    issues: list[ChainIssue] = []
+    try:
+        built = _built(chain, _ChainBuilder(_Reporter(repair, issues)))
+    except ChainError:
+        assert _well_formed(chain) is None
+        return
+    fast = _well_formed(chain)
+    if issues:
+        assert fast is None
+    else:
+        assert fast == built
+        assert fast.size == built.size == sum(m.size for m in chain)
+    assert parse_chain(chain, repair=repair) == built
