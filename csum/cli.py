@@ -393,9 +393,8 @@ def _settings(args: argparse.Namespace) -> tuple[Budget, Clearing | None, int]:
     clearing = _clearing(args, base) or base
     _check_share("--summary-ratio", args.summary_ratio, MAX_SUMMARY_RATIO)
     settings = {} if preset is None else preset.settings()
-    for name in ("keep_ratio", "summary_ratio"):
-        if getattr(args, name) is not None:
-            settings[name] = getattr(args, name)
+    ratios = {"keep_ratio": args.keep_ratio, "summary_ratio": args.summary_ratio}
+    settings.update({name: ratio for name, ratio in ratios.items() if ratio is not None})
     return budget.evolve(**settings), clearing, max_prompt_bytes
 
 
