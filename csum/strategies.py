@@ -4,7 +4,8 @@ output never depends on which handler call finished first."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
+from functools import partial
 
 from cast import (
     BodyPair,
@@ -201,13 +202,8 @@ async def _oversized_summarized(
     ]
     if not oversized:
         return section
-
-    def job(i: int) -> Callable[[], Awaitable[str]]:
-        return lambda: calls.summarize(
-            human, body[i].messages(), phase="oversized pair summary", section=index
-        )
-
-    texts = await gather([job(i) for i in oversized])
+    summarize = partial(calls.summarize, human, phase="oversized pair summary", section=index)
+    texts = await gather([partial(summarize, body[i].messages()) for i in oversized])
     for i, text in zip(oversized, texts, strict=True):
         pair = body[i]
         seed = f"pair\x1f{index}\x1f{i}"
@@ -278,13 +274,10 @@ async def summarize_qa(
     ai_messages = messages_of(pairs)
     if not ai_messages:
         return ast
-    jobs: list[Callable[[], Awaitable[str]]] = [
-        lambda: calls.summarize(human_messages, ai_messages, phase="QA summary", section=0)
-    ]
+    summarize = partial(calls.summarize, human_messages, section=0)
+    jobs = [partial(summarize, ai_messages, phase="QA summary")]
     if config.summarize_human_in_qa and human_messages:  # the questions summarized too
-        jobs.append(
-            lambda: calls.summarize(human_messages, [], phase="QA human summary", section=0)
-        )
+        jobs.append(partial(summarize, [], phase="QA human summary"))
     texts = await gather(jobs)
     human: Message | None = None
     if len(texts) == 2:
