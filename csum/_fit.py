@@ -84,11 +84,6 @@ def fit_joined(summaries: Sequence[str], max_bytes: int) -> str:
         own = summary.split("\n")
         parts.extend([index + len(lines) for index in part] for part in _parts(own))
         lines.extend(own)
-    return _fit(lines, parts, max_bytes) or _cut_line(text, max_bytes)
-
-
-def _fit(lines: list[str], parts: list[list[int]], max_bytes: int) -> str:
-    """The kept ``lines``, joined, within ``max_bytes`` ("" when nothing fits)."""
     sizes = [utf8_len(line) for line in lines]
     # The parts' first lines share the room (n lines take n - 1 newlines); a part whose
     # share is too small to say anything is left out.
@@ -117,4 +112,4 @@ def _fit(lines: list[str], parts: list[list[int]], max_bytes: int) -> str:
                 still_open.append(part)
         open_parts = still_open
         depth += 1
-    return "\n".join(kept[index] for index in sorted(kept))
+    return "\n".join(kept[index] for index in sorted(kept)) or _cut_line(text, max_bytes)

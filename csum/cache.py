@@ -75,8 +75,8 @@ def encode_summary(text: str, *, secret: bytes | None = None, key: str = "") -> 
     return head + b"\n" + payload
 
 
-def _split_value(value: bytes) -> tuple[bytes, bytes | None] | None:
-    """(payload, MAC or None) of a value whose version, length and checksum hold."""
+def _split_value(value: bytes) -> tuple[str, bytes, bytes | None] | None:
+    """(text, payload, MAC or None) of a value whose version, length, checksum and UTF-8 hold."""
     head, newline, payload = value.partition(b"\n")
     fields = head.split(b" ")
     if not newline or len(fields) not in (3, 4) or fields[0] != VALUE_VERSION:
@@ -86,21 +86,18 @@ def _split_value(value: bytes) -> tuple[bytes, bytes | None] | None:
         return None
     if xxhash.xxh3_64_hexdigest(payload).encode("ascii") != fields[1]:
         return None
-    return payload, fields[3] if len(fields) == 4 else None
-
-
-def _text(payload: bytes) -> str | None:
     try:
-        return payload.decode("utf-8", "surrogatepass")
+        text = payload.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError:
         return None
+    return text, payload, fields[3] if len(fields) == 4 else None
 
 
 def decode_summary(value: bytes) -> str | None:
     """The summary stored in ``value``; None when its version, length or checksum is off
     (a MAC, if any, is not checked here: :class:`SummaryCache` with a secret does)."""
     split = _split_value(value)
-    return None if split is None else _text(split[0])
+    return None if split is None else split[0]
 
 
 def _secret_bytes(secret: str | bytes | None) -> bytes | None:
@@ -296,11 +293,10 @@ class SummaryCache:
     ) -> tuple[str | None, StoreEventKind, str]:
         """(the usable summary in ``value`` or None, the event kind, the reason)."""
         split = _split_value(value)
-        text = None if split is None else _text(split[0])
-        if split is None or text is None:
+        if split is None:
             reason = f"stored entry of {len(value)} bytes failed its version/length/checksum check"
             return None, StoreEventKind.CACHE_CORRUPT, reason
-        payload, mac = split
+        text, payload, mac = split
         if self._secret is not None and (
             mac is None or not hmac.compare_digest(mac, _mac(self._secret, key, payload))
         ):

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib import resources
 from typing import Any, TextIO, TypeVar
 
@@ -22,9 +22,7 @@ import anyio
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
     ChainError,
-    IdTemplate,
     Message,
-    get_provider,
     open_with_human,
 )
 from cast.chainio import (
@@ -358,15 +356,6 @@ def _budget(args: argparse.Namespace) -> Budget:
     return Budget.tokens(int(text))
 
 
-def _max_prompt_bytes(args: argparse.Namespace) -> int:
-    if args.max_prompt_bytes is None:
-        return DEFAULT_MAX_PROMPT_BYTES
-    limit = _size("--max-prompt-bytes", args.max_prompt_bytes)
-    if limit < MIN_PROMPT_BYTES:
-        raise ValueError(f"--max-prompt-bytes must be at least {MIN_PROMPT_BYTES}, got {limit}")
-    return limit
-
-
 def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | None:
     """The clearing stage the options ask for (None: none asked for): ``base`` (the
     preset's stage, else the default) with the ``--clear-*`` options given."""
@@ -386,31 +375,27 @@ def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | Non
         raise ValueError(f"{flag}: {error}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class _Settings:
-    """What ``--budget`` runs with: the budget (the preset's settings, explicit options
-    winning), the clearing stage and the handler's prompt bound."""
-
-    budget: Budget
-    clearing: Clearing | None
-    max_prompt_bytes: int
-
-
-def _settings(args: argparse.Namespace) -> _Settings:
-    """The Compactor's settings from ``--budget``, ``--low-cost``/``--summary-only``,
-    the ratios and the ``--clear-*`` options; usage errors name their option."""
+def _settings(args: argparse.Namespace) -> tuple[Budget, Clearing | None, int]:
+    """(the budget, the clearing stage, the handler's prompt bound) from ``--budget``,
+    ``--low-cost``/``--summary-only``, the ratios, the ``--clear-*`` options and
+    ``--max-prompt-bytes``; usage errors name their option."""
     budget = _budget(args)
-    max_prompt_bytes = _max_prompt_bytes(args)
+    max_prompt_bytes = DEFAULT_MAX_PROMPT_BYTES
+    if args.max_prompt_bytes is not None:
+        max_prompt_bytes = _size("--max-prompt-bytes", args.max_prompt_bytes)
+        if max_prompt_bytes < MIN_PROMPT_BYTES:
+            raise ValueError(
+                f"--max-prompt-bytes must be at least {MIN_PROMPT_BYTES}, got {max_prompt_bytes}"
+            )
     _check_share("--keep-ratio", args.keep_ratio, 1)
     preset = LOW_COST if args.low_cost else SUMMARY_ONLY if args.summary_only else None
     base = DEFAULT_CLEARING if preset is None else preset.clearing
     clearing = _clearing(args, base) or base
     _check_share("--summary-ratio", args.summary_ratio, MAX_SUMMARY_RATIO)
     settings = {} if preset is None else preset.settings()
-    for name in ("keep_ratio", "summary_ratio"):
-        if getattr(args, name) is not None:
-            settings[name] = getattr(args, name)
-    return _Settings(budget.evolve(**settings), clearing, max_prompt_bytes)
+    ratios = {"keep_ratio": args.keep_ratio, "summary_ratio": args.summary_ratio}
+    settings.update({name: ratio for name, ratio in ratios.items() if ratio is not None})
+    return budget.evolve(**settings), clearing, max_prompt_bytes
 
 
 def _check_reference_usage(args: argparse.Namespace) -> None:
@@ -459,15 +444,6 @@ def _load(args: argparse.Namespace) -> tuple[Any, str]:
         return json.loads(text), "example:" + EXAMPLE
     origin = "standard input" if args.file == "-" else args.file
     return read_json(args.file, max_bytes=args.max_input_bytes), origin
-
-
-def _id_template(args: argparse.Namespace) -> IdTemplate:
-    """The template of summary call ids: given, the target provider's, or the default."""
-    if args.id_template:
-        return IdTemplate(args.id_template)
-    if args.target:
-        return get_provider(args.target).id_template
-    return IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)
 
 
 def _stores(args: argparse.Namespace) -> Stores:
@@ -547,7 +523,7 @@ def _reference(
         lambda: summarizer.summarize(
             handler,
             open_with_human(messages),  # a replay opening with an AI message
-            id_template=_id_template(args),
+            id_template=args.id_template or DEFAULT_TOOL_CALL_ID_TEMPLATE,
             on_call=progress,
             target=args.target,
             allow_growth=False,
@@ -559,12 +535,13 @@ def _reference(
 
 def _compact(
     args: argparse.Namespace,
-    settings: _Settings,
+    settings: tuple[Budget, Clearing | None, int],
     messages: list[Message],
     handler: Handler,
     err: TextIO,
 ) -> tuple[SummaryResult, bool]:
     """``--budget``: the Compactor bounds the whole chain; (what it did, over budget)."""
+    budget, clearing, max_prompt_bytes = settings
     progress = _Progress(err, not args.quiet)
     sent = [0, 0]
     if getattr(handler, "sized_by_compactor", False):
@@ -572,7 +549,7 @@ def _compact(
         # sized here as the Compactor would, at the summary share of the budget
         from csum.handlers import extractive
 
-        handler = extractive(summary_bytes(settings.budget, settings.budget.summary_ratio))
+        handler = extractive(summary_bytes(budget, budget.summary_ratio))
     inner = as_request_handler(handler)
 
     async def report(request: SummaryRequest) -> str:
@@ -585,13 +562,13 @@ def _compact(
     stores = _stores(args)
     compactor = Compactor(
         request_handler(report, repr(inner)),
-        budget=settings.budget,
-        clearing=settings.clearing,
+        budget=budget,
+        clearing=clearing,
         target=args.target,
         id_template=args.id_template,
         stores=stores,
         robustness=Robustness(
-            max_prompt_bytes=settings.max_prompt_bytes, max_concurrency=_piece_concurrency(args)
+            max_prompt_bytes=max_prompt_bytes, max_concurrency=_piece_concurrency(args)
         ),
     )
     result = _run(lambda: compactor.run(messages), stores, progress)

@@ -232,7 +232,8 @@ class FactGuard:
             if self.ask_again:
                 lost = lost_facts(request, fit_summary(summary, self.inner_bytes))
                 if lost:
-                    asked = replace(request, prompt=_ask_again(request.prompt, lost))
+                    facts = "\n".join(f"- {f.excerpt}" for f in lost[:20])
+                    asked = replace(request, prompt=request.prompt + _ASK_AGAIN + facts)
                     summary = await inner(asked)
             if len(request.prompt) < _THREAD_THRESHOLD:
                 return self.complete(request, summary)
@@ -280,10 +281,7 @@ _ASK_AGAIN = (
     "\n\nA first summary of the messages above lost these facts. Write the summary "
     "again, keeping them exactly as written where they matter:\n"
 )
-
-
-def _ask_again(prompt: str, lost: Sequence[LostFact], limit: int = 20) -> str:
-    return prompt + _ASK_AGAIN + "\n".join(f"- {f.excerpt}" for f in lost[:limit])
+"""Appended to a prompt, then the first 20 lost facts, one a line, for the second ask."""
 
 
 def guarded(

@@ -110,28 +110,21 @@ class RecallTool:
         for name, value in (("reference", reference), ("query", query)):
             if value is not None and not isinstance(value, str):
                 return f"error: '{name}' must be a string"
-        if reference and reference.strip():
-            return await self._by_reference(reference.strip())
-        if query and query.strip():
-            return await self._by_query(query)
-        return "error: give 'reference' (from an [archived: ...] line) or a non-empty 'query'"
-
-    async def _by_reference(self, reference: str) -> str:
         try:
-            messages = await self.archive.recall(reference)
+            if reference and reference.strip():
+                reference = reference.strip()
+                messages = await self.archive.recall(reference)
+                if not messages:
+                    return f"nothing archived under {reference!r}"
+                text = "\n\n".join(_render(message_reference(m), m) for m in messages)
+            elif query and query.strip():
+                hits = await self.archive.search(query, limit=self.max_hits)
+                lines = [f"[{hit.reference}] {line}" for hit in hits for line in hit.lines]
+                text = "\n".join(lines) if hits else f"no archived message contains {query!r}"
+            else:
+                return (
+                    "error: give 'reference' (from an [archived: ...] line) or a non-empty 'query'"
+                )
         except ValueError as exc:
-            return _cut(f"error: {exc}", self.max_bytes)
-        if not messages:
-            return f"nothing archived under {reference!r}"
-        blocks = [_render(message_reference(m), m) for m in messages]
-        return _cut("\n\n".join(blocks), self.max_bytes)
-
-    async def _by_query(self, query: str) -> str:
-        try:
-            hits = await self.archive.search(query, limit=self.max_hits)
-        except ValueError as exc:
-            return _cut(f"error: {exc}", self.max_bytes)
-        if not hits:
-            return _cut(f"no archived message contains {query!r}", self.max_bytes)
-        lines = [f"[{hit.reference}] {line}" for hit in hits for line in hit.lines]
-        return _cut("\n".join(lines), self.max_bytes)
+            text = f"error: {exc}"
+        return _cut(text, self.max_bytes)

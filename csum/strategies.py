@@ -4,7 +4,8 @@ output never depends on which handler call finished first."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
+from functools import partial
 
 from cast import (
     BodyPair,
@@ -99,28 +100,37 @@ async def summarize_section(
 ) -> Section:
     """The section with its whole body replaced by one summary pair (a human message
     follows it). A style that refuses growth keeps a body its summary would not shrink."""
-    style = _style(id_template)
-    kind = summary_type(section.body)
-    body_size = section.size - section.header.size
-    if style.keeps_original(summary_floor(style, kind), body_size):
-        return section
-    summarized = messages_of(section.body)
-    text = await calls.summarize(
-        human_of(section),
-        summarized,
-        phase="section summary",
-        section=index,
-        sizes=(section.header.size - _system_size(section), body_size),
-    )
-    pair = _pair(style, text, kind, summarized, f"section\x1f{index}", last=False)
-    if style.keeps_original(pair.size, body_size) or _grows_summary(section.body, pair):
+    pair = await _summary(calls, section, index, _style(id_template), section.body)
+    if pair is None or _grows_summary(section.body, pair):
         return section
     return section.evolve(body=(calls.adopt(pair),))
 
 
-def _system_size(section: Section) -> int:
+async def _summary(
+    calls: HandlerCalls,
+    section: Section,
+    index: int,
+    style: SummaryStyle,
+    pairs: Sequence[BodyPair],
+    *,
+    rotation: bool = False,
+) -> BodyPair | None:
+    """The summary pair of ``pairs`` of ``section`` (in its phase: section summary or last
+    section rotation); None where the style keeps them."""
+    kind = summary_type(pairs)
+    replaced = sum(p.size for p in pairs)
+    if style.keeps_original(summary_floor(style, kind), replaced):
+        return None
+    summarized = messages_of(pairs)
     system = section.header.system_message
-    return 0 if system is None else system.size
+    question = section.header.size - (0 if system is None else system.size)
+    phase = "last section rotation" if rotation else "section summary"
+    text = await calls.summarize(
+        human_of(section), summarized, phase=phase, section=index, sizes=(question, replaced)
+    )
+    seed = f"{'rotation' if rotation else 'section'}\x1f{index}"
+    pair = _pair(style, text, kind, summarized, seed, last=rotation)
+    return None if style.keeps_original(pair.size, replaced) else pair
 
 
 def _grows_summary(replaced: Sequence[BodyPair], pair: BodyPair) -> bool:
@@ -172,22 +182,8 @@ async def rotate_section(
     )
     if not summarize:
         return section
-    kind = summary_type(summarize)
-    replaced = sum(p.size for p in summarize)
-    if style.keeps_original(summary_floor(style, kind), replaced):
-        return section
-    summarized = messages_of(summarize)
-    text = await calls.summarize(
-        human_of(section),
-        summarized,
-        phase="last section rotation",
-        section=index,
-        sizes=(section.header.size - _system_size(section), replaced),
-    )
-    pair = _pair(style, text, kind, summarized, f"rotation\x1f{index}", last=True)
-    if style.keeps_original(pair.size, replaced):
-        return section
-    return section.evolve(body=(calls.adopt(pair), *keep))
+    pair = await _summary(calls, section, index, style, summarize, rotation=True)
+    return section if pair is None else section.evolve(body=(calls.adopt(pair), *keep))
 
 
 async def _oversized_summarized(
@@ -206,13 +202,8 @@ async def _oversized_summarized(
     ]
     if not oversized:
         return section
-
-    def job(i: int) -> Callable[[], Awaitable[str]]:
-        return lambda: calls.summarize(
-            human, body[i].messages(), phase="oversized pair summary", section=index
-        )
-
-    texts = await gather([job(i) for i in oversized])
+    summarize = partial(calls.summarize, human, phase="oversized pair summary", section=index)
+    texts = await gather([partial(summarize, body[i].messages()) for i in oversized])
     for i, text in zip(oversized, texts, strict=True):
         pair = body[i]
         seed = f"pair\x1f{index}\x1f{i}"
@@ -283,7 +274,11 @@ async def summarize_qa(
     ai_messages = messages_of(pairs)
     if not ai_messages:
         return ast
-    texts = await _qa_texts(calls, human_messages, ai_messages, config)
+    summarize = partial(calls.summarize, human_messages, section=0)
+    jobs = [partial(summarize, ai_messages, phase="QA summary")]
+    if config.summarize_human_in_qa and human_messages:  # the questions summarized too
+        jobs.append(partial(summarize, [], phase="QA human summary"))
+    texts = await gather(jobs)
     human: Message | None = None
     if len(texts) == 2:
         human = Message.from_parts(Role.HUMAN, (TextPart(text=texts[1]),))
@@ -298,23 +293,6 @@ async def summarize_qa(
     # A kept section keeps its own system message (repair opens a section with a late one).
     kept = sections[len(sections) - keep :]
     return ChainAST.build((folded_section, *_after_folded(folded, kept)))
-
-
-async def _qa_texts(
-    calls: HandlerCalls,
-    human_messages: list[Message],
-    ai_messages: list[Message],
-    config: SummarizerConfig,
-) -> list[str]:
-    """The QA summary of the folded sections (and of their questions), concurrently."""
-    jobs: list[Callable[[], Awaitable[str]]] = [
-        lambda: calls.summarize(human_messages, ai_messages, phase="QA summary", section=0)
-    ]
-    if config.summarize_human_in_qa and human_messages:
-        jobs.append(
-            lambda: calls.summarize(human_messages, [], phase="QA human summary", section=0)
-        )
-    return await gather(jobs)
 
 
 def _after_folded(folded: Sequence[Section], kept: Sequence[Section]) -> tuple[Section, ...]:
