@@ -27,9 +27,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.serve.apis import Api, api_for
+from csum.serve.body import RefusedError, check_items, parse, refusal
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
-from csum.serve.limits import RefusedError, check_items, parse, refusal
 from csum.serve.metrics import Metrics
 from csum.serve.summary_handler import Credentials
 from csum.serve.tenant import TenantKeys

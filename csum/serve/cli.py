@@ -14,12 +14,13 @@ from csum.serve.config import (
     DEFAULT_COMPACTION_WORKERS,
     DEFAULT_DEADLINE,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_ITEMS,
     DEFAULT_WINDOW_SHARE,
     SUMMARIZER_KINDS,
     UPSTREAM_APIS,
     ServeConfig,
 )
-from csum.serve.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
 from csum.serve.summary_handler import SummaryHandlerFactory
 
 __all__ = [

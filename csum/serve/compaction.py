@@ -22,7 +22,15 @@ from csum.cache import SummaryCache
 from csum.compactor import Compactor, summary_bytes
 from csum.config import DEFAULT_CLEARING, SUMMARY_ONLY, Budget, Stores
 from csum.serve.apis import Api
-from csum.serve.body import ScannedBody, check_depth, scan, skim, with_offsets
+from csum.serve.body import (
+    RefusedError,
+    ScannedBody,
+    check_depth,
+    check_items,
+    scan,
+    skim,
+    with_offsets,
+)
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import (
     ConversationState,
@@ -32,7 +40,6 @@ from csum.serve.conversation import (
     kept_of,
     raw_prefixes,
 )
-from csum.serve.limits import RefusedError, check_items
 from csum.serve.loop_stores import LoopArchive, LoopStore
 from csum.serve.pool import WorkerPool
 from csum.serve.reuse import (

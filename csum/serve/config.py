@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from csum.config import DEFAULT_KEEP_RATIO, Budget
-from csum.serve.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
 
 __all__ = [
     "CONVERSATION_HEADER",
     "DEFAULT_COMPACTION_WORKERS",
     "DEFAULT_DEADLINE",
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_ITEMS",
     "DEFAULT_WINDOW_SHARE",
     "GATEWAY_KEY_HEADER",
     "SUMMARIZER_KINDS",
@@ -22,6 +23,10 @@ __all__ = [
 
 DEFAULT_MAX_BODY_BYTES = 32 << 20
 """Largest request body the gateway reads (32 MiB); larger ones get 413."""
+DEFAULT_MAX_DEPTH = 100
+"""Deepest JSON nesting of a body the gateway decodes (400 beyond)."""
+DEFAULT_MAX_ITEMS = 20_000
+"""Most messages plus content blocks in a history the gateway decodes (413 beyond)."""
 DEFAULT_COMPACTION_WORKERS = 16
 """Compactions at once (threads of their own pool; store I/O has anyio's default pool)."""
 DEFAULT_DEADLINE = 60.0

@@ -29,7 +29,6 @@ __all__ = [
     "dumps",
     "kept_of",
     "raw_prefixes",
-    "without_cache_points",
 ]
 
 STATE_VERSION = 3
@@ -42,25 +41,24 @@ KEY_PREFIX = "csum:serve:conversation:"
 """Prefix of the conversation keys in the store."""
 
 
-def _is_cache_point(part: object) -> bool:
-    """An Anthropic ``cache_control`` marker (clients move it from turn to turn)."""
-    return (
-        isinstance(part, ProviderPart)
-        and part.provider == "anthropic"
-        and part.kind == "cache_control"
+def _unmarked(message: Message) -> Message:
+    """``message`` without its Anthropic ``cache_control`` markers (clients move them
+    from turn to turn); itself when it has none."""
+    parts = tuple(
+        part
+        for part in message.parts
+        if not (
+            isinstance(part, ProviderPart)
+            and part.provider == "anthropic"
+            and part.kind == "cache_control"
+        )
     )
-
-
-def without_cache_points(message: Message) -> Message:
-    """``message`` without its ``cache_control`` markers (itself when it has none)."""
-    if not any(map(_is_cache_point, message.parts)):
-        return message
-    return message.evolve(parts=tuple(p for p in message.parts if not _is_cache_point(p)))
+    return message if len(parts) == len(message.parts) else message.evolve(parts=parts)
 
 
 def chain_hash(messages: Sequence[Message]) -> str:
     """A hash of ``messages``' content, blind to cache markers (clients move them)."""
-    payload = native_codec.encode(without_cache_points(m) for m in messages)
+    payload = native_codec.encode(_unmarked(m) for m in messages)
     text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
 
@@ -68,7 +66,7 @@ def chain_hash(messages: Sequence[Message]) -> str:
 def kept_of(sent: Sequence[Message]) -> tuple[Message, ...]:
     """``sent`` without cache markers but on system messages (stale ones would add up
     past the provider's limit)."""
-    return tuple(m if m.role is Role.SYSTEM else without_cache_points(m) for m in sent)
+    return tuple(m if m.role is Role.SYSTEM else _unmarked(m) for m in sent)
 
 
 def conversation_key(
