@@ -51,7 +51,6 @@ __all__ = [
     "DECODED_ENCODINGS",
     "MAX_TRANSLATED_ANSWER",
     "RETRY_AFTER",
-    "BodyTooLargeError",
     "Gateway",
     "RequestGuard",
     "create_app",
@@ -66,10 +65,6 @@ MAX_TRANSLATED_ANSWER = 64 << 20
 """Largest non-streamed answer the gateway translates (502 beyond)."""
 RETRY_AFTER = 1
 """Seconds a client refused for load is told to wait (``Retry-After``)."""
-
-
-class BodyTooLargeError(Exception):
-    """The request body exceeds ``max_body_bytes``."""
 
 
 def _error(status: int, kind: str, message: str) -> JSONResponse:
@@ -118,19 +113,6 @@ class Gateway:
         given = request.headers.get(GATEWAY_KEY_HEADER, "")
         return hmac.compare_digest(given.encode(), key.encode())
 
-    async def body(self, request: Request) -> bytes:
-        """The request body, refused past ``max_body_bytes`` before it is all read
-        (``TimeoutError`` past ``body_timeout``)."""
-        limit = self.config.max_body_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise BodyTooLargeError
-        with anyio.fail_after(self.config.body_timeout):
-            data = await _read_at_most(request.stream(), limit)
-        if data is None:
-            raise BodyTooLargeError
-        return data
-
     async def forward(self, request: Request) -> Response:
         """Every proxied request: read, compact when it is one of the APIs, relay."""
         with span(self.tracer, "csum.serve.request", {"http.request.method": request.method}):
@@ -157,32 +139,41 @@ class Gateway:
         return await self._relay(request, started, body, sending)
 
     async def _request_body(self, request: Request) -> bytes | Response:
-        """The request's body, or the answer when it cannot be read."""
-        try:
-            return await self.body(request)
-        except BodyTooLargeError:
-            limit = self.config.max_body_bytes
+        """The request's body, or the answer when it cannot be read: 413 past
+        ``max_body_bytes`` (before it is all read), 408 past ``body_timeout``."""
+        limit, timeout = self.config.max_body_bytes, self.config.body_timeout
+        declared = request.headers.get("content-length")
+        data = None
+        if declared is None or not declared.isdigit() or int(declared) <= limit:
+            try:
+                with anyio.fail_after(timeout):
+                    data = await _read_at_most(request.stream(), limit)
+            except ClientDisconnect:
+                return Response(status_code=499)
+            except TimeoutError:
+                late = _error(
+                    408, "request_timeout", f"request body not received within {timeout:g} s"
+                )
+                late.headers["connection"] = "close"
+                return late
+        if data is None:
             return _error(413, "request_too_large", f"request body over {limit} bytes")
-        except ClientDisconnect:
-            return Response(status_code=499)
-        except TimeoutError:
-            timeout = self.config.body_timeout
-            late = _error(408, "request_timeout", f"request body not received within {timeout:g} s")
-            late.headers["connection"] = "close"
-            return late
+        return data
 
     def _decoded(self, request: Request, body: bytes) -> bytes | Response:
         """A body the gateway reads, its ``Content-Encoding`` undone."""
         encoding = request.headers.get("content-encoding", "").strip().lower()
         if encoding not in DECODED_ENCODINGS:
             return body
+        limit = self.config.max_body_bytes
+        decoder = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib, automatically
         try:
-            return _decompressed(body, self.config.max_body_bytes)
-        except BodyTooLargeError:
-            limit = self.config.max_body_bytes
-            return _error(413, "request_too_large", f"decoded request body over {limit} bytes")
+            out = decoder.decompress(body, limit + 1)  # refused before it is all decoded
+            if len(out) <= limit and not decoder.unconsumed_tail:
+                return out + decoder.flush()
         except zlib.error as exc:
             return _error(400, "invalid_request_error", f"cannot decode the body: {exc}")
+        return _error(413, "request_too_large", f"decoded request body over {limit} bytes")
 
     async def _outgoing(
         self,
@@ -476,15 +467,6 @@ class _Sending:
     outcome: Outcome | None = None
     translation: Translation | None = None
     asked: dict[str, Any] = field(default_factory=dict, repr=False)
-
-
-def _decompressed(body: bytes, limit: int) -> bytes:
-    """``body`` (gzip or zlib) decoded, refused past ``limit`` bytes before it all is."""
-    decoder = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib, automatically
-    out = decoder.decompress(body, limit + 1)
-    if len(out) > limit or decoder.unconsumed_tail:
-        raise BodyTooLargeError
-    return out + decoder.flush()
 
 
 def _translated_answer(
