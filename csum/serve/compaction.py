@@ -58,14 +58,13 @@ from csum.serve.reuse import (
     raw_prefix,
     spliced,
 )
-from csum.serve.summary_handler import Credentials, SummaryHandlerFactory, robustness
+from csum.serve.summary_handler import Credentials, SummaryHandlerFactory
 from csum.serve.tenant import ANONYMOUS
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 from csum.stores._protocol import ArchiveStore
 
 __all__ = [
-    "MODEL_PROMPT_BYTES",
     "PROVIDER_STATE_KEYS",
     "Outcome",
     "OutcomeKind",
@@ -75,8 +74,6 @@ __all__ = [
 
 _log = logging.getLogger("csum.serve")
 
-MODEL_PROMPT_BYTES = 1 << 20
-"""Largest prompt sent to a model handler (beyond it: summarized in pieces, merged)."""
 PROVIDER_STATE_KEYS = ("previous_response_id", "conversation")
 """Responses fields that make the provider hold the history (forwarded as it came)."""
 
@@ -474,9 +471,7 @@ class Rewriter:
             budget=budget,
             target=request.provider,
             stores=Stores(cache=cache, archive=archive),
-            # a model's input is bounded: what is evicted beyond it goes in pieces; one
-            # retry policy (the handlers make one attempt per call), within the deadline
-            robustness=robustness(summary.offline, MODEL_PROMPT_BYTES),
+            robustness=summary.robustness,
             clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
