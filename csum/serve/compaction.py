@@ -40,8 +40,7 @@ from csum.serve.conversation import (
     kept_of,
     raw_prefixes,
 )
-from csum.serve.loop_stores import LoopArchive, LoopStore
-from csum.serve.pool import WorkerPool
+from csum.serve.pool import LoopArchive, LoopStore, WorkerPool
 from csum.serve.reuse import (
     SEEN_IN_ALL,
     Known,
