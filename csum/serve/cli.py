@@ -355,9 +355,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         log_level=args.log_level,
         proxy_headers=False,
         log_config=uvicorn_log_config(),
-        http=protocol(
-            config.header_timeout, config.max_client_connections, config.max_connections_per_client
-        ),
+        http=protocol(config),
         timeout_keep_alive=args.keep_alive,
         server_header=False,
         date_header=False,

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_MAX_ITEMS",
     "DEFAULT_WINDOW_SHARE",
     "GATEWAY_KEY_HEADER",
+    "RETRY_AFTER",
     "SUMMARIZER_KINDS",
     "UPSTREAM_APIS",
     "ServeConfig",
@@ -40,6 +41,8 @@ UPSTREAM_APIS = ("same", "openai", "anthropic")
 ``anthropic`` Messages (the other APIs' requests translated: csum.serve.translate)."""
 SUMMARIZER_KINDS = ("extractive", "upstream", "openai", "anthropic")
 """``--summarizer``: offline, the upstream, or a separate endpoint (csum.serve.summary_handler)."""
+RETRY_AFTER = 1
+"""Seconds a client refused for load (503) is told to wait (``Retry-After``)."""
 GATEWAY_KEY_HEADER = "x-csum-key"
 """Request header carrying the gateway's own key when ``--gateway-key`` is set."""
 
