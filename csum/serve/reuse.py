@@ -363,10 +363,33 @@ def _encoded(
     return items
 
 
-_S = r"[ \t\n\r]*"
-_MARKER = r'"cache_control"' + _S + ":" + _S + r"\{[^{}]*\}"
-_MARKERS = re.compile("," + _S + _MARKER + "|" + _MARKER + "(?:" + _S + ",)?")
-"""A ``cache_control`` field and the comma joining it (before it, else after it)."""
+_MARKER = re.compile(r'"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}')
+_SPACE = " \t\n\r"
+
+
+def _without_markers(text: str) -> str:
+    """``text`` without its ``cache_control`` fields and the comma joining each."""
+    pieces: list[str] = []
+    at = 0
+    found = text.find('"cache_control"')
+    while found >= 0:
+        marker = _MARKER.match(text, found)
+        if marker is None:
+            found = text.find('"cache_control"', found + 1)
+            continue
+        start, end = found, marker.end()
+        before = len(text[at:start].rstrip(_SPACE)) + at
+        if before > at and text[before - 1] == ",":
+            start = before - 1  # ``, "cache_control": {...}``
+        else:
+            after = len(text) - len(text[end:].lstrip(_SPACE))
+            if text.startswith(",", after):
+                end = after + 1  # ``"cache_control": {...},`` first in its object
+        pieces.append(text[at:start])
+        at = end
+        found = text.find('"cache_control"', at)
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 def _blocks_unmarked(value: Any) -> Any:
@@ -387,7 +410,7 @@ def _unmarked_text(text: str, value: Any) -> str | None:
     ``value`` without them (a ``cache_control`` elsewhere)."""
     if '"cache_control"' not in text:
         return text
-    stripped = _MARKERS.sub("", text)
+    stripped = _without_markers(text)
     try:
         same = json.loads(stripped) == _blocks_unmarked(value)
     except ValueError:
