@@ -121,7 +121,10 @@ def skim(
     after = memoryview(raw.body)[raw.list_span[1] :]
     if len(body) - end_byte != len(after) or not body.endswith(after):
         return None
-    marks = _marks_after(marks, raw.body, body, at_byte)
+    roles, types = marks  # counted again from the first item parsed
+    roles += body.count(b'"role"', at_byte) - raw.body.count(b'"role"', at_byte)
+    types += body.count(b'"type"', at_byte) - raw.body.count(b'"type"', at_byte)
+    marks = roles, types
     if max_items is not None:
         check_marks(marks, max_items)
     shift = end - list_end
@@ -165,14 +168,6 @@ def _shifted(start: int, stop: int, list_start: int, shift: int) -> tuple[int, i
     if start < list_start:
         return start, stop
     return (start, stop + shift) if start == list_start else (start + shift, stop + shift)
-
-
-def _marks_after(marks: tuple[int, int], old: bytes, body: bytes, at: int) -> tuple[int, int]:
-    """The counts of ``"role"`` and ``"type"`` in ``body`` (``old`` up to ``at``)."""
-    roles, types = marks
-    roles += body.count(b'"role"', at) - old.count(b'"role"', at)
-    types += body.count(b'"type"', at) - old.count(b'"type"', at)
-    return roles, types
 
 
 def _shared_prefix(a: bytes, b: bytes) -> int:

@@ -217,15 +217,12 @@ class ConversationStates:
 
     def match(self, history: Sequence[Message]) -> tuple[int, list[Message]] | None:
         """(index, ``history`` rebuilt) of the longest state ``history`` starts with, or None."""
-        best: tuple[int, list[Message]] | None = None
-        best_len = -1
-        for index, state in enumerate(self.states):
-            if state.prefix_len <= best_len:
-                continue
+        longest_first = sorted(enumerate(self.states), key=lambda pair: -pair[1].prefix_len)
+        for index, state in longest_first:  # the first of equally long ones
             rebuilt = state.rebuilt(history)
             if rebuilt is not None:
-                best, best_len = (index, rebuilt), state.prefix_len
-        return best
+                return index, rebuilt
+        return None
 
     def with_state(self, state: ConversationState, replacing: int | None) -> ConversationStates:
         """These states with ``state`` first, in place of the one at ``replacing``."""
