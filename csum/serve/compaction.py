@@ -227,18 +227,26 @@ class Rewriter:
     ) -> Outcome | _Read:
         """The history's share of the body measured: an Outcome when it goes as it came."""
         api = request.api
-        unread = _unread(api, payload, len(request.body), self.config.max_items)
-        if unread is not None:
-            return unread
+        responses = api.name == "responses"
+        held = [k for k in PROVIDER_STATE_KEYS if responses and payload.get(k) not in (None, "")]
+        if held:
+            detail = f"the provider holds the history ({held[0]})"
+            return Outcome(
+                OutcomeKind.PROVIDER_STATE, bytes_before=len(request.body), detail=detail
+            )
         history = api.history(payload)
-        assert history is not None  # checked by _unread
+        if history is None:
+            return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
+        try:
+            check_items(history, api.list_key, self.config.max_items)
+        except RefusedError as exc:
+            return _refusal(exc)
         budget = self.config.budget_for(self._model(request, payload))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
         # the history's share of the body, not the body (Claude Code's tools are 80 KB):
-        # at most the body less the other fields' most compact JSON, written once here
-        # and into the body sent when it is rewritten
-        # (the same fields, byte for byte, as the request ``known`` is the same bytes as)
+        # at most the body less the other fields' most compact JSON, written once here (or
+        # the ``known`` request's, the same bytes) and into the body sent when rewritten
         other = fields_json(api.others(payload)) if known is None else dict(known.seen.other)
         share = len(request.body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
         if fits_by_size(request.body, budget, size=share):
@@ -599,26 +607,6 @@ def _refusal(exc: RefusedError) -> Outcome:
 def _tokens_saved(compactor: Compactor, before: list[Message], after: list[Message]) -> int:
     count = compactor.counter.count
     return max(0, sum(map(count, before)) - sum(map(count, after)))
-
-
-def _unread(api: Api, payload: dict[str, Any], length: int, max_items: int) -> Outcome | None:
-    """Why a parsed request goes as it came, or None."""
-    if api.name == "responses":
-        held = [k for k in PROVIDER_STATE_KEYS if payload.get(k) not in (None, "")]
-        if held:
-            return Outcome(
-                OutcomeKind.PROVIDER_STATE,
-                bytes_before=length,
-                detail=f"the provider holds the history ({held[0]})",
-            )
-    history = api.history(payload)
-    if history is None:
-        return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
-    try:
-        check_items(history, api.list_key, max_items)
-    except RefusedError as exc:
-        return _refusal(exc)
-    return None
 
 
 async def _states(store: SummaryStore, key: str, api: Api) -> tuple[ConversationStates, int]:
