@@ -14,6 +14,12 @@ from cast import Message
 
 __all__ = ["APIS", "Api", "api_for"]
 
+_CODECS: dict[str, Any] = {
+    "openai": openai_codec,
+    "anthropic": anthropic_codec,
+    "openai_responses": responses_codec,
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Api:
@@ -36,20 +42,20 @@ class Api:
 
     def decode(self, history: Mapping[str, Any]) -> list[Message]:
         """The messages of ``history`` (raises ``cast.CodecError`` naming a bad field)."""
-        if self.codec == "openai":
-            return openai_codec.decode(dict(history))
-        if self.codec == "anthropic":
-            return anthropic_codec.decode(dict(history))
-        return responses_codec.decode(dict(history))
+        messages: list[Message] = _CODECS[self.codec].decode(dict(history))
+        return messages
 
     def encode(self, messages: list[Message]) -> dict[str, Any]:
         """The history fields for ``messages``."""
         if self.codec == "openai":
             # OpenAI's tool messages need no function name (Mistral's do).
             return openai_codec.encode(messages, tool_names=False)
-        if self.codec == "anthropic":
-            return anthropic_codec.encode(messages)
-        return responses_codec.encode(messages)
+        fields: dict[str, Any] = _CODECS[self.codec].encode(messages)
+        return fields
+
+    def others(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of ``payload`` but its history's."""
+        return {k: v for k, v in payload.items() if k not in self.history_keys}
 
     def merged(self, payload: Mapping[str, Any], history: Mapping[str, Any]) -> dict[str, Any]:
         """``payload`` with its history fields replaced by ``history``, in its order."""

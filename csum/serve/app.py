@@ -27,9 +27,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.serve.apis import Api, api_for
+from csum.serve.body import RefusedError, check_items, parse, refusal
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
-from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, ServeConfig
-from csum.serve.limits import RefusedError, check_items, parse, refusal
+from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, RETRY_AFTER, ServeConfig
 from csum.serve.metrics import Metrics
 from csum.serve.summary_handler import Credentials
 from csum.serve.tenant import TenantKeys
@@ -50,8 +50,6 @@ __all__ = [
     "COUNT_TOKENS_PATH",
     "DECODED_ENCODINGS",
     "MAX_TRANSLATED_ANSWER",
-    "RETRY_AFTER",
-    "BodyTooLargeError",
     "Gateway",
     "RequestGuard",
     "create_app",
@@ -64,12 +62,6 @@ DECODED_ENCODINGS = ("gzip", "x-gzip", "deflate")
 """``Content-Encoding`` values of request bodies the gateway decodes to measure them."""
 MAX_TRANSLATED_ANSWER = 64 << 20
 """Largest non-streamed answer the gateway translates (502 beyond)."""
-RETRY_AFTER = 1
-"""Seconds a client refused for load is told to wait (``Retry-After``)."""
-
-
-class BodyTooLargeError(Exception):
-    """The request body exceeds ``max_body_bytes``."""
 
 
 def _error(status: int, kind: str, message: str) -> JSONResponse:
@@ -110,26 +102,13 @@ class Gateway:
                 if self.archive_store is not None:
                     await self.archive_store.aclose()
 
-    def authorized(self, request: Request) -> bool:
-        """Whether the request carries the gateway key (always, when none is set)."""
+    def unauthorized(self, request: Request) -> Response | None:
+        """401 when the request lacks the gateway key (None when it has it, or none is set)."""
         key = self.config.gateway_key
-        if key is None:
-            return True
         given = request.headers.get(GATEWAY_KEY_HEADER, "")
-        return hmac.compare_digest(given.encode(), key.encode())
-
-    async def body(self, request: Request) -> bytes:
-        """The request body, refused past ``max_body_bytes`` before it is all read
-        (``TimeoutError`` past ``body_timeout``)."""
-        limit = self.config.max_body_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise BodyTooLargeError
-        with anyio.fail_after(self.config.body_timeout):
-            data = await _read_at_most(request.stream(), limit)
-        if data is None:
-            raise BodyTooLargeError
-        return data
+        if key is None or hmac.compare_digest(given.encode(), key.encode()):
+            return None
+        return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
 
     async def forward(self, request: Request) -> Response:
         """Every proxied request: read, compact when it is one of the APIs, relay."""
@@ -138,8 +117,9 @@ class Gateway:
 
     async def _forward(self, request: Request) -> Response:
         started = time.perf_counter()
-        if not self.authorized(request):
-            return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
+        refused = self.unauthorized(request)
+        if refused is not None:
+            return refused
         body = await self._request_body(request)
         if isinstance(body, Response):
             return body
@@ -157,32 +137,41 @@ class Gateway:
         return await self._relay(request, started, body, sending)
 
     async def _request_body(self, request: Request) -> bytes | Response:
-        """The request's body, or the answer when it cannot be read."""
-        try:
-            return await self.body(request)
-        except BodyTooLargeError:
-            limit = self.config.max_body_bytes
+        """The request's body, or the answer when it cannot be read: 413 past
+        ``max_body_bytes`` (before it is all read), 408 past ``body_timeout``."""
+        limit, timeout = self.config.max_body_bytes, self.config.body_timeout
+        declared = request.headers.get("content-length")
+        data = None
+        if declared is None or not declared.isdigit() or int(declared) <= limit:
+            try:
+                with anyio.fail_after(timeout):
+                    data = await _read_at_most(request.stream(), limit)
+            except ClientDisconnect:
+                return Response(status_code=499)
+            except TimeoutError:
+                late = _error(
+                    408, "request_timeout", f"request body not received within {timeout:g} s"
+                )
+                late.headers["connection"] = "close"
+                return late
+        if data is None:
             return _error(413, "request_too_large", f"request body over {limit} bytes")
-        except ClientDisconnect:
-            return Response(status_code=499)
-        except TimeoutError:
-            timeout = self.config.body_timeout
-            late = _error(408, "request_timeout", f"request body not received within {timeout:g} s")
-            late.headers["connection"] = "close"
-            return late
+        return data
 
     def _decoded(self, request: Request, body: bytes) -> bytes | Response:
         """A body the gateway reads, its ``Content-Encoding`` undone."""
         encoding = request.headers.get("content-encoding", "").strip().lower()
         if encoding not in DECODED_ENCODINGS:
             return body
+        limit = self.config.max_body_bytes
+        decoder = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib, automatically
         try:
-            return _decompressed(body, self.config.max_body_bytes)
-        except BodyTooLargeError:
-            limit = self.config.max_body_bytes
-            return _error(413, "request_too_large", f"decoded request body over {limit} bytes")
+            out = decoder.decompress(body, limit + 1)  # refused before it is all decoded
+            if len(out) <= limit and not decoder.unconsumed_tail:
+                return out + decoder.flush()
         except zlib.error as exc:
             return _error(400, "invalid_request_error", f"cannot decode the body: {exc}")
+        return _error(413, "request_too_large", f"decoded request body over {limit} bytes")
 
     async def _outgoing(
         self,
@@ -266,7 +255,7 @@ class Gateway:
             return self._unreachable(endpoint, 504, "timeout", exc)
         except httpx.HTTPError as exc:
             return self._unreachable(endpoint, 502, "unreachable", exc)
-        self._answered(request, endpoint, sending, upstream.status_code, (started, sent))
+        self._answered(request, sending, upstream.status_code, (started, sent))
         if translation is not None and upstream.status_code == 200:
             return await self._translated_response(upstream, translation, sending.asked)
         return StreamingResponse(
@@ -277,15 +266,10 @@ class Gateway:
         )
 
     def _answered(
-        self,
-        request: Request,
-        endpoint: str,
-        sending: _Sending,
-        status: int,
-        times: tuple[float, float],
+        self, request: Request, sending: _Sending, status: int, times: tuple[float, float]
     ) -> None:
         """Metrics, span attributes and the log line of an upstream answer."""
-        started, sent = times
+        (started, sent), endpoint = times, sending.endpoint
         self.metrics.upstream_seconds.labels(endpoint).observe(time.perf_counter() - sent)
         self.metrics.requests.labels(endpoint, str(status)).inc()
         annotate(
@@ -340,12 +324,9 @@ class Gateway:
                 data = await _read_at_most(upstream.aiter_bytes(), MAX_TRANSLATED_ANSWER)
             finally:
                 await self.upstream.close(upstream)
-            if data is None:
-                message = f"the upstream's answer is over {MAX_TRANSLATED_ANSWER} bytes"
-                return JSONResponse(refusal(provider, 502, message, "api_error"), 502)
             translated = _translated_answer(translation, data, model, asked)
             if isinstance(translated, str):
-                message = f"the upstream's answer cannot be read: {translated}"
+                message = f"the upstream's answer {translated}"
                 return JSONResponse(refusal(provider, 502, message, "api_error"), 502)
             return JSONResponse(translated, headers=_dropped_header(translation, asked))
         stream = translation.stream(model, asked)
@@ -478,29 +459,23 @@ class _Sending:
     asked: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
-def _decompressed(body: bytes, limit: int) -> bytes:
-    """``body`` (gzip or zlib) decoded, refused past ``limit`` bytes before it all is."""
-    decoder = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib, automatically
-    out = decoder.decompress(body, limit + 1)
-    if len(out) > limit or decoder.unconsumed_tail:
-        raise BodyTooLargeError
-    return out + decoder.flush()
-
-
 def _translated_answer(
-    translation: Translation, data: bytes, model: str, asked: dict[str, Any]
+    translation: Translation, data: bytes | None, model: str, asked: dict[str, Any]
 ) -> dict[str, Any] | str:
-    """The upstream's whole answer ``data`` in the client's API, or what is wrong with it."""
+    """The upstream's whole answer ``data`` (None: too large) in the client's API, or
+    what is wrong with it."""
+    if data is None:
+        return f"is over {MAX_TRANSLATED_ANSWER} bytes"
     try:
         answer = json.loads(data)
     except (ValueError, RecursionError) as exc:
-        return f"not JSON ({type(exc).__name__})"
+        return f"cannot be read: not JSON ({type(exc).__name__})"
     if not isinstance(answer, dict):
-        return "not a JSON object"
+        return "cannot be read: not a JSON object"
     try:
         return translation.response(answer, model, asked)
     except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
-        return f"not an answer of its API ({type(exc).__name__})"
+        return f"cannot be read: not an answer of its API ({type(exc).__name__})"
 
 
 def _has_dot_segment(raw_path: bytes) -> bool:
@@ -530,9 +505,8 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
         return JSONResponse({"status": "ok", "workers": workers})
 
     async def metrics(request: Request) -> Response:
-        if not gateway.authorized(request):  # its counters tell what others sent
-            return _error(401, "authentication_error", f"missing or wrong {GATEWAY_KEY_HEADER}")
-        return Response(
+        refused = gateway.unauthorized(request)  # its counters tell what others sent
+        return refused or Response(
             gateway.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
         )
 

@@ -1,6 +1,8 @@
 """A request body's JSON text parsed once (``json.loads``' own scanner per value), with
 where its history items and fields lie in it; :func:`skim` reads a body against the
-conversation's last one, parsing only the items that differ."""
+conversation's last one, parsing only the items that differ. Bounds on what the gateway
+decodes, checked before the codec builds a message of each: nesting depth (400) and
+items (413), refused in the provider's error shape."""
 
 from __future__ import annotations
 
@@ -8,13 +10,26 @@ import json
 import json.decoder
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from csum.serve.limits import RefusedError, check_marks, check_roles, nesting_depth
-
-__all__ = ["RawOffsets", "ScannedBody", "Skimmed", "check_depth", "scan", "skim", "with_offsets"]
+__all__ = [
+    "RawOffsets",
+    "RefusedError",
+    "ScannedBody",
+    "Skimmed",
+    "check_depth",
+    "check_items",
+    "check_marks",
+    "check_roles",
+    "nesting_depth",
+    "parse",
+    "refusal",
+    "scan",
+    "skim",
+    "with_offsets",
+]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _BLANKS = frozenset(" \t\n\r")
@@ -60,17 +75,15 @@ class Skimmed:
 
 def scan(body: bytes, list_key: str, max_depth: int, max_items: int | None = None) -> ScannedBody:
     """``body`` parsed as ``json.loads`` would (``ValueError``), refused as
-    :func:`csum.serve.limits.parse` refuses it but for its depth (the caller checks it)."""
+    :func:`parse` refuses it but for its depth (the caller checks it)."""
     marks = None if max_items is None else check_roles(body, max_items)
     encoding = json.detect_encoding(body)
     text = body.decode(encoding, "surrogatepass")
     try:
         scanned = _object(text, list_key)
     except RecursionError:
-        raise RefusedError(400, f"the body nests over {max_depth} levels deep") from None
-    if encoding != "utf-8":
-        return scanned
-    return replace(scanned, marks=marks)
+        raise _too_deep(max_depth) from None
+    return scanned if encoding != "utf-8" else replace(scanned, marks=marks)
 
 
 def skim(
@@ -108,7 +121,10 @@ def skim(
     after = memoryview(raw.body)[raw.list_span[1] :]
     if len(body) - end_byte != len(after) or not body.endswith(after):
         return None
-    marks = _marks_after(marks, raw.body, body, at_byte)
+    roles, types = marks  # counted again from the first item parsed
+    roles += body.count(b'"role"', at_byte) - raw.body.count(b'"role"', at_byte)
+    types += body.count(b'"type"', at_byte) - raw.body.count(b'"type"', at_byte)
+    marks = roles, types
     if max_items is not None:
         check_marks(marks, max_items)
     shift = end - list_end
@@ -154,14 +170,6 @@ def _shifted(start: int, stop: int, list_start: int, shift: int) -> tuple[int, i
     return (start, stop + shift) if start == list_start else (start + shift, stop + shift)
 
 
-def _marks_after(marks: tuple[int, int], old: bytes, body: bytes, at: int) -> tuple[int, int]:
-    """The counts of ``"role"`` and ``"type"`` in ``body`` (``old`` up to ``at``)."""
-    roles, types = marks
-    roles += body.count(b'"role"', at) - old.count(b'"role"', at)
-    types += body.count(b'"type"', at) - old.count(b'"type"', at)
-    return roles, types
-
-
 def _shared_prefix(a: bytes, b: bytes) -> int:
     """How many bytes ``a`` and ``b`` start with alike (compared in halves, no copies)."""
     low, high = 0, min(len(a), len(b))
@@ -175,12 +183,6 @@ def _shared_prefix(a: bytes, b: bytes) -> int:
         else:
             high = middle - 1
     return low
-
-
-def check_depth(value: Any, max_depth: int) -> None:
-    """Raise :class:`RefusedError` (400) when ``value`` nests deeper than ``max_depth``."""
-    if nesting_depth(value, max_depth) > max_depth:
-        raise RefusedError(400, f"the body nests over {max_depth} levels deep")
 
 
 def _object(text: str, list_key: str) -> ScannedBody:
@@ -203,7 +205,7 @@ def _object(text: str, list_key: str) -> ScannedBody:
             raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
         start = _space(text, at + 1)
         if key == list_key and text.startswith("[", start):
-            value, at, spans = _array(text, start)
+            value, at, spans = _array_from(text, start + 1, first=True)
         else:
             value, at, spans = (*_value(text, start), None)
         if fields is not None and key in fields:
@@ -225,20 +227,14 @@ def _object(text: str, list_key: str) -> ScannedBody:
     return ScannedBody(payload, text, fields, items if fields is not None else None)
 
 
-def _array(text: str, start: int) -> tuple[list[Any], int, list[tuple[int, int]]]:
-    return _array_from(text, start + 1, first=True)
-
-
 def _array_from(text: str, at: int, *, first: bool) -> tuple[list[Any], int, list[tuple[int, int]]]:
     """The items of an array from ``at`` (just after its ``[`` or an item)."""
     values: list[Any] = []
     spans: list[tuple[int, int]] = []
     at = _space(text, at)
-    if first and text.startswith("]", at):
+    if text.startswith("]", at):
         return values, at + 1, spans
     if not first:
-        if text.startswith("]", at):
-            return values, at + 1, spans
         if not text.startswith(",", at):
             raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
         at = _space(text, at + 1)
@@ -264,3 +260,95 @@ def _value(text: str, at: int) -> tuple[Any, int]:
 
 def _space(text: str, at: int) -> int:
     return _SPACE.match(text, at).end()  # type: ignore[union-attr]
+
+
+class RefusedError(Exception):
+    """A request the gateway refuses to decode: ``status`` and ``message`` say why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def parse(body: bytes, max_depth: int, max_items: int | None = None) -> Any:
+    """``body`` parsed as JSON (``ValueError``), refused (:class:`RefusedError`, 400) when
+    it nests deeper than ``max_depth``; with ``max_items``, :func:`check_roles` first."""
+    if max_items is not None:
+        check_roles(body, max_items)
+    try:
+        payload = json.loads(body)
+    except RecursionError:
+        raise _too_deep(max_depth) from None
+    check_depth(payload, max_depth)
+    return payload
+
+
+def check_depth(value: Any, max_depth: int) -> None:
+    """Raise :class:`RefusedError` (400) when ``value`` nests deeper than ``max_depth``."""
+    if nesting_depth(value, max_depth) > max_depth:
+        raise _too_deep(max_depth)
+
+
+def nesting_depth(value: Any, stop: int | None = None) -> int:
+    """The deepest nesting of lists and dicts in ``value`` (1 for a flat list), in linear
+    time; the walk ends as soon as it passes ``stop``."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    depth = 0
+    while level:
+        depth += 1
+        if stop is not None and depth > stop:
+            return depth
+        below: list[Any] = []
+        for node in level:
+            children = node.values() if type(node) is dict else node
+            below.extend([c for c in children if type(c) is dict or type(c) is list])
+        level = below
+    return depth
+
+
+def check_roles(body: bytes, max_items: int) -> tuple[int, int]:
+    """Raise :class:`RefusedError` (413) before ``body`` is parsed when it names over
+    twice ``max_items`` roles and types (``"role"`` and ``"type"`` occur only in the
+    structure: a quote is escaped in a string); returns the two counts."""
+    marks = body.count(b'"role"'), body.count(b'"type"')
+    check_marks(marks, max_items)
+    return marks
+
+
+def check_marks(marks: tuple[int, int], max_items: int) -> None:
+    """:func:`check_roles`'s rule on the counts of ``"role"`` and ``"type"``."""
+    roles, types = marks
+    if roles > max_items or roles + types > 2 * max_items:
+        raise _too_many(max_items)
+
+
+def check_items(history: Mapping[str, Any], list_key: str, max_items: int) -> None:
+    """Raise :class:`RefusedError` (413) over ``max_items`` messages plus content blocks."""
+    turns = history.get(list_key)
+    if not isinstance(turns, list):
+        return
+    count = len(turns)
+    for turn in turns:
+        content = turn.get("content") if isinstance(turn, dict) else None
+        if isinstance(content, list):
+            count += len(content)
+        if count > max_items:
+            raise _too_many(max_items)
+
+
+def refusal(provider: str, status: int, message: str, kind: str | None = None) -> dict[str, Any]:
+    """The error body of a refused request in ``provider``'s shape."""
+    if kind is None:
+        kind = "request_too_large" if status == 413 else "invalid_request_error"
+    if provider == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _too_deep(max_depth: int) -> RefusedError:
+    return RefusedError(400, f"the body nests over {max_depth} levels deep")
+
+
+def _too_many(max_items: int) -> RefusedError:
+    return RefusedError(413, f"the history holds over {max_items} messages and content blocks")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from typing import TextIO
 
 from cast.chainio import parse_size
@@ -14,12 +14,13 @@ from csum.serve.config import (
     DEFAULT_COMPACTION_WORKERS,
     DEFAULT_DEADLINE,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_ITEMS,
     DEFAULT_WINDOW_SHARE,
     SUMMARIZER_KINDS,
     UPSTREAM_APIS,
     ServeConfig,
 )
-from csum.serve.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
 from csum.serve.summary_handler import SummaryHandlerFactory
 
 __all__ = [
@@ -48,6 +49,10 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     """Add ``serve`` to ``csum``'s sub-commands, its flags in groups (as ``--help`` lists
     them)."""
     parser = commands.add_parser("serve", help="run the compaction gateway (needs the serve extra)")
+    # a flag named as a ServeConfig field and given no default of its own defaults to the
+    # field's (--keep-ratio's depends on --summary-only: config_from)
+    defaults = {f.name: f.default for f in fields(ServeConfig) if f.default is not MISSING}
+    parser.set_defaults(**{k: v for k, v in defaults.items() if k != "keep_ratio"})
     _add_upstream(parser.add_argument_group("upstream"))
     _add_clients(parser.add_argument_group("clients"))
     _add_budget(parser.add_argument_group("budget"))
@@ -63,7 +68,6 @@ def _add_upstream(group: argparse._ArgumentGroup) -> None:
     add(
         "--upstream-api",
         choices=UPSTREAM_APIS,
-        default="same",
         help="same: the upstream speaks the client's API (default); openai: it speaks Chat "
         "Completions only, Anthropic Messages and Responses requests are translated; "
         "anthropic: it speaks Anthropic Messages only, Chat Completions and Responses "
@@ -80,12 +84,11 @@ def _add_upstream(group: argparse._ArgumentGroup) -> None:
         "upstream cannot run (web_search, tool_search, ...) instead of dropping it from tools "
         "(named in the x-csum-dropped-tools response header)",
     )
-    add("--timeout", type=float, default=600.0, help="upstream read timeout, s (default 600)")
-    add("--connect-timeout", type=float, default=10.0, help="upstream connect timeout, s")
+    add("--timeout", type=float, help="upstream read timeout, s (default 600)")
+    add("--connect-timeout", type=float, help="upstream connect timeout, s")
     add(
         "--max-connections",
         type=int,
-        default=100,
         help="upstream requests in flight (its connection pool); one more is answered 503 "
         "with Retry-After at once (default 100)",
     )
@@ -110,25 +113,21 @@ def _add_clients(group: argparse._ArgumentGroup) -> None:
     add(
         "--max-client-connections",
         type=int,
-        default=1024,
         help="client connections open at once; one more is answered 503 (default 1024)",
     )
     add(
         "--max-connections-per-client",
         type=int,
-        default=128,
         help="client connections open at once from one address (default 128)",
     )
     add(
         "--header-timeout",
         type=float,
-        default=10.0,
         help="seconds a client has to send its request headers, 408 beyond (default 10)",
     )
     add(
         "--body-timeout",
         type=float,
-        default=60.0,
         help="seconds a client has to send its whole body, 408 beyond (default 60)",
     )
     _add_body_limits(group)
@@ -145,14 +144,12 @@ def _add_body_limits(group: argparse._ArgumentGroup) -> None:
     add(
         "--max-depth",
         type=int,
-        default=DEFAULT_MAX_DEPTH,
         help="deepest JSON nesting of a body the gateway decodes, 400 beyond (default "
         f"{DEFAULT_MAX_DEPTH})",
     )
     add(
         "--max-items",
         type=int,
-        default=DEFAULT_MAX_ITEMS,
         help="most messages plus content blocks in a history the gateway decodes, 413 "
         f"beyond (default {DEFAULT_MAX_ITEMS})",
     )
@@ -170,14 +167,12 @@ def _add_budget(group: argparse._ArgumentGroup) -> None:
     add(
         "--window-share",
         type=float,
-        default=DEFAULT_WINDOW_SHARE,
         help="without --budget: share of the model's context window (default "
         f"{DEFAULT_WINDOW_SHARE})",
     )
     add(
         "--keep-ratio",
         type=float,
-        default=None,
         metavar="R",
         help="share of the budget a compaction brings the chain to (default "
         f"{DEFAULT_KEEP_RATIO:g}; {SUMMARY_ONLY.keep_ratio:g} with --summary-only)",
@@ -197,7 +192,6 @@ def _add_summarizer(group: argparse._ArgumentGroup) -> None:
     add(
         "--summarizer",
         choices=SUMMARIZER_KINDS,
-        default="extractive",
         help="what writes the summaries: extractive (offline, default) | upstream (the "
         "upstream, with the key of the request being compacted) | openai | anthropic (a "
         "separate endpoint: --summarizer-url, --summarizer-model, --summarizer-key-env)",
@@ -220,7 +214,6 @@ def _add_state(group: argparse._ArgumentGroup) -> None:
     add = group.add_argument
     add(
         "--store",
-        default="memory",
         metavar="memory|PATH|redis://...",
         help="conversation state and summary cache (default memory; Redis for replicas)",
     )
@@ -233,7 +226,6 @@ def _add_state(group: argparse._ArgumentGroup) -> None:
     add(
         "--state-ttl",
         type=float,
-        default=7 * 24 * 3600.0,
         help="seconds a conversation's state lives (default 7 days)",
     )
     add(
@@ -251,7 +243,6 @@ def _add_state(group: argparse._ArgumentGroup) -> None:
     add(
         "--archive-ttl",
         type=float,
-        default=7 * 24 * 3600.0,
         help="seconds an archive session lives after its last write (default 7 days)",
     )
 
@@ -267,13 +258,11 @@ def _add_run(group: argparse._ArgumentGroup) -> None:
     add(
         "--compaction-workers",
         type=int,
-        default=DEFAULT_COMPACTION_WORKERS,
         help=f"compactions at once, in threads of their own (default {DEFAULT_COMPACTION_WORKERS})",
     )
     add(
         "--deadline",
         type=float,
-        default=DEFAULT_DEADLINE,
         help="seconds a request may wait for and spend in its compaction, summary calls "
         f"included, before it is forwarded uncompacted (default {DEFAULT_DEADLINE:g})",
     )
@@ -366,9 +355,7 @@ def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
         log_level=args.log_level,
         proxy_headers=False,
         log_config=uvicorn_log_config(),
-        http=protocol(
-            config.header_timeout, config.max_client_connections, config.max_connections_per_client
-        ),
+        http=protocol(config),
         timeout_keep_alive=args.keep_alive,
         server_header=False,
         date_header=False,

@@ -19,11 +19,18 @@ import xxhash
 from cast import Message, get_provider
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
-from csum.compaction import CompactionResult
 from csum.compactor import Compactor, summary_bytes
 from csum.config import DEFAULT_CLEARING, SUMMARY_ONLY, Budget, Stores
 from csum.serve.apis import Api
-from csum.serve.body import ScannedBody, check_depth, scan, skim, with_offsets
+from csum.serve.body import (
+    RefusedError,
+    ScannedBody,
+    check_depth,
+    check_items,
+    scan,
+    skim,
+    with_offsets,
+)
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import (
     ConversationState,
@@ -33,33 +40,30 @@ from csum.serve.conversation import (
     kept_of,
     raw_prefixes,
 )
-from csum.serve.limits import RefusedError, check_items
-from csum.serve.loop_stores import LoopArchive, LoopStore
-from csum.serve.pool import WorkerPool
+from csum.serve.pool import LoopArchive, LoopStore, WorkerPool
 from csum.serve.reuse import (
     SEEN_IN_ALL,
+    Known,
     RawHashes,
     Scope,
     Seen,
     SeenRequests,
     call_names,
     composed,
+    encoded_as_sent,
     fields_json,
     matching,
     opening_count,
     raw_prefix,
     spliced,
 )
-from csum.serve.summary_handler import Credentials, SummaryHandlerFactory, robustness
+from csum.serve.summary_handler import Credentials, SummaryHandlerFactory
 from csum.serve.tenant import ANONYMOUS
-from csum.serve.translate.responses_as_sent import as_sent
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 from csum.stores._protocol import ArchiveStore
-from csum.tokens import EstimatedTokens
 
 __all__ = [
-    "MODEL_PROMPT_BYTES",
     "PROVIDER_STATE_KEYS",
     "Outcome",
     "OutcomeKind",
@@ -69,8 +73,6 @@ __all__ = [
 
 _log = logging.getLogger("csum.serve")
 
-MODEL_PROMPT_BYTES = 1 << 20
-"""Largest prompt sent to a model handler (beyond it: summarized in pieces, merged)."""
 PROVIDER_STATE_KEYS = ("previous_response_id", "conversation")
 """Responses fields that make the provider hold the history (forwarded as it came)."""
 
@@ -145,7 +147,7 @@ class Rewriter:
         self._floors_logged: set[str] = set()
         self._keys: dict[tuple[str, str, str], str] = {}  # by the opening's raw text
         self._seen = SeenRequests()
-        self._records: dict[str, tuple[bytes, list[tuple[int, int, RawPrefix | None]]]] = {}
+        self._records: dict[str, tuple[bytes, list[tuple[int, RawPrefix | None]]]] = {}
         self._records_lock = threading.Lock()
 
     async def rewrite(
@@ -179,25 +181,20 @@ class Rewriter:
             return await self._compacted(request, read, self.store, self.archive_store)
         token = anyio.lowlevel.current_token()
         outcome = await self.pool.run(lambda: self._in_worker(request, token), until)
-        if outcome is None:
-            return _past_deadline(api)
-        return outcome
+        return _past_deadline(api) if outcome is None else outcome
 
     def _in_worker(self, request: _Request, token: anyio.lowlevel.EventLoopToken) -> Outcome:
         """The request read, and compacted when due on this worker thread's own loop."""
         read = self._read(request)
         if isinstance(read, Outcome):
             return read
-        store: SummaryStore = LoopStore(self.store, token)
-        archive: ArchiveStore | None = None
-        if self.archive_store is not None:
-            archive = LoopArchive(self.archive_store, token)
-        return anyio.run(self._compacted, request, read, store, archive)
+        archive = None if self.archive_store is None else LoopArchive(self.archive_store, token)
+        return anyio.run(self._compacted, request, read, LoopStore(self.store, token), archive)
 
     def _read(self, request: _Request) -> Outcome | _Read:
         """The body parsed (once) and measured: an Outcome when it goes as it came."""
         try:
-            scanned, seen = self._scanned(request)
+            scanned, known = self._scanned(request)
         except RefusedError as exc:
             return _refusal(exc)
         except ValueError as exc:  # not JSON: the upstream will say so
@@ -209,51 +206,54 @@ class Rewriter:
             refused = self._too_deep(payload)
             if refused is not None:
                 return refused
-        read = self._measured(request, scanned, payload, seen)
+        read = self._measured(request, scanned, payload, known)
         if isinstance(read, Outcome) and request.upstream is not None:
             return replace(read, payload=payload)
         return read
 
-    def _scanned(self, request: _Request) -> tuple[ScannedBody, _Known | None]:
+    def _scanned(self, request: _Request) -> tuple[ScannedBody, Known | None]:
         """The body read against the last requests of its scope (skim), or scanned whole."""
         api, body, max_items = request.api, request.body, self.config.max_items
-        recent = self._seen.recent(_scope(request))
+        recent = self._seen.recent(request.scope)
         if recent:
             skimmed = skim(body, [seen.scanned for _, seen in recent], api.list_key, max_items)
             if skimmed is not None:
                 number, seen = recent[skimmed.earlier]
-                return skimmed.scanned, _Known(seen, number, skimmed.fresh)
+                return skimmed.scanned, Known(seen, number, skimmed.fresh)
         return scan(body, api.list_key, self.config.max_depth, max_items), None
 
     def _measured(
-        self,
-        request: _Request,
-        scanned: ScannedBody,
-        payload: dict[str, Any],
-        known: _Known | None = None,
+        self, request: _Request, scanned: ScannedBody, payload: dict[str, Any], known: Known | None
     ) -> Outcome | _Read:
         """The history's share of the body measured: an Outcome when it goes as it came."""
         api = request.api
-        unread = _unread(api, payload, len(request.body), self.config.max_items)
-        if unread is not None:
-            return unread
+        responses = api.name == "responses"
+        held = [k for k in PROVIDER_STATE_KEYS if responses and payload.get(k) not in (None, "")]
+        if held:
+            detail = f"the provider holds the history ({held[0]})"
+            return Outcome(
+                OutcomeKind.PROVIDER_STATE, bytes_before=len(request.body), detail=detail
+            )
         history = api.history(payload)
-        assert history is not None  # checked by _unread
+        if history is None:
+            return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
+        try:
+            check_items(history, api.list_key, self.config.max_items)
+        except RefusedError as exc:
+            return _refusal(exc)
         budget = self.config.budget_for(self._model(request, payload))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
         # the history's share of the body, not the body (Claude Code's tools are 80 KB):
-        # at most the body less the other fields' most compact JSON, written once here
-        # and into the body sent when it is rewritten
-        if known is not None:  # the same fields, byte for byte
-            other = dict(known.seen.other)
-        else:
-            other = fields_json({k: v for k, v in payload.items() if k not in api.history_keys})
+        # at most the body less the other fields' most compact JSON, written once here (or
+        # the ``known`` request's, the same bytes) and into the body sent when rewritten
+        other = fields_json(api.others(payload)) if known is None else dict(known.seen.other)
         share = len(request.body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
         if fits_by_size(request.body, budget, size=share):
             within = Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=share)
             return self._too_deep(payload) or within
-        return _Read(scanned, payload, history, budget, other, known)
+        hashes = RawHashes(scanned, api, known)
+        return _Read(scanned, payload, history, budget, other, hashes, known)
 
     def _model(self, request: _Request, payload: dict[str, Any]) -> object:
         """The model the request goes to: ``--upstream-model`` when it is translated."""
@@ -272,31 +272,29 @@ class Rewriter:
     async def _compacted(
         self, request: _Request, read: _Read, store: SummaryStore, archive: ArchiveStore | None
     ) -> Outcome:
+        """The outcome of a request to compact: reused, refused, or from the full path (the
+        client's request as an object along, when translated next and not rewritten)."""
         try:
+            outcome: Outcome | None = None
             with anyio.move_on_after(request.until - time.monotonic()):
-                reused = await self._reused(request, read, store)
-                if reused is not None:
-                    return reused
-                refused = self._too_deep(read.payload)
-                if refused is not None:
-                    return refused
-                return await self._rewrite(request, read, store=store, archive_store=archive)
-            outcome = _past_deadline(request.api)
+                outcome = (
+                    await self._reused(request, read, store)
+                    or self._too_deep(read.payload)
+                    or await self._rewrite(request, read, store, archive)
+                )
+            outcome = outcome or _past_deadline(request.api)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
-            _log.warning(
-                "compaction failed, forwarding uncompacted",
-                extra={"endpoint": request.api.name, "error": type(exc).__name__},
-            )
+            _warn("compaction failed, forwarding uncompacted", request.api, type(exc).__name__)
             outcome = Outcome(OutcomeKind.FAILED, detail=type(exc).__name__)
-        return outcome if request.upstream is None else replace(outcome, payload=read.payload)
+        if request.upstream is None or outcome.payload is not None:
+            return outcome
+        return replace(outcome, payload=read.payload)
 
     async def _reused(self, request: _Request, read: _Read, store: SummaryStore) -> Outcome | None:
         """A compacted conversation's request recognised by its items' raw text, sent
         without decoding them (csum.serve.reuse); None: the full path decides."""
         api = request.api
-        known = read.known
-        hashes = _hashes(read, api)
-        key = self._known_key(request, read, hashes)
+        key = self._known_key(request, read)
         if key is None:
             return None
         try:
@@ -304,31 +302,37 @@ class Rewriter:
             prefixes = [] if stored is None else self._raw_prefixes(key, stored)
         except Exception:  # noqa: BLE001 -- the full path retries and reports it
             return None
-        raw = matching(prefixes, read.scanned, api, hashes)
+        raw = matching(prefixes, read.hashes)
         if raw is None:
             return None
         # the prefix's text nested within bounds when it was compacted (and the other
         # fields when the request they are the same bytes as was read): the rest is checked
-        rest = {} if known else {k: v for k, v in read.payload.items() if k not in api.history_keys}
+        rest = {} if read.known else api.others(read.payload)
         refused = self._too_deep({**rest, api.list_key: read.history[api.list_key][raw.items :]})
         if refused is not None:
             return refused
-        profile = get_provider(request.provider)
-        measure = (read.budget, _COUNTER)  # a keeper compacts over its limit only
-        found = spliced(api, read.scanned, raw, profile, measure=measure, other=read.other)
+        found = spliced(
+            api,
+            read.scanned,
+            raw,
+            get_provider(request.provider),
+            budget=read.budget,  # a keeper compacts over its limit only
+            other=read.other,
+            as_object=request.upstream is not None,
+        )
         if found is None:
             return None
-        self._remember(request, read, hashes)
+        self._remember(request, read)
         return Outcome(
             OutcomeKind.REUSED,
             body=found.body,
-            payload=None if request.upstream is None else found.payload(),
+            payload=found.payload,
             bytes_before=found.bytes_before,
             bytes_after=found.bytes_after,
             tokens_saved=found.tokens_saved,
         )
 
-    def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, int, RawPrefix | None]]:
+    def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, RawPrefix | None]]:
         """:func:`raw_prefixes` of the record ``stored`` under ``key``, read once per record."""
         digest = xxhash.xxh3_128_digest(stored)
         with self._records_lock:
@@ -342,58 +346,50 @@ class Rewriter:
             self._records[key] = (digest, prefixes)
         return prefixes
 
-    def _remember(self, request: _Request, read: _Read, hashes: RawHashes | None) -> None:
+    def _remember(self, request: _Request, read: _Read) -> None:
         """Remember the request, to read its conversation's next one against it."""
         # skim reads the earlier body's bytes, not its text: the text is not kept
         scanned = replace(with_offsets(read.scanned, request.body, request.api.list_key), text="")
-        seen = Seen(scanned, read.other, {}, None)
-        if hashes is not None:
-            seen = Seen(scanned, read.other, hashes.done, hashes.chain)
+        seen = Seen(scanned, read.other, read.hashes.done, read.hashes.chain)
         number = None if read.known is None else read.known.number
-        self._seen.remember(_scope(request), seen, number)
+        self._seen.remember(request.scope, seen, number)
 
-    def _known_key(self, request: _Request, read: _Read, hashes: RawHashes) -> str | None:
+    def _known_key(self, request: _Request, read: _Read) -> str | None:
         """The conversation's key without decoding (header, or remembered), or None."""
         if request.conversation:
             return conversation_key(request.api.name, [], request.conversation, request.tenant)
-        opening = self._opening_digest(request, read, hashes)
-        return None if opening is None else self._keys.get(opening)
+        opening = self._opening(request, read)
+        return None if opening is None else self._keys.get(opening[0])
 
-    def _opening_digest(
-        self, request: _Request, read: _Read, hashes: RawHashes
-    ) -> tuple[str, str, str] | None:
+    def _opening(self, request: _Request, read: _Read) -> tuple[tuple[str, str, str], int] | None:
+        """The key of the opening's raw text (endpoint, tenant, hash), and its item count."""
         api = request.api
         count = opening_count(read.history.get(api.list_key) or [])
         if count is None:
             return None
-        digest = hashes.digests([count])[count]
-        return None if digest is None else (api.name, request.tenant, digest)
+        digest = read.hashes.digests([count])[count]
+        return None if digest is None else ((api.name, request.tenant, digest), count)
 
-    def _remember_key(self, request: _Request, read: _Read, key: str, hashes: RawHashes) -> None:
+    def _remember_key(self, request: _Request, read: _Read, key: str) -> None:
         """Remember ``key`` for the opening's raw text, when the opening alone gives it."""
-        if request.conversation:
-            return
-        opening = self._opening_digest(request, read, hashes)
-        if opening is None or self._keys.get(opening) == key:
+        opening = None if request.conversation else self._opening(request, read)
+        if opening is None or self._keys.get(opening[0]) == key:
             return
         api = request.api
-        values = read.history[api.list_key]
-        count = opening_count(values) or 0
-        fields = {k: v for k, v in read.history.items() if k != api.list_key}
+        history = {**read.history, api.list_key: read.history[api.list_key][: opening[1]]}
         try:
-            alone = api.decode({**fields, api.list_key: values[:count]})
+            alone = api.decode(history)
         except Exception:  # noqa: BLE001 -- not remembered: the full path goes on
             return
         if conversation_key(api.name, alone, None, request.tenant) == key:
             if len(self._keys) >= _FLOORS_REMEMBERED:
                 self._keys.clear()
-            self._keys[opening] = key
+            self._keys[opening[0]] = key
 
     async def _rewrite(
         self,
         request: _Request,
         read: _Read,
-        *,
         store: SummaryStore,
         archive_store: ArchiveStore | None,
     ) -> Outcome:
@@ -401,32 +397,36 @@ class Rewriter:
         api = request.api
         messages = api.decode(read.history)
         key = conversation_key(api.name, messages, request.conversation, request.tenant)
-        hashes = _hashes(read, api)
-        self._remember_key(request, read, key, hashes)
+        self._remember_key(request, read, key)
         states, store_failures = await _states(store, key, api)
         match = states.match(messages)
-        chain = messages if match is None else match[1]
         compactor = self._keeper(request, read, key, store, archive_store)
         if match is not None:
             compactor.restore_summary_depths(states.states[match[0]].depths)
-        result = await compactor.run(chain)
-        counts = _store_counts(result)
-        store_failures += counts[2]
-        if not result.compacted and match is None:
-            unchanged = self._unchanged(key, api, read.budget, result, store_failures)
-            if request.upstream is None:
-                return unchanged
-            return replace(unchanged, payload=read.payload, chain=messages)
+        result = await compactor.run(messages if match is None else match[1])
+        events = [e.kind for e in result.store_events]
+        store_failures += sum(1 for kind in events if kind in _UNAVAILABLE)
+        over, floor = result.over_budget, result.size_after if result.over_budget else 0
+        if over:
+            self._log_floor(key, api, read.budget, floor)
+        if not result.compacted and match is None:  # left as it was, in no compacted conversation
+            return Outcome(
+                OutcomeKind.OVER_FLOOR if over else OutcomeKind.WITHIN_BUDGET,
+                bytes_before=result.bytes_before,
+                bytes_after=result.bytes_before,
+                store_failures=store_failures,
+                floor=floor,
+                chain=None if request.upstream is None else messages,
+            )
         if result.compacted:
             state = self._state(request, read, messages, result.messages, compactor)
             kept = states.with_state(state, None if match is None else match[0])
             store_failures += await _stored(store, key, kept, self.config.state_ttl, api)
         kind = OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED
-        if result.over_budget:
+        if over:
             kind = OutcomeKind.OVER_FLOOR
-            self._log_floor(key, api, read.budget, result.size_after)
         body, payload = self._encoded(request, read, result.messages)
-        self._remember(request, read, hashes)
+        self._remember(request, read)
         return Outcome(
             kind,
             body=body,
@@ -435,12 +435,12 @@ class Rewriter:
             bytes_after=result.bytes_after,
             tokens_saved=_tokens_saved(compactor, messages, result.messages),
             handler_calls=result.handler_calls,
-            cache_hits=counts[0],
+            cache_hits=events.count(StoreEventKind.CACHE_HIT),
             store_failures=store_failures,
             depth=max((e.depth for e in result.events), default=0) if result.compacted else 0,
-            archived=counts[1],
+            archived=events.count(StoreEventKind.ARCHIVED),
             compacted=result.compacted,
-            floor=result.size_after if result.over_budget else 0,
+            floor=floor,
             chain=None if request.upstream is None else result.messages,
         )
 
@@ -478,25 +478,8 @@ class Rewriter:
             budget=budget,
             target=request.provider,
             stores=Stores(cache=cache, archive=archive),
-            # a model's input is bounded: what is evicted beyond it goes in pieces; one
-            # retry policy (the handlers make one attempt per call), within the deadline
-            robustness=robustness(summary.offline, MODEL_PROMPT_BYTES),
+            robustness=summary.robustness,
             clearing=stage.get("clearing", DEFAULT_CLEARING),
-        )
-
-    def _unchanged(
-        self, key: str, api: Api, budget: Budget, result: CompactionResult, store_failures: int
-    ) -> Outcome:
-        """A chain the Compactor left as it was, in no compacted conversation."""
-        over = result.over_budget
-        if over:
-            self._log_floor(key, api, budget, result.size_after)
-        return Outcome(
-            OutcomeKind.OVER_FLOOR if over else OutcomeKind.WITHIN_BUDGET,
-            bytes_before=result.bytes_before,
-            bytes_after=result.bytes_before,
-            store_failures=store_failures,
-            floor=result.size_after if over else 0,
         )
 
     def _state(
@@ -520,7 +503,8 @@ class Rewriter:
             _tokens_saved(compactor, messages, list(kept)),
         )
         profile = get_provider(request.provider)
-        raw = raw_prefix(api, read.scanned, kept, profile, sizes=sizes, calls=call_names(messages))
+        calls = call_names(messages)
+        raw = raw_prefix(api, read.scanned, kept, profile, read.hashes, sizes=sizes, calls=calls)
         state = ConversationState.after(messages, sent, compactor.summary_depths)
         return replace(state, raw=raw)
 
@@ -529,9 +513,7 @@ class Rewriter:
     ) -> tuple[bytes, dict[str, Any] | None]:
         """The body sent for the chain ``sent``; and as an object when translated next."""
         api = request.api
-        encoded = api.encode(sent)
-        if api.name == "responses":  # the client's own items where the compaction kept them
-            encoded = as_sent(read.history, encoded)
+        encoded = encoded_as_sent(api, sent, read.history)
         body = composed(read.payload, api, read.other, fields_json(encoded))
         return body, None if request.upstream is None else api.merged(read.payload, encoded)
 
@@ -567,27 +549,8 @@ class _Read:
     history: dict[str, Any] = field(repr=False)
     budget: Budget
     other: dict[str, bytes] = field(repr=False)  # the other fields' JSON text
-    known: _Known | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Known:
-    """An earlier request a request is the same bytes as but for its items from ``fresh``."""
-
-    seen: Seen = field(repr=False)
-    number: int
-    fresh: int
-
-
-def _hashes(read: _Read, api: Api) -> RawHashes:
-    known = read.known
-    if known is None:
-        return RawHashes(read.scanned, api, None, 0)
-    return RawHashes(read.scanned, api, known.seen, known.fresh)
-
-
-def _scope(request: _Request) -> Scope:
-    return request.api.name, request.tenant, request.conversation
+    hashes: RawHashes = field(repr=False)
+    known: Known | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -604,12 +567,17 @@ class _Request:
     def provider(self) -> str:
         return (self.upstream or self.api).provider
 
+    @property
+    def scope(self) -> Scope:
+        return self.api.name, self.tenant, self.conversation
+
+
+def _warn(message: str, api: Api, error: str) -> None:
+    _log.warning(message, extra={"endpoint": api.name, "error": error})
+
 
 def _past_deadline(api: Api) -> Outcome:
-    _log.warning(
-        "deadline passed before the compaction was done, forwarding uncompacted",
-        extra={"endpoint": api.name, "error": "deadline"},
-    )
+    _warn("deadline passed before the compaction was done, forwarding uncompacted", api, "deadline")
     return Outcome(OutcomeKind.DEADLINE, detail="deadline")
 
 
@@ -641,41 +609,15 @@ def _tokens_saved(compactor: Compactor, before: list[Message], after: list[Messa
     return max(0, sum(map(count, before)) - sum(map(count, after)))
 
 
-_COUNTER = EstimatedTokens()  # the keepers' counter, for a reused request's new messages
-
-
-def _unread(api: Api, payload: dict[str, Any], length: int, max_items: int) -> Outcome | None:
-    """Why a parsed request goes as it came, or None."""
-    if api.name == "responses":
-        held = [k for k in PROVIDER_STATE_KEYS if payload.get(k) not in (None, "")]
-        if held:
-            return Outcome(
-                OutcomeKind.PROVIDER_STATE,
-                bytes_before=length,
-                detail=f"the provider holds the history ({held[0]})",
-            )
-    history = api.history(payload)
-    if history is None:
-        return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
-    try:
-        check_items(history, api.list_key, max_items)
-    except RefusedError as exc:
-        return _refusal(exc)
-    return None
-
-
 async def _states(store: SummaryStore, key: str, api: Api) -> tuple[ConversationStates, int]:
     """The states stored under ``key``, and 1 failure when the store did not answer."""
     try:
         stored = await store.get(key)
-        if stored is None:
-            return ConversationStates(), 0
-        return ConversationStates.from_bytes(stored), 0
+        return (
+            ConversationStates() if stored is None else ConversationStates.from_bytes(stored)
+        ), 0
     except Exception as exc:  # noqa: BLE001 -- store down or record damaged: compact afresh
-        _log.warning(
-            "conversation state unavailable",
-            extra={"endpoint": api.name, "error": type(exc).__name__},
-        )
+        _warn("conversation state unavailable", api, type(exc).__name__)
         return ConversationStates(), 1
 
 
@@ -686,20 +628,9 @@ async def _stored(
     try:
         await store.set(key, states.to_bytes(), ttl)
     except Exception as exc:  # noqa: BLE001 -- the request still goes, compacted
-        _log.warning(
-            "conversation state not stored",
-            extra={"endpoint": api.name, "error": type(exc).__name__},
-        )
+        _warn("conversation state not stored", api, type(exc).__name__)
         return 1
     return 0
 
 
-def _store_counts(result: CompactionResult) -> tuple[int, int, int]:
-    """(cache hits, messages archived, store failures) of a Compactor call."""
-    events = result.store_events
-    unavailable = (StoreEventKind.CACHE_UNAVAILABLE, StoreEventKind.ARCHIVE_UNAVAILABLE)
-    return (
-        sum(1 for e in events if e.kind is StoreEventKind.CACHE_HIT),
-        sum(1 for e in events if e.kind is StoreEventKind.ARCHIVED),
-        sum(1 for e in events if e.kind in unavailable),
-    )
+_UNAVAILABLE = (StoreEventKind.CACHE_UNAVAILABLE, StoreEventKind.ARCHIVE_UNAVAILABLE)

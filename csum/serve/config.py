@@ -6,15 +6,17 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from csum.config import DEFAULT_KEEP_RATIO, Budget
-from csum.serve.limits import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ITEMS
 
 __all__ = [
     "CONVERSATION_HEADER",
     "DEFAULT_COMPACTION_WORKERS",
     "DEFAULT_DEADLINE",
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_ITEMS",
     "DEFAULT_WINDOW_SHARE",
     "GATEWAY_KEY_HEADER",
+    "RETRY_AFTER",
     "SUMMARIZER_KINDS",
     "UPSTREAM_APIS",
     "ServeConfig",
@@ -22,6 +24,10 @@ __all__ = [
 
 DEFAULT_MAX_BODY_BYTES = 32 << 20
 """Largest request body the gateway reads (32 MiB); larger ones get 413."""
+DEFAULT_MAX_DEPTH = 100
+"""Deepest JSON nesting of a body the gateway decodes (400 beyond)."""
+DEFAULT_MAX_ITEMS = 20_000
+"""Most messages plus content blocks in a history the gateway decodes (413 beyond)."""
 DEFAULT_COMPACTION_WORKERS = 16
 """Compactions at once (threads of their own pool; store I/O has anyio's default pool)."""
 DEFAULT_DEADLINE = 60.0
@@ -35,6 +41,8 @@ UPSTREAM_APIS = ("same", "openai", "anthropic")
 ``anthropic`` Messages (the other APIs' requests translated: csum.serve.translate)."""
 SUMMARIZER_KINDS = ("extractive", "upstream", "openai", "anthropic")
 """``--summarizer``: offline, the upstream, or a separate endpoint (csum.serve.summary_handler)."""
+RETRY_AFTER = 1
+"""Seconds a client refused for load (503) is told to wait (``Retry-After``)."""
 GATEWAY_KEY_HEADER = "x-csum-key"
 """Request header carrying the gateway's own key when ``--gateway-key`` is set."""
 
@@ -95,22 +103,18 @@ class ServeConfig:
     """``csum.config.SUMMARY_ONLY``'s clearing and summary share instead of the defaults."""
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.upstream)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"upstream must be an http(s) URL, got {self.upstream!r}")
-        if parts.query or parts.fragment:
+        _check_url("upstream", self.upstream)
+        if urlsplit(self.upstream).query or urlsplit(self.upstream).fragment:
             raise ValueError(f"upstream must have no query or fragment: {self.upstream!r}")
         if not 0 < self.window_share <= 1:
             raise ValueError(f"window share must be within (0, 1], got {self.window_share!r}")
         if not 0 < self.keep_ratio <= 1:
             raise ValueError(f"keep_ratio must be within (0, 1], got {self.keep_ratio!r}")
-        for name in _POSITIVE:
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{_spoken(name)} must be positive, got {getattr(self, name)!r}")
-        for name in ("archive_ttl", "state_ttl"):
-            if getattr(self, name) is not None and getattr(self, name) <= 0:
-                value = getattr(self, name)
-                raise ValueError(f"{_spoken(name)} must be positive or None, got {value!r}")
+        for name in (*_POSITIVE, "archive_ttl", "state_ttl"):
+            value, optional = getattr(self, name), name.endswith("_ttl")
+            if not (optional and value is None) and value <= 0:
+                none = " or None" if optional else ""
+                raise ValueError(f"{name.replace('_', ' ')} must be positive{none}, got {value!r}")
         if self.tenant_secret is not None and len(self.tenant_secret) < 16:
             raise ValueError("the tenant secret must be at least 16 characters")
         if self.gateway_key is not None and not self.gateway_key:
@@ -137,17 +141,14 @@ class ServeConfig:
             raise ValueError(
                 f"summarizer must be one of {', '.join(SUMMARIZER_KINDS)}, got {kind!r}"
             )
-        if kind in ("openai", "anthropic") and not self.summarizer_model:
+        separate = kind in ("openai", "anthropic")
+        if separate and not self.summarizer_model:
             raise ValueError(f"summarizer {kind} needs a summarizer model")
         if self.summarizer_url is not None:
-            if kind not in ("openai", "anthropic"):
+            if not separate:
                 raise ValueError("a summarizer url goes with summarizer openai or anthropic")
-            parts = urlsplit(self.summarizer_url)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(
-                    f"summarizer url must be an http(s) URL, got {self.summarizer_url!r}"
-                )
-        if self.summarizer_key_env is not None and kind not in ("openai", "anthropic"):
+            _check_url("summarizer url", self.summarizer_url)
+        if self.summarizer_key_env is not None and not separate:
             raise ValueError("a summarizer key variable goes with summarizer openai or anthropic")
         if self.summarizer_model is not None and not self.summarizer_model:
             raise ValueError("the summarizer model must not be empty")
@@ -181,5 +182,7 @@ _POSITIVE = [
 ]
 
 
-def _spoken(name: str) -> str:
-    return name.replace("_", " ")
+def _check_url(name: str, url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{name} must be an http(s) URL, got {url!r}")

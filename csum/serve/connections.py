@@ -11,10 +11,9 @@ from typing import Any, ClassVar
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["RETRY_AFTER", "protocol", "raw_error"]
+from csum.serve.config import RETRY_AFTER, ServeConfig
 
-RETRY_AFTER = 1
-"""Seconds a refused client is told to wait (``Retry-After``)."""
+__all__ = ["protocol", "raw_error"]
 
 
 def raw_error(status: int, reason: str, kind: str, message: str) -> bytes:
@@ -30,12 +29,12 @@ def raw_error(status: int, reason: str, kind: str, message: str) -> bytes:
     return head.encode("ascii") + body
 
 
-def protocol(header_timeout: float, max_connections: int, max_per_client: int) -> type[Any]:
-    """uvicorn's h11 protocol with a header timeout and connection limits."""
+def protocol(config: ServeConfig) -> type[Any]:
+    """uvicorn's h11 protocol with ``config``'s header timeout and client connection limits."""
     limits = {
-        "header_timeout": header_timeout,
-        "max_connections": max_connections,
-        "max_per_client": max_per_client,
+        "header_timeout": config.header_timeout,
+        "max_connections": config.max_client_connections,
+        "max_per_client": config.max_connections_per_client,
         "per_client": Counter[str](),
     }
     return type("GatewayProtocol", (_LimitedProtocol,), limits)

@@ -6,9 +6,7 @@ sharing an opening (:class:`ConversationStates`)."""
 from __future__ import annotations
 
 import json
-import re
-from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,12 +26,9 @@ __all__ = [
     "RawPrefix",
     "chain_hash",
     "conversation_key",
+    "dumps",
     "kept_of",
-    "raw_digests",
-    "raw_hash_extended",
-    "raw_head_hash",
     "raw_prefixes",
-    "without_cache_points",
 ]
 
 STATE_VERSION = 3
@@ -46,25 +41,24 @@ KEY_PREFIX = "csum:serve:conversation:"
 """Prefix of the conversation keys in the store."""
 
 
-def _is_cache_point(part: object) -> bool:
-    """An Anthropic ``cache_control`` marker (clients move it from turn to turn)."""
-    return (
-        isinstance(part, ProviderPart)
-        and part.provider == "anthropic"
-        and part.kind == "cache_control"
+def _unmarked(message: Message) -> Message:
+    """``message`` without its Anthropic ``cache_control`` markers (clients move them
+    from turn to turn); itself when it has none."""
+    parts = tuple(
+        part
+        for part in message.parts
+        if not (
+            isinstance(part, ProviderPart)
+            and part.provider == "anthropic"
+            and part.kind == "cache_control"
+        )
     )
-
-
-def without_cache_points(message: Message) -> Message:
-    """``message`` without its ``cache_control`` markers (itself when it has none)."""
-    if not any(map(_is_cache_point, message.parts)):
-        return message
-    return message.evolve(parts=tuple(p for p in message.parts if not _is_cache_point(p)))
+    return message if len(parts) == len(message.parts) else message.evolve(parts=parts)
 
 
 def chain_hash(messages: Sequence[Message]) -> str:
     """A hash of ``messages``' content, blind to cache markers (clients move them)."""
-    payload = native_codec.encode(without_cache_points(m) for m in messages)
+    payload = native_codec.encode(_unmarked(m) for m in messages)
     text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
 
@@ -72,7 +66,7 @@ def chain_hash(messages: Sequence[Message]) -> str:
 def kept_of(sent: Sequence[Message]) -> tuple[Message, ...]:
     """``sent`` without cache markers but on system messages (stale ones would add up
     past the provider's limit)."""
-    return tuple(m if m.role is Role.SYSTEM else without_cache_points(m) for m in sent)
+    return tuple(m if m.role is Role.SYSTEM else _unmarked(m) for m in sent)
 
 
 def conversation_key(
@@ -85,145 +79,6 @@ def conversation_key(
         return f"{KEY_PREFIX}{tenant}:{api}:h:{digest}"
     end = next((i + 1 for i, m in enumerate(messages) if m.role is Role.HUMAN), len(messages))
     return f"{KEY_PREFIX}{tenant}:{api}:c:{chain_hash(messages[:end])}"
-
-
-_MARKER = re.compile(r'"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}')
-_SPACE = " \t\n\r"
-
-
-def _without_markers(text: str) -> str:
-    """``text`` without its ``cache_control`` fields and the comma joining each."""
-    pieces: list[str] = []
-    at = 0
-    found = text.find('"cache_control"')
-    while found >= 0:
-        marker = _MARKER.match(text, found)
-        if marker is None:
-            found = text.find('"cache_control"', found + 1)
-            continue
-        start, end = found, marker.end()
-        before = len(text[at:start].rstrip(_SPACE)) + at
-        if before > at and text[before - 1] == ",":
-            start = before - 1  # ``, "cache_control": {...}``
-        else:
-            after = len(text) - len(text[end:].lstrip(_SPACE))
-            if text.startswith(",", after):
-                end = after + 1  # ``"cache_control": {...},`` first in its object
-        pieces.append(text[at:start])
-        at = end
-        found = text.find('"cache_control"', at)
-    pieces.append(text[at:])
-    return "".join(pieces)
-
-
-def _blocks_unmarked(value: Any) -> Any:
-    """``value`` without ``cache_control`` on its (and its tool results') content blocks."""
-    if isinstance(value, list):
-        return [_blocks_unmarked(block) for block in value]
-    if not isinstance(value, dict):
-        return value
-    out = {k: v for k, v in value.items() if k != "cache_control"}
-    content = out.get("content")
-    if isinstance(content, list):
-        out["content"] = [_blocks_unmarked(block) for block in content]
-    return out
-
-
-def _unmarked_text(text: str, value: Any) -> str | None:
-    """The JSON ``text`` of ``value`` without its cache markers; None when that is not
-    ``value`` without them (a ``cache_control`` elsewhere)."""
-    if '"cache_control"' not in text:
-        return text
-    stripped = _without_markers(text)
-    try:
-        same = json.loads(stripped) == _blocks_unmarked(value)
-    except ValueError:
-        return None
-    return stripped if same else None
-
-
-def raw_digests(
-    text: str,
-    head: Sequence[tuple[str, tuple[int, int] | None, Any]],
-    items: Sequence[tuple[int, int]],
-    values: Sequence[Any],
-    counts: Iterable[int],
-) -> dict[int, str | None]:
-    """For each count ``n``: a marker-blind hash of the raw text of the history's other
-    fields (``head``: name, span or None, value) and of its first ``n`` ``items`` (spans
-    in ``text``; ``values`` parsed); None: a marker it cannot take out."""
-    out: dict[int, str | None] = dict.fromkeys(counts, None)
-    digest = raw_head_hash(text, head)
-    if digest is None:
-        return out
-    for n in sorted({n for n in out if 0 < n <= len(items)}):
-        region = _unmarked_region(text, items[:n], values)
-        if region is not None:
-            whole = digest.copy()
-            whole.update(region.encode("utf-8", "surrogatepass"))
-            out[n] = whole.hexdigest()
-    if 0 in out:
-        out[0] = digest.hexdigest()
-    return out
-
-
-def raw_head_hash(
-    text: str, head: Sequence[tuple[str, tuple[int, int] | None, Any]]
-) -> xxhash.xxh3_128 | None:
-    """The hash :func:`raw_digests` starts from: the history's other fields."""
-    digest = xxhash.xxh3_128()
-    for name, span, value in head:
-        piece = "\x01" if span is None else _unmarked_text(text[span[0] : span[1]], value)
-        if piece is None:
-            return None
-        digest.update(f"{name}\x00{piece}\x00".encode("utf-8", "surrogatepass"))
-    return digest
-
-
-def raw_hash_extended(
-    digest: xxhash.xxh3_128,
-    text: str,
-    items: Sequence[tuple[int, int]],
-    values: Sequence[Any],
-    *,
-    start: int,
-    stop: int,
-) -> xxhash.xxh3_128 | None:
-    """``digest`` (:func:`raw_digests`' for ``start`` items) extended to ``stop`` items."""
-    out = digest.copy()
-    if stop <= start:
-        return out
-    region = _unmarked_region(text, items[start:stop], values[start:stop])
-    if region is None:
-        return None
-    if start > 0:  # the separator before the first of them
-        out.update(text[items[start - 1][1] : items[start][0]].encode("utf-8", "surrogatepass"))
-    out.update(region.encode("utf-8", "surrogatepass"))
-    return out
-
-
-def _unmarked_region(
-    text: str, items: Sequence[tuple[int, int]], values: Sequence[Any]
-) -> str | None:
-    """The text ``items`` span, without their cache markers (None: one it cannot)."""
-    start, end = items[0][0], items[-1][1]
-    region = text[start:end]
-    if '"cache_control"' not in region:
-        return region
-    starts = [first for first, _ in items]
-    found = re.finditer('"cache_control"', region)  # a needle that cannot overlap itself
-    marked = sorted({bisect_right(starts, start + m.start()) - 1 for m in found})
-    pieces: list[str] = []
-    at = start
-    for index in marked:
-        first, last = items[index]
-        stripped = _unmarked_text(text[first:last], values[index])
-        if stripped is None:
-            return None
-        pieces.extend((text[at:first], stripped))
-        at = last
-    pieces.append(text[at:end])
-    return "".join(pieces)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +174,7 @@ class ConversationState:
             "v": STATE_VERSION,
             "n": self.prefix_len,
             "h": self.prefix_hash,
-            "sent": _dumps(native_codec.encode(self.sent)).decode("utf-8", "surrogatepass"),
+            "sent": dumps(native_codec.encode(self.sent)).decode("utf-8", "surrogatepass"),
             "d": dict(self.depths),
         }
         if self.raw is not None:
@@ -328,7 +183,7 @@ class ConversationState:
 
     def to_bytes(self) -> bytes:
         """The stored form (JSON)."""
-        return _dumps(self.record())
+        return dumps(self.record())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ConversationState | None:
@@ -362,15 +217,12 @@ class ConversationStates:
 
     def match(self, history: Sequence[Message]) -> tuple[int, list[Message]] | None:
         """(index, ``history`` rebuilt) of the longest state ``history`` starts with, or None."""
-        best: tuple[int, list[Message]] | None = None
-        best_len = -1
-        for index, state in enumerate(self.states):
-            if state.prefix_len <= best_len:
-                continue
+        longest_first = sorted(enumerate(self.states), key=lambda pair: -pair[1].prefix_len)
+        for index, state in longest_first:  # the first of equally long ones
             rebuilt = state.rebuilt(history)
             if rebuilt is not None:
-                best, best_len = (index, rebuilt), state.prefix_len
-        return best
+                return index, rebuilt
+        return None
 
     def with_state(self, state: ConversationState, replacing: int | None) -> ConversationStates:
         """These states with ``state`` first, in place of the one at ``replacing``."""
@@ -379,7 +231,7 @@ class ConversationStates:
 
     def to_bytes(self) -> bytes:
         """The stored form (JSON)."""
-        return _dumps({"v": STATES_VERSION, "states": [s.record() for s in self.states]})
+        return dumps({"v": STATES_VERSION, "states": [s.record() for s in self.states]})
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ConversationStates:
@@ -399,23 +251,22 @@ def _stored_states(data: bytes) -> list[Any]:
     return [record]
 
 
-def raw_prefixes(data: bytes) -> list[tuple[int, int, RawPrefix | None]]:
-    """(index, ``prefix_len``, raw prefix) of each state stored as ``data``, without
-    decoding their chains (``ValueError``: a damaged record)."""
-    out: list[tuple[int, int, RawPrefix | None]] = []
-    index = 0
+def raw_prefixes(data: bytes) -> list[tuple[int, RawPrefix | None]]:
+    """(``prefix_len``, raw prefix) of each state stored as ``data``, without decoding
+    their chains (``ValueError``: a damaged record)."""
+    out: list[tuple[int, RawPrefix | None]] = []
     for state in _stored_states(data):
         if not isinstance(state, dict) or state.get("v") not in (1, STATE_VERSION):
             continue
         count = state.get("n")
         if not isinstance(count, int):
             raise ValueError("damaged conversation state: bad n field")  # noqa: TRY004
-        out.append((index, count, RawPrefix.from_record(state.get("raw"))))
-        index += 1
+        out.append((count, RawPrefix.from_record(state.get("raw"))))
     return out
 
 
-def _dumps(record: object) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(
+def dumps(value: object) -> bytes:
+    """``value`` as the gateway writes JSON: compact, not ASCII-escaped."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
         "utf-8", "surrogatepass"
     )

@@ -1,21 +1,27 @@
 """The compaction workers: a bounded pool of threads of their own (anyio's default pool
 is left to store I/O, which compactions wait for: one pool would deadlock), waited for
-at most until a request's deadline; a pool busy past twice the deadline is stuck."""
+at most until a request's deadline; a pool busy past twice the deadline is stuck. The
+stores as a worker sees them: every call runs on the gateway's event loop, where the
+stores' connections live (``anyio.from_thread.run``)."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+from anyio.lowlevel import EventLoopToken
 
-__all__ = ["PoolState", "WorkerPool"]
+from csum.stores import SummaryStore
+from csum.stores._protocol import ArchiveRecord, ArchiveStore
+
+__all__ = ["LoopArchive", "LoopStore", "PoolState", "WorkerPool"]
 
 T = TypeVar("T")
 
@@ -45,12 +51,6 @@ class WorkerPool:
         self._waiting = 0
         self._lock = threading.Lock()
 
-    def _slots_now(self) -> anyio.Semaphore:
-        """The pool's semaphore, made on the loop of first use."""
-        if self._slots is None:
-            self._slots = anyio.Semaphore(self.size)
-        return self._slots
-
     def state(self) -> PoolState:
         """The pool now."""
         now = time.monotonic()
@@ -63,7 +63,9 @@ class WorkerPool:
 
     async def run(self, work: Callable[[], T], until: float) -> T | None:
         """``work()`` in a (plain) worker thread; None when ``until`` passed first."""
-        slots = self._slots_now()
+        if self._slots is None:  # made on the loop of first use
+            self._slots = anyio.Semaphore(self.size)
+        slots = self._slots
         with self._lock:
             self._waiting += 1
         acquired = False
@@ -106,3 +108,51 @@ class WorkerPool:
         if failure:
             raise failure[0]
         return box[0] if box else None
+
+
+class LoopStore:
+    """A :class:`~csum.stores.SummaryStore` whose calls run on the loop of ``token``."""
+
+    def __init__(self, inner: SummaryStore, token: EventLoopToken) -> None:
+        self.inner = inner
+        self.token = token
+        self.name = inner.name
+
+    async def get(self, key: str) -> bytes | None:
+        return anyio.from_thread.run(self.inner.get, key, token=self.token)
+
+    async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+        anyio.from_thread.run(self.inner.set, key, value, ttl, token=self.token)
+
+    async def acquire(self, key: str, token: str, ttl: float) -> bool:
+        return anyio.from_thread.run(self.inner.acquire, key, token, ttl, token=self.token)
+
+    async def release(self, key: str, token: str) -> None:
+        anyio.from_thread.run(self.inner.release, key, token, token=self.token)
+
+    async def aclose(self) -> None:
+        """Nothing: the gateway closes the store it owns."""
+
+
+class LoopArchive:
+    """An :class:`~csum.stores.ArchiveStore` whose calls run on the loop of ``token``."""
+
+    def __init__(self, inner: ArchiveStore, token: EventLoopToken) -> None:
+        self.inner = inner
+        self.token = token
+        self.name = inner.name
+
+    async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
+        anyio.from_thread.run(self.inner.put, session, batch, records, token=self.token)
+
+    async def get(self, session: str, reference: str) -> list[bytes]:
+        return anyio.from_thread.run(self.inner.get, session, reference, token=self.token)
+
+    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
+        return anyio.from_thread.run(self.inner.search, session, text, limit, token=self.token)
+
+    async def delete_session(self, session: str) -> int:
+        return anyio.from_thread.run(self.inner.delete_session, session, token=self.token)
+
+    async def aclose(self) -> None:
+        """Nothing: the gateway closes the store it owns."""

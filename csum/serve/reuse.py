@@ -6,7 +6,9 @@ uncertain answers None and the request is decoded whole (the same bytes either w
 from __future__ import annotations
 
 import json
+import re
 import threading
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,34 +21,27 @@ from csum.assemble import placed_for
 from csum.config import Budget
 from csum.serve.apis import Api
 from csum.serve.body import ScannedBody
-from csum.serve.conversation import RawPrefix, raw_digests, raw_hash_extended, raw_head_hash
+from csum.serve.conversation import RawPrefix, dumps
 from csum.serve.translate.responses_as_sent import as_sent
-from csum.tokens import TokenCounter
+from csum.tokens import EstimatedTokens
 
 __all__ = [
     "SEEN_IN_ALL",
     "SEEN_PER_SCOPE",
+    "Known",
     "RawHashes",
     "Seen",
     "SeenRequests",
     "Spliced",
     "call_names",
     "composed",
-    "dumps",
+    "encoded_as_sent",
     "fields_json",
-    "head_of",
     "matching",
     "opening_count",
     "raw_prefix",
     "spliced",
 ]
-
-
-def dumps(value: object) -> bytes:
-    """``value`` as the gateway writes JSON: compact, not ASCII-escaped."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
-        "utf-8", "surrogatepass"
-    )
 
 
 def fields_json(fields: Mapping[str, Any]) -> dict[str, bytes]:
@@ -58,26 +53,15 @@ def composed(
     payload: Mapping[str, Any], api: Api, other: Mapping[str, bytes], history: Mapping[str, bytes]
 ) -> bytes:
     """``json.dumps`` of ``payload`` with its history replaced by ``history`` (JSON texts)."""
-    pieces: list[bytes] = []
-    for key in payload:
-        if key not in api.history_keys:
-            pieces.append(other[key])
-        elif key in history:
-            pieces.append(history[key])
-    pieces.extend(text for key, text in history.items() if key not in payload)
-    return b"{" + b",".join(pieces) + b"}"
+    pieces = api.merged({key: other.get(key, b"") for key in payload}, history)
+    return b"{" + b",".join(pieces.values()) + b"}"
 
 
-def head_of(scanned: ScannedBody, api: Api) -> list[tuple[str, tuple[int, int] | None, Any]] | None:
-    """The history's fields but its list (name, span, value); None without spans."""
-    if scanned.fields is None or scanned.items is None:
-        return None
-    fields = scanned.fields
-    return [
-        (key, fields.get(key), scanned.payload.get(key))
-        for key in api.history_keys
-        if key != api.list_key
-    ]
+def encoded_as_sent(api: Api, messages: list[Message], history: dict[str, Any]) -> dict[str, Any]:
+    """The history fields for ``messages``, with the client's own Responses items (of
+    ``history``) wherever the compaction kept them."""
+    encoded = api.encode(messages)
+    return as_sent(history, encoded) if api.name == "responses" else encoded
 
 
 def opening_count(values: Sequence[Any]) -> int | None:
@@ -87,22 +71,14 @@ def opening_count(values: Sequence[Any]) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Spliced:
-    """A reused request's body and its sizes (see :class:`csum.serve.compaction.Outcome`)."""
+    """A reused request's body and its sizes (see :class:`csum.serve.compaction.Outcome`),
+    and the body as an object when asked for (for a translation)."""
 
     body: bytes
     bytes_before: int
     bytes_after: int
     tokens_saved: int
-    request: dict[str, Any] = field(repr=False)
-    """The client's request the body replaces the history of."""
-    history: dict[str, str] = field(repr=False)
-    """Each history field's JSON text."""
-    api: Api
-
-    def payload(self) -> dict[str, Any]:
-        """The body as an object (for a translation)."""
-        fields = {key: json.loads(text) for key, text in self.history.items()}
-        return self.api.merged(self.request, fields)
+    payload: dict[str, Any] | None = field(repr=False)
 
 
 def raw_prefix(
@@ -110,6 +86,7 @@ def raw_prefix(
     scanned: ScannedBody,
     sent: Sequence[Message],
     profile: ProviderProfile,
+    hashes: RawHashes,
     *,
     sizes: tuple[str, int, int, int, int],
     calls: Mapping[str, str],
@@ -117,21 +94,15 @@ def raw_prefix(
     """The raw prefix of a compaction of ``scanned`` that sent ``sent`` (``sizes``: unit,
     units, bytes sent and of the history, tokens saved); None without spans or when a
     later turn could change the prefix's encoding."""
-    head = head_of(scanned, api)
-    if head is None or scanned.items is None:
-        return None
+    count = len(scanned.items or [])
+    digest = hashes.digests([count])[count]
     placed = placed_for(sent, profile)
     probe = Message.ai("probe")
-    if placed_for([*sent, probe], profile) != [*placed, probe]:
+    if digest is None or placed_for([*sent, probe], profile) != [*placed, probe]:
         return None
-    encoded = api.encode(placed)
-    if api.name == "responses":  # the client's own items where the compaction kept them
-        encoded = as_sent(api.history(scanned.payload) or {}, encoded)
+    encoded = encoded_as_sent(api, placed, api.history(scanned.payload) or {})
     items = encoded.get(api.list_key)
-    values = scanned.payload[api.list_key]
-    count = len(scanned.items)
-    digest = raw_digests(scanned.text, head, scanned.items, values, [count])[count]
-    if digest is None or not isinstance(items, list):
+    if not isinstance(items, list):
         return None
     fields = {
         key: dumps(value).decode("utf-8", "surrogatepass")
@@ -139,36 +110,42 @@ def raw_prefix(
         if key != api.list_key
     }
     body = b",".join(map(dumps, items)).decode("utf-8", "surrogatepass")
-    unit, units, sent_bytes, history_bytes, saved = sizes
+    values = scanned.payload[api.list_key]
     last = _role(values[-1]) if values else None
     tail = _role(items[-1]) if items else None
-    return RawPrefix(
-        count,
-        digest,
-        last,
-        fields,
-        body,
-        tail,
-        unit,
-        units,
-        sent_bytes,
-        history_bytes,
-        saved,
-        dict(calls),
-    )
+    return RawPrefix(count, digest, last, fields, body, tail, *sizes, dict(calls))
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """An earlier request a request is the same bytes as but for its items from ``fresh``."""
+
+    seen: Seen = field(repr=False)
+    number: int
+    fresh: int
 
 
 class RawHashes:
-    """The hashes of a request's first items, each computed once, resumed from an
-    earlier request's (:class:`Seen`) where the two are the same bytes."""
+    """The marker-blind hashes of the raw text of a request's history: its other fields,
+    then its first items; each computed once, resumed from an earlier request's
+    (``known``) where the two are the same bytes. None: no spans, or a marker it
+    cannot take out."""
 
-    def __init__(self, scanned: ScannedBody, api: Api, known: Seen | None, fresh: int) -> None:
-        self._scanned, self._api = scanned, api
-        self._head = head_of(scanned, api)
-        self.done: dict[int, str | None] = {} if known is None else known.digests_for(fresh)
+    def __init__(self, scanned: ScannedBody, api: Api, known: Known | None) -> None:
+        self._text, self._items = scanned.text, scanned.items
+        self._head: list[tuple[str, tuple[int, int] | None, Any]] | None = None
+        self._values: list[Any] = []
+        if scanned.fields is not None and scanned.items is not None:
+            spans, payload = scanned.fields, scanned.payload
+            keys = [key for key in api.history_keys if key != api.list_key]
+            self._head = [(key, spans.get(key), payload.get(key)) for key in keys]
+            self._values = payload[api.list_key]
+        self.done: dict[int, str | None] = {}
         self._at: tuple[int, xxhash.xxh3_128] | None = None
-        if known is not None and known.chain is not None and known.chain[0] <= fresh:
-            self._at = known.chain
+        if known is not None:
+            self.done = {n: d for n, d in known.seen.digests.items() if n <= known.fresh}
+            chain = known.seen.chain
+            self._at = chain if chain is not None and chain[0] <= known.fresh else None
 
     def digests(self, counts: Sequence[int]) -> dict[int, str | None]:
         """The hash of the first ``n`` items for each ``n`` of ``counts`` (None: not hashable)."""
@@ -180,29 +157,36 @@ class RawHashes:
     @property
     def chain(self) -> tuple[int, xxhash.xxh3_128] | None:
         """The hash of the request's items but its last one, with their count."""
-        items = self._scanned.items
-        if self._head is None or items is None or not items:
+        items = self._items
+        if self._head is None or not items:
             return None
         self._moved(len(items) - 1)
         return self._at if self._at is not None and self._at[0] == len(items) - 1 else None
 
     def _digest(self, n: int) -> str | None:
-        items = self._scanned.items
+        items = self._items
         if self._head is None or items is None or not 0 <= n <= len(items):
             return None
-        last = len(items) - 1
-        moved = self._moved(min(n, last))
-        if moved is None or moved[0] > n:
-            values = self._scanned.payload[self._api.list_key]
-            return raw_digests(self._scanned.text, self._head, items, values, [n])[n]
-        digest = self._extended(moved, n)
+        moved = self._moved(min(n, len(items) - 1))
+        if moved is not None and moved[0] > n:  # resumed past them: from the start
+            moved = self._start()
+        digest = None if moved is None else self._extended(moved, n)
         return None if digest is None else digest.hexdigest()
+
+    def _start(self) -> tuple[int, xxhash.xxh3_128] | None:
+        """The hash of the history's other fields (``\x01`` for one absent)."""
+        digest = xxhash.xxh3_128()
+        for name, span, value in self._head or ():
+            piece = "\x01" if span is None else _unmarked_text(self._text[span[0] : span[1]], value)
+            if piece is None:
+                return None
+            digest.update(f"{name}\x00{piece}\x00".encode("utf-8", "surrogatepass"))
+        return 0, digest
 
     def _moved(self, n: int) -> tuple[int, xxhash.xxh3_128] | None:
         """The running hash, moved on to the first ``n`` items when it is not past them."""
-        if self._at is None and self._head is not None:
-            head = raw_head_hash(self._scanned.text, self._head)
-            self._at = None if head is None else (0, head)
+        if self._at is None:
+            self._at = self._start()
         if self._at is None or self._at[0] >= n:
             return self._at
         digest = self._extended(self._at, n)
@@ -210,31 +194,33 @@ class RawHashes:
             self._at = (n, digest)
         return self._at
 
-    def _extended(self, at: tuple[int, xxhash.xxh3_128], n: int) -> xxhash.xxh3_128 | None:
-        items = self._scanned.items or []
-        values = self._scanned.payload[self._api.list_key]
-        return raw_hash_extended(at[1], self._scanned.text, items, values, start=at[0], stop=n)
+    def _extended(self, at: tuple[int, xxhash.xxh3_128], stop: int) -> xxhash.xxh3_128 | None:
+        """The hash ``at`` (of its count of items) extended to ``stop`` items."""
+        start, out = at[0], at[1].copy()
+        if stop <= start:
+            return out
+        text, items = self._text, self._items or []
+        region = _unmarked_region(text, items[start:stop], self._values[start:stop])
+        if region is None:
+            return None
+        if start > 0:  # the separator before the first of them
+            out.update(text[items[start - 1][1] : items[start][0]].encode("utf-8", "surrogatepass"))
+        out.update(region.encode("utf-8", "surrogatepass"))
+        return out
 
 
 def matching(
-    prefixes: Sequence[tuple[int, int, RawPrefix | None]],
-    scanned: ScannedBody,
-    api: Api,
-    hashes: RawHashes,
+    prefixes: Sequence[tuple[int, RawPrefix | None]], hashes: RawHashes
 ) -> RawPrefix | None:
-    """The raw prefix (of the longest state) the request's first items hash to; None when
-    none does or a longer state without one might match once decoded."""
-    if head_of(scanned, api) is None or scanned.items is None or not prefixes:
-        return None
-    digests = hashes.digests([raw.items for _, _, raw in prefixes if raw is not None])
+    """The raw prefix (of the longest state, by ``prefix_len``) the request's first items
+    hash to; None when none does or a longer state without one might match once decoded."""
+    digests = hashes.digests([raw.items for _, raw in prefixes if raw is not None])
     found: tuple[int, RawPrefix] | None = None
-    for _, length, raw in prefixes:
-        matched = raw is not None and digests.get(raw.items) == raw.digest
+    for length, raw in prefixes:
+        matched = raw is not None and digests[raw.items] == raw.digest
         if matched and raw is not None and (found is None or length > found[0]):
             found = (length, raw)
-    if found is None:
-        return None
-    if any(raw is None and length > found[0] for _, length, raw in prefixes):
+    if found is None or any(raw is None and length > found[0] for length, raw in prefixes):
         return None
     return found[1]
 
@@ -248,10 +234,6 @@ class Seen:
     other: Mapping[str, bytes] = field(repr=False)
     digests: Mapping[int, str | None]
     chain: tuple[int, xxhash.xxh3_128] | None = field(default=None, repr=False)
-
-    def digests_for(self, fresh: int) -> dict[int, str | None]:
-        """The hashes still right for a request whose first ``fresh`` items are these."""
-        return {n: digest for n, digest in self.digests.items() if n <= fresh}
 
 
 Scope = tuple[str, str, str | None]
@@ -299,19 +281,18 @@ def spliced(
     raw: RawPrefix,
     profile: ProviderProfile,
     *,
-    measure: tuple[Budget, TokenCounter],
+    budget: Budget,
     other: Mapping[str, bytes],
+    as_object: bool = False,
 ) -> Spliced | None:
     """The body of a request whose first items are ``raw``'s: the encoded prefix, then
-    the new items alone; None when that could differ or the chain is over the budget."""
+    the new items alone; None when that could differ or the chain is over the budget
+    (the new items measured as the keepers do). ``as_object``: with the body as an object."""
     values = scanned.payload[api.list_key][raw.items :]
     new = _decoded(api, values, raw)
-    if new is None:
+    if new is None or budget.unit != raw.unit:
         return None
-    budget, counter = measure
-    if budget.unit != raw.unit:
-        return None
-    units = sum(m.size if budget.unit == "bytes" else counter.count(m) for m in new)
+    units = sum(m.size if budget.unit == "bytes" else _COUNTER.count(m) for m in new)
     if raw.units + units > budget.limit:
         return None
     items = _encoded(api, new, values, profile)
@@ -321,18 +302,19 @@ def spliced(
     listed = ",".join(part for part in (raw.body, items_json) if part)
     history = {**raw.fields, api.list_key: "[" + listed + "]"}
     pieces = {
-        key: (dumps(key).decode() + ":" + text).encode("utf-8", "surrogatepass")
+        key: dumps(key) + b":" + text.encode("utf-8", "surrogatepass")
         for key, text in history.items()
     }
     new_bytes = sum(m.size for m in new)
+    payload = None
+    if as_object:
+        payload = api.merged(scanned.payload, {k: json.loads(v) for k, v in history.items()})
     return Spliced(
         composed(scanned.payload, api, other, pieces),
         raw.history_bytes + new_bytes,
         raw.sent_bytes + new_bytes,
         raw.tokens_saved,
-        scanned.payload,
-        history,
-        api,
+        payload,
     )
 
 
@@ -374,15 +356,93 @@ def _encoded(
 ) -> list[Any] | None:
     if not new:
         return []
-    encoded = api.encode(placed_for(new, profile))
-    if api.name == "responses":
-        encoded = as_sent({"input": values}, encoded)
+    encoded = encoded_as_sent(api, placed_for(new, profile), {"input": values})
     items = encoded.get(api.list_key)
     if set(encoded) != {api.list_key} or not isinstance(items, list):
         return None
     return items
 
 
+_MARKER = re.compile(r'"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}')
+_SPACE = " \t\n\r"
+
+
+def _without_markers(text: str) -> str:
+    """``text`` without its ``cache_control`` fields and the comma joining each."""
+    pieces: list[str] = []
+    at = 0
+    found = text.find('"cache_control"')
+    while found >= 0:
+        marker = _MARKER.match(text, found)
+        if marker is None:
+            found = text.find('"cache_control"', found + 1)
+            continue
+        start, end = found, marker.end()
+        before = len(text[at:start].rstrip(_SPACE)) + at
+        if before > at and text[before - 1] == ",":
+            start = before - 1  # ``, "cache_control": {...}``
+        else:
+            after = len(text) - len(text[end:].lstrip(_SPACE))
+            if text.startswith(",", after):
+                end = after + 1  # ``"cache_control": {...},`` first in its object
+        pieces.append(text[at:start])
+        at = end
+        found = text.find('"cache_control"', at)
+    pieces.append(text[at:])
+    return "".join(pieces)
+
+
+def _blocks_unmarked(value: Any) -> Any:
+    """``value`` without ``cache_control`` on its (and its tool results') content blocks."""
+    if isinstance(value, list):
+        return [_blocks_unmarked(block) for block in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: v for k, v in value.items() if k != "cache_control"}
+    content = out.get("content")
+    if isinstance(content, list):
+        out["content"] = [_blocks_unmarked(block) for block in content]
+    return out
+
+
+def _unmarked_text(text: str, value: Any) -> str | None:
+    """The JSON ``text`` of ``value`` without its cache markers; None when that is not
+    ``value`` without them (a ``cache_control`` elsewhere)."""
+    if '"cache_control"' not in text:
+        return text
+    stripped = _without_markers(text)
+    try:
+        same = json.loads(stripped) == _blocks_unmarked(value)
+    except ValueError:
+        return None
+    return stripped if same else None
+
+
+def _unmarked_region(
+    text: str, items: Sequence[tuple[int, int]], values: Sequence[Any]
+) -> str | None:
+    """The text ``items`` span, without their cache markers (None: one it cannot)."""
+    start, end = items[0][0], items[-1][1]
+    region = text[start:end]
+    if '"cache_control"' not in region:
+        return region
+    starts = [first for first, _ in items]
+    found = re.finditer('"cache_control"', region)  # a needle that cannot overlap itself
+    marked = sorted({bisect_right(starts, start + m.start()) - 1 for m in found})
+    pieces: list[str] = []
+    at = start
+    for index in marked:
+        first, last = items[index]
+        stripped = _unmarked_text(text[first:last], values[index])
+        if stripped is None:
+            return None
+        pieces.extend((text[at:first], stripped))
+        at = last
+    pieces.append(text[at:end])
+    return "".join(pieces)
+
+
+_COUNTER = EstimatedTokens()  # the keepers' counter, for a reused request's new messages
 _UNMERGED = frozenset({"tool", "function_call_output"})
 """Item families a codec never merges with the same family before them."""
 

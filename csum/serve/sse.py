@@ -32,19 +32,16 @@ class SseReader:
         return events
 
 
-def _json(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def anthropic_event(kind: str, data: dict[str, Any]) -> bytes:
     """A Messages stream event: named, its ``type`` repeated in the data."""
-    return f"event: {kind}\ndata: {_json({'type': kind, **data})}\n\n".encode()
+    return data_event({"type": kind, **data}, kind)
 
 
 def data_event(data: dict[str, Any], name: str | None = None) -> bytes:
     """An OpenAI stream event (Chat chunks are unnamed, Responses events named)."""
     head = f"event: {name}\n" if name else ""
-    return f"{head}data: {_json(data)}\n\n".encode()
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"{head}data: {text}\n\n".encode()
 
 
 def read_event(raw: bytes) -> tuple[dict[str, Any], str | None]:

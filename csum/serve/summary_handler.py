@@ -14,12 +14,12 @@ from csum.request import Handler
 from csum.serve.config import ServeConfig
 
 __all__ = [
+    "MODEL_PROMPT_BYTES",
     "SUMMARY_RETRIES",
     "SUMMARY_TIMEOUT",
     "Credentials",
     "SummaryHandler",
     "SummaryHandlerFactory",
-    "robustness",
 ]
 
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -27,18 +27,8 @@ SUMMARY_TIMEOUT = 120.0
 """Seconds one attempt of a summary call may take."""
 SUMMARY_RETRIES = 2
 """Retries of a transiently failed summary call (by the Compactor's robust handler alone)."""
-
-
-def robustness(offline: bool, max_prompt_bytes: int) -> Robustness:
-    """How the gateway's Compactor calls its handler: prompts bounded, transient failures
-    retried :data:`SUMMARY_RETRIES` times, attempts bounded by :data:`SUMMARY_TIMEOUT`."""
-    if offline:
-        return Robustness(max_prompt_bytes=None)
-    return Robustness(
-        timeout=SUMMARY_TIMEOUT,
-        retry=RetryPolicy(max_retries=SUMMARY_RETRIES),
-        max_prompt_bytes=max_prompt_bytes,
-    )
+MODEL_PROMPT_BYTES = 1 << 20
+"""Largest prompt sent to a model handler (beyond it: summarized in pieces, merged)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +53,24 @@ class Credentials:
 
 @dataclass(frozen=True, slots=True)
 class SummaryHandler:
-    """The handler of one request (None: the extractive one), its cache id, whether offline."""
+    """The handler of one request and its cache id (None: the extractive one, offline)."""
 
-    handler: Handler | None
-    handler_id: str | None
-    offline: bool
+    handler: Handler | None = None
+    handler_id: str | None = None
+
+    @property
+    def robustness(self) -> Robustness:
+        """How the gateway's Compactor calls the handler: prompts bounded to
+        :data:`MODEL_PROMPT_BYTES` (what is evicted beyond goes in pieces), transient
+        failures retried :data:`SUMMARY_RETRIES` times (the handlers make one attempt per
+        call), attempts bounded by :data:`SUMMARY_TIMEOUT`."""
+        if self.handler is None:
+            return Robustness(max_prompt_bytes=None)
+        return Robustness(
+            timeout=SUMMARY_TIMEOUT,
+            retry=RetryPolicy(max_retries=SUMMARY_RETRIES),
+            max_prompt_bytes=MODEL_PROMPT_BYTES,
+        )
 
 
 class SummaryHandlerFactory:
@@ -76,11 +79,8 @@ class SummaryHandlerFactory:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.kind = config.summarizer
-        self._fixed: SummaryHandler | None = None
-        if self.kind == "extractive":
-            self._fixed = SummaryHandler(None, None, True)
-        elif self.kind in ("openai", "anthropic"):
-            self._fixed = self._separate()
+        separate = self.kind in ("openai", "anthropic")
+        self._fixed = self._separate() if separate else SummaryHandler()
 
     def _separate(self) -> SummaryHandler:
         config = self.config
@@ -92,19 +92,18 @@ class SummaryHandlerFactory:
         if not key:
             raise ValueError(f"--summarizer {self.kind}: the environment variable {env} is unset")
         url = config.summarizer_url
-        handler = _handler(self.kind, model, url, key)
-        return SummaryHandler(handler, f"{self.kind}:{url or ''}:{model}", False)
+        return SummaryHandler(
+            _handler(self.kind, model, url, key), f"{self.kind}:{url or ''}:{model}"
+        )
 
     def for_request(
         self, provider: str, model: object, credentials: Credentials | None
     ) -> SummaryHandler:
         """The handler for a request to ``provider`` for ``model`` carrying ``credentials``
         (the offline one for ``upstream`` without them or a model name)."""
-        if self._fixed is not None:
-            return self._fixed
         name = self.config.summarizer_model or (model if isinstance(model, str) else None)
-        if not name or credentials is None:
-            return SummaryHandler(None, None, True)
+        if self.kind != "upstream" or not name or credentials is None:
+            return self._fixed
         base = self.config.upstream.rstrip("/")
         # the SDK is given the key as its api_key and sends it as that SDK version does
         if provider == "anthropic":
@@ -113,7 +112,7 @@ class SummaryHandlerFactory:
             key = credentials.bearer or credentials.api_key
             handler = _handler("openai", name, f"{base}/v1", key)
         # cached by model, not by key: a summary is a function of the text summarized
-        return SummaryHandler(handler, f"upstream:{provider}:{name}", False)
+        return SummaryHandler(handler, f"upstream:{provider}:{name}")
 
 
 def _handler(kind: str, model: str, url: str | None, key: str | None) -> Handler:

@@ -77,10 +77,6 @@ class Upstream:
         for name in ("accept", "accept-encoding", "user-agent"):
             del self.client.headers[name]
 
-    def url(self, path: str, query: str) -> str:
-        """The upstream URL of the client's ``path`` and raw ``query``."""
-        return f"{self.base}{path}?{query}" if query else f"{self.base}{path}"
-
     async def send(
         self,
         method: str,
@@ -89,12 +85,12 @@ class Upstream:
         headers: Mapping[str, str] | list[tuple[str, str]],
         body: bytes,
     ) -> httpx.Response:
-        """The upstream's response, its body not read yet (close it with :meth:`close`)."""
+        """The upstream's response to the client's ``path`` and raw ``query``, its body
+        not read yet (close it with :meth:`close`)."""
         if self.in_flight >= self.limit:
             raise UpstreamBusyError
-        request = self.client.build_request(
-            method, self.url(path, query), headers=headers, content=body
-        )
+        url = f"{self.base}{path}?{query}" if query else f"{self.base}{path}"
+        request = self.client.build_request(method, url, headers=headers, content=body)
         self.in_flight += 1
         try:
             response = await self.client.send(request, stream=True)

@@ -689,7 +689,7 @@ def _depth(value: Any) -> int:
 
 @given(json_values)
 def test_nesting_depth_is_the_depth_of_the_value(value: Any) -> None:
-    from csum.serve.limits import nesting_depth, parse
+    from csum.serve.body import nesting_depth, parse
 
     assert nesting_depth(value) == _depth(value)
     assert parse(json.dumps(value).encode(), 100) == value
@@ -943,7 +943,7 @@ async def test_a_flood_of_tiny_content_blocks_is_refused_before_it_is_parsed(
 def test_roles_quoted_inside_strings_are_not_counted() -> None:
     """The pre-parse count reads structure only: a tool result quoting ``"role"``
     30,000 times is one message (its quotes are escaped in the JSON text)."""
-    from csum.serve.limits import check_roles
+    from csum.serve.body import check_roles
 
     text = '{"role": "user"}' * 30_000
     body = json.dumps({"messages": [{"role": "tool", "content": text}]}).encode()

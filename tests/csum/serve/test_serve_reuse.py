@@ -18,9 +18,8 @@ from cast.codecs import openai_responses as responses
 from csum.config import Budget
 from csum.serve import ServeConfig
 from csum.serve.apis import APIS, Api
-from csum.serve.body import Skimmed, scan, skim, with_offsets
+from csum.serve.body import RefusedError, Skimmed, scan, skim, with_offsets
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
-from csum.serve.limits import RefusedError
 from csum.stores import MemoryStore, RedisStore, SummaryStore
 from tests.conftest import CLAUDE_CODE, CORPUS, TAUBENCH, needs
 
