@@ -8,7 +8,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from csum.serve.sse import read_event
 from csum.serve.translate.anthropic_to_chat import chat_usage
 from csum.serve.translate.responses_output import (
     GATEWAY_REASONING_PREFIX,
@@ -30,17 +29,7 @@ class AnthropicResponsesStream(ResponsesWriter):
         super().__init__(model, request)
         self._anthropic_usage: dict[str, Any] = {}
 
-    def feed(self, data: bytes) -> bytes:
-        """The events for the SSE bytes ``data`` (any split of the stream)."""
-        out: list[bytes] = []
-        for _, raw in self._reader.feed(data):
-            if self._done:
-                continue  # nothing after the end or an error
-            event, problem = read_event(raw)
-            out.extend(self._message_event(event) if problem is None else self._failed(problem))
-        return b"".join(out)
-
-    def _message_event(self, event: dict[str, Any]) -> Iterator[bytes]:
+    def _read(self, event: dict[str, Any]) -> Iterator[bytes]:
         kind = event.get("type")
         index = int(event.get("index", 0))
         if kind == "message_start":

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from csum.serve.sse import read_event
 from csum.serve.translate.chat_to_anthropic import reasoning_of
 from csum.serve.translate.responses_output import (
     ResponsesWriter,
@@ -49,20 +48,9 @@ def responses_response(
 class ResponsesStream(ResponsesWriter):
     """Turns a Chat Completions SSE stream into the Responses events as it comes."""
 
-    def feed(self, data: bytes) -> bytes:
-        """The events for the SSE bytes ``data`` (any split of the stream)."""
-        out: list[bytes] = []
-        for _, raw in self._reader.feed(data):
-            if self._done:
-                continue  # nothing after the end or an error
-            if raw == b"[DONE]":
-                out.extend(self._finish())
-                continue
-            chunk, problem = read_event(raw)
-            out.extend(self._chunk(chunk) if problem is None else self._failed(problem))
-        return b"".join(out)
+    ends_with_done = True
 
-    def _chunk(self, chunk: dict[str, Any]) -> Iterator[bytes]:
+    def _read(self, chunk: dict[str, Any]) -> Iterator[bytes]:
         if not self._id:
             yield from self._begin(str(chunk.get("id") or "gateway"), chunk.get("model"))
         if isinstance(chunk.get("usage"), dict):
