@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Decode = Callable[[Sequence[T]], tuple[list[Message], list[int]]]
+Decode = Callable[[list[T]], tuple[list[Message], list[int]]]
 Encode = Callable[[list[Message]], list[T]]
 OnError = Literal["continue", "raise"]
 Outcome = Literal["compacted", "unchanged", "failed"]
@@ -366,7 +366,7 @@ class HistoryHook:
         (then a ``failed`` event, unless ``on_error="raise"``)."""
         messages: list[Message] = []
         try:
-            messages, counts = decode(originals)
+            messages, counts = decode(list(originals))
             out, sized = await self._run_keeper(messages)
             unchanged = out == messages
             result = (

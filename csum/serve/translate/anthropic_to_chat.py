@@ -66,7 +66,9 @@ def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) ->
         out["stream_options"] = {"include_usage": True}
     tools = payload.get("tools")
     if tools is not None:
-        out["tools"] = [_tool(tool, i) for i, tool in enumerate(_array(tools, "tools"))]
+        if not isinstance(tools, list):
+            raise TranslationError("tools: expected an array")
+        out["tools"] = [_tool(tool, i) for i, tool in enumerate(tools)]
     choice = payload.get("tool_choice")
     if choice is not None:
         out["tool_choice"] = _tool_choice(choice)
@@ -88,12 +90,6 @@ def _compact_arguments(message: Message) -> Message:
 def _compact(arguments: str) -> str:
     value = json.loads(arguments) if arguments else {}
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _array(value: object, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise TranslationError(f"{where}: expected an array")
-    return value
 
 
 def _tool(tool: object, i: int) -> dict[str, Any]:

@@ -94,23 +94,14 @@ def responses_from_messages(
     tools = chat_tools(request.get("tools"))
     for block in message.get("content") or []:
         kind = block.get("type")
-        item_id = f"{GATEWAY_REASONING_PREFIX}{base}_{len(output)}"
-        if kind == "thinking":
-            text = str(block.get("thinking", ""))
+        if kind in ("thinking", "redacted_thinking"):
+            item_id = f"{GATEWAY_REASONING_PREFIX}{base}_{len(output)}"
+            text = str(block.get("thinking", "")) if kind == "thinking" else ""
+            signature = str(block.get("signature", ""))
+            encrypted = signature if kind == "thinking" else REDACTED + str(block.get("data", ""))
             summary = [{"type": "summary_text", "text": text}] if text else []
-            output.append(
-                {
-                    "type": "reasoning",
-                    "id": item_id,
-                    "summary": summary,
-                    "encrypted_content": str(block.get("signature", "")),
-                }
-            )
-        elif kind == "redacted_thinking":
-            encrypted = REDACTED + str(block.get("data", ""))
-            output.append(
-                {"type": "reasoning", "id": item_id, "summary": [], "encrypted_content": encrypted}
-            )
+            item = {"type": "reasoning", "id": item_id, "summary": summary}
+            output.append({**item, "encrypted_content": encrypted})
         elif kind == "text":
             output.append(message_item(f"msg_{base}_{len(output)}", str(block.get("text", ""))))
         elif kind == "tool_use":

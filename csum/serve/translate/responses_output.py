@@ -210,30 +210,26 @@ class ResponsesWriter(TranslatedStream):
         item, key = self._open, self._key
         if item is None or key is None:
             return
-        if item["type"] == "function_call":
+        ids = {"item_id": item["id"], "output_index": self._index()}
+        if item["type"] in ("function_call", "custom_tool_call"):
             item["status"] = "completed"
-            done = {"item_id": item["id"], "output_index": self._index()}
-            done.update(arguments=item["arguments"], name=item["name"])
+        if item["type"] == "function_call":
+            done = {**ids, "arguments": item["arguments"], "name": item["name"]}
             yield self._event("response.function_call_arguments.done", done)
         elif item["type"] == "custom_tool_call":
-            item["status"] = "completed"
-            item["input"] = custom_input(self._custom_arguments)
-            self._custom_arguments = ""
-            ids = {"item_id": item["id"], "output_index": self._index()}
-            yield self._event(
-                "response.custom_tool_call_input.delta", {**ids, "delta": item["input"]}
-            )
-            yield self._event(
-                "response.custom_tool_call_input.done", {**ids, "input": item["input"]}
-            )
+            item["input"], self._custom_arguments = custom_input(self._custom_arguments), ""
+            custom = "response.custom_tool_call_input"
+            yield self._event(f"{custom}.delta", {**ids, "delta": item["input"]})
+            yield self._event(f"{custom}.done", {**ids, "input": item["input"]})
         elif item["type"] == "message":
             text = item.pop("text", "")
-            item = message_item(item["id"], text)
-            part = item["content"][0]
+            item, part_ids = message_item(item["id"], text), self._part_ids()
             yield self._event(
-                "response.output_text.done", {**self._part_ids(), "text": text, "logprobs": []}
+                "response.output_text.done", {**part_ids, "text": text, "logprobs": []}
             )
-            yield self._event("response.content_part.done", {**self._part_ids(), "part": part})
+            yield self._event(
+                "response.content_part.done", {**part_ids, "part": item["content"][0]}
+            )
         else:
             yield from self._close_reasoning(item)
         yield self._event(
