@@ -447,10 +447,8 @@ def _rebuild(
     """The framework messages for ``output``: originals where ``output`` holds exactly
     what they decoded to (in order), ``encode`` for the runs in between."""
     groups = [decoded[a:b] for a, b in pairwise(accumulate(counts, initial=0))]
-    if len(groups) * (len(output) + 1) <= EXACT_REBUILD_CELLS:
-        matched = _best_alignment(groups, output)
-    else:
-        matched = _greedy_alignment(groups, output)
+    exact = len(groups) * (len(output) + 1) <= EXACT_REBUILD_CELLS
+    matched = (_best_alignment if exact else _greedy_alignment)(groups, output)
     result: list[T] = []
     i = 0
     for k, at in matched:
@@ -470,7 +468,8 @@ EXACT_REBUILD_CELLS = 40_000
 def _best_alignment(groups: list[list[Message]], output: list[Message]) -> list[tuple[int, int]]:
     """(group, position) pairs reusing as many groups as any in-order alignment can."""
     m, n = len(groups), len(output)
-    best = [[0] * (n + 1) for _ in range(m + 1)]
+    best = [[0] * (n + 1) for _ in range(m + 1)]  # groups reused from (group, position) on
+    take = [[False] * (n + 1) for _ in range(m)]  # whether the best reuses group k at i
     for k in range(m - 1, -1, -1):
         group, size, row, below = groups[k], len(groups[k]), best[k], best[k + 1]
         for i in range(n, -1, -1):
@@ -478,25 +477,17 @@ def _best_alignment(groups: list[list[Message]], output: list[Message]) -> list[
             if (
                 size
                 and i + size <= n
-                and 1 + below[i + size] > value
+                and 1 + below[i + size] >= value
                 and output[i : i + size] == group
             ):
-                value = 1 + below[i + size]
+                take[k][i], value = True, 1 + below[i + size]
             row[i] = value
     pairs: list[tuple[int, int]] = []
     k = i = 0
-    while k < m and i <= n:
-        size = len(groups[k])
-        if best[k][i] == 0:
-            break
-        if (
-            size
-            and i + size <= n
-            and best[k][i] == 1 + best[k + 1][i + size]
-            and output[i : i + size] == groups[k]
-        ):
+    while k < m and i <= n and best[k][i]:
+        if take[k][i]:
             pairs.append((k, i))
-            k, i = k + 1, i + size
+            k, i = k + 1, i + len(groups[k])
         elif best[k][i] == best[k + 1][i]:
             k += 1
         else:
