@@ -139,8 +139,10 @@ def _detail(block: dict[str, Any], index: int) -> dict[str, Any]:
     return {**detail, "format": REASONING_FORMAT, "index": index}
 
 
-def _completion_id(message: dict[str, Any]) -> str:
-    return f"chatcmpl-{message.get('id') or 'gateway'}"
+def _head(message: dict[str, Any], model: str, kind: str) -> dict[str, Any]:
+    """The fields a Chat completion (or chunk, ``kind``) answering ``message`` starts with."""
+    id_ = f"chatcmpl-{message.get('id') or 'gateway'}"
+    return {"id": id_, "object": kind, "created": 0, "model": message.get("model") or model}
 
 
 def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
@@ -168,22 +170,10 @@ def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
         answer["reasoning_details"] = details
     if calls:
         answer["tool_calls"] = calls
-    stop = message.get("stop_reason") or "end_turn"
-    return {
-        "id": _completion_id(message),
-        "object": "chat.completion",
-        "created": 0,
-        "model": message.get("model") or model,
-        "choices": [
-            {
-                "index": 0,
-                "message": answer,
-                "finish_reason": FINISH_REASONS.get(stop, "stop"),
-                "logprobs": None,
-            }
-        ],
-        "usage": chat_usage(message.get("usage") or {}),
-    }
+    finish = FINISH_REASONS.get(message.get("stop_reason") or "end_turn", "stop")
+    choice = {"index": 0, "message": answer, "finish_reason": finish, "logprobs": None}
+    usage = chat_usage(message.get("usage") or {})
+    return {**_head(message, model, "chat.completion"), "choices": [choice], "usage": usage}
 
 
 class ChatStream(TranslatedStream):
@@ -216,12 +206,7 @@ class ChatStream(TranslatedStream):
         if kind == "message_start":
             message = event.get("message") or {}
             self._usage = dict(message.get("usage") or {})
-            self._base = {
-                "id": _completion_id(message),
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": message.get("model") or self.model,
-            }
+            self._base = _head(message, self.model, "chat.completion.chunk")
             yield self._chunk({"role": "assistant", "content": ""})
         elif kind == "content_block_start":
             yield from self._start(int(event.get("index", 0)), event.get("content_block") or {})
@@ -280,7 +265,6 @@ class ChatStream(TranslatedStream):
         self._done = True
         yield self._chunk({}, self._finish_reason)
         if self._want_usage:
-            yield data_event(
-                {**(self._base or {}), "choices": [], "usage": chat_usage(self._usage)}
-            )
+            usage = chat_usage(self._usage)
+            yield data_event({**(self._base or {}), "choices": [], "usage": usage})
         yield b"data: [DONE]\n\n"

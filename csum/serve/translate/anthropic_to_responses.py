@@ -50,13 +50,8 @@ class AnthropicResponsesStream(ResponsesWriter):
                 self._signature(str(delta.get("signature", "")))
             elif delta.get("type") == "input_json_delta" and self._key == ("call", index):
                 assert self._open is not None
-                call = self._open
-                yield from self._call(
-                    ("call", index),
-                    call["call_id"],
-                    call["name"],
-                    str(delta.get("partial_json", "")),
-                )
+                call, partial = self._open, str(delta.get("partial_json", ""))
+                yield from self._call(("call", index), call["call_id"], call["name"], partial)
         elif kind == "message_delta":
             if (event.get("delta") or {}).get("stop_reason") == "max_tokens":
                 self._status = "incomplete"

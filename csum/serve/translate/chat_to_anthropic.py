@@ -113,12 +113,9 @@ def _signed_details(message: Message) -> list[Reasoning]:
 def _with_signed_thinking(chain: list[Message]) -> tuple[list[Message], bool]:
     """``chain`` with each AI message's reasoning replaced by the signed thinking it
     carried back (as the anthropic codec reads a turn); whether any was found."""
-    turns = [i for i, m in enumerate(chain) if m.role is Role.AI]
-    signed = [_signed_details(chain[i]) for i in turns]
-    if not any(signed):
-        return chain, False
+    signed = {i: _signed_details(m) for i, m in enumerate(chain) if m.role is Role.AI}
     out = list(chain)
-    for i, blocks in zip(turns, signed, strict=True):
+    for i, blocks in signed.items():
         if not blocks:
             continue
         parts = list(out[i].parts)
@@ -129,7 +126,7 @@ def _with_signed_thinking(chain: list[Message]) -> tuple[list[Message], bool]:
         else:
             head.append(TextPart(text="", reasoning=blocks[-1]))
         out[i] = out[i].model_copy(update={"parts": (*head, *parts)})
-    return out, True
+    return (out, True) if any(signed.values()) else (chain, False)
 
 
 def _tool(tool: object, i: int) -> dict[str, Any]:
@@ -182,13 +179,9 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
         content.append({"type": "text", "text": text})
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
+        name, arguments = function.get("name", ""), _arguments(function.get("arguments", ""))
         content.append(
-            {
-                "type": "tool_use",
-                "id": call.get("id", ""),
-                "name": function.get("name", ""),
-                "input": _arguments(function.get("arguments", "")),
-            }
+            {"type": "tool_use", "id": call.get("id", ""), "name": name, "input": arguments}
         )
     stop = STOP_REASONS.get(choices[0].get("finish_reason") or "stop", "end_turn")
     return _message(completion, model, content, stop, messages_usage(completion.get("usage") or {}))
@@ -315,11 +308,6 @@ class MessagesStream(TranslatedStream):
             return
         self._done = True
         yield from self._close_block()
-        yield anthropic_event(
-            "message_delta",
-            {
-                "delta": {"stop_reason": self._stop, "stop_sequence": None},
-                "usage": dict(self._usage),
-            },
-        )
+        delta = {"stop_reason": self._stop, "stop_sequence": None}
+        yield anthropic_event("message_delta", {"delta": delta, "usage": dict(self._usage)})
         yield anthropic_event("message_stop", {})

@@ -66,12 +66,9 @@ class ResponsesStream(ResponsesWriter):
             for call in delta.get("tool_calls") or []:
                 function = call.get("function") or {}
                 key = ("call", int(call.get("index", 0)))
+                call_id, name = str(call.get("id") or ""), str(function.get("name") or "")
                 arguments = function.get("arguments")
-                yield from self._call(
-                    key,
-                    str(call.get("id") or ""),
-                    str(function.get("name") or ""),
-                    arguments if isinstance(arguments, str) else "",
-                )
+                arguments = arguments if isinstance(arguments, str) else ""
+                yield from self._call(key, call_id, name, arguments)
             if choice.get("finish_reason") == "length":
                 self._status = "incomplete"

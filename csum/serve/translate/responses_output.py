@@ -223,18 +223,15 @@ class ResponsesWriter(TranslatedStream):
             yield self._event(f"{custom}.done", {**ids, "input": item["input"]})
         elif item["type"] == "message":
             text = item.pop("text", "")
-            item, part_ids = message_item(item["id"], text), self._part_ids()
+            item, in_part = message_item(item["id"], text), {**ids, "content_index": 0}
             yield self._event(
-                "response.output_text.done", {**part_ids, "text": text, "logprobs": []}
+                "response.output_text.done", {**in_part, "text": text, "logprobs": []}
             )
-            yield self._event(
-                "response.content_part.done", {**part_ids, "part": item["content"][0]}
-            )
+            yield self._event("response.content_part.done", {**in_part, "part": item["content"][0]})
         else:
             yield from self._close_reasoning(item)
-        yield self._event(
-            "response.output_item.done", {"output_index": self._index(), "item": item}
-        )
+        done = {"output_index": self._index(), "item": item}
+        yield self._event("response.output_item.done", done)
         self._output.append(item)
         self._open, self._key = None, None
 
