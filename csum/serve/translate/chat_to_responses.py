@@ -10,7 +10,6 @@ from csum.serve.translate.chat_to_anthropic import reasoning_of
 from csum.serve.translate.responses_output import (
     ResponsesWriter,
     message_item,
-    reasoning_item,
     response_object,
     responses_usage,
 )
@@ -28,8 +27,9 @@ def responses_response(
     base = str(completion.get("id") or "gateway")
     output: list[dict[str, Any]] = []
     thought = reasoning_of(message)
-    if thought:
-        output.append(reasoning_item(f"rs_{base}", thought))
+    if thought:  # an open model's raw reasoning
+        content = [{"type": "reasoning_text", "text": thought}]
+        output.append({"type": "reasoning", "id": f"rs_{base}", "summary": [], "content": content})
     text = message.get("content")
     if isinstance(text, str) and text:
         output.append(message_item(f"msg_{base}", text))

@@ -15,7 +15,6 @@ __all__ = [
     "REDACTED",
     "ResponsesWriter",
     "message_item",
-    "reasoning_item",
     "response_object",
     "responses_usage",
 ]
@@ -43,12 +42,6 @@ def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": int(reasoning)},
         "total_tokens": prompt + completion,
     }
-
-
-def reasoning_item(item_id: str, text: str) -> dict[str, Any]:
-    """A reasoning output item carrying an open model's raw reasoning ``text``."""
-    content = [{"type": "reasoning_text", "text": text}]
-    return {"type": "reasoning", "id": item_id, "summary": [], "content": content}
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
