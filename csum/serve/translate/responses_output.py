@@ -134,7 +134,7 @@ class ResponsesWriter(TranslatedStream):
     def _index(self) -> int:
         return len(self._output)
 
-    def _part_ids(self, index: str = "content_index") -> dict[str, Any]:
+    def _part_ids(self, index: str) -> dict[str, Any]:
         item = self._open or {}
         return {"item_id": item.get("id", ""), "output_index": self._index(), index: 0}
 

@@ -54,10 +54,8 @@ class ChatTools:
 
     def chat_name(self, name: str, namespace: str | None = None) -> str:
         """The Chat function name of the client's tool ``name`` (in ``namespace``)."""
-        for chat, origin in self.origins.items():
-            if origin.name == name and origin.namespace == namespace:
-                return chat
-        return name
+        chats = (c for c, o in self.origins.items() if (o.name, o.namespace) == (name, namespace))
+        return next(chats, name)
 
     def client_item(self, call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
         """The Responses output item for a Chat tool call of ``name``."""
@@ -84,11 +82,11 @@ def custom_input(arguments: str) -> str:
 
 def chat_tools(tools: object) -> ChatTools:
     """The Chat form of a Responses request's ``tools`` (see the module docstring)."""
+    out = ChatTools([], {}, [])
     if tools is None:
-        return ChatTools([], {}, [])
+        return out
     if not isinstance(tools, list):
         raise TranslationError("tools: expected an array")
-    out = ChatTools([], {}, [])
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             raise TranslationError(f"tools[{i}]: expected a tool object")
