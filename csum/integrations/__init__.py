@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Decode = Callable[[Sequence[T]], tuple[list[Message], list[int]]]
+Decode = Callable[[list[T]], tuple[list[Message], list[int]]]
 Encode = Callable[[list[Message]], list[T]]
 OnError = Literal["continue", "raise"]
 Outcome = Literal["compacted", "unchanged", "failed"]
@@ -328,18 +328,30 @@ class HistoryHook:
         if self.on_event is not None:
             self.on_event(event)
 
-    def _limit(self) -> tuple[str, int | None]:
-        """The keeper's budget unit and limit (``None`` when it has no Budget)."""
+    def _sized(
+        self, before: list[Message], after: list[Message], error: Exception | None = None
+    ) -> HookEvent:
+        """An event holding the sizes of ``before`` and ``after`` in the keeper's budget
+        unit (0 for a failed call's history the token counter fails on)."""
         budget = getattr(self.keeper, "budget", None)
-        if isinstance(budget, Budget):
-            return budget.unit, budget.limit
-        return "bytes", None
+        unit, limit = (budget.unit, budget.limit) if isinstance(budget, Budget) else ("bytes", None)
+        counter: Any = getattr(self.keeper, "counter", None)
+        tokens = unit == "tokens" and counter is not None
 
-    def _size(self, messages: Sequence[Message], unit: str) -> int:
-        counter = getattr(self.keeper, "counter", None)
-        if unit == "tokens" and counter is not None:
-            return sum(counter.count(m) for m in messages)
-        return sum(m.size for m in messages)
+        def size(messages: list[Message]) -> int:
+            return sum(counter.count(m) if tokens else m.size for m in messages)
+
+        try:
+            size_before, size_after = size(before), size(after)
+        except Exception:  # a counter failing on a failed call's history: report what is known
+            if error is None:
+                raise
+            size_before = size_after = 0
+        over = limit is not None and size_after > limit
+        nbytes = (sum(m.size for m in before), sum(m.size for m in after))
+        outcome: Outcome = "unchanged" if error is None else "failed"
+        sizes = (size_before, size_after, error, unit, limit, over, *nbytes)
+        return HookEvent(self.framework, outcome, 0, 0, *sizes)
 
     async def _run_keeper(self, messages: list[Message]) -> tuple[list[Message], HookEvent]:
         """The keeper's output, and an event holding the sizes before and after."""
@@ -350,12 +362,7 @@ class HistoryHook:
             nbytes = (r.bytes_before, r.bytes_after)
             return r.messages, HookEvent(self.framework, "unchanged", 0, 0, *sizes, *nbytes)
         out = await keeper.compact(messages)
-        unit, limit = self._limit()
-        after = self._size(out, unit)
-        over = limit is not None and after > limit
-        measured = (self._size(messages, unit), after, None, unit, limit, over)
-        nbytes = (sum(m.size for m in messages), sum(m.size for m in out))
-        return out, HookEvent(self.framework, "unchanged", 0, 0, *measured, *nbytes)
+        return out, self._sized(messages, out)
 
     async def compact_history(
         self, originals: Sequence[T], decode: Decode[T], encode: Encode[T]
@@ -365,8 +372,9 @@ class HistoryHook:
         the rest; ``originals`` themselves when the keeper changed nothing or failed
         (then a ``failed`` event, unless ``on_error="raise"``)."""
         messages: list[Message] = []
+        n = len(originals)
         try:
-            messages, counts = decode(originals)
+            messages, counts = decode(list(originals))
             out, sized = await self._run_keeper(messages)
             unchanged = out == messages
             result = (
@@ -375,28 +383,13 @@ class HistoryHook:
         except Exception as exc:  # the policy decides; the run must go on
             if self.on_error == "raise":
                 raise
-            self._report(self._failed(originals, messages, exc))
+            failed = self._sized(messages, messages, exc)
+            self._report(replace(failed, messages_before=n, messages_after=n))
             return list(originals)
         outcome: Outcome = "unchanged" if unchanged else "compacted"
-        n = len(originals)
         # reported outside the try: a failing on_event is not a failed call
         self._report(replace(sized, outcome=outcome, messages_before=n, messages_after=len(result)))
         return result
-
-    def _failed(
-        self, originals: Sequence[Any], messages: list[Message], error: Exception
-    ) -> HookEvent:
-        unit, limit = self._limit()
-        try:
-            size = self._size(messages, unit)
-        except Exception:  # noqa: BLE001 - a counter failing on the history: report what is known
-            size = 0
-        nbytes = sum(m.size for m in messages)
-        over = limit is not None and size > limit
-        n = len(originals)
-        return HookEvent(
-            self.framework, "failed", n, n, size, size, error, unit, limit, over, nbytes, nbytes
-        )
 
     def compact_history_sync(
         self, originals: Sequence[T], decode: Decode[T], encode: Encode[T]
@@ -447,10 +440,8 @@ def _rebuild(
     """The framework messages for ``output``: originals where ``output`` holds exactly
     what they decoded to (in order), ``encode`` for the runs in between."""
     groups = [decoded[a:b] for a, b in pairwise(accumulate(counts, initial=0))]
-    if len(groups) * (len(output) + 1) <= EXACT_REBUILD_CELLS:
-        matched = _best_alignment(groups, output)
-    else:
-        matched = _greedy_alignment(groups, output)
+    exact = len(groups) * (len(output) + 1) <= EXACT_REBUILD_CELLS
+    matched = (_best_alignment if exact else _greedy_alignment)(groups, output)
     result: list[T] = []
     i = 0
     for k, at in matched:
@@ -470,7 +461,8 @@ EXACT_REBUILD_CELLS = 40_000
 def _best_alignment(groups: list[list[Message]], output: list[Message]) -> list[tuple[int, int]]:
     """(group, position) pairs reusing as many groups as any in-order alignment can."""
     m, n = len(groups), len(output)
-    best = [[0] * (n + 1) for _ in range(m + 1)]
+    best = [[0] * (n + 1) for _ in range(m + 1)]  # groups reused from (group, position) on
+    take = [[False] * (n + 1) for _ in range(m)]  # whether the best reuses group k at i
     for k in range(m - 1, -1, -1):
         group, size, row, below = groups[k], len(groups[k]), best[k], best[k + 1]
         for i in range(n, -1, -1):
@@ -478,25 +470,17 @@ def _best_alignment(groups: list[list[Message]], output: list[Message]) -> list[
             if (
                 size
                 and i + size <= n
-                and 1 + below[i + size] > value
+                and 1 + below[i + size] >= value
                 and output[i : i + size] == group
             ):
-                value = 1 + below[i + size]
+                take[k][i], value = True, 1 + below[i + size]
             row[i] = value
     pairs: list[tuple[int, int]] = []
     k = i = 0
-    while k < m and i <= n:
-        size = len(groups[k])
-        if best[k][i] == 0:
-            break
-        if (
-            size
-            and i + size <= n
-            and best[k][i] == 1 + best[k + 1][i + size]
-            and output[i : i + size] == groups[k]
-        ):
+    while k < m and i <= n and best[k][i]:
+        if take[k][i]:
             pairs.append((k, i))
-            k, i = k + 1, i + size
+            k, i = k + 1, i + len(groups[k])
         elif best[k][i] == best[k + 1][i]:
             k += 1
         else:

@@ -31,10 +31,6 @@ except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI
 __all__ = ["CompactionMiddleware", "MessagesKeeper", "PreModelHook", "pre_model_hook"]
 
 
-def _decode(messages: Sequence[BaseMessage]) -> tuple[list[Message], list[int]]:
-    return codec.decode_counted(list(messages))
-
-
 def _encode(fresh: list[Message]) -> list[BaseMessage]:
     return codec.to_framework(codec.encode(fresh))
 
@@ -46,11 +42,11 @@ class MessagesKeeper(HistoryHook):
     framework = "langchain"
 
     async def acompact(self, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
-        out = await self.compact_history(messages, _decode, _encode)
+        out = await self.compact_history(messages, codec.decode_counted, _encode)
         return out if self.compacted else None
 
     def compact(self, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
-        out = self.compact_history_sync(messages, _decode, _encode)
+        out = self.compact_history_sync(messages, codec.decode_counted, _encode)
         return out if self.compacted else None
 
 

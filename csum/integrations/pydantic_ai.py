@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import cast.codecs.pydantic_ai as codec
-from cast import Message
 from csum.integrations import _PROVIDER_PREFIXES, HistoryHook
 
 try:
@@ -44,7 +43,7 @@ class HistoryProcessor(HistoryHook):
         provider = _signature_provider(messages)
         out = await self.compact_history(
             messages,
-            _decode,
+            codec.decode_counted,
             lambda fresh: codec.to_framework(codec.encode(fresh, provider_name=provider)),
         )
         return _keep_instructions(messages, out)
@@ -65,10 +64,6 @@ class HistoryProcessor(HistoryHook):
     def capability(self) -> ProcessHistory[Any]:
         """This processor as the capability ``Agent(capabilities=[...])`` takes."""
         return ProcessHistory(self.with_context)
-
-
-def _decode(messages: Sequence[ModelMessage]) -> tuple[list[Message], list[int]]:
-    return codec.decode_counted(list(messages))
 
 
 def _signature_provider(messages: Sequence[ModelMessage]) -> str | None:

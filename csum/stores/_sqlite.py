@@ -383,38 +383,32 @@ def _bring_index_up_to_date(connection: sqlite3.Connection) -> None:
         _set_meta(connection, "indexed_upto", str(upto))
 
 
-def _like_pattern(text: str) -> str:
-    # The JSON holds strings escaped: look for the escaped form of the text.
-    escaped = json.dumps(text, ensure_ascii=False)[1:-1]
-    escaped = escaped.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+_MATCHING = (
+    "SELECT m.ref, m.body FROM csum_archive_text f JOIN csum_archive_messages m ON m.id = f.rowid "
+    "WHERE csum_archive_text MATCH ? AND m.session = ? ORDER BY m.id"
+)
+_LIKE = (
+    "SELECT ref, body FROM csum_archive_messages "
+    "WHERE session = ? AND CAST(body AS TEXT) LIKE ? ESCAPE '\\' ORDER BY id"
+)
+_ALL = "SELECT ref, body FROM csum_archive_messages WHERE session = ? ORDER BY id"
 
 
 def _search(
     session: str, text: str, limit: int, fts: bool, connection: sqlite3.Connection
 ) -> list[tuple[str, bytes]]:
-    rows: Iterable[tuple[str, bytes]]
-    pattern = _like_pattern(text)
+    # The JSON holds strings escaped: LIKE looks for the escaped form of the text.
+    escaped = json.dumps(text, ensure_ascii=False)[1:-1]
+    escaped = escaped.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    pattern = f"%{escaped}%"
+    statement: tuple[str, tuple[str, ...]] = (_ALL, (session,))
     if fts and len(text) >= _TRIGRAM and "\x00" not in text:
         _bring_index_up_to_date(connection)
-        phrase = '"' + text.replace('"', '""') + '"'
-        rows = connection.execute(
-            "SELECT m.ref, m.body FROM csum_archive_text f "
-            "JOIN csum_archive_messages m ON m.id = f.rowid "
-            "WHERE csum_archive_text MATCH ? AND m.session = ? ORDER BY m.id",
-            (phrase, session),
-        )
+        statement = (_MATCHING, ('"' + text.replace('"', '""') + '"', session))
     elif text.isascii() and "\x00" not in text and len(pattern) <= _MAX_LIKE_PATTERN:
         # LIKE folds ASCII letters only: other queries read the session's messages.
-        rows = connection.execute(
-            "SELECT ref, body FROM csum_archive_messages "
-            "WHERE session = ? AND CAST(body AS TEXT) LIKE ? ESCAPE '\\' ORDER BY id",
-            (session, pattern),
-        )
-    else:
-        rows = connection.execute(
-            "SELECT ref, body FROM csum_archive_messages WHERE session = ? ORDER BY id", (session,)
-        )
+        statement = (_LIKE, (session, pattern))
+    rows: Iterable[tuple[str, bytes]] = connection.execute(*statement)
     needle = text.casefold()
     found: list[tuple[str, bytes]] = []
     for ref, body in rows:

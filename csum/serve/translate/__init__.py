@@ -4,8 +4,65 @@ says which serve which client and upstream."""
 
 from __future__ import annotations
 
-__all__ = ["TranslationError"]
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import Any
+
+from csum.serve.sse import SseReader, read_event
+
+__all__ = ["TranslatedStream", "TranslationError"]
 
 
 class TranslationError(ValueError):
     """A request the translation cannot carry (the message names the field)."""
+
+
+class TranslatedStream(ABC):
+    """A streamed answer being translated: the upstream's SSE bytes in (any split), the
+    client's events out; nothing after the end or an error."""
+
+    ends_with_done = False
+    """Whether the upstream ends its stream with ``data: [DONE]`` (Chat Completions)."""
+
+    def __init__(self) -> None:
+        self._reader = SseReader()
+        self._done = False
+
+    def feed(self, data: bytes) -> bytes:
+        """The client's events for the SSE bytes ``data``."""
+        out: list[bytes] = []
+        for _, raw in self._reader.feed(data):
+            if self._done:
+                continue
+            if raw == b"[DONE]" and self.ends_with_done:
+                out.extend(self._finish())
+                continue
+            event, problem = read_event(raw)
+            out.extend(self._read(event) if problem is None else self._failed(problem))
+        return b"".join(out)
+
+    def close(self) -> bytes:
+        """The closing events, when the upstream ended without its last event."""
+        return b"".join(self._finish()) if self._started() and not self._done else b""
+
+    def _failed(self, problem: str) -> Iterator[bytes]:
+        """The client's error event (its SDK raises on it), once."""
+        if not self._done:
+            self._done = True
+            yield self._error(problem)
+
+    @abstractmethod
+    def _started(self) -> bool:
+        """Whether the answer's first event was written."""
+
+    @abstractmethod
+    def _read(self, event: dict[str, Any]) -> Iterator[bytes]:
+        """The client's events for one upstream event."""
+
+    @abstractmethod
+    def _error(self, problem: str) -> bytes:
+        """The client's error event saying ``problem``."""
+
+    @abstractmethod
+    def _finish(self) -> Iterator[bytes]:
+        """The closing events (once)."""

@@ -12,8 +12,8 @@ from typing import Any
 import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
 from cast import Message, ToolCall, port
-from csum.serve.sse import SseReader, data_event, read_event
-from csum.serve.translate import TranslationError
+from csum.serve.sse import data_event
+from csum.serve.translate import TranslatedStream, TranslationError
 
 __all__ = [
     "FINISH_REASONS",
@@ -66,7 +66,9 @@ def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) ->
         out["stream_options"] = {"include_usage": True}
     tools = payload.get("tools")
     if tools is not None:
-        out["tools"] = [_tool(tool, i) for i, tool in enumerate(_array(tools, "tools"))]
+        if not isinstance(tools, list):
+            raise TranslationError("tools: expected an array")
+        out["tools"] = [_tool(tool, i) for i, tool in enumerate(tools)]
     choice = payload.get("tool_choice")
     if choice is not None:
         out["tool_choice"] = _tool_choice(choice)
@@ -90,12 +92,6 @@ def _compact(arguments: str) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _array(value: object, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise TranslationError(f"{where}: expected an array")
-    return value
-
-
 def _tool(tool: object, i: int) -> dict[str, Any]:
     if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
         raise TranslationError(f"tools[{i}]: expected a tool with a name")
@@ -107,14 +103,13 @@ def _tool(tool: object, i: int) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
+_TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+
+
 def _tool_choice(choice: object) -> Any:
     kind = choice.get("type") if isinstance(choice, dict) else None
-    if kind == "auto":
-        return "auto"
-    if kind == "any":
-        return "required"
-    if kind == "none":
-        return "none"
+    if isinstance(kind, str) and kind in _TOOL_CHOICES:
+        return _TOOL_CHOICES[kind]
     if kind == "tool" and isinstance(choice, dict) and isinstance(choice.get("name"), str):
         return {"type": "function", "function": {"name": choice["name"]}}
     raise TranslationError(f"tool_choice: unknown choice {choice!r}")
@@ -137,24 +132,17 @@ def chat_usage(usage: dict[str, Any]) -> dict[str, Any]:
 def _detail(block: dict[str, Any], index: int) -> dict[str, Any]:
     """The ``reasoning_details`` entry of a thinking or redacted thinking block."""
     if block.get("type") == "redacted_thinking":
-        data = str(block.get("data", ""))
-        return {
-            "type": "reasoning.encrypted",
-            "data": data,
-            "format": REASONING_FORMAT,
-            "index": index,
-        }
-    return {
-        "type": "reasoning.text",
-        "text": str(block.get("thinking", "")),
-        "signature": str(block.get("signature", "")),
-        "format": REASONING_FORMAT,
-        "index": index,
-    }
+        detail = {"type": "reasoning.encrypted", "data": str(block.get("data", ""))}
+    else:
+        text, signature = str(block.get("thinking", "")), str(block.get("signature", ""))
+        detail = {"type": "reasoning.text", "text": text, "signature": signature}
+    return {**detail, "format": REASONING_FORMAT, "index": index}
 
 
-def _completion_id(message: dict[str, Any]) -> str:
-    return f"chatcmpl-{message.get('id') or 'gateway'}"
+def _head(message: dict[str, Any], model: str, kind: str) -> dict[str, Any]:
+    """The fields a Chat completion (or chunk, ``kind``) answering ``message`` starts with."""
+    id_ = f"chatcmpl-{message.get('id') or 'gateway'}"
+    return {"id": id_, "object": kind, "created": 0, "model": message.get("model") or model}
 
 
 def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
@@ -182,73 +170,43 @@ def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
         answer["reasoning_details"] = details
     if calls:
         answer["tool_calls"] = calls
-    stop = message.get("stop_reason") or "end_turn"
-    return {
-        "id": _completion_id(message),
-        "object": "chat.completion",
-        "created": 0,
-        "model": message.get("model") or model,
-        "choices": [
-            {
-                "index": 0,
-                "message": answer,
-                "finish_reason": FINISH_REASONS.get(stop, "stop"),
-                "logprobs": None,
-            }
-        ],
-        "usage": chat_usage(message.get("usage") or {}),
-    }
+    finish = FINISH_REASONS.get(message.get("stop_reason") or "end_turn", "stop")
+    choice = {"index": 0, "message": answer, "finish_reason": finish, "logprobs": None}
+    usage = chat_usage(message.get("usage") or {})
+    return {**_head(message, model, "chat.completion"), "choices": [choice], "usage": usage}
 
 
-class ChatStream:
+class ChatStream(TranslatedStream):
     """Turns a Messages SSE stream into Chat chunks as it comes (``usage``: end with a
     usage chunk)."""
 
     def __init__(self, model: str, *, usage: bool = False) -> None:
+        super().__init__()
         self.model = model
         self._want_usage = usage
-        self._reader = SseReader()
         self._base: dict[str, Any] | None = None
-        self._blocks: dict[int, tuple[str, int]] = {}  # block index -> (kind, call index)
+        self._slots: dict[int, int] = {}  # block index -> its call or reasoning_details index
         self._calls = 0
         self._details = 0  # reasoning_details entries so far
         self._usage: dict[str, Any] = {}
-        self._finish = "stop"
-        self._done = False
+        self._finish_reason = "stop"
 
-    def feed(self, data: bytes) -> bytes:
-        """The chunks for the SSE bytes ``data`` (any split of the stream)."""
-        out: list[bytes] = []
-        for _, raw in self._reader.feed(data):
-            if self._done:
-                continue  # nothing after the end or an error
-            event, problem = read_event(raw)
-            if problem is None:
-                out.extend(self._event(event))
-            elif not self._done:  # the openai SDK raises on a chunk with an error
-                self._done = True
-                out.append(data_event({"error": {"message": problem, "type": "upstream_error"}}))
-        return b"".join(out)
+    def _started(self) -> bool:
+        return self._base is not None
 
-    def close(self) -> bytes:
-        """The closing chunks, when the upstream ended without ``message_stop``."""
-        return b"".join(self._end()) if self._base is not None and not self._done else b""
+    def _error(self, problem: str) -> bytes:
+        return data_event({"error": {"message": problem, "type": "upstream_error"}})
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return data_event({**(self._base or {}), "choices": [choice]})
 
-    def _event(self, event: dict[str, Any]) -> Iterator[bytes]:
+    def _read(self, event: dict[str, Any]) -> Iterator[bytes]:
         kind = event.get("type")
         if kind == "message_start":
             message = event.get("message") or {}
             self._usage = dict(message.get("usage") or {})
-            self._base = {
-                "id": _completion_id(message),
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": message.get("model") or self.model,
-            }
+            self._base = _head(message, self.model, "chat.completion.chunk")
             yield self._chunk({"role": "assistant", "content": ""})
         elif kind == "content_block_start":
             yield from self._start(int(event.get("index", 0)), event.get("content_block") or {})
@@ -257,69 +215,56 @@ class ChatStream:
         elif kind == "message_delta":
             stop = (event.get("delta") or {}).get("stop_reason")
             if stop:
-                self._finish = FINISH_REASONS.get(stop, "stop")
+                self._finish_reason = FINISH_REASONS.get(stop, "stop")
             self._usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
         elif kind == "message_stop":
-            yield from self._end()
+            yield from self._finish()
 
     def _start(self, index: int, block: dict[str, Any]) -> Iterator[bytes]:
         kind = str(block.get("type", ""))
         if kind == "tool_use":
-            call = self._calls
-            self._calls += 1
-            self._blocks[index] = ("tool_use", call)
+            self._slots[index], self._calls = self._calls, self._calls + 1
             function = {"name": block.get("name", ""), "arguments": ""}
-            first = {"index": call, "id": block.get("id", ""), "type": "function"}
+            first = {"index": self._slots[index], "id": block.get("id", ""), "type": "function"}
             yield self._chunk({"tool_calls": [{**first, "function": function}]})
-            return
-        if kind in ("thinking", "redacted_thinking"):
+        elif kind in ("thinking", "redacted_thinking"):
             # the detail's first piece: its type, format and index (the openai SDK
             # merges the pieces of reasoning_details by index, strings concatenated)
             detail = _detail(block, self._details)
-            self._blocks[index] = (kind, self._details)
-            self._details += 1
+            self._slots[index], self._details = self._details, self._details + 1
             if not detail.get("signature"):
                 detail.pop("signature", None)
             delta: dict[str, Any] = {"reasoning_details": [detail]}
             if detail.get("text"):
                 delta = {REASONING_FIELD: detail["text"], **delta}
             yield self._chunk(delta)
-            return
-        self._blocks[index] = (kind, -1)
-        if kind == "text" and block.get("text"):
-            yield self._chunk({"content": block["text"]})
+        else:
+            self._slots[index] = -1
+            if kind == "text" and block.get("text"):
+                yield self._chunk({"content": block["text"]})
 
     def _delta(self, index: int, delta: dict[str, Any]) -> Iterator[bytes]:
         kind = delta.get("type")
+        slot = self._slots.get(index, 0)
         if kind == "text_delta" and delta.get("text"):
             yield self._chunk({"content": delta["text"]})
         elif kind == "thinking_delta" and delta.get("thinking"):
             text = delta["thinking"]
-            piece = {"type": "reasoning.text", "text": text, "index": self._detail_of(index)}
+            piece = {"type": "reasoning.text", "text": text, "index": slot}
             yield self._chunk({REASONING_FIELD: text, "reasoning_details": [piece]})
         elif kind == "signature_delta" and delta.get("signature"):
-            signature = delta["signature"]
-            piece = {
-                "type": "reasoning.text",
-                "signature": signature,
-                "index": self._detail_of(index),
-            }
+            piece = {"type": "reasoning.text", "signature": delta["signature"], "index": slot}
             yield self._chunk({"reasoning_details": [piece]})
         elif kind == "input_json_delta" and delta.get("partial_json"):
-            call = self._blocks.get(index, ("", 0))[1]
             function = {"arguments": delta["partial_json"]}
-            yield self._chunk({"tool_calls": [{"index": call, "function": function}]})
+            yield self._chunk({"tool_calls": [{"index": slot, "function": function}]})
 
-    def _detail_of(self, index: int) -> int:
-        return self._blocks.get(index, ("", 0))[1]
-
-    def _end(self) -> Iterator[bytes]:
+    def _finish(self) -> Iterator[bytes]:
         if self._done:
             return
         self._done = True
-        yield self._chunk({}, self._finish)
+        yield self._chunk({}, self._finish_reason)
         if self._want_usage:
-            yield data_event(
-                {**(self._base or {}), "choices": [], "usage": chat_usage(self._usage)}
-            )
+            usage = chat_usage(self._usage)
+            yield data_event({**(self._base or {}), "choices": [], "usage": usage})
         yield b"data: [DONE]\n\n"

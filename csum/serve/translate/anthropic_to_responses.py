@@ -8,7 +8,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from csum.serve.sse import read_event
 from csum.serve.translate.anthropic_to_chat import chat_usage
 from csum.serve.translate.responses_output import (
     GATEWAY_REASONING_PREFIX,
@@ -30,17 +29,7 @@ class AnthropicResponsesStream(ResponsesWriter):
         super().__init__(model, request)
         self._anthropic_usage: dict[str, Any] = {}
 
-    def feed(self, data: bytes) -> bytes:
-        """The events for the SSE bytes ``data`` (any split of the stream)."""
-        out: list[bytes] = []
-        for _, raw in self._reader.feed(data):
-            if self._done:
-                continue  # nothing after the end or an error
-            event, problem = read_event(raw)
-            out.extend(self._message_event(event) if problem is None else self._failed(problem))
-        return b"".join(out)
-
-    def _message_event(self, event: dict[str, Any]) -> Iterator[bytes]:
+    def _read(self, event: dict[str, Any]) -> Iterator[bytes]:
         kind = event.get("type")
         index = int(event.get("index", 0))
         if kind == "message_start":
@@ -61,13 +50,8 @@ class AnthropicResponsesStream(ResponsesWriter):
                 self._signature(str(delta.get("signature", "")))
             elif delta.get("type") == "input_json_delta" and self._key == ("call", index):
                 assert self._open is not None
-                call = self._open
-                yield from self._call(
-                    ("call", index),
-                    call["call_id"],
-                    call["name"],
-                    str(delta.get("partial_json", "")),
-                )
+                call, partial = self._open, str(delta.get("partial_json", ""))
+                yield from self._call(("call", index), call["call_id"], call["name"], partial)
         elif kind == "message_delta":
             if (event.get("delta") or {}).get("stop_reason") == "max_tokens":
                 self._status = "incomplete"
@@ -105,23 +89,14 @@ def responses_from_messages(
     tools = chat_tools(request.get("tools"))
     for block in message.get("content") or []:
         kind = block.get("type")
-        item_id = f"{GATEWAY_REASONING_PREFIX}{base}_{len(output)}"
-        if kind == "thinking":
-            text = str(block.get("thinking", ""))
+        if kind in ("thinking", "redacted_thinking"):
+            item_id = f"{GATEWAY_REASONING_PREFIX}{base}_{len(output)}"
+            text = str(block.get("thinking", "")) if kind == "thinking" else ""
+            signature = str(block.get("signature", ""))
+            encrypted = signature if kind == "thinking" else REDACTED + str(block.get("data", ""))
             summary = [{"type": "summary_text", "text": text}] if text else []
-            output.append(
-                {
-                    "type": "reasoning",
-                    "id": item_id,
-                    "summary": summary,
-                    "encrypted_content": str(block.get("signature", "")),
-                }
-            )
-        elif kind == "redacted_thinking":
-            encrypted = REDACTED + str(block.get("data", ""))
-            output.append(
-                {"type": "reasoning", "id": item_id, "summary": [], "encrypted_content": encrypted}
-            )
+            item = {"type": "reasoning", "id": item_id, "summary": summary}
+            output.append({**item, "encrypted_content": encrypted})
         elif kind == "text":
             output.append(message_item(f"msg_{base}_{len(output)}", str(block.get("text", ""))))
         elif kind == "tool_use":

@@ -13,8 +13,8 @@ import cast.codecs.openai as openai_codec
 from cast import Message, ProviderPart, Reasoning, Role, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from cast.codecs.openai import REASONING_FIELDS
-from csum.serve.sse import anthropic_event, read_event
-from csum.serve.translate import TranslationError
+from csum.serve.sse import anthropic_event
+from csum.serve.translate import TranslatedStream, TranslationError
 from csum.serve.translate.anthropic_to_chat import REASONING_FORMAT
 
 __all__ = [
@@ -39,9 +39,6 @@ STOP_REASONS = {
     "content_filter": "refusal",
 }
 """Chat Completions ``finish_reason`` -> Messages ``stop_reason``."""
-
-_THINKING = {"type": "thinking", "thinking": "", "signature": ""}
-"""A thinking block opened for streamed reasoning (Chat carries no signature)."""
 
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "thinking")
@@ -116,12 +113,9 @@ def _signed_details(message: Message) -> list[Reasoning]:
 def _with_signed_thinking(chain: list[Message]) -> tuple[list[Message], bool]:
     """``chain`` with each AI message's reasoning replaced by the signed thinking it
     carried back (as the anthropic codec reads a turn); whether any was found."""
-    turns = [i for i, m in enumerate(chain) if m.role is Role.AI]
-    signed = [_signed_details(chain[i]) for i in turns]
-    if not any(signed):
-        return chain, False
+    signed = {i: _signed_details(m) for i, m in enumerate(chain) if m.role is Role.AI}
     out = list(chain)
-    for i, blocks in zip(turns, signed, strict=True):
+    for i, blocks in signed.items():
         if not blocks:
             continue
         parts = list(out[i].parts)
@@ -132,7 +126,7 @@ def _with_signed_thinking(chain: list[Message]) -> tuple[list[Message], bool]:
         else:
             head.append(TextPart(text="", reasoning=blocks[-1]))
         out[i] = out[i].model_copy(update={"parts": (*head, *parts)})
-    return out, True
+    return (out, True) if any(signed.values()) else (chain, False)
 
 
 def _tool(tool: object, i: int) -> dict[str, Any]:
@@ -150,13 +144,14 @@ def _tool(tool: object, i: int) -> dict[str, Any]:
     return out
 
 
+_TOOL_CHOICES = {"auto": "auto", "none": "none", "required": "any"}
+
+
 def _tool_choice(choice: object) -> dict[str, Any] | None:
     if choice is None:
         return None
-    if choice in ("auto", "none"):
-        return {"type": choice}
-    if choice == "required":
-        return {"type": "any"}
+    if isinstance(choice, str) and choice in _TOOL_CHOICES:
+        return {"type": _TOOL_CHOICES[choice]}
     function = choice.get("function") if isinstance(choice, dict) else None
     if isinstance(function, dict) and isinstance(function.get("name"), str):
         return {"type": "tool", "name": function["name"]}
@@ -184,25 +179,12 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
         content.append({"type": "text", "text": text})
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
+        name, arguments = function.get("name", ""), _arguments(function.get("arguments", ""))
         content.append(
-            {
-                "type": "tool_use",
-                "id": call.get("id", ""),
-                "name": function.get("name", ""),
-                "input": _arguments(function.get("arguments", "")),
-            }
+            {"type": "tool_use", "id": call.get("id", ""), "name": name, "input": arguments}
         )
-    usage = completion.get("usage") or {}
-    return {
-        "id": _message_id(completion),
-        "type": "message",
-        "role": "assistant",
-        "model": completion.get("model") or model,
-        "content": content,
-        "stop_reason": STOP_REASONS.get(choices[0].get("finish_reason") or "stop", "end_turn"),
-        "stop_sequence": None,
-        "usage": messages_usage(usage),
-    }
+    stop = STOP_REASONS.get(choices[0].get("finish_reason") or "stop", "end_turn")
+    return _message(completion, model, content, stop, messages_usage(completion.get("usage") or {}))
 
 
 def reasoning_of(message: dict[str, Any]) -> str:
@@ -232,62 +214,50 @@ def messages_usage(usage: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def _message_id(completion: dict[str, Any]) -> str:
-    return f"msg_{completion.get('id') or 'gateway'}"
+def _message(
+    completion: dict[str, Any],
+    model: str,
+    content: list[dict[str, Any]],
+    stop: str | None,
+    usage: dict[str, int],
+) -> dict[str, Any]:
+    """The Message object answering the Chat ``completion`` (or its first chunk)."""
+    return {
+        "id": f"msg_{completion.get('id') or 'gateway'}",
+        "type": "message",
+        "role": "assistant",
+        "model": completion.get("model") or model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
 
 
-class MessagesStream:
+class MessagesStream(TranslatedStream):
     """Turns a Chat Completions SSE stream into a Messages SSE stream, as it comes."""
 
+    ends_with_done = True
+
     def __init__(self, model: str) -> None:
+        super().__init__()
         self.model = model
-        self._buffer = b""
-        self._started = False
+        self._begun = False
         self._block: tuple[str, int] | None = None  # ("text" | call index, block index)
         self._blocks = 0
         self._stop = "end_turn"
         self._usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
-        self._done = False
 
-    def feed(self, data: bytes) -> bytes:
-        """The Messages events for the SSE bytes ``data`` (any split of the stream)."""
-        self._buffer += data.replace(b"\r\n", b"\n")
-        out: list[bytes] = []
-        while b"\n\n" in self._buffer:
-            frame, self._buffer = self._buffer.split(b"\n\n", 1)
-            for line in frame.split(b"\n"):
-                if line.startswith(b"data:"):
-                    out.extend(self._data(line[5:].strip()))
-        return b"".join(out)
+    def _started(self) -> bool:
+        return self._begun
 
-    def close(self) -> bytes:
-        """The closing events, when the upstream ended without ``[DONE]``."""
-        return b"".join(self._finish()) if self._started and not self._done else b""
+    def _error(self, problem: str) -> bytes:
+        return anthropic_event("error", {"error": {"type": "api_error", "message": problem}})
 
-    def _data(self, data: bytes) -> Iterator[bytes]:
-        if self._done:
-            return  # nothing after the end or an error
-        if data == b"[DONE]":
-            yield from self._finish()
-            return
-        chunk, problem = read_event(data)
-        if problem is not None:
-            if not self._done:  # the anthropic SDK raises on an error event
-                self._done = True
-                yield anthropic_event("error", {"error": {"type": "api_error", "message": problem}})
-            return
-        if not self._started:
-            self._started = True
-            message: dict[str, Any] = {
-                "id": _message_id(chunk),
-                "type": "message",
-                "role": "assistant",
-                "model": chunk.get("model") or self.model,
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 0, "output_tokens": 0},
-            }
+    def _read(self, chunk: dict[str, Any]) -> Iterator[bytes]:
+        if not self._begun:
+            self._begun = True
+            message = _message(chunk, self.model, [], None, {"input_tokens": 0, "output_tokens": 0})
             yield anthropic_event("message_start", {"message": message})
         usage = chunk.get("usage")
         if isinstance(usage, dict):
@@ -296,41 +266,36 @@ class MessagesStream:
             delta = choice.get("delta") or {}
             thought = reasoning_of(delta)
             if thought:
-                if self._block != ("thinking", -1):
-                    yield from self._open(("thinking", -1), dict(_THINKING))
-                yield self._delta({"type": "thinking_delta", "thinking": thought})
+                empty = {"type": "thinking", "thinking": "", "signature": ""}  # Chat signs none
+                piece = {"type": "thinking_delta", "thinking": thought}
+                yield from self._piece(("thinking", -1), empty, piece)
             text = delta.get("content")
             if isinstance(text, str) and text:
-                if self._block != ("text", -1):
-                    yield from self._open(("text", -1), {"type": "text", "text": ""})
-                yield self._delta({"type": "text_delta", "text": text})
+                piece = {"type": "text_delta", "text": text}
+                yield from self._piece(("text", -1), {"type": "text", "text": ""}, piece)
             for call in delta.get("tool_calls") or []:
-                index = int(call.get("index", 0))
                 function = call.get("function") or {}
-                if self._block != ("tool", index):
-                    block: dict[str, Any] = {
-                        "type": "tool_use",
-                        "id": call.get("id", ""),
-                        "name": function.get("name", ""),
-                        "input": {},
-                    }
-                    yield from self._open(("tool", index), block)
-                arguments = function.get("arguments")
-                if isinstance(arguments, str) and arguments:
-                    yield self._delta({"type": "input_json_delta", "partial_json": arguments})
+                name, arguments = function.get("name", ""), function.get("arguments")
+                block = {"type": "tool_use", "id": call.get("id", ""), "name": name, "input": {}}
+                partial = {"type": "input_json_delta", "partial_json": arguments}
+                key = ("tool", int(call.get("index", 0)))
+                has_json = isinstance(arguments, str) and arguments
+                yield from self._piece(key, block, partial if has_json else None)
             finish = choice.get("finish_reason")
             if finish:
                 self._stop = STOP_REASONS.get(finish, "end_turn")
 
-    def _open(self, key: tuple[str, int], block: dict[str, Any]) -> Iterator[bytes]:
-        yield from self._close_block()
-        self._block = key
-        yield anthropic_event(
-            "content_block_start", {"index": self._blocks, "content_block": block}
-        )
-
-    def _delta(self, delta: dict[str, Any]) -> bytes:
-        return anthropic_event("content_block_delta", {"index": self._blocks, "delta": delta})
+    def _piece(
+        self, key: tuple[str, int], block: dict[str, Any], delta: dict[str, Any] | None
+    ) -> Iterator[bytes]:
+        """``delta`` in the block ``key`` (opened as ``block`` when another is open)."""
+        if self._block != key:
+            yield from self._close_block()
+            self._block = key
+            start = {"index": self._blocks, "content_block": block}
+            yield anthropic_event("content_block_start", start)
+        if delta is not None:
+            yield anthropic_event("content_block_delta", {"index": self._blocks, "delta": delta})
 
     def _close_block(self) -> Iterator[bytes]:
         if self._block is not None:
@@ -343,11 +308,6 @@ class MessagesStream:
             return
         self._done = True
         yield from self._close_block()
-        yield anthropic_event(
-            "message_delta",
-            {
-                "delta": {"stop_reason": self._stop, "stop_sequence": None},
-                "usage": dict(self._usage),
-            },
-        )
+        delta = {"stop_reason": self._stop, "stop_sequence": None}
+        yield anthropic_event("message_delta", {"delta": delta, "usage": dict(self._usage)})
         yield anthropic_event("message_stop", {})

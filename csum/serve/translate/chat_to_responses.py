@@ -6,12 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from csum.serve.sse import read_event
 from csum.serve.translate.chat_to_anthropic import reasoning_of
 from csum.serve.translate.responses_output import (
     ResponsesWriter,
     message_item,
-    reasoning_item,
     response_object,
     responses_usage,
 )
@@ -29,8 +27,9 @@ def responses_response(
     base = str(completion.get("id") or "gateway")
     output: list[dict[str, Any]] = []
     thought = reasoning_of(message)
-    if thought:
-        output.append(reasoning_item(f"rs_{base}", thought))
+    if thought:  # an open model's raw reasoning
+        content = [{"type": "reasoning_text", "text": thought}]
+        output.append({"type": "reasoning", "id": f"rs_{base}", "summary": [], "content": content})
     text = message.get("content")
     if isinstance(text, str) and text:
         output.append(message_item(f"msg_{base}", text))
@@ -49,20 +48,9 @@ def responses_response(
 class ResponsesStream(ResponsesWriter):
     """Turns a Chat Completions SSE stream into the Responses events as it comes."""
 
-    def feed(self, data: bytes) -> bytes:
-        """The events for the SSE bytes ``data`` (any split of the stream)."""
-        out: list[bytes] = []
-        for _, raw in self._reader.feed(data):
-            if self._done:
-                continue  # nothing after the end or an error
-            if raw == b"[DONE]":
-                out.extend(self._finish())
-                continue
-            chunk, problem = read_event(raw)
-            out.extend(self._chunk(chunk) if problem is None else self._failed(problem))
-        return b"".join(out)
+    ends_with_done = True
 
-    def _chunk(self, chunk: dict[str, Any]) -> Iterator[bytes]:
+    def _read(self, chunk: dict[str, Any]) -> Iterator[bytes]:
         if not self._id:
             yield from self._begin(str(chunk.get("id") or "gateway"), chunk.get("model"))
         if isinstance(chunk.get("usage"), dict):
@@ -78,12 +66,9 @@ class ResponsesStream(ResponsesWriter):
             for call in delta.get("tool_calls") or []:
                 function = call.get("function") or {}
                 key = ("call", int(call.get("index", 0)))
+                call_id, name = str(call.get("id") or ""), str(function.get("name") or "")
                 arguments = function.get("arguments")
-                yield from self._call(
-                    key,
-                    str(call.get("id") or ""),
-                    str(function.get("name") or ""),
-                    arguments if isinstance(arguments, str) else "",
-                )
+                arguments = arguments if isinstance(arguments, str) else ""
+                yield from self._call(key, call_id, name, arguments)
             if choice.get("finish_reason") == "length":
                 self._status = "incomplete"

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import cast.codecs.anthropic as anthropic_codec
 from cast import Message
 from csum.serve.apis import APIS, Api
+from csum.serve.translate import TranslatedStream
 from csum.serve.translate.anthropic_to_chat import ChatStream, chat_request, chat_response
 from csum.serve.translate.anthropic_to_responses import (
     AnthropicResponsesStream,
@@ -28,7 +29,6 @@ from csum.tokens import EstimatedTokens
 __all__ = [
     "ANTHROPIC_VERSION",
     "TRANSLATIONS",
-    "Stream",
     "Translation",
     "count_tokens",
     "translated_headers",
@@ -36,14 +36,6 @@ __all__ = [
 ]
 
 _CHAT, _RESPONSES, _MESSAGES = APIS
-
-
-class Stream(Protocol):
-    """A streamed answer being translated: the upstream's bytes in, the client's out."""
-
-    def feed(self, data: bytes) -> bytes: ...
-
-    def close(self) -> bytes: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +49,7 @@ class Translation:
     target: Api
     request: Callable[[dict[str, Any], list[Message] | None], dict[str, Any]]
     response: Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]]
-    stream: Callable[[str, dict[str, Any]], Stream]
+    stream: Callable[[str, dict[str, Any]], TranslatedStream]
 
 
 def _wants_usage(request: dict[str, Any]) -> bool:

@@ -103,10 +103,9 @@ def _content_list(item: dict[str, Any]) -> list[Any]:
 
 def _parts(item: dict[str, Any]) -> list[Any]:
     """Each content part as ``("text", text)``, or the part itself when not text."""
-    out: list[Any] = []
-    for part in _content_list(item):
-        if isinstance(part, dict) and part.get("type") in _TEXT_TYPES:
-            out.append(("text", part.get("text")))
-        else:
-            out.append(part)
-    return out
+    return [
+        ("text", part.get("text"))
+        if isinstance(part, dict) and part.get("type") in _TEXT_TYPES
+        else part
+        for part in _content_list(item)
+    ]

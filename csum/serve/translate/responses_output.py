@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from csum.serve.sse import SseReader, data_event
+from csum.serve.sse import data_event
+from csum.serve.translate import TranslatedStream
 from csum.serve.translate.responses_tools import chat_tools, custom_input
 
 __all__ = [
@@ -14,7 +15,6 @@ __all__ = [
     "REDACTED",
     "ResponsesWriter",
     "message_item",
-    "reasoning_item",
     "response_object",
     "responses_usage",
 ]
@@ -42,12 +42,6 @@ def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": int(reasoning)},
         "total_tokens": prompt + completion,
     }
-
-
-def reasoning_item(item_id: str, text: str) -> dict[str, Any]:
-    """A reasoning output item carrying an open model's raw reasoning ``text``."""
-    content = [{"type": "reasoning_text", "text": text}]
-    return {"type": "reasoning", "id": item_id, "summary": [], "content": content}
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
@@ -93,14 +87,20 @@ def response_object(  # noqa: PLR0917 (one positional per field it fills)
     }
 
 
-class ResponsesWriter:
+_REASONING_NAMES = {  # summary or not: (index field, part type, part events, text events)
+    True: ("summary_index", "summary_text", "reasoning_summary_part", "reasoning_summary_text"),
+    False: ("content_index", "reasoning_text", "content_part", "reasoning_text"),
+}
+
+
+class ResponsesWriter(TranslatedStream):
     """The Responses event sequence, written as the answer's pieces arrive."""
 
     def __init__(self, model: str, request: dict[str, Any]) -> None:
+        super().__init__()
         self.model = model
         self.request = request
         self._tools = chat_tools(request.get("tools"))
-        self._reader = SseReader()
         self._sequence = 0
         self._id = ""
         self._base = "gateway"
@@ -110,11 +110,9 @@ class ResponsesWriter:
         self._usage: dict[str, Any] | None = None  # Chat Completions-shaped
         self._custom_arguments = ""  # of the open custom tool call
         self._status = "completed"
-        self._done = False
 
-    def close(self) -> bytes:
-        """The closing events, when the upstream ended without its last event."""
-        return b"".join(self._finish()) if self._id and not self._done else b""
+    def _started(self) -> bool:
+        return bool(self._id)
 
     def _event(self, kind: str, data: dict[str, Any]) -> bytes:
         self._sequence += 1
@@ -136,32 +134,20 @@ class ResponsesWriter:
     def _index(self) -> int:
         return len(self._output)
 
-    def _part_ids(self, index: str = "content_index") -> dict[str, Any]:
+    def _part_ids(self, index: str) -> dict[str, Any]:
         item = self._open or {}
         return {"item_id": item.get("id", ""), "output_index": self._index(), index: 0}
 
     def _reasoning(self, key: tuple[str, int], text: str, *, summary: bool) -> Iterator[bytes]:
         """Reasoning text: raw (an open model's) or a summary (a signed item's)."""
-        where = "summary_index" if summary else "content_index"
+        where, kind, parts, texts = _REASONING_NAMES[summary]
         if self._key != key:
             yield from self._close_item()
             prefix = GATEWAY_REASONING_PREFIX if summary else "rs_"
-            item: dict[str, Any] = {
-                "type": "reasoning",
-                "id": f"{prefix}{self._base}_{self._index()}",
-            }
-            item.update({"summary": [], "content": []} if not summary else {"summary": []})
-            yield from self._add(key, item)
-            kind = "summary_text" if summary else "reasoning_text"
-            added = "reasoning_summary_part" if summary else "content_part"
-            data = {**self._part_ids(where), "part": {"type": kind, "text": ""}}
-            yield self._event(f"response.{added}.added", data)
-        if not text:
-            return
-        assert self._open is not None
-        self._open["text"] = self._open.get("text", "") + text
-        kind = "reasoning_summary_text" if summary else "reasoning_text"
-        yield self._event(f"response.{kind}.delta", {**self._part_ids(where), "delta": text})
+            lists: dict[str, Any] = {"summary": []} if summary else {"summary": [], "content": []}
+            item = {"type": "reasoning", "id": f"{prefix}{self._base}_{self._index()}", **lists}
+            yield from self._add(key, item, (parts, where, {"type": kind, "text": ""}))
+        yield from self._append(texts, where, text)
 
     def _signature(self, signature: str) -> None:
         if self._open is not None and self._open.get("type") == "reasoning":
@@ -171,15 +157,19 @@ class ResponsesWriter:
         if self._key != key:
             yield from self._close_item()
             item = message_item(f"msg_{self._base}_{self._index()}", "", "in_progress")
-            yield from self._add(key, {**item, "content": []})
             part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            yield self._event("response.content_part.added", {**self._part_ids(), "part": part})
-        if not text:
-            return
-        assert self._open is not None
-        self._open["text"] = self._open.get("text", "") + text
-        data = {**self._part_ids(), "delta": text, "logprobs": []}
-        yield self._event("response.output_text.delta", data)
+            yield from self._add(
+                key, {**item, "content": []}, ("content_part", "content_index", part)
+            )
+        yield from self._append("output_text", "content_index", text, logprobs=[])
+
+    def _append(self, kind: str, where: str, text: str, **extra: Any) -> Iterator[bytes]:
+        """``text`` added to the open item's part, in a ``.delta`` event (none for no text)."""
+        if text:
+            assert self._open is not None
+            self._open["text"] = self._open.get("text", "") + text
+            data = {**self._part_ids(where), "delta": text, **extra}
+            yield self._event(f"response.{kind}.delta", data)
 
     def _call(
         self, key: tuple[str, int], call_id: str, name: str, arguments: str
@@ -195,69 +185,63 @@ class ResponsesWriter:
             data = {"item_id": self._open["id"], "output_index": self._index(), "delta": arguments}
             yield self._event("response.function_call_arguments.delta", data)
 
-    def _add(self, key: tuple[str, int], item: dict[str, Any]) -> Iterator[bytes]:
+    def _add(
+        self,
+        key: tuple[str, int],
+        item: dict[str, Any],
+        part: tuple[str, str, dict[str, Any]] | None = None,
+    ) -> Iterator[bytes]:
+        """``item`` opened, with its first ``part`` (event name, index field, part)."""
         self._key, self._open = key, item
         data = {"output_index": self._index(), "item": dict(item)}
         yield self._event("response.output_item.added", data)
+        if part is not None:
+            added, where, first = part
+            yield self._event(f"response.{added}.added", {**self._part_ids(where), "part": first})
 
     def _close_item(self) -> Iterator[bytes]:
         item, key = self._open, self._key
         if item is None or key is None:
             return
-        if item["type"] == "function_call":
+        ids = {"item_id": item["id"], "output_index": self._index()}
+        if item["type"] in ("function_call", "custom_tool_call"):
             item["status"] = "completed"
-            done = {"item_id": item["id"], "output_index": self._index()}
-            done.update(arguments=item["arguments"], name=item["name"])
+        if item["type"] == "function_call":
+            done = {**ids, "arguments": item["arguments"], "name": item["name"]}
             yield self._event("response.function_call_arguments.done", done)
         elif item["type"] == "custom_tool_call":
-            item["status"] = "completed"
-            item["input"] = custom_input(self._custom_arguments)
-            self._custom_arguments = ""
-            ids = {"item_id": item["id"], "output_index": self._index()}
-            yield self._event(
-                "response.custom_tool_call_input.delta", {**ids, "delta": item["input"]}
-            )
-            yield self._event(
-                "response.custom_tool_call_input.done", {**ids, "input": item["input"]}
-            )
+            item["input"], self._custom_arguments = custom_input(self._custom_arguments), ""
+            custom = "response.custom_tool_call_input"
+            yield self._event(f"{custom}.delta", {**ids, "delta": item["input"]})
+            yield self._event(f"{custom}.done", {**ids, "input": item["input"]})
         elif item["type"] == "message":
             text = item.pop("text", "")
-            item = message_item(item["id"], text)
-            part = item["content"][0]
+            item, in_part = message_item(item["id"], text), {**ids, "content_index": 0}
             yield self._event(
-                "response.output_text.done", {**self._part_ids(), "text": text, "logprobs": []}
+                "response.output_text.done", {**in_part, "text": text, "logprobs": []}
             )
-            yield self._event("response.content_part.done", {**self._part_ids(), "part": part})
+            yield self._event("response.content_part.done", {**in_part, "part": item["content"][0]})
         else:
             yield from self._close_reasoning(item)
-        yield self._event(
-            "response.output_item.done", {"output_index": self._index(), "item": item}
-        )
+        done = {"output_index": self._index(), "item": item}
+        yield self._event("response.output_item.done", done)
         self._output.append(item)
         self._open, self._key = None, None
 
     def _close_reasoning(self, item: dict[str, Any]) -> Iterator[bytes]:
         text = item.pop("text", "")
         summary = "content" not in item
-        ids = self._part_ids("summary_index" if summary else "content_index")
-        part = {"type": "summary_text" if summary else "reasoning_text", "text": text}
-        if summary:
-            item["summary"] = [part] if text else []
-            texts, parts = "reasoning_summary_text", "reasoning_summary_part"
-        else:
-            item["content"] = [part]
-            texts, parts = "reasoning_text", "content_part"
+        where, kind, parts, texts = _REASONING_NAMES[summary]
+        ids = self._part_ids(where)
+        part = {"type": kind, "text": text}
+        item["summary" if summary else "content"] = [part] if text or not summary else []
         yield self._event(f"response.{texts}.done", {**ids, "text": text})
         yield self._event(f"response.{parts}.done", {**ids, "part": part})
 
-    def _failed(self, problem: str) -> Iterator[bytes]:
-        """An ``error`` event (the openai SDK raises on it), once; nothing after it."""
-        if self._done:
-            return
-        self._done = True
+    def _error(self, problem: str) -> bytes:
         error = {"type": "upstream_error", "message": problem}
         data = {"code": "upstream_error", "message": problem, "param": None, "error": error}
-        yield self._event("error", data)
+        return self._event("error", data)
 
     def _finish(self) -> Iterator[bytes]:
         if self._done or not self._id:

@@ -39,9 +39,8 @@ def chat_request_for_responses(
     reasoning = payload.get("reasoning")
     if isinstance(reasoning, dict) and reasoning.get("effort") is not None:
         out["reasoning_effort"] = reasoning["effort"]
-    fmt = (
-        (payload.get("text") or {}).get("format") if isinstance(payload.get("text"), dict) else None
-    )
+    text = payload.get("text")
+    fmt = text.get("format") if isinstance(text, dict) else None
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         schema = {k: fmt[k] for k in ("name", "description", "schema", "strict") if k in fmt}
         out["response_format"] = {"type": "json_schema", "json_schema": schema}

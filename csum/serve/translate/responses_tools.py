@@ -54,34 +54,18 @@ class ChatTools:
 
     def chat_name(self, name: str, namespace: str | None = None) -> str:
         """The Chat function name of the client's tool ``name`` (in ``namespace``)."""
-        for chat, origin in self.origins.items():
-            if origin.name == name and origin.namespace == namespace:
-                return chat
-        return name
+        chats = (c for c, o in self.origins.items() if (o.name, o.namespace) == (name, namespace))
+        return next(chats, name)
 
     def client_item(self, call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
         """The Responses output item for a Chat tool call of ``name``."""
-        origin = self.origins.get(name)
-        if origin is not None and origin.kind == "custom":
-            return {
-                "type": "custom_tool_call",
-                "id": f"ctc_{call_id}",
-                "call_id": call_id,
-                "name": origin.name,
-                "input": custom_input(arguments),
-                "status": status,
-            }
-        item = {
-            "type": "function_call",
-            "id": f"fc_{call_id}",
-            "call_id": call_id,
-            "name": name if origin is None else origin.name,
-            "arguments": arguments,
-            "status": status,
-        }
-        if origin is not None and origin.namespace is not None:
-            item["namespace"] = origin.namespace
-        return item
+        origin = self.origins.get(name) or ClientTool("function", name)
+        if origin.kind == "custom":
+            head = {"type": "custom_tool_call", "id": f"ctc_{call_id}", "call_id": call_id}
+            return {**head, "name": origin.name, "input": custom_input(arguments), "status": status}
+        head = {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id}
+        item = {**head, "name": origin.name, "arguments": arguments, "status": status}
+        return item if origin.namespace is None else {**item, "namespace": origin.namespace}
 
 
 def custom_input(arguments: str) -> str:
@@ -98,11 +82,11 @@ def custom_input(arguments: str) -> str:
 
 def chat_tools(tools: object) -> ChatTools:
     """The Chat form of a Responses request's ``tools`` (see the module docstring)."""
+    out = ChatTools([], {}, [])
     if tools is None:
-        return ChatTools([], {}, [])
+        return out
     if not isinstance(tools, list):
         raise TranslationError("tools: expected an array")
-    out = ChatTools([], {}, [])
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             raise TranslationError(f"tools[{i}]: expected a tool object")
