@@ -15,7 +15,16 @@ from pydantic import ValidationError
 from cast._fast import trusted_message
 from cast.codecs._streaming import PayloadStream
 from cast.errors import CodecError
-from cast.messages import Message, ProviderPart, Reasoning, Role, TextPart
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    ProviderPart,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolResult,
+)
 from cast.transforms import loads_strict
 
 __all__ = [
@@ -44,13 +53,14 @@ __all__ = [
     "iter_messages",
     "json_history",
     "json_type",
-    "message_of",
     "pack_signature",
     "parse_data_url",
     "provider_block",
     "provider_part",
     "signature_text",
+    "split_user_turn",
     "system_blocks",
+    "tool_parts",
     "typed_parts_style",
     "unpack_signature",
 ]
@@ -259,11 +269,6 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
         yield message
 
 
-def message_of(role: Role, parts: tuple[Any, ...]) -> Message:
-    """A message of parts a framework codec built (validated: not a hot path)."""
-    return Message(role=role, parts=parts)
-
-
 class AiParts(list[Any]):
     """An AI message's parts being decoded: a reasoning block waits for the text or call
     it led to, else it stands alone in an empty TextPart."""
@@ -306,6 +311,44 @@ class AiParts(list[Any]):
 
 
 Blocks = list[dict[str, Any]]
+_NOT_CALLS = (TextPart, ImagePart, BinaryPart, ProviderPart)
+
+
+def split_user_turn(
+    blocks: list[Any], out: list[Message], read: Callable[[int, Any, list[Any]], Message | None]
+) -> None:
+    """A user turn into ``out``: each tool result a TOOL message, each run of other blocks
+    a HUMAN message (an empty turn one). ``read(j, block, human)`` returns a result's
+    message, or adds the block's parts to ``human`` and returns None."""
+    human: list[Any] = []
+    emitted = False
+    for j, block in enumerate(blocks):
+        result = read(j, block, human)
+        if result is not None:
+            if human:
+                out.append(trusted_message(_HUMAN, tuple(human)))
+                human = []
+            out.append(result)
+            emitted = True
+    if human or not emitted:
+        out.append(trusted_message(_HUMAN, tuple(human)))
+
+
+def tool_parts(
+    parts: tuple[Any, ...], i: int, expected: str, follow: type | tuple[type, ...] = _NOT_CALLS
+) -> Iterator[tuple[int, Any]]:
+    """The parts of TOOL message ``i`` to encode, each result followed only by ``follow``
+    parts (by default any part but a call; else a :class:`CodecError` saying
+    ``expected``); a message without a result raises too."""
+    seen = False
+    for j, part in enumerate(parts):
+        if isinstance(part, ToolResult):
+            seen = True
+        elif not seen or not isinstance(part, follow):
+            fail_part(i, j, expected)
+        yield j, part
+    if not seen:
+        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
 
 
 def body_items(payload: object, key: str = "messages") -> tuple[list[Any], dict[str, Any]]:

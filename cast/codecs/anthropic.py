@@ -29,6 +29,8 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
     signature_text,
+    split_user_turn,
+    tool_parts,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -211,23 +213,18 @@ def _decode_user(content: object, i: int, names: dict[str, str], out: list[Messa
         return
     if not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of content blocks", content, i)
-    human: list[Any] = []
-    emitted = False
-    for j, block in enumerate(content):
+
+    def read(j: int, block: object, human: list[Any]) -> Message | None:
         where = f"messages[{i}].content[{j}]"
         if not isinstance(block, dict):
             fail(where, "a content block object", block, i)
         kind = block.get("type")
         if kind == "tool_result":
-            if human:
-                out.append(trusted_message(_HUMAN, tuple(human)))
-                human = []
-            out.append(_decode_result(block, where, i, names))
-            emitted = True
-        else:
-            _decode_block(block, kind, where, i, human)
-    if human or not emitted:
-        out.append(trusted_message(_HUMAN, tuple(human)))
+            return _decode_result(block, where, i, names)
+        _decode_block(block, kind, where, i, human)
+        return None
+
+    split_user_turn(content, out, read)
 
 
 def _decode_result(block: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
@@ -299,6 +296,10 @@ def _thinking_block(reasoning: Reasoning) -> dict[str, Any]:
     }
 
 
+_RESULT_EXPECTED = (
+    "a tool message holds tool results, each optionally followed by "
+    "text, image, binary or provider parts"
+)
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """Image media types the Messages API takes (``image`` blocks)."""
 
@@ -391,10 +392,10 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
 
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
     """``tool_result`` blocks of a TOOL message; parts after a result join its content."""
-    current: dict[str, Any] | None = None
-    for j, part in enumerate(message.parts):
+    current: dict[str, Any] = {}
+    for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
         where = f"messages[{i}].parts[{j}]"
-        if isinstance(part, ToolResult):
+        if type(part) is ToolResult:
             current = {
                 "type": "tool_result",
                 "tool_use_id": part.tool_call_id,
@@ -404,13 +405,6 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
                 current["is_error"] = True
             blocks.append(current)
             continue
-        if current is None or isinstance(part, ToolCall):
-            fail(
-                where,
-                "a tool message holds tool results, each optionally followed by "
-                "text, image, binary or provider parts",
-                index=i,
-            )
         content = current["content"]
         if (
             isinstance(part, ProviderPart)
@@ -430,8 +424,6 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
             _add_provider_block(content, part, where, i, owner=current)
         else:
             content.append(_encode_media(part, where, i))
-    if current is None:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

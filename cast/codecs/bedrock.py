@@ -29,7 +29,9 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
     signature_text,
+    split_user_turn,
     system_blocks,
+    tool_parts,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -220,25 +222,21 @@ def _decode_other(kind: str, value: object, where: str, i: int) -> Any:
 
 def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Message]) -> None:
     """Each ``toolResult`` a TOOL message, each run of other blocks a HUMAN message."""
-    human: list[Any] = []
-    emitted = False
-    for j, block in enumerate(content):
+
+    def read(j: int, block: object, human: list[Any]) -> Message | None:
         where = f"messages[{i}].content[{j}]"
         kind, value = _kind(block, where, i)
         if kind == "toolResult":
-            if human:
-                out.append(trusted_message(_HUMAN, tuple(human)))
-                human = []
-            out.append(_decode_result(value, f"{where}.toolResult", i, names))
-            emitted = True
-        elif kind == "text":
+            return _decode_result(value, f"{where}.toolResult", i, names)
+        if kind == "text":
             human.append(TextPart(text=_text(value, where, i)))
         elif kind in ("toolUse", "reasoningContent"):
             fail(where, f"a {kind} block belongs in an assistant message", index=i)
         else:
             human.append(_decode_other(kind, value, where, i))
-    if human or not emitted:
-        out.append(trusted_message(_HUMAN, tuple(human)))
+        return None
+
+    split_user_turn(content, out, read)
 
 
 def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> Message:
@@ -359,8 +357,8 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
 
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
     """``toolResult`` blocks: the result text, then the parts after it (no ``status``)."""
-    content: list[dict[str, Any]] | None = None
-    for j, part in enumerate(message.parts):
+    content: list[dict[str, Any]] = []
+    for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
         where = f"messages[{i}].parts[{j}]"
         if isinstance(part, ToolResult):
             content = [{"text": part.content}]
@@ -368,21 +366,17 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
             if part.is_error:
                 result["status"] = "error"
             blocks.append({"toolResult": result})
-        elif content is None or isinstance(part, ToolCall):
-            fail(
-                where,
-                "a tool message holds tool results, each optionally followed by "
-                "text or image parts",
-                index=i,
-            )
         elif isinstance(part, TextPart):
             content.append({"text": part.text})
         elif isinstance(part, ProviderPart):
             content.append(_provider_block(part, where, i))
         else:
             content.append(_encode_media(part, where, i))
-    if content is None:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+
+
+_RESULT_EXPECTED = (
+    "a tool message holds tool results, each optionally followed by text or image parts"
+)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

@@ -29,7 +29,9 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
     signature_text,
+    split_user_turn,
     system_blocks,
+    tool_parts,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
@@ -267,20 +269,14 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
 
 def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> None:
     """Each ``functionResponse`` a TOOL message, each run of other parts a HUMAN message."""
-    human: list[Any] = []
-    emitted = False
-    for j, part in enumerate(parts):
+
+    def read(j: int, part: object, human: list[Any]) -> Message | None:
         where = f"contents[{c}].parts[{j}]"
         if not isinstance(part, dict):
             fail(where, "a part object", part, c)
         response = _get(part, "functionResponse")
         if response is not MISSING:
-            if human:
-                out.append(trusted_message(_HUMAN, tuple(human)))
-                human = []
-            out.append(_decode_response(response, c, j, f"{where}.functionResponse", ids))
-            emitted = True
-            continue
+            return _decode_response(response, c, j, f"{where}.functionResponse", ids)
         text = part.get("text", MISSING)
         if text is not MISSING:
             if not isinstance(text, str):
@@ -290,8 +286,9 @@ def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> Non
             fail(f"{where}.functionCall", "function calls belong in a model turn", index=c)
         else:
             human.append(_decode_media(part, c, where))
-    if human or not emitted:
-        out.append(trusted_message(_HUMAN, tuple(human)))
+        return None
+
+    split_user_turn(parts, out, read)
 
 
 def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) -> Message:
@@ -441,21 +438,15 @@ def _encode_results(
     """``functionResponse`` parts of a TOOL message: texts after a result join its text
     (lossy), media after it go in its ``parts`` (Gemini 3)."""
     results: list[tuple[ToolResult, list[str], list[dict[str, Any]]]] = []
-    for j, part in enumerate(message.parts):
+    for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
         if isinstance(part, ToolResult):
             results.append((part, [], []))
-        elif isinstance(part, TextPart) and results:
+        elif isinstance(part, TextPart):
             results[-1][1].append(part.text)
-        elif isinstance(part, ImagePart | BinaryPart) and results:
-            results[-1][2].append(_encode_media(part))
-        elif isinstance(part, ProviderPart) and results:
+        elif isinstance(part, ProviderPart):
             results[-1][2].append(_kept(part, f"messages[{i}].parts[{j}]", i))
         else:
-            fail_part(
-                i, j, "a Gemini tool turn holds function responses (with text and media) only"
-            )
-    if not results:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+            results[-1][2].append(_encode_media(part))
     for result, extra, media in results:
         content = "\n".join([result.content, *extra]) if extra else result.content
         # A failed call goes as {"error": text}, the documented key for error details.
@@ -466,6 +457,9 @@ def _encode_results(
         if media:
             response["parts"] = media
         parts.append({"functionResponse": response})
+
+
+_RESULT_EXPECTED = "a Gemini tool turn holds function responses (with text and media) only"
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     AiParts,
@@ -20,8 +21,8 @@ from cast.codecs._common import (
     fail_part,
     get_str,
     json_history,
-    message_of,
     pack_signature,
+    tool_parts,
     unpack_signature,
 )
 from cast.errors import install_hint
@@ -81,7 +82,7 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
         elif role is Role.TOOL:
             out.append(_decode_tool(data, where, i, names))
         else:
-            out.append(message_of(role, _decode_content(data, where, i, role)))
+            out.append(trusted_message(role, _decode_content(data, where, i, role)))
     return out, [1] * len(out)
 
 
@@ -227,8 +228,7 @@ def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) 
             fail(f"{block_where}.type", f"chaincast cannot hold a {kind!r} block", index=i)
     for call in calls.values():
         parts.append(_with_reasoning(call, parts.take()))
-    parts.settle()
-    return message_of(Role.AI, tuple(parts))
+    return parts.message()
 
 
 def _with_reasoning(call: ToolCall, reasoning: Reasoning | None) -> ToolCall:
@@ -257,7 +257,7 @@ def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]
         content=texts[0] if texts else "",
         is_error=status == "error",
     )
-    return message_of(Role.TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
+    return trusted_message(Role.TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
@@ -361,21 +361,17 @@ def _object_or_none(arguments: str) -> dict[str, Any] | None:
 def _encode_tool(message: Message, i: int) -> list[dict[str, Any]]:
     """One LangChain tool message per result; text parts after a result join it."""
     out: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
+    for _, part in tool_parts(message.parts, i, "a tool message holds results and text", TextPart):
         if isinstance(part, ToolResult):
             data = {"content": part.content, "tool_call_id": part.tool_call_id, "name": part.name}
             if part.is_error:
                 data["status"] = "error"
             out.append(data)
-        elif isinstance(part, TextPart) and out:
-            content = out[-1]["content"]
-            if isinstance(content, str):
-                content = out[-1]["content"] = [{"type": "text", "text": content}]
-            content.append({"type": "text", "text": part.text})
-        else:
-            fail_part(i, j, "a tool message holds results and text")
-    if not out:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+            continue
+        content = out[-1]["content"]
+        if isinstance(content, str):
+            content = out[-1]["content"] = [{"type": "text", "text": content}]
+        content.append({"type": "text", "text": part.text})
     return out
 
 

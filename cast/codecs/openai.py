@@ -22,6 +22,7 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    tool_parts,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -551,34 +552,30 @@ def _encode_kept(
 def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str, Any]]) -> None:
     """One tool message per result; text parts after a result join its content."""
     parts, fields = _fields(message, i)
-    current: dict[str, Any] | None = None
-    for j, part in enumerate(parts):
+    current: dict[str, Any] = {}
+    for j, part in tool_parts(parts, i, _RESULT_EXPECTED, (TextPart, ProviderPart)):
         if type(part) is ToolResult:
             current = {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.content}
             if tool_names and part.name:
                 current["name"] = part.name
             out.append(current)
-        elif isinstance(part, TextPart | ProviderPart) and current is not None:
-            content = current["content"]
-            if isinstance(content, str):
-                content = current["content"] = [{"type": "text", "text": content}]
-            if isinstance(part, TextPart):
-                content.append({"type": "text", "text": part.text})
-            elif _attached(part) == CACHE_CONTROL and content[-1].get("type") == "text":
-                _mark(content[-1], part, f"messages[{i}].parts[{j}]", i)
-            else:
-                content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+            continue
+        content = current["content"]
+        if isinstance(content, str):
+            content = current["content"] = [{"type": "text", "text": content}]
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        elif _attached(part) == CACHE_CONTROL and content[-1].get("type") == "text":
+            _mark(content[-1], part, f"messages[{i}].parts[{j}]", i)
         else:
-            fail_part(
-                i,
-                j,
-                "a tool message holds tool results, each optionally followed by text or "
-                "provider parts",
-            )
-    if current is None:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+            content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
     if fields:
         _with_message_fields(current, fields)
+
+
+_RESULT_EXPECTED = (
+    "a tool message holds tool results, each optionally followed by text or provider parts"
+)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

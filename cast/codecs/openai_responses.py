@@ -21,6 +21,7 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    tool_parts,
 )
 from cast.messages import (
     BinaryPart,
@@ -462,9 +463,8 @@ def _add_fields(
 
 def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None:
     """One ``function_call_output`` per result; parts after it make ``output`` a list."""
-    current: dict[str, Any] | None = None
-    for j, part in enumerate(message.parts):
-        where = f"messages[{i}].parts[{j}]"
+    current: dict[str, Any] = {}
+    for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
         if isinstance(part, ToolResult):
             current = {
                 "type": "function_call_output",
@@ -473,13 +473,6 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
             }
             out.append(current)
             continue
-        if current is None or isinstance(part, ToolCall):
-            fail(
-                where,
-                "a tool message holds tool results, each optionally followed by "
-                "text, image, file or provider parts",
-                index=i,
-            )
         output = current["output"]
         if isinstance(output, str):
             keep = bool(output) or isinstance(part, TextPart)
@@ -489,11 +482,15 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
         elif isinstance(part, ImagePart):
             output.append(_encode_url(part))
         elif isinstance(part, BinaryPart):
-            output.append(_encode_binary(part, where, i))
+            output.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
         else:
-            output.append(provider_block(part, _PROVIDER, where, i))
-    if current is None:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+            output.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+
+
+_RESULT_EXPECTED = (
+    "a tool message holds tool results, each optionally followed by "
+    "text, image, file or provider parts"
+)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     AiParts,
@@ -19,7 +20,6 @@ from cast.codecs._common import (
     fail_part,
     get_str,
     json_history,
-    message_of,
     pack_signature,
     unpack_signature,
 )
@@ -99,9 +99,9 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
 def _append(out: list[Message], start: int, role: Role, parts: list[Any]) -> None:
     """Add ``parts`` to the message of ``role`` this request just wrote, or open one."""
     if len(out) > start and out[-1].role is role:
-        out[-1] = message_of(role, (*out[-1].parts, *parts))
+        out[-1] = trusted_message(role, (*out[-1].parts, *parts))
     else:
-        out.append(message_of(role, tuple(parts)))
+        out.append(trusted_message(role, tuple(parts)))
 
 
 _ERROR_OUTCOMES = ("failed", "retried")
@@ -129,7 +129,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
                 # pydantic-ai's error outcomes, and a retry prompt answering a call.
                 is_error=kind == "retry-prompt" or outcome in _ERROR_OUTCOMES,
             )
-            out.append(message_of(_TOOL, (result,)))
+            out.append(trusted_message(_TOOL, (result,)))
         elif kind in ("retry-feedback", "retry-prompt"):
             text = _result_text(part.get("content"))
             _append(out, start, _HUMAN, [TextPart(text=text)])
@@ -223,8 +223,7 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
             out.append(BinaryPart(mime_type=mime, data=data))
         else:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
-    out.settle()
-    return message_of(_AI, tuple(out))
+    return out.message()
 
 
 def encode(
