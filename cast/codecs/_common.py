@@ -44,6 +44,7 @@ __all__ = [
     "converse_messages",
     "dumps_compact",
     "encode_user_turns",
+    "ensure",
     "error",
     "fail",
     "fail_part",
@@ -107,6 +108,14 @@ def fail(path: str, expected: str, value: object = ..., index: int | None = None
 def fail_part(i: int, j: int, expected: str) -> NoReturn:
     """Raise: part ``j`` of message ``i`` cannot be encoded (``expected`` says why)."""
     fail(f"messages[{i}].parts[{j}]", expected, index=i)
+
+
+def ensure(value: object, kind: type[T], path: str, expected: str, i: int | None = None) -> T:
+    """``value`` if it is a ``kind``, else a :class:`CodecError` at ``path`` saying
+    ``expected`` (and what was found)."""
+    if not isinstance(value, kind):
+        fail(path, expected, value, i)
+    return value
 
 
 def get_typed(  # noqa: PLR0917 (read like the call sites: field, type, place)
@@ -187,9 +196,7 @@ def args_object(arguments: str, path: str, index: int | None = None) -> dict[str
         value = loads_strict(arguments)
     except (ValueError, RecursionError):
         fail(path, f"expected a JSON object as arguments, got {arguments[:40]!r}", index=index)
-    if not isinstance(value, dict):
-        fail(path, "a JSON object as arguments", value, index)
-    return value
+    return ensure(value, dict, path, "a JSON object as arguments", index)
 
 
 def canonical_object(text: str) -> dict[str, Any] | None:

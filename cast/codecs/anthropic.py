@@ -21,6 +21,7 @@ from cast.codecs._common import (
     converse_body,
     dumps_compact,
     encode_user_turns,
+    ensure,
     fail,
     gemini_fields,
     get_str,
@@ -100,12 +101,10 @@ def decode(payload: object) -> list[Message]:
 def _decode_system(system: object, where: str, i: int | None) -> Message:
     if isinstance(system, str):
         return trusted_message(_SYSTEM, (TextPart(text=system),))
-    if not isinstance(system, list):
-        fail(where, "a string or an array of text blocks", system, i)
+    system = ensure(system, list, where, "a string or an array of text blocks", i)
     parts: list[Any] = []
     for j, block in enumerate(system):
-        if not isinstance(block, dict):
-            fail(f"{where}[{j}]", "a text block", block, i)
+        ensure(block, dict, f"{where}[{j}]", "a text block", i)
         # Text, or blocks kept whole (tool_addition in a system message).
         _decode_block(block, block.get("type"), f"{where}[{j}]", i, parts)
     return trusted_message(_SYSTEM, tuple(parts))

@@ -21,6 +21,7 @@ from cast.codecs._common import (
     converse_messages,
     dumps_compact,
     encode_user_turns,
+    ensure,
     error,
     fail,
     get_str,
@@ -101,14 +102,12 @@ def decode(payload: object) -> list[Message]:
         out.append(_decode_system(system))
     names: dict[str, str] = {}  # toolUseId -> name of the latest call with that id
     for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            fail(f"messages[{i}]", "a message object", item, i)
+        ensure(item, dict, f"messages[{i}]", "a message object", i)
         role = item.get("role")
         content = item.get("content", MISSING)
         if content is MISSING:
             fail(f"messages[{i}].content", "the message has no content", index=i)
-        if not isinstance(content, list):
-            fail(f"messages[{i}].content", "an array of content blocks", content, i)
+        content = ensure(content, list, f"messages[{i}].content", "an array of content blocks", i)
         if role == "assistant":
             out.append(_decode_assistant(content, i, names))
         elif role == "user":
@@ -135,8 +134,7 @@ def _decode_system(system: object) -> Message:
 
 def _kind(block: object, where: str, i: int) -> tuple[str, Any]:
     """The block's one member: its name and value."""
-    if not isinstance(block, dict):
-        fail(where, "a content block object", block, i)
+    block = ensure(block, dict, where, "a content block object", i)
     for kind in _KINDS:
         if kind in block:
             return kind, block[kind]
@@ -148,9 +146,7 @@ def _kind(block: object, where: str, i: int) -> tuple[str, Any]:
 
 
 def _text(value: object, where: str, i: int) -> str:
-    if not isinstance(value, str):
-        fail(f"{where}.text", "a string", value, i)
-    return value
+    return ensure(value, str, f"{where}.text", "a string", i)
 
 
 def _decode_media(kind: str, value: object, where: str, i: int) -> Any:
@@ -192,8 +188,7 @@ def _decode_call(
     value: object, where: str, i: int, names: dict[str, str], reasoning: Reasoning | None
 ) -> ToolCall:
     where = f"{where}.toolUse"
-    if not isinstance(value, dict):
-        fail(where, "a toolUse object", value, i)
+    value = ensure(value, dict, where, "a toolUse object", i)
     call_id = get_str(value, "toolUseId", where, i)
     name = get_str(value, "name", where, i)
     arguments = get_typed(value, "input", dict, "an object", where, i)
@@ -202,8 +197,7 @@ def _decode_call(
 
 
 def _decode_reasoning(value: object, where: str, i: int) -> Reasoning:
-    if not isinstance(value, dict):
-        fail(where, "a reasoningContent object", value, i)
+    value = ensure(value, dict, where, "a reasoningContent object", i)
     if "redactedContent" in value:
         data = get_typed(value, "redactedContent", str, "base64 text", where, i)
         b64decode(data, f"{where}.redactedContent", i)
@@ -241,8 +235,7 @@ def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Me
 
 def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> Message:
     """A TOOL message: a first ``text`` block is the result, ``json`` blocks compact text."""
-    if not isinstance(value, dict):
-        fail(where, "a toolResult object", value, i)
+    value = ensure(value, dict, where, "a toolResult object", i)
     call_id = get_str(value, "toolUseId", where, i)
     status = value.get("status", "success")
     if status not in ("success", "error"):
@@ -251,8 +244,7 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
     texts: list[Any] = []
     for k, inner in enumerate(content):
         inner_where = f"{where}.content[{k}]"
-        if not isinstance(inner, dict):
-            fail(inner_where, "a tool result block object", inner, i)
+        ensure(inner, dict, inner_where, "a tool result block object", i)
         if "text" in inner:
             texts.append(TextPart(text=_text(inner["text"], inner_where, i)))
         elif "json" in inner:

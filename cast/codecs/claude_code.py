@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._common import EVIDENCE, MISSING, error, fail
+from cast.codecs._common import EVIDENCE, MISSING, ensure, error, fail
 from cast.codecs.anthropic import decode as decode_anthropic
 from cast.codecs.anthropic import encode as encode_anthropic
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
@@ -25,8 +25,7 @@ _BLOCK_PATH = re.compile(r"^messages\[(\d+)\]\.content\[(\d+)\]")
 
 def _entry_message(entry: object, k: int) -> dict[str, Any] | None:
     """The message object of entry ``k``; ``None`` for log lines that hold none."""
-    if not isinstance(entry, dict):
-        fail(f"entries[{k}]", "a message object or a log line", entry, k)
+    entry = ensure(entry, dict, f"entries[{k}]", "a message object or a log line", k)
     if "role" in entry:
         return entry
     message = entry.get("message", MISSING)
@@ -34,9 +33,7 @@ def _entry_message(entry: object, k: int) -> dict[str, Any] | None:
         if entry.get("type") in ("user", "assistant"):
             fail(f"entries[{k}].message", "a user or assistant log line without a message", index=k)
         return None  # summary, system and other non-message lines
-    if not isinstance(message, dict):
-        fail(f"entries[{k}].message", "a message object", message, k)
-    return message
+    return ensure(message, dict, f"entries[{k}].message", "a message object", k)
 
 
 def _blocks(content: object, where: str, k: int) -> list[Any]:

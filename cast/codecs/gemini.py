@@ -20,6 +20,7 @@ from cast.codecs._common import (
     canonical_object,
     dumps_compact,
     encode_user_turns,
+    ensure,
     fail,
     fail_part,
     gemini_fields,
@@ -116,11 +117,9 @@ def decode(
         out.append(_decode_system(system))
     ids = _Ids(id_template)
     for c, content in enumerate(contents):
-        if not isinstance(content, dict):
-            fail(f"contents[{c}]", "a content object", content, c)
+        ensure(content, dict, f"contents[{c}]", "a content object", c)
         parts = content.get("parts", [])
-        if not isinstance(parts, list):
-            fail(f"contents[{c}].parts", "an array of parts", parts, c)
+        parts = ensure(parts, list, f"contents[{c}].parts", "an array of parts", c)
         role = content.get("role", "user")  # a single-turn request may omit it
         if role == "model":
             out.append(_decode_model(parts, c, ids))
@@ -150,8 +149,7 @@ def _signature(part: dict[str, Any], where: str, c: int) -> bytes:
     signature = _get(part, "thoughtSignature")
     if signature is MISSING or signature is None:
         return b""
-    if not isinstance(signature, str):
-        fail(f"{where}.thoughtSignature", "base64 text", signature, c)
+    signature = ensure(signature, str, f"{where}.thoughtSignature", "base64 text", c)
     return signature.encode("utf-8")
 
 
@@ -171,8 +169,7 @@ def _decode_model(parts: list[Any], c: int, ids: _Ids) -> Message:
     while j < len(parts):
         part = parts[j]
         where = f"contents[{c}].parts[{j}]"
-        if not isinstance(part, dict):
-            fail(where, "a part object", part, c)
+        part = ensure(part, dict, where, "a part object", c)
         signature = _signature(part, where, c)
         thought = ""
         if part.get("thought") is True:
@@ -200,8 +197,7 @@ def _decode_model_part(
     reasoning = Reasoning(content=thought, signature=signature) if thought or signature else None
     text = part.get("text", MISSING)
     if text is not MISSING:
-        if not isinstance(text, str):
-            fail(f"{where}.text", "a string", text, c)
+        text = ensure(text, str, f"{where}.text", "a string", c)
         return TextPart(text=text, reasoning=reasoning)
     call = _get(part, "functionCall")
     if call is not MISSING:
@@ -216,8 +212,7 @@ def _decode_model_part(
 def _decode_call(
     call: object, *, c: int, j: int, where: str, reasoning: Reasoning | None, ids: _Ids
 ) -> ToolCall:
-    if not isinstance(call, dict):
-        fail(where, "an object with name and args", call, c)
+    call = ensure(call, dict, where, "an object with name and args", c)
     name = get_str(call, "name", where, c)
     args = get_typed(call, "args", dict, "an object", where, c, {})
     call_id = call.get("id")
@@ -246,19 +241,12 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
         return provider_part(_PROVIDER, kind, part)
     inline = _get(part, "inlineData")
     if inline is not MISSING:
-        if not isinstance(inline, dict):
-            fail(f"{where}.inlineData", "an object with mimeType and data", inline, c)
-        mime = _get(inline, "mimeType")
-        if not isinstance(mime, str):
-            fail(f"{where}.inlineData.mimeType", "a string", mime, c)
+        inline = ensure(inline, dict, f"{where}.inlineData", "an object with mimeType and data", c)
+        mime = ensure(_get(inline, "mimeType"), str, f"{where}.inlineData.mimeType", "a string", c)
         data = get_typed(inline, "data", str, "base64 text", f"{where}.inlineData", c)
         return BinaryPart(mime_type=mime, data=b64decode(data, f"{where}.inlineData.data", c))
-    file = _get(part, "fileData")
-    if not isinstance(file, dict):
-        fail(f"{where}.fileData", "an object with fileUri", file, c)
-    uri = _get(file, "fileUri")
-    if not isinstance(uri, str):
-        fail(f"{where}.fileData.fileUri", "a string", uri, c)
+    file = ensure(_get(part, "fileData"), dict, f"{where}.fileData", "an object with fileUri", c)
+    uri = ensure(_get(file, "fileUri"), str, f"{where}.fileData.fileUri", "a string", c)
     mime = _get(file, "mimeType")
     if mime is MISSING:
         mime = ""
@@ -272,15 +260,13 @@ def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> Non
 
     def read(j: int, part: object, human: list[Any]) -> Message | None:
         where = f"contents[{c}].parts[{j}]"
-        if not isinstance(part, dict):
-            fail(where, "a part object", part, c)
+        part = ensure(part, dict, where, "a part object", c)
         response = _get(part, "functionResponse")
         if response is not MISSING:
             return _decode_response(response, c, j, f"{where}.functionResponse", ids)
         text = part.get("text", MISSING)
         if text is not MISSING:
-            if not isinstance(text, str):
-                fail(f"{where}.text", "a string", text, c)
+            text = ensure(text, str, f"{where}.text", "a string", c)
             human.append(TextPart(text=text))
         elif _get(part, "functionCall") is not MISSING:
             fail(f"{where}.functionCall", "function calls belong in a model turn", index=c)
@@ -292,8 +278,7 @@ def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> Non
 
 
 def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) -> Message:
-    if not isinstance(response, dict):
-        fail(where, "an object with name and response", response, c)
+    response = ensure(response, dict, where, "an object with name and response", c)
     name = get_str(response, "name", where, c)
     call_id = response.get("id")
     if call_id is not None and not isinstance(call_id, str):
@@ -303,8 +288,7 @@ def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) ->
     media = get_typed(response, "parts", list, "an array of parts", where, c, [])
     extras: list[Any] = []
     for k, inner in enumerate(media):
-        if not isinstance(inner, dict):
-            fail(f"{where}.parts[{k}]", "a part object", inner, c)
+        ensure(inner, dict, f"{where}.parts[{k}]", "a part object", c)
         extras.append(_decode_media(inner, c, f"{where}.parts[{k}]"))
     error = body.get("error") if len(body) == 1 else None
     result = ToolResult(
@@ -365,9 +349,7 @@ def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> 
 
 def _kept(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
     block = provider_block(part, _PROVIDER, where, i)
-    if not isinstance(block, dict):
-        fail(f"{where}.data", "a JSON object (a whole part)", block, i)
-    return block
+    return ensure(block, dict, f"{where}.data", "a JSON object (a whole part)", i)
 
 
 _MEDIA_TYPES = mimetypes.MimeTypes()

@@ -16,6 +16,7 @@ from cast.codecs._common import (
     b64encode,
     canonical_object,
     dumps_compact,
+    ensure,
     error,
     fail,
     fail_part,
@@ -67,15 +68,12 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     names: dict[str, str] = {}  # tool call id -> name, for tool messages without one
     for i, item in enumerate(_as_json(payload)):
         where = f"[{i}]"
-        if not isinstance(item, dict):
-            fail(where, "a message object", item, i)
+        ensure(item, dict, where, "a message object", i)
         kind = item.get("type")
         role = _ROLES.get(kind) if isinstance(kind, str) else None
         if role is None:
             fail(f"{where}.type", f"expected system, human, ai or tool, got {kind!r}", index=i)
-        data = item.get("data")
-        if not isinstance(data, dict):
-            fail(f"{where}.data", "an object", data, i)
+        data = ensure(item.get("data"), dict, f"{where}.data", "an object", i)
         where = f"{where}.data"
         if role is Role.AI:
             out.append(_decode_ai(data, where, i, names))
@@ -90,9 +88,7 @@ def _blocks(data: dict[str, Any], where: str, i: int) -> list[Any]:
     content = data.get("content")
     if isinstance(content, str):
         return [content]
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of content blocks", content, i)
-    return content
+    return ensure(content, list, f"{where}.content", "a string or an array of content blocks", i)
 
 
 def _decode_content(data: dict[str, Any], where: str, i: int, role: Role) -> tuple[Any, ...]:
@@ -102,8 +98,7 @@ def _decode_content(data: dict[str, Any], where: str, i: int, role: Role) -> tup
         if isinstance(block, str):
             parts.append(TextPart(text=block))
             continue
-        if not isinstance(block, dict):
-            fail(block_where, "a string or a content block", block, i)
+        ensure(block, dict, block_where, "a string or a content block", i)
         kind = block.get("type")
         if kind == "text":
             parts.append(TextPart(text=get_str(block, "text", block_where, i)))
@@ -125,8 +120,7 @@ def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
         image = block.get("image_url")
         if isinstance(image, str):
             return ImagePart(url=image)
-        if not isinstance(image, dict):
-            fail(f"{where}.image_url", "a URL or an object with one", image, i)
+        image = ensure(image, dict, f"{where}.image_url", "a URL or an object with one", i)
         detail = image.get("detail") or ""
         return ImagePart(url=get_str(image, "url", f"{where}.image_url", i), detail=str(detail))
     source = block.get("source")
@@ -156,9 +150,7 @@ def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
         texts = [s.get("text", "") for s in summary if isinstance(s, dict)]
         content = "\n\n".join(t for t in texts if isinstance(t, str))
     else:
-        content = block.get("reasoning") or ""
-        if not isinstance(content, str):
-            fail(f"{where}.reasoning", "a string", content, i)
+        content = ensure(block.get("reasoning") or "", str, f"{where}.reasoning", "a string", i)
     extras = block.get("extras")
     signature = (
         (extras.get("signature") if isinstance(extras, dict) else None)
@@ -178,17 +170,13 @@ def _calls(data: dict[str, Any], where: str, i: int) -> dict[str, ToolCall]:
     """The message's tool calls (valid and invalid) by id, in order."""
     calls: dict[str, ToolCall] = {}
     for key in ("tool_calls", "invalid_tool_calls"):
-        entries = data.get(key) or []
-        if not isinstance(entries, list):
-            fail(f"{where}.{key}", "an array", entries, i)
+        entries = ensure(data.get(key) or [], list, f"{where}.{key}", "an array", i)
         for k, entry in enumerate(entries):
             entry_where = f"{where}.{key}[{k}]"
-            if not isinstance(entry, dict):
-                fail(entry_where, "a tool call object", entry, i)
+            ensure(entry, dict, entry_where, "a tool call object", i)
             args = entry.get("args")
             if key == "tool_calls":
-                if not isinstance(args, dict):
-                    fail(f"{entry_where}.args", "an object", args, i)
+                args = ensure(args, dict, f"{entry_where}.args", "an object", i)
                 arguments = dumps_compact(args)
             else:
                 arguments = args if isinstance(args, str) else ""
@@ -212,8 +200,7 @@ def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) 
         if isinstance(block, str):
             parts.append(TextPart(text=block, reasoning=parts.take()))
             continue
-        if not isinstance(block, dict):
-            fail(block_where, "a string or a content block", block, i)
+        ensure(block, dict, block_where, "a string or a content block", i)
         kind = block.get("type")
         if kind in ("reasoning", "thinking", "redacted_thinking"):
             parts.think(_reasoning(block, block_where, i))

@@ -13,6 +13,7 @@ from cast.codecs._common import (
     AiParts,
     as_messages,
     b64encode,
+    ensure,
     fail,
     fail_part,
     gemini_fields,
@@ -43,6 +44,8 @@ _TEXT_PARTS = ("input_text", "output_text")
 _PROVIDER = "openai-responses"
 _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "content"})
 _ROLES = {"user": _HUMAN, "system": _SYSTEM, "developer": _SYSTEM}
+_AI_ITEMS = ("function_call", "reasoning")
+_ITEMS = ("message", "function_call_output", *_AI_ITEMS)
 CALL_FIELDS = "call_fields"
 """``ProviderPart.kind`` of the fields of the ``function_call`` item right before it that
 chaincast does not model (``namespace`` of deferred tools, ``caller`` of programmatic
@@ -97,27 +100,17 @@ def decode(payload: object) -> list[Message]:
     ai: AiParts | None = None  # the AI message being read
     for i, item in enumerate(items):
         where = f"input[{i}]"
-        if not isinstance(item, dict):
-            fail(where, "an input item object", item, i)
+        ensure(item, dict, where, "an input item object", i)
         role = item.get("role")
+        own_role = _ROLES.get(role) if isinstance(role, str) else None
         kind = get_str(item, "type", where, i, "message")
-        known = kind in ("message", "function_call", "function_call_output", "reasoning")
-        if known and kind != "function_call_output" and _kept_whole(item, kind):
-            known = False  # reasoning text, annotations: kept as they are
-        if not known and isinstance(role, str) and role in _ROLES:
-            # An item of a user or instruction role (additional_tools, ...): its own message.
-            if ai is not None:
-                out.append(ai.message())
-                ai = None
-            out.append(trusted_message(_ROLES[role], (provider_part(_PROVIDER, kind, item),)))
-            continue
-        if (
-            (kind == "message" and role == "assistant")
-            or kind in ("function_call", "reasoning")
-            or not known
-        ):
+        # Reasoning text, annotations, hosted tool calls (web_search_call, ...): kept whole.
+        known = kind in _ITEMS and not _kept_whole(item, kind)
+        if not known and own_role is not None:  # additional_tools, ...: its own message
+            message = trusted_message(own_role, (provider_part(_PROVIDER, kind, item),))
+        elif not known or kind in _AI_ITEMS or (kind == "message" and role == "assistant"):
             ai = AiParts() if ai is None else ai
-            if not known:  # hosted tool calls (web_search_call, mcp_call, ...) kept whole
+            if not known:
                 ai.other(provider_part(_PROVIDER, kind, item))
             elif kind == "reasoning":
                 ai.think(_decode_reasoning(item, where, i))
@@ -129,23 +122,22 @@ def decode(payload: object) -> list[Message]:
                     ai.text(text)
                 _fields(item, _MESSAGE_KEYS, MESSAGE_FIELDS, ai)
             continue
-        if ai is not None:
-            out.append(ai.message())
-            ai = None
-        if kind == "function_call_output":
-            out.append(_decode_output(item, where, i, names))
-        elif kind != "message":
-            fail(f"{where}.type", f"unsupported input item type {kind!r}", index=i)
-        elif role == "user":
-            out.append(trusted_message(_HUMAN, _decode_content(item, where, i, media=True)))
-        elif role in ("system", "developer"):
-            out.append(trusted_message(_SYSTEM, _decode_content(item, where, i, media=False)))
-        else:
+        elif kind == "function_call_output":
+            message = _decode_output(item, where, i, names)
+        elif own_role is None:
             fail(
                 f"{where}.role",
                 f"expected user, assistant, system or developer, got {role!r}",
                 index=i,
             )
+        else:
+            message = trusted_message(
+                own_role, _decode_content(item, where, i, media=role == "user")
+            )
+        if ai is not None:
+            out.append(ai.message())
+            ai = None
+        out.append(message)
     if ai is not None:
         out.append(ai.message())
     return out
@@ -182,11 +174,9 @@ def _content(item: dict[str, Any], where: str, i: int) -> Iterator[tuple[str, An
         return
     if content is MISSING:
         fail(f"{where}.content", "the message has no content", index=i)
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of content parts", content, i)
+    content = ensure(content, list, f"{where}.content", "a string or an array of content parts", i)
     for j, part in enumerate(content):
-        if not isinstance(part, dict):
-            fail(f"{where}.content[{j}]", "a content part object", part, i)
+        ensure(part, dict, f"{where}.content[{j}]", "a content part object", i)
         yield f"{where}.content[{j}]", part
 
 
@@ -263,8 +253,7 @@ def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:
     summary = get_typed(item, "summary", list, "an array of summary parts", where, i, [])
     texts: list[str] = []
     for j, part in enumerate(summary):
-        if not isinstance(part, dict):
-            fail(f"{where}.summary[{j}]", "a summary_text part", part, i)
+        ensure(part, dict, f"{where}.summary[{j}]", "a summary_text part", i)
         texts.append(_text_of(part, f"{where}.summary[{j}]", i))
     return Reasoning(content="\n\n".join(texts), signature=encode_signature(item_id, encrypted))
 
@@ -277,15 +266,13 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
         return trusted_message(
             _TOOL, (ToolResult(tool_call_id=call_id, name=name, content=output),)
         )
-    if not isinstance(output, list):
-        fail(f"{where}.output", "a string or an array of input parts", output, i)
+    output = ensure(output, list, f"{where}.output", "a string or an array of input parts", i)
     # An array of parts: a first text is the result, the others follow it.
     extras: list[Any] = []
     text = ""
     for j, part in enumerate(output):
         part_where = f"{where}.output[{j}]"
-        if not isinstance(part, dict):
-            fail(part_where, "an input_text, input_image or input_file part", part, i)
+        ensure(part, dict, part_where, "an input_text, input_image or input_file part", i)
         kind = part.get("type")
         if kind == "input_text":
             if j == 0:
@@ -449,8 +436,7 @@ def _add_fields(
 ) -> None:
     """Kept fields set on their item: the call before them, or the assistant item."""
     fields = provider_block(part, _PROVIDER, where, i)
-    if not isinstance(fields, dict):
-        fail(f"{where}.data", "a JSON object of item fields", fields, i)
+    fields = ensure(fields, dict, f"{where}.data", "a JSON object of item fields", i)
     if part.kind == CALL_FIELDS:
         if len(out) == start or out[-1].get("type") != "function_call":
             fail(where, "call fields must follow the tool call they belong to", index=i)

@@ -16,6 +16,7 @@ from cast.codecs._common import (
     b64encode,
     canonical_object,
     dumps_compact,
+    ensure,
     fail,
     fail_part,
     get_str,
@@ -79,11 +80,8 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     counts: list[int] = []
     for i, item in enumerate(_as_json(payload)):
         where = f"[{i}]"
-        if not isinstance(item, dict):
-            fail(where, "a message object", item, i)
-        parts = item.get("parts")
-        if not isinstance(parts, list):
-            fail(f"{where}.parts", "an array of parts", parts, i)
+        ensure(item, dict, where, "a message object", i)
+        parts = ensure(item.get("parts"), list, f"{where}.parts", "an array of parts", i)
         kind = item.get("kind")
         start = len(out)
         if kind == "request":
@@ -112,8 +110,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
     start = len(out)
     for j, part in enumerate(parts):
         part_where = f"{where}.parts[{j}]"
-        if not isinstance(part, dict):
-            fail(part_where, "a part object", part, i)
+        ensure(part, dict, part_where, "a part object", i)
         kind = get_str(part, "part_kind", part_where, i)
         if kind == "system-prompt":
             text = get_str(part, "content", part_where, i)
@@ -145,16 +142,14 @@ def _result_text(content: object) -> str:
 def _user_content(content: object, where: str, i: int) -> list[Any]:
     if isinstance(content, str):
         return [TextPart(text=content)]
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of user content", content, i)
+    content = ensure(content, list, f"{where}.content", "a string or an array of user content", i)
     parts: list[Any] = []
     for k, item in enumerate(content):
         item_where = f"{where}.content[{k}]"
         if isinstance(item, str):
             parts.append(TextPart(text=item))
             continue
-        if not isinstance(item, dict):
-            fail(item_where, "a string or a content object", item, i)
+        ensure(item, dict, item_where, "a string or a content object", i)
         kind = item.get("kind")
         if kind == "text-content":
             parts.append(TextPart(text=get_str(item, "content", item_where, i)))
@@ -189,8 +184,7 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
     out = AiParts()
     for j, part in enumerate(parts):
         part_where = f"{where}.parts[{j}]"
-        if not isinstance(part, dict):
-            fail(part_where, "a part object", part, i)
+        ensure(part, dict, part_where, "a part object", i)
         kind = part.get("part_kind")
         if kind == "thinking":
             out.think(_reasoning(part, part_where, i))
@@ -216,8 +210,7 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
             out.append(call)
         elif kind == "file":
             content = part.get("content")
-            if not isinstance(content, dict):
-                fail(f"{part_where}.content", "a binary content object", content, i)
+            content = ensure(content, dict, f"{part_where}.content", "a binary content object", i)
             data = b64decode(get_str(content, "data", part_where, i), f"{part_where}.data", i)
             mime = get_str(content, "media_type", part_where, i)
             out.append(BinaryPart(mime_type=mime, data=data))
