@@ -129,8 +129,7 @@ def _merge(
 
 
 def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ``tool_use`` and ``tool_result`` of the summary pair for the compact summary at
-    entry ``k`` (the call id derives from the text: decoding is deterministic)."""
+    """The summary call and result for entry ``k`` (its id derives from the text)."""
     blocks = _blocks(content, f"entries[{k}].content", k)
     texts = []
     for b, block in enumerate(blocks):

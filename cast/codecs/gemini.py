@@ -417,8 +417,7 @@ def _encode_parts(message: Message, i: int, include_ids: bool = True) -> list[di
 def _encode_results(
     message: Message, i: int, include_ids: bool, parts: list[dict[str, Any]]
 ) -> None:
-    """``functionResponse`` parts of a TOOL message: texts after a result join its text
-    (lossy), media after it go in its ``parts`` (Gemini 3)."""
+    """``functionResponse`` parts: later texts join the result's, media its ``parts``."""
     results: list[tuple[ToolResult, list[str], list[dict[str, Any]]]] = []
     for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
         if isinstance(part, ToolResult):

@@ -250,8 +250,7 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
 def _decode_assistant_part(
     part: object, where: str, i: int, parts: list[Any], thoughts: list[str]
 ) -> None:
-    """One assistant content part into ``parts``: a text (then its ``cache_control``), a
-    refusal (a marked text), a Mistral thinking part (into ``thoughts``), else kept whole."""
+    """An assistant content part: text, refusal or Mistral thinking (else kept whole)."""
     part = ensure(part, dict, where, "a content part object", i)
     kind = part.get("type")
     if kind == "thinking":

@@ -405,11 +405,20 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                 }
             )
             texts = None
-        elif isinstance(part, ProviderPart) and part.kind in FIELD_KINDS:
-            _add_fields(part, texts, out, start, where=f"messages[{i}].parts[{j}]", i=i)
-            texts = None
         elif isinstance(part, ProviderPart):
-            out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+            where = f"messages[{i}].parts[{j}]"
+            block = provider_block(part, _PROVIDER, where, i)
+            if part.kind not in FIELD_KINDS:
+                out.append(block)
+            else:  # kept fields set on their item: the call before them, or the message item
+                ensure(block, dict, f"{where}.data", "a JSON object of item fields", i)
+                if part.kind == CALL_FIELDS and (
+                    len(out) == start or out[-1].get("type") != "function_call"
+                ):
+                    fail(where, "call fields must follow the tool call they belong to", index=i)
+                if part.kind == MESSAGE_FIELDS and texts is None:
+                    out.append({"role": "assistant", "content": []})
+                out[-1].update(block)
             texts = None
         else:
             fail_part(i, j, f"an assistant message cannot carry a {part.type} part in Responses")
@@ -423,28 +432,6 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                 if len(content) == 1
                 else [{"type": "output_text", "text": t} for t in content]
             )
-
-
-def _add_fields(
-    part: ProviderPart,
-    texts: list[str] | None,
-    out: list[dict[str, Any]],
-    start: int,
-    *,
-    where: str,
-    i: int,
-) -> None:
-    """Kept fields set on their item: the call before them, or the assistant item."""
-    fields = provider_block(part, _PROVIDER, where, i)
-    fields = ensure(fields, dict, f"{where}.data", "a JSON object of item fields", i)
-    if part.kind == CALL_FIELDS:
-        if len(out) == start or out[-1].get("type") != "function_call":
-            fail(where, "call fields must follow the tool call they belong to", index=i)
-        out[-1].update(fields)
-        return
-    if texts is None:
-        out.append({"role": "assistant", "content": []})
-    out[-1].update(fields)
 
 
 def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None:
