@@ -149,8 +149,7 @@ def _signature(part: dict[str, Any], where: str, c: int) -> bytes:
     signature = _get(part, "thoughtSignature")
     if signature is MISSING or signature is None:
         return b""
-    signature = ensure(signature, str, f"{where}.thoughtSignature", "base64 text", c)
-    return signature.encode("utf-8")
+    return ensure(signature, str, f"{where}.thoughtSignature", "base64 text", c).encode("utf-8")
 
 
 def _attachable(part: object) -> bool:
@@ -167,63 +166,51 @@ def _decode_model(parts: list[Any], c: int, ids: _Ids) -> Message:
     out: list[Any] = []
     j = 0
     while j < len(parts):
-        part = parts[j]
         where = f"contents[{c}].parts[{j}]"
-        part = ensure(part, dict, where, "a part object", c)
+        part = ensure(parts[j], dict, where, "a part object", c)
         signature = _signature(part, where, c)
         thought = ""
         if part.get("thought") is True:
             thought = get_str(part, "text", where, c, "")
             if not thought or signature or j + 1 == len(parts) or not _attachable(parts[j + 1]):
-                reasoning = Reasoning(content=thought, signature=signature)
-                out.append(TextPart(text="", reasoning=reasoning))
+                alone = Reasoning(content=thought, signature=signature)
+                out.append(TextPart(text="", reasoning=alone))
                 j += 1
                 continue
             j += 1  # the thought is the reasoning of the part after it
             part, where = parts[j], f"contents[{c}].parts[{j}]"
             signature = _signature(part, where, c)
-        out.append(
-            _decode_model_part(
-                part, c=c, j=j, where=where, thought=thought, signature=signature, ids=ids
-            )
+        reasoning = (
+            Reasoning(content=thought, signature=signature) if thought or signature else None
         )
+        out.append(_decode_model_part(part, c, j, reasoning, ids))
         j += 1
     return trusted_message(_AI, tuple(out))
 
 
 def _decode_model_part(
-    part: dict[str, Any], *, c: int, j: int, where: str, thought: str, signature: bytes, ids: _Ids
+    part: dict[str, Any], c: int, j: int, reasoning: Reasoning | None, ids: _Ids
 ) -> Any:
-    reasoning = Reasoning(content=thought, signature=signature) if thought or signature else None
+    where = f"contents[{c}].parts[{j}]"
     text = part.get("text", MISSING)
     if text is not MISSING:
-        text = ensure(text, str, f"{where}.text", "a string", c)
+        if not isinstance(text, str):
+            fail(f"{where}.text", "a string", text, c)
         return TextPart(text=text, reasoning=reasoning)
     call = _get(part, "functionCall")
-    if call is not MISSING:
-        return _decode_call(
-            call, c=c, j=j, where=f"{where}.functionCall", reasoning=reasoning, ids=ids
-        )
-    if _get(part, "functionResponse") is not MISSING:
-        fail(f"{where}.functionResponse", "function responses belong in a user turn", index=c)
-    return _decode_media(part, c, where)
-
-
-def _decode_call(
-    call: object, *, c: int, j: int, where: str, reasoning: Reasoning | None, ids: _Ids
-) -> ToolCall:
+    if call is MISSING:
+        if _get(part, "functionResponse") is not MISSING:
+            fail(f"{where}.functionResponse", "function responses belong in a user turn", index=c)
+        return _decode_media(part, c, where)
+    where = f"{where}.functionCall"
     call = ensure(call, dict, where, "an object with name and args", c)
     name = get_str(call, "name", where, c)
     args = get_typed(call, "args", dict, "an object", where, c, {})
     call_id = call.get("id")
     if call_id is not None and not isinstance(call_id, str):
         fail(f"{where}.id", "a string", call_id, c)
-    return ToolCall(
-        id=ids.call(call_id, name, c, j),
-        name=name,
-        arguments=dumps_compact(args),
-        reasoning=reasoning,
-    )
+    call_id = ids.call(call_id, name, c, j)
+    return ToolCall(id=call_id, name=name, arguments=dumps_compact(args), reasoning=reasoning)
 
 
 def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:

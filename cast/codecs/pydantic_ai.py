@@ -209,8 +209,7 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
             )
             out.append(call)
         elif kind == "file":
-            content = part.get("content")
-            content = ensure(content, dict, f"{part_where}.content", "a binary content object", i)
+            content = get_typed(part, "content", dict, "a binary content object", part_where, i)
             data = b64decode(get_str(content, "data", part_where, i), f"{part_where}.data", i)
             mime = get_str(content, "media_type", part_where, i)
             out.append(BinaryPart(mime_type=mime, data=data))
