@@ -20,6 +20,7 @@ from cast.codecs._common import (
     fail,
     fail_part,
     get_str,
+    get_typed,
     json_history,
     pack_signature,
     unpack_signature,
