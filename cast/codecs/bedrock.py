@@ -118,12 +118,10 @@ def decode(payload: object) -> list[Message]:
 
 
 def _decode_system(system: object) -> Message:
-    if not isinstance(system, list):
-        fail("system", "an array of system content blocks", system)
+    system = ensure(system, list, "system", "an array of system content blocks")
     parts: list[Any] = []
     for j, block in enumerate(system):
-        if not isinstance(block, dict):
-            fail(f"system[{j}]", "a text block", block)
+        ensure(block, dict, f"system[{j}]", "a text block")
         if len(block) == 1 and ("cachePoint" in block or "guardContent" in block):
             ((kind, value),) = block.items()
             parts.append(provider_part(_PROVIDER, str(kind), value))
@@ -152,8 +150,7 @@ def _text(value: object, where: str, i: int) -> str:
 def _decode_media(kind: str, value: object, where: str, i: int) -> Any:
     """An ``image``/``document``/``video`` with inline bytes; other sources kept whole."""
     block_where = f"{where}.{kind}"
-    if not isinstance(value, dict):
-        fail(block_where, f"a {kind} object", value, i)
+    value = ensure(value, dict, block_where, f"a {kind} object", i)
     mime = _FORMATS[kind].get(get_str(value, "format", block_where, i))
     source = get_typed(value, "source", dict, "a source object", block_where, i)
     modeled = {"format", "source", "name"} if kind == "document" else {"format", "source"}

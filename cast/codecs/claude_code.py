@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -193,35 +194,26 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
             out.append({"role": "user", "content": message["content"]})
             continue
         message_id = _MESSAGE_ID.generate(seed=f"claude_code:{position}")
-        content = message["content"]
-        following = api[position] if position < len(api) else None
-        results: list[dict[str, Any]] = []
+        entry = {"id": message_id, "type": "message", "role": "assistant"}
+        following = api[position] if position < len(api) else {"role": None}
+        blocks = following["content"] if following["role"] == "user" else None
+        results: deque[dict[str, Any]] = deque()
         rest: list[Any] = []
-        if (
-            following is not None
-            and following["role"] == "user"
-            and isinstance(following["content"], list)
-        ):
-            blocks = following["content"]
-            if any(_is_result(b) for b in blocks):
-                position += 1
-                for block in blocks:
-                    (results if _is_result(block) else rest).append(block)
-        if not content:
-            out.append({"id": message_id, "type": "message", "role": "assistant", "content": []})
+        if isinstance(blocks, list) and any(map(_is_result, blocks)):
+            position += 1
+            for block in blocks:
+                (results if _is_result(block) else rest).append(block)
+        if not message["content"]:
+            out.append({**entry, "content": []})
         # Results keep their order; each is logged as soon as its call has been.
         called: set[object] = set()
-        next_result = 0
-        for block in content:
-            out.append(
-                {"id": message_id, "type": "message", "role": "assistant", "content": [block]}
-            )
+        for block in message["content"]:
+            out.append({**entry, "content": [block]})
             if block.get("type") == "tool_use":
                 called.add(block["id"])
-            while next_result < len(results) and results[next_result]["tool_use_id"] in called:
-                out.append({"role": "user", "content": [results[next_result]]})
-                next_result += 1
-        out.extend({"role": "user", "content": [b]} for b in results[next_result:])
+            while results and results[0]["tool_use_id"] in called:
+                out.append({"role": "user", "content": [results.popleft()]})
+        out.extend({"role": "user", "content": [b]} for b in results)
         if rest:
             out.append({"role": "user", "content": rest})
     return out

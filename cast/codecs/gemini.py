@@ -131,11 +131,9 @@ def decode(
 
 
 def _decode_system(system: object) -> Message:
-    if not isinstance(system, dict):
-        fail("systemInstruction", "a content object", system)
+    system = ensure(system, dict, "systemInstruction", "a content object")
     parts = system.get("parts")
-    if not isinstance(parts, list):
-        fail("systemInstruction.parts", "an array of parts", parts)
+    parts = ensure(parts, list, "systemInstruction.parts", "an array of parts")
     texts: list[TextPart] = []
     for j, part in enumerate(parts):
         text = part.get("text") if isinstance(part, dict) else None
@@ -194,8 +192,7 @@ def _decode_model_part(
     where = f"contents[{c}].parts[{j}]"
     text = part.get("text", MISSING)
     if text is not MISSING:
-        if not isinstance(text, str):
-            fail(f"{where}.text", "a string", text, c)
+        text = ensure(text, str, f"{where}.text", "a string", c)
         return TextPart(text=text, reasoning=reasoning)
     call = _get(part, "functionCall")
     if call is MISSING:

@@ -49,8 +49,7 @@ _WIRE_ROLES = {_HUMAN: "human", _AI: "ai", _SYSTEM: "system", _TOOL: "tool"}
 
 def decode(payload: object) -> list[Message]:
     """Messages of a marshaled ``[]llms.MessageContent``."""
-    if not isinstance(payload, list):
-        fail("", "an array of MessageContent objects", payload)
+    payload = ensure(payload, list, "", "an array of MessageContent objects")
     out: list[Message] = []
     for i, item in enumerate(payload):
         where = f"[{i}]"

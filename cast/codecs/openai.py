@@ -303,10 +303,8 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
         fail(f"messages[{i}].name", "a string", name, i)
     content = item.get("content", MISSING)
     parts: list[Any]
-    if isinstance(content, str):
-        parts = [ToolResult(tool_call_id=call_id, name=name, content=content)]
-    elif content is None:
-        parts = [ToolResult(tool_call_id=call_id, name=name, content="")]
+    if isinstance(content, str) or content is None:
+        parts = [ToolResult(tool_call_id=call_id, name=name, content=content or "")]
     elif content is MISSING:
         fail(f"messages[{i}].content", "the tool message has no content", index=i)
     elif not isinstance(content, list):
