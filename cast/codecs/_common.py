@@ -381,14 +381,12 @@ def encode_user_turns(
     tail: dict[str, Any] = {}
 
     def turns() -> Iterator[dict[str, Any]]:
-        tool_turn: Blocks | None = None  # the blocks of the latest results turn
-        held: dict[str, Any] | None = None  # that turn, until no message can join it
+        tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
         for i, message in enumerate(messages):
             role = message.role
             if role is _TOOL:
                 if tool_turn is None:
                     tool_turn = []
-                    held = {"role": "user", content: tool_turn}
                 results(message, i, tool_turn)
                 continue
             turn: dict[str, Any] | None = None
@@ -407,14 +405,13 @@ def encode_user_turns(
                 value = system(message)
                 if value is not None:
                     tail[system_key] = value
-            if held is not None:
-                yield held
-                held = None
+            if tool_turn is not None:
+                yield {"role": "user", content: tool_turn}
+                tool_turn = None
             if turn is not None:
                 yield turn
-            tool_turn = None
-        if held is not None:
-            yield held
+        if tool_turn is not None:
+            yield {"role": "user", content: tool_turn}
 
     return PayloadStream(key, turns(), tail)
 
