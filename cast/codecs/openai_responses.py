@@ -57,6 +57,8 @@ It also ends that item, so consecutive message items stay apart."""
 FIELD_KINDS = frozenset({CALL_FIELDS, MESSAGE_FIELDS})
 _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
 _MESSAGE_KEYS = frozenset({"type", "role", "content", "id", "status"})
+_IMAGE_KEYS = frozenset({"type", "image_url", "detail"})
+_FILE_KEYS = frozenset({"type", "file_data", "filename"})
 
 
 def encode_signature(item_id: str, encrypted_content: str | None) -> bytes:
@@ -199,32 +201,24 @@ def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) ->
         if kind in _TEXT_PARTS:
             parts.append(TextPart(text=_text_of(part, part_where, i)))
         elif kind in ("input_image", "input_file") and media:
-            parts.append(_decode_media(part, kind, part_where, i))
+            parts.append(_decode_media(part, kind))
         else:
             fail(f"{part_where}.type", f"unsupported content part type {kind!r}", index=i)
     return tuple(parts)
 
 
-def _decode_media(part: dict[str, Any], kind: str, where: str, i: int) -> Any:
+def _decode_media(part: dict[str, Any], kind: str) -> Any:
     """``input_image``/``input_file`` by URL or inline data; others kept whole."""
     if kind == "input_image":
         url = part.get("image_url")
         detail = part.get("detail", "")
-        if (
-            isinstance(url, str)
-            and isinstance(detail, str)
-            and set(part) <= {"type", "image_url", "detail"}
-        ):
+        if isinstance(url, str) and isinstance(detail, str) and _IMAGE_KEYS.issuperset(part):
             return ImagePart(url=url, detail=detail)
         return provider_part(_PROVIDER, kind, part)
     data = part.get("file_data")
     filename = part.get("filename", "")
     url = part.get("file_url")
-    if (
-        isinstance(data, str)
-        and isinstance(filename, str)
-        and set(part) <= {"type", "file_data", "filename"}
-    ):
+    if isinstance(data, str) and isinstance(filename, str) and _FILE_KEYS.issuperset(part):
         inline = parse_data_url(data)
         if inline is not None:
             return BinaryPart(mime_type=inline[0], data=inline[1], filename=filename)
@@ -280,7 +274,7 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
             else:
                 extras.append(TextPart(text=_text_of(part, part_where, i)))
         elif kind in ("input_image", "input_file"):
-            extras.append(_decode_media(part, kind, part_where, i))
+            extras.append(_decode_media(part, kind))
         else:
             fail(f"{part_where}.type", f"unsupported output part type {kind!r}", index=i)
     result = ToolResult(tool_call_id=call_id, name=name, content=text)
