@@ -394,7 +394,7 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
     current: dict[str, Any] = {}
     for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
         where = f"messages[{i}].parts[{j}]"
-        if type(part) is ToolResult:
+        if isinstance(part, ToolResult):
             current = {
                 "type": "tool_result",
                 "tool_use_id": part.tool_call_id,
