@@ -31,7 +31,6 @@ from cast.codecs._common import (
     provider_part,
     signature_text,
     split_user_turn,
-    tool_parts,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -391,8 +390,8 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
 
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
     """``tool_result`` blocks of a TOOL message; parts after a result join its content."""
-    current: dict[str, Any] = {}
-    for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
+    current: dict[str, Any] | None = None
+    for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"
         if isinstance(part, ToolResult):
             current = {
@@ -404,6 +403,8 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
                 current["is_error"] = True
             blocks.append(current)
             continue
+        if current is None or isinstance(part, ToolCall):
+            fail(where, _RESULT_EXPECTED, index=i)  # inline: tool_parts costs 3 % here
         content = current["content"]
         if (
             isinstance(part, ProviderPart)
@@ -423,6 +424,8 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
             _add_provider_block(content, part, where, i, owner=current)
         else:
             content.append(_encode_media(part, where, i))
+    if current is None:
+        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------
