@@ -15,7 +15,16 @@ from pydantic import ValidationError
 from cast._fast import trusted_message
 from cast.codecs._streaming import PayloadStream
 from cast.errors import CodecError
-from cast.messages import Message, ProviderPart, Reasoning, Role, TextPart
+from cast.messages import (
+    BinaryPart,
+    ImagePart,
+    Message,
+    ProviderPart,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolResult,
+)
 from cast.transforms import loads_strict
 
 __all__ = [
@@ -35,6 +44,7 @@ __all__ = [
     "converse_messages",
     "dumps_compact",
     "encode_user_turns",
+    "ensure",
     "error",
     "fail",
     "fail_part",
@@ -44,13 +54,14 @@ __all__ = [
     "iter_messages",
     "json_history",
     "json_type",
-    "message_of",
     "pack_signature",
     "parse_data_url",
     "provider_block",
     "provider_part",
     "signature_text",
+    "split_user_turn",
     "system_blocks",
+    "tool_parts",
     "typed_parts_style",
     "unpack_signature",
 ]
@@ -99,6 +110,13 @@ def fail_part(i: int, j: int, expected: str) -> NoReturn:
     fail(f"messages[{i}].parts[{j}]", expected, index=i)
 
 
+def ensure(value: object, kind: type[T], path: str, expected: str, i: int | None = None) -> T:
+    """``value`` if it is a ``kind``, else a :class:`CodecError` at ``path``."""
+    if not isinstance(value, kind):
+        fail(path, expected, value, i)
+    return value
+
+
 def get_typed(  # noqa: PLR0917 (read like the call sites: field, type, place)
     obj: dict[str, Any],
     key: str,
@@ -108,8 +126,7 @@ def get_typed(  # noqa: PLR0917 (read like the call sites: field, type, place)
     i: int | None,
     default: Any = None,
 ) -> T:
-    """``obj[key]`` (``default`` when absent) if it is a ``kind``, else a
-    :class:`CodecError` at ``where.key`` saying ``expected``."""
+    """:func:`ensure` of ``obj[key]`` (``default`` when absent), at ``where.key``."""
     value = obj.get(key, default)
     if not isinstance(value, kind):
         fail(f"{where}.{key}", expected, value, i)
@@ -130,8 +147,7 @@ _TO_STANDARD = str.maketrans("-_", "+/")
 
 
 def b64decode_any(text: str) -> bytes | None:
-    """Base64 text in either alphabet of RFC 4648 (standard or URL-safe, as Gemini sends
-    ``inlineData``), padded or not, as bytes; ``None`` when it is not base64."""
+    """Base64 text (standard or URL-safe alphabet, padded or not) as bytes, else None."""
     chars = set(text)
     url_safe = not chars.isdisjoint(_URL_SAFE_ONLY)
     if url_safe and not chars.isdisjoint(_STANDARD_ONLY):
@@ -163,23 +179,19 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def dumps_compact(value: object) -> str:
-    """Compact JSON with non-ASCII kept: how OpenAI writes tool-call arguments, so object
-    arguments (Anthropic ``input``, Gemini ``args``) become the same text."""
+    """Compact JSON with non-ASCII kept, as OpenAI writes tool-call arguments."""
     return _COMPACT.encode(value)
 
 
 def args_object(arguments: str, path: str, index: int | None = None) -> dict[str, Any]:
-    """Tool-call arguments (JSON text) as the object Anthropic and Gemini expect; ``""``
-    (OpenAI streams send it for argument-less calls) is ``{}``."""
+    """Tool-call arguments as a JSON object (``""``, from OpenAI streams, is ``{}``)."""
     if not arguments:
         return {}
     try:
         value = loads_strict(arguments)
     except (ValueError, RecursionError):
         fail(path, f"expected a JSON object as arguments, got {arguments[:40]!r}", index=index)
-    if not isinstance(value, dict):
-        fail(path, "a JSON object as arguments", value, index)
-    return value
+    return ensure(value, dict, path, "a JSON object as arguments", index)
 
 
 def canonical_object(text: str) -> dict[str, Any] | None:
@@ -196,8 +208,7 @@ def canonical_object(text: str) -> dict[str, Any] | None:
 
 
 def signature_text(signature: bytes) -> str:
-    """A signature blob as the string a provider sends: the exact inverse of the UTF-8
-    bytes codecs keep; bytes that are not UTF-8 (a raw langchaingo blob) as base64."""
+    """A signature blob as the string a provider sends (not UTF-8: base64)."""
     try:
         return signature.decode("utf-8")
     except UnicodeDecodeError:
@@ -221,8 +232,7 @@ def provider_part(provider: str, kind: str, block: object) -> ProviderPart:
 
 
 def provider_block(part: ProviderPart, provider: str, path: str, index: int) -> Any:
-    """The block a :class:`ProviderPart` of ``provider`` holds; another provider's raises
-    (``cast.port`` turns those into text first)."""
+    """The block a :class:`ProviderPart` of ``provider`` holds; another provider's raises."""
     if part.provider != provider:
         fail(
             path,
@@ -237,8 +247,7 @@ def provider_block(part: ProviderPart, provider: str, path: str, index: int) -> 
 
 
 def as_messages(messages: Iterable[Message | dict[str, Any]]) -> list[Message]:
-    """The messages to encode: Messages pass through, dicts (the native JSON form)
-    are validated; a bad one raises :class:`CodecError`."""
+    """The messages to encode: Messages as they are, dicts validated (CodecError)."""
     return list(iter_messages(messages))
 
 
@@ -259,14 +268,8 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
         yield message
 
 
-def message_of(role: Role, parts: tuple[Any, ...]) -> Message:
-    """A message of parts a framework codec built (validated: not a hot path)."""
-    return Message(role=role, parts=parts)
-
-
 class AiParts(list[Any]):
-    """An AI message's parts being decoded: a reasoning block waits for the text or call
-    it led to, else it stands alone in an empty TextPart."""
+    """An AI message's parts: reasoning waits for the part it led to (else stands alone)."""
 
     pending: Reasoning | None = None
 
@@ -306,11 +309,44 @@ class AiParts(list[Any]):
 
 
 Blocks = list[dict[str, Any]]
+_NOT_CALLS = (TextPart, ImagePart, BinaryPart, ProviderPart)
+
+
+def split_user_turn(
+    blocks: list[Any], out: list[Message], read: Callable[[int, Any, list[Any]], Message | None]
+) -> None:
+    """A user turn as TOOL messages (``read`` returns them) and HUMAN runs between them."""
+    human: list[Any] = []
+    emitted = False
+    for j, block in enumerate(blocks):
+        result = read(j, block, human)
+        if result is not None:
+            if human:
+                out.append(trusted_message(_HUMAN, tuple(human)))
+                human = []
+            out.append(result)
+            emitted = True
+    if human or not emitted:
+        out.append(trusted_message(_HUMAN, tuple(human)))
+
+
+def tool_parts(
+    parts: tuple[Any, ...], i: int, expected: str, follow: type | tuple[type, ...] = _NOT_CALLS
+) -> Iterator[tuple[int, Any]]:
+    """TOOL message ``i``'s parts, each result followed by ``follow`` parts only."""
+    seen = False
+    for j, part in enumerate(parts):
+        if isinstance(part, ToolResult):
+            seen = True
+        elif not seen or not isinstance(part, follow):
+            fail_part(i, j, expected)
+        yield j, part
+    if not seen:
+        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
 
 
 def body_items(payload: object, key: str = "messages") -> tuple[list[Any], dict[str, Any]]:
-    """The ``key`` list of a request body, and the body (``{}`` for a bare list); anything
-    else is a :class:`CodecError`."""
+    """The ``key`` list of a request body, and the body (``{}`` for a bare list)."""
     if isinstance(payload, list):
         return payload, {}
     if not isinstance(payload, dict):
@@ -345,14 +381,12 @@ def encode_user_turns(
     tail: dict[str, Any] = {}
 
     def turns() -> Iterator[dict[str, Any]]:
-        tool_turn: Blocks | None = None  # the blocks of the latest results turn
-        held: dict[str, Any] | None = None  # that turn, until no message can join it
+        tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
         for i, message in enumerate(messages):
             role = message.role
             if role is _TOOL:
                 if tool_turn is None:
                     tool_turn = []
-                    held = {"role": "user", content: tool_turn}
                 results(message, i, tool_turn)
                 continue
             turn: dict[str, Any] | None = None
@@ -371,14 +405,13 @@ def encode_user_turns(
                 value = system(message)
                 if value is not None:
                     tail[system_key] = value
-            if held is not None:
-                yield held
-                held = None
+            if tool_turn is not None:
+                yield {"role": "user", content: tool_turn}
+                tool_turn = None
             if turn is not None:
                 yield turn
-            tool_turn = None
-        if held is not None:
-            yield held
+        if tool_turn is not None:
+            yield {"role": "user", content: tool_turn}
 
     return PayloadStream(key, turns(), tail)
 
@@ -386,8 +419,7 @@ def encode_user_turns(
 def system_blocks(
     message: Message, kept: Callable[[ProviderPart, str, int], dict[str, Any]], what: str
 ) -> Blocks:
-    """A system prompt's ``{"text"}`` blocks (kept parts by ``kept``) for Bedrock and
-    Gemini, which hold nothing else there."""
+    """A system prompt's ``{"text"}`` blocks (kept parts by ``kept``): Bedrock, Gemini."""
     blocks: Blocks = []
     for j, part in enumerate(message.parts):
         if type(part) is TextPart:
@@ -402,9 +434,7 @@ def system_blocks(
 def json_history(
     payload: object, key: str, dump: Callable[[list[Any]], list[Any]], what: str
 ) -> list[Any]:
-    """``payload`` (a list, or a dict holding it under ``key``) as a list of JSON dicts;
-    framework objects are turned into their JSON form by ``dump`` (``what`` names them
-    in errors)."""
+    """``payload`` (or its ``key``) as JSON dicts; framework objects go through ``dump``."""
     if isinstance(payload, dict) and key in payload:
         payload = payload[key]
     if not isinstance(payload, list | tuple):
@@ -436,8 +466,7 @@ def pack_signature(item_id: str | None, signature: str | None, *, redacted: bool
 
 
 def unpack_signature(blob: bytes) -> tuple[str | None, str | None, bool]:
-    """The ``(id, signature, redacted)`` :func:`pack_signature` packed (an empty
-    signature reads as ``None``)."""
+    """The ``(id, signature, redacted)`` :func:`pack_signature` packed."""
     if blob.startswith(REDACTED_THINKING_PREFIX):
         return None, signature_text(blob[len(REDACTED_THINKING_PREFIX) :]), True
     if not blob:
@@ -518,8 +547,7 @@ def converse_messages(items: list[Any]) -> bool:
 
 
 def converse_body(payload: object) -> bool:
-    """Whether ``payload`` is a Converse request: ``messages`` or ``system`` holding
-    Converse blocks (and none of the fields other requests have)."""
+    """Whether ``payload`` is a Converse request (Converse blocks, no other API's fields)."""
     if not isinstance(payload, dict) or gemini_fields(payload) or "input" in payload:
         return False
     messages = payload.get("messages")

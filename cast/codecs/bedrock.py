@@ -21,6 +21,7 @@ from cast.codecs._common import (
     converse_messages,
     dumps_compact,
     encode_user_turns,
+    ensure,
     error,
     fail,
     get_str,
@@ -29,7 +30,9 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
     signature_text,
+    split_user_turn,
     system_blocks,
+    tool_parts,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -99,14 +102,12 @@ def decode(payload: object) -> list[Message]:
         out.append(_decode_system(system))
     names: dict[str, str] = {}  # toolUseId -> name of the latest call with that id
     for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            fail(f"messages[{i}]", "a message object", item, i)
+        ensure(item, dict, f"messages[{i}]", "a message object", i)
         role = item.get("role")
         content = item.get("content", MISSING)
         if content is MISSING:
             fail(f"messages[{i}].content", "the message has no content", index=i)
-        if not isinstance(content, list):
-            fail(f"messages[{i}].content", "an array of content blocks", content, i)
+        content = ensure(content, list, f"messages[{i}].content", "an array of content blocks", i)
         if role == "assistant":
             out.append(_decode_assistant(content, i, names))
         elif role == "user":
@@ -117,12 +118,10 @@ def decode(payload: object) -> list[Message]:
 
 
 def _decode_system(system: object) -> Message:
-    if not isinstance(system, list):
-        fail("system", "an array of system content blocks", system)
+    system = ensure(system, list, "system", "an array of system content blocks")
     parts: list[Any] = []
     for j, block in enumerate(system):
-        if not isinstance(block, dict):
-            fail(f"system[{j}]", "a text block", block)
+        ensure(block, dict, f"system[{j}]", "a text block")
         if len(block) == 1 and ("cachePoint" in block or "guardContent" in block):
             ((kind, value),) = block.items()
             parts.append(provider_part(_PROVIDER, str(kind), value))
@@ -133,8 +132,7 @@ def _decode_system(system: object) -> Message:
 
 def _kind(block: object, where: str, i: int) -> tuple[str, Any]:
     """The block's one member: its name and value."""
-    if not isinstance(block, dict):
-        fail(where, "a content block object", block, i)
+    block = ensure(block, dict, where, "a content block object", i)
     for kind in _KINDS:
         if kind in block:
             return kind, block[kind]
@@ -146,16 +144,13 @@ def _kind(block: object, where: str, i: int) -> tuple[str, Any]:
 
 
 def _text(value: object, where: str, i: int) -> str:
-    if not isinstance(value, str):
-        fail(f"{where}.text", "a string", value, i)
-    return value
+    return ensure(value, str, f"{where}.text", "a string", i)
 
 
 def _decode_media(kind: str, value: object, where: str, i: int) -> Any:
     """An ``image``/``document``/``video`` with inline bytes; other sources kept whole."""
     block_where = f"{where}.{kind}"
-    if not isinstance(value, dict):
-        fail(block_where, f"a {kind} object", value, i)
+    value = ensure(value, dict, block_where, f"a {kind} object", i)
     mime = _FORMATS[kind].get(get_str(value, "format", block_where, i))
     source = get_typed(value, "source", dict, "a source object", block_where, i)
     modeled = {"format", "source", "name"} if kind == "document" else {"format", "source"}
@@ -190,8 +185,7 @@ def _decode_call(
     value: object, where: str, i: int, names: dict[str, str], reasoning: Reasoning | None
 ) -> ToolCall:
     where = f"{where}.toolUse"
-    if not isinstance(value, dict):
-        fail(where, "a toolUse object", value, i)
+    value = ensure(value, dict, where, "a toolUse object", i)
     call_id = get_str(value, "toolUseId", where, i)
     name = get_str(value, "name", where, i)
     arguments = get_typed(value, "input", dict, "an object", where, i)
@@ -200,8 +194,7 @@ def _decode_call(
 
 
 def _decode_reasoning(value: object, where: str, i: int) -> Reasoning:
-    if not isinstance(value, dict):
-        fail(where, "a reasoningContent object", value, i)
+    value = ensure(value, dict, where, "a reasoningContent object", i)
     if "redactedContent" in value:
         data = get_typed(value, "redactedContent", str, "base64 text", where, i)
         b64decode(data, f"{where}.redactedContent", i)
@@ -220,31 +213,26 @@ def _decode_other(kind: str, value: object, where: str, i: int) -> Any:
 
 def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Message]) -> None:
     """Each ``toolResult`` a TOOL message, each run of other blocks a HUMAN message."""
-    human: list[Any] = []
-    emitted = False
-    for j, block in enumerate(content):
+
+    def read(j: int, block: object, human: list[Any]) -> Message | None:
         where = f"messages[{i}].content[{j}]"
         kind, value = _kind(block, where, i)
         if kind == "toolResult":
-            if human:
-                out.append(trusted_message(_HUMAN, tuple(human)))
-                human = []
-            out.append(_decode_result(value, f"{where}.toolResult", i, names))
-            emitted = True
-        elif kind == "text":
+            return _decode_result(value, f"{where}.toolResult", i, names)
+        if kind == "text":
             human.append(TextPart(text=_text(value, where, i)))
         elif kind in ("toolUse", "reasoningContent"):
             fail(where, f"a {kind} block belongs in an assistant message", index=i)
         else:
             human.append(_decode_other(kind, value, where, i))
-    if human or not emitted:
-        out.append(trusted_message(_HUMAN, tuple(human)))
+        return None
+
+    split_user_turn(content, out, read)
 
 
 def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> Message:
     """A TOOL message: a first ``text`` block is the result, ``json`` blocks compact text."""
-    if not isinstance(value, dict):
-        fail(where, "a toolResult object", value, i)
+    value = ensure(value, dict, where, "a toolResult object", i)
     call_id = get_str(value, "toolUseId", where, i)
     status = value.get("status", "success")
     if status not in ("success", "error"):
@@ -253,8 +241,7 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
     texts: list[Any] = []
     for k, inner in enumerate(content):
         inner_where = f"{where}.content[{k}]"
-        if not isinstance(inner, dict):
-            fail(inner_where, "a tool result block object", inner, i)
+        ensure(inner, dict, inner_where, "a tool result block object", i)
         if "text" in inner:
             texts.append(TextPart(text=_text(inner["text"], inner_where, i)))
         elif "json" in inner:
@@ -359,8 +346,8 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
 
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
     """``toolResult`` blocks: the result text, then the parts after it (no ``status``)."""
-    content: list[dict[str, Any]] | None = None
-    for j, part in enumerate(message.parts):
+    content: list[dict[str, Any]] = []
+    for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
         where = f"messages[{i}].parts[{j}]"
         if isinstance(part, ToolResult):
             content = [{"text": part.content}]
@@ -368,21 +355,17 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
             if part.is_error:
                 result["status"] = "error"
             blocks.append({"toolResult": result})
-        elif content is None or isinstance(part, ToolCall):
-            fail(
-                where,
-                "a tool message holds tool results, each optionally followed by "
-                "text or image parts",
-                index=i,
-            )
         elif isinstance(part, TextPart):
             content.append({"text": part.text})
         elif isinstance(part, ProviderPart):
             content.append(_provider_block(part, where, i))
         else:
             content.append(_encode_media(part, where, i))
-    if content is None:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+
+
+_RESULT_EXPECTED = (
+    "a tool message holds tool results, each optionally followed by text or image parts"
+)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._common import EVIDENCE, MISSING, error, fail
+from cast.codecs._common import EVIDENCE, MISSING, ensure, error, fail
 from cast.codecs.anthropic import decode as decode_anthropic
 from cast.codecs.anthropic import encode as encode_anthropic
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
@@ -25,8 +26,7 @@ _BLOCK_PATH = re.compile(r"^messages\[(\d+)\]\.content\[(\d+)\]")
 
 def _entry_message(entry: object, k: int) -> dict[str, Any] | None:
     """The message object of entry ``k``; ``None`` for log lines that hold none."""
-    if not isinstance(entry, dict):
-        fail(f"entries[{k}]", "a message object or a log line", entry, k)
+    entry = ensure(entry, dict, f"entries[{k}]", "a message object or a log line", k)
     if "role" in entry:
         return entry
     message = entry.get("message", MISSING)
@@ -34,9 +34,7 @@ def _entry_message(entry: object, k: int) -> dict[str, Any] | None:
         if entry.get("type") in ("user", "assistant"):
             fail(f"entries[{k}].message", "a user or assistant log line without a message", index=k)
         return None  # summary, system and other non-message lines
-    if not isinstance(message, dict):
-        fail(f"entries[{k}].message", "a message object", message, k)
-    return message
+    return ensure(message, dict, f"entries[{k}].message", "a message object", k)
 
 
 def _blocks(content: object, where: str, k: int) -> list[Any]:
@@ -132,8 +130,7 @@ def _merge(
 
 
 def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ``tool_use`` and ``tool_result`` of the summary pair for the compact summary at
-    entry ``k`` (the call id derives from the text: decoding is deterministic)."""
+    """The summary call and result for entry ``k`` (its id derives from the text)."""
     blocks = _blocks(content, f"entries[{k}].content", k)
     texts = []
     for b, block in enumerate(blocks):
@@ -197,35 +194,26 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
             out.append({"role": "user", "content": message["content"]})
             continue
         message_id = _MESSAGE_ID.generate(seed=f"claude_code:{position}")
-        content = message["content"]
-        following = api[position] if position < len(api) else None
-        results: list[dict[str, Any]] = []
+        entry = {"id": message_id, "type": "message", "role": "assistant"}
+        following = api[position] if position < len(api) else {"role": None}
+        blocks = following["content"] if following["role"] == "user" else None
+        results: deque[dict[str, Any]] = deque()
         rest: list[Any] = []
-        if (
-            following is not None
-            and following["role"] == "user"
-            and isinstance(following["content"], list)
-        ):
-            blocks = following["content"]
-            if any(_is_result(b) for b in blocks):
-                position += 1
-                for block in blocks:
-                    (results if _is_result(block) else rest).append(block)
-        if not content:
-            out.append({"id": message_id, "type": "message", "role": "assistant", "content": []})
+        if isinstance(blocks, list) and any(map(_is_result, blocks)):
+            position += 1
+            for block in blocks:
+                (results if _is_result(block) else rest).append(block)
+        if not message["content"]:
+            out.append({**entry, "content": []})
         # Results keep their order; each is logged as soon as its call has been.
         called: set[object] = set()
-        next_result = 0
-        for block in content:
-            out.append(
-                {"id": message_id, "type": "message", "role": "assistant", "content": [block]}
-            )
+        for block in message["content"]:
+            out.append({**entry, "content": [block]})
             if block.get("type") == "tool_use":
                 called.add(block["id"])
-            while next_result < len(results) and results[next_result]["tool_use_id"] in called:
-                out.append({"role": "user", "content": [results[next_result]]})
-                next_result += 1
-        out.extend({"role": "user", "content": [b]} for b in results[next_result:])
+            while results and results[0]["tool_use_id"] in called:
+                out.append({"role": "user", "content": [results.popleft()]})
+        out.extend({"role": "user", "content": [b]} for b in results)
         if rest:
             out.append({"role": "user", "content": rest})
     return out

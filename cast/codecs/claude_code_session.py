@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cast.codecs import claude_code
-from cast.codecs._common import fail
+from cast.codecs._common import ensure, fail
 from cast.messages import Message
 
 __all__ = [
@@ -54,8 +54,7 @@ def conversation_lines(lines: Iterable[object]) -> list[Any]:
     by_uuid: dict[str, int] = {}
     newest: int | None = None
     for k, line in enumerate(rows):
-        if not isinstance(line, dict):
-            fail(f"entries[{k}]", "a log line object", line, k)
+        ensure(line, dict, f"entries[{k}]", "a log line object", k)
         key = line.get("uuid")
         if isinstance(key, str):
             by_uuid[key] = k

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from cast.codecs import openai_responses
-from cast.codecs._common import fail
+from cast.codecs._common import ensure, fail
 from cast.codecs.claude_code_session import EPOCH, session_uuid
 from cast.messages import Message
 
@@ -43,9 +43,7 @@ def session_meta(payload: object) -> dict[str, Any] | None:
     for k, line in enumerate(_lines(payload)):
         if isinstance(line, dict) and line.get("type") == "session_meta":
             meta = line.get("payload")
-            if not isinstance(meta, dict):
-                fail(f"lines[{k}].payload", "a session_meta object", meta, k)
-            return meta
+            return ensure(meta, dict, f"lines[{k}].payload", "a session_meta object", k)
     return None
 
 
@@ -66,13 +64,11 @@ def response_items(payload: object) -> list[Any]:
     """The Responses input items a rollout records, in the order Codex replays them."""
     items: list[Any] = []
     for k, line in enumerate(_lines(payload)):
-        if not isinstance(line, dict):
-            fail(f"lines[{k}]", "a rollout line object", line, k)
+        ensure(line, dict, f"lines[{k}]", "a rollout line object", k)
         kind = line.get("type")
         if kind == "response_item":
             item = line.get("payload")
-            if not isinstance(item, dict):
-                fail(f"lines[{k}].payload", "a response item object", item, k)
+            item = ensure(item, dict, f"lines[{k}].payload", "a response item object", k)
             items.append(_as_function_item(item))
         elif kind == "compacted":
             compacted = line.get("payload")

@@ -20,6 +20,7 @@ from cast.codecs._common import (
     canonical_object,
     dumps_compact,
     encode_user_turns,
+    ensure,
     fail,
     fail_part,
     gemini_fields,
@@ -29,7 +30,9 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
     signature_text,
+    split_user_turn,
     system_blocks,
+    tool_parts,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
@@ -114,11 +117,9 @@ def decode(
         out.append(_decode_system(system))
     ids = _Ids(id_template)
     for c, content in enumerate(contents):
-        if not isinstance(content, dict):
-            fail(f"contents[{c}]", "a content object", content, c)
+        ensure(content, dict, f"contents[{c}]", "a content object", c)
         parts = content.get("parts", [])
-        if not isinstance(parts, list):
-            fail(f"contents[{c}].parts", "an array of parts", parts, c)
+        parts = ensure(parts, list, f"contents[{c}].parts", "an array of parts", c)
         role = content.get("role", "user")  # a single-turn request may omit it
         if role == "model":
             out.append(_decode_model(parts, c, ids))
@@ -130,11 +131,9 @@ def decode(
 
 
 def _decode_system(system: object) -> Message:
-    if not isinstance(system, dict):
-        fail("systemInstruction", "a content object", system)
+    system = ensure(system, dict, "systemInstruction", "a content object")
     parts = system.get("parts")
-    if not isinstance(parts, list):
-        fail("systemInstruction.parts", "an array of parts", parts)
+    parts = ensure(parts, list, "systemInstruction.parts", "an array of parts")
     texts: list[TextPart] = []
     for j, part in enumerate(parts):
         text = part.get("text") if isinstance(part, dict) else None
@@ -148,9 +147,7 @@ def _signature(part: dict[str, Any], where: str, c: int) -> bytes:
     signature = _get(part, "thoughtSignature")
     if signature is MISSING or signature is None:
         return b""
-    if not isinstance(signature, str):
-        fail(f"{where}.thoughtSignature", "base64 text", signature, c)
-    return signature.encode("utf-8")
+    return ensure(signature, str, f"{where}.thoughtSignature", "base64 text", c).encode("utf-8")
 
 
 def _attachable(part: object) -> bool:
@@ -167,66 +164,50 @@ def _decode_model(parts: list[Any], c: int, ids: _Ids) -> Message:
     out: list[Any] = []
     j = 0
     while j < len(parts):
-        part = parts[j]
         where = f"contents[{c}].parts[{j}]"
-        if not isinstance(part, dict):
-            fail(where, "a part object", part, c)
+        part = ensure(parts[j], dict, where, "a part object", c)
         signature = _signature(part, where, c)
         thought = ""
         if part.get("thought") is True:
             thought = get_str(part, "text", where, c, "")
             if not thought or signature or j + 1 == len(parts) or not _attachable(parts[j + 1]):
-                reasoning = Reasoning(content=thought, signature=signature)
-                out.append(TextPart(text="", reasoning=reasoning))
+                alone = Reasoning(content=thought, signature=signature)
+                out.append(TextPart(text="", reasoning=alone))
                 j += 1
                 continue
             j += 1  # the thought is the reasoning of the part after it
             part, where = parts[j], f"contents[{c}].parts[{j}]"
             signature = _signature(part, where, c)
-        out.append(
-            _decode_model_part(
-                part, c=c, j=j, where=where, thought=thought, signature=signature, ids=ids
-            )
+        reasoning = (
+            Reasoning(content=thought, signature=signature) if thought or signature else None
         )
+        out.append(_decode_model_part(part, c, j, reasoning, ids))
         j += 1
     return trusted_message(_AI, tuple(out))
 
 
 def _decode_model_part(
-    part: dict[str, Any], *, c: int, j: int, where: str, thought: str, signature: bytes, ids: _Ids
+    part: dict[str, Any], c: int, j: int, reasoning: Reasoning | None, ids: _Ids
 ) -> Any:
-    reasoning = Reasoning(content=thought, signature=signature) if thought or signature else None
+    where = f"contents[{c}].parts[{j}]"
     text = part.get("text", MISSING)
     if text is not MISSING:
-        if not isinstance(text, str):
-            fail(f"{where}.text", "a string", text, c)
+        text = ensure(text, str, f"{where}.text", "a string", c)
         return TextPart(text=text, reasoning=reasoning)
     call = _get(part, "functionCall")
-    if call is not MISSING:
-        return _decode_call(
-            call, c=c, j=j, where=f"{where}.functionCall", reasoning=reasoning, ids=ids
-        )
-    if _get(part, "functionResponse") is not MISSING:
-        fail(f"{where}.functionResponse", "function responses belong in a user turn", index=c)
-    return _decode_media(part, c, where)
-
-
-def _decode_call(
-    call: object, *, c: int, j: int, where: str, reasoning: Reasoning | None, ids: _Ids
-) -> ToolCall:
-    if not isinstance(call, dict):
-        fail(where, "an object with name and args", call, c)
+    if call is MISSING:
+        if _get(part, "functionResponse") is not MISSING:
+            fail(f"{where}.functionResponse", "function responses belong in a user turn", index=c)
+        return _decode_media(part, c, where)
+    where = f"{where}.functionCall"
+    call = ensure(call, dict, where, "an object with name and args", c)
     name = get_str(call, "name", where, c)
     args = get_typed(call, "args", dict, "an object", where, c, {})
     call_id = call.get("id")
     if call_id is not None and not isinstance(call_id, str):
         fail(f"{where}.id", "a string", call_id, c)
-    return ToolCall(
-        id=ids.call(call_id, name, c, j),
-        name=name,
-        arguments=dumps_compact(args),
-        reasoning=reasoning,
-    )
+    call_id = ids.call(call_id, name, c, j)
+    return ToolCall(id=call_id, name=name, arguments=dumps_compact(args), reasoning=reasoning)
 
 
 def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
@@ -244,19 +225,12 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
         return provider_part(_PROVIDER, kind, part)
     inline = _get(part, "inlineData")
     if inline is not MISSING:
-        if not isinstance(inline, dict):
-            fail(f"{where}.inlineData", "an object with mimeType and data", inline, c)
-        mime = _get(inline, "mimeType")
-        if not isinstance(mime, str):
-            fail(f"{where}.inlineData.mimeType", "a string", mime, c)
+        inline = ensure(inline, dict, f"{where}.inlineData", "an object with mimeType and data", c)
+        mime = ensure(_get(inline, "mimeType"), str, f"{where}.inlineData.mimeType", "a string", c)
         data = get_typed(inline, "data", str, "base64 text", f"{where}.inlineData", c)
         return BinaryPart(mime_type=mime, data=b64decode(data, f"{where}.inlineData.data", c))
-    file = _get(part, "fileData")
-    if not isinstance(file, dict):
-        fail(f"{where}.fileData", "an object with fileUri", file, c)
-    uri = _get(file, "fileUri")
-    if not isinstance(uri, str):
-        fail(f"{where}.fileData.fileUri", "a string", uri, c)
+    file = ensure(_get(part, "fileData"), dict, f"{where}.fileData", "an object with fileUri", c)
+    uri = ensure(_get(file, "fileUri"), str, f"{where}.fileData.fileUri", "a string", c)
     mime = _get(file, "mimeType")
     if mime is MISSING:
         mime = ""
@@ -267,36 +241,28 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
 
 def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> None:
     """Each ``functionResponse`` a TOOL message, each run of other parts a HUMAN message."""
-    human: list[Any] = []
-    emitted = False
-    for j, part in enumerate(parts):
+
+    def read(j: int, part: object, human: list[Any]) -> Message | None:
         where = f"contents[{c}].parts[{j}]"
-        if not isinstance(part, dict):
-            fail(where, "a part object", part, c)
+        part = ensure(part, dict, where, "a part object", c)
         response = _get(part, "functionResponse")
         if response is not MISSING:
-            if human:
-                out.append(trusted_message(_HUMAN, tuple(human)))
-                human = []
-            out.append(_decode_response(response, c, j, f"{where}.functionResponse", ids))
-            emitted = True
-            continue
+            return _decode_response(response, c, j, f"{where}.functionResponse", ids)
         text = part.get("text", MISSING)
         if text is not MISSING:
-            if not isinstance(text, str):
-                fail(f"{where}.text", "a string", text, c)
+            text = ensure(text, str, f"{where}.text", "a string", c)
             human.append(TextPart(text=text))
         elif _get(part, "functionCall") is not MISSING:
             fail(f"{where}.functionCall", "function calls belong in a model turn", index=c)
         else:
             human.append(_decode_media(part, c, where))
-    if human or not emitted:
-        out.append(trusted_message(_HUMAN, tuple(human)))
+        return None
+
+    split_user_turn(parts, out, read)
 
 
 def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) -> Message:
-    if not isinstance(response, dict):
-        fail(where, "an object with name and response", response, c)
+    response = ensure(response, dict, where, "an object with name and response", c)
     name = get_str(response, "name", where, c)
     call_id = response.get("id")
     if call_id is not None and not isinstance(call_id, str):
@@ -306,8 +272,7 @@ def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) ->
     media = get_typed(response, "parts", list, "an array of parts", where, c, [])
     extras: list[Any] = []
     for k, inner in enumerate(media):
-        if not isinstance(inner, dict):
-            fail(f"{where}.parts[{k}]", "a part object", inner, c)
+        ensure(inner, dict, f"{where}.parts[{k}]", "a part object", c)
         extras.append(_decode_media(inner, c, f"{where}.parts[{k}]"))
     error = body.get("error") if len(body) == 1 else None
     result = ToolResult(
@@ -368,9 +333,7 @@ def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> 
 
 def _kept(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
     block = provider_block(part, _PROVIDER, where, i)
-    if not isinstance(block, dict):
-        fail(f"{where}.data", "a JSON object (a whole part)", block, i)
-    return block
+    return ensure(block, dict, f"{where}.data", "a JSON object (a whole part)", i)
 
 
 _MEDIA_TYPES = mimetypes.MimeTypes()
@@ -438,24 +401,17 @@ def _encode_parts(message: Message, i: int, include_ids: bool = True) -> list[di
 def _encode_results(
     message: Message, i: int, include_ids: bool, parts: list[dict[str, Any]]
 ) -> None:
-    """``functionResponse`` parts of a TOOL message: texts after a result join its text
-    (lossy), media after it go in its ``parts`` (Gemini 3)."""
+    """``functionResponse`` parts: later texts join the result's, media its ``parts``."""
     results: list[tuple[ToolResult, list[str], list[dict[str, Any]]]] = []
-    for j, part in enumerate(message.parts):
+    for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
         if isinstance(part, ToolResult):
             results.append((part, [], []))
-        elif isinstance(part, TextPart) and results:
+        elif isinstance(part, TextPart):
             results[-1][1].append(part.text)
-        elif isinstance(part, ImagePart | BinaryPart) and results:
-            results[-1][2].append(_encode_media(part))
-        elif isinstance(part, ProviderPart) and results:
+        elif isinstance(part, ProviderPart):
             results[-1][2].append(_kept(part, f"messages[{i}].parts[{j}]", i))
         else:
-            fail_part(
-                i, j, "a Gemini tool turn holds function responses (with text and media) only"
-            )
-    if not results:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+            results[-1][2].append(_encode_media(part))
     for result, extra, media in results:
         content = "\n".join([result.content, *extra]) if extra else result.content
         # A failed call goes as {"error": text}, the documented key for error details.
@@ -466,6 +422,9 @@ def _encode_results(
         if media:
             response["parts"] = media
         parts.append({"functionResponse": response})
+
+
+_RESULT_EXPECTED = "a Gemini tool turn holds function responses (with text and media) only"
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     AiParts,
@@ -15,13 +16,14 @@ from cast.codecs._common import (
     b64encode,
     canonical_object,
     dumps_compact,
+    ensure,
     error,
     fail,
     fail_part,
     get_str,
     json_history,
-    message_of,
     pack_signature,
+    tool_parts,
     unpack_signature,
 )
 from cast.errors import install_hint
@@ -66,22 +68,19 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     names: dict[str, str] = {}  # tool call id -> name, for tool messages without one
     for i, item in enumerate(_as_json(payload)):
         where = f"[{i}]"
-        if not isinstance(item, dict):
-            fail(where, "a message object", item, i)
+        ensure(item, dict, where, "a message object", i)
         kind = item.get("type")
         role = _ROLES.get(kind) if isinstance(kind, str) else None
         if role is None:
             fail(f"{where}.type", f"expected system, human, ai or tool, got {kind!r}", index=i)
-        data = item.get("data")
-        if not isinstance(data, dict):
-            fail(f"{where}.data", "an object", data, i)
+        data = ensure(item.get("data"), dict, f"{where}.data", "an object", i)
         where = f"{where}.data"
         if role is Role.AI:
             out.append(_decode_ai(data, where, i, names))
         elif role is Role.TOOL:
             out.append(_decode_tool(data, where, i, names))
         else:
-            out.append(message_of(role, _decode_content(data, where, i, role)))
+            out.append(trusted_message(role, _decode_content(data, where, i, role)))
     return out, [1] * len(out)
 
 
@@ -89,9 +88,7 @@ def _blocks(data: dict[str, Any], where: str, i: int) -> list[Any]:
     content = data.get("content")
     if isinstance(content, str):
         return [content]
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of content blocks", content, i)
-    return content
+    return ensure(content, list, f"{where}.content", "a string or an array of content blocks", i)
 
 
 def _decode_content(data: dict[str, Any], where: str, i: int, role: Role) -> tuple[Any, ...]:
@@ -101,8 +98,7 @@ def _decode_content(data: dict[str, Any], where: str, i: int, role: Role) -> tup
         if isinstance(block, str):
             parts.append(TextPart(text=block))
             continue
-        if not isinstance(block, dict):
-            fail(block_where, "a string or a content block", block, i)
+        ensure(block, dict, block_where, "a string or a content block", i)
         kind = block.get("type")
         if kind == "text":
             parts.append(TextPart(text=get_str(block, "text", block_where, i)))
@@ -124,8 +120,7 @@ def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
         image = block.get("image_url")
         if isinstance(image, str):
             return ImagePart(url=image)
-        if not isinstance(image, dict):
-            fail(f"{where}.image_url", "a URL or an object with one", image, i)
+        image = ensure(image, dict, f"{where}.image_url", "a URL or an object with one", i)
         detail = image.get("detail") or ""
         return ImagePart(url=get_str(image, "url", f"{where}.image_url", i), detail=str(detail))
     source = block.get("source")
@@ -155,9 +150,7 @@ def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
         texts = [s.get("text", "") for s in summary if isinstance(s, dict)]
         content = "\n\n".join(t for t in texts if isinstance(t, str))
     else:
-        content = block.get("reasoning") or ""
-        if not isinstance(content, str):
-            fail(f"{where}.reasoning", "a string", content, i)
+        content = ensure(block.get("reasoning") or "", str, f"{where}.reasoning", "a string", i)
     extras = block.get("extras")
     signature = (
         (extras.get("signature") if isinstance(extras, dict) else None)
@@ -177,17 +170,13 @@ def _calls(data: dict[str, Any], where: str, i: int) -> dict[str, ToolCall]:
     """The message's tool calls (valid and invalid) by id, in order."""
     calls: dict[str, ToolCall] = {}
     for key in ("tool_calls", "invalid_tool_calls"):
-        entries = data.get(key) or []
-        if not isinstance(entries, list):
-            fail(f"{where}.{key}", "an array", entries, i)
+        entries = ensure(data.get(key) or [], list, f"{where}.{key}", "an array", i)
         for k, entry in enumerate(entries):
             entry_where = f"{where}.{key}[{k}]"
-            if not isinstance(entry, dict):
-                fail(entry_where, "a tool call object", entry, i)
+            ensure(entry, dict, entry_where, "a tool call object", i)
             args = entry.get("args")
             if key == "tool_calls":
-                if not isinstance(args, dict):
-                    fail(f"{entry_where}.args", "an object", args, i)
+                args = ensure(args, dict, f"{entry_where}.args", "an object", i)
                 arguments = dumps_compact(args)
             else:
                 arguments = args if isinstance(args, str) else ""
@@ -211,8 +200,7 @@ def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) 
         if isinstance(block, str):
             parts.append(TextPart(text=block, reasoning=parts.take()))
             continue
-        if not isinstance(block, dict):
-            fail(block_where, "a string or a content block", block, i)
+        ensure(block, dict, block_where, "a string or a content block", i)
         kind = block.get("type")
         if kind in ("reasoning", "thinking", "redacted_thinking"):
             parts.think(_reasoning(block, block_where, i))
@@ -227,8 +215,7 @@ def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) 
             fail(f"{block_where}.type", f"chaincast cannot hold a {kind!r} block", index=i)
     for call in calls.values():
         parts.append(_with_reasoning(call, parts.take()))
-    parts.settle()
-    return message_of(Role.AI, tuple(parts))
+    return parts.message()
 
 
 def _with_reasoning(call: ToolCall, reasoning: Reasoning | None) -> ToolCall:
@@ -257,7 +244,7 @@ def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]
         content=texts[0] if texts else "",
         is_error=status == "error",
     )
-    return message_of(Role.TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
+    return trusted_message(Role.TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
@@ -361,21 +348,17 @@ def _object_or_none(arguments: str) -> dict[str, Any] | None:
 def _encode_tool(message: Message, i: int) -> list[dict[str, Any]]:
     """One LangChain tool message per result; text parts after a result join it."""
     out: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
+    for _, part in tool_parts(message.parts, i, "a tool message holds results and text", TextPart):
         if isinstance(part, ToolResult):
             data = {"content": part.content, "tool_call_id": part.tool_call_id, "name": part.name}
             if part.is_error:
                 data["status"] = "error"
             out.append(data)
-        elif isinstance(part, TextPart) and out:
-            content = out[-1]["content"]
-            if isinstance(content, str):
-                content = out[-1]["content"] = [{"type": "text", "text": content}]
-            content.append({"type": "text", "text": part.text})
-        else:
-            fail_part(i, j, "a tool message holds results and text")
-    if not out:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+            continue
+        content = out[-1]["content"]
+        if isinstance(content, str):
+            content = out[-1]["content"] = [{"type": "text", "text": content}]
+        content.append({"type": "text", "text": part.text})
     return out
 
 

@@ -13,6 +13,7 @@ from cast.codecs._common import (
     as_messages,
     b64decode,
     b64encode,
+    ensure,
     error,
     fail,
     fail_part,
@@ -48,13 +49,11 @@ _WIRE_ROLES = {_HUMAN: "human", _AI: "ai", _SYSTEM: "system", _TOOL: "tool"}
 
 def decode(payload: object) -> list[Message]:
     """Messages of a marshaled ``[]llms.MessageContent``."""
-    if not isinstance(payload, list):
-        fail("", "an array of MessageContent objects", payload)
+    payload = ensure(payload, list, "", "an array of MessageContent objects")
     out: list[Message] = []
     for i, item in enumerate(payload):
         where = f"[{i}]"
-        if not isinstance(item, dict):
-            fail(where, "a MessageContent object", item, i)
+        ensure(item, dict, where, "a MessageContent object", i)
         wire_role = item.get("role")
         role = _ROLES.get(wire_role) if isinstance(wire_role, str) else None
         if role is None:
@@ -66,8 +65,7 @@ def decode(payload: object) -> list[Message]:
         parts: tuple[Any, ...] = ()
         raw_parts = item.get("parts")
         if raw_parts is not None:
-            if not isinstance(raw_parts, list):
-                fail(f"{where}.parts", "an array of parts", raw_parts, i)
+            raw_parts = ensure(raw_parts, list, f"{where}.parts", "an array of parts", i)
             parts = tuple(_decode_part(p, i, j) for j, p in enumerate(raw_parts))
         # UnmarshalJSON: a top-level "text" is the single text part when parts are empty.
         if not parts:
@@ -93,14 +91,12 @@ def _decode_reasoning(value: object, where: str, i: int) -> Reasoning | None:
     """``ContentReasoning``; an empty one is none at all (``IsEmpty`` in the source)."""
     if value is None:
         return None
-    if not isinstance(value, dict):
-        fail(where, "a reasoning object", value, i)
+    value = ensure(value, dict, where, "a reasoning object", i)
     content = _field(value, "content", where, i, "")
     signature = value.get("signature")
     data = b""
     if signature is not None:
-        if not isinstance(signature, str):
-            fail(f"{where}.signature", "base64 text", signature, i)
+        signature = ensure(signature, str, f"{where}.signature", "base64 text", i)
         data = b64decode(signature, f"{where}.signature", i)
     if not content and not data:
         return None
@@ -109,8 +105,7 @@ def _decode_reasoning(value: object, where: str, i: int) -> Reasoning | None:
 
 def _decode_part(part: object, i: int, j: int) -> Any:
     where = f"[{i}].parts[{j}]"
-    if not isinstance(part, dict):
-        fail(where, "a content part object", part, i)
+    part = ensure(part, dict, where, "a content part object", i)
     kind = part.get("type", "")
     if kind in ("text", ""):  # UnmarshalJSON reads a missing type as text
         return TextPart(

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cast.codecs._common import EVIDENCE, as_messages, fail, typed_parts_style
+from cast.codecs._common import EVIDENCE, as_messages, ensure, typed_parts_style
 from cast.errors import CodecError
 from cast.messages import MESSAGES_ADAPTER, Message
 
@@ -19,8 +19,7 @@ def decode(payload: object) -> list[Message]:
     """Messages of a list of native message dicts."""
     if isinstance(payload, dict) and "messages" in payload:
         payload = payload["messages"]
-    if not isinstance(payload, list):
-        fail("", "an array of messages", payload)
+    payload = ensure(payload, list, "", "an array of messages")
     try:
         return MESSAGES_ADAPTER.validate_python(payload)
     except ValidationError as exc:

@@ -15,6 +15,7 @@ from cast.codecs._common import (
     b64decode,
     b64encode,
     body_items,
+    ensure,
     fail,
     fail_part,
     get_str,
@@ -135,8 +136,7 @@ def _decode_content(item: dict[str, Any], i: int, *, media: bool) -> tuple[Any, 
 
 def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
     where = f"messages[{i}].content[{j}]"
-    if not isinstance(part, dict):
-        fail(where, "a content part object", part, i)
+    part = ensure(part, dict, where, "a content part object", i)
     kind = get_str(part, "type", where, i)
     modeled = _MODELED.get(kind)
     if modeled is None or (not modeled.issuperset(part) and (media or kind == "text")):
@@ -150,8 +150,7 @@ def _decode_part(part: object, i: int, j: int, media: bool) -> Any:
         image = part.get("image_url")
         if isinstance(image, str):  # older clients send the URL itself
             return ImagePart(url=image)
-        if not isinstance(image, dict):
-            fail(f"{where}.image_url", "an object with a url", image, i)
+        image = ensure(image, dict, f"{where}.image_url", "an object with a url", i)
         url = get_str(image, "url", f"{where}.image_url", i)
         return ImagePart(url=url, detail=get_str(image, "detail", f"{where}.image_url", i, ""))
     if kind == "input_audio":
@@ -179,8 +178,7 @@ def _thinking_texts(part: dict[str, Any], where: str, i: int) -> list[str]:
     thinking = part.get("thinking")
     if isinstance(thinking, str):
         return [thinking]
-    if not isinstance(thinking, list):
-        fail(f"{where}.thinking", "a string or an array of text chunks", thinking, i)
+    thinking = ensure(thinking, list, f"{where}.thinking", "a string or an array of text chunks", i)
     texts: list[str] = []
     for k, chunk in enumerate(thinking):
         text = chunk.get("text") if isinstance(chunk, dict) else None
@@ -252,10 +250,8 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
 def _decode_assistant_part(
     part: object, where: str, i: int, parts: list[Any], thoughts: list[str]
 ) -> None:
-    """One assistant content part into ``parts``: a text (then its ``cache_control``), a
-    refusal (a marked text), a Mistral thinking part (into ``thoughts``), else kept whole."""
-    if not isinstance(part, dict):
-        fail(where, "a content part object", part, i)
+    """An assistant content part: text, refusal or Mistral thinking (else kept whole)."""
+    part = ensure(part, dict, where, "a content part object", i)
     kind = part.get("type")
     if kind == "thinking":
         thoughts.extend(_thinking_texts(part, where, i))
@@ -307,10 +303,8 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
         fail(f"messages[{i}].name", "a string", name, i)
     content = item.get("content", MISSING)
     parts: list[Any]
-    if isinstance(content, str):
-        parts = [ToolResult(tool_call_id=call_id, name=name, content=content)]
-    elif content is None:
-        parts = [ToolResult(tool_call_id=call_id, name=name, content="")]
+    if isinstance(content, str) or content is None:
+        parts = [ToolResult(tool_call_id=call_id, name=name, content=content or "")]
     elif content is MISSING:
         fail(f"messages[{i}].content", "the tool message has no content", index=i)
     elif not isinstance(content, list):
@@ -329,12 +323,10 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
 
 def _decode_tool_part(part: object, where: str, i: int, parts: list[Any]) -> None:
     """A text of a tool message's content (then its ``cache_control``), else kept whole."""
-    if not isinstance(part, dict):
-        fail(where, "a content part object", part, i)
+    part = ensure(part, dict, where, "a content part object", i)
     kind = part.get("type")
     if kind != "text" or not {"type", "text", CACHE_CONTROL}.issuperset(part):
-        if not isinstance(kind, str):
-            fail(f"{where}.type", "a string", kind, i)
+        kind = ensure(kind, str, f"{where}.type", "a string", i)
         parts.append(provider_part(_PROVIDER, kind, part))
         return
     parts.append(TextPart(text=get_str(part, "text", where, i)))
@@ -400,8 +392,7 @@ def _fields(message: Message, i: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
     if type(last) is not ProviderPart or _attached(last) != MESSAGE_FIELDS:
         return parts, _NO_FIELDS
     fields = provider_block(last, _PROVIDER, f"messages[{i}].parts[{len(parts) - 1}]", i)
-    if not isinstance(fields, dict):
-        fail(f"messages[{i}].parts[{len(parts) - 1}].data", "a JSON object", fields, i)
+    fields = ensure(fields, dict, f"messages[{i}].parts[{len(parts) - 1}].data", "a JSON object", i)
     return parts[:-1], fields
 
 
@@ -490,10 +481,29 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
             function = {"name": part.name, "arguments": part.arguments}
             calls.append({"id": part.id, "type": "function", "function": function})
         elif cls is ProviderPart:
+            # A mark on the text or call before it, or a block of its own.
             where = f"messages[{i}].parts[{j}]"
-            refusal, plain = _encode_kept(
-                part, where, i, blocks=blocks, calls=calls, refusal=refusal, plain=plain
-            )
+            kind = _attached(part)
+            after_text = bool(blocks) and blocks[-1].get("type") == "text"
+            if kind == REFUSAL and after_text:
+                text = blocks.pop()["text"]
+                if provider_block(part, _PROVIDER, where, i):  # a refusal part
+                    blocks.append({"type": "refusal", "refusal": text})
+                    plain = False
+                else:
+                    refusal = text if refusal is None else refusal + text
+            elif kind == CACHE_CONTROL and after_text:
+                _mark(blocks[-1], part, where, i)
+                plain = False
+            elif (
+                kind == CALL_FIELDS
+                and calls
+                and isinstance(extra := provider_block(part, _PROVIDER, where, i), dict)
+            ):
+                _with_message_fields(calls[-1], extra)
+            else:
+                blocks.append(provider_block(part, _PROVIDER, where, i))
+                plain = False
             continue
         else:
             fail_part(i, j, f"an assistant message cannot carry a {part.type} part in OpenAI Chat")
@@ -517,37 +527,6 @@ def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[st
     return _with_message_fields(out, fields) if fields else out
 
 
-def _encode_kept(
-    part: ProviderPart,
-    where: str,
-    i: int,
-    *,
-    blocks: list[dict[str, Any]],
-    calls: list[dict[str, Any]],
-    refusal: str | None,
-    plain: bool,
-) -> tuple[str | None, bool]:
-    """A kept part: a mark on the text or call before it, or a block of its own; returns
-    the refusal text and whether the content is still plain text."""
-    kind = _attached(part)
-    if kind == REFUSAL and blocks and blocks[-1].get("type") == "text":
-        text = blocks.pop()["text"]
-        if provider_block(part, _PROVIDER, where, i):  # a refusal part
-            blocks.append({"type": "refusal", "refusal": text})
-            return refusal, False
-        return (text if refusal is None else refusal + text), plain
-    if kind == CACHE_CONTROL and blocks and blocks[-1].get("type") == "text":
-        _mark(blocks[-1], part, where, i)
-        return refusal, False
-    if kind == CALL_FIELDS and calls:
-        extra = provider_block(part, _PROVIDER, where, i)
-        if isinstance(extra, dict):
-            _with_message_fields(calls[-1], extra)
-            return refusal, plain
-    blocks.append(provider_block(part, _PROVIDER, where, i))
-    return refusal, False
-
-
 def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str, Any]]) -> None:
     """One tool message per result; text parts after a result join its content."""
     parts, fields = _fields(message, i)
@@ -558,27 +537,27 @@ def _encode_tool(message: Message, i: int, tool_names: bool, out: list[dict[str,
             if tool_names and part.name:
                 current["name"] = part.name
             out.append(current)
-        elif isinstance(part, TextPart | ProviderPart) and current is not None:
-            content = current["content"]
-            if isinstance(content, str):
-                content = current["content"] = [{"type": "text", "text": content}]
-            if isinstance(part, TextPart):
-                content.append({"type": "text", "text": part.text})
-            elif _attached(part) == CACHE_CONTROL and content[-1].get("type") == "text":
-                _mark(content[-1], part, f"messages[{i}].parts[{j}]", i)
-            else:
-                content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+            continue
+        if current is None or not isinstance(part, TextPart | ProviderPart):
+            fail_part(i, j, _RESULT_EXPECTED)  # inline: tool_parts costs 12 % here
+        content = current["content"]
+        if isinstance(content, str):
+            content = current["content"] = [{"type": "text", "text": content}]
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        elif _attached(part) == CACHE_CONTROL and content[-1].get("type") == "text":
+            _mark(content[-1], part, f"messages[{i}].parts[{j}]", i)
         else:
-            fail_part(
-                i,
-                j,
-                "a tool message holds tool results, each optionally followed by text or "
-                "provider parts",
-            )
+            content.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
     if current is None:
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
     if fields:
         _with_message_fields(current, fields)
+
+
+_RESULT_EXPECTED = (
+    "a tool message holds tool results, each optionally followed by text or provider parts"
+)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

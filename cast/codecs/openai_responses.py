@@ -13,6 +13,7 @@ from cast.codecs._common import (
     AiParts,
     as_messages,
     b64encode,
+    ensure,
     fail,
     fail_part,
     gemini_fields,
@@ -21,6 +22,7 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    tool_parts,
 )
 from cast.messages import (
     BinaryPart,
@@ -42,6 +44,8 @@ _TEXT_PARTS = ("input_text", "output_text")
 _PROVIDER = "openai-responses"
 _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "content"})
 _ROLES = {"user": _HUMAN, "system": _SYSTEM, "developer": _SYSTEM}
+_AI_ITEMS = ("function_call", "reasoning")
+_ITEMS = ("message", "function_call_output", *_AI_ITEMS)
 CALL_FIELDS = "call_fields"
 """``ProviderPart.kind`` of the fields of the ``function_call`` item right before it that
 chaincast does not model (``namespace`` of deferred tools, ``caller`` of programmatic
@@ -53,6 +57,8 @@ It also ends that item, so consecutive message items stay apart."""
 FIELD_KINDS = frozenset({CALL_FIELDS, MESSAGE_FIELDS})
 _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
 _MESSAGE_KEYS = frozenset({"type", "role", "content", "id", "status"})
+_IMAGE_KEYS = frozenset({"type", "image_url", "detail"})
+_FILE_KEYS = frozenset({"type", "file_data", "filename"})
 
 
 def encode_signature(item_id: str, encrypted_content: str | None) -> bytes:
@@ -96,27 +102,17 @@ def decode(payload: object) -> list[Message]:
     ai: AiParts | None = None  # the AI message being read
     for i, item in enumerate(items):
         where = f"input[{i}]"
-        if not isinstance(item, dict):
-            fail(where, "an input item object", item, i)
+        ensure(item, dict, where, "an input item object", i)
         role = item.get("role")
+        own_role = _ROLES.get(role) if isinstance(role, str) else None
         kind = get_str(item, "type", where, i, "message")
-        known = kind in ("message", "function_call", "function_call_output", "reasoning")
-        if known and kind != "function_call_output" and _kept_whole(item, kind):
-            known = False  # reasoning text, annotations: kept as they are
-        if not known and isinstance(role, str) and role in _ROLES:
-            # An item of a user or instruction role (additional_tools, ...): its own message.
-            if ai is not None:
-                out.append(ai.message())
-                ai = None
-            out.append(trusted_message(_ROLES[role], (provider_part(_PROVIDER, kind, item),)))
-            continue
-        if (
-            (kind == "message" and role == "assistant")
-            or kind in ("function_call", "reasoning")
-            or not known
-        ):
+        # Reasoning text, annotations, hosted tool calls (web_search_call, ...): kept whole.
+        known = kind in _ITEMS and not _kept_whole(item, kind)
+        if not known and own_role is not None:  # additional_tools, ...: its own message
+            message = trusted_message(own_role, (provider_part(_PROVIDER, kind, item),))
+        elif not known or kind in _AI_ITEMS or (kind == "message" and role == "assistant"):
             ai = AiParts() if ai is None else ai
-            if not known:  # hosted tool calls (web_search_call, mcp_call, ...) kept whole
+            if not known:
                 ai.other(provider_part(_PROVIDER, kind, item))
             elif kind == "reasoning":
                 ai.think(_decode_reasoning(item, where, i))
@@ -128,23 +124,22 @@ def decode(payload: object) -> list[Message]:
                     ai.text(text)
                 _fields(item, _MESSAGE_KEYS, MESSAGE_FIELDS, ai)
             continue
-        if ai is not None:
-            out.append(ai.message())
-            ai = None
-        if kind == "function_call_output":
-            out.append(_decode_output(item, where, i, names))
-        elif kind != "message":
-            fail(f"{where}.type", f"unsupported input item type {kind!r}", index=i)
-        elif role == "user":
-            out.append(trusted_message(_HUMAN, _decode_content(item, where, i, media=True)))
-        elif role in ("system", "developer"):
-            out.append(trusted_message(_SYSTEM, _decode_content(item, where, i, media=False)))
-        else:
+        elif kind == "function_call_output":
+            message = _decode_output(item, where, i, names)
+        elif own_role is None:
             fail(
                 f"{where}.role",
                 f"expected user, assistant, system or developer, got {role!r}",
                 index=i,
             )
+        else:
+            message = trusted_message(
+                own_role, _decode_content(item, where, i, media=role == "user")
+            )
+        if ai is not None:
+            out.append(ai.message())
+            ai = None
+        out.append(message)
     if ai is not None:
         out.append(ai.message())
     return out
@@ -181,11 +176,9 @@ def _content(item: dict[str, Any], where: str, i: int) -> Iterator[tuple[str, An
         return
     if content is MISSING:
         fail(f"{where}.content", "the message has no content", index=i)
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of content parts", content, i)
+    content = ensure(content, list, f"{where}.content", "a string or an array of content parts", i)
     for j, part in enumerate(content):
-        if not isinstance(part, dict):
-            fail(f"{where}.content[{j}]", "a content part object", part, i)
+        ensure(part, dict, f"{where}.content[{j}]", "a content part object", i)
         yield f"{where}.content[{j}]", part
 
 
@@ -208,32 +201,24 @@ def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) ->
         if kind in _TEXT_PARTS:
             parts.append(TextPart(text=_text_of(part, part_where, i)))
         elif kind in ("input_image", "input_file") and media:
-            parts.append(_decode_media(part, kind, part_where, i))
+            parts.append(_decode_media(part, kind))
         else:
             fail(f"{part_where}.type", f"unsupported content part type {kind!r}", index=i)
     return tuple(parts)
 
 
-def _decode_media(part: dict[str, Any], kind: str, where: str, i: int) -> Any:
+def _decode_media(part: dict[str, Any], kind: str) -> Any:
     """``input_image``/``input_file`` by URL or inline data; others kept whole."""
     if kind == "input_image":
         url = part.get("image_url")
         detail = part.get("detail", "")
-        if (
-            isinstance(url, str)
-            and isinstance(detail, str)
-            and set(part) <= {"type", "image_url", "detail"}
-        ):
+        if isinstance(url, str) and isinstance(detail, str) and _IMAGE_KEYS.issuperset(part):
             return ImagePart(url=url, detail=detail)
         return provider_part(_PROVIDER, kind, part)
     data = part.get("file_data")
     filename = part.get("filename", "")
     url = part.get("file_url")
-    if (
-        isinstance(data, str)
-        and isinstance(filename, str)
-        and set(part) <= {"type", "file_data", "filename"}
-    ):
+    if isinstance(data, str) and isinstance(filename, str) and _FILE_KEYS.issuperset(part):
         inline = parse_data_url(data)
         if inline is not None:
             return BinaryPart(mime_type=inline[0], data=inline[1], filename=filename)
@@ -262,8 +247,7 @@ def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:
     summary = get_typed(item, "summary", list, "an array of summary parts", where, i, [])
     texts: list[str] = []
     for j, part in enumerate(summary):
-        if not isinstance(part, dict):
-            fail(f"{where}.summary[{j}]", "a summary_text part", part, i)
+        ensure(part, dict, f"{where}.summary[{j}]", "a summary_text part", i)
         texts.append(_text_of(part, f"{where}.summary[{j}]", i))
     return Reasoning(content="\n\n".join(texts), signature=encode_signature(item_id, encrypted))
 
@@ -276,15 +260,13 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
         return trusted_message(
             _TOOL, (ToolResult(tool_call_id=call_id, name=name, content=output),)
         )
-    if not isinstance(output, list):
-        fail(f"{where}.output", "a string or an array of input parts", output, i)
+    output = ensure(output, list, f"{where}.output", "a string or an array of input parts", i)
     # An array of parts: a first text is the result, the others follow it.
     extras: list[Any] = []
     text = ""
     for j, part in enumerate(output):
         part_where = f"{where}.output[{j}]"
-        if not isinstance(part, dict):
-            fail(part_where, "an input_text, input_image or input_file part", part, i)
+        ensure(part, dict, part_where, "an input_text, input_image or input_file part", i)
         kind = part.get("type")
         if kind == "input_text":
             if j == 0:
@@ -292,7 +274,7 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
             else:
                 extras.append(TextPart(text=_text_of(part, part_where, i)))
         elif kind in ("input_image", "input_file"):
-            extras.append(_decode_media(part, kind, part_where, i))
+            extras.append(_decode_media(part, kind))
         else:
             fail(f"{part_where}.type", f"unsupported output part type {kind!r}", index=i)
     result = ToolResult(tool_call_id=call_id, name=name, content=text)
@@ -417,11 +399,20 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                 }
             )
             texts = None
-        elif isinstance(part, ProviderPart) and part.kind in FIELD_KINDS:
-            _add_fields(part, texts, out, start, where=f"messages[{i}].parts[{j}]", i=i)
-            texts = None
         elif isinstance(part, ProviderPart):
-            out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+            where = f"messages[{i}].parts[{j}]"
+            block = provider_block(part, _PROVIDER, where, i)
+            if part.kind not in FIELD_KINDS:
+                out.append(block)
+            else:  # kept fields set on their item: the call before them, or the message item
+                ensure(block, dict, f"{where}.data", "a JSON object of item fields", i)
+                if part.kind == CALL_FIELDS and (
+                    len(out) == start or out[-1].get("type") != "function_call"
+                ):
+                    fail(where, "call fields must follow the tool call they belong to", index=i)
+                if part.kind == MESSAGE_FIELDS and texts is None:
+                    out.append({"role": "assistant", "content": []})
+                out[-1].update(block)
             texts = None
         else:
             fail_part(i, j, f"an assistant message cannot carry a {part.type} part in Responses")
@@ -437,34 +428,10 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
             )
 
 
-def _add_fields(
-    part: ProviderPart,
-    texts: list[str] | None,
-    out: list[dict[str, Any]],
-    start: int,
-    *,
-    where: str,
-    i: int,
-) -> None:
-    """Kept fields set on their item: the call before them, or the assistant item."""
-    fields = provider_block(part, _PROVIDER, where, i)
-    if not isinstance(fields, dict):
-        fail(f"{where}.data", "a JSON object of item fields", fields, i)
-    if part.kind == CALL_FIELDS:
-        if len(out) == start or out[-1].get("type") != "function_call":
-            fail(where, "call fields must follow the tool call they belong to", index=i)
-        out[-1].update(fields)
-        return
-    if texts is None:
-        out.append({"role": "assistant", "content": []})
-    out[-1].update(fields)
-
-
 def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None:
     """One ``function_call_output`` per result; parts after it make ``output`` a list."""
-    current: dict[str, Any] | None = None
-    for j, part in enumerate(message.parts):
-        where = f"messages[{i}].parts[{j}]"
+    current: dict[str, Any] = {}
+    for j, part in tool_parts(message.parts, i, _RESULT_EXPECTED):
         if isinstance(part, ToolResult):
             current = {
                 "type": "function_call_output",
@@ -473,13 +440,6 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
             }
             out.append(current)
             continue
-        if current is None or isinstance(part, ToolCall):
-            fail(
-                where,
-                "a tool message holds tool results, each optionally followed by "
-                "text, image, file or provider parts",
-                index=i,
-            )
         output = current["output"]
         if isinstance(output, str):
             keep = bool(output) or isinstance(part, TextPart)
@@ -489,11 +449,15 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
         elif isinstance(part, ImagePart):
             output.append(_encode_url(part))
         elif isinstance(part, BinaryPart):
-            output.append(_encode_binary(part, where, i))
+            output.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
         else:
-            output.append(provider_block(part, _PROVIDER, where, i))
-    if current is None:
-        fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
+            output.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+
+
+_RESULT_EXPECTED = (
+    "a tool message holds tool results, each optionally followed by "
+    "text, image, file or provider parts"
+)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

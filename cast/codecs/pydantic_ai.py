@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     AiParts,
@@ -15,11 +16,12 @@ from cast.codecs._common import (
     b64encode,
     canonical_object,
     dumps_compact,
+    ensure,
     fail,
     fail_part,
     get_str,
+    get_typed,
     json_history,
-    message_of,
     pack_signature,
     unpack_signature,
 )
@@ -79,11 +81,8 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     counts: list[int] = []
     for i, item in enumerate(_as_json(payload)):
         where = f"[{i}]"
-        if not isinstance(item, dict):
-            fail(where, "a message object", item, i)
-        parts = item.get("parts")
-        if not isinstance(parts, list):
-            fail(f"{where}.parts", "an array of parts", parts, i)
+        ensure(item, dict, where, "a message object", i)
+        parts = ensure(item.get("parts"), list, f"{where}.parts", "an array of parts", i)
         kind = item.get("kind")
         start = len(out)
         if kind == "request":
@@ -99,9 +98,9 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
 def _append(out: list[Message], start: int, role: Role, parts: list[Any]) -> None:
     """Add ``parts`` to the message of ``role`` this request just wrote, or open one."""
     if len(out) > start and out[-1].role is role:
-        out[-1] = message_of(role, (*out[-1].parts, *parts))
+        out[-1] = trusted_message(role, (*out[-1].parts, *parts))
     else:
-        out.append(message_of(role, tuple(parts)))
+        out.append(trusted_message(role, tuple(parts)))
 
 
 _ERROR_OUTCOMES = ("failed", "retried")
@@ -112,8 +111,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
     start = len(out)
     for j, part in enumerate(parts):
         part_where = f"{where}.parts[{j}]"
-        if not isinstance(part, dict):
-            fail(part_where, "a part object", part, i)
+        ensure(part, dict, part_where, "a part object", i)
         kind = get_str(part, "part_kind", part_where, i)
         if kind == "system-prompt":
             text = get_str(part, "content", part_where, i)
@@ -129,7 +127,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
                 # pydantic-ai's error outcomes, and a retry prompt answering a call.
                 is_error=kind == "retry-prompt" or outcome in _ERROR_OUTCOMES,
             )
-            out.append(message_of(_TOOL, (result,)))
+            out.append(trusted_message(_TOOL, (result,)))
         elif kind in ("retry-feedback", "retry-prompt"):
             text = _result_text(part.get("content"))
             _append(out, start, _HUMAN, [TextPart(text=text)])
@@ -145,16 +143,14 @@ def _result_text(content: object) -> str:
 def _user_content(content: object, where: str, i: int) -> list[Any]:
     if isinstance(content, str):
         return [TextPart(text=content)]
-    if not isinstance(content, list):
-        fail(f"{where}.content", "a string or an array of user content", content, i)
+    content = ensure(content, list, f"{where}.content", "a string or an array of user content", i)
     parts: list[Any] = []
     for k, item in enumerate(content):
         item_where = f"{where}.content[{k}]"
         if isinstance(item, str):
             parts.append(TextPart(text=item))
             continue
-        if not isinstance(item, dict):
-            fail(item_where, "a string or a content object", item, i)
+        ensure(item, dict, item_where, "a string or a content object", i)
         kind = item.get("kind")
         if kind == "text-content":
             parts.append(TextPart(text=get_str(item, "content", item_where, i)))
@@ -189,8 +185,7 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
     out = AiParts()
     for j, part in enumerate(parts):
         part_where = f"{where}.parts[{j}]"
-        if not isinstance(part, dict):
-            fail(part_where, "a part object", part, i)
+        ensure(part, dict, part_where, "a part object", i)
         kind = part.get("part_kind")
         if kind == "thinking":
             out.think(_reasoning(part, part_where, i))
@@ -215,16 +210,13 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
             )
             out.append(call)
         elif kind == "file":
-            content = part.get("content")
-            if not isinstance(content, dict):
-                fail(f"{part_where}.content", "a binary content object", content, i)
+            content = get_typed(part, "content", dict, "a binary content object", part_where, i)
             data = b64decode(get_str(content, "data", part_where, i), f"{part_where}.data", i)
             mime = get_str(content, "media_type", part_where, i)
             out.append(BinaryPart(mime_type=mime, data=data))
         else:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
-    out.settle()
-    return message_of(_AI, tuple(out))
+    return out.message()
 
 
 def encode(
