@@ -463,9 +463,8 @@ class _AcceptedIds(IdTemplate):
 
     _profile: ProviderProfile
 
-    def __init__(self, profile: ProviderProfile) -> None:  # the template is copied, not parsed
-        for name in IdTemplate.__slots__:
-            object.__setattr__(self, name, getattr(profile.id_template, name))
+    def __init__(self, profile: ProviderProfile) -> None:
+        super().__init__(profile.id_template)  # copied, not parsed
         object.__setattr__(self, "_profile", profile)
 
     def matches(self, value: str, function_name: str | None = None) -> bool:
