@@ -8,7 +8,7 @@ import operator
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Literal
 
 from cast._fast import (
@@ -69,6 +69,7 @@ __all__ = [
     "drop_provider_fields",
     "open_with_human",
     "port",
+    "without_reasoning",
 ]
 
 OPENING_HUMAN_TEXT = "Continue."
@@ -430,22 +431,15 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
 
 @implements(_FIX_ARGUMENTS)
 def fix_arguments(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    return map_messages(ast, _with_object_arguments)
-
-
-def _with_object_arguments(message: Message) -> Message | None:
-    return map_tool_call_arguments(message, _object_arguments)
+    return map_messages(ast, partial(map_tool_call_arguments, fix=_object_arguments))
 
 
 def _object_arguments(arguments: str) -> str:
     """``arguments`` when a JSON object, else its sanitized form when one, else ``{}``."""
     if _is_object(arguments):
         return arguments
-    try:
-        fixed = sanitize_arguments(arguments)
-    except RecursionError:  # nesting deeper than the JSON parser goes
-        return "{}"
-    return fixed if fixed != arguments and _is_object(fixed) else "{}"
+    fixed = sanitize_arguments(arguments)  # arguments itself when already JSON
+    return fixed if _is_object(fixed) else "{}"
 
 
 def _is_object(text: str) -> bool:
@@ -472,9 +466,7 @@ class _AcceptedIds(IdTemplate):
         return self._profile.accepts_id(value)
 
 
-@lru_cache(maxsize=64)
-def _accepted_ids(profile: ProviderProfile) -> IdTemplate:
-    return _AcceptedIds(profile)
+_accepted_ids = lru_cache(maxsize=64)(_AcceptedIds)
 
 
 @implements(FIX_IDS)
@@ -536,9 +528,9 @@ def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainA
     the target's policy requires added (a thought signature, empty reasoning content)."""
     policy = profile.reasoning
     if not same or policy is ReasoningPolicy.STRIP:
-        ast = map_messages(ast, _drop_reasoning)
+        ast = map_messages(ast, without_reasoning)
     elif policy is ReasoningPolicy.NATIVE_SIGNATURES:
-        ast = map_messages(ast, _drop_unsigned_reasoning)
+        ast = map_messages(ast, partial(without_reasoning, unsigned_only=True))
     if policy is ReasoningPolicy.THOUGHT_SIGNATURE:
         return _map_ai_messages(ast, _with_thought_signature, whole_turn=False)
     if policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED:
@@ -570,9 +562,12 @@ def _map_ai_messages(
     return trusted_chain(tuple(sections)) if changed else ast
 
 
-def _without_reasoning(message: Message, unsigned_only: bool) -> Message | None:
-    """The message without its (unsigned) reasoning, or None when it has none; a text
-    part that only carried reasoning (empty text) goes with it."""
+def without_reasoning(
+    message: Message, *, unsigned_only: bool = False, as_text: bool = False
+) -> Message | None:
+    """The message without its (``unsigned_only``: unsigned) reasoning, or None when it
+    has none; a text part that only carried reasoning (empty text) goes with it. With
+    ``as_text``, readable reasoning stays as a text part before its part."""
 
     def drops(part: Any) -> bool:
         if type(part) is not TextPart and type(part) is not ToolCall:
@@ -580,24 +575,19 @@ def _without_reasoning(message: Message, unsigned_only: bool) -> Message | None:
         reasoning = part.reasoning
         return reasoning is not None and not (unsigned_only and reasoning.signature)
 
-    parts = message.parts
+    parts: tuple[Any, ...] = message.parts
     if not any(map(drops, parts)):
         return None
     kept: list[Any] = []
     for part in parts:
         if not drops(part):
             kept.append(part)
-        elif type(part) is ToolCall or part.text:  # type: ignore[union-attr]
+            continue
+        if as_text and part.reasoning.content.strip():
+            kept.append(TextPart(text=f"(thinking) {part.reasoning.content}"))
+        if type(part) is ToolCall or part.text:
             kept.append(with_field(part, "reasoning", None))
     return trusted_message(message.role, tuple(kept))
-
-
-def _drop_reasoning(message: Message) -> Message | None:
-    return _without_reasoning(message, unsigned_only=False)
-
-
-def _drop_unsigned_reasoning(message: Message) -> Message | None:
-    return _without_reasoning(message, unsigned_only=True)
 
 
 def _with_thought_signature(message: Message) -> Message | None:

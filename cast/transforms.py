@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from cast._fast import (
@@ -307,15 +308,11 @@ def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Mess
     return trusted_message(Role.AI, tuple(new_parts))
 
 
-def _sanitized(message: Message) -> Message | None:
-    return map_tool_call_arguments(message, sanitize_arguments)
-
-
 @chain_operation("sanitize_tool_call_arguments")
 def _sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
     """Escape raw control characters inside JSON strings of tool-call arguments;
     arguments still not valid JSON become ``"{}"``."""
-    return map_messages(ast, _sanitized)
+    return map_messages(ast, partial(map_tool_call_arguments, fix=sanitize_arguments))
 
 
 # -- editing ----------------------------------------------------------------------------
