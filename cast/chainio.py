@@ -22,7 +22,7 @@ import regex
 from cast.ast import collector_paused
 from cast.codecs import NATIVE, codec_names, detect_format, get_codec, stream_encoder
 from cast.codecs._common import iter_messages
-from cast.codecs._streaming import PayloadStream, iter_indented_json
+from cast.codecs._streaming import iter_indented_json
 from cast.errors import AmbiguousFormatError, CodecError, InputError, install_hint
 from cast.messages import Message
 
@@ -223,42 +223,34 @@ class _Reader:
         return char
 
     def document(self) -> Any:
-        first = self._peek()
-        if first == "[":
-            value: Any = self._array()
-        elif first == "{":
-            value = self._object()
-        else:
+        if self._peek() not in ("[", "{"):
             raise _NeedsWholeFileError  # a scalar (or a byte-order mark): nothing to stream
+        value = self._container()
         if self._peek() != "":
             raise _NeedsWholeFileError  # extra data after the value
         return value
 
-    def _object(self) -> dict[str, Any]:
+    def _container(self) -> Any:
+        """The array or object at the cursor: each element, and each member but an array
+        (read the same way), parsed whole by itself."""
+        is_object = self.text[self.pos] == "{"
+        close = "}" if is_object else "]"
         self.pos += 1
-        out: dict[str, Any] = {}
-        if self._peek() == "}":
+        out: Any = {} if is_object else []
+        if self._peek() == close:
             self.pos += 1
             return out
         while True:
-            if self._peek() != '"':
+            if not is_object:
+                self._peek()
+                out.append(self._value())
+            elif self._peek() != '"':
                 raise _NeedsWholeFileError
-            key = self._value()
-            self._expect(":")
-            out[key] = self._array() if self._peek() == "[" else self._value()
-            if self._expect(",}") == "}":
-                return out
-
-    def _array(self) -> list[Any]:
-        self.pos += 1
-        out: list[Any] = []
-        if self._peek() == "]":
-            self.pos += 1
-            return out
-        while True:
-            self._peek()
-            out.append(self._value())
-            if self._expect(",]") == "]":
+            else:
+                key = self._value()
+                self._expect(":")
+                out[key] = self._container() if self._peek() == "[" else self._value()
+            if self._expect("," + close) == close:
                 return out
 
     def _value(self) -> Any:
@@ -459,11 +451,13 @@ def write_chain(
     ``encode_stream`` encode a message at a time, so the encoded chain is never whole in
     memory; the file is still replaced only once the whole chain was encoded and synced.
     """
-    encode_stream = _stream_encoder(fmt)
+    try:
+        encode_stream = stream_encoder(fmt)
+    except CodecError:  # an unknown format: encode_chain says
+        encode_stream = None
     if encode_stream is None:
         write_json(encode_chain(messages, fmt), target, stdout)
         return
-
     chunks = iter_indented_json(encode_stream(iter_messages(messages)), _ENCODER)
     _write_text(chunks, target, stdout, f"the chain converted to {fmt}")
 
@@ -474,14 +468,6 @@ def write_owned_chain(
     """:func:`write_chain` for a list the caller owns and will not read again: emptied as
     it is encoded, each message released once written."""
     write_chain(_ReleasingList.taking(messages), fmt, target, stdout)
-
-
-def _stream_encoder(fmt: str) -> Callable[[Iterable[Message]], PayloadStream] | None:
-    """The codec's item-by-item encoder, if any (an unknown format: encode_chain says)."""
-    try:
-        return stream_encoder(fmt)
-    except CodecError:
-        return None
 
 
 def _write_text(
@@ -652,12 +638,8 @@ def format_size(size: int) -> str:
     """A byte count for people: ``812 B``, ``12.3 KiB``, ``4.0 MiB``."""
     if size < 1024:
         return f"{size} B"
-    value = float(size)
-    for unit in ("KiB", "MiB", "GiB"):
-        value /= 1024
-        if value < 1024 or unit == "GiB":
-            return f"{value:.1f} {unit}"
-    raise AssertionError("unreachable")
+    power = min(3, (size.bit_length() - 1) // 10)  # 1024**power <= size (but GiB is the last)
+    return f"{size / 1024**power:.1f} {('KiB', 'MiB', 'GiB')[power - 1]}"
 
 
 def one_line(exc: BaseException) -> str:
