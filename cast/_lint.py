@@ -189,7 +189,7 @@ def check_structure(items: list[Message], report: Report) -> None:
     issues = diagnose(items)
     if not issues:
         return
-    missing, stray = _pairing(items)
+    missing, stray = pairing_problems(items)
     for issue in issues:
         rule = Rule(issue.rule)
         index = issue.index
@@ -206,7 +206,7 @@ def check_structure(items: list[Message], report: Report) -> None:
             report.add(rule, index)
 
 
-def _pairing(
+def pairing_problems(
     items: list[Message],
 ) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, int]]]]:
     """By AI message, its calls left without a result in the tool messages right after

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import operator
 import warnings
-from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache, partial
 from typing import Any, Literal
@@ -19,7 +18,7 @@ from cast._fast import (
     trusted_section,
     with_field,
 )
-from cast._lint import is_cache_point, is_empty, media_of
+from cast._lint import is_cache_point, is_empty, media_of, pairing_problems
 from cast._rules import (
     FIX_CONTENT,
     FIX_EMPTY,
@@ -399,29 +398,19 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
     """Results that answer no call of the AI message before them (or one a second time)
     removed, and tool messages left without results; the parse with repair that follows
     drops orphan tool messages, adds fallback results and merges human messages."""
+    _, stray = pairing_problems(items)
     out: list[Message] = []
-    pending: Counter[str] | None = None  # unanswered calls of the current AI message
-    for index, item in enumerate(items):
-        message = to_message(item, index)
-        role = message.role
-        if role is _TOOL and pending is not None:
-            kept: list[Any] = []
-            answers = False
-            for part in message.parts:
-                if type(part) is ToolResult:
-                    if not pending[part.tool_call_id]:
-                        continue
-                    pending[part.tool_call_id] -= 1
-                    answers = True
-                kept.append(part)
-            if not answers:
+    after_calls = False  # in the run of tool messages after an AI message
+    for index, message in enumerate(items):
+        if message.role is _TOOL and after_calls:
+            drop = {position for _, position in stray.get(index, ())}
+            kept = tuple(p for at, p in enumerate(message.parts) if at not in drop)
+            if not any(type(p) is ToolResult for p in kept):
                 continue
-            if len(kept) != len(message.parts):
-                message = trusted_message(_TOOL, tuple(kept))
-        elif role is _AI:
-            pending = Counter(call.id for call in message.tool_calls)
-        elif role is not _TOOL:
-            pending = None
+            if drop:
+                message = trusted_message(_TOOL, kept)  # noqa: PLW2901
+        else:
+            after_calls = message.role is _AI
         out.append(message)
     return out
 
