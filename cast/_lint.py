@@ -158,7 +158,7 @@ def lint(
     report = Report(profile, foreign, declared, thinking)
     for check in _checks(profile):
         check(items, report)
-    return sorted(report.found, key=_order)
+    return sorted(report.found, key=lambda v: -1 if v.index is None else v.index)
 
 
 @implements(CHECK_TOOLS)
@@ -172,10 +172,6 @@ def check_tools(items: list[Message], report: Report) -> None:
             if type(part) is ToolCall or type(part) is ToolResult:
                 report.add(Rule.TOOLS_NOT_DECLARED, index, f"parts[{position}]")
                 return
-
-
-def _order(violation: Violation) -> int:
-    return -1 if violation.index is None else violation.index
 
 
 # -- structure ------------------------------------------------------------------------------
@@ -393,22 +389,16 @@ def media_of(part: ImagePart | BinaryPart) -> tuple[str, bool]:
     """The media type of a media part (``image/*`` for an image URL naming none,
     ``application/octet-stream`` for ``text/*`` bytes not UTF-8), and whether by URL."""
     if isinstance(part, BinaryPart):
-        mime = part.mime_type
-        if mime.startswith("text/") and not _is_utf8(part.data):
-            return "application/octet-stream", False  # mislabeled: no text provider reads it
-        return mime, False
+        if part.mime_type.startswith("text/"):
+            try:
+                part.data.decode("utf-8")
+            except UnicodeDecodeError:  # mislabeled: no text provider reads it
+                return "application/octet-stream", False
+        return part.mime_type, False
     url = part.url
     if url.startswith("data:"):
         return url[5:].partition(";")[0].partition(",")[0], False
     return part.mime_type or "image/*", True
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def is_cache_point(part: ProviderPart) -> bool:

@@ -73,20 +73,16 @@ def _read_limited(stream: BinaryIO, where: str, max_bytes: int) -> bytes:
     return data
 
 
-def read_bytes(
-    source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES, *, stdin: TextIO | None = None
-) -> bytes:
+def read_bytes(source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> bytes:
     """The bytes of the file ``source`` (``-``: standard input), at most ``max_bytes``.
 
     Raises :class:`InputTooLargeError` beyond the limit (checked from the file's size
     before reading when it is a regular file) and ``OSError`` when it cannot be read.
-    ``stdin`` replaces ``sys.stdin``.
     """
     if source == "-":
-        stream = stdin or sys.stdin
-        binary = getattr(stream, "buffer", None)
+        binary = getattr(sys.stdin, "buffer", None)
         if binary is None:  # a text stream without bytes underneath (tests)
-            binary = io.BytesIO(stream.read(max_bytes + 1).encode("utf-8", "surrogatepass"))
+            binary = io.BytesIO(sys.stdin.read(max_bytes + 1).encode("utf-8", "surrogatepass"))
         return _read_limited(binary, "standard input", max_bytes)
     with open(source, "rb") as stream:
         info = os.fstat(stream.fileno())
@@ -284,9 +280,7 @@ class _Reader:
 # -- JSON and chains --------------------------------------------------------------------------
 
 
-def read_json(
-    source: str, stdin: TextIO | None = None, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES
-) -> Any:
+def read_json(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> Any:
     """The JSON value in the file at ``source`` (``-`` reads standard input; ``.jsonl``:
     :func:`read_json_lines`), at most ``max_bytes``. Lone surrogates (``"\\ud800"``, which
     no UTF-8 text can carry) become U+FFFD, with a warning on standard error. Files of
@@ -300,7 +294,7 @@ def read_json(
             value = load_json_file(source)
         if value is not None:
             return value
-    data = _read_input(source, max_bytes, stdin)
+    data = _read_input(source, max_bytes)
     try:
         # pydantic-core parses the bytes without an intermediate str: for text with
         # one astral character a str costs 4 bytes per character, the bytes one.
@@ -362,9 +356,9 @@ def read_json_lines(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) ->
     return values
 
 
-def _read_input(source: str, max_bytes: int, stdin: TextIO | None = None) -> bytes:
+def _read_input(source: str, max_bytes: int) -> bytes:
     try:
-        return read_bytes(source, max_bytes, stdin=stdin)
+        return read_bytes(source, max_bytes)
     except InputTooLargeError as exc:
         raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
     except OSError as exc:
