@@ -386,35 +386,16 @@ def _each(names: tuple[str, ...], error: ProviderError) -> dict[str, ProviderErr
     return dict.fromkeys(names, error)
 
 
-def _pairing(
-    *,
-    openai: ProviderError,
-    anthropic: ProviderError,
-    bedrock: ProviderError | None,
-    gemini: ProviderError,
-    mistral: ProviderError,
-    responses: ProviderError,
-) -> dict[str, ProviderError]:
-    """A pairing rule's texts: OpenAI's (DeepSeek returns them too), then the others'."""
-    errors = {**_each(_OPENAI, openai), "anthropic": anthropic, **_each(_GEMINI, gemini)}
-    if bedrock is not None:
-        errors["bedrock"] = bedrock
-    return {**errors, "mistral": mistral, "openai-responses": responses}
-
-
-def _strip(profile: ProviderProfile) -> bool:
-    return profile.reasoning == "strip"
-
-
 def _definitions() -> tuple[RuleDefinition, ...]:
-    orphan = _pairing(
-        openai=OPENAI_ORPHAN,
-        anthropic=ANTHROPIC_ORPHAN,
-        bedrock=BEDROCK_ORPHAN,
-        gemini=GEMINI_ORPHAN,
-        mistral=MISTRAL_COUNT,
-        responses=RESPONSES_ORPHAN,
-    )
+    # The pairing rules' texts: OpenAI's (DeepSeek returns them too), then the others'.
+    orphan = {
+        **_each(_OPENAI, OPENAI_ORPHAN),
+        "anthropic": ANTHROPIC_ORPHAN,
+        **_each(_GEMINI, GEMINI_ORPHAN),
+        "bedrock": BEDROCK_ORPHAN,
+        "mistral": MISTRAL_COUNT,
+        "openai-responses": RESPONSES_ORPHAN,
+    }
     return (
         # -- structure (the parser's diagnosis; port's repair) --
         RuleDefinition(
@@ -464,15 +445,12 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_STRUCTURE,
             FIX_PAIRING,
             errors={
-                **_pairing(
-                    openai=OPENAI_MISSING,
-                    anthropic=ANTHROPIC_MISSING,
-                    bedrock=None,
-                    gemini=GEMINI_MISSING,
-                    mistral=MISTRAL_COUNT,
-                    responses=RESPONSES_MISSING,
-                ),
+                "openai": OPENAI_MISSING,
                 "deepseek": DEEPSEEK_MISSING,
+                "anthropic": ANTHROPIC_MISSING,
+                **_each(_GEMINI, GEMINI_MISSING),
+                "mistral": MISTRAL_COUNT,
+                "openai-responses": RESPONSES_MISSING,
             },
         ),
         # -- tool-call ids --
@@ -515,7 +493,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             "the provider does not take reasoning back in assistant messages",
             CHECK_REASONING,
             FIX_REASONING,
-            applies=_strip,
+            applies=lambda p: p.reasoning == "strip",
             errors={"mistral": MISTRAL_REASONING, "groq": GROQ_REASONING},
         ),
         RuleDefinition(
