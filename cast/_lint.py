@@ -21,7 +21,6 @@ from cast._rules import (
     RULES,
     Rule,
     Step,
-    default_texts,
     implements,
 )
 from cast.constants import FAKE_GEMINI_SIGNATURE
@@ -45,7 +44,7 @@ from cast.providers import (
 
 __all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
 
-DEFAULT_ERROR_TEXTS: dict[str, str] = default_texts()
+DEFAULT_ERROR_TEXTS: dict[str, str] = {rule: d.text for rule, d in RULES.items()}
 """chaincast's wording for each rule, used where a provider's own text is not known."""
 
 _AI = Role.AI

@@ -40,9 +40,7 @@ __all__ = [
     "Rule",
     "RuleDefinition",
     "Step",
-    "default_texts",
     "implements",
-    "provider_errors",
 ]
 
 
@@ -618,18 +616,3 @@ def _definitions() -> tuple[RuleDefinition, ...]:
 
 RULES: Mapping[Rule, RuleDefinition] = MappingProxyType({d.id: d for d in _definitions()})
 """Every rule's definition, by rule, in the order lint runs their checks."""
-
-
-def provider_errors(provider: str) -> dict[Rule, str]:
-    """The error texts of ``provider`` (a profile name), by rule: what its profile's
-    ``errors`` holds."""
-    return {
-        rule: definition.errors[provider].text
-        for rule, definition in RULES.items()
-        if provider in definition.errors
-    }
-
-
-def default_texts() -> dict[str, str]:
-    """chaincast's wording of every rule, used where the provider's is not known."""
-    return {rule: definition.text for rule, definition in RULES.items()}

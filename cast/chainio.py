@@ -551,12 +551,11 @@ def decode_owned_chain(
     message list is emptied as it is decoded, each raw message released once decoded."""
     if fmt is None:
         fmt = _detect(payload, option)
-    if fmt not in _SINGLE_PASS_DECODERS:
-        return decode_chain(payload, fmt)
-    if isinstance(payload, list):
-        return decode_chain(_ReleasingList.taking(payload), fmt)
-    if isinstance(payload, dict) and isinstance(payload.get("messages"), list):
-        payload["messages"] = _ReleasingList.taking(payload["messages"])
+    if fmt in _SINGLE_PASS_DECODERS:
+        if isinstance(payload, list):
+            payload = _ReleasingList.taking(payload)
+        elif isinstance(payload, dict) and isinstance(payload.get("messages"), list):
+            payload["messages"] = _ReleasingList.taking(payload["messages"])
     return decode_chain(payload, fmt)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from cast._rules import RULES, ProviderError, Rule, RuleDefinition, provider_errors
+from cast._rules import RULES, ProviderError, Rule, RuleDefinition
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
 from cast.errors import UnknownProviderError
 from cast.ids import IdTemplate, TemplateLike, as_template
@@ -206,7 +206,7 @@ class ProviderProfile:
 def _profile(
     name: str, wire_format: str, id_template: TemplateLike, **options: object
 ) -> ProviderProfile:
-    errors = provider_errors(name)
+    errors = {rule: d.errors[name].text for rule, d in RULES.items() if name in d.errors}
     return ProviderProfile(name, wire_format, as_template(id_template), errors=errors, **options)  # type: ignore[arg-type]
 
 

@@ -107,9 +107,7 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
                 if uses_name:
                     name = part.name or default_name
                     calls_per_name[name] = calls_per_name.get(name, 0) + 1
-                if call_id not in kept_ids and (
-                    matches(call_id, part.name) if uses_name else matches(call_id)
-                ):
+                if call_id not in kept_ids and matches(call_id, part.name):  # {f}: that name
                     kept_ids.add(call_id)
                 else:
                     rename.append(position)
@@ -128,20 +126,13 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
         )
     new_id = _id_generator(tmpl, kept_ids)
     sections = list(ast.sections)
-    total_delta = 0
     for s_index, plan_pairs in plan.items():
         section = sections[s_index]
         body = list(section.body)
-        section_delta = 0
         for p_index, positions in plan_pairs:
-            pair = body[p_index]
-            body[p_index] = renamed = _rename_pair_calls(pair, positions, new_id)
-            section_delta += renamed.size - pair.size
-        sections[s_index] = trusted_section(
-            section.header, tuple(body), section.size + section_delta
-        )
-        total_delta += section_delta
-    return trusted_chain(tuple(sections), ast.size + total_delta)
+            body[p_index] = _rename_pair_calls(body[p_index], positions, new_id)
+        sections[s_index] = trusted_section(section.header, tuple(body))
+    return trusted_chain(tuple(sections))
 
 
 def _id_generator(tmpl: IdTemplate, used: set[str]) -> Callable[[str, str], str]:
@@ -194,8 +185,7 @@ def _rename_pair_calls(
         if new_parts is not None:
             message = trusted_message(Role.TOOL, tuple(new_parts), message.size + step)  # noqa: PLW2901
         tools.append(message)
-        delta += step
-    return trusted_pair(pair.type, new_ai, tuple(tools), pair.size + delta)
+    return trusted_pair(pair.type, new_ai, tuple(tools))
 
 
 # -- reasoning ---------------------------------------------------------------------------
