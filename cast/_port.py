@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import operator
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import lru_cache, partial
 from typing import Any, Literal
 
@@ -14,7 +14,6 @@ from cast._fast import (
     trusted_chain,
     trusted_header,
     trusted_message,
-    trusted_pair,
     trusted_section,
     with_field,
 )
@@ -34,8 +33,8 @@ from cast._rules import (
     Rule,
     implements,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Section
-from cast.constants import FAKE_GEMINI_SIGNATURE, SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
+from cast.ast import BodyPair, BodyPairType, ChainAST
+from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.errors import ChainError
 from cast.ids import IdTemplate
 from cast.messages import (
@@ -52,7 +51,13 @@ from cast.messages import (
 )
 from cast.parse import parse_chain, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
-from cast.transforms import loads_strict, map_messages, map_tool_call_arguments, sanitize_arguments
+from cast.transforms import (
+    loads_strict,
+    map_messages,
+    map_section,
+    map_tool_call_arguments,
+    sanitize_arguments,
+)
 
 __all__ = [
     "COMPACTION",
@@ -101,7 +106,6 @@ _NOTE_LIMIT = 4096  # characters of a kept block quoted in its note
 # Dropped for other targets: cache breakpoints, reasoning items (replayed only to their
 # own provider), and the call or message fields only their own provider reads.
 _DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD_PART_KINDS
-_SUMMARY_CALL_ID = IdTemplate("call_{r:24:x}")
 _FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
 _FAKE_SIGNED = Reasoning(signature=_FAKE_SIGNATURE)
 _EMPTY_REASONING = Reasoning()
@@ -212,7 +216,9 @@ def _port_compactions(
             summary = _readable_summary(part)
             if summary is not None:
                 _flush(rest, message.role, out)
-                out.extend(_summary_pair(summary))
+                # The csum summary pair, its call id derived from the text (idempotent).
+                seed = f"compaction\x1f{summary}"
+                out.extend(BodyPair.summarization(summary, seed=seed).messages())
                 continue
             if encrypted == "raise":
                 raise EncryptedCompactionError(
@@ -246,15 +252,6 @@ def _readable_summary(part: ProviderPart) -> str | None:
         if texts and all(isinstance(t, str) for t in texts):
             return "\n\n".join(texts)  # type: ignore[arg-type]
     return None
-
-
-def _summary_pair(summary: str) -> tuple[Message, Message]:
-    """The csum summary pair holding ``summary`` (its call id derived from the text, so
-    porting twice gives the same chain)."""
-    call_id = _SUMMARY_CALL_ID.generate(SUMMARIZATION_TOOL_NAME, seed=f"compaction\x1f{summary}")
-    call = ToolCall(id=call_id, name=SUMMARIZATION_TOOL_NAME, arguments=SUMMARIZATION_TOOL_ARGS)
-    result = ToolResult(tool_call_id=call_id, name=SUMMARIZATION_TOOL_NAME, content=summary)
-    return trusted_message(Role.AI, (call,)), trusted_message(Role.TOOL, (result,))
 
 
 def _flush(rest: list[Any], role: Role, out: list[Message]) -> None:
@@ -329,10 +326,11 @@ def _port_parts(
     changed = False
     for part in message.parts:
         if isinstance(part, ProviderPart):
+            # A cache breakpoint with nothing kept before it to mark goes.
             if (
                 same_source
                 and part.provider == profile.wire_format
-                and not (not new and is_cache_point(part))
+                and (new or not is_cache_point(part))
             ):
                 new.append(part)
                 continue
@@ -521,34 +519,18 @@ def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainA
     elif policy is ReasoningPolicy.NATIVE_SIGNATURES:
         ast = map_messages(ast, partial(without_reasoning, unsigned_only=True))
     if policy is ReasoningPolicy.THOUGHT_SIGNATURE:
-        return _map_ai_messages(ast, _with_thought_signature, whole_turn=False)
-    if policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED:
-        whole_turn = profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
-        return _map_ai_messages(ast, _with_reasoning_content, whole_turn=whole_turn)
-    return ast
-
-
-def _map_ai_messages(
-    ast: ChainAST, change: Callable[[Message], Message | None], *, whole_turn: bool
-) -> ChainAST:
-    """``change`` applied to the AI messages that call tools, or with ``whole_turn`` to
-    every AI message of a section (a turn) in which one does; shares what stays."""
-    sections: list[Section] = []
-    changed = False
-    for section in ast.sections:
-        turn_has_calls = whole_turn and any(p.type is not _COMPLETION for p in section.body)
-        body: list[BodyPair] = []
-        for pair in section.body:
-            new = None
-            if turn_has_calls or pair.type is not _COMPLETION:
-                new = change(pair.ai_message)
-            body.append(pair if new is None else trusted_pair(pair.type, new, pair.tool_messages))
-        if all(map(operator.is_, body, section.body)):
-            sections.append(section)
-            continue
-        changed = True
-        sections.append(trusted_section(section.header, tuple(body)))
-    return trusted_chain(tuple(sections)) if changed else ast
+        return map_messages(ast, _with_thought_signature)
+    if policy is not ReasoningPolicy.REASONING_CONTENT_REQUIRED:
+        return ast
+    if profile.reasoning_scope is ReasoningScope.TOOL_CALL_MESSAGES:
+        return map_messages(ast, _with_reasoning_content)
+    # Every AI message of a section (a turn) in which one calls tools.
+    change = partial(_with_reasoning_content, whole_turn=True)
+    sections = tuple(
+        map_section(s, change) if any(p.type is not _COMPLETION for p in s.body) else s
+        for s in ast.sections
+    )
+    return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(sections)
 
 
 def without_reasoning(
@@ -581,6 +563,8 @@ def without_reasoning(
 
 def _with_thought_signature(message: Message) -> Message | None:
     """The first tool call signed (with the placeholder Gemini accepts) when it is not."""
+    if message.role is not _AI:
+        return None
     parts = message.parts
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
@@ -598,11 +582,13 @@ def _with_thought_signature(message: Message) -> Message | None:
     return None
 
 
-def _with_reasoning_content(message: Message) -> Message | None:
-    """Empty reasoning on an AI message that carries none, where the OpenAI codec reads
-    it back from: the first non-empty text, else the first tool call, else a new empty
-    text part."""
+def _with_reasoning_content(message: Message, whole_turn: bool = False) -> Message | None:
+    """Empty reasoning on an AI message that calls tools (or any, ``whole_turn``) and
+    carries none, where the OpenAI codec reads it back from: the first non-empty text,
+    else the first tool call, else a new empty text part."""
     parts = message.parts
+    if message.role is not _AI or not (whole_turn or any(type(p) is ToolCall for p in parts)):
+        return None
     first_text = first_call = -1
     for position, part in enumerate(parts):
         cls = type(part)

@@ -27,6 +27,7 @@ __all__ = [
     "extract_reasoning_message",
     "loads_strict",
     "map_messages",
+    "map_section",
     "map_tool_call_arguments",
     "sanitize_arguments",
 ]
@@ -48,21 +49,22 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
 
     ``change`` must keep each message's role and tool-call pairing (ids, counts).
     """
-    sections: list[Section] = []
-    for section in ast.sections:
-        header = section.header
-        old = (header.system_message, header.human_message)
-        system, human = (None if m is None else change(m) or m for m in old)
-        if system is not old[0] or human is not old[1]:
-            size = (system.size if system else 0) + (human.size if human else 0)
-            header = trusted_header(system, human, size)
-        body = tuple(_map_pair(pair, change) for pair in section.body)
-        if header is not section.header or any(map(operator.is_not, body, section.body)):
-            section = trusted_section(header, body)  # noqa: PLW2901
-        sections.append(section)
-    if all(map(operator.is_, sections, ast.sections)):
-        return ast
-    return trusted_chain(tuple(sections))
+    sections = tuple(map_section(section, change) for section in ast.sections)
+    return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(sections)
+
+
+def map_section(section: Section, change: Callable[[Message], Message | None]) -> Section:
+    """:func:`map_messages` for one section."""
+    header = section.header
+    old = (header.system_message, header.human_message)
+    system, human = (None if m is None else change(m) or m for m in old)
+    if system is not old[0] or human is not old[1]:
+        size = (system.size if system else 0) + (human.size if human else 0)
+        header = trusted_header(system, human, size)
+    body = tuple(_map_pair(pair, change) for pair in section.body)
+    if header is not section.header or any(map(operator.is_not, body, section.body)):
+        return trusted_section(header, body)
+    return section
 
 
 def _map_pair(pair: BodyPair, change: Callable[[Message], Message | None]) -> BodyPair:
