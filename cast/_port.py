@@ -172,10 +172,10 @@ _FIX_ARGUMENTS = Fix("arguments", PortStage.CHAIN, 30)
 @lru_cache(maxsize=1)
 def _steps() -> dict[PortStage, tuple[Fix, ...]]:
     """The rules' port steps and the normalizations, each once, by stage and position."""
-    fixes = {d.fix for d in RULES.values() if d.fix is not None} | {_FIX_ARGUMENTS}
-    stages = list(PortStage)
-    ordered = sorted(fixes, key=lambda fix: (stages.index(fix.stage), fix.position))
-    return {stage: tuple(fix for fix in ordered if fix.stage is stage) for stage in PortStage}
+    fixes = sorted(
+        {d.fix for d in RULES.values() if d.fix} | {_FIX_ARGUMENTS}, key=lambda f: f.position
+    )
+    return {stage: tuple(fix for fix in fixes if fix.stage is stage) for stage in PortStage}
 
 
 def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
@@ -198,8 +198,7 @@ def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
 def _port_compactions(
     items: list[Message], profile: ProviderProfile, same_source: bool, encrypted: str
 ) -> list[Message]:
-    """``items`` with every compaction block the target does not keep made portable:
-    readable summaries as summary pairs, encrypted ones raised or noted."""
+    """``items`` with every compaction block the target does not keep made portable."""
     if encrypted not in ("raise", "note"):
         raise ValueError(f"encrypted_compaction must be 'raise' or 'note', not {encrypted!r}")
     out: list[Message] = []
@@ -437,8 +436,7 @@ def _is_object(text: str) -> bool:
 
 
 class _AcceptedIds(IdTemplate):
-    """The target's template, matching what the target accepts: so
-    ``normalize_tool_call_ids`` renames exactly the ids the target would reject."""
+    """The target's template, matching exactly the ids the target accepts."""
 
     __slots__ = ("_profile",)
 

@@ -191,8 +191,7 @@ def _without_codex_context(messages: list[Message]) -> list[Message]:
 
 
 def _without_reasoning(messages: list[Message], mode: ReasoningMode) -> tuple[list[Message], int]:
-    """The messages without reasoning (``text``: its readable content kept as plain text
-    before its part), and how many were removed."""
+    """The messages without reasoning (``text``: readable thinking kept), and how many went."""
     ai = Role.AI
     removed = sum(
         isinstance(p, TextPart | ToolCall) and p.reasoning is not None
@@ -206,8 +205,7 @@ def _without_reasoning(messages: list[Message], mode: ReasoningMode) -> tuple[li
 
 
 def _flagged(part: Any) -> Any:
-    """A result carrying port's error prefix (from a wire without an error flag) flagged
-    as an error again, without the prefix."""
+    """A result with port's error prefix flagged as an error again, without the prefix."""
     if type(part) is ToolResult and part.content.startswith(TOOL_ERROR_PREFIX):
         content = part.content.removeprefix(TOOL_ERROR_PREFIX)
         return part.model_copy(update={"content": content, "is_error": True})
@@ -226,8 +224,7 @@ def _measure(messages: Sequence[Message], budget: Any) -> int:
 def _fit(
     messages: list[Message], budget_text: str, provider: str
 ) -> tuple[list[Message], bool, str, int, int]:
-    """The chain within the budget: compacted by csum's Compactor (offline extractive
-    handler, clearing) when larger, the user's first task pinned."""
+    """The chain within the budget: compacted offline by csum when larger, first task pinned."""
     from csum import Clearing, Compactor
     from csum.config import as_budget
     from csum.handlers import extractive

@@ -275,8 +275,7 @@ class IdTemplate:
         )
 
     def _fill(self, block: Callable[[int], bytes], function_name: str | None) -> str:
-        """The id, each run drawn from whole byte blocks ``block(0)``, ``block(1)``, ...,
-        without bias (see _translation)."""
+        """The id, each run drawn without bias from the blocks ``block(0)``, ``block(1)``..."""
         counter = 0
         out: list[str] = []
         for piece in self._pieces:
