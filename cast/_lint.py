@@ -4,6 +4,7 @@ words where known, without changing anything; each check registers for its rules
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -273,12 +274,14 @@ def check_reasoning(items: list[Message], report: Report) -> None:
     """What the target's reasoning policy forbids or requires."""
     policy = report.profile.reasoning
     check_foreign = report.foreign and policy.signed
+    # A turn is counted by the human messages so far; with TOOL_CALL_TURNS, every AI
+    # message of a turn in which one calls a tool needs reasoning content.
+    turn_of = list(itertools.accumulate(m.role is _HUMAN for m in items))
     turns = report.profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
-    turn_calls = _turns_with_calls(items) if turns else set()
-    turn = 0
+    turn_calls = {
+        turn_of[i] for i, m in enumerate(items) if turns and m.role is _AI and m.tool_calls
+    }
     for index, message in enumerate(items):
-        if message.role is _HUMAN:
-            turn += 1
         if message.role is not _AI:
             continue
         first_call: ToolCall | None = None
@@ -321,7 +324,7 @@ def check_reasoning(items: list[Message], report: Report) -> None:
         if (
             policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED
             and not reasoned
-            and (first_call is not None or turn in turn_calls)
+            and (first_call is not None or turn_of[index] in turn_calls)
         ):
             report.add(Rule.MISSING_REASONING_CONTENT, index)
 
@@ -347,18 +350,6 @@ def check_thinking(items: list[Message], report: Report) -> None:
     if (type(first) is TextPart or type(first) is ToolCall) and first.reasoning is not None:
         return
     report.add(Rule.THINKING_NOT_FIRST, index, "parts[0]")
-
-
-def _turns_with_calls(items: list[Message]) -> set[int]:
-    """The turns (counted by human messages seen so far) in which an AI message calls a tool."""
-    turns: set[int] = set()
-    turn = 0
-    for message in items:
-        if message.role is _HUMAN:
-            turn += 1
-        elif message.role is _AI and message.tool_calls:
-            turns.add(turn)
-    return turns
 
 
 # -- roles ----------------------------------------------------------------------------------

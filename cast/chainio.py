@@ -478,8 +478,7 @@ def _write_text(
     try:
         if to_stdout:
             text = "".join(chunks) + ("\n" if final_newline else "")
-            bad = _LONE_SURROGATE.search(text)  # UTF-8 encodes every other code point
-            if bad is not None:
+            if _LONE_SURROGATE.search(text):  # UTF-8 encodes every other code point
                 text.encode("utf-8")  # raises the UnicodeEncodeError reported below
         else:
             assert target is not None
