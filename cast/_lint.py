@@ -105,9 +105,8 @@ class Report:
         """Record ``rule`` broken at message ``index`` (``field`` inside it)."""
         if rule not in self.applying:
             return
-        text = self.profile.errors.get(rule)
-        verbatim = text is not None
-        text = DEFAULT_ERROR_TEXTS[rule] if text is None else text
+        verbatim = rule in self.profile.errors
+        text = self.profile.errors[rule] if verbatim else DEFAULT_ERROR_TEXTS[rule]
         values.setdefault("index", index)
         values.setdefault("max_length", self.profile.max_id_length)
         message = text.format_map(_Fields(values))
