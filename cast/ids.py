@@ -309,9 +309,7 @@ TemplateLike = str | IdTemplate
 """Where a template is taken, a template string or an :class:`IdTemplate` is accepted."""
 
 
-@lru_cache(maxsize=256)
-def _template_from_string(pattern: str) -> IdTemplate:
-    return IdTemplate(pattern)
+_template_from_string = lru_cache(maxsize=256)(IdTemplate)
 
 
 def as_template(template: TemplateLike) -> IdTemplate:

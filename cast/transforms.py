@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import operator
+from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
@@ -19,7 +20,7 @@ from cast._fast import (
 )
 from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation
 from cast.errors import ChainError, IdTemplateError
-from cast.ids import IdTemplate, TemplateLike, as_template
+from cast.ids import TemplateLike, as_template
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
 
 __all__ = [
@@ -93,10 +94,8 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
     # Pass 1: which ids are kept (fit the template, first occurrence), so new ids avoid them.
     kept_ids: set[str] = set()
     plan: dict[int, list[tuple[int, list[int]]]] = {}  # section -> (pair, calls to rename)
-    renames = 0
     # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
-    calls_per_name: dict[str, int] = {}
-    default_name = tmpl.DEFAULT_FUNCTION_NAME
+    calls_per_name: Counter[str] = Counter()
     for s_index, section in enumerate(ast.sections):
         for p_index, pair in enumerate(section.body):
             if pair.type is BodyPairType.COMPLETION:
@@ -106,27 +105,31 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
                 if type(part) is not ToolCall:
                     continue
                 call_id = part.id
-                if uses_name:
-                    name = part.name or default_name
-                    calls_per_name[name] = calls_per_name.get(name, 0) + 1
+                calls_per_name[part.name or tmpl.DEFAULT_FUNCTION_NAME] += 1
                 if call_id not in kept_ids and matches(call_id, part.name):  # {f}: that name
                     kept_ids.add(call_id)
                 else:
                     rename.append(position)
             if rename:
                 plan.setdefault(s_index, []).append((p_index, rename))
-                renames += len(rename)
     if not plan:
         return ast
     capacity = tmpl.capacity
-    needed = max(calls_per_name.values()) if uses_name else len(kept_ids) + renames
+    needed = max(calls_per_name.values()) if uses_name else calls_per_name.total()
     if capacity is not None and capacity < needed:
         per = " per function name" if uses_name else ""
         raise IdTemplateError(
             f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids"
             f"{per}, fewer than this chain needs ({needed})"
         )
-    new_id = _id_generator(tmpl, kept_ids)
+    replaced: Counter[str] = Counter()  # old id -> how many times it was replaced
+
+    def new_id(old_id: str, name: str) -> str:
+        """A new id, never one kept or given before (it joins ``kept_ids``)."""
+        seed = f"{old_id}\x1f{name}\x1f{replaced[old_id]}"
+        replaced[old_id] += 1
+        return tmpl.generate_unused(name, seed=seed, used=kept_ids)
+
     sections = list(ast.sections)
     for s_index, plan_pairs in plan.items():
         section = sections[s_index]
@@ -135,19 +138,6 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
             body[p_index] = _rename_pair_calls(body[p_index], positions, new_id)
         sections[s_index] = trusted_section(section.header, tuple(body))
     return trusted_chain(tuple(sections))
-
-
-def _id_generator(tmpl: IdTemplate, used: set[str]) -> Callable[[str, str], str]:
-    """New ids from ``tmpl``, never one in ``used`` (which they join)."""
-    replaced: dict[str, int] = {}
-    generate_unused = tmpl.generate_unused
-
-    def new_id(old_id: str, name: str) -> str:
-        occurrence = replaced.get(old_id, 0)
-        replaced[old_id] = occurrence + 1
-        return generate_unused(name, seed=f"{old_id}\x1f{name}\x1f{occurrence}", used=used)
-
-    return new_id
 
 
 def _rename_pair_calls(
