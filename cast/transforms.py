@@ -183,20 +183,15 @@ def _rename_pair_calls(
 # -- reasoning ---------------------------------------------------------------------------
 
 
+def _reasoned(part: Any) -> bool:
+    return (type(part) is TextPart or type(part) is ToolCall) and part.reasoning is not None
+
+
 def _without_reasoning(message: Message) -> Message | None:
-    parts = message.parts
-    for part in parts:
-        if (type(part) is TextPart or type(part) is ToolCall) and part.reasoning is not None:
-            break
-    else:
+    if not any(map(_reasoned, message.parts)):
         return None
-    new_parts = tuple(
-        with_field(p, "reasoning", None)
-        if (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None
-        else p
-        for p in parts
-    )
-    return trusted_message(message.role, new_parts)
+    parts = (with_field(p, "reasoning", None) if _reasoned(p) else p for p in message.parts)
+    return trusted_message(message.role, tuple(parts))
 
 
 @chain_operation("clear_reasoning")
