@@ -52,6 +52,7 @@ from cast.messages import (
 from cast.parse import parse_chain, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
 from cast.transforms import (
+    has_reasoning,
     loads_strict,
     map_messages,
     map_section,
@@ -539,10 +540,7 @@ def without_reasoning(
     ``as_text``, readable reasoning stays as a text part before its part."""
 
     def drops(part: Any) -> bool:
-        if type(part) is not TextPart and type(part) is not ToolCall:
-            return False
-        reasoning = part.reasoning
-        return reasoning is not None and not (unsigned_only and reasoning.signature)
+        return has_reasoning(part) and not (unsigned_only and part.reasoning.signature)
 
     parts: tuple[Any, ...] = message.parts
     if not any(map(drops, parts)):

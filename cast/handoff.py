@@ -21,8 +21,9 @@ from cast._port import TOOL_ERROR_PREFIX, LostCompactionWarning, port, without_r
 from cast.chainio import read_json
 from cast.codecs import claude_code, claude_code_session, codex_rollout
 from cast.errors import ChainError, InputError
-from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
+from cast.messages import Message, Role, TextPart, ToolResult
 from cast.providers import resolve_provider
+from cast.transforms import has_reasoning
 
 __all__ = [
     "AGENTS",
@@ -193,12 +194,7 @@ def _without_codex_context(messages: list[Message]) -> list[Message]:
 def _without_reasoning(messages: list[Message], mode: ReasoningMode) -> tuple[list[Message], int]:
     """The messages without reasoning (``text``: readable thinking kept), and how many went."""
     ai = Role.AI
-    removed = sum(
-        isinstance(p, TextPart | ToolCall) and p.reasoning is not None
-        for m in messages
-        if m.role is ai
-        for p in m.parts
-    )
+    removed = sum(has_reasoning(p) for m in messages if m.role is ai for p in m.parts)
     as_text = mode == "text"
     out = [without_reasoning(m, as_text=as_text) or m if m.role is ai else m for m in messages]
     return out, removed

@@ -26,6 +26,7 @@ from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_le
 __all__ = [
     "contains_tool_call_reasoning",
     "extract_reasoning_message",
+    "has_reasoning",
     "loads_strict",
     "map_messages",
     "map_section",
@@ -183,14 +184,15 @@ def _rename_pair_calls(
 # -- reasoning ---------------------------------------------------------------------------
 
 
-def _reasoned(part: Any) -> bool:
+def has_reasoning(part: Any) -> bool:
+    """Whether ``part`` is a text part or tool call that carries reasoning."""
     return (type(part) is TextPart or type(part) is ToolCall) and part.reasoning is not None
 
 
 def _without_reasoning(message: Message) -> Message | None:
-    if not any(map(_reasoned, message.parts)):
+    if not any(map(has_reasoning, message.parts)):
         return None
-    parts = (with_field(p, "reasoning", None) if _reasoned(p) else p for p in message.parts)
+    parts = (with_field(p, "reasoning", None) if has_reasoning(p) else p for p in message.parts)
     return trusted_message(message.role, tuple(parts))
 
 
