@@ -42,6 +42,7 @@ from cast.providers import (
     ReasoningScope,
     resolve_provider,
 )
+from cast.transforms import has_reasoning
 
 __all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
 
@@ -345,10 +346,8 @@ def check_thinking(items: list[Message], report: Report) -> None:
     while index > 0 and items[index - 1].role is _AI:
         index -= 1
     parts = items[index].parts
-    first = parts[0] if parts else None
-    if (type(first) is TextPart or type(first) is ToolCall) and first.reasoning is not None:
-        return
-    report.add(Rule.THINKING_NOT_FIRST, index, "parts[0]")
+    if not (parts and has_reasoning(parts[0])):
+        report.add(Rule.THINKING_NOT_FIRST, index, "parts[0]")
 
 
 # -- roles ----------------------------------------------------------------------------------
