@@ -323,7 +323,6 @@ def _port_parts(
     """The message's parts for the target, or None when they all stay as they are."""
     place = message.role.value
     new: list[Any] = []
-    changed = False
     for part in message.parts:
         if isinstance(part, ProviderPart):
             # A cache breakpoint with nothing kept before it to mark goes.
@@ -334,7 +333,6 @@ def _port_parts(
             ):
                 new.append(part)
                 continue
-            changed = True
             if part.kind not in _DROPPED_KINDS:
                 new.append(_note_for(part, profile))
         elif isinstance(part, ImagePart | BinaryPart):
@@ -343,7 +341,6 @@ def _port_parts(
             if problem is None:
                 new.append(part)
                 continue
-            changed = True
             what = _describe(part, mime, url)
             if problem is Rule.MEDIA_IN_TOOL_RESULT:
                 moved.append(part)
@@ -354,14 +351,15 @@ def _port_parts(
                 note = f"{what} omitted: {profile.name} takes none in a {place} message"
             new.append(TextPart(text=f"[{note}]"))
         elif isinstance(part, ToolResult) and part.is_error and not profile.tool_error_flag:
-            changed = True
             content = part.content
             if not content.startswith(TOOL_ERROR_PREFIX):
                 content = TOOL_ERROR_PREFIX + content
             new.append(ToolResult(tool_call_id=part.tool_call_id, name=part.name, content=content))
         else:
             new.append(part)
-    return tuple(new) if changed else None
+    if len(new) == len(message.parts) and all(map(operator.is_, new, message.parts)):
+        return None
+    return tuple(new)
 
 
 def _describe(part: ImagePart | BinaryPart, mime: str, url: bool) -> str:
@@ -468,7 +466,6 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     """An opening human message where the target needs one, and an AI message between
     a tool result and the next human message where the target needs one."""
     sections = list(ast.sections)
-    changed = False
     if profile.needs_human_first and sections:
         first = sections[0]
         if first.header.human_message is None and first.body:
@@ -476,7 +473,6 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
             system = first.header.system_message
             header = trusted_header(system, human, first.header.size + human.size)
             sections[0] = trusted_section(header, first.body, first.size + human.size)
-            changed = True
     if profile.needs_ai_between_tool_and_human:
         # Every section after the first opens with a human message.
         for index in range(len(sections) - 1):
@@ -485,8 +481,7 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
                 bridge = BodyPair.completion(TOOL_BRIDGE_TEXT)
                 body = (*section.body, bridge)
                 sections[index] = trusted_section(section.header, body, section.size + bridge.size)
-                changed = True
-    return trusted_chain(tuple(sections)) if changed else ast
+    return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(tuple(sections))
 
 
 @implements(FIX_EMPTY)
