@@ -272,19 +272,15 @@ def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Mess
     ``None`` when ``fix`` changes none of them (or the message is not an AI message)."""
     if message.role is not Role.AI:
         return None
-    parts = message.parts
-    new_parts: list[Any] | None = None
-    for position, part in enumerate(parts):
+
+    def fixed(part: Any) -> Any:
         if type(part) is not ToolCall:
-            continue
-        fixed = fix(part.arguments)
-        if fixed != part.arguments:
-            if new_parts is None:
-                new_parts = list(parts)
-            new_parts[position] = with_field(part, "arguments", fixed)
-    if new_parts is None:
-        return None
-    return trusted_message(Role.AI, tuple(new_parts))
+            return part
+        arguments = fix(part.arguments)
+        return part if arguments == part.arguments else with_field(part, "arguments", arguments)
+
+    parts = tuple(map(fixed, message.parts))
+    return None if all(map(operator.is_, parts, message.parts)) else trusted_message(Role.AI, parts)
 
 
 @chain_operation("sanitize_tool_call_arguments")
