@@ -209,17 +209,13 @@ def pairing_problems(
     it; by such tool message, its results that answer none (id, part)."""
     missing: dict[int, list[str]] = {}
     stray: dict[int, list[tuple[str, int]]] = {}
-    index = 0
-    count = len(items)
-    while index < count:
-        message = items[index]
+    for index, message in enumerate(items):
         if message.role is not _AI:
-            index += 1
             continue
         calls = message.tool_calls
         pending = Counter(call.id for call in calls)
         after = index + 1
-        while after < count and items[after].role is _TOOL:
+        while after < len(items) and items[after].role is _TOOL:
             for position, part in enumerate(items[after].parts):
                 if type(part) is not ToolResult:
                     continue
@@ -235,7 +231,6 @@ def pairing_problems(
                 unanswered.append(call.id)
         if unanswered:
             missing[index] = unanswered
-        index = after
     return missing, stray
 
 
