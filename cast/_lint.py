@@ -410,23 +410,15 @@ def check_content(items: list[Message], report: Report) -> None:
             report.add(Rule.EMPTY_MESSAGE, index)
         place = role.value
         for position, part in enumerate(message.parts):
-            cls = type(part)
             field = f"parts[{position}]"
-            if cls is ProviderPart:
-                kept: ProviderPart = part  # type: ignore[assignment]
-                if position == 0 and is_cache_point(kept):
+            if isinstance(part, ProviderPart):
+                if position == 0 and is_cache_point(part):
                     report.add(Rule.MISPLACED_PROVIDER_PART, index, field, position=position)
-                elif kept.provider != profile.wire_format:
-                    report.add(
-                        Rule.FOREIGN_PROVIDER_PART,
-                        index,
-                        field,
-                        provider=kept.provider,
-                        kind=kept.kind,
-                        position=position,
-                    )
-            elif cls is ImagePart or cls is BinaryPart:
-                mime, url = media_of(part)  # type: ignore[arg-type]
+                elif part.provider != profile.wire_format:
+                    block = {"provider": part.provider, "kind": part.kind, "position": position}
+                    report.add(Rule.FOREIGN_PROVIDER_PART, index, field, **block)
+            elif isinstance(part, ImagePart | BinaryPart):
+                mime, url = media_of(part)
                 problem = profile.media_problem(mime, url=url, place=place)
                 if problem is not None:
                     media = f"{mime} by URL" if url else mime
