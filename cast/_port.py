@@ -578,21 +578,15 @@ def _with_reasoning_content(message: Message, whole_turn: bool = False) -> Messa
     carries none, where the OpenAI codec reads it back from: the first non-empty text,
     else the first tool call, else a new empty text part."""
     parts = message.parts
-    if message.role is not _AI or not (whole_turn or any(type(p) is ToolCall for p in parts)):
+    if message.role is not _AI or any(map(has_reasoning, parts)):
         return None
-    first_text = first_call = -1
-    for position, part in enumerate(parts):
-        cls = type(part)
-        if cls is TextPart or cls is ToolCall:
-            if part.reasoning is not None:  # type: ignore[union-attr]
-                return None
-            if cls is TextPart and first_text < 0 and part.text:  # type: ignore[union-attr]
-                first_text = position
-            elif cls is ToolCall and first_call < 0:
-                first_call = position
-    target = first_text if first_text >= 0 else first_call
-    if target < 0:
+    texts = [at for at, part in enumerate(parts) if type(part) is TextPart and part.text]
+    calls = [at for at, part in enumerate(parts) if type(part) is ToolCall]
+    if not (whole_turn or calls):
+        return None
+    if not (texts or calls):
         return trusted_message(_AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
+    target = (texts or calls)[0]
     new_parts = list(parts)
     new_parts[target] = with_field(parts[target], "reasoning", _EMPTY_REASONING)
     return trusted_message(_AI, tuple(new_parts))
