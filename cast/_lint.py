@@ -283,12 +283,11 @@ def check_reasoning(items: list[Message], report: Report) -> None:
         first_call_position = 0
         reasoned = False
         for position, part in enumerate(message.parts):
-            cls = type(part)
-            if cls is not TextPart and cls is not ToolCall:
+            if not isinstance(part, TextPart | ToolCall):
                 continue
-            if cls is ToolCall and first_call is None:
-                first_call, first_call_position = part, position  # type: ignore[assignment]
-            reasoning = part.reasoning  # type: ignore[union-attr]
+            if isinstance(part, ToolCall) and first_call is None:
+                first_call, first_call_position = part, position
+            reasoning = part.reasoning
             if reasoning is None:
                 continue
             reasoned = True
