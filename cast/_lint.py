@@ -4,6 +4,7 @@ words where known, without changing anything; each check registers for its rules
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ from cast._rules import (
     RULES,
     Rule,
     Step,
-    default_texts,
     implements,
 )
 from cast.constants import FAKE_GEMINI_SIGNATURE
@@ -42,10 +42,11 @@ from cast.providers import (
     ReasoningScope,
     resolve_provider,
 )
+from cast.transforms import has_reasoning
 
 __all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
 
-DEFAULT_ERROR_TEXTS: dict[str, str] = default_texts()
+DEFAULT_ERROR_TEXTS: dict[str, str] = {rule: d.text for rule, d in RULES.items()}
 """chaincast's wording for each rule, used where a provider's own text is not known."""
 
 _AI = Role.AI
@@ -105,9 +106,8 @@ class Report:
         """Record ``rule`` broken at message ``index`` (``field`` inside it)."""
         if rule not in self.applying:
             return
-        text = self.profile.errors.get(rule)
-        verbatim = text is not None
-        text = DEFAULT_ERROR_TEXTS[rule] if text is None else text
+        verbatim = rule in self.profile.errors
+        text = self.profile.errors[rule] if verbatim else DEFAULT_ERROR_TEXTS[rule]
         values.setdefault("index", index)
         values.setdefault("max_length", self.profile.max_id_length)
         message = text.format_map(_Fields(values))
@@ -158,7 +158,7 @@ def lint(
     report = Report(profile, foreign, declared, thinking)
     for check in _checks(profile):
         check(items, report)
-    return sorted(report.found, key=_order)
+    return sorted(report.found, key=lambda v: -1 if v.index is None else v.index)
 
 
 @implements(CHECK_TOOLS)
@@ -174,10 +174,6 @@ def check_tools(items: list[Message], report: Report) -> None:
                 return
 
 
-def _order(violation: Violation) -> int:
-    return -1 if violation.index is None else violation.index
-
-
 # -- structure ------------------------------------------------------------------------------
 
 _PAIRING_RULES = (Rule.UNKNOWN_TOOL_RESULT, Rule.DUPLICATE_TOOL_RESULT)
@@ -189,7 +185,7 @@ def check_structure(items: list[Message], report: Report) -> None:
     issues = diagnose(items)
     if not issues:
         return
-    missing, stray = _pairing(items)
+    missing, stray = pairing_problems(items)
     for issue in issues:
         rule = Rule(issue.rule)
         index = issue.index
@@ -206,24 +202,20 @@ def check_structure(items: list[Message], report: Report) -> None:
             report.add(rule, index)
 
 
-def _pairing(
+def pairing_problems(
     items: list[Message],
 ) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, int]]]]:
     """By AI message, its calls left without a result in the tool messages right after
     it; by such tool message, its results that answer none (id, part)."""
     missing: dict[int, list[str]] = {}
     stray: dict[int, list[tuple[str, int]]] = {}
-    index = 0
-    count = len(items)
-    while index < count:
-        message = items[index]
+    for index, message in enumerate(items):
         if message.role is not _AI:
-            index += 1
             continue
         calls = message.tool_calls
         pending = Counter(call.id for call in calls)
         after = index + 1
-        while after < count and items[after].role is _TOOL:
+        while after < len(items) and items[after].role is _TOOL:
             for position, part in enumerate(items[after].parts):
                 if type(part) is not ToolResult:
                     continue
@@ -239,7 +231,6 @@ def _pairing(
                 unanswered.append(call.id)
         if unanswered:
             missing[index] = unanswered
-        index = after
     return missing, stray
 
 
@@ -278,24 +269,25 @@ def check_reasoning(items: list[Message], report: Report) -> None:
     """What the target's reasoning policy forbids or requires."""
     policy = report.profile.reasoning
     check_foreign = report.foreign and policy.signed
+    # A turn is counted by the human messages so far; with TOOL_CALL_TURNS, every AI
+    # message of a turn in which one calls a tool needs reasoning content.
+    turn_of = list(itertools.accumulate(m.role is _HUMAN for m in items))
     turns = report.profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
-    turn_calls = _turns_with_calls(items) if turns else set()
-    turn = 0
+    turn_calls = {
+        turn_of[i] for i, m in enumerate(items) if turns and m.role is _AI and m.tool_calls
+    }
     for index, message in enumerate(items):
-        if message.role is _HUMAN:
-            turn += 1
         if message.role is not _AI:
             continue
         first_call: ToolCall | None = None
         first_call_position = 0
         reasoned = False
         for position, part in enumerate(message.parts):
-            cls = type(part)
-            if cls is not TextPart and cls is not ToolCall:
+            if not isinstance(part, TextPart | ToolCall):
                 continue
-            if cls is ToolCall and first_call is None:
-                first_call, first_call_position = part, position  # type: ignore[assignment]
-            reasoning = part.reasoning  # type: ignore[union-attr]
+            if isinstance(part, ToolCall) and first_call is None:
+                first_call, first_call_position = part, position
+            reasoning = part.reasoning
             if reasoning is None:
                 continue
             reasoned = True
@@ -326,7 +318,7 @@ def check_reasoning(items: list[Message], report: Report) -> None:
         if (
             policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED
             and not reasoned
-            and (first_call is not None or turn in turn_calls)
+            and (first_call is not None or turn_of[index] in turn_calls)
         ):
             report.add(Rule.MISSING_REASONING_CONTENT, index)
 
@@ -348,22 +340,8 @@ def check_thinking(items: list[Message], report: Report) -> None:
     while index > 0 and items[index - 1].role is _AI:
         index -= 1
     parts = items[index].parts
-    first = parts[0] if parts else None
-    if (type(first) is TextPart or type(first) is ToolCall) and first.reasoning is not None:
-        return
-    report.add(Rule.THINKING_NOT_FIRST, index, "parts[0]")
-
-
-def _turns_with_calls(items: list[Message]) -> set[int]:
-    """The turns (counted by human messages seen so far) in which an AI message calls a tool."""
-    turns: set[int] = set()
-    turn = 0
-    for message in items:
-        if message.role is _HUMAN:
-            turn += 1
-        elif message.role is _AI and message.tool_calls:
-            turns.add(turn)
-    return turns
+    if not (parts and has_reasoning(parts[0])):
+        report.add(Rule.THINKING_NOT_FIRST, index, "parts[0]")
 
 
 # -- roles ----------------------------------------------------------------------------------
@@ -393,22 +371,16 @@ def media_of(part: ImagePart | BinaryPart) -> tuple[str, bool]:
     """The media type of a media part (``image/*`` for an image URL naming none,
     ``application/octet-stream`` for ``text/*`` bytes not UTF-8), and whether by URL."""
     if isinstance(part, BinaryPart):
-        mime = part.mime_type
-        if mime.startswith("text/") and not _is_utf8(part.data):
-            return "application/octet-stream", False  # mislabeled: no text provider reads it
-        return mime, False
+        if part.mime_type.startswith("text/"):
+            try:
+                part.data.decode("utf-8")
+            except UnicodeDecodeError:  # mislabeled: no text provider reads it
+                return "application/octet-stream", False
+        return part.mime_type, False
     url = part.url
     if url.startswith("data:"):
         return url[5:].partition(";")[0].partition(",")[0], False
     return part.mime_type or "image/*", True
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def is_cache_point(part: ProviderPart) -> bool:
@@ -437,23 +409,15 @@ def check_content(items: list[Message], report: Report) -> None:
             report.add(Rule.EMPTY_MESSAGE, index)
         place = role.value
         for position, part in enumerate(message.parts):
-            cls = type(part)
             field = f"parts[{position}]"
-            if cls is ProviderPart:
-                kept: ProviderPart = part  # type: ignore[assignment]
-                if position == 0 and is_cache_point(kept):
+            if isinstance(part, ProviderPart):
+                if position == 0 and is_cache_point(part):
                     report.add(Rule.MISPLACED_PROVIDER_PART, index, field, position=position)
-                elif kept.provider != profile.wire_format:
-                    report.add(
-                        Rule.FOREIGN_PROVIDER_PART,
-                        index,
-                        field,
-                        provider=kept.provider,
-                        kind=kept.kind,
-                        position=position,
-                    )
-            elif cls is ImagePart or cls is BinaryPart:
-                mime, url = media_of(part)  # type: ignore[arg-type]
+                elif part.provider != profile.wire_format:
+                    block = {"provider": part.provider, "kind": part.kind, "position": position}
+                    report.add(Rule.FOREIGN_PROVIDER_PART, index, field, **block)
+            elif isinstance(part, ImagePart | BinaryPart):
+                mime, url = media_of(part)
                 problem = profile.media_problem(mime, url=url, place=place)
                 if problem is not None:
                     media = f"{mime} by URL" if url else mime

@@ -6,20 +6,18 @@ from __future__ import annotations
 import itertools
 import operator
 import warnings
-from collections import Counter
-from collections.abc import Callable, Iterable
-from functools import lru_cache
+from collections.abc import Iterable
+from functools import lru_cache, partial
 from typing import Any, Literal
 
 from cast._fast import (
     trusted_chain,
     trusted_header,
     trusted_message,
-    trusted_pair,
     trusted_section,
     with_field,
 )
-from cast._lint import is_cache_point, is_empty, media_of
+from cast._lint import is_cache_point, is_empty, media_of, pairing_problems
 from cast._rules import (
     FIX_CONTENT,
     FIX_EMPTY,
@@ -35,8 +33,8 @@ from cast._rules import (
     Rule,
     implements,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Section
-from cast.constants import FAKE_GEMINI_SIGNATURE, SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
+from cast.ast import BodyPair, BodyPairType, ChainAST
+from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.errors import ChainError
 from cast.ids import IdTemplate
 from cast.messages import (
@@ -53,7 +51,14 @@ from cast.messages import (
 )
 from cast.parse import parse_chain, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
-from cast.transforms import loads_strict, map_messages, map_tool_call_arguments, sanitize_arguments
+from cast.transforms import (
+    has_reasoning,
+    loads_strict,
+    map_messages,
+    map_section,
+    map_tool_call_arguments,
+    sanitize_arguments,
+)
 
 __all__ = [
     "COMPACTION",
@@ -69,6 +74,7 @@ __all__ = [
     "drop_provider_fields",
     "open_with_human",
     "port",
+    "without_reasoning",
 ]
 
 OPENING_HUMAN_TEXT = "Continue."
@@ -101,7 +107,6 @@ _NOTE_LIMIT = 4096  # characters of a kept block quoted in its note
 # Dropped for other targets: cache breakpoints, reasoning items (replayed only to their
 # own provider), and the call or message fields only their own provider reads.
 _DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD_PART_KINDS
-_SUMMARY_CALL_ID = IdTemplate("call_{r:24:x}")
 _FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
 _FAKE_SIGNED = Reasoning(signature=_FAKE_SIGNATURE)
 _EMPTY_REASONING = Reasoning()
@@ -168,10 +173,10 @@ _FIX_ARGUMENTS = Fix("arguments", PortStage.CHAIN, 30)
 @lru_cache(maxsize=1)
 def _steps() -> dict[PortStage, tuple[Fix, ...]]:
     """The rules' port steps and the normalizations, each once, by stage and position."""
-    fixes = {d.fix for d in RULES.values() if d.fix is not None} | {_FIX_ARGUMENTS}
-    stages = list(PortStage)
-    ordered = sorted(fixes, key=lambda fix: (stages.index(fix.stage), fix.position))
-    return {stage: tuple(fix for fix in ordered if fix.stage is stage) for stage in PortStage}
+    fixes = sorted(
+        {d.fix for d in RULES.values() if d.fix} | {_FIX_ARGUMENTS}, key=lambda f: f.position
+    )
+    return {stage: tuple(fix for fix in fixes if fix.stage is stage) for stage in PortStage}
 
 
 def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
@@ -194,8 +199,7 @@ def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
 def _port_compactions(
     items: list[Message], profile: ProviderProfile, same_source: bool, encrypted: str
 ) -> list[Message]:
-    """``items`` with every compaction block the target does not keep made portable:
-    readable summaries as summary pairs, encrypted ones raised or noted."""
+    """``items`` with every compaction block the target does not keep made portable."""
     if encrypted not in ("raise", "note"):
         raise ValueError(f"encrypted_compaction must be 'raise' or 'note', not {encrypted!r}")
     out: list[Message] = []
@@ -212,7 +216,9 @@ def _port_compactions(
             summary = _readable_summary(part)
             if summary is not None:
                 _flush(rest, message.role, out)
-                out.extend(_summary_pair(summary))
+                # The csum summary pair, its call id derived from the text (idempotent).
+                seed = f"compaction\x1f{summary}"
+                out.extend(BodyPair.summarization(summary, seed=seed).messages())
                 continue
             if encrypted == "raise":
                 raise EncryptedCompactionError(
@@ -246,15 +252,6 @@ def _readable_summary(part: ProviderPart) -> str | None:
         if texts and all(isinstance(t, str) for t in texts):
             return "\n\n".join(texts)  # type: ignore[arg-type]
     return None
-
-
-def _summary_pair(summary: str) -> tuple[Message, Message]:
-    """The csum summary pair holding ``summary`` (its call id derived from the text, so
-    porting twice gives the same chain)."""
-    call_id = _SUMMARY_CALL_ID.generate(SUMMARIZATION_TOOL_NAME, seed=f"compaction\x1f{summary}")
-    call = ToolCall(id=call_id, name=SUMMARIZATION_TOOL_NAME, arguments=SUMMARIZATION_TOOL_ARGS)
-    result = ToolResult(tool_call_id=call_id, name=SUMMARIZATION_TOOL_NAME, content=summary)
-    return trusted_message(Role.AI, (call,)), trusted_message(Role.TOOL, (result,))
 
 
 def _flush(rest: list[Any], role: Role, out: list[Message]) -> None:
@@ -326,17 +323,16 @@ def _port_parts(
     """The message's parts for the target, or None when they all stay as they are."""
     place = message.role.value
     new: list[Any] = []
-    changed = False
     for part in message.parts:
         if isinstance(part, ProviderPart):
+            # A cache breakpoint with nothing kept before it to mark goes.
             if (
                 same_source
                 and part.provider == profile.wire_format
-                and not (not new and is_cache_point(part))
+                and (new or not is_cache_point(part))
             ):
                 new.append(part)
                 continue
-            changed = True
             if part.kind not in _DROPPED_KINDS:
                 new.append(_note_for(part, profile))
         elif isinstance(part, ImagePart | BinaryPart):
@@ -345,7 +341,6 @@ def _port_parts(
             if problem is None:
                 new.append(part)
                 continue
-            changed = True
             what = _describe(part, mime, url)
             if problem is Rule.MEDIA_IN_TOOL_RESULT:
                 moved.append(part)
@@ -356,14 +351,15 @@ def _port_parts(
                 note = f"{what} omitted: {profile.name} takes none in a {place} message"
             new.append(TextPart(text=f"[{note}]"))
         elif isinstance(part, ToolResult) and part.is_error and not profile.tool_error_flag:
-            changed = True
             content = part.content
             if not content.startswith(TOOL_ERROR_PREFIX):
                 content = TOOL_ERROR_PREFIX + content
             new.append(ToolResult(tool_call_id=part.tool_call_id, name=part.name, content=content))
         else:
             new.append(part)
-    return tuple(new) if changed else None
+    if len(new) == len(message.parts) and all(map(operator.is_, new, message.parts)):
+        return None
+    return tuple(new)
 
 
 def _describe(part: ImagePart | BinaryPart, mime: str, url: bool) -> str:
@@ -398,29 +394,19 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
     """Results that answer no call of the AI message before them (or one a second time)
     removed, and tool messages left without results; the parse with repair that follows
     drops orphan tool messages, adds fallback results and merges human messages."""
+    _, stray = pairing_problems(items)
     out: list[Message] = []
-    pending: Counter[str] | None = None  # unanswered calls of the current AI message
-    for index, item in enumerate(items):
-        message = to_message(item, index)
-        role = message.role
-        if role is _TOOL and pending is not None:
-            kept: list[Any] = []
-            answers = False
-            for part in message.parts:
-                if type(part) is ToolResult:
-                    if not pending[part.tool_call_id]:
-                        continue
-                    pending[part.tool_call_id] -= 1
-                    answers = True
-                kept.append(part)
-            if not answers:
+    after_calls = False  # in the run of tool messages after an AI message
+    for index, message in enumerate(items):
+        if message.role is _TOOL and after_calls:
+            drop = {position for _, position in stray.get(index, ())}
+            kept = tuple(p for at, p in enumerate(message.parts) if at not in drop)
+            if not any(type(p) is ToolResult for p in kept):
                 continue
-            if len(kept) != len(message.parts):
-                message = trusted_message(_TOOL, tuple(kept))
-        elif role is _AI:
-            pending = Counter(call.id for call in message.tool_calls)
-        elif role is not _TOOL:
-            pending = None
+            if drop:
+                message = trusted_message(_TOOL, kept)  # noqa: PLW2901
+        else:
+            after_calls = message.role is _AI
         out.append(message)
     return out
 
@@ -430,22 +416,15 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
 
 @implements(_FIX_ARGUMENTS)
 def fix_arguments(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    return map_messages(ast, _with_object_arguments)
-
-
-def _with_object_arguments(message: Message) -> Message | None:
-    return map_tool_call_arguments(message, _object_arguments)
+    return map_messages(ast, partial(map_tool_call_arguments, fix=_object_arguments))
 
 
 def _object_arguments(arguments: str) -> str:
     """``arguments`` when a JSON object, else its sanitized form when one, else ``{}``."""
     if _is_object(arguments):
         return arguments
-    try:
-        fixed = sanitize_arguments(arguments)
-    except RecursionError:  # nesting deeper than the JSON parser goes
-        return "{}"
-    return fixed if fixed != arguments and _is_object(fixed) else "{}"
+    fixed = sanitize_arguments(arguments)  # arguments itself when already JSON
+    return fixed if _is_object(fixed) else "{}"
 
 
 def _is_object(text: str) -> bool:
@@ -456,16 +435,14 @@ def _is_object(text: str) -> bool:
 
 
 class _AcceptedIds(IdTemplate):
-    """The target's template, matching what the target accepts: so
-    ``normalize_tool_call_ids`` renames exactly the ids the target would reject."""
+    """The target's template, matching exactly the ids the target accepts."""
 
     __slots__ = ("_profile",)
 
     _profile: ProviderProfile
 
-    def __init__(self, profile: ProviderProfile) -> None:  # the template is copied, not parsed
-        for name in IdTemplate.__slots__:
-            object.__setattr__(self, name, getattr(profile.id_template, name))
+    def __init__(self, profile: ProviderProfile) -> None:
+        super().__init__(profile.id_template)  # copied, not parsed
         object.__setattr__(self, "_profile", profile)
 
     def matches(self, value: str, function_name: str | None = None) -> bool:
@@ -473,9 +450,7 @@ class _AcceptedIds(IdTemplate):
         return self._profile.accepts_id(value)
 
 
-@lru_cache(maxsize=64)
-def _accepted_ids(profile: ProviderProfile) -> IdTemplate:
-    return _AcceptedIds(profile)
+_accepted_ids = lru_cache(maxsize=64)(_AcceptedIds)
 
 
 @implements(FIX_IDS)
@@ -491,7 +466,6 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     """An opening human message where the target needs one, and an AI message between
     a tool result and the next human message where the target needs one."""
     sections = list(ast.sections)
-    changed = False
     if profile.needs_human_first and sections:
         first = sections[0]
         if first.header.human_message is None and first.body:
@@ -499,7 +473,6 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
             system = first.header.system_message
             header = trusted_header(system, human, first.header.size + human.size)
             sections[0] = trusted_section(header, first.body, first.size + human.size)
-            changed = True
     if profile.needs_ai_between_tool_and_human:
         # Every section after the first opens with a human message.
         for index in range(len(sections) - 1):
@@ -508,8 +481,7 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
                 bridge = BodyPair.completion(TOOL_BRIDGE_TEXT)
                 body = (*section.body, bridge)
                 sections[index] = trusted_section(section.header, body, section.size + bridge.size)
-                changed = True
-    return trusted_chain(tuple(sections)) if changed else ast
+    return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(tuple(sections))
 
 
 @implements(FIX_EMPTY)
@@ -537,72 +509,53 @@ def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainA
     the target's policy requires added (a thought signature, empty reasoning content)."""
     policy = profile.reasoning
     if not same or policy is ReasoningPolicy.STRIP:
-        ast = map_messages(ast, _drop_reasoning)
+        ast = map_messages(ast, without_reasoning)
     elif policy is ReasoningPolicy.NATIVE_SIGNATURES:
-        ast = map_messages(ast, _drop_unsigned_reasoning)
+        ast = map_messages(ast, partial(without_reasoning, unsigned_only=True))
     if policy is ReasoningPolicy.THOUGHT_SIGNATURE:
-        return _map_ai_messages(ast, _with_thought_signature, whole_turn=False)
-    if policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED:
-        whole_turn = profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
-        return _map_ai_messages(ast, _with_reasoning_content, whole_turn=whole_turn)
-    return ast
+        return map_messages(ast, _with_thought_signature)
+    if policy is not ReasoningPolicy.REASONING_CONTENT_REQUIRED:
+        return ast
+    if profile.reasoning_scope is ReasoningScope.TOOL_CALL_MESSAGES:
+        return map_messages(ast, _with_reasoning_content)
+    # Every AI message of a section (a turn) in which one calls tools.
+    change = partial(_with_reasoning_content, whole_turn=True)
+    sections = tuple(
+        map_section(s, change) if any(p.type is not _COMPLETION for p in s.body) else s
+        for s in ast.sections
+    )
+    return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(sections)
 
 
-def _map_ai_messages(
-    ast: ChainAST, change: Callable[[Message], Message | None], *, whole_turn: bool
-) -> ChainAST:
-    """``change`` applied to the AI messages that call tools, or with ``whole_turn`` to
-    every AI message of a section (a turn) in which one does; shares what stays."""
-    sections: list[Section] = []
-    changed = False
-    for section in ast.sections:
-        turn_has_calls = whole_turn and any(p.type is not _COMPLETION for p in section.body)
-        body: list[BodyPair] = []
-        for pair in section.body:
-            new = None
-            if turn_has_calls or pair.type is not _COMPLETION:
-                new = change(pair.ai_message)
-            body.append(pair if new is None else trusted_pair(pair.type, new, pair.tool_messages))
-        if all(map(operator.is_, body, section.body)):
-            sections.append(section)
-            continue
-        changed = True
-        sections.append(trusted_section(section.header, tuple(body)))
-    return trusted_chain(tuple(sections)) if changed else ast
-
-
-def _without_reasoning(message: Message, unsigned_only: bool) -> Message | None:
-    """The message without its (unsigned) reasoning, or None when it has none; a text
-    part that only carried reasoning (empty text) goes with it."""
+def without_reasoning(
+    message: Message, *, unsigned_only: bool = False, as_text: bool = False
+) -> Message | None:
+    """The message without its (``unsigned_only``: unsigned) reasoning, or None when it
+    has none; a text part that only carried reasoning (empty text) goes with it. With
+    ``as_text``, readable reasoning stays as a text part before its part."""
 
     def drops(part: Any) -> bool:
-        if type(part) is not TextPart and type(part) is not ToolCall:
-            return False
-        reasoning = part.reasoning
-        return reasoning is not None and not (unsigned_only and reasoning.signature)
+        return has_reasoning(part) and not (unsigned_only and part.reasoning.signature)
 
-    parts = message.parts
+    parts: tuple[Any, ...] = message.parts
     if not any(map(drops, parts)):
         return None
     kept: list[Any] = []
     for part in parts:
         if not drops(part):
             kept.append(part)
-        elif type(part) is ToolCall or part.text:  # type: ignore[union-attr]
+            continue
+        if as_text and part.reasoning.content.strip():
+            kept.append(TextPart(text=f"(thinking) {part.reasoning.content}"))
+        if type(part) is ToolCall or part.text:
             kept.append(with_field(part, "reasoning", None))
     return trusted_message(message.role, tuple(kept))
 
 
-def _drop_reasoning(message: Message) -> Message | None:
-    return _without_reasoning(message, unsigned_only=False)
-
-
-def _drop_unsigned_reasoning(message: Message) -> Message | None:
-    return _without_reasoning(message, unsigned_only=True)
-
-
 def _with_thought_signature(message: Message) -> Message | None:
     """The first tool call signed (with the placeholder Gemini accepts) when it is not."""
+    if message.role is not _AI:
+        return None
     parts = message.parts
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
@@ -620,24 +573,20 @@ def _with_thought_signature(message: Message) -> Message | None:
     return None
 
 
-def _with_reasoning_content(message: Message) -> Message | None:
-    """Empty reasoning on an AI message that carries none, where the OpenAI codec reads
-    it back from: the first non-empty text, else the first tool call, else a new empty
-    text part."""
+def _with_reasoning_content(message: Message, whole_turn: bool = False) -> Message | None:
+    """Empty reasoning on an AI message that calls tools (or any, ``whole_turn``) and
+    carries none, where the OpenAI codec reads it back from: the first non-empty text,
+    else the first tool call, else a new empty text part."""
     parts = message.parts
-    first_text = first_call = -1
-    for position, part in enumerate(parts):
-        cls = type(part)
-        if cls is TextPart or cls is ToolCall:
-            if part.reasoning is not None:  # type: ignore[union-attr]
-                return None
-            if cls is TextPart and first_text < 0 and part.text:  # type: ignore[union-attr]
-                first_text = position
-            elif cls is ToolCall and first_call < 0:
-                first_call = position
-    target = first_text if first_text >= 0 else first_call
-    if target < 0:
+    if message.role is not _AI or any(map(has_reasoning, parts)):
+        return None
+    texts = [at for at, part in enumerate(parts) if type(part) is TextPart and part.text]
+    calls = [at for at, part in enumerate(parts) if type(part) is ToolCall]
+    if not (whole_turn or calls):
+        return None
+    if not (texts or calls):
         return trusted_message(_AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
+    target = (texts or calls)[0]
     new_parts = list(parts)
     new_parts[target] = with_field(parts[target], "reasoning", _EMPTY_REASONING)
     return trusted_message(_AI, tuple(new_parts))

@@ -40,9 +40,7 @@ __all__ = [
     "Rule",
     "RuleDefinition",
     "Step",
-    "default_texts",
     "implements",
-    "provider_errors",
 ]
 
 
@@ -386,35 +384,16 @@ def _each(names: tuple[str, ...], error: ProviderError) -> dict[str, ProviderErr
     return dict.fromkeys(names, error)
 
 
-def _pairing(
-    *,
-    openai: ProviderError,
-    anthropic: ProviderError,
-    bedrock: ProviderError | None,
-    gemini: ProviderError,
-    mistral: ProviderError,
-    responses: ProviderError,
-) -> dict[str, ProviderError]:
-    """A pairing rule's texts: OpenAI's (DeepSeek returns them too), then the others'."""
-    errors = {**_each(_OPENAI, openai), "anthropic": anthropic, **_each(_GEMINI, gemini)}
-    if bedrock is not None:
-        errors["bedrock"] = bedrock
-    return {**errors, "mistral": mistral, "openai-responses": responses}
-
-
-def _strip(profile: ProviderProfile) -> bool:
-    return profile.reasoning == "strip"
-
-
 def _definitions() -> tuple[RuleDefinition, ...]:
-    orphan = _pairing(
-        openai=OPENAI_ORPHAN,
-        anthropic=ANTHROPIC_ORPHAN,
-        bedrock=BEDROCK_ORPHAN,
-        gemini=GEMINI_ORPHAN,
-        mistral=MISTRAL_COUNT,
-        responses=RESPONSES_ORPHAN,
-    )
+    # The pairing rules' texts: OpenAI's (DeepSeek returns them too), then the others'.
+    orphan = {
+        **_each(_OPENAI, OPENAI_ORPHAN),
+        "anthropic": ANTHROPIC_ORPHAN,
+        **_each(_GEMINI, GEMINI_ORPHAN),
+        "bedrock": BEDROCK_ORPHAN,
+        "mistral": MISTRAL_COUNT,
+        "openai-responses": RESPONSES_ORPHAN,
+    }
     return (
         # -- structure (the parser's diagnosis; port's repair) --
         RuleDefinition(
@@ -464,15 +443,12 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             CHECK_STRUCTURE,
             FIX_PAIRING,
             errors={
-                **_pairing(
-                    openai=OPENAI_MISSING,
-                    anthropic=ANTHROPIC_MISSING,
-                    bedrock=None,
-                    gemini=GEMINI_MISSING,
-                    mistral=MISTRAL_COUNT,
-                    responses=RESPONSES_MISSING,
-                ),
+                "openai": OPENAI_MISSING,
                 "deepseek": DEEPSEEK_MISSING,
+                "anthropic": ANTHROPIC_MISSING,
+                **_each(_GEMINI, GEMINI_MISSING),
+                "mistral": MISTRAL_COUNT,
+                "openai-responses": RESPONSES_MISSING,
             },
         ),
         # -- tool-call ids --
@@ -515,7 +491,7 @@ def _definitions() -> tuple[RuleDefinition, ...]:
             "the provider does not take reasoning back in assistant messages",
             CHECK_REASONING,
             FIX_REASONING,
-            applies=_strip,
+            applies=lambda p: p.reasoning == "strip",
             errors={"mistral": MISTRAL_REASONING, "groq": GROQ_REASONING},
         ),
         RuleDefinition(
@@ -640,18 +616,3 @@ def _definitions() -> tuple[RuleDefinition, ...]:
 
 RULES: Mapping[Rule, RuleDefinition] = MappingProxyType({d.id: d for d in _definitions()})
 """Every rule's definition, by rule, in the order lint runs their checks."""
-
-
-def provider_errors(provider: str) -> dict[Rule, str]:
-    """The error texts of ``provider`` (a profile name), by rule: what its profile's
-    ``errors`` holds."""
-    return {
-        rule: definition.errors[provider].text
-        for rule, definition in RULES.items()
-        if provider in definition.errors
-    }
-
-
-def default_texts() -> dict[str, str]:
-    """chaincast's wording of every rule, used where the provider's is not known."""
-    return {rule: definition.text for rule, definition in RULES.items()}

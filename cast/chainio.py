@@ -22,7 +22,7 @@ import regex
 from cast.ast import collector_paused
 from cast.codecs import NATIVE, codec_names, detect_format, get_codec, stream_encoder
 from cast.codecs._common import iter_messages
-from cast.codecs._streaming import PayloadStream, iter_indented_json
+from cast.codecs._streaming import iter_indented_json
 from cast.errors import AmbiguousFormatError, CodecError, InputError, install_hint
 from cast.messages import Message
 
@@ -73,20 +73,16 @@ def _read_limited(stream: BinaryIO, where: str, max_bytes: int) -> bytes:
     return data
 
 
-def read_bytes(
-    source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES, *, stdin: TextIO | None = None
-) -> bytes:
+def read_bytes(source: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> bytes:
     """The bytes of the file ``source`` (``-``: standard input), at most ``max_bytes``.
 
     Raises :class:`InputTooLargeError` beyond the limit (checked from the file's size
     before reading when it is a regular file) and ``OSError`` when it cannot be read.
-    ``stdin`` replaces ``sys.stdin``.
     """
     if source == "-":
-        stream = stdin or sys.stdin
-        binary = getattr(stream, "buffer", None)
+        binary = getattr(sys.stdin, "buffer", None)
         if binary is None:  # a text stream without bytes underneath (tests)
-            binary = io.BytesIO(stream.read(max_bytes + 1).encode("utf-8", "surrogatepass"))
+            binary = io.BytesIO(sys.stdin.read(max_bytes + 1).encode("utf-8", "surrogatepass"))
         return _read_limited(binary, "standard input", max_bytes)
     with open(source, "rb") as stream:
         info = os.fstat(stream.fileno())
@@ -223,42 +219,34 @@ class _Reader:
         return char
 
     def document(self) -> Any:
-        first = self._peek()
-        if first == "[":
-            value: Any = self._array()
-        elif first == "{":
-            value = self._object()
-        else:
+        if self._peek() not in ("[", "{"):
             raise _NeedsWholeFileError  # a scalar (or a byte-order mark): nothing to stream
+        value = self._container()
         if self._peek() != "":
             raise _NeedsWholeFileError  # extra data after the value
         return value
 
-    def _object(self) -> dict[str, Any]:
+    def _container(self) -> Any:
+        """The array or object at the cursor: each element, and each member but an array
+        (read the same way), parsed whole by itself."""
+        is_object = self.text[self.pos] == "{"
+        close = "}" if is_object else "]"
         self.pos += 1
-        out: dict[str, Any] = {}
-        if self._peek() == "}":
+        out: Any = {} if is_object else []
+        if self._peek() == close:
             self.pos += 1
             return out
         while True:
-            if self._peek() != '"':
+            if not is_object:
+                self._peek()
+                out.append(self._value())
+            elif self._peek() != '"':
                 raise _NeedsWholeFileError
-            key = self._value()
-            self._expect(":")
-            out[key] = self._array() if self._peek() == "[" else self._value()
-            if self._expect(",}") == "}":
-                return out
-
-    def _array(self) -> list[Any]:
-        self.pos += 1
-        out: list[Any] = []
-        if self._peek() == "]":
-            self.pos += 1
-            return out
-        while True:
-            self._peek()
-            out.append(self._value())
-            if self._expect(",]") == "]":
+            else:
+                key = self._value()
+                self._expect(":")
+                out[key] = self._container() if self._peek() == "[" else self._value()
+            if self._expect("," + close) == close:
                 return out
 
     def _value(self) -> Any:
@@ -292,9 +280,7 @@ class _Reader:
 # -- JSON and chains --------------------------------------------------------------------------
 
 
-def read_json(
-    source: str, stdin: TextIO | None = None, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES
-) -> Any:
+def read_json(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> Any:
     """The JSON value in the file at ``source`` (``-`` reads standard input; ``.jsonl``:
     :func:`read_json_lines`), at most ``max_bytes``. Lone surrogates (``"\\ud800"``, which
     no UTF-8 text can carry) become U+FFFD, with a warning on standard error. Files of
@@ -308,7 +294,7 @@ def read_json(
             value = load_json_file(source)
         if value is not None:
             return value
-    data = _read_input(source, max_bytes, stdin)
+    data = _read_input(source, max_bytes)
     try:
         # pydantic-core parses the bytes without an intermediate str: for text with
         # one astral character a str costs 4 bytes per character, the bytes one.
@@ -370,9 +356,9 @@ def read_json_lines(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) ->
     return values
 
 
-def _read_input(source: str, max_bytes: int, stdin: TextIO | None = None) -> bytes:
+def _read_input(source: str, max_bytes: int) -> bytes:
     try:
-        return read_bytes(source, max_bytes, stdin=stdin)
+        return read_bytes(source, max_bytes)
     except InputTooLargeError as exc:
         raise InputError(f"{exc} (raise it with --max-input-bytes)") from exc
     except OSError as exc:
@@ -459,11 +445,13 @@ def write_chain(
     ``encode_stream`` encode a message at a time, so the encoded chain is never whole in
     memory; the file is still replaced only once the whole chain was encoded and synced.
     """
-    encode_stream = _stream_encoder(fmt)
+    try:
+        encode_stream = stream_encoder(fmt)
+    except CodecError:  # an unknown format: encode_chain says
+        encode_stream = None
     if encode_stream is None:
         write_json(encode_chain(messages, fmt), target, stdout)
         return
-
     chunks = iter_indented_json(encode_stream(iter_messages(messages)), _ENCODER)
     _write_text(chunks, target, stdout, f"the chain converted to {fmt}")
 
@@ -474,14 +462,6 @@ def write_owned_chain(
     """:func:`write_chain` for a list the caller owns and will not read again: emptied as
     it is encoded, each message released once written."""
     write_chain(_ReleasingList.taking(messages), fmt, target, stdout)
-
-
-def _stream_encoder(fmt: str) -> Callable[[Iterable[Message]], PayloadStream] | None:
-    """The codec's item-by-item encoder, if any (an unknown format: encode_chain says)."""
-    try:
-        return stream_encoder(fmt)
-    except CodecError:
-        return None
 
 
 def _write_text(
@@ -498,8 +478,7 @@ def _write_text(
     try:
         if to_stdout:
             text = "".join(chunks) + ("\n" if final_newline else "")
-            bad = _LONE_SURROGATE.search(text)  # UTF-8 encodes every other code point
-            if bad is not None:
+            if _LONE_SURROGATE.search(text):  # UTF-8 encodes every other code point
                 text.encode("utf-8")  # raises the UnicodeEncodeError reported below
         else:
             assert target is not None
@@ -571,12 +550,11 @@ def decode_owned_chain(
     message list is emptied as it is decoded, each raw message released once decoded."""
     if fmt is None:
         fmt = _detect(payload, option)
-    if fmt not in _SINGLE_PASS_DECODERS:
-        return decode_chain(payload, fmt)
-    if isinstance(payload, list):
-        return decode_chain(_ReleasingList.taking(payload), fmt)
-    if isinstance(payload, dict) and isinstance(payload.get("messages"), list):
-        payload["messages"] = _ReleasingList.taking(payload["messages"])
+    if fmt in _SINGLE_PASS_DECODERS:
+        if isinstance(payload, list):
+            payload = _ReleasingList.taking(payload)
+        elif isinstance(payload, dict) and isinstance(payload.get("messages"), list):
+            payload["messages"] = _ReleasingList.taking(payload["messages"])
     return decode_chain(payload, fmt)
 
 
@@ -652,12 +630,8 @@ def format_size(size: int) -> str:
     """A byte count for people: ``812 B``, ``12.3 KiB``, ``4.0 MiB``."""
     if size < 1024:
         return f"{size} B"
-    value = float(size)
-    for unit in ("KiB", "MiB", "GiB"):
-        value /= 1024
-        if value < 1024 or unit == "GiB":
-            return f"{value:.1f} {unit}"
-    raise AssertionError("unreachable")
+    power = min(3, (size.bit_length() - 1) // 10)  # 1024**power <= size (but GiB is the last)
+    return f"{size / 1024**power:.1f} {('KiB', 'MiB', 'GiB')[power - 1]}"
 
 
 def one_line(exc: BaseException) -> str:

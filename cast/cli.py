@@ -121,8 +121,7 @@ def main_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _pair_line(pair_index: int, pair: object) -> str:
-    assert isinstance(pair, BodyPair)
+def _pair_line(pair_index: int, pair: BodyPair) -> str:
     calls = [p for p in pair.ai_message.parts if type(p) is ToolCall]
     line = f"    pair {pair_index}  {pair.type.value:<16} {format_size(pair.size):>10}"
     if calls:

@@ -17,12 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from cast._port import TOOL_ERROR_PREFIX, LostCompactionWarning, port
-from cast.chainio import read_json, read_json_lines
+from cast._port import TOOL_ERROR_PREFIX, LostCompactionWarning, port, without_reasoning
+from cast.chainio import read_json
 from cast.codecs import claude_code, claude_code_session, codex_rollout
 from cast.errors import ChainError, InputError
-from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
+from cast.messages import Message, Role, TextPart, ToolResult
 from cast.providers import resolve_provider
+from cast.transforms import has_reasoning
 
 __all__ = [
     "AGENTS",
@@ -114,19 +115,6 @@ def codex_provider() -> str:
     return provider if isinstance(provider, str) and provider else "openai"
 
 
-def _agent(name: str) -> Agent:
-    if name not in AGENTS:
-        raise InputError(f"unknown agent {name!r}: expected one of {', '.join(AGENTS)}")
-    return name  # type: ignore[return-value]
-
-
-def _load(path: str) -> list[Any]:
-    value = read_json_lines(path) if path.endswith(".jsonl") else read_json(path)
-    if not isinstance(value, list):
-        raise InputError(f"{path} is not a session: expected JSON lines or a JSON array")
-    return value
-
-
 def _kind(lines: list[Any]) -> Agent | None:
     for line in lines:
         if not isinstance(line, dict):
@@ -148,7 +136,9 @@ def read_session(path: str | os.PathLike[str]) -> Session:
     neither agent's format, holds no conversation or a line that does not decode.
     """
     where = os.fspath(path)
-    lines = _load(where)
+    lines = read_json(where)  # JSON lines for .jsonl
+    if not isinstance(lines, list):
+        raise InputError(f"{where} is not a session: expected JSON lines or a JSON array")
     agent = _kind(lines)
     if agent is None:
         raise InputError(
@@ -202,49 +192,20 @@ def _without_codex_context(messages: list[Message]) -> list[Message]:
 
 
 def _without_reasoning(messages: list[Message], mode: ReasoningMode) -> tuple[list[Message], int]:
-    """The messages without reasoning (``text``: its readable content kept as plain text
-    before its part), and how many were removed."""
-    out: list[Message] = []
-    removed = 0
-    for message in messages:
-        if message.role is not Role.AI or not any(
-            isinstance(p, TextPart | ToolCall) and p.reasoning is not None for p in message.parts
-        ):
-            out.append(message)
-            continue
-        parts: list[Any] = []
-        for part in message.parts:
-            reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
-            if reasoning is None:
-                parts.append(part)
-                continue
-            removed += 1
-            if mode == "text" and reasoning.content.strip():
-                parts.append(TextPart(text=f"(thinking) {reasoning.content}"))
-            if isinstance(part, ToolCall) or (isinstance(part, TextPart) and part.text):
-                parts.append(part.model_copy(update={"reasoning": None}))
-        out.append(message.evolve(parts=tuple(parts)))
+    """The messages without reasoning (``text``: readable thinking kept), and how many went."""
+    ai = Role.AI
+    removed = sum(has_reasoning(p) for m in messages if m.role is ai for p in m.parts)
+    as_text = mode == "text"
+    out = [without_reasoning(m, as_text=as_text) or m if m.role is ai else m for m in messages]
     return out, removed
 
 
 def _flagged(part: Any) -> Any:
+    """A result with port's error prefix flagged as an error again, without the prefix."""
     if type(part) is ToolResult and part.content.startswith(TOOL_ERROR_PREFIX):
         content = part.content.removeprefix(TOOL_ERROR_PREFIX)
         return part.model_copy(update={"content": content, "is_error": True})
     return part
-
-
-def _with_error_flags(messages: list[Message]) -> list[Message]:
-    """Results carrying port's error prefix (from a wire without an error flag) flagged
-    as errors again, without the prefix."""
-    out = []
-    for message in messages:
-        if message.role is Role.TOOL:
-            parts = tuple(map(_flagged, message.parts))
-            if any(new is not old for new, old in zip(parts, message.parts, strict=True)):
-                message = message.evolve(parts=parts)  # noqa: PLW2901
-        out.append(message)
-    return out
 
 
 def _measure(messages: Sequence[Message], budget: Any) -> int:
@@ -259,8 +220,7 @@ def _measure(messages: Sequence[Message], budget: Any) -> int:
 def _fit(
     messages: list[Message], budget_text: str, provider: str
 ) -> tuple[list[Message], bool, str, int, int]:
-    """The chain within the budget: compacted by csum's Compactor (offline extractive
-    handler, clearing) when larger, the user's first task pinned."""
+    """The chain within the budget: compacted offline by csum when larger, first task pinned."""
     from csum import Clearing, Compactor
     from csum.config import as_budget
     from csum.handlers import extractive
@@ -343,7 +303,9 @@ def handoff(
     :class:`~cast.errors.InputError`, with nothing written, for a source that is not a
     readable session, an unknown agent, a bad budget or a store that cannot be written.
     """
-    agent = _agent(to)
+    if to not in AGENTS:
+        raise InputError(f"unknown agent {to!r}: expected one of {', '.join(AGENTS)}")
+    agent: Agent = to  # type: ignore[assignment]
     if reasoning not in get_args(ReasoningMode):
         raise InputError(f"unknown reasoning mode {reasoning!r}: expected drop or text")
     session = read_session(source)
@@ -365,7 +327,10 @@ def handoff(
         notes.append(f"{removed} {kind}{'s' if removed != 1 else ''} {done}: {why}")
     provider = PROVIDERS[agent]
     if resolve_provider(provider).tool_error_flag:
-        messages = _with_error_flags(messages)
+        tool = Role.TOOL
+        messages = [
+            m.evolve(parts=tuple(map(_flagged, m.parts))) if m.role is tool else m for m in messages
+        ]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LostCompactionWarning)
         messages = port(

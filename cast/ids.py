@@ -5,12 +5,13 @@ given exrex version); unseeded ones from the OS's cryptographic random source.""
 
 from __future__ import annotations
 
+import math
 import random
 import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, ClassVar
 
 import exrex
@@ -55,14 +56,6 @@ class _Run:
     length: int
     chars: str
 
-    def draw(self, next_block: Callable[[], bytes]) -> str:
-        """``length`` characters from the byte blocks, without bias (see _translation)."""
-        table, delete = _translation(self.chars)
-        out = b""
-        while len(out) < self.length:
-            out += next_block().translate(table, delete)
-        return out[: self.length].decode("ascii")
-
 
 @dataclass(frozen=True, slots=True)
 class _FunctionName:
@@ -88,10 +81,6 @@ def _seed_bytes(seed: object) -> bytes:
     if isinstance(seed, str):
         return seed.encode("utf-8", "surrogatepass")
     return repr(seed).encode("utf-8")
-
-
-def _random_block() -> bytes:
-    return secrets.token_bytes(32)
 
 
 # exrex draws from module-level ``choice``/``randint``; they are swapped for a seeded or
@@ -182,19 +171,21 @@ class IdTemplate:
     _named: bool
 
     def __init__(self, pattern: str | IdTemplate) -> None:
-        if isinstance(pattern, IdTemplate):
-            self._copy_from(pattern)
+        if isinstance(pattern, IdTemplate):  # a copy
+            self._set(*(getattr(pattern, name) for name in IdTemplate.__slots__))
             return
         if not isinstance(pattern, str):
             raise TypeError(
                 f"id template must be a str or IdTemplate, not {type(pattern).__name__}"
             )
         pieces = _parse_template(pattern)
-        object.__setattr__(self, "pattern", pattern)
-        object.__setattr__(self, "is_regex", False)
-        object.__setattr__(self, "_pieces", pieces)
-        object.__setattr__(self, "regex", regex.compile(_pieces_regex(pieces, None)))
-        object.__setattr__(self, "_named", any(isinstance(p, _FunctionName) for p in pieces))
+        named = any(isinstance(p, _FunctionName) for p in pieces)
+        self._set(named, pieces, False, pattern, regex.compile(_pieces_regex(pieces, None)))
+
+    def _set(self, *values: Any) -> None:
+        """Set the slots, in ``__slots__`` order (the instance is frozen after)."""
+        for name, value in zip(IdTemplate.__slots__, values, strict=True):
+            object.__setattr__(self, name, value)
 
     @classmethod
     def from_regex(cls, expression: str) -> IdTemplate:
@@ -204,16 +195,8 @@ class IdTemplate:
         except regex.error as exc:
             raise IdTemplateError(f"invalid id regex {expression!r}: {exc}") from exc
         self = cls.__new__(cls)
-        object.__setattr__(self, "pattern", expression)
-        object.__setattr__(self, "is_regex", True)
-        object.__setattr__(self, "_pieces", ())
-        object.__setattr__(self, "regex", compiled)
-        object.__setattr__(self, "_named", False)
+        self._set(False, (), True, expression, compiled)
         return self
-
-    def _copy_from(self, other: IdTemplate) -> None:
-        for name in self.__slots__:
-            object.__setattr__(self, name, getattr(other, name))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"IdTemplate is immutable; cannot set {name!r}")
@@ -271,19 +254,10 @@ class IdTemplate:
                 if self.regex.fullmatch(value) is not None:
                     return value
             raise IdTemplateError(f"cannot generate an id that fully matches {self.pattern!r}")
-        if seed is not None:
-            return self._generate_seeded(_seed_bytes(seed), function_name)
-        next_block = _random_block
-        name = function_name or self.DEFAULT_FUNCTION_NAME
-        out: list[str] = []
-        for piece in self._pieces:
-            if type(piece) is str:
-                out.append(piece)
-            elif type(piece) is _Run:
-                out.append(piece.draw(next_block))
-            else:
-                out.append(name)
-        return "".join(out)
+        if seed is None:
+            return self._fill(lambda _: secrets.token_bytes(32), function_name)
+        # Seeded byte blocks: xxh3-128 digests of the seed under counters 0, 1, ...
+        return self._fill(partial(xxhash.xxh3_128_digest, _seed_bytes(seed)), function_name)
 
     def generate_unused(
         self, function_name: str | None = None, *, seed: str, used: set[str]
@@ -291,13 +265,8 @@ class IdTemplate:
         """A seeded id not in ``used``, which it joins: the first of the seeds
         ``f"{seed}\x1f{attempt}"`` (attempt 0, 1, ...) that gives one; after 64 used
         ids, :class:`IdTemplateError` (a template too small for the chain)."""
-        generate = self._generate_seeded if not self.is_regex else None
         for attempt in range(_MAX_UNUSED_ATTEMPTS):
-            key = f"{seed}\x1f{attempt}"
-            if generate is not None:  # the hot path of id normalization, so inlined
-                value = generate(key.encode("utf-8", "surrogatepass"), function_name)
-            else:
-                value = self.generate(function_name, seed=key)
+            value = self.generate(function_name, seed=f"{seed}\x1f{attempt}")
             if value not in used:
                 used.add(value)
                 return value
@@ -305,10 +274,8 @@ class IdTemplate:
             f"id template {self.pattern!r} keeps producing ids already used in the chain"
         )
 
-    def _generate_seeded(self, data: bytes, function_name: str | None) -> str:
-        # Byte blocks are xxh3-128 digests of the seed under counters 0, 1, ...; each
-        # run consumes whole blocks (the hot path of id normalization, so inlined).
-        digest = xxhash.xxh3_128_digest
+    def _fill(self, block: Callable[[int], bytes], function_name: str | None) -> str:
+        """The id, each run drawn without bias from the blocks ``block(0)``, ``block(1)``..."""
         counter = 0
         out: list[str] = []
         for piece in self._pieces:
@@ -316,12 +283,11 @@ class IdTemplate:
                 out.append(piece)
             elif type(piece) is _Run:
                 table, delete = _translation(piece.chars)
-                length = piece.length
                 drawn = b""
-                while len(drawn) < length:
-                    drawn += digest(data, seed=counter).translate(table, delete)
+                while len(drawn) < piece.length:
+                    drawn += block(counter).translate(table, delete)
                     counter += 1
-                out.append(drawn[:length].decode("ascii"))
+                out.append(drawn[: piece.length].decode("ascii"))
             else:
                 out.append(function_name or self.DEFAULT_FUNCTION_NAME)
         return "".join(out)
@@ -331,11 +297,7 @@ class IdTemplate:
         """How many distinct ids the random runs can produce (None for regex form)."""
         if self.is_regex:
             return None
-        total = 1
-        for piece in self._pieces:
-            if isinstance(piece, _Run):
-                total *= len(piece.chars) ** piece.length
-        return total
+        return int(math.prod(len(p.chars) ** p.length for p in self._pieces if type(p) is _Run))
 
 
 @lru_cache(maxsize=1024)
@@ -347,9 +309,7 @@ TemplateLike = str | IdTemplate
 """Where a template is taken, a template string or an :class:`IdTemplate` is accepted."""
 
 
-@lru_cache(maxsize=256)
-def _template_from_string(pattern: str) -> IdTemplate:
-    return IdTemplate(pattern)
+_template_from_string = lru_cache(maxsize=256)(IdTemplate)
 
 
 def as_template(template: TemplateLike) -> IdTemplate:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from cast._rules import RULES, ProviderError, Rule, RuleDefinition, provider_errors
+from cast._rules import RULES, ProviderError, Rule, RuleDefinition
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
 from cast.errors import UnknownProviderError
 from cast.ids import IdTemplate, TemplateLike, as_template
@@ -173,18 +173,14 @@ class ProviderProfile:
         there); ``MEDIA_BY_URL`` that inline data would do; ``UNSUPPORTED_MEDIA`` that
         the provider takes it nowhere.
         """
+        inline_ok = media_matches(self.user_media, mime_type)
         if url and not media_matches(self.url_media, mime_type):
-            if media_matches(self.user_media, mime_type):
-                return Rule.MEDIA_BY_URL
+            return Rule.MEDIA_BY_URL if inline_ok else Rule.UNSUPPORTED_MEDIA
+        if not (url or inline_ok) or place == "system" or (place == "ai" and not self.ai_media):
             return Rule.UNSUPPORTED_MEDIA
-        inline_ok = url or media_matches(self.user_media, mime_type)
-        if place == "tool":
-            if media_matches(self.tool_result_media, mime_type) and inline_ok:
-                return None
-            return Rule.MEDIA_IN_TOOL_RESULT if inline_ok else Rule.UNSUPPORTED_MEDIA
-        if place == "system" or (place == "ai" and not self.ai_media):
-            return Rule.UNSUPPORTED_MEDIA
-        return None if inline_ok else Rule.UNSUPPORTED_MEDIA
+        if place == "tool" and not media_matches(self.tool_result_media, mime_type):
+            return Rule.MEDIA_IN_TOOL_RESULT
+        return None
 
     def id_problem(self, tool_call_id: str) -> Rule | None:
         """Why the provider would reject this tool-call id, or None when it accepts it."""
@@ -206,7 +202,7 @@ class ProviderProfile:
 def _profile(
     name: str, wire_format: str, id_template: TemplateLike, **options: object
 ) -> ProviderProfile:
-    errors = provider_errors(name)
+    errors = {rule: d.errors[name].text for rule, d in RULES.items() if name in d.errors}
     return ProviderProfile(name, wire_format, as_template(id_template), errors=errors, **options)  # type: ignore[arg-type]
 
 

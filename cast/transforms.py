@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import operator
+from collections import Counter
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from cast._fast import (
@@ -18,14 +20,16 @@ from cast._fast import (
 )
 from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation
 from cast.errors import ChainError, IdTemplateError
-from cast.ids import IdTemplate, TemplateLike, as_template
+from cast.ids import TemplateLike, as_template
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
 
 __all__ = [
     "contains_tool_call_reasoning",
     "extract_reasoning_message",
+    "has_reasoning",
     "loads_strict",
     "map_messages",
+    "map_section",
     "map_tool_call_arguments",
     "sanitize_arguments",
 ]
@@ -47,21 +51,22 @@ def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> 
 
     ``change`` must keep each message's role and tool-call pairing (ids, counts).
     """
-    sections: list[Section] = []
-    for section in ast.sections:
-        header = section.header
-        old = (header.system_message, header.human_message)
-        system, human = (None if m is None else change(m) or m for m in old)
-        if system is not old[0] or human is not old[1]:
-            size = (system.size if system else 0) + (human.size if human else 0)
-            header = trusted_header(system, human, size)
-        body = tuple(_map_pair(pair, change) for pair in section.body)
-        if header is not section.header or any(map(operator.is_not, body, section.body)):
-            section = trusted_section(header, body)  # noqa: PLW2901
-        sections.append(section)
-    if all(map(operator.is_, sections, ast.sections)):
-        return ast
-    return trusted_chain(tuple(sections))
+    sections = tuple(map_section(section, change) for section in ast.sections)
+    return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(sections)
+
+
+def map_section(section: Section, change: Callable[[Message], Message | None]) -> Section:
+    """:func:`map_messages` for one section."""
+    header = section.header
+    old = (header.system_message, header.human_message)
+    system, human = (None if m is None else change(m) or m for m in old)
+    if system is not old[0] or human is not old[1]:
+        size = (system.size if system else 0) + (human.size if human else 0)
+        header = trusted_header(system, human, size)
+    body = tuple(_map_pair(pair, change) for pair in section.body)
+    if header is not section.header or any(map(operator.is_not, body, section.body)):
+        return trusted_section(header, body)
+    return section
 
 
 def _map_pair(pair: BodyPair, change: Callable[[Message], Message | None]) -> BodyPair:
@@ -90,10 +95,8 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
     # Pass 1: which ids are kept (fit the template, first occurrence), so new ids avoid them.
     kept_ids: set[str] = set()
     plan: dict[int, list[tuple[int, list[int]]]] = {}  # section -> (pair, calls to rename)
-    renames = 0
     # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
-    calls_per_name: dict[str, int] = {}
-    default_name = tmpl.DEFAULT_FUNCTION_NAME
+    calls_per_name: Counter[str] = Counter()
     for s_index, section in enumerate(ast.sections):
         for p_index, pair in enumerate(section.body):
             if pair.type is BodyPairType.COMPLETION:
@@ -103,57 +106,39 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
                 if type(part) is not ToolCall:
                     continue
                 call_id = part.id
-                if uses_name:
-                    name = part.name or default_name
-                    calls_per_name[name] = calls_per_name.get(name, 0) + 1
-                if call_id not in kept_ids and (
-                    matches(call_id, part.name) if uses_name else matches(call_id)
-                ):
+                calls_per_name[part.name or tmpl.DEFAULT_FUNCTION_NAME] += 1
+                if call_id not in kept_ids and matches(call_id, part.name):  # {f}: that name
                     kept_ids.add(call_id)
                 else:
                     rename.append(position)
             if rename:
                 plan.setdefault(s_index, []).append((p_index, rename))
-                renames += len(rename)
     if not plan:
         return ast
     capacity = tmpl.capacity
-    needed = max(calls_per_name.values()) if uses_name else len(kept_ids) + renames
+    needed = max(calls_per_name.values()) if uses_name else calls_per_name.total()
     if capacity is not None and capacity < needed:
         per = " per function name" if uses_name else ""
         raise IdTemplateError(
             f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids"
             f"{per}, fewer than this chain needs ({needed})"
         )
-    new_id = _id_generator(tmpl, kept_ids)
+    replaced: Counter[str] = Counter()  # old id -> how many times it was replaced
+
+    def new_id(old_id: str, name: str) -> str:
+        """A new id, never one kept or given before (it joins ``kept_ids``)."""
+        seed = f"{old_id}\x1f{name}\x1f{replaced[old_id]}"
+        replaced[old_id] += 1
+        return tmpl.generate_unused(name, seed=seed, used=kept_ids)
+
     sections = list(ast.sections)
-    total_delta = 0
     for s_index, plan_pairs in plan.items():
         section = sections[s_index]
         body = list(section.body)
-        section_delta = 0
         for p_index, positions in plan_pairs:
-            pair = body[p_index]
-            body[p_index] = renamed = _rename_pair_calls(pair, positions, new_id)
-            section_delta += renamed.size - pair.size
-        sections[s_index] = trusted_section(
-            section.header, tuple(body), section.size + section_delta
-        )
-        total_delta += section_delta
-    return trusted_chain(tuple(sections), ast.size + total_delta)
-
-
-def _id_generator(tmpl: IdTemplate, used: set[str]) -> Callable[[str, str], str]:
-    """New ids from ``tmpl``, never one in ``used`` (which they join)."""
-    replaced: dict[str, int] = {}
-    generate_unused = tmpl.generate_unused
-
-    def new_id(old_id: str, name: str) -> str:
-        occurrence = replaced.get(old_id, 0)
-        replaced[old_id] = occurrence + 1
-        return generate_unused(name, seed=f"{old_id}\x1f{name}\x1f{occurrence}", used=used)
-
-    return new_id
+            body[p_index] = _rename_pair_calls(body[p_index], positions, new_id)
+        sections[s_index] = trusted_section(section.header, tuple(body))
+    return trusted_chain(tuple(sections))
 
 
 def _rename_pair_calls(
@@ -193,27 +178,22 @@ def _rename_pair_calls(
         if new_parts is not None:
             message = trusted_message(Role.TOOL, tuple(new_parts), message.size + step)  # noqa: PLW2901
         tools.append(message)
-        delta += step
-    return trusted_pair(pair.type, new_ai, tuple(tools), pair.size + delta)
+    return trusted_pair(pair.type, new_ai, tuple(tools))
 
 
 # -- reasoning ---------------------------------------------------------------------------
 
 
+def has_reasoning(part: Any) -> bool:
+    """Whether ``part`` is a text part or tool call that carries reasoning."""
+    return (type(part) is TextPart or type(part) is ToolCall) and part.reasoning is not None
+
+
 def _without_reasoning(message: Message) -> Message | None:
-    parts = message.parts
-    for part in parts:
-        if (type(part) is TextPart or type(part) is ToolCall) and part.reasoning is not None:
-            break
-    else:
+    if not any(map(has_reasoning, message.parts)):
         return None
-    new_parts = tuple(
-        with_field(p, "reasoning", None)
-        if (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None
-        else p
-        for p in parts
-    )
-    return trusted_message(message.role, new_parts)
+    parts = (with_field(p, "reasoning", None) if has_reasoning(p) else p for p in message.parts)
+    return trusted_message(message.role, tuple(parts))
 
 
 @chain_operation("clear_reasoning")
@@ -292,30 +272,22 @@ def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Mess
     ``None`` when ``fix`` changes none of them (or the message is not an AI message)."""
     if message.role is not Role.AI:
         return None
-    parts = message.parts
-    new_parts: list[Any] | None = None
-    for position, part in enumerate(parts):
+
+    def fixed(part: Any) -> Any:
         if type(part) is not ToolCall:
-            continue
-        fixed = fix(part.arguments)
-        if fixed != part.arguments:
-            if new_parts is None:
-                new_parts = list(parts)
-            new_parts[position] = with_field(part, "arguments", fixed)
-    if new_parts is None:
-        return None
-    return trusted_message(Role.AI, tuple(new_parts))
+            return part
+        arguments = fix(part.arguments)
+        return part if arguments == part.arguments else with_field(part, "arguments", arguments)
 
-
-def _sanitized(message: Message) -> Message | None:
-    return map_tool_call_arguments(message, sanitize_arguments)
+    parts = tuple(map(fixed, message.parts))
+    return None if all(map(operator.is_, parts, message.parts)) else trusted_message(Role.AI, parts)
 
 
 @chain_operation("sanitize_tool_call_arguments")
 def _sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
     """Escape raw control characters inside JSON strings of tool-call arguments;
     arguments still not valid JSON become ``"{}"``."""
-    return map_messages(ast, _sanitized)
+    return map_messages(ast, partial(map_tool_call_arguments, fix=sanitize_arguments))
 
 
 # -- editing ----------------------------------------------------------------------------
