@@ -31,12 +31,13 @@ from cast import (
 )
 from csum._summary_ids import unique_summary_ids
 from csum.archive import split_archive_line
-from csum.clearing import changed_positions, edited
+from csum.clearing import edited, is_cleared
 from csum.plan import (
     EARLIER_CONVERSATION_TEXT,
     SUMMARIZED_CONTENT_PREFIX,
     Plan,
     is_breakpoint,
+    is_summarized,
 )
 
 __all__ = [
@@ -46,7 +47,6 @@ __all__ = [
     "Assembled",
     "Assembler",
     "SummaryStyle",
-    "add_breakpoints",
     "breakpoints",
     "placed_for",
     "summary_floor",
@@ -374,31 +374,48 @@ def breakpoints(messages: Sequence[Message]) -> int:
     return sum(1 for m in messages for p in m.parts if is_breakpoint(p))
 
 
-def add_breakpoints(messages: list[Message], anchors: Sequence[int]) -> tuple[list[Message], int]:
-    """(``messages`` with a cache point at the end of each anchor message, by priority,
-    within :data:`MAX_BREAKPOINTS`, how many were added); the input is not changed."""
+def with_breakpoints(ast: ChainAST, measure: Callable[[ChainAST], int], limit: int) -> ChainAST:
+    """``ast`` with a cache point at the end of each message of its stable prefix, by
+    priority (system prompt, newest summary, newest cleared result), within
+    :data:`MAX_BREAKPOINTS`; ``ast`` when they would push it over ``limit`` while it fits."""
+    messages = ast.to_messages()
     room = MAX_BREAKPOINTS - breakpoints(messages)
-    out = messages
-    added = 0
-    seen: set[int] = set()
-    for index in anchors:
-        if room <= 0:
+    marked: dict[int, Message] = {}
+    for index in _cache_anchors(ast):
+        message = messages[index]
+        if len(marked) >= room:
             break
-        if index in seen or not 0 <= index < len(messages):
-            continue
-        seen.add(index)
-        message = out[index]
         if not message.parts or is_breakpoint(message.parts[-1]):
             continue
         if message.role is Role.AI and not _markable_ai(message):
             continue
-        if out is messages:
-            out = list(messages)
         point = ProviderPart(provider=_PROVIDER, kind=_KIND, data=EPHEMERAL)
-        out[index] = Message.from_parts(message.role, (*message.parts, point))
-        room -= 1
-        added += 1
-    return out, added
+        marked[index] = Message.from_parts(message.role, (*message.parts, point))
+    if not marked:
+        return ast
+    out = edited(ast, marked)
+    if measure(out) > limit >= measure(ast):
+        return ast
+    return out
+
+
+def _cache_anchors(ast: ChainAST) -> list[int]:
+    """Positions of cache points, by priority: system prompt, summary, cleared result."""
+    anchors: list[int] = []
+    if ast.sections and ast.sections[0].header.system_message is not None:
+        anchors.append(0)
+    summary = placeholder = -1
+    index = 0
+    for section in ast.sections:
+        index += len(section.header.messages())
+        for pair in section.body:
+            index += 1 + len(pair.tool_messages)
+            if is_summarized(pair):
+                summary = index - 1
+            elif any(is_cleared(r) for m in pair.tool_messages for r in m.tool_results):
+                placeholder = index - 1
+    anchors.extend(i for i in (summary, placeholder) if i >= 0)
+    return anchors
 
 
 def _markable_ai(message: Message) -> bool:
@@ -407,21 +424,6 @@ def _markable_ai(message: Message) -> bool:
     last = message.parts[-1]
     text = getattr(last, "text", None)
     return text is None or bool(text)
-
-
-def with_breakpoints(
-    ast: ChainAST, anchors: Sequence[int], measure: Callable[[ChainAST], int], limit: int
-) -> ChainAST:
-    """``ast`` with cache points at ``anchors``; ``ast`` when they would push it over
-    ``limit`` while it fits."""
-    messages = ast.to_messages()
-    marked, added = add_breakpoints(messages, anchors)
-    if not added:
-        return ast
-    out = edited(ast, changed_positions(messages, marked))
-    if measure(out) > limit >= measure(ast):
-        return ast
-    return out
 
 
 # -- placement for a target that merges same-role turns ----------------------------------------

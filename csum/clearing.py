@@ -49,7 +49,6 @@ __all__ = [
     "LIST_MARK",
     "WEIGHTS",
     "ClearingPass",
-    "changed_positions",
     "clear_chain",
     "clear_evicted",
     "clear_tool_results",
@@ -226,7 +225,8 @@ async def clear_chain(
         line = await archive.add_summarized(done.originals, emit)
         if line is None:  # the store failed: placeholders without references
             done = run(references=False)
-    return edited(ast, changed_positions(messages, done.messages)), done
+    changed = zip(messages, done.messages, strict=True)
+    return edited(ast, {i: new for i, (old, new) in enumerate(changed) if new is not old}), done
 
 
 def clear_evicted(messages: Sequence[Message], options: Clearing) -> list[Message]:
@@ -669,14 +669,6 @@ def excerpt(line: str, token: str) -> str:
 
 
 # -- edits of a parsed chain by message position ---------------------------------------------
-
-
-def changed_positions(before: list[Message], after: list[Message]) -> dict[int, Message]:
-    """position -> message of ``after`` where it holds another object than ``before``
-    (two lists of the same length: a stage's output of the same chain)."""
-    return {
-        i: new for i, (old, new) in enumerate(zip(before, after, strict=True)) if new is not old
-    }
 
 
 def _header(header: Header, start: int, replaced: Mapping[int, Message]) -> Header:
