@@ -32,7 +32,7 @@ from csum.archive import (
 )
 from csum.assemble import Assembler, SummaryStyle, with_breakpoints
 from csum.cache import SummaryCache
-from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited, inserted
+from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited
 from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
 from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized
@@ -224,7 +224,7 @@ class Stages:
         out, reinserted = made.chain, 0
         if found is not None:
             pair = BodyPair.build(found.messages[0], found.messages[1:])
-            out = inserted(out, found.position, pair)
+            out = edited(out, {}, added=(found.position, pair))
             reinserted = sum(m.size for m in found.messages)
         out = self.with_breakpoints(out)
         depth = 1 + max((self.depth(p) for p in plan.resummarized), default=0)
