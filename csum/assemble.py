@@ -38,6 +38,7 @@ from csum.plan import (
     Plan,
     is_breakpoint,
     is_summarized,
+    is_summary_part,
 )
 
 __all__ = [
@@ -429,20 +430,12 @@ def _markable_ai(message: Message) -> bool:
 # -- placement for a target that merges same-role turns ----------------------------------------
 
 
-def _is_summary_part(part: object) -> bool:
-    return (
-        type(part) is TextPart
-        and part.reasoning is None
-        and part.text.startswith(SUMMARIZED_CONTENT_PREFIX)
-    )
-
-
 def _is_text_summary(message: Message) -> bool:
     """A COMPLETION summary turn of csum's (a final cache point aside)."""
     parts = message.parts
     if len(parts) == 2 and is_breakpoint(parts[1]):
         parts = parts[:1]
-    return message.role is Role.AI and len(parts) == 1 and _is_summary_part(parts[0])
+    return message.role is Role.AI and len(parts) == 1 and is_summary_part(parts[0])
 
 
 def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> list[Message]:
@@ -476,7 +469,7 @@ def _summary_tail(parts: Sequence[AnyPart]) -> int:
     start = len(parts)
     while start:
         text = start - 2 if is_breakpoint(parts[start - 1]) else start - 1
-        if text < 0 or not _is_summary_part(parts[text]):
+        if text < 0 or not is_summary_part(parts[text]):
             break
         start = text
     return start
@@ -486,7 +479,7 @@ def _summary_pairs(parts: Sequence[AnyPart]) -> tuple[BodyPair, ...]:
     """The summary pairs the placed ``parts`` came from, one per summary text."""
     groups: list[list[AnyPart]] = []
     for part in parts:
-        if _is_summary_part(part):
+        if is_summary_part(part):
             groups.append([part])
         else:  # a summary's cache point
             groups[-1].append(part)

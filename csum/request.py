@@ -51,7 +51,6 @@ __all__ = [
     "SummaryRequest",
     "as_request_handler",
     "check_request",
-    "checked_summary",
     "is_transient",
     "ledger",
     "request_handler",
@@ -213,18 +212,12 @@ class HandlerCalls:
     async def summarize_prompt(
         self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None = None
     ) -> str:
-        """The summary of one request, from the cache or the handler; at most ``cap``."""
+        """The summary of one request, at most ``cap``: from the cache (checked as a fresh
+        answer), or from the handler (then stored)."""
         cap = self.max_summary_bytes if cap is None else cap
-        if self.cache is None:
-            return await self.call_handler(prompt, phase=phase, section=section, cap=cap)
-        return await self._cached(prompt, phase=phase, section=section, cap=cap)
-
-    async def _cached(
-        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None
-    ) -> str:
-        """From the cache (checked as a fresh answer), or from the handler, stored."""
-        assert self.cache is not None
         call = partial(self.call_handler, prompt, phase=phase, section=section, cap=cap)
+        if self.cache is None:
+            return await call()
 
         def accept(summary: str) -> str | None:
             if not summary.strip():
@@ -270,24 +263,17 @@ class HandlerCalls:
             raise _failed(what, section, phase) from exc
         except Exception as exc:
             raise _failed(f"raised {type(exc).__name__}: {exc}", section, phase) from exc
+        if not isinstance(result, str):
+            raise _failed(f"returned {type(result).__name__}, expected str", section, phase)
+        if not result.strip():
+            raise _failed(f"returned an empty summary ({result[:20]!r})", section, phase)
         cap = self.max_summary_bytes if cap is None else cap
-        result = checked_summary(result, cap, section, phase)
+        if cap is not None and utf8_len(result) > cap:
+            result = fit_summary(result, cap)
         self.output_bytes += utf8_len(result)
         if self.on_call is not None:
             self.on_call(self.calls, self.input_bytes)
         return result
-
-
-def checked_summary(result: object, max_bytes: int | None, section: int, phase: str) -> str:
-    """The handler's answer checked (a ``str``, not blank: else a
-    :class:`SummarizationError`) and fitted to ``max_bytes``."""
-    if not isinstance(result, str):
-        raise _failed(f"returned {type(result).__name__}, expected str", section, phase)
-    if not result.strip():
-        raise _failed(f"returned an empty summary ({result[:20]!r})", section, phase)
-    if max_bytes is None or utf8_len(result) <= max_bytes:
-        return result
-    return fit_summary(result, max_bytes)
 
 
 def _failed(what: str, section: int, phase: str) -> SummarizationError:
