@@ -388,8 +388,8 @@ async def summarize_plan(
         plan = _cleared(plan, clearing)
     limit = handler.max_prompt_bytes
     evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
+    staying, turns = _turns_in_place(plan)
     if limit is not None and evicted > limit:
-        staying, turns = _turns_in_place(plan)
         text = await summarize_in_pieces(
             calls,
             turns,
@@ -401,9 +401,13 @@ async def summarize_plan(
             focus=focus,
         )
         return await calls.archived(text, plan.replaced)
-    context, summarized = _in_chain_order(plan)
+    summarized = [  # one prompt, in chain order; the question that stays is context
+        message
+        for question, messages in turns
+        for message in (messages if question is None else [question, *messages])
+    ]
     return await calls.summarize(
-        context,
+        [] if staying is None else [question_context(staying)],
         summarized,
         phase="compaction",
         section=plan.section,
@@ -436,17 +440,6 @@ def _cleared(plan: Plan, options: Clearing) -> Plan:
         for q, ms in plan.turns
     ]
     return replace(plan, summarized=summarized, turns=turns)
-
-
-def _in_chain_order(plan: Plan) -> tuple[list[Message], list[Message]]:
-    """(context, summarized) of one prompt; the question that stays is context."""
-    staying, turns = _turns_in_place(plan)
-    summarized: list[Message] = []
-    for question, messages in turns:
-        if question is not None:
-            summarized.append(question)
-        summarized.extend(messages)
-    return ([question_context(staying)] if staying is not None else []), summarized
 
 
 def _turns_in_place(plan: Plan) -> tuple[Message | None, list[Turn]]:
