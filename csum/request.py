@@ -187,12 +187,11 @@ class HandlerCalls:
             kept=kept,
             sizes=sizes,
         )
-        if replaced is not None:
-            cap = self.cap_for(sum(map(_SIZE, replaced)))
-        else:
+        known = None
+        if replaced is None:
             replaced = ai_messages if ai_messages else human_messages
             known = None if sizes is None else sizes[1] if ai_messages else sizes[0]
-            cap = self.cap_for(sum(map(_SIZE, replaced)) if known is None else known)
+        cap = self.cap_for(sum(map(_SIZE, replaced)) if known is None else known)
         summary = await self.summarize_prompt(request, phase=phase, section=section, cap=cap)
         return await self.archived(summary, replaced)
 
