@@ -45,7 +45,6 @@ __all__ = [
     "EPHEMERAL",
     "FLOOR_SUMMARY_BYTES",
     "MAX_BREAKPOINTS",
-    "Assembled",
     "Assembler",
     "SummaryStyle",
     "breakpoints",
@@ -166,7 +165,7 @@ turn alone exceed the budget): the turns it replaces are never dropped without o
 
 
 @dataclass(frozen=True, slots=True)
-class Assembled:
+class _Assembled:
     """The compacted chain and how it was made to fit."""
 
     chain: ChainAST
@@ -188,7 +187,7 @@ class Assembler:
     limit: int
     measure: Callable[[ChainAST], int]
 
-    def assemble(self, ast: ChainAST, plan: Plan, text: str | None, size_before: int) -> Assembled:
+    def assemble(self, ast: ChainAST, plan: Plan, text: str | None, size_before: int) -> _Assembled:
         """The compacted chain, made to fit. ``ast`` comes back unchanged when the
         summary would not make it smaller and it is within the limit."""
         measure, limit = self.measure, self.limit
@@ -196,7 +195,7 @@ class Assembler:
         out, pair = self.build(ast, plan, text, frozen)
         size = measure(out)
         if size >= size_before and size_before <= limit:
-            return Assembled(ast, False, 0, None)
+            return _Assembled(ast, False, 0, None)
         dropped = plan.dropped
         while frozen and size > limit:
             frozen.pop(0)
@@ -204,14 +203,14 @@ class Assembler:
             out, pair = self.build(ast, plan, text, frozen)
             size = measure(out)
         if size <= limit or text is None:
-            return Assembled(out, False, dropped, pair)
+            return _Assembled(out, False, dropped, pair)
         best = self._longest_fitting(ast, plan, text, frozen)
         if best is None:  # not even an empty summary fits
             out, pair = self.build(ast, plan, None, [])
             if measure(out) > limit:  # the floor is over the budget: a short summary
                 out, pair = self._floor_summary(ast, plan, text)
-            return Assembled(out, True, dropped + len(frozen), pair)
-        return Assembled(best[0], True, dropped, best[1])
+            return _Assembled(out, True, dropped + len(frozen), pair)
+        return _Assembled(best[0], True, dropped, best[1])
 
     def _floor_summary(
         self, ast: ChainAST, plan: Plan, text: str

@@ -232,17 +232,15 @@ def clear_evicted(messages: Sequence[Message], options: Clearing) -> list[Messag
     """What a summary replaces, as its handler reads it: every eligible tool result (the
     newest ``keep`` too: they leave the chain) as its placeholder with its gist, long
     call arguments as their gist. ``messages`` is never changed."""
-    done = ClearingPass(list(messages))
-    excluded = options.exclude_tools
-    out: list[Message] = []
-    for message in messages:
-        if message.role is Role.TOOL:
-            out.append(_clear_results(message, set(), excluded, False, done))
-        elif message.role is Role.AI and message.tool_calls:
-            out.append(_gist_arguments(message, excluded))
-        else:
-            out.append(message)
-    return out
+    done, excluded = ClearingPass([]), options.exclude_tools
+    return [
+        _clear_results(message, set(), excluded, False, done)
+        if message.role is Role.TOOL
+        else _gist_arguments(message, excluded)
+        if message.role is Role.AI and message.tool_calls
+        else message
+        for message in messages
+    ]
 
 
 ARGUMENT_GIST_BYTES: Final = 256
@@ -384,9 +382,7 @@ def _clear_results(
         if result is None:
             parts.extend(rest)
             continue
-        size = utf8_len(result.content)
-        if rest:
-            size += sum(p.size for p in rest)
+        size = utf8_len(result.content) + sum(p.size for p in rest)
         eligible = (
             result.tool_call_id not in protected
             and result.name not in excluded

@@ -45,10 +45,8 @@ __all__ = [
     "CompactionResult",
     "Outcome",
     "Stages",
-    "kept_after",
     "question_key",
     "summarize_plan",
-    "summary_key",
 ]
 
 
@@ -211,7 +209,7 @@ class Stages:
                     focus=focus,
                     # the chain as the agent sent it: a continuation handler's cached prefix
                     conversation=tuple(run.chain.to_messages()),
-                    kept=kept_after(chain, plan),
+                    kept=_kept_after(chain, plan),
                 )
                 # the facts the summary lacks, in the rest of its share (csum.prompt)
                 replaced = plan.replaced or [*plan.humans, *plan.summarized]
@@ -234,9 +232,9 @@ class Stages:
                 key: self.depths[key]
                 for section in made.chain.sections
                 for pair in section.body
-                if is_summarized(pair) and (key := summary_key(pair)) in self.depths
+                if is_summarized(pair) and (key := _summary_key(pair)) in self.depths
             }
-            depths[summary_key(made.pair)] = depth
+            depths[_summary_key(made.pair)] = depth
         archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events[mark:])
         outcome = self._outcome(
             run,
@@ -286,7 +284,7 @@ class Stages:
         """How many compactions the summary ``pair`` went through (0: no summary)."""
         if not is_summarized(pair):
             return 0
-        return self.depths.get(summary_key(pair), 1)
+        return self.depths.get(_summary_key(pair), 1)
 
     def _outcome(
         self,
@@ -342,7 +340,7 @@ class Stages:
         return Outcome(after.to_messages(), (run.size, size), nbytes, event, settled=settled)
 
 
-def summary_key(pair: BodyPair) -> str:
+def _summary_key(pair: BodyPair) -> str:
     """A summary's identity for the depth records: its text (ids may be renamed)."""
     if pair.type is BodyPairType.SUMMARIZATION:
         result = pair.tool_messages[0].parts[0]
@@ -418,7 +416,7 @@ async def summarize_plan(
     )
 
 
-def kept_after(chain: ChainAST, plan: Plan) -> int:
+def _kept_after(chain: ChainAST, plan: Plan) -> int:
     """How many of ``chain``'s last messages ``plan`` keeps after what it evicts (what
     stays before the cut is not counted: a continuation summary covers it too)."""
     section = chain.sections[plan.section]

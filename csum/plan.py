@@ -35,7 +35,6 @@ __all__ = [
     "Planner",
     "human_of",
     "is_breakpoint",
-    "is_note",
     "is_summarized",
     "is_summary_part",
     "messages_of",
@@ -191,16 +190,16 @@ class Planner:
             return meter(human)
 
         for human in questions:
-            if len(human.parts) > 1 and is_note(human):
+            if len(human.parts) > 1 and _is_note(human):
                 room -= carry(human)
         task = sections[0].header.human_message  # carried in the note: still first
         mid_chain = len(ast.system_messages()) > (sections[0].header.system_message is not None)
-        if mid_chain and task is not None and not is_note(task) and meter(task) <= room:
+        if mid_chain and task is not None and not _is_note(task) and meter(task) <= room:
             # With system messages sent mid-chain, the user's first task is never folded
             # into a summary while it fits: none of them may come to stand before it.
             room -= carry(task)
         for human in reversed(questions):
-            if id(human) in pins.human_ids or is_note(human):
+            if id(human) in pins.human_ids or _is_note(human):
                 continue
             if pin is not None and pin(human):
                 carry(human)
@@ -275,7 +274,7 @@ class Planner:
         )
 
 
-def is_note(message: Message) -> bool:
+def _is_note(message: Message) -> bool:
     """Whether ``message`` opens a summary's turn: the note, then any questions it
     carries (pinned, or kept by ``keep_user_messages``)."""
     parts = message.parts
@@ -294,7 +293,7 @@ def _carried(sections: Sequence[Section], pins: _Pins) -> list[Any]:
         human = section.header.human_message
         if human is None:
             continue
-        if is_note(human):
+        if _is_note(human):
             carried.extend(human.parts[1:])
         elif id(human) in pins.human_ids and (own := own_question(human)) is not None:
             carried.extend(own.parts)
@@ -311,7 +310,7 @@ def _evicted(
         if index == k and not body:
             return
         human = section.header.human_message
-        yield (human if human is not None and not is_note(human) else None), body
+        yield (human if human is not None and not _is_note(human) else None), body
 
 
 def _replaced(
