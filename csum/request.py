@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import groupby
 from operator import attrgetter
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -522,32 +523,20 @@ def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryReques
 
 def _messages(entries: Sequence[PromptEntry]) -> list[Message]:
     """Messages rebuilt from prompt entries (placeholders for images and binaries)."""
-    out: list[Message] = []
-    parts: list[TextPart | ToolCall | ToolResult] = []
-    current: tuple[int, str] | None = None
+    return [
+        Message.from_parts(Role(role), tuple(map(_entry_part, group)))
+        for (_, role), group in groupby(entries, key=lambda e: (e.message_index, e.role))
+    ]
 
-    def flush() -> None:
-        if current is not None and parts:
-            out.append(Message.from_parts(Role(current[1]), tuple(parts)))
 
-    for entry in entries:
-        key = (entry.message_index, entry.role)
-        if key != current:
-            flush()
-            parts = []
-            current = key
-        if entry.kind == "tool_call":
-            parts.append(ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args))
-        elif entry.kind == "tool_result":
-            parts.append(
-                ToolResult(tool_call_id=entry.call_id, name=entry.name, content=entry.content)
-            )
-        elif entry.kind == "reasoning":
-            parts.append(TextPart(text="", reasoning=Reasoning(content=entry.content)))
-        else:
-            parts.append(TextPart(text=entry.content))
-    flush()
-    return out
+def _entry_part(entry: PromptEntry) -> TextPart | ToolCall | ToolResult:
+    if entry.kind == "tool_call":
+        return ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args)
+    if entry.kind == "tool_result":
+        return ToolResult(tool_call_id=entry.call_id, name=entry.name, content=entry.content)
+    if entry.kind == "reasoning":
+        return TextPart(text="", reasoning=Reasoning(content=entry.content))
+    return TextPart(text=entry.content)
 
 
 def _cut_context(messages: list[Message], max_bytes: int) -> list[Message]:
