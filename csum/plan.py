@@ -401,7 +401,11 @@ def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:
 
 
 def messages_of(pairs: Sequence[BodyPair]) -> list[Message]:
-    return [message for pair in pairs for message in pair.messages()]
+    out: list[Message] = []
+    for pair in pairs:
+        out.append(pair.ai_message)
+        out.extend(pair.tool_messages)
+    return out
 
 
 def human_of(section: Section) -> list[Message]:
