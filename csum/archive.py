@@ -56,7 +56,6 @@ __all__ = [
     "RedisArchiveStore",
     "SQLiteArchiveStore",
     "archive_line",
-    "archived_insertion",
     "archived_references",
     "batch_reference",
     "is_reinserted",
@@ -67,7 +66,6 @@ __all__ = [
     "question_identifiers",
     "recalled_positions",
     "recalled_text",
-    "reinsert_archived",
     "reinserted_part",
     "reinsertion_within",
     "search_text_of_json",
@@ -279,10 +277,13 @@ class HistoryArchive:
         max_bytes: int | None = None,
         target: str | ProviderProfile | None = None,
     ) -> list[Message]:
-        """``messages`` with archived lines the last question needs put back
-        (:func:`reinsert_archived`)."""
+        """``messages`` with the archived lines the last human message's identifiers name
+        put back (:meth:`insertion_reporting`'s block; at most ``max_bytes``, default
+        ``reinsert_bytes``): ``messages`` itself when nothing is (never mutated)."""
         limit = self.reinsert_bytes if max_bytes is None else max_bytes
-        return await reinsert_archived(self, messages, max_bytes=limit, target=target)
+        out = messages if isinstance(messages, list) else list(messages)
+        insertion = await _insertion(self, out, max_bytes=limit, target=target)
+        return out if insertion is None else insertion.into(out)
 
     async def insertion_reporting(
         self,
@@ -296,7 +297,7 @@ class HistoryArchive:
         if self._store_skipped():
             return None
         try:
-            return await archived_insertion(self, messages, max_bytes=max_bytes, target=target)
+            return await _insertion(self, messages, max_bytes=max_bytes, target=target)
         except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
             self._failed(emit, exc)
             return None
@@ -389,45 +390,35 @@ def own_question(question: Message) -> Message | None:
 _Item = TypeVar("_Item")
 
 
-def _recall_call(message: object) -> ToolCall | None:
-    """The one ``recall_archived`` call an AI message is made of (reasoning aside), or None."""
-    if type(message) is not Message or message.role is not Role.AI:
-        return None
-    calls = [p for p in message.parts if type(p) is ToolCall]
-    texts = [p for p in message.parts if type(p) is TextPart and p.text]
-    if len(calls) != 1 or texts or calls[0].name != RECALL_TOOL_NAME:
-        return None
-    return calls[0]
-
-
-def _is_recalled_text(message: object) -> bool:
-    """Whether ``message`` is an assistant turn holding a re-inserted block only."""
-    if type(message) is not Message or message.role is not Role.AI:
-        return False
-    return len(message.parts) == 1 and is_reinserted(message.parts[0])
-
-
-def _is_recalled_result(message: object, call: ToolCall) -> bool:
-    """Whether ``message`` is the re-inserted block answering ``call``, alone."""
-    if type(message) is not Message or message.role is not Role.TOOL or len(message.parts) != 1:
-        return False
-    result = message.parts[0]
-    return (
-        type(result) is ToolResult
-        and result.tool_call_id == call.id
-        and is_reinserted(TextPart(text=result.content))
-    )
-
-
 def _recalled_at(messages: Sequence[object], index: int) -> int:
-    """How many messages from ``index`` on re-insertion added (0, 1 or 2)."""
+    """How many messages from ``index`` on re-insertion added (0, 1 or 2): an assistant
+    turn holding a re-inserted block only, or a lone ``recall_archived`` call (reasoning
+    aside) and the block answering it, alone."""
     message = messages[index]
-    if _is_recalled_text(message):
+    if type(message) is not Message or message.role is not Role.AI:
+        return 0
+    parts = message.parts
+    if len(parts) == 1 and is_reinserted(parts[0]):
         return 1
-    call = _recall_call(message)
-    if call is not None and index + 1 < len(messages):
-        return 2 if _is_recalled_result(messages[index + 1], call) else 0
-    return 0
+    calls = [p for p in parts if type(p) is ToolCall]
+    if (
+        len(calls) != 1
+        or calls[0].name != RECALL_TOOL_NAME
+        or any(type(p) is TextPart and p.text for p in parts)
+        or index + 1 >= len(messages)
+    ):
+        return 0
+    answer = messages[index + 1]
+    if type(answer) is not Message or answer.role is not Role.TOOL or len(answer.parts) != 1:
+        return 0
+    result = answer.parts[0]
+    return (
+        2
+        if type(result) is ToolResult
+        and result.tool_call_id == calls[0].id
+        and is_reinserted(TextPart(text=result.content))
+        else 0
+    )
 
 
 def _is_human(message: object) -> bool:
@@ -616,21 +607,7 @@ class Insertion:
         return [*messages[:at], *self.messages, *messages[at:]]
 
 
-async def reinsert_archived(
-    archive: HistoryArchive,
-    messages: Sequence[Message],
-    *,
-    max_bytes: int,
-    target: str | ProviderProfile | None = None,
-) -> list[Message]:
-    """``messages`` with :func:`archived_insertion` put in (``messages`` itself when
-    nothing is; never mutated)."""
-    out = messages if isinstance(messages, list) else list(messages)
-    insertion = await archived_insertion(archive, out, max_bytes=max_bytes, target=target)
-    return out if insertion is None else insertion.into(out)
-
-
-async def archived_insertion(
+async def _insertion(
     archive: HistoryArchive,
     messages: Sequence[Message],
     *,

@@ -31,22 +31,22 @@ from cast import (
 )
 from csum._summary_ids import unique_summary_ids
 from csum.archive import split_archive_line
-from csum.clearing import changed_positions, edited
+from csum.clearing import edited, is_cleared
 from csum.plan import (
     EARLIER_CONVERSATION_TEXT,
     SUMMARIZED_CONTENT_PREFIX,
     Plan,
     is_breakpoint,
+    is_summarized,
+    is_summary_part,
 )
 
 __all__ = [
     "EPHEMERAL",
     "FLOOR_SUMMARY_BYTES",
     "MAX_BREAKPOINTS",
-    "Assembled",
     "Assembler",
     "SummaryStyle",
-    "add_breakpoints",
     "breakpoints",
     "placed_for",
     "summary_floor",
@@ -165,7 +165,7 @@ turn alone exceed the budget): the turns it replaces are never dropped without o
 
 
 @dataclass(frozen=True, slots=True)
-class Assembled:
+class _Assembled:
     """The compacted chain and how it was made to fit."""
 
     chain: ChainAST
@@ -187,7 +187,7 @@ class Assembler:
     limit: int
     measure: Callable[[ChainAST], int]
 
-    def assemble(self, ast: ChainAST, plan: Plan, text: str | None, size_before: int) -> Assembled:
+    def assemble(self, ast: ChainAST, plan: Plan, text: str | None, size_before: int) -> _Assembled:
         """The compacted chain, made to fit. ``ast`` comes back unchanged when the
         summary would not make it smaller and it is within the limit."""
         measure, limit = self.measure, self.limit
@@ -195,7 +195,7 @@ class Assembler:
         out, pair = self.build(ast, plan, text, frozen)
         size = measure(out)
         if size >= size_before and size_before <= limit:
-            return Assembled(ast, False, 0, None)
+            return _Assembled(ast, False, 0, None)
         dropped = plan.dropped
         while frozen and size > limit:
             frozen.pop(0)
@@ -203,14 +203,14 @@ class Assembler:
             out, pair = self.build(ast, plan, text, frozen)
             size = measure(out)
         if size <= limit or text is None:
-            return Assembled(out, False, dropped, pair)
+            return _Assembled(out, False, dropped, pair)
         best = self._longest_fitting(ast, plan, text, frozen)
         if best is None:  # not even an empty summary fits
             out, pair = self.build(ast, plan, None, [])
             if measure(out) > limit:  # the floor is over the budget: a short summary
                 out, pair = self._floor_summary(ast, plan, text)
-            return Assembled(out, True, dropped + len(frozen), pair)
-        return Assembled(best[0], True, dropped, best[1])
+            return _Assembled(out, True, dropped + len(frozen), pair)
+        return _Assembled(best[0], True, dropped, best[1])
 
     def _floor_summary(
         self, ast: ChainAST, plan: Plan, text: str
@@ -374,31 +374,48 @@ def breakpoints(messages: Sequence[Message]) -> int:
     return sum(1 for m in messages for p in m.parts if is_breakpoint(p))
 
 
-def add_breakpoints(messages: list[Message], anchors: Sequence[int]) -> tuple[list[Message], int]:
-    """(``messages`` with a cache point at the end of each anchor message, by priority,
-    within :data:`MAX_BREAKPOINTS`, how many were added); the input is not changed."""
+def with_breakpoints(ast: ChainAST, measure: Callable[[ChainAST], int], limit: int) -> ChainAST:
+    """``ast`` with a cache point at the end of each message of its stable prefix, by
+    priority (system prompt, newest summary, newest cleared result), within
+    :data:`MAX_BREAKPOINTS`; ``ast`` when they would push it over ``limit`` while it fits."""
+    messages = ast.to_messages()
     room = MAX_BREAKPOINTS - breakpoints(messages)
-    out = messages
-    added = 0
-    seen: set[int] = set()
-    for index in anchors:
-        if room <= 0:
+    marked: dict[int, Message] = {}
+    for index in _cache_anchors(ast):
+        message = messages[index]
+        if len(marked) >= room:
             break
-        if index in seen or not 0 <= index < len(messages):
-            continue
-        seen.add(index)
-        message = out[index]
         if not message.parts or is_breakpoint(message.parts[-1]):
             continue
         if message.role is Role.AI and not _markable_ai(message):
             continue
-        if out is messages:
-            out = list(messages)
         point = ProviderPart(provider=_PROVIDER, kind=_KIND, data=EPHEMERAL)
-        out[index] = Message.from_parts(message.role, (*message.parts, point))
-        room -= 1
-        added += 1
-    return out, added
+        marked[index] = Message.from_parts(message.role, (*message.parts, point))
+    if not marked:
+        return ast
+    out = edited(ast, marked)
+    if measure(out) > limit >= measure(ast):
+        return ast
+    return out
+
+
+def _cache_anchors(ast: ChainAST) -> list[int]:
+    """Positions of cache points, by priority: system prompt, summary, cleared result."""
+    anchors: list[int] = []
+    if ast.sections and ast.sections[0].header.system_message is not None:
+        anchors.append(0)
+    summary = placeholder = -1
+    index = 0
+    for section in ast.sections:
+        index += len(section.header.messages())
+        for pair in section.body:
+            index += 1 + len(pair.tool_messages)
+            if is_summarized(pair):
+                summary = index - 1
+            elif any(is_cleared(r) for m in pair.tool_messages for r in m.tool_results):
+                placeholder = index - 1
+    anchors.extend(i for i in (summary, placeholder) if i >= 0)
+    return anchors
 
 
 def _markable_ai(message: Message) -> bool:
@@ -409,30 +426,7 @@ def _markable_ai(message: Message) -> bool:
     return text is None or bool(text)
 
 
-def with_breakpoints(
-    ast: ChainAST, anchors: Sequence[int], measure: Callable[[ChainAST], int], limit: int
-) -> ChainAST:
-    """``ast`` with cache points at ``anchors``; ``ast`` when they would push it over
-    ``limit`` while it fits."""
-    messages = ast.to_messages()
-    marked, added = add_breakpoints(messages, anchors)
-    if not added:
-        return ast
-    out = edited(ast, changed_positions(messages, marked))
-    if measure(out) > limit >= measure(ast):
-        return ast
-    return out
-
-
 # -- placement for a target that merges same-role turns ----------------------------------------
-
-
-def _is_summary_part(part: object) -> bool:
-    return (
-        type(part) is TextPart
-        and part.reasoning is None
-        and part.text.startswith(SUMMARIZED_CONTENT_PREFIX)
-    )
 
 
 def _is_text_summary(message: Message) -> bool:
@@ -440,7 +434,7 @@ def _is_text_summary(message: Message) -> bool:
     parts = message.parts
     if len(parts) == 2 and is_breakpoint(parts[1]):
         parts = parts[:1]
-    return message.role is Role.AI and len(parts) == 1 and _is_summary_part(parts[0])
+    return message.role is Role.AI and len(parts) == 1 and is_summary_part(parts[0])
 
 
 def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> list[Message]:
@@ -474,7 +468,7 @@ def _summary_tail(parts: Sequence[AnyPart]) -> int:
     start = len(parts)
     while start:
         text = start - 2 if is_breakpoint(parts[start - 1]) else start - 1
-        if text < 0 or not _is_summary_part(parts[text]):
+        if text < 0 or not is_summary_part(parts[text]):
             break
         start = text
     return start
@@ -484,7 +478,7 @@ def _summary_pairs(parts: Sequence[AnyPart]) -> tuple[BodyPair, ...]:
     """The summary pairs the placed ``parts`` came from, one per summary text."""
     groups: list[list[AnyPart]] = []
     for part in parts:
-        if _is_summary_part(part):
+        if is_summary_part(part):
             groups.append([part])
         else:  # a summary's cache point
             groups[-1].append(part)

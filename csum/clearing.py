@@ -49,7 +49,6 @@ __all__ = [
     "LIST_MARK",
     "WEIGHTS",
     "ClearingPass",
-    "changed_positions",
     "clear_chain",
     "clear_evicted",
     "clear_tool_results",
@@ -57,7 +56,6 @@ __all__ = [
     "error_words",
     "excerpt",
     "gist",
-    "inserted",
     "is_cleared",
     "placeholder",
     "reads_alike",
@@ -226,24 +224,23 @@ async def clear_chain(
         line = await archive.add_summarized(done.originals, emit)
         if line is None:  # the store failed: placeholders without references
             done = run(references=False)
-    return edited(ast, changed_positions(messages, done.messages)), done
+    changed = zip(messages, done.messages, strict=True)
+    return edited(ast, {i: new for i, (old, new) in enumerate(changed) if new is not old}), done
 
 
 def clear_evicted(messages: Sequence[Message], options: Clearing) -> list[Message]:
     """What a summary replaces, as its handler reads it: every eligible tool result (the
     newest ``keep`` too: they leave the chain) as its placeholder with its gist, long
     call arguments as their gist. ``messages`` is never changed."""
-    done = ClearingPass(list(messages))
-    excluded = options.exclude_tools
-    out: list[Message] = []
-    for message in messages:
-        if message.role is Role.TOOL:
-            out.append(_clear_results(message, set(), excluded, False, done))
-        elif message.role is Role.AI and message.tool_calls:
-            out.append(_gist_arguments(message, excluded))
-        else:
-            out.append(message)
-    return out
+    done, excluded = ClearingPass([]), options.exclude_tools
+    return [
+        _clear_results(message, set(), excluded, False, done)
+        if message.role is Role.TOOL
+        else _gist_arguments(message, excluded)
+        if message.role is Role.AI and message.tool_calls
+        else message
+        for message in messages
+    ]
 
 
 ARGUMENT_GIST_BYTES: Final = 256
@@ -385,9 +382,7 @@ def _clear_results(
         if result is None:
             parts.extend(rest)
             continue
-        size = utf8_len(result.content)
-        if rest:
-            size += sum(p.size for p in rest)
+        size = utf8_len(result.content) + sum(p.size for p in rest)
         eligible = (
             result.tool_call_id not in protected
             and result.name not in excluded
@@ -539,17 +534,7 @@ def tokens(line: str) -> list[tuple[str, str]]:
     """(token, kind) of one line in their order, a token found inside an earlier kind's
     left out (kinds tried: url, path, number, then ids: version, hash, mixed); a kind is
     tried only when the line holds what its matches need."""
-    found: list[tuple[int, int, str]] = []
-    for kind, pattern, needed in _needed(line):
-        if not needed:
-            continue
-        for match in pattern.finditer(line):
-            start, end = match.span()
-            while end > start and line[end - 1] in _TRAILING:
-                end -= 1
-            if end - start >= 3 and not any(s <= start and end <= e for s, e, _ in found):
-                found.append((start, end, kind))
-    return [(line[s:e], kind) for s, e, kind in sorted(found)]
+    return tokens_of_lines([line])[0]
 
 
 def _needed(text: str, fast: bool = False) -> tuple[tuple[str, Pattern, bool], ...]:
@@ -671,14 +656,6 @@ def excerpt(line: str, token: str) -> str:
 # -- edits of a parsed chain by message position ---------------------------------------------
 
 
-def changed_positions(before: list[Message], after: list[Message]) -> dict[int, Message]:
-    """position -> message of ``after`` where it holds another object than ``before``
-    (two lists of the same length: a stage's output of the same chain)."""
-    return {
-        i: new for i, (old, new) in enumerate(zip(before, after, strict=True)) if new is not old
-    }
-
-
 def _header(header: Header, start: int, replaced: Mapping[int, Message]) -> Header:
     system, human = header.system_message, header.human_message
     at = start
@@ -703,22 +680,35 @@ def _pair(pair: BodyPair, start: int, replaced: Mapping[int, Message]) -> BodyPa
 
 
 def edited(
-    ast: ChainAST, replaced: Mapping[int, Message], dropped: Collection[int] = ()
+    ast: ChainAST,
+    replaced: Mapping[int, Message],
+    dropped: Collection[int] = (),
+    added: tuple[int, BodyPair] | None = None,
 ) -> ChainAST:
-    """``ast`` with the messages at the positions of ``replaced`` replaced (same role)
-    and the body pairs whose AI message is at a position of ``dropped`` left out."""
-    if not replaced and not dropped:
+    """``ast`` with the messages at the positions of ``replaced`` replaced (same role),
+    the body pairs whose AI message is at a position of ``dropped`` left out, and
+    ``added`` (position, pair) put in the body of the section whose body spans that
+    position (at the end of a body rather than before the next section's header;
+    ``ValueError`` when no body spans it)."""
+    if not replaced and not dropped and added is None:
         return ast
     sections: list[Section] = []
     position = 0
     for section in ast.sections:
         header = _header(section.header, position, replaced) if replaced else section.header
         position += len(section.header.messages())
+        opens = position
         body: list[BodyPair] = []
         for pair in section.body:
+            if added is not None and opens <= added[0] <= position:
+                body.append(added[1])
+                added = None
             if position not in dropped:
                 body.append(_pair(pair, position, replaced) if replaced else pair)
             position += 1 + len(pair.tool_messages)
+        if added is not None and opens <= added[0] <= position:
+            body.append(added[1])
+            added = None
         same = header is section.header and all(
             a is b for a, b in zip(body, section.body, strict=False)
         )
@@ -726,26 +716,6 @@ def edited(
             sections.append(section)
         else:
             sections.append(Section.build(header, body))
+    if added is not None:
+        raise ValueError(f"position {added[0]} is in no section's body")
     return ChainAST.build(sections)
-
-
-def inserted(ast: ChainAST, position: int, pair: BodyPair) -> ChainAST:
-    """``ast`` with ``pair`` put in at ``position``: in the body of the section whose body
-    spans it (at the end of a body rather than before the next section's header)."""
-    sections = list(ast.sections)
-    start = 0
-    for index, section in enumerate(sections):
-        at = start + len(section.header.messages())
-        end = start + sum(1 + len(p.tool_messages) for p in section.body) + (at - start)
-        if at <= position <= end:
-            body = list(section.body)
-            offset = at
-            slot = 0
-            while offset < position:
-                offset += 1 + len(body[slot].tool_messages)
-                slot += 1
-            body.insert(slot, pair)
-            sections[index] = Section.build(section.header, body)
-            return ChainAST.build(sections)
-        start = end
-    raise ValueError(f"position {position} is in no section's body")

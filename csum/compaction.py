@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import xxhash
 
@@ -31,7 +32,7 @@ from csum.archive import (
 )
 from csum.assemble import Assembler, SummaryStyle, with_breakpoints
 from csum.cache import SummaryCache
-from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited, inserted, is_cleared
+from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited
 from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
 from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized
@@ -44,10 +45,8 @@ __all__ = [
     "CompactionResult",
     "Outcome",
     "Stages",
-    "kept_after",
     "question_key",
     "summarize_plan",
-    "summary_key",
 ]
 
 
@@ -102,11 +101,16 @@ class Outcome:
         return cls(ast.to_messages(), (size, size), (ast.size, ast.size), settled=settled)
 
 
-@dataclass(frozen=True, slots=True)
-class _Before:
+@dataclass(slots=True)
+class _Run:
+    """One compaction: the chain given, its size, why, the handler calls, what clearing did."""
+
     chain: ChainAST
     size: int
+    reason: CompactionReason
+    calls: HandlerCalls
     started: float
+    cleared: ClearingPass | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,22 +140,22 @@ class Stages:
         self, ast: ChainAST, size: int, reason: CompactionReason, *, focus: str | None
     ) -> Outcome:
         """The compaction of ``ast`` (of ``size``), its stages in order."""
-        before = _Before(ast, size, time.perf_counter())
         calls = HandlerCalls(self.handler, cache=self.cache, archive=self.archive)
-        chain = self._without_recalled(ast)
-        size = size if chain is ast else self.meter.chain(chain)
+        run = _Run(ast, size, reason, calls, time.perf_counter())
+        chain = ast
+        if self._reinserting:  # without the copies earlier re-insertions added
+            chain = edited(ast, {}, set(recalled_positions(ast.to_messages())))
+            size = size if chain is ast else self.meter.chain(chain)
         forced = reason is CompactionReason.FORCED
         summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
-        cleared: ClearingPass | None = None
         if self.clearing is not None:
             done = await self._clear(chain, size, calls, summarize=summarize, forced=forced)
             if done is not None:
-                (chain, cleared), size = done, size - done[1].units_freed
+                (chain, run.cleared), size = done, size - done[1].units_freed
                 if not summarize or (size <= self.keep_units and not forced):  # clearing did it
                     out = self.with_breakpoints(chain)
                     size = size if out is chain else self.meter.chain(out)
-                    event = self.event(reason, before, out, calls=calls, cleared=cleared)
-                    return _outcome(out, before, size, event, settled=True)
+                    return self._outcome(run, out, size, settled=True)
         if not summarize:  # clearing's own trigger, and nothing worth clearing
             return Outcome.unchanged(chain, size, settled=True)
         plan = Planner(
@@ -164,23 +168,10 @@ class Stages:
             self.keep_user_messages,
         ).plan(chain)
         if plan is None:  # nothing left to summarize
-            reason = CompactionReason.UNFITTABLE if size > self.budget.limit else reason
-            event = self.event(
-                reason, before, chain, calls=calls, cleared=cleared, summary_needed=True
-            )
-            return _outcome(chain, before, size, event)
-        # the chain as the agent sent it: a continuation handler's cached prefix
-        conversation = tuple(ast.to_messages())
-        made = await self._summarized(
-            chain, size, plan, calls=calls, focus=focus, conversation=conversation
-        )
-        return made.outcome(self, before, reason, plan, cleared=cleared, calls=calls)
-
-    def _without_recalled(self, ast: ChainAST) -> ChainAST:
-        """With re-insertion: ``ast`` without the copies earlier re-insertions added."""
-        if not self._reinserting:
-            return ast
-        return edited(ast, {}, set(recalled_positions(ast.to_messages())))
+            if size > self.budget.limit:
+                run.reason = CompactionReason.UNFITTABLE
+            return self._outcome(run, chain, size, summary_needed=True)
+        return await self._summarized(run, chain, size, plan, focus=focus)
 
     async def _clear(
         self, chain: ChainAST, size: int, calls: HandlerCalls, *, summarize: bool, forced: bool
@@ -202,16 +193,10 @@ class Stages:
         )
 
     async def _summarized(
-        self,
-        chain: ChainAST,
-        size: int,
-        plan: Plan,
-        *,
-        calls: HandlerCalls,
-        focus: str | None,
-        conversation: tuple[Message, ...],
-    ) -> _Summarized:
+        self, run: _Run, chain: ChainAST, size: int, plan: Plan, *, focus: str | None
+    ) -> Outcome:
         """Summary, assembly, re-insertion and cache points of a planned compaction."""
+        calls = run.calls
         mark = len(calls.events)  # what clearing archived comes before
         text: str | None = None
         with ledger() as books:
@@ -222,8 +207,9 @@ class Stages:
                     handler=self.handler,
                     clearing=self.clearing,
                     focus=focus,
-                    conversation=conversation,
-                    kept=kept_after(chain, plan),
+                    # the chain as the agent sent it: a continuation handler's cached prefix
+                    conversation=tuple(run.chain.to_messages()),
+                    kept=_kept_after(chain, plan),
                 )
                 # the facts the summary lacks, in the rest of its share (csum.prompt)
                 replaced = plan.replaced or [*plan.humans, *plan.summarized]
@@ -236,20 +222,36 @@ class Stages:
         out, reinserted = made.chain, 0
         if found is not None:
             pair = BodyPair.build(found.messages[0], found.messages[1:])
-            out = inserted(out, found.position, pair)
+            out = edited(out, {}, added=(found.position, pair))
             reinserted = sum(m.size for m in found.messages)
+        out = self.with_breakpoints(out)
+        depth = 1 + max((self.depth(p) for p in plan.resummarized), default=0)
+        depths = None
+        if made.pair is not None:  # the depths of the summaries still in the chain
+            depths = {
+                key: self.depths[key]
+                for section in made.chain.sections
+                for pair in section.body
+                if is_summarized(pair) and (key := _summary_key(pair)) in self.depths
+            }
+            depths[_summary_key(made.pair)] = depth
         archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events[mark:])
-        return _Summarized(
-            self.with_breakpoints(out),
-            made.chain,
-            made.pair,
-            books,
-            made.truncated,
-            made.dropped,
-            archived,
-            reinserted,
-            asked=question_key(messages) if self._reinserting else None,
+        outcome = self._outcome(
+            run,
+            out,
+            self.meter.chain(out),
+            settled=True,
+            books=books,
+            summary_needed=True,
+            depth=depth,
+            summarized_messages=len(plan.summarized) + len(plan.humans),
+            summary_truncated=made.truncated,
+            dropped_summaries=made.dropped,
+            archived_messages=len(plan.replaced) if archived else 0,
+            reinserted_bytes=reinserted,
         )
+        asked = question_key(messages) if self._reinserting else None
+        return replace(outcome, depths=depths, looked=self._reinserting, asked=asked)
 
     @property
     def _reinserting(self) -> bool:
@@ -276,38 +278,46 @@ class Stages:
         prefix (system prompt, newest summary, newest cleared result)."""
         if not self.cache_breakpoints:
             return ast
-        return with_breakpoints(ast, _cache_anchors(ast), self.meter.chain, self.budget.limit)
+        return with_breakpoints(ast, self.meter.chain, self.budget.limit)
 
     def depth(self, pair: BodyPair) -> int:
         """How many compactions the summary ``pair`` went through (0: no summary)."""
         if not is_summarized(pair):
             return 0
-        return self.depths.get(summary_key(pair), 1)
+        return self.depths.get(_summary_key(pair), 1)
 
-    def event(
+    def _outcome(
         self,
-        reason: CompactionReason,
-        before: _Before,
+        run: _Run,
         after: ChainAST,
+        size: int,
         *,
-        calls: HandlerCalls,
-        cleared: ClearingPass | None,
+        settled: bool = False,
         books: HandlerLedger | None = None,
-        summary_needed: bool = False,
-    ) -> CompactionEvent:
-        meter, limit = self.meter, self.budget.limit
+        **summary: Any,
+    ) -> Outcome:
+        """The outcome ``after`` (of ``size``) and its event (``summary``: its fields
+        of a summary made)."""
+        meter, limit, calls, cleared = self.meter, self.budget.limit, run.calls, run.cleared
         books = books if books is not None else HandlerLedger()
-        return CompactionEvent(
-            reason=reason,
+        fields: dict[str, Any] = {
+            "summarized_messages": 0,
+            "depth": 0,
+            "summary_truncated": False,
+            "dropped_summaries": 0,
+            **summary,
+        }
+        event = CompactionEvent(
+            reason=run.reason,
             unit=self.budget.unit,
             budget=limit,
             keep_units=self.keep_units,
             over_budget=meter.chain(after) > limit,
-            bytes_before=before.chain.size,
+            bytes_before=run.chain.size,
             bytes_after=after.size,
-            tokens_before=meter.all_tokens(before.chain),
+            tokens_before=meter.all_tokens(run.chain),
             tokens_after=meter.all_tokens(after),
-            messages_before=before.chain.message_count,
+            messages_before=run.chain.message_count,
             messages_after=after.message_count,
             handler_calls=books.calls,
             retries=books.retries,
@@ -317,103 +327,20 @@ class Stages:
             cache_hits=calls.cache_hits,
             prompt_bytes=calls.input_bytes,
             summary_bytes=calls.output_bytes,
-            duration_s=time.perf_counter() - before.started,
+            duration_s=time.perf_counter() - run.started,
             turn=self.turn,
             store_events=tuple(calls.events),
             cleared_results=cleared.results_cleared if cleared is not None else 0,
             cleared_inputs=cleared.inputs_cleared if cleared is not None else 0,
             cleared_reasoning=cleared.reasoning_cleared if cleared is not None else 0,
             cleared_units=cleared.units_freed if cleared is not None else 0,
-            summary_needed=summary_needed,
-            summarized_messages=0,
-            depth=0,
-            summary_truncated=False,
-            dropped_summaries=0,
+            **fields,
         )
+        nbytes = (run.chain.size, after.size)
+        return Outcome(after.to_messages(), (run.size, size), nbytes, event, settled=settled)
 
 
-@dataclass(frozen=True, slots=True)
-class _Summarized:
-    chain: ChainAST
-    assembled: ChainAST
-    pair: BodyPair | None
-    books: HandlerLedger
-    truncated: bool
-    dropped: int
-    archived: bool
-    reinserted: int
-    asked: str | None
-
-    def outcome(
-        self,
-        stages: Stages,
-        before: _Before,
-        reason: CompactionReason,
-        plan: Plan,
-        *,
-        cleared: ClearingPass | None,
-        calls: HandlerCalls,
-    ) -> Outcome:
-        depths = None
-        if self.pair is not None:
-            depths = _live_depths(self.assembled, stages.depths)
-            depths[summary_key(self.pair)] = _new_depth(stages, plan)
-        event = replace(
-            stages.event(
-                reason, before, self.chain, books=self.books, calls=calls, cleared=cleared
-            ),
-            summary_needed=True,
-            depth=_new_depth(stages, plan),
-            summarized_messages=len(plan.summarized) + len(plan.humans),
-            summary_truncated=self.truncated,
-            dropped_summaries=self.dropped,
-            archived_messages=len(plan.replaced) if self.archived else 0,
-            reinserted_bytes=self.reinserted,
-        )
-        out = _outcome(self.chain, before, stages.meter.chain(self.chain), event, settled=True)
-        return replace(out, depths=depths, looked=stages._reinserting, asked=self.asked)
-
-
-def _new_depth(stages: Stages, plan: Plan) -> int:
-    return 1 + max((stages.depth(p) for p in plan.resummarized), default=0)
-
-
-def _outcome(
-    out: ChainAST, before: _Before, size: int, event: CompactionEvent, *, settled: bool = False
-) -> Outcome:
-    nbytes = (event.bytes_before, event.bytes_after)
-    return Outcome(out.to_messages(), (before.size, size), nbytes, event, settled=settled)
-
-
-def _live_depths(ast: ChainAST, depths: Mapping[str, int]) -> dict[str, int]:
-    return {
-        key: depths[key]
-        for section in ast.sections
-        for pair in section.body
-        if is_summarized(pair) and (key := summary_key(pair)) in depths
-    }
-
-
-def _cache_anchors(ast: ChainAST) -> list[int]:
-    """Positions of cache points, by priority: system prompt, summary, cleared result."""
-    anchors: list[int] = []
-    if ast.sections and ast.sections[0].header.system_message is not None:
-        anchors.append(0)
-    summary = placeholder = -1
-    index = 0
-    for section in ast.sections:
-        index += len(section.header.messages())
-        for pair in section.body:
-            index += 1 + len(pair.tool_messages)
-            if is_summarized(pair):
-                summary = index - 1
-            elif any(is_cleared(r) for m in pair.tool_messages for r in m.tool_results):
-                placeholder = index - 1
-    anchors.extend(i for i in (summary, placeholder) if i >= 0)
-    return anchors
-
-
-def summary_key(pair: BodyPair) -> str:
+def _summary_key(pair: BodyPair) -> str:
     """A summary's identity for the depth records: its text (ids may be renamed)."""
     if pair.type is BodyPairType.SUMMARIZATION:
         result = pair.tool_messages[0].parts[0]
@@ -459,8 +386,8 @@ async def summarize_plan(
         plan = _cleared(plan, clearing)
     limit = handler.max_prompt_bytes
     evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
+    staying, turns = _turns_in_place(plan)
     if limit is not None and evicted > limit:
-        staying, turns = _turns_in_place(plan)
         text = await summarize_in_pieces(
             calls,
             turns,
@@ -472,9 +399,13 @@ async def summarize_plan(
             focus=focus,
         )
         return await calls.archived(text, plan.replaced)
-    context, summarized = _in_chain_order(plan)
+    summarized = [  # one prompt, in chain order; the question that stays is context
+        message
+        for question, messages in turns
+        for message in (messages if question is None else [question, *messages])
+    ]
     return await calls.summarize(
-        context,
+        [] if staying is None else [question_context(staying)],
         summarized,
         phase="compaction",
         section=plan.section,
@@ -485,7 +416,7 @@ async def summarize_plan(
     )
 
 
-def kept_after(chain: ChainAST, plan: Plan) -> int:
+def _kept_after(chain: ChainAST, plan: Plan) -> int:
     """How many of ``chain``'s last messages ``plan`` keeps after what it evicts (what
     stays before the cut is not counted: a continuation summary covers it too)."""
     section = chain.sections[plan.section]
@@ -507,17 +438,6 @@ def _cleared(plan: Plan, options: Clearing) -> Plan:
         for q, ms in plan.turns
     ]
     return replace(plan, summarized=summarized, turns=turns)
-
-
-def _in_chain_order(plan: Plan) -> tuple[list[Message], list[Message]]:
-    """(context, summarized) of one prompt; the question that stays is context."""
-    staying, turns = _turns_in_place(plan)
-    summarized: list[Message] = []
-    for question, messages in turns:
-        if question is not None:
-            summarized.append(question)
-        summarized.extend(messages)
-    return ([question_context(staying)] if staying is not None else []), summarized
 
 
 def _turns_in_place(plan: Plan) -> tuple[Message | None, list[Turn]]:

@@ -381,7 +381,10 @@ class Compactor:
             messages, saved = self._placed(messages)
             size_after += saved
         self._last, self._last_size, self._last_bytes = tuple(messages), size_after, bytes_after
-        event = self._announced(event, given, len(messages))
+        if event is not None:  # with the message counts given and returned, announced
+            event = replace(event, messages_before=given, messages_after=len(messages))
+            if self.on_event is not None:
+                self.on_event(event)
         return CompactionResult(
             messages=messages,
             compacted=compacted,
@@ -402,17 +405,6 @@ class Compactor:
             cleared_units=0 if event is None else event.cleared_units,
             summary_needed=False if event is None else event.summary_needed,
         )
-
-    def _announced(
-        self, event: CompactionEvent | None, given: int, returned: int
-    ) -> CompactionEvent | None:
-        """The event with the message counts given and returned, sent to ``on_event``."""
-        if event is None:
-            return None
-        event = replace(event, messages_before=given, messages_after=returned)
-        if self.on_event is not None:
-            self.on_event(event)
-        return event
 
     async def _new_question(
         self, messages: list[Message], size: int, events: list[StoreEvent]

@@ -35,8 +35,8 @@ __all__ = [
     "Planner",
     "human_of",
     "is_breakpoint",
-    "is_note",
     "is_summarized",
+    "is_summary_part",
     "messages_of",
     "summary_text",
     "summary_type",
@@ -183,29 +183,28 @@ class Planner:
             if (human := section.header.human_message) is not None
         ]
         room = int(self.keep_units * KEEP_USER_SHARE)
+
+        def carry(human: Message) -> int:
+            pins.human_ids.add(id(human))
+            pins.units += meter(human)
+            return meter(human)
+
         for human in questions:
-            if len(human.parts) > 1 and is_note(human):
-                pins.human_ids.add(id(human))
-                pins.units += meter(human)
-                room -= meter(human)
+            if len(human.parts) > 1 and _is_note(human):
+                room -= carry(human)
         task = sections[0].header.human_message  # carried in the note: still first
         mid_chain = len(ast.system_messages()) > (sections[0].header.system_message is not None)
-        if mid_chain and task is not None and not is_note(task) and meter(task) <= room:
+        if mid_chain and task is not None and not _is_note(task) and meter(task) <= room:
             # With system messages sent mid-chain, the user's first task is never folded
             # into a summary while it fits: none of them may come to stand before it.
-            pins.human_ids.add(id(task))
-            pins.units += meter(task)
-            room -= meter(task)
+            room -= carry(task)
         for human in reversed(questions):
-            if id(human) in pins.human_ids or is_note(human):
+            if id(human) in pins.human_ids or _is_note(human):
                 continue
             if pin is not None and pin(human):
-                pins.human_ids.add(id(human))
-                pins.units += meter(human)
+                carry(human)
             elif self.keep_user_messages and meter(human) <= room:
-                room -= meter(human)
-                pins.human_ids.add(id(human))
-                pins.units += meter(human)
+                room -= carry(human)
         return pins
 
     def frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
@@ -236,13 +235,12 @@ class Planner:
         frozen: list[BodyPair],
         dropped: list[BodyPair],
         *,
-        pins: _Pins | None = None,
+        pins: _Pins,
     ) -> Plan | None:
         """What goes into the summary when the kept part starts at pair ``p`` of section
         ``k`` (None: nothing)."""
         if k == 0 and p == 0:
             return None
-        pins = pins if pins is not None else _Pins()
         sections = ast.sections
         evicted_turns = [
             (None if q is not None and id(q) in pins.human_ids else q, body)
@@ -276,7 +274,7 @@ class Planner:
         )
 
 
-def is_note(message: Message) -> bool:
+def _is_note(message: Message) -> bool:
     """Whether ``message`` opens a summary's turn: the note, then any questions it
     carries (pinned, or kept by ``keep_user_messages``)."""
     parts = message.parts
@@ -295,7 +293,7 @@ def _carried(sections: Sequence[Section], pins: _Pins) -> list[Any]:
         human = section.header.human_message
         if human is None:
             continue
-        if is_note(human):
+        if _is_note(human):
             carried.extend(human.parts[1:])
         elif id(human) in pins.human_ids and (own := own_question(human)) is not None:
             carried.extend(own.parts)
@@ -312,7 +310,7 @@ def _evicted(
         if index == k and not body:
             return
         human = section.header.human_message
-        yield (human if human is not None and not is_note(human) else None), body
+        yield (human if human is not None and not _is_note(human) else None), body
 
 
 def _replaced(
@@ -345,12 +343,7 @@ def is_summarized(pair: BodyPair) -> bool:
     (a final cache point aside)."""
     parts = _without_cache_point(pair.ai_message.parts)
     if pair.type is BodyPairType.COMPLETION:
-        return (
-            len(parts) == 1
-            and type(parts[0]) is TextPart
-            and parts[0].reasoning is None
-            and parts[0].text.startswith(SUMMARIZED_CONTENT_PREFIX)
-        )
+        return len(parts) == 1 and is_summary_part(parts[0])
     if pair.type is not BodyPairType.SUMMARIZATION or len(pair.tool_messages) != 1:
         return False
     call = parts[-1]
@@ -367,6 +360,15 @@ def is_summarized(pair: BodyPair) -> bool:
         and type(results[0]) is ToolResult
         and results[0].tool_call_id == call.id
         and results[0].name == SUMMARIZATION_TOOL_NAME
+    )
+
+
+def is_summary_part(part: object) -> bool:
+    """Whether ``part`` is the text of a COMPLETION summary of csum's."""
+    return (
+        type(part) is TextPart
+        and part.reasoning is None
+        and part.text.startswith(SUMMARIZED_CONTENT_PREFIX)
     )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import groupby
 from operator import attrgetter
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -51,7 +52,6 @@ __all__ = [
     "SummaryRequest",
     "as_request_handler",
     "check_request",
-    "checked_summary",
     "is_transient",
     "ledger",
     "request_handler",
@@ -188,12 +188,11 @@ class HandlerCalls:
             kept=kept,
             sizes=sizes,
         )
-        if replaced is not None:
-            cap = self.cap_for(sum(map(_SIZE, replaced)))
-        else:
+        known = None
+        if replaced is None:
             replaced = ai_messages if ai_messages else human_messages
             known = None if sizes is None else sizes[1] if ai_messages else sizes[0]
-            cap = self.cap_for(sum(map(_SIZE, replaced)) if known is None else known)
+        cap = self.cap_for(sum(map(_SIZE, replaced)) if known is None else known)
         summary = await self.summarize_prompt(request, phase=phase, section=section, cap=cap)
         return await self.archived(summary, replaced)
 
@@ -213,18 +212,12 @@ class HandlerCalls:
     async def summarize_prompt(
         self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None = None
     ) -> str:
-        """The summary of one request, from the cache or the handler; at most ``cap``."""
+        """The summary of one request, at most ``cap``: from the cache (checked as a fresh
+        answer), or from the handler (then stored)."""
         cap = self.max_summary_bytes if cap is None else cap
-        if self.cache is None:
-            return await self.call_handler(prompt, phase=phase, section=section, cap=cap)
-        return await self._cached(prompt, phase=phase, section=section, cap=cap)
-
-    async def _cached(
-        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None
-    ) -> str:
-        """From the cache (checked as a fresh answer), or from the handler, stored."""
-        assert self.cache is not None
         call = partial(self.call_handler, prompt, phase=phase, section=section, cap=cap)
+        if self.cache is None:
+            return await call()
 
         def accept(summary: str) -> str | None:
             if not summary.strip():
@@ -270,24 +263,17 @@ class HandlerCalls:
             raise _failed(what, section, phase) from exc
         except Exception as exc:
             raise _failed(f"raised {type(exc).__name__}: {exc}", section, phase) from exc
+        if not isinstance(result, str):
+            raise _failed(f"returned {type(result).__name__}, expected str", section, phase)
+        if not result.strip():
+            raise _failed(f"returned an empty summary ({result[:20]!r})", section, phase)
         cap = self.max_summary_bytes if cap is None else cap
-        result = checked_summary(result, cap, section, phase)
+        if cap is not None and utf8_len(result) > cap:
+            result = fit_summary(result, cap)
         self.output_bytes += utf8_len(result)
         if self.on_call is not None:
             self.on_call(self.calls, self.input_bytes)
         return result
-
-
-def checked_summary(result: object, max_bytes: int | None, section: int, phase: str) -> str:
-    """The handler's answer checked (a ``str``, not blank: else a
-    :class:`SummarizationError`) and fitted to ``max_bytes``."""
-    if not isinstance(result, str):
-        raise _failed(f"returned {type(result).__name__}, expected str", section, phase)
-    if not result.strip():
-        raise _failed(f"returned an empty summary ({result[:20]!r})", section, phase)
-    if max_bytes is None or utf8_len(result) <= max_bytes:
-        return result
-    return fit_summary(result, max_bytes)
 
 
 def _failed(what: str, section: int, phase: str) -> SummarizationError:
@@ -537,32 +523,20 @@ def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryReques
 
 def _messages(entries: Sequence[PromptEntry]) -> list[Message]:
     """Messages rebuilt from prompt entries (placeholders for images and binaries)."""
-    out: list[Message] = []
-    parts: list[TextPart | ToolCall | ToolResult] = []
-    current: tuple[int, str] | None = None
+    return [
+        Message.from_parts(Role(role), tuple(map(_entry_part, group)))
+        for (_, role), group in groupby(entries, key=lambda e: (e.message_index, e.role))
+    ]
 
-    def flush() -> None:
-        if current is not None and parts:
-            out.append(Message.from_parts(Role(current[1]), tuple(parts)))
 
-    for entry in entries:
-        key = (entry.message_index, entry.role)
-        if key != current:
-            flush()
-            parts = []
-            current = key
-        if entry.kind == "tool_call":
-            parts.append(ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args))
-        elif entry.kind == "tool_result":
-            parts.append(
-                ToolResult(tool_call_id=entry.call_id, name=entry.name, content=entry.content)
-            )
-        elif entry.kind == "reasoning":
-            parts.append(TextPart(text="", reasoning=Reasoning(content=entry.content)))
-        else:
-            parts.append(TextPart(text=entry.content))
-    flush()
-    return out
+def _entry_part(entry: PromptEntry) -> TextPart | ToolCall | ToolResult:
+    if entry.kind == "tool_call":
+        return ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args)
+    if entry.kind == "tool_result":
+        return ToolResult(tool_call_id=entry.call_id, name=entry.name, content=entry.content)
+    if entry.kind == "reasoning":
+        return TextPart(text="", reasoning=Reasoning(content=entry.content))
+    return TextPart(text=entry.content)
 
 
 def _cut_context(messages: list[Message], max_bytes: int) -> list[Message]:

@@ -190,8 +190,7 @@ class EstimatedTokens(_PartCounter):
         image_formula: ImageFormula = "openai",
         bytes_per_token: Mapping[str, float] | None = None,
     ) -> None:
-        ratios = dict(BYTES_PER_TOKEN)
-        ratios.update(bytes_per_token or {})
+        ratios = {**BYTES_PER_TOKEN, **(bytes_per_token or {})}
         if any(not value > 0 for value in ratios.values()):
             raise ValueError(f"bytes_per_token ratios must be positive, got {ratios}")
         image_tokens(None, image_formula)  # validates the name
