@@ -31,7 +31,6 @@ from cast import (
     get_provider,
 )
 from cast.internals import utf8_len
-from csum._recall_name import RECALL_TOOL_NAME
 from csum.store_events import (
     StoreEvent,
     StoreEventKind,
@@ -47,6 +46,7 @@ from csum.stores._sqlite import SQLiteArchiveStore
 __all__ = [
     "ARCHIVE_LINE_PREFIX",
     "MAX_QUERY_CHARS",
+    "RECALL_TOOL_NAME",
     "REINSERTED_HEADER",
     "ArchiveHit",
     "ArchiveRecord",
@@ -73,6 +73,8 @@ __all__ = [
     "without_recalled",
 ]
 
+RECALL_TOOL_NAME: Final = "recall_archived"
+"""The name of the tool a model calls to read archived messages back."""
 MAX_QUERY_CHARS: Final = 1000
 """Longest text :meth:`HistoryArchive.search` takes (an identifier, a path, an error
 line); longer ones are a ``ValueError``, not a scan SQLite may refuse."""

@@ -9,8 +9,7 @@ from typing import Any, Final, Literal
 
 from cast import Message, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
-from csum._recall_name import RECALL_TOOL_NAME
-from csum.archive import HistoryArchive, message_reference
+from csum.archive import RECALL_TOOL_NAME, HistoryArchive, message_reference
 
 __all__ = ["RECALL_TOOL_DESCRIPTION", "RECALL_TOOL_NAME", "RecallTool", "recall_tool_definition"]
 

@@ -7,7 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from cast import Message, ToolCall, diagnose
-from csum._append import extends_validly
+from csum.compactor import extends_validly
 from strategies import mutilated_chains, valid_chains
 
 

@@ -22,7 +22,7 @@ from csum import (
     context_window,
     otel_listener,
 )
-from csum._images import image_size, image_tokens
+from csum.tokens import image_size, image_tokens
 from tests.conftest import CORPUS
 
 
