@@ -255,13 +255,12 @@ class Assembler:
         pair: BodyPair | None = None
         if text is not None:
             pair = summary_pair(
+                style,
                 text,
                 _kind(plan.summarized),
                 plan.summarized,
-                id_template=style.id_template,
-                keep_reasoning=k == len(sections) - 1,
                 seed=self.seed,
-                style=style,
+                keep_reasoning=k == len(sections) - 1,
                 before_human=own_turn,
             )
             body.append(pair)
@@ -313,28 +312,25 @@ def _kind(summarized: Sequence[Message]) -> BodyPairType:
 
 
 def summary_pair(
+    style: SummaryStyle,
     text: str,
     kind: BodyPairType,
     summarized: list[Message],
     *,
-    id_template: IdTemplate,
-    keep_reasoning: bool,
     seed: str,
-    style: SummaryStyle | None = None,
+    keep_reasoning: bool,
     before_human: bool = False,
 ) -> BodyPair:
-    """The pair replacing ``summarized``: a prefixed COMPLETION or a SUMMARIZATION pair
-    (with ``keep_reasoning``, the fake Gemini signature and first reasoning text of
-    ``summarized``), shaped by ``style``; ``before_human``: a human message follows."""
-    if style is None:
-        style = SummaryStyle(id_template)
+    """The pair replacing ``summarized``, shaped by ``style``: a prefixed COMPLETION or a
+    SUMMARIZATION pair (with ``keep_reasoning``, the fake Gemini signature and first
+    reasoning text of ``summarized``); ``before_human``: a human message follows."""
     if (before_human and style.completion_before_human()) or style.text_summaries():
         kind = BodyPairType.COMPLETION
     if kind is BodyPairType.COMPLETION:
         return style.completion(SUMMARIZED_CONTENT_PREFIX + text)
     pair = BodyPair.summarization(
         text,
-        id_template=id_template,
+        id_template=style.id_template,
         fake_signature=style.fake_signature(summarized, keep_reasoning),
         reasoning_message=style.reasoning_message(summarized, keep_reasoning),
         seed=f"{seed}\x1f{text}",
@@ -347,15 +343,7 @@ def summary_floor(style: SummaryStyle, kind: BodyPairType) -> int:
     replacing fewer bytes can only grow the chain (cached on the style)."""
     size = style._floor.get(kind)
     if size is None:
-        pair = summary_pair(
-            "",
-            kind,
-            [],
-            id_template=style.id_template,
-            keep_reasoning=False,
-            seed="",
-            style=style,
-        )
+        pair = summary_pair(style, "", kind, [], seed="", keep_reasoning=False)
         size = style._floor[kind] = pair.size
     return size
 

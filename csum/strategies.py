@@ -46,14 +46,7 @@ def _pair(
     """The summary pair of ``summarized``: in a last section it keeps the reasoning,
     elsewhere a human message follows it."""
     return summary_pair(
-        text,
-        kind,
-        summarized,
-        id_template=style.id_template,
-        keep_reasoning=last,
-        seed=seed,
-        style=style,
-        before_human=not last,
+        style, text, kind, summarized, seed=seed, keep_reasoning=last, before_human=not last
     )
 
 
