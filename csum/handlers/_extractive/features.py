@@ -102,74 +102,38 @@ class LineKind(NamedTuple):
 
 LineFeature = Callable[[str, LineKind], bool]
 """A line feature: whether a line (its first :data:`_LINE_SCAN` characters) shows the
-signal; what that is worth is its weight in :data:`WEIGHTS`."""
+signal; what that is worth is its weight in :data:`WEIGHTS`, what it rewards in ``WHAT``."""
 
-LINE_FEATURES: dict[str, LineFeature] = {}
-"""The line features by name, in the order they are read."""
-
-
-def _line_feature(name: str) -> Callable[[LineFeature], LineFeature]:
-    def register(feature: LineFeature) -> LineFeature:
-        LINE_FEATURES[name] = feature
-        return feature
-
-    return register
-
-
-@_line_feature("diff_hunk")
-def _diff_hunk(scan: str, kind: LineKind) -> bool:
-    """A diff hunk's header: the hunk's place."""
-    return kind.diff and scan.startswith("@@") and _DIFF_LINE.match(scan) is not None
-
-
-@_line_feature("diff_added")
-def _diff_added(scan: str, kind: LineKind) -> bool:
-    """A diff's added line: what it adds (the new code)."""
-    return kind.diff and scan.startswith("+") and _DIFF_LINE.match(scan) is not None
-
-
-@_line_feature("error")
-def _error(scan: str, kind: LineKind) -> bool:
-    """A strict error signal, outside code, in a line that is no warning."""
-    return (
+LINE_FEATURES: dict[str, LineFeature] = {
+    "diff_hunk": lambda scan, kind: (
+        kind.diff and scan.startswith("@@") and _DIFF_LINE.match(scan) is not None
+    ),
+    "diff_added": lambda scan, kind: (
+        kind.diff and scan.startswith("+") and _DIFF_LINE.match(scan) is not None
+    ),
+    "error": lambda scan, kind: (
         not kind.code
         and not _WARNING.match(scan)
         and _ERROR_NEEDS.search(scan) is not None
         and _ERROR.search(scan) is not None
-    )
-
-
-@_line_feature("counts")
-def _counts(scan: str, kind: LineKind) -> bool:
-    """A count of what ran and how it went (``297 passed``); in an answer, of an outcome."""
-    if _COUNTS.search(scan) is None:
-        return False
-    return not kind.prose or _OUTCOME.search(scan) is not None
-
-
-@_line_feature("constraint")
-def _constraint(scan: str, kind: LineKind) -> bool:
-    """A constraint or a decision ("never X", "X must not"), outside code."""
-    return not kind.code and _CONSTRAINT.search(scan) is not None
-
-
-@_line_feature("pin")
-def _pin(scan: str, kind: LineKind) -> bool:
-    """A package pinned to a version (``numpy==1.26.4``, a manifest's dependency)."""
-    pinned = _PIN_NEEDS.search(scan) is not None and _PIN.search(scan) is not None
-    return pinned or declares_dependency(scan)
-
-
-@_line_feature("measurement")
-def _measurement(scan: str, kind: LineKind) -> bool:
-    """A number with a unit in a line that says it is a measurement of something."""
-    return _MEASURE_NAME.search(scan) is not None and _MEASURED.search(scan) is not None
-
-
-@_line_feature("located")
-def _located(scan: str, kind: LineKind) -> bool:
-    """A place given in words (``line 12 of src/a.py``)."""
-    return _LOCATED_NEEDS.search(scan) is not None and _LOCATED.search(scan) is not None
+    ),
+    # In an answer, a count of an outcome only.
+    "counts": lambda scan, kind: (
+        _COUNTS.search(scan) is not None and (not kind.prose or _OUTCOME.search(scan) is not None)
+    ),
+    "constraint": lambda scan, kind: not kind.code and _CONSTRAINT.search(scan) is not None,
+    "pin": lambda scan, kind: (
+        (_PIN_NEEDS.search(scan) is not None and _PIN.search(scan) is not None)
+        or declares_dependency(scan)
+    ),
+    "measurement": lambda scan, kind: (
+        _MEASURE_NAME.search(scan) is not None and _MEASURED.search(scan) is not None
+    ),
+    "located": lambda scan, kind: (
+        _LOCATED_NEEDS.search(scan) is not None and _LOCATED.search(scan) is not None
+    ),
+}
+"""The line features by name, in the order they are read."""
 
 
 _CLASS_FEATURES = ("pin", "measurement", "located")

@@ -273,7 +273,7 @@ def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: in
     return text
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Unit:
     """One unit of a text as the clean-ups leave it: ``line`` is what is shown."""
 
@@ -281,108 +281,51 @@ class _Unit:
     original: str
     line: str
     mark: CodeMark | None
-    routine: bool = False
+    routine: bool
     """A log line at a routine level (scored without its time and level)."""
 
 
-def _markdown(unit: _Unit, text: _Text) -> bool:
-    """An answer's code fences left out, markdown marks dropped, links written plainly."""
-    if text.tool:
-        return True
-    if is_fence(unit.line):
-        return False  # a code block's fence ("```python"): it says nothing
-    unit.line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", unit.line)))
-    return True
-
-
-def _routine(unit: _Unit, text: _Text) -> bool:
-    """Whether the unit is a routine log line."""
-    unit.routine = _is_routine_log(_undecorated(unit.line))
-    return True
-
-
-def _json_record(unit: _Unit, text: _Text) -> bool:
-    """A one-line JSON object of scalars as its ``key=value`` fields."""
-    line = unit.line.strip()
-    if len(line) > _LINE_SCAN or not (line.startswith("{") and line.endswith("}")):
-        return True
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return True
-    if isinstance(value, dict) and len(value) >= 2 and not _nested(value.values()):
-        unit.line = " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
-    return True
-
-
-def _undecorate(unit: _Unit, text: _Text) -> bool:
-    """Box rules, quote marks and a trailing ``\\r`` dropped, spaces made one."""
-    unit.line = _one_line(_undecorated(unit.line))
-    return True
-
-
-def _log_time(unit: _Unit, text: _Text) -> bool:
-    """A log line's clock time and routine level dropped (the same on every line)."""
-    if unit.line[:1].isdigit():
-        unit.line = _LOG_PREFIX.sub("", unit.line, count=1)
-    return True
-
-
-def _home(unit: _Unit, text: _Text) -> bool:
-    """A home directory written ``~/``."""
-    if "/home/" in unit.line or "/Users/" in unit.line:
-        unit.line = _HOME.sub("~/", unit.line)
-    return True
-
-
-def _run_noise(unit: _Unit, text: _Text) -> bool:
-    """A command's banner and its zero counts dropped (:mod:`.runs`)."""
-    if text.tool and not text.diff:
-        unit.line = drop_zero_counts(strip_banner(unit.line))
-    return True
-
-
-def _says_something(unit: _Unit, text: _Text) -> bool:
-    """Whether the line holds a letter or digit, not markup alone or a listing's bare number."""
-    line = unit.line
-    if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
-        return False
-    if line[0] == "<" and not any(c.isalnum() for c in _BARE_TAG.sub("", line[:200])):
-        return False
-    return not (text.listing and len(line) <= 12 and _EMPTY_NUMBERED.fullmatch(line))
-
-
-def _hunk(unit: _Unit, text: _Text) -> bool:
-    """A diff hunk's header as its place and what encloses it (:func:`_hunk_header`)."""
-    if text.diff and unit.line.startswith("@@"):
-        unit.line = _hunk_header(unit.line)
-    return True
-
-
-CleanUp = Callable[[_Unit, _Text], bool]
-"""A clean-up: changes the unit's line; False drops the unit."""
-
-CLEAN_UPS: tuple[CleanUp, ...] = (
-    _markdown,
-    _routine,
-    _json_record,
-    _undecorate,
-    _log_time,
-    _home,
-    _run_noise,
-    _says_something,
-    _hunk,
-)
-"""The clean-ups, in the order they run on every unit."""
-
-
 def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
-    """The unit at ``order`` after :data:`CLEAN_UPS`; None when one drops it."""
-    unit = _Unit(order, original, original[: 4 * _LINE_SCAN], text.marks.get(original))
-    for clean in CLEAN_UPS:
-        if not clean(unit, text):
-            return None
-    return unit
+    """The unit at ``order`` cleaned up, in this order: an answer's markdown, a one-line JSON
+    record, decorations, a log's clock time, home directories, a command's banner and zero
+    counts, a diff's hunk header; None when it says nothing (a fence, markup alone)."""
+    line = original[: 4 * _LINE_SCAN]
+    if not text.tool:
+        if is_fence(line):
+            return None  # a code block's fence ("```python"): it says nothing
+        line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", line)))
+    routine = _is_routine_log(_undecorated(line))
+    line = _one_line(_undecorated(_json_record(line)))
+    if line[:1].isdigit():  # a log line's clock time and routine level (the same on every line)
+        line = _LOG_PREFIX.sub("", line, count=1)
+    if "/home/" in line or "/Users/" in line:
+        line = _HOME.sub("~/", line)
+    if text.tool and not text.diff:
+        line = drop_zero_counts(strip_banner(line))
+    # A line says something with a letter or digit, not markup alone or a listing's number.
+    if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
+        return None
+    if line[0] == "<" and not any(c.isalnum() for c in _BARE_TAG.sub("", line[:200])):
+        return None
+    if text.listing and len(line) <= 12 and _EMPTY_NUMBERED.fullmatch(line):
+        return None
+    if text.diff and line.startswith("@@"):
+        line = _hunk_header(line)
+    return _Unit(order, original, line, text.marks.get(original), routine)
+
+
+def _json_record(line: str) -> str:
+    """A one-line JSON object of scalars as its ``key=value`` fields."""
+    text = line.strip()
+    if len(text) > _LINE_SCAN or not (text.startswith("{") and text.endswith("}")):
+        return line
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return line
+    if isinstance(value, dict) and len(value) >= 2 and not _nested(value.values()):
+        return " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
+    return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,9 +392,7 @@ def _flatten_json(
         out.append(_Field(path, _scalar(value), _field_weight("", value)))
 
 
-def _json_fields(
-    content: str, said: frozenset[str] = frozenset(), documents: list[str] | None = None
-) -> list[_Field] | None:
+def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> list[_Field] | None:
     """A JSON result's fields (its documents taken out), or None when it is not JSON."""
     text = content.strip()
     if not text or text[0] not in "{[":
@@ -464,9 +405,7 @@ def _json_fields(
         return None
     out: list[_Field] = []
     try:
-        if documents is not None:
-            value = take_documents(value, documents)
-        _flatten_json(value, "", out, said=said)
+        _flatten_json(take_documents(value, documents), "", out, said=said)
     except RecursionError:
         return None
     return out
@@ -480,22 +419,6 @@ def _literal_fields(value: object) -> list[tuple[str, str]]:
     except RecursionError:
         return []
     return [(item.group, item.text) for item in out]
-
-
-def _field_lines(
-    fields: list[_Field], block: int, check: Callable[[], None], width: int
-) -> Iterator[_Line]:
-    """The scored fields of a JSON result, each a unit of its record's line."""
-    repeats: dict[str, int] = {}
-    for order, item in enumerate(fields):
-        if order % _CHECK_EVERY == 0:
-            check()
-        text = _one_line(item.text)
-        # The same field in many records (a currency, a shared origin) says it once.
-        seen = repeats.get(text, 0)
-        repeats[text] = seen + 1
-        score = item.weight / (1 + seen)
-        yield _Line(block, order, _window(text, width), score, group=item.group)
 
 
 _ERROR_LINE = 6.0  # a line scoring this with an error signal is an error (context below)
@@ -543,8 +466,17 @@ def _body_lines(
 def _json_lines(
     fields: list[_Field], documents: list[str], block: int, check: Callable[[], None], width: int
 ) -> Iterator[_Line]:
-    """A JSON result's fields, then the lines of the documents inside it."""
-    yield from _field_lines(fields, block, check, width)
+    """A JSON result's scored fields, each a unit of its record's line, then the lines of the
+    documents inside it."""
+    repeats: dict[str, int] = {}
+    for order, item in enumerate(fields):
+        if order % _CHECK_EVERY == 0:
+            check()
+        text = _one_line(item.text)
+        # The same field in many records (a currency, a shared origin) says it once.
+        seen = repeats.get(text, 0)
+        repeats[text] = seen + 1
+        yield _Line(block, order, _window(text, width), item.weight / (1 + seen), group=item.group)
     after = len(fields)
     for document in documents:
         read = list(_body_lines(document, block, check, tool=True, width=width))
@@ -578,7 +510,7 @@ class _Scorer:
         score = self._context(unit, score)
         score, placed = self._placed(unit, score)
         item = self._item(unit, score, placed)
-        self.above = [*self.above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
+        self.above = [*self.above, item][-_LOCATION_ABOVE:]
         return item
 
     def _context(self, unit: _Unit, score: float) -> float:
