@@ -93,18 +93,14 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     listed = _listing(lines)
     if listed is not None:
         return listed, {name: _name_mark(name) for name in listed if _NAME.fullmatch(name)}
-    lines = _instructions(lines)
-    return lines, {line: _DISTINCT for line in lines if declares_dependency(line[:_SCAN])}
-
-
-def _instructions(lines: list[str]) -> list[str]:
-    """A disassembly's instructions without their bytes (``0040069e CALL gets``)."""
-    return [
+    # A disassembly's instructions without their bytes (``0040069e CALL gets``).
+    lines = [
         line
         if (found := _INSTRUCTION.fullmatch(line[:_SCAN])) is None
         else f"{found.group('address').strip()} {found.group('rest')}"
         for line in lines
     ]
+    return lines, {line: _DISTINCT for line in lines if declares_dependency(line[:_SCAN])}
 
 
 def _listing(lines: list[str]) -> list[str] | None:

@@ -136,10 +136,6 @@ LINE_FEATURES: dict[str, LineFeature] = {
 """The line features by name, in the order they are read."""
 
 
-_CLASS_FEATURES = ("pin", "measurement", "located")
-"""The features a routine log line's score is read without (:func:`_routine_score`)."""
-
-
 def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[float | None, float]:
     """(the whole score when a line's kind alone says it, else None; what its features add)."""
     if diff:
@@ -165,12 +161,6 @@ def clear_caches() -> None:
     _cached_weight.cache_clear()
 
 
-def _class_bonus(scan: str) -> float:
-    """What a line's class features earned (a pin, a measurement, a place in words)."""
-    kind = LineKind(prose=False, code=False, diff=False)
-    return sum(WEIGHTS[name] for name in _CLASS_FEATURES if LINE_FEATURES[name](scan, kind))
-
-
 def _is_routine_log(line: str) -> bool:
     """Whether ``line`` is a log line at a routine level (INFO, DEBUG, TRACE...)."""
     return _ROUTINE_LOG.match(line[:_LINE_SCAN]) is not None
@@ -190,7 +180,11 @@ def _routine_score(line: str, score: float) -> float:
     earned = min(_IDENT_CAP, WEIGHTS["identifier"] * found) - min(
         _IDENT_CAP, WEIGHTS["identifier"] * (found - numbers)
     )
-    return max(0.0, score - earned - _class_bonus(scan))
+    # Nor what its class features earned (a pin, a measurement, a place in words).
+    kind = LineKind(prose=False, code=False, diff=False)
+    classes = ("pin", "measurement", "located")
+    bonus = sum(WEIGHTS[name] for name in classes if LINE_FEATURES[name](scan, kind))
+    return max(0.0, score - earned - bonus)
 
 
 def _field_weight(key: str, value: object) -> float:

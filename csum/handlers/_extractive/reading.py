@@ -101,14 +101,6 @@ def _undecorated(line: str) -> str:
     return _DECORATION.sub("", line)
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines, also splitting at escaped newlines (``\\n``) of an output printed as a string."""
-    lines = text.splitlines()
-    if "\\n" not in text:
-        return lines
-    return [piece for line in lines for piece in line.split("\\n")]
-
-
 def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
     """Prose lines split into their sentences (``prose_only``: only lines that read as prose)."""
     out: list[str] = []
@@ -210,13 +202,6 @@ def _two_line_records(
     return out
 
 
-def _place_first(line: str, place: str) -> str:
-    """A joined message and place as ``place message``: the place survives a cut at the end."""
-    if not line.endswith(" " + place):
-        return line
-    return f"{place} {line[: -len(place) - 1]}"
-
-
 def _hunk_header(line: str) -> str:
     """A diff hunk's header as its place and what encloses it (``def apply(…``)."""
     match = _HUNK.match(line)
@@ -257,7 +242,9 @@ class _Text:
 
 def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: int) -> _Text:
     """``content`` (not JSON) as units: sentences, records, a message joined with its place."""
-    raw = _split_lines(content)
+    raw = content.splitlines()
+    if "\\n" in content:  # an output printed as a string: its escaped newlines split too
+        raw = [piece for line in raw for piece in line.split("\\n")]
     if not tool:
         return _Text(_sentences(raw), tool=False)
     listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
@@ -520,8 +507,10 @@ class _Scorer:
         if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
             # An exit status alone ("Exit code 2") says how it ended, not what follows.
             self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
-            if text.tool:
-                _locate_error(self.above)
+            if text.tool:  # the lines just above naming a place (``a_test.exs:142``) rank up
+                for above in self.above:
+                    if any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(above.text)):
+                        above.score += WEIGHTS["error_context"]
         elif self.after_error and len(line) <= _LINE_WINDOW:
             score += self.after_error
             self.after_error -= 1
@@ -556,8 +545,10 @@ class _Scorer:
     def _item(self, unit: _Unit, score: float, placed: bool) -> _Line:
         """The line as shown: place first, paths shortened, windowed, compact when asked."""
         line, width = unit.line, self.width
-        if unit.order in self.text.places:
-            line = _place_first(line, self.text.places[unit.order])
+        place = self.text.places.get(unit.order)
+        if place is not None and line.endswith(" " + place):
+            # A joined message and place as ``place message``: the place survives a cut.
+            line = f"{place} {line[: -len(place) - 1]}"
         text = _shorten_paths(line, width)
         if placed and self.opening and unit.order and len(text) <= width:
             # A section's first line says what it is about, when it is shown whole.
@@ -591,13 +582,6 @@ def _line_features(unit: _Unit, text: _Text, named: dict[str, int]) -> float:
 def _is_listed(unit: _Unit, text: _Text) -> bool:
     """Whether a unit is a numbered line of a file listing (the tool's own words are not)."""
     return text.listing and _NUMBERED.match(unit.original) is not None
-
-
-def _locate_error(above: list[_Line]) -> None:
-    """The lines just above an error naming a place (``a_test.exs:142``) rank up with it."""
-    for line in above:
-        if any(weight == _PATH_WEIGHTS[2] for _, _, weight in _identifier_spans(line.text)):
-            line.score += WEIGHTS["error_context"]
 
 
 def opens_section(line: str) -> bool:

@@ -106,16 +106,16 @@ def _token_weight(raw: str) -> int:
         or ("." in token and _VERSION.fullmatch(token))
         or (5 <= len(token) <= 10 and _CODE.fullmatch(token))
         or _HEX.fullmatch(token)
-        or (any(c in token for c in "_.-") and _ID.fullmatch(token) and _digit_or_underscore(token))
+        or (
+            any(c in token for c in "_.-")
+            and _ID.fullmatch(token)
+            and ("_" in token or any(c.isdigit() for c in token))
+        )
         or (any(word in token for word in _EXCEPTION_WORDS) and _EXCEPTION_NAME.fullmatch(token))
         or _NAME.fullmatch(token)
         or (not token.islower() and not token.isupper() and _CAMEL.fullmatch(token))
     )
     return 1 if identifier else 0
-
-
-def _digit_or_underscore(token: str) -> bool:
-    return "_" in token or any(c.isdigit() for c in token)
 
 
 # Tokens recur: short ones are classified once (at most 8192, under a megabyte).
