@@ -188,8 +188,8 @@ _OUTCOME_SCORE = 6.0  # a result line outranking its call's line (an error, a te
 
 
 def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
-    """A lone call's strong result line kept over its call line (or with the line ``cut``
-    to its share) when both do not fit: what a command said tells more than which."""
+    """A lone call's strong result line kept over its call line (or its line ``cut``) if both
+    do not fit: what a command said tells more than which."""
     if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
         return
     block = blocks[0]

@@ -246,8 +246,7 @@ class _Queue:
             yield index
 
     def take(self, block: _Block, line: _Line) -> None:
-        """``line`` taken; when that opens its record's line, the record's other fields are
-        queued again (and its list's records, when it opens the list's line)."""
+        """``line`` taken; a record's line it opens queues its record's and list's others again."""
         opened, group = self.packer.opened, line.group
         listed = _list_item(group) if group else None
         list_opens = listed is not None and (line.block, _LIST_KEY + listed[0]) not in opened

@@ -232,12 +232,9 @@ class _Text:
     tool: bool
     listing: bool = False
     diff: bool = False
-    marks: dict[str, CodeMark] = field(default_factory=dict)
-    """What the code tools' rules say of a line."""
-    ranks: dict[str, int] = field(default_factory=dict)
-    """A record's place in its list."""
-    places: dict[int, str] = field(default_factory=dict)
-    """A message's place, from the line below it, by the message's index."""
+    marks: dict[str, CodeMark] = field(default_factory=dict)  # the code tools' rules, by line
+    ranks: dict[str, int] = field(default_factory=dict)  # a record's place in its list
+    places: dict[int, str] = field(default_factory=dict)  # a message's place (line below it)
 
 
 def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: int) -> _Text:
@@ -268,14 +265,11 @@ class _Unit:
     original: str
     line: str
     mark: CodeMark | None
-    routine: bool
-    """A log line at a routine level (scored without its time and level)."""
+    routine: bool  # a log line at a routine level (scored without its time and level)
 
 
 def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
-    """The unit at ``order`` cleaned up, in this order: an answer's markdown, a one-line JSON
-    record, decorations, a log's clock time, home directories, a command's banner and zero
-    counts, a diff's hunk header; None when it says nothing (a fence, markup alone)."""
+    """The unit at ``order`` cleaned up in order (see the comments); None if it says nothing."""
     line = original[: 4 * _LINE_SCAN]
     if not text.tool:
         if is_fence(line):
@@ -453,8 +447,7 @@ def _body_lines(
 def _json_lines(
     fields: list[_Field], documents: list[str], block: int, check: Callable[[], None], width: int
 ) -> Iterator[_Line]:
-    """A JSON result's scored fields, each a unit of its record's line, then the lines of the
-    documents inside it."""
+    """A JSON result's scored fields (units of their record's line), then its documents' lines."""
     repeats: dict[str, int] = {}
     for order, item in enumerate(fields):
         if order % _CHECK_EVERY == 0:
