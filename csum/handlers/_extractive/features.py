@@ -10,7 +10,6 @@ from typing import NamedTuple
 import regex
 
 from csum.handlers._extractive.code_tools import declares_dependency
-from csum.handlers._extractive.prose import compact_prose
 from csum.handlers._extractive.results import is_relevance_score
 from csum.handlers._extractive.text import (
     _CONSTRAINT,
@@ -19,7 +18,6 @@ from csum.handlers._extractive.text import (
     _NUMBERED,
     _UNIT,
     _cached_weight,
-    _identifier_spans,
     _identifiers,
 )
 from csum.handlers._extractive.weights import _EMPTY_FIELD, _IDENT_CAP, _LINE_SCAN, WEIGHTS
@@ -201,10 +199,3 @@ def _is_prose(line: str) -> bool:
         return False
     wordy = sum(1 for c in scan if c.isalpha() or c == " ")
     return wordy >= _PROSE_SHARE * len(scan)
-
-
-def _compact_answer_line(line: str) -> str:
-    """An answer's line in its compact form (:func:`compact_prose`), unless it is an error."""
-    if _ERROR.search(line[:_LINE_SCAN]):
-        return line
-    return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)

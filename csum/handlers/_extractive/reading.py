@@ -11,7 +11,6 @@ import regex
 
 from csum.handlers._extractive.code_tools import CodeMark, code_lines
 from csum.handlers._extractive.features import (
-    _compact_answer_line,
     _field_weight,
     _is_prose,
     _is_routine_log,
@@ -19,7 +18,7 @@ from csum.handlers._extractive.features import (
     _routine_score,
     _score,
 )
-from csum.handlers._extractive.prose import is_fence, plain_links
+from csum.handlers._extractive.prose import compact_prose, is_fence, plain_links
 from csum.handlers._extractive.rendering import _Line
 from csum.handlers._extractive.results import labelled_records, literal_records, take_documents
 from csum.handlers._extractive.runs import (
@@ -549,8 +548,12 @@ class _Scorer:
         group = unit.mark.group if unit.mark is not None else None
         item = _Line(self.block, unit.order, _window(text, width), score, group=group)
         if self.compact and len(text) > _COMPACT_SHARE * width:
-            # An answer's long line by its clauses that carry something (whole if room is left).
-            short = _window(_compact_answer_line(text), width)
+            # An answer's long line by its clauses that carry something (whole if room is left),
+            # unless it is an error.
+            error = _ERROR.search(text[:_LINE_SCAN])
+            short = _window(
+                text if error else compact_prose(text[: 4 * _LINE_SCAN], _identifier_spans), width
+            )
             if short != item.text:
                 item.text, item.whole = short, item.text
         return item

@@ -222,16 +222,6 @@ def _word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _cut_between_words(text: str, end: int, reach: int) -> int:
-    """Where to end a cut made at ``end``: outside a word, within ``reach``, else ``end``."""
-    if end >= len(text) or end <= 0 or not _in_word(text, end):
-        return end
-    space = text.rfind(" ", max(1, end - reach), end)
-    if space > 0:
-        return space
-    return next((i for i in range(end - 1, max(0, end - reach), -1) if not _in_word(text, i)), end)
-
-
 def _window(line: str, limit: int) -> str:
     """``line`` cut to about ``limit`` characters around its first strong signal."""
     if len(line) <= limit:
@@ -254,7 +244,10 @@ def _window(line: str, limit: int) -> str:
         start = next((i for i in range(start, start + reach) if not _in_word(line, i)), start)
     if len(line) - end <= reach:
         end = len(line)  # a few more characters end the line: better than a cut word
-    end = _cut_between_words(line, end, reach)
+    if 0 < end < len(line) and _in_word(line, end):  # at a space, else outside a word
+        space = line.rfind(" ", max(1, end - reach), end)
+        outside = (i for i in range(end - 1, max(0, end - reach), -1) if not _in_word(line, i))
+        end = space if space > 0 else next(outside, end)
     piece = line[start:end].rstrip()
     return (_ELLIPSIS if start else "") + piece + (_ELLIPSIS if end < len(line) else "")
 
