@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 
@@ -78,10 +79,7 @@ class _Packer:
         self.said: set[str] = set()
         self.shapes: set[str] = set()
         self.everything = [(block, line) for block in blocks for line in block.lines]
-        counts: dict[str, int] = {}
-        for _, line in self.everything:
-            shape = _shape(line)
-            counts[shape] = counts.get(shape, 0) + 1
+        counts = Counter(_shape(line) for _, line in self.everything)
         # Shapes of a log's repeated lines: once one is taken, the next adds nothing.
         self.repeated = {shape for shape, count in counts.items() if count > _REPEATED}
 
