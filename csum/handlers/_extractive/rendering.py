@@ -65,7 +65,7 @@ def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
         indent = "" if len(shown) == 1 else block.indent
         if block.head:
             out.append(block.head)
-        out.extend(_render(block, kept, indent))
+        out.extend(_render(kept, indent))
     everything = [(block, line) for block in blocks for line in block.lines]
     if not out and everything:
         block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
@@ -145,7 +145,7 @@ def _list_item(group: str) -> tuple[str, str] | None:
     return group[:start], group[start:]
 
 
-def _render(block: _Block, kept: list[_Line], indent: str) -> Iterator[str]:
+def _render(kept: list[_Line], indent: str) -> Iterator[str]:
     """The kept lines in order: a record's fields, and a list's records, on one line."""
     records: dict[str, list[str]] = {}
     lists: dict[str, list[str]] = {}
