@@ -303,12 +303,11 @@ def _clip_middle_words(text: str, limit: int, head_share: float) -> str:
         head.append(word)
         used += 1 + len(word)
     rest = words[len(head) :]
-    # The next argument, a path: its file and nearest directories (then "…" for the rest).
+    # The next argument whole when it fits, else a path's file and nearest directories
+    # (then "…" for the rest).
     more = 2 if len(rest) > 1 else 0
     room = limit - max(0, used) - 1 - more
-    path = _path_tail(rest[0], room) if rest else ""
-    if rest and len(rest[0]) <= room:
-        path = rest[0]  # whole when it fits
+    path = "" if not rest else rest[0] if len(rest[0]) <= room else _path_tail(rest[0], room)
     if path:
         return " ".join([*head, path] + ([_ELLIPSIS] if more else []))
     room = limit - max(0, used) - 2  # the ellipsis and a space
