@@ -79,19 +79,16 @@ def anthropic_body(
     body = encode(list(conversation))
     messages: list[dict[str, Any]] = body["messages"]
     instruction_block = {"type": "text", "text": instruction}
-    last = messages[-1] if messages else None
-    if last is None:
-        messages.append({"role": "user", "content": [instruction_block]})
-    else:
-        content = last["content"]
+    if messages:
+        last, content = messages[-1], messages[-1]["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
         if blocks:
             blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
-        if last["role"] == "user":
+        if last["role"] == "user":  # the instruction joins the last user message
             messages[-1] = {**last, "content": [*blocks, instruction_block]}
-        else:
-            messages[-1] = {**last, "content": blocks}
-            messages.append({"role": "user", "content": [instruction_block]})
+            return _with_tools(body, tools)
+        messages[-1] = {**last, "content": blocks}
+    messages.append({"role": "user", "content": [instruction_block]})
     return _with_tools(body, tools)
 
 
