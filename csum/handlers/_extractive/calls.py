@@ -19,7 +19,6 @@ from csum.handlers._extractive.text import (
     _clip_middle,
     _identifiers,
     _one_line,
-    _scalar,
     _scalar_or_json,
 )
 from csum.handlers._extractive.weights import _LINE_SCAN, SHARES
@@ -97,12 +96,6 @@ def _compact_command(command: str) -> str:
             break
         command = command[: match.start()].rstrip()
     return command
-
-
-def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
-    """A call's scalar arguments as ``key=value``, as its flattened result writes them."""
-    items = value.items() if value is not None else ()
-    return frozenset(f"{k}={_scalar(v)}" for k, v in items if not isinstance(v, dict | list))
 
 
 def _call_shows(head: str, pair: str) -> bool:

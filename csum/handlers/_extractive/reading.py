@@ -170,15 +170,6 @@ def _location(line: str) -> str | None:
     return line[match.start(1) :].strip()
 
 
-def _message_line(line: str, room: int) -> bool:
-    """Whether a line could be what a location line locates, in one window with it."""
-    return (
-        len(line.strip()) < room
-        and any(c.isalnum() for c in line[:200])
-        and not any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(line))
-    )
-
-
 def _two_line_records(
     raw: list[str], check: Callable[[], None], width: int, places: dict[int, str]
 ) -> list[str]:
@@ -192,7 +183,10 @@ def _two_line_records(
             place is not None
             and out
             and len(out) - 1 not in places
-            and _message_line(out[-1], width - len(place))
+            # What the place locates: a line saying something, naming no place, in one window.
+            and len(out[-1].strip()) < width - len(place)
+            and any(c.isalnum() for c in out[-1][:200])
+            and not any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(out[-1]))
         ):
             out[-1] = f"{out[-1].strip()} {place}"
             places[len(out) - 1] = _HOME.sub("~/", _one_line(place))
