@@ -259,6 +259,7 @@ class _Unit:
     line: str
     mark: CodeMark | None
     routine: bool  # a log line at a routine level (scored without its time and level)
+    listed: bool  # a numbered line of a file listing (the tool's own words are not)
 
 
 def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
@@ -285,7 +286,8 @@ def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
         return None
     if text.diff and line.startswith("@@"):
         line = _hunk_header(line)
-    return _Unit(order, original, line, text.marks.get(original), routine)
+    listed = text.listing and _NUMBERED.match(original) is not None
+    return _Unit(order, original, line, text.marks.get(original), routine, listed)
 
 
 def _json_record(line: str) -> str:
@@ -489,8 +491,7 @@ class _Scorer:
     def _context(self, unit: _Unit, score: float) -> float:
         """What the lines above add: an error's context below it, fading, and its place above."""
         text, line = self.text, unit.line
-        listed = _is_listed(unit, text)
-        if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
+        if score >= _ERROR_LINE and not unit.listed and _ERROR.search(line[:_LINE_SCAN]):
             # An exit status alone ("Exit code 2") says how it ended, not what follows.
             self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
             if text.tool:  # the lines just above naming a place (``a_test.exs:142``) rank up
@@ -557,8 +558,7 @@ def _line_features(unit: _Unit, text: _Text, named: dict[str, int]) -> float:
     """What a line says whatever is around it: its score, its mark, a log's due, its rank."""
     line, mark = unit.line, unit.mark
     scored = _log_message(line) if unit.routine else line
-    code = _is_listed(unit, text)
-    score = _score(scored, listing=code, diff=text.diff, prose=not text.tool, named=named)
+    score = _score(scored, listing=unit.listed, diff=text.diff, prose=not text.tool, named=named)
     if mark is not None:
         score = max(0.0, score + mark.bonus)
     if unit.routine:
@@ -567,11 +567,6 @@ def _line_features(unit: _Unit, text: _Text, named: dict[str, int]) -> float:
     if rank is not None:
         score += WEIGHTS["rank"] / (1 + rank)
     return score
-
-
-def _is_listed(unit: _Unit, text: _Text) -> bool:
-    """Whether a unit is a numbered line of a file listing (the tool's own words are not)."""
-    return text.listing and _NUMBERED.match(unit.original) is not None
 
 
 def opens_section(line: str) -> bool:
