@@ -79,19 +79,16 @@ def anthropic_body(
     body = encode(list(conversation))
     messages: list[dict[str, Any]] = body["messages"]
     instruction_block = {"type": "text", "text": instruction}
-    last = messages[-1] if messages else None
-    if last is None:
-        messages.append({"role": "user", "content": [instruction_block]})
-    else:
-        content = last["content"]
+    if messages:
+        last, content = messages[-1], messages[-1]["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
         if blocks:
             blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
-        if last["role"] == "user":
+        if last["role"] == "user":  # the instruction joins the last user message
             messages[-1] = {**last, "content": [*blocks, instruction_block]}
-        else:
-            messages[-1] = {**last, "content": blocks}
-            messages.append({"role": "user", "content": [instruction_block]})
+            return _with_tools(body, tools)
+        messages[-1] = {**last, "content": blocks}
+    messages.append({"role": "user", "content": [instruction_block]})
     return _with_tools(body, tools)
 
 
@@ -118,18 +115,6 @@ def _with_tools(body: Body, tools: Sequence[Mapping[str, Any]]) -> Body:
 
 
 @dataclass(frozen=True, slots=True)
-class _Failure:
-    """One failed attempt, as the retry loop sees it."""
-
-    message: str
-    retryable: bool
-    status_code: int | None = None
-    provider_message: str = ""
-    error_type: str = ""
-    retry_after: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class _Sdk:
     """One provider's SDK: its module, its client class and its exception classes."""
 
@@ -153,27 +138,29 @@ class _Sdk:
             provider, client, base, sdk.APIStatusError, sdk.APIConnectionError, sdk.APITimeoutError
         )
 
-    def failure(self, exc: Exception) -> _Failure:
-        """An SDK exception as a :class:`_Failure`: retryable or not, and why."""
+    def failure(self, exc: Exception, model: str) -> tuple[HandlerError, float | None]:
+        """An SDK exception as the :class:`HandlerError` it ends in (retryable or not, and
+        why), and the wait the provider asked for."""
+        error = partial(HandlerError, provider=self.provider, model=model)
         if isinstance(exc, self.timeout):
-            return _Failure("the request timed out", retryable=True, error_type="timeout")
+            return error("the request timed out", retryable=True, error_type="timeout"), None
         if isinstance(exc, self.connection):
             cause = exc.__cause__ or exc.__context__
             detail = f": {cause}" if cause is not None and str(cause) else ""
-            return _Failure(f"connection error{detail}", retryable=True, error_type="connection")
+            return error(f"connection error{detail}", retryable=True, error_type="connection"), None
         if isinstance(exc, self.status):
             status: int = getattr(exc, "status_code", 0)
             headers = getattr(getattr(exc, "response", None), "headers", None)
             message, kind = _provider_message(getattr(exc, "body", None))
-            return _Failure(
+            failure = error(
                 message or str(exc),
                 retryable=status in _RETRIED_STATUS_CODES or status >= 500,
                 status_code=status,
                 provider_message=message,
                 error_type=kind,
-                retry_after=_retry_after(headers),
             )
-        return _Failure(str(exc) or type(exc).__name__, retryable=False)
+            return failure, _retry_after(headers)
+        return error(str(exc) or type(exc).__name__), None
 
 
 def _check_token_limit(name: str, limit: int | None) -> None:
@@ -219,6 +206,7 @@ async def _run_with_retries(
     attempts = 0
     while True:
         attempts += 1
+        retry_after = None
         cause: BaseException
         try:
             with anyio.fail_after(timeout):
@@ -227,24 +215,20 @@ async def _run_with_retries(
             exc.attempts = attempts
             raise
         except TimeoutError as exc:
-            failure = _Failure(
-                f"no response within {timeout:g} s", retryable=True, error_type="timeout"
+            error = HandlerError(
+                f"no response within {timeout:g} s",
+                provider=sdk.provider,
+                model=model,
+                error_type="timeout",
+                retryable=True,
             )
             cause = exc
         except sdk.base as exc:
-            failure, cause = sdk.failure(exc), exc
-        if not failure.retryable or attempts > policy.max_retries:
-            raise HandlerError(
-                failure.message,
-                provider=sdk.provider,
-                model=model,
-                status_code=failure.status_code,
-                provider_message=failure.provider_message,
-                error_type=failure.error_type,
-                attempts=attempts,
-                retryable=failure.retryable,
-            ) from cause
-        await anyio.sleep(policy.delay(attempts, failure.retry_after, rng))
+            (error, retry_after), cause = sdk.failure(exc, model), exc
+        error.attempts = attempts
+        if not error.retryable or attempts > policy.max_retries:
+            raise error from cause
+        await anyio.sleep(policy.delay(attempts, retry_after, rng))
 
 
 @dataclass(frozen=True, slots=True)

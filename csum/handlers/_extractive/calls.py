@@ -19,7 +19,6 @@ from csum.handlers._extractive.text import (
     _clip_middle,
     _identifiers,
     _one_line,
-    _scalar,
     _scalar_or_json,
 )
 from csum.handlers._extractive.weights import _LINE_SCAN, SHARES
@@ -68,18 +67,17 @@ def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -
             continue
         elif lowered not in _QUIET_KEYS:
             keyed.append(f"{key}={_clip_middle(text, room)}")
-            bare.append(_clip_middle(text, room) if _telling(text) else keyed[-1])
+            # A value that names itself without its key (an id, a path; no number) goes bare.
+            telling = len(text) >= 5 and not any(c.isspace() for c in text)
+            telling = telling and any(c.isalpha() for c in text) and text not in _FLAGS
+            bare.append(_clip_middle(text, room) if telling else keyed[-1])
     line = f"{name}({', '.join(first + keyed)})"
     if len(line) > cap or (not first and len(bare) == 1):
-        # Too long with its keys, or a lone argument: identifiers first, without their keys.
-        line = f"{name}({', '.join(first + _identifiers_first(bare))})"
+        # Too long with its keys, or a lone argument: without their keys, the values densest
+        # in identifiers first (a cut at the end loses the prose).
+        bare.sort(key=lambda value: -_identifiers(value) / (len(value) + 8))
+        line = f"{name}({', '.join(first + bare)})"
     return _clip(line, cap)
-
-
-def _telling(text: str) -> bool:
-    """Whether an argument's value names itself without its key (an id, a path; no number)."""
-    long_word = len(text) >= 5 and not any(c.isspace() for c in text)
-    return long_word and any(c.isalpha() for c in text) and text not in _FLAGS
 
 
 def _compact_command(command: str) -> str:
@@ -98,17 +96,6 @@ def _compact_command(command: str) -> str:
             break
         command = command[: match.start()].rstrip()
     return command
-
-
-def _identifiers_first(values: list[str]) -> list[str]:
-    """Argument values densest in identifiers first: a cut at the end loses the prose."""
-    return sorted(values, key=lambda value: -_identifiers(value) / (len(value) + 8))
-
-
-def _argument_pairs(value: dict[str, Any] | None) -> frozenset[str]:
-    """A call's scalar arguments as ``key=value``, as its flattened result writes them."""
-    items = value.items() if value is not None else ()
-    return frozenset(f"{k}={_scalar(v)}" for k, v in items if not isinstance(v, dict | list))
 
 
 def _call_shows(head: str, pair: str) -> bool:

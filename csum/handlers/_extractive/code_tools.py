@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import regex
 
-from csum.handlers._extractive.weights import WEIGHTS
+from csum.handlers._extractive.text import _NUMBERED
+from csum.handlers._extractive.weights import _LINE_SCAN, WEIGHTS
 
 __all__ = ["CodeMark", "code_lines", "declares_dependency", "without_echo"]
 
@@ -93,18 +94,14 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     listed = _listing(lines)
     if listed is not None:
         return listed, {name: _name_mark(name) for name in listed if _NAME.fullmatch(name)}
-    lines = _instructions(lines)
-    return lines, {line: _DISTINCT for line in lines if declares_dependency(line[:_SCAN])}
-
-
-def _instructions(lines: list[str]) -> list[str]:
-    """A disassembly's instructions without their bytes (``0040069e CALL gets``)."""
-    return [
+    # A disassembly's instructions without their bytes (``0040069e CALL gets``).
+    lines = [
         line
-        if (found := _INSTRUCTION.fullmatch(line[:_SCAN])) is None
+        if (found := _INSTRUCTION.fullmatch(line[:_LINE_SCAN])) is None
         else f"{found.group('address').strip()} {found.group('rest')}"
         for line in lines
     ]
+    return lines, {line: _DISTINCT for line in lines if declares_dependency(line[:_LINE_SCAN])}
 
 
 def _listing(lines: list[str]) -> list[str] | None:
@@ -115,7 +112,7 @@ def _listing(lines: list[str]) -> list[str] | None:
     names: list[str] = []
     misses = 0  # rows that are no names
     for row in rows:
-        fields = _COLUMNS.split(row[:_SCAN]) if len(row) <= _SCAN else [row]
+        fields = _COLUMNS.split(row[:_LINE_SCAN]) if len(row) <= _LINE_SCAN else [row]
         if all(_NAME.fullmatch(name) for name in fields):
             names += fields
             continue
@@ -190,9 +187,7 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     return [line for line in out if line not in grouped], marks
 
 
-_NUMBERED = regex.compile(r"\s{0,8}+\d{1,7}+(?:→|:|\t)")  # a file listing's line number
 _COMMENT = regex.compile(r"\s*+(?:#|//|--|;|%|/\*)")  # a line commented out
-_SCAN = 2048  # characters of a line examined
 # A quoted version requirement: {:ash, "~> 3.0"}, "react": "^18.2.0", gem "rails", "~> 7.1".
 _DEPENDENCY = regex.compile(
     r"(?<![\w.-])[:@]?+[A-Za-z][\w@/.-]{0,80}+[\"']?+[ ]{0,3}+[,:=][ ]{0,3}+"

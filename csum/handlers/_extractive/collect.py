@@ -9,7 +9,6 @@ from functools import partial
 
 from cast import SUMMARIZATION_TOOL_NAME
 from csum.handlers._extractive.calls import (
-    _argument_pairs,
     _arguments,
     _call_cap,
     _call_shows,
@@ -25,7 +24,14 @@ from csum.handlers._extractive.rendering import (
     _prior_calls,
     _request_line,
 )
-from csum.handlers._extractive.text import _ELLIPSIS, _clip, _clip_whole_words, _utf8_len, _window
+from csum.handlers._extractive.text import (
+    _ELLIPSIS,
+    _clip,
+    _clip_whole_words,
+    _scalar,
+    _utf8_len,
+    _window,
+)
 from csum.handlers._extractive.weights import (
     _COMPACT_RATIO,
     _IDENT_CAP,
@@ -51,7 +57,7 @@ class _Call:
     """What a call's line and arguments tell about its result."""
 
     head: str
-    said: frozenset[str]  # its scalar arguments as ``key=value`` (:func:`_argument_pairs`)
+    said: frozenset[str]  # its scalar arguments as ``key=value``
 
 
 def _collect(
@@ -117,7 +123,10 @@ class _Collector:
             if _utf8_len(whole) <= int(self.max_bytes * _WHOLE_CALL_SHARE):
                 head = whole
         self.lone_cut = capped if self.call_count == 1 else ""
-        self.calls[entry.call_id] = _Call(head, _argument_pairs(parsed))
+        # Its scalar arguments as ``key=value``, as its flattened result writes them.
+        items = parsed.items() if parsed is not None else ()
+        said = frozenset(f"{k}={_scalar(v)}" for k, v in items if not isinstance(v, dict | list))
+        self.calls[entry.call_id] = _Call(head, said)
 
     def _request(self, entry: PromptEntry) -> None:
         """What the user said, its first line first; an earlier batch's archive line kept first."""
@@ -147,7 +156,7 @@ class _Collector:
             entry.name or "tool", "", {}, self.call_cap
         )
         number = len(self.blocks)
-        said = frozenset(p for p in call.said if _call_shows(head, p)) if call else _NONE
+        said = frozenset(p for p in call.said if _call_shows(head, p)) if call else frozenset()
         lines = _body_lines(
             entry.content, number, self.check, tool=True, width=self.width, said=said
         )
@@ -181,15 +190,14 @@ class _Collector:
         return self.blocks
 
 
-_NONE: frozenset[str] = frozenset()
 _WHOLE_CALL_SHARE = 0.8  # of the budget a lone call's line may take to be whole
 _UNCAPPED = 1 << 20
 _OUTCOME_SCORE = 6.0  # a result line outranking its call's line (an error, a test count)
 
 
 def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
-    """A lone call's strong result line kept over its call line (or with the line ``cut``
-    to its share) when both do not fit: what a command said tells more than which."""
+    """A lone call's strong result line kept over its call line (or its line ``cut``) if both
+    do not fit: what a command said tells more than which."""
     if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
         return
     block = blocks[0]

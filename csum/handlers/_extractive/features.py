@@ -10,7 +10,6 @@ from typing import NamedTuple
 import regex
 
 from csum.handlers._extractive.code_tools import declares_dependency
-from csum.handlers._extractive.prose import compact_prose
 from csum.handlers._extractive.results import is_relevance_score
 from csum.handlers._extractive.text import (
     _CONSTRAINT,
@@ -19,7 +18,6 @@ from csum.handlers._extractive.text import (
     _NUMBERED,
     _UNIT,
     _cached_weight,
-    _identifier_spans,
     _identifiers,
 )
 from csum.handlers._extractive.weights import _EMPTY_FIELD, _IDENT_CAP, _LINE_SCAN, WEIGHTS
@@ -102,78 +100,38 @@ class LineKind(NamedTuple):
 
 LineFeature = Callable[[str, LineKind], bool]
 """A line feature: whether a line (its first :data:`_LINE_SCAN` characters) shows the
-signal; what that is worth is its weight in :data:`WEIGHTS`."""
+signal; what that is worth is its weight in :data:`WEIGHTS`, what it rewards in ``WHAT``."""
 
-LINE_FEATURES: dict[str, LineFeature] = {}
-"""The line features by name, in the order they are read."""
-
-
-def _line_feature(name: str) -> Callable[[LineFeature], LineFeature]:
-    def register(feature: LineFeature) -> LineFeature:
-        LINE_FEATURES[name] = feature
-        return feature
-
-    return register
-
-
-@_line_feature("diff_hunk")
-def _diff_hunk(scan: str, kind: LineKind) -> bool:
-    """A diff hunk's header: the hunk's place."""
-    return kind.diff and scan.startswith("@@") and _DIFF_LINE.match(scan) is not None
-
-
-@_line_feature("diff_added")
-def _diff_added(scan: str, kind: LineKind) -> bool:
-    """A diff's added line: what it adds (the new code)."""
-    return kind.diff and scan.startswith("+") and _DIFF_LINE.match(scan) is not None
-
-
-@_line_feature("error")
-def _error(scan: str, kind: LineKind) -> bool:
-    """A strict error signal, outside code, in a line that is no warning."""
-    return (
+LINE_FEATURES: dict[str, LineFeature] = {
+    "diff_hunk": lambda scan, kind: (
+        kind.diff and scan.startswith("@@") and _DIFF_LINE.match(scan) is not None
+    ),
+    "diff_added": lambda scan, kind: (
+        kind.diff and scan.startswith("+") and _DIFF_LINE.match(scan) is not None
+    ),
+    "error": lambda scan, kind: (
         not kind.code
         and not _WARNING.match(scan)
         and _ERROR_NEEDS.search(scan) is not None
         and _ERROR.search(scan) is not None
-    )
-
-
-@_line_feature("counts")
-def _counts(scan: str, kind: LineKind) -> bool:
-    """A count of what ran and how it went (``297 passed``); in an answer, of an outcome."""
-    if _COUNTS.search(scan) is None:
-        return False
-    return not kind.prose or _OUTCOME.search(scan) is not None
-
-
-@_line_feature("constraint")
-def _constraint(scan: str, kind: LineKind) -> bool:
-    """A constraint or a decision ("never X", "X must not"), outside code."""
-    return not kind.code and _CONSTRAINT.search(scan) is not None
-
-
-@_line_feature("pin")
-def _pin(scan: str, kind: LineKind) -> bool:
-    """A package pinned to a version (``numpy==1.26.4``, a manifest's dependency)."""
-    pinned = _PIN_NEEDS.search(scan) is not None and _PIN.search(scan) is not None
-    return pinned or declares_dependency(scan)
-
-
-@_line_feature("measurement")
-def _measurement(scan: str, kind: LineKind) -> bool:
-    """A number with a unit in a line that says it is a measurement of something."""
-    return _MEASURE_NAME.search(scan) is not None and _MEASURED.search(scan) is not None
-
-
-@_line_feature("located")
-def _located(scan: str, kind: LineKind) -> bool:
-    """A place given in words (``line 12 of src/a.py``)."""
-    return _LOCATED_NEEDS.search(scan) is not None and _LOCATED.search(scan) is not None
-
-
-_CLASS_FEATURES = ("pin", "measurement", "located")
-"""The features a routine log line's score is read without (:func:`_routine_score`)."""
+    ),
+    # In an answer, a count of an outcome only.
+    "counts": lambda scan, kind: (
+        _COUNTS.search(scan) is not None and (not kind.prose or _OUTCOME.search(scan) is not None)
+    ),
+    "constraint": lambda scan, kind: not kind.code and _CONSTRAINT.search(scan) is not None,
+    "pin": lambda scan, kind: (
+        (_PIN_NEEDS.search(scan) is not None and _PIN.search(scan) is not None)
+        or declares_dependency(scan)
+    ),
+    "measurement": lambda scan, kind: (
+        _MEASURE_NAME.search(scan) is not None and _MEASURED.search(scan) is not None
+    ),
+    "located": lambda scan, kind: (
+        _LOCATED_NEEDS.search(scan) is not None and _LOCATED.search(scan) is not None
+    ),
+}
+"""The line features by name, in the order they are read."""
 
 
 def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[float | None, float]:
@@ -201,12 +159,6 @@ def clear_caches() -> None:
     _cached_weight.cache_clear()
 
 
-def _class_bonus(scan: str) -> float:
-    """What a line's class features earned (a pin, a measurement, a place in words)."""
-    kind = LineKind(prose=False, code=False, diff=False)
-    return sum(WEIGHTS[name] for name in _CLASS_FEATURES if LINE_FEATURES[name](scan, kind))
-
-
 def _is_routine_log(line: str) -> bool:
     """Whether ``line`` is a log line at a routine level (INFO, DEBUG, TRACE...)."""
     return _ROUTINE_LOG.match(line[:_LINE_SCAN]) is not None
@@ -226,7 +178,11 @@ def _routine_score(line: str, score: float) -> float:
     earned = min(_IDENT_CAP, WEIGHTS["identifier"] * found) - min(
         _IDENT_CAP, WEIGHTS["identifier"] * (found - numbers)
     )
-    return max(0.0, score - earned - _class_bonus(scan))
+    # Nor what its class features earned (a pin, a measurement, a place in words).
+    kind = LineKind(prose=False, code=False, diff=False)
+    classes = ("pin", "measurement", "located")
+    bonus = sum(WEIGHTS[name] for name in classes if LINE_FEATURES[name](scan, kind))
+    return max(0.0, score - earned - bonus)
 
 
 def _field_weight(key: str, value: object) -> float:
@@ -243,10 +199,3 @@ def _is_prose(line: str) -> bool:
         return False
     wordy = sum(1 for c in scan if c.isalpha() or c == " ")
     return wordy >= _PROSE_SHARE * len(scan)
-
-
-def _compact_answer_line(line: str) -> str:
-    """An answer's line in its compact form (:func:`compact_prose`), unless it is an error."""
-    if _ERROR.search(line[:_LINE_SCAN]):
-        return line
-    return compact_prose(line[: 4 * _LINE_SCAN], _identifier_spans)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 
@@ -78,10 +79,7 @@ class _Packer:
         self.said: set[str] = set()
         self.shapes: set[str] = set()
         self.everything = [(block, line) for block in blocks for line in block.lines]
-        counts: dict[str, int] = {}
-        for _, line in self.everything:
-            shape = _shape(line)
-            counts[shape] = counts.get(shape, 0) + 1
+        counts = Counter(_shape(line) for _, line in self.everything)
         # Shapes of a log's repeated lines: once one is taken, the next adds nothing.
         self.repeated = {shape for shape, count in counts.items() if count > _REPEATED}
 
@@ -156,9 +154,7 @@ class _Packer:
             # Said already, a filler (only for what is left at the end), or too long.
             if line.score <= _FILLER_MAX or self.is_said(line) or not self._fits(block, line):
                 continue
-            opens = queue.opens(line)
-            self.take(block, line)
-            queue.requeue(line, opens)
+            queue.take(block, line)
         return ranked
 
     def _fits(self, block: _Block, line: _Line) -> bool:
@@ -247,24 +243,17 @@ class _Queue:
                 continue  # queued again when its record's line opens
             yield index
 
-    def opens(self, line: _Line) -> tuple[bool, bool]:
-        """Whether taking ``line`` opens its record's line, and its list's."""
-        opened = self.packer.opened
-        newly_open = line.group is not None and (line.block, line.group) not in opened
-        listed = _list_item(line.group) if line.group else None
+    def take(self, block: _Block, line: _Line) -> None:
+        """``line`` taken; a record's line it opens queues its record's and list's others again."""
+        opened, group = self.packer.opened, line.group
+        listed = _list_item(group) if group else None
         list_opens = listed is not None and (line.block, _LIST_KEY + listed[0]) not in opened
-        return newly_open, list_opens
-
-    def requeue(self, line: _Line, opens: tuple[bool, bool]) -> None:
-        """A newly open record's other fields queued again, and its list's records."""
-        newly_open, list_opens = opens
-        if not newly_open:
+        newly_open = group is not None and (line.block, group) not in opened
+        self.packer.take(block, line)
+        if group is None or not newly_open:
             return
-        assert line.group is not None
-        requeue = list(self.by_group[(line.block, line.group)])
-        if list_opens:
-            listed = _list_item(line.group)
-            assert listed is not None
+        requeue = list(self.by_group[(line.block, group)])
+        if listed is not None and list_opens:
             requeue += self.by_list.get((line.block, listed[0]), [])
         for other in requeue:
             b, ln = self.candidates[other]

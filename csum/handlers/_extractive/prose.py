@@ -52,18 +52,12 @@ def compact_prose(line: str, spans: SpanFinder) -> str:
             pieces.append(body[:cut].rstrip(" ,;:") + ELLIPSIS)
         else:
             pieces.append(body + mark)
-    text = _join(pieces)
-    return text if len(line) - len(text) >= _MIN_SAVING else line
-
-
-def _join(pieces: list[str]) -> str:
-    """The kept pieces, a run of dropped clauses said by one ``…``."""
-    out: list[str] = []
+    out: list[str] = []  # a run of dropped clauses said by one "…"
     for piece in pieces:
-        if piece == ELLIPSIS and out and out[-1].endswith(ELLIPSIS):
-            continue
-        out.append(piece)
-    return " ".join(out).replace(" " + ELLIPSIS, ELLIPSIS)
+        if not (piece == ELLIPSIS and out and out[-1].endswith(ELLIPSIS)):
+            out.append(piece)
+    text = " ".join(out).replace(" " + ELLIPSIS, ELLIPSIS)
+    return text if len(line) - len(text) >= _MIN_SAVING else line
 
 
 def _clauses(line: str) -> list[tuple[str, str]]:
@@ -136,17 +130,11 @@ def plain_links(line: str) -> str:
 
 
 def _plain_link(match: regex.Match[str]) -> str:
-    text, url = match.group(1).strip(), _untracked(match.group(2))
+    text, url = match.group(1).strip(), match.group(2)
+    if "utm_" in url:  # its tracking parameters dropped
+        url = _TRACKING.sub("", url)
+        if "?" not in url and "&" in url:
+            url = url.replace("&", "?", 1)
     if text.lower().removeprefix("www.") in url.lower():
         return url
     return f"{text} ({url})"
-
-
-def _untracked(url: str) -> str:
-    """``url`` without its ``utm_`` parameters."""
-    if "utm_" not in url:
-        return url
-    kept = _TRACKING.sub("", url)
-    if "?" not in kept and "&" in kept:
-        kept = kept.replace("&", "?", 1)
-    return kept

@@ -11,7 +11,6 @@ import regex
 
 from csum.handlers._extractive.code_tools import CodeMark, code_lines
 from csum.handlers._extractive.features import (
-    _compact_answer_line,
     _field_weight,
     _is_prose,
     _is_routine_log,
@@ -19,7 +18,7 @@ from csum.handlers._extractive.features import (
     _routine_score,
     _score,
 )
-from csum.handlers._extractive.prose import is_fence, plain_links
+from csum.handlers._extractive.prose import compact_prose, is_fence, plain_links
 from csum.handlers._extractive.rendering import _Line
 from csum.handlers._extractive.results import labelled_records, literal_records, take_documents
 from csum.handlers._extractive.runs import (
@@ -101,14 +100,6 @@ def _undecorated(line: str) -> str:
     return _DECORATION.sub("", line)
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines, also splitting at escaped newlines (``\\n``) of an output printed as a string."""
-    lines = text.splitlines()
-    if "\\n" not in text:
-        return lines
-    return [piece for line in lines for piece in line.split("\\n")]
-
-
 def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
     """Prose lines split into their sentences (``prose_only``: only lines that read as prose)."""
     out: list[str] = []
@@ -179,15 +170,6 @@ def _location(line: str) -> str | None:
     return line[match.start(1) :].strip()
 
 
-def _message_line(line: str, room: int) -> bool:
-    """Whether a line could be what a location line locates, in one window with it."""
-    return (
-        len(line.strip()) < room
-        and any(c.isalnum() for c in line[:200])
-        and not any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(line))
-    )
-
-
 def _two_line_records(
     raw: list[str], check: Callable[[], None], width: int, places: dict[int, str]
 ) -> list[str]:
@@ -201,20 +183,16 @@ def _two_line_records(
             place is not None
             and out
             and len(out) - 1 not in places
-            and _message_line(out[-1], width - len(place))
+            # What the place locates: a line saying something, naming no place, in one window.
+            and len(out[-1].strip()) < width - len(place)
+            and any(c.isalnum() for c in out[-1][:200])
+            and not any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(out[-1]))
         ):
             out[-1] = f"{out[-1].strip()} {place}"
             places[len(out) - 1] = _HOME.sub("~/", _one_line(place))
             continue
         out.append(line)
     return out
-
-
-def _place_first(line: str, place: str) -> str:
-    """A joined message and place as ``place message``: the place survives a cut at the end."""
-    if not line.endswith(" " + place):
-        return line
-    return f"{place} {line[: -len(place) - 1]}"
 
 
 def _hunk_header(line: str) -> str:
@@ -247,17 +225,16 @@ class _Text:
     tool: bool
     listing: bool = False
     diff: bool = False
-    marks: dict[str, CodeMark] = field(default_factory=dict)
-    """What the code tools' rules say of a line."""
-    ranks: dict[str, int] = field(default_factory=dict)
-    """A record's place in its list."""
-    places: dict[int, str] = field(default_factory=dict)
-    """A message's place, from the line below it, by the message's index."""
+    marks: dict[str, CodeMark] = field(default_factory=dict)  # the code tools' rules, by line
+    ranks: dict[str, int] = field(default_factory=dict)  # a record's place in its list
+    places: dict[int, str] = field(default_factory=dict)  # a message's place (line below it)
 
 
 def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: int) -> _Text:
     """``content`` (not JSON) as units: sentences, records, a message joined with its place."""
-    raw = _split_lines(content)
+    raw = content.splitlines()
+    if "\\n" in content:  # an output printed as a string: its escaped newlines split too
+        raw = [piece for line in raw for piece in line.split("\\n")]
     if not tool:
         return _Text(_sentences(raw), tool=False)
     listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
@@ -273,7 +250,7 @@ def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: in
     return text
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Unit:
     """One unit of a text as the clean-ups leave it: ``line`` is what is shown."""
 
@@ -281,108 +258,50 @@ class _Unit:
     original: str
     line: str
     mark: CodeMark | None
-    routine: bool = False
-    """A log line at a routine level (scored without its time and level)."""
-
-
-def _markdown(unit: _Unit, text: _Text) -> bool:
-    """An answer's code fences left out, markdown marks dropped, links written plainly."""
-    if text.tool:
-        return True
-    if is_fence(unit.line):
-        return False  # a code block's fence ("```python"): it says nothing
-    unit.line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", unit.line)))
-    return True
-
-
-def _routine(unit: _Unit, text: _Text) -> bool:
-    """Whether the unit is a routine log line."""
-    unit.routine = _is_routine_log(_undecorated(unit.line))
-    return True
-
-
-def _json_record(unit: _Unit, text: _Text) -> bool:
-    """A one-line JSON object of scalars as its ``key=value`` fields."""
-    line = unit.line.strip()
-    if len(line) > _LINE_SCAN or not (line.startswith("{") and line.endswith("}")):
-        return True
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return True
-    if isinstance(value, dict) and len(value) >= 2 and not _nested(value.values()):
-        unit.line = " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
-    return True
-
-
-def _undecorate(unit: _Unit, text: _Text) -> bool:
-    """Box rules, quote marks and a trailing ``\\r`` dropped, spaces made one."""
-    unit.line = _one_line(_undecorated(unit.line))
-    return True
-
-
-def _log_time(unit: _Unit, text: _Text) -> bool:
-    """A log line's clock time and routine level dropped (the same on every line)."""
-    if unit.line[:1].isdigit():
-        unit.line = _LOG_PREFIX.sub("", unit.line, count=1)
-    return True
-
-
-def _home(unit: _Unit, text: _Text) -> bool:
-    """A home directory written ``~/``."""
-    if "/home/" in unit.line or "/Users/" in unit.line:
-        unit.line = _HOME.sub("~/", unit.line)
-    return True
-
-
-def _run_noise(unit: _Unit, text: _Text) -> bool:
-    """A command's banner and its zero counts dropped (:mod:`.runs`)."""
-    if text.tool and not text.diff:
-        unit.line = drop_zero_counts(strip_banner(unit.line))
-    return True
-
-
-def _says_something(unit: _Unit, text: _Text) -> bool:
-    """Whether the line holds a letter or digit, not markup alone or a listing's bare number."""
-    line = unit.line
-    if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
-        return False
-    if line[0] == "<" and not any(c.isalnum() for c in _BARE_TAG.sub("", line[:200])):
-        return False
-    return not (text.listing and len(line) <= 12 and _EMPTY_NUMBERED.fullmatch(line))
-
-
-def _hunk(unit: _Unit, text: _Text) -> bool:
-    """A diff hunk's header as its place and what encloses it (:func:`_hunk_header`)."""
-    if text.diff and unit.line.startswith("@@"):
-        unit.line = _hunk_header(unit.line)
-    return True
-
-
-CleanUp = Callable[[_Unit, _Text], bool]
-"""A clean-up: changes the unit's line; False drops the unit."""
-
-CLEAN_UPS: tuple[CleanUp, ...] = (
-    _markdown,
-    _routine,
-    _json_record,
-    _undecorate,
-    _log_time,
-    _home,
-    _run_noise,
-    _says_something,
-    _hunk,
-)
-"""The clean-ups, in the order they run on every unit."""
+    routine: bool  # a log line at a routine level (scored without its time and level)
+    listed: bool  # a numbered line of a file listing (the tool's own words are not)
 
 
 def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
-    """The unit at ``order`` after :data:`CLEAN_UPS`; None when one drops it."""
-    unit = _Unit(order, original, original[: 4 * _LINE_SCAN], text.marks.get(original))
-    for clean in CLEAN_UPS:
-        if not clean(unit, text):
-            return None
-    return unit
+    """The unit at ``order`` cleaned up in order (see the comments); None if it says nothing."""
+    line = original[: 4 * _LINE_SCAN]
+    if not text.tool:
+        if is_fence(line):
+            return None  # a code block's fence ("```python"): it says nothing
+        line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", line)))
+    routine = _is_routine_log(_undecorated(line))
+    line = _one_line(_undecorated(_json_record(line)))
+    if line[:1].isdigit():  # a log line's clock time and routine level (the same on every line)
+        line = _LOG_PREFIX.sub("", line, count=1)
+    if "/home/" in line or "/Users/" in line:
+        line = _HOME.sub("~/", line)
+    if text.tool and not text.diff:
+        line = drop_zero_counts(strip_banner(line))
+    # A line says something with a letter or digit, not markup alone or a listing's number.
+    if len(line) < 2 or not any(c.isalnum() for c in line[:200]):
+        return None
+    if line[0] == "<" and not any(c.isalnum() for c in _BARE_TAG.sub("", line[:200])):
+        return None
+    if text.listing and len(line) <= 12 and _EMPTY_NUMBERED.fullmatch(line):
+        return None
+    if text.diff and line.startswith("@@"):
+        line = _hunk_header(line)
+    listed = text.listing and _NUMBERED.match(original) is not None
+    return _Unit(order, original, line, text.marks.get(original), routine, listed)
+
+
+def _json_record(line: str) -> str:
+    """A one-line JSON object of scalars as its ``key=value`` fields."""
+    text = line.strip()
+    if len(text) > _LINE_SCAN or not (text.startswith("{") and text.endswith("}")):
+        return line
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return line
+    if isinstance(value, dict) and len(value) >= 2 and not _nested(value.values()):
+        return " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
+    return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,9 +368,7 @@ def _flatten_json(
         out.append(_Field(path, _scalar(value), _field_weight("", value)))
 
 
-def _json_fields(
-    content: str, said: frozenset[str] = frozenset(), documents: list[str] | None = None
-) -> list[_Field] | None:
+def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> list[_Field] | None:
     """A JSON result's fields (its documents taken out), or None when it is not JSON."""
     text = content.strip()
     if not text or text[0] not in "{[":
@@ -464,9 +381,7 @@ def _json_fields(
         return None
     out: list[_Field] = []
     try:
-        if documents is not None:
-            value = take_documents(value, documents)
-        _flatten_json(value, "", out, said=said)
+        _flatten_json(take_documents(value, documents), "", out, said=said)
     except RecursionError:
         return None
     return out
@@ -480,22 +395,6 @@ def _literal_fields(value: object) -> list[tuple[str, str]]:
     except RecursionError:
         return []
     return [(item.group, item.text) for item in out]
-
-
-def _field_lines(
-    fields: list[_Field], block: int, check: Callable[[], None], width: int
-) -> Iterator[_Line]:
-    """The scored fields of a JSON result, each a unit of its record's line."""
-    repeats: dict[str, int] = {}
-    for order, item in enumerate(fields):
-        if order % _CHECK_EVERY == 0:
-            check()
-        text = _one_line(item.text)
-        # The same field in many records (a currency, a shared origin) says it once.
-        seen = repeats.get(text, 0)
-        repeats[text] = seen + 1
-        score = item.weight / (1 + seen)
-        yield _Line(block, order, _window(text, width), score, group=item.group)
 
 
 _ERROR_LINE = 6.0  # a line scoring this with an error signal is an error (context below)
@@ -543,8 +442,16 @@ def _body_lines(
 def _json_lines(
     fields: list[_Field], documents: list[str], block: int, check: Callable[[], None], width: int
 ) -> Iterator[_Line]:
-    """A JSON result's fields, then the lines of the documents inside it."""
-    yield from _field_lines(fields, block, check, width)
+    """A JSON result's scored fields (units of their record's line), then its documents' lines."""
+    repeats: dict[str, int] = {}
+    for order, item in enumerate(fields):
+        if order % _CHECK_EVERY == 0:
+            check()
+        text = _one_line(item.text)
+        # The same field in many records (a currency, a shared origin) says it once.
+        seen = repeats.get(text, 0)
+        repeats[text] = seen + 1
+        yield _Line(block, order, _window(text, width), item.weight / (1 + seen), group=item.group)
     after = len(fields)
     for document in documents:
         read = list(_body_lines(document, block, check, tool=True, width=width))
@@ -578,18 +485,19 @@ class _Scorer:
         score = self._context(unit, score)
         score, placed = self._placed(unit, score)
         item = self._item(unit, score, placed)
-        self.above = [*self.above[1 - _LOCATION_ABOVE :], item] if _LOCATION_ABOVE > 1 else [item]
+        self.above = [*self.above, item][-_LOCATION_ABOVE:]
         return item
 
     def _context(self, unit: _Unit, score: float) -> float:
         """What the lines above add: an error's context below it, fading, and its place above."""
         text, line = self.text, unit.line
-        listed = _is_listed(unit, text)
-        if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
+        if score >= _ERROR_LINE and not unit.listed and _ERROR.search(line[:_LINE_SCAN]):
             # An exit status alone ("Exit code 2") says how it ended, not what follows.
             self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
-            if text.tool:
-                _locate_error(self.above)
+            if text.tool:  # the lines just above naming a place (``a_test.exs:142``) rank up
+                for above in self.above:
+                    if any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(above.text)):
+                        above.score += WEIGHTS["error_context"]
         elif self.after_error and len(line) <= _LINE_WINDOW:
             score += self.after_error
             self.after_error -= 1
@@ -624,8 +532,10 @@ class _Scorer:
     def _item(self, unit: _Unit, score: float, placed: bool) -> _Line:
         """The line as shown: place first, paths shortened, windowed, compact when asked."""
         line, width = unit.line, self.width
-        if unit.order in self.text.places:
-            line = _place_first(line, self.text.places[unit.order])
+        place = self.text.places.get(unit.order)
+        if place is not None and line.endswith(" " + place):
+            # A joined message and place as ``place message``: the place survives a cut.
+            line = f"{place} {line[: -len(place) - 1]}"
         text = _shorten_paths(line, width)
         if placed and self.opening and unit.order and len(text) <= width:
             # A section's first line says what it is about, when it is shown whole.
@@ -633,8 +543,12 @@ class _Scorer:
         group = unit.mark.group if unit.mark is not None else None
         item = _Line(self.block, unit.order, _window(text, width), score, group=group)
         if self.compact and len(text) > _COMPACT_SHARE * width:
-            # An answer's long line by its clauses that carry something (whole if room is left).
-            short = _window(_compact_answer_line(text), width)
+            # An answer's long line by its clauses that carry something (whole if room is left),
+            # unless it is an error.
+            error = _ERROR.search(text[:_LINE_SCAN])
+            short = _window(
+                text if error else compact_prose(text[: 4 * _LINE_SCAN], _identifier_spans), width
+            )
             if short != item.text:
                 item.text, item.whole = short, item.text
         return item
@@ -644,8 +558,7 @@ def _line_features(unit: _Unit, text: _Text, named: dict[str, int]) -> float:
     """What a line says whatever is around it: its score, its mark, a log's due, its rank."""
     line, mark = unit.line, unit.mark
     scored = _log_message(line) if unit.routine else line
-    code = _is_listed(unit, text)
-    score = _score(scored, listing=code, diff=text.diff, prose=not text.tool, named=named)
+    score = _score(scored, listing=unit.listed, diff=text.diff, prose=not text.tool, named=named)
     if mark is not None:
         score = max(0.0, score + mark.bonus)
     if unit.routine:
@@ -654,18 +567,6 @@ def _line_features(unit: _Unit, text: _Text, named: dict[str, int]) -> float:
     if rank is not None:
         score += WEIGHTS["rank"] / (1 + rank)
     return score
-
-
-def _is_listed(unit: _Unit, text: _Text) -> bool:
-    """Whether a unit is a numbered line of a file listing (the tool's own words are not)."""
-    return text.listing and _NUMBERED.match(unit.original) is not None
-
-
-def _locate_error(above: list[_Line]) -> None:
-    """The lines just above an error naming a place (``a_test.exs:142``) rank up with it."""
-    for line in above:
-        if any(weight == _PATH_WEIGHTS[2] for _, _, weight in _identifier_spans(line.text)):
-            line.score += WEIGHTS["error_context"]
 
 
 def opens_section(line: str) -> bool:

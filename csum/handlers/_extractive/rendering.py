@@ -65,7 +65,7 @@ def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
         indent = "" if len(shown) == 1 else block.indent
         if block.head:
             out.append(block.head)
-        out.extend(_render(block, kept, indent))
+        out.extend(_render(kept, indent))
     everything = [(block, line) for block in blocks for line in block.lines]
     if not out and everything:
         block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
@@ -119,18 +119,17 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
     return [block for block in blocks if block.lines]
 
 
-def _prior_content(line: str) -> float:
-    """What an earlier summary's line says, scored as a new line would be."""
-    text = line.removeprefix(USER_PREFIX)
-    if not _is_routine_log(text):
-        return _score(text, listing=False, diff=False)
-    message = _log_message(text)
-    return _routine_score(message, _score(message, listing=False, diff=False))
-
-
 def _prior_line(block: int, order: int, text: str) -> _Line:
     # The archive line, and a line still holding a strong signal, keep their place first.
-    content = _PRIOR_SCORE if text.startswith(ARCHIVE_LINE_PREFIX) else _prior_content(text)
+    # Another is scored as a new line would be.
+    said = text.removeprefix(USER_PREFIX)
+    if text.startswith(ARCHIVE_LINE_PREFIX):
+        content = _PRIOR_SCORE
+    elif _is_routine_log(said):
+        message = _log_message(said)
+        content = _routine_score(message, _score(message, listing=False, diff=False))
+    else:
+        content = _score(said, listing=False, diff=False)
     if content >= _PRIOR_KEEP_SCORE:
         return _Line(block, order, text, _PRIOR_SCORE, tier=0)
     if text.startswith(USER_PREFIX):
@@ -146,7 +145,7 @@ def _list_item(group: str) -> tuple[str, str] | None:
     return group[:start], group[start:]
 
 
-def _render(block: _Block, kept: list[_Line], indent: str) -> Iterator[str]:
+def _render(kept: list[_Line], indent: str) -> Iterator[str]:
     """The kept lines in order: a record's fields, and a list's records, on one line."""
     records: dict[str, list[str]] = {}
     lists: dict[str, list[str]] = {}

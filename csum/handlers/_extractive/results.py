@@ -155,20 +155,15 @@ def take_documents(value: object, documents: list[str]) -> object:
         return value
     out: dict[str, object] = {}
     for key, item in value.items():
-        if _is_document(item):
-            assert isinstance(item, str)
+        if (
+            isinstance(item, str)
+            and len(item) >= _DOCUMENT_CHARS
+            and item.count("\n", 0, 4096) >= _DOCUMENT_LINES - 1
+        ):
             documents.append(item)
         else:
             out[key] = take_documents(item, documents)
     return out
-
-
-def _is_document(value: object) -> bool:
-    return (
-        isinstance(value, str)
-        and len(value) >= _DOCUMENT_CHARS
-        and value.count("\n", 0, 4096) >= _DOCUMENT_LINES - 1
-    )
 
 
 # A line holding a nested object after an optional label: "Content: {'location': {...}}".

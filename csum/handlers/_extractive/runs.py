@@ -7,6 +7,8 @@ from typing import Final
 
 import regex
 
+from csum.handlers._extractive.text import _ELLIPSIS
+
 __all__ = ["count_follows", "drop_zero_counts", "fit_command", "strip_banner", "strip_colours"]
 
 # A terminal's control sequences (colours, cursor moves): the text between them says it.
@@ -37,9 +39,6 @@ def strip_banner(line: str) -> str:
 def count_follows(rest: str) -> bool:
     """Whether a count follows a sentence's end (``ok. 31 passed``): one statement, not split."""
     return _LEADING_COUNT.match(rest) is not None
-
-
-_ELLIPSIS: Final = "…"
 
 
 # A zero count of a secondary outcome (``; 0 ignored``, ``, Skipped: 0``); "0 failed" stays.

@@ -106,16 +106,16 @@ def _token_weight(raw: str) -> int:
         or ("." in token and _VERSION.fullmatch(token))
         or (5 <= len(token) <= 10 and _CODE.fullmatch(token))
         or _HEX.fullmatch(token)
-        or (any(c in token for c in "_.-") and _ID.fullmatch(token) and _digit_or_underscore(token))
+        or (
+            any(c in token for c in "_.-")
+            and _ID.fullmatch(token)
+            and ("_" in token or any(c.isdigit() for c in token))
+        )
         or (any(word in token for word in _EXCEPTION_WORDS) and _EXCEPTION_NAME.fullmatch(token))
         or _NAME.fullmatch(token)
         or (not token.islower() and not token.isupper() and _CAMEL.fullmatch(token))
     )
     return 1 if identifier else 0
-
-
-def _digit_or_underscore(token: str) -> bool:
-    return "_" in token or any(c.isdigit() for c in token)
 
 
 # Tokens recur: short ones are classified once (at most 8192, under a megabyte).
@@ -222,16 +222,6 @@ def _word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _cut_between_words(text: str, end: int, reach: int) -> int:
-    """Where to end a cut made at ``end``: outside a word, within ``reach``, else ``end``."""
-    if end >= len(text) or end <= 0 or not _in_word(text, end):
-        return end
-    space = text.rfind(" ", max(1, end - reach), end)
-    if space > 0:
-        return space
-    return next((i for i in range(end - 1, max(0, end - reach), -1) if not _in_word(text, i)), end)
-
-
 def _window(line: str, limit: int) -> str:
     """``line`` cut to about ``limit`` characters around its first strong signal."""
     if len(line) <= limit:
@@ -254,7 +244,10 @@ def _window(line: str, limit: int) -> str:
         start = next((i for i in range(start, start + reach) if not _in_word(line, i)), start)
     if len(line) - end <= reach:
         end = len(line)  # a few more characters end the line: better than a cut word
-    end = _cut_between_words(line, end, reach)
+    if 0 < end < len(line) and _in_word(line, end):  # at a space, else outside a word
+        space = line.rfind(" ", max(1, end - reach), end)
+        outside = (i for i in range(end - 1, max(0, end - reach), -1) if not _in_word(line, i))
+        end = space if space > 0 else next(outside, end)
     piece = line[start:end].rstrip()
     return (_ELLIPSIS if start else "") + piece + (_ELLIPSIS if end < len(line) else "")
 
@@ -310,12 +303,11 @@ def _clip_middle_words(text: str, limit: int, head_share: float) -> str:
         head.append(word)
         used += 1 + len(word)
     rest = words[len(head) :]
-    # The next argument, a path: its file and nearest directories (then "…" for the rest).
+    # The next argument whole when it fits, else a path's file and nearest directories
+    # (then "…" for the rest).
     more = 2 if len(rest) > 1 else 0
     room = limit - max(0, used) - 1 - more
-    path = _path_tail(rest[0], room) if rest else ""
-    if rest and len(rest[0]) <= room:
-        path = rest[0]  # whole when it fits
+    path = "" if not rest else rest[0] if len(rest[0]) <= room else _path_tail(rest[0], room)
     if path:
         return " ".join([*head, path] + ([_ELLIPSIS] if more else []))
     room = limit - max(0, used) - 2  # the ellipsis and a space
