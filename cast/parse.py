@@ -399,7 +399,7 @@ def _built(items: Iterable[Message | dict[str, Any]], builder: _ChainBuilder) ->
 
 def _well_formed(items: Iterable[object]) -> ChainAST | None:
     """The AST of a chain of Messages breaking no rule, built in one loop on local
-    state (the common case, about a quarter faster than the builder); None at the first
+    state (the common case, a sixth less time than the builder); None at the first
     item the builder must see (a dict, a broken rule), which then parses from the start."""
     sections: list[Section] = []
     body: list[BodyPair] = []
