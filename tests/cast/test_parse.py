@@ -480,19 +480,28 @@ def test_chain_error_survives_pickling() -> None:
 @example([H("q"), A(call("a"), call("b")), T("a", "f", "1"), T("a", "f", "2")], True)
 @example([H("q"), A(call("a")), T("a", "f", "1"), T("b", "f", "2")], True)
 @example([H("q"), A(call("a")), H("r")], True)
+@example(
+    [H("q"), A(call("a")), T("a", "f", "1"), H("r"), H("s"), A(call("b")), T("a", "f", "2")], True
+)
 def test_the_fast_path_agrees_with_the_builder(chain: list[Message], repair: bool) -> None:
-    # A chain of Messages breaking no rule is built in one loop on local state; the
-    # fast path declines anything else, which the builder then parses from the start.
-    issues: list[ChainIssue] = []
-    try:
-        built = _built(chain, _ChainBuilder(_Reporter(repair, issues)))
-    except ChainError:
-        assert _well_formed(chain) is None
-        return
-    fast = _well_formed(chain)
-    if issues:
-        assert fast is None
+    # The parse reads a chain in one loop on local state while it breaks no rule, then
+    # hands that state to the builder at the first item the builder must read. It must
+    # give what the builder alone gives: the same tree, the same issues, the same error.
+    def parse(fast: bool) -> tuple[ChainAST | ChainError, list[ChainIssue]]:
+        issues: list[ChainIssue] = []
+        builder = _ChainBuilder(_Reporter(repair, issues))
+        try:
+            return _built(chain, builder, _well_formed(chain, builder) if fast else 0), issues
+        except ChainError as error:
+            return error, issues
+
+    (fast, fast_issues), (built, built_issues) = parse(True), parse(False)
+    assert fast_issues == built_issues
+    if isinstance(built, ChainError):
+        assert isinstance(fast, ChainError)
+        assert (fast.index, fast.rule, str(fast)) == (built.index, built.rule, str(built))
     else:
         assert fast == built
-        assert fast.size == built.size == sum(m.size for m in chain)
-    assert parse_chain(chain, repair=repair) == built
+        assert isinstance(fast, ChainAST)
+        assert fast.size == built.size
+        assert parse_chain(chain, repair=repair) == built
