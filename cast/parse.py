@@ -338,14 +338,9 @@ class _ChainBuilder:
         ]
 
     def close_section(self) -> None:
-        system, human = self.system, self.human
-        header_size = (system.size if system is not None else 0) + (
-            human.size if human is not None else 0
+        self.total += _close_section(
+            self.sections, self.system, self.human, self.body, self.body_size
         )
-        size = header_size + self.body_size
-        header = trusted_header(system, human, header_size)
-        self.sections.append(trusted_section(header, tuple(self.body), size))
-        self.total += size
         self.system = self.human = None
         self.body = []
         self.body_size = 0
