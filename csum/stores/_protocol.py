@@ -3,13 +3,15 @@ the history archive's (messages by session and reference)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Protocol, runtime_checkable
 
 from csum.errors import StoreError
+from csum.store_events import search_text_of_json
 
-__all__ = ["ArchiveRecord", "ArchiveStore", "StoreError", "SummaryStore"]
+__all__ = ["ArchiveRecord", "ArchiveStore", "StoreError", "SummaryStore", "checked_ttl", "matching"]
 
 
 @runtime_checkable
@@ -75,3 +77,22 @@ class ArchiveStore(Protocol):
         """Delete every message and batch of ``session``; how many messages went."""
 
     async def aclose(self) -> None: ...
+
+
+def checked_ttl(ttl: float | None) -> float | None:
+    """An archive store's ``ttl``: positive seconds or None (never expires)."""
+    if ttl is not None and not ttl > 0:
+        raise ValueError(f"ttl must be positive seconds or None, got {ttl!r}")
+    return ttl
+
+
+def matching(rows: Iterable[tuple[str, object]], text: str, limit: int) -> list[tuple[str, bytes]]:
+    """The first ``limit`` of ``rows`` (reference, JSON body or None) whose message text
+    contains ``text`` (case-insensitive): every archive store's one meaning of a query."""
+    needle = text.casefold()
+    found = (
+        (ref, body)
+        for ref, body in rows
+        if isinstance(body, bytes) and needle in search_text_of_json(body).casefold()
+    )
+    return list(islice(found, limit))

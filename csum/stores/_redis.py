@@ -11,8 +11,8 @@ from typing import Any
 import anyio.to_thread
 
 from cast.chainio import install_hint
-from csum.store_events import redact_credentials, search_text_of_json
-from csum.stores._protocol import ArchiveRecord, StoreError
+from csum.store_events import redact_credentials
+from csum.stores._protocol import ArchiveRecord, StoreError, checked_ttl, matching
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "RedisArchiveStore", "RedisStore", "is_redis_url"]
 
@@ -72,12 +72,8 @@ class RedisConnection:
         with self._client_lock:
             client, self._client = self._client, None
         if client is not None:
-            await anyio.to_thread.run_sync(_close, client)
-
-
-def _close(client: Any) -> None:
-    client.close()
-    client.connection_pool.disconnect()
+            await anyio.to_thread.run_sync(client.close)
+            await anyio.to_thread.run_sync(client.connection_pool.disconnect)
 
 
 class _RedisBacked:
@@ -174,10 +170,8 @@ class RedisArchiveStore(_RedisBacked):
         socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
         ttl: float | None = None,
     ) -> None:
-        if ttl is not None and not ttl > 0:
-            raise ValueError(f"ttl must be positive seconds or None, got {ttl!r}")
+        self.ttl = checked_ttl(ttl)
         super().__init__(url, prefix=prefix, socket_timeout=socket_timeout)
-        self.ttl = ttl
 
     def _keys(self, session: str) -> tuple[str, str, str]:
         base = f"{self.prefix}{session}:"
@@ -201,7 +195,6 @@ class RedisArchiveStore(_RedisBacked):
 
     async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
         messages, _, order = self._keys(session)
-        needle = text.casefold()
         found: list[tuple[str, bytes]] = []
         start = 0
         while len(found) < limit:
@@ -210,10 +203,9 @@ class RedisArchiveStore(_RedisBacked):
                 break
             start += len(refs)
             bodies = await self.connection.call("hmget", messages, refs)
-            for ref, body in zip(refs, bodies, strict=True):
-                if isinstance(body, bytes) and needle in search_text_of_json(body).casefold():
-                    found.append((ref.decode(), body))
-        return found[:limit]
+            rows = zip([ref.decode() for ref in refs], bodies, strict=True)
+            found += matching(rows, text, limit - len(found))
+        return found
 
     async def delete_session(self, session: str) -> int:
         keys = self._keys(session)

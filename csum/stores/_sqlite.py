@@ -7,7 +7,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from functools import partial
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import Any, Final, TypeVar
 import anyio.to_thread
 
 from csum.store_events import search_text_of_json
-from csum.stores._protocol import ArchiveRecord, StoreError
+from csum.stores._protocol import ArchiveRecord, StoreError, checked_ttl, matching
 
 __all__ = ["SEARCH_TEXT_VERSION", "SQLiteArchiveStore", "SQLiteDatabase", "SQLiteStore"]
 
@@ -71,19 +71,17 @@ class SQLiteDatabase:
             except sqlite3.OperationalError as exc:
                 if connection.in_transaction:
                     connection.execute("ROLLBACK")
-                message = str(exc)
-                if ("locked" not in message and "busy" not in message) or (
-                    time.monotonic() + pause > deadline
-                ):
+                if not _locked(exc) or time.monotonic() + pause > deadline:
                     raise
-                time.sleep(pause)
-                pause = min(pause * 2, 0.2)
             else:
                 return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
 
-    def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work``; a call queued behind one that waited out the busy timeout fails at
-        once, so calls made together (a compaction's summaries) cost one timeout."""
+    def run_sync(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on the connection in the calling thread; a call queued behind one
+        that waited out the busy timeout fails at once, so calls made together (a
+        compaction's summaries) cost one timeout."""
         queued_at = time.monotonic()
         with self._lock:
             if self._locked_out_at >= queued_at:
@@ -96,17 +94,13 @@ class SQLiteDatabase:
                     self._connection = self._connect()
                 return work(self._connection)
             except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
+                if _locked(exc):
                     self._locked_out_at = time.monotonic()
                 raise
 
-    def run_sync(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` on the connection in the calling thread."""
-        return self._call(work)
-
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` on the connection in a worker thread."""
-        return await anyio.to_thread.run_sync(self._call, work)
+        return await anyio.to_thread.run_sync(self.run_sync, work)
 
     async def execute(self, sql: str, parameters: Sequence[object]) -> list[Any]:
         """The rows of one statement (autocommit)."""
@@ -124,6 +118,11 @@ class SQLiteDatabase:
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite failed on another connection's lock."""
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 @contextmanager
@@ -276,9 +275,7 @@ class SQLiteArchiveStore:
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         ttl: float | None = None,
     ) -> None:
-        if ttl is not None and not ttl > 0:
-            raise ValueError(f"ttl must be positive seconds or None, got {ttl!r}")
-        self.ttl = ttl
+        self.ttl = checked_ttl(ttl)
         self.full_text = fts5_available() if full_text is None else full_text
         schema = _ARCHIVE_TABLES + (_FTS if self.full_text else "")
         self.database = SQLiteDatabase(path, schema, busy_timeout=busy_timeout)
@@ -362,25 +359,29 @@ def _set_meta(connection: sqlite3.Connection, key: str, value: str) -> None:
     )
 
 
+def _indexed_upto(connection: sqlite3.Connection) -> int:
+    """The largest message id the index holds; an index of another
+    :data:`SEARCH_TEXT_VERSION` is forgotten first (the next search rebuilds it)."""
+    if _meta(connection, "search_text_version") == SEARCH_TEXT_VERSION:
+        return int(_meta(connection, "indexed_upto") or 0)
+    connection.execute(_FORGET_INDEX)
+    _set_meta(connection, "search_text_version", SEARCH_TEXT_VERSION)
+    _set_meta(connection, "indexed_upto", "0")
+    return 0
+
+
 def _bring_index_up_to_date(connection: sqlite3.Connection) -> None:
-    """Index the messages written since the last search (all of them after a change of
-    :data:`SEARCH_TEXT_VERSION`)."""
+    """Index the messages written since the last search."""
     with _transaction(connection):
-        upto = int(_meta(connection, "indexed_upto") or 0)
-        if _meta(connection, "search_text_version") != SEARCH_TEXT_VERSION:
-            connection.execute(_FORGET_INDEX)
-            upto = 0
-            _set_meta(connection, "search_text_version", SEARCH_TEXT_VERSION)
+        upto = _indexed_upto(connection)
         rows = connection.execute(
             "SELECT id, body FROM csum_archive_messages WHERE id > ? ORDER BY id", (upto,)
         ).fetchall()
-        if rows:
-            connection.executemany(
-                "INSERT INTO csum_archive_text (rowid, text) VALUES (?, ?)",
-                [(row_id, search_text_of_json(body)) for row_id, body in rows],
-            )
-            upto = rows[-1][0]
-        _set_meta(connection, "indexed_upto", str(upto))
+        connection.executemany(
+            "INSERT INTO csum_archive_text (rowid, text) VALUES (?, ?)",
+            [(row_id, search_text_of_json(body)) for row_id, body in rows],
+        )
+        _set_meta(connection, "indexed_upto", str(rows[-1][0] if rows else upto))
 
 
 _MATCHING = (
@@ -408,26 +409,13 @@ def _search(
     elif text.isascii() and "\x00" not in text and len(pattern) <= _MAX_LIKE_PATTERN:
         # LIKE folds ASCII letters only: other queries read the session's messages.
         statement = (_LIKE, (session, pattern))
-    rows: Iterable[tuple[str, bytes]] = connection.execute(*statement)
-    needle = text.casefold()
-    found: list[tuple[str, bytes]] = []
-    for ref, body in rows:
-        if needle in search_text_of_json(body).casefold():
-            found.append((ref, bytes(body)))
-            if len(found) == limit:
-                break
-    return found
+    return matching(connection.execute(*statement), text, limit)
 
 
 def _delete_session(session: str, fts: bool, connection: sqlite3.Connection) -> int:
     with _transaction(connection):
-        if fts and _meta(connection, "search_text_version") != SEARCH_TEXT_VERSION:
-            # Indexed by another version: forget the whole index (the next search
-            # rebuilds it) rather than leave entries of the deleted messages behind.
-            connection.execute(_FORGET_INDEX)
-            _set_meta(connection, "indexed_upto", "0")
-        elif fts:
-            upto = int(_meta(connection, "indexed_upto") or 0)
+        upto = _indexed_upto(connection) if fts else 0
+        if fts:
             indexed = connection.execute(
                 "SELECT id, body FROM csum_archive_messages WHERE session = ? AND id <= ?",
                 (session, upto),
@@ -447,6 +435,5 @@ def _delete_session(session: str, fts: bool, connection: sqlite3.Connection) -> 
             # out again. The mark must stay below them, or those rows would never be
             # indexed (and deleting them would remove entries the index never had).
             (largest,) = connection.execute("SELECT max(id) FROM csum_archive_messages").fetchone()
-            upto = int(_meta(connection, "indexed_upto") or 0)
             _set_meta(connection, "indexed_upto", str(min(upto, int(largest or 0))))
     return int(deleted)
