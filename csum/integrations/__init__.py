@@ -331,8 +331,7 @@ class HistoryHook:
     def _sized(
         self, before: list[Message], after: list[Message], error: Exception | None = None
     ) -> HookEvent:
-        """An event holding the sizes of ``before`` and ``after`` in the keeper's budget
-        unit (0 for a failed call's history the token counter fails on)."""
+        """An event of the sizes in the keeper's unit (0 where a failed call's fails)."""
         budget = getattr(self.keeper, "budget", None)
         unit, limit = (budget.unit, budget.limit) if isinstance(budget, Budget) else ("bytes", None)
         counter: Any = getattr(self.keeper, "counter", None)
@@ -437,8 +436,7 @@ def _rebuild(
     output: list[Message],
     encode: Encode[T],
 ) -> list[T]:
-    """The framework messages for ``output``: originals where ``output`` holds exactly
-    what they decoded to (in order), ``encode`` for the runs in between."""
+    """``output`` as originals where it holds what they decoded to, ``encode`` between."""
     groups = [decoded[a:b] for a, b in pairwise(accumulate(counts, initial=0))]
     exact = len(groups) * (len(output) + 1) <= EXACT_REBUILD_CELLS
     matched = (_best_alignment if exact else _greedy_alignment)(groups, output)
@@ -489,8 +487,7 @@ def _best_alignment(groups: list[list[Message]], output: list[Message]) -> list[
 
 
 def _greedy_alignment(groups: list[list[Message]], output: list[Message]) -> list[tuple[int, int]]:
-    """(group, position) pairs: each position takes the first group from the last
-    match on that it holds."""
+    """(group, position) pairs: each position takes the next group it holds."""
     pairs: list[tuple[int, int]] = []
     i = j = 0
     while i < len(output):

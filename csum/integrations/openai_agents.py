@@ -174,8 +174,7 @@ class CompactingSession(_HistoryEvents[_ItemsKeeper]):
     async def _replace_stored(
         self, stored: list[TResponseInputItem], items: list[TResponseInputItem]
     ) -> None:
-        """Store ``items`` instead of ``stored``, or put ``stored`` back when the inner
-        session fails half-way (the error then raised or logged, as ``on_error`` says)."""
+        """Store ``items`` instead of ``stored``, or ``stored`` again on a failure."""
         try:
             await self.inner.clear_session()
             await self.inner.add_items(items)

@@ -67,8 +67,7 @@ class HistoryProcessor(HistoryHook):
 
 
 def _signature_provider(messages: Sequence[ModelMessage]) -> str | None:
-    """The provider of the latest signed thinking part: the one re-encoded reasoning
-    goes back to."""
+    """The provider of the latest signed thinking part (re-encoded reasoning's)."""
     for message in reversed(messages):
         if isinstance(message, ModelResponse):
             for part in message.parts:
@@ -80,8 +79,7 @@ def _signature_provider(messages: Sequence[ModelMessage]) -> str | None:
 def _keep_instructions(
     before: Sequence[ModelMessage], after: list[ModelMessage]
 ) -> list[ModelMessage]:
-    """The latest request's instructions on the new latest request (the model reads them
-    there), when compaction rebuilt it."""
+    """The latest request's instructions on the rebuilt latest request (read there)."""
     if not before or not after or after[-1] is before[-1]:
         return after
     old, new = before[-1], after[-1]

@@ -58,9 +58,8 @@ class SQLiteDatabase:
         return connection
 
     def _set_up(self, connection: sqlite3.Connection) -> None:
-        """WAL mode and the schema (in one ``BEGIN IMMEDIATE``), retried with a growing
-        pause until the busy timeout: SQLite answers "locked" at once, without waiting,
-        where waiting could deadlock (two processes setting up one new file)."""
+        """WAL mode and the schema, retried until the busy timeout (SQLite answers
+        "locked" at once where waiting could deadlock: two processes setting up a file)."""
         deadline = time.monotonic() + self.busy_timeout
         pause = 0.005
         while True:
@@ -360,8 +359,7 @@ def _set_meta(connection: sqlite3.Connection, key: str, value: str) -> None:
 
 
 def _indexed_upto(connection: sqlite3.Connection) -> int:
-    """The largest message id the index holds; an index of another
-    :data:`SEARCH_TEXT_VERSION` is forgotten first (the next search rebuilds it)."""
+    """The largest message id indexed (0 after forgetting another version's index)."""
     if _meta(connection, "search_text_version") == SEARCH_TEXT_VERSION:
         return int(_meta(connection, "indexed_upto") or 0)
     connection.execute(_FORGET_INDEX)

@@ -26,6 +26,8 @@ class TranslatedStream(ABC):
 
     def __init__(self) -> None:
         self._reader = SseReader()
+        self._started = False
+        """Whether the answer's first event was written."""
         self._done = False
 
     def feed(self, data: bytes) -> bytes:
@@ -35,25 +37,25 @@ class TranslatedStream(ABC):
             if self._done:
                 continue
             if raw == b"[DONE]" and self.ends_with_done:
-                out.extend(self._finish())
+                out.extend(self._end())
                 continue
             event, problem = read_event(raw)
-            out.extend(self._read(event) if problem is None else self._failed(problem))
+            if problem is None:
+                out.extend(self._read(event))
+            else:  # the client's error event (its SDK raises on it), and nothing after
+                self._done = True
+                out.append(self._error(problem))
         return b"".join(out)
 
     def close(self) -> bytes:
         """The closing events, when the upstream ended without its last event."""
-        return b"".join(self._finish()) if self._started() and not self._done else b""
+        return b"".join(self._end()) if self._started else b""
 
-    def _failed(self, problem: str) -> Iterator[bytes]:
-        """The client's error event (its SDK raises on it), once."""
+    def _end(self) -> Iterator[bytes]:
+        """The closing events, once."""
         if not self._done:
             self._done = True
-            yield self._error(problem)
-
-    @abstractmethod
-    def _started(self) -> bool:
-        """Whether the answer's first event was written."""
+            yield from self._finish()
 
     @abstractmethod
     def _read(self, event: dict[str, Any]) -> Iterator[bytes]:
@@ -65,4 +67,4 @@ class TranslatedStream(ABC):
 
     @abstractmethod
     def _finish(self) -> Iterator[bytes]:
-        """The closing events (once)."""
+        """The closing events."""

@@ -184,22 +184,19 @@ class ChatStream(TranslatedStream):
         super().__init__()
         self.model = model
         self._want_usage = usage
-        self._base: dict[str, Any] | None = None
+        self._base: dict[str, Any] = {}
         self._slots: dict[int, int] = {}  # block index -> its call or reasoning_details index
         self._calls = 0
         self._details = 0  # reasoning_details entries so far
         self._usage: dict[str, Any] = {}
         self._finish_reason = "stop"
 
-    def _started(self) -> bool:
-        return self._base is not None
-
     def _error(self, problem: str) -> bytes:
         return data_event({"error": {"message": problem, "type": "upstream_error"}})
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-        return data_event({**(self._base or {}), "choices": [choice]})
+        return data_event({**self._base, "choices": [choice]})
 
     def _read(self, event: dict[str, Any]) -> Iterator[bytes]:
         kind = event.get("type")
@@ -207,6 +204,7 @@ class ChatStream(TranslatedStream):
             message = event.get("message") or {}
             self._usage = dict(message.get("usage") or {})
             self._base = _head(message, self.model, "chat.completion.chunk")
+            self._started = True
             yield self._chunk({"role": "assistant", "content": ""})
         elif kind == "content_block_start":
             yield from self._start(int(event.get("index", 0)), event.get("content_block") or {})
@@ -218,7 +216,7 @@ class ChatStream(TranslatedStream):
                 self._finish_reason = FINISH_REASONS.get(stop, "stop")
             self._usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
         elif kind == "message_stop":
-            yield from self._finish()
+            yield from self._end()
 
     def _start(self, index: int, block: dict[str, Any]) -> Iterator[bytes]:
         kind = str(block.get("type", ""))
@@ -260,11 +258,8 @@ class ChatStream(TranslatedStream):
             yield self._chunk({"tool_calls": [{"index": slot, "function": function}]})
 
     def _finish(self) -> Iterator[bytes]:
-        if self._done:
-            return
-        self._done = True
         yield self._chunk({}, self._finish_reason)
         if self._want_usage:
             usage = chat_usage(self._usage)
-            yield data_event({**(self._base or {}), "choices": [], "usage": usage})
+            yield data_event({**self._base, "choices": [], "usage": usage})
         yield b"data: [DONE]\n\n"

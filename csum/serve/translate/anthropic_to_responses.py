@@ -9,15 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from csum.serve.translate.anthropic_to_chat import chat_usage
-from csum.serve.translate.responses_output import (
-    GATEWAY_REASONING_PREFIX,
-    REDACTED,
-    ResponsesWriter,
-    message_item,
-    response_object,
-    responses_usage,
-)
-from csum.serve.translate.responses_tools import chat_tools
+from csum.serve.translate.responses_output import REDACTED, ResponsesWriter
 
 __all__ = ["AnthropicResponsesStream", "responses_from_messages"]
 
@@ -36,7 +28,7 @@ class AnthropicResponsesStream(ResponsesWriter):
             message = event.get("message") or {}
             self._usage = chat_usage(message.get("usage") or {})
             self._anthropic_usage.update(message.get("usage") or {})
-            yield from self._begin(_base_of(message), message.get("model"))
+            yield from self._begin(str(message.get("id") or "gateway"), message.get("model"))
         elif kind == "content_block_start":
             yield from self._block(index, event.get("content_block") or {})
         elif kind == "content_block_delta":
@@ -58,7 +50,7 @@ class AnthropicResponsesStream(ResponsesWriter):
             self._anthropic_usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
             self._usage = chat_usage(self._anthropic_usage)
         elif kind == "message_stop":
-            yield from self._finish()
+            yield from self._end()
 
     def _block(self, index: int, block: dict[str, Any]) -> Iterator[bytes]:
         kind = block.get("type")
@@ -76,35 +68,17 @@ class AnthropicResponsesStream(ResponsesWriter):
             yield from self._call(("call", index), call_id, str(block.get("name", "")), "")
 
 
-def _base_of(message: dict[str, Any]) -> str:
-    return str(message.get("id") or "gateway")
-
-
 def responses_from_messages(
     message: dict[str, Any], model: str, request: dict[str, Any]
 ) -> dict[str, Any]:
-    """The Response object for an Anthropic Messages response (non-streaming)."""
-    base = _base_of(message)
-    output: list[dict[str, Any]] = []
-    tools = chat_tools(request.get("tools"))
-    for block in message.get("content") or []:
-        kind = block.get("type")
-        if kind in ("thinking", "redacted_thinking"):
-            item_id = f"{GATEWAY_REASONING_PREFIX}{base}_{len(output)}"
-            text = str(block.get("thinking", "")) if kind == "thinking" else ""
-            signature = str(block.get("signature", ""))
-            encrypted = signature if kind == "thinking" else REDACTED + str(block.get("data", ""))
-            summary = [{"type": "summary_text", "text": text}] if text else []
-            item = {"type": "reasoning", "id": item_id, "summary": summary}
-            output.append({**item, "encrypted_content": encrypted})
-        elif kind == "text":
-            output.append(message_item(f"msg_{base}_{len(output)}", str(block.get("text", ""))))
-        elif kind == "tool_use":
-            arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
-            call_id, name = str(block.get("id", "")), str(block.get("name", ""))
-            output.append(tools.client_item(call_id, name, arguments, "completed"))
-    status = "incomplete" if message.get("stop_reason") == "max_tokens" else "completed"
-    usage = responses_usage(chat_usage(message.get("usage") or {}))
-    return response_object(
-        f"resp_{base}", message.get("model") or model, request, output, status, usage
-    )
+    """The Response object for an Anthropic Messages response (non-streaming): the one
+    its stream ends with."""
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
+    for index, block in enumerate(message.get("content") or []):
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        if block.get("type") == "tool_use":
+            partial = json.dumps(block.get("input") or {}, ensure_ascii=False)
+            delta = {"type": "input_json_delta", "partial_json": partial}
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+    events.append({"type": "message_delta", "delta": {"stop_reason": message.get("stop_reason")}})
+    return AnthropicResponsesStream(model, request).whole(events)

@@ -85,8 +85,7 @@ def messages_request(payload: dict[str, Any], chain: list[Message] | None = None
 
 
 def _signed_details(message: Message) -> list[Reasoning]:
-    """The Anthropic thinking an AI message's ``reasoning_details`` carried back (kept in
-    its fields part), in order; details of other formats or unsigned left out."""
+    """The signed Anthropic thinking in an AI message's ``reasoning_details``, in order."""
     last = message.parts[-1] if message.parts else None
     if type(last) is not ProviderPart or (last.provider, last.kind) != _FIELDS:
         return []
@@ -111,8 +110,7 @@ def _signed_details(message: Message) -> list[Reasoning]:
 
 
 def _with_signed_thinking(chain: list[Message]) -> tuple[list[Message], bool]:
-    """``chain`` with each AI message's reasoning replaced by the signed thinking it
-    carried back (as the anthropic codec reads a turn); whether any was found."""
+    """``chain`` with AI messages' signed thinking as reasoning; whether any was found."""
     signed = {i: _signed_details(m) for i, m in enumerate(chain) if m.role is Role.AI}
     out = list(chain)
     for i, blocks in signed.items():
@@ -242,21 +240,17 @@ class MessagesStream(TranslatedStream):
     def __init__(self, model: str) -> None:
         super().__init__()
         self.model = model
-        self._begun = False
         self._block: tuple[str, int] | None = None  # ("text" | call index, block index)
         self._blocks = 0
         self._stop = "end_turn"
         self._usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
 
-    def _started(self) -> bool:
-        return self._begun
-
     def _error(self, problem: str) -> bytes:
         return anthropic_event("error", {"error": {"type": "api_error", "message": problem}})
 
     def _read(self, chunk: dict[str, Any]) -> Iterator[bytes]:
-        if not self._begun:
-            self._begun = True
+        if not self._started:
+            self._started = True
             message = _message(chunk, self.model, [], None, {"input_tokens": 0, "output_tokens": 0})
             yield anthropic_event("message_start", {"message": message})
         usage = chunk.get("usage")
@@ -304,9 +298,6 @@ class MessagesStream(TranslatedStream):
             self._block = None
 
     def _finish(self) -> Iterator[bytes]:
-        if self._done:
-            return
-        self._done = True
         yield from self._close_block()
         delta = {"stop_reason": self._stop, "stop_sequence": None}
         yield anthropic_event("message_delta", {"delta": delta, "usage": dict(self._usage)})

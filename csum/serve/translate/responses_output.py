@@ -3,7 +3,7 @@ its output items and usage, and a streamed answer's events (:class:`ResponsesWri
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from csum.serve.sse import data_event
@@ -111,9 +111,6 @@ class ResponsesWriter(TranslatedStream):
         self._custom_arguments = ""  # of the open custom tool call
         self._status = "completed"
 
-    def _started(self) -> bool:
-        return bool(self._id)
-
     def _event(self, kind: str, data: dict[str, Any]) -> bytes:
         self._sequence += 1
         return data_event({"type": kind, **data, "sequence_number": self._sequence - 1}, kind)
@@ -125,8 +122,7 @@ class ResponsesWriter(TranslatedStream):
         )
 
     def _begin(self, base: str, model: object) -> Iterator[bytes]:
-        self._base = base
-        self._id = f"resp_{base}"
+        self._base, self._id, self._started = base, f"resp_{base}", True
         self.model = model if isinstance(model, str) and model else self.model
         yield self._event("response.created", {"response": self._snapshot("in_progress")})
         yield self._event("response.in_progress", {"response": self._snapshot("in_progress")})
@@ -238,15 +234,21 @@ class ResponsesWriter(TranslatedStream):
         yield self._event(f"response.{texts}.done", {**ids, "text": text})
         yield self._event(f"response.{parts}.done", {**ids, "part": part})
 
+    def whole(self, events: Iterable[dict[str, Any]]) -> dict[str, Any]:
+        """The Response object a whole answer, given as the upstream's events, makes."""
+        for event in events:
+            b"".join(self._read(event))
+        b"".join(self._end())
+        return self._snapshot(self._status)
+
     def _error(self, problem: str) -> bytes:
         error = {"type": "upstream_error", "message": problem}
         data = {"code": "upstream_error", "message": problem, "param": None, "error": error}
         return self._event("error", data)
 
     def _finish(self) -> Iterator[bytes]:
-        if self._done or not self._id:
+        if not self._started:
             return
-        self._done = True
         yield from self._close_item()
         kind = "response.incomplete" if self._status == "incomplete" else "response.completed"
         yield self._event(kind, {"response": self._snapshot(self._status)})

@@ -210,8 +210,7 @@ def _kept(part: object) -> tuple[str, dict[str, Any]]:
 def _custom_call(
     item: dict[str, Any], segment: list[Any], tools: ChatTools, names: dict[str, str]
 ) -> ToolCall:
-    """A custom tool call as the call of its function (the reasoning before it, which
-    the codec keeps on a part of its own before a kept item, on the call)."""
+    """A custom tool call as its function's call, with the reasoning part before it."""
     reasoning = None
     last = segment[-1] if segment else None
     if type(last) is TextPart and not last.text and last.reasoning is not None:
