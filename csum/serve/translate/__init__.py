@@ -10,11 +10,19 @@ from typing import Any
 
 from csum.serve.sse import SseReader, read_event
 
-__all__ = ["TranslatedStream", "TranslationError"]
+__all__ = ["TranslatedStream", "TranslationError", "tools_of"]
 
 
 class TranslationError(ValueError):
     """A request the translation cannot carry (the message names the field)."""
+
+
+def tools_of(request: dict[str, Any]) -> list[Any]:
+    """A request's ``tools`` array (empty when it has none)."""
+    tools = request.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise TranslationError("tools: expected an array")
+    return tools or []
 
 
 class TranslatedStream(ABC):

@@ -13,7 +13,7 @@ import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
 from cast import Message, ToolCall, port
 from csum.serve.sse import data_event
-from csum.serve.translate import TranslatedStream, TranslationError
+from csum.serve.translate import TranslatedStream, TranslationError, tools_of
 
 __all__ = [
     "FINISH_REASONS",
@@ -64,11 +64,8 @@ def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) ->
         out["stop"] = payload["stop_sequences"]
     if payload.get("stream"):
         out["stream_options"] = {"include_usage": True}
-    tools = payload.get("tools")
-    if tools is not None:
-        if not isinstance(tools, list):
-            raise TranslationError("tools: expected an array")
-        out["tools"] = [_tool(tool, i) for i, tool in enumerate(tools)]
+    if payload.get("tools") is not None:
+        out["tools"] = [_tool(tool, i) for i, tool in enumerate(tools_of(payload))]
     choice = payload.get("tool_choice")
     if choice is not None:
         out["tool_choice"] = _tool_choice(choice)

@@ -14,7 +14,7 @@ from cast import Message, ProviderPart, Reasoning, Role, TextPart, ToolCall, por
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from cast.codecs.openai import REASONING_FIELDS
 from csum.serve.sse import anthropic_event
-from csum.serve.translate import TranslatedStream, TranslationError
+from csum.serve.translate import TranslatedStream, TranslationError, tools_of
 from csum.serve.translate.anthropic_to_chat import REASONING_FORMAT
 
 __all__ = [
@@ -71,11 +71,8 @@ def messages_request(payload: dict[str, Any], chain: list[Message] | None = None
         out["stop_sequences"] = [stop] if isinstance(stop, str) else stop
     if isinstance(payload.get("user"), str):
         out["metadata"] = {"user_id": payload["user"]}
-    tools = payload.get("tools")
-    if tools is not None:
-        if not isinstance(tools, list):
-            raise TranslationError("tools: expected an array")
-        out["tools"] = [_tool(tool, i) for i, tool in enumerate(tools)]
+    if payload.get("tools") is not None:
+        out["tools"] = [_tool(tool, i) for i, tool in enumerate(tools_of(payload))]
     choice = _tool_choice(payload.get("tool_choice"))
     if payload.get("parallel_tool_calls") is False:
         choice = {**(choice or {"type": "auto"}), "disable_parallel_tool_use": True}

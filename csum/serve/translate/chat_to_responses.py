@@ -33,7 +33,7 @@ def responses_response(
     text = message.get("content")
     if isinstance(text, str) and text:
         output.append(message_item(f"msg_{base}", text))
-    tools = chat_tools(request.get("tools"))
+    tools = chat_tools(request)
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         name, arguments = function.get("name", ""), function.get("arguments") or ""
@@ -51,7 +51,7 @@ class ResponsesStream(ResponsesWriter):
     ends_with_done = True
 
     def _read(self, chunk: dict[str, Any]) -> Iterator[bytes]:
-        if not self._id:
+        if not self._started:
             yield from self._begin(str(chunk.get("id") or "gateway"), chunk.get("model"))
         if isinstance(chunk.get("usage"), dict):
             self._usage = chunk["usage"]

@@ -48,15 +48,11 @@ def _message_run(given: list[Any], at: int, item: dict[str, Any]) -> tuple[int, 
     wanted = _parts(item)
     family = _role(item)
     for start in range(at, len(given)):
-        first = given[start]
-        if not _is_message(first) or _role(first) != family:
+        if _role(given[start]) != family:
             continue
         end, matched = start, 0
-        while end < len(given) and matched < len(wanted):
-            candidate = given[end]
-            if not _is_message(candidate) or _role(candidate) != family:
-                break
-            parts = _parts(candidate)
+        while end < len(given) and matched < len(wanted) and _role(given[end]) == family:
+            parts = _parts(given[end])
             if wanted[matched : matched + len(parts)] != parts:
                 break
             matched += len(parts)
@@ -83,14 +79,11 @@ def _same_call(given: list[Any], at: int, item: dict[str, Any]) -> tuple[int, in
     return None
 
 
-def _is_message(item: object) -> bool:
-    return isinstance(item, dict) and item.get("type", "message") == "message" and "role" in item
-
-
 def _role(item: object) -> str | None:
-    if not _is_message(item):
+    """A message item's role (developer's is system's); None for any other item."""
+    if not isinstance(item, dict) or item.get("type", "message") != "message" or "role" not in item:
         return None
-    role = str(item["role"])  # type: ignore[index]
+    role = str(item["role"])
     return "system" if role in _SYSTEM_ROLES else role
 
 

@@ -100,9 +100,8 @@ class ResponsesWriter(TranslatedStream):
         super().__init__()
         self.model = model
         self.request = request
-        self._tools = chat_tools(request.get("tools"))
+        self._tools = chat_tools(request)
         self._sequence = 0
-        self._id = ""
         self._base = "gateway"
         self._output: list[dict[str, Any]] = []  # items done
         self._open: dict[str, Any] | None = None  # the item being streamed
@@ -118,21 +117,18 @@ class ResponsesWriter(TranslatedStream):
     def _snapshot(self, status: str) -> dict[str, Any]:
         usage = responses_usage(self._usage) if self._usage is not None else None
         return response_object(
-            self._id, self.model, self.request, list(self._output), status, usage
+            f"resp_{self._base}", self.model, self.request, list(self._output), status, usage
         )
 
     def _begin(self, base: str, model: object) -> Iterator[bytes]:
-        self._base, self._id, self._started = base, f"resp_{base}", True
+        self._base, self._started = base, True
         self.model = model if isinstance(model, str) and model else self.model
         yield self._event("response.created", {"response": self._snapshot("in_progress")})
         yield self._event("response.in_progress", {"response": self._snapshot("in_progress")})
 
-    def _index(self) -> int:
-        return len(self._output)
-
     def _part_ids(self, index: str) -> dict[str, Any]:
         item = self._open or {}
-        return {"item_id": item.get("id", ""), "output_index": self._index(), index: 0}
+        return {"item_id": item.get("id", ""), "output_index": len(self._output), index: 0}
 
     def _reasoning(self, key: tuple[str, int], text: str, *, summary: bool) -> Iterator[bytes]:
         """Reasoning text: raw (an open model's) or a summary (a signed item's)."""
@@ -141,7 +137,7 @@ class ResponsesWriter(TranslatedStream):
             yield from self._close_item()
             prefix = GATEWAY_REASONING_PREFIX if summary else "rs_"
             lists: dict[str, Any] = {"summary": []} if summary else {"summary": [], "content": []}
-            item = {"type": "reasoning", "id": f"{prefix}{self._base}_{self._index()}", **lists}
+            item = {"type": "reasoning", "id": f"{prefix}{self._base}_{len(self._output)}", **lists}
             yield from self._add(key, item, (parts, where, {"type": kind, "text": ""}))
         yield from self._append(texts, where, text)
 
@@ -152,7 +148,7 @@ class ResponsesWriter(TranslatedStream):
     def _text(self, key: tuple[str, int], text: str) -> Iterator[bytes]:
         if self._key != key:
             yield from self._close_item()
-            item = message_item(f"msg_{self._base}_{self._index()}", "", "in_progress")
+            item = message_item(f"msg_{self._base}_{len(self._output)}", "", "in_progress")
             part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
             yield from self._add(
                 key, {**item, "content": []}, ("content_part", "content_index", part)
@@ -178,8 +174,8 @@ class ResponsesWriter(TranslatedStream):
         elif arguments:
             assert self._open is not None
             self._open["arguments"] += arguments
-            data = {"item_id": self._open["id"], "output_index": self._index(), "delta": arguments}
-            yield self._event("response.function_call_arguments.delta", data)
+            ids = {"item_id": self._open["id"], "output_index": len(self._output)}
+            yield self._event("response.function_call_arguments.delta", {**ids, "delta": arguments})
 
     def _add(
         self,
@@ -189,17 +185,17 @@ class ResponsesWriter(TranslatedStream):
     ) -> Iterator[bytes]:
         """``item`` opened, with its first ``part`` (event name, index field, part)."""
         self._key, self._open = key, item
-        data = {"output_index": self._index(), "item": dict(item)}
+        data = {"output_index": len(self._output), "item": dict(item)}
         yield self._event("response.output_item.added", data)
         if part is not None:
             added, where, first = part
             yield self._event(f"response.{added}.added", {**self._part_ids(where), "part": first})
 
     def _close_item(self) -> Iterator[bytes]:
-        item, key = self._open, self._key
-        if item is None or key is None:
+        item = self._open
+        if item is None:
             return
-        ids = {"item_id": item["id"], "output_index": self._index()}
+        ids = {"item_id": item["id"], "output_index": len(self._output)}
         if item["type"] in ("function_call", "custom_tool_call"):
             item["status"] = "completed"
         if item["type"] == "function_call":
@@ -219,7 +215,7 @@ class ResponsesWriter(TranslatedStream):
             yield self._event("response.content_part.done", {**in_part, "part": item["content"][0]})
         else:
             yield from self._close_reasoning(item)
-        done = {"output_index": self._index(), "item": item}
+        done = {"output_index": len(self._output), "item": item}
         yield self._event("response.output_item.done", done)
         self._output.append(item)
         self._open, self._key = None, None

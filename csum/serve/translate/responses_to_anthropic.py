@@ -26,7 +26,7 @@ def messages_request_for_responses(
     decoded, compacted when it was; else decoded here)."""
     out = messages_request(chat_request_for_responses(payload, []), [])
     try:
-        chain = [_signed(m) for m in chat_chain(payload, chat_tools(payload.get("tools")), chain)]
+        chain = [_signed(m) for m in chat_chain(payload, chat_tools(payload), chain)]
         chain = port(chain, "anthropic", source="anthropic")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc

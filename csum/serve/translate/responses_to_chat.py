@@ -25,7 +25,7 @@ def chat_request_for_responses(
     for key in _REFUSED:
         if payload.get(key) is not None:
             raise TranslationError(f"{key}: stored upstream state cannot be translated")
-    tools = chat_tools(payload.get("tools"))
+    tools = chat_tools(payload)
     try:
         messages = port(chat_chain(payload, tools, chain), "openai")
     except ValueError as exc:
@@ -56,7 +56,7 @@ def chat_request_for_responses(
 def dropped_tools(payload: dict[str, Any]) -> list[str]:
     """The built-in tools of a Responses request a Chat upstream cannot run (left out)."""
     try:
-        return chat_tools(payload.get("tools")).dropped
+        return chat_tools(payload).dropped
     except TranslationError:
         return []
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import cast.codecs.openai_responses as responses_codec
 from cast import Message, ProviderPart, Role, TextPart, ToolCall, ToolResult
-from csum.serve.translate import TranslationError
+from csum.serve.translate import TranslationError, tools_of
 
 __all__ = [
     "CUSTOM_INPUT",
@@ -80,14 +80,10 @@ def custom_input(arguments: str) -> str:
     return arguments
 
 
-def chat_tools(tools: object) -> ChatTools:
-    """The Chat form of a Responses request's ``tools`` (see the module docstring)."""
+def chat_tools(request: dict[str, Any]) -> ChatTools:
+    """The Chat form of a Responses ``request``'s tools (see the module docstring)."""
     out = ChatTools([], {}, [])
-    if tools is None:
-        return out
-    if not isinstance(tools, list):
-        raise TranslationError("tools: expected an array")
-    for i, tool in enumerate(tools):
+    for i, tool in enumerate(tools_of(request)):
         if not isinstance(tool, dict):
             raise TranslationError(f"tools[{i}]: expected a tool object")
         kind = tool.get("type")
