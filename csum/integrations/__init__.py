@@ -240,7 +240,7 @@ class HistoryHook:
                 f"pass its keeper, {call.format(args='other.keeper')}, or a budget, "
                 f"{call.format(args='budget=32_000')}"
             )
-        if keeper is not None and isinstance(keeper, Keeper):
+        if isinstance(keeper, Keeper):
             if budget is not None or model is not None or target is not None:
                 given = "budget=" if budget is not None else "model=" if model else "target="
                 raise ValueError(

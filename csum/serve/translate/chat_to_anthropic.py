@@ -58,8 +58,9 @@ def messages_request(payload: dict[str, Any], chain: list[Message] | None = None
     try:
         if chain is None:
             chain = openai_codec.decode({"messages": payload["messages"]})
-        chain, signed = _with_signed_thinking(chain)
-        chain = port(chain, "anthropic", source="anthropic" if signed else None)
+        signed = [_with_signed_thinking(m) for m in chain]
+        found = any(a is not b for a, b in zip(signed, chain, strict=True))
+        chain = port(signed, "anthropic", source="anthropic" if found else None)
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
@@ -106,22 +107,19 @@ def _signed_details(message: Message) -> list[Reasoning]:
     return [reasoning for _, reasoning in sorted(found, key=lambda pair: pair[0])]
 
 
-def _with_signed_thinking(chain: list[Message]) -> tuple[list[Message], bool]:
-    """``chain`` with AI messages' signed thinking as reasoning; whether any was found."""
-    signed = {i: _signed_details(m) for i, m in enumerate(chain) if m.role is Role.AI}
-    out = list(chain)
-    for i, blocks in signed.items():
-        if not blocks:
-            continue
-        parts = list(out[i].parts)
-        head = [TextPart(text="", reasoning=r) for r in blocks[:-1]]
-        first = parts[0] if parts else None
-        if isinstance(first, TextPart | ToolCall):
-            parts[0] = first.model_copy(update={"reasoning": blocks[-1]})
-        else:
-            head.append(TextPart(text="", reasoning=blocks[-1]))
-        out[i] = out[i].model_copy(update={"parts": (*head, *parts)})
-    return (out, True) if any(signed.values()) else (chain, False)
+def _with_signed_thinking(message: Message) -> Message:
+    """An AI ``message`` with its signed thinking as reasoning (as the codec reads a turn)."""
+    blocks = _signed_details(message) if message.role is Role.AI else []
+    if not blocks:
+        return message
+    parts = list(message.parts)
+    head = [TextPart(text="", reasoning=r) for r in blocks[:-1]]
+    first = parts[0] if parts else None
+    if isinstance(first, TextPart | ToolCall):
+        parts[0] = first.model_copy(update={"reasoning": blocks[-1]})
+    else:
+        head.append(TextPart(text="", reasoning=blocks[-1]))
+    return message.model_copy(update={"parts": (*head, *parts)})
 
 
 def _tool(tool: object, i: int) -> dict[str, Any]:
