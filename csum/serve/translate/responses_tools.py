@@ -31,6 +31,7 @@ DROPPED_TOOLS_HEADER = "x-csum-dropped-tools"
 _CHAT_NAME_LIMIT = 64
 _PROVIDER = "openai-responses"
 _CALL_FIELDS = "call_fields"  # the codec's part of a call's other fields (``namespace``)
+_KEPT = ("custom_tool_call", "custom_tool_call_output", _CALL_FIELDS)  # items kept whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +196,7 @@ def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
 
 def _kept(part: object) -> tuple[str, dict[str, Any]]:
     """(kind, item) of a Responses item the codec keeps whole as a part (("", {}): none)."""
-    if type(part) is not ProviderPart or part.provider != _PROVIDER:
-        return "", {}
-    if part.kind not in ("custom_tool_call", "custom_tool_call_output", _CALL_FIELDS):
+    if type(part) is not ProviderPart or part.provider != _PROVIDER or part.kind not in _KEPT:
         return "", {}
     item = json.loads(part.data)
     return (part.kind, item) if isinstance(item, dict) else ("", {})
