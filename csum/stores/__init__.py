@@ -7,6 +7,7 @@ on one machine), ``RedisStore`` (a server, a fleet of workers; the ``redis`` ext
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -83,16 +84,13 @@ class MemoryStore:
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         expires = None if ttl is None else time.monotonic() + ttl
         self._drop(key)
-        size = len(key) + len(value)
-        if self.max_bytes is not None and size > self.max_bytes:
+        size, limit = len(key) + len(value), self.max_bytes or math.inf
+        if size > limit:
             return
         self._entries[key] = (value, expires)
         self.size_bytes += size
-        while len(self._entries) > self.max_entries or (
-            self.max_bytes is not None and self.size_bytes > self.max_bytes
-        ):
-            oldest, (old, _) = self._entries.popitem(last=False)
-            self.size_bytes -= len(oldest) + len(old)
+        while len(self._entries) > self.max_entries or self.size_bytes > limit:
+            self._drop(next(iter(self._entries)))  # the least recently used
 
     def _drop(self, key: str) -> None:
         entry = self._entries.pop(key, None)
