@@ -138,8 +138,7 @@ def _transaction(connection: sqlite3.Connection) -> Iterator[None]:
 
 def _write(statements: Sequence[_Statement], connection: sqlite3.Connection) -> int:
     with _transaction(connection):
-        changed = [connection.execute(sql, parameters).rowcount for sql, parameters in statements]
-    return changed[-1]
+        return [connection.execute(sql, parameters).rowcount for sql, parameters in statements][-1]
 
 
 _CACHE_SCHEMA = """
