@@ -254,8 +254,7 @@ class FactGuard:
 
 
 def _cite(appendix: str, entries: Sequence[tuple[str, tuple[str, ...]]], room: int) -> str:
-    """``appendix``, each line found in an entry with archive references followed by them
-    while it fits ``room`` bytes."""
+    """``appendix`` with its lines' archive references, while they fit ``room`` bytes."""
     cited = [(text, refs) for text, refs in entries if refs]
     if not cited:
         return appendix

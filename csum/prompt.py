@@ -385,8 +385,7 @@ _ROLE_NAMES = {role: role.value for role in Role}
 _SIZE: Callable[[Message], int] = attrgetter("size")
 
 _Blocks = tuple[tuple[str, tuple[Message, ...]], ...]
-"""The messages of a prompt as :func:`summary_request` renders them: (block tag, its
-messages), in order."""
+"""The messages of a prompt: (block tag, its messages), in order."""
 
 
 def _request_messages(blocks: _Blocks) -> tuple[RequestMessage, ...]:
@@ -455,8 +454,7 @@ _ALIAS: dict[int, str] = {}
 
 
 class _Renderer:
-    """Renders one prompt; ``numbers`` holds the alias attribute of each call number
-    ("" for a call no result links to)."""
+    """Renders one prompt; ``numbers``: the alias attribute of each call number ("": unlinked)."""
 
     __slots__ = ("calls", "latest", "linked", "mark", "names", "numbers", "tags")
 

@@ -240,9 +240,7 @@ class Summarizer:
     async def _summarized(
         self, calls: HandlerCalls, ast: ChainAST, style: SummaryStyle
     ) -> ChainAST:
-        """The phases on the parsed chain: section summarization and last-section
-        rotation concurrently, then QA summarization when enabled; summary ids made
-        unique."""
+        """The phases: sections and last sections concurrently, then QA; summary ids made unique."""
         config = self.config
         sections = list(ast.sections)
         keep_from = max(len(sections) - config.keep_qa_sections, 0)
