@@ -202,15 +202,10 @@ def recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
     keep = min(config.keep_qa_sections, total)
     size = sum(s.size for s in sections[total - keep :])
     budget = config.max_qa_bytes * (100 - config.reserve_percent) // 100
-    if size > budget:
-        return keep
-    for index in range(total - keep - 1, -1, -1):
-        if keep >= config.max_qa_sections - 1:
+    for section in reversed(sections[: total - keep]):
+        if keep >= config.max_qa_sections - 1 or size + section.size > budget:
             break
-        section_size = sections[index].size
-        if size + section_size > budget:
-            break
-        size += section_size
+        size += section.size
         keep += 1
     return keep
 

@@ -19,6 +19,7 @@ from cast import (
     Message,
     ParseRule,
     ProviderProfile,
+    Section,
     TemplateLike,
     parse_chain,
 )
@@ -244,18 +245,15 @@ class Summarizer:
         config = self.config
         sections = list(ast.sections)
         keep_from = max(len(sections) - config.keep_qa_sections, 0)
-        jobs: list[Callable[[], Awaitable[Any]]] = []
-        targets: list[int] = []
+        jobs: dict[int, Callable[[], Awaitable[Section]]] = {}  # by section index
         for index, section in enumerate(sections):
             if index < keep_from:
                 if needs_section_summary(section, calls.stale_cap, config.max_body_pair_bytes):
-                    jobs.append(partial(summarize_section, calls, section, index, style))
-                    targets.append(index)
+                    jobs[index] = partial(summarize_section, calls, section, index, style)
             elif config.preserve_last and len(section.body) > 1:
-                jobs.append(partial(rotate_section, calls, section, index, config, style))
-                targets.append(index)
+                jobs[index] = partial(rotate_section, calls, section, index, config, style)
         if jobs:
-            for index, new_section in zip(targets, await gather(jobs), strict=True):
+            for index, new_section in zip(jobs, await gather(list(jobs.values())), strict=True):
                 sections[index] = new_section
             ast = ChainAST.build(sections)
         if config.use_qa:
