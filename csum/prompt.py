@@ -82,7 +82,6 @@ __all__ = [
     "MAX_FOCUS_BYTES",
     "MEMORY_HEADER",
     "MESSAGES_TAG",
-    "MESSAGE_TAG",
     "PROMPT_SECTIONS",
     "TEXT_ROLE",
     "PromptCase",
@@ -103,7 +102,6 @@ __all__ = [
 INSTRUCTIONS_TAG: Final = "instructions"
 CONTEXT_TAG: Final = "context"
 MESSAGES_TAG: Final = "messages"
-MESSAGE_TAG: Final = "message"
 FOCUS_TAG: Final = "focus"
 MAX_FOCUS_BYTES: Final = 2048
 """A focus longer than this (UTF-8 bytes) is refused: it is an instruction, not data."""

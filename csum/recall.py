@@ -57,8 +57,8 @@ def _render(reference: str, message: Message) -> str:
         elif isinstance(part, ToolCall):
             lines.append(f"{message.role}: call {part.name}({part.arguments}) id={part.id}")
         elif isinstance(part, ToolResult):
-            lines.append(f"{message.role}: result of {part.name} ({part.tool_call_id}): ")
-            lines[-1] += part.content
+            head = f"{message.role}: result of {part.name} ({part.tool_call_id}): "
+            lines.append(head + part.content)
     return f"[{reference}] " + "\n".join(lines)
 
 
