@@ -314,11 +314,9 @@ def _check_share(option: str, value: float | None, high: float) -> None:
 def _config(args: argparse.Namespace) -> SummarizerConfig:
     """The reference algorithm's budgets (``--last-section-budget`` and its group)."""
     budget = _size("--last-section-budget", args.last_section_budget)
-    pair_budget = (
-        min(16384, max(budget // 3, 1))
-        if args.pair_budget is None
-        else _size("--pair-budget", args.pair_budget)
-    )
+    pair_budget = min(16384, max(budget // 3, 1))
+    if args.pair_budget is not None:
+        pair_budget = _size("--pair-budget", args.pair_budget)
     qa_budget = 2 * budget if args.qa_budget is None else _size("--qa-budget", args.qa_budget)
     keep_sections = 1 if args.keep_sections is None else args.keep_sections
     if keep_sections < 1:

@@ -236,9 +236,8 @@ class PromptEntry:
     @property
     def body(self) -> str:
         """``content`` without its final archive line (and the space after the rest)."""
-        if not self.archive_ref:
-            return self.content.rstrip()
-        return self.content.rstrip()[: -len(self.archive_ref)].removesuffix("\n")
+        body = self.content.rstrip()
+        return body[: -len(self.archive_ref)].removesuffix("\n") if self.archive_ref else body
 
 
 def prompt_entry(
@@ -362,21 +361,17 @@ def _image_placeholder(part: ImagePart) -> str:
     # data:[<mime>][;<param>]*,<payload>; parsed with str.find (a regular expression
     # for it backtracked quadratically on a long run of ";" without a comma).
     comma = url.find(",") if url[:5].lower() == "data:" else -1
-    if comma >= 0:
+    if comma < 0:
+        label = f"[image {url}]"
+    else:
         mime, _, params = url[5:comma].partition(";")
-        mime = mime or "text/plain"
         payload = url[comma + 1 :]
         if "base64" in params.lower().split(";"):
-            stripped = payload.rstrip("=")
-            size = len(stripped) * 3 // 4
+            size = len(payload.rstrip("=")) * 3 // 4
         else:
             size = len(payload.encode("utf-8", "surrogatepass"))
-        label = f"[image data:{mime}, {size} bytes]"
-    else:
-        label = f"[image {url}]"
-    if part.detail:
-        label = f"{label[:-1]}, detail {part.detail}]"
-    return label
+        label = f"[image data:{mime or 'text/plain'}, {size} bytes]"
+    return f"{label[:-1]}, detail {part.detail}]" if part.detail else label
 
 
 _ROLE_NAMES = {role: role.value for role in Role}
