@@ -55,11 +55,9 @@ def needs_section_summary(
     """Whether a non-kept section still has to be reduced to one summary pair (not when
     its body already is one summary, unless that one :func:`is_stale_summary`)."""
     body = section.body
-    if not body:
-        return False
     if len(body) == 1 and is_summarized(body[0]):
         return is_stale_summary(body[0], max_summary_bytes, max_pair_bytes)
-    return True
+    return bool(body)
 
 
 async def summarize_section(
@@ -126,12 +124,11 @@ def split_last_section_pairs(
     threshold = max_bytes * (100 - reserve_percent) // 100
     current = section.header.size + body[-1].size
     border = len(body) - 1  # body[border:] is kept
-    for index in range(len(body) - 2, -1, -1):
-        size = body[index].size
-        if current + size > threshold:
+    for pair in reversed(body[:-1]):
+        if current + pair.size > threshold:
             break
-        current += size
-        border = index
+        current += pair.size
+        border -= 1
     keep, summarize = body[border:], body[:border]
     if len(summarize) == 1 and is_summarized(summarize[0]):
         return body, ()
