@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from importlib import resources
-from typing import Any, TextIO, TypeVar
+from typing import TextIO, TypeVar
 
 import anyio
 
@@ -425,14 +425,6 @@ def _piece_concurrency(args: argparse.Namespace) -> int:
     return 1 if offline else 4
 
 
-def _load(args: argparse.Namespace) -> tuple[Any, str]:
-    if args.example:
-        text = resources.files("csum").joinpath("examples", EXAMPLE).read_text(encoding="utf-8")
-        return json.loads(text), "example:" + EXAMPLE
-    origin = "standard input" if args.file == "-" else args.file
-    return read_json(args.file, max_bytes=args.max_input_bytes), origin
-
-
 def _stores(args: argparse.Namespace) -> Stores:
     """The summary cache of ``--cache`` and the history archive of ``--archive``."""
     cache = archive = None
@@ -618,7 +610,12 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         _check_reference_usage(args)
     _check_output(args)
-    payload, origin = _load(args)
+    if args.example:
+        text = resources.files("csum").joinpath("examples", EXAMPLE).read_text(encoding="utf-8")
+        payload, origin = json.loads(text), "example:" + EXAMPLE
+    else:
+        payload = read_json(args.file, max_bytes=args.max_input_bytes)
+        origin = "standard input" if args.file == "-" else args.file
     messages, fmt = decode_owned_chain(payload, args.format)
     del payload  # held through the whole run, it made the peak memory 1.5x larger
     handler = resolve_handler(args.handler)

@@ -62,15 +62,6 @@ def _render(reference: str, message: Message) -> str:
     return f"[{reference}] " + "\n".join(lines)
 
 
-def _cut(text: str, max_bytes: int) -> str:
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return text
-    note = f"\n[... cut: {len(data) - max_bytes} more bytes; ask with a narrower query]"
-    kept = data[: max(max_bytes - utf8_len(note), 0)].decode("utf-8", "ignore")
-    return kept + note
-
-
 class RecallTool:
     """Answers calls of the ``recall`` tool from ``archive``, at most ``max_bytes`` each.
 
@@ -126,4 +117,8 @@ class RecallTool:
                 )
         except ValueError as exc:
             text = f"error: {exc}"
-        return _cut(text, self.max_bytes)
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) <= self.max_bytes:
+            return text
+        note = f"\n[... cut: {len(data) - self.max_bytes} more bytes; ask with a narrower query]"
+        return data[: max(self.max_bytes - utf8_len(note), 0)].decode("utf-8", "ignore") + note
