@@ -41,16 +41,6 @@ def _cut_line(line: str, room: int) -> str:
     return head.rstrip() + _ELLIPSIS
 
 
-def _parts(lines: list[str]) -> list[list[int]]:
-    """Line indexes grouped by the heading that opens each part."""
-    parts: list[list[int]] = [[]]
-    for index, line in enumerate(lines):
-        if _HEADING.match(line) and parts[-1]:
-            parts.append([])
-        parts[-1].append(index)
-    return [part for part in parts if part]
-
-
 def _shares(sizes: list[int], room: int) -> list[int]:
     """Bytes for each of ``sizes`` within ``room``: whole when all fit, else shared equally."""
     if sum(sizes) <= room:
@@ -80,10 +70,13 @@ def fit_joined(summaries: Sequence[str], max_bytes: int) -> str:
         return text
     lines: list[str] = []
     parts: list[list[int]] = []
-    for summary in summaries:
-        own = summary.split("\n")
-        parts.extend([index + len(lines) for index in part] for part in _parts(own))
-        lines.extend(own)
+    for summary in summaries:  # line indexes grouped by the heading opening each part
+        parts.append([])
+        for line in summary.split("\n"):
+            if _HEADING.match(line) and parts[-1]:
+                parts.append([])
+            parts[-1].append(len(lines))
+            lines.append(line)
     sizes = [utf8_len(line) for line in lines]
     # The parts' first lines share the room (n lines take n - 1 newlines); a part whose
     # share is too small to say anything is left out.

@@ -43,33 +43,27 @@ def unique_summary_ids(
                 "that already fit the template"
             )
     seen = set(fixed)
-    sections = list(ast.sections)
-    changed = False
-    for s_index, section in enumerate(sections):
-        body = list(section.body)
-        renamed = False
-        for p_index, pair in enumerate(body):
-            if id(pair) not in new or pair.type is not BodyPairType.SUMMARIZATION:
-                continue
-            call_id = pair.tool_calls[0].id
-            if call_id not in seen:
-                seen.add(call_id)
-                continue
-            call_id = template.generate_unused(SUMMARIZATION_TOOL_NAME, seed=call_id, used=seen)
-            body[p_index] = _renamed_summary(pair, call_id)
-            renamed = changed = True
-        if renamed:
-            sections[s_index] = section.evolve(body=body)
+
+    def unique(pair: BodyPair) -> BodyPair:
+        if id(pair) not in new or pair.type is not BodyPairType.SUMMARIZATION:
+            return pair
+        call_id = pair.tool_calls[0].id
+        if call_id not in seen:
+            seen.add(call_id)
+            return pair
+        call_id = template.generate_unused(SUMMARIZATION_TOOL_NAME, seed=call_id, used=seen)
+        ai, tool = pair.ai_message, pair.tool_messages[0]
+        return pair.evolve(
+            ai_message=ai.evolve(
+                parts=[p.evolve(id=call_id) if type(p) is ToolCall else p for p in ai.parts]
+            ),
+            tool_messages=[tool.evolve(parts=[tool.parts[0].evolve(tool_call_id=call_id)])],
+        )
+
+    sections = []
+    for section in ast.sections:
+        body = [unique(pair) for pair in section.body]
+        same = all(a is b for a, b in zip(body, section.body, strict=True))
+        sections.append(section if same else section.evolve(body=body))
+    changed = any(a is not b for a, b in zip(sections, ast.sections, strict=True))
     return ChainAST.build(sections) if changed else ast
-
-
-def _renamed_summary(pair: BodyPair, call_id: str) -> BodyPair:
-    """A SUMMARIZATION pair with its call (and result) given a new id."""
-    ai = pair.ai_message
-    tool = pair.tool_messages[0]
-    return pair.evolve(
-        ai_message=ai.evolve(
-            parts=[p.evolve(id=call_id) if type(p) is ToolCall else p for p in ai.parts]
-        ),
-        tool_messages=[tool.evolve(parts=[tool.parts[0].evolve(tool_call_id=call_id)])],
-    )

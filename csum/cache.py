@@ -100,16 +100,6 @@ def decode_summary(value: bytes) -> str | None:
     return None if split is None else split[0]
 
 
-def _secret_bytes(secret: str | bytes | None) -> bytes | None:
-    if secret is None:
-        return None
-    if not isinstance(secret, str | bytes):
-        raise TypeError(f"secret must be str or bytes, not {type(secret).__name__}")
-    if not secret:
-        raise ValueError("secret must not be empty")
-    return secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
-
-
 @dataclass
 class _Flight:
     """A key being summarized in this process; later requests wait on ``done``."""
@@ -157,6 +147,10 @@ class SummaryCache:
         ):
             if value is not None and (isinstance(value, bool) or not value > 0):
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+        if not isinstance(secret, str | bytes | None):
+            raise TypeError(f"secret must be str or bytes, not {type(secret).__name__}")
+        if secret is not None and not secret:
+            raise ValueError("secret must not be empty")
         self.store: SummaryStore = MemoryStore() if store is None else store
         self.handler_id = handler_id
         self.summary_budget = summary_budget
@@ -165,7 +159,7 @@ class SummaryCache:
         self.poll_interval = poll_interval
         self.on_event = on_event
         self.breaker_seconds = breaker_seconds
-        self._secret = _secret_bytes(secret)
+        self._secret = secret.encode("utf-8") if isinstance(secret, str) else secret
         self._flights: anyio.lowlevel.RunVar[dict[str, _Flight]] = anyio.lowlevel.RunVar(
             f"csum-cache-flights-{id(self)}"
         )
@@ -199,7 +193,11 @@ class SummaryCache:
         a miss, replaced). Exceptions of ``call`` propagate; store failures do not.
         """
         key = self.key(prompt, summary_budget=summary_budget)
-        flights = self._loop_flights()
+        try:  # the keys being summarized in the current event loop (an event is per loop)
+            flights = self._flights.get()
+        except LookupError:
+            flights = {}
+            self._flights.set(flights)
         # A flight that failed wakes every waiter: the first to run starts the next
         # flight, the others wait on that one instead of each calling the handler.
         while (flight := flights.get(key)) is not None:
@@ -219,15 +217,6 @@ class SummaryCache:
             if flights.get(key) is flight:
                 del flights[key]
             flight.done.set()
-
-    def _loop_flights(self) -> dict[str, _Flight]:
-        """The keys being summarized in the current event loop (an event is per loop)."""
-        try:
-            return self._flights.get()
-        except LookupError:
-            flights: dict[str, _Flight] = {}
-            self._flights.set(flights)
-            return flights
 
     def _store_skipped(self) -> bool:
         """Whether the store failed less than ``breaker_seconds`` ago (then it is not asked)."""
@@ -280,32 +269,23 @@ class SummaryCache:
             raise _StoreUnavailableError from exc
         if value is None:
             return None
-        summary, kind, reason = self._checked(key, value, accept)
-        if summary is None:
-            if not again:
-                self._emit(emit, kind, key, reason)
-            return None
-        self._emit(emit, StoreEventKind.CACHE_HIT, key)
-        return summary
-
-    def _checked(
-        self, key: str, value: bytes, accept: Accept | None
-    ) -> tuple[str | None, StoreEventKind, str]:
-        """(the usable summary in ``value`` or None, the event kind, the reason)."""
         split = _split_value(value)
+        kind, reason = StoreEventKind.CACHE_REJECTED, ""
         if split is None:
+            kind = StoreEventKind.CACHE_CORRUPT
             reason = f"stored entry of {len(value)} bytes failed its version/length/checksum check"
-            return None, StoreEventKind.CACHE_CORRUPT, reason
-        text, payload, mac = split
-        if self._secret is not None and (
-            mac is None or not hmac.compare_digest(mac, _mac(self._secret, key, payload))
+        elif self._secret is not None and (
+            split[2] is None or not hmac.compare_digest(split[2], _mac(self._secret, key, split[1]))
         ):
             reason = "stored entry is not signed with this cache's secret"
-            return None, StoreEventKind.CACHE_REJECTED, reason
-        refused = None if accept is None else accept(text)
-        if refused is not None:
-            return None, StoreEventKind.CACHE_REJECTED, f"stored summary refused: {refused}"
-        return text, StoreEventKind.CACHE_HIT, ""
+        elif accept is not None and (refused := accept(split[0])) is not None:
+            reason = f"stored summary refused: {refused}"
+        else:
+            self._emit(emit, StoreEventKind.CACHE_HIT, key)
+            return split[0]
+        if not again:
+            self._emit(emit, kind, key, reason)
+        return None
 
     async def _lock(
         self, key: str, token: str, emit: EventSink | None, accept: Accept | None = None

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from importlib import resources
-from typing import Any, TextIO, TypeVar
+from typing import TextIO, TypeVar
 
 import anyio
 
@@ -86,8 +86,7 @@ def _fraction(ratio: float) -> str:
 
 
 def _preset_help(preset: Preset, intro: str = "", note: str = "") -> str:
-    """The help text of a preset's flag: its settings in words, and whether they are
-    what the Compactor does without it."""
+    """The help text of a preset's flag: its settings in words."""
     clearing = preset.clearing
     cleared = "no clearing" if clearing is None else f"clearing (keep {clearing.keep})"
     same = "the defaults today; " if replace(preset, name="") == Preset("") else ""
@@ -312,24 +311,16 @@ def _check_share(option: str, value: float | None, high: float) -> None:
         raise ValueError(f"{option} must be within (0, {high:g}], got {value}")
 
 
-def _check_concurrency(args: argparse.Namespace) -> None:
-    if args.max_concurrency is not None and args.max_concurrency < 1:
-        raise ValueError("--max-concurrency must be at least 1")
-
-
 def _config(args: argparse.Namespace) -> SummarizerConfig:
     """The reference algorithm's budgets (``--last-section-budget`` and its group)."""
     budget = _size("--last-section-budget", args.last_section_budget)
-    pair_budget = (
-        min(16384, max(budget // 3, 1))
-        if args.pair_budget is None
-        else _size("--pair-budget", args.pair_budget)
-    )
+    pair_budget = min(16384, max(budget // 3, 1))
+    if args.pair_budget is not None:
+        pair_budget = _size("--pair-budget", args.pair_budget)
     qa_budget = 2 * budget if args.qa_budget is None else _size("--qa-budget", args.qa_budget)
     keep_sections = 1 if args.keep_sections is None else args.keep_sections
     if keep_sections < 1:
         raise ValueError("--keep-sections must be at least 1")
-    _check_concurrency(args)
     return SummarizerConfig(
         last_section_bytes=budget,
         max_body_pair_bytes=pair_budget,
@@ -347,7 +338,6 @@ def _budget(args: argparse.Namespace) -> Budget:
             raise ValueError(
                 f"{option} applies to the reference algorithm: use it with --last-section-budget"
             )
-    _check_concurrency(args)
     text = "50KiB" if args.budget is None else args.budget
     if not args.tokens:
         return Budget.bytes(_size("--budget", text))
@@ -357,8 +347,7 @@ def _budget(args: argparse.Namespace) -> Budget:
 
 
 def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | None:
-    """The clearing stage the options ask for (None: none asked for): ``base`` (the
-    preset's stage, else the default) with the ``--clear-*`` options given."""
+    """``base`` (or the default stage) with the ``--clear-*`` options; None when none is given."""
     given = {
         key: value
         for name, key in _CLEAR_FIELDS.items()
@@ -376,9 +365,7 @@ def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | Non
 
 
 def _settings(args: argparse.Namespace) -> tuple[Budget, Clearing | None, int]:
-    """(the budget, the clearing stage, the handler's prompt bound) from ``--budget``,
-    ``--low-cost``/``--summary-only``, the ratios, the ``--clear-*`` options and
-    ``--max-prompt-bytes``; usage errors name their option."""
+    """(budget, clearing stage, prompt bound) of the options; usage errors name their option."""
     budget = _budget(args)
     max_prompt_bytes = DEFAULT_MAX_PROMPT_BYTES
     if args.max_prompt_bytes is not None:
@@ -438,14 +425,6 @@ def _piece_concurrency(args: argparse.Namespace) -> int:
     return 1 if offline else 4
 
 
-def _load(args: argparse.Namespace) -> tuple[Any, str]:
-    if args.example:
-        text = resources.files("csum").joinpath("examples", EXAMPLE).read_text(encoding="utf-8")
-        return json.loads(text), "example:" + EXAMPLE
-    origin = "standard input" if args.file == "-" else args.file
-    return read_json(args.file, max_bytes=args.max_input_bytes), origin
-
-
 def _stores(args: argparse.Namespace) -> Stores:
     """The summary cache of ``--cache`` and the history archive of ``--archive``."""
     cache = archive = None
@@ -494,8 +473,7 @@ class _Progress:
 
 
 def _run(work: Callable[[], Awaitable[T]], stores: Stores, progress: _Progress) -> T:
-    """``work()`` on an event loop, then the stores' connections closed and the
-    progress line cleared."""
+    """``work()`` on an event loop, then the stores closed and the progress line cleared."""
 
     async def run() -> T:
         try:
@@ -595,8 +573,7 @@ def _compact(
 
 
 def _report(result: SummaryResult, origin: str, args: argparse.Namespace, err: TextIO) -> None:
-    """The statistics: sizes, calls and time, the repairs, cache hits, archived batches
-    and store failures (a failing store never fails the run)."""
+    """The statistics, the repairs and the stores' events (a store failure never fails the run)."""
     saved = result.size_before - result.size_after
     share = 100 * saved / result.size_before if result.size_before else 0.0
     print(
@@ -625,13 +602,20 @@ def _report(result: SummaryResult, origin: str, args: argparse.Namespace, err: T
 def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from csum.handlers import resolve_handler
 
+    if args.max_concurrency is not None and args.max_concurrency < 1:
+        raise ValueError("--max-concurrency must be at least 1")
     compacting = args.last_section_budget is None
     if compacting:
         settings = _settings(args)  # usage errors before any work
     else:
         _check_reference_usage(args)
     _check_output(args)
-    payload, origin = _load(args)
+    if args.example:
+        text = resources.files("csum").joinpath("examples", EXAMPLE).read_text(encoding="utf-8")
+        payload, origin = json.loads(text), "example:" + EXAMPLE
+    else:
+        payload = read_json(args.file, max_bytes=args.max_input_bytes)
+        origin = "standard input" if args.file == "-" else args.file
     messages, fmt = decode_owned_chain(payload, args.format)
     del payload  # held through the whole run, it made the peak memory 1.5x larger
     handler = resolve_handler(args.handler)

@@ -39,9 +39,8 @@ class SummarizationError(CsumError, RuntimeError):
     ) -> None:
         self.section = section
         self.phase = phase
-        where = [phase or "", "" if section is None else f"section {section}"]
-        prefix = ", ".join(w for w in where if w)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        where = ", ".join(w for w in (phase, section is not None and f"section {section}") if w)
+        super().__init__(f"{where}: {message}" if where else message)
 
 
 class StoreError(CsumError, RuntimeError):

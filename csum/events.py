@@ -3,6 +3,7 @@ and :func:`otel_listener`, which records events as OpenTelemetry spans (extra ``
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -109,8 +110,6 @@ def otel_listener(
         from opentelemetry import trace
     except ImportError as exc:
         raise ImportError(f"otel_listener needs opentelemetry-api: {install_hint('otel')}") from exc
-    import time
-
     active = tracer if tracer is not None else trace.get_tracer("csum")
 
     def record(event: CompactionEvent) -> None:

@@ -20,7 +20,7 @@ from csum._fit import fit_summary
 from csum.archive import archived_references, split_archive_line
 from csum.clearing import ANSI, ERROR_LINE, LINE_CAP, LIST_MARK, WEIGHTS, excerpt, tokens
 from csum.handlers import summarize_extractive
-from csum.prompt import SummaryRequest, summary_request, text_request
+from csum.prompt import MESSAGES_TAG, SummaryRequest, summary_request, text_request
 from csum.request import Handler, RequestHandler, as_request_handler, check_request, request_handler
 
 __all__ = ["DEFAULT_RESERVE", "FactGuard", "LostFact", "guarded", "lost_facts", "residual_request"]
@@ -106,35 +106,28 @@ def residual_request(request: SummaryRequest, summary: str) -> SummaryRequest:
     is "" when nothing is left."""
     if request.case is None:
         return text_request("\n".join(_missing_lines(request.prompt, summary)))
-    order: list[tuple[int, str] | Message] = []  # messages in chain order; results built
-    seen: set[tuple[int, str]] = set()
-    calls: dict[int, list[ToolCall]] = {}
-    texts: dict[int, list[str]] = {}
-    for entry in request.summarized:
-        index = entry.message_index
-        if entry.kind == "tool_result":
-            content = "\n".join(_missing_lines(entry.content, summary))
-            order.append(Message.tool(entry.call_id, entry.name, content))
+    built: list[Message] = []  # in chain order; a message's own entries go where it began
+    for message in request.messages:
+        if message.section != MESSAGES_TAG:
             continue
-        if (index, entry.role) not in seen:
-            seen.add((index, entry.role))
-            order.append((index, entry.role))
-        if entry.kind == "tool_call" and not _call_kept(entry.name, entry.args, summary):
-            call = ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args)
-            calls.setdefault(index, []).append(call)  # a kept one's result reads without it
-        elif entry.kind in ("text", "reasoning"):
-            texts.setdefault(index, []).append("\n".join(_missing_lines(entry.content, summary)))
-    built: list[Message] = []
-    for item in order:
-        if isinstance(item, Message):
-            built.append(item)
-            continue
-        index, role = item
-        text = "\n".join(t for t in texts.get(index, []) if t)
-        if role == "ai" and (text or calls.get(index)):
-            built.append(Message.ai(text, *calls.get(index, [])))
-        elif role == "human" and text:
-            built.append(Message.human(text))
+        at: int | None = None
+        texts: list[str] = []
+        calls: list[ToolCall] = []  # a kept call's result reads without it
+        for entry in message.entries:
+            if entry.kind == "tool_result":
+                content = "\n".join(_missing_lines(entry.content, summary))
+                built.append(Message.tool(entry.call_id, entry.name, content))
+                continue
+            at = len(built) if at is None else at
+            if entry.kind == "tool_call" and not _call_kept(entry.name, entry.args, summary):
+                calls.append(ToolCall(id=entry.call_id, name=entry.name, arguments=entry.args))
+            elif entry.kind in ("text", "reasoning"):
+                texts.append("\n".join(_missing_lines(entry.content, summary)))
+        text = "\n".join(t for t in texts if t)
+        if at is not None and message.role == "ai" and (text or calls):
+            built.insert(at, Message.ai(text, *calls))
+        elif at is not None and message.role == "human" and text:
+            built.insert(at, Message.human(text))
     if all(m.role == Role.HUMAN for m in built):
         return summary_request(built, [])
     return summary_request([], [m for m in built if m.role != Role.HUMAN])
@@ -261,8 +254,7 @@ class FactGuard:
 
 
 def _cite(appendix: str, entries: Sequence[tuple[str, tuple[str, ...]]], room: int) -> str:
-    """``appendix``, each line found in an entry with archive references followed by them
-    while it fits ``room`` bytes."""
+    """``appendix`` with its lines' archive references, while they fit ``room`` bytes."""
     cited = [(text, refs) for text, refs in entries if refs]
     if not cited:
         return appendix

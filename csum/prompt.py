@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from operator import attrgetter
 from typing import Final
 
@@ -81,7 +82,6 @@ __all__ = [
     "MAX_FOCUS_BYTES",
     "MEMORY_HEADER",
     "MESSAGES_TAG",
-    "MESSAGE_TAG",
     "PROMPT_SECTIONS",
     "TEXT_ROLE",
     "PromptCase",
@@ -102,7 +102,6 @@ __all__ = [
 INSTRUCTIONS_TAG: Final = "instructions"
 CONTEXT_TAG: Final = "context"
 MESSAGES_TAG: Final = "messages"
-MESSAGE_TAG: Final = "message"
 FOCUS_TAG: Final = "focus"
 MAX_FOCUS_BYTES: Final = 2048
 """A focus longer than this (UTF-8 bytes) is refused: it is an instruction, not data."""
@@ -237,9 +236,8 @@ class PromptEntry:
     @property
     def body(self) -> str:
         """``content`` without its final archive line (and the space after the rest)."""
-        if not self.archive_ref:
-            return self.content.rstrip()
-        return self.content.rstrip()[: -len(self.archive_ref)].removesuffix("\n")
+        body = self.content.rstrip()
+        return body[: -len(self.archive_ref)].removesuffix("\n") if self.archive_ref else body
 
 
 def prompt_entry(
@@ -363,79 +361,68 @@ def _image_placeholder(part: ImagePart) -> str:
     # data:[<mime>][;<param>]*,<payload>; parsed with str.find (a regular expression
     # for it backtracked quadratically on a long run of ";" without a comma).
     comma = url.find(",") if url[:5].lower() == "data:" else -1
-    if comma >= 0:
+    if comma < 0:
+        label = f"[image {url}]"
+    else:
         mime, _, params = url[5:comma].partition(";")
-        mime = mime or "text/plain"
         payload = url[comma + 1 :]
         if "base64" in params.lower().split(";"):
-            stripped = payload.rstrip("=")
-            size = len(stripped) * 3 // 4
+            size = len(payload.rstrip("=")) * 3 // 4
         else:
             size = len(payload.encode("utf-8", "surrogatepass"))
-        label = f"[image data:{mime}, {size} bytes]"
-    else:
-        label = f"[image {url}]"
-    if part.detail:
-        label = f"{label[:-1]}, detail {part.detail}]"
-    return label
+        label = f"[image data:{mime or 'text/plain'}, {size} bytes]"
+    return f"{label[:-1]}, detail {part.detail}]" if part.detail else label
 
 
 _ROLE_NAMES = {role: role.value for role in Role}
 _SIZE: Callable[[Message], int] = attrgetter("size")
 
 _Blocks = tuple[tuple[str, tuple[Message, ...]], ...]
-"""The messages of a prompt as :func:`summary_request` renders them: (block tag, its
-messages), in order."""
-_RawEntry = tuple[str, str, str, str, str]
-"""An entry as plain fields: (kind, content, name, call_id, args)."""
-
-
-def _raw_entries(message: Message) -> tuple[_RawEntry, ...]:
-    """The entries of one message as plain tuples, in rendering order."""
-    out: list[_RawEntry] = []
-    append = out.append
-    for part in message.parts:
-        if isinstance(part, ToolResult):
-            append(("tool_result", part.content, part.name, part.tool_call_id, ""))
-            continue
-        if isinstance(part, TextPart | ToolCall):
-            reasoning = part.reasoning
-            if reasoning is not None and reasoning.content:
-                append(("reasoning", reasoning.content, "", "", ""))
-        if isinstance(part, TextPart):
-            append(("text", part.text, "", "", ""))
-        elif isinstance(part, ToolCall):
-            append(("tool_call", "", part.name, part.id, part.arguments))
-        elif (other := _other_entry(part)) is not None:
-            append(other)
-    return tuple(out)
-
-
-def _other_entry(part: object) -> _RawEntry | None:
-    """The placeholder entry of an image, binary data or provider block (None: a field)."""
-    if isinstance(part, ImagePart):
-        return ("image", _image_placeholder(part), "", "", "")
-    if isinstance(part, ProviderPart):
-        if part.kind in FIELD_PART_KINDS:
-            return None  # fields of the call or message before (caller, phase)
-        return ("block", f"[{part.provider} {part.kind}] {part.data}", "", "", "")
-    if isinstance(part, BinaryPart):
-        return ("binary", f"[binary {part.mime_type}, {len(part.data)} bytes]", "", "", "")
-    raise TypeError(f"a message part of an unknown type: {type(part).__name__}")
+"""The messages of a prompt: (block tag, its messages), in order."""
 
 
 def _request_messages(blocks: _Blocks) -> tuple[RequestMessage, ...]:
-    """The :class:`RequestMessage` of each message of the prompt."""
+    """The :class:`RequestMessage` of each message of the prompt, entries in rendering order."""
     out = []
     for section, messages in blocks:
         for index, message in enumerate(messages):
             role = _ROLE_NAMES[message.role]
-            entries = tuple(
-                prompt_entry(section, index, role, k, content=c, name=n, call_id=i, args=a)
-                for k, c, n, i, a in _raw_entries(message)
-            )
-            out.append(RequestMessage(section, index, role, entries))
+            entry = partial(prompt_entry, section, index, role)
+            entries: list[PromptEntry] = []
+            for part in message.parts:
+                reasoning = getattr(part, "reasoning", None)
+                if reasoning is not None and reasoning.content:
+                    entries.append(entry("reasoning", content=reasoning.content))
+                if isinstance(part, ToolResult):
+                    result = entry(
+                        "tool_result",
+                        content=part.content,
+                        name=part.name,
+                        call_id=part.tool_call_id,
+                    )
+                    entries.append(result)
+                elif isinstance(part, TextPart):
+                    entries.append(entry("text", content=part.text))
+                elif isinstance(part, ToolCall):
+                    call = entry("tool_call", name=part.name, call_id=part.id, args=part.arguments)
+                    entries.append(call)
+                elif (other := _other_entry(part)) is not None:
+                    entries.append(entry(other[0], content=other[1]))
+            out.append(RequestMessage(section, index, role, tuple(entries)))
     return tuple(out)
+
+
+def _other_entry(part: object) -> tuple[str, str] | None:
+    """(kind, placeholder) of an image, binary data or provider block (None: a field)."""
+    if isinstance(part, ImagePart):
+        return "image", _image_placeholder(part)
+    if isinstance(part, ProviderPart):
+        if part.kind in FIELD_PART_KINDS:
+            return None  # fields of the call or message before (caller, phase)
+        return "block", f"[{part.provider} {part.kind}] {part.data}"
+    if isinstance(part, BinaryPart):
+        return "binary", f"[binary {part.mime_type}, {len(part.data)} bytes]"
+    raise TypeError(f"a message part of an unknown type: {type(part).__name__}")
 
 
 _PLAIN_NAME = re.compile(r'[^"&<>]*')
@@ -460,8 +447,7 @@ _ALIAS: dict[int, str] = {}
 
 
 class _Renderer:
-    """Renders one prompt; ``numbers`` holds the alias attribute of each call number
-    ("" for a call no result links to)."""
+    """Renders one prompt; ``numbers``: the alias attribute of each call number ("": unlinked)."""
 
     __slots__ = ("calls", "latest", "linked", "mark", "names", "numbers", "tags")
 
@@ -581,12 +567,6 @@ def _attr(value: str) -> str:
     return value
 
 
-def _case(human_messages: Sequence[Message], ai_messages: Sequence[Message]) -> PromptCase:
-    if human_messages and ai_messages:
-        return PromptCase.HUMAN_AND_AI
-    return PromptCase.AI_ONLY if ai_messages else PromptCase.HUMAN_ONLY
-
-
 def summary_request(
     human_messages: Sequence[Message],
     ai_messages: Sequence[Message],
@@ -607,11 +587,12 @@ def summary_request(
         return SummaryRequest("", None, "", "", (), conversation, kept)
     if focus is not None:
         check_focus(focus)
-    case = _case(human_messages, ai_messages)
     blocks: _Blocks
-    if case is PromptCase.HUMAN_AND_AI:
+    if human_messages and ai_messages:
+        case = PromptCase.HUMAN_AND_AI
         blocks = ((CONTEXT_TAG, tuple(human_messages)), (MESSAGES_TAG, tuple(ai_messages)))
     else:
+        case = PromptCase.AI_ONLY if ai_messages else PromptCase.HUMAN_ONLY
         blocks = ((MESSAGES_TAG, tuple(ai_messages or human_messages)),)
     if sizes is None:
         block_sizes = [sum(map(_SIZE, block)) for _, block in blocks]
@@ -700,32 +681,23 @@ def message_strings(message: Message, *, argument_values: bool = False) -> list[
     for part in message.parts:
         if type(part) is TextPart:
             out.append(part.text)
+        elif type(part) is ToolCall and not argument_values:
+            out.append(f"{part.name}({part.arguments})")
         elif type(part) is ToolCall:
-            if argument_values:
-                out.extend(_argument_strings(part.arguments))
-            else:
-                out.append(f"{part.name}({part.arguments})")
+            try:
+                out.extend(_json_strings(json.loads(part.arguments)))
+            except ValueError:
+                out.append(part.arguments)
         elif type(part) is ToolResult:
             out.append(part.content)
     return out
 
 
-def _argument_strings(arguments: str) -> list[str]:
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return [arguments]
-    return list(_json_strings(value))
-
-
 def _json_strings(value: object) -> Iterator[str]:
     if isinstance(value, str):
         yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _json_strings(item)
-    elif isinstance(value, list):
-        for item in value:
+    elif isinstance(value, dict | list):
+        for item in value.values() if isinstance(value, dict) else value:
             yield from _json_strings(item)
 
 
@@ -751,19 +723,14 @@ _IDENTIFIER = regex.compile(
 _FAST_IDENTIFIER = re.compile(_IDENTIFIER.pattern)  # the same where both read alike
 
 
-def _read(text: str) -> str:
-    if len(text) <= _HEAD_CHARS + _TAIL_CHARS:
-        return text
-    return text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:]
-
-
 def message_facts(message: Message) -> list[str]:
     """The salient tokens of ``message`` in their order, each once: paths, URLs, named
     numbers, ids (:mod:`csum.clearing`) and code identifiers, read from its texts,
     tool results and the values (not the names) of its calls' arguments."""
     seen: dict[str, None] = {}
     for text in message_strings(message, argument_values=True):
-        body = _read(text)
+        long = len(text) > _HEAD_CHARS + _TAIL_CHARS
+        body = text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:] if long else text
         lines = [" ".join(line[:LINE_CAP].split()) for line in body.splitlines()]
         for found in tokens_of_lines([line for line in lines if line]):
             for token, _ in found:
@@ -777,13 +744,6 @@ def message_facts(message: Message) -> list[str]:
     return list(seen)
 
 
-def _order(messages: Sequence[Message]) -> list[Message]:
-    """Newest first: the agent's own messages, then the questions and results."""
-    newest = list(reversed(messages))
-    own = [m for m in newest if m.role is Role.AI]
-    return own + [m for m in newest if m.role is not Role.AI and m.role is not Role.SYSTEM]
-
-
 def fact_memory(messages: Sequence[Message], known: str, limit: int) -> str:
     """The facts of ``messages`` not already in ``known`` (the summary), newest first,
     one line per message (``Facts: a, b, c``), in at most ``limit`` UTF-8 bytes; ""
@@ -794,7 +754,10 @@ def fact_memory(messages: Sequence[Message], known: str, limit: int) -> str:
     lines: list[str] = []
     said: set[str] = set()
     full = False
-    for message in _order(messages):
+    # newest first: the agent's own messages, then the questions and results
+    newest = messages[::-1]
+    own = [m for m in newest if m.role is Role.AI]
+    for message in own + [m for m in newest if m.role not in (Role.AI, Role.SYSTEM)]:
         line = ""
         for token in message_facts(message):
             if token in said or token in known:

@@ -57,18 +57,9 @@ def _render(reference: str, message: Message) -> str:
         elif isinstance(part, ToolCall):
             lines.append(f"{message.role}: call {part.name}({part.arguments}) id={part.id}")
         elif isinstance(part, ToolResult):
-            lines.append(f"{message.role}: result of {part.name} ({part.tool_call_id}): ")
-            lines[-1] += part.content
+            head = f"{message.role}: result of {part.name} ({part.tool_call_id}): "
+            lines.append(head + part.content)
     return f"[{reference}] " + "\n".join(lines)
-
-
-def _cut(text: str, max_bytes: int) -> str:
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return text
-    note = f"\n[... cut: {len(data) - max_bytes} more bytes; ask with a narrower query]"
-    kept = data[: max(max_bytes - utf8_len(note), 0)].decode("utf-8", "ignore")
-    return kept + note
 
 
 class RecallTool:
@@ -126,4 +117,8 @@ class RecallTool:
                 )
         except ValueError as exc:
             text = f"error: {exc}"
-        return _cut(text, self.max_bytes)
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) <= self.max_bytes:
+            return text
+        note = f"\n[... cut: {len(data) - self.max_bytes} more bytes; ask with a narrower query]"
+        return data[: max(self.max_bytes - utf8_len(note), 0)].decode("utf-8", "ignore") + note

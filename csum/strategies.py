@@ -9,10 +9,8 @@ from functools import partial
 
 from cast import (
     BodyPair,
-    BodyPairType,
     ChainAST,
     Header,
-    IdTemplate,
     Message,
     Role,
     Section,
@@ -25,30 +23,6 @@ from csum.assemble import SummaryStyle, summary_floor, summary_pair
 from csum.config import SummarizerConfig
 from csum.plan import human_of, is_summarized, messages_of, summary_text, summary_type
 from csum.request import HandlerCalls
-
-Style = IdTemplate | SummaryStyle
-"""The phases take an id template (reference shape) or a full :class:`SummaryStyle`."""
-
-
-def _style(value: Style) -> SummaryStyle:
-    return value if isinstance(value, SummaryStyle) else SummaryStyle(value)
-
-
-def _pair(
-    style: SummaryStyle,
-    text: str,
-    kind: BodyPairType,
-    summarized: list[Message],
-    seed: str,
-    *,
-    last: bool,
-) -> BodyPair:
-    """The summary pair of ``summarized``: in a last section it keeps the reasoning,
-    elsewhere a human message follows it."""
-    return summary_pair(
-        style, text, kind, summarized, seed=seed, keep_reasoning=last, before_human=not last
-    )
-
 
 __all__ = [
     "exceeds_qa_limits",
@@ -81,19 +55,17 @@ def needs_section_summary(
     """Whether a non-kept section still has to be reduced to one summary pair (not when
     its body already is one summary, unless that one :func:`is_stale_summary`)."""
     body = section.body
-    if not body:
-        return False
     if len(body) == 1 and is_summarized(body[0]):
         return is_stale_summary(body[0], max_summary_bytes, max_pair_bytes)
-    return True
+    return bool(body)
 
 
 async def summarize_section(
-    calls: HandlerCalls, section: Section, index: int, id_template: Style
+    calls: HandlerCalls, section: Section, index: int, style: SummaryStyle
 ) -> Section:
     """The section with its whole body replaced by one summary pair (a human message
     follows it). A style that refuses growth keeps a body its summary would not shrink."""
-    pair = await _summary(calls, section, index, _style(id_template), section.body)
+    pair = await _summary(calls, section, index, style, section.body)
     if pair is None or _grows_summary(section.body, pair):
         return section
     return section.evolve(body=(calls.adopt(pair),))
@@ -122,7 +94,9 @@ async def _summary(
         human_of(section), summarized, phase=phase, section=index, sizes=(question, replaced)
     )
     seed = f"{'rotation' if rotation else 'section'}\x1f{index}"
-    pair = _pair(style, text, kind, summarized, seed, last=rotation)
+    pair = summary_pair(
+        style, text, kind, summarized, seed=seed, keep_reasoning=rotation, before_human=not rotation
+    )
     return None if style.keeps_original(pair.size, replaced) else pair
 
 
@@ -150,12 +124,11 @@ def split_last_section_pairs(
     threshold = max_bytes * (100 - reserve_percent) // 100
     current = section.header.size + body[-1].size
     border = len(body) - 1  # body[border:] is kept
-    for index in range(len(body) - 2, -1, -1):
-        size = body[index].size
-        if current + size > threshold:
+    for pair in reversed(body[:-1]):
+        if current + pair.size > threshold:
             break
-        current += size
-        border = index
+        current += pair.size
+        border -= 1
     keep, summarize = body[border:], body[:border]
     if len(summarize) == 1 and is_summarized(summarize[0]):
         return body, ()
@@ -163,10 +136,9 @@ def split_last_section_pairs(
 
 
 async def rotate_section(
-    calls: HandlerCalls, section: Section, index: int, config: SummarizerConfig, id_template: Style
+    calls: HandlerCalls, section: Section, index: int, config: SummarizerConfig, style: SummaryStyle
 ) -> Section:
     """Bring one of the last sections within budget; its last pair is kept verbatim."""
-    style = _style(id_template)
     section = await _oversized_summarized(calls, section, index, config, style)
     if section.size <= config.last_section_bytes:
         return section
@@ -200,7 +172,8 @@ async def _oversized_summarized(
     for i, text in zip(oversized, texts, strict=True):
         pair = body[i]
         seed = f"pair\x1f{index}\x1f{i}"
-        new = _pair(style, text, summary_type((pair,)), pair.messages(), seed, last=True)
+        kind = summary_type((pair,))
+        new = summary_pair(style, text, kind, pair.messages(), seed=seed, keep_reasoning=True)
         if not style.keeps_original(new.size, pair.size) and not _grows_summary((pair,), new):
             body[i] = calls.adopt(new)
     return section.evolve(body=body)
@@ -226,26 +199,20 @@ def recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
     keep = min(config.keep_qa_sections, total)
     size = sum(s.size for s in sections[total - keep :])
     budget = config.max_qa_bytes * (100 - config.reserve_percent) // 100
-    if size > budget:
-        return keep
-    for index in range(total - keep - 1, -1, -1):
-        if keep >= config.max_qa_sections - 1:
+    for section in reversed(sections[: total - keep]):
+        if keep >= config.max_qa_sections - 1 or size + section.size > budget:
             break
-        section_size = sections[index].size
-        if size + section_size > budget:
-            break
-        size += section_size
+        size += section.size
         keep += 1
     return keep
 
 
 async def summarize_qa(
-    calls: HandlerCalls, ast: ChainAST, config: SummarizerConfig, id_template: Style
+    calls: HandlerCalls, ast: ChainAST, config: SummarizerConfig, style: SummaryStyle
 ) -> ChainAST:
     """Fold the oldest sections into one summary section when over the QA limits; the
     folded questions lose the archived lines re-insertion put into them
     (:func:`csum.archive.own_question`: else they would pile up at every fold)."""
-    style = _style(id_template)
     if not exceeds_qa_limits(ast, config):
         return ast
     sections = ast.sections
@@ -277,7 +244,10 @@ async def summarize_qa(
         human = Message.from_parts(Role.HUMAN, (TextPart(text=texts[1]),))
     elif human_messages:
         human = Message.from_parts(Role.HUMAN, [p for m in human_messages for p in m.parts])
-    pair = _pair(style, texts[0], summary_type(pairs), ai_messages, "qa", last=False)
+    kind = summary_type(pairs)
+    pair = summary_pair(
+        style, texts[0], kind, ai_messages, seed="qa", keep_reasoning=False, before_human=True
+    )
     system = folded[0].header.system_message
     folded_section = Section.build(Header.build(system, human), (pair,))
     if style.keeps_original(folded_section.size, sum(s.size for s in folded)):

@@ -19,6 +19,7 @@ from cast import (
     Message,
     ParseRule,
     ProviderProfile,
+    Section,
     TemplateLike,
     parse_chain,
 )
@@ -82,19 +83,6 @@ def _pointed_to_compactor(error: ChainError) -> ChainError:
     )
 
 
-def _style_of(
-    id_template: TemplateLike, target: str | ProviderProfile | None, allow_growth: bool | None
-) -> SummaryStyle:
-    """How summaries are shaped (see :meth:`Summarizer.summarize`)."""
-    given = not (isinstance(id_template, str) and id_template == DEFAULT_TOOL_CALL_ID_TEMPLATE)
-    return summary_style(IdTemplate(id_template), target, allow_growth, template_given=given)
-
-
-def _check_positive_or_none(name: str, value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name} must be a positive int or None, not {value!r}")
-
-
 class Summarizer:
     """Keeps chains within byte budgets by summarizing their old parts.
 
@@ -124,18 +112,21 @@ class Summarizer:
         stores: Stores | None = None,
         summary_floor_bytes: int | None = SUMMARY_FLOOR_BYTES,
     ) -> None:
-        if config is None:
-            config = SummarizerConfig()
-        elif not isinstance(config, SummarizerConfig):
+        if not isinstance(config, SummarizerConfig | None):
             raise TypeError(f"config must be a SummarizerConfig, not {type(config).__name__}")
-        _check_positive_or_none("max_concurrency", max_concurrency)
-        _check_positive_or_none("max_summary_bytes", max_summary_bytes)
-        _check_positive_or_none("summary_floor_bytes", summary_floor_bytes)
-        if stores is None:
-            stores = Stores()
-        elif not isinstance(stores, Stores):
+        if not isinstance(stores, Stores | None):
             raise TypeError(f"stores must be a csum.Stores or None, not {type(stores).__name__}")
-        self.config = config
+        for name, value in (
+            ("max_concurrency", max_concurrency),
+            ("max_summary_bytes", max_summary_bytes),
+            ("summary_floor_bytes", summary_floor_bytes),
+        ):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(f"{name} must be a positive int or None, not {value!r}")
+        stores = stores or Stores()
+        self.config = config or SummarizerConfig()
         self.max_concurrency = max_concurrency
         self.max_summary_bytes = max_summary_bytes
         self.summary_floor_bytes = summary_floor_bytes
@@ -195,10 +186,20 @@ class Summarizer:
         if not callable(handler):
             raise TypeError(f"handler must be an async callable, not {type(handler).__name__}")
         started = time.perf_counter()
-        style = _style_of(id_template, target, allow_growth)
+        given = not (isinstance(id_template, str) and id_template == DEFAULT_TOOL_CALL_ID_TEMPLATE)
+        style = summary_style(IdTemplate(id_template), target, allow_growth, template_given=given)
         ast, pending, issues = self._parsed(messages)
         size_before = ast.size
-        calls = self._calls(handler, on_call)
+        limit = self.max_concurrency
+        calls = HandlerCalls(
+            handler,
+            None if limit is None else anyio.CapacityLimiter(limit),
+            on_call=on_call,
+            cache=self.cache,
+            archive=self.archive,
+            max_summary_bytes=self.max_summary_bytes,
+            summary_floor=self.summary_floor_bytes,
+        )
         ast = await self._summarized(calls, ast, style)
         out, fillers = without_pending_fillers(ast.to_messages(), pending)
         filler_size = sum(m.size for m in fillers)
@@ -218,19 +219,6 @@ class Summarizer:
             seconds=time.perf_counter() - started,
             cache_hits=calls.cache_hits,
             store_events=tuple(calls.events),
-        )
-
-    def _calls(self, handler: Handler, on_call: Callable[[int, int], None] | None) -> HandlerCalls:
-        """The handler calls of one summarization (bounded, cached, archived)."""
-        limit = self.max_concurrency
-        return HandlerCalls(
-            handler,
-            None if limit is None else anyio.CapacityLimiter(limit),
-            on_call=on_call,
-            cache=self.cache,
-            archive=self.archive,
-            max_summary_bytes=self.max_summary_bytes,
-            summary_floor=self.summary_floor_bytes,
         )
 
     def _parsed(
@@ -253,24 +241,19 @@ class Summarizer:
     async def _summarized(
         self, calls: HandlerCalls, ast: ChainAST, style: SummaryStyle
     ) -> ChainAST:
-        """The phases on the parsed chain: section summarization and last-section
-        rotation concurrently, then QA summarization when enabled; summary ids made
-        unique."""
+        """The phases: sections and last sections concurrently, then QA; summary ids made unique."""
         config = self.config
         sections = list(ast.sections)
         keep_from = max(len(sections) - config.keep_qa_sections, 0)
-        jobs: list[Callable[[], Awaitable[Any]]] = []
-        targets: list[int] = []
+        jobs: dict[int, Callable[[], Awaitable[Section]]] = {}  # by section index
         for index, section in enumerate(sections):
             if index < keep_from:
                 if needs_section_summary(section, calls.stale_cap, config.max_body_pair_bytes):
-                    jobs.append(partial(summarize_section, calls, section, index, style))
-                    targets.append(index)
+                    jobs[index] = partial(summarize_section, calls, section, index, style)
             elif config.preserve_last and len(section.body) > 1:
-                jobs.append(partial(rotate_section, calls, section, index, config, style))
-                targets.append(index)
+                jobs[index] = partial(rotate_section, calls, section, index, config, style)
         if jobs:
-            for index, new_section in zip(targets, await gather(jobs), strict=True):
+            for index, new_section in zip(jobs, await gather(list(jobs.values())), strict=True):
                 sections[index] = new_section
             ast = ChainAST.build(sections)
         if config.use_qa:

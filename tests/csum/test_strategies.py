@@ -27,6 +27,7 @@ from cast import (
 )
 from csum import SUMMARIZED_CONTENT_PREFIX, SummarizationError, SummarizerConfig
 from csum._gather import gather
+from csum.assemble import SummaryStyle
 from csum.plan import is_summarized, summary_type
 from csum.request import HandlerCalls
 from csum.strategies import (
@@ -49,6 +50,7 @@ from csum_builders import (
 )
 
 TEMPLATE = IdTemplate(DEFAULT_TOOL_CALL_ID_TEMPLATE)
+STYLE = SummaryStyle(TEMPLATE)
 
 
 def pair(messages: list[Message]) -> BodyPair:
@@ -306,7 +308,7 @@ async def test_summarize_section_of_completions_gives_a_prefixed_completion() ->
     handler = FakeHandler()
     calls = HandlerCalls(handler)
     sec = make_section(5, completion_pair(20, "a"), completion_pair(30, "b"))
-    out = await summarize_section(calls, sec, 3, TEMPLATE)
+    out = await summarize_section(calls, sec, 3, STYLE)
     assert out.header is sec.header
     assert len(out.body) == 1
     (summary,) = out.body
@@ -328,7 +330,7 @@ async def test_summarize_section_with_tool_calls_drops_reasoning() -> None:
         pair(request("c1", 80, text="look", text_reasoning="thinking", reasoning="why")),
         completion_pair(10),
     )
-    out = await summarize_section(HandlerCalls(handler), sec, 1, TEMPLATE)
+    out = await summarize_section(HandlerCalls(handler), sec, 1, STYLE)
     (summary,) = out.body
     assert summary.type is BodyPairType.SUMMARIZATION
     # Not a last section: no fake signature and no reasoning part in front of the call.
@@ -360,7 +362,7 @@ async def test_rotate_section_summarizes_oversized_pairs_alone(
     handler = FakeHandler()
     sec = sized_section(5, *sizes)
     config = rotation_config(last_section_bytes=100_000)
-    out = await rotate_section(HandlerCalls(handler), sec, 2, config, TEMPLATE)
+    out = await rotate_section(HandlerCalls(handler), sec, 2, config, STYLE)
     assert handler.calls == len(oversized)
     assert len(out.body) == len(sec.body)
     for index, (old, new) in enumerate(zip(sec.body, out.body, strict=True)):
@@ -379,7 +381,7 @@ async def test_rotate_section_skips_an_oversized_summary() -> None:
     handler = FakeHandler()
     big_summary = BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + fill(800))
     sec = make_section(5, big_summary, completion_pair(20))
-    out = await rotate_section(HandlerCalls(handler), sec, 0, rotation_config(), TEMPLATE)
+    out = await rotate_section(HandlerCalls(handler), sec, 0, rotation_config(), STYLE)
     assert out is sec
     assert handler.calls == 0
 
@@ -396,7 +398,7 @@ async def test_rotate_section_folds_only_over_budget(last_section_bytes: int, fo
     handler = FakeHandler()
     sec = sized_section(5, 400, 400, 200)
     config = rotation_config(last_section_bytes=last_section_bytes, reserve_percent=0)
-    out = await rotate_section(HandlerCalls(handler), sec, 0, config, TEMPLATE)
+    out = await rotate_section(HandlerCalls(handler), sec, 0, config, STYLE)
     if folded:
         # 1004 bytes, no reserve: 5 + 200 + 400 fit, the oldest 400 are folded.
         assert handler.calls == 1
@@ -417,7 +419,7 @@ async def test_rotate_section_keeps_reasoning_in_front_of_the_fake_signature() -
         completion_pair(20),
     )
     config = rotation_config(last_section_bytes=400, max_body_pair_bytes=10_000)
-    out = await rotate_section(HandlerCalls(handler), sec, 0, config, TEMPLATE)
+    out = await rotate_section(HandlerCalls(handler), sec, 0, config, STYLE)
     summary = out.body[0]
     assert out.body[1:] == sec.body[2:]
     reasoning_part, _ = summary.ai_message.parts
@@ -434,7 +436,7 @@ async def test_summarize_qa_leaves_a_chain_within_limits_alone() -> None:
     handler = FakeHandler()
     ast = qa_chain(10, 10, 10)
     config = SummarizerConfig(use_qa=True, max_qa_sections=3, max_qa_bytes=30)
-    assert await summarize_qa(HandlerCalls(handler), ast, config, TEMPLATE) is ast
+    assert await summarize_qa(HandlerCalls(handler), ast, config, STYLE) is ast
     assert handler.calls == 0
 
 
@@ -445,7 +447,7 @@ async def test_summarize_qa_does_not_refold_a_lone_summary_section() -> None:
     rest = qa_chain(10, 10).sections
     ast = ChainAST((summary, *rest))
     config = SummarizerConfig(use_qa=True, max_qa_sections=2, keep_qa_sections=2)
-    assert await summarize_qa(HandlerCalls(handler), ast, config, TEMPLATE) is ast
+    assert await summarize_qa(HandlerCalls(handler), ast, config, STYLE) is ast
     assert handler.calls == 0
 
 
