@@ -11,8 +11,6 @@ import regex
 from csum.handlers._extractive.text import _NUMBERED
 from csum.handlers._extractive.weights import _LINE_SCAN, WEIGHTS
 
-__all__ = ["CodeMark", "code_lines", "declares_dependency", "without_echo"]
-
 # A line git's status report prints first ("On branch main"), or its advice ("  (use "git).
 _STATUS_SIGN = regex.compile(
     r"(?:On[ ]branch[ ]\S{1,200}+|HEAD[ ]detached[ ](?:at|from)[ ]\S{1,200}+)$"

@@ -207,13 +207,6 @@ def _hunk_header(line: str) -> str:
     return f"{match.group().strip()} {_clip_whole_words(context, _HUNK_CONTEXT) or ''}".strip()
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return _one_line(line)
-    return ""
-
-
 # --- a text read into units ---------------------------------------------------------
 
 

@@ -11,9 +11,15 @@ from typing import Final
 import regex
 
 from csum.archive import ARCHIVE_LINE_PREFIX
-from csum.handlers._extractive.calls import _head_codes
 from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
-from csum.handlers._extractive.text import _clip, _clip_at_word_end, _clip_bytes
+from csum.handlers._extractive.text import (
+    _CODE,
+    _TOKEN,
+    _TRAIL,
+    _clip,
+    _clip_at_word_end,
+    _clip_bytes,
+)
 from csum.handlers._extractive.weights import _FILLER_SCORE, _LINE_SCAN, _PRIOR_SCORE, WEIGHTS
 
 _PRIOR_KEEP_SCORE = 4.0  # an earlier summary's line scoring this keeps its place first
@@ -71,6 +77,13 @@ def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
         block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
         out.append(_clip_at_word_end(block.head or line.text, max_bytes))
     return _clip_bytes("\n".join(out), max_bytes)
+
+
+def _head_codes(head: str) -> int:
+    """How many codes (``JG7FMM``, ``ORD7731QX``) a call line's arguments name."""
+    _, _, args = head.partition("(")
+    tokens = _TOKEN.finditer(args, endpos=_LINE_SCAN)
+    return sum(bool(_CODE.fullmatch(t.group().rpartition("=")[2].strip(_TRAIL))) for t in tokens)
 
 
 def _prior_calls(text: str) -> int:
@@ -165,8 +178,8 @@ def _render(kept: list[_Line], indent: str) -> Iterator[str]:
                 prefix = f"{line.group}: " if line.group else ""
                 yield indent + prefix + " ".join(records.pop(line.group))
                 continue
-            pieces = []
-            for index, group in enumerate(lists.pop(listed[0])):
-                label = group if index == 0 else group[len(listed[0]) :]
-                pieces.append(f"{label}: " + " ".join(records.pop(group)))
-            yield indent + "; ".join(pieces)
+            yield indent + "; ".join(
+                f"{group if index == 0 else group[len(listed[0]) :]}: "
+                + " ".join(records.pop(group))
+                for index, group in enumerate(lists.pop(listed[0]))
+            )

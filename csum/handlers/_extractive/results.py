@@ -10,8 +10,6 @@ from typing import Final
 
 import regex
 
-__all__ = ["is_relevance_score", "labelled_records", "literal_records", "take_documents"]
-
 # Keys search APIs give each hit's relevance under (Tavily, Exa, LangChain's retrievers).
 _RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
 

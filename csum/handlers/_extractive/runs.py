@@ -9,8 +9,6 @@ import regex
 
 from csum.handlers._extractive.text import _ELLIPSIS
 
-__all__ = ["count_follows", "drop_zero_counts", "fit_command", "strip_banner", "strip_colours"]
-
 # A terminal's control sequences (colours, cursor moves): the text between them says it.
 _CONTROL: Final = regex.compile(r"\x1b\[[0-9;?]{0,32}+[A-Za-z]|\x1b[()][A-Z0-9]")
 # A banner's rule framing a line: ``===== 2 failed in 1.2s =====``, ``---- a::b ----``.

@@ -343,10 +343,3 @@ def _path_tail(word: str, room: int) -> str:
     if not kept:
         return ""
     return _ELLIPSIS + "/" + "/".join(kept[::-1]) + ("/" if word[-1] == "/" else "")
-
-
-def _scalar_or_json(value: object) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (ValueError, RecursionError):
-        return "…"
