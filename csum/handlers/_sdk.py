@@ -124,8 +124,7 @@ class _Sdk:
         return cls(sdk, client, base)
 
     def failure(self, exc: Exception, model: str) -> tuple[HandlerError, float | None]:
-        """An SDK exception as the :class:`HandlerError` it ends in (retryable or not, and
-        why), and the wait the provider asked for."""
+        """An SDK exception as its :class:`HandlerError`, and the wait the provider asked for."""
         error = partial(HandlerError, provider=self.module.__name__, model=model)
         if isinstance(exc, self.module.APITimeoutError):
             return error("the request timed out", retryable=True, error_type="timeout"), None
@@ -246,8 +245,7 @@ def _sdk_handler(
     fresh: Callable[[str], Body],
     continued: Callable[[Sequence[Message], str], Body] | None,
 ) -> RequestHandler:
-    """A request handler sending a request's body with ``create(client, keywords)`` with
-    retries, and answering its reply's ``text``."""
+    """A request handler sending each body by ``create(client, keywords)``, with retries."""
     client, model, timeout = connection.client, connection.model, connection.timeout
     policy = RetryPolicy(connection.max_retries, connection.backoff_base, connection.backoff_max)
 

@@ -50,10 +50,6 @@ def _summarize(request: SummaryRequest, max_bytes: int, check: Callable[[], None
     return _pack_to_fill(blocks, max_bytes, check)
 
 
-def _never() -> None:
-    return None
-
-
 def summarize_extractive(request: SummaryRequest, max_bytes: int = DEFAULT_EXTRACTIVE_BYTES) -> str:
     """The extractive summary of ``request``, synchronously (see :func:`extractive`);
     ``csum.prompt.text_request(text)`` summarizes a plain text.
@@ -62,7 +58,7 @@ def summarize_extractive(request: SummaryRequest, max_bytes: int = DEFAULT_EXTRA
     when ``request`` is not a :class:`~csum.prompt.SummaryRequest`."""
     _check_max_bytes(max_bytes)
     check_request(request)
-    return _summarize(request, max_bytes, _never)
+    return _summarize(request, max_bytes, lambda: None)
 
 
 def _check_max_bytes(max_bytes: object) -> None:
@@ -88,7 +84,7 @@ class ExtractiveHandler(RequestHandler):
         check_request(request)
         await anyio.lowlevel.checkpoint()
         if len(request.prompt) < _THREAD_THRESHOLD:
-            return _summarize(request, self.max_bytes, _never)
+            return _summarize(request, self.max_bytes, lambda: None)
         stop = threading.Event()
 
         def check() -> None:

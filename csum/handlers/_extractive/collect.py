@@ -12,7 +12,7 @@ from typing import Any
 import regex
 
 from cast import SUMMARIZATION_TOOL_NAME
-from csum.handlers._extractive.code_tools import without_echo
+from csum.handlers._extractive.code_tools import fit_command, without_echo
 from csum.handlers._extractive.reading import _body_lines
 from csum.handlers._extractive.rendering import (
     RESULT_INDENT,
@@ -23,7 +23,6 @@ from csum.handlers._extractive.rendering import (
     _prior_calls,
     _request_line,
 )
-from csum.handlers._extractive.runs import fit_command
 from csum.handlers._extractive.text import (
     _ELLIPSIS,
     _HOME,
@@ -91,7 +90,10 @@ class _Collector:
         )
         share = max_bytes * _REQUEST_PERCENT // 100 // max(1, requests)
         self.request_cap = max(_MIN_REQUEST, min(_MAX_REQUEST, share))
-        self.call_count = _call_count(entries)
+        # Call lines the summary may hold: the prompt's and its earlier summaries'.
+        self.call_count = sum(e.kind == "tool_call" for e in entries) + sum(
+            _prior_calls(e.content) for e in entries if e.earlier_summary
+        )
         self.call_cap = _call_cap(self.call_count, max_bytes)
         self.lone_cut = ""  # the line of a prompt's only call, cut to its share
         self.width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
@@ -170,7 +172,9 @@ class _Collector:
             rows = entry.content.splitlines()
             outcome = next((_one_line(row) for row in rows if row.strip()), "(empty)")
             block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
-        _credit_codes(block)
+        if codes := _head_codes(head):  # lifts the best result line: the call line comes with it
+            best = max(block.lines, key=lambda line: line.score)
+            best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
         self.blocks.append(block)
 
     def _answer(self, entry: PromptEntry) -> None:
@@ -202,8 +206,7 @@ _OUTCOME_SCORE = 6.0  # a result line outranking its call's line (an error, a te
 
 
 def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
-    """A lone call's strong result line kept over its call line (or its line ``cut``) if both
-    do not fit: what a command said tells more than which."""
+    """A lone call's strong result line kept over its call line (or ``cut``) if both do not fit."""
     if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
         return
     block = blocks[0]
@@ -215,20 +218,6 @@ def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
     if best.score < _OUTCOME_SCORE or need + size <= budget or need - 1 > budget:
         return
     block.head = cut if cut and need + _utf8_len(cut) <= budget else ""
-
-
-def _credit_codes(block: _Block) -> None:
-    """A call naming codes lifts its best result line, so the call line comes with it."""
-    codes = _head_codes(block.head)
-    if codes and block.lines:
-        best = max(block.lines, key=lambda line: line.score)
-        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
-
-
-def _call_count(entries: tuple[PromptEntry, ...]) -> int:
-    """Call lines the summary may hold: the prompt's and its earlier summaries'."""
-    calls = sum(1 for e in entries if e.kind == "tool_call")
-    return calls + sum(_prior_calls(e.content) for e in entries if e.earlier_summary)
 
 
 # --- a call's line and what its arguments tell about its result ---------------------------

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 
 import regex
 
-from csum.handlers._extractive.code_tools import CodeMark, code_lines
+from csum.handlers._extractive.code_tools import (
+    CodeMark,
+    code_lines,
+    count_follows,
+    drop_zero_counts,
+    strip_banner,
+    strip_colours,
+)
 from csum.handlers._extractive.features import (
     _field_weight,
     _is_prose,
@@ -21,12 +28,6 @@ from csum.handlers._extractive.features import (
 from csum.handlers._extractive.prose import compact_prose, is_fence, plain_links
 from csum.handlers._extractive.rendering import _Line
 from csum.handlers._extractive.results import labelled_records, literal_records, take_documents
-from csum.handlers._extractive.runs import (
-    count_follows,
-    drop_zero_counts,
-    strip_banner,
-    strip_colours,
-)
 from csum.handlers._extractive.text import (
     _ELLIPSIS,
     _ERROR,
@@ -366,16 +367,10 @@ def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> li
     text = content.strip()
     if not text or text[0] not in "{[":
         return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict | list):
-        return None
     out: list[_Field] = []
-    try:
-        _flatten_json(take_documents(value, documents), "", out, said=said)
-    except RecursionError:
+    try:  # a value starting with "{" or "[" is an object or a list
+        _flatten_json(take_documents(json.loads(text), documents), "", out, said=said)
+    except (ValueError, RecursionError):
         return None
     return out
 
@@ -458,8 +453,7 @@ class _Scorer:
     """Scores a text's units in order: what each line says, then what the lines around add."""
 
     def __init__(self, text: _Text, block: int, *, width: int, compact: bool) -> None:
-        self.text, self.block, self.width = text, block, width
-        self.compact = compact
+        self.text, self.block, self.width, self.compact = text, block, width, compact
         self.named: dict[str, int] = {}  # identifiers seen so far, and how often
         self.shapes: dict[str, int] = {}
         self.after_error = 0.0
@@ -473,8 +467,20 @@ class _Scorer:
         self.opening, self.opens = self.opens, opens_section(line)
 
     def line(self, unit: _Unit) -> _Line:
-        """The scored line of a unit that the clean-ups kept and that is no repeat."""
-        score = _line_features(unit, self.text, self.named)
+        """The scored line of a kept unit: what it says (its mark, a log's due, its rank), then
+        what the lines around add."""
+        scored = _log_message(unit.line) if unit.routine else unit.line
+        text = self.text
+        score = _score(
+            scored, listing=unit.listed, diff=text.diff, prose=not text.tool, named=self.named
+        )
+        if unit.mark is not None:
+            score = max(0.0, score + unit.mark.bonus)
+        if unit.routine:
+            score = _routine_score(scored, score)
+        rank = text.ranks.get(unit.original)
+        if rank is not None:
+            score += WEIGHTS["rank"] / (1 + rank)
         score = self._context(unit, score)
         score, placed = self._placed(unit, score)
         item = self._item(unit, score, placed)
@@ -545,21 +551,6 @@ class _Scorer:
             if short != item.text:
                 item.text, item.whole = short, item.text
         return item
-
-
-def _line_features(unit: _Unit, text: _Text, named: dict[str, int]) -> float:
-    """What a line says whatever is around it: its score, its mark, a log's due, its rank."""
-    line, mark = unit.line, unit.mark
-    scored = _log_message(line) if unit.routine else line
-    score = _score(scored, listing=unit.listed, diff=text.diff, prose=not text.tool, named=named)
-    if mark is not None:
-        score = max(0.0, score + mark.bonus)
-    if unit.routine:
-        score = _routine_score(scored, score)
-    rank = text.ranks.get(unit.original)
-    if rank is not None:
-        score += WEIGHTS["rank"] / (1 + rank)
-    return score
 
 
 def opens_section(line: str) -> bool:

@@ -145,8 +145,7 @@ _DOCUMENT_CHARS: Final = 400
 
 
 def take_documents(value: object, documents: list[str]) -> object:
-    """``value`` without the documents its strings hold (copied, not mutated), each to
-    ``documents``."""
+    """``value`` (copied) without the documents its strings hold, each to ``documents``."""
     if isinstance(value, list):
         return [take_documents(item, documents) for item in value]
     if not isinstance(value, dict):
