@@ -223,9 +223,7 @@ class _Connection:
     base_url: str | None
     api_key: str | None
     timeout: float
-    max_retries: int
-    backoff_base: float
-    backoff_max: float
+    policy: RetryPolicy
     client: Any
 
     def __post_init__(self) -> None:
@@ -247,7 +245,6 @@ def _sdk_handler(
 ) -> RequestHandler:
     """A request handler sending each body by ``create(client, keywords)``, with retries."""
     client, model, timeout = connection.client, connection.model, connection.timeout
-    policy = RetryPolicy(connection.max_retries, connection.backoff_base, connection.backoff_max)
 
     async def attempt(body: Body) -> str:
         body = {"model": model, "timeout": timeout, **body}
@@ -265,7 +262,7 @@ def _sdk_handler(
         else:
             body = fresh(request.prompt)
         return await _run_with_retries(
-            lambda: attempt(body), sdk, model, timeout=timeout, policy=policy
+            lambda: attempt(body), sdk, model, timeout=timeout, policy=connection.policy
         )
 
     return request_handler(summarize, f"{handler}({model!r})")
@@ -303,9 +300,8 @@ def openai_compatible(
     """
     sdk = _Sdk.load("openai", "openai_compatible", ("OpenAIError", "AsyncOpenAI"))
     _check_token_limit("max_output_tokens", max_output_tokens)
-    connection = _Connection(
-        model, base_url, api_key, timeout, max_retries, backoff_base, backoff_max, client
-    )
+    policy = RetryPolicy(max_retries, backoff_base, backoff_max)
+    connection = _Connection(model, base_url, api_key, timeout, policy, client)
     limits = {} if max_output_tokens is None else {token_limit_param: max_output_tokens}
     system = {"role": "system", "content": system_prompt}
     return _sdk_handler(
@@ -373,9 +369,8 @@ def anthropic(
     """
     sdk = _Sdk.load("anthropic", "anthropic", ("AnthropicError", "AsyncAnthropic"))
     _check_token_limit("max_tokens", max_tokens)
-    connection = _Connection(
-        model, base_url, api_key, timeout, max_retries, backoff_base, backoff_max, client
-    )
+    policy = RetryPolicy(max_retries, backoff_base, backoff_max)
+    connection = _Connection(model, base_url, api_key, timeout, policy, client)
     return _sdk_handler(
         sdk,
         connection,

@@ -107,8 +107,6 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
 def _listing(lines: list[str]) -> list[str] | None:
     """A directory listing's names, one a line; None when ``lines`` are not mostly names."""
     rows = [line.strip() for line in lines if line.strip()]
-    if not rows:
-        return None
     names: list[str] = []
     misses = 0  # rows that are no names
     for row in rows:
@@ -261,9 +259,7 @@ _CD_PREFIX: Final = regex.compile(r"cd[ ]++(?P<dir>[^\s;&|]{1,400}+)[ ]*+&&[ ]*+
 
 def fit_command(command: str, room: int) -> str:
     """``command`` within ``room``: a leading ``cd DIR &&`` shortened, then dropped."""
-    if len(command) <= room:
-        return command
-    match = _CD_PREFIX.match(command)
+    match = _CD_PREFIX.match(command) if len(command) > room else None
     if match is None:
         return command
     rest = command[match.end() :]

@@ -179,13 +179,9 @@ class _Collector:
 
     def _answer(self, entry: PromptEntry) -> None:
         """An agent's answer, compact when room is tight."""
+        number = len(self.blocks)
         lines = _body_lines(
-            entry.content,
-            len(self.blocks),
-            self.check,
-            tool=False,
-            width=self.width,
-            compact=self.tight,
+            entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
         )
         self.blocks.append(_Block(lines=list(lines)))
 

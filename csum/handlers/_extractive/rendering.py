@@ -111,14 +111,12 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
     for order, row in enumerate(rows):
         indented = row.startswith(RESULT_INDENT)
         if indented and blocks and blocks[-1].head:
-            block = blocks[-1]
-            block.lines.append(_prior_line(first + len(blocks) - 1, order, row[2:]))
+            blocks[-1].lines.append(_prior_line(first + len(blocks) - 1, order, row[2:]))
             continue
         following = rows[order + 1] if order + 1 < len(rows) else ""
         if not indented and following.startswith(RESULT_INDENT):
             # The calls' share may be smaller now: cut at the end, as a call line is.
-            head = _clip(row, call_cap)
-            blocks.append(_Block(head=head, indent=RESULT_INDENT))
+            blocks.append(_Block(head=_clip(row, call_cap), indent=RESULT_INDENT))
             loose = None
             continue
         if loose is None:
