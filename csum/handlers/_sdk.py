@@ -106,8 +106,10 @@ def _with_tools(body: Body, tools: Sequence[Mapping[str, Any]]) -> Body:
 
 @dataclass(frozen=True, slots=True)
 class _Sdk:
-    """One provider's SDK: its module, its client class and its base exception class."""
+    """One provider's SDK (its module, its client class and its base exception class) and
+    the handler using it."""
 
+    handler: str
     module: Any
     client_class: Callable[..., Any]
     base: type[Exception]
@@ -121,7 +123,7 @@ class _Sdk:
             message = f"the {handler} handler needs the {provider} SDK: {install_hint(provider)}"
             raise ImportError(message) from exc
         base, client = (getattr(sdk, name) for name in names)
-        return cls(sdk, client, base)
+        return cls(handler, sdk, client, base)
 
     def failure(self, exc: Exception, model: str) -> tuple[HandlerError, float | None]:
         """An SDK exception as its :class:`HandlerError`, and the wait the provider asked for."""
@@ -236,7 +238,6 @@ class _Connection:
 def _sdk_handler(
     sdk: _Sdk,
     connection: _Connection,
-    handler: str,
     *,
     create: Callable[[Any, Body], Awaitable[Any]],
     text: Callable[[Any, str], str],
@@ -265,7 +266,7 @@ def _sdk_handler(
             lambda: attempt(body), sdk, model, timeout=timeout, policy=connection.policy
         )
 
-    return request_handler(summarize, f"{handler}({model!r})")
+    return request_handler(summarize, f"{sdk.handler}({model!r})")
 
 
 def openai_compatible(
@@ -307,7 +308,6 @@ def openai_compatible(
     return _sdk_handler(
         sdk,
         connection,
-        "openai_compatible",
         create=lambda active, body: active.chat.completions.create(**limits, **body),
         text=_openai_text,
         fresh=lambda prompt: {"messages": [system, {"role": "user", "content": prompt}]},
@@ -374,7 +374,6 @@ def anthropic(
     return _sdk_handler(
         sdk,
         connection,
-        "anthropic",
         create=lambda active, body: active.messages.create(max_tokens=max_tokens, **body),
         text=_anthropic_text,
         fresh=lambda prompt: {

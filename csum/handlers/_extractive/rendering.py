@@ -88,11 +88,10 @@ def _head_codes(head: str) -> int:
 
 def _prior_calls(text: str) -> int:
     """How many call lines an earlier summary holds (lines with lines indented below)."""
-    rows = [row for row in text.splitlines() if row.strip()]
+    pairs = pairwise(row for row in text.splitlines() if row.strip())
     return sum(
-        1
-        for row, below in pairwise(rows)
-        if not row.startswith(RESULT_INDENT) and below.startswith(RESULT_INDENT)
+        not row.startswith(RESULT_INDENT) and below.startswith(RESULT_INDENT)
+        for row, below in pairs
     )
 
 
