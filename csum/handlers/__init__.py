@@ -60,9 +60,7 @@ def resolve_handler(spec: str) -> RequestHandler:
     if kind in ("openai", "anthropic"):
         if not rest.strip():
             raise ValueError(f"bad handler {spec!r}: name the model, as in {kind}:MODEL")
-        if kind == "openai":
-            return openai_compatible(rest.strip())
-        return anthropic(rest.strip())
+        return (openai_compatible if kind == "openai" else anthropic)(rest.strip())
     raise ValueError(f"unknown handler {spec!r}: expected one of " + ", ".join(HANDLER_SPECS))
 
 

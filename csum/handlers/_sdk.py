@@ -21,16 +21,6 @@ from csum.errors import HandlerError
 from csum.prompt import DEFAULT_SYSTEM_PROMPT, SummaryRequest
 from csum.request import RequestHandler, request_handler
 
-__all__ = [
-    "CONTINUATION_INSTRUCTION",
-    "TokenLimitParam",
-    "anthropic",
-    "anthropic_body",
-    "continuation_instruction",
-    "openai_body",
-    "openai_compatible",
-]
-
 TokenLimitParam: TypeAlias = Literal["max_completion_tokens", "max_tokens"]
 """Name of the output-token limit field of a chat completions request."""
 _NEW_LIMIT_PARAM: TokenLimitParam = "max_completion_tokens"
@@ -84,11 +74,11 @@ def anthropic_body(
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
         if blocks:
             blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
-        if last["role"] == "user":  # the instruction joins the last user message
-            messages[-1] = {**last, "content": [*blocks, instruction_block]}
-            return _with_tools(body, tools)
         messages[-1] = {**last, "content": blocks}
-    messages.append({"role": "user", "content": [instruction_block]})
+    if messages and messages[-1]["role"] == "user":  # the instruction joins the last user message
+        messages[-1]["content"].append(instruction_block)
+    else:
+        messages.append({"role": "user", "content": [instruction_block]})
     return _with_tools(body, tools)
 
 
@@ -116,14 +106,13 @@ def _with_tools(body: Body, tools: Sequence[Mapping[str, Any]]) -> Body:
 
 @dataclass(frozen=True, slots=True)
 class _Sdk:
-    """One provider's SDK: its module, its client class and its exception classes."""
+    """One provider's SDK (its module, its client class and its base exception class) and
+    the handler using it."""
 
-    provider: str
+    handler: str
+    module: Any
     client_class: Callable[..., Any]
     base: type[Exception]
-    status: type[Exception]
-    connection: type[Exception]
-    timeout: type[Exception]
 
     @classmethod
     def load(cls, provider: str, handler: str, names: tuple[str, str]) -> _Sdk:
@@ -134,21 +123,18 @@ class _Sdk:
             message = f"the {handler} handler needs the {provider} SDK: {install_hint(provider)}"
             raise ImportError(message) from exc
         base, client = (getattr(sdk, name) for name in names)
-        return cls(
-            provider, client, base, sdk.APIStatusError, sdk.APIConnectionError, sdk.APITimeoutError
-        )
+        return cls(handler, sdk, client, base)
 
     def failure(self, exc: Exception, model: str) -> tuple[HandlerError, float | None]:
-        """An SDK exception as the :class:`HandlerError` it ends in (retryable or not, and
-        why), and the wait the provider asked for."""
-        error = partial(HandlerError, provider=self.provider, model=model)
-        if isinstance(exc, self.timeout):
+        """An SDK exception as its :class:`HandlerError`, and the wait the provider asked for."""
+        error = partial(HandlerError, provider=self.module.__name__, model=model)
+        if isinstance(exc, self.module.APITimeoutError):
             return error("the request timed out", retryable=True, error_type="timeout"), None
-        if isinstance(exc, self.connection):
+        if isinstance(exc, self.module.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             detail = f": {cause}" if cause is not None and str(cause) else ""
             return error(f"connection error{detail}", retryable=True, error_type="connection"), None
-        if isinstance(exc, self.status):
+        if isinstance(exc, self.module.APIStatusError):
             status: int = getattr(exc, "status_code", 0)
             headers = getattr(getattr(exc, "response", None), "headers", None)
             message, kind = _provider_message(getattr(exc, "body", None))
@@ -217,7 +203,7 @@ async def _run_with_retries(
         except TimeoutError as exc:
             error = HandlerError(
                 f"no response within {timeout:g} s",
-                provider=sdk.provider,
+                provider=sdk.module.__name__,
                 model=model,
                 error_type="timeout",
                 retryable=True,
@@ -239,9 +225,7 @@ class _Connection:
     base_url: str | None
     api_key: str | None
     timeout: float
-    max_retries: int
-    backoff_base: float
-    backoff_max: float
+    policy: RetryPolicy
     client: Any
 
     def __post_init__(self) -> None:
@@ -254,27 +238,24 @@ class _Connection:
 def _sdk_handler(
     sdk: _Sdk,
     connection: _Connection,
-    handler: str,
     *,
-    complete: Callable[[Any, Body], Awaitable[str]],
+    create: Callable[[Any, Body], Awaitable[Any]],
+    text: Callable[[Any, str], str],
     fresh: Callable[[str], Body],
     continued: Callable[[Sequence[Message], str], Body] | None,
 ) -> RequestHandler:
-    """A request handler calling ``complete(client, body)`` with retries."""
-    client = connection.client
-    policy = RetryPolicy(connection.max_retries, connection.backoff_base, connection.backoff_max)
+    """A request handler sending each body by ``create(client, keywords)``, with retries."""
+    client, model, timeout = connection.client, connection.model, connection.timeout
 
     async def attempt(body: Body) -> str:
+        body = {"model": model, "timeout": timeout, **body}
         if client is not None:
-            return await complete(client.with_options(max_retries=0), body)
+            return text(await create(client.with_options(max_retries=0), body), model)
         owned_client = sdk.client_class(
-            api_key=connection.api_key,
-            base_url=connection.base_url,
-            timeout=connection.timeout,
-            max_retries=0,
+            api_key=connection.api_key, base_url=connection.base_url, timeout=timeout, max_retries=0
         )
         async with owned_client as owned:
-            return await complete(owned, body)
+            return text(await create(owned, body), model)
 
     async def summarize(request: SummaryRequest) -> str:
         if continued is not None and request.conversation:
@@ -282,10 +263,10 @@ def _sdk_handler(
         else:
             body = fresh(request.prompt)
         return await _run_with_retries(
-            lambda: attempt(body), sdk, connection.model, timeout=connection.timeout, policy=policy
+            lambda: attempt(body), sdk, model, timeout=timeout, policy=connection.policy
         )
 
-    return request_handler(summarize, f"{handler}({connection.model!r})")
+    return request_handler(summarize, f"{sdk.handler}({model!r})")
 
 
 def openai_compatible(
@@ -320,24 +301,17 @@ def openai_compatible(
     """
     sdk = _Sdk.load("openai", "openai_compatible", ("OpenAIError", "AsyncOpenAI"))
     _check_token_limit("max_output_tokens", max_output_tokens)
-    connection = _Connection(
-        model, base_url, api_key, timeout, max_retries, backoff_base, backoff_max, client
-    )
+    policy = RetryPolicy(max_retries, backoff_base, backoff_max)
+    connection = _Connection(model, base_url, api_key, timeout, policy, client)
     limits = {} if max_output_tokens is None else {token_limit_param: max_output_tokens}
-
-    async def complete(active: Any, body: Body) -> str:
-        completion = await active.chat.completions.create(
-            model=model, timeout=timeout, **limits, **body
-        )
-        return _openai_text(completion, model)
-
-    def fresh(prompt: str) -> Body:
-        system = {"role": "system", "content": system_prompt}
-        return {"messages": [system, {"role": "user", "content": prompt}]}
-
-    continued = partial(openai_body, tools=tools) if continuation else None
+    system = {"role": "system", "content": system_prompt}
     return _sdk_handler(
-        sdk, connection, "openai_compatible", complete=complete, fresh=fresh, continued=continued
+        sdk,
+        connection,
+        create=lambda active, body: active.chat.completions.create(**limits, **body),
+        text=_openai_text,
+        fresh=lambda prompt: {"messages": [system, {"role": "user", "content": prompt}]},
+        continued=partial(openai_body, tools=tools) if continuation else None,
     )
 
 
@@ -395,22 +369,18 @@ def anthropic(
     """
     sdk = _Sdk.load("anthropic", "anthropic", ("AnthropicError", "AsyncAnthropic"))
     _check_token_limit("max_tokens", max_tokens)
-    connection = _Connection(
-        model, base_url, api_key, timeout, max_retries, backoff_base, backoff_max, client
-    )
-
-    async def complete(active: Any, body: Body) -> str:
-        response = await active.messages.create(
-            model=model, max_tokens=max_tokens, timeout=timeout, **body
-        )
-        return _anthropic_text(response, model)
-
-    def fresh(prompt: str) -> Body:
-        return {"system": system_prompt, "messages": [{"role": "user", "content": prompt}]}
-
-    continued = partial(anthropic_body, tools=tools) if continuation else None
+    policy = RetryPolicy(max_retries, backoff_base, backoff_max)
+    connection = _Connection(model, base_url, api_key, timeout, policy, client)
     return _sdk_handler(
-        sdk, connection, "anthropic", complete=complete, fresh=fresh, continued=continued
+        sdk,
+        connection,
+        create=lambda active, body: active.messages.create(max_tokens=max_tokens, **body),
+        text=_anthropic_text,
+        fresh=lambda prompt: {
+            "system": system_prompt,
+            "messages": [{"role": "user", "content": prompt}],
+        },
+        continued=partial(anthropic_body, tools=tools) if continuation else None,
     )
 
 

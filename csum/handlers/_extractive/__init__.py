@@ -23,7 +23,8 @@ from csum.request import RequestHandler, check_request
 
 _THREAD_THRESHOLD = 64 * 1024  # characters of prompt from which a worker thread is used
 
-__all__ = ["ExtractiveHandler", "extractive", "summarize_extractive"]
+DEFAULT_EXTRACTIVE_BYTES = 4096
+"""Summary size of ``extractive()`` used on its own (the Summarizer, a fallback)."""
 
 
 class _StoppedError(Exception):
@@ -32,22 +33,13 @@ class _StoppedError(Exception):
 
 def _cleaned(entry: PromptEntry) -> PromptEntry:
     """``entry`` with its lone surrogates replaced (the output must be valid UTF-8)."""
-    fields = (entry.content, entry.name, entry.call_id, entry.args)
-    content, name, call_id, args = (_clean(field) for field in fields)
-    if (content, name, call_id, args) == fields:
+    fields = {key: getattr(entry, key) for key in ("content", "name", "call_id", "args")}
+    cleaned = {key: _clean(value) for key, value in fields.items()}
+    if cleaned == fields:
         return entry
     if entry.role == TEXT_ROLE:
-        return replace(entry, content=content)
-    return prompt_entry(
-        entry.section,
-        entry.message_index,
-        entry.role,
-        entry.kind,
-        content=content,
-        name=name,
-        call_id=call_id,
-        args=args,
-    )
+        return replace(entry, content=cleaned["content"])
+    return prompt_entry(entry.section, entry.message_index, entry.role, entry.kind, **cleaned)
 
 
 def _summarize(request: SummaryRequest, max_bytes: int, check: Callable[[], None]) -> str:
@@ -58,11 +50,7 @@ def _summarize(request: SummaryRequest, max_bytes: int, check: Callable[[], None
     return _pack_to_fill(blocks, max_bytes, check)
 
 
-def _never() -> None:
-    return None
-
-
-def summarize_extractive(request: SummaryRequest, max_bytes: int = 4096) -> str:
+def summarize_extractive(request: SummaryRequest, max_bytes: int = DEFAULT_EXTRACTIVE_BYTES) -> str:
     """The extractive summary of ``request``, synchronously (see :func:`extractive`);
     ``csum.prompt.text_request(text)`` summarizes a plain text.
 
@@ -70,16 +58,12 @@ def summarize_extractive(request: SummaryRequest, max_bytes: int = 4096) -> str:
     when ``request`` is not a :class:`~csum.prompt.SummaryRequest`."""
     _check_max_bytes(max_bytes)
     check_request(request)
-    return _summarize(request, max_bytes, _never)
+    return _summarize(request, max_bytes, lambda: None)
 
 
 def _check_max_bytes(max_bytes: object) -> None:
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
         raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
-
-
-DEFAULT_EXTRACTIVE_BYTES = 4096
-"""Summary size of ``extractive()`` used on its own (the Summarizer, a fallback)."""
 
 
 class ExtractiveHandler(RequestHandler):
@@ -100,7 +84,7 @@ class ExtractiveHandler(RequestHandler):
         check_request(request)
         await anyio.lowlevel.checkpoint()
         if len(request.prompt) < _THREAD_THRESHOLD:
-            return _summarize(request, self.max_bytes, _never)
+            return _summarize(request, self.max_bytes, lambda: None)
         stop = threading.Event()
 
         def check() -> None:

@@ -1,17 +1,18 @@
-"""Rules of the extractive handler for code and repository tools' output: git's status
-report, directory listings, SWE-agent's cursor marks, Claude Code's ``<system-reminder>``
-blocks, manifests' dependencies, disassemblies, an echoing first stage of a command."""
+"""Rules of the extractive handler for code and repository tools' output and command
+runs: git's status report, directory listings, SWE-agent's cursor marks, Claude Code's
+``<system-reminder>`` blocks, manifests' dependencies, disassemblies, an echoing first
+stage of a command; what test runners, build tools and terminals print (colour codes,
+banner rules, zero counts, a verdict with its counts), made compact."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 import regex
 
-from csum.handlers._extractive.text import _NUMBERED
+from csum.handlers._extractive.text import _ELLIPSIS, _NUMBERED
 from csum.handlers._extractive.weights import _LINE_SCAN, WEIGHTS
-
-__all__ = ["CodeMark", "code_lines", "declares_dependency", "without_echo"]
 
 # A line git's status report prints first ("On branch main"), or its advice ("  (use "git).
 _STATUS_SIGN = regex.compile(
@@ -81,9 +82,6 @@ class CodeMark:
     placeless: bool = False  # its place earns nothing (a listing's names, alphabetical)
 
 
-_DISTINCT = CodeMark(distinct=True)
-
-
 def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     """A tool's output lines cleaned by the rules here, and the marks they earn, by text."""
     lines = _without_reminders(lines)
@@ -101,14 +99,14 @@ def code_lines(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
         else f"{found.group('address').strip()} {found.group('rest')}"
         for line in lines
     ]
-    return lines, {line: _DISTINCT for line in lines if declares_dependency(line[:_LINE_SCAN])}
+    return lines, {
+        line: CodeMark(distinct=True) for line in lines if declares_dependency(line[:_LINE_SCAN])
+    }
 
 
 def _listing(lines: list[str]) -> list[str] | None:
     """A directory listing's names, one a line; None when ``lines`` are not mostly names."""
     rows = [line.strip() for line in lines if line.strip()]
-    if not rows:
-        return None
     names: list[str] = []
     misses = 0  # rows that are no names
     for row in rows:
@@ -207,3 +205,68 @@ def declares_dependency(scan: str) -> bool:
     numbered = _NUMBERED.match(scan)
     start = numbered.end() if numbered is not None else 0
     return _COMMENT.match(scan, start, match.start()) is None
+
+
+# --- command runs: test runners, build tools, terminals ------------------------------------
+
+# A terminal's control sequences (colours, cursor moves): the text between them says it.
+_CONTROL: Final = regex.compile(r"\x1b\[[0-9;?]{0,32}+[A-Za-z]|\x1b[()][A-Z0-9]")
+# A banner's rule framing a line: ``===== 2 failed in 1.2s =====``, ``---- a::b ----``.
+_BANNER_START: Final = regex.compile(r"^([=\-_*~#])\1{2,}+[ ]++(?=\S)")
+_BANNER_END: Final = regex.compile(r"(?<=\S)[ ]++([=\-_*~#])\1{2,}+$")
+# A count opening a sentence: "31 passed", "0 failed; 1 ignored".
+_LEADING_COUNT: Final = regex.compile(
+    r"\d{1,9}+[ ](?i:passed|failed|failures?|errors?|tests?|ignored|skipped|warnings?)\b"
+)
+
+
+def strip_colours(text: str) -> str:
+    """``text`` without terminal control sequences (colour codes, cursor moves)."""
+    if "\x1b" not in text:
+        return text
+    return _CONTROL.sub("", text)
+
+
+def strip_banner(line: str) -> str:
+    """A line without the rules framing it (``=== 4 passed ===``: ``4 passed``)."""
+    if len(line) < 8 or (line[0] not in "=-_*~#" and line[-1] not in "=-_*~#"):
+        return line
+    return _BANNER_END.sub("", _BANNER_START.sub("", line, count=1), count=1)
+
+
+def count_follows(rest: str) -> bool:
+    """Whether a count follows a sentence's end (``ok. 31 passed``): one statement, not split."""
+    return _LEADING_COUNT.match(rest) is not None
+
+
+# A zero count of a secondary outcome (``; 0 ignored``, ``, Skipped: 0``); "0 failed" stays.
+_ZERO_COUNT: Final = regex.compile(
+    r"[;,][ ](?:0[ ](?:ignored|measured|filtered[ ]out|skipped|deselected|xfailed|xpassed"
+    r"|pending|todo|excluded)|(?:Skipped|Ignored|Pending):[ ]++0)\b"
+)
+
+
+def drop_zero_counts(line: str) -> str:
+    """A counts line without zero counts of secondary outcomes (``0 ignored``)."""
+    if " 0 " not in line and ": 0" not in line:
+        return line
+    return _ZERO_COUNT.sub("", line[:2048]) + line[2048:]
+
+
+# A command run in another directory: "cd ~/projects/shop/assets && npm install x".
+_CD_PREFIX: Final = regex.compile(r"cd[ ]++(?P<dir>[^\s;&|]{1,400}+)[ ]*+&&[ ]*+(?=\S)")
+
+
+def fit_command(command: str, room: int) -> str:
+    """``command`` within ``room``: a leading ``cd DIR &&`` shortened, then dropped."""
+    match = _CD_PREFIX.match(command) if len(command) > room else None
+    if match is None:
+        return command
+    rest = command[match.end() :]
+    directory = match.group("dir").rstrip("/")
+    last = directory.rsplit("/", 1)[-1]
+    if last != directory:
+        shorter = f"cd {_ELLIPSIS}/{last} && {rest}"
+        if len(shorter) <= room:
+            return shorter
+    return rest

@@ -1,24 +1,23 @@
-"""The prompt's entries as blocks of scored lines: requests, calls and results, answers,
-earlier summaries."""
+"""The prompt's entries as blocks of scored lines: requests, calls (their line,
+``name(arguments)``) and results, answers, earlier summaries."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
+
+import regex
 
 from cast import SUMMARIZATION_TOOL_NAME
-from csum.handlers._extractive.calls import (
-    _arguments,
-    _call_cap,
-    _call_shows,
-    _head_codes,
-    _render_call,
-)
-from csum.handlers._extractive.reading import _body_lines, _first_line
+from csum.handlers._extractive.code_tools import fit_command, without_echo
+from csum.handlers._extractive.reading import _body_lines
 from csum.handlers._extractive.rendering import (
     RESULT_INDENT,
     _Block,
+    _head_codes,
     _Line,
     _prior_blocks,
     _prior_calls,
@@ -26,8 +25,12 @@ from csum.handlers._extractive.rendering import (
 )
 from csum.handlers._extractive.text import (
     _ELLIPSIS,
+    _HOME,
     _clip,
+    _clip_middle,
     _clip_whole_words,
+    _identifiers,
+    _one_line,
     _scalar,
     _utf8_len,
     _window,
@@ -37,6 +40,7 @@ from csum.handlers._extractive.weights import (
     _IDENT_CAP,
     _LINE_WINDOW,
     _PRIOR_SCORE,
+    SHARES,
     WEIGHTS,
 )
 from csum.plan import SUMMARIZED_CONTENT_PREFIX
@@ -86,7 +90,10 @@ class _Collector:
         )
         share = max_bytes * _REQUEST_PERCENT // 100 // max(1, requests)
         self.request_cap = max(_MIN_REQUEST, min(_MAX_REQUEST, share))
-        self.call_count = _call_count(entries)
+        # Call lines the summary may hold: the prompt's and its earlier summaries'.
+        self.call_count = sum(e.kind == "tool_call" for e in entries) + sum(
+            _prior_calls(e.content) for e in entries if e.earlier_summary
+        )
         self.call_cap = _call_cap(self.call_count, max_bytes)
         self.lone_cut = ""  # the line of a prompt's only call, cut to its share
         self.width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
@@ -162,20 +169,19 @@ class _Collector:
         )
         block = _Block(head=head, indent=RESULT_INDENT, lines=list(lines))
         if not block.lines:
-            outcome = "(empty)" if not entry.content.strip() else _first_line(entry.content)
+            rows = entry.content.splitlines()
+            outcome = next((_one_line(row) for row in rows if row.strip()), "(empty)")
             block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
-        _credit_codes(block)
+        if codes := _head_codes(head):  # lifts the best result line: the call line comes with it
+            best = max(block.lines, key=lambda line: line.score)
+            best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
         self.blocks.append(block)
 
     def _answer(self, entry: PromptEntry) -> None:
         """An agent's answer, compact when room is tight."""
+        number = len(self.blocks)
         lines = _body_lines(
-            entry.content,
-            len(self.blocks),
-            self.check,
-            tool=False,
-            width=self.width,
-            compact=self.tight,
+            entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
         )
         self.blocks.append(_Block(lines=list(lines)))
 
@@ -196,8 +202,7 @@ _OUTCOME_SCORE = 6.0  # a result line outranking its call's line (an error, a te
 
 
 def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
-    """A lone call's strong result line kept over its call line (or its line ``cut``) if both
-    do not fit: what a command said tells more than which."""
+    """A lone call's strong result line kept over its call line (or ``cut``) if both do not fit."""
     if len(blocks) != 1 or not blocks[0].head or not blocks[0].lines:
         return
     block = blocks[0]
@@ -211,15 +216,102 @@ def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
     block.head = cut if cut and need + _utf8_len(cut) <= budget else ""
 
 
-def _credit_codes(block: _Block) -> None:
-    """A call naming codes lifts its best result line, so the call line comes with it."""
-    codes = _head_codes(block.head)
-    if codes and block.lines:
-        best = max(block.lines, key=lambda line: line.score)
-        best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
+# --- a call's line and what its arguments tell about its result ---------------------------
+
+_ARG_CAP = 200  # bytes a call line takes at most
+_MIN_CALL = 24  # ... but never less than this many bytes
+_MIN_SHARED_CALL = 48  # ... nor, for each of several calls sharing a quarter, than this
+
+_STDERR_REDIRECT = regex.compile(r"[ ]?+(?:2>&1|2>[ ]?+/dev/null|&>[ ]?+/dev/null)(?=[ ;|)&]|$)")
+# A pipeline's last stage that only shortens the output: "| head -20", "| tail -n 50".
+_OUTPUT_LIMIT = regex.compile(r"[ ]?+\|[ ]?+(?:head|tail)(?:[ ]++-[nc]?+[ ]?+\d{1,9}+)?+[ ]*+$")
+_HEREDOC = regex.compile(r"<<-?+[ ]?+['\"]?+\w{1,40}+['\"]?+[ ]*+$")  # "cat <<'EOF'" ending a line
+
+_COMMAND_KEYS = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "query"})
+_QUIET_KEYS = frozenset(
+    {"description", "timeout", "run_in_background", "dangerouslydisablesandbox", "replace_all"}
+)
+_FLAGS = frozenset({"true", "false", "null", "none", "True", "False", "None"})
 
 
-def _call_count(entries: tuple[PromptEntry, ...]) -> int:
-    """Call lines the summary may hold: the prompt's and its earlier summaries'."""
-    calls = sum(1 for e in entries if e.kind == "tool_call")
-    return calls + sum(_prior_calls(e.content) for e in entries if e.earlier_summary)
+def _arguments(args: str) -> dict[str, Any] | None:
+    """A call's arguments as a JSON object (empty text: none); None when not one."""
+    try:
+        value = json.loads(args) if args.strip() else {}
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _render_call(name: str, args: str, value: dict[str, Any] | None, cap: int) -> str:
+    """``name(command)``, ``name(key=value, ...)``, or ``name(value)`` for one telling argument."""
+    if value is None:
+        return _clip(f"{name}({_one_line(args)})", cap)
+    first: list[str] = []
+    keyed: list[str] = []
+    bare: list[str] = []
+    room = cap - len(name) - 4  # the parentheses, and the ellipsis's two extra bytes
+    for key, item in value.items():
+        text = _HOME.sub("~/", _one_line(item)) if isinstance(item, str) else _scalar_or_json(item)
+        lowered = str(key).lower()
+        if lowered in _COMMAND_KEYS and isinstance(item, str):
+            command = fit_command(_compact_command(item), room)
+            first.insert(0, _clip_middle(command, room, head_share=0.75))
+        elif isinstance(item, str) and "\n" in item.strip() and len(value) > 1:
+            # A multi-line text beside other arguments (an edit's text) is not what names it.
+            continue
+        elif lowered not in _QUIET_KEYS:
+            keyed.append(f"{key}={_clip_middle(text, room)}")
+            # A value that names itself without its key (an id, a path; no number) goes bare.
+            telling = len(text) >= 5 and not any(c.isspace() for c in text)
+            telling = telling and any(c.isalpha() for c in text) and text not in _FLAGS
+            bare.append(_clip_middle(text, room) if telling else keyed[-1])
+    line = f"{name}({', '.join(first + keyed)})"
+    if len(line) > cap or (not first and len(bare) == 1):
+        # Too long with its keys, or a lone argument: without their keys, the values densest
+        # in identifiers first (a cut at the end loses the prose).
+        bare.sort(key=lambda value: -_identifiers(value) / (len(value) + 8))
+        line = f"{name}({', '.join(first + bare)})"
+    return _clip(line, cap)
+
+
+def _compact_command(command: str) -> str:
+    """A shell command by what ran: no ``2>&1``, no last ``| head -20``, its first line."""
+    lines = [line.strip() for line in command.strip().splitlines()[:3]]
+    if len(lines) > 1:
+        # Its first line says what ran, with the next when the first opens a quote or heredoc.
+        head = lines[0]
+        if lines[1] and (_HEREDOC.search(head) or head.count('"') % 2 or head.count("'") % 2):
+            head = f"{head} {lines[1]}"
+        command = head + _ELLIPSIS
+    command = _HOME.sub("~/", _STDERR_REDIRECT.sub("", _one_line(without_echo(command)))).strip()
+    for _ in range(4):  # "| tail -50 | head -5" at most: bounded work
+        match = _OUTPUT_LIMIT.search(command)
+        if match is None or match.start() == 0:
+            break
+        command = command[: match.start()].rstrip()
+    return command
+
+
+def _call_shows(head: str, pair: str) -> bool:
+    """Whether the call line ``head`` shows the argument ``pair`` (``key=value``), keyed or not."""
+    value = pair.split("=", 1)[1]
+    if pair in head or head.endswith(f"({value})"):
+        return True
+    # A first argument of several, keyless: words (a query) only; a code needs its key.
+    return " " in value and f"({value}, " in head
+
+
+def _call_cap(calls: int, max_bytes: int) -> int:
+    """Bytes a call line may take: half the budget for one call, a shared quarter for several."""
+    cap = min(_ARG_CAP, int(max_bytes * SHARES["call"]))
+    if calls > 1:
+        return max(_MIN_SHARED_CALL, min(cap, int(max_bytes * SHARES["calls"]) // calls))
+    return max(_MIN_CALL, cap)
+
+
+def _scalar_or_json(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        return "…"

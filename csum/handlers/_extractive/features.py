@@ -142,11 +142,9 @@ def _line_signals(scan: str, listing: bool, diff: bool, prose: bool) -> tuple[fl
         if _DIFF_NOISE.match(scan):
             return 0.0, 0.0  # the same file again, or blob hashes
     kind = LineKind(prose, listing or bool(_CODE_LINE.search(scan)), diff)
-    earned = 0.0
-    for name, present in LINE_FEATURES.items():
-        if present(scan, kind):
-            earned += WEIGHTS[name]
-    return None, earned
+    return None, sum(
+        WEIGHTS[name] for name, present in LINE_FEATURES.items() if present(scan, kind)
+    )
 
 
 # Lines recur (a summary summarized again, a log): short ones' signals are cached.

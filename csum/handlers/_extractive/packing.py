@@ -77,7 +77,7 @@ class _Packer:
         self.used = -1  # each line is counted with its newline; the last one has none
         self.opened: set[tuple[int, str]] = set()
         self.said: set[str] = set()
-        self.shapes: set[str] = set()
+        self.shapes: set[str] = set()  # repeated shapes said
         self.everything = [(block, line) for block in blocks for line in block.lines]
         counts = Counter(_shape(line) for _, line in self.everything)
         # Shapes of a log's repeated lines: once one is taken, the next adds nothing.
@@ -85,13 +85,7 @@ class _Packer:
 
     def is_said(self, line: _Line) -> bool:
         """Whether ``line`` is said already, or is a repeated line of a shape said."""
-        if _dedup_key(line) in self.said:
-            return True
-        return (
-            bool(self.repeated)
-            and (shape := _shape(line)) in self.repeated
-            and (shape in self.shapes)
-        )
+        return _dedup_key(line) in self.said or (bool(self.shapes) and _shape(line) in self.shapes)
 
     def body_cost(self, block: _Block, line: _Line) -> int:
         """Bytes ``line`` adds but its block's head (an open record's field: itself and a space)."""
@@ -118,8 +112,8 @@ class _Packer:
             if listed is not None:
                 self.opened.add((line.block, _LIST_KEY + listed[0]))
         self.said.add(_dedup_key(line))
-        if self.repeated:
-            self.shapes.add(_shape(line))
+        if self.repeated and (shape := _shape(line)) in self.repeated:
+            self.shapes.add(shape)
 
     def take_firsts(self) -> list[_Pair]:
         """The first tier in order up to its share (a request: the budget), then what fits."""

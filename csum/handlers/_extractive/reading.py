@@ -4,12 +4,19 @@ with its place, a JSON result's fields), then what each says and what the lines 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import regex
 
-from csum.handlers._extractive.code_tools import CodeMark, code_lines
+from csum.handlers._extractive.code_tools import (
+    CodeMark,
+    code_lines,
+    count_follows,
+    drop_zero_counts,
+    strip_banner,
+    strip_colours,
+)
 from csum.handlers._extractive.features import (
     _field_weight,
     _is_prose,
@@ -21,12 +28,6 @@ from csum.handlers._extractive.features import (
 from csum.handlers._extractive.prose import compact_prose, is_fence, plain_links
 from csum.handlers._extractive.rendering import _Line
 from csum.handlers._extractive.results import labelled_records, literal_records, take_documents
-from csum.handlers._extractive.runs import (
-    count_follows,
-    drop_zero_counts,
-    strip_banner,
-    strip_colours,
-)
 from csum.handlers._extractive.text import (
     _ELLIPSIS,
     _ERROR,
@@ -125,8 +126,7 @@ def _reshape(lines: list[str], ranks: dict[str, int]) -> list[str]:
         entry = _LONG_LISTING.match(line, endpos=_LINE_SCAN)
         if entry is not None:
             if entry.group("name") not in (".", ".."):
-                directory = entry.group("type") == "d"
-                out.append(entry.group("name") + ("/" if directory else ""))
+                out.append(entry.group("name") + ("/" if entry.group("type") == "d" else ""))
             continue
         if _TOTAL_LINE.fullmatch(line):
             continue  # "total 48": the listing's blocks
@@ -205,13 +205,6 @@ def _hunk_header(line: str) -> str:
     if cut > 0:
         context = context[: cut + 1] + _ELLIPSIS
     return f"{match.group().strip()} {_clip_whole_words(context, _HUNK_CONTEXT) or ''}".strip()
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return _one_line(line)
-    return ""
 
 
 # --- a text read into units ---------------------------------------------------------
@@ -299,7 +292,7 @@ def _json_record(line: str) -> str:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return line
-    if isinstance(value, dict) and len(value) >= 2 and not _nested(value.values()):
+    if isinstance(value, dict) and len(value) >= 2 and not _nested(value):
         return " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
     return line
 
@@ -313,8 +306,10 @@ class _Field:
     weight: float
 
 
-def _nested(values: Iterable[object]) -> bool:
-    return any(isinstance(value, dict | list) for value in values)
+def _nested(value: object) -> bool:
+    """Whether an object's values or a list's items hold an object or a list."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return any(isinstance(item, dict | list) for item in items)
 
 
 def _restates(parent: str, value: object) -> bool:
@@ -339,7 +334,7 @@ def _flatten_json(
     elif isinstance(value, dict):
         for name, item in value.items():
             key = str(name)
-            if isinstance(item, dict) and not _nested(item.values()):
+            if isinstance(item, dict) and not _nested(item):
                 inner = [f"{k}={_scalar(v)}" for k, v in item.items() if not _restates(key, v)]
                 weight = max(
                     (_field_weight(str(k), v) for k, v in item.items()), default=_EMPTY_FIELD
@@ -352,11 +347,9 @@ def _flatten_json(
                 text = f"{key}={_scalar(item)}"
                 if text not in said:
                     out.append(_Field(path, text, _field_weight(key, item)))
-        for key, item in value.items():
-            child = f"{path}.{key}" if path else str(key)
-            if isinstance(item, list) and _nested(item):
-                _flatten_json(item, child, out, depth=depth + 1, said=said)
-            elif isinstance(item, dict) and _nested(item.values()):
+        for key, item in value.items():  # (a list's items have no parent key to repeat)
+            if _nested(item):
+                child = f"{path}.{key}" if path else str(key)
                 _flatten_json(item, child, out, depth=depth + 1, said=said, parent=str(key))
     elif isinstance(value, list) and not _nested(value):
         weight = max((_field_weight("", v) for v in value), default=_EMPTY_FIELD)
@@ -373,16 +366,10 @@ def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> li
     text = content.strip()
     if not text or text[0] not in "{[":
         return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict | list):
-        return None
     out: list[_Field] = []
-    try:
-        _flatten_json(take_documents(value, documents), "", out, said=said)
-    except RecursionError:
+    try:  # a value starting with "{" or "[" is an object or a list
+        _flatten_json(take_documents(json.loads(text), documents), "", out, said=said)
+    except (ValueError, RecursionError):
         return None
     return out
 
@@ -428,15 +415,16 @@ def _body_lines(
     text = _read_text(content, check, tool=tool, width=width)
     scorer = _Scorer(text, block, width=width, compact=compact)
     seen: set[str] = set()
+    opens = True  # whether the next unit opens a section (after a blank line or a heading)
     for order, original in enumerate(text.raw):
         if order % _CHECK_EVERY == 0:
             check()
-        scorer.see(original[: 4 * _LINE_SCAN])
+        opening, opens = opens, opens_section(original[: 4 * _LINE_SCAN])
         unit = _cleaned(order, original, text)
         if unit is None or unit.line in seen:
             continue
         seen.add(unit.line)
-        yield scorer.line(unit)
+        yield scorer.line(unit, opening)
 
 
 def _json_lines(
@@ -465,26 +453,31 @@ class _Scorer:
     """Scores a text's units in order: what each line says, then what the lines around add."""
 
     def __init__(self, text: _Text, block: int, *, width: int, compact: bool) -> None:
-        self.text, self.block, self.width = text, block, width
-        self.compact = compact
+        self.text, self.block, self.width, self.compact = text, block, width, compact
         self.named: dict[str, int] = {}  # identifiers seen so far, and how often
         self.shapes: dict[str, int] = {}
         self.after_error = 0.0
         self.above: list[_Line] = []  # the last lines scored, for an error's place above
-        self.opens = True  # whether the next line opens a section (after a blank line)
-        self.opening = False
         self.last = len(text.raw) - 1
 
-    def see(self, line: str) -> None:
-        """Every unit, kept or not: whether it opens a section."""
-        self.opening, self.opens = self.opens, opens_section(line)
-
-    def line(self, unit: _Unit) -> _Line:
-        """The scored line of a unit that the clean-ups kept and that is no repeat."""
-        score = _line_features(unit, self.text, self.named)
+    def line(self, unit: _Unit, opening: bool) -> _Line:
+        """The scored line of a kept unit (``opening``: a section): what it says (its mark, a
+        log's due, its rank), then what the lines around add."""
+        scored = _log_message(unit.line) if unit.routine else unit.line
+        text = self.text
+        score = _score(
+            scored, listing=unit.listed, diff=text.diff, prose=not text.tool, named=self.named
+        )
+        if unit.mark is not None:
+            score = max(0.0, score + unit.mark.bonus)
+        if unit.routine:
+            score = _routine_score(scored, score)
+        rank = text.ranks.get(unit.original)
+        if rank is not None:
+            score += WEIGHTS["rank"] / (1 + rank)
         score = self._context(unit, score)
         score, placed = self._placed(unit, score)
-        item = self._item(unit, score, placed)
+        item = self._item(unit, score, placed and opening)
         self.above = [*self.above, item][-_LOCATION_ABOVE:]
         return item
 
@@ -529,15 +522,16 @@ class _Scorer:
         # A line with nothing in it is kept only when room is left (an edge line first).
         return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
 
-    def _item(self, unit: _Unit, score: float, placed: bool) -> _Line:
-        """The line as shown: place first, paths shortened, windowed, compact when asked."""
+    def _item(self, unit: _Unit, score: float, opens: bool) -> _Line:
+        """The line as shown: place first, paths shortened, windowed, compact when asked
+        (``opens``: placed, it opens a section)."""
         line, width = unit.line, self.width
         place = self.text.places.get(unit.order)
         if place is not None and line.endswith(" " + place):
             # A joined message and place as ``place message``: the place survives a cut.
             line = f"{place} {line[: -len(place) - 1]}"
         text = _shorten_paths(line, width)
-        if placed and self.opening and unit.order and len(text) <= width:
+        if opens and unit.order and len(text) <= width:
             # A section's first line says what it is about, when it is shown whole.
             score += WEIGHTS["section"]
         group = unit.mark.group if unit.mark is not None else None
@@ -552,21 +546,6 @@ class _Scorer:
             if short != item.text:
                 item.text, item.whole = short, item.text
         return item
-
-
-def _line_features(unit: _Unit, text: _Text, named: dict[str, int]) -> float:
-    """What a line says whatever is around it: its score, its mark, a log's due, its rank."""
-    line, mark = unit.line, unit.mark
-    scored = _log_message(line) if unit.routine else line
-    score = _score(scored, listing=unit.listed, diff=text.diff, prose=not text.tool, named=named)
-    if mark is not None:
-        score = max(0.0, score + mark.bonus)
-    if unit.routine:
-        score = _routine_score(scored, score)
-    rank = text.ranks.get(unit.original)
-    if rank is not None:
-        score += WEIGHTS["rank"] / (1 + rank)
-    return score
 
 
 def opens_section(line: str) -> bool:

@@ -11,9 +11,15 @@ from typing import Final
 import regex
 
 from csum.archive import ARCHIVE_LINE_PREFIX
-from csum.handlers._extractive.calls import _head_codes
 from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
-from csum.handlers._extractive.text import _clip, _clip_at_word_end, _clip_bytes
+from csum.handlers._extractive.text import (
+    _CODE,
+    _TOKEN,
+    _TRAIL,
+    _clip,
+    _clip_at_word_end,
+    _clip_bytes,
+)
 from csum.handlers._extractive.weights import _FILLER_SCORE, _LINE_SCAN, _PRIOR_SCORE, WEIGHTS
 
 _PRIOR_KEEP_SCORE = 4.0  # an earlier summary's line scoring this keeps its place first
@@ -73,13 +79,19 @@ def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
     return _clip_bytes("\n".join(out), max_bytes)
 
 
+def _head_codes(head: str) -> int:
+    """How many codes (``JG7FMM``, ``ORD7731QX``) a call line's arguments name."""
+    _, _, args = head.partition("(")
+    tokens = _TOKEN.finditer(args, endpos=_LINE_SCAN)
+    return sum(bool(_CODE.fullmatch(t.group().rpartition("=")[2].strip(_TRAIL))) for t in tokens)
+
+
 def _prior_calls(text: str) -> int:
     """How many call lines an earlier summary holds (lines with lines indented below)."""
-    rows = [row for row in text.splitlines() if row.strip()]
+    pairs = pairwise(row for row in text.splitlines() if row.strip())
     return sum(
-        1
-        for row, below in pairwise(rows)
-        if not row.startswith(RESULT_INDENT) and below.startswith(RESULT_INDENT)
+        not row.startswith(RESULT_INDENT) and below.startswith(RESULT_INDENT)
+        for row, below in pairs
     )
 
 
@@ -98,14 +110,12 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
     for order, row in enumerate(rows):
         indented = row.startswith(RESULT_INDENT)
         if indented and blocks and blocks[-1].head:
-            block = blocks[-1]
-            block.lines.append(_prior_line(first + len(blocks) - 1, order, row[2:]))
+            blocks[-1].lines.append(_prior_line(first + len(blocks) - 1, order, row[2:]))
             continue
         following = rows[order + 1] if order + 1 < len(rows) else ""
         if not indented and following.startswith(RESULT_INDENT):
             # The calls' share may be smaller now: cut at the end, as a call line is.
-            head = _clip(row, call_cap)
-            blocks.append(_Block(head=head, indent=RESULT_INDENT))
+            blocks.append(_Block(head=_clip(row, call_cap), indent=RESULT_INDENT))
             loose = None
             continue
         if loose is None:
@@ -165,8 +175,8 @@ def _render(kept: list[_Line], indent: str) -> Iterator[str]:
                 prefix = f"{line.group}: " if line.group else ""
                 yield indent + prefix + " ".join(records.pop(line.group))
                 continue
-            pieces = []
-            for index, group in enumerate(lists.pop(listed[0])):
-                label = group if index == 0 else group[len(listed[0]) :]
-                pieces.append(f"{label}: " + " ".join(records.pop(group)))
-            yield indent + "; ".join(pieces)
+            yield indent + "; ".join(
+                f"{group if index == 0 else group[len(listed[0]) :]}: "
+                + " ".join(records.pop(group))
+                for index, group in enumerate(lists.pop(listed[0]))
+            )

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import ast
 import json
+from collections import Counter
 from collections.abc import Callable
 from typing import Final
 
 import regex
-
-__all__ = ["is_relevance_score", "labelled_records", "literal_records", "take_documents"]
 
 # Keys search APIs give each hit's relevance under (Tavily, Exa, LangChain's retrievers).
 _RELEVANCE_KEY: Final = regex.compile(r"(?i:(?:^|_)(?:score|relevance|similarity)(?:_score)?)$")
@@ -55,76 +54,54 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
     if found is None:
         return lines
     opener, labels = found
-    records = _LabelledRecords(ranks)
-    inside = False
+    out: list[str] = []
+    records: list[tuple[list[str], list[str]]] = []  # each record's short fields, other lines
     for line in lines:
         match = _LABELLED.fullmatch(line[:4096])
-        label = match.group(1) if match is not None else ""
+        label, value = match.groups() if match is not None else ("", "")
         if label == opener:
-            records.close()
-            inside = True
-        if not inside or label not in labels:
-            (records.rest if inside else records.out).append(line)
+            records.append(([], []))
+        if not records:
+            out.append(line)
             continue
-        value = match.group(2) if match is not None else ""
-        if not _is_relevance_text(label, value):
-            records.add(line, label, value)
-    records.close()
-    return records.out
+        head, rest = records[-1]
+        joined = sum(len(field) + 1 for field in head) + len(line.strip())
+        if label not in labels:
+            rest.append(line)
+        elif _is_relevance_text(label, value):
+            continue
+        elif (
+            len(value) <= _RECORD_FIELD
+            and _TEXT_LABEL.fullmatch(label) is None
+            and (not head or joined <= _RECORD_LINE_MAX)
+        ):
+            head.append(line.strip())
+        else:
+            rest.append(line)
+    rank = 0
+    for head, rest in records:  # the record's line (title and URL first), its other lines lower
+        if head:
+            line = " ".join(sorted(head, key=_field_place))
+            ranks.setdefault(line, rank)
+            out.append(line)
+            for text in rest:
+                ranks.setdefault(text, rank + _TEXT_RANK)
+            rank += 1
+        out.extend(rest)
+    return out
 
 
 def _record_labels(lines: list[str]) -> tuple[str, set[str]] | None:
     """The opening label and the fields' labels of repeated records; None when there are none."""
-    opener = ""
-    counts: dict[str, int] = {}
-    for line in lines:
-        match = _LABELLED.fullmatch(line[:4096])
-        if match is not None:
-            label = match.group(1)
-            opener = opener or label
-            counts[label] = counts.get(label, 0) + 1
-    if counts.get(opener, 0) < _MIN_RECORDS or len(counts) < 2:
+    found = (_LABELLED.fullmatch(line[:4096]) for line in lines)
+    labels = [match.group(1) for match in found if match is not None]
+    counts = Counter(labels)
+    opener = labels[0] if labels else ""
+    if counts[opener] < _MIN_RECORDS or len(counts) < 2:
         return None
     if any(_SEVERITY.fullmatch(label) for label in counts):
         return None  # messages of a log or a checker ("Warning: ...")
     return opener, {label for label, count in counts.items() if count >= _MIN_RECORDS}
-
-
-class _LabelledRecords:
-    """The lines out, and the record being read: its short fields and its other lines."""
-
-    def __init__(self, ranks: dict[str, int]) -> None:
-        self.ranks = ranks
-        self.out: list[str] = []
-        self.head: list[str] = []
-        self.rest: list[str] = []
-        self.rank = 0
-
-    def add(self, line: str, label: str, value: str) -> None:
-        """A field of the record: on its line while short, not a text, and the line not too long."""
-        joined = sum(len(field) + 1 for field in self.head) + len(line.strip())
-        if (
-            len(value) <= _RECORD_FIELD
-            and _TEXT_LABEL.fullmatch(label) is None
-            and (not self.head or joined <= _RECORD_LINE_MAX)
-        ):
-            self.head.append(line.strip())
-        else:
-            self.rest.append(line)
-
-    def close(self) -> None:
-        """The record's line (title and URL first), then its other lines, a place lower."""
-        if self.head:
-            self.head.sort(key=_field_place)
-            line = " ".join(self.head)
-            self.ranks.setdefault(line, self.rank)
-            self.out.append(line)
-            for text in self.rest:
-                self.ranks.setdefault(text, self.rank + _TEXT_RANK)
-            self.rank += 1
-        self.out.extend(self.rest)
-        self.head.clear()
-        self.rest.clear()
 
 
 def _field_place(field: str) -> int:
@@ -147,8 +124,7 @@ _DOCUMENT_CHARS: Final = 400
 
 
 def take_documents(value: object, documents: list[str]) -> object:
-    """``value`` without the documents its strings hold (copied, not mutated), each to
-    ``documents``."""
+    """``value`` (copied) without the documents its strings hold, each to ``documents``."""
     if isinstance(value, list):
         return [take_documents(item, documents) for item in value]
     if not isinstance(value, dict):
@@ -195,8 +171,7 @@ def literal_records(
                     out.append(head + " ".join(chunk))
                     chunk = []
                 chunk.append(text)
-            if chunk:
-                out.append(head + " ".join(chunk))
+            out.append(head + " ".join(chunk))  # a group holds a field at least
     return out
 
 

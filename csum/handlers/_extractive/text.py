@@ -226,13 +226,8 @@ def _window(line: str, limit: int) -> str:
     """``line`` cut to about ``limit`` characters around its first strong signal."""
     if len(line) <= limit:
         return line
-    scan = line[:_LINE_SCAN]
-    anchor = 0
-    for pattern in (_ERROR, _COUNTS, _CONSTRAINT, _UNIT):
-        match = pattern.search(scan)
-        if match is not None:
-            anchor = match.start()
-            break
+    found = (pattern.search(line[:_LINE_SCAN]) for pattern in (_ERROR, _COUNTS, _CONSTRAINT, _UNIT))
+    anchor = next((match.start() for match in found if match is not None), 0)
     # Keep the start (the subject) when the signal is near it; else centre on it.
     start = (
         0 if anchor + limit // 8 < limit else max(0, min(anchor - limit // 4, len(line) - limit))
@@ -343,10 +338,3 @@ def _path_tail(word: str, room: int) -> str:
     if not kept:
         return ""
     return _ELLIPSIS + "/" + "/".join(kept[::-1]) + ("/" if word[-1] == "/" else "")
-
-
-def _scalar_or_json(value: object) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (ValueError, RecursionError):
-        return "…"

@@ -8,7 +8,7 @@ import json
 
 from cast import Message, ToolCall
 from csum.handlers import summarize_extractive
-from csum.handlers._extractive.runs import count_follows, strip_banner, strip_colours
+from csum.handlers._extractive.code_tools import count_follows, strip_banner, strip_colours
 from csum.prompt import SummaryRequest, summary_request
 
 
@@ -182,7 +182,7 @@ def test_under_a_tiny_budget_the_outcome_outranks_the_call() -> None:
 
 
 def test_zero_counts_of_secondary_outcomes_are_dropped() -> None:
-    from csum.handlers._extractive.runs import drop_zero_counts
+    from csum.handlers._extractive.code_tools import drop_zero_counts
 
     line = "test result: ok. 31 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; x"
     assert drop_zero_counts(line) == "test result: ok. 31 passed; 0 failed; x"
@@ -216,7 +216,7 @@ def test_zero_counts_of_secondary_outcomes_are_dropped() -> None:
 
 
 def test_a_cd_prefix_gives_way_before_the_command_is_cut() -> None:
-    from csum.handlers._extractive.runs import fit_command
+    from csum.handlers._extractive.code_tools import fit_command
 
     command = "cd ~/projects/shop/assets && npm install --save-dev happy-dom"
     assert fit_command(command, 80) == command
