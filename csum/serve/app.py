@@ -251,10 +251,8 @@ class Gateway:
             )
         except (UpstreamBusyError, httpx.PoolTimeout):
             return self._busy(endpoint)
-        except httpx.TimeoutException as exc:
-            return self._unreachable(endpoint, 504, "timeout", exc)
         except httpx.HTTPError as exc:
-            return self._unreachable(endpoint, 502, "unreachable", exc)
+            return self._unreachable(endpoint, exc)
         self._answered(request, sending, upstream.status_code, (started, sent))
         if translation is not None and upstream.status_code == 200:
             return await self._translated_response(upstream, translation, sending.asked)
@@ -385,7 +383,9 @@ class Gateway:
         answer.headers["retry-after"] = str(RETRY_AFTER)
         return answer
 
-    def _unreachable(self, endpoint: str, status: int, kind: str, exc: Exception) -> Response:
+    def _unreachable(self, endpoint: str, exc: httpx.HTTPError) -> Response:
+        timeout = isinstance(exc, httpx.TimeoutException)
+        status, kind = (504, "timeout") if timeout else (502, "unreachable")
         self.metrics.upstream_errors.labels(kind).inc()
         self.metrics.requests.labels(endpoint, str(status)).inc()
         _log.warning("upstream %s: %s", kind, type(exc).__name__, extra={"endpoint": endpoint})
@@ -498,9 +498,8 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
     gateway = Gateway(config, store)
 
     async def healthz(request: Request) -> Response:
-        pool = gateway.rewriter.pool.state()
-        workers = {k: getattr(pool, k) for k in ("size", "busy", "waiting", "oldest_seconds")}
-        if pool.stuck:
+        workers, stuck = gateway.rewriter.pool.state()
+        if stuck:
             return JSONResponse({"status": "stuck", "workers": workers}, 503)
         return JSONResponse({"status": "ok", "workers": workers})
 

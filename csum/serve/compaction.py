@@ -75,6 +75,7 @@ _log = logging.getLogger("csum.serve")
 
 PROVIDER_STATE_KEYS = ("previous_response_id", "conversation")
 """Responses fields that make the provider hold the history (forwarded as it came)."""
+_HELD_KEYS = tuple(f'"{key}"' for key in PROVIDER_STATE_KEYS)
 
 
 class OutcomeKind(StrEnum):
@@ -167,10 +168,7 @@ class Rewriter:
         compacted for its provider's rules, the outcome carries it decoded)."""
         budget = self.config.budget
         if upstream is None and budget is not None and fits_by_size(body, budget):
-            held = api.name == "responses" and any(
-                f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
-            )
-            if not held:
+            if api.name != "responses" or not any(k.encode() in body for k in _HELD_KEYS):
                 return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         until = time.monotonic() + self.config.deadline
         request = _Request(api, body, conversation, credentials, until, tenant, upstream)
@@ -454,17 +452,14 @@ class Rewriter:
     ) -> Compactor:
         """A fresh keeper per request (what it remembers is in the conversation state),
         with its summarizer, its archive session and the tenant's summary cache."""
-        summary = self.summarizer.for_request(
-            request.provider, self._model(request, read.payload), request.credentials
-        )
+        model = self._model(request, read.payload)
+        summary = self.summarizer.for_request(request.provider, model, request.credentials)
         archive = None
         if archive_store is not None:
             reinsert = self.config.archive_reinsert_bytes
             archive = HistoryArchive(archive_store, session=key, reinsert_bytes=reinsert)
         stage = self.stage_options()
-        # The gateway's promise: a request within the budget goes through byte for byte,
-        # so its keepers compact only over the budget (trigger 1.0), down to the config's
-        # keep ratio.
+        # a request within the budget goes byte for byte: keepers compact over it only
         budget = read.budget.evolve(
             trigger=1.0,
             keep_ratio=self.config.keep_ratio,

@@ -10,7 +10,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
 import anyio
@@ -21,21 +20,9 @@ from anyio.lowlevel import EventLoopToken
 from csum.stores import SummaryStore
 from csum.stores._protocol import ArchiveRecord, ArchiveStore
 
-__all__ = ["LoopArchive", "LoopStore", "PoolState", "WorkerPool"]
+__all__ = ["LoopArchive", "LoopStore", "WorkerPool"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class PoolState:
-    """What ``/healthz`` reports of the pool."""
-
-    size: int
-    busy: int
-    waiting: int
-    oldest_seconds: float
-    """How long the longest-running work has run (0 when none runs)."""
-    stuck: bool
 
 
 class WorkerPool:
@@ -51,15 +38,17 @@ class WorkerPool:
         self._waiting = 0
         self._lock = threading.Lock()
 
-    def state(self) -> PoolState:
-        """The pool now."""
+    def state(self) -> tuple[dict[str, float], bool]:
+        """What ``/healthz`` reports of the pool now (``oldest_seconds``: how long the
+        longest-running work has run, 0 when none runs), and whether it is stuck."""
         now = time.monotonic()
         with self._lock:
             starts = list(self._running.values())
             waiting = self._waiting
         oldest = now - min(starts) if starts else 0.0
-        stuck = len(starts) >= self.size and oldest > 2 * self.deadline
-        return PoolState(self.size, len(starts), waiting, round(oldest, 3), stuck)
+        busy, stuck = len(starts), len(starts) >= self.size and oldest > 2 * self.deadline
+        workers = {"size": self.size, "busy": busy, "waiting": waiting}
+        return {**workers, "oldest_seconds": round(oldest, 3)}, stuck
 
     async def run(self, work: Callable[[], T], until: float) -> T | None:
         """``work()`` in a (plain) worker thread; None when ``until`` passed first."""
