@@ -75,7 +75,7 @@ _log = logging.getLogger("csum.serve")
 
 PROVIDER_STATE_KEYS = ("previous_response_id", "conversation")
 """Responses fields that make the provider hold the history (forwarded as it came)."""
-_HELD_KEYS = tuple(f'"{key}"' for key in PROVIDER_STATE_KEYS)
+_HELD_KEYS = tuple(f'"{key}"'.encode() for key in PROVIDER_STATE_KEYS)
 
 
 class OutcomeKind(StrEnum):
@@ -167,9 +167,13 @@ class Rewriter:
         cache; ``upstream``: the API the request is translated for next (the chain is
         compacted for its provider's rules, the outcome carries it decoded)."""
         budget = self.config.budget
-        if upstream is None and budget is not None and fits_by_size(body, budget):
-            if api.name != "responses" or not any(k.encode() in body for k in _HELD_KEYS):
-                return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
+        if (
+            upstream is None
+            and budget is not None
+            and fits_by_size(body, budget)
+            and (api.name != "responses" or not any(k in body for k in _HELD_KEYS))
+        ):
+            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         until = time.monotonic() + self.config.deadline
         request = _Request(api, body, conversation, credentials, until, tenant, upstream)
         if not self.config.offload:
