@@ -204,10 +204,8 @@ class Rewriter:
         payload = scanned.payload
         if not isinstance(payload, dict):
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="body is not a JSON object")
-        if request.upstream is not None:  # the translation reads all of it
-            refused = self._too_deep(payload)
-            if refused is not None:
-                return refused
+        if request.upstream is not None and (refused := self._too_deep(payload)):
+            return refused  # the translation reads all of it
         read = self._measured(request, scanned, payload, known)
         if isinstance(read, Outcome) and request.upstream is not None:
             return replace(read, payload=payload)
@@ -325,14 +323,7 @@ class Rewriter:
         if found is None:
             return None
         self._remember(request, read)
-        return Outcome(
-            OutcomeKind.REUSED,
-            body=found.body,
-            payload=found.payload,
-            bytes_before=found.bytes_before,
-            bytes_after=found.bytes_after,
-            tokens_saved=found.tokens_saved,
-        )
+        return Outcome(OutcomeKind.REUSED, **found)
 
     def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, RawPrefix | None]]:
         """:func:`raw_prefixes` of the record ``stored`` under ``key``, read once per record."""
@@ -366,7 +357,7 @@ class Rewriter:
     def _opening(self, request: _Request, read: _Read) -> tuple[tuple[str, str, str], int] | None:
         """The key of the opening's raw text (endpoint, tenant, hash), and its item count."""
         api = request.api
-        count = opening_count(read.history.get(api.list_key) or [])
+        count = opening_count(read.history[api.list_key])
         if count is None:
             return None
         digest = read.hashes.digests([count])[count]
@@ -490,9 +481,7 @@ class Rewriter:
         compactor: Compactor,
     ) -> ConversationState:
         """The state a compaction leaves, with its raw prefix when the body has one."""
-        api = request.api
-        kept = kept_of(sent)
-        unit = compactor.budget.unit
+        kept, unit = kept_of(sent), compactor.budget.unit
         units = sum(m.size if unit == "bytes" else compactor.counter.count(m) for m in kept)
         sizes = (
             unit,
@@ -501,11 +490,11 @@ class Rewriter:
             sum(m.size for m in kept_of(messages)),  # as a later request resends it
             _tokens_saved(compactor, messages, list(kept)),
         )
-        profile = get_provider(request.provider)
-        calls = call_names(messages)
-        raw = raw_prefix(api, read.scanned, kept, profile, read.hashes, sizes=sizes, calls=calls)
-        state = ConversationState.after(messages, sent, compactor.summary_depths)
-        return replace(state, raw=raw)
+        profile, calls = get_provider(request.provider), call_names(messages)
+        raw = raw_prefix(
+            request.api, read.scanned, kept, profile, read.hashes, sizes=sizes, calls=calls
+        )
+        return ConversationState.after(messages, sent, compactor.summary_depths, raw)
 
     def _encoded(
         self, request: _Request, read: _Read, sent: list[Message]

@@ -136,9 +136,10 @@ class ConversationState:
         history: Sequence[Message],
         sent: Sequence[Message],
         depths: Mapping[str, int] | None = None,
+        raw: RawPrefix | None = None,
     ) -> ConversationState:
         """The state once ``history`` was sent as ``sent`` (see :func:`kept_of`)."""
-        return cls(len(history), chain_hash(history), kept_of(sent), dict(depths or {}))
+        return cls(len(history), chain_hash(history), kept_of(sent), dict(depths or {}), raw)
 
     def rebuilt(self, history: Sequence[Message]) -> list[Message] | None:
         """``history`` with its compacted prefix replaced by what was sent, or None."""

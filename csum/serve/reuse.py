@@ -12,7 +12,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import xxhash
 
@@ -69,8 +69,7 @@ def opening_count(values: Sequence[Any]) -> int | None:
     return next((i + 1 for i, item in enumerate(values) if _role(item) == "user"), None)
 
 
-@dataclass(frozen=True, slots=True)
-class Spliced:
+class Spliced(TypedDict):
     """A reused request's body and its sizes (see :class:`csum.serve.compaction.Outcome`),
     and the body as an object when asked for (for a translation)."""
 
@@ -78,7 +77,7 @@ class Spliced:
     bytes_before: int
     bytes_after: int
     tokens_saved: int
-    payload: dict[str, Any] | None = field(repr=False)
+    payload: dict[str, Any] | None
 
 
 def raw_prefix(
@@ -309,11 +308,11 @@ def spliced(
     if as_object:
         payload = api.merged(scanned.payload, {k: json.loads(v) for k, v in history.items()})
     return Spliced(
-        composed(scanned.payload, api, other, pieces),
-        raw.history_bytes + new_bytes,
-        raw.sent_bytes + new_bytes,
-        raw.tokens_saved,
-        payload,
+        body=composed(scanned.payload, api, other, pieces),
+        bytes_before=raw.history_bytes + new_bytes,
+        bytes_after=raw.sent_bytes + new_bytes,
+        tokens_saved=raw.tokens_saved,
+        payload=payload,
     )
 
 

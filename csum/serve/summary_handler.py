@@ -78,23 +78,17 @@ class SummaryHandlerFactory:
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
-        self.kind = config.summarizer
-        separate = self.kind in ("openai", "anthropic")
-        self._fixed = self._separate() if separate else SummaryHandler()
-
-    def _separate(self) -> SummaryHandler:
-        config = self.config
-        model = config.summarizer_model
-        if model is None:  # ServeConfig refuses it; said again for the type checker
-            raise ValueError(f"--summarizer {self.kind} needs --summarizer-model")
-        env = config.summarizer_key_env or _DEFAULT_KEY_ENV[self.kind]
-        key = os.environ.get(env)
-        if not key:
-            raise ValueError(f"--summarizer {self.kind}: the environment variable {env} is unset")
-        url = config.summarizer_url
-        return SummaryHandler(
-            _handler(self.kind, model, url, key), f"{self.kind}:{url or ''}:{model}"
-        )
+        self.kind = kind = config.summarizer
+        self._fixed = SummaryHandler()
+        if kind in _DEFAULT_KEY_ENV:  # a separate endpoint (ServeConfig requires its model)
+            model, url = config.summarizer_model or "", config.summarizer_url
+            env = config.summarizer_key_env or _DEFAULT_KEY_ENV[kind]
+            key = os.environ.get(env)
+            if not key:
+                raise ValueError(f"--summarizer {kind}: the environment variable {env} is unset")
+            self._fixed = SummaryHandler(
+                _handler(kind, model, url, key), f"{kind}:{url or ''}:{model}"
+            )
 
     def for_request(
         self, provider: str, model: object, credentials: Credentials | None
