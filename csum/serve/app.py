@@ -62,11 +62,15 @@ DECODED_ENCODINGS = ("gzip", "x-gzip", "deflate")
 """``Content-Encoding`` values of request bodies the gateway decodes to measure them."""
 MAX_TRANSLATED_ANSWER = 64 << 20
 """Largest non-streamed answer the gateway translates (502 beyond)."""
+_CLOSE = {"connection": "close"}
 
 
-def _error(status: int, kind: str, message: str) -> JSONResponse:
+def _error(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
     """An error of the gateway's own, in the shape both providers use."""
-    return JSONResponse({"type": "error", "error": {"type": kind, "message": message}}, status)
+    body = {"type": "error", "error": {"type": kind, "message": message}}
+    return JSONResponse(body, status, headers)
 
 
 class Gateway:
@@ -149,11 +153,8 @@ class Gateway:
             except ClientDisconnect:
                 return Response(status_code=499)
             except TimeoutError:
-                late = _error(
-                    408, "request_timeout", f"request body not received within {timeout:g} s"
-                )
-                late.headers["connection"] = "close"
-                return late
+                late = f"request body not received within {timeout:g} s"
+                return _error(408, "request_timeout", late, _CLOSE)
         if data is None:
             return _error(413, "request_too_large", f"request body over {limit} bytes")
         return data
@@ -379,9 +380,8 @@ class Gateway:
         self.metrics.requests.labels(endpoint, "503").inc()
         _log.warning("upstream requests at their limit", extra={"endpoint": endpoint})
         limit = self.config.max_connections
-        answer = _error(503, "overloaded_error", f"{limit} upstream requests in flight already")
-        answer.headers["retry-after"] = str(RETRY_AFTER)
-        return answer
+        busy = f"{limit} upstream requests in flight already"
+        return _error(503, "overloaded_error", busy, {"retry-after": str(RETRY_AFTER)})
 
     def _unreachable(self, endpoint: str, exc: httpx.HTTPError) -> Response:
         timeout = isinstance(exc, httpx.TimeoutException)
@@ -439,9 +439,8 @@ class RequestGuard:
             elif _has_dot_segment(scope.get("raw_path") or scope["path"].encode()):
                 problem = "a dot segment in the path"
             if problem is not None:
-                answer = _error(400, "invalid_request_error", f"request refused: {problem}")
-                answer.headers["connection"] = "close"
-                await answer(scope, receive, send)
+                refused = f"request refused: {problem}"
+                await _error(400, "invalid_request_error", refused, _CLOSE)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

@@ -130,12 +130,6 @@ def _add_clients(group: argparse._ArgumentGroup) -> None:
         type=float,
         help="seconds a client has to send its whole body, 408 beyond (default 60)",
     )
-    _add_body_limits(group)
-
-
-def _add_body_limits(group: argparse._ArgumentGroup) -> None:
-    """The largest request the gateway reads and decodes."""
-    add = group.add_argument
     add(
         "--max-body",
         default=str(DEFAULT_MAX_BODY_BYTES),
