@@ -33,7 +33,7 @@ from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, RETRY_AFT
 from csum.serve.metrics import Metrics
 from csum.serve.summary_handler import Credentials
 from csum.serve.tenant import TenantKeys
-from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
+from csum.serve.tracing import annotate, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError
 from csum.serve.translate.pairs import (
     Translation,
@@ -218,7 +218,7 @@ class Gateway:
         credentials = Credentials.of(request.headers) if upstream_key else None
         tenant = self.tenants.tenant_of(request.headers, request.url.query)
         upstream = None if translation is None else translation.target
-        with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": api.name}) as s:
+        with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": api.name}):
             outcome = await self.rewriter.rewrite(
                 api,
                 body,
@@ -227,7 +227,7 @@ class Gateway:
                 tenant,
                 upstream=upstream,
             )
-            annotate(s, outcome_attributes(outcome))
+            annotate(self.tracer, outcome_attributes(outcome))
         self._count(api.name, outcome)
         return outcome
 
@@ -271,10 +271,7 @@ class Gateway:
         (started, sent), endpoint = times, sending.endpoint
         self.metrics.upstream_seconds.labels(endpoint).observe(time.perf_counter() - sent)
         self.metrics.requests.labels(endpoint, str(status)).inc()
-        annotate(
-            current_span(self.tracer),
-            {"csum.endpoint": endpoint, "http.response.status_code": status},
-        )
+        annotate(self.tracer, {"csum.endpoint": endpoint, "http.response.status_code": status})
         outcome = sending.outcome
         _log.info(
             "%s %s -> %d",
