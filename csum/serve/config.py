@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from urllib.parse import urlsplit
 
 from csum.config import DEFAULT_KEEP_RATIO, Budget
@@ -110,11 +110,10 @@ class ServeConfig:
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ValueError(f"{_said(name)} must be within (0, 1], got {value!r}")
-        for name in (*_POSITIVE, "archive_ttl", "state_ttl"):
-            value, optional = getattr(self, name), name.endswith("_ttl")
-            if not (optional and value is None) and value <= 0:
-                none = " or None" if optional else ""
-                raise ValueError(f"{_said(name)} must be positive{none}, got {value!r}")
+        for name in (f.name for f in fields(self) if f.name != "archive_reinsert_bytes"):
+            value = getattr(self, name)  # every number (the ttls may be None)
+            if type(value) in (int, float) and value <= 0:
+                raise ValueError(f"{_said(name)} must be positive, got {value!r}")
         for name in ("gateway_key", "upstream_model", "summarizer_model", "store", "archive"):
             if getattr(self, name) == "":
                 raise ValueError(f"the {_said(name)} must not be empty")
@@ -149,22 +148,6 @@ class ServeConfig:
             return Budget.of_model(model, self.window_share)
         except ValueError:
             return None
-
-
-_POSITIVE = [
-    "max_body_bytes",
-    "compaction_workers",
-    "max_connections",
-    "timeout",
-    "max_client_connections",
-    "max_connections_per_client",
-    "max_depth",
-    "max_items",
-    "connect_timeout",
-    "deadline",
-    "header_timeout",
-    "body_timeout",
-]
 
 
 def _said(name: str) -> str:

@@ -46,9 +46,7 @@ class Credentials:
         auth = headers.get("authorization") or ""
         scheme, _, token = auth.partition(" ")
         bearer = token.strip() if scheme.lower() == "bearer" and token.strip() else None
-        if api_key is None and bearer is None:
-            return None
-        return cls(api_key, bearer)
+        return None if api_key is None and bearer is None else cls(api_key, bearer)
 
 
 @dataclass(frozen=True, slots=True)
