@@ -273,6 +273,8 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
     keep_ratio: float | None = args.keep_ratio  # its default depends on --summary-only
     if keep_ratio is None:
         keep_ratio = SUMMARY_ONLY.keep_ratio if args.summary_only else DEFAULT_KEEP_RATIO
+    elif not 0 < keep_ratio <= 1:
+        raise ValueError(f"--keep-ratio must be within (0, 1], got {keep_ratio}")
     budget = _budget(args)
     if args.keep_alive <= 0:
         raise ValueError(f"--keep-alive must be positive, got {args.keep_alive}")
