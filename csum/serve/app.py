@@ -194,8 +194,7 @@ class Gateway:
         outcome = await self._compacted(request, api, body, translation)
         sending.outcome = outcome
         if outcome.kind is OutcomeKind.REFUSED:
-            refused = RefusedError(outcome.status, outcome.detail)
-            return self._refused(api.name, api.provider, refused)
+            return self._refused(api.name, api.provider, outcome.status, outcome.detail)
         if outcome.body is not None:
             sending.body = outcome.body
         if translation is None:
@@ -203,7 +202,7 @@ class Gateway:
         try:
             sending.body, sending.asked = self._translated(translation, body, outcome)
         except RefusedError as exc:
-            return self._refused(api.name, translation.client.provider, exc)
+            return self._refused(api.name, translation.client.provider, exc.status, exc.message)
         except TranslationError as exc:
             return _error(400, "invalid_request_error", f"cannot translate: {exc}")
         sending.translation = translation
@@ -358,18 +357,16 @@ class Gateway:
                 return JSONResponse(count_tokens(payload))
             problem = "the body is not a JSON object"
         except RefusedError as exc:
-            return self._refused("messages", "anthropic", exc)
+            return self._refused("messages", "anthropic", exc.status, exc.message)
         except ValueError as exc:
             problem = str(exc)
         return _error(400, "invalid_request_error", f"cannot count tokens: {problem}")
 
-    def _refused(self, endpoint: str, provider: str, exc: RefusedError) -> Response:
+    def _refused(self, endpoint: str, provider: str, status: int, message: str) -> Response:
         """A request over the gateway's decoding bounds, in the client's error shape."""
-        self.metrics.requests.labels(endpoint, str(exc.status)).inc()
-        _log.warning(
-            "request refused: %s", exc.message, extra={"endpoint": endpoint, "status": exc.status}
-        )
-        return JSONResponse(refusal(provider, exc.status, exc.message), exc.status)
+        self.metrics.requests.labels(endpoint, str(status)).inc()
+        _log.warning("request refused: %s", message, extra={"endpoint": endpoint, "status": status})
+        return JSONResponse(refusal(provider, status, message), status)
 
     def _busy(self, endpoint: str) -> Response:
         """503 at once when ``max_connections`` upstream requests are in flight."""
