@@ -244,9 +244,8 @@ class Rewriter:
         budget = self.config.budget_for(self._model(request, payload))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
-        # the history's share of the body, not the body (Claude Code's tools are 80 KB):
-        # at most the body less the other fields' most compact JSON, written once here (or
-        # the ``known`` request's, the same bytes) and into the body sent when rewritten
+        # the history's share (Claude Code's tools are 80 KB): at most the body less the
+        # other fields' compact JSON (the known request's, or written once here)
         other = fields_json(api.others(payload)) if known is None else dict(known.seen.other)
         share = len(request.body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
         if fits_by_size(request.body, budget, size=share):
