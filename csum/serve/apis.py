@@ -14,12 +14,6 @@ from cast import Message
 
 __all__ = ["APIS", "Api", "api_for"]
 
-_CODECS: dict[str, Any] = {
-    "openai": openai_codec,
-    "anthropic": anthropic_codec,
-    "openai_responses": responses_codec,
-}
-
 
 @dataclass(frozen=True, slots=True)
 class Api:
@@ -28,7 +22,7 @@ class Api:
 
     name: str
     path: str
-    codec: str
+    codec: Any  # the cast.codecs module
     provider: str
     history_keys: tuple[str, ...]
     list_key: str
@@ -42,15 +36,14 @@ class Api:
 
     def decode(self, history: Mapping[str, Any]) -> list[Message]:
         """The messages of ``history`` (raises ``cast.CodecError`` naming a bad field)."""
-        messages: list[Message] = _CODECS[self.codec].decode(dict(history))
+        messages: list[Message] = self.codec.decode(dict(history))
         return messages
 
     def encode(self, messages: list[Message]) -> dict[str, Any]:
         """The history fields for ``messages``."""
-        if self.codec == "openai":
-            # OpenAI's tool messages need no function name (Mistral's do).
-            return openai_codec.encode(messages, tool_names=False)
-        fields: dict[str, Any] = _CODECS[self.codec].encode(messages)
+        # OpenAI's tool messages need no function name (Mistral's do)
+        named = {"tool_names": False} if self.codec is openai_codec else {}
+        fields: dict[str, Any] = self.codec.encode(messages, **named)
         return fields
 
     def others(self, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,16 +64,18 @@ class Api:
 
 
 APIS: tuple[Api, ...] = (
-    Api("chat", "/v1/chat/completions", "openai", "openai", ("messages",), "messages"),
+    Api("chat", "/v1/chat/completions", openai_codec, "openai", ("messages",), "messages"),
     Api(
         "responses",
         "/v1/responses",
-        "openai_responses",
+        responses_codec,
         "openai-responses",
         ("instructions", "input"),
         "input",
     ),
-    Api("messages", "/v1/messages", "anthropic", "anthropic", ("system", "messages"), "messages"),
+    Api(
+        "messages", "/v1/messages", anthropic_codec, "anthropic", ("system", "messages"), "messages"
+    ),
 )
 """OpenAI Chat Completions, OpenAI Responses, Anthropic Messages."""
 

@@ -33,7 +33,7 @@ from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, RETRY_AFT
 from csum.serve.metrics import Metrics
 from csum.serve.summary_handler import Credentials
 from csum.serve.tenant import TenantKeys
-from csum.serve.tracing import annotate, current_span, outcome_attributes, span, tracer
+from csum.serve.tracing import annotate, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError
 from csum.serve.translate.pairs import (
     Translation,
@@ -62,11 +62,15 @@ DECODED_ENCODINGS = ("gzip", "x-gzip", "deflate")
 """``Content-Encoding`` values of request bodies the gateway decodes to measure them."""
 MAX_TRANSLATED_ANSWER = 64 << 20
 """Largest non-streamed answer the gateway translates (502 beyond)."""
+_CLOSE = {"connection": "close"}
 
 
-def _error(status: int, kind: str, message: str) -> JSONResponse:
+def _error(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
     """An error of the gateway's own, in the shape both providers use."""
-    return JSONResponse({"type": "error", "error": {"type": kind, "message": message}}, status)
+    body = {"type": "error", "error": {"type": kind, "message": message}}
+    return JSONResponse(body, status, headers)
 
 
 class Gateway:
@@ -149,11 +153,8 @@ class Gateway:
             except ClientDisconnect:
                 return Response(status_code=499)
             except TimeoutError:
-                late = _error(
-                    408, "request_timeout", f"request body not received within {timeout:g} s"
-                )
-                late.headers["connection"] = "close"
-                return late
+                late = f"request body not received within {timeout:g} s"
+                return _error(408, "request_timeout", late, _CLOSE)
         if data is None:
             return _error(413, "request_too_large", f"request body over {limit} bytes")
         return data
@@ -193,8 +194,7 @@ class Gateway:
         outcome = await self._compacted(request, api, body, translation)
         sending.outcome = outcome
         if outcome.kind is OutcomeKind.REFUSED:
-            refused = RefusedError(outcome.status, outcome.detail)
-            return self._refused(api.name, api.provider, refused)
+            return self._refused(api.name, api.provider, outcome.status, outcome.detail)
         if outcome.body is not None:
             sending.body = outcome.body
         if translation is None:
@@ -202,7 +202,7 @@ class Gateway:
         try:
             sending.body, sending.asked = self._translated(translation, body, outcome)
         except RefusedError as exc:
-            return self._refused(api.name, translation.client.provider, exc)
+            return self._refused(api.name, translation.client.provider, exc.status, exc.message)
         except TranslationError as exc:
             return _error(400, "invalid_request_error", f"cannot translate: {exc}")
         sending.translation = translation
@@ -217,7 +217,7 @@ class Gateway:
         credentials = Credentials.of(request.headers) if upstream_key else None
         tenant = self.tenants.tenant_of(request.headers, request.url.query)
         upstream = None if translation is None else translation.target
-        with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": api.name}) as s:
+        with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": api.name}):
             outcome = await self.rewriter.rewrite(
                 api,
                 body,
@@ -226,7 +226,7 @@ class Gateway:
                 tenant,
                 upstream=upstream,
             )
-            annotate(s, outcome_attributes(outcome))
+            annotate(self.tracer, outcome_attributes(outcome))
         self._count(api.name, outcome)
         return outcome
 
@@ -251,10 +251,8 @@ class Gateway:
             )
         except (UpstreamBusyError, httpx.PoolTimeout):
             return self._busy(endpoint)
-        except httpx.TimeoutException as exc:
-            return self._unreachable(endpoint, 504, "timeout", exc)
         except httpx.HTTPError as exc:
-            return self._unreachable(endpoint, 502, "unreachable", exc)
+            return self._unreachable(endpoint, exc)
         self._answered(request, sending, upstream.status_code, (started, sent))
         if translation is not None and upstream.status_code == 200:
             return await self._translated_response(upstream, translation, sending.asked)
@@ -272,10 +270,7 @@ class Gateway:
         (started, sent), endpoint = times, sending.endpoint
         self.metrics.upstream_seconds.labels(endpoint).observe(time.perf_counter() - sent)
         self.metrics.requests.labels(endpoint, str(status)).inc()
-        annotate(
-            current_span(self.tracer),
-            {"csum.endpoint": endpoint, "http.response.status_code": status},
-        )
+        annotate(self.tracer, {"csum.endpoint": endpoint, "http.response.status_code": status})
         outcome = sending.outcome
         _log.info(
             "%s %s -> %d",
@@ -362,18 +357,16 @@ class Gateway:
                 return JSONResponse(count_tokens(payload))
             problem = "the body is not a JSON object"
         except RefusedError as exc:
-            return self._refused("messages", "anthropic", exc)
+            return self._refused("messages", "anthropic", exc.status, exc.message)
         except ValueError as exc:
             problem = str(exc)
         return _error(400, "invalid_request_error", f"cannot count tokens: {problem}")
 
-    def _refused(self, endpoint: str, provider: str, exc: RefusedError) -> Response:
+    def _refused(self, endpoint: str, provider: str, status: int, message: str) -> Response:
         """A request over the gateway's decoding bounds, in the client's error shape."""
-        self.metrics.requests.labels(endpoint, str(exc.status)).inc()
-        _log.warning(
-            "request refused: %s", exc.message, extra={"endpoint": endpoint, "status": exc.status}
-        )
-        return JSONResponse(refusal(provider, exc.status, exc.message), exc.status)
+        self.metrics.requests.labels(endpoint, str(status)).inc()
+        _log.warning("request refused: %s", message, extra={"endpoint": endpoint, "status": status})
+        return JSONResponse(refusal(provider, status, message), status)
 
     def _busy(self, endpoint: str) -> Response:
         """503 at once when ``max_connections`` upstream requests are in flight."""
@@ -381,11 +374,12 @@ class Gateway:
         self.metrics.requests.labels(endpoint, "503").inc()
         _log.warning("upstream requests at their limit", extra={"endpoint": endpoint})
         limit = self.config.max_connections
-        answer = _error(503, "overloaded_error", f"{limit} upstream requests in flight already")
-        answer.headers["retry-after"] = str(RETRY_AFTER)
-        return answer
+        busy = f"{limit} upstream requests in flight already"
+        return _error(503, "overloaded_error", busy, {"retry-after": str(RETRY_AFTER)})
 
-    def _unreachable(self, endpoint: str, status: int, kind: str, exc: Exception) -> Response:
+    def _unreachable(self, endpoint: str, exc: httpx.HTTPError) -> Response:
+        timeout = isinstance(exc, httpx.TimeoutException)
+        status, kind = (504, "timeout") if timeout else (502, "unreachable")
         self.metrics.upstream_errors.labels(kind).inc()
         self.metrics.requests.labels(endpoint, str(status)).inc()
         _log.warning("upstream %s: %s", kind, type(exc).__name__, extra={"endpoint": endpoint})
@@ -439,9 +433,8 @@ class RequestGuard:
             elif _has_dot_segment(scope.get("raw_path") or scope["path"].encode()):
                 problem = "a dot segment in the path"
             if problem is not None:
-                answer = _error(400, "invalid_request_error", f"request refused: {problem}")
-                answer.headers["connection"] = "close"
-                await answer(scope, receive, send)
+                refused = f"request refused: {problem}"
+                await _error(400, "invalid_request_error", refused, _CLOSE)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -498,9 +491,8 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
     gateway = Gateway(config, store)
 
     async def healthz(request: Request) -> Response:
-        pool = gateway.rewriter.pool.state()
-        workers = {k: getattr(pool, k) for k in ("size", "busy", "waiting", "oldest_seconds")}
-        if pool.stuck:
+        workers, stuck = gateway.rewriter.pool.state()
+        if stuck:
             return JSONResponse({"status": "stuck", "workers": workers}, 503)
         return JSONResponse({"status": "ok", "workers": workers})
 

@@ -141,10 +141,8 @@ def skim(
 
 def with_offsets(scanned: ScannedBody, body: bytes, list_key: str) -> ScannedBody:
     """``scanned`` (of ``body``) with its :class:`RawOffsets`, for :func:`skim`."""
-    if scanned.raw is not None or scanned.items is None or scanned.fields is None:
-        return scanned
-    span = scanned.fields.get(list_key)
-    if span is None or scanned.marks is None:
+    span = None if scanned.fields is None else scanned.fields.get(list_key)
+    if scanned.raw is not None or scanned.items is None or span is None or scanned.marks is None:
         return scanned
     start = len(scanned.text[: span[0]].encode("utf-8", "surrogatepass"))
     ends, end = _byte_ends(scanned.text, span[0], start, [e for _, e in scanned.items], span[1])

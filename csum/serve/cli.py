@@ -130,12 +130,6 @@ def _add_clients(group: argparse._ArgumentGroup) -> None:
         type=float,
         help="seconds a client has to send its whole body, 408 beyond (default 60)",
     )
-    _add_body_limits(group)
-
-
-def _add_body_limits(group: argparse._ArgumentGroup) -> None:
-    """The largest request the gateway reads and decodes."""
-    add = group.add_argument
     add(
         "--max-body",
         default=str(DEFAULT_MAX_BODY_BYTES),
@@ -276,7 +270,11 @@ def _add_run(group: argparse._ArgumentGroup) -> None:
 
 def config_from(args: argparse.Namespace) -> ServeConfig:
     """The :class:`ServeConfig` of parsed ``serve`` flags (``ValueError`` when wrong)."""
-    keep_ratio = _keep_ratio(args)
+    keep_ratio: float | None = args.keep_ratio  # its default depends on --summary-only
+    if keep_ratio is None:
+        keep_ratio = SUMMARY_ONLY.keep_ratio if args.summary_only else DEFAULT_KEEP_RATIO
+    elif not 0 < keep_ratio <= 1:
+        raise ValueError(f"--keep-ratio must be within (0, 1], got {keep_ratio}")
     budget = _budget(args)
     if args.keep_alive <= 0:
         raise ValueError(f"--keep-alive must be positive, got {args.keep_alive}")
@@ -297,16 +295,6 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         memory_store_bytes=parse_size(args.memory_store_bytes),
     )
     return ServeConfig(**given)
-
-
-def _keep_ratio(args: argparse.Namespace) -> float:
-    """``--keep-ratio``, or its default (the summary-only one with ``--summary-only``)."""
-    keep_ratio: float | None = args.keep_ratio
-    if keep_ratio is None:
-        return SUMMARY_ONLY.keep_ratio if args.summary_only else DEFAULT_KEEP_RATIO
-    if not 0 < keep_ratio <= 1:
-        raise ValueError(f"--keep-ratio must be within (0, 1], got {keep_ratio}")
-    return keep_ratio
 
 
 def _budget(args: argparse.Namespace) -> Budget | None:

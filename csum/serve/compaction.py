@@ -75,6 +75,7 @@ _log = logging.getLogger("csum.serve")
 
 PROVIDER_STATE_KEYS = ("previous_response_id", "conversation")
 """Responses fields that make the provider hold the history (forwarded as it came)."""
+_HELD_KEYS = tuple(f'"{key}"'.encode() for key in PROVIDER_STATE_KEYS)
 
 
 class OutcomeKind(StrEnum):
@@ -166,12 +167,13 @@ class Rewriter:
         cache; ``upstream``: the API the request is translated for next (the chain is
         compacted for its provider's rules, the outcome carries it decoded)."""
         budget = self.config.budget
-        if upstream is None and budget is not None and fits_by_size(body, budget):
-            held = api.name == "responses" and any(
-                f'"{k}"'.encode() in body for k in PROVIDER_STATE_KEYS
-            )
-            if not held:
-                return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
+        if (
+            upstream is None
+            and budget is not None
+            and fits_by_size(body, budget)
+            and (api.name != "responses" or not any(k in body for k in _HELD_KEYS))
+        ):
+            return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         until = time.monotonic() + self.config.deadline
         request = _Request(api, body, conversation, credentials, until, tenant, upstream)
         if not self.config.offload:
@@ -202,10 +204,8 @@ class Rewriter:
         payload = scanned.payload
         if not isinstance(payload, dict):
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="body is not a JSON object")
-        if request.upstream is not None:  # the translation reads all of it
-            refused = self._too_deep(payload)
-            if refused is not None:
-                return refused
+        if request.upstream is not None and (refused := self._too_deep(payload)):
+            return refused  # the translation reads all of it
         read = self._measured(request, scanned, payload, known)
         if isinstance(read, Outcome) and request.upstream is not None:
             return replace(read, payload=payload)
@@ -244,9 +244,8 @@ class Rewriter:
         budget = self.config.budget_for(self._model(request, payload))
         if budget is None:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
-        # the history's share of the body, not the body (Claude Code's tools are 80 KB):
-        # at most the body less the other fields' most compact JSON, written once here (or
-        # the ``known`` request's, the same bytes) and into the body sent when rewritten
+        # the history's share (Claude Code's tools are 80 KB): at most the body less the
+        # other fields' compact JSON (the known request's, or written once here)
         other = fields_json(api.others(payload)) if known is None else dict(known.seen.other)
         share = len(request.body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
         if fits_by_size(request.body, budget, size=share):
@@ -323,14 +322,7 @@ class Rewriter:
         if found is None:
             return None
         self._remember(request, read)
-        return Outcome(
-            OutcomeKind.REUSED,
-            body=found.body,
-            payload=found.payload,
-            bytes_before=found.bytes_before,
-            bytes_after=found.bytes_after,
-            tokens_saved=found.tokens_saved,
-        )
+        return Outcome(OutcomeKind.REUSED, **found)
 
     def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, RawPrefix | None]]:
         """:func:`raw_prefixes` of the record ``stored`` under ``key``, read once per record."""
@@ -364,7 +356,7 @@ class Rewriter:
     def _opening(self, request: _Request, read: _Read) -> tuple[tuple[str, str, str], int] | None:
         """The key of the opening's raw text (endpoint, tenant, hash), and its item count."""
         api = request.api
-        count = opening_count(read.history.get(api.list_key) or [])
+        count = opening_count(read.history[api.list_key])
         if count is None:
             return None
         digest = read.hashes.digests([count])[count]
@@ -454,17 +446,14 @@ class Rewriter:
     ) -> Compactor:
         """A fresh keeper per request (what it remembers is in the conversation state),
         with its summarizer, its archive session and the tenant's summary cache."""
-        summary = self.summarizer.for_request(
-            request.provider, self._model(request, read.payload), request.credentials
-        )
+        model = self._model(request, read.payload)
+        summary = self.summarizer.for_request(request.provider, model, request.credentials)
         archive = None
         if archive_store is not None:
             reinsert = self.config.archive_reinsert_bytes
             archive = HistoryArchive(archive_store, session=key, reinsert_bytes=reinsert)
         stage = self.stage_options()
-        # The gateway's promise: a request within the budget goes through byte for byte,
-        # so its keepers compact only over the budget (trigger 1.0), down to the config's
-        # keep ratio.
+        # a request within the budget goes byte for byte: keepers compact over it only
         budget = read.budget.evolve(
             trigger=1.0,
             keep_ratio=self.config.keep_ratio,
@@ -491,9 +480,7 @@ class Rewriter:
         compactor: Compactor,
     ) -> ConversationState:
         """The state a compaction leaves, with its raw prefix when the body has one."""
-        api = request.api
-        kept = kept_of(sent)
-        unit = compactor.budget.unit
+        kept, unit = kept_of(sent), compactor.budget.unit
         units = sum(m.size if unit == "bytes" else compactor.counter.count(m) for m in kept)
         sizes = (
             unit,
@@ -502,11 +489,11 @@ class Rewriter:
             sum(m.size for m in kept_of(messages)),  # as a later request resends it
             _tokens_saved(compactor, messages, list(kept)),
         )
-        profile = get_provider(request.provider)
-        calls = call_names(messages)
-        raw = raw_prefix(api, read.scanned, kept, profile, read.hashes, sizes=sizes, calls=calls)
-        state = ConversationState.after(messages, sent, compactor.summary_depths)
-        return replace(state, raw=raw)
+        profile, calls = get_provider(request.provider), call_names(messages)
+        raw = raw_prefix(
+            request.api, read.scanned, kept, profile, read.hashes, sizes=sizes, calls=calls
+        )
+        return ConversationState.after(messages, sent, compactor.summary_depths, raw)
 
     def _encoded(
         self, request: _Request, read: _Read, sent: list[Message]

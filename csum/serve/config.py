@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from urllib.parse import urlsplit
 
 from csum.config import DEFAULT_KEEP_RATIO, Budget
@@ -106,52 +106,36 @@ class ServeConfig:
         _check_url("upstream", self.upstream)
         if urlsplit(self.upstream).query or urlsplit(self.upstream).fragment:
             raise ValueError(f"upstream must have no query or fragment: {self.upstream!r}")
-        if not 0 < self.window_share <= 1:
-            raise ValueError(f"window share must be within (0, 1], got {self.window_share!r}")
-        if not 0 < self.keep_ratio <= 1:
-            raise ValueError(f"keep_ratio must be within (0, 1], got {self.keep_ratio!r}")
-        for name in (*_POSITIVE, "archive_ttl", "state_ttl"):
-            value, optional = getattr(self, name), name.endswith("_ttl")
-            if not (optional and value is None) and value <= 0:
-                none = " or None" if optional else ""
-                raise ValueError(f"{name.replace('_', ' ')} must be positive{none}, got {value!r}")
+        for name in ("window_share", "keep_ratio"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValueError(f"{_said(name)} must be within (0, 1], got {value!r}")
+        for name in (f.name for f in fields(self) if f.name != "archive_reinsert_bytes"):
+            value = getattr(self, name)  # every number (the ttls may be None)
+            if type(value) in (int, float) and value <= 0:
+                raise ValueError(f"{_said(name)} must be positive, got {value!r}")
+        for name in ("gateway_key", "upstream_model", "summarizer_model", "store", "archive"):
+            if getattr(self, name) == "":
+                raise ValueError(f"the {_said(name)} must not be empty")
+        for name, kinds in (("upstream_api", UPSTREAM_APIS), ("summarizer", SUMMARIZER_KINDS)):
+            value = getattr(self, name)
+            if value not in kinds:
+                raise ValueError(f"{_said(name)} must be one of {', '.join(kinds)}, got {value!r}")
         if self.tenant_secret is not None and len(self.tenant_secret) < 16:
             raise ValueError("the tenant secret must be at least 16 characters")
-        if self.gateway_key is not None and not self.gateway_key:
-            raise ValueError("the gateway key must not be empty")
-        if self.upstream_api not in UPSTREAM_APIS:
-            raise ValueError(
-                f"upstream api must be one of {', '.join(UPSTREAM_APIS)}, got {self.upstream_api!r}"
-            )
-        if self.upstream_model is not None and not self.upstream_model:
-            raise ValueError("the upstream model must not be empty")
-        if not self.store:
-            raise ValueError("store must be memory, a SQLite path or a redis:// URL")
-        self._check_summarizer()
-        if self.archive is not None and not self.archive:
-            raise ValueError("archive must be memory, a SQLite path or a redis:// URL")
         if self.archive_reinsert_bytes < 0:
             raise ValueError(
                 f"archive reinsert bytes must be 0 or positive, got {self.archive_reinsert_bytes}"
             )
-
-    def _check_summarizer(self) -> None:
-        kind = self.summarizer
-        if kind not in SUMMARIZER_KINDS:
-            raise ValueError(
-                f"summarizer must be one of {', '.join(SUMMARIZER_KINDS)}, got {kind!r}"
-            )
-        separate = kind in ("openai", "anthropic")
+        separate = self.summarizer in ("openai", "anthropic")
         if separate and not self.summarizer_model:
-            raise ValueError(f"summarizer {kind} needs a summarizer model")
-        if self.summarizer_url is not None:
-            if not separate:
-                raise ValueError("a summarizer url goes with summarizer openai or anthropic")
-            _check_url("summarizer url", self.summarizer_url)
-        if self.summarizer_key_env is not None and not separate:
+            raise ValueError(f"summarizer {self.summarizer} needs a summarizer model")
+        if not separate and self.summarizer_url is not None:
+            raise ValueError("a summarizer url goes with summarizer openai or anthropic")
+        if not separate and self.summarizer_key_env is not None:
             raise ValueError("a summarizer key variable goes with summarizer openai or anthropic")
-        if self.summarizer_model is not None and not self.summarizer_model:
-            raise ValueError("the summarizer model must not be empty")
+        if self.summarizer_url is not None:
+            _check_url("summarizer url", self.summarizer_url)
 
     def budget_for(self, model: object) -> Budget | None:
         """The budget of a request for ``model``; None when it cannot be known (no
@@ -166,20 +150,8 @@ class ServeConfig:
             return None
 
 
-_POSITIVE = [
-    "max_body_bytes",
-    "compaction_workers",
-    "max_connections",
-    "timeout",
-    "max_client_connections",
-    "max_connections_per_client",
-    "max_depth",
-    "max_items",
-    "connect_timeout",
-    "deadline",
-    "header_timeout",
-    "body_timeout",
-]
+def _said(name: str) -> str:
+    return name.replace("_", " ")
 
 
 def _check_url(name: str, url: str) -> None:

@@ -100,44 +100,23 @@ class RawPrefix:
     tokens_saved: int
     calls: Mapping[str, str] = field(default_factory=dict, repr=False)  # call id -> name
 
-    def record(self) -> dict[str, object]:
-        return {
-            "c": dict(self.calls),
-            "n": self.items,
-            "h": self.digest,
-            "r": self.last_role,
-            "f": dict(self.fields),
-            "b": self.body,
-            "tr": self.tail_role,
-            "u": self.unit,
-            "s": [self.units, self.sent_bytes, self.history_bytes, self.tokens_saved],
-        }
+    def record(self) -> list[object]:
+        """The stored form: the fields in their order."""
+        return [getattr(self, name) for name in self.__slots__]
 
     @classmethod
     def from_record(cls, record: object) -> RawPrefix | None:
         """The prefix of a stored record; None when absent or not of this form."""
-        if not isinstance(record, dict):
+        if not isinstance(record, list) or len(record) != len(_RAW_TYPES):
             return None
-        try:
-            units, sent, history, saved = (int(v) for v in record["s"])
-            fields = {str(k): str(v) for k, v in record["f"].items()}
-            calls = {str(k): str(v) for k, v in record.get("c", {}).items()}
-            return cls(
-                int(record["n"]),
-                str(record["h"]),
-                record.get("r"),
-                fields,
-                str(record["b"]),
-                record.get("tr"),
-                str(record["u"]),
-                units,
-                sent,
-                history,
-                saved,
-                calls,
-            )
-        except (KeyError, TypeError, ValueError, AttributeError):
+        if not all(isinstance(v, kind) for v, kind in zip(record, _RAW_TYPES, strict=True)):
             return None
+        return cls(*record)
+
+
+_ROLE = (str, type(None))
+_RAW_TYPES: tuple[Any, ...] = (int, str, _ROLE, dict, str, _ROLE, str, int, int, int, int, dict)
+"""The type of each field of a stored :class:`RawPrefix`, in their order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +136,10 @@ class ConversationState:
         history: Sequence[Message],
         sent: Sequence[Message],
         depths: Mapping[str, int] | None = None,
+        raw: RawPrefix | None = None,
     ) -> ConversationState:
         """The state once ``history`` was sent as ``sent`` (see :func:`kept_of`)."""
-        return cls(len(history), chain_hash(history), kept_of(sent), dict(depths or {}))
+        return cls(len(history), chain_hash(history), kept_of(sent), dict(depths or {}), raw)
 
     def rebuilt(self, history: Sequence[Message]) -> list[Message] | None:
         """``history`` with its compacted prefix replaced by what was sent, or None."""

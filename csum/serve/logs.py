@@ -36,10 +36,8 @@ class JsonLines(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for name in FIELDS:
-            value = record.__dict__.get(name)
-            if value is not None:
-                line[name] = value
+        extra = {name: record.__dict__.get(name) for name in FIELDS}
+        line.update((name, value) for name, value in extra.items() if value is not None)
         return json.dumps(line, ensure_ascii=False)
 
 

@@ -10,8 +10,8 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -21,45 +21,34 @@ from anyio.lowlevel import EventLoopToken
 from csum.stores import SummaryStore
 from csum.stores._protocol import ArchiveRecord, ArchiveStore
 
-__all__ = ["LoopArchive", "LoopStore", "PoolState", "WorkerPool"]
+__all__ = ["LoopArchive", "LoopStore", "WorkerPool"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class PoolState:
-    """What ``/healthz`` reports of the pool."""
-
-    size: int
-    busy: int
-    waiting: int
-    oldest_seconds: float
-    """How long the longest-running work has run (0 when none runs)."""
-    stuck: bool
+S = TypeVar("S", SummaryStore, ArchiveStore)
 
 
 class WorkerPool:
     """At most ``size`` threads doing work at once, each caller waiting until its deadline."""
 
     def __init__(self, size: int, deadline: float) -> None:
-        if size < 1:
-            raise ValueError(f"the pool needs at least one worker, got {size}")
         self.size = size
         self.deadline = deadline
         self._slots: anyio.Semaphore | None = None
-        self._running: dict[int, float] = {}
+        self._running: dict[Future[Any], float] = {}  # when each started
         self._waiting = 0
         self._lock = threading.Lock()
 
-    def state(self) -> PoolState:
-        """The pool now."""
+    def state(self) -> tuple[dict[str, float], bool]:
+        """What ``/healthz`` reports of the pool now (``oldest_seconds``: how long the
+        longest-running work has run, 0 when none runs), and whether it is stuck."""
         now = time.monotonic()
         with self._lock:
             starts = list(self._running.values())
             waiting = self._waiting
         oldest = now - min(starts) if starts else 0.0
-        stuck = len(starts) >= self.size and oldest > 2 * self.deadline
-        return PoolState(self.size, len(starts), waiting, round(oldest, 3), stuck)
+        busy, stuck = len(starts), len(starts) >= self.size and oldest > 2 * self.deadline
+        workers = {"size": self.size, "busy": busy, "waiting": waiting}
+        return {**workers, "oldest_seconds": round(oldest, 3)}, stuck
 
     async def run(self, work: Callable[[], T], until: float) -> T | None:
         """``work()`` in a (plain) worker thread; None when ``until`` passed first."""
@@ -68,35 +57,31 @@ class WorkerPool:
         slots = self._slots
         with self._lock:
             self._waiting += 1
-        acquired = False
         try:
-            with anyio.move_on_after(until - time.monotonic()):
+            with anyio.move_on_after(until - time.monotonic()) as waited:
                 await slots.acquire()
-                acquired = True
         finally:
             with self._lock:
                 self._waiting -= 1
-        if not acquired:
+        if waited.cancelled_caught:  # not acquired
             return None
         token = anyio.lowlevel.current_token()
         done = anyio.Event()
-        box: list[T] = []
-        failure: list[BaseException] = []
-        key = object()
+        future: Future[T] = Future()
         with self._lock:
-            self._running[id(key)] = time.monotonic()
+            self._running[future] = time.monotonic()
 
         def finish() -> None:
             with self._lock:
-                self._running.pop(id(key), None)
+                self._running.pop(future, None)
             slots.release()
             done.set()
 
         def in_thread() -> None:
             try:
-                box.append(work())
+                future.set_result(work())
             except BaseException as exc:  # noqa: BLE001 -- handed to the caller
-                failure.append(exc)
+                future.set_exception(exc)
             finally:
                 # the loop is gone (the gateway stopped): nothing left to release
                 with contextlib.suppress(Exception):
@@ -105,18 +90,23 @@ class WorkerPool:
         threading.Thread(target=in_thread, name="csum-compaction", daemon=True).start()
         with anyio.move_on_after(until - time.monotonic()):
             await done.wait()
-        if failure:
-            raise failure[0]
-        return box[0] if box else None
+        return future.result() if future.done() else None
 
 
-class LoopStore:
-    """A :class:`~csum.stores.SummaryStore` whose calls run on the loop of ``token``."""
+class _OnLoop(Generic[S]):
+    """``inner``, its calls run on the loop of ``token``; closing it is the gateway's."""
 
-    def __init__(self, inner: SummaryStore, token: EventLoopToken) -> None:
-        self.inner = inner
+    def __init__(self, inner: S, token: EventLoopToken) -> None:
+        self.inner: S = inner
         self.token = token
-        self.name = inner.name
+        self.name: str = inner.name
+
+    async def aclose(self) -> None:
+        """Nothing: the gateway closes the store it owns."""
+
+
+class LoopStore(_OnLoop[SummaryStore]):
+    """A :class:`~csum.stores.SummaryStore` whose calls run on the loop of ``token``."""
 
     async def get(self, key: str) -> bytes | None:
         return anyio.from_thread.run(self.inner.get, key, token=self.token)
@@ -130,17 +120,9 @@ class LoopStore:
     async def release(self, key: str, token: str) -> None:
         anyio.from_thread.run(self.inner.release, key, token, token=self.token)
 
-    async def aclose(self) -> None:
-        """Nothing: the gateway closes the store it owns."""
 
-
-class LoopArchive:
+class LoopArchive(_OnLoop[ArchiveStore]):
     """An :class:`~csum.stores.ArchiveStore` whose calls run on the loop of ``token``."""
-
-    def __init__(self, inner: ArchiveStore, token: EventLoopToken) -> None:
-        self.inner = inner
-        self.token = token
-        self.name = inner.name
 
     async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
         anyio.from_thread.run(self.inner.put, session, batch, records, token=self.token)
@@ -153,6 +135,3 @@ class LoopArchive:
 
     async def delete_session(self, session: str) -> int:
         return anyio.from_thread.run(self.inner.delete_session, session, token=self.token)
-
-    async def aclose(self) -> None:
-        """Nothing: the gateway closes the store it owns."""

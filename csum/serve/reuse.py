@@ -12,7 +12,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import xxhash
 
@@ -69,8 +69,7 @@ def opening_count(values: Sequence[Any]) -> int | None:
     return next((i + 1 for i, item in enumerate(values) if _role(item) == "user"), None)
 
 
-@dataclass(frozen=True, slots=True)
-class Spliced:
+class Spliced(TypedDict):
     """A reused request's body and its sizes (see :class:`csum.serve.compaction.Outcome`),
     and the body as an object when asked for (for a translation)."""
 
@@ -78,7 +77,7 @@ class Spliced:
     bytes_before: int
     bytes_after: int
     tokens_saved: int
-    payload: dict[str, Any] | None = field(repr=False)
+    payload: dict[str, Any] | None
 
 
 def raw_prefix(
@@ -215,11 +214,10 @@ def matching(
     """The raw prefix (of the longest state, by ``prefix_len``) the request's first items
     hash to; None when none does or a longer state without one might match once decoded."""
     digests = hashes.digests([raw.items for _, raw in prefixes if raw is not None])
-    found: tuple[int, RawPrefix] | None = None
-    for length, raw in prefixes:
-        matched = raw is not None and digests[raw.items] == raw.digest
-        if matched and raw is not None and (found is None or length > found[0]):
-            found = (length, raw)
+    matched = [
+        (n, raw) for n, raw in prefixes if raw is not None and digests[raw.items] == raw.digest
+    ]
+    found = max(matched, key=lambda pair: pair[0], default=None)  # the first of the longest
     if found is None or any(raw is None and length > found[0] for length, raw in prefixes):
         return None
     return found[1]
@@ -310,11 +308,11 @@ def spliced(
     if as_object:
         payload = api.merged(scanned.payload, {k: json.loads(v) for k, v in history.items()})
     return Spliced(
-        composed(scanned.payload, api, other, pieces),
-        raw.history_bytes + new_bytes,
-        raw.sent_bytes + new_bytes,
-        raw.tokens_saved,
-        payload,
+        body=composed(scanned.payload, api, other, pieces),
+        bytes_before=raw.history_bytes + new_bytes,
+        bytes_after=raw.sent_bytes + new_bytes,
+        tokens_saved=raw.tokens_saved,
+        payload=payload,
     )
 
 
@@ -363,33 +361,10 @@ def _encoded(
     return items
 
 
-_MARKER = re.compile(r'"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}')
-_SPACE = " \t\n\r"
-
-
-def _without_markers(text: str) -> str:
-    """``text`` without its ``cache_control`` fields and the comma joining each."""
-    pieces: list[str] = []
-    at = 0
-    found = text.find('"cache_control"')
-    while found >= 0:
-        marker = _MARKER.match(text, found)
-        if marker is None:
-            found = text.find('"cache_control"', found + 1)
-            continue
-        start, end = found, marker.end()
-        before = len(text[at:start].rstrip(_SPACE)) + at
-        if before > at and text[before - 1] == ",":
-            start = before - 1  # ``, "cache_control": {...}``
-        else:
-            after = len(text) - len(text[end:].lstrip(_SPACE))
-            if text.startswith(",", after):
-                end = after + 1  # ``"cache_control": {...},`` first in its object
-        pieces.append(text[at:start])
-        at = end
-        found = text.find('"cache_control"', at)
-    pieces.append(text[at:])
-    return "".join(pieces)
+_MARKER = re.compile(
+    r'(,[ \t\n\r]*)?"cache_control"[ \t\n\r]*:[ \t\n\r]*\{[^{}]*\}(?(1)|(?:[ \t\n\r]*,)?)'
+)
+"""A ``cache_control`` field and the comma joining it (before it, else after it)."""
 
 
 def _blocks_unmarked(value: Any) -> Any:
@@ -410,7 +385,7 @@ def _unmarked_text(text: str, value: Any) -> str | None:
     ``value`` without them (a ``cache_control`` elsewhere)."""
     if '"cache_control"' not in text:
         return text
-    stripped = _without_markers(text)
+    stripped = _MARKER.sub("", text)
     try:
         same = json.loads(stripped) == _blocks_unmarked(value)
     except ValueError:

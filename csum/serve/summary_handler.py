@@ -46,9 +46,7 @@ class Credentials:
         auth = headers.get("authorization") or ""
         scheme, _, token = auth.partition(" ")
         bearer = token.strip() if scheme.lower() == "bearer" and token.strip() else None
-        if api_key is None and bearer is None:
-            return None
-        return cls(api_key, bearer)
+        return None if api_key is None and bearer is None else cls(api_key, bearer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,23 +76,17 @@ class SummaryHandlerFactory:
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
-        self.kind = config.summarizer
-        separate = self.kind in ("openai", "anthropic")
-        self._fixed = self._separate() if separate else SummaryHandler()
-
-    def _separate(self) -> SummaryHandler:
-        config = self.config
-        model = config.summarizer_model
-        if model is None:  # ServeConfig refuses it; said again for the type checker
-            raise ValueError(f"--summarizer {self.kind} needs --summarizer-model")
-        env = config.summarizer_key_env or _DEFAULT_KEY_ENV[self.kind]
-        key = os.environ.get(env)
-        if not key:
-            raise ValueError(f"--summarizer {self.kind}: the environment variable {env} is unset")
-        url = config.summarizer_url
-        return SummaryHandler(
-            _handler(self.kind, model, url, key), f"{self.kind}:{url or ''}:{model}"
-        )
+        self.kind = kind = config.summarizer
+        self._fixed = SummaryHandler()
+        if kind in _DEFAULT_KEY_ENV:  # a separate endpoint (ServeConfig requires its model)
+            model, url = config.summarizer_model or "", config.summarizer_url
+            env = config.summarizer_key_env or _DEFAULT_KEY_ENV[kind]
+            key = os.environ.get(env)
+            if not key:
+                raise ValueError(f"--summarizer {kind}: the environment variable {env} is unset")
+            self._fixed = SummaryHandler(
+                _handler(kind, model, url, key), f"{kind}:{url or ''}:{model}"
+            )
 
     def for_request(
         self, provider: str, model: object, credentials: Credentials | None

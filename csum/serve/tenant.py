@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from urllib.parse import parse_qsl
 
 __all__ = ["ANONYMOUS", "CREDENTIAL_HEADERS", "CREDENTIAL_QUERY_KEYS", "TenantKeys"]
@@ -31,20 +31,10 @@ class TenantKeys:
 
     def tenant_of(self, headers: Mapping[str, str], query: str) -> str:
         """The tenant of a request (32 hex digits, or :data:`ANONYMOUS`)."""
-        parts: list[str] = []
-        for name in CREDENTIAL_HEADERS:
-            value = headers.get(name)
-            if value:
-                parts.append(f"{name}\n{value}")
-        parts.extend(f"?{k}\n{v}" for k, v in _credential_params(query))
+        parts = [f"{name}\n{headers[name]}" for name in CREDENTIAL_HEADERS if headers.get(name)]
+        params = sorted((k, v) for k, v in parse_qsl(query) if k.lower() in CREDENTIAL_QUERY_KEYS)
+        parts.extend(f"?{k}\n{v}" for k, v in params)
         if not parts:
             return ANONYMOUS
         text = "\n\n".join(parts).encode("utf-8", "surrogateescape")
         return hmac.new(self._key, text, hashlib.sha256).hexdigest()[:32]
-
-
-def _credential_params(query: str) -> Iterable[tuple[str, str]]:
-    if not query:
-        return ()
-    pairs = parse_qsl(query, keep_blank_values=False)
-    return sorted((k, v) for k, v in pairs if k.lower() in CREDENTIAL_QUERY_KEYS)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from csum.serve.compaction import Outcome
 
-__all__ = ["annotate", "current_span", "outcome_attributes", "span", "tracer"]
+__all__ = ["annotate", "outcome_attributes", "span", "tracer"]
 
 Attributes = Mapping[str, str | int | float | bool]
 
@@ -25,28 +25,21 @@ def tracer() -> Any:
 
 
 @contextmanager
-def span(active: Any, name: str, attributes: Attributes) -> Iterator[Any]:
+def span(active: Any, name: str, attributes: Attributes) -> Iterator[None]:
     """A span named ``name`` from tracer ``active`` (nothing when it is None)."""
     if active is None:
-        yield None
+        yield
         return
-    with active.start_as_current_span(name, attributes=dict(attributes)) as current:
-        yield current
+    with active.start_as_current_span(name, attributes=dict(attributes)):
+        yield
 
 
-def current_span(active: Any) -> Any:
-    """The span in progress (None without a tracer)."""
-    if active is None:
-        return None
-    from opentelemetry import trace
+def annotate(active: Any, attributes: Attributes) -> None:
+    """Set ``attributes`` on the span in progress (nothing without a tracer ``active``)."""
+    if active is not None:
+        from opentelemetry import trace
 
-    return trace.get_current_span()
-
-
-def annotate(current: Any, attributes: Attributes) -> None:
-    """Set ``attributes`` on span ``current`` (nothing when it is None)."""
-    if current is not None:
-        current.set_attributes(dict(attributes))
+        trace.get_current_span().set_attributes(dict(attributes))
 
 
 def outcome_attributes(outcome: Outcome) -> dict[str, str | int]:

@@ -3,7 +3,7 @@ forwards a request and hands back the response unread, for relaying as it arrive
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import httpx
 
@@ -62,8 +62,8 @@ class Upstream:
     def __init__(self, config: ServeConfig) -> None:
         self.base = config.upstream.rstrip("/")
         self.limit = config.max_connections
-        self.in_flight = 0
-        self._open: set[int] = set()
+        self.in_flight: set[httpx.Request] = set()
+        """The requests sent and not closed yet."""
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout, pool=POOL_WAIT),
             limits=httpx.Limits(
@@ -82,29 +82,25 @@ class Upstream:
         method: str,
         path: str,
         query: str,
-        headers: Mapping[str, str] | list[tuple[str, str]],
+        headers: list[tuple[str, str]],
         body: bytes,
     ) -> httpx.Response:
         """The upstream's response to the client's ``path`` and raw ``query``, its body
         not read yet (close it with :meth:`close`)."""
-        if self.in_flight >= self.limit:
+        if len(self.in_flight) >= self.limit:
             raise UpstreamBusyError
         url = f"{self.base}{path}?{query}" if query else f"{self.base}{path}"
         request = self.client.build_request(method, url, headers=headers, content=body)
-        self.in_flight += 1
+        self.in_flight.add(request)
         try:
-            response = await self.client.send(request, stream=True)
+            return await self.client.send(request, stream=True)
         except BaseException:
-            self.in_flight -= 1
+            self.in_flight.discard(request)
             raise
-        self._open.add(id(response))
-        return response
 
     async def close(self, response: httpx.Response) -> None:
-        """Close ``response`` and count its request out of flight (once)."""
-        if id(response) in self._open:
-            self._open.discard(id(response))
-            self.in_flight -= 1
+        """Close ``response`` and count its request out of flight."""
+        self.in_flight.discard(response.request)
         await response.aclose()
 
     async def aclose(self) -> None:
