@@ -10,7 +10,6 @@ import random
 import secrets
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, ClassVar
 
@@ -44,25 +43,11 @@ CHARSETS: dict[str, str] = {
 
 _PLACEHOLDER = regex.compile(r"\{(?:r:(?P<len>[^:{}]*):(?P<cs>[^:{}]*)|(?P<f>f))\}")
 _FUNCTION_NAME_PATTERN = r"[^\s]+?"
-_MAX_ATTEMPTS = 64
-_MAX_UNUSED_ATTEMPTS = 64  # seeds generate_unused tries before giving up
+_MAX_ATTEMPTS = 64  # draws of a regex, or seeds of generate_unused, before giving up
 _MAX_RUN_LENGTH = 4096
 
-
-@dataclass(frozen=True, slots=True)
-class _Run:
-    """A ``{r:N:charset}`` run: N characters drawn from ``chars``."""
-
-    length: int
-    chars: str
-
-
-@dataclass(frozen=True, slots=True)
-class _FunctionName:
-    pass  # the ``{f}`` placeholder
-
-
-_Piece = str | _Run | _FunctionName
+_Piece = str | tuple[int, str] | None
+"""Literal text, a ``{r:N:charset}`` run as (N, characters), or None for ``{f}``."""
 
 
 @lru_cache(maxsize=64)
@@ -105,7 +90,7 @@ def _parse_template(pattern: str) -> tuple[_Piece, ...]:
         if match.start() > pos:
             pieces.append(_literal(pattern, pattern[pos : match.start()]))
         if match.group("f"):
-            pieces.append(_FunctionName())
+            pieces.append(None)
         else:
             length_text, charset = match.group("len"), match.group("cs")
             if not length_text.isdigit() or not 0 < int(length_text) <= _MAX_RUN_LENGTH:
@@ -119,7 +104,7 @@ def _parse_template(pattern: str) -> tuple[_Piece, ...]:
                     f"id template {pattern!r}: unknown charset {charset!r} in {match.group(0)};"
                     f" known charsets: {known}"
                 )
-            pieces.append(_Run(int(length_text), CHARSETS[charset]))
+            pieces.append((int(length_text), CHARSETS[charset]))
         pos = match.end()
     if pos < len(pattern):
         pieces.append(_literal(pattern, pattern[pos:]))
@@ -144,8 +129,8 @@ def _pieces_regex(pieces: tuple[_Piece, ...], function_name: str | None) -> str:
     for piece in pieces:
         if isinstance(piece, str):
             out.append(regex.escape(piece))
-        elif isinstance(piece, _Run):
-            out.append(f"[{regex.escape(piece.chars)}]{{{piece.length}}}")
+        elif piece is not None:
+            out.append(f"[{regex.escape(piece[1])}]{{{piece[0]}}}")
         elif function_name is None:
             out.append(_FUNCTION_NAME_PATTERN)
         else:
@@ -160,7 +145,7 @@ class IdTemplate:
     expression (``IdTemplate.from_regex(r"[a-zA-Z0-9]{9}")``). Immutable and hashable.
     """
 
-    __slots__ = ("_named", "_pieces", "is_regex", "pattern", "regex")
+    __slots__ = ("_pieces", "is_regex", "pattern", "regex")
 
     DEFAULT_FUNCTION_NAME: ClassVar[str] = "function"
 
@@ -168,19 +153,17 @@ class IdTemplate:
     is_regex: bool
     regex: Any
     _pieces: tuple[_Piece, ...]
-    _named: bool
 
     def __init__(self, pattern: str | IdTemplate) -> None:
         if isinstance(pattern, IdTemplate):  # a copy
             self._set(*(getattr(pattern, name) for name in IdTemplate.__slots__))
-            return
-        if not isinstance(pattern, str):
+        elif isinstance(pattern, str):
+            pieces = _parse_template(pattern)
+            self._set(pieces, False, pattern, regex.compile(_pieces_regex(pieces, None)))
+        else:
             raise TypeError(
                 f"id template must be a str or IdTemplate, not {type(pattern).__name__}"
             )
-        pieces = _parse_template(pattern)
-        named = any(isinstance(p, _FunctionName) for p in pieces)
-        self._set(named, pieces, False, pattern, regex.compile(_pieces_regex(pieces, None)))
 
     def _set(self, *values: Any) -> None:
         """Set the slots, in ``__slots__`` order (the instance is frozen after)."""
@@ -195,7 +178,7 @@ class IdTemplate:
         except regex.error as exc:
             raise IdTemplateError(f"invalid id regex {expression!r}: {exc}") from exc
         self = cls.__new__(cls)
-        self._set(False, (), True, expression, compiled)
+        self._set((), True, expression, compiled)
         return self
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -222,7 +205,7 @@ class IdTemplate:
     @property
     def uses_function_name(self) -> bool:
         """True when the template contains ``{f}``."""
-        return bool(self._named)
+        return None in self._pieces
 
     def matches(self, value: str, function_name: str | None = None) -> bool:
         """Whether ``value`` is an id of this format.
@@ -230,7 +213,7 @@ class IdTemplate:
         With ``function_name``, ``{f}`` must be exactly that name; without it, ``{f}``
         accepts any run of non-space characters.
         """
-        if function_name is not None and self._named:
+        if function_name is not None and None in self._pieces:
             # An empty name stands for none, as in ``generate``.
             name = function_name or self.DEFAULT_FUNCTION_NAME
             return _named_regex(self._pieces, name).fullmatch(value) is not None
@@ -265,7 +248,7 @@ class IdTemplate:
         """A seeded id not in ``used``, which it joins: the first of the seeds
         ``f"{seed}\x1f{attempt}"`` (attempt 0, 1, ...) that gives one; after 64 used
         ids, :class:`IdTemplateError` (a template too small for the chain)."""
-        for attempt in range(_MAX_UNUSED_ATTEMPTS):
+        for attempt in range(_MAX_ATTEMPTS):
             value = self.generate(function_name, seed=f"{seed}\x1f{attempt}")
             if value not in used:
                 used.add(value)
@@ -279,17 +262,18 @@ class IdTemplate:
         counter = 0
         out: list[str] = []
         for piece in self._pieces:
-            if type(piece) is str:
+            if isinstance(piece, str):
                 out.append(piece)
-            elif type(piece) is _Run:
-                table, delete = _translation(piece.chars)
+            elif piece is None:
+                out.append(function_name or self.DEFAULT_FUNCTION_NAME)
+            else:
+                length, chars = piece
+                table, delete = _translation(chars)
                 drawn = b""
-                while len(drawn) < piece.length:
+                while len(drawn) < length:
                     drawn += block(counter).translate(table, delete)
                     counter += 1
-                out.append(drawn[: piece.length].decode("ascii"))
-            else:
-                out.append(function_name or self.DEFAULT_FUNCTION_NAME)
+                out.append(drawn[:length].decode("ascii"))
         return "".join(out)
 
     @property
@@ -297,7 +281,7 @@ class IdTemplate:
         """How many distinct ids the random runs can produce (None for regex form)."""
         if self.is_regex:
             return None
-        return int(math.prod(len(p.chars) ** p.length for p in self._pieces if type(p) is _Run))
+        return int(math.prod(len(p[1]) ** p[0] for p in self._pieces if type(p) is tuple))
 
 
 @lru_cache(maxsize=1024)

@@ -25,7 +25,6 @@ __all__ = [
     "ReasoningScope",
     "Rule",
     "RuleDefinition",
-    "SystemPlacement",
     "get_provider",
     "media_matches",
     "register_provider",
@@ -52,16 +51,7 @@ class ReasoningPolicy(StrEnum):
     @property
     def signed(self) -> bool:
         """Whether the provider verifies reasoning signatures (foreign ones fail)."""
-        return self in _SIGNED_POLICIES
-
-
-_SIGNED_POLICIES = frozenset(
-    {
-        ReasoningPolicy.ENCRYPTED_ITEMS,
-        ReasoningPolicy.NATIVE_SIGNATURES,
-        ReasoningPolicy.THOUGHT_SIGNATURE,
-    }
-)
+        return self in ("encrypted-items", "native-signatures", "thought-signature")
 
 
 class ReasoningScope(StrEnum):
@@ -71,15 +61,6 @@ class ReasoningScope(StrEnum):
     """Every AI message with tool calls."""
     TOOL_CALL_TURNS = "tool-call-turns"
     """Every AI message of a turn (between two human messages) that made a tool call."""
-
-
-class SystemPlacement(StrEnum):
-    """Where the system prompt travels on the wire."""
-
-    MESSAGE = "message"
-    """An ordinary message with the system (or developer) role."""
-    TOP_LEVEL = "top-level"
-    """A request field (``system``, ``systemInstruction``); the codec hoists it."""
 
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -125,9 +106,7 @@ class ProviderProfile:
     unique_tool_call_ids: bool = False
     reasoning: ReasoningPolicy = ReasoningPolicy.STRIP
     reasoning_scope: ReasoningScope = ReasoningScope.TOOL_CALL_MESSAGES
-    system_placement: SystemPlacement = SystemPlacement.MESSAGE
     merges_same_role: bool = False
-    results_contiguous: bool = True
     needs_human_first: bool = False
     needs_ai_between_tool_and_human: bool = False
     system_anywhere: bool = False
@@ -158,7 +137,6 @@ class ProviderProfile:
         object.__setattr__(self, "errors", MappingProxyType(dict(self.errors)))
         object.__setattr__(self, "reasoning", ReasoningPolicy(self.reasoning))
         object.__setattr__(self, "reasoning_scope", ReasoningScope(self.reasoning_scope))
-        object.__setattr__(self, "system_placement", SystemPlacement(self.system_placement))
         object.__setattr__(self, "sources", tuple(self.sources))
         if self.user_media is not None:
             object.__setattr__(self, "user_media", frozenset(self.user_media))
@@ -237,7 +215,6 @@ _GEMINI_TOOL_MEDIA = frozenset(
 # Gemini and Vertex take the same chains (the Gemini 3 API behind both).
 _GEMINI: dict[str, object] = {
     "reasoning": ReasoningPolicy.THOUGHT_SIGNATURE,
-    "system_placement": SystemPlacement.TOP_LEVEL,
     "merges_same_role": True,
     "needs_human_first": True,
     "consecutive_humans_ok": True,
@@ -291,7 +268,6 @@ _BUILTINS = (
         id_pattern=_ANTHROPIC_IDS,
         unique_tool_call_ids=True,
         reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
-        system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
         consecutive_humans_ok=True,
@@ -322,7 +298,6 @@ _BUILTINS = (
         max_id_length=64,
         unique_tool_call_ids=True,
         reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
-        system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
         tools_with_tool_history=True,
