@@ -104,18 +104,6 @@ def _check_role(message: object, role: Role, what: str) -> None:
         raise ChainError(f"{what} must have role {role.value!r}, not {message.role.value!r}")
 
 
-def _header_size(system: Message | None, human: Message | None) -> int:
-    """The size of a header of these messages, checking their roles."""
-    size = 0
-    if system is not None:
-        _check_role(system, Role.SYSTEM, "Header.system_message")
-        size += system.size
-    if human is not None:
-        _check_role(human, Role.HUMAN, "Header.human_message")
-        size += human.size
-    return size
-
-
 @dataclass(frozen=True, slots=True)
 class Header:
     """The messages that open a section: the system message (first section only) and
@@ -126,16 +114,19 @@ class Header:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _set(self, "size", _header_size(self.system_message, self.human_message))
+        size = 0
+        for message, role in ((self.system_message, Role.SYSTEM), (self.human_message, Role.HUMAN)):
+            if message is not None:
+                _check_role(message, role, f"Header.{role.value}_message")
+                size += message.size
+        _set(self, "size", size)
 
     @classmethod
     def build(
         cls, system_message: Message | None = None, human_message: Message | None = None
     ) -> Header:
         """A header, checked like the constructor, its size taken from the messages."""
-        return _trusted_header(
-            system_message, human_message, _header_size(system_message, human_message)
-        )
+        return cls(system_message, human_message)
 
     def messages(self) -> list[Message]:
         """The header's messages in chain order."""
@@ -269,15 +260,14 @@ class BodyPair:
         # Every field is known valid here: built without re-validation (hot in csum).
         name, arguments = SUMMARIZATION_TOOL_NAME, SUMMARIZATION_TOOL_ARGS
         fields = {"id": call_id, "name": name, "arguments": arguments, "reasoning": reasoning}
-        call = _new_trusted(ToolCall, {"type": "tool_call", **fields})
+        call = _new_trusted(ToolCall, fields)
         prefix: tuple[Any, ...] = ()
         if reasoning_message is not None:
             _check_role(reasoning_message, Role.AI, "reasoning_message")
             prefix = tuple(p for p in reasoning_message.parts if type(p) is not ToolCall)
         ai_message = _trusted_message(Role.AI, (*prefix, call))
         fields = {"tool_call_id": call_id, "name": name, "content": text}
-        result = _new_trusted(ToolResult, {"type": "tool_result", **fields})
-        tool_message = _trusted_message(Role.TOOL, (result,))
+        tool_message = _trusted_message(Role.TOOL, (_new_trusted(ToolResult, fields),))
         size = ai_message.size + tool_message.size
         return _trusted_pair(BodyPairType.SUMMARIZATION, ai_message, (tool_message,), size)
 
@@ -289,18 +279,6 @@ class BodyPair:
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The calls of the AI message, in order."""
         return self.ai_message.tool_calls
-
-
-def _section_size(header: Header, body: tuple[BodyPair, ...]) -> int:
-    """The size of a section of these nodes, checking their types."""
-    if not isinstance(header, Header):
-        raise TypeError(f"Section.header must be a Header, not {type(header).__name__}")
-    size = header.size
-    for pair in body:
-        if type(pair) is not BodyPair and not isinstance(pair, BodyPair):
-            raise TypeError(f"Section.body holds BodyPair nodes, not {type(pair).__name__}")
-        size += pair.size
-    return size
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,13 +293,19 @@ class Section:
         body: Any = self.body  # lists are accepted too
         if not isinstance(body, tuple):
             _set(self, "body", tuple(body))
-        _set(self, "size", _section_size(self.header, self.body))
+        if not isinstance(self.header, Header):
+            raise TypeError(f"Section.header must be a Header, not {type(self.header).__name__}")
+        size = self.header.size
+        for pair in self.body:
+            if type(pair) is not BodyPair and not isinstance(pair, BodyPair):
+                raise TypeError(f"Section.body holds BodyPair nodes, not {type(pair).__name__}")
+            size += pair.size
+        _set(self, "size", size)
 
     @classmethod
     def build(cls, header: Header, body: Iterable[BodyPair] = ()) -> Section:
         """A section, checked like the constructor, its size taken from the children."""
-        pairs = body if type(body) is tuple else tuple(body)
-        return _trusted_section(header, pairs, _section_size(header, pairs))
+        return cls(header, body)  # type: ignore[arg-type]
 
     def evolve(
         self, *, header: Header | None = None, body: Iterable[BodyPair] | None = None
@@ -376,6 +360,7 @@ def _check_sections(sections: tuple[Section, ...]) -> None:
             )
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class ChainAST:
     """A parsed chain: immutable, sized, and convertible back to its messages.
 
@@ -383,13 +368,11 @@ class ChainAST:
     the sections it did not touch.
     """
 
-    __slots__ = ("sections", "size")
+    sections: tuple[Section, ...] = ()
+    size: int = field(init=False)
 
-    sections: tuple[Section, ...]
-    size: int
-
-    def __init__(self, sections: Iterable[Section] = ()) -> None:
-        sections = tuple(sections)
+    def __post_init__(self) -> None:
+        sections = tuple(self.sections)  # any iterable is accepted
         _check_sections(sections)
         _set(self, "sections", sections)
         _set(self, "size", sum(s.size for s in sections))
@@ -397,15 +380,7 @@ class ChainAST:
     @classmethod
     def build(cls, sections: Iterable[Section]) -> ChainAST:
         """A chain of these sections, checked like the constructor."""
-        nodes = sections if type(sections) is tuple else tuple(sections)
-        _check_sections(nodes)
-        return _trusted_chain(nodes)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"ChainAST is immutable; cannot set {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"ChainAST is immutable; cannot delete {name!r}")
+        return cls(sections)  # type: ignore[arg-type]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ChainAST):
@@ -437,12 +412,7 @@ class ChainAST:
         first message is not system/human or a system message comes later.
         """
         ast = _operation("parse_chain")(messages, repair=repair)
-        if cls is not ChainAST:
-            node = cls.__new__(cls)
-            _set(node, "sections", ast.sections)
-            _set(node, "size", ast.size)
-            return node
-        return ast  # type: ignore[return-value]
+        return ast if cls is ChainAST else cls(ast.sections)  # type: ignore[return-value]
 
     @classmethod
     def from_json(cls, data: str | bytes | bytearray, *, repair: bool = False) -> Self:
