@@ -268,7 +268,8 @@ def check_ids(items: list[Message], report: Report) -> None:
 def check_reasoning(items: list[Message], report: Report) -> None:
     """What the target's reasoning policy forbids or requires."""
     policy = report.profile.reasoning
-    check_foreign = report.foreign and policy.signed
+    # Signatures not checked: none, and the placeholder a thought-signature target takes.
+    unchecked = (b"", _FAKE_SIGNATURE if policy is ReasoningPolicy.THOUGHT_SIGNATURE else b"")
     # A turn is counted by the human messages so far; with TOOL_CALL_TURNS, every AI
     # message of a turn in which one calls a tool needs reasoning content.
     turn_of = list(itertools.accumulate(m.role is _HUMAN for m in items))
@@ -279,46 +280,29 @@ def check_reasoning(items: list[Message], report: Report) -> None:
     for index, message in enumerate(items):
         if message.role is not _AI:
             continue
-        first_call: ToolCall | None = None
-        first_call_position = 0
-        reasoned = False
-        for position, part in enumerate(message.parts):
-            if not isinstance(part, TextPart | ToolCall):
-                continue
-            if isinstance(part, ToolCall) and first_call is None:
-                first_call, first_call_position = part, position
-            reasoning = part.reasoning
-            if reasoning is None:
-                continue
-            reasoned = True
+        parts = message.parts
+        calls = [at for at, part in enumerate(parts) if type(part) is ToolCall]
+        reasoned = [at for at, part in enumerate(parts) if has_reasoning(part)]
+        for position in reasoned:
+            signature = parts[position].reasoning.signature  # type: ignore[union-attr]
             field = f"parts[{position}].reasoning"
             if policy is ReasoningPolicy.STRIP:
                 report.add(Rule.UNSUPPORTED_REASONING, index, field, position=position)
-            elif policy is ReasoningPolicy.NATIVE_SIGNATURES and not reasoning.signature:
+            elif policy is ReasoningPolicy.NATIVE_SIGNATURES and not signature:
                 report.add(Rule.UNSIGNED_REASONING, index, field, position=position)
-            elif (
-                check_foreign
-                and reasoning.signature
-                and not (
-                    policy is ReasoningPolicy.THOUGHT_SIGNATURE
-                    and reasoning.signature == _FAKE_SIGNATURE
-                )
-            ):
+            elif report.foreign and policy.signed and signature not in unchecked:
                 report.add(Rule.FOREIGN_SIGNATURE, index, field, position=position)
-        if policy is ReasoningPolicy.THOUGHT_SIGNATURE and first_call is not None:
-            signature = first_call.reasoning.signature if first_call.reasoning else b""
-            if not signature:
+        if policy is ReasoningPolicy.THOUGHT_SIGNATURE and calls:
+            first: ToolCall = parts[calls[0]]  # type: ignore[assignment]
+            if not (first.reasoning and first.reasoning.signature):
+                field = f"parts[{calls[0]}].reasoning"
                 report.add(
-                    Rule.MISSING_THOUGHT_SIGNATURE,
-                    index,
-                    f"parts[{first_call_position}].reasoning",
-                    name=first_call.name,
-                    position=first_call_position,
+                    Rule.MISSING_THOUGHT_SIGNATURE, index, field, name=first.name, position=calls[0]
                 )
         if (
             policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED
             and not reasoned
-            and (first_call is not None or turn_of[index] in turn_calls)
+            and (calls or turn_of[index] in turn_calls)
         ):
             report.add(Rule.MISSING_REASONING_CONTENT, index)
 

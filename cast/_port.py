@@ -33,10 +33,9 @@ from cast._rules import (
     Rule,
     implements,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST
+from cast.ast import BodyPair, BodyPairType, ChainAST, collector_paused
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.errors import ChainError
-from cast.ids import IdTemplate
 from cast.messages import (
     FIELD_PART_KINDS,
     BinaryPart,
@@ -57,6 +56,7 @@ from cast.transforms import (
     map_messages,
     map_section,
     map_tool_call_arguments,
+    normalize_tool_call_ids,
     sanitize_arguments,
 )
 
@@ -434,28 +434,10 @@ def _is_object(text: str) -> bool:
         return False
 
 
-class _AcceptedIds(IdTemplate):
-    """The target's template, matching exactly the ids the target accepts."""
-
-    __slots__ = ("_profile",)
-
-    _profile: ProviderProfile
-
-    def __init__(self, profile: ProviderProfile) -> None:
-        super().__init__(profile.id_template)  # copied, not parsed
-        object.__setattr__(self, "_profile", profile)
-
-    def matches(self, value: str, function_name: str | None = None) -> bool:
-        """Whether the target accepts ``value`` (the function name plays no part)."""
-        return self._profile.accepts_id(value)
-
-
-_accepted_ids = lru_cache(maxsize=64)(_AcceptedIds)
-
-
 @implements(FIX_IDS)
 def fix_ids(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    return ast.normalize_tool_call_ids(_accepted_ids(profile))
+    with collector_paused():  # as ChainAST.normalize_tool_call_ids does
+        return normalize_tool_call_ids(ast, profile.id_template, profile.accepts_id)
 
 
 # -- roles ----------------------------------------------------------------------------------

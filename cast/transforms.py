@@ -31,6 +31,7 @@ __all__ = [
     "map_messages",
     "map_section",
     "map_tool_call_arguments",
+    "normalize_tool_call_ids",
     "sanitize_arguments",
 ]
 
@@ -82,16 +83,18 @@ def _map_pair(pair: BodyPair, change: Callable[[Message], Message | None]) -> Bo
 
 
 @chain_operation("normalize_tool_call_ids")
-def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
-    """Give every tool call whose id does not fit ``template``, or repeats an id used
-    earlier in the chain, a new id generated from the template; its results follow.
+def normalize_tool_call_ids(
+    ast: ChainAST, template: TemplateLike, accepts: Callable[[str], bool] | None = None
+) -> ChainAST:
+    """Give every tool call whose id does not fit ``template`` (or ``accepts``, when
+    given: port's target), or repeats an id used earlier in the chain, a new id
+    generated from the template; its results follow.
 
     New ids are seeded by the old id, the function name and how many times that old id
     was replaced before, so appending to a chain never changes the ids already given.
     """
     tmpl = as_template(template)
     uses_name = tmpl.uses_function_name
-    matches = tmpl.matches
     # Pass 1: which ids are kept (fit the template, first occurrence), so new ids avoid them.
     kept_ids: set[str] = set()
     plan: dict[int, list[tuple[int, list[int]]]] = {}  # section -> (pair, calls to rename)
@@ -107,7 +110,8 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
                     continue
                 call_id = part.id
                 calls_per_name[part.name or tmpl.DEFAULT_FUNCTION_NAME] += 1
-                if call_id not in kept_ids and matches(call_id, part.name):  # {f}: that name
+                fits = tmpl.matches(call_id, part.name) if accepts is None else accepts(call_id)
+                if call_id not in kept_ids and fits:  # {f}: that name
                     kept_ids.add(call_id)
                 else:
                     rename.append(position)
