@@ -342,19 +342,10 @@ def handoff(
     )
     session_id = str(uuid_module.uuid4())
     moment = datetime.now(UTC)
+    codec = claude_code_session if agent == "claude-code" else codex_rollout
+    extra = {"model_provider": codex_provider()} if agent == "codex" else {}
     try:
-        if agent == "claude-code":
-            lines = claude_code_session.encode(
-                messages, session_id=session_id, cwd=folder, start=moment
-            )
-        else:
-            lines = codex_rollout.encode(
-                messages,
-                session_id=session_id,
-                cwd=folder,
-                model_provider=codex_provider(),
-                start=moment,
-            )
+        lines = codec.encode(messages, session_id=session_id, cwd=folder, start=moment, **extra)
     except ChainError as exc:
         raise InputError(f"cannot write the session for {_NAMES[agent]}: {exc}") from exc
     path = _target_path(agent, session_id, folder, moment)

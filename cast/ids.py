@@ -10,6 +10,7 @@ import random
 import secrets
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any, ClassVar
 
@@ -138,6 +139,7 @@ def _pieces_regex(pieces: tuple[_Piece, ...], function_name: str | None) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True, slots=True, init=False, repr=False)
 class IdTemplate:
     """A tool-call id format: ``matches`` checks an id, ``generate`` makes a new one.
 
@@ -145,28 +147,26 @@ class IdTemplate:
     expression (``IdTemplate.from_regex(r"[a-zA-Z0-9]{9}")``). Immutable and hashable.
     """
 
-    __slots__ = ("_pieces", "is_regex", "pattern", "regex")
-
     DEFAULT_FUNCTION_NAME: ClassVar[str] = "function"
 
     pattern: str
     is_regex: bool
-    regex: Any
-    _pieces: tuple[_Piece, ...]
+    regex: Any = field(compare=False)
+    _pieces: tuple[_Piece, ...] = field(compare=False)
 
     def __init__(self, pattern: str | IdTemplate) -> None:
         if isinstance(pattern, IdTemplate):  # a copy
             self._set(*(getattr(pattern, name) for name in IdTemplate.__slots__))
         elif isinstance(pattern, str):
             pieces = _parse_template(pattern)
-            self._set(pieces, False, pattern, regex.compile(_pieces_regex(pieces, None)))
+            self._set(pattern, False, regex.compile(_pieces_regex(pieces, None)), pieces)
         else:
             raise TypeError(
                 f"id template must be a str or IdTemplate, not {type(pattern).__name__}"
             )
 
     def _set(self, *values: Any) -> None:
-        """Set the slots, in ``__slots__`` order (the instance is frozen after)."""
+        """Set the fields, in order (the instance is frozen after)."""
         for name, value in zip(IdTemplate.__slots__, values, strict=True):
             object.__setattr__(self, name, value)
 
@@ -178,24 +178,13 @@ class IdTemplate:
         except regex.error as exc:
             raise IdTemplateError(f"invalid id regex {expression!r}: {exc}") from exc
         self = cls.__new__(cls)
-        self._set((), True, expression, compiled)
+        self._set(expression, True, compiled, ())
         return self
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"IdTemplate is immutable; cannot set {name!r}")
 
     def __repr__(self) -> str:
         if self.is_regex:
             return f"IdTemplate.from_regex({self.pattern!r})"
         return f"IdTemplate({self.pattern!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, IdTemplate):
-            return NotImplemented
-        return (self.pattern, self.is_regex) == (other.pattern, other.is_regex)
-
-    def __hash__(self) -> int:
-        return hash((IdTemplate, self.pattern, self.is_regex))
 
     def __reduce__(self) -> tuple[object, ...]:
         if self.is_regex:
