@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import operator
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -18,7 +18,7 @@ from cast._fast import (
     trusted_section,
     with_field,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation
+from cast.ast import BodyPair, ChainAST, Section, chain_operation
 from cast.errors import ChainError, IdTemplateError
 from cast.ids import TemplateLike, as_template
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
@@ -94,40 +94,36 @@ def normalize_tool_call_ids(
     was replaced before, so appending to a chain never changes the ids already given.
     """
     tmpl = as_template(template)
-    uses_name = tmpl.uses_function_name
-    # Pass 1: which ids are kept (fit the template, first occurrence), so new ids avoid them.
+    calls = [
+        part
+        for section in ast.sections
+        for pair in section.body
+        for part in pair.ai_message.parts
+        if type(part) is ToolCall
+    ]
+    # Pass 1: the calls kept (the id fits, {f}: with their name, and is its first use),
+    # whose ids the new ones avoid.
     kept_ids: set[str] = set()
-    plan: dict[int, list[tuple[int, list[int]]]] = {}  # section -> (pair, calls to rename)
-    # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
-    calls_per_name: Counter[str] = Counter()
-    for s_index, section in enumerate(ast.sections):
-        for p_index, pair in enumerate(section.body):
-            if pair.type is BodyPairType.COMPLETION:
-                continue
-            rename: list[int] = []
-            for position, part in enumerate(pair.ai_message.parts):
-                if type(part) is not ToolCall:
-                    continue
-                call_id = part.id
-                calls_per_name[part.name or tmpl.DEFAULT_FUNCTION_NAME] += 1
-                fits = tmpl.matches(call_id, part.name) if accepts is None else accepts(call_id)
-                if call_id not in kept_ids and fits:  # {f}: that name
-                    kept_ids.add(call_id)
-                else:
-                    rename.append(position)
-            if rename:
-                plan.setdefault(s_index, []).append((p_index, rename))
-    if not plan:
+    renames: list[bool] = []
+    for call in calls:
+        fits = tmpl.matches(call.id, call.name) if accepts is None else accepts(call.id)
+        renames.append(call.id in kept_ids or not fits)
+        if not renames[-1]:
+            kept_ids.add(call.id)
+    if not any(renames):
         return ast
+    # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
+    per_name = Counter(call.name or tmpl.DEFAULT_FUNCTION_NAME for call in calls)
+    needed = max(per_name.values()) if tmpl.uses_function_name else len(calls)
     capacity = tmpl.capacity
-    needed = max(calls_per_name.values()) if uses_name else calls_per_name.total()
     if capacity is not None and capacity < needed:
-        per = " per function name" if uses_name else ""
+        per = " per function name" if tmpl.uses_function_name else ""
         raise IdTemplateError(
             f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids"
             f"{per}, fewer than this chain needs ({needed})"
         )
     replaced: Counter[str] = Counter()  # old id -> how many times it was replaced
+    decisions = iter(renames)
 
     def new_id(old_id: str, name: str) -> str:
         """A new id, never one kept or given before (it joins ``kept_ids``)."""
@@ -135,34 +131,35 @@ def normalize_tool_call_ids(
         replaced[old_id] += 1
         return tmpl.generate_unused(name, seed=seed, used=kept_ids)
 
-    sections = list(ast.sections)
-    for s_index, plan_pairs in plan.items():
-        section = sections[s_index]
-        body = list(section.body)
-        for p_index, positions in plan_pairs:
-            body[p_index] = _rename_pair_calls(body[p_index], positions, new_id)
-        sections[s_index] = trusted_section(section.header, tuple(body))
+    sections: list[Section] = []
+    for section in ast.sections:
+        body = tuple(_rename_pair_calls(pair, decisions, new_id) for pair in section.body)
+        same = all(map(operator.is_, body, section.body))
+        sections.append(section if same else trusted_section(section.header, body))
     return trusted_chain(tuple(sections))
 
 
 def _rename_pair_calls(
-    pair: BodyPair, positions: list[int], new_id: Callable[[str, str], str]
+    pair: BodyPair, renames: Iterator[bool], new_id: Callable[[str, str], str]
 ) -> BodyPair:
-    """The pair with the calls at ``positions`` renamed and their results following (the
-    results of an id the pair repeats answer its calls in order)."""
+    """The pair with the calls ``renames`` marks (one flag per call) renamed and their
+    results following (the results of an id the pair repeats answer its calls in order)."""
     parts = list(pair.ai_message.parts)
     delta = 0
     final: dict[str, list[str]] = {}  # old id -> the final ids of its calls, in order
-    rename = set(positions)
+    renamed = False
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
             continue
         new = old_id = part.id
-        if position in rename:
+        if next(renames):
+            renamed = True
             new = new_id(old_id, part.name)
             parts[position] = with_field(part, "id", new)
             delta += utf8_len(new) - utf8_len(old_id)
         final.setdefault(old_id, []).append(new)
+    if not renamed:
+        return pair
     new_ai = trusted_message(Role.AI, tuple(parts), pair.ai_message.size + delta)
     tools: list[Message] = []
     for message in pair.tool_messages:
