@@ -49,12 +49,6 @@ __all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
 DEFAULT_ERROR_TEXTS: dict[str, str] = {rule: d.text for rule, d in RULES.items()}
 """chaincast's wording for each rule, used where a provider's own text is not known."""
 
-_AI = Role.AI
-_TOOL = Role.TOOL
-_HUMAN = Role.HUMAN
-_SYSTEM = Role.SYSTEM
-_FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
-
 
 @dataclass(frozen=True, slots=True)
 class Violation:
@@ -210,12 +204,12 @@ def pairing_problems(
     missing: dict[int, list[str]] = {}
     stray: dict[int, list[tuple[str, int]]] = {}
     for index, message in enumerate(items):
-        if message.role is not _AI:
+        if message.role is not Role.AI:
             continue
         calls = message.tool_calls
         pending = Counter(call.id for call in calls)
         after = index + 1
-        while after < len(items) and items[after].role is _TOOL:
+        while after < len(items) and items[after].role is Role.TOOL:
             for position, part in enumerate(items[after].parts):
                 if type(part) is not ToolResult:
                     continue
@@ -243,7 +237,7 @@ def check_ids(items: list[Message], report: Report) -> None:
     profile = report.profile
     seen: set[str] = set()
     for index, message in enumerate(items):
-        if message.role is not _AI:
+        if message.role is not Role.AI:
             continue
         call_number = 0
         for position, part in enumerate(message.parts):
@@ -269,16 +263,17 @@ def check_reasoning(items: list[Message], report: Report) -> None:
     """What the target's reasoning policy forbids or requires."""
     policy = report.profile.reasoning
     # Signatures not checked: none, and the placeholder a thought-signature target takes.
-    unchecked = (b"", _FAKE_SIGNATURE if policy is ReasoningPolicy.THOUGHT_SIGNATURE else b"")
+    fake_ok = policy is ReasoningPolicy.THOUGHT_SIGNATURE
+    unchecked = (b"", FAKE_GEMINI_SIGNATURE.encode() if fake_ok else b"")
     # A turn is counted by the human messages so far; with TOOL_CALL_TURNS, every AI
     # message of a turn in which one calls a tool needs reasoning content.
-    turn_of = list(itertools.accumulate(m.role is _HUMAN for m in items))
+    turn_of = list(itertools.accumulate(m.role is Role.HUMAN for m in items))
     turns = report.profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
     turn_calls = {
-        turn_of[i] for i, m in enumerate(items) if turns and m.role is _AI and m.tool_calls
+        turn_of[i] for i, m in enumerate(items) if turns and m.role is Role.AI and m.tool_calls
     }
     for index, message in enumerate(items):
-        if message.role is not _AI:
+        if message.role is not Role.AI:
             continue
         parts = message.parts
         calls = [at for at, part in enumerate(parts) if type(part) is ToolCall]
@@ -314,14 +309,14 @@ def check_thinking(items: list[Message], report: Report) -> None:
     if not report.thinking:
         return
     index = len(items) - 1
-    while index >= 0 and items[index].role is _HUMAN:
+    while index >= 0 and items[index].role is Role.HUMAN:
         index -= 1  # text after the results is part of the same user turn
     results = index
-    while index >= 0 and items[index].role is _TOOL:
+    while index >= 0 and items[index].role is Role.TOOL:
         index -= 1
-    if index == results or index < 0 or items[index].role is not _AI:
+    if index == results or index < 0 or items[index].role is not Role.AI:
         return  # no tool results in the last user turn: earlier thinking may go
-    while index > 0 and items[index - 1].role is _AI:
+    while index > 0 and items[index - 1].role is Role.AI:
         index -= 1
     parts = items[index].parts
     if not (parts and has_reasoning(parts[0])):
@@ -335,16 +330,16 @@ def check_thinking(items: list[Message], report: Report) -> None:
 def check_roles(items: list[Message], report: Report) -> None:
     """A system prompt followed by an AI message, and a human message right after a
     tool message."""
-    if items and items[0].role is _SYSTEM:
+    if items and items[0].role is Role.SYSTEM:
         # (A chain that opens with an AI or tool message is a first-message problem.)
         for index, message in enumerate(items):
-            if message.role is _HUMAN:
+            if message.role is Role.HUMAN:
                 break
-            if message.role is _AI:
+            if message.role is Role.AI:
                 report.add(Rule.FIRST_TURN_NOT_HUMAN, index)
                 break
     for index in range(1, len(items)):
-        if items[index].role is _HUMAN and items[index - 1].role is _TOOL:
+        if items[index].role is Role.HUMAN and items[index - 1].role is Role.TOOL:
             report.add(Rule.TOOL_THEN_HUMAN, index)
 
 
@@ -386,9 +381,9 @@ def check_content(items: list[Message], report: Report) -> None:
     for index, message in enumerate(items):
         role = message.role
         if (
-            role is not _SYSTEM
+            role is not Role.SYSTEM
             and is_empty(message)
-            and not (role is _AI and index == last and profile.empty_final_ai_ok)
+            and not (role is Role.AI and index == last and profile.empty_final_ai_ok)
         ):
             report.add(Rule.EMPTY_MESSAGE, index)
         place = role.value

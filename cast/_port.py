@@ -110,9 +110,6 @@ _DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD
 _FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
 _FAKE_SIGNED = Reasoning(signature=_FAKE_SIGNATURE)
 _EMPTY_REASONING = Reasoning()
-_AI = Role.AI
-_TOOL = Role.TOOL
-_COMPLETION = BodyPairType.COMPLETION
 
 
 class EncryptedCompactionError(ChainError):
@@ -269,8 +266,8 @@ def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Messag
     :data:`OPENING_HUMAN_TEXT` before an AI message that would open it (replays of
     earlier turns). Other chains come back unchanged."""
     items = [to_message(item, i) for i, item in enumerate(messages)]
-    out = list(itertools.dropwhile(lambda message: message.role is _TOOL, items))
-    if out and out[0].role is _AI:
+    out = list(itertools.dropwhile(lambda message: message.role is Role.TOOL, items))
+    if out and out[0].role is Role.AI:
         out.insert(0, trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),)))
     return out
 
@@ -308,7 +305,7 @@ def fix_content(items: list[Message], profile: ProviderProfile, same: bool) -> l
     out: list[Message] = []
     moved: list[Any] = []  # media leaving the current run of tool messages
     for message in [*items, None]:
-        if moved and (message is None or message.role is not _TOOL):
+        if moved and (message is None or message.role is not Role.TOOL):
             out.append(trusted_message(Role.HUMAN, (TextPart(text=MOVED_MEDIA_TEXT), *moved)))
             moved = []
         if message is not None:
@@ -398,15 +395,15 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
     out: list[Message] = []
     after_calls = False  # in the run of tool messages after an AI message
     for index, message in enumerate(items):
-        if message.role is _TOOL and after_calls:
+        if message.role is Role.TOOL and after_calls:
             drop = {position for _, position in stray.get(index, ())}
             kept = tuple(p for at, p in enumerate(message.parts) if at not in drop)
             if not any(type(p) is ToolResult for p in kept):
                 continue
             if drop:
-                message = trusted_message(_TOOL, kept)  # noqa: PLW2901
+                message = trusted_message(Role.TOOL, kept)  # noqa: PLW2901
         else:
-            after_calls = message.role is _AI
+            after_calls = message.role is Role.AI
         out.append(message)
     return out
 
@@ -471,13 +468,13 @@ def fix_empty(messages: list[Message], profile: ProviderProfile, same: bool) -> 
     """No empty message reaches any provider: empty human messages get
     :data:`OPENING_HUMAN_TEXT`, empty AI messages :data:`EMPTY_ANSWER_TEXT`, but a last
     one, which is dropped (docs/providers.md)."""
-    if messages and messages[-1].role is _AI and is_empty(messages[-1]):
+    if messages and messages[-1].role is Role.AI and is_empty(messages[-1]):
         messages.pop()
     for index, message in enumerate(messages):
         role = message.role
         if role is Role.SYSTEM or not is_empty(message):
             continue
-        text = EMPTY_ANSWER_TEXT if role is _AI else OPENING_HUMAN_TEXT
+        text = EMPTY_ANSWER_TEXT if role is Role.AI else OPENING_HUMAN_TEXT
         messages[index] = trusted_message(role, (TextPart(text=text),))
     return messages
 
@@ -503,7 +500,7 @@ def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainA
     # Every AI message of a section (a turn) in which one calls tools.
     change = partial(_with_reasoning_content, whole_turn=True)
     sections = tuple(
-        map_section(s, change) if any(p.type is not _COMPLETION for p in s.body) else s
+        map_section(s, change) if any(p.type is not BodyPairType.COMPLETION for p in s.body) else s
         for s in ast.sections
     )
     return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(sections)
@@ -536,7 +533,7 @@ def without_reasoning(
 
 def _with_thought_signature(message: Message) -> Message | None:
     """The first tool call signed (with the placeholder Gemini accepts) when it is not."""
-    if message.role is not _AI:
+    if message.role is not Role.AI:
         return None
     parts = message.parts
     for position, part in enumerate(parts):
@@ -551,7 +548,7 @@ def _with_thought_signature(message: Message) -> Message | None:
         signed = Reasoning(content=content, signature=_FAKE_SIGNATURE) if content else _FAKE_SIGNED
         new_parts = list(parts)
         new_parts[position] = with_field(part, "reasoning", signed)
-        return trusted_message(_AI, tuple(new_parts))
+        return trusted_message(Role.AI, tuple(new_parts))
     return None
 
 
@@ -560,15 +557,15 @@ def _with_reasoning_content(message: Message, whole_turn: bool = False) -> Messa
     carries none, where the OpenAI codec reads it back from: the first non-empty text,
     else the first tool call, else a new empty text part."""
     parts = message.parts
-    if message.role is not _AI or any(map(has_reasoning, parts)):
+    if message.role is not Role.AI or any(map(has_reasoning, parts)):
         return None
     texts = [at for at, part in enumerate(parts) if type(part) is TextPart and part.text]
     calls = [at for at, part in enumerate(parts) if type(part) is ToolCall]
     if not (whole_turn or calls):
         return None
     if not (texts or calls):
-        return trusted_message(_AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
+        return trusted_message(Role.AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
     target = (texts or calls)[0]
     new_parts = list(parts)
     new_parts[target] = with_field(parts[target], "reasoning", _EMPTY_REASONING)
-    return trusted_message(_AI, tuple(new_parts))
+    return trusted_message(Role.AI, tuple(new_parts))
