@@ -83,8 +83,7 @@ class _Fields(dict[str, Any]):
 
 @dataclass(slots=True)
 class Report:
-    """What a lint run found, and what its checks need to know; :meth:`add` drops the
-    rules that do not apply to the target, so the rules decide who refuses what."""
+    """What a lint run found and its checks read; ``add`` keeps only rules the target applies."""
 
     profile: ProviderProfile
     foreign: bool
@@ -199,8 +198,7 @@ def check_structure(items: list[Message], report: Report) -> None:
 def pairing_problems(
     items: list[Message],
 ) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, int]]]]:
-    """By AI message, its calls left without a result in the tool messages right after
-    it; by such tool message, its results that answer none (id, part)."""
+    """Per AI message, its unanswered calls; per tool message, its stray results (id, part)."""
     missing: dict[int, list[str]] = {}
     stray: dict[int, list[tuple[str, int]]] = {}
     for index, message in enumerate(items):
@@ -304,8 +302,7 @@ def check_reasoning(items: list[Message], report: Report) -> None:
 
 @implements(CHECK_THINKING)
 def check_thinking(items: list[Message], report: Report) -> None:
-    """With thinking on: the assistant turn (consecutive AI messages, which the provider
-    merges) before a final user turn holding tool results must open with thinking."""
+    """With thinking on: the assistant turn the last tool results answer must open with thinking."""
     if not report.thinking:
         return
     index = len(items) - 1
@@ -328,8 +325,7 @@ def check_thinking(items: list[Message], report: Report) -> None:
 
 @implements(CHECK_ROLES)
 def check_roles(items: list[Message], report: Report) -> None:
-    """A system prompt followed by an AI message, and a human message right after a
-    tool message."""
+    """A system prompt followed by an AI message; a human message right after a tool message."""
     if items and items[0].role is Role.SYSTEM:
         # (A chain that opens with an AI or tool message is a first-message problem.)
         for index, message in enumerate(items):
@@ -347,8 +343,7 @@ def check_roles(items: list[Message], report: Report) -> None:
 
 
 def media_of(part: ImagePart | BinaryPart) -> tuple[str, bool]:
-    """The media type of a media part (``image/*`` for an image URL naming none,
-    ``application/octet-stream`` for ``text/*`` bytes not UTF-8), and whether by URL."""
+    """A media part's type (``image/*`` for an untyped image URL) and whether it is by URL."""
     if isinstance(part, BinaryPart):
         if part.mime_type.startswith("text/"):
             try:
@@ -374,8 +369,7 @@ def is_empty(message: Message) -> bool:
 
 @implements(CHECK_CONTENT)
 def check_content(items: list[Message], report: Report) -> None:
-    """Media the provider cannot take where it stands, blocks of another provider, and
-    empty messages where the provider refuses them."""
+    """Media the target cannot take where it stands, other providers' blocks, empty messages."""
     profile = report.profile
     last = len(items) - 1
     for index, message in enumerate(items):

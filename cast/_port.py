@@ -300,8 +300,7 @@ def fix_system(items: list[Message], profile: ProviderProfile, same: bool) -> li
 
 @implements(FIX_CONTENT)
 def fix_content(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
-    """Kept blocks, media and tool errors made acceptable to the target; media a tool
-    result cannot hold move to a human message after the run of tool messages."""
+    """Kept blocks, media and tool errors made acceptable; media a result cannot hold moved."""
     out: list[Message] = []
     moved: list[Any] = []  # media leaving the current run of tool messages
     for message in [*items, None]:
@@ -367,8 +366,7 @@ def _describe(part: ImagePart | BinaryPart, mime: str, url: bool) -> str:
 
 
 def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
-    """A kept block as text for another target: its own text when it is text with
-    extra fields (citations, cache control), else a note quoting the block."""
+    """A kept block as text: a text block's own text, else a note quoting the block."""
     try:
         block = loads_strict(part.data)
     except ValueError:
@@ -442,8 +440,7 @@ def fix_ids(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
 
 @implements(FIX_ROLES)
 def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    """An opening human message where the target needs one, and an AI message between
-    a tool result and the next human message where the target needs one."""
+    """An opening human message, and an AI one between a tool and a human message, as needed."""
     sections = list(ast.sections)
     if profile.needs_human_first and sections:
         first = sections[0]
@@ -484,8 +481,7 @@ def fix_empty(messages: list[Message], profile: ProviderProfile, same: bool) -> 
 
 @implements(FIX_REASONING)
 def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    """Reasoning kept only where the target takes it back from this source, then what
-    the target's policy requires added (a thought signature, empty reasoning content)."""
+    """Reasoning kept only where the target takes it from this source, then what its policy adds."""
     policy = profile.reasoning
     if not same or policy is ReasoningPolicy.STRIP:
         ast = map_messages(ast, without_reasoning)

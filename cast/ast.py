@@ -165,8 +165,7 @@ def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> s
 def _checked_pair(
     ai_message: Message, tool_messages: tuple[Message, ...], declared: BodyPairType | None
 ) -> tuple[BodyPairType, int]:
-    """The type and size of a pair of these messages, checking roles, the declared type
-    and that every result answers a call of the pair."""
+    """A pair's type and size, checking roles, the declared type and the pairing."""
     _check_role(ai_message, Role.AI, "BodyPair.ai_message")
     size = ai_message.size
     for message in tool_messages:
@@ -339,8 +338,7 @@ class Section:
 
 
 def _check_sections(sections: tuple[Section, ...]) -> None:
-    """What the parser can produce: every section opens with a system or human message;
-    only the last, or one right before a section a system message opens, has no body."""
+    """Each section has an opener; only the last, or one before a system one, may lack a body."""
     last = len(sections) - 1
     for index, section in enumerate(sections):
         if not isinstance(section, Section):
@@ -550,9 +548,7 @@ def _operation(name: str) -> Callable[..., ChainAST]:
 
 
 def _mutable_twin(cls: type) -> Any:
-    """A mutable class of ``cls``'s slot layout: a node is filled by plain slot stores,
-    then made a ``cls`` by one ``__class__`` assignment (which checks the layouts match),
-    fewer steps than an ``object.__setattr__`` per field."""
+    """A mutable class of ``cls``'s slots, made a ``cls`` once filled (fast build)."""
     return type(f"_Mutable{cls.__name__}", (), {"__slots__": cls.__dict__["__slots__"]})
 
 

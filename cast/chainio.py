@@ -227,8 +227,7 @@ class _Reader:
         return value
 
     def _container(self) -> Any:
-        """The array or object at the cursor: each element, and each member but an array
-        (read the same way), parsed whole by itself."""
+        """The array or object at the cursor, each element (and non-array member) parsed whole."""
         is_object = self.text[self.pos] == "{"
         close = "}" if is_object else "]"
         self.pos += 1
@@ -399,8 +398,7 @@ _LONE_SURROGATE = regex.compile("[\ud800-\udfff]")
 
 
 def _replace_lone_surrogates(value: Any, path: str, replaced: list[str]) -> Any:
-    """``value`` with every (lone, after ``json.loads``) surrogate in its strings and keys
-    replaced by U+FFFD; the paths of the strings changed go to ``replaced``."""
+    """``value`` with lone surrogates made U+FFFD; changed paths go to ``replaced``."""
     if isinstance(value, str):
         if value.isascii() or _LONE_SURROGATE.search(value) is None:
             return value
@@ -472,8 +470,7 @@ def _write_text(
     *,
     final_newline: bool = True,
 ) -> None:
-    """Write the text ``chunks`` and a line break to ``target`` (atomically) or standard
-    output (once whole); ``what`` names the value in a nesting error."""
+    """Write ``chunks`` and a line break to ``target`` (atomically) or standard output."""
     to_stdout = target is None or target == "-"
     try:
         if to_stdout:

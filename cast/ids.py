@@ -53,8 +53,7 @@ _Piece = str | tuple[int, str] | None
 
 @lru_cache(maxsize=64)
 def _translation(chars: str) -> tuple[bytes, bytes]:
-    """A bytes.translate table mapping each byte to a char; bytes past the last full
-    multiple of ``len(chars)`` are deleted (rejection sampling keeps it unbiased)."""
+    """A bytes.translate table of ``chars``, deleting the bytes that would bias it."""
     base = len(chars)
     accepted = 256 - 256 % base
     table = bytes(ord(chars[b % base]) if b < accepted else 0 for b in range(256))

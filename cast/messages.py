@@ -125,8 +125,7 @@ _FIELD_TYPES: dict[type[BaseModel], dict[str, tuple[type, ...]]] = {}
 
 
 def _field_types(cls: type[BaseModel]) -> dict[str, tuple[type, ...]]:
-    """The types each field of ``cls`` accepts, read once from its annotations; literal
-    tags are left out (they never change)."""
+    """The types each field of ``cls`` accepts (literal tags left out), read once."""
     table = _FIELD_TYPES.get(cls)
     if table is None:
         table = _FIELD_TYPES[cls] = {}
@@ -377,8 +376,7 @@ _DEFAULTS: dict[type[Any], tuple[dict[str, Any], set[str]]] = {}
 
 
 def _new_trusted(cls: type[_M], fields: dict[str, Any], size: int | None = None) -> _M:
-    """A ``cls`` model of ``fields`` (the others default), not validated; ``size`` is a
-    message's cached size."""
+    """A ``cls`` model of ``fields`` (others default), not validated; ``size``: a message's size."""
     obj = object.__new__(cls)
     known = _DEFAULTS.get(cls)
     if known is None:

@@ -142,8 +142,7 @@ def normalize_tool_call_ids(
 def _rename_pair_calls(
     pair: BodyPair, renames: Iterator[bool], new_id: Callable[[str, str], str]
 ) -> BodyPair:
-    """The pair with the calls ``renames`` marks (one flag per call) renamed and their
-    results following (the results of an id the pair repeats answer its calls in order)."""
+    """The pair with the calls ``renames`` flags renamed; their results follow."""
     parts = list(pair.ai_message.parts)
     delta = 0
     final: dict[str, list[str]] = {}  # old id -> the final ids of its calls, in order
@@ -286,8 +285,7 @@ def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Mess
 
 @chain_operation("sanitize_tool_call_arguments")
 def _sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
-    """Escape raw control characters inside JSON strings of tool-call arguments;
-    arguments still not valid JSON become ``"{}"``."""
+    """Control characters in argument strings escaped; arguments still not JSON become ``{}``."""
     return map_messages(ast, partial(map_tool_call_arguments, fix=sanitize_arguments))
 
 
@@ -296,8 +294,7 @@ def _sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
 
 @chain_operation("append_human_message")
 def _append_human_message(ast: ChainAST, text: str) -> ChainAST:
-    """Add human text: a new section after a body (or in an empty chain), else the open
-    section's human message, or a new part of it."""
+    """Human text: a new section after a body, else into the open section's header."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     part = TextPart(text=text)
@@ -315,8 +312,7 @@ def _append_human_message(ast: ChainAST, text: str) -> ChainAST:
 
 @chain_operation("add_tool_response")
 def _add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str) -> ChainAST:
-    """Set the result of the (latest) tool call with this id: its content replaced, or
-    the missing result added; no such call is a :class:`ChainError`."""
+    """The latest call with this id gets its result's content replaced or its result added."""
     sections = ast.sections
     for s_index in range(len(sections) - 1, -1, -1):
         section = sections[s_index]
