@@ -107,9 +107,9 @@ def write_atomic(target: str | os.PathLike[str], chunks: Iterable[str]) -> None:
         mode: int | None = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = None
-    temporary = _create_temporary(path)
+    temporary, stream = _create_temporary(path)
     try:
-        with open(temporary, "w", encoding="utf-8", errors="strict", newline="") as stream:
+        with stream:
             batch: list[str] = []
             pending = 0
             for chunk in chunks:
@@ -132,16 +132,12 @@ def write_atomic(target: str | os.PathLike[str], chunks: Iterable[str]) -> None:
     _sync_folder(path.parent)
 
 
-def _create_temporary(path: Path) -> Path:
-    """A new empty file beside ``path`` (mode 0o666 less the umask, as ``open`` gives)."""
+def _create_temporary(path: Path) -> tuple[Path, TextIO]:
+    """A new file beside ``path``, open for UTF-8 text (mode 0o666 less the umask)."""
     for attempt in range(100):
         candidate = path.with_name(f".{path.name}.{os.getpid()}.{attempt}.tmp")
-        try:
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return candidate
+        with contextlib.suppress(FileExistsError):
+            return candidate, open(candidate, "x", encoding="utf-8", newline="")
     raise FileExistsError(f"cannot create a temporary file beside {path}")
 
 
