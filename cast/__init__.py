@@ -110,11 +110,15 @@ __all__ = [
 ]
 
 
+_FROM_CODECS = frozenset({"register_codec", "unregister_codec"})
+
+
 def __getattr__(name: str) -> _Any:
     """``cast.codecs`` (and :func:`register_codec` from it) loads on first use, so
     ``import cast`` stays light."""
-    if name in ("codecs", "register_codec", "unregister_codec"):
-        import cast.codecs
+    if name == "codecs" or name in _FROM_CODECS:
+        import importlib
 
-        return cast.codecs if name == "codecs" else getattr(cast.codecs, name)
+        codecs = importlib.import_module("cast.codecs")
+        return codecs if name == "codecs" else getattr(codecs, name)
     raise AttributeError(f"module 'cast' has no attribute {name!r}")
