@@ -90,14 +90,10 @@ class Report:
     declared: frozenset[str] | None
     thinking: bool = False
     found: list[Violation] = field(default_factory=list)
-    applying: frozenset[Rule] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.applying = _applying(self.profile)
 
     def add(self, rule: Rule, index: int | None, field: str = "", **values: Any) -> None:
         """Record ``rule`` broken at message ``index`` (``field`` inside it)."""
-        if rule not in self.applying:
+        if rule not in _applying(self.profile):
             return
         verbatim = rule in self.profile.errors
         text = self.profile.errors[rule] if verbatim else DEFAULT_ERROR_TEXTS[rule]
@@ -237,10 +233,8 @@ def check_ids(items: list[Message], report: Report) -> None:
     for index, message in enumerate(items):
         if message.role is not Role.AI:
             continue
-        call_number = 0
-        for position, part in enumerate(message.parts):
-            if type(part) is not ToolCall:
-                continue
+        calls = [(at, part) for at, part in enumerate(message.parts) if type(part) is ToolCall]
+        for call_number, (position, part) in enumerate(calls):
             call_id = part.id
             field = f"parts[{position}].id"
             values = {"id": call_id, "position": position, "call": call_number}
@@ -250,7 +244,6 @@ def check_ids(items: list[Message], report: Report) -> None:
             if call_id in seen:
                 report.add(Rule.DUPLICATE_TOOL_CALL_ID, index, field, **values)
             seen.add(call_id)
-            call_number += 1
 
 
 # -- reasoning ------------------------------------------------------------------------------

@@ -347,9 +347,7 @@ def _port_parts(
                 note = f"{what} omitted: {profile.name} takes none in a {place} message"
             new.append(TextPart(text=f"[{note}]"))
         elif isinstance(part, ToolResult) and part.is_error and not profile.tool_error_flag:
-            content = part.content
-            if not content.startswith(TOOL_ERROR_PREFIX):
-                content = TOOL_ERROR_PREFIX + content
+            content = TOOL_ERROR_PREFIX + part.content.removeprefix(TOOL_ERROR_PREFIX)
             new.append(ToolResult(tool_call_id=part.tool_call_id, name=part.name, content=content))
         else:
             new.append(part)

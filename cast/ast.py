@@ -451,12 +451,7 @@ class ChainAST:
     @property
     def message_count(self) -> int:
         """How many messages the chain holds."""
-        return sum(
-            (section.header.system_message is not None)
-            + (section.header.human_message is not None)
-            + sum(1 + len(pair.tool_messages) for pair in section.body)
-            for section in self.sections
-        )
+        return len(self.to_messages())
 
     def system_messages(self) -> tuple[Message, ...]:
         """Every system message of the chain in order: the system prompt and those sent

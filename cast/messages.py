@@ -304,10 +304,8 @@ class Message(_Frozen):
         unknown = set(changes) - {"role", "parts"}
         if unknown:
             raise TypeError(f"Message.evolve: no field {sorted(unknown)[0]!r} to change")
-        message: Any = Message.from_parts(
-            changes.get("role", self.role), changes.get("parts", self.parts)
-        )
-        return message  # type: ignore[no-any-return]
+        role, parts = changes.get("role", self.role), changes.get("parts", self.parts)
+        return Message.from_parts(role, parts)  # type: ignore[return-value]
 
     def model_copy(self, *, update: Any = None, deep: bool = False) -> Message:
         """Copy, recomputing the size when fields change."""
