@@ -213,8 +213,7 @@ def _measure(messages: Sequence[Message], budget: Any) -> int:
         return sum(m.size for m in messages)
     from csum.tokens import EstimatedTokens
 
-    counter = EstimatedTokens()
-    return sum(counter.count(m) for m in messages)
+    return sum(map(EstimatedTokens().count, messages))
 
 
 def _fit(
