@@ -197,9 +197,7 @@ class BodyPair:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        tool_messages: Any = self.tool_messages  # lists are accepted too
-        if not isinstance(tool_messages, tuple):
-            _set(self, "tool_messages", tuple(tool_messages))
+        _set(self, "tool_messages", tuple(self.tool_messages))  # lists are accepted too
         declared = BodyPairType(self.type)
         _set(self, "type", declared)
         _set(self, "size", _checked_pair(self.ai_message, self.tool_messages, declared)[1])
@@ -289,9 +287,7 @@ class Section:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        body: Any = self.body  # lists are accepted too
-        if not isinstance(body, tuple):
-            _set(self, "body", tuple(body))
+        _set(self, "body", tuple(self.body))  # lists are accepted too
         if not isinstance(self.header, Header):
             raise TypeError(f"Section.header must be a Header, not {type(self.header).__name__}")
         size = self.header.size

@@ -74,14 +74,12 @@ def _bytes_from_json(value: Any) -> Any:
     return value
 
 
-def _bytes_to_json(value: bytes) -> str:
-    return base64.b64encode(value).decode("ascii")
-
-
 Base64Bytes: TypeAlias = Annotated[
     bytes,
     BeforeValidator(_bytes_from_json),
-    PlainSerializer(_bytes_to_json, return_type=str, when_used="json"),
+    PlainSerializer(
+        lambda v: base64.b64encode(v).decode("ascii"), return_type=str, when_used="json"
+    ),
 ]
 
 

@@ -231,7 +231,6 @@ _BUILTINS = (
         "openai",
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
         max_id_length=40,
-        reasoning=ReasoningPolicy.STRIP,
         consecutive_humans_ok=True,
         system_anywhere=True,
         user_media=IMAGE_TYPES | {"audio/wav", "audio/mp3", "application/pdf"},
@@ -344,7 +343,6 @@ _BUILTINS = (
         "{r:9:x}",
         id_pattern=r"[a-zA-Z0-9]{9}",
         max_id_length=9,
-        reasoning=ReasoningPolicy.STRIP,
         needs_ai_between_tool_and_human=True,
         sources=(
             "anomalyco/opencode#1680",
@@ -393,7 +391,6 @@ _BUILTINS = (
         "groq",
         "openai",
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
-        reasoning=ReasoningPolicy.STRIP,
         sources=("tashfeenahmed/freellmapi#1070", "janhq/jan#8136"),
     ),
 )
