@@ -12,9 +12,7 @@ from typing import Any, Literal
 
 from cast._fast import (
     trusted_chain,
-    trusted_header,
     trusted_message,
-    trusted_section,
     with_field,
 )
 from cast._lint import is_cache_point, is_empty, media_of, pairing_problems
@@ -444,17 +442,14 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
         first = sections[0]
         if first.header.human_message is None and first.body:
             human = trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),))
-            system = first.header.system_message
-            header = trusted_header(system, human, first.header.size + human.size)
-            sections[0] = trusted_section(header, first.body, first.size + human.size)
+            sections[0] = first.evolve(header=first.header.evolve(human_message=human))
     if profile.needs_ai_between_tool_and_human:
         # Every section after the first opens with a human message.
         for index in range(len(sections) - 1):
             section = sections[index]
             if section.body and section.body[-1].tool_messages:
                 bridge = BodyPair.completion(TOOL_BRIDGE_TEXT)
-                body = (*section.body, bridge)
-                sections[index] = trusted_section(section.header, body, section.size + bridge.size)
+                sections[index] = section.evolve(body=(*section.body, bridge))
     return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(tuple(sections))
 
 
