@@ -382,9 +382,7 @@ def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
 
 @implements(FIX_PAIRING)
 def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
-    """Results that answer no call of the AI message before them (or one a second time)
-    removed, and tool messages left without results; the parse with repair that follows
-    drops orphan tool messages, adds fallback results and merges human messages."""
+    """Stray results (and tool messages left without one) removed before the repairing parse."""
     _, stray = pairing_problems(items)
     out: list[Message] = []
     after_calls = False  # in the run of tool messages after an AI message
@@ -455,9 +453,7 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
 
 @implements(FIX_EMPTY)
 def fix_empty(messages: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
-    """No empty message reaches any provider: empty human messages get
-    :data:`OPENING_HUMAN_TEXT`, empty AI messages :data:`EMPTY_ANSWER_TEXT`, but a last
-    one, which is dropped (docs/providers.md)."""
+    """No empty message: human and AI ones get a text, but a last empty AI message goes."""
     if messages and messages[-1].role is Role.AI and is_empty(messages[-1]):
         messages.pop()
     for index, message in enumerate(messages):
