@@ -269,9 +269,7 @@ def _write_new(path: Path, lines: list[dict[str, Any]], agent: Agent) -> None:
             directory.mkdir()
             created.append(directory)
         with path.open("x", encoding="utf-8") as handle:
-            for line in lines:
-                handle.write(json.dumps(line, ensure_ascii=False))
-                handle.write("\n")
+            handle.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     except OSError as exc:
         if path.exists() and not isinstance(exc, FileExistsError):
             path.unlink()
