@@ -155,10 +155,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     messages, fmt = decode_owned_chain(payload, args.format)
     del payload
     issues = diagnose(messages)
-    fatal = [issue for issue in issues if issue.fatal]
-    if fatal:
-        raise ChainError(fatal[0].message, index=fatal[0].index, rule=fatal[0].rule)
-    ast = parse_chain(messages, repair=True)
+    ast = parse_chain(messages, repair=True)  # raises for what repair cannot fix (rule 1)
     print(f"format: {fmt}", file=out)
     for line in render_tree(ast, messages):
         print(line, file=out)
