@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -145,23 +146,6 @@ class Header:
         )
 
 
-def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> str | None:
-    """Why these tool messages cannot answer the AI message's calls, or None (calls still
-    waiting for a result are allowed: an agent loop holds such pairs)."""
-    pending: dict[str, int] = {}
-    for part in ai_message.parts:
-        if type(part) is ToolCall:
-            pending[part.id] = pending.get(part.id, 0) + 1
-    for message in tool_messages:
-        for part in message.parts:
-            if type(part) is ToolResult:
-                left = pending.get(part.tool_call_id, 0)
-                if left == 0:
-                    return f"tool result {part.tool_call_id!r} answers no call of this pair"
-                pending[part.tool_call_id] = left - 1
-    return None
-
-
 def _checked_pair(
     ai_message: Message, tool_messages: tuple[Message, ...], declared: BodyPairType | None
 ) -> tuple[BodyPairType, int]:
@@ -177,13 +161,18 @@ def _checked_pair(
         raise ChainError(
             f"body pair declared {declared.value} but its AI message makes it {actual.value}"
         )
-    if actual is BodyPairType.COMPLETION:
-        if tool_messages:
-            raise ChainError("a COMPLETION pair has no tool calls, so it takes no tool messages")
-    else:
-        problem = _pairing_problem(ai_message, tool_messages)
-        if problem is not None:
-            raise ChainError(f"invalid body pair: {problem}")
+    if actual is BodyPairType.COMPLETION and tool_messages:
+        raise ChainError("a COMPLETION pair has no tool calls, so it takes no tool messages")
+    # Every result answers a call of the pair (calls may still wait: agent loops hold those).
+    pending = Counter(part.id for part in ai_message.parts if type(part) is ToolCall)
+    for part in (part for message in tool_messages for part in message.parts):
+        if type(part) is ToolResult:
+            if not pending[part.tool_call_id]:
+                raise ChainError(
+                    f"invalid body pair: tool result {part.tool_call_id!r} answers no call of "
+                    "this pair"
+                )
+            pending[part.tool_call_id] -= 1
     return actual, size
 
 
