@@ -343,7 +343,7 @@ def _check_sections(sections: tuple[Section, ...]) -> None:
             )
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
+@dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)
 class ChainAST:
     """A parsed chain: immutable, sized, and convertible back to its messages.
 
@@ -351,11 +351,11 @@ class ChainAST:
     the sections it did not touch.
     """
 
-    sections: tuple[Section, ...] = ()
-    size: int = field(init=False)
+    sections: tuple[Section, ...]
+    size: int
 
-    def __post_init__(self) -> None:
-        sections = tuple(self.sections)  # any iterable is accepted
+    def __init__(self, sections: Iterable[Section] = ()) -> None:
+        sections = tuple(sections)
         _check_sections(sections)
         _set(self, "sections", sections)
         _set(self, "size", sum(s.size for s in sections))
@@ -363,7 +363,7 @@ class ChainAST:
     @classmethod
     def build(cls, sections: Iterable[Section]) -> ChainAST:
         """A chain of these sections, checked like the constructor."""
-        return cls(sections)  # type: ignore[arg-type]
+        return cls(sections)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ChainAST):
