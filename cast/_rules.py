@@ -127,10 +127,6 @@ class Fix(Step):
     position: int = 0
 
 
-def _always(profile: ProviderProfile) -> bool:
-    return True
-
-
 @dataclass(frozen=True, slots=True)
 class RuleDefinition:
     """One provider rule: its id, chaincast's wording (``text``, with the same
@@ -142,7 +138,7 @@ class RuleDefinition:
     text: str
     check: Step
     fix: Fix | None
-    applies: Callable[[ProviderProfile], bool] = _always
+    applies: Callable[[ProviderProfile], bool] = lambda profile: True
     errors: Mapping[str, ProviderError] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

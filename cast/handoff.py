@@ -193,10 +193,9 @@ def _without_codex_context(messages: list[Message]) -> list[Message]:
 
 def _without_reasoning(messages: list[Message], mode: ReasoningMode) -> tuple[list[Message], int]:
     """The messages without reasoning (``text``: readable thinking kept), and how many went."""
-    ai = Role.AI
-    removed = sum(has_reasoning(p) for m in messages if m.role is ai for p in m.parts)
+    removed = sum(has_reasoning(p) for m in messages if m.role is Role.AI for p in m.parts)
     as_text = mode == "text"
-    out = [without_reasoning(m, as_text=as_text) or m if m.role is ai else m for m in messages]
+    out = [without_reasoning(m, as_text=as_text) or m if m.role is Role.AI else m for m in messages]
     return out, removed
 
 
