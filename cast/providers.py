@@ -70,10 +70,8 @@ IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 def media_matches(patterns: frozenset[str] | None, mime_type: str) -> bool:
     """Whether ``mime_type`` is among ``patterns`` (``None``: anything; ``"image/*"``
     matches every image type)."""
-    if patterns is None or mime_type in patterns or "*" in patterns:
-        return True
-    major = mime_type.partition("/")[0]
-    return f"{major}/*" in patterns
+    wildcard = f"{mime_type.partition('/')[0]}/*"
+    return patterns is None or bool(patterns & {mime_type, "*", wildcard})
 
 
 @dataclass(frozen=True, slots=True)
