@@ -49,12 +49,6 @@ __all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
 DEFAULT_ERROR_TEXTS: dict[str, str] = {rule: d.text for rule, d in RULES.items()}
 """chaincast's wording for each rule, used where a provider's own text is not known."""
 
-_AI = Role.AI
-_TOOL = Role.TOOL
-_HUMAN = Role.HUMAN
-_SYSTEM = Role.SYSTEM
-_FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
-
 
 @dataclass(frozen=True, slots=True)
 class Violation:
@@ -89,22 +83,17 @@ class _Fields(dict[str, Any]):
 
 @dataclass(slots=True)
 class Report:
-    """What a lint run found, and what its checks need to know; :meth:`add` drops the
-    rules that do not apply to the target, so the rules decide who refuses what."""
+    """What a lint run found and its checks read; ``add`` keeps only rules the target applies."""
 
     profile: ProviderProfile
     foreign: bool
     declared: frozenset[str] | None
     thinking: bool = False
     found: list[Violation] = field(default_factory=list)
-    applying: frozenset[Rule] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.applying = _applying(self.profile)
 
     def add(self, rule: Rule, index: int | None, field: str = "", **values: Any) -> None:
         """Record ``rule`` broken at message ``index`` (``field`` inside it)."""
-        if rule not in self.applying:
+        if rule not in _applying(self.profile):
             return
         verbatim = rule in self.profile.errors
         text = self.profile.errors[rule] if verbatim else DEFAULT_ERROR_TEXTS[rule]
@@ -205,17 +194,16 @@ def check_structure(items: list[Message], report: Report) -> None:
 def pairing_problems(
     items: list[Message],
 ) -> tuple[dict[int, list[str]], dict[int, list[tuple[str, int]]]]:
-    """By AI message, its calls left without a result in the tool messages right after
-    it; by such tool message, its results that answer none (id, part)."""
+    """Per AI message, its unanswered calls; per tool message, its stray results (id, part)."""
     missing: dict[int, list[str]] = {}
     stray: dict[int, list[tuple[str, int]]] = {}
     for index, message in enumerate(items):
-        if message.role is not _AI:
+        if message.role is not Role.AI:
             continue
         calls = message.tool_calls
         pending = Counter(call.id for call in calls)
         after = index + 1
-        while after < len(items) and items[after].role is _TOOL:
+        while after < len(items) and items[after].role is Role.TOOL:
             for position, part in enumerate(items[after].parts):
                 if type(part) is not ToolResult:
                     continue
@@ -243,12 +231,10 @@ def check_ids(items: list[Message], report: Report) -> None:
     profile = report.profile
     seen: set[str] = set()
     for index, message in enumerate(items):
-        if message.role is not _AI:
+        if message.role is not Role.AI:
             continue
-        call_number = 0
-        for position, part in enumerate(message.parts):
-            if type(part) is not ToolCall:
-                continue
+        calls = [(at, part) for at, part in enumerate(message.parts) if type(part) is ToolCall]
+        for call_number, (position, part) in enumerate(calls):
             call_id = part.id
             field = f"parts[{position}].id"
             values = {"id": call_id, "position": position, "call": call_number}
@@ -258,7 +244,6 @@ def check_ids(items: list[Message], report: Report) -> None:
             if call_id in seen:
                 report.add(Rule.DUPLICATE_TOOL_CALL_ID, index, field, **values)
             seen.add(call_id)
-            call_number += 1
 
 
 # -- reasoning ------------------------------------------------------------------------------
@@ -268,76 +253,60 @@ def check_ids(items: list[Message], report: Report) -> None:
 def check_reasoning(items: list[Message], report: Report) -> None:
     """What the target's reasoning policy forbids or requires."""
     policy = report.profile.reasoning
-    check_foreign = report.foreign and policy.signed
+    # Signatures not checked: none, and the placeholder a thought-signature target takes.
+    fake_ok = policy is ReasoningPolicy.THOUGHT_SIGNATURE
+    unchecked = (b"", FAKE_GEMINI_SIGNATURE.encode() if fake_ok else b"")
     # A turn is counted by the human messages so far; with TOOL_CALL_TURNS, every AI
     # message of a turn in which one calls a tool needs reasoning content.
-    turn_of = list(itertools.accumulate(m.role is _HUMAN for m in items))
+    turn_of = list(itertools.accumulate(m.role is Role.HUMAN for m in items))
     turns = report.profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
     turn_calls = {
-        turn_of[i] for i, m in enumerate(items) if turns and m.role is _AI and m.tool_calls
+        turn_of[i] for i, m in enumerate(items) if turns and m.role is Role.AI and m.tool_calls
     }
     for index, message in enumerate(items):
-        if message.role is not _AI:
+        if message.role is not Role.AI:
             continue
-        first_call: ToolCall | None = None
-        first_call_position = 0
-        reasoned = False
-        for position, part in enumerate(message.parts):
-            if not isinstance(part, TextPart | ToolCall):
-                continue
-            if isinstance(part, ToolCall) and first_call is None:
-                first_call, first_call_position = part, position
-            reasoning = part.reasoning
-            if reasoning is None:
-                continue
-            reasoned = True
+        parts = message.parts
+        calls = [at for at, part in enumerate(parts) if type(part) is ToolCall]
+        reasoned = [at for at, part in enumerate(parts) if has_reasoning(part)]
+        for position in reasoned:
+            signature = parts[position].reasoning.signature  # type: ignore[union-attr]
             field = f"parts[{position}].reasoning"
             if policy is ReasoningPolicy.STRIP:
                 report.add(Rule.UNSUPPORTED_REASONING, index, field, position=position)
-            elif policy is ReasoningPolicy.NATIVE_SIGNATURES and not reasoning.signature:
+            elif policy is ReasoningPolicy.NATIVE_SIGNATURES and not signature:
                 report.add(Rule.UNSIGNED_REASONING, index, field, position=position)
-            elif (
-                check_foreign
-                and reasoning.signature
-                and not (
-                    policy is ReasoningPolicy.THOUGHT_SIGNATURE
-                    and reasoning.signature == _FAKE_SIGNATURE
-                )
-            ):
+            elif report.foreign and policy.signed and signature not in unchecked:
                 report.add(Rule.FOREIGN_SIGNATURE, index, field, position=position)
-        if policy is ReasoningPolicy.THOUGHT_SIGNATURE and first_call is not None:
-            signature = first_call.reasoning.signature if first_call.reasoning else b""
-            if not signature:
+        if policy is ReasoningPolicy.THOUGHT_SIGNATURE and calls:
+            first: ToolCall = parts[calls[0]]  # type: ignore[assignment]
+            if not (first.reasoning and first.reasoning.signature):
+                field = f"parts[{calls[0]}].reasoning"
                 report.add(
-                    Rule.MISSING_THOUGHT_SIGNATURE,
-                    index,
-                    f"parts[{first_call_position}].reasoning",
-                    name=first_call.name,
-                    position=first_call_position,
+                    Rule.MISSING_THOUGHT_SIGNATURE, index, field, name=first.name, position=calls[0]
                 )
         if (
             policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED
             and not reasoned
-            and (first_call is not None or turn_of[index] in turn_calls)
+            and (calls or turn_of[index] in turn_calls)
         ):
             report.add(Rule.MISSING_REASONING_CONTENT, index)
 
 
 @implements(CHECK_THINKING)
 def check_thinking(items: list[Message], report: Report) -> None:
-    """With thinking on: the assistant turn (consecutive AI messages, which the provider
-    merges) before a final user turn holding tool results must open with thinking."""
+    """With thinking on: the assistant turn the last tool results answer must open with thinking."""
     if not report.thinking:
         return
     index = len(items) - 1
-    while index >= 0 and items[index].role is _HUMAN:
+    while index >= 0 and items[index].role is Role.HUMAN:
         index -= 1  # text after the results is part of the same user turn
     results = index
-    while index >= 0 and items[index].role is _TOOL:
+    while index >= 0 and items[index].role is Role.TOOL:
         index -= 1
-    if index == results or index < 0 or items[index].role is not _AI:
+    if index == results or index < 0 or items[index].role is not Role.AI:
         return  # no tool results in the last user turn: earlier thinking may go
-    while index > 0 and items[index - 1].role is _AI:
+    while index > 0 and items[index - 1].role is Role.AI:
         index -= 1
     parts = items[index].parts
     if not (parts and has_reasoning(parts[0])):
@@ -349,18 +318,17 @@ def check_thinking(items: list[Message], report: Report) -> None:
 
 @implements(CHECK_ROLES)
 def check_roles(items: list[Message], report: Report) -> None:
-    """A system prompt followed by an AI message, and a human message right after a
-    tool message."""
-    if items and items[0].role is _SYSTEM:
+    """A system prompt followed by an AI message; a human message right after a tool message."""
+    if items and items[0].role is Role.SYSTEM:
         # (A chain that opens with an AI or tool message is a first-message problem.)
         for index, message in enumerate(items):
-            if message.role is _HUMAN:
+            if message.role is Role.HUMAN:
                 break
-            if message.role is _AI:
+            if message.role is Role.AI:
                 report.add(Rule.FIRST_TURN_NOT_HUMAN, index)
                 break
     for index in range(1, len(items)):
-        if items[index].role is _HUMAN and items[index - 1].role is _TOOL:
+        if items[index].role is Role.HUMAN and items[index - 1].role is Role.TOOL:
             report.add(Rule.TOOL_THEN_HUMAN, index)
 
 
@@ -368,8 +336,7 @@ def check_roles(items: list[Message], report: Report) -> None:
 
 
 def media_of(part: ImagePart | BinaryPart) -> tuple[str, bool]:
-    """The media type of a media part (``image/*`` for an image URL naming none,
-    ``application/octet-stream`` for ``text/*`` bytes not UTF-8), and whether by URL."""
+    """A media part's type (``image/*`` for an untyped image URL) and whether it is by URL."""
     if isinstance(part, BinaryPart):
         if part.mime_type.startswith("text/"):
             try:
@@ -395,16 +362,15 @@ def is_empty(message: Message) -> bool:
 
 @implements(CHECK_CONTENT)
 def check_content(items: list[Message], report: Report) -> None:
-    """Media the provider cannot take where it stands, blocks of another provider, and
-    empty messages where the provider refuses them."""
+    """Media the target cannot take where it stands, other providers' blocks, empty messages."""
     profile = report.profile
     last = len(items) - 1
     for index, message in enumerate(items):
         role = message.role
         if (
-            role is not _SYSTEM
+            role is not Role.SYSTEM
             and is_empty(message)
-            and not (role is _AI and index == last and profile.empty_final_ai_ok)
+            and not (role is Role.AI and index == last and profile.empty_final_ai_ok)
         ):
             report.add(Rule.EMPTY_MESSAGE, index)
         place = role.value

@@ -12,9 +12,7 @@ from typing import Any, Literal
 
 from cast._fast import (
     trusted_chain,
-    trusted_header,
     trusted_message,
-    trusted_section,
     with_field,
 )
 from cast._lint import is_cache_point, is_empty, media_of, pairing_problems
@@ -33,10 +31,9 @@ from cast._rules import (
     Rule,
     implements,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST
+from cast.ast import BodyPair, BodyPairType, ChainAST, collector_paused
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.errors import ChainError
-from cast.ids import IdTemplate
 from cast.messages import (
     FIELD_PART_KINDS,
     BinaryPart,
@@ -57,6 +54,7 @@ from cast.transforms import (
     map_messages,
     map_section,
     map_tool_call_arguments,
+    normalize_tool_call_ids,
     sanitize_arguments,
 )
 
@@ -110,9 +108,6 @@ _DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD
 _FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
 _FAKE_SIGNED = Reasoning(signature=_FAKE_SIGNATURE)
 _EMPTY_REASONING = Reasoning()
-_AI = Role.AI
-_TOOL = Role.TOOL
-_COMPLETION = BodyPairType.COMPLETION
 
 
 class EncryptedCompactionError(ChainError):
@@ -269,8 +264,8 @@ def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Messag
     :data:`OPENING_HUMAN_TEXT` before an AI message that would open it (replays of
     earlier turns). Other chains come back unchanged."""
     items = [to_message(item, i) for i, item in enumerate(messages)]
-    out = list(itertools.dropwhile(lambda message: message.role is _TOOL, items))
-    if out and out[0].role is _AI:
+    out = list(itertools.dropwhile(lambda message: message.role is Role.TOOL, items))
+    if out and out[0].role is Role.AI:
         out.insert(0, trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),)))
     return out
 
@@ -303,12 +298,11 @@ def fix_system(items: list[Message], profile: ProviderProfile, same: bool) -> li
 
 @implements(FIX_CONTENT)
 def fix_content(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
-    """Kept blocks, media and tool errors made acceptable to the target; media a tool
-    result cannot hold move to a human message after the run of tool messages."""
+    """Kept blocks, media and tool errors made acceptable; media a result cannot hold moved."""
     out: list[Message] = []
     moved: list[Any] = []  # media leaving the current run of tool messages
     for message in [*items, None]:
-        if moved and (message is None or message.role is not _TOOL):
+        if moved and (message is None or message.role is not Role.TOOL):
             out.append(trusted_message(Role.HUMAN, (TextPart(text=MOVED_MEDIA_TEXT), *moved)))
             moved = []
         if message is not None:
@@ -351,9 +345,7 @@ def _port_parts(
                 note = f"{what} omitted: {profile.name} takes none in a {place} message"
             new.append(TextPart(text=f"[{note}]"))
         elif isinstance(part, ToolResult) and part.is_error and not profile.tool_error_flag:
-            content = part.content
-            if not content.startswith(TOOL_ERROR_PREFIX):
-                content = TOOL_ERROR_PREFIX + content
+            content = TOOL_ERROR_PREFIX + part.content.removeprefix(TOOL_ERROR_PREFIX)
             new.append(ToolResult(tool_call_id=part.tool_call_id, name=part.name, content=content))
         else:
             new.append(part)
@@ -370,8 +362,7 @@ def _describe(part: ImagePart | BinaryPart, mime: str, url: bool) -> str:
 
 
 def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
-    """A kept block as text for another target: its own text when it is text with
-    extra fields (citations, cache control), else a note quoting the block."""
+    """A kept block as text: a text block's own text, else a note quoting the block."""
     try:
         block = loads_strict(part.data)
     except ValueError:
@@ -391,22 +382,20 @@ def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
 
 @implements(FIX_PAIRING)
 def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
-    """Results that answer no call of the AI message before them (or one a second time)
-    removed, and tool messages left without results; the parse with repair that follows
-    drops orphan tool messages, adds fallback results and merges human messages."""
+    """Stray results (and tool messages left without one) removed before the repairing parse."""
     _, stray = pairing_problems(items)
     out: list[Message] = []
     after_calls = False  # in the run of tool messages after an AI message
     for index, message in enumerate(items):
-        if message.role is _TOOL and after_calls:
+        if message.role is Role.TOOL and after_calls:
             drop = {position for _, position in stray.get(index, ())}
             kept = tuple(p for at, p in enumerate(message.parts) if at not in drop)
             if not any(type(p) is ToolResult for p in kept):
                 continue
             if drop:
-                message = trusted_message(_TOOL, kept)  # noqa: PLW2901
+                message = trusted_message(Role.TOOL, kept)  # noqa: PLW2901
         else:
-            after_calls = message.role is _AI
+            after_calls = message.role is Role.AI
         out.append(message)
     return out
 
@@ -434,28 +423,10 @@ def _is_object(text: str) -> bool:
         return False
 
 
-class _AcceptedIds(IdTemplate):
-    """The target's template, matching exactly the ids the target accepts."""
-
-    __slots__ = ("_profile",)
-
-    _profile: ProviderProfile
-
-    def __init__(self, profile: ProviderProfile) -> None:
-        super().__init__(profile.id_template)  # copied, not parsed
-        object.__setattr__(self, "_profile", profile)
-
-    def matches(self, value: str, function_name: str | None = None) -> bool:
-        """Whether the target accepts ``value`` (the function name plays no part)."""
-        return self._profile.accepts_id(value)
-
-
-_accepted_ids = lru_cache(maxsize=64)(_AcceptedIds)
-
-
 @implements(FIX_IDS)
 def fix_ids(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    return ast.normalize_tool_call_ids(_accepted_ids(profile))
+    with collector_paused():  # as ChainAST.normalize_tool_call_ids does
+        return normalize_tool_call_ids(ast, profile.id_template, profile.accepts_id)
 
 
 # -- roles ----------------------------------------------------------------------------------
@@ -463,39 +434,33 @@ def fix_ids(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
 
 @implements(FIX_ROLES)
 def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    """An opening human message where the target needs one, and an AI message between
-    a tool result and the next human message where the target needs one."""
+    """An opening human message, and an AI one between a tool and a human message, as needed."""
     sections = list(ast.sections)
     if profile.needs_human_first and sections:
         first = sections[0]
         if first.header.human_message is None and first.body:
             human = trusted_message(Role.HUMAN, (TextPart(text=OPENING_HUMAN_TEXT),))
-            system = first.header.system_message
-            header = trusted_header(system, human, first.header.size + human.size)
-            sections[0] = trusted_section(header, first.body, first.size + human.size)
+            sections[0] = first.evolve(header=first.header.evolve(human_message=human))
     if profile.needs_ai_between_tool_and_human:
         # Every section after the first opens with a human message.
         for index in range(len(sections) - 1):
             section = sections[index]
             if section.body and section.body[-1].tool_messages:
                 bridge = BodyPair.completion(TOOL_BRIDGE_TEXT)
-                body = (*section.body, bridge)
-                sections[index] = trusted_section(section.header, body, section.size + bridge.size)
+                sections[index] = section.evolve(body=(*section.body, bridge))
     return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(tuple(sections))
 
 
 @implements(FIX_EMPTY)
 def fix_empty(messages: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
-    """No empty message reaches any provider: empty human messages get
-    :data:`OPENING_HUMAN_TEXT`, empty AI messages :data:`EMPTY_ANSWER_TEXT`, but a last
-    one, which is dropped (docs/providers.md)."""
-    if messages and messages[-1].role is _AI and is_empty(messages[-1]):
+    """No empty message: human and AI ones get a text, but a last empty AI message goes."""
+    if messages and messages[-1].role is Role.AI and is_empty(messages[-1]):
         messages.pop()
     for index, message in enumerate(messages):
         role = message.role
         if role is Role.SYSTEM or not is_empty(message):
             continue
-        text = EMPTY_ANSWER_TEXT if role is _AI else OPENING_HUMAN_TEXT
+        text = EMPTY_ANSWER_TEXT if role is Role.AI else OPENING_HUMAN_TEXT
         messages[index] = trusted_message(role, (TextPart(text=text),))
     return messages
 
@@ -505,8 +470,7 @@ def fix_empty(messages: list[Message], profile: ProviderProfile, same: bool) -> 
 
 @implements(FIX_REASONING)
 def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    """Reasoning kept only where the target takes it back from this source, then what
-    the target's policy requires added (a thought signature, empty reasoning content)."""
+    """Reasoning kept only where the target takes it from this source, then what its policy adds."""
     policy = profile.reasoning
     if not same or policy is ReasoningPolicy.STRIP:
         ast = map_messages(ast, without_reasoning)
@@ -521,7 +485,7 @@ def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainA
     # Every AI message of a section (a turn) in which one calls tools.
     change = partial(_with_reasoning_content, whole_turn=True)
     sections = tuple(
-        map_section(s, change) if any(p.type is not _COMPLETION for p in s.body) else s
+        map_section(s, change) if any(p.type is not BodyPairType.COMPLETION for p in s.body) else s
         for s in ast.sections
     )
     return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(sections)
@@ -554,7 +518,7 @@ def without_reasoning(
 
 def _with_thought_signature(message: Message) -> Message | None:
     """The first tool call signed (with the placeholder Gemini accepts) when it is not."""
-    if message.role is not _AI:
+    if message.role is not Role.AI:
         return None
     parts = message.parts
     for position, part in enumerate(parts):
@@ -569,7 +533,7 @@ def _with_thought_signature(message: Message) -> Message | None:
         signed = Reasoning(content=content, signature=_FAKE_SIGNATURE) if content else _FAKE_SIGNED
         new_parts = list(parts)
         new_parts[position] = with_field(part, "reasoning", signed)
-        return trusted_message(_AI, tuple(new_parts))
+        return trusted_message(Role.AI, tuple(new_parts))
     return None
 
 
@@ -578,15 +542,15 @@ def _with_reasoning_content(message: Message, whole_turn: bool = False) -> Messa
     carries none, where the OpenAI codec reads it back from: the first non-empty text,
     else the first tool call, else a new empty text part."""
     parts = message.parts
-    if message.role is not _AI or any(map(has_reasoning, parts)):
+    if message.role is not Role.AI or any(map(has_reasoning, parts)):
         return None
     texts = [at for at, part in enumerate(parts) if type(part) is TextPart and part.text]
     calls = [at for at, part in enumerate(parts) if type(part) is ToolCall]
     if not (whole_turn or calls):
         return None
     if not (texts or calls):
-        return trusted_message(_AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
+        return trusted_message(Role.AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
     target = (texts or calls)[0]
     new_parts = list(parts)
     new_parts[target] = with_field(parts[target], "reasoning", _EMPTY_REASONING)
-    return trusted_message(_AI, tuple(new_parts))
+    return trusted_message(Role.AI, tuple(new_parts))

@@ -85,8 +85,7 @@ _IMPLEMENTATIONS: dict[Step, Callable[..., Any]] = {}
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A lint check, by name: the function registered for it with :func:`implements`,
-    called ``check(messages, report)`` (:class:`cast._lint.Report`)."""
+    """A lint check by name; calling it calls ``check(messages, report)`` as registered."""
 
     name: str
 
@@ -122,16 +121,10 @@ class PortStage(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Fix(Step):
-    """A port step: ``step(chain, profile, same_source)`` returns the chain (messages or
-    a ``ChainAST``, as its stage says) with what the target refuses repaired. Port runs
-    the steps by stage, then by ``position``."""
+    """A port step ``step(chain, profile, same_source)``, run by stage, then by ``position``."""
 
     stage: PortStage = PortStage.CHAIN
     position: int = 0
-
-
-def _always(profile: ProviderProfile) -> bool:
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +138,7 @@ class RuleDefinition:
     text: str
     check: Step
     fix: Fix | None
-    applies: Callable[[ProviderProfile], bool] = _always
+    applies: Callable[[ProviderProfile], bool] = lambda profile: True
     errors: Mapping[str, ProviderError] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -104,18 +105,6 @@ def _check_role(message: object, role: Role, what: str) -> None:
         raise ChainError(f"{what} must have role {role.value!r}, not {message.role.value!r}")
 
 
-def _header_size(system: Message | None, human: Message | None) -> int:
-    """The size of a header of these messages, checking their roles."""
-    size = 0
-    if system is not None:
-        _check_role(system, Role.SYSTEM, "Header.system_message")
-        size += system.size
-    if human is not None:
-        _check_role(human, Role.HUMAN, "Header.human_message")
-        size += human.size
-    return size
-
-
 @dataclass(frozen=True, slots=True)
 class Header:
     """The messages that open a section: the system message (first section only) and
@@ -126,16 +115,19 @@ class Header:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _set(self, "size", _header_size(self.system_message, self.human_message))
+        size = 0
+        for message, role in ((self.system_message, Role.SYSTEM), (self.human_message, Role.HUMAN)):
+            if message is not None:
+                _check_role(message, role, f"Header.{role.value}_message")
+                size += message.size
+        _set(self, "size", size)
 
     @classmethod
     def build(
         cls, system_message: Message | None = None, human_message: Message | None = None
     ) -> Header:
         """A header, checked like the constructor, its size taken from the messages."""
-        return _trusted_header(
-            system_message, human_message, _header_size(system_message, human_message)
-        )
+        return cls(system_message, human_message)
 
     def messages(self) -> list[Message]:
         """The header's messages in chain order."""
@@ -154,28 +146,10 @@ class Header:
         )
 
 
-def _pairing_problem(ai_message: Message, tool_messages: Sequence[Message]) -> str | None:
-    """Why these tool messages cannot answer the AI message's calls, or None (calls still
-    waiting for a result are allowed: an agent loop holds such pairs)."""
-    pending: dict[str, int] = {}
-    for part in ai_message.parts:
-        if type(part) is ToolCall:
-            pending[part.id] = pending.get(part.id, 0) + 1
-    for message in tool_messages:
-        for part in message.parts:
-            if type(part) is ToolResult:
-                left = pending.get(part.tool_call_id, 0)
-                if left == 0:
-                    return f"tool result {part.tool_call_id!r} answers no call of this pair"
-                pending[part.tool_call_id] = left - 1
-    return None
-
-
 def _checked_pair(
     ai_message: Message, tool_messages: tuple[Message, ...], declared: BodyPairType | None
 ) -> tuple[BodyPairType, int]:
-    """The type and size of a pair of these messages, checking roles, the declared type
-    and that every result answers a call of the pair."""
+    """A pair's type and size, checking roles, the declared type and the pairing."""
     _check_role(ai_message, Role.AI, "BodyPair.ai_message")
     size = ai_message.size
     for message in tool_messages:
@@ -187,13 +161,18 @@ def _checked_pair(
         raise ChainError(
             f"body pair declared {declared.value} but its AI message makes it {actual.value}"
         )
-    if actual is BodyPairType.COMPLETION:
-        if tool_messages:
-            raise ChainError("a COMPLETION pair has no tool calls, so it takes no tool messages")
-    else:
-        problem = _pairing_problem(ai_message, tool_messages)
-        if problem is not None:
-            raise ChainError(f"invalid body pair: {problem}")
+    if actual is BodyPairType.COMPLETION and tool_messages:
+        raise ChainError("a COMPLETION pair has no tool calls, so it takes no tool messages")
+    # Every result answers a call of the pair (calls may still wait: agent loops hold those).
+    pending = Counter(part.id for part in ai_message.parts if type(part) is ToolCall)
+    for part in (part for message in tool_messages for part in message.parts):
+        if type(part) is ToolResult:
+            if not pending[part.tool_call_id]:
+                raise ChainError(
+                    f"invalid body pair: tool result {part.tool_call_id!r} answers no call of "
+                    "this pair"
+                )
+            pending[part.tool_call_id] -= 1
     return actual, size
 
 
@@ -207,9 +186,7 @@ class BodyPair:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        tool_messages: Any = self.tool_messages  # lists are accepted too
-        if not isinstance(tool_messages, tuple):
-            _set(self, "tool_messages", tuple(tool_messages))
+        _set(self, "tool_messages", tuple(self.tool_messages))  # lists are accepted too
         declared = BodyPairType(self.type)
         _set(self, "type", declared)
         _set(self, "size", _checked_pair(self.ai_message, self.tool_messages, declared)[1])
@@ -269,15 +246,14 @@ class BodyPair:
         # Every field is known valid here: built without re-validation (hot in csum).
         name, arguments = SUMMARIZATION_TOOL_NAME, SUMMARIZATION_TOOL_ARGS
         fields = {"id": call_id, "name": name, "arguments": arguments, "reasoning": reasoning}
-        call = _new_trusted(ToolCall, {"type": "tool_call", **fields})
+        call = _new_trusted(ToolCall, fields)
         prefix: tuple[Any, ...] = ()
         if reasoning_message is not None:
             _check_role(reasoning_message, Role.AI, "reasoning_message")
             prefix = tuple(p for p in reasoning_message.parts if type(p) is not ToolCall)
         ai_message = _trusted_message(Role.AI, (*prefix, call))
         fields = {"tool_call_id": call_id, "name": name, "content": text}
-        result = _new_trusted(ToolResult, {"type": "tool_result", **fields})
-        tool_message = _trusted_message(Role.TOOL, (result,))
+        tool_message = _trusted_message(Role.TOOL, (_new_trusted(ToolResult, fields),))
         size = ai_message.size + tool_message.size
         return _trusted_pair(BodyPairType.SUMMARIZATION, ai_message, (tool_message,), size)
 
@@ -291,18 +267,6 @@ class BodyPair:
         return self.ai_message.tool_calls
 
 
-def _section_size(header: Header, body: tuple[BodyPair, ...]) -> int:
-    """The size of a section of these nodes, checking their types."""
-    if not isinstance(header, Header):
-        raise TypeError(f"Section.header must be a Header, not {type(header).__name__}")
-    size = header.size
-    for pair in body:
-        if type(pair) is not BodyPair and not isinstance(pair, BodyPair):
-            raise TypeError(f"Section.body holds BodyPair nodes, not {type(pair).__name__}")
-        size += pair.size
-    return size
-
-
 @dataclass(frozen=True, slots=True)
 class Section:
     """A header and the body pairs that follow it."""
@@ -312,16 +276,20 @@ class Section:
     size: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        body: Any = self.body  # lists are accepted too
-        if not isinstance(body, tuple):
-            _set(self, "body", tuple(body))
-        _set(self, "size", _section_size(self.header, self.body))
+        _set(self, "body", tuple(self.body))  # lists are accepted too
+        if not isinstance(self.header, Header):
+            raise TypeError(f"Section.header must be a Header, not {type(self.header).__name__}")
+        size = self.header.size
+        for pair in self.body:
+            if type(pair) is not BodyPair and not isinstance(pair, BodyPair):
+                raise TypeError(f"Section.body holds BodyPair nodes, not {type(pair).__name__}")
+            size += pair.size
+        _set(self, "size", size)
 
     @classmethod
     def build(cls, header: Header, body: Iterable[BodyPair] = ()) -> Section:
         """A section, checked like the constructor, its size taken from the children."""
-        pairs = body if type(body) is tuple else tuple(body)
-        return _trusted_section(header, pairs, _section_size(header, pairs))
+        return cls(header, body)  # type: ignore[arg-type]
 
     def evolve(
         self, *, header: Header | None = None, body: Iterable[BodyPair] | None = None
@@ -355,8 +323,7 @@ class Section:
 
 
 def _check_sections(sections: tuple[Section, ...]) -> None:
-    """What the parser can produce: every section opens with a system or human message;
-    only the last, or one right before a section a system message opens, has no body."""
+    """Each section has an opener; only the last, or one before a system one, may lack a body."""
     last = len(sections) - 1
     for index, section in enumerate(sections):
         if not isinstance(section, Section):
@@ -376,14 +343,13 @@ def _check_sections(sections: tuple[Section, ...]) -> None:
             )
 
 
+@dataclass(frozen=True, slots=True, init=False, eq=False, repr=False)
 class ChainAST:
     """A parsed chain: immutable, sized, and convertible back to its messages.
 
     Build it with :meth:`from_messages`; every transform returns a new tree that shares
     the sections it did not touch.
     """
-
-    __slots__ = ("sections", "size")
 
     sections: tuple[Section, ...]
     size: int
@@ -397,15 +363,7 @@ class ChainAST:
     @classmethod
     def build(cls, sections: Iterable[Section]) -> ChainAST:
         """A chain of these sections, checked like the constructor."""
-        nodes = sections if type(sections) is tuple else tuple(sections)
-        _check_sections(nodes)
-        return _trusted_chain(nodes)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"ChainAST is immutable; cannot set {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"ChainAST is immutable; cannot delete {name!r}")
+        return cls(sections)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ChainAST):
@@ -437,12 +395,7 @@ class ChainAST:
         first message is not system/human or a system message comes later.
         """
         ast = _operation("parse_chain")(messages, repair=repair)
-        if cls is not ChainAST:
-            node = cls.__new__(cls)
-            _set(node, "sections", ast.sections)
-            _set(node, "size", ast.size)
-            return node
-        return ast  # type: ignore[return-value]
+        return ast if cls is ChainAST else cls(ast.sections)  # type: ignore[return-value]
 
     @classmethod
     def from_json(cls, data: str | bytes | bytearray, *, repair: bool = False) -> Self:
@@ -483,12 +436,7 @@ class ChainAST:
     @property
     def message_count(self) -> int:
         """How many messages the chain holds."""
-        return sum(
-            (section.header.system_message is not None)
-            + (section.header.human_message is not None)
-            + sum(1 + len(pair.tool_messages) for pair in section.body)
-            for section in self.sections
-        )
+        return len(self.to_messages())
 
     def system_messages(self) -> tuple[Message, ...]:
         """Every system message of the chain in order: the system prompt and those sent
@@ -580,9 +528,7 @@ def _operation(name: str) -> Callable[..., ChainAST]:
 
 
 def _mutable_twin(cls: type) -> Any:
-    """A mutable class of ``cls``'s slot layout: a node is filled by plain slot stores,
-    then made a ``cls`` by one ``__class__`` assignment (which checks the layouts match),
-    fewer steps than an ``object.__setattr__`` per field."""
+    """A mutable class of ``cls``'s slots, made a ``cls`` once filled (fast build)."""
     return type(f"_Mutable{cls.__name__}", (), {"__slots__": cls.__dict__["__slots__"]})
 
 

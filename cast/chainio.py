@@ -107,9 +107,9 @@ def write_atomic(target: str | os.PathLike[str], chunks: Iterable[str]) -> None:
         mode: int | None = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = None
-    temporary = _create_temporary(path)
+    temporary, stream = _create_temporary(path)
     try:
-        with open(temporary, "w", encoding="utf-8", errors="strict", newline="") as stream:
+        with stream:
             batch: list[str] = []
             pending = 0
             for chunk in chunks:
@@ -132,16 +132,12 @@ def write_atomic(target: str | os.PathLike[str], chunks: Iterable[str]) -> None:
     _sync_folder(path.parent)
 
 
-def _create_temporary(path: Path) -> Path:
-    """A new empty file beside ``path`` (mode 0o666 less the umask, as ``open`` gives)."""
+def _create_temporary(path: Path) -> tuple[Path, TextIO]:
+    """A new file beside ``path``, open for UTF-8 text (mode 0o666 less the umask)."""
     for attempt in range(100):
         candidate = path.with_name(f".{path.name}.{os.getpid()}.{attempt}.tmp")
-        try:
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return candidate
+        with contextlib.suppress(FileExistsError):
+            return candidate, open(candidate, "x", encoding="utf-8", newline="")
     raise FileExistsError(f"cannot create a temporary file beside {path}")
 
 
@@ -227,8 +223,7 @@ class _Reader:
         return value
 
     def _container(self) -> Any:
-        """The array or object at the cursor: each element, and each member but an array
-        (read the same way), parsed whole by itself."""
+        """The array or object at the cursor, each element (and non-array member) parsed whole."""
         is_object = self.text[self.pos] == "{"
         close = "}" if is_object else "]"
         self.pos += 1
@@ -399,8 +394,7 @@ _LONE_SURROGATE = regex.compile("[\ud800-\udfff]")
 
 
 def _replace_lone_surrogates(value: Any, path: str, replaced: list[str]) -> Any:
-    """``value`` with every (lone, after ``json.loads``) surrogate in its strings and keys
-    replaced by U+FFFD; the paths of the strings changed go to ``replaced``."""
+    """``value`` with lone surrogates made U+FFFD; changed paths go to ``replaced``."""
     if isinstance(value, str):
         if value.isascii() or _LONE_SURROGATE.search(value) is None:
             return value
@@ -472,8 +466,7 @@ def _write_text(
     *,
     final_newline: bool = True,
 ) -> None:
-    """Write the text ``chunks`` and a line break to ``target`` (atomically) or standard
-    output (once whole); ``what`` names the value in a nesting error."""
+    """Write ``chunks`` and a line break to ``target`` (atomically) or standard output."""
     to_stdout = target is None or target == "-"
     try:
         if to_stdout:

@@ -141,12 +141,7 @@ def render_tree(ast: ChainAST, messages: Sequence[Message]) -> list[str]:
         f"{len(ast.sections)} section{'s' if len(ast.sections) != 1 else ''}"
     ]
     for s_index, section in enumerate(ast.sections):
-        header = section.header
-        parts = []
-        if header.system_message is not None:
-            parts.append(f"system {format_size(header.system_message.size)}")
-        if header.human_message is not None:
-            parts.append(f"human {format_size(header.human_message.size)}")
+        parts = [f"{m.role.value} {format_size(m.size)}" for m in section.header.messages()]
         lines.append(
             f"  section {s_index}  {format_size(section.size):>10}  header: {', '.join(parts)}"
             f"  pairs: {len(section.body)}"
@@ -160,10 +155,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     messages, fmt = decode_owned_chain(payload, args.format)
     del payload
     issues = diagnose(messages)
-    fatal = [issue for issue in issues if issue.fatal]
-    if fatal:
-        raise ChainError(fatal[0].message, index=fatal[0].index, rule=fatal[0].rule)
-    ast = parse_chain(messages, repair=True)
+    ast = parse_chain(messages, repair=True)  # raises for what repair cannot fix (rule 1)
     print(f"format: {fmt}", file=out)
     for line in render_tree(ast, messages):
         print(line, file=out)

@@ -193,10 +193,9 @@ def _without_codex_context(messages: list[Message]) -> list[Message]:
 
 def _without_reasoning(messages: list[Message], mode: ReasoningMode) -> tuple[list[Message], int]:
     """The messages without reasoning (``text``: readable thinking kept), and how many went."""
-    ai = Role.AI
-    removed = sum(has_reasoning(p) for m in messages if m.role is ai for p in m.parts)
+    removed = sum(has_reasoning(p) for m in messages if m.role is Role.AI for p in m.parts)
     as_text = mode == "text"
-    out = [without_reasoning(m, as_text=as_text) or m if m.role is ai else m for m in messages]
+    out = [without_reasoning(m, as_text=as_text) or m if m.role is Role.AI else m for m in messages]
     return out, removed
 
 
@@ -213,8 +212,7 @@ def _measure(messages: Sequence[Message], budget: Any) -> int:
         return sum(m.size for m in messages)
     from csum.tokens import EstimatedTokens
 
-    counter = EstimatedTokens()
-    return sum(counter.count(m) for m in messages)
+    return sum(map(EstimatedTokens().count, messages))
 
 
 def _fit(
@@ -270,9 +268,7 @@ def _write_new(path: Path, lines: list[dict[str, Any]], agent: Agent) -> None:
             directory.mkdir()
             created.append(directory)
         with path.open("x", encoding="utf-8") as handle:
-            for line in lines:
-                handle.write(json.dumps(line, ensure_ascii=False))
-                handle.write("\n")
+            handle.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     except OSError as exc:
         if path.exists() and not isinstance(exc, FileExistsError):
             path.unlink()
@@ -342,19 +338,10 @@ def handoff(
     )
     session_id = str(uuid_module.uuid4())
     moment = datetime.now(UTC)
+    codec = claude_code_session if agent == "claude-code" else codex_rollout
+    extra = {"model_provider": codex_provider()} if agent == "codex" else {}
     try:
-        if agent == "claude-code":
-            lines = claude_code_session.encode(
-                messages, session_id=session_id, cwd=folder, start=moment
-            )
-        else:
-            lines = codex_rollout.encode(
-                messages,
-                session_id=session_id,
-                cwd=folder,
-                model_provider=codex_provider(),
-                start=moment,
-            )
+        lines = codec.encode(messages, session_id=session_id, cwd=folder, start=moment, **extra)
     except ChainError as exc:
         raise InputError(f"cannot write the session for {_NAMES[agent]}: {exc}") from exc
     path = _target_path(agent, session_id, folder, moment)

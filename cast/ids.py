@@ -10,7 +10,7 @@ import random
 import secrets
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any, ClassVar
 
@@ -44,31 +44,16 @@ CHARSETS: dict[str, str] = {
 
 _PLACEHOLDER = regex.compile(r"\{(?:r:(?P<len>[^:{}]*):(?P<cs>[^:{}]*)|(?P<f>f))\}")
 _FUNCTION_NAME_PATTERN = r"[^\s]+?"
-_MAX_ATTEMPTS = 64
-_MAX_UNUSED_ATTEMPTS = 64  # seeds generate_unused tries before giving up
+_MAX_ATTEMPTS = 64  # draws of a regex, or seeds of generate_unused, before giving up
 _MAX_RUN_LENGTH = 4096
 
-
-@dataclass(frozen=True, slots=True)
-class _Run:
-    """A ``{r:N:charset}`` run: N characters drawn from ``chars``."""
-
-    length: int
-    chars: str
-
-
-@dataclass(frozen=True, slots=True)
-class _FunctionName:
-    pass  # the ``{f}`` placeholder
-
-
-_Piece = str | _Run | _FunctionName
+_Piece = str | tuple[int, str] | None
+"""Literal text, a ``{r:N:charset}`` run as (N, characters), or None for ``{f}``."""
 
 
 @lru_cache(maxsize=64)
 def _translation(chars: str) -> tuple[bytes, bytes]:
-    """A bytes.translate table mapping each byte to a char; bytes past the last full
-    multiple of ``len(chars)`` are deleted (rejection sampling keeps it unbiased)."""
+    """A bytes.translate table of ``chars``, deleting the bytes that would bias it."""
     base = len(chars)
     accepted = 256 - 256 % base
     table = bytes(ord(chars[b % base]) if b < accepted else 0 for b in range(256))
@@ -105,7 +90,7 @@ def _parse_template(pattern: str) -> tuple[_Piece, ...]:
         if match.start() > pos:
             pieces.append(_literal(pattern, pattern[pos : match.start()]))
         if match.group("f"):
-            pieces.append(_FunctionName())
+            pieces.append(None)
         else:
             length_text, charset = match.group("len"), match.group("cs")
             if not length_text.isdigit() or not 0 < int(length_text) <= _MAX_RUN_LENGTH:
@@ -119,7 +104,7 @@ def _parse_template(pattern: str) -> tuple[_Piece, ...]:
                     f"id template {pattern!r}: unknown charset {charset!r} in {match.group(0)};"
                     f" known charsets: {known}"
                 )
-            pieces.append(_Run(int(length_text), CHARSETS[charset]))
+            pieces.append((int(length_text), CHARSETS[charset]))
         pos = match.end()
     if pos < len(pattern):
         pieces.append(_literal(pattern, pattern[pos:]))
@@ -144,8 +129,8 @@ def _pieces_regex(pieces: tuple[_Piece, ...], function_name: str | None) -> str:
     for piece in pieces:
         if isinstance(piece, str):
             out.append(regex.escape(piece))
-        elif isinstance(piece, _Run):
-            out.append(f"[{regex.escape(piece.chars)}]{{{piece.length}}}")
+        elif piece is not None:
+            out.append(f"[{regex.escape(piece[1])}]{{{piece[0]}}}")
         elif function_name is None:
             out.append(_FUNCTION_NAME_PATTERN)
         else:
@@ -153,6 +138,7 @@ def _pieces_regex(pieces: tuple[_Piece, ...], function_name: str | None) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True, slots=True, init=False, repr=False)
 class IdTemplate:
     """A tool-call id format: ``matches`` checks an id, ``generate`` makes a new one.
 
@@ -160,30 +146,26 @@ class IdTemplate:
     expression (``IdTemplate.from_regex(r"[a-zA-Z0-9]{9}")``). Immutable and hashable.
     """
 
-    __slots__ = ("_named", "_pieces", "is_regex", "pattern", "regex")
-
     DEFAULT_FUNCTION_NAME: ClassVar[str] = "function"
 
     pattern: str
     is_regex: bool
-    regex: Any
-    _pieces: tuple[_Piece, ...]
-    _named: bool
+    regex: Any = field(compare=False)
+    _pieces: tuple[_Piece, ...] = field(compare=False)
 
     def __init__(self, pattern: str | IdTemplate) -> None:
         if isinstance(pattern, IdTemplate):  # a copy
             self._set(*(getattr(pattern, name) for name in IdTemplate.__slots__))
-            return
-        if not isinstance(pattern, str):
+        elif isinstance(pattern, str):
+            pieces = _parse_template(pattern)
+            self._set(pattern, False, regex.compile(_pieces_regex(pieces, None)), pieces)
+        else:
             raise TypeError(
                 f"id template must be a str or IdTemplate, not {type(pattern).__name__}"
             )
-        pieces = _parse_template(pattern)
-        named = any(isinstance(p, _FunctionName) for p in pieces)
-        self._set(named, pieces, False, pattern, regex.compile(_pieces_regex(pieces, None)))
 
     def _set(self, *values: Any) -> None:
-        """Set the slots, in ``__slots__`` order (the instance is frozen after)."""
+        """Set the fields, in order (the instance is frozen after)."""
         for name, value in zip(IdTemplate.__slots__, values, strict=True):
             object.__setattr__(self, name, value)
 
@@ -195,24 +177,13 @@ class IdTemplate:
         except regex.error as exc:
             raise IdTemplateError(f"invalid id regex {expression!r}: {exc}") from exc
         self = cls.__new__(cls)
-        self._set(False, (), True, expression, compiled)
+        self._set(expression, True, compiled, ())
         return self
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"IdTemplate is immutable; cannot set {name!r}")
 
     def __repr__(self) -> str:
         if self.is_regex:
             return f"IdTemplate.from_regex({self.pattern!r})"
         return f"IdTemplate({self.pattern!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, IdTemplate):
-            return NotImplemented
-        return (self.pattern, self.is_regex) == (other.pattern, other.is_regex)
-
-    def __hash__(self) -> int:
-        return hash((IdTemplate, self.pattern, self.is_regex))
 
     def __reduce__(self) -> tuple[object, ...]:
         if self.is_regex:
@@ -222,7 +193,7 @@ class IdTemplate:
     @property
     def uses_function_name(self) -> bool:
         """True when the template contains ``{f}``."""
-        return bool(self._named)
+        return None in self._pieces
 
     def matches(self, value: str, function_name: str | None = None) -> bool:
         """Whether ``value`` is an id of this format.
@@ -230,7 +201,7 @@ class IdTemplate:
         With ``function_name``, ``{f}`` must be exactly that name; without it, ``{f}``
         accepts any run of non-space characters.
         """
-        if function_name is not None and self._named:
+        if function_name is not None and None in self._pieces:
             # An empty name stands for none, as in ``generate``.
             name = function_name or self.DEFAULT_FUNCTION_NAME
             return _named_regex(self._pieces, name).fullmatch(value) is not None
@@ -265,7 +236,7 @@ class IdTemplate:
         """A seeded id not in ``used``, which it joins: the first of the seeds
         ``f"{seed}\x1f{attempt}"`` (attempt 0, 1, ...) that gives one; after 64 used
         ids, :class:`IdTemplateError` (a template too small for the chain)."""
-        for attempt in range(_MAX_UNUSED_ATTEMPTS):
+        for attempt in range(_MAX_ATTEMPTS):
             value = self.generate(function_name, seed=f"{seed}\x1f{attempt}")
             if value not in used:
                 used.add(value)
@@ -279,17 +250,18 @@ class IdTemplate:
         counter = 0
         out: list[str] = []
         for piece in self._pieces:
-            if type(piece) is str:
+            if isinstance(piece, str):
                 out.append(piece)
-            elif type(piece) is _Run:
-                table, delete = _translation(piece.chars)
+            elif piece is None:
+                out.append(function_name or self.DEFAULT_FUNCTION_NAME)
+            else:
+                length, chars = piece
+                table, delete = _translation(chars)
                 drawn = b""
-                while len(drawn) < piece.length:
+                while len(drawn) < length:
                     drawn += block(counter).translate(table, delete)
                     counter += 1
-                out.append(drawn[: piece.length].decode("ascii"))
-            else:
-                out.append(function_name or self.DEFAULT_FUNCTION_NAME)
+                out.append(drawn[:length].decode("ascii"))
         return "".join(out)
 
     @property
@@ -297,7 +269,7 @@ class IdTemplate:
         """How many distinct ids the random runs can produce (None for regex form)."""
         if self.is_regex:
             return None
-        return int(math.prod(len(p.chars) ** p.length for p in self._pieces if type(p) is _Run))
+        return int(math.prod(len(p[1]) ** p[0] for p in self._pieces if type(p) is tuple))
 
 
 @lru_cache(maxsize=1024)

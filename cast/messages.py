@@ -54,14 +54,7 @@ class Role(StrEnum):
         return None
 
 
-_ROLE_ALIASES = {
-    "system": Role.SYSTEM,
-    "human": Role.HUMAN,
-    "user": Role.HUMAN,
-    "ai": Role.AI,
-    "assistant": Role.AI,
-    "tool": Role.TOOL,
-}
+_ROLE_ALIASES = {"user": Role.HUMAN, "assistant": Role.AI, **{role.value: role for role in Role}}
 
 
 def utf8_len(text: str) -> int:
@@ -81,14 +74,12 @@ def _bytes_from_json(value: Any) -> Any:
     return value
 
 
-def _bytes_to_json(value: bytes) -> str:
-    return base64.b64encode(value).decode("ascii")
-
-
 Base64Bytes: TypeAlias = Annotated[
     bytes,
     BeforeValidator(_bytes_from_json),
-    PlainSerializer(_bytes_to_json, return_type=str, when_used="json"),
+    PlainSerializer(
+        lambda v: base64.b64encode(v).decode("ascii"), return_type=str, when_used="json"
+    ),
 ]
 
 
@@ -132,21 +123,16 @@ _FIELD_TYPES: dict[type[BaseModel], dict[str, tuple[type, ...]]] = {}
 
 
 def _field_types(cls: type[BaseModel]) -> dict[str, tuple[type, ...]]:
-    """The types each field of ``cls`` accepts, read once from its annotations; literal
-    tags are left out (they never change)."""
+    """The types each field of ``cls`` accepts (literal tags left out), read once."""
     table = _FIELD_TYPES.get(cls)
     if table is None:
-        table = {}
+        table = _FIELD_TYPES[cls] = {}
         for name, info in cls.model_fields.items():
             annotation = info.annotation
-            if get_origin(annotation) is Literal:
-                continue
-            if get_origin(annotation) in (Union, UnionType):
-                options = get_args(annotation)
-            else:
-                options = (annotation,)
-            table[name] = tuple(get_origin(t) or t for t in options)
-        _FIELD_TYPES[cls] = table
+            if get_origin(annotation) is not Literal:
+                union = get_origin(annotation) in (Union, UnionType)
+                options = get_args(annotation) if union else (annotation,)
+                table[name] = tuple(get_origin(t) or t for t in options)
     return table
 
 
@@ -259,26 +245,17 @@ _PART_CLASSES = frozenset({TextPart, ImagePart, BinaryPart, ToolCall, ToolResult
 
 def part_size(part: AnyPart) -> int:
     """UTF-8 bytes of every field but ``type``, reasoning included."""
-    cls = type(part)
-    reasoning: Reasoning | None
-    if cls is TextPart:
-        size = utf8_len(part.text)  # type: ignore[union-attr]
-        reasoning = part.reasoning  # type: ignore[union-attr]
-    elif cls is ToolResult:
-        return (
-            utf8_len(part.tool_call_id)  # type: ignore[union-attr]
-            + utf8_len(part.name)  # type: ignore[union-attr]
-            + utf8_len(part.content)  # type: ignore[union-attr]
-        )
-    elif cls is ToolCall:
-        size = utf8_len(part.id) + utf8_len(part.name) + utf8_len(part.arguments)  # type: ignore[union-attr]
-        reasoning = part.reasoning  # type: ignore[union-attr]
-    elif cls is ImagePart:
-        image: ImagePart = part  # type: ignore[assignment]
-        return utf8_len(image.url) + utf8_len(image.detail) + utf8_len(image.mime_type)
-    elif cls is ProviderPart:
-        kept: ProviderPart = part  # type: ignore[assignment]
-        return utf8_len(kept.provider) + utf8_len(kept.kind) + utf8_len(kept.data)
+    if type(part) is TextPart:
+        size, reasoning = utf8_len(part.text), part.reasoning
+    elif type(part) is ToolResult:
+        return utf8_len(part.tool_call_id) + utf8_len(part.name) + utf8_len(part.content)
+    elif type(part) is ToolCall:
+        size = utf8_len(part.id) + utf8_len(part.name) + utf8_len(part.arguments)
+        reasoning = part.reasoning
+    elif type(part) is ImagePart:
+        return utf8_len(part.url) + utf8_len(part.detail) + utf8_len(part.mime_type)
+    elif type(part) is ProviderPart:
+        return utf8_len(part.provider) + utf8_len(part.kind) + utf8_len(part.data)
     else:
         binary: BinaryPart = part  # type: ignore[assignment]
         return utf8_len(binary.mime_type) + len(binary.data) + utf8_len(binary.filename)
@@ -325,10 +302,8 @@ class Message(_Frozen):
         unknown = set(changes) - {"role", "parts"}
         if unknown:
             raise TypeError(f"Message.evolve: no field {sorted(unknown)[0]!r} to change")
-        message: Any = Message.from_parts(
-            changes.get("role", self.role), changes.get("parts", self.parts)
-        )
-        return message  # type: ignore[no-any-return]
+        role, parts = changes.get("role", self.role), changes.get("parts", self.parts)
+        return Message.from_parts(role, parts)  # type: ignore[return-value]
 
     def model_copy(self, *, update: Any = None, deep: bool = False) -> Message:
         """Copy, recomputing the size when fields change."""
@@ -392,30 +367,23 @@ _M = TypeVar("_M", bound=BaseModel)
 _SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
-_FIELDS_SETS: dict[type[Any], set[str]] = {}
-_DEFAULTS: dict[type[Any], dict[str, Any]] = {}
+_DEFAULTS: dict[type[Any], tuple[dict[str, Any], set[str]]] = {}
+"""Each class's field defaults, and the fields set its trusted instances share."""
 
 
 def _new_trusted(cls: type[_M], fields: dict[str, Any], size: int | None = None) -> _M:
-    """A ``cls`` model of ``fields`` (the others default), not validated; ``size`` is a
-    message's cached size."""
+    """A ``cls`` model of ``fields`` (others default), not validated; ``size``: a message's size."""
     obj = object.__new__(cls)
-    defaults = _DEFAULTS.get(cls)
-    if defaults is None:
-        defaults = _DEFAULTS[cls] = {
-            name: info.default
-            for name, info in cls.model_fields.items()
-            if not info.is_required() and info.default_factory is None
-        }
-    obj.__dict__.update(defaults)
+    known = _DEFAULTS.get(cls)
+    if known is None:
+        model_fields = cls.model_fields.items()
+        defaults = {n: f.default for n, f in model_fields if not f.is_required()}
+        known = _DEFAULTS[cls] = (defaults, set(cls.model_fields))
+    obj.__dict__.update(known[0])
     obj.__dict__.update(fields)
     if size is not None:
         obj.__dict__["size"] = size
-    fields_set = _FIELDS_SETS.get(cls)
-    if fields_set is None:
-        fields_set = _FIELDS_SETS[cls] = set(cls.model_fields)
-    # The fields set is shared between trusted instances; pydantic never mutates it.
-    _SET_FIELDS_SET(obj, fields_set)
+    _SET_FIELDS_SET(obj, known[1])  # shared: pydantic never mutates it
     _SET_EXTRA(obj, None)
     _SET_PRIVATE(obj, None)
     return obj

@@ -25,7 +25,6 @@ __all__ = [
     "ReasoningScope",
     "Rule",
     "RuleDefinition",
-    "SystemPlacement",
     "get_provider",
     "media_matches",
     "register_provider",
@@ -52,16 +51,7 @@ class ReasoningPolicy(StrEnum):
     @property
     def signed(self) -> bool:
         """Whether the provider verifies reasoning signatures (foreign ones fail)."""
-        return self in _SIGNED_POLICIES
-
-
-_SIGNED_POLICIES = frozenset(
-    {
-        ReasoningPolicy.ENCRYPTED_ITEMS,
-        ReasoningPolicy.NATIVE_SIGNATURES,
-        ReasoningPolicy.THOUGHT_SIGNATURE,
-    }
-)
+        return self in ("encrypted-items", "native-signatures", "thought-signature")
 
 
 class ReasoningScope(StrEnum):
@@ -73,15 +63,6 @@ class ReasoningScope(StrEnum):
     """Every AI message of a turn (between two human messages) that made a tool call."""
 
 
-class SystemPlacement(StrEnum):
-    """Where the system prompt travels on the wire."""
-
-    MESSAGE = "message"
-    """An ordinary message with the system (or developer) role."""
-    TOP_LEVEL = "top-level"
-    """A request field (``system``, ``systemInstruction``); the codec hoists it."""
-
-
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """The image types every vision API here takes (PNG, JPEG, GIF, WebP)."""
 
@@ -89,10 +70,8 @@ IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 def media_matches(patterns: frozenset[str] | None, mime_type: str) -> bool:
     """Whether ``mime_type`` is among ``patterns`` (``None``: anything; ``"image/*"``
     matches every image type)."""
-    if patterns is None or mime_type in patterns or "*" in patterns:
-        return True
-    major = mime_type.partition("/")[0]
-    return f"{major}/*" in patterns
+    wildcard = f"{mime_type.partition('/')[0]}/*"
+    return patterns is None or bool(patterns & {mime_type, "*", wildcard})
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +104,7 @@ class ProviderProfile:
     unique_tool_call_ids: bool = False
     reasoning: ReasoningPolicy = ReasoningPolicy.STRIP
     reasoning_scope: ReasoningScope = ReasoningScope.TOOL_CALL_MESSAGES
-    system_placement: SystemPlacement = SystemPlacement.MESSAGE
     merges_same_role: bool = False
-    results_contiguous: bool = True
     needs_human_first: bool = False
     needs_ai_between_tool_and_human: bool = False
     system_anywhere: bool = False
@@ -158,7 +135,6 @@ class ProviderProfile:
         object.__setattr__(self, "errors", MappingProxyType(dict(self.errors)))
         object.__setattr__(self, "reasoning", ReasoningPolicy(self.reasoning))
         object.__setattr__(self, "reasoning_scope", ReasoningScope(self.reasoning_scope))
-        object.__setattr__(self, "system_placement", SystemPlacement(self.system_placement))
         object.__setattr__(self, "sources", tuple(self.sources))
         if self.user_media is not None:
             object.__setattr__(self, "user_media", frozenset(self.user_media))
@@ -237,7 +213,6 @@ _GEMINI_TOOL_MEDIA = frozenset(
 # Gemini and Vertex take the same chains (the Gemini 3 API behind both).
 _GEMINI: dict[str, object] = {
     "reasoning": ReasoningPolicy.THOUGHT_SIGNATURE,
-    "system_placement": SystemPlacement.TOP_LEVEL,
     "merges_same_role": True,
     "needs_human_first": True,
     "consecutive_humans_ok": True,
@@ -254,7 +229,6 @@ _BUILTINS = (
         "openai",
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
         max_id_length=40,
-        reasoning=ReasoningPolicy.STRIP,
         consecutive_humans_ok=True,
         system_anywhere=True,
         user_media=IMAGE_TYPES | {"audio/wav", "audio/mp3", "application/pdf"},
@@ -291,7 +265,6 @@ _BUILTINS = (
         id_pattern=_ANTHROPIC_IDS,
         unique_tool_call_ids=True,
         reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
-        system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
         consecutive_humans_ok=True,
@@ -322,7 +295,6 @@ _BUILTINS = (
         max_id_length=64,
         unique_tool_call_ids=True,
         reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
-        system_placement=SystemPlacement.TOP_LEVEL,
         merges_same_role=True,
         needs_human_first=True,
         tools_with_tool_history=True,
@@ -369,7 +341,6 @@ _BUILTINS = (
         "{r:9:x}",
         id_pattern=r"[a-zA-Z0-9]{9}",
         max_id_length=9,
-        reasoning=ReasoningPolicy.STRIP,
         needs_ai_between_tool_and_human=True,
         sources=(
             "anomalyco/opencode#1680",
@@ -418,7 +389,6 @@ _BUILTINS = (
         "groq",
         "openai",
         DEFAULT_TOOL_CALL_ID_TEMPLATE,
-        reasoning=ReasoningPolicy.STRIP,
         sources=("tashfeenahmed/freellmapi#1070", "janhq/jan#8136"),
     ),
 )

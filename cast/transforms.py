@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import operator
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -18,7 +18,7 @@ from cast._fast import (
     trusted_section,
     with_field,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation
+from cast.ast import BodyPair, ChainAST, Section, chain_operation
 from cast.errors import ChainError, IdTemplateError
 from cast.ids import TemplateLike, as_template
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
@@ -31,6 +31,7 @@ __all__ = [
     "map_messages",
     "map_section",
     "map_tool_call_arguments",
+    "normalize_tool_call_ids",
     "sanitize_arguments",
 ]
 
@@ -82,48 +83,47 @@ def _map_pair(pair: BodyPair, change: Callable[[Message], Message | None]) -> Bo
 
 
 @chain_operation("normalize_tool_call_ids")
-def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
-    """Give every tool call whose id does not fit ``template``, or repeats an id used
-    earlier in the chain, a new id generated from the template; its results follow.
+def normalize_tool_call_ids(
+    ast: ChainAST, template: TemplateLike, accepts: Callable[[str], bool] | None = None
+) -> ChainAST:
+    """Give every tool call whose id does not fit ``template`` (or ``accepts``, when
+    given: port's target), or repeats an id used earlier in the chain, a new id
+    generated from the template; its results follow.
 
     New ids are seeded by the old id, the function name and how many times that old id
     was replaced before, so appending to a chain never changes the ids already given.
     """
     tmpl = as_template(template)
-    uses_name = tmpl.uses_function_name
-    matches = tmpl.matches
-    # Pass 1: which ids are kept (fit the template, first occurrence), so new ids avoid them.
+    calls = [
+        part
+        for section in ast.sections
+        for pair in section.body
+        for part in pair.ai_message.parts
+        if type(part) is ToolCall
+    ]
+    # Pass 1: the calls kept (the id fits, {f}: with their name, and is its first use),
+    # whose ids the new ones avoid.
     kept_ids: set[str] = set()
-    plan: dict[int, list[tuple[int, list[int]]]] = {}  # section -> (pair, calls to rename)
-    # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
-    calls_per_name: Counter[str] = Counter()
-    for s_index, section in enumerate(ast.sections):
-        for p_index, pair in enumerate(section.body):
-            if pair.type is BodyPairType.COMPLETION:
-                continue
-            rename: list[int] = []
-            for position, part in enumerate(pair.ai_message.parts):
-                if type(part) is not ToolCall:
-                    continue
-                call_id = part.id
-                calls_per_name[part.name or tmpl.DEFAULT_FUNCTION_NAME] += 1
-                if call_id not in kept_ids and matches(call_id, part.name):  # {f}: that name
-                    kept_ids.add(call_id)
-                else:
-                    rename.append(position)
-            if rename:
-                plan.setdefault(s_index, []).append((p_index, rename))
-    if not plan:
+    renames: list[bool] = []
+    for call in calls:
+        fits = tmpl.matches(call.id, call.name) if accepts is None else accepts(call.id)
+        renames.append(call.id in kept_ids or not fits)
+        if not renames[-1]:
+            kept_ids.add(call.id)
+    if not any(renames):
         return ast
+    # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
+    per_name = Counter(call.name or tmpl.DEFAULT_FUNCTION_NAME for call in calls)
+    needed = max(per_name.values()) if tmpl.uses_function_name else len(calls)
     capacity = tmpl.capacity
-    needed = max(calls_per_name.values()) if uses_name else calls_per_name.total()
     if capacity is not None and capacity < needed:
-        per = " per function name" if uses_name else ""
+        per = " per function name" if tmpl.uses_function_name else ""
         raise IdTemplateError(
             f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids"
             f"{per}, fewer than this chain needs ({needed})"
         )
     replaced: Counter[str] = Counter()  # old id -> how many times it was replaced
+    decisions = iter(renames)
 
     def new_id(old_id: str, name: str) -> str:
         """A new id, never one kept or given before (it joins ``kept_ids``)."""
@@ -131,34 +131,34 @@ def _normalize_tool_call_ids(ast: ChainAST, template: TemplateLike) -> ChainAST:
         replaced[old_id] += 1
         return tmpl.generate_unused(name, seed=seed, used=kept_ids)
 
-    sections = list(ast.sections)
-    for s_index, plan_pairs in plan.items():
-        section = sections[s_index]
-        body = list(section.body)
-        for p_index, positions in plan_pairs:
-            body[p_index] = _rename_pair_calls(body[p_index], positions, new_id)
-        sections[s_index] = trusted_section(section.header, tuple(body))
+    sections: list[Section] = []
+    for section in ast.sections:
+        body = tuple(_rename_pair_calls(pair, decisions, new_id) for pair in section.body)
+        same = all(map(operator.is_, body, section.body))
+        sections.append(section if same else trusted_section(section.header, body))
     return trusted_chain(tuple(sections))
 
 
 def _rename_pair_calls(
-    pair: BodyPair, positions: list[int], new_id: Callable[[str, str], str]
+    pair: BodyPair, renames: Iterator[bool], new_id: Callable[[str, str], str]
 ) -> BodyPair:
-    """The pair with the calls at ``positions`` renamed and their results following (the
-    results of an id the pair repeats answer its calls in order)."""
+    """The pair with the calls ``renames`` flags renamed; their results follow."""
     parts = list(pair.ai_message.parts)
     delta = 0
     final: dict[str, list[str]] = {}  # old id -> the final ids of its calls, in order
-    rename = set(positions)
+    renamed = False
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
             continue
         new = old_id = part.id
-        if position in rename:
+        if next(renames):
+            renamed = True
             new = new_id(old_id, part.name)
             parts[position] = with_field(part, "id", new)
             delta += utf8_len(new) - utf8_len(old_id)
         final.setdefault(old_id, []).append(new)
+    if not renamed:
+        return pair
     new_ai = trusted_message(Role.AI, tuple(parts), pair.ai_message.size + delta)
     tools: list[Message] = []
     for message in pair.tool_messages:
@@ -285,8 +285,7 @@ def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Mess
 
 @chain_operation("sanitize_tool_call_arguments")
 def _sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
-    """Escape raw control characters inside JSON strings of tool-call arguments;
-    arguments still not valid JSON become ``"{}"``."""
+    """Control characters in argument strings escaped; arguments still not JSON become ``{}``."""
     return map_messages(ast, partial(map_tool_call_arguments, fix=sanitize_arguments))
 
 
@@ -295,8 +294,7 @@ def _sanitize_tool_call_arguments(ast: ChainAST) -> ChainAST:
 
 @chain_operation("append_human_message")
 def _append_human_message(ast: ChainAST, text: str) -> ChainAST:
-    """Add human text: a new section after a body (or in an empty chain), else the open
-    section's human message, or a new part of it."""
+    """Human text: a new section after a body, else into the open section's header."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     part = TextPart(text=text)
@@ -314,8 +312,7 @@ def _append_human_message(ast: ChainAST, text: str) -> ChainAST:
 
 @chain_operation("add_tool_response")
 def _add_tool_response(ast: ChainAST, tool_call_id: str, name: str, content: str) -> ChainAST:
-    """Set the result of the (latest) tool call with this id: its content replaced, or
-    the missing result added; no such call is a :class:`ChainError`."""
+    """The latest call with this id gets its result's content replaced or its result added."""
     sections = ast.sections
     for s_index in range(len(sections) - 1, -1, -1):
         section = sections[s_index]
