@@ -54,7 +54,7 @@ from cast.transforms import (
     map_messages,
     map_section,
     map_tool_call_arguments,
-    normalize_tool_call_ids,
+    renamed_tool_call_ids,
     sanitize_arguments,
 )
 
@@ -426,7 +426,7 @@ def _is_object(text: str) -> bool:
 @implements(FIX_IDS)
 def fix_ids(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     with collector_paused():  # as ChainAST.normalize_tool_call_ids does
-        return normalize_tool_call_ids(ast, profile.id_template, profile.accepts_id)
+        return renamed_tool_call_ids(ast, profile.id_template, profile.accepts_id)
 
 
 # -- roles ----------------------------------------------------------------------------------

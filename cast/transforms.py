@@ -31,7 +31,7 @@ __all__ = [
     "map_messages",
     "map_section",
     "map_tool_call_arguments",
-    "normalize_tool_call_ids",
+    "renamed_tool_call_ids",
     "sanitize_arguments",
 ]
 
@@ -83,7 +83,7 @@ def _map_pair(pair: BodyPair, change: Callable[[Message], Message | None]) -> Bo
 
 
 @chain_operation("normalize_tool_call_ids")
-def normalize_tool_call_ids(
+def renamed_tool_call_ids(
     ast: ChainAST, template: TemplateLike, accepts: Callable[[str], bool] | None = None
 ) -> ChainAST:
     """Give every tool call whose id does not fit ``template`` (or ``accepts``, when
