@@ -58,6 +58,8 @@ __all__ = [
     "parse_data_url",
     "provider_block",
     "provider_part",
+    "redacted",
+    "redacted_data",
     "signature_text",
     "split_user_turn",
     "system_blocks",
@@ -213,6 +215,19 @@ def signature_text(signature: bytes) -> str:
         return signature.decode("utf-8")
     except UnicodeDecodeError:
         return b64encode(signature)
+
+
+def redacted(data: str) -> Reasoning:
+    """A redacted thinking block's ``data`` as reasoning (:data:`REDACTED_THINKING_PREFIX`)."""
+    return Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode("utf-8"))
+
+
+def redacted_data(reasoning: Reasoning) -> str | None:
+    """The ``data`` of the redacted thinking block ``reasoning`` holds, else None."""
+    signature = reasoning.signature
+    if reasoning.content or not signature.startswith(REDACTED_THINKING_PREFIX):
+        return None
+    return signature_text(signature[len(REDACTED_THINKING_PREFIX) :])
 
 
 def parse_data_url(url: str) -> tuple[str, bytes] | None:

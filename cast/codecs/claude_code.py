@@ -52,16 +52,14 @@ def _is_result(block: object) -> bool:
 def to_api_messages(entries: Iterable[object]) -> list[dict[str, Any]]:
     """The Messages API conversation a Claude Code log records (the merging rules are in
     docs/codecs.md); the input is not modified, content blocks are shared."""
-    return _merge(entries, None)
+    return _merge(entries, [])
 
 
 def _is_results(content: object) -> bool:
     return isinstance(content, list) and bool(content) and all(map(_is_result, content))
 
 
-def _merge(
-    entries: Iterable[object], origin: list[list[tuple[int, int]]] | None
-) -> list[dict[str, Any]]:
+def _merge(entries: Iterable[object], origin: list[list[tuple[int, int]]]) -> list[dict[str, Any]]:
     """``to_api_messages``; ``origin`` gets each block's (entry, block) position."""
     out: list[dict[str, Any]] = []
     group_id: object = None
@@ -72,8 +70,7 @@ def _merge(
 
     def emit(content: Any, where: list[tuple[int, int]], role: str = "user") -> None:
         out.append({"role": role, "content": content})
-        if origin is not None:
-            origin.append(where)
+        origin.append(where)
 
     def flush() -> None:
         nonlocal group, group_from, users, only_results

@@ -65,11 +65,6 @@ def _dump(items: list[Any]) -> list[Any]:
     return dumped
 
 
-def _as_json(payload: object) -> list[Any]:
-    """The JSON form of a history (``ModelMessage`` objects dumped by pydantic-ai)."""
-    return json_history(payload, "messages", _dump, "pydantic-ai ModelMessage objects")
-
-
 def decode(payload: object) -> list[Message]:
     """Messages of a pydantic-ai history (``ModelMessage`` objects or their JSON dicts)."""
     return decode_counted(payload)[0]
@@ -79,7 +74,8 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     """The messages, and how many of them each ``ModelMessage`` became (in order)."""
     out: list[Message] = []
     counts: list[int] = []
-    for i, item in enumerate(_as_json(payload)):
+    history = json_history(payload, "messages", _dump, "pydantic-ai ModelMessage objects")
+    for i, item in enumerate(history):
         where = f"[{i}]"
         ensure(item, dict, where, "a message object", i)
         parts = ensure(item.get("parts"), list, f"{where}.parts", "an array of parts", i)
