@@ -54,6 +54,7 @@ __all__ = [
     "iter_messages",
     "json_history",
     "json_type",
+    "optional_str",
     "pack_signature",
     "parse_data_url",
     "provider_block",
@@ -140,6 +141,16 @@ def get_str(obj: dict[str, Any], key: str, where: str, i: int | None, default: A
     value = obj.get(key, default)
     if not isinstance(value, str):
         fail(f"{where}.{key}", "a string", value, i)
+    return value
+
+
+def optional_str(
+    obj: dict[str, Any], key: str, where: str, i: int | None, expected: str = "a string"
+) -> str | None:
+    """``obj[key]``: a string, or None when absent or null (else a CodecError)."""
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        fail(f"{where}.{key}", expected, value, i)
     return value
 
 

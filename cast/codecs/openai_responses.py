@@ -19,6 +19,7 @@ from cast.codecs._common import (
     gemini_fields,
     get_str,
     get_typed,
+    optional_str,
     parse_data_url,
     provider_block,
     provider_part,
@@ -241,9 +242,7 @@ def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:
     item_id = item.get("id", "")
     if not isinstance(item_id, str) or "\n" in item_id:
         fail(f"{where}.id", "a string without newlines", item_id, i)
-    encrypted = item.get("encrypted_content")
-    if encrypted is not None and not isinstance(encrypted, str):
-        fail(f"{where}.encrypted_content", "a string or null", encrypted, i)
+    encrypted = optional_str(item, "encrypted_content", where, i, "a string or null")
     summary = get_typed(item, "summary", list, "an array of summary parts", where, i, [])
     texts: list[str] = []
     for j, part in enumerate(summary):

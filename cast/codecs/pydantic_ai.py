@@ -22,6 +22,7 @@ from cast.codecs._common import (
     get_str,
     get_typed,
     json_history,
+    optional_str,
     pack_signature,
     unpack_signature,
 )
@@ -167,9 +168,7 @@ def _user_content(content: object, where: str, i: int) -> list[Any]:
 def _reasoning(part: dict[str, Any], where: str, i: int) -> Reasoning:
     content = get_str(part, "content", where, i)
     item_id = part.get("id")
-    signature = part.get("signature")
-    if signature is not None and not isinstance(signature, str):
-        fail(f"{where}.signature", "a string or null", signature, i)
+    signature = optional_str(part, "signature", where, i, "a string or null")
     if item_id is not None and (not isinstance(item_id, str) or "\n" in item_id):
         fail(f"{where}.id", "a string without newlines, or null", item_id, i)
     redacted = item_id == _REDACTED_ID
