@@ -321,9 +321,7 @@ def _encode_ai(message: Message, i: int) -> dict[str, Any]:
                 tool_calls.append({"name": part.name, "args": args, "id": part.id})
         else:
             fail_part(i, j, f"an AI message cannot hold a {part.type} part in LangChain")
-    plain = (
-        all(p.reasoning is None for p in texts) and len(texts) <= 1 and len(blocks) == len(texts)
-    )
+    plain = len(texts) <= 1 and all(block["type"] == "text" for block in blocks)
     content: str | list[dict[str, Any]] = (texts[0].text if texts else "") if plain else blocks
     data: dict[str, Any] = {"content": content, "tool_calls": tool_calls}
     if invalid:
