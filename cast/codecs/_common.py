@@ -400,10 +400,9 @@ def encode_user_turns(
     content: str = "content",
     ai_role: str = "assistant",
 ) -> PayloadStream:
-    """The body ``{key: [...], system_key?: ...}`` of APIs that carry tool results in user
-    turns (Anthropic, Bedrock, Gemini), a turn at a time: consecutive TOOL messages share
-    one user turn, results first, a HUMAN message right after joins it; the system prompt
-    (``system``; None: none) is hoisted, a later one is ``late_system``'s turn or raises."""
+    """The body ``{key: [...], system_key?: ...}``, a turn at a time, of APIs with tool
+    results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
+    the system prompt is hoisted, a later one is ``late_system``'s turn or raises."""
     tail: dict[str, Any] = {}
 
     def turns() -> Iterator[dict[str, Any]]:
@@ -480,9 +479,8 @@ def json_history(
 
 
 def pack_signature(item_id: str | None, signature: str | None, *, redacted: bool) -> bytes:
-    """A framework reasoning item as ``Reasoning.signature``: the Responses codec's
-    ``id + "\\n" + signature`` (the signature alone without an id), or
-    :data:`REDACTED_THINKING_PREFIX` + data when redacted."""
+    """A framework reasoning item as ``Reasoning.signature``: ``id + "\\n" + signature``
+    (the signature alone without an id), or :data:`REDACTED_THINKING_PREFIX` + data."""
     blob = signature or ""
     if redacted:
         return REDACTED_THINKING_PREFIX + blob.encode()

@@ -385,14 +385,13 @@ def _fields(message: Message, i: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
     last = parts[-1] if parts else None
     if type(last) is not ProviderPart or _attached(last) != MESSAGE_FIELDS:
         return parts, _NO_FIELDS
-    fields = provider_block(last, _PROVIDER, f"messages[{i}].parts[{len(parts) - 1}]", i)
-    fields = ensure(fields, dict, f"messages[{i}].parts[{len(parts) - 1}].data", "a JSON object", i)
-    return parts[:-1], fields
+    where = f"messages[{i}].parts[{len(parts) - 1}]"
+    fields = provider_block(last, _PROVIDER, where, i)
+    return parts[:-1], ensure(fields, dict, f"{where}.data", "a JSON object", i)
 
 
 def _with_message_fields(out: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
-    for key, value in fields.items():
-        out.setdefault(key, value)
+    out.update({key: value for key, value in fields.items() if key not in out})
     return out
 
 
