@@ -9,13 +9,13 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._common import EVIDENCE, MISSING, ensure, error, fail
+from cast.codecs._common import EVIDENCE, MISSING, as_messages, ensure, error, fail
 from cast.codecs.anthropic import decode as decode_anthropic
 from cast.codecs.anthropic import encode as encode_anthropic
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
 from cast.errors import CodecError
 from cast.ids import IdTemplate
-from cast.messages import Message
+from cast.messages import Message, Role
 
 __all__ = ["decode", "decode_claude_code_log", "detect_messages", "encode", "to_api_messages"]
 
@@ -178,10 +178,11 @@ decode = decode_claude_code_log
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
     """A Claude Code style log: one entry per assistant content block (sharing a generated
     ``id``), each tool result right after its call; a SYSTEM message is an error."""
-    payload = encode_anthropic(messages)
-    if "system" in payload:
-        fail("messages[0]", "a Claude Code log has no system prompt", index=0)
-    api = payload["messages"]
+    messages = as_messages(messages)
+    api = encode_anthropic(messages)["messages"]
+    k = next((k for k, message in enumerate(messages) if message.role is Role.SYSTEM), None)
+    if k is not None:  # the first hoisted, a later one as a "system" turn: neither is logged
+        fail(f"messages[{k}]", "a Claude Code log has no system prompt", index=k)
     out: list[dict[str, Any]] = []
     position = 0
     while position < len(api):
