@@ -529,9 +529,7 @@ def typed_parts_style(dicts: list[dict[str, Any]]) -> str | None:
             return "langchaingo"
         parts = item.get("parts")
         for part in parts if isinstance(parts, list) else ():
-            if not isinstance(part, dict):
-                continue
-            kind = part.get("type")
+            kind = part.get("type") if isinstance(part, dict) else None
             if not isinstance(kind, str):
                 continue
             if kind == "tool_response" or isinstance(part.get(kind), dict):
