@@ -355,16 +355,13 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"
+        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
+        if reasoning is not None:
+            blocks.append(_thinking_block(reasoning))
         if isinstance(part, TextPart):
-            reasoning = part.reasoning
-            if reasoning is not None and ai:
-                blocks.append(_thinking_block(reasoning))
-                if not part.text:
-                    continue  # a reasoning-only part: the thinking block alone
-            blocks.append({"type": "text", "text": part.text})
+            if reasoning is None or part.text:  # a reasoning-only part: the thinking alone
+                blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall) and ai:
-            if part.reasoning is not None:
-                blocks.append(_thinking_block(part.reasoning))
             blocks.append(
                 {
                     "type": "tool_use",

@@ -321,16 +321,13 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"
+        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
+        if reasoning is not None:
+            blocks.append(_reasoning_block(reasoning))
         if isinstance(part, TextPart):
-            reasoning = part.reasoning
-            if reasoning is not None and ai:
-                blocks.append(_reasoning_block(reasoning))
-                if not part.text:
-                    continue  # a reasoning-only part: the reasoning block alone
-            blocks.append({"text": part.text})
+            if reasoning is None or part.text:  # a reasoning-only part: the reasoning alone
+                blocks.append({"text": part.text})
         elif isinstance(part, ToolCall) and ai:
-            if part.reasoning is not None:
-                blocks.append(_reasoning_block(part.reasoning))
             arguments = args_object(part.arguments, f"{where}.arguments", i)
             blocks.append(
                 {"toolUse": {"toolUseId": part.id, "name": part.name, "input": arguments}}
