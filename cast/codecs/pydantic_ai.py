@@ -111,8 +111,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
         ensure(part, dict, part_where, "a part object", i)
         kind = get_str(part, "part_kind", part_where, i)
         if kind == "system-prompt":
-            text = get_str(part, "content", part_where, i)
-            _append(out, start, _SYSTEM, [TextPart(text=text)])
+            _append(out, start, _SYSTEM, [TextPart(text=get_str(part, "content", part_where, i))])
         elif kind == "user-prompt":
             _append(out, start, _HUMAN, _user_content(part.get("content"), part_where, i))
         elif kind == "tool-return" or (kind == "retry-prompt" and part.get("tool_name")):
@@ -126,8 +125,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
             )
             out.append(trusted_message(_TOOL, (result,)))
         elif kind in ("retry-feedback", "retry-prompt"):
-            text = _result_text(part.get("content"))
-            _append(out, start, _HUMAN, [TextPart(text=text)])
+            _append(out, start, _HUMAN, [TextPart(text=_result_text(part.get("content")))])
         elif kind not in _METADATA_PARTS:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
 
