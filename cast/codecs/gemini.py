@@ -115,8 +115,7 @@ def decode(
     ids = _Ids(id_template)
     for c, content in enumerate(contents):
         ensure(content, dict, f"contents[{c}]", "a content object", c)
-        parts = content.get("parts", [])
-        parts = ensure(parts, list, f"contents[{c}].parts", "an array of parts", c)
+        parts = get_typed(content, "parts", list, "an array of parts", f"contents[{c}]", c, [])
         role = content.get("role", "user")  # a single-turn request may omit it
         if role == "model":
             out.append(_decode_model(parts, c, ids))
@@ -129,8 +128,7 @@ def decode(
 
 def _decode_system(system: object) -> Message:
     system = ensure(system, dict, "systemInstruction", "a content object")
-    parts = system.get("parts")
-    parts = ensure(parts, list, "systemInstruction.parts", "an array of parts")
+    parts = get_typed(system, "parts", list, "an array of parts", "systemInstruction", None)
     texts: list[TextPart] = []
     for j, part in enumerate(parts):
         text = part.get("text") if isinstance(part, dict) else None
