@@ -213,9 +213,10 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
     if item.get("function_call") is not None:
         fail(f"messages[{i}].function_call", "legacy function_call is not supported", index=i)
 
-    field = next((f for f in REASONING_FIELDS if item.get(f) is not None), None)
-    if field is not None:  # preferred to Mistral's thinking parts
-        thoughts = [ensure(item[field], str, f"messages[{i}].{field}", "a string", i)]
+    for field in REASONING_FIELDS:  # preferred to Mistral's thinking parts
+        if item.get(field) is not None:
+            thoughts = [ensure(item[field], str, f"messages[{i}].{field}", "a string", i)]
+            break
     reasoning = Reasoning(content="\n\n".join(thoughts)) if thoughts else None
 
     calls: list[Any] = []
