@@ -54,10 +54,13 @@ __all__ = [
     "iter_messages",
     "json_history",
     "json_type",
+    "optional_str",
     "pack_signature",
     "parse_data_url",
     "provider_block",
     "provider_part",
+    "redacted",
+    "redacted_data",
     "signature_text",
     "split_user_turn",
     "system_blocks",
@@ -141,6 +144,16 @@ def get_str(obj: dict[str, Any], key: str, where: str, i: int | None, default: A
     return value
 
 
+def optional_str(
+    obj: dict[str, Any], key: str, where: str, i: int | None, expected: str = "a string"
+) -> str | None:
+    """``obj[key]``: a string, or None when absent or null (else a CodecError)."""
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        fail(f"{where}.{key}", expected, value, i)
+    return value
+
+
 _STANDARD_ONLY = frozenset("+/")
 _URL_SAFE_ONLY = frozenset("-_")
 _TO_STANDARD = str.maketrans("-_", "+/")
@@ -213,6 +226,19 @@ def signature_text(signature: bytes) -> str:
         return signature.decode("utf-8")
     except UnicodeDecodeError:
         return b64encode(signature)
+
+
+def redacted(data: str) -> Reasoning:
+    """A redacted thinking block's ``data`` as reasoning (:data:`REDACTED_THINKING_PREFIX`)."""
+    return Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode("utf-8"))
+
+
+def redacted_data(reasoning: Reasoning) -> str | None:
+    """The ``data`` of the redacted thinking block ``reasoning`` holds, else None."""
+    signature = reasoning.signature
+    if reasoning.content or not signature.startswith(REDACTED_THINKING_PREFIX):
+        return None
+    return signature_text(signature[len(REDACTED_THINKING_PREFIX) :])
 
 
 def parse_data_url(url: str) -> tuple[str, bytes] | None:
@@ -374,10 +400,9 @@ def encode_user_turns(
     content: str = "content",
     ai_role: str = "assistant",
 ) -> PayloadStream:
-    """The body ``{key: [...], system_key?: ...}`` of APIs that carry tool results in user
-    turns (Anthropic, Bedrock, Gemini), a turn at a time: consecutive TOOL messages share
-    one user turn, results first, a HUMAN message right after joins it; the system prompt
-    (``system``; None: none) is hoisted, a later one is ``late_system``'s turn or raises."""
+    """The body ``{key: [...], system_key?: ...}``, a turn at a time, of APIs with tool
+    results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
+    the system prompt is hoisted, a later one is ``late_system``'s turn or raises."""
     tail: dict[str, Any] = {}
 
     def turns() -> Iterator[dict[str, Any]]:
@@ -454,9 +479,8 @@ def json_history(
 
 
 def pack_signature(item_id: str | None, signature: str | None, *, redacted: bool) -> bytes:
-    """A framework reasoning item as ``Reasoning.signature``: the Responses codec's
-    ``id + "\\n" + signature`` (the signature alone without an id), or
-    :data:`REDACTED_THINKING_PREFIX` + data when redacted."""
+    """A framework reasoning item as ``Reasoning.signature``: ``id + "\\n" + signature``
+    (the signature alone without an id), or :data:`REDACTED_THINKING_PREFIX` + data."""
     blob = signature or ""
     if redacted:
         return REDACTED_THINKING_PREFIX + blob.encode()
@@ -505,9 +529,7 @@ def typed_parts_style(dicts: list[dict[str, Any]]) -> str | None:
             return "langchaingo"
         parts = item.get("parts")
         for part in parts if isinstance(parts, list) else ():
-            if not isinstance(part, dict):
-                continue
-            kind = part.get("type")
+            kind = part.get("type") if isinstance(part, dict) else None
             if not isinstance(kind, str):
                 continue
             if kind == "tool_response" or isinstance(part.get(kind), dict):

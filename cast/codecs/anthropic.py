@@ -29,6 +29,8 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    redacted,
+    redacted_data,
     signature_text,
     split_user_turn,
 )
@@ -60,12 +62,11 @@ API checks when the call is replayed)."""
 ATTACHED_KINDS = frozenset({CACHE_CONTROL, CALLER})
 """Kinds of kept parts that are a key of the block before them, not blocks of their own."""
 
-# The keys chaincast models for each block type (besides ``type`` and ``cache_control``);
-# a block with any other key is kept whole as a ProviderPart.
+# The keys chaincast models for each block type; a block with any other key is kept
+# whole as a ProviderPart.
 _MODELED = {
-    "text": frozenset({"text"}),
-    "image": frozenset({"source"}),
-    "document": frozenset({"source", "title"}),
+    kind: frozenset({"type", CACHE_CONTROL, *keys})
+    for kind, keys in (("text", ["text"]), ("image", ["source"]), ("document", ["source", "title"]))
 }
 _PAIRED = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
@@ -112,9 +113,7 @@ def _decode_system(system: object, where: str, i: int | None) -> Message:
 def _whole(block: dict[str, Any], kind: str) -> bool:
     """Whether ``block`` has keys chaincast does not model (it is then kept whole)."""
     modeled = _MODELED.get(kind)
-    if modeled is None:
-        return True
-    return any(key not in modeled and key not in ("type", CACHE_CONTROL) for key in block)
+    return modeled is None or not modeled.issuperset(block)
 
 
 def _cache_point(block: dict[str, Any], parts: list[Any], key: str = CACHE_CONTROL) -> None:
@@ -197,8 +196,7 @@ def _decode_assistant(content: object, i: int, names: dict[str, str]) -> Message
 
 def _decode_thinking(block: dict[str, Any], kind: str, where: str, i: int) -> Reasoning:
     if kind == "redacted_thinking":
-        data = get_str(block, "data", where, i)
-        return Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode("utf-8"))
+        return redacted(get_str(block, "data", where, i))
     thinking = get_str(block, "thinking", where, i)
     signature = get_str(block, "signature", where, i, "")
     return Reasoning(content=thinking, signature=signature.encode("utf-8"))
@@ -283,15 +281,11 @@ def _encode_user(message: Message, i: int) -> str | list[dict[str, Any]]:
 
 
 def _thinking_block(reasoning: Reasoning) -> dict[str, Any]:
-    signature = reasoning.signature
-    if not reasoning.content and signature.startswith(REDACTED_THINKING_PREFIX):
-        data = signature[len(REDACTED_THINKING_PREFIX) :]
-        return {"type": "redacted_thinking", "data": signature_text(data)}
-    return {
-        "type": "thinking",
-        "thinking": reasoning.content,
-        "signature": signature_text(signature),
-    }
+    data = redacted_data(reasoning)
+    if data is not None:
+        return {"type": "redacted_thinking", "data": data}
+    signature = signature_text(reasoning.signature)
+    return {"type": "thinking", "thinking": reasoning.content, "signature": signature}
 
 
 _RESULT_EXPECTED = (
@@ -361,16 +355,13 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"
+        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
+        if reasoning is not None:
+            blocks.append(_thinking_block(reasoning))
         if isinstance(part, TextPart):
-            reasoning = part.reasoning
-            if reasoning is not None and ai:
-                blocks.append(_thinking_block(reasoning))
-                if not part.text:
-                    continue  # a reasoning-only part: the thinking block alone
-            blocks.append({"type": "text", "text": part.text})
+            if reasoning is None or part.text:  # a reasoning-only part: the thinking alone
+                blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall) and ai:
-            if part.reasoning is not None:
-                blocks.append(_thinking_block(part.reasoning))
             blocks.append(
                 {
                     "type": "tool_use",

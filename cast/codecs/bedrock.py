@@ -10,7 +10,6 @@ from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     MISSING,
-    REDACTED_THINKING_PREFIX,
     AiParts,
     args_object,
     as_messages,
@@ -29,6 +28,8 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    redacted,
+    redacted_data,
     signature_text,
     split_user_turn,
     system_blocks,
@@ -198,7 +199,7 @@ def _decode_reasoning(value: object, where: str, i: int) -> Reasoning:
     if "redactedContent" in value:
         data = get_typed(value, "redactedContent", str, "base64 text", where, i)
         b64decode(data, f"{where}.redactedContent", i)
-        return Reasoning(signature=REDACTED_THINKING_PREFIX + data.encode("utf-8"))
+        return redacted(data)
     block = get_typed(value, "reasoningText", dict, "an object with text and signature", where, i)
     text = get_str(block, "text", f"{where}.reasoningText", i)
     signature = get_str(block, "signature", f"{where}.reasoningText", i, "")
@@ -284,13 +285,12 @@ def _provider_block(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
 
 
 def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
-    signature = reasoning.signature
-    if not reasoning.content and signature.startswith(REDACTED_THINKING_PREFIX):
-        data = signature[len(REDACTED_THINKING_PREFIX) :]
-        return {"reasoningContent": {"redactedContent": signature_text(data)}}
+    data = redacted_data(reasoning)
+    if data is not None:
+        return {"reasoningContent": {"redactedContent": data}}
     text: dict[str, str] = {"text": reasoning.content}
-    if signature:
-        text["signature"] = signature_text(signature)
+    if reasoning.signature:
+        text["signature"] = signature_text(reasoning.signature)
     return {"reasoningContent": {"reasoningText": text}}
 
 
@@ -321,16 +321,13 @@ def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"
+        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
+        if reasoning is not None:
+            blocks.append(_reasoning_block(reasoning))
         if isinstance(part, TextPart):
-            reasoning = part.reasoning
-            if reasoning is not None and ai:
-                blocks.append(_reasoning_block(reasoning))
-                if not part.text:
-                    continue  # a reasoning-only part: the reasoning block alone
-            blocks.append({"text": part.text})
+            if reasoning is None or part.text:  # a reasoning-only part: the reasoning alone
+                blocks.append({"text": part.text})
         elif isinstance(part, ToolCall) and ai:
-            if part.reasoning is not None:
-                blocks.append(_reasoning_block(part.reasoning))
             arguments = args_object(part.arguments, f"{where}.arguments", i)
             blocks.append(
                 {"toolUse": {"toolUseId": part.id, "name": part.name, "input": arguments}}

@@ -9,13 +9,13 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._common import EVIDENCE, MISSING, ensure, error, fail
+from cast.codecs._common import EVIDENCE, MISSING, as_messages, ensure, error, fail
 from cast.codecs.anthropic import decode as decode_anthropic
 from cast.codecs.anthropic import encode as encode_anthropic
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
 from cast.errors import CodecError
 from cast.ids import IdTemplate
-from cast.messages import Message
+from cast.messages import Message, Role
 
 __all__ = ["decode", "decode_claude_code_log", "detect_messages", "encode", "to_api_messages"]
 
@@ -52,16 +52,14 @@ def _is_result(block: object) -> bool:
 def to_api_messages(entries: Iterable[object]) -> list[dict[str, Any]]:
     """The Messages API conversation a Claude Code log records (the merging rules are in
     docs/codecs.md); the input is not modified, content blocks are shared."""
-    return _merge(entries, None)
+    return _merge(entries, [])
 
 
 def _is_results(content: object) -> bool:
     return isinstance(content, list) and bool(content) and all(map(_is_result, content))
 
 
-def _merge(
-    entries: Iterable[object], origin: list[list[tuple[int, int]]] | None
-) -> list[dict[str, Any]]:
+def _merge(entries: Iterable[object], origin: list[list[tuple[int, int]]]) -> list[dict[str, Any]]:
     """``to_api_messages``; ``origin`` gets each block's (entry, block) position."""
     out: list[dict[str, Any]] = []
     group_id: object = None
@@ -72,8 +70,7 @@ def _merge(
 
     def emit(content: Any, where: list[tuple[int, int]], role: str = "user") -> None:
         out.append({"role": role, "content": content})
-        if origin is not None:
-            origin.append(where)
+        origin.append(where)
 
     def flush() -> None:
         nonlocal group, group_from, users, only_results
@@ -181,10 +178,11 @@ decode = decode_claude_code_log
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
     """A Claude Code style log: one entry per assistant content block (sharing a generated
     ``id``), each tool result right after its call; a SYSTEM message is an error."""
-    payload = encode_anthropic(messages)
-    if "system" in payload:
-        fail("messages[0]", "a Claude Code log has no system prompt", index=0)
-    api = payload["messages"]
+    messages = as_messages(messages)
+    api = encode_anthropic(messages)["messages"]
+    k = next((k for k, message in enumerate(messages) if message.role is Role.SYSTEM), None)
+    if k is not None:  # the first hoisted, a later one as a "system" turn: neither is logged
+        fail(f"messages[{k}]", "a Claude Code log has no system prompt", index=k)
     out: list[dict[str, Any]] = []
     position = 0
     while position < len(api):

@@ -26,6 +26,7 @@ from cast.codecs._common import (
     gemini_fields,
     get_str,
     get_typed,
+    optional_str,
     parse_data_url,
     provider_block,
     provider_part,
@@ -72,11 +73,7 @@ _SNAKE = {
 
 def _get(obj: dict[str, Any], key: str) -> Any:
     value = obj.get(key, MISSING)
-    if value is MISSING:
-        snake = _SNAKE.get(key)
-        if snake is not None:
-            value = obj.get(snake, MISSING)
-    return value
+    return obj.get(_SNAKE[key], MISSING) if value is MISSING else value
 
 
 class _Ids:
@@ -118,8 +115,7 @@ def decode(
     ids = _Ids(id_template)
     for c, content in enumerate(contents):
         ensure(content, dict, f"contents[{c}]", "a content object", c)
-        parts = content.get("parts", [])
-        parts = ensure(parts, list, f"contents[{c}].parts", "an array of parts", c)
+        parts = get_typed(content, "parts", list, "an array of parts", f"contents[{c}]", c, [])
         role = content.get("role", "user")  # a single-turn request may omit it
         if role == "model":
             out.append(_decode_model(parts, c, ids))
@@ -132,8 +128,7 @@ def decode(
 
 def _decode_system(system: object) -> Message:
     system = ensure(system, dict, "systemInstruction", "a content object")
-    parts = system.get("parts")
-    parts = ensure(parts, list, "systemInstruction.parts", "an array of parts")
+    parts = get_typed(system, "parts", list, "an array of parts", "systemInstruction", None)
     texts: list[TextPart] = []
     for j, part in enumerate(parts):
         text = part.get("text") if isinstance(part, dict) else None
@@ -147,7 +142,7 @@ def _signature(part: dict[str, Any], where: str, c: int) -> bytes:
     signature = _get(part, "thoughtSignature")
     if signature is MISSING or signature is None:
         return b""
-    return ensure(signature, str, f"{where}.thoughtSignature", "base64 text", c).encode("utf-8")
+    return ensure(signature, str, f"{where}.thoughtSignature", "base64 text", c).encode()
 
 
 def _attachable(part: object) -> bool:
@@ -162,27 +157,25 @@ def _attachable(part: object) -> bool:
 
 def _decode_model(parts: list[Any], c: int, ids: _Ids) -> Message:
     out: list[Any] = []
-    j = 0
-    while j < len(parts):
+    thought = ""  # the reasoning of the part after it
+    for j, raw in enumerate(parts):
         where = f"contents[{c}].parts[{j}]"
-        part = ensure(parts[j], dict, where, "a part object", c)
+        part = ensure(raw, dict, where, "a part object", c)
         signature = _signature(part, where, c)
-        thought = ""
         if part.get("thought") is True:
-            thought = get_str(part, "text", where, c, "")
-            if not thought or signature or j + 1 == len(parts) or not _attachable(parts[j + 1]):
-                alone = Reasoning(content=thought, signature=signature)
-                out.append(TextPart(text="", reasoning=alone))
-                j += 1
-                continue
-            j += 1  # the thought is the reasoning of the part after it
-            part, where = parts[j], f"contents[{c}].parts[{j}]"
-            signature = _signature(part, where, c)
+            text = get_str(part, "text", where, c, "")
+            if text and not signature and j + 1 < len(parts) and _attachable(parts[j + 1]):
+                thought = text
+            else:
+                out.append(
+                    TextPart(text="", reasoning=Reasoning(content=text, signature=signature))
+                )
+            continue
         reasoning = (
             Reasoning(content=thought, signature=signature) if thought or signature else None
         )
+        thought = ""
         out.append(_decode_model_part(part, c, j, reasoning, ids))
-        j += 1
     return trusted_message(_AI, tuple(out))
 
 
@@ -203,10 +196,7 @@ def _decode_model_part(
     call = ensure(call, dict, where, "an object with name and args", c)
     name = get_str(call, "name", where, c)
     args = get_typed(call, "args", dict, "an object", where, c, {})
-    call_id = call.get("id")
-    if call_id is not None and not isinstance(call_id, str):
-        fail(f"{where}.id", "a string", call_id, c)
-    call_id = ids.call(call_id, name, c, j)
+    call_id = ids.call(optional_str(call, "id", where, c), name, c, j)
     return ToolCall(id=call_id, name=name, arguments=dumps_compact(args), reasoning=reasoning)
 
 
@@ -232,10 +222,7 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
     file = ensure(_get(part, "fileData"), dict, f"{where}.fileData", "an object with fileUri", c)
     uri = ensure(_get(file, "fileUri"), str, f"{where}.fileData.fileUri", "a string", c)
     mime = _get(file, "mimeType")
-    if mime is MISSING:
-        mime = ""
-    elif not isinstance(mime, str):
-        fail(f"{where}.fileData.mimeType", "a string", mime, c)
+    mime = "" if mime is MISSING else ensure(mime, str, f"{where}.fileData.mimeType", "a string", c)
     return ImagePart(url=uri, mime_type=mime)
 
 
@@ -264,9 +251,7 @@ def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> Non
 def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) -> Message:
     response = ensure(response, dict, where, "an object with name and response", c)
     name = get_str(response, "name", where, c)
-    call_id = response.get("id")
-    if call_id is not None and not isinstance(call_id, str):
-        fail(f"{where}.id", "a string", call_id, c)
+    call_id = optional_str(response, "id", where, c)
     body = get_typed(response, "response", dict, "an object", where, c, {})
     # Gemini 3: images and documents a tool returned
     media = get_typed(response, "parts", list, "an array of parts", where, c, [])
@@ -381,19 +366,14 @@ def _encode_parts(message: Message, i: int, include_ids: bool = True) -> list[di
                 i, j, f"{'an AI' if ai else 'a human'} message cannot carry a {part.type} part"
             )
         reasoning = part.reasoning if ai else None
-        if reasoning is not None:
-            signature = reasoning.signature
-            if reasoning.content:
-                thought: dict[str, Any] = {"text": reasoning.content, "thought": True}
-                if isinstance(part, TextPart) and not part.text:
-                    # A reasoning-only part: the thought part alone, with its signature.
-                    if signature:
-                        thought["thoughtSignature"] = signature_text(signature)
-                    parts.append(thought)
-                    continue
+        if reasoning is not None and reasoning.content:
+            thought = {"text": reasoning.content, "thought": True}
+            if isinstance(part, TextPart) and not part.text:
+                out = thought  # a reasoning-only part: the thought part alone, signed
+            else:
                 parts.append(thought)
-            if signature:
-                out["thoughtSignature"] = signature_text(signature)
+        if reasoning is not None and reasoning.signature:
+            out["thoughtSignature"] = signature_text(reasoning.signature)
         parts.append(out)
     return parts
 

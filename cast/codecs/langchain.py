@@ -14,7 +14,6 @@ from cast.codecs._common import (
     as_messages,
     b64decode,
     b64encode,
-    canonical_object,
     dumps_compact,
     ensure,
     error,
@@ -53,10 +52,6 @@ def _dump(items: list[Any]) -> list[Any]:
     return messages_to_dict(items)
 
 
-def _as_json(payload: object) -> list[Any]:
-    return json_history(payload, "messages", _dump, "LangChain BaseMessage objects")
-
-
 def decode(payload: object) -> list[Message]:
     """Messages of a LangChain history (``BaseMessage`` objects or their dicts)."""
     return decode_counted(payload)[0]
@@ -66,7 +61,8 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     """The messages, and how many each LangChain message became (always one)."""
     out: list[Message] = []
     names: dict[str, str] = {}  # tool call id -> name, for tool messages without one
-    for i, item in enumerate(_as_json(payload)):
+    history = json_history(payload, "messages", _dump, "LangChain BaseMessage objects")
+    for i, item in enumerate(history):
         where = f"[{i}]"
         ensure(item, dict, where, "a message object", i)
         kind = item.get("type")
@@ -316,9 +312,7 @@ def _encode_ai(message: Message, i: int) -> dict[str, Any]:
             if reasoning is None or part.text:
                 blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall):
-            args = canonical_object(part.arguments)
-            if args is None:
-                args = _object_or_none(part.arguments)
+            args = _object_or_none(part.arguments)
             if args is None:
                 invalid.append(
                     {"name": part.name, "args": part.arguments, "id": part.id, "error": None}
@@ -327,9 +321,7 @@ def _encode_ai(message: Message, i: int) -> dict[str, Any]:
                 tool_calls.append({"name": part.name, "args": args, "id": part.id})
         else:
             fail_part(i, j, f"an AI message cannot hold a {part.type} part in LangChain")
-    plain = (
-        all(p.reasoning is None for p in texts) and len(texts) <= 1 and len(blocks) == len(texts)
-    )
+    plain = len(texts) <= 1 and all(block["type"] == "text" for block in blocks)
     content: str | list[dict[str, Any]] = (texts[0].text if texts else "") if plain else blocks
     data: dict[str, Any] = {"content": content, "tool_calls": tool_calls}
     if invalid:

@@ -112,38 +112,30 @@ def _decode_part(part: object, i: int, j: int) -> Any:
             text=_field(part, "text", where, i, ""),
             reasoning=_decode_reasoning(part.get("reasoning"), f"{where}.reasoning", i),
         )
+    if kind not in ("image_url", "binary", "tool_call", "tool_response"):
+        raise error(f"{where}.type", f"unknown content type {kind!r}", index=i)
+    body = get_typed(part, kind, dict, "an object", where, i)  # the fields, under the type
+    where = f"{where}.{kind}"
     if kind == "image_url":
-        image = get_typed(part, "image_url", dict, "an object", where, i)
         return ImagePart(
-            url=_field(image, "url", f"{where}.image_url", i),
-            detail=_field(image, "detail", f"{where}.image_url", i, ""),
+            url=_field(body, "url", where, i), detail=_field(body, "detail", where, i, "")
         )
     if kind == "binary":
-        binary = get_typed(part, "binary", dict, "an object", where, i)
-        data = _field(binary, "data", f"{where}.binary", i)
-        return BinaryPart(
-            mime_type=_field(binary, "mime_type", f"{where}.binary", i, ""),
-            data=b64decode(data, f"{where}.binary.data", i),
-        )
+        data = b64decode(_field(body, "data", where, i), f"{where}.data", i)
+        return BinaryPart(mime_type=_field(body, "mime_type", where, i, ""), data=data)
     if kind == "tool_call":
-        call = get_typed(part, "tool_call", dict, "an object", where, i)
-        call_where = f"{where}.tool_call"
-        function = get_typed(call, "function", dict, "an object", call_where, i)
+        function = get_typed(body, "function", dict, "an object", where, i)
         return ToolCall(
-            id=_field(call, "id", call_where, i),
-            name=_field(function, "name", f"{call_where}.function", i),
-            arguments=_field(function, "arguments", f"{call_where}.function", i),
-            reasoning=_decode_reasoning(call.get("reasoning"), f"{call_where}.reasoning", i),
+            id=_field(body, "id", where, i),
+            name=_field(function, "name", f"{where}.function", i),
+            arguments=_field(function, "arguments", f"{where}.function", i),
+            reasoning=_decode_reasoning(body.get("reasoning"), f"{where}.reasoning", i),
         )
-    if kind == "tool_response":
-        response = get_typed(part, "tool_response", dict, "an object", where, i)
-        response_where = f"{where}.tool_response"
-        return ToolResult(
-            tool_call_id=_field(response, "tool_call_id", response_where, i),
-            name=_field(response, "name", response_where, i),
-            content=_field(response, "content", response_where, i),
-        )
-    raise error(f"{where}.type", f"unknown content type {kind!r}", index=i)
+    return ToolResult(
+        tool_call_id=_field(body, "tool_call_id", where, i),
+        name=_field(body, "name", where, i),
+        content=_field(body, "content", where, i),
+    )
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
@@ -151,25 +143,24 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
     out: list[dict[str, Any]] = []
     for i, message in enumerate(as_messages(messages)):
         role = _WIRE_ROLES[message.role]
-        parts = message.parts
-        if len(parts) == 1 and type(parts[0]) is TextPart and not _reasoning(parts[0].reasoning):
-            out.append({"role": role, "text": parts[0].text})
+        parts = [_encode_part(p, i, j) for j, p in enumerate(message.parts)]
+        if len(parts) == 1 and parts[0].keys() == {"type", "text"}:  # a lone plain text
+            out.append({"role": role, "text": parts[0]["text"]})
         else:
-            out.append(
-                {"role": role, "parts": [_encode_part(p, i, j) for j, p in enumerate(parts)]}
-            )
+            out.append({"role": role, "parts": parts})
     return out
 
 
-def _reasoning(reasoning: Reasoning | None) -> dict[str, str] | None:
-    if reasoning is None:
-        return None
-    out: dict[str, str] = {}
-    if reasoning.content:
-        out["content"] = reasoning.content
-    if reasoning.signature:
-        out["signature"] = b64encode(reasoning.signature)
-    return out or None
+def _with_reasoning(out: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
+    """``out`` with its ``ContentReasoning``, unless that is empty."""
+    fields: dict[str, str] = {}
+    if reasoning is not None and reasoning.content:
+        fields["content"] = reasoning.content
+    if reasoning is not None and reasoning.signature:
+        fields["signature"] = b64encode(reasoning.signature)
+    if fields:
+        out["reasoning"] = fields
+    return out
 
 
 def _encode_part(part: Any, i: int, j: int) -> dict[str, Any]:
@@ -181,21 +172,11 @@ def _encode_part(part: Any, i: int, j: int) -> dict[str, Any]:
             "(port the chain to turn it into text)",
         )
     if isinstance(part, TextPart):
-        out: dict[str, Any] = {"type": "text", "text": part.text}
-        reasoning = _reasoning(part.reasoning)
-        if reasoning is not None:
-            out["reasoning"] = reasoning
-        return out
+        return _with_reasoning({"type": "text", "text": part.text}, part.reasoning)
     if isinstance(part, ToolCall):
-        call: dict[str, Any] = {
-            "id": part.id,
-            "type": "function",
-            "function": {"name": part.name, "arguments": part.arguments},
-        }
-        reasoning = _reasoning(part.reasoning)
-        if reasoning is not None:
-            call["reasoning"] = reasoning
-        return {"type": "tool_call", "tool_call": call}
+        function = {"name": part.name, "arguments": part.arguments}
+        call = {"id": part.id, "type": "function", "function": function}
+        return {"type": "tool_call", "tool_call": _with_reasoning(call, part.reasoning)}
     if isinstance(part, ToolResult):
         response = {"tool_call_id": part.tool_call_id, "name": part.name, "content": part.content}
         return {"type": "tool_response", "tool_response": response}

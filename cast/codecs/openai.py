@@ -67,7 +67,13 @@ _ATTACHED = frozenset({CACHE_CONTROL, REFUSAL, MESSAGE_FIELDS, CALL_FIELDS})
 # The message keys each role's decoder reads; the others are kept as message fields.
 _USER_KEYS = frozenset({"role", "content"})
 _ASSISTANT_KEYS = _USER_KEYS | {"tool_calls", "refusal", "function_call", *REASONING_FIELDS}
-_DEVELOPER_KEYS = frozenset({"content"})  # its role is kept as a message field
+# "developer" replaces "system" for o-series models; both are instructions, and the
+# role goes back as it came (a message field).
+_PLAIN = {
+    "user": (_HUMAN, _USER_KEYS),
+    "system": (_SYSTEM, _USER_KEYS),
+    "developer": (_SYSTEM, frozenset({"content"})),
+}
 _TOOL_KEYS = frozenset({"role", "content", "tool_call_id", "name"})
 _CALL_KEYS = frozenset({"id", "type", "function"})
 _NO_FIELDS: dict[str, Any] = {}  # shared, never changed
@@ -90,15 +96,10 @@ def decode(payload: object) -> list[Message]:
             out.append(_decode_assistant(item, i, names))
         elif role == "tool":
             out.append(_decode_tool(item, i, names))
-        elif role == "user":
-            parts = _decode_content(item, i, media=True)
-            out.append(trusted_message(_HUMAN, _with_fields(parts, item, _USER_KEYS)))
-        elif role in ("system", "developer"):
-            # "developer" replaces "system" for o-series models; both are instructions,
-            # and the role goes back as it came (a message field).
-            parts = _decode_content(item, i, media=False)
-            keys = _USER_KEYS if role == "system" else _DEVELOPER_KEYS
-            out.append(trusted_message(_SYSTEM, _with_fields(parts, item, keys)))
+        elif isinstance(role, str) and role in _PLAIN:
+            own, keys = _PLAIN[role]
+            parts = _decode_content(item, i, media=own is _HUMAN)
+            out.append(trusted_message(own, _with_fields(parts, item, keys)))
         elif role == "function":
             fail(f"messages[{i}].role", "legacy function messages are not supported", index=i)
         else:
@@ -114,10 +115,12 @@ def _with_fields(
     parts: tuple[Any, ...], item: dict[str, Any], keys: frozenset[str]
 ) -> tuple[Any, ...]:
     """``parts``, and a :data:`MESSAGE_FIELDS` part when ``item`` has keys beyond ``keys``."""
-    if keys.issuperset(item):
-        return parts
-    fields = {k: v for k, v in item.items() if k not in keys}
-    return (*parts, provider_part(_PROVIDER, MESSAGE_FIELDS, fields))
+    return parts if keys.issuperset(item) else (*parts, _fields_part(item, keys, MESSAGE_FIELDS))
+
+
+def _fields_part(item: dict[str, Any], keys: frozenset[str], kind: str) -> ProviderPart:
+    """The fields of ``item`` beyond ``keys``, kept as a part of ``kind``."""
+    return provider_part(_PROVIDER, kind, {k: v for k, v in item.items() if k not in keys})
 
 
 def _decode_content(item: dict[str, Any], i: int, *, media: bool) -> tuple[Any, ...]:
@@ -210,28 +213,20 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
     if item.get("function_call") is not None:
         fail(f"messages[{i}].function_call", "legacy function_call is not supported", index=i)
 
-    reasoning: Reasoning | None = None
-    for field in REASONING_FIELDS:
-        value = item.get(field)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            fail(f"messages[{i}].{field}", "a string", value, i)
-        reasoning = Reasoning(content=value)
-        break
-    if reasoning is None and thoughts:
-        reasoning = Reasoning(content="\n\n".join(thoughts))
+    for field in REASONING_FIELDS:  # preferred to Mistral's thinking parts
+        if item.get(field) is not None:
+            thoughts = [ensure(item[field], str, f"messages[{i}].{field}", "a string", i)]
+            break
+    reasoning = Reasoning(content="\n\n".join(thoughts)) if thoughts else None
 
     calls: list[Any] = []
     raw_calls = item.get("tool_calls")
     if raw_calls is not None:
-        if not isinstance(raw_calls, list):
-            fail(f"messages[{i}].tool_calls", "an array", raw_calls, i)
+        raw_calls = ensure(raw_calls, list, f"messages[{i}].tool_calls", "an array", i)
         for j, call in enumerate(raw_calls):
             calls.append(_decode_call(call, i, j, names))
             if not _CALL_KEYS.issuperset(call):
-                extra = {k: v for k, v in call.items() if k not in _CALL_KEYS}
-                calls.append(provider_part(_PROVIDER, CALL_FIELDS, extra))
+                calls.append(_fields_part(call, _CALL_KEYS, CALL_FIELDS))
 
     # One reasoning per message: it goes on the first text, or on the first call when
     # the message has no text (as reasoning precedes the call it led to).
@@ -391,14 +386,13 @@ def _fields(message: Message, i: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
     last = parts[-1] if parts else None
     if type(last) is not ProviderPart or _attached(last) != MESSAGE_FIELDS:
         return parts, _NO_FIELDS
-    fields = provider_block(last, _PROVIDER, f"messages[{i}].parts[{len(parts) - 1}]", i)
-    fields = ensure(fields, dict, f"messages[{i}].parts[{len(parts) - 1}].data", "a JSON object", i)
-    return parts[:-1], fields
+    where = f"messages[{i}].parts[{len(parts) - 1}]"
+    fields = provider_block(last, _PROVIDER, where, i)
+    return parts[:-1], ensure(fields, dict, f"{where}.data", "a JSON object", i)
 
 
 def _with_message_fields(out: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
-    for key, value in fields.items():
-        out.setdefault(key, value)
+    out.update({key: value for key, value in fields.items() if key not in out})
     return out
 
 

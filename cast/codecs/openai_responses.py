@@ -19,6 +19,7 @@ from cast.codecs._common import (
     gemini_fields,
     get_str,
     get_typed,
+    optional_str,
     parse_data_url,
     provider_block,
     provider_part,
@@ -241,9 +242,7 @@ def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:
     item_id = item.get("id", "")
     if not isinstance(item_id, str) or "\n" in item_id:
         fail(f"{where}.id", "a string without newlines", item_id, i)
-    encrypted = item.get("encrypted_content")
-    if encrypted is not None and not isinstance(encrypted, str):
-        fail(f"{where}.encrypted_content", "a string or null", encrypted, i)
+    encrypted = optional_str(item, "encrypted_content", where, i, "a string or null")
     summary = get_typed(item, "summary", list, "an array of summary parts", where, i, [])
     texts: list[str] = []
     for j, part in enumerate(summary):
@@ -257,26 +256,21 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
     name = names.get(call_id, "")
     output = item.get("output")
     if isinstance(output, str):
-        return trusted_message(
-            _TOOL, (ToolResult(tool_call_id=call_id, name=name, content=output),)
-        )
+        output = [{"type": "input_text", "text": output}]
     output = ensure(output, list, f"{where}.output", "a string or an array of input parts", i)
     # An array of parts: a first text is the result, the others follow it.
     extras: list[Any] = []
-    text = ""
     for j, part in enumerate(output):
         part_where = f"{where}.output[{j}]"
         ensure(part, dict, part_where, "an input_text, input_image or input_file part", i)
         kind = part.get("type")
         if kind == "input_text":
-            if j == 0:
-                text = _text_of(part, part_where, i)
-            else:
-                extras.append(TextPart(text=_text_of(part, part_where, i)))
+            extras.append(TextPart(text=_text_of(part, part_where, i)))
         elif kind in ("input_image", "input_file"):
             extras.append(_decode_media(part, kind))
         else:
             fail(f"{part_where}.type", f"unsupported output part type {kind!r}", index=i)
+    text = extras.pop(0).text if output and output[0].get("type") == "input_text" else ""
     result = ToolResult(tool_call_id=call_id, name=name, content=text)
     return trusted_message(_TOOL, (result, *extras))
 

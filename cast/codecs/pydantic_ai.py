@@ -22,6 +22,7 @@ from cast.codecs._common import (
     get_str,
     get_typed,
     json_history,
+    optional_str,
     pack_signature,
     unpack_signature,
 )
@@ -65,11 +66,6 @@ def _dump(items: list[Any]) -> list[Any]:
     return dumped
 
 
-def _as_json(payload: object) -> list[Any]:
-    """The JSON form of a history (``ModelMessage`` objects dumped by pydantic-ai)."""
-    return json_history(payload, "messages", _dump, "pydantic-ai ModelMessage objects")
-
-
 def decode(payload: object) -> list[Message]:
     """Messages of a pydantic-ai history (``ModelMessage`` objects or their JSON dicts)."""
     return decode_counted(payload)[0]
@@ -79,7 +75,8 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
     """The messages, and how many of them each ``ModelMessage`` became (in order)."""
     out: list[Message] = []
     counts: list[int] = []
-    for i, item in enumerate(_as_json(payload)):
+    history = json_history(payload, "messages", _dump, "pydantic-ai ModelMessage objects")
+    for i, item in enumerate(history):
         where = f"[{i}]"
         ensure(item, dict, where, "a message object", i)
         parts = ensure(item.get("parts"), list, f"{where}.parts", "an array of parts", i)
@@ -114,8 +111,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
         ensure(part, dict, part_where, "a part object", i)
         kind = get_str(part, "part_kind", part_where, i)
         if kind == "system-prompt":
-            text = get_str(part, "content", part_where, i)
-            _append(out, start, _SYSTEM, [TextPart(text=text)])
+            _append(out, start, _SYSTEM, [TextPart(text=get_str(part, "content", part_where, i))])
         elif kind == "user-prompt":
             _append(out, start, _HUMAN, _user_content(part.get("content"), part_where, i))
         elif kind == "tool-return" or (kind == "retry-prompt" and part.get("tool_name")):
@@ -129,8 +125,7 @@ def _decode_request(parts: list[Any], where: str, i: int, out: list[Message]) ->
             )
             out.append(trusted_message(_TOOL, (result,)))
         elif kind in ("retry-feedback", "retry-prompt"):
-            text = _result_text(part.get("content"))
-            _append(out, start, _HUMAN, [TextPart(text=text)])
+            _append(out, start, _HUMAN, [TextPart(text=_result_text(part.get("content")))])
         elif kind not in _METADATA_PARTS:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)
 
@@ -171,9 +166,7 @@ def _user_content(content: object, where: str, i: int) -> list[Any]:
 def _reasoning(part: dict[str, Any], where: str, i: int) -> Reasoning:
     content = get_str(part, "content", where, i)
     item_id = part.get("id")
-    signature = part.get("signature")
-    if signature is not None and not isinstance(signature, str):
-        fail(f"{where}.signature", "a string or null", signature, i)
+    signature = optional_str(part, "signature", where, i, "a string or null")
     if item_id is not None and (not isinstance(item_id, str) or "\n" in item_id):
         fail(f"{where}.id", "a string without newlines, or null", item_id, i)
     redacted = item_id == _REDACTED_ID

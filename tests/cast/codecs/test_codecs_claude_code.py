@@ -199,6 +199,12 @@ def test_encode_rejects_a_system_prompt() -> None:
         claude_code.encode([Message.system("s"), Message.human("h")])
 
 
+def test_encode_rejects_a_later_system_message_where_it_stands() -> None:
+    with pytest.raises(CodecError) as caught:
+        claude_code.encode([Message.human("h"), Message.ai("a"), Message.system("s")])
+    assert (caught.value.path, caught.value.index) == ("messages[2]", 2)
+
+
 def test_encode_logs_results_after_their_calls() -> None:
     calls = [ToolCall(id="a", name="f"), ToolCall(id="b", name="f")]
     chain = [
