@@ -28,7 +28,6 @@ from csum.archive import (
     is_reinserted,
     own_question,
     recalled_positions,
-    reinsertion_within,
 )
 from csum.assemble import Assembler, SummaryStyle, with_breakpoints
 from csum.cache import SummaryCache
@@ -148,8 +147,18 @@ class Stages:
             size = size if chain is ast else self.meter.chain(chain)
         forced = reason is CompactionReason.FORCED
         summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
-        if self.clearing is not None:
-            done = await self._clear(chain, size, calls, summarize=summarize, forced=forced)
+        if self.clearing is not None:  # enough old tool results cleared (all when forced)
+            pin = self.pin
+            done = await clear_chain(
+                chain,
+                self.clearing,
+                measure=self.meter,
+                goal=None if forced else size - self.keep_units,
+                pinned=None if pin is None else (lambda _index, message: bool(pin(message))),
+                archive=self.archive,
+                emit=calls.events.append,
+                at_least=None if summarize else self.clear_at_least,
+            )
             if done is not None:
                 (chain, run.cleared), size = done, size - done[1].units_freed
                 if not summarize or (size <= self.keep_units and not forced):  # clearing did it
@@ -172,25 +181,6 @@ class Stages:
                 run.reason = CompactionReason.UNFITTABLE
             return self._outcome(run, chain, size, summary_needed=True)
         return await self._summarized(run, chain, size, plan, focus=focus)
-
-    async def _clear(
-        self, chain: ChainAST, size: int, calls: HandlerCalls, *, summarize: bool, forced: bool
-    ) -> tuple[ChainAST, ClearingPass] | None:
-        """Enough old tool results cleared to reach ``keep_units`` (all when forced)."""
-        options = self.clearing
-        assert options is not None
-        pin = self.pin
-        pinned = None if pin is None else (lambda _index, message: bool(pin(message)))
-        return await clear_chain(
-            chain,
-            options,
-            measure=self.meter,
-            goal=None if forced else size - self.keep_units,
-            pinned=pinned,
-            archive=self.archive,
-            emit=calls.events.append,
-            at_least=None if summarize else self.clear_at_least,
-        )
 
     async def _summarized(
         self, run: _Run, chain: ChainAST, size: int, plan: Plan, *, focus: str | None
@@ -260,18 +250,25 @@ class Stages:
     async def reinsertion(
         self, messages: list[Message], size: int, events: list[StoreEvent]
     ) -> Insertion | None:
-        """With re-insertion: what the current question needs, within the budget's room."""
-        if self.archive is None or not self._reinserting:
+        """With re-insertion: what the current question needs, within the room the budget
+        leaves (in its unit); store failures go to ``events``."""
+        archive, room = self.archive, self.budget.limit - size
+        if archive is None or not archive.reinsert_bytes:
             return None
-        return await reinsertion_within(
-            self.archive,
-            messages,
-            room=self.budget.limit - size,
-            unit=self.budget.unit,
-            measure=self.meter.total,
-            target=self.style.target,
-            emit=events.append,
-        )
+        limit = archive.reinsert_bytes
+        if self.budget.unit == "bytes":
+            limit = min(limit, room)
+        while limit > 0 and room > 0:
+            found = await archive.insertion_reporting(
+                messages, max_bytes=limit, emit=events.append, target=self.style.target
+            )
+            if found is None:
+                break
+            grown = self.meter.total(found.messages)
+            if grown <= room:
+                return found
+            limit = min(limit - 1, limit * room // grown)  # the part's framing costs too
+        return None
 
     def with_breakpoints(self, ast: ChainAST) -> ChainAST:
         """With ``cache_breakpoints``: Anthropic cache points at the end of the stable
@@ -296,8 +293,7 @@ class Stages:
         books: HandlerLedger | None = None,
         **summary: Any,
     ) -> Outcome:
-        """The outcome ``after`` (of ``size``) and its event (``summary``: its fields
-        of a summary made)."""
+        """The outcome ``after`` (of ``size``) and its event (``summary``: its summary fields)."""
         meter, limit, calls, cleared = self.meter, self.budget.limit, run.calls, run.cleared
         books = books if books is not None else HandlerLedger()
         fields: dict[str, Any] = {
@@ -312,7 +308,7 @@ class Stages:
             unit=self.budget.unit,
             budget=limit,
             keep_units=self.keep_units,
-            over_budget=meter.chain(after) > limit,
+            over_budget=size > limit,
             bytes_before=run.chain.size,
             bytes_after=after.size,
             tokens_before=meter.all_tokens(run.chain),
@@ -417,8 +413,7 @@ async def summarize_plan(
 
 
 def _kept_after(chain: ChainAST, plan: Plan) -> int:
-    """How many of ``chain``'s last messages ``plan`` keeps after what it evicts (what
-    stays before the cut is not counted: a continuation summary covers it too)."""
+    """How many of ``chain``'s last messages ``plan`` keeps after what it evicts."""
     section = chain.sections[plan.section]
     kept = sum(1 + len(pair.tool_messages) for pair in section.body[plan.pair :])
     if plan.pair == 0:
@@ -428,16 +423,8 @@ def _kept_after(chain: ChainAST, plan: Plan) -> int:
 
 def _cleared(plan: Plan, options: Clearing) -> Plan:
     """``plan`` with the messages its summary reads cleared (``replaced`` stays whole)."""
-    summarized = clear_evicted(plan.summarized, options)
-    if all(a is b for a, b in zip(summarized, plan.summarized, strict=True)):
-        return plan
-    # the turns hold the same messages: each is cleared (and gisted) once
-    done = {id(a): b for a, b in zip(plan.summarized, summarized, strict=True)}
-    turns = [
-        (q, [done[id(m)] if id(m) in done else clear_evicted([m], options)[0] for m in ms])
-        for q, ms in plan.turns
-    ]
-    return replace(plan, summarized=summarized, turns=turns)
+    turns = [(question, clear_evicted(messages, options)) for question, messages in plan.turns]
+    return replace(plan, summarized=[m for _, messages in turns for m in messages], turns=turns)
 
 
 def _turns_in_place(plan: Plan) -> tuple[Message | None, list[Turn]]:

@@ -268,8 +268,7 @@ class Compactor:
         )
 
     def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int]:
-        """``ast`` with summaries placed for the target back in their own pairs, and
-        what placing them saved (units, <= 0)."""
+        """``ast`` with placed summaries back in their own pairs, and what placing saved."""
         if not self._places:
             return ast, 0
         own = unplaced(ast)
@@ -357,9 +356,7 @@ class Compactor:
         shift: int | None,
         given: int,
     ) -> CompactionResult:
-        """The call's result, built once: without the fillers of ``pending`` calls, with
-        re-insertion for a new question, placed for the target (``shift``: what placing
-        saved on the input; None: the last result extended)."""
+        """The call's result, built once (``shift`` None: the last result extended)."""
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
         size_before += shift or 0
         compacted = bytes_before != bytes_after or size_before != size_after

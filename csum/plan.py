@@ -275,8 +275,7 @@ class Planner:
 
 
 def _is_note(message: Message) -> bool:
-    """Whether ``message`` opens a summary's turn: the note, then any questions it
-    carries (pinned, or kept by ``keep_user_messages``)."""
+    """Whether ``message`` opens a summary's turn (the note, then questions it carries)."""
     parts = message.parts
     return (
         len(parts) >= 1
@@ -316,8 +315,7 @@ def _evicted(
 def _replaced(
     turns: Sequence[tuple[Message | None, Sequence[BodyPair]]], frozen_ids: set[int]
 ) -> list[Message]:
-    """The messages the evicted ``turns`` take out of the chain, in order: questions as
-    their own text (re-inserted lines are archived already), pairs not carried."""
+    """The messages the evicted ``turns`` take out of the chain (questions as their own text)."""
     out: list[Message] = []
     for question, body in turns:
         own = None if question is None else own_question(question)
@@ -401,11 +399,7 @@ def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:
 
 
 def messages_of(pairs: Sequence[BodyPair]) -> list[Message]:
-    out: list[Message] = []
-    for pair in pairs:
-        out.append(pair.ai_message)
-        out.extend(pair.tool_messages)
-    return out
+    return [message for pair in pairs for message in pair.messages()]
 
 
 def human_of(section: Section) -> list[Message]:
