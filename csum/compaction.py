@@ -5,7 +5,7 @@ re-insertion, cache points), and what it returns (:class:`CompactionResult`)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,13 +13,11 @@ import xxhash
 
 from cast import (
     BodyPair,
-    BodyPairType,
     ChainAST,
     ChainIssue,
     Message,
     Role,
     TextPart,
-    ToolResult,
 )
 from csum._pieces import question_context, summarize_in_pieces
 from csum.archive import (
@@ -34,11 +32,10 @@ from csum.cache import SummaryCache
 from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited
 from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
-from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized
+from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized, summary_key
 from csum.prompt import with_fact_memory
 from csum.request import HandlerCalls, HandlerLedger, RobustHandler, ledger
 from csum.store_events import StoreEvent, StoreEventKind
-from csum.tokens import Meter
 
 __all__ = [
     "CompactionResult",
@@ -113,23 +110,16 @@ class _Run:
 
 
 @dataclass(frozen=True, slots=True)
-class Stages:
+class Stages(Planner):
     """What the stages of one compaction run with: the Compactor's settings and state."""
 
     budget: Budget
-    meter: Meter
     handler: RobustHandler
     style: SummaryStyle
-    keep_units: int
     trigger: int
-    summary_reserve: int
     summary_bytes: int
-    max_depth: int | None
-    depths: Mapping[str, int]
     clearing: Clearing | None
     clear_at_least: int
-    pin: Callable[[Message], bool] | None
-    keep_user_messages: bool
     cache_breakpoints: bool
     cache: SummaryCache | None
     archive: HistoryArchive | None
@@ -167,15 +157,7 @@ class Stages:
                     return self._outcome(run, out, size, settled=True)
         if not summarize:  # clearing's own trigger, and nothing worth clearing
             return Outcome.unchanged(chain, size, settled=True)
-        plan = Planner(
-            self.meter,
-            self.keep_units,
-            self.summary_reserve,
-            self.max_depth,
-            self.depth,
-            self.pin,
-            self.keep_user_messages,
-        ).plan(chain)
+        plan = self.plan(chain)
         if plan is None:  # nothing left to summarize
             if size > self.budget.limit:
                 run.reason = CompactionReason.UNFITTABLE
@@ -222,9 +204,9 @@ class Stages:
                 key: self.depths[key]
                 for section in made.chain.sections
                 for pair in section.body
-                if is_summarized(pair) and (key := _summary_key(pair)) in self.depths
+                if is_summarized(pair) and (key := summary_key(pair)) in self.depths
             }
-            depths[_summary_key(made.pair)] = depth
+            depths[summary_key(made.pair)] = depth
         archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events[mark:])
         outcome = self._outcome(
             run,
@@ -277,12 +259,6 @@ class Stages:
             return ast
         return with_breakpoints(ast, self.meter.chain, self.budget.limit)
 
-    def depth(self, pair: BodyPair) -> int:
-        """How many compactions the summary ``pair`` went through (0: no summary)."""
-        if not is_summarized(pair):
-            return 0
-        return self.depths.get(_summary_key(pair), 1)
-
     def _outcome(
         self,
         run: _Run,
@@ -334,16 +310,6 @@ class Stages:
         )
         nbytes = (run.chain.size, after.size)
         return Outcome(after.to_messages(), (run.size, size), nbytes, event, settled=settled)
-
-
-def _summary_key(pair: BodyPair) -> str:
-    """A summary's identity for the depth records: its text (ids may be renamed)."""
-    if pair.type is BodyPairType.SUMMARIZATION:
-        result = pair.tool_messages[0].parts[0]
-        text = result.content if type(result) is ToolResult else ""
-    else:
-        text = pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX)
-    return xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
 
 
 def question_key(messages: Sequence[Message]) -> str | None:
