@@ -298,8 +298,7 @@ def _protected_calls(messages: Sequence[Message], keep: int) -> set[str]:
     ids: set[str] = set()
     if keep <= 0:
         return ids
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
+    for message in reversed(messages):
         if message.role is not Role.AI:
             continue
         for part in reversed(message.parts):

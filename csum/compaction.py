@@ -395,13 +395,8 @@ def _cleared(plan: Plan, options: Clearing) -> Plan:
 
 def _turns_in_place(plan: Plan) -> tuple[Message | None, list[Turn]]:
     """(the question of the turn the cut falls in, which stays; the turns summarized)."""
-    staying: Message | None = None
-    turns: list[Turn] = []
-    last = len(plan.turns) - 1
-    for index, (question, messages) in enumerate(plan.turns):
-        if question is not None and index == last and plan.pair > 0:
-            staying = question
-            turns.append((None, messages))
-        else:
-            turns.append((None if question is None else own_question(question), messages))
-    return staying, turns
+    turns = [(None if q is None else own_question(q), messages) for q, messages in plan.turns]
+    if plan.pair > 0 and plan.turns and (staying := plan.turns[-1][0]) is not None:
+        turns[-1] = (None, plan.turns[-1][1])
+        return staying, turns
+    return None, turns

@@ -269,12 +269,8 @@ class Compactor:
 
     def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int]:
         """``ast`` with placed summaries back in their own pairs, and what placing saved."""
-        if not self._places:
-            return ast, 0
-        own = unplaced(ast)
-        if own is ast:
-            return ast, 0
-        return own, self._meter.chain(ast) - self._meter.chain(own)
+        own = unplaced(ast) if self._places else ast
+        return own, 0 if own is ast else self._meter.chain(ast) - self._meter.chain(own)
 
     def _placed(self, messages: list[Message]) -> tuple[list[Message], int]:
         """``messages`` with their summaries placed for the target, and what that saves."""
