@@ -16,7 +16,7 @@ from cast.internals import utf8_len
 from csum._fit import fit_joined
 from csum._gather import gather
 from csum.prompt import INSTRUCTIONS, SummaryRequest, message_strings, summary_request
-from csum.request import HandlerCalls, _books, _cut_message, _head
+from csum.request import HandlerCalls, _books, _cut_context, _cut_message
 
 __all__ = [
     "QUESTION_CONTEXT_BYTES",
@@ -94,7 +94,10 @@ class Piece:
 
     def request(self, max_context: int, focus: str | None = None) -> SummaryRequest:
         """The request of the piece (its prompt and entries), context cut as in :meth:`prompt`."""
-        return summary_request(_cut_context(self.context, max_context), self.messages, focus=focus)
+        context = _cut_context(
+            self.context, max_context, prompt_bound, _MESSAGE_FRAME + _PART_FRAME
+        )
+        return summary_request(context, self.messages, focus=focus)
 
 
 def split_into_pieces(
@@ -132,27 +135,6 @@ def _fitting(message: Message, room: int) -> list[Message]:
     if prompt_bound(message) <= room:
         return [message]
     return _cut_message(message, max(256, room - _MESSAGE_FRAME - 2 * _PART_FRAME))
-
-
-def _cut_context(context: Sequence[Message], max_bytes: int) -> list[Message]:
-    """The newest questions whose prompt bounds fit ``max_bytes``, the oldest kept one
-    cut to the room left."""
-    kept: list[Message] = []
-    room = max_bytes
-    for message in reversed(context):
-        cost = prompt_bound(message)
-        if cost <= room:
-            kept.append(message)
-            room -= cost
-            continue
-        frame = _MESSAGE_FRAME + _PART_FRAME
-        if room > frame + 64:
-            kept.append(
-                Message.from_parts(Role.HUMAN, (TextPart(text=_head(message, room - frame)),))
-            )
-        break
-    kept.reverse()
-    return kept
 
 
 async def summarize_in_pieces(

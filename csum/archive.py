@@ -67,7 +67,6 @@ __all__ = [
     "recalled_positions",
     "recalled_text",
     "reinserted_part",
-    "reinsertion_within",
     "search_text_of_json",
     "split_archive_line",
     "without_recalled",
@@ -393,9 +392,7 @@ _Item = TypeVar("_Item")
 
 
 def _recalled_at(messages: Sequence[object], index: int) -> int:
-    """How many messages from ``index`` on re-insertion added (0, 1 or 2): an assistant
-    turn holding a re-inserted block only, or a lone ``recall_archived`` call (reasoning
-    aside) and the block answering it, alone."""
+    """How many messages from ``index`` on re-insertion added (0, 1 or 2)."""
     message = messages[index]
     if type(message) is not Message or message.role is not Role.AI:
         return 0
@@ -478,8 +475,7 @@ _ELLIPSIS: Final = "…"
 
 
 def _is_identifier(token: str) -> bool:
-    """Whether a token is a path, a dotted, snake_case or kebab-case name, or a mix of
-    letters and digits: something a model cannot guess."""
+    """Whether a token is a path or a name a model cannot guess (dotted, snake, kebab, mixed)."""
     if len(token) < _MIN_LENGTH:
         return False
     if any(ch in token for ch in "_./:") or ("-" in token and any(c.isdigit() for c in token)):
@@ -500,12 +496,6 @@ def question_identifiers(text: str) -> list[str]:
         if _is_identifier(token):
             seen.setdefault(token, None)
     return list(seen)
-
-
-def _last_human(messages: Sequence[Message]) -> int | None:
-    return next(
-        (i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.HUMAN), None
-    )
 
 
 def _bounded(identifier: str) -> regex.Pattern[str]:
@@ -614,52 +604,31 @@ async def _insertion(
     messages: Sequence[Message],
     *,
     max_bytes: int,
-    target: str | ProviderProfile | None = None,
+    target: str | ProviderProfile | None,
 ) -> Insertion | None:
-    """The archived lines naming the last human message's identifiers (rarest first,
-    ranked, windowed), as one block of at most ``max_bytes`` UTF-8 bytes: a synthetic
-    recall pair right after the question, or an assistant turn right before it where
-    ``target`` refuses undeclared tool calls. None when nothing goes back, or the
-    question was served already."""
-    out = messages
-    index = _last_human(out)
+    """The block of archived lines naming the last question's identifiers (None: none)."""
+    humans = (i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.HUMAN)
+    index = next(humans, None)
     if max_bytes <= 0 or index is None:
         return None
     profile = get_provider(target) if isinstance(target, str) else target
     as_text = profile is not None and profile.tools_with_tool_history
-    texts = [p.text for p in out[index].parts if isinstance(p, TextPart)]
-    if any(is_reinserted(p) for p in out[index].parts):
+    if any(is_reinserted(p) for p in messages[index].parts):
         return None  # served once already (a question of an earlier release)
-    if as_text and (index == 0 or out[index - 1].role is Role.SYSTEM):
+    if as_text and (index == 0 or messages[index - 1].role is Role.SYSTEM):
         return None  # an assistant turn cannot open the chain
-    if (as_text and _recalled_at(out, index - 1)) or (
-        not as_text and index + 1 < len(out) and _recalled_at(out, index + 1)
+    if (as_text and _recalled_at(messages, index - 1)) or (
+        not as_text and index + 1 < len(messages) and _recalled_at(messages, index + 1)
     ):
         return None  # served once already: a question gets one block, not one per run
+    texts = [p.text for p in messages[index].parts if isinstance(p, TextPart)]
     identifiers = question_identifiers("\n".join(texts))
     if not identifiers:
         return None
-    chosen, named = await _chosen_lines(archive, out, index, identifiers, max_bytes)
-    if not chosen:
-        return None
-    block = reinserted_part(chosen).text
-    if as_text:
-        return Insertion(index, (Message.from_parts(Role.AI, (TextPart(text=block),)),))
-    return Insertion(index + 1, _recall_pair(block, named, profile))
-
-
-async def _chosen_lines(
-    archive: HistoryArchive,
-    messages: Sequence[Message],
-    index: int,
-    identifiers: list[str],
-    max_bytes: int,
-) -> tuple[list[str], list[str]]:
-    """(the lines chosen within ``max_bytes``, the identifiers that found any)."""
     chain = "\n".join(message_search_text(m) for i, m in enumerate(messages) if i != index)
     folded = [ident.casefold() for ident in identifiers]
     lists: list[tuple[int, list[_Candidate]]] = []
-    named: list[str] = []
+    named: list[str] = []  # the identifiers that found any line
     for identifier in identifiers:
         hits = await archive.search(identifier, limit=_SEARCH_LIMIT)
         found = _candidates(identifier, hits, folded, chain)
@@ -668,35 +637,13 @@ async def _chosen_lines(
             named.append(identifier)
     lists.sort(key=lambda item: item[0])  # the rarest identifier first (stable)
     header = utf8_len(REINSERTED_HEADER + _HEADER_TAIL.format(mark="0" * 8))
-    return _share(lists, max_bytes - header), named
-
-
-async def reinsertion_within(
-    archive: HistoryArchive,
-    messages: list[Message],
-    *,
-    room: int,
-    unit: str,
-    measure: Callable[[Iterable[Message]], int],
-    target: str | ProviderProfile | None,
-    emit: Callable[[StoreEvent], None],
-) -> Insertion | None:
-    """A keeper's re-insertion, only within ``room`` (in ``unit``, as ``measure``
-    counts); store failures go to ``emit``."""
-    limit = archive.reinsert_bytes
-    if unit == "bytes":
-        limit = min(limit, room)
-    while limit > 0 and room > 0:
-        found = await archive.insertion_reporting(
-            messages, max_bytes=limit, emit=emit, target=target
-        )
-        if found is None:
-            break
-        grown = measure(found.messages)
-        if grown <= room:
-            return found
-        limit = min(limit - 1, limit * room // grown)  # the part's framing costs too
-    return None
+    chosen = _share(lists, max_bytes - header)
+    if not chosen:
+        return None
+    block = reinserted_part(chosen).text
+    if as_text:
+        return Insertion(index, (Message.from_parts(Role.AI, (TextPart(text=block),)),))
+    return Insertion(index + 1, _recall_pair(block, named, profile))
 
 
 def _recall_pair(

@@ -215,8 +215,7 @@ class Assembler:
     def _floor_summary(
         self, ast: ChainAST, plan: Plan, text: str
     ) -> tuple[ChainAST, BodyPair | None]:
-        """Over the budget whatever is summarized: a summary cut to
-        :data:`FLOOR_SUMMARY_BYTES` (at a line end where one is), never none."""
+        """A summary cut to :data:`FLOOR_SUMMARY_BYTES` (over the budget whatever is summarized)."""
         head, line = split_archive_line(text)
         cut = head.encode("utf-8")[:FLOOR_SUMMARY_BYTES].decode("utf-8", "ignore")
         if len(cut) < len(head) and "\n" in cut:

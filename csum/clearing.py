@@ -5,6 +5,7 @@ of a parsed chain by message position the Compactor's stages make."""
 from __future__ import annotations
 
 import json
+import operator
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -297,8 +298,7 @@ def _protected_calls(messages: Sequence[Message], keep: int) -> set[str]:
     ids: set[str] = set()
     if keep <= 0:
         return ids
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
+    for message in reversed(messages):
         if message.role is not Role.AI:
             continue
         for part in reversed(message.parts):
@@ -310,8 +310,7 @@ def _protected_calls(messages: Sequence[Message], keep: int) -> set[str]:
 
 
 def _boundary(messages: Sequence[Message], protected: set[str], last_ai: int) -> int:
-    """Index of the oldest AI message holding a protected call (else the last AI
-    message): reasoning is cleared only before it."""
+    """Index of the oldest AI message holding a protected call (reasoning is cleared before)."""
     for index in range(last_ai):
         message = messages[index]
         if message.role is Role.AI and any(
@@ -484,8 +483,7 @@ def _read(text: str) -> list[str]:
 
 
 def _piece(line: str, found: list[tuple[str, str]], error: str | None) -> str:
-    """``line`` within :data:`_PIECE` bytes: whole, or the words around its first error
-    word, else its first fact (``found``: its facts)."""
+    """``line`` within :data:`_PIECE` bytes: whole, or around its first error word or fact."""
     if utf8_len(line) <= _PIECE:
         return line
     token = error if error is not None else found[0][0] if found else line.split(maxsplit=1)[0]
@@ -538,8 +536,7 @@ def tokens(line: str) -> list[tuple[str, str]]:
 
 
 def _needed(text: str, fast: bool = False) -> tuple[tuple[str, Pattern, bool], ...]:
-    """Each kind's pattern, in order, and whether ``text`` holds what its matches need;
-    with ``fast``, the ``re`` twins where they are faster (:func:`reads_alike`)."""
+    """Each kind's pattern (``fast``: the ``re`` twins) and whether ``text`` can match it."""
     digit = _DIGIT.search(text) is not None
     return (
         ("url", _URL, "://" in text),
@@ -672,9 +669,7 @@ def _header(header: Header, start: int, replaced: Mapping[int, Message]) -> Head
 def _pair(pair: BodyPair, start: int, replaced: Mapping[int, Message]) -> BodyPair:
     ai = replaced.get(start, pair.ai_message)
     tools = tuple(replaced.get(start + 1 + i, m) for i, m in enumerate(pair.tool_messages))
-    if ai is pair.ai_message and all(
-        a is b for a, b in zip(tools, pair.tool_messages, strict=True)
-    ):
+    if ai is pair.ai_message and all(map(operator.is_, tools, pair.tool_messages)):
         return pair
     return BodyPair.build(ai, tools)
 
@@ -709,10 +704,8 @@ def edited(
         if added is not None and opens <= added[0] <= position:
             body.append(added[1])
             added = None
-        same = header is section.header and all(
-            a is b for a, b in zip(body, section.body, strict=False)
-        )
-        if same and len(body) == len(section.body):
+        same = header is section.header and len(body) == len(section.body)
+        if same and all(map(operator.is_, body, section.body)):
             sections.append(section)
         else:
             sections.append(Section.build(header, body))

@@ -5,7 +5,7 @@ re-insertion, cache points), and what it returns (:class:`CompactionResult`)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,13 +13,11 @@ import xxhash
 
 from cast import (
     BodyPair,
-    BodyPairType,
     ChainAST,
     ChainIssue,
     Message,
     Role,
     TextPart,
-    ToolResult,
 )
 from csum._pieces import question_context, summarize_in_pieces
 from csum.archive import (
@@ -28,18 +26,16 @@ from csum.archive import (
     is_reinserted,
     own_question,
     recalled_positions,
-    reinsertion_within,
 )
 from csum.assemble import Assembler, SummaryStyle, with_breakpoints
 from csum.cache import SummaryCache
 from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited
 from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
-from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized
+from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized, summary_key
 from csum.prompt import with_fact_memory
 from csum.request import HandlerCalls, HandlerLedger, RobustHandler, ledger
 from csum.store_events import StoreEvent, StoreEventKind
-from csum.tokens import Meter
 
 __all__ = [
     "CompactionResult",
@@ -114,23 +110,16 @@ class _Run:
 
 
 @dataclass(frozen=True, slots=True)
-class Stages:
+class Stages(Planner):
     """What the stages of one compaction run with: the Compactor's settings and state."""
 
     budget: Budget
-    meter: Meter
     handler: RobustHandler
     style: SummaryStyle
-    keep_units: int
     trigger: int
-    summary_reserve: int
     summary_bytes: int
-    max_depth: int | None
-    depths: Mapping[str, int]
     clearing: Clearing | None
     clear_at_least: int
-    pin: Callable[[Message], bool] | None
-    keep_user_messages: bool
     cache_breakpoints: bool
     cache: SummaryCache | None
     archive: HistoryArchive | None
@@ -148,8 +137,18 @@ class Stages:
             size = size if chain is ast else self.meter.chain(chain)
         forced = reason is CompactionReason.FORCED
         summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
-        if self.clearing is not None:
-            done = await self._clear(chain, size, calls, summarize=summarize, forced=forced)
+        if self.clearing is not None:  # enough old tool results cleared (all when forced)
+            pin = self.pin
+            done = await clear_chain(
+                chain,
+                self.clearing,
+                measure=self.meter,
+                goal=None if forced else size - self.keep_units,
+                pinned=None if pin is None else (lambda _index, message: bool(pin(message))),
+                archive=self.archive,
+                emit=calls.events.append,
+                at_least=None if summarize else self.clear_at_least,
+            )
             if done is not None:
                 (chain, run.cleared), size = done, size - done[1].units_freed
                 if not summarize or (size <= self.keep_units and not forced):  # clearing did it
@@ -158,39 +157,12 @@ class Stages:
                     return self._outcome(run, out, size, settled=True)
         if not summarize:  # clearing's own trigger, and nothing worth clearing
             return Outcome.unchanged(chain, size, settled=True)
-        plan = Planner(
-            self.meter,
-            self.keep_units,
-            self.summary_reserve,
-            self.max_depth,
-            self.depth,
-            self.pin,
-            self.keep_user_messages,
-        ).plan(chain)
+        plan = self.plan(chain)
         if plan is None:  # nothing left to summarize
             if size > self.budget.limit:
                 run.reason = CompactionReason.UNFITTABLE
             return self._outcome(run, chain, size, summary_needed=True)
         return await self._summarized(run, chain, size, plan, focus=focus)
-
-    async def _clear(
-        self, chain: ChainAST, size: int, calls: HandlerCalls, *, summarize: bool, forced: bool
-    ) -> tuple[ChainAST, ClearingPass] | None:
-        """Enough old tool results cleared to reach ``keep_units`` (all when forced)."""
-        options = self.clearing
-        assert options is not None
-        pin = self.pin
-        pinned = None if pin is None else (lambda _index, message: bool(pin(message)))
-        return await clear_chain(
-            chain,
-            options,
-            measure=self.meter,
-            goal=None if forced else size - self.keep_units,
-            pinned=pinned,
-            archive=self.archive,
-            emit=calls.events.append,
-            at_least=None if summarize else self.clear_at_least,
-        )
 
     async def _summarized(
         self, run: _Run, chain: ChainAST, size: int, plan: Plan, *, focus: str | None
@@ -232,9 +204,9 @@ class Stages:
                 key: self.depths[key]
                 for section in made.chain.sections
                 for pair in section.body
-                if is_summarized(pair) and (key := _summary_key(pair)) in self.depths
+                if is_summarized(pair) and (key := summary_key(pair)) in self.depths
             }
-            depths[_summary_key(made.pair)] = depth
+            depths[summary_key(made.pair)] = depth
         archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events[mark:])
         outcome = self._outcome(
             run,
@@ -260,18 +232,25 @@ class Stages:
     async def reinsertion(
         self, messages: list[Message], size: int, events: list[StoreEvent]
     ) -> Insertion | None:
-        """With re-insertion: what the current question needs, within the budget's room."""
-        if self.archive is None or not self._reinserting:
+        """With re-insertion: what the current question needs, within the room the budget
+        leaves (in its unit); store failures go to ``events``."""
+        archive, room = self.archive, self.budget.limit - size
+        if archive is None or not archive.reinsert_bytes:
             return None
-        return await reinsertion_within(
-            self.archive,
-            messages,
-            room=self.budget.limit - size,
-            unit=self.budget.unit,
-            measure=self.meter.total,
-            target=self.style.target,
-            emit=events.append,
-        )
+        limit = archive.reinsert_bytes
+        if self.budget.unit == "bytes":
+            limit = min(limit, room)
+        while limit > 0 and room > 0:
+            found = await archive.insertion_reporting(
+                messages, max_bytes=limit, emit=events.append, target=self.style.target
+            )
+            if found is None:
+                break
+            grown = self.meter.total(found.messages)
+            if grown <= room:
+                return found
+            limit = min(limit - 1, limit * room // grown)  # the part's framing costs too
+        return None
 
     def with_breakpoints(self, ast: ChainAST) -> ChainAST:
         """With ``cache_breakpoints``: Anthropic cache points at the end of the stable
@@ -279,12 +258,6 @@ class Stages:
         if not self.cache_breakpoints:
             return ast
         return with_breakpoints(ast, self.meter.chain, self.budget.limit)
-
-    def depth(self, pair: BodyPair) -> int:
-        """How many compactions the summary ``pair`` went through (0: no summary)."""
-        if not is_summarized(pair):
-            return 0
-        return self.depths.get(_summary_key(pair), 1)
 
     def _outcome(
         self,
@@ -296,8 +269,7 @@ class Stages:
         books: HandlerLedger | None = None,
         **summary: Any,
     ) -> Outcome:
-        """The outcome ``after`` (of ``size``) and its event (``summary``: its fields
-        of a summary made)."""
+        """The outcome ``after`` (of ``size``) and its event (``summary``: its summary fields)."""
         meter, limit, calls, cleared = self.meter, self.budget.limit, run.calls, run.cleared
         books = books if books is not None else HandlerLedger()
         fields: dict[str, Any] = {
@@ -312,7 +284,7 @@ class Stages:
             unit=self.budget.unit,
             budget=limit,
             keep_units=self.keep_units,
-            over_budget=meter.chain(after) > limit,
+            over_budget=size > limit,
             bytes_before=run.chain.size,
             bytes_after=after.size,
             tokens_before=meter.all_tokens(run.chain),
@@ -338,16 +310,6 @@ class Stages:
         )
         nbytes = (run.chain.size, after.size)
         return Outcome(after.to_messages(), (run.size, size), nbytes, event, settled=settled)
-
-
-def _summary_key(pair: BodyPair) -> str:
-    """A summary's identity for the depth records: its text (ids may be renamed)."""
-    if pair.type is BodyPairType.SUMMARIZATION:
-        result = pair.tool_messages[0].parts[0]
-        text = result.content if type(result) is ToolResult else ""
-    else:
-        text = pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX)
-    return xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
 
 
 def question_key(messages: Sequence[Message]) -> str | None:
@@ -417,8 +379,7 @@ async def summarize_plan(
 
 
 def _kept_after(chain: ChainAST, plan: Plan) -> int:
-    """How many of ``chain``'s last messages ``plan`` keeps after what it evicts (what
-    stays before the cut is not counted: a continuation summary covers it too)."""
+    """How many of ``chain``'s last messages ``plan`` keeps after what it evicts."""
     section = chain.sections[plan.section]
     kept = sum(1 + len(pair.tool_messages) for pair in section.body[plan.pair :])
     if plan.pair == 0:
@@ -428,27 +389,14 @@ def _kept_after(chain: ChainAST, plan: Plan) -> int:
 
 def _cleared(plan: Plan, options: Clearing) -> Plan:
     """``plan`` with the messages its summary reads cleared (``replaced`` stays whole)."""
-    summarized = clear_evicted(plan.summarized, options)
-    if all(a is b for a, b in zip(summarized, plan.summarized, strict=True)):
-        return plan
-    # the turns hold the same messages: each is cleared (and gisted) once
-    done = {id(a): b for a, b in zip(plan.summarized, summarized, strict=True)}
-    turns = [
-        (q, [done[id(m)] if id(m) in done else clear_evicted([m], options)[0] for m in ms])
-        for q, ms in plan.turns
-    ]
-    return replace(plan, summarized=summarized, turns=turns)
+    turns = [(question, clear_evicted(messages, options)) for question, messages in plan.turns]
+    return replace(plan, summarized=[m for _, messages in turns for m in messages], turns=turns)
 
 
 def _turns_in_place(plan: Plan) -> tuple[Message | None, list[Turn]]:
     """(the question of the turn the cut falls in, which stays; the turns summarized)."""
-    staying: Message | None = None
-    turns: list[Turn] = []
-    last = len(plan.turns) - 1
-    for index, (question, messages) in enumerate(plan.turns):
-        if question is not None and index == last and plan.pair > 0:
-            staying = question
-            turns.append((None, messages))
-        else:
-            turns.append((None if question is None else own_question(question), messages))
-    return staying, turns
+    turns = [(None if q is None else own_question(q), messages) for q, messages in plan.turns]
+    if plan.pair > 0 and plan.turns and (staying := plan.turns[-1][0]) is not None:
+        turns[-1] = (None, plan.turns[-1][1])
+        return staying, turns
+    return None, turns

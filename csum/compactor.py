@@ -268,14 +268,9 @@ class Compactor:
         )
 
     def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int]:
-        """``ast`` with summaries placed for the target back in their own pairs, and
-        what placing them saved (units, <= 0)."""
-        if not self._places:
-            return ast, 0
-        own = unplaced(ast)
-        if own is ast:
-            return ast, 0
-        return own, self._meter.chain(ast) - self._meter.chain(own)
+        """``ast`` with placed summaries back in their own pairs, and what placing saved."""
+        own = unplaced(ast) if self._places else ast
+        return own, 0 if own is ast else self._meter.chain(ast) - self._meter.chain(own)
 
     def _placed(self, messages: list[Message]) -> tuple[list[Message], int]:
         """``messages`` with their summaries placed for the target, and what that saves."""
@@ -357,9 +352,7 @@ class Compactor:
         shift: int | None,
         given: int,
     ) -> CompactionResult:
-        """The call's result, built once: without the fillers of ``pending`` calls, with
-        re-insertion for a new question, placed for the target (``shift``: what placing
-        saved on the input; None: the last result extended)."""
+        """The call's result, built once (``shift`` None: the last result extended)."""
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
         size_before += shift or 0
         compacted = bytes_before != bytes_after or size_before != size_after

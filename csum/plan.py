@@ -4,9 +4,11 @@ recognized."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
+
+import xxhash
 
 from cast import (
     SUMMARIZATION_TOOL_ARGS,
@@ -38,6 +40,7 @@ __all__ = [
     "is_summarized",
     "is_summary_part",
     "messages_of",
+    "summary_key",
     "summary_text",
     "summary_type",
 ]
@@ -100,16 +103,23 @@ class _Pins:
 
 @dataclass(frozen=True, slots=True)
 class Planner:
-    """The settings a plan is made with (the Compactor's)."""
+    """The settings a plan is made with (the Compactor's; :class:`~csum.compaction.Stages`
+    adds the other stages' settings)."""
 
     meter: Meter
     keep_units: int
     summary_reserve: int
     max_depth: int | None
-    depth: Callable[[BodyPair], int]
-    """A pair's summary depth (0 for a pair that is no summary)."""
+    depths: Mapping[str, int]
+    """The depth of each summary of the last chain returned, by :func:`summary_key`."""
     pin: Callable[[Message], bool] | None
     keep_user_messages: bool
+
+    def depth(self, pair: BodyPair) -> int:
+        """How many compactions the summary ``pair`` went through (0: no summary)."""
+        if not is_summarized(pair):
+            return 0
+        return self.depths.get(summary_key(pair), 1)
 
     def plan(self, ast: ChainAST) -> Plan | None:
         """The kept part: after the mandatory messages, the newest pairs that fit
@@ -275,8 +285,7 @@ class Planner:
 
 
 def _is_note(message: Message) -> bool:
-    """Whether ``message`` opens a summary's turn: the note, then any questions it
-    carries (pinned, or kept by ``keep_user_messages``)."""
+    """Whether ``message`` opens a summary's turn (the note, then questions it carries)."""
     parts = message.parts
     return (
         len(parts) >= 1
@@ -316,8 +325,7 @@ def _evicted(
 def _replaced(
     turns: Sequence[tuple[Message | None, Sequence[BodyPair]]], frozen_ids: set[int]
 ) -> list[Message]:
-    """The messages the evicted ``turns`` take out of the chain, in order: questions as
-    their own text (re-inserted lines are archived already), pairs not carried."""
+    """The messages the evicted ``turns`` take out of the chain (questions as their own text)."""
     out: list[Message] = []
     for question, body in turns:
         own = None if question is None else own_question(question)
@@ -363,6 +371,16 @@ def is_summarized(pair: BodyPair) -> bool:
     )
 
 
+def summary_key(pair: BodyPair) -> str:
+    """A summary's identity for the depth records: its text (ids may be renamed)."""
+    if pair.type is BodyPairType.SUMMARIZATION:
+        result = pair.tool_messages[0].parts[0]
+        text = result.content if type(result) is ToolResult else ""
+    else:
+        text = pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX)
+    return xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
+
+
 def is_summary_part(part: object) -> bool:
     """Whether ``part`` is the text of a COMPLETION summary of csum's."""
     return (
@@ -401,11 +419,7 @@ def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:
 
 
 def messages_of(pairs: Sequence[BodyPair]) -> list[Message]:
-    out: list[Message] = []
-    for pair in pairs:
-        out.append(pair.ai_message)
-        out.extend(pair.tool_messages)
-    return out
+    return [message for pair in pairs for message in pair.messages()]
 
 
 def human_of(section: Section) -> list[Message]:

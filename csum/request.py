@@ -452,28 +452,26 @@ class RobustHandler(RequestHandler):
                 ) from None
 
     async def _attempts(self, handler: RequestHandler, job: SummaryRequest) -> str:
-        books = _books()
+        books, timeout, policy = _books(), self.timeout, self.retry
         retry = 0
         while True:
             books.calls += 1
             try:
-                if self.timeout is None:
+                if timeout is None:
                     result = await handler(job)
                 else:
-                    with anyio.fail_after(self.timeout):
+                    with anyio.fail_after(timeout):
                         result = await handler(job)
             except Exception as exc:
                 if isinstance(exc, TimeoutError):
                     books.timeouts += 1
-                if retry >= self.retry.max_retries or not self.transient(exc):
+                if retry >= policy.max_retries or not self.transient(exc):
                     raise
                 retry += 1
                 books.retries += 1
                 after = getattr(exc, "retry_after", None)
-                wait = self.retry.delay(
-                    retry, after if isinstance(after, int | float) else None, self.rng
-                )
-                await anyio.sleep(wait)
+                after = after if isinstance(after, int | float) else None
+                await anyio.sleep(policy.delay(retry, after, self.rng))
                 continue
             if not isinstance(result, str):
                 raise TypeError(
@@ -539,20 +537,25 @@ def _entry_part(entry: PromptEntry) -> TextPart | ToolCall | ToolResult:
     return TextPart(text=entry.content)
 
 
-def _cut_context(messages: list[Message], max_bytes: int) -> list[Message]:
-    """The context's newest messages that fit ``max_bytes``, the oldest kept one cut."""
+def _cut_context(
+    messages: Sequence[Message],
+    max_bytes: int,
+    cost: Callable[[Message], int] = _SIZE,
+    frame: int = 0,
+) -> list[Message]:
+    """The context's newest messages whose ``cost`` fits ``max_bytes``, the oldest one cut."""
     kept: list[Message] = []
     room = max_bytes
     for message in reversed(messages):
-        if message.size <= room:
+        if (size := cost(message)) <= room:
             kept.append(message)
-            room -= message.size
+            room -= size
             continue
-        if room > 64:
-            kept.append(Message.from_parts(message.role, (TextPart(text=_head(message, room)),)))
+        if room > frame + 64:
+            head = TextPart(text=_head(message, room - frame))
+            kept.append(Message.from_parts(message.role, (head,)))
         break
-    kept.reverse()
-    return kept
+    return kept[::-1]
 
 
 def _head(message: Message, max_bytes: int) -> str:
