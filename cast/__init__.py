@@ -50,6 +50,7 @@ from cast.providers import (
     PROVIDERS,
     ProviderProfile,
     ReasoningPolicy,
+    ReasoningScope,
     get_provider,
     register_provider,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "ProviderProfile",
     "Reasoning",
     "ReasoningPolicy",
+    "ReasoningScope",
     "Role",
     "Section",
     "TemplateLike",

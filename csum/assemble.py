@@ -21,6 +21,7 @@ from cast import (
     ProviderProfile,
     Reasoning,
     ReasoningPolicy,
+    ReasoningScope,
     Role,
     Section,
     TextPart,
@@ -80,6 +81,15 @@ class SummaryStyle:
     def completion_before_human(self) -> bool:
         """Whether a summary followed by a human message must be a text answer."""
         return self.target is not None and self.target.needs_ai_between_tool_and_human
+
+    def reasoning_per_turn(self) -> bool:
+        """Whether the target wants reasoning content on every AI message of a turn in
+        which one calls a tool (so a summary call must not enter a turn of plain answers)."""
+        return (
+            self.needs_reasoning_content
+            and self.target is not None
+            and self.target.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
+        )
 
     def text_summaries(self) -> bool:
         """Whether every summary must be a text answer, not a call of the summary tool
@@ -253,10 +263,20 @@ class Assembler:
         body: list[BodyPair] = [pair for pair in plan.pairs if id(pair) in keep_ids]
         pair: BodyPair | None = None
         if text is not None:
+            kind = _kind(plan.summarized)
+            # Earlier turns' calls summarized into a turn of plain answers would make
+            # its answers need reasoning content (DeepSeek's rule): a text summary there.
+            turn = (*body, *sections[k].body)
+            if (
+                not own_turn
+                and style.reasoning_per_turn()
+                and not any(kept.ai_message.tool_calls for kept in turn)
+            ):
+                kind = BodyPairType.COMPLETION
             pair = summary_pair(
                 style,
                 text,
-                _kind(plan.summarized),
+                kind,
                 plan.summarized,
                 seed=self.seed,
                 keep_reasoning=k == len(sections) - 1,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from archive_recall import recall_all
@@ -67,6 +67,14 @@ def tail_of(history: Sequence[Message]) -> list[Message]:
     length=st.integers(1, 400),  # an empty summary is a SummarizationError
     keep_ratio=st.floats(0.2, 1.0),
     system=st.integers(0, 400),
+)
+@example(  # a summary call kept in a turn of plain answers broke DeepSeek's reasoning rule
+    steps=[("huge", 3000), ("question", 1), ("answer", 0), ("answer", 125)],
+    budget=Budget.bytes(336),
+    target="deepseek",
+    length=1,
+    keep_ratio=0.5,
+    system=0,
 )
 def test_compactor_agent_loop(
     steps: list[tuple[Any, ...]],
