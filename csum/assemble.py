@@ -266,11 +266,10 @@ class Assembler:
             kind = _kind(plan.summarized)
             # Earlier turns' calls summarized into a turn of plain answers would make
             # its answers need reasoning content (DeepSeek's rule): a text summary there.
-            turn = (*body, *sections[k].body)
             if (
                 not own_turn
                 and style.reasoning_per_turn()
-                and not any(kept.ai_message.tool_calls for kept in turn)
+                and not any(kept.ai_message.tool_calls for kept in (*body, *sections[k].body))
             ):
                 kind = BodyPairType.COMPLETION
             pair = summary_pair(
