@@ -418,14 +418,15 @@ def _well_formed(items: Sequence[object], builder: _ChainBuilder) -> int:
             parts = fields["parts"]
             for position, part in enumerate(parts):
                 if type(part) is ToolResult:
-                    left = pending.get(part.tool_call_id)
+                    call_id = part.tool_call_id
+                    left = pending.get(call_id)
                     if not left:  # answers no call, or one already answered
                         for earlier in parts[:position]:  # undo this message's matches
                             if type(earlier) is ToolResult:
                                 pending[earlier.tool_call_id] += 1
                                 unanswered += 1
                         break
-                    pending[part.tool_call_id] = left - 1
+                    pending[call_id] = left - 1
                     unanswered -= 1
             else:
                 tools.append(message)
