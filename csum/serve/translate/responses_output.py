@@ -75,7 +75,6 @@ class ResponsesWriter(TranslatedStream):
         self._open: dict[str, Any] | None = None  # the item being streamed
         self._key: tuple[str, int] | None = None  # (kind, which) of the open item
         self._usage: dict[str, Any] | None = None  # Chat Completions-shaped
-        self._custom_arguments = ""  # of the open custom tool call
         self._status = "completed"
 
     def _event(self, kind: str, data: dict[str, Any]) -> bytes:
@@ -156,10 +155,10 @@ class ResponsesWriter(TranslatedStream):
         if self._key != key:
             yield from self._close_item()
             yield from self._add(key, self._tools.client_item(call_id, name, "", "in_progress"))
-        if arguments and self._open is not None and self._open["type"] == "custom_tool_call":
-            self._custom_arguments += arguments  # JSON of the one argument: read at the end
+        assert self._open is not None
+        if arguments and self._open["type"] == "custom_tool_call":
+            self._open["input"] += arguments  # JSON of the one argument: read at the end
         elif arguments:
-            assert self._open is not None
             self._open["arguments"] += arguments
             ids = {"item_id": self._open["id"], "output_index": len(self._output)}
             yield self._event("response.function_call_arguments.delta", {**ids, "delta": arguments})
@@ -189,7 +188,7 @@ class ResponsesWriter(TranslatedStream):
             done = {**ids, "arguments": item["arguments"], "name": item["name"]}
             yield self._event("response.function_call_arguments.done", done)
         elif item["type"] == "custom_tool_call":
-            item["input"], self._custom_arguments = custom_input(self._custom_arguments), ""
+            item["input"] = custom_input(item["input"])
             custom = "response.custom_tool_call_input"
             yield self._event(f"{custom}.delta", {**ids, "delta": item["input"]})
             yield self._event(f"{custom}.done", {**ids, "input": item["input"]})
