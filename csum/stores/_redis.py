@@ -28,12 +28,17 @@ def is_redis_url(location: str) -> bool:
     return location.startswith(("redis://", "rediss://", "unix://"))
 
 
-class RedisConnection:
-    """Runs Redis commands in anyio's worker threads on one synchronous redis-py client:
-    every event loop and thread (asyncio, trio, a hundred ``compact_sync`` calls) shares
-    its one bounded, thread-safe pool; ``call`` never blocks the event loop."""
+class _RedisBacked:
+    """Base of the Redis stores: keys under ``prefix`` on the server at ``url``, whose
+    commands run in anyio's worker threads on one synchronous redis-py client: every
+    event loop and thread (asyncio, trio, a hundred ``compact_sync`` calls) shares its
+    one bounded, thread-safe pool; ``call`` never blocks the event loop."""
 
-    def __init__(self, url: str, *, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT) -> None:
+    default_prefix = "csum:"
+
+    def __init__(
+        self, url: str, *, prefix: str | None = None, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT
+    ) -> None:
         if not is_redis_url(url):
             shown = redact_credentials(url)
             raise ValueError(f"not a Redis URL (redis://, rediss:// or unix://): {shown!r}")
@@ -44,9 +49,15 @@ class RedisConnection:
             raise StoreError(f"the Redis store needs the redis client: {hint}") from exc
         self.url = url
         self.socket_timeout = socket_timeout
+        self.prefix = self.default_prefix if prefix is None else prefix
+        self.name = redact_credentials(url)
+        """The URL without its password (events, logs and ``repr`` show this)."""
         self._redis: Any = redis
         self._client: Any = None
         self._client_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, prefix={self.prefix!r})"
 
     def _sync_client(self) -> Any:
         with self._client_lock:
@@ -76,27 +87,6 @@ class RedisConnection:
             await anyio.to_thread.run_sync(client.connection_pool.disconnect)
 
 
-class _RedisBacked:
-    """Base of the Redis stores: a connection to ``url`` and a key ``prefix``."""
-
-    default_prefix = "csum:"
-
-    def __init__(
-        self, url: str, *, prefix: str | None = None, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT
-    ) -> None:
-        self.connection = RedisConnection(url, socket_timeout=socket_timeout)
-        self.prefix = self.default_prefix if prefix is None else prefix
-        self.name = redact_credentials(url)
-        """The URL without its password (events, logs and ``repr`` show this)."""
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r}, prefix={self.prefix!r})"
-
-    async def aclose(self) -> None:
-        """Close the store's connections."""
-        await self.connection.aclose()
-
-
 def _milliseconds(seconds: float) -> int:
     return max(1, int(seconds * 1000))
 
@@ -118,19 +108,19 @@ class RedisStore(_RedisBacked):
     default_prefix = "csum:cache:"
 
     async def get(self, key: str) -> bytes | None:
-        value = await self.connection.call("get", self.prefix + key)
+        value = await self.call("get", self.prefix + key)
         return value if isinstance(value, bytes) else None
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         px = None if ttl is None else _milliseconds(ttl)
-        await self.connection.call("set", self.prefix + key, value, px=px)
+        await self.call("set", self.prefix + key, value, px=px)
 
     async def acquire(self, key: str, token: str, ttl: float) -> bool:
         lock = f"{self.prefix}lock:{key}"
-        return bool(await self.connection.call("set", lock, token, nx=True, px=_milliseconds(ttl)))
+        return bool(await self.call("set", lock, token, nx=True, px=_milliseconds(ttl)))
 
     async def release(self, key: str, token: str) -> None:
-        await self.connection.call("eval", _RELEASE, 1, f"{self.prefix}lock:{key}", token)
+        await self.call("eval", _RELEASE, 1, f"{self.prefix}lock:{key}", token)
 
 
 _SCAN_COUNT = 256
@@ -182,15 +172,15 @@ class RedisArchiveStore(_RedisBacked):
         args: list[str | bytes] = [batch, " ".join(r.reference for r in records), expiry]
         for record in records:
             args += [record.reference, record.body]
-        await self.connection.call("eval", _PUT, 3, *self._keys(session), *args)
+        await self.call("eval", _PUT, 3, *self._keys(session), *args)
 
     async def get(self, session: str, reference: str) -> list[bytes]:
         messages, batches, _ = self._keys(session)
-        refs_value = await self.connection.call("hget", batches, reference)
+        refs_value = await self.call("hget", batches, reference)
         refs = refs_value.decode().split() if isinstance(refs_value, bytes) else [reference]
         if not refs:
             return []
-        bodies = await self.connection.call("hmget", messages, refs)
+        bodies = await self.call("hmget", messages, refs)
         return [body for body in bodies if isinstance(body, bytes)]
 
     async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
@@ -198,17 +188,17 @@ class RedisArchiveStore(_RedisBacked):
         found: list[tuple[str, bytes]] = []
         start = 0
         while len(found) < limit:
-            refs = await self.connection.call("lrange", order, start, start + _SCAN_COUNT - 1)
+            refs = await self.call("lrange", order, start, start + _SCAN_COUNT - 1)
             if not refs:
                 break
             start += len(refs)
-            bodies = await self.connection.call("hmget", messages, refs)
+            bodies = await self.call("hmget", messages, refs)
             rows = zip([ref.decode() for ref in refs], bodies, strict=True)
             found += matching(rows, text, limit - len(found))
         return found
 
     async def delete_session(self, session: str) -> int:
         keys = self._keys(session)
-        count = await self.connection.call("hlen", keys[0])
-        await self.connection.call("delete", *keys)
+        count = await self.call("hlen", keys[0])
+        await self.call("delete", *keys)
         return int(count)

@@ -41,9 +41,8 @@ class AnthropicResponsesStream(ResponsesWriter):
             elif delta.get("type") == "signature_delta":
                 self._signature(str(delta.get("signature", "")))
             elif delta.get("type") == "input_json_delta" and self._key == ("call", index):
-                assert self._open is not None
-                call, partial = self._open, str(delta.get("partial_json", ""))
-                yield from self._call(("call", index), call["call_id"], call["name"], partial)
+                # the call is open: only its arguments are read
+                yield from self._call(("call", index), "", "", str(delta.get("partial_json", "")))
         elif kind == "message_delta":
             if (event.get("delta") or {}).get("stop_reason") == "max_tokens":
                 self._status = "incomplete"

@@ -7,13 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from csum.serve.translate.chat_to_anthropic import reasoning_of
-from csum.serve.translate.responses_output import (
-    ResponsesWriter,
-    message_item,
-    response_object,
-    responses_usage,
-)
-from csum.serve.translate.responses_tools import chat_tools
+from csum.serve.translate.responses_output import ResponsesWriter
 
 __all__ = ["ResponsesStream", "responses_response"]
 
@@ -21,28 +15,15 @@ __all__ = ["ResponsesStream", "responses_response"]
 def responses_response(
     completion: dict[str, Any], model: str, request: dict[str, Any]
 ) -> dict[str, Any]:
-    """The Response object for a Chat response (``request``: the client's, echoed)."""
+    """The Response object for a Chat response (``request``: the client's, echoed): the
+    one its stream, a single chunk of the whole message, ends with."""
     choice = (completion.get("choices") or [{}])[0]
     message = choice.get("message") or {}
-    base = str(completion.get("id") or "gateway")
-    output: list[dict[str, Any]] = []
-    thought = reasoning_of(message)
-    if thought:  # an open model's raw reasoning
-        content = [{"type": "reasoning_text", "text": thought}]
-        output.append({"type": "reasoning", "id": f"rs_{base}", "summary": [], "content": content})
-    text = message.get("content")
-    if isinstance(text, str) and text:
-        output.append(message_item(f"msg_{base}", text))
-    tools = chat_tools(request)
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") or {}
-        name, arguments = function.get("name", ""), function.get("arguments") or ""
-        output.append(tools.client_item(str(call.get("id", "")), name, arguments, "completed"))
-    status = "incomplete" if choice.get("finish_reason") == "length" else "completed"
-    usage = responses_usage(completion.get("usage") or {})
-    return response_object(
-        f"resp_{base}", completion.get("model") or model, request, output, status, usage
-    )
+    calls = [{**call, "index": i} for i, call in enumerate(message.get("tool_calls") or [])]
+    delta = {**message, "tool_calls": calls}
+    chunk = {**completion, "usage": completion.get("usage") or {}}
+    chunk["choices"] = [{"delta": delta, "finish_reason": choice.get("finish_reason")}]
+    return ResponsesStream(model, request).whole([chunk])
 
 
 class ResponsesStream(ResponsesWriter):

@@ -40,12 +40,12 @@ _CHAT, _RESPONSES, _MESSAGES = APIS
 
 @dataclass(frozen=True, slots=True)
 class Translation:
-    """How requests of the ``client`` API reach an ``upstream`` that speaks ``target``:
-    ``request(body, chain)`` (``chain``: the history decoded, or None), and the answer
-    back by ``response(answer, model, request)`` and ``stream(model, request)``."""
+    """How requests of the ``client`` API reach an upstream that speaks ``target`` (its
+    provider names it in ``--upstream-api``): ``request(body, chain)`` (``chain``: the
+    history decoded, or None), and the answer back by ``response(answer, model, request)``
+    and ``stream(model, request)``."""
 
     client: Api
-    upstream: str
     target: Api
     request: Callable[[dict[str, Any], list[Message] | None], dict[str, Any]]
     response: Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]]
@@ -60,7 +60,6 @@ def _wants_usage(request: dict[str, Any]) -> bool:
 TRANSLATIONS: tuple[Translation, ...] = (
     Translation(
         _MESSAGES,
-        "openai",
         _CHAT,
         chat_request,
         lambda answer, model, request: messages_response(answer, model),
@@ -68,18 +67,14 @@ TRANSLATIONS: tuple[Translation, ...] = (
     ),
     Translation(
         _CHAT,
-        "anthropic",
         _MESSAGES,
         messages_request,
         lambda answer, model, request: chat_response(answer, model),
         lambda model, request: ChatStream(model, usage=_wants_usage(request)),
     ),
-    Translation(
-        _RESPONSES, "openai", _CHAT, chat_request_for_responses, responses_response, ResponsesStream
-    ),
+    Translation(_RESPONSES, _CHAT, chat_request_for_responses, responses_response, ResponsesStream),
     Translation(
         _RESPONSES,
-        "anthropic",
         _MESSAGES,
         messages_request_for_responses,
         responses_from_messages,
@@ -88,7 +83,7 @@ TRANSLATIONS: tuple[Translation, ...] = (
 )
 """Every translation the gateway makes."""
 
-_BY_PAIR = {(t.client.name, t.upstream): t for t in TRANSLATIONS}
+_BY_PAIR = {(t.client.name, t.target.provider): t for t in TRANSLATIONS}
 
 
 def translation_for(client: str, upstream: str) -> Translation | None:

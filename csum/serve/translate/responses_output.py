@@ -1,5 +1,5 @@
-"""What a Responses client receives, whichever upstream answered: the Response object,
-its output items and usage, and a streamed answer's events (:class:`ResponsesWriter`)."""
+"""What a Responses client receives, whichever upstream answered: a streamed answer's
+events and, for a whole one, the Response object they end with (:class:`ResponsesWriter`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ __all__ = [
     "REDACTED",
     "ResponsesWriter",
     "message_item",
-    "response_object",
     "responses_usage",
 ]
 
@@ -56,37 +55,6 @@ def message_item(item_id: str, text: str, status: str = "completed") -> dict[str
     }
 
 
-def response_object(  # noqa: PLR0917 (one positional per field it fills)
-    response_id: str,
-    model: str,
-    request: dict[str, Any],
-    output: list[dict[str, Any]],
-    status: str,
-    usage: dict[str, Any] | None,
-) -> dict[str, Any]:
-    """The Response object of ``output``, echoing the client's ``request``."""
-    incomplete = {"reason": "max_output_tokens"} if status == "incomplete" else None
-    return {
-        "id": response_id,
-        "object": "response",
-        "created_at": 0,
-        "status": status,
-        "error": None,
-        "incomplete_details": incomplete,
-        "instructions": request.get("instructions"),
-        "model": model,
-        "output": output,
-        "parallel_tool_calls": request.get("parallel_tool_calls", True),
-        "tool_choice": request.get("tool_choice", "auto"),
-        "tools": request.get("tools") or [],
-        "temperature": request.get("temperature"),
-        "top_p": request.get("top_p"),
-        "max_output_tokens": request.get("max_output_tokens"),
-        "metadata": request.get("metadata") or {},
-        "usage": usage,
-    }
-
-
 _REASONING_NAMES = {  # summary or not: (index field, part type, part events, text events)
     True: ("summary_index", "summary_text", "reasoning_summary_part", "reasoning_summary_text"),
     False: ("content_index", "reasoning_text", "content_part", "reasoning_text"),
@@ -107,7 +75,6 @@ class ResponsesWriter(TranslatedStream):
         self._open: dict[str, Any] | None = None  # the item being streamed
         self._key: tuple[str, int] | None = None  # (kind, which) of the open item
         self._usage: dict[str, Any] | None = None  # Chat Completions-shaped
-        self._custom_arguments = ""  # of the open custom tool call
         self._status = "completed"
 
     def _event(self, kind: str, data: dict[str, Any]) -> bytes:
@@ -115,10 +82,29 @@ class ResponsesWriter(TranslatedStream):
         return data_event({"type": kind, **data, "sequence_number": self._sequence - 1}, kind)
 
     def _snapshot(self, status: str) -> dict[str, Any]:
-        usage = responses_usage(self._usage) if self._usage is not None else None
-        return response_object(
-            f"resp_{self._base}", self.model, self.request, list(self._output), status, usage
-        )
+        """The Response object of the items done so far, echoing the client's request."""
+        request = self.request
+        return {
+            "id": f"resp_{self._base}",
+            "object": "response",
+            "created_at": 0,
+            "status": status,
+            "error": None,
+            "incomplete_details": {"reason": "max_output_tokens"}
+            if status == "incomplete"
+            else None,
+            "instructions": request.get("instructions"),
+            "model": self.model,
+            "output": list(self._output),
+            "parallel_tool_calls": request.get("parallel_tool_calls", True),
+            "tool_choice": request.get("tool_choice", "auto"),
+            "tools": request.get("tools") or [],
+            "temperature": request.get("temperature"),
+            "top_p": request.get("top_p"),
+            "max_output_tokens": request.get("max_output_tokens"),
+            "metadata": request.get("metadata") or {},
+            "usage": None if self._usage is None else responses_usage(self._usage),
+        }
 
     def _begin(self, base: str, model: object) -> Iterator[bytes]:
         self._base, self._started = base, True
@@ -169,10 +155,10 @@ class ResponsesWriter(TranslatedStream):
         if self._key != key:
             yield from self._close_item()
             yield from self._add(key, self._tools.client_item(call_id, name, "", "in_progress"))
-        if arguments and self._open is not None and self._open["type"] == "custom_tool_call":
-            self._custom_arguments += arguments  # JSON of the one argument: read at the end
+        assert self._open is not None
+        if arguments and self._open["type"] == "custom_tool_call":
+            self._open["input"] += arguments  # JSON of the one argument: read at the end
         elif arguments:
-            assert self._open is not None
             self._open["arguments"] += arguments
             ids = {"item_id": self._open["id"], "output_index": len(self._output)}
             yield self._event("response.function_call_arguments.delta", {**ids, "delta": arguments})
@@ -202,7 +188,7 @@ class ResponsesWriter(TranslatedStream):
             done = {**ids, "arguments": item["arguments"], "name": item["name"]}
             yield self._event("response.function_call_arguments.done", done)
         elif item["type"] == "custom_tool_call":
-            item["input"], self._custom_arguments = custom_input(self._custom_arguments), ""
+            item["input"] = custom_input(item["input"])
             custom = "response.custom_tool_call_input"
             yield self._event(f"{custom}.delta", {**ids, "delta": item["input"]})
             yield self._event(f"{custom}.done", {**ids, "input": item["input"]})

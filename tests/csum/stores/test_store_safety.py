@@ -273,9 +273,9 @@ async def _overwrite_entries(store: SummaryStore, value: bytes) -> int:
                 return connection.execute("UPDATE csum_summaries SET value = ?", (value,)).rowcount
         finally:
             connection.close()
-    keys = await store.connection.call("keys", f"{store.prefix}s1:*")
+    keys = await store.call("keys", f"{store.prefix}s1:*")
     for key in keys:
-        await store.connection.call("set", key, value)
+        await store.call("set", key, value)
     return len(keys)
 
 
