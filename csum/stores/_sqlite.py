@@ -324,12 +324,7 @@ def _expire(cutoff: float, fts: bool, connection: sqlite3.Connection) -> None:
         "SELECT session FROM csum_archive_sessions WHERE written < ?", (cutoff,)
     ).fetchall()
     for (session,) in rows:
-        _delete_session(session, fts, connection)
-        with _transaction(connection):
-            connection.execute(
-                "DELETE FROM csum_archive_sessions WHERE session = ? AND written < ?",
-                (session, cutoff),
-            )
+        _delete_session(session, fts, connection, written_before=cutoff)
 
 
 def _archived(session: str, reference: str, connection: sqlite3.Connection) -> list[bytes]:
@@ -409,8 +404,21 @@ def _search(
     return matching(connection.execute(*statement), text, limit)
 
 
-def _delete_session(session: str, fts: bool, connection: sqlite3.Connection) -> int:
+def _delete_session(
+    session: str, fts: bool, connection: sqlite3.Connection, *, written_before: float | None = None
+) -> int:
+    """Delete ``session`` (with ``written_before``: only if it was last written before
+    then, checked in the same transaction, so a write from another process in between
+    keeps it); how many messages went."""
     with _transaction(connection):
+        if (
+            written_before is not None
+            and not connection.execute(
+                "SELECT 1 FROM csum_archive_sessions WHERE session = ? AND written < ?",
+                (session, written_before),
+            ).fetchone()
+        ):
+            return 0
         upto = _indexed_upto(connection) if fts else 0
         if fts:
             indexed = connection.execute(
@@ -427,6 +435,7 @@ def _delete_session(session: str, fts: bool, connection: sqlite3.Connection) -> 
             "DELETE FROM csum_archive_messages WHERE session = ?", (session,)
         ).rowcount
         connection.execute("DELETE FROM csum_archive_batches WHERE session = ?", (session,))
+        connection.execute("DELETE FROM csum_archive_sessions WHERE session = ?", (session,))
         if fts:
             # SQLite gives a new row the largest id + 1: ids freed at the end are handed
             # out again. The mark must stay below them, or those rows would never be

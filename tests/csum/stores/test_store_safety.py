@@ -10,6 +10,8 @@ import multiprocessing
 import os
 import sqlite3
 import threading
+import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from csum import (
 from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.cache import encode_summary
 from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
+from csum.stores._sqlite import _delete_session
 from redis_server import needs_redis_client
 from store_workers import archive_cycle
 from tests.csum.test_cache import CountingHandler, _Buffer
@@ -83,7 +86,7 @@ async def test_delete_then_write_again_then_search_and_delete(
 def _check_empty_and_consistent(store: SQLiteArchiveStore) -> None:
     connection = sqlite3.connect(store.database.path)
     try:
-        for table in ("csum_archive_messages", "csum_archive_batches"):
+        for table in ("csum_archive_messages", "csum_archive_batches", "csum_archive_sessions"):
             assert connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
         if store.full_text:
             connection.execute(
@@ -91,6 +94,32 @@ def _check_empty_and_consistent(store: SQLiteArchiveStore) -> None:
             )
     finally:
         connection.close()
+
+
+@pytest.mark.parametrize("full_text", [True, False], ids=["fts5", "like"])
+@pytest.mark.anyio
+async def test_expiry_keeps_a_session_written_again_since_it_was_found_stale(
+    tmp_path: Path, full_text: bool
+) -> None:
+    """Another worker writes a session between expiry's look-up of the stale sessions
+    and their deletion: the write wins (the check and the deletion are one transaction)."""
+    path = tmp_path / "archive.sqlite"
+    expiring = SQLiteArchiveStore(path, full_text=full_text, ttl=3600)
+    other_worker = SQLiteArchiveStore(path, full_text=full_text)
+    try:
+        archive = HistoryArchive(other_worker, session="tenant-a")
+        await archive.add([Message.ai("written before the cutoff")])
+        found_stale_at = time.time()  # expiry would now find tenant-a stale...
+        await archive.add([Message.ai("written after the look-up")])  # ...but it is written
+        expire = partial(_delete_session, "tenant-a", full_text, written_before=found_stale_at)
+        assert await expiring.database.run(expire) == 0
+        assert len(await archive.search("written")) == 2
+        expire = partial(_delete_session, "tenant-a", full_text, written_before=time.time())
+        assert await expiring.database.run(expire) == 2
+        _check_empty_and_consistent(expiring)
+    finally:
+        await expiring.aclose()
+        await other_worker.aclose()
 
 
 @pytest.mark.parametrize("full_text", [True, False], ids=["fts5", "like"])
