@@ -19,6 +19,7 @@ from cast.constants import (
     FALLBACK_RESPONSE_CONTENT,
     SUMMARIZATION_TOOL_ARGS,
     SUMMARIZATION_TOOL_NAME,
+    TOOL_BRIDGE_TEXT,
 )
 from cast.errors import (
     AmbiguousFormatError,
@@ -65,6 +66,7 @@ __all__ = [
     "PROVIDERS",
     "SUMMARIZATION_TOOL_ARGS",
     "SUMMARIZATION_TOOL_NAME",
+    "TOOL_BRIDGE_TEXT",
     "AmbiguousFormatError",
     "AnyPart",
     "BinaryPart",

@@ -32,7 +32,7 @@ from cast._rules import (
     implements,
 )
 from cast.ast import BodyPair, BodyPairType, ChainAST, collector_paused
-from cast.constants import FAKE_GEMINI_SIGNATURE
+from cast.constants import FAKE_GEMINI_SIGNATURE, TOOL_BRIDGE_TEXT
 from cast.errors import ChainError
 from cast.messages import (
     FIELD_PART_KINDS,
@@ -64,7 +64,6 @@ __all__ = [
     "MOVED_MEDIA_TEXT",
     "OPENING_HUMAN_TEXT",
     "SYSTEM_IN_TURN_TEXT",
-    "TOOL_BRIDGE_TEXT",
     "TOOL_ERROR_PREFIX",
     "EncryptedCompaction",
     "EncryptedCompactionError",
@@ -77,10 +76,6 @@ __all__ = [
 
 OPENING_HUMAN_TEXT = "Continue."
 """Text of the human message port adds when a target needs the chain to open with one."""
-
-TOOL_BRIDGE_TEXT = "Tool results received."
-"""Text of the AI message port puts between a tool result and the next human message
-for targets that reject a human message right after a tool message (Mistral)."""
 
 SYSTEM_IN_TURN_TEXT = "(system message)"
 """Text opening the human message that holds a system message sent mid-chain, in its

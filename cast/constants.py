@@ -8,6 +8,7 @@ __all__ = [
     "FALLBACK_RESPONSE_CONTENT",
     "SUMMARIZATION_TOOL_ARGS",
     "SUMMARIZATION_TOOL_NAME",
+    "TOOL_BRIDGE_TEXT",
 ]
 
 SUMMARIZATION_TOOL_NAME = "execute_task_and_return_summary"
@@ -27,3 +28,8 @@ DEFAULT_TOOL_CALL_ID_TEMPLATE = "call_{r:24:x}"
 FAKE_GEMINI_SIGNATURE = "skip_thought_signature_validator"
 """Placeholder thought signature that Gemini and Vertex accept on replayed tool calls
 (https://ai.google.dev/gemini-api/docs/thought-signatures, FAQ)."""
+
+TOOL_BRIDGE_TEXT = "Tool results received."
+"""Text of the AI message put between a tool result and the next human message for
+targets that reject a human message right after a tool message (Mistral): by port, and
+by the Compactor after pinned calls that end a summary's turn."""

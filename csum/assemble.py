@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from cast import (
+    TOOL_BRIDGE_TEXT,
     AnyPart,
     BodyPair,
     BodyPairType,
@@ -125,15 +126,23 @@ class SummaryStyle:
         )
 
     def with_reasoning_content(self, pair: BodyPair) -> BodyPair:
-        """A SUMMARIZATION pair whose AI message carries (empty) reasoning content."""
+        """The pair with (empty) reasoning content on its AI message when it has none: on
+        its calls, else on its first non-empty text (else a new empty text part)."""
         parts = pair.ai_message.parts
         if any(
             (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None for p in parts
         ):
             return pair
-        new_parts = tuple(
-            p.evolve(reasoning=Reasoning()) if type(p) is ToolCall else p for p in parts
-        )
+        if pair.ai_message.tool_calls:
+            new_parts = tuple(
+                p.evolve(reasoning=Reasoning()) if type(p) is ToolCall else p for p in parts
+            )
+        else:
+            at = next((i for i, p in enumerate(parts) if type(p) is TextPart and p.text), None)
+            if at is None:
+                new_parts = (TextPart(text="", reasoning=Reasoning()), *parts)
+            else:
+                new_parts = (*parts[:at], parts[at].evolve(reasoning=Reasoning()), *parts[at + 1 :])
         return pair.evolve(ai_message=pair.ai_message.evolve(parts=new_parts))
 
     def keeps_original(self, summary: int, replaced: int) -> bool:
@@ -262,16 +271,18 @@ class Assembler:
         keep_ids = {id(pair) for pair in frozen} | {id(pair) for pair in plan.pinned}
         body: list[BodyPair] = [pair for pair in plan.pairs if id(pair) in keep_ids]
         pair: BodyPair | None = None
+        # A call entering a turn of plain answers would make them need reasoning content
+        # (DeepSeek's rule): kept calls of earlier turns then go in a turn of their own,
+        # before the question, and a summary in the turn is a text answer.
+        plain_turn = (
+            not own_turn
+            and style.reasoning_per_turn()
+            and not any(kept.ai_message.tool_calls for kept in sections[k].body)
+        )
+        if plain_turn and any(kept.ai_message.tool_calls for kept in body):
+            own_turn, plain_turn = True, False
         if text is not None:
-            kind = _kind(plan.summarized)
-            # Earlier turns' calls summarized into a turn of plain answers would make
-            # its answers need reasoning content (DeepSeek's rule): a text summary there.
-            if (
-                not own_turn
-                and style.reasoning_per_turn()
-                and not any(kept.ai_message.tool_calls for kept in (*body, *sections[k].body))
-            ):
-                kind = BodyPairType.COMPLETION
+            kind = BodyPairType.COMPLETION if plain_turn else _kind(plan.summarized)
             pair = summary_pair(
                 style,
                 text,
@@ -282,6 +293,13 @@ class Assembler:
                 before_human=own_turn,
             )
             body.append(pair)
+        if style.reasoning_per_turn() and any(
+            kept.ai_message.tool_calls
+            for kept in (body if own_turn else (*body, *sections[k].body[p:]))
+        ):  # kept plain answers of turns without calls join a turn that has them
+            body = [kept if kept is pair else style.with_reasoning_content(kept) for kept in body]
+        if own_turn and body and body[-1].tool_messages and style.completion_before_human():
+            body.append(BodyPair.completion(TOOL_BRIDGE_TEXT))  # pinned results end the turn
         new = _placed(sections, plan, body, own_turn)
         out = ChainAST.build(new)
         if pair is not None and pair.type is BodyPairType.SUMMARIZATION:

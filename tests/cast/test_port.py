@@ -28,8 +28,9 @@ from cast import (
     UnknownProviderError,
 )
 from cast._lint import lint
-from cast._port import OPENING_HUMAN_TEXT, SYSTEM_IN_TURN_TEXT, TOOL_BRIDGE_TEXT, port
+from cast._port import OPENING_HUMAN_TEXT, SYSTEM_IN_TURN_TEXT, port
 from cast.codecs import anthropic, claude_code, gemini, openai
+from cast.constants import TOOL_BRIDGE_TEXT
 from cast.parse import diagnose, parse_chain
 from cast.providers import PROVIDERS, ProviderProfile, get_provider
 from tests.conftest import CORPUS, corpus_files

@@ -20,7 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from archive_recall import recall_all
-from cast import ChainAST, Message, Role, lint, port
+from cast import SUMMARIZATION_TOOL_NAME, ChainAST, Message, Role, lint, port
 from cast.providers import PROVIDERS
 from csum import Budget, Compactor, EstimatedTokens, HistoryArchive, Stores
 from csum.archive import REINSERTED_HEADER, recalled_text, without_recalled
@@ -114,6 +114,75 @@ def test_compactor_agent_loop(
                 assert not result.over_budget
             else:
                 assert result.over_budget == (total > budget.limit)
+            chain = out
+
+    anyio.run(loop)
+
+
+def pinned(message: Message) -> bool:
+    """A pin on some of the agent's calls and plain answers (by their ids and length;
+    summaries are never pinned: a pin keeps messages from being summarized)."""
+    text = str(message)
+    if message.role is not Role.AI or SUMMARIZATION_TOOL_NAME in text or "summarized" in text:
+        return False
+    if message.tool_calls:
+        return any(call.id[-1] in "02468ace" for call in message.tool_calls)
+    return len(text) % 3 == 0
+
+
+@given(
+    steps=STEPS,
+    budget=BUDGETS,
+    target=st.sampled_from(TARGETS),
+    length=st.integers(1, 400),
+    keep_ratio=st.floats(0.2, 1.0),
+)
+@example(  # a pinned call of turn 1 kept in turn 2, of plain answers (DeepSeek)
+    steps=[("huge", 3000), ("tools", [262], False), ("question", 1), ("answer", 0), ("answer", 0)],
+    budget=Budget.bytes(300),
+    target="deepseek",
+    length=1,
+    keep_ratio=1.0,
+)
+@example(  # a pinned plain answer in the summary's turn, which calls (DeepSeek)
+    steps=[("tools", [10], False), ("question", 1), ("answer", 98), ("question", 156)],
+    budget=Budget.bytes(300),
+    target="deepseek",
+    length=1,
+    keep_ratio=0.5,
+)
+def test_compactor_agent_loop_with_pins(
+    steps: list[tuple[Any, ...]], budget: Budget, target: str, length: int, keep_ratio: float
+) -> None:
+    """The loop above with pinned calls and answers, which stay whatever the turn they
+    land in: the output still parses, lints clean and keeps the newest pair, and says
+    whether it is over the budget (pins may not fit)."""
+    counter = EstimatedTokens()
+    measure = (lambda m: m.size) if budget.unit == "bytes" else counter.count
+    compactor = Compactor(
+        summary_of(length),
+        budget=as_budget(budget).evolve(keep_ratio=keep_ratio, cooldown_turns=2, max_depth=2),
+        target=target,
+        counter=counter,
+        pin=pinned,
+    )
+
+    async def loop() -> None:
+        agent = Agent()
+        chain = [Message.human("first question")]
+        for step in steps:
+            history = port([*chain, *agent.step(chain, step)], target)
+            result = await compactor.run(history)
+            out = result.messages
+            ChainAST.from_messages(out)
+            assert lint(out, target) == [], (target, lint(out, target))
+            tail = tail_of(history)
+            assert out[len(out) - len(tail) :] == tail
+            assert result.over_budget == (sum(map(measure, out)) > budget.limit)
+            pins = [m for m in history if pinned(m)]
+            kept = [m for m in out if m.role is Role.AI]
+            for message in pins:  # kept, at most with the empty reasoning the target wants
+                assert any(m == message or m.tool_calls == message.tool_calls for m in kept)
             chain = out
 
     anyio.run(loop)
