@@ -151,6 +151,13 @@ def pinned(message: Message) -> bool:
     length=1,
     keep_ratio=0.5,
 )
+@example(  # pinned results ending the summary's turn, before a question (Mistral)
+    steps=[("answer", 0), ("tools", [0, 235], False), ("question", 1), ("answer", 0)],
+    budget=Budget.bytes(300),
+    target="mistral",
+    length=1,
+    keep_ratio=0.25,
+)
 def test_compactor_agent_loop_with_pins(
     steps: list[tuple[Any, ...]], budget: Budget, target: str, length: int, keep_ratio: float
 ) -> None:
