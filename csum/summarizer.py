@@ -166,15 +166,9 @@ class Summarizer:
         larger than the (repaired) input; ``None`` (the default) means ``False`` with a
         target and ``True`` without one, the reference behaviour.
         """
-        if not callable(handler):
-            raise TypeError(f"handler must be an async callable, not {type(handler).__name__}")
         started = time.perf_counter()
-        given = not (isinstance(id_template, str) and id_template == DEFAULT_TOOL_CALL_ID_TEMPLATE)
-        style = summary_style(IdTemplate(id_template), target, allow_growth, template_given=given)
-        ast, pending, issues = self._parsed(messages)
-        size_before = ast.size
         limit = self.max_concurrency
-        calls = HandlerCalls(
+        calls = HandlerCalls(  # refuses what is no handler (TypeError), before any work
             handler,
             None if limit is None else anyio.CapacityLimiter(limit),
             on_call=on_call,
@@ -183,6 +177,10 @@ class Summarizer:
             max_summary_bytes=self.max_summary_bytes,
             summary_floor=self.summary_floor_bytes,
         )
+        given = not (isinstance(id_template, str) and id_template == DEFAULT_TOOL_CALL_ID_TEMPLATE)
+        style = summary_style(IdTemplate(id_template), target, allow_growth, template_given=given)
+        ast, pending, issues = self._parsed(messages)
+        size_before = ast.size
         ast = await self._summarized(calls, ast, style)
         out, fillers = without_pending_fillers(ast.to_messages(), pending)
         filler_size = sum(m.size for m in fillers)
