@@ -90,11 +90,10 @@ def _preset_help(preset: Preset, intro: str = "", note: str = "") -> str:
     """The help text of a preset's flag: its settings in words."""
     clearing = preset.clearing
     cleared = "no clearing" if clearing is None else f"clearing (keep {clearing.keep})"
-    same = "the defaults today; " if replace(preset, name="") == Preset("") else ""
     return (
         f"the {preset.name} preset{intro}: {cleared}, compaction from {preset.trigger:g} of "
         f"the budget, target {preset.keep_ratio:g}, summaries "
-        f"{_fraction(preset.summary_ratio)} of the budget ({note}{same}explicit options win)"
+        f"{_fraction(preset.summary_ratio)} of the budget ({note}explicit options win)"
     )
 
 
