@@ -274,4 +274,3 @@ _ASK_AGAIN = (
     "again, keeping them exactly as written where they matter:\n"
 )
 """Appended to a prompt, then the first 20 lost facts, one a line, for the second ask."""
-
