@@ -169,10 +169,9 @@ class SummaryCache:
     def __repr__(self) -> str:
         return f"SummaryCache({self.store!r}, handler_id={self.handler_id!r})"
 
-    def key(self, prompt: str, *, summary_budget: int | None = None) -> str:
+    def key(self, prompt: str) -> str:
         """The key of ``prompt`` for this cache's handler and budget."""
-        budget = self.summary_budget if summary_budget is None else summary_budget
-        return cache_key(prompt, handler_id=self.handler_id, summary_budget=budget)
+        return cache_key(prompt, handler_id=self.handler_id, summary_budget=self.summary_budget)
 
     async def aclose(self) -> None:
         """Close the store's connections."""
@@ -183,7 +182,6 @@ class SummaryCache:
         prompt: str,
         call: Callable[[], Awaitable[str]],
         *,
-        summary_budget: int | None = None,
         emit: EventSink | None = None,
         accept: Accept | None = None,
     ) -> tuple[str, bool]:
@@ -192,7 +190,7 @@ class SummaryCache:
         ``accept`` checks a stored summary as a fresh answer is checked (a refused one is
         a miss, replaced). Exceptions of ``call`` propagate; store failures do not.
         """
-        key = self.key(prompt, summary_budget=summary_budget)
+        key = self.key(prompt)
         try:  # the keys being summarized in the current event loop (an event is per loop)
             flights = self._flights.get()
         except LookupError:

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
+from functools import partial
 from importlib import resources
 from typing import TextIO, TypeVar
 
@@ -89,11 +90,10 @@ def _preset_help(preset: Preset, intro: str = "", note: str = "") -> str:
     """The help text of a preset's flag: its settings in words."""
     clearing = preset.clearing
     cleared = "no clearing" if clearing is None else f"clearing (keep {clearing.keep})"
-    same = "the defaults today; " if replace(preset, name="") == Preset("") else ""
     return (
         f"the {preset.name} preset{intro}: {cleared}, compaction from {preset.trigger:g} of "
         f"the budget, target {preset.keep_ratio:g}, summaries "
-        f"{_fraction(preset.summary_ratio)} of the budget ({note}{same}explicit options win)"
+        f"{_fraction(preset.summary_ratio)} of the budget ({note}explicit options win)"
     )
 
 
@@ -489,38 +489,17 @@ def _run(work: Callable[[], Awaitable[T]], stores: Stores, progress: _Progress) 
         progress.done()
 
 
-def _reference(
-    args: argparse.Namespace, messages: list[Message], handler: Handler, err: TextIO
-) -> SummaryResult:
-    """``--last-section-budget``: the reference algorithm (bounds the active sections)."""
-    config = _config(args)
-    stores = _stores(args)
-    summarizer = Summarizer(config, max_concurrency=args.max_concurrency, stores=stores)
-    progress = _Progress(err, not args.quiet)
-    return _run(
-        lambda: summarizer.summarize(
-            handler,
-            open_with_human(messages),  # a replay opening with an AI message
-            id_template=args.id_template or DEFAULT_TOOL_CALL_ID_TEMPLATE,
-            on_call=progress,
-            target=args.target,
-            allow_growth=False,
-        ),
-        stores,
-        progress,
-    )
-
-
 def _compact(
     args: argparse.Namespace,
     settings: tuple[Budget, Clearing | None, int],
     messages: list[Message],
     handler: Handler,
-    err: TextIO,
+    *,
+    stores: Stores,
+    progress: _Progress,
 ) -> tuple[SummaryResult, bool]:
     """``--budget``: the Compactor bounds the whole chain; (what it did, over budget)."""
     budget, clearing, max_prompt_bytes = settings
-    progress = _Progress(err, not args.quiet)
     sent = [0, 0]
     if getattr(handler, "sized_by_compactor", False):
         # the default extractive handler, wrapped below (so the Compactor cannot size it):
@@ -537,7 +516,6 @@ def _compact(
         progress(sent[0], sent[1])
         return summary
 
-    stores = _stores(args)
     compactor = Compactor(
         request_handler(report, repr(inner)),
         budget=budget,
@@ -555,7 +533,7 @@ def _compact(
             f"warning: the chain is still over its budget ({result.size_after:,} > "
             f"{result.budget:,} {result.unit}): the system prompt, the last question and the "
             "newest turn alone exceed it",
-            file=err,
+            file=progress.stream,
         )
     done = SummaryResult(
         result.messages,
@@ -605,10 +583,11 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.max_concurrency is not None and args.max_concurrency < 1:
         raise ValueError("--max-concurrency must be at least 1")
     compacting = args.last_section_budget is None
-    if compacting:
-        settings = _settings(args)  # usage errors before any work
+    if compacting:  # usage errors before any work
+        settings = _settings(args)
     else:
         _check_reference_usage(args)
+        config = _config(args)
     _check_output(args)
     if args.example:
         text = resources.files("csum").joinpath("examples", EXAMPLE).read_text(encoding="utf-8")
@@ -620,11 +599,23 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     del payload  # held through the whole run, it made the peak memory 1.5x larger
     handler = resolve_handler(args.handler)
     started = time.perf_counter()
+    stores = _stores(args)
+    progress = _Progress(err, not args.quiet)
     over = False
     if compacting:
-        result, over = _compact(args, settings, messages, handler, err)
-    else:
-        result = _reference(args, messages, handler, err)
+        result, over = _compact(args, settings, messages, handler, stores=stores, progress=progress)
+    else:  # the reference algorithm bounds the active sections
+        summarizer = Summarizer(config, max_concurrency=args.max_concurrency, stores=stores)
+        work = partial(
+            summarizer.summarize,
+            handler,
+            open_with_human(messages),  # a replay opening with an AI message
+            id_template=args.id_template or DEFAULT_TOOL_CALL_ID_TEMPLATE,
+            on_call=progress,
+            target=args.target,
+            allow_growth=False,
+        )
+        result = _run(work, stores, progress)
     write_json(encode_chain(result.messages, fmt), args.output, out)
     if not args.quiet:
         _report(result, origin, args, err)

@@ -23,7 +23,7 @@ from csum.handlers import summarize_extractive
 from csum.prompt import MESSAGES_TAG, SummaryRequest, summary_request, text_request
 from csum.request import Handler, RequestHandler, as_request_handler, check_request, request_handler
 
-__all__ = ["DEFAULT_RESERVE", "FactGuard", "LostFact", "guarded", "lost_facts", "residual_request"]
+__all__ = ["DEFAULT_RESERVE", "FactGuard", "LostFact", "lost_facts", "residual_request"]
 
 DEFAULT_RESERVE: Final = 0.3
 """Share of the budget the guard keeps for what the summary lost."""
@@ -274,11 +274,3 @@ _ASK_AGAIN = (
     "again, keeping them exactly as written where they matter:\n"
 )
 """Appended to a prompt, then the first 20 lost facts, one a line, for the second ask."""
-
-
-def guarded(
-    handler: Handler, max_bytes: int, *, reserve: float = DEFAULT_RESERVE, ask_again: bool = False
-) -> RequestHandler:
-    """``FactGuard(max_bytes, reserve=..., ask_again=...).wrap(handler)``: build the
-    handler for ``max_bytes`` less the reserve (``FactGuard.inner_bytes``)."""
-    return FactGuard(max_bytes, reserve=reserve, ask_again=ask_again).wrap(handler)

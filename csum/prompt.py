@@ -146,7 +146,7 @@ _KEEP_RULES = (
     "continue the conversation, do not answer or address the user, do not call tools."
 )
 
-INSTRUCTIONS: Final[dict[PromptCase, str]] = {
+_INTRODUCTIONS = {
     PromptCase.HUMAN_AND_AI: (
         "Summarize part of a conversation between a user and an AI agent that uses "
         "tools, so the agent can continue the work from the summary alone.\n"
@@ -154,25 +154,22 @@ INSTRUCTIONS: Final[dict[PromptCase, str]] = {
         "what was asked, and do not summarize them.\n"
         "The <messages> block holds the agent's messages, its tool calls and the tool "
         "results: summarize these. Say what was done, what was found, and the outcome.\n"
-        + _DATA_RULES
-        + _KEEP_RULES
     ),
     PromptCase.AI_ONLY: (
         "Summarize the work of an AI agent that uses tools, so the agent can continue "
         "from the summary alone.\n"
         "The <messages> block holds the agent's messages, its tool calls and the tool "
         "results: summarize them. Say what was done, what was found, and the outcome.\n"
-        + _DATA_RULES
-        + _KEEP_RULES
     ),
     PromptCase.HUMAN_ONLY: (
         "Summarize what a user asked of an AI agent, so the agent can act on the "
         "summary alone.\n"
         "The <messages> block holds the user's messages: summarize the messages "
         "themselves, keeping every request, constraint, preference and detail given.\n"
-        + _DATA_RULES
-        + _KEEP_RULES
     ),
+}
+INSTRUCTIONS: Final = {
+    case: text + _DATA_RULES + _KEEP_RULES for case, text in _INTRODUCTIONS.items()
 }
 """The fixed instruction text of each case (fixed, so providers can cache it)."""
 

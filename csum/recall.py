@@ -84,10 +84,6 @@ class RecallTool:
         self.max_bytes = max_bytes
         self.max_hits = max_hits
 
-    def definition(self, provider: Provider) -> dict[str, Any]:
-        """This tool's definition for ``provider`` (see :func:`recall_tool_definition`)."""
-        return recall_tool_definition(provider)
-
     async def __call__(self, arguments: str | Mapping[str, Any]) -> str:
         if isinstance(arguments, str):
             try:

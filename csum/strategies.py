@@ -259,13 +259,11 @@ async def summarize_qa(
 
 
 def _after_folded(folded: Sequence[Section], kept: Sequence[Section]) -> tuple[Section, ...]:
-    """The kept sections, opened by the folded ones' mid-chain system messages (verbatim,
-    in order, after the summary: never moved ahead of the user's task)."""
+    """The kept sections (one at least), opened by the folded ones' mid-chain system messages
+    (verbatim, in order, after the summary: never moved ahead of the user's task)."""
     later = [s for x in folded[1:] if (s := x.header.system_message) is not None]
     if not later:
         return tuple(kept)
-    if not kept:
-        return Section.opened_by(later, None)
     first = kept[0].header
     systems = later if first.system_message is None else [*later, first.system_message]
     return (*Section.opened_by(systems, first.human_message, kept[0].body), *kept[1:])

@@ -66,21 +66,7 @@ class SummaryResult:
 
 
 _COMPACTOR_TAKES = frozenset({ParseRule.FIRST_MESSAGE, ParseRule.SYSTEM_POSITION})
-
-
-def _pointed_to_compactor(error: ChainError) -> ChainError:
-    """The parse error, saying what to use instead where the Compactor would take the
-    chain (one that opens with an AI message, a later system message)."""
-    if type(error) is not ChainError or error.rule not in _COMPACTOR_TAKES:
-        return error
-    return ChainError(
-        f"{error.detail}; Summarizer keeps to the contract's parse rules even with "
-        "repair. csum.Compactor takes such chains (it opens a replay with a placeholder "
-        "human message and keeps later system messages), or pass the chain through "
-        "cast.open_with_human / cast.port(messages, target) first",
-        index=error.index,
-        rule=error.rule,
-    )
+"""Parse rules whose chains the Compactor takes (an AI message first, a later system message)."""
 
 
 class Summarizer:
@@ -125,14 +111,11 @@ class Summarizer:
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
                 raise ValueError(f"{name} must be a positive int or None, not {value!r}")
-        stores = stores or Stores()
         self.config = config or SummarizerConfig()
         self.max_concurrency = max_concurrency
         self.max_summary_bytes = max_summary_bytes
         self.summary_floor_bytes = summary_floor_bytes
-        self.stores = stores
-        self.cache = stores.cache
-        self.archive = stores.archive
+        self.stores = stores or Stores()
 
     def __repr__(self) -> str:
         return f"Summarizer({self.config!r}, max_concurrency={self.max_concurrency!r})"
@@ -183,29 +166,28 @@ class Summarizer:
         larger than the (repaired) input; ``None`` (the default) means ``False`` with a
         target and ``True`` without one, the reference behaviour.
         """
-        if not callable(handler):
-            raise TypeError(f"handler must be an async callable, not {type(handler).__name__}")
         started = time.perf_counter()
+        limit = self.max_concurrency
+        calls = HandlerCalls(  # refuses what is no handler (TypeError), before any work
+            handler,
+            None if limit is None else anyio.CapacityLimiter(limit),
+            on_call=on_call,
+            cache=self.stores.cache,
+            archive=self.stores.archive,
+            max_summary_bytes=self.max_summary_bytes,
+            summary_floor=self.summary_floor_bytes,
+        )
         given = not (isinstance(id_template, str) and id_template == DEFAULT_TOOL_CALL_ID_TEMPLATE)
         style = summary_style(IdTemplate(id_template), target, allow_growth, template_given=given)
         ast, pending, issues = self._parsed(messages)
         size_before = ast.size
-        limit = self.max_concurrency
-        calls = HandlerCalls(
-            handler,
-            None if limit is None else anyio.CapacityLimiter(limit),
-            on_call=on_call,
-            cache=self.cache,
-            archive=self.archive,
-            max_summary_bytes=self.max_summary_bytes,
-            summary_floor=self.summary_floor_bytes,
-        )
         ast = await self._summarized(calls, ast, style)
         out, fillers = without_pending_fillers(ast.to_messages(), pending)
         filler_size = sum(m.size for m in fillers)
         size_after = ast.size - filler_size
-        if self.archive is not None and self.archive.reinsert_bytes:
-            reinserted = await self.archive.reinsert(out, target=style.target)
+        archive = self.stores.archive
+        if archive is not None and archive.reinsert_bytes:
+            reinserted = await archive.reinsert(out, target=style.target)
             if reinserted is not out:
                 out, size_after = reinserted, sum(m.size for m in reinserted)
         return SummaryResult(
@@ -227,7 +209,8 @@ class Summarizer:
         """(the chain parsed with repair, the newest turn's pending calls, the repairs)."""
         issues: list[ChainIssue] = []
         items = list(messages)
-        if self.archive is not None and self.archive.reinsert_bytes:
+        archive = self.stores.archive
+        if archive is not None and archive.reinsert_bytes:
             # Earlier re-inserted messages are copies for earlier questions: out, and
             # the current question gets a fresh choice at the end.
             items = without_recalled(items)
@@ -235,7 +218,16 @@ class Summarizer:
         try:
             ast = parse_chain(items, repair=True, issues=issues)
         except ChainError as error:
-            raise _pointed_to_compactor(error) from error
+            if type(error) is not ChainError or error.rule not in _COMPACTOR_TAKES:
+                raise
+            raise ChainError(
+                f"{error.detail}; Summarizer keeps to the contract's parse rules even with "
+                "repair. csum.Compactor takes such chains (it opens a replay with a placeholder "
+                "human message and keeps later system messages), or pass the chain through "
+                "cast.open_with_human / cast.port(messages, target) first",
+                index=error.index,
+                rule=error.rule,
+            ) from error
         return ast, pending, issues
 
     async def _summarized(

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from cast import Message, ToolCall
 from cast.internals import utf8_len
 from csum.archive import split_archive_line
-from csum.guard import FactGuard, guarded, lost_facts, residual_request
+from csum.guard import FactGuard, lost_facts, residual_request
 from csum.handlers import extractive
 from csum.prompt import SummaryRequest, summary_request
 
@@ -123,7 +123,7 @@ async def test_the_wrapped_handler_asks_once_more_with_the_list() -> None:
         prompts.append(prompt)
         return "bash(pytest -q): one test failed"
 
-    handler = guarded(model, 220, reserve=0.4, ask_again=True)
+    handler = FactGuard(220, reserve=0.4, ask_again=True).wrap(model)
     summary = await handler(_prompt())
     assert len(prompts) == 2
     assert prompts[1].startswith(_prompt().prompt)
@@ -155,6 +155,6 @@ async def test_a_long_prompt_is_completed_in_a_worker_thread_within_the_budget()
     async def cut(prompt: str) -> str:
         return prompt[:100]
 
-    summary = await guarded(cut, 600)(_prompt(output))
+    summary = await FactGuard(600).wrap(cut)(_prompt(output))
     assert utf8_len(summary) <= 600
     assert "build/out_" in summary.split("\n", 1)[1]

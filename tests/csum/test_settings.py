@@ -233,7 +233,7 @@ def test_summarizer_takes_stores() -> None:
     cache = SummaryCache(MemoryStore(), handler_id="test")
     archive = memory_archive()
     new = Summarizer(stores=Stores(cache=cache, archive=archive))
-    assert (new.cache, new.archive) == (cache, archive)
+    assert (new.stores.cache, new.stores.archive) == (cache, archive)
     with pytest.raises(TypeError, match=r"stores must be a csum\.Stores"):
         Summarizer(stores={"cache": cache})  # type: ignore[arg-type]
 

@@ -780,6 +780,15 @@ async def test_chain_not_opening_with_system_or_human_is_a_chain_error() -> None
     assert handler.calls == 0
 
 
+@pytest.mark.anyio
+async def test_a_parse_error_the_compactor_would_not_take_is_raised_as_it_is() -> None:
+    # Only a chain the Compactor takes gets the pointer; another error is not its own cause.
+    with pytest.raises(ChainError, match="message 0, field content") as caught:
+        await run([{"role": "human", "content": 5}], FakeHandler())
+    assert caught.value.__cause__ is not caught.value  # the parser's own cause is kept
+    assert "csum.Compactor" not in str(caught.value)
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_summarize_chain_sync(backend: str) -> None:
     summarizer = Summarizer(SummarizerConfig(**ALL_PHASES))
