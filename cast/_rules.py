@@ -85,12 +85,9 @@ _IMPLEMENTATIONS: dict[Step, Callable[..., Any]] = {}
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A lint check by name; calling it calls ``check(messages, report)`` as registered."""
+    """A lint check by name, done by the function registered for it with :func:`implements`."""
 
     name: str
-
-    def __call__(self, *args: Any) -> Any:
-        return self.function()(*args)
 
     def function(self) -> Callable[..., Any]:
         """The function registered for this step."""
