@@ -35,12 +35,7 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import diagnose, to_message
-from cast.providers import (
-    ProviderProfile,
-    ReasoningPolicy,
-    ReasoningScope,
-    resolve_provider,
-)
+from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
 from cast.transforms import has_reasoning
 
 __all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
