@@ -150,7 +150,10 @@ def port(
     ast = parse_chain(items, repair=True)  # the structure rules' repair
     for step in steps[PortStage.CHAIN]:
         ast = step(ast, profile, same_source)
-    return ast.to_messages()
+    out = ast.to_messages()
+    for step in steps[PortStage.FINAL]:
+        out = step(out, profile, same_source)
+    return out
 
 
 # A port step no rule names: arguments that are not a JSON object, which no provider is
@@ -445,22 +448,17 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
 
 
 @implements(FIX_EMPTY)
-def fix_empty(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    """No empty message: human and AI ones get a text, but a last empty AI message goes
-    (with its pair: an AI message without content calls no tool)."""
-    last = ast.sections[-1] if ast.sections else None
-    if last is not None and last.body and is_empty(last.body[-1].ai_message):
-        ast = trusted_chain((*ast.sections[:-1], last.evolve(body=last.body[:-1])))
-    return map_messages(ast, _with_text)
-
-
-def _with_text(message: Message) -> Message | None:
-    """An empty human or AI message (or tool message) with a text, else None."""
-    role = message.role
-    if role is Role.SYSTEM or not is_empty(message):
-        return None
-    text = EMPTY_ANSWER_TEXT if role is Role.AI else OPENING_HUMAN_TEXT
-    return trusted_message(role, (TextPart(text=text),))
+def fix_empty(messages: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
+    """No empty message: human and AI ones get a text, but a last empty AI message goes."""
+    if messages and messages[-1].role is Role.AI and is_empty(messages[-1]):
+        messages.pop()
+    for index, message in enumerate(messages):
+        role = message.role
+        if role is Role.SYSTEM or not is_empty(message):
+            continue
+        text = EMPTY_ANSWER_TEXT if role is Role.AI else OPENING_HUMAN_TEXT
+        messages[index] = trusted_message(role, (TextPart(text=text),))
+    return messages
 
 
 # -- reasoning ------------------------------------------------------------------------------

@@ -113,6 +113,7 @@ class PortStage(StrEnum):
 
     MESSAGES = "messages"  # the messages as given (port then parses them with repair)
     CHAIN = "chain"  # the parsed ChainAST
+    FINAL = "final"  # the messages of the repaired chain
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +175,7 @@ FIX_PAIRING = Fix("pairing", PortStage.MESSAGES, 40)
 FIX_REASONING = Fix("reasoning", PortStage.CHAIN, 10)
 FIX_IDS = Fix("ids", PortStage.CHAIN, 20)
 FIX_ROLES = Fix("roles", PortStage.CHAIN, 40)
-FIX_EMPTY = Fix("empty", PortStage.CHAIN, 50)
+FIX_EMPTY = Fix("empty", PortStage.FINAL, 10)
 
 _GEMINI = ("gemini", "vertex")
 _OPENAI = ("openai", "deepseek")
