@@ -84,10 +84,11 @@ class Report:
     declared: frozenset[str] | None
     thinking: bool = False
     found: list[Violation] = field(default_factory=list)
+    applying: frozenset[Rule] = frozenset()  # the target's rules, read once (see lint)
 
     def add(self, rule: Rule, index: int | None, field: str = "", **values: Any) -> None:
         """Record ``rule`` broken at message ``index`` (``field`` inside it)."""
-        if rule not in _applying(self.profile):
+        if rule not in self.applying:
             return
         verbatim = rule in self.profile.errors
         text = self.profile.errors[rule] if verbatim else DEFAULT_ERROR_TEXTS[rule]
@@ -139,7 +140,7 @@ def lint(
         raise TypeError("tools must be an iterable of tool names, not a str")
     declared = None if tools is None else frozenset(tools)
     items = [to_message(item, i) for i, item in enumerate(messages)]
-    report = Report(profile, foreign, declared, thinking)
+    report = Report(profile, foreign, declared, thinking, applying=_applying(profile))
     for check in _checks(profile):
         check(items, report)
     return sorted(report.found, key=lambda v: -1 if v.index is None else v.index)
