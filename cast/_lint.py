@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -21,7 +21,6 @@ from cast._rules import (
     CHECK_TOOLS,
     RULES,
     Rule,
-    Step,
     implements,
 )
 from cast.constants import FAKE_GEMINI_SIGNATURE
@@ -36,12 +35,7 @@ from cast.messages import (
     ToolResult,
 )
 from cast.parse import diagnose, to_message
-from cast.providers import (
-    ProviderProfile,
-    ReasoningPolicy,
-    ReasoningScope,
-    resolve_provider,
-)
+from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
 from cast.transforms import has_reasoning
 
 __all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
@@ -90,10 +84,11 @@ class Report:
     declared: frozenset[str] | None
     thinking: bool = False
     found: list[Violation] = field(default_factory=list)
+    applying: frozenset[Rule] = frozenset()  # the target's rules, read once (see lint)
 
     def add(self, rule: Rule, index: int | None, field: str = "", **values: Any) -> None:
         """Record ``rule`` broken at message ``index`` (``field`` inside it)."""
-        if rule not in _applying(self.profile):
+        if rule not in self.applying:
             return
         verbatim = rule in self.profile.errors
         text = self.profile.errors[rule] if verbatim else DEFAULT_ERROR_TEXTS[rule]
@@ -109,10 +104,11 @@ def _applying(profile: ProviderProfile) -> frozenset[Rule]:
 
 
 @lru_cache(maxsize=64)
-def _checks(profile: ProviderProfile) -> tuple[Step, ...]:
+def _checks(profile: ProviderProfile) -> tuple[Callable[[list[Message], Report], None], ...]:
     """The checks of the rules that apply to ``profile``, each once, in rule order."""
     applying = _applying(profile)
-    return tuple(dict.fromkeys(d.check for rule, d in RULES.items() if rule in applying))
+    steps = dict.fromkeys(d.check for rule, d in RULES.items() if rule in applying)
+    return tuple(step.function() for step in steps)
 
 
 def lint(
@@ -144,7 +140,7 @@ def lint(
         raise TypeError("tools must be an iterable of tool names, not a str")
     declared = None if tools is None else frozenset(tools)
     items = [to_message(item, i) for i, item in enumerate(messages)]
-    report = Report(profile, foreign, declared, thinking)
+    report = Report(profile, foreign, declared, thinking, applying=_applying(profile))
     for check in _checks(profile):
         check(items, report)
     return sorted(report.found, key=lambda v: -1 if v.index is None else v.index)
@@ -251,15 +247,16 @@ def check_ids(items: list[Message], report: Report) -> None:
 
 @implements(CHECK_REASONING)
 def check_reasoning(items: list[Message], report: Report) -> None:
-    """What the target's reasoning policy forbids or requires."""
-    policy = report.profile.reasoning
+    """What the target's reasoning policy forbids or requires (each rule applies to one
+    policy, or to the signed ones: the report keeps those of the target's)."""
+    profile = report.profile
     # Signatures not checked: none, and the placeholder a thought-signature target takes.
-    fake_ok = policy is ReasoningPolicy.THOUGHT_SIGNATURE
+    fake_ok = profile.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE
     unchecked = (b"", FAKE_GEMINI_SIGNATURE.encode() if fake_ok else b"")
     # A turn is counted by the human messages so far; with TOOL_CALL_TURNS, every AI
     # message of a turn in which one calls a tool needs reasoning content.
     turn_of = list(itertools.accumulate(m.role is Role.HUMAN for m in items))
-    turns = report.profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
+    turns = profile.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
     turn_calls = {
         turn_of[i] for i, m in enumerate(items) if turns and m.role is Role.AI and m.tool_calls
     }
@@ -272,24 +269,18 @@ def check_reasoning(items: list[Message], report: Report) -> None:
         for position in reasoned:
             signature = parts[position].reasoning.signature  # type: ignore[union-attr]
             field = f"parts[{position}].reasoning"
-            if policy is ReasoningPolicy.STRIP:
-                report.add(Rule.UNSUPPORTED_REASONING, index, field, position=position)
-            elif policy is ReasoningPolicy.NATIVE_SIGNATURES and not signature:
+            report.add(Rule.UNSUPPORTED_REASONING, index, field, position=position)
+            if not signature:
                 report.add(Rule.UNSIGNED_REASONING, index, field, position=position)
-            elif report.foreign and policy.signed and signature not in unchecked:
+            elif report.foreign and signature not in unchecked:
                 report.add(Rule.FOREIGN_SIGNATURE, index, field, position=position)
-        if policy is ReasoningPolicy.THOUGHT_SIGNATURE and calls:
-            first: ToolCall = parts[calls[0]]  # type: ignore[assignment]
-            if not (first.reasoning and first.reasoning.signature):
-                field = f"parts[{calls[0]}].reasoning"
-                report.add(
-                    Rule.MISSING_THOUGHT_SIGNATURE, index, field, name=first.name, position=calls[0]
-                )
-        if (
-            policy is ReasoningPolicy.REASONING_CONTENT_REQUIRED
-            and not reasoned
-            and (calls or turn_of[index] in turn_calls)
-        ):
+        first: ToolCall | None = parts[calls[0]] if calls else None  # type: ignore[assignment]
+        if first is not None and not (first.reasoning and first.reasoning.signature):
+            field = f"parts[{calls[0]}].reasoning"
+            report.add(
+                Rule.MISSING_THOUGHT_SIGNATURE, index, field, name=first.name, position=calls[0]
+            )
+        if not reasoned and (calls or turn_of[index] in turn_calls):
             report.add(Rule.MISSING_REASONING_CONTENT, index)
 
 

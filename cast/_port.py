@@ -6,15 +6,11 @@ from __future__ import annotations
 import itertools
 import operator
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache, partial
 from typing import Any, Literal
 
-from cast._fast import (
-    trusted_chain,
-    trusted_message,
-    with_field,
-)
+from cast._fast import trusted_chain, trusted_message, with_field
 from cast._lint import is_cache_point, is_empty, media_of, pairing_problems
 from cast._rules import (
     FIX_CONTENT,
@@ -161,12 +157,12 @@ _FIX_ARGUMENTS = Fix("arguments", PortStage.CHAIN, 30)
 
 
 @lru_cache(maxsize=1)
-def _steps() -> dict[PortStage, tuple[Fix, ...]]:
+def _steps() -> dict[PortStage, tuple[Callable[..., Any], ...]]:
     """The rules' port steps and the normalizations, each once, by stage and position."""
     fixes = sorted(
         {d.fix for d in RULES.values() if d.fix} | {_FIX_ARGUMENTS}, key=lambda f: f.position
     )
-    return {stage: tuple(fix for fix in fixes if fix.stage is stage) for stage in PortStage}
+    return {stage: tuple(f.function() for f in fixes if f.stage is stage) for stage in PortStage}
 
 
 def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:

@@ -85,12 +85,9 @@ _IMPLEMENTATIONS: dict[Step, Callable[..., Any]] = {}
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A lint check by name; calling it calls ``check(messages, report)`` as registered."""
+    """A lint check by name, done by the function registered for it with :func:`implements`."""
 
     name: str
-
-    def __call__(self, *args: Any) -> Any:
-        return self.function()(*args)
 
     def function(self) -> Callable[..., Any]:
         """The function registered for this step."""
@@ -145,212 +142,23 @@ class RuleDefinition:
         object.__setattr__(self, "errors", MappingProxyType(dict(self.errors)))
 
 
-# -- the providers' error texts, verbatim ({index}, {id}... are str.format fields) ------------
-
-
 @dataclass(frozen=True, slots=True)
 class ProviderError:
-    """A provider's own error text for a rule, and its source (issues that report it,
-    or the provider's docs)."""
+    """A provider's own error text for a rule, verbatim (``{index}``, ``{id}``... are
+    ``str.format`` fields), and its source (issues that report it, or the provider's docs)."""
 
     text: str
     source: str
 
 
-# -- OpenAI Chat Completions (and DeepSeek, which returns the same pairing texts) ------------
-OPENAI_MISSING = ProviderError(
-    "An assistant message with 'tool_calls' must be followed by tool messages responding to "
-    "each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}",
-    "BerriAI/litellm#10083, agno-agi/agno#3105; DeepSeek returns the same (langgenius/dify#32222)",
-)
-OPENAI_ORPHAN = ProviderError(
-    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
-    "with 'tool_calls'.",
-    "miurla/morphic#136 (the API's own spelling 'preceeding')",
-)
-OPENAI_EMPTY = ProviderError(
-    "Invalid value for 'content': expected a string, got null.",
-    "run-llama/llama_index#17921, docker/docker-agent#63",
-)
-OPENAI_ID_TOO_LONG = ProviderError(
-    "Invalid 'messages[{index}].tool_calls[{call}].id': string too long. Expected a string "
-    "with maximum length {max_length}, but got a string with length {length} instead.",
-    "vercel/ai#8132, agno-agi/agno#5382, vllm-project/vllm#22966",
-)
-
-# -- OpenAI Responses ------------------------------------------------------------------------
-RESPONSES_ID_TOO_LONG = ProviderError(
-    "Invalid 'input[{index}].call_id': string too long. Expected a string with maximum "
-    "length {max_length}, but got a string with length {length} instead.",
-    "AnswerDotAI/fastllm#45",
-)
-RESPONSES_MISSING = ProviderError(
-    "No tool output found for function call {id}.", "continuedev/continue#10092"
-)
-RESPONSES_ORPHAN = ProviderError(
-    "No tool call found for function call output with call_id {id}.",
-    "continuedev/continue#10092",
-)
-
-# -- Anthropic Messages ----------------------------------------------------------------------
-ANTHROPIC_ORPHAN = ProviderError(
-    "messages.{index}.content.{position}: unexpected `tool_use_id` found in `tool_result` "
-    "blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in "
-    "the previous message.",
-    "anthropics/claude-code#13460",
-)
-ANTHROPIC_MISSING = ProviderError(
-    "messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately "
-    "after: {ids}. Each `tool_use` block must have a corresponding `tool_result` block in "
-    "the next message.",
-    "anthropics/claude-code#5989",
-)
-ANTHROPIC_ID_FORMAT = ProviderError(
-    "messages.{index}.content.{position}.tool_use.id: String should match pattern "
-    "'^[a-zA-Z0-9_-]+$'",
-    "CommandCodeAI/command-code#323, RooCodeInc/Roo-Code#10649",
-)
-ANTHROPIC_DUPLICATE_ID = ProviderError(
-    "messages.{index}.content.{position}: `tool_use` ids must be unique",
-    "anthropics/claude-code#20901, BerriAI/litellm#23510",
-)
-ANTHROPIC_FOREIGN_SIGNATURE = ProviderError(
-    "messages.{index}.content.{position}: Invalid `signature` in `thinking` block",
-    "ding113/claude-code-hub#518",
-)
-ANTHROPIC_UNSIGNED = ProviderError(
-    "messages.{index}.content.{position}.thinking.signature: Field required",
-    "justlovemaki/AIClient2API#437",
-)
-ANTHROPIC_THINKING_FIRST = ProviderError(
-    "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
-    "`text`. When `thinking` is enabled, a final `assistant` message must start with a thinking "
-    "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).",
-    "n8n-io/n8n#22550; https://platform.claude.com/docs/build-with-claude/thinking-tool-workflows",
-)
-ANTHROPIC_EMPTY = ProviderError(
-    "messages.{index}: all messages must have non-empty content except for the optional "
-    "final assistant message",
-    "anthropics/claude-code#3196, #6774",
-)
-ANTHROPIC_NO_TOOLS = ProviderError(
-    "Requests which include tool_use or tool_result blocks must define tools.",
-    "anthropics/anthropic-sdk-python#494",
-)
-
-# -- Bedrock Converse ------------------------------------------------------------------------
 _BEDROCK_ID = "Value at 'messages.{index}.member.content.{position}.member.toolUse.toolUseId'"
-BEDROCK_ID_FORMAT = ProviderError(
-    _BEDROCK_ID + " failed to satisfy constraint: Member must satisfy regular expression "
-    "pattern: [a-zA-Z0-9_-]+",
-    "AWS ValidationException format, tontinton/maki#38",
-)
-BEDROCK_ID_TOO_LONG = ProviderError(
-    _BEDROCK_ID + " failed to satisfy constraint: Member must have length less than or equal to 64",
-    "AWS ValidationException format, tontinton/maki#38; "
-    "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html",
-)
-BEDROCK_DUPLICATE_ID = ProviderError(
-    "The toolUse blocks at messages.{index}.content contain duplicate Ids: {id}",
-    "bvcyber/Cyber-AutoAgent-ng#72",
-)
-BEDROCK_ORPHAN = ProviderError(
-    "The number of toolResult blocks at messages.{index}.content exceeds the number of "
-    "toolUse blocks of previous turn.",
-    "OpenHands/OpenHands#4912",
-)
-BEDROCK_FIRST_TURN = ProviderError(
-    "A conversation must start with a user message.", "elastic/kibana#246393"
-)
-BEDROCK_NO_TOOLS = ProviderError(
-    "The toolConfig field must be defined when using toolUse and toolResult content blocks.",
-    "langgenius/dify#17545, vxcontrol/pentagi#196, patriceckhart/zot#18",
-)
-BEDROCK_EMPTY = ProviderError(
-    "The content field in the Message object at messages.{index} is empty. Add a "
-    "ContentBlock object to the content field and try again.",
-    "Portkey-AI/gateway#995, earendil-works/pi#3443",
-)
-
-# -- Gemini and Vertex -----------------------------------------------------------------------
-GEMINI_MISSING_SIGNATURE = ProviderError(
-    "Function call is missing a thought_signature in functionCall parts. This is required for "
-    "tools to work correctly, and missing thought_signature may lead to degraded model "
-    "performance. Additional data, function call `default_api:{name}` , position {index}. "
-    "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
-    "manthanabc/paws#103, chatbox#3308",
-)
-GEMINI_ORPHAN = ProviderError(
-    "Please ensure that function response turn comes immediately after a function call turn.",
-    "langchain-ai/langchain#27799",
-)
-GEMINI_MISSING = ProviderError(
-    "Please ensure that the number of function response parts is equal to the number of "
-    "function call parts of the function call turn.",
-    "google-gemini/gemini-cli#4217",
-)
-GEMINI_FOREIGN_SIGNATURE = ProviderError(
-    "Corrupted thought signature.", "heyhuynhgiabuu/proxypal#119, charmbracelet/crush#1698"
-)
-GEMINI_EMPTY = ProviderError(
-    "* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty.",
-    "egoist/chatwise-releases#250, vercel/ai#3775",
-)
-VERTEX_FOREIGN_SIGNATURE = ProviderError(
-    "Unable to submit request because Thought signature is not valid.",
-    "diegosouzapw/OmniRoute#1410, 9router#301",
-)
-VERTEX_EMPTY = ProviderError(
-    "Unable to submit request because it must include at least one parts field, which "
-    "describes the prompt input.",
-    "langgenius/dify#30566",
-)
-
-# -- Mistral ---------------------------------------------------------------------------------
-MISTRAL_COUNT = ProviderError(
+_MISTRAL_COUNT = ProviderError(
     "Not the same number of function calls and responses", "mistralai/client-ts#106"
 )
-MISTRAL_ID = ProviderError(
+_MISTRAL_ID = ProviderError(
     "Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9.",
     "anomalyco/opencode#1680, jackmpcollins/magentic#276, langchain-ai/langchain#24668 (code 3280)",
 )
-MISTRAL_ORPHAN = ProviderError(
-    "Unexpected role 'tool' after role 'user'", "charmbracelet/crush#279"
-)
-MISTRAL_TOOL_THEN_HUMAN = ProviderError(
-    "Unexpected role 'user' after role 'tool'", "avante-corp/avante.nvim#2562 (code 3230)"
-)
-MISTRAL_REASONING = ProviderError(
-    "Extra inputs are not permitted", "BerriAI/litellm#30835 (HTTP 422)"
-)
-MISTRAL_EMPTY = ProviderError(
-    "Assistant message must have either content or tool_calls, but not none.",
-    "OpenHands/OpenHands#8685, solbrowse/extension#16",
-)
-
-# -- DeepSeek, Kimi, Groq --------------------------------------------------------------------
-DEEPSEEK_MISSING = ProviderError(
-    "An assistant message with 'tool_calls' must be followed by tool messages responding "
-    "to each 'tool_call_id'. (insufficient tool messages following tool_calls message)",
-    "langgenius/dify#32222 (official DeepSeek API)",
-)
-DEEPSEEK_NO_REASONING = ProviderError(
-    "Missing `reasoning_content` field in the assistant message at message index {index}. "
-    "For more information, please refer to "
-    "https://api-docs.deepseek.com/guides/thinking_mode%23tool-calls",
-    "continuedev/continue#9913, langchain-ai/langchain#34516",
-)
-KIMI_NO_REASONING = ProviderError(
-    "thinking is enabled but reasoning_content is missing in assistant tool call message "
-    "at index {index}",
-    "labring/FastGPT#6357, MoonshotAI/kimi-agent-sdk#169",
-)
-GROQ_REASONING = ProviderError(
-    "'messages.{index}' : for 'role:assistant' the following must be satisfied"
-    "[('messages.{index}' : property 'reasoning_content' is unsupported)]",
-    "tashfeenahmed/freellmapi#1070, janhq/jan#8136",
-)
-
 
 CHECK_STRUCTURE = Step("structure")
 CHECK_IDS = Step("ids")
@@ -373,239 +181,420 @@ _GEMINI = ("gemini", "vertex")
 _OPENAI = ("openai", "deepseek")
 
 
-def _each(names: tuple[str, ...], error: ProviderError) -> dict[str, ProviderError]:
-    return dict.fromkeys(names, error)
+# The pairing rules' texts: OpenAI's (DeepSeek returns them too), then the others'.
+_ORPHAN = {
+    **dict.fromkeys(
+        _OPENAI,
+        ProviderError(
+            "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+            "message with 'tool_calls'.",
+            "miurla/morphic#136 (the API's own spelling 'preceeding')",
+        ),
+    ),
+    "anthropic": ProviderError(
+        "messages.{index}.content.{position}: unexpected `tool_use_id` found in `tool_result` "
+        "blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in "
+        "the previous message.",
+        "anthropics/claude-code#13460",
+    ),
+    **dict.fromkeys(
+        _GEMINI,
+        ProviderError(
+            "Please ensure that function response turn comes immediately after a function call "
+            "turn.",
+            "langchain-ai/langchain#27799",
+        ),
+    ),
+    "bedrock": ProviderError(
+        "The number of toolResult blocks at messages.{index}.content exceeds the number of "
+        "toolUse blocks of previous turn.",
+        "OpenHands/OpenHands#4912",
+    ),
+    "mistral": _MISTRAL_COUNT,
+    "openai-responses": ProviderError(
+        "No tool call found for function call output with call_id {id}.",
+        "continuedev/continue#10092",
+    ),
+}
+_DEFINITIONS = (
+    # -- structure (the parser's diagnosis; port's repair) --
+    RuleDefinition(
+        Rule.FIRST_MESSAGE,
+        "the chain must open with a system or human message",
+        CHECK_STRUCTURE,
+        FIX_OPENING,
+    ),
+    RuleDefinition(
+        Rule.SYSTEM_POSITION,
+        "a system message may only open the chain",
+        CHECK_STRUCTURE,
+        FIX_SYSTEM,
+        applies=lambda p: not p.system_anywhere,
+    ),
+    RuleDefinition(
+        Rule.CONSECUTIVE_HUMAN,
+        "human message right after another human message",
+        CHECK_STRUCTURE,
+        FIX_PAIRING,
+        applies=lambda p: not p.consecutive_humans_ok,
+    ),
+    RuleDefinition(
+        Rule.ORPHAN_TOOL_MESSAGE,
+        "tool message does not follow an AI message with tool calls",
+        CHECK_STRUCTURE,
+        FIX_PAIRING,
+        errors={
+            **_ORPHAN,
+            "mistral": ProviderError(
+                "Unexpected role 'tool' after role 'user'", "charmbracelet/crush#279"
+            ),
+        },
+    ),
+    RuleDefinition(
+        Rule.UNKNOWN_TOOL_RESULT,
+        "tool result {id} answers no tool call of the AI message before it",
+        CHECK_STRUCTURE,
+        FIX_PAIRING,
+        errors=_ORPHAN,
+    ),
+    RuleDefinition(
+        Rule.DUPLICATE_TOOL_RESULT,
+        "second tool result for {id}, which is already answered",
+        CHECK_STRUCTURE,
+        FIX_PAIRING,
+        errors=_ORPHAN,
+    ),
+    RuleDefinition(
+        Rule.MISSING_TOOL_RESULT,
+        "tool calls without results right after them: {ids}",
+        CHECK_STRUCTURE,
+        FIX_PAIRING,
+        errors={
+            "openai": ProviderError(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                "response messages: {ids}",
+                "BerriAI/litellm#10083, agno-agi/agno#3105; DeepSeek returns the same "
+                "(langgenius/dify#32222)",
+            ),
+            "deepseek": ProviderError(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. (insufficient tool messages following "
+                "tool_calls message)",
+                "langgenius/dify#32222 (official DeepSeek API)",
+            ),
+            "anthropic": ProviderError(
+                "messages.{index}: `tool_use` ids were found without `tool_result` blocks "
+                "immediately after: {ids}. Each `tool_use` block must have a corresponding "
+                "`tool_result` block in the next message.",
+                "anthropics/claude-code#5989",
+            ),
+            **dict.fromkeys(
+                _GEMINI,
+                ProviderError(
+                    "Please ensure that the number of function response parts is equal to the "
+                    "number of function call parts of the function call turn.",
+                    "google-gemini/gemini-cli#4217",
+                ),
+            ),
+            "mistral": _MISTRAL_COUNT,
+            "openai-responses": ProviderError(
+                "No tool output found for function call {id}.", "continuedev/continue#10092"
+            ),
+        },
+    ),
+    # -- tool-call ids --
+    RuleDefinition(
+        Rule.TOOL_CALL_ID_FORMAT,
+        "tool call id {id!r} does not match the provider's id format",
+        CHECK_IDS,
+        FIX_IDS,
+        applies=lambda p: p.ids_on_wire,
+        errors={
+            "anthropic": ProviderError(
+                "messages.{index}.content.{position}.tool_use.id: String should match pattern "
+                "'^[a-zA-Z0-9_-]+$'",
+                "CommandCodeAI/command-code#323, RooCodeInc/Roo-Code#10649",
+            ),
+            "bedrock": ProviderError(
+                _BEDROCK_ID
+                + " failed to satisfy constraint: Member must satisfy regular expression "
+                "pattern: [a-zA-Z0-9_-]+",
+                "AWS ValidationException format, tontinton/maki#38",
+            ),
+            "mistral": _MISTRAL_ID,
+        },
+    ),
+    RuleDefinition(
+        Rule.TOOL_CALL_ID_TOO_LONG,
+        "tool call id {id} is {length} characters long, over {max_length}",
+        CHECK_IDS,
+        FIX_IDS,
+        applies=lambda p: p.ids_on_wire and p.max_id_length is not None,
+        errors={
+            "openai": ProviderError(
+                "Invalid 'messages[{index}].tool_calls[{call}].id': string too long. Expected "
+                "a string with maximum length {max_length}, but got a string with length "
+                "{length} instead.",
+                "vercel/ai#8132, agno-agi/agno#5382, vllm-project/vllm#22966",
+            ),
+            "openai-responses": ProviderError(
+                "Invalid 'input[{index}].call_id': string too long. Expected a string with "
+                "maximum length {max_length}, but got a string with length {length} instead.",
+                "AnswerDotAI/fastllm#45",
+            ),
+            "bedrock": ProviderError(
+                _BEDROCK_ID
+                + " failed to satisfy constraint: Member must have length less than or equal to 64",
+                "AWS ValidationException format, tontinton/maki#38; "
+                "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html",
+            ),
+            "mistral": _MISTRAL_ID,
+        },
+    ),
+    RuleDefinition(
+        Rule.DUPLICATE_TOOL_CALL_ID,
+        "tool call id {id} is used by an earlier tool call",
+        CHECK_IDS,
+        FIX_IDS,
+        applies=lambda p: p.unique_tool_call_ids,
+        errors={
+            "anthropic": ProviderError(
+                "messages.{index}.content.{position}: `tool_use` ids must be unique",
+                "anthropics/claude-code#20901, BerriAI/litellm#23510",
+            ),
+            "bedrock": ProviderError(
+                "The toolUse blocks at messages.{index}.content contain duplicate Ids: {id}",
+                "bvcyber/Cyber-AutoAgent-ng#72",
+            ),
+        },
+    ),
+    # -- reasoning --
+    RuleDefinition(
+        Rule.UNSUPPORTED_REASONING,
+        "the provider does not take reasoning back in assistant messages",
+        CHECK_REASONING,
+        FIX_REASONING,
+        applies=lambda p: p.reasoning == "strip",
+        errors={
+            "mistral": ProviderError(
+                "Extra inputs are not permitted", "BerriAI/litellm#30835 (HTTP 422)"
+            ),
+            "groq": ProviderError(
+                "'messages.{index}' : for 'role:assistant' the following must be satisfied"
+                "[('messages.{index}' : property 'reasoning_content' is unsupported)]",
+                "tashfeenahmed/freellmapi#1070, janhq/jan#8136",
+            ),
+        },
+    ),
+    RuleDefinition(
+        Rule.FOREIGN_SIGNATURE,
+        "reasoning signed by another provider",
+        CHECK_REASONING,
+        FIX_REASONING,
+        applies=lambda p: p.reasoning.signed,
+        errors={
+            "anthropic": ProviderError(
+                "messages.{index}.content.{position}: Invalid `signature` in `thinking` block",
+                "ding113/claude-code-hub#518",
+            ),
+            "gemini": ProviderError(
+                "Corrupted thought signature.",
+                "heyhuynhgiabuu/proxypal#119, charmbracelet/crush#1698",
+            ),
+            "vertex": ProviderError(
+                "Unable to submit request because Thought signature is not valid.",
+                "diegosouzapw/OmniRoute#1410, 9router#301",
+            ),
+        },
+    ),
+    RuleDefinition(
+        Rule.UNSIGNED_REASONING,
+        "reasoning without the signature the provider requires",
+        CHECK_REASONING,
+        FIX_REASONING,
+        applies=lambda p: p.reasoning == "native-signatures",
+        errors={
+            "anthropic": ProviderError(
+                "messages.{index}.content.{position}.thinking.signature: Field required",
+                "justlovemaki/AIClient2API#437",
+            )
+        },
+    ),
+    RuleDefinition(
+        Rule.MISSING_THOUGHT_SIGNATURE,
+        "the first tool call {name} carries no thought signature",
+        CHECK_REASONING,
+        FIX_REASONING,
+        applies=lambda p: p.reasoning == "thought-signature",
+        errors=dict.fromkeys(
+            _GEMINI,
+            ProviderError(
+                "Function call is missing a thought_signature in functionCall parts. This is "
+                "required for tools to work correctly, and missing thought_signature may lead "
+                "to degraded model performance. Additional data, function call "
+                "`default_api:{name}` , position {index}. Please refer to "
+                "https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
+                "manthanabc/paws#103, chatbox#3308",
+            ),
+        ),
+    ),
+    RuleDefinition(
+        Rule.MISSING_REASONING_CONTENT,
+        "assistant message at index {index} has no reasoning content",
+        CHECK_REASONING,
+        FIX_REASONING,
+        applies=lambda p: p.reasoning == "reasoning-content-required",
+        errors={
+            "deepseek": ProviderError(
+                "Missing `reasoning_content` field in the assistant message at message index "
+                "{index}. For more information, please refer to "
+                "https://api-docs.deepseek.com/guides/thinking_mode%23tool-calls",
+                "continuedev/continue#9913, langchain-ai/langchain#34516",
+            ),
+            "kimi": ProviderError(
+                "thinking is enabled but reasoning_content is missing in assistant tool call "
+                "message at index {index}",
+                "labring/FastGPT#6357, MoonshotAI/kimi-agent-sdk#169",
+            ),
+        },
+    ),
+    RuleDefinition(
+        Rule.THINKING_NOT_FIRST,
+        "with thinking on, the assistant turn before the last tool results must open "
+        "with a thinking block",
+        CHECK_THINKING,
+        None,  # a fact of the request (its thinking setting): the turn needs its thinking
+        applies=lambda p: p.reasoning == "native-signatures" and p.merges_same_role,
+        errors={
+            "anthropic": ProviderError(
+                "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                "but found `text`. When `thinking` is enabled, a final `assistant` message "
+                "must start with a thinking block (preceeding the lastmost set of `tool_use` "
+                "and `tool_result` blocks).",
+                "n8n-io/n8n#22550; "
+                "https://platform.claude.com/docs/build-with-claude/thinking-tool-workflows",
+            )
+        },
+    ),
+    # -- roles --
+    RuleDefinition(
+        Rule.FIRST_TURN_NOT_HUMAN,
+        "the conversation must open with a human message",
+        CHECK_ROLES,
+        FIX_ROLES,
+        applies=lambda p: p.needs_human_first,
+        errors={
+            "bedrock": ProviderError(
+                "A conversation must start with a user message.", "elastic/kibana#246393"
+            )
+        },
+    ),
+    RuleDefinition(
+        Rule.TOOL_THEN_HUMAN,
+        "human message right after a tool message",
+        CHECK_ROLES,
+        FIX_ROLES,
+        applies=lambda p: p.needs_ai_between_tool_and_human,
+        errors={
+            "mistral": ProviderError(
+                "Unexpected role 'user' after role 'tool'",
+                "avante-corp/avante.nvim#2562 (code 3230)",
+            )
+        },
+    ),
+    # -- content --
+    RuleDefinition(
+        Rule.EMPTY_MESSAGE,
+        "message {index} has no content",
+        CHECK_CONTENT,
+        FIX_EMPTY,
+        applies=lambda p: not p.empty_content_ok,
+        errors={
+            **dict.fromkeys(
+                _OPENAI,
+                ProviderError(
+                    "Invalid value for 'content': expected a string, got null.",
+                    "run-llama/llama_index#17921, docker/docker-agent#63",
+                ),
+            ),
+            "anthropic": ProviderError(
+                "messages.{index}: all messages must have non-empty content except for the "
+                "optional final assistant message",
+                "anthropics/claude-code#3196, #6774",
+            ),
+            "bedrock": ProviderError(
+                "The content field in the Message object at messages.{index} is empty. Add a "
+                "ContentBlock object to the content field and try again.",
+                "Portkey-AI/gateway#995, earendil-works/pi#3443",
+            ),
+            "gemini": ProviderError(
+                "* GenerateContentRequest.contents[{index}].parts: contents.parts must not be "
+                "empty.",
+                "egoist/chatwise-releases#250, vercel/ai#3775",
+            ),
+            "vertex": ProviderError(
+                "Unable to submit request because it must include at least one parts field, "
+                "which describes the prompt input.",
+                "langgenius/dify#30566",
+            ),
+            "mistral": ProviderError(
+                "Assistant message must have either content or tool_calls, but not none.",
+                "OpenHands/OpenHands#8685, solbrowse/extension#16",
+            ),
+        },
+    ),
+    RuleDefinition(
+        Rule.UNSUPPORTED_MEDIA,
+        "the provider takes no {media} in a {role} message",
+        CHECK_CONTENT,
+        FIX_CONTENT,
+    ),
+    RuleDefinition(
+        Rule.MEDIA_IN_TOOL_RESULT,
+        "the provider takes no {media} in a tool result",
+        CHECK_CONTENT,
+        FIX_CONTENT,
+    ),
+    RuleDefinition(
+        Rule.MEDIA_BY_URL,
+        "the provider takes {media} only inline, not by URL",
+        CHECK_CONTENT,
+        FIX_CONTENT,
+    ),
+    # -- tools --
+    RuleDefinition(
+        Rule.TOOLS_NOT_DECLARED,
+        "the history holds tool calls or results, so the request must declare tools",
+        CHECK_TOOLS,
+        None,  # the request's tools are not part of the chain: declare them
+        applies=lambda p: p.tools_with_tool_history,
+        errors={
+            "anthropic": ProviderError(
+                "Requests which include tool_use or tool_result blocks must define tools.",
+                "anthropics/anthropic-sdk-python#494",
+            ),
+            "bedrock": ProviderError(
+                "The toolConfig field must be defined when using toolUse and toolResult "
+                "content blocks.",
+                "langgenius/dify#17545, vxcontrol/pentagi#196, patriceckhart/zot#18",
+            ),
+        },
+    ),
+    RuleDefinition(
+        Rule.FOREIGN_PROVIDER_PART,
+        "a {provider} {kind} block, which only {provider} understands",
+        CHECK_CONTENT,
+        FIX_CONTENT,
+    ),
+    RuleDefinition(
+        Rule.MISPLACED_PROVIDER_PART,
+        "a cache breakpoint with no block before it to mark",
+        CHECK_CONTENT,
+        FIX_CONTENT,
+    ),
+)
 
 
-def _definitions() -> tuple[RuleDefinition, ...]:
-    # The pairing rules' texts: OpenAI's (DeepSeek returns them too), then the others'.
-    orphan = {
-        **_each(_OPENAI, OPENAI_ORPHAN),
-        "anthropic": ANTHROPIC_ORPHAN,
-        **_each(_GEMINI, GEMINI_ORPHAN),
-        "bedrock": BEDROCK_ORPHAN,
-        "mistral": MISTRAL_COUNT,
-        "openai-responses": RESPONSES_ORPHAN,
-    }
-    return (
-        # -- structure (the parser's diagnosis; port's repair) --
-        RuleDefinition(
-            Rule.FIRST_MESSAGE,
-            "the chain must open with a system or human message",
-            CHECK_STRUCTURE,
-            FIX_OPENING,
-        ),
-        RuleDefinition(
-            Rule.SYSTEM_POSITION,
-            "a system message may only open the chain",
-            CHECK_STRUCTURE,
-            FIX_SYSTEM,
-            applies=lambda p: not p.system_anywhere,
-        ),
-        RuleDefinition(
-            Rule.CONSECUTIVE_HUMAN,
-            "human message right after another human message",
-            CHECK_STRUCTURE,
-            FIX_PAIRING,
-            applies=lambda p: not p.consecutive_humans_ok,
-        ),
-        RuleDefinition(
-            Rule.ORPHAN_TOOL_MESSAGE,
-            "tool message does not follow an AI message with tool calls",
-            CHECK_STRUCTURE,
-            FIX_PAIRING,
-            errors={**orphan, "mistral": MISTRAL_ORPHAN},
-        ),
-        RuleDefinition(
-            Rule.UNKNOWN_TOOL_RESULT,
-            "tool result {id} answers no tool call of the AI message before it",
-            CHECK_STRUCTURE,
-            FIX_PAIRING,
-            errors=orphan,
-        ),
-        RuleDefinition(
-            Rule.DUPLICATE_TOOL_RESULT,
-            "second tool result for {id}, which is already answered",
-            CHECK_STRUCTURE,
-            FIX_PAIRING,
-            errors=orphan,
-        ),
-        RuleDefinition(
-            Rule.MISSING_TOOL_RESULT,
-            "tool calls without results right after them: {ids}",
-            CHECK_STRUCTURE,
-            FIX_PAIRING,
-            errors={
-                "openai": OPENAI_MISSING,
-                "deepseek": DEEPSEEK_MISSING,
-                "anthropic": ANTHROPIC_MISSING,
-                **_each(_GEMINI, GEMINI_MISSING),
-                "mistral": MISTRAL_COUNT,
-                "openai-responses": RESPONSES_MISSING,
-            },
-        ),
-        # -- tool-call ids --
-        RuleDefinition(
-            Rule.TOOL_CALL_ID_FORMAT,
-            "tool call id {id!r} does not match the provider's id format",
-            CHECK_IDS,
-            FIX_IDS,
-            applies=lambda p: p.ids_on_wire,
-            errors={
-                "anthropic": ANTHROPIC_ID_FORMAT,
-                "bedrock": BEDROCK_ID_FORMAT,
-                "mistral": MISTRAL_ID,
-            },
-        ),
-        RuleDefinition(
-            Rule.TOOL_CALL_ID_TOO_LONG,
-            "tool call id {id} is {length} characters long, over {max_length}",
-            CHECK_IDS,
-            FIX_IDS,
-            applies=lambda p: p.ids_on_wire and p.max_id_length is not None,
-            errors={
-                "openai": OPENAI_ID_TOO_LONG,
-                "openai-responses": RESPONSES_ID_TOO_LONG,
-                "bedrock": BEDROCK_ID_TOO_LONG,
-                "mistral": MISTRAL_ID,
-            },
-        ),
-        RuleDefinition(
-            Rule.DUPLICATE_TOOL_CALL_ID,
-            "tool call id {id} is used by an earlier tool call",
-            CHECK_IDS,
-            FIX_IDS,
-            applies=lambda p: p.unique_tool_call_ids,
-            errors={"anthropic": ANTHROPIC_DUPLICATE_ID, "bedrock": BEDROCK_DUPLICATE_ID},
-        ),
-        # -- reasoning --
-        RuleDefinition(
-            Rule.UNSUPPORTED_REASONING,
-            "the provider does not take reasoning back in assistant messages",
-            CHECK_REASONING,
-            FIX_REASONING,
-            applies=lambda p: p.reasoning == "strip",
-            errors={"mistral": MISTRAL_REASONING, "groq": GROQ_REASONING},
-        ),
-        RuleDefinition(
-            Rule.FOREIGN_SIGNATURE,
-            "reasoning signed by another provider",
-            CHECK_REASONING,
-            FIX_REASONING,
-            applies=lambda p: p.reasoning.signed,
-            errors={
-                "anthropic": ANTHROPIC_FOREIGN_SIGNATURE,
-                "gemini": GEMINI_FOREIGN_SIGNATURE,
-                "vertex": VERTEX_FOREIGN_SIGNATURE,
-            },
-        ),
-        RuleDefinition(
-            Rule.UNSIGNED_REASONING,
-            "reasoning without the signature the provider requires",
-            CHECK_REASONING,
-            FIX_REASONING,
-            applies=lambda p: p.reasoning == "native-signatures",
-            errors={"anthropic": ANTHROPIC_UNSIGNED},
-        ),
-        RuleDefinition(
-            Rule.MISSING_THOUGHT_SIGNATURE,
-            "the first tool call {name} carries no thought signature",
-            CHECK_REASONING,
-            FIX_REASONING,
-            applies=lambda p: p.reasoning == "thought-signature",
-            errors=_each(_GEMINI, GEMINI_MISSING_SIGNATURE),
-        ),
-        RuleDefinition(
-            Rule.MISSING_REASONING_CONTENT,
-            "assistant message at index {index} has no reasoning content",
-            CHECK_REASONING,
-            FIX_REASONING,
-            applies=lambda p: p.reasoning == "reasoning-content-required",
-            errors={"deepseek": DEEPSEEK_NO_REASONING, "kimi": KIMI_NO_REASONING},
-        ),
-        RuleDefinition(
-            Rule.THINKING_NOT_FIRST,
-            "with thinking on, the assistant turn before the last tool results must open "
-            "with a thinking block",
-            CHECK_THINKING,
-            None,  # a fact of the request (its thinking setting): the turn needs its thinking
-            applies=lambda p: p.reasoning == "native-signatures" and p.merges_same_role,
-            errors={"anthropic": ANTHROPIC_THINKING_FIRST},
-        ),
-        # -- roles --
-        RuleDefinition(
-            Rule.FIRST_TURN_NOT_HUMAN,
-            "the conversation must open with a human message",
-            CHECK_ROLES,
-            FIX_ROLES,
-            applies=lambda p: p.needs_human_first,
-            errors={"bedrock": BEDROCK_FIRST_TURN},
-        ),
-        RuleDefinition(
-            Rule.TOOL_THEN_HUMAN,
-            "human message right after a tool message",
-            CHECK_ROLES,
-            FIX_ROLES,
-            applies=lambda p: p.needs_ai_between_tool_and_human,
-            errors={"mistral": MISTRAL_TOOL_THEN_HUMAN},
-        ),
-        # -- content --
-        RuleDefinition(
-            Rule.EMPTY_MESSAGE,
-            "message {index} has no content",
-            CHECK_CONTENT,
-            FIX_EMPTY,
-            applies=lambda p: not p.empty_content_ok,
-            errors={
-                **_each(_OPENAI, OPENAI_EMPTY),
-                "anthropic": ANTHROPIC_EMPTY,
-                "bedrock": BEDROCK_EMPTY,
-                "gemini": GEMINI_EMPTY,
-                "vertex": VERTEX_EMPTY,
-                "mistral": MISTRAL_EMPTY,
-            },
-        ),
-        RuleDefinition(
-            Rule.UNSUPPORTED_MEDIA,
-            "the provider takes no {media} in a {role} message",
-            CHECK_CONTENT,
-            FIX_CONTENT,
-        ),
-        RuleDefinition(
-            Rule.MEDIA_IN_TOOL_RESULT,
-            "the provider takes no {media} in a tool result",
-            CHECK_CONTENT,
-            FIX_CONTENT,
-        ),
-        RuleDefinition(
-            Rule.MEDIA_BY_URL,
-            "the provider takes {media} only inline, not by URL",
-            CHECK_CONTENT,
-            FIX_CONTENT,
-        ),
-        # -- tools --
-        RuleDefinition(
-            Rule.TOOLS_NOT_DECLARED,
-            "the history holds tool calls or results, so the request must declare tools",
-            CHECK_TOOLS,
-            None,  # the request's tools are not part of the chain: declare them
-            applies=lambda p: p.tools_with_tool_history,
-            errors={"anthropic": ANTHROPIC_NO_TOOLS, "bedrock": BEDROCK_NO_TOOLS},
-        ),
-        RuleDefinition(
-            Rule.FOREIGN_PROVIDER_PART,
-            "a {provider} {kind} block, which only {provider} understands",
-            CHECK_CONTENT,
-            FIX_CONTENT,
-        ),
-        RuleDefinition(
-            Rule.MISPLACED_PROVIDER_PART,
-            "a cache breakpoint with no block before it to mark",
-            CHECK_CONTENT,
-            FIX_CONTENT,
-        ),
-    )
-
-
-RULES: Mapping[Rule, RuleDefinition] = MappingProxyType({d.id: d for d in _definitions()})
+RULES: Mapping[Rule, RuleDefinition] = MappingProxyType({d.id: d for d in _DEFINITIONS})
 """Every rule's definition, by rule, in the order lint runs their checks."""

@@ -521,14 +521,11 @@ def _codec(fmt: str) -> Any:
         ) from exc
 
 
-def decode_chain(
-    payload: Any, fmt: str | None = None, *, option: str = "--format"
-) -> tuple[list[Message], str]:
+def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], str]:
     """The messages of a payload and the format they were read as (detected when ``fmt``
-    is None; ``option`` names the format's option in the error when detection cannot
-    tell). Raises :class:`InputError` / :class:`CodecError` on bad input."""
+    is None). Raises :class:`InputError` / :class:`CodecError` on bad input."""
     if fmt is None:
-        fmt = _detect(payload, option)
+        fmt = _detect(payload, "--format")
     codec = _codec(fmt)
     try:
         return list(codec.decode(payload)), fmt
@@ -540,7 +537,8 @@ def decode_owned_chain(
     payload: Any, fmt: str | None = None, *, option: str = "--format"
 ) -> tuple[list[Message], str]:
     """:func:`decode_chain` for a payload the caller owns and will not read again: its
-    message list is emptied as it is decoded, each raw message released once decoded."""
+    message list is emptied as it is decoded, each raw message released once decoded;
+    ``option`` names the format's option in the error when detection cannot tell."""
     if fmt is None:
         fmt = _detect(payload, option)
     if fmt in _SINGLE_PASS_DECODERS:

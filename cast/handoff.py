@@ -11,7 +11,6 @@ import shlex
 import tomllib
 import uuid as uuid_module
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -207,14 +206,6 @@ def _flagged(part: Any) -> Any:
     return part
 
 
-def _measure(messages: Sequence[Message], budget: Any) -> int:
-    if budget.unit == "bytes":
-        return sum(m.size for m in messages)
-    from csum.tokens import EstimatedTokens
-
-    return sum(map(EstimatedTokens().count, messages))
-
-
 def _fit(
     messages: list[Message], budget_text: str, provider: str
 ) -> tuple[list[Message], bool, str, int, int]:
@@ -222,12 +213,14 @@ def _fit(
     from csum import Clearing, Compactor
     from csum.config import as_budget
     from csum.handlers import extractive
+    from csum.tokens import EstimatedTokens, Meter
 
     try:
         budget = as_budget(budget_text)
     except ValueError as exc:
         raise InputError(f"bad --budget {budget_text!r}: {exc}") from exc
-    before = _measure(messages, budget)
+    measure = Meter(budget.unit, EstimatedTokens()).total  # as the Compactor measures
+    before = measure(messages)
     if before <= budget.limit:
         return messages, False, budget.unit, before, before
     first_task = next(m for m in messages if m.role is Role.HUMAN)
@@ -240,7 +233,7 @@ def _fit(
         clearing=Clearing(),
     )
     compacted = compactor.compact_sync(messages)
-    after = _measure(compacted, budget)
+    after = measure(compacted)
     if after > budget.limit:
         raise InputError(
             f"--budget {budget_text} is too small for this session: compacted, it still "
