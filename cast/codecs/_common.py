@@ -61,6 +61,7 @@ __all__ = [
     "provider_part",
     "redacted",
     "redacted_data",
+    "result_parts",
     "signature_text",
     "split_user_turn",
     "system_blocks",
@@ -354,6 +355,19 @@ def split_user_turn(
             emitted = True
     if human or not emitted:
         out.append(trusted_message(_HUMAN, tuple(human)))
+
+
+def result_parts(
+    call_id: str, name: str, parts: list[Any], is_error: bool = False
+) -> tuple[Any, ...]:
+    """A TOOL message's parts: the result, whose content is a first text of ``parts``, then
+    the other parts."""
+    text = ""
+    if parts and type(parts[0]) is TextPart:
+        text = parts[0].text
+        parts = parts[1:]
+    result = ToolResult(tool_call_id=call_id, name=name, content=text, is_error=is_error)
+    return (result, *parts)
 
 
 def tool_parts(

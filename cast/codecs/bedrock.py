@@ -30,6 +30,7 @@ from cast.codecs._common import (
     provider_part,
     redacted,
     redacted_data,
+    result_parts,
     signature_text,
     split_user_turn,
     system_blocks,
@@ -239,27 +240,21 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
     if status not in ("success", "error"):
         fail(f"{where}.status", f"expected success or error, got {status!r}", index=i)
     content = get_typed(value, "content", list, "an array of tool result blocks", where, i)
-    texts: list[Any] = []
+    parts: list[Any] = []
     for k, inner in enumerate(content):
         inner_where = f"{where}.content[{k}]"
         ensure(inner, dict, inner_where, "a tool result block object", i)
         if "text" in inner:
-            texts.append(TextPart(text=_text(inner["text"], inner_where, i)))
+            parts.append(TextPart(text=_text(inner["text"], inner_where, i)))
         elif "json" in inner:
-            texts.append(TextPart(text=dumps_compact(inner["json"])))
+            parts.append(TextPart(text=dumps_compact(inner["json"])))
         elif len(inner) == 1:
             ((kind, inner_value),) = inner.items()
-            texts.append(_decode_other(str(kind), inner_value, inner_where, i))
+            parts.append(_decode_other(str(kind), inner_value, inner_where, i))
         else:
             fail(inner_where, "a text, json, image, document or video block", index=i)
-    first = texts[0] if texts and isinstance(texts[0], TextPart) else None
-    result = ToolResult(
-        tool_call_id=call_id,
-        name=names.get(call_id, ""),
-        content=first.text if first else "",
-        is_error=status == "error",
-    )
-    return trusted_message(_TOOL, (result, *(texts[1:] if first else texts)))
+    name = names.get(call_id, "")
+    return trusted_message(_TOOL, result_parts(call_id, name, parts, status == "error"))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:

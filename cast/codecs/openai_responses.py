@@ -23,6 +23,7 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    result_parts,
     tool_parts,
 )
 from cast.messages import (
@@ -270,9 +271,7 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
             extras.append(_decode_media(part, kind))
         else:
             fail(f"{part_where}.type", f"unsupported output part type {kind!r}", index=i)
-    text = extras.pop(0).text if output and output[0].get("type") == "input_text" else ""
-    result = ToolResult(tool_call_id=call_id, name=name, content=text)
-    return trusted_message(_TOOL, (result, *extras))
+    return trusted_message(_TOOL, result_parts(call_id, name, extras))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
