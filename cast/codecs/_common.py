@@ -23,6 +23,7 @@ from cast.messages import (
     Reasoning,
     Role,
     TextPart,
+    ToolCall,
     ToolResult,
 )
 from cast.transforms import loads_strict
@@ -59,6 +60,7 @@ __all__ = [
     "parse_data_url",
     "provider_block",
     "provider_part",
+    "reasoned",
     "redacted",
     "redacted_data",
     "result_parts",
@@ -293,6 +295,21 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
             where = ".".join(str(p) for p in first["loc"])
             raise CodecError(first["msg"], path=f"messages[{index}].{where}", index=index) from exc
         yield message
+
+
+def reasoned(
+    message: Message, blocks: list[Any], think: Callable[[Reasoning], Any]
+) -> Iterator[tuple[int, Any]]:
+    """``message``'s parts and their indexes, an AI part's reasoning first added to
+    ``blocks`` as ``think`` writes it (a text of reasoning alone adds only that)."""
+    ai = message.role is _AI
+    for j, part in enumerate(message.parts):
+        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
+        if reasoning is not None:
+            blocks.append(think(reasoning))
+            if type(part) is TextPart and not part.text:
+                continue
+        yield j, part
 
 
 class AiParts(list[Any]):

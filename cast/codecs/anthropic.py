@@ -29,6 +29,7 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    reasoned,
     redacted,
     redacted_data,
     result_parts,
@@ -345,16 +346,11 @@ def _add_provider_block(
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     """Content blocks of a message; a part's reasoning is a thinking block before it."""
     blocks: list[dict[str, Any]] = []
-    ai = message.role is _AI
-    for j, part in enumerate(message.parts):
+    for j, part in reasoned(message, blocks, _thinking_block):
         where = f"messages[{i}].parts[{j}]"
-        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
-        if reasoning is not None:
-            blocks.append(_thinking_block(reasoning))
         if isinstance(part, TextPart):
-            if reasoning is None or part.text:  # a reasoning-only part: the thinking alone
-                blocks.append({"type": "text", "text": part.text})
-        elif isinstance(part, ToolCall) and ai:
+            blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ToolCall) and message.role is _AI:
             blocks.append(
                 {
                     "type": "tool_use",

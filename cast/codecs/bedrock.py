@@ -28,6 +28,7 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    reasoned,
     redacted,
     redacted_data,
     result_parts,
@@ -313,16 +314,11 @@ def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str,
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     """Content blocks of a message; a part's reasoning is a reasoningContent block before it."""
     blocks: list[dict[str, Any]] = []
-    ai = message.role is _AI
-    for j, part in enumerate(message.parts):
+    for j, part in reasoned(message, blocks, _reasoning_block):
         where = f"messages[{i}].parts[{j}]"
-        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
-        if reasoning is not None:
-            blocks.append(_reasoning_block(reasoning))
         if isinstance(part, TextPart):
-            if reasoning is None or part.text:  # a reasoning-only part: the reasoning alone
-                blocks.append({"text": part.text})
-        elif isinstance(part, ToolCall) and ai:
+            blocks.append({"text": part.text})
+        elif isinstance(part, ToolCall) and message.role is _AI:
             arguments = args_object(part.arguments, f"{where}.arguments", i)
             blocks.append(
                 {"toolUse": {"toolUseId": part.id, "name": part.name, "input": arguments}}

@@ -22,6 +22,7 @@ from cast.codecs._common import (
     get_str,
     json_history,
     pack_signature,
+    reasoned,
     result_parts,
     tool_parts,
     unpack_signature,
@@ -235,9 +236,7 @@ def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]
     status = data.get("status", "success")
     if status not in ("success", "error"):
         fail(f"{where}.status", '"success" or "error"', index=i)
-    return trusted_message(
-        Role.TOOL, result_parts(call_id, name, texts, status == "error")
-    )
+    return trusted_message(Role.TOOL, result_parts(call_id, name, texts, status == "error"))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
@@ -300,14 +299,10 @@ def _encode_ai(message: Message, i: int) -> dict[str, Any]:
     texts: list[TextPart] = []
     tool_calls: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
-        if reasoning is not None:
-            blocks.append(_reasoning_block(reasoning))
+    for j, part in reasoned(message, blocks, _reasoning_block):
         if isinstance(part, TextPart):
             texts.append(part)
-            if reasoning is None or part.text:
-                blocks.append({"type": "text", "text": part.text})
+            blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall):
             args = _object_or_none(part.arguments)
             if args is None:

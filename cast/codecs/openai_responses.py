@@ -23,6 +23,7 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    reasoned,
     result_parts,
     tool_parts,
 )
@@ -368,20 +369,14 @@ def _reasoning_item(reasoning: Reasoning) -> dict[str, Any]:
 
 def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> None:
     """Items of an AI message in part order (a reasoning item before its part)."""
-    texts: list[str] | None = None  # the texts of the open assistant message item
+    item: dict[str, Any] | None = None  # the open assistant message item: its texts so far
     start = len(out)
-    for j, part in enumerate(message.parts):
-        reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
-        if reasoning is not None:
-            out.append(_reasoning_item(reasoning))
-            texts = None
+    for j, part in reasoned(message, out, _reasoning_item):
         if isinstance(part, TextPart):
-            if reasoning is not None and not part.text:
-                continue  # a reasoning-only part: the reasoning item alone
-            if texts is None:
-                texts = []
-                out.append({"role": "assistant", "content": texts})
-            texts.append(part.text)
+            if item is None or out[-1] is not item:  # another item ended it
+                item = {"role": "assistant", "content": []}
+                out.append(item)
+            item["content"].append(part.text)
         elif isinstance(part, ToolCall):
             out.append(
                 {
@@ -391,7 +386,6 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                     "arguments": part.arguments,
                 }
             )
-            texts = None
         elif isinstance(part, ProviderPart):
             where = f"messages[{i}].parts[{j}]"
             block = provider_block(part, _PROVIDER, where, i)
@@ -403,10 +397,10 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                     len(out) == start or out[-1].get("type") != "function_call"
                 ):
                     fail(where, "call fields must follow the tool call they belong to", index=i)
-                if part.kind == MESSAGE_FIELDS and texts is None:
+                if part.kind == MESSAGE_FIELDS and (item is None or out[-1] is not item):
                     out.append({"role": "assistant", "content": []})
                 out[-1].update(block)
-            texts = None
+                item = None  # the fields end their message item
         else:
             fail_part(i, j, f"an assistant message cannot carry a {part.type} part in Responses")
     if len(out) == start:  # an empty AI message still takes its place
