@@ -10,6 +10,7 @@ from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     FITS,
+    IMAGE_TYPES,
     MISSING,
     as_messages,
     b64decode,
@@ -51,19 +52,14 @@ _PROVIDER = "openai"
 _MODELED = {
     kind: frozenset({"type", kind}) for kind in ("text", "image_url", "input_audio", "file")
 }
+# ProviderPart kinds set back on what is before them (the table in docs/codecs.md): the
+# ``cache_control`` (OpenRouter) of the text before it; the text before it is the refusal
+# (data {} for the field, {"type": "refusal"} for a part); the message's fields chaincast
+# does not model (its last part); the fields of the tool call before it (Qwen's index).
 CACHE_CONTROL = "cache_control"
-"""``ProviderPart.kind`` of a ``cache_control`` (OpenRouter) on the text before it: the
-text stays a text (or tool result) part, its breakpoint goes back on it when encoded."""
 REFUSAL = "refusal"
-"""``ProviderPart.kind`` saying that the text part before it is the model's refusal: data
-``{}`` for the assistant's ``refusal`` field, ``{"type": "refusal"}`` for a refusal part."""
 MESSAGE_FIELDS = "message_fields"
-"""``ProviderPart.kind`` of the fields of a message chaincast does not model (``name``
-of AutoGen's speakers, Mistral's ``prefix``, ``annotations``, ``reasoning_details``):
-the last part of its message, written back onto it."""
 CALL_FIELDS = "call_fields"
-"""``ProviderPart.kind`` of the fields of the tool call before it that chaincast does not
-model (Qwen's ``index``), written back onto it."""
 _ATTACHED = frozenset({CACHE_CONTROL, REFUSAL, MESSAGE_FIELDS, CALL_FIELDS})
 # The message keys each role's decoder reads; the others are kept as message fields.
 _USER_KEYS = frozenset({"role", "content"})
@@ -428,8 +424,6 @@ def _encode_content(
     return out
 
 
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
-"""Images a user message takes (https://platform.openai.com/docs/guides/images-vision)."""
 AUDIO_TYPES = frozenset({"audio/wav", "audio/mp3"})
 """``input_audio`` formats (https://platform.openai.com/docs/guides/audio)."""
 

@@ -9,6 +9,7 @@ from typing import Any
 from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
+    IMAGE_TYPES,
     MISSING,
     AiParts,
     as_messages,
@@ -49,14 +50,11 @@ _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "cont
 _ROLES = {"user": _HUMAN, "system": _SYSTEM, "developer": _SYSTEM}
 _AI_ITEMS = ("function_call", "reasoning")
 _ITEMS = ("message", "function_call_output", *_AI_ITEMS)
+# ProviderPart kinds of the fields chaincast does not model (the table in docs/codecs.md)
+# of the function_call item before them (namespace, caller), or of the assistant message
+# item whose texts are before them (phase), which they end.
 CALL_FIELDS = "call_fields"
-"""``ProviderPart.kind`` of the fields of the ``function_call`` item right before it that
-chaincast does not model (``namespace`` of deferred tools, ``caller`` of programmatic
-tool calls): the API wants them back with the call."""
 MESSAGE_FIELDS = "message_fields"
-"""``ProviderPart.kind`` of the fields of the assistant message item whose texts are
-right before it that chaincast does not model (``phase``: commentary or final answer).
-It also ends that item, so consecutive message items stay apart."""
 FIELD_KINDS = frozenset({CALL_FIELDS, MESSAGE_FIELDS})
 _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
 _MESSAGE_KEYS = frozenset({"type", "role", "content", "id", "status"})
@@ -330,8 +328,6 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
 
 FILE_TYPES = frozenset({"application/pdf"})
 """Media types ``input_file`` takes inline (https://platform.openai.com/docs/guides/pdf-files)."""
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
-"""Media types ``input_image`` takes (https://platform.openai.com/docs/guides/images-vision)."""
 
 
 def _encode_binary(part: BinaryPart, where: str, i: int) -> dict[str, Any]:
