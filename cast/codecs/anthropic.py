@@ -33,7 +33,6 @@ from cast.codecs._common import (
     reasoned,
     redacted,
     redacted_data,
-    result_parts,
     signature_text,
     split_user_turn,
 )
@@ -227,21 +226,29 @@ def _decode_result(block: dict[str, Any], where: str, i: int, names: dict[str, s
     call_id = get_str(block, "tool_use_id", where, i)
     is_error = get_typed(block, "is_error", bool, "a boolean", where, i, False)
     content = block.get("content")
-    parts: list[Any] = []  # a first text's cache point is read back as the result's own
+    text = ""
+    extras: list[Any] = []
     if isinstance(content, str):
-        parts.append(TextPart(text=content))
+        text = content
     elif isinstance(content, list):
-        for k, inner in enumerate(content):  # text, media, tool_reference, search_result, ...
+        for k, inner in enumerate(content):
             inner_where = f"{where}.content[{k}]"
             if not isinstance(inner, dict):
                 fail(inner_where, "a content block object", inner, i)
-            _decode_block(inner, inner.get("type"), inner_where, i, parts)
+            kind = inner.get("type")
+            if k == 0 and kind == "text" and not _whole(inner, "text"):
+                text = get_str(inner, "text", inner_where, i)
+                _cache_point(inner, extras)  # read back as the result's own (normalized)
+            else:  # media, tool_reference, search_result, ...
+                _decode_block(inner, kind, inner_where, i, extras)
     elif content is not None:  # omitted: an empty result
         fail(f"{where}.content", "a string or an array of content blocks", content, i)
-    result, *rest = result_parts(call_id, names.get(call_id, ""), parts, is_error)
-    marks: list[Any] = []
-    _cache_point(block, marks)  # the result block's own
-    return trusted_message(_TOOL, (result, *marks, *rest))
+    own: list[Any] = []
+    _cache_point(block, own)
+    result = ToolResult(
+        tool_call_id=call_id, name=names.get(call_id, ""), content=text, is_error=is_error
+    )
+    return trusted_message(_TOOL, (result, *own, *extras))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
