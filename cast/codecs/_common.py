@@ -23,6 +23,7 @@ from cast.messages import (
     Reasoning,
     Role,
     TextPart,
+    ToolCall,
     ToolResult,
 )
 from cast.transforms import loads_strict
@@ -30,6 +31,7 @@ from cast.transforms import loads_strict
 __all__ = [
     "EVIDENCE",
     "FITS",
+    "IMAGE_TYPES",
     "MISSING",
     "REDACTED_THINKING_PREFIX",
     "AiParts",
@@ -59,8 +61,10 @@ __all__ = [
     "parse_data_url",
     "provider_block",
     "provider_part",
+    "reasoned",
     "redacted",
     "redacted_data",
+    "result_parts",
     "signature_text",
     "split_user_turn",
     "system_blocks",
@@ -76,6 +80,8 @@ _HUMAN, _AI, _TOOL = Role.HUMAN, Role.AI, Role.TOOL
 T = TypeVar("T")
 MISSING: Any = object()
 """A key's absence, told apart from a JSON null."""
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image media types OpenAI (Chat, Responses) and Anthropic take inline."""
 REDACTED_THINKING_PREFIX = b"redacted_thinking:"
 """Marks a ``Reasoning.signature`` holding a ``redacted_thinking`` block's ``data``
 (``Reasoning(content="", signature=PREFIX + data)``), told apart from omitted thinking."""
@@ -294,6 +300,21 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
         yield message
 
 
+def reasoned(
+    message: Message, blocks: list[Any], think: Callable[[Reasoning], Any]
+) -> Iterator[tuple[int, Any]]:
+    """``message``'s parts and their indexes, an AI part's reasoning first added to
+    ``blocks`` as ``think`` writes it (a text of reasoning alone adds only that)."""
+    ai = message.role is _AI
+    for j, part in enumerate(message.parts):
+        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
+        if reasoning is not None:
+            blocks.append(think(reasoning))
+            if type(part) is TextPart and not part.text:
+                continue
+        yield j, part
+
+
 class AiParts(list[Any]):
     """An AI message's parts: reasoning waits for the part it led to (else stands alone)."""
 
@@ -354,6 +375,19 @@ def split_user_turn(
             emitted = True
     if human or not emitted:
         out.append(trusted_message(_HUMAN, tuple(human)))
+
+
+def result_parts(
+    call_id: str, name: str, parts: list[Any], is_error: bool = False
+) -> tuple[Any, ...]:
+    """A TOOL message's parts: the result, whose content is a first text of ``parts``, then
+    the other parts."""
+    text = ""
+    if parts and type(parts[0]) is TextPart:
+        text = parts[0].text
+        parts = parts[1:]
+    result = ToolResult(tool_call_id=call_id, name=name, content=text, is_error=is_error)
+    return (result, *parts)
 
 
 def tool_parts(

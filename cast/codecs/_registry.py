@@ -54,7 +54,6 @@ class _Entry:
     detect: PayloadTest | None
     detect_messages: MessagesTest | None
     encode_stream: StreamEncoder | None
-    builtin: bool
 
 
 _LOCK = threading.Lock()
@@ -98,7 +97,6 @@ def register_codec(
         detect if detect is not None else _method(codec, "detect"),
         detect_messages if detect_messages is not None else _method(codec, "detect_messages"),
         encode_stream if encode_stream is not None else _method(codec, "encode_stream"),
-        builtin,
     )
     with _LOCK:
         if key in _USER or key in _BUILTIN:

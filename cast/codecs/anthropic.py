@@ -10,6 +10,7 @@ from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     FITS,
+    IMAGE_TYPES,
     MISSING,
     REDACTED_THINKING_PREFIX,
     AiParts,
@@ -29,6 +30,7 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    reasoned,
     redacted,
     redacted_data,
     signature_text,
@@ -52,15 +54,11 @@ __all__ = ["REDACTED_THINKING_PREFIX", "decode", "detect", "detect_messages", "e
 _HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
 
 _PROVIDER = "anthropic"
+# ProviderPart kinds that are a key of the block before them (the table in docs/codecs.md):
+# its prompt-cache breakpoint, and what made the tool_use before it (the API checks it).
 CACHE_CONTROL = "cache_control"
-"""``ProviderPart.kind`` of a prompt-cache breakpoint: the ``cache_control`` of the block
-of the part right before it (``data`` is its value, ``{"type":"ephemeral"}``)."""
 CALLER = "caller"
-"""``ProviderPart.kind`` of the ``caller`` of the ``tool_use`` right before it: what made
-the call (``{"type": "direct"}``, or the code execution that called the tool, which the
-API checks when the call is replayed)."""
 ATTACHED_KINDS = frozenset({CACHE_CONTROL, CALLER})
-"""Kinds of kept parts that are a key of the block before them, not blocks of their own."""
 
 # The keys chaincast models for each block type; a block with any other key is kept
 # whole as a ProviderPart.
@@ -292,8 +290,6 @@ _RESULT_EXPECTED = (
     "a tool message holds tool results, each optionally followed by "
     "text, image, binary or provider parts"
 )
-IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-"""Image media types the Messages API takes (``image`` blocks)."""
 
 
 def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str, Any]:
@@ -352,16 +348,11 @@ def _add_provider_block(
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     """Content blocks of a message; a part's reasoning is a thinking block before it."""
     blocks: list[dict[str, Any]] = []
-    ai = message.role is _AI
-    for j, part in enumerate(message.parts):
+    for j, part in reasoned(message, blocks, _thinking_block):
         where = f"messages[{i}].parts[{j}]"
-        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
-        if reasoning is not None:
-            blocks.append(_thinking_block(reasoning))
         if isinstance(part, TextPart):
-            if reasoning is None or part.text:  # a reasoning-only part: the thinking alone
-                blocks.append({"type": "text", "text": part.text})
-        elif isinstance(part, ToolCall) and ai:
+            blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ToolCall) and message.role is _AI:
             blocks.append(
                 {
                     "type": "tool_use",

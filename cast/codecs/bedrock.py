@@ -28,8 +28,10 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    reasoned,
     redacted,
     redacted_data,
+    result_parts,
     signature_text,
     split_user_turn,
     system_blocks,
@@ -239,27 +241,21 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
     if status not in ("success", "error"):
         fail(f"{where}.status", f"expected success or error, got {status!r}", index=i)
     content = get_typed(value, "content", list, "an array of tool result blocks", where, i)
-    texts: list[Any] = []
+    parts: list[Any] = []
     for k, inner in enumerate(content):
         inner_where = f"{where}.content[{k}]"
         ensure(inner, dict, inner_where, "a tool result block object", i)
         if "text" in inner:
-            texts.append(TextPart(text=_text(inner["text"], inner_where, i)))
+            parts.append(TextPart(text=_text(inner["text"], inner_where, i)))
         elif "json" in inner:
-            texts.append(TextPart(text=dumps_compact(inner["json"])))
+            parts.append(TextPart(text=dumps_compact(inner["json"])))
         elif len(inner) == 1:
             ((kind, inner_value),) = inner.items()
-            texts.append(_decode_other(str(kind), inner_value, inner_where, i))
+            parts.append(_decode_other(str(kind), inner_value, inner_where, i))
         else:
             fail(inner_where, "a text, json, image, document or video block", index=i)
-    first = texts[0] if texts and isinstance(texts[0], TextPart) else None
-    result = ToolResult(
-        tool_call_id=call_id,
-        name=names.get(call_id, ""),
-        content=first.text if first else "",
-        is_error=status == "error",
-    )
-    return trusted_message(_TOOL, (result, *(texts[1:] if first else texts)))
+    name = names.get(call_id, "")
+    return trusted_message(_TOOL, result_parts(call_id, name, parts, status == "error"))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
@@ -318,16 +314,11 @@ def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str,
 def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
     """Content blocks of a message; a part's reasoning is a reasoningContent block before it."""
     blocks: list[dict[str, Any]] = []
-    ai = message.role is _AI
-    for j, part in enumerate(message.parts):
+    for j, part in reasoned(message, blocks, _reasoning_block):
         where = f"messages[{i}].parts[{j}]"
-        reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
-        if reasoning is not None:
-            blocks.append(_reasoning_block(reasoning))
         if isinstance(part, TextPart):
-            if reasoning is None or part.text:  # a reasoning-only part: the reasoning alone
-                blocks.append({"text": part.text})
-        elif isinstance(part, ToolCall) and ai:
+            blocks.append({"text": part.text})
+        elif isinstance(part, ToolCall) and message.role is _AI:
             arguments = args_object(part.arguments, f"{where}.arguments", i)
             blocks.append(
                 {"toolUse": {"toolUseId": part.id, "name": part.name, "input": arguments}}

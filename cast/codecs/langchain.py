@@ -22,6 +22,8 @@ from cast.codecs._common import (
     get_str,
     json_history,
     pack_signature,
+    reasoned,
+    result_parts,
     tool_parts,
     unpack_signature,
 )
@@ -223,24 +225,18 @@ def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]
     name = data.get("name")
     if not isinstance(name, str) or not name:
         name = names.get(call_id, "")
-    texts: list[str] = []
+    texts: list[Any] = []
     for k, block in enumerate(_blocks(data, where, i)):
         if isinstance(block, str):
-            texts.append(block)
+            texts.append(TextPart(text=block))
         elif isinstance(block, dict) and block.get("type") == "text":
-            texts.append(get_str(block, "text", f"{where}.content[{k}]", i))
+            texts.append(TextPart(text=get_str(block, "text", f"{where}.content[{k}]", i)))
         else:
             fail(f"{where}.content[{k}]", "a text block (chaincast holds text output)", index=i)
     status = data.get("status", "success")
     if status not in ("success", "error"):
         fail(f"{where}.status", '"success" or "error"', index=i)
-    result = ToolResult(
-        tool_call_id=call_id,
-        name=name,
-        content=texts[0] if texts else "",
-        is_error=status == "error",
-    )
-    return trusted_message(Role.TOOL, (result, *(TextPart(text=t) for t in texts[1:])))
+    return trusted_message(Role.TOOL, result_parts(call_id, name, texts, status == "error"))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
@@ -303,14 +299,10 @@ def _encode_ai(message: Message, i: int) -> dict[str, Any]:
     texts: list[TextPart] = []
     tool_calls: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
-        if reasoning is not None:
-            blocks.append(_reasoning_block(reasoning))
+    for j, part in reasoned(message, blocks, _reasoning_block):
         if isinstance(part, TextPart):
             texts.append(part)
-            if reasoning is None or part.text:
-                blocks.append({"type": "text", "text": part.text})
+            blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall):
             args = _object_or_none(part.arguments)
             if args is None:

@@ -10,6 +10,7 @@ from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     FITS,
+    IMAGE_TYPES,
     MISSING,
     as_messages,
     b64decode,
@@ -23,6 +24,7 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    result_parts,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -50,19 +52,14 @@ _PROVIDER = "openai"
 _MODELED = {
     kind: frozenset({"type", kind}) for kind in ("text", "image_url", "input_audio", "file")
 }
+# ProviderPart kinds set back on what is before them (the table in docs/codecs.md): the
+# ``cache_control`` (OpenRouter) of the text before it; the text before it is the refusal
+# (data {} for the field, {"type": "refusal"} for a part); the message's fields chaincast
+# does not model (its last part); the fields of the tool call before it (Qwen's index).
 CACHE_CONTROL = "cache_control"
-"""``ProviderPart.kind`` of a ``cache_control`` (OpenRouter) on the text before it: the
-text stays a text (or tool result) part, its breakpoint goes back on it when encoded."""
 REFUSAL = "refusal"
-"""``ProviderPart.kind`` saying that the text part before it is the model's refusal: data
-``{}`` for the assistant's ``refusal`` field, ``{"type": "refusal"}`` for a refusal part."""
 MESSAGE_FIELDS = "message_fields"
-"""``ProviderPart.kind`` of the fields of a message chaincast does not model (``name``
-of AutoGen's speakers, Mistral's ``prefix``, ``annotations``, ``reasoning_details``):
-the last part of its message, written back onto it."""
 CALL_FIELDS = "call_fields"
-"""``ProviderPart.kind`` of the fields of the tool call before it that chaincast does not
-model (Qwen's ``index``), written back onto it."""
 _ATTACHED = frozenset({CACHE_CONTROL, REFUSAL, MESSAGE_FIELDS, CALL_FIELDS})
 # The message keys each role's decoder reads; the others are kept as message fields.
 _USER_KEYS = frozenset({"role", "content"})
@@ -250,14 +247,20 @@ def _decode_assistant_part(
     kind = part.get("type")
     if kind == "thinking":
         thoughts.extend(_thinking_texts(part, where, i))
-        return
-    if kind not in ("text", "refusal"):
+    elif kind in ("text", "refusal"):
+        _decode_text(part, kind, where, i, parts)
+    else:
         fail(f"{where}.type", f"expected a text, refusal or thinking part, got {kind!r}", index=i)
-    if not {"type", kind, CACHE_CONTROL}.issuperset(part):
-        parts.append(provider_part(_PROVIDER, kind, part))  # other fields: kept whole
+
+
+def _decode_text(part: dict[str, Any], key: str, where: str, i: int, parts: list[Any]) -> None:
+    """A text (``key``) or refusal part, then its refusal mark and ``cache_control``; a
+    part of another type (``key`` empty) or with other fields is kept whole."""
+    if not key or not {"type", key, CACHE_CONTROL}.issuperset(part):
+        parts.append(provider_part(_PROVIDER, part["type"], part))
         return
-    parts.append(TextPart(text=get_str(part, kind, where, i)))
-    if kind == "refusal":
+    parts.append(TextPart(text=get_str(part, key, where, i)))
+    if key == "refusal":
         parts.append(_REFUSAL_PART)
     if CACHE_CONTROL in part:
         parts.append(provider_part(_PROVIDER, CACHE_CONTROL, part[CACHE_CONTROL]))
@@ -297,36 +300,22 @@ def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message
     elif not isinstance(name, str):
         fail(f"messages[{i}].name", "a string", name, i)
     content = item.get("content", MISSING)
-    parts: list[Any]
+    parts: tuple[Any, ...]
     if isinstance(content, str) or content is None:
-        parts = [ToolResult(tool_call_id=call_id, name=name, content=content or "")]
+        parts = (ToolResult(tool_call_id=call_id, name=name, content=content or ""),)
     elif content is MISSING:
         fail(f"messages[{i}].content", "the tool message has no content", index=i)
     elif not isinstance(content, list):
         fail(f"messages[{i}].content", "a string or an array of text parts", content, i)
     else:
-        # An array of parts: the first text is the result, the others follow it.
-        parts = []
+        texts: list[Any] = []  # texts (each then its cache_control) and parts kept whole
         for j, raw in enumerate(content):
-            _decode_tool_part(raw, f"messages[{i}].content[{j}]", i, parts)
-        if parts and type(parts[0]) is TextPart:
-            parts[0] = ToolResult(tool_call_id=call_id, name=name, content=parts[0].text)
-        else:
-            parts.insert(0, ToolResult(tool_call_id=call_id, name=name, content=""))
-    return trusted_message(_TOOL, _with_fields(tuple(parts), item, _TOOL_KEYS))
-
-
-def _decode_tool_part(part: object, where: str, i: int, parts: list[Any]) -> None:
-    """A text of a tool message's content (then its ``cache_control``), else kept whole."""
-    part = ensure(part, dict, where, "a content part object", i)
-    kind = part.get("type")
-    if kind != "text" or not {"type", "text", CACHE_CONTROL}.issuperset(part):
-        kind = ensure(kind, str, f"{where}.type", "a string", i)
-        parts.append(provider_part(_PROVIDER, kind, part))
-        return
-    parts.append(TextPart(text=get_str(part, "text", where, i)))
-    if CACHE_CONTROL in part:
-        parts.append(provider_part(_PROVIDER, CACHE_CONTROL, part[CACHE_CONTROL]))
+            where = f"messages[{i}].content[{j}]"
+            part = ensure(raw, dict, where, "a content part object", i)
+            kind = ensure(part.get("type"), str, f"{where}.type", "a string", i)
+            _decode_text(part, kind if kind == "text" else "", where, i, texts)
+        parts = result_parts(call_id, name, texts)
+    return trusted_message(_TOOL, _with_fields(parts, item, _TOOL_KEYS))
 
 
 def encode(
@@ -435,8 +424,6 @@ def _encode_content(
     return out
 
 
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
-"""Images a user message takes (https://platform.openai.com/docs/guides/images-vision)."""
 AUDIO_TYPES = frozenset({"audio/wav", "audio/mp3"})
 """``input_audio`` formats (https://platform.openai.com/docs/guides/audio)."""
 

@@ -9,6 +9,7 @@ from typing import Any
 from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
+    IMAGE_TYPES,
     MISSING,
     AiParts,
     as_messages,
@@ -23,6 +24,8 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    reasoned,
+    result_parts,
     tool_parts,
 )
 from cast.messages import (
@@ -47,14 +50,11 @@ _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "cont
 _ROLES = {"user": _HUMAN, "system": _SYSTEM, "developer": _SYSTEM}
 _AI_ITEMS = ("function_call", "reasoning")
 _ITEMS = ("message", "function_call_output", *_AI_ITEMS)
+# ProviderPart kinds of the fields chaincast does not model (the table in docs/codecs.md)
+# of the function_call item before them (namespace, caller), or of the assistant message
+# item whose texts are before them (phase), which they end.
 CALL_FIELDS = "call_fields"
-"""``ProviderPart.kind`` of the fields of the ``function_call`` item right before it that
-chaincast does not model (``namespace`` of deferred tools, ``caller`` of programmatic
-tool calls): the API wants them back with the call."""
 MESSAGE_FIELDS = "message_fields"
-"""``ProviderPart.kind`` of the fields of the assistant message item whose texts are
-right before it that chaincast does not model (``phase``: commentary or final answer).
-It also ends that item, so consecutive message items stay apart."""
 FIELD_KINDS = frozenset({CALL_FIELDS, MESSAGE_FIELDS})
 _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
 _MESSAGE_KEYS = frozenset({"type", "role", "content", "id", "status"})
@@ -270,9 +270,7 @@ def _decode_output(item: dict[str, Any], where: str, i: int, names: dict[str, st
             extras.append(_decode_media(part, kind))
         else:
             fail(f"{part_where}.type", f"unsupported output part type {kind!r}", index=i)
-    text = extras.pop(0).text if output and output[0].get("type") == "input_text" else ""
-    result = ToolResult(tool_call_id=call_id, name=name, content=text)
-    return trusted_message(_TOOL, (result, *extras))
+    return trusted_message(_TOOL, result_parts(call_id, name, extras))
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
@@ -330,8 +328,6 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
 
 FILE_TYPES = frozenset({"application/pdf"})
 """Media types ``input_file`` takes inline (https://platform.openai.com/docs/guides/pdf-files)."""
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
-"""Media types ``input_image`` takes (https://platform.openai.com/docs/guides/images-vision)."""
 
 
 def _encode_binary(part: BinaryPart, where: str, i: int) -> dict[str, Any]:
@@ -369,20 +365,14 @@ def _reasoning_item(reasoning: Reasoning) -> dict[str, Any]:
 
 def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> None:
     """Items of an AI message in part order (a reasoning item before its part)."""
-    texts: list[str] | None = None  # the texts of the open assistant message item
+    item: dict[str, Any] | None = None  # the open assistant message item: its texts so far
     start = len(out)
-    for j, part in enumerate(message.parts):
-        reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
-        if reasoning is not None:
-            out.append(_reasoning_item(reasoning))
-            texts = None
+    for j, part in reasoned(message, out, _reasoning_item):
         if isinstance(part, TextPart):
-            if reasoning is not None and not part.text:
-                continue  # a reasoning-only part: the reasoning item alone
-            if texts is None:
-                texts = []
-                out.append({"role": "assistant", "content": texts})
-            texts.append(part.text)
+            if item is None or out[-1] is not item:  # another item ended it
+                item = {"role": "assistant", "content": []}
+                out.append(item)
+            item["content"].append(part.text)
         elif isinstance(part, ToolCall):
             out.append(
                 {
@@ -392,7 +382,6 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                     "arguments": part.arguments,
                 }
             )
-            texts = None
         elif isinstance(part, ProviderPart):
             where = f"messages[{i}].parts[{j}]"
             block = provider_block(part, _PROVIDER, where, i)
@@ -404,10 +393,10 @@ def _encode_assistant(message: Message, i: int, out: list[dict[str, Any]]) -> No
                     len(out) == start or out[-1].get("type") != "function_call"
                 ):
                     fail(where, "call fields must follow the tool call they belong to", index=i)
-                if part.kind == MESSAGE_FIELDS and texts is None:
+                if part.kind == MESSAGE_FIELDS and (item is None or out[-1] is not item):
                     out.append({"role": "assistant", "content": []})
                 out[-1].update(block)
-            texts = None
+                item = None  # the fields end their message item
         else:
             fail_part(i, j, f"an assistant message cannot carry a {part.type} part in Responses")
     if len(out) == start:  # an empty AI message still takes its place

@@ -24,6 +24,7 @@ from cast.codecs._common import (
     json_history,
     optional_str,
     pack_signature,
+    reasoned,
     unpack_signature,
 )
 from cast.errors import install_hint
@@ -299,13 +300,9 @@ def _thinking(reasoning: Reasoning, provider_name: str | None) -> dict[str, Any]
 
 def _encode_response(message: Message, i: int, provider_name: str | None) -> list[Any]:
     parts: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        reasoning = part.reasoning if isinstance(part, TextPart | ToolCall) else None
-        if reasoning is not None:
-            parts.append(_thinking(reasoning, provider_name))
+    for j, part in reasoned(message, parts, lambda reasoning: _thinking(reasoning, provider_name)):
         if isinstance(part, TextPart):
-            if reasoning is None or part.text:
-                parts.append({"part_kind": "text", "content": part.text})
+            parts.append({"part_kind": "text", "content": part.text})
         elif isinstance(part, ToolCall):
             args = canonical_object(part.arguments)
             parts.append(
