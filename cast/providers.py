@@ -16,6 +16,9 @@ from cast.errors import UnknownProviderError
 from cast.ids import IdTemplate, TemplateLike, as_template
 
 __all__ = [
+    "BEDROCK_DOCUMENT_FORMATS",
+    "BEDROCK_IMAGE_FORMATS",
+    "BEDROCK_VIDEO_FORMATS",
     "IMAGE_TYPES",
     "PROVIDERS",
     "RULES",
@@ -183,28 +186,38 @@ def _profile(
 
 
 _ANTHROPIC_IDS = r"[a-zA-Z0-9_-]+"
-# Converse image, document and video formats (API_runtime_ImageBlock, _DocumentBlock,
-# _VideoBlock); cast.codecs.bedrock maps the same formats.
-_BEDROCK_MEDIA = IMAGE_TYPES | {
-    "application/pdf",
-    "text/csv",
-    "application/msword",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    "application/vnd.ms-excel",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "text/html",
-    "text/plain",
-    "text/markdown",
-    "video/x-matroska",
-    "video/quicktime",
-    "video/mp4",
-    "video/webm",
-    "video/x-flv",
-    "video/mpeg",
-    "video/mpg",
-    "video/x-ms-wmv",
-    "video/3gpp",
+# Converse image, document and video formats, which cast.codecs.bedrock maps.
+BEDROCK_DOCUMENT_FORMATS: dict[str, str] = {
+    "pdf": "application/pdf",
+    "csv": "text/csv",
+    "doc": "application/msword",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xls": "application/vnd.ms-excel",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "html": "text/html",
+    "txt": "text/plain",
+    "md": "text/markdown",
 }
+"""``DocumentBlock.format`` values and their media types (API_runtime_DocumentBlock)."""
+BEDROCK_IMAGE_FORMATS = ("png", "jpeg", "gif", "webp")
+"""``ImageBlock.format`` values: ``image/<format>``."""
+BEDROCK_VIDEO_FORMATS: dict[str, str] = {
+    "mkv": "video/x-matroska",
+    "mov": "video/quicktime",
+    "mp4": "video/mp4",
+    "webm": "video/webm",
+    "flv": "video/x-flv",
+    "mpeg": "video/mpeg",
+    "mpg": "video/mpg",
+    "wmv": "video/x-ms-wmv",
+    "three_gp": "video/3gpp",
+}
+"""``VideoBlock.format`` values and their media types (API_runtime_VideoBlock)."""
+_BEDROCK_MEDIA = frozenset(
+    {f"image/{f}" for f in BEDROCK_IMAGE_FORMATS}
+    | set(BEDROCK_DOCUMENT_FORMATS.values())
+    | set(BEDROCK_VIDEO_FORMATS.values())
+)
 # Gemini 3 multimodal function responses: images, PDF and plain text.
 _GEMINI_TOOL_MEDIA = frozenset(
     {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}

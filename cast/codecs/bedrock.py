@@ -49,6 +49,7 @@ from cast.messages import (
     ToolCall,
     ToolResult,
 )
+from cast.providers import BEDROCK_DOCUMENT_FORMATS, BEDROCK_IMAGE_FORMATS, BEDROCK_VIDEO_FORMATS
 
 __all__ = ["decode", "detect", "detect_messages", "encode"]
 
@@ -58,36 +59,10 @@ _PROVIDER = "bedrock"
 _KINDS = ("text", "image", "document", "video", "toolUse", "toolResult", "reasoningContent")
 _MEDIA = ("image", "document", "video")
 
-DOCUMENT_FORMATS: dict[str, str] = {
-    "pdf": "application/pdf",
-    "csv": "text/csv",
-    "doc": "application/msword",
-    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    "xls": "application/vnd.ms-excel",
-    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "html": "text/html",
-    "txt": "text/plain",
-    "md": "text/markdown",
-}
-"""``DocumentBlock.format`` values and their media types (API_runtime_DocumentBlock)."""
-IMAGE_FORMATS = ("png", "jpeg", "gif", "webp")
-"""``ImageBlock.format`` values: ``image/<format>``."""
-VIDEO_FORMATS: dict[str, str] = {
-    "mkv": "video/x-matroska",
-    "mov": "video/quicktime",
-    "mp4": "video/mp4",
-    "webm": "video/webm",
-    "flv": "video/x-flv",
-    "mpeg": "video/mpeg",
-    "mpg": "video/mpg",
-    "wmv": "video/x-ms-wmv",
-    "three_gp": "video/3gpp",
-}
-"""``VideoBlock.format`` values and their media types (API_runtime_VideoBlock)."""
 _FORMATS = {
-    "document": DOCUMENT_FORMATS,
-    "image": {f: f"image/{f}" for f in IMAGE_FORMATS},
-    "video": VIDEO_FORMATS,
+    "document": BEDROCK_DOCUMENT_FORMATS,
+    "image": {f: f"image/{f}" for f in BEDROCK_IMAGE_FORMATS},
+    "video": BEDROCK_VIDEO_FORMATS,
 }
 _MIME_TO_BLOCK = {
     mime: (kind, fmt) for kind, table in _FORMATS.items() for fmt, mime in table.items()
