@@ -11,7 +11,7 @@ from typing import Final
 import regex
 
 from csum.archive import ARCHIVE_LINE_PREFIX
-from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
+from csum.handlers._extractive.features import _is_routine_log, _score
 from csum.handlers._extractive.text import (
     _CODE,
     _TOKEN,
@@ -135,11 +135,8 @@ def _prior_line(block: int, order: int, text: str) -> _Line:
     said = text.removeprefix(USER_PREFIX)
     if text.startswith(ARCHIVE_LINE_PREFIX):
         content = _PRIOR_SCORE
-    elif _is_routine_log(said):
-        message = _log_message(said)
-        content = _routine_score(message, _score(message, listing=False, diff=False))
     else:
-        content = _score(said, listing=False, diff=False)
+        content = _score(said, listing=False, diff=False, routine=_is_routine_log(said))
     if content >= _PRIOR_KEEP_SCORE:
         return _Line(block, order, text, _PRIOR_SCORE, tier=0)
     if text.startswith(USER_PREFIX):
