@@ -57,7 +57,7 @@ def continuation_instruction(request: SummaryRequest) -> str:
 
 def anthropic_body(
     conversation: Sequence[Message],
-    instruction: str = CONTINUATION_INSTRUCTION,
+    instruction: str,
     *,
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> Body:
@@ -84,7 +84,7 @@ def anthropic_body(
 
 def openai_body(
     conversation: Sequence[Message],
-    instruction: str = CONTINUATION_INSTRUCTION,
+    instruction: str,
     *,
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> Body:

@@ -540,9 +540,7 @@ class _Scorer:
             # An answer's long line by its clauses that carry something (whole if room is left),
             # unless it is an error.
             error = _ERROR.search(text[:_LINE_SCAN])
-            short = _window(
-                text if error else compact_prose(text[: 4 * _LINE_SCAN], _identifier_spans), width
-            )
+            short = _window(text if error else compact_prose(text[: 4 * _LINE_SCAN]), width)
             if short != item.text:
                 item.text, item.whole = short, item.text
         return item
