@@ -159,9 +159,7 @@ class _Collector:
     def _result(self, entry: PromptEntry) -> None:
         """A tool's result under its call's line (its name when the call is not in the prompt)."""
         call = self.calls.pop(entry.call_id, None)
-        head = (call.head if call else "") or _render_call(
-            entry.name or "tool", "", {}, self.call_cap
-        )
+        head = call.head if call else _render_call(entry.name or "tool", "", {}, self.call_cap)
         number = len(self.blocks)
         said = frozenset(p for p in call.said if _call_shows(head, p)) if call else frozenset()
         lines = _body_lines(

@@ -122,11 +122,11 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
             loose = _Block()
             blocks.append(loose)
         loose.lines.append(_prior_line(first + len(blocks) - 1, order, row))
-    for block in blocks:
+    for block in blocks:  # (each holds a line: a call's head is made for the line below it)
         # A call naming codes keeps its first line first, as a new one earns it a place.
-        if block.head and block.lines and _head_codes(block.head):
+        if block.head and _head_codes(block.head):
             block.lines[0].tier, block.lines[0].score = 0, _PRIOR_SCORE
-    return [block for block in blocks if block.lines]
+    return blocks
 
 
 def _prior_line(block: int, order: int, text: str) -> _Line:
