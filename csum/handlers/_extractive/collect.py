@@ -143,7 +143,7 @@ class _Collector:
             item.score += WEIGHTS["user"]
             block.lines.append(item)
         if block.lines:
-            first = min(block.lines, key=lambda ln: ln.order)
+            first = block.lines[0]
             cut = _clip_whole_words(first.text, self.request_cap) or _clip(
                 first.text, self.request_cap
             )
@@ -151,7 +151,7 @@ class _Collector:
                 first.text, first.whole = cut, first.text
             first.tier = 0
         if archived:
-            last = max((ln.order for ln in block.lines), default=-1) + 1
+            last = block.lines[-1].order + 1 if block.lines else 0
             block.lines.append(_Line(number, last, archived, _PRIOR_SCORE, tier=0))
         if block.lines:
             self.blocks.append(block)

@@ -66,8 +66,8 @@ def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
     """The summary: each shown block's head and its kept lines; else the best line clipped."""
     out: list[str] = []
     shown = [block for block in blocks if any(line.taken for line in block.lines)]
-    for block in shown:
-        kept = sorted((line for line in block.lines if line.taken), key=lambda ln: ln.order)
+    for block in shown:  # (a block's lines are in their order: read in it)
+        kept = [line for line in block.lines if line.taken]
         indent = "" if len(shown) == 1 else block.indent
         if block.head:
             out.append(block.head)
