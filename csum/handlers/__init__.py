@@ -64,25 +64,21 @@ def resolve_handler(spec: str) -> RequestHandler:
     raise ValueError(f"unknown handler {spec!r}: expected one of " + ", ".join(HANDLER_SPECS))
 
 
-def threaded(
-    summarize: Callable[[str], str], *, limiter: anyio.CapacityLimiter | None = None
-) -> SummarizeHandler:
+def threaded(summarize: Callable[[str], str]) -> SummarizeHandler:
     """An async handler that calls the synchronous ``summarize(prompt)`` in a worker
     thread (a text handler); cancellation (a deadline) is honoured while it runs.
 
     A function that blocks (a synchronous HTTP client, a local model) would stop the
     event loop, and the caller's deadline could not fire until it returned; in a thread
     the loop keeps running. The thread itself cannot be stopped: on cancellation it runs
-    to its end in the background and its answer is dropped. ``limiter`` bounds the
-    threads in use (default: anyio's, 40 threads).
+    to its end in the background and its answer is dropped (anyio's thread limit applies:
+    40 threads).
     """
     if not callable(summarize):
         raise TypeError(f"summarize must be callable, not {type(summarize).__name__}")
 
     async def handler(prompt: str) -> str:
-        return await anyio.to_thread.run_sync(
-            partial(summarize, prompt), abandon_on_cancel=True, limiter=limiter
-        )
+        return await anyio.to_thread.run_sync(partial(summarize, prompt), abandon_on_cancel=True)
 
     handler.__qualname__ = f"threaded({getattr(summarize, '__qualname__', summarize)!s})"
     return handler

@@ -57,7 +57,7 @@ def continuation_instruction(request: SummaryRequest) -> str:
 
 def anthropic_body(
     conversation: Sequence[Message],
-    instruction: str = CONTINUATION_INSTRUCTION,
+    instruction: str,
     *,
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> Body:
@@ -84,7 +84,7 @@ def anthropic_body(
 
 def openai_body(
     conversation: Sequence[Message],
-    instruction: str = CONTINUATION_INSTRUCTION,
+    instruction: str,
     *,
     tools: Sequence[Mapping[str, Any]] = (),
 ) -> Body:
@@ -125,9 +125,15 @@ class _Sdk:
         base, client = (getattr(sdk, name) for name in names)
         return cls(handler, sdk, client, base)
 
-    def failure(self, exc: Exception, model: str) -> tuple[HandlerError, float | None]:
-        """An SDK exception as its :class:`HandlerError`, and the wait the provider asked for."""
+    def failure(
+        self, exc: Exception, model: str, timeout: float
+    ) -> tuple[HandlerError, float | None]:
+        """An SDK exception (or our own ``timeout``) as its :class:`HandlerError`, and the
+        wait the provider asked for."""
         error = partial(HandlerError, provider=self.module.__name__, model=model)
+        if isinstance(exc, TimeoutError):
+            message = f"no response within {timeout:g} s"
+            return error(message, retryable=True, error_type="timeout"), None
         if isinstance(exc, self.module.APITimeoutError):
             return error("the request timed out", retryable=True, error_type="timeout"), None
         if isinstance(exc, self.module.APIConnectionError):
@@ -179,80 +185,32 @@ def _provider_message(body: object) -> tuple[str, str]:
     return (message if isinstance(message, str) else "", kind if isinstance(kind, str) else "")
 
 
-async def _run_with_retries(
-    attempt: Callable[[], Awaitable[str]],
-    sdk: _Sdk,
-    model: str,
-    *,
-    timeout: float,
-    policy: RetryPolicy,
-) -> str:
-    """``attempt()`` retried as ``policy`` says; a :class:`HandlerError` once a failure is final."""
-    rng = random.Random()
-    attempts = 0
-    while True:
-        attempts += 1
-        retry_after = None
-        cause: BaseException
-        try:
-            with anyio.fail_after(timeout):
-                return await attempt()
-        except HandlerError as exc:
-            exc.attempts = attempts
-            raise
-        except TimeoutError as exc:
-            error = HandlerError(
-                f"no response within {timeout:g} s",
-                provider=sdk.module.__name__,
-                model=model,
-                error_type="timeout",
-                retryable=True,
-            )
-            cause = exc
-        except sdk.base as exc:
-            (error, retry_after), cause = sdk.failure(exc, model), exc
-        error.attempts = attempts
-        if not error.retryable or attempts > policy.max_retries:
-            raise error from cause
-        await anyio.sleep(policy.delay(attempts, retry_after, rng))
-
-
-@dataclass(frozen=True, slots=True)
-class _Connection:
-    """What every SDK handler takes; ``client``: one to use (left open), or None: one per call."""
-
-    model: str
-    base_url: str | None
-    api_key: str | None
-    timeout: float
-    policy: RetryPolicy
-    client: Any
-
-    def __post_init__(self) -> None:
-        if not self.model:
-            raise ValueError("model must be a non-empty model name")
-        if not self.timeout > 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout}")
-
-
 def _sdk_handler(
     sdk: _Sdk,
-    connection: _Connection,
+    model: str,
+    policy: RetryPolicy,
     *,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    client: Any,
     create: Callable[[Any, Body], Awaitable[Any]],
     text: Callable[[Any, str], str],
     fresh: Callable[[str], Body],
     continued: Callable[[Sequence[Message], str], Body] | None,
 ) -> RequestHandler:
-    """A request handler sending each body by ``create(client, keywords)``, with retries."""
-    client, model, timeout = connection.client, connection.model, connection.timeout
+    """A request handler sending each body by ``create(client, keywords)``, retried as
+    ``policy`` says; ``client``: one to use (left open), or None: one per call."""
+    if not model:
+        raise ValueError("model must be a non-empty model name")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
 
     async def attempt(body: Body) -> str:
-        body = {"model": model, "timeout": timeout, **body}
         if client is not None:
             return text(await create(client.with_options(max_retries=0), body), model)
         owned_client = sdk.client_class(
-            api_key=connection.api_key, base_url=connection.base_url, timeout=timeout, max_retries=0
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
         async with owned_client as owned:
             return text(await create(owned, body), model)
@@ -262,9 +220,23 @@ def _sdk_handler(
             body = continued(request.conversation, continuation_instruction(request))
         else:
             body = fresh(request.prompt)
-        return await _run_with_retries(
-            lambda: attempt(body), sdk, model, timeout=timeout, policy=connection.policy
-        )
+        body = {"model": model, "timeout": timeout, **body}
+        rng = random.Random()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                with anyio.fail_after(timeout):
+                    return await attempt(body)
+            except HandlerError as exc:
+                exc.attempts = attempts
+                raise
+            except (TimeoutError, sdk.base) as exc:
+                (error, retry_after), cause = sdk.failure(exc, model, timeout), exc
+            error.attempts = attempts
+            if not error.retryable or attempts > policy.max_retries:
+                raise error from cause
+            await anyio.sleep(policy.delay(attempts, retry_after, rng))
 
     return request_handler(summarize, f"{sdk.handler}({model!r})")
 
@@ -301,13 +273,16 @@ def openai_compatible(
     """
     sdk = _Sdk.load("openai", "openai_compatible", ("OpenAIError", "AsyncOpenAI"))
     _check_token_limit("max_output_tokens", max_output_tokens)
-    policy = RetryPolicy(max_retries, backoff_base, backoff_max)
-    connection = _Connection(model, base_url, api_key, timeout, policy, client)
     limits = {} if max_output_tokens is None else {token_limit_param: max_output_tokens}
     system = {"role": "system", "content": system_prompt}
     return _sdk_handler(
         sdk,
-        connection,
+        model,
+        RetryPolicy(max_retries, backoff_base, backoff_max),
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        client=client,
         create=lambda active, body: active.chat.completions.create(**limits, **body),
         text=_openai_text,
         fresh=lambda prompt: {"messages": [system, {"role": "user", "content": prompt}]},
@@ -369,11 +344,14 @@ def anthropic(
     """
     sdk = _Sdk.load("anthropic", "anthropic", ("AnthropicError", "AsyncAnthropic"))
     _check_token_limit("max_tokens", max_tokens)
-    policy = RetryPolicy(max_retries, backoff_base, backoff_max)
-    connection = _Connection(model, base_url, api_key, timeout, policy, client)
     return _sdk_handler(
         sdk,
-        connection,
+        model,
+        RetryPolicy(max_retries, backoff_base, backoff_max),
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        client=client,
         create=lambda active, body: active.messages.create(max_tokens=max_tokens, **body),
         text=_anthropic_text,
         fresh=lambda prompt: {

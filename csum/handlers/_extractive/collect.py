@@ -143,7 +143,7 @@ class _Collector:
             item.score += WEIGHTS["user"]
             block.lines.append(item)
         if block.lines:
-            first = min(block.lines, key=lambda ln: ln.order)
+            first = block.lines[0]
             cut = _clip_whole_words(first.text, self.request_cap) or _clip(
                 first.text, self.request_cap
             )
@@ -151,7 +151,7 @@ class _Collector:
                 first.text, first.whole = cut, first.text
             first.tier = 0
         if archived:
-            last = max((ln.order for ln in block.lines), default=-1) + 1
+            last = block.lines[-1].order + 1 if block.lines else 0
             block.lines.append(_Line(number, last, archived, _PRIOR_SCORE, tier=0))
         if block.lines:
             self.blocks.append(block)
@@ -159,9 +159,7 @@ class _Collector:
     def _result(self, entry: PromptEntry) -> None:
         """A tool's result under its call's line (its name when the call is not in the prompt)."""
         call = self.calls.pop(entry.call_id, None)
-        head = (call.head if call else "") or _render_call(
-            entry.name or "tool", "", {}, self.call_cap
-        )
+        head = call.head if call else _render_call(entry.name or "tool", "", {}, self.call_cap)
         number = len(self.blocks)
         said = frozenset(p for p in call.said if _call_shows(head, p)) if call else frozenset()
         lines = _body_lines(

@@ -81,13 +81,18 @@ def _score(
     diff: bool,
     prose: bool = False,
     named: dict[str, int] | None = None,
+    routine: bool = False,
 ) -> float:
-    """How much a line is worth keeping: its identifiers (less for names said), then its kind."""
+    """How much a line is worth keeping: its identifiers (less for names said), then its kind;
+    a ``routine`` log line by its message (:func:`_routine_score`)."""
+    if routine:
+        line = _log_message(line)
     scan = line[:_LINE_SCAN]
     score = min(_IDENT_CAP, WEIGHTS["identifier"] * _identifiers(scan, named))
     signals = _cached_signals if len(scan) <= _CACHED_LINE else _line_signals
     verdict, earned = signals(scan, listing, diff, prose)
-    return verdict if verdict is not None else score + earned
+    score = verdict if verdict is not None else score + earned
+    return _routine_score(scan, score) if routine else score
 
 
 class LineKind(NamedTuple):
@@ -168,9 +173,8 @@ def _log_message(line: str) -> str:
     return line if match is None else line[match.end() :]
 
 
-def _routine_score(line: str, score: float) -> float:
+def _routine_score(scan: str, score: float) -> float:
     """A routine log line's score without what its numbers with units and class features earned."""
-    scan = line[:_LINE_SCAN]
     found = _identifiers(scan)
     numbers = len(_UNIT.findall(scan, endpos=_LINE_SCAN))
     earned = min(_IDENT_CAP, WEIGHTS["identifier"] * found) - min(

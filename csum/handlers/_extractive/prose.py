@@ -4,15 +4,11 @@ fits a small budget; markdown fences and links written plainly."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Final
 
 import regex
 
-ELLIPSIS: Final = "…"
-
-SpanFinder = Callable[[str], Iterator[tuple[int, int, int]]]
-"""Where a text's identifiers are: (start, end, weight), as the handler finds them."""
+from csum.handlers._extractive.text import _ELLIPSIS, _identifier_spans
 
 # Clause marks of prose and of markdown list items ("`Name` — what it does").
 _CLAUSE_MARK = regex.compile(r"(?<=\S)[,;:](?=[ ])|[ ][\u2014\u2013-](?=[ ])")
@@ -32,10 +28,10 @@ _SHORT_TAIL = 3  # words after a clause's last signal kept whole when no more fo
 _MIN_SAVING = 12  # a compact form saving fewer characters than this is not worth its "…"
 
 
-def compact_prose(line: str, spans: SpanFinder) -> str:
+def compact_prose(line: str) -> str:
     """``line`` cut to its clauses that carry something; itself when that saves little."""
     clauses = _clauses(line)
-    if not any(_signal_end(clause, spans) is not None for clause, _ in clauses):
+    if not any(_signal_end(clause) is not None for clause, _ in clauses):
         return line  # nothing in it to keep a compact form for
     pieces: list[str] = []
     for index, (clause, mark) in enumerate(clauses):
@@ -45,18 +41,18 @@ def compact_prose(line: str, spans: SpanFinder) -> str:
         if _KEEP_CLAUSE.search(body):
             pieces.append(body + mark)
             continue
-        cut = _signal_end(body, spans)
+        cut = _signal_end(body)
         if cut is None:
-            pieces.append(body + mark if index == 0 else ELLIPSIS)
+            pieces.append(body + mark if index == 0 else _ELLIPSIS)
         elif cut < len(body):
-            pieces.append(body[:cut].rstrip(" ,;:") + ELLIPSIS)
+            pieces.append(body[:cut].rstrip(" ,;:") + _ELLIPSIS)
         else:
             pieces.append(body + mark)
     out: list[str] = []  # a run of dropped clauses said by one "…"
     for piece in pieces:
-        if not (piece == ELLIPSIS and out and out[-1].endswith(ELLIPSIS)):
+        if not (piece == _ELLIPSIS and out and out[-1].endswith(_ELLIPSIS)):
             out.append(piece)
-    text = " ".join(out).replace(" " + ELLIPSIS, ELLIPSIS)
+    text = " ".join(out).replace(" " + _ELLIPSIS, _ELLIPSIS)
     return text if len(line) - len(text) >= _MIN_SAVING else line
 
 
@@ -92,9 +88,9 @@ def _quoted(line: str) -> set[int]:
     return inside
 
 
-def _signal_end(clause: str, spans: SpanFinder) -> int | None:
+def _signal_end(clause: str) -> int | None:
     """Where a clause's kept words end (its last signal's word, or its end); None: no signal."""
-    last = max((end for _, end, _ in spans(clause)), default=-1)
+    last = max((end for _, end, _ in _identifier_spans(clause)), default=-1)
     for pattern in (_DIGIT, _MEASURE):
         for match in pattern.finditer(clause):
             last = max(last, match.end())

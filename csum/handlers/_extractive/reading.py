@@ -21,8 +21,6 @@ from csum.handlers._extractive.features import (
     _field_weight,
     _is_prose,
     _is_routine_log,
-    _log_message,
-    _routine_score,
     _score,
 )
 from csum.handlers._extractive.prose import compact_prose, is_fence, plain_links
@@ -463,15 +461,17 @@ class _Scorer:
     def line(self, unit: _Unit, opening: bool) -> _Line:
         """The scored line of a kept unit (``opening``: a section): what it says (its mark, a
         log's due, its rank), then what the lines around add."""
-        scored = _log_message(unit.line) if unit.routine else unit.line
         text = self.text
         score = _score(
-            scored, listing=unit.listed, diff=text.diff, prose=not text.tool, named=self.named
+            unit.line,
+            listing=unit.listed,
+            diff=text.diff,
+            prose=not text.tool,
+            named=self.named,
+            routine=unit.routine,
         )
-        if unit.mark is not None:
+        if unit.mark is not None:  # (a routine log line has no mark: a mark's line has no space)
             score = max(0.0, score + unit.mark.bonus)
-        if unit.routine:
-            score = _routine_score(scored, score)
         rank = text.ranks.get(unit.original)
         if rank is not None:
             score += WEIGHTS["rank"] / (1 + rank)
@@ -540,9 +540,7 @@ class _Scorer:
             # An answer's long line by its clauses that carry something (whole if room is left),
             # unless it is an error.
             error = _ERROR.search(text[:_LINE_SCAN])
-            short = _window(
-                text if error else compact_prose(text[: 4 * _LINE_SCAN], _identifier_spans), width
-            )
+            short = _window(text if error else compact_prose(text[: 4 * _LINE_SCAN]), width)
             if short != item.text:
                 item.text, item.whole = short, item.text
         return item

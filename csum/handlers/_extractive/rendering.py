@@ -11,7 +11,7 @@ from typing import Final
 import regex
 
 from csum.archive import ARCHIVE_LINE_PREFIX
-from csum.handlers._extractive.features import _is_routine_log, _log_message, _routine_score, _score
+from csum.handlers._extractive.features import _is_routine_log, _score
 from csum.handlers._extractive.text import (
     _CODE,
     _TOKEN,
@@ -66,8 +66,8 @@ def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
     """The summary: each shown block's head and its kept lines; else the best line clipped."""
     out: list[str] = []
     shown = [block for block in blocks if any(line.taken for line in block.lines)]
-    for block in shown:
-        kept = sorted((line for line in block.lines if line.taken), key=lambda ln: ln.order)
+    for block in shown:  # (a block's lines are in their order: read in it)
+        kept = [line for line in block.lines if line.taken]
         indent = "" if len(shown) == 1 else block.indent
         if block.head:
             out.append(block.head)
@@ -122,11 +122,11 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
             loose = _Block()
             blocks.append(loose)
         loose.lines.append(_prior_line(first + len(blocks) - 1, order, row))
-    for block in blocks:
+    for block in blocks:  # (each holds a line: a call's head is made for the line below it)
         # A call naming codes keeps its first line first, as a new one earns it a place.
-        if block.head and block.lines and _head_codes(block.head):
+        if block.head and _head_codes(block.head):
             block.lines[0].tier, block.lines[0].score = 0, _PRIOR_SCORE
-    return [block for block in blocks if block.lines]
+    return blocks
 
 
 def _prior_line(block: int, order: int, text: str) -> _Line:
@@ -135,11 +135,8 @@ def _prior_line(block: int, order: int, text: str) -> _Line:
     said = text.removeprefix(USER_PREFIX)
     if text.startswith(ARCHIVE_LINE_PREFIX):
         content = _PRIOR_SCORE
-    elif _is_routine_log(said):
-        message = _log_message(said)
-        content = _routine_score(message, _score(message, listing=False, diff=False))
     else:
-        content = _score(said, listing=False, diff=False)
+        content = _score(said, listing=False, diff=False, routine=_is_routine_log(said))
     if content >= _PRIOR_KEEP_SCORE:
         return _Line(block, order, text, _PRIOR_SCORE, tier=0)
     if text.startswith(USER_PREFIX):

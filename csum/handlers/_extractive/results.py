@@ -50,14 +50,14 @@ _TEXT_RANK: Final = 1  # places a hit's text ranks below the hit's own line
 
 def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
     """``Label: value`` records with their short fields on one line each (``ranks``: places)."""
-    found = _record_labels(lines)
+    matches = [_LABELLED.fullmatch(line[:4096]) for line in lines]
+    found = _record_labels(matches)
     if found is None:
         return lines
     opener, labels = found
     out: list[str] = []
     records: list[tuple[list[str], list[str]]] = []  # each record's short fields, other lines
-    for line in lines:
-        match = _LABELLED.fullmatch(line[:4096])
+    for line, match in zip(lines, matches, strict=True):
         label, value = match.groups() if match is not None else ("", "")
         if label == opener:
             records.append(([], []))
@@ -91,10 +91,9 @@ def labelled_records(lines: list[str], ranks: dict[str, int]) -> list[str]:
     return out
 
 
-def _record_labels(lines: list[str]) -> tuple[str, set[str]] | None:
+def _record_labels(matches: list[regex.Match[str] | None]) -> tuple[str, set[str]] | None:
     """The opening label and the fields' labels of repeated records; None when there are none."""
-    found = (_LABELLED.fullmatch(line[:4096]) for line in lines)
-    labels = [match.group(1) for match in found if match is not None]
+    labels = [match.group(1) for match in matches if match is not None]
     counts = Counter(labels)
     opener = labels[0] if labels else ""
     if counts[opener] < _MIN_RECORDS or len(counts) < 2:

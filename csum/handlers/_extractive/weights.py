@@ -6,54 +6,40 @@ from __future__ import annotations
 
 from typing import Final
 
-WEIGHTS: dict[str, float] = {
+_FEATURES: Final[dict[str, tuple[float, str]]] = {
     # What a line says (the line features of :mod:`.features`, in their order).
-    "diff_file": 9.0,
-    "diff_hunk": 4.0,
-    "diff_added": 3.5,
-    "error": 6.0,
-    "counts": 5.0,
-    "constraint": 4.0,
-    "pin": 3.0,
-    "measurement": 3.0,
-    "located": 3.0,
+    "diff_file": (9.0, "a diff's `+++ b/file` line: its whole score"),
+    "diff_hunk": (4.0, "a diff's hunk header (`@@ -1,2 +1,3 @@`)"),
+    "diff_added": (3.5, "a diff's added line"),
+    "error": (6.0, "a strict error signal, outside code and warnings"),
+    "counts": (5.0, "a count of tests, failures, files changed... (in an answer: of an outcome)"),
+    "constraint": (4.0, "a constraint or decision (`never`, `must not`, `decided`), outside code"),
+    "pin": (3.0, "a package pinned to a version (`numpy==1.26.4`, a manifest's dependency)"),
+    "measurement": (3.0, "a number with a unit, named as a measurement (`p99 latency 12 ms`)"),
+    "located": (3.0, "a place in words (`line 12 of src/a.py`)"),
     # Its identifiers.
-    "identifier": 1.5,
-    "name_repeat": 1.0,
+    "identifier": (
+        1.5,
+        "per identifier (path, version, code, id, URL, number with a unit), capped",
+    ),
+    "name_repeat": (1.0, "factor: an identifier seen N times above counts 1 / (1 + w N)"),
     # Where it sits and what is around it.
-    "edge": 0.5,
-    "early": 3.0,
-    "error_context": 3.0,
-    "section": 0.75,
-    "rank": 4.0,
-    "user": 3.0,
-    "codes_in_call": 3.0,
+    "edge": (0.5, "an output's first and last two lines"),
+    "early": (3.0, "an output's early lines, fading (w / (1 + line / 10))"),
+    "error_context": (3.0, "the lines below an error, fading (w, w-1, ...); a place above it"),
+    "section": (0.75, "a section's first line, shown whole"),
+    "rank": (4.0, "a list's record by its place, fading (w / (1 + rank))"),
+    "user": (3.0, "what the user said (requests, constraints)"),
+    "codes_in_call": (3.0, "per code a call names (a booking), to its best result line"),
     # A directory listing's names (:mod:`.code_tools`).
-    "listed_name": 2.0,
+    "listed_name": (2.0, "a directory listing's name of code or build configuration"),
 }
-"""Feature -> what it is worth (a score added, or a factor where said)."""
+"""Feature -> (what it is worth: a score added, or a factor where said; what it rewards)."""
 
-WHAT: Final[dict[str, str]] = {
-    "diff_file": "a diff's `+++ b/file` line: its whole score",
-    "diff_hunk": "a diff's hunk header (`@@ -1,2 +1,3 @@`)",
-    "diff_added": "a diff's added line",
-    "error": "a strict error signal, outside code and warnings",
-    "counts": "a count of tests, failures, files changed... (in an answer: of an outcome)",
-    "constraint": "a constraint or decision (`never`, `must not`, `decided`), outside code",
-    "pin": "a package pinned to a version (`numpy==1.26.4`, a manifest's dependency)",
-    "measurement": "a number with a unit, named as a measurement (`p99 latency 12 ms`)",
-    "located": "a place in words (`line 12 of src/a.py`)",
-    "identifier": "per identifier (path, version, code, id, URL, number with a unit), capped",
-    "name_repeat": "factor: an identifier seen N times above counts 1 / (1 + w N)",
-    "edge": "an output's first and last two lines",
-    "early": "an output's early lines, fading (w / (1 + line / 10))",
-    "error_context": "the lines below an error, fading (w, w-1, ...); a place above it",
-    "section": "a section's first line, shown whole",
-    "rank": "a list's record by its place, fading (w / (1 + rank))",
-    "user": "what the user said (requests, constraints)",
-    "codes_in_call": "per code a call names (a booking), to its best result line",
-    "listed_name": "a directory listing's name of code or build configuration",
-}
+WEIGHTS: dict[str, float] = {name: weight for name, (weight, _) in _FEATURES.items()}
+"""Feature -> what it is worth (zeroing one turns its feature off)."""
+
+WHAT: Final[dict[str, str]] = {name: what for name, (_, what) in _FEATURES.items()}
 """What each feature of :data:`WEIGHTS` rewards (the docs' table)."""
 
 SHARES: dict[str, float] = {

@@ -16,8 +16,8 @@ from cast.messages import Message, ToolCall
 from csum import SUMMARIZED_CONTENT_PREFIX
 from csum.handlers import summarize_extractive
 from csum.handlers._extractive.features import _score
-from csum.handlers._extractive.prose import ELLIPSIS, compact_prose, is_fence, plain_links
-from csum.handlers._extractive.text import _identifier_spans
+from csum.handlers._extractive.prose import compact_prose, is_fence, plain_links
+from csum.handlers._extractive.text import _ELLIPSIS as ELLIPSIS
 from csum.prompt import SummaryRequest, summary_request
 
 REPORT = """Done. The **billing-v2** migration is finished and pushed. Here's what changed:
@@ -32,7 +32,7 @@ the staging and the production branches
 
 
 def compact(line: str) -> str:
-    return compact_prose(line, _identifier_spans)
+    return compact_prose(line)
 
 
 def answer_summary(text: str, budget: int) -> str:
