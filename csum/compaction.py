@@ -346,7 +346,7 @@ async def summarize_plan(
     pieces, merged; with ``clearing``, evicted results read as their placeholders."""
     if clearing is not None:
         plan = _cleared(plan, clearing)
-    limit = handler.max_prompt_bytes
+    limit = handler.robustness.max_prompt_bytes
     evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
     staying, turns = _turns_in_place(plan)
     if limit is not None and evicted > limit:
@@ -355,7 +355,7 @@ async def summarize_plan(
             turns,
             staying=staying,
             max_bytes=limit,
-            concurrency=handler.max_concurrency,
+            concurrency=handler.robustness.max_concurrency,
             phase="compaction",
             section=plan.section,
             focus=focus,
