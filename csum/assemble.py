@@ -237,8 +237,7 @@ class Assembler:
     def _longest_fitting(
         self, ast: ChainAST, plan: Plan, text: str, frozen: list[BodyPair]
     ) -> tuple[ChainAST, BodyPair | None, int] | None:
-        """The chain with the longest summary prefix that fits (archive line kept), its
-        summary pair and size; None when none fits."""
+        """(chain, summary pair, size) with the longest summary prefix that fits, or None."""
         head, line = split_archive_line(text)
         data = head.encode("utf-8")
         low, high = 0, len(data) - 1

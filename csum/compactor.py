@@ -271,8 +271,7 @@ class Compactor:
         )
 
     def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int, int]:
-        """``ast`` with placed summaries back in their own pairs, its size, and what
-        placing saved."""
+        """``ast`` with placed summaries back in their pairs, its size, what placing saved."""
         own = unplaced(ast) if self._places else ast
         size = self._meter.chain(own)
         return own, size, 0 if own is ast else self._meter.chain(ast) - size
