@@ -16,7 +16,6 @@ __all__ = [
     "Breaker",
     "StoreEvent",
     "StoreEventKind",
-    "failure_detail",
     "message_search_text",
     "redact_credentials",
     "search_text_of_json",
@@ -82,11 +81,6 @@ class StoreEvent:
         }
 
 
-def failure_detail(exc: BaseException) -> str:
-    """An exception on one line, for :attr:`StoreEvent.detail`."""
-    return redact_credentials(" ".join(f"{type(exc).__name__}: {exc}".split()))
-
-
 class Breaker:
     """Leaves a failed store alone for ``seconds``, each failure reported once: a run
     goes on at handler speed instead of one store timeout per call."""
@@ -112,7 +106,8 @@ class Breaker:
             if self.open:
                 return None
             self._until = time.monotonic() + self.seconds
-        return f"{failure_detail(exc)}; store skipped for {self.seconds:g} s"
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # (StoreEvent redacts it)
+        return f"{detail}; store skipped for {self.seconds:g} s"
 
 
 def message_search_text(message: Message) -> str:
