@@ -88,12 +88,9 @@ class Piece:
     used: int = 0
     """Prompt bound of ``messages``."""
 
-    def prompt(self, max_context: int, focus: str | None = None) -> str:
-        """The prompt of the piece, its context cut to ``max_context`` bytes."""
-        return self.request(max_context, focus).prompt
-
     def request(self, max_context: int, focus: str | None = None) -> SummaryRequest:
-        """The request of the piece (its prompt and entries), context cut as in :meth:`prompt`."""
+        """The request of the piece (its prompt and entries), its context cut to
+        ``max_context`` bytes."""
         context = _cut_context(
             self.context, max_context, prompt_bound, _MESSAGE_FRAME + _PART_FRAME
         )

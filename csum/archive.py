@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +31,9 @@ from cast import (
 )
 from cast.internals import utf8_len
 from csum.store_events import (
+    Breaker,
     StoreEvent,
     StoreEventKind,
-    failure_detail,
     message_search_text,
     search_text_of_json,
 )
@@ -194,10 +193,7 @@ class HistoryArchive:
             raise TypeError(f"reinsert_bytes must be an int, not {reinsert_bytes!r}")
         if reinsert_bytes < 0:
             raise ValueError(f"reinsert_bytes must be 0 (off) or positive, not {reinsert_bytes}")
-        if isinstance(breaker_seconds, bool) or not isinstance(breaker_seconds, int | float):
-            raise TypeError(f"breaker_seconds must be a number, not {breaker_seconds!r}")
-        if not breaker_seconds > 0:
-            raise ValueError(f"breaker_seconds must be positive, not {breaker_seconds!r}")
+        self._breaker = Breaker(breaker_seconds)
         if isinstance(store, str) and is_redis_url(store):
             store = RedisArchiveStore(store)
         elif isinstance(store, str | Path):
@@ -206,8 +202,6 @@ class HistoryArchive:
         self.session = session
         self.reinsert_bytes = reinsert_bytes
         self.on_event = on_event
-        self.breaker_seconds = breaker_seconds
-        self._skip_until = 0.0
 
     def __repr__(self) -> str:
         return f"HistoryArchive({self.store!r}, session={self.session!r})"
@@ -224,7 +218,7 @@ class HistoryArchive:
     ) -> str | None:
         """Archive what a summary replaces; the line the summary should end with, or
         None when the store fails (an event) or is skipped after a failure."""
-        if self._store_skipped():
+        if self._breaker.open:
             return None
         try:
             batch = await self.add(messages)
@@ -295,7 +289,7 @@ class HistoryArchive:
         target: str | ProviderProfile | None = None,
     ) -> Insertion | None:
         """What :meth:`reinsert` would put back; None when the store fails (an event)."""
-        if self._store_skipped():
+        if self._breaker.open:
             return None
         try:
             return await _insertion(self, messages, max_bytes=max_bytes, target=target)
@@ -303,17 +297,12 @@ class HistoryArchive:
             self._failed(emit, exc)
             return None
 
-    def _store_skipped(self) -> bool:
-        return time.monotonic() < self._skip_until
-
     def _failed(self, emit: EventSink | None, exc: Exception) -> None:
         """Report a store failure once and leave the store alone for ``breaker_seconds``."""
-        if self._store_skipped():
-            return
-        self._skip_until = time.monotonic() + self.breaker_seconds
-        detail = f"{failure_detail(exc)}; store skipped for {self.breaker_seconds:g} s"
-        event = StoreEvent(StoreEventKind.ARCHIVE_UNAVAILABLE, self.store.name, "", detail)
-        self._emit(emit, event)
+        detail = self._breaker.trip(exc)
+        if detail is not None:
+            kind = StoreEventKind.ARCHIVE_UNAVAILABLE
+            self._emit(emit, StoreEvent(kind, self.store.name, "", detail))
 
     async def aclose(self) -> None:
         """Close the store's connections."""

@@ -194,6 +194,8 @@ class _Assembled:
     """Summaries at the depth limit left out."""
     pair: BodyPair | None
     """The summary pair in the chain (None when there is none)."""
+    size: int
+    """The chain's size in the budget's unit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +216,7 @@ class Assembler:
         out, pair = self.build(ast, plan, text, frozen)
         size = measure(out)
         if size >= size_before and size_before <= limit:
-            return _Assembled(ast, False, 0, None)
+            return _Assembled(ast, False, 0, None, size_before)
         dropped = plan.dropped
         while frozen and size > limit:
             frozen.pop(0)
@@ -222,14 +224,14 @@ class Assembler:
             out, pair = self.build(ast, plan, text, frozen)
             size = measure(out)
         if size <= limit or text is None:
-            return _Assembled(out, False, dropped, pair)
+            return _Assembled(out, False, dropped, pair, size)
         best = self._longest_fitting(ast, plan, text, frozen)
         if best is None:  # not even an empty summary fits
             out, pair = self.build(ast, plan, None, [])
             if measure(out) > limit:  # the floor is over the budget: a short summary
                 out, pair = self._floor_summary(ast, plan, text)
-            return _Assembled(out, True, dropped + len(frozen), pair)
-        return _Assembled(best[0], True, dropped, best[1])
+            return _Assembled(out, True, dropped + len(frozen), pair, measure(out))
+        return _Assembled(best[0], True, dropped, best[1], best[2])
 
     def _floor_summary(
         self, ast: ChainAST, plan: Plan, text: str
@@ -243,18 +245,18 @@ class Assembler:
 
     def _longest_fitting(
         self, ast: ChainAST, plan: Plan, text: str, frozen: list[BodyPair]
-    ) -> tuple[ChainAST, BodyPair | None] | None:
-        """The chain with the longest summary prefix that fits (archive line kept), or None."""
+    ) -> tuple[ChainAST, BodyPair | None, int] | None:
+        """(chain, summary pair, size) with the longest summary prefix that fits, or None."""
         head, line = split_archive_line(text)
         data = head.encode("utf-8")
         low, high = 0, len(data) - 1
-        best: tuple[ChainAST, BodyPair | None] | None = None
+        best: tuple[ChainAST, BodyPair | None, int] | None = None
         while low <= high:
             middle = (low + high) // 2
             cut = data[:middle].decode("utf-8", "ignore")
-            candidate = self.build(ast, plan, "\n".join(filter(None, (cut, line))), frozen)
-            if self.measure(candidate[0]) <= self.limit:
-                best, low = candidate, middle + 1
+            out, pair = self.build(ast, plan, "\n".join(filter(None, (cut, line))), frozen)
+            if (size := self.measure(out)) <= self.limit:
+                best, low = (out, pair, size), middle + 1
             else:
                 high = middle - 1
         return best
@@ -398,10 +400,13 @@ def breakpoints(messages: Sequence[Message]) -> int:
     return sum(1 for m in messages for p in m.parts if is_breakpoint(p))
 
 
-def with_breakpoints(ast: ChainAST, measure: Callable[[ChainAST], int], limit: int) -> ChainAST:
-    """``ast`` with a cache point at the end of each message of its stable prefix, by
-    priority (system prompt, newest summary, newest cleared result), within
-    :data:`MAX_BREAKPOINTS`; ``ast`` when they would push it over ``limit`` while it fits."""
+def with_breakpoints(
+    ast: ChainAST, size: int, measure: Callable[[Message], int], limit: int
+) -> tuple[ChainAST, int]:
+    """``ast`` (of ``size``, by ``measure`` of a message) with a cache point at the end of
+    each message of its stable prefix, by priority (system prompt, newest summary, newest
+    cleared result), within :data:`MAX_BREAKPOINTS`, and its size; ``ast`` when they would
+    push it over ``limit`` while it fits."""
     messages = ast.to_messages()
     room = MAX_BREAKPOINTS - breakpoints(messages)
     marked: dict[int, Message] = {}
@@ -415,12 +420,10 @@ def with_breakpoints(ast: ChainAST, measure: Callable[[ChainAST], int], limit: i
             continue
         point = ProviderPart(provider=_PROVIDER, kind=_KIND, data=EPHEMERAL)
         marked[index] = Message.from_parts(message.role, (*message.parts, point))
-    if not marked:
-        return ast
-    out = edited(ast, marked)
-    if measure(out) > limit >= measure(ast):
-        return ast
-    return out
+    grown = size + sum(measure(new) - measure(messages[i]) for i, new in marked.items())
+    if not marked or grown > limit >= size:
+        return ast, size
+    return edited(ast, marked), grown
 
 
 def _cache_anchors(ast: ChainAST) -> list[int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ import anyio
 import anyio.lowlevel
 import xxhash
 
-from csum.store_events import StoreEvent, StoreEventKind, failure_detail
+from csum.store_events import Breaker, StoreEvent, StoreEventKind
 from csum.stores import MemoryStore, SummaryStore
 
 __all__ = [
@@ -158,13 +157,11 @@ class SummaryCache:
         self.lock_ttl = lock_ttl
         self.poll_interval = poll_interval
         self.on_event = on_event
-        self.breaker_seconds = breaker_seconds
         self._secret = secret.encode("utf-8") if isinstance(secret, str) else secret
         self._flights: anyio.lowlevel.RunVar[dict[str, _Flight]] = anyio.lowlevel.RunVar(
             f"csum-cache-flights-{id(self)}"
         )
-        self._skip_until = 0.0
-        self._breaker_lock = threading.Lock()
+        self._breaker = Breaker(breaker_seconds)
 
     def __repr__(self) -> str:
         return f"SummaryCache({self.store!r}, handler_id={self.handler_id!r})"
@@ -216,10 +213,6 @@ class SummaryCache:
                 del flights[key]
             flight.done.set()
 
-    def _store_skipped(self) -> bool:
-        """Whether the store failed less than ``breaker_seconds`` ago (then it is not asked)."""
-        return time.monotonic() < self._skip_until
-
     async def _lookup_or_call(
         self,
         key: str,
@@ -239,7 +232,7 @@ class SummaryCache:
             return found, True
         try:
             summary = await call()
-            if self._store_skipped():
+            if self._breaker.open:
                 return summary, False  # the store failed meanwhile (already reported)
             try:
                 value = encode_summary(summary, secret=self._secret, key=key)
@@ -258,7 +251,7 @@ class SummaryCache:
     ) -> str | None:
         """The usable stored summary of ``key`` or None (reported unless read ``again``);
         :class:`_StoreUnavailableError` when the store fails or is skipped."""
-        if self._store_skipped():
+        if self._breaker.open:
             raise _StoreUnavailableError
         try:
             value = await self.store.get(key)
@@ -292,7 +285,7 @@ class SummaryCache:
         polls while another worker holds it, for at most ``lock_ttl``."""
         deadline = time.monotonic() + self.lock_ttl
         while True:
-            if self._store_skipped():
+            if self._breaker.open:
                 raise _StoreUnavailableError
             try:
                 acquired = await self.store.acquire(key, token, self.lock_ttl)
@@ -326,12 +319,9 @@ class SummaryCache:
 
     def _failed(self, emit: EventSink | None, key: str, exc: Exception) -> None:
         """Report a store failure once and leave the store alone for ``breaker_seconds``."""
-        with self._breaker_lock:
-            if self._store_skipped():
-                return  # reported already (a request that was in flight meanwhile)
-            self._skip_until = time.monotonic() + self.breaker_seconds
-        detail = f"{failure_detail(exc)}; store skipped for {self.breaker_seconds:g} s"
-        self._emit(emit, StoreEventKind.CACHE_UNAVAILABLE, key, detail)
+        detail = self._breaker.trip(exc)
+        if detail is not None:  # else reported already (a request in flight meanwhile)
+            self._emit(emit, StoreEventKind.CACHE_UNAVAILABLE, key, detail)
 
     def _emit(
         self, emit: EventSink | None, kind: StoreEventKind, key: str, detail: str = ""

@@ -105,13 +105,15 @@ class _Run:
     size: int
     reason: CompactionReason
     calls: HandlerCalls
+    turn: int
     started: float
     cleared: ClearingPass | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Stages(Planner):
-    """What the stages of one compaction run with: the Compactor's settings and state."""
+    """What the stages of a compaction run with: the Compactor's settings (one value per
+    Compactor; ``depths`` is its record, updated in place)."""
 
     budget: Budget
     handler: RobustHandler
@@ -123,18 +125,20 @@ class Stages(Planner):
     cache_breakpoints: bool
     cache: SummaryCache | None
     archive: HistoryArchive | None
-    turn: int
 
     async def compact(
-        self, ast: ChainAST, size: int, reason: CompactionReason, *, focus: str | None
+        self, ast: ChainAST, size: int, reason: CompactionReason, *, focus: str | None, turn: int
     ) -> Outcome:
-        """The compaction of ``ast`` (of ``size``), its stages in order."""
+        """The compaction of ``ast`` (of ``size``) in the Compactor's ``turn``, its stages
+        in order."""
         calls = HandlerCalls(self.handler, cache=self.cache, archive=self.archive)
-        run = _Run(ast, size, reason, calls, time.perf_counter())
+        run = _Run(ast, size, reason, calls, turn, time.perf_counter())
         chain = ast
         if self._reinserting:  # without the copies earlier re-insertions added
-            chain = edited(ast, {}, set(recalled_positions(ast.to_messages())))
-            size = size if chain is ast else self.meter.chain(chain)
+            messages = ast.to_messages()
+            recalled = recalled_positions(messages)
+            chain = edited(ast, {}, set(recalled))
+            size -= self.meter.total(messages[i] for i in recalled)
         forced = reason is CompactionReason.FORCED
         summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
         if self.clearing is not None:  # enough old tool results cleared (all when forced)
@@ -152,9 +156,7 @@ class Stages(Planner):
             if done is not None:
                 (chain, run.cleared), size = done, size - done[1].units_freed
                 if not summarize or (size <= self.keep_units and not forced):  # clearing did it
-                    out = self.with_breakpoints(chain)
-                    size = size if out is chain else self.meter.chain(out)
-                    return self._outcome(run, out, size, settled=True)
+                    return self._outcome(run, *self.with_breakpoints(chain, size), settled=True)
         if not summarize:  # clearing's own trigger, and nothing worth clearing
             return Outcome.unchanged(chain, size, settled=True)
         plan = self.plan(chain)
@@ -186,17 +188,18 @@ class Stages(Planner):
                 # the facts the summary lacks, in the rest of its share (csum.prompt)
                 replaced = plan.replaced or [*plan.humans, *plan.summarized]
                 text = with_fact_memory(text, replaced, self.summary_bytes)
-        seed = f"compaction\x1f{self.turn}"
+        seed = f"compaction\x1f{run.turn}"
         assembler = Assembler(self.style, seed, self.budget.limit, self.meter.chain)
         made = assembler.assemble(chain, plan, text, size)
         messages = made.chain.to_messages()
-        found = await self.reinsertion(messages, self.meter.chain(made.chain), calls.events)
-        out, reinserted = made.chain, 0
+        found = await self.reinsertion(messages, made.size, calls.events)
+        out, size, reinserted = made.chain, made.size, 0
         if found is not None:
             pair = BodyPair.build(found.messages[0], found.messages[1:])
             out = edited(out, {}, added=(found.position, pair))
+            size += self.meter.total(found.messages)
             reinserted = sum(m.size for m in found.messages)
-        out = self.with_breakpoints(out)
+        out, size = self.with_breakpoints(out, size)
         depth = 1 + max((self.depth(p) for p in plan.resummarized), default=0)
         depths = None
         if made.pair is not None:  # the depths of the summaries still in the chain
@@ -211,7 +214,7 @@ class Stages(Planner):
         outcome = self._outcome(
             run,
             out,
-            self.meter.chain(out),
+            size,
             settled=True,
             books=books,
             summary_needed=True,
@@ -252,12 +255,12 @@ class Stages(Planner):
             limit = min(limit - 1, limit * room // grown)  # the part's framing costs too
         return None
 
-    def with_breakpoints(self, ast: ChainAST) -> ChainAST:
+    def with_breakpoints(self, ast: ChainAST, size: int) -> tuple[ChainAST, int]:
         """With ``cache_breakpoints``: Anthropic cache points at the end of the stable
-        prefix (system prompt, newest summary, newest cleared result)."""
+        prefix (system prompt, newest summary, newest cleared result); the size after."""
         if not self.cache_breakpoints:
-            return ast
-        return with_breakpoints(ast, self.meter.chain, self.budget.limit)
+            return ast, size
+        return with_breakpoints(ast, size, self.meter, self.budget.limit)
 
     def _outcome(
         self,
@@ -300,7 +303,7 @@ class Stages(Planner):
             prompt_bytes=calls.input_bytes,
             summary_bytes=calls.output_bytes,
             duration_s=time.perf_counter() - run.started,
-            turn=self.turn,
+            turn=run.turn,
             store_events=tuple(calls.events),
             cleared_results=cleared.results_cleared if cleared is not None else 0,
             cleared_inputs=cleared.inputs_cleared if cleared is not None else 0,
@@ -346,7 +349,7 @@ async def summarize_plan(
     pieces, merged; with ``clearing``, evicted results read as their placeholders."""
     if clearing is not None:
         plan = _cleared(plan, clearing)
-    limit = handler.max_prompt_bytes
+    limit = handler.robustness.max_prompt_bytes
     evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
     staying, turns = _turns_in_place(plan)
     if limit is not None and evicted > limit:
@@ -355,7 +358,7 @@ async def summarize_plan(
             turns,
             staying=staying,
             max_bytes=limit,
-            concurrency=handler.max_concurrency,
+            concurrency=handler.robustness.max_concurrency,
             phase="compaction",
             section=plan.section,
             focus=focus,

@@ -128,7 +128,6 @@ class Compactor:
         self.cache_breakpoints = cache_breakpoints
         clear_trigger = self.trigger if clearing is None else clearing.trigger_units(self.budget)
         self._start = min(self.trigger, clear_trigger)
-        self._clear_at_least = clearing.at_least_units(self.budget) if clearing else 0
         self.handler = _robust_handler(handler, robustness, self.summary_bytes)
         self.style: SummaryStyle = summary_style(
             IdTemplate(id_template if id_template is not None else DEFAULT_TOOL_CALL_ID_TEMPLATE),
@@ -151,6 +150,7 @@ class Compactor:
         self._last: tuple[Message, ...] = ()
         self._last_size = self._last_bytes = 0
         self._asked: str | None = None  # the last question re-insertion looked at
+        self._stages = self._settings()
 
     def _take_budget(self, sized: Budget) -> None:
         self.budget = sized
@@ -193,7 +193,9 @@ class Compactor:
                 raise TypeError(f"summary depth {key!r}: {depth!r} is not a str: int pair")
             if depth < 1:
                 raise ValueError(f"summary depth {key!r} must be at least 1, got {depth}")
-        self._depths = dict(depths)
+        fresh = dict(depths)  # before clearing: ``depths`` may be a view of our own
+        self._depths.clear()
+        self._depths.update(fresh)
 
     async def compact(
         self, messages: Sequence[Message | Mapping[str, Any]], *, focus: str | None = None
@@ -253,13 +255,14 @@ class Compactor:
             issues=issues,
         )
         try:
-            ast, shift = self._unplaced(ast)
-            size = self._meter.chain(ast)
+            ast, size, shift = self._unplaced(ast)
             reason = self._reason(size + shift, force)
             if reason is None:
                 outcome = Outcome.unchanged(ast, size)
             else:
-                outcome = await self._stages().compact(ast, size, reason, focus=focus)
+                outcome = await self._stages.compact(
+                    ast, size, reason, focus=focus, turn=self.turns
+                )
                 self._settle(outcome)
         finally:
             self._meter.rotate()
@@ -267,10 +270,11 @@ class Compactor:
             outcome, pending, tuple(issues), started, shift=shift, given=len(messages)
         )
 
-    def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int]:
-        """``ast`` with placed summaries back in their own pairs, and what placing saved."""
+    def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int, int]:
+        """``ast`` with placed summaries back in their pairs, its size, what placing saved."""
         own = unplaced(ast) if self._places else ast
-        return own, 0 if own is ast else self._meter.chain(ast) - self._meter.chain(own)
+        size = self._meter.chain(own)
+        return own, size, 0 if own is ast else self._meter.chain(ast) - size
 
     def _placed(self, messages: list[Message]) -> tuple[list[Message], int]:
         """``messages`` with their summaries placed for the target, and what that saves."""
@@ -312,7 +316,8 @@ class Compactor:
                 return CompactionReason.TRIGGER
         return None
 
-    def _stages(self) -> Stages:
+    def _settings(self) -> Stages:
+        """The one value the stages of every compaction read (``depths`` shared)."""
         return Stages(
             budget=self.budget,
             meter=self._meter,
@@ -325,20 +330,20 @@ class Compactor:
             max_depth=self.max_depth,
             depths=self._depths,
             clearing=self.clearing,
-            clear_at_least=self._clear_at_least,
+            clear_at_least=self.clearing.at_least_units(self.budget) if self.clearing else 0,
             pin=self.pin,
             keep_user_messages=self.keep_user_messages,
             cache_breakpoints=self.cache_breakpoints,
             cache=self.cache,
             archive=self.archive,
-            turn=self.turns,
         )
 
     def _settle(self, outcome: Outcome) -> None:
         if outcome.settled:
             self._last_compaction = self.turns
         if outcome.depths is not None:
-            self._depths = outcome.depths
+            self._depths.clear()
+            self._depths.update(outcome.depths)
         if outcome.looked:
             self._asked = outcome.asked
 
@@ -410,7 +415,7 @@ class Compactor:
         if key is None or key == self._asked:
             return None
         self._asked = key
-        return await self._stages().reinsertion(messages, size, events)
+        return await self._stages.reinsertion(messages, size, events)
 
 
 def _check_options(

@@ -25,7 +25,7 @@ from cast.internals import utf8_len
 from csum._fit import fit_joined, fit_summary
 from csum._gather import unwrapped
 from csum._handler_check import check_handler
-from csum.config import RetryPolicy, Robustness
+from csum.config import Robustness
 from csum.errors import SummarizationError
 from csum.prompt import (
     PromptCase,
@@ -367,26 +367,6 @@ class RobustHandler(RequestHandler):
         self.transient = transient
         self.rng = rng if rng is not None else random.Random()
 
-    @property
-    def timeout(self) -> float | None:
-        return self.robustness.timeout
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return self.robustness.retry
-
-    @property
-    def max_prompt_bytes(self) -> int | None:
-        return self.robustness.max_prompt_bytes
-
-    @property
-    def max_split_depth(self) -> int:
-        return self.robustness.max_split_depth
-
-    @property
-    def max_concurrency(self) -> int:
-        return self.robustness.max_concurrency
-
     def __repr__(self) -> str:
         return f"RobustHandler({self.handler!r}, {self.robustness!r})"
 
@@ -395,7 +375,7 @@ class RobustHandler(RequestHandler):
         return await self._summarize(request, 1)
 
     async def _summarize(self, job: SummaryRequest, depth: int) -> str:
-        limit = self.max_prompt_bytes
+        limit = self.robustness.max_prompt_bytes
         if limit is None or utf8_len(job.prompt) <= limit:
             return await self._call(job)
         pieces = split_request(job, limit)
@@ -406,7 +386,7 @@ class RobustHandler(RequestHandler):
 
     async def _all(self, jobs: Sequence[SummaryRequest]) -> list[str]:
         results: list[str] = [""] * len(jobs)
-        limiter = anyio.CapacityLimiter(self.max_concurrency)
+        limiter = anyio.CapacityLimiter(self.robustness.max_concurrency)
 
         async def one(index: int) -> None:
             async with limiter:
@@ -424,14 +404,14 @@ class RobustHandler(RequestHandler):
     async def _merge(self, summaries: list[str], depth: int) -> str:
         if len(summaries) == 1:
             return summaries[0]
-        limit = self.max_prompt_bytes
+        limit = self.robustness.max_prompt_bytes
         assert limit is not None
         books = _books()
         merged = summary_request([], [Message.ai(text) for text in summaries])
         if utf8_len(merged.prompt) <= limit:
             books.merges += 1
             return await self._call(merged)
-        if depth < self.max_split_depth:
+        if depth < self.robustness.max_split_depth:
             books.merges += 1
             return await self._summarize(merged, depth + 1)
         books.truncated += 1
@@ -452,7 +432,7 @@ class RobustHandler(RequestHandler):
                 ) from None
 
     async def _attempts(self, handler: RequestHandler, job: SummaryRequest) -> str:
-        books, timeout, policy = _books(), self.timeout, self.retry
+        books, timeout, policy = _books(), self.robustness.timeout, self.robustness.retry
         retry = 0
         while True:
             books.calls += 1

@@ -5,15 +5,17 @@ search reads in a message."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 
 from cast import Message, TextPart, ToolCall, ToolResult
 
 __all__ = [
+    "Breaker",
     "StoreEvent",
     "StoreEventKind",
-    "failure_detail",
     "message_search_text",
     "redact_credentials",
     "search_text_of_json",
@@ -79,9 +81,33 @@ class StoreEvent:
         }
 
 
-def failure_detail(exc: BaseException) -> str:
-    """An exception on one line, for :attr:`StoreEvent.detail`."""
-    return redact_credentials(" ".join(f"{type(exc).__name__}: {exc}".split()))
+class Breaker:
+    """Leaves a failed store alone for ``seconds``, each failure reported once: a run
+    goes on at handler speed instead of one store timeout per call."""
+
+    def __init__(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise TypeError(f"breaker_seconds must be a number, not {seconds!r}")
+        if not seconds > 0:
+            raise ValueError(f"breaker_seconds must be positive, not {seconds!r}")
+        self.seconds = seconds
+        self._until = 0.0
+        self._lock = threading.Lock()  # requests of other threads may fail meanwhile
+
+    @property
+    def open(self) -> bool:
+        """Whether the store failed less than ``seconds`` ago (then it is not asked)."""
+        return time.monotonic() < self._until
+
+    def trip(self, exc: BaseException) -> str | None:
+        """Open for ``seconds`` after ``exc``; the event's detail, None when a failure
+        meanwhile was reported already."""
+        with self._lock:
+            if self.open:
+                return None
+            self._until = time.monotonic() + self.seconds
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # (StoreEvent redacts it)
+        return f"{detail}; store skipped for {self.seconds:g} s"
 
 
 def message_search_text(message: Message) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -423,3 +424,24 @@ def test_the_archive_line_is_split_from_its_summary_or_alone() -> None:
     assert split_archive_line(line) == ("", line)  # a summary that is only its reference
     assert split_archive_line(f"{line}\nmore") == (f"{line}\nmore", "")  # not the last line
     assert split_archive_line(f"see {line}") == (f"see {line}", "")  # not a line of its own
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "words"),
+    [
+        ({"session": ""}, ValueError, "session must be a non-empty string"),
+        ({"reinsert_bytes": True}, TypeError, "reinsert_bytes must be an int"),
+        ({"reinsert_bytes": -1}, ValueError, "reinsert_bytes must be 0 (off) or positive"),
+        ({"breaker_seconds": "30"}, TypeError, "breaker_seconds must be a number"),
+        ({"breaker_seconds": True}, TypeError, "breaker_seconds must be a number"),
+        ({"breaker_seconds": 0}, ValueError, "breaker_seconds must be positive"),
+        ({"breaker_seconds": float("nan")}, ValueError, "breaker_seconds must be positive"),
+    ],
+)
+def test_bad_archive_settings_are_refused_before_the_store_opens(
+    tmp_path: Path, options: dict[str, object], error: type[Exception], words: str
+) -> None:
+    path = tmp_path / "archive.sqlite"
+    with pytest.raises(error, match=re.escape(words)):
+        HistoryArchive(path, **{"session": "s", **options})  # type: ignore[arg-type]
+    assert not path.exists()

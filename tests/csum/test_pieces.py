@@ -116,7 +116,7 @@ def snapshot(messages: Sequence[Message]) -> list[object]:
 def test_pieces_of_a_real_session_fit_and_lose_nothing(max_bytes: int) -> None:
     turns = turns_of(session())
     pieces = split_into_pieces(turns, max_bytes)
-    prompts = [piece.prompt(max_bytes // 4) for piece in pieces]
+    prompts = [piece.request(max_bytes // 4).prompt for piece in pieces]
     assert len(prompts) > 1
     assert all(len(prompt.encode("utf-8", "surrogatepass")) <= max_bytes for prompt in prompts)
     # Every message summarized (the questions in their place) appears in order, whole or
@@ -172,7 +172,7 @@ def test_a_message_too_large_alone_is_cut_inside_its_text() -> None:
     pieces = split_into_pieces(turns, 8192)
     assert len(pieces) > 10
     for piece in pieces:
-        prompt = piece.prompt(8192 // 4)
+        prompt = piece.request(8192 // 4).prompt
         assert len(prompt.encode()) <= 8192
         assert "read it" in prompt  # the question is every piece's context
     results = [p for piece in pieces for m in piece.messages for p in m.parts]
@@ -190,7 +190,7 @@ def test_only_questions_are_summarized_themselves() -> None:
     assert all(not piece.context for piece in pieces)
     assert [m for piece in pieces for m in piece.messages] == [t[0] for t in turns]
     for piece in pieces:
-        assert len(piece.prompt(2048).encode()) <= 8192
+        assert len(piece.request(2048).prompt.encode()) <= 8192
 
 
 def test_questions_are_summarized_in_place_and_the_staying_one_is_context() -> None:
@@ -237,7 +237,7 @@ def test_every_piece_fits_and_keeps_the_order(
         turns.append((asked, messages))
     pieces = split_into_pieces(turns, max_bytes)
     for piece in pieces:
-        assert len(piece.prompt(max_bytes // 4).encode("utf-8")) <= max_bytes
+        assert len(piece.request(max_bytes // 4).prompt.encode("utf-8")) <= max_bytes
     assert _texts([m for piece in pieces for m in piece.messages]) == _texts(in_place(turns))
 
 

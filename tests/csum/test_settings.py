@@ -133,8 +133,8 @@ async def test_robust_handler_runs_with_the_settings_object() -> None:
     with ledger() as books:
         assert await robust(text_request("prompt")) == "ok"
     assert (books.calls, books.retries) == (2, 1)
-    assert robust.timeout == 30.0
-    assert robust.retry is FAST
+    assert robust.robustness.timeout == 30.0
+    assert robust.robustness.retry is FAST
 
 
 def test_robust_handler_takes_the_settings_once() -> None:
