@@ -19,7 +19,7 @@ OUTSIDE_CAST = sorted(
 PUBLIC_CAST_MODULES = {"cast", "cast.chainio", "cast.codecs", "cast.internals"}
 
 # What only cast may do: its trusted constructors and pydantic's private slots.
-FAST_PATH_MARKERS = ("_trusted", "__pydantic_fields_set__", "new_trusted", "with_field")
+FAST_PATH_MARKERS = ("trusted_", "new_trusted", "__pydantic_fields_set__", "with_field")
 
 
 def _cast_imports(path: Path) -> list[tuple[int, str, str | None]]:
