@@ -7,7 +7,7 @@ import base64
 import binascii
 from collections.abc import Iterable
 from enum import StrEnum
-from functools import cached_property
+from functools import cache, cached_property
 from types import NoneType, UnionType
 from typing import Annotated, Any, Literal, Self, TypeAlias, TypeVar, Union, get_args, get_origin
 
@@ -122,20 +122,16 @@ class _Frozen(BaseModel):
         return new_trusted(type(self), {**self.__dict__, **changes})
 
 
-_FIELD_TYPES: dict[type[BaseModel], dict[str, tuple[type, ...]]] = {}
-
-
+@cache
 def _field_types(cls: type[BaseModel]) -> dict[str, tuple[type, ...]]:
     """The types each field of ``cls`` accepts (literal tags left out), read once."""
-    table = _FIELD_TYPES.get(cls)
-    if table is None:
-        table = _FIELD_TYPES[cls] = {}
-        for name, info in cls.model_fields.items():
-            annotation = info.annotation
-            if get_origin(annotation) is not Literal:
-                union = get_origin(annotation) in (Union, UnionType)
-                options = get_args(annotation) if union else (annotation,)
-                table[name] = tuple(get_origin(t) or t for t in options)
+    table = {}
+    for name, info in cls.model_fields.items():
+        annotation = info.annotation
+        if get_origin(annotation) is not Literal:
+            union = get_origin(annotation) in (Union, UnionType)
+            options = get_args(annotation) if union else (annotation,)
+            table[name] = tuple(get_origin(t) or t for t in options)
     return table
 
 
