@@ -293,8 +293,7 @@ def _append_human_message(ast: ChainAST, text: str) -> ChainAST:
     sections = ast.sections
     if not sections or sections[-1].body:
         human = trusted_message(Role.HUMAN, (part,))
-        section = trusted_section(trusted_header(None, human, human.size), (), human.size)
-        return trusted_chain((*sections, section), ast.size + human.size)
+        return trusted_chain((*sections, trusted_section(trusted_header(None, human), ())))
     last = sections[-1]
     system, old = last.header.system_message, last.header.human_message
     human = trusted_message(Role.HUMAN, (part,) if old is None else (*old.parts, part))
