@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import operator
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -133,44 +133,61 @@ def renamed_tool_call_ids(
         )
     replaced: Counter[str] = Counter()  # old id -> how many times it was replaced
     decisions = iter(renames)
-    final: dict[str, list[str]] = {}  # the current pair's old ids -> their final ids, in order
 
-    def rename(message: Message) -> Message | None:
-        """An AI message's flagged calls renamed (``final`` says how), then its results."""
-        if message.role is Role.AI:
-            final.clear()
-            parts: list[Any] = list(message.parts)
-            delta, renamed = 0, False
-            for position, part in enumerate(parts):
-                if type(part) is ToolCall:
-                    new = old = part.id
-                    if next(decisions):
-                        renamed = True
-                        seed = f"{old}\x1f{part.name}\x1f{replaced[old]}"
-                        replaced[old] += 1
-                        new = tmpl.generate_unused(part.name, seed=seed, used=kept_ids)
-                        parts[position] = with_field(part, "id", new)
-                        delta += utf8_len(new) - utf8_len(old)
-                    final.setdefault(old, []).append(new)
-            if not renamed:
-                final.clear()  # its results stay
-                return None
-            return trusted_message(Role.AI, tuple(parts), message.size + delta)
-        if message.role is not Role.TOOL or not final:
-            return None
-        parts, delta = list(message.parts), 0
-        for position, part in enumerate(parts):
-            ids = type(part) is ToolResult and final.get(part.tool_call_id)
-            if ids:
-                new = ids.pop(0) if len(ids) > 1 else ids[0]
-                if new != part.tool_call_id:
-                    parts[position] = with_field(part, "tool_call_id", new)
-                    delta += utf8_len(new) - utf8_len(part.tool_call_id)
-        if all(map(operator.is_, parts, message.parts)):
-            return None
-        return trusted_message(Role.TOOL, tuple(parts), message.size + delta)
+    def new_id(old_id: str, name: str) -> str:
+        """A new id, never one kept or given before (it joins ``kept_ids``)."""
+        seed = f"{old_id}\x1f{name}\x1f{replaced[old_id]}"
+        replaced[old_id] += 1
+        return tmpl.generate_unused(name, seed=seed, used=kept_ids)
 
-    return map_messages(ast, rename)
+    sections: list[Section] = []
+    for section in ast.sections:
+        body = tuple(_rename_pair_calls(pair, decisions, new_id) for pair in section.body)
+        same = all(map(operator.is_, body, section.body))
+        sections.append(section if same else trusted_section(section.header, body))
+    return trusted_chain(tuple(sections))
+
+
+def _rename_pair_calls(
+    pair: BodyPair, renames: Iterator[bool], new_id: Callable[[str, str], str]
+) -> BodyPair:
+    """The pair with the calls ``renames`` flags renamed; their results follow."""
+    parts = list(pair.ai_message.parts)
+    delta = 0
+    final: dict[str, list[str]] = {}  # old id -> the final ids of its calls, in order
+    renamed = False
+    for position, part in enumerate(parts):
+        if type(part) is not ToolCall:
+            continue
+        new = old_id = part.id
+        if next(renames):
+            renamed = True
+            new = new_id(old_id, part.name)
+            parts[position] = with_field(part, "id", new)
+            delta += utf8_len(new) - utf8_len(old_id)
+        final.setdefault(old_id, []).append(new)
+    if not renamed:
+        return pair
+    new_ai = trusted_message(Role.AI, tuple(parts), pair.ai_message.size + delta)
+    tools: list[Message] = []
+    for message in pair.tool_messages:
+        new_parts: list[Any] | None = None
+        step = 0
+        for position, part in enumerate(message.parts):
+            if type(part) is not ToolResult:
+                continue
+            ids = final.get(part.tool_call_id)
+            if not ids:
+                continue
+            new = ids.pop(0) if len(ids) > 1 else ids[0]
+            if new != part.tool_call_id:
+                new_parts = new_parts or list(message.parts)
+                new_parts[position] = with_field(part, "tool_call_id", new)
+                step += utf8_len(new) - utf8_len(part.tool_call_id)
+        if new_parts is not None:
+            message = trusted_message(Role.TOOL, tuple(new_parts), message.size + step)  # noqa: PLW2901
+        tools.append(message)
+    return trusted_pair(pair.type, new_ai, tuple(tools))
 
 
 # -- reasoning ---------------------------------------------------------------------------
