@@ -10,8 +10,9 @@
 
 Nodes are frozen and share the caller's messages. Constructors, ``build`` and ``evolve``
 check the node's invariants (any tree that can be built turns back into a chain that
-parses strictly); inside ``cast`` the parser and transforms use the unchecked
-``cast._fast``. docs/concepts.md has the model (system messages sent mid-chain too).
+parses strictly); inside ``cast`` the parser, transforms and codecs use the unchecked
+``trusted_*`` builders at the end of this module. docs/concepts.md has the model (system
+messages sent mid-chain too).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
-    _new_trusted,
-    _trusted_message,
+    new_trusted,
+    trusted_message,
 )
 
 if TYPE_CHECKING:
@@ -59,6 +60,10 @@ __all__ = [
     "chain_operation",
     "collector_paused",
     "pair_type_of",
+    "trusted_chain",
+    "trusted_header",
+    "trusted_pair",
+    "trusted_section",
 ]
 
 _set = object.__setattr__
@@ -197,12 +202,7 @@ class BodyPair:
         (roles, and every result answering a call of the pair)."""
         tools = tool_messages if type(tool_messages) is tuple else tuple(tool_messages)
         kind, size = _checked_pair(ai_message, tools, None)
-        return _trusted_pair(kind, ai_message, tools, size)
-
-    @classmethod
-    def from_messages(cls, ai_message: Message, *tool_messages: Message) -> BodyPair:
-        """A pair whose type is read from the AI message."""
-        return cls.build(ai_message, tool_messages)
+        return trusted_pair(kind, ai_message, tools, size)
 
     def evolve(
         self,
@@ -220,8 +220,8 @@ class BodyPair:
     @classmethod
     def completion(cls, text: str) -> BodyPair:
         """A COMPLETION pair: one AI message with one text part."""
-        message = _trusted_message(Role.AI, (TextPart(text=text),))
-        return _trusted_pair(BodyPairType.COMPLETION, message, (), message.size)
+        message = trusted_message(Role.AI, (TextPart(text=text),))
+        return trusted_pair(BodyPairType.COMPLETION, message, (), message.size)
 
     @classmethod
     def summarization(
@@ -246,16 +246,16 @@ class BodyPair:
         # Every field is known valid here: built without re-validation (hot in csum).
         name, arguments = SUMMARIZATION_TOOL_NAME, SUMMARIZATION_TOOL_ARGS
         fields = {"id": call_id, "name": name, "arguments": arguments, "reasoning": reasoning}
-        call = _new_trusted(ToolCall, fields)
+        call = new_trusted(ToolCall, fields)
         prefix: tuple[Any, ...] = ()
         if reasoning_message is not None:
             _check_role(reasoning_message, Role.AI, "reasoning_message")
             prefix = tuple(p for p in reasoning_message.parts if type(p) is not ToolCall)
-        ai_message = _trusted_message(Role.AI, (*prefix, call))
+        ai_message = trusted_message(Role.AI, (*prefix, call))
         fields = {"tool_call_id": call_id, "name": name, "content": text}
-        tool_message = _trusted_message(Role.TOOL, (_new_trusted(ToolResult, fields),))
+        tool_message = trusted_message(Role.TOOL, (new_trusted(ToolResult, fields),))
         size = ai_message.size + tool_message.size
-        return _trusted_pair(BodyPairType.SUMMARIZATION, ai_message, (tool_message,), size)
+        return trusted_pair(BodyPairType.SUMMARIZATION, ai_message, (tool_message,), size)
 
     def messages(self) -> list[Message]:
         """The AI message, then its tool messages."""
@@ -431,8 +431,6 @@ class ChainAST:
                 extend(pair.tool_messages)
         return out
 
-    messages = to_messages
-
     @property
     def message_count(self) -> int:
         """How many messages the chain holds."""
@@ -524,7 +522,7 @@ def _operation(name: str) -> Callable[..., ChainAST]:
     return found
 
 
-# -- unchecked builders (the fast path, see cast._fast) ------------------------------------
+# -- unchecked builders: the fast path of the parser, the transforms and the codecs ---------------
 
 
 def _mutable_twin(cls: type) -> Any:
@@ -538,17 +536,21 @@ _MutableSection = _mutable_twin(Section)
 _MutableChain = _mutable_twin(ChainAST)
 
 
-def _trusted_header(system: Message | None, human: Message | None, size: int) -> Header:
-    """A header; ``size`` must be the sum of its messages' sizes."""
+def trusted_header(
+    system: Message | None, human: Message | None, size: int | None = None
+) -> Header:
+    """A header; its size is computed from the messages unless given."""
     node = _MutableHeader()
     node.system_message = system
     node.human_message = human
+    if size is None:
+        size = (system.size if system else 0) + (human.size if human else 0)
     node.size = size
     node.__class__ = Header
     return node  # type: ignore[no-any-return]
 
 
-def _trusted_pair(
+def trusted_pair(
     kind: BodyPairType,
     ai_message: Message,
     tool_messages: tuple[Message, ...],
@@ -564,9 +566,7 @@ def _trusted_pair(
     return node  # type: ignore[no-any-return]
 
 
-def _trusted_section(
-    header: Header, body: tuple[BodyPair, ...], size: int | None = None
-) -> Section:
+def trusted_section(header: Header, body: tuple[BodyPair, ...], size: int | None = None) -> Section:
     """A section; its size is computed from the children unless given."""
     node = _MutableSection()
     node.header = header
@@ -576,7 +576,7 @@ def _trusted_section(
     return node  # type: ignore[no-any-return]
 
 
-def _trusted_chain(sections: tuple[Section, ...], size: int | None = None) -> ChainAST:
+def trusted_chain(sections: tuple[Section, ...], size: int | None = None) -> ChainAST:
     """A chain; its size is computed from the sections unless given."""
     node = _MutableChain()
     node.sections = sections

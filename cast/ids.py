@@ -185,11 +185,6 @@ class IdTemplate:
             return f"IdTemplate.from_regex({self.pattern!r})"
         return f"IdTemplate({self.pattern!r})"
 
-    def __reduce__(self) -> tuple[object, ...]:
-        if self.is_regex:
-            return (IdTemplate.from_regex, (self.pattern,))
-        return (IdTemplate, (self.pattern,))
-
     @property
     def uses_function_name(self) -> bool:
         """True when the template contains ``{f}``."""

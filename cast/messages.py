@@ -7,7 +7,7 @@ import base64
 import binascii
 from collections.abc import Iterable
 from enum import StrEnum
-from functools import cached_property
+from functools import cache, cached_property
 from types import NoneType, UnionType
 from typing import Annotated, Any, Literal, Self, TypeAlias, TypeVar, Union, get_args, get_origin
 
@@ -34,8 +34,11 @@ __all__ = [
     "TextPart",
     "ToolCall",
     "ToolResult",
+    "new_trusted",
     "part_size",
+    "trusted_message",
     "utf8_len",
+    "with_field",
 ]
 
 
@@ -116,23 +119,19 @@ class _Frozen(BaseModel):
                     f"{type(self).__name__}.evolve: {name} must be {names}, "
                     f"not {type(value).__name__}"
                 )
-        return _new_trusted(type(self), {**self.__dict__, **changes})
+        return new_trusted(type(self), {**self.__dict__, **changes})
 
 
-_FIELD_TYPES: dict[type[BaseModel], dict[str, tuple[type, ...]]] = {}
-
-
+@cache
 def _field_types(cls: type[BaseModel]) -> dict[str, tuple[type, ...]]:
     """The types each field of ``cls`` accepts (literal tags left out), read once."""
-    table = _FIELD_TYPES.get(cls)
-    if table is None:
-        table = _FIELD_TYPES[cls] = {}
-        for name, info in cls.model_fields.items():
-            annotation = info.annotation
-            if get_origin(annotation) is not Literal:
-                union = get_origin(annotation) in (Union, UnionType)
-                options = get_args(annotation) if union else (annotation,)
-                table[name] = tuple(get_origin(t) or t for t in options)
+    table = {}
+    for name, info in cls.model_fields.items():
+        annotation = info.annotation
+        if get_origin(annotation) is not Literal:
+            union = get_origin(annotation) in (Union, UnionType)
+            options = get_args(annotation) if union else (annotation,)
+            table[name] = tuple(get_origin(t) or t for t in options)
     return table
 
 
@@ -295,7 +294,7 @@ class Message(_Frozen):
                     f"Message.from_parts: parts[{index}] must be a TextPart, ImagePart, "
                     f"BinaryPart, ToolCall, ToolResult or ProviderPart, not {type(part).__name__}"
                 )
-        return _trusted_message(role if type(role) is Role else Role(role), items)
+        return trusted_message(role if type(role) is Role else Role(role), items)
 
     def evolve(self, **changes: Any) -> Self:
         """A copy with ``role`` and/or ``parts`` changed (checked like :meth:`from_parts`)."""
@@ -353,14 +352,14 @@ class Message(_Frozen):
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
-def _trusted_message(role: Role, parts: tuple[Any, ...], size: int | None = None) -> Message:
+def trusted_message(role: Role, parts: tuple[Any, ...], size: int | None = None) -> Message:
     """A message of valid parts; its size is computed unless given."""
     if size is None:
         size = sum(map(part_size, parts))
-    return _new_trusted(Message, {"role": role, "parts": parts}, size)
+    return new_trusted(Message, {"role": role, "parts": parts}, size)
 
 
-# -- the unchecked fast path (cast._fast): models built from values already valid -------------
+# -- the unchecked fast path: models built from values already valid ---------------------------
 
 _M = TypeVar("_M", bound=BaseModel)
 # pydantic keeps these three in slots; a model built without __init__ must fill them.
@@ -371,7 +370,7 @@ _DEFAULTS: dict[type[Any], tuple[dict[str, Any], set[str]]] = {}
 """Each class's field defaults, and the fields set its trusted instances share."""
 
 
-def _new_trusted(cls: type[_M], fields: dict[str, Any], size: int | None = None) -> _M:
+def new_trusted(cls: type[_M], fields: dict[str, Any], size: int | None = None) -> _M:
     """A ``cls`` model of ``fields`` (others default), not validated; ``size``: a message's size."""
     obj = object.__new__(cls)
     known = _DEFAULTS.get(cls)
@@ -389,7 +388,7 @@ def _new_trusted(cls: type[_M], fields: dict[str, Any], size: int | None = None)
     return obj
 
 
-def _with_field(model: _M, name: str, value: object) -> _M:
+def with_field(model: _M, name: str, value: object) -> _M:
     """A copy of a part (not a message) with one field replaced, not validated."""
     obj = object.__new__(type(model))
     obj.__dict__.update(model.__dict__)

@@ -10,18 +10,28 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
-from cast._fast import (
+from cast.ast import (
+    BodyPair,
+    ChainAST,
+    Section,
+    chain_operation,
     trusted_chain,
     trusted_header,
-    trusted_message,
     trusted_pair,
     trusted_section,
-    with_field,
 )
-from cast.ast import BodyPair, ChainAST, Section, chain_operation
 from cast.errors import ChainError, IdTemplateError
 from cast.ids import TemplateLike, as_template
-from cast.messages import Message, Role, TextPart, ToolCall, ToolResult, utf8_len
+from cast.messages import (
+    Message,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    trusted_message,
+    utf8_len,
+    with_field,
+)
 
 __all__ = [
     "contains_tool_call_reasoning",
@@ -62,8 +72,7 @@ def map_section(section: Section, change: Callable[[Message], Message | None]) -
     old = (header.system_message, header.human_message)
     system, human = (None if m is None else change(m) or m for m in old)
     if system is not old[0] or human is not old[1]:
-        size = (system.size if system else 0) + (human.size if human else 0)
-        header = trusted_header(system, human, size)
+        header = trusted_header(system, human)
     body = tuple(_map_pair(pair, change) for pair in section.body)
     if header is not section.header or any(map(operator.is_not, body, section.body)):
         return trusted_section(header, body)
@@ -301,13 +310,13 @@ def _append_human_message(ast: ChainAST, text: str) -> ChainAST:
     sections = ast.sections
     if not sections or sections[-1].body:
         human = trusted_message(Role.HUMAN, (part,))
-        section = trusted_section(trusted_header(None, human, human.size), (), human.size)
-        return trusted_chain((*sections, section), ast.size + human.size)
+        return trusted_chain((*sections, trusted_section(trusted_header(None, human), ())))
     last = sections[-1]
     system, old = last.header.system_message, last.header.human_message
     human = trusted_message(Role.HUMAN, (part,) if old is None else (*old.parts, part))
-    header = trusted_header(system, human, (system.size if system else 0) + human.size)
-    return trusted_chain((*sections[:-1], trusted_section(header, last.body)))
+    return trusted_chain(
+        (*sections[:-1], trusted_section(trusted_header(system, human), last.body))
+    )
 
 
 @chain_operation("add_tool_response")

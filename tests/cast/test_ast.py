@@ -47,7 +47,7 @@ def call(call_id: str, name: str = "f") -> ToolCall:
 
 
 def _pair() -> BodyPair:
-    return BodyPair.from_messages(A(call("c1")), T("c1", "f", "r"))
+    return BodyPair.build(A(call("c1")), [T("c1", "f", "r")])
 
 
 # -- constructors reject invalid trees ---------------------------------------------------------
@@ -91,13 +91,13 @@ def _pair() -> BodyPair:
             id="pair-summarization-without-its-call",
         ),
         pytest.param(
-            lambda: BodyPair.from_messages(A(call("c1")), T("c1", "f", "r"), T("c1", "f", "r")),
+            lambda: BodyPair.build(A(call("c1")), [T("c1", "f", "r"), T("c1", "f", "r")]),
             ChainError,
             "'c1'",
             id="pair-second-result",
         ),
         pytest.param(
-            lambda: BodyPair.from_messages(A(call("c1")), T("c1", "f", "r"), T("zz", "f", "r")),
+            lambda: BodyPair.build(A(call("c1")), [T("c1", "f", "r"), T("zz", "f", "r")]),
             ChainError,
             "'zz'",
             id="pair-result-for-no-call",
@@ -160,7 +160,7 @@ def test_constructors_reject_invalid_trees(
 
 def test_a_pair_may_wait_for_results() -> None:
     # An agent loop holds such a pair between the model's request and the tools' answers.
-    pair = BodyPair.from_messages(A(call("c1"), call("c2")), T("c1", "f", "r"))
+    pair = BodyPair.build(A(call("c1"), call("c2")), [T("c1", "f", "r")])
     assert pair.type is BodyPairType.REQUEST_RESPONSE
     assert pair.size == sum(m.size for m in pair.messages())
 
@@ -186,7 +186,7 @@ def test_a_built_tree_equals_the_parsed_chain() -> None:
             Section(
                 Header(S("s"), H("a")),
                 [
-                    BodyPair.from_messages(A("hi", call("c1")), T("c1", "f", "r")),
+                    BodyPair.build(A("hi", call("c1")), [T("c1", "f", "r")]),
                     BodyPair.completion("ok"),
                 ],
             ),
@@ -343,7 +343,7 @@ def test_message_views() -> None:
     assert first.body[0].tool_calls == (call("c1"),)
     assert first.messages() == chain[:4]
     assert second.messages() == chain[4:]
-    assert ast.messages() == chain
+    assert ast.to_messages() == chain
 
 
 # -- immutability -------------------------------------------------------------------------------

@@ -323,7 +323,7 @@ def test_add_tool_response_targets_the_latest_call_with_the_id() -> None:
 def test_add_tool_response_adds_the_missing_result() -> None:
     ai = A(call("c1"), call("c2", "g"))
     first = T("c1", "f", "r1")
-    pair = BodyPair.from_messages(ai, first)  # c2 still waits for its result
+    pair = BodyPair.build(ai, [first])  # c2 still waits for its result
     ast = ChainAST([Section(Header(human_message=H("a")), (pair,))])
     out = ast.add_tool_response("c2", "g", "r2")
     assert out.to_messages() == [H("a"), ai, first, T("c2", "g", "r2")]

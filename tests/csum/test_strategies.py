@@ -54,7 +54,7 @@ STYLE = SummaryStyle(TEMPLATE)
 
 
 def pair(messages: list[Message]) -> BodyPair:
-    return BodyPair.from_messages(*messages)
+    return BodyPair.build(messages[0], messages[1:])
 
 
 def completion_pair(size: int, char: str = "a") -> BodyPair:

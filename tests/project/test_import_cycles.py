@@ -26,8 +26,6 @@ LAZY: frozenset[tuple[str, str]] = frozenset(
         ("csum.serve.cli", "csum.serve.logs"),
         ("csum.serve.cli", "csum.serve.connections"),  # imports uvicorn
         ("csum.serve", "csum.serve.app"),
-        # the deprecated top-level cast.utf8_len, read from cast.internals when used
-        ("cast", "cast.internals"),
     }
 )
 """Imports inside functions that are there to load something late, not to break a loop."""
