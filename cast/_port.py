@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache, partial
 from typing import Any, Literal
 
-from cast._fast import trusted_chain, trusted_message, with_field
 from cast._lint import is_cache_point, is_empty, media_of, pairing_problems
 from cast._rules import (
     FIX_CONTENT,
@@ -27,7 +26,7 @@ from cast._rules import (
     Rule,
     implements,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, collector_paused
+from cast.ast import BodyPair, BodyPairType, ChainAST, collector_paused, trusted_chain
 from cast.constants import FAKE_GEMINI_SIGNATURE, TOOL_BRIDGE_TEXT
 from cast.errors import ChainError
 from cast.messages import (
@@ -41,6 +40,8 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    trusted_message,
+    with_field,
 )
 from cast.parse import parse_chain, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider

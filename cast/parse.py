@@ -29,17 +29,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cast._fast import (
+from cast.ast import (
+    BodyPair,
+    BodyPairType,
+    ChainAST,
+    Section,
+    chain_operation,
+    collector_paused,
     trusted_chain,
     trusted_header,
-    trusted_message,
     trusted_pair,
     trusted_section,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, Section, chain_operation, collector_paused
 from cast.constants import FALLBACK_RESPONSE_CONTENT, SUMMARIZATION_TOOL_NAME
 from cast.errors import ChainError, MessageFormatError, ParseRule
-from cast.messages import Message, Role, ToolCall, ToolResult
+from cast.messages import Message, Role, ToolCall, ToolResult, trusted_message
 
 __all__ = ["ChainIssue", "diagnose", "parse_chain", "to_message"]
 

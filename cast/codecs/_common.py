@@ -12,7 +12,6 @@ from typing import Any, NoReturn, TypeVar
 
 from pydantic import ValidationError
 
-from cast._fast import trusted_message
 from cast.codecs._streaming import PayloadStream
 from cast.errors import CodecError
 from cast.messages import (
@@ -25,6 +24,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    trusted_message,
 )
 from cast.transforms import loads_strict
 

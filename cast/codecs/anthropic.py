@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     FITS,
@@ -47,6 +46,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    trusted_message,
 )
 
 __all__ = ["REDACTED_THINKING_PREFIX", "decode", "detect", "detect_messages", "encode"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     MISSING,
@@ -48,6 +47,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    trusted_message,
 )
 from cast.providers import BEDROCK_DOCUMENT_FORMATS, BEDROCK_IMAGE_FORMATS, BEDROCK_VIDEO_FORMATS
 

@@ -8,7 +8,6 @@ from collections import defaultdict, deque
 from collections.abc import Iterable
 from typing import Any
 
-from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     MISSING,
@@ -48,6 +47,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    trusted_message,
 )
 
 __all__ = ["decode", "detect", "detect_messages", "encode"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     MISSING,
@@ -30,6 +29,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    trusted_message,
 )
 
 __all__ = ["decode", "detect_messages", "encode"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     FITS,
@@ -37,6 +36,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    trusted_message,
 )
 
 __all__ = ["REASONING_FIELDS", "decode", "detect_messages", "encode"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from cast._fast import trusted_message
 from cast.codecs._common import (
     EVIDENCE,
     IMAGE_TYPES,
@@ -38,6 +37,7 @@ from cast.messages import (
     TextPart,
     ToolCall,
     ToolResult,
+    trusted_message,
 )
 
 __all__ = ["decode", "decode_signature", "detect", "detect_messages", "encode", "encode_signature"]
