@@ -127,13 +127,6 @@ class Header:
                 size += message.size
         _set(self, "size", size)
 
-    @classmethod
-    def build(
-        cls, system_message: Message | None = None, human_message: Message | None = None
-    ) -> Header:
-        """A header, checked like the constructor, its size taken from the messages."""
-        return cls(system_message, human_message)
-
     def messages(self) -> list[Message]:
         """The header's messages in chain order."""
         return [m for m in (self.system_message, self.human_message) if m is not None]
@@ -145,7 +138,7 @@ class Header:
         human_message: Message | EllipsisType | None = ...,
     ) -> Header:
         """A copy with ``system_message`` and/or ``human_message`` changed (checked)."""
-        return Header.build(
+        return Header(
             self.system_message if system_message is ... else system_message,
             self.human_message if human_message is ... else human_message,
         )
@@ -286,17 +279,12 @@ class Section:
             size += pair.size
         _set(self, "size", size)
 
-    @classmethod
-    def build(cls, header: Header, body: Iterable[BodyPair] = ()) -> Section:
-        """A section, checked like the constructor, its size taken from the children."""
-        return cls(header, body)  # type: ignore[arg-type]
-
     def evolve(
         self, *, header: Header | None = None, body: Iterable[BodyPair] | None = None
     ) -> Section:
-        """A copy with ``header`` and/or ``body`` changed (checked like :meth:`build`)."""
-        return Section.build(
-            self.header if header is None else header, self.body if body is None else body
+        """A copy with ``header`` and/or ``body`` changed (checked like the constructor)."""
+        return Section(
+            self.header if header is None else header, tuple(self.body if body is None else body)
         )
 
     @classmethod
@@ -310,8 +298,8 @@ class Section:
         ``body``: each system message but the last opens a section of its own (as one
         sent mid-chain does when parsed), the last opens that of ``human_message``."""
         last = systems[-1] if systems else None
-        alone = tuple(cls.build(Header.build(system, None)) for system in systems[:-1])
-        return (*alone, cls.build(Header.build(last, human_message), body))
+        alone = tuple(cls(Header(system, None)) for system in systems[:-1])
+        return (*alone, cls(Header(last, human_message), tuple(body)))
 
     def messages(self) -> list[Message]:
         """The header's messages, then every body pair's, in chain order."""
@@ -359,11 +347,6 @@ class ChainAST:
         _check_sections(sections)
         _set(self, "sections", sections)
         _set(self, "size", sum(s.size for s in sections))
-
-    @classmethod
-    def build(cls, sections: Iterable[Section]) -> ChainAST:
-        """A chain of these sections, checked like the constructor."""
-        return cls(sections)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ChainAST):
@@ -456,7 +439,7 @@ class ChainAST:
 
     def evolve(self, *, sections: Iterable[Section]) -> ChainAST:
         """A copy with other sections (checked like :meth:`build`)."""
-        return ChainAST.build(sections)
+        return ChainAST(sections)
 
     # -- transforms (cast.transforms) ------------------------------------------------
 

@@ -66,4 +66,4 @@ def unique_summary_ids(
         same = all(a is b for a, b in zip(body, section.body, strict=True))
         sections.append(section if same else section.evolve(body=body))
     changed = any(a is not b for a, b in zip(sections, ast.sections, strict=True))
-    return ChainAST.build(sections) if changed else ast
+    return ChainAST(sections) if changed else ast

@@ -303,7 +303,7 @@ class Assembler:
         if own_turn and body and body[-1].tool_messages and style.completion_before_human():
             body.append(BodyPair.completion(TOOL_BRIDGE_TEXT))  # pinned results end the turn
         new = _placed(sections, plan, body, own_turn)
-        out = ChainAST.build(new)
+        out = ChainAST(new)
         if pair is not None and pair.type is BodyPairType.SUMMARIZATION:
             out = unique_summary_ids(out, [pair], style.id_template)
         return out, pair
@@ -325,11 +325,11 @@ def _placed(
     systems = [system, *later] if system is not None else later
     if own_turn and body:
         note = Message.from_parts(Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT), *carried))
-        new.append(Section.build(Header.build(system, note), tuple(body)))
+        new.append(Section(Header(system, note), tuple(body)))
         new.extend(Section.opened_by(later, question, kept.body[p:]))
     elif own_turn and carried and later:  # the carried questions stay ahead of them
         opening = Message.from_parts(Role.HUMAN, carried)
-        new.append(Section.build(Header.build(system, opening)))
+        new.append(Section(Header(system, opening)))
         new.extend(Section.opened_by(later, question, kept.body[p:]))
     elif own_turn:
         if carried:  # nothing fits before the question: it opens with them
@@ -528,7 +528,7 @@ def unplaced(ast: ChainAST) -> ChainAST:
         pairs = _summary_pairs(human.parts[cut:])
         if cut:
             header = section.header.evolve(human_message=human.evolve(parts=human.parts[:cut]))
-            out.append(Section.build(header, (*pairs, *section.body)))
+            out.append(Section(header, (*pairs, *section.body)))
         elif out and section.header.system_message is None:  # after tool results
             before = out.pop()
             out.append(before.evolve(body=(*before.body, *pairs, *section.body)))
@@ -536,4 +536,4 @@ def unplaced(ast: ChainAST) -> ChainAST:
             out.append(section)
             continue
         changed = True
-    return ChainAST.build(out) if changed else ast
+    return ChainAST(out) if changed else ast

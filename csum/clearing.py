@@ -663,7 +663,7 @@ def _header(header: Header, start: int, replaced: Mapping[int, Message]) -> Head
         human = replaced.get(at, human)
     if system is header.system_message and human is header.human_message:
         return header
-    return Header.build(system, human)
+    return Header(system, human)
 
 
 def _pair(pair: BodyPair, start: int, replaced: Mapping[int, Message]) -> BodyPair:
@@ -708,7 +708,7 @@ def edited(
         if same and all(map(operator.is_, body, section.body)):
             sections.append(section)
         else:
-            sections.append(Section.build(header, body))
+            sections.append(Section(header, tuple(body)))
     if added is not None:
         raise ValueError(f"position {added[0]} is in no section's body")
-    return ChainAST.build(sections)
+    return ChainAST(sections)

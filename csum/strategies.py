@@ -249,13 +249,13 @@ async def summarize_qa(
         style, texts[0], kind, ai_messages, seed="qa", keep_reasoning=False, before_human=True
     )
     system = folded[0].header.system_message
-    folded_section = Section.build(Header.build(system, human), (pair,))
+    folded_section = Section(Header(system, human), (pair,))
     if style.keeps_original(folded_section.size, sum(s.size for s in folded)):
         return ast
     calls.adopt(pair)
     # A kept section keeps its own system message (repair opens a section with a late one).
     kept = sections[len(sections) - keep :]
-    return ChainAST.build((folded_section, *_after_folded(folded, kept)))
+    return ChainAST((folded_section, *_after_folded(folded, kept)))
 
 
 def _after_folded(folded: Sequence[Section], kept: Sequence[Section]) -> tuple[Section, ...]:

@@ -247,7 +247,7 @@ class Summarizer:
         if jobs:
             for index, new_section in zip(jobs, await gather(list(jobs.values())), strict=True):
                 sections[index] = new_section
-            ast = ChainAST.build(sections)
+            ast = ChainAST(sections)
         if config.use_qa:
             ast = await summarize_qa(calls, ast, config, style)
         if calls.created:

@@ -127,10 +127,10 @@ def test_message_evolve_recomputes_the_size() -> None:
 def test_build_equals_the_constructors() -> None:
     system, human = Message.system("s"), Message.human("h")
     ai, tool = Message.ai("", CALL), Message.tool("c1", "f", "done")
-    header = Header.build(system, human)
+    header = Header(system, human)
     pair = BodyPair.build(ai, [tool])
-    section = Section.build(header, [pair, BodyPair.completion("ok")])
-    chain = ChainAST.build([section])
+    section = Section(header, [pair, BodyPair.completion("ok")])
+    chain = ChainAST([section])
     assert header == Header(system, human)
     assert header.size == system.size + human.size
     assert pair == BodyPair(BodyPairType.REQUEST_RESPONSE, ai, (tool,))
@@ -145,9 +145,9 @@ def test_build_equals_the_constructors() -> None:
     ("build", "error", "match"),
     [
         pytest.param(
-            lambda: Header.build(Message.human("h")), ChainError, "role 'system'", id="header-role"
+            lambda: Header(Message.human("h")), ChainError, "role 'system'", id="header-role"
         ),
-        pytest.param(lambda: Header.build(None, "h"), TypeError, "must be a Message", id="header"),
+        pytest.param(lambda: Header(None, "h"), TypeError, "must be a Message", id="header"),
         pytest.param(
             lambda: BodyPair.build(Message.ai("x"), [Message.tool("c1", "f", "r")]),
             ChainError,
@@ -161,13 +161,13 @@ def test_build_equals_the_constructors() -> None:
             id="unpaired-result",
         ),
         pytest.param(
-            lambda: Section.build(Header.build(), [Message.ai("x")]),
+            lambda: Section(Header(), [Message.ai("x")]),
             TypeError,
             "BodyPair nodes",
             id="section-body",
         ),
         pytest.param(
-            lambda: ChainAST.build([Section.build(Header.build(None, Message.human("h")))] * 2),
+            lambda: ChainAST([Section(Header(None, Message.human("h")))] * 2),
             ChainError,
             "empty body",
             id="chain-order",
@@ -182,9 +182,9 @@ def test_build_checks_like_the_constructors(build: Any, error: type[Exception], 
 @given(valid_chains(min_sections=1))
 def test_rebuilding_every_node_gives_the_same_chain(chain: list[Message]) -> None:
     ast = ChainAST.from_messages(chain)
-    rebuilt = ChainAST.build(
-        Section.build(
-            Header.build(s.header.system_message, s.header.human_message),
+    rebuilt = ChainAST(
+        Section(
+            Header(s.header.system_message, s.header.human_message),
             [BodyPair.build(p.ai_message, p.tool_messages) for p in s.body],
         )
         for s in ast.sections

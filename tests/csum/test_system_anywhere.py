@@ -82,9 +82,9 @@ def test_sections_opened_by_system_messages_keep_them_in_order() -> None:
 
     first, second, question = Message.system("a"), Message.system("b"), Message.human("q")
     sections = Section.opened_by([first, second], question)
-    tree = ChainAST.build(
+    tree = ChainAST(
         (
-            Section.build(
+            Section(
                 Section.opened_by([], Message.human("t"))[0].header,
                 ChainAST.from_messages([Message.human("t"), Message.ai("r")]).sections[0].body,
             ),
