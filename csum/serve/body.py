@@ -272,12 +272,7 @@ class RefusedError(Exception):
 def parse(body: bytes, max_depth: int, max_items: int | None = None) -> Any:
     """``body`` parsed as JSON (``ValueError``), refused (:class:`RefusedError`, 400) when
     it nests deeper than ``max_depth``; with ``max_items``, :func:`check_roles` first."""
-    if max_items is not None:
-        check_roles(body, max_items)
-    try:
-        payload = json.loads(body)
-    except RecursionError:
-        raise _too_deep(max_depth) from None
+    payload = scan(body, "", max_depth, max_items).payload
     check_depth(payload, max_depth)
     return payload
 
