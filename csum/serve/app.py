@@ -69,8 +69,7 @@ def _error(
     status: int, kind: str, message: str, headers: dict[str, str] | None = None
 ) -> JSONResponse:
     """An error of the gateway's own, in the shape both providers use."""
-    body = {"type": "error", "error": {"type": kind, "message": message}}
-    return JSONResponse(body, status, headers)
+    return JSONResponse(refusal("anthropic", status, message, kind), status, headers)
 
 
 class Gateway:

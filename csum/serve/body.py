@@ -331,7 +331,7 @@ def check_items(history: Mapping[str, Any], list_key: str, max_items: int) -> No
 
 
 def refusal(provider: str, status: int, message: str, kind: str | None = None) -> dict[str, Any]:
-    """The error body of a refused request in ``provider``'s shape."""
+    """An error body in ``provider``'s shape (``kind`` by default from ``status``)."""
     if kind is None:
         kind = "request_too_large" if status == 413 else "invalid_request_error"
     if provider == "anthropic":
