@@ -163,17 +163,24 @@ class Rewriter:
         ):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         until = time.monotonic() + self.config.deadline
-        request = _Request(api, body, conversation, credentials, until, tenant, upstream)
+        store, archive = self.store, self.archive_store
+        if self.config.offload:  # handled on a worker's own loop, the stores on this one
+            token = anyio.lowlevel.current_token()
+            store = LoopStore(store, token)
+            archive = None if archive is None else LoopArchive(archive, token)
+        request = _Request(
+            api, body, conversation, credentials, until, store, archive, tenant, upstream
+        )
         if not self.config.offload:
-            return await self._handled(request, self.store, self.archive_store)
-        token = anyio.lowlevel.current_token()
-        outcome = await self.pool.run(lambda: self._in_worker(request, token), until)
+            read = self._read(request)
+            return read if isinstance(read, Outcome) else await self._compacted(request, read)
+        outcome = await self.pool.run(lambda: self._in_worker(request), until)
         return _past_deadline(api) if outcome is None else outcome
 
-    def _in_worker(self, request: _Request, token: anyio.lowlevel.EventLoopToken) -> Outcome:
-        """The request handled on this worker thread's own loop (its stores on the gateway's)."""
-        archive = None if self.archive_store is None else LoopArchive(self.archive_store, token)
-        return anyio.run(self._handled, request, LoopStore(self.store, token), archive)
+    def _in_worker(self, request: _Request) -> Outcome:
+        """The request read, and compacted when due on this worker thread's own loop."""
+        read = self._read(request)
+        return read if isinstance(read, Outcome) else anyio.run(self._compacted, request, read)
 
     def _read(self, request: _Request) -> Outcome | _Read:
         """The body parsed (once) and measured: an Outcome when it goes as it came."""
@@ -248,21 +255,16 @@ class Rewriter:
             return _refusal(exc)
         return None
 
-    async def _handled(
-        self, request: _Request, store: SummaryStore, archive: ArchiveStore | None
-    ) -> Outcome:
-        """The request read, and when due reused, refused, or from the full path (the
+    async def _compacted(self, request: _Request, read: _Read) -> Outcome:
+        """The outcome of a request to compact: reused, refused, or from the full path (the
         client's request as an object along, when translated next and not rewritten)."""
-        read = self._read(request)
-        if isinstance(read, Outcome):
-            return read
         try:
             outcome: Outcome | None = None
             with anyio.move_on_after(request.until - time.monotonic()):
                 outcome = (
-                    await self._reused(request, read, store)
+                    await self._reused(request, read)
                     or self._too_deep(read.payload)
-                    or await self._rewrite(request, read, store, archive)
+                    or await self._rewrite(request, read)
                 )
             outcome = outcome or _past_deadline(request.api)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
@@ -272,7 +274,7 @@ class Rewriter:
             return outcome
         return replace(outcome, payload=read.payload)
 
-    async def _reused(self, request: _Request, read: _Read, store: SummaryStore) -> Outcome | None:
+    async def _reused(self, request: _Request, read: _Read) -> Outcome | None:
         """A compacted conversation's request recognised by its items' raw text, sent
         without decoding them (csum.serve.reuse); None: the full path decides."""
         api = request.api
@@ -280,7 +282,7 @@ class Rewriter:
         if key is None:
             return None
         try:
-            stored = await store.get(key)
+            stored = await request.store.get(key)
             prefixes = [] if stored is None else self._raw_prefixes(key, stored)
         except Exception:  # noqa: BLE001 -- the full path retries and reports it
             return None
@@ -360,21 +362,15 @@ class Rewriter:
                 self._keys.clear()
             self._keys[opening[0]] = key
 
-    async def _rewrite(
-        self,
-        request: _Request,
-        read: _Read,
-        store: SummaryStore,
-        archive_store: ArchiveStore | None,
-    ) -> Outcome:
+    async def _rewrite(self, request: _Request, read: _Read) -> Outcome:
         """The full path: decoded, matched to the stored state, compacted when due, encoded."""
         api = request.api
         messages = api.decode(read.history)
         key = conversation_key(api.name, messages, request.conversation, request.tenant)
         self._remember_key(request, read, key)
-        states, store_failures = await _states(store, key, api)
+        states, store_failures = await _states(request.store, key, api)
         match = states.match(messages)
-        compactor = self._keeper(request, read, key, store, archive_store)
+        compactor = self._keeper(request, read, key)
         if match is not None:
             compactor.restore_summary_depths(states.states[match[0]].depths)
         result = await compactor.run(messages if match is None else match[1])
@@ -397,7 +393,7 @@ class Rewriter:
             raw = raw_prefix(read.hashes, messages, sent, profile, compactor.budget.unit)
             state = ConversationState.after(messages, sent, compactor.summary_depths, raw)
             kept = states.with_state(state, None if match is None else match[0])
-            store_failures += await _stored(store, key, kept, self.config.state_ttl, api)
+            store_failures += await _stored(request.store, key, kept, self.config.state_ttl, api)
         kind = OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED
         if over:
             kind = OutcomeKind.OVER_FLOOR
@@ -420,22 +416,15 @@ class Rewriter:
             chain=None if request.upstream is None else result.messages,
         )
 
-    def _keeper(
-        self,
-        request: _Request,
-        read: _Read,
-        key: str,
-        store: SummaryStore,
-        archive_store: ArchiveStore | None,
-    ) -> Compactor:
+    def _keeper(self, request: _Request, read: _Read, key: str) -> Compactor:
         """A fresh keeper per request (what it remembers is in the conversation state),
         with its summarizer, its archive session and the tenant's summary cache."""
         model = self._model(request, read.payload)
         summary = self.summarizer.for_request(request.provider, model, request.credentials)
         archive = None
-        if archive_store is not None:
+        if request.archive is not None:
             reinsert = self.config.archive_reinsert_bytes
-            archive = HistoryArchive(archive_store, session=key, reinsert_bytes=reinsert)
+            archive = HistoryArchive(request.archive, session=key, reinsert_bytes=reinsert)
         stage = self.stage_options()
         # a request within the budget goes byte for byte: keepers compact over it only
         budget = read.budget.evolve(
@@ -445,7 +434,7 @@ class Rewriter:
         )
         size = summary_bytes(budget, budget.summary_ratio)
         handler_id = f"tenant:{request.tenant}|{summary.handler_id or f'extractive:{size}'}"
-        cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
+        cache = SummaryCache(request.store, handler_id=handler_id, summary_budget=size)
         return Compactor(
             summary.handler,
             budget=budget,
@@ -507,6 +496,8 @@ class _Request:
     conversation: str | None = field(repr=False)
     credentials: Credentials | None = field(repr=False)
     until: float  # time.monotonic()
+    store: SummaryStore = field(repr=False)  # the Rewriter's, called on the gateway's loop
+    archive: ArchiveStore | None = field(repr=False)
     tenant: str = ANONYMOUS
     upstream: Api | None = None  # translated for it after its compaction
 
