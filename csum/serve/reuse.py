@@ -290,9 +290,13 @@ def spliced(
     items = _encoded(api, new, values, profile)
     if items is None or (items and _merges(items[0], raw.tail_role)):
         return None
-    listed = ",".join(part for part in (raw.body, *map(_text, items)) if part)
-    history = {**raw.fields, api.list_key: f"[{listed}]"}
-    pieces = {k: f"{_text(k)}:{v}".encode("utf-8", "surrogatepass") for k, v in history.items()}
+    items_json = b",".join(map(dumps, items)).decode("utf-8", "surrogatepass")
+    listed = ",".join(part for part in (raw.body, items_json) if part)
+    history = {**raw.fields, api.list_key: "[" + listed + "]"}
+    pieces = {
+        key: dumps(key) + b":" + text.encode("utf-8", "surrogatepass")
+        for key, text in history.items()
+    }
     new_bytes = sum(m.size for m in new)
     payload = None
     if as_object:
