@@ -59,7 +59,7 @@ from csum.config import Budget
 from csum.serve.apis import APIS, Api
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import ServeConfig
-from csum.stores import MemoryStore, SummaryStore
+from csum.stores import MemoryStore
 
 BUDGET = 128 * 1024
 NEW_ITEMS = (1, 4, 16)
@@ -153,7 +153,7 @@ def _turn_ends(items: list[Any], n: int) -> bool:
 class FullPath(Rewriter):
     """The gateway's Rewriter without the raw-prefix path (the baseline in process)."""
 
-    async def _reused(self, request: Any, read: Any, store: SummaryStore) -> Outcome | None:
+    async def _reused(self, request: Any, read: Any) -> Outcome | None:
         return None
 
 

@@ -11,6 +11,7 @@ import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
 import cast.codecs.openai_responses as responses_codec
 from cast import Message
+from csum.serve.translate.responses_as_sent import as_sent
 
 __all__ = ["APIS", "Api", "api_for"]
 
@@ -26,6 +27,8 @@ class Api:
     provider: str
     history_keys: tuple[str, ...]
     list_key: str
+    held_keys: tuple[str, ...] = ()
+    """Fields that make the provider hold the history (such a request goes as it came)."""
 
     def history(self, payload: Mapping[str, Any]) -> dict[str, Any] | None:
         """The part of ``payload`` the codec decodes; None when it holds no list of
@@ -39,12 +42,13 @@ class Api:
         messages: list[Message] = self.codec.decode(dict(history))
         return messages
 
-    def encode(self, messages: list[Message]) -> dict[str, Any]:
-        """The history fields for ``messages``."""
+    def encode(self, messages: list[Message], sent: Mapping[str, Any]) -> dict[str, Any]:
+        """The history fields for ``messages``; a Responses history keeps the client's own
+        items of ``sent`` (the history as it came) wherever the compaction kept them."""
         # OpenAI's tool messages need no function name (Mistral's do)
         named = {"tool_names": False} if self.codec is openai_codec else {}
         fields: dict[str, Any] = self.codec.encode(messages, **named)
-        return fields
+        return as_sent(dict(sent), fields) if self.name == "responses" else fields
 
     def others(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         """The fields of ``payload`` but its history's."""
@@ -72,6 +76,7 @@ APIS: tuple[Api, ...] = (
         "openai-responses",
         ("instructions", "input"),
         "input",
+        ("previous_response_id", "conversation"),
     ),
     Api(
         "messages", "/v1/messages", anthropic_codec, "anthropic", ("system", "messages"), "messages"

@@ -30,10 +30,9 @@ from csum.serve.apis import Api, api_for
 from csum.serve.body import RefusedError, check_items, parse, refusal
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, RETRY_AFTER, ServeConfig
-from csum.serve.metrics import Metrics
 from csum.serve.summary_handler import Credentials
+from csum.serve.telemetry import Metrics, annotate, outcome_attributes, span, tracer
 from csum.serve.tenant import TenantKeys
-from csum.serve.tracing import annotate, outcome_attributes, span, tracer
 from csum.serve.translate import TranslationError
 from csum.serve.translate.pairs import (
     Translation,
@@ -69,8 +68,7 @@ def _error(
     status: int, kind: str, message: str, headers: dict[str, str] | None = None
 ) -> JSONResponse:
     """An error of the gateway's own, in the shape both providers use."""
-    body = {"type": "error", "error": {"type": kind, "message": message}}
-    return JSONResponse(body, status, headers)
+    return JSONResponse(refusal("anthropic", status, message, kind), status, headers)
 
 
 class Gateway:
@@ -227,7 +225,12 @@ class Gateway:
                 upstream=upstream,
             )
             annotate(self.tracer, outcome_attributes(outcome))
-        self._count(api.name, outcome)
+        self.metrics.count(api.name, outcome)
+        if outcome.kind is OutcomeKind.PROVIDER_STATE:
+            _log.info(
+                "history held by the provider, forwarded uncompacted",
+                extra={"endpoint": api.name, "outcome": str(outcome.kind)},
+            )
         return outcome
 
     async def _relay(
@@ -384,24 +387,6 @@ class Gateway:
         self.metrics.requests.labels(endpoint, str(status)).inc()
         _log.warning("upstream %s: %s", kind, type(exc).__name__, extra={"endpoint": endpoint})
         return _error(status, f"upstream_{kind}", f"upstream {kind}: {type(exc).__name__}")
-
-    def _count(self, endpoint: str, outcome: Outcome) -> None:
-        metrics = self.metrics
-        metrics.outcomes.labels(endpoint, str(outcome.kind)).inc()
-        if outcome.compacted:
-            metrics.compactions.labels(endpoint).inc()
-        if outcome.kind in (OutcomeKind.COMPACTED, OutcomeKind.REUSED, OutcomeKind.OVER_FLOOR):
-            metrics.bytes_saved.inc(max(0, outcome.bytes_before - outcome.bytes_after))
-            metrics.tokens_saved.inc(outcome.tokens_saved)
-        metrics.handler_calls.inc(outcome.handler_calls)
-        metrics.cache_hits.inc(outcome.cache_hits)
-        metrics.store_failures.inc(outcome.store_failures)
-        metrics.archived.inc(outcome.archived)
-        if outcome.kind is OutcomeKind.PROVIDER_STATE:
-            _log.info(
-                "history held by the provider, forwarded uncompacted",
-                extra={"endpoint": endpoint, "outcome": str(outcome.kind)},
-            )
 
 
 async def _read_at_most(chunks: AsyncIterator[bytes], limit: int) -> bytes | None:

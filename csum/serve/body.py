@@ -272,12 +272,7 @@ class RefusedError(Exception):
 def parse(body: bytes, max_depth: int, max_items: int | None = None) -> Any:
     """``body`` parsed as JSON (``ValueError``), refused (:class:`RefusedError`, 400) when
     it nests deeper than ``max_depth``; with ``max_items``, :func:`check_roles` first."""
-    if max_items is not None:
-        check_roles(body, max_items)
-    try:
-        payload = json.loads(body)
-    except RecursionError:
-        raise _too_deep(max_depth) from None
+    payload = scan(body, "", max_depth, max_items).payload
     check_depth(payload, max_depth)
     return payload
 
@@ -336,7 +331,7 @@ def check_items(history: Mapping[str, Any], list_key: str, max_items: int) -> No
 
 
 def refusal(provider: str, status: int, message: str, kind: str | None = None) -> dict[str, Any]:
-    """The error body of a refused request in ``provider``'s shape."""
+    """An error body in ``provider``'s shape (``kind`` by default from ``status``)."""
     if kind is None:
         kind = "request_too_large" if status == 413 else "invalid_request_error"
     if provider == "anthropic":

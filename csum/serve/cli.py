@@ -10,17 +10,7 @@ from typing import TextIO
 
 from cast.chainio import parse_size
 from csum.config import DEFAULT_KEEP_RATIO, SUMMARY_ONLY, Budget
-from csum.serve.config import (
-    DEFAULT_COMPACTION_WORKERS,
-    DEFAULT_DEADLINE,
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_ITEMS,
-    DEFAULT_WINDOW_SHARE,
-    SUMMARIZER_KINDS,
-    UPSTREAM_APIS,
-    ServeConfig,
-)
+from csum.serve.config import SUMMARIZER_KINDS, UPSTREAM_APIS, ServeConfig
 from csum.serve.summary_handler import SummaryHandlerFactory
 
 __all__ = [
@@ -50,7 +40,7 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     them)."""
     parser = commands.add_parser("serve", help="run the compaction gateway (needs the serve extra)")
     # a flag named as a ServeConfig field and given no default of its own defaults to the
-    # field's (--keep-ratio's depends on --summary-only: config_from)
+    # field's, which its help shows (--keep-ratio's depends on --summary-only: config_from)
     defaults = {f.name: f.default for f in fields(ServeConfig) if f.default is not MISSING}
     parser.set_defaults(**{k: v for k, v in defaults.items() if k != "keep_ratio"})
     _add_upstream(parser.add_argument_group("upstream"))
@@ -84,13 +74,13 @@ def _add_upstream(group: argparse._ArgumentGroup) -> None:
         "upstream cannot run (web_search, tool_search, ...) instead of dropping it from tools "
         "(named in the x-csum-dropped-tools response header)",
     )
-    add("--timeout", type=float, help="upstream read timeout, s (default 600)")
+    add("--timeout", type=float, help="upstream read timeout, s (default %(default)g)")
     add("--connect-timeout", type=float, help="upstream connect timeout, s")
     add(
         "--max-connections",
         type=int,
         help="upstream requests in flight (its connection pool); one more is answered 503 "
-        "with Retry-After at once (default 100)",
+        "with Retry-After at once (default %(default)s)",
     )
 
 
@@ -107,45 +97,44 @@ def _add_clients(group: argparse._ArgumentGroup) -> None:
         "--keep-alive",
         type=float,
         default=DEFAULT_KEEP_ALIVE,
-        help="seconds an idle client connection is kept open (default "
-        f"{DEFAULT_KEEP_ALIVE:g}: longer than load balancers' idle timeouts)",
+        help="seconds an idle client connection is kept open (default %(default)g: longer "
+        "than load balancers' idle timeouts)",
     )
     add(
         "--max-client-connections",
         type=int,
-        help="client connections open at once; one more is answered 503 (default 1024)",
+        help="client connections open at once; one more is answered 503 (default %(default)s)",
     )
     add(
         "--max-connections-per-client",
         type=int,
-        help="client connections open at once from one address (default 128)",
+        help="client connections open at once from one address (default %(default)s)",
     )
     add(
         "--header-timeout",
         type=float,
-        help="seconds a client has to send its request headers, 408 beyond (default 10)",
+        help="seconds a client has to send its request headers, 408 beyond (default %(default)g)",
     )
     add(
         "--body-timeout",
         type=float,
-        help="seconds a client has to send its whole body, 408 beyond (default 60)",
+        help="seconds a client has to send its whole body, 408 beyond (default %(default)g)",
     )
     add(
         "--max-body",
-        default=str(DEFAULT_MAX_BODY_BYTES),
+        dest="max_body_bytes",
         help="largest request body, e.g. 32MiB (default 32MiB); larger ones get 413",
     )
     add(
         "--max-depth",
         type=int,
-        help="deepest JSON nesting of a body the gateway decodes, 400 beyond (default "
-        f"{DEFAULT_MAX_DEPTH})",
+        help="deepest JSON nesting of a body the gateway decodes, 400 beyond (default %(default)s)",
     )
     add(
         "--max-items",
         type=int,
         help="most messages plus content blocks in a history the gateway decodes, 413 "
-        f"beyond (default {DEFAULT_MAX_ITEMS})",
+        "beyond (default %(default)s)",
     )
 
 
@@ -161,8 +150,7 @@ def _add_budget(group: argparse._ArgumentGroup) -> None:
     add(
         "--window-share",
         type=float,
-        help="without --budget: share of the model's context window (default "
-        f"{DEFAULT_WINDOW_SHARE})",
+        help="without --budget: share of the model's context window (default %(default)g)",
     )
     add(
         "--keep-ratio",
@@ -213,7 +201,6 @@ def _add_state(group: argparse._ArgumentGroup) -> None:
     )
     add(
         "--memory-store-bytes",
-        default="256MiB",
         help="with --store memory: bytes of state and summaries kept at most, least "
         "recently used dropped first (default 256MiB)",
     )
@@ -230,7 +217,7 @@ def _add_state(group: argparse._ArgumentGroup) -> None:
     )
     add(
         "--archive-reinsert",
-        default="0",
+        dest="archive_reinsert_bytes",
         help="with --archive: bytes of archived lines a new question may get back, e.g. "
         "4KiB (default 0: off)",
     )
@@ -252,13 +239,13 @@ def _add_run(group: argparse._ArgumentGroup) -> None:
     add(
         "--compaction-workers",
         type=int,
-        help=f"compactions at once, in threads of their own (default {DEFAULT_COMPACTION_WORKERS})",
+        help="compactions at once, in threads of their own (default %(default)s)",
     )
     add(
         "--deadline",
         type=float,
         help="seconds a request may wait for and spend in its compaction, summary calls "
-        f"included, before it is forwarded uncompacted (default {DEFAULT_DEADLINE:g})",
+        "included, before it is forwarded uncompacted (default %(default)g)",
     )
     add(
         "--log-level",
@@ -282,17 +269,18 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
         raise ValueError(f"--port must be within 1..65535, got {args.port}")
     names = {f.name for f in fields(ServeConfig)}
     given = {k: v for k, v in vars(args).items() if k in names}
+    for name in ("max_body_bytes", "memory_store_bytes", "archive_reinsert_bytes"):
+        size = given[name]  # the flag's text, else the field's default
+        if isinstance(size, str):
+            given[name] = (
+                0 if size == "0" and name == "archive_reinsert_bytes" else parse_size(size)
+            )
     given.update(
         budget=budget,
         keep_ratio=keep_ratio,
-        max_body_bytes=parse_size(args.max_body),
         gateway_key=args.gateway_key or os.environ.get(GATEWAY_KEY_ENV) or None,
         tenant_secret=os.environ.get(TENANT_SECRET_ENV) or None,
-        archive_reinsert_bytes=0
-        if args.archive_reinsert == "0"
-        else parse_size(args.archive_reinsert),
         offload=not args.no_offload,
-        memory_store_bytes=parse_size(args.memory_store_bytes),
     )
     return ServeConfig(**given)
 

@@ -37,7 +37,6 @@ from csum.serve.conversation import (
     ConversationStates,
     RawPrefix,
     conversation_key,
-    kept_of,
     raw_prefixes,
 )
 from csum.serve.pool import LoopArchive, LoopStore, WorkerPool
@@ -48,14 +47,13 @@ from csum.serve.reuse import (
     Scope,
     Seen,
     SeenRequests,
-    call_names,
     composed,
-    encoded_as_sent,
     fields_json,
     matching,
     opening_count,
     raw_prefix,
     spliced,
+    tokens_saved,
 )
 from csum.serve.summary_handler import Credentials, SummaryHandlerFactory
 from csum.serve.tenant import ANONYMOUS
@@ -63,19 +61,9 @@ from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 from csum.stores._protocol import ArchiveStore
 
-__all__ = [
-    "PROVIDER_STATE_KEYS",
-    "Outcome",
-    "OutcomeKind",
-    "Rewriter",
-    "fits_by_size",
-]
+__all__ = ["Outcome", "OutcomeKind", "Rewriter", "fits_by_size"]
 
 _log = logging.getLogger("csum.serve")
-
-PROVIDER_STATE_KEYS = ("previous_response_id", "conversation")
-"""Responses fields that make the provider hold the history (forwarded as it came)."""
-_HELD_KEYS = tuple(f'"{key}"'.encode() for key in PROVIDER_STATE_KEYS)
 
 
 class OutcomeKind(StrEnum):
@@ -171,27 +159,28 @@ class Rewriter:
             upstream is None
             and budget is not None
             and fits_by_size(body, budget)
-            and (api.name != "responses" or not any(k in body for k in _HELD_KEYS))
+            and not any(f'"{key}"'.encode() in body for key in api.held_keys)
         ):
             return Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=len(body))
         until = time.monotonic() + self.config.deadline
-        request = _Request(api, body, conversation, credentials, until, tenant, upstream)
+        store, archive = self.store, self.archive_store
+        if self.config.offload:  # handled on a worker's own loop, the stores on this one
+            token = anyio.lowlevel.current_token()
+            store = LoopStore(store, token)
+            archive = None if archive is None else LoopArchive(archive, token)
+        request = _Request(
+            api, body, conversation, credentials, until, store, archive, tenant, upstream
+        )
         if not self.config.offload:
             read = self._read(request)
-            if isinstance(read, Outcome):
-                return read
-            return await self._compacted(request, read, self.store, self.archive_store)
-        token = anyio.lowlevel.current_token()
-        outcome = await self.pool.run(lambda: self._in_worker(request, token), until)
+            return read if isinstance(read, Outcome) else await self._compacted(request, read)
+        outcome = await self.pool.run(lambda: self._in_worker(request), until)
         return _past_deadline(api) if outcome is None else outcome
 
-    def _in_worker(self, request: _Request, token: anyio.lowlevel.EventLoopToken) -> Outcome:
+    def _in_worker(self, request: _Request) -> Outcome:
         """The request read, and compacted when due on this worker thread's own loop."""
         read = self._read(request)
-        if isinstance(read, Outcome):
-            return read
-        archive = None if self.archive_store is None else LoopArchive(self.archive_store, token)
-        return anyio.run(self._compacted, request, read, LoopStore(self.store, token), archive)
+        return read if isinstance(read, Outcome) else anyio.run(self._compacted, request, read)
 
     def _read(self, request: _Request) -> Outcome | _Read:
         """The body parsed (once) and measured: an Outcome when it goes as it came."""
@@ -216,10 +205,9 @@ class Rewriter:
         api, body, max_items = request.api, request.body, self.config.max_items
         recent = self._seen.recent(request.scope)
         if recent:
-            skimmed = skim(body, [seen.scanned for _, seen in recent], api.list_key, max_items)
+            skimmed = skim(body, [seen.scanned for seen in recent], api.list_key, max_items)
             if skimmed is not None:
-                number, seen = recent[skimmed.earlier]
-                return skimmed.scanned, Known(seen, number, skimmed.fresh)
+                return skimmed.scanned, Known(recent[skimmed.earlier], skimmed.fresh)
         return scan(body, api.list_key, self.config.max_depth, max_items), None
 
     def _measured(
@@ -227,8 +215,7 @@ class Rewriter:
     ) -> Outcome | _Read:
         """The history's share of the body measured: an Outcome when it goes as it came."""
         api = request.api
-        responses = api.name == "responses"
-        held = [k for k in PROVIDER_STATE_KEYS if responses and payload.get(k) not in (None, "")]
+        held = [key for key in api.held_keys if payload.get(key) not in (None, "")]
         if held:
             detail = f"the provider holds the history ({held[0]})"
             return Outcome(
@@ -268,18 +255,16 @@ class Rewriter:
             return _refusal(exc)
         return None
 
-    async def _compacted(
-        self, request: _Request, read: _Read, store: SummaryStore, archive: ArchiveStore | None
-    ) -> Outcome:
+    async def _compacted(self, request: _Request, read: _Read) -> Outcome:
         """The outcome of a request to compact: reused, refused, or from the full path (the
         client's request as an object along, when translated next and not rewritten)."""
         try:
             outcome: Outcome | None = None
             with anyio.move_on_after(request.until - time.monotonic()):
                 outcome = (
-                    await self._reused(request, read, store)
+                    await self._reused(request, read)
                     or self._too_deep(read.payload)
-                    or await self._rewrite(request, read, store, archive)
+                    or await self._rewrite(request, read)
                 )
             outcome = outcome or _past_deadline(request.api)
         except Exception as exc:  # noqa: BLE001 -- a gateway failure never fails the request
@@ -289,7 +274,7 @@ class Rewriter:
             return outcome
         return replace(outcome, payload=read.payload)
 
-    async def _reused(self, request: _Request, read: _Read, store: SummaryStore) -> Outcome | None:
+    async def _reused(self, request: _Request, read: _Read) -> Outcome | None:
         """A compacted conversation's request recognised by its items' raw text, sent
         without decoding them (csum.serve.reuse); None: the full path decides."""
         api = request.api
@@ -297,7 +282,7 @@ class Rewriter:
         if key is None:
             return None
         try:
-            stored = await store.get(key)
+            stored = await request.store.get(key)
             prefixes = [] if stored is None else self._raw_prefixes(key, stored)
         except Exception:  # noqa: BLE001 -- the full path retries and reports it
             return None
@@ -343,8 +328,7 @@ class Rewriter:
         # skim reads the earlier body's bytes, not its text: the text is not kept
         scanned = replace(with_offsets(read.scanned, request.body, request.api.list_key), text="")
         seen = Seen(scanned, read.other, read.hashes.done, read.hashes.chain)
-        number = None if read.known is None else read.known.number
-        self._seen.remember(request.scope, seen, number)
+        self._seen.remember(request.scope, seen, None if read.known is None else read.known.seen)
 
     def _known_key(self, request: _Request, read: _Read) -> str | None:
         """The conversation's key without decoding (header, or remembered), or None."""
@@ -378,21 +362,15 @@ class Rewriter:
                 self._keys.clear()
             self._keys[opening[0]] = key
 
-    async def _rewrite(
-        self,
-        request: _Request,
-        read: _Read,
-        store: SummaryStore,
-        archive_store: ArchiveStore | None,
-    ) -> Outcome:
+    async def _rewrite(self, request: _Request, read: _Read) -> Outcome:
         """The full path: decoded, matched to the stored state, compacted when due, encoded."""
         api = request.api
         messages = api.decode(read.history)
         key = conversation_key(api.name, messages, request.conversation, request.tenant)
         self._remember_key(request, read, key)
-        states, store_failures = await _states(store, key, api)
+        states, store_failures = await _states(request.store, key, api)
         match = states.match(messages)
-        compactor = self._keeper(request, read, key, store, archive_store)
+        compactor = self._keeper(request, read, key)
         if match is not None:
             compactor.restore_summary_depths(states.states[match[0]].depths)
         result = await compactor.run(messages if match is None else match[1])
@@ -411,9 +389,11 @@ class Rewriter:
                 chain=None if request.upstream is None else messages,
             )
         if result.compacted:
-            state = self._state(request, read, messages, result.messages, compactor)
+            sent, profile = result.messages, get_provider(request.provider)
+            raw = raw_prefix(read.hashes, messages, sent, profile, compactor.budget.unit)
+            state = ConversationState.after(messages, sent, compactor.summary_depths, raw)
             kept = states.with_state(state, None if match is None else match[0])
-            store_failures += await _stored(store, key, kept, self.config.state_ttl, api)
+            store_failures += await _stored(request.store, key, kept, self.config.state_ttl, api)
         kind = OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED
         if over:
             kind = OutcomeKind.OVER_FLOOR
@@ -425,7 +405,7 @@ class Rewriter:
             payload=payload,
             bytes_before=sum(m.size for m in messages),
             bytes_after=result.bytes_after,
-            tokens_saved=_tokens_saved(compactor, messages, result.messages),
+            tokens_saved=tokens_saved(messages, result.messages),
             handler_calls=result.handler_calls,
             cache_hits=events.count(StoreEventKind.CACHE_HIT),
             store_failures=store_failures,
@@ -436,22 +416,15 @@ class Rewriter:
             chain=None if request.upstream is None else result.messages,
         )
 
-    def _keeper(
-        self,
-        request: _Request,
-        read: _Read,
-        key: str,
-        store: SummaryStore,
-        archive_store: ArchiveStore | None,
-    ) -> Compactor:
+    def _keeper(self, request: _Request, read: _Read, key: str) -> Compactor:
         """A fresh keeper per request (what it remembers is in the conversation state),
         with its summarizer, its archive session and the tenant's summary cache."""
         model = self._model(request, read.payload)
         summary = self.summarizer.for_request(request.provider, model, request.credentials)
         archive = None
-        if archive_store is not None:
+        if request.archive is not None:
             reinsert = self.config.archive_reinsert_bytes
-            archive = HistoryArchive(archive_store, session=key, reinsert_bytes=reinsert)
+            archive = HistoryArchive(request.archive, session=key, reinsert_bytes=reinsert)
         stage = self.stage_options()
         # a request within the budget goes byte for byte: keepers compact over it only
         budget = read.budget.evolve(
@@ -461,7 +434,7 @@ class Rewriter:
         )
         size = summary_bytes(budget, budget.summary_ratio)
         handler_id = f"tenant:{request.tenant}|{summary.handler_id or f'extractive:{size}'}"
-        cache = SummaryCache(store, handler_id=handler_id, summary_budget=size)
+        cache = SummaryCache(request.store, handler_id=handler_id, summary_budget=size)
         return Compactor(
             summary.handler,
             budget=budget,
@@ -471,36 +444,12 @@ class Rewriter:
             clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
-    def _state(
-        self,
-        request: _Request,
-        read: _Read,
-        messages: list[Message],
-        sent: list[Message],
-        compactor: Compactor,
-    ) -> ConversationState:
-        """The state a compaction leaves, with its raw prefix when the body has one."""
-        kept, unit = kept_of(sent), compactor.budget.unit
-        units = sum(m.size if unit == "bytes" else compactor.counter.count(m) for m in kept)
-        sizes = (
-            unit,
-            units,
-            sum(m.size for m in kept),
-            sum(m.size for m in kept_of(messages)),  # as a later request resends it
-            _tokens_saved(compactor, messages, list(kept)),
-        )
-        profile, calls = get_provider(request.provider), call_names(messages)
-        raw = raw_prefix(
-            request.api, read.scanned, kept, profile, read.hashes, sizes=sizes, calls=calls
-        )
-        return ConversationState.after(messages, sent, compactor.summary_depths, raw)
-
     def _encoded(
         self, request: _Request, read: _Read, sent: list[Message]
     ) -> tuple[bytes, dict[str, Any] | None]:
         """The body sent for the chain ``sent``; and as an object when translated next."""
         api = request.api
-        encoded = encoded_as_sent(api, sent, read.history)
+        encoded = api.encode(sent, read.history)
         body = composed(read.payload, api, read.other, fields_json(encoded))
         return body, None if request.upstream is None else api.merged(read.payload, encoded)
 
@@ -547,6 +496,8 @@ class _Request:
     conversation: str | None = field(repr=False)
     credentials: Credentials | None = field(repr=False)
     until: float  # time.monotonic()
+    store: SummaryStore = field(repr=False)  # the Rewriter's, called on the gateway's loop
+    archive: ArchiveStore | None = field(repr=False)
     tenant: str = ANONYMOUS
     upstream: Api | None = None  # translated for it after its compaction
 
@@ -589,11 +540,6 @@ def fits_by_size(body: bytes, budget: Budget, *, size: int | None = None) -> boo
 
 def _refusal(exc: RefusedError) -> Outcome:
     return Outcome(OutcomeKind.REFUSED, status=exc.status, detail=exc.message)
-
-
-def _tokens_saved(compactor: Compactor, before: list[Message], after: list[Message]) -> int:
-    count = compactor.counter.count
-    return max(0, sum(map(count, before)) - sum(map(count, after)))
 
 
 async def _states(store: SummaryStore, key: str, api: Api) -> tuple[ConversationStates, int]:

@@ -9,12 +9,6 @@ from csum.config import DEFAULT_KEEP_RATIO, Budget
 
 __all__ = [
     "CONVERSATION_HEADER",
-    "DEFAULT_COMPACTION_WORKERS",
-    "DEFAULT_DEADLINE",
-    "DEFAULT_MAX_BODY_BYTES",
-    "DEFAULT_MAX_DEPTH",
-    "DEFAULT_MAX_ITEMS",
-    "DEFAULT_WINDOW_SHARE",
     "GATEWAY_KEY_HEADER",
     "RETRY_AFTER",
     "SUMMARIZER_KINDS",
@@ -22,18 +16,6 @@ __all__ = [
     "ServeConfig",
 ]
 
-DEFAULT_MAX_BODY_BYTES = 32 << 20
-"""Largest request body the gateway reads (32 MiB); larger ones get 413."""
-DEFAULT_MAX_DEPTH = 100
-"""Deepest JSON nesting of a body the gateway decodes (400 beyond)."""
-DEFAULT_MAX_ITEMS = 20_000
-"""Most messages plus content blocks in a history the gateway decodes (413 beyond)."""
-DEFAULT_COMPACTION_WORKERS = 16
-"""Compactions at once (threads of their own pool; store I/O has anyio's default pool)."""
-DEFAULT_DEADLINE = 60.0
-"""Seconds a request may wait for and spend in its compaction (then forwarded as it came)."""
-DEFAULT_WINDOW_SHARE = 0.75
-"""Without ``--budget``: the share of the request's model window a chain may take."""
 CONVERSATION_HEADER = "x-csum-conversation"
 """Optional request header naming the conversation (else it is recognised by content)."""
 UPSTREAM_APIS = ("same", "openai", "anthropic")
@@ -55,11 +37,12 @@ class ServeConfig:
 
     upstream: str
     budget: Budget | None = None
-    window_share: float = DEFAULT_WINDOW_SHARE
+    window_share: float = 0.75
     keep_ratio: float = DEFAULT_KEEP_RATIO
     store: str = "memory"
     state_ttl: float | None = 7 * 24 * 3600.0
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_body_bytes: int = 32 << 20
+    """Largest request body the gateway reads (32 MiB); larger ones get 413."""
     timeout: float = 600.0
     connect_timeout: float = 10.0
     max_connections: int = 100
@@ -79,11 +62,13 @@ class ServeConfig:
     archive_ttl: float | None = 7 * 24 * 3600.0
     """Seconds an archive session lives after its last write (None: for good)."""
     offload: bool = True
-    compaction_workers: int = DEFAULT_COMPACTION_WORKERS
-    deadline: float = DEFAULT_DEADLINE
-    max_depth: int = DEFAULT_MAX_DEPTH
+    compaction_workers: int = 16
+    """Compactions at once (threads of their own pool; store I/O has anyio's default pool)."""
+    deadline: float = 60.0
+    """Seconds a request may wait for and spend in its compaction (then forwarded as it came)."""
+    max_depth: int = 100
     """Deepest JSON nesting of a body the gateway decodes (400 beyond)."""
-    max_items: int = DEFAULT_MAX_ITEMS
+    max_items: int = 20_000
     """Most messages plus content blocks in a history the gateway decodes (413 beyond)."""
     memory_store_bytes: int = 256 << 20
     """With ``store="memory"``: bytes of state and summaries the store holds at most

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from csum.serve.body import refusal
 from csum.serve.config import RETRY_AFTER, ServeConfig
 
 __all__ = ["protocol", "raw_error"]
@@ -18,7 +19,7 @@ __all__ = ["protocol", "raw_error"]
 
 def raw_error(status: int, reason: str, kind: str, message: str) -> bytes:
     """A whole HTTP/1.1 error response that closes the connection."""
-    body = json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+    body = json.dumps(refusal("anthropic", status, message, kind)).encode()
     head = (
         f"HTTP/1.1 {status} {reason}\r\n"
         "content-type: application/json\r\n"

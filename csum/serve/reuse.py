@@ -9,8 +9,7 @@ import json
 import re
 import threading
 from bisect import bisect_right
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -21,8 +20,7 @@ from csum.assemble import placed_for
 from csum.config import Budget
 from csum.serve.apis import Api
 from csum.serve.body import ScannedBody
-from csum.serve.conversation import RawPrefix, dumps
-from csum.serve.translate.responses_as_sent import as_sent
+from csum.serve.conversation import RawPrefix, dumps, kept_of
 from csum.tokens import EstimatedTokens
 
 __all__ = [
@@ -33,14 +31,14 @@ __all__ = [
     "Seen",
     "SeenRequests",
     "Spliced",
-    "call_names",
     "composed",
-    "encoded_as_sent",
     "fields_json",
     "matching",
     "opening_count",
     "raw_prefix",
     "spliced",
+    "tokens_saved",
+    "units",
 ]
 
 
@@ -55,13 +53,6 @@ def composed(
     """``json.dumps`` of ``payload`` with its history replaced by ``history`` (JSON texts)."""
     pieces = api.merged({key: other.get(key, b"") for key in payload}, history)
     return b"{" + b",".join(pieces.values()) + b"}"
-
-
-def encoded_as_sent(api: Api, messages: list[Message], history: dict[str, Any]) -> dict[str, Any]:
-    """The history fields for ``messages``, with the client's own Responses items (of
-    ``history``) wherever the compaction kept them."""
-    encoded = api.encode(messages)
-    return as_sent(history, encoded) if api.name == "responses" else encoded
 
 
 def opening_count(values: Sequence[Any]) -> int | None:
@@ -80,39 +71,51 @@ class Spliced(TypedDict):
     payload: dict[str, Any] | None
 
 
+def units(messages: Iterable[Message], unit: str) -> int:
+    """The size of ``messages`` in ``unit``: bytes, or tokens as the keepers count them."""
+    return sum(m.size if unit == "bytes" else _COUNTER.count(m) for m in messages)
+
+
+def tokens_saved(before: Sequence[Message], after: Sequence[Message]) -> int:
+    """The tokens ``after`` takes less than ``before`` (0 when it takes more)."""
+    return max(0, units(before, "tokens") - units(after, "tokens"))
+
+
 def raw_prefix(
-    api: Api,
-    scanned: ScannedBody,
+    hashes: RawHashes,
+    history: Sequence[Message],
     sent: Sequence[Message],
     profile: ProviderProfile,
-    hashes: RawHashes,
-    *,
-    sizes: tuple[str, int, int, int, int],
-    calls: Mapping[str, str],
+    unit: str,
 ) -> RawPrefix | None:
-    """The raw prefix of a compaction of ``scanned`` that sent ``sent`` (``sizes``: unit,
-    units, bytes sent and of the history, tokens saved); None without spans or when a
+    """The raw prefix of a compaction of the request of ``hashes`` (its history decoded
+    as ``history``) that sent ``sent`` (sized in ``unit``); None without spans or when a
     later turn could change the prefix's encoding."""
+    api, scanned = hashes.api, hashes.scanned
     count = len(scanned.items or [])
     digest = hashes.digests([count])[count]
-    placed = placed_for(sent, profile)
+    kept = kept_of(sent)
+    placed = placed_for(kept, profile)
     probe = Message.ai("probe")
-    if digest is None or placed_for([*sent, probe], profile) != [*placed, probe]:
+    if digest is None or placed_for([*kept, probe], profile) != [*placed, probe]:
         return None
-    encoded = encoded_as_sent(api, placed, api.history(scanned.payload) or {})
+    encoded = api.encode(placed, api.history(scanned.payload) or {})
     items = encoded.get(api.list_key)
     if not isinstance(items, list):
         return None
-    fields = {
-        key: dumps(value).decode("utf-8", "surrogatepass")
-        for key, value in encoded.items()
-        if key != api.list_key
-    }
-    body = b",".join(map(dumps, items)).decode("utf-8", "surrogatepass")
+    fields = {key: _text(value) for key, value in encoded.items() if key != api.list_key}
     values = scanned.payload[api.list_key]
     last = _role(values[-1]) if values else None
     tail = _role(items[-1]) if items else None
-    return RawPrefix(count, digest, last, fields, body, tail, *sizes, dict(calls))
+    sizes = units(kept, unit), sum(m.size for m in kept), sum(m.size for m in kept_of(history))
+    body = ",".join(map(_text, items))
+    calls = {part.id: part.name for m in history for part in m.parts if isinstance(part, ToolCall)}
+    saved = tokens_saved(history, kept)
+    return RawPrefix(count, digest, last, fields, body, tail, unit, *sizes, saved, calls)
+
+
+def _text(value: Any) -> str:
+    return dumps(value).decode("utf-8", "surrogatepass")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,6 @@ class Known:
     """An earlier request a request is the same bytes as but for its items from ``fresh``."""
 
     seen: Seen = field(repr=False)
-    number: int
     fresh: int
 
 
@@ -131,6 +133,7 @@ class RawHashes:
     cannot take out."""
 
     def __init__(self, scanned: ScannedBody, api: Api, known: Known | None) -> None:
+        self.scanned, self.api = scanned, api
         self._text, self._items = scanned.text, scanned.items
         self._head: list[tuple[str, tuple[int, int] | None, Any]] | None = None
         self._values: list[Any] = []
@@ -247,30 +250,22 @@ class SeenRequests:
     (endpoint, tenant, conversation header); thread-safe."""
 
     def __init__(self) -> None:
-        self._seen: OrderedDict[tuple[str, str, str | None, int], Seen] = OrderedDict()
+        self._seen: list[tuple[Scope, Seen]] = []  # the least recently read first
         self._lock = threading.Lock()
-        self._count = 0
 
-    def recent(self, scope: Scope) -> list[tuple[int, Seen]]:
-        """The scope's requests, the most recent first (each with its id)."""
+    def recent(self, scope: Scope) -> list[Seen]:
+        """The scope's requests, the most recent first."""
         with self._lock:
-            found = [
-                (key[3], seen) for key, seen in reversed(self._seen.items()) if key[:3] == scope
-            ]
-        return found[:SEEN_PER_SCOPE]
+            return [seen for key, seen in reversed(self._seen) if key == scope][:SEEN_PER_SCOPE]
 
-    def remember(self, scope: Scope, seen: Seen, replaces: int | None) -> None:
+    def remember(self, scope: Scope, seen: Seen, replaces: Seen | None) -> None:
         """Remember ``seen`` in ``scope``, in place of the request ``replaces``."""
         with self._lock:
-            if replaces is not None:
-                self._seen.pop((*scope, replaces), None)
-            self._count += 1
-            self._seen[(*scope, self._count)] = seen
-            in_scope = [key for key in self._seen if key[:3] == scope]
-            for key in in_scope[: max(0, len(in_scope) - SEEN_PER_SCOPE)]:
-                del self._seen[key]
-            while len(self._seen) > SEEN_IN_ALL:
-                self._seen.popitem(last=False)
+            kept = [(key, old) for key, old in self._seen if old is not replaces]
+            in_scope = [i for i, (key, _) in enumerate(kept) if key == scope]
+            for i in reversed(in_scope[: max(0, len(in_scope) + 1 - SEEN_PER_SCOPE)]):
+                del kept[i]
+            self._seen = [*kept, (scope, seen)][-SEEN_IN_ALL:]
 
 
 def spliced(
@@ -290,8 +285,7 @@ def spliced(
     new = _decoded(api, values, raw)
     if new is None or budget.unit != raw.unit:
         return None
-    units = sum(m.size if budget.unit == "bytes" else _COUNTER.count(m) for m in new)
-    if raw.units + units > budget.limit:
+    if raw.units + units(new, budget.unit) > budget.limit:
         return None
     items = _encoded(api, new, values, profile)
     if items is None or (items and _merges(items[0], raw.tail_role)):
@@ -331,11 +325,6 @@ def _decoded(api: Api, values: list[Any], raw: RawPrefix) -> list[Message] | Non
     return [_named(m, raw.calls) for m in new]
 
 
-def call_names(messages: Sequence[Message]) -> dict[str, str]:
-    """The name of the latest tool call of each id in ``messages``."""
-    return {part.id: part.name for m in messages for part in m.parts if isinstance(part, ToolCall)}
-
-
 def _named(message: Message, calls: Mapping[str, str]) -> Message:
     """``message`` with its tool results named after the prefix's calls."""
     if message.role is not Role.TOOL or not calls:
@@ -354,7 +343,7 @@ def _encoded(
 ) -> list[Any] | None:
     if not new:
         return []
-    encoded = encoded_as_sent(api, placed_for(new, profile), {"input": values})
+    encoded = api.encode(placed_for(new, profile), {"input": values})
     items = encoded.get(api.list_key)
     if set(encoded) != {api.list_key} or not isinstance(items, list):
         return None

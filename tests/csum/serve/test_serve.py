@@ -537,7 +537,7 @@ async def test_opentelemetry_spans_of_a_request_and_its_compaction(upstream: Pro
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from csum.serve import tracing
+    from csum.serve import telemetry as tracing
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

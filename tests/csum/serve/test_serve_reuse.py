@@ -39,10 +39,10 @@ class Counted(Rewriter):
         self.fast = fast
         self.spliced = 0
 
-    async def _reused(self, request: Any, read: Any, store: SummaryStore) -> Outcome | None:
+    async def _reused(self, request: Any, read: Any) -> Outcome | None:
         if not self.fast:
             return None
-        found = await super()._reused(request, read, store)
+        found = await super()._reused(request, read)
         self.spliced += found is not None
         return found
 
