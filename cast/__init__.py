@@ -55,7 +55,11 @@ from cast.providers import (
     get_provider,
     register_provider,
 )
-from cast.transforms import contains_tool_call_reasoning, extract_reasoning_message
+from cast.transforms import (
+    contains_tool_call_reasoning,
+    extract_reasoning_message,
+    with_empty_reasoning,
+)
 
 __all__ = [
     "CHARSETS",
@@ -111,6 +115,7 @@ __all__ = [
     "register_codec",
     "register_provider",
     "unregister_codec",
+    "with_empty_reasoning",
 ]
 
 

@@ -53,6 +53,7 @@ from cast.transforms import (
     map_tool_call_arguments,
     renamed_tool_call_ids,
     sanitize_arguments,
+    with_empty_reasoning,
 )
 
 __all__ = [
@@ -99,7 +100,6 @@ _NOTE_LIMIT = 4096  # characters of a kept block quoted in its note
 _DROPPED_KINDS = frozenset({"cache_control", "cachePoint", "reasoning"}) | FIELD_PART_KINDS
 _FAKE_SIGNATURE = FAKE_GEMINI_SIGNATURE.encode()
 _FAKE_SIGNED = Reasoning(signature=_FAKE_SIGNATURE)
-_EMPTY_REASONING = Reasoning()
 
 
 class EncryptedCompactionError(ChainError):
@@ -473,9 +473,9 @@ def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainA
     if policy is not ReasoningPolicy.REASONING_CONTENT_REQUIRED:
         return ast
     if profile.reasoning_scope is ReasoningScope.TOOL_CALL_MESSAGES:
-        return map_messages(ast, _with_reasoning_content)
+        return map_messages(ast, with_empty_reasoning)
     # Every AI message of a section (a turn) in which one calls tools.
-    change = partial(_with_reasoning_content, whole_turn=True)
+    change = partial(with_empty_reasoning, whole_turn=True)
     sections = tuple(
         map_section(s, change) if any(p.type is not BodyPairType.COMPLETION for p in s.body) else s
         for s in ast.sections
@@ -527,22 +527,3 @@ def _with_thought_signature(message: Message) -> Message | None:
         new_parts[position] = with_field(part, "reasoning", signed)
         return trusted_message(Role.AI, tuple(new_parts))
     return None
-
-
-def _with_reasoning_content(message: Message, whole_turn: bool = False) -> Message | None:
-    """Empty reasoning on an AI message that calls tools (or any, ``whole_turn``) and
-    carries none, where the OpenAI codec reads it back from: the first non-empty text,
-    else the first tool call, else a new empty text part."""
-    parts = message.parts
-    if message.role is not Role.AI or any(map(has_reasoning, parts)):
-        return None
-    texts = [at for at, part in enumerate(parts) if type(part) is TextPart and part.text]
-    calls = [at for at, part in enumerate(parts) if type(part) is ToolCall]
-    if not (whole_turn or calls):
-        return None
-    if not (texts or calls):
-        return trusted_message(Role.AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
-    target = (texts or calls)[0]
-    new_parts = list(parts)
-    new_parts[target] = with_field(parts[target], "reasoning", _EMPTY_REASONING)
-    return trusted_message(Role.AI, tuple(new_parts))

@@ -24,6 +24,7 @@ from cast.errors import ChainError, IdTemplateError
 from cast.ids import TemplateLike, as_template
 from cast.messages import (
     Message,
+    Reasoning,
     Role,
     TextPart,
     ToolCall,
@@ -43,6 +44,7 @@ __all__ = [
     "map_tool_call_arguments",
     "renamed_tool_call_ids",
     "sanitize_arguments",
+    "with_empty_reasoning",
 ]
 
 
@@ -353,3 +355,27 @@ def _set_result(pair: BodyPair, tool_call_id: str, name: str, content: str) -> B
     result = ToolResult(tool_call_id=tool_call_id, name=name, content=content)
     tools.append(trusted_message(Role.TOOL, (result,)))
     return trusted_pair(pair.type, pair.ai_message, tuple(tools))
+
+
+_EMPTY_REASONING = Reasoning()
+
+
+def with_empty_reasoning(message: Message, *, whole_turn: bool = False) -> Message | None:
+    """Empty reasoning on an AI message that calls tools (or any, ``whole_turn``) and
+    carries none, where the OpenAI codec reads it back from: the first non-empty text,
+    else the first tool call, else a new empty text part; None when nothing changes
+    (DeepSeek and Kimi want it: port adds it, and so does the Compactor where it
+    brings a call into a turn)."""
+    parts = message.parts
+    if message.role is not Role.AI or any(map(has_reasoning, parts)):
+        return None
+    texts = [at for at, part in enumerate(parts) if type(part) is TextPart and part.text]
+    calls = [at for at, part in enumerate(parts) if type(part) is ToolCall]
+    if not (whole_turn or calls):
+        return None
+    if not (texts or calls):
+        return trusted_message(Role.AI, (TextPart(text="", reasoning=_EMPTY_REASONING), *parts))
+    target = (texts or calls)[0]
+    new_parts = list(parts)
+    new_parts[target] = with_field(parts[target], "reasoning", _EMPTY_REASONING)
+    return trusted_message(Role.AI, tuple(new_parts))

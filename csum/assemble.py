@@ -26,10 +26,10 @@ from cast import (
     Role,
     Section,
     TextPart,
-    ToolCall,
     contains_tool_call_reasoning,
     extract_reasoning_message,
     get_provider,
+    with_empty_reasoning,
 )
 from csum._summary_ids import unique_summary_ids
 from csum.archive import split_archive_line
@@ -126,24 +126,10 @@ class SummaryStyle:
         )
 
     def with_reasoning_content(self, pair: BodyPair) -> BodyPair:
-        """The pair with (empty) reasoning content on its AI message when it has none: on
-        its calls, else on its first non-empty text (else a new empty text part)."""
-        parts = pair.ai_message.parts
-        if any(
-            (type(p) is TextPart or type(p) is ToolCall) and p.reasoning is not None for p in parts
-        ):
-            return pair
-        if pair.ai_message.tool_calls:
-            new_parts = tuple(
-                p.evolve(reasoning=Reasoning()) if type(p) is ToolCall else p for p in parts
-            )
-        else:
-            at = next((i for i, p in enumerate(parts) if type(p) is TextPart and p.text), None)
-            if at is None:
-                new_parts = (TextPart(text="", reasoning=Reasoning()), *parts)
-            else:
-                new_parts = (*parts[:at], parts[at].evolve(reasoning=Reasoning()), *parts[at + 1 :])
-        return pair.evolve(ai_message=pair.ai_message.evolve(parts=new_parts))
+        """The pair with (empty) reasoning content on its AI message when it has none
+        (:func:`cast.transforms.with_empty_reasoning`)."""
+        message = with_empty_reasoning(pair.ai_message, whole_turn=True)
+        return pair if message is None else pair.evolve(ai_message=message)
 
     def keeps_original(self, summary: int, replaced: int) -> bool:
         """Whether a summary of ``summary`` bytes replacing ``replaced`` bytes is refused."""
@@ -273,12 +259,13 @@ class Assembler:
         keep_ids = {id(pair) for pair in frozen} | {id(pair) for pair in plan.pinned}
         body: list[BodyPair] = [pair for pair in plan.pairs if id(pair) in keep_ids]
         pair: BodyPair | None = None
+        per_turn = style.reasoning_per_turn()
         # A call entering a turn of plain answers would make them need reasoning content
         # (DeepSeek's rule): kept calls of earlier turns then go in a turn of their own,
         # before the question, and a summary in the turn is a text answer.
         plain_turn = (
-            not own_turn
-            and style.reasoning_per_turn()
+            per_turn
+            and not own_turn
             and not any(kept.ai_message.tool_calls for kept in sections[k].body)
         )
         if plain_turn and any(kept.ai_message.tool_calls for kept in body):
@@ -295,7 +282,7 @@ class Assembler:
                 before_human=own_turn,
             )
             body.append(pair)
-        if style.reasoning_per_turn() and any(
+        if per_turn and any(
             kept.ai_message.tool_calls
             for kept in (body if own_turn else (*body, *sections[k].body[p:]))
         ):  # kept plain answers of turns without calls join a turn that has them
