@@ -145,7 +145,6 @@ def _head(message: dict[str, Any], model: str, kind: str) -> dict[str, Any]:
 def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
     """The Chat Completions response for a Messages response (non-streaming)."""
     texts: list[str] = []
-    thoughts: list[str] = []
     details: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for block in message.get("content") or []:
@@ -153,13 +152,12 @@ def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
         if kind == "text":
             texts.append(str(block.get("text", "")))
         elif kind in ("thinking", "redacted_thinking"):
-            if kind == "thinking":
-                thoughts.append(str(block.get("thinking", "")))
             details.append(_detail(block, len(details)))
         elif kind == "tool_use":
             arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
             function = {"name": block.get("name", ""), "arguments": arguments}
             calls.append({"id": block.get("id", ""), "type": "function", "function": function})
+    thoughts = [detail["text"] for detail in details if detail["type"] == "reasoning.text"]
     answer: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if thoughts:
         answer[REASONING_FIELD] = "\n\n".join(thoughts)

@@ -172,10 +172,8 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
         content.append({"type": "text", "text": text})
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
-        name, arguments = function.get("name", ""), _arguments(function.get("arguments", ""))
-        content.append(
-            {"type": "tool_use", "id": call.get("id", ""), "name": name, "input": arguments}
-        )
+        block = {"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", "")}
+        content.append({**block, "input": _arguments(function.get("arguments", ""))})
     stop = STOP_REASONS.get(choices[0].get("finish_reason") or "stop", "end_turn")
     return _message(completion, model, content, stop, messages_usage(completion.get("usage") or {}))
 

@@ -29,14 +29,11 @@ def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
     prompt = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
     details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") or 0
+    cached, written = (int(details.get(k) or 0) for k in ("cached_tokens", "cache_write_tokens"))
     reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
     return {
         "input_tokens": prompt,
-        "input_tokens_details": {
-            "cached_tokens": int(cached),
-            "cache_write_tokens": int(details.get("cache_write_tokens") or 0),
-        },
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": int(reasoning)},
         "total_tokens": prompt + completion,
@@ -83,16 +80,14 @@ class ResponsesWriter(TranslatedStream):
 
     def _snapshot(self, status: str) -> dict[str, Any]:
         """The Response object of the items done so far, echoing the client's request."""
-        request = self.request
+        request, incomplete = self.request, status == "incomplete"
         return {
             "id": f"resp_{self._base}",
             "object": "response",
             "created_at": 0,
             "status": status,
             "error": None,
-            "incomplete_details": {"reason": "max_output_tokens"}
-            if status == "incomplete"
-            else None,
+            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
             "instructions": request.get("instructions"),
             "model": self.model,
             "output": list(self._output),
