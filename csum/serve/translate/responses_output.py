@@ -10,13 +10,7 @@ from csum.serve.sse import data_event
 from csum.serve.translate import TranslatedStream
 from csum.serve.translate.responses_tools import chat_tools, custom_input
 
-__all__ = [
-    "GATEWAY_REASONING_PREFIX",
-    "REDACTED",
-    "ResponsesWriter",
-    "message_item",
-    "responses_usage",
-]
+__all__ = ["GATEWAY_REASONING_PREFIX", "REDACTED", "ResponsesWriter"]
 
 GATEWAY_REASONING_PREFIX = "rs_csum_"
 """Id prefix of the reasoning items made from Anthropic thinking (signed, sent back)."""
@@ -24,7 +18,7 @@ REDACTED = "redacted_thinking:"
 """``encrypted_content`` prefix of an item made from a ``redacted_thinking`` block."""
 
 
-def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
+def _responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
     """Chat Completions usage as Responses usage."""
     prompt = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
@@ -40,7 +34,7 @@ def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+def _message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
     """An assistant message output item of one ``output_text`` part."""
     content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
     return {
@@ -98,7 +92,7 @@ class ResponsesWriter(TranslatedStream):
             "top_p": request.get("top_p"),
             "max_output_tokens": request.get("max_output_tokens"),
             "metadata": request.get("metadata") or {},
-            "usage": None if self._usage is None else responses_usage(self._usage),
+            "usage": None if self._usage is None else _responses_usage(self._usage),
         }
 
     def _begin(self, base: str, model: object) -> Iterator[bytes]:
@@ -129,7 +123,7 @@ class ResponsesWriter(TranslatedStream):
     def _text(self, key: tuple[str, int], text: str) -> Iterator[bytes]:
         if self._key != key:
             yield from self._close_item()
-            item = message_item(f"msg_{self._base}_{len(self._output)}", "", "in_progress")
+            item = _message_item(f"msg_{self._base}_{len(self._output)}", "", "in_progress")
             part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
             yield from self._add(
                 key, {**item, "content": []}, ("content_part", "content_index", part)
@@ -189,7 +183,7 @@ class ResponsesWriter(TranslatedStream):
             yield self._event(f"{custom}.done", {**ids, "input": item["input"]})
         elif item["type"] == "message":
             text = item.pop("text", "")
-            item, in_part = message_item(item["id"], text), {**ids, "content_index": 0}
+            item, in_part = _message_item(item["id"], text), {**ids, "content_index": 0}
             yield self._event(
                 "response.output_text.done", {**in_part, "text": text, "logprobs": []}
             )
