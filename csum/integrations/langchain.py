@@ -151,12 +151,10 @@ def pre_model_hook(
         return _replace(out) if replace_state else {"llm_input_messages": out}
 
     def hook(state: dict[str, Any]) -> dict[str, Any]:
-        messages = state["messages"]
-        return update(messages, history.compact(messages))
+        return update(state["messages"], history.compact(state["messages"]))
 
     async def ahook(state: dict[str, Any]) -> dict[str, Any]:
-        messages = state["messages"]
-        return update(messages, await history.acompact(messages))
+        return update(state["messages"], await history.acompact(state["messages"]))
 
     runnable = PreModelHook(hook, afunc=ahook, name="chaincast_pre_model_hook")
     runnable.history = history

@@ -53,12 +53,9 @@ class HistoryProcessor(HistoryHook):
     ) -> list[ModelMessage]:
         """The processor with pydantic-ai's run context: learns the agent's model (see
         the class docstring), then compacts."""
-        model = ctx.model
-        system = getattr(model, "system", None)
-        self.learn_model(
-            getattr(model, "model_name", None) or model,
-            _PROVIDER_PREFIXES.get(system) if isinstance(system, str) else None,
-        )
+        system = getattr(ctx.model, "system", None)  # its provider's name
+        provider = _PROVIDER_PREFIXES.get(system) if isinstance(system, str) else None
+        self.learn_model(ctx.model, provider)
         return await self(messages)
 
     def capability(self) -> ProcessHistory[Any]:

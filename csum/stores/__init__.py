@@ -29,13 +29,11 @@ __all__ = [
 
 def open_store(location: str | Path) -> SummaryStore:
     """The store at ``location``: ``memory``, a ``redis://`` URL, or a SQLite file path."""
-    if isinstance(location, Path):
-        return SQLiteStore(location)
-    if not isinstance(location, str) or not location:
+    if not isinstance(location, str | Path) or location == "":
         raise ValueError(f"a store location must be a non-empty string, not {location!r}")
     if location == "memory":
         return MemoryStore()
-    if is_redis_url(location):
+    if isinstance(location, str) and is_redis_url(location):
         return RedisStore(location)
     return SQLiteStore(location)
 

@@ -29,10 +29,7 @@ def is_redis_url(location: str) -> bool:
 
 
 class _RedisBacked:
-    """Base of the Redis stores: keys under ``prefix`` on the server at ``url``, whose
-    commands run in anyio's worker threads on one synchronous redis-py client: every
-    event loop and thread (asyncio, trio, a hundred ``compact_sync`` calls) shares its
-    one bounded, thread-safe pool; ``call`` never blocks the event loop."""
+    """Base of the Redis stores: one bounded redis-py pool every loop and thread shares."""
 
     default_prefix = "csum:"
 

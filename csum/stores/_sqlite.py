@@ -58,8 +58,7 @@ class SQLiteDatabase:
         return connection
 
     def _set_up(self, connection: sqlite3.Connection) -> None:
-        """WAL mode and the schema, retried until the busy timeout (SQLite answers
-        "locked" at once where waiting could deadlock: two processes setting up a file)."""
+        """WAL and the schema, retried: SQLite says "locked" at once where waiting deadlocks."""
         deadline = time.monotonic() + self.busy_timeout
         pause = 0.005
         while True:
@@ -407,9 +406,8 @@ def _search(
 def _delete_session(
     session: str, fts: bool, connection: sqlite3.Connection, *, written_before: float | None = None
 ) -> int:
-    """Delete ``session`` (with ``written_before``: only if it was last written before
-    then, checked in the same transaction, so a write from another process in between
-    keeps it); how many messages went."""
+    """Delete ``session`` (if last written before ``written_before``, read in the same
+    transaction: another process's write in between keeps it); how many messages went."""
     with _transaction(connection):
         if (
             written_before is not None

@@ -29,13 +29,11 @@ class TranslatedStream(ABC):
     """A streamed answer being translated: the upstream's SSE bytes in (any split), the
     client's events out; nothing after the end or an error."""
 
-    ends_with_done = False
-    """Whether the upstream ends its stream with ``data: [DONE]`` (Chat Completions)."""
+    ends_with_done = False  # whether the upstream ends with ``data: [DONE]`` (Chat's)
 
     def __init__(self) -> None:
         self._reader = SseReader()
-        self._started = False
-        """Whether the answer's first event was written."""
+        self._started = False  # whether the answer's first event was written
         self._done = False
 
     def feed(self, data: bytes) -> bytes:

@@ -15,21 +15,13 @@ from cast import Message, ToolCall, port
 from csum.serve.sse import data_event
 from csum.serve.translate import TranslatedStream, TranslationError, tools_of
 
-__all__ = [
-    "FINISH_REASONS",
-    "REASONING_FIELD",
-    "REASONING_FORMAT",
-    "ChatStream",
-    "chat_request",
-    "chat_response",
-    "chat_usage",
-]
+__all__ = ["REASONING_FORMAT", "ChatStream", "chat_request", "chat_response", "chat_usage"]
 
-REASONING_FIELD = "reasoning_content"
+_REASONING_FIELD = "reasoning_content"
 """The Chat Completions field thinking goes to (DeepSeek's; vLLM's DeepSeek parser too)."""
 REASONING_FORMAT = "anthropic-claude-v1"
 """The ``format`` of the ``reasoning_details`` entries carrying Anthropic's signed thinking."""
-FINISH_REASONS = {
+_FINISH_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "pause_turn": "stop",
@@ -145,7 +137,6 @@ def _head(message: dict[str, Any], model: str, kind: str) -> dict[str, Any]:
 def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
     """The Chat Completions response for a Messages response (non-streaming)."""
     texts: list[str] = []
-    thoughts: list[str] = []
     details: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for block in message.get("content") or []:
@@ -153,21 +144,20 @@ def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
         if kind == "text":
             texts.append(str(block.get("text", "")))
         elif kind in ("thinking", "redacted_thinking"):
-            if kind == "thinking":
-                thoughts.append(str(block.get("thinking", "")))
             details.append(_detail(block, len(details)))
         elif kind == "tool_use":
             arguments = json.dumps(block.get("input") or {}, ensure_ascii=False)
             function = {"name": block.get("name", ""), "arguments": arguments}
             calls.append({"id": block.get("id", ""), "type": "function", "function": function})
+    thoughts = [detail["text"] for detail in details if detail["type"] == "reasoning.text"]
     answer: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if thoughts:
-        answer[REASONING_FIELD] = "\n\n".join(thoughts)
+        answer[_REASONING_FIELD] = "\n\n".join(thoughts)
     if details:
         answer["reasoning_details"] = details
     if calls:
         answer["tool_calls"] = calls
-    finish = FINISH_REASONS.get(message.get("stop_reason") or "end_turn", "stop")
+    finish = _FINISH_REASONS.get(message.get("stop_reason") or "end_turn", "stop")
     choice = {"index": 0, "message": answer, "finish_reason": finish, "logprobs": None}
     usage = chat_usage(message.get("usage") or {})
     return {**_head(message, model, "chat.completion"), "choices": [choice], "usage": usage}
@@ -210,7 +200,7 @@ class ChatStream(TranslatedStream):
         elif kind == "message_delta":
             stop = (event.get("delta") or {}).get("stop_reason")
             if stop:
-                self._finish_reason = FINISH_REASONS.get(stop, "stop")
+                self._finish_reason = _FINISH_REASONS.get(stop, "stop")
             self._usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
         elif kind == "message_stop":
             yield from self._end()
@@ -231,7 +221,7 @@ class ChatStream(TranslatedStream):
                 detail.pop("signature", None)
             delta: dict[str, Any] = {"reasoning_details": [detail]}
             if detail.get("text"):
-                delta = {REASONING_FIELD: detail["text"], **delta}
+                delta = {_REASONING_FIELD: detail["text"], **delta}
             yield self._chunk(delta)
         else:
             self._slots[index] = -1
@@ -246,7 +236,7 @@ class ChatStream(TranslatedStream):
         elif kind == "thinking_delta" and delta.get("thinking"):
             text = delta["thinking"]
             piece = {"type": "reasoning.text", "text": text, "index": slot}
-            yield self._chunk({REASONING_FIELD: text, "reasoning_details": [piece]})
+            yield self._chunk({_REASONING_FIELD: text, "reasoning_details": [piece]})
         elif kind == "signature_delta" and delta.get("signature"):
             piece = {"type": "reasoning.text", "signature": delta["signature"], "index": slot}
             yield self._chunk({"reasoning_details": [piece]})

@@ -19,11 +19,9 @@ from csum.serve.translate.anthropic_to_chat import REASONING_FORMAT
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
-    "STOP_REASONS",
     "MessagesStream",
     "messages_request",
     "messages_response",
-    "messages_usage",
     "reasoning_of",
 ]
 
@@ -31,7 +29,7 @@ DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` sent to Anthropic when the Chat request sets no limit (it needs one)."""
 
 
-STOP_REASONS = {
+_STOP_REASONS = {
     "stop": "end_turn",
     "length": "max_tokens",
     "tool_calls": "tool_use",
@@ -172,12 +170,11 @@ def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
         content.append({"type": "text", "text": text})
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
-        name, arguments = function.get("name", ""), _arguments(function.get("arguments", ""))
-        content.append(
-            {"type": "tool_use", "id": call.get("id", ""), "name": name, "input": arguments}
-        )
-    stop = STOP_REASONS.get(choices[0].get("finish_reason") or "stop", "end_turn")
-    return _message(completion, model, content, stop, messages_usage(completion.get("usage") or {}))
+        block = {"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", "")}
+        content.append({**block, "input": _arguments(function.get("arguments", ""))})
+    stop = _STOP_REASONS.get(choices[0].get("finish_reason") or "stop", "end_turn")
+    usage = _messages_usage(completion.get("usage") or {})
+    return _message(completion, model, content, stop, usage)
 
 
 def reasoning_of(message: dict[str, Any]) -> str:
@@ -189,7 +186,7 @@ def reasoning_of(message: dict[str, Any]) -> str:
     return ""
 
 
-def messages_usage(usage: dict[str, Any]) -> dict[str, int]:
+def _messages_usage(usage: dict[str, Any]) -> dict[str, int]:
     """Chat usage as Messages usage (cache reads and writes apart from the input)."""
     details = usage.get("prompt_tokens_details")
     details = details if isinstance(details, dict) else {}
@@ -250,7 +247,7 @@ class MessagesStream(TranslatedStream):
             yield anthropic_event("message_start", {"message": message})
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = messages_usage(usage)
+            self._usage = _messages_usage(usage)
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             thought = reasoning_of(delta)
@@ -272,7 +269,7 @@ class MessagesStream(TranslatedStream):
                 yield from self._piece(key, block, partial if has_json else None)
             finish = choice.get("finish_reason")
             if finish:
-                self._stop = STOP_REASONS.get(finish, "end_turn")
+                self._stop = _STOP_REASONS.get(finish, "end_turn")
 
     def _piece(
         self, key: tuple[str, int], block: dict[str, Any], delta: dict[str, Any] | None

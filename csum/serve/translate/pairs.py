@@ -26,14 +26,7 @@ from csum.serve.translate.responses_to_anthropic import messages_request_for_res
 from csum.serve.translate.responses_to_chat import chat_request_for_responses
 from csum.tokens import EstimatedTokens
 
-__all__ = [
-    "ANTHROPIC_VERSION",
-    "TRANSLATIONS",
-    "Translation",
-    "count_tokens",
-    "translated_headers",
-    "translation_for",
-]
+__all__ = ["TRANSLATIONS", "Translation", "count_tokens", "translated_headers", "translation_for"]
 
 _CHAT, _RESPONSES, _MESSAGES = APIS
 
@@ -91,7 +84,7 @@ def translation_for(client: str, upstream: str) -> Translation | None:
     return _BY_PAIR.get((client, upstream))
 
 
-ANTHROPIC_VERSION = "2023-06-01"
+_ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent when an OpenAI client reaches Anthropic."""
 
 
@@ -108,7 +101,7 @@ def translated_headers(headers: Iterable[tuple[str, str]], target: Api) -> list[
                 if k.lower() == "authorization" and v.lower().startswith("bearer "):
                     out.append(("x-api-key", v[7:].strip()))
         if "anthropic-version" not in names:
-            out.append(("anthropic-version", ANTHROPIC_VERSION))
+            out.append(("anthropic-version", _ANTHROPIC_VERSION))
         return out
     out = [(k, v) for k, v in items if k.lower() != "x-api-key"]
     if "authorization" not in names:

@@ -10,13 +10,7 @@ from csum.serve.sse import data_event
 from csum.serve.translate import TranslatedStream
 from csum.serve.translate.responses_tools import chat_tools, custom_input
 
-__all__ = [
-    "GATEWAY_REASONING_PREFIX",
-    "REDACTED",
-    "ResponsesWriter",
-    "message_item",
-    "responses_usage",
-]
+__all__ = ["GATEWAY_REASONING_PREFIX", "REDACTED", "ResponsesWriter"]
 
 GATEWAY_REASONING_PREFIX = "rs_csum_"
 """Id prefix of the reasoning items made from Anthropic thinking (signed, sent back)."""
@@ -24,26 +18,23 @@ REDACTED = "redacted_thinking:"
 """``encrypted_content`` prefix of an item made from a ``redacted_thinking`` block."""
 
 
-def responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
+def _responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
     """Chat Completions usage as Responses usage."""
     prompt = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
     details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") or 0
+    cached, written = (int(details.get(k) or 0) for k in ("cached_tokens", "cache_write_tokens"))
     reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
     return {
         "input_tokens": prompt,
-        "input_tokens_details": {
-            "cached_tokens": int(cached),
-            "cache_write_tokens": int(details.get("cache_write_tokens") or 0),
-        },
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": int(reasoning)},
         "total_tokens": prompt + completion,
     }
 
 
-def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+def _message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
     """An assistant message output item of one ``output_text`` part."""
     content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
     return {
@@ -83,16 +74,14 @@ class ResponsesWriter(TranslatedStream):
 
     def _snapshot(self, status: str) -> dict[str, Any]:
         """The Response object of the items done so far, echoing the client's request."""
-        request = self.request
+        request, incomplete = self.request, status == "incomplete"
         return {
             "id": f"resp_{self._base}",
             "object": "response",
             "created_at": 0,
             "status": status,
             "error": None,
-            "incomplete_details": {"reason": "max_output_tokens"}
-            if status == "incomplete"
-            else None,
+            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
             "instructions": request.get("instructions"),
             "model": self.model,
             "output": list(self._output),
@@ -103,7 +92,7 @@ class ResponsesWriter(TranslatedStream):
             "top_p": request.get("top_p"),
             "max_output_tokens": request.get("max_output_tokens"),
             "metadata": request.get("metadata") or {},
-            "usage": None if self._usage is None else responses_usage(self._usage),
+            "usage": None if self._usage is None else _responses_usage(self._usage),
         }
 
     def _begin(self, base: str, model: object) -> Iterator[bytes]:
@@ -134,7 +123,7 @@ class ResponsesWriter(TranslatedStream):
     def _text(self, key: tuple[str, int], text: str) -> Iterator[bytes]:
         if self._key != key:
             yield from self._close_item()
-            item = message_item(f"msg_{self._base}_{len(self._output)}", "", "in_progress")
+            item = _message_item(f"msg_{self._base}_{len(self._output)}", "", "in_progress")
             part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
             yield from self._add(
                 key, {**item, "content": []}, ("content_part", "content_index", part)
@@ -194,7 +183,7 @@ class ResponsesWriter(TranslatedStream):
             yield self._event(f"{custom}.done", {**ids, "input": item["input"]})
         elif item["type"] == "message":
             text = item.pop("text", "")
-            item, in_part = message_item(item["id"], text), {**ids, "content_index": 0}
+            item, in_part = _message_item(item["id"], text), {**ids, "content_index": 0}
             yield self._event(
                 "response.output_text.done", {**in_part, "text": text, "logprobs": []}
             )

@@ -13,17 +13,9 @@ import cast.codecs.openai_responses as responses_codec
 from cast import Message, ProviderPart, Role, TextPart, ToolCall, ToolResult
 from csum.serve.translate import TranslationError, tools_of
 
-__all__ = [
-    "CUSTOM_INPUT",
-    "DROPPED_TOOLS_HEADER",
-    "ChatTools",
-    "ClientTool",
-    "chat_tools",
-    "custom_input",
-    "function_messages",
-]
+__all__ = ["DROPPED_TOOLS_HEADER", "ChatTools", "chat_tools", "custom_input", "function_messages"]
 
-CUSTOM_INPUT = "input"
+_CUSTOM_INPUT = "input"
 """The one argument of the function a ``custom`` tool becomes."""
 DROPPED_TOOLS_HEADER = "x-csum-dropped-tools"
 """Response header naming the built-in tools left out of a translated request
@@ -35,7 +27,7 @@ _KEPT = ("custom_tool_call", "custom_tool_call_output", _CALL_FIELDS)  # items k
 
 
 @dataclass(frozen=True, slots=True)
-class ClientTool:
+class _ClientTool:
     """What a Chat function stands for in the client's request: a ``function``, a
     ``custom`` tool or a member of ``namespace``, called ``name`` there."""
 
@@ -50,7 +42,7 @@ class ChatTools:
     for, and the built-in tools dropped."""
 
     functions: list[dict[str, Any]]
-    origins: dict[str, ClientTool]
+    origins: dict[str, _ClientTool]
     dropped: list[str]
 
     def chat_name(self, name: str, namespace: str | None = None) -> str:
@@ -60,7 +52,7 @@ class ChatTools:
 
     def client_item(self, call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
         """The Responses output item for a Chat tool call of ``name``."""
-        origin = self.origins.get(name) or ClientTool("function", name)
+        origin = self.origins.get(name) or _ClientTool("function", name)
         if origin.kind == "custom":
             head = {"type": "custom_tool_call", "id": f"ctc_{call_id}", "call_id": call_id}
             return {**head, "name": origin.name, "input": custom_input(arguments), "status": status}
@@ -76,8 +68,8 @@ def custom_input(arguments: str) -> str:
         parsed = json.loads(arguments) if arguments else {}
     except ValueError:
         return arguments
-    if isinstance(parsed, dict) and isinstance(parsed.get(CUSTOM_INPUT), str):
-        return str(parsed[CUSTOM_INPUT])
+    if isinstance(parsed, dict) and isinstance(parsed.get(_CUSTOM_INPUT), str):
+        return str(parsed[_CUSTOM_INPUT])
     return arguments
 
 
@@ -88,10 +80,9 @@ def chat_tools(request: dict[str, Any]) -> ChatTools:
         if not isinstance(tool, dict):
             raise TranslationError(f"tools[{i}]: expected a tool object")
         kind = tool.get("type")
-        if kind == "function":
-            _add(out, _function(tool, f"tools[{i}]"), ClientTool("function", tool["name"]))
-        elif kind == "custom":
-            _add(out, _custom(tool, f"tools[{i}]"), ClientTool("custom", tool["name"]))
+        if kind in ("function", "custom"):
+            function = (_function if kind == "function" else _custom)(tool, f"tools[{i}]")
+            _add(out, function, _ClientTool(kind, tool["name"]))
         elif kind == "namespace":
             _namespace(out, tool, f"tools[{i}]")
         else:
@@ -100,7 +91,7 @@ def chat_tools(request: dict[str, Any]) -> ChatTools:
     return out
 
 
-def _add(out: ChatTools, function: dict[str, Any], origin: ClientTool) -> None:
+def _add(out: ChatTools, function: dict[str, Any], origin: _ClientTool) -> None:
     name = function["name"]
     if name in out.origins and origin.namespace is not None:
         name = f"{origin.namespace}__{name}"[:_CHAT_NAME_LIMIT]
@@ -129,8 +120,8 @@ def _custom(tool: dict[str, Any], where: str) -> dict[str, Any]:
         "name": tool["name"],
         "parameters": {
             "type": "object",
-            "properties": {CUSTOM_INPUT: {"type": "string", "description": about}},
-            "required": [CUSTOM_INPUT],
+            "properties": {_CUSTOM_INPUT: {"type": "string", "description": about}},
+            "required": [_CUSTOM_INPUT],
             "additionalProperties": False,
         },
     }
@@ -150,7 +141,7 @@ def _namespace(out: ChatTools, tool: dict[str, Any], where: str) -> None:
             kind = member.get("type") if isinstance(member, dict) else member
             out.dropped.append(f"{space}.{kind}")
             continue
-        _add(out, _function(member, here), ClientTool("function", member["name"], space))
+        _add(out, _function(member, here), _ClientTool("function", member["name"], space))
 
 
 def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
@@ -211,7 +202,7 @@ def _custom_call(
     if type(last) is TextPart and not last.text and last.reasoning is not None:
         reasoning = segment.pop().reasoning
     name = tools.chat_name(str(item.get("name", "")))
-    arguments = json.dumps({CUSTOM_INPUT: item.get("input", "")}, ensure_ascii=False)
+    arguments = json.dumps({_CUSTOM_INPUT: item.get("input", "")}, ensure_ascii=False)
     call = ToolCall(id=item.get("call_id"), name=name, arguments=arguments, reasoning=reasoning)
     names[call.id] = name
     return call
