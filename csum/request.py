@@ -523,11 +523,13 @@ def split_into_pieces(
     before its call (:func:`split_request` packs the same way, measuring prompts)."""
     fixed = _FIXED + (utf8_len(FOCUS_INSTRUCTIONS + focus) + 64 if focus else 0)
     room = max(512, max_bytes - fixed - max_bytes // 4)
+    cut_room = max(256, room - _MESSAGE_FRAME - 2 * _PART_FRAME)  # a text's piece, cut
     items: list[Message] = []
     inside: list[Message | None] = []  # the question of the turn an item is inside
     for asked, messages in turns:
         for message in (asked, *messages) if asked is not None else messages:
-            for item in _fitting(message, room):
+            fits = prompt_bound(message) <= room
+            for item in [message] if fits else _cut_message(message, cut_room):
                 items.append(item)
                 inside.append(None if message is asked else asked)
     pieces: list[Piece] = []
@@ -537,13 +539,6 @@ def split_into_pieces(
         start += len(group)
         pieces.append(Piece([asked, *context] if asked is not None else list(context), group))
     return pieces
-
-
-def _fitting(message: Message, room: int) -> list[Message]:
-    """``message``, or pieces of its texts when its prompt bound exceeds ``room``."""
-    if prompt_bound(message) <= room:
-        return [message]
-    return _cut_message(message, max(256, room - _MESSAGE_FRAME - 2 * _PART_FRAME))
 
 
 def _bounded(group: list[Message], used: int, message: Message) -> int:
@@ -586,12 +581,10 @@ def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryReques
             return summary_request(chunk, [], focus=focus)
         return summary_request(context, chunk, focus=focus)
 
-    def rendered(chunk: list[Message], used: int, message: Message) -> int:
-        return utf8_len(render([*chunk, message]).prompt)
-
     room = max(512, max_bytes - utf8_len(render([Message.ai("")]).prompt) - 256)
     pieces = [piece for m in _messages(request.summarized) for piece in _cut_message(m, room)]
-    return [render(chunk) for chunk in _groups(pieces, max_bytes, rendered)]
+    chunks = _groups(pieces, max_bytes, lambda chunk, _, m: utf8_len(render([*chunk, m]).prompt))
+    return [render(chunk) for chunk in chunks]
 
 
 def _messages(entries: Sequence[PromptEntry]) -> list[Message]:
