@@ -541,26 +541,27 @@ def split_into_pieces(
     return pieces
 
 
-def _bounded(group: list[Message], used: int, message: Message) -> int:
-    return used + prompt_bound(message)
-
-
 def _groups(
     messages: Sequence[Message],
     room: int,
-    measure: Callable[[list[Message], int, Message], int] = _bounded,
+    rendered: Callable[[list[Message]], int] | None = None,
 ) -> list[list[Message]]:
-    """Consecutive groups of ``messages`` that fit ``room``: ``measure(group, used,
-    message)`` is the size of ``group`` (``used`` bytes) with ``message`` added."""
+    """Consecutive groups of ``messages`` that fit ``room``: their prompt bounds summed,
+    or the bytes of a group's prompt as ``rendered`` measures them."""
     groups: list[list[Message]] = []
     used = 0
     for message in messages:
-        if groups and (size := measure(groups[-1], used, message)) <= room:
+        if rendered is None:
+            cost = prompt_bound(message)
+            fits = used + cost <= room
+        else:
+            cost, fits = 0, bool(groups) and rendered([*groups[-1], message]) <= room
+        if groups and fits:
             groups[-1].append(message)
-            used = size
+            used += cost
         else:
             groups.append([message])
-            used = measure([], 0, message)
+            used = cost
     return groups
 
 
@@ -583,7 +584,7 @@ def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryReques
 
     room = max(512, max_bytes - utf8_len(render([Message.ai("")]).prompt) - 256)
     pieces = [piece for m in _messages(request.summarized) for piece in _cut_message(m, room)]
-    chunks = _groups(pieces, max_bytes, lambda chunk, _, m: utf8_len(render([*chunk, m]).prompt))
+    chunks = _groups(pieces, max_bytes, lambda chunk: utf8_len(render(chunk).prompt))
     return [render(chunk) for chunk in chunks]
 
 
