@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import anyio
 import anyio.lowlevel
 
-from cast import BodyPair, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
+from cast import BodyPair, ImagePart, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import utf8_len
 from csum._fit import fit_joined, fit_summary
 from csum._gather import unwrapped
@@ -28,6 +28,8 @@ from csum._handler_check import check_handler
 from csum.config import Robustness
 from csum.errors import SummarizationError
 from csum.prompt import (
+    FOCUS_INSTRUCTIONS,
+    INSTRUCTIONS,
     PromptCase,
     PromptEntry,
     SummaryRequest,
@@ -46,6 +48,7 @@ __all__ = [
     "Handler",
     "HandlerCalls",
     "HandlerLedger",
+    "Piece",
     "RequestHandler",
     "RobustHandler",
     "SummarizeHandler",
@@ -54,7 +57,9 @@ __all__ = [
     "check_request",
     "is_transient",
     "ledger",
+    "prompt_bound",
     "request_handler",
+    "split_into_pieces",
     "split_request",
 ]
 
@@ -462,13 +467,110 @@ class RobustHandler(RequestHandler):
 
 # -- splitting ------------------------------------------------------------------------------
 
+_MESSAGE_FRAME = 96
+"""Upper bound of a message's own tags in a prompt (index, role, marker suffixes)."""
+_PART_FRAME = 224
+"""Upper bound of one part's tags in a prompt (with its reasoning's), ids apart."""
+_FIXED = max(utf8_len(text) for text in INSTRUCTIONS.values()) + 512
+"""Upper bound of a prompt's instructions and block tags."""
+_ESCAPE_GROWTH = 5
+"""An id character is at most 6 in an attribute (``"`` as ``&quot;``): 5 more."""
+
+
+def prompt_bound(message: Message) -> int:
+    """An upper bound of the UTF-8 bytes ``message`` takes in a prompt (its size, its
+    tags, escaped ids; images and binary data count their whole size although the
+    prompt only names them)."""
+    bound = message.size + _MESSAGE_FRAME
+    for part in message.parts:
+        bound += _PART_FRAME
+        if type(part) is ToolCall:
+            bound += _ESCAPE_GROWTH * utf8_len(part.id)
+        elif type(part) is ToolResult:
+            bound += _ESCAPE_GROWTH * utf8_len(part.tool_call_id)
+        elif type(part) is ImagePart:
+            bound += utf8_len(part.url) // 4 + 64  # the placeholder: "[image URL, detail D]"
+    return bound
+
+
+@dataclass
+class Piece:
+    """The messages of one prompt: ``context`` (questions) and ``messages`` (summarized)."""
+
+    context: list[Message]
+    messages: list[Message]
+
+    def request(self, max_context: int, focus: str | None = None) -> SummaryRequest:
+        """The request of the piece (its prompt and entries), its context cut to
+        ``max_context`` bytes."""
+        frame = _MESSAGE_FRAME + _PART_FRAME
+        context = _cut_context(self.context, max_context, prompt_bound, frame)
+        return summary_request(context, self.messages, focus=focus)
+
+
+def split_into_pieces(
+    turns: Sequence[tuple[Message | None, Sequence[Message]]],
+    max_bytes: int,
+    *,
+    context: Sequence[Message] = (),
+    focus: str | None = None,
+) -> list[Piece]:
+    """Pieces whose prompts (their context cut to ``max_bytes // 4``, ``focus`` shown)
+    fit ``max_bytes``: consecutive messages of ``turns`` ((question, messages) in chain
+    order, each question summarized in its place), a message too large alone cut inside
+    its texts; the context is ``context`` and, for a piece starting inside a turn, that
+    turn's question. Measured by :func:`prompt_bound`, so that no prompt is rendered
+    before its call (:func:`split_request` packs the same way, measuring prompts)."""
+    fixed = _FIXED + (utf8_len(FOCUS_INSTRUCTIONS + focus) + 64 if focus else 0)
+    room = max(512, max_bytes - fixed - max_bytes // 4)
+    cut_room = max(256, room - _MESSAGE_FRAME - 2 * _PART_FRAME)  # a text's piece, cut
+    items: list[Message] = []
+    inside: list[Message | None] = []  # the question of the turn an item is inside
+    for asked, messages in turns:
+        for message in (asked, *messages) if asked is not None else messages:
+            fits = prompt_bound(message) <= room
+            for item in [message] if fits else _cut_message(message, cut_room):
+                items.append(item)
+                inside.append(None if message is asked else asked)
+    pieces: list[Piece] = []
+    start = 0
+    for group in _groups(items, room):
+        asked = inside[start]
+        start += len(group)
+        pieces.append(Piece([asked, *context] if asked is not None else list(context), group))
+    return pieces
+
+
+def _groups(
+    messages: Sequence[Message],
+    room: int,
+    rendered: Callable[[list[Message]], int] | None = None,
+) -> list[list[Message]]:
+    """Consecutive groups of ``messages`` that fit ``room``: their prompt bounds summed,
+    or the bytes of a group's prompt as ``rendered`` measures them."""
+    groups: list[list[Message]] = []
+    used = 0
+    for message in messages:
+        if rendered is None:
+            cost = prompt_bound(message)
+            fits = used + cost <= room
+        else:
+            cost, fits = 0, bool(groups) and rendered([*groups[-1], message]) <= room
+        if groups and fits:
+            groups[-1].append(message)
+            used += cost
+        else:
+            groups.append([message])
+            used = cost
+    return groups
+
 
 def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryRequest]:
     """Requests of at most ``max_bytes`` UTF-8 bytes of prompt that together hold
-    ``request``'s data, made from its entries: split on message boundaries, each piece
-    keeping the instructions, the focus and (cut to at most a quarter of ``max_bytes``)
-    the context block; a message too large alone is cut inside its texts. A
-    :func:`~csum.prompt.text_request` is cut at line breaks."""
+    ``request``'s data, made from its entries as :func:`split_into_pieces` makes pieces
+    but measuring the rendered prompts: each keeps the instructions, the focus and (cut to at
+    most a quarter of ``max_bytes``) the context block; a message too large alone is cut
+    inside its texts. A :func:`~csum.prompt.text_request` is cut at line breaks."""
     if request.case is None:
         return [text_request(piece) for piece in _split_text(request.prompt, max_bytes)]
     human_only = request.case is PromptCase.HUMAN_ONLY
@@ -480,23 +582,10 @@ def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryReques
             return summary_request(chunk, [], focus=focus)
         return summary_request(context, chunk, focus=focus)
 
-    base = utf8_len(render([Message.ai("")]).prompt)
-    room = max(512, max_bytes - base - 256)
-    pieces: list[Message] = []
-    for message in _messages(request.summarized):
-        pieces.extend(_cut_message(message, room))
-    out: list[SummaryRequest] = []
-    chunk: list[Message] = []
-    for message in pieces:
-        candidate = render([*chunk, message])
-        if chunk and utf8_len(candidate.prompt) > max_bytes:
-            out.append(render(chunk))
-            chunk = [message]
-        else:
-            chunk.append(message)
-    if chunk:
-        out.append(render(chunk))
-    return out
+    room = max(512, max_bytes - utf8_len(render([Message.ai("")]).prompt) - 256)
+    pieces = [piece for m in _messages(request.summarized) for piece in _cut_message(m, room)]
+    chunks = _groups(pieces, max_bytes, lambda chunk: utf8_len(render(chunk).prompt))
+    return [render(chunk) for chunk in chunks]
 
 
 def _messages(entries: Sequence[PromptEntry]) -> list[Message]:

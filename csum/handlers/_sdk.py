@@ -8,7 +8,6 @@ import importlib
 import math
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, Literal, TypeAlias
 
@@ -104,55 +103,42 @@ def _with_tools(body: Body, tools: Sequence[Mapping[str, Any]]) -> Body:
     return body
 
 
-@dataclass(frozen=True, slots=True)
-class _Sdk:
-    """One provider's SDK (its module, its client class and its base exception class) and
-    the handler using it."""
+def _load(provider: str, handler: str) -> Any:
+    """The SDK module named ``provider``, or ImportError saying how to install it."""
+    try:
+        return importlib.import_module(provider)
+    except ImportError as exc:
+        message = f"the {handler} handler needs the {provider} SDK: {install_hint(provider)}"
+        raise ImportError(message) from exc
 
-    handler: str
-    module: Any
-    client_class: Callable[..., Any]
-    base: type[Exception]
 
-    @classmethod
-    def load(cls, provider: str, handler: str, names: tuple[str, str]) -> _Sdk:
-        """The SDK named ``provider`` (``names``: its base error and client), or ImportError."""
-        try:
-            sdk = importlib.import_module(provider)
-        except ImportError as exc:
-            message = f"the {handler} handler needs the {provider} SDK: {install_hint(provider)}"
-            raise ImportError(message) from exc
-        base, client = (getattr(sdk, name) for name in names)
-        return cls(handler, sdk, client, base)
-
-    def failure(
-        self, exc: Exception, model: str, timeout: float
-    ) -> tuple[HandlerError, float | None]:
-        """An SDK exception (or our own ``timeout``) as its :class:`HandlerError`, and the
-        wait the provider asked for."""
-        error = partial(HandlerError, provider=self.module.__name__, model=model)
-        if isinstance(exc, TimeoutError):
-            message = f"no response within {timeout:g} s"
-            return error(message, retryable=True, error_type="timeout"), None
-        if isinstance(exc, self.module.APITimeoutError):
-            return error("the request timed out", retryable=True, error_type="timeout"), None
-        if isinstance(exc, self.module.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            detail = f": {cause}" if cause is not None and str(cause) else ""
-            return error(f"connection error{detail}", retryable=True, error_type="connection"), None
-        if isinstance(exc, self.module.APIStatusError):
-            status: int = getattr(exc, "status_code", 0)
-            headers = getattr(getattr(exc, "response", None), "headers", None)
-            message, kind = _provider_message(getattr(exc, "body", None))
-            failure = error(
-                message or str(exc),
-                retryable=status in _RETRIED_STATUS_CODES or status >= 500,
-                status_code=status,
-                provider_message=message,
-                error_type=kind,
-            )
-            return failure, _retry_after(headers)
-        return error(str(exc) or type(exc).__name__), None
+def _failure(
+    sdk: Any, exc: Exception, model: str, timeout: float
+) -> tuple[HandlerError, float | None]:
+    """An SDK exception (or our own ``timeout``) as its HandlerError, and the wait asked for."""
+    error = partial(HandlerError, provider=sdk.__name__, model=model)
+    if isinstance(exc, TimeoutError):
+        message = f"no response within {timeout:g} s"
+        return error(message, retryable=True, error_type="timeout"), None
+    if isinstance(exc, sdk.APITimeoutError):
+        return error("the request timed out", retryable=True, error_type="timeout"), None
+    if isinstance(exc, sdk.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        detail = f": {cause}" if cause is not None and str(cause) else ""
+        return error(f"connection error{detail}", retryable=True, error_type="connection"), None
+    if isinstance(exc, sdk.APIStatusError):
+        status: int = getattr(exc, "status_code", 0)
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        message, kind = _provider_message(getattr(exc, "body", None))
+        failure = error(
+            message or str(exc),
+            retryable=status in _RETRIED_STATUS_CODES or status >= 500,
+            status_code=status,
+            provider_message=message,
+            error_type=kind,
+        )
+        return failure, _retry_after(headers)
+    return error(str(exc) or type(exc).__name__), None
 
 
 def _check_token_limit(name: str, limit: int | None) -> None:
@@ -186,10 +172,13 @@ def _provider_message(body: object) -> tuple[str, str]:
 
 
 def _sdk_handler(
-    sdk: _Sdk,
+    name: str,
+    sdk: Any,
     model: str,
     policy: RetryPolicy,
     *,
+    client_class: Callable[..., Any],
+    base: type[Exception],
     base_url: str | None,
     api_key: str | None,
     timeout: float,
@@ -199,8 +188,7 @@ def _sdk_handler(
     fresh: Callable[[str], Body],
     continued: Callable[[Sequence[Message], str], Body] | None,
 ) -> RequestHandler:
-    """A request handler sending each body by ``create(client, keywords)``, retried as
-    ``policy`` says; ``client``: one to use (left open), or None: one per call."""
+    """The handler ``name``: each body sent by ``create``, retried as ``policy`` says."""
     if not model:
         raise ValueError("model must be a non-empty model name")
     if not timeout > 0:
@@ -209,7 +197,7 @@ def _sdk_handler(
     async def attempt(body: Body) -> str:
         if client is not None:
             return text(await create(client.with_options(max_retries=0), body), model)
-        owned_client = sdk.client_class(
+        owned_client = client_class(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
         async with owned_client as owned:
@@ -231,14 +219,14 @@ def _sdk_handler(
             except HandlerError as exc:
                 exc.attempts = attempts
                 raise
-            except (TimeoutError, sdk.base) as exc:
-                (error, retry_after), cause = sdk.failure(exc, model, timeout), exc
+            except (TimeoutError, base) as exc:
+                (error, retry_after), cause = _failure(sdk, exc, model, timeout), exc
             error.attempts = attempts
             if not error.retryable or attempts > policy.max_retries:
                 raise error from cause
             await anyio.sleep(policy.delay(attempts, retry_after, rng))
 
-    return request_handler(summarize, f"{sdk.handler}({model!r})")
+    return request_handler(summarize, f"{name}({model!r})")
 
 
 def openai_compatible(
@@ -271,14 +259,17 @@ def openai_compatible(
     conversation (a Compactor's) goes as that conversation (and ``tools``) plus the
     instruction as a last user message (:func:`openai_body`).
     """
-    sdk = _Sdk.load("openai", "openai_compatible", ("OpenAIError", "AsyncOpenAI"))
+    sdk = _load("openai", "openai_compatible")
     _check_token_limit("max_output_tokens", max_output_tokens)
     limits = {} if max_output_tokens is None else {token_limit_param: max_output_tokens}
     system = {"role": "system", "content": system_prompt}
     return _sdk_handler(
+        "openai_compatible",
         sdk,
         model,
         RetryPolicy(max_retries, backoff_base, backoff_max),
+        client_class=sdk.AsyncOpenAI,
+        base=sdk.OpenAIError,
         base_url=base_url,
         api_key=api_key,
         timeout=timeout,
@@ -342,12 +333,15 @@ def anthropic(
     then the instruction (:func:`anthropic_body`), read from the prompt cache
     (``system_prompt`` is then not sent); any other request is sent fresh.
     """
-    sdk = _Sdk.load("anthropic", "anthropic", ("AnthropicError", "AsyncAnthropic"))
+    sdk = _load("anthropic", "anthropic")
     _check_token_limit("max_tokens", max_tokens)
     return _sdk_handler(
+        "anthropic",
         sdk,
         model,
         RetryPolicy(max_retries, backoff_base, backoff_max),
+        client_class=sdk.AsyncAnthropic,
+        base=sdk.AnthropicError,
         base_url=base_url,
         api_key=api_key,
         timeout=timeout,

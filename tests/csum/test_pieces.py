@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from cast import FIELD_PART_KINDS, ChainAST, Message, Role, TextPart, ToolCall, ToolResult
 from cast.chainio import decode_chain
 from csum import Compactor, HistoryArchive, Robustness, Stores, SummarizationError, SummaryCache
-from csum._pieces import prompt_bound, split_into_pieces, summarize_in_pieces
+from csum._pieces import summarize_in_pieces
 from csum.archive import (
     REINSERTED_HEADER,
     archived_references,
@@ -29,8 +29,8 @@ from csum.archive import (
 )
 from csum.config import SUMMARY_ONLY
 from csum.handlers import extractive
-from csum.prompt import SummaryRequest, messages_to_prompt
-from csum.request import HandlerCalls, RequestHandler, ledger
+from csum.prompt import MAX_FOCUS_BYTES, SummaryRequest, messages_to_prompt
+from csum.request import HandlerCalls, RequestHandler, ledger, prompt_bound, split_into_pieces
 from csum.stores import open_store
 from tests.conftest import CLAUDE_CODE
 from tests.csum.test_cache import corpus_chains
@@ -181,6 +181,19 @@ def test_a_message_too_large_alone_is_cut_inside_its_text() -> None:
     assert {p.tool_call_id for p in results if isinstance(p, ToolResult)} == {"call_1"}
 
 
+def test_pieces_fit_with_the_longest_focus_and_a_long_staying_question() -> None:
+    """The focus block counts: with a focus of MAX_FOCUS_BYTES and a staying question
+    filling its quarter, every prompt still fits (it was over by 1.2 KB at 8 KB)."""
+    focus = "keep the file names " * (MAX_FOCUS_BYTES // 20)
+    big = Message.tool("call_1", "cat", "line of the file\n" * 6000)
+    turns = [(Message.human("read it"), [Message.ai("", ToolCall(id="call_1", name="cat")), big])]
+    staying = Message.human("the question that stays " * 400)
+    pieces = split_into_pieces(turns, 8192, context=[staying], focus=focus)
+    assert len(pieces) > 10
+    for piece in pieces:
+        assert len(piece.request(8192 // 4, focus).prompt.encode()) <= 8192
+
+
 def test_only_questions_are_summarized_themselves() -> None:
     turns: list[tuple[Message | None, list[Message]]] = [
         (Message.human(f"question {i}: " + "q" * 3000), []) for i in range(10)
@@ -199,7 +212,7 @@ def test_questions_are_summarized_in_place_and_the_staying_one_is_context() -> N
     starts inside a turn has that turn's question as context too."""
     turns = turns_of(built_chain(60, 2000))
     staying = Message.human("the question that stays")
-    pieces = split_into_pieces(turns, 16_384, staying=staying)
+    pieces = split_into_pieces(turns, 16_384, context=[staying])
     assert len(pieces) > 3
     assert [m for piece in pieces for m in piece.messages] == in_place(turns)
     questions = {id(asked) for asked, _ in turns if asked is not None}

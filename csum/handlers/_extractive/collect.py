@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import regex
 
 from cast import SUMMARIZATION_TOOL_NAME
+from cast.internals import utf8_len
 from csum.handlers._extractive.code_tools import fit_command, without_echo
 from csum.handlers._extractive.reading import _body_lines
 from csum.handlers._extractive.rendering import (
@@ -32,7 +32,6 @@ from csum.handlers._extractive.text import (
     _identifiers,
     _one_line,
     _scalar,
-    _utf8_len,
     _window,
 )
 from csum.handlers._extractive.weights import (
@@ -56,14 +55,6 @@ _MIN_WINDOW = 80  # a line's window under a small budget: never below this
 _HUMAN_ROLES = frozenset({"human", "user"})
 
 
-@dataclass(slots=True)
-class _Call:
-    """What a call's line and arguments tell about its result."""
-
-    head: str
-    said: frozenset[str]  # its scalar arguments as ``key=value``
-
-
 def _collect(
     entries: tuple[PromptEntry, ...], max_bytes: int, check: Callable[[], None]
 ) -> list[_Block]:
@@ -83,7 +74,7 @@ class _Collector:
     ) -> None:
         self.max_bytes, self.check = max_bytes, check
         self.blocks: list[_Block] = []
-        self.calls: dict[str, _Call] = {}
+        self.calls: dict[str, tuple[str, frozenset[str]]] = {}  # id: line, ``key=value``s
         requests = sum(
             e.role in _HUMAN_ROLES and e.kind == "text" and e.section != CONTEXT_TAG
             for e in entries
@@ -98,7 +89,7 @@ class _Collector:
         self.lone_cut = ""  # the line of a prompt's only call, cut to its share
         self.width = max(_MIN_WINDOW, min(_LINE_WINDOW, max_bytes // 3))
         # Room for less than the prompt says: an answer's long lines in their compact form.
-        self.tight = sum(_utf8_len(e.content) + _utf8_len(e.args) for e in entries) > (
+        self.tight = sum(utf8_len(e.content) + utf8_len(e.args) for e in entries) > (
             _COMPACT_RATIO * max_bytes
         )
 
@@ -127,13 +118,13 @@ class _Collector:
         if self.call_count == 1 and _ELLIPSIS in capped:
             # A command cut in its middle names none: whole when that fits its share.
             whole = render(_UNCAPPED)
-            if _utf8_len(whole) <= int(self.max_bytes * _WHOLE_CALL_SHARE):
+            if utf8_len(whole) <= int(self.max_bytes * _WHOLE_CALL_SHARE):
                 head = whole
         self.lone_cut = capped if self.call_count == 1 else ""
         # Its scalar arguments as ``key=value``, as its flattened result writes them.
         items = parsed.items() if parsed is not None else ()
         said = frozenset(f"{k}={_scalar(v)}" for k, v in items if not isinstance(v, dict | list))
-        self.calls[entry.call_id] = _Call(head, said)
+        self.calls[entry.call_id] = (head, said)
 
     def _request(self, entry: PromptEntry) -> None:
         """What the user said, its first line first; an earlier batch's archive line kept first."""
@@ -158,10 +149,10 @@ class _Collector:
 
     def _result(self, entry: PromptEntry) -> None:
         """A tool's result under its call's line (its name when the call is not in the prompt)."""
-        call = self.calls.pop(entry.call_id, None)
-        head = call.head if call else _render_call(entry.name or "tool", "", {}, self.call_cap)
+        head, said = self.calls.pop(entry.call_id, ("", frozenset()))
+        head = head or _render_call(entry.name or "tool", "", {}, self.call_cap)
         number = len(self.blocks)
-        said = frozenset(p for p in call.said if _call_shows(head, p)) if call else frozenset()
+        said = frozenset(p for p in said if _call_shows(head, p))
         lines = _body_lines(
             entry.content, number, self.check, tool=True, width=self.width, said=said
         )
@@ -185,9 +176,9 @@ class _Collector:
 
     def finish(self) -> list[_Block]:
         """The blocks, with the calls that got no result."""
-        for call in self.calls.values():
+        for head, _ in self.calls.values():
             lines = [_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)]
-            self.blocks.append(_Block(head=call.head, indent=RESULT_INDENT, lines=lines))
+            self.blocks.append(_Block(head=head, indent=RESULT_INDENT, lines=lines))
         if len(self.blocks) == 1:  # a lone call's result lines need no indent: bytes saved
             self.blocks[0].indent = ""
         _outcome_over_call(self.blocks, self.max_bytes, self.lone_cut)
@@ -207,11 +198,11 @@ def _outcome_over_call(blocks: list[_Block], budget: int, cut: str) -> None:
     if any(line.tier == 0 for line in block.lines):
         return  # an earlier summary's lines keep their place, under their call line
     best = max(block.lines, key=lambda line: line.score)
-    need = _utf8_len(best.text) + 1  # as the packer counts: with its line break
-    size = _utf8_len(block.head)
+    need = utf8_len(best.text) + 1  # as the packer counts: with its line break
+    size = utf8_len(block.head)
     if best.score < _OUTCOME_SCORE or need + size <= budget or need - 1 > budget:
         return
-    block.head = cut if cut and need + _utf8_len(cut) <= budget else ""
+    block.head = cut if cut and need + utf8_len(cut) <= budget else ""
 
 
 # --- a call's line and what its arguments tell about its result ---------------------------

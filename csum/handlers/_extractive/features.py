@@ -83,8 +83,7 @@ def _score(
     named: dict[str, int] | None = None,
     routine: bool = False,
 ) -> float:
-    """How much a line is worth keeping: its identifiers (less for names said), then its kind;
-    a ``routine`` log line by its message (:func:`_routine_score`)."""
+    """How much a line is worth keeping: its identifiers (less for names said), then its kind."""
     if routine:
         line = _log_message(line)
     scan = line[:_LINE_SCAN]

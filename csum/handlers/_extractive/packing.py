@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 
+from cast.internals import utf8_len
 from csum.handlers._extractive.features import _score
 from csum.handlers._extractive.rendering import (
     USER_PREFIX,
@@ -17,7 +18,7 @@ from csum.handlers._extractive.rendering import (
     _list_item,
     _render_summary,
 )
-from csum.handlers._extractive.text import _clip_whole_words, _utf8_len
+from csum.handlers._extractive.text import _clip_whole_words
 from csum.handlers._extractive.weights import _FILLER_MAX, _PRIOR_SCORE, SHARES
 
 _FIRST_TIER_BONUS = 8.0  # score per byte's numerator added to a first-tier line left over
@@ -55,7 +56,7 @@ def _opener(group: list[tuple[int, _Line]]) -> int:
     """The field opening its record's line: of those near the best, the most score per byte."""
     best = max(line.score for _, line in group)
     near = [(index, line) for index, line in group if line.score >= _OPENER_SHARE * best]
-    return max(near, key=lambda pair: pair[1].score / (_utf8_len(pair[1].text) + 8))[0]
+    return max(near, key=lambda pair: pair[1].score / (utf8_len(pair[1].text) + 8))[0]
 
 
 def _pack(blocks: list[_Block], max_bytes: int) -> str:
@@ -89,17 +90,17 @@ class _Packer:
 
     def body_cost(self, block: _Block, line: _Line) -> int:
         """Bytes ``line`` adds but its block's head (an open record's field: itself and a space)."""
-        cost = _utf8_len(line.text) + 1
+        cost = utf8_len(line.text) + 1
         if line.group is None or (line.block, line.group) not in self.opened:
             listed = _list_item(line.group) if line.group else None
             if listed is not None and (line.block, _LIST_KEY + listed[0]) in self.opened:
-                cost += _utf8_len(listed[1]) + 3  # "; [3]: " after its list's other records
+                cost += utf8_len(listed[1]) + 3  # "; [3]: " after its list's other records
             else:
-                cost += _utf8_len(block.indent) + (_utf8_len(line.group) + 2 if line.group else 0)
+                cost += utf8_len(block.indent) + (utf8_len(line.group) + 2 if line.group else 0)
         return cost
 
     def cost(self, block: _Block, line: _Line) -> int:
-        head = _utf8_len(block.head) + 1 if block.head and not block.head_taken else 0
+        head = utf8_len(block.head) + 1 if block.head and not block.head_taken else 0
         return self.body_cost(block, line) + head
 
     def take(self, block: _Block, line: _Line) -> None:
@@ -135,7 +136,7 @@ class _Packer:
         """Score per byte: a line's head counted as unpaid, a field's not at all (static order)."""
         base = _COST_BASE if line.group is None else _FIELD_COST_BASE
         bonus = _FIRST_TIER_BONUS if line.tier == 0 else 0.0
-        head = _utf8_len(block.head) + 1 if block.head and line.group is None else 0
+        head = utf8_len(block.head) + 1 if block.head and line.group is None else 0
         return (line.score + bonus) / (self.body_cost(block, line) + head + base)
 
     def take_by_score(self) -> list[_Pair]:
@@ -156,8 +157,8 @@ class _Packer:
         cost = self.cost(block, line)
         if self.used + cost <= self.max_bytes:
             return True
-        room = self.max_bytes - self.used - (cost - _utf8_len(line.text))
-        if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * _utf8_len(line.text)):
+        room = self.max_bytes - self.used - (cost - utf8_len(line.text))
+        if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * utf8_len(line.text)):
             return False
         return self._cut_to(line, room)
 
@@ -174,7 +175,7 @@ class _Packer:
         for block, line in ranked:
             if line.taken or line.group is not None or line.score <= _FILLER_MAX:
                 continue
-            room = self.max_bytes - self.used - (self.cost(block, line) - _utf8_len(line.text))
+            room = self.max_bytes - self.used - (self.cost(block, line) - utf8_len(line.text))
             if self.is_said(line) or room < _MIN_PIECE or not self._cut_to(line, room):
                 continue
             self.take(block, line)
@@ -185,7 +186,7 @@ class _Packer:
         """Compacted lines taken back to their whole form, the best first, while they fit."""
         for _, line in ranked:
             if line.taken and line.whole is not None:
-                extra = _utf8_len(line.whole) - _utf8_len(line.text)
+                extra = utf8_len(line.whole) - utf8_len(line.text)
                 if extra <= self.max_bytes - self.used:
                     line.text = line.whole
                     self.used += extra
@@ -261,7 +262,7 @@ def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None
     best = _pack(blocks, max_bytes)
     fits, over = max_bytes, 0  # the largest virtual budget that fitted; the least that did not
     for _ in range(_REPACKS):
-        left = max_bytes - _utf8_len(best)
+        left = max_bytes - utf8_len(best)
         virtual = fits + left if not over else (fits + over) // 2
         if (not over and left < _MIN_PIECE) or virtual <= fits:
             break
@@ -272,11 +273,11 @@ def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None
         for block in blocks:
             block.head_taken = False
         candidate = _pack(blocks, virtual)
-        if _utf8_len(candidate) > max_bytes:
+        if utf8_len(candidate) > max_bytes:
             over = virtual
         else:
             fits = virtual
-            if _utf8_len(candidate) <= _utf8_len(best) and not over:
+            if utf8_len(candidate) <= utf8_len(best) and not over:
                 break  # more room took nothing more: the summary said all it has
             best = candidate
     return best

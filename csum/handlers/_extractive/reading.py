@@ -459,8 +459,7 @@ class _Scorer:
         self.last = len(text.raw) - 1
 
     def line(self, unit: _Unit, opening: bool) -> _Line:
-        """The scored line of a kept unit (``opening``: a section): what it says (its mark, a
-        log's due, its rank), then what the lines around add."""
+        """A kept unit's scored line (``opening``: a section's): what it says, then around it."""
         text = self.text
         score = _score(
             unit.line,
@@ -523,8 +522,7 @@ class _Scorer:
         return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
 
     def _item(self, unit: _Unit, score: float, opens: bool) -> _Line:
-        """The line as shown: place first, paths shortened, windowed, compact when asked
-        (``opens``: placed, it opens a section)."""
+        """The line as shown: place first, paths shortened, windowed, compact when asked."""
         line, width = unit.line, self.width
         place = self.text.places.get(unit.order)
         if place is not None and line.endswith(" " + place):

@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import regex
 
+from cast.internals import utf8_len
 from csum.handlers._extractive.weights import _LINE_SCAN, _PATH_WEIGHTS, _TOKEN_CAP, WEIGHTS
 
 _CACHED_TOKEN = 64  # tokens up to this long have their class cached
@@ -145,22 +146,18 @@ def _path_kind(token: str) -> int:
 _ELLIPSIS = "…"
 
 
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
-
-
 def _clip_bytes(text: str, limit: int) -> str:
     """The longest prefix of ``text`` within ``limit`` UTF-8 bytes."""
     if limit <= 0:
         return ""
-    if _utf8_len(text) <= limit:
+    if utf8_len(text) <= limit:
         return text
     return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
 
 
 def _clip(text: str, limit: int) -> str:
     """``text`` within ``limit`` bytes, ending with an ellipsis when it was cut."""
-    if _utf8_len(text) <= limit:
+    if utf8_len(text) <= limit:
         return text
     return _clip_bytes(text, limit - len(_ELLIPSIS.encode("utf-8"))).rstrip() + _ELLIPSIS
 
@@ -276,7 +273,7 @@ def _clip_middle(text: str, limit: int, *, head_share: float = 1 / 3) -> str:
         return text
     whole = _clip_middle_words(text, limit, head_share)
     # Each ellipsis past the first takes two bytes more than the one the caller counted.
-    over = _utf8_len(whole) - len(whole) - 2
+    over = utf8_len(whole) - len(whole) - 2
     if over > 0:
         whole = _clip_middle_words(text, limit - over, head_share)
     if whole:
