@@ -67,7 +67,7 @@ from cast import (
 )
 from cast.internals import utf8_len
 from csum.archive import split_archive_line
-from csum.clearing import LINE_CAP, reads_alike, tokens_of_lines
+from csum.clearing import ANSI, LINE_CAP, LIST_MARK, reads_alike, tokens_of_lines
 from csum.plan import SUMMARIZED_CONTENT_PREFIX
 
 __all__ = [
@@ -90,6 +90,7 @@ __all__ = [
     "SummaryRequest",
     "check_focus",
     "fact_memory",
+    "line_facts",
     "message_facts",
     "message_strings",
     "messages_to_prompt",
@@ -720,6 +721,26 @@ _IDENTIFIER = regex.compile(
 _FAST_IDENTIFIER = re.compile(_IDENTIFIER.pattern)  # the same where both read alike
 
 
+def line_facts(
+    lines: Sequence[str], *, marked: bool = False
+) -> list[tuple[int, str, list[tuple[str, str]]]]:
+    """(number, line, its (token, kind) facts) of each of ``lines`` not blank once read
+    (its first :data:`LINE_CAP` characters, whitespace runs made one space; ``marked``:
+    colour codes, list mark and outer spaces off): what fact memory and fact guard read."""
+    read = [
+        (n, _unmarked(raw) if marked else " ".join(raw[:LINE_CAP].split()))
+        for n, raw in enumerate(lines)
+    ]
+    kept = [(number, line) for number, line in read if line]
+    found = tokens_of_lines([line for _, line in kept])
+    return [(n, line, facts) for (n, line), facts in zip(kept, found, strict=True)]
+
+
+def _unmarked(raw: str) -> str:
+    """A line as the fact guard reads it: colour codes, list mark and outer spaces off."""
+    return LIST_MARK.sub("", ANSI.sub("", raw[:LINE_CAP])).strip()
+
+
 def message_facts(message: Message) -> list[str]:
     """The salient tokens of ``message`` in their order, each once: paths, URLs, named
     numbers, ids (:mod:`csum.clearing`) and code identifiers, read from its texts,
@@ -728,8 +749,7 @@ def message_facts(message: Message) -> list[str]:
     for text in message_strings(message, argument_values=True):
         long = len(text) > _HEAD_CHARS + _TAIL_CHARS
         body = text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:] if long else text
-        lines = [" ".join(line[:LINE_CAP].split()) for line in body.splitlines()]
-        for found in tokens_of_lines([line for line in lines if line]):
+        for _, _, found in line_facts(body.splitlines()):
             for token, _ in found:
                 if len(token) <= _MAX_TOKEN:
                     seen.setdefault(token, None)
