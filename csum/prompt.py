@@ -387,25 +387,20 @@ def _request_messages(blocks: _Blocks) -> tuple[RequestMessage, ...]:
             role = _ROLE_NAMES[message.role]
             entry = partial(prompt_entry, section, index, role)
             entries: list[PromptEntry] = []
+            add = entries.append
             for part in message.parts:
                 reasoning = getattr(part, "reasoning", None)
                 if reasoning is not None and reasoning.content:
-                    entries.append(entry("reasoning", content=reasoning.content))
+                    add(entry("reasoning", content=reasoning.content))
                 if isinstance(part, ToolResult):
-                    result = entry(
-                        "tool_result",
-                        content=part.content,
-                        name=part.name,
-                        call_id=part.tool_call_id,
-                    )
-                    entries.append(result)
+                    name, call_id = part.name, part.tool_call_id
+                    add(entry("tool_result", content=part.content, name=name, call_id=call_id))
                 elif isinstance(part, TextPart):
-                    entries.append(entry("text", content=part.text))
+                    add(entry("text", content=part.text))
                 elif isinstance(part, ToolCall):
-                    call = entry("tool_call", name=part.name, call_id=part.id, args=part.arguments)
-                    entries.append(call)
+                    add(entry("tool_call", name=part.name, call_id=part.id, args=part.arguments))
                 elif (other := _other_entry(part)) is not None:
-                    entries.append(entry(other[0], content=other[1]))
+                    add(entry(other[0], content=other[1]))
             out.append(RequestMessage(section, index, role, tuple(entries)))
     return tuple(out)
 
@@ -800,7 +795,4 @@ def with_fact_memory(summary: str, replaced: Iterable[Message], limit: int) -> s
     body, line = split_archive_line(summary)
     room = limit - utf8_len(body) - 1
     facts = fact_memory(list(replaced), body, room)
-    if not facts:
-        return summary
-    out = f"{body}\n{facts}" if body else facts
-    return f"{out}\n{line}" if line else out
+    return "\n".join(p for p in (body, facts, line) if p) if facts else summary
