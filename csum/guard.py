@@ -75,7 +75,7 @@ def lost_facts(request: SummaryRequest, summary: str) -> list[LostFact]:
     counts: dict[str, int] = {}
     for text, references in _entries(request):
         lines = text.splitlines()
-        for number, line, candidates in line_facts(lines, marked=True):
+        for number, line, candidates in zip(*line_facts(lines, marked=True), strict=True):
             error = ERROR_LINE.search(line)
             if error is not None:
                 candidates.insert(0, (excerpt(line, error.group()), "error"))

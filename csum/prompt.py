@@ -718,22 +718,17 @@ _FAST_IDENTIFIER = re.compile(_IDENTIFIER.pattern)  # the same where both read a
 
 def line_facts(
     lines: Sequence[str], *, marked: bool = False
-) -> list[tuple[int, str, list[tuple[str, str]]]]:
-    """(number, line, its (token, kind) facts) of each of ``lines`` not blank once read
-    (its first :data:`LINE_CAP` characters, whitespace runs made one space; ``marked``:
-    colour codes, list mark and outer spaces off): what fact memory and fact guard read."""
-    read = [
-        (n, _unmarked(raw) if marked else " ".join(raw[:LINE_CAP].split()))
-        for n, raw in enumerate(lines)
-    ]
-    kept = [(number, line) for number, line in read if line]
-    found = tokens_of_lines([line for _, line in kept])
-    return [(n, line, facts) for (n, line), facts in zip(kept, found, strict=True)]
-
-
-def _unmarked(raw: str) -> str:
-    """A line as the fact guard reads it: colour codes, list mark and outer spaces off."""
-    return LIST_MARK.sub("", ANSI.sub("", raw[:LINE_CAP])).strip()
+) -> tuple[list[int], list[str], list[list[tuple[str, str]]]]:
+    """(numbers, lines, their (token, kind) facts) of ``lines`` not blank once read (the
+    first :data:`LINE_CAP` characters, whitespace runs made one space; ``marked``: colour
+    codes, list mark and outer spaces off): what fact memory and fact guard read."""
+    if marked:
+        read = [LIST_MARK.sub("", ANSI.sub("", raw[:LINE_CAP])).strip() for raw in lines]
+    else:
+        read = [" ".join(raw[:LINE_CAP].split()) for raw in lines]
+    numbers = [number for number, line in enumerate(read) if line]
+    kept = [read[number] for number in numbers]
+    return numbers, kept, tokens_of_lines(kept)
 
 
 def message_facts(message: Message) -> list[str]:
@@ -744,7 +739,7 @@ def message_facts(message: Message) -> list[str]:
     for text in message_strings(message, argument_values=True):
         long = len(text) > _HEAD_CHARS + _TAIL_CHARS
         body = text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:] if long else text
-        for _, _, found in line_facts(body.splitlines()):
+        for found in line_facts(body.splitlines())[2]:
             for token, _ in found:
                 if len(token) <= _MAX_TOKEN:
                     seen.setdefault(token, None)
