@@ -12,7 +12,8 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from functools import partial
+from typing import Final, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -38,6 +39,8 @@ VALUE_VERSION: Final = b"csum-summary/1"
 EventSink = Callable[[StoreEvent], None]
 Accept = Callable[[str], str | None]
 """Checks a stored summary as a fresh answer is checked: None to take it, else why not."""
+
+T = TypeVar("T")
 
 RELEASE_TIMEOUT: Final = 5.0
 """Seconds a cancelled request still spends giving its workers' lock back."""
@@ -251,13 +254,7 @@ class SummaryCache:
     ) -> str | None:
         """The usable stored summary of ``key`` or None (reported unless read ``again``);
         :class:`_StoreUnavailableError` when the store fails or is skipped."""
-        if self._breaker.open:
-            raise _StoreUnavailableError
-        try:
-            value = await self.store.get(key)
-        except Exception as exc:
-            self._failed(emit, key, exc)
-            raise _StoreUnavailableError from exc
+        value = await self._use(emit, key, partial(self.store.get, key))
         if value is None:
             return None
         split = _split_value(value)
@@ -285,14 +282,7 @@ class SummaryCache:
         polls while another worker holds it, for at most ``lock_ttl``."""
         deadline = time.monotonic() + self.lock_ttl
         while True:
-            if self._breaker.open:
-                raise _StoreUnavailableError
-            try:
-                acquired = await self.store.acquire(key, token, self.lock_ttl)
-            except Exception as exc:
-                self._failed(emit, key, exc)
-                raise _StoreUnavailableError from exc
-            if acquired:
+            if await self._use(emit, key, partial(self.store.acquire, key, token, self.lock_ttl)):
                 # The holder may have stored its summary between our read and our lock.
                 try:
                     found = await self._read(key, emit, again=True, accept=accept)
@@ -308,6 +298,16 @@ class SummaryCache:
             found = await self._read(key, emit, again=True, accept=accept)
             if found is not None:
                 return False, found
+
+    async def _use(self, emit: EventSink | None, key: str, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()`` on the store; _StoreUnavailableError when it fails or is skipped."""
+        if self._breaker.open:
+            raise _StoreUnavailableError
+        try:
+            return await call()
+        except Exception as exc:
+            self._failed(emit, key, exc)
+            raise _StoreUnavailableError from exc
 
     async def _release_shielded(self, key: str, token: str, emit: EventSink | None) -> None:
         """Give the lock back, also when cancelled (else the next worker waits ``lock_ttl``)."""

@@ -20,12 +20,7 @@ from typing import TextIO, TypeVar
 
 import anyio
 
-from cast import (
-    DEFAULT_TOOL_CALL_ID_TEMPLATE,
-    ChainError,
-    Message,
-    open_with_human,
-)
+from cast import DEFAULT_TOOL_CALL_ID_TEMPLATE, ChainError, Message, open_with_human
 from cast.chainio import (
     add_input_limit_argument,
     decode_owned_chain,
@@ -104,6 +99,7 @@ def main_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     summarize = commands.add_parser("summarize", help="summarize a chain file")
+    add = summarize.add_argument
     source = summarize.add_mutually_exclusive_group(required=True)
     source.add_argument("file", nargs="?", help="chain file, or - for standard input")
     source.add_argument(
@@ -111,9 +107,7 @@ def main_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="use the bundled example chain (a recorded Claude Code session)",
     )
-    summarize.add_argument(
-        "--format", "-f", help=f"input format, also used for output: {', '.join(known_formats())}"
-    )
+    add("--format", "-f", help=f"input format, also used for output: {', '.join(known_formats())}")
     _add_budget_flags(summarize)
     _add_clearing_flags(summarize)
     _add_reference_flags(summarize)
@@ -128,13 +122,13 @@ def main_parser() -> argparse.ArgumentParser:
         "--id-template",
         help="template of the summary tool-call ids, e.g. 'toolu_{r:24:b}' (default call_{r:24:x})",
     )
-    summarize.add_argument("-o", "--output", help="output file (default: standard output)")
-    summarize.add_argument(
+    add("-o", "--output", help="output file (default: standard output)")
+    add(
         "--force",
         action="store_true",
         help="write -o through a symbolic link (refused otherwise: it replaces the link's target)",
     )
-    summarize.add_argument("--quiet", "-q", action="store_true", help="print no statistics")
+    add("--quiet", "-q", action="store_true", help="print no statistics")
     add_input_limit_argument(summarize)
     add_serve_parser(commands)
     return parser
@@ -142,6 +136,7 @@ def main_parser() -> argparse.ArgumentParser:
 
 def _add_budget_flags(summarize: argparse.ArgumentParser) -> None:
     """The budget of ``csum summarize`` and the Compactor's shares."""
+    add = summarize.add_argument
     bound = summarize.add_mutually_exclusive_group()
     bound.add_argument(
         "--budget",
@@ -152,22 +147,20 @@ def _add_budget_flags(summarize: argparse.ArgumentParser) -> None:
         "--last-section-budget",
         help="reference algorithm instead: byte budget of the active (last) sections only",
     )
-    summarize.add_argument(
-        "--tokens", action="store_true", help="--budget is a number of tokens (estimated)"
-    )
-    summarize.add_argument(
+    add("--tokens", action="store_true", help="--budget is a number of tokens (estimated)")
+    add(
         "--max-prompt-bytes",
         help="with --budget: largest prompt sent to the handler (default "
         f"{format_size(DEFAULT_MAX_PROMPT_BYTES)}); more is summarized in pieces, then merged",
     )
-    summarize.add_argument(
+    add(
         "--keep-ratio",
         type=float,
         metavar="R",
         help="with --budget: share of the budget a compaction brings the chain down to "
         f"(default {DEFAULT_KEEP_RATIO:g}; the presets set their own)",
     )
-    summarize.add_argument(
+    add(
         "--summary-ratio",
         type=float,
         help="with --budget: share of the budget a summary may take (default "
@@ -187,6 +180,7 @@ def _add_clearing_flags(summarize: argparse.ArgumentParser) -> None:
         "clearing (with --budget): old tool results become placeholders before anything is "
         f"summarized, without a handler call ({default})"
     )
+    add = clearing.add_argument
     presets = clearing.add_mutually_exclusive_group()
     presets.add_argument("--low-cost", action="store_true", help=_preset_help(LOW_COST))
     presets.add_argument(
@@ -196,89 +190,79 @@ def _add_clearing_flags(summarize: argparse.ArgumentParser) -> None:
             SUMMARY_ONLY, ", the former defaults", "remembers more without an archive, costs more; "
         ),
     )
-    clearing.add_argument(
+    add(
         "--clear",
         action="store_true",
         help="turn the clearing stage on (any --clear-* does), e.g. with --summary-only",
     )
-    clearing.add_argument(
+    add(
         "--clear-keep",
         type=int,
         help=f"newest tool uses whose results stay whole (default {DEFAULT_CLEAR_KEEP})",
     )
-    clearing.add_argument(
+    add(
         "--clear-trigger",
         type=float,
         help="share of the budget where clearing starts, in (0, 1] (default: the trigger)",
     )
-    clearing.add_argument(
+    add(
         "--clear-at-least",
         type=float,
         help="share of the budget a clearing pass must free to be applied alone (default 0)",
     )
-    clearing.add_argument(
+    add(
         "--clear-exclude",
         action="append",
         metavar="TOOL",
         help="tool whose results are never cleared (repeatable)",
     )
-    clearing.add_argument(
-        "--clear-inputs", action="store_true", help="clear the cleared calls' arguments too"
-    )
-    clearing.add_argument(
-        "--clear-reasoning", action="store_true", help="clear old AI messages' reasoning"
-    )
+    add("--clear-inputs", action="store_true", help="clear the cleared calls' arguments too")
+    add("--clear-reasoning", action="store_true", help="clear old AI messages' reasoning")
 
 
 def _add_reference_flags(summarize: argparse.ArgumentParser) -> None:
     """The flags of the reference algorithm (``--last-section-budget``)."""
     reference = summarize.add_argument_group("reference algorithm (with --last-section-budget)")
-    reference.add_argument(
+    add = reference.add_argument
+    add(
         "--pair-budget",
         help="size over which an older pair is summarized alone (default: budget/3, max 16KiB)",
     )
-    reference.add_argument(
-        "--keep-sections", type=int, help="newest sections kept with all their pairs (default 1)"
-    )
-    reference.add_argument(
+    add("--keep-sections", type=int, help="newest sections kept with all their pairs (default 1)")
+    add(
         "--qa",
         action="store_true",
         help="also fold the oldest sections into one (QA summarization)",
     )
-    reference.add_argument(
-        "--qa-budget", help="chain size that triggers QA summarization (default: 2x budget)"
-    )
+    add("--qa-budget", help="chain size that triggers QA summarization (default: 2x budget)")
 
 
 def _add_handler_flags(summarize: argparse.ArgumentParser) -> None:
     """The handler, its concurrency, the summary cache and the history archive."""
-    summarize.add_argument(
+    add = summarize.add_argument
+    add(
         "--handler",
         default="extractive",
         help="extractive (offline, default) | openai:MODEL | anthropic:MODEL",
     )
-    summarize.add_argument(
-        "--max-concurrency", type=int, default=None, help="handler calls in flight at most"
-    )
-    summarize.add_argument(
+    add("--max-concurrency", type=int, help="handler calls in flight at most")
+    add(
         "--cache",
         metavar="PATH|redis://...",
         help="summary cache: a SQLite file or a Redis URL (same prompt, no second call)",
     )
-    summarize.add_argument(
+    add(
         "--cache-id",
         help="handler identity in the cache keys (default: the --handler value); change it "
         "when the model or its settings change",
     )
-    summarize.add_argument(
-        "--cache-ttl", type=float, help="seconds a cached summary lives (default: forever)"
-    )
-    summarize.add_argument(
+    add("--cache-ttl", type=float, help="seconds a cached summary lives (default: forever)")
+    add(
         "--archive",
         metavar="PATH|redis://...",
         help="history archive: keep every message summarized away (SQLite file or Redis URL)",
     )
-    summarize.add_argument(
+    add(
         "--session",
         help="archive session (required with --archive): whose messages these are; "
         "recall and deletion see one session only",

@@ -18,9 +18,9 @@ from cast import Message, Role, ToolCall
 from cast.internals import utf8_len
 from csum._fit import fit_summary
 from csum.archive import archived_references, split_archive_line
-from csum.clearing import ANSI, ERROR_LINE, LINE_CAP, LIST_MARK, WEIGHTS, excerpt, tokens
+from csum.clearing import ERROR_LINE, WEIGHTS, excerpt
 from csum.handlers import summarize_extractive
-from csum.prompt import MESSAGES_TAG, SummaryRequest, summary_request, text_request
+from csum.prompt import MESSAGES_TAG, SummaryRequest, line_facts, summary_request, text_request
 from csum.request import Handler, RequestHandler, as_request_handler, check_request, request_handler
 
 __all__ = ["DEFAULT_RESERVE", "FactGuard", "LostFact", "lost_facts", "residual_request"]
@@ -75,11 +75,7 @@ def lost_facts(request: SummaryRequest, summary: str) -> list[LostFact]:
     counts: dict[str, int] = {}
     for text, references in _entries(request):
         lines = text.splitlines()
-        for number, raw in enumerate(lines):
-            line = LIST_MARK.sub("", ANSI.sub("", raw[:LINE_CAP])).strip()
-            if not line:
-                continue
-            candidates = tokens(line)
+        for number, line, candidates in zip(*line_facts(lines, marked=True), strict=True):
             error = ERROR_LINE.search(line)
             if error is not None:
                 candidates.insert(0, (excerpt(line, error.group()), "error"))

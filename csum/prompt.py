@@ -67,7 +67,7 @@ from cast import (
 )
 from cast.internals import utf8_len
 from csum.archive import split_archive_line
-from csum.clearing import LINE_CAP, reads_alike, tokens_of_lines
+from csum.clearing import ANSI, LINE_CAP, LIST_MARK, reads_alike, tokens_of_lines
 from csum.plan import SUMMARIZED_CONTENT_PREFIX
 
 __all__ = [
@@ -90,6 +90,7 @@ __all__ = [
     "SummaryRequest",
     "check_focus",
     "fact_memory",
+    "line_facts",
     "message_facts",
     "message_strings",
     "messages_to_prompt",
@@ -386,25 +387,20 @@ def _request_messages(blocks: _Blocks) -> tuple[RequestMessage, ...]:
             role = _ROLE_NAMES[message.role]
             entry = partial(prompt_entry, section, index, role)
             entries: list[PromptEntry] = []
+            add = entries.append
             for part in message.parts:
                 reasoning = getattr(part, "reasoning", None)
                 if reasoning is not None and reasoning.content:
-                    entries.append(entry("reasoning", content=reasoning.content))
+                    add(entry("reasoning", content=reasoning.content))
                 if isinstance(part, ToolResult):
-                    result = entry(
-                        "tool_result",
-                        content=part.content,
-                        name=part.name,
-                        call_id=part.tool_call_id,
-                    )
-                    entries.append(result)
+                    name, call_id = part.name, part.tool_call_id
+                    add(entry("tool_result", content=part.content, name=name, call_id=call_id))
                 elif isinstance(part, TextPart):
-                    entries.append(entry("text", content=part.text))
+                    add(entry("text", content=part.text))
                 elif isinstance(part, ToolCall):
-                    call = entry("tool_call", name=part.name, call_id=part.id, args=part.arguments)
-                    entries.append(call)
+                    add(entry("tool_call", name=part.name, call_id=part.id, args=part.arguments))
                 elif (other := _other_entry(part)) is not None:
-                    entries.append(entry(other[0], content=other[1]))
+                    add(entry(other[0], content=other[1]))
             out.append(RequestMessage(section, index, role, tuple(entries)))
     return tuple(out)
 
@@ -720,6 +716,21 @@ _IDENTIFIER = regex.compile(
 _FAST_IDENTIFIER = re.compile(_IDENTIFIER.pattern)  # the same where both read alike
 
 
+def line_facts(
+    lines: Sequence[str], *, marked: bool = False
+) -> tuple[list[int], list[str], list[list[tuple[str, str]]]]:
+    """(numbers, lines, their (token, kind) facts) of ``lines`` not blank once read (the
+    first :data:`LINE_CAP` characters, whitespace runs made one space; ``marked``: colour
+    codes, list mark and outer spaces off): what fact memory and fact guard read."""
+    if marked:
+        read = [LIST_MARK.sub("", ANSI.sub("", raw[:LINE_CAP])).strip() for raw in lines]
+    else:
+        read = [" ".join(raw[:LINE_CAP].split()) for raw in lines]
+    numbers = [number for number, line in enumerate(read) if line]
+    kept = [read[number] for number in numbers]
+    return numbers, kept, tokens_of_lines(kept)
+
+
 def message_facts(message: Message) -> list[str]:
     """The salient tokens of ``message`` in their order, each once: paths, URLs, named
     numbers, ids (:mod:`csum.clearing`) and code identifiers, read from its texts,
@@ -728,8 +739,7 @@ def message_facts(message: Message) -> list[str]:
     for text in message_strings(message, argument_values=True):
         long = len(text) > _HEAD_CHARS + _TAIL_CHARS
         body = text[:_HEAD_CHARS] + "\n" + text[-_TAIL_CHARS:] if long else text
-        lines = [" ".join(line[:LINE_CAP].split()) for line in body.splitlines()]
-        for found in tokens_of_lines([line for line in lines if line]):
+        for found in line_facts(body.splitlines())[2]:
             for token, _ in found:
                 if len(token) <= _MAX_TOKEN:
                     seen.setdefault(token, None)
@@ -780,7 +790,4 @@ def with_fact_memory(summary: str, replaced: Iterable[Message], limit: int) -> s
     body, line = split_archive_line(summary)
     room = limit - utf8_len(body) - 1
     facts = fact_memory(list(replaced), body, room)
-    if not facts:
-        return summary
-    out = f"{body}\n{facts}" if body else facts
-    return f"{out}\n{line}" if line else out
+    return "\n".join(p for p in (body, facts, line) if p) if facts else summary
