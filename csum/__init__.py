@@ -55,7 +55,13 @@ from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.plan import EARLIER_CONVERSATION_TEXT, SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum.prompt import messages_to_prompt
 from csum.recall import RECALL_TOOL_NAME, RecallTool, recall_tool_definition
-from csum.request import HandlerLedger, RobustHandler, SummarizeHandler, is_transient, split_request
+from csum.request import (
+    HandlerLedger,
+    RobustHandler,
+    SummarizeHandler,
+    is_transient,
+    split_request,
+)
 from csum.store_events import StoreEvent, StoreEventKind
 from csum.summarizer import Summarizer, SummaryResult
 from csum.tokens import (

@@ -20,7 +20,12 @@ from typing import TextIO, TypeVar
 
 import anyio
 
-from cast import DEFAULT_TOOL_CALL_ID_TEMPLATE, ChainError, Message, open_with_human
+from cast import (
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    ChainError,
+    Message,
+    open_with_human,
+)
 from cast.chainio import (
     add_input_limit_argument,
     decode_owned_chain,

@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from cast import BodyPair, ChainAST, Header, Message, Role, Section, TextPart
+from cast import (
+    BodyPair,
+    ChainAST,
+    Header,
+    Message,
+    Role,
+    Section,
+    TextPart,
+)
 from cast.internals import utf8_len
 from csum._gather import gather
 from csum.archive import own_question, split_archive_line

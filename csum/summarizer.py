@@ -31,7 +31,12 @@ from csum.compactor import pending_tail_calls, without_pending_fillers
 from csum.config import Stores, SummarizerConfig
 from csum.request import SUMMARY_FLOOR_BYTES, Handler, HandlerCalls
 from csum.store_events import StoreEvent
-from csum.strategies import needs_section_summary, rotate_section, summarize_qa, summarize_section
+from csum.strategies import (
+    needs_section_summary,
+    rotate_section,
+    summarize_qa,
+    summarize_section,
+)
 
 __all__ = ["Summarizer", "SummaryResult"]
 
