@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import regex
 
+from cast.internals import clip_utf8
 from csum.handlers._extractive.weights import _LINE_SCAN, _PATH_WEIGHTS, _TOKEN_CAP, WEIGHTS
 
 _CACHED_TOKEN = 64  # tokens up to this long have their class cached
@@ -155,7 +156,7 @@ def _clip_bytes(text: str, limit: int) -> str:
         return ""
     if _utf8_len(text) <= limit:
         return text
-    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+    return clip_utf8(text, limit)
 
 
 def _clip(text: str, limit: int) -> str:
