@@ -31,6 +31,7 @@ from cast import (
     get_provider,
     with_empty_reasoning,
 )
+from cast.internals import clip_utf8, utf8_len
 from csum._summary_ids import unique_summary_ids
 from csum.archive import split_archive_line
 from csum.clearing import edited, is_cleared
@@ -41,6 +42,7 @@ from csum.plan import (
     is_breakpoint,
     is_summarized,
     is_summary_part,
+    without_cache_point,
 )
 
 __all__ = [
@@ -224,7 +226,7 @@ class Assembler:
     ) -> tuple[ChainAST, BodyPair | None]:
         """A summary cut to :data:`FLOOR_SUMMARY_BYTES` (over the budget whatever is summarized)."""
         head, line = split_archive_line(text)
-        cut = head.encode("utf-8")[:FLOOR_SUMMARY_BYTES].decode("utf-8", "ignore")
+        cut = clip_utf8(head, FLOOR_SUMMARY_BYTES)
         if len(cut) < len(head) and "\n" in cut:
             cut = cut[: cut.rindex("\n")]
         return self.build(ast, plan, "\n".join(filter(None, (cut, line))), [])
@@ -234,12 +236,11 @@ class Assembler:
     ) -> tuple[ChainAST, BodyPair | None, int] | None:
         """(chain, summary pair, size) with the longest summary prefix that fits, or None."""
         head, line = split_archive_line(text)
-        data = head.encode("utf-8")
-        low, high = 0, len(data) - 1
+        low, high = 0, utf8_len(head) - 1
         best: tuple[ChainAST, BodyPair | None, int] | None = None
         while low <= high:
             middle = (low + high) // 2
-            cut = data[:middle].decode("utf-8", "ignore")
+            cut = clip_utf8(head, middle)
             out, pair = self.build(ast, plan, "\n".join(filter(None, (cut, line))), frozen)
             if (size := self.measure(out)) <= self.limit:
                 best, low = (out, pair, size), middle + 1
@@ -445,9 +446,7 @@ def _markable_ai(message: Message) -> bool:
 
 def _is_text_summary(message: Message) -> bool:
     """A COMPLETION summary turn of csum's (a final cache point aside)."""
-    parts = message.parts
-    if len(parts) == 2 and is_breakpoint(parts[1]):
-        parts = parts[:1]
+    parts = without_cache_point(message.parts)
     return message.role is Role.AI and len(parts) == 1 and is_summary_part(parts[0])
 
 
