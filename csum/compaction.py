@@ -96,8 +96,8 @@ class Outcome:
     event: CompactionEvent | None = None
     settled: bool = False
     depths: dict[str, int] | None = None
-    looked: bool = False
     asked: str | None = None
+    """The question re-insertion looked at (its :func:`question_key`), if it did."""
 
 
 @dataclass(slots=True)
@@ -153,13 +153,12 @@ class Stages(Planner):
         forced = reason is CompactionReason.FORCED
         summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
         if self.clearing is not None:  # enough old tool results cleared (all when forced)
-            pin = self.pin
             done = await clear_chain(
                 chain,
                 self.clearing,
                 measure=self.meter,
                 goal=None if forced else size - self.keep_units,
-                pinned=None if pin is None else (lambda _index, message: bool(pin(message))),
+                pin=self.pin,
                 archive=self.archive,
                 emit=calls.events.append,
                 at_least=None if summarize else self.clear_at_least,
@@ -167,7 +166,7 @@ class Stages(Planner):
             if done is not None:
                 (chain, run.cleared), size = done, size - done[1].units_freed
                 if not summarize or (size <= self.keep_units and not forced):  # clearing did it
-                    return self._outcome(run, *self.with_breakpoints(chain, size), settled=True)
+                    return self._outcome(run, *self.marked(chain, size), settled=True)
         if not summarize:  # clearing's own trigger, and nothing worth clearing
             return self.outcome(chain, (size, chain.size), size, pending, settled=True)
         plan = self.plan(chain)
@@ -209,7 +208,7 @@ class Stages(Planner):
             pair = BodyPair.build(found.messages[0], found.messages[1:])
             out = edited(out, {}, added=(found.position, pair))
             reinserted = sum(m.size for m in found.messages)
-        out, size = self.with_breakpoints(out, size)
+        out, size = self.marked(out, size)
         depth = 1 + max((self.depth(p) for p in plan.resummarized), default=0)
         depths = None
         if made.pair is not None:  # the depths of the summaries still in the chain
@@ -235,7 +234,7 @@ class Stages(Planner):
             archived_messages=len(plan.replaced) if archived else 0,
             reinserted_bytes=reinserted,
         )
-        return replace(outcome, depths=depths, looked=self._reinserting, asked=asked)
+        return replace(outcome, depths=depths, asked=asked)
 
     @property
     def _reinserting(self) -> bool:
@@ -266,9 +265,8 @@ class Stages(Planner):
             limit = min(limit - 1, limit * room // grown)  # the part's framing costs too
         return key, None, 0
 
-    def with_breakpoints(self, ast: ChainAST, size: int) -> tuple[ChainAST, int]:
-        """With ``cache_breakpoints``: Anthropic cache points at the end of the stable
-        prefix (system prompt, newest summary, newest cleared result); the size after."""
+    def marked(self, ast: ChainAST, size: int) -> tuple[ChainAST, int]:
+        """``ast`` and its size, with ``cache_breakpoints`` its cache points placed."""
         if not self.cache_breakpoints:
             return ast, size
         return with_breakpoints(ast, size, self.meter, self.budget.limit)

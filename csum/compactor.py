@@ -335,7 +335,7 @@ class Compactor:
         if outcome.depths is not None:
             self._depths.clear()
             self._depths.update(outcome.depths)
-        if outcome.looked:
+        if outcome.asked is not None:
             self._asked = outcome.asked
 
     async def _finished(
