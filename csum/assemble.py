@@ -172,21 +172,6 @@ turn alone exceed the budget): the turns it replaces are never dropped without o
 
 
 @dataclass(frozen=True, slots=True)
-class _Assembled:
-    """The compacted chain and how it was made to fit."""
-
-    chain: ChainAST
-    truncated: bool
-    """The summary was cut (or left out) to fit."""
-    dropped: int
-    """Summaries at the depth limit left out."""
-    pair: BodyPair | None
-    """The summary pair in the chain (None when there is none)."""
-    size: int
-    """The chain's size in the budget's unit."""
-
-
-@dataclass(frozen=True, slots=True)
 class Assembler:
     """What a compacted chain is built with: the summary's style, the seed of its ids,
     the limit, and the measure of a chain in the budget's unit."""
@@ -196,15 +181,19 @@ class Assembler:
     limit: int
     measure: Callable[[ChainAST], int]
 
-    def assemble(self, ast: ChainAST, plan: Plan, text: str | None, size_before: int) -> _Assembled:
-        """The compacted chain, made to fit. ``ast`` comes back unchanged when the
-        summary would not make it smaller and it is within the limit."""
+    def assemble(
+        self, ast: ChainAST, plan: Plan, text: str | None, size_before: int
+    ) -> tuple[ChainAST, int, BodyPair | None, bool, int]:
+        """The compacted chain made to fit, its size, its summary pair (None: none), whether
+        the summary was cut (or left out) to fit, how many summaries at the depth limit were
+        left out. ``ast`` comes back unchanged when the summary would not make it smaller
+        and it is within the limit."""
         measure, limit = self.measure, self.limit
         frozen = list(plan.frozen)
         out, pair = self.build(ast, plan, text, frozen)
         size = measure(out)
         if size >= size_before and size_before <= limit:
-            return _Assembled(ast, False, 0, None, size_before)
+            return ast, size_before, None, False, 0
         dropped = plan.dropped
         while frozen and size > limit:
             frozen.pop(0)
@@ -212,14 +201,14 @@ class Assembler:
             out, pair = self.build(ast, plan, text, frozen)
             size = measure(out)
         if size <= limit or text is None:
-            return _Assembled(out, False, dropped, pair, size)
+            return out, size, pair, False, dropped
         best = self._longest_fitting(ast, plan, text, frozen)
         if best is None:  # not even an empty summary fits
             out, pair = self.build(ast, plan, None, [])
             if measure(out) > limit:  # the floor is over the budget: a short summary
                 out, pair = self._floor_summary(ast, plan, text)
-            return _Assembled(out, True, dropped + len(frozen), pair, measure(out))
-        return _Assembled(best[0], True, dropped, best[1], best[2])
+            return out, measure(out), pair, True, dropped + len(frozen)
+        return best[0], best[2], best[1], True, dropped
 
     def _floor_summary(
         self, ast: ChainAST, plan: Plan, text: str

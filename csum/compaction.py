@@ -200,10 +200,10 @@ class Stages(Planner):
                 text = with_fact_memory(text, replaced, self.summary_bytes)
         seed = f"compaction\x1f{run.turn}"
         assembler = Assembler(self.style, seed, self.budget.limit, self.meter.chain)
-        made = assembler.assemble(chain, plan, text, size)
-        messages = made.chain.to_messages()
-        asked, found, grown = await self.reinsertion(messages, made.size, calls.events, None)
-        out, size, reinserted = made.chain, made.size + grown, 0
+        made, size, summary, truncated, dropped = assembler.assemble(chain, plan, text, size)
+        messages = made.to_messages()
+        asked, found, grown = await self.reinsertion(messages, size, calls.events, None)
+        out, size, reinserted = made, size + grown, 0
         if found is not None:
             pair = BodyPair.build(found.messages[0], found.messages[1:])
             out = edited(out, {}, added=(found.position, pair))
@@ -211,14 +211,14 @@ class Stages(Planner):
         out, size = self.marked(out, size)
         depth = 1 + max((self.depth(p) for p in plan.resummarized), default=0)
         depths = None
-        if made.pair is not None:  # the depths of the summaries still in the chain
+        if summary is not None:  # the depths of the summaries still in the chain
             depths = {
                 key: self.depths[key]
-                for section in made.chain.sections
+                for section in made.sections
                 for pair in section.body
                 if is_summarized(pair) and (key := summary_key(pair)) in self.depths
             }
-            depths[summary_key(made.pair)] = depth
+            depths[summary_key(summary)] = depth
         archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events[mark:])
         outcome = self._outcome(
             run,
@@ -229,8 +229,8 @@ class Stages(Planner):
             summary_needed=True,
             depth=depth,
             summarized_messages=len(plan.summarized) + len(plan.humans),
-            summary_truncated=made.truncated,
-            dropped_summaries=made.dropped,
+            summary_truncated=truncated,
+            dropped_summaries=dropped,
             archived_messages=len(plan.replaced) if archived else 0,
             reinserted_bytes=reinserted,
         )
