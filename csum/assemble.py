@@ -300,13 +300,11 @@ def _placed(
     # kept question (docs/concepts.md).
     later = [s for x in sections[1 : k + 1] if (s := x.header.system_message) is not None]
     systems = [system, *later] if system is not None else later
-    if own_turn and body:
-        note = Message.from_parts(Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT), *carried))
-        new.append(Section(Header(system, note), tuple(body)))
-        new.extend(Section.opened_by(later, question, kept.body[p:]))
-    elif own_turn and carried and later:  # the carried questions stay ahead of them
-        opening = Message.from_parts(Role.HUMAN, carried)
-        new.append(Section(Header(system, opening)))
+    if own_turn and (body or (carried and later)):
+        # the summary's turn (the note first), or the carried questions ahead of ``later``
+        note = (TextPart(text=EARLIER_CONVERSATION_TEXT),) if body else ()
+        opening = Message.from_parts(Role.HUMAN, (*note, *carried))
+        new.append(Section(Header(system, opening), tuple(body)))
         new.extend(Section.opened_by(later, question, kept.body[p:]))
     elif own_turn:
         if carried:  # nothing fits before the question: it opens with them
