@@ -35,7 +35,7 @@ from csum.archive import (
 from csum.assemble import Assembler, SummaryStyle, with_breakpoints
 from csum.cache import SummaryCache
 from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited
-from csum.config import Clearing
+from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
 from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized, summary_key
 from csum.prompt import with_fact_memory
@@ -119,10 +119,13 @@ class Stages(Planner):
     """What the stages of a compaction run with: the Compactor's settings (one value per
     Compactor; ``depths`` is its record, updated in place)."""
 
+    budget: Budget
     handler: RobustHandler
     style: SummaryStyle
+    trigger: int
     summary_bytes: int
     clearing: Clearing | None
+    clear_at_least: int
     cache_breakpoints: bool
     cache: SummaryCache | None
     archive: HistoryArchive | None
@@ -148,22 +151,21 @@ class Stages(Planner):
             chain = edited(ast, {}, set(recalled))
             size -= self.meter.total(messages[i] for i in recalled)
         forced = reason is CompactionReason.FORCED
-        keep = self.budget.keep_units()
-        summarize = reason is not CompactionReason.TRIGGER or size > self.budget.trigger_units()
+        summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
         if self.clearing is not None:  # enough old tool results cleared (all when forced)
             done = await clear_chain(
                 chain,
                 self.clearing,
                 measure=self.meter,
-                goal=None if forced else size - keep,
+                goal=None if forced else size - self.keep_units,
                 pin=self.pin,
                 archive=self.archive,
                 emit=calls.events.append,
-                at_least=None if summarize else self.clearing.at_least_units(self.budget),
+                at_least=None if summarize else self.clear_at_least,
             )
             if done is not None:
                 (chain, run.cleared), size = done, size - done[1].units_freed
-                if not summarize or (size <= keep and not forced):  # clearing did it
+                if not summarize or (size <= self.keep_units and not forced):  # clearing did it
                     return self._outcome(run, *self.marked(chain, size), settled=True)
         if not summarize:  # clearing's own trigger, and nothing worth clearing
             return self.outcome(chain, (size, chain.size), size, pending, settled=True)
@@ -293,7 +295,7 @@ class Stages(Planner):
             reason=run.reason,
             unit=self.budget.unit,
             budget=limit,
-            keep_units=self.budget.keep_units(),
+            keep_units=self.keep_units,
             over_budget=size > limit,
             bytes_before=run.chain.size,
             bytes_after=after.size,

@@ -26,7 +26,6 @@ from cast import (
 from csum.archive import own_question
 
 if TYPE_CHECKING:
-    from csum.config import Budget
     from csum.tokens import Meter
 
 __all__ = [
@@ -109,8 +108,9 @@ class Planner:
     adds the other stages' settings)."""
 
     meter: Meter
-    budget: Budget
-    """The limit, the keep size, the summary's reserve and the depth limit."""
+    keep_units: int
+    summary_reserve: int
+    max_depth: int | None
     depths: Mapping[str, int]
     """The depth of each summary of the last chain returned, by :func:`summary_key`."""
     pin: Callable[[Message], bool] | None
@@ -131,7 +131,7 @@ class Planner:
         tail = sections[last]
         frozen, dropped = self.frozen(ast)
         pins = self.pins(ast)
-        room = self.budget.keep_units() - self.budget.reserve_units() - self._mandatory(ast)
+        room = self.keep_units - self.summary_reserve - self._mandatory(ast)
         room -= sum(meter.node(pair) for pair in frozen)
         room -= pins.units
         frozen_ids = {id(pair) for pair in frozen} | pins.pair_ids
@@ -193,7 +193,7 @@ class Planner:
             for section in sections[:last]
             if (human := section.header.human_message) is not None
         ]
-        room = int(self.budget.keep_units() * KEEP_USER_SHARE)
+        room = int(self.keep_units * KEEP_USER_SHARE)
 
         def carry(human: Message) -> int:
             pins.human_ids.add(id(human))
@@ -221,14 +221,14 @@ class Planner:
     def frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
         """(kept, dropped): the summaries at the depth limit, the newest of them kept
         while they take at most :data:`FROZEN_SHARE` of ``keep_units``."""
-        max_depth = self.budget.max_depth
+        max_depth = self.max_depth
         found = [
             pair
             for section in ast.sections
             for pair in section.body
             if max_depth is not None and self.depth(pair) >= max_depth
         ]
-        room = int(self.budget.keep_units() * FROZEN_SHARE)
+        room = int(self.keep_units * FROZEN_SHARE)
         kept: list[BodyPair] = []
         for index in range(len(found) - 1, -1, -1):
             cost = self.meter.node(found[index])
