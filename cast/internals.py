@@ -1,8 +1,15 @@
 """Helpers for chaincast's sibling packages (``csum``, the benchmarks), not for users:
-``utf8_len(text)``, the UTF-8 byte length of ``text``, the unit of every size."""
+``utf8_len(text)``, the UTF-8 byte length of ``text``, the unit of every size, and
+``clip_utf8(text, max_bytes)``, its longest start within a size."""
 
 from __future__ import annotations
 
 from cast.messages import utf8_len
 
-__all__ = ["utf8_len"]
+__all__ = ["clip_utf8", "utf8_len"]
+
+
+def clip_utf8(text: str, max_bytes: int) -> str:
+    """The longest start of ``text`` within ``max_bytes`` UTF-8 bytes (none below 0),
+    never a character cut in two."""
+    return text.encode("utf-8", "surrogatepass")[: max(0, max_bytes)].decode("utf-8", "ignore")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import regex
 
-from cast.internals import utf8_len
+from cast.internals import clip_utf8, utf8_len
 
 __all__ = ["fit_joined", "fit_summary"]
 
@@ -25,16 +25,12 @@ _ELLIPSIS = "…"
 _MIN_CUT = 16  # bytes below which a cut line says too little to keep
 
 
-def _clip_bytes(text: str, limit: int) -> str:
-    return text.encode("utf-8", "surrogatepass")[: max(0, limit)].decode("utf-8", "ignore")
-
-
 def _cut_line(line: str, room: int) -> str:
     """The start of ``line`` in ``room`` bytes, cut between words, with an ellipsis."""
     mark = utf8_len(_ELLIPSIS)
     if room <= mark:
-        return _clip_bytes(line, room)
-    head = _clip_bytes(line, room - mark)
+        return clip_utf8(line, room)
+    head = clip_utf8(line, room - mark)
     space = head.rfind(" ")
     if space >= len(head) // 2:
         head = head[:space]

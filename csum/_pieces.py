@@ -11,7 +11,7 @@ from typing import Final
 import anyio
 
 from cast import Message, Role, TextPart
-from cast.internals import utf8_len
+from cast.internals import clip_utf8, utf8_len
 from csum._fit import fit_joined
 from csum._gather import gather
 from csum.prompt import SummaryRequest, message_strings, summary_request
@@ -43,7 +43,7 @@ def question_context(message: Message, max_bytes: int = QUESTION_CONTEXT_BYTES) 
     if len(data) <= max_bytes:
         return Message.from_parts(Role.HUMAN, (TextPart(text=text),))
     tail_bytes = int(max_bytes * _TAIL_SHARE)
-    head = data[: max_bytes - tail_bytes].decode("utf-8", "ignore")
+    head = clip_utf8(text, max_bytes - tail_bytes)
     tail = data[len(data) - tail_bytes :].decode("utf-8", "ignore")
     gap = len(data) - utf8_len(head) - utf8_len(tail)
     note = f"\n[... {gap} bytes of the question left out here; it stays in the chain ...]\n"

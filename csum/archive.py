@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Final, TypeVar
 
@@ -83,6 +84,7 @@ ARCHIVE_LINE_PREFIX: Final = "[archived: "
 _LINE = re.compile(r"\[archived: ([0-9a-f]{16}(?: [0-9a-f]{16})*)\]")
 
 EventSink = Callable[[StoreEvent], None]
+_T = TypeVar("_T")
 
 
 _MESSAGE_JSON: Final = TypeAdapter(Message)
@@ -218,12 +220,8 @@ class HistoryArchive:
     ) -> str | None:
         """Archive what a summary replaces; the line the summary should end with, or
         None when the store fails (an event) or is skipped after a failure."""
-        if self._breaker.open:
-            return None
-        try:
-            batch = await self.add(messages)
-        except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
-            self._failed(emit, exc)
+        batch = await self._guarded(emit, partial(self.add, messages))
+        if batch is None:
             return None
         detail = f"{len(messages)} messages"
         self._emit(emit, StoreEvent(StoreEventKind.ARCHIVED, self.store.name, batch, detail))
@@ -289,20 +287,21 @@ class HistoryArchive:
         target: str | ProviderProfile | None = None,
     ) -> Insertion | None:
         """What :meth:`reinsert` would put back; None when the store fails (an event)."""
+        find = partial(_insertion, self, messages, max_bytes=max_bytes, target=target)
+        return await self._guarded(emit, find)
+
+    async def _guarded(self, emit: EventSink | None, job: Callable[[], Awaitable[_T]]) -> _T | None:
+        """``job()``; None when it fails (said once, then skipped for ``breaker_seconds``)."""
         if self._breaker.open:
             return None
         try:
-            return await _insertion(self, messages, max_bytes=max_bytes, target=target)
+            return await job()
         except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
-            self._failed(emit, exc)
+            detail = self._breaker.trip(exc)
+            if detail is not None:
+                kind = StoreEventKind.ARCHIVE_UNAVAILABLE
+                self._emit(emit, StoreEvent(kind, self.store.name, "", detail))
             return None
-
-    def _failed(self, emit: EventSink | None, exc: Exception) -> None:
-        """Report a store failure once and leave the store alone for ``breaker_seconds``."""
-        detail = self._breaker.trip(exc)
-        if detail is not None:
-            kind = StoreEventKind.ARCHIVE_UNAVAILABLE
-            self._emit(emit, StoreEvent(kind, self.store.name, "", detail))
 
     async def aclose(self) -> None:
         """Close the store's connections."""
@@ -520,19 +519,12 @@ def _window(line: str, start: int, end: int) -> str:
     return f"{_ELLIPSIS if left else ''}{text}{_ELLIPSIS if right < len(line) else ''}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    rank: tuple[int, int, int, int]
-    """Smaller is better: (question, -identifiers named, no value, order found)."""
-    entry: str
-
-
 def _candidates(
     identifier: str, hits: Sequence[ArchiveHit], folded: Sequence[str], chain: str
-) -> list[_Candidate]:
+) -> list[str]:
     """The lines of ``hits`` naming ``identifier`` as a token, windowed, best first."""
     pattern = _bounded(identifier)
-    found: list[_Candidate] = []
+    found: list[tuple[tuple[int, int, int, int], str]] = []  # (rank, entry)
     seen: set[str] = set()
     for hit in hits:
         for line in hit.lines:
@@ -550,11 +542,11 @@ def _candidates(
                 rest = rest.replace(ident, " ")
             question = snippet.rstrip(_ELLIPSIS).rstrip().endswith("?")
             no_value = not any(ch.isdigit() for ch in rest)
+            # smaller is better: (question, -identifiers named, no value, order found)
             rank = (int(question), -named, int(no_value), len(found))
             origin = _origin(hit.message, line)
-            found.append(_Candidate(rank, f"({hit.reference}, {origin}) {snippet}"))
-    found.sort(key=lambda candidate: candidate.rank)
-    return found
+            found.append((rank, f"({hit.reference}, {origin}) {snippet}"))
+    return [entry for _, entry in sorted(found)]  # ranks differ: entries never compared
 
 
 _NAME = regex.compile(r"[^\w.\-]+")
@@ -616,7 +608,7 @@ async def _insertion(
         return None
     chain = "\n".join(message_search_text(m) for i, m in enumerate(messages) if i != index)
     folded = [ident.casefold() for ident in identifiers]
-    lists: list[tuple[int, list[_Candidate]]] = []
+    lists: list[tuple[int, list[str]]] = []
     named: list[str] = []  # the identifiers that found any line
     for identifier in identifiers:
         hits = await archive.search(identifier, limit=_SEARCH_LIMIT)
@@ -653,17 +645,17 @@ def _recall_pair(
     return Message.from_parts(Role.AI, (call,)), result
 
 
-def _share(lists: Sequence[tuple[int, list[_Candidate]]], room: int) -> list[str]:
+def _share(lists: Sequence[tuple[int, list[str]]], room: int) -> list[str]:
     """Entries taken in turns (each list's best, then second best...) while they fit."""
     chosen: dict[str, None] = {}
     depth = 0
     while room > 0 and any(depth < len(found) for _, found in lists):
         for _, found in lists:
-            if depth >= len(found) or found[depth].entry in chosen:
+            if depth >= len(found) or found[depth] in chosen:
                 continue
-            cost = utf8_len(found[depth].entry) + 1 + _MARK_CHARS
+            cost = utf8_len(found[depth]) + 1 + _MARK_CHARS
             if cost <= room:
-                chosen[found[depth].entry] = None
+                chosen[found[depth]] = None
                 room -= cost
         depth += 1
     return list(chosen)

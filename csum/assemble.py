@@ -31,6 +31,7 @@ from cast import (
     get_provider,
     with_empty_reasoning,
 )
+from cast.internals import clip_utf8, utf8_len
 from csum._summary_ids import unique_summary_ids
 from csum.archive import split_archive_line
 from csum.clearing import edited, is_cleared
@@ -41,6 +42,7 @@ from csum.plan import (
     is_breakpoint,
     is_summarized,
     is_summary_part,
+    without_cache_point,
 )
 
 __all__ = [
@@ -170,21 +172,6 @@ turn alone exceed the budget): the turns it replaces are never dropped without o
 
 
 @dataclass(frozen=True, slots=True)
-class _Assembled:
-    """The compacted chain and how it was made to fit."""
-
-    chain: ChainAST
-    truncated: bool
-    """The summary was cut (or left out) to fit."""
-    dropped: int
-    """Summaries at the depth limit left out."""
-    pair: BodyPair | None
-    """The summary pair in the chain (None when there is none)."""
-    size: int
-    """The chain's size in the budget's unit."""
-
-
-@dataclass(frozen=True, slots=True)
 class Assembler:
     """What a compacted chain is built with: the summary's style, the seed of its ids,
     the limit, and the measure of a chain in the budget's unit."""
@@ -194,15 +181,19 @@ class Assembler:
     limit: int
     measure: Callable[[ChainAST], int]
 
-    def assemble(self, ast: ChainAST, plan: Plan, text: str | None, size_before: int) -> _Assembled:
-        """The compacted chain, made to fit. ``ast`` comes back unchanged when the
-        summary would not make it smaller and it is within the limit."""
+    def assemble(
+        self, ast: ChainAST, plan: Plan, text: str | None, size_before: int
+    ) -> tuple[ChainAST, int, BodyPair | None, bool, int]:
+        """The compacted chain made to fit, its size, its summary pair (None: none), whether
+        the summary was cut (or left out) to fit, how many summaries at the depth limit were
+        left out. ``ast`` comes back unchanged when the summary would not make it smaller
+        and it is within the limit."""
         measure, limit = self.measure, self.limit
         frozen = list(plan.frozen)
         out, pair = self.build(ast, plan, text, frozen)
         size = measure(out)
         if size >= size_before and size_before <= limit:
-            return _Assembled(ast, False, 0, None, size_before)
+            return ast, size_before, None, False, 0
         dropped = plan.dropped
         while frozen and size > limit:
             frozen.pop(0)
@@ -210,21 +201,21 @@ class Assembler:
             out, pair = self.build(ast, plan, text, frozen)
             size = measure(out)
         if size <= limit or text is None:
-            return _Assembled(out, False, dropped, pair, size)
+            return out, size, pair, False, dropped
         best = self._longest_fitting(ast, plan, text, frozen)
         if best is None:  # not even an empty summary fits
             out, pair = self.build(ast, plan, None, [])
             if measure(out) > limit:  # the floor is over the budget: a short summary
                 out, pair = self._floor_summary(ast, plan, text)
-            return _Assembled(out, True, dropped + len(frozen), pair, measure(out))
-        return _Assembled(best[0], True, dropped, best[1], best[2])
+            return out, measure(out), pair, True, dropped + len(frozen)
+        return best[0], best[2], best[1], True, dropped
 
     def _floor_summary(
         self, ast: ChainAST, plan: Plan, text: str
     ) -> tuple[ChainAST, BodyPair | None]:
         """A summary cut to :data:`FLOOR_SUMMARY_BYTES` (over the budget whatever is summarized)."""
         head, line = split_archive_line(text)
-        cut = head.encode("utf-8")[:FLOOR_SUMMARY_BYTES].decode("utf-8", "ignore")
+        cut = clip_utf8(head, FLOOR_SUMMARY_BYTES)
         if len(cut) < len(head) and "\n" in cut:
             cut = cut[: cut.rindex("\n")]
         return self.build(ast, plan, "\n".join(filter(None, (cut, line))), [])
@@ -234,12 +225,11 @@ class Assembler:
     ) -> tuple[ChainAST, BodyPair | None, int] | None:
         """(chain, summary pair, size) with the longest summary prefix that fits, or None."""
         head, line = split_archive_line(text)
-        data = head.encode("utf-8")
-        low, high = 0, len(data) - 1
+        low, high = 0, utf8_len(head) - 1
         best: tuple[ChainAST, BodyPair | None, int] | None = None
         while low <= high:
             middle = (low + high) // 2
-            cut = data[:middle].decode("utf-8", "ignore")
+            cut = clip_utf8(head, middle)
             out, pair = self.build(ast, plan, "\n".join(filter(None, (cut, line))), frozen)
             if (size := self.measure(out)) <= self.limit:
                 best, low = (out, pair, size), middle + 1
@@ -310,13 +300,11 @@ def _placed(
     # kept question (docs/concepts.md).
     later = [s for x in sections[1 : k + 1] if (s := x.header.system_message) is not None]
     systems = [system, *later] if system is not None else later
-    if own_turn and body:
-        note = Message.from_parts(Role.HUMAN, (TextPart(text=EARLIER_CONVERSATION_TEXT), *carried))
-        new.append(Section(Header(system, note), tuple(body)))
-        new.extend(Section.opened_by(later, question, kept.body[p:]))
-    elif own_turn and carried and later:  # the carried questions stay ahead of them
-        opening = Message.from_parts(Role.HUMAN, carried)
-        new.append(Section(Header(system, opening)))
+    if own_turn and (body or (carried and later)):
+        # the summary's turn (the note first), or the carried questions ahead of ``later``
+        note = (TextPart(text=EARLIER_CONVERSATION_TEXT),) if body else ()
+        opening = Message.from_parts(Role.HUMAN, (*note, *carried))
+        new.append(Section(Header(system, opening), tuple(body)))
         new.extend(Section.opened_by(later, question, kept.body[p:]))
     elif own_turn:
         if carried:  # nothing fits before the question: it opens with them
@@ -445,9 +433,7 @@ def _markable_ai(message: Message) -> bool:
 
 def _is_text_summary(message: Message) -> bool:
     """A COMPLETION summary turn of csum's (a final cache point aside)."""
-    parts = message.parts
-    if len(parts) == 2 and is_breakpoint(parts[1]):
-        parts = parts[:1]
+    parts = without_cache_point(message.parts)
     return message.role is Role.AI and len(parts) == 1 and is_summary_part(parts[0])
 
 

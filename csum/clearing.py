@@ -167,13 +167,13 @@ def clear_tool_results(
     *,
     measure: Callable[[Message], int],
     goal: int | None,
-    pinned: Callable[[int, Message], bool] | None = None,
+    pin: Callable[[Message], bool] | None = None,
     references: bool = False,
 ) -> ClearingPass:
     """Clear old tool results of a valid chain, oldest first, until ``goal`` units are
     freed (None: everything eligible); ``messages`` is never changed. Never touched: the
     newest ``options.keep`` tool uses, the newest body pair, summaries, excluded tools,
-    what ``pinned`` (index, message) says, results no larger than their placeholder.
+    messages ``pin`` names, results no larger than their placeholder.
     ``references``: placeholders name the archive reference of the original."""
     out = list(messages)
     done = ClearingPass(out)
@@ -190,7 +190,7 @@ def clear_tool_results(
         role = message.role
         if role is Role.AI and not (options.clear_tool_inputs or options.clear_reasoning):
             continue
-        if role not in (Role.AI, Role.TOOL) or (pinned is not None and pinned(index, message)):
+        if role not in (Role.AI, Role.TOOL) or (pin is not None and pin(message)):
             continue
         if role is Role.AI:
             new = _clear_ai(message, options, protected, old=index < boundary, done=done)
@@ -208,7 +208,7 @@ async def clear_chain(
     *,
     measure: Callable[[Message], int],
     goal: int | None,
-    pinned: Callable[[int, Message], bool] | None,
+    pin: Callable[[Message], bool] | None,
     archive: HistoryArchive | None,
     emit: EventSink,
     at_least: int | None,
@@ -217,7 +217,7 @@ async def clear_chain(
     units, and the pass; None when it frees nothing, or less than ``at_least``. With an
     archive, the originals are archived first and the placeholders name them."""
     messages = ast.to_messages()
-    run = partial(clear_tool_results, messages, options, measure=measure, goal=goal, pinned=pinned)
+    run = partial(clear_tool_results, messages, options, measure=measure, goal=goal, pin=pin)
     done = run(references=archive is not None)
     if not done.changed or (at_least is not None and done.units_freed < at_least):
         return None

@@ -1,23 +1,28 @@
 """One compaction of the Compactor, its stages in order on the chain parsed once
 (:meth:`Stages.compact`: re-inserted copies out, clearing, plan, summary, assembly,
-re-insertion, cache points), and what it returns (:class:`CompactionResult`)."""
+re-insertion, cache points), what it returns (:class:`CompactionResult`), and the tool
+calls left pending at the end of a chain."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import xxhash
+from pydantic import ValidationError
 
 from cast import (
+    FALLBACK_RESPONSE_CONTENT,
     BodyPair,
     ChainAST,
     ChainIssue,
     Message,
     Role,
     TextPart,
+    ToolCall,
+    ToolResult,
 )
 from csum._pieces import question_context, summarize_in_pieces
 from csum.archive import (
@@ -41,8 +46,10 @@ __all__ = [
     "CompactionResult",
     "Outcome",
     "Stages",
+    "pending_tail_calls",
     "question_key",
     "summarize_plan",
+    "without_pending_fillers",
 ]
 
 
@@ -89,12 +96,8 @@ class Outcome:
     event: CompactionEvent | None = None
     settled: bool = False
     depths: dict[str, int] | None = None
-    looked: bool = False
     asked: str | None = None
-
-    @classmethod
-    def unchanged(cls, ast: ChainAST, size: int, *, settled: bool = False) -> Outcome:
-        return cls(ast.to_messages(), (size, size), (ast.size, ast.size), settled=settled)
+    """The question re-insertion looked at (its :func:`question_key`), if it did."""
 
 
 @dataclass(slots=True)
@@ -107,6 +110,7 @@ class _Run:
     calls: HandlerCalls
     turn: int
     started: float
+    pending: frozenset[str]
     cleared: ClearingPass | None = None
 
 
@@ -127,12 +131,19 @@ class Stages(Planner):
     archive: HistoryArchive | None
 
     async def compact(
-        self, ast: ChainAST, size: int, reason: CompactionReason, *, focus: str | None, turn: int
+        self,
+        ast: ChainAST,
+        size: int,
+        reason: CompactionReason,
+        *,
+        focus: str | None,
+        turn: int,
+        pending: frozenset[str],
     ) -> Outcome:
         """The compaction of ``ast`` (of ``size``) in the Compactor's ``turn``, its stages
-        in order."""
+        in order (``pending``: the newest turn's calls, left pending)."""
         calls = HandlerCalls(self.handler, cache=self.cache, archive=self.archive)
-        run = _Run(ast, size, reason, calls, turn, time.perf_counter())
+        run = _Run(ast, size, reason, calls, turn, time.perf_counter(), pending)
         chain = ast
         if self._reinserting:  # without the copies earlier re-insertions added
             messages = ast.to_messages()
@@ -142,13 +153,12 @@ class Stages(Planner):
         forced = reason is CompactionReason.FORCED
         summarize = reason is not CompactionReason.TRIGGER or size > self.trigger
         if self.clearing is not None:  # enough old tool results cleared (all when forced)
-            pin = self.pin
             done = await clear_chain(
                 chain,
                 self.clearing,
                 measure=self.meter,
                 goal=None if forced else size - self.keep_units,
-                pinned=None if pin is None else (lambda _index, message: bool(pin(message))),
+                pin=self.pin,
                 archive=self.archive,
                 emit=calls.events.append,
                 at_least=None if summarize else self.clear_at_least,
@@ -156,9 +166,9 @@ class Stages(Planner):
             if done is not None:
                 (chain, run.cleared), size = done, size - done[1].units_freed
                 if not summarize or (size <= self.keep_units and not forced):  # clearing did it
-                    return self._outcome(run, *self.with_breakpoints(chain, size), settled=True)
+                    return self._outcome(run, *self.marked(chain, size), settled=True)
         if not summarize:  # clearing's own trigger, and nothing worth clearing
-            return Outcome.unchanged(chain, size, settled=True)
+            return self.outcome(chain, (size, chain.size), size, pending, settled=True)
         plan = self.plan(chain)
         if plan is None:  # nothing left to summarize
             if size > self.budget.limit:
@@ -190,26 +200,25 @@ class Stages(Planner):
                 text = with_fact_memory(text, replaced, self.summary_bytes)
         seed = f"compaction\x1f{run.turn}"
         assembler = Assembler(self.style, seed, self.budget.limit, self.meter.chain)
-        made = assembler.assemble(chain, plan, text, size)
-        messages = made.chain.to_messages()
-        found = await self.reinsertion(messages, made.size, calls.events)
-        out, size, reinserted = made.chain, made.size, 0
+        made, size, summary, truncated, dropped = assembler.assemble(chain, plan, text, size)
+        messages = made.to_messages()
+        asked, found, grown = await self.reinsertion(messages, size, calls.events, None)
+        out, size, reinserted = made, size + grown, 0
         if found is not None:
             pair = BodyPair.build(found.messages[0], found.messages[1:])
             out = edited(out, {}, added=(found.position, pair))
-            size += self.meter.total(found.messages)
             reinserted = sum(m.size for m in found.messages)
-        out, size = self.with_breakpoints(out, size)
+        out, size = self.marked(out, size)
         depth = 1 + max((self.depth(p) for p in plan.resummarized), default=0)
         depths = None
-        if made.pair is not None:  # the depths of the summaries still in the chain
+        if summary is not None:  # the depths of the summaries still in the chain
             depths = {
                 key: self.depths[key]
-                for section in made.chain.sections
+                for section in made.sections
                 for pair in section.body
                 if is_summarized(pair) and (key := summary_key(pair)) in self.depths
             }
-            depths[summary_key(made.pair)] = depth
+            depths[summary_key(summary)] = depth
         archived = any(e.kind is StoreEventKind.ARCHIVED for e in calls.events[mark:])
         outcome = self._outcome(
             run,
@@ -220,26 +229,27 @@ class Stages(Planner):
             summary_needed=True,
             depth=depth,
             summarized_messages=len(plan.summarized) + len(plan.humans),
-            summary_truncated=made.truncated,
-            dropped_summaries=made.dropped,
+            summary_truncated=truncated,
+            dropped_summaries=dropped,
             archived_messages=len(plan.replaced) if archived else 0,
             reinserted_bytes=reinserted,
         )
-        asked = question_key(messages) if self._reinserting else None
-        return replace(outcome, depths=depths, looked=self._reinserting, asked=asked)
+        return replace(outcome, depths=depths, asked=asked)
 
     @property
     def _reinserting(self) -> bool:
         return self.archive is not None and bool(self.archive.reinsert_bytes)
 
     async def reinsertion(
-        self, messages: list[Message], size: int, events: list[StoreEvent]
-    ) -> Insertion | None:
-        """With re-insertion: what the current question needs, within the room the budget
-        leaves (in its unit); store failures go to ``events``."""
+        self, messages: list[Message], size: int, events: list[StoreEvent], asked: str | None
+    ) -> tuple[str | None, Insertion | None, int]:
+        """With re-insertion, for a current question other than ``asked`` (by
+        :func:`question_key`): its key, what it needs within the room the budget leaves,
+        and that size in the budget's unit; store failures go to ``events``."""
         archive, room = self.archive, self.budget.limit - size
-        if archive is None or not archive.reinsert_bytes:
-            return None
+        key = question_key(messages) if self._reinserting else None
+        if archive is None or key is None or key == asked:
+            return None, None, 0
         limit = archive.reinsert_bytes
         if self.budget.unit == "bytes":
             limit = min(limit, room)
@@ -251,13 +261,12 @@ class Stages(Planner):
                 break
             grown = self.meter.total(found.messages)
             if grown <= room:
-                return found
+                return key, found, grown
             limit = min(limit - 1, limit * room // grown)  # the part's framing costs too
-        return None
+        return key, None, 0
 
-    def with_breakpoints(self, ast: ChainAST, size: int) -> tuple[ChainAST, int]:
-        """With ``cache_breakpoints``: Anthropic cache points at the end of the stable
-        prefix (system prompt, newest summary, newest cleared result); the size after."""
+    def marked(self, ast: ChainAST, size: int) -> tuple[ChainAST, int]:
+        """``ast`` and its size, with ``cache_breakpoints`` its cache points placed."""
         if not self.cache_breakpoints:
             return ast, size
         return with_breakpoints(ast, size, self.meter, self.budget.limit)
@@ -311,8 +320,27 @@ class Stages(Planner):
             cleared_units=cleared.units_freed if cleared is not None else 0,
             **fields,
         )
-        nbytes = (run.chain.size, after.size)
-        return Outcome(after.to_messages(), (run.size, size), nbytes, event, settled=settled)
+        return self.outcome(
+            after, (run.size, run.chain.size), size, run.pending, event, settled=settled
+        )
+
+    def outcome(
+        self,
+        after: ChainAST,
+        before: tuple[int, int],
+        size: int,
+        pending: frozenset[str],
+        event: CompactionEvent | None = None,
+        *,
+        settled: bool = False,
+    ) -> Outcome:
+        """The chain ``after`` (of ``size``) as sent, from one of ``before`` (its size, its
+        bytes): without the fallback results repair gave the ``pending`` calls (they stay
+        pending), the sizes without them."""
+        messages, fillers = without_pending_fillers(after.to_messages(), pending)
+        units, cut = self.meter.total(fillers), sum(m.size for m in fillers)
+        sizes, nbytes = (before[0] - units, size - units), (before[1] - cut, after.size - cut)
+        return Outcome(messages, sizes, nbytes, event, settled)
 
 
 def question_key(messages: Sequence[Message]) -> str | None:
@@ -329,6 +357,53 @@ def question_key(messages: Sequence[Message]) -> str | None:
         and not p.text.startswith(SUMMARIZED_CONTENT_PREFIX)
     )
     return xxhash.xxh3_64_hexdigest(own.encode("utf-8", "surrogatepass"))
+
+
+# -- tool calls still pending at the end of a chain -----------------------------------------
+
+
+def pending_tail_calls(messages: Sequence[Message | Mapping[str, Any]]) -> frozenset[str]:
+    """Ids of the calls of the chain's last AI message that no tool message after it
+    answers, when nothing but tool messages follows that AI message; else empty."""
+    answered: set[str] = set()
+    for index in range(len(messages) - 1, -1, -1):
+        item = messages[index]
+        try:
+            message = item if isinstance(item, Message) else Message.model_validate(item)
+        except ValidationError:
+            return frozenset()  # the parser reports the bad message as documented
+        if message.role is Role.TOOL:
+            answered.update(p.tool_call_id for p in message.parts if type(p) is ToolResult)
+            continue
+        if message.role is not Role.AI:
+            return frozenset()
+        calls = {p.id for p in message.parts if type(p) is ToolCall}
+        return frozenset(calls - answered)
+    return frozenset()
+
+
+def without_pending_fillers(
+    messages: list[Message], pending: frozenset[str]
+) -> tuple[list[Message], list[Message]]:
+    """``(kept, removed)``: the trailing fallback results repair gave the ``pending``
+    calls removed. (Repair answers every call; the newest turn's stay pending.)"""
+    if not pending:
+        return messages, []
+    end = len(messages)
+    while end > 0 and _is_filler(messages[end - 1], pending):
+        end -= 1
+    return messages[:end], messages[end:]
+
+
+def _is_filler(message: Message, pending: frozenset[str]) -> bool:
+    if message.role is not Role.TOOL or len(message.parts) != 1:
+        return False
+    part = message.parts[0]
+    return (
+        type(part) is ToolResult
+        and part.tool_call_id in pending
+        and part.content == FALLBACK_RESPONSE_CONTENT
+    )
 
 
 # -- the summary stage ------------------------------------------------------------------------

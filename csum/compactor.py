@@ -1,6 +1,5 @@
 """The Compactor: what an agent loop calls before every model call to keep its whole
-chain within a budget with few handler calls (docs/compactor.md); its call loop, and the
-tool calls left pending at the end of a chain."""
+chain within a budget with few handler calls (docs/compactor.md), and its call loop."""
 
 from __future__ import annotations
 
@@ -13,11 +12,9 @@ from types import MappingProxyType
 from typing import Any
 
 import anyio
-from pydantic import ValidationError
 
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
-    FALLBACK_RESPONSE_CONTENT,
     ChainAST,
     ChainIssue,
     IdTemplate,
@@ -25,15 +22,13 @@ from cast import (
     ProviderProfile,
     Role,
     TemplateLike,
-    ToolCall,
     ToolResult,
     open_with_human,
     parse_chain,
 )
 from csum._handler_check import check_handler
-from csum.archive import Insertion
 from csum.assemble import SummaryStyle, placed_for, summary_style, unplaced
-from csum.compaction import CompactionResult, Outcome, Stages, question_key
+from csum.compaction import CompactionResult, Outcome, Stages, pending_tail_calls
 from csum.config import (
     DEFAULT_CLEARING,
     DEFAULT_SUMMARY_RATIO,
@@ -53,9 +48,7 @@ from csum.tokens import BYTES_PER_TOKEN, EstimatedTokens, Meter, TokenCounter
 __all__ = [
     "Compactor",
     "extends_validly",
-    "pending_tail_calls",
     "summary_bytes",
-    "without_pending_fillers",
 ]
 
 
@@ -243,9 +236,7 @@ class Compactor:
             grown = self._extended(messages)
             if grown is not None and self._reason(grown.sizes[0], False) is None:
                 self._meter.keep()
-                return await self._finished(
-                    grown, frozenset(), (), started, shift=None, given=len(messages)
-                )
+                return await self._finished(grown, (), started, shift=None, given=len(messages))
         issues: list[ChainIssue] = []
         pending = pending_tail_calls(messages)  # the newest turn's calls stay pending
         # A replay that opens with an AI message gets a placeholder question first.
@@ -258,16 +249,16 @@ class Compactor:
             ast, size, shift = self._unplaced(ast)
             reason = self._reason(size + shift, force)
             if reason is None:
-                outcome = Outcome.unchanged(ast, size)
+                outcome = self._stages.outcome(ast, (size, ast.size), size, pending)
             else:
                 outcome = await self._stages.compact(
-                    ast, size, reason, focus=focus, turn=self.turns
+                    ast, size, reason, focus=focus, turn=self.turns, pending=pending
                 )
                 self._settle(outcome)
         finally:
             self._meter.rotate()
         return await self._finished(
-            outcome, pending, tuple(issues), started, shift=shift, given=len(messages)
+            outcome, tuple(issues), started, shift=shift, given=len(messages)
         )
 
     def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int, int]:
@@ -344,13 +335,12 @@ class Compactor:
         if outcome.depths is not None:
             self._depths.clear()
             self._depths.update(outcome.depths)
-        if outcome.looked:
+        if outcome.asked is not None:
             self._asked = outcome.asked
 
     async def _finished(
         self,
         outcome: Outcome,
-        pending: frozenset[str],
         issues: tuple[ChainIssue, ...],
         started: float,
         *,
@@ -361,19 +351,17 @@ class Compactor:
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
         size_before += shift or 0
         compacted = bytes_before != bytes_after or size_before != size_after
-        messages, fillers = without_pending_fillers(outcome.messages, pending)
-        if fillers:
-            units, nbytes = self._meter.total(fillers), sum(m.size for m in fillers)
-            size_before, size_after = size_before - units, size_after - units
-            bytes_before, bytes_after = bytes_before - nbytes, bytes_after - nbytes
-        event = outcome.event
+        messages, event = outcome.messages, outcome.event
         events: list[StoreEvent] = [] if event is None else list(event.store_events)
         reinserted = 0 if event is None else event.reinserted_bytes
-        insertion = await self._new_question(messages, size_after, events)
-        if insertion is not None:
+        asked, insertion, grown = await self._stages.reinsertion(
+            messages, size_after, events, self._asked
+        )
+        self._asked = self._asked if asked is None else asked
+        if insertion is not None:  # a question not looked at yet
             messages = insertion.into(messages)
             added = sum(m.size for m in insertion.messages)
-            size_after += self._meter.total(insertion.messages)
+            size_after += grown
             bytes_after, reinserted = bytes_after + added, reinserted + added
         if shift is not None:
             messages, saved = self._placed(messages)
@@ -403,19 +391,6 @@ class Compactor:
             cleared_units=0 if event is None else event.cleared_units,
             summary_needed=False if event is None else event.summary_needed,
         )
-
-    async def _new_question(
-        self, messages: list[Message], size: int, events: list[StoreEvent]
-    ) -> Insertion | None:
-        """With re-insertion, what goes back for a question not looked at yet."""
-        archive = self.archive
-        if archive is None or not archive.reinsert_bytes:
-            return None
-        key = question_key(messages)
-        if key is None or key == self._asked:
-            return None
-        self._asked = key
-        return await self._stages.reinsertion(messages, size, events)
 
 
 def _check_options(
@@ -479,53 +454,6 @@ def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
     the bound is at least :data:`~csum.config.MIN_SUMMARY_BYTES`."""
     per_unit = 1.0 if budget.unit == "bytes" else BYTES_PER_TOKEN["text"]
     return max(MIN_SUMMARY_BYTES, int(budget.limit * ratio * per_unit))
-
-
-# -- tool calls still pending at the end of a chain -----------------------------------------
-
-
-def pending_tail_calls(messages: Sequence[Message | Mapping[str, Any]]) -> frozenset[str]:
-    """Ids of the calls of the chain's last AI message that no tool message after it
-    answers, when nothing but tool messages follows that AI message; else empty."""
-    answered: set[str] = set()
-    for index in range(len(messages) - 1, -1, -1):
-        item = messages[index]
-        try:
-            message = item if isinstance(item, Message) else Message.model_validate(item)
-        except ValidationError:
-            return frozenset()  # the parser reports the bad message as documented
-        if message.role is Role.TOOL:
-            answered.update(p.tool_call_id for p in message.parts if type(p) is ToolResult)
-            continue
-        if message.role is not Role.AI:
-            return frozenset()
-        calls = {p.id for p in message.parts if type(p) is ToolCall}
-        return frozenset(calls - answered)
-    return frozenset()
-
-
-def without_pending_fillers(
-    messages: list[Message], pending: frozenset[str]
-) -> tuple[list[Message], list[Message]]:
-    """``(kept, removed)``: the trailing fallback results repair gave the ``pending``
-    calls removed. (Repair answers every call; the newest turn's stay pending.)"""
-    if not pending:
-        return messages, []
-    end = len(messages)
-    while end > 0 and _is_filler(messages[end - 1], pending):
-        end -= 1
-    return messages[:end], messages[end:]
-
-
-def _is_filler(message: Message, pending: frozenset[str]) -> bool:
-    if message.role is not Role.TOOL or len(message.parts) != 1:
-        return False
-    part = message.parts[0]
-    return (
-        type(part) is ToolResult
-        and part.tool_call_id in pending
-        and part.content == FALLBACK_RESPONSE_CONTENT
-    )
 
 
 # Whether messages appended to a valid chain keep it valid, by the parse rules applied to

@@ -43,6 +43,7 @@ __all__ = [
     "summary_key",
     "summary_text",
     "summary_type",
+    "without_cache_point",
 ]
 
 EARLIER_CONVERSATION_TEXT: Final = "(The earlier conversation is summarized below.)"
@@ -349,7 +350,7 @@ def is_summarized(pair: BodyPair) -> bool:
     SUMMARIZATION whose only call, last after reasoning-carrying texts, is
     ``SUMMARIZATION_TOOL_NAME`` with ``SUMMARIZATION_TOOL_ARGS``, answered by one result
     (a final cache point aside)."""
-    parts = _without_cache_point(pair.ai_message.parts)
+    parts = without_cache_point(pair.ai_message.parts)
     if pair.type is BodyPairType.COMPLETION:
         return len(parts) == 1 and is_summary_part(parts[0])
     if pair.type is not BodyPairType.SUMMARIZATION or len(pair.tool_messages) != 1:
@@ -362,7 +363,7 @@ def is_summarized(pair: BodyPair) -> bool:
         or not all(type(p) is TextPart and p.reasoning is not None for p in parts[:-1])
     ):
         return False
-    results = _without_cache_point(pair.tool_messages[0].parts)
+    results = without_cache_point(pair.tool_messages[0].parts)
     return (
         len(results) == 1
         and type(results[0]) is ToolResult
@@ -373,12 +374,15 @@ def is_summarized(pair: BodyPair) -> bool:
 
 def summary_key(pair: BodyPair) -> str:
     """A summary's identity for the depth records: its text (ids may be renamed)."""
+    return xxhash.xxh3_64_hexdigest(_summary_body(pair).encode("utf-8", "surrogatepass"))
+
+
+def _summary_body(pair: BodyPair) -> str:
+    """The text a summary pair holds (without the COMPLETION prefix)."""
     if pair.type is BodyPairType.SUMMARIZATION:
         result = pair.tool_messages[0].parts[0]
-        text = result.content if type(result) is ToolResult else ""
-    else:
-        text = pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX)
-    return xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))
+        return result.content if type(result) is ToolResult else ""
+    return pair.ai_message.text.removeprefix(SUMMARIZED_CONTENT_PREFIX)
 
 
 def is_summary_part(part: object) -> bool:
@@ -390,7 +394,7 @@ def is_summary_part(part: object) -> bool:
     )
 
 
-def _without_cache_point(parts: tuple[Any, ...]) -> tuple[Any, ...]:
+def without_cache_point(parts: tuple[Any, ...]) -> tuple[Any, ...]:
     """``parts`` without a final Anthropic cache point (still the summary)."""
     if len(parts) > 1 and is_breakpoint(parts[-1]):
         return parts[:-1]
@@ -400,15 +404,7 @@ def _without_cache_point(parts: tuple[Any, ...]) -> tuple[Any, ...]:
 def summary_text(pair: BodyPair) -> str | None:
     """The summary a pair of csum's holds (without the COMPLETION prefix); None when
     the pair is not one of csum's summaries."""
-    if not is_summarized(pair):
-        return None
-    if pair.type is BodyPairType.COMPLETION:
-        part = pair.ai_message.parts[0]
-        assert type(part) is TextPart
-        return part.text[len(SUMMARIZED_CONTENT_PREFIX) :]
-    result = pair.tool_messages[0].parts[0]
-    assert type(result) is ToolResult
-    return result.content
+    return _summary_body(pair) if is_summarized(pair) else None
 
 
 def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:

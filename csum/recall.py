@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from cast import Message, TextPart, ToolCall, ToolResult
-from cast.internals import utf8_len
+from cast.internals import clip_utf8, utf8_len
 from csum.archive import RECALL_TOOL_NAME, HistoryArchive, message_reference
 
 __all__ = ["RECALL_TOOL_DESCRIPTION", "RECALL_TOOL_NAME", "RecallTool", "recall_tool_definition"]
@@ -113,8 +113,8 @@ class RecallTool:
                 )
         except ValueError as exc:
             text = f"error: {exc}"
-        data = text.encode("utf-8", "surrogatepass")
-        if len(data) <= self.max_bytes:
+        size = utf8_len(text)
+        if size <= self.max_bytes:
             return text
-        note = f"\n[... cut: {len(data) - self.max_bytes} more bytes; ask with a narrower query]"
-        return data[: max(self.max_bytes - utf8_len(note), 0)].decode("utf-8", "ignore") + note
+        note = f"\n[... cut: {size - self.max_bytes} more bytes; ask with a narrower query]"
+        return clip_utf8(text, self.max_bytes - utf8_len(note)) + note

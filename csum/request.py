@@ -21,7 +21,7 @@ import anyio
 import anyio.lowlevel
 
 from cast import BodyPair, ImagePart, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
-from cast.internals import utf8_len
+from cast.internals import clip_utf8, utf8_len
 from csum._fit import fit_joined, fit_summary
 from csum._gather import unwrapped
 from csum._handler_check import check_handler
@@ -629,7 +629,7 @@ def _cut_context(
 
 def _head(message: Message, max_bytes: int) -> str:
     text = "\n".join(message_strings(message))
-    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+    return clip_utf8(text, max_bytes)
 
 
 def _cut_message(message: Message, room: int) -> list[Message]:

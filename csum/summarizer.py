@@ -27,7 +27,7 @@ from csum._gather import gather
 from csum._summary_ids import unique_summary_ids
 from csum.archive import without_recalled
 from csum.assemble import SummaryStyle, summary_style
-from csum.compactor import pending_tail_calls, without_pending_fillers
+from csum.compaction import pending_tail_calls, without_pending_fillers
 from csum.config import Stores, SummarizerConfig
 from csum.request import SUMMARY_FLOOR_BYTES, Handler, HandlerCalls
 from csum.store_events import StoreEvent
@@ -150,7 +150,7 @@ class Summarizer:
         Parses with repair (a chain whose first message is not system/human still raises
         ``ChainError``, which says to use the Compactor), except that tool calls of the
         newest AI message that nothing answers yet are left pending, not given fallback
-        results (``csum.compactor.without_pending_fillers``); then runs section
+        results (``csum.compaction.without_pending_fillers``); then runs section
         summarization and last-section rotation
         concurrently, then QA summarization when enabled. Raises
         :class:`SummarizationError` when the handler fails; the input is never changed

@@ -323,11 +323,9 @@ _DATA_URL = re.compile(r"data:[^,]*;base64,", re.IGNORECASE)
 def image_size(data: bytes) -> tuple[int, int] | None:
     """(width, height) read from PNG, GIF, JPEG or WebP header bytes; None otherwise."""
     if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 24:
-        width, height = struct.unpack(">II", data[16:24])
-        return width, height
+        return struct.unpack(">II", data[16:24])
     if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
-        width, height = struct.unpack("<HH", data[6:10])
-        return width, height
+        return struct.unpack("<HH", data[6:10])
     if data.startswith(b"\xff\xd8"):
         return _jpeg_size(data)
     if data.startswith(b"RIFF") and data[8:12] == b"WEBP":

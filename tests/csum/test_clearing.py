@@ -646,10 +646,10 @@ def test_clearing_laws(chain: list[Message], keep: int, inputs: bool, reasoning:
     options = Clearing(keep=keep, clear_tool_inputs=inputs, clear_reasoning=reasoning)
     pinned_ids = {id(m) for m in chain[::3]}
 
-    def pinned(_index: int, message: Message) -> bool:
+    def pinned(message: Message) -> bool:
         return id(message) in pinned_ids
 
-    done = clear_tool_results(chain, options, measure=lambda m: m.size, goal=None, pinned=pinned)
+    done = clear_tool_results(chain, options, measure=lambda m: m.size, goal=None, pin=pinned)
     out = done.messages
     # Valid, never larger, same length and roles.
     ChainAST.from_messages(out)
@@ -672,7 +672,7 @@ def test_clearing_laws(chain: list[Message], keep: int, inputs: bool, reasoning:
             if (asked, before.tool_call_id) in newest:
                 assert after.content == before.content
     # Idempotent.
-    again = clear_tool_results(out, options, measure=lambda m: m.size, goal=None, pinned=pinned)
+    again = clear_tool_results(out, options, measure=lambda m: m.size, goal=None, pin=pinned)
     assert again.messages == out
     assert not again.changed
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import regex
 
-from cast.internals import utf8_len
+from cast.internals import clip_utf8, utf8_len
 from csum.handlers._extractive.weights import _LINE_SCAN, _PATH_WEIGHTS, _TOKEN_CAP, WEIGHTS
 
 _CACHED_TOKEN = 64  # tokens up to this long have their class cached
@@ -152,7 +152,7 @@ def _clip_bytes(text: str, limit: int) -> str:
         return ""
     if utf8_len(text) <= limit:
         return text
-    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+    return clip_utf8(text, limit)
 
 
 def _clip(text: str, limit: int) -> str:
