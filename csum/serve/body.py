@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = [
-    "RawOffsets",
     "RefusedError",
     "ScannedBody",
     "Skimmed",
@@ -49,17 +48,11 @@ class ScannedBody:
     items: list[tuple[int, int]] | None
     marks: tuple[int, int] | None = None
     """How often ``"role"`` and ``"type"`` occur in a UTF-8 body (None: not counted)."""
-    raw: RawOffsets | None = field(default=None, repr=False, compare=False)
-    """Where the body's items lie in its bytes, once found."""
-
-
-@dataclass(frozen=True, slots=True)
-class RawOffsets:
-    """A UTF-8 body's bytes, each history item's end offset and the list's byte span."""
-
-    body: bytes = field(repr=False)
-    item_ends: list[int] = field(repr=False)
-    list_span: tuple[int, int]
+    raw: tuple[bytes, list[int], tuple[int, int]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """Once found (:func:`with_offsets`): a UTF-8 body's bytes, each history item's end
+    offset in them and the list's byte span."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,34 +89,35 @@ def skim(
     bytes, not their text."""
     if not earlier or json.detect_encoding(body) != "utf-8":
         return None
-    shares = [-1 if e.raw is None else _shared_prefix(body, e.raw.body) for e in earlier]
+    shares = [-1 if e.raw is None else _shared_prefix(body, e.raw[0]) for e in earlier]
     shared = max(shares)
     index = shares.index(shared)
     old_scan = earlier[index]
     raw, marks = old_scan.raw, old_scan.marks
     if old_scan.fields is None or old_scan.items is None or raw is None or marks is None:
         return None
+    old_body, old_ends, (list_byte, list_byte_end) = raw
     span = old_scan.fields.get(list_key)
-    if span is None or shared <= raw.list_span[0]:
+    if span is None or shared <= list_byte:
         return None  # a change before the list
     list_start, list_end = span
     # the items that end within the shared bytes are the same values: what follows the
     # last of them is parsed, and must be a delimiter (a number cannot run on)
-    fresh = bisect_right(raw.item_ends, shared)
+    fresh = bisect_right(old_ends, shared)
     at = list_start + 1 if fresh == 0 else old_scan.items[fresh - 1][1]
-    at_byte = raw.list_span[0] + 1 if fresh == 0 else raw.item_ends[fresh - 1]
+    at_byte = list_byte + 1 if fresh == 0 else old_ends[fresh - 1]
     text = body.decode("utf-8", "surrogatepass")
     try:
         values, end, spans = _array_from(text, at, first=fresh == 0)
     except (ValueError, RecursionError):
         return None  # the full scan reports it
     ends, end_byte = _byte_ends(text, at, at_byte, [stop for _, stop in spans], end)
-    after = memoryview(raw.body)[raw.list_span[1] :]
+    after = memoryview(old_body)[list_byte_end:]
     if len(body) - end_byte != len(after) or not body.endswith(after):
         return None
     roles, types = marks  # counted again from the first item parsed
-    roles += body.count(b'"role"', at_byte) - raw.body.count(b'"role"', at_byte)
-    types += body.count(b'"type"', at_byte) - raw.body.count(b'"type"', at_byte)
+    roles += body.count(b'"role"', at_byte) - old_body.count(b'"role"', at_byte)
+    types += body.count(b'"type"', at_byte) - old_body.count(b'"type"', at_byte)
     marks = roles, types
     if max_items is not None:
         check_marks(marks, max_items)
@@ -135,18 +129,18 @@ def skim(
         for key, (start, stop) in old_scan.fields.items()
     }
     items = [*old_scan.items[:fresh], *spans]
-    offsets = RawOffsets(body, [*raw.item_ends[:fresh], *ends], (raw.list_span[0], end_byte))
+    offsets = body, [*old_ends[:fresh], *ends], (list_byte, end_byte)
     return Skimmed(ScannedBody(payload, text, fields, items, marks, offsets), fresh, index)
 
 
 def with_offsets(scanned: ScannedBody, body: bytes, list_key: str) -> ScannedBody:
-    """``scanned`` (of ``body``) with its :class:`RawOffsets`, for :func:`skim`."""
+    """``scanned`` (of ``body``) with its offsets in ``body`` (``raw``), for :func:`skim`."""
     span = None if scanned.fields is None else scanned.fields.get(list_key)
     if scanned.raw is not None or scanned.items is None or span is None or scanned.marks is None:
         return scanned
     start = len(scanned.text[: span[0]].encode("utf-8", "surrogatepass"))
     ends, end = _byte_ends(scanned.text, span[0], start, [e for _, e in scanned.items], span[1])
-    return replace(scanned, raw=RawOffsets(body, ends, (start, end)))
+    return replace(scanned, raw=(body, ends, (start, end)))
 
 
 def _byte_ends(

@@ -22,15 +22,7 @@ from csum.cache import SummaryCache
 from csum.compactor import Compactor, summary_bytes
 from csum.config import DEFAULT_CLEARING, SUMMARY_ONLY, Budget, Stores
 from csum.serve.apis import Api
-from csum.serve.body import (
-    RefusedError,
-    ScannedBody,
-    check_depth,
-    check_items,
-    scan,
-    skim,
-    with_offsets,
-)
+from csum.serve.body import RefusedError, ScannedBody, check_depth, check_items, scan, skim
 from csum.serve.config import ServeConfig
 from csum.serve.conversation import (
     ConversationState,
@@ -42,17 +34,11 @@ from csum.serve.conversation import (
 from csum.serve.pool import LoopArchive, LoopStore, WorkerPool
 from csum.serve.reuse import (
     SEEN_IN_ALL,
-    Known,
-    RawHashes,
+    ReadRequest,
     Scope,
     Seen,
     SeenRequests,
-    composed,
     fields_json,
-    matching,
-    opening_count,
-    raw_prefix,
-    spliced,
     tokens_saved,
 )
 from csum.serve.summary_handler import Credentials, SummaryHandlerFactory
@@ -134,7 +120,7 @@ class Rewriter:
         self.summarizer = SummaryHandlerFactory(config)
         self.pool = WorkerPool(config.compaction_workers, config.deadline)
         self._floors_logged: set[str] = set()
-        self._keys: dict[tuple[str, str, str], str] = {}  # by the opening's raw text
+        self._keys: dict[_Opening, str] = {}  # by the opening's raw text
         self._seen = SeenRequests()
         self._records: dict[str, tuple[bytes, list[tuple[int, RawPrefix | None]]]] = {}
         self._records_lock = threading.Lock()
@@ -182,8 +168,10 @@ class Rewriter:
         read = self._read(request)
         return read if isinstance(read, Outcome) else anyio.run(self._compacted, request, read)
 
-    def _read(self, request: _Request) -> Outcome | _Read:
-        """The body parsed (once) and measured: an Outcome when it goes as it came."""
+    def _read(self, request: _Request) -> Outcome | ReadRequest:
+        """The body parsed (once) and measured: an Outcome when it goes as it came (with
+        the client's request as an object when translated next)."""
+        api, body = request.api, request.body
         try:
             scanned, known = self._scanned(request)
         except RefusedError as exc:
@@ -195,51 +183,46 @@ class Rewriter:
             return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="body is not a JSON object")
         if request.upstream is not None and (refused := self._too_deep(payload)):
             return refused  # the translation reads all of it
-        read = self._measured(request, scanned, payload, known)
-        if isinstance(read, Outcome) and request.upstream is not None:
-            return replace(read, payload=payload)
-        return read
+        along = None if request.upstream is None else payload
+        held = [key for key in api.held_keys if payload.get(key) not in (None, "")]
+        if held:
+            detail = f"the provider holds the history ({held[0]})"
+            return Outcome(
+                OutcomeKind.PROVIDER_STATE, bytes_before=len(body), detail=detail, payload=along
+            )
+        history = api.history(payload)
+        if history is None:
+            return Outcome(
+                OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list", payload=along
+            )
+        try:
+            check_items(history, api.list_key, self.config.max_items)
+        except RefusedError as exc:
+            return replace(_refusal(exc), payload=along)
+        budget = self.config.budget_for(self._model(request, payload))
+        if budget is None:
+            return Outcome(
+                OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model", payload=along
+            )
+        # the history's share (Claude Code's tools are 80 KB): at most the body less the
+        # other fields' compact JSON (the known request's, or written once here)
+        other = fields_json(api.others(payload)) if known is None else known[0].other
+        share = len(body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
+        if fits_by_size(body, budget, size=share):
+            return self._too_deep(payload) or Outcome(
+                OutcomeKind.WITHIN_BUDGET, bytes_before=share, payload=along
+            )
+        return ReadRequest(scanned, api, history, budget, other, known=known)
 
-    def _scanned(self, request: _Request) -> tuple[ScannedBody, Known | None]:
+    def _scanned(self, request: _Request) -> tuple[ScannedBody, tuple[Seen, int] | None]:
         """The body read against the last requests of its scope (skim), or scanned whole."""
         api, body, max_items = request.api, request.body, self.config.max_items
         recent = self._seen.recent(request.scope)
         if recent:
             skimmed = skim(body, [seen.scanned for seen in recent], api.list_key, max_items)
             if skimmed is not None:
-                return skimmed.scanned, Known(recent[skimmed.earlier], skimmed.fresh)
+                return skimmed.scanned, (recent[skimmed.earlier], skimmed.fresh)
         return scan(body, api.list_key, self.config.max_depth, max_items), None
-
-    def _measured(
-        self, request: _Request, scanned: ScannedBody, payload: dict[str, Any], known: Known | None
-    ) -> Outcome | _Read:
-        """The history's share of the body measured: an Outcome when it goes as it came."""
-        api = request.api
-        held = [key for key in api.held_keys if payload.get(key) not in (None, "")]
-        if held:
-            detail = f"the provider holds the history ({held[0]})"
-            return Outcome(
-                OutcomeKind.PROVIDER_STATE, bytes_before=len(request.body), detail=detail
-            )
-        history = api.history(payload)
-        if history is None:
-            return Outcome(OutcomeKind.NOT_COMPACTABLE, detail=f"no {api.list_key} list")
-        try:
-            check_items(history, api.list_key, self.config.max_items)
-        except RefusedError as exc:
-            return _refusal(exc)
-        budget = self.config.budget_for(self._model(request, payload))
-        if budget is None:
-            return Outcome(OutcomeKind.NOT_COMPACTABLE, detail="no budget for this model")
-        # the history's share (Claude Code's tools are 80 KB): at most the body less the
-        # other fields' compact JSON (the known request's, or written once here)
-        other = fields_json(api.others(payload)) if known is None else dict(known.seen.other)
-        share = len(request.body) - (2 + sum(map(len, other.values())) + max(0, len(other) - 1))
-        if fits_by_size(request.body, budget, size=share):
-            within = Outcome(OutcomeKind.WITHIN_BUDGET, bytes_before=share)
-            return self._too_deep(payload) or within
-        hashes = RawHashes(scanned, api, known)
-        return _Read(scanned, payload, history, budget, other, hashes, known)
 
     def _model(self, request: _Request, payload: dict[str, Any]) -> object:
         """The model the request goes to: ``--upstream-model`` when it is translated."""
@@ -255,7 +238,7 @@ class Rewriter:
             return _refusal(exc)
         return None
 
-    async def _compacted(self, request: _Request, read: _Read) -> Outcome:
+    async def _compacted(self, request: _Request, read: ReadRequest) -> Outcome:
         """The outcome of a request to compact: reused, refused, or from the full path (the
         client's request as an object along, when translated next and not rewritten)."""
         try:
@@ -274,7 +257,7 @@ class Rewriter:
             return outcome
         return replace(outcome, payload=read.payload)
 
-    async def _reused(self, request: _Request, read: _Read) -> Outcome | None:
+    async def _reused(self, request: _Request, read: ReadRequest) -> Outcome | None:
         """A compacted conversation's request recognised by its items' raw text, sent
         without decoding them (csum.serve.reuse); None: the full path decides."""
         api = request.api
@@ -286,7 +269,7 @@ class Rewriter:
             prefixes = [] if stored is None else self._raw_prefixes(key, stored)
         except Exception:  # noqa: BLE001 -- the full path retries and reports it
             return None
-        raw = matching(prefixes, read.hashes)
+        raw = read.matching(prefixes)
         if raw is None:
             return None
         # the prefix's text nested within bounds when it was compacted (and the other
@@ -295,19 +278,21 @@ class Rewriter:
         refused = self._too_deep({**rest, api.list_key: read.history[api.list_key][raw.items :]})
         if refused is not None:
             return refused
-        found = spliced(
-            api,
-            read.scanned,
-            raw,
-            get_provider(request.provider),
-            budget=read.budget,  # a keeper compacts over its limit only
-            other=read.other,
-            as_object=request.upstream is not None,
-        )
+        # a keeper compacts over its budget's limit only: the request's own is the bound
+        as_object = request.upstream is not None
+        found = read.spliced(raw, get_provider(request.provider), as_object=as_object)
         if found is None:
             return None
-        self._remember(request, read)
-        return Outcome(OutcomeKind.REUSED, **found)
+        self._seen.remember(request.scope, read, request.body)
+        body, payload, new_bytes = found
+        return Outcome(
+            OutcomeKind.REUSED,
+            body=body,
+            payload=payload,
+            bytes_before=raw.history_bytes + new_bytes,
+            bytes_after=raw.sent_bytes + new_bytes,
+            tokens_saved=raw.tokens_saved,
+        )
 
     def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, RawPrefix | None]]:
         """:func:`raw_prefixes` of the record ``stored`` under ``key``, read once per record."""
@@ -323,32 +308,23 @@ class Rewriter:
             self._records[key] = (digest, prefixes)
         return prefixes
 
-    def _remember(self, request: _Request, read: _Read) -> None:
-        """Remember the request, to read its conversation's next one against it."""
-        # skim reads the earlier body's bytes, not its text: the text is not kept
-        scanned = replace(with_offsets(read.scanned, request.body, request.api.list_key), text="")
-        seen = Seen(scanned, read.other, read.hashes.done, read.hashes.chain)
-        self._seen.remember(request.scope, seen, None if read.known is None else read.known.seen)
-
-    def _known_key(self, request: _Request, read: _Read) -> str | None:
+    def _known_key(self, request: _Request, read: ReadRequest) -> str | None:
         """The conversation's key without decoding (header, or remembered), or None."""
         if request.conversation:
             return conversation_key(request.api.name, [], request.conversation, request.tenant)
         opening = self._opening(request, read)
         return None if opening is None else self._keys.get(opening[0])
 
-    def _opening(self, request: _Request, read: _Read) -> tuple[tuple[str, str, str], int] | None:
-        """The key of the opening's raw text (endpoint, tenant, hash), and its item count."""
-        api = request.api
-        count = opening_count(read.history[api.list_key])
-        if count is None:
+    def _opening(self, request: _Request, read: ReadRequest) -> tuple[_Opening, int] | None:
+        """The key of the opening's raw text (endpoint, tenant, hash), and its item count
+        (None with a conversation header)."""
+        if request.conversation or (opening := read.opening()) is None:
             return None
-        digest = read.hashes.digests([count])[count]
-        return None if digest is None else ((api.name, request.tenant, digest), count)
+        return (request.api.name, request.tenant, opening[0]), opening[1]
 
-    def _remember_key(self, request: _Request, read: _Read, key: str) -> None:
+    def _remember_key(self, request: _Request, read: ReadRequest, key: str) -> None:
         """Remember ``key`` for the opening's raw text, when the opening alone gives it."""
-        opening = None if request.conversation else self._opening(request, read)
+        opening = self._opening(request, read)
         if opening is None or self._keys.get(opening[0]) == key:
             return
         api = request.api
@@ -362,7 +338,7 @@ class Rewriter:
                 self._keys.clear()
             self._keys[opening[0]] = key
 
-    async def _rewrite(self, request: _Request, read: _Read) -> Outcome:
+    async def _rewrite(self, request: _Request, read: ReadRequest) -> Outcome:
         """The full path: decoded, matched to the stored state, compacted when due, encoded."""
         api = request.api
         messages = api.decode(read.history)
@@ -390,15 +366,15 @@ class Rewriter:
             )
         if result.compacted:
             sent, profile = result.messages, get_provider(request.provider)
-            raw = raw_prefix(read.hashes, messages, sent, profile, compactor.budget.unit)
+            raw = read.raw_prefix(messages, sent, profile)
             state = ConversationState.after(messages, sent, compactor.summary_depths, raw)
             kept = states.with_state(state, None if match is None else match[0])
             store_failures += await _stored(request.store, key, kept, self.config.state_ttl, api)
         kind = OutcomeKind.COMPACTED if result.compacted else OutcomeKind.REUSED
         if over:
             kind = OutcomeKind.OVER_FLOOR
-        body, payload = self._encoded(request, read, result.messages)
-        self._remember(request, read)
+        body, payload = read.encoded(result.messages, as_object=request.upstream is not None)
+        self._seen.remember(request.scope, read, request.body)
         return Outcome(
             kind,
             body=body,
@@ -416,7 +392,7 @@ class Rewriter:
             chain=None if request.upstream is None else result.messages,
         )
 
-    def _keeper(self, request: _Request, read: _Read, key: str) -> Compactor:
+    def _keeper(self, request: _Request, read: ReadRequest, key: str) -> Compactor:
         """A fresh keeper per request (what it remembers is in the conversation state),
         with its summarizer, its archive session and the tenant's summary cache."""
         model = self._model(request, read.payload)
@@ -444,15 +420,6 @@ class Rewriter:
             clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
-    def _encoded(
-        self, request: _Request, read: _Read, sent: list[Message]
-    ) -> tuple[bytes, dict[str, Any] | None]:
-        """The body sent for the chain ``sent``; and as an object when translated next."""
-        api = request.api
-        encoded = api.encode(sent, read.history)
-        body = composed(read.payload, api, read.other, fields_json(encoded))
-        return body, None if request.upstream is None else api.merged(read.payload, encoded)
-
     def _log_floor(self, key: str, api: Api, budget: Budget, floor: int) -> None:
         """Once per conversation (per process): its floor and the budget it needs."""
         if key in self._floors_logged:
@@ -476,17 +443,6 @@ class Rewriter:
         if not self.config.summary_only:
             return {}
         return {"clearing": SUMMARY_ONLY.clearing, "summary_ratio": SUMMARY_ONLY.summary_ratio}
-
-
-@dataclass(frozen=True, slots=True)
-class _Read:
-    scanned: ScannedBody = field(repr=False)
-    payload: dict[str, Any] = field(repr=False)
-    history: dict[str, Any] = field(repr=False)
-    budget: Budget
-    other: dict[str, bytes] = field(repr=False)  # the other fields' JSON text
-    hashes: RawHashes = field(repr=False)
-    known: Known | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,6 +476,7 @@ def _past_deadline(api: Api) -> Outcome:
 
 
 _FLOORS_REMEMBERED = 65536  # floors logged (and keys) remembered, then all forgotten
+_Opening = tuple[str, str, str]  # endpoint, tenant and hash of an opening's raw text
 # media are counted by their pixels, not their bytes: the token bound is off with them
 _MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_file"', b"audio")
 

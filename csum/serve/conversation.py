@@ -13,7 +13,8 @@ from typing import Any
 import xxhash
 
 import cast.codecs.native as native_codec
-from cast import Message, ProviderPart, Role
+from cast import Message, Role
+from csum.plan import is_breakpoint
 from csum.serve.tenant import ANONYMOUS
 
 __all__ = [
@@ -42,17 +43,8 @@ KEY_PREFIX = "csum:serve:conversation:"
 
 
 def _unmarked(message: Message) -> Message:
-    """``message`` without its Anthropic ``cache_control`` markers (clients move them
-    from turn to turn); itself when it has none."""
-    parts = tuple(
-        part
-        for part in message.parts
-        if not (
-            isinstance(part, ProviderPart)
-            and part.provider == "anthropic"
-            and part.kind == "cache_control"
-        )
-    )
+    """``message`` without its cache markers (clients move them); itself without any."""
+    parts = tuple(part for part in message.parts if not is_breakpoint(part))
     return message if len(parts) == len(message.parts) else message.evolve(parts=parts)
 
 

@@ -1,7 +1,8 @@
-"""A reused request of a compacted conversation, sent without decoding its history: a
-request whose first items hash as the stored :class:`~csum.serve.conversation.RawPrefix`
-is sent as its encoded prefix plus its new items, decoded and encoded alone; anything
-uncertain answers None and the request is decoded whole (the same bytes either way)."""
+"""A request to compact as read (:class:`ReadRequest`), and its reuse: a compacted
+conversation's request whose first items hash as the stored
+:class:`~csum.serve.conversation.RawPrefix` is sent as its encoded prefix plus its new
+items, decoded and encoded alone; anything uncertain answers None and the request is
+decoded whole (the same bytes either way)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import re
 import threading
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import xxhash
 
@@ -19,26 +20,18 @@ from cast import Message, ProviderProfile, Role, ToolCall, ToolResult
 from csum.assemble import placed_for
 from csum.config import Budget
 from csum.serve.apis import Api
-from csum.serve.body import ScannedBody
+from csum.serve.body import ScannedBody, with_offsets
 from csum.serve.conversation import RawPrefix, dumps, kept_of
 from csum.tokens import EstimatedTokens
 
 __all__ = [
     "SEEN_IN_ALL",
     "SEEN_PER_SCOPE",
-    "Known",
-    "RawHashes",
+    "ReadRequest",
     "Seen",
     "SeenRequests",
-    "Spliced",
-    "composed",
     "fields_json",
-    "matching",
-    "opening_count",
-    "raw_prefix",
-    "spliced",
     "tokens_saved",
-    "units",
 ]
 
 
@@ -47,7 +40,7 @@ def fields_json(fields: Mapping[str, Any]) -> dict[str, bytes]:
     return {key: dumps(key) + b":" + dumps(value) for key, value in fields.items()}
 
 
-def composed(
+def _composed(
     payload: Mapping[str, Any], api: Api, other: Mapping[str, bytes], history: Mapping[str, bytes]
 ) -> bytes:
     """``json.dumps`` of ``payload`` with its history replaced by ``history`` (JSON texts)."""
@@ -55,99 +48,52 @@ def composed(
     return b"{" + b",".join(pieces.values()) + b"}"
 
 
-def opening_count(values: Sequence[Any]) -> int | None:
-    """Items up to the first of the user's (the conversation's opening), or None."""
-    return next((i + 1 for i, item in enumerate(values) if _role(item) == "user"), None)
-
-
-class Spliced(TypedDict):
-    """A reused request's body and its sizes (see :class:`csum.serve.compaction.Outcome`),
-    and the body as an object when asked for (for a translation)."""
-
-    body: bytes
-    bytes_before: int
-    bytes_after: int
-    tokens_saved: int
-    payload: dict[str, Any] | None
-
-
-def units(messages: Iterable[Message], unit: str) -> int:
+def _units(messages: Iterable[Message], unit: str) -> int:
     """The size of ``messages`` in ``unit``: bytes, or tokens as the keepers count them."""
     return sum(m.size if unit == "bytes" else _COUNTER.count(m) for m in messages)
 
 
 def tokens_saved(before: Sequence[Message], after: Sequence[Message]) -> int:
     """The tokens ``after`` takes less than ``before`` (0 when it takes more)."""
-    return max(0, units(before, "tokens") - units(after, "tokens"))
-
-
-def raw_prefix(
-    hashes: RawHashes,
-    history: Sequence[Message],
-    sent: Sequence[Message],
-    profile: ProviderProfile,
-    unit: str,
-) -> RawPrefix | None:
-    """The raw prefix of a compaction of the request of ``hashes`` (its history decoded
-    as ``history``) that sent ``sent`` (sized in ``unit``); None without spans or when a
-    later turn could change the prefix's encoding."""
-    api, scanned = hashes.api, hashes.scanned
-    count = len(scanned.items or [])
-    digest = hashes.digests([count])[count]
-    kept = kept_of(sent)
-    placed = placed_for(kept, profile)
-    probe = Message.ai("probe")
-    if digest is None or placed_for([*kept, probe], profile) != [*placed, probe]:
-        return None
-    encoded = api.encode(placed, api.history(scanned.payload) or {})
-    items = encoded.get(api.list_key)
-    if not isinstance(items, list):
-        return None
-    fields = {key: _text(value) for key, value in encoded.items() if key != api.list_key}
-    values = scanned.payload[api.list_key]
-    last = _role(values[-1]) if values else None
-    tail = _role(items[-1]) if items else None
-    sizes = units(kept, unit), sum(m.size for m in kept), sum(m.size for m in kept_of(history))
-    body = ",".join(map(_text, items))
-    calls = {part.id: part.name for m in history for part in m.parts if isinstance(part, ToolCall)}
-    saved = tokens_saved(history, kept)
-    return RawPrefix(count, digest, last, fields, body, tail, unit, *sizes, saved, calls)
+    return max(0, _units(before, "tokens") - _units(after, "tokens"))
 
 
 def _text(value: Any) -> str:
     return dumps(value).decode("utf-8", "surrogatepass")
 
 
-@dataclass(frozen=True, slots=True)
-class Known:
-    """An earlier request a request is the same bytes as but for its items from ``fresh``."""
+class ReadRequest:
+    """A request to compact as read: its scan, history fields, budget and other fields'
+    JSON text, and the marker-blind hashes of its history's raw text (its other fields,
+    then its first items), each computed once, resumed from ``known`` (an earlier request
+    it is the same bytes as but for its items from the count given). A hash is None: no
+    spans, or a marker it cannot take out."""
 
-    seen: Seen = field(repr=False)
-    fresh: int
-
-
-class RawHashes:
-    """The marker-blind hashes of the raw text of a request's history: its other fields,
-    then its first items; each computed once, resumed from an earlier request's
-    (``known``) where the two are the same bytes. None: no spans, or a marker it
-    cannot take out."""
-
-    def __init__(self, scanned: ScannedBody, api: Api, known: Known | None) -> None:
-        self.scanned, self.api = scanned, api
+    def __init__(
+        self,
+        scanned: ScannedBody,
+        api: Api,
+        history: dict[str, Any],
+        budget: Budget,
+        other: Mapping[str, bytes],
+        *,
+        known: tuple[Seen, int] | None = None,
+    ) -> None:
+        self.scanned, self.api, self.history, self.budget = scanned, api, history, budget
+        self.payload: dict[str, Any] = scanned.payload
+        self.other, self.known = other, known
         self._text, self._items = scanned.text, scanned.items
         self._head: list[tuple[str, tuple[int, int] | None, Any]] | None = None
-        self._values: list[Any] = []
+        self._values: list[Any] = history[api.list_key]
         if scanned.fields is not None and scanned.items is not None:
-            spans, payload = scanned.fields, scanned.payload
             keys = [key for key in api.history_keys if key != api.list_key]
-            self._head = [(key, spans.get(key), payload.get(key)) for key in keys]
-            self._values = payload[api.list_key]
+            self._head = [(key, scanned.fields.get(key), self.payload.get(key)) for key in keys]
         self.done: dict[int, str | None] = {}
         self._at: tuple[int, xxhash.xxh3_128] | None = None
         if known is not None:
-            self.done = {n: d for n, d in known.seen.digests.items() if n <= known.fresh}
-            chain = known.seen.chain
-            self._at = chain if chain is not None and chain[0] <= known.fresh else None
+            seen, fresh = known
+            self.done = {n: d for n, d in seen.digests.items() if n <= fresh}
+            self._at = seen.chain if seen.chain is not None and seen.chain[0] <= fresh else None
 
     def digests(self, counts: Sequence[int]) -> dict[int, str | None]:
         """The hash of the first ``n`` items for each ``n`` of ``counts`` (None: not hashable)."""
@@ -164,6 +110,109 @@ class RawHashes:
             return None
         self._moved(len(items) - 1)
         return self._at if self._at is not None and self._at[0] == len(items) - 1 else None
+
+    def opening(self) -> tuple[str, int] | None:
+        """The hash of the items up to the first of the user's (the conversation's
+        opening) and their count; None without one."""
+        found = enumerate(self._values)
+        count = next((i + 1 for i, item in found if _role(item) == "user"), None)
+        digest = None if count is None else self.digests([count])[count]
+        return None if digest is None or count is None else (digest, count)
+
+    def matching(self, prefixes: Sequence[tuple[int, RawPrefix | None]]) -> RawPrefix | None:
+        """The raw prefix (of the longest state, by ``prefix_len``) the request's first
+        items hash to; None when none does or a longer state without one might match
+        once decoded."""
+        digests = self.digests([raw.items for _, raw in prefixes if raw is not None])
+        matched = [
+            (n, raw) for n, raw in prefixes if raw is not None and digests[raw.items] == raw.digest
+        ]
+        found = max(matched, key=lambda pair: pair[0], default=None)  # the first of the longest
+        if found is None or any(raw is None and length > found[0] for length, raw in prefixes):
+            return None
+        return found[1]
+
+    def raw_prefix(
+        self, history: Sequence[Message], sent: Sequence[Message], profile: ProviderProfile
+    ) -> RawPrefix | None:
+        """The raw prefix of a compaction of the request (its history decoded as
+        ``history``) that sent ``sent``; None without spans or when a later turn could
+        change the prefix's encoding."""
+        api, values = self.api, self._values
+        count = len(self._items or [])
+        digest = self.digests([count])[count]
+        kept = kept_of(sent)
+        placed = placed_for(kept, profile)
+        probe = Message.ai("probe")
+        if digest is None or placed_for([*kept, probe], profile) != [*placed, probe]:
+            return None
+        encoded = api.encode(placed, self.history)
+        items = encoded.get(api.list_key)
+        if not isinstance(items, list):
+            return None
+        fields = {key: _text(value) for key, value in encoded.items() if key != api.list_key}
+        last = _role(values[-1]) if values else None
+        tail = _role(items[-1]) if items else None
+        unit = self.budget.unit
+        sizes = _units(kept, unit), sum(m.size for m in kept), sum(m.size for m in kept_of(history))
+        body = ",".join(map(_text, items))
+        calls = {
+            part.id: part.name for m in history for part in m.parts if isinstance(part, ToolCall)
+        }
+        saved = tokens_saved(history, kept)
+        return RawPrefix(count, digest, last, fields, body, tail, unit, *sizes, saved, calls)
+
+    def encoded(
+        self, sent: list[Message], *, as_object: bool = False
+    ) -> tuple[bytes, dict[str, Any] | None]:
+        """The body of the request with ``sent`` for its history, and as an object too
+        with ``as_object``."""
+        api = self.api
+        encoded = api.encode(sent, self.history)
+        body = _composed(self.payload, api, self.other, fields_json(encoded))
+        return body, api.merged(self.payload, encoded) if as_object else None
+
+    def spliced(
+        self, raw: RawPrefix, profile: ProviderProfile, *, as_object: bool = False
+    ) -> tuple[bytes, dict[str, Any] | None, int] | None:
+        """The body of the request when its first items are ``raw``'s (the encoded prefix,
+        then the new items alone), as an object too with ``as_object``, and the new items'
+        bytes; None when that could differ or the chain is over the budget (the new items
+        measured as the keepers do)."""
+        api, budget = self.api, self.budget
+        values = self._values[raw.items :]
+        new: list[Message] = []
+        if values:  # the new items' messages, unless they cannot follow the prefix as they are
+            if _merges(values[0], raw.last_role):
+                return None
+            try:
+                new = api.decode({api.list_key: values})
+            except Exception:  # noqa: BLE001 -- the full path decides, and reports
+                return None
+            if any(m.role is Role.SYSTEM for m in new):
+                return None
+            new = [_named(m, raw.calls) for m in new]
+        if budget.unit != raw.unit or raw.units + _units(new, budget.unit) > budget.limit:
+            return None
+        items: Any = []
+        if new:
+            encoded = api.encode(placed_for(new, profile), {"input": values})
+            items = encoded.get(api.list_key)
+            if set(encoded) != {api.list_key} or not isinstance(items, list):
+                return None
+        if items and _merges(items[0], raw.tail_role):
+            return None
+        items_json = b",".join(map(dumps, items)).decode("utf-8", "surrogatepass")
+        listed = ",".join(part for part in (raw.body, items_json) if part)
+        history = {**raw.fields, api.list_key: "[" + listed + "]"}
+        pieces = {
+            key: dumps(key) + b":" + text.encode("utf-8", "surrogatepass")
+            for key, text in history.items()
+        }
+        payload = None
+        if as_object:
+            payload = api.merged(self.payload, {k: json.loads(v) for k, v in history.items()})
+        return _composed(self.payload, api, self.other, pieces), payload, sum(m.size for m in new)
 
     def _digest(self, n: int) -> str | None:
         items = self._items
@@ -211,21 +260,6 @@ class RawHashes:
         return out
 
 
-def matching(
-    prefixes: Sequence[tuple[int, RawPrefix | None]], hashes: RawHashes
-) -> RawPrefix | None:
-    """The raw prefix (of the longest state, by ``prefix_len``) the request's first items
-    hash to; None when none does or a longer state without one might match once decoded."""
-    digests = hashes.digests([raw.items for _, raw in prefixes if raw is not None])
-    matched = [
-        (n, raw) for n, raw in prefixes if raw is not None and digests[raw.items] == raw.digest
-    ]
-    found = max(matched, key=lambda pair: pair[0], default=None)  # the first of the longest
-    if found is None or any(raw is None and length > found[0] for length, raw in prefixes):
-        return None
-    return found[1]
-
-
 @dataclass(frozen=True, slots=True)
 class Seen:
     """A request read lately, to read the conversation's next one against: its scan,
@@ -258,71 +292,19 @@ class SeenRequests:
         with self._lock:
             return [seen for key, seen in reversed(self._seen) if key == scope][:SEEN_PER_SCOPE]
 
-    def remember(self, scope: Scope, seen: Seen, replaces: Seen | None) -> None:
-        """Remember ``seen`` in ``scope``, in place of the request ``replaces``."""
+    def remember(self, scope: Scope, read: ReadRequest, body: bytes) -> None:
+        """Remember the request ``read`` (of ``body``) in ``scope``, in place of the one it
+        was read against, to read the conversation's next one against it."""
+        # skim reads the earlier body's bytes, not its text: the text is not kept
+        scanned = replace(with_offsets(read.scanned, body, read.api.list_key), text="")
+        seen = Seen(scanned, read.other, read.done, read.chain)
+        replaces = None if read.known is None else read.known[0]
         with self._lock:
             kept = [(key, old) for key, old in self._seen if old is not replaces]
             in_scope = [i for i, (key, _) in enumerate(kept) if key == scope]
             for i in reversed(in_scope[: max(0, len(in_scope) + 1 - SEEN_PER_SCOPE)]):
                 del kept[i]
             self._seen = [*kept, (scope, seen)][-SEEN_IN_ALL:]
-
-
-def spliced(
-    api: Api,
-    scanned: ScannedBody,
-    raw: RawPrefix,
-    profile: ProviderProfile,
-    *,
-    budget: Budget,
-    other: Mapping[str, bytes],
-    as_object: bool = False,
-) -> Spliced | None:
-    """The body of a request whose first items are ``raw``'s: the encoded prefix, then
-    the new items alone; None when that could differ or the chain is over the budget
-    (the new items measured as the keepers do). ``as_object``: with the body as an object."""
-    values = scanned.payload[api.list_key][raw.items :]
-    new = _decoded(api, values, raw)
-    if new is None or budget.unit != raw.unit:
-        return None
-    if raw.units + units(new, budget.unit) > budget.limit:
-        return None
-    items = _encoded(api, new, values, profile)
-    if items is None or (items and _merges(items[0], raw.tail_role)):
-        return None
-    items_json = b",".join(map(dumps, items)).decode("utf-8", "surrogatepass")
-    listed = ",".join(part for part in (raw.body, items_json) if part)
-    history = {**raw.fields, api.list_key: "[" + listed + "]"}
-    pieces = {
-        key: dumps(key) + b":" + text.encode("utf-8", "surrogatepass")
-        for key, text in history.items()
-    }
-    new_bytes = sum(m.size for m in new)
-    payload = None
-    if as_object:
-        payload = api.merged(scanned.payload, {k: json.loads(v) for k, v in history.items()})
-    return Spliced(
-        body=composed(scanned.payload, api, other, pieces),
-        bytes_before=raw.history_bytes + new_bytes,
-        bytes_after=raw.sent_bytes + new_bytes,
-        tokens_saved=raw.tokens_saved,
-        payload=payload,
-    )
-
-
-def _decoded(api: Api, values: list[Any], raw: RawPrefix) -> list[Message] | None:
-    """The new items' messages; None when they cannot follow the prefix as they are."""
-    if not values:
-        return []
-    if _merges(values[0], raw.last_role):
-        return None
-    try:
-        new = api.decode({api.list_key: values})
-    except Exception:  # noqa: BLE001 -- the full path decides, and reports
-        return None
-    if any(m.role is Role.SYSTEM for m in new):
-        return None
-    return [_named(m, raw.calls) for m in new]
 
 
 def _named(message: Message, calls: Mapping[str, str]) -> Message:
@@ -336,18 +318,6 @@ def _named(message: Message, calls: Mapping[str, str]) -> Message:
         for part in message.parts
     )
     return message if parts == message.parts else message.evolve(parts=parts)
-
-
-def _encoded(
-    api: Api, new: list[Message], values: list[Any], profile: ProviderProfile
-) -> list[Any] | None:
-    if not new:
-        return []
-    encoded = api.encode(placed_for(new, profile), {"input": values})
-    items = encoded.get(api.list_key)
-    if set(encoded) != {api.list_key} or not isinstance(items, list):
-        return None
-    return items
 
 
 _MARKER = re.compile(
