@@ -34,7 +34,7 @@ from cast.constants import (
     SUMMARIZATION_TOOL_ARGS,
     SUMMARIZATION_TOOL_NAME,
 )
-from cast.errors import ChainError, MessageFormatError
+from cast.errors import ChainError, located_error
 from cast.ids import as_template
 from cast.messages import (
     MESSAGES_ADAPTER,
@@ -392,11 +392,7 @@ class ChainAST:
             try:
                 messages = MESSAGES_ADAPTER.validate_json(data)
             except ValidationError as exc:
-                first = exc.errors()[0]
-                loc = list(first["loc"])
-                index = loc[0] if loc and isinstance(loc[0], int) else None
-                field = ".".join(str(p) for p in loc[index is not None :])
-                raise MessageFormatError(first["msg"], index=index, field=field) from exc
+                raise located_error(exc) from exc
             return cls.from_messages(messages, repair=repair)
 
     def to_messages(self) -> list[Message]:

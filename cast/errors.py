@@ -19,6 +19,10 @@ Every :class:`ChainError` says where: the offending message's input position
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "AmbiguousFormatError",
@@ -30,6 +34,7 @@ __all__ = [
     "ParseRule",
     "UnknownProviderError",
     "install_hint",
+    "located_error",
 ]
 
 
@@ -144,6 +149,24 @@ class UnknownProviderError(ChainError):
             f"unknown provider {name!r}; known providers: {', '.join(known)}",
             rule=ParseRule.UNKNOWN_PROVIDER,
         )
+
+
+def located_error(
+    exc: ValidationError, index: int | None = None, *, codec: bool = False
+) -> ChainError:
+    """The first error of ``exc`` where it happened: a :class:`MessageFormatError` with the
+    message index and dotted field, or (``codec``) a :class:`CodecError` with its path
+    (``messages[3].parts[0].text``). ``index`` is the message validated alone; without it,
+    a location opening with a list position gives it."""
+    first = exc.errors()[0]
+    loc = first["loc"]
+    if index is None and loc and isinstance(loc[0], int):
+        index, loc = loc[0], loc[1:]
+    if not codec:
+        return MessageFormatError(first["msg"], index=index, field=".".join(map(str, loc)))
+    path = "messages" if index is None else f"messages[{index}]"
+    path += "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+    return CodecError(first["msg"], path=path, index=index)
 
 
 class InputError(ValueError):
