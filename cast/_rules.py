@@ -8,14 +8,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from cast.errors import ParseRule
+from cast.errors import ParseRule, Registry
 
 if TYPE_CHECKING:
     from cast.providers import ProviderProfile
-
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "CHECK_CONTENT",
@@ -33,6 +31,7 @@ __all__ = [
     "FIX_REASONING",
     "FIX_ROLES",
     "FIX_SYSTEM",
+    "IMPLEMENTATIONS",
     "RULES",
     "Fix",
     "PortStage",
@@ -80,7 +79,9 @@ class Rule(StrEnum):
     MISPLACED_PROVIDER_PART = "misplaced-provider-part"
 
 
-_IMPLEMENTATIONS: dict[Step, Callable[..., Any]] = {}
+IMPLEMENTATIONS: Registry[Any] = Registry()
+implements = IMPLEMENTATIONS.register
+"""Register the decorated function as the one that does a :class:`Step`; one per step."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,21 +92,7 @@ class Step:
 
     def function(self) -> Callable[..., Any]:
         """The function registered for this step."""
-        found = _IMPLEMENTATIONS.get(self)
-        if found is None:
-            raise LookupError(f"no function implements {self!r} (see cast._rules.implements)")
-        return found
-
-
-def implements(step: Step) -> Callable[[_F], _F]:
-    """Register the decorated function as the one that does ``step``; one per step."""
-
-    def register(function: _F) -> _F:
-        if _IMPLEMENTATIONS.setdefault(step, function) is not function:
-            raise ValueError(f"{step!r} is implemented twice")
-        return function
-
-    return register
+        return IMPLEMENTATIONS[self]
 
 
 class PortStage(StrEnum):

@@ -14,12 +14,14 @@ Hierarchy::
 
 Every :class:`ChainError` says where: the offending message's input position
 (``index``), the :class:`ParseRule` it breaks (``rule``), for format errors the field.
+The functions that parse, check and repair chains are found by :class:`Registry`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -32,10 +34,15 @@ __all__ = [
     "InputError",
     "MessageFormatError",
     "ParseRule",
+    "Registry",
     "UnknownProviderError",
     "install_hint",
     "located_error",
 ]
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_R = TypeVar("_R")
 
 
 class ParseRule(StrEnum):
@@ -167,6 +174,24 @@ def located_error(
     path = "messages" if index is None else f"messages[{index}]"
     path += "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
     return CodecError(first["msg"], path=path, index=index)
+
+
+class Registry(dict[Any, Callable[..., _R]], Generic[_R]):
+    """Functions by key, each registered by a decorator where it is defined: a module
+    finds so the functions of modules that import it (no import loop)."""
+
+    def register(self, key: object) -> Callable[[_F], _F]:
+        """Register the decorated function as the one for ``key``; one per key."""
+
+        def register(function: _F) -> _F:
+            if self.setdefault(key, function) is not function:
+                raise ValueError(f"{key!r} is registered twice")
+            return function
+
+        return register
+
+    def __missing__(self, key: object) -> Callable[..., _R]:
+        raise LookupError(f"no function implements {key!r} (none is registered for it)")
 
 
 class InputError(ValueError):
