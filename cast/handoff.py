@@ -16,13 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from cast._port import TOOL_ERROR_PREFIX, LostCompactionWarning, port, without_reasoning
+from cast._port import TOOL_ERROR_PREFIX, LostCompactionWarning, port
 from cast.chainio import read_json
 from cast.codecs import claude_code, claude_code_session, codex_rollout
 from cast.errors import ChainError, InputError
 from cast.messages import Message, Role, TextPart, ToolResult
 from cast.providers import resolve_provider
-from cast.transforms import has_reasoning
+from cast.transforms import has_reasoning, without_reasoning
 
 __all__ = [
     "AGENTS",

@@ -45,6 +45,7 @@ __all__ = [
     "renamed_tool_call_ids",
     "sanitize_arguments",
     "with_empty_reasoning",
+    "without_reasoning",
 ]
 
 
@@ -200,17 +201,39 @@ def has_reasoning(part: Any) -> bool:
     return (type(part) is TextPart or type(part) is ToolCall) and part.reasoning is not None
 
 
-def _without_reasoning(message: Message) -> Message | None:
-    if not any(map(has_reasoning, message.parts)):
+def without_reasoning(
+    message: Message,
+    *,
+    unsigned_only: bool = False,
+    as_text: bool = False,
+    keep_empty: bool = False,
+) -> Message | None:
+    """The message without its (``unsigned_only``: unsigned) reasoning, or None when it
+    has none; a text part that only carried reasoning (empty text) goes with it unless
+    ``keep_empty``. With ``as_text``, readable reasoning stays as a text part before its part."""
+
+    def drops(part: Any) -> bool:
+        return has_reasoning(part) and not (unsigned_only and part.reasoning.signature)
+
+    parts: tuple[Any, ...] = message.parts
+    if not any(map(drops, parts)):
         return None
-    parts = (with_field(p, "reasoning", None) if has_reasoning(p) else p for p in message.parts)
-    return trusted_message(message.role, tuple(parts))
+    kept: list[Any] = []
+    for part in parts:
+        if not drops(part):
+            kept.append(part)
+            continue
+        if as_text and part.reasoning.content.strip():
+            kept.append(TextPart(text=f"(thinking) {part.reasoning.content}"))
+        if keep_empty or type(part) is ToolCall or part.text:
+            kept.append(with_field(part, "reasoning", None))
+    return trusted_message(message.role, tuple(kept))
 
 
 @chain_operation("clear_reasoning")
 def _clear_reasoning(ast: ChainAST) -> ChainAST:
     """Drop ``reasoning`` from every text part and tool call; everything else is kept."""
-    return map_messages(ast, _without_reasoning)
+    return map_messages(ast, partial(without_reasoning, keep_empty=True))
 
 
 def contains_tool_call_reasoning(messages: Iterable[Message]) -> bool:
