@@ -396,15 +396,9 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
 
 @implements(_FIX_ARGUMENTS)
 def fix_arguments(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    return map_messages(ast, partial(map_tool_call_arguments, fix=_object_arguments))
-
-
-def _object_arguments(arguments: str) -> str:
-    """``arguments`` when a JSON object, else its sanitized form when one, else ``{}``."""
-    if _is_object(arguments):
-        return arguments
-    fixed = sanitize_arguments(arguments)  # arguments itself when already JSON
-    return fixed if _is_object(fixed) else "{}"
+    return map_messages(
+        ast, partial(map_tool_call_arguments, fix=partial(sanitize_arguments, accepts=_is_object))
+    )
 
 
 def _is_object(text: str) -> bool:

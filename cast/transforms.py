@@ -283,22 +283,22 @@ def _escape_control_in_strings(text: str) -> str:
     return "".join(out)
 
 
-def sanitize_arguments(arguments: str) -> str:
-    """Arguments as valid JSON text: raw control characters inside strings escaped,
-    anything still invalid (or empty, or nested too deeply to parse) replaced by
-    ``"{}"``."""
+def _is_json(text: str) -> bool:
     try:
-        json.loads(arguments)
+        json.loads(text)
     except (ValueError, RecursionError):
-        pass
-    else:
+        return False
+    return True
+
+
+def sanitize_arguments(arguments: str, accepts: Callable[[str], bool] = _is_json) -> str:
+    """Arguments ``accepts`` takes (by default valid JSON text, nested no deeper than
+    Python parses): as they are, else with raw control characters inside strings
+    escaped, else ``"{}"``."""
+    if accepts(arguments):
         return arguments
     fixed = _escape_control_in_strings(arguments)
-    try:
-        json.loads(fixed)
-    except (ValueError, RecursionError):
-        return "{}"
-    return fixed
+    return fixed if accepts(fixed) else "{}"
 
 
 def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Message | None:
