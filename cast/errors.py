@@ -161,10 +161,8 @@ class UnknownProviderError(ChainError):
 def located_error(
     exc: ValidationError, index: int | None = None, *, codec: bool = False
 ) -> ChainError:
-    """The first error of ``exc`` where it happened: a :class:`MessageFormatError` with the
-    message index and dotted field, or (``codec``) a :class:`CodecError` with its path
-    (``messages[3].parts[0].text``). ``index`` is the message validated alone; without it,
-    a location opening with a list position gives it."""
+    """``exc``'s first error as a :class:`MessageFormatError` (index, dotted field) or, with
+    ``codec``, a :class:`CodecError` (``messages[3].parts[0].text``); ``index``: of one message."""
     first = exc.errors()[0]
     loc = first["loc"]
     if index is None and loc and isinstance(loc[0], int):

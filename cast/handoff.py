@@ -53,6 +53,7 @@ agent has the other half to work in."""
 
 _NAMES = {"claude-code": "Claude Code", "codex": "Codex"}
 _COMMANDS = {"claude-code": "claude --resume", "codex": "codex resume"}
+_STORES = {"claude-code": ("CLAUDE_CONFIG_DIR", "~/.claude"), "codex": ("CODEX_HOME", "~/.codex")}
 # Context Codex adds to every session itself (the target agent adds its own).
 _CODEX_CONTEXT = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
@@ -93,10 +94,7 @@ class Handoff:
 def store_root(agent: Agent) -> Path:
     """Where ``agent`` keeps its sessions' folder: ``$CLAUDE_CONFIG_DIR`` (default
     ``~/.claude``) for Claude Code, ``$CODEX_HOME`` (default ``~/.codex``) for Codex."""
-    variable, default = {
-        "claude-code": ("CLAUDE_CONFIG_DIR", "~/.claude"),
-        "codex": ("CODEX_HOME", "~/.codex"),
-    }[agent]
+    variable, default = _STORES[agent]
     return Path(os.environ.get(variable) or os.path.expanduser(default))
 
 
