@@ -46,7 +46,6 @@ from cast.messages import (
 from cast.parse import parse_chain, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
 from cast.transforms import (
-    has_reasoning,
     loads_strict,
     map_messages,
     map_section,
@@ -54,6 +53,7 @@ from cast.transforms import (
     renamed_tool_call_ids,
     sanitize_arguments,
     with_empty_reasoning,
+    without_reasoning,
 )
 
 __all__ = [
@@ -69,7 +69,6 @@ __all__ = [
     "drop_provider_fields",
     "open_with_human",
     "port",
-    "without_reasoning",
 ]
 
 OPENING_HUMAN_TEXT = "Continue."
@@ -397,15 +396,9 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
 
 @implements(_FIX_ARGUMENTS)
 def fix_arguments(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    return map_messages(ast, partial(map_tool_call_arguments, fix=_object_arguments))
-
-
-def _object_arguments(arguments: str) -> str:
-    """``arguments`` when a JSON object, else its sanitized form when one, else ``{}``."""
-    if _is_object(arguments):
-        return arguments
-    fixed = sanitize_arguments(arguments)  # arguments itself when already JSON
-    return fixed if _is_object(fixed) else "{}"
+    return map_messages(
+        ast, partial(map_tool_call_arguments, fix=partial(sanitize_arguments, accepts=_is_object))
+    )
 
 
 def _is_object(text: str) -> bool:
@@ -481,31 +474,6 @@ def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainA
         for s in ast.sections
     )
     return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(sections)
-
-
-def without_reasoning(
-    message: Message, *, unsigned_only: bool = False, as_text: bool = False
-) -> Message | None:
-    """The message without its (``unsigned_only``: unsigned) reasoning, or None when it
-    has none; a text part that only carried reasoning (empty text) goes with it. With
-    ``as_text``, readable reasoning stays as a text part before its part."""
-
-    def drops(part: Any) -> bool:
-        return has_reasoning(part) and not (unsigned_only and part.reasoning.signature)
-
-    parts: tuple[Any, ...] = message.parts
-    if not any(map(drops, parts)):
-        return None
-    kept: list[Any] = []
-    for part in parts:
-        if not drops(part):
-            kept.append(part)
-            continue
-        if as_text and part.reasoning.content.strip():
-            kept.append(TextPart(text=f"(thinking) {part.reasoning.content}"))
-        if type(part) is ToolCall or part.text:
-            kept.append(with_field(part, "reasoning", None))
-    return trusted_message(message.role, tuple(kept))
 
 
 def _with_thought_signature(message: Message) -> Message | None:

@@ -7,15 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from cast.errors import ParseRule
+from cast.errors import ParseRule, Registry
 
 if TYPE_CHECKING:
     from cast.providers import ProviderProfile
-
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "CHECK_CONTENT",
@@ -33,6 +32,7 @@ __all__ = [
     "FIX_REASONING",
     "FIX_ROLES",
     "FIX_SYSTEM",
+    "IMPLEMENTATIONS",
     "RULES",
     "Fix",
     "PortStage",
@@ -80,7 +80,9 @@ class Rule(StrEnum):
     MISPLACED_PROVIDER_PART = "misplaced-provider-part"
 
 
-_IMPLEMENTATIONS: dict[Step, Callable[..., Any]] = {}
+IMPLEMENTATIONS: Registry[Any] = Registry()
+implements = IMPLEMENTATIONS.register
+"""Register the decorated function as the one that does a :class:`Step`; one per step."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,21 +93,7 @@ class Step:
 
     def function(self) -> Callable[..., Any]:
         """The function registered for this step."""
-        found = _IMPLEMENTATIONS.get(self)
-        if found is None:
-            raise LookupError(f"no function implements {self!r} (see cast._rules.implements)")
-        return found
-
-
-def implements(step: Step) -> Callable[[_F], _F]:
-    """Register the decorated function as the one that does ``step``; one per step."""
-
-    def register(function: _F) -> _F:
-        if _IMPLEMENTATIONS.setdefault(step, function) is not function:
-            raise ValueError(f"{step!r} is implemented twice")
-        return function
-
-    return register
+        return IMPLEMENTATIONS[self]
 
 
 class PortStage(StrEnum):
@@ -177,6 +165,13 @@ FIX_IDS = Fix("ids", PortStage.CHAIN, 20)
 FIX_ROLES = Fix("roles", PortStage.CHAIN, 40)
 FIX_EMPTY = Fix("empty", PortStage.FINAL, 10)
 
+# The rules one check reports and one step repairs.
+_pairing_rule = partial(RuleDefinition, check=CHECK_STRUCTURE, fix=FIX_PAIRING)
+_id_rule = partial(RuleDefinition, check=CHECK_IDS, fix=FIX_IDS)
+_reasoning_rule = partial(RuleDefinition, check=CHECK_REASONING, fix=FIX_REASONING)
+_role_rule = partial(RuleDefinition, check=CHECK_ROLES, fix=FIX_ROLES)
+_content_rule = partial(RuleDefinition, check=CHECK_CONTENT, fix=FIX_CONTENT)
+
 _GEMINI = ("gemini", "vertex")
 _OPENAI = ("openai", "deepseek")
 
@@ -231,18 +226,14 @@ _DEFINITIONS = (
         FIX_SYSTEM,
         applies=lambda p: not p.system_anywhere,
     ),
-    RuleDefinition(
+    _pairing_rule(
         Rule.CONSECUTIVE_HUMAN,
         "human message right after another human message",
-        CHECK_STRUCTURE,
-        FIX_PAIRING,
         applies=lambda p: not p.consecutive_humans_ok,
     ),
-    RuleDefinition(
+    _pairing_rule(
         Rule.ORPHAN_TOOL_MESSAGE,
         "tool message does not follow an AI message with tool calls",
-        CHECK_STRUCTURE,
-        FIX_PAIRING,
         errors={
             **_ORPHAN,
             "mistral": ProviderError(
@@ -250,25 +241,19 @@ _DEFINITIONS = (
             ),
         },
     ),
-    RuleDefinition(
+    _pairing_rule(
         Rule.UNKNOWN_TOOL_RESULT,
         "tool result {id} answers no tool call of the AI message before it",
-        CHECK_STRUCTURE,
-        FIX_PAIRING,
         errors=_ORPHAN,
     ),
-    RuleDefinition(
+    _pairing_rule(
         Rule.DUPLICATE_TOOL_RESULT,
         "second tool result for {id}, which is already answered",
-        CHECK_STRUCTURE,
-        FIX_PAIRING,
         errors=_ORPHAN,
     ),
-    RuleDefinition(
+    _pairing_rule(
         Rule.MISSING_TOOL_RESULT,
         "tool calls without results right after them: {ids}",
-        CHECK_STRUCTURE,
-        FIX_PAIRING,
         errors={
             "openai": ProviderError(
                 "An assistant message with 'tool_calls' must be followed by tool messages "
@@ -304,11 +289,9 @@ _DEFINITIONS = (
         },
     ),
     # -- tool-call ids --
-    RuleDefinition(
+    _id_rule(
         Rule.TOOL_CALL_ID_FORMAT,
         "tool call id {id!r} does not match the provider's id format",
-        CHECK_IDS,
-        FIX_IDS,
         applies=lambda p: p.ids_on_wire,
         errors={
             "anthropic": ProviderError(
@@ -325,11 +308,9 @@ _DEFINITIONS = (
             "mistral": _MISTRAL_ID,
         },
     ),
-    RuleDefinition(
+    _id_rule(
         Rule.TOOL_CALL_ID_TOO_LONG,
         "tool call id {id} is {length} characters long, over {max_length}",
-        CHECK_IDS,
-        FIX_IDS,
         applies=lambda p: p.ids_on_wire and p.max_id_length is not None,
         errors={
             "openai": ProviderError(
@@ -352,11 +333,9 @@ _DEFINITIONS = (
             "mistral": _MISTRAL_ID,
         },
     ),
-    RuleDefinition(
+    _id_rule(
         Rule.DUPLICATE_TOOL_CALL_ID,
         "tool call id {id} is used by an earlier tool call",
-        CHECK_IDS,
-        FIX_IDS,
         applies=lambda p: p.unique_tool_call_ids,
         errors={
             "anthropic": ProviderError(
@@ -370,11 +349,9 @@ _DEFINITIONS = (
         },
     ),
     # -- reasoning --
-    RuleDefinition(
+    _reasoning_rule(
         Rule.UNSUPPORTED_REASONING,
         "the provider does not take reasoning back in assistant messages",
-        CHECK_REASONING,
-        FIX_REASONING,
         applies=lambda p: p.reasoning == "strip",
         errors={
             "mistral": ProviderError(
@@ -387,11 +364,9 @@ _DEFINITIONS = (
             ),
         },
     ),
-    RuleDefinition(
+    _reasoning_rule(
         Rule.FOREIGN_SIGNATURE,
         "reasoning signed by another provider",
-        CHECK_REASONING,
-        FIX_REASONING,
         applies=lambda p: p.reasoning.signed,
         errors={
             "anthropic": ProviderError(
@@ -408,11 +383,9 @@ _DEFINITIONS = (
             ),
         },
     ),
-    RuleDefinition(
+    _reasoning_rule(
         Rule.UNSIGNED_REASONING,
         "reasoning without the signature the provider requires",
-        CHECK_REASONING,
-        FIX_REASONING,
         applies=lambda p: p.reasoning == "native-signatures",
         errors={
             "anthropic": ProviderError(
@@ -421,11 +394,9 @@ _DEFINITIONS = (
             )
         },
     ),
-    RuleDefinition(
+    _reasoning_rule(
         Rule.MISSING_THOUGHT_SIGNATURE,
         "the first tool call {name} carries no thought signature",
-        CHECK_REASONING,
-        FIX_REASONING,
         applies=lambda p: p.reasoning == "thought-signature",
         errors=dict.fromkeys(
             _GEMINI,
@@ -439,11 +410,9 @@ _DEFINITIONS = (
             ),
         ),
     ),
-    RuleDefinition(
+    _reasoning_rule(
         Rule.MISSING_REASONING_CONTENT,
         "assistant message at index {index} has no reasoning content",
-        CHECK_REASONING,
-        FIX_REASONING,
         applies=lambda p: p.reasoning == "reasoning-content-required",
         errors={
             "deepseek": ProviderError(
@@ -478,11 +447,9 @@ _DEFINITIONS = (
         },
     ),
     # -- roles --
-    RuleDefinition(
+    _role_rule(
         Rule.FIRST_TURN_NOT_HUMAN,
         "the conversation must open with a human message",
-        CHECK_ROLES,
-        FIX_ROLES,
         applies=lambda p: p.needs_human_first,
         errors={
             "bedrock": ProviderError(
@@ -490,11 +457,9 @@ _DEFINITIONS = (
             )
         },
     ),
-    RuleDefinition(
+    _role_rule(
         Rule.TOOL_THEN_HUMAN,
         "human message right after a tool message",
-        CHECK_ROLES,
-        FIX_ROLES,
         applies=lambda p: p.needs_ai_between_tool_and_human,
         errors={
             "mistral": ProviderError(
@@ -544,24 +509,9 @@ _DEFINITIONS = (
             ),
         },
     ),
-    RuleDefinition(
-        Rule.UNSUPPORTED_MEDIA,
-        "the provider takes no {media} in a {role} message",
-        CHECK_CONTENT,
-        FIX_CONTENT,
-    ),
-    RuleDefinition(
-        Rule.MEDIA_IN_TOOL_RESULT,
-        "the provider takes no {media} in a tool result",
-        CHECK_CONTENT,
-        FIX_CONTENT,
-    ),
-    RuleDefinition(
-        Rule.MEDIA_BY_URL,
-        "the provider takes {media} only inline, not by URL",
-        CHECK_CONTENT,
-        FIX_CONTENT,
-    ),
+    _content_rule(Rule.UNSUPPORTED_MEDIA, "the provider takes no {media} in a {role} message"),
+    _content_rule(Rule.MEDIA_IN_TOOL_RESULT, "the provider takes no {media} in a tool result"),
+    _content_rule(Rule.MEDIA_BY_URL, "the provider takes {media} only inline, not by URL"),
     # -- tools --
     RuleDefinition(
         Rule.TOOLS_NOT_DECLARED,
@@ -581,17 +531,11 @@ _DEFINITIONS = (
             ),
         },
     ),
-    RuleDefinition(
-        Rule.FOREIGN_PROVIDER_PART,
-        "a {provider} {kind} block, which only {provider} understands",
-        CHECK_CONTENT,
-        FIX_CONTENT,
+    _content_rule(
+        Rule.FOREIGN_PROVIDER_PART, "a {provider} {kind} block, which only {provider} understands"
     ),
-    RuleDefinition(
-        Rule.MISPLACED_PROVIDER_PART,
-        "a cache breakpoint with no block before it to mark",
-        CHECK_CONTENT,
-        FIX_CONTENT,
+    _content_rule(
+        Rule.MISPLACED_PROVIDER_PART, "a cache breakpoint with no block before it to mark"
     ),
 )
 

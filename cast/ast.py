@@ -20,11 +20,11 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import EllipsisType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import ValidationError
 
@@ -34,7 +34,7 @@ from cast.constants import (
     SUMMARIZATION_TOOL_ARGS,
     SUMMARIZATION_TOOL_NAME,
 )
-from cast.errors import ChainError, MessageFormatError
+from cast.errors import ChainError, Registry, located_error
 from cast.ids import as_template
 from cast.messages import (
     MESSAGES_ADAPTER,
@@ -377,7 +377,7 @@ class ChainAST:
         breaks a parse rule, unless ``repair`` is true; repair still raises when the
         first message is not system/human or a system message comes later.
         """
-        ast = _operation("parse_chain")(messages, repair=repair)
+        ast = _OPERATIONS["parse_chain"](messages, repair=repair)
         return ast if cls is ChainAST else cls(ast.sections)  # type: ignore[return-value]
 
     @classmethod
@@ -392,11 +392,7 @@ class ChainAST:
             try:
                 messages = MESSAGES_ADAPTER.validate_json(data)
             except ValidationError as exc:
-                first = exc.errors()[0]
-                loc = list(first["loc"])
-                index = loc[0] if loc and isinstance(loc[0], int) else None
-                field = ".".join(str(p) for p in loc[index is not None :])
-                raise MessageFormatError(first["msg"], index=index, field=field) from exc
+                raise located_error(exc) from exc
             return cls.from_messages(messages, repair=repair)
 
     def to_messages(self) -> list[Message]:
@@ -447,23 +443,23 @@ class ChainAST:
         """Give every tool call whose id does not fit ``template``, or repeats an id seen
         earlier in the chain, a new id from it; its results follow."""
         with collector_paused():
-            return _operation("normalize_tool_call_ids")(self, template)
+            return _OPERATIONS["normalize_tool_call_ids"](self, template)
 
     def clear_reasoning(self) -> ChainAST:
         """Drop ``reasoning`` from every text part and tool call."""
-        return _operation("clear_reasoning")(self)
+        return _OPERATIONS["clear_reasoning"](self)
 
     def sanitize_tool_call_arguments(self) -> ChainAST:
         """Escape raw control characters in argument JSON; invalid JSON becomes ``"{}"``."""
-        return _operation("sanitize_tool_call_arguments")(self)
+        return _OPERATIONS["sanitize_tool_call_arguments"](self)
 
     def append_human_message(self, text: str) -> ChainAST:
         """Add human text: a new section, or into the open section's header."""
-        return _operation("append_human_message")(self, text)
+        return _OPERATIONS["append_human_message"](self, text)
 
     def add_tool_response(self, tool_call_id: str, name: str, content: str) -> ChainAST:
         """Set the result of a tool call, replacing its content or adding it."""
-        return _operation("add_tool_response")(self, tool_call_id, name, content)
+        return _OPERATIONS["add_tool_response"](self, tool_call_id, name, content)
 
     def find_tool_call_responses(self, tool_call_id: str) -> list[ToolResult]:
         """Every result answering ``tool_call_id``, in chain order."""
@@ -481,28 +477,10 @@ class ChainAST:
 
 # The functions behind from_messages and the transforms, registered with chain_operation
 # where defined (cast.parse, cast.transforms): they import this module, not the reverse.
-_OPERATIONS: dict[str, Callable[..., ChainAST]] = {}
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def chain_operation(name: str) -> Callable[[_F], _F]:
-    """Register the decorated function as the one behind the ``ChainAST`` method
-    ``name`` (``"parse_chain"`` for :meth:`ChainAST.from_messages`)."""
-
-    def register(function: _F) -> _F:
-        if _OPERATIONS.setdefault(name, function) is not function:
-            raise ValueError(f"ChainAST operation {name!r} is registered twice")
-        return function
-
-    return register
-
-
-def _operation(name: str) -> Callable[..., ChainAST]:
-    found = _OPERATIONS.get(name)
-    if found is None:
-        raise LookupError(f"no function is registered for ChainAST operation {name!r}")
-    return found
+_OPERATIONS: Registry[ChainAST] = Registry()
+chain_operation = _OPERATIONS.register
+"""Register the decorated function as the one behind the ``ChainAST`` method of that
+name (``"parse_chain"`` for :meth:`ChainAST.from_messages`)."""
 
 
 # -- unchecked builders: the fast path of the parser, the transforms and the codecs ---------------

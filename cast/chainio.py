@@ -303,22 +303,18 @@ def read_json(source: str, *, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> Any:
         raise InputError(f"cannot read {where}: not UTF-8 text ({exc.reason})") from exc
     del data
     try:
-        with collector_paused():
+        with collector_paused(), _depth_checked(where):
             value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
-    except RecursionError as exc:
-        raise _too_deep(where) from exc
     if _ESCAPED_SURROGATE.search(text) is None:
         return value
     del text
     replaced: list[str] = []
-    try:
+    with _depth_checked(where):
         value = _replace_lone_surrogates(value, "", replaced)
-    except RecursionError as exc:
-        raise _too_deep(where) from exc
     if replaced:
         noun = "string holds" if len(replaced) == 1 else "strings hold"
         print(
@@ -368,13 +364,12 @@ def _json_line(line: bytes, source: str, number: int) -> Any:
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {source}: line {number} is not UTF-8 text") from exc
     try:
-        return json.loads(text)
+        with _depth_checked(f"{source} line {number}"):
+            return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{source} is not JSON lines: {exc.msg} at line {number} column {exc.colno}"
         ) from exc
-    except RecursionError as exc:
-        raise _too_deep(f"{source} line {number}") from exc
 
 
 STREAM_MIN_BYTES = 16 * 1024 * 1024
@@ -416,8 +411,13 @@ def _replace_lone_surrogates(value: Any, path: str, replaced: list[str]) -> Any:
     return value
 
 
-def _too_deep(what: str) -> InputError:
-    return InputError(f"{what} is nested too deeply (beyond Python's recursion limit)")
+@contextlib.contextmanager
+def _depth_checked(what: str) -> Iterator[None]:
+    """A RecursionError as an InputError saying ``what`` is nested too deeply."""
+    try:
+        yield
+    except RecursionError as exc:
+        raise InputError(f"{what} is nested too deeply (beyond Python's recursion limit)") from exc
 
 
 def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -> None:
@@ -469,15 +469,14 @@ def _write_text(
     """Write ``chunks`` and a line break to ``target`` (atomically) or standard output."""
     to_stdout = target is None or target == "-"
     try:
-        if to_stdout:
-            text = "".join(chunks) + ("\n" if final_newline else "")
-            if _LONE_SURROGATE.search(text):  # UTF-8 encodes every other code point
-                text.encode("utf-8")  # raises the UnicodeEncodeError reported below
-        else:
-            assert target is not None
-            write_atomic(target, itertools.chain(chunks, ("\n",) if final_newline else ()))
-    except RecursionError as exc:
-        raise _too_deep(what) from exc
+        with _depth_checked(what):
+            if to_stdout:
+                text = "".join(chunks) + ("\n" if final_newline else "")
+                if _LONE_SURROGATE.search(text):  # UTF-8 encodes every other code point
+                    text.encode("utf-8")  # raises the UnicodeEncodeError reported below
+            else:
+                assert target is not None
+                write_atomic(target, itertools.chain(chunks, ("\n",) if final_newline else ()))
     except UnicodeEncodeError as exc:
         where = "standard output" if to_stdout else target
         raise InputError(
@@ -527,10 +526,8 @@ def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], s
     if fmt is None:
         fmt = _detect(payload, "--format")
     codec = _codec(fmt)
-    try:
+    with _depth_checked(f"the {fmt} chain"):
         return list(codec.decode(payload)), fmt
-    except RecursionError as exc:
-        raise _too_deep(f"the {fmt} chain") from exc
 
 
 def decode_owned_chain(
@@ -587,10 +584,8 @@ class _ReleasingList(list[Any]):
 def encode_chain(messages: Iterable[Message], fmt: str) -> Any:
     """The payload of ``messages`` in format ``fmt``."""
     codec = _codec(fmt)
-    try:
+    with _depth_checked(f"the chain converted to {fmt}"):
         return codec.encode(list(messages))
-    except RecursionError as exc:
-        raise _too_deep(f"the chain converted to {fmt}") from exc
 
 
 _UNITS = {"": 1, "b": 1} | {

@@ -14,11 +14,17 @@ Hierarchy::
 
 Every :class:`ChainError` says where: the offending message's input position
 (``index``), the :class:`ParseRule` it breaks (``rule``), for format errors the field.
+The functions that parse, check and repair chains are found by :class:`Registry`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "AmbiguousFormatError",
@@ -28,9 +34,15 @@ __all__ = [
     "InputError",
     "MessageFormatError",
     "ParseRule",
+    "Registry",
     "UnknownProviderError",
     "install_hint",
+    "located_error",
 ]
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_R = TypeVar("_R")
 
 
 class ParseRule(StrEnum):
@@ -144,6 +156,40 @@ class UnknownProviderError(ChainError):
             f"unknown provider {name!r}; known providers: {', '.join(known)}",
             rule=ParseRule.UNKNOWN_PROVIDER,
         )
+
+
+def located_error(
+    exc: ValidationError, index: int | None = None, *, codec: bool = False
+) -> ChainError:
+    """``exc``'s first error as a :class:`MessageFormatError` (index, dotted field) or, with
+    ``codec``, a :class:`CodecError` (``messages[3].parts[0].text``); ``index``: of one message."""
+    first = exc.errors()[0]
+    loc = first["loc"]
+    if index is None and loc and isinstance(loc[0], int):
+        index, loc = loc[0], loc[1:]
+    if not codec:
+        return MessageFormatError(first["msg"], index=index, field=".".join(map(str, loc)))
+    path = "messages" if index is None else f"messages[{index}]"
+    path += "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+    return CodecError(first["msg"], path=path, index=index)
+
+
+class Registry(dict[Any, Callable[..., _R]], Generic[_R]):
+    """Functions by key, each registered by a decorator where it is defined: a module
+    finds so the functions of modules that import it (no import loop)."""
+
+    def register(self, key: object) -> Callable[[_F], _F]:
+        """Register the decorated function as the one for ``key``; one per key."""
+
+        def register(function: _F) -> _F:
+            if self.setdefault(key, function) is not function:
+                raise ValueError(f"{key!r} is registered twice")
+            return function
+
+        return register
+
+    def __missing__(self, key: object) -> Callable[..., _R]:
+        raise LookupError(f"no function implements {key!r} (none is registered for it)")
 
 
 class InputError(ValueError):

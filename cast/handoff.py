@@ -16,13 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from cast._port import TOOL_ERROR_PREFIX, LostCompactionWarning, port, without_reasoning
+from cast._port import TOOL_ERROR_PREFIX, LostCompactionWarning, port
 from cast.chainio import read_json
 from cast.codecs import claude_code, claude_code_session, codex_rollout
 from cast.errors import ChainError, InputError
 from cast.messages import Message, Role, TextPart, ToolResult
 from cast.providers import resolve_provider
-from cast.transforms import has_reasoning
+from cast.transforms import has_reasoning, without_reasoning
 
 __all__ = [
     "AGENTS",
@@ -53,6 +53,7 @@ agent has the other half to work in."""
 
 _NAMES = {"claude-code": "Claude Code", "codex": "Codex"}
 _COMMANDS = {"claude-code": "claude --resume", "codex": "codex resume"}
+_STORES = {"claude-code": ("CLAUDE_CONFIG_DIR", "~/.claude"), "codex": ("CODEX_HOME", "~/.codex")}
 # Context Codex adds to every session itself (the target agent adds its own).
 _CODEX_CONTEXT = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
@@ -93,10 +94,7 @@ class Handoff:
 def store_root(agent: Agent) -> Path:
     """Where ``agent`` keeps its sessions' folder: ``$CLAUDE_CONFIG_DIR`` (default
     ``~/.claude``) for Claude Code, ``$CODEX_HOME`` (default ``~/.codex``) for Codex."""
-    variable, default = {
-        "claude-code": ("CLAUDE_CONFIG_DIR", "~/.claude"),
-        "codex": ("CODEX_HOME", "~/.codex"),
-    }[agent]
+    variable, default = _STORES[agent]
     return Path(os.environ.get(variable) or os.path.expanduser(default))
 
 

@@ -42,7 +42,7 @@ from cast.ast import (
     trusted_section,
 )
 from cast.constants import FALLBACK_RESPONSE_CONTENT, SUMMARIZATION_TOOL_NAME
-from cast.errors import ChainError, MessageFormatError, ParseRule
+from cast.errors import ChainError, MessageFormatError, ParseRule, located_error
 from cast.messages import Message, Role, ToolCall, ToolResult, trusted_message
 
 __all__ = ["ChainIssue", "diagnose", "parse_chain", "to_message"]
@@ -79,9 +79,7 @@ def to_message(item: object, index: int | None = None) -> Message:
         try:
             return Message.model_validate(item)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise MessageFormatError(first["msg"], index=index, field=where) from exc
+            raise located_error(exc, index) from exc
     raise MessageFormatError(
         f"expected a Message or a dict, got {type(item).__name__}", index=index
     )

@@ -45,6 +45,7 @@ __all__ = [
     "renamed_tool_call_ids",
     "sanitize_arguments",
     "with_empty_reasoning",
+    "without_reasoning",
 ]
 
 
@@ -200,6 +201,31 @@ def has_reasoning(part: Any) -> bool:
     return (type(part) is TextPart or type(part) is ToolCall) and part.reasoning is not None
 
 
+def without_reasoning(
+    message: Message, *, unsigned_only: bool = False, as_text: bool = False
+) -> Message | None:
+    """The message without its (``unsigned_only``: unsigned) reasoning, or None when it
+    has none; a text part that only carried reasoning (empty text) goes with it. With
+    ``as_text``, readable reasoning stays as a text part before its part."""
+
+    def drops(part: Any) -> bool:
+        return has_reasoning(part) and not (unsigned_only and part.reasoning.signature)
+
+    parts: tuple[Any, ...] = message.parts
+    if not any(map(drops, parts)):
+        return None
+    kept: list[Any] = []
+    for part in parts:
+        if not drops(part):
+            kept.append(part)
+            continue
+        if as_text and part.reasoning.content.strip():
+            kept.append(TextPart(text=f"(thinking) {part.reasoning.content}"))
+        if type(part) is ToolCall or part.text:
+            kept.append(with_field(part, "reasoning", None))
+    return trusted_message(message.role, tuple(kept))
+
+
 def _without_reasoning(message: Message) -> Message | None:
     if not any(map(has_reasoning, message.parts)):
         return None
@@ -260,22 +286,22 @@ def _escape_control_in_strings(text: str) -> str:
     return "".join(out)
 
 
-def sanitize_arguments(arguments: str) -> str:
-    """Arguments as valid JSON text: raw control characters inside strings escaped,
-    anything still invalid (or empty, or nested too deeply to parse) replaced by
-    ``"{}"``."""
+def _is_json(text: str) -> bool:
     try:
-        json.loads(arguments)
+        json.loads(text)
     except (ValueError, RecursionError):
-        pass
-    else:
+        return False
+    return True
+
+
+def sanitize_arguments(arguments: str, accepts: Callable[[str], bool] = _is_json) -> str:
+    """Arguments ``accepts`` takes (by default valid JSON text, nested no deeper than
+    Python parses): as they are, else with raw control characters inside strings
+    escaped, else ``"{}"``."""
+    if accepts(arguments):
         return arguments
     fixed = _escape_control_in_strings(arguments)
-    try:
-        json.loads(fixed)
-    except (ValueError, RecursionError):
-        return "{}"
-    return fixed
+    return fixed if accepts(fixed) else "{}"
 
 
 def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Message | None:

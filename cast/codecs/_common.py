@@ -13,7 +13,7 @@ from typing import Any, NoReturn, TypeVar
 from pydantic import ValidationError
 
 from cast.codecs._streaming import PayloadStream
-from cast.errors import CodecError
+from cast.errors import CodecError, located_error
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -294,9 +294,7 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
         try:
             message = Message.model_validate(item)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise CodecError(first["msg"], path=f"messages[{index}].{where}", index=index) from exc
+            raise located_error(exc, index, codec=True) from exc
         yield message
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cast.codecs._common import EVIDENCE, as_messages, ensure, typed_parts_style
-from cast.errors import CodecError
+from cast.errors import located_error
 from cast.messages import MESSAGES_ADAPTER, Message
 
 __all__ = ["decode", "detect_messages", "encode"]
@@ -23,11 +23,7 @@ def decode(payload: object) -> list[Message]:
     try:
         return MESSAGES_ADAPTER.validate_python(payload)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = first["loc"]
-        index = loc[0] if loc and isinstance(loc[0], int) else None
-        path = "messages" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
-        raise CodecError(first["msg"], path=path, index=index) from exc
+        raise located_error(exc, codec=True) from exc
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:
