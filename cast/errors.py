@@ -175,8 +175,8 @@ def located_error(
 
 
 class Registry(dict[Any, Callable[..., _R]], Generic[_R]):
-    """Functions by key, each registered by a decorator where it is defined: a module
-    finds so the functions of modules that import it (no import loop)."""
+    """Functions by key, each registered by a decorator where it is defined, so that a
+    module finds the functions of modules that import it (no import loop)."""
 
     def register(self, key: object) -> Callable[[_F], _F]:
         """Register the decorated function as the one for ``key``; one per key."""
