@@ -53,6 +53,7 @@ __all__ = [
     "gemini_fields",
     "get_str",
     "get_typed",
+    "image_url_block",
     "iter_messages",
     "json_history",
     "json_type",
@@ -256,6 +257,15 @@ def parse_data_url(url: str) -> tuple[str, bytes] | None:
         return None
     decoded = b64decode_any(data)
     return None if decoded is None else (head[5 : -len(";base64")], decoded)
+
+
+def image_url_block(part: ImagePart) -> dict[str, Any]:
+    """An image by URL as the ``image_url`` block Chat Completions, LangChain and langchaingo
+    share (``detail`` only when set)."""
+    image = {"url": part.url}
+    if part.detail:
+        image["detail"] = part.detail
+    return {"type": "image_url", "image_url": image}
 
 
 def provider_part(provider: str, kind: str, block: object) -> ProviderPart:

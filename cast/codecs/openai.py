@@ -20,6 +20,7 @@ from cast.codecs._common import (
     fail_part,
     get_str,
     get_typed,
+    image_url_block,
     parse_data_url,
     provider_block,
     provider_part,
@@ -408,10 +409,7 @@ def _encode_content(
         if isinstance(part, TextPart):
             out.append({"type": "text", "text": part.text})
         elif media and isinstance(part, ImagePart):
-            image: dict[str, str] = {"url": part.url}
-            if part.detail:
-                image["detail"] = part.detail
-            out.append({"type": "image_url", "image_url": image})
+            out.append(image_url_block(part))
         elif media and isinstance(part, BinaryPart):
             out.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
         elif _attached(part) == CACHE_CONTROL and out and out[-1].get("type") == "text":
