@@ -359,10 +359,10 @@ class AiParts(list[Any]):
         self.settle()
         self.append(part)
 
-    def message(self) -> Message:
-        """The AI message of these parts."""
+    def message(self, role: Role = _AI) -> Message:
+        """The message of these parts."""
         self.settle()
-        return trusted_message(_AI, tuple(self))
+        return trusted_message(role, tuple(self))
 
 
 Blocks = list[dict[str, Any]]

@@ -23,6 +23,7 @@ from cast.codecs._common import (
     json_history,
     pack_signature,
     reasoned,
+    redacted,
     result_parts,
     tool_parts,
     unpack_signature,
@@ -76,13 +77,15 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
             fail(f"{where}.type", f"expected system, human, ai or tool, got {kind!r}", index=i)
         data = ensure(item.get("data"), dict, f"{where}.data", "an object", i)
         where = f"{where}.data"
-        if role is _AI:
-            out.append(_decode_ai(data, where, i, names))
-        elif role is _TOOL:
+        if role is _TOOL:
             out.append(_decode_tool(data, where, i, names))
-        else:
-            parts = _decode_blocks(_blocks(data, where, i), where, i, role, {})
-            out.append(trusted_message(role, tuple(parts)))
+            continue
+        calls = _calls(data, where, i, names) if role is _AI else {}
+        blocks = [] if data.get("content") == "" and calls else _blocks(data, where, i)
+        parts = _decode_blocks(blocks, where, i, role, calls)
+        for call in calls.values():  # the calls no block placed
+            parts.append(_with_reasoning(call, parts.take()))
+        out.append(parts.message(role))
     return out, [1] * len(out)
 
 
@@ -151,8 +154,7 @@ def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
 def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
     kind = block["type"]
     if kind == "redacted_thinking":
-        data = get_str(block, "data", where, i)
-        return Reasoning(signature=pack_signature(None, data, redacted=True))
+        return redacted(get_str(block, "data", where, i))
     if kind == "thinking":
         signature = block.get("signature") or ""
         content = get_str(block, "thinking", where, i)
@@ -178,8 +180,8 @@ def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
     )
 
 
-def _calls(data: dict[str, Any], where: str, i: int) -> dict[str, ToolCall]:
-    """The message's tool calls (valid and invalid) by id, in order."""
+def _calls(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> dict[str, ToolCall]:
+    """The message's tool calls (valid and invalid) by id, in order; ``names`` learns them."""
     calls: dict[str, ToolCall] = {}
     for key in ("tool_calls", "invalid_tool_calls"):
         entries = ensure(data.get(key) or [], list, f"{where}.{key}", "an array", i)
@@ -196,20 +198,11 @@ def _calls(data: dict[str, Any], where: str, i: int) -> dict[str, ToolCall]:
             name = entry.get("name") or ""
             if not isinstance(call_id, str) or not isinstance(name, str):
                 fail(entry_where, "string id and name", index=i)
-            call = ToolCall(id=call_id, name=name, arguments=arguments)
-            calls[call_id or f"#{len(calls)}"] = call
+            names[call_id] = name
+            calls[call_id or f"#{len(calls)}"] = ToolCall(
+                id=call_id, name=name, arguments=arguments
+            )
     return calls
-
-
-def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
-    calls = _calls(data, where, i)
-    for call in calls.values():
-        names[call.id] = call.name
-    blocks = [] if data.get("content") == "" and calls else _blocks(data, where, i)
-    parts = _decode_blocks(blocks, where, i, _AI, calls)
-    for call in calls.values():
-        parts.append(_with_reasoning(call, parts.take()))
-    return parts.message()
 
 
 def _with_reasoning(call: ToolCall, reasoning: Reasoning | None) -> ToolCall:
@@ -240,8 +233,8 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
-    item_id, signature, redacted = unpack_signature(reasoning.signature)
-    if redacted:
+    item_id, signature, hidden = unpack_signature(reasoning.signature)
+    if hidden:
         return {"type": "redacted_thinking", "data": signature or ""}
     block: dict[str, Any] = {"type": "reasoning", "reasoning": reasoning.content}
     if item_id is not None:
@@ -261,8 +254,11 @@ def _encode_data(message: Message, i: int) -> dict[str, Any]:
         if isinstance(part, TextPart):
             blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCall) and role is _AI:
-            args = _object_or_none(part.arguments)
-            if args is None:
+            try:
+                args = json.loads(part.arguments)
+            except ValueError:
+                args = None
+            if not isinstance(args, dict):
                 invalid.append(
                     {"name": part.name, "args": part.arguments, "id": part.id, "error": None}
                 )
@@ -292,14 +288,6 @@ def _encode_data(message: Message, i: int) -> dict[str, Any]:
     if invalid:
         data["invalid_tool_calls"] = invalid
     return data
-
-
-def _object_or_none(arguments: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _encode_tool(message: Message, i: int) -> list[dict[str, Any]]:
