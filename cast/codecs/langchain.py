@@ -279,9 +279,10 @@ def _encode_data(message: Message, i: int) -> dict[str, Any]:
             held = "an AI" if role is _AI else f"a {role.value}"
             fail_part(i, j, f"{held} message cannot hold a {part.type} part in LangChain")
     if role is not _AI:
-        parts = message.parts
-        plain = len(parts) == 1 and type(parts[0]) is TextPart and parts[0].reasoning is None
-        return {"content": parts[0].text if plain else blocks}
+        one = message.parts[0] if len(message.parts) == 1 else None
+        if type(one) is TextPart and one.reasoning is None:
+            return {"content": one.text}
+        return {"content": blocks}
     plain = len(blocks) <= 1 and all(block["type"] == "text" for block in blocks)
     content = (blocks[0]["text"] if blocks else "") if plain else blocks
     data: dict[str, Any] = {"content": content, "tool_calls": tool_calls}
