@@ -411,7 +411,7 @@ def _encode_content(
         elif media and isinstance(part, ImagePart):
             out.append(image_url_block(part))
         elif media and isinstance(part, BinaryPart):
-            out.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
+            out.append(binary_content(part, f"messages[{i}].parts[{j}]", i, responses=False))
         elif _attached(part) == CACHE_CONTROL and out and out[-1].get("type") == "text":
             _mark(out[-1], part, f"messages[{i}].parts[{j}]", i)
         elif isinstance(part, ProviderPart):
@@ -424,25 +424,32 @@ def _encode_content(
 
 AUDIO_TYPES = frozenset({"audio/wav", "audio/mp3"})
 """``input_audio`` formats (https://platform.openai.com/docs/guides/audio)."""
+FILE_TYPES = frozenset({"application/pdf"})
+"""Media types Responses' ``input_file`` takes inline
+(https://platform.openai.com/docs/guides/pdf-files)."""
 
 
-def _encode_binary(part: BinaryPart, where: str, i: int) -> dict[str, Any]:
+def binary_content(part: BinaryPart, where: str, i: int, *, responses: bool) -> dict[str, Any]:
+    """A BinaryPart as a Chat content part, or a Responses one: inline images and files as
+    data URLs (``image_url``/``file`` nested in Chat, flat ``input_image``/``input_file`` in
+    Responses), audio as Chat's ``input_audio``."""
     mime = part.mime_type
-    if mime in AUDIO_TYPES:
-        return {
-            "type": "input_audio",
-            "input_audio": {"data": b64encode(part.data), "format": mime[6:]},
-        }
+    if not responses and mime in AUDIO_TYPES:
+        audio = {"data": b64encode(part.data), "format": mime[6:]}
+        return {"type": "input_audio", "input_audio": audio}
+    url = f"data:{mime};base64,{b64encode(part.data)}"
     if mime in IMAGE_TYPES:
-        url = f"data:{mime};base64,{b64encode(part.data)}"
-        return {"type": "image_url", "image_url": {"url": url}}
+        image = {"type": "input_image", "image_url": url}
+        return image if responses else {"type": "image_url", "image_url": {"url": url}}
+    if responses and mime not in FILE_TYPES:
+        fail(where, f"Responses takes images and PDFs, not {mime!r}", index=i)
     if mime.startswith(("audio/", "video/", "image/")):
         # Other images, audio and video have no part type; files are documents.
         fail(where, f"OpenAI Chat takes no {mime!r} part", index=i)
-    file = {"file_data": f"data:{mime};base64,{b64encode(part.data)}"}
+    file = {"file_data": url}
     if part.filename:
         file["filename"] = part.filename
-    return {"type": "file", "file": file}
+    return {"type": "input_file", **file} if responses else {"type": "file", "file": file}
 
 
 def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[str, Any]:

@@ -8,11 +8,9 @@ from typing import Any
 
 from cast.codecs._common import (
     EVIDENCE,
-    IMAGE_TYPES,
     MISSING,
     AiParts,
     as_messages,
-    b64encode,
     ensure,
     fail,
     fail_part,
@@ -27,6 +25,7 @@ from cast.codecs._common import (
     result_parts,
     tool_parts,
 )
+from cast.codecs.openai import binary_content
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -316,7 +315,7 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
             out.append(_encode_url(part))
             continue
         if media and isinstance(part, BinaryPart):
-            out.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
+            out.append(binary_content(part, f"messages[{i}].parts[{j}]", i, responses=True))
             continue
         if media and isinstance(part, ProviderPart):
             out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
@@ -324,22 +323,6 @@ def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict
         role = message.role.value
         fail_part(i, j, f"a {role} message cannot carry this {part.type} part in Responses")
     return out
-
-
-FILE_TYPES = frozenset({"application/pdf"})
-"""Media types ``input_file`` takes inline (https://platform.openai.com/docs/guides/pdf-files)."""
-
-
-def _encode_binary(part: BinaryPart, where: str, i: int) -> dict[str, Any]:
-    url = f"data:{part.mime_type};base64,{b64encode(part.data)}"
-    if part.mime_type in IMAGE_TYPES:
-        return {"type": "input_image", "image_url": url}
-    if part.mime_type not in FILE_TYPES:
-        fail(where, f"Responses takes images and PDFs, not {part.mime_type!r}", index=i)
-    file: dict[str, Any] = {"type": "input_file", "file_data": url}
-    if part.filename:
-        file["filename"] = part.filename
-    return file
 
 
 def _encode_url(part: ImagePart) -> dict[str, Any]:
@@ -432,7 +415,7 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
         elif isinstance(part, ImagePart):
             output.append(_encode_url(part))
         elif isinstance(part, BinaryPart):
-            output.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
+            output.append(binary_content(part, f"messages[{i}].parts[{j}]", i, responses=True))
         else:
             output.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
 
