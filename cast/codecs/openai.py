@@ -48,6 +48,7 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Assistant fields read as reasoning, in order of preference (DeepSeek, vLLM)."""
 
 _PROVIDER = "openai"
+_RESPONSES = "openai-responses"
 # The keys chaincast models for each content part type (besides ``type``); a part with
 # any other key (OpenRouter's ``cache_control``, a file by ``file_id``) is kept whole.
 _MODELED = {
@@ -395,30 +396,36 @@ def _encode_plain(role: str, message: Message, i: int, *, media: bool) -> dict[s
     parts, fields = _fields(message, i)
     if role == "system" and fields.get("role") == "developer":
         role = "developer"
-    out = {"role": role, "content": _encode_content(message, parts, i, media=media)}
+    out = {"role": role, "content": encode_content(message, parts, i, media=media)}
     return _with_message_fields(out, fields) if fields else out
 
 
-def _encode_content(
-    message: Message, parts: tuple[Any, ...], i: int, *, media: bool
+def encode_content(
+    message: Message, parts: tuple[Any, ...], i: int, *, media: bool, responses: bool = False
 ) -> str | list[dict[str, Any]]:
+    """A user (``media``) or system message's content in Chat or Responses: a lone text is
+    a string; an OpenAI ``cache_control`` marks the Chat text before it."""
     if len(parts) == 1 and type(parts[0]) is TextPart:
         return parts[0].text
     out: list[dict[str, Any]] = []
     for j, part in enumerate(parts):
         if isinstance(part, TextPart):
-            out.append({"type": "text", "text": part.text})
-        elif media and isinstance(part, ImagePart):
-            out.append(image_url_block(part))
-        elif media and isinstance(part, BinaryPart):
-            out.append(binary_content(part, f"messages[{i}].parts[{j}]", i, responses=False))
-        elif _attached(part) == CACHE_CONTROL and out and out[-1].get("type") == "text":
+            out.append({"type": "input_text" if responses else "text", "text": part.text})
+        elif media and isinstance(part, ImagePart | BinaryPart):
+            out.append(media_content(part, f"messages[{i}].parts[{j}]", i, responses=responses))
+        elif (
+            not responses
+            and _attached(part) == CACHE_CONTROL
+            and out
+            and out[-1].get("type") == "text"
+        ):
             _mark(out[-1], part, f"messages[{i}].parts[{j}]", i)
-        elif isinstance(part, ProviderPart):
-            out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+        elif isinstance(part, ProviderPart) and (media or not responses):
+            provider = _RESPONSES if responses else _PROVIDER
+            out.append(provider_block(part, provider, f"messages[{i}].parts[{j}]", i))
         else:
-            role = message.role.value
-            fail_part(i, j, f"a {role} message cannot carry a {part.type} part in OpenAI Chat")
+            held = "this {} part in Responses" if responses else "a {} part in OpenAI Chat"
+            fail_part(i, j, f"a {message.role.value} message cannot carry {held.format(part.type)}")
     return out
 
 
@@ -429,18 +436,29 @@ FILE_TYPES = frozenset({"application/pdf"})
 (https://platform.openai.com/docs/guides/pdf-files)."""
 
 
-def binary_content(part: BinaryPart, where: str, i: int, *, responses: bool) -> dict[str, Any]:
-    """A BinaryPart as a Chat content part, or a Responses one: inline images and files as
-    data URLs (``image_url``/``file`` nested in Chat, flat ``input_image``/``input_file`` in
-    Responses), audio as Chat's ``input_audio``."""
+def media_content(
+    part: ImagePart | BinaryPart, where: str, i: int, *, responses: bool
+) -> dict[str, Any]:
+    """An image or file as a Chat content part, or a Responses one: by URL, or inline as a
+    data URL (``image_url``/``file`` nested in Chat, flat ``input_image``/``input_file`` in
+    Responses); audio as Chat's ``input_audio``."""
+    if isinstance(part, ImagePart):
+        if not responses:
+            return image_url_block(part)
+        if part.mime_type:
+            return {"type": "input_file", "file_url": part.url}
+        image: dict[str, Any] = {"type": "input_image", "image_url": part.url}
+        if part.detail:
+            image["detail"] = part.detail
+        return image
     mime = part.mime_type
     if not responses and mime in AUDIO_TYPES:
         audio = {"data": b64encode(part.data), "format": mime[6:]}
         return {"type": "input_audio", "input_audio": audio}
     url = f"data:{mime};base64,{b64encode(part.data)}"
     if mime in IMAGE_TYPES:
-        image = {"type": "input_image", "image_url": url}
-        return image if responses else {"type": "image_url", "image_url": {"url": url}}
+        inline = {"type": "input_image", "image_url": url}
+        return inline if responses else {"type": "image_url", "image_url": {"url": url}}
     if responses and mime not in FILE_TYPES:
         fail(where, f"Responses takes images and PDFs, not {mime!r}", index=i)
     if mime.startswith(("audio/", "video/", "image/")):

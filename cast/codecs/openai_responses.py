@@ -25,7 +25,7 @@ from cast.codecs._common import (
     result_parts,
     tool_parts,
 )
-from cast.codecs.openai import binary_content
+from cast.codecs.openai import encode_content, media_content
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -285,9 +285,11 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
         elif _is_item(message):
             out.append(provider_block(message.parts[0], _PROVIDER, f"messages[{i}].parts[0]", i))  # type: ignore[arg-type]
         elif role is _HUMAN:
-            out.append({"role": "user", "content": _encode_content(message, i, media=True)})
+            content = encode_content(message, message.parts, i, media=True, responses=True)
+            out.append({"role": "user", "content": content})
         else:
-            out.append({"role": "system", "content": _encode_content(message, i, media=False)})
+            content = encode_content(message, message.parts, i, media=False, responses=True)
+            out.append({"role": "system", "content": content})
     return {"input": out}
 
 
@@ -300,38 +302,6 @@ def _is_item(message: Message) -> bool:
         and parts[0].provider == _PROVIDER
         and not parts[0].kind.startswith("input_")
     )
-
-
-def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict[str, Any]]:
-    parts = message.parts
-    if len(parts) == 1 and type(parts[0]) is TextPart:
-        return parts[0].text
-    out: list[dict[str, Any]] = []
-    for j, part in enumerate(parts):
-        if isinstance(part, TextPart):
-            out.append({"type": "input_text", "text": part.text})
-            continue
-        if media and isinstance(part, ImagePart):
-            out.append(_encode_url(part))
-            continue
-        if media and isinstance(part, BinaryPart):
-            out.append(binary_content(part, f"messages[{i}].parts[{j}]", i, responses=True))
-            continue
-        if media and isinstance(part, ProviderPart):
-            out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
-            continue
-        role = message.role.value
-        fail_part(i, j, f"a {role} message cannot carry this {part.type} part in Responses")
-    return out
-
-
-def _encode_url(part: ImagePart) -> dict[str, Any]:
-    if part.mime_type:
-        return {"type": "input_file", "file_url": part.url}
-    image: dict[str, Any] = {"type": "input_image", "image_url": part.url}
-    if part.detail:
-        image["detail"] = part.detail
-    return image
 
 
 def _reasoning_item(reasoning: Reasoning) -> dict[str, Any]:
@@ -412,10 +382,8 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
             output = current["output"] = [{"type": "input_text", "text": output}] if keep else []
         if isinstance(part, TextPart):
             output.append({"type": "input_text", "text": part.text})
-        elif isinstance(part, ImagePart):
-            output.append(_encode_url(part))
-        elif isinstance(part, BinaryPart):
-            output.append(binary_content(part, f"messages[{i}].parts[{j}]", i, responses=True))
+        elif isinstance(part, ImagePart | BinaryPart):
+            output.append(media_content(part, f"messages[{i}].parts[{j}]", i, responses=True))
         else:
             output.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
 
