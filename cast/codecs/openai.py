@@ -197,8 +197,20 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
     if isinstance(content, str):
         parts.append(TextPart(text=content))
     elif isinstance(content, list):
-        for j, part in enumerate(content):
-            _decode_assistant_part(part, f"messages[{i}].content[{j}]", i, parts, thoughts)
+        for j, raw in enumerate(content):  # text, refusal or Mistral thinking parts
+            where = f"messages[{i}].content[{j}]"
+            part = ensure(raw, dict, where, "a content part object", i)
+            kind = part.get("type")
+            if kind == "thinking":
+                thoughts.extend(_thinking_texts(part, where, i))
+            elif kind in ("text", "refusal"):
+                _decode_text(part, kind, where, i, parts)
+            else:
+                fail(
+                    f"{where}.type",
+                    f"expected a text, refusal or thinking part, got {kind!r}",
+                    index=i,
+                )
     elif content is not None:
         fail(f"messages[{i}].content", "a string, an array or null", content, i)
 
@@ -239,20 +251,6 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
             parts.append(TextPart(text="", reasoning=reasoning))
     parts.extend(calls)
     return trusted_message(_AI, _with_fields(tuple(parts), item, _ASSISTANT_KEYS))
-
-
-def _decode_assistant_part(
-    part: object, where: str, i: int, parts: list[Any], thoughts: list[str]
-) -> None:
-    """An assistant content part: text, refusal or Mistral thinking (else kept whole)."""
-    part = ensure(part, dict, where, "a content part object", i)
-    kind = part.get("type")
-    if kind == "thinking":
-        thoughts.extend(_thinking_texts(part, where, i))
-    elif kind in ("text", "refusal"):
-        _decode_text(part, kind, where, i, parts)
-    else:
-        fail(f"{where}.type", f"expected a text, refusal or thinking part, got {kind!r}", index=i)
 
 
 def _decode_text(part: dict[str, Any], key: str, where: str, i: int, parts: list[Any]) -> None:
@@ -568,9 +566,7 @@ _RESULT_EXPECTED = (
 
 _ONLY_CHAT_ROLES = frozenset({"tool", "developer", "function"})
 _ONLY_CHAT_KEYS = ("tool_calls", "tool_call_id", "refusal", "function_call", *REASONING_FIELDS)
-_ONLY_CHAT_PARTS = frozenset(
-    {"image_url", "input_audio", "file", "video_url", "document_url", "refusal"}
-)
+_ONLY_CHAT_PARTS = ("image_url", "input_audio", "file", "video_url", "document_url", "refusal")
 
 
 def detect_messages(dicts: list[dict[str, Any]]) -> int:
@@ -584,11 +580,8 @@ def detect_messages(dicts: list[dict[str, Any]]) -> int:
         ):
             return EVIDENCE
         content = item.get("content")
-        if isinstance(content, list) and any(_chat_part(p) for p in content):
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") in _ONLY_CHAT_PARTS for p in content
+        ):
             return EVIDENCE
     return FITS
-
-
-def _chat_part(part: object) -> bool:
-    kind = part.get("type") if isinstance(part, dict) else None
-    return isinstance(kind, str) and kind in _ONLY_CHAT_PARTS

@@ -282,8 +282,13 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
             _encode_assistant(message, i, out)
         elif role is _TOOL:
             _encode_outputs(message, i, out)
-        elif _is_item(message):
-            out.append(provider_block(message.parts[0], _PROVIDER, f"messages[{i}].parts[0]", i))  # type: ignore[arg-type]
+        elif (
+            len(message.parts) == 1
+            and type(item := message.parts[0]) is ProviderPart
+            and item.provider == _PROVIDER
+            and not item.kind.startswith("input_")
+        ):  # a message holding one kept input item (not a content part)
+            out.append(provider_block(item, _PROVIDER, f"messages[{i}].parts[0]", i))
         elif role is _HUMAN:
             content = encode_content(message, message.parts, i, media=True, responses=True)
             out.append({"role": "user", "content": content})
@@ -291,17 +296,6 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
             content = encode_content(message, message.parts, i, media=False, responses=True)
             out.append({"role": "system", "content": content})
     return {"input": out}
-
-
-def _is_item(message: Message) -> bool:
-    """A message holding one kept input item (not a content part)."""
-    parts = message.parts
-    return (
-        len(parts) == 1
-        and type(parts[0]) is ProviderPart
-        and parts[0].provider == _PROVIDER
-        and not parts[0].kind.startswith("input_")
-    )
 
 
 def _reasoning_item(reasoning: Reasoning) -> dict[str, Any]:
