@@ -114,12 +114,14 @@ def _with_fields(
     parts: tuple[Any, ...], item: dict[str, Any], keys: frozenset[str]
 ) -> tuple[Any, ...]:
     """``parts``, and a :data:`MESSAGE_FIELDS` part when ``item`` has keys beyond ``keys``."""
-    return parts if keys.issuperset(item) else (*parts, _fields_part(item, keys, MESSAGE_FIELDS))
+    return parts if keys.issuperset(item) else (*parts, fields_part(item, keys, MESSAGE_FIELDS))
 
 
-def _fields_part(item: dict[str, Any], keys: frozenset[str], kind: str) -> ProviderPart:
-    """The fields of ``item`` beyond ``keys``, kept as a part of ``kind``."""
-    return provider_part(_PROVIDER, kind, {k: v for k, v in item.items() if k not in keys})
+def fields_part(
+    item: dict[str, Any], keys: frozenset[str], kind: str, provider: str = _PROVIDER
+) -> ProviderPart:
+    """The fields of ``item`` beyond ``keys``, kept as a part of ``kind`` (Chat, Responses)."""
+    return provider_part(provider, kind, {k: v for k, v in item.items() if k not in keys})
 
 
 def _decode_content(item: dict[str, Any], i: int, *, media: bool) -> tuple[Any, ...]:
@@ -237,7 +239,7 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
         for j, call in enumerate(raw_calls):
             calls.append(_decode_call(call, i, j, names))
             if not _CALL_KEYS.issuperset(call):
-                calls.append(_fields_part(call, _CALL_KEYS, CALL_FIELDS))
+                calls.append(fields_part(call, _CALL_KEYS, CALL_FIELDS))
 
     # One reasoning per message: it goes on the first text, or on the first call when
     # the message has no text (as reasoning precedes the call it led to).

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from cast.codecs import openai
 from cast.codecs._common import (
     EVIDENCE,
     MISSING,
@@ -25,7 +26,6 @@ from cast.codecs._common import (
     result_parts,
     tool_parts,
 )
-from cast.codecs.openai import encode_content, media_content
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -118,11 +118,13 @@ def decode(payload: object) -> list[Message]:
                 ai.think(_decode_reasoning(item, where, i))
             elif kind == "function_call":
                 ai.append(_decode_call(item, where, i, names, ai.take()))
-                _fields(item, _CALL_KEYS, CALL_FIELDS, ai)
+                if not _CALL_KEYS.issuperset(item):
+                    ai.append(openai.fields_part(item, _CALL_KEYS, CALL_FIELDS, _PROVIDER))
             else:
                 for text in _texts(item, where, i):
                     ai.text(text)
-                _fields(item, _MESSAGE_KEYS, MESSAGE_FIELDS, ai)
+                if not _MESSAGE_KEYS.issuperset(item):
+                    ai.append(openai.fields_part(item, _MESSAGE_KEYS, MESSAGE_FIELDS, _PROVIDER))
             continue
         elif kind == "function_call_output":
             message = _decode_output(item, where, i, names)
@@ -143,13 +145,6 @@ def decode(payload: object) -> list[Message]:
     if ai is not None:
         out.append(ai.message())
     return out
-
-
-def _fields(item: dict[str, Any], modeled: frozenset[str], kind: str, ai: list[Any]) -> None:
-    """The item's fields chaincast does not model, as a part of ``kind`` after its parts."""
-    extra = {key: value for key, value in item.items() if key not in modeled}
-    if extra:
-        ai.append(provider_part(_PROVIDER, kind, extra))
 
 
 def _kept_whole(item: dict[str, Any], kind: str) -> bool:
@@ -289,12 +284,10 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
             and not item.kind.startswith("input_")
         ):  # a message holding one kept input item (not a content part)
             out.append(provider_block(item, _PROVIDER, f"messages[{i}].parts[0]", i))
-        elif role is _HUMAN:
-            content = encode_content(message, message.parts, i, media=True, responses=True)
-            out.append({"role": "user", "content": content})
         else:
-            content = encode_content(message, message.parts, i, media=False, responses=True)
-            out.append({"role": "system", "content": content})
+            human = role is _HUMAN
+            content = openai.encode_content(message, message.parts, i, media=human, responses=True)
+            out.append({"role": "user" if human else "system", "content": content})
     return {"input": out}
 
 
@@ -377,7 +370,9 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
         if isinstance(part, TextPart):
             output.append({"type": "input_text", "text": part.text})
         elif isinstance(part, ImagePart | BinaryPart):
-            output.append(media_content(part, f"messages[{i}].parts[{j}]", i, responses=True))
+            output.append(
+                openai.media_content(part, f"messages[{i}].parts[{j}]", i, responses=True)
+            )
         else:
             output.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
 
