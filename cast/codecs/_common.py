@@ -260,8 +260,7 @@ def parse_data_url(url: str) -> tuple[str, bytes] | None:
 
 
 def image_url_block(part: ImagePart) -> dict[str, Any]:
-    """An image by URL as the ``image_url`` block Chat Completions, LangChain and langchaingo
-    share (``detail`` only when set)."""
+    """An image by URL as Chat Completions', LangChain's and langchaingo's ``image_url``."""
     image = {"url": part.url}
     if part.detail:
         image["detail"] = part.detail
@@ -313,8 +312,7 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
 def reasoned(
     message: Message, blocks: list[Any], think: Callable[[Reasoning], Any]
 ) -> Iterator[tuple[int, Any]]:
-    """``message``'s parts and their indexes, an AI part's reasoning first added to
-    ``blocks`` as ``think`` writes it (a text of reasoning alone adds only that)."""
+    """``message``'s parts by index, an AI part's reasoning first written to ``blocks``."""
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
         reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
@@ -390,8 +388,7 @@ def split_user_turn(
 def result_parts(
     call_id: str, name: str, parts: list[Any], is_error: bool = False
 ) -> tuple[Any, ...]:
-    """A TOOL message's parts: the result, whose content is a first text of ``parts``, then
-    the other parts."""
+    """A TOOL message's parts: the result holding a first text of ``parts``, then the rest."""
     text = ""
     if parts and type(parts[0]) is TextPart:
         text = parts[0].text

@@ -99,8 +99,7 @@ def _blocks(data: dict[str, Any], where: str, i: int) -> list[Any]:
 def _decode_blocks(
     blocks: list[Any], where: str, i: int, role: Role, calls: dict[str, ToolCall]
 ) -> AiParts:
-    """A message's content blocks as parts: texts, a human's media, an AI's reasoning and
-    the ``calls`` its call blocks place (each reasoning waits for the part it led to)."""
+    """A message's content blocks as parts (an AI's call blocks place its ``calls``)."""
     parts = AiParts()
     for k, block in enumerate(blocks):
         block_where = f"{where}.content[{k}]"
@@ -247,6 +246,9 @@ def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
 def _encode_data(message: Message, i: int) -> dict[str, Any]:
     """The ``data`` of a system, human or AI message (an AI's calls beside its content)."""
     role = message.role
+    one = message.parts[0] if len(message.parts) == 1 and role is not _AI else None
+    if type(one) is TextPart and one.reasoning is None:  # a lone plain text, as a string
+        return {"content": one.text}
     blocks: list[dict[str, Any]] = []
     tool_calls: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
@@ -279,9 +281,6 @@ def _encode_data(message: Message, i: int) -> dict[str, Any]:
             held = "an AI" if role is _AI else f"a {role.value}"
             fail_part(i, j, f"{held} message cannot hold a {part.type} part in LangChain")
     if role is not _AI:
-        one = message.parts[0] if len(message.parts) == 1 else None
-        if type(one) is TextPart and one.reasoning is None:
-            return {"content": one.text}
         return {"content": blocks}
     plain = len(blocks) <= 1 and all(block["type"] == "text" for block in blocks)
     content = (blocks[0]["text"] if blocks else "") if plain else blocks

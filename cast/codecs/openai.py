@@ -256,8 +256,7 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
 
 
 def _decode_text(part: dict[str, Any], key: str, where: str, i: int, parts: list[Any]) -> None:
-    """A text (``key``) or refusal part, then its refusal mark and ``cache_control``; a
-    part of another type (``key`` empty) or with other fields is kept whole."""
+    """A text (``key``) or refusal part and its marks; others (``key`` empty) kept whole."""
     if not key or not {"type", key, CACHE_CONTROL}.issuperset(part):
         parts.append(provider_part(_PROVIDER, part["type"], part))
         return
