@@ -80,6 +80,9 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
         if role is _TOOL:
             out.append(_decode_tool(data, where, i, names))
             continue
+        if role is not _AI and type(data.get("content")) is str:  # a lone text, read at once
+            out.append(trusted_message(role, (TextPart(text=data["content"]),)))
+            continue
         calls = _calls(data, where, i, names) if role is _AI else {}
         blocks = [] if data.get("content") == "" and calls else _blocks(data, where, i)
         parts = _decode_blocks(blocks, where, i, role, calls)

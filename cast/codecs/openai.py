@@ -114,10 +114,10 @@ def _with_fields(
     parts: tuple[Any, ...], item: dict[str, Any], keys: frozenset[str]
 ) -> tuple[Any, ...]:
     """``parts``, and a :data:`MESSAGE_FIELDS` part when ``item`` has keys beyond ``keys``."""
-    return parts if keys.issuperset(item) else (*parts, fields_part(item, keys, MESSAGE_FIELDS))
+    return parts if keys.issuperset(item) else (*parts, _fields_part(item, keys, MESSAGE_FIELDS))
 
 
-def fields_part(
+def _fields_part(
     item: dict[str, Any], keys: frozenset[str], kind: str, provider: str = _PROVIDER
 ) -> ProviderPart:
     """The fields of ``item`` beyond ``keys``, kept as a part of ``kind`` (Chat, Responses)."""
@@ -239,7 +239,7 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
         for j, call in enumerate(raw_calls):
             calls.append(_decode_call(call, i, j, names))
             if not _CALL_KEYS.issuperset(call):
-                calls.append(fields_part(call, _CALL_KEYS, CALL_FIELDS))
+                calls.append(_fields_part(call, _CALL_KEYS, CALL_FIELDS))
 
     # One reasoning per message: it goes on the first text, or on the first call when
     # the message has no text (as reasoning precedes the call it led to).
@@ -395,11 +395,11 @@ def _encode_plain(role: str, message: Message, i: int, *, media: bool) -> dict[s
     parts, fields = _fields(message, i)
     if role == "system" and fields.get("role") == "developer":
         role = "developer"
-    out = {"role": role, "content": encode_content(message, parts, i, media=media)}
+    out = {"role": role, "content": _encode_content(message, parts, i, media=media)}
     return _with_message_fields(out, fields) if fields else out
 
 
-def encode_content(
+def _encode_content(
     message: Message, parts: tuple[Any, ...], i: int, *, media: bool, responses: bool = False
 ) -> str | list[dict[str, Any]]:
     """A user (``media``) or system message's content in Chat or Responses: a lone text is
@@ -411,7 +411,7 @@ def encode_content(
         if isinstance(part, TextPart):
             out.append({"type": "input_text" if responses else "text", "text": part.text})
         elif media and isinstance(part, ImagePart | BinaryPart):
-            out.append(media_content(part, f"messages[{i}].parts[{j}]", i, responses=responses))
+            out.append(_media_content(part, f"messages[{i}].parts[{j}]", i, responses=responses))
         elif (
             not responses
             and _attached(part) == CACHE_CONTROL
@@ -435,7 +435,7 @@ FILE_TYPES = frozenset({"application/pdf"})
 (https://platform.openai.com/docs/guides/pdf-files)."""
 
 
-def media_content(
+def _media_content(
     part: ImagePart | BinaryPart, where: str, i: int, *, responses: bool
 ) -> dict[str, Any]:
     """An image or file as a Chat content part, or a Responses one: by URL, or inline as a

@@ -119,12 +119,16 @@ def decode(payload: object) -> list[Message]:
             elif kind == "function_call":
                 ai.append(_decode_call(item, where, i, names, ai.take()))
                 if not _CALL_KEYS.issuperset(item):
-                    ai.append(openai.fields_part(item, _CALL_KEYS, CALL_FIELDS, _PROVIDER))
+                    ai.append(openai._fields_part(item, _CALL_KEYS, CALL_FIELDS, _PROVIDER))
             else:
-                for text in _texts(item, where, i):
-                    ai.text(text)
+                for part_where, part in _content(item, where, i):  # output_text, refusal
+                    kind = part.get("type")
+                    if kind not in (*_TEXT_PARTS, "refusal"):
+                        expected = f"expected a text or refusal part, got {kind!r}"
+                        fail(f"{part_where}.type", expected, index=i)
+                    ai.text(_text_of(part, part_where, i))
                 if not _MESSAGE_KEYS.issuperset(item):
-                    ai.append(openai.fields_part(item, _MESSAGE_KEYS, MESSAGE_FIELDS, _PROVIDER))
+                    ai.append(openai._fields_part(item, _MESSAGE_KEYS, MESSAGE_FIELDS, _PROVIDER))
             continue
         elif kind == "function_call_output":
             message = _decode_output(item, where, i, names)
@@ -175,17 +179,6 @@ def _content(item: dict[str, Any], where: str, i: int) -> Iterator[tuple[str, An
     for j, part in enumerate(content):
         ensure(part, dict, f"{where}.content[{j}]", "a content part object", i)
         yield f"{where}.content[{j}]", part
-
-
-def _texts(item: dict[str, Any], where: str, i: int) -> list[str]:
-    """Texts of an assistant message item (``output_text`` and ``refusal`` parts)."""
-    texts: list[str] = []
-    for part_where, part in _content(item, where, i):
-        kind = part.get("type")
-        if kind not in (*_TEXT_PARTS, "refusal"):
-            fail(f"{part_where}.type", f"expected a text or refusal part, got {kind!r}", index=i)
-        texts.append(_text_of(part, part_where, i))
-    return texts
 
 
 def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) -> tuple[Any, ...]:
@@ -286,7 +279,7 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
             out.append(provider_block(item, _PROVIDER, f"messages[{i}].parts[0]", i))
         else:
             human = role is _HUMAN
-            content = openai.encode_content(message, message.parts, i, media=human, responses=True)
+            content = openai._encode_content(message, message.parts, i, media=human, responses=True)
             out.append({"role": "user" if human else "system", "content": content})
     return {"input": out}
 
@@ -371,7 +364,7 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
             output.append({"type": "input_text", "text": part.text})
         elif isinstance(part, ImagePart | BinaryPart):
             output.append(
-                openai.media_content(part, f"messages[{i}].parts[{j}]", i, responses=True)
+                openai._media_content(part, f"messages[{i}].parts[{j}]", i, responses=True)
             )
         else:
             output.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
