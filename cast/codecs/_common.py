@@ -53,6 +53,7 @@ __all__ = [
     "gemini_fields",
     "get_str",
     "get_typed",
+    "image_url_block",
     "iter_messages",
     "json_history",
     "json_type",
@@ -258,6 +259,14 @@ def parse_data_url(url: str) -> tuple[str, bytes] | None:
     return None if decoded is None else (head[5 : -len(";base64")], decoded)
 
 
+def image_url_block(part: ImagePart) -> dict[str, Any]:
+    """An image by URL as Chat Completions', LangChain's and langchaingo's ``image_url``."""
+    image = {"url": part.url}
+    if part.detail:
+        image["detail"] = part.detail
+    return {"type": "image_url", "image_url": image}
+
+
 def provider_part(provider: str, kind: str, block: object) -> ProviderPart:
     """``block`` kept whole, as the opaque part of ``provider`` (its wire format)."""
     return ProviderPart(provider=provider, kind=kind, data=dumps_compact(block))
@@ -301,8 +310,7 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
 def reasoned(
     message: Message, blocks: list[Any], think: Callable[[Reasoning], Any]
 ) -> Iterator[tuple[int, Any]]:
-    """``message``'s parts and their indexes, an AI part's reasoning first added to
-    ``blocks`` as ``think`` writes it (a text of reasoning alone adds only that)."""
+    """``message``'s parts by index, an AI part's reasoning first written to ``blocks``."""
     ai = message.role is _AI
     for j, part in enumerate(message.parts):
         reasoning = part.reasoning if ai and isinstance(part, TextPart | ToolCall) else None
@@ -347,10 +355,10 @@ class AiParts(list[Any]):
         self.settle()
         self.append(part)
 
-    def message(self) -> Message:
-        """The AI message of these parts."""
+    def message(self, role: Role = _AI) -> Message:
+        """The message of these parts."""
         self.settle()
-        return trusted_message(_AI, tuple(self))
+        return trusted_message(role, tuple(self))
 
 
 Blocks = list[dict[str, Any]]
@@ -378,8 +386,7 @@ def split_user_turn(
 def result_parts(
     call_id: str, name: str, parts: list[Any], is_error: bool = False
 ) -> tuple[Any, ...]:
-    """A TOOL message's parts: the result, whose content is a first text of ``parts``, then
-    the other parts."""
+    """A TOOL message's parts: the result holding a first text of ``parts``, then the rest."""
     text = ""
     if parts and type(parts[0]) is TextPart:
         text = parts[0].text

@@ -19,9 +19,11 @@ from cast.codecs._common import (
     fail,
     fail_part,
     get_str,
+    image_url_block,
     json_history,
     pack_signature,
     reasoned,
+    redacted,
     result_parts,
     tool_parts,
     unpack_signature,
@@ -43,9 +45,11 @@ __all__ = ["decode", "decode_counted", "detect_messages", "encode", "to_framewor
 
 INSTALL_HINT = install_hint("langchain")
 
-_ROLES = {"system": Role.SYSTEM, "human": Role.HUMAN, "ai": Role.AI, "tool": Role.TOOL}
+_HUMAN, _AI, _TOOL = Role.HUMAN, Role.AI, Role.TOOL
+_ROLES = {"system": Role.SYSTEM, "human": _HUMAN, "ai": _AI, "tool": _TOOL}
+_THINKING_BLOCKS = ("reasoning", "thinking", "redacted_thinking")
 _CALL_BLOCKS = ("tool_use", "tool_call", "function_call")
-_FILE_BLOCKS = ("image", "file", "audio", "video")
+_MEDIA_BLOCKS = ("image_url", "image", "file", "audio", "video")
 
 
 def _dump(items: list[Any]) -> list[Any]:
@@ -73,12 +77,18 @@ def decode_counted(payload: object) -> tuple[list[Message], list[int]]:
             fail(f"{where}.type", f"expected system, human, ai or tool, got {kind!r}", index=i)
         data = ensure(item.get("data"), dict, f"{where}.data", "an object", i)
         where = f"{where}.data"
-        if role is Role.AI:
-            out.append(_decode_ai(data, where, i, names))
-        elif role is Role.TOOL:
+        if role is _TOOL:
             out.append(_decode_tool(data, where, i, names))
-        else:
-            out.append(trusted_message(role, _decode_content(data, where, i, role)))
+            continue
+        if role is not _AI and type(data.get("content")) is str:  # a lone text, read at once
+            out.append(trusted_message(role, (TextPart(text=data["content"]),)))
+            continue
+        calls = _calls(data, where, i, names) if role is _AI else {}
+        blocks = [] if data.get("content") == "" and calls else _blocks(data, where, i)
+        parts = _decode_blocks(blocks, where, i, role, calls)
+        for call in calls.values():  # the calls no block placed
+            parts.append(_with_reasoning(call, parts.take()))
+        out.append(parts.message(role))
     return out, [1] * len(out)
 
 
@@ -89,26 +99,35 @@ def _blocks(data: dict[str, Any], where: str, i: int) -> list[Any]:
     return ensure(content, list, f"{where}.content", "a string or an array of content blocks", i)
 
 
-def _decode_content(data: dict[str, Any], where: str, i: int, role: Role) -> tuple[Any, ...]:
-    parts: list[Any] = []
-    for k, block in enumerate(_blocks(data, where, i)):
+def _decode_blocks(
+    blocks: list[Any], where: str, i: int, role: Role, calls: dict[str, ToolCall]
+) -> AiParts:
+    """A message's content blocks as parts (an AI's call blocks place its ``calls``)."""
+    parts = AiParts()
+    for k, block in enumerate(blocks):
         block_where = f"{where}.content[{k}]"
         if isinstance(block, str):
-            parts.append(TextPart(text=block))
+            parts.append(TextPart(text=block, reasoning=parts.take()))
             continue
+        kind = block.get("type") if isinstance(block, dict) else None
+        if role is _TOOL and kind != "text":
+            fail(block_where, "a text block (chaincast holds text output)", index=i)
         ensure(block, dict, block_where, "a string or a content block", i)
-        kind = block.get("type")
         if kind == "text":
-            parts.append(TextPart(text=get_str(block, "text", block_where, i)))
-        elif role is Role.HUMAN and kind in ("image_url", *_FILE_BLOCKS):
+            text = get_str(block, "text", block_where, i)
+            parts.append(TextPart(text=text, reasoning=parts.take()))
+        elif role is _AI and kind in _THINKING_BLOCKS:
+            parts.think(_reasoning(block, block_where, i))
+        elif role is _AI and kind in _CALL_BLOCKS:
+            placed = calls.pop(str(block.get("id") or block.get("call_id") or ""), None)
+            if placed is not None:
+                parts.append(_with_reasoning(placed, parts.take()))
+        elif role is _HUMAN and kind in _MEDIA_BLOCKS:
             parts.append(_media(block, block_where, i))
         else:
-            fail(
-                f"{block_where}.type",
-                f"chaincast cannot hold a {kind!r} block in a {role.value} message",
-                index=i,
-            )
-    return tuple(parts)
+            held = "" if role is _AI else f" in a {role.value} message"
+            fail(f"{block_where}.type", f"chaincast cannot hold a {kind!r} block{held}", index=i)
+    return parts
 
 
 def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
@@ -137,8 +156,7 @@ def _media(block: dict[str, Any], where: str, i: int) -> ImagePart | BinaryPart:
 def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
     kind = block["type"]
     if kind == "redacted_thinking":
-        data = get_str(block, "data", where, i)
-        return Reasoning(signature=pack_signature(None, data, redacted=True))
+        return redacted(get_str(block, "data", where, i))
     if kind == "thinking":
         signature = block.get("signature") or ""
         content = get_str(block, "thinking", where, i)
@@ -164,8 +182,8 @@ def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
     )
 
 
-def _calls(data: dict[str, Any], where: str, i: int) -> dict[str, ToolCall]:
-    """The message's tool calls (valid and invalid) by id, in order."""
+def _calls(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> dict[str, ToolCall]:
+    """The message's tool calls (valid and invalid) by id, in order; ``names`` learns them."""
     calls: dict[str, ToolCall] = {}
     for key in ("tool_calls", "invalid_tool_calls"):
         entries = ensure(data.get(key) or [], list, f"{where}.{key}", "an array", i)
@@ -182,38 +200,11 @@ def _calls(data: dict[str, Any], where: str, i: int) -> dict[str, ToolCall]:
             name = entry.get("name") or ""
             if not isinstance(call_id, str) or not isinstance(name, str):
                 fail(entry_where, "string id and name", index=i)
-            call = ToolCall(id=call_id, name=name, arguments=arguments)
-            calls[call_id or f"#{len(calls)}"] = call
+            names[call_id] = name
+            calls[call_id or f"#{len(calls)}"] = ToolCall(
+                id=call_id, name=name, arguments=arguments
+            )
     return calls
-
-
-def _decode_ai(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
-    calls = _calls(data, where, i)
-    for call in calls.values():
-        names[call.id] = call.name
-    parts = AiParts()
-    blocks = [] if data.get("content") == "" and calls else _blocks(data, where, i)
-    for k, block in enumerate(blocks):
-        block_where = f"{where}.content[{k}]"
-        if isinstance(block, str):
-            parts.append(TextPart(text=block, reasoning=parts.take()))
-            continue
-        ensure(block, dict, block_where, "a string or a content block", i)
-        kind = block.get("type")
-        if kind in ("reasoning", "thinking", "redacted_thinking"):
-            parts.think(_reasoning(block, block_where, i))
-        elif kind == "text":
-            text = get_str(block, "text", block_where, i)
-            parts.append(TextPart(text=text, reasoning=parts.take()))
-        elif kind in _CALL_BLOCKS:
-            placed = calls.pop(str(block.get("id") or block.get("call_id") or ""), None)
-            if placed is not None:
-                parts.append(_with_reasoning(placed, parts.take()))
-        else:
-            fail(f"{block_where}.type", f"chaincast cannot hold a {kind!r} block", index=i)
-    for call in calls.values():
-        parts.append(_with_reasoning(call, parts.take()))
-    return parts.message()
 
 
 def _with_reasoning(call: ToolCall, reasoning: Reasoning | None) -> ToolCall:
@@ -225,14 +216,7 @@ def _decode_tool(data: dict[str, Any], where: str, i: int, names: dict[str, str]
     name = data.get("name")
     if not isinstance(name, str) or not name:
         name = names.get(call_id, "")
-    texts: list[Any] = []
-    for k, block in enumerate(_blocks(data, where, i)):
-        if isinstance(block, str):
-            texts.append(TextPart(text=block))
-        elif isinstance(block, dict) and block.get("type") == "text":
-            texts.append(TextPart(text=get_str(block, "text", f"{where}.content[{k}]", i)))
-        else:
-            fail(f"{where}.content[{k}]", "a text block (chaincast holds text output)", index=i)
+    texts = list(_decode_blocks(_blocks(data, where, i), where, i, _TOOL, {}))
     status = data.get("status", "success")
     if status not in ("success", "error"):
         fail(f"{where}.status", '"success" or "error"', index=i)
@@ -243,48 +227,16 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
     """The ``messages_to_dict`` JSON form of ``messages``."""
     out: list[dict[str, Any]] = []
     for i, message in enumerate(as_messages(messages)):
-        role = message.role
-        if role is Role.AI:
-            out.append({"type": "ai", "data": _encode_ai(message, i)})
-        elif role is Role.TOOL:
+        if message.role is _TOOL:
             out.extend({"type": "tool", "data": data} for data in _encode_tool(message, i))
         else:
-            content = _encode_content(message, i)
-            out.append({"type": role.value, "data": {"content": content}})
+            out.append({"type": message.role.value, "data": _encode_data(message, i)})
     return out
 
 
-def _encode_content(message: Message, i: int) -> str | list[dict[str, Any]]:
-    parts = message.parts
-    if len(parts) == 1 and type(parts[0]) is TextPart and parts[0].reasoning is None:
-        return parts[0].text
-    blocks: list[dict[str, Any]] = []
-    for j, part in enumerate(parts):
-        if isinstance(part, TextPart):
-            blocks.append({"type": "text", "text": part.text})
-        elif isinstance(part, ImagePart) and message.role is Role.HUMAN:
-            image: dict[str, str] = {"url": part.url}
-            if part.detail:
-                image["detail"] = part.detail
-            blocks.append({"type": "image_url", "image_url": image})
-        elif isinstance(part, BinaryPart) and message.role is Role.HUMAN:
-            kind = part.mime_type.partition("/")[0]
-            blocks.append(
-                {
-                    "type": kind if kind in ("image", "audio", "video") else "file",
-                    "base64": b64encode(part.data),
-                    "mime_type": part.mime_type,
-                }
-            )
-        else:
-            role = message.role.value
-            fail_part(i, j, f"a {role} message cannot hold a {part.type} part in LangChain")
-    return blocks
-
-
 def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
-    item_id, signature, redacted = unpack_signature(reasoning.signature)
-    if redacted:
+    item_id, signature, hidden = unpack_signature(reasoning.signature)
+    if hidden:
         return {"type": "redacted_thinking", "data": signature or ""}
     block: dict[str, Any] = {"type": "reasoning", "reasoning": reasoning.content}
     if item_id is not None:
@@ -294,39 +246,51 @@ def _reasoning_block(reasoning: Reasoning) -> dict[str, Any]:
     return block
 
 
-def _encode_ai(message: Message, i: int) -> dict[str, Any]:
+def _encode_data(message: Message, i: int) -> dict[str, Any]:
+    """The ``data`` of a system, human or AI message (an AI's calls beside its content)."""
+    role = message.role
+    one = message.parts[0] if len(message.parts) == 1 and role is not _AI else None
+    if type(one) is TextPart and one.reasoning is None:  # a lone plain text, as a string
+        return {"content": one.text}
     blocks: list[dict[str, Any]] = []
-    texts: list[TextPart] = []
     tool_calls: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
     for j, part in reasoned(message, blocks, _reasoning_block):
         if isinstance(part, TextPart):
-            texts.append(part)
             blocks.append({"type": "text", "text": part.text})
-        elif isinstance(part, ToolCall):
-            args = _object_or_none(part.arguments)
-            if args is None:
+        elif isinstance(part, ToolCall) and role is _AI:
+            try:
+                args = json.loads(part.arguments)
+            except ValueError:
+                args = None
+            if not isinstance(args, dict):
                 invalid.append(
                     {"name": part.name, "args": part.arguments, "id": part.id, "error": None}
                 )
             else:
                 tool_calls.append({"name": part.name, "args": args, "id": part.id})
+        elif isinstance(part, ImagePart) and role is _HUMAN:
+            blocks.append(image_url_block(part))
+        elif isinstance(part, BinaryPart) and role is _HUMAN:
+            kind = part.mime_type.partition("/")[0]
+            blocks.append(
+                {
+                    "type": kind if kind in ("image", "audio", "video") else "file",
+                    "base64": b64encode(part.data),
+                    "mime_type": part.mime_type,
+                }
+            )
         else:
-            fail_part(i, j, f"an AI message cannot hold a {part.type} part in LangChain")
-    plain = len(texts) <= 1 and all(block["type"] == "text" for block in blocks)
-    content: str | list[dict[str, Any]] = (texts[0].text if texts else "") if plain else blocks
+            held = "an AI" if role is _AI else f"a {role.value}"
+            fail_part(i, j, f"{held} message cannot hold a {part.type} part in LangChain")
+    if role is not _AI:
+        return {"content": blocks}
+    plain = len(blocks) <= 1 and all(block["type"] == "text" for block in blocks)
+    content = (blocks[0]["text"] if blocks else "") if plain else blocks
     data: dict[str, Any] = {"content": content, "tool_calls": tool_calls}
     if invalid:
         data["invalid_tool_calls"] = invalid
     return data
-
-
-def _object_or_none(arguments: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _encode_tool(message: Message, i: int) -> list[dict[str, Any]]:

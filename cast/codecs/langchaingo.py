@@ -17,6 +17,7 @@ from cast.codecs._common import (
     fail,
     fail_part,
     get_typed,
+    image_url_block,
     typed_parts_style,
 )
 from cast.messages import (
@@ -181,10 +182,7 @@ def _encode_part(part: Any, i: int, j: int) -> dict[str, Any]:
         response = {"tool_call_id": part.tool_call_id, "name": part.name, "content": part.content}
         return {"type": "tool_response", "tool_response": response}
     if isinstance(part, ImagePart):
-        image = {"url": part.url}
-        if part.detail:
-            image["detail"] = part.detail
-        return {"type": "image_url", "image_url": image}
+        return image_url_block(part)
     return {"type": "binary", "binary": {"mime_type": part.mime_type, "data": b64encode(part.data)}}
 
 

@@ -20,6 +20,7 @@ from cast.codecs._common import (
     fail_part,
     get_str,
     get_typed,
+    image_url_block,
     parse_data_url,
     provider_block,
     provider_part,
@@ -47,6 +48,7 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 """Assistant fields read as reasoning, in order of preference (DeepSeek, vLLM)."""
 
 _PROVIDER = "openai"
+_RESPONSES = "openai-responses"
 # The keys chaincast models for each content part type (besides ``type``); a part with
 # any other key (OpenRouter's ``cache_control``, a file by ``file_id``) is kept whole.
 _MODELED = {
@@ -115,9 +117,11 @@ def _with_fields(
     return parts if keys.issuperset(item) else (*parts, _fields_part(item, keys, MESSAGE_FIELDS))
 
 
-def _fields_part(item: dict[str, Any], keys: frozenset[str], kind: str) -> ProviderPart:
-    """The fields of ``item`` beyond ``keys``, kept as a part of ``kind``."""
-    return provider_part(_PROVIDER, kind, {k: v for k, v in item.items() if k not in keys})
+def _fields_part(
+    item: dict[str, Any], keys: frozenset[str], kind: str, provider: str = _PROVIDER
+) -> ProviderPart:
+    """The fields of ``item`` beyond ``keys``, kept as a part of ``kind`` (Chat, Responses)."""
+    return provider_part(provider, kind, {k: v for k, v in item.items() if k not in keys})
 
 
 def _decode_content(item: dict[str, Any], i: int, *, media: bool) -> tuple[Any, ...]:
@@ -195,8 +199,20 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
     if isinstance(content, str):
         parts.append(TextPart(text=content))
     elif isinstance(content, list):
-        for j, part in enumerate(content):
-            _decode_assistant_part(part, f"messages[{i}].content[{j}]", i, parts, thoughts)
+        for j, raw in enumerate(content):  # text, refusal or Mistral thinking parts
+            where = f"messages[{i}].content[{j}]"
+            part = ensure(raw, dict, where, "a content part object", i)
+            kind = part.get("type")
+            if kind == "thinking":
+                thoughts.extend(_thinking_texts(part, where, i))
+            elif kind in ("text", "refusal"):
+                _decode_text(part, kind, where, i, parts)
+            else:
+                fail(
+                    f"{where}.type",
+                    f"expected a text, refusal or thinking part, got {kind!r}",
+                    index=i,
+                )
     elif content is not None:
         fail(f"messages[{i}].content", "a string, an array or null", content, i)
 
@@ -239,23 +255,8 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
     return trusted_message(_AI, _with_fields(tuple(parts), item, _ASSISTANT_KEYS))
 
 
-def _decode_assistant_part(
-    part: object, where: str, i: int, parts: list[Any], thoughts: list[str]
-) -> None:
-    """An assistant content part: text, refusal or Mistral thinking (else kept whole)."""
-    part = ensure(part, dict, where, "a content part object", i)
-    kind = part.get("type")
-    if kind == "thinking":
-        thoughts.extend(_thinking_texts(part, where, i))
-    elif kind in ("text", "refusal"):
-        _decode_text(part, kind, where, i, parts)
-    else:
-        fail(f"{where}.type", f"expected a text, refusal or thinking part, got {kind!r}", index=i)
-
-
 def _decode_text(part: dict[str, Any], key: str, where: str, i: int, parts: list[Any]) -> None:
-    """A text (``key``) or refusal part, then its refusal mark and ``cache_control``; a
-    part of another type (``key`` empty) or with other fields is kept whole."""
+    """A text (``key``) or refusal part and its marks; others (``key`` empty) kept whole."""
     if not key or not {"type", key, CACHE_CONTROL}.issuperset(part):
         parts.append(provider_part(_PROVIDER, part["type"], part))
         return
@@ -399,52 +400,73 @@ def _encode_plain(role: str, message: Message, i: int, *, media: bool) -> dict[s
 
 
 def _encode_content(
-    message: Message, parts: tuple[Any, ...], i: int, *, media: bool
+    message: Message, parts: tuple[Any, ...], i: int, *, media: bool, responses: bool = False
 ) -> str | list[dict[str, Any]]:
+    """A user (``media``) or system message's content in Chat or Responses: a lone text is
+    a string; an OpenAI ``cache_control`` marks the Chat text before it."""
     if len(parts) == 1 and type(parts[0]) is TextPart:
         return parts[0].text
     out: list[dict[str, Any]] = []
     for j, part in enumerate(parts):
         if isinstance(part, TextPart):
-            out.append({"type": "text", "text": part.text})
-        elif media and isinstance(part, ImagePart):
-            image: dict[str, str] = {"url": part.url}
-            if part.detail:
-                image["detail"] = part.detail
-            out.append({"type": "image_url", "image_url": image})
-        elif media and isinstance(part, BinaryPart):
-            out.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
-        elif _attached(part) == CACHE_CONTROL and out and out[-1].get("type") == "text":
+            out.append({"type": "input_text" if responses else "text", "text": part.text})
+        elif media and isinstance(part, ImagePart | BinaryPart):
+            out.append(_media_content(part, f"messages[{i}].parts[{j}]", i, responses=responses))
+        elif (
+            not responses
+            and _attached(part) == CACHE_CONTROL
+            and out
+            and out[-1].get("type") == "text"
+        ):
             _mark(out[-1], part, f"messages[{i}].parts[{j}]", i)
-        elif isinstance(part, ProviderPart):
-            out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
+        elif isinstance(part, ProviderPart) and (media or not responses):
+            provider = _RESPONSES if responses else _PROVIDER
+            out.append(provider_block(part, provider, f"messages[{i}].parts[{j}]", i))
         else:
-            role = message.role.value
-            fail_part(i, j, f"a {role} message cannot carry a {part.type} part in OpenAI Chat")
+            held = "this {} part in Responses" if responses else "a {} part in OpenAI Chat"
+            fail_part(i, j, f"a {message.role.value} message cannot carry {held.format(part.type)}")
     return out
 
 
 AUDIO_TYPES = frozenset({"audio/wav", "audio/mp3"})
 """``input_audio`` formats (https://platform.openai.com/docs/guides/audio)."""
+FILE_TYPES = frozenset({"application/pdf"})
+"""Media types Responses' ``input_file`` takes inline
+(https://platform.openai.com/docs/guides/pdf-files)."""
 
 
-def _encode_binary(part: BinaryPart, where: str, i: int) -> dict[str, Any]:
+def _media_content(
+    part: ImagePart | BinaryPart, where: str, i: int, *, responses: bool
+) -> dict[str, Any]:
+    """An image or file as a Chat content part, or a Responses one: by URL, or inline as a
+    data URL (``image_url``/``file`` nested in Chat, flat ``input_image``/``input_file`` in
+    Responses); audio as Chat's ``input_audio``."""
+    if isinstance(part, ImagePart):
+        if not responses:
+            return image_url_block(part)
+        if part.mime_type:
+            return {"type": "input_file", "file_url": part.url}
+        image: dict[str, Any] = {"type": "input_image", "image_url": part.url}
+        if part.detail:
+            image["detail"] = part.detail
+        return image
     mime = part.mime_type
-    if mime in AUDIO_TYPES:
-        return {
-            "type": "input_audio",
-            "input_audio": {"data": b64encode(part.data), "format": mime[6:]},
-        }
+    if not responses and mime in AUDIO_TYPES:
+        audio = {"data": b64encode(part.data), "format": mime[6:]}
+        return {"type": "input_audio", "input_audio": audio}
+    url = f"data:{mime};base64,{b64encode(part.data)}"
     if mime in IMAGE_TYPES:
-        url = f"data:{mime};base64,{b64encode(part.data)}"
-        return {"type": "image_url", "image_url": {"url": url}}
+        inline = {"type": "input_image", "image_url": url}
+        return inline if responses else {"type": "image_url", "image_url": {"url": url}}
+    if responses and mime not in FILE_TYPES:
+        fail(where, f"Responses takes images and PDFs, not {mime!r}", index=i)
     if mime.startswith(("audio/", "video/", "image/")):
         # Other images, audio and video have no part type; files are documents.
         fail(where, f"OpenAI Chat takes no {mime!r} part", index=i)
-    file = {"file_data": f"data:{mime};base64,{b64encode(part.data)}"}
+    file = {"file_data": url}
     if part.filename:
         file["filename"] = part.filename
-    return {"type": "file", "file": file}
+    return {"type": "input_file", **file} if responses else {"type": "file", "file": file}
 
 
 def _encode_assistant(message: Message, i: int, reasoning_field: str) -> dict[str, Any]:
@@ -545,9 +567,7 @@ _RESULT_EXPECTED = (
 
 _ONLY_CHAT_ROLES = frozenset({"tool", "developer", "function"})
 _ONLY_CHAT_KEYS = ("tool_calls", "tool_call_id", "refusal", "function_call", *REASONING_FIELDS)
-_ONLY_CHAT_PARTS = frozenset(
-    {"image_url", "input_audio", "file", "video_url", "document_url", "refusal"}
-)
+_ONLY_CHAT_PARTS = ("image_url", "input_audio", "file", "video_url", "document_url", "refusal")
 
 
 def detect_messages(dicts: list[dict[str, Any]]) -> int:
@@ -561,11 +581,8 @@ def detect_messages(dicts: list[dict[str, Any]]) -> int:
         ):
             return EVIDENCE
         content = item.get("content")
-        if isinstance(content, list) and any(_chat_part(p) for p in content):
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") in _ONLY_CHAT_PARTS for p in content
+        ):
             return EVIDENCE
     return FITS
-
-
-def _chat_part(part: object) -> bool:
-    kind = part.get("type") if isinstance(part, dict) else None
-    return isinstance(kind, str) and kind in _ONLY_CHAT_PARTS

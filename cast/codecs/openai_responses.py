@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from cast.codecs import openai
 from cast.codecs._common import (
     EVIDENCE,
-    IMAGE_TYPES,
     MISSING,
     AiParts,
     as_messages,
-    b64encode,
     ensure,
     fail,
     fail_part,
@@ -119,11 +118,17 @@ def decode(payload: object) -> list[Message]:
                 ai.think(_decode_reasoning(item, where, i))
             elif kind == "function_call":
                 ai.append(_decode_call(item, where, i, names, ai.take()))
-                _fields(item, _CALL_KEYS, CALL_FIELDS, ai)
+                if not _CALL_KEYS.issuperset(item):
+                    ai.append(openai._fields_part(item, _CALL_KEYS, CALL_FIELDS, _PROVIDER))
             else:
-                for text in _texts(item, where, i):
-                    ai.text(text)
-                _fields(item, _MESSAGE_KEYS, MESSAGE_FIELDS, ai)
+                for part_where, part in _content(item, where, i):  # output_text, refusal
+                    kind = part.get("type")
+                    if kind not in (*_TEXT_PARTS, "refusal"):
+                        expected = f"expected a text or refusal part, got {kind!r}"
+                        fail(f"{part_where}.type", expected, index=i)
+                    ai.text(_text_of(part, part_where, i))
+                if not _MESSAGE_KEYS.issuperset(item):
+                    ai.append(openai._fields_part(item, _MESSAGE_KEYS, MESSAGE_FIELDS, _PROVIDER))
             continue
         elif kind == "function_call_output":
             message = _decode_output(item, where, i, names)
@@ -144,13 +149,6 @@ def decode(payload: object) -> list[Message]:
     if ai is not None:
         out.append(ai.message())
     return out
-
-
-def _fields(item: dict[str, Any], modeled: frozenset[str], kind: str, ai: list[Any]) -> None:
-    """The item's fields chaincast does not model, as a part of ``kind`` after its parts."""
-    extra = {key: value for key, value in item.items() if key not in modeled}
-    if extra:
-        ai.append(provider_part(_PROVIDER, kind, extra))
 
 
 def _kept_whole(item: dict[str, Any], kind: str) -> bool:
@@ -181,17 +179,6 @@ def _content(item: dict[str, Any], where: str, i: int) -> Iterator[tuple[str, An
     for j, part in enumerate(content):
         ensure(part, dict, f"{where}.content[{j}]", "a content part object", i)
         yield f"{where}.content[{j}]", part
-
-
-def _texts(item: dict[str, Any], where: str, i: int) -> list[str]:
-    """Texts of an assistant message item (``output_text`` and ``refusal`` parts)."""
-    texts: list[str] = []
-    for part_where, part in _content(item, where, i):
-        kind = part.get("type")
-        if kind not in (*_TEXT_PARTS, "refusal"):
-            fail(f"{part_where}.type", f"expected a text or refusal part, got {kind!r}", index=i)
-        texts.append(_text_of(part, part_where, i))
-    return texts
 
 
 def _decode_content(item: dict[str, Any], where: str, i: int, *, media: bool) -> tuple[Any, ...]:
@@ -283,72 +270,18 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
             _encode_assistant(message, i, out)
         elif role is _TOOL:
             _encode_outputs(message, i, out)
-        elif _is_item(message):
-            out.append(provider_block(message.parts[0], _PROVIDER, f"messages[{i}].parts[0]", i))  # type: ignore[arg-type]
-        elif role is _HUMAN:
-            out.append({"role": "user", "content": _encode_content(message, i, media=True)})
+        elif (
+            len(message.parts) == 1
+            and type(item := message.parts[0]) is ProviderPart
+            and item.provider == _PROVIDER
+            and not item.kind.startswith("input_")
+        ):  # a message holding one kept input item (not a content part)
+            out.append(provider_block(item, _PROVIDER, f"messages[{i}].parts[0]", i))
         else:
-            out.append({"role": "system", "content": _encode_content(message, i, media=False)})
+            human = role is _HUMAN
+            content = openai._encode_content(message, message.parts, i, media=human, responses=True)
+            out.append({"role": "user" if human else "system", "content": content})
     return {"input": out}
-
-
-def _is_item(message: Message) -> bool:
-    """A message holding one kept input item (not a content part)."""
-    parts = message.parts
-    return (
-        len(parts) == 1
-        and type(parts[0]) is ProviderPart
-        and parts[0].provider == _PROVIDER
-        and not parts[0].kind.startswith("input_")
-    )
-
-
-def _encode_content(message: Message, i: int, *, media: bool) -> str | list[dict[str, Any]]:
-    parts = message.parts
-    if len(parts) == 1 and type(parts[0]) is TextPart:
-        return parts[0].text
-    out: list[dict[str, Any]] = []
-    for j, part in enumerate(parts):
-        if isinstance(part, TextPart):
-            out.append({"type": "input_text", "text": part.text})
-            continue
-        if media and isinstance(part, ImagePart):
-            out.append(_encode_url(part))
-            continue
-        if media and isinstance(part, BinaryPart):
-            out.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
-            continue
-        if media and isinstance(part, ProviderPart):
-            out.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
-            continue
-        role = message.role.value
-        fail_part(i, j, f"a {role} message cannot carry this {part.type} part in Responses")
-    return out
-
-
-FILE_TYPES = frozenset({"application/pdf"})
-"""Media types ``input_file`` takes inline (https://platform.openai.com/docs/guides/pdf-files)."""
-
-
-def _encode_binary(part: BinaryPart, where: str, i: int) -> dict[str, Any]:
-    url = f"data:{part.mime_type};base64,{b64encode(part.data)}"
-    if part.mime_type in IMAGE_TYPES:
-        return {"type": "input_image", "image_url": url}
-    if part.mime_type not in FILE_TYPES:
-        fail(where, f"Responses takes images and PDFs, not {part.mime_type!r}", index=i)
-    file: dict[str, Any] = {"type": "input_file", "file_data": url}
-    if part.filename:
-        file["filename"] = part.filename
-    return file
-
-
-def _encode_url(part: ImagePart) -> dict[str, Any]:
-    if part.mime_type:
-        return {"type": "input_file", "file_url": part.url}
-    image: dict[str, Any] = {"type": "input_image", "image_url": part.url}
-    if part.detail:
-        image["detail"] = part.detail
-    return image
 
 
 def _reasoning_item(reasoning: Reasoning) -> dict[str, Any]:
@@ -429,10 +362,10 @@ def _encode_outputs(message: Message, i: int, out: list[dict[str, Any]]) -> None
             output = current["output"] = [{"type": "input_text", "text": output}] if keep else []
         if isinstance(part, TextPart):
             output.append({"type": "input_text", "text": part.text})
-        elif isinstance(part, ImagePart):
-            output.append(_encode_url(part))
-        elif isinstance(part, BinaryPart):
-            output.append(_encode_binary(part, f"messages[{i}].parts[{j}]", i))
+        elif isinstance(part, ImagePart | BinaryPart):
+            output.append(
+                openai._media_content(part, f"messages[{i}].parts[{j}]", i, responses=True)
+            )
         else:
             output.append(provider_block(part, _PROVIDER, f"messages[{i}].parts[{j}]", i))
 

@@ -196,13 +196,9 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
                 arguments = dumps_compact(args)
             else:
                 fail(f"{part_where}.args", "a JSON object, its text, or null", args, i)
-            call = ToolCall(
-                id=get_str(part, "tool_call_id", part_where, i),
-                name=get_str(part, "tool_name", part_where, i),
-                arguments=arguments,
-                reasoning=out.take(),
-            )
-            out.append(call)
+            call_id = get_str(part, "tool_call_id", part_where, i)
+            name = get_str(part, "tool_name", part_where, i)
+            out.append(ToolCall(id=call_id, name=name, arguments=arguments, reasoning=out.take()))
         elif kind == "file":
             content = get_typed(part, "content", dict, "a binary content object", part_where, i)
             data = b64decode(get_str(content, "data", part_where, i), f"{part_where}.data", i)
