@@ -53,14 +53,14 @@ class Blocks:
     turn: str  # what a turn is, for errors
     system: Callable[[dict[str, Any]], Message | None]  # the body's system prompt
     classify: Callable[[Any, str, int], tuple[str | None, Any, Any]]  # (role, kind, value)
-    call: Callable[[Any, str, int, Any, AiParts], None]  # appends the call
-    think: Callable[[str, Any, str, int], Reasoning]
     result: Callable[[Any, str, int, int, Any], Message]
     other: Callable[[Any, Any, str, int, Parts], None]  # (value, kind): media or kept
     write_call: Callable[[ToolCall, Block], Block]
     write_media: Callable[[ImagePart | BinaryPart, str, int], Block]
     write_kept: Callable[[list[Block], ProviderPart, str, int], None]
     write_think: Callable[[list[Block], Block, Reasoning, bool], Block | None]
+    call: Callable[[Any, str, int, Any, AiParts], None] | None = None  # appends the call
+    think: Callable[[str, Any, str, int], Reasoning] | None = None  # (None: ai_turn's own)
     tagged: bool = False  # a block's kind is its "type" (else its one key)
     marks: Callable[[Any, Parts], None] | None = None  # parts after a text or call block
     user_other: Callable[[Any, Any, str, int, Parts], None] | None = None  # else other
@@ -72,11 +72,13 @@ class Blocks:
     who: Callable[[Role], str] = lambda role: f"a {role.value}"
 
 
-def read_chain(payload: object, b: Blocks, state: Any) -> list[Message]:
-    """The messages of a request body (or of its bare turns); ``state`` pairs results."""
+def read_chain(payload: object, b: Blocks, new_state: Callable[[], Any]) -> list[Message]:
+    """The messages of a request body (or of its bare turns); a ``new_state()`` pairs
+    results with calls."""
     items, body = body_items(payload, b.key)
     system = b.system(body)
     out: list[Message] = [] if system is None else [system]
+    state = new_state()
     for i, item in enumerate(items):
         where = f"{b.key}[{i}]"
         ensure(item, dict, where, b.turn, i)
@@ -115,7 +117,8 @@ def read_chain(payload: object, b: Blocks, state: Any) -> list[Message]:
 def read_ai(b: Blocks, content: list[Any], i: int, state: Any) -> Message:
     """An AI turn: a reasoning block is the reasoning of the text or call after it."""
     parts = AiParts()
-    classify, marks = b.classify, b.marks
+    classify, marks, call, think = b.classify, b.marks, b.call, b.think
+    assert call is not None and think is not None  # else the format reads its own AI turns
     for j, block in enumerate(content):
         where = f"{b.key}[{i}].{b.content}[{j}]"
         role, kind, value = classify(block, where, i)
@@ -126,11 +129,11 @@ def read_ai(b: Blocks, content: list[Any], i: int, state: Any) -> Message:
             if marks is not None:
                 marks(block, parts)
         elif role is CALL:
-            b.call(value, where, i, state, parts)
+            call(value, where, i, state, parts)
             if marks is not None:
                 marks(block, parts)
         elif role is THINK:
-            parts.think(b.think(kind, value, where, i))
+            parts.think(think(kind, value, where, i))
         else:
             parts.settle()
             b.other(value, kind, where, i, parts)

@@ -77,7 +77,7 @@ _PAIRED = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"}
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Messages API request body (or of its bare message list)."""
-    return read_chain(payload, _BLOCKS, {})  # tool_use id -> name of its latest call
+    return read_chain(payload, _BLOCKS, dict)  # tool_use id -> name of its latest call
 
 
 def _decode_system(system: object, where: str, i: int | None) -> Message:

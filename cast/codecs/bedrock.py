@@ -79,7 +79,7 @@ DEFAULT_DOCUMENT_NAME = "document"
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Converse request body (or of its bare message list)."""
-    return read_chain(payload, _BLOCKS, {})  # toolUseId -> name of its latest call
+    return read_chain(payload, _BLOCKS, dict)  # toolUseId -> name of its latest call
 
 
 def _decode_system(system: object) -> Message:
