@@ -6,29 +6,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._blocks import (
-    CALL,
-    RESULT,
-    TEXT,
-    THINK,
-    Blocks,
-    read_call,
-    read_chain,
-    read_signed,
-    think_before,
-    write_blocks,
-)
 from cast.codecs._common import (
+    CALL,
     EVIDENCE,
     FITS,
     IMAGE_TYPES,
     MISSING,
     REDACTED_THINKING_PREFIX,
+    RESULT,
+    TEXT,
+    THINK,
+    BlockShapes,
     as_messages,
     b64decode,
     b64encode,
     converse_body,
-    encode_user_turns,
     ensure,
     fail,
     gemini_fields,
@@ -37,9 +29,15 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    read_call,
+    read_chain,
+    read_signed,
     redacted,
     redacted_data,
     signature_text,
+    think_before,
+    write_blocks,
+    write_chain,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -208,20 +206,15 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
 
 def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
     """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
-    return encode_user_turns(
+    return write_chain(
         messages,
+        _BLOCKS,
         late_error="the Messages API takes a system prompt only before the first message",
         results=_encode_results,
         human=_encode_user,
-        human_blocks=_encode_blocks,
-        assistant=_encode_blocks,
         system=lambda message: _encode_user(message, 0),
         late_system=_encode_user,
     )
-
-
-def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
-    return write_blocks(message, i, _BLOCKS)
 
 
 def _encode_user(message: Message, i: int) -> str | list[dict[str, Any]]:
@@ -338,11 +331,12 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
 
 
-_BLOCKS = Blocks(
+_BLOCKS = BlockShapes(
     key="messages",
     content="content",
     ai_role="assistant",
     turn="a message object",
+    content_type="a string or an array of content blocks",
     system=lambda body: (
         None if (system := body.get("system")) is None else _decode_system(system, "system", None)
     ),

@@ -6,28 +6,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._blocks import (
+from cast.codecs._common import (
     CALL,
+    EVIDENCE,
     RESULT,
     TEXT,
     THINK,
-    Blocks,
-    read_call,
-    read_chain,
-    read_signed,
-    think_before,
-    write_blocks,
-)
-from cast.codecs._common import (
-    EVIDENCE,
     AiParts,
+    BlockShapes,
     as_messages,
     b64decode,
     b64encode,
     converse_body,
     converse_messages,
     dumps_compact,
-    encode_user_turns,
     ensure,
     error,
     fail,
@@ -36,12 +28,17 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    read_call,
+    read_chain,
+    read_signed,
     redacted,
     redacted_data,
     result_parts,
     signature_text,
     system_blocks,
+    think_before,
     tool_parts,
+    write_chain,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -132,9 +129,8 @@ def _decode_media(kind: str, value: object, where: str, i: int) -> Any:
 
 def _decode_call(value: object, where: str, i: int, names: dict[str, str], parts: AiParts) -> None:
     where = f"{where}.toolUse"
-    read_call(
-        ensure(value, dict, where, "a toolUse object", i), where, i, names, parts, "toolUseId"
-    )
+    value = ensure(value, dict, where, "a toolUse object", i)
+    read_call(value, where, i, names, parts, id_key="toolUseId")
 
 
 def _decode_reasoning(_kind: str, value: object, where: str, i: int) -> Reasoning:
@@ -197,13 +193,11 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
 
 def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
     """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
-    return encode_user_turns(
+    return write_chain(
         messages,
+        _BLOCKS,
         late_error="Converse takes a system prompt only before the first message",
         results=_encode_results,
-        human=_encode_blocks,
-        human_blocks=_encode_blocks,
-        assistant=_encode_blocks,
         system=lambda message: system_blocks(message, _provider_block, "the system prompt"),
     )
 
@@ -243,10 +237,6 @@ def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str,
     return {kind: block}
 
 
-def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
-    return write_blocks(message, i, _BLOCKS)
-
-
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
     """``toolResult`` blocks: the result text, then the parts after it (no ``status``)."""
     content: list[dict[str, Any]] = []
@@ -271,11 +261,12 @@ _RESULT_EXPECTED = (
 )
 
 
-_BLOCKS = Blocks(
+_BLOCKS = BlockShapes(
     key="messages",
     content="content",
     ai_role="assistant",
     turn="a message object",
+    content_type="an array of content blocks",
     system=lambda body: None if (system := body.get("system")) is None else _decode_system(system),
     classify=_classify,
     call=_decode_call,

@@ -9,16 +9,17 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from cast.codecs._blocks import RESULT, TEXT, Blocks, read_chain, write_blocks
 from cast.codecs._common import (
     EVIDENCE,
     MISSING,
+    RESULT,
+    TEXT,
+    BlockShapes,
     as_messages,
     b64decode,
     b64encode,
     canonical_object,
     dumps_compact,
-    encode_user_turns,
     ensure,
     fail,
     gemini_fields,
@@ -28,9 +29,11 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    read_chain,
     signature_text,
     system_blocks,
     tool_parts,
+    write_chain,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
@@ -285,18 +288,13 @@ def encode(
 
 def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> PayloadStream:
     """:func:`encode`, one content at a time (the command lines write it as it comes)."""
-    return encode_user_turns(
+    return write_chain(
         messages,
+        _BLOCKS if include_ids else _BLOCKS_WITHOUT_IDS,
         late_error="Gemini takes a system instruction only before the first message",
         results=lambda message, i, parts: _encode_results(message, i, include_ids, parts),
-        human=_encode_parts,
-        human_blocks=_encode_parts,
-        assistant=lambda message, i: _encode_parts(message, i, include_ids),
         system=lambda message: {"parts": system_blocks(message, _kept, "the system instruction")},
-        key="contents",
         system_key="systemInstruction",
-        content="parts",
-        ai_role="model",
     )
 
 
@@ -322,11 +320,6 @@ def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
     if mime:
         file["mimeType"] = mime
     return {"fileData": file}
-
-
-def _encode_parts(message: Message, i: int, include_ids: bool = True) -> list[dict[str, Any]]:
-    """The parts of a user or model content; a model part's reasoning goes before it."""
-    return write_blocks(message, i, _BLOCKS if include_ids else _BLOCKS_WITHOUT_IDS)
 
 
 def _thought(
@@ -377,11 +370,12 @@ def _encode_results(
 _RESULT_EXPECTED = "a Gemini tool turn holds function responses (with text and media) only"
 
 
-_BLOCKS = Blocks(
+_BLOCKS = BlockShapes(
     key="contents",
     content="parts",
     ai_role="model",
     turn="a content object",
+    content_type="an array of parts",
     system=_system,
     classify=_classify,
     result=_decode_response,
