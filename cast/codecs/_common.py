@@ -46,7 +46,6 @@ __all__ = [
     "converse_body",
     "converse_messages",
     "dumps_compact",
-    "encode_user_turns",
     "ensure",
     "error",
     "fail",
@@ -67,7 +66,6 @@ __all__ = [
     "redacted_data",
     "result_parts",
     "signature_text",
-    "split_user_turn",
     "system_blocks",
     "tool_parts",
     "typed_parts_style",
@@ -360,24 +358,6 @@ Blocks = list[dict[str, Any]]
 _NOT_CALLS = (TextPart, ImagePart, BinaryPart, ProviderPart)
 
 
-def split_user_turn(
-    blocks: list[Any], out: list[Message], read: Callable[[int, Any, list[Any]], Message | None]
-) -> None:
-    """A user turn as TOOL messages (``read`` returns them) and HUMAN runs between them."""
-    human: list[Any] = []
-    emitted = False
-    for j, block in enumerate(blocks):
-        result = read(j, block, human)
-        if result is not None:
-            if human:
-                out.append(trusted_message(_HUMAN, tuple(human)))
-                human = []
-            out.append(result)
-            emitted = True
-    if human or not emitted:
-        out.append(trusted_message(_HUMAN, tuple(human)))
-
-
 def result_parts(
     call_id: str, name: str, parts: list[Any], is_error: bool = False
 ) -> tuple[Any, ...]:
@@ -418,62 +398,6 @@ def body_items(payload: object, key: str = "messages") -> tuple[list[Any], dict[
     if not isinstance(items, list):
         fail(key, f"an array of {key}", items)
     return items, payload
-
-
-def encode_user_turns(
-    messages: Iterable[Message],
-    *,
-    late_error: str,
-    results: Callable[[Message, int, Blocks], None],
-    human: Callable[[Message, int], Any],
-    human_blocks: Callable[[Message, int], Blocks],
-    assistant: Callable[[Message, int], Any],
-    system: Callable[[Message], Any],
-    late_system: Callable[[Message, int], Any] | None = None,
-    key: str = "messages",
-    system_key: str = "system",
-    content: str = "content",
-    ai_role: str = "assistant",
-) -> PayloadStream:
-    """The body ``{key: [...], system_key?: ...}``, a turn at a time, of APIs with tool
-    results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
-    the system prompt is hoisted, a later one is ``late_system``'s turn or raises."""
-    tail: dict[str, Any] = {}
-
-    def turns() -> Iterator[dict[str, Any]]:
-        tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
-        for i, message in enumerate(messages):
-            role = message.role
-            if role is _TOOL:
-                if tool_turn is None:
-                    tool_turn = []
-                results(message, i, tool_turn)
-                continue
-            turn: dict[str, Any] | None = None
-            if role is _HUMAN:
-                if tool_turn is not None and message.parts:
-                    tool_turn.extend(human_blocks(message, i))
-                else:
-                    turn = {"role": "user", content: human(message, i)}
-            elif role is _AI:
-                turn = {"role": ai_role, content: assistant(message, i)}
-            elif i != 0 and late_system is not None:
-                turn = {"role": "system", content: late_system(message, i)}
-            else:
-                if i != 0:
-                    fail(f"messages[{i}]", late_error, index=i)
-                value = system(message)
-                if value is not None:
-                    tail[system_key] = value
-            if tool_turn is not None:
-                yield {"role": "user", content: tool_turn}
-                tool_turn = None
-            if turn is not None:
-                yield turn
-        if tool_turn is not None:
-            yield {"role": "user", content: tool_turn}
-
-    return PayloadStream(key, turns(), tail)
 
 
 def system_blocks(
@@ -632,33 +556,33 @@ Parts = list[Any]
 Block = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BlockShapes:
     """One format's key names and the readers and writers of its block shapes."""
 
-    key: str  # the list of turns in a request body
-    content: str  # a turn's list of blocks
-    ai_role: str
-    turn: str  # what a turn is, for errors
-    content_type: str  # what its content is, for errors
+    key: str = "messages"  # the list of turns in a request body
+    content: str = "content"  # a turn's list of blocks
+    ai_role: str = "assistant"
+    turn: str = "a message object"  # what a turn is, for errors
+    content_type: str = "an array of content blocks"  # what its content is, for errors
+    content_default: Any = MISSING  # a turn's content when absent (else an error)
+    strings: bool = False  # a turn's content may be a string (one text)
+    default_role: str | None = None
     system: Callable[[dict[str, Any]], Message | None]  # the body's system prompt
+    system_turn: Callable[[object, str, int], Message] | None = None  # a system role
     classify: Callable[[Any, str, int], tuple[str | None, Any, Any]]  # (role, kind, value)
+    marks: Callable[[Any, Parts], None] | None = None  # parts after a text or call block
+    call: Callable[[Any, str, int, Any, AiParts], None] | None = None  # appends the call
+    think: Callable[[str, Any, str, int], Reasoning] | None = None  # (None: ai_turn's own)
+    ai_turn: Callable[[list[Any], int, Any], Message] | None = None  # else read_ai
     result: Callable[[Any, str, int, int, Any], Message]
     other: Callable[[Any, Any, str, int, Parts], None]  # (value, kind): media or kept
+    user_other: Callable[[Any, Any, str, int, Parts], None] | None = None  # else other
+    tagged: bool = False  # a block's kind is its "type" (else its one key)
     write_call: Callable[[ToolCall, Block], Block]
     write_media: Callable[[ImagePart | BinaryPart, str, int], Block]
     write_kept: Callable[[list[Block], ProviderPart, str, int], None]
     write_think: Callable[[list[Block], Block, Reasoning, bool], Block | None]
-    call: Callable[[Any, str, int, Any, AiParts], None] | None = None  # appends the call
-    think: Callable[[str, Any, str, int], Reasoning] | None = None  # (None: ai_turn's own)
-    tagged: bool = False  # a block's kind is its "type" (else its one key)
-    marks: Callable[[Any, Parts], None] | None = None  # parts after a text or call block
-    user_other: Callable[[Any, Any, str, int, Parts], None] | None = None  # else other
-    ai_turn: Callable[[list[Any], int, Any], Message] | None = None  # else read_ai
-    system_turn: Callable[[object, str, int], Message] | None = None  # a system role
-    default_role: str | None = None
-    strings: bool = False  # a turn's content may be a string (one text)
-    content_default: Any = MISSING  # a turn's content when absent (else an error)
     who: Callable[[Role], str] = lambda role: f"a {role.value}"
 
 
@@ -729,13 +653,19 @@ def read_ai(b: BlockShapes, content: list[Any], i: int, state: Any) -> Message:
 def read_user(b: BlockShapes, content: list[Any], i: int, state: Any, out: list[Message]) -> None:
     """Each tool result a TOOL message, each run of other blocks a HUMAN message."""
     classify, marks, other = b.classify, b.marks, b.user_other or b.other
-
-    def read(j: int, block: object, human: Parts) -> Message | None:
+    human: Parts = []
+    emitted = False
+    for j, block in enumerate(content):
         where = f"{b.key}[{i}].{b.content}[{j}]"
         role, kind, value = classify(block, where, i)
         if role is RESULT:
-            return b.result(value, where, i, j, state)
-        if role is TEXT:
+            result = b.result(value, where, i, j, state)
+            if human:
+                out.append(trusted_message(_HUMAN, tuple(human)))
+                human = []
+            out.append(result)
+            emitted = True
+        elif role is TEXT:
             if not isinstance(value, str):
                 fail(f"{where}.text", "a string", value, i)
             human.append(TextPart(text=value))
@@ -743,9 +673,8 @@ def read_user(b: BlockShapes, content: list[Any], i: int, state: Any, out: list[
                 marks(block, human)
         else:
             other(value, kind, where, i, human)
-        return None
-
-    split_user_turn(content, out, read)
+    if human or not emitted:
+        out.append(trusted_message(_HUMAN, tuple(human)))
 
 
 def read_call(
@@ -805,19 +734,55 @@ def write_blocks(message: Message, i: int, b: BlockShapes) -> list[Block]:
     return blocks
 
 
-def write_chain(messages: Iterable[Message], b: BlockShapes, **turns: Any) -> PayloadStream:
-    """:func:`encode_user_turns` of ``b``'s turns, their blocks by :func:`write_blocks`."""
+def write_chain(
+    messages: Iterable[Message],
+    b: BlockShapes,
+    *,
+    late_error: str,
+    results: Callable[[Message, int, Blocks], None],
+    system: Callable[[Message], Any],
+    human: Callable[[Message, int], Any] | None = None,
+    late_system: Callable[[Message, int], Any] | None = None,
+    system_key: str = "system",
+) -> PayloadStream:
+    """The body ``{b.key: [...], system_key?: ...}``, a turn at a time, of APIs with tool
+    results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
+    the system prompt is hoisted, a later one is ``late_system``'s turn or raises."""
+    tail: dict[str, Any] = {}
+    content = b.content
 
-    def blocks(message: Message, i: int) -> Blocks:
-        return write_blocks(message, i, b)
+    def turns() -> Iterator[dict[str, Any]]:
+        tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
+        for i, message in enumerate(messages):
+            role = message.role
+            if role is _TOOL:
+                if tool_turn is None:
+                    tool_turn = []
+                results(message, i, tool_turn)
+                continue
+            turn: dict[str, Any] | None = None
+            if role is _HUMAN:
+                if tool_turn is not None and message.parts:
+                    tool_turn.extend(write_blocks(message, i, b))
+                else:
+                    blocks = write_blocks(message, i, b) if human is None else human(message, i)
+                    turn = {"role": "user", content: blocks}
+            elif role is _AI:
+                turn = {"role": b.ai_role, content: write_blocks(message, i, b)}
+            elif i != 0 and late_system is not None:
+                turn = {"role": "system", content: late_system(message, i)}
+            else:
+                if i != 0:
+                    fail(f"messages[{i}]", late_error, index=i)
+                value = system(message)
+                if value is not None:
+                    tail[system_key] = value
+            if tool_turn is not None:
+                yield {"role": "user", content: tool_turn}
+                tool_turn = None
+            if turn is not None:
+                yield turn
+        if tool_turn is not None:
+            yield {"role": "user", content: tool_turn}
 
-    turns.setdefault("human", blocks)
-    return encode_user_turns(
-        messages,
-        key=b.key,
-        content=b.content,
-        ai_role=b.ai_role,
-        human_blocks=blocks,
-        assistant=blocks,
-        **turns,
-    )
+    return PayloadStream(b.key, turns(), tail)

@@ -55,7 +55,7 @@ from cast.messages import (
 
 __all__ = ["REDACTED_THINKING_PREFIX", "decode", "detect", "detect_messages", "encode"]
 
-_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+_TOOL, _SYSTEM = Role.TOOL, Role.SYSTEM
 
 _PROVIDER = "anthropic"
 # ProviderPart kinds that are a key of the block before them (the table in docs/codecs.md):
@@ -332,10 +332,6 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
 
 
 _BLOCKS = BlockShapes(
-    key="messages",
-    content="content",
-    ai_role="assistant",
-    turn="a message object",
     content_type="a string or an array of content blocks",
     system=lambda body: (
         None if (system := body.get("system")) is None else _decode_system(system, "system", None)

@@ -262,11 +262,6 @@ _RESULT_EXPECTED = (
 
 
 _BLOCKS = BlockShapes(
-    key="messages",
-    content="content",
-    ai_role="assistant",
-    turn="a message object",
-    content_type="an array of content blocks",
     system=lambda body: None if (system := body.get("system")) is None else _decode_system(system),
     classify=_classify,
     call=_decode_call,

@@ -53,7 +53,7 @@ from cast.messages import (
 
 __all__ = ["decode", "detect", "detect_messages", "encode"]
 
-_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+_AI, _TOOL, _SYSTEM = Role.AI, Role.TOOL, Role.SYSTEM
 
 _PROVIDER = "gemini"
 _MEDIA_KEYS = {"inlineData", "inline_data", "fileData", "file_data"}
