@@ -568,9 +568,11 @@ class BlockShapes:
     content_default: Any = MISSING  # a turn's content when absent (else an error)
     strings: bool = False  # a turn's content may be a string (one text)
     default_role: str | None = None
-    system: Callable[[dict[str, Any]], Message | None]  # the body's system prompt
+    system_keys: tuple[str, ...] = ("system",)  # of the system prompt (the first written)
+    system: Callable[[Any], Message]  # reads the system prompt
     system_turn: Callable[[object, str, int], Message] | None = None  # a system role
     classify: Callable[[Any, str, int], tuple[str | None, Any, Any]]  # (role, kind, value)
+    # (the value of a TEXT is its text, checked)
     marks: Callable[[Any, Parts], None] | None = None  # parts after a text or call block
     call: Callable[[Any, str, int, Any, AiParts], None] | None = None  # appends the call
     think: Callable[[str, Any, str, int], Reasoning] | None = None  # (None: ai_turn's own)
@@ -584,14 +586,19 @@ class BlockShapes:
     write_kept: Callable[[list[Block], ProviderPart, str, int], None]
     write_think: Callable[[list[Block], Block, Reasoning, bool], Block | None]
     who: Callable[[Role], str] = lambda role: f"a {role.value}"
+    write_system: Callable[[Message], Any]
+    late_system: Callable[[Message, int], Any] | None = None  # else a later one raises:
+    late_error: str
+    human: Callable[[Message, int], Any] | None = None  # else write_blocks
+    results: Callable[[Message, int, Blocks], None]  # a TOOL message into the user turn
 
 
 def read_chain(payload: object, b: BlockShapes, new_state: Callable[[], Any]) -> list[Message]:
     """The messages of a request body (or of its bare turns); a ``new_state()`` pairs
     results with calls."""
     items, body = body_items(payload, b.key)
-    system = b.system(body)
-    out: list[Message] = [] if system is None else [system]
+    system = next((body[key] for key in b.system_keys if key in body), None)
+    out: list[Message] = [] if system is None else [b.system(system)]
     state = new_state()
     for i, item in enumerate(items):
         where = f"{b.key}[{i}]"
@@ -633,8 +640,6 @@ def read_ai(b: BlockShapes, content: list[Any], i: int, state: Any) -> Message:
         where = f"{b.key}[{i}].{b.content}[{j}]"
         role, kind, value = classify(block, where, i)
         if role is TEXT:
-            if not isinstance(value, str):
-                fail(f"{where}.text", "a string", value, i)
             parts.text(value)
             if marks is not None:
                 marks(block, parts)
@@ -666,8 +671,6 @@ def read_user(b: BlockShapes, content: list[Any], i: int, state: Any, out: list[
             out.append(result)
             emitted = True
         elif role is TEXT:
-            if not isinstance(value, str):
-                fail(f"{where}.text", "a string", value, i)
             human.append(TextPart(text=value))
             if marks is not None:
                 marks(block, human)
@@ -711,6 +714,7 @@ def write_blocks(message: Message, i: int, b: BlockShapes) -> list[Block]:
     blocks: list[Block] = []
     for j, part in enumerate(message.parts):
         where = f"messages[{i}].parts[{j}]"
+        block: Block | None
         if isinstance(part, TextPart):
             block = {"type": "text", "text": part.text} if b.tagged else {"text": part.text}
         elif isinstance(part, ToolCall) and ai:
@@ -726,30 +730,18 @@ def write_blocks(message: Message, i: int, b: BlockShapes) -> list[Block]:
         reasoning = part.reasoning if ai else None
         if reasoning is not None:
             alone = type(part) is TextPart and not part.text
-            written = b.write_think(blocks, block, reasoning, alone)
-            if written is None:
-                continue
-            block = written
-        blocks.append(block)
+            block = b.write_think(blocks, block, reasoning, alone)
+        if block is not None:
+            blocks.append(block)
     return blocks
 
 
-def write_chain(
-    messages: Iterable[Message],
-    b: BlockShapes,
-    *,
-    late_error: str,
-    results: Callable[[Message, int, Blocks], None],
-    system: Callable[[Message], Any],
-    human: Callable[[Message, int], Any] | None = None,
-    late_system: Callable[[Message, int], Any] | None = None,
-    system_key: str = "system",
-) -> PayloadStream:
-    """The body ``{b.key: [...], system_key?: ...}``, a turn at a time, of APIs with tool
+def write_chain(messages: Iterable[Message], b: BlockShapes) -> PayloadStream:
+    """The body ``{b.key: [...], system?: ...}``, a turn at a time, of APIs with tool
     results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
     the system prompt is hoisted, a later one is ``late_system``'s turn or raises."""
     tail: dict[str, Any] = {}
-    content = b.content
+    content, human, late_system = b.content, b.human, b.late_system
 
     def turns() -> Iterator[dict[str, Any]]:
         tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
@@ -758,7 +750,7 @@ def write_chain(
             if role is _TOOL:
                 if tool_turn is None:
                     tool_turn = []
-                results(message, i, tool_turn)
+                b.results(message, i, tool_turn)
                 continue
             turn: dict[str, Any] | None = None
             if role is _HUMAN:
@@ -773,10 +765,10 @@ def write_chain(
                 turn = {"role": "system", content: late_system(message, i)}
             else:
                 if i != 0:
-                    fail(f"messages[{i}]", late_error, index=i)
-                value = system(message)
+                    fail(f"messages[{i}]", b.late_error, index=i)
+                value = b.write_system(message)
                 if value is not None:
-                    tail[system_key] = value
+                    tail[b.system_keys[0]] = value
             if tool_turn is not None:
                 yield {"role": "user", content: tool_turn}
                 tool_turn = None

@@ -155,8 +155,8 @@ def _classify(block: object, where: str, i: int) -> tuple[str | None, object, An
     if not isinstance(block, dict):
         fail(where, "a content block object", block, i)
     kind = block.get("type")
-    if kind == "text":
-        return (None, kind, block) if _whole(block, kind) else (TEXT, kind, block.get("text"))
+    if kind == "text" and not _whole(block, kind):
+        return TEXT, kind, get_str(block, "text", where, i)
     return (_ROLES.get(kind) if isinstance(kind, str) else None), kind, block
 
 
@@ -206,15 +206,7 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
 
 def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
     """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
-    return write_chain(
-        messages,
-        _BLOCKS,
-        late_error="the Messages API takes a system prompt only before the first message",
-        results=_encode_results,
-        human=_encode_user,
-        system=lambda message: _encode_user(message, 0),
-        late_system=_encode_user,
-    )
+    return write_chain(messages, _BLOCKS)
 
 
 def _encode_user(message: Message, i: int) -> str | list[dict[str, Any]]:
@@ -333,9 +325,12 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
 
 _BLOCKS = BlockShapes(
     content_type="a string or an array of content blocks",
-    system=lambda body: (
-        None if (system := body.get("system")) is None else _decode_system(system, "system", None)
-    ),
+    system=lambda system: _decode_system(system, "system", None),
+    write_system=lambda message: _encode_user(message, 0),
+    late_system=_encode_user,
+    late_error="the Messages API takes a system prompt only before the first message",
+    human=_encode_user,
+    results=_encode_results,
     classify=_classify,
     call=read_call,
     think=_decode_thinking,

@@ -104,6 +104,8 @@ def _classify(block: object, where: str, i: int) -> tuple[str | None, str, Any]:
             # a toolUse with a ``type`` is a system tool the service runs in the turn
             if kind == "toolUse" and isinstance(value, dict) and "type" in value:
                 return None, kind, value
+            if kind == "text":
+                return TEXT, kind, ensure(value, str, f"{where}.text", "a string", i)
             return _ROLES.get(kind), kind, value
     if len(block) == 1:  # cachePoint, guardContent, citationsContent, ...: kept whole
         ((kind, value),) = block.items()
@@ -193,13 +195,7 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
 
 def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
     """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
-    return write_chain(
-        messages,
-        _BLOCKS,
-        late_error="Converse takes a system prompt only before the first message",
-        results=_encode_results,
-        system=lambda message: system_blocks(message, _provider_block, "the system prompt"),
-    )
+    return write_chain(messages, _BLOCKS)
 
 
 def _provider_block(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
@@ -262,7 +258,10 @@ _RESULT_EXPECTED = (
 
 
 _BLOCKS = BlockShapes(
-    system=lambda body: None if (system := body.get("system")) is None else _decode_system(system),
+    system=_decode_system,
+    write_system=lambda message: system_blocks(message, _provider_block, "the system prompt"),
+    late_error="Converse takes a system prompt only before the first message",
+    results=_encode_results,
     classify=_classify,
     call=_decode_call,
     think=_decode_reasoning,

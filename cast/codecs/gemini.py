@@ -111,11 +111,6 @@ def decode(
     return read_chain(payload, _BLOCKS, lambda: _Ids(id_template))
 
 
-def _system(body: dict[str, Any]) -> Message | None:
-    system = _get(body, "systemInstruction")
-    return None if system is MISSING or system is None else _decode_system(system)
-
-
 def _decode_system(system: object) -> Message:
     system = ensure(system, dict, "systemInstruction", "a content object")
     parts = get_typed(system, "parts", list, "an array of parts", "systemInstruction", None)
@@ -224,7 +219,7 @@ def _classify(part: object, where: str, c: int) -> tuple[str | None, str, Any]:
         return RESULT, "functionResponse", response
     text = part.get("text", MISSING)
     if text is not MISSING:
-        return TEXT, "text", text
+        return TEXT, "text", ensure(text, str, f"{where}.text", "a string", c)
     return None, "functionCall" if _get(part, "functionCall") is not MISSING else "", part
 
 
@@ -288,14 +283,7 @@ def encode(
 
 def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> PayloadStream:
     """:func:`encode`, one content at a time (the command lines write it as it comes)."""
-    return write_chain(
-        messages,
-        _BLOCKS if include_ids else _BLOCKS_WITHOUT_IDS,
-        late_error="Gemini takes a system instruction only before the first message",
-        results=lambda message, i, parts: _encode_results(message, i, include_ids, parts),
-        system=lambda message: {"parts": system_blocks(message, _kept, "the system instruction")},
-        system_key="systemInstruction",
-    )
+    return write_chain(messages, _BLOCKS if include_ids else _BLOCKS_WITHOUT_IDS)
 
 
 def _kept(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
@@ -376,7 +364,11 @@ _BLOCKS = BlockShapes(
     ai_role="model",
     turn="a content object",
     content_type="an array of parts",
-    system=_system,
+    system_keys=("systemInstruction", "system_instruction"),
+    system=_decode_system,
+    write_system=lambda message: {"parts": system_blocks(message, _kept, "the system instruction")},
+    late_error="Gemini takes a system instruction only before the first message",
+    results=lambda message, i, parts: _encode_results(message, i, True, parts),
     classify=_classify,
     result=_decode_response,
     other=_decode_other,
@@ -390,7 +382,9 @@ _BLOCKS = BlockShapes(
     who=lambda role: "an AI" if role is _AI else "a human",
 )
 _BLOCKS_WITHOUT_IDS = replace(
-    _BLOCKS, write_call=lambda part, args: {"functionCall": {"name": part.name, "args": args}}
+    _BLOCKS,
+    write_call=lambda part, args: {"functionCall": {"name": part.name, "args": args}},
+    results=lambda message, i, parts: _encode_results(message, i, False, parts),
 )
 
 
