@@ -30,6 +30,7 @@ from cast.messages import (
 from cast.transforms import loads_strict
 
 __all__ = [
+    "CONVERSE_KINDS",
     "EVIDENCE",
     "FITS",
     "IMAGE_TYPES",
@@ -507,15 +508,7 @@ def typed_parts_style(dicts: list[dict[str, Any]]) -> str | None:
     return "chaincast"
 
 
-_CONVERSE_BLOCKS = (
-    "text",
-    "image",
-    "document",
-    "video",
-    "toolUse",
-    "toolResult",
-    "reasoningContent",
-)
+CONVERSE_KINDS = ("text", "image", "document", "video", "toolUse", "toolResult", "reasoningContent")
 
 
 def converse_messages(items: list[Any]) -> bool:
@@ -544,7 +537,7 @@ def _converse_block(block: object) -> bool:
     return (
         isinstance(block, dict)
         and "type" not in block
-        and any(key in block for key in _CONVERSE_BLOCKS)
+        and any(key in block for key in CONVERSE_KINDS)
     )
 
 
@@ -594,8 +587,7 @@ class BlockShapes:
 
 
 def read_chain(payload: object, b: BlockShapes, new_state: Callable[[], Any]) -> list[Message]:
-    """The messages of a request body (or of its bare turns); a ``new_state()`` pairs
-    results with calls."""
+    """The messages of a request body (or of its bare turns); ``new_state()`` pairs results."""
     items, body = body_items(payload, b.key)
     system = next((body[key] for key in b.system_keys if key in body), None)
     out: list[Message] = [] if system is None else [b.system(system)]
@@ -683,8 +675,7 @@ def read_user(b: BlockShapes, content: list[Any], i: int, state: Any, out: list[
 def read_call(
     obj: Block, where: str, i: int, names: dict[str, str], parts: AiParts, *, id_key: str = "id"
 ) -> None:
-    """A tool call of ``id_key``, ``name`` and an ``input`` object, taking the waiting
-    reasoning; ``names`` maps its id to its name (for the results)."""
+    """A tool call (``id_key``, ``name``, ``input``) taking the waiting reasoning."""
     call_id = get_str(obj, id_key, where, i)
     name = get_str(obj, "name", where, i)
     arguments = dumps_compact(get_typed(obj, "input", dict, "an object", where, i))

@@ -369,9 +369,7 @@ _ONLY_ANTHROPIC = frozenset(
         "fallback",
     }
 )
-"""Block types no other format writes in a message's ``content`` (beside every
-``*_tool_result`` of a server tool, ``thinking`` with its text as a string, and
-``image`` / ``document`` with a ``source``)."""
+"""Block types no other format writes in ``content`` (more in :func:`_anthropic_only`)."""
 
 
 _MESSAGE_KEYS = frozenset({"role", "content"})

@@ -8,6 +8,7 @@ from typing import Any
 
 from cast.codecs._common import (
     CALL,
+    CONVERSE_KINDS,
     EVIDENCE,
     RESULT,
     TEXT,
@@ -59,7 +60,6 @@ __all__ = ["decode", "detect", "detect_messages", "encode"]
 _TOOL, _SYSTEM = Role.TOOL, Role.SYSTEM
 
 _PROVIDER = "bedrock"
-_KINDS = ("text", "image", "document", "video", "toolUse", "toolResult", "reasoningContent")
 _MEDIA = ("image", "document", "video")
 
 _FORMATS = {
@@ -98,7 +98,7 @@ _ROLES = {"text": TEXT, "toolUse": CALL, "reasoningContent": THINK, "toolResult"
 def _classify(block: object, where: str, i: int) -> tuple[str | None, str, Any]:
     """The block's one member: what it is, its name and value."""
     block = ensure(block, dict, where, "a content block object", i)
-    for kind in _KINDS:
+    for kind in CONVERSE_KINDS:
         if kind in block:
             value = block[kind]
             # a toolUse with a ``type`` is a system tool the service runs in the turn
@@ -147,8 +147,7 @@ def _decode_reasoning(_kind: str, value: object, where: str, i: int) -> Reasonin
 
 
 def _decode_other(value: object, kind: str, where: str, i: int, parts: list[Any]) -> None:
-    """Media, kept blocks, and a system tool's toolUse and its toolResult (Nova's code
-    interpreter: the service ran it inside this turn), each kept whole."""
+    """Media; kept whole: other blocks, a system tool's toolUse and toolResult (Nova's)."""
     if kind in _MEDIA:
         parts.append(_decode_media(kind, value, where, i))
     else:

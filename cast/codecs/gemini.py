@@ -325,10 +325,6 @@ def _thought(
     return out
 
 
-def _call(part: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-    return {"functionCall": {"name": part.name, "args": args, "id": part.id}}
-
-
 def _encode_results(
     message: Message, i: int, include_ids: bool, parts: list[dict[str, Any]]
 ) -> None:
@@ -372,7 +368,9 @@ _BLOCKS = BlockShapes(
     classify=_classify,
     result=_decode_response,
     other=_decode_other,
-    write_call=_call,
+    write_call=lambda part, args: {
+        "functionCall": {"name": part.name, "args": args, "id": part.id}
+    },
     write_media=lambda part, _where, _i: _encode_media(part),
     write_kept=lambda parts, part, where, i: parts.append(_kept(part, where, i)),
     write_think=_thought,
