@@ -628,8 +628,9 @@ def read_ai(b: BlockShapes, content: list[Any], i: int, state: Any) -> Message:
     classify, marks, call, think = b.classify, b.marks, b.call, b.think
     assert call is not None  # (None: the format reads its own AI turns)
     assert think is not None
+    at = f"{b.key}[{i}].{b.content}"
     for j, block in enumerate(content):
-        where = f"{b.key}[{i}].{b.content}[{j}]"
+        where = f"{at}[{j}]"
         role, kind, value = classify(block, where, i)
         if role is TEXT:
             parts.text(value)
@@ -652,8 +653,9 @@ def read_user(b: BlockShapes, content: list[Any], i: int, state: Any, out: list[
     classify, marks, other = b.classify, b.marks, b.user_other or b.other
     human: Parts = []
     emitted = False
+    at = f"{b.key}[{i}].{b.content}"
     for j, block in enumerate(content):
-        where = f"{b.key}[{i}].{b.content}[{j}]"
+        where = f"{at}[{j}]"
         role, kind, value = classify(block, where, i)
         if role is RESULT:
             result = b.result(value, where, i, j, state)

@@ -70,7 +70,8 @@ _MODELED = {
     kind: frozenset({"type", CACHE_CONTROL, *keys})
     for kind, keys in (("text", ["text"]), ("image", ["source"]), ("document", ["source", "title"]))
 }
-_PAIRED = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+# Blocks of a pair (a call and its result, reasoning and what it led to), read in their turns.
+_ROLES = {"tool_use": CALL, "thinking": THINK, "redacted_thinking": THINK, "tool_result": RESULT}
 
 
 def decode(payload: object) -> list[Message]:
@@ -135,7 +136,7 @@ def _decode_block(
     """A text, image or document block (or one kept whole), then its cache point."""
     if not isinstance(kind, str):
         fail(f"{where}.type", "a string", kind, i)
-    if kind in _PAIRED:
+    if kind in _ROLES:
         fail(f"{where}.type", f"a {kind} block has no place here", index=i)
     if _whole(block, kind):
         parts.append(provider_part(_PROVIDER, kind, block))
@@ -145,9 +146,6 @@ def _decode_block(
     else:
         parts.append(_decode_media(block, kind, where, i))
     _cache_point(block, parts)
-
-
-_ROLES = {"tool_use": CALL, "thinking": THINK, "redacted_thinking": THINK, "tool_result": RESULT}
 
 
 def _classify(block: object, where: str, i: int) -> tuple[str | None, object, Any]:

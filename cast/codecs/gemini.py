@@ -375,7 +375,7 @@ _BLOCKS = BlockShapes(
     write_kept=lambda parts, part, where, i: parts.append(_kept(part, where, i)),
     write_think=_thought,
     ai_turn=_decode_model,
-    default_role="user",
+    default_role="user",  # a single-turn request may omit it
     content_default=[],
     who=lambda role: "an AI" if role is _AI else "a human",
 )
