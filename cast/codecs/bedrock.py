@@ -60,7 +60,6 @@ __all__ = ["decode", "detect", "detect_messages", "encode"]
 _TOOL, _SYSTEM = Role.TOOL, Role.SYSTEM
 
 _PROVIDER = "bedrock"
-_MEDIA = ("image", "document", "video")
 
 _FORMATS = {
     "document": BEDROCK_DOCUMENT_FORMATS,
@@ -148,7 +147,7 @@ def _decode_reasoning(_kind: str, value: object, where: str, i: int) -> Reasonin
 
 def _decode_other(value: object, kind: str, where: str, i: int, parts: list[Any]) -> None:
     """Media; kept whole: other blocks, a system tool's toolUse and toolResult (Nova's)."""
-    if kind in _MEDIA:
+    if kind in _FORMATS:
         parts.append(_decode_media(kind, value, where, i))
     else:
         parts.append(provider_part(_PROVIDER, kind, value))
