@@ -8,6 +8,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 from pydantic import ValidationError
@@ -29,6 +30,7 @@ from cast.messages import (
 from cast.transforms import loads_strict
 
 __all__ = [
+    "CONVERSE_KINDS",
     "EVIDENCE",
     "FITS",
     "IMAGE_TYPES",
@@ -45,7 +47,6 @@ __all__ = [
     "converse_body",
     "converse_messages",
     "dumps_compact",
-    "encode_user_turns",
     "ensure",
     "error",
     "fail",
@@ -67,7 +68,6 @@ __all__ = [
     "redacted_data",
     "result_parts",
     "signature_text",
-    "split_user_turn",
     "system_blocks",
     "tool_parts",
     "typed_parts_style",
@@ -365,24 +365,6 @@ Blocks = list[dict[str, Any]]
 _NOT_CALLS = (TextPart, ImagePart, BinaryPart, ProviderPart)
 
 
-def split_user_turn(
-    blocks: list[Any], out: list[Message], read: Callable[[int, Any, list[Any]], Message | None]
-) -> None:
-    """A user turn as TOOL messages (``read`` returns them) and HUMAN runs between them."""
-    human: list[Any] = []
-    emitted = False
-    for j, block in enumerate(blocks):
-        result = read(j, block, human)
-        if result is not None:
-            if human:
-                out.append(trusted_message(_HUMAN, tuple(human)))
-                human = []
-            out.append(result)
-            emitted = True
-    if human or not emitted:
-        out.append(trusted_message(_HUMAN, tuple(human)))
-
-
 def result_parts(
     call_id: str, name: str, parts: list[Any], is_error: bool = False
 ) -> tuple[Any, ...]:
@@ -422,62 +404,6 @@ def body_items(payload: object, key: str = "messages") -> tuple[list[Any], dict[
     if not isinstance(items, list):
         fail(key, f"an array of {key}", items)
     return items, payload
-
-
-def encode_user_turns(
-    messages: Iterable[Message],
-    *,
-    late_error: str,
-    results: Callable[[Message, int, Blocks], None],
-    human: Callable[[Message, int], Any],
-    human_blocks: Callable[[Message, int], Blocks],
-    assistant: Callable[[Message, int], Any],
-    system: Callable[[Message], Any],
-    late_system: Callable[[Message, int], Any] | None = None,
-    key: str = "messages",
-    system_key: str = "system",
-    content: str = "content",
-    ai_role: str = "assistant",
-) -> PayloadStream:
-    """The body ``{key: [...], system_key?: ...}``, a turn at a time, of APIs with tool
-    results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
-    the system prompt is hoisted, a later one is ``late_system``'s turn or raises."""
-    tail: dict[str, Any] = {}
-
-    def turns() -> Iterator[dict[str, Any]]:
-        tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
-        for i, message in enumerate(messages):
-            role = message.role
-            if role is _TOOL:
-                if tool_turn is None:
-                    tool_turn = []
-                results(message, i, tool_turn)
-                continue
-            turn: dict[str, Any] | None = None
-            if role is _HUMAN:
-                if tool_turn is not None and message.parts:
-                    tool_turn.extend(human_blocks(message, i))
-                else:
-                    turn = {"role": "user", content: human(message, i)}
-            elif role is _AI:
-                turn = {"role": ai_role, content: assistant(message, i)}
-            elif i != 0 and late_system is not None:
-                turn = {"role": "system", content: late_system(message, i)}
-            else:
-                if i != 0:
-                    fail(f"messages[{i}]", late_error, index=i)
-                value = system(message)
-                if value is not None:
-                    tail[system_key] = value
-            if tool_turn is not None:
-                yield {"role": "user", content: tool_turn}
-                tool_turn = None
-            if turn is not None:
-                yield turn
-        if tool_turn is not None:
-            yield {"role": "user", content: tool_turn}
-
-    return PayloadStream(key, turns(), tail)
 
 
 def system_blocks(
@@ -587,15 +513,7 @@ def typed_parts_style(dicts: list[dict[str, Any]]) -> str | None:
     return "chaincast"
 
 
-_CONVERSE_BLOCKS = (
-    "text",
-    "image",
-    "document",
-    "video",
-    "toolUse",
-    "toolResult",
-    "reasoningContent",
-)
+CONVERSE_KINDS = ("text", "image", "document", "video", "toolUse", "toolResult", "reasoningContent")
 
 
 def converse_messages(items: list[Any]) -> bool:
@@ -624,5 +542,237 @@ def _converse_block(block: object) -> bool:
     return (
         isinstance(block, dict)
         and "type" not in block
-        and any(key in block for key in _CONVERSE_BLOCKS)
+        and any(key in block for key in CONVERSE_KINDS)
     )
+
+
+# -- the content blocks Anthropic, Converse and Gemini write in three shapes: each codec
+# fills a BlockShapes table; these loops read and write them. What a block is to them:
+TEXT, CALL, THINK, RESULT = "text", "call", "think", "result"
+
+Parts = list[Any]
+Block = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockShapes:
+    """One format's key names and the readers and writers of its block shapes."""
+
+    key: str = "messages"  # the list of turns in a request body
+    content: str = "content"  # a turn's list of blocks
+    ai_role: str = "assistant"
+    turn: str = "a message object"  # what a turn is, for errors
+    content_type: str = "an array of content blocks"  # what its content is, for errors
+    content_default: Any = MISSING  # a turn's content when absent (else an error)
+    strings: bool = False  # a turn's content may be a string (one text)
+    default_role: str | None = None
+    system_keys: tuple[str, ...] = ("system",)  # of the system prompt (the first written)
+    system: Callable[[Any], Message]  # reads the system prompt
+    system_turn: Callable[[object, str, int], Message] | None = None  # a system role
+    classify: Callable[[Any, str, int], tuple[str | None, Any, Any]]  # (role, kind, value)
+    # (the value of a TEXT is its text, checked)
+    marks: Callable[[Any, Parts], None] | None = None  # parts after a text or call block
+    call: Callable[[Any, str, int, Any, AiParts], None] | None = None  # appends the call
+    think: Callable[[str, Any, str, int], Reasoning] | None = None  # (None: ai_turn's own)
+    ai_turn: Callable[[list[Any], int, Any], Message] | None = None  # else read_ai
+    result: Callable[[Any, str, int, int, Any], Message]
+    other: Callable[[Any, Any, str, int, Parts], None]  # (value, kind): media or kept
+    user_other: Callable[[Any, Any, str, int, Parts], None] | None = None  # else other
+    tagged: bool = False  # a block's kind is its "type" (else its one key)
+    write_call: Callable[[ToolCall, Block], Block]
+    write_media: Callable[[ImagePart | BinaryPart, str, int], Block]
+    write_kept: Callable[[list[Block], ProviderPart, str, int], None]
+    write_think: Callable[[list[Block], Block, Reasoning, bool], Block | None]
+    who: Callable[[Role], str] = lambda role: f"a {role.value}"
+    write_system: Callable[[Message], Any]
+    late_system: Callable[[Message, int], Any] | None = None  # else a later one raises:
+    late_error: str
+    human: Callable[[Message, int], Any] | None = None  # else write_blocks
+    results: Callable[[Message, int, Blocks], None]  # a TOOL message into the user turn
+
+
+def read_chain(payload: object, b: BlockShapes, new_state: Callable[[], Any]) -> list[Message]:
+    """The messages of a request body (or of its bare turns); ``new_state()`` pairs results."""
+    items, body = body_items(payload, b.key)
+    system = next((body[key] for key in b.system_keys if key in body), None)
+    out: list[Message] = [] if system is None else [b.system(system)]
+    state = new_state()
+    for i, item in enumerate(items):
+        where = f"{b.key}[{i}]"
+        ensure(item, dict, where, b.turn, i)
+        at = f"{where}.{b.content}"
+        content = item.get(b.content, b.content_default)
+        if content is MISSING:
+            fail(at, "the message has no content", index=i)
+        if not b.strings and not isinstance(content, list):
+            fail(at, b.content_type, content, i)
+        role = item.get("role", b.default_role)
+        if role == "system" and b.system_turn is not None:
+            # Accepted inside ``messages`` by the Messages API (instructions mid-chain).
+            out.append(b.system_turn(content, at, i))
+            continue
+        ai = role == b.ai_role
+        if not ai and role != "user":
+            fail(f"{where}.role", f"expected user or {b.ai_role}, got {role!r}", index=i)
+        if isinstance(content, str):
+            out.append(trusted_message(_AI if ai else _HUMAN, (TextPart(text=content),)))
+        elif not isinstance(content, list):
+            fail(at, b.content_type, content, i)
+        elif not ai:
+            read_user(b, content, i, state, out)
+        elif b.ai_turn is not None:
+            out.append(b.ai_turn(content, i, state))
+        else:
+            out.append(read_ai(b, content, i, state))
+    return out
+
+
+def read_ai(b: BlockShapes, content: list[Any], i: int, state: Any) -> Message:
+    """An AI turn: a reasoning block is the reasoning of the text or call after it."""
+    parts = AiParts()
+    classify, marks, call, think = b.classify, b.marks, b.call, b.think
+    assert call is not None  # (None: the format reads its own AI turns)
+    assert think is not None
+    at = f"{b.key}[{i}].{b.content}"
+    for j, block in enumerate(content):
+        where = f"{at}[{j}]"
+        role, kind, value = classify(block, where, i)
+        if role is TEXT:
+            parts.text(value)
+            if marks is not None:
+                marks(block, parts)
+        elif role is CALL:
+            call(value, where, i, state, parts)
+            if marks is not None:
+                marks(block, parts)
+        elif role is THINK:
+            parts.think(think(kind, value, where, i))
+        else:
+            parts.settle()
+            b.other(value, kind, where, i, parts)
+    return parts.message()
+
+
+def read_user(b: BlockShapes, content: list[Any], i: int, state: Any, out: list[Message]) -> None:
+    """Each tool result a TOOL message, each run of other blocks a HUMAN message."""
+    classify, marks, other = b.classify, b.marks, b.user_other or b.other
+    human: Parts = []
+    emitted = False
+    at = f"{b.key}[{i}].{b.content}"
+    for j, block in enumerate(content):
+        where = f"{at}[{j}]"
+        role, kind, value = classify(block, where, i)
+        if role is RESULT:
+            result = b.result(value, where, i, j, state)
+            if human:
+                out.append(trusted_message(_HUMAN, tuple(human)))
+                human = []
+            out.append(result)
+            emitted = True
+        elif role is TEXT:
+            human.append(TextPart(text=value))
+            if marks is not None:
+                marks(block, human)
+        else:
+            other(value, kind, where, i, human)
+    if human or not emitted:
+        out.append(trusted_message(_HUMAN, tuple(human)))
+
+
+def read_call(
+    obj: Block, where: str, i: int, names: dict[str, str], parts: AiParts, *, id_key: str = "id"
+) -> None:
+    """A tool call (``id_key``, ``name``, ``input``) taking the waiting reasoning."""
+    call_id = get_str(obj, id_key, where, i)
+    name = get_str(obj, "name", where, i)
+    arguments = dumps_compact(get_typed(obj, "input", dict, "an object", where, i))
+    names[call_id] = name
+    parts.append(ToolCall(id=call_id, name=name, arguments=arguments, reasoning=parts.take()))
+
+
+def read_signed(obj: dict[str, Any], key: str, where: str, i: int) -> Reasoning:
+    """Reasoning text at ``key`` with its optional ``signature``."""
+    text = get_str(obj, key, where, i)
+    return Reasoning(content=text, signature=get_str(obj, "signature", where, i, "").encode())
+
+
+def think_before(think: Callable[[Reasoning], Block]) -> Callable[..., Block | None]:
+    """A ``write_think`` putting ``think``'s block before the part's (alone: instead)."""
+
+    def write(blocks: list[Block], block: Block, reasoning: Reasoning, alone: bool) -> Any:
+        blocks.append(think(reasoning))
+        return None if alone else block
+
+    return write
+
+
+def write_blocks(message: Message, i: int, b: BlockShapes) -> list[Block]:
+    """A message's content blocks; an AI part's reasoning as ``write_think`` places it."""
+    ai = message.role is _AI
+    blocks: list[Block] = []
+    for j, part in enumerate(message.parts):
+        where = f"messages[{i}].parts[{j}]"
+        block: Block | None
+        if isinstance(part, TextPart):
+            block = {"type": "text", "text": part.text} if b.tagged else {"text": part.text}
+        elif isinstance(part, ToolCall) and ai:
+            block = b.write_call(part, args_object(part.arguments, f"{where}.arguments", i))
+        elif isinstance(part, ImagePart | BinaryPart):
+            blocks.append(b.write_media(part, where, i))
+            continue
+        elif isinstance(part, ProviderPart):
+            b.write_kept(blocks, part, where, i)
+            continue
+        else:
+            fail(where, f"{b.who(message.role)} message cannot carry a {part.type} part", index=i)
+        reasoning = part.reasoning if ai else None
+        if reasoning is not None:
+            alone = type(part) is TextPart and not part.text
+            block = b.write_think(blocks, block, reasoning, alone)
+        if block is not None:
+            blocks.append(block)
+    return blocks
+
+
+def write_chain(messages: Iterable[Message], b: BlockShapes) -> PayloadStream:
+    """The body ``{b.key: [...], system?: ...}``, a turn at a time, of APIs with tool
+    results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
+    the system prompt is hoisted, a later one is ``late_system``'s turn or raises."""
+    tail: dict[str, Any] = {}
+    content, human, late_system = b.content, b.human, b.late_system
+
+    def turns() -> Iterator[dict[str, Any]]:
+        tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
+        for i, message in enumerate(messages):
+            role = message.role
+            if role is _TOOL:
+                if tool_turn is None:
+                    tool_turn = []
+                b.results(message, i, tool_turn)
+                continue
+            turn: dict[str, Any] | None = None
+            if role is _HUMAN:
+                if tool_turn is not None and message.parts:
+                    tool_turn.extend(write_blocks(message, i, b))
+                else:
+                    blocks = write_blocks(message, i, b) if human is None else human(message, i)
+                    turn = {"role": "user", content: blocks}
+            elif role is _AI:
+                turn = {"role": b.ai_role, content: write_blocks(message, i, b)}
+            elif i != 0 and late_system is not None:
+                turn = {"role": "system", content: late_system(message, i)}
+            else:
+                if i != 0:
+                    fail(f"messages[{i}]", b.late_error, index=i)
+                value = b.write_system(message)
+                if value is not None:
+                    tail[b.system_keys[0]] = value
+            if tool_turn is not None:
+                yield {"role": "user", content: tool_turn}
+                tool_turn = None
+            if turn is not None:
+                yield turn
+        if tool_turn is not None:
+            yield {"role": "user", content: tool_turn}
+
+    return PayloadStream(b.key, turns(), tail)

@@ -7,20 +7,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from cast.codecs._common import (
+    CALL,
     EVIDENCE,
     FITS,
     IMAGE_TYPES,
     MISSING,
     REDACTED_THINKING_PREFIX,
-    AiParts,
-    args_object,
+    RESULT,
+    TEXT,
+    THINK,
+    BlockShapes,
     as_messages,
     b64decode,
     b64encode,
-    body_items,
     converse_body,
-    dumps_compact,
-    encode_user_turns,
     ensure,
     fail,
     gemini_fields,
@@ -29,11 +29,15 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
-    reasoned,
+    read_call,
+    read_chain,
+    read_signed,
     redacted,
     redacted_data,
     signature_text,
-    split_user_turn,
+    think_before,
+    write_blocks,
+    write_chain,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -51,7 +55,7 @@ from cast.messages import (
 
 __all__ = ["REDACTED_THINKING_PREFIX", "decode", "detect", "detect_messages", "encode"]
 
-_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+_TOOL, _SYSTEM = Role.TOOL, Role.SYSTEM
 
 _PROVIDER = "anthropic"
 # ProviderPart kinds that are a key of the block before them (the table in docs/codecs.md):
@@ -66,34 +70,13 @@ _MODELED = {
     kind: frozenset({"type", CACHE_CONTROL, *keys})
     for kind, keys in (("text", ["text"]), ("image", ["source"]), ("document", ["source", "title"]))
 }
-_PAIRED = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+# Blocks of a pair (a call and its result, reasoning and what it led to), read in their turns.
+_ROLES = {"tool_use": CALL, "thinking": THINK, "redacted_thinking": THINK, "tool_result": RESULT}
 
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Messages API request body (or of its bare message list)."""
-    items, body = body_items(payload)
-    system = body.get("system")
-    out: list[Message] = []
-    if system is not None:
-        out.append(_decode_system(system, "system", None))
-    names: dict[str, str] = {}  # tool_use id -> name of the latest call with that id
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            fail(f"messages[{i}]", "a message object", item, i)
-        role = item.get("role")
-        content = item.get("content", MISSING)
-        if content is MISSING:
-            fail(f"messages[{i}].content", "the message has no content", index=i)
-        if role == "assistant":
-            out.append(_decode_assistant(content, i, names))
-        elif role == "user":
-            _decode_user(content, i, names, out)
-        elif role == "system":
-            # Accepted inside ``messages`` by the API (instructions that arrive mid-chain).
-            out.append(_decode_system(content, f"messages[{i}].content", i))
-        else:
-            fail(f"messages[{i}].role", f"expected user or assistant, got {role!r}", index=i)
-    return out
+    return read_chain(payload, _BLOCKS, dict)  # tool_use id -> name of its latest call
 
 
 def _decode_system(system: object, where: str, i: int | None) -> Message:
@@ -119,6 +102,12 @@ def _cache_point(block: dict[str, Any], parts: list[Any], key: str = CACHE_CONTR
     value = block.get(key, MISSING)
     if value is not MISSING:
         parts.append(provider_part(_PROVIDER, key, value))
+
+
+def _marks(block: dict[str, Any], parts: list[Any]) -> None:
+    """What made a tool_use (on a text: never modeled) then its cache point, as parts."""
+    _cache_point(block, parts, CALLER)
+    _cache_point(block, parts)
 
 
 def _decode_media(block: dict[str, Any], kind: str, where: str, i: int | None) -> Any:
@@ -147,7 +136,7 @@ def _decode_block(
     """A text, image or document block (or one kept whole), then its cache point."""
     if not isinstance(kind, str):
         fail(f"{where}.type", "a string", kind, i)
-    if kind in _PAIRED:
+    if kind in _ROLES:
         fail(f"{where}.type", f"a {kind} block has no place here", index=i)
     if _whole(block, kind):
         parts.append(provider_part(_PROVIDER, kind, block))
@@ -159,69 +148,25 @@ def _decode_block(
     _cache_point(block, parts)
 
 
-def _decode_assistant(content: object, i: int, names: dict[str, str]) -> Message:
-    if isinstance(content, str):
-        return trusted_message(_AI, (TextPart(text=content),))
-    if not isinstance(content, list):
-        fail(f"messages[{i}].content", "a string or an array of content blocks", content, i)
-    parts = AiParts()
-    for j, block in enumerate(content):
-        where = f"messages[{i}].content[{j}]"
-        if not isinstance(block, dict):
-            fail(where, "a content block object", block, i)
-        kind = block.get("type")
-        if kind == "text" and not _whole(block, "text"):
-            parts.text(get_str(block, "text", where, i))
-            _cache_point(block, parts)
-        elif kind == "tool_use":
-            call_id = get_str(block, "id", where, i)
-            name = get_str(block, "name", where, i)
-            arguments = dumps_compact(get_typed(block, "input", dict, "an object", where, i))
-            names[call_id] = name
-            parts.append(
-                ToolCall(id=call_id, name=name, arguments=arguments, reasoning=parts.take())
-            )
-            _cache_point(block, parts, CALLER)
-            _cache_point(block, parts)
-        elif kind in ("thinking", "redacted_thinking"):
-            parts.think(_decode_thinking(block, kind, where, i))
-        else:
-            # Media, and server-side blocks (server_tool_use, web_search_tool_result, ...).
-            parts.settle()
-            _decode_block(block, kind, where, i, parts)
-    return parts.message()
+def _classify(block: object, where: str, i: int) -> tuple[str | None, object, Any]:
+    """A text (its text), tool use, thinking or tool result; else media or kept (the block)."""
+    if not isinstance(block, dict):
+        fail(where, "a content block object", block, i)
+    kind = block.get("type")
+    if kind == "text" and not _whole(block, kind):
+        return TEXT, kind, get_str(block, "text", where, i)
+    return (_ROLES.get(kind) if isinstance(kind, str) else None), kind, block
 
 
-def _decode_thinking(block: dict[str, Any], kind: str, where: str, i: int) -> Reasoning:
+def _decode_thinking(kind: str, block: dict[str, Any], where: str, i: int) -> Reasoning:
     if kind == "redacted_thinking":
         return redacted(get_str(block, "data", where, i))
-    thinking = get_str(block, "thinking", where, i)
-    signature = get_str(block, "signature", where, i, "")
-    return Reasoning(content=thinking, signature=signature.encode("utf-8"))
+    return read_signed(block, "thinking", where, i)
 
 
-def _decode_user(content: object, i: int, names: dict[str, str], out: list[Message]) -> None:
-    """Each ``tool_result`` a TOOL message, each run of other blocks a HUMAN message."""
-    if isinstance(content, str):
-        out.append(trusted_message(_HUMAN, (TextPart(text=content),)))
-        return
-    if not isinstance(content, list):
-        fail(f"messages[{i}].content", "a string or an array of content blocks", content, i)
-
-    def read(j: int, block: object, human: list[Any]) -> Message | None:
-        where = f"messages[{i}].content[{j}]"
-        if not isinstance(block, dict):
-            fail(where, "a content block object", block, i)
-        kind = block.get("type")
-        if kind == "tool_result":
-            return _decode_result(block, where, i, names)
-        _decode_block(block, kind, where, i, human)
-        return None
-
-    split_user_turn(content, out, read)
-
-
-def _decode_result(block: dict[str, Any], where: str, i: int, names: dict[str, str]) -> Message:
+def _decode_result(
+    block: dict[str, Any], where: str, i: int, _j: int, names: dict[str, str]
+) -> Message:
     """A TOOL message: the result, then the blocks of its content after the first text."""
     call_id = get_str(block, "tool_use_id", where, i)
     is_error = get_typed(block, "is_error", bool, "a boolean", where, i, False)
@@ -259,23 +204,14 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
 
 def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
     """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
-    return encode_user_turns(
-        messages,
-        late_error="the Messages API takes a system prompt only before the first message",
-        results=_encode_results,
-        human=_encode_user,
-        human_blocks=_encode_blocks,
-        assistant=_encode_blocks,
-        system=lambda message: _encode_user(message, 0),
-        late_system=_encode_user,
-    )
+    return write_chain(messages, _BLOCKS)
 
 
 def _encode_user(message: Message, i: int) -> str | list[dict[str, Any]]:
     parts = message.parts
     if len(parts) == 1 and type(parts[0]) is TextPart:
         return parts[0].text
-    return _encode_blocks(message, i)
+    return write_blocks(message, i, _BLOCKS)
 
 
 def _thinking_block(reasoning: Reasoning) -> dict[str, Any]:
@@ -345,31 +281,6 @@ def _add_provider_block(
     target[part.kind] = value
 
 
-def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
-    """Content blocks of a message; a part's reasoning is a thinking block before it."""
-    blocks: list[dict[str, Any]] = []
-    for j, part in reasoned(message, blocks, _thinking_block):
-        where = f"messages[{i}].parts[{j}]"
-        if isinstance(part, TextPart):
-            blocks.append({"type": "text", "text": part.text})
-        elif isinstance(part, ToolCall) and message.role is _AI:
-            blocks.append(
-                {
-                    "type": "tool_use",
-                    "id": part.id,
-                    "name": part.name,
-                    "input": args_object(part.arguments, f"{where}.arguments", i),
-                }
-            )
-        elif isinstance(part, ImagePart | BinaryPart):
-            blocks.append(_encode_media(part, where, i))
-        elif isinstance(part, ProviderPart):
-            _add_provider_block(blocks, part, where, i)
-        else:
-            fail(where, f"a {message.role.value} message cannot carry a {part.type} part", index=i)
-    return blocks
-
-
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
     """``tool_result`` blocks of a TOOL message; parts after a result join its content."""
     current: dict[str, Any] | None = None
@@ -410,6 +321,35 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
 
 
+_BLOCKS = BlockShapes(
+    content_type="a string or an array of content blocks",
+    system=lambda system: _decode_system(system, "system", None),
+    write_system=lambda message: _encode_user(message, 0),
+    late_system=_encode_user,
+    late_error="the Messages API takes a system prompt only before the first message",
+    human=_encode_user,
+    results=_encode_results,
+    classify=_classify,
+    call=read_call,
+    think=_decode_thinking,
+    result=_decode_result,
+    other=_decode_block,
+    write_call=lambda part, args: {
+        "type": "tool_use",
+        "id": part.id,
+        "name": part.name,
+        "input": args,
+    },
+    write_media=_encode_media,
+    write_kept=_add_provider_block,
+    write_think=think_before(_thinking_block),
+    tagged=True,
+    marks=_marks,
+    system_turn=_decode_system,
+    strings=True,
+)
+
+
 # -- detection (see cast.codecs._registry) -----------------------------------------------
 
 _ONLY_ANTHROPIC = frozenset(
@@ -427,9 +367,7 @@ _ONLY_ANTHROPIC = frozenset(
         "fallback",
     }
 )
-"""Block types no other format writes in a message's ``content`` (beside every
-``*_tool_result`` of a server tool, ``thinking`` with its text as a string, and
-``image`` / ``document`` with a ``source``)."""
+"""Block types no other format writes in ``content`` (more in :func:`_anthropic_only`)."""
 
 
 _MESSAGE_KEYS = frozenset({"role", "content"})

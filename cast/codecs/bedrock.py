@@ -7,18 +7,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from cast.codecs._common import (
+    CALL,
+    CONVERSE_KINDS,
     EVIDENCE,
-    MISSING,
+    RESULT,
+    TEXT,
+    THINK,
     AiParts,
-    args_object,
+    BlockShapes,
     as_messages,
     b64decode,
     b64encode,
-    body_items,
     converse_body,
     converse_messages,
     dumps_compact,
-    encode_user_turns,
     ensure,
     error,
     fail,
@@ -27,14 +29,17 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
-    reasoned,
+    read_call,
+    read_chain,
+    read_signed,
     redacted,
     redacted_data,
     result_parts,
     signature_text,
-    split_user_turn,
     system_blocks,
+    think_before,
     tool_parts,
+    write_chain,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -45,7 +50,6 @@ from cast.messages import (
     Reasoning,
     Role,
     TextPart,
-    ToolCall,
     ToolResult,
     trusted_message,
 )
@@ -53,11 +57,9 @@ from cast.providers import BEDROCK_DOCUMENT_FORMATS, BEDROCK_IMAGE_FORMATS, BEDR
 
 __all__ = ["decode", "detect", "detect_messages", "encode"]
 
-_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+_TOOL, _SYSTEM = Role.TOOL, Role.SYSTEM
 
 _PROVIDER = "bedrock"
-_KINDS = ("text", "image", "document", "video", "toolUse", "toolResult", "reasoningContent")
-_MEDIA = ("image", "document", "video")
 
 _FORMATS = {
     "document": BEDROCK_DOCUMENT_FORMATS,
@@ -73,26 +75,7 @@ DEFAULT_DOCUMENT_NAME = "document"
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Converse request body (or of its bare message list)."""
-    items, body = body_items(payload)
-    system = body.get("system")
-    out: list[Message] = []
-    if system is not None:
-        out.append(_decode_system(system))
-    names: dict[str, str] = {}  # toolUseId -> name of the latest call with that id
-    for i, item in enumerate(items):
-        ensure(item, dict, f"messages[{i}]", "a message object", i)
-        role = item.get("role")
-        content = item.get("content", MISSING)
-        if content is MISSING:
-            fail(f"messages[{i}].content", "the message has no content", index=i)
-        content = ensure(content, list, f"messages[{i}].content", "an array of content blocks", i)
-        if role == "assistant":
-            out.append(_decode_assistant(content, i, names))
-        elif role == "user":
-            _decode_user(content, i, names, out)
-        else:
-            fail(f"messages[{i}].role", f"expected user or assistant, got {role!r}", index=i)
-    return out
+    return read_chain(payload, _BLOCKS, dict)  # toolUseId -> name of its latest call
 
 
 def _decode_system(system: object) -> Message:
@@ -108,21 +91,26 @@ def _decode_system(system: object) -> Message:
     return trusted_message(_SYSTEM, tuple(parts))
 
 
-def _kind(block: object, where: str, i: int) -> tuple[str, Any]:
-    """The block's one member: its name and value."""
+_ROLES = {"text": TEXT, "toolUse": CALL, "reasoningContent": THINK, "toolResult": RESULT}
+
+
+def _classify(block: object, where: str, i: int) -> tuple[str | None, str, Any]:
+    """The block's one member: what it is, its name and value."""
     block = ensure(block, dict, where, "a content block object", i)
-    for kind in _KINDS:
+    for kind in CONVERSE_KINDS:
         if kind in block:
-            return kind, block[kind]
+            value = block[kind]
+            # a toolUse with a ``type`` is a system tool the service runs in the turn
+            if kind == "toolUse" and isinstance(value, dict) and "type" in value:
+                return None, kind, value
+            if kind == "text":
+                return TEXT, kind, ensure(value, str, f"{where}.text", "a string", i)
+            return _ROLES.get(kind), kind, value
     if len(block) == 1:  # cachePoint, guardContent, citationsContent, ...: kept whole
         ((kind, value),) = block.items()
-        return str(kind), value
+        return None, str(kind), value
     keys = ", ".join(sorted(str(k) for k in block)) or "none"
     raise error(where, f"unsupported content block (keys: {keys})", index=i)
-
-
-def _text(value: object, where: str, i: int) -> str:
-    return ensure(value, str, f"{where}.text", "a string", i)
 
 
 def _decode_media(kind: str, value: object, where: str, i: int) -> Any:
@@ -140,76 +128,40 @@ def _decode_media(kind: str, value: object, where: str, i: int) -> Any:
     return BinaryPart(mime_type=mime, data=raw, filename=name)
 
 
-def _decode_assistant(content: list[Any], i: int, names: dict[str, str]) -> Message:
-    parts = AiParts()
-    for j, block in enumerate(content):
-        where = f"messages[{i}].content[{j}]"
-        kind, value = _kind(block, where, i)
-        if kind == "text":
-            parts.text(_text(value, where, i))
-        # a toolUse with a ``type`` is a system tool the service runs in the turn
-        elif kind == "toolUse" and not (isinstance(value, dict) and "type" in value):
-            parts.append(_decode_call(value, where, i, names, parts.take()))
-        elif kind == "reasoningContent":
-            parts.think(_decode_reasoning(value, f"{where}.reasoningContent", i))
-        else:
-            # Media, kept blocks, and a system tool's toolUse and its toolResult (Nova's
-            # code interpreter: the service ran it inside this turn), each kept whole.
-            parts.other(_decode_other(kind, value, where, i))
-    return parts.message()
-
-
-def _decode_call(
-    value: object, where: str, i: int, names: dict[str, str], reasoning: Reasoning | None
-) -> ToolCall:
+def _decode_call(value: object, where: str, i: int, names: dict[str, str], parts: AiParts) -> None:
     where = f"{where}.toolUse"
     value = ensure(value, dict, where, "a toolUse object", i)
-    call_id = get_str(value, "toolUseId", where, i)
-    name = get_str(value, "name", where, i)
-    arguments = get_typed(value, "input", dict, "an object", where, i)
-    names[call_id] = name
-    return ToolCall(id=call_id, name=name, arguments=dumps_compact(arguments), reasoning=reasoning)
+    read_call(value, where, i, names, parts, id_key="toolUseId")
 
 
-def _decode_reasoning(value: object, where: str, i: int) -> Reasoning:
+def _decode_reasoning(_kind: str, value: object, where: str, i: int) -> Reasoning:
+    where = f"{where}.reasoningContent"
     value = ensure(value, dict, where, "a reasoningContent object", i)
     if "redactedContent" in value:
         data = get_typed(value, "redactedContent", str, "base64 text", where, i)
         b64decode(data, f"{where}.redactedContent", i)
         return redacted(data)
     block = get_typed(value, "reasoningText", dict, "an object with text and signature", where, i)
-    text = get_str(block, "text", f"{where}.reasoningText", i)
-    signature = get_str(block, "signature", f"{where}.reasoningText", i, "")
-    return Reasoning(content=text, signature=signature.encode("utf-8"))
+    return read_signed(block, "text", f"{where}.reasoningText", i)
 
 
-def _decode_other(kind: str, value: object, where: str, i: int) -> Any:
-    if kind in _MEDIA:
-        return _decode_media(kind, value, where, i)
-    return provider_part(_PROVIDER, kind, value)
+def _decode_other(value: object, kind: str, where: str, i: int, parts: list[Any]) -> None:
+    """Media; kept whole: other blocks, a system tool's toolUse and toolResult (Nova's)."""
+    if kind in _FORMATS:
+        parts.append(_decode_media(kind, value, where, i))
+    else:
+        parts.append(provider_part(_PROVIDER, kind, value))
 
 
-def _decode_user(content: list[Any], i: int, names: dict[str, str], out: list[Message]) -> None:
-    """Each ``toolResult`` a TOOL message, each run of other blocks a HUMAN message."""
-
-    def read(j: int, block: object, human: list[Any]) -> Message | None:
-        where = f"messages[{i}].content[{j}]"
-        kind, value = _kind(block, where, i)
-        if kind == "toolResult":
-            return _decode_result(value, f"{where}.toolResult", i, names)
-        if kind == "text":
-            human.append(TextPart(text=_text(value, where, i)))
-        elif kind in ("toolUse", "reasoningContent"):
-            fail(where, f"a {kind} block belongs in an assistant message", index=i)
-        else:
-            human.append(_decode_other(kind, value, where, i))
-        return None
-
-    split_user_turn(content, out, read)
+def _decode_user_other(value: object, kind: str, where: str, i: int, parts: list[Any]) -> None:
+    if kind in ("toolUse", "reasoningContent"):
+        fail(where, f"a {kind} block belongs in an assistant message", index=i)
+    _decode_other(value, kind, where, i, parts)
 
 
-def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> Message:
+def _decode_result(value: object, where: str, i: int, _j: int, names: dict[str, str]) -> Message:
     """A TOOL message: a first ``text`` block is the result, ``json`` blocks compact text."""
+    where = f"{where}.toolResult"
     value = ensure(value, dict, where, "a toolResult object", i)
     call_id = get_str(value, "toolUseId", where, i)
     status = value.get("status", "success")
@@ -221,12 +173,13 @@ def _decode_result(value: object, where: str, i: int, names: dict[str, str]) -> 
         inner_where = f"{where}.content[{k}]"
         ensure(inner, dict, inner_where, "a tool result block object", i)
         if "text" in inner:
-            parts.append(TextPart(text=_text(inner["text"], inner_where, i)))
+            text = ensure(inner["text"], str, f"{inner_where}.text", "a string", i)
+            parts.append(TextPart(text=text))
         elif "json" in inner:
             parts.append(TextPart(text=dumps_compact(inner["json"])))
         elif len(inner) == 1:
             ((kind, inner_value),) = inner.items()
-            parts.append(_decode_other(str(kind), inner_value, inner_where, i))
+            _decode_other(inner_value, str(kind), inner_where, i, parts)
         else:
             fail(inner_where, "a text, json, image, document or video block", index=i)
     name = names.get(call_id, "")
@@ -240,15 +193,7 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
 
 def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
     """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
-    return encode_user_turns(
-        messages,
-        late_error="Converse takes a system prompt only before the first message",
-        results=_encode_results,
-        human=_encode_blocks,
-        human_blocks=_encode_blocks,
-        assistant=_encode_blocks,
-        system=lambda message: system_blocks(message, _provider_block, "the system prompt"),
-    )
+    return write_chain(messages, _BLOCKS)
 
 
 def _provider_block(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
@@ -286,27 +231,6 @@ def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str,
     return {kind: block}
 
 
-def _encode_blocks(message: Message, i: int) -> list[dict[str, Any]]:
-    """Content blocks of a message; a part's reasoning is a reasoningContent block before it."""
-    blocks: list[dict[str, Any]] = []
-    for j, part in reasoned(message, blocks, _reasoning_block):
-        where = f"messages[{i}].parts[{j}]"
-        if isinstance(part, TextPart):
-            blocks.append({"text": part.text})
-        elif isinstance(part, ToolCall) and message.role is _AI:
-            arguments = args_object(part.arguments, f"{where}.arguments", i)
-            blocks.append(
-                {"toolUse": {"toolUseId": part.id, "name": part.name, "input": arguments}}
-            )
-        elif isinstance(part, ImagePart | BinaryPart):
-            blocks.append(_encode_media(part, where, i))
-        elif isinstance(part, ProviderPart):
-            blocks.append(_provider_block(part, where, i))
-        else:
-            fail(where, f"a {message.role.value} message cannot carry a {part.type} part", index=i)
-    return blocks
-
-
 def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> None:
     """``toolResult`` blocks: the result text, then the parts after it (no ``status``)."""
     content: list[dict[str, Any]] = []
@@ -328,6 +252,26 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
 
 _RESULT_EXPECTED = (
     "a tool message holds tool results, each optionally followed by text or image parts"
+)
+
+
+_BLOCKS = BlockShapes(
+    system=_decode_system,
+    write_system=lambda message: system_blocks(message, _provider_block, "the system prompt"),
+    late_error="Converse takes a system prompt only before the first message",
+    results=_encode_results,
+    classify=_classify,
+    call=_decode_call,
+    think=_decode_reasoning,
+    result=_decode_result,
+    other=_decode_other,
+    user_other=_decode_user_other,
+    write_call=lambda part, args: {
+        "toolUse": {"toolUseId": part.id, "name": part.name, "input": args}
+    },
+    write_media=_encode_media,
+    write_kept=lambda blocks, part, where, i: blocks.append(_provider_block(part, where, i)),
+    write_think=think_before(_reasoning_block),
 )
 
 

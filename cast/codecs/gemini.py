@@ -6,22 +6,22 @@ from __future__ import annotations
 import mimetypes
 from collections import defaultdict, deque
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from cast.codecs._common import (
     EVIDENCE,
     MISSING,
-    args_object,
+    RESULT,
+    TEXT,
+    BlockShapes,
     as_messages,
     b64decode,
     b64encode,
-    body_items,
     canonical_object,
     dumps_compact,
-    encode_user_turns,
     ensure,
     fail,
-    fail_part,
     gemini_fields,
     get_str,
     get_typed,
@@ -29,10 +29,11 @@ from cast.codecs._common import (
     parse_data_url,
     provider_block,
     provider_part,
+    read_chain,
     signature_text,
-    split_user_turn,
     system_blocks,
     tool_parts,
+    write_chain,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
@@ -52,7 +53,7 @@ from cast.messages import (
 
 __all__ = ["decode", "detect", "detect_messages", "encode"]
 
-_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
+_AI, _TOOL, _SYSTEM = Role.AI, Role.TOOL, Role.SYSTEM
 
 _PROVIDER = "gemini"
 _MEDIA_KEYS = {"inlineData", "inline_data", "fileData", "file_data"}
@@ -107,23 +108,7 @@ def decode(
 
     ``id_template`` shapes the ids made up for calls that have none on the wire.
     """
-    contents, body = body_items(payload, "contents")
-    system = _get(body, "systemInstruction")
-    out: list[Message] = []
-    if system is not MISSING and system is not None:
-        out.append(_decode_system(system))
-    ids = _Ids(id_template)
-    for c, content in enumerate(contents):
-        ensure(content, dict, f"contents[{c}]", "a content object", c)
-        parts = get_typed(content, "parts", list, "an array of parts", f"contents[{c}]", c, [])
-        role = content.get("role", "user")  # a single-turn request may omit it
-        if role == "model":
-            out.append(_decode_model(parts, c, ids))
-        elif role == "user":
-            _decode_user(parts, c, ids, out)
-        else:
-            fail(f"contents[{c}].role", f"expected user or model, got {role!r}", index=c)
-    return out
+    return read_chain(payload, _BLOCKS, lambda: _Ids(id_template))
 
 
 def _decode_system(system: object) -> Message:
@@ -226,29 +211,26 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
     return ImagePart(url=uri, mime_type=mime)
 
 
-def _decode_user(parts: list[Any], c: int, ids: _Ids, out: list[Message]) -> None:
-    """Each ``functionResponse`` a TOOL message, each run of other parts a HUMAN message."""
-
-    def read(j: int, part: object, human: list[Any]) -> Message | None:
-        where = f"contents[{c}].parts[{j}]"
-        part = ensure(part, dict, where, "a part object", c)
-        response = _get(part, "functionResponse")
-        if response is not MISSING:
-            return _decode_response(response, c, j, f"{where}.functionResponse", ids)
-        text = part.get("text", MISSING)
-        if text is not MISSING:
-            text = ensure(text, str, f"{where}.text", "a string", c)
-            human.append(TextPart(text=text))
-        elif _get(part, "functionCall") is not MISSING:
-            fail(f"{where}.functionCall", "function calls belong in a model turn", index=c)
-        else:
-            human.append(_decode_media(part, c, where))
-        return None
-
-    split_user_turn(parts, out, read)
+def _classify(part: object, where: str, c: int) -> tuple[str | None, str, Any]:
+    """A user turn's part: a function response, a text, or else (media, kept, a call)."""
+    part = ensure(part, dict, where, "a part object", c)
+    response = _get(part, "functionResponse")
+    if response is not MISSING:
+        return RESULT, "functionResponse", response
+    text = part.get("text", MISSING)
+    if text is not MISSING:
+        return TEXT, "text", ensure(text, str, f"{where}.text", "a string", c)
+    return None, "functionCall" if _get(part, "functionCall") is not MISSING else "", part
 
 
-def _decode_response(response: object, c: int, j: int, where: str, ids: _Ids) -> Message:
+def _decode_other(part: dict[str, Any], kind: str, where: str, c: int, human: list[Any]) -> None:
+    if kind == "functionCall":
+        fail(f"{where}.functionCall", "function calls belong in a model turn", index=c)
+    human.append(_decode_media(part, c, where))
+
+
+def _decode_response(response: object, where: str, c: int, j: int, ids: _Ids) -> Message:
+    where = f"{where}.functionResponse"
     response = ensure(response, dict, where, "an object with name and response", c)
     name = get_str(response, "name", where, c)
     call_id = optional_str(response, "id", where, c)
@@ -301,19 +283,7 @@ def encode(
 
 def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> PayloadStream:
     """:func:`encode`, one content at a time (the command lines write it as it comes)."""
-    return encode_user_turns(
-        messages,
-        late_error="Gemini takes a system instruction only before the first message",
-        results=lambda message, i, parts: _encode_results(message, i, include_ids, parts),
-        human=_encode_parts,
-        human_blocks=_encode_parts,
-        assistant=lambda message, i: _encode_parts(message, i, include_ids),
-        system=lambda message: {"parts": system_blocks(message, _kept, "the system instruction")},
-        key="contents",
-        system_key="systemInstruction",
-        content="parts",
-        ai_role="model",
-    )
+    return write_chain(messages, _BLOCKS if include_ids else _BLOCKS_WITHOUT_IDS)
 
 
 def _kept(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
@@ -340,42 +310,19 @@ def _encode_media(part: ImagePart | BinaryPart) -> dict[str, Any]:
     return {"fileData": file}
 
 
-def _encode_parts(message: Message, i: int, include_ids: bool = True) -> list[dict[str, Any]]:
-    """The parts of a user or model content; a model part's reasoning goes before it."""
-    ai = message.role is _AI
-    parts: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        if isinstance(part, TextPart):
-            out: dict[str, Any] = {"text": part.text}
-        elif isinstance(part, ToolCall) and ai:
-            call: dict[str, Any] = {
-                "name": part.name,
-                "args": args_object(part.arguments, f"messages[{i}].parts[{j}].arguments", i),
-            }
-            if include_ids:
-                call["id"] = part.id
-            out = {"functionCall": call}
-        elif isinstance(part, ImagePart | BinaryPart):
-            parts.append(_encode_media(part))
-            continue
-        elif isinstance(part, ProviderPart):
-            parts.append(_kept(part, f"messages[{i}].parts[{j}]", i))
-            continue
+def _thought(
+    parts: list[dict[str, Any]], out: dict[str, Any], reasoning: Reasoning, alone: bool
+) -> dict[str, Any]:
+    """A thought part before ``out`` (alone: instead of it), the signature on ``out``."""
+    if reasoning.content:
+        thought = {"text": reasoning.content, "thought": True}
+        if alone:
+            out = thought  # a reasoning-only part: the thought part alone, signed
         else:
-            fail_part(
-                i, j, f"{'an AI' if ai else 'a human'} message cannot carry a {part.type} part"
-            )
-        reasoning = part.reasoning if ai else None
-        if reasoning is not None and reasoning.content:
-            thought = {"text": reasoning.content, "thought": True}
-            if isinstance(part, TextPart) and not part.text:
-                out = thought  # a reasoning-only part: the thought part alone, signed
-            else:
-                parts.append(thought)
-        if reasoning is not None and reasoning.signature:
-            out["thoughtSignature"] = signature_text(reasoning.signature)
-        parts.append(out)
-    return parts
+            parts.append(thought)
+    if reasoning.signature:
+        out["thoughtSignature"] = signature_text(reasoning.signature)
+    return out
 
 
 def _encode_results(
@@ -405,6 +352,38 @@ def _encode_results(
 
 
 _RESULT_EXPECTED = "a Gemini tool turn holds function responses (with text and media) only"
+
+
+_BLOCKS = BlockShapes(
+    key="contents",
+    content="parts",
+    ai_role="model",
+    turn="a content object",
+    content_type="an array of parts",
+    system_keys=("systemInstruction", "system_instruction"),
+    system=_decode_system,
+    write_system=lambda message: {"parts": system_blocks(message, _kept, "the system instruction")},
+    late_error="Gemini takes a system instruction only before the first message",
+    results=lambda message, i, parts: _encode_results(message, i, True, parts),
+    classify=_classify,
+    result=_decode_response,
+    other=_decode_other,
+    write_call=lambda part, args: {
+        "functionCall": {"name": part.name, "args": args, "id": part.id}
+    },
+    write_media=lambda part, _where, _i: _encode_media(part),
+    write_kept=lambda parts, part, where, i: parts.append(_kept(part, where, i)),
+    write_think=_thought,
+    ai_turn=_decode_model,
+    default_role="user",  # a single-turn request may omit it
+    content_default=[],
+    who=lambda role: "an AI" if role is _AI else "a human",
+)
+_BLOCKS_WITHOUT_IDS = replace(
+    _BLOCKS,
+    write_call=lambda part, args: {"functionCall": {"name": part.name, "args": args}},
+    results=lambda message, i, parts: _encode_results(message, i, False, parts),
+)
 
 
 # -- detection (see cast.codecs._registry) -----------------------------------------------

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from cast import LostCompactionWarning, _port, chainio
 from cast.chainio import decode_chain, known_formats, write_chain, write_owned_chain
-from cast.codecs import claude_code, gemini, get_codec, stream_encoder
+from cast.codecs import _common, claude_code, get_codec, stream_encoder
 from cast.codecs._streaming import PayloadStream, iter_indented_json
 from cast.errors import ChainError
 from cast.messages import Message, Role, TextPart, ToolCall, ToolResult
@@ -232,7 +232,7 @@ def test_an_interrupt_mid_stream_leaves_the_file_as_it_was(
     target = tmp_path / "chain.json"
     target.write_bytes(b"[1]\n")
     calls = 0
-    original = gemini._encode_parts
+    original = _common.write_blocks
 
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         nonlocal calls
@@ -241,7 +241,7 @@ def test_an_interrupt_mid_stream_leaves_the_file_as_it_was(
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(gemini, "_encode_parts", interrupted)
+    monkeypatch.setattr(_common, "write_blocks", interrupted)
     with pytest.raises(KeyboardInterrupt):
         write_chain(_turns(40), "gemini", str(target))
     assert calls == 60
