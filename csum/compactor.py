@@ -52,6 +52,32 @@ __all__ = [
 ]
 
 
+_FIXED_SETTINGS = frozenset(
+    (
+        "budget",
+        "trigger",
+        "keep_ratio",
+        "keep_units",
+        "summary_ratio",
+        "summary_bytes",
+        "summary_reserve",
+        "max_depth",
+        "cooldown_turns",
+        "clearing",
+        "pin",
+        "keep_user_messages",
+        "cache_breakpoints",
+        "handler",
+        "style",
+        "target",
+        "counter",
+        "stores",
+        "cache",
+        "archive",
+    )
+)
+
+
 class Compactor:
     """Keeps an agent's whole chain within a budget: above the budget's trigger, old tool
     results are cleared and what that cannot bring down is summarized in one handler
@@ -65,7 +91,8 @@ class Compactor:
     string, ``"32KiB"``, ``"4000 tokens"``: the limit with the default settings); its
     settings (``trigger``, ``keep_ratio``, ``max_depth``, ``cooldown_turns``,
     ``summary_reserve``, ``summary_ratio``) are the Compactor's attributes of the same
-    names. ``summary_ratio`` bounds the default handler's summaries
+    names, read-only like every setting (assigning one raises ``AttributeError``: the
+    stages read them once). ``summary_ratio`` bounds the default handler's summaries
     (:func:`summary_bytes`); a handler you pass keeps its own bound. For a long memory
     with the default handler, use a large share and no depth limit
     (:data:`~csum.config.LONG_MEMORY`).
@@ -144,6 +171,16 @@ class Compactor:
         self._last_size = self._last_bytes = 0
         self._asked: str | None = None  # the last question re-insertion looked at
         self._stages = self._settings()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # The stages read the settings once, when the Compactor is made: assigning one
+        # later would be silently ignored, so it is refused.
+        if name in _FIXED_SETTINGS and "_stages" in self.__dict__:
+            raise AttributeError(
+                f"Compactor.{name} is fixed when the Compactor is made; make a new Compactor "
+                "with the setting (the budget's settings go in its Budget)"
+            )
+        object.__setattr__(self, name, value)
 
     def _take_budget(self, sized: Budget) -> None:
         self.budget = sized

@@ -329,6 +329,18 @@ async def test_cache_serves_a_replayed_compaction() -> None:
     assert (first[0].cache_hits, second[0].cache_hits) == (0, 1)
 
 
+@pytest.mark.parametrize("name", ["keep_ratio", "trigger", "pin", "clearing", "target", "handler"])
+def test_settings_are_fixed_once_made(name: str) -> None:
+    # The stages read the settings once: a later assignment would be ignored, so it raises.
+    compactor = Compactor(budget=4000)
+    before = getattr(compactor, name)
+    with pytest.raises(AttributeError, match=f"Compactor.{name} is fixed"):
+        setattr(compactor, name, None)
+    assert getattr(compactor, name) is before
+    compactor.on_event = print  # the event callback and the turn count stay assignable
+    compactor.turns = 3
+
+
 def test_cache_must_be_a_summary_cache() -> None:
     with pytest.raises(TypeError, match="SummaryCache"):
         Compactor(Recorder(), budget=100, stores=Stores(cache={}))  # type: ignore[arg-type]
