@@ -76,6 +76,7 @@ _FIXED_SETTINGS = frozenset(
         "archive",
     )
 )
+"""What the stages read once, when a Compactor is made: assigning one later raises."""
 
 
 class Compactor:
