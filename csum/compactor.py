@@ -52,31 +52,9 @@ __all__ = [
 ]
 
 
-_FIXED_SETTINGS = frozenset(
-    (
-        "budget",
-        "trigger",
-        "keep_ratio",
-        "keep_units",
-        "summary_ratio",
-        "summary_bytes",
-        "summary_reserve",
-        "max_depth",
-        "cooldown_turns",
-        "clearing",
-        "pin",
-        "keep_user_messages",
-        "cache_breakpoints",
-        "handler",
-        "style",
-        "target",
-        "counter",
-        "stores",
-        "cache",
-        "archive",
-    )
-)
-"""What the stages read once, when a Compactor is made: assigning one later raises."""
+_ASSIGNABLE = frozenset(("on_event", "turns"))
+"""The public attributes a made Compactor takes: every other one is a setting the stages
+read once, so assigning it later raises."""
 
 
 class Compactor:
@@ -176,7 +154,7 @@ class Compactor:
     def __setattr__(self, name: str, value: object) -> None:
         # The stages read the settings once, when the Compactor is made: assigning one
         # later would be silently ignored, so it is refused.
-        if name in _FIXED_SETTINGS and "_stages" in self.__dict__:
+        if name[0] != "_" and name not in _ASSIGNABLE and "_stages" in self.__dict__:
             raise AttributeError(
                 f"Compactor.{name} is fixed when the Compactor is made; make a new Compactor "
                 "with the setting (the budget's settings go in its Budget)"
