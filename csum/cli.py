@@ -33,7 +33,6 @@ from cast.chainio import (
     format_size,
     known_formats,
     one_line,
-    parse_size,
     read_json,
     run_console,
     write_json,
@@ -62,7 +61,7 @@ from csum.config import (
 from csum.errors import SummarizationError
 from csum.prompt import SummaryRequest
 from csum.request import Handler, as_request_handler, request_handler
-from csum.serve.cli import add_serve_parser, serve
+from csum.serve.cli import add_serve_parser, budget_option, serve, share_option, size_option
 from csum.store_events import StoreEventKind
 from csum.stores import open_store
 from csum.summarizer import Summarizer, SummaryResult
@@ -287,26 +286,13 @@ _CLEAR_FIELDS = {
 """Each ``--clear-*`` option's :class:`Clearing` field."""
 
 
-def _size(option: str, text: str) -> int:
-    """The bytes of a size option; a malformed one is a usage error naming it."""
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise ValueError(f"{option}: {exc}") from None
-
-
-def _check_share(option: str, value: float | None, high: float) -> None:
-    if value is not None and not 0 < value <= high:
-        raise ValueError(f"{option} must be within (0, {high:g}], got {value}")
-
-
 def _config(args: argparse.Namespace) -> SummarizerConfig:
     """The reference algorithm's budgets (``--last-section-budget`` and its group)."""
-    budget = _size("--last-section-budget", args.last_section_budget)
+    budget = size_option("--last-section-budget", args.last_section_budget)
     pair_budget = min(16384, max(budget // 3, 1))
     if args.pair_budget is not None:
-        pair_budget = _size("--pair-budget", args.pair_budget)
-    qa_budget = 2 * budget if args.qa_budget is None else _size("--qa-budget", args.qa_budget)
+        pair_budget = size_option("--pair-budget", args.pair_budget)
+    qa_budget = 2 * budget if args.qa_budget is None else size_option("--qa-budget", args.qa_budget)
     keep_sections = 1 if args.keep_sections is None else args.keep_sections
     if keep_sections < 1:
         raise ValueError("--keep-sections must be at least 1")
@@ -327,12 +313,7 @@ def _budget(args: argparse.Namespace) -> Budget:
             raise ValueError(
                 f"{option} applies to the reference algorithm: use it with --last-section-budget"
             )
-    text = "50KiB" if args.budget is None else args.budget
-    if not args.tokens:
-        return Budget.bytes(_size("--budget", text))
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"--budget: invalid token budget {text!r}: use a positive whole number")
-    return Budget.tokens(int(text))
+    return budget_option("50KiB" if args.budget is None else args.budget, args.tokens)
 
 
 def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | None:
@@ -358,16 +339,16 @@ def _settings(args: argparse.Namespace) -> tuple[Budget, Clearing | None, int]:
     budget = _budget(args)
     max_prompt_bytes = DEFAULT_MAX_PROMPT_BYTES
     if args.max_prompt_bytes is not None:
-        max_prompt_bytes = _size("--max-prompt-bytes", args.max_prompt_bytes)
+        max_prompt_bytes = size_option("--max-prompt-bytes", args.max_prompt_bytes)
         if max_prompt_bytes < MIN_PROMPT_BYTES:
             raise ValueError(
                 f"--max-prompt-bytes must be at least {MIN_PROMPT_BYTES}, got {max_prompt_bytes}"
             )
-    _check_share("--keep-ratio", args.keep_ratio, 1)
+    share_option("--keep-ratio", args.keep_ratio)
     preset = LOW_COST if args.low_cost else SUMMARY_ONLY if args.summary_only else None
     base = DEFAULT_CLEARING if preset is None else preset.clearing
     clearing = _clearing(args, base) or base
-    _check_share("--summary-ratio", args.summary_ratio, MAX_SUMMARY_RATIO)
+    share_option("--summary-ratio", args.summary_ratio, MAX_SUMMARY_RATIO)
     settings = {} if preset is None else preset.settings()
     ratios = {"keep_ratio": args.keep_ratio, "summary_ratio": args.summary_ratio}
     settings.update({name: ratio for name, ratio in ratios.items() if ratio is not None})

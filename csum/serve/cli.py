@@ -1,4 +1,5 @@
-"""``csum serve``: its flags and the server run (uvicorn)."""
+"""``csum serve``: its flags and the server run (uvicorn); and the readers of the options
+``csum summarize`` shares with it (sizes, shares, the budget), whose errors name the flag."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ __all__ = [
     "SWITCH_INTERVAL",
     "TENANT_SECRET_ENV",
     "add_serve_parser",
+    "budget_option",
     "config_from",
     "serve",
+    "share_option",
+    "size_option",
 ]
 
 DEFAULT_KEEP_ALIVE = 75.0
@@ -257,12 +261,13 @@ def _add_run(group: argparse._ArgumentGroup) -> None:
 
 def config_from(args: argparse.Namespace) -> ServeConfig:
     """The :class:`ServeConfig` of parsed ``serve`` flags (``ValueError`` when wrong)."""
+    share_option("--keep-ratio", args.keep_ratio)
     keep_ratio: float | None = args.keep_ratio  # its default depends on --summary-only
     if keep_ratio is None:
         keep_ratio = SUMMARY_ONLY.keep_ratio if args.summary_only else DEFAULT_KEEP_RATIO
-    elif not 0 < keep_ratio <= 1:
-        raise ValueError(f"--keep-ratio must be within (0, 1], got {keep_ratio}")
-    budget = _budget(args)
+    if args.budget is None and args.tokens:
+        raise ValueError("--tokens needs --budget")
+    budget = None if args.budget is None else budget_option(args.budget, args.tokens)
     if args.keep_alive <= 0:
         raise ValueError(f"--keep-alive must be positive, got {args.keep_alive}")
     if not 0 < args.port < 65536:
@@ -285,17 +290,26 @@ def config_from(args: argparse.Namespace) -> ServeConfig:
     return ServeConfig(**given)
 
 
-def _budget(args: argparse.Namespace) -> Budget | None:
-    """``--budget`` in bytes, or in tokens with ``--tokens``; None without it."""
-    text: str | None = args.budget
-    if text is None:
-        if args.tokens:
-            raise ValueError("--tokens needs --budget")
-        return None
-    if not args.tokens:
-        return Budget.bytes(parse_size(text))
+def size_option(option: str, text: str) -> int:
+    """The bytes of a size option; a malformed one is a usage error naming it."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise ValueError(f"{option}: {exc}") from None
+
+
+def share_option(option: str, value: float | None, high: float = 1.0) -> None:
+    """Refuse a share option (None: not given) outside (0, ``high``]."""
+    if value is not None and not 0 < value <= high:
+        raise ValueError(f"{option} must be within (0, {high:g}], got {value}")
+
+
+def budget_option(text: str, tokens: bool) -> Budget:
+    """``--budget`` in bytes, or in tokens with ``--tokens``."""
+    if not tokens:
+        return Budget.bytes(size_option("--budget", text))
     if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"invalid token budget {text!r}: use a positive whole number")
+        raise ValueError(f"--budget: invalid token budget {text!r}: use a positive whole number")
     return Budget.tokens(int(text))
 
 
