@@ -605,11 +605,9 @@ def main(
             args = main_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    if args.command == "serve":
-        return serve(args, err)
     try:
         with redirect_stderr(err):  # warnings about the input
-            return _summarize(args, out, err)
+            return serve(args, err) if args.command == "serve" else _summarize(args, out, err)
     except SummarizationError as exc:
         print(
             f"csum {args.command}: summarization failed, nothing written: {one_line(exc)}", file=err

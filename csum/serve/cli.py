@@ -314,15 +314,12 @@ def budget_option(text: str, tokens: bool) -> Budget:
 
 
 def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
-    """Run the gateway until interrupted; 2 when the extra is missing or a flag is
-    wrong."""
+    """Run the gateway until interrupted; 2 when the extra is missing. A wrong flag, or
+    a missing key or SDK of ``--summarizer``, is a ``ValueError`` or ``ImportError``
+    raised before anything runs."""
     err = err or sys.stderr
-    try:
-        config = config_from(args)
-        SummaryHandlerFactory(config)  # a missing key or SDK of --summarizer, said at once
-    except (ValueError, ImportError) as exc:
-        print(f"csum serve: error: {exc}", file=err)
-        return 2
+    config = config_from(args)
+    SummaryHandlerFactory(config)  # a missing key or SDK of --summarizer, said at once
     from csum.serve import INSTALL_HINT, create_app
     from csum.serve.logs import configure, uvicorn_log_config
 
