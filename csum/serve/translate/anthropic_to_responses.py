@@ -1,6 +1,6 @@
 """An Anthropic Messages answer as a Responses one, whole or streamed: a thinking block
-becomes a reasoning item whose ``encrypted_content`` is its signature (sent back, it is
-a signed thinking block again)."""
+becomes a reasoning item whose ``encrypted_content`` is its signature as cast holds it (a
+redacted block's data prefixed); sent back, it is that thinking block again."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from csum.serve.translate.anthropic_to_chat import chat_usage
-from csum.serve.translate.responses_output import REDACTED, ResponsesWriter
+from csum.serve.translate.responses_output import ResponsesWriter
 
 __all__ = ["AnthropicResponsesStream", "responses_from_messages"]
 
@@ -61,7 +62,7 @@ class AnthropicResponsesStream(ResponsesWriter):
             self._signature(str(block.get("signature", "")))
         elif kind == "redacted_thinking":
             yield from self._reasoning(("reasoning", index), "", summary=True)
-            self._signature(REDACTED + str(block.get("data", "")))
+            self._signature(REDACTED_THINKING_PREFIX.decode() + str(block.get("data", "")))
         elif kind == "tool_use":
             call_id = str(block.get("id", ""))
             yield from self._call(("call", index), call_id, str(block.get("name", "")), "")

@@ -91,21 +91,19 @@ _ANTHROPIC_VERSION = "2023-06-01"
 def translated_headers(headers: Iterable[tuple[str, str]], target: Api) -> list[tuple[str, str]]:
     """The client's headers with its API key where ``target`` reads it (and an
     ``anthropic-version`` for Anthropic), without the other provider's own headers."""
-    foreign = "openai-" if target.provider == "anthropic" else "anthropic-"
+    anthropic = target.provider == "anthropic"
+    foreign = "openai-" if anthropic else "anthropic-"
+    key, other = ("x-api-key", "authorization") if anthropic else ("authorization", "x-api-key")
     items = [(k, v) for k, v in headers if not k.lower().startswith(foreign)]
     names = {k.lower() for k, _ in items}
-    if target.provider == "anthropic":
-        out = [(k, v) for k, v in items if k.lower() != "authorization"]
-        if "x-api-key" not in names:
-            for k, v in items:
-                if k.lower() == "authorization" and v.lower().startswith("bearer "):
-                    out.append(("x-api-key", v[7:].strip()))
+    out = [(k, v) for k, v in items if k.lower() != other]
+    given = [v for k, v in items if k.lower() == other and key not in names]
+    if anthropic:
+        out += [(key, v[7:].strip()) for v in given if v.lower().startswith("bearer ")]
         if "anthropic-version" not in names:
             out.append(("anthropic-version", _ANTHROPIC_VERSION))
-        return out
-    out = [(k, v) for k, v in items if k.lower() != "x-api-key"]
-    if "authorization" not in names:
-        out.extend(("authorization", f"Bearer {v}") for k, v in items if k.lower() == "x-api-key")
+    else:
+        out += [(key, f"Bearer {v}") for v in given]
     return out
 
 

@@ -10,12 +10,10 @@ from csum.serve.sse import data_event
 from csum.serve.translate import TranslatedStream
 from csum.serve.translate.responses_tools import chat_tools, custom_input
 
-__all__ = ["GATEWAY_REASONING_PREFIX", "REDACTED", "ResponsesWriter"]
+__all__ = ["GATEWAY_REASONING_PREFIX", "ResponsesWriter"]
 
 GATEWAY_REASONING_PREFIX = "rs_csum_"
 """Id prefix of the reasoning items made from Anthropic thinking (signed, sent back)."""
-REDACTED = "redacted_thinking:"
-"""``encrypted_content`` prefix of an item made from a ``redacted_thinking`` block."""
 
 
 def _responses_usage(usage: dict[str, Any]) -> dict[str, Any]:

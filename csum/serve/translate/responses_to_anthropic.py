@@ -12,7 +12,7 @@ from cast import Message, Reasoning, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from csum.serve.translate import TranslationError
 from csum.serve.translate.chat_to_anthropic import messages_request
-from csum.serve.translate.responses_output import GATEWAY_REASONING_PREFIX, REDACTED
+from csum.serve.translate.responses_output import GATEWAY_REASONING_PREFIX
 from csum.serve.translate.responses_to_chat import chat_chain, chat_request_for_responses
 from csum.serve.translate.responses_tools import chat_tools
 
@@ -59,7 +59,6 @@ def _anthropic_reasoning(reasoning: Reasoning) -> Reasoning | None:
     item_id, encrypted = responses_codec.decode_signature(reasoning.signature)
     if not item_id.startswith(GATEWAY_REASONING_PREFIX) or not encrypted:
         return None
-    if encrypted.startswith(REDACTED):
-        data = encrypted[len(REDACTED) :].encode()
-        return Reasoning(signature=REDACTED_THINKING_PREFIX + data)
-    return Reasoning(content=reasoning.content, signature=encrypted.encode())
+    signature = encrypted.encode()  # the thinking's own signature, or a redacted block's data
+    redacted = signature.startswith(REDACTED_THINKING_PREFIX)  # (which holds no text)
+    return Reasoning(content="" if redacted else reasoning.content, signature=signature)

@@ -27,38 +27,29 @@ _KEPT = ("custom_tool_call", "custom_tool_call_output", _CALL_FIELDS)  # items k
 
 
 @dataclass(frozen=True, slots=True)
-class _ClientTool:
-    """What a Chat function stands for in the client's request: a ``function``, a
-    ``custom`` tool or a member of ``namespace``, called ``name`` there."""
-
-    kind: str
-    name: str
-    namespace: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class ChatTools:
     """A request's tools for Chat: the function tools, what each function name stands
     for, and the built-in tools dropped."""
 
     functions: list[dict[str, Any]]
-    origins: dict[str, _ClientTool]
+    origins: dict[str, tuple[str, str, str | None]]
+    """Chat function name -> (``function`` or ``custom``, client's name, namespace or None)."""
     dropped: list[str]
 
     def chat_name(self, name: str, namespace: str | None = None) -> str:
         """The Chat function name of the client's tool ``name`` (in ``namespace``)."""
-        chats = (c for c, o in self.origins.items() if (o.name, o.namespace) == (name, namespace))
+        chats = (c for c, (_, n, space) in self.origins.items() if (n, space) == (name, namespace))
         return next(chats, name)
 
     def client_item(self, call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
         """The Responses output item for a Chat tool call of ``name``."""
-        origin = self.origins.get(name) or _ClientTool("function", name)
-        if origin.kind == "custom":
+        kind, client_name, namespace = self.origins.get(name) or ("function", name, None)
+        if kind == "custom":
             head = {"type": "custom_tool_call", "id": f"ctc_{call_id}", "call_id": call_id}
-            return {**head, "name": origin.name, "input": custom_input(arguments), "status": status}
+            return {**head, "name": client_name, "input": custom_input(arguments), "status": status}
         head = {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id}
-        item = {**head, "name": origin.name, "arguments": arguments, "status": status}
-        return item if origin.namespace is None else {**item, "namespace": origin.namespace}
+        item = {**head, "name": client_name, "arguments": arguments, "status": status}
+        return item if namespace is None else {**item, "namespace": namespace}
 
 
 def custom_input(arguments: str) -> str:
@@ -82,7 +73,7 @@ def chat_tools(request: dict[str, Any]) -> ChatTools:
         kind = tool.get("type")
         if kind in ("function", "custom"):
             function = (_function if kind == "function" else _custom)(tool, f"tools[{i}]")
-            _add(out, function, _ClientTool(kind, tool["name"]))
+            _add(out, function, kind)
         elif kind == "namespace":
             _namespace(out, tool, f"tools[{i}]")
         else:
@@ -91,12 +82,12 @@ def chat_tools(request: dict[str, Any]) -> ChatTools:
     return out
 
 
-def _add(out: ChatTools, function: dict[str, Any], origin: _ClientTool) -> None:
-    name = function["name"]
-    if name in out.origins and origin.namespace is not None:
-        name = f"{origin.namespace}__{name}"[:_CHAT_NAME_LIMIT]
+def _add(out: ChatTools, function: dict[str, Any], kind: str, namespace: str | None = None) -> None:
+    name = origin = function["name"]
+    if name in out.origins and namespace is not None:
+        name = f"{namespace}__{name}"[:_CHAT_NAME_LIMIT]
         function = {**function, "name": name}
-    out.origins[name] = origin
+    out.origins[name] = (kind, origin, namespace)
     out.functions.append({"type": "function", "function": function})
 
 
@@ -141,7 +132,7 @@ def _namespace(out: ChatTools, tool: dict[str, Any], where: str) -> None:
             kind = member.get("type") if isinstance(member, dict) else member
             out.dropped.append(f"{space}.{kind}")
             continue
-        _add(out, _function(member, here), _ClientTool("function", member["name"], space))
+        _add(out, _function(member, here), "function", space)
 
 
 def function_messages(chain: list[Message], tools: ChatTools) -> list[Message]:
