@@ -1,9 +1,9 @@
-"""Summaries made in pieces (csum._pieces): the Compactor never builds one prompt of a
-huge evicted part. Every prompt fits ``max_prompt_bytes``, nothing the prompts should
-hold is lost, the chain stays valid and within budget with its newest pair verbatim,
-failures leave the input untouched, and the memory of a compaction no longer grows
-with one prompt of everything (measured with tracemalloc). On real Claude Code
-sessions and on built chains, on asyncio and trio."""
+"""Summaries made in pieces (csum.request.summarize_in_pieces): the Compactor never
+builds one prompt of a huge evicted part. Every prompt fits ``max_prompt_bytes``,
+nothing the prompts should hold is lost, the chain stays valid and within budget with
+its newest pair verbatim, failures leave the input untouched, and the memory of a
+compaction no longer grows with one prompt of everything (measured with tracemalloc).
+On real Claude Code sessions and on built chains, on asyncio and trio."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from cast import FIELD_PART_KINDS, ChainAST, Message, Role, TextPart, ToolCall, ToolResult
 from cast.chainio import decode_chain
 from csum import Compactor, HistoryArchive, Robustness, Stores, SummarizationError, SummaryCache
-from csum._pieces import summarize_in_pieces
 from csum.archive import (
     REINSERTED_HEADER,
     archived_references,
@@ -30,7 +29,14 @@ from csum.archive import (
 from csum.config import SUMMARY_ONLY
 from csum.handlers import extractive
 from csum.prompt import MAX_FOCUS_BYTES, SummaryRequest, messages_to_prompt
-from csum.request import HandlerCalls, RequestHandler, ledger, prompt_bound, split_into_pieces
+from csum.request import (
+    HandlerCalls,
+    RequestHandler,
+    ledger,
+    prompt_bound,
+    split_into_pieces,
+    summarize_in_pieces,
+)
 from csum.stores import open_store
 from tests.conftest import CLAUDE_CODE
 from tests.csum.test_cache import corpus_chains
