@@ -65,7 +65,6 @@ __all__ = [
     "split_into_pieces",
     "split_request",
     "summarize_in_pieces",
-    "unwrapped",
 ]
 
 SummarizeHandler: TypeAlias = Callable[[str], Awaitable[str]]
@@ -317,7 +316,7 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
                 group.start_soon(worker)
                 await anyio.lowlevel.checkpoint()
     except BaseExceptionGroup as group_error:
-        raise unwrapped(group_error) from None
+        raise _unwrapped(group_error) from None
 
     if failures:  # the earliest job's, whichever failed first on this event loop
         first = min(failures)
@@ -329,7 +328,7 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     return results  # type: ignore[return-value]
 
 
-def unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
+def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """A task group's failure as raised: ``KeyboardInterrupt``, ``SystemExit`` or a lone
     exception bare, else the group."""
     leaves: list[BaseException] = []
