@@ -678,20 +678,28 @@ def _cut_context(
 
 
 def _cut_message(message: Message, room: int) -> list[Message]:
-    """``message`` itself when it fits ``room`` bytes, else pieces of its text that do."""
+    """``message`` itself when it fits ``room`` bytes, else pieces of its texts and its
+    thinking that do (an image, binary data or a provider block whole: a prompt shows
+    only its placeholder)."""
     if message.size <= room:
         return [message]
     out: list[Message] = []
     role = message.role
     for part in message.parts:
-        pieces: list[TextPart | ToolResult]
+        pieces: list[TextPart | ToolResult] = []
+        reasoning = getattr(part, "reasoning", None)
+        if reasoning is not None and reasoning.content:
+            thoughts = _split_text(reasoning.content, room)
+            pieces += [TextPart(text="", reasoning=Reasoning(content=t)) for t in thoughts]
         if type(part) is ToolResult:  # a cut result keeps its call id and name
             call_id, name = part.tool_call_id, part.name
             texts = _split_text(part.content, room)
-            pieces = [ToolResult(tool_call_id=call_id, name=name, content=t) for t in texts]
-        else:
+            pieces += [ToolResult(tool_call_id=call_id, name=name, content=t) for t in texts]
+        elif type(part) is TextPart or type(part) is ToolCall:
             text = "\n".join(message_strings(Message.from_parts(role, (part,))))
-            pieces = [TextPart(text=t) for t in _split_text(text, room)]
+            pieces += [TextPart(text=t) for t in _split_text(text, room)]
+        else:
+            out.append(Message.from_parts(role, (part,)))
         out.extend(Message.from_parts(role, (piece,)) for piece in pieces)
     return out
 
