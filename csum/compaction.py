@@ -24,7 +24,6 @@ from cast import (
     ToolCall,
     ToolResult,
 )
-from csum._pieces import question_context, summarize_in_pieces
 from csum.archive import (
     HistoryArchive,
     Insertion,
@@ -39,7 +38,14 @@ from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
 from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized, summary_key
 from csum.prompt import with_fact_memory
-from csum.request import HandlerCalls, HandlerLedger, RobustHandler, ledger
+from csum.request import (
+    HandlerCalls,
+    HandlerLedger,
+    RobustHandler,
+    ledger,
+    question_context,
+    summarize_in_pieces,
+)
 from csum.store_events import StoreEvent, StoreEventKind
 
 __all__ = [

@@ -1,8 +1,9 @@
 """How csum calls a summarize handler: the handler contract (every handler csum calls
 is a :class:`RequestHandler`, taking the structured :class:`~csum.prompt.SummaryRequest`;
 a text handler is adapted once, where it is taken), the calls of one run and their
-books (:class:`HandlerCalls`), and :class:`RobustHandler` (timeout, retries, splitting,
-fallback)."""
+books (:class:`HandlerCalls`), :class:`RobustHandler` (timeout, retries, splitting,
+fallback), and summaries of more than one prompt can hold (:func:`summarize_in_pieces`):
+pieces whose prompts fit, each rendered only when its call starts, merged in rounds."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby
 from operator import attrgetter
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -23,7 +24,6 @@ import anyio.lowlevel
 from cast import BodyPair, ImagePart, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import clip_utf8, utf8_len
 from csum._fit import fit_joined, fit_summary
-from csum._gather import unwrapped
 from csum._handler_check import check_handler
 from csum.config import Robustness
 from csum.errors import SummarizationError
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from csum.cache import SummaryCache
 
 __all__ = [
+    "QUESTION_CONTEXT_BYTES",
     "SUMMARY_FLOOR_BYTES",
     "Handler",
     "HandlerCalls",
@@ -55,12 +56,15 @@ __all__ = [
     "SummaryRequest",
     "as_request_handler",
     "check_request",
+    "gather",
     "is_transient",
     "ledger",
     "prompt_bound",
+    "question_context",
     "request_handler",
     "split_into_pieces",
     "split_request",
+    "summarize_in_pieces",
 ]
 
 SummarizeHandler: TypeAlias = Callable[[str], Awaitable[str]]
@@ -129,6 +133,7 @@ def as_request_handler(handler: Handler, what: str = "handler") -> RequestHandle
 
 # -- the calls of one run ---------------------------------------------------------------------
 
+T = TypeVar("T")
 _SIZE: Callable[[Message], int] = attrgetter("size")
 
 SUMMARY_FLOOR_BYTES = 1024
@@ -197,7 +202,10 @@ class HandlerCalls:
         if replaced is None:
             replaced = ai_messages if ai_messages else human_messages
             known = None if sizes is None else sizes[1] if ai_messages else sizes[0]
-        cap = self.cap_for(sum(map(_SIZE, replaced)) if known is None else known)
+        cap = self.max_summary_bytes
+        if self.summary_floor is not None:  # at most the larger of the floor and what it replaces
+            bound = max(self.summary_floor, sum(map(_SIZE, replaced)) if known is None else known)
+            cap = bound if cap is None else min(bound, cap)
         summary = await self.summarize_prompt(request, phase=phase, section=section, cap=cap)
         return await self.archived(summary, replaced)
 
@@ -205,14 +213,6 @@ class HandlerCalls:
     def stale_cap(self) -> int | None:
         """The size over which a lone summary pair was not made under this run's bounds."""
         return self.max_summary_bytes if self.max_summary_bytes is not None else self.summary_floor
-
-    def cap_for(self, replaced_size: int) -> int | None:
-        """The size a summary of ``replaced_size`` bytes is cut to: ``max_summary_bytes``,
-        and with a floor, at most the larger of the floor and what it replaces."""
-        if self.summary_floor is None:
-            return self.max_summary_bytes
-        bound = max(self.summary_floor, replaced_size)
-        return bound if self.max_summary_bytes is None else min(bound, self.max_summary_bytes)
 
     async def summarize_prompt(
         self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None = None
@@ -246,10 +246,10 @@ class HandlerCalls:
         return summary if line is None else f"{summary}\n{line}"
 
     async def call_handler(
-        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None = None
+        self, prompt: SummaryRequest, *, phase: str, section: int, cap: int | None
     ) -> str:
         """One handler call on ``prompt``, counted; failures become SummarizationError.
-        The answer is cut to ``cap`` bytes (default: ``max_summary_bytes``)."""
+        The answer is cut to ``cap`` bytes (None: not cut)."""
         self.calls += 1
         self.input_bytes += utf8_len(prompt.prompt)
         try:
@@ -272,7 +272,6 @@ class HandlerCalls:
             raise _failed(f"returned {type(result).__name__}, expected str", section, phase)
         if not result.strip():
             raise _failed(f"returned an empty summary ({result[:20]!r})", section, phase)
-        cap = self.max_summary_bytes if cap is None else cap
         if cap is not None and utf8_len(result) > cap:
             result = fit_summary(result, cap)
         self.output_bytes += utf8_len(result)
@@ -283,6 +282,67 @@ class HandlerCalls:
 
 def _failed(what: str, section: int, phase: str) -> SummarizationError:
     return SummarizationError(f"the summarize handler {what}", section=section, phase=phase)
+
+
+async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run ``jobs`` concurrently; results by index. The first failure cancels the rest;
+    the :class:`SummarizationError` of the earliest job that failed is raised (the
+    others in a note). Workers pull jobs from a shared counter, a new one started only
+    after the others could run: instant jobs share one task, waiting ones get one each.
+    """
+    count = len(jobs)
+    if count == 1:
+        return [await jobs[0]()]
+    results: list[T | None] = [None] * count
+    failures: dict[int, SummarizationError] = {}
+    next_job = 0
+
+    try:
+        async with anyio.create_task_group() as group:
+
+            async def worker() -> None:
+                nonlocal next_job
+                while next_job < count:
+                    index = next_job
+                    next_job += 1
+                    try:
+                        results[index] = await jobs[index]()
+                    except SummarizationError as exc:
+                        failures[index] = exc
+                        group.cancel_scope.cancel()
+                        return
+
+            while next_job < count:
+                group.start_soon(worker)
+                await anyio.lowlevel.checkpoint()
+    except BaseExceptionGroup as group_error:
+        raise _unwrapped(group_error) from None
+
+    if failures:  # the earliest job's, whichever failed first on this event loop
+        first = min(failures)
+        error = failures[first]
+        others = [str(failures[i]) for i in sorted(failures) if i != first]
+        if others:
+            error.add_note("other handler calls failed too: " + "; ".join(others))
+        raise error
+    return results  # type: ignore[return-value]
+
+
+def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """A task group's failure as raised: ``KeyboardInterrupt``, ``SystemExit`` or a lone
+    exception bare, else the group."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(reversed(exc.exceptions))
+        else:
+            leaves.append(exc)
+    for leaf in leaves:
+        if isinstance(leaf, KeyboardInterrupt | SystemExit):
+            return leaf
+    return leaves[0] if len(leaves) == 1 else group
 
 
 # -- the robust handler ------------------------------------------------------------------------
@@ -384,27 +444,9 @@ class RobustHandler(RequestHandler):
         if limit is None or utf8_len(job.prompt) <= limit:
             return await self._call(job)
         pieces = split_request(job, limit)
-        books = _books()
-        books.chunks += len(pieces)
-        summaries = await self._all(pieces)
-        return await self._merge(summaries, depth)
-
-    async def _all(self, jobs: Sequence[SummaryRequest]) -> list[str]:
-        results: list[str] = [""] * len(jobs)
+        _books().chunks += len(pieces)
         limiter = anyio.CapacityLimiter(self.robustness.max_concurrency)
-
-        async def one(index: int) -> None:
-            async with limiter:
-                results[index] = await self._call(jobs[index])
-
-        try:
-            async with anyio.create_task_group() as group:
-                for index in range(len(jobs)):
-                    group.start_soon(one, index)
-        except BaseExceptionGroup as group_error:
-            # the handler's own error, not a group the backend words its own way
-            raise unwrapped(group_error) from None
-        return results
+        return await self._merge(await _summaries(pieces, self._call, limiter), depth)
 
     async def _merge(self, summaries: list[str], depth: int) -> str:
         if len(summaries) == 1:
@@ -541,22 +583,14 @@ def split_into_pieces(
     return pieces
 
 
-def _groups(
-    messages: Sequence[Message],
-    room: int,
-    rendered: Callable[[list[Message]], int] | None = None,
-) -> list[list[Message]]:
-    """Consecutive groups of ``messages`` that fit ``room``: their prompt bounds summed,
-    or the bytes of a group's prompt as ``rendered`` measures them."""
+def _groups(messages: Sequence[Message], room: int) -> list[list[Message]]:
+    """Consecutive groups of ``messages`` whose prompt bounds sum within ``room`` (a
+    message over it alone)."""
     groups: list[list[Message]] = []
     used = 0
     for message in messages:
-        if rendered is None:
-            cost = prompt_bound(message)
-            fits = used + cost <= room
-        else:
-            cost, fits = 0, bool(groups) and rendered([*groups[-1], message]) <= room
-        if groups and fits:
+        cost = prompt_bound(message)
+        if groups and used + cost <= room:
             groups[-1].append(message)
             used += cost
         else:
@@ -584,8 +618,24 @@ def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryReques
 
     room = max(512, max_bytes - utf8_len(render([Message.ai("")]).prompt) - 256)
     pieces = [piece for m in _messages(request.summarized) for piece in _cut_message(m, room)]
-    chunks = _groups(pieces, max_bytes, lambda chunk: utf8_len(render(chunk).prompt))
-    return [render(chunk) for chunk in chunks]
+    requests: list[SummaryRequest] = []
+    start = 0
+    while start < len(pieces):
+        # The longest run from ``start`` whose prompt fits (one piece at least). A prompt
+        # grows with its run, so doubling, then halving, finds it in a few renderings
+        # (one rendering per piece added made splitting quadratic).
+        fit, over, best = 1, len(pieces) - start + 1, None
+        while fit + 1 < over:
+            grown = over > len(pieces) - start  # no run known to be over yet
+            size = min(2 * fit, over - 1) if grown else (fit + over) // 2
+            candidate = render(pieces[start : start + size])
+            if utf8_len(candidate.prompt) <= max_bytes:
+                fit, best = size, candidate
+            else:
+                over = size
+        requests.append(best or render(pieces[start : start + fit]))
+        start += fit
+    return requests
 
 
 def _messages(entries: Sequence[PromptEntry]) -> list[Message]:
@@ -621,32 +671,35 @@ def _cut_context(
             room -= size
             continue
         if room > frame + 64:
-            head = TextPart(text=_head(message, room - frame))
-            kept.append(Message.from_parts(message.role, (head,)))
+            head = clip_utf8("\n".join(message_strings(message)), room - frame)
+            kept.append(Message.from_parts(message.role, (TextPart(text=head),)))
         break
     return kept[::-1]
 
 
-def _head(message: Message, max_bytes: int) -> str:
-    text = "\n".join(message_strings(message))
-    return clip_utf8(text, max_bytes)
-
-
 def _cut_message(message: Message, room: int) -> list[Message]:
-    """``message`` itself when it fits ``room`` bytes, else pieces of its text that do."""
+    """``message`` itself when it fits ``room`` bytes, else pieces of its texts and its
+    thinking that do (an image, binary data or a provider block whole: a prompt shows
+    only its placeholder)."""
     if message.size <= room:
         return [message]
     out: list[Message] = []
     role = message.role
     for part in message.parts:
-        pieces: list[TextPart | ToolResult]
+        pieces: list[TextPart | ToolResult] = []
+        reasoning = getattr(part, "reasoning", None)
+        if reasoning is not None and reasoning.content:
+            thoughts = _split_text(reasoning.content, room)
+            pieces += [TextPart(text="", reasoning=Reasoning(content=t)) for t in thoughts]
         if type(part) is ToolResult:  # a cut result keeps its call id and name
             call_id, name = part.tool_call_id, part.name
             texts = _split_text(part.content, room)
-            pieces = [ToolResult(tool_call_id=call_id, name=name, content=t) for t in texts]
-        else:
+            pieces += [ToolResult(tool_call_id=call_id, name=name, content=t) for t in texts]
+        elif type(part) is TextPart or type(part) is ToolCall:
             text = "\n".join(message_strings(Message.from_parts(role, (part,))))
-            pieces = [TextPart(text=t) for t in _split_text(text, room)]
+            pieces += [TextPart(text=t) for t in _split_text(text, room)]
+        else:
+            out.append(Message.from_parts(role, (part,)))
         out.extend(Message.from_parts(role, (piece,)) for piece in pieces)
     return out
 
@@ -667,3 +720,98 @@ def _split_text(text: str, max_bytes: int) -> list[str]:
         out.append(data[start:end].decode("utf-8"))
         start = end
     return out or [""]
+
+
+# -- summaries in pieces ------------------------------------------------------------------
+
+QUESTION_CONTEXT_BYTES: Final = 2048
+"""Bytes of the staying question a compaction prompt shows as context (its head and tail)."""
+_TAIL_SHARE = 1 / 3
+"""Share of the bound given to the question's tail (a request says what it expects back
+at its end)."""
+
+
+def question_context(message: Message, max_bytes: int = QUESTION_CONTEXT_BYTES) -> Message:
+    """``message`` itself when it holds at most ``max_bytes``, else a human text message
+    of its head and tail within ``max_bytes`` (its text, tool calls as ``name(args)``
+    and tool results' contents; images and binary data left out), with the number of
+    bytes left out between them: the summarizer reads the staying question only to know
+    what was asked, and it stays in the chain verbatim. ``message`` is not changed."""
+    if message.size <= max_bytes:
+        return message
+    text = "\n".join(message_strings(message))
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return Message.from_parts(Role.HUMAN, (TextPart(text=text),))
+    tail_bytes = int(max_bytes * _TAIL_SHARE)
+    head = clip_utf8(text, max_bytes - tail_bytes)
+    tail = data[len(data) - tail_bytes :].decode("utf-8", "ignore")
+    gap = len(data) - utf8_len(head) - utf8_len(tail)
+    note = f"\n[... {gap} bytes of the question left out here; it stays in the chain ...]\n"
+    return Message.from_parts(Role.HUMAN, (TextPart(text=head + note + tail),))
+
+
+async def summarize_in_pieces(
+    calls: HandlerCalls,
+    turns: Sequence[tuple[Message | None, Sequence[Message]]],
+    *,
+    staying: Message | None = None,
+    max_bytes: int,
+    concurrency: int,
+    phase: str,
+    section: int,
+    focus: str | None = None,
+) -> str:
+    """One summary of ``turns`` (``staying`` as context, see :func:`split_into_pieces`)
+    from prompts of at most ``max_bytes``, at most ``concurrency`` of them alive at once,
+    the pieces' summaries merged by more calls in rounds while they do not fit one."""
+    context = [] if staying is None else [staying]
+    pieces = split_into_pieces(turns, max_bytes, context=context, focus=focus)
+    if not pieces:
+        raise ValueError("nothing to summarize: no question and no message")
+    _books().chunks += len(pieces)
+    summarize = partial(calls.summarize_prompt, phase=phase, section=section)
+    limiter = anyio.CapacityLimiter(concurrency)
+    requests = [partial(piece.request, max_bytes // 4, focus) for piece in pieces]
+    del pieces
+    summaries = await _summaries(requests, summarize, limiter)
+    del requests  # the pieces (cut texts among them) are not kept through the merges
+    return await _merged(summaries, max_bytes, summarize, limiter)
+
+
+async def _summaries(
+    requests: Sequence[SummaryRequest | Callable[[], SummaryRequest]],
+    summarize: Callable[[SummaryRequest], Awaitable[str]],
+    limiter: anyio.CapacityLimiter,
+) -> list[str]:
+    """The summaries of ``requests``, at most ``limiter``'s calls in flight (a request
+    given as a function is made when its call starts: only then does its prompt exist)."""
+
+    async def one(request: SummaryRequest | Callable[[], SummaryRequest]) -> str:
+        async with limiter:
+            return await summarize(request if isinstance(request, SummaryRequest) else request())
+
+    return await gather([partial(one, request) for request in requests])
+
+
+async def _merged(
+    summaries: list[str],
+    max_bytes: int,
+    summarize: Callable[[SummaryRequest], Awaitable[str]],
+    limiter: anyio.CapacityLimiter,
+) -> str:
+    """One summary of ``summaries``, merged in rounds: each group of them whose prompt
+    bounds fit ``max_bytes`` merged by ``summarize``, until one is left; joined and cut
+    to ``max_bytes`` instead when no two fit one prompt."""
+    books = _books()
+    room = max(512, max_bytes - _FIXED)
+    while len(summaries) > 1:
+        groups = _groups([Message.ai(text) for text in summaries], room)
+        if len(groups) == len(summaries):
+            books.truncated += 1
+            return fit_joined(summaries, max_bytes)
+        books.merges += 1
+        jobs = [partial(summary_request, [], group) for group in groups if len(group) > 1]
+        merged = iter(await _summaries(jobs, summarize, limiter))
+        summaries = [group[0].text if len(group) == 1 else next(merged) for group in groups]
+    return summaries[0]

@@ -17,12 +17,11 @@ from cast import (
     TextPart,
 )
 from cast.internals import utf8_len
-from csum._gather import gather
 from csum.archive import own_question, split_archive_line
 from csum.assemble import SummaryStyle, summary_floor, summary_pair
 from csum.config import SummarizerConfig
 from csum.plan import human_of, is_summarized, messages_of, summary_text, summary_type
-from csum.request import HandlerCalls
+from csum.request import HandlerCalls, gather
 
 __all__ = [
     "exceeds_qa_limits",

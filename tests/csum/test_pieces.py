@@ -1,9 +1,9 @@
-"""Summaries made in pieces (csum._pieces): the Compactor never builds one prompt of a
-huge evicted part. Every prompt fits ``max_prompt_bytes``, nothing the prompts should
-hold is lost, the chain stays valid and within budget with its newest pair verbatim,
-failures leave the input untouched, and the memory of a compaction no longer grows
-with one prompt of everything (measured with tracemalloc). On real Claude Code
-sessions and on built chains, on asyncio and trio."""
+"""Summaries made in pieces (csum.request.summarize_in_pieces): the Compactor never
+builds one prompt of a huge evicted part. Every prompt fits ``max_prompt_bytes``,
+nothing the prompts should hold is lost, the chain stays valid and within budget with
+its newest pair verbatim, failures leave the input untouched, and the memory of a
+compaction no longer grows with one prompt of everything (measured with tracemalloc).
+On real Claude Code sessions and on built chains, on asyncio and trio."""
 
 from __future__ import annotations
 
@@ -17,10 +17,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cast import FIELD_PART_KINDS, ChainAST, Message, Role, TextPart, ToolCall, ToolResult
+from cast import (
+    FIELD_PART_KINDS,
+    ChainAST,
+    ImagePart,
+    Message,
+    Reasoning,
+    Role,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
 from cast.chainio import decode_chain
 from csum import Compactor, HistoryArchive, Robustness, Stores, SummarizationError, SummaryCache
-from csum._pieces import summarize_in_pieces
 from csum.archive import (
     REINSERTED_HEADER,
     archived_references,
@@ -30,7 +39,14 @@ from csum.archive import (
 from csum.config import SUMMARY_ONLY
 from csum.handlers import extractive
 from csum.prompt import MAX_FOCUS_BYTES, SummaryRequest, messages_to_prompt
-from csum.request import HandlerCalls, RequestHandler, ledger, prompt_bound, split_into_pieces
+from csum.request import (
+    HandlerCalls,
+    RequestHandler,
+    ledger,
+    prompt_bound,
+    split_into_pieces,
+    summarize_in_pieces,
+)
 from csum.stores import open_store
 from tests.conftest import CLAUDE_CODE
 from tests.csum.test_cache import corpus_chains
@@ -179,6 +195,26 @@ def test_a_message_too_large_alone_is_cut_inside_its_text() -> None:
     cut = "".join(p.content for p in results if isinstance(p, ToolResult))
     assert cut == big.parts[0].content  # type: ignore[union-attr]
     assert {p.tool_call_id for p in results if isinstance(p, ToolResult)} == {"call_1"}
+
+
+def test_a_message_cut_keeps_its_thinking_and_its_images_placeholders() -> None:
+    """A cut message loses nothing a prompt shows: its thinking is cut like its text
+    (it was dropped), an image too large for a piece stays whole, its prompt naming it
+    (it became an empty text)."""
+    thinking = "".join(f"step {i} of the plan\n" for i in range(3000))
+    answer = Message.from_parts(
+        Role.AI, (TextPart(text="x" * 30_000, reasoning=Reasoning(content=thinking)),)
+    )
+    image = ImagePart(url="data:image/png;base64," + "A" * 200_000)
+    asked = Message.from_parts(Role.HUMAN, (TextPart(text="what is this?"), image))
+    pieces = split_into_pieces([(asked, [answer])], 16_384)
+    parts = [p for piece in pieces for m in piece.messages for p in m.parts]
+    kept = "".join(p.reasoning.content for p in parts if isinstance(p, TextPart) and p.reasoning)
+    assert kept == thinking
+    assert image in parts
+    prompts = [piece.request(16_384 // 4).prompt for piece in pieces]
+    assert all(len(prompt.encode()) <= 16_384 for prompt in prompts)
+    assert sum("[image data:image/png, 150000 bytes]" in prompt for prompt in prompts) == 1
 
 
 def test_pieces_fit_with_the_longest_focus_and_a_long_staying_question() -> None:

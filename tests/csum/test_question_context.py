@@ -1,5 +1,5 @@
 """A compaction's prompt shows a long staying question as its head and tail, not whole
-(csum._pieces.question_context): the summarizer reads it only to know what was asked, and the
+(csum.request.question_context): the summarizer reads it only to know what was asked, and the
 question itself stays in the chain verbatim."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ import pytest
 
 from cast import Message, Role, TextPart, ToolCall
 from csum import Compactor
-from csum._pieces import QUESTION_CONTEXT_BYTES, question_context
 from csum.prompt import SummaryRequest
-from csum.request import RequestHandler
+from csum.request import QUESTION_CONTEXT_BYTES, RequestHandler, question_context
 
 pytestmark = pytest.mark.anyio
 

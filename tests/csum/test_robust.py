@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+import csum.request
 from cast import ChainAST, Message, ToolCall
 from csum import (
     Compactor,
@@ -23,7 +24,7 @@ from csum import (
     split_request,
 )
 from csum.handlers import HandlerError, extractive
-from csum.prompt import summary_request, text_request
+from csum.prompt import SummaryRequest, summary_request, text_request
 from csum.request import ledger
 
 P = text_request("p")
@@ -190,6 +191,27 @@ def test_split_plain_text_at_line_breaks() -> None:
     pieces = split_request(text_request(text), 4096)
     assert "".join(p.prompt for p in pieces) == text
     assert all(len(p.prompt.encode()) <= 4096 for p in pieces)
+
+
+def test_splitting_renders_a_bounded_multiple_of_the_prompt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Splitting renders candidate prompts to measure them: not one growing prompt per
+    message added (hundreds of times the prompt on many small messages), a few per chunk."""
+    messages = chain(3000, 80)[1:]
+    request = summary_request(messages[:1], messages[1:])
+    rendered: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> SummaryRequest:
+        made = summary_request(*args, **kwargs)
+        rendered.append(len(made.prompt))
+        return made
+
+    monkeypatch.setattr(csum.request, "summary_request", counted)
+    pieces = split_request(request, 32 * 1024)
+    assert len(pieces) > 5
+    assert all(len(p.prompt.encode()) <= 32 * 1024 for p in pieces)
+    assert sum(rendered) <= 40 * len(request.prompt)  # one per message: over 100 times
 
 
 @pytest.mark.anyio

@@ -26,10 +26,9 @@ from cast import (
     TextPart,
 )
 from csum import SUMMARIZED_CONTENT_PREFIX, SummarizationError, SummarizerConfig
-from csum._gather import gather
 from csum.assemble import SummaryStyle
 from csum.plan import is_summarized, summary_type
-from csum.request import HandlerCalls
+from csum.request import HandlerCalls, gather
 from csum.strategies import (
     exceeds_qa_limits,
     needs_section_summary,
