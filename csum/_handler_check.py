@@ -3,6 +3,7 @@ hook, the uncalled ``extractive`` factory), with a ``TypeError`` showing the lin
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __all__ = ["check_handler"]
@@ -11,10 +12,10 @@ __all__ = ["check_handler"]
 def check_handler(handler: Any, what: str = "handler") -> None:
     """Raise ``TypeError`` when ``handler`` is not an async ``prompt -> summary`` callable:
     a keeper (``compact``), a framework hook, the ``extractive`` factory uncalled, or
-    anything not callable."""
-    from csum.handlers import extractive
-
-    if handler is extractive:
+    anything not callable. The handlers package is not imported for it (a tenth of a
+    second on a first call): a caller holding the factory has imported it already."""
+    handlers = sys.modules.get("csum.handlers")
+    if handlers is not None and handler is getattr(handlers, "extractive", None):
         raise TypeError(
             f"{what} is the extractive factory itself: call it, "
             f"Compactor(extractive(), budget=...) (or leave the handler out: it is the default)"

@@ -194,3 +194,20 @@ def test_lazy_submodules_load_on_first_use_in_a_fresh_interpreter(
 def test_an_unknown_attribute_is_an_attribute_error(package: ModuleType) -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = package.no_such_name
+
+
+def test_a_run_with_the_callers_own_handler_does_not_load_the_bundled_handlers() -> None:
+    # The check refusing the uncalled extractive factory must not import it (about a
+    # tenth of a second, paid by every process on its first call).
+    check = (
+        "import sys, anyio; from cast import Message; from csum import Summarizer\n"
+        "async def handler(prompt): return 'summary'\n"
+        "chain = [Message.system('s'), Message.human('q'), Message.ai('a'), "
+        "Message.human('q2'), Message.ai('b')]\n"
+        "assert anyio.run(Summarizer().summarize, handler, chain).handler_calls == 1\n"
+        "assert 'csum.handlers' not in sys.modules, 'csum.handlers was imported'"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
