@@ -24,6 +24,7 @@ from cast import (
     parse_chain,
 )
 from csum._summary_ids import unique_summary_ids
+from csum._sync import run_sync
 from csum.archive import without_recalled
 from csum.assemble import SummaryStyle, summary_style
 from csum.compaction import pending_tail_calls, without_pending_fillers
@@ -261,8 +262,8 @@ class Summarizer:
         id_template: TemplateLike = DEFAULT_TOOL_CALL_ID_TEMPLATE,
         backend: str = "asyncio",
     ) -> list[Message]:
-        """:meth:`summarize_chain` for scripts: runs its own event loop (``backend``)."""
-        return anyio.run(
-            partial(self.summarize_chain, handler, messages, id_template=id_template),
-            backend=backend,
+        """:meth:`summarize_chain` for synchronous code: runs its own event loop
+        (``backend``), in a worker thread when this thread runs one (a notebook)."""
+        return run_sync(
+            partial(self.summarize_chain, handler, messages, id_template=id_template), backend
         )

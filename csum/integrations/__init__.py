@@ -4,21 +4,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import sys
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from itertools import accumulate, pairwise
 from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
-import anyio
-
 from cast import Message
 from csum._handler_check import check_handler
+from csum._sync import run_sync
 from csum.compactor import Compactor
 from csum.config import DEFAULT_BUDGET, DEFAULT_MAX_EVENTS, DEFAULT_MODEL_SHARE, Budget, as_budget
 from csum.request import Handler
@@ -395,11 +391,7 @@ class HistoryHook:
     ) -> list[T]:
         """:meth:`compact_history` for a framework's synchronous hook: runs its own event
         loop, in a worker thread when this thread already runs one (a notebook)."""
-        job = partial(anyio.run, partial(self.compact_history, originals, decode, encode))
-        if not _in_event_loop():
-            return job()
-        with ThreadPoolExecutor(1, thread_name_prefix="chaincast-hook") as pool:
-            return pool.submit(job).result()
+        return run_sync(partial(self.compact_history, originals, decode, encode))
 
 
 H = TypeVar("H", bound=HistoryHook)
@@ -414,19 +406,6 @@ class _HistoryEvents(Generic[H]):
     def events(self) -> deque[HookEvent]:
         """The latest compaction events, oldest first (see ``HistoryHook.events``)."""
         return self.history.events
-
-
-def _in_event_loop() -> bool:
-    """Whether this thread runs an asyncio or trio event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        trio = sys.modules.get("trio")
-        try:
-            return trio is not None and trio.lowlevel.current_trio_token() is not None
-        except RuntimeError:
-            return False
-    return True
 
 
 def _rebuild(

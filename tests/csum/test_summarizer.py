@@ -798,6 +798,15 @@ def test_summarize_chain_sync(backend: str) -> None:
     assert len(out) < len(agent_chain())
 
 
+@pytest.mark.anyio
+async def test_summarize_chain_sync_inside_a_running_loop() -> None:
+    # A notebook cell, or a framework's sync hook inside an async app: the thread runs a
+    # loop already, so the sync entry point runs its own in a worker thread.
+    summarizer = Summarizer(SummarizerConfig(**ALL_PHASES))
+    out = summarizer.summarize_chain_sync(FakeHandler(), agent_chain())
+    assert out == await summarizer.summarize_chain(FakeHandler(), agent_chain())
+
+
 @pytest.mark.parametrize(
     "value",
     [
