@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import typing
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -31,7 +32,7 @@ from csum.serve.conversation import (
     conversation_key,
     raw_prefixes,
 )
-from csum.serve.pool import LoopArchive, LoopStore, WorkerPool
+from csum.serve.pool import OnLoop, WorkerPool
 from csum.serve.reuse import (
     SEEN_IN_ALL,
     ReadRequest,
@@ -109,7 +110,7 @@ class Rewriter:
     """Compacts requests for one gateway; ``store`` holds the conversations' state and
     the summary cache, ``archive_store`` (when given) the messages summarized away. A
     request's CPU work runs in a worker thread of :attr:`pool` on its own event loop;
-    store calls go back to the gateway's loop (:class:`LoopStore`)."""
+    store calls go back to the gateway's loop (:class:`OnLoop`)."""
 
     def __init__(
         self, config: ServeConfig, store: SummaryStore, archive_store: ArchiveStore | None = None
@@ -152,8 +153,8 @@ class Rewriter:
         store, archive = self.store, self.archive_store
         if self.config.offload:  # handled on a worker's own loop, the stores on this one
             token = anyio.lowlevel.current_token()
-            store = LoopStore(store, token)
-            archive = None if archive is None else LoopArchive(archive, token)
+            store = typing.cast(SummaryStore, OnLoop(store, token))
+            archive = None if archive is None else typing.cast(ArchiveStore, OnLoop(archive, token))
         request = _Request(
             api, body, conversation, credentials, until, store, archive, tenant, upstream
         )

@@ -9,9 +9,9 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -19,12 +19,11 @@ import anyio.lowlevel
 from anyio.lowlevel import EventLoopToken
 
 from csum.stores import SummaryStore
-from csum.stores._protocol import ArchiveRecord, ArchiveStore
+from csum.stores._protocol import ArchiveStore
 
-__all__ = ["LoopArchive", "LoopStore", "WorkerPool"]
+__all__ = ["OnLoop", "WorkerPool"]
 
 T = TypeVar("T")
-S = TypeVar("S", SummaryStore, ArchiveStore)
 
 
 class WorkerPool:
@@ -93,45 +92,22 @@ class WorkerPool:
         return future.result() if future.done() else None
 
 
-class _OnLoop(Generic[S]):
-    """``inner``, its calls run on the loop of ``token``; closing it is the gateway's."""
+class OnLoop:
+    """A store (summary or archive) whose calls run on the loop of ``token``, where its
+    connections live: each method of ``inner`` is called there; closing it is the gateway's."""
 
-    def __init__(self, inner: S, token: EventLoopToken) -> None:
-        self.inner: S = inner
+    def __init__(self, inner: SummaryStore | ArchiveStore, token: EventLoopToken) -> None:
+        self.inner = inner
         self.token = token
         self.name: str = inner.name
 
+    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
+        call = getattr(self.inner, method)
+
+        async def on_loop(*args: Any) -> Any:
+            return anyio.from_thread.run(call, *args, token=self.token)
+
+        return on_loop
+
     async def aclose(self) -> None:
         """Nothing: the gateway closes the store it owns."""
-
-
-class LoopStore(_OnLoop[SummaryStore]):
-    """A :class:`~csum.stores.SummaryStore` whose calls run on the loop of ``token``."""
-
-    async def get(self, key: str) -> bytes | None:
-        return anyio.from_thread.run(self.inner.get, key, token=self.token)
-
-    async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
-        anyio.from_thread.run(self.inner.set, key, value, ttl, token=self.token)
-
-    async def acquire(self, key: str, token: str, ttl: float) -> bool:
-        return anyio.from_thread.run(self.inner.acquire, key, token, ttl, token=self.token)
-
-    async def release(self, key: str, token: str) -> None:
-        anyio.from_thread.run(self.inner.release, key, token, token=self.token)
-
-
-class LoopArchive(_OnLoop[ArchiveStore]):
-    """An :class:`~csum.stores.ArchiveStore` whose calls run on the loop of ``token``."""
-
-    async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
-        anyio.from_thread.run(self.inner.put, session, batch, records, token=self.token)
-
-    async def get(self, session: str, reference: str) -> list[bytes]:
-        return anyio.from_thread.run(self.inner.get, session, reference, token=self.token)
-
-    async def search(self, session: str, text: str, limit: int) -> list[tuple[str, bytes]]:
-        return anyio.from_thread.run(self.inner.search, session, text, limit, token=self.token)
-
-    async def delete_session(self, session: str) -> int:
-        return anyio.from_thread.run(self.inner.delete_session, session, token=self.token)
