@@ -222,7 +222,8 @@ class Rewriter:
         if recent:
             skimmed = skim(body, [seen.scanned for seen in recent], api.list_key, max_items)
             if skimmed is not None:
-                return skimmed.scanned, (recent[skimmed.earlier], skimmed.fresh)
+                scanned, index, fresh = skimmed
+                return scanned, (recent[index], fresh)
         return scan(body, api.list_key, self.config.max_depth, max_items), None
 
     def _model(self, request: _Request, payload: dict[str, Any]) -> object:
