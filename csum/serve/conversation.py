@@ -153,18 +153,9 @@ class ConversationState:
             record["raw"] = self.raw.record()
         return record
 
-    def to_bytes(self) -> bytes:
-        """The stored form (JSON)."""
-        return dumps(self.record())
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> ConversationState | None:
-        """The state stored as ``data``; None for another version (``ValueError``: damaged)."""
-        return cls.from_record(json.loads(data.decode("utf-8", "surrogatepass")))
-
     @classmethod
     def from_record(cls, record: object) -> ConversationState | None:
-        """The state of a decoded record; None for another version."""
+        """The state of a decoded record; None for another version (``ValueError``: damaged)."""
         if not isinstance(record, dict) or record.get("v") not in (1, STATE_VERSION):
             return None
         count, digest, sent = record.get("n"), record.get("h"), record.get("sent")
