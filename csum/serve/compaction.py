@@ -403,12 +403,12 @@ class Rewriter:
         if request.archive is not None:
             reinsert = self.config.archive_reinsert_bytes
             archive = HistoryArchive(request.archive, session=key, reinsert_bytes=reinsert)
-        only = self.config.summary_only  # SUMMARY_ONLY's clearing and summary share
+        stage = self.stage_options()
         # a request within the budget goes byte for byte: keepers compact over it only
         budget = read.budget.evolve(
             trigger=1.0,
             keep_ratio=self.config.keep_ratio,
-            summary_ratio=SUMMARY_ONLY.summary_ratio if only else read.budget.summary_ratio,
+            summary_ratio=stage.get("summary_ratio", read.budget.summary_ratio),
         )
         size = summary_bytes(budget, budget.summary_ratio)
         handler_id = f"tenant:{request.tenant}|{summary.handler_id or f'extractive:{size}'}"
@@ -419,7 +419,7 @@ class Rewriter:
             target=request.provider,
             stores=Stores(cache=cache, archive=archive),
             robustness=summary.robustness,
-            clearing=SUMMARY_ONLY.clearing if only else DEFAULT_CLEARING,
+            clearing=stage.get("clearing", DEFAULT_CLEARING),
         )
 
     def _log_floor(self, key: str, api: Api, budget: Budget, floor: int) -> None:
@@ -439,6 +439,12 @@ class Rewriter:
                 "unit": budget.unit,
             },
         )
+
+    def stage_options(self) -> dict[str, Any]:
+        """The Compactor options ``--summary-only`` sets (none: the defaults)."""
+        if not self.config.summary_only:
+            return {}
+        return {"clearing": SUMMARY_ONLY.clearing, "summary_ratio": SUMMARY_ONLY.summary_ratio}
 
 
 @dataclass(frozen=True, slots=True)
