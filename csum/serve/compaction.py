@@ -30,7 +30,6 @@ from csum.serve.conversation import (
     ConversationStates,
     RawPrefix,
     conversation_key,
-    raw_prefixes,
 )
 from csum.serve.pool import OnLoop, WorkerPool
 from csum.serve.reuse import (
@@ -297,13 +296,15 @@ class Rewriter:
         )
 
     def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, RawPrefix | None]]:
-        """:func:`raw_prefixes` of the record ``stored`` under ``key``, read once per record."""
+        """(``prefix_len``, raw prefix) of each state of the record ``stored`` under ``key``,
+        their chains not decoded, read once per record."""
         digest = xxhash.xxh3_128_digest(stored)
         with self._records_lock:
             cached = self._records.get(key)
         if cached is not None and cached[0] == digest:
             return cached[1]
-        prefixes = raw_prefixes(stored)
+        states = ConversationStates.from_bytes(stored, chains=False).states
+        prefixes = [(state.prefix_len, state.raw) for state in states]
         with self._records_lock:
             if len(self._records) >= SEEN_IN_ALL:
                 self._records.pop(next(iter(self._records)))
