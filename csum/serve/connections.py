@@ -10,6 +10,7 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Iterable
+from http import HTTPStatus
 from typing import Any, ClassVar
 
 import h11
@@ -25,23 +26,9 @@ __all__ = [
     "Upstream",
     "UpstreamBusyError",
     "protocol",
-    "raw_error",
     "request_headers",
     "response_headers",
 ]
-
-
-def raw_error(status: int, reason: str, kind: str, message: str) -> bytes:
-    """A whole HTTP/1.1 error response that closes the connection."""
-    body = json.dumps(refusal("anthropic", status, message, kind)).encode()
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\n"
-        "content-type: application/json\r\n"
-        f"content-length: {len(body)}\r\n"
-        f"retry-after: {RETRY_AFTER}\r\n"
-        "connection: close\r\n\r\n"
-    )
-    return head.encode("ascii") + body
 
 
 def protocol(config: ServeConfig) -> type[Any]:
@@ -87,7 +74,7 @@ class _LimitedProtocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._over:  # answered once its request is sent, so it reads the answer
-            self._refuse(self._over)
+            self._answer(503, "overloaded_error", f"too many {self._over}; retry later")
             return
         waiting = self.conn.their_state is h11.IDLE
         super().data_received(data)
@@ -108,18 +95,25 @@ class _LimitedProtocol(H11Protocol):
     def _headers_late(self) -> None:
         self._header_timer = None
         if self._over:
-            self._refuse(self._over)
-        elif self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self._answer(503, "overloaded_error", f"too many {self._over}; retry later")
+        elif self.conn.their_state is h11.IDLE:
             message = f"request headers not received within {self.header_timeout:g} s"
-            self.transport.write(raw_error(408, "Request Timeout", "request_timeout", message))
-            self.transport.close()
+            self._answer(408, "request_timeout", message)
 
-    def _refuse(self, what: str) -> None:
+    def _answer(self, status: int, kind: str, message: str) -> None:
+        """A whole HTTP/1.1 error response, then the connection closed (unless closing)."""
         self._disarm()
         if self.transport.is_closing():
             return
-        message = f"too many {what}; retry later"
-        self.transport.write(raw_error(503, "Service Unavailable", "overloaded_error", message))
+        body = json.dumps(refusal("anthropic", status, message, kind)).encode()
+        head = (
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+            "content-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n"
+            f"retry-after: {RETRY_AFTER}\r\n"
+            "connection: close\r\n\r\n"
+        )
+        self.transport.write(head.encode("ascii") + body)
         self.transport.close()
 
 
