@@ -34,7 +34,6 @@ class WorkerPool:
         self.deadline = deadline
         self._slots: anyio.Semaphore | None = None
         self._running: dict[Future[Any], float] = {}  # when each started
-        self._waiting = 0
         self._lock = threading.Lock()
 
     def state(self) -> tuple[dict[str, float], bool]:
@@ -43,7 +42,7 @@ class WorkerPool:
         now = time.monotonic()
         with self._lock:
             starts = list(self._running.values())
-            waiting = self._waiting
+        waiting = 0 if self._slots is None else self._slots.statistics().tasks_waiting
         oldest = now - min(starts) if starts else 0.0
         busy, stuck = len(starts), len(starts) >= self.size and oldest > 2 * self.deadline
         workers = {"size": self.size, "busy": busy, "waiting": waiting}
@@ -54,14 +53,8 @@ class WorkerPool:
         if self._slots is None:  # made on the loop of first use
             self._slots = anyio.Semaphore(self.size)
         slots = self._slots
-        with self._lock:
-            self._waiting += 1
-        try:
-            with anyio.move_on_after(until - time.monotonic()) as waited:
-                await slots.acquire()
-        finally:
-            with self._lock:
-                self._waiting -= 1
+        with anyio.move_on_after(until - time.monotonic()) as waited:
+            await slots.acquire()
         if waited.cancelled_caught:  # not acquired
             return None
         token = anyio.lowlevel.current_token()
