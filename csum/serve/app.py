@@ -30,6 +30,7 @@ from csum.serve.apis import Api, api_for
 from csum.serve.body import RefusedError, check_items, parse, refusal
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, RETRY_AFTER, ServeConfig
+from csum.serve.connections import Upstream, UpstreamBusyError, request_headers, response_headers
 from csum.serve.summary_handler import Credentials
 from csum.serve.telemetry import Metrics, annotate, outcome_attributes, span, tracer
 from csum.serve.tenant import TenantKeys
@@ -42,7 +43,6 @@ from csum.serve.translate.pairs import (
 )
 from csum.serve.translate.responses_to_chat import dropped_tools
 from csum.serve.translate.responses_tools import DROPPED_TOOLS_HEADER
-from csum.serve.upstream import Upstream, UpstreamBusyError, request_headers, response_headers
 from csum.stores import MemoryStore, SummaryStore, is_redis_url, open_store
 
 __all__ = [

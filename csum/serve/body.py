@@ -17,7 +17,6 @@ from typing import Any
 __all__ = [
     "RefusedError",
     "ScannedBody",
-    "Skimmed",
     "check_depth",
     "check_items",
     "check_marks",
@@ -55,17 +54,6 @@ class ScannedBody:
     offset in them and the list's byte span."""
 
 
-@dataclass(frozen=True, slots=True)
-class Skimmed:
-    """A body read against an earlier one: ``scanned`` as :func:`scan` reads it, and
-    ``fresh``, how many of its first items are the earlier body's byte for byte."""
-
-    scanned: ScannedBody
-    fresh: int
-    earlier: int
-    """Which of the earlier bodies it was read against."""
-
-
 def scan(body: bytes, list_key: str, max_depth: int, max_items: int | None = None) -> ScannedBody:
     """``body`` parsed as ``json.loads`` would (``ValueError``), refused as
     :func:`parse` refuses it but for its depth (the caller checks it)."""
@@ -81,12 +69,13 @@ def scan(body: bytes, list_key: str, max_depth: int, max_items: int | None = Non
 
 def skim(
     body: bytes, earlier: Sequence[ScannedBody], list_key: str, max_items: int | None = None
-) -> Skimmed | None:
+) -> tuple[ScannedBody, int, int] | None:
     """``body`` read as :func:`scan` reads it, when it is one of ``earlier`` (the one
     sharing the longest start) but for its ``list_key`` items from some item on: only
-    those are parsed. None when unsure (the caller scans it whole); raises as
-    :func:`scan` for the count of roles. Reads ``earlier``'s values, spans and raw
-    bytes, not their text."""
+    those are parsed. Returns the scan, which of ``earlier`` it was read against and
+    how many of its first items are that one's byte for byte. None when unsure (the
+    caller scans it whole); raises as :func:`scan` for the count of roles. Reads
+    ``earlier``'s values, spans and raw bytes, not their text."""
     if not earlier or json.detect_encoding(body) != "utf-8":
         return None
     shares = [-1 if e.raw is None else _shared_prefix(body, e.raw[0]) for e in earlier]
@@ -130,7 +119,7 @@ def skim(
     }
     items = [*old_scan.items[:fresh], *spans]
     offsets = body, [*old_ends[:fresh], *ends], (list_byte, end_byte)
-    return Skimmed(ScannedBody(payload, text, fields, items, marks, offsets), fresh, index)
+    return ScannedBody(payload, text, fields, items, marks, offsets), index, fresh
 
 
 def with_offsets(scanned: ScannedBody, body: bytes, list_key: str) -> ScannedBody:

@@ -1,20 +1,31 @@
 """One request's compaction: decode its history, find the conversation's state, keep the
 chain within the budget with the Compactor, encode it back. Every failure ends in an
-:class:`Outcome` forwarding the client's bytes unchanged."""
+:class:`Outcome` forwarding the client's bytes unchanged.
+
+The compaction workers (:class:`WorkerPool`): a bounded pool of threads of their own
+(anyio's default pool is left to store I/O, which compactions wait for: one pool would
+deadlock), waited for at most until a request's deadline; a pool busy past twice the
+deadline is stuck. The stores as a worker sees them (:class:`OnLoop`): every call runs on
+the gateway's event loop, where the stores' connections live (``anyio.from_thread.run``)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+import typing
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+import anyio.from_thread
 import anyio.lowlevel
-import anyio.to_thread
 import xxhash
+from anyio.lowlevel import EventLoopToken
 
 from cast import Message, get_provider
 from csum.archive import HistoryArchive
@@ -29,9 +40,7 @@ from csum.serve.conversation import (
     ConversationStates,
     RawPrefix,
     conversation_key,
-    raw_prefixes,
 )
-from csum.serve.pool import LoopArchive, LoopStore, WorkerPool
 from csum.serve.reuse import (
     SEEN_IN_ALL,
     ReadRequest,
@@ -47,7 +56,7 @@ from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
 from csum.stores._protocol import ArchiveStore
 
-__all__ = ["Outcome", "OutcomeKind", "Rewriter", "fits_by_size"]
+__all__ = ["OnLoop", "Outcome", "OutcomeKind", "Rewriter", "WorkerPool", "fits_by_size"]
 
 _log = logging.getLogger("csum.serve")
 
@@ -109,7 +118,7 @@ class Rewriter:
     """Compacts requests for one gateway; ``store`` holds the conversations' state and
     the summary cache, ``archive_store`` (when given) the messages summarized away. A
     request's CPU work runs in a worker thread of :attr:`pool` on its own event loop;
-    store calls go back to the gateway's loop (:class:`LoopStore`)."""
+    store calls go back to the gateway's loop (:class:`OnLoop`)."""
 
     def __init__(
         self, config: ServeConfig, store: SummaryStore, archive_store: ArchiveStore | None = None
@@ -152,8 +161,8 @@ class Rewriter:
         store, archive = self.store, self.archive_store
         if self.config.offload:  # handled on a worker's own loop, the stores on this one
             token = anyio.lowlevel.current_token()
-            store = LoopStore(store, token)
-            archive = None if archive is None else LoopArchive(archive, token)
+            store = typing.cast(SummaryStore, OnLoop(store, token))
+            archive = None if archive is None else typing.cast(ArchiveStore, OnLoop(archive, token))
         request = _Request(
             api, body, conversation, credentials, until, store, archive, tenant, upstream
         )
@@ -221,7 +230,8 @@ class Rewriter:
         if recent:
             skimmed = skim(body, [seen.scanned for seen in recent], api.list_key, max_items)
             if skimmed is not None:
-                return skimmed.scanned, (recent[skimmed.earlier], skimmed.fresh)
+                scanned, index, fresh = skimmed
+                return scanned, (recent[index], fresh)
         return scan(body, api.list_key, self.config.max_depth, max_items), None
 
     def _model(self, request: _Request, payload: dict[str, Any]) -> object:
@@ -295,13 +305,15 @@ class Rewriter:
         )
 
     def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, RawPrefix | None]]:
-        """:func:`raw_prefixes` of the record ``stored`` under ``key``, read once per record."""
+        """(``prefix_len``, raw prefix) of each state of the record ``stored`` under ``key``,
+        their chains not decoded, read once per record."""
         digest = xxhash.xxh3_128_digest(stored)
         with self._records_lock:
             cached = self._records.get(key)
         if cached is not None and cached[0] == digest:
             return cached[1]
-        prefixes = raw_prefixes(stored)
+        states = ConversationStates.from_bytes(stored, chains=False).states
+        prefixes = [(state.prefix_len, state.raw) for state in states]
         with self._records_lock:
             if len(self._records) >= SEEN_IN_ALL:
                 self._records.pop(next(iter(self._records)))
@@ -524,3 +536,86 @@ async def _stored(
 
 
 _UNAVAILABLE = (StoreEventKind.CACHE_UNAVAILABLE, StoreEventKind.ARCHIVE_UNAVAILABLE)
+
+
+T = TypeVar("T")
+
+
+class WorkerPool:
+    """At most ``size`` threads doing work at once, each caller waiting until its deadline."""
+
+    def __init__(self, size: int, deadline: float) -> None:
+        self.size = size
+        self.deadline = deadline
+        self._slots: anyio.Semaphore | None = None
+        self._running: dict[Future[Any], float] = {}  # when each started
+        self._lock = threading.Lock()
+
+    def state(self) -> tuple[dict[str, float], bool]:
+        """What ``/healthz`` reports of the pool now (``oldest_seconds``: how long the
+        longest-running work has run, 0 when none runs), and whether it is stuck."""
+        now = time.monotonic()
+        with self._lock:
+            starts = list(self._running.values())
+        waiting = 0 if self._slots is None else self._slots.statistics().tasks_waiting
+        oldest = now - min(starts) if starts else 0.0
+        busy, stuck = len(starts), len(starts) >= self.size and oldest > 2 * self.deadline
+        workers = {"size": self.size, "busy": busy, "waiting": waiting}
+        return {**workers, "oldest_seconds": round(oldest, 3)}, stuck
+
+    async def run(self, work: Callable[[], T], until: float) -> T | None:
+        """``work()`` in a (plain) worker thread; None when ``until`` passed first."""
+        if self._slots is None:  # made on the loop of first use
+            self._slots = anyio.Semaphore(self.size)
+        slots = self._slots
+        with anyio.move_on_after(until - time.monotonic()) as waited:
+            await slots.acquire()
+        if waited.cancelled_caught:  # not acquired
+            return None
+        token = anyio.lowlevel.current_token()
+        done = anyio.Event()
+        future: Future[T] = Future()
+        with self._lock:
+            self._running[future] = time.monotonic()
+
+        def finish() -> None:
+            with self._lock:
+                self._running.pop(future, None)
+            slots.release()
+            done.set()
+
+        def in_thread() -> None:
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller
+                future.set_exception(exc)
+            finally:
+                # the loop is gone (the gateway stopped): nothing left to release
+                with contextlib.suppress(Exception):
+                    anyio.from_thread.run_sync(finish, token=token)
+
+        threading.Thread(target=in_thread, name="csum-compaction", daemon=True).start()
+        with anyio.move_on_after(until - time.monotonic()):
+            await done.wait()
+        return future.result() if future.done() else None
+
+
+class OnLoop:
+    """A store (summary or archive) whose calls run on the loop of ``token``, where its
+    connections live: each method of ``inner`` is called there; closing it is the gateway's."""
+
+    def __init__(self, inner: SummaryStore | ArchiveStore, token: EventLoopToken) -> None:
+        self.inner = inner
+        self.token = token
+        self.name: str = inner.name
+
+    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
+        call = getattr(self.inner, method)
+
+        async def on_loop(*args: Any) -> Any:
+            return anyio.from_thread.run(call, *args, token=self.token)
+
+        return on_loop
+
+    async def aclose(self) -> None:
+        """Nothing: the gateway closes the store it owns."""

@@ -29,7 +29,6 @@ __all__ = [
     "conversation_key",
     "dumps",
     "kept_of",
-    "raw_prefixes",
 ]
 
 STATE_VERSION = 3
@@ -153,22 +152,14 @@ class ConversationState:
             record["raw"] = self.raw.record()
         return record
 
-    def to_bytes(self) -> bytes:
-        """The stored form (JSON)."""
-        return dumps(self.record())
-
     @classmethod
-    def from_bytes(cls, data: bytes) -> ConversationState | None:
-        """The state stored as ``data``; None for another version (``ValueError``: damaged)."""
-        return cls.from_record(json.loads(data.decode("utf-8", "surrogatepass")))
-
-    @classmethod
-    def from_record(cls, record: object) -> ConversationState | None:
-        """The state of a decoded record; None for another version."""
+    def from_record(cls, record: object, *, chain: bool = True) -> ConversationState | None:
+        """The state of a decoded record, its chain sent left empty without ``chain``
+        (not decoded); None for another version (``ValueError``: damaged)."""
         if not isinstance(record, dict) or record.get("v") not in (1, STATE_VERSION):
             return None
         count, digest, sent = record.get("n"), record.get("h"), record.get("sent")
-        if isinstance(sent, str):
+        if isinstance(sent, str) and chain:
             sent = json.loads(sent)
         if not isinstance(count, int) or count < 0 or not isinstance(digest, str):
             raise ValueError("damaged conversation state: bad n or h field")
@@ -178,7 +169,7 @@ class ConversationState:
         ):
             raise ValueError("damaged conversation state: bad d field")
         raw = RawPrefix.from_record(record.get("raw"))
-        return cls(count, digest, tuple(native_codec.decode(sent)), depths, raw)
+        return cls(count, digest, tuple(native_codec.decode(sent)) if chain else (), depths, raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,35 +197,18 @@ class ConversationStates:
         return dumps({"v": STATES_VERSION, "states": [s.record() for s in self.states]})
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> ConversationStates:
-        """The states stored as ``data`` (``ValueError``: a damaged record)."""
-        found = [ConversationState.from_record(s) for s in _stored_states(data)]
+    def from_bytes(cls, data: bytes, *, chains: bool = True) -> ConversationStates:
+        """The states stored as ``data`` (a version 1 record is one state), their chains
+        sent left empty without ``chains`` (``ValueError``: a damaged record)."""
+        record = json.loads(data.decode("utf-8", "surrogatepass"))
+        records: Any = [record]
+        if isinstance(record, dict) and record.get("v") == STATES_VERSION:
+            records = record.get("states")
+            if not isinstance(records, list):
+                raise ValueError("damaged conversation states: bad states field")
+            records = records[:STATES_PER_KEY]
+        found = [ConversationState.from_record(s, chain=chains) for s in records]
         return cls(tuple(s for s in found if s is not None))
-
-
-def _stored_states(data: bytes) -> list[Any]:
-    """The state records stored as ``data`` (a version 1 record is one state)."""
-    record = json.loads(data.decode("utf-8", "surrogatepass"))
-    if isinstance(record, dict) and record.get("v") == STATES_VERSION:
-        states = record.get("states")
-        if not isinstance(states, list):
-            raise ValueError("damaged conversation states: bad states field")
-        return states[:STATES_PER_KEY]
-    return [record]
-
-
-def raw_prefixes(data: bytes) -> list[tuple[int, RawPrefix | None]]:
-    """(``prefix_len``, raw prefix) of each state stored as ``data``, without decoding
-    their chains (``ValueError``: a damaged record)."""
-    out: list[tuple[int, RawPrefix | None]] = []
-    for state in _stored_states(data):
-        if not isinstance(state, dict) or state.get("v") not in (1, STATE_VERSION):
-            continue
-        count = state.get("n")
-        if not isinstance(count, int):
-            raise ValueError("damaged conversation state: bad n field")  # noqa: TRY004
-        out.append((count, RawPrefix.from_record(state.get("raw"))))
-    return out
 
 
 def dumps(value: object) -> bytes:

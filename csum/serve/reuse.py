@@ -10,7 +10,7 @@ import json
 import re
 import threading
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,7 +22,7 @@ from csum.config import Budget
 from csum.serve.apis import Api
 from csum.serve.body import ScannedBody, with_offsets
 from csum.serve.conversation import RawPrefix, dumps, kept_of
-from csum.tokens import EstimatedTokens
+from csum.tokens import EstimatedTokens, Meter
 
 __all__ = [
     "SEEN_IN_ALL",
@@ -48,14 +48,10 @@ def _composed(
     return b"{" + b",".join(pieces.values()) + b"}"
 
 
-def _units(messages: Iterable[Message], unit: str) -> int:
-    """The size of ``messages`` in ``unit``: bytes, or tokens as the keepers count them."""
-    return sum(m.size if unit == "bytes" else _COUNTER.count(m) for m in messages)
-
-
 def tokens_saved(before: Sequence[Message], after: Sequence[Message]) -> int:
     """The tokens ``after`` takes less than ``before`` (0 when it takes more)."""
-    return max(0, _units(before, "tokens") - _units(after, "tokens"))
+    tokens = Meter("tokens", _COUNTER).total
+    return max(0, tokens(before) - tokens(after))
 
 
 def _text(value: Any) -> str:
@@ -154,7 +150,8 @@ class ReadRequest:
         last = _role(values[-1]) if values else None
         tail = _role(items[-1]) if items else None
         unit = self.budget.unit
-        sizes = _units(kept, unit), sum(m.size for m in kept), sum(m.size for m in kept_of(history))
+        units = Meter(unit, _COUNTER).total(kept)
+        sizes = units, sum(m.size for m in kept), sum(m.size for m in kept_of(history))
         body = ",".join(map(_text, items))
         calls = {
             part.id: part.name for m in history for part in m.parts if isinstance(part, ToolCall)
@@ -192,7 +189,8 @@ class ReadRequest:
             if any(m.role is Role.SYSTEM for m in new):
                 return None
             new = [_named(m, raw.calls) for m in new]
-        if budget.unit != raw.unit or raw.units + _units(new, budget.unit) > budget.limit:
+        units = Meter(budget.unit, _COUNTER).total(new)  # as the keepers count them
+        if budget.unit != raw.unit or raw.units + units > budget.limit:
             return None
         items: Any = []
         if new:
@@ -376,7 +374,7 @@ def _unmarked_region(
     return "".join(pieces)
 
 
-_COUNTER = EstimatedTokens()  # the keepers' counter, for a reused request's new messages
+_COUNTER = EstimatedTokens()  # the keepers' counter
 _UNMERGED = frozenset({"tool", "function_call_output"})
 """Item families a codec never merges with the same family before them."""
 

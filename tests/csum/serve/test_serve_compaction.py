@@ -28,6 +28,7 @@ from csum.serve.conversation import (
     ConversationState,
     chain_hash,
     conversation_key,
+    dumps,
 )
 from csum.stores import MemoryStore, RedisStore, SQLiteStore
 from tests.conftest import CLAUDE_CODE
@@ -219,7 +220,7 @@ def test_state_round_trips_and_rebuilds_only_its_own_history(texts: list[str], c
     history = [Message.human(t) if i % 2 == 0 else Message.ai(t) for i, t in enumerate(texts)]
     cut = min(cut, len(history))
     state = ConversationState.after(history[:cut], [Message.human("summary")])
-    again = ConversationState.from_bytes(state.to_bytes())
+    again = ConversationState.from_record(json.loads(dumps(state.record())))
     assert again == state
     assert again is not None
     assert again.rebuilt(history) == [Message.human("summary"), *history[cut:]]
@@ -230,8 +231,8 @@ def test_state_round_trips_and_rebuilds_only_its_own_history(texts: list[str], c
 
 def test_a_damaged_state_record_is_an_error() -> None:
     with pytest.raises(ValueError, match="damaged"):
-        ConversationState.from_bytes(b'{"v": 1, "n": "x", "h": 1, "sent": []}')
-    assert ConversationState.from_bytes(b'{"v": 99}') is None
+        ConversationState.from_record({"v": 1, "n": "x", "h": 1, "sent": []})
+    assert ConversationState.from_record({"v": 99}) is None
 
 
 def test_api_paths() -> None:
@@ -471,15 +472,15 @@ async def test_summary_depth_is_carried_from_request_to_request() -> None:
 
 def test_a_state_record_without_depths_still_reads() -> None:
     state = ConversationState.after([Message.human("q")], [Message.human("q")], {"k": 2})
-    record = json.loads(state.to_bytes())
+    record = state.record()
     assert record["d"] == {"k": 2}
     del record["d"]
-    old = ConversationState.from_bytes(json.dumps(record).encode())
+    old = ConversationState.from_record(json.loads(json.dumps(record)))
     assert old is not None
     assert old.depths == {}
     record["d"] = {"k": 0}
     with pytest.raises(ValueError, match="bad d field"):
-        ConversationState.from_bytes(json.dumps(record).encode())
+        ConversationState.from_record(json.loads(json.dumps(record)))
 
 
 def responses_body(turns: int, **extra: Any) -> bytes:

@@ -18,7 +18,7 @@ from cast.codecs import openai_responses as responses
 from csum.config import Budget
 from csum.serve import ServeConfig
 from csum.serve.apis import APIS, Api
-from csum.serve.body import RefusedError, Skimmed, scan, skim, with_offsets
+from csum.serve.body import RefusedError, scan, skim, with_offsets
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.stores import MemoryStore, RedisStore, SummaryStore
 from tests.conftest import CLAUDE_CODE, CORPUS, TAUBENCH, needs
@@ -382,13 +382,16 @@ class Skimming(Counted):
         return scanned, known
 
 
-def skim_checked(body: bytes, earlier: list[bytes], list_key: str) -> Skimmed | None:
-    """``skim`` of ``body`` against ``earlier``, checked to read what ``scan`` reads."""
+def skim_checked(body: bytes, earlier: list[bytes], list_key: str) -> tuple[int, int] | None:
+    """``skim`` of ``body`` against ``earlier``, checked to read what ``scan`` reads:
+    which of ``earlier`` it was read against and how many items are fresh."""
     scans = [with_offsets(scan(e, list_key, 100, 20_000), e, list_key) for e in earlier]
     got = skim(body, scans, list_key, 20_000)
-    if got is not None:
-        assert got.scanned == scan(body, list_key, 100, 20_000)
-    return got
+    if got is None:
+        return None
+    scanned, index, fresh = got
+    assert scanned == scan(body, list_key, 100, 20_000)
+    return index, fresh
 
 
 @needs(CLAUDE_CODE)
@@ -400,7 +403,7 @@ def test_skim_reads_what_scan_reads_on_a_real_claude_code_session() -> None:
             assert got is not None, (n, later)
             # the item before the new ones lost its marker (when it had one): parsed
             # again, the earlier ones not
-            assert len(json.loads(requests[n])["messages"]) - 1 <= got.fresh
+            assert len(json.loads(requests[n])["messages"]) - 1 <= got[1]
         skim_checked(requests[n], [requests[n + 1]], "messages")  # shorter: read as scan reads
 
 
@@ -410,8 +413,8 @@ def test_skim_reads_what_scan_reads_on_a_real_codex_session() -> None:
     for n in range(1, len(requests) - 1):
         got = skim_checked(requests[n + 1], [requests[0], requests[n]], "input")
         assert got is not None
-        assert got.earlier == 1  # the one it shares the longest start with
-        assert got.fresh == len(json.loads(requests[n])["input"])  # all but the new
+        assert got[0] == 1  # the one it shares the longest start with
+        assert got[1] == len(json.loads(requests[n])["input"])  # all but the new
 
 
 JSON_VALUES = st.recursive(
@@ -472,7 +475,7 @@ def test_skim_reads_what_scan_reads_or_nothing(
     got = skim_checked(body(later_items, later_head, spacing), [earlier], "messages")
     if edit == "none":
         assert got is not None
-        assert got.fresh >= len(items) - 1
+        assert got[1] >= len(items) - 1
 
 
 def test_skim_counts_roles_as_a_full_scan_does() -> None:
