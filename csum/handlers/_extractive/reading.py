@@ -60,6 +60,7 @@ _HUNK_CONTEXT = 40  # bytes of a diff hunk header's context (the enclosing funct
 _LOCATION_TAIL = 48  # characters a location line may hold after its place
 _LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
 _JSON_DEPTH = 12  # levels of a JSON value read; deeper is "…"
+_Field = tuple[str, str, float]  # a flattened JSON value's ``key=value``: record path, text, weight
 
 _LONG_LISTING = regex.compile(  # ls -l: mode, links, owner, group, size, date, name
     r"^(?P<type>[-dlcbps])[rwxsStT-]{9}+[@+.]?+[ ]++\d++[ ]++\S++[ ]++(?:\S++[ ]++)?+"
@@ -295,15 +296,6 @@ def _json_record(line: str) -> str:
     return line
 
 
-@dataclass(frozen=True, slots=True)
-class _Field:
-    """One ``key=value`` of a flattened JSON result; ``group``: its record's path."""
-
-    group: str
-    text: str
-    weight: float
-
-
 def _nested(value: object) -> bool:
     """Whether an object's values or a list's items hold an object or a list."""
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
@@ -328,7 +320,7 @@ def _flatten_json(
 ) -> None:
     """Every scalar as a field of its record; fields repeating the key or ``said`` left out."""
     if depth > _JSON_DEPTH:
-        out.append(_Field(path, "…", _EMPTY_FIELD))
+        out.append((path, "…", _EMPTY_FIELD))
     elif isinstance(value, dict):
         for name, item in value.items():
             key = str(name)
@@ -337,26 +329,26 @@ def _flatten_json(
                 weight = max(
                     (_field_weight(str(k), v) for k, v in item.items()), default=_EMPTY_FIELD
                 )
-                out.append(_Field(path, f"{key}({' '.join(inner)})", weight))
+                out.append((path, f"{key}({' '.join(inner)})", weight))
             elif isinstance(item, list) and not _nested(item):
                 weight = max((_field_weight(key, v) for v in item), default=_EMPTY_FIELD)
-                out.append(_Field(path, f"{key}={','.join(_scalar(v) for v in item)}", weight))
+                out.append((path, f"{key}={','.join(_scalar(v) for v in item)}", weight))
             elif not isinstance(item, dict | list) and not _restates(parent, item):
                 text = f"{key}={_scalar(item)}"
                 if text not in said:
-                    out.append(_Field(path, text, _field_weight(key, item)))
+                    out.append((path, text, _field_weight(key, item)))
         for key, item in value.items():  # (a list's items have no parent key to repeat)
             if _nested(item):
                 child = f"{path}.{key}" if path else str(key)
                 _flatten_json(item, child, out, depth=depth + 1, said=said, parent=str(key))
     elif isinstance(value, list) and not _nested(value):
         weight = max((_field_weight("", v) for v in value), default=_EMPTY_FIELD)
-        out.append(_Field(path, ",".join(_scalar(v) for v in value), weight))
+        out.append((path, ",".join(_scalar(v) for v in value), weight))
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1, said=said)
     else:
-        out.append(_Field(path, _scalar(value), _field_weight("", value)))
+        out.append((path, _scalar(value), _field_weight("", value)))
 
 
 def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> list[_Field] | None:
@@ -379,7 +371,7 @@ def _literal_fields(value: object) -> list[tuple[str, str]]:
         _flatten_json(value, "", out)
     except RecursionError:
         return []
-    return [(item.group, item.text) for item in out]
+    return [(group, text) for group, text, _ in out]
 
 
 _ERROR_LINE = 6.0  # a line scoring this with an error signal is an error (context below)
@@ -430,14 +422,14 @@ def _json_lines(
 ) -> Iterator[_Line]:
     """A JSON result's scored fields (units of their record's line), then its documents' lines."""
     repeats: dict[str, int] = {}
-    for order, item in enumerate(fields):
+    for order, (group, pair, weight) in enumerate(fields):
         if order % _CHECK_EVERY == 0:
             check()
-        text = _one_line(item.text)
+        text = _one_line(pair)
         # The same field in many records (a currency, a shared origin) says it once.
         seen = repeats.get(text, 0)
         repeats[text] = seen + 1
-        yield _Line(block, order, _window(text, width), item.weight / (1 + seen), group=item.group)
+        yield _Line(block, order, _window(text, width), weight / (1 + seen), group=group)
     after = len(fields)
     for document in documents:
         read = list(_body_lines(document, block, check, tool=True, width=width))
