@@ -15,9 +15,10 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from cast.internals import clip_utf8
 from csum.handlers._extractive.collect import _collect
 from csum.handlers._extractive.packing import _pack_to_fill
-from csum.handlers._extractive.text import _clean, _clip_bytes
+from csum.handlers._extractive.text import _clean
 from csum.prompt import TEXT_ROLE, PromptEntry, SummaryRequest, prompt_entry
 from csum.request import RequestHandler, check_request
 
@@ -46,7 +47,7 @@ def _summarize(request: SummaryRequest, max_bytes: int, check: Callable[[], None
     entries = tuple(_cleaned(entry) for entry in request.entries)
     blocks = _collect(entries, max_bytes, check)
     if not any(block.lines for block in blocks):
-        return _clip_bytes("(nothing to summarize)", max_bytes)
+        return clip_utf8("(nothing to summarize)", max_bytes)
     return _pack_to_fill(blocks, max_bytes, check)
 
 
