@@ -242,20 +242,9 @@ def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: in
     return text
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    """One unit of a text as the clean-ups leave it: ``line`` is what is shown."""
-
-    order: int
-    original: str
-    line: str
-    mark: CodeMark | None
-    routine: bool  # a log line at a routine level (scored without its time and level)
-    listed: bool  # a numbered line of a file listing (the tool's own words are not)
-
-
-def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
-    """The unit at ``order`` cleaned up in order (see the comments); None if it says nothing."""
+def _cleaned(original: str, text: _Text) -> tuple[str, bool] | None:
+    """A unit as shown, cleaned up in order (see the comments), and whether it is a log line
+    at a routine level (scored without its time and level); None if it says nothing."""
     line = original[: 4 * _LINE_SCAN]
     if not text.tool:
         if is_fence(line):
@@ -278,8 +267,7 @@ def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
         return None
     if text.diff and line.startswith("@@"):
         line = _hunk_header(line)
-    listed = text.listing and _NUMBERED.match(original) is not None
-    return _Unit(order, original, line, text.marks.get(original), routine, listed)
+    return line, routine
 
 
 def _json_record(line: str) -> str:
@@ -410,11 +398,11 @@ def _body_lines(
         if order % _CHECK_EVERY == 0:
             check()
         opening, opens = opens, opens_section(original[: 4 * _LINE_SCAN])
-        unit = _cleaned(order, original, text)
-        if unit is None or unit.line in seen:
+        cleaned = _cleaned(original, text)
+        if cleaned is None or cleaned[0] in seen:
             continue
-        seen.add(unit.line)
-        yield scorer.line(unit, opening)
+        seen.add(cleaned[0])
+        yield scorer.scored(order, original, *cleaned, opening)
 
 
 def _json_lines(
@@ -450,35 +438,37 @@ class _Scorer:
         self.above: list[_Line] = []  # the last lines scored, for an error's place above
         self.last = len(text.raw) - 1
 
-    def line(self, unit: _Unit, opening: bool) -> _Line:
-        """A kept unit's scored line (``opening``: a section's): what it says, then around it."""
-        text = self.text
+    def scored(self, order: int, original: str, line: str, routine: bool, opening: bool) -> _Line:
+        """A kept unit's scored line (``line``: as shown; ``opening``: a section's first): what
+        it says, then around it."""
+        text, mark = self.text, self.text.marks.get(original)
+        # A numbered line of a file listing (the tool's own words are not).
+        listed = text.listing and _NUMBERED.match(original) is not None
         score = _score(
-            unit.line,
-            listing=unit.listed,
+            line,
+            listing=listed,
             diff=text.diff,
             prose=not text.tool,
             named=self.named,
-            routine=unit.routine,
+            routine=routine,
         )
-        if unit.mark is not None:  # (a routine log line has no mark: a mark's line has no space)
-            score = max(0.0, score + unit.mark.bonus)
-        rank = text.ranks.get(unit.original)
+        if mark is not None:  # (a routine log line has no mark: a mark's line has no space)
+            score = max(0.0, score + mark.bonus)
+        rank = text.ranks.get(original)
         if rank is not None:
             score += WEIGHTS["rank"] / (1 + rank)
-        score = self._context(unit, score)
-        score, placed = self._placed(unit, score)
-        item = self._item(unit, score, placed and opening)
+        score = self._context(line, listed, score)
+        score, placed = self._placed(order, line, mark, score)
+        item = self._item(order, line, mark, score, placed and opening)
         self.above = [*self.above, item][-_LOCATION_ABOVE:]
         return item
 
-    def _context(self, unit: _Unit, score: float) -> float:
+    def _context(self, line: str, listed: bool, score: float) -> float:
         """What the lines above add: an error's context below it, fading, and its place above."""
-        text, line = self.text, unit.line
-        if score >= _ERROR_LINE and not unit.listed and _ERROR.search(line[:_LINE_SCAN]):
+        if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
             # An exit status alone ("Exit code 2") says how it ended, not what follows.
             self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
-            if text.tool:  # the lines just above naming a place (``a_test.exs:142``) rank up
+            if self.text.tool:  # the lines just above naming a place (``a_test.exs:142``) rank up
                 for above in self.above:
                     if any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(above.text)):
                         above.score += WEIGHTS["error_context"]
@@ -489,9 +479,10 @@ class _Scorer:
             self.after_error = 0.0
         return score
 
-    def _placed(self, unit: _Unit, score: float) -> tuple[float, bool]:
+    def _placed(
+        self, order: int, line: str, mark: CodeMark | None, score: float
+    ) -> tuple[float, bool]:
         """The score with its shape's repeats and its place (first, last lines); whether placed."""
-        order, line, mark = unit.order, unit.line, unit.mark
         edge = not self.text.listing and (order < 2 or order >= self.last - 1)
         # Repeated shapes (the same line but for its numbers) are worth less each time.
         shape = _WORDS.sub("w", line[:120])
@@ -513,19 +504,21 @@ class _Scorer:
         # A line with nothing in it is kept only when room is left (an edge line first).
         return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
 
-    def _item(self, unit: _Unit, score: float, opens: bool) -> _Line:
+    def _item(
+        self, order: int, line: str, mark: CodeMark | None, score: float, opens: bool
+    ) -> _Line:
         """The line as shown: place first, paths shortened, windowed, compact when asked."""
-        line, width = unit.line, self.width
-        place = self.text.places.get(unit.order)
+        width = self.width
+        place = self.text.places.get(order)
         if place is not None and line.endswith(" " + place):
             # A joined message and place as ``place message``: the place survives a cut.
             line = f"{place} {line[: -len(place) - 1]}"
         text = _shorten_paths(line, width)
-        if opens and unit.order and len(text) <= width:
+        if opens and order and len(text) <= width:
             # A section's first line says what it is about, when it is shown whole.
             score += WEIGHTS["section"]
-        group = unit.mark.group if unit.mark is not None else None
-        item = _Line(self.block, unit.order, _window(text, width), score, group=group)
+        group = mark.group if mark is not None else None
+        item = _Line(self.block, order, _window(text, width), score, group=group)
         if self.compact and len(text) > _COMPACT_SHARE * width:
             # An answer's long line by its clauses that carry something (whole if room is left),
             # unless it is an error.
