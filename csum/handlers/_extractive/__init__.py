@@ -16,7 +16,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from cast.internals import clip_utf8
-from csum.handlers._extractive.collect import _collect
+from csum.handlers._extractive.collect import _Collector
 from csum.handlers._extractive.packing import _pack_to_fill
 from csum.handlers._extractive.text import _clean
 from csum.prompt import TEXT_ROLE, PromptEntry, SummaryRequest, prompt_entry
@@ -45,7 +45,7 @@ def _cleaned(entry: PromptEntry) -> PromptEntry:
 
 def _summarize(request: SummaryRequest, max_bytes: int, check: Callable[[], None]) -> str:
     entries = tuple(_cleaned(entry) for entry in request.entries)
-    blocks = _collect(entries, max_bytes, check)
+    blocks = _Collector(entries, max_bytes, check).collect()
     if not any(block.lines for block in blocks):
         return clip_utf8("(nothing to summarize)", max_bytes)
     return _pack_to_fill(blocks, max_bytes, check)
