@@ -164,8 +164,7 @@ class _Collector:
         self.blocks.append(_Block(lines=list(lines)))
 
     def collect(self) -> list[_Block]:
-        """The entries as blocks of scored lines, in the prompt's order; then the calls that
-        got no result."""
+        """The entries as blocks of scored lines in order, then the calls that got no result."""
         for entry in self.entries:
             self.check()
             self._add(entry)

@@ -243,14 +243,13 @@ def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: in
 
 
 def _cleaned(original: str, text: _Text) -> tuple[str, bool] | None:
-    """A unit as shown, cleaned up in order (see the comments), and whether it is a log line
-    at a routine level (scored without its time and level); None if it says nothing."""
+    """A unit as shown (cleaned up in order) and whether it is a routine log line; None: empty."""
     line = original[: 4 * _LINE_SCAN]
     if not text.tool:
         if is_fence(line):
             return None  # a code block's fence ("```python"): it says nothing
         line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", line)))
-    routine = _is_routine_log(_undecorated(line))
+    routine = _is_routine_log(_undecorated(line))  # (scored without its time and level)
     line = _one_line(_undecorated(_json_record(line)))
     if line[:1].isdigit():  # a log line's clock time and routine level (the same on every line)
         line = _LOG_PREFIX.sub("", line, count=1)
@@ -439,8 +438,7 @@ class _Scorer:
         self.last = len(text.raw) - 1
 
     def scored(self, order: int, original: str, line: str, routine: bool, opening: bool) -> _Line:
-        """A kept unit's scored line (``line``: as shown; ``opening``: a section's first): what
-        it says, then around it."""
+        """A kept unit's scored line (``opening``: a section's): what it says, then around it."""
         text, mark = self.text, self.text.marks.get(original)
         # A numbered line of a file listing (the tool's own words are not).
         listed = text.listing and _NUMBERED.match(original) is not None
