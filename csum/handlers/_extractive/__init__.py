@@ -18,7 +18,6 @@ import anyio.to_thread
 from cast.internals import clip_utf8
 from csum.handlers._extractive.collect import _Collector
 from csum.handlers._extractive.packing import _pack_to_fill
-from csum.handlers._extractive.text import _clean
 from csum.prompt import TEXT_ROLE, PromptEntry, SummaryRequest, prompt_entry
 from csum.request import RequestHandler, check_request
 
@@ -30,6 +29,17 @@ DEFAULT_EXTRACTIVE_BYTES = 4096
 
 class _StoppedError(Exception):
     """The caller gave up (cancelled): stop working."""
+
+
+def _clean(text: str) -> str:
+    # Lone surrogates cannot be encoded; the output must be valid UTF-8.
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def _cleaned(entry: PromptEntry) -> PromptEntry:

@@ -175,17 +175,6 @@ def _clip_at_word_end(text: str, limit: int) -> str:
     return clipped[:space].rstrip() if space > len(clipped) // 2 else clipped
 
 
-def _clean(text: str) -> str:
-    # Lone surrogates cannot be encoded; the output must be valid UTF-8.
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
 def _one_line(text: str) -> str:
     """``text`` with each run of whitespace one space, stripped."""
     if text.isprintable() and "  " not in text:
