@@ -41,7 +41,6 @@ from csum.handlers._extractive.text import (
     _window,
 )
 from csum.handlers._extractive.weights import (
-    _CHECK_EVERY,
     _COMPACT_SHARE,
     _EMPTY_EDGE_SCORE,
     _EMPTY_FIELD,
@@ -54,6 +53,7 @@ from csum.handlers._extractive.weights import (
 )
 
 _RECORD_LABEL = 40  # characters a label may take before a line's JSON list of records
+_CHECK_EVERY = 256  # lines between two cancellation checkpoints
 _SENTENCE_MIN = 80  # a prose line longer than this is split into its sentences
 _SENTENCE_PIECE = 12  # ... at sentence ends at least this far apart ("Edit applied.")
 _HUNK_CONTEXT = 40  # bytes of a diff hunk header's context (the enclosing function) kept
