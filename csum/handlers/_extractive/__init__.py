@@ -15,9 +15,9 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from csum.handlers._extractive.collect import _collect
+from cast.internals import clip_utf8
+from csum.handlers._extractive.collect import _Collector
 from csum.handlers._extractive.packing import _pack_to_fill
-from csum.handlers._extractive.text import _clean, _clip_bytes
 from csum.prompt import TEXT_ROLE, PromptEntry, SummaryRequest, prompt_entry
 from csum.request import RequestHandler, check_request
 
@@ -29,6 +29,17 @@ DEFAULT_EXTRACTIVE_BYTES = 4096
 
 class _StoppedError(Exception):
     """The caller gave up (cancelled): stop working."""
+
+
+def _clean(text: str) -> str:
+    # Lone surrogates cannot be encoded; the output must be valid UTF-8.
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def _cleaned(entry: PromptEntry) -> PromptEntry:
@@ -44,9 +55,9 @@ def _cleaned(entry: PromptEntry) -> PromptEntry:
 
 def _summarize(request: SummaryRequest, max_bytes: int, check: Callable[[], None]) -> str:
     entries = tuple(_cleaned(entry) for entry in request.entries)
-    blocks = _collect(entries, max_bytes, check)
+    blocks = _Collector(entries, max_bytes, check).collect()
     if not any(block.lines for block in blocks):
-        return _clip_bytes("(nothing to summarize)", max_bytes)
+        return clip_utf8("(nothing to summarize)", max_bytes)
     return _pack_to_fill(blocks, max_bytes, check)
 
 

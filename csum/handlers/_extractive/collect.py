@@ -55,24 +55,13 @@ _MIN_WINDOW = 80  # a line's window under a small budget: never below this
 _HUMAN_ROLES = frozenset({"human", "user"})
 
 
-def _collect(
-    entries: tuple[PromptEntry, ...], max_bytes: int, check: Callable[[], None]
-) -> list[_Block]:
-    """The prompt's entries as blocks of scored lines, in the prompt's order."""
-    collector = _Collector(entries, max_bytes, check)
-    for entry in entries:
-        check()
-        collector.add(entry)
-    return collector.finish()
-
-
 class _Collector:
     """Reads the entries one by one into blocks: a call waits for its result."""
 
     def __init__(
         self, entries: tuple[PromptEntry, ...], max_bytes: int, check: Callable[[], None]
     ) -> None:
-        self.max_bytes, self.check = max_bytes, check
+        self.entries, self.max_bytes, self.check = entries, max_bytes, check
         self.blocks: list[_Block] = []
         self.calls: dict[str, tuple[str, frozenset[str]]] = {}  # id: line, ``key=value``s
         requests = sum(
@@ -93,7 +82,7 @@ class _Collector:
             _COMPACT_RATIO * max_bytes
         )
 
-    def add(self, entry: PromptEntry) -> None:
+    def _add(self, entry: PromptEntry) -> None:
         """One entry; the user's messages kept as context beside the summary are not repeated."""
         if entry.kind == "tool_call":
             if entry.name != SUMMARIZATION_TOOL_NAME:
@@ -174,8 +163,11 @@ class _Collector:
         )
         self.blocks.append(_Block(lines=list(lines)))
 
-    def finish(self) -> list[_Block]:
-        """The blocks, with the calls that got no result."""
+    def collect(self) -> list[_Block]:
+        """The entries as blocks of scored lines in order, then the calls that got no result."""
+        for entry in self.entries:
+            self.check()
+            self._add(entry)
         for head, _ in self.calls.values():
             lines = [_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)]
             self.blocks.append(_Block(head=head, indent=RESULT_INDENT, lines=lines))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import lru_cache
 
 from cast.internals import utf8_len
@@ -140,16 +140,49 @@ class _Packer:
         return (line.score + bonus) / (self.body_cost(block, line) + head + base)
 
     def take_by_score(self) -> list[_Pair]:
-        """The other lines by score per byte while they fit; every line in its ranked order."""
-        queue = _Queue(self, [(b, ln) for b, ln in self.everything if not ln.taken])
+        """The other lines by score per byte while they fit; every line in its ranked order.
+        A record's other fields wait for its best, then come cheaper (queued again)."""
+        candidates = [(b, ln) for b, ln in self.everything if not ln.taken]
+        by_group: dict[tuple[int, str], list[int]] = {}
+        by_list: dict[tuple[int, str], list[int]] = {}
+        for index, (_, line) in enumerate(candidates):
+            if line.group is not None:
+                by_group.setdefault((line.block, line.group), []).append(index)
+                listed = _list_item(line.group)
+                if listed is not None:
+                    by_list.setdefault((line.block, listed[0]), []).append(index)
+        openers = {_opener([(i, candidates[i][1]) for i in group]) for group in by_group.values()}
+        heap = [
+            (-self.priority(b, ln), ln.block, ln.order, i) for i, (b, ln) in enumerate(candidates)
+        ]
+        heapq.heapify(heap)
         ranked: list[_Pair] = []
-        for index in queue:
-            block, line = queue.candidates[index]
+        while heap:
+            negative, _, _, index = heapq.heappop(heap)
+            block, line = candidates[index]
+            if line.taken or -negative < self.priority(block, line) - 1e-12:
+                continue  # taken, or a fresher entry (its record's line is open) is queued
+            group, opened = line.group, self.opened
+            if group is not None and (line.block, group) not in opened and index not in openers:
+                continue  # queued again when its record's line opens
             ranked.append((block, line))
             # Said already, a filler (only for what is left at the end), or too long.
             if line.score <= _FILLER_MAX or self.is_said(line) or not self._fits(block, line):
                 continue
-            queue.take(block, line)
+            listed = _list_item(group) if group else None
+            list_opens = listed is not None and (line.block, _LIST_KEY + listed[0]) not in opened
+            newly_open = group is not None and (line.block, group) not in opened
+            self.take(block, line)
+            if group is None or not newly_open:
+                continue
+            # The record's line it opens queues its record's and list's others again.
+            requeue = list(by_group[(line.block, group)])
+            if listed is not None and list_opens:
+                requeue += by_list.get((line.block, listed[0]), [])
+            for other in requeue:
+                b, ln = candidates[other]
+                if not ln.taken:
+                    heapq.heappush(heap, (-self.priority(b, ln), ln.block, ln.order, other))
         return ranked
 
     def _fits(self, block: _Block, line: _Line) -> bool:
@@ -198,62 +231,6 @@ class _Packer:
                 continue
             if self.used + self.cost(block, line) <= self.max_bytes:
                 self.take(block, line)
-
-
-class _Queue:
-    """The candidates, best first; a record's other fields wait for its best, then come cheaper."""
-
-    def __init__(self, packer: _Packer, candidates: list[_Pair]) -> None:
-        self.packer, self.candidates = packer, candidates
-        self.by_group: dict[tuple[int, str], list[int]] = {}
-        self.by_list: dict[tuple[int, str], list[int]] = {}
-        for index, (_, line) in enumerate(candidates):
-            if line.group is not None:
-                self.by_group.setdefault((line.block, line.group), []).append(index)
-                listed = _list_item(line.group)
-                if listed is not None:
-                    self.by_list.setdefault((line.block, listed[0]), []).append(index)
-        self.openers = {
-            _opener([(i, candidates[i][1]) for i in indices]) for indices in self.by_group.values()
-        }
-        self.heap = [
-            (-packer.priority(b, ln), ln.block, ln.order, index)
-            for index, (b, ln) in enumerate(candidates)
-        ]
-        heapq.heapify(self.heap)
-
-    def __iter__(self) -> Iterator[int]:
-        """Each candidate's index when it comes up with its current priority."""
-        opened = self.packer.opened
-        while self.heap:
-            negative, _, _, index = heapq.heappop(self.heap)
-            block, line = self.candidates[index]
-            if line.taken or -negative < self.packer.priority(block, line) - 1e-12:
-                continue  # taken, or a fresher entry (its record's line is open) is queued
-            if (
-                line.group is not None
-                and (line.block, line.group) not in opened
-                and index not in self.openers
-            ):
-                continue  # queued again when its record's line opens
-            yield index
-
-    def take(self, block: _Block, line: _Line) -> None:
-        """``line`` taken; a record's line it opens queues its record's and list's others again."""
-        opened, group = self.packer.opened, line.group
-        listed = _list_item(group) if group else None
-        list_opens = listed is not None and (line.block, _LIST_KEY + listed[0]) not in opened
-        newly_open = group is not None and (line.block, group) not in opened
-        self.packer.take(block, line)
-        if group is None or not newly_open:
-            return
-        requeue = list(self.by_group[(line.block, group)])
-        if listed is not None and list_opens:
-            requeue += self.by_list.get((line.block, listed[0]), [])
-        for other in requeue:
-            b, ln = self.candidates[other]
-            if not ln.taken:
-                heapq.heappush(self.heap, (-self.packer.priority(b, ln), ln.block, ln.order, other))
 
 
 def _pack_to_fill(blocks: list[_Block], max_bytes: int, check: Callable[[], None]) -> str:

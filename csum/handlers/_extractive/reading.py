@@ -41,7 +41,6 @@ from csum.handlers._extractive.text import (
     _window,
 )
 from csum.handlers._extractive.weights import (
-    _CHECK_EVERY,
     _COMPACT_SHARE,
     _EMPTY_EDGE_SCORE,
     _EMPTY_FIELD,
@@ -54,12 +53,14 @@ from csum.handlers._extractive.weights import (
 )
 
 _RECORD_LABEL = 40  # characters a label may take before a line's JSON list of records
+_CHECK_EVERY = 256  # lines between two cancellation checkpoints
 _SENTENCE_MIN = 80  # a prose line longer than this is split into its sentences
 _SENTENCE_PIECE = 12  # ... at sentence ends at least this far apart ("Edit applied.")
 _HUNK_CONTEXT = 40  # bytes of a diff hunk header's context (the enclosing function) kept
 _LOCATION_TAIL = 48  # characters a location line may hold after its place
 _LOCATION_WORDS = 2  # ... and words: more is a message of its own (grep's match)
 _JSON_DEPTH = 12  # levels of a JSON value read; deeper is "…"
+_Field = tuple[str, str, float]  # a flattened JSON value's ``key=value``: record path, text, weight
 
 _LONG_LISTING = regex.compile(  # ls -l: mode, links, owner, group, size, date, name
     r"^(?P<type>[-dlcbps])[rwxsStT-]{9}+[@+.]?+[ ]++\d++[ ]++\S++[ ]++(?:\S++[ ]++)?+"
@@ -241,26 +242,14 @@ def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: in
     return text
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    """One unit of a text as the clean-ups leave it: ``line`` is what is shown."""
-
-    order: int
-    original: str
-    line: str
-    mark: CodeMark | None
-    routine: bool  # a log line at a routine level (scored without its time and level)
-    listed: bool  # a numbered line of a file listing (the tool's own words are not)
-
-
-def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
-    """The unit at ``order`` cleaned up in order (see the comments); None if it says nothing."""
+def _cleaned(original: str, text: _Text) -> tuple[str, bool] | None:
+    """A unit as shown (cleaned up in order) and whether it is a routine log line; None: empty."""
     line = original[: 4 * _LINE_SCAN]
     if not text.tool:
         if is_fence(line):
             return None  # a code block's fence ("```python"): it says nothing
         line = plain_links(_UNDERSCORE_BOLD.sub(r"\1", _MARKDOWN.sub("", line)))
-    routine = _is_routine_log(_undecorated(line))
+    routine = _is_routine_log(_undecorated(line))  # (scored without its time and level)
     line = _one_line(_undecorated(_json_record(line)))
     if line[:1].isdigit():  # a log line's clock time and routine level (the same on every line)
         line = _LOG_PREFIX.sub("", line, count=1)
@@ -277,8 +266,7 @@ def _cleaned(order: int, original: str, text: _Text) -> _Unit | None:
         return None
     if text.diff and line.startswith("@@"):
         line = _hunk_header(line)
-    listed = text.listing and _NUMBERED.match(original) is not None
-    return _Unit(order, original, line, text.marks.get(original), routine, listed)
+    return line, routine
 
 
 def _json_record(line: str) -> str:
@@ -293,15 +281,6 @@ def _json_record(line: str) -> str:
     if isinstance(value, dict) and len(value) >= 2 and not _nested(value):
         return " ".join(f"{key}={_scalar(item)}" for key, item in value.items())
     return line
-
-
-@dataclass(frozen=True, slots=True)
-class _Field:
-    """One ``key=value`` of a flattened JSON result; ``group``: its record's path."""
-
-    group: str
-    text: str
-    weight: float
 
 
 def _nested(value: object) -> bool:
@@ -328,7 +307,7 @@ def _flatten_json(
 ) -> None:
     """Every scalar as a field of its record; fields repeating the key or ``said`` left out."""
     if depth > _JSON_DEPTH:
-        out.append(_Field(path, "…", _EMPTY_FIELD))
+        out.append((path, "…", _EMPTY_FIELD))
     elif isinstance(value, dict):
         for name, item in value.items():
             key = str(name)
@@ -337,26 +316,26 @@ def _flatten_json(
                 weight = max(
                     (_field_weight(str(k), v) for k, v in item.items()), default=_EMPTY_FIELD
                 )
-                out.append(_Field(path, f"{key}({' '.join(inner)})", weight))
+                out.append((path, f"{key}({' '.join(inner)})", weight))
             elif isinstance(item, list) and not _nested(item):
                 weight = max((_field_weight(key, v) for v in item), default=_EMPTY_FIELD)
-                out.append(_Field(path, f"{key}={','.join(_scalar(v) for v in item)}", weight))
+                out.append((path, f"{key}={','.join(_scalar(v) for v in item)}", weight))
             elif not isinstance(item, dict | list) and not _restates(parent, item):
                 text = f"{key}={_scalar(item)}"
                 if text not in said:
-                    out.append(_Field(path, text, _field_weight(key, item)))
+                    out.append((path, text, _field_weight(key, item)))
         for key, item in value.items():  # (a list's items have no parent key to repeat)
             if _nested(item):
                 child = f"{path}.{key}" if path else str(key)
                 _flatten_json(item, child, out, depth=depth + 1, said=said, parent=str(key))
     elif isinstance(value, list) and not _nested(value):
         weight = max((_field_weight("", v) for v in value), default=_EMPTY_FIELD)
-        out.append(_Field(path, ",".join(_scalar(v) for v in value), weight))
+        out.append((path, ",".join(_scalar(v) for v in value), weight))
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1, said=said)
     else:
-        out.append(_Field(path, _scalar(value), _field_weight("", value)))
+        out.append((path, _scalar(value), _field_weight("", value)))
 
 
 def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> list[_Field] | None:
@@ -379,7 +358,7 @@ def _literal_fields(value: object) -> list[tuple[str, str]]:
         _flatten_json(value, "", out)
     except RecursionError:
         return []
-    return [(item.group, item.text) for item in out]
+    return [(group, text) for group, text, _ in out]
 
 
 _ERROR_LINE = 6.0  # a line scoring this with an error signal is an error (context below)
@@ -418,11 +397,11 @@ def _body_lines(
         if order % _CHECK_EVERY == 0:
             check()
         opening, opens = opens, opens_section(original[: 4 * _LINE_SCAN])
-        unit = _cleaned(order, original, text)
-        if unit is None or unit.line in seen:
+        cleaned = _cleaned(original, text)
+        if cleaned is None or cleaned[0] in seen:
             continue
-        seen.add(unit.line)
-        yield scorer.line(unit, opening)
+        seen.add(cleaned[0])
+        yield scorer.scored(order, original, *cleaned, opening)
 
 
 def _json_lines(
@@ -430,14 +409,14 @@ def _json_lines(
 ) -> Iterator[_Line]:
     """A JSON result's scored fields (units of their record's line), then its documents' lines."""
     repeats: dict[str, int] = {}
-    for order, item in enumerate(fields):
+    for order, (group, pair, weight) in enumerate(fields):
         if order % _CHECK_EVERY == 0:
             check()
-        text = _one_line(item.text)
+        text = _one_line(pair)
         # The same field in many records (a currency, a shared origin) says it once.
         seen = repeats.get(text, 0)
         repeats[text] = seen + 1
-        yield _Line(block, order, _window(text, width), item.weight / (1 + seen), group=item.group)
+        yield _Line(block, order, _window(text, width), weight / (1 + seen), group=group)
     after = len(fields)
     for document in documents:
         read = list(_body_lines(document, block, check, tool=True, width=width))
@@ -458,35 +437,36 @@ class _Scorer:
         self.above: list[_Line] = []  # the last lines scored, for an error's place above
         self.last = len(text.raw) - 1
 
-    def line(self, unit: _Unit, opening: bool) -> _Line:
+    def scored(self, order: int, original: str, line: str, routine: bool, opening: bool) -> _Line:
         """A kept unit's scored line (``opening``: a section's): what it says, then around it."""
-        text = self.text
+        text, mark = self.text, self.text.marks.get(original)
+        # A numbered line of a file listing (the tool's own words are not).
+        listed = text.listing and _NUMBERED.match(original) is not None
         score = _score(
-            unit.line,
-            listing=unit.listed,
+            line,
+            listing=listed,
             diff=text.diff,
             prose=not text.tool,
             named=self.named,
-            routine=unit.routine,
+            routine=routine,
         )
-        if unit.mark is not None:  # (a routine log line has no mark: a mark's line has no space)
-            score = max(0.0, score + unit.mark.bonus)
-        rank = text.ranks.get(unit.original)
+        if mark is not None:  # (a routine log line has no mark: a mark's line has no space)
+            score = max(0.0, score + mark.bonus)
+        rank = text.ranks.get(original)
         if rank is not None:
             score += WEIGHTS["rank"] / (1 + rank)
-        score = self._context(unit, score)
-        score, placed = self._placed(unit, score)
-        item = self._item(unit, score, placed and opening)
+        score = self._context(line, listed, score)
+        score, placed = self._placed(order, line, mark, score)
+        item = self._item(order, line, mark, score, placed and opening)
         self.above = [*self.above, item][-_LOCATION_ABOVE:]
         return item
 
-    def _context(self, unit: _Unit, score: float) -> float:
+    def _context(self, line: str, listed: bool, score: float) -> float:
         """What the lines above add: an error's context below it, fading, and its place above."""
-        text, line = self.text, unit.line
-        if score >= _ERROR_LINE and not unit.listed and _ERROR.search(line[:_LINE_SCAN]):
+        if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
             # An exit status alone ("Exit code 2") says how it ended, not what follows.
             self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
-            if text.tool:  # the lines just above naming a place (``a_test.exs:142``) rank up
+            if self.text.tool:  # the lines just above naming a place (``a_test.exs:142``) rank up
                 for above in self.above:
                     if any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(above.text)):
                         above.score += WEIGHTS["error_context"]
@@ -497,9 +477,10 @@ class _Scorer:
             self.after_error = 0.0
         return score
 
-    def _placed(self, unit: _Unit, score: float) -> tuple[float, bool]:
+    def _placed(
+        self, order: int, line: str, mark: CodeMark | None, score: float
+    ) -> tuple[float, bool]:
         """The score with its shape's repeats and its place (first, last lines); whether placed."""
-        order, line, mark = unit.order, unit.line, unit.mark
         edge = not self.text.listing and (order < 2 or order >= self.last - 1)
         # Repeated shapes (the same line but for its numbers) are worth less each time.
         shape = _WORDS.sub("w", line[:120])
@@ -521,19 +502,21 @@ class _Scorer:
         # A line with nothing in it is kept only when room is left (an edge line first).
         return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
 
-    def _item(self, unit: _Unit, score: float, opens: bool) -> _Line:
+    def _item(
+        self, order: int, line: str, mark: CodeMark | None, score: float, opens: bool
+    ) -> _Line:
         """The line as shown: place first, paths shortened, windowed, compact when asked."""
-        line, width = unit.line, self.width
-        place = self.text.places.get(unit.order)
+        width = self.width
+        place = self.text.places.get(order)
         if place is not None and line.endswith(" " + place):
             # A joined message and place as ``place message``: the place survives a cut.
             line = f"{place} {line[: -len(place) - 1]}"
         text = _shorten_paths(line, width)
-        if opens and unit.order and len(text) <= width:
+        if opens and order and len(text) <= width:
             # A section's first line says what it is about, when it is shown whole.
             score += WEIGHTS["section"]
-        group = unit.mark.group if unit.mark is not None else None
-        item = _Line(self.block, unit.order, _window(text, width), score, group=group)
+        group = mark.group if mark is not None else None
+        item = _Line(self.block, order, _window(text, width), score, group=group)
         if self.compact and len(text) > _COMPACT_SHARE * width:
             # An answer's long line by its clauses that carry something (whole if room is left),
             # unless it is an error.

@@ -10,6 +10,7 @@ from typing import Final
 
 import regex
 
+from cast.internals import clip_utf8
 from csum.archive import ARCHIVE_LINE_PREFIX
 from csum.handlers._extractive.features import _is_routine_log, _score
 from csum.handlers._extractive.text import (
@@ -18,7 +19,6 @@ from csum.handlers._extractive.text import (
     _TRAIL,
     _clip,
     _clip_at_word_end,
-    _clip_bytes,
 )
 from csum.handlers._extractive.weights import _FILLER_SCORE, _LINE_SCAN, _PRIOR_SCORE, WEIGHTS
 
@@ -76,7 +76,7 @@ def _render_summary(blocks: list[_Block], max_bytes: int) -> str:
     if not out and everything:
         block, line = min(everything, key=lambda pair: (pair[1].tier, -pair[1].score))
         out.append(_clip_at_word_end(block.head or line.text, max_bytes))
-    return _clip_bytes("\n".join(out), max_bytes)
+    return clip_utf8("\n".join(out), max_bytes)
 
 
 def _head_codes(head: str) -> int:

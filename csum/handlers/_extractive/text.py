@@ -146,20 +146,11 @@ def _path_kind(token: str) -> int:
 _ELLIPSIS = "…"
 
 
-def _clip_bytes(text: str, limit: int) -> str:
-    """The longest prefix of ``text`` within ``limit`` UTF-8 bytes."""
-    if limit <= 0:
-        return ""
-    if utf8_len(text) <= limit:
-        return text
-    return clip_utf8(text, limit)
-
-
 def _clip(text: str, limit: int) -> str:
     """``text`` within ``limit`` bytes, ending with an ellipsis when it was cut."""
     if utf8_len(text) <= limit:
         return text
-    return _clip_bytes(text, limit - len(_ELLIPSIS.encode("utf-8"))).rstrip() + _ELLIPSIS
+    return clip_utf8(text, limit - len(_ELLIPSIS.encode("utf-8"))).rstrip() + _ELLIPSIS
 
 
 def _clip_whole_words(text: str, limit: int) -> str:
@@ -175,24 +166,13 @@ def _clip_whole_words(text: str, limit: int) -> str:
 
 def _clip_at_word_end(text: str, limit: int) -> str:
     """The longest prefix within ``limit`` bytes not ending inside a (short) word."""
-    clipped = _clip_bytes(text, limit)
+    clipped = clip_utf8(text, limit)
     if clipped == text:
         return text
     if not clipped or not _in_word(text, len(clipped)):
         return clipped.rstrip()
     space = clipped.rfind(" ")
     return clipped[:space].rstrip() if space > len(clipped) // 2 else clipped
-
-
-def _clean(text: str) -> str:
-    # Lone surrogates cannot be encoded; the output must be valid UTF-8.
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
 
 
 def _one_line(text: str) -> str:

@@ -57,7 +57,6 @@ _EMPTY_FIELD = 0.2  # weight of a JSON field saying nothing (null, "", a relevan
 _FILLER_SCORE = 0.1  # score of a line with nothing in it (read only to use the budget)
 _EMPTY_EDGE_SCORE = 0.5  # ... or of such a line at an output's start or end
 _FILLER_MAX = _EMPTY_EDGE_SCORE  # lines up to this score only take what is left at the end
-_CHECK_EVERY = 256  # lines between two cancellation checkpoints
 _TOKEN_CAP = 256  # longer tokens are not classified (bounded work per token)
 _LINE_SCAN = 2048  # characters of a line examined by the line-level patterns
 _LINE_WINDOW = 220  # a longer line is cut to this many characters around what matters
