@@ -1,7 +1,8 @@
 """The assembly stage of a compaction: the summary pair built and put where the kept part
 starts, the chain made to fit, the summary pairs shaped for the provider the chain is sent to
-(:class:`SummaryStyle`); Anthropic cache points at the end of its stable prefix; and the
-summaries placed where a target that merges same-role turns takes them."""
+(:class:`SummaryStyle`, call ids unique in the chain); Anthropic cache points at the end of
+its stable prefix; and the summaries placed where a target that merges same-role turns
+takes them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from cast import (
+    SUMMARIZATION_TOOL_NAME,
     TOOL_BRIDGE_TEXT,
     AnyPart,
     BodyPair,
@@ -17,6 +19,7 @@ from cast import (
     ChainAST,
     Header,
     IdTemplate,
+    IdTemplateError,
     Message,
     ProviderPart,
     ProviderProfile,
@@ -26,13 +29,13 @@ from cast import (
     Role,
     Section,
     TextPart,
+    ToolCall,
     contains_tool_call_reasoning,
     extract_reasoning_message,
     get_provider,
     with_empty_reasoning,
 )
 from cast.internals import clip_utf8, utf8_len
-from csum._summary_ids import unique_summary_ids
 from csum.archive import split_archive_line
 from csum.clearing import edited, is_cleared
 from csum.plan import (
@@ -56,6 +59,7 @@ __all__ = [
     "summary_floor",
     "summary_pair",
     "summary_style",
+    "unique_summary_ids",
     "unplaced",
     "with_breakpoints",
 ]
@@ -359,6 +363,58 @@ def summary_floor(style: SummaryStyle, kind: BodyPairType) -> int:
         pair = summary_pair(style, "", kind, [], seed="", keep_reasoning=False)
         size = style._floor[kind] = pair.size
     return size
+
+
+def unique_summary_ids(
+    ast: ChainAST, created: Sequence[BodyPair], template: IdTemplate
+) -> ChainAST:
+    """The chain with the summary pairs made in this run renamed where their call id
+    repeats another id of the chain (summary ids are seeded by position and text, so two
+    runs can make one twice); ids that were already there never change. Raises
+    :class:`IdTemplateError` when the template cannot produce enough distinct ids."""
+    new = {id(pair) for pair in created}
+    fixed = {
+        call.id
+        for section in ast.sections
+        for pair in section.body
+        if id(pair) not in new
+        for call in pair.tool_calls
+    }
+    needed = sum(1 for pair in created if pair.type is BodyPairType.SUMMARIZATION)
+    capacity = template.capacity
+    if capacity is not None and needed:
+        taken = sum(1 for i in fixed if template.matches(i, SUMMARIZATION_TOOL_NAME))
+        if capacity < taken + needed:
+            raise IdTemplateError(
+                f"id template {template.pattern!r} can produce only {capacity} distinct ids; "
+                f"this chain needs {needed} new summary ids besides the {taken} of its ids "
+                "that already fit the template"
+            )
+    seen = set(fixed)
+
+    def unique(pair: BodyPair) -> BodyPair:
+        if id(pair) not in new or pair.type is not BodyPairType.SUMMARIZATION:
+            return pair
+        call_id = pair.tool_calls[0].id
+        if call_id not in seen:
+            seen.add(call_id)
+            return pair
+        call_id = template.generate_unused(SUMMARIZATION_TOOL_NAME, seed=call_id, used=seen)
+        ai, tool = pair.ai_message, pair.tool_messages[0]
+        return pair.evolve(
+            ai_message=ai.evolve(
+                parts=[p.evolve(id=call_id) if type(p) is ToolCall else p for p in ai.parts]
+            ),
+            tool_messages=[tool.evolve(parts=[tool.parts[0].evolve(tool_call_id=call_id)])],
+        )
+
+    sections = []
+    for section in ast.sections:
+        body = [unique(pair) for pair in section.body]
+        same = all(a is b for a, b in zip(body, section.body, strict=True))
+        sections.append(section if same else section.evolve(body=body))
+    changed = any(a is not b for a, b in zip(sections, ast.sections, strict=True))
+    return ChainAST(sections) if changed else ast
 
 
 # -- cache points ----------------------------------------------------------------------------
