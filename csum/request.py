@@ -22,7 +22,7 @@ import anyio.lowlevel
 
 from cast import BodyPair, ImagePart, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import clip_utf8, utf8_len
-from csum._fit import fit_joined, fit_summary
+from csum._fit import fit_joined
 from csum._gather import unwrapped
 from csum._handler_check import check_handler
 from csum.config import Robustness
@@ -274,7 +274,7 @@ class HandlerCalls:
             raise _failed(f"returned an empty summary ({result[:20]!r})", section, phase)
         cap = self.max_summary_bytes if cap is None else cap
         if cap is not None and utf8_len(result) > cap:
-            result = fit_summary(result, cap)
+            result = fit_joined([result], cap)
         self.output_bytes += utf8_len(result)
         if self.on_call is not None:
             self.on_call(self.calls, self.input_bytes)
