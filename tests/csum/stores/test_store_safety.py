@@ -29,9 +29,16 @@ from csum import (
     SummarizerConfig,
     SummaryCache,
 )
-from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.cache import encode_summary
-from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
+from csum.stores import (
+    ArchiveStore,
+    MemoryStore,
+    RedisArchiveStore,
+    RedisStore,
+    SQLiteArchiveStore,
+    SQLiteStore,
+    SummaryStore,
+)
 from csum.stores._sqlite import _delete_session
 from redis_server import needs_redis_client
 from store_workers import archive_cycle
