@@ -14,8 +14,9 @@ from cast import Message, Role, TextPart
 from cast.internals import clip_utf8, utf8_len
 from csum._fit import fit_joined
 from csum._gather import gather
-from csum.prompt import SummaryRequest, message_strings, summary_request
+from csum.prompt import SummaryRequest, summary_request
 from csum.request import _FIXED, HandlerCalls, _books, _groups, split_into_pieces
+from csum.store_events import message_strings
 
 __all__ = [
     "QUESTION_CONTEXT_BYTES",

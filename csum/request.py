@@ -33,11 +33,10 @@ from csum.prompt import (
     PromptCase,
     PromptEntry,
     SummaryRequest,
-    message_strings,
     summary_request,
     text_request,
 )
-from csum.store_events import StoreEvent
+from csum.store_events import StoreEvent, message_strings
 
 if TYPE_CHECKING:
     from csum.archive import HistoryArchive
