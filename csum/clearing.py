@@ -60,7 +60,6 @@ __all__ = [
     "is_cleared",
     "placeholder",
     "reads_alike",
-    "tokens",
     "tokens_of_lines",
 ]
 
@@ -528,13 +527,6 @@ WEIGHTS: Final = {"error": 3.0, "path": 2.5, "url": 2.0, "id": 2.0, "number": 1.
 """What a fact of each kind weighs."""
 
 
-def tokens(line: str) -> list[tuple[str, str]]:
-    """(token, kind) of one line in their order, a token found inside an earlier kind's
-    left out (kinds tried: url, path, number, then ids: version, hash, mixed); a kind is
-    tried only when the line holds what its matches need."""
-    return tokens_of_lines([line])[0]
-
-
 def _needed(text: str, fast: bool = False) -> tuple[tuple[str, Pattern, bool], ...]:
     """Each kind's pattern (``fast``: the ``re`` twins) and whether ``text`` can match it."""
     digit = _DIGIT.search(text) is not None
@@ -582,14 +574,16 @@ def reads_alike(text: str) -> bool:
 
 
 def tokens_of_lines(lines: Sequence[str]) -> list[list[tuple[str, str]]]:
-    """``[tokens(line) for line in lines]`` for lines holding no whitespace but single
-    spaces, in one pass per pattern over the lines joined by newlines (no match holds
-    or looks across a newline)."""
+    """(token, kind) of each of ``lines`` (lines holding no whitespace but single spaces)
+    in their order, a token found inside an earlier kind's left out (kinds tried: url,
+    path, number, then ids: version, hash, mixed; a kind only when the text holds what
+    its matches need), in one pass per pattern over the lines joined by newlines (no
+    match holds or looks across a newline)."""
     text, starts = _joined(lines)
     found: list[list[tuple[int, int, str]]] = [[] for _ in lines]
     for kind, pattern, needed in _needed(text, reads_alike(text)):
         if not needed:
-            continue  # as in tokens: what no line holds, no pattern skipped would find
+            continue  # what no line holds, no pattern skipped would find
         for match in pattern.finditer(text):
             start, end = match.span()
             while end > start and text[end - 1] in _TRAILING:
