@@ -89,25 +89,6 @@ class SummaryStyle:
         """Whether a summary followed by a human message must be a text answer."""
         return self.target is not None and self.target.needs_ai_between_tool_and_human
 
-    def reasoning_per_turn(self) -> bool:
-        """Whether the target wants reasoning content on every AI message of a turn in
-        which one calls a tool (so a summary call must not enter a turn of plain answers)."""
-        return (
-            self.needs_reasoning_content
-            and self.target is not None
-            and self.target.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
-        )
-
-    def text_summaries(self) -> bool:
-        """Whether every summary must be a text answer, not a call of the summary tool
-        (the target refuses tool calls in a request that declares no tools)."""
-        return self.target is not None and self.target.tools_with_tool_history
-
-    def fake_signature(self, summarized: Sequence[Message], keep_reasoning: bool) -> bool:
-        if self.target is None:
-            return keep_reasoning and contains_tool_call_reasoning(summarized)
-        return self.target.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE
-
     def reasoning_message(
         self, summarized: Sequence[Message], keep_reasoning: bool
     ) -> Message | None:
@@ -122,14 +103,6 @@ class SummaryStyle:
             return message
         reasoning = message.parts[0].reasoning  # type: ignore[union-attr]
         return message if reasoning is not None and reasoning.signature else None
-
-    def completion(self, text: str) -> BodyPair:
-        """A COMPLETION summary pair holding ``text`` (already prefixed)."""
-        if not self.needs_reasoning_content:
-            return BodyPair.completion(text)
-        return BodyPair.build(
-            Message.from_parts(Role.AI, (TextPart(text=text, reasoning=Reasoning()),))
-        )
 
     def with_reasoning_content(self, pair: BodyPair) -> BodyPair:
         """The pair with (empty) reasoning content on its AI message when it has none
@@ -253,7 +226,12 @@ class Assembler:
         keep_ids = {id(pair) for pair in frozen} | {id(pair) for pair in plan.pinned}
         body: list[BodyPair] = [pair for pair in plan.pairs if id(pair) in keep_ids]
         pair: BodyPair | None = None
-        per_turn = style.reasoning_per_turn()
+        target = style.target
+        per_turn = (  # reasoning content on every AI message of a turn that calls a tool
+            style.needs_reasoning_content
+            and target is not None
+            and target.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
+        )
         # A call entering a turn of plain answers would make them need reasoning content
         # (DeepSeek's rule): kept calls of earlier turns then go in a turn of their own,
         # before the question, and a summary in the turn is a text answer.
@@ -341,14 +319,23 @@ def summary_pair(
     """The pair replacing ``summarized``, shaped by ``style``: a prefixed COMPLETION or a
     SUMMARIZATION pair (with ``keep_reasoning``, the fake Gemini signature and first
     reasoning text of ``summarized``); ``before_human``: a human message follows."""
-    if (before_human and style.completion_before_human()) or style.text_summaries():
+    target = style.target
+    # a text answer where the target refuses tool calls in a request declaring no tools
+    if (before_human and style.completion_before_human()) or (
+        target is not None and target.tools_with_tool_history
+    ):
         kind = BodyPairType.COMPLETION
+    if kind is BodyPairType.COMPLETION and not style.needs_reasoning_content:
+        return BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + text)
     if kind is BodyPairType.COMPLETION:
-        return style.completion(SUMMARIZED_CONTENT_PREFIX + text)
+        part = TextPart(text=SUMMARIZED_CONTENT_PREFIX + text, reasoning=Reasoning())
+        return BodyPair.build(Message.from_parts(Role.AI, (part,)))
     pair = BodyPair.summarization(
         text,
         id_template=style.id_template,
-        fake_signature=style.fake_signature(summarized, keep_reasoning),
+        fake_signature=keep_reasoning and contains_tool_call_reasoning(summarized)
+        if target is None
+        else target.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE,
         reasoning_message=style.reasoning_message(summarized, keep_reasoning),
         seed=f"{seed}\x1f{text}",
     )
