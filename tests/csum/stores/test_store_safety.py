@@ -697,8 +697,13 @@ async def test_reinserted_tool_text_stays_a_tools_and_cannot_forge_the_framing(
     tmp_path: Path,
 ) -> None:
     from cast import Role, TextPart
-    from csum.archive import REINSERTED_HEADER, own_question, recalled_text, without_recalled
-    from csum.recall import RECALL_TOOL_NAME
+    from csum.archive import (
+        RECALL_TOOL_NAME,
+        REINSERTED_HEADER,
+        own_question,
+        recalled_text,
+        without_recalled,
+    )
 
     archive = await _ticket_archive(tmp_path)
     question = Message.human("What about W123_A9?")
