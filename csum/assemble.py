@@ -434,8 +434,8 @@ def with_breakpoints(
             break
         if not message.parts or is_breakpoint(message.parts[-1]):
             continue
-        if message.role is Role.AI and not _markable_ai(message):
-            continue
+        if message.role is Role.AI and getattr(message.parts[-1], "text", None) == "":
+            continue  # a point after reasoning alone would mark a thinking block: refused
         point = ProviderPart(provider=_PROVIDER, kind=_KIND, data=EPHEMERAL)
         marked[index] = Message.from_parts(message.role, (*message.parts, point))
     grown = size + sum(measure(new) - measure(messages[i]) for i, new in marked.items())
@@ -461,14 +461,6 @@ def _cache_anchors(ast: ChainAST) -> list[int]:
                 placeholder = index - 1
     anchors.extend(i for i in (summary, placeholder) if i >= 0)
     return anchors
-
-
-def _markable_ai(message: Message) -> bool:
-    # An AI message whose last part is reasoning alone would put the point on a
-    # thinking block, which the API refuses: mark only text or tool calls.
-    last = message.parts[-1]
-    text = getattr(last, "text", None)
-    return text is None or bool(text)
 
 
 # -- placement for a target that merges same-role turns ----------------------------------------
