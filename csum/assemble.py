@@ -57,6 +57,7 @@ __all__ = [
     "breakpoints",
     "placed_for",
     "summary_floor",
+    "summary_kind",
     "summary_pair",
     "summary_style",
     "unique_summary_ids",
@@ -243,15 +244,14 @@ class Assembler:
         if plain_turn and any(kept.ai_message.tool_calls for kept in body):
             own_turn, plain_turn = True, False
         if text is not None:
-            kind = BodyPairType.COMPLETION if plain_turn else _kind(plan.summarized)
             pair = summary_pair(
                 style,
                 text,
-                kind,
                 plan.summarized,
                 seed=self.seed,
                 keep_reasoning=k == len(sections) - 1,
                 before_human=own_turn,
+                completion=plain_turn,
             )
             body.append(pair)
         if per_turn and any(
@@ -299,8 +299,9 @@ def _placed(
     return new
 
 
-def _kind(summarized: Sequence[Message]) -> BodyPairType:
-    """SUMMARIZATION when a summarized AI message called tools, else COMPLETION."""
+def summary_kind(summarized: Sequence[Message]) -> BodyPairType:
+    """The kind of the summary pair of ``summarized``: SUMMARIZATION when one of its AI
+    messages called tools, else COMPLETION."""
     if any(m.role is Role.AI and m.tool_calls for m in summarized):
         return BodyPairType.SUMMARIZATION
     return BodyPairType.COMPLETION
@@ -309,17 +310,19 @@ def _kind(summarized: Sequence[Message]) -> BodyPairType:
 def summary_pair(
     style: SummaryStyle,
     text: str,
-    kind: BodyPairType,
     summarized: list[Message],
     *,
     seed: str,
     keep_reasoning: bool,
     before_human: bool = False,
+    completion: bool = False,
 ) -> BodyPair:
     """The pair replacing ``summarized``, shaped by ``style``: a prefixed COMPLETION or a
-    SUMMARIZATION pair (with ``keep_reasoning``, the fake Gemini signature and first
-    reasoning text of ``summarized``); ``before_human``: a human message follows."""
+    SUMMARIZATION pair (:func:`summary_kind`; with ``keep_reasoning``, the fake Gemini
+    signature and first reasoning text of ``summarized``); ``before_human``: a human
+    message follows; ``completion``: a COMPLETION whatever ``summarized`` holds."""
     target = style.target
+    kind = BodyPairType.COMPLETION if completion else summary_kind(summarized)
     # a text answer where the target refuses tool calls in a request declaring no tools
     if (before_human and style.completion_before_human()) or (
         target is not None and target.tools_with_tool_history
@@ -342,12 +345,13 @@ def summary_pair(
     return style.with_reasoning_content(pair) if style.needs_reasoning_content else pair
 
 
-def summary_floor(style: SummaryStyle, kind: BodyPairType) -> int:
-    """The size of a summary pair of this kind and style with an empty summary:
-    replacing fewer bytes can only grow the chain (cached on the style)."""
+def summary_floor(style: SummaryStyle, summarized: list[Message]) -> int:
+    """The size of the summary pair of ``summarized`` in this style with an empty summary:
+    replacing fewer bytes can only grow the chain (cached on the style, by kind)."""
+    kind = summary_kind(summarized)
     size = style._floor.get(kind)
     if size is None:
-        pair = summary_pair(style, "", kind, [], seed="", keep_reasoning=False)
+        pair = summary_pair(style, "", summarized, seed="", keep_reasoning=False)
         size = style._floor[kind] = pair.size
     return size
 

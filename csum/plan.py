@@ -42,7 +42,6 @@ __all__ = [
     "messages_of",
     "summary_key",
     "summary_text",
-    "summary_type",
     "without_cache_point",
 ]
 
@@ -391,13 +390,6 @@ def summary_text(pair: BodyPair) -> str | None:
     """The summary a pair of csum's holds (without the COMPLETION prefix); None when
     the pair is not one of csum's summaries."""
     return _summary_body(pair) if is_summarized(pair) else None
-
-
-def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:
-    """COMPLETION when every pair is a COMPLETION, else SUMMARIZATION."""
-    if all(p.type is BodyPairType.COMPLETION for p in pairs):
-        return BodyPairType.COMPLETION
-    return BodyPairType.SUMMARIZATION
 
 
 def messages_of(pairs: Sequence[BodyPair]) -> list[Message]:
