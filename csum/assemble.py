@@ -413,8 +413,7 @@ def unique_summary_ids(
 MAX_BREAKPOINTS: Final = 4
 """Anthropic's limit of ``cache_control`` blocks per request."""
 EPHEMERAL: Final = '{"type":"ephemeral"}'
-_PROVIDER: Final = "anthropic"
-_KIND: Final = "cache_control"
+_CACHE_POINT: Final = ProviderPart(provider="anthropic", kind="cache_control", data=EPHEMERAL)
 
 
 def breakpoints(messages: Sequence[Message]) -> int:
@@ -440,8 +439,7 @@ def with_breakpoints(
             continue
         if message.role is Role.AI and getattr(message.parts[-1], "text", None) == "":
             continue  # a point after reasoning alone would mark a thinking block: refused
-        point = ProviderPart(provider=_PROVIDER, kind=_KIND, data=EPHEMERAL)
-        marked[index] = Message.from_parts(message.role, (*message.parts, point))
+        marked[index] = Message.from_parts(message.role, (*message.parts, _CACHE_POINT))
     grown = size + sum(measure(new) - measure(messages[i]) for i, new in marked.items())
     if not marked or grown > limit >= size:
         return ast, size

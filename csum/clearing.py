@@ -79,7 +79,6 @@ _PLACEHOLDER_TAIL = re.compile(
     r"(\d{1,19}) bytes\](?: \[archived: [0-9a-f]{16}\])?"
     rf"(?:\n{GIST_PREFIX}[^\n]{{1,{GIST_BYTES}}})?"
 )
-_CACHE_CONTROL = "cache_control"
 
 
 # -- placeholders ---------------------------------------------------------------------------
@@ -177,7 +176,9 @@ def clear_tool_results(
     out = list(messages)
     done = ClearingPass(out)
     protected = _protected_calls(messages, options.keep)
-    last_ai = _last_ai(messages)
+    last_ai = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.AI), None
+    )
     if last_ai is None:
         return done
     excluded = options.exclude_tools
@@ -288,10 +289,6 @@ def _arguments_gist(text: str) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
-def _last_ai(messages: Sequence[Message]) -> int | None:
-    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.AI), None)
-
-
 def _protected_calls(messages: Sequence[Message], keep: int) -> set[str]:
     """Ids of the newest ``keep`` tool calls (summary calls do not count)."""
     ids: set[str] = set()
@@ -397,7 +394,9 @@ def _clear_results(
                 )
             if utf8_len(text) < size:
                 parts.append(result.evolve(content=text))
-                parts.extend(p for p in rest if _is_cache_point(p))
+                parts.extend(
+                    p for p in rest if type(p) is ProviderPart and p.kind == "cache_control"
+                )
                 done.results_cleared += 1
                 if original is not None:
                     done.originals.append(original)
@@ -421,10 +420,6 @@ def _result_groups(
         else:
             groups.append((None, [part]))
     return groups
-
-
-def _is_cache_point(part: AnyPart) -> bool:
-    return isinstance(part, ProviderPart) and part.kind == _CACHE_CONTROL
 
 
 # -- the gist of a result ----------------------------------------------------------------
