@@ -288,6 +288,8 @@ class Compactor:
         if not self._places:
             return messages, 0
         out = placed_for(messages, self.style.target)
+        if len(out) == len(messages) and all(map(operator.is_, out, messages)):
+            return messages, 0  # nothing placed: nothing measured
         return out, self._meter.total(out) - self._meter.total(messages)
 
     def _extended(self, messages: Sequence[Message | Mapping[str, Any]]) -> Outcome | None:
