@@ -318,7 +318,7 @@ async def _timed_archive(
     if variant == "redis":
         archive = HistoryArchive(redis_url or "", session=f"bench{run}")
     else:
-        from csum.archive import SQLiteArchiveStore
+        from csum.stores import SQLiteArchiveStore
 
         store = SQLiteArchiveStore(
             folder / f"archive-{index}-{run}.sqlite", full_text=variant == "sqlite (FTS5)"
@@ -337,7 +337,8 @@ async def _timed_archive(
 async def store_only(folder: Path, variant: str, run: int, batches: list[list[Message]]) -> float:
     """Seconds the SQLite archive store takes once the records are made (the part of
     ``HistoryArchive.add`` that is not serializing and hashing messages)."""
-    from csum.archive import SQLiteArchiveStore, _record, batch_reference
+    from csum.archive import _record, batch_reference
+    from csum.stores import SQLiteArchiveStore
 
     store = SQLiteArchiveStore(
         folder / f"prepared-{variant[8:11]}-{run}.sqlite", full_text=variant == "sqlite (FTS5)"

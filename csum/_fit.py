@@ -10,7 +10,7 @@ import regex
 
 from cast.internals import clip_utf8, utf8_len
 
-__all__ = ["fit_joined", "fit_summary"]
+__all__ = ["fit_joined"]
 
 _HEADING = regex.compile(
     r"""^(?:
@@ -51,16 +51,10 @@ def _shares(sizes: list[int], room: int) -> list[int]:
     return shares
 
 
-def fit_summary(text: str, max_bytes: int) -> str:
-    """``text`` in at most ``max_bytes`` UTF-8 bytes, every headed part keeping its first
-    lines (one first line shared equally when they do not all fit, cut between words
-    with an ellipsis); ``text`` itself when it fits."""
-    return fit_joined([text], max_bytes)
-
-
 def fit_joined(summaries: Sequence[str], max_bytes: int) -> str:
-    """Several summaries joined by newlines in at most ``max_bytes`` UTF-8 bytes, their
-    headed parts sharing the room as :func:`fit_summary`'s do."""
+    """``summaries`` joined by newlines in at most ``max_bytes`` UTF-8 bytes, every headed
+    part keeping its first lines (one first line shared equally when they do not all fit,
+    cut between words with an ellipsis); the joined text itself when it fits."""
     text = "\n".join(summaries)
     if utf8_len(text) <= max_bytes:
         return text

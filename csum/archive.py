@@ -36,12 +36,9 @@ from csum.store_events import (
     StoreEvent,
     StoreEventKind,
     message_search_text,
-    search_text_of_json,
 )
-from csum.stores import is_redis_url
-from csum.stores._protocol import ArchiveRecord, ArchiveStore
-from csum.stores._redis import RedisArchiveStore
-from csum.stores._sqlite import SQLiteArchiveStore
+from csum.stores import ArchiveStore, open_archive
+from csum.stores._protocol import ArchiveRecord
 
 __all__ = [
     "ARCHIVE_LINE_PREFIX",
@@ -49,25 +46,19 @@ __all__ = [
     "RECALL_TOOL_NAME",
     "REINSERTED_HEADER",
     "ArchiveHit",
-    "ArchiveRecord",
-    "ArchiveStore",
     "HistoryArchive",
     "Insertion",
-    "RedisArchiveStore",
-    "SQLiteArchiveStore",
     "archive_line",
     "archived_references",
     "batch_reference",
     "is_reinserted",
     "message_json",
     "message_reference",
-    "message_search_text",
     "own_question",
     "question_identifiers",
     "recalled_positions",
     "recalled_text",
     "reinserted_part",
-    "search_text_of_json",
     "split_archive_line",
     "without_recalled",
 ]
@@ -196,11 +187,7 @@ class HistoryArchive:
         if reinsert_bytes < 0:
             raise ValueError(f"reinsert_bytes must be 0 (off) or positive, not {reinsert_bytes}")
         self._breaker = Breaker(breaker_seconds)
-        if isinstance(store, str) and is_redis_url(store):
-            store = RedisArchiveStore(store)
-        elif isinstance(store, str | Path):
-            store = SQLiteArchiveStore(store)
-        self.store: ArchiveStore = store
+        self.store = open_archive(store) if isinstance(store, str | Path) else store
         self.session = session
         self.reinsert_bytes = reinsert_bytes
         self.on_event = on_event

@@ -1,7 +1,8 @@
 """The assembly stage of a compaction: the summary pair built and put where the kept part
 starts, the chain made to fit, the summary pairs shaped for the provider the chain is sent to
-(:class:`SummaryStyle`); Anthropic cache points at the end of its stable prefix; and the
-summaries placed where a target that merges same-role turns takes them."""
+(:class:`SummaryStyle`, call ids unique in the chain); Anthropic cache points at the end of
+its stable prefix; and the summaries placed where a target that merges same-role turns
+takes them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from cast import (
+    SUMMARIZATION_TOOL_NAME,
     TOOL_BRIDGE_TEXT,
     AnyPart,
     BodyPair,
@@ -17,6 +19,7 @@ from cast import (
     ChainAST,
     Header,
     IdTemplate,
+    IdTemplateError,
     Message,
     ProviderPart,
     ProviderProfile,
@@ -26,13 +29,13 @@ from cast import (
     Role,
     Section,
     TextPart,
+    ToolCall,
     contains_tool_call_reasoning,
     extract_reasoning_message,
     get_provider,
     with_empty_reasoning,
 )
 from cast.internals import clip_utf8, utf8_len
-from csum._summary_ids import unique_summary_ids
 from csum.archive import split_archive_line
 from csum.clearing import edited, is_cleared
 from csum.plan import (
@@ -54,8 +57,10 @@ __all__ = [
     "breakpoints",
     "placed_for",
     "summary_floor",
+    "summary_kind",
     "summary_pair",
     "summary_style",
+    "unique_summary_ids",
     "unplaced",
     "with_breakpoints",
 ]
@@ -85,25 +90,6 @@ class SummaryStyle:
         """Whether a summary followed by a human message must be a text answer."""
         return self.target is not None and self.target.needs_ai_between_tool_and_human
 
-    def reasoning_per_turn(self) -> bool:
-        """Whether the target wants reasoning content on every AI message of a turn in
-        which one calls a tool (so a summary call must not enter a turn of plain answers)."""
-        return (
-            self.needs_reasoning_content
-            and self.target is not None
-            and self.target.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
-        )
-
-    def text_summaries(self) -> bool:
-        """Whether every summary must be a text answer, not a call of the summary tool
-        (the target refuses tool calls in a request that declares no tools)."""
-        return self.target is not None and self.target.tools_with_tool_history
-
-    def fake_signature(self, summarized: Sequence[Message], keep_reasoning: bool) -> bool:
-        if self.target is None:
-            return keep_reasoning and contains_tool_call_reasoning(summarized)
-        return self.target.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE
-
     def reasoning_message(
         self, summarized: Sequence[Message], keep_reasoning: bool
     ) -> Message | None:
@@ -118,14 +104,6 @@ class SummaryStyle:
             return message
         reasoning = message.parts[0].reasoning  # type: ignore[union-attr]
         return message if reasoning is not None and reasoning.signature else None
-
-    def completion(self, text: str) -> BodyPair:
-        """A COMPLETION summary pair holding ``text`` (already prefixed)."""
-        if not self.needs_reasoning_content:
-            return BodyPair.completion(text)
-        return BodyPair.build(
-            Message.from_parts(Role.AI, (TextPart(text=text, reasoning=Reasoning()),))
-        )
 
     def with_reasoning_content(self, pair: BodyPair) -> BodyPair:
         """The pair with (empty) reasoning content on its AI message when it has none
@@ -249,7 +227,12 @@ class Assembler:
         keep_ids = {id(pair) for pair in frozen} | {id(pair) for pair in plan.pinned}
         body: list[BodyPair] = [pair for pair in plan.pairs if id(pair) in keep_ids]
         pair: BodyPair | None = None
-        per_turn = style.reasoning_per_turn()
+        target = style.target
+        per_turn = (  # reasoning content on every AI message of a turn that calls a tool
+            style.needs_reasoning_content
+            and target is not None
+            and target.reasoning_scope is ReasoningScope.TOOL_CALL_TURNS
+        )
         # A call entering a turn of plain answers would make them need reasoning content
         # (DeepSeek's rule): kept calls of earlier turns then go in a turn of their own,
         # before the question, and a summary in the turn is a text answer.
@@ -261,15 +244,14 @@ class Assembler:
         if plain_turn and any(kept.ai_message.tool_calls for kept in body):
             own_turn, plain_turn = True, False
         if text is not None:
-            kind = BodyPairType.COMPLETION if plain_turn else _kind(plan.summarized)
             pair = summary_pair(
                 style,
                 text,
-                kind,
                 plan.summarized,
                 seed=self.seed,
                 keep_reasoning=k == len(sections) - 1,
                 before_human=own_turn,
+                completion=plain_turn,
             )
             body.append(pair)
         if per_turn and any(
@@ -317,8 +299,9 @@ def _placed(
     return new
 
 
-def _kind(summarized: Sequence[Message]) -> BodyPairType:
-    """SUMMARIZATION when a summarized AI message called tools, else COMPLETION."""
+def summary_kind(summarized: Sequence[Message]) -> BodyPairType:
+    """The kind of the summary pair of ``summarized``: SUMMARIZATION when one of its AI
+    messages called tools, else COMPLETION."""
     if any(m.role is Role.AI and m.tool_calls for m in summarized):
         return BodyPairType.SUMMARIZATION
     return BodyPairType.COMPLETION
@@ -327,38 +310,102 @@ def _kind(summarized: Sequence[Message]) -> BodyPairType:
 def summary_pair(
     style: SummaryStyle,
     text: str,
-    kind: BodyPairType,
     summarized: list[Message],
     *,
     seed: str,
     keep_reasoning: bool,
     before_human: bool = False,
+    completion: bool = False,
 ) -> BodyPair:
     """The pair replacing ``summarized``, shaped by ``style``: a prefixed COMPLETION or a
-    SUMMARIZATION pair (with ``keep_reasoning``, the fake Gemini signature and first
-    reasoning text of ``summarized``); ``before_human``: a human message follows."""
-    if (before_human and style.completion_before_human()) or style.text_summaries():
+    SUMMARIZATION pair (:func:`summary_kind`; with ``keep_reasoning``, the fake Gemini
+    signature and first reasoning text of ``summarized``); ``before_human``: a human
+    message follows; ``completion``: a COMPLETION whatever ``summarized`` holds."""
+    target = style.target
+    kind = BodyPairType.COMPLETION if completion else summary_kind(summarized)
+    # a text answer where the target refuses tool calls in a request declaring no tools
+    if (before_human and style.completion_before_human()) or (
+        target is not None and target.tools_with_tool_history
+    ):
         kind = BodyPairType.COMPLETION
+    if kind is BodyPairType.COMPLETION and not style.needs_reasoning_content:
+        return BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + text)
     if kind is BodyPairType.COMPLETION:
-        return style.completion(SUMMARIZED_CONTENT_PREFIX + text)
+        part = TextPart(text=SUMMARIZED_CONTENT_PREFIX + text, reasoning=Reasoning())
+        return BodyPair.build(Message.from_parts(Role.AI, (part,)))
     pair = BodyPair.summarization(
         text,
         id_template=style.id_template,
-        fake_signature=style.fake_signature(summarized, keep_reasoning),
+        fake_signature=keep_reasoning and contains_tool_call_reasoning(summarized)
+        if target is None
+        else target.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE,
         reasoning_message=style.reasoning_message(summarized, keep_reasoning),
         seed=f"{seed}\x1f{text}",
     )
     return style.with_reasoning_content(pair) if style.needs_reasoning_content else pair
 
 
-def summary_floor(style: SummaryStyle, kind: BodyPairType) -> int:
-    """The size of a summary pair of this kind and style with an empty summary:
-    replacing fewer bytes can only grow the chain (cached on the style)."""
+def summary_floor(style: SummaryStyle, summarized: list[Message]) -> int:
+    """The size of the summary pair of ``summarized`` in this style with an empty summary:
+    replacing fewer bytes can only grow the chain (cached on the style, by kind)."""
+    kind = summary_kind(summarized)
     size = style._floor.get(kind)
     if size is None:
-        pair = summary_pair(style, "", kind, [], seed="", keep_reasoning=False)
+        pair = summary_pair(style, "", summarized, seed="", keep_reasoning=False)
         size = style._floor[kind] = pair.size
     return size
+
+
+def unique_summary_ids(
+    ast: ChainAST, created: Sequence[BodyPair], template: IdTemplate
+) -> ChainAST:
+    """The chain with the summary pairs made in this run renamed where their call id
+    repeats another id of the chain (summary ids are seeded by position and text, so two
+    runs can make one twice); ids that were already there never change. Raises
+    :class:`IdTemplateError` when the template cannot produce enough distinct ids."""
+    new = {id(pair) for pair in created}
+    fixed = {
+        call.id
+        for section in ast.sections
+        for pair in section.body
+        if id(pair) not in new
+        for call in pair.tool_calls
+    }
+    needed = sum(1 for pair in created if pair.type is BodyPairType.SUMMARIZATION)
+    capacity = template.capacity
+    if capacity is not None and needed:
+        taken = sum(1 for i in fixed if template.matches(i, SUMMARIZATION_TOOL_NAME))
+        if capacity < taken + needed:
+            raise IdTemplateError(
+                f"id template {template.pattern!r} can produce only {capacity} distinct ids; "
+                f"this chain needs {needed} new summary ids besides the {taken} of its ids "
+                "that already fit the template"
+            )
+    seen = set(fixed)
+
+    def unique(pair: BodyPair) -> BodyPair:
+        if id(pair) not in new or pair.type is not BodyPairType.SUMMARIZATION:
+            return pair
+        call_id = pair.tool_calls[0].id
+        if call_id not in seen:
+            seen.add(call_id)
+            return pair
+        call_id = template.generate_unused(SUMMARIZATION_TOOL_NAME, seed=call_id, used=seen)
+        ai, tool = pair.ai_message, pair.tool_messages[0]
+        return pair.evolve(
+            ai_message=ai.evolve(
+                parts=[p.evolve(id=call_id) if type(p) is ToolCall else p for p in ai.parts]
+            ),
+            tool_messages=[tool.evolve(parts=[tool.parts[0].evolve(tool_call_id=call_id)])],
+        )
+
+    sections = []
+    for section in ast.sections:
+        body = [unique(pair) for pair in section.body]
+        same = all(a is b for a, b in zip(body, section.body, strict=True))
+        sections.append(section if same else section.evolve(body=body))
+    changed = any(a is not b for a, b in zip(sections, ast.sections, strict=True))
+    return ChainAST(sections) if changed else ast
 
 
 # -- cache points ----------------------------------------------------------------------------
@@ -366,8 +413,7 @@ def summary_floor(style: SummaryStyle, kind: BodyPairType) -> int:
 MAX_BREAKPOINTS: Final = 4
 """Anthropic's limit of ``cache_control`` blocks per request."""
 EPHEMERAL: Final = '{"type":"ephemeral"}'
-_PROVIDER: Final = "anthropic"
-_KIND: Final = "cache_control"
+_CACHE_POINT: Final = ProviderPart(provider="anthropic", kind="cache_control", data=EPHEMERAL)
 
 
 def breakpoints(messages: Sequence[Message]) -> int:
@@ -391,10 +437,9 @@ def with_breakpoints(
             break
         if not message.parts or is_breakpoint(message.parts[-1]):
             continue
-        if message.role is Role.AI and not _markable_ai(message):
-            continue
-        point = ProviderPart(provider=_PROVIDER, kind=_KIND, data=EPHEMERAL)
-        marked[index] = Message.from_parts(message.role, (*message.parts, point))
+        if message.role is Role.AI and getattr(message.parts[-1], "text", None) == "":
+            continue  # a point after reasoning alone would mark a thinking block: refused
+        marked[index] = Message.from_parts(message.role, (*message.parts, _CACHE_POINT))
     grown = size + sum(measure(new) - measure(messages[i]) for i, new in marked.items())
     if not marked or grown > limit >= size:
         return ast, size
@@ -418,14 +463,6 @@ def _cache_anchors(ast: ChainAST) -> list[int]:
                 placeholder = index - 1
     anchors.extend(i for i in (summary, placeholder) if i >= 0)
     return anchors
-
-
-def _markable_ai(message: Message) -> bool:
-    # An AI message whose last part is reasoning alone would put the point on a
-    # thinking block, which the API refuses: mark only text or tool calls.
-    last = message.parts[-1]
-    text = getattr(last, "text", None)
-    return text is None or bool(text)
 
 
 # -- placement for a target that merges same-role turns ----------------------------------------

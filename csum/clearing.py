@@ -60,7 +60,6 @@ __all__ = [
     "is_cleared",
     "placeholder",
     "reads_alike",
-    "tokens",
     "tokens_of_lines",
 ]
 
@@ -80,7 +79,6 @@ _PLACEHOLDER_TAIL = re.compile(
     r"(\d{1,19}) bytes\](?: \[archived: [0-9a-f]{16}\])?"
     rf"(?:\n{GIST_PREFIX}[^\n]{{1,{GIST_BYTES}}})?"
 )
-_CACHE_CONTROL = "cache_control"
 
 
 # -- placeholders ---------------------------------------------------------------------------
@@ -178,7 +176,9 @@ def clear_tool_results(
     out = list(messages)
     done = ClearingPass(out)
     protected = _protected_calls(messages, options.keep)
-    last_ai = _last_ai(messages)
+    last_ai = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.AI), None
+    )
     if last_ai is None:
         return done
     excluded = options.exclude_tools
@@ -289,10 +289,6 @@ def _arguments_gist(text: str) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
-def _last_ai(messages: Sequence[Message]) -> int | None:
-    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.AI), None)
-
-
 def _protected_calls(messages: Sequence[Message], keep: int) -> set[str]:
     """Ids of the newest ``keep`` tool calls (summary calls do not count)."""
     ids: set[str] = set()
@@ -398,7 +394,9 @@ def _clear_results(
                 )
             if utf8_len(text) < size:
                 parts.append(result.evolve(content=text))
-                parts.extend(p for p in rest if _is_cache_point(p))
+                parts.extend(
+                    p for p in rest if type(p) is ProviderPart and p.kind == "cache_control"
+                )
                 done.results_cleared += 1
                 if original is not None:
                     done.originals.append(original)
@@ -422,10 +420,6 @@ def _result_groups(
         else:
             groups.append((None, [part]))
     return groups
-
-
-def _is_cache_point(part: AnyPart) -> bool:
-    return isinstance(part, ProviderPart) and part.kind == _CACHE_CONTROL
 
 
 # -- the gist of a result ----------------------------------------------------------------
@@ -528,13 +522,6 @@ WEIGHTS: Final = {"error": 3.0, "path": 2.5, "url": 2.0, "id": 2.0, "number": 1.
 """What a fact of each kind weighs."""
 
 
-def tokens(line: str) -> list[tuple[str, str]]:
-    """(token, kind) of one line in their order, a token found inside an earlier kind's
-    left out (kinds tried: url, path, number, then ids: version, hash, mixed); a kind is
-    tried only when the line holds what its matches need."""
-    return tokens_of_lines([line])[0]
-
-
 def _needed(text: str, fast: bool = False) -> tuple[tuple[str, Pattern, bool], ...]:
     """Each kind's pattern (``fast``: the ``re`` twins) and whether ``text`` can match it."""
     digit = _DIGIT.search(text) is not None
@@ -582,14 +569,16 @@ def reads_alike(text: str) -> bool:
 
 
 def tokens_of_lines(lines: Sequence[str]) -> list[list[tuple[str, str]]]:
-    """``[tokens(line) for line in lines]`` for lines holding no whitespace but single
-    spaces, in one pass per pattern over the lines joined by newlines (no match holds
-    or looks across a newline)."""
+    """(token, kind) of each of ``lines`` (lines holding no whitespace but single spaces)
+    in their order, a token found inside an earlier kind's left out (kinds tried: url,
+    path, number, then ids: version, hash, mixed; a kind only when the text holds what
+    its matches need), in one pass per pattern over the lines joined by newlines (no
+    match holds or looks across a newline)."""
     text, starts = _joined(lines)
     found: list[list[tuple[int, int, str]]] = [[] for _ in lines]
     for kind, pattern, needed in _needed(text, reads_alike(text)):
         if not needed:
-            continue  # as in tokens: what no line holds, no pattern skipped would find
+            continue  # what no line holds, no pattern skipped would find
         for match in pattern.finditer(text):
             start, end = match.span()
             while end > start and text[end - 1] in _TRAILING:

@@ -428,11 +428,10 @@ async def summarize_plan(
     """The summary of what ``plan`` evicts, questions in their place: one prompt when it
     fits the handler's ``max_prompt_bytes`` (with ``conversation`` and ``kept``), else
     pieces, merged; with ``clearing``, evicted results read as their placeholders."""
-    if clearing is not None:
-        plan = _cleared(plan, clearing)
     limit = handler.robustness.max_prompt_bytes
-    evicted = sum(m.size for m in plan.humans) + sum(m.size for m in plan.summarized)
-    staying, turns = _turns_in_place(plan)
+    turns = [(q, ms if clearing is None else clear_evicted(ms, clearing)) for q, ms in plan.turns]
+    evicted = sum(m.size for m in plan.humans) + sum(m.size for _, ms in turns for m in ms)
+    staying, turns = _turns_in_place(plan.pair, turns)
     if limit is not None and evicted > limit:
         text = await summarize_in_pieces(
             calls,
@@ -471,16 +470,10 @@ def _kept_after(chain: ChainAST, plan: Plan) -> int:
     return kept + sum(len(later.messages()) for later in chain.sections[plan.section + 1 :])
 
 
-def _cleared(plan: Plan, options: Clearing) -> Plan:
-    """``plan`` with the messages its summary reads cleared (``replaced`` stays whole)."""
-    turns = [(question, clear_evicted(messages, options)) for question, messages in plan.turns]
-    return replace(plan, summarized=[m for _, messages in turns for m in messages], turns=turns)
-
-
-def _turns_in_place(plan: Plan) -> tuple[Message | None, list[Turn]]:
+def _turns_in_place(pair: int, turns: list[Turn]) -> tuple[Message | None, list[Turn]]:
     """(the question of the turn the cut falls in, which stays; the turns summarized)."""
-    turns = [(None if q is None else own_question(q), messages) for q, messages in plan.turns]
-    if plan.pair > 0 and plan.turns and (staying := plan.turns[-1][0]) is not None:
-        turns[-1] = (None, plan.turns[-1][1])
-        return staying, turns
-    return None, turns
+    own = [(None if q is None else own_question(q), messages) for q, messages in turns]
+    if pair > 0 and turns and (staying := turns[-1][0]) is not None:
+        own[-1] = (None, turns[-1][1])
+        return staying, own
+    return None, own

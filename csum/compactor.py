@@ -289,11 +289,8 @@ class Compactor:
             return messages, 0
         out = placed_for(messages, self.style.target)
         if len(out) == len(messages) and all(map(operator.is_, out, messages)):
-            return messages, 0
-        given, taken = {id(m) for m in messages}, {id(m) for m in out}
-        added = [m for m in out if id(m) not in given]
-        removed = [m for m in messages if id(m) not in taken]
-        return out, self._meter.total(added) - self._meter.total(removed)
+            return messages, 0  # nothing placed: nothing measured
+        return out, self._meter.total(out) - self._meter.total(messages)
 
     def _extended(self, messages: Sequence[Message | Mapping[str, Any]]) -> Outcome | None:
         """The chain unchanged when it is the last result plus valid new messages."""

@@ -16,7 +16,7 @@ import regex
 
 from cast import Message, Role, ToolCall
 from cast.internals import utf8_len
-from csum._fit import fit_summary
+from csum._fit import fit_joined
 from csum.archive import archived_references, split_archive_line
 from csum.clearing import ERROR_LINE, WEIGHTS, excerpt
 from csum.handlers import summarize_extractive
@@ -183,7 +183,7 @@ class FactGuard:
         """``summary`` (fitted to :attr:`inner_bytes`) with the offline handler's pick of
         the lines it lost (:func:`residual_request`) appended, within :attr:`max_bytes`,
         with their archive references when they fit."""
-        summary = fit_summary(summary, self.inner_bytes)
+        summary = fit_joined([summary], self.inner_bytes)
         room = self.max_bytes - utf8_len(summary) - (1 if summary else 0)
         if room < _MIN_APPENDIX or not lost_facts(request, summary):
             return summary
@@ -219,7 +219,7 @@ class FactGuard:
             check_request(request)
             summary = await inner(request)
             if self.ask_again:
-                lost = lost_facts(request, fit_summary(summary, self.inner_bytes))
+                lost = lost_facts(request, fit_joined([summary], self.inner_bytes))
                 if lost:
                     facts = "\n".join(f"- {f.excerpt}" for f in lost[:20])
                     asked = replace(request, prompt=request.prompt + _ASK_AGAIN + facts)
@@ -242,7 +242,7 @@ class FactGuard:
         async def summarize(request: SummaryRequest) -> str:
             whole = await whole_handler(request)
             return self.choose(
-                request, fit_summary(whole, self.max_bytes), await inner_handler(request)
+                request, fit_joined([whole], self.max_bytes), await inner_handler(request)
             )
 
         name = getattr(handler_for, "__qualname__", "handler")

@@ -4,8 +4,8 @@ recognized."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import xxhash
@@ -42,7 +42,6 @@ __all__ = [
     "messages_of",
     "summary_key",
     "summary_text",
-    "summary_type",
     "without_cache_point",
 ]
 
@@ -93,15 +92,6 @@ class Plan:
     open the summary's turn, after :data:`EARLIER_CONVERSATION_TEXT`."""
 
 
-@dataclass
-class _Pins:
-    """What :meth:`Planner.pins` found: ids of carried pairs and questions, their size."""
-
-    pair_ids: set[int] = field(default_factory=set)
-    human_ids: set[int] = field(default_factory=set)
-    units: int = 0
-
-
 @dataclass(frozen=True, slots=True)
 class Planner:
     """The settings a plan is made with (the Compactor's; :class:`~csum.compaction.Stages`
@@ -130,11 +120,11 @@ class Planner:
         last = ast.current_section  # reminders after the question stay after it
         tail = sections[last]
         frozen, dropped = self.frozen(ast)
-        pins = self.pins(ast)
+        pinned, carried = self.pins(ast)
         room = self.keep_units - self.summary_reserve - self._mandatory(ast)
         room -= sum(meter.node(pair) for pair in frozen)
-        room -= pins.units
-        frozen_ids = {id(pair) for pair in frozen} | pins.pair_ids
+        room -= sum(pinned.values()) + sum(carried.values())
+        frozen_ids = {id(pair) for pair in frozen} | pinned.keys()
         start = (last, max(len(tail.body) - 1, 0))
         for s_index in range(last, -1, -1):
             section = sections[s_index]
@@ -143,13 +133,13 @@ class Planner:
             else:
                 human = section.header.human_message
                 newest = len(section.body) - 1
-                if human is not None and id(human) not in pins.human_ids:
+                if human is not None and id(human) not in carried:
                     room -= meter(human)
             for p_index in range(newest, -1, -1):
                 pair = section.body[p_index]
                 cost = 0 if id(pair) in frozen_ids else meter.node(pair)
                 if cost > room:
-                    return self.split(ast, *start, frozen, dropped, pins=pins)
+                    return self.split(ast, *start, frozen, dropped, pinned=pinned, carried=carried)
                 room -= cost
                 start = (s_index, p_index)
             if s_index != last and start[0] != s_index:
@@ -157,7 +147,7 @@ class Planner:
             start = (s_index, 0)
         if start == (0, 0):
             return None
-        return self.split(ast, *start, frozen, dropped, pins=pins)
+        return self.split(ast, *start, frozen, dropped, pinned=pinned, carried=carried)
 
     def _mandatory(self, ast: ChainAST) -> int:
         """The size of the system messages, the current question and the newest pair."""
@@ -171,13 +161,14 @@ class Planner:
             mandatory += meter.node(tail.body[-1])
         return mandatory
 
-    def pins(self, ast: ChainAST) -> _Pins:
-        """What a summary must not take: pinned pairs and questions, questions kept by
-        ``keep_user_messages``, and an earlier note's carried questions."""
-        pins = _Pins()
+    def pins(self, ast: ChainAST) -> tuple[dict[int, int], dict[int, int]]:
+        """What a summary must not take, each by id with its size: the pinned pairs, and
+        the questions carried (pinned, kept by ``keep_user_messages``, a note's)."""
+        pinned: dict[int, int] = {}
+        carried: dict[int, int] = {}
         pin = self.pin
         if pin is None and not self.keep_user_messages and len(ast.sections) < 2:
-            return pins
+            return pinned, carried
         sections = ast.sections
         last = len(sections) - 1
         meter = self.meter
@@ -186,37 +177,30 @@ class Planner:
                 body = section.body if s_index < last else section.body[:-1]
                 for pair in body:
                     if not is_summarized(pair) and any(map(pin, pair.messages())):
-                        pins.pair_ids.add(id(pair))
-                        pins.units += meter.node(pair)
+                        pinned[id(pair)] = meter.node(pair)
         questions = [
             human
             for section in sections[:last]
             if (human := section.header.human_message) is not None
         ]
         room = int(self.keep_units * KEEP_USER_SHARE)
-
-        def carry(human: Message) -> int:
-            pins.human_ids.add(id(human))
-            pins.units += meter(human)
-            return meter(human)
-
         for human in questions:
             if len(human.parts) > 1 and _is_note(human):
-                room -= carry(human)
+                room -= carried.setdefault(id(human), meter(human))
         task = sections[0].header.human_message  # carried in the note: still first
         mid_chain = len(ast.system_messages()) > (sections[0].header.system_message is not None)
         if mid_chain and task is not None and not _is_note(task) and meter(task) <= room:
             # With system messages sent mid-chain, the user's first task is never folded
             # into a summary while it fits: none of them may come to stand before it.
-            room -= carry(task)
+            room -= carried.setdefault(id(task), meter(task))
         for human in reversed(questions):
-            if id(human) in pins.human_ids or _is_note(human):
+            if id(human) in carried or _is_note(human):
                 continue
             if pin is not None and pin(human):
-                carry(human)
+                carried[id(human)] = meter(human)
             elif self.keep_user_messages and meter(human) <= room:
-                room -= carry(human)
-        return pins
+                room -= carried.setdefault(id(human), meter(human))
+        return pinned, carried
 
     def frozen(self, ast: ChainAST) -> tuple[list[BodyPair], list[BodyPair]]:
         """(kept, dropped): the summaries at the depth limit, the newest of them kept
@@ -246,7 +230,8 @@ class Planner:
         frozen: list[BodyPair],
         dropped: list[BodyPair],
         *,
-        pins: _Pins,
+        pinned: Collection[int],
+        carried: Collection[int],
     ) -> Plan | None:
         """What goes into the summary when the kept part starts at pair ``p`` of section
         ``k`` (None: nothing)."""
@@ -254,17 +239,17 @@ class Planner:
             return None
         sections = ast.sections
         evicted_turns = [
-            (None if q is not None and id(q) in pins.human_ids else q, body)
+            (None if q is not None and id(q) in carried else q, body)
             for q, body in _evicted(sections, k, p)
         ]
         pairs = [pair for _, body in evicted_turns for pair in body]
         frozen_ids = {id(pair) for pair in frozen}
         dropped_ids = {id(pair) for pair in dropped}
         gone = sum(1 for pair in pairs if id(pair) in dropped_ids)
-        skipped = frozen_ids | dropped_ids | pins.pair_ids
+        skipped = frozen_ids | dropped_ids | set(pinned)
         live = [pair for pair in pairs if id(pair) not in skipped]
         humans = [question for question, _ in evicted_turns if question is not None]
-        if (pins.pair_ids or pins.human_ids) and not live and not humans and not gone:
+        if (pinned or carried) and not live and not humans and not gone:
             return None  # all that would leave is carried: nothing to summarize
         return Plan(
             section=k,
@@ -274,14 +259,14 @@ class Planner:
             resummarized=[pair for pair in live if is_summarized(pair)],
             frozen=[pair for pair in pairs if id(pair) in frozen_ids],
             dropped=gone,
-            replaced=_replaced(evicted_turns, frozen_ids | pins.pair_ids),
+            replaced=_replaced(evicted_turns, frozen_ids | set(pinned)),
             turns=[
                 (question, messages_of([pair for pair in body if id(pair) not in skipped]))
                 for question, body in evicted_turns
             ],
             pairs=pairs,
-            pinned=[pair for pair in pairs if id(pair) in pins.pair_ids],
-            carried=_carried(sections[:k], pins),
+            pinned=[pair for pair in pairs if id(pair) in pinned],
+            carried=_carried(sections[:k], carried),
         )
 
 
@@ -296,7 +281,7 @@ def _is_note(message: Message) -> bool:
     )
 
 
-def _carried(sections: Sequence[Section], pins: _Pins) -> list[Any]:
+def _carried(sections: Sequence[Section], questions: Collection[int]) -> list[Any]:
     """The parts of the leaving questions the summary's turn carries (pinned, a note's)."""
     carried: list[Any] = []
     for section in sections:
@@ -305,7 +290,7 @@ def _carried(sections: Sequence[Section], pins: _Pins) -> list[Any]:
             continue
         if _is_note(human):
             carried.extend(human.parts[1:])
-        elif id(human) in pins.human_ids and (own := own_question(human)) is not None:
+        elif id(human) in questions and (own := own_question(human)) is not None:
             carried.extend(own.parts)
     return carried
 
@@ -405,13 +390,6 @@ def summary_text(pair: BodyPair) -> str | None:
     """The summary a pair of csum's holds (without the COMPLETION prefix); None when
     the pair is not one of csum's summaries."""
     return _summary_body(pair) if is_summarized(pair) else None
-
-
-def summary_type(pairs: Sequence[BodyPair]) -> BodyPairType:
-    """COMPLETION when every pair is a COMPLETION, else SUMMARIZATION."""
-    if all(p.type is BodyPairType.COMPLETION for p in pairs):
-        return BodyPairType.COMPLETION
-    return BodyPairType.SUMMARIZATION
 
 
 def messages_of(pairs: Sequence[BodyPair]) -> list[Message]:

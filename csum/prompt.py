@@ -41,9 +41,8 @@ of an attribute, verbatim. A request's entries hold every part the prompt shows,
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
@@ -69,6 +68,7 @@ from cast.internals import utf8_len
 from csum.archive import split_archive_line
 from csum.clearing import ANSI, LINE_CAP, LIST_MARK, reads_alike, tokens_of_lines
 from csum.plan import SUMMARIZED_CONTENT_PREFIX
+from csum.store_events import message_strings
 
 __all__ = [
     "CONTEXT_TAG",
@@ -92,7 +92,6 @@ __all__ = [
     "fact_memory",
     "line_facts",
     "message_facts",
-    "message_strings",
     "messages_to_prompt",
     "prompt_entry",
     "summary_request",
@@ -657,41 +656,12 @@ def _marker(sizes: str, attempt: int) -> str:
     return "_" + xxhash.xxh3_64_hexdigest(f"{sizes}:{attempt}".encode())[:8]
 
 
-# --- message text and the fact memory ---------------------------------------------
-# A message's strings (what a cut keeping a message's head reads, and what the fact
-# memory reads facts from), and the facts a summary appends of what it replaces: the
+# --- the fact memory ----------------------------------------------------------------
+# The facts a summary appends of what it replaces (read from a message's strings,
+# csum.store_events.message_strings): the
 # exact paths, identifiers, ids, numbers and error names the agent may need again,
 # read by their shape (csum.clearing, plus code identifiers), never by a tool's name;
 # pure, so the same messages and summary give the same bytes.
-
-
-def message_strings(message: Message, *, argument_values: bool = False) -> list[str]:
-    """The text of each text part, tool call (``name(arguments)``) and tool result.
-    With ``argument_values`` a call gives the string values of its JSON arguments
-    instead (what the agent passed, not the tool's parameter names, which are the same
-    in every call); the raw arguments when they are not JSON."""
-    out: list[str] = []
-    for part in message.parts:
-        if type(part) is TextPart:
-            out.append(part.text)
-        elif type(part) is ToolCall and not argument_values:
-            out.append(f"{part.name}({part.arguments})")
-        elif type(part) is ToolCall:
-            try:
-                out.extend(_json_strings(json.loads(part.arguments)))
-            except ValueError:
-                out.append(part.arguments)
-        elif type(part) is ToolResult:
-            out.append(part.content)
-    return out
-
-
-def _json_strings(value: object) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict | list):
-        for item in value.values() if isinstance(value, dict) else value:
-            yield from _json_strings(item)
 
 
 FACT_SHARE: Final = 0.5

@@ -11,7 +11,7 @@ from cast import Message, TextPart, ToolCall, ToolResult
 from cast.internals import clip_utf8, utf8_len
 from csum.archive import RECALL_TOOL_NAME, HistoryArchive, message_reference
 
-__all__ = ["RECALL_TOOL_DESCRIPTION", "RECALL_TOOL_NAME", "RecallTool", "recall_tool_definition"]
+__all__ = ["RECALL_TOOL_DESCRIPTION", "RecallTool", "recall_tool_definition"]
 
 RECALL_TOOL_DESCRIPTION: Final = (
     "Fetch conversation history that was summarized away. Summaries end with "

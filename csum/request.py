@@ -23,7 +23,7 @@ import anyio.lowlevel
 
 from cast import BodyPair, ImagePart, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import clip_utf8, utf8_len
-from csum._fit import fit_joined, fit_summary
+from csum._fit import fit_joined
 from csum._handler_check import check_handler
 from csum.config import Robustness
 from csum.errors import SummarizationError
@@ -33,11 +33,10 @@ from csum.prompt import (
     PromptCase,
     PromptEntry,
     SummaryRequest,
-    message_strings,
     summary_request,
     text_request,
 )
-from csum.store_events import StoreEvent
+from csum.store_events import StoreEvent, message_strings
 
 if TYPE_CHECKING:
     from csum.archive import HistoryArchive
@@ -273,7 +272,7 @@ class HandlerCalls:
         if not result.strip():
             raise _failed(f"returned an empty summary ({result[:20]!r})", section, phase)
         if cap is not None and utf8_len(result) > cap:
-            result = fit_summary(result, cap)
+            result = fit_joined([result], cap)
         self.output_bytes += utf8_len(result)
         if self.on_call is not None:
             self.on_call(self.calls, self.input_bytes)

@@ -1,12 +1,14 @@
 """What the stores share: the events the summary cache and the history archive report
-(a store that fails never fails a compaction, it says so here), and the text archive
-search reads in a message."""
+(a store that fails never fails a compaction, it says so here), and the strings of a
+message archive search (and the prompts) read."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -17,6 +19,7 @@ __all__ = [
     "StoreEvent",
     "StoreEventKind",
     "message_search_text",
+    "message_strings",
     "redact_credentials",
     "search_text_of_json",
 ]
@@ -110,17 +113,40 @@ class Breaker:
         return f"{detail}; store skipped for {self.seconds:g} s"
 
 
+def message_strings(
+    message: Message, *, argument_values: bool = False, call: str = "{}({})"
+) -> list[str]:
+    """The text of each text part, tool call (``call`` formatted with its name and
+    arguments) and tool result. With ``argument_values`` a call gives the string values
+    of its JSON arguments instead (what the agent passed, not the tool's parameter names,
+    which are the same in every call); the raw arguments when they are not JSON."""
+    out: list[str] = []
+    for part in message.parts:
+        if type(part) is TextPart:
+            out.append(part.text)
+        elif type(part) is ToolCall and not argument_values:
+            out.append(call.format(part.name, part.arguments))
+        elif type(part) is ToolCall:
+            try:
+                out.extend(_json_strings(json.loads(part.arguments)))
+            except ValueError:
+                out.append(part.arguments)
+        elif type(part) is ToolResult:
+            out.append(part.content)
+    return out
+
+
+def _json_strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict | list):
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from _json_strings(item)
+
+
 def message_search_text(message: Message) -> str:
     """What search looks at: each text, tool call (name and arguments) and tool result."""
-    lines: list[str] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            lines.append(part.text)
-        elif isinstance(part, ToolCall):
-            lines.append(f"{part.name} {part.arguments}")
-        elif isinstance(part, ToolResult):
-            lines.append(part.content)
-    return "\n".join(lines)
+    return "\n".join(message_strings(message, call="{} {}"))
 
 
 def search_text_of_json(body: bytes) -> str:

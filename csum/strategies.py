@@ -20,7 +20,7 @@ from cast.internals import utf8_len
 from csum.archive import own_question, split_archive_line
 from csum.assemble import SummaryStyle, summary_floor, summary_pair
 from csum.config import SummarizerConfig
-from csum.plan import human_of, is_summarized, messages_of, summary_text, summary_type
+from csum.plan import human_of, is_summarized, messages_of, summary_text
 from csum.request import HandlerCalls, gather
 
 __all__ = [
@@ -81,11 +81,10 @@ async def _summary(
 ) -> BodyPair | None:
     """The summary pair of ``pairs`` of ``section`` (in its phase: section summary or last
     section rotation); None where the style keeps them."""
-    kind = summary_type(pairs)
-    replaced = sum(p.size for p in pairs)
-    if style.keeps_original(summary_floor(style, kind), replaced):
-        return None
     summarized = messages_of(pairs)
+    replaced = sum(p.size for p in pairs)
+    if style.keeps_original(summary_floor(style, summarized), replaced):
+        return None
     system = section.header.system_message
     question = section.header.size - (0 if system is None else system.size)
     phase = "last section rotation" if rotation else "section summary"
@@ -94,7 +93,7 @@ async def _summary(
     )
     seed = f"{'rotation' if rotation else 'section'}\x1f{index}"
     pair = summary_pair(
-        style, text, kind, summarized, seed=seed, keep_reasoning=rotation, before_human=not rotation
+        style, text, summarized, seed=seed, keep_reasoning=rotation, before_human=not rotation
     )
     return None if style.keeps_original(pair.size, replaced) else pair
 
@@ -171,8 +170,7 @@ async def _oversized_summarized(
     for i, text in zip(oversized, texts, strict=True):
         pair = body[i]
         seed = f"pair\x1f{index}\x1f{i}"
-        kind = summary_type((pair,))
-        new = summary_pair(style, text, kind, pair.messages(), seed=seed, keep_reasoning=True)
+        new = summary_pair(style, text, pair.messages(), seed=seed, keep_reasoning=True)
         if not style.keeps_original(new.size, pair.size) and not _grows_summary((pair,), new):
             body[i] = calls.adopt(new)
     return section.evolve(body=body)
@@ -243,9 +241,8 @@ async def summarize_qa(
         human = Message.from_parts(Role.HUMAN, (TextPart(text=texts[1]),))
     elif human_messages:
         human = Message.from_parts(Role.HUMAN, [p for m in human_messages for p in m.parts])
-    kind = summary_type(pairs)
     pair = summary_pair(
-        style, texts[0], kind, ai_messages, seed="qa", keep_reasoning=False, before_human=True
+        style, texts[0], ai_messages, seed="qa", keep_reasoning=False, before_human=True
     )
     system = folded[0].header.system_message
     folded_section = Section(Header(system, human), (pair,))

@@ -23,10 +23,9 @@ from cast import (
     TemplateLike,
     parse_chain,
 )
-from csum._summary_ids import unique_summary_ids
 from csum._sync import run_sync
 from csum.archive import without_recalled
-from csum.assemble import SummaryStyle, summary_style
+from csum.assemble import SummaryStyle, summary_style, unique_summary_ids
 from csum.compaction import pending_tail_calls, without_pending_fillers
 from csum.config import Stores, SummarizerConfig
 from csum.request import SUMMARY_FLOOR_BYTES, Handler, HandlerCalls, gather

@@ -19,8 +19,15 @@ from benchmarks.shared_corpus import (
     TAUBENCH,
     missing,
 )
-from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
-from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
+from csum.stores import (
+    ArchiveStore,
+    MemoryStore,
+    RedisArchiveStore,
+    RedisStore,
+    SQLiteArchiveStore,
+    SQLiteStore,
+    SummaryStore,
+)
 
 pytest_plugins = ["redis_server"]  # a real redis-server for the store tests
 

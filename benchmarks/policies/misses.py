@@ -30,7 +30,8 @@ from benchmarks.policies.peers import CompactorPolicy
 from benchmarks.policies.policy import CsumPolicy, MeteredHandler, Policy, make_handler
 from benchmarks.policies.simulate import PlantedFact, Workload, simulate
 from cast import Message, Role
-from csum.archive import message_search_text, recalled_text
+from csum.archive import recalled_text
+from csum.store_events import message_search_text
 
 __all__ = ["Misses", "explain", "main"]
 

@@ -25,7 +25,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.serve.apis import Api, api_for
 from csum.serve.body import RefusedError, check_items, parse, refusal
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
@@ -43,7 +42,7 @@ from csum.serve.translate.pairs import (
 )
 from csum.serve.translate.responses_to_chat import dropped_tools
 from csum.serve.translate.responses_tools import DROPPED_TOOLS_HEADER
-from csum.stores import MemoryStore, SummaryStore, is_redis_url, open_store
+from csum.stores import ArchiveStore, MemoryStore, SummaryStore, open_archive, open_store
 
 __all__ = [
     "COUNT_TOKENS_PATH",
@@ -86,8 +85,7 @@ class Gateway:
         self.store = store
         self.archive_store: ArchiveStore | None = None
         if config.archive is not None:
-            kind = RedisArchiveStore if is_redis_url(config.archive) else SQLiteArchiveStore
-            self.archive_store = kind(config.archive, ttl=config.archive_ttl)
+            self.archive_store = open_archive(config.archive, ttl=config.archive_ttl)
         self.rewriter = Rewriter(config, self.store, self.archive_store)
         self.upstream = Upstream(config)
         self.tenants = TenantKeys(config.tenant_secret)

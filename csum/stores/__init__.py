@@ -2,7 +2,8 @@
 
 ``MemoryStore`` (the default: one process), ``SQLiteStore`` (a file, several processes
 on one machine), ``RedisStore`` (a server, a fleet of workers; the ``redis`` extra).
-:func:`open_store` picks one from a location string, as the CLI's ``--cache`` does.
+:func:`open_store` picks one from a location string, as the CLI's ``--cache`` does;
+:func:`open_archive` picks the history archive's.
 """
 
 from __future__ import annotations
@@ -12,17 +13,21 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from csum.stores._protocol import StoreError, SummaryStore
-from csum.stores._redis import RedisStore, is_redis_url
-from csum.stores._sqlite import SQLiteStore
+from csum.stores._protocol import ArchiveStore, StoreError, SummaryStore
+from csum.stores._redis import RedisArchiveStore, RedisStore, is_redis_url
+from csum.stores._sqlite import SQLiteArchiveStore, SQLiteStore
 
 __all__ = [
+    "ArchiveStore",
     "MemoryStore",
+    "RedisArchiveStore",
     "RedisStore",
+    "SQLiteArchiveStore",
     "SQLiteStore",
     "StoreError",
     "SummaryStore",
     "is_redis_url",
+    "open_archive",
     "open_store",
 ]
 
@@ -36,6 +41,13 @@ def open_store(location: str | Path) -> SummaryStore:
     if isinstance(location, str) and is_redis_url(location):
         return RedisStore(location)
     return SQLiteStore(location)
+
+
+def open_archive(location: str | Path, *, ttl: float | None = None) -> ArchiveStore:
+    """The history archive's store at ``location``: a ``redis://`` URL or a SQLite file path."""
+    if isinstance(location, str) and is_redis_url(location):
+        return RedisArchiveStore(location, ttl=ttl)
+    return SQLiteArchiveStore(location, ttl=ttl)
 
 
 class MemoryStore:

@@ -33,16 +33,15 @@ from csum import (
 )
 from csum.archive import (
     REINSERTED_HEADER,
-    ArchiveStore,
-    SQLiteArchiveStore,
     archive_line,
     archived_references,
     message_reference,
-    message_search_text,
     question_identifiers,
     recalled_text,
     split_archive_line,
 )
+from csum.store_events import message_search_text
+from csum.stores import ArchiveStore, SQLiteArchiveStore
 from store_workers import count_rows, open_at, write_archive
 from tests.csum.test_cache import CountingHandler, corpus_chains
 

@@ -26,16 +26,10 @@ from csum import (
     StoreEventKind,
     Stores,
 )
-from csum.archive import (
-    REINSERTED_HEADER,
-    RedisArchiveStore,
-    SQLiteArchiveStore,
-    archived_references,
-    message_search_text,
-    question_identifiers,
-    recalled_text,
-)
+from csum.archive import REINSERTED_HEADER, archived_references, question_identifiers, recalled_text
 from csum.config import SUMMARY_ONLY, Clearing, as_budget
+from csum.store_events import message_search_text
+from csum.stores import RedisArchiveStore, SQLiteArchiveStore
 from redis_server import needs_redis_client
 from tests.csum.test_cache import corpus_chains
 

@@ -14,8 +14,8 @@ from benchmarks.policies.needed import message_text, needed_facts, occurs
 from cast import Message, Role, ToolCall
 from cast.internals import utf8_len
 from csum import Budget, Compactor, HistoryArchive, RecallTool, Stores
-from csum.archive import SQLiteArchiveStore
 from csum.prompt import MEMORY_HEADER, fact_memory, message_facts, with_fact_memory
+from csum.stores import SQLiteArchiveStore
 
 
 def _result(call_id: str, text: str) -> list[Message]:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cast.internals import utf8_len
-from csum._fit import fit_joined, fit_summary
+from csum._fit import fit_joined
 
 # What a model writes under csum's structured prompt, about a real Claude Code session
 # of the corpus (spotter: adding OpenTelemetry to a Phoenix app).
@@ -31,12 +31,12 @@ Pending: wire the trace id into the transcript renderer; ask the user about samp
 
 
 def test_a_summary_that_fits_is_returned_unchanged() -> None:
-    assert fit_summary(STRUCTURED, utf8_len(STRUCTURED)) == STRUCTURED
+    assert fit_joined([STRUCTURED], utf8_len(STRUCTURED)) == STRUCTURED
 
 
 @pytest.mark.parametrize("cap", [200, 400, 700])
 def test_every_part_keeps_its_heading_line_under_a_tight_cap(cap: int) -> None:
-    fitted = fit_summary(STRUCTURED, cap)
+    fitted = fit_joined([STRUCTURED], cap)
     assert utf8_len(fitted) <= cap
     if cap >= 400:  # room for every heading line (cut where needed): the last parts stay
         assert "Pending:" in fitted
@@ -46,7 +46,7 @@ def test_every_part_keeps_its_heading_line_under_a_tight_cap(cap: int) -> None:
 
 
 def test_kept_lines_are_whole_and_in_order() -> None:
-    fitted = fit_summary(STRUCTURED, 900)
+    fitted = fit_joined([STRUCTURED], 900)
     original = STRUCTURED.split("\n")
     positions = []
     for line in fitted.split("\n"):
@@ -64,7 +64,7 @@ def test_kept_lines_are_whole_and_in_order() -> None:
 
 def test_an_answer_without_headings_is_cut_after_a_whole_line() -> None:
     text = "\n".join(f"line {i}: the build step {i} passed in {i * 7} ms" for i in range(40))
-    fitted = fit_summary(text, 300)
+    fitted = fit_joined([text], 300)
     assert utf8_len(fitted) <= 300
     assert text.startswith(fitted)
     assert text[len(fitted)] == "\n"
@@ -72,7 +72,7 @@ def test_an_answer_without_headings_is_cut_after_a_whole_line() -> None:
 
 def test_a_single_huge_line_is_cut_between_words_and_marked() -> None:
     text = "word " * 10_000
-    fitted = fit_summary(text, 120)
+    fitted = fit_joined([text], 120)
     assert utf8_len(fitted) <= 120
     assert fitted.endswith("…")
     assert fitted[:-1].rstrip() == fitted[:-1]
@@ -81,7 +81,7 @@ def test_a_single_huge_line_is_cut_between_words_and_marked() -> None:
 
 @given(st.text(min_size=1, max_size=400), st.integers(min_value=0, max_value=300))
 def test_the_cap_always_holds_and_the_text_is_not_invented(text: str, cap: int) -> None:
-    fitted = fit_summary(text, cap)
+    fitted = fit_joined([text], cap)
     assert utf8_len(fitted) <= cap
     kept = set(text.split("\n"))
     for line in fitted.split("\n"):
@@ -90,8 +90,8 @@ def test_the_cap_always_holds_and_the_text_is_not_invented(text: str, cap: int) 
 
 @given(st.text(max_size=300), st.integers(min_value=0, max_value=300))
 def test_fitting_is_idempotent(text: str, cap: int) -> None:
-    once = fit_summary(text, cap)
-    assert fit_summary(once, cap) == once
+    once = fit_joined([text], cap)
+    assert fit_joined([once], cap) == once
 
 
 def test_joined_summaries_each_keep_their_head() -> None:

@@ -30,12 +30,7 @@ from cast import (
 )
 from cast.chainio import decode_chain
 from csum import Compactor, HistoryArchive, Robustness, Stores, SummarizationError, SummaryCache
-from csum.archive import (
-    REINSERTED_HEADER,
-    archived_references,
-    message_search_text,
-    reinserted_part,
-)
+from csum.archive import REINSERTED_HEADER, archived_references, reinserted_part
 from csum.config import SUMMARY_ONLY
 from csum.handlers import extractive
 from csum.prompt import MAX_FOCUS_BYTES, SummaryRequest, messages_to_prompt
@@ -47,6 +42,7 @@ from csum.request import (
     split_into_pieces,
     summarize_in_pieces,
 )
+from csum.store_events import message_search_text
 from csum.stores import open_store
 from tests.conftest import CLAUDE_CODE
 from tests.csum.test_cache import corpus_chains

@@ -15,16 +15,11 @@ import pytest
 
 from cast import Message, Role, TextPart
 from csum import HistoryArchive, Stores, Summarizer, SummarizerConfig
-from csum.archive import (
-    REINSERTED_HEADER,
-    message_search_text,
-    own_question,
-    recalled_text,
-    reinserted_part,
-)
+from csum.archive import REINSERTED_HEADER, own_question, recalled_text, reinserted_part
 from csum.handlers import extractive
 from csum.prompt import PromptCase, SummaryRequest
 from csum.request import RequestHandler
+from csum.store_events import message_search_text
 from tests.csum.test_compactor_archive import long_chain, question_needing_the_archive
 
 

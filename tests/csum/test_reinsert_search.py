@@ -13,7 +13,8 @@ import pytest
 
 from cast import Message, Role
 from csum import HistoryArchive
-from csum.archive import REINSERTED_HEADER, message_search_text, question_identifiers, recalled_text
+from csum.archive import REINSERTED_HEADER, question_identifiers, recalled_text
+from csum.store_events import message_search_text
 from tests.csum import test_compactor_archive
 from tests.csum.test_cache import corpus_chains
 

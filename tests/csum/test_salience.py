@@ -6,7 +6,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csum.clearing import ERROR_LINE, error_words, tokens, tokens_of_lines
+from csum.clearing import ERROR_LINE, error_words, tokens_of_lines
+
+
+def tokens(line: str) -> list[tuple[str, str]]:
+    return tokens_of_lines([line])[0]
+
 
 _PIECES = st.sampled_from(
     [

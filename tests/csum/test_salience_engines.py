@@ -15,7 +15,7 @@ from cast.codecs import claude_code
 from csum import clearing
 from csum import prompt as _memory
 from csum.clearing import reads_alike
-from csum.prompt import message_strings
+from csum.store_events import message_strings
 from tests.conftest import CLAUDE_CODE, corpus_files, real_cases
 
 TWINS = [

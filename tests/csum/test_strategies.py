@@ -26,8 +26,8 @@ from cast import (
     TextPart,
 )
 from csum import SUMMARIZED_CONTENT_PREFIX, SummarizationError, SummarizerConfig
-from csum.assemble import SummaryStyle
-from csum.plan import is_summarized, summary_type
+from csum.assemble import SummaryStyle, summary_kind
+from csum.plan import is_summarized, messages_of
 from csum.request import HandlerCalls, gather
 from csum.strategies import (
     exceeds_qa_limits,
@@ -169,8 +169,8 @@ def test_is_summarized(body_pair: BodyPair, expected: bool) -> None:
         ),
     ],
 )
-def test_summary_type(pairs: list[BodyPair], expected: BodyPairType) -> None:
-    assert summary_type(pairs) is expected
+def test_summary_kind(pairs: list[BodyPair], expected: BodyPairType) -> None:
+    assert summary_kind(messages_of(pairs)) is expected
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from cast import Message
 from csum import HistoryArchive
-from csum.archive import archived_references, message_search_text
+from csum.archive import archived_references
+from csum.store_events import message_search_text
 
 
 def references_in(messages: Sequence[Message]) -> list[str]:

@@ -118,8 +118,7 @@ def open_at(path: str, kind: str, start: float) -> str:
     "ok" or the error."""
     import time
 
-    from csum.archive import SQLiteArchiveStore
-    from csum.stores import SQLiteStore
+    from csum.stores import SQLiteArchiveStore, SQLiteStore
 
     while time.time() < start:
         pass
@@ -134,7 +133,7 @@ def open_at(path: str, kind: str, start: float) -> str:
 def archive_cycle(path: str, session: str, worker: int, full_text: bool) -> tuple[int, int, int]:
     """Write three messages in ``session``, search them, delete the session: (found,
     deleted, found after deleting)."""
-    from csum.archive import SQLiteArchiveStore
+    from csum.stores import SQLiteArchiveStore
 
     async def main() -> tuple[int, int, int]:
         archive = HistoryArchive(SQLiteArchiveStore(path, full_text=full_text), session=session)

@@ -568,7 +568,8 @@ async def test_a_store_that_fails_off_the_loop_never_fails_the_request(tmp_path:
 async def test_the_archive_keeps_each_conversation_in_its_own_session(tmp_path: Path) -> None:
     """--archive: the messages a compaction summarizes away go to the archive under the
     conversation's key as the session; two conversations never see each other's."""
-    from csum.archive import HistoryArchive, SQLiteArchiveStore
+    from csum.archive import HistoryArchive
+    from csum.stores import SQLiteArchiveStore
 
     store = SQLiteArchiveStore(tmp_path / "archive.db")
     config = ServeConfig(

@@ -965,7 +965,7 @@ NEW = Message.human("a new line").model_dump_json().encode()
 async def test_archive_sessions_expire_after_their_last_write_in_sqlite(tmp_path: Path) -> None:
     """SQLiteArchiveStore(ttl=): a write deletes the sessions last written over ``ttl``
     seconds before (before: kept for good)."""
-    from csum.archive import SQLiteArchiveStore
+    from csum.stores import SQLiteArchiveStore
     from csum.stores._protocol import ArchiveRecord
 
     store = SQLiteArchiveStore(tmp_path / "archive.sqlite", ttl=0.3)
@@ -983,7 +983,7 @@ async def test_archive_sessions_expire_after_their_last_write_in_sqlite(tmp_path
 @pytest.mark.anyio
 async def test_archive_sessions_expire_after_their_last_write_in_redis(redis_url: str) -> None:
     """RedisArchiveStore(ttl=): a session's keys expire ``ttl`` after its last write."""
-    from csum.archive import RedisArchiveStore
+    from csum.stores import RedisArchiveStore
     from csum.stores._protocol import ArchiveRecord
 
     store = RedisArchiveStore(redis_url, ttl=0.3)

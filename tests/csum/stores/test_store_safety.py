@@ -29,9 +29,16 @@ from csum import (
     SummarizerConfig,
     SummaryCache,
 )
-from csum.archive import ArchiveStore, RedisArchiveStore, SQLiteArchiveStore
 from csum.cache import encode_summary
-from csum.stores import MemoryStore, RedisStore, SQLiteStore, SummaryStore
+from csum.stores import (
+    ArchiveStore,
+    MemoryStore,
+    RedisArchiveStore,
+    RedisStore,
+    SQLiteArchiveStore,
+    SQLiteStore,
+    SummaryStore,
+)
 from csum.stores._sqlite import _delete_session
 from redis_server import needs_redis_client
 from store_workers import archive_cycle
@@ -690,8 +697,13 @@ async def test_reinserted_tool_text_stays_a_tools_and_cannot_forge_the_framing(
     tmp_path: Path,
 ) -> None:
     from cast import Role, TextPart
-    from csum.archive import REINSERTED_HEADER, own_question, recalled_text, without_recalled
-    from csum.recall import RECALL_TOOL_NAME
+    from csum.archive import (
+        RECALL_TOOL_NAME,
+        REINSERTED_HEADER,
+        own_question,
+        recalled_text,
+        without_recalled,
+    )
 
     archive = await _ticket_archive(tmp_path)
     question = Message.human("What about W123_A9?")
