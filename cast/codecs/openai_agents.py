@@ -9,14 +9,13 @@ from typing import Any
 from cast.codecs._common import fail
 from cast.codecs.openai_responses import decode as decode_responses
 from cast.codecs.openai_responses import encode as encode_responses
+from cast.codecs.openai_responses import in_ai_message
 from cast.errors import install_hint
 from cast.messages import Message
 
 __all__ = ["decode", "decode_counted", "encode", "group_items"]
 
 INSTALL_HINT = install_hint("openai-agents")
-
-_ASSISTANT_ITEMS = ("function_call", "reasoning")
 
 
 def _as_items(payload: object) -> list[Any]:
@@ -31,19 +30,13 @@ def _as_items(payload: object) -> list[Any]:
     return items
 
 
-def _assistant(item: object) -> bool:
-    if not isinstance(item, dict):
-        return False
-    kind = item.get("type", "message")
-    return kind in _ASSISTANT_ITEMS or (kind == "message" and item.get("role") == "assistant")
-
-
 def group_items(items: list[Any]) -> list[list[Any]]:
-    """The items in the groups that each decode to one message: a run of assistant
-    items (text, function calls, reasoning) is one AI message; any other item is one."""
+    """The items in the groups that each decode to one message: a run of the items read
+    into an AI message (:func:`~cast.codecs.openai_responses.in_ai_message`) is one; any
+    other item is one."""
     groups: list[list[Any]] = []
     for item in items:
-        if groups and _assistant(item) and _assistant(groups[-1][-1]):
+        if groups and in_ai_message(item) and in_ai_message(groups[-1][-1]):
             groups[-1].append(item)
         else:
             groups.append([item])

@@ -39,7 +39,15 @@ from cast.messages import (
     trusted_message,
 )
 
-__all__ = ["decode", "decode_signature", "detect", "detect_messages", "encode", "encode_signature"]
+__all__ = [
+    "decode",
+    "decode_signature",
+    "detect",
+    "detect_messages",
+    "encode",
+    "encode_signature",
+    "in_ai_message",
+]
 
 _HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
 
@@ -103,16 +111,12 @@ def decode(payload: object) -> list[Message]:
     for i, item in enumerate(items):
         where = f"input[{i}]"
         ensure(item, dict, where, "an input item object", i)
-        role = item.get("role")
-        own_role = _ROLES.get(role) if isinstance(role, str) else None
         kind = get_str(item, "type", where, i, "message")
         # Reasoning text, annotations, hosted tool calls (web_search_call, ...): kept whole.
-        known = kind in _ITEMS and not _kept_whole(item, kind)
-        if not known and own_role is not None:  # additional_tools, ...: its own message
-            message = trusted_message(own_role, (provider_part(_PROVIDER, kind, item),))
-        elif not known or kind in _AI_ITEMS or (kind == "message" and role == "assistant"):
+        kept = kind not in _ITEMS or _kept_whole(item, kind)
+        if _in_ai(item, kind, kept):
             ai = AiParts() if ai is None else ai
-            if not known:
+            if kept:
                 ai.other(provider_part(_PROVIDER, kind, item))
             elif kind == "reasoning":
                 ai.think(_decode_reasoning(item, where, i))
@@ -130,7 +134,9 @@ def decode(payload: object) -> list[Message]:
                 if not _MESSAGE_KEYS.issuperset(item):
                     ai.append(openai._fields_part(item, _MESSAGE_KEYS, MESSAGE_FIELDS, _PROVIDER))
             continue
-        elif kind == "function_call_output":
+        role = item.get("role")
+        own_role = _ROLES.get(role) if isinstance(role, str) else None
+        if kind == "function_call_output":
             message = _decode_output(item, where, i, names)
         elif own_role is None:
             fail(
@@ -138,6 +144,8 @@ def decode(payload: object) -> list[Message]:
                 f"expected user, assistant, system or developer, got {role!r}",
                 index=i,
             )
+        elif kept:  # additional_tools, ...: its own message
+            message = trusted_message(own_role, (provider_part(_PROVIDER, kind, item),))
         else:
             message = trusted_message(
                 own_role, _decode_content(item, where, i, media=role == "user")
@@ -149,6 +157,24 @@ def decode(payload: object) -> list[Message]:
     if ai is not None:
         out.append(ai.message())
     return out
+
+
+def _in_ai(item: dict[str, Any], kind: str, kept: bool) -> bool:
+    """Whether an item goes into the AI message around it (one kept whole: unless it has
+    a user or system role)."""
+    role = item.get("role")
+    if kept:
+        return not (isinstance(role, str) and role in _ROLES)
+    return kind in _AI_ITEMS or (kind == "message" and role == "assistant")
+
+
+def in_ai_message(item: object) -> bool:
+    """Whether :func:`decode` reads input item ``item`` into an AI message, with the items
+    next to it that also are (a run of them is one message)."""
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type", "message")
+    return _in_ai(item, kind, kind not in _ITEMS or _kept_whole(item, kind))
 
 
 def _kept_whole(item: dict[str, Any], kind: str) -> bool:

@@ -231,6 +231,20 @@ def test_a_signature_holding_line_breaks_reads_back_whole(name: str, signature: 
     assert once[1].parts[0].reasoning.signature == signature
 
 
+def test_openai_agents_groups_items_as_decode_reads_them() -> None:
+    """A hosted tool's item (web_search_call) is read into the AI message around it, so it
+    joins that message's group: decode_counted's counts match the messages (the grouping
+    had its own rule and made three groups of these two messages)."""
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {}}
+    answer = {"role": "assistant", "content": "found it"}
+    kept = {"type": "additional_tools", "role": "system", "tools": []}
+    items: list[Any] = [{"role": "user", "content": "look"}, search, answer, kept]
+    messages, counts = openai_agents.decode_counted(items)
+    assert openai_agents.group_items(items) == [[items[0]], [search, answer], [kept]]
+    assert [m.role for m in messages] == [Role.HUMAN, Role.AI, Role.SYSTEM]
+    assert counts == [1, 1, 1]
+
+
 def _same_calls(a: list[Message], b: list[Message]) -> bool:
     return [c[:2] for c in calls(a)] == [c[:2] for c in calls(b)]
 
