@@ -26,6 +26,7 @@ from cast.codecs._common import (
     result_parts,
     tool_parts,
 )
+from cast.codecs.openai import CALL_FIELDS, MESSAGE_FIELDS
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -57,11 +58,9 @@ _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "cont
 _ROLES = {"user": _HUMAN, "system": _SYSTEM, "developer": _SYSTEM}
 _AI_ITEMS = ("function_call", "reasoning")
 _ITEMS = ("message", "function_call_output", *_AI_ITEMS)
-# ProviderPart kinds of the fields chaincast does not model (the table in docs/codecs.md)
-# of the function_call item before them (namespace, caller), or of the assistant message
-# item whose texts are before them (phase), which they end.
-CALL_FIELDS = "call_fields"
-MESSAGE_FIELDS = "message_fields"
+# ProviderPart kinds (named as Chat's; the table in docs/codecs.md) of the fields chaincast
+# does not model of the function_call item before them (namespace, caller), or of the
+# assistant message item whose texts are before them (phase), which they end.
 FIELD_KINDS = frozenset({CALL_FIELDS, MESSAGE_FIELDS})
 _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
 _MESSAGE_KEYS = frozenset({"type", "role", "content", "id", "status"})
