@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from cast.codecs._common import fail
+from cast.codecs.openai_responses import _in_ai_message
 from cast.codecs.openai_responses import decode as decode_responses
 from cast.codecs.openai_responses import encode as encode_responses
-from cast.codecs.openai_responses import in_ai_message
 from cast.errors import install_hint
 from cast.messages import Message
 
@@ -31,12 +31,12 @@ def _as_items(payload: object) -> list[Any]:
 
 
 def group_items(items: list[Any]) -> list[list[Any]]:
-    """The items in the groups that each decode to one message: a run of the items read
-    into an AI message (:func:`~cast.codecs.openai_responses.in_ai_message`) is one; any
-    other item is one."""
+    """The items in the groups that each decode to one message: a run of the items
+    :func:`~cast.codecs.openai_responses.decode` reads into an AI message is one; any other
+    item is one."""
     groups: list[list[Any]] = []
     for item in items:
-        if groups and in_ai_message(item) and in_ai_message(groups[-1][-1]):
+        if groups and _in_ai_message(item) and _in_ai_message(groups[-1][-1]):
             groups[-1].append(item)
         else:
             groups.append([item])

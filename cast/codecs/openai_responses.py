@@ -40,15 +40,7 @@ from cast.messages import (
     trusted_message,
 )
 
-__all__ = [
-    "decode",
-    "decode_signature",
-    "detect",
-    "detect_messages",
-    "encode",
-    "encode_signature",
-    "in_ai_message",
-]
+__all__ = ["decode", "decode_signature", "detect", "detect_messages", "encode", "encode_signature"]
 
 _HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
 
@@ -159,17 +151,15 @@ def decode(payload: object) -> list[Message]:
 
 
 def _in_ai(item: dict[str, Any], kind: str, kept: bool) -> bool:
-    """Whether an item goes into the AI message around it (one kept whole: unless it has
-    a user or system role)."""
+    """Whether an item joins the AI message around it (a kept one: unless a user or system item)."""
     role = item.get("role")
     if kept:
         return not (isinstance(role, str) and role in _ROLES)
     return kind in _AI_ITEMS or (kind == "message" and role == "assistant")
 
 
-def in_ai_message(item: object) -> bool:
-    """Whether :func:`decode` reads input item ``item`` into an AI message, with the items
-    next to it that also are (a run of them is one message)."""
+def _in_ai_message(item: object) -> bool:
+    """Whether :func:`decode` reads ``item`` into an AI message (a run of them makes one)."""
     if not isinstance(item, dict):
         return False
     kind = item.get("type", "message")
