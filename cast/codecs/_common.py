@@ -38,6 +38,7 @@ __all__ = [
     "REDACTED_THINKING_PREFIX",
     "AiParts",
     "args_object",
+    "array_of",
     "as_messages",
     "b64decode",
     "b64decode_any",
@@ -421,15 +422,20 @@ def system_blocks(
     return blocks
 
 
+def array_of(payload: object, what: str) -> list[Any]:
+    """A payload that must be an array (a list or tuple) of ``what``, as a list."""
+    if not isinstance(payload, list | tuple):
+        fail("", f"a list of {what}", payload)
+    return list(payload)
+
+
 def json_history(
     payload: object, key: str, dump: Callable[[list[Any]], list[Any]], what: str
 ) -> list[Any]:
     """``payload`` (or its ``key``) as JSON dicts; framework objects go through ``dump``."""
     if isinstance(payload, dict) and key in payload:
         payload = payload[key]
-    if not isinstance(payload, list | tuple):
-        fail("", f"a list of {what}", payload)
-    items = list(payload)
+    items = array_of(payload, what)
     for i, item in enumerate(items):
         if item is None or isinstance(item, str | int | float | list):
             fail(f"[{i}]", "a message object", item, i)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cast.codecs import claude_code
-from cast.codecs._common import ensure, fail
+from cast.codecs._common import array_of, ensure
 from cast.messages import Message
 
 __all__ = [
@@ -46,9 +46,7 @@ def conversation_lines(lines: Iterable[object]) -> list[Any]:
     """The lines Claude Code would resume with, oldest first: the ``parentUuid`` chain
     back from the newest user or assistant line not on a side chain (all lines, in
     order, when none carries a ``uuid``). Lines are shared, not copied."""
-    if not isinstance(lines, list | tuple):
-        fail("", "a list of session log lines", lines)
-    rows: list[Any] = list(lines)
+    rows = array_of(lines, "session log lines")
     if not any(isinstance(row, dict) and isinstance(row.get("uuid"), str) for row in rows):
         return rows
     by_uuid: dict[str, int] = {}

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from cast.codecs import openai_responses
-from cast.codecs._common import ensure, fail
+from cast.codecs._common import array_of, ensure
 from cast.codecs.claude_code_session import EPOCH, session_uuid
 from cast.messages import Message
 
@@ -32,15 +32,9 @@ _CUSTOM_CALL = "custom_tool_call"
 _CUSTOM_OUTPUT = "custom_tool_call_output"
 
 
-def _lines(payload: object) -> list[Any]:
-    if not isinstance(payload, list | tuple):
-        fail("", "a list of rollout lines", payload)
-    return list(payload)
-
-
 def session_meta(payload: object) -> dict[str, Any] | None:
     """The ``session_meta`` line's payload (None when the rollout has none)."""
-    for k, line in enumerate(_lines(payload)):
+    for k, line in enumerate(array_of(payload, "rollout lines")):
         if isinstance(line, dict) and line.get("type") == "session_meta":
             meta = line.get("payload")
             return ensure(meta, dict, f"lines[{k}].payload", "a session_meta object", k)
@@ -63,7 +57,7 @@ def _as_function_item(item: dict[str, Any]) -> dict[str, Any]:
 def response_items(payload: object) -> list[Any]:
     """The Responses input items a rollout records, in the order Codex replays them."""
     items: list[Any] = []
-    for k, line in enumerate(_lines(payload)):
+    for k, line in enumerate(array_of(payload, "rollout lines")):
         ensure(line, dict, f"lines[{k}]", "a rollout line object", k)
         kind = line.get("type")
         if kind == "response_item":

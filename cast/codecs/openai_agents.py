@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._common import fail
+from cast.codecs._common import array_of
 from cast.codecs.openai_responses import _in_ai_message
 from cast.codecs.openai_responses import decode as decode_responses
 from cast.codecs.openai_responses import encode as encode_responses
@@ -21,10 +21,8 @@ INSTALL_HINT = install_hint("openai-agents")
 def _as_items(payload: object) -> list[Any]:
     if isinstance(payload, dict) and "input" in payload:
         payload = payload["input"]
-    if not isinstance(payload, list | tuple):
-        fail("", "a list of input items", payload)
     items: list[Any] = []
-    for item in payload:
+    for item in array_of(payload, "input items"):
         dump = getattr(item, "model_dump", None)
         items.append(dump(exclude_unset=True, mode="json") if callable(dump) else item)
     return items
