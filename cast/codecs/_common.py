@@ -422,8 +422,11 @@ def system_blocks(
     return blocks
 
 
-def array_of(payload: object, what: str) -> list[Any]:
-    """A payload that must be an array (a list or tuple) of ``what``, as a list."""
+def array_of(payload: object, what: str, key: str = "") -> list[Any]:
+    """A payload that must be an array (a list or tuple) of ``what``, or a body holding
+    it at ``key``, as a list."""
+    if key and isinstance(payload, dict) and key in payload:
+        payload = payload[key]
     if not isinstance(payload, list | tuple):
         fail("", f"a list of {what}", payload)
     return list(payload)
@@ -433,9 +436,7 @@ def json_history(
     payload: object, key: str, dump: Callable[[list[Any]], list[Any]], what: str
 ) -> list[Any]:
     """``payload`` (or its ``key``) as JSON dicts; framework objects go through ``dump``."""
-    if isinstance(payload, dict) and key in payload:
-        payload = payload[key]
-    items = array_of(payload, what)
+    items = array_of(payload, what, key)
     for i, item in enumerate(items):
         if item is None or isinstance(item, str | int | float | list):
             fail(f"[{i}]", "a message object", item, i)

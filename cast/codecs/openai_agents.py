@@ -19,10 +19,8 @@ INSTALL_HINT = install_hint("openai-agents")
 
 
 def _as_items(payload: object) -> list[Any]:
-    if isinstance(payload, dict) and "input" in payload:
-        payload = payload["input"]
     items: list[Any] = []
-    for item in array_of(payload, "input items"):
+    for item in array_of(payload, "input items", "input"):
         dump = getattr(item, "model_dump", None)
         items.append(dump(exclude_unset=True, mode="json") if callable(dump) else item)
     return items
