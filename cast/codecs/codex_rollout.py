@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from cast.codecs import openai_responses
 from cast.codecs._common import array_of, ensure
-from cast.codecs.claude_code_session import EPOCH, session_uuid
+from cast.codecs.claude_code_session import _line_time, session_uuid
 from cast.messages import Message
 
 __all__ = [
@@ -97,10 +97,6 @@ def full_item(item: dict[str, Any]) -> dict[str, Any]:
     return whole
 
 
-def _stamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _shown(item: dict[str, Any]) -> dict[str, Any] | None:
     """The ``event_msg`` payload showing a user or assistant message item (else None)."""
     role = item.get("role")
@@ -126,10 +122,9 @@ def encode(
     left out when None; ``start`` default the Unix epoch; lines one millisecond apart)."""
     items = [full_item(item) for item in openai_responses.encode(messages)["input"]]
     session = session_id or session_uuid(items)
-    moment = start or EPOCH
     meta = {
         "id": session,
-        "timestamp": _stamp(moment),
+        "timestamp": _line_time(start, 0),
         "cwd": cwd,
         "originator": ORIGINATOR,
         "cli_version": CLI_VERSION,
@@ -138,10 +133,10 @@ def encode(
     if model_provider is not None:
         meta["model_provider"] = model_provider
     out: list[dict[str, Any]] = [
-        {"timestamp": _stamp(moment), "type": "session_meta", "payload": meta}
+        {"timestamp": _line_time(start, 0), "type": "session_meta", "payload": meta}
     ]
     for whole in items:
-        stamp = _stamp(moment + timedelta(milliseconds=len(out)))
+        stamp = _line_time(start, len(out))
         out.append({"timestamp": stamp, "type": "response_item", "payload": whole})
         shown = _shown(whole)
         if shown is not None:
