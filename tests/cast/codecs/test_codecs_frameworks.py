@@ -27,6 +27,7 @@ from cast import (
     lint,
 )
 from cast.codecs import detect_format, langchain, openai_agents, pydantic_ai
+from cast.errors import CodecError
 from strategies import valid_chains
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "codecs"
@@ -243,6 +244,18 @@ def test_openai_agents_groups_items_as_decode_reads_them() -> None:
     assert openai_agents.group_items(items) == [[items[0]], [search, answer], [kept]]
     assert [m.role for m in messages] == [Role.HUMAN, Role.AI, Role.SYSTEM]
     assert counts == [1, 1, 1]
+
+
+def test_pydantic_ai_file_part_errors_name_the_content_field() -> None:
+    """A response's file part holds its bytes under ``content``: a bad field is named there."""
+    file = {"part_kind": "file", "content": {"data": "AAEC", "media_type": 7}}
+    with pytest.raises(CodecError) as caught:
+        pydantic_ai.decode([{"kind": "response", "parts": [file]}])
+    assert caught.value.path == "[0].parts[0].content.media_type"
+    file["content"] = {"data": "not base64!", "media_type": "image/png"}
+    with pytest.raises(CodecError) as caught:
+        pydantic_ai.decode([{"kind": "response", "parts": [file]}])
+    assert caught.value.path == "[0].parts[0].content.data"
 
 
 def _same_calls(a: list[Message], b: list[Message]) -> bool:
