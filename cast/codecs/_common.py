@@ -38,6 +38,7 @@ __all__ = [
     "REDACTED_THINKING_PREFIX",
     "AiParts",
     "args_object",
+    "array_of",
     "as_messages",
     "b64decode",
     "b64decode_any",
@@ -421,15 +422,21 @@ def system_blocks(
     return blocks
 
 
+def array_of(payload: object, what: str, key: str = "") -> list[Any]:
+    """A payload that must be an array (a list or tuple) of ``what``, or a body holding
+    it at ``key``, as a list."""
+    if key and isinstance(payload, dict) and key in payload:
+        payload = payload[key]
+    if not isinstance(payload, list | tuple):
+        fail("", f"a list of {what}", payload)
+    return list(payload)
+
+
 def json_history(
     payload: object, key: str, dump: Callable[[list[Any]], list[Any]], what: str
 ) -> list[Any]:
     """``payload`` (or its ``key``) as JSON dicts; framework objects go through ``dump``."""
-    if isinstance(payload, dict) and key in payload:
-        payload = payload[key]
-    if not isinstance(payload, list | tuple):
-        fail("", f"a list of {what}", payload)
-    items = list(payload)
+    items = array_of(payload, what, key)
     for i, item in enumerate(items):
         if item is None or isinstance(item, str | int | float | list):
             fail(f"[{i}]", "a message object", item, i)
@@ -564,7 +571,7 @@ class BlockShapes:
     turn: str = "a message object"  # what a turn is, for errors
     content_type: str = "an array of content blocks"  # what its content is, for errors
     content_default: Any = MISSING  # a turn's content when absent (else an error)
-    strings: bool = False  # a turn's content may be a string (one text)
+    strings: bool = False  # a turn's content may be a string (one text), as a lone text is
     default_role: str | None = None
     system_keys: tuple[str, ...] = ("system",)  # of the system prompt (the first written)
     system: Callable[[Any], Message]  # reads the system prompt
@@ -585,9 +592,7 @@ class BlockShapes:
     write_think: Callable[[list[Block], Block, Reasoning, bool], Block | None]
     who: Callable[[Role], str] = lambda role: f"a {role.value}"
     write_system: Callable[[Message], Any]
-    late_system: Callable[[Message, int], Any] | None = None  # else a later one raises:
-    late_error: str
-    human: Callable[[Message, int], Any] | None = None  # else write_blocks
+    late_error: str  # a later system prompt, where the format has no system_turn
     results: Callable[[Message, int, Blocks], None]  # a TOOL message into the user turn
 
 
@@ -734,12 +739,20 @@ def write_blocks(message: Message, i: int, b: BlockShapes) -> list[Block]:
     return blocks
 
 
+def write_content(message: Message, i: int, b: BlockShapes) -> str | list[Block]:
+    """A turn's content: a lone text as a string where the format takes one (``strings``)."""
+    parts = message.parts
+    if b.strings and len(parts) == 1 and type(parts[0]) is TextPart:
+        return parts[0].text
+    return write_blocks(message, i, b)
+
+
 def write_chain(messages: Iterable[Message], b: BlockShapes) -> PayloadStream:
     """The body ``{b.key: [...], system?: ...}``, a turn at a time, of APIs with tool
     results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
-    the system prompt is hoisted, a later one is ``late_system``'s turn or raises."""
+    the system prompt is hoisted, a later one is a system turn (``system_turn``) or raises."""
     tail: dict[str, Any] = {}
-    content, human, late_system = b.content, b.human, b.late_system
+    content = b.content
 
     def turns() -> Iterator[dict[str, Any]]:
         tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
@@ -755,12 +768,11 @@ def write_chain(messages: Iterable[Message], b: BlockShapes) -> PayloadStream:
                 if tool_turn is not None and message.parts:
                     tool_turn.extend(write_blocks(message, i, b))
                 else:
-                    blocks = write_blocks(message, i, b) if human is None else human(message, i)
-                    turn = {"role": "user", content: blocks}
+                    turn = {"role": "user", content: write_content(message, i, b)}
             elif role is _AI:
                 turn = {"role": b.ai_role, content: write_blocks(message, i, b)}
-            elif i != 0 and late_system is not None:
-                turn = {"role": "system", content: late_system(message, i)}
+            elif i != 0 and b.system_turn is not None:  # it reads system turns: one is written
+                turn = {"role": "system", content: write_content(message, i, b)}
             else:
                 if i != 0:
                     fail(f"messages[{i}]", b.late_error, index=i)

@@ -36,8 +36,8 @@ from cast.codecs._common import (
     redacted_data,
     signature_text,
     think_before,
-    write_blocks,
     write_chain,
+    write_content,
 )
 from cast.codecs._streaming import PayloadStream
 from cast.messages import (
@@ -207,13 +207,6 @@ def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
     return write_chain(messages, _BLOCKS)
 
 
-def _encode_user(message: Message, i: int) -> str | list[dict[str, Any]]:
-    parts = message.parts
-    if len(parts) == 1 and type(parts[0]) is TextPart:
-        return parts[0].text
-    return write_blocks(message, i, _BLOCKS)
-
-
 def _thinking_block(reasoning: Reasoning) -> dict[str, Any]:
     data = redacted_data(reasoning)
     if data is not None:
@@ -321,13 +314,11 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
         fail(f"messages[{i}].parts", "a tool message without a tool result", index=i)
 
 
-_BLOCKS = BlockShapes(
+_BLOCKS: BlockShapes = BlockShapes(
     content_type="a string or an array of content blocks",
     system=lambda system: _decode_system(system, "system", None),
-    write_system=lambda message: _encode_user(message, 0),
-    late_system=_encode_user,
+    write_system=lambda message: write_content(message, 0, _BLOCKS),
     late_error="the Messages API takes a system prompt only before the first message",
-    human=_encode_user,
     results=_encode_results,
     classify=_classify,
     call=read_call,

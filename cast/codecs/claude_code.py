@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._common import EVIDENCE, MISSING, as_messages, ensure, error, fail
+from cast.codecs._common import EVIDENCE, MISSING, array_of, as_messages, ensure, error, fail
 from cast.codecs.anthropic import decode as decode_anthropic
 from cast.codecs.anthropic import encode as encode_anthropic
 from cast.constants import SUMMARIZATION_TOOL_ARGS, SUMMARIZATION_TOOL_NAME
@@ -148,8 +148,7 @@ def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, An
 
 def decode_claude_code_log(entries: Iterable[object]) -> list[Message]:
     """Messages of a Claude Code log; errors name the entry (``entries[12].content[0]``)."""
-    if not isinstance(entries, list | tuple):
-        fail("", "a list of log entries", entries)
+    entries = array_of(entries, "log entries")
     origin: list[list[tuple[int, int]]] = []
     merged = _merge(entries, origin)
     try:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cast.codecs import claude_code
-from cast.codecs._common import ensure, fail
+from cast.codecs._common import array_of, ensure
 from cast.messages import Message
 
 __all__ = [
@@ -37,6 +37,12 @@ def session_uuid(entries: list[dict[str, Any]]) -> str:
     return str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"chaincast-session:{digest}"))
 
 
+def _line_time(start: datetime | None, k: int) -> str:
+    """The time of line ``k`` of a session begun at ``start`` (:data:`EPOCH`): 1 ms apart."""
+    moment = (start or EPOCH) + timedelta(milliseconds=k)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def line_uuid(session_id: str, position: int) -> str:
     """The ``uuid`` of the line at ``position`` of session ``session_id``."""
     return str(uuid_module.uuid5(uuid_module.NAMESPACE_URL, f"{session_id}/{position}"))
@@ -46,9 +52,7 @@ def conversation_lines(lines: Iterable[object]) -> list[Any]:
     """The lines Claude Code would resume with, oldest first: the ``parentUuid`` chain
     back from the newest user or assistant line not on a side chain (all lines, in
     order, when none carries a ``uuid``). Lines are shared, not copied."""
-    if not isinstance(lines, list | tuple):
-        fail("", "a list of session log lines", lines)
-    rows: list[Any] = list(lines)
+    rows = array_of(lines, "session log lines")
     if not any(isinstance(row, dict) and isinstance(row.get("uuid"), str) for row in rows):
         return rows
     by_uuid: dict[str, int] = {}
@@ -101,7 +105,6 @@ def encode(
     :data:`EPOCH`); a SYSTEM message is an error."""
     entries = claude_code.encode(messages)
     session = session_id or session_uuid(entries)
-    moment = start or EPOCH
     out: list[dict[str, Any]] = []
     parent: str | None = None
     for k, entry in enumerate(entries):
@@ -110,7 +113,6 @@ def encode(
         message = dict(entry)
         if role == "assistant" and model is not None:
             message["model"] = model
-        stamp = moment + timedelta(milliseconds=k)
         out.append(
             {
                 "parentUuid": parent,
@@ -122,7 +124,7 @@ def encode(
                 "type": role,
                 "message": message,
                 "uuid": this,
-                "timestamp": stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                "timestamp": _line_time(start, k),
             }
         )
         parent = this

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from cast.codecs import openai_responses
-from cast.codecs._common import ensure, fail
-from cast.codecs.claude_code_session import EPOCH, session_uuid
+from cast.codecs._common import array_of, ensure
+from cast.codecs.claude_code_session import _line_time, session_uuid
 from cast.messages import Message
 
 __all__ = [
@@ -32,15 +32,9 @@ _CUSTOM_CALL = "custom_tool_call"
 _CUSTOM_OUTPUT = "custom_tool_call_output"
 
 
-def _lines(payload: object) -> list[Any]:
-    if not isinstance(payload, list | tuple):
-        fail("", "a list of rollout lines", payload)
-    return list(payload)
-
-
 def session_meta(payload: object) -> dict[str, Any] | None:
     """The ``session_meta`` line's payload (None when the rollout has none)."""
-    for k, line in enumerate(_lines(payload)):
+    for k, line in enumerate(array_of(payload, "rollout lines")):
         if isinstance(line, dict) and line.get("type") == "session_meta":
             meta = line.get("payload")
             return ensure(meta, dict, f"lines[{k}].payload", "a session_meta object", k)
@@ -63,7 +57,7 @@ def _as_function_item(item: dict[str, Any]) -> dict[str, Any]:
 def response_items(payload: object) -> list[Any]:
     """The Responses input items a rollout records, in the order Codex replays them."""
     items: list[Any] = []
-    for k, line in enumerate(_lines(payload)):
+    for k, line in enumerate(array_of(payload, "rollout lines")):
         ensure(line, dict, f"lines[{k}]", "a rollout line object", k)
         kind = line.get("type")
         if kind == "response_item":
@@ -103,10 +97,6 @@ def full_item(item: dict[str, Any]) -> dict[str, Any]:
     return whole
 
 
-def _stamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _shown(item: dict[str, Any]) -> dict[str, Any] | None:
     """The ``event_msg`` payload showing a user or assistant message item (else None)."""
     role = item.get("role")
@@ -132,10 +122,9 @@ def encode(
     left out when None; ``start`` default the Unix epoch; lines one millisecond apart)."""
     items = [full_item(item) for item in openai_responses.encode(messages)["input"]]
     session = session_id or session_uuid(items)
-    moment = start or EPOCH
     meta = {
         "id": session,
-        "timestamp": _stamp(moment),
+        "timestamp": _line_time(start, 0),
         "cwd": cwd,
         "originator": ORIGINATOR,
         "cli_version": CLI_VERSION,
@@ -144,10 +133,10 @@ def encode(
     if model_provider is not None:
         meta["model_provider"] = model_provider
     out: list[dict[str, Any]] = [
-        {"timestamp": _stamp(moment), "type": "session_meta", "payload": meta}
+        {"timestamp": _line_time(start, 0), "type": "session_meta", "payload": meta}
     ]
     for whole in items:
-        stamp = _stamp(moment + timedelta(milliseconds=len(out)))
+        stamp = _line_time(start, len(out))
         out.append({"timestamp": stamp, "type": "response_item", "payload": whole})
         shown = _shown(whole)
         if shown is not None:

@@ -35,17 +35,9 @@ from cast.messages import (
 
 __all__ = ["decode", "detect_messages", "encode"]
 
-_HUMAN, _AI, _TOOL, _SYSTEM = Role.HUMAN, Role.AI, Role.TOOL, Role.SYSTEM
-
-_ROLES = {
-    "human": _HUMAN,
-    "ai": _AI,
-    "system": _SYSTEM,
-    "tool": _TOOL,
-    "generic": _HUMAN,
-    "function": _TOOL,
-}
-_WIRE_ROLES = {_HUMAN: "human", _AI: "ai", _SYSTEM: "system", _TOOL: "tool"}
+# langchaingo's ChatMessageType names are chaincast's role values; its legacy "generic"
+# and "function" messages read as human and tool.
+_ROLES = {**{role.value: role for role in Role}, "generic": Role.HUMAN, "function": Role.TOOL}
 
 
 def decode(payload: object) -> list[Message]:
@@ -143,7 +135,7 @@ def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]
     """The JSON ``json.Marshal`` gives for the equivalent ``[]llms.MessageContent``."""
     out: list[dict[str, Any]] = []
     for i, message in enumerate(as_messages(messages)):
-        role = _WIRE_ROLES[message.role]
+        role = message.role.value
         parts = [_encode_part(p, i, j) for j, p in enumerate(message.parts)]
         if len(parts) == 1 and parts[0].keys() == {"type", "text"}:  # a lone plain text
             out.append({"role": role, "text": parts[0]["text"]})

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cast.codecs._common import fail
+from cast.codecs._common import array_of
+from cast.codecs.openai_responses import _in_ai_message
 from cast.codecs.openai_responses import decode as decode_responses
 from cast.codecs.openai_responses import encode as encode_responses
 from cast.errors import install_hint
@@ -16,34 +17,22 @@ __all__ = ["decode", "decode_counted", "encode", "group_items"]
 
 INSTALL_HINT = install_hint("openai-agents")
 
-_ASSISTANT_ITEMS = ("function_call", "reasoning")
-
 
 def _as_items(payload: object) -> list[Any]:
-    if isinstance(payload, dict) and "input" in payload:
-        payload = payload["input"]
-    if not isinstance(payload, list | tuple):
-        fail("", "a list of input items", payload)
     items: list[Any] = []
-    for item in payload:
+    for item in array_of(payload, "input items", "input"):
         dump = getattr(item, "model_dump", None)
         items.append(dump(exclude_unset=True, mode="json") if callable(dump) else item)
     return items
 
 
-def _assistant(item: object) -> bool:
-    if not isinstance(item, dict):
-        return False
-    kind = item.get("type", "message")
-    return kind in _ASSISTANT_ITEMS or (kind == "message" and item.get("role") == "assistant")
-
-
 def group_items(items: list[Any]) -> list[list[Any]]:
-    """The items in the groups that each decode to one message: a run of assistant
-    items (text, function calls, reasoning) is one AI message; any other item is one."""
+    """The items in the groups that each decode to one message: a run of the items
+    :func:`~cast.codecs.openai_responses.decode` reads into an AI message is one; any other
+    item is one."""
     groups: list[list[Any]] = []
     for item in items:
-        if groups and _assistant(item) and _assistant(groups[-1][-1]):
+        if groups and _in_ai_message(item) and _in_ai_message(groups[-1][-1]):
             groups[-1].append(item)
         else:
             groups.append([item])

@@ -26,6 +26,7 @@ from cast.codecs._common import (
     result_parts,
     tool_parts,
 )
+from cast.codecs.openai import CALL_FIELDS, MESSAGE_FIELDS
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -49,11 +50,9 @@ _REASONING_KEYS = frozenset({"type", "id", "summary", "encrypted_content", "cont
 _ROLES = {"user": _HUMAN, "system": _SYSTEM, "developer": _SYSTEM}
 _AI_ITEMS = ("function_call", "reasoning")
 _ITEMS = ("message", "function_call_output", *_AI_ITEMS)
-# ProviderPart kinds of the fields chaincast does not model (the table in docs/codecs.md)
-# of the function_call item before them (namespace, caller), or of the assistant message
-# item whose texts are before them (phase), which they end.
-CALL_FIELDS = "call_fields"
-MESSAGE_FIELDS = "message_fields"
+# ProviderPart kinds (named as Chat's; the table in docs/codecs.md) of the fields chaincast
+# does not model of the function_call item before them (namespace, caller), or of the
+# assistant message item whose texts are before them (phase), which they end.
 FIELD_KINDS = frozenset({CALL_FIELDS, MESSAGE_FIELDS})
 _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "id", "status"})
 _MESSAGE_KEYS = frozenset({"type", "role", "content", "id", "status"})
@@ -103,16 +102,12 @@ def decode(payload: object) -> list[Message]:
     for i, item in enumerate(items):
         where = f"input[{i}]"
         ensure(item, dict, where, "an input item object", i)
-        role = item.get("role")
-        own_role = _ROLES.get(role) if isinstance(role, str) else None
         kind = get_str(item, "type", where, i, "message")
         # Reasoning text, annotations, hosted tool calls (web_search_call, ...): kept whole.
-        known = kind in _ITEMS and not _kept_whole(item, kind)
-        if not known and own_role is not None:  # additional_tools, ...: its own message
-            message = trusted_message(own_role, (provider_part(_PROVIDER, kind, item),))
-        elif not known or kind in _AI_ITEMS or (kind == "message" and role == "assistant"):
+        kept = kind not in _ITEMS or _kept_whole(item, kind)
+        if _in_ai(item, kind, kept):
             ai = AiParts() if ai is None else ai
-            if not known:
+            if kept:
                 ai.other(provider_part(_PROVIDER, kind, item))
             elif kind == "reasoning":
                 ai.think(_decode_reasoning(item, where, i))
@@ -130,7 +125,9 @@ def decode(payload: object) -> list[Message]:
                 if not _MESSAGE_KEYS.issuperset(item):
                     ai.append(openai._fields_part(item, _MESSAGE_KEYS, MESSAGE_FIELDS, _PROVIDER))
             continue
-        elif kind == "function_call_output":
+        role = item.get("role")
+        own_role = _ROLES.get(role) if isinstance(role, str) else None
+        if kind == "function_call_output":
             message = _decode_output(item, where, i, names)
         elif own_role is None:
             fail(
@@ -138,6 +135,8 @@ def decode(payload: object) -> list[Message]:
                 f"expected user, assistant, system or developer, got {role!r}",
                 index=i,
             )
+        elif kept:  # additional_tools, ...: its own message
+            message = trusted_message(own_role, (provider_part(_PROVIDER, kind, item),))
         else:
             message = trusted_message(
                 own_role, _decode_content(item, where, i, media=role == "user")
@@ -149,6 +148,22 @@ def decode(payload: object) -> list[Message]:
     if ai is not None:
         out.append(ai.message())
     return out
+
+
+def _in_ai(item: dict[str, Any], kind: str, kept: bool) -> bool:
+    """Whether an item joins the AI message around it (a kept one: unless a user or system item)."""
+    role = item.get("role")
+    if kept:
+        return not (isinstance(role, str) and role in _ROLES)
+    return kind in _AI_ITEMS or (kind == "message" and role == "assistant")
+
+
+def _in_ai_message(item: object) -> bool:
+    """Whether :func:`decode` reads ``item`` into an AI message (a run of them makes one)."""
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type", "message")
+    return _in_ai(item, kind, kind not in _ITEMS or _kept_whole(item, kind))
 
 
 def _kept_whole(item: dict[str, Any], kind: str) -> bool:

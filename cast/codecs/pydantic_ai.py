@@ -201,8 +201,9 @@ def _decode_response(parts: list[Any], where: str, i: int) -> Message:
             out.append(ToolCall(id=call_id, name=name, arguments=arguments, reasoning=out.take()))
         elif kind == "file":
             content = get_typed(part, "content", dict, "a binary content object", part_where, i)
-            data = b64decode(get_str(content, "data", part_where, i), f"{part_where}.data", i)
-            mime = get_str(content, "media_type", part_where, i)
+            at = f"{part_where}.content"
+            data = b64decode(get_str(content, "data", at, i), f"{at}.data", i)
+            mime = get_str(content, "media_type", at, i)
             out.append(BinaryPart(mime_type=mime, data=data))
         else:
             fail(f"{part_where}.part_kind", f"chaincast cannot hold a {kind!r} part", index=i)

@@ -27,6 +27,7 @@ from cast import (
     lint,
 )
 from cast.codecs import detect_format, langchain, openai_agents, pydantic_ai
+from cast.errors import CodecError
 from strategies import valid_chains
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "codecs"
@@ -229,6 +230,32 @@ def test_a_signature_holding_line_breaks_reads_back_whole(name: str, signature: 
     once = codec.decode(json.loads(json.dumps(codec.encode(chain))))
     assert codec.decode(codec.encode(once)) == once
     assert once[1].parts[0].reasoning.signature == signature
+
+
+def test_openai_agents_groups_items_as_decode_reads_them() -> None:
+    """A hosted tool's item (web_search_call) is read into the AI message around it, so it
+    joins that message's group: decode_counted's counts match the messages (the grouping
+    had its own rule and made three groups of these two messages)."""
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {}}
+    answer = {"role": "assistant", "content": "found it"}
+    kept = {"type": "additional_tools", "role": "system", "tools": []}
+    items: list[Any] = [{"role": "user", "content": "look"}, search, answer, kept]
+    messages, counts = openai_agents.decode_counted(items)
+    assert openai_agents.group_items(items) == [[items[0]], [search, answer], [kept]]
+    assert [m.role for m in messages] == [Role.HUMAN, Role.AI, Role.SYSTEM]
+    assert counts == [1, 1, 1]
+
+
+def test_pydantic_ai_file_part_errors_name_the_content_field() -> None:
+    """A response's file part holds its bytes under ``content``: a bad field is named there."""
+    file = {"part_kind": "file", "content": {"data": "AAEC", "media_type": 7}}
+    with pytest.raises(CodecError) as caught:
+        pydantic_ai.decode([{"kind": "response", "parts": [file]}])
+    assert caught.value.path == "[0].parts[0].content.media_type"
+    file["content"] = {"data": "not base64!", "media_type": "image/png"}
+    with pytest.raises(CodecError) as caught:
+        pydantic_ai.decode([{"kind": "response", "parts": [file]}])
+    assert caught.value.path == "[0].parts[0].content.data"
 
 
 def _same_calls(a: list[Message], b: list[Message]) -> bool:
