@@ -89,16 +89,11 @@ class Report:
 
 
 @lru_cache(maxsize=64)
-def _applying(profile: ProviderProfile) -> frozenset[Rule]:
-    return frozenset(rule for rule, definition in RULES.items() if definition.applies(profile))
-
-
-@lru_cache(maxsize=64)
-def _checks(profile: ProviderProfile) -> tuple[Callable[[list[Message], Report], None], ...]:
-    """The checks of the rules that apply to ``profile``, each once, in rule order."""
-    applying = _applying(profile)
+def _plan(profile: ProviderProfile) -> tuple[frozenset[Rule], tuple[Callable[..., None], ...]]:
+    """The rules that apply to ``profile``, and their checks, each once, in rule order."""
+    applying = frozenset(rule for rule, definition in RULES.items() if definition.applies(profile))
     steps = dict.fromkeys(d.check for rule, d in RULES.items() if rule in applying)
-    return tuple(step.function() for step in steps)
+    return applying, tuple(step.function() for step in steps)
 
 
 def lint(
@@ -130,8 +125,9 @@ def lint(
         raise TypeError("tools must be an iterable of tool names, not a str")
     declared = None if tools is None else frozenset(tools)
     items = [to_message(item, i) for i, item in enumerate(messages)]
-    report = Report(profile, foreign, declared, thinking, applying=_applying(profile))
-    for check in _checks(profile):
+    applying, checks = _plan(profile)
+    report = Report(profile, foreign, declared, thinking, applying=applying)
+    for check in checks:
         check(items, report)
     return sorted(report.found, key=lambda v: -1 if v.index is None else v.index)
 
