@@ -16,31 +16,6 @@ from cast.errors import ParseRule, Registry
 if TYPE_CHECKING:
     from cast.providers import ProviderProfile
 
-__all__ = [
-    "CHECK_CONTENT",
-    "CHECK_IDS",
-    "CHECK_REASONING",
-    "CHECK_ROLES",
-    "CHECK_STRUCTURE",
-    "CHECK_THINKING",
-    "CHECK_TOOLS",
-    "FIX_CONTENT",
-    "FIX_EMPTY",
-    "FIX_IDS",
-    "FIX_OPENING",
-    "FIX_PAIRING",
-    "FIX_REASONING",
-    "FIX_ROLES",
-    "FIX_SYSTEM",
-    "IMPLEMENTATIONS",
-    "RULES",
-    "ProviderError",
-    "Rule",
-    "RuleDefinition",
-    "Step",
-    "implements",
-]
-
 
 class Rule(StrEnum):
     """The rules a chain can break; lint reports them, port repairs them."""
