@@ -38,6 +38,8 @@ from cast.parse import diagnose, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
 from cast.transforms import has_reasoning
 
+__all__ = ["Violation", "lint"]
+
 
 @dataclass(frozen=True, slots=True)
 class Violation:

@@ -53,6 +53,21 @@ from cast.transforms import (
     without_reasoning,
 )
 
+__all__ = [
+    "COMPACTION",
+    "EMPTY_ANSWER_TEXT",
+    "MOVED_MEDIA_TEXT",
+    "OPENING_HUMAN_TEXT",
+    "SYSTEM_IN_TURN_TEXT",
+    "TOOL_ERROR_PREFIX",
+    "EncryptedCompaction",
+    "EncryptedCompactionError",
+    "LostCompactionWarning",
+    "drop_provider_fields",
+    "open_with_human",
+    "port",
+]
+
 OPENING_HUMAN_TEXT = "Continue."
 """Text of the human message port adds when a target needs the chain to open with one."""
 
