@@ -106,13 +106,13 @@ _MISTRAL_ID = ProviderError(
     "anomalyco/opencode#1680, jackmpcollins/magentic#276, langchain-ai/langchain#24668 (code 3280)",
 )
 
-CHECK_STRUCTURE = Step("structure")
-CHECK_IDS = Step("ids")
-CHECK_REASONING = Step("reasoning")
-CHECK_ROLES = Step("roles")
-CHECK_CONTENT = Step("content")
-CHECK_TOOLS = Step("tools")
-CHECK_THINKING = Step("thinking")
+CHECK_STRUCTURE = Step("check structure")
+CHECK_IDS = Step("check ids")
+CHECK_REASONING = Step("check reasoning")
+CHECK_ROLES = Step("check roles")
+CHECK_CONTENT = Step("check content")
+CHECK_TOOLS = Step("check tools")
+CHECK_THINKING = Step("check thinking")
 
 FIX_CONTENT = Step("fix content")
 FIX_OPENING = Step("fix opening")
