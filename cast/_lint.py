@@ -5,7 +5,7 @@ words where known, without changing anything; each check registers for its rules
 from __future__ import annotations
 
 import itertools
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -38,10 +38,7 @@ from cast.parse import diagnose, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
 from cast.transforms import has_reasoning
 
-__all__ = ["DEFAULT_ERROR_TEXTS", "Violation", "lint"]
-
-DEFAULT_ERROR_TEXTS: dict[str, str] = {rule: d.text for rule, d in RULES.items()}
-"""chaincast's wording for each rule, used where a provider's own text is not known."""
+__all__ = ["Violation", "lint"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +65,6 @@ class Violation:
         return f"{where}: [{self.provider}:{self.rule}] {self.message}"
 
 
-class _Fields(dict[str, Any]):
-    """Format fields; one a text names but lint does not know renders empty."""
-
-    def __missing__(self, key: str) -> str:
-        return ""
-
-
 @dataclass(slots=True)
 class Report:
     """What a lint run found and its checks read; ``add`` keeps only rules the target applies."""
@@ -91,24 +81,19 @@ class Report:
         if rule not in self.applying:
             return
         verbatim = rule in self.profile.errors
-        text = self.profile.errors[rule] if verbatim else DEFAULT_ERROR_TEXTS[rule]
+        text = self.profile.errors[rule] if verbatim else RULES[rule].text
         values.setdefault("index", index)
         values.setdefault("max_length", self.profile.max_id_length)
-        message = text.format_map(_Fields(values))
+        message = text.format_map(defaultdict(str, values))  # a field not known renders empty
         self.found.append(Violation(index, str(rule), message, self.profile.name, field, verbatim))
 
 
 @lru_cache(maxsize=64)
-def _applying(profile: ProviderProfile) -> frozenset[Rule]:
-    return frozenset(rule for rule, definition in RULES.items() if definition.applies(profile))
-
-
-@lru_cache(maxsize=64)
-def _checks(profile: ProviderProfile) -> tuple[Callable[[list[Message], Report], None], ...]:
-    """The checks of the rules that apply to ``profile``, each once, in rule order."""
-    applying = _applying(profile)
+def _plan(profile: ProviderProfile) -> tuple[frozenset[Rule], tuple[Callable[..., None], ...]]:
+    """The rules that apply to ``profile``, and their checks, each once, in rule order."""
+    applying = frozenset(rule for rule, definition in RULES.items() if definition.applies(profile))
     steps = dict.fromkeys(d.check for rule, d in RULES.items() if rule in applying)
-    return tuple(step.function() for step in steps)
+    return applying, tuple(step.function() for step in steps)
 
 
 def lint(
@@ -140,8 +125,9 @@ def lint(
         raise TypeError("tools must be an iterable of tool names, not a str")
     declared = None if tools is None else frozenset(tools)
     items = [to_message(item, i) for i, item in enumerate(messages)]
-    report = Report(profile, foreign, declared, thinking, applying=_applying(profile))
-    for check in _checks(profile):
+    applying, checks = _plan(profile)
+    report = Report(profile, foreign, declared, thinking, applying=applying)
+    for check in checks:
         check(items, report)
     return sorted(report.found, key=lambda v: -1 if v.index is None else v.index)
 

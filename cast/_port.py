@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 import operator
 import warnings
-from collections.abc import Callable, Iterable
-from functools import lru_cache, partial
+from collections.abc import Iterable
+from functools import partial
 from typing import Any, Literal
 
 from cast._lint import is_cache_point, is_empty, media_of, pairing_problems
@@ -20,9 +20,6 @@ from cast._rules import (
     FIX_REASONING,
     FIX_ROLES,
     FIX_SYSTEM,
-    RULES,
-    Fix,
-    PortStage,
     Rule,
     implements,
 )
@@ -139,30 +136,16 @@ def port(
     same_source = source is not None and resolve_provider(source).name == profile.name
     items = [to_message(item, i) for i, item in enumerate(messages)]
     items = _port_compactions(items, profile, same_source, encrypted_compaction)
-    steps = _steps()
-    for step in steps[PortStage.MESSAGES]:
+    on_messages, on_chain, on_result = _STEPS
+    for step in on_messages:
         items = step(items, profile, same_source)
     ast = parse_chain(items, repair=True)  # the structure rules' repair
-    for step in steps[PortStage.CHAIN]:
-        ast = step(ast, profile, same_source)
+    for chain_step in on_chain:
+        ast = chain_step(ast, profile, same_source)
     out = ast.to_messages()
-    for step in steps[PortStage.FINAL]:
-        out = step(out, profile, same_source)
+    for final_step in on_result:
+        out = final_step(out, profile, same_source)
     return out
-
-
-# A port step no rule names: arguments that are not a JSON object, which no provider is
-# known to refuse but a codec or a model could not use.
-_FIX_ARGUMENTS = Fix("arguments", PortStage.CHAIN, 30)
-
-
-@lru_cache(maxsize=1)
-def _steps() -> dict[PortStage, tuple[Callable[..., Any], ...]]:
-    """The rules' port steps and the normalizations, each once, by stage and position."""
-    fixes = sorted(
-        {d.fix for d in RULES.values() if d.fix} | {_FIX_ARGUMENTS}, key=lambda f: f.position
-    )
-    return {stage: tuple(f.function() for f in fixes if f.stage is stage) for stage in PortStage}
 
 
 def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
@@ -394,8 +377,8 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
 # -- arguments and ids ----------------------------------------------------------------------
 
 
-@implements(_FIX_ARGUMENTS)
 def fix_arguments(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
+    """Arguments made JSON objects, which no rule asks for but a codec or a model needs."""
     return map_messages(
         ast, partial(map_tool_call_arguments, fix=partial(sanitize_arguments, accepts=_is_object))
     )
@@ -495,3 +478,12 @@ def _with_thought_signature(message: Message) -> Message | None:
         new_parts[position] = with_field(part, "reasoning", signed)
         return trusted_message(Role.AI, tuple(new_parts))
     return None
+
+
+# The steps in the order port runs them, each ``step(x, profile, same_source)``: on the
+# messages as given, on the chain parsed with repair, on the repaired chain's messages.
+_STEPS = (
+    (fix_content, fix_opening, fix_system, fix_pairing),
+    (fix_reasoning, fix_ids, fix_arguments, fix_roles),
+    (fix_empty,),
+)

@@ -16,33 +16,6 @@ from cast.errors import ParseRule, Registry
 if TYPE_CHECKING:
     from cast.providers import ProviderProfile
 
-__all__ = [
-    "CHECK_CONTENT",
-    "CHECK_IDS",
-    "CHECK_REASONING",
-    "CHECK_ROLES",
-    "CHECK_STRUCTURE",
-    "CHECK_THINKING",
-    "CHECK_TOOLS",
-    "FIX_CONTENT",
-    "FIX_EMPTY",
-    "FIX_IDS",
-    "FIX_OPENING",
-    "FIX_PAIRING",
-    "FIX_REASONING",
-    "FIX_ROLES",
-    "FIX_SYSTEM",
-    "IMPLEMENTATIONS",
-    "RULES",
-    "Fix",
-    "PortStage",
-    "ProviderError",
-    "Rule",
-    "RuleDefinition",
-    "Step",
-    "implements",
-]
-
 
 class Rule(StrEnum):
     """The rules a chain can break; lint reports them, port repairs them."""
@@ -87,29 +60,14 @@ implements = IMPLEMENTATIONS.register
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A lint check by name, done by the function registered for it with :func:`implements`."""
+    """A lint check or port step by name, done by the function registered for it with
+    :func:`implements` (port runs its steps in the order ``cast._port`` lists them)."""
 
     name: str
 
     def function(self) -> Callable[..., Any]:
         """The function registered for this step."""
         return IMPLEMENTATIONS[self]
-
-
-class PortStage(StrEnum):
-    """What a port step works on, in the order port runs the stages."""
-
-    MESSAGES = "messages"  # the messages as given (port then parses them with repair)
-    CHAIN = "chain"  # the parsed ChainAST
-    FINAL = "final"  # the messages of the repaired chain
-
-
-@dataclass(frozen=True, slots=True)
-class Fix(Step):
-    """A port step ``step(chain, profile, same_source)``, run by stage, then by ``position``."""
-
-    stage: PortStage = PortStage.CHAIN
-    position: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +80,7 @@ class RuleDefinition:
     id: Rule
     text: str
     check: Step
-    fix: Fix | None
+    fix: Step | None
     applies: Callable[[ProviderProfile], bool] = lambda profile: True
     errors: Mapping[str, ProviderError] = field(default_factory=dict)
 
@@ -148,22 +106,22 @@ _MISTRAL_ID = ProviderError(
     "anomalyco/opencode#1680, jackmpcollins/magentic#276, langchain-ai/langchain#24668 (code 3280)",
 )
 
-CHECK_STRUCTURE = Step("structure")
-CHECK_IDS = Step("ids")
-CHECK_REASONING = Step("reasoning")
-CHECK_ROLES = Step("roles")
-CHECK_CONTENT = Step("content")
-CHECK_TOOLS = Step("tools")
-CHECK_THINKING = Step("thinking")
+CHECK_STRUCTURE = Step("check structure")
+CHECK_IDS = Step("check ids")
+CHECK_REASONING = Step("check reasoning")
+CHECK_ROLES = Step("check roles")
+CHECK_CONTENT = Step("check content")
+CHECK_TOOLS = Step("check tools")
+CHECK_THINKING = Step("check thinking")
 
-FIX_CONTENT = Fix("content", PortStage.MESSAGES, 10)
-FIX_OPENING = Fix("opening", PortStage.MESSAGES, 20)
-FIX_SYSTEM = Fix("system", PortStage.MESSAGES, 30)
-FIX_PAIRING = Fix("pairing", PortStage.MESSAGES, 40)
-FIX_REASONING = Fix("reasoning", PortStage.CHAIN, 10)
-FIX_IDS = Fix("ids", PortStage.CHAIN, 20)
-FIX_ROLES = Fix("roles", PortStage.CHAIN, 40)
-FIX_EMPTY = Fix("empty", PortStage.FINAL, 10)
+FIX_CONTENT = Step("fix content")
+FIX_OPENING = Step("fix opening")
+FIX_SYSTEM = Step("fix system")
+FIX_PAIRING = Step("fix pairing")
+FIX_REASONING = Step("fix reasoning")
+FIX_IDS = Step("fix ids")
+FIX_ROLES = Step("fix roles")
+FIX_EMPTY = Step("fix empty")
 
 # The rules one check reports and one step repairs.
 _pairing_rule = partial(RuleDefinition, check=CHECK_STRUCTURE, fix=FIX_PAIRING)

@@ -434,7 +434,7 @@ class ChainAST:
         return index
 
     def evolve(self, *, sections: Iterable[Section]) -> ChainAST:
-        """A copy with other sections (checked like :meth:`build`)."""
+        """A copy with other sections (checked like the constructor)."""
         return ChainAST(sections)
 
     # -- transforms (cast.transforms) ------------------------------------------------

@@ -85,30 +85,9 @@ def to_message(item: object, index: int | None = None) -> Message:
     )
 
 
-class _Reporter:
-    """Raises on the first problem (strict), or records it and lets the repair go on."""
-
-    __slots__ = ("issues", "repair")
-
-    def __init__(self, repair: bool, issues: list[ChainIssue] | None) -> None:
-        self.repair = repair
-        self.issues = issues
-
-    def problem(self, index: int | None, rule: ParseRule, message: str, repair_note: str) -> None:
-        if not self.repair:
-            raise ChainError(message, index=index, rule=rule)
-        if self.issues is not None:
-            self.issues.append(ChainIssue(index, rule, f"{message}; {repair_note}"))
-
-    def fatal(self, index: int, rule: ParseRule, message: str) -> None:
-        if self.issues is not None:
-            self.issues.append(ChainIssue(index, rule, message, fatal=True))
-        raise ChainError(message, index=index, rule=rule)
-
-
 class _ChainBuilder:
-    """Builds the AST one message at a time: one method per kind of message, and one
-    to close each kind of node. Sizes are summed as nodes close."""
+    """Builds the AST one message at a time, summing sizes as nodes close; a problem
+    raises (strict), or is recorded in ``issues`` while the repair goes on."""
 
     __slots__ = (
         "body",
@@ -117,21 +96,23 @@ class _ChainBuilder:
         "human",
         "human_index",
         "in_section",
+        "issues",
         "pair_ai",
         "pair_ai_index",
         "pair_size",
         "pair_tools",
         "pair_type",
         "pending",
-        "report",
+        "repair",
         "sections",
         "system",
         "total",
         "unanswered",
     )
 
-    def __init__(self, report: _Reporter) -> None:
-        self.report = report
+    def __init__(self, repair: bool, issues: list[ChainIssue] | None) -> None:
+        self.repair = repair
+        self.issues = issues
         self.sections: list[Section] = []
         self.total = 0
         # The open section.
@@ -151,17 +132,28 @@ class _ChainBuilder:
         self.unanswered = 0  # the sum of ``pending``
         self.extra_calls: list[ToolCall] = []
 
+    def problem(self, index: int | None, rule: ParseRule, message: str, repair_note: str) -> None:
+        if not self.repair:
+            raise ChainError(message, index=index, rule=rule)
+        if self.issues is not None:
+            self.issues.append(ChainIssue(index, rule, f"{message}; {repair_note}"))
+
+    def fatal(self, index: int, rule: ParseRule, message: str) -> None:
+        if self.issues is not None:
+            self.issues.append(ChainIssue(index, rule, message, fatal=True))
+        raise ChainError(message, index=index, rule=rule)
+
     # -- one method per role ------------------------------------------------------------
 
     def tool(self, index: int, message: Message, fields: dict[str, Any]) -> None:
         """Rule 5 (the pair to join) and rule 7 (results matching its calls)."""
         if self.pair_ai is None:
             if not self.in_section:
-                self.report.fatal(index, ParseRule.FIRST_MESSAGE, _FIRST_MESSAGE)
+                self.fatal(index, ParseRule.FIRST_MESSAGE, _FIRST_MESSAGE)
             orphan_ids = ", ".join(
                 repr(p.tool_call_id) for p in message.parts if type(p) is ToolResult
             )
-            self.report.problem(
+            self.problem(
                 index,
                 ParseRule.ORPHAN_TOOL_MESSAGE,
                 f"tool message (results for {orphan_ids or 'no id'}) does not follow "
@@ -182,7 +174,7 @@ class _ChainBuilder:
             elif left is None:
                 self._unknown_result(index, part)
             else:
-                self.report.problem(
+                self.problem(
                     index,
                     ParseRule.DUPLICATE_TOOL_RESULT,
                     f"second tool result for id {call_id!r}, which is already answered",
@@ -201,7 +193,7 @@ class _ChainBuilder:
     def ai(self, index: int, message: Message, fields: dict[str, Any]) -> None:
         """Rule 4: a completion closes at once, a pair with calls stays open."""
         if not self.in_section:  # only possible for the first message
-            self.report.fatal(index, ParseRule.FIRST_MESSAGE, _FIRST_MESSAGE)
+            self.fatal(index, ParseRule.FIRST_MESSAGE, _FIRST_MESSAGE)
         pending = self.pending
         calls = 0
         first_name = ""
@@ -233,7 +225,7 @@ class _ChainBuilder:
                 self.human = message
                 self.human_index = index
                 return
-            self.report.problem(
+            self.problem(
                 index,
                 ParseRule.CONSECUTIVE_HUMAN,
                 f"human message right after the human message at message {self.human_index}",
@@ -250,9 +242,7 @@ class _ChainBuilder:
         self.in_section = True
 
     def system_message(self, index: int, message: Message) -> None:
-        """Rule 2: only the first message may be a system message. With repair, a
-        system message right after another (several leading ones) is merged into it,
-        and a later one (instructions sent mid-chain) opens a new section."""
+        """Rule 2: the first message; with repair, merged into a leading one or a new section."""
         if index == 0:
             self.system = message
             self.in_section = True
@@ -260,7 +250,7 @@ class _ChainBuilder:
         text = "a system message may only open the chain (found after the first section began)"
         system = self.system
         if system is not None and self.human is None and not self.body:
-            self.report.problem(
+            self.problem(
                 index,
                 ParseRule.SYSTEM_POSITION,
                 text,
@@ -270,9 +260,7 @@ class _ChainBuilder:
                 Role.SYSTEM, system.parts + message.parts, system.size + message.size
             )
             return
-        self.report.problem(
-            index, ParseRule.SYSTEM_POSITION, text, "repair opens a section with it"
-        )
+        self.problem(index, ParseRule.SYSTEM_POSITION, text, "repair opens a section with it")
         if self.in_section:
             self.close_section()
         self.system = message
@@ -283,7 +271,7 @@ class _ChainBuilder:
     def _unknown_result(self, index: int, result: ToolResult) -> None:
         """Rule 7: repair adds a call for a result that answers none."""
         call_id = result.tool_call_id
-        self.report.problem(
+        self.problem(
             index,
             ParseRule.UNKNOWN_TOOL_RESULT,
             f"tool result for id {call_id!r} answers no tool call of the AI message "
@@ -321,7 +309,7 @@ class _ChainBuilder:
             if type(part) is ToolCall and counts.get(part.id, 0) > 0:
                 counts[part.id] -= 1
                 missing.append(part)
-        self.report.problem(
+        self.problem(
             self.pair_ai_index,
             ParseRule.MISSING_TOOL_RESULT,
             f"tool calls without results: {', '.join(repr(c.id) for c in missing)}",
@@ -369,7 +357,7 @@ def parse_chain(
     ``repair`` the repairs are made and, when ``issues`` is a list, recorded in it.
     """
     items = messages if type(messages) is list or type(messages) is tuple else list(messages)
-    builder = _ChainBuilder(_Reporter(repair, issues))
+    builder = _ChainBuilder(repair, issues)
     with collector_paused():  # the tree is acyclic: no collection while it grows
         return _built(items, builder, _well_formed(items, builder))
 

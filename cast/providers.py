@@ -178,11 +178,62 @@ class ProviderProfile:
         return self.id_problem(tool_call_id) is None
 
 
-def _profile(
-    name: str, wire_format: str, id_template: TemplateLike, **options: object
-) -> ProviderProfile:
+_REGISTRY: dict[str, ProviderProfile] = {}
+_LOCK = threading.Lock()
+
+PROVIDERS: Mapping[str, ProviderProfile] = MappingProxyType(_REGISTRY)
+"""Registered profiles by name (a read-only live view; see :func:`register_provider`)."""
+
+
+def register_provider(profile: ProviderProfile, *, replace: bool = False) -> ProviderProfile:
+    """Register ``profile`` under its name and return it.
+
+    The profile's template must generate ids the profile accepts (checked on a sample),
+    otherwise port could never produce a valid chain for it. Registering a name that
+    exists raises ``ValueError`` unless ``replace``.
+    """
+    if not isinstance(profile, ProviderProfile):
+        raise TypeError(f"expected a ProviderProfile, not {type(profile).__name__}")
+    for seed in range(4):
+        sample = profile.id_template.generate("get_weather", seed=f"cast.providers\x1f{seed}")
+        if not profile.accepts_id(sample):
+            raise ValueError(
+                f"{profile.name}: id template {profile.id_template.pattern!r} generates "
+                f"{sample!r}, which the profile does not accept"
+            )
+    with _LOCK:
+        if profile.name in _REGISTRY and not replace:
+            raise ValueError(f"provider {profile.name!r} is already registered (pass replace=True)")
+        _REGISTRY[profile.name] = profile
+    return profile
+
+
+def get_provider(name: str) -> ProviderProfile:
+    """The registered profile called ``name`` (case-insensitive).
+
+    Raises :class:`UnknownProviderError` (a ``ChainError``/``ValueError``) naming the
+    known providers when there is none.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"provider name must be a str, not {type(name).__name__}")
+    profile = _REGISTRY.get(name.strip().lower())
+    if profile is None:
+        raise UnknownProviderError(name, sorted(_REGISTRY))
+    return profile
+
+
+def resolve_provider(target: str | ProviderProfile) -> ProviderProfile:
+    """A profile given directly, or the registered one with that name."""
+    if isinstance(target, ProviderProfile):
+        return target
+    return get_provider(target)
+
+
+def _builtin(name: str, wire_format: str, id_template: TemplateLike, **options: object) -> None:
+    """Register a built-in profile, its error texts read from the rules."""
     errors = {rule: d.errors[name].text for rule, d in RULES.items() if name in d.errors}
-    return ProviderProfile(name, wire_format, as_template(id_template), errors=errors, **options)  # type: ignore[arg-type]
+    profile = ProviderProfile(name, wire_format, as_template(id_template), errors=errors, **options)  # type: ignore[arg-type]
+    register_provider(profile)
 
 
 _ANTHROPIC_IDS = r"[a-zA-Z0-9_-]+"
@@ -236,227 +287,170 @@ _GEMINI: dict[str, object] = {
     "ai_media": True,
 }
 
-_BUILTINS = (
-    _profile(
-        "openai",
-        "openai",
-        DEFAULT_TOOL_CALL_ID_TEMPLATE,
-        max_id_length=40,
-        consecutive_humans_ok=True,
-        system_anywhere=True,
-        user_media=IMAGE_TYPES | {"audio/wav", "audio/mp3", "application/pdf"},
-        sources=(
-            "https://platform.openai.com/docs/guides/images-vision",
-            "https://platform.openai.com/docs/guides/pdf-files",
-            "vercel/ai#8132",
-            "vllm-project/vllm#22966",
-            "BerriAI/litellm#10083",
-        ),
-    ),
-    _profile(
-        "openai-responses",
-        "openai-responses",
-        DEFAULT_TOOL_CALL_ID_TEMPLATE,
-        max_id_length=64,
-        reasoning=ReasoningPolicy.ENCRYPTED_ITEMS,
-        consecutive_humans_ok=True,
-        system_anywhere=True,
-        user_media=IMAGE_TYPES | {"application/pdf"},
-        tool_result_media=IMAGE_TYPES | {"application/pdf"},
-        url_media=frozenset({"image/*", "application/pdf"}),
-        sources=(
-            "https://platform.openai.com/docs/api-reference/responses/create",
-            "pydantic/pydantic-ai tests/models/cassettes/test_multimodal_tool_returns",
-            "AnswerDotAI/fastllm#45",
-            "continuedev/continue#10092",
-        ),
-    ),
-    _profile(
-        "anthropic",
-        "anthropic",
-        "toolu_{r:24:b}",
-        id_pattern=_ANTHROPIC_IDS,
-        unique_tool_call_ids=True,
-        reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
-        merges_same_role=True,
-        needs_human_first=True,
-        consecutive_humans_ok=True,
-        tools_with_tool_history=True,
-        system_anywhere=True,
-        tool_error_flag=True,
-        empty_final_ai_ok=True,
-        user_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
-        tool_result_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
-        url_media=frozenset({"image/*", "application/pdf"}),
-        sources=(
-            "https://docs.anthropic.com/en/docs/build-with-claude/pdf-support",
-            "anthropics/claude-code#3196",
-            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system",
-            "https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use",
-            "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
-            "CommandCodeAI/command-code#323",
-            "anthropics/claude-code#5989",
-            "anthropics/anthropic-sdk-python#494",
-            "vercel/ai#17005",
-        ),
-    ),
-    _profile(
-        "bedrock",
-        "bedrock",
-        "tooluse_{r:22:b}",
-        id_pattern=_ANTHROPIC_IDS,
-        max_id_length=64,
-        unique_tool_call_ids=True,
-        reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
-        merges_same_role=True,
-        needs_human_first=True,
-        tools_with_tool_history=True,
-        tool_error_flag=True,
-        user_media=_BEDROCK_MEDIA,
-        tool_result_media=_BEDROCK_MEDIA,
-        url_media=frozenset(),
-        sources=(
-            "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ContentBlock.html",
-            "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolResultContentBlock.html",
-            "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html",
-            "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolResultBlock.html",
-            "OpenHands/OpenHands#4912",
-            "langgenius/dify#17545",
-            "vxcontrol/pentagi#196",
-        ),
-    ),
-    _profile(
-        "gemini",
-        "gemini",
-        DEFAULT_TOOL_CALL_ID_TEMPLATE,
-        **_GEMINI,
-        sources=(
-            "https://ai.google.dev/gemini-api/docs/function-calling#multimodal",
-            "https://ai.google.dev/gemini-api/docs/thought-signatures",
-            "https://ai.google.dev/gemini-api/docs/function-calling",
-        ),
-    ),
-    _profile(
-        "vertex",
-        "gemini",
-        DEFAULT_TOOL_CALL_ID_TEMPLATE,
-        ids_on_wire=False,
-        **_GEMINI,
-        sources=(
-            "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures",
-            "pydantic/pydantic-ai#5081",
-            "vercel/ai#15664",
-        ),
-    ),
-    _profile(
-        "mistral",
-        "openai",
-        "{r:9:x}",
-        id_pattern=r"[a-zA-Z0-9]{9}",
-        max_id_length=9,
-        needs_ai_between_tool_and_human=True,
-        sources=(
-            "anomalyco/opencode#1680",
-            "langchain-ai/langchain#24668",
-            "avante-corp/avante.nvim#2562",
-            "BerriAI/litellm#30835",
-        ),
-    ),
-    _profile(
-        "deepseek",
-        "openai",
-        "call_{r:2:d}_{r:24:x}",
-        reasoning=ReasoningPolicy.REASONING_CONTENT_REQUIRED,
-        reasoning_scope=ReasoningScope.TOOL_CALL_TURNS,
-        system_anywhere=True,
-        user_media=frozenset(),
-        url_media=frozenset(),
-        sources=(
-            "https://api-docs.deepseek.com/api/create-chat-completion",
-            "https://api-docs.deepseek.com/guides/thinking_mode",
-            "continuedev/continue#9913",
-        ),
-    ),
-    _profile(
-        "kimi",
-        "openai",
-        "functions.{f}:{r:6:d}",
-        reasoning=ReasoningPolicy.REASONING_CONTENT_REQUIRED,
-        sources=("sgl-project/sglang#9606", "labring/FastGPT#6357"),
-    ),
-    _profile(
-        "ollama",
-        "openai",
-        "call_{r:8:x}",
-        reasoning=ReasoningPolicy.REPLAY,
-        sources=("ollama/ollama-python#667", "ollama/ollama#7510"),
-    ),
-    _profile(
-        "vllm",
-        "openai",
-        "chatcmpl-tool-{r:32:h}",
-        reasoning=ReasoningPolicy.REPLAY,
-        sources=("vllm-project/vllm#22966", "vllm-project/vllm#27752"),
-    ),
-    _profile(
-        "groq",
-        "openai",
-        DEFAULT_TOOL_CALL_ID_TEMPLATE,
-        sources=("tashfeenahmed/freellmapi#1070", "janhq/jan#8136"),
+_builtin(
+    "openai",
+    "openai",
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    max_id_length=40,
+    consecutive_humans_ok=True,
+    system_anywhere=True,
+    user_media=IMAGE_TYPES | {"audio/wav", "audio/mp3", "application/pdf"},
+    sources=(
+        "https://platform.openai.com/docs/guides/images-vision",
+        "https://platform.openai.com/docs/guides/pdf-files",
+        "vercel/ai#8132",
+        "vllm-project/vllm#22966",
+        "BerriAI/litellm#10083",
     ),
 )
-
-_REGISTRY: dict[str, ProviderProfile] = {}
-_LOCK = threading.Lock()
-
-PROVIDERS: Mapping[str, ProviderProfile] = MappingProxyType(_REGISTRY)
-"""Registered profiles by name (a read-only live view; see :func:`register_provider`)."""
-
-
-def register_provider(profile: ProviderProfile, *, replace: bool = False) -> ProviderProfile:
-    """Register ``profile`` under its name and return it.
-
-    The profile's template must generate ids the profile accepts (checked on a sample),
-    otherwise port could never produce a valid chain for it. Registering a name that
-    exists raises ``ValueError`` unless ``replace``.
-    """
-    if not isinstance(profile, ProviderProfile):
-        raise TypeError(f"expected a ProviderProfile, not {type(profile).__name__}")
-    for seed in range(4):
-        sample = profile.id_template.generate("get_weather", seed=f"cast.providers\x1f{seed}")
-        if not profile.accepts_id(sample):
-            raise ValueError(
-                f"{profile.name}: id template {profile.id_template.pattern!r} generates "
-                f"{sample!r}, which the profile does not accept"
-            )
-    with _LOCK:
-        if profile.name in _REGISTRY and not replace:
-            raise ValueError(f"provider {profile.name!r} is already registered (pass replace=True)")
-        _REGISTRY[profile.name] = profile
-    return profile
-
-
-def get_provider(name: str) -> ProviderProfile:
-    """The registered profile called ``name`` (case-insensitive).
-
-    Raises :class:`UnknownProviderError` (a ``ChainError``/``ValueError``) naming the
-    known providers when there is none.
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"provider name must be a str, not {type(name).__name__}")
-    profile = _REGISTRY.get(name.strip().lower())
-    if profile is None:
-        raise UnknownProviderError(name, sorted(_REGISTRY))
-    return profile
-
-
-def resolve_provider(target: str | ProviderProfile) -> ProviderProfile:
-    """A profile given directly, or the registered one with that name."""
-    if isinstance(target, ProviderProfile):
-        return target
-    return get_provider(target)
-
-
-for _builtin in _BUILTINS:
-    register_provider(_builtin)
-del _builtin
+_builtin(
+    "openai-responses",
+    "openai-responses",
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    max_id_length=64,
+    reasoning=ReasoningPolicy.ENCRYPTED_ITEMS,
+    consecutive_humans_ok=True,
+    system_anywhere=True,
+    user_media=IMAGE_TYPES | {"application/pdf"},
+    tool_result_media=IMAGE_TYPES | {"application/pdf"},
+    url_media=frozenset({"image/*", "application/pdf"}),
+    sources=(
+        "https://platform.openai.com/docs/api-reference/responses/create",
+        "pydantic/pydantic-ai tests/models/cassettes/test_multimodal_tool_returns",
+        "AnswerDotAI/fastllm#45",
+        "continuedev/continue#10092",
+    ),
+)
+_builtin(
+    "anthropic",
+    "anthropic",
+    "toolu_{r:24:b}",
+    id_pattern=_ANTHROPIC_IDS,
+    unique_tool_call_ids=True,
+    reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
+    merges_same_role=True,
+    needs_human_first=True,
+    consecutive_humans_ok=True,
+    tools_with_tool_history=True,
+    system_anywhere=True,
+    tool_error_flag=True,
+    empty_final_ai_ok=True,
+    user_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
+    tool_result_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
+    url_media=frozenset({"image/*", "application/pdf"}),
+    sources=(
+        "https://docs.anthropic.com/en/docs/build-with-claude/pdf-support",
+        "anthropics/claude-code#3196",
+        "pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system",
+        "https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use",
+        "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
+        "CommandCodeAI/command-code#323",
+        "anthropics/claude-code#5989",
+        "anthropics/anthropic-sdk-python#494",
+        "vercel/ai#17005",
+    ),
+)
+_builtin(
+    "bedrock",
+    "bedrock",
+    "tooluse_{r:22:b}",
+    id_pattern=_ANTHROPIC_IDS,
+    max_id_length=64,
+    unique_tool_call_ids=True,
+    reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
+    merges_same_role=True,
+    needs_human_first=True,
+    tools_with_tool_history=True,
+    tool_error_flag=True,
+    user_media=_BEDROCK_MEDIA,
+    tool_result_media=_BEDROCK_MEDIA,
+    url_media=frozenset(),
+    sources=(
+        "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ContentBlock.html",
+        "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolResultContentBlock.html",
+        "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolUseBlock.html",
+        "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolResultBlock.html",
+        "OpenHands/OpenHands#4912",
+        "langgenius/dify#17545",
+        "vxcontrol/pentagi#196",
+    ),
+)
+_builtin(
+    "gemini",
+    "gemini",
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    **_GEMINI,
+    sources=(
+        "https://ai.google.dev/gemini-api/docs/function-calling#multimodal",
+        "https://ai.google.dev/gemini-api/docs/thought-signatures",
+        "https://ai.google.dev/gemini-api/docs/function-calling",
+    ),
+)
+_builtin(
+    "vertex",
+    "gemini",
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    ids_on_wire=False,
+    **_GEMINI,
+    sources=(
+        "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures",
+        "pydantic/pydantic-ai#5081",
+        "vercel/ai#15664",
+    ),
+)
+_builtin(
+    "mistral",
+    "openai",
+    "{r:9:x}",
+    id_pattern=r"[a-zA-Z0-9]{9}",
+    max_id_length=9,
+    needs_ai_between_tool_and_human=True,
+    sources=(
+        "anomalyco/opencode#1680",
+        "langchain-ai/langchain#24668",
+        "avante-corp/avante.nvim#2562",
+        "BerriAI/litellm#30835",
+    ),
+)
+_builtin(
+    "deepseek",
+    "openai",
+    "call_{r:2:d}_{r:24:x}",
+    reasoning=ReasoningPolicy.REASONING_CONTENT_REQUIRED,
+    reasoning_scope=ReasoningScope.TOOL_CALL_TURNS,
+    system_anywhere=True,
+    user_media=frozenset(),
+    url_media=frozenset(),
+    sources=(
+        "https://api-docs.deepseek.com/api/create-chat-completion",
+        "https://api-docs.deepseek.com/guides/thinking_mode",
+        "continuedev/continue#9913",
+    ),
+)
+_builtin(
+    "kimi",
+    "openai",
+    "functions.{f}:{r:6:d}",
+    reasoning=ReasoningPolicy.REASONING_CONTENT_REQUIRED,
+    sources=("sgl-project/sglang#9606", "labring/FastGPT#6357"),
+)
+_builtin(
+    "ollama",
+    "openai",
+    "call_{r:8:x}",
+    reasoning=ReasoningPolicy.REPLAY,
+    sources=("ollama/ollama-python#667", "ollama/ollama#7510"),
+)
+_builtin(
+    "vllm",
+    "openai",
+    "chatcmpl-tool-{r:32:h}",
+    reasoning=ReasoningPolicy.REPLAY,
+    sources=("vllm-project/vllm#22966", "vllm-project/vllm#27752"),
+)
+_builtin(
+    "groq",
+    "openai",
+    DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    sources=("tashfeenahmed/freellmapi#1070", "janhq/jan#8136"),
+)

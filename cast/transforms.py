@@ -202,11 +202,16 @@ def has_reasoning(part: Any) -> bool:
 
 
 def without_reasoning(
-    message: Message, *, unsigned_only: bool = False, as_text: bool = False
+    message: Message,
+    *,
+    unsigned_only: bool = False,
+    as_text: bool = False,
+    keep_empty: bool = False,
 ) -> Message | None:
     """The message without its (``unsigned_only``: unsigned) reasoning, or None when it
-    has none; a text part that only carried reasoning (empty text) goes with it. With
-    ``as_text``, readable reasoning stays as a text part before its part."""
+    has none; a text part that only carried reasoning (empty text) goes with it unless
+    ``keep_empty``. With ``as_text``, readable reasoning stays as a text part before its
+    part."""
 
     def drops(part: Any) -> bool:
         return has_reasoning(part) and not (unsigned_only and part.reasoning.signature)
@@ -221,22 +226,15 @@ def without_reasoning(
             continue
         if as_text and part.reasoning.content.strip():
             kept.append(TextPart(text=f"(thinking) {part.reasoning.content}"))
-        if type(part) is ToolCall or part.text:
+        if keep_empty or type(part) is ToolCall or part.text:
             kept.append(with_field(part, "reasoning", None))
     return trusted_message(message.role, tuple(kept))
-
-
-def _without_reasoning(message: Message) -> Message | None:
-    if not any(map(has_reasoning, message.parts)):
-        return None
-    parts = (with_field(p, "reasoning", None) if has_reasoning(p) else p for p in message.parts)
-    return trusted_message(message.role, tuple(parts))
 
 
 @chain_operation("clear_reasoning")
 def _clear_reasoning(ast: ChainAST) -> ChainAST:
     """Drop ``reasoning`` from every text part and tool call; everything else is kept."""
-    return map_messages(ast, _without_reasoning)
+    return map_messages(ast, partial(without_reasoning, keep_empty=True))
 
 
 def contains_tool_call_reasoning(messages: Iterable[Message]) -> bool:

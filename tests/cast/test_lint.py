@@ -19,9 +19,9 @@ from cast import (
     UnknownProviderError,
 )
 from cast import ToolCall as Call
-from cast._lint import DEFAULT_ERROR_TEXTS, Violation, lint
+from cast._lint import Violation, lint
 from cast._port import port
-from cast.providers import PROVIDERS, Rule, get_provider
+from cast.providers import PROVIDERS, RULES, Rule, get_provider
 
 FAKE = FAKE_GEMINI_SIGNATURE.encode()
 LONG_ID = "call_PTLP8xhu3uwZk4l3nlnrrJha"
@@ -90,12 +90,12 @@ def test_a_valid_chain_has_no_violations(target: str) -> None:
         ),
         pytest.param(
             [Message.human("q"), Message.human("q2")], "bedrock", None, 1,
-            Rule.CONSECUTIVE_HUMAN, DEFAULT_ERROR_TEXTS[Rule.CONSECUTIVE_HUMAN],
+            Rule.CONSECUTIVE_HUMAN, RULES[Rule.CONSECUTIVE_HUMAN].text,
             id="consecutive-human",
         ),
         pytest.param(
             [Message.ai("hi")], "bedrock", None, 0, Rule.FIRST_MESSAGE,
-            DEFAULT_ERROR_TEXTS[Rule.FIRST_MESSAGE], id="first-message",
+            RULES[Rule.FIRST_MESSAGE].text, id="first-message",
         ),
         pytest.param(
             [Message.human("q"), Message.ai("a"), Message.system("late")], "bedrock", None, 2,
@@ -270,7 +270,7 @@ def test_lint_raises_for_malformed_messages_and_unknown_providers() -> None:
 
 
 def test_every_rule_has_a_default_text() -> None:
-    assert set(DEFAULT_ERROR_TEXTS) == set(Rule)
+    assert all(RULES[rule].text for rule in Rule)
 
 
 # -- property: a planted problem is found at its index --------------------------------------

@@ -25,7 +25,7 @@ from cast import (
     ToolResult,
     diagnose,
 )
-from cast.parse import _built, _ChainBuilder, _Reporter, _well_formed, parse_chain
+from cast.parse import _built, _ChainBuilder, _well_formed, parse_chain
 from strategies import mutilated_chains, valid_chains
 
 S = Message.system
@@ -489,7 +489,7 @@ def test_the_fast_path_agrees_with_the_builder(chain: list[Message], repair: boo
     # give what the builder alone gives: the same tree, the same issues, the same error.
     def parse(fast: bool) -> tuple[ChainAST | ChainError, list[ChainIssue]]:
         issues: list[ChainIssue] = []
-        builder = _ChainBuilder(_Reporter(repair, issues))
+        builder = _ChainBuilder(repair, issues)
         try:
             return _built(chain, builder, _well_formed(chain, builder) if fast else 0), issues
         except ChainError as error:

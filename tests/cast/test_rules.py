@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from cast import lint
-from cast._lint import DEFAULT_ERROR_TEXTS
 from cast._rules import Step
 from cast.messages import Message, Role, ToolCall
 from cast.providers import (
@@ -62,7 +61,7 @@ def error_table() -> str:
 def test_every_rule_has_one_definition_in_rule_order() -> None:
     assert list(RULES) == list(Rule)
     assert all(isinstance(d, RuleDefinition) and d.id is rule for rule, d in RULES.items())
-    assert {rule: d.text for rule, d in RULES.items()} == DEFAULT_ERROR_TEXTS
+    assert all(isinstance(d.text, str) and d.text for d in RULES.values())
 
 
 def test_every_check_and_port_step_is_a_function() -> None:
