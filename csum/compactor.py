@@ -11,8 +11,6 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any
 
-import anyio
-
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
     ChainAST,
@@ -27,6 +25,7 @@ from cast import (
     parse_chain,
 )
 from csum._handler_check import check_handler
+from csum._sync import run_sync
 from csum.assemble import SummaryStyle, placed_for, summary_style, unplaced
 from csum.compaction import CompactionResult, Outcome, Stages, pending_tail_calls
 from csum.config import (
@@ -221,8 +220,9 @@ class Compactor:
         backend: str = "asyncio",
         focus: str | None = None,
     ) -> list[Message]:
-        """:meth:`compact` for synchronous code: runs its own event loop (``backend``)."""
-        return anyio.run(partial(self.compact, messages, focus=focus), backend=backend)
+        """:meth:`compact` for synchronous code: runs its own event loop (``backend``), in a
+        worker thread when this thread runs one (a notebook)."""
+        return run_sync(partial(self.compact, messages, focus=focus), backend)
 
     async def run(
         self,

@@ -276,6 +276,15 @@ def test_compact_sync_and_dict_input() -> None:
     assert all(isinstance(m, Message) for m in out)
 
 
+@pytest.mark.anyio
+async def test_compact_sync_inside_a_running_loop() -> None:
+    # A notebook cell: the thread runs a loop already, compact_sync runs one in a worker.
+    chain = loop_chain(30, 300)
+    out = Compactor(Recorder(100), budget=6000).compact_sync(chain)
+    assert out == await Compactor(Recorder(100), budget=6000).compact(chain)
+    assert size(out) <= 6000
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
