@@ -422,13 +422,26 @@ def _depth_checked(what: str) -> Iterator[None]:
 
 def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -> None:
     """Write ``payload`` as indented JSON to the file ``target`` (atomically, so it may
-    be the input file; a list to a ``.jsonl`` file one item per line) or standard output
-    (once the text is whole)."""
-    if target is not None and target.endswith(JSON_LINES_SUFFIX) and isinstance(payload, list):
+    be the input file; a list to a ``.jsonl`` file one item per line, anything else there
+    an :class:`InputError`) or standard output (once the text is whole)."""
+    if _json_lines(target, isinstance(payload, list)):
         lines = (json.dumps(item, ensure_ascii=False) + "\n" for item in payload)
         _write_text(lines, target, stdout, "the output chain", final_newline=False)
         return
     _write_text(_ENCODER.iterencode(payload), target, stdout, "the output chain")
+
+
+def _json_lines(target: str | None, listed: bool) -> bool:
+    """Whether ``target`` is a JSON lines file; ``InputError`` when the payload is no
+    list (one indented object there is a file no JSON lines reader, ours included, reads)."""
+    if target is None or not target.endswith(JSON_LINES_SUFFIX):
+        return False
+    if not listed:
+        raise InputError(
+            f"cannot write {target}: a JSON lines file holds a list, one item per line, and "
+            f"this format's payload is one JSON object; write it to a .json file"
+        )
+    return True
 
 
 def write_chain(
@@ -446,6 +459,7 @@ def write_chain(
     if encode_stream is None:
         write_json(encode_chain(messages, fmt), target, stdout)
         return
+    _json_lines(target, listed=False)  # a streamed payload is an object
     chunks = iter_indented_json(encode_stream(iter_messages(messages)), _ENCODER)
     _write_text(chunks, target, stdout, f"the chain converted to {fmt}")
 

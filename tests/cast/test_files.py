@@ -181,6 +181,46 @@ def test_write_json_reports_an_unencodable_character_and_writes_nothing(target: 
     assert out.getvalue() == ""
 
 
+@pytest.mark.parametrize(
+    ("program", "fmt"),
+    [
+        *(("cast", fmt) for fmt in ("openai", "anthropic", "openai_responses", "gemini")),
+        ("csum", "openai"),  # csum writes the format it read
+    ],
+)
+def test_an_object_payload_is_refused_for_a_json_lines_file(
+    tmp_path: Path, program: str, fmt: str
+) -> None:
+    # A request body is one JSON object: written indented into a .jsonl file it was a
+    # file no JSON lines reader, ours included, could read back.
+    chain = tmp_path / "chain.json"
+    chain.write_text(json.dumps(CHAIN), encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    output.write_bytes(OLD)
+    if program == "cast":
+        code, _, err = _run(cast.cli.main, "convert", str(chain), "--to", fmt, "-o", str(output))
+    else:
+        argv = ["summarize", str(chain), "--format", fmt, "-o", str(output), "--budget", "100KiB"]
+        code, _, err = _run(csum.cli.main, *argv)
+    assert code == 2
+    assert "a JSON lines file holds a list" in err
+    assert str(output) in err
+    assert output.read_bytes() == OLD
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_list_payload_round_trips_through_a_json_lines_file(tmp_path: Path) -> None:
+    chain = tmp_path / "chain.json"
+    chain.write_text(json.dumps(CHAIN), encoding="utf-8")
+    lines = tmp_path / "out.jsonl"
+    code, _, err = _run(cast.cli.main, "convert", str(chain), "--to", "chaincast", "-o", str(lines))
+    assert code == 0, err
+    assert len(lines.read_text(encoding="utf-8").splitlines()) == len(CHAIN)
+    code, out, err = _run(cast.cli.main, "convert", str(lines), "--to", "openai")
+    assert code == 0, err
+    assert json.loads(out)["messages"][-1]["content"] == "There are two files."
+
+
 # -- the command lines -------------------------------------------------------------------
 
 
