@@ -15,6 +15,7 @@ import anyio
 
 from cast import Message
 from cast.chainio import install_hint
+from csum._handler_check import check_count
 from csum.config import RetryPolicy
 from csum.errors import HandlerError
 from csum.prompt import DEFAULT_SYSTEM_PROMPT, SummaryRequest
@@ -140,11 +141,6 @@ def _failure(
     return error(str(exc) or type(exc).__name__), None
 
 
-def _check_token_limit(name: str, limit: int | None) -> None:
-    if limit is not None and limit <= 0:
-        raise ValueError(f"{name} must be > 0, got {limit}")
-
-
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name) if headers else None
@@ -259,7 +255,7 @@ def openai_compatible(
     the instruction as a last user message (:func:`openai_body`).
     """
     sdk = _load("openai", "openai_compatible")
-    _check_token_limit("max_output_tokens", max_output_tokens)
+    check_count("max_output_tokens", max_output_tokens, none=True, strict=False)
     limits = {} if max_output_tokens is None else {token_limit_param: max_output_tokens}
     system = {"role": "system", "content": system_prompt}
     return _sdk_handler(
@@ -333,7 +329,7 @@ def anthropic(
     (``system_prompt`` is then not sent); any other request is sent fresh.
     """
     sdk = _load("anthropic", "anthropic")
-    _check_token_limit("max_tokens", max_tokens)
+    check_count("max_tokens", max_tokens, none=True, strict=False)
     return _sdk_handler(
         "anthropic",
         sdk,
