@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import cast.codecs.openai as openai_codec
-import cast.codecs.openai_responses as responses_codec
 from cast import Message, port
+from csum.serve.apis import RESPONSES
 from csum.serve.translate import TranslationError
 from csum.serve.translate.responses_tools import ChatTools, chat_tools, function_messages
 
@@ -67,9 +67,7 @@ def chat_chain(
     """The history (``chain``, or decoded from ``instructions`` and ``input``) with custom
     and namespaced calls as Chat functions."""
     if chain is None:
-        chain = responses_codec.decode(
-            {k: payload[k] for k in ("instructions", "input") if k in payload}
-        )
+        chain = RESPONSES.decode(payload)
     return function_messages(chain, tools)
 
 
