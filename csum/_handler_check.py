@@ -37,17 +37,17 @@ def check_handler(handler: Any, what: str = "handler") -> None:
 
 
 def check_count(
-    owner: str, value: object, *, least: int = 1, none: bool = False, strict: bool = True
+    owner: str, value: object, *, least: int = 1, none: bool = False, type_error: bool = True
 ) -> None:
     """Refuse a count that is not an int of at least ``least`` (None passes with ``none``):
     a wrong type is a ``TypeError`` and a small int a ``ValueError``, or both a
-    ``ValueError`` with ``strict=False`` (where the API documents that)."""
+    ``ValueError`` without ``type_error`` (where the API documents that)."""
     if value is None and none:
         return
     or_none = " or None" if none else ""
     if isinstance(value, int) and not isinstance(value, bool) and value >= least:
         return
-    if not strict:
+    if not type_error:
         bound = {0: "an int >= 0", 1: "a positive int"}.get(least, f"an int of at least {least}")
         raise ValueError(f"{owner} must be {bound}{or_none}, not {value!r}")
     if isinstance(value, bool) or not isinstance(value, int):

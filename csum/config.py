@@ -174,7 +174,7 @@ class Budget:
     cooldown_turns: int = DEFAULT_COOLDOWN_TURNS
 
     def __post_init__(self) -> None:
-        check_count("a budget", self.limit, strict=False)
+        check_count("a budget", self.limit, type_error=False)
         if self.unit not in ("bytes", "tokens"):
             raise ValueError(f"budget unit must be 'bytes' or 'tokens', got {self.unit!r}")
         _check_share("Budget.trigger", self.trigger)

@@ -164,7 +164,7 @@ class FactGuard:
     def __init__(
         self, max_bytes: int, *, reserve: float = DEFAULT_RESERVE, ask_again: bool = False
     ) -> None:
-        check_count("max_bytes", max_bytes, least=2, strict=False)
+        check_count("max_bytes", max_bytes, least=2, type_error=False)
         if isinstance(reserve, bool) or not isinstance(reserve, int | float):
             raise TypeError(f"reserve must be a share of the budget, got {reserve!r}")
         if not 0 <= reserve < 1:

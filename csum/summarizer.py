@@ -108,7 +108,7 @@ class Summarizer:
             ("max_summary_bytes", max_summary_bytes),
             ("summary_floor_bytes", summary_floor_bytes),
         ):
-            check_count(name, value, none=True, strict=False)
+            check_count(name, value, none=True, type_error=False)
         self.config = config or SummarizerConfig()
         self.max_concurrency = max_concurrency
         self.max_summary_bytes = max_summary_bytes

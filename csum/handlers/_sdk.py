@@ -255,7 +255,7 @@ def openai_compatible(
     the instruction as a last user message (:func:`openai_body`).
     """
     sdk = _load("openai", "openai_compatible")
-    check_count("max_output_tokens", max_output_tokens, none=True, strict=False)
+    check_count("max_output_tokens", max_output_tokens, none=True, type_error=False)
     limits = {} if max_output_tokens is None else {token_limit_param: max_output_tokens}
     system = {"role": "system", "content": system_prompt}
     return _sdk_handler(
@@ -329,7 +329,7 @@ def anthropic(
     (``system_prompt`` is then not sent); any other request is sent fresh.
     """
     sdk = _load("anthropic", "anthropic")
-    check_count("max_tokens", max_tokens, none=True, strict=False)
+    check_count("max_tokens", max_tokens, none=True, type_error=False)
     return _sdk_handler(
         "anthropic",
         sdk,

@@ -210,7 +210,7 @@ class HistoryHook:
             raise ValueError(f"on_error must be 'continue' or 'raise', not {on_error!r}")
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
-        check_count("max_events", max_events, least=0, none=True, strict=False)
+        check_count("max_events", max_events, least=0, none=True, type_error=False)
         self._learn = False
         self._handler: Handler | None = None
         self._target = target

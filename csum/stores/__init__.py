@@ -50,8 +50,8 @@ class MemoryStore:
     name = "memory"
 
     def __init__(self, max_entries: int = 4096, *, max_bytes: int | None = None) -> None:
-        check_count("max_entries", max_entries, strict=False)
-        check_count("max_bytes", max_bytes, none=True, strict=False)
+        check_count("max_entries", max_entries, type_error=False)
+        check_count("max_bytes", max_bytes, none=True, type_error=False)
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.size_bytes = 0

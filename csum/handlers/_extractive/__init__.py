@@ -68,7 +68,7 @@ def summarize_extractive(request: SummaryRequest, max_bytes: int = DEFAULT_EXTRA
 
     Raises ``ValueError`` when ``max_bytes`` is not a positive int and ``TypeError``
     when ``request`` is not a :class:`~csum.prompt.SummaryRequest`."""
-    check_count("max_bytes", max_bytes, strict=False)
+    check_count("max_bytes", max_bytes, type_error=False)
     check_request(request)
     return _summarize(request, max_bytes, lambda: None)
 
@@ -79,7 +79,7 @@ class ExtractiveHandler(RequestHandler):
     __slots__ = ("max_bytes", "sized_by_compactor")
 
     def __init__(self, max_bytes: int, *, sized_by_compactor: bool = False) -> None:
-        check_count("max_bytes", max_bytes, strict=False)
+        check_count("max_bytes", max_bytes, type_error=False)
         self.max_bytes = max_bytes
         self.sized_by_compactor = sized_by_compactor
         """Made without a size: a Compactor sizes its summaries itself."""
