@@ -1,12 +1,13 @@
-"""Refusing, where a handler is taken, what a newcomer passes by mistake (a keeper, a
-hook, the uncalled ``extractive`` factory), with a ``TypeError`` showing the line to write."""
+"""Refusing bad arguments where they are taken: a count that is not an int within its
+bound, and what a newcomer passes by mistake for a handler (a keeper, a hook, the uncalled
+``extractive`` factory), with a ``TypeError`` showing the line to write."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-__all__ = ["check_handler"]
+__all__ = ["check_count", "check_handler"]
 
 
 def check_handler(handler: Any, what: str = "handler") -> None:
@@ -33,3 +34,23 @@ def check_handler(handler: Any, what: str = "handler") -> None:
             f"{what} must be an async callable prompt -> summary text, not {kind}: e.g. "
             f"Compactor(extractive(), budget=...) or Compactor(openai_compatible(...), budget=...)"
         )
+
+
+def check_count(
+    owner: str, value: object, *, least: int = 1, none: bool = False, type_error: bool = True
+) -> None:
+    """Refuse a count that is not an int of at least ``least`` (None passes with ``none``):
+    a wrong type is a ``TypeError`` and a small int a ``ValueError``, or both a
+    ``ValueError`` without ``type_error`` (where the API documents that)."""
+    if value is None and none:
+        return
+    or_none = " or None" if none else ""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= least:
+        return
+    if not type_error:
+        bound = {0: "an int >= 0", 1: "a positive int"}.get(least, f"an int of at least {least}")
+        raise ValueError(f"{owner} must be {bound}{or_none}, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{owner} must be an int{or_none}, not {value!r}")
+    bound = ">= 0" if least == 0 else f"at least {least}"
+    raise ValueError(f"{owner} must be {bound}, got {value}")

@@ -38,6 +38,7 @@ from cast.chainio import (
     write_json,
 )
 from cast.internals import utf8_len
+from csum._handler_check import check_count
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.compactor import Compactor, summary_bytes
@@ -294,8 +295,7 @@ def _config(args: argparse.Namespace) -> SummarizerConfig:
         pair_budget = size_option("--pair-budget", args.pair_budget)
     qa_budget = 2 * budget if args.qa_budget is None else size_option("--qa-budget", args.qa_budget)
     keep_sections = 1 if args.keep_sections is None else args.keep_sections
-    if keep_sections < 1:
-        raise ValueError("--keep-sections must be at least 1")
+    check_count("--keep-sections", keep_sections)
     return SummarizerConfig(
         last_section_bytes=budget,
         max_body_pair_bytes=pair_budget,
@@ -340,10 +340,7 @@ def _settings(args: argparse.Namespace) -> tuple[Budget, Clearing | None, int]:
     max_prompt_bytes = DEFAULT_MAX_PROMPT_BYTES
     if args.max_prompt_bytes is not None:
         max_prompt_bytes = size_option("--max-prompt-bytes", args.max_prompt_bytes)
-        if max_prompt_bytes < MIN_PROMPT_BYTES:
-            raise ValueError(
-                f"--max-prompt-bytes must be at least {MIN_PROMPT_BYTES}, got {max_prompt_bytes}"
-            )
+        check_count("--max-prompt-bytes", max_prompt_bytes, least=MIN_PROMPT_BYTES)
     share_option("--keep-ratio", args.keep_ratio)
     preset = LOW_COST if args.low_cost else SUMMARY_ONLY if args.summary_only else None
     base = DEFAULT_CLEARING if preset is None else preset.clearing
@@ -550,8 +547,7 @@ def _report(result: SummaryResult, origin: str, args: argparse.Namespace, err: T
 def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from csum.handlers import resolve_handler
 
-    if args.max_concurrency is not None and args.max_concurrency < 1:
-        raise ValueError("--max-concurrency must be at least 1")
+    check_count("--max-concurrency", args.max_concurrency, none=True)
     compacting = args.last_section_budget is None
     if compacting:  # usage errors before any work
         settings = _settings(args)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cast.chainio import parse_size
-from csum._handler_check import check_handler
+from csum._handler_check import check_count, check_handler
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.tokens import context_window
@@ -116,17 +116,6 @@ def _check_share(owner: str, value: object, *, high: float = 1.0, zero: bool = F
         raise ValueError(f"{owner} must be within {bounds} (a share of the limit), got {value!r}")
 
 
-def _check_count(owner: str, value: object, *, least: int, none: bool = False) -> None:
-    """A count: an int of at least ``least`` (or None, with ``none``)."""
-    if value is None and none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{owner} must be an int{' or None' if none else ''}, not {value!r}")
-    if value < least:
-        bound = ">= 0" if least == 0 else f"at least {least}"
-        raise ValueError(f"{owner} must be {bound}, got {value}")
-
-
 # -- Budget ---------------------------------------------------------------------------------
 
 BudgetUnit = Literal["bytes", "tokens"]
@@ -185,8 +174,7 @@ class Budget:
     cooldown_turns: int = DEFAULT_COOLDOWN_TURNS
 
     def __post_init__(self) -> None:
-        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
-            raise ValueError(f"a budget must be a positive int, got {self.limit!r}")
+        check_count("a budget", self.limit, type_error=False)
         if self.unit not in ("bytes", "tokens"):
             raise ValueError(f"budget unit must be 'bytes' or 'tokens', got {self.unit!r}")
         _check_share("Budget.trigger", self.trigger)
@@ -194,8 +182,8 @@ class Budget:
         _check_share("Budget.summary_ratio", self.summary_ratio, high=MAX_SUMMARY_RATIO)
         reserve = self.summary_reserve
         _check_share("Budget.summary_reserve", reserve, high=MAX_SUMMARY_RATIO, zero=True)
-        _check_count("Budget.max_depth", self.max_depth, least=1, none=True)
-        _check_count("Budget.cooldown_turns", self.cooldown_turns, least=0)
+        check_count("Budget.max_depth", self.max_depth, none=True)
+        check_count("Budget.cooldown_turns", self.cooldown_turns, least=0)
 
     @classmethod
     def bytes(cls, limit: int, **settings: Any) -> Budget:
@@ -294,7 +282,7 @@ class Clearing:
     clear_reasoning: bool = False
 
     def __post_init__(self) -> None:
-        _check_count("Clearing.keep", self.keep, least=0)
+        check_count("Clearing.keep", self.keep, least=0)
         _check_share("Clearing.trigger", self.trigger)
         _check_share("Clearing.clear_at_least", self.clear_at_least, zero=True)
         tools: object = self.exclude_tools
@@ -396,9 +384,9 @@ class Robustness:
         if not isinstance(self.retry, RetryPolicy):
             raise TypeError(f"Robustness.retry must be a csum.RetryPolicy, not {self.retry!r}")
         limit = self.max_prompt_bytes
-        _check_count("Robustness.max_prompt_bytes", limit, least=MIN_PROMPT_BYTES, none=True)
-        _check_count("Robustness.max_split_depth", self.max_split_depth, least=1)
-        _check_count("Robustness.max_concurrency", self.max_concurrency, least=1)
+        check_count("Robustness.max_prompt_bytes", limit, least=MIN_PROMPT_BYTES, none=True)
+        check_count("Robustness.max_split_depth", self.max_split_depth)
+        check_count("Robustness.max_concurrency", self.max_concurrency)
         if self.fallback is not None:
             check_handler(self.fallback, "Robustness.fallback")
 

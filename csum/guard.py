@@ -17,6 +17,7 @@ import regex
 from cast import Message, Role, ToolCall
 from cast.internals import utf8_len
 from csum._fit import fit_joined
+from csum._handler_check import check_count
 from csum.archive import archived_references, split_archive_line
 from csum.clearing import ERROR_LINE, WEIGHTS, excerpt
 from csum.handlers import summarize_extractive
@@ -163,8 +164,7 @@ class FactGuard:
     def __init__(
         self, max_bytes: int, *, reserve: float = DEFAULT_RESERVE, ask_again: bool = False
     ) -> None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 1:
-            raise ValueError(f"max_bytes must be an int above 1, got {max_bytes!r}")
+        check_count("max_bytes", max_bytes, least=2, type_error=False)
         if isinstance(reserve, bool) or not isinstance(reserve, int | float):
             raise TypeError(f"reserve must be a share of the budget, got {reserve!r}")
         if not 0 <= reserve < 1:

@@ -347,6 +347,7 @@ def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
 # -- the robust handler ------------------------------------------------------------------------
 
 _RETRIED_STATUS = frozenset({408, 409, 425, 429})
+"""Request timeout, lock timeout (the providers' SDKs retry it), too early, rate limit."""
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -23,6 +23,7 @@ from cast import (
     TemplateLike,
     parse_chain,
 )
+from csum._handler_check import check_count
 from csum._sync import run_sync
 from csum.archive import without_recalled
 from csum.assemble import SummaryStyle, summary_style, unique_summary_ids
@@ -106,10 +107,7 @@ class Summarizer:
             ("max_summary_bytes", max_summary_bytes),
             ("summary_floor_bytes", summary_floor_bytes),
         ):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ValueError(f"{name} must be a positive int or None, not {value!r}")
+            check_count(name, value, none=True, type_error=False)
         self.config = config or SummarizerConfig()
         self.max_concurrency = max_concurrency
         self.max_summary_bytes = max_summary_bytes

@@ -15,15 +15,15 @@ import anyio
 
 from cast import Message
 from cast.chainio import install_hint
+from csum._handler_check import check_count
 from csum.config import RetryPolicy
 from csum.errors import HandlerError
 from csum.prompt import DEFAULT_SYSTEM_PROMPT, SummaryRequest
-from csum.request import RequestHandler, request_handler
+from csum.request import RequestHandler, is_transient, request_handler
 
 TokenLimitParam: TypeAlias = Literal["max_completion_tokens", "max_tokens"]
 """Name of the output-token limit field of a chat completions request."""
 _NEW_LIMIT_PARAM: TokenLimitParam = "max_completion_tokens"
-_RETRIED_STATUS_CODES = frozenset({408, 429})  # and every 5xx
 Body = dict[str, Any]
 """The keyword arguments of one SDK call that say what is sent (messages, system...)."""
 
@@ -132,18 +132,13 @@ def _failure(
         message, kind = _provider_message(getattr(exc, "body", None))
         failure = error(
             message or str(exc),
-            retryable=status in _RETRIED_STATUS_CODES or status >= 500,
+            retryable=is_transient(exc),
             status_code=status,
             provider_message=message,
             error_type=kind,
         )
         return failure, _retry_after(headers)
     return error(str(exc) or type(exc).__name__), None
-
-
-def _check_token_limit(name: str, limit: int | None) -> None:
-    if limit is not None and limit <= 0:
-        raise ValueError(f"{name} must be > 0, got {limit}")
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -250,17 +245,17 @@ def openai_compatible(
 
     ``base_url`` and ``api_key`` default to the SDK's (``OPENAI_BASE_URL``,
     ``OPENAI_API_KEY``). ``timeout`` bounds each attempt; ``max_retries`` retries follow
-    rate limits, 408, 5xx, transport errors and timeouts, waiting ``backoff_base * 2**n``
-    seconds with jitter. Other errors, and a response without text, raise
-    :class:`HandlerError` at once. ``token_limit_param``: ``max_tokens`` for servers that
-    predate ``max_completion_tokens``. Without ``client`` each call opens (and closes)
-    its own ``AsyncOpenAI`` (so it works across event loops); a ``client`` given is used
-    with its retries off and left open. With ``continuation``, a request carrying its
-    conversation (a Compactor's) goes as that conversation (and ``tools``) plus the
-    instruction as a last user message (:func:`openai_body`).
+    HTTP 408/409/425/429 and 5xx (:func:`csum.is_transient`), transport errors and timeouts,
+    waiting ``backoff_base * 2**n`` seconds with jitter. Other errors, and a response
+    without text, raise :class:`HandlerError` at once. ``token_limit_param``: ``max_tokens``
+    for servers that predate ``max_completion_tokens``. Without ``client`` each call opens
+    (and closes) its own ``AsyncOpenAI`` (so it works across event loops); a ``client``
+    given is used with its retries off and left open. With ``continuation``, a request
+    carrying its conversation (a Compactor's) goes as that conversation (and ``tools``) plus
+    the instruction as a last user message (:func:`openai_body`).
     """
     sdk = _load("openai", "openai_compatible")
-    _check_token_limit("max_output_tokens", max_output_tokens)
+    check_count("max_output_tokens", max_output_tokens, none=True, type_error=False)
     limits = {} if max_output_tokens is None else {token_limit_param: max_output_tokens}
     system = {"role": "system", "content": system_prompt}
     return _sdk_handler(
@@ -334,7 +329,7 @@ def anthropic(
     (``system_prompt`` is then not sent); any other request is sent fresh.
     """
     sdk = _load("anthropic", "anthropic")
-    _check_token_limit("max_tokens", max_tokens)
+    check_count("max_tokens", max_tokens, none=True, type_error=False)
     return _sdk_handler(
         "anthropic",
         sdk,

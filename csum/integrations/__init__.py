@@ -13,7 +13,7 @@ from itertools import accumulate, pairwise
 from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from cast import Message
-from csum._handler_check import check_handler
+from csum._handler_check import check_count, check_handler
 from csum._sync import run_sync
 from csum.compactor import Compactor
 from csum.config import DEFAULT_BUDGET, DEFAULT_MAX_EVENTS, DEFAULT_MODEL_SHARE, Budget, as_budget
@@ -210,10 +210,7 @@ class HistoryHook:
             raise ValueError(f"on_error must be 'continue' or 'raise', not {on_error!r}")
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
-        if max_events is not None and (
-            isinstance(max_events, bool) or not isinstance(max_events, int) or max_events < 0
-        ):
-            raise ValueError(f"max_events must be an int >= 0 or None, not {max_events!r}")
+        check_count("max_events", max_events, least=0, none=True, type_error=False)
         self._learn = False
         self._handler: Handler | None = None
         self._target = target

@@ -13,7 +13,7 @@ import cast.codecs.openai_responses as responses_codec
 from cast import Message
 from csum.serve.translate.responses_as_sent import as_sent
 
-__all__ = ["APIS", "Api", "api_for"]
+__all__ = ["APIS", "CHAT", "MESSAGES", "RESPONSES", "Api", "api_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +37,11 @@ class Api:
             return None
         return {key: payload[key] for key in self.history_keys if key in payload}
 
-    def decode(self, history: Mapping[str, Any]) -> list[Message]:
-        """The messages of ``history`` (raises ``cast.CodecError`` naming a bad field)."""
-        messages: list[Message] = self.codec.decode(dict(history))
+    def decode(self, payload: Mapping[str, Any]) -> list[Message]:
+        """The messages of ``payload``'s history fields (raises ``cast.CodecError`` naming
+        a bad field)."""
+        history = {key: payload[key] for key in self.history_keys if key in payload}
+        messages: list[Message] = self.codec.decode(history)
         return messages
 
     def encode(self, messages: list[Message], sent: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,22 +69,23 @@ class Api:
         return out
 
 
-APIS: tuple[Api, ...] = (
-    Api("chat", "/v1/chat/completions", openai_codec, "openai", ("messages",), "messages"),
-    Api(
-        "responses",
-        "/v1/responses",
-        responses_codec,
-        "openai-responses",
-        ("instructions", "input"),
-        "input",
-        ("previous_response_id", "conversation"),
-    ),
-    Api(
-        "messages", "/v1/messages", anthropic_codec, "anthropic", ("system", "messages"), "messages"
-    ),
+CHAT = Api("chat", "/v1/chat/completions", openai_codec, "openai", ("messages",), "messages")
+"""OpenAI Chat Completions."""
+RESPONSES = Api(
+    "responses",
+    "/v1/responses",
+    responses_codec,
+    "openai-responses",
+    ("instructions", "input"),
+    "input",
+    ("previous_response_id", "conversation"),
 )
-"""OpenAI Chat Completions, OpenAI Responses, Anthropic Messages."""
+"""OpenAI Responses."""
+MESSAGES = Api(
+    "messages", "/v1/messages", anthropic_codec, "anthropic", ("system", "messages"), "messages"
+)
+"""Anthropic Messages."""
+APIS: tuple[Api, ...] = (CHAT, RESPONSES, MESSAGES)
 
 _BY_PATH = {api.path: api for api in APIS}
 

@@ -13,6 +13,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from csum._handler_check import check_count
 from csum.stores._protocol import ArchiveStore, StoreError, SummaryStore
 from csum.stores._redis import RedisArchiveStore, RedisStore, is_redis_url
 from csum.stores._sqlite import SQLiteArchiveStore, SQLiteStore
@@ -61,12 +62,8 @@ class MemoryStore:
     name = "memory"
 
     def __init__(self, max_entries: int = 4096, *, max_bytes: int | None = None) -> None:
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
-            raise ValueError(f"max_entries must be a positive int, not {max_entries!r}")
-        if max_bytes is not None and (
-            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
-        ):
-            raise ValueError(f"max_bytes must be a positive int or None, not {max_bytes!r}")
+        check_count("max_entries", max_entries, type_error=False)
+        check_count("max_bytes", max_bytes, none=True, type_error=False)
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.size_bytes = 0

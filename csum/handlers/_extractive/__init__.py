@@ -16,6 +16,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from cast.internals import clip_utf8
+from csum._handler_check import check_count
 from csum.handlers._extractive.collect import _Collector
 from csum.handlers._extractive.packing import _pack_to_fill
 from csum.prompt import TEXT_ROLE, PromptEntry, SummaryRequest, prompt_entry
@@ -67,14 +68,9 @@ def summarize_extractive(request: SummaryRequest, max_bytes: int = DEFAULT_EXTRA
 
     Raises ``ValueError`` when ``max_bytes`` is not a positive int and ``TypeError``
     when ``request`` is not a :class:`~csum.prompt.SummaryRequest`."""
-    _check_max_bytes(max_bytes)
+    check_count("max_bytes", max_bytes, type_error=False)
     check_request(request)
     return _summarize(request, max_bytes, lambda: None)
-
-
-def _check_max_bytes(max_bytes: object) -> None:
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
-        raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
 
 
 class ExtractiveHandler(RequestHandler):
@@ -83,7 +79,7 @@ class ExtractiveHandler(RequestHandler):
     __slots__ = ("max_bytes", "sized_by_compactor")
 
     def __init__(self, max_bytes: int, *, sized_by_compactor: bool = False) -> None:
-        _check_max_bytes(max_bytes)
+        check_count("max_bytes", max_bytes, type_error=False)
         self.max_bytes = max_bytes
         self.sized_by_compactor = sized_by_compactor
         """Made without a size: a Compactor sizes its summaries itself."""

@@ -9,9 +9,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai as openai_codec
 from cast import Message, ToolCall, port
+from csum.serve.apis import MESSAGES
 from csum.serve.sse import data_event
 from csum.serve.translate import TranslatedStream, TranslationError, tools_of
 
@@ -43,8 +43,7 @@ def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) ->
         raise TranslationError("messages: expected an array of messages")
     try:
         if chain is None:
-            history = {key: payload[key] for key in ("system", "messages") if key in payload}
-            chain = anthropic_codec.decode(history)
+            chain = MESSAGES.decode(payload)
         else:  # as the codec writes and reads a call: arguments as compact JSON text
             chain = [_compact_arguments(m) for m in chain]
         messages = port(chain, "openai", source="anthropic")

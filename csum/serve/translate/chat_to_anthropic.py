@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import cast.codecs.anthropic as anthropic_codec
-import cast.codecs.openai as openai_codec
 from cast import Message, ProviderPart, Reasoning, Role, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from cast.codecs.openai import REASONING_FIELDS
+from csum.serve.apis import CHAT
 from csum.serve.sse import anthropic_event
 from csum.serve.translate import TranslatedStream, TranslationError, tools_of
 from csum.serve.translate.anthropic_to_chat import REASONING_FORMAT
@@ -55,7 +55,7 @@ def messages_request(payload: dict[str, Any], chain: list[Message] | None = None
         raise TranslationError(f"response_format: {fmt.get('type')!r} is not translated")
     try:
         if chain is None:
-            chain = openai_codec.decode({"messages": payload["messages"]})
+            chain = CHAT.decode(payload)
         signed = [_with_signed_thinking(m) for m in chain]
         found = any(a is not b for a, b in zip(signed, chain, strict=True))
         chain = port(signed, "anthropic", source="anthropic" if found else None)

@@ -7,9 +7,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import cast.codecs.anthropic as anthropic_codec
 from cast import Message
-from csum.serve.apis import APIS, Api
+from csum.serve.apis import CHAT, MESSAGES, RESPONSES, Api
 from csum.serve.translate import TranslatedStream
 from csum.serve.translate.anthropic_to_chat import ChatStream, chat_request, chat_response
 from csum.serve.translate.anthropic_to_responses import (
@@ -27,8 +26,6 @@ from csum.serve.translate.responses_to_chat import chat_request_for_responses
 from csum.tokens import EstimatedTokens
 
 __all__ = ["TRANSLATIONS", "Translation", "count_tokens", "translated_headers", "translation_for"]
-
-_CHAT, _RESPONSES, _MESSAGES = APIS
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,23 +49,23 @@ def _wants_usage(request: dict[str, Any]) -> bool:
 
 TRANSLATIONS: tuple[Translation, ...] = (
     Translation(
-        _MESSAGES,
-        _CHAT,
+        MESSAGES,
+        CHAT,
         chat_request,
         lambda answer, model, request: messages_response(answer, model),
         lambda model, request: MessagesStream(model),
     ),
     Translation(
-        _CHAT,
-        _MESSAGES,
+        CHAT,
+        MESSAGES,
         messages_request,
         lambda answer, model, request: chat_response(answer, model),
         lambda model, request: ChatStream(model, usage=_wants_usage(request)),
     ),
-    Translation(_RESPONSES, _CHAT, chat_request_for_responses, responses_response, ResponsesStream),
+    Translation(RESPONSES, CHAT, chat_request_for_responses, responses_response, ResponsesStream),
     Translation(
-        _RESPONSES,
-        _MESSAGES,
+        RESPONSES,
+        MESSAGES,
         messages_request_for_responses,
         responses_from_messages,
         AnthropicResponsesStream,
@@ -110,6 +107,5 @@ def translated_headers(headers: Iterable[tuple[str, str]], target: Api) -> list[
 def count_tokens(payload: dict[str, Any]) -> dict[str, int]:
     """``count_tokens``'s answer, estimated (an OpenAI-compatible upstream has no such
     endpoint): the :class:`~csum.tokens.EstimatedTokens` count of the history."""
-    history = {key: payload[key] for key in ("system", "messages") if key in payload}
     counter = EstimatedTokens("anthropic")
-    return {"input_tokens": sum(counter.count(m) for m in anthropic_codec.decode(history))}
+    return {"input_tokens": sum(counter.count(m) for m in MESSAGES.decode(payload))}

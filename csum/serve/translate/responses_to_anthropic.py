@@ -10,11 +10,12 @@ import cast.codecs.anthropic as anthropic_codec
 import cast.codecs.openai_responses as responses_codec
 from cast import Message, Reasoning, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
+from csum.serve.apis import RESPONSES
 from csum.serve.translate import TranslationError
 from csum.serve.translate.chat_to_anthropic import messages_request
 from csum.serve.translate.responses_output import GATEWAY_REASONING_PREFIX
-from csum.serve.translate.responses_to_chat import chat_chain, chat_request_for_responses
-from csum.serve.translate.responses_tools import chat_tools
+from csum.serve.translate.responses_to_chat import chat_request_for_responses
+from csum.serve.translate.responses_tools import chat_tools, function_messages
 
 __all__ = ["messages_request_for_responses"]
 
@@ -26,7 +27,8 @@ def messages_request_for_responses(
     decoded, compacted when it was; else decoded here)."""
     out = messages_request(chat_request_for_responses(payload, []), [])
     try:
-        chain = [_signed(m) for m in chat_chain(payload, chat_tools(payload), chain)]
+        history = RESPONSES.decode(payload) if chain is None else chain
+        chain = [_signed(m) for m in function_messages(history, chat_tools(payload))]
         chain = port(chain, "anthropic", source="anthropic")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import cast.codecs.openai as openai_codec
-import cast.codecs.openai_responses as responses_codec
 from cast import Message, port
+from csum.serve.apis import RESPONSES
 from csum.serve.translate import TranslationError
 from csum.serve.translate.responses_tools import ChatTools, chat_tools, function_messages
 
-__all__ = ["chat_chain", "chat_request_for_responses", "dropped_tools"]
+__all__ = ["chat_request_for_responses", "dropped_tools"]
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
 _REFUSED = ("previous_response_id", "conversation")
@@ -27,7 +27,8 @@ def chat_request_for_responses(
             raise TranslationError(f"{key}: stored upstream state cannot be translated")
     tools = chat_tools(payload)
     try:
-        messages = port(chat_chain(payload, tools, chain), "openai")
+        history = RESPONSES.decode(payload) if chain is None else chain
+        messages = port(function_messages(history, tools), "openai")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
@@ -59,18 +60,6 @@ def dropped_tools(payload: dict[str, Any]) -> list[str]:
         return chat_tools(payload).dropped
     except TranslationError:
         return []
-
-
-def chat_chain(
-    payload: dict[str, Any], tools: ChatTools, chain: list[Message] | None = None
-) -> list[Message]:
-    """The history (``chain``, or decoded from ``instructions`` and ``input``) with custom
-    and namespaced calls as Chat functions."""
-    if chain is None:
-        chain = responses_codec.decode(
-            {k: payload[k] for k in ("instructions", "input") if k in payload}
-        )
-    return function_messages(chain, tools)
 
 
 def _tool_choice(choice: object, tools: ChatTools) -> Any:

@@ -301,6 +301,18 @@ async def test_429_is_retried_then_succeeds(provider: Provider, server: FakeProv
     assert len(server.requests) == 3
 
 
+@pytest.mark.parametrize("status", [408, 409, 425])
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_the_transient_4xx_are_retried_as_is_transient_says(
+    provider: Provider, server: FakeProvider, status: int
+) -> None:
+    """One set of retried statuses (csum.is_transient's): 409 is a lock timeout, which
+    the providers' SDKs retry too; 425 is "too early"."""
+    server.script(provider.error(status, "try again", "conflict"), provider.ok("then"))
+    assert await provider.handler(server)(REQUEST) == "then"
+    assert len(server.requests) == 2
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_5xx_is_retried(provider: Provider, server: FakeProvider) -> None:
     server.script(
