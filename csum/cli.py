@@ -38,7 +38,7 @@ from cast.chainio import (
     write_json,
 )
 from cast.internals import utf8_len
-from csum._handler_check import check_count
+from csum._checks import check_count
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.compactor import Compactor, summary_bytes

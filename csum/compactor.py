@@ -24,7 +24,7 @@ from cast import (
     open_with_human,
     parse_chain,
 )
-from csum._handler_check import check_handler
+from csum._checks import check_handler
 from csum._sync import run_sync
 from csum.assemble import SummaryStyle, placed_for, summary_style, unplaced
 from csum.compaction import CompactionResult, Outcome, Stages, pending_tail_calls

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cast.chainio import parse_size
-from csum._handler_check import check_count, check_handler
+from csum._checks import check_count, check_handler
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.tokens import context_window

@@ -16,8 +16,8 @@ import regex
 
 from cast import Message, Role, ToolCall
 from cast.internals import utf8_len
+from csum._checks import check_count
 from csum._fit import fit_joined
-from csum._handler_check import check_count
 from csum.archive import archived_references, split_archive_line
 from csum.clearing import ERROR_LINE, WEIGHTS, excerpt
 from csum.handlers import summarize_extractive

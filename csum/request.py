@@ -23,8 +23,8 @@ import anyio.lowlevel
 
 from cast import BodyPair, ImagePart, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import clip_utf8, utf8_len
+from csum._checks import check_handler
 from csum._fit import fit_joined
-from csum._handler_check import check_handler
 from csum.config import Robustness
 from csum.errors import SummarizationError
 from csum.prompt import (

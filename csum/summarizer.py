@@ -23,7 +23,7 @@ from cast import (
     TemplateLike,
     parse_chain,
 )
-from csum._handler_check import check_count
+from csum._checks import check_count
 from csum._sync import run_sync
 from csum.archive import without_recalled
 from csum.assemble import SummaryStyle, summary_style, unique_summary_ids

@@ -15,7 +15,7 @@ import anyio
 
 from cast import Message
 from cast.chainio import install_hint
-from csum._handler_check import check_count
+from csum._checks import check_count
 from csum.config import RetryPolicy
 from csum.errors import HandlerError
 from csum.prompt import DEFAULT_SYSTEM_PROMPT, SummaryRequest

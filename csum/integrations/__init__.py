@@ -13,7 +13,7 @@ from itertools import accumulate, pairwise
 from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from cast import Message
-from csum._handler_check import check_count, check_handler
+from csum._checks import check_count, check_handler
 from csum._sync import run_sync
 from csum.compactor import Compactor
 from csum.config import DEFAULT_BUDGET, DEFAULT_MAX_EVENTS, DEFAULT_MODEL_SHARE, Budget, as_budget

@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from csum._handler_check import check_count
+from csum._checks import check_count
 from csum.stores._protocol import ArchiveStore, StoreError, SummaryStore
 from csum.stores._redis import RedisArchiveStore, RedisStore, is_redis_url
 from csum.stores._sqlite import SQLiteArchiveStore, SQLiteStore

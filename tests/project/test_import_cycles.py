@@ -19,7 +19,7 @@ LAZY: frozenset[tuple[str, str]] = frozenset(
     {
         # csum.handlers loads on first use, so ``import csum`` stays light
         ("csum.compactor", "csum.handlers"),
-        ("csum._handler_check", "csum.handlers"),
+        ("csum._checks", "csum.handlers"),
         ("csum.cli", "csum.handlers"),
         # the gateway needs the serve extra: loaded only when ``csum serve`` runs
         ("csum.serve.cli", "csum.serve"),

@@ -16,7 +16,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from cast.internals import clip_utf8
-from csum._handler_check import check_count
+from csum._checks import check_count
 from csum.handlers._extractive.collect import _Collector
 from csum.handlers._extractive.packing import _pack_to_fill
 from csum.prompt import TEXT_ROLE, PromptEntry, SummaryRequest, prompt_entry

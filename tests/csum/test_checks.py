@@ -1,4 +1,4 @@
-"""Every count argument goes through one check (csum._handler_check.check_count): each
+"""Every count argument goes through one check (csum._checks.check_count): each
 keeps the exception its API documents for a wrong type and for a value out of range."""
 
 from __future__ import annotations
