@@ -149,7 +149,7 @@ def read_session(path: str | os.PathLike[str]) -> Session:
             cwd, session_id, model = meta.get("cwd"), meta.get("id"), _codex_model(lines)
         else:
             chain = claude_code_session.conversation_lines(lines)
-            messages = claude_code.decode_claude_code_log(chain)
+            messages = claude_code.decode(chain)
             cwd = claude_code_session.session_cwd(chain)
             session_id = next(
                 (ln["sessionId"] for ln in chain if isinstance(ln.get("sessionId"), str)), None

@@ -124,7 +124,7 @@ class Compactor:
         self.pin = pin
         self.keep_user_messages = keep_user_messages
         self.cache_breakpoints = cache_breakpoints
-        clear_trigger = self.trigger if clearing is None else clearing.trigger_units(self.budget)
+        clear_trigger = self.trigger if clearing is None else self.budget.scaled(clearing.trigger)
         self._start = min(self.trigger, clear_trigger)
         self.handler = _robust_handler(handler, robustness, self.summary_bytes)
         self.style: SummaryStyle = summary_style(
@@ -322,6 +322,7 @@ class Compactor:
 
     def _settings(self) -> Stages:
         """The one value the stages of every compaction read (``depths`` shared)."""
+        at_least = self.clearing.clear_at_least if self.clearing else 0.0
         return Stages(
             budget=self.budget,
             meter=self._meter,
@@ -334,7 +335,7 @@ class Compactor:
             max_depth=self.max_depth,
             depths=self._depths,
             clearing=self.clearing,
-            clear_at_least=self.clearing.at_least_units(self.budget) if self.clearing else 0,
+            clear_at_least=self.budget.scaled(at_least) if at_least else 0,
             pin=self.pin,
             keep_user_messages=self.keep_user_messages,
             cache_breakpoints=self.cache_breakpoints,

@@ -297,14 +297,6 @@ class Clearing:
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"Clearing.{flag} must be a bool, not {getattr(self, flag)!r}")
 
-    def trigger_units(self, budget: Budget) -> int:
-        """The trigger in the budget's unit."""
-        return budget.scaled(self.trigger)
-
-    def at_least_units(self, budget: Budget) -> int:
-        """``clear_at_least`` in the budget's unit (0: any pass is applied)."""
-        return budget.scaled(self.clear_at_least) if self.clear_at_least else 0
-
 
 DEFAULT_CLEARING: Final[Clearing | None] = None
 """The Compactor's default ``clearing=``: none (issue 36: clearing blanked tool results the

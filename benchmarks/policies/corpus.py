@@ -1,7 +1,7 @@
 """Load the recorded chains of ``../shared/corpus`` as lists of :class:`cast.Message`.
 
 The library's codecs are used when present (``cast.codecs.openai.decode``,
-``cast.codecs.claude_code.decode_claude_code_log``); small loaders here stand in for
+``cast.codecs.claude_code.decode``); small loaders here stand in for
 them otherwise, so the benchmark runs against whatever the tree holds.
 """
 
@@ -188,11 +188,11 @@ def _claude_code_fallback(messages: list[dict[str, Any]]) -> list[Message]:
 def decode_claude_code(entries: list[dict[str, Any]]) -> tuple[list[Message], str]:
     """Messages of a Claude Code log (one block per entry), and which loader read them."""
     try:
-        from cast.codecs.claude_code import decode_claude_code_log
+        from cast.codecs import claude_code
     except ImportError:
         pass
     else:
-        return list(decode_claude_code_log(entries)), "cast.codecs.claude_code"
+        return list(claude_code.decode(entries)), "cast.codecs.claude_code"
     merged = _merge_claude_code(entries)
     try:
         from cast.codecs.anthropic import decode
@@ -236,9 +236,9 @@ def _repairs(messages: list[Message]) -> int:
 
 
 def _heldout_claude_code(payload: Any) -> tuple[list[Message], str]:
-    from cast.codecs.claude_code import decode_claude_code_log
+    from cast.codecs import claude_code
 
-    return list(decode_claude_code_log(payload)), "cast.codecs.claude_code"
+    return list(claude_code.decode(payload)), "cast.codecs.claude_code"
 
 
 def _heldout_openai(payload: Any) -> tuple[list[Message], str]:

@@ -17,7 +17,7 @@ from cast.errors import CodecError
 from cast.ids import IdTemplate
 from cast.messages import Message, Role
 
-__all__ = ["decode", "decode_claude_code_log", "detect_messages", "encode", "to_api_messages"]
+__all__ = ["decode", "detect_messages", "encode", "to_api_messages"]
 
 _MESSAGE_ID = IdTemplate("msg_{r:24:b}")
 _SUMMARY_CALL_ID = IdTemplate("toolu_{r:24:b}")
@@ -146,7 +146,7 @@ def _summary_pair(content: object, k: int) -> tuple[dict[str, Any], dict[str, An
     return call, {"type": "tool_result", "tool_use_id": call_id, "content": text}
 
 
-def decode_claude_code_log(entries: Iterable[object]) -> list[Message]:
+def decode(entries: Iterable[object]) -> list[Message]:
     """Messages of a Claude Code log; errors name the entry (``entries[12].content[0]``)."""
     entries = array_of(entries, "log entries")
     origin: list[list[tuple[int, int]]] = []
@@ -169,9 +169,6 @@ def _relocate(exc: CodecError, origin: list[list[tuple[int, int]]]) -> CodecErro
         return exc
     path = f"entries[{k}].content[{b}]{exc.path[match.end() :]}"
     return CodecError(exc.detail, path=path, index=k)
-
-
-decode = decode_claude_code_log
 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> list[dict[str, Any]]:

@@ -80,7 +80,7 @@ def conversation_lines(lines: Iterable[object]) -> list[Any]:
 def decode(payload: object) -> list[Message]:
     """Messages of a Claude Code session's lines (see :func:`conversation_lines`); errors
     name the line among those resumed (``entries[3].content[0].input``)."""
-    return claude_code.decode_claude_code_log(conversation_lines(payload))  # type: ignore[arg-type]
+    return claude_code.decode(conversation_lines(payload))  # type: ignore[arg-type]
 
 
 def session_cwd(lines: Iterable[object]) -> str | None:

@@ -505,7 +505,7 @@ def load_corpus(path: Path) -> tuple[list[Message], str]:
     data = json.loads(path.read_text())
     if path.parent.name == "openai_taubench":
         return openai.decode(data), "openai"
-    return claude_code.decode_claude_code_log(data), "anthropic"
+    return claude_code.decode(data), "anthropic"
 
 
 @pytest.mark.skipif(not CHAINS, reason="shared corpus not found next to the repository")

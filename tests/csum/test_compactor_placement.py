@@ -59,7 +59,7 @@ def test_claude_code_loop_sends_valid_requests_with_thinking_on(path: Path, kib:
     are folded into the next summary (depths grow), never read as the user's words (a
     user turn holds the user's own parts, the questions a compaction carries, and the
     summaries placed after them)."""
-    chain = list(claude_code.decode_claude_code_log(json.loads(path.read_text("utf-8"))))
+    chain = list(claude_code.decode(json.loads(path.read_text("utf-8"))))
     said = {part for m in chain if m.role is Role.HUMAN for part in m.parts}
     events: list[CompactionEvent] = []
     compactor = Compactor(
@@ -104,7 +104,7 @@ def test_own_placed_summary_is_read_back(path: Path) -> None:
     """The output compacted again without anything new is the same chain; with a new
     turn and ``force=True`` the placed summary is folded (depth 2) and the question it
     was placed in comes back as the user wrote it."""
-    chain = list(claude_code.decode_claude_code_log(json.loads(path.read_text("utf-8"))))
+    chain = list(claude_code.decode(json.loads(path.read_text("utf-8"))))
     compactor = Compactor(budget=Budget.bytes(24 * 1024), target="anthropic")
     held: list[Message] = []
     for index, message in enumerate(chain[:-1]):

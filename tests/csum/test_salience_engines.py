@@ -56,7 +56,7 @@ def test_characters_the_engines_class_apart_are_refused(char: str) -> None:
 
 @pytest.mark.parametrize("path", real_cases(corpus_files(CLAUDE_CODE), CLAUDE_CODE))
 def test_twins_match_alike_on_corpus_texts(path: Any) -> None:
-    chain = claude_code.decode_claude_code_log(json.loads(path.read_text("utf-8")))
+    chain = claude_code.decode(json.loads(path.read_text("utf-8")))
     texts = [text for message in chain for text in message_strings(message)]
     read = 0
     for text in texts:

@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_model_server import Api, Turn, agent_model_server
-from cast.codecs import anthropic
-from cast.codecs.claude_code import decode_claude_code_log
+from cast.codecs import anthropic, claude_code
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "csum" / "examples" / "claude_code_session.json"
@@ -414,7 +413,7 @@ def main() -> None:
     lines = record(args.claude)
     if args.log:
         args.log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    messages = decode_claude_code_log(lines)
+    messages = claude_code.decode(lines)
     text = json.dumps(anthropic.encode(messages), indent=1, ensure_ascii=False) + "\n"
     args.out.write_text(text, encoding="utf-8")
     calls = sum(len(m.tool_calls) for m in messages)

@@ -80,7 +80,7 @@ def _corpus_chains() -> Iterator[tuple[str, list[Message]]]:
         if path.parent.name == "openai_taubench":
             yield f"corpus/{path.stem}", openai.decode(data)
         else:
-            yield f"corpus/{path.stem}", claude_code.decode_claude_code_log(data)
+            yield f"corpus/{path.stem}", claude_code.decode(data)
 
 
 def _drawn_chains() -> Iterator[tuple[str, list[Message]]]:

@@ -1,4 +1,4 @@
-"""Claude Code logs: every corpus session through ``decode_claude_code_log``, the
+"""Claude Code logs: every corpus session through ``decode``, the
 merging rules, error locations and a Hypothesis round trip through ``encode``."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _without_log_fields(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_corpus_session(path: Path) -> None:
     entries = json.loads(path.read_text(encoding="utf-8"))
     before = copy.deepcopy(entries)
-    messages = claude_code.decode_claude_code_log(entries)
+    messages = claude_code.decode(entries)
     assert entries == before  # never mutated
     assert detect_format(entries) == "claude_code"
 
@@ -189,7 +189,7 @@ def test_log_lines_and_other_line_types() -> None:
 )
 def test_broken_logs_raise_codec_error(entries: Any, path: str, index: int | None) -> None:
     with pytest.raises(CodecError) as caught:
-        claude_code.decode_claude_code_log(entries)
+        claude_code.decode(entries)
     assert caught.value.path == path
     assert caught.value.index == index
 

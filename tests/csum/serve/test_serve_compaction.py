@@ -626,7 +626,7 @@ async def test_compacted_claude_code_requests_open_with_thinking_and_copy_none()
     into the next assistant turn, which then opens with text: a 400), and no thinking
     text is copied into plain text."""
     entries = json.loads((CLAUDE_CODE / "claudecode_spotter_258c7280.json").read_text("utf-8"))
-    chain = claude_code.decode_claude_code_log(entries)
+    chain = claude_code.decode(entries)
     thoughts = {
         line
         for m in chain

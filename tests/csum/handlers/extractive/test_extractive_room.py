@@ -37,7 +37,7 @@ def shell(command: str, output: str, budget: int) -> str:
 def corpus_calls() -> Iterator[tuple[ToolCall, str]]:
     """Every call of the Claude Code sessions with its result's text."""
     for path in SESSIONS:
-        messages = claude_code.decode_claude_code_log(json.loads(path.read_text("utf-8")))
+        messages = claude_code.decode(json.loads(path.read_text("utf-8")))
         calls: dict[str, ToolCall] = {}
         for message in messages:
             for part in message.parts:
