@@ -29,52 +29,6 @@ from cast.messages import (
 )
 from cast.transforms import loads_strict
 
-__all__ = [
-    "CONVERSE_KINDS",
-    "EVIDENCE",
-    "FITS",
-    "IMAGE_TYPES",
-    "MISSING",
-    "REDACTED_THINKING_PREFIX",
-    "AiParts",
-    "args_object",
-    "array_of",
-    "as_messages",
-    "b64decode",
-    "b64decode_any",
-    "b64encode",
-    "body_items",
-    "canonical_object",
-    "converse_body",
-    "converse_messages",
-    "dumps_compact",
-    "ensure",
-    "error",
-    "fail",
-    "fail_part",
-    "gemini_fields",
-    "get_str",
-    "get_typed",
-    "image_url_block",
-    "iter_messages",
-    "json_history",
-    "json_type",
-    "optional_str",
-    "pack_signature",
-    "parse_data_url",
-    "provider_block",
-    "provider_part",
-    "reasoned",
-    "redacted",
-    "redacted_data",
-    "result_parts",
-    "signature_text",
-    "system_blocks",
-    "tool_parts",
-    "typed_parts_style",
-    "unpack_signature",
-]
-
 # Roles as module globals (here and in the codecs): ``Role.AI`` is an enum lookup, five
 # times slower, on every message.
 _HUMAN, _AI, _TOOL = Role.HUMAN, Role.AI, Role.TOOL
