@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["check_count", "check_handler"]
+__all__ = ["check_count", "check_handler", "check_instance"]
 
 
 def check_handler(handler: Any, what: str = "handler") -> None:
@@ -54,3 +54,13 @@ def check_count(
         raise TypeError(f"{owner} must be an int{or_none}, not {value!r}")
     bound = ">= 0" if least == 0 else f"at least {least}"
     raise ValueError(f"{owner} must be {bound}, got {value}")
+
+
+def check_instance(owner: str, value: object, kind: type, *, none: bool = True) -> None:
+    """Refuse a settings object that is not a ``kind`` (None passes with ``none``): a
+    ``TypeError`` naming ``owner`` and the type passed instead."""
+    if not isinstance(value, kind) and not (none and value is None):
+        or_none = " or None" if none else ""
+        raise TypeError(
+            f"{owner} must be a csum.{kind.__name__}{or_none}, not {type(value).__name__}"
+        )

@@ -24,7 +24,7 @@ from cast import (
     open_with_human,
     parse_chain,
 )
-from csum._checks import check_handler
+from csum._checks import check_handler, check_instance
 from csum._sync import run_sync
 from csum.assemble import SummaryStyle, placed_for, summary_style, unplaced
 from csum.compaction import CompactionResult, Outcome, Stages, pending_tail_calls
@@ -115,8 +115,7 @@ class Compactor:
         keep_user_messages: bool = False,
         cache_breakpoints: bool = False,
     ) -> None:
-        if stores is not None and not isinstance(stores, Stores):
-            raise TypeError(f"stores must be a csum.Stores or None, not {type(stores).__name__}")
+        check_instance("stores", stores, Stores)
         self._take_budget(as_budget(budget))  # an int (bytes), "32KiB", "4000 tokens", a Budget
         _check_options(counter, robustness, on_event, clearing, pin)
         _check_flags(keep_user_messages=keep_user_messages, cache_breakpoints=cache_breakpoints)
@@ -412,14 +411,10 @@ def _check_options(
 ) -> None:
     if counter is not None and not isinstance(counter, TokenCounter):
         raise TypeError(f"counter must have count(message) -> int, not {counter!r}")
-    if robustness is not None and not isinstance(robustness, Robustness):
-        raise TypeError(
-            f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
-        )
+    check_instance("robustness", robustness, Robustness)
     if on_event is not None and not callable(on_event):
         raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
-    if clearing is not None and not isinstance(clearing, Clearing):
-        raise TypeError(f"clearing must be a csum.Clearing or None, not {type(clearing).__name__}")
+    check_instance("clearing", clearing, Clearing)
     if pin is not None and not callable(pin):
         raise TypeError(f"pin must be a predicate Message -> bool, not {pin!r}")
 

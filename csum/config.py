@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cast.chainio import parse_size
-from csum._checks import check_count, check_handler
+from csum._checks import check_count, check_handler, check_instance
 from csum.archive import HistoryArchive
 from csum.cache import SummaryCache
 from csum.tokens import context_window
@@ -373,8 +373,7 @@ class Robustness:
                     f"Robustness.timeout must be a positive number of seconds or None, "
                     f"got {timeout!r}"
                 )
-        if not isinstance(self.retry, RetryPolicy):
-            raise TypeError(f"Robustness.retry must be a csum.RetryPolicy, not {self.retry!r}")
+        check_instance("Robustness.retry", self.retry, RetryPolicy, none=False)
         limit = self.max_prompt_bytes
         check_count("Robustness.max_prompt_bytes", limit, least=MIN_PROMPT_BYTES, none=True)
         check_count("Robustness.max_split_depth", self.max_split_depth)
@@ -398,13 +397,8 @@ class Stores:
     archive: HistoryArchive | None = None
 
     def __post_init__(self) -> None:
-        for name, kind in (("cache", SummaryCache), ("archive", HistoryArchive)):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, kind):
-                raise TypeError(
-                    f"Stores.{name} must be a csum.{kind.__name__} or None, "
-                    f"not {type(value).__name__}"
-                )
+        check_instance("Stores.cache", self.cache, SummaryCache)
+        check_instance("Stores.archive", self.archive, HistoryArchive)
 
 
 # -- presets --------------------------------------------------------------------------------
@@ -431,10 +425,7 @@ class Preset:
 
     def __post_init__(self) -> None:
         self.budget(1 << 40)  # each bad setting is an error naming it
-        if self.clearing is not None and not isinstance(self.clearing, Clearing):
-            raise TypeError(
-                f"Preset.clearing must be a csum.Clearing or None, not {self.clearing!r}"
-            )
+        check_instance("Preset.clearing", self.clearing, Clearing)
 
     def settings(self) -> dict[str, Any]:
         """The budget settings of the preset, by :class:`Budget` field name."""
