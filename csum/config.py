@@ -209,8 +209,7 @@ class Budget:
         """``fraction`` (0 < fraction <= 1) of ``model``'s context window, in tokens
         (``model`` in any spelling :func:`~csum.context_window` reads), with any of the
         compaction ``settings``."""
-        if not 0 < fraction <= 1:
-            raise ValueError(f"fraction must be within (0, 1], got {fraction!r}")
+        _check_share("fraction", fraction)
         return cls(max(1, int(context_window(model, windows) * fraction)), "tokens", **settings)
 
     def evolve(self, **changes: Any) -> Budget:
@@ -321,8 +320,7 @@ class RetryPolicy:
     jitter: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        check_count("max_retries", self.max_retries, least=0)
         if not self.backoff_base >= 0 or not math.isfinite(self.backoff_base):
             raise ValueError(f"backoff_base must be a finite number >= 0, got {self.backoff_base}")
         if not self.backoff_max >= self.backoff_base or not math.isfinite(self.backoff_max):

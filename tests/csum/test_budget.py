@@ -121,6 +121,8 @@ def test_budget_constructors() -> None:
             Budget(bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="fraction"):
         Budget.of_model("gpt-4o", 0)
+    with pytest.raises(TypeError, match="fraction must be a number"):
+        Budget.of_model("gpt-4o", True)
     with pytest.raises(ValueError, match="unknown model 'nope'"):
         context_window("nope")
 

@@ -115,6 +115,24 @@ def test_stores_refuse_what_is_not_a_store_naming_the_field(
         Stores(**fields)
 
 
+@pytest.mark.parametrize(
+    ("fields", "error", "needle"),
+    [
+        ({"max_retries": -1}, ValueError, "max_retries must be >= 0"),
+        ({"max_retries": "3"}, TypeError, "max_retries must be an int"),
+        ({"backoff_base": -0.5}, ValueError, "backoff_base"),
+        ({"backoff_base": float("nan")}, ValueError, "backoff_base"),
+        ({"backoff_max": 0.1}, ValueError, "backoff_max"),
+        ({"jitter": 1.5}, ValueError, "jitter"),
+    ],
+)
+def test_retry_policy_refuses_bad_fields_naming_them(
+    fields: dict[str, Any], error: type[Exception], needle: str
+) -> None:
+    with pytest.raises(error, match=needle):
+        RetryPolicy(**fields)
+
+
 # -- RobustHandler ----------------------------------------------------------------------
 
 
