@@ -27,13 +27,12 @@ from cast import (
 from cast.chainio import (
     add_input_limit_argument,
     decode_owned_chain,
-    encode_chain,
     format_size,
     known_formats,
     read_json,
     run_command,
     run_console,
-    write_json,
+    write_chain,
 )
 from cast.internals import utf8_len
 from csum._checks import check_count
@@ -580,7 +579,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             allow_growth=False,
         )
         result = _run(work, stores, progress)
-    write_json(encode_chain(result.messages, fmt), args.output, out)
+    write_chain(result.messages, fmt, args.output, out)
     if not args.quiet:
         _report(result, origin, args, err)
         if args.output:
