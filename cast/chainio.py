@@ -649,8 +649,8 @@ def run_command(
     failures: Sequence[tuple[tuple[type[Exception], ...], int, str]],
 ) -> int:
     """Run a command line in-process on ``streams`` (stdout, stderr): ``argv`` parsed,
-    ``commands[args.command](args, out, err)`` run, and an exception of ``failures`` (kinds,
-    exit code, label) said in one line, so users see no traceback for their own mistakes."""
+    ``commands[args.command](args, out, err)`` run, an exception of ``failures`` (kinds, exit
+    code, label) said as ``PROG COMMAND: LABEL: text`` (users' mistakes get no traceback)."""
     out = streams[0] or sys.stdout
     err = streams[1] or sys.stderr
     try:
