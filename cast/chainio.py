@@ -12,7 +12,7 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, TextIO
 
@@ -44,6 +44,7 @@ __all__ = [
     "read_bytes",
     "read_json",
     "read_json_lines",
+    "run_command",
     "run_console",
     "write_atomic",
     "write_chain",
@@ -638,6 +639,34 @@ def one_line(exc: BaseException) -> str:
     """An error's text on one line (file names, input text and handler replies may
     hold line breaks)."""
     return " ".join(str(exc).splitlines()) or type(exc).__name__
+
+
+def run_command(
+    parser: argparse.ArgumentParser,
+    commands: Mapping[str, Callable[[argparse.Namespace, TextIO, TextIO], int]],
+    argv: Sequence[str] | None,
+    streams: tuple[TextIO | None, TextIO | None],
+    failures: Sequence[tuple[tuple[type[Exception], ...], int, str]],
+) -> int:
+    """Run a command line in-process on ``streams`` (stdout, stderr): ``argv`` parsed,
+    ``commands[args.command](args, out, err)`` run, an exception of ``failures`` (kinds, exit
+    code, label) said as ``PROG COMMAND: LABEL: text`` (users' mistakes get no traceback)."""
+    out = streams[0] or sys.stdout
+    err = streams[1] or sys.stderr
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):  # argparse prints
+            args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        with contextlib.redirect_stderr(err):  # warnings about the input
+            return commands[args.command](args, out, err)
+    except Exception as exc:
+        for kinds, code, label in failures:
+            if isinstance(exc, kinds):
+                print(f"{parser.prog} {args.command}: {label}: {one_line(exc)}", file=err)
+                return code
+        raise
 
 
 def run_console(main: Callable[[], int]) -> NoReturn:

@@ -4,10 +4,8 @@ in-process; user errors print one line and exit with code 2, never a traceback."
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from collections.abc import Sequence
-from contextlib import redirect_stderr, redirect_stdout
 from typing import TextIO
 
 from cast._lint import lint
@@ -18,8 +16,8 @@ from cast.chainio import (
     decode_owned_chain,
     format_size,
     known_formats,
-    one_line,
     read_json,
+    run_command,
     run_console,
     write_owned_chain,
 )
@@ -150,7 +148,7 @@ def render_tree(ast: ChainAST, messages: Sequence[Message]) -> list[str]:
     return lines
 
 
-def _inspect(args: argparse.Namespace, out: TextIO) -> int:
+def _inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
     messages, fmt = decode_owned_chain(payload, args.format)
     del payload
@@ -168,7 +166,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _convert(args: argparse.Namespace, out: TextIO) -> int:
+def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
     messages, detected = decode_owned_chain(payload, args.source, option="--from")
     del payload  # the decoded messages are all that is needed from here on
@@ -187,7 +185,7 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
                     messages, target, source=source, encrypted_compaction=args.encrypted_compaction
                 )
             for warning in caught:  # what the note replaced, said where the user sees it
-                print(f"warning: {warning.category.__name__}: {warning.message}", file=sys.stderr)
+                print(f"warning: {warning.category.__name__}: {warning.message}", file=err)
     # Written as it is encoded, each message released once written: the chain and its
     # encoded text are never both whole in memory.
     write_owned_chain(messages, args.target, args.output, out)
@@ -205,7 +203,7 @@ def _provider_of_format(fmt: str) -> str | None:
     return name if name in PROVIDERS else None
 
 
-def _lint(args: argparse.Namespace, out: TextIO) -> int:
+def _lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
     messages, _ = decode_owned_chain(payload, args.format)
     del payload
@@ -217,16 +215,16 @@ def _lint(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_FOUND if violations else EXIT_OK
 
 
-def _handoff(args: argparse.Namespace, out: TextIO) -> int:
+def _handoff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     done = handoff(
         args.source, args.agent, cwd=args.cwd, budget=args.budget, reasoning=args.reasoning
     )
     for note in done.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {note}", file=err)
     if done.compacted:
         print(
             f"note: compacted from {done.size_before} to {done.size_after} {done.unit}",
-            file=sys.stderr,
+            file=err,
         )
     print(done.session_id, file=out)
     print(done.resume_command, file=out)
@@ -237,21 +235,9 @@ def main(
     argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
     """Run ``cast`` with ``argv``; returns the exit code."""
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
-    parser = main_parser()
-    try:
-        with redirect_stdout(out), redirect_stderr(err):  # argparse prints to sys.std*
-            args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    handlers = {"inspect": _inspect, "convert": _convert, "lint": _lint, "handoff": _handoff}
-    try:
-        with redirect_stderr(err):  # warnings about the input
-            return handlers[args.command](args, out)
-    except (ChainError, ValueError) as exc:
-        print(f"cast {args.command}: error: {one_line(exc)}", file=err)
-        return EXIT_USAGE
+    commands = {"inspect": _inspect, "convert": _convert, "lint": _lint, "handoff": _handoff}
+    failures = [((ChainError, ValueError), EXIT_USAGE, "error")]
+    return run_command(main_parser(), commands, argv, (stdout, stderr), failures)
 
 
 def entrypoint() -> None:

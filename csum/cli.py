@@ -8,11 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from functools import partial
 from importlib import resources
@@ -29,13 +27,12 @@ from cast import (
 from cast.chainio import (
     add_input_limit_argument,
     decode_owned_chain,
-    encode_chain,
     format_size,
     known_formats,
-    one_line,
     read_json,
+    run_command,
     run_console,
-    write_json,
+    write_chain,
 )
 from cast.internals import utf8_len
 from csum._checks import check_count
@@ -582,7 +579,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             allow_growth=False,
         )
         result = _run(work, stores, progress)
-    write_json(encode_chain(result.messages, fmt), args.output, out)
+    write_chain(result.messages, fmt, args.output, out)
     if not args.quiet:
         _report(result, origin, args, err)
         if args.output:
@@ -594,24 +591,12 @@ def main(
     argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
     """Run ``csum`` with ``argv``; returns the exit code."""
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
-    try:
-        with redirect_stdout(out), redirect_stderr(err):  # argparse prints to sys.std*
-            args = main_parser().parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    try:
-        with redirect_stderr(err):  # warnings about the input
-            return serve(args, err) if args.command == "serve" else _summarize(args, out, err)
-    except SummarizationError as exc:
-        print(
-            f"csum {args.command}: summarization failed, nothing written: {one_line(exc)}", file=err
-        )
-        return EXIT_FAILED
-    except (ChainError, ValueError, ImportError) as exc:
-        print(f"csum {args.command}: error: {one_line(exc)}", file=err)
-        return EXIT_USAGE
+    commands = {"summarize": _summarize, "serve": serve}
+    failures = [
+        ((SummarizationError,), EXIT_FAILED, "summarization failed, nothing written"),
+        ((ChainError, ValueError, ImportError), EXIT_USAGE, "error"),
+    ]
+    return run_command(main_parser(), commands, argv, (stdout, stderr), failures)
 
 
 def entrypoint() -> None:

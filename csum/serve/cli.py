@@ -313,11 +313,10 @@ def budget_option(text: str, tokens: bool) -> Budget:
     return Budget.tokens(int(text))
 
 
-def serve(args: argparse.Namespace, err: TextIO | None = None) -> int:
+def serve(args: argparse.Namespace, _stdout: TextIO, err: TextIO) -> int:
     """Run the gateway until interrupted; 2 when the extra is missing. A wrong flag, or
     a missing key or SDK of ``--summarizer``, is a ``ValueError`` or ``ImportError``
     raised before anything runs."""
-    err = err or sys.stderr
     config = config_from(args)
     SummaryHandlerFactory(config)  # a missing key or SDK of --summarizer, said at once
     from csum.serve import INSTALL_HINT, create_app

@@ -7,6 +7,7 @@ and no temporary file behind.
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -17,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
@@ -28,6 +29,7 @@ from cast.chainio import (
     InputTooLargeError,
     read_bytes,
     read_json,
+    run_command,
     run_console,
     write_atomic,
     write_json,
@@ -356,6 +358,56 @@ def test_the_default_limit_is_one_gibibyte() -> None:
     parser = cast.cli.main_parser()
     assert parser.parse_args(["inspect", "x"]).max_input_bytes == 1 << 30
     assert csum.cli.main_parser().parse_args(["summarize", "x"]).max_input_bytes == 1 << 30
+
+
+# -- one command line -------------------------------------------------------------------
+
+
+def _demo_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    print("warning: to stderr", file=sys.stderr)  # redirected to the command's stderr
+    if args.fail == "usage":
+        raise ValueError("bad\ninput")
+    if args.fail == "failed":
+        raise RuntimeError("handler down")
+    if args.fail == "bug":
+        raise KeyError("unmapped")
+    print("done", file=out)
+    return 0
+
+
+def _demo_run(argv: list[str]) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="demo")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("go").add_argument("--fail")
+    out, err = io.StringIO(), io.StringIO()
+    failures = [((RuntimeError,), 1, "failed"), ((ValueError,), 2, "error")]
+    code = run_command(parser, {"go": _demo_command}, argv, (out, err), failures)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_run_command_maps_each_failure_to_one_line_and_its_code() -> None:
+    assert _demo_run(["go"]) == (0, "done\n", "warning: to stderr\n")
+    assert _demo_run(["go", "--fail", "usage"]) == (
+        2,
+        "",
+        "warning: to stderr\ndemo go: error: bad input\n",
+    )
+    assert _demo_run(["go", "--fail", "failed"])[::2] == (
+        1,
+        "warning: to stderr\ndemo go: failed: handler down\n",
+    )
+
+
+def test_run_command_lets_an_unmapped_error_through_and_says_usage_errors() -> None:
+    with pytest.raises(KeyError, match="unmapped"):
+        _demo_run(["go", "--fail", "bug"])
+    code, out, err = _demo_run(["stop"])
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: demo")
+    assert "invalid choice: 'stop'" in err
+    code, out, err = _demo_run(["--help"])
+    assert (code, err) == (0, "")
+    assert out.startswith("usage: demo")
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------
