@@ -184,11 +184,10 @@ class HistoryArchive(StoreClient):
             raise TypeError(f"reinsert_bytes must be an int, not {reinsert_bytes!r}")
         if reinsert_bytes < 0:
             raise ValueError(f"reinsert_bytes must be 0 (off) or positive, not {reinsert_bytes}")
-        super().__init__(breaker_seconds, StoreEventKind.ARCHIVE_UNAVAILABLE)
+        super().__init__(breaker_seconds, StoreEventKind.ARCHIVE_UNAVAILABLE, on_event)
         self.store: ArchiveStore = open_archive(store) if isinstance(store, str | Path) else store
         self.session = session
         self.reinsert_bytes = reinsert_bytes
-        self.on_event = on_event
 
     def __repr__(self) -> str:
         return f"HistoryArchive({self.store!r}, session={self.session!r})"
@@ -276,10 +275,6 @@ class HistoryArchive(StoreClient):
             return await self._use(emit, "", find)
         except StoreSkippedError:
             return None
-
-    async def aclose(self) -> None:
-        """Close the store's connections."""
-        await self.store.aclose()
 
 
 # -- re-insertion ----------------------------------------------------------------------------

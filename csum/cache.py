@@ -156,12 +156,11 @@ class SummaryCache(StoreClient):
         self.ttl = ttl
         self.lock_ttl = lock_ttl
         self.poll_interval = poll_interval
-        self.on_event = on_event
         self._secret = secret.encode("utf-8") if isinstance(secret, str) else secret
         self._flights: anyio.lowlevel.RunVar[dict[str, _Flight]] = anyio.lowlevel.RunVar(
             f"csum-cache-flights-{id(self)}"
         )
-        super().__init__(breaker_seconds, StoreEventKind.CACHE_UNAVAILABLE)
+        super().__init__(breaker_seconds, StoreEventKind.CACHE_UNAVAILABLE, on_event)
 
     def __repr__(self) -> str:
         return f"SummaryCache({self.store!r}, handler_id={self.handler_id!r})"
@@ -169,10 +168,6 @@ class SummaryCache(StoreClient):
     def key(self, prompt: str) -> str:
         """The key of ``prompt`` for this cache's handler and budget."""
         return cache_key(prompt, handler_id=self.handler_id, summary_budget=self.summary_budget)
-
-    async def aclose(self) -> None:
-        """Close the store's connections."""
-        await self.store.aclose()
 
     async def summarize(
         self,

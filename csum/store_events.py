@@ -94,8 +94,10 @@ class StoreSkippedError(Exception):
     """A store call failed (reported already) or was skipped: go on without the store."""
 
 
-class _Named(Protocol):
+class _Store(Protocol):
     name: str
+
+    async def aclose(self) -> None: ...
 
 
 class StoreClient:
@@ -105,10 +107,11 @@ class StoreClient:
     store timeout per call), each :class:`StoreEvent` to the call's ``emit`` and to
     ``on_event``."""
 
-    store: _Named
-    on_event: EventSink | None
+    store: _Store
 
-    def __init__(self, breaker_seconds: float, failure: StoreEventKind) -> None:
+    def __init__(
+        self, breaker_seconds: float, failure: StoreEventKind, on_event: EventSink | None
+    ) -> None:
         if isinstance(breaker_seconds, bool) or not isinstance(breaker_seconds, int | float):
             raise TypeError(f"breaker_seconds must be a number, not {breaker_seconds!r}")
         if not breaker_seconds > 0:
@@ -117,6 +120,11 @@ class StoreClient:
         self._breaker_until = 0.0
         self._breaker_lock = threading.Lock()  # requests of other threads may fail meanwhile
         self._failure = failure
+        self.on_event = on_event
+
+    async def aclose(self) -> None:
+        """Close the store's connections."""
+        await self.store.aclose()
 
     async def _use(self, emit: EventSink | None, key: str, call: Callable[[], Awaitable[_T]]) -> _T:
         """``call()`` on the store; :class:`StoreSkippedError` when it fails or is skipped."""
