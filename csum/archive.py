@@ -180,10 +180,9 @@ class HistoryArchive(StoreClient):
     ) -> None:
         if not isinstance(session, str) or not session:
             raise ValueError(f"session must be a non-empty string, not {session!r}")
-        if isinstance(reinsert_bytes, bool) or not isinstance(reinsert_bytes, int):
-            raise TypeError(f"reinsert_bytes must be an int, not {reinsert_bytes!r}")
-        if reinsert_bytes < 0:
+        if isinstance(reinsert_bytes, int) and reinsert_bytes < 0:
             raise ValueError(f"reinsert_bytes must be 0 (off) or positive, not {reinsert_bytes}")
+        check_count("reinsert_bytes", reinsert_bytes, least=0)
         super().__init__(breaker_seconds, StoreEventKind.ARCHIVE_UNAVAILABLE, on_event)
         self.store: ArchiveStore = open_archive(store) if isinstance(store, str | Path) else store
         self.session = session
