@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -31,10 +31,12 @@ from cast import (
     get_provider,
 )
 from cast.internals import utf8_len
+from csum._checks import check_count
 from csum.store_events import (
-    Breaker,
-    StoreEvent,
+    EventSink,
+    StoreClient,
     StoreEventKind,
+    StoreSkippedError,
     message_search_text,
 )
 from csum.stores import ArchiveStore, open_archive
@@ -73,10 +75,6 @@ _REFERENCE = re.compile(r"[0-9a-f]{16}")
 ARCHIVE_LINE_PREFIX: Final = "[archived: "
 """Start of the line a summary ends with, naming the archived batch it replaced."""
 _LINE = re.compile(r"\[archived: ([0-9a-f]{16}(?: [0-9a-f]{16})*)\]")
-
-EventSink = Callable[[StoreEvent], None]
-_T = TypeVar("_T")
-
 
 _MESSAGE_JSON: Final = TypeAdapter(Message)
 
@@ -154,7 +152,7 @@ class ArchiveHit:
     lines: tuple[str, ...]
 
 
-class HistoryArchive:
+class HistoryArchive(StoreClient):
     """The messages summarized away in one session, kept in ``store``.
 
     ``store``: an :class:`ArchiveStore`, or a location: a SQLite file path (the
@@ -182,15 +180,13 @@ class HistoryArchive:
     ) -> None:
         if not isinstance(session, str) or not session:
             raise ValueError(f"session must be a non-empty string, not {session!r}")
-        if isinstance(reinsert_bytes, bool) or not isinstance(reinsert_bytes, int):
-            raise TypeError(f"reinsert_bytes must be an int, not {reinsert_bytes!r}")
-        if reinsert_bytes < 0:
+        if isinstance(reinsert_bytes, int) and reinsert_bytes < 0:
             raise ValueError(f"reinsert_bytes must be 0 (off) or positive, not {reinsert_bytes}")
-        self._breaker = Breaker(breaker_seconds)
-        self.store = open_archive(store) if isinstance(store, str | Path) else store
+        check_count("reinsert_bytes", reinsert_bytes, least=0)
+        super().__init__(breaker_seconds, StoreEventKind.ARCHIVE_UNAVAILABLE, on_event)
+        self.store: ArchiveStore = open_archive(store) if isinstance(store, str | Path) else store
         self.session = session
         self.reinsert_bytes = reinsert_bytes
-        self.on_event = on_event
 
     def __repr__(self) -> str:
         return f"HistoryArchive({self.store!r}, session={self.session!r})"
@@ -207,11 +203,11 @@ class HistoryArchive:
     ) -> str | None:
         """Archive what a summary replaces; the line the summary should end with, or
         None when the store fails (an event) or is skipped after a failure."""
-        batch = await self._guarded(emit, partial(self.add, messages))
-        if batch is None:
+        try:
+            batch = await self._use(emit, "", partial(self.add, messages))
+        except StoreSkippedError:
             return None
-        detail = f"{len(messages)} messages"
-        self._emit(emit, StoreEvent(StoreEventKind.ARCHIVED, self.store.name, batch, detail))
+        self._emit(emit, StoreEventKind.ARCHIVED, batch, f"{len(messages)} messages")
         return archive_line(batch)
 
     async def recall(self, reference: str) -> list[Message]:
@@ -235,8 +231,7 @@ class HistoryArchive:
         longer than :data:`MAX_QUERY_CHARS` is a ``ValueError`` naming what is wrong;
         ``limit`` must be a positive int."""
         _check_query(text)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be a positive int, not {limit!r}")
+        check_count("limit", limit, type_error=False)
         needle = text.casefold()
         hits = []
         for reference, body in await self.store.search(self.session, text, limit):
@@ -275,30 +270,10 @@ class HistoryArchive:
     ) -> Insertion | None:
         """What :meth:`reinsert` would put back; None when the store fails (an event)."""
         find = partial(_insertion, self, messages, max_bytes=max_bytes, target=target)
-        return await self._guarded(emit, find)
-
-    async def _guarded(self, emit: EventSink | None, job: Callable[[], Awaitable[_T]]) -> _T | None:
-        """``job()``; None when it fails (said once, then skipped for ``breaker_seconds``)."""
-        if self._breaker.open:
-            return None
         try:
-            return await job()
-        except Exception as exc:  # noqa: BLE001 - a store failure must not fail a compaction
-            detail = self._breaker.trip(exc)
-            if detail is not None:
-                kind = StoreEventKind.ARCHIVE_UNAVAILABLE
-                self._emit(emit, StoreEvent(kind, self.store.name, "", detail))
+            return await self._use(emit, "", find)
+        except StoreSkippedError:
             return None
-
-    async def aclose(self) -> None:
-        """Close the store's connections."""
-        await self.store.aclose()
-
-    def _emit(self, emit: EventSink | None, event: StoreEvent) -> None:
-        if emit is not None:
-            emit(event)
-        if self.on_event is not None:
-            self.on_event(event)
 
 
 # -- re-insertion ----------------------------------------------------------------------------

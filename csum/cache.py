@@ -13,13 +13,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Final, TypeVar
+from typing import Final
 
 import anyio
 import anyio.lowlevel
 import xxhash
 
-from csum.store_events import Breaker, StoreEvent, StoreEventKind
+from csum.store_events import EventSink, StoreClient, StoreEventKind, StoreSkippedError
 from csum.stores import MemoryStore, SummaryStore
 
 __all__ = [
@@ -36,11 +36,8 @@ KEY_VERSION: Final = "csum-cache-key/1"
 VALUE_VERSION: Final = b"csum-summary/1"
 """First field of every stored value; another version reads as a miss."""
 
-EventSink = Callable[[StoreEvent], None]
 Accept = Callable[[str], str | None]
 """Checks a stored summary as a fresh answer is checked: None to take it, else why not."""
-
-T = TypeVar("T")
 
 RELEASE_TIMEOUT: Final = 5.0
 """Seconds a cancelled request still spends giving its workers' lock back."""
@@ -110,7 +107,7 @@ class _Flight:
     summary: str | None = None
 
 
-class SummaryCache:
+class SummaryCache(StoreClient):
     """Summaries by key in ``store`` (default: an in-memory LRU).
 
     ``handler_id`` names what produces the summaries (``"openai:gpt-4o-mini v3"``):
@@ -159,12 +156,11 @@ class SummaryCache:
         self.ttl = ttl
         self.lock_ttl = lock_ttl
         self.poll_interval = poll_interval
-        self.on_event = on_event
         self._secret = secret.encode("utf-8") if isinstance(secret, str) else secret
         self._flights: anyio.lowlevel.RunVar[dict[str, _Flight]] = anyio.lowlevel.RunVar(
             f"csum-cache-flights-{id(self)}"
         )
-        self._breaker = Breaker(breaker_seconds)
+        super().__init__(breaker_seconds, StoreEventKind.CACHE_UNAVAILABLE, on_event)
 
     def __repr__(self) -> str:
         return f"SummaryCache({self.store!r}, handler_id={self.handler_id!r})"
@@ -172,10 +168,6 @@ class SummaryCache:
     def key(self, prompt: str) -> str:
         """The key of ``prompt`` for this cache's handler and budget."""
         return cache_key(prompt, handler_id=self.handler_id, summary_budget=self.summary_budget)
-
-    async def aclose(self) -> None:
-        """Close the store's connections."""
-        await self.store.aclose()
 
     async def summarize(
         self,
@@ -229,21 +221,17 @@ class SummaryCache:
                 return cached, True
             token = secrets.token_hex(8)
             locked, found = await self._lock(key, token, emit, accept)
-        except _StoreUnavailableError:
+        except StoreSkippedError:
             return await call(), False
         if found is not None:
             return found, True
         try:
             summary = await call()
-            if self._breaker.open:
-                return summary, False  # the store failed meanwhile (already reported)
-            try:
-                value = encode_summary(summary, secret=self._secret, key=key)
-                await self.store.set(key, value, self.ttl)
-            except Exception as exc:  # noqa: BLE001 - a store failure only costs the cache
-                self._failed(emit, key, exc)
-            else:
-                self._emit(emit, StoreEventKind.CACHE_MISS, key)
+            try:  # skipped when the store failed meanwhile (already reported)
+                await self._use(emit, key, partial(self._store, key, summary))
+            except StoreSkippedError:
+                return summary, False
+            self._emit(emit, StoreEventKind.CACHE_MISS, key)
             return summary, False
         finally:
             if locked:
@@ -253,7 +241,7 @@ class SummaryCache:
         self, key: str, emit: EventSink | None, *, again: bool = False, accept: Accept | None = None
     ) -> str | None:
         """The usable stored summary of ``key`` or None (reported unless read ``again``);
-        :class:`_StoreUnavailableError` when the store fails or is skipped."""
+        :class:`StoreSkippedError` when the store fails or is skipped."""
         value = await self._use(emit, key, partial(self.store.get, key))
         if value is None:
             return None
@@ -286,7 +274,7 @@ class SummaryCache:
                 # The holder may have stored its summary between our read and our lock.
                 try:
                     found = await self._read(key, emit, again=True, accept=accept)
-                except _StoreUnavailableError:
+                except StoreSkippedError:
                     found = None
                 if found is not None:
                     await self._release_shielded(key, token, emit)
@@ -299,15 +287,8 @@ class SummaryCache:
             if found is not None:
                 return False, found
 
-    async def _use(self, emit: EventSink | None, key: str, call: Callable[[], Awaitable[T]]) -> T:
-        """``call()`` on the store; _StoreUnavailableError when it fails or is skipped."""
-        if self._breaker.open:
-            raise _StoreUnavailableError
-        try:
-            return await call()
-        except Exception as exc:
-            self._failed(emit, key, exc)
-            raise _StoreUnavailableError from exc
+    async def _store(self, key: str, summary: str) -> None:
+        await self.store.set(key, encode_summary(summary, secret=self._secret, key=key), self.ttl)
 
     async def _release_shielded(self, key: str, token: str, emit: EventSink | None) -> None:
         """Give the lock back, also when cancelled (else the next worker waits ``lock_ttl``)."""
@@ -316,22 +297,3 @@ class SummaryCache:
                 await self.store.release(key, token)
             except Exception as exc:  # noqa: BLE001 - the lock expires on its own
                 self._failed(emit, key, exc)
-
-    def _failed(self, emit: EventSink | None, key: str, exc: Exception) -> None:
-        """Report a store failure once and leave the store alone for ``breaker_seconds``."""
-        detail = self._breaker.trip(exc)
-        if detail is not None:  # else reported already (a request in flight meanwhile)
-            self._emit(emit, StoreEventKind.CACHE_UNAVAILABLE, key, detail)
-
-    def _emit(
-        self, emit: EventSink | None, kind: StoreEventKind, key: str, detail: str = ""
-    ) -> None:
-        event = StoreEvent(kind, self.store.name, key, detail)
-        if emit is not None:
-            emit(event)
-        if self.on_event is not None:
-            self.on_event(event)
-
-
-class _StoreUnavailableError(Exception):
-    """The store failed (already reported): summarize without it."""

@@ -31,7 +31,8 @@ from cast import (
     ToolResult,
 )
 from cast.internals import utf8_len
-from csum.archive import EventSink, HistoryArchive, archive_line, message_reference
+from csum.archive import HistoryArchive, archive_line, message_reference
+from csum.store_events import EventSink
 
 if TYPE_CHECKING:
     from csum.config import Clearing

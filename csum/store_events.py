@@ -1,6 +1,6 @@
-"""What the stores share: the events the summary cache and the history archive report
-(a store that fails never fails a compaction, it says so here), and the strings of a
-message archive search (and the prompts) read."""
+"""What the stores share: how the summary cache and the history archive call their store
+and the events they report (a store that fails never fails a compaction, it says so
+here), and the strings of a message archive search (and the prompts) read."""
 
 from __future__ import annotations
 
@@ -8,16 +8,18 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol, TypeVar
 
 from cast import Message, TextPart, ToolCall, ToolResult
 
 __all__ = [
-    "Breaker",
+    "StoreClient",
     "StoreEvent",
     "StoreEventKind",
+    "StoreSkippedError",
     "message_search_text",
     "message_strings",
     "redact_credentials",
@@ -84,33 +86,73 @@ class StoreEvent:
         }
 
 
-class Breaker:
-    """Leaves a failed store alone for ``seconds``, each failure reported once: a run
-    goes on at handler speed instead of one store timeout per call."""
+EventSink = Callable[[StoreEvent], None]
+_T = TypeVar("_T")
 
-    def __init__(self, seconds: float) -> None:
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-            raise TypeError(f"breaker_seconds must be a number, not {seconds!r}")
-        if not seconds > 0:
-            raise ValueError(f"breaker_seconds must be positive, not {seconds!r}")
-        self.seconds = seconds
-        self._until = 0.0
-        self._lock = threading.Lock()  # requests of other threads may fail meanwhile
 
-    @property
-    def open(self) -> bool:
-        """Whether the store failed less than ``seconds`` ago (then it is not asked)."""
-        return time.monotonic() < self._until
+class StoreSkippedError(Exception):
+    """A store call failed (reported already) or was skipped: go on without the store."""
 
-    def trip(self, exc: BaseException) -> str | None:
-        """Open for ``seconds`` after ``exc``; the event's detail, None when a failure
-        meanwhile was reported already."""
-        with self._lock:
-            if self.open:
-                return None
-            self._until = time.monotonic() + self.seconds
+
+class _Store(Protocol):
+    name: str
+
+    async def aclose(self) -> None: ...
+
+
+class StoreClient:
+    """What the summary cache and the history archive share: each call of their store
+    behind a circuit breaker (a failed store is left alone for ``breaker_seconds``, each
+    failure reported once as ``failure``: a run goes on at handler speed instead of one
+    store timeout per call), each :class:`StoreEvent` to the call's ``emit`` and to
+    ``on_event``."""
+
+    store: _Store
+
+    def __init__(
+        self, breaker_seconds: float, failure: StoreEventKind, on_event: EventSink | None
+    ) -> None:
+        if isinstance(breaker_seconds, bool) or not isinstance(breaker_seconds, int | float):
+            raise TypeError(f"breaker_seconds must be a number, not {breaker_seconds!r}")
+        if not breaker_seconds > 0:
+            raise ValueError(f"breaker_seconds must be positive, not {breaker_seconds!r}")
+        self._breaker_seconds = breaker_seconds
+        self._breaker_until = 0.0
+        self._breaker_lock = threading.Lock()  # requests of other threads may fail meanwhile
+        self._failure = failure
+        self.on_event = on_event
+
+    async def aclose(self) -> None:
+        """Close the store's connections."""
+        await self.store.aclose()
+
+    async def _use(self, emit: EventSink | None, key: str, call: Callable[[], Awaitable[_T]]) -> _T:
+        """``call()`` on the store; :class:`StoreSkippedError` when it fails or is skipped."""
+        if time.monotonic() < self._breaker_until:
+            raise StoreSkippedError
+        try:
+            return await call()
+        except Exception as exc:
+            self._failed(emit, key, exc)
+            raise StoreSkippedError from exc
+
+    def _failed(self, emit: EventSink | None, key: str, exc: Exception) -> None:
+        """Report a store failure unless one was meanwhile, and leave the store alone."""
+        with self._breaker_lock:
+            if time.monotonic() < self._breaker_until:
+                return
+            self._breaker_until = time.monotonic() + self._breaker_seconds
         detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # (StoreEvent redacts it)
-        return f"{detail}; store skipped for {self.seconds:g} s"
+        detail += f"; store skipped for {self._breaker_seconds:g} s"
+        self._emit(emit, self._failure, key, detail)
+
+    def _emit(
+        self, emit: EventSink | None, kind: StoreEventKind, key: str = "", detail: str = ""
+    ) -> None:
+        event = StoreEvent(kind, self.store.name, key, detail)
+        for sink in (emit, self.on_event):
+            if sink is not None:
+                sink(event)
 
 
 def message_strings(
