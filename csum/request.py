@@ -23,7 +23,7 @@ import anyio.lowlevel
 
 from cast import BodyPair, ImagePart, Message, Reasoning, Role, TextPart, ToolCall, ToolResult
 from cast.internals import clip_utf8, utf8_len
-from csum._checks import check_handler
+from csum._checks import check_handler, check_instance
 from csum._fit import fit_joined
 from csum.config import Robustness
 from csum.errors import SummarizationError
@@ -422,10 +422,7 @@ class RobustHandler(RequestHandler):
     ) -> None:
         # a keeper, the extractive factory: TypeError with the fix
         self.handler = as_request_handler(handler)
-        if robustness is not None and not isinstance(robustness, Robustness):
-            raise TypeError(
-                f"robustness must be a csum.Robustness or None, not {type(robustness).__name__}"
-            )
+        check_instance("robustness", robustness, Robustness)
         self.robustness = Robustness() if robustness is None else robustness
         fallback = self.robustness.fallback
         self.fallback = None if fallback is None else as_request_handler(fallback, "fallback")

@@ -23,7 +23,7 @@ from cast import (
     TemplateLike,
     parse_chain,
 )
-from csum._checks import check_count
+from csum._checks import check_count, check_instance
 from csum._sync import run_sync
 from csum.archive import without_recalled
 from csum.assemble import SummaryStyle, summary_style, unique_summary_ids
@@ -100,8 +100,7 @@ class Summarizer:
     ) -> None:
         if not isinstance(config, SummarizerConfig | None):
             raise TypeError(f"config must be a SummarizerConfig, not {type(config).__name__}")
-        if not isinstance(stores, Stores | None):
-            raise TypeError(f"stores must be a csum.Stores or None, not {type(stores).__name__}")
+        check_instance("stores", stores, Stores)
         for name, value in (
             ("max_concurrency", max_concurrency),
             ("max_summary_bytes", max_summary_bytes),
