@@ -438,7 +438,8 @@ def _well_formed(items: Sequence[object], builder: _ChainBuilder) -> int:
                     if not calls:
                         first_name = part.name
                     calls += 1
-                    pending[part.id] = pending.get(part.id, 0) + 1
+                    call_id = part.id  # a pydantic attribute read costs as much as a call
+                    pending[call_id] = pending.get(call_id, 0) + 1
             if calls:
                 pair_ai, tools, pair_size, unanswered, pair_index = message, [], size, calls, index
                 summarization = first_name == SUMMARIZATION_TOOL_NAME
