@@ -231,7 +231,9 @@ class HistoryArchive(StoreClient):
         longer than :data:`MAX_QUERY_CHARS` is a ``ValueError`` naming what is wrong;
         ``limit`` must be a positive int."""
         _check_query(text)
-        check_count("limit", limit, type_error=False)
+        # checked here, not by csum._checks: re-insertion searches on every compaction
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive int, not {limit!r}")
         needle = text.casefold()
         hits = []
         for reference, body in await self.store.search(self.session, text, limit):
