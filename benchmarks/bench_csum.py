@@ -4,11 +4,13 @@
    concurrency: wall time against one handler call (goal <= 1.2x).
 2. Overhead: summarize_chain with an instant handler against json.dumps of the same
    chain (goal <= 1x), on the ~25 MB chain of bench_cast and on 200 sections of 30 tool
-   uses each; paired rounds (json.dumps then ours), ratios min and mean.
+   uses each; paired rounds (json.dumps then ours) after one warm-up call, in several
+   fresh interpreters with shifted type layouts (benchmarks.timing.shift_layout), ratios
+   min and mean over every round. Not measured: a first call's imports and caches.
 3. Bounded cost: handler input bytes per step of a 200-step simulated agent loop with
    the default config, next to the chain size.
 
-Run: python -m benchmarks.bench_csum [--repeat 3] [--steps 200]
+Run: python -m benchmarks.bench_csum [--repeat 3] [--steps 200] [--layouts 5]
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import argparse
 import json
 import random
 import time
+from collections.abc import Callable
 
 import anyio
 
 from benchmarks.chains import build_chain
-from benchmarks.timing import paired_ratio
+from benchmarks.timing import Ratio, paired_ratio, ratio_in_layouts
 from cast import Message, ToolCall
 from cast.messages import MESSAGES_ADAPTER
 from csum import Summarizer
@@ -61,20 +64,42 @@ def sections_of_pairs(sections: int = 200, pairs: int = 30) -> list[Message]:
     return chain
 
 
-def overhead(chain: list[Message], repeat: int) -> str:
-    """summarize_chain with an instant handler against json.dumps of ``chain``."""
+CHAINS: dict[str, Callable[[], list[Message]]] = {
+    "large": build_chain,
+    "sections": sections_of_pairs,
+}
+"""The chains of the overhead measure, by name (each built in the interpreter measuring)."""
+
+
+def overhead_ratio(name: str, repeat: int) -> Ratio:
+    """summarize_chain with an instant handler against json.dumps of chain ``name``."""
+    chain = CHAINS[name]()
     payload = MESSAGES_ADAPTER.dump_python(chain, mode="json")
     summarizer = Summarizer()
-    ratio = paired_ratio(
+    anyio.run(summarizer.summarize_chain, instant_handler, chain)  # imports, caches
+    return paired_ratio(
         repeat,
         lambda: anyio.run(summarizer.summarize_chain, instant_handler, chain),
         lambda: json.dumps(payload),
     )
+
+
+def overhead(name: str, repeat: int, layouts: int) -> str:
+    """:func:`overhead_ratio` in ``layouts`` fresh interpreters, one layout seed each
+    (see ``benchmarks.timing.shift_layout``: one layout alone can be 10 % off)."""
+    chain = CHAINS[name]()
+    described = f"{len(chain)} messages ({sum(m.size for m in chain) / 1e6:.1f} MB)"
+    del chain
+    expression = (
+        f"from benchmarks.bench_csum import overhead_ratio\n"
+        f"RATIO = overhead_ratio({name!r}, {repeat})"
+    )
+    ratio, means = ratio_in_layouts(expression, layouts)
     return (
-        f"summarize_chain on {len(chain)} messages ({sum(m.size for m in chain) / 1e6:.1f} MB) "
-        f"with an instant handler: {ratio.ours * 1e3:.0f} ms; json.dumps: "
-        f"{ratio.baseline * 1e3:.0f} ms (fastest); ratio min {ratio.min:.2f}x, mean "
-        f"{ratio.mean:.2f}x over {repeat} rounds (goal <= 1x)"
+        f"summarize_chain on {described} with an instant handler: {ratio.ours * 1e3:.0f} ms; "
+        f"json.dumps: {ratio.baseline * 1e3:.0f} ms (fastest); ratio min {ratio.min:.2f}x, "
+        f"mean {ratio.mean:.2f}x over {repeat} rounds in each of {layouts} layouts (layout "
+        f"means {min(means):.2f}-{max(means):.2f}x; goal <= 1x)"
     )
 
 
@@ -103,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--layouts", type=int, default=5, help="layout seeds of the overhead")
     args = parser.parse_args(argv)
 
     chain50 = sections_chain(51)  # 50 sections summarized, the last one kept
@@ -118,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         f"ratio {wall / HANDLER_SECONDS:.2f}x one call (goal <= 1.2x)"
     )
 
-    print(f"2. {overhead(build_chain(), args.repeat)}")
-    print(f"   {overhead(sections_of_pairs(), args.repeat)}")
+    print(f"2. {overhead('large', args.repeat, args.layouts)}")
+    print(f"   {overhead('sections', args.repeat, args.layouts)}")
 
     rows = agent_loop_costs(args.steps)
     print(f"3. {args.steps}-step agent loop, default config: handler input bytes per step")
