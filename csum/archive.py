@@ -230,10 +230,12 @@ class HistoryArchive(StoreClient):
         first. A blank text, one holding NUL or a lone surrogate (no UTF-8 form), or one
         longer than :data:`MAX_QUERY_CHARS` is a ``ValueError`` naming what is wrong;
         ``limit`` must be a positive int."""
+        check_count("limit", limit, type_error=False)
+        return await self._search(text, limit)
+
+    async def _search(self, text: str, limit: int) -> list[ArchiveHit]:
+        """:meth:`search` with a limit known to be valid (re-insertion's constant)."""
         _check_query(text)
-        # checked here, not by csum._checks: re-insertion searches on every compaction
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be a positive int, not {limit!r}")
         needle = text.casefold()
         hits = []
         for reference, body in await self.store.search(self.session, text, limit):
@@ -575,7 +577,7 @@ async def _insertion(
     lists: list[tuple[int, list[str]]] = []
     named: list[str] = []  # the identifiers that found any line
     for identifier in identifiers:
-        hits = await archive.search(identifier, limit=_SEARCH_LIMIT)
+        hits = await archive._search(identifier, _SEARCH_LIMIT)
         found = _candidates(identifier, hits, folded, chain)
         if found:
             lists.append((len(hits), found))
