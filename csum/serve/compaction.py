@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import partial
 from typing import Any, TypeVar
 
 import anyio
@@ -612,8 +613,8 @@ class OnLoop:
     def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
         call = getattr(self.inner, method)
 
-        async def on_loop(*args: Any) -> Any:
-            return anyio.from_thread.run(call, *args, token=self.token)
+        async def on_loop(*args: Any, **kwargs: Any) -> Any:
+            return anyio.from_thread.run(partial(call, *args, **kwargs), token=self.token)
 
         return on_loop
 
