@@ -123,8 +123,10 @@ def ratio_in_layouts(expression: str, seeds: int) -> tuple[Ratio, list[float]]:
             "print(json.dumps(dataclasses.asdict(RATIO)))"
         )
         done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False
         )
+        if done.returncode:
+            raise RuntimeError(f"layout seed {seed} failed:\n{done.stderr}")
         fields = json.loads(done.stdout.splitlines()[-1])
         ratio = Ratio(tuple(fields["ratios"]), fields["ours"], fields["baseline"])
         means.append(ratio.mean)
