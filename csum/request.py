@@ -328,8 +328,7 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
 
 
 def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """A task group's failure as raised: ``KeyboardInterrupt``, ``SystemExit`` or a lone
-    exception bare, else the group."""
+    """A task group's failure: KeyboardInterrupt, SystemExit or a lone exception bare."""
     leaves: list[BaseException] = []
     pending: list[BaseException] = [group]
     while pending:
@@ -481,11 +480,8 @@ class RobustHandler(RequestHandler):
         while True:
             books.calls += 1
             try:
-                if timeout is None:
+                with anyio.fail_after(timeout):  # None: no deadline
                     result = await handler(job)
-                else:
-                    with anyio.fail_after(timeout):
-                        result = await handler(job)
             except Exception as exc:
                 if isinstance(exc, TimeoutError):
                     books.timeouts += 1
@@ -581,8 +577,7 @@ def split_into_pieces(
 
 
 def _groups(messages: Sequence[Message], room: int) -> list[list[Message]]:
-    """Consecutive groups of ``messages`` whose prompt bounds sum within ``room`` (a
-    message over it alone)."""
+    """Consecutive groups of ``messages`` whose prompt bounds fit ``room`` (or one alone)."""
     groups: list[list[Message]] = []
     used = 0
     for message in messages:
@@ -675,9 +670,7 @@ def _cut_context(
 
 
 def _cut_message(message: Message, room: int) -> list[Message]:
-    """``message`` itself when it fits ``room`` bytes, else pieces of its texts and its
-    thinking that do (an image, binary data or a provider block whole: a prompt shows
-    only its placeholder)."""
+    """``message`` itself when it fits ``room`` bytes, else pieces of its texts that do."""
     if message.size <= room:
         return [message]
     out: list[Message] = []
@@ -724,8 +717,7 @@ def _split_text(text: str, max_bytes: int) -> list[str]:
 QUESTION_CONTEXT_BYTES: Final = 2048
 """Bytes of the staying question a compaction prompt shows as context (its head and tail)."""
 _TAIL_SHARE = 1 / 3
-"""Share of the bound given to the question's tail (a request says what it expects back
-at its end)."""
+"""Share of the bound given to the question's tail (where a request says what it wants)."""
 
 
 def question_context(message: Message, max_bytes: int = QUESTION_CONTEXT_BYTES) -> Message:
@@ -781,8 +773,7 @@ async def _summaries(
     summarize: Callable[[SummaryRequest], Awaitable[str]],
     limiter: anyio.CapacityLimiter,
 ) -> list[str]:
-    """The summaries of ``requests``, at most ``limiter``'s calls in flight (a request
-    given as a function is made when its call starts: only then does its prompt exist)."""
+    """The summaries of ``requests`` (a function: made when its call starts), ``limiter`` bound."""
 
     async def one(request: SummaryRequest | Callable[[], SummaryRequest]) -> str:
         async with limiter:
@@ -797,9 +788,7 @@ async def _merged(
     summarize: Callable[[SummaryRequest], Awaitable[str]],
     limiter: anyio.CapacityLimiter,
 ) -> str:
-    """One summary of ``summaries``, merged in rounds: each group of them whose prompt
-    bounds fit ``max_bytes`` merged by ``summarize``, until one is left; joined and cut
-    to ``max_bytes`` instead when no two fit one prompt."""
+    """One summary of ``summaries``, groups that fit merged in rounds (cut when none fit)."""
     books = _books()
     room = max(512, max_bytes - _FIXED)
     while len(summaries) > 1:
