@@ -436,29 +436,22 @@ class RobustHandler(RequestHandler):
         return await self._summarize(request, 1)
 
     async def _summarize(self, job: SummaryRequest, depth: int) -> str:
+        """One call when ``job`` fits, else its pieces' summaries merged (split again in depth)."""
         limit = self.robustness.max_prompt_bytes
         if limit is None or utf8_len(job.prompt) <= limit:
             return await self._call(job)
         pieces = split_request(job, limit)
         _books().chunks += len(pieces)
         limiter = anyio.CapacityLimiter(self.robustness.max_concurrency)
-        return await self._merge(await _summaries(pieces, self._call, limiter), depth)
-
-    async def _merge(self, summaries: list[str], depth: int) -> str:
+        summaries = await _summaries(pieces, self._call, limiter)
         if len(summaries) == 1:
             return summaries[0]
-        limit = self.robustness.max_prompt_bytes
-        assert limit is not None
-        books = _books()
         merged = summary_request([], [Message.ai(text) for text in summaries])
-        if utf8_len(merged.prompt) <= limit:
-            books.merges += 1
-            return await self._call(merged)
-        if depth < self.robustness.max_split_depth:
-            books.merges += 1
-            return await self._summarize(merged, depth + 1)
-        books.truncated += 1
-        return fit_joined(summaries, limit)
+        if depth >= self.robustness.max_split_depth and utf8_len(merged.prompt) > limit:
+            _books().truncated += 1
+            return fit_joined(summaries, limit)
+        _books().merges += 1
+        return await self._summarize(merged, depth + 1)
 
     async def _call(self, job: SummaryRequest) -> str:
         try:
@@ -765,7 +758,17 @@ async def summarize_in_pieces(
     del pieces
     summaries = await _summaries(requests, summarize, limiter)
     del requests  # the pieces (cut texts among them) are not kept through the merges
-    return await _merged(summaries, max_bytes, summarize, limiter)
+    room = max(512, max_bytes - _FIXED)
+    while len(summaries) > 1:  # groups that fit one prompt merged, in rounds
+        groups = _groups([Message.ai(text) for text in summaries], room)
+        if len(groups) == len(summaries):
+            _books().truncated += 1
+            return fit_joined(summaries, max_bytes)
+        _books().merges += 1
+        jobs = [partial(summary_request, [], group) for group in groups if len(group) > 1]
+        merged = iter(await _summaries(jobs, summarize, limiter))
+        summaries = [group[0].text if len(group) == 1 else next(merged) for group in groups]
+    return summaries[0]
 
 
 async def _summaries(
@@ -780,24 +783,3 @@ async def _summaries(
             return await summarize(request if isinstance(request, SummaryRequest) else request())
 
     return await gather([partial(one, request) for request in requests])
-
-
-async def _merged(
-    summaries: list[str],
-    max_bytes: int,
-    summarize: Callable[[SummaryRequest], Awaitable[str]],
-    limiter: anyio.CapacityLimiter,
-) -> str:
-    """One summary of ``summaries``, groups that fit merged in rounds (cut when none fit)."""
-    books = _books()
-    room = max(512, max_bytes - _FIXED)
-    while len(summaries) > 1:
-        groups = _groups([Message.ai(text) for text in summaries], room)
-        if len(groups) == len(summaries):
-            books.truncated += 1
-            return fit_joined(summaries, max_bytes)
-        books.merges += 1
-        jobs = [partial(summary_request, [], group) for group in groups if len(group) > 1]
-        merged = iter(await _summaries(jobs, summarize, limiter))
-        summaries = [group[0].text if len(group) == 1 else next(merged) for group in groups]
-    return summaries[0]
