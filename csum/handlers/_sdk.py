@@ -172,10 +172,8 @@ def _sdk_handler(
     model: str,
     policy: RetryPolicy,
     *,
-    client_class: Callable[..., Any],
+    connect: Callable[..., Any],
     base: type[Exception],
-    base_url: str | None,
-    api_key: str | None,
     timeout: float,
     client: Any,
     create: Callable[[Any, Body], Awaitable[Any]],
@@ -183,7 +181,7 @@ def _sdk_handler(
     fresh: Callable[[str], Body],
     continued: Callable[[Sequence[Message], str], Body] | None,
 ) -> RequestHandler:
-    """The handler ``name``: each body sent by ``create``, retried as ``policy`` says."""
+    """The handler ``name``: each body sent by ``create`` (on ``client``, else a new one)."""
     if not model:
         raise ValueError("model must be a non-empty model name")
     if not timeout > 0:
@@ -192,10 +190,7 @@ def _sdk_handler(
     async def attempt(body: Body) -> str:
         if client is not None:
             return text(await create(client.with_options(max_retries=0), body), model)
-        owned_client = client_class(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
-        )
-        async with owned_client as owned:
+        async with connect(timeout=timeout, max_retries=0) as owned:
             return text(await create(owned, body), model)
 
     async def summarize(request: SummaryRequest) -> str:
@@ -263,10 +258,8 @@ def openai_compatible(
         sdk,
         model,
         RetryPolicy(max_retries, backoff_base, backoff_max),
-        client_class=sdk.AsyncOpenAI,
+        connect=partial(sdk.AsyncOpenAI, api_key=api_key, base_url=base_url),
         base=sdk.OpenAIError,
-        base_url=base_url,
-        api_key=api_key,
         timeout=timeout,
         client=client,
         create=lambda active, body: active.chat.completions.create(**limits, **body),
@@ -335,10 +328,8 @@ def anthropic(
         sdk,
         model,
         RetryPolicy(max_retries, backoff_base, backoff_max),
-        client_class=sdk.AsyncAnthropic,
+        connect=partial(sdk.AsyncAnthropic, api_key=api_key, base_url=base_url),
         base=sdk.AnthropicError,
-        base_url=base_url,
-        api_key=api_key,
         timeout=timeout,
         client=client,
         create=lambda active, body: active.messages.create(max_tokens=max_tokens, **body),
