@@ -597,9 +597,8 @@ def split_request(request: SummaryRequest, max_bytes: int) -> list[SummaryReques
     focus = request.focus or None
 
     def render(chunk: Sequence[Message]) -> SummaryRequest:
-        if human_only:
-            return summary_request(chunk, [], focus=focus)
-        return summary_request(context, chunk, focus=focus)
+        humans, summarized = (chunk, ()) if human_only else (context, chunk)
+        return summary_request(humans, summarized, focus=focus)
 
     room = max(512, max_bytes - utf8_len(render([Message.ai("")]).prompt) - 256)
     pieces = [piece for m in _messages(request.summarized) for piece in _cut_message(m, room)]
