@@ -442,8 +442,7 @@ class RobustHandler(RequestHandler):
             return await self._call(job)
         pieces = split_request(job, limit)
         _books().chunks += len(pieces)
-        limiter = anyio.CapacityLimiter(self.robustness.max_concurrency)
-        summaries = await _summaries(pieces, self._call, limiter)
+        summaries = await _summaries(pieces, self._call, self.robustness.max_concurrency)
         if len(summaries) == 1:
             return summaries[0]
         merged = summary_request([], [Message.ai(text) for text in summaries])
@@ -752,10 +751,9 @@ async def summarize_in_pieces(
         raise ValueError("nothing to summarize: no question and no message")
     _books().chunks += len(pieces)
     summarize = partial(calls.summarize_prompt, phase=phase, section=section)
-    limiter = anyio.CapacityLimiter(concurrency)
     requests = [partial(piece.request, max_bytes // 4, focus) for piece in pieces]
     del pieces
-    summaries = await _summaries(requests, summarize, limiter)
+    summaries = await _summaries(requests, summarize, concurrency)
     del requests  # the pieces (cut texts among them) are not kept through the merges
     room = max(512, max_bytes - _FIXED)
     while len(summaries) > 1:  # groups that fit one prompt merged, in rounds
@@ -765,7 +763,7 @@ async def summarize_in_pieces(
             return fit_joined(summaries, max_bytes)
         _books().merges += 1
         jobs = [partial(summary_request, [], group) for group in groups if len(group) > 1]
-        merged = iter(await _summaries(jobs, summarize, limiter))
+        merged = iter(await _summaries(jobs, summarize, concurrency))
         summaries = [group[0].text if len(group) == 1 else next(merged) for group in groups]
     return summaries[0]
 
@@ -773,9 +771,10 @@ async def summarize_in_pieces(
 async def _summaries(
     requests: Sequence[SummaryRequest | Callable[[], SummaryRequest]],
     summarize: Callable[[SummaryRequest], Awaitable[str]],
-    limiter: anyio.CapacityLimiter,
+    concurrency: int,
 ) -> list[str]:
-    """The summaries of ``requests`` (a function: made when its call starts), ``limiter`` bound."""
+    """Summaries of ``requests`` (a function: made when called), ``concurrency`` at once."""
+    limiter = anyio.CapacityLimiter(concurrency)
 
     async def one(request: SummaryRequest | Callable[[], SummaryRequest]) -> str:
         async with limiter:
