@@ -27,11 +27,13 @@ def tools_of(request: dict[str, Any]) -> list[Any]:
 
 class TranslatedStream(ABC):
     """A streamed answer being translated: the upstream's SSE bytes in (any split), the
-    client's events out; nothing after the end or an error."""
+    client's events out; nothing after the end or an error (``request``: the client's)."""
 
     ends_with_done = False  # whether the upstream ends with ``data: [DONE]`` (Chat's)
 
-    def __init__(self) -> None:
+    def __init__(self, model: str, request: dict[str, Any]) -> None:
+        self.model = model
+        self.request = request
         self._reader = SseReader()
         self._started = False  # whether the answer's first event was written
         self._done = False

@@ -133,8 +133,9 @@ def _head(message: dict[str, Any], model: str, kind: str) -> dict[str, Any]:
     return {"id": id_, "object": kind, "created": 0, "model": message.get("model") or model}
 
 
-def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
-    """The Chat Completions response for a Messages response (non-streaming)."""
+def chat_response(message: dict[str, Any], model: str, request: dict[str, Any]) -> dict[str, Any]:
+    """The Chat Completions response for a Messages response (non-streaming; ``request``,
+    the client's, adds nothing to a whole answer)."""
     texts: list[str] = []
     details: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
@@ -163,13 +164,13 @@ def chat_response(message: dict[str, Any], model: str) -> dict[str, Any]:
 
 
 class ChatStream(TranslatedStream):
-    """Turns a Messages SSE stream into Chat chunks as it comes (``usage``: end with a
-    usage chunk)."""
+    """Turns a Messages SSE stream into Chat chunks as it comes (ending with a usage
+    chunk when the client's ``request`` asks for one)."""
 
-    def __init__(self, model: str, *, usage: bool = False) -> None:
-        super().__init__()
-        self.model = model
-        self._want_usage = usage
+    def __init__(self, model: str, request: dict[str, Any]) -> None:
+        super().__init__(model, request)
+        options = request.get("stream_options")
+        self._want_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         self._base: dict[str, Any] = {}
         self._slots: dict[int, int] = {}  # block index -> its call or reasoning_details index
         self._calls = 0

@@ -157,8 +157,11 @@ def _arguments(text: str) -> Any:
     return value if isinstance(value, dict) else {}
 
 
-def messages_response(completion: dict[str, Any], model: str) -> dict[str, Any]:
-    """The Messages response for a Chat Completions response (non-streaming)."""
+def messages_response(
+    completion: dict[str, Any], model: str, request: dict[str, Any]
+) -> dict[str, Any]:
+    """The Messages response for a Chat Completions response (non-streaming; ``request``,
+    the client's, adds nothing to a whole answer)."""
     choices = completion.get("choices") or [{}]
     message = choices[0].get("message") or {}
     content: list[dict[str, Any]] = []
@@ -229,9 +232,8 @@ class MessagesStream(TranslatedStream):
 
     ends_with_done = True
 
-    def __init__(self, model: str) -> None:
-        super().__init__()
-        self.model = model
+    def __init__(self, model: str, request: dict[str, Any]) -> None:
+        super().__init__(model, request)
         self._block: tuple[str, int] | None = None  # ("text" | call index, block index)
         self._blocks = 0
         self._stop = "end_turn"

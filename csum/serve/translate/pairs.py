@@ -42,26 +42,9 @@ class Translation:
     stream: Callable[[str, dict[str, Any]], TranslatedStream]
 
 
-def _wants_usage(request: dict[str, Any]) -> bool:
-    options = request.get("stream_options")
-    return isinstance(options, dict) and bool(options.get("include_usage"))
-
-
 TRANSLATIONS: tuple[Translation, ...] = (
-    Translation(
-        MESSAGES,
-        CHAT,
-        chat_request,
-        lambda answer, model, request: messages_response(answer, model),
-        lambda model, request: MessagesStream(model),
-    ),
-    Translation(
-        CHAT,
-        MESSAGES,
-        messages_request,
-        lambda answer, model, request: chat_response(answer, model),
-        lambda model, request: ChatStream(model, usage=_wants_usage(request)),
-    ),
+    Translation(MESSAGES, CHAT, chat_request, messages_response, MessagesStream),
+    Translation(CHAT, MESSAGES, messages_request, chat_response, ChatStream),
     Translation(RESPONSES, CHAT, chat_request_for_responses, responses_response, ResponsesStream),
     Translation(
         RESPONSES,

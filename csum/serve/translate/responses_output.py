@@ -54,9 +54,7 @@ class ResponsesWriter(TranslatedStream):
     """The Responses event sequence, written as the answer's pieces arrive."""
 
     def __init__(self, model: str, request: dict[str, Any]) -> None:
-        super().__init__()
-        self.model = model
-        self.request = request
+        super().__init__(model, request)
         self._tools = chat_tools(request)
         self._sequence = 0
         self._base = "gateway"

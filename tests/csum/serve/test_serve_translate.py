@@ -110,7 +110,7 @@ def test_a_chat_answer_becomes_a_messages_answer() -> None:
         ],
         "usage": {"prompt_tokens": 40, "completion_tokens": 9},
     }
-    assert messages_response(completion, "claude-sonnet-4") == {
+    assert messages_response(completion, "claude-sonnet-4", {}) == {
         "id": "msg_chatcmpl-9",
         "type": "message",
         "role": "assistant",
@@ -133,7 +133,7 @@ def _events(data: bytes) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("n", [1, 4])
 def test_a_chat_stream_becomes_a_messages_stream(n: int) -> None:
-    stream = MessagesStream("claude-sonnet-4")
+    stream = MessagesStream("claude-sonnet-4", {})
     out = b"".join(stream.feed(chunk) for chunk in chat_events(n, "m")) + stream.close()
     events = _events(out)
     kinds = [e["type"] for e in events]
@@ -157,9 +157,9 @@ def test_a_chat_stream_becomes_a_messages_stream(n: int) -> None:
 @given(st.lists(st.integers(1, 400), max_size=12))
 def test_any_split_of_the_stream_gives_the_same_events(cuts: list[int]) -> None:
     whole = b"".join(chat_events(3, "m"))
-    one = MessagesStream("x")
+    one = MessagesStream("x", {})
     expected = one.feed(whole) + one.close()
-    split = MessagesStream("x")
+    split = MessagesStream("x", {})
     pieces, start = [], 0
     for cut in sorted({min(c, len(whole)) for c in cuts}):
         pieces.append(whole[start:cut])
@@ -169,7 +169,7 @@ def test_any_split_of_the_stream_gives_the_same_events(cuts: list[int]) -> None:
 
 
 def test_a_stream_cut_short_is_closed() -> None:
-    stream = MessagesStream("x")
+    stream = MessagesStream("x", {})
     first = chat_events(1, "m")[:2]
     out = b"".join(stream.feed(c) for c in first) + stream.close()
     kinds = [e["type"] for e in _events(out)]

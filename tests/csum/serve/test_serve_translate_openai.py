@@ -134,7 +134,7 @@ def test_what_a_chat_request_cannot_carry_is_named(change: dict[str, Any], where
 
 
 def test_a_messages_answer_becomes_a_chat_answer() -> None:
-    answer = chat_response(messages_body(1, REASONER), "gpt-4o")
+    answer = chat_response(messages_body(1, REASONER), "gpt-4o", {})
     message = answer["choices"][0]["message"]
     assert message["reasoning_content"] == thought(1)
     assert message["content"] is None
@@ -149,7 +149,7 @@ def test_a_messages_answer_becomes_a_chat_answer() -> None:
         "total_tokens": 101 + 64 + 7,
         "prompt_tokens_details": {"cached_tokens": 64, "cache_write_tokens": 0},
     }
-    text = chat_response({**messages_body(4, "m"), "stop_reason": "max_tokens"}, "gpt-4o")
+    text = chat_response({**messages_body(4, "m"), "stop_reason": "max_tokens"}, "gpt-4o", {})
     assert text["choices"][0]["message"]["content"].startswith("Step 4 done")
     assert text["choices"][0]["finish_reason"] == "length"
 
@@ -165,7 +165,7 @@ def _data(out: bytes) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("usage", [True, False])
 def test_a_messages_stream_becomes_chat_chunks(usage: bool) -> None:
     chat_types = pytest.importorskip("openai.types.chat", reason="the openai SDK is not installed")
-    stream = ChatStream("gpt-4o", usage=usage)
+    stream = ChatStream("gpt-4o", {"stream_options": {"include_usage": usage}})
     out = b"".join(stream.feed(e) for e in messages_events(1, REASONER)) + stream.close()
     assert out.endswith(b"data: [DONE]\n\n")
     chunks = [chat_types.ChatCompletionChunk.model_validate(c) for c in _data(out)]
@@ -200,9 +200,12 @@ def _split(whole: bytes, cuts: list[int]) -> list[bytes]:
 @given(st.lists(st.integers(1, 2000), max_size=12), st.sampled_from([1, 4]))
 def test_any_split_of_a_stream_gives_the_same_chunks(cuts: list[int], n: int) -> None:
     for make, events in (
-        (lambda: ChatStream("x", usage=True), messages_events(n, REASONER)),
+        (
+            lambda: ChatStream("x", {"stream_options": {"include_usage": True}}),
+            messages_events(n, REASONER),
+        ),
         (lambda: ResponsesStream("x", {"model": "x"}), chat_events(n, REASONER)),
-        (lambda: MessagesStream("x"), chat_events(n, REASONER)),
+        (lambda: MessagesStream("x", {}), chat_events(n, REASONER)),
     ):
         whole = b"".join(events)
         one = make()
@@ -212,7 +215,7 @@ def test_any_split_of_a_stream_gives_the_same_chunks(cuts: list[int], n: int) ->
 
 
 def test_a_stream_cut_short_is_still_closed() -> None:
-    chat = ChatStream("x")
+    chat = ChatStream("x", {})
     out = b"".join(chat.feed(e) for e in messages_events(1, "m")[:3]) + chat.close()
     assert out.endswith(b"data: [DONE]\n\n")
     responses = ResponsesStream("x", {})
@@ -303,14 +306,14 @@ def test_a_chat_answer_becomes_a_response_the_sdk_reads() -> None:
 
 
 def test_the_reasoning_of_a_chat_upstream_reaches_an_anthropic_client() -> None:
-    answer = messages_response(chat_body(1, REASONER), "claude")
+    answer = messages_response(chat_body(1, REASONER), "claude", {})
     assert answer["content"][0] == {"type": "thinking", "thinking": thought(1), "signature": ""}
     assert answer["usage"] == {
         "input_tokens": 101 - 64,
         "output_tokens": 7,
         "cache_read_input_tokens": 64,
     }
-    stream = MessagesStream("claude")
+    stream = MessagesStream("claude", {})
     out = b"".join(stream.feed(e) for e in chat_events(1, REASONER)) + stream.close()
     events = _data(out)
     starts = [e["content_block"]["type"] for e in events if e["type"] == "content_block_start"]
@@ -343,7 +346,7 @@ def test_a_chat_client_carries_anthropic_signatures_in_reasoning_details() -> No
     body = messages_body(1, REASONER)
     redacted = {"type": "redacted_thinking", "data": "b3BhcXVl"}
     body["content"] = [body["content"][0], redacted, *body["content"][1:]]
-    answer = chat_response(body, "gpt-4o")
+    answer = chat_response(body, "gpt-4o", {})
     details = answer["choices"][0]["message"]["reasoning_details"]
     assert details == [
         {
@@ -380,7 +383,7 @@ def test_a_streamed_signature_reaches_the_chat_sdk_and_comes_back() -> None:
         "openai.lib.streaming.chat", reason="the openai SDK is not installed"
     )
     types = pytest.importorskip("openai.types.chat")
-    stream = ChatStream("gpt-4o")
+    stream = ChatStream("gpt-4o", {})
     out = b"".join(stream.feed(e) for e in messages_events(1, REASONER)) + stream.close()
     state = chat.ChatCompletionStreamState()
     for data in _data(out):
@@ -529,14 +532,14 @@ def test_an_error_inside_an_upstream_stream_reaches_the_client_as_its_own_error(
     anthropic_bad = b"data: {not json\n\n" if garbage else ANTHROPIC_ERROR
     chat_bad = b"data: {not json\n\n" if garbage else CHAT_ERROR
     cases: list[tuple[Any, list[bytes], str]] = [
-        (ChatStream("x"), [*messages_events(4, "m")[:3], anthropic_bad], "chat"),
+        (ChatStream("x", {}), [*messages_events(4, "m")[:3], anthropic_bad], "chat"),
         (
             AnthropicResponsesStream("x", {}),
             [*messages_events(4, "m")[:3], anthropic_bad],
             "responses",
         ),
         (ResponsesStream("x", {}), [*chat_events(4, "m")[:2], chat_bad], "responses"),
-        (MessagesStream("x"), [*chat_events(4, "m")[:2], chat_bad], "messages"),
+        (MessagesStream("x", {}), [*chat_events(4, "m")[:2], chat_bad], "messages"),
     ]
     for stream, events, client in cases:
         out = b"".join(stream.feed(e) for e in [*events, *events[:2]]) + stream.close()
