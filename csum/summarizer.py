@@ -107,8 +107,7 @@ class Summarizer:
         stores: Stores | None = None,
         summary_floor_bytes: int | None = SUMMARY_FLOOR_BYTES,
     ) -> None:
-        if not isinstance(config, SummarizerConfig | None):
-            raise TypeError(f"config must be a SummarizerConfig, not {type(config).__name__}")
+        check_instance("config", config, SummarizerConfig)
         check_instance("stores", stores, Stores)
         for name, value in (
             ("max_concurrency", max_concurrency),
