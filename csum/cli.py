@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import MISSING, fields, replace
 from functools import partial
 from importlib import resources
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import anyio
 
@@ -290,21 +290,33 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     """Add ``serve`` to ``csum``'s sub-commands, its flags in groups (as ``--help`` lists
     them)."""
     parser = commands.add_parser("serve", help="run the compaction gateway (needs the serve extra)")
-    # a flag named as a ServeConfig field and given no default of its own defaults to the
-    # field's, which its help shows (--keep-ratio's depends on --summary-only: _serve_config)
-    defaults = {f.name: f.default for f in fields(ServeConfig) if f.default is not MISSING}
-    parser.set_defaults(**{k: v for k, v in defaults.items() if k != "keep_ratio"})
-    _add_upstream(parser.add_argument_group("upstream"))
-    _add_clients(parser.add_argument_group("clients"))
-    _add_serve_budget(parser.add_argument_group("budget"))
-    _add_summarizer(parser.add_argument_group("summaries"))
-    _add_state(parser.add_argument_group("state and archive"))
-    _add_run(parser.add_argument_group("run"))
+    # --keep-ratio's default depends on --summary-only (_serve_config)
+    parser.set_defaults(**{k: v for k, v in _SERVE_DEFAULTS.items() if k != "keep_ratio"})
+    _add_upstream(partial(_add_field_flag, parser.add_argument_group("upstream")))
+    _add_clients(partial(_add_field_flag, parser.add_argument_group("clients")))
+    _add_serve_budget(partial(_add_field_flag, parser.add_argument_group("budget")))
+    _add_summarizer(partial(_add_field_flag, parser.add_argument_group("summaries")))
+    _add_state(partial(_add_field_flag, parser.add_argument_group("state and archive")))
+    _add_run(partial(_add_field_flag, parser.add_argument_group("run")))
 
 
-def _add_upstream(group: argparse._ArgumentGroup) -> None:
+_SERVE_DEFAULTS = {f.name: f.default for f in fields(ServeConfig) if f.default is not MISSING}
+_SIZE_FIELDS = ("max_body_bytes", "memory_store_bytes", "archive_reinsert_bytes")
+"""The :class:`ServeConfig` sizes, whose flags are read as text (``32MiB``)."""
+
+
+def _add_field_flag(group: argparse._ArgumentGroup, flag: str, **options: Any) -> None:
+    """A ``serve`` flag: one named as a :class:`ServeConfig` field and given no default of
+    its own defaults to the field's (which its help shows) and, a number, reads its type."""
+    name = options.get("dest") or flag[2:].replace("-", "_")
+    default = _SERVE_DEFAULTS.get(name)
+    if type(default) in (int, float) and name not in _SIZE_FIELDS:
+        options.setdefault("type", type(default))
+    group.add_argument(flag, **options)
+
+
+def _add_upstream(add: Callable[..., None]) -> None:
     """Where requests go, in which API, and how long they may take there."""
-    add = group.add_argument
     add("--upstream", required=True, help="base URL requests are forwarded to")
     add(
         "--upstream-api",
@@ -325,19 +337,17 @@ def _add_upstream(group: argparse._ArgumentGroup) -> None:
         "upstream cannot run (web_search, tool_search, ...) instead of dropping it from tools "
         "(named in the x-csum-dropped-tools response header)",
     )
-    add("--timeout", type=float, help="upstream read timeout, s (default %(default)g)")
-    add("--connect-timeout", type=float, help="upstream connect timeout, s")
+    add("--timeout", help="upstream read timeout, s (default %(default)g)")
+    add("--connect-timeout", help="upstream connect timeout, s")
     add(
         "--max-connections",
-        type=int,
         help="upstream requests in flight (its connection pool); one more is answered 503 "
         "with Retry-After at once (default %(default)s)",
     )
 
 
-def _add_clients(group: argparse._ArgumentGroup) -> None:
+def _add_clients(add: Callable[..., None]) -> None:
     """Where the gateway listens, and what it takes from a client."""
-    add = group.add_argument
     add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     add("--port", type=int, default=8787, help="port to bind (default 8787)")
     add(
@@ -353,22 +363,18 @@ def _add_clients(group: argparse._ArgumentGroup) -> None:
     )
     add(
         "--max-client-connections",
-        type=int,
         help="client connections open at once; one more is answered 503 (default %(default)s)",
     )
     add(
         "--max-connections-per-client",
-        type=int,
         help="client connections open at once from one address (default %(default)s)",
     )
     add(
         "--header-timeout",
-        type=float,
         help="seconds a client has to send its request headers, 408 beyond (default %(default)g)",
     )
     add(
         "--body-timeout",
-        type=float,
         help="seconds a client has to send its whole body, 408 beyond (default %(default)g)",
     )
     add(
@@ -378,20 +384,17 @@ def _add_clients(group: argparse._ArgumentGroup) -> None:
     )
     add(
         "--max-depth",
-        type=int,
         help="deepest JSON nesting of a body the gateway decodes, 400 beyond (default %(default)s)",
     )
     add(
         "--max-items",
-        type=int,
         help="most messages plus content blocks in a history the gateway decodes, 413 "
         "beyond (default %(default)s)",
     )
 
 
-def _add_serve_budget(group: argparse._ArgumentGroup) -> None:
+def _add_serve_budget(add: Callable[..., None]) -> None:
     """How large a chain may grow, and how small a compaction makes it."""
-    add = group.add_argument
     add(
         "--budget",
         help="budget of every chain, e.g. 128KiB (bytes), or tokens with --tokens "
@@ -400,12 +403,10 @@ def _add_serve_budget(group: argparse._ArgumentGroup) -> None:
     add("--tokens", action="store_true", help="--budget is a number of tokens (estimated)")
     add(
         "--window-share",
-        type=float,
         help="without --budget: share of the model's context window (default %(default)g)",
     )
     add(
         "--keep-ratio",
-        type=float,
         metavar="R",
         help="share of the budget a compaction brings the chain to (default "
         f"{DEFAULT_KEEP_RATIO:g}; {SUMMARY_ONLY.keep_ratio:g} with --summary-only)",
@@ -419,9 +420,8 @@ def _add_serve_budget(group: argparse._ArgumentGroup) -> None:
     )
 
 
-def _add_summarizer(group: argparse._ArgumentGroup) -> None:
+def _add_summarizer(add: Callable[..., None]) -> None:
     """Who writes the summaries (csum.serve.summary_handler)."""
-    add = group.add_argument
     add(
         "--summarizer",
         choices=SUMMARIZER_KINDS,
@@ -442,9 +442,8 @@ def _add_summarizer(group: argparse._ArgumentGroup) -> None:
     )
 
 
-def _add_state(group: argparse._ArgumentGroup) -> None:
+def _add_state(add: Callable[..., None]) -> None:
     """Where conversation state, summaries and the archive live."""
-    add = group.add_argument
     add(
         "--store",
         metavar="memory|PATH|redis://...",
@@ -457,7 +456,6 @@ def _add_state(group: argparse._ArgumentGroup) -> None:
     )
     add(
         "--state-ttl",
-        type=float,
         help="seconds a conversation's state lives (default 7 days)",
     )
     add(
@@ -474,14 +472,12 @@ def _add_state(group: argparse._ArgumentGroup) -> None:
     )
     add(
         "--archive-ttl",
-        type=float,
         help="seconds an archive session lives after its last write (default 7 days)",
     )
 
 
-def _add_run(group: argparse._ArgumentGroup) -> None:
+def _add_run(add: Callable[..., None]) -> None:
     """How compactions run, and what the gateway logs."""
-    add = group.add_argument
     add(
         "--no-offload",
         action="store_true",
@@ -489,12 +485,10 @@ def _add_run(group: argparse._ArgumentGroup) -> None:
     )
     add(
         "--compaction-workers",
-        type=int,
         help="compactions at once, in threads of their own (default %(default)s)",
     )
     add(
         "--deadline",
-        type=float,
         help="seconds a request may wait for and spend in its compaction, summary calls "
         "included, before it is forwarded uncompacted (default %(default)g)",
     )
@@ -862,7 +856,7 @@ def _serve_config(args: argparse.Namespace) -> ServeConfig:
         raise ValueError(f"--port must be within 1..65535, got {args.port}")
     names = {f.name for f in fields(ServeConfig)}
     given = {k: v for k, v in vars(args).items() if k in names}
-    for name in ("max_body_bytes", "memory_store_bytes", "archive_reinsert_bytes"):
+    for name in _SIZE_FIELDS:
         size = given[name]  # the flag's text, else the field's default
         if isinstance(size, str):
             given[name] = (
