@@ -244,7 +244,7 @@ class Summarizer:
         jobs: dict[int, Callable[[], Awaitable[Section]]] = {}  # by section index
         for index, section in enumerate(sections):
             if index < keep_from:
-                if _needs_section_summary(section, calls.stale_cap, config.max_body_pair_bytes):
+                if _needs_summary(section.body, calls.stale_cap, config.max_body_pair_bytes):
                     jobs[index] = partial(_summarize_section, calls, section, index, style)
             elif config.preserve_last and len(section.body) > 1:
                 jobs[index] = partial(_rotate_section, calls, section, index, config, style)
@@ -273,28 +273,22 @@ class Summarizer:
         )
 
 
-def _is_stale_summary(pair: BodyPair, max_summary_bytes: int | None, max_pair_bytes: int) -> bool:
-    """Whether one of csum's summaries is summarized again: only when it is over the pair
-    budget and its text (less its archive line) over the summary cap, so it was not made
-    under this cap; a summarized chain summarized again calls the handler zero times."""
-    if max_summary_bytes is None or pair.size <= max_pair_bytes:
+def _needs_summary(
+    pairs: Sequence[BodyPair], max_summary_bytes: int | None = None, max_pair_bytes: int = 0
+) -> bool:
+    """Whether ``pairs`` still have to be summarized: any but one of csum's summaries, and
+    that one only when over the pair budget with its text (less its archive line) over
+    the summary cap, so not made under this cap (a summarized chain summarized again
+    calls the handler zero times)."""
+    if len(pairs) != 1 or not is_summarized(pairs[0]):
+        return bool(pairs)
+    if max_summary_bytes is None or pairs[0].size <= max_pair_bytes:
         return False
-    text = summary_text(pair)
+    text = summary_text(pairs[0])
     return text is not None and utf8_len(split_archive_line(text)[0]) > max_summary_bytes
 
 
 # -- phase 1: sections -------------------------------------------------------------------
-
-
-def _needs_section_summary(
-    section: Section, max_summary_bytes: int | None = None, max_pair_bytes: int = 0
-) -> bool:
-    """Whether a non-kept section still has to be reduced to one summary pair (not when
-    its body already is one summary, unless that one :func:`_is_stale_summary`)."""
-    body = section.body
-    if len(body) == 1 and is_summarized(body[0]):
-        return _is_stale_summary(body[0], max_summary_bytes, max_pair_bytes)
-    return bool(body)
 
 
 async def _summarize_section(
@@ -398,8 +392,7 @@ async def _oversized_summarized(
     oversized = [
         i
         for i, pair in enumerate(body[:-1])
-        if pair.size > limit
-        and (not is_summarized(pair) or _is_stale_summary(pair, calls.stale_cap, limit))
+        if pair.size > limit and _needs_summary((pair,), calls.stale_cap, limit)
     ]
     if not oversized:
         return section
@@ -455,8 +448,8 @@ async def _summarize_qa(
     folded = sections[: len(sections) - keep]
     if not folded:
         return ast
-    if len(folded) == 1 and not _needs_section_summary(
-        folded[0], calls.stale_cap, config.max_body_pair_bytes
+    if len(folded) == 1 and not _needs_summary(
+        folded[0].body, calls.stale_cap, config.max_body_pair_bytes
     ):
         return ast
     human_messages = [

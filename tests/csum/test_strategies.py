@@ -31,7 +31,7 @@ from csum.plan import is_summarized, messages_of
 from csum.request import HandlerCalls, gather
 from csum.summarizer import (
     _exceeds_qa_limits,
-    _needs_section_summary,
+    _needs_summary,
     _recent_sections_to_keep,
     _rotate_section,
     _split_last_section_pairs,
@@ -191,7 +191,7 @@ def test_summary_kind(pairs: list[BodyPair], expected: BodyPairType) -> None:
     ],
 )
 def test_needs_section_summary(sec: Section, expected: bool) -> None:
-    assert _needs_section_summary(sec) is expected
+    assert _needs_summary(sec.body) is expected
 
 
 # -- the keep/summarize split of a last section -------------------------------------------
