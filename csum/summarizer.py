@@ -341,13 +341,9 @@ def _grows_summary(replaced: Sequence[BodyPair], pair: BodyPair) -> bool:
 def _split_last_section_pairs(
     section: Section, max_bytes: int, reserve_percent: int
 ) -> tuple[tuple[BodyPair, ...], tuple[BodyPair, ...]]:
-    """(pairs to keep, pairs to summarize) of an oversized last section.
-
-    The last pair is always kept. Going from newest to oldest, pairs are kept while the
-    header and the kept pairs fit ``max_bytes * (100 - reserve_percent) / 100``; the first
-    pair that does not fit and every older one are summarized. A lone summary pair is
-    not summarized again.
-    """
+    """(pairs to keep, pairs to summarize) of an oversized last section: the last pair,
+    then newer to older while they fit with the header in ``max_bytes`` less the reserve;
+    the first that does not and every older one are summarized (not a lone summary)."""
     body = section.body
     if not body:
         return (), ()
@@ -416,12 +412,9 @@ def _exceeds_qa_limits(ast: ChainAST, config: SummarizerConfig) -> bool:
 
 
 def _recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
-    """How many newest sections QA summarization keeps.
-
-    Always the last ``keep_qa_sections``; then older ones while the kept sections stay
-    under ``max_qa_sections - 1`` (one slot is the summary section) and within
-    ``max_qa_bytes`` less ``reserve_percent``.
-    """
+    """How many newest sections QA summarization keeps: the last ``keep_qa_sections``, then
+    older ones while they fit ``max_qa_bytes`` less the reserve, up to
+    ``max_qa_sections - 1`` (one slot is the summary section)."""
     sections = ast.sections
     total = len(sections)
     keep = min(config.keep_qa_sections, total)
