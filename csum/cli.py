@@ -290,7 +290,8 @@ def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     """Add ``serve`` to ``csum``'s sub-commands, its flags in groups (as ``--help`` lists
     them)."""
     parser = commands.add_parser("serve", help="run the compaction gateway (needs the serve extra)")
-    # --keep-ratio's default depends on --summary-only (_serve_config)
+    # a flag named as a ServeConfig field and given no default of its own defaults to the
+    # field's, which its help shows (--keep-ratio's depends on --summary-only: _serve_config)
     parser.set_defaults(**{k: v for k, v in _SERVE_DEFAULTS.items() if k != "keep_ratio"})
     _add_upstream(partial(_add_field_flag, parser.add_argument_group("upstream")))
     _add_clients(partial(_add_field_flag, parser.add_argument_group("clients")))
@@ -306,8 +307,8 @@ _SIZE_FIELDS = ("max_body_bytes", "memory_store_bytes", "archive_reinsert_bytes"
 
 
 def _add_field_flag(group: argparse._ArgumentGroup, flag: str, **options: Any) -> None:
-    """A ``serve`` flag: one named as a :class:`ServeConfig` field and given no default of
-    its own defaults to the field's (which its help shows) and, a number, reads its type."""
+    """A ``serve`` flag; one named as a number field of :class:`ServeConfig` (not a size:
+    read as text) reads the field's type, as it takes the field's default."""
     name = options.get("dest") or flag[2:].replace("-", "_")
     default = _SERVE_DEFAULTS.get(name)
     if type(default) in (int, float) and name not in _SIZE_FIELDS:
