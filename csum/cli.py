@@ -890,7 +890,7 @@ def _serve(args: argparse.Namespace, _stdout: TextIO, err: TextIO) -> int:
         app = create_app(config)
     except ImportError:
         print(f"csum serve: {INSTALL_HINT}", file=err)
-        return 2
+        return EXIT_USAGE
     configure(args.log_level if args.log_level != "trace" else "debug")
     if config.offload:
         sys.setswitchinterval(SWITCH_INTERVAL)
@@ -906,7 +906,7 @@ def _serve(args: argparse.Namespace, _stdout: TextIO, err: TextIO) -> int:
         server_header=False,
         date_header=False,
     )
-    return 0
+    return EXIT_OK
 
 
 def main(
