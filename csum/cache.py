@@ -142,7 +142,6 @@ class SummaryCache(StoreClient):
             ("ttl", ttl),
             ("lock_ttl", lock_ttl),
             ("poll_interval", poll_interval),
-            ("breaker_seconds", breaker_seconds),
         ):
             if value is not None and (isinstance(value, bool) or not value > 0):
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")

@@ -1,9 +1,12 @@
-"""The summarizer: parse with repair, run the phases, hand back a new chain."""
+"""The reference algorithm (:class:`Summarizer`): parse with repair, then its three phases
+(section summaries, last-section rotation, QA folding), each from an immutable tree to a
+new one; results placed by index, so the output never depends on which handler call
+finished first."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -12,31 +15,37 @@ import anyio
 
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
+    BodyPair,
     ChainAST,
     ChainError,
     ChainIssue,
+    Header,
     IdTemplate,
     Message,
     ParseRule,
     ProviderProfile,
+    Role,
     Section,
     TemplateLike,
+    TextPart,
     parse_chain,
 )
+from cast.internals import utf8_len
 from csum._checks import check_count, check_instance
 from csum._sync import run_sync
-from csum.archive import without_recalled
-from csum.assemble import SummaryStyle, summary_style, unique_summary_ids
+from csum.archive import own_question, split_archive_line, without_recalled
+from csum.assemble import (
+    SummaryStyle,
+    summary_floor,
+    summary_pair,
+    summary_style,
+    unique_summary_ids,
+)
 from csum.compaction import pending_tail_calls, without_pending_fillers
 from csum.config import Stores, SummarizerConfig
+from csum.plan import human_of, is_summarized, messages_of, summary_text
 from csum.request import SUMMARY_FLOOR_BYTES, Handler, HandlerCalls, gather
 from csum.store_events import StoreEvent
-from csum.strategies import (
-    needs_section_summary,
-    rotate_section,
-    summarize_qa,
-    summarize_section,
-)
 
 __all__ = ["Summarizer", "SummaryResult"]
 
@@ -98,8 +107,7 @@ class Summarizer:
         stores: Stores | None = None,
         summary_floor_bytes: int | None = SUMMARY_FLOOR_BYTES,
     ) -> None:
-        if not isinstance(config, SummarizerConfig | None):
-            raise TypeError(f"config must be a SummarizerConfig, not {type(config).__name__}")
+        check_instance("config", config, SummarizerConfig)
         check_instance("stores", stores, Stores)
         for name, value in (
             ("max_concurrency", max_concurrency),
@@ -236,16 +244,16 @@ class Summarizer:
         jobs: dict[int, Callable[[], Awaitable[Section]]] = {}  # by section index
         for index, section in enumerate(sections):
             if index < keep_from:
-                if needs_section_summary(section, calls.stale_cap, config.max_body_pair_bytes):
-                    jobs[index] = partial(summarize_section, calls, section, index, style)
+                if _needs_summary(section.body, calls.stale_cap, config.max_body_pair_bytes):
+                    jobs[index] = partial(_summarize_section, calls, section, index, style)
             elif config.preserve_last and len(section.body) > 1:
-                jobs[index] = partial(rotate_section, calls, section, index, config, style)
+                jobs[index] = partial(_rotate_section, calls, section, index, config, style)
         if jobs:
             for index, new_section in zip(jobs, await gather(list(jobs.values())), strict=True):
                 sections[index] = new_section
             ast = ChainAST(sections)
         if config.use_qa:
-            ast = await summarize_qa(calls, ast, config, style)
+            ast = await _summarize_qa(calls, ast, config, style)
         if calls.created:
             ast = unique_summary_ids(ast, calls.created, style.id_template)
         return ast
@@ -263,3 +271,219 @@ class Summarizer:
         return run_sync(
             partial(self.summarize_chain, handler, messages, id_template=id_template), backend
         )
+
+
+def _needs_summary(
+    pairs: Sequence[BodyPair], max_summary_bytes: int | None = None, max_pair_bytes: int = 0
+) -> bool:
+    """Whether ``pairs`` still have to be summarized: any but one of csum's summaries, and
+    that one only when over the pair budget with its text (less its archive line) over
+    the summary cap, so not made under this cap (a summarized chain summarized again
+    calls the handler zero times)."""
+    if len(pairs) != 1 or not is_summarized(pairs[0]):
+        return bool(pairs)
+    if max_summary_bytes is None or pairs[0].size <= max_pair_bytes:
+        return False
+    text = summary_text(pairs[0])
+    return text is not None and utf8_len(split_archive_line(text)[0]) > max_summary_bytes
+
+
+# -- phase 1: sections -------------------------------------------------------------------
+
+
+async def _summarize_section(
+    calls: HandlerCalls, section: Section, index: int, style: SummaryStyle
+) -> Section:
+    """The section with its whole body replaced by one summary pair (a human message
+    follows it). A style that refuses growth keeps a body its summary would not shrink."""
+    pair = await _summary(calls, section, index, style, section.body)
+    if pair is None or _grows_summary(section.body, pair):
+        return section
+    return section.evolve(body=(calls.adopt(pair),))
+
+
+async def _summary(
+    calls: HandlerCalls,
+    section: Section,
+    index: int,
+    style: SummaryStyle,
+    pairs: Sequence[BodyPair],
+    *,
+    rotation: bool = False,
+) -> BodyPair | None:
+    """The summary pair of ``pairs`` of ``section`` (in its phase: section summary or last
+    section rotation); None where the style keeps them."""
+    summarized = messages_of(pairs)
+    replaced = sum(p.size for p in pairs)
+    if style.keeps_original(summary_floor(style, summarized), replaced):
+        return None
+    system = section.header.system_message
+    question = section.header.size - (0 if system is None else system.size)
+    phase = "last section rotation" if rotation else "section summary"
+    text = await calls.summarize(
+        human_of(section), summarized, phase=phase, section=index, sizes=(question, replaced)
+    )
+    seed = f"{'rotation' if rotation else 'section'}\x1f{index}"
+    pair = summary_pair(
+        style, text, summarized, seed=seed, keep_reasoning=rotation, before_human=not rotation
+    )
+    return None if style.keeps_original(pair.size, replaced) else pair
+
+
+def _grows_summary(replaced: Sequence[BodyPair], pair: BodyPair) -> bool:
+    """Whether ``pair`` would replace a lone summary by a larger one (never taken)."""
+    return len(replaced) == 1 and is_summarized(replaced[0]) and pair.size >= replaced[0].size
+
+
+# -- phase 2: last-section rotation ------------------------------------------------------
+
+
+def _split_last_section_pairs(
+    section: Section, max_bytes: int, reserve_percent: int
+) -> tuple[tuple[BodyPair, ...], tuple[BodyPair, ...]]:
+    """(pairs to keep, pairs to summarize) of an oversized last section: the last pair,
+    then newer to older while they fit with the header in ``max_bytes`` less the reserve;
+    the first that does not and every older one are summarized (not a lone summary)."""
+    body = section.body
+    if not body:
+        return (), ()
+    threshold = max_bytes * (100 - reserve_percent) // 100
+    current = section.header.size + body[-1].size
+    border = len(body) - 1  # body[border:] is kept
+    for pair in reversed(body[:-1]):
+        if current + pair.size > threshold:
+            break
+        current += pair.size
+        border -= 1
+    keep, summarize = body[border:], body[:border]
+    if len(summarize) == 1 and is_summarized(summarize[0]):
+        return body, ()
+    return keep, summarize
+
+
+async def _rotate_section(
+    calls: HandlerCalls, section: Section, index: int, config: SummarizerConfig, style: SummaryStyle
+) -> Section:
+    """Bring one of the last sections within budget; its last pair is kept verbatim."""
+    section = await _oversized_summarized(calls, section, index, config, style)
+    if section.size <= config.last_section_bytes:
+        return section
+    keep, summarize = _split_last_section_pairs(
+        section, config.last_section_bytes, config.reserve_percent
+    )
+    if not summarize:
+        return section
+    pair = await _summary(calls, section, index, style, summarize, rotation=True)
+    return section if pair is None else section.evolve(body=(calls.adopt(pair), *keep))
+
+
+async def _oversized_summarized(
+    calls: HandlerCalls, section: Section, index: int, config: SummarizerConfig, style: SummaryStyle
+) -> Section:
+    """``section`` with each pair but the last over the pair budget (and no fresh summary)
+    summarized alone, where that makes it smaller."""
+    body = list(section.body)
+    human = human_of(section)
+    limit = config.max_body_pair_bytes
+    oversized = [
+        i
+        for i, pair in enumerate(body[:-1])
+        if pair.size > limit and _needs_summary((pair,), calls.stale_cap, limit)
+    ]
+    if not oversized:
+        return section
+    summarize = partial(calls.summarize, human, phase="oversized pair summary", section=index)
+    texts = await gather([partial(summarize, body[i].messages()) for i in oversized])
+    for i, text in zip(oversized, texts, strict=True):
+        pair = body[i]
+        seed = f"pair\x1f{index}\x1f{i}"
+        new = summary_pair(style, text, pair.messages(), seed=seed, keep_reasoning=True)
+        if not style.keeps_original(new.size, pair.size) and not _grows_summary((pair,), new):
+            body[i] = calls.adopt(new)
+    return section.evolve(body=body)
+
+
+# -- phase 3: QA -------------------------------------------------------------------------
+
+
+def _exceeds_qa_limits(ast: ChainAST, config: SummarizerConfig) -> bool:
+    """Whether the chain has more sections or bytes than the QA limits allow."""
+    return len(ast.sections) > config.max_qa_sections or ast.size > config.max_qa_bytes
+
+
+def _recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
+    """How many newest sections QA summarization keeps: the last ``keep_qa_sections``, then
+    older ones while they fit ``max_qa_bytes`` less the reserve, up to
+    ``max_qa_sections - 1`` (one slot is the summary section)."""
+    sections = ast.sections
+    total = len(sections)
+    keep = min(config.keep_qa_sections, total)
+    size = sum(s.size for s in sections[total - keep :])
+    budget = config.max_qa_bytes * (100 - config.reserve_percent) // 100
+    for section in reversed(sections[: total - keep]):
+        if keep >= config.max_qa_sections - 1 or size + section.size > budget:
+            break
+        size += section.size
+        keep += 1
+    return keep
+
+
+async def _summarize_qa(
+    calls: HandlerCalls, ast: ChainAST, config: SummarizerConfig, style: SummaryStyle
+) -> ChainAST:
+    """Fold the oldest sections into one summary section when over the QA limits; the
+    folded questions lose the archived lines re-insertion put into them
+    (:func:`csum.archive.own_question`: else they would pile up at every fold)."""
+    if not _exceeds_qa_limits(ast, config):
+        return ast
+    sections = ast.sections
+    keep = _recent_sections_to_keep(ast, config)
+    folded = sections[: len(sections) - keep]
+    if not folded:
+        return ast
+    if len(folded) == 1 and not _needs_summary(
+        folded[0].body, calls.stale_cap, config.max_body_pair_bytes
+    ):
+        return ast
+    human_messages = [
+        own
+        for s in folded
+        if s.header.human_message is not None
+        and (own := own_question(s.header.human_message)) is not None
+    ]
+    pairs = [pair for s in folded for pair in s.body]
+    ai_messages = messages_of(pairs)
+    if not ai_messages:
+        return ast
+    summarize = partial(calls.summarize, human_messages, section=0)
+    jobs = [partial(summarize, ai_messages, phase="QA summary")]
+    if config.summarize_human_in_qa and human_messages:  # the questions summarized too
+        jobs.append(partial(summarize, [], phase="QA human summary"))
+    texts = await gather(jobs)
+    human: Message | None = None
+    if len(texts) == 2:
+        human = Message.from_parts(Role.HUMAN, (TextPart(text=texts[1]),))
+    elif human_messages:
+        human = Message.from_parts(Role.HUMAN, [p for m in human_messages for p in m.parts])
+    pair = summary_pair(
+        style, texts[0], ai_messages, seed="qa", keep_reasoning=False, before_human=True
+    )
+    system = folded[0].header.system_message
+    folded_section = Section(Header(system, human), (pair,))
+    if style.keeps_original(folded_section.size, sum(s.size for s in folded)):
+        return ast
+    calls.adopt(pair)
+    # A kept section keeps its own system message (repair opens a section with a late one).
+    kept = sections[len(sections) - keep :]
+    return ChainAST((folded_section, *_after_folded(folded, kept)))
+
+
+def _after_folded(folded: Sequence[Section], kept: Sequence[Section]) -> tuple[Section, ...]:
+    """The kept sections (one at least), opened by the folded ones' mid-chain system messages
+    (verbatim, in order, after the summary: never moved ahead of the user's task)."""
+    later = [s for x in folded[1:] if (s := x.header.system_message) is not None]
+    if not later:
+        return tuple(kept)
+    first = kept[0].header
+    systems = later if first.system_message is None else [*later, first.system_message]
+    return (*Section.opened_by(systems, first.human_message, kept[0].body), *kept[1:])

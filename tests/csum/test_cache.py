@@ -586,3 +586,19 @@ async def test_waiters_of_a_failed_flight_share_the_next_one() -> None:
         ("the summary", False),
         *[("the summary", True)] * 3,
     ]
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "words"),
+    [
+        ({"ttl": 0}, ValueError, "ttl must be a positive number of seconds"),
+        ({"lock_ttl": True}, ValueError, "lock_ttl must be a positive number of seconds"),
+        ({"breaker_seconds": True}, TypeError, "breaker_seconds must be a number"),
+        ({"breaker_seconds": 0}, ValueError, "breaker_seconds must be positive"),
+    ],
+)
+def test_bad_cache_settings_are_refused_as_the_archive_refuses_them(
+    options: dict[str, object], error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error, match=words):
+        SummaryCache(**options)  # type: ignore[arg-type]

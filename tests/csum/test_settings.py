@@ -27,7 +27,7 @@ from csum import (
     Summarizer,
     SummaryCache,
 )
-from csum.cli import main
+from csum.cli import _add_serve_parser, _serve_config, main
 from csum.config import (
     DEFAULT_CLEARING,
     DEFAULT_KEEP_RATIO,
@@ -40,7 +40,6 @@ from csum.config import (
 from csum.handlers import extractive
 from csum.prompt import text_request
 from csum.request import ledger
-from csum.serve.cli import add_serve_parser, config_from
 from csum.stores import MemoryStore
 
 FAST = RetryPolicy(max_retries=2, backoff_base=0.001, backoff_max=0.01, jitter=0.5)
@@ -302,24 +301,24 @@ def test_csum_keep_ratio_errors_name_the_flag(argv: tuple[str, ...], needle: str
 
 def serve_args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    add_serve_parser(parser.add_subparsers(dest="command"))
+    _add_serve_parser(parser.add_subparsers(dest="command"))
     return parser.parse_args(["serve", "--upstream", "http://127.0.0.1:9", *argv])
 
 
 def test_serve_keep_ratio_flag() -> None:
-    assert config_from(serve_args()).keep_ratio == DEFAULT_KEEP_RATIO
-    assert config_from(serve_args("--keep-ratio", "0.4")).keep_ratio == 0.4
+    assert _serve_config(serve_args()).keep_ratio == DEFAULT_KEEP_RATIO
+    assert _serve_config(serve_args("--keep-ratio", "0.4")).keep_ratio == 0.4
     with pytest.raises(ValueError, match="--keep-ratio must be within"):
-        config_from(serve_args("--keep-ratio", "1.5"))
+        _serve_config(serve_args("--keep-ratio", "1.5"))
 
 
 def test_serve_summary_only_flag_is_the_former_defaults() -> None:
-    plain = config_from(serve_args())
+    plain = _serve_config(serve_args())
     assert not plain.summary_only
-    only = config_from(serve_args("--summary-only"))
+    only = _serve_config(serve_args("--summary-only"))
     assert only.summary_only
     assert only.keep_ratio == SUMMARY_ONLY.keep_ratio
-    assert config_from(serve_args("--summary-only", "--keep-ratio", "0.4")).keep_ratio == 0.4
+    assert _serve_config(serve_args("--summary-only", "--keep-ratio", "0.4")).keep_ratio == 0.4
 
 
 def test_budget_object_passes_through_unchanged() -> None:

@@ -1,4 +1,4 @@
-"""The phases of csum.strategies on their own: pair helpers, the keep/summarize split
+"""The phases of csum.summarizer on their own: pair helpers, the keep/summarize split
 with its reserve (exact byte boundaries), section and QA budgets, one-section phases,
 and the concurrency helpers (HandlerCalls, gather)."""
 
@@ -29,14 +29,14 @@ from csum import SUMMARIZED_CONTENT_PREFIX, SummarizationError, SummarizerConfig
 from csum.assemble import SummaryStyle, summary_kind
 from csum.plan import is_summarized, messages_of
 from csum.request import HandlerCalls, gather
-from csum.strategies import (
-    exceeds_qa_limits,
-    needs_section_summary,
-    recent_sections_to_keep,
-    rotate_section,
-    split_last_section_pairs,
-    summarize_qa,
-    summarize_section,
+from csum.summarizer import (
+    _exceeds_qa_limits,
+    _needs_summary,
+    _recent_sections_to_keep,
+    _rotate_section,
+    _split_last_section_pairs,
+    _summarize_qa,
+    _summarize_section,
 )
 from csum_builders import (
     FakeHandler,
@@ -191,7 +191,7 @@ def test_summary_kind(pairs: list[BodyPair], expected: BodyPairType) -> None:
     ],
 )
 def test_needs_section_summary(sec: Section, expected: bool) -> None:
-    assert needs_section_summary(sec) is expected
+    assert _needs_summary(sec.body) is expected
 
 
 # -- the keep/summarize split of a last section -------------------------------------------
@@ -224,7 +224,7 @@ def test_needs_section_summary(sec: Section, expected: bool) -> None:
 def test_split_last_section_pairs(
     sec: Section, max_bytes: int, reserve: int, kept: int, summarized: int
 ) -> None:
-    keep, summarize = split_last_section_pairs(sec, max_bytes, reserve)
+    keep, summarize = _split_last_section_pairs(sec, max_bytes, reserve)
     assert (len(keep), len(summarize)) == (kept, summarized)
     # Oldest pairs are summarized, newest kept, nothing lost or reordered.
     assert summarize + keep == sec.body
@@ -233,14 +233,14 @@ def test_split_last_section_pairs(
 def test_split_does_not_summarize_a_lone_summary_again() -> None:
     summary = BodyPair.summarization(fill(900))
     sec = make_section(10, summary, completion_pair(440), completion_pair(300))
-    keep, summarize = split_last_section_pairs(sec, 1000, 25)
+    keep, summarize = _split_last_section_pairs(sec, 1000, 25)
     assert (keep, summarize) == (sec.body, ())
 
 
 def test_split_folds_a_summary_with_the_pairs_after_it() -> None:
     summary = BodyPair.summarization(fill(900))
     sec = make_section(10, summary, completion_pair(441), completion_pair(300))
-    keep, summarize = split_last_section_pairs(sec, 1000, 25)
+    keep, summarize = _split_last_section_pairs(sec, 1000, 25)
     assert summarize == sec.body[:2]
     assert keep == sec.body[2:]
 
@@ -283,7 +283,7 @@ def qa_chain(*sizes: int) -> ChainAST:
 )
 def test_recent_sections_to_keep(ast: ChainAST, changes: dict[str, Any], expected: int) -> None:
     config = SummarizerConfig(**{"reserve_percent": 0, **changes})
-    assert recent_sections_to_keep(ast, config) == expected
+    assert _recent_sections_to_keep(ast, config) == expected
 
 
 @pytest.mark.parametrize(
@@ -296,7 +296,7 @@ def test_recent_sections_to_keep(ast: ChainAST, changes: dict[str, Any], expecte
     ],
 )
 def test_exceeds_qa_limits(ast: ChainAST, changes: dict[str, Any], expected: bool) -> None:
-    assert exceeds_qa_limits(ast, SummarizerConfig(**changes)) is expected
+    assert _exceeds_qa_limits(ast, SummarizerConfig(**changes)) is expected
 
 
 # -- one phase on one section ----------------------------------------------------------------
@@ -307,7 +307,7 @@ async def test_summarize_section_of_completions_gives_a_prefixed_completion() ->
     handler = FakeHandler()
     calls = HandlerCalls(handler)
     sec = make_section(5, completion_pair(20, "a"), completion_pair(30, "b"))
-    out = await summarize_section(calls, sec, 3, STYLE)
+    out = await _summarize_section(calls, sec, 3, STYLE)
     assert out.header is sec.header
     assert len(out.body) == 1
     (summary,) = out.body
@@ -329,7 +329,7 @@ async def test_summarize_section_with_tool_calls_drops_reasoning() -> None:
         pair(request("c1", 80, text="look", text_reasoning="thinking", reasoning="why")),
         completion_pair(10),
     )
-    out = await summarize_section(HandlerCalls(handler), sec, 1, STYLE)
+    out = await _summarize_section(HandlerCalls(handler), sec, 1, STYLE)
     (summary,) = out.body
     assert summary.type is BodyPairType.SUMMARIZATION
     # Not a last section: no fake signature and no reasoning part in front of the call.
@@ -361,7 +361,7 @@ async def test_rotate_section_summarizes_oversized_pairs_alone(
     handler = FakeHandler()
     sec = sized_section(5, *sizes)
     config = rotation_config(last_section_bytes=100_000)
-    out = await rotate_section(HandlerCalls(handler), sec, 2, config, STYLE)
+    out = await _rotate_section(HandlerCalls(handler), sec, 2, config, STYLE)
     assert handler.calls == len(oversized)
     assert len(out.body) == len(sec.body)
     for index, (old, new) in enumerate(zip(sec.body, out.body, strict=True)):
@@ -380,7 +380,7 @@ async def test_rotate_section_skips_an_oversized_summary() -> None:
     handler = FakeHandler()
     big_summary = BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + fill(800))
     sec = make_section(5, big_summary, completion_pair(20))
-    out = await rotate_section(HandlerCalls(handler), sec, 0, rotation_config(), STYLE)
+    out = await _rotate_section(HandlerCalls(handler), sec, 0, rotation_config(), STYLE)
     assert out is sec
     assert handler.calls == 0
 
@@ -397,7 +397,7 @@ async def test_rotate_section_folds_only_over_budget(last_section_bytes: int, fo
     handler = FakeHandler()
     sec = sized_section(5, 400, 400, 200)
     config = rotation_config(last_section_bytes=last_section_bytes, reserve_percent=0)
-    out = await rotate_section(HandlerCalls(handler), sec, 0, config, STYLE)
+    out = await _rotate_section(HandlerCalls(handler), sec, 0, config, STYLE)
     if folded:
         # 1004 bytes, no reserve: 5 + 200 + 400 fit, the oldest 400 are folded.
         assert handler.calls == 1
@@ -418,7 +418,7 @@ async def test_rotate_section_keeps_reasoning_in_front_of_the_fake_signature() -
         completion_pair(20),
     )
     config = rotation_config(last_section_bytes=400, max_body_pair_bytes=10_000)
-    out = await rotate_section(HandlerCalls(handler), sec, 0, config, STYLE)
+    out = await _rotate_section(HandlerCalls(handler), sec, 0, config, STYLE)
     summary = out.body[0]
     assert out.body[1:] == sec.body[2:]
     reasoning_part, _ = summary.ai_message.parts
@@ -435,7 +435,7 @@ async def test_summarize_qa_leaves_a_chain_within_limits_alone() -> None:
     handler = FakeHandler()
     ast = qa_chain(10, 10, 10)
     config = SummarizerConfig(use_qa=True, max_qa_sections=3, max_qa_bytes=30)
-    assert await summarize_qa(HandlerCalls(handler), ast, config, STYLE) is ast
+    assert await _summarize_qa(HandlerCalls(handler), ast, config, STYLE) is ast
     assert handler.calls == 0
 
 
@@ -446,7 +446,7 @@ async def test_summarize_qa_does_not_refold_a_lone_summary_section() -> None:
     rest = qa_chain(10, 10).sections
     ast = ChainAST((summary, *rest))
     config = SummarizerConfig(use_qa=True, max_qa_sections=2, keep_qa_sections=2)
-    assert await summarize_qa(HandlerCalls(handler), ast, config, STYLE) is ast
+    assert await _summarize_qa(HandlerCalls(handler), ast, config, STYLE) is ast
     assert handler.calls == 0
 
 

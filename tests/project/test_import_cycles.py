@@ -22,9 +22,9 @@ LAZY: frozenset[tuple[str, str]] = frozenset(
         ("csum._checks", "csum.handlers"),
         ("csum.cli", "csum.handlers"),
         # the gateway needs the serve extra: loaded only when ``csum serve`` runs
-        ("csum.serve.cli", "csum.serve"),
-        ("csum.serve.cli", "csum.serve.logs"),
-        ("csum.serve.cli", "csum.serve.connections"),  # imports uvicorn
+        ("csum.cli", "csum.serve"),
+        ("csum.cli", "csum.serve.logs"),
+        ("csum.cli", "csum.serve.connections"),  # imports uvicorn
         ("csum.serve", "csum.serve.app"),
     }
 )
