@@ -397,3 +397,22 @@ def with_field(model: _M, name: str, value: object) -> _M:
     _SET_EXTRA(obj, None)
     _SET_PRIVATE(obj, None)
     return obj
+
+
+def _retagged(*classes: type[BaseModel]) -> None:
+    """Give ``classes`` consecutive CPython type version tags, so that reads on them never
+    evict each other from CPython's method cache. Pydantic's ``__getattr__`` sends every
+    attribute read on a model through a hook that looks ``__getattr__`` and
+    ``__getattribute__`` up on the class, in a 4,096-slot cache indexed by the class's
+    tag XOR the name's address / 8. Those two names lie 64 bytes apart, so two classes
+    whose tags differ by 8 share slots, and in import order Message and ToolResult often
+    did: each read then walked the MRO (+10 % instructions for a summary run). Tags in a
+    row differ by less than 8. Setting an attribute on a class drops its tag; its next
+    look-up gives it the next one."""
+    for cls in classes:
+        type.__setattr__(cls, "__doc__", cls.__doc__)
+    for cls in classes:
+        getattr(cls, "_version_tag", None)  # a look-up on the class itself tags it
+
+
+_retagged(Message, TextPart, ToolCall, ToolResult, Reasoning, ImagePart, BinaryPart, ProviderPart)
