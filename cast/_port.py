@@ -23,7 +23,16 @@ from cast._rules import (
     Rule,
     implements,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, collector_paused, trusted_chain
+from cast.ast import (
+    BodyPair,
+    BodyPairType,
+    ChainAST,
+    collector_paused,
+    map_messages,
+    map_section,
+    renamed_tool_call_ids,
+    trusted_chain,
+)
 from cast.constants import FAKE_GEMINI_SIGNATURE, TOOL_BRIDGE_TEXT
 from cast.errors import ChainError
 from cast.messages import (
@@ -44,10 +53,7 @@ from cast.parse import parse_chain, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
 from cast.transforms import (
     loads_strict,
-    map_messages,
-    map_section,
     map_tool_call_arguments,
-    renamed_tool_call_ids,
     sanitize_arguments,
     with_empty_reasoning,
     without_reasoning,
