@@ -651,8 +651,7 @@ def _set_result(pair: BodyPair, tool_call_id: str, name: str, content: str) -> B
                 )
                 tools[m_index] = trusted_message(Role.TOOL, tuple(parts))
                 return trusted_pair(pair.type, pair.ai_message, tuple(tools))
-    result = ToolResult(tool_call_id=tool_call_id, name=name, content=content)
-    tools.append(trusted_message(Role.TOOL, (result,)))
+    tools.append(Message.tool(tool_call_id, name, content))
     return trusted_pair(pair.type, pair.ai_message, tuple(tools))
 
 

@@ -315,17 +315,7 @@ class _ChainBuilder:
             f"tool calls without results: {', '.join(repr(c.id) for c in missing)}",
             "repair adds a fallback result for each",
         )
-        return [
-            trusted_message(
-                _TOOL,
-                (
-                    ToolResult(
-                        tool_call_id=call.id, name=call.name, content=FALLBACK_RESPONSE_CONTENT
-                    ),
-                ),
-            )
-            for call in missing
-        ]
+        return [Message.tool(call.id, call.name, FALLBACK_RESPONSE_CONTENT) for call in missing]
 
     def close_section(self) -> None:
         self.total += _close_section(
