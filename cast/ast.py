@@ -36,7 +36,7 @@ from cast.constants import (
     SUMMARIZATION_TOOL_ARGS,
     SUMMARIZATION_TOOL_NAME,
 )
-from cast.errors import ChainError, IdTemplateError, Registry, located_error
+from cast.errors import ChainError, IdTemplateError, ParseRule, Registry, located_error
 from cast.ids import as_template
 from cast.messages import (
     MESSAGES_ADAPTER,
@@ -66,7 +66,6 @@ __all__ = [
     "collector_paused",
     "map_messages",
     "map_section",
-    "pair_type_of",
     "renamed_tool_call_ids",
     "trusted_chain",
     "trusted_header",
@@ -99,16 +98,6 @@ class BodyPairType(StrEnum):
     """An AI message with tool calls, and the tool messages answering them."""
     SUMMARIZATION = "summarization"
     """Like REQUEST_RESPONSE, with ``SUMMARIZATION_TOOL_NAME`` as the first call."""
-
-
-def pair_type_of(ai_message: Message) -> BodyPairType:
-    """The body pair type an AI message opens."""
-    for part in ai_message.parts:
-        if type(part) is ToolCall:
-            if part.name == SUMMARIZATION_TOOL_NAME:
-                return BodyPairType.SUMMARIZATION
-            return BodyPairType.REQUEST_RESPONSE
-    return BodyPairType.COMPLETION
 
 
 def _check_role(message: object, role: Role, what: str) -> None:
@@ -162,7 +151,10 @@ def _checked_pair(
         if type(message) is not Message or message.role is not Role.TOOL:
             _check_role(message, Role.TOOL, "BodyPair.tool_messages[]")
         size += message.size
-    actual = pair_type_of(ai_message)
+    calls = [part for part in ai_message.parts if type(part) is ToolCall]
+    actual = BodyPairType.COMPLETION if not calls else BodyPairType.REQUEST_RESPONSE
+    if calls and calls[0].name == SUMMARIZATION_TOOL_NAME:
+        actual = BodyPairType.SUMMARIZATION
     if declared is not None and declared is not actual:
         raise ChainError(
             f"body pair declared {declared.value} but its AI message makes it {actual.value}"
@@ -170,7 +162,7 @@ def _checked_pair(
     if actual is BodyPairType.COMPLETION and tool_messages:
         raise ChainError("a COMPLETION pair has no tool calls, so it takes no tool messages")
     # Every result answers a call of the pair (calls may still wait: agent loops hold those).
-    pending = Counter(part.id for part in ai_message.parts if type(part) is ToolCall)
+    pending = Counter([call.id for call in calls])
     for part in (part for message in tool_messages for part in message.parts):
         if type(part) is ToolResult:
             if not pending[part.tool_call_id]:
@@ -493,7 +485,7 @@ class ChainAST:
                 new_sections[s_index] = trusted_section(section.header, body)
                 return trusted_chain(tuple(new_sections))
         raise ChainError(
-            f"no tool call with id {tool_call_id!r} in the chain", rule="unknown-tool-call"
+            f"no tool call with id {tool_call_id!r} in the chain", rule=ParseRule.UNKNOWN_TOOL_CALL
         )
 
     def find_tool_call_responses(self, tool_call_id: str) -> list[ToolResult]:

@@ -86,8 +86,7 @@ def to_message(item: object, index: int | None = None) -> Message:
 
 
 class _ChainBuilder:
-    """Builds the AST one message at a time, summing sizes as nodes close; a problem
-    raises (strict), or is recorded in ``issues`` while the repair goes on."""
+    """Builds the AST a message at a time; a problem raises, or with repair goes to ``issues``."""
 
     __slots__ = (
         "body",
