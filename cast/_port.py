@@ -16,7 +16,6 @@ from cast.ast import (
     BodyPair,
     BodyPairType,
     ChainAST,
-    collector_paused,
     map_messages,
     map_section,
     renamed_tool_call_ids,
@@ -388,8 +387,7 @@ def _is_object(text: str) -> bool:
 
 @implements
 def fix_ids(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    with collector_paused():  # as ChainAST.normalize_tool_call_ids does
-        return renamed_tool_call_ids(ast, profile.id_template, profile.accepts_id)
+    return renamed_tool_call_ids(ast, profile.id_template, profile.accepts_id)
 
 
 # -- roles ----------------------------------------------------------------------------------

@@ -442,8 +442,7 @@ class ChainAST:
     def normalize_tool_call_ids(self, template: TemplateLike) -> ChainAST:
         """Give every tool call whose id does not fit ``template``, or repeats an id seen
         earlier in the chain, a new id from it; its results follow."""
-        with collector_paused():
-            return renamed_tool_call_ids(self, template)
+        return renamed_tool_call_ids(self, template)
 
     def clear_reasoning(self) -> ChainAST:
         """Drop ``reasoning`` from every text part and tool call."""
@@ -534,6 +533,7 @@ def _map_pair(pair: BodyPair, change: Callable[[Message], Message | None]) -> Bo
     return trusted_pair(pair.type, ai or pair.ai_message, new_tools)
 
 
+@collector_paused()  # it builds many nodes
 def renamed_tool_call_ids(
     ast: ChainAST, template: TemplateLike, accepts: Callable[[str], bool] | None = None
 ) -> ChainAST:
