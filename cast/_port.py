@@ -373,16 +373,8 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
 
 def fix_arguments(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     """Arguments made JSON objects, which no rule asks for but a codec or a model needs."""
-    return map_messages(
-        ast, partial(map_tool_call_arguments, fix=partial(sanitize_arguments, accepts=_is_object))
-    )
-
-
-def _is_object(text: str) -> bool:
-    try:
-        return isinstance(loads_strict(text), dict)
-    except (ValueError, RecursionError):
-        return False
+    fix = partial(sanitize_arguments, objects_only=True)
+    return map_messages(ast, partial(map_tool_call_arguments, fix=fix))
 
 
 @implements

@@ -126,22 +126,22 @@ def _escape_control_in_strings(text: str) -> str:
     return "".join(out)
 
 
-def _is_json(text: str) -> bool:
+def _accepted(text: str, objects_only: bool) -> bool:
     try:
-        json.loads(text)
+        value = loads_strict(text) if objects_only else json.loads(text)
     except (ValueError, RecursionError):
         return False
-    return True
+    return not objects_only or isinstance(value, dict)
 
 
-def sanitize_arguments(arguments: str, accepts: Callable[[str], bool] = _is_json) -> str:
-    """Arguments ``accepts`` takes (by default valid JSON text, nested no deeper than
-    Python parses): as they are, else with raw control characters inside strings
-    escaped, else ``"{}"``."""
-    if accepts(arguments):
+def sanitize_arguments(arguments: str, *, objects_only: bool = False) -> str:
+    """Arguments that are valid JSON text (nested no deeper than Python parses; with
+    ``objects_only``, a strict JSON object): as they are, else with raw control
+    characters inside strings escaped, else ``"{}"``."""
+    if _accepted(arguments, objects_only):
         return arguments
     fixed = _escape_control_in_strings(arguments)
-    return fixed if accepts(fixed) else "{}"
+    return fixed if _accepted(fixed, objects_only) else "{}"
 
 
 def map_tool_call_arguments(message: Message, fix: Callable[[str], str]) -> Message | None:
