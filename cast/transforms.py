@@ -1,5 +1,6 @@
-"""Transforms of messages, which the ChainAST's transforms and port map over a chain:
-each returns a new message (None: unchanged), sharing the parts it does not touch."""
+"""Transforms of one message (a new one sharing the parts it does not touch, or None when
+nothing changes), which the ChainAST's transforms and port map over a chain, and the
+reasoning and JSON helpers they read."""
 
 from __future__ import annotations
 
