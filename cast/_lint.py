@@ -11,18 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from cast._rules import (
-    CHECK_CONTENT,
-    CHECK_IDS,
-    CHECK_REASONING,
-    CHECK_ROLES,
-    CHECK_STRUCTURE,
-    CHECK_THINKING,
-    CHECK_TOOLS,
-    RULES,
-    Rule,
-    implements,
-)
+from cast._rules import RULES, Rule, implements
 from cast.constants import FAKE_GEMINI_SIGNATURE
 from cast.messages import (
     BinaryPart,
@@ -132,7 +121,7 @@ def lint(
     return sorted(report.found, key=lambda v: -1 if v.index is None else v.index)
 
 
-@implements(CHECK_TOOLS)
+@implements
 def check_tools(items: list[Message], report: Report) -> None:
     """A tool call or result in a request that declares no tools."""
     declared = report.declared
@@ -150,7 +139,7 @@ def check_tools(items: list[Message], report: Report) -> None:
 _PAIRING_RULES = (Rule.UNKNOWN_TOOL_RESULT, Rule.DUPLICATE_TOOL_RESULT)
 
 
-@implements(CHECK_STRUCTURE)
+@implements
 def check_structure(items: list[Message], report: Report) -> None:
     """What the parser's diagnosis finds, with the ids and parts the texts name."""
     issues = diagnose(items)
@@ -207,7 +196,7 @@ def pairing_problems(
 # -- ids ------------------------------------------------------------------------------------
 
 
-@implements(CHECK_IDS)
+@implements
 def check_ids(items: list[Message], report: Report) -> None:
     """Ids the provider rejects, and ids an earlier tool call used."""
     profile = report.profile
@@ -231,7 +220,7 @@ def check_ids(items: list[Message], report: Report) -> None:
 # -- reasoning ------------------------------------------------------------------------------
 
 
-@implements(CHECK_REASONING)
+@implements
 def check_reasoning(items: list[Message], report: Report) -> None:
     """What the target's reasoning policy forbids or requires (each rule applies to one
     policy, or to the signed ones: the report keeps those of the target's)."""
@@ -270,7 +259,7 @@ def check_reasoning(items: list[Message], report: Report) -> None:
             report.add(Rule.MISSING_REASONING_CONTENT, index)
 
 
-@implements(CHECK_THINKING)
+@implements
 def check_thinking(items: list[Message], report: Report) -> None:
     """With thinking on: the assistant turn the last tool results answer must open with thinking."""
     if not report.thinking:
@@ -293,7 +282,7 @@ def check_thinking(items: list[Message], report: Report) -> None:
 # -- roles ----------------------------------------------------------------------------------
 
 
-@implements(CHECK_ROLES)
+@implements
 def check_roles(items: list[Message], report: Report) -> None:
     """A system prompt followed by an AI message; a human message right after a tool message."""
     if items and items[0].role is Role.SYSTEM:
@@ -337,7 +326,7 @@ def is_empty(message: Message) -> bool:
     return all(type(p) is TextPart and not p.text and p.reasoning is None for p in message.parts)
 
 
-@implements(CHECK_CONTENT)
+@implements
 def check_content(items: list[Message], report: Report) -> None:
     """Media the target cannot take where it stands, other providers' blocks, empty messages."""
     profile = report.profile

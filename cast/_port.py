@@ -11,19 +11,16 @@ from functools import partial
 from typing import Any, Literal
 
 from cast._lint import is_cache_point, is_empty, media_of, pairing_problems
-from cast._rules import (
-    FIX_CONTENT,
-    FIX_EMPTY,
-    FIX_IDS,
-    FIX_OPENING,
-    FIX_PAIRING,
-    FIX_REASONING,
-    FIX_ROLES,
-    FIX_SYSTEM,
-    Rule,
-    implements,
+from cast._rules import Rule, implements
+from cast.ast import (
+    BodyPair,
+    BodyPairType,
+    ChainAST,
+    map_messages,
+    map_section,
+    renamed_tool_call_ids,
+    trusted_chain,
 )
-from cast.ast import BodyPair, BodyPairType, ChainAST, collector_paused, trusted_chain
 from cast.constants import FAKE_GEMINI_SIGNATURE, TOOL_BRIDGE_TEXT
 from cast.errors import ChainError
 from cast.messages import (
@@ -44,10 +41,7 @@ from cast.parse import parse_chain, to_message
 from cast.providers import ProviderProfile, ReasoningPolicy, ReasoningScope, resolve_provider
 from cast.transforms import (
     loads_strict,
-    map_messages,
-    map_section,
     map_tool_call_arguments,
-    renamed_tool_call_ids,
     sanitize_arguments,
     with_empty_reasoning,
     without_reasoning,
@@ -244,12 +238,12 @@ def open_with_human(messages: Iterable[Message | dict[str, Any]]) -> list[Messag
     return out
 
 
-@implements(FIX_OPENING)
+@implements
 def fix_opening(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
     return open_with_human(items)
 
 
-@implements(FIX_SYSTEM)
+@implements
 def fix_system(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
     """Leading system messages merged into one; a later one kept in its place, as a
     human message opened by :data:`SYSTEM_IN_TURN_TEXT` where the target takes system
@@ -270,7 +264,7 @@ def fix_system(items: list[Message], profile: ProviderProfile, same: bool) -> li
     return out
 
 
-@implements(FIX_CONTENT)
+@implements
 def fix_content(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
     """Kept blocks, media and tool errors made acceptable; media a result cannot hold moved."""
     out: list[Message] = []
@@ -354,7 +348,7 @@ def _note_for(part: ProviderPart, profile: ProviderProfile) -> TextPart:
 # -- repair ---------------------------------------------------------------------------------
 
 
-@implements(FIX_PAIRING)
+@implements
 def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
     """Stray results (and tool messages left without one) removed before the repairing parse."""
     _, stray = pairing_problems(items)
@@ -379,28 +373,19 @@ def fix_pairing(items: list[Message], profile: ProviderProfile, same: bool) -> l
 
 def fix_arguments(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     """Arguments made JSON objects, which no rule asks for but a codec or a model needs."""
-    return map_messages(
-        ast, partial(map_tool_call_arguments, fix=partial(sanitize_arguments, accepts=_is_object))
-    )
+    fix = partial(sanitize_arguments, objects_only=True)
+    return map_messages(ast, partial(map_tool_call_arguments, fix=fix))
 
 
-def _is_object(text: str) -> bool:
-    try:
-        return isinstance(loads_strict(text), dict)
-    except (ValueError, RecursionError):
-        return False
-
-
-@implements(FIX_IDS)
+@implements
 def fix_ids(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
-    with collector_paused():  # as ChainAST.normalize_tool_call_ids does
-        return renamed_tool_call_ids(ast, profile.id_template, profile.accepts_id)
+    return renamed_tool_call_ids(ast, profile.id_template, profile.accepts_id)
 
 
 # -- roles ----------------------------------------------------------------------------------
 
 
-@implements(FIX_ROLES)
+@implements
 def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     """An opening human message, and an AI one between a tool and a human message, as needed."""
     sections = list(ast.sections)
@@ -419,7 +404,7 @@ def fix_roles(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(tuple(sections))
 
 
-@implements(FIX_EMPTY)
+@implements
 def fix_empty(messages: list[Message], profile: ProviderProfile, same: bool) -> list[Message]:
     """No empty message: human and AI ones get a text, but a last empty AI message goes."""
     if messages and messages[-1].role is Role.AI and is_empty(messages[-1]):
@@ -436,7 +421,7 @@ def fix_empty(messages: list[Message], profile: ProviderProfile, same: bool) -> 
 # -- reasoning ------------------------------------------------------------------------------
 
 
-@implements(FIX_REASONING)
+@implements
 def fix_reasoning(ast: ChainAST, profile: ProviderProfile, same: bool) -> ChainAST:
     """Reasoning kept only where the target takes it from this source, then what its policy adds."""
     policy = profile.reasoning

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cast.errors import ParseRule, Registry
 
@@ -54,20 +54,24 @@ class Rule(StrEnum):
 
 
 IMPLEMENTATIONS: Registry[Any] = Registry()
-implements = IMPLEMENTATIONS.register
-"""Register the decorated function as the one that does a :class:`Step`; one per step."""
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A lint check or port step by name, done by the function registered for it with
-    :func:`implements` (port runs its steps in the order ``cast._port`` lists them)."""
+    """A lint check or port step, named for the function that does it, which registers
+    with :func:`implements` (port runs its steps in the order ``cast._port`` lists them)."""
 
     name: str
 
     def function(self) -> Callable[..., Any]:
         """The function registered for this step."""
         return IMPLEMENTATIONS[self]
+
+
+def implements(function: _F) -> _F:
+    """Register the decorated function as the one that does the :class:`Step` of its name."""
+    return IMPLEMENTATIONS.register(Step(function.__name__))(function)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,29 +110,12 @@ _MISTRAL_ID = ProviderError(
     "anomalyco/opencode#1680, jackmpcollins/magentic#276, langchain-ai/langchain#24668 (code 3280)",
 )
 
-CHECK_STRUCTURE = Step("check structure")
-CHECK_IDS = Step("check ids")
-CHECK_REASONING = Step("check reasoning")
-CHECK_ROLES = Step("check roles")
-CHECK_CONTENT = Step("check content")
-CHECK_TOOLS = Step("check tools")
-CHECK_THINKING = Step("check thinking")
-
-FIX_CONTENT = Step("fix content")
-FIX_OPENING = Step("fix opening")
-FIX_SYSTEM = Step("fix system")
-FIX_PAIRING = Step("fix pairing")
-FIX_REASONING = Step("fix reasoning")
-FIX_IDS = Step("fix ids")
-FIX_ROLES = Step("fix roles")
-FIX_EMPTY = Step("fix empty")
-
 # The rules one check reports and one step repairs.
-_pairing_rule = partial(RuleDefinition, check=CHECK_STRUCTURE, fix=FIX_PAIRING)
-_id_rule = partial(RuleDefinition, check=CHECK_IDS, fix=FIX_IDS)
-_reasoning_rule = partial(RuleDefinition, check=CHECK_REASONING, fix=FIX_REASONING)
-_role_rule = partial(RuleDefinition, check=CHECK_ROLES, fix=FIX_ROLES)
-_content_rule = partial(RuleDefinition, check=CHECK_CONTENT, fix=FIX_CONTENT)
+_pairing_rule = partial(RuleDefinition, check=Step("check_structure"), fix=Step("fix_pairing"))
+_id_rule = partial(RuleDefinition, check=Step("check_ids"), fix=Step("fix_ids"))
+_reasoning_rule = partial(RuleDefinition, check=Step("check_reasoning"), fix=Step("fix_reasoning"))
+_role_rule = partial(RuleDefinition, check=Step("check_roles"), fix=Step("fix_roles"))
+_content_rule = partial(RuleDefinition, check=Step("check_content"), fix=Step("fix_content"))
 
 _GEMINI = ("gemini", "vertex")
 _OPENAI = ("openai", "deepseek")
@@ -174,14 +161,14 @@ _DEFINITIONS = (
     RuleDefinition(
         Rule.FIRST_MESSAGE,
         "the chain must open with a system or human message",
-        CHECK_STRUCTURE,
-        FIX_OPENING,
+        Step("check_structure"),
+        Step("fix_opening"),
     ),
     RuleDefinition(
         Rule.SYSTEM_POSITION,
         "a system message may only open the chain",
-        CHECK_STRUCTURE,
-        FIX_SYSTEM,
+        Step("check_structure"),
+        Step("fix_system"),
         applies=lambda p: not p.system_anywhere,
     ),
     _pairing_rule(
@@ -390,7 +377,7 @@ _DEFINITIONS = (
         Rule.THINKING_NOT_FIRST,
         "with thinking on, the assistant turn before the last tool results must open "
         "with a thinking block",
-        CHECK_THINKING,
+        Step("check_thinking"),
         None,  # a fact of the request (its thinking setting): the turn needs its thinking
         applies=lambda p: p.reasoning == "native-signatures" and p.merges_same_role,
         errors={
@@ -430,8 +417,8 @@ _DEFINITIONS = (
     RuleDefinition(
         Rule.EMPTY_MESSAGE,
         "message {index} has no content",
-        CHECK_CONTENT,
-        FIX_EMPTY,
+        Step("check_content"),
+        Step("fix_empty"),
         applies=lambda p: not p.empty_content_ok,
         errors={
             **dict.fromkeys(
@@ -474,7 +461,7 @@ _DEFINITIONS = (
     RuleDefinition(
         Rule.TOOLS_NOT_DECLARED,
         "the history holds tool calls or results, so the request must declare tools",
-        CHECK_TOOLS,
+        Step("check_tools"),
         None,  # the request's tools are not part of the chain: declare them
         applies=lambda p: p.tools_with_tool_history,
         errors={

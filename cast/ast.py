@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -34,7 +36,7 @@ from cast.constants import (
     SUMMARIZATION_TOOL_ARGS,
     SUMMARIZATION_TOOL_NAME,
 )
-from cast.errors import ChainError, Registry, located_error
+from cast.errors import ChainError, IdTemplateError, ParseRule, Registry, located_error
 from cast.ids import as_template
 from cast.messages import (
     MESSAGES_ADAPTER,
@@ -46,7 +48,10 @@ from cast.messages import (
     ToolResult,
     new_trusted,
     trusted_message,
+    utf8_len,
+    with_field,
 )
+from cast.transforms import map_tool_call_arguments, sanitize_arguments, without_reasoning
 
 if TYPE_CHECKING:
     from cast.ids import TemplateLike
@@ -59,7 +64,9 @@ __all__ = [
     "Section",
     "chain_operation",
     "collector_paused",
-    "pair_type_of",
+    "map_messages",
+    "map_section",
+    "renamed_tool_call_ids",
     "trusted_chain",
     "trusted_header",
     "trusted_pair",
@@ -91,16 +98,6 @@ class BodyPairType(StrEnum):
     """An AI message with tool calls, and the tool messages answering them."""
     SUMMARIZATION = "summarization"
     """Like REQUEST_RESPONSE, with ``SUMMARIZATION_TOOL_NAME`` as the first call."""
-
-
-def pair_type_of(ai_message: Message) -> BodyPairType:
-    """The body pair type an AI message opens."""
-    for part in ai_message.parts:
-        if type(part) is ToolCall:
-            if part.name == SUMMARIZATION_TOOL_NAME:
-                return BodyPairType.SUMMARIZATION
-            return BodyPairType.REQUEST_RESPONSE
-    return BodyPairType.COMPLETION
 
 
 def _check_role(message: object, role: Role, what: str) -> None:
@@ -154,7 +151,10 @@ def _checked_pair(
         if type(message) is not Message or message.role is not Role.TOOL:
             _check_role(message, Role.TOOL, "BodyPair.tool_messages[]")
         size += message.size
-    actual = pair_type_of(ai_message)
+    calls = [part for part in ai_message.parts if type(part) is ToolCall]
+    actual = BodyPairType.COMPLETION if not calls else BodyPairType.REQUEST_RESPONSE
+    if calls and calls[0].name == SUMMARIZATION_TOOL_NAME:
+        actual = BodyPairType.SUMMARIZATION
     if declared is not None and declared is not actual:
         raise ChainError(
             f"body pair declared {declared.value} but its AI message makes it {actual.value}"
@@ -162,7 +162,7 @@ def _checked_pair(
     if actual is BodyPairType.COMPLETION and tool_messages:
         raise ChainError("a COMPLETION pair has no tool calls, so it takes no tool messages")
     # Every result answers a call of the pair (calls may still wait: agent loops hold those).
-    pending = Counter(part.id for part in ai_message.parts if type(part) is ToolCall)
+    pending = Counter([call.id for call in calls])
     for part in (part for message in tool_messages for part in message.parts):
         if type(part) is ToolResult:
             if not pending[part.tool_call_id]:
@@ -437,29 +437,55 @@ class ChainAST:
         """A copy with other sections (checked like the constructor)."""
         return ChainAST(sections)
 
-    # -- transforms (cast.transforms) ------------------------------------------------
+    # -- transforms ----------------------------------------------------------------------
 
     def normalize_tool_call_ids(self, template: TemplateLike) -> ChainAST:
         """Give every tool call whose id does not fit ``template``, or repeats an id seen
         earlier in the chain, a new id from it; its results follow."""
-        with collector_paused():
-            return _OPERATIONS["normalize_tool_call_ids"](self, template)
+        return renamed_tool_call_ids(self, template)
 
     def clear_reasoning(self) -> ChainAST:
         """Drop ``reasoning`` from every text part and tool call."""
-        return _OPERATIONS["clear_reasoning"](self)
+        return map_messages(self, partial(without_reasoning, keep_empty=True))
 
     def sanitize_tool_call_arguments(self) -> ChainAST:
         """Escape raw control characters in argument JSON; invalid JSON becomes ``"{}"``."""
-        return _OPERATIONS["sanitize_tool_call_arguments"](self)
+        return map_messages(self, partial(map_tool_call_arguments, fix=sanitize_arguments))
 
     def append_human_message(self, text: str) -> ChainAST:
-        """Add human text: a new section, or into the open section's header."""
-        return _OPERATIONS["append_human_message"](self, text)
+        """Add human text: a new section after a body, else into the open section's header."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        part = TextPart(text=text)
+        sections = self.sections
+        if not sections or sections[-1].body:
+            human = trusted_message(Role.HUMAN, (part,))
+            return trusted_chain((*sections, trusted_section(trusted_header(None, human), ())))
+        last = sections[-1]
+        system, old = last.header.system_message, last.header.human_message
+        human = trusted_message(Role.HUMAN, (part,) if old is None else (*old.parts, part))
+        return trusted_chain(
+            (*sections[:-1], trusted_section(trusted_header(system, human), last.body))
+        )
 
     def add_tool_response(self, tool_call_id: str, name: str, content: str) -> ChainAST:
-        """Set the result of a tool call, replacing its content or adding it."""
-        return _OPERATIONS["add_tool_response"](self, tool_call_id, name, content)
+        """Set the result of the latest tool call with this id, replacing its content or
+        adding it."""
+        sections = self.sections
+        for s_index in range(len(sections) - 1, -1, -1):
+            section = sections[s_index]
+            for p_index in range(len(section.body) - 1, -1, -1):
+                pair = section.body[p_index]
+                if not any(call.id == tool_call_id for call in pair.tool_calls):
+                    continue
+                new_pair = _set_result(pair, tool_call_id, name, content)
+                body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
+                new_sections = list(sections)
+                new_sections[s_index] = trusted_section(section.header, body)
+                return trusted_chain(tuple(new_sections))
+        raise ChainError(
+            f"no tool call with id {tool_call_id!r} in the chain", rule=ParseRule.UNKNOWN_TOOL_CALL
+        )
 
     def find_tool_call_responses(self, tool_call_id: str) -> list[ToolResult]:
         """Every result answering ``tool_call_id``, in chain order."""
@@ -473,10 +499,157 @@ class ChainAST:
         ]
 
 
-# -- the functions behind the methods -------------------------------------------------------
+# -- the transforms' tree walks ------------------------------------------------------------
 
-# The functions behind from_messages and the transforms, registered with chain_operation
-# where defined (cast.parse, cast.transforms): they import this module, not the reverse.
+
+def map_messages(ast: ChainAST, change: Callable[[Message], Message | None]) -> ChainAST:
+    """Apply ``change`` to every message; ``None`` means unchanged. Shares what stays.
+
+    ``change`` must keep each message's role and tool-call pairing (ids, counts).
+    """
+    sections = tuple(map_section(section, change) for section in ast.sections)
+    return ast if all(map(operator.is_, sections, ast.sections)) else trusted_chain(sections)
+
+
+def map_section(section: Section, change: Callable[[Message], Message | None]) -> Section:
+    """:func:`map_messages` for one section."""
+    header = section.header
+    old = (header.system_message, header.human_message)
+    system, human = (None if m is None else change(m) or m for m in old)
+    if system is not old[0] or human is not old[1]:
+        header = trusted_header(system, human)
+    body = tuple(_map_pair(pair, change) for pair in section.body)
+    if header is not section.header or any(map(operator.is_not, body, section.body)):
+        return trusted_section(header, body)
+    return section
+
+
+def _map_pair(pair: BodyPair, change: Callable[[Message], Message | None]) -> BodyPair:
+    ai = change(pair.ai_message)
+    tools = [change(m) for m in pair.tool_messages]
+    if ai is None and not any(tools):
+        return pair
+    new_tools = tuple(n or o for n, o in zip(tools, pair.tool_messages, strict=True))
+    return trusted_pair(pair.type, ai or pair.ai_message, new_tools)
+
+
+@collector_paused()  # it builds many nodes
+def renamed_tool_call_ids(
+    ast: ChainAST, template: TemplateLike, accepts: Callable[[str], bool] | None = None
+) -> ChainAST:
+    """Give every tool call whose id does not fit ``template`` (or ``accepts``, when
+    given: port's target), or repeats an id used earlier in the chain, a new id
+    generated from the template; its results follow.
+
+    New ids are seeded by the old id, the function name and how many times that old id
+    was replaced before, so appending to a chain never changes the ids already given.
+    """
+    tmpl = as_template(template)
+    calls = [
+        part
+        for section in ast.sections
+        for pair in section.body
+        for part in pair.ai_message.parts
+        if type(part) is ToolCall
+    ]
+    # Pass 1: the calls kept (the id fits, {f}: with their name, and is its first use),
+    # whose ids the new ones avoid.
+    kept_ids: set[str] = set()
+    renames: list[bool] = []
+    for call in calls:
+        fits = tmpl.matches(call.id, call.name) if accepts is None else accepts(call.id)
+        renames.append(call.id in kept_ids or not fits)
+        if not renames[-1]:
+            kept_ids.add(call.id)
+    if not any(renames):
+        return ast
+    # With ``{f}`` each function name has its own ids, so the capacity bounds each name.
+    per_name = Counter(call.name or tmpl.DEFAULT_FUNCTION_NAME for call in calls)
+    needed = max(per_name.values()) if tmpl.uses_function_name else len(calls)
+    capacity = tmpl.capacity
+    if capacity is not None and capacity < needed:
+        per = " per function name" if tmpl.uses_function_name else ""
+        raise IdTemplateError(
+            f"id template {tmpl.pattern!r} can produce only {capacity} distinct ids"
+            f"{per}, fewer than this chain needs ({needed})"
+        )
+    replaced: Counter[str] = Counter()  # old id -> how many times it was replaced
+    decisions = iter(renames)
+
+    def new_id(old_id: str, name: str) -> str:
+        """A new id, never one kept or given before (it joins ``kept_ids``)."""
+        seed = f"{old_id}\x1f{name}\x1f{replaced[old_id]}"
+        replaced[old_id] += 1
+        return tmpl.generate_unused(name, seed=seed, used=kept_ids)
+
+    sections: list[Section] = []
+    for section in ast.sections:
+        body = tuple(_rename_pair_calls(pair, decisions, new_id) for pair in section.body)
+        same = all(map(operator.is_, body, section.body))
+        sections.append(section if same else trusted_section(section.header, body))
+    return trusted_chain(tuple(sections))
+
+
+def _rename_pair_calls(
+    pair: BodyPair, renames: Iterator[bool], new_id: Callable[[str, str], str]
+) -> BodyPair:
+    """The pair with the calls ``renames`` flags renamed; their results follow."""
+    parts = list(pair.ai_message.parts)
+    delta = 0
+    final: dict[str, list[str]] = {}  # old id -> the final ids of its calls, in order
+    renamed = False
+    for position, part in enumerate(parts):
+        if type(part) is not ToolCall:
+            continue
+        new = old_id = part.id
+        if next(renames):
+            renamed = True
+            new = new_id(old_id, part.name)
+            parts[position] = with_field(part, "id", new)
+            delta += utf8_len(new) - utf8_len(old_id)
+        final.setdefault(old_id, []).append(new)
+    if not renamed:
+        return pair
+    new_ai = trusted_message(Role.AI, tuple(parts), pair.ai_message.size + delta)
+    tools: list[Message] = []
+    for message in pair.tool_messages:
+        new_parts: list[Any] | None = None
+        step = 0
+        for position, part in enumerate(message.parts):
+            if type(part) is not ToolResult:
+                continue
+            ids = final.get(part.tool_call_id)
+            if not ids:
+                continue
+            new = ids.pop(0) if len(ids) > 1 else ids[0]
+            if new != part.tool_call_id:
+                new_parts = new_parts or list(message.parts)
+                new_parts[position] = with_field(part, "tool_call_id", new)
+                step += utf8_len(new) - utf8_len(part.tool_call_id)
+        if new_parts is not None:
+            message = trusted_message(Role.TOOL, tuple(new_parts), message.size + step)  # noqa: PLW2901
+        tools.append(message)
+    return trusted_pair(pair.type, new_ai, tuple(tools))
+
+
+def _set_result(pair: BodyPair, tool_call_id: str, name: str, content: str) -> BodyPair:
+    tools = list(pair.tool_messages)
+    for m_index, message in enumerate(tools):
+        for position, part in enumerate(message.parts):
+            if type(part) is ToolResult and part.tool_call_id == tool_call_id:
+                parts = list(message.parts)
+                parts[position] = ToolResult(
+                    tool_call_id=tool_call_id, name=part.name, content=content
+                )
+                tools[m_index] = trusted_message(Role.TOOL, tuple(parts))
+                return trusted_pair(pair.type, pair.ai_message, tuple(tools))
+    tools.append(Message.tool(tool_call_id, name, content))
+    return trusted_pair(pair.type, pair.ai_message, tuple(tools))
+
+
+# -- the parser behind from_messages --------------------------------------------------------
+
+# cast.parse registers it with chain_operation: it imports this module, not the reverse.
 _OPERATIONS: Registry[ChainAST] = Registry()
 chain_operation = _OPERATIONS.register
 """Register the decorated function as the one behind the ``ChainAST`` method of that

@@ -433,8 +433,7 @@ def write_json(payload: Any, target: str | None, stdout: TextIO | None = None) -
 
 
 def _json_lines(target: str | None, listed: bool) -> bool:
-    """Whether ``target`` is a JSON lines file; ``InputError`` when the payload is no
-    list (one indented object there is a file no JSON lines reader, ours included, reads)."""
+    """Whether ``target`` is a JSON lines file; ``InputError`` when the payload is no list."""
     if target is None or not target.endswith(JSON_LINES_SUFFIX):
         return False
     if not listed:

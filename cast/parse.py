@@ -86,8 +86,7 @@ def to_message(item: object, index: int | None = None) -> Message:
 
 
 class _ChainBuilder:
-    """Builds the AST one message at a time, summing sizes as nodes close; a problem
-    raises (strict), or is recorded in ``issues`` while the repair goes on."""
+    """Builds the AST a message at a time; a problem raises, or with repair goes to ``issues``."""
 
     __slots__ = (
         "body",
@@ -315,17 +314,7 @@ class _ChainBuilder:
             f"tool calls without results: {', '.join(repr(c.id) for c in missing)}",
             "repair adds a fallback result for each",
         )
-        return [
-            trusted_message(
-                _TOOL,
-                (
-                    ToolResult(
-                        tool_call_id=call.id, name=call.name, content=FALLBACK_RESPONSE_CONTENT
-                    ),
-                ),
-            )
-            for call in missing
-        ]
+        return [Message.tool(call.id, call.name, FALLBACK_RESPONSE_CONTENT) for call in missing]
 
     def close_section(self) -> None:
         self.total += _close_section(

@@ -236,7 +236,6 @@ def _builtin(name: str, wire_format: str, id_template: TemplateLike, **options: 
     register_provider(profile)
 
 
-_ANTHROPIC_IDS = r"[a-zA-Z0-9_-]+"
 # Converse image, document and video formats, which cast.codecs.bedrock maps.
 BEDROCK_DOCUMENT_FORMATS: dict[str, str] = {
     "pdf": "application/pdf",
@@ -274,6 +273,16 @@ _GEMINI_TOOL_MEDIA = frozenset(
     {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
 )
 
+# Anthropic and Bedrock's Converse take the same chains (Claude's rules behind both).
+_CLAUDE: dict[str, object] = {
+    "id_pattern": r"[a-zA-Z0-9_-]+",
+    "unique_tool_call_ids": True,
+    "reasoning": ReasoningPolicy.NATIVE_SIGNATURES,
+    "merges_same_role": True,
+    "needs_human_first": True,
+    "tools_with_tool_history": True,
+    "tool_error_flag": True,
+}
 # Gemini and Vertex take the same chains (the Gemini 3 API behind both).
 _GEMINI: dict[str, object] = {
     "reasoning": ReasoningPolicy.THOUGHT_SIGNATURE,
@@ -325,15 +334,9 @@ _builtin(
     "anthropic",
     "anthropic",
     "toolu_{r:24:b}",
-    id_pattern=_ANTHROPIC_IDS,
-    unique_tool_call_ids=True,
-    reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
-    merges_same_role=True,
-    needs_human_first=True,
+    **_CLAUDE,
     consecutive_humans_ok=True,
-    tools_with_tool_history=True,
     system_anywhere=True,
-    tool_error_flag=True,
     empty_final_ai_ok=True,
     user_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
     tool_result_media=IMAGE_TYPES | {"application/pdf", "text/plain"},
@@ -354,14 +357,8 @@ _builtin(
     "bedrock",
     "bedrock",
     "tooluse_{r:22:b}",
-    id_pattern=_ANTHROPIC_IDS,
+    **_CLAUDE,
     max_id_length=64,
-    unique_tool_call_ids=True,
-    reasoning=ReasoningPolicy.NATIVE_SIGNATURES,
-    merges_same_role=True,
-    needs_human_first=True,
-    tools_with_tool_history=True,
-    tool_error_flag=True,
     user_media=_BEDROCK_MEDIA,
     tool_result_media=_BEDROCK_MEDIA,
     url_media=frozenset(),
