@@ -508,7 +508,7 @@ def _converse_block(block: object) -> bool:
 
 
 # -- the content blocks Anthropic, Converse and Gemini write in three shapes: each codec
-# fills a BlockShapes table; these loops read and write them. What a block is to them:
+# fills a BlockShapes table, whose read and stream read and write them. What a block is:
 TEXT, CALL, THINK, RESULT = "text", "call", "think", "result"
 
 Parts = list[Any]
@@ -549,41 +549,84 @@ class BlockShapes:
     late_error: str  # a later system prompt, where the format has no system_turn
     results: Callable[[Message, int, Blocks], None]  # a TOOL message into the user turn
 
+    def read(self, payload: object, new_state: Callable[[], Any]) -> list[Message]:
+        """The messages of a request body (or of its bare turns); ``new_state()`` pairs results."""
+        items, body = body_items(payload, self.key)
+        system = next((body[key] for key in self.system_keys if key in body), None)
+        out: list[Message] = [] if system is None else [self.system(system)]
+        state = new_state()
+        for i, item in enumerate(items):
+            where = f"{self.key}[{i}]"
+            ensure(item, dict, where, self.turn, i)
+            at = f"{where}.{self.content}"
+            content = item.get(self.content, self.content_default)
+            if content is MISSING:
+                fail(at, "the message has no content", index=i)
+            if not self.strings and not isinstance(content, list):
+                fail(at, self.content_type, content, i)
+            role = item.get("role", self.default_role)
+            if role == "system" and self.system_turn is not None:
+                # Accepted inside ``messages`` by the Messages API (instructions mid-chain).
+                out.append(self.system_turn(content, at, i))
+                continue
+            ai = role == self.ai_role
+            if not ai and role != "user":
+                fail(f"{where}.role", f"expected user or {self.ai_role}, got {role!r}", index=i)
+            if isinstance(content, str):
+                out.append(trusted_message(_AI if ai else _HUMAN, (TextPart(text=content),)))
+            elif not isinstance(content, list):
+                fail(at, self.content_type, content, i)
+            elif not ai:
+                read_user(self, content, i, state, out)
+            elif self.ai_turn is not None:
+                out.append(self.ai_turn(content, i, state))
+            else:
+                out.append(read_ai(self, content, i, state))
+        return out
 
-def read_chain(payload: object, b: BlockShapes, new_state: Callable[[], Any]) -> list[Message]:
-    """The messages of a request body (or of its bare turns); ``new_state()`` pairs results."""
-    items, body = body_items(payload, b.key)
-    system = next((body[key] for key in b.system_keys if key in body), None)
-    out: list[Message] = [] if system is None else [b.system(system)]
-    state = new_state()
-    for i, item in enumerate(items):
-        where = f"{b.key}[{i}]"
-        ensure(item, dict, where, b.turn, i)
-        at = f"{where}.{b.content}"
-        content = item.get(b.content, b.content_default)
-        if content is MISSING:
-            fail(at, "the message has no content", index=i)
-        if not b.strings and not isinstance(content, list):
-            fail(at, b.content_type, content, i)
-        role = item.get("role", b.default_role)
-        if role == "system" and b.system_turn is not None:
-            # Accepted inside ``messages`` by the Messages API (instructions mid-chain).
-            out.append(b.system_turn(content, at, i))
-            continue
-        ai = role == b.ai_role
-        if not ai and role != "user":
-            fail(f"{where}.role", f"expected user or {b.ai_role}, got {role!r}", index=i)
-        if isinstance(content, str):
-            out.append(trusted_message(_AI if ai else _HUMAN, (TextPart(text=content),)))
-        elif not isinstance(content, list):
-            fail(at, b.content_type, content, i)
-        elif not ai:
-            read_user(b, content, i, state, out)
-        elif b.ai_turn is not None:
-            out.append(b.ai_turn(content, i, state))
-        else:
-            out.append(read_ai(b, content, i, state))
-    return out
+    def stream(self, messages: Iterable[Message]) -> PayloadStream:
+        """The body ``{key: [...], system?: ...}``, a turn at a time, of APIs with tool
+        results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
+        the system prompt is hoisted, a later one is a system turn (``system_turn``) or raises."""
+        tail: dict[str, Any] = {}
+        content = self.content
+
+        def turns() -> Iterator[dict[str, Any]]:
+            tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
+            for i, message in enumerate(messages):
+                role = message.role
+                if role is _TOOL:
+                    if tool_turn is None:
+                        tool_turn = []
+                    self.results(message, i, tool_turn)
+                    continue
+                turn: dict[str, Any] | None = None
+                if role is _HUMAN:
+                    if tool_turn is not None and message.parts:
+                        tool_turn.extend(write_blocks(message, i, self))
+                    else:
+                        turn = {"role": "user", content: write_content(message, i, self)}
+                elif role is _AI:
+                    turn = {"role": self.ai_role, content: write_blocks(message, i, self)}
+                elif (
+                    i != 0 and self.system_turn is not None
+                ):  # it reads system turns: one is written
+                    turn = {"role": "system", content: write_content(message, i, self)}
+                else:
+                    if i != 0:
+                        fail(f"messages[{i}]", self.late_error, index=i)
+                    value = self.write_system(message)
+                    if value is not None:
+                        tail[self.system_keys[0]] = value
+                if tool_turn is not None:
+                    yield {"role": "user", content: tool_turn}
+                    tool_turn = None
+                if turn is not None:
+                    yield turn
+            if tool_turn is not None:
+                yield {"role": "user", content: tool_turn}
+
+        return PayloadStream(self.key, turns(), tail)
 
 
 def read_ai(b: BlockShapes, content: list[Any], i: int, state: Any) -> Message:
@@ -699,46 +742,3 @@ def write_content(message: Message, i: int, b: BlockShapes) -> str | list[Block]
     if b.strings and len(parts) == 1 and type(parts[0]) is TextPart:
         return parts[0].text
     return write_blocks(message, i, b)
-
-
-def write_chain(messages: Iterable[Message], b: BlockShapes) -> PayloadStream:
-    """The body ``{b.key: [...], system?: ...}``, a turn at a time, of APIs with tool
-    results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
-    the system prompt is hoisted, a later one is a system turn (``system_turn``) or raises."""
-    tail: dict[str, Any] = {}
-    content = b.content
-
-    def turns() -> Iterator[dict[str, Any]]:
-        tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
-        for i, message in enumerate(messages):
-            role = message.role
-            if role is _TOOL:
-                if tool_turn is None:
-                    tool_turn = []
-                b.results(message, i, tool_turn)
-                continue
-            turn: dict[str, Any] | None = None
-            if role is _HUMAN:
-                if tool_turn is not None and message.parts:
-                    tool_turn.extend(write_blocks(message, i, b))
-                else:
-                    turn = {"role": "user", content: write_content(message, i, b)}
-            elif role is _AI:
-                turn = {"role": b.ai_role, content: write_blocks(message, i, b)}
-            elif i != 0 and b.system_turn is not None:  # it reads system turns: one is written
-                turn = {"role": "system", content: write_content(message, i, b)}
-            else:
-                if i != 0:
-                    fail(f"messages[{i}]", b.late_error, index=i)
-                value = b.write_system(message)
-                if value is not None:
-                    tail[b.system_keys[0]] = value
-            if tool_turn is not None:
-                yield {"role": "user", content: tool_turn}
-                tool_turn = None
-            if turn is not None:
-                yield turn
-        if tool_turn is not None:
-            yield {"role": "user", content: tool_turn}
-
-    return PayloadStream(b.key, turns(), tail)

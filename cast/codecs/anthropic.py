@@ -30,16 +30,13 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
     read_call,
-    read_chain,
     read_signed,
     redacted,
     redacted_data,
     signature_text,
     think_before,
-    write_chain,
     write_content,
 )
-from cast.codecs._streaming import PayloadStream
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -76,7 +73,7 @@ _ROLES = {"tool_use": CALL, "thinking": THINK, "redacted_thinking": THINK, "tool
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Messages API request body (or of its bare message list)."""
-    return read_chain(payload, _BLOCKS, dict)  # tool_use id -> name of its latest call
+    return _BLOCKS.read(payload, dict)  # tool_use id -> name of its latest call
 
 
 def _decode_system(system: object, where: str, i: int | None) -> Message:
@@ -199,12 +196,7 @@ def _decode_result(
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
     """A Messages API request body ``{"system"?: ..., "messages": [...]}``; a SYSTEM
     message after the first goes inside ``messages`` with ``role: "system"``."""
-    return _encode_stream(as_messages(messages)).whole()
-
-
-def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
-    """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
-    return write_chain(messages, _BLOCKS)
+    return _BLOCKS.stream(as_messages(messages)).whole()
 
 
 def _thinking_block(reasoning: Reasoning) -> dict[str, Any]:
