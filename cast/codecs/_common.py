@@ -36,8 +36,6 @@ _HUMAN, _AI, _TOOL = Role.HUMAN, Role.AI, Role.TOOL
 T = TypeVar("T")
 MISSING: Any = object()
 """A key's absence, told apart from a JSON null."""
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-"""The image media types OpenAI (Chat, Responses) and Anthropic take inline."""
 REDACTED_THINKING_PREFIX = b"redacted_thinking:"
 """Marks a ``Reasoning.signature`` holding a ``redacted_thinking`` block's ``data``
 (``Reasoning(content="", signature=PREFIX + data)``), told apart from omitted thinking."""

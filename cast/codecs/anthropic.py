@@ -10,7 +10,6 @@ from cast.codecs._common import (
     CALL,
     EVIDENCE,
     FITS,
-    IMAGE_TYPES,
     MISSING,
     REDACTED_THINKING_PREFIX,
     RESULT,
@@ -49,6 +48,7 @@ from cast.messages import (
     ToolResult,
     trusted_message,
 )
+from cast.providers import IMAGE_TYPES
 
 __all__ = ["REDACTED_THINKING_PREFIX", "decode", "detect", "detect_messages", "encode"]
 
