@@ -59,6 +59,8 @@ def json_type(value: object) -> str:
 
 def error(path: str, expected: str, value: object = ..., index: int | None = None) -> CodecError:
     """A :class:`CodecError` at ``path``; with ``value``, it says what was found."""
+    if value is MISSING:
+        return CodecError(f"missing; expected {expected}", path=path, index=index)
     message = expected if value is ... else f"expected {expected}, got {json_type(value)}"
     return CodecError(message, path=path, index=index)
 
