@@ -404,12 +404,10 @@ def json_history(
         raise error("", f"{what} ({exc})") from exc
 
 
-def pack_signature(item_id: str | None, signature: str | None, *, redacted: bool) -> bytes:
+def pack_signature(item_id: str | None, signature: str | None) -> bytes:
     """A framework reasoning item as ``Reasoning.signature``: ``id + "\\n" + signature``
-    (the signature alone without an id), or :data:`REDACTED_THINKING_PREFIX` + data."""
+    (the signature alone without an id; a redacted one is :func:`redacted`'s)."""
     blob = signature or ""
-    if redacted:
-        return REDACTED_THINKING_PREFIX + blob.encode()
     if item_id is not None:  # an empty id too, so a signature holding "\n" reads back whole
         return f"{item_id}\n{blob}".encode()
     return blob.encode()
