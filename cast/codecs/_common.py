@@ -436,11 +436,6 @@ _GEMINI_KEYS = ("contents", "systemInstruction", "system_instruction")
 _FLAT = ("url", "mime_type", "tool_call_id", "arguments", "id")  # chaincast's part fields
 
 
-def gemini_fields(payload: object) -> bool:
-    """Whether ``payload`` has ``generateContent``'s fields, which no other body has."""
-    return isinstance(payload, dict) and any(k in payload for k in _GEMINI_KEYS)
-
-
 def typed_parts_style(dicts: list[dict[str, Any]]) -> str | None:
     """``"langchaingo"`` or ``"chaincast"`` for messages with roles and typed parts
     (langchaingo nests a part's fields under its type and writes a lone text as
@@ -484,17 +479,26 @@ def converse_messages(items: list[Any]) -> bool:
     return False
 
 
-def converse_body(payload: object) -> bool:
-    """Whether ``payload`` is a Converse request (Converse blocks, no other API's fields)."""
-    if not isinstance(payload, dict) or gemini_fields(payload) or "input" in payload:
-        return False
+def body_format(payload: object) -> str | None:
+    """Which request body ``payload`` is by its fields, in this order: ``gemini``
+    (``generateContent``'s fields, no other body has them), ``openai_responses`` (an
+    ``input``), ``bedrock`` (Converse blocks in ``messages`` or ``system``), ``anthropic``
+    (a ``system`` beside ``messages``); None for a body none of them claims."""
+    if not isinstance(payload, dict):
+        return None
+    if any(k in payload for k in _GEMINI_KEYS):
+        return "gemini"
+    if "input" in payload:
+        return "openai_responses"
     messages = payload.get("messages")
     if not isinstance(messages, list):
-        return False
+        return None
     system = payload.get("system")
-    return converse_messages(messages) or (
+    if converse_messages(messages) or (
         isinstance(system, list) and any(map(_converse_block, system))
-    )
+    ):
+        return "bedrock"
+    return "anthropic" if "system" in payload else None
 
 
 def _converse_block(block: object) -> bool:

@@ -19,10 +19,9 @@ from cast.codecs._common import (
     as_messages,
     b64decode,
     b64encode,
-    converse_body,
+    body_format,
     ensure,
     fail,
-    gemini_fields,
     get_str,
     get_typed,
     parse_data_url,
@@ -359,15 +358,7 @@ _MESSAGE_KEYS = frozenset({"role", "content"})
 def detect(payload: object) -> int:
     """Messages API: ``messages`` beside a ``system`` field (and none of the fields other
     formats' requests have)."""
-    fits = (
-        isinstance(payload, dict)
-        and isinstance(payload.get("messages"), list)
-        and "system" in payload
-        and "input" not in payload
-        and not gemini_fields(payload)
-        and not converse_body(payload)
-    )
-    return EVIDENCE if fits else 0
+    return EVIDENCE if body_format(payload) == "anthropic" else 0
 
 
 def detect_messages(dicts: list[dict[str, Any]]) -> int:

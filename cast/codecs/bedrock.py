@@ -18,7 +18,7 @@ from cast.codecs._common import (
     as_messages,
     b64decode,
     b64encode,
-    converse_body,
+    body_format,
     converse_messages,
     dumps_compact,
     ensure,
@@ -272,7 +272,7 @@ _BLOCKS = BlockShapes(
 
 def detect(payload: object) -> int:
     """Converse: ``messages`` or ``system`` holding untyped Converse blocks."""
-    return EVIDENCE if converse_body(payload) else 0
+    return EVIDENCE if body_format(payload) == "bedrock" else 0
 
 
 def detect_messages(items: list[Any]) -> int:

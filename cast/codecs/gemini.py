@@ -18,11 +18,11 @@ from cast.codecs._common import (
     as_messages,
     b64decode,
     b64encode,
+    body_format,
     canonical_object,
     dumps_compact,
     ensure,
     fail,
-    gemini_fields,
     get_str,
     get_typed,
     optional_str,
@@ -387,7 +387,7 @@ _CONTENT_KEYS = frozenset({"role", "parts"})
 
 def detect(payload: object) -> int:
     """``generateContent``: ``contents`` or a system instruction."""
-    return EVIDENCE if gemini_fields(payload) else 0
+    return EVIDENCE if body_format(payload) == "gemini" else 0
 
 
 def detect_messages(dicts: list[dict[str, Any]]) -> int:

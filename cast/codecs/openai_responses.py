@@ -12,10 +12,10 @@ from cast.codecs._common import (
     MISSING,
     AiParts,
     as_messages,
+    body_format,
     ensure,
     fail,
     fail_part,
-    gemini_fields,
     get_str,
     get_typed,
     optional_str,
@@ -399,8 +399,7 @@ _DETECT_PARTS = ("input_text", "output_text", "input_image")
 
 def detect(payload: object) -> int:
     """A Responses request: an ``input`` field (and no Gemini field)."""
-    fits = isinstance(payload, dict) and "input" in payload and not gemini_fields(payload)
-    return EVIDENCE if fits else 0
+    return EVIDENCE if body_format(payload) == "openai_responses" else 0
 
 
 def detect_messages(dicts: list[dict[str, Any]]) -> int:
