@@ -305,11 +305,6 @@ class AiParts(list[Any]):
         self.settle()
         self.append(TextPart(text=text))
 
-    def other(self, part: Any) -> None:
-        """A part no reasoning attaches to."""
-        self.settle()
-        self.append(part)
-
     def message(self, role: Role = _AI) -> Message:
         """The message of these parts."""
         self.settle()

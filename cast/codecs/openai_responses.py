@@ -108,7 +108,8 @@ def decode(payload: object) -> list[Message]:
         if _in_ai(item, kind, kept):
             ai = AiParts() if ai is None else ai
             if kept:
-                ai.other(provider_part(_PROVIDER, kind, item))
+                ai.settle()  # no reasoning attaches to a kept item
+                ai.append(provider_part(_PROVIDER, kind, item))
             elif kind == "reasoning":
                 ai.think(_decode_reasoning(item, where, i))
             elif kind == "function_call":
