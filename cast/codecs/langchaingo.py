@@ -13,7 +13,6 @@ from cast.codecs._common import (
     b64decode,
     b64encode,
     ensure,
-    error,
     fail,
     fail_part,
     get_str,
@@ -98,7 +97,7 @@ def _decode_part(part: object, i: int, j: int) -> Any:
             reasoning=_decode_reasoning(part.get("reasoning"), f"{where}.reasoning", i),
         )
     if kind not in ("image_url", "binary", "tool_call", "tool_response"):
-        raise error(f"{where}.type", f"unknown content type {kind!r}", index=i)
+        fail(f"{where}.type", f"unknown content type {kind!r}", index=i)
     body = get_typed(part, kind, dict, "an object", where, i)  # the fields, under the type
     where = f"{where}.{kind}"
     if kind == "image_url":
