@@ -69,12 +69,12 @@ NATIVE = "chaincast"
 register_codec(pydantic_ai, name="pydantic_ai", builtin=True)
 register_codec(langchain, name="langchain", builtin=True)
 register_codec(openai_responses, name="openai_responses", builtin=True)
-register_codec(bedrock, name="bedrock", encode_stream=bedrock._encode_stream, builtin=True)
+register_codec(bedrock, name="bedrock", encode_stream=bedrock._BLOCKS.stream, builtin=True)
 register_codec(claude_code, name="claude_code", builtin=True)
-register_codec(gemini, name="gemini", encode_stream=gemini._encode_stream, builtin=True)
+register_codec(gemini, name="gemini", encode_stream=gemini._BLOCKS.stream, builtin=True)
 register_codec(langchaingo, name="langchaingo", builtin=True)
 register_codec(native, name=NATIVE, builtin=True)
-register_codec(anthropic, name="anthropic", encode_stream=anthropic._encode_stream, builtin=True)
+register_codec(anthropic, name="anthropic", encode_stream=anthropic._BLOCKS.stream, builtin=True)
 register_codec(openai, name="openai", encode_stream=openai._encode_stream, builtin=True)
 register_codec(openai_agents, name="openai_agents", builtin=True)  # by name only
 # Agents' session files (docs/handoff.md), by name only: cast handoff tells them apart.

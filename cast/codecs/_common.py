@@ -36,8 +36,6 @@ _HUMAN, _AI, _TOOL = Role.HUMAN, Role.AI, Role.TOOL
 T = TypeVar("T")
 MISSING: Any = object()
 """A key's absence, told apart from a JSON null."""
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-"""The image media types OpenAI (Chat, Responses) and Anthropic take inline."""
 REDACTED_THINKING_PREFIX = b"redacted_thinking:"
 """Marks a ``Reasoning.signature`` holding a ``redacted_thinking`` block's ``data``
 (``Reasoning(content="", signature=PREFIX + data)``), told apart from omitted thinking."""
@@ -61,6 +59,8 @@ def json_type(value: object) -> str:
 
 def error(path: str, expected: str, value: object = ..., index: int | None = None) -> CodecError:
     """A :class:`CodecError` at ``path``; with ``value``, it says what was found."""
+    if value is MISSING:
+        return CodecError(f"missing; expected {expected}", path=path, index=index)
     message = expected if value is ... else f"expected {expected}, got {json_type(value)}"
     return CodecError(message, path=path, index=index)
 
@@ -305,11 +305,6 @@ class AiParts(list[Any]):
         self.settle()
         self.append(TextPart(text=text))
 
-    def other(self, part: Any) -> None:
-        """A part no reasoning attaches to."""
-        self.settle()
-        self.append(part)
-
     def message(self, role: Role = _AI) -> Message:
         """The message of these parts."""
         self.settle()
@@ -404,12 +399,10 @@ def json_history(
         raise error("", f"{what} ({exc})") from exc
 
 
-def pack_signature(item_id: str | None, signature: str | None, *, redacted: bool) -> bytes:
+def pack_signature(item_id: str | None, signature: str | None) -> bytes:
     """A framework reasoning item as ``Reasoning.signature``: ``id + "\\n" + signature``
-    (the signature alone without an id), or :data:`REDACTED_THINKING_PREFIX` + data."""
+    (the signature alone without an id; a redacted one is :func:`redacted`'s)."""
     blob = signature or ""
-    if redacted:
-        return REDACTED_THINKING_PREFIX + blob.encode()
     if item_id is not None:  # an empty id too, so a signature holding "\n" reads back whole
         return f"{item_id}\n{blob}".encode()
     return blob.encode()
@@ -436,11 +429,6 @@ EVIDENCE = 2
 
 _GEMINI_KEYS = ("contents", "systemInstruction", "system_instruction")
 _FLAT = ("url", "mime_type", "tool_call_id", "arguments", "id")  # chaincast's part fields
-
-
-def gemini_fields(payload: object) -> bool:
-    """Whether ``payload`` has ``generateContent``'s fields, which no other body has."""
-    return isinstance(payload, dict) and any(k in payload for k in _GEMINI_KEYS)
 
 
 def typed_parts_style(dicts: list[dict[str, Any]]) -> str | None:
@@ -486,17 +474,26 @@ def converse_messages(items: list[Any]) -> bool:
     return False
 
 
-def converse_body(payload: object) -> bool:
-    """Whether ``payload`` is a Converse request (Converse blocks, no other API's fields)."""
-    if not isinstance(payload, dict) or gemini_fields(payload) or "input" in payload:
-        return False
+def body_format(payload: object) -> str | None:
+    """Which request body ``payload`` is by its fields, in this order: ``gemini``
+    (``generateContent``'s fields, no other body has them), ``openai_responses`` (an
+    ``input``), ``bedrock`` (Converse blocks in ``messages`` or ``system``), ``anthropic``
+    (a ``system`` beside ``messages``); None for a body none of them claims."""
+    if not isinstance(payload, dict):
+        return None
+    if any(k in payload for k in _GEMINI_KEYS):
+        return "gemini"
+    if "input" in payload:
+        return "openai_responses"
     messages = payload.get("messages")
     if not isinstance(messages, list):
-        return False
+        return None
     system = payload.get("system")
-    return converse_messages(messages) or (
+    if converse_messages(messages) or (
         isinstance(system, list) and any(map(_converse_block, system))
-    )
+    ):
+        return "bedrock"
+    return "anthropic" if "system" in payload else None
 
 
 def _converse_block(block: object) -> bool:
@@ -508,7 +505,7 @@ def _converse_block(block: object) -> bool:
 
 
 # -- the content blocks Anthropic, Converse and Gemini write in three shapes: each codec
-# fills a BlockShapes table; these loops read and write them. What a block is to them:
+# fills a BlockShapes table, whose read and stream read and write them. What a block is:
 TEXT, CALL, THINK, RESULT = "text", "call", "think", "result"
 
 Parts = list[Any]
@@ -549,41 +546,84 @@ class BlockShapes:
     late_error: str  # a later system prompt, where the format has no system_turn
     results: Callable[[Message, int, Blocks], None]  # a TOOL message into the user turn
 
+    def read(self, payload: object, new_state: Callable[[], Any]) -> list[Message]:
+        """The messages of a request body (or of its bare turns); ``new_state()`` pairs results."""
+        items, body = body_items(payload, self.key)
+        system = next((body[key] for key in self.system_keys if key in body), None)
+        out: list[Message] = [] if system is None else [self.system(system)]
+        state = new_state()
+        for i, item in enumerate(items):
+            where = f"{self.key}[{i}]"
+            ensure(item, dict, where, self.turn, i)
+            at = f"{where}.{self.content}"
+            content = item.get(self.content, self.content_default)
+            if content is MISSING:
+                fail(at, "the message has no content", index=i)
+            if not self.strings and not isinstance(content, list):
+                fail(at, self.content_type, content, i)
+            role = item.get("role", self.default_role)
+            if role == "system" and self.system_turn is not None:
+                # Accepted inside ``messages`` by the Messages API (instructions mid-chain).
+                out.append(self.system_turn(content, at, i))
+                continue
+            ai = role == self.ai_role
+            if not ai and role != "user":
+                fail(f"{where}.role", f"expected user or {self.ai_role}, got {role!r}", index=i)
+            if isinstance(content, str):
+                out.append(trusted_message(_AI if ai else _HUMAN, (TextPart(text=content),)))
+            elif not isinstance(content, list):
+                fail(at, self.content_type, content, i)
+            elif not ai:
+                read_user(self, content, i, state, out)
+            elif self.ai_turn is not None:
+                out.append(self.ai_turn(content, i, state))
+            else:
+                out.append(read_ai(self, content, i, state))
+        return out
 
-def read_chain(payload: object, b: BlockShapes, new_state: Callable[[], Any]) -> list[Message]:
-    """The messages of a request body (or of its bare turns); ``new_state()`` pairs results."""
-    items, body = body_items(payload, b.key)
-    system = next((body[key] for key in b.system_keys if key in body), None)
-    out: list[Message] = [] if system is None else [b.system(system)]
-    state = new_state()
-    for i, item in enumerate(items):
-        where = f"{b.key}[{i}]"
-        ensure(item, dict, where, b.turn, i)
-        at = f"{where}.{b.content}"
-        content = item.get(b.content, b.content_default)
-        if content is MISSING:
-            fail(at, "the message has no content", index=i)
-        if not b.strings and not isinstance(content, list):
-            fail(at, b.content_type, content, i)
-        role = item.get("role", b.default_role)
-        if role == "system" and b.system_turn is not None:
-            # Accepted inside ``messages`` by the Messages API (instructions mid-chain).
-            out.append(b.system_turn(content, at, i))
-            continue
-        ai = role == b.ai_role
-        if not ai and role != "user":
-            fail(f"{where}.role", f"expected user or {b.ai_role}, got {role!r}", index=i)
-        if isinstance(content, str):
-            out.append(trusted_message(_AI if ai else _HUMAN, (TextPart(text=content),)))
-        elif not isinstance(content, list):
-            fail(at, b.content_type, content, i)
-        elif not ai:
-            read_user(b, content, i, state, out)
-        elif b.ai_turn is not None:
-            out.append(b.ai_turn(content, i, state))
-        else:
-            out.append(read_ai(b, content, i, state))
-    return out
+    def stream(self, messages: Iterable[Message]) -> PayloadStream:
+        """The body ``{key: [...], system?: ...}``, a turn at a time, of APIs with tool
+        results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
+        the system prompt is hoisted, a later one is a system turn (``system_turn``) or raises."""
+        tail: dict[str, Any] = {}
+        content = self.content
+
+        def turns() -> Iterator[dict[str, Any]]:
+            tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
+            for i, message in enumerate(messages):
+                role = message.role
+                if role is _TOOL:
+                    if tool_turn is None:
+                        tool_turn = []
+                    self.results(message, i, tool_turn)
+                    continue
+                turn: dict[str, Any] | None = None
+                if role is _HUMAN:
+                    if tool_turn is not None and message.parts:
+                        tool_turn.extend(write_blocks(message, i, self))
+                    else:
+                        turn = {"role": "user", content: write_content(message, i, self)}
+                elif role is _AI:
+                    turn = {"role": self.ai_role, content: write_blocks(message, i, self)}
+                elif (
+                    i != 0 and self.system_turn is not None
+                ):  # it reads system turns: one is written
+                    turn = {"role": "system", content: write_content(message, i, self)}
+                else:
+                    if i != 0:
+                        fail(f"messages[{i}]", self.late_error, index=i)
+                    value = self.write_system(message)
+                    if value is not None:
+                        tail[self.system_keys[0]] = value
+                if tool_turn is not None:
+                    yield {"role": "user", content: tool_turn}
+                    tool_turn = None
+                if turn is not None:
+                    yield turn
+            if tool_turn is not None:
+                yield {"role": "user", content: tool_turn}
+
+        return PayloadStream(self.key, turns(), tail)
 
 
 def read_ai(b: BlockShapes, content: list[Any], i: int, state: Any) -> Message:
@@ -699,46 +739,3 @@ def write_content(message: Message, i: int, b: BlockShapes) -> str | list[Block]
     if b.strings and len(parts) == 1 and type(parts[0]) is TextPart:
         return parts[0].text
     return write_blocks(message, i, b)
-
-
-def write_chain(messages: Iterable[Message], b: BlockShapes) -> PayloadStream:
-    """The body ``{b.key: [...], system?: ...}``, a turn at a time, of APIs with tool
-    results in user turns: consecutive TOOL messages (and a HUMAN right after) share one;
-    the system prompt is hoisted, a later one is a system turn (``system_turn``) or raises."""
-    tail: dict[str, Any] = {}
-    content = b.content
-
-    def turns() -> Iterator[dict[str, Any]]:
-        tool_turn: Blocks | None = None  # the latest results turn, until nothing can join it
-        for i, message in enumerate(messages):
-            role = message.role
-            if role is _TOOL:
-                if tool_turn is None:
-                    tool_turn = []
-                b.results(message, i, tool_turn)
-                continue
-            turn: dict[str, Any] | None = None
-            if role is _HUMAN:
-                if tool_turn is not None and message.parts:
-                    tool_turn.extend(write_blocks(message, i, b))
-                else:
-                    turn = {"role": "user", content: write_content(message, i, b)}
-            elif role is _AI:
-                turn = {"role": b.ai_role, content: write_blocks(message, i, b)}
-            elif i != 0 and b.system_turn is not None:  # it reads system turns: one is written
-                turn = {"role": "system", content: write_content(message, i, b)}
-            else:
-                if i != 0:
-                    fail(f"messages[{i}]", b.late_error, index=i)
-                value = b.write_system(message)
-                if value is not None:
-                    tail[b.system_keys[0]] = value
-            if tool_turn is not None:
-                yield {"role": "user", content: tool_turn}
-                tool_turn = None
-            if turn is not None:
-                yield turn
-        if tool_turn is not None:
-            yield {"role": "user", content: tool_turn}
-
-    return PayloadStream(b.key, turns(), tail)

@@ -111,11 +111,9 @@ def register_codec(
 def unregister_codec(name: str) -> None:
     """Remove a codec registered by :func:`register_codec` (built-in ones included);
     an unknown name raises ``CodecError``."""
-    key = codec_key(name)
+    key = _entry(name).name
     with _LOCK:
-        removed = _USER.pop(key, None) or _BUILTIN.pop(key, None)
-    if removed is None:
-        raise CodecError(f"unknown codec {name!r}; expected one of {', '.join(codec_names())}")
+        (_USER if key in _USER else _BUILTIN).pop(key, None)
 
 
 def _method(codec: object, attribute: str) -> Any:

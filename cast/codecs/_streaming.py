@@ -35,7 +35,13 @@ def iter_indented_json(stream: PayloadStream, encoder: json.JSONEncoder) -> Iter
         raise ValueError("iter_indented_json needs an encoder with an indent")
     step = indent if isinstance(indent, str) else " " * indent
     yield "{\n" + step + _key(stream.key, encoder)
-    yield from _list(stream.items, encoder, step, step)
+    inner = "\n" + step + step
+    first = True
+    for item in stream.items:
+        yield ("[" + inner) if first else encoder.item_separator + inner
+        first = False
+        yield from _indented(item, encoder, inner)
+    yield "[]" if first else "\n" + step + "]"
     for key, value in stream.tail.items():
         yield encoder.item_separator + "\n" + step + _key(key, encoder)
         yield from _indented(value, encoder, "\n" + step)
@@ -44,18 +50,6 @@ def iter_indented_json(stream: PayloadStream, encoder: json.JSONEncoder) -> Iter
 
 def _key(key: str, encoder: json.JSONEncoder) -> str:
     return json.dumps(key, ensure_ascii=encoder.ensure_ascii) + encoder.key_separator
-
-
-def _list(items: Iterator[Any], encoder: json.JSONEncoder, step: str, level: str) -> Iterator[str]:
-    """A list at indentation ``level`` (the text before its closing bracket)."""
-    inner = "\n" + level + step
-    separator = encoder.item_separator + inner
-    first = True
-    for item in items:
-        yield ("[" + inner) if first else separator
-        first = False
-        yield from _indented(item, encoder, inner)
-    yield "[]" if first else "\n" + level + "]"
 
 
 def _indented(value: Any, encoder: json.JSONEncoder, line_break: str) -> Iterator[str]:

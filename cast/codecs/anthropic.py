@@ -10,7 +10,6 @@ from cast.codecs._common import (
     CALL,
     EVIDENCE,
     FITS,
-    IMAGE_TYPES,
     MISSING,
     REDACTED_THINKING_PREFIX,
     RESULT,
@@ -20,26 +19,22 @@ from cast.codecs._common import (
     as_messages,
     b64decode,
     b64encode,
-    converse_body,
+    body_format,
     ensure,
     fail,
-    gemini_fields,
     get_str,
     get_typed,
     parse_data_url,
     provider_block,
     provider_part,
     read_call,
-    read_chain,
     read_signed,
     redacted,
     redacted_data,
     signature_text,
     think_before,
-    write_chain,
     write_content,
 )
-from cast.codecs._streaming import PayloadStream
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -52,6 +47,7 @@ from cast.messages import (
     ToolResult,
     trusted_message,
 )
+from cast.providers import IMAGE_TYPES
 
 __all__ = ["REDACTED_THINKING_PREFIX", "decode", "detect", "detect_messages", "encode"]
 
@@ -76,7 +72,7 @@ _ROLES = {"tool_use": CALL, "thinking": THINK, "redacted_thinking": THINK, "tool
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Messages API request body (or of its bare message list)."""
-    return read_chain(payload, _BLOCKS, dict)  # tool_use id -> name of its latest call
+    return _BLOCKS.read(payload, dict)  # tool_use id -> name of its latest call
 
 
 def _decode_system(system: object, where: str, i: int | None) -> Message:
@@ -199,12 +195,7 @@ def _decode_result(
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
     """A Messages API request body ``{"system"?: ..., "messages": [...]}``; a SYSTEM
     message after the first goes inside ``messages`` with ``role: "system"``."""
-    return _encode_stream(as_messages(messages)).whole()
-
-
-def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
-    """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
-    return write_chain(messages, _BLOCKS)
+    return _BLOCKS.stream(as_messages(messages)).whole()
 
 
 def _thinking_block(reasoning: Reasoning) -> dict[str, Any]:
@@ -367,15 +358,7 @@ _MESSAGE_KEYS = frozenset({"role", "content"})
 def detect(payload: object) -> int:
     """Messages API: ``messages`` beside a ``system`` field (and none of the fields other
     formats' requests have)."""
-    fits = (
-        isinstance(payload, dict)
-        and isinstance(payload.get("messages"), list)
-        and "system" in payload
-        and "input" not in payload
-        and not gemini_fields(payload)
-        and not converse_body(payload)
-    )
-    return EVIDENCE if fits else 0
+    return EVIDENCE if body_format(payload) == "anthropic" else 0
 
 
 def detect_messages(dicts: list[dict[str, Any]]) -> int:

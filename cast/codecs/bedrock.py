@@ -18,7 +18,7 @@ from cast.codecs._common import (
     as_messages,
     b64decode,
     b64encode,
-    converse_body,
+    body_format,
     converse_messages,
     dumps_compact,
     ensure,
@@ -30,7 +30,6 @@ from cast.codecs._common import (
     provider_block,
     provider_part,
     read_call,
-    read_chain,
     read_signed,
     redacted,
     redacted_data,
@@ -39,9 +38,7 @@ from cast.codecs._common import (
     system_blocks,
     think_before,
     tool_parts,
-    write_chain,
 )
-from cast.codecs._streaming import PayloadStream
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -75,7 +72,7 @@ DEFAULT_DOCUMENT_NAME = "document"
 
 def decode(payload: object) -> list[Message]:
     """Messages of a Converse request body (or of its bare message list)."""
-    return read_chain(payload, _BLOCKS, dict)  # toolUseId -> name of its latest call
+    return _BLOCKS.read(payload, dict)  # toolUseId -> name of its latest call
 
 
 def _decode_system(system: object) -> Message:
@@ -188,12 +185,7 @@ def _decode_result(value: object, where: str, i: int, _j: int, names: dict[str, 
 
 def encode(messages: Iterable[Message | dict[str, Any]]) -> dict[str, Any]:
     """A Converse request body ``{"system"?: [...], "messages": [...]}``."""
-    return _encode_stream(as_messages(messages)).whole()
-
-
-def _encode_stream(messages: Iterable[Message]) -> PayloadStream:
-    """:func:`encode`, one turn at a time (the command lines write it as it comes)."""
-    return write_chain(messages, _BLOCKS)
+    return _BLOCKS.stream(as_messages(messages)).whole()
 
 
 def _provider_block(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
@@ -280,7 +272,7 @@ _BLOCKS = BlockShapes(
 
 def detect(payload: object) -> int:
     """Converse: ``messages`` or ``system`` holding untyped Converse blocks."""
-    return EVIDENCE if converse_body(payload) else 0
+    return EVIDENCE if body_format(payload) == "bedrock" else 0
 
 
 def detect_messages(items: list[Any]) -> int:

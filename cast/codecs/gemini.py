@@ -18,24 +18,21 @@ from cast.codecs._common import (
     as_messages,
     b64decode,
     b64encode,
+    body_format,
     canonical_object,
     dumps_compact,
     ensure,
     fail,
-    gemini_fields,
     get_str,
     get_typed,
     optional_str,
     parse_data_url,
     provider_block,
     provider_part,
-    read_chain,
     signature_text,
     system_blocks,
     tool_parts,
-    write_chain,
 )
-from cast.codecs._streaming import PayloadStream
 from cast.constants import DEFAULT_TOOL_CALL_ID_TEMPLATE
 from cast.ids import TemplateLike, as_template
 from cast.messages import (
@@ -108,7 +105,7 @@ def decode(
 
     ``id_template`` shapes the ids made up for calls that have none on the wire.
     """
-    return read_chain(payload, _BLOCKS, lambda: _Ids(id_template))
+    return _BLOCKS.read(payload, lambda: _Ids(id_template))
 
 
 def _decode_system(system: object) -> Message:
@@ -278,12 +275,8 @@ def encode(
     With ``include_ids=False`` calls and responses go without ``id`` (Gemini 2.x and
     Vertex AI endpoints that reject it); responses then pair with calls by order.
     """
-    return _encode_stream(as_messages(messages), include_ids=include_ids).whole()
-
-
-def _encode_stream(messages: Iterable[Message], *, include_ids: bool = True) -> PayloadStream:
-    """:func:`encode`, one content at a time (the command lines write it as it comes)."""
-    return write_chain(messages, _BLOCKS if include_ids else _BLOCKS_WITHOUT_IDS)
+    blocks = _BLOCKS if include_ids else _BLOCKS_WITHOUT_IDS
+    return blocks.stream(as_messages(messages)).whole()
 
 
 def _kept(part: ProviderPart, where: str, i: int) -> dict[str, Any]:
@@ -394,7 +387,7 @@ _CONTENT_KEYS = frozenset({"role", "parts"})
 
 def detect(payload: object) -> int:
     """``generateContent``: ``contents`` or a system instruction."""
-    return EVIDENCE if gemini_fields(payload) else 0
+    return EVIDENCE if body_format(payload) == "gemini" else 0
 
 
 def detect_messages(dicts: list[dict[str, Any]]) -> int:

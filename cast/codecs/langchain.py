@@ -177,9 +177,7 @@ def _reasoning(block: dict[str, Any], where: str, i: int) -> Reasoning:
     item_id = block.get("id")
     if not isinstance(item_id, str) or "\n" in item_id:
         item_id = None
-    return Reasoning(
-        content=content, signature=pack_signature(item_id, str(signature), redacted=False)
-    )
+    return Reasoning(content=content, signature=pack_signature(item_id, str(signature)))
 
 
 def _calls(data: dict[str, Any], where: str, i: int, names: dict[str, str]) -> dict[str, ToolCall]:

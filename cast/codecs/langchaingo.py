@@ -13,9 +13,9 @@ from cast.codecs._common import (
     b64decode,
     b64encode,
     ensure,
-    error,
     fail,
     fail_part,
+    get_str,
     get_typed,
     image_url_block,
     typed_parts_style,
@@ -71,21 +71,12 @@ def decode(payload: object) -> list[Message]:
     return out
 
 
-def _field(obj: dict[str, Any], key: str, where: str, i: int, default: Any = MISSING) -> str:
-    value = obj.get(key, default)
-    if not isinstance(value, str):
-        if value is MISSING:
-            fail(f"{where}.{key}", "missing; expected a string", index=i)
-        fail(f"{where}.{key}", "a string", value, i)
-    return value
-
-
 def _decode_reasoning(value: object, where: str, i: int) -> Reasoning | None:
     """``ContentReasoning``; an empty one is none at all (``IsEmpty`` in the source)."""
     if value is None:
         return None
     value = ensure(value, dict, where, "a reasoning object", i)
-    content = _field(value, "content", where, i, "")
+    content = get_str(value, "content", where, i, "")
     signature = value.get("signature")
     data = b""
     if signature is not None:
@@ -102,32 +93,33 @@ def _decode_part(part: object, i: int, j: int) -> Any:
     kind = part.get("type", "")
     if kind in ("text", ""):  # UnmarshalJSON reads a missing type as text
         return TextPart(
-            text=_field(part, "text", where, i, ""),
+            text=get_str(part, "text", where, i, ""),
             reasoning=_decode_reasoning(part.get("reasoning"), f"{where}.reasoning", i),
         )
     if kind not in ("image_url", "binary", "tool_call", "tool_response"):
-        raise error(f"{where}.type", f"unknown content type {kind!r}", index=i)
+        fail(f"{where}.type", f"unknown content type {kind!r}", index=i)
     body = get_typed(part, kind, dict, "an object", where, i)  # the fields, under the type
     where = f"{where}.{kind}"
     if kind == "image_url":
         return ImagePart(
-            url=_field(body, "url", where, i), detail=_field(body, "detail", where, i, "")
+            url=get_str(body, "url", where, i, MISSING),
+            detail=get_str(body, "detail", where, i, ""),
         )
     if kind == "binary":
-        data = b64decode(_field(body, "data", where, i), f"{where}.data", i)
-        return BinaryPart(mime_type=_field(body, "mime_type", where, i, ""), data=data)
+        data = b64decode(get_str(body, "data", where, i, MISSING), f"{where}.data", i)
+        return BinaryPart(mime_type=get_str(body, "mime_type", where, i, ""), data=data)
     if kind == "tool_call":
         function = get_typed(body, "function", dict, "an object", where, i)
         return ToolCall(
-            id=_field(body, "id", where, i),
-            name=_field(function, "name", f"{where}.function", i),
-            arguments=_field(function, "arguments", f"{where}.function", i),
+            id=get_str(body, "id", where, i, MISSING),
+            name=get_str(function, "name", f"{where}.function", i, MISSING),
+            arguments=get_str(function, "arguments", f"{where}.function", i, MISSING),
             reasoning=_decode_reasoning(body.get("reasoning"), f"{where}.reasoning", i),
         )
     return ToolResult(
-        tool_call_id=_field(body, "tool_call_id", where, i),
-        name=_field(body, "name", where, i),
-        content=_field(body, "content", where, i),
+        tool_call_id=get_str(body, "tool_call_id", where, i, MISSING),
+        name=get_str(body, "name", where, i, MISSING),
+        content=get_str(body, "content", where, i, MISSING),
     )
 
 

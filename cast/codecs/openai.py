@@ -9,7 +9,6 @@ from typing import Any
 from cast.codecs._common import (
     EVIDENCE,
     FITS,
-    IMAGE_TYPES,
     MISSING,
     as_messages,
     b64decode,
@@ -39,6 +38,7 @@ from cast.messages import (
     ToolResult,
     trusted_message,
 )
+from cast.providers import IMAGE_TYPES
 
 __all__ = ["REASONING_FIELDS", "decode", "detect_messages", "encode"]
 

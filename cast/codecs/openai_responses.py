@@ -12,10 +12,10 @@ from cast.codecs._common import (
     MISSING,
     AiParts,
     as_messages,
+    body_format,
     ensure,
     fail,
     fail_part,
-    gemini_fields,
     get_str,
     get_typed,
     optional_str,
@@ -108,7 +108,8 @@ def decode(payload: object) -> list[Message]:
         if _in_ai(item, kind, kept):
             ai = AiParts() if ai is None else ai
             if kept:
-                ai.other(provider_part(_PROVIDER, kind, item))
+                ai.settle()  # no reasoning attaches to a kept item
+                ai.append(provider_part(_PROVIDER, kind, item))
             elif kind == "reasoning":
                 ai.think(_decode_reasoning(item, where, i))
             elif kind == "function_call":
@@ -399,8 +400,7 @@ _DETECT_PARTS = ("input_text", "output_text", "input_image")
 
 def detect(payload: object) -> int:
     """A Responses request: an ``input`` field (and no Gemini field)."""
-    fits = isinstance(payload, dict) and "input" in payload and not gemini_fields(payload)
-    return EVIDENCE if fits else 0
+    return EVIDENCE if body_format(payload) == "openai_responses" else 0
 
 
 def detect_messages(dicts: list[dict[str, Any]]) -> int:

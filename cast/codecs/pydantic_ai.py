@@ -24,6 +24,7 @@ from cast.codecs._common import (
     optional_str,
     pack_signature,
     reasoned,
+    redacted,
     unpack_signature,
 )
 from cast.errors import install_hint
@@ -170,9 +171,9 @@ def _reasoning(part: dict[str, Any], where: str, i: int) -> Reasoning:
     signature = optional_str(part, "signature", where, i, "a string or null")
     if item_id is not None and (not isinstance(item_id, str) or "\n" in item_id):
         fail(f"{where}.id", "a string without newlines, or null", item_id, i)
-    redacted = item_id == _REDACTED_ID
-    packed = pack_signature(None if redacted else item_id, signature, redacted=redacted)
-    return Reasoning(content=content, signature=packed)
+    if item_id == _REDACTED_ID:
+        return Reasoning(content=content, signature=redacted(signature or "").signature)
+    return Reasoning(content=content, signature=pack_signature(item_id, signature))
 
 
 def _decode_response(parts: list[Any], where: str, i: int) -> Message:
@@ -282,8 +283,8 @@ def _encode_tool(message: Message, i: int, request: list[dict[str, Any]]) -> Non
 
 
 def _thinking(reasoning: Reasoning, provider_name: str | None) -> dict[str, Any]:
-    item_id, signature, redacted = unpack_signature(reasoning.signature)
-    if redacted:
+    item_id, signature, hidden = unpack_signature(reasoning.signature)
+    if hidden:
         item_id = _REDACTED_ID
     part: dict[str, Any] = {"part_kind": "thinking", "content": reasoning.content}
     if item_id is not None:

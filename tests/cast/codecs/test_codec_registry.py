@@ -265,9 +265,9 @@ def test_the_built_in_stream_encoders_are_registered() -> None:
     from cast.codecs import anthropic, bedrock, gemini, openai
 
     assert stream_encoder("openai") is openai._encode_stream
-    assert stream_encoder("anthropic") is anthropic._encode_stream
-    assert stream_encoder("bedrock") is bedrock._encode_stream
-    assert stream_encoder("gemini") is gemini._encode_stream
+    assert stream_encoder("anthropic") == anthropic._BLOCKS.stream
+    assert stream_encoder("bedrock") == bedrock._BLOCKS.stream
+    assert stream_encoder("gemini") == gemini._BLOCKS.stream
     assert stream_encoder("langchaingo") is None
     with pytest.raises(CodecError, match="unknown codec 'nothing'"):
         stream_encoder("nothing")
