@@ -54,7 +54,6 @@ __all__ = [
     "MAX_BREAKPOINTS",
     "Assembler",
     "SummaryStyle",
-    "breakpoints",
     "placed_for",
     "summary_floor",
     "summary_kind",
@@ -167,53 +166,43 @@ class Assembler:
         left out. ``ast`` comes back unchanged when the summary would not make it smaller
         and it is within the limit."""
         measure, limit = self.measure, self.limit
+
+        def built(
+            text: str | None, frozen: list[BodyPair]
+        ) -> tuple[ChainAST, BodyPair | None, int]:
+            out, pair = self.build(ast, plan, text, frozen)
+            return out, pair, measure(out)
+
         frozen = list(plan.frozen)
-        out, pair = self.build(ast, plan, text, frozen)
-        size = measure(out)
+        out, pair, size = built(text, frozen)
         if size >= size_before and size_before <= limit:
             return ast, size_before, None, False, 0
         dropped = plan.dropped
         while frozen and size > limit:
             frozen.pop(0)
             dropped += 1
-            out, pair = self.build(ast, plan, text, frozen)
-            size = measure(out)
+            out, pair, size = built(text, frozen)
         if size <= limit or text is None:
             return out, size, pair, False, dropped
-        best = self._longest_fitting(ast, plan, text, frozen)
-        if best is None:  # not even an empty summary fits
-            out, pair = self.build(ast, plan, None, [])
-            if measure(out) > limit:  # the floor is over the budget: a short summary
-                out, pair = self._floor_summary(ast, plan, text)
-            return out, measure(out), pair, True, dropped + len(frozen)
-        return best[0], best[2], best[1], True, dropped
-
-    def _floor_summary(
-        self, ast: ChainAST, plan: Plan, text: str
-    ) -> tuple[ChainAST, BodyPair | None]:
-        """A summary cut to :data:`FLOOR_SUMMARY_BYTES` (over the budget whatever is summarized)."""
-        head, line = split_archive_line(text)
-        cut = clip_utf8(head, FLOOR_SUMMARY_BYTES)
-        if len(cut) < len(head) and "\n" in cut:
-            cut = cut[: cut.rindex("\n")]
-        return self.build(ast, plan, "\n".join(filter(None, (cut, line))), [])
-
-    def _longest_fitting(
-        self, ast: ChainAST, plan: Plan, text: str, frozen: list[BodyPair]
-    ) -> tuple[ChainAST, BodyPair | None, int] | None:
-        """(chain, summary pair, size) with the longest summary prefix that fits, or None."""
-        head, line = split_archive_line(text)
+        head, line = split_archive_line(text)  # the longest head that fits, its line kept
         low, high = 0, utf8_len(head) - 1
         best: tuple[ChainAST, BodyPair | None, int] | None = None
         while low <= high:
             middle = (low + high) // 2
-            cut = clip_utf8(head, middle)
-            out, pair = self.build(ast, plan, "\n".join(filter(None, (cut, line))), frozen)
-            if (size := self.measure(out)) <= self.limit:
-                best, low = (out, pair, size), middle + 1
+            found = built("\n".join(filter(None, (clip_utf8(head, middle), line))), frozen)
+            if found[2] <= limit:
+                best, low = found, middle + 1
             else:
                 high = middle - 1
-        return best
+        if best is not None:
+            return best[0], best[2], best[1], True, dropped
+        out, pair, size = built(None, [])  # not even an empty summary fits
+        if size > limit:  # the floor is over the budget: a summary cut to FLOOR_SUMMARY_BYTES
+            cut = clip_utf8(head, FLOOR_SUMMARY_BYTES)
+            if len(cut) < len(head) and "\n" in cut:
+                cut = cut[: cut.rindex("\n")]
+            out, pair, size = built("\n".join(filter(None, (cut, line))), [])
+        return out, size, pair, True, dropped + len(frozen)
 
     def build(
         self, ast: ChainAST, plan: Plan, text: str | None, frozen: list[BodyPair]
@@ -261,8 +250,7 @@ class Assembler:
             body = [kept if kept is pair else style.with_reasoning_content(kept) for kept in body]
         if own_turn and body and body[-1].tool_messages and style.completion_before_human():
             body.append(BodyPair.completion(TOOL_BRIDGE_TEXT))  # pinned results end the turn
-        new = _placed(sections, plan, body, own_turn)
-        out = ChainAST(new)
+        out = ChainAST(_placed(sections, plan, body, own_turn))
         if pair is not None and pair.type is BodyPairType.SUMMARIZATION:
             out = unique_summary_ids(out, [pair], style.id_template)
         return out, pair
@@ -416,11 +404,6 @@ EPHEMERAL: Final = '{"type":"ephemeral"}'
 _CACHE_POINT: Final = ProviderPart(provider="anthropic", kind="cache_control", data=EPHEMERAL)
 
 
-def breakpoints(messages: Sequence[Message]) -> int:
-    """How many cache points the chain holds."""
-    return sum(1 for m in messages for p in m.parts if is_breakpoint(p))
-
-
 def with_breakpoints(
     ast: ChainAST, size: int, measure: Callable[[Message], int], limit: int
 ) -> tuple[ChainAST, int]:
@@ -429,7 +412,7 @@ def with_breakpoints(
     cleared result), within :data:`MAX_BREAKPOINTS`, and its size; ``ast`` when they would
     push it over ``limit`` while it fits."""
     messages = ast.to_messages()
-    room = MAX_BREAKPOINTS - breakpoints(messages)
+    room = MAX_BREAKPOINTS - sum(1 for m in messages for p in m.parts if is_breakpoint(p))
     marked: dict[int, Message] = {}
     for index in _cache_anchors(ast):
         message = messages[index]
