@@ -269,7 +269,6 @@ class Compactor:
                 outcome = await self._stages.compact(
                     ast, size, reason, focus=focus, turn=self.turns, pending=pending
                 )
-                self._settle(outcome)
         finally:
             self._meter.rotate()
         return await self._finished(
@@ -342,15 +341,6 @@ class Compactor:
             archive=self.archive,
         )
 
-    def _settle(self, outcome: Outcome) -> None:
-        if outcome.settled:
-            self._last_compaction = self.turns
-        if outcome.depths is not None:
-            self._depths.clear()
-            self._depths.update(outcome.depths)
-        if outcome.asked is not None:
-            self._asked = outcome.asked
-
     async def _finished(
         self,
         outcome: Outcome,
@@ -360,7 +350,14 @@ class Compactor:
         shift: int | None,
         given: int,
     ) -> CompactionResult:
-        """The call's result, built once (``shift`` None: the last result extended)."""
+        """The call's result, built once (``shift`` None: the last result extended), and
+        what the Compactor keeps of its outcome."""
+        if outcome.settled:
+            self._last_compaction = self.turns
+        if outcome.depths is not None:
+            self._depths.clear()
+            self._depths.update(outcome.depths)
+        self._asked = outcome.asked if outcome.asked is not None else self._asked
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
         size_before += shift or 0
         compacted = bytes_before != bytes_after or size_before != size_after
