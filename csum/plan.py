@@ -145,8 +145,6 @@ class Planner:
             if s_index != last and start[0] != s_index:
                 break  # an empty section: its question goes into the summary
             start = (s_index, 0)
-        if start == (0, 0):
-            return None
         return self.split(ast, *start, frozen, dropped, pinned=pinned, carried=carried)
 
     def _mandatory(self, ast: ChainAST) -> int:
