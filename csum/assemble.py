@@ -23,7 +23,6 @@ from cast import (
     Message,
     ProviderPart,
     ProviderProfile,
-    Reasoning,
     ReasoningPolicy,
     ReasoningScope,
     Role,
@@ -316,20 +315,18 @@ def summary_pair(
         target is not None and target.tools_with_tool_history
     ):
         kind = BodyPairType.COMPLETION
-    if kind is BodyPairType.COMPLETION and not style.needs_reasoning_content:
-        return BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + text)
     if kind is BodyPairType.COMPLETION:
-        part = TextPart(text=SUMMARIZED_CONTENT_PREFIX + text, reasoning=Reasoning())
-        return BodyPair.build(Message.from_parts(Role.AI, (part,)))
-    pair = BodyPair.summarization(
-        text,
-        id_template=style.id_template,
-        fake_signature=keep_reasoning and contains_tool_call_reasoning(summarized)
-        if target is None
-        else target.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE,
-        reasoning_message=style.reasoning_message(summarized, keep_reasoning),
-        seed=f"{seed}\x1f{text}",
-    )
+        pair = BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + text)
+    else:
+        pair = BodyPair.summarization(
+            text,
+            id_template=style.id_template,
+            fake_signature=keep_reasoning and contains_tool_call_reasoning(summarized)
+            if target is None
+            else target.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE,
+            reasoning_message=style.reasoning_message(summarized, keep_reasoning),
+            seed=f"{seed}\x1f{text}",
+        )
     return style.with_reasoning_content(pair) if style.needs_reasoning_content else pair
 
 
