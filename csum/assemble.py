@@ -480,26 +480,17 @@ def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> l
     return out
 
 
-def _summary_tail(parts: Sequence[AnyPart]) -> int:
-    """Where the placed summaries (each perhaps with its cache point) end ``parts``."""
-    start = len(parts)
+def _placed_summaries(parts: Sequence[AnyPart]) -> tuple[int, list[BodyPair]]:
+    """Where the placed summaries (each perhaps with its cache point) end ``parts``, and
+    the summary pairs they came from."""
+    start, pairs = len(parts), list[BodyPair]()
     while start:
         text = start - 2 if is_breakpoint(parts[start - 1]) else start - 1
         if text < 0 or not is_summary_part(parts[text]):
             break
+        pairs.insert(0, BodyPair.build(Message.from_parts(Role.AI, parts[text:start])))
         start = text
-    return start
-
-
-def _summary_pairs(parts: Sequence[AnyPart]) -> tuple[BodyPair, ...]:
-    """The summary pairs the placed ``parts`` came from, one per summary text."""
-    groups: list[list[AnyPart]] = []
-    for part in parts:
-        if is_summary_part(part):
-            groups.append([part])
-        else:  # a summary's cache point
-            groups[-1].append(part)
-    return tuple(BodyPair.build(Message.from_parts(Role.AI, group)) for group in groups)
+    return start, pairs
 
 
 def unplaced(ast: ChainAST) -> ChainAST:
@@ -509,16 +500,16 @@ def unplaced(ast: ChainAST) -> ChainAST:
     changed = False
     for section in ast.sections:
         human = section.header.human_message
-        cut = len(human.parts) if human is not None else 0
-        if human is not None and section.body:
-            cut = _summary_tail(human.parts)
-        if human is None or cut == len(human.parts):
+        parts = human.parts if human is not None and section.body else ()
+        cut, pairs = _placed_summaries(parts)
+        if not pairs:
             out.append(section)
             continue
-        pairs = _summary_pairs(human.parts[cut:])
         if cut:
-            header = section.header.evolve(human_message=human.evolve(parts=human.parts[:cut]))
-            out.append(Section(header, (*pairs, *section.body)))
+            question = Message.from_parts(Role.HUMAN, parts[:cut])
+            out.append(
+                Section(section.header.evolve(human_message=question), (*pairs, *section.body))
+            )
         elif out and section.header.system_message is None:  # after tool results
             before = out.pop()
             out.append(before.evolve(body=(*before.body, *pairs, *section.body)))
