@@ -658,17 +658,15 @@ def edited(
         return ast
     sections: list[Section] = []
     position = 0
-
-    def new(message: Message) -> Message:  # the message at the next position
-        nonlocal position
-        position += 1
-        return replaced.get(position - 1, message)
-
     for section in ast.sections:
         old = section.header
-        system, human = (
-            None if m is None else new(m) for m in (old.system_message, old.human_message)
-        )
+        system, human = old.system_message, old.human_message
+        if system is not None:
+            system = replaced.get(position, system)
+            position += 1
+        if human is not None:
+            human = replaced.get(position, human)
+            position += 1
         same = system is old.system_message and human is old.human_message
         header = old if same else Header(system, human)
         opens = position
@@ -677,10 +675,17 @@ def edited(
             if added is not None and opens <= added[0] <= position:
                 body.append(added[1])
                 added = None
-            at, ai, tools = position, new(pair.ai_message), tuple(map(new, pair.tool_messages))
-            if at not in dropped:
+            at = position
+            position += 1 + len(pair.tool_messages)
+            if at in dropped:
+                continue
+            if replaced:
+                ai = replaced.get(at, pair.ai_message)
+                tools = tuple(replaced.get(at + 1 + i, m) for i, m in enumerate(pair.tool_messages))
                 same = ai is pair.ai_message and all(map(operator.is_, tools, pair.tool_messages))
                 body.append(pair if same else BodyPair.build(ai, tools))
+            else:
+                body.append(pair)
         if added is not None and opens <= added[0] <= position:
             body.append(added[1])
             added = None
