@@ -133,8 +133,13 @@ class Compactor:
             template_given=id_template is not None,
         )
         self.target = target
-        self._places = self.style.target is not None and self.style.target.merges_same_role
-        _check_breakpoints(cache_breakpoints, self.style.target, target)
+        profile = self.style.target
+        self._places = profile is not None and profile.merges_same_role
+        if cache_breakpoints and (profile is None or profile.wire_format != "anthropic"):
+            raise ValueError(
+                "cache_breakpoints=True places Anthropic cache_control breakpoints: it "
+                f"needs an Anthropic target (target='anthropic'), not {target!r}"
+            )
         self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
         self.stores = stores if stores is not None else Stores()
         self.cache = self.stores.cache
@@ -442,16 +447,6 @@ def _robust_handler(
             )
         return handler
     return RobustHandler(handler, robustness if robustness is not None else Robustness())
-
-
-def _check_breakpoints(
-    cache_breakpoints: bool, profile: ProviderProfile | None, target: object
-) -> None:
-    if cache_breakpoints and (profile is None or profile.wire_format != "anthropic"):
-        raise ValueError(
-            "cache_breakpoints=True places Anthropic cache_control breakpoints: it "
-            f"needs an Anthropic target (target='anthropic'), not {target!r}"
-        )
 
 
 def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
