@@ -410,8 +410,19 @@ def with_breakpoints(
     push it over ``limit`` while it fits."""
     messages = ast.to_messages()
     room = MAX_BREAKPOINTS - sum(1 for m in messages for p in m.parts if is_breakpoint(p))
+    # where they go, by priority: the system prompt, the newest summary, the newest cleared result
+    system = 0 if ast.sections and ast.sections[0].header.system_message is not None else -1
+    summary = placeholder = at = -1
+    for section in ast.sections:
+        at += len(section.header.messages())
+        for pair in section.body:
+            at += 1 + len(pair.tool_messages)
+            if is_summarized(pair):
+                summary = at
+            elif any(is_cleared(r) for m in pair.tool_messages for r in m.tool_results):
+                placeholder = at
     marked: dict[int, Message] = {}
-    for index in _cache_anchors(ast):
+    for index in (i for i in (system, summary, placeholder) if i >= 0):
         message = messages[index]
         if len(marked) >= room:
             break
@@ -424,25 +435,6 @@ def with_breakpoints(
     if not marked or grown > limit >= size:
         return ast, size
     return edited(ast, marked), grown
-
-
-def _cache_anchors(ast: ChainAST) -> list[int]:
-    """Positions of cache points, by priority: system prompt, summary, cleared result."""
-    anchors: list[int] = []
-    if ast.sections and ast.sections[0].header.system_message is not None:
-        anchors.append(0)
-    summary = placeholder = -1
-    index = 0
-    for section in ast.sections:
-        index += len(section.header.messages())
-        for pair in section.body:
-            index += 1 + len(pair.tool_messages)
-            if is_summarized(pair):
-                summary = index - 1
-            elif any(is_cleared(r) for m in pair.tool_messages for r in m.tool_results):
-                placeholder = index - 1
-    anchors.extend(i for i in (summary, placeholder) if i >= 0)
-    return anchors
 
 
 # -- placement for a target that merges same-role turns ----------------------------------------
