@@ -475,7 +475,8 @@ def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> l
 def _placed_summaries(parts: Sequence[AnyPart]) -> tuple[int, list[BodyPair]]:
     """Where the placed summaries (each perhaps with its cache point) end ``parts``, and
     the summary pairs they came from."""
-    start, pairs = len(parts), list[BodyPair]()
+    start = len(parts)
+    pairs: list[BodyPair] = []
     while start:
         text = start - 2 if is_breakpoint(parts[start - 1]) else start - 1
         if text < 0 or not is_summary_part(parts[text]):
