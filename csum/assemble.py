@@ -23,7 +23,6 @@ from cast import (
     Message,
     ProviderPart,
     ProviderProfile,
-    Reasoning,
     ReasoningPolicy,
     ReasoningScope,
     Role,
@@ -54,7 +53,6 @@ __all__ = [
     "MAX_BREAKPOINTS",
     "Assembler",
     "SummaryStyle",
-    "breakpoints",
     "placed_for",
     "summary_floor",
     "summary_kind",
@@ -167,53 +165,43 @@ class Assembler:
         left out. ``ast`` comes back unchanged when the summary would not make it smaller
         and it is within the limit."""
         measure, limit = self.measure, self.limit
+
+        def built(
+            text: str | None, frozen: list[BodyPair]
+        ) -> tuple[ChainAST, BodyPair | None, int]:
+            out, pair = self.build(ast, plan, text, frozen)
+            return out, pair, measure(out)
+
         frozen = list(plan.frozen)
-        out, pair = self.build(ast, plan, text, frozen)
-        size = measure(out)
+        out, pair, size = built(text, frozen)
         if size >= size_before and size_before <= limit:
             return ast, size_before, None, False, 0
         dropped = plan.dropped
         while frozen and size > limit:
             frozen.pop(0)
             dropped += 1
-            out, pair = self.build(ast, plan, text, frozen)
-            size = measure(out)
+            out, pair, size = built(text, frozen)
         if size <= limit or text is None:
             return out, size, pair, False, dropped
-        best = self._longest_fitting(ast, plan, text, frozen)
-        if best is None:  # not even an empty summary fits
-            out, pair = self.build(ast, plan, None, [])
-            if measure(out) > limit:  # the floor is over the budget: a short summary
-                out, pair = self._floor_summary(ast, plan, text)
-            return out, measure(out), pair, True, dropped + len(frozen)
-        return best[0], best[2], best[1], True, dropped
-
-    def _floor_summary(
-        self, ast: ChainAST, plan: Plan, text: str
-    ) -> tuple[ChainAST, BodyPair | None]:
-        """A summary cut to :data:`FLOOR_SUMMARY_BYTES` (over the budget whatever is summarized)."""
-        head, line = split_archive_line(text)
-        cut = clip_utf8(head, FLOOR_SUMMARY_BYTES)
-        if len(cut) < len(head) and "\n" in cut:
-            cut = cut[: cut.rindex("\n")]
-        return self.build(ast, plan, "\n".join(filter(None, (cut, line))), [])
-
-    def _longest_fitting(
-        self, ast: ChainAST, plan: Plan, text: str, frozen: list[BodyPair]
-    ) -> tuple[ChainAST, BodyPair | None, int] | None:
-        """(chain, summary pair, size) with the longest summary prefix that fits, or None."""
-        head, line = split_archive_line(text)
+        head, line = split_archive_line(text)  # the longest head that fits, its line kept
         low, high = 0, utf8_len(head) - 1
         best: tuple[ChainAST, BodyPair | None, int] | None = None
         while low <= high:
             middle = (low + high) // 2
-            cut = clip_utf8(head, middle)
-            out, pair = self.build(ast, plan, "\n".join(filter(None, (cut, line))), frozen)
-            if (size := self.measure(out)) <= self.limit:
-                best, low = (out, pair, size), middle + 1
+            found = built("\n".join(filter(None, (clip_utf8(head, middle), line))), frozen)
+            if found[2] <= limit:
+                best, low = found, middle + 1
             else:
                 high = middle - 1
-        return best
+        if best is not None:
+            return best[0], best[2], best[1], True, dropped
+        out, pair, size = built(None, [])  # not even an empty summary fits
+        if size > limit:  # the floor is over the budget: a summary cut to FLOOR_SUMMARY_BYTES
+            cut = clip_utf8(head, FLOOR_SUMMARY_BYTES)
+            if len(cut) < len(head) and "\n" in cut:
+                cut = cut[: cut.rindex("\n")]
+            out, pair, size = built("\n".join(filter(None, (cut, line))), [])
+        return out, size, pair, True, dropped + len(frozen)
 
     def build(
         self, ast: ChainAST, plan: Plan, text: str | None, frozen: list[BodyPair]
@@ -261,8 +249,7 @@ class Assembler:
             body = [kept if kept is pair else style.with_reasoning_content(kept) for kept in body]
         if own_turn and body and body[-1].tool_messages and style.completion_before_human():
             body.append(BodyPair.completion(TOOL_BRIDGE_TEXT))  # pinned results end the turn
-        new = _placed(sections, plan, body, own_turn)
-        out = ChainAST(new)
+        out = ChainAST(_placed(sections, plan, body, own_turn))
         if pair is not None and pair.type is BodyPairType.SUMMARIZATION:
             out = unique_summary_ids(out, [pair], style.id_template)
         return out, pair
@@ -328,20 +315,18 @@ def summary_pair(
         target is not None and target.tools_with_tool_history
     ):
         kind = BodyPairType.COMPLETION
-    if kind is BodyPairType.COMPLETION and not style.needs_reasoning_content:
-        return BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + text)
     if kind is BodyPairType.COMPLETION:
-        part = TextPart(text=SUMMARIZED_CONTENT_PREFIX + text, reasoning=Reasoning())
-        return BodyPair.build(Message.from_parts(Role.AI, (part,)))
-    pair = BodyPair.summarization(
-        text,
-        id_template=style.id_template,
-        fake_signature=keep_reasoning and contains_tool_call_reasoning(summarized)
-        if target is None
-        else target.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE,
-        reasoning_message=style.reasoning_message(summarized, keep_reasoning),
-        seed=f"{seed}\x1f{text}",
-    )
+        pair = BodyPair.completion(SUMMARIZED_CONTENT_PREFIX + text)
+    else:
+        pair = BodyPair.summarization(
+            text,
+            id_template=style.id_template,
+            fake_signature=keep_reasoning and contains_tool_call_reasoning(summarized)
+            if target is None
+            else target.reasoning is ReasoningPolicy.THOUGHT_SIGNATURE,
+            reasoning_message=style.reasoning_message(summarized, keep_reasoning),
+            seed=f"{seed}\x1f{text}",
+        )
     return style.with_reasoning_content(pair) if style.needs_reasoning_content else pair
 
 
@@ -416,11 +401,6 @@ EPHEMERAL: Final = '{"type":"ephemeral"}'
 _CACHE_POINT: Final = ProviderPart(provider="anthropic", kind="cache_control", data=EPHEMERAL)
 
 
-def breakpoints(messages: Sequence[Message]) -> int:
-    """How many cache points the chain holds."""
-    return sum(1 for m in messages for p in m.parts if is_breakpoint(p))
-
-
 def with_breakpoints(
     ast: ChainAST, size: int, measure: Callable[[Message], int], limit: int
 ) -> tuple[ChainAST, int]:
@@ -429,9 +409,20 @@ def with_breakpoints(
     cleared result), within :data:`MAX_BREAKPOINTS`, and its size; ``ast`` when they would
     push it over ``limit`` while it fits."""
     messages = ast.to_messages()
-    room = MAX_BREAKPOINTS - breakpoints(messages)
+    room = MAX_BREAKPOINTS - sum(1 for m in messages for p in m.parts if is_breakpoint(p))
+    # where they go, by priority: the system prompt, the newest summary, the newest cleared result
+    system = 0 if ast.sections and ast.sections[0].header.system_message is not None else -1
+    summary = placeholder = at = -1
+    for section in ast.sections:
+        at += len(section.header.messages())
+        for pair in section.body:
+            at += 1 + len(pair.tool_messages)
+            if is_summarized(pair):
+                summary = at
+            elif any(is_cleared(r) for m in pair.tool_messages for r in m.tool_results):
+                placeholder = at
     marked: dict[int, Message] = {}
-    for index in _cache_anchors(ast):
+    for index in (i for i in (system, summary, placeholder) if i >= 0):
         message = messages[index]
         if len(marked) >= room:
             break
@@ -444,25 +435,6 @@ def with_breakpoints(
     if not marked or grown > limit >= size:
         return ast, size
     return edited(ast, marked), grown
-
-
-def _cache_anchors(ast: ChainAST) -> list[int]:
-    """Positions of cache points, by priority: system prompt, summary, cleared result."""
-    anchors: list[int] = []
-    if ast.sections and ast.sections[0].header.system_message is not None:
-        anchors.append(0)
-    summary = placeholder = -1
-    index = 0
-    for section in ast.sections:
-        index += len(section.header.messages())
-        for pair in section.body:
-            index += 1 + len(pair.tool_messages)
-            if is_summarized(pair):
-                summary = index - 1
-            elif any(is_cleared(r) for m in pair.tool_messages for r in m.tool_results):
-                placeholder = index - 1
-    anchors.extend(i for i in (summary, placeholder) if i >= 0)
-    return anchors
 
 
 # -- placement for a target that merges same-role turns ----------------------------------------
@@ -500,26 +472,18 @@ def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> l
     return out
 
 
-def _summary_tail(parts: Sequence[AnyPart]) -> int:
-    """Where the placed summaries (each perhaps with its cache point) end ``parts``."""
+def _placed_summaries(parts: Sequence[AnyPart]) -> tuple[int, list[BodyPair]]:
+    """Where the placed summaries (each perhaps with its cache point) end ``parts``, and
+    the summary pairs they came from."""
     start = len(parts)
+    pairs: list[BodyPair] = []
     while start:
         text = start - 2 if is_breakpoint(parts[start - 1]) else start - 1
         if text < 0 or not is_summary_part(parts[text]):
             break
+        pairs.insert(0, BodyPair.build(Message.from_parts(Role.AI, parts[text:start])))
         start = text
-    return start
-
-
-def _summary_pairs(parts: Sequence[AnyPart]) -> tuple[BodyPair, ...]:
-    """The summary pairs the placed ``parts`` came from, one per summary text."""
-    groups: list[list[AnyPart]] = []
-    for part in parts:
-        if is_summary_part(part):
-            groups.append([part])
-        else:  # a summary's cache point
-            groups[-1].append(part)
-    return tuple(BodyPair.build(Message.from_parts(Role.AI, group)) for group in groups)
+    return start, pairs
 
 
 def unplaced(ast: ChainAST) -> ChainAST:
@@ -529,16 +493,16 @@ def unplaced(ast: ChainAST) -> ChainAST:
     changed = False
     for section in ast.sections:
         human = section.header.human_message
-        cut = len(human.parts) if human is not None else 0
-        if human is not None and section.body:
-            cut = _summary_tail(human.parts)
-        if human is None or cut == len(human.parts):
+        parts = human.parts if human is not None and section.body else ()
+        cut, pairs = _placed_summaries(parts)
+        if not pairs:
             out.append(section)
             continue
-        pairs = _summary_pairs(human.parts[cut:])
         if cut:
-            header = section.header.evolve(human_message=human.evolve(parts=human.parts[:cut]))
-            out.append(Section(header, (*pairs, *section.body)))
+            question = Message.from_parts(Role.HUMAN, parts[:cut])
+            out.append(
+                Section(section.header.evolve(human_message=question), (*pairs, *section.body))
+            )
         elif out and section.header.system_message is None:  # after tool results
             before = out.pop()
             out.append(before.evolve(body=(*before.body, *pairs, *section.body)))

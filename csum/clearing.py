@@ -643,27 +643,6 @@ def excerpt(line: str, token: str) -> str:
 # -- edits of a parsed chain by message position ---------------------------------------------
 
 
-def _header(header: Header, start: int, replaced: Mapping[int, Message]) -> Header:
-    system, human = header.system_message, header.human_message
-    at = start
-    if system is not None:
-        system = replaced.get(at, system)
-        at += 1
-    if human is not None:
-        human = replaced.get(at, human)
-    if system is header.system_message and human is header.human_message:
-        return header
-    return Header(system, human)
-
-
-def _pair(pair: BodyPair, start: int, replaced: Mapping[int, Message]) -> BodyPair:
-    ai = replaced.get(start, pair.ai_message)
-    tools = tuple(replaced.get(start + 1 + i, m) for i, m in enumerate(pair.tool_messages))
-    if ai is pair.ai_message and all(map(operator.is_, tools, pair.tool_messages)):
-        return pair
-    return BodyPair.build(ai, tools)
-
-
 def edited(
     ast: ChainAST,
     replaced: Mapping[int, Message],
@@ -680,17 +659,33 @@ def edited(
     sections: list[Section] = []
     position = 0
     for section in ast.sections:
-        header = _header(section.header, position, replaced) if replaced else section.header
-        position += len(section.header.messages())
+        old = section.header
+        system, human = old.system_message, old.human_message
+        if system is not None:
+            system = replaced.get(position, system)
+            position += 1
+        if human is not None:
+            human = replaced.get(position, human)
+            position += 1
+        same = system is old.system_message and human is old.human_message
+        header = old if same else Header(system, human)
         opens = position
         body: list[BodyPair] = []
         for pair in section.body:
             if added is not None and opens <= added[0] <= position:
                 body.append(added[1])
                 added = None
-            if position not in dropped:
-                body.append(_pair(pair, position, replaced) if replaced else pair)
+            at = position
             position += 1 + len(pair.tool_messages)
+            if at in dropped:
+                continue
+            if replaced:
+                ai = replaced.get(at, pair.ai_message)
+                tools = tuple(replaced.get(at + 1 + i, m) for i, m in enumerate(pair.tool_messages))
+                same = ai is pair.ai_message and all(map(operator.is_, tools, pair.tool_messages))
+                body.append(pair if same else BodyPair.build(ai, tools))
+            else:
+                body.append(pair)
         if added is not None and opens <= added[0] <= position:
             body.append(added[1])
             added = None

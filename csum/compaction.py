@@ -36,7 +36,7 @@ from csum.cache import SummaryCache
 from csum.clearing import ClearingPass, clear_chain, clear_evicted, edited
 from csum.config import Budget, Clearing
 from csum.events import CompactionEvent, CompactionReason
-from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, Turn, is_summarized, summary_key
+from csum.plan import SUMMARIZED_CONTENT_PREFIX, Plan, Planner, is_summarized, summary_key
 from csum.prompt import with_fact_memory
 from csum.request import (
     HandlerCalls,
@@ -431,7 +431,11 @@ async def summarize_plan(
     limit = handler.robustness.max_prompt_bytes
     turns = [(q, ms if clearing is None else clear_evicted(ms, clearing)) for q, ms in plan.turns]
     evicted = sum(m.size for m in plan.humans) + sum(m.size for _, ms in turns for m in ms)
-    staying, turns = _turns_in_place(plan.pair, turns)
+    # the question of the turn the cut falls in stays (context); the others as their own text
+    staying = turns[-1][0] if plan.pair > 0 and turns else None
+    turns = [(None if q is None else own_question(q), ms) for q, ms in turns]
+    if staying is not None:
+        turns[-1] = (None, turns[-1][1])
     if limit is not None and evicted > limit:
         text = await summarize_in_pieces(
             calls,
@@ -468,12 +472,3 @@ def _kept_after(chain: ChainAST, plan: Plan) -> int:
     if plan.pair == 0:
         kept += len(section.header.messages())
     return kept + sum(len(later.messages()) for later in chain.sections[plan.section + 1 :])
-
-
-def _turns_in_place(pair: int, turns: list[Turn]) -> tuple[Message | None, list[Turn]]:
-    """(the question of the turn the cut falls in, which stays; the turns summarized)."""
-    own = [(None if q is None else own_question(q), messages) for q, messages in turns]
-    if pair > 0 and turns and (staying := turns[-1][0]) is not None:
-        own[-1] = (None, turns[-1][1])
-        return staying, own
-    return None, own

@@ -133,8 +133,13 @@ class Compactor:
             template_given=id_template is not None,
         )
         self.target = target
-        self._places = self.style.target is not None and self.style.target.merges_same_role
-        _check_breakpoints(cache_breakpoints, self.style.target, target)
+        profile = self.style.target
+        self._places = profile is not None and profile.merges_same_role
+        if cache_breakpoints and (profile is None or profile.wire_format != "anthropic"):
+            raise ValueError(
+                "cache_breakpoints=True places Anthropic cache_control breakpoints: it "
+                f"needs an Anthropic target (target='anthropic'), not {target!r}"
+            )
         self.counter: TokenCounter = counter if counter is not None else EstimatedTokens()
         self.stores = stores if stores is not None else Stores()
         self.cache = self.stores.cache
@@ -269,7 +274,6 @@ class Compactor:
                 outcome = await self._stages.compact(
                     ast, size, reason, focus=focus, turn=self.turns, pending=pending
                 )
-                self._settle(outcome)
         finally:
             self._meter.rotate()
         return await self._finished(
@@ -342,15 +346,6 @@ class Compactor:
             archive=self.archive,
         )
 
-    def _settle(self, outcome: Outcome) -> None:
-        if outcome.settled:
-            self._last_compaction = self.turns
-        if outcome.depths is not None:
-            self._depths.clear()
-            self._depths.update(outcome.depths)
-        if outcome.asked is not None:
-            self._asked = outcome.asked
-
     async def _finished(
         self,
         outcome: Outcome,
@@ -360,7 +355,14 @@ class Compactor:
         shift: int | None,
         given: int,
     ) -> CompactionResult:
-        """The call's result, built once (``shift`` None: the last result extended)."""
+        """The call's result, built once (``shift`` None: the last result extended), and
+        what the Compactor keeps of its outcome."""
+        if outcome.settled:
+            self._last_compaction = self.turns
+        if outcome.depths is not None:
+            self._depths.clear()
+            self._depths.update(outcome.depths)
+        self._asked = outcome.asked if outcome.asked is not None else self._asked
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
         size_before += shift or 0
         compacted = bytes_before != bytes_after or size_before != size_after
@@ -445,16 +447,6 @@ def _robust_handler(
             )
         return handler
     return RobustHandler(handler, robustness if robustness is not None else Robustness())
-
-
-def _check_breakpoints(
-    cache_breakpoints: bool, profile: ProviderProfile | None, target: object
-) -> None:
-    if cache_breakpoints and (profile is None or profile.wire_format != "anthropic"):
-        raise ValueError(
-            "cache_breakpoints=True places Anthropic cache_control breakpoints: it "
-            f"needs an Anthropic target (target='anthropic'), not {target!r}"
-        )
 
 
 def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:

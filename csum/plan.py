@@ -121,7 +121,13 @@ class Planner:
         tail = sections[last]
         frozen, dropped = self.frozen(ast)
         pinned, carried = self.pins(ast)
-        room = self.keep_units - self.summary_reserve - self._mandatory(ast)
+        # What always stays: every system message, where it stands (docs/concepts.md), the
+        # current question and the newest pair.
+        room = self.keep_units - self.summary_reserve - meter.total(ast.system_messages())
+        if tail.header.human_message is not None:
+            room -= meter(tail.header.human_message)
+        if tail.body:
+            room -= meter.node(tail.body[-1])
         room -= sum(meter.node(pair) for pair in frozen)
         room -= sum(pinned.values()) + sum(carried.values())
         frozen_ids = {id(pair) for pair in frozen} | pinned.keys()
@@ -145,21 +151,7 @@ class Planner:
             if s_index != last and start[0] != s_index:
                 break  # an empty section: its question goes into the summary
             start = (s_index, 0)
-        if start == (0, 0):
-            return None
         return self.split(ast, *start, frozen, dropped, pinned=pinned, carried=carried)
-
-    def _mandatory(self, ast: ChainAST) -> int:
-        """The size of the system messages, the current question and the newest pair."""
-        meter = self.meter
-        tail = ast.sections[ast.current_section]
-        # Every system message stays, where it stands (docs/concepts.md).
-        mandatory = meter.total(ast.system_messages())
-        if tail.header.human_message is not None:
-            mandatory += meter(tail.header.human_message)
-        if tail.body:
-            mandatory += meter.node(tail.body[-1])
-        return mandatory
 
     def pins(self, ast: ChainAST) -> tuple[dict[int, int], dict[int, int]]:
         """What a summary must not take, each by id with its size: the pinned pairs, and
