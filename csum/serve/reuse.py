@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -244,17 +243,19 @@ class ReadRequest:
         return self._at
 
     def _extended(self, at: tuple[int, xxhash.xxh3_128], stop: int) -> xxhash.xxh3_128 | None:
-        """The hash ``at`` (of its count of items) extended to ``stop`` items."""
+        """The hash ``at`` (of its count of items) extended to ``stop`` items, each item's
+        text without its cache markers (None: one it cannot take them out of)."""
         start, out = at[0], at[1].copy()
         if stop <= start:
             return out
         text, items = self._text, self._items or []
-        region = _unmarked_region(text, items[start:stop], self._values[start:stop])
-        if region is None:
-            return None
-        if start > 0:  # the separator before the first of them
-            out.update(text[items[start - 1][1] : items[start][0]].encode("utf-8", "surrogatepass"))
-        out.update(region.encode("utf-8", "surrogatepass"))
+        end = items[start - 1][1] if start else items[0][0]  # the separator before an item
+        for (first, last), value in zip(items[start:stop], self._values[start:stop], strict=True):
+            piece = _unmarked_text(text[first:last], value)
+            if piece is None:
+                return None
+            out.update((text[end:first] + piece).encode("utf-8", "surrogatepass"))
+            end = last
         return out
 
 
@@ -348,30 +349,6 @@ def _unmarked_text(text: str, value: Any) -> str | None:
     except ValueError:
         return None
     return stripped if same else None
-
-
-def _unmarked_region(
-    text: str, items: Sequence[tuple[int, int]], values: Sequence[Any]
-) -> str | None:
-    """The text ``items`` span, without their cache markers (None: one it cannot)."""
-    start, end = items[0][0], items[-1][1]
-    region = text[start:end]
-    if '"cache_control"' not in region:
-        return region
-    starts = [first for first, _ in items]
-    found = re.finditer('"cache_control"', region)  # a needle that cannot overlap itself
-    marked = sorted({bisect_right(starts, start + m.start()) - 1 for m in found})
-    pieces: list[str] = []
-    at = start
-    for index in marked:
-        first, last = items[index]
-        stripped = _unmarked_text(text[first:last], values[index])
-        if stripped is None:
-            return None
-        pieces.extend((text[at:first], stripped))
-        at = last
-    pieces.append(text[at:end])
-    return "".join(pieces)
 
 
 _COUNTER = EstimatedTokens()  # the keepers' counter
