@@ -300,9 +300,9 @@ class Gateway:
             if not isinstance(payload, dict):
                 raise TranslationError("the body is not a JSON object")
         check_items(payload, translation.client.list_key, self.config.max_items)
-        dropped = _dropped(translation, payload)
+        dropped = _dropped_header(translation, payload)
         if dropped and self.config.refuse_builtin_tools:
-            names = ", ".join(dropped)
+            names = dropped[DROPPED_TOOLS_HEADER]
             raise TranslationError(f"tools: built-in tools the upstream cannot run: {names}")
         out = translation.request(payload, chain)
         if self.config.upstream_model is not None:
@@ -459,13 +459,9 @@ def _has_dot_segment(raw_path: bytes) -> bool:
     return any(part in (".", "..") for part in path.replace("\\", "/").split("/"))
 
 
-def _dropped(translation: Translation, payload: dict[str, Any]) -> list[str]:
-    """The built-in tools a translated Responses request loses (none for the others)."""
-    return dropped_tools(payload) if translation.client.name == "responses" else []
-
-
 def _dropped_header(translation: Translation, asked: dict[str, Any]) -> dict[str, str]:
-    dropped = _dropped(translation, asked)
+    """The header naming the built-in tools a translated Responses request loses, if any."""
+    dropped = dropped_tools(asked) if translation.client.name == "responses" else []
     return {DROPPED_TOOLS_HEADER: ", ".join(dropped)} if dropped else {}
 
 
