@@ -137,8 +137,7 @@ class Gateway:
         return await self._relay(request, started, body, sending)
 
     async def _request_body(self, request: Request) -> bytes | Response:
-        """The request's body, or the answer when it cannot be read: 413 past
-        ``max_body_bytes`` (before it is all read), 408 past ``body_timeout``."""
+        """The body, or 413 past ``max_body_bytes`` (not all read), 408 past ``body_timeout``."""
         limit, timeout = self.config.max_body_bytes, self.config.body_timeout
         declared = request.headers.get("content-length")
         data = None
@@ -438,8 +437,7 @@ class _Sending:
 def _translated_answer(
     translation: Translation, data: bytes | None, model: str, asked: dict[str, Any]
 ) -> dict[str, Any] | str:
-    """The upstream's whole answer ``data`` (None: too large) in the client's API, or
-    what is wrong with it."""
+    """The upstream's answer ``data`` (None: too large) in the client's API, or what is wrong."""
     if data is None:
         return f"is over {MAX_TRANSLATED_ANSWER} bytes"
     try:

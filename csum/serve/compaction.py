@@ -305,8 +305,7 @@ class Rewriter:
         )
 
     def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, RawPrefix | None]]:
-        """(``prefix_len``, raw prefix) of each state of the record ``stored`` under ``key``,
-        their chains not decoded, read once per record."""
+        """(``prefix_len``, raw prefix) of each state in ``stored``, chains undecoded, read once."""
         digest = xxhash.xxh3_128_digest(stored)
         with self._records_lock:
             cached = self._records.get(key)

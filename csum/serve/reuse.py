@@ -243,8 +243,7 @@ class ReadRequest:
         return self._at
 
     def _extended(self, at: tuple[int, xxhash.xxh3_128], stop: int) -> xxhash.xxh3_128 | None:
-        """The hash ``at`` (of its count of items) extended to ``stop`` items, each item's
-        text without its cache markers (None: one it cannot take them out of)."""
+        """The hash ``at`` extended to ``stop`` items, cache markers out (None: one it can't)."""
         start, out = at[0], at[1].copy()
         if stop <= start:
             return out
