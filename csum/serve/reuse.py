@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import re
 import threading
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any
 
 import xxhash
@@ -248,13 +250,16 @@ class ReadRequest:
         if stop <= start:
             return out
         text, items = self._text, self._items or []
-        end = items[start - 1][1] if start else items[0][0]  # the separator before an item
-        for (first, last), value in zip(items[start:stop], self._values[start:stop], strict=True):
-            piece = _unmarked_text(text[first:last], value)
+        done, end = items[start - 1][1] if start else items[0][0], items[stop - 1][1]
+        while (found := text.find('"cache_control"', done, end)) >= 0:  # in a marked item
+            index = bisect_right(items, found, start, stop, key=itemgetter(0)) - 1
+            first, last = items[index]
+            piece = _unmarked_text(text[first:last], self._values[index])
             if piece is None:
                 return None
-            out.update((text[end:first] + piece).encode("utf-8", "surrogatepass"))
-            end = last
+            out.update((text[done:first] + piece).encode("utf-8", "surrogatepass"))
+            done = last
+        out.update(text[done:end].encode("utf-8", "surrogatepass"))
         return out
 
 
