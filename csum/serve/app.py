@@ -137,8 +137,7 @@ class Gateway:
         return await self._relay(request, started, body, sending)
 
     async def _request_body(self, request: Request) -> bytes | Response:
-        """The request's body, or the answer when it cannot be read: 413 past
-        ``max_body_bytes`` (before it is all read), 408 past ``body_timeout``."""
+        """The body, or 413 past ``max_body_bytes`` (not all read), 408 past ``body_timeout``."""
         limit, timeout = self.config.max_body_bytes, self.config.body_timeout
         declared = request.headers.get("content-length")
         data = None
@@ -300,9 +299,9 @@ class Gateway:
             if not isinstance(payload, dict):
                 raise TranslationError("the body is not a JSON object")
         check_items(payload, translation.client.list_key, self.config.max_items)
-        dropped = _dropped(translation, payload)
+        dropped = _dropped_header(translation, payload)
         if dropped and self.config.refuse_builtin_tools:
-            names = ", ".join(dropped)
+            names = dropped[DROPPED_TOOLS_HEADER]
             raise TranslationError(f"tools: built-in tools the upstream cannot run: {names}")
         out = translation.request(payload, chain)
         if self.config.upstream_model is not None:
@@ -438,8 +437,7 @@ class _Sending:
 def _translated_answer(
     translation: Translation, data: bytes | None, model: str, asked: dict[str, Any]
 ) -> dict[str, Any] | str:
-    """The upstream's whole answer ``data`` (None: too large) in the client's API, or
-    what is wrong with it."""
+    """The upstream's answer ``data`` (None: too large) in the client's API, or what is wrong."""
     if data is None:
         return f"is over {MAX_TRANSLATED_ANSWER} bytes"
     try:
@@ -459,13 +457,9 @@ def _has_dot_segment(raw_path: bytes) -> bool:
     return any(part in (".", "..") for part in path.replace("\\", "/").split("/"))
 
 
-def _dropped(translation: Translation, payload: dict[str, Any]) -> list[str]:
-    """The built-in tools a translated Responses request loses (none for the others)."""
-    return dropped_tools(payload) if translation.client.name == "responses" else []
-
-
 def _dropped_header(translation: Translation, asked: dict[str, Any]) -> dict[str, str]:
-    dropped = _dropped(translation, asked)
+    """The header naming the built-in tools a translated Responses request loses, if any."""
+    dropped = dropped_tools(asked) if translation.client.name == "responses" else []
     return {DROPPED_TOOLS_HEADER: ", ".join(dropped)} if dropped else {}
 
 

@@ -130,7 +130,7 @@ class Rewriter:
         self.summarizer = SummaryHandlerFactory(config)
         self.pool = WorkerPool(config.compaction_workers, config.deadline)
         self._floors_logged: set[str] = set()
-        self._keys: dict[_Opening, str] = {}  # by the opening's raw text
+        self._keys: dict[tuple[Scope, str], str] = {}  # by the hash of the opening's raw text
         self._seen = SeenRequests()
         self._records: dict[str, tuple[bytes, list[tuple[int, RawPrefix | None]]]] = {}
         self._records_lock = threading.Lock()
@@ -228,11 +228,10 @@ class Rewriter:
         """The body read against the last requests of its scope (skim), or scanned whole."""
         api, body, max_items = request.api, request.body, self.config.max_items
         recent = self._seen.recent(request.scope)
-        if recent:
-            skimmed = skim(body, [seen.scanned for seen in recent], api.list_key, max_items)
-            if skimmed is not None:
-                scanned, index, fresh = skimmed
-                return scanned, (recent[index], fresh)
+        skimmed = skim(body, [seen.scanned for seen in recent], api.list_key, max_items)
+        if skimmed is not None:
+            scanned, index, fresh = skimmed
+            return scanned, (recent[index], fresh)
         return scan(body, api.list_key, self.config.max_depth, max_items), None
 
     def _model(self, request: _Request, payload: dict[str, Any]) -> object:
@@ -306,8 +305,7 @@ class Rewriter:
         )
 
     def _raw_prefixes(self, key: str, stored: bytes) -> list[tuple[int, RawPrefix | None]]:
-        """(``prefix_len``, raw prefix) of each state of the record ``stored`` under ``key``,
-        their chains not decoded, read once per record."""
+        """(``prefix_len``, raw prefix) of each state in ``stored``, chains undecoded, read once."""
         digest = xxhash.xxh3_128_digest(stored)
         with self._records_lock:
             cached = self._records.get(key)
@@ -325,20 +323,13 @@ class Rewriter:
         """The conversation's key without decoding (header, or remembered), or None."""
         if request.conversation:
             return conversation_key(request.api.name, [], request.conversation, request.tenant)
-        opening = self._opening(request, read)
-        return None if opening is None else self._keys.get(opening[0])
-
-    def _opening(self, request: _Request, read: ReadRequest) -> tuple[_Opening, int] | None:
-        """The key of the opening's raw text (endpoint, tenant, hash), and its item count
-        (None with a conversation header)."""
-        if request.conversation or (opening := read.opening()) is None:
-            return None
-        return (request.api.name, request.tenant, opening[0]), opening[1]
+        opening = read.opening()
+        return None if opening is None else self._keys.get((request.scope, opening[0]))
 
     def _remember_key(self, request: _Request, read: ReadRequest, key: str) -> None:
         """Remember ``key`` for the opening's raw text, when the opening alone gives it."""
-        opening = self._opening(request, read)
-        if opening is None or self._keys.get(opening[0]) == key:
+        opening = None if request.conversation else read.opening()
+        if opening is None or self._keys.get((request.scope, opening[0])) == key:
             return
         api = request.api
         history = {**read.history, api.list_key: read.history[api.list_key][: opening[1]]}
@@ -349,7 +340,7 @@ class Rewriter:
         if conversation_key(api.name, alone, None, request.tenant) == key:
             if len(self._keys) >= _FLOORS_REMEMBERED:
                 self._keys.clear()
-            self._keys[opening[0]] = key
+            self._keys[request.scope, opening[0]] = key
 
     async def _rewrite(self, request: _Request, read: ReadRequest) -> Outcome:
         """The full path: decoded, matched to the stored state, compacted when due, encoded."""
@@ -489,7 +480,6 @@ def _past_deadline(api: Api) -> Outcome:
 
 
 _FLOORS_REMEMBERED = 65536  # floors logged (and keys) remembered, then all forgotten
-_Opening = tuple[str, str, str]  # endpoint, tenant and hash of an opening's raw text
 # media are counted by their pixels, not their bytes: the token bound is off with them
 _MEDIA_MARKERS = (b"data:", b'"image', b'"input_image', b'"document"', b'"input_file"', b"audio")
 

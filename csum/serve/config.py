@@ -115,10 +115,9 @@ class ServeConfig:
         separate = self.summarizer in ("openai", "anthropic")
         if separate and not self.summarizer_model:
             raise ValueError(f"summarizer {self.summarizer} needs a summarizer model")
-        if not separate and self.summarizer_url is not None:
-            raise ValueError("a summarizer url goes with summarizer openai or anthropic")
-        if not separate and self.summarizer_key_env is not None:
-            raise ValueError("a summarizer key variable goes with summarizer openai or anthropic")
+        for name, said in (("summarizer_url", "url"), ("summarizer_key_env", "key variable")):
+            if not separate and getattr(self, name) is not None:
+                raise ValueError(f"a summarizer {said} goes with summarizer openai or anthropic")
         if self.summarizer_url is not None:
             _check_url("summarizer url", self.summarizer_url)
 

@@ -12,6 +12,7 @@ import threading
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any
 
 import xxhash
@@ -244,17 +245,21 @@ class ReadRequest:
         return self._at
 
     def _extended(self, at: tuple[int, xxhash.xxh3_128], stop: int) -> xxhash.xxh3_128 | None:
-        """The hash ``at`` (of its count of items) extended to ``stop`` items."""
+        """The hash ``at`` extended to ``stop`` items, cache markers out (None: one it can't)."""
         start, out = at[0], at[1].copy()
         if stop <= start:
             return out
         text, items = self._text, self._items or []
-        region = _unmarked_region(text, items[start:stop], self._values[start:stop])
-        if region is None:
-            return None
-        if start > 0:  # the separator before the first of them
-            out.update(text[items[start - 1][1] : items[start][0]].encode("utf-8", "surrogatepass"))
-        out.update(region.encode("utf-8", "surrogatepass"))
+        done, end = items[start - 1][1] if start else items[0][0], items[stop - 1][1]
+        while (found := text.find('"cache_control"', done, end)) >= 0:  # in a marked item
+            index = bisect_right(items, found, start, stop, key=itemgetter(0)) - 1
+            first, last = items[index]
+            piece = _unmarked_text(text[first:last], self._values[index])
+            if piece is None:
+                return None
+            out.update((text[done:first] + piece).encode("utf-8", "surrogatepass"))
+            done = last
+        out.update(text[done:end].encode("utf-8", "surrogatepass"))
         return out
 
 
@@ -348,30 +353,6 @@ def _unmarked_text(text: str, value: Any) -> str | None:
     except ValueError:
         return None
     return stripped if same else None
-
-
-def _unmarked_region(
-    text: str, items: Sequence[tuple[int, int]], values: Sequence[Any]
-) -> str | None:
-    """The text ``items`` span, without their cache markers (None: one it cannot)."""
-    start, end = items[0][0], items[-1][1]
-    region = text[start:end]
-    if '"cache_control"' not in region:
-        return region
-    starts = [first for first, _ in items]
-    found = re.finditer('"cache_control"', region)  # a needle that cannot overlap itself
-    marked = sorted({bisect_right(starts, start + m.start()) - 1 for m in found})
-    pieces: list[str] = []
-    at = start
-    for index in marked:
-        first, last = items[index]
-        stripped = _unmarked_text(text[first:last], values[index])
-        if stripped is None:
-            return None
-        pieces.extend((text[at:first], stripped))
-        at = last
-    pieces.append(text[at:end])
-    return "".join(pieces)
 
 
 _COUNTER = EstimatedTokens()  # the keepers' counter
