@@ -32,9 +32,9 @@ __all__ = [
 ]
 
 STATE_VERSION = 3
-"""Version of a stored state (1, ``sent`` as a list, still read; others ignored)."""
+"""Version of a stored state (others are ignored)."""
 STATES_VERSION = 2
-"""Version of the stored list of states (a record of version 1 is one state)."""
+"""Version of the stored list of states (others are ignored)."""
 STATES_PER_KEY = 4
 """States kept under one key (the least recently compacted evicted beyond)."""
 KEY_PREFIX = "csum:serve:conversation:"
@@ -156,20 +156,23 @@ class ConversationState:
     def from_record(cls, record: object, *, chain: bool = True) -> ConversationState | None:
         """The state of a decoded record, its chain sent left empty without ``chain``
         (not decoded); None for another version (``ValueError``: damaged)."""
-        if not isinstance(record, dict) or record.get("v") not in (1, STATE_VERSION):
+        if not isinstance(record, dict) or record.get("v") != STATE_VERSION:
             return None
         count, digest, sent = record.get("n"), record.get("h"), record.get("sent")
-        if isinstance(sent, str) and chain:
-            sent = json.loads(sent)
-        if not isinstance(count, int) or count < 0 or not isinstance(digest, str):
-            raise ValueError("damaged conversation state: bad n or h field")
-        depths = record.get("d", {})  # absent in records written before depths were kept
+        if (
+            not isinstance(count, int)
+            or count < 0
+            or not (isinstance(digest, str) and isinstance(sent, str))
+        ):
+            raise ValueError("damaged conversation state: bad n, h or sent field")
+        depths = record.get("d")
         if not isinstance(depths, dict) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in depths.values()
         ):
             raise ValueError("damaged conversation state: bad d field")
         raw = RawPrefix.from_record(record.get("raw"))
-        return cls(count, digest, tuple(native_codec.decode(sent)) if chain else (), depths, raw)
+        chain_sent = tuple(native_codec.decode(json.loads(sent))) if chain else ()
+        return cls(count, digest, chain_sent, depths, raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,16 +201,15 @@ class ConversationStates:
 
     @classmethod
     def from_bytes(cls, data: bytes, *, chains: bool = True) -> ConversationStates:
-        """The states stored as ``data`` (a version 1 record is one state), their chains
-        sent left empty without ``chains`` (``ValueError``: a damaged record)."""
+        """The states stored as ``data`` (none for another version), their chains sent
+        left empty without ``chains`` (``ValueError``: a damaged record)."""
         record = json.loads(data.decode("utf-8", "surrogatepass"))
-        records: Any = [record]
-        if isinstance(record, dict) and record.get("v") == STATES_VERSION:
-            records = record.get("states")
-            if not isinstance(records, list):
-                raise ValueError("damaged conversation states: bad states field")
-            records = records[:STATES_PER_KEY]
-        found = [ConversationState.from_record(s, chain=chains) for s in records]
+        if not isinstance(record, dict) or record.get("v") != STATES_VERSION:
+            return cls()
+        records = record.get("states")
+        if not isinstance(records, list):
+            raise ValueError("damaged conversation states: bad states field")  # noqa: TRY004 (a damaged record)
+        found = [ConversationState.from_record(s, chain=chains) for s in records[:STATES_PER_KEY]]
         return cls(tuple(s for s in found if s is not None))
 
 

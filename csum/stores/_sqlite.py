@@ -226,12 +226,11 @@ CREATE TABLE IF NOT EXISTS csum_archive_sessions (
 CREATE INDEX IF NOT EXISTS csum_archive_sessions_written ON csum_archive_sessions (written);
 """
 _FTS = """
-DROP TABLE IF EXISTS csum_archive_fts;
 CREATE VIRTUAL TABLE IF NOT EXISTS csum_archive_text
     USING fts5(text, content='', tokenize='trigram');
 CREATE TABLE IF NOT EXISTS csum_archive_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-"""The contentless trigram index (search version 2); version 1's word index is dropped."""
+"""The contentless trigram index of the messages' search text."""
 
 _FORGET_INDEX = "INSERT INTO csum_archive_text (csum_archive_text) VALUES ('delete-all')"
 _TRIGRAM = 3

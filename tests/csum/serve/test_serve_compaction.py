@@ -25,7 +25,9 @@ from csum.serve.apis import APIS, api_for
 from csum.serve.compaction import OutcomeKind, Rewriter
 from csum.serve.conversation import (
     KEY_PREFIX,
+    STATE_VERSION,
     ConversationState,
+    ConversationStates,
     chain_hash,
     conversation_key,
     dumps,
@@ -231,8 +233,13 @@ def test_state_round_trips_and_rebuilds_only_its_own_history(texts: list[str], c
 
 def test_a_damaged_state_record_is_an_error() -> None:
     with pytest.raises(ValueError, match="damaged"):
-        ConversationState.from_record({"v": 1, "n": "x", "h": 1, "sent": []})
-    assert ConversationState.from_record({"v": 99}) is None
+        ConversationState.from_record({"v": STATE_VERSION, "n": "x", "h": 1, "sent": "[]"})
+    with pytest.raises(ValueError, match="bad n, h or sent field"):
+        ConversationState.from_record({"v": STATE_VERSION, "n": 1, "h": "x", "sent": []})
+    with pytest.raises(ValueError, match="bad d field"):
+        ConversationState.from_record({"v": STATE_VERSION, "n": 1, "h": "x", "sent": "[]"})
+    assert ConversationState.from_record({"v": 1, "n": 1, "h": "x", "sent": []}) is None
+    assert ConversationStates.from_bytes(b'{"v": 1, "n": 1, "h": "x", "sent": []}').states == ()
 
 
 def test_api_paths() -> None:
@@ -470,14 +477,16 @@ async def test_summary_depth_is_carried_from_request_to_request() -> None:
     assert max(depths) == 3
 
 
-def test_a_state_record_without_depths_still_reads() -> None:
+def test_a_state_record_keeps_its_depths() -> None:
     state = ConversationState.after([Message.human("q")], [Message.human("q")], {"k": 2})
     record = state.record()
     assert record["d"] == {"k": 2}
+    again = ConversationState.from_record(json.loads(json.dumps(record)))
+    assert again is not None
+    assert again.depths == {"k": 2}
     del record["d"]
-    old = ConversationState.from_record(json.loads(json.dumps(record)))
-    assert old is not None
-    assert old.depths == {}
+    with pytest.raises(ValueError, match="bad d field"):
+        ConversationState.from_record(json.loads(json.dumps(record)))
     record["d"] = {"k": 0}
     with pytest.raises(ValueError, match="bad d field"):
         ConversationState.from_record(json.loads(json.dumps(record)))
