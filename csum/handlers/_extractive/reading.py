@@ -373,7 +373,6 @@ _WORDS = regex.compile(r"\w++")
 
 def _body_lines(
     content: str,
-    block: int,
     check: Callable[[], None],
     *,
     tool: bool,
@@ -387,10 +386,10 @@ def _body_lines(
     documents: list[str] = []
     fields = _json_fields(content, said, documents) if tool else None
     if fields is not None:
-        yield from _json_lines(fields, documents, block, check, width)
+        yield from _json_lines(fields, documents, check, width)
         return
     text = _read_text(content, check, tool=tool, width=width)
-    scorer = _Scorer(text, block, width=width, compact=compact)
+    scorer = _Scorer(text, width=width, compact=compact)
     seen: set[str] = set()
     opens = True  # whether the next unit opens a section (after a blank line or a heading)
     for order, original in enumerate(text.raw):
@@ -405,7 +404,7 @@ def _body_lines(
 
 
 def _json_lines(
-    fields: list[_Field], documents: list[str], block: int, check: Callable[[], None], width: int
+    fields: list[_Field], documents: list[str], check: Callable[[], None], width: int
 ) -> Iterator[_Line]:
     """A JSON result's scored fields (units of their record's line), then its documents' lines."""
     repeats: dict[str, int] = {}
@@ -416,21 +415,16 @@ def _json_lines(
         # The same field in many records (a currency, a shared origin) says it once.
         seen = repeats.get(text, 0)
         repeats[text] = seen + 1
-        yield _Line(block, order, _window(text, width), weight / (1 + seen), group=group)
-    after = len(fields)
+        yield _Line(_window(text, width), weight / (1 + seen), group=group)
     for document in documents:
-        read = list(_body_lines(document, block, check, tool=True, width=width))
-        for piece in read:
-            piece.order += after
-            yield piece
-        after += len(read) + 1
+        yield from _body_lines(document, check, tool=True, width=width)
 
 
 class _Scorer:
     """Scores a text's units in order: what each line says, then what the lines around add."""
 
-    def __init__(self, text: _Text, block: int, *, width: int, compact: bool) -> None:
-        self.text, self.block, self.width, self.compact = text, block, width, compact
+    def __init__(self, text: _Text, *, width: int, compact: bool) -> None:
+        self.text, self.width, self.compact = text, width, compact
         self.named: dict[str, int] = {}  # identifiers seen so far, and how often
         self.shapes: dict[str, int] = {}
         self.after_error = 0.0
@@ -516,7 +510,7 @@ class _Scorer:
             # A section's first line says what it is about, when it is shown whole.
             score += WEIGHTS["section"]
         group = mark.group if mark is not None else None
-        item = _Line(self.block, order, _window(text, width), score, group=group)
+        item = _Line(_window(text, width), score, group=group)
         if self.compact and len(text) > _COMPACT_SHARE * width:
             # An answer's long line by its clauses that carry something (whole if room is left),
             # unless it is an error.
