@@ -354,10 +354,7 @@ def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> li
 def _literal_fields(value: object) -> list[tuple[str, str]]:
     """An object's fields as (record path, ``key=value``), as a JSON result's are."""
     out: list[_Field] = []
-    try:
-        _flatten_json(value, "", out)
-    except RecursionError:
-        return []
+    _flatten_json(value, "", out)  # (at most _JSON_DEPTH deep: no RecursionError)
     return [(group, text) for group, text, _ in out]
 
 

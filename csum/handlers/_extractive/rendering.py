@@ -104,7 +104,6 @@ def _prior_blocks(text: str, call_cap: int) -> list[_Block]:
         # A call alone in its summary is written without indents: indent its lines again.
         rows = [rows[0], *(RESULT_INDENT + row for row in rows[1:])]
     blocks: list[_Block] = []
-    loose: _Block | None = None  # consecutive lines with no call above them
     for order, row in enumerate(rows):
         indented = row.startswith(RESULT_INDENT)
         if indented and blocks and blocks[-1].head:
@@ -114,12 +113,10 @@ def _prior_blocks(text: str, call_cap: int) -> list[_Block]:
         if not indented and following.startswith(RESULT_INDENT):
             # The calls' share may be smaller now: cut at the end, as a call line is.
             blocks.append(_Block(head=_clip(row, call_cap), indent=RESULT_INDENT))
-            loose = None
-            continue
-        if loose is None:
-            loose = _Block()
-            blocks.append(loose)
-        loose.lines.append(_prior_line(row))
+        else:  # consecutive lines with no call above them share a block without a head
+            if not blocks or blocks[-1].head:
+                blocks.append(_Block())
+            blocks[-1].lines.append(_prior_line(row))
     for block in blocks:  # (each holds a line: a call's head is made for the line below it)
         # A call naming codes keeps its first line first, as a new one earns it a place.
         if block.head and _head_codes(block.head):
