@@ -406,15 +406,14 @@ def _restates(parent: str, value: object) -> bool:
 def _flatten_json(
     value: object,
     path: str,
-    out: list[_Field],
     *,
     depth: int = 0,
     said: frozenset[str] = frozenset(),
     parent: str = "",
-) -> None:
+) -> Iterator[_Field]:
     """Every scalar as a field of its record; fields repeating the key or ``said`` left out."""
     if depth > _JSON_DEPTH:
-        out.append((path, "…", _EMPTY_FIELD))
+        yield (path, "…", _EMPTY_FIELD)
     elif isinstance(value, dict):
         for name, item in value.items():
             key = str(name)
@@ -423,26 +422,26 @@ def _flatten_json(
                 weight = max(
                     (_field_weight(str(k), v) for k, v in item.items()), default=_EMPTY_FIELD
                 )
-                out.append((path, f"{key}({' '.join(inner)})", weight))
+                yield (path, f"{key}({' '.join(inner)})", weight)
             elif isinstance(item, list) and not _nested(item):
                 weight = max((_field_weight(key, v) for v in item), default=_EMPTY_FIELD)
-                out.append((path, f"{key}={','.join(_scalar(v) for v in item)}", weight))
+                yield (path, f"{key}={','.join(_scalar(v) for v in item)}", weight)
             elif not isinstance(item, dict | list) and not _restates(parent, item):
                 text = f"{key}={_scalar(item)}"
                 if text not in said:
-                    out.append((path, text, _field_weight(key, item)))
+                    yield (path, text, _field_weight(key, item))
         for key, item in value.items():  # (a list's items have no parent key to repeat)
             if _nested(item):
                 child = f"{path}.{key}" if path else str(key)
-                _flatten_json(item, child, out, depth=depth + 1, said=said, parent=str(key))
+                yield from _flatten_json(item, child, depth=depth + 1, said=said, parent=str(key))
     elif isinstance(value, list) and not _nested(value):
         weight = max((_field_weight("", v) for v in value), default=_EMPTY_FIELD)
-        out.append((path, ",".join(_scalar(v) for v in value), weight))
+        yield (path, ",".join(_scalar(v) for v in value), weight)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1, said=said)
+            yield from _flatten_json(item, f"{path}[{index}]", depth=depth + 1, said=said)
     else:
-        out.append((path, _scalar(value), _field_weight("", value)))
+        yield (path, _scalar(value), _field_weight("", value))
 
 
 def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> list[_Field] | None:
@@ -450,19 +449,15 @@ def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> li
     text = content.strip()
     if not text or text[0] not in "{[":
         return None
-    out: list[_Field] = []
     try:  # a value starting with "{" or "[" is an object or a list
-        _flatten_json(take_documents(json.loads(text), documents), "", out, said=said)
+        return list(_flatten_json(take_documents(json.loads(text), documents), "", said=said))
     except (ValueError, RecursionError):
         return None
-    return out
 
 
 def _literal_fields(value: object) -> list[tuple[str, str]]:
     """An object's fields as (record path, ``key=value``), as a JSON result's are."""
-    out: list[_Field] = []
-    _flatten_json(value, "", out)  # (at most _JSON_DEPTH deep: no RecursionError)
-    return [(group, text) for group, text, _ in out]
+    return [(group, text) for group, text, _ in _flatten_json(value, "")]
 
 
 def _body_lines(
