@@ -4,7 +4,7 @@ with its place, a JSON result's fields), then what each says and what the lines 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import regex
@@ -118,27 +118,25 @@ def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
     return out
 
 
-def _reshape(lines: list[str], ranks: dict[str, int]) -> list[str]:
+def _reshape(lines: list[str], ranks: dict[str, int]) -> Iterator[str]:
     """A long listing's entry as its name, a JSON list of records as a line per record (ranked)."""
-    out: list[str] = []
     for line in lines:
         entry = _LONG_LISTING.match(line, endpos=_LINE_SCAN)
         if entry is not None:
             if entry.group("name") not in (".", ".."):
-                out.append(entry.group("name") + ("/" if entry.group("type") == "d" else ""))
+                yield entry.group("name") + ("/" if entry.group("type") == "d" else "")
             continue
         if _TOTAL_LINE.fullmatch(line):
             continue  # "total 48": the listing's blocks
         records = _record_list(line)
         if records is None:
-            out.append(line)
+            yield line
             continue
         if not records[0].startswith("{"):
-            out.append(records.pop(0))  # the list's label
+            yield records.pop(0)  # the list's label
         for rank, record in enumerate(records):
             ranks.setdefault(record, rank)
-            out.append(record)
-    return out
+            yield record
 
 
 def _record_list(line: str) -> list[str] | None:
@@ -170,7 +168,7 @@ def _location(line: str) -> str | None:
 
 
 def _two_line_records(
-    raw: list[str], check: Callable[[], None], width: int, places: dict[int, str]
+    raw: Iterable[str], check: Callable[[], None], width: int, places: dict[int, str]
 ) -> list[str]:
     """A message and its place on the next line joined in one unit (``places``: the place)."""
     out: list[str] = []
