@@ -100,22 +100,20 @@ def _undecorated(line: str) -> str:
     return _DECORATION.sub("", line)
 
 
-def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
+def _sentences(lines: list[str], *, prose_only: bool = False) -> Iterator[str]:
     """Prose lines split into their sentences (``prose_only``: only lines that read as prose)."""
-    out: list[str] = []
     for line in lines:
         if len(line) <= _SENTENCE_MIN or (prose_only and not _is_prose(line)):
-            out.append(line)
+            yield line
             continue
         start = 0
         for match in _SENTENCE_END.finditer(line, endpos=4 * _LINE_SCAN):
             if match.start() - start >= _SENTENCE_PIECE and not count_follows(
                 line[match.end() : match.end() + _SENTENCE_MIN]
             ):
-                out.append(line[start : match.start()])
+                yield line[start : match.start()]
                 start = match.end()
-        out.append(line[start:])
-    return out
+        yield line[start:]
 
 
 def _reshape(lines: list[str], ranks: dict[str, int]) -> Iterator[str]:
@@ -333,14 +331,14 @@ def _read_text(
     if "\\n" in content:  # an output printed as a string: its escaped newlines split too
         raw = [piece for line in raw for piece in line.split("\\n")]
     if not tool:
-        return _Text(_sentences(raw), tool=False, width=width, compact=compact)
+        return _Text(list(_sentences(raw)), tool=False, width=width, compact=compact)
     listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
     diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
     raw, marks = code_lines(raw)
     text = _Text(raw, tool=True, width=width, listing=listing, diff=diff, marks=marks)
     if not diff:
         # A tool's prose is split into sentences as an answer is (its code and logs are not).
-        text.raw = _sentences(literal_records(text.raw, _literal_fields), prose_only=True)
+        text.raw = list(_sentences(literal_records(text.raw, _literal_fields), prose_only=True))
         text.raw = labelled_records(text.raw, text.ranks)
     if not diff and not listing:
         text.raw = _two_line_records(_reshape(text.raw, text.ranks), check, width, text.places)
