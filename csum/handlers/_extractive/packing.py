@@ -121,10 +121,8 @@ class _Packer:
         prior_room = int(self.max_bytes * SHARES["prior"])
         firsts = [(b, ln) for b, ln in self.everything if ln.tier == 0]
         for block, line in firsts:
-            cost = self.cost(block, line)
-            if self.used + cost <= prior_room or (
-                line.text.startswith(USER_PREFIX) and self.used + cost <= self.max_bytes
-            ):
+            room = self.max_bytes if line.text.startswith(USER_PREFIX) else prior_room
+            if self.used + self.cost(block, line) <= room:
                 self.take(block, line)
         for block, line in firsts:
             fits = self.used + self.cost(block, line) <= self.max_bytes
