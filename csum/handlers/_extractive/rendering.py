@@ -128,11 +128,8 @@ def _prior_line(text: str) -> _Line:
     # The archive line, and a line still holding a strong signal, keep their place first.
     # Another is scored as a new line would be.
     said = text.removeprefix(USER_PREFIX)
-    if text.startswith(ARCHIVE_LINE_PREFIX):
-        content = _PRIOR_SCORE
-    else:
-        content = _score(said, listing=False, diff=False, routine=_is_routine_log(said))
-    if content >= _PRIOR_KEEP_SCORE:
+    content = _score(said, listing=False, diff=False, routine=_is_routine_log(said))
+    if text.startswith(ARCHIVE_LINE_PREFIX) or content >= _PRIOR_KEEP_SCORE:
         return _Line(text, _PRIOR_SCORE, tier=0)
     if text.startswith(USER_PREFIX):
         content += WEIGHTS["user"]
