@@ -183,15 +183,17 @@ class _Packer:
 
     def _fits(self, block: _Block, line: _Line) -> bool:
         """Whether ``line`` fits, cut to the room when most of it does."""
-        if self.used + self.cost(block, line) <= self.max_bytes:
+        cost = self.cost(block, line)
+        if self.used + cost <= self.max_bytes:
             return True
-        least = max(_MIN_PIECE, _CUT_SHARE * utf8_len(line.text))
-        return line.group is None and self._cut_to(block, line, least)
+        room = self.max_bytes - self.used - (cost - utf8_len(line.text))
+        if line.group is not None or room < max(_MIN_PIECE, _CUT_SHARE * utf8_len(line.text)):
+            return False
+        return self._cut_to(line, room)
 
-    def _cut_to(self, block: _Block, line: _Line, least: float) -> bool:
-        """``line`` cut between words to the room left, if ``least``; not when it says nothing."""
-        room = self.max_bytes - self.used - (self.cost(block, line) - utf8_len(line.text))
-        piece = _clip_whole_words(line.text, room) if room >= least else ""
+    def _cut_to(self, line: _Line, room: int) -> bool:
+        """``line`` cut to ``room`` bytes between words, unless what fits says nothing."""
+        piece = _clip_whole_words(line.text, room)
         if not piece or _score(piece, listing=False, diff=False) <= 0:
             return False
         line.text = piece
@@ -202,7 +204,8 @@ class _Packer:
         for block, line in ranked:
             if line.taken or line.group is not None or line.score <= _FILLER_MAX:
                 continue
-            if self.is_said(line) or not self._cut_to(block, line, _MIN_PIECE):
+            room = self.max_bytes - self.used - (self.cost(block, line) - utf8_len(line.text))
+            if self.is_said(line) or room < _MIN_PIECE or not self._cut_to(line, room):
                 continue
             self.take(block, line)
             if self.max_bytes - self.used < _MIN_PIECE:
