@@ -160,7 +160,7 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
     for line in lines:
         if states < 0 and _STATUS_SIGN.match(line):
             states = _STATE_LINES
-        if _STATUS_ADVICE.fullmatch(line):
+        if _STATUS_ADVICE.fullmatch(line) or _GIT_HINT.match(line):
             continue
         entry = _STATUS_ENTRY.fullmatch(line)
         if entry is not None:
@@ -171,8 +171,6 @@ def _git_status(lines: list[str]) -> tuple[list[str], dict[str, CodeMark]]:
             text = line.strip()
             marks[text] = CodeMark(group=header)
             out.append(text)
-            continue
-        if _GIT_HINT.match(line):
             continue
         header = line[:-1] if _STATUS_HEADER.fullmatch(line) else None
         if header is None and states > 0 and _STATE_LINE.fullmatch(line):

@@ -89,7 +89,7 @@ class _Collector:
                 self._call(entry)
         elif entry.earlier_summary:
             text = entry.content.removeprefix(SUMMARIZED_CONTENT_PREFIX)
-            self.blocks.extend(_prior_blocks(text, len(self.blocks), self.call_cap))
+            self.blocks.extend(_prior_blocks(text, self.call_cap))
         elif entry.section == CONTEXT_TAG:
             return
         elif entry.kind == "text" and entry.role in _HUMAN_ROLES:
@@ -117,8 +117,8 @@ class _Collector:
 
     def _request(self, entry: PromptEntry) -> None:
         """What the user said, its first line first; an earlier batch's archive line kept first."""
-        block, archived, number = _Block(), entry.archive_ref, len(self.blocks)
-        for item in _body_lines(entry.body, number, self.check, tool=False, width=self.width):
+        block, archived = _Block(), entry.archive_ref
+        for item in _body_lines(entry.body, self.check, tool=False, width=self.width):
             item.text = _request_line(item.text)
             item.score += WEIGHTS["user"]
             block.lines.append(item)
@@ -131,8 +131,7 @@ class _Collector:
                 first.text, first.whole = cut, first.text
             first.tier = 0
         if archived:
-            last = block.lines[-1].order + 1 if block.lines else 0
-            block.lines.append(_Line(number, last, archived, _PRIOR_SCORE, tier=0))
+            block.lines.append(_Line(archived, _PRIOR_SCORE, tier=0))
         if block.lines:
             self.blocks.append(block)
 
@@ -140,16 +139,13 @@ class _Collector:
         """A tool's result under its call's line (its name when the call is not in the prompt)."""
         head, said = self.calls.pop(entry.call_id, ("", frozenset()))
         head = head or _render_call(entry.name or "tool", "", {}, self.call_cap)
-        number = len(self.blocks)
         said = frozenset(p for p in said if _call_shows(head, p))
-        lines = _body_lines(
-            entry.content, number, self.check, tool=True, width=self.width, said=said
-        )
+        lines = _body_lines(entry.content, self.check, tool=True, width=self.width, said=said)
         block = _Block(head=head, indent=RESULT_INDENT, lines=list(lines))
         if not block.lines:
             rows = entry.content.splitlines()
             outcome = next((_one_line(row) for row in rows if row.strip()), "(empty)")
-            block.lines.append(_Line(number, 0, _window(outcome, 100), _EMPTY_RESULT))
+            block.lines.append(_Line(_window(outcome, 100), _EMPTY_RESULT))
         if codes := _head_codes(head):  # lifts the best result line: the call line comes with it
             best = max(block.lines, key=lambda line: line.score)
             best.score += min(_IDENT_CAP, WEIGHTS["codes_in_call"] * codes)
@@ -157,9 +153,8 @@ class _Collector:
 
     def _answer(self, entry: PromptEntry) -> None:
         """An agent's answer, compact when room is tight."""
-        number = len(self.blocks)
         lines = _body_lines(
-            entry.content, number, self.check, tool=False, width=self.width, compact=self.tight
+            entry.content, self.check, tool=False, width=self.width, compact=self.tight
         )
         self.blocks.append(_Block(lines=list(lines)))
 
@@ -169,7 +164,7 @@ class _Collector:
             self.check()
             self._add(entry)
         for head, _ in self.calls.values():
-            lines = [_Line(len(self.blocks), 0, "(no result)", _LONE_HEAD)]
+            lines = [_Line("(no result)", _LONE_HEAD)]
             self.blocks.append(_Block(head=head, indent=RESULT_INDENT, lines=lines))
         if len(self.blocks) == 1:  # a lone call's result lines need no indent: bytes saved
             self.blocks[0].indent = ""

@@ -91,9 +91,9 @@ class _Packer:
     def body_cost(self, block: _Block, line: _Line) -> int:
         """Bytes ``line`` adds but its block's head (an open record's field: itself and a space)."""
         cost = utf8_len(line.text) + 1
-        if line.group is None or (line.block, line.group) not in self.opened:
+        if line.group is None or (id(block), line.group) not in self.opened:
             listed = _list_item(line.group) if line.group else None
-            if listed is not None and (line.block, _LIST_KEY + listed[0]) in self.opened:
+            if listed is not None and (id(block), _LIST_KEY + listed[0]) in self.opened:
                 cost += utf8_len(listed[1]) + 3  # "; [3]: " after its list's other records
             else:
                 cost += utf8_len(block.indent) + (utf8_len(line.group) + 2 if line.group else 0)
@@ -108,10 +108,10 @@ class _Packer:
         line.taken = True
         block.head_taken = block.head_taken or bool(block.head)
         if line.group is not None:
-            self.opened.add((line.block, line.group))
+            self.opened.add((id(block), line.group))
             listed = _list_item(line.group)
             if listed is not None:
-                self.opened.add((line.block, _LIST_KEY + listed[0]))
+                self.opened.add((id(block), _LIST_KEY + listed[0]))
         self.said.add(_dedup_key(line))
         if self.repeated and (shape := _shape(line)) in self.repeated:
             self.shapes.add(shape)
@@ -121,10 +121,8 @@ class _Packer:
         prior_room = int(self.max_bytes * SHARES["prior"])
         firsts = [(b, ln) for b, ln in self.everything if ln.tier == 0]
         for block, line in firsts:
-            cost = self.cost(block, line)
-            if self.used + cost <= prior_room or (
-                line.text.startswith(USER_PREFIX) and self.used + cost <= self.max_bytes
-            ):
+            room = self.max_bytes if line.text.startswith(USER_PREFIX) else prior_room
+            if self.used + self.cost(block, line) <= room:
                 self.take(block, line)
         for block, line in firsts:
             fits = self.used + self.cost(block, line) <= self.max_bytes
@@ -145,44 +143,42 @@ class _Packer:
         candidates = [(b, ln) for b, ln in self.everything if not ln.taken]
         by_group: dict[tuple[int, str], list[int]] = {}
         by_list: dict[tuple[int, str], list[int]] = {}
-        for index, (_, line) in enumerate(candidates):
+        for index, (block, line) in enumerate(candidates):
             if line.group is not None:
-                by_group.setdefault((line.block, line.group), []).append(index)
+                by_group.setdefault((id(block), line.group), []).append(index)
                 listed = _list_item(line.group)
                 if listed is not None:
-                    by_list.setdefault((line.block, listed[0]), []).append(index)
+                    by_list.setdefault((id(block), listed[0]), []).append(index)
         openers = {_opener([(i, candidates[i][1]) for i in group]) for group in by_group.values()}
-        heap = [
-            (-self.priority(b, ln), ln.block, ln.order, i) for i, (b, ln) in enumerate(candidates)
-        ]
+        heap = [(-self.priority(b, ln), i) for i, (b, ln) in enumerate(candidates)]
         heapq.heapify(heap)
         ranked: list[_Pair] = []
         while heap:
-            negative, _, _, index = heapq.heappop(heap)
+            negative, index = heapq.heappop(heap)
             block, line = candidates[index]
             if line.taken or -negative < self.priority(block, line) - 1e-12:
                 continue  # taken, or a fresher entry (its record's line is open) is queued
             group, opened = line.group, self.opened
-            if group is not None and (line.block, group) not in opened and index not in openers:
+            if group is not None and (id(block), group) not in opened and index not in openers:
                 continue  # queued again when its record's line opens
             ranked.append((block, line))
             # Said already, a filler (only for what is left at the end), or too long.
             if line.score <= _FILLER_MAX or self.is_said(line) or not self._fits(block, line):
                 continue
             listed = _list_item(group) if group else None
-            list_opens = listed is not None and (line.block, _LIST_KEY + listed[0]) not in opened
-            newly_open = group is not None and (line.block, group) not in opened
+            list_opens = listed is not None and (id(block), _LIST_KEY + listed[0]) not in opened
+            newly_open = group is not None and (id(block), group) not in opened
             self.take(block, line)
             if group is None or not newly_open:
                 continue
             # The record's line it opens queues its record's and list's others again.
-            requeue = list(by_group[(line.block, group)])
+            requeue = list(by_group[(id(block), group)])
             if listed is not None and list_opens:
-                requeue += by_list.get((line.block, listed[0]), [])
+                requeue += by_list.get((id(block), listed[0]), [])
             for other in requeue:
                 b, ln = candidates[other]
                 if not ln.taken:
-                    heapq.heappush(heap, (-self.priority(b, ln), ln.block, ln.order, other))
+                    heapq.heappush(heap, (-self.priority(b, ln), other))
         return ranked
 
     def _fits(self, block: _Block, line: _Line) -> bool:

@@ -42,17 +42,14 @@ def compact_prose(line: str) -> str:
             pieces.append(body + mark)
             continue
         cut = _signal_end(body)
-        if cut is None:
-            pieces.append(body + mark if index == 0 else _ELLIPSIS)
+        if cut is None:  # dropped (but the first): a run of them said by one "…"
+            if index == 0 or not (pieces and pieces[-1].endswith(_ELLIPSIS)):
+                pieces.append(body + mark if index == 0 else _ELLIPSIS)
         elif cut < len(body):
             pieces.append(body[:cut].rstrip(" ,;:") + _ELLIPSIS)
         else:
             pieces.append(body + mark)
-    out: list[str] = []  # a run of dropped clauses said by one "…"
-    for piece in pieces:
-        if not (piece == _ELLIPSIS and out and out[-1].endswith(_ELLIPSIS)):
-            out.append(piece)
-    text = " ".join(out).replace(" " + _ELLIPSIS, _ELLIPSIS)
+    text = " ".join(pieces).replace(" " + _ELLIPSIS, _ELLIPSIS)
     return text if len(line) - len(text) >= _MIN_SAVING else line
 
 

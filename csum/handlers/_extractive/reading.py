@@ -4,7 +4,7 @@ with its place, a JSON result's fields), then what each says and what the lines 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import regex
@@ -100,45 +100,41 @@ def _undecorated(line: str) -> str:
     return _DECORATION.sub("", line)
 
 
-def _sentences(lines: list[str], *, prose_only: bool = False) -> list[str]:
+def _sentences(lines: list[str], *, prose_only: bool = False) -> Iterator[str]:
     """Prose lines split into their sentences (``prose_only``: only lines that read as prose)."""
-    out: list[str] = []
     for line in lines:
         if len(line) <= _SENTENCE_MIN or (prose_only and not _is_prose(line)):
-            out.append(line)
+            yield line
             continue
         start = 0
         for match in _SENTENCE_END.finditer(line, endpos=4 * _LINE_SCAN):
             if match.start() - start >= _SENTENCE_PIECE and not count_follows(
                 line[match.end() : match.end() + _SENTENCE_MIN]
             ):
-                out.append(line[start : match.start()])
+                yield line[start : match.start()]
                 start = match.end()
-        out.append(line[start:])
-    return out
+        yield line[start:]
 
 
-def _reshape(lines: list[str], ranks: dict[str, int]) -> list[str]:
+def _reshape(lines: list[str], ranks: dict[str, int]) -> Iterator[str]:
     """A long listing's entry as its name, a JSON list of records as a line per record (ranked)."""
-    out: list[str] = []
     for line in lines:
         entry = _LONG_LISTING.match(line, endpos=_LINE_SCAN)
         if entry is not None:
             if entry.group("name") not in (".", ".."):
-                out.append(entry.group("name") + ("/" if entry.group("type") == "d" else ""))
+                yield entry.group("name") + ("/" if entry.group("type") == "d" else "")
             continue
         if _TOTAL_LINE.fullmatch(line):
             continue  # "total 48": the listing's blocks
         records = _record_list(line)
         if records is None:
-            out.append(line)
+            yield line
             continue
         if not records[0].startswith("{"):
-            out.append(records.pop(0))  # the list's label
+            yield records.pop(0)  # the list's label
         for rank, record in enumerate(records):
             ranks.setdefault(record, rank)
-            out.append(record)
-    return out
+            yield record
 
 
 def _record_list(line: str) -> list[str] | None:
@@ -170,7 +166,7 @@ def _location(line: str) -> str | None:
 
 
 def _two_line_records(
-    raw: list[str], check: Callable[[], None], width: int, places: dict[int, str]
+    raw: Iterable[str], check: Callable[[], None], width: int, places: dict[int, str]
 ) -> list[str]:
     """A message and its place on the next line joined in one unit (``places``: the place)."""
     out: list[str] = []
@@ -209,33 +205,140 @@ def _hunk_header(line: str) -> str:
 # --- a text read into units ---------------------------------------------------------
 
 
+_ERROR_LINE = 6.0  # a line scoring this with an error signal is an error (context below)
+_LOCATION_ABOVE = 2  # lines above an error looked at for its place (a path with a line)
+_SAME_START = 32  # characters two lines share at their start to count as one repeated
+
+_EXIT_STATUS = regex.compile(
+    r"(?i)\W{0,6}+exit(?:ed)?+[ ](?:with[ ])?+(?:code|status)[ ]?+\d{1,4}+\W{0,6}+"
+)
+_WORDS = regex.compile(r"\w++")
+
+
 @dataclass(slots=True)
 class _Text:
-    """A text's units (``raw``) and its kind: a tool's output, a numbered listing, a diff."""
+    """A text's units (``raw``) and its kind, scored in order: each line, then its neighbours."""
 
     raw: list[str]
     tool: bool
+    width: int  # characters of a line's window
+    compact: bool = False  # an answer's long lines in their compact form
     listing: bool = False
     diff: bool = False
     marks: dict[str, CodeMark] = field(default_factory=dict)  # the code tools' rules, by line
     ranks: dict[str, int] = field(default_factory=dict)  # a record's place in its list
     places: dict[int, str] = field(default_factory=dict)  # a message's place (line below it)
+    named: dict[str, int] = field(default_factory=dict)  # identifiers seen so far, how often
+    shapes: dict[str, int] = field(default_factory=dict)  # line shapes seen so far, how often
+    after_error: float = 0.0  # what the next line below an error earns
+    above: list[_Line] = field(default_factory=list)  # the last lines scored (an error's place)
+
+    def scored(self, order: int, original: str, line: str, routine: bool, opening: bool) -> _Line:
+        """A kept unit's scored line (``opening``: a section's): what it says, then around it."""
+        mark = self.marks.get(original)
+        # A numbered line of a file listing (the tool's own words are not).
+        listed = self.listing and _NUMBERED.match(original) is not None
+        score = _score(
+            line,
+            listing=listed,
+            diff=self.diff,
+            prose=not self.tool,
+            named=self.named,
+            routine=routine,
+        )
+        if mark is not None:  # (a routine log line has no mark: a mark's line has no space)
+            score = max(0.0, score + mark.bonus)
+        rank = self.ranks.get(original)
+        if rank is not None:
+            score += WEIGHTS["rank"] / (1 + rank)
+        score = self._context(line, listed, score)
+        score, placed = self._placed(order, line, mark, score)
+        item = self._item(order, line, mark, score, placed and opening)
+        self.above = [*self.above, item][-_LOCATION_ABOVE:]
+        return item
+
+    def _context(self, line: str, listed: bool, score: float) -> float:
+        """What the lines above add: an error's context below it, fading, and its place above."""
+        if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
+            # An exit status alone ("Exit code 2") says how it ended, not what follows.
+            self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
+            if self.tool:  # the lines just above naming a place (``a_test.exs:142``) rank up
+                for above in self.above:
+                    if any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(above.text)):
+                        above.score += WEIGHTS["error_context"]
+        elif self.after_error and len(line) <= _LINE_WINDOW:
+            score += self.after_error
+            self.after_error -= 1
+        else:
+            self.after_error = 0.0
+        return score
+
+    def _placed(
+        self, order: int, line: str, mark: CodeMark | None, score: float
+    ) -> tuple[float, bool]:
+        """The score with its shape's repeats and its place (first, last lines); whether placed."""
+        edge = not self.listing and (order < 2 or order >= len(self.raw) - 2)
+        # Repeated shapes (the same line but for its numbers) are worth less each time.
+        shape = _WORDS.sub("w", line[:120])
+        repeats = self.shapes.get(shape, 0)
+        self.shapes[shape] = repeats + 1
+        # A progress line printed again with its status: the same start as an earlier line.
+        start = "\0" + line[:_SAME_START] if len(line) > _SAME_START else ""
+        if start:
+            repeats = max(repeats, self.shapes.get(start, 0))
+            self.shapes[start] = self.shapes.get(start, 0) + 1
+        if mark is None or not mark.distinct:
+            score /= 1 + repeats / 2
+        if score > 0:
+            if mark is None or not mark.placeless:
+                return score + (WEIGHTS["edge"] if edge else 0.0) + WEIGHTS["early"] / (
+                    1 + order / 10
+                ), True
+            return score, False
+        # A line with nothing in it is kept only when room is left (an edge line first).
+        return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
+
+    def _item(
+        self, order: int, line: str, mark: CodeMark | None, score: float, opens: bool
+    ) -> _Line:
+        """The line as shown: place first, paths shortened, windowed, compact when asked."""
+        width = self.width
+        place = self.places.get(order)
+        if place is not None and line.endswith(" " + place):
+            # A joined message and place as ``place message``: the place survives a cut.
+            line = f"{place} {line[: -len(place) - 1]}"
+        text = _shorten_paths(line, width)
+        if opens and order and len(text) <= width:
+            # A section's first line says what it is about, when it is shown whole.
+            score += WEIGHTS["section"]
+        group = mark.group if mark is not None else None
+        item = _Line(_window(text, width), score, group=group)
+        if self.compact and len(text) > _COMPACT_SHARE * width:
+            # An answer's long line by its clauses that carry something (whole if room is left),
+            # unless it is an error.
+            error = _ERROR.search(text[:_LINE_SCAN])
+            short = _window(text if error else compact_prose(text[: 4 * _LINE_SCAN]), width)
+            if short != item.text:
+                item.text, item.whole = short, item.text
+        return item
 
 
-def _read_text(content: str, check: Callable[[], None], *, tool: bool, width: int) -> _Text:
+def _read_text(
+    content: str, check: Callable[[], None], *, tool: bool, width: int, compact: bool
+) -> _Text:
     """``content`` (not JSON) as units: sentences, records, a message joined with its place."""
     raw = content.splitlines()
     if "\\n" in content:  # an output printed as a string: its escaped newlines split too
         raw = [piece for line in raw for piece in line.split("\\n")]
     if not tool:
-        return _Text(_sentences(raw), tool=False)
+        return _Text(list(_sentences(raw)), tool=False, width=width, compact=compact)
     listing = sum(1 for line in raw[:50] if _NUMBERED.match(line)) >= min(5, len(raw))
     diff = any(line.startswith(("@@ -", "diff --git")) for line in raw[:200])
     raw, marks = code_lines(raw)
-    text = _Text(raw, tool=True, listing=listing, diff=diff, marks=marks)
+    text = _Text(raw, tool=True, width=width, listing=listing, diff=diff, marks=marks)
     if not diff:
         # A tool's prose is split into sentences as an answer is (its code and logs are not).
-        text.raw = _sentences(literal_records(text.raw, _literal_fields), prose_only=True)
+        text.raw = list(_sentences(literal_records(text.raw, _literal_fields), prose_only=True))
         text.raw = labelled_records(text.raw, text.ranks)
     if not diff and not listing:
         text.raw = _two_line_records(_reshape(text.raw, text.ranks), check, width, text.places)
@@ -299,15 +402,14 @@ def _restates(parent: str, value: object) -> bool:
 def _flatten_json(
     value: object,
     path: str,
-    out: list[_Field],
     *,
     depth: int = 0,
     said: frozenset[str] = frozenset(),
     parent: str = "",
-) -> None:
+) -> Iterator[_Field]:
     """Every scalar as a field of its record; fields repeating the key or ``said`` left out."""
     if depth > _JSON_DEPTH:
-        out.append((path, "…", _EMPTY_FIELD))
+        yield (path, "…", _EMPTY_FIELD)
     elif isinstance(value, dict):
         for name, item in value.items():
             key = str(name)
@@ -316,26 +418,26 @@ def _flatten_json(
                 weight = max(
                     (_field_weight(str(k), v) for k, v in item.items()), default=_EMPTY_FIELD
                 )
-                out.append((path, f"{key}({' '.join(inner)})", weight))
+                yield (path, f"{key}({' '.join(inner)})", weight)
             elif isinstance(item, list) and not _nested(item):
                 weight = max((_field_weight(key, v) for v in item), default=_EMPTY_FIELD)
-                out.append((path, f"{key}={','.join(_scalar(v) for v in item)}", weight))
+                yield (path, f"{key}={','.join(_scalar(v) for v in item)}", weight)
             elif not isinstance(item, dict | list) and not _restates(parent, item):
                 text = f"{key}={_scalar(item)}"
                 if text not in said:
-                    out.append((path, text, _field_weight(key, item)))
+                    yield (path, text, _field_weight(key, item))
         for key, item in value.items():  # (a list's items have no parent key to repeat)
             if _nested(item):
                 child = f"{path}.{key}" if path else str(key)
-                _flatten_json(item, child, out, depth=depth + 1, said=said, parent=str(key))
+                yield from _flatten_json(item, child, depth=depth + 1, said=said, parent=str(key))
     elif isinstance(value, list) and not _nested(value):
         weight = max((_field_weight("", v) for v in value), default=_EMPTY_FIELD)
-        out.append((path, ",".join(_scalar(v) for v in value), weight))
+        yield (path, ",".join(_scalar(v) for v in value), weight)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _flatten_json(item, f"{path}[{index}]", out, depth=depth + 1, said=said)
+            yield from _flatten_json(item, f"{path}[{index}]", depth=depth + 1, said=said)
     else:
-        out.append((path, _scalar(value), _field_weight("", value)))
+        yield (path, _scalar(value), _field_weight("", value))
 
 
 def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> list[_Field] | None:
@@ -343,37 +445,19 @@ def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> li
     text = content.strip()
     if not text or text[0] not in "{[":
         return None
-    out: list[_Field] = []
     try:  # a value starting with "{" or "[" is an object or a list
-        _flatten_json(take_documents(json.loads(text), documents), "", out, said=said)
+        return list(_flatten_json(take_documents(json.loads(text), documents), "", said=said))
     except (ValueError, RecursionError):
         return None
-    return out
 
 
 def _literal_fields(value: object) -> list[tuple[str, str]]:
     """An object's fields as (record path, ``key=value``), as a JSON result's are."""
-    out: list[_Field] = []
-    try:
-        _flatten_json(value, "", out)
-    except RecursionError:
-        return []
-    return [(group, text) for group, text, _ in out]
-
-
-_ERROR_LINE = 6.0  # a line scoring this with an error signal is an error (context below)
-_LOCATION_ABOVE = 2  # lines above an error looked at for its place (a path with a line)
-_SAME_START = 32  # characters two lines share at their start to count as one repeated
-
-_EXIT_STATUS = regex.compile(
-    r"(?i)\W{0,6}+exit(?:ed)?+[ ](?:with[ ])?+(?:code|status)[ ]?+\d{1,4}+\W{0,6}+"
-)
-_WORDS = regex.compile(r"\w++")
+    return [(group, text) for group, text, _ in _flatten_json(value, "")]
 
 
 def _body_lines(
     content: str,
-    block: int,
     check: Callable[[], None],
     *,
     tool: bool,
@@ -387,10 +471,9 @@ def _body_lines(
     documents: list[str] = []
     fields = _json_fields(content, said, documents) if tool else None
     if fields is not None:
-        yield from _json_lines(fields, documents, block, check, width)
+        yield from _json_lines(fields, documents, check, width)
         return
-    text = _read_text(content, check, tool=tool, width=width)
-    scorer = _Scorer(text, block, width=width, compact=compact)
+    text = _read_text(content, check, tool=tool, width=width, compact=compact)
     seen: set[str] = set()
     opens = True  # whether the next unit opens a section (after a blank line or a heading)
     for order, original in enumerate(text.raw):
@@ -401,11 +484,11 @@ def _body_lines(
         if cleaned is None or cleaned[0] in seen:
             continue
         seen.add(cleaned[0])
-        yield scorer.scored(order, original, *cleaned, opening)
+        yield text.scored(order, original, *cleaned, opening)
 
 
 def _json_lines(
-    fields: list[_Field], documents: list[str], block: int, check: Callable[[], None], width: int
+    fields: list[_Field], documents: list[str], check: Callable[[], None], width: int
 ) -> Iterator[_Line]:
     """A JSON result's scored fields (units of their record's line), then its documents' lines."""
     repeats: dict[str, int] = {}
@@ -416,115 +499,9 @@ def _json_lines(
         # The same field in many records (a currency, a shared origin) says it once.
         seen = repeats.get(text, 0)
         repeats[text] = seen + 1
-        yield _Line(block, order, _window(text, width), weight / (1 + seen), group=group)
-    after = len(fields)
+        yield _Line(_window(text, width), weight / (1 + seen), group=group)
     for document in documents:
-        read = list(_body_lines(document, block, check, tool=True, width=width))
-        for piece in read:
-            piece.order += after
-            yield piece
-        after += len(read) + 1
-
-
-class _Scorer:
-    """Scores a text's units in order: what each line says, then what the lines around add."""
-
-    def __init__(self, text: _Text, block: int, *, width: int, compact: bool) -> None:
-        self.text, self.block, self.width, self.compact = text, block, width, compact
-        self.named: dict[str, int] = {}  # identifiers seen so far, and how often
-        self.shapes: dict[str, int] = {}
-        self.after_error = 0.0
-        self.above: list[_Line] = []  # the last lines scored, for an error's place above
-        self.last = len(text.raw) - 1
-
-    def scored(self, order: int, original: str, line: str, routine: bool, opening: bool) -> _Line:
-        """A kept unit's scored line (``opening``: a section's): what it says, then around it."""
-        text, mark = self.text, self.text.marks.get(original)
-        # A numbered line of a file listing (the tool's own words are not).
-        listed = text.listing and _NUMBERED.match(original) is not None
-        score = _score(
-            line,
-            listing=listed,
-            diff=text.diff,
-            prose=not text.tool,
-            named=self.named,
-            routine=routine,
-        )
-        if mark is not None:  # (a routine log line has no mark: a mark's line has no space)
-            score = max(0.0, score + mark.bonus)
-        rank = text.ranks.get(original)
-        if rank is not None:
-            score += WEIGHTS["rank"] / (1 + rank)
-        score = self._context(line, listed, score)
-        score, placed = self._placed(order, line, mark, score)
-        item = self._item(order, line, mark, score, placed and opening)
-        self.above = [*self.above, item][-_LOCATION_ABOVE:]
-        return item
-
-    def _context(self, line: str, listed: bool, score: float) -> float:
-        """What the lines above add: an error's context below it, fading, and its place above."""
-        if score >= _ERROR_LINE and not listed and _ERROR.search(line[:_LINE_SCAN]):
-            # An exit status alone ("Exit code 2") says how it ended, not what follows.
-            self.after_error = 0 if _EXIT_STATUS.fullmatch(line[:80]) else WEIGHTS["error_context"]
-            if self.text.tool:  # the lines just above naming a place (``a_test.exs:142``) rank up
-                for above in self.above:
-                    if any(w == _PATH_WEIGHTS[2] for _, _, w in _identifier_spans(above.text)):
-                        above.score += WEIGHTS["error_context"]
-        elif self.after_error and len(line) <= _LINE_WINDOW:
-            score += self.after_error
-            self.after_error -= 1
-        else:
-            self.after_error = 0.0
-        return score
-
-    def _placed(
-        self, order: int, line: str, mark: CodeMark | None, score: float
-    ) -> tuple[float, bool]:
-        """The score with its shape's repeats and its place (first, last lines); whether placed."""
-        edge = not self.text.listing and (order < 2 or order >= self.last - 1)
-        # Repeated shapes (the same line but for its numbers) are worth less each time.
-        shape = _WORDS.sub("w", line[:120])
-        repeats = self.shapes.get(shape, 0)
-        self.shapes[shape] = repeats + 1
-        # A progress line printed again with its status: the same start as an earlier line.
-        start = "\0" + line[:_SAME_START] if len(line) > _SAME_START else ""
-        if start:
-            repeats = max(repeats, self.shapes.get(start, 0))
-            self.shapes[start] = self.shapes.get(start, 0) + 1
-        if mark is None or not mark.distinct:
-            score /= 1 + repeats / 2
-        if score > 0:
-            if mark is None or not mark.placeless:
-                return score + (WEIGHTS["edge"] if edge else 0.0) + WEIGHTS["early"] / (
-                    1 + order / 10
-                ), True
-            return score, False
-        # A line with nothing in it is kept only when room is left (an edge line first).
-        return (_EMPTY_EDGE_SCORE if edge else _FILLER_SCORE / (1 + order / 100)), False
-
-    def _item(
-        self, order: int, line: str, mark: CodeMark | None, score: float, opens: bool
-    ) -> _Line:
-        """The line as shown: place first, paths shortened, windowed, compact when asked."""
-        width = self.width
-        place = self.text.places.get(order)
-        if place is not None and line.endswith(" " + place):
-            # A joined message and place as ``place message``: the place survives a cut.
-            line = f"{place} {line[: -len(place) - 1]}"
-        text = _shorten_paths(line, width)
-        if opens and order and len(text) <= width:
-            # A section's first line says what it is about, when it is shown whole.
-            score += WEIGHTS["section"]
-        group = mark.group if mark is not None else None
-        item = _Line(self.block, order, _window(text, width), score, group=group)
-        if self.compact and len(text) > _COMPACT_SHARE * width:
-            # An answer's long line by its clauses that carry something (whole if room is left),
-            # unless it is an error.
-            error = _ERROR.search(text[:_LINE_SCAN])
-            short = _window(text if error else compact_prose(text[: 4 * _LINE_SCAN]), width)
-            if short != item.text:
-                item.text, item.whole = short, item.text
-        return item
+        yield from _body_lines(document, check, tool=True, width=width)
 
 
 def opens_section(line: str) -> bool:

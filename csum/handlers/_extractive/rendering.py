@@ -29,8 +29,6 @@ _LONE_CALL = regex.compile(r"[A-Za-z_][\w.:-]{0,80}+\(.*(?:\)|…)$")  # "bash(l
 
 @dataclass(slots=True)
 class _Line:
-    block: int
-    order: int
     text: str
     score: float
     tier: int = 1  # 0: an earlier summary's line, packed before anything else
@@ -95,8 +93,8 @@ def _prior_calls(text: str) -> int:
     )
 
 
-def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
-    """An earlier summary read back as blocks from ``first``, its strong lines first (tier 0)."""
+def _prior_blocks(text: str, call_cap: int) -> list[_Block]:
+    """An earlier summary read back as blocks, its strong lines first (tier 0)."""
     rows = [line.rstrip() for line in text.splitlines() if line.strip()]
     if (
         len(rows) > 1
@@ -106,22 +104,19 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
         # A call alone in its summary is written without indents: indent its lines again.
         rows = [rows[0], *(RESULT_INDENT + row for row in rows[1:])]
     blocks: list[_Block] = []
-    loose: _Block | None = None  # consecutive lines with no call above them
     for order, row in enumerate(rows):
         indented = row.startswith(RESULT_INDENT)
         if indented and blocks and blocks[-1].head:
-            blocks[-1].lines.append(_prior_line(first + len(blocks) - 1, order, row[2:]))
+            blocks[-1].lines.append(_prior_line(row[2:]))
             continue
         following = rows[order + 1] if order + 1 < len(rows) else ""
         if not indented and following.startswith(RESULT_INDENT):
             # The calls' share may be smaller now: cut at the end, as a call line is.
             blocks.append(_Block(head=_clip(row, call_cap), indent=RESULT_INDENT))
-            loose = None
-            continue
-        if loose is None:
-            loose = _Block()
-            blocks.append(loose)
-        loose.lines.append(_prior_line(first + len(blocks) - 1, order, row))
+        else:  # consecutive lines with no call above them share a block without a head
+            if not blocks or blocks[-1].head:
+                blocks.append(_Block())
+            blocks[-1].lines.append(_prior_line(row))
     for block in blocks:  # (each holds a line: a call's head is made for the line below it)
         # A call naming codes keeps its first line first, as a new one earns it a place.
         if block.head and _head_codes(block.head):
@@ -129,19 +124,16 @@ def _prior_blocks(text: str, first: int, call_cap: int) -> list[_Block]:
     return blocks
 
 
-def _prior_line(block: int, order: int, text: str) -> _Line:
+def _prior_line(text: str) -> _Line:
     # The archive line, and a line still holding a strong signal, keep their place first.
     # Another is scored as a new line would be.
     said = text.removeprefix(USER_PREFIX)
-    if text.startswith(ARCHIVE_LINE_PREFIX):
-        content = _PRIOR_SCORE
-    else:
-        content = _score(said, listing=False, diff=False, routine=_is_routine_log(said))
-    if content >= _PRIOR_KEEP_SCORE:
-        return _Line(block, order, text, _PRIOR_SCORE, tier=0)
+    content = _score(said, listing=False, diff=False, routine=_is_routine_log(said))
+    if text.startswith(ARCHIVE_LINE_PREFIX) or content >= _PRIOR_KEEP_SCORE:
+        return _Line(text, _PRIOR_SCORE, tier=0)
     if text.startswith(USER_PREFIX):
         content += WEIGHTS["user"]
-    return _Line(block, order, text, content if content > 0 else _FILLER_SCORE)
+    return _Line(text, content if content > 0 else _FILLER_SCORE)
 
 
 def _list_item(group: str) -> tuple[str, str] | None:

@@ -293,8 +293,6 @@ def _clip_middle_words(text: str, limit: int, head_share: float) -> str:
     tail = [word for word in tail if word]
     if not tail:  # what does not fit whole is left out
         return " ".join([*head, _ELLIPSIS]) if head else ""
-    if len(head) + len(tail) == len(words):  # nothing left out but a path's directories
-        return " ".join(head + tail[::-1])
     return " ".join([*head, _ELLIPSIS + " " + " ".join(tail[::-1])]).replace(
         _ELLIPSIS + " " + _ELLIPSIS, _ELLIPSIS
     )

@@ -51,7 +51,7 @@ def test_a_users_line_in_an_earlier_summary_earns_the_user_weight() -> None:
     from csum.handlers._extractive.rendering import USER_PREFIX, _prior_line
 
     line = "keep the staging database untouched until friday"
-    plain = _prior_line(0, 0, line).score
-    said = _prior_line(0, 0, USER_PREFIX + line).score
+    plain = _prior_line(line).score
+    said = _prior_line(USER_PREFIX + line).score
     assert said > plain
     assert said == pytest.approx(WEIGHTS["user"] + _score(line, listing=False, diff=False))
