@@ -30,9 +30,8 @@ from csum.serve.body import RefusedError, check_items, parse, refusal
 from csum.serve.compaction import Outcome, OutcomeKind, Rewriter
 from csum.serve.config import CONVERSATION_HEADER, GATEWAY_KEY_HEADER, RETRY_AFTER, ServeConfig
 from csum.serve.connections import Upstream, UpstreamBusyError, request_headers, response_headers
-from csum.serve.summary_handler import Credentials
 from csum.serve.telemetry import Metrics, annotate, outcome_attributes, span, tracer
-from csum.serve.tenant import TenantKeys
+from csum.serve.tenant import TenantKeys, client_key
 from csum.serve.translate import TranslationError
 from csum.serve.translate.pairs import (
     Translation,
@@ -208,16 +207,17 @@ class Gateway:
         self, request: Request, api: Api, body: bytes, translation: Translation | None
     ) -> Outcome:
         """The Rewriter's outcome for ``body`` (in a span), counted."""
-        upstream_key = self.config.summarizer == "upstream"
-        credentials = Credentials.of(request.headers) if upstream_key else None
         tenant = self.tenants.tenant_of(request.headers, request.url.query)
         upstream = None if translation is None else translation.target
+        provider = (upstream or api).provider
+        asks_upstream = self.config.summarizer == "upstream"
+        api_key = client_key(request.headers, provider) if asks_upstream else None
         with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": api.name}):
             outcome = await self.rewriter.rewrite(
                 api,
                 body,
                 request.headers.get(CONVERSATION_HEADER),
-                credentials,
+                api_key,
                 tenant,
                 upstream=upstream,
             )

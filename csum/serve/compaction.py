@@ -51,7 +51,7 @@ from csum.serve.reuse import (
     fields_json,
     tokens_saved,
 )
-from csum.serve.summary_handler import Credentials, SummaryHandlerFactory
+from csum.serve.summary_handler import SummaryHandlerFactory
 from csum.serve.tenant import ANONYMOUS
 from csum.store_events import StoreEventKind
 from csum.stores import SummaryStore
@@ -140,13 +140,13 @@ class Rewriter:
         api: Api,
         body: bytes,
         conversation: str | None,
-        credentials: Credentials | None = None,
+        api_key: str | None = None,
         tenant: str = ANONYMOUS,
         *,
         upstream: Api | None = None,
     ) -> Outcome:
         """What to send upstream for ``body`` on ``api``; never raises for bad input or a
-        failing store. ``conversation``: the optional header's value; ``credentials``:
+        failing store. ``conversation``: the optional header's value; ``api_key``:
         the client's (``--summarizer upstream``); ``tenant`` scopes state, archive and
         cache; ``upstream``: the API the request is translated for next (the chain is
         compacted for its provider's rules, the outcome carries it decoded)."""
@@ -165,7 +165,7 @@ class Rewriter:
             store = typing.cast(SummaryStore, OnLoop(store, token))
             archive = None if archive is None else typing.cast(ArchiveStore, OnLoop(archive, token))
         request = _Request(
-            api, body, conversation, credentials, until, store, archive, tenant, upstream
+            api, body, conversation, api_key, until, store, archive, tenant, upstream
         )
         if not self.config.offload:
             read = self._read(request)
@@ -400,7 +400,7 @@ class Rewriter:
         """A fresh keeper per request (what it remembers is in the conversation state),
         with its summarizer, its archive session and the tenant's summary cache."""
         model = self._model(request, read.payload)
-        summary = self.summarizer.for_request(request.provider, model, request.credentials)
+        summary = self.summarizer.for_request(request.provider, model, request.api_key)
         archive = None
         if request.archive is not None:
             reinsert = self.config.archive_reinsert_bytes
@@ -454,7 +454,7 @@ class _Request:
     api: Api
     body: bytes = field(repr=False)
     conversation: str | None = field(repr=False)
-    credentials: Credentials | None = field(repr=False)
+    api_key: str | None = field(repr=False)  # never shown
     until: float  # time.monotonic()
     store: SummaryStore = field(repr=False)  # the Rewriter's, called on the gateway's loop
     archive: ArchiveStore | None = field(repr=False)

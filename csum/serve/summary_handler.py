@@ -5,8 +5,7 @@ a separate ``openai`` / ``anthropic`` endpoint."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from csum.config import RetryPolicy, Robustness
 from csum.handlers import anthropic, openai_compatible
@@ -17,7 +16,6 @@ __all__ = [
     "MODEL_PROMPT_BYTES",
     "SUMMARY_RETRIES",
     "SUMMARY_TIMEOUT",
-    "Credentials",
     "SummaryHandler",
     "SummaryHandlerFactory",
 ]
@@ -29,24 +27,6 @@ SUMMARY_RETRIES = 2
 """Retries of a transiently failed summary call (by the Compactor's robust handler alone)."""
 MODEL_PROMPT_BYTES = 1 << 20
 """Largest prompt sent to a model handler (beyond it: summarized in pieces, merged)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    """A client's API key as its request carried it (``x-api-key`` or a bearer
-    ``authorization``); never shown by ``repr``, never stored."""
-
-    api_key: str | None = field(default=None, repr=False)
-    bearer: str | None = field(default=None, repr=False)
-
-    @classmethod
-    def of(cls, headers: Any) -> Credentials | None:
-        """The credentials in request ``headers`` (a case-insensitive mapping)."""
-        api_key = headers.get("x-api-key") or None
-        auth = headers.get("authorization") or ""
-        scheme, _, token = auth.partition(" ")
-        bearer = token.strip() if scheme.lower() == "bearer" and token.strip() else None
-        return None if api_key is None and bearer is None else cls(api_key, bearer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,21 +68,16 @@ class SummaryHandlerFactory:
                 _handler(kind, model, url, key), f"{kind}:{url or ''}:{model}"
             )
 
-    def for_request(
-        self, provider: str, model: object, credentials: Credentials | None
-    ) -> SummaryHandler:
-        """The handler for a request to ``provider`` for ``model`` carrying ``credentials``
-        (the offline one for ``upstream`` without them or a model name)."""
+    def for_request(self, provider: str, model: object, key: str | None) -> SummaryHandler:
+        """The handler for a request to ``provider`` for ``model`` carrying the API ``key``
+        (the offline one for ``upstream`` without a key or a model name)."""
         name = self.config.summarizer_model or (model if isinstance(model, str) else None)
-        if self.kind != "upstream" or not name or credentials is None:
+        if self.kind != "upstream" or not name or key is None:
             return self._fixed
         base = self.config.upstream.rstrip("/")
         # the SDK is given the key as its api_key and sends it as that SDK version does
-        if provider == "anthropic":
-            handler = _handler(provider, name, base, credentials.api_key or credentials.bearer)
-        else:
-            key = credentials.bearer or credentials.api_key
-            handler = _handler("openai", name, f"{base}/v1", key)
+        url = base if provider == "anthropic" else f"{base}/v1"
+        handler = _handler(provider, name, url, key)
         # cached by model, not by key: a summary is a function of the text summarized
         return SummaryHandler(handler, f"upstream:{provider}:{name}")
 

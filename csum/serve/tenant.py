@@ -1,6 +1,7 @@
-"""Tenants: a keyed hash (HMAC-SHA-256, key: the tenant secret) of the credential a
-client presents scopes its conversation state, archive and summaries; the credential is
-never stored. Requests without one share the anonymous tenant."""
+"""A client's credential: its API key as a provider reads it, and its tenant, a keyed hash
+(HMAC-SHA-256, key: the tenant secret) of the credential that scopes its conversation
+state, archive and summaries; the credential is never stored. Requests without one share
+the anonymous tenant."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import secrets
 from collections.abc import Mapping
 from urllib.parse import parse_qsl
 
-__all__ = ["ANONYMOUS", "CREDENTIAL_HEADERS", "CREDENTIAL_QUERY_KEYS", "TenantKeys"]
+__all__ = ["ANONYMOUS", "CREDENTIAL_HEADERS", "CREDENTIAL_QUERY_KEYS", "TenantKeys", "client_key"]
 
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
 """Request headers that carry a client's credential."""
@@ -38,3 +39,13 @@ class TenantKeys:
             return ANONYMOUS
         text = "\n\n".join(parts).encode("utf-8", "surrogateescape")
         return hmac.new(self._key, text, hashlib.sha256).hexdigest()[:32]
+
+
+def client_key(headers: Mapping[str, str], provider: str) -> str | None:
+    """The API key in ``headers`` (lower-case names): ``x-api-key`` or a bearer
+    ``authorization``, the one ``provider`` reads when both are sent (None: neither)."""
+    api_key = headers.get("x-api-key")
+    scheme, _, token = (headers.get("authorization") or "").partition(" ")
+    bearer = token.strip() if scheme.lower() == "bearer" else None
+    first, second = (api_key, bearer) if provider == "anthropic" else (bearer, api_key)
+    return first or second or None

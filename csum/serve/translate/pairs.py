@@ -9,6 +9,7 @@ from typing import Any
 
 from cast import Message
 from csum.serve.apis import CHAT, MESSAGES, RESPONSES, Api
+from csum.serve.tenant import client_key
 from csum.serve.translate import TranslatedStream
 from csum.serve.translate.anthropic_to_chat import ChatStream, chat_request, chat_response
 from csum.serve.translate.anthropic_to_responses import (
@@ -75,15 +76,13 @@ def translated_headers(headers: Iterable[tuple[str, str]], target: Api) -> list[
     foreign = "openai-" if anthropic else "anthropic-"
     key, other = ("x-api-key", "authorization") if anthropic else ("authorization", "x-api-key")
     items = [(k, v) for k, v in headers if not k.lower().startswith(foreign)]
-    names = {k.lower() for k, _ in items}
+    named = {k.lower(): v for k, v in reversed(items)}  # the first of each name
     out = [(k, v) for k, v in items if k.lower() != other]
-    given = [v for k, v in items if k.lower() == other and key not in names]
-    if anthropic:
-        out += [(key, v[7:].strip()) for v in given if v.lower().startswith("bearer ")]
-        if "anthropic-version" not in names:
-            out.append(("anthropic-version", _ANTHROPIC_VERSION))
-    else:
-        out += [(key, f"Bearer {v}") for v in given]
+    given = None if key in named else client_key(named, target.provider)
+    if given:
+        out.append((key, given if anthropic else f"Bearer {given}"))
+    if anthropic and "anthropic-version" not in named:
+        out.append(("anthropic-version", _ANTHROPIC_VERSION))
     return out
 
 

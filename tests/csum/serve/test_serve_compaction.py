@@ -316,17 +316,16 @@ def test_csum_serve_says_at_once_when_the_summarizer_key_is_missing(
     assert "CSUM_TEST_NO_SUCH_KEY is unset" in err.getvalue()
 
 
-def test_credentials_come_from_either_header_and_never_show() -> None:
-    from csum.serve.summary_handler import Credentials
+def test_the_clients_key_comes_from_either_header_as_its_provider_reads_it() -> None:
+    from csum.serve.tenant import client_key
 
-    bearer = Credentials.of({"authorization": "Bearer sk-secret"})
-    assert bearer is not None
-    assert bearer.bearer == "sk-secret"
-    keyed = Credentials.of({"x-api-key": "sk-other"})
-    assert keyed is not None
-    assert keyed.api_key == "sk-other"
-    assert Credentials.of({"authorization": "Basic abc"}) is None
-    assert "sk-" not in repr(bearer) + repr(keyed)
+    assert client_key({"authorization": "Bearer sk-secret"}, "anthropic") == "sk-secret"
+    assert client_key({"x-api-key": "sk-other"}, "openai") == "sk-other"
+    both = {"authorization": "Bearer sk-bearer", "x-api-key": "sk-keyed"}
+    assert client_key(both, "openai") == "sk-bearer"
+    assert client_key(both, "anthropic") == "sk-keyed"
+    assert client_key({"authorization": "Basic abc"}, "openai") is None
+    assert client_key({"authorization": "Bearer  ", "x-api-key": ""}, "anthropic") is None
 
 
 async def test_without_offload_the_request_is_compacted_the_same() -> None:
