@@ -6,30 +6,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["SseReader", "anthropic_event", "data_event", "read_event"]
+__all__ = ["anthropic_event", "data_event", "read_event", "split_events"]
 
 
-class SseReader:
-    """Splits SSE bytes into events as they arrive: :meth:`feed` returns the
-    ``(event name, data)`` of each event completed so far (name "" when unnamed)."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    def feed(self, data: bytes) -> list[tuple[str, bytes]]:
-        self._buffer += data.replace(b"\r\n", b"\n")
-        events: list[tuple[str, bytes]] = []
-        while b"\n\n" in self._buffer:
-            frame, self._buffer = self._buffer.split(b"\n\n", 1)
-            name, lines = "", []
-            for line in frame.split(b"\n"):
-                if line.startswith(b"event:"):
-                    name = line[6:].strip().decode("utf-8", "replace")
-                elif line.startswith(b"data:"):
-                    lines.append(line[5:].strip())
-            if lines:
-                events.append((name, b"\n".join(lines)))
-        return events
+def split_events(buffer: bytes, data: bytes) -> tuple[list[bytes], bytes]:
+    """The data of each SSE event that ``data`` completes after ``buffer`` (bytes of an
+    event begun, arriving in any split), and the bytes left for the next call."""
+    buffer += data.replace(b"\r\n", b"\n")
+    events: list[bytes] = []
+    while b"\n\n" in buffer:
+        frame, buffer = buffer.split(b"\n\n", 1)
+        lines = [line[5:].strip() for line in frame.split(b"\n") if line.startswith(b"data:")]
+        if lines:
+            events.append(b"\n".join(lines))
+    return events, buffer
 
 
 def anthropic_event(kind: str, data: dict[str, Any]) -> bytes:

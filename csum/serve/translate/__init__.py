@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
-from csum.serve.sse import SseReader, read_event
+from csum.serve.sse import read_event, split_events
 
 __all__ = ["TranslatedStream", "TranslationError", "tools_of"]
 
@@ -34,14 +34,15 @@ class TranslatedStream(ABC):
     def __init__(self, model: str, request: dict[str, Any]) -> None:
         self.model = model
         self.request = request
-        self._reader = SseReader()
+        self._buffer = b""  # an event begun
         self._started = False  # whether the answer's first event was written
         self._done = False
 
     def feed(self, data: bytes) -> bytes:
         """The client's events for the SSE bytes ``data``."""
         out: list[bytes] = []
-        for _, raw in self._reader.feed(data):
+        events, self._buffer = split_events(self._buffer, data)
+        for raw in events:
             if self._done:
                 continue
             if raw == b"[DONE]" and self.ends_with_done:
