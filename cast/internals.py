@@ -1,12 +1,14 @@
 """Helpers for chaincast's sibling packages (``csum``, the benchmarks), not for users:
-``utf8_len(text)``, the UTF-8 byte length of ``text``, the unit of every size, and
-``clip_utf8(text, max_bytes)``, its longest start within a size."""
+``utf8_len(text)``, the UTF-8 byte length of ``text``, the unit of every size;
+``clip_utf8(text, max_bytes)``, its longest start within a size; and
+``map_messages(ast, change)``, the chain with messages replaced, sharing what stays."""
 
 from __future__ import annotations
 
+from cast.ast import map_messages
 from cast.messages import utf8_len
 
-__all__ = ["clip_utf8", "utf8_len"]
+__all__ = ["clip_utf8", "map_messages", "utf8_len"]
 
 
 def clip_utf8(text: str, max_bytes: int) -> str:

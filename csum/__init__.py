@@ -34,7 +34,13 @@ summary per section, concurrent, the last section rotated.
 
 from types import ModuleType as _ModuleType
 
-from csum.archive import RECALL_TOOL_NAME, ArchiveHit, HistoryArchive
+from csum.archive import (
+    RECALL_TOOL_NAME,
+    ArchiveHit,
+    HistoryArchive,
+    RecallTool,
+    recall_tool_definition,
+)
 from csum.cache import SummaryCache
 from csum.compaction import CompactionResult
 from csum.compactor import Compactor
@@ -54,7 +60,6 @@ from csum.errors import CsumError, HandlerError, StoreError, SummarizationError
 from csum.events import CompactionEvent, CompactionReason, otel_listener
 from csum.plan import EARLIER_CONVERSATION_TEXT, SUMMARIZED_CONTENT_PREFIX, is_summarized
 from csum.prompt import messages_to_prompt
-from csum.recall import RecallTool, recall_tool_definition
 from csum.request import (
     HandlerLedger,
     RobustHandler,

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice
+from itertools import count, islice
 from typing import TYPE_CHECKING, Final
 
 import regex
@@ -21,7 +21,6 @@ from cast import (
     AnyPart,
     BodyPair,
     ChainAST,
-    Header,
     Message,
     ProviderPart,
     Role,
@@ -30,7 +29,7 @@ from cast import (
     ToolCall,
     ToolResult,
 )
-from cast.internals import utf8_len
+from cast.internals import map_messages, utf8_len
 from csum.archive import HistoryArchive, archive_line, message_reference
 from csum.store_events import EventSink
 
@@ -654,21 +653,16 @@ def edited(
     ``added`` (position, pair) put in the body of the section whose body spans that
     position (at the end of a body rather than before the next section's header;
     ``ValueError`` when no body spans it)."""
-    if not replaced and not dropped and added is None:
+    if replaced:  # map_messages visits the messages in their order
+        positions = count()
+        ast = map_messages(ast, lambda _: replaced.get(next(positions)))
+    if not dropped and added is None:
         return ast
     sections: list[Section] = []
     position = 0
     for section in ast.sections:
-        old = section.header
-        system, human = old.system_message, old.human_message
-        if system is not None:
-            system = replaced.get(position, system)
-            position += 1
-        if human is not None:
-            human = replaced.get(position, human)
-            position += 1
-        same = system is old.system_message and human is old.human_message
-        header = old if same else Header(system, human)
+        header = section.header
+        position += (header.system_message is not None) + (header.human_message is not None)
         opens = position
         body: list[BodyPair] = []
         for pair in section.body:
@@ -677,23 +671,13 @@ def edited(
                 added = None
             at = position
             position += 1 + len(pair.tool_messages)
-            if at in dropped:
-                continue
-            if replaced:
-                ai = replaced.get(at, pair.ai_message)
-                tools = tuple(replaced.get(at + 1 + i, m) for i, m in enumerate(pair.tool_messages))
-                same = ai is pair.ai_message and all(map(operator.is_, tools, pair.tool_messages))
-                body.append(pair if same else BodyPair.build(ai, tools))
-            else:
+            if at not in dropped:
                 body.append(pair)
         if added is not None and opens <= added[0] <= position:
             body.append(added[1])
             added = None
-        same = header is section.header and len(body) == len(section.body)
-        if same and all(map(operator.is_, body, section.body)):
-            sections.append(section)
-        else:
-            sections.append(Section(header, tuple(body)))
+        same = len(body) == len(section.body) and all(map(operator.is_, body, section.body))
+        sections.append(section if same else Section(header, tuple(body)))
     if added is not None:
         raise ValueError(f"position {added[0]} is in no section's body")
     return ChainAST(sections)
