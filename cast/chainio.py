@@ -33,7 +33,6 @@ __all__ = [
     "InputTooLargeError",
     "add_input_limit_argument",
     "decode_chain",
-    "decode_owned_chain",
     "encode_chain",
     "format_size",
     "install_hint",
@@ -534,30 +533,24 @@ def _codec(fmt: str) -> Any:
         ) from exc
 
 
-def decode_chain(payload: Any, fmt: str | None = None) -> tuple[list[Message], str]:
-    """The messages of a payload and the format they were read as (detected when ``fmt``
-    is None). Raises :class:`InputError` / :class:`CodecError` on bad input."""
-    if fmt is None:
-        fmt = _detect(payload, "--format")
-    codec = _codec(fmt)
-    with _depth_checked(f"the {fmt} chain"):
-        return list(codec.decode(payload)), fmt
-
-
-def decode_owned_chain(
-    payload: Any, fmt: str | None = None, *, option: str = "--format"
+def decode_chain(
+    payload: Any, fmt: str | None = None, *, owned: bool = False, option: str = "--format"
 ) -> tuple[list[Message], str]:
-    """:func:`decode_chain` for a payload the caller owns and will not read again: its
-    message list is emptied as it is decoded, each raw message released once decoded;
-    ``option`` names the format's option in the error when detection cannot tell."""
+    """The messages of a payload and the format they were read as (detected when ``fmt``
+    is None; ``option`` names the format's option in the error when detection cannot
+    tell). Raises :class:`InputError` / :class:`CodecError` on bad input. An ``owned``
+    payload (the caller will not read it again) has its message list emptied as it is
+    decoded, each raw message released once decoded."""
     if fmt is None:
         fmt = _detect(payload, option)
-    if fmt in _SINGLE_PASS_DECODERS:
+    if owned and fmt in _SINGLE_PASS_DECODERS:
         if isinstance(payload, list):
             payload = _ReleasingList.taking(payload)
         elif isinstance(payload, dict) and isinstance(payload.get("messages"), list):
             payload["messages"] = _ReleasingList.taking(payload["messages"])
-    return decode_chain(payload, fmt)
+    codec = _codec(fmt)
+    with _depth_checked(f"the {fmt} chain"):
+        return list(codec.decode(payload)), fmt
 
 
 def _detect(payload: Any, option: str) -> str:

@@ -13,7 +13,7 @@ from cast._port import LostCompactionWarning, drop_provider_fields, port
 from cast.ast import BodyPair, BodyPairType, ChainAST
 from cast.chainio import (
     add_input_limit_argument,
-    decode_owned_chain,
+    decode_chain,
     format_size,
     known_formats,
     read_json,
@@ -150,7 +150,7 @@ def render_tree(ast: ChainAST, messages: Sequence[Message]) -> list[str]:
 
 def _inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
-    messages, fmt = decode_owned_chain(payload, args.format)
+    messages, fmt = decode_chain(payload, args.format, owned=True)
     del payload
     issues = diagnose(messages)
     ast = parse_chain(messages, repair=True)  # raises for what repair cannot fix (rule 1)
@@ -168,7 +168,7 @@ def _inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
-    messages, detected = decode_owned_chain(payload, args.source, option="--from")
+    messages, detected = decode_chain(payload, args.source, owned=True, option="--from")
     del payload  # the decoded messages are all that is needed from here on
     if not args.no_port:
         target = args.target_provider or _provider_of_format(args.target)
@@ -205,7 +205,7 @@ def _provider_of_format(fmt: str) -> str | None:
 
 def _lint(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     payload = read_json(args.file, max_bytes=args.max_input_bytes)
-    messages, _ = decode_owned_chain(payload, args.format)
+    messages, _ = decode_chain(payload, args.format, owned=True)
     del payload
     violations = lint(messages, args.target, source=args.source)
     for violation in violations:

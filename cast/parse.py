@@ -71,15 +71,16 @@ class ChainIssue:
         return f"{where}: [{self.rule}] {self.message}"
 
 
-def to_message(item: object, index: int | None = None) -> Message:
-    """``item`` as a Message: Messages pass through, dicts are validated."""
+def to_message(item: object, index: int | None = None, *, codec: bool = False) -> Message:
+    """``item`` as a Message: Messages pass through, dicts are validated (a bad one raises
+    :func:`~cast.errors.located_error`'s error, a :class:`CodecError` with ``codec``)."""
     if isinstance(item, Message):
         return item
     if isinstance(item, dict):
         try:
             return Message.model_validate(item)
         except ValidationError as exc:
-            raise located_error(exc, index) from exc
+            raise located_error(exc, index, codec=codec) from exc
     raise MessageFormatError(
         f"expected a Message or a dict, got {type(item).__name__}", index=index
     )

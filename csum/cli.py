@@ -29,7 +29,7 @@ from cast import (
 )
 from cast.chainio import (
     add_input_limit_argument,
-    decode_owned_chain,
+    decode_chain,
     format_size,
     known_formats,
     parse_size,
@@ -813,7 +813,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         payload = read_json(args.file, max_bytes=args.max_input_bytes)
         origin = "standard input" if args.file == "-" else args.file
-    messages, fmt = decode_owned_chain(payload, args.format)
+    messages, fmt = decode_chain(payload, args.format, owned=True)
     del payload  # held through the whole run, it made the peak memory 1.5x larger
     handler = resolve_handler(args.handler)
     started = time.perf_counter()

@@ -11,10 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
-from pydantic import ValidationError
-
 from cast.codecs._streaming import PayloadStream
-from cast.errors import CodecError, located_error
+from cast.errors import CodecError
 from cast.messages import (
     BinaryPart,
     ImagePart,
@@ -27,6 +25,7 @@ from cast.messages import (
     ToolResult,
     trusted_message,
 )
+from cast.parse import to_message
 from cast.transforms import loads_strict
 
 # Roles as module globals (here and in the codecs): ``Role.AI`` is an enum lookup, five
@@ -252,14 +251,10 @@ def iter_messages(messages: Iterable[Message | dict[str, Any]]) -> Iterator[Mess
     for index, item in enumerate(messages):
         if isinstance(item, Message):
             yield item
-            continue
-        if not isinstance(item, dict):
+        elif isinstance(item, dict):
+            yield to_message(item, index, codec=True)
+        else:
             fail(f"messages[{index}]", "a Message or its dict", item, index)
-        try:
-            message = Message.model_validate(item)
-        except ValidationError as exc:
-            raise located_error(exc, index, codec=True) from exc
-        yield message
 
 
 def reasoned(

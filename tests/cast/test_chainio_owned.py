@@ -1,6 +1,6 @@
-"""The command lines' consuming decode (``decode_owned_chain``): the same messages as
-``decode_chain`` on real payloads, each raw message released as soon as it is decoded,
-and ``decode_chain`` (the library path) still leaving its payload untouched."""
+"""The command lines' consuming decode (``decode_chain(..., owned=True)``): the same
+messages as ``decode_chain`` on real payloads, each raw message released as soon as it is
+decoded, and ``decode_chain`` (the library path) still leaving its payload untouched."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from cast.chainio import _SINGLE_PASS_DECODERS, decode_chain, decode_owned_chain
+from cast.chainio import _SINGLE_PASS_DECODERS, decode_chain
 from cast.codecs import claude_code, detect_format
 from tests.conftest import (
     CLAUDE_CODE,
@@ -51,7 +51,7 @@ def test_owned_decode_gives_the_same_messages(name: str, payload: Any, given: st
     expected, fmt = decode_chain(payload, given)
     assert payload == kept  # the library path never changes its input
     owned = copy.deepcopy(payload)
-    messages, owned_fmt = decode_owned_chain(owned, given)
+    messages, owned_fmt = decode_chain(owned, given, owned=True)
     assert (messages, owned_fmt) == (expected, fmt)
     if fmt in _SINGLE_PASS_DECODERS:
         items = owned if isinstance(owned, list) else owned["messages"]
@@ -97,7 +97,7 @@ def test_each_raw_message_is_released_once_decoded(fmt: str) -> None:
     count = len(body["messages"])
     assert detect_format(body) == fmt
     _Raw.counts.clear()  # detection reads roles too
-    messages, _ = decode_owned_chain(body, fmt)
+    messages, _ = decode_chain(body, fmt, owned=True)
     assert len(_Raw.counts) == count
     # While message i is decoded, the raw messages before it are gone.
     assert _Raw.counts == [count - i for i in range(count)]

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import cast.codecs.openai as openai_codec
-from cast import Message, ToolCall, port
+from cast import Message, port
+from cast.internals import map_tool_call_arguments
 from csum.serve.apis import MESSAGES
 from csum.serve.sse import data_event
 from csum.serve.translate import TranslatedStream, TranslationError, tools_of
@@ -45,7 +46,7 @@ def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) ->
         if chain is None:
             chain = MESSAGES.decode(payload)
         else:  # as the codec writes and reads a call: arguments as compact JSON text
-            chain = [_compact_arguments(m) for m in chain]
+            chain = [map_tool_call_arguments(m, _compact) or m for m in chain]
         messages = port(chain, "openai", source="anthropic")
     except ValueError as exc:
         raise TranslationError(str(exc)) from exc
@@ -63,16 +64,6 @@ def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) ->
         if isinstance(choice, dict) and choice.get("disable_parallel_tool_use"):
             out["parallel_tool_calls"] = False
     return out
-
-
-def _compact_arguments(message: Message) -> Message:
-    if not any(type(p) is ToolCall for p in message.parts):
-        return message
-    parts = [
-        p.model_copy(update={"arguments": _compact(p.arguments)}) if type(p) is ToolCall else p
-        for p in message.parts
-    ]
-    return message.model_copy(update={"parts": tuple(parts)})
 
 
 def _compact(arguments: str) -> str:
