@@ -12,7 +12,6 @@ import json
 import os
 import sys
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import MISSING, fields, replace
 from functools import partial
@@ -501,8 +500,6 @@ def _add_run(add: Callable[..., None]) -> None:
     )
 
 
-_REFERENCE_ONLY = ("pair_budget", "keep_sections", "qa", "qa_budget")
-
 _CLEAR_FIELDS = {
     "clear_keep": "keep",
     "clear_trigger": "trigger",
@@ -538,7 +535,18 @@ def _budget_option(text: str, tokens: bool) -> Budget:
 
 
 def _config(args: argparse.Namespace) -> SummarizerConfig:
-    """The reference algorithm's budgets (``--last-section-budget`` and its group)."""
+    """The reference algorithm's budgets (``--last-section-budget`` and its group); the
+    options of ``--budget`` are refused."""
+    if args.tokens:
+        raise ValueError("--tokens applies to --budget")
+    if args.max_prompt_bytes is not None:
+        raise ValueError("--max-prompt-bytes applies to --budget")
+    ratios = (args.keep_ratio, args.summary_ratio)
+    if args.low_cost or args.summary_only or ratios != (None, None) or _clearing(args, None):
+        raise ValueError(
+            "--low-cost, --summary-only, --clear, --keep-ratio and --summary-ratio "
+            "apply to --budget"
+        )
     budget = _size_option("--last-section-budget", args.last_section_budget)
     pair_budget = min(16384, max(budget // 3, 1))
     if args.pair_budget is not None:
@@ -555,17 +563,6 @@ def _config(args: argparse.Namespace) -> SummarizerConfig:
         use_qa=args.qa,
         max_qa_bytes=qa_budget,
     )
-
-
-def _budget(args: argparse.Namespace) -> Budget:
-    """The whole-chain budget of ``--budget`` (bytes, or tokens with ``--tokens``)."""
-    for name in _REFERENCE_ONLY:
-        if getattr(args, name) not in (None, False):
-            option = "--" + name.replace("_", "-")
-            raise ValueError(
-                f"{option} applies to the reference algorithm: use it with --last-section-budget"
-            )
-    return _budget_option("50KiB" if args.budget is None else args.budget, args.tokens)
 
 
 def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | None:
@@ -587,8 +584,15 @@ def _clearing(args: argparse.Namespace, base: Clearing | None) -> Clearing | Non
 
 
 def _settings(args: argparse.Namespace) -> tuple[Budget, Clearing | None, int]:
-    """(budget, clearing stage, prompt bound) of the options; usage errors name their option."""
-    budget = _budget(args)
+    """(budget, clearing stage, prompt bound) of ``--budget`` and its options (the
+    reference algorithm's refused); usage errors name their option."""
+    for name in ("pair_budget", "keep_sections", "qa", "qa_budget"):
+        if getattr(args, name) not in (None, False):
+            option = "--" + name.replace("_", "-")
+            raise ValueError(
+                f"{option} applies to the reference algorithm: use it with --last-section-budget"
+            )
+    budget = _budget_option("50KiB" if args.budget is None else args.budget, args.tokens)
     max_prompt_bytes = DEFAULT_MAX_PROMPT_BYTES
     if args.max_prompt_bytes is not None:
         max_prompt_bytes = _size_option("--max-prompt-bytes", args.max_prompt_bytes)
@@ -602,25 +606,6 @@ def _settings(args: argparse.Namespace) -> tuple[Budget, Clearing | None, int]:
     ratios = {"keep_ratio": args.keep_ratio, "summary_ratio": args.summary_ratio}
     settings.update({name: ratio for name, ratio in ratios.items() if ratio is not None})
     return budget.evolve(**settings), clearing, max_prompt_bytes
-
-
-def _check_reference_usage(args: argparse.Namespace) -> None:
-    """Refuse the options of ``--budget`` with ``--last-section-budget``."""
-    if args.tokens:
-        raise ValueError("--tokens applies to --budget")
-    if args.max_prompt_bytes is not None:
-        raise ValueError("--max-prompt-bytes applies to --budget")
-    if (
-        args.low_cost
-        or args.summary_only
-        or args.keep_ratio is not None
-        or args.summary_ratio is not None
-        or _clearing(args, None) is not None
-    ):
-        raise ValueError(
-            "--low-cost, --summary-only, --clear, --keep-ratio and --summary-ratio "
-            "apply to --budget"
-        )
 
 
 def _check_output(args: argparse.Namespace) -> None:
@@ -692,20 +677,18 @@ class _Progress:
 
 
 def _run(work: Callable[[], Awaitable[T]], stores: Stores, progress: _Progress) -> T:
-    """``work()`` on an event loop, then the stores closed and the progress line cleared."""
+    """``work()`` on an event loop, then the progress line cleared and the stores closed."""
 
     async def run() -> T:
         try:
             return await work()
         finally:
+            progress.done()
             for store in (stores.cache, stores.archive):
                 if store is not None:
                     await store.aclose()
 
-    try:
-        return anyio.run(run)
-    finally:
-        progress.done()
+    return anyio.run(run)
 
 
 def _compact(
@@ -786,7 +769,7 @@ def _report(result: SummaryResult, origin: str, args: argparse.Namespace, err: T
             print(f"  {issue}", file=err)
     if args.cache:
         print(f"cache: {result.cache_hits} hits, {result.handler_calls} handler calls", file=err)
-    archived = Counter(event.kind for event in result.store_events)[StoreEventKind.ARCHIVED]
+    archived = sum(event.kind == StoreEventKind.ARCHIVED for event in result.store_events)
     if archived:
         print(f"archive: {archived} batches archived", file=err)
     failures = [event for event in result.store_events if event.failed]
@@ -804,7 +787,6 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if compacting:  # usage errors before any work
         settings = _settings(args)
     else:
-        _check_reference_usage(args)
         config = _config(args)
     _check_output(args)
     if args.example:
