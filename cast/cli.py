@@ -42,19 +42,15 @@ def main_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     formats = ", ".join(known_formats())
+    detected = f"input format (detected when omitted): {formats}"
 
     inspect = commands.add_parser("inspect", help="show a chain as a tree of sections and pairs")
-    inspect.add_argument("file", help="chain file, or - for standard input")
-    inspect.add_argument("--format", "-f", help=f"input format (detected when omitted): {formats}")
-    add_input_limit_argument(inspect)
+    inspect.add_argument("--format", "-f", help=detected)
 
     convert = commands.add_parser(
         "convert", help="convert a chain to another provider's format, made acceptable to it"
     )
-    convert.add_argument("file", help="chain file, or - for standard input")
-    convert.add_argument(
-        "--from", dest="source", help=f"input format (detected when omitted): {formats}"
-    )
+    convert.add_argument("--from", dest="source", help=detected)
     convert.add_argument("--to", dest="target", required=True, help=f"output format: {formats}")
     convert.add_argument(
         "--target-provider",
@@ -73,16 +69,16 @@ def main_parser() -> argparse.ArgumentParser:
         "an error (raise, the default) or replace it by a note saying what was lost (note)",
     )
     convert.add_argument("-o", "--output", help="output file (default: standard output)")
-    add_input_limit_argument(convert)
 
     lint = commands.add_parser("lint", help="list what a provider would reject in a chain")
-    lint.add_argument("file", help="chain file, or - for standard input")
     lint.add_argument("--target", "-t", required=True, help="provider to check against")
-    lint.add_argument("--format", "-f", help=f"input format (detected when omitted): {formats}")
+    lint.add_argument("--format", "-f", help=detected)
     lint.add_argument(
         "--source", help="provider that produced the chain (checks foreign reasoning)"
     )
-    add_input_limit_argument(lint)
+    for command in (inspect, convert, lint):  # a positional's place makes no difference
+        command.add_argument("file", help="chain file, or - for standard input")
+        add_input_limit_argument(command)
 
     handoff = commands.add_parser(
         "handoff",
@@ -154,9 +150,7 @@ def _inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     del payload
     issues = diagnose(messages)
     ast = parse_chain(messages, repair=True)  # raises for what repair cannot fix (rule 1)
-    print(f"format: {fmt}", file=out)
-    for line in render_tree(ast, messages):
-        print(line, file=out)
+    print(f"format: {fmt}", *render_tree(ast, messages), sep="\n", file=out)
     if issues:
         print(f"repairs needed ({len(issues)}); the tree above shows the repaired chain:", file=out)
         for issue in issues:
@@ -186,8 +180,6 @@ def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 )
             for warning in caught:  # what the note replaced, said where the user sees it
                 print(f"warning: {warning.category.__name__}: {warning.message}", file=err)
-    # Written as it is encoded, each message released once written: the chain and its
-    # encoded text are never both whole in memory.
     write_owned_chain(messages, args.target, args.output, out)
     return EXIT_OK
 
@@ -226,8 +218,7 @@ def _handoff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"note: compacted from {done.size_before} to {done.size_after} {done.unit}",
             file=err,
         )
-    print(done.session_id, file=out)
-    print(done.resume_command, file=out)
+    print(done.session_id, done.resume_command, sep="\n", file=out)
     return EXIT_OK
 
 
