@@ -145,7 +145,7 @@ def read_session(path: str | os.PathLike[str]) -> Session:
     try:
         if agent == "codex":
             meta = codex_rollout.session_meta(lines) or {}
-            messages = _without_codex_context(codex_rollout.decode(lines))
+            messages = [m for m in codex_rollout.decode(lines) if not _codex_context(m)]
             cwd, session_id, model = meta.get("cwd"), meta.get("id"), _codex_model(lines)
         else:
             chain = claude_code_session.conversation_lines(lines)
@@ -172,28 +172,14 @@ def _codex_model(lines: list[Any]) -> str | None:
     return None
 
 
-def _without_codex_context(messages: list[Message]) -> list[Message]:
-    """The conversation without Codex's own developer instructions and context."""
-    kept = []
-    for message in messages:
-        if message.role is Role.SYSTEM:
-            continue
-        if message.role is Role.HUMAN and message.parts:
-            texts = [p.text for p in message.parts if type(p) is TextPart]
-            if len(texts) == len(message.parts) and all(
-                t.lstrip().startswith(_CODEX_CONTEXT) for t in texts
-            ):
-                continue
-        kept.append(message)
-    return kept
-
-
-def _without_reasoning(messages: list[Message], mode: ReasoningMode) -> tuple[list[Message], int]:
-    """The messages without reasoning (``text``: readable thinking kept), and how many went."""
-    removed = sum(has_reasoning(p) for m in messages if m.role is Role.AI for p in m.parts)
-    as_text = mode == "text"
-    out = [without_reasoning(m, as_text=as_text) or m if m.role is Role.AI else m for m in messages]
-    return out, removed
+def _codex_context(message: Message) -> bool:
+    """Whether ``message`` is Codex's own developer instructions or context."""
+    if message.role is not Role.HUMAN:
+        return message.role is Role.SYSTEM
+    texts = [p.text for p in message.parts if type(p) is TextPart]
+    return 0 < len(texts) == len(message.parts) and all(
+        t.lstrip().startswith(_CODEX_CONTEXT) for t in texts
+    )
 
 
 def _flagged(part: Any) -> Any:
@@ -300,11 +286,16 @@ def handoff(
     if not folder:
         raise InputError(f"{os.fspath(source)} records no working directory: pass --cwd")
     folder = os.path.abspath(folder)
-    messages, removed = _without_reasoning(session.messages, reasoning)
+    as_text = reasoning == "text"
+    messages = [
+        without_reasoning(m, as_text=as_text) or m if m.role is Role.AI else m
+        for m in session.messages
+    ]
+    removed = sum(has_reasoning(p) for m in session.messages if m.role is Role.AI for p in m.parts)
     notes: list[str] = []
     if removed:
         kind = "thinking block" if session.agent == "claude-code" else "reasoning item"
-        done = "kept as plain text where readable" if reasoning == "text" else "dropped"
+        done = "kept as plain text where readable" if as_text else "dropped"
         why = (
             f"only {_NAMES[session.agent]}'s provider can verify them"
             if session.agent != agent
