@@ -286,8 +286,7 @@ def _add_handler_flags(summarize: argparse.ArgumentParser) -> None:
 
 
 def _add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``serve`` to ``csum``'s sub-commands, its flags in groups (as ``--help`` lists
-    them)."""
+    """Add ``csum serve``, its flags in groups (as ``--help`` lists them)."""
     parser = commands.add_parser("serve", help="run the compaction gateway (needs the serve extra)")
     # a flag named as a ServeConfig field and given no default of its own defaults to the
     # field's, which its help shows (--keep-ratio's depends on --summary-only: _serve_config)
@@ -827,9 +826,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _serve_config(args: argparse.Namespace) -> ServeConfig:
     """The :class:`ServeConfig` of parsed ``serve`` flags (``ValueError`` when wrong)."""
     _share_option("--keep-ratio", args.keep_ratio)
-    keep_ratio: float | None = args.keep_ratio  # its default depends on --summary-only
-    if keep_ratio is None:
-        keep_ratio = SUMMARY_ONLY.keep_ratio if args.summary_only else DEFAULT_KEEP_RATIO
+    keep_default = SUMMARY_ONLY.keep_ratio if args.summary_only else DEFAULT_KEEP_RATIO
     if args.budget is None and args.tokens:
         raise ValueError("--tokens needs --budget")
     budget = None if args.budget is None else _budget_option(args.budget, args.tokens)
@@ -847,7 +844,7 @@ def _serve_config(args: argparse.Namespace) -> ServeConfig:
             )
     given.update(
         budget=budget,
-        keep_ratio=keep_ratio,
+        keep_ratio=keep_default if args.keep_ratio is None else args.keep_ratio,
         gateway_key=args.gateway_key or os.environ.get(GATEWAY_KEY_ENV) or None,
         tenant_secret=os.environ.get(TENANT_SECRET_ENV) or None,
         offload=not args.no_offload,
@@ -857,8 +854,7 @@ def _serve_config(args: argparse.Namespace) -> ServeConfig:
 
 def _serve(args: argparse.Namespace, _stdout: TextIO, err: TextIO) -> int:
     """Run the gateway until interrupted; 2 when the extra is missing. A wrong flag, or
-    a missing key or SDK of ``--summarizer``, is a ``ValueError`` or ``ImportError``
-    raised before anything runs."""
+    a missing key or SDK of ``--summarizer``, is refused before anything runs."""
     config = _serve_config(args)
     SummaryHandlerFactory(config)  # a missing key or SDK of --summarizer, said at once
     from csum.serve import INSTALL_HINT, create_app
