@@ -214,10 +214,7 @@ def _handoff(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for note in done.notes:
         print(f"note: {note}", file=err)
     if done.compacted:
-        print(
-            f"note: compacted from {done.size_before} to {done.size_after} {done.unit}",
-            file=err,
-        )
+        print(f"note: compacted from {done.size_before} to {done.size_after} {done.unit}", file=err)
     print(done.session_id, done.resume_command, sep="\n", file=out)
     return EXIT_OK
 

@@ -20,12 +20,7 @@ from typing import Any, TextIO, TypeVar
 
 import anyio
 
-from cast import (
-    DEFAULT_TOOL_CALL_ID_TEMPLATE,
-    ChainError,
-    Message,
-    open_with_human,
-)
+from cast import DEFAULT_TOOL_CALL_ID_TEMPLATE, ChainError, Message, open_with_human
 from cast.chainio import (
     add_input_limit_argument,
     decode_chain,
@@ -453,10 +448,7 @@ def _add_state(add: Callable[..., None]) -> None:
         help="with --store memory: bytes of state and summaries kept at most, least "
         "recently used dropped first (default 256MiB)",
     )
-    add(
-        "--state-ttl",
-        help="seconds a conversation's state lives (default 7 days)",
-    )
+    add("--state-ttl", help="seconds a conversation's state lives (default 7 days)")
     add(
         "--archive",
         metavar="PATH|redis://...",
