@@ -196,7 +196,6 @@ def _fit(
     """The chain within the budget: compacted offline by csum when larger, first task pinned."""
     from csum import Clearing, Compactor
     from csum.config import as_budget
-    from csum.handlers import extractive
     from csum.tokens import EstimatedTokens, Meter
 
     try:
@@ -208,13 +207,9 @@ def _fit(
     if before <= budget.limit:
         return messages, False, budget.unit, before, before
     first_task = next(m for m in messages if m.role is Role.HUMAN)
-    # Clearing first: the offline handler then reads placeholders, not the whole session.
+    # Clearing first: the default offline handler then reads placeholders, not the session.
     compactor = Compactor(
-        extractive(),
-        budget=budget,
-        target=provider,
-        pin=lambda message: message is first_task,
-        clearing=Clearing(),
+        budget=budget, target=provider, pin=lambda m: m is first_task, clearing=Clearing()
     )
     compacted = compactor.compact_sync(messages)
     after = measure(compacted)
