@@ -152,9 +152,8 @@ def _inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ast = parse_chain(messages, repair=True)  # raises for what repair cannot fix (rule 1)
     print(f"format: {fmt}", *render_tree(ast, messages), sep="\n", file=out)
     if issues:
-        print(f"repairs needed ({len(issues)}); the tree above shows the repaired chain:", file=out)
-        for issue in issues:
-            print(f"  {issue}", file=out)
+        head = f"repairs needed ({len(issues)}); the tree above shows the repaired chain:"
+        print(head, *(f"  {issue}" for issue in issues), sep="\n", file=out)
     else:
         print("valid: parses strictly, no repair needed", file=out)
     return EXIT_OK

@@ -600,8 +600,7 @@ def _settings(args: argparse.Namespace) -> tuple[Budget, Clearing | None, int]:
 
 
 def _check_output(args: argparse.Namespace) -> None:
-    """Refuse ``-o`` naming a symbolic link unless ``--force``: the file written is the
-    link's target, which may be anything the user can write."""
+    """Refuse an empty ``-o``, and one naming a symbolic link unless ``--force``."""
     if args.output is not None and not args.output.strip():
         raise ValueError("-o needs a file name, not an empty text")
     if args.output and os.path.islink(args.output) and not args.force:
@@ -755,9 +754,8 @@ def _report(result: SummaryResult, origin: str, args: argparse.Namespace, err: T
         file=err,
     )
     if result.repairs:
-        print(f"repaired {len(result.repairs)} problems first:", file=err)
-        for issue in result.repairs:
-            print(f"  {issue}", file=err)
+        issues = (f"  {issue}" for issue in result.repairs)
+        print(f"repaired {len(result.repairs)} problems first:", *issues, sep="\n", file=err)
     if args.cache:
         print(f"cache: {result.cache_hits} hits, {result.handler_calls} handler calls", file=err)
     archived = sum(event.kind == StoreEventKind.ARCHIVED for event in result.store_events)
