@@ -790,7 +790,6 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     started = time.perf_counter()
     stores = _stores(args)
     progress = _Progress(err, not args.quiet)
-    over = False
     if compacting:
         result, over = _compact(args, settings, messages, handler, stores=stores, progress=progress)
     else:  # the reference algorithm bounds the active sections
@@ -804,7 +803,7 @@ def _summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             target=args.target,
             allow_growth=False,
         )
-        result = _run(work, stores, progress)
+        result, over = _run(work, stores, progress), False
     write_chain(result.messages, fmt, args.output, out)
     if not args.quiet:
         _report(result, origin, args, err)
