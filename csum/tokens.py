@@ -147,31 +147,26 @@ class _PartCounter:
 
     def count(self, message: Message) -> int:
         total = MESSAGE_OVERHEAD
+        part: Any
         for part in message.parts:
             cls = type(part)
-            if cls is TextPart:
-                total += self.text_tokens(part.text, "text")  # type: ignore[union-attr]
-                reasoning = part.reasoning  # type: ignore[union-attr]
-                if reasoning is not None:
+            if cls is TextPart or cls is ToolCall:
+                if (reasoning := part.reasoning) is not None:
                     total += self.text_tokens(reasoning.content, "reasoning")
-            elif cls is ToolCall:
-                total += CALL_OVERHEAD + self.text_tokens(
-                    part.name + part.arguments,  # type: ignore[union-attr]
-                    "call",
-                )
-                if part.reasoning is not None:  # type: ignore[union-attr]
-                    total += self.text_tokens(part.reasoning.content, "reasoning")  # type: ignore[union-attr]
-            elif cls is ToolResult:
-                total += CALL_OVERHEAD + self.text_tokens(part.content, "result")  # type: ignore[union-attr]
-            elif cls is ImagePart:
-                size = url_image_size(part.url)  # type: ignore[union-attr]
-                total += image_tokens(size, self.image_formula, detail=part.detail)  # type: ignore[union-attr]
-            elif cls is BinaryPart:
-                data: Any = part.data  # type: ignore[union-attr]
-                if part.mime_type.startswith("image/"):  # type: ignore[union-attr]
-                    total += image_tokens(image_size(data[:65536]), self.image_formula)
+                if cls is TextPart:
+                    total += self.text_tokens(part.text, "text")
                 else:
-                    total += math.ceil(len(data) / BYTES_PER_TOKEN["binary"])
+                    total += CALL_OVERHEAD + self.text_tokens(part.name + part.arguments, "call")
+            elif cls is ToolResult:
+                total += CALL_OVERHEAD + self.text_tokens(part.content, "result")
+            elif cls is ImagePart:
+                size = url_image_size(part.url)
+                total += image_tokens(size, self.image_formula, detail=part.detail)
+            elif cls is BinaryPart:
+                if part.mime_type.startswith("image/"):
+                    total += image_tokens(image_size(part.data[:65536]), self.image_formula)
+                else:
+                    total += math.ceil(len(part.data) / BYTES_PER_TOKEN["binary"])
         return total
 
 
