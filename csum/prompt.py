@@ -435,7 +435,8 @@ def _render(case: PromptCase, focus: str, mark: str, blocks: _Blocks) -> tuple[s
 
 
 _ALIAS: dict[int, str] = {}
-"""The alias attribute of each call number (``n="1"`` for call 0), made once."""
+"""The alias attribute of each call number (``n="1"`` for call 0), made by the first
+prompt with that many calls."""
 
 
 class _Renderer:
@@ -510,9 +511,12 @@ class _Renderer:
                     content, closing = fields["content"], result_tags[1]
                 elif kind is ToolCall or kind is TextPart:
                     reasoning = fields["reasoning"]
-                    if reasoning is not None and reasoning.content:
+                    if reasoning is not None and (thought := reasoning.content):
                         count += 2
-                        _append(out, think[0], reasoning.content, think[1])
+                        if len(thought) <= _SHORT:
+                            append(f"{think[0]}{thought}{think[1]}")
+                        else:
+                            out += (think[0], thought, think[1])
                     if kind is TextPart:
                         opening, content, closing = text[0], fields["text"], text[1]
                     else:
@@ -522,10 +526,7 @@ class _Renderer:
                         latest[(call_id, name)] = calls
                         if "&" in call_id or '"' in call_id or ">" in call_id:
                             call_id = _attr(call_id)
-                        try:
-                            alias = numbers[calls]
-                        except KeyError:  # the first prompt with this many calls
-                            alias = numbers[calls] = f' n="{calls + 1}"'
+                        alias = numbers.get(calls) or numbers.setdefault(calls, f' n="{calls + 1}"')
                         opening = f'{call_start}{alias} id="{call_id}"{end}'
                         content, closing = fields["arguments"], call_end
                         calls += 1
@@ -542,13 +543,6 @@ class _Renderer:
             append(message_end)
         self.calls = calls
         return count
-
-
-def _append(out: list[str], opening: str, content: str, closing: str) -> None:
-    if len(content) <= _SHORT:
-        out.append(f"{opening}{content}{closing}")
-    else:
-        out += (opening, content, closing)
 
 
 def _attr(value: str) -> str:
