@@ -591,22 +591,19 @@ def summary_request(
         f"{len(block)},{size}" for (_, block), size in zip(blocks, block_sizes, strict=True)
     )
     focus_text = focus or ""
-    mark = _marker(seed, 0)
-    prompt, expected = _render(case, focus_text, mark, blocks)
-    if prompt.count(mark) != expected:
-        # The content holds the marker. Collect, in one pass, every marker-shaped string
-        # the prompt holds (the content's and our own), then take the first candidate
-        # absent from all of them: one more rendering, however many markers were planted.
-        # Matches cannot overlap ("_" is not a hex digit), so findall sees every one.
-        present = set(_MARKER_SHAPE.findall(prompt))
-        del prompt
-        attempt = 1
+    present: set[str] = set()
+    attempt = 0
+    while True:
         while (mark := _marker(seed, attempt)) in present:
             attempt += 1
         prompt, expected = _render(case, focus_text, mark, blocks)
-        if prompt.count(mark) != expected:  # pragma: no cover - impossible by construction
-            raise AssertionError("the prompt marker occurs in the content")
-    return SummaryRequest(prompt, case, focus_text, mark, blocks, conversation, kept)
+        if prompt.count(mark) == expected:
+            return SummaryRequest(prompt, case, focus_text, mark, blocks, conversation, kept)
+        # The content holds the marker: the next candidate is the first absent from every
+        # marker-shaped string of the prompt (matches cannot overlap, "_" is no hex digit),
+        # so one more rendering, however many markers were planted.
+        present = set(_MARKER_SHAPE.findall(prompt))
+        del prompt
 
 
 def messages_to_prompt(
