@@ -421,19 +421,6 @@ _PLAIN_NAME = re.compile(r'[^"&<>]*')
 _SHORT = 256  # content up to this long is copied with its tags, longer once, by the join
 
 
-def _render(case: PromptCase, focus: str, mark: str, blocks: _Blocks) -> tuple[str, int]:
-    """The prompt and how many structure tags carrying ``mark`` it holds. Aliases are
-    written as if every call were linked; when one is not, the prompt is made again."""
-    renderer = _Renderer(mark, _ALIAS)
-    prompt, count = renderer.prompt(case, focus, blocks)
-    linked = sorted(set(renderer.linked))
-    if len(linked) < renderer.calls:
-        numbers = dict.fromkeys(range(renderer.calls), "")
-        numbers.update((call, f' n="{rank}"') for rank, call in enumerate(linked, 1))
-        prompt, count = _Renderer(mark, numbers).prompt(case, focus, blocks)
-    return prompt, count
-
-
 _ALIAS: dict[int, str] = {}
 """The alias attribute of each call number (``n="1"`` for call 0), made by the first
 prompt with that many calls."""
@@ -590,19 +577,24 @@ def summary_request(
     seed = ":".join(
         f"{len(block)},{size}" for (_, block), size in zip(blocks, block_sizes, strict=True)
     )
+    # Aliases are first written as if every call were linked (one is not: render again).
     focus_text = focus or ""
-    present: set[str] = set()
-    attempt = 0
+    numbers, present, attempt = _ALIAS, set[str](), 0
     while True:
         while (mark := _marker(seed, attempt)) in present:
             attempt += 1
-        prompt, expected = _render(case, focus_text, mark, blocks)
-        if prompt.count(mark) == expected:
+        renderer = _Renderer(mark, numbers)
+        prompt, expected = renderer.prompt(case, focus_text, blocks)
+        if numbers is _ALIAS and len(linked := sorted(set(renderer.linked))) < renderer.calls:
+            numbers = dict.fromkeys(range(renderer.calls), "")
+            numbers.update((call, f' n="{rank}"') for rank, call in enumerate(linked, 1))
+        elif prompt.count(mark) == expected:
             return SummaryRequest(prompt, case, focus_text, mark, blocks, conversation, kept)
-        # The content holds the marker: the next candidate is the first absent from every
-        # marker-shaped string of the prompt (matches cannot overlap, "_" is no hex digit),
-        # so one more rendering, however many markers were planted.
-        present = set(_MARKER_SHAPE.findall(prompt))
+        else:
+            # The content holds the marker: the next candidate is the first absent from
+            # every marker-shaped string of the prompt (matches cannot overlap, "_" is no
+            # hex digit), so one more rendering, however many markers were planted.
+            present = set(_MARKER_SHAPE.findall(prompt))
         del prompt
 
 
