@@ -321,42 +321,30 @@ def image_size(data: bytes) -> tuple[int, int] | None:
         return struct.unpack(">II", data[16:24])
     if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
         return struct.unpack("<HH", data[6:10])
-    if data.startswith(b"\xff\xd8"):
-        return _jpeg_size(data)
-    if data.startswith(b"RIFF") and data[8:12] == b"WEBP":
-        return _webp_size(data)
-    return None
-
-
-def _jpeg_size(data: bytes) -> tuple[int, int] | None:
-    index = 2
-    while index + 9 < len(data):
-        if data[index] != 0xFF:
-            return None
-        marker = data[index + 1]
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
-            index += 2
-            continue
-        (length,) = struct.unpack(">H", data[index + 2 : index + 4])
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            height, width = struct.unpack(">HH", data[index + 5 : index + 9])
+    if data.startswith(b"\xff\xd8"):  # JPEG: the first start-of-frame segment
+        index = 2
+        while index + 9 < len(data) and data[index] == 0xFF:
+            marker = data[index + 1]
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+                index += 2
+                continue
+            (length,) = struct.unpack(">H", data[index + 2 : index + 4])
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                height, width = struct.unpack(">HH", data[index + 5 : index + 9])
+                return width, height
+            index += 2 + length
+    elif data.startswith(b"RIFF") and data[8:12] == b"WEBP":
+        chunk = data[12:16]
+        if chunk == b"VP8 " and len(data) >= 30:
+            width, height = struct.unpack("<HH", data[26:30])
+            return width & 0x3FFF, height & 0x3FFF
+        if chunk == b"VP8L" and len(data) >= 25:
+            bits = int.from_bytes(data[21:25], "little")
+            return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+        if chunk == b"VP8X" and len(data) >= 30:
+            width = int.from_bytes(data[24:27], "little") + 1
+            height = int.from_bytes(data[27:30], "little") + 1
             return width, height
-        index += 2 + length
-    return None
-
-
-def _webp_size(data: bytes) -> tuple[int, int] | None:
-    chunk = data[12:16]
-    if chunk == b"VP8 " and len(data) >= 30:
-        width, height = struct.unpack("<HH", data[26:30])
-        return width & 0x3FFF, height & 0x3FFF
-    if chunk == b"VP8L" and len(data) >= 25:
-        bits = int.from_bytes(data[21:25], "little")
-        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-    if chunk == b"VP8X" and len(data) >= 30:
-        width = int.from_bytes(data[24:27], "little") + 1
-        height = int.from_bytes(data[27:30], "little") + 1
-        return width, height
     return None
 
 
