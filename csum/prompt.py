@@ -3,11 +3,10 @@
 :func:`summary_request` frames the messages to summarize as tagged data under fixed
 instructions (:func:`messages_to_prompt` is its text) and keeps the entries the prompt
 was rendered from beside it, so offline handlers work on structure instead of parsing
-text. Message content appears **verbatim** (every text,
-tool call name and arguments, and tool result can be found in the prompt as it is),
-and still cannot break the framing: every structural tag carries a marker suffix that
-is derived from the content and occurs in none of it, so a message containing
-``</messages>`` or ``<instructions>`` is only data.
+text. Message content appears **verbatim** (every text, tool call name and arguments,
+and tool result can be found in the prompt as it is), and still cannot break the
+framing: every structural tag carries a marker suffix that is derived from the content
+and occurs in none of it, so a message containing ``</messages>`` is only data.
 
 Layout (``_4f1a9c2e`` is the marker; blocks with no entries are left out)::
 
@@ -29,14 +28,12 @@ Layout (``_4f1a9c2e`` is the marker; blocks with no entries are left out)::
     </message_4f1a9c2e>
     </messages_4f1a9c2e>
 
-The framing is kept short, since a compaction's prompt of cleared tool results is mostly
-framing: messages carry no index (each is the one after the message before in its
-block); a tool result whose call (same id and name) is shown
-earlier in the prompt names it by a short alias ``n`` (the call carries the same ``n``),
-so the provider's call id and the tool's name appear once per pair; any other result
-carries ``id`` and ``name`` itself. A tool name holding ``"``, ``&``, ``<`` or ``>``
-(no real tool's) is written in a ``<name_...>`` element after the opening tag instead
-of an attribute, verbatim. A request's entries hold every part the prompt shows, exactly.
+The framing is kept short (a compaction's prompt of cleared tool results is mostly
+framing): messages carry no index; a tool result whose call (same id and name) is shown
+earlier in the prompt names it by the call's short alias ``n``, so the provider's call
+id and the tool's name appear once per pair; any other result carries ``id`` and
+``name`` itself. A tool name holding ``"``, ``&``, ``<`` or ``>`` (no real tool's) is
+written verbatim in a ``<name_...>`` element after the opening tag instead.
 """
 
 from __future__ import annotations
@@ -604,18 +601,14 @@ def messages_to_prompt(
     *,
     focus: str | None = None,
 ) -> str:
-    """The prompt asking a handler to summarize ``ai_messages`` (or the human ones).
-
-    ``focus`` (what the next step needs, at most :data:`MAX_FOCUS_BYTES`) goes in a
-    ``<focus>`` block after the instructions, which then say how to use it; its tags
-    carry the marker like the data blocks, so no content can open or close it.
+    """The prompt asking a handler to summarize ``ai_messages`` (or the human ones): the
+    text of :func:`summary_request`, deterministic; empty with no messages at all.
 
     With both kinds, the human messages are context and the AI/tool messages are
-    summarized; with only one kind, those messages are summarized. Every text,
-    reasoning, tool call (name and arguments) and tool result appears in full and
-    verbatim; images, binary data and provider blocks become placeholders.
-    Deterministic. With no messages at all there is nothing to summarize: the prompt is
-    empty. The text of :func:`summary_request`.
+    summarized. Every text, reasoning, tool call and tool result appears in full and
+    verbatim; images, binary data and provider blocks become placeholders. ``focus``
+    (what the next step needs, at most :data:`MAX_FOCUS_BYTES`) goes in a ``<focus>``
+    block after the instructions, its tags carrying the marker like the data blocks.
     """
     return summary_request(human_messages, ai_messages, focus=focus).prompt
 
