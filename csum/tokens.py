@@ -354,11 +354,10 @@ def url_image_size(url: str, limit: int = 65536) -> tuple[int, int] | None:
     match = _DATA_URL.match(url)
     if match is None:
         return None
-    payload = url[match.end() : match.end() + limit * 4 // 3 + 4].replace("-", "+")
-    payload = payload.replace("_", "/").strip()
+    payload = url[match.end() : match.end() + limit * 4 // 3 + 4].strip()
     payload = payload[: len(payload) // 4 * 4]
     try:
-        return image_size(base64.b64decode(payload))
+        return image_size(base64.urlsafe_b64decode(payload))
     except (binascii.Error, ValueError):
         return None
 
