@@ -281,12 +281,10 @@ class RequestMessage:
 @dataclass(frozen=True, slots=True)
 class SummaryRequest:
     """What a handler is asked to summarize (:mod:`csum.request`): the prompt text and
-    the entries it was rendered from (:func:`summary_request`), so a handler reads the
-    structure instead of parsing the text. Both are made from the same messages, part by
-    part (a :func:`text_request` has a plain text as both).
-
-    The entries are built when first read (a handler taking the prompt text never pays
-    for them): the request holds the fields they are made of."""
+    the entries it was rendered from (:func:`summary_request`) part by part, so a handler
+    reads the structure instead of parsing the text (a :func:`text_request` has a plain
+    text as both). The entries are built when first read: a handler taking the prompt
+    text never pays for them."""
 
     prompt: str
     """The prompt text, as :func:`messages_to_prompt` makes it (cache keys use it)."""
@@ -549,10 +547,9 @@ def summary_request(
     """The request asking a handler to summarize ``ai_messages`` (or the human ones):
     the entries of the messages and the prompt rendered from them, which is exactly
     :func:`messages_to_prompt`'s (see there for the cases, the focus and the layout),
-    asked in ``conversation`` whose last ``kept`` messages stay
-    (:attr:`SummaryRequest.conversation`). With no messages at all: an empty request
-    (empty prompt, no entries). ``sizes``: the bytes of the human and of the AI
-    messages, when the caller knows them (else they are summed)."""
+    asked in ``conversation`` whose last ``kept`` messages stay (see
+    :attr:`SummaryRequest.conversation`); an empty request with no messages at all.
+    ``sizes``: the bytes of the human and of the AI messages, when the caller knows them."""
     if not human_messages and not ai_messages:
         return SummaryRequest("", None, "", "", (), conversation, kept)
     if focus is not None:
