@@ -105,15 +105,7 @@ MAX_FOCUS_BYTES: Final = 2048
 PROMPT_SECTIONS: Final = (INSTRUCTIONS_TAG, CONTEXT_TAG, MESSAGES_TAG)
 """Top-level blocks of a prompt, in the order they appear."""
 
-ENTRY_KINDS: Final = (
-    "text",
-    "reasoning",
-    "tool_call",
-    "tool_result",
-    "image",
-    "binary",
-    "block",
-)
+ENTRY_KINDS: Final = ("text", "reasoning", "tool_call", "tool_result", "image", "binary", "block")
 """Element names of the entries inside a ``<message>``: one per part (reasoning apart);
 ``block`` is a provider's own part (a server tool's call or result), shown as a label."""
 
