@@ -362,7 +362,6 @@ _ROLE_NAMES = {role: role.value for role in Role}
 _SIZE: Callable[[Message], int] = attrgetter("size")
 
 _Blocks = tuple[tuple[str, tuple[Message, ...]], ...]
-"""The messages of a prompt: (block tag, its messages), in order."""
 
 
 def _request_messages(blocks: _Blocks) -> tuple[RequestMessage, ...]:

@@ -181,11 +181,9 @@ count more tokens than there are: a budget is then kept, not overrun."""
 
 
 class EstimatedTokens(_PartCounter):
-    """The default token counter: no tokenizer, bytes divided by calibrated ratios.
-
-    ``image_formula`` picks the provider formula images are counted with
-    (``"openai"``, ``"anthropic"``, ``"gemini"``).
-    """
+    """The default token counter: no tokenizer, bytes divided by calibrated ratios;
+    ``image_formula`` picks the provider formula images are counted with (``"openai"``,
+    ``"anthropic"``, ``"gemini"``)."""
 
     def __init__(
         self,
@@ -209,13 +207,10 @@ class EstimatedTokens(_PartCounter):
 
 
 class TiktokenCounter(_PartCounter):
-    """Exact text counts with an OpenAI encoding (optional extra ``tiktoken``).
-
-    ``encoding`` is an encoding name (``"o200k_base"``, GPT-4o and later;
-    ``"cl100k_base"``, GPT-4) loaded with ``tiktoken.get_encoding``, or any object with a
-    tiktoken-style ``encode(text)`` method. Framing and images are counted as by
-    :class:`EstimatedTokens`.
-    """
+    """Exact text counts with an OpenAI encoding (optional extra ``tiktoken``): an
+    encoding name (``"o200k_base"``, GPT-4o and later; ``"cl100k_base"``, GPT-4) loaded
+    with ``tiktoken.get_encoding``, or any object with a tiktoken-style ``encode(text)``
+    method. Framing and images are counted as by :class:`EstimatedTokens`."""
 
     def __init__(self, encoding: str | Any = "o200k_base", image_formula: ImageFormula = "openai"):
         if isinstance(encoding, str):
