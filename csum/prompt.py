@@ -243,19 +243,15 @@ def prompt_entry(
         kind == "text" and content.startswith(SUMMARIZED_CONTENT_PREFIX)
     )
     ref = ""
-    if kind in ("text", "tool_result") and _last_visible(content) == "]":
-        ref = split_archive_line(content.rstrip())[1]
+    if kind in ("text", "tool_result"):
+        end = len(content)
+        while end and content[end - 1].isspace():  # to its last visible character, no copy
+            end -= 1
+        if end and content[end - 1] == "]":
+            ref = split_archive_line(content.rstrip())[1]
     return PromptEntry(
         section, message_index, role, kind, content, name, call_id, args, earlier, ref
     )
-
-
-def _last_visible(text: str) -> str:
-    """The last non-space character of ``text`` ("" when none), without copying it."""
-    end = len(text)
-    while end and text[end - 1].isspace():
-        end -= 1
-    return text[end - 1] if end else ""
 
 
 @dataclass(frozen=True, slots=True)
