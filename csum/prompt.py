@@ -3,11 +3,10 @@
 :func:`summary_request` frames the messages to summarize as tagged data under fixed
 instructions (:func:`messages_to_prompt` is its text) and keeps the entries the prompt
 was rendered from beside it, so offline handlers work on structure instead of parsing
-text. Message content appears **verbatim** (every text,
-tool call name and arguments, and tool result can be found in the prompt as it is),
-and still cannot break the framing: every structural tag carries a marker suffix that
-is derived from the content and occurs in none of it, so a message containing
-``</messages>`` or ``<instructions>`` is only data.
+text. Message content appears **verbatim** (every text, tool call name and arguments,
+and tool result can be found in the prompt as it is), and still cannot break the
+framing: every structural tag carries a marker suffix that is derived from the content
+and occurs in none of it, so a message containing ``</messages>`` is only data.
 
 Layout (``_4f1a9c2e`` is the marker; blocks with no entries are left out)::
 
@@ -29,14 +28,12 @@ Layout (``_4f1a9c2e`` is the marker; blocks with no entries are left out)::
     </message_4f1a9c2e>
     </messages_4f1a9c2e>
 
-The framing is kept short, since a compaction's prompt of cleared tool results is mostly
-framing: messages carry no index (each is the one after the message before in its
-block); a tool result whose call (same id and name) is shown
-earlier in the prompt names it by a short alias ``n`` (the call carries the same ``n``),
-so the provider's call id and the tool's name appear once per pair; any other result
-carries ``id`` and ``name`` itself. A tool name holding ``"``, ``&``, ``<`` or ``>``
-(no real tool's) is written in a ``<name_...>`` element after the opening tag instead
-of an attribute, verbatim. A request's entries hold every part the prompt shows, exactly.
+The framing is kept short (a compaction's prompt of cleared tool results is mostly
+framing): messages carry no index; a tool result whose call (same id and name) is shown
+earlier in the prompt names it by the call's short alias ``n``, so the provider's call
+id and the tool's name appear once per pair; any other result carries ``id`` and
+``name`` itself. A tool name holding ``"``, ``&``, ``<`` or ``>`` (no real tool's) is
+written verbatim in a ``<name_...>`` element after the opening tag instead.
 """
 
 from __future__ import annotations
@@ -108,15 +105,7 @@ MAX_FOCUS_BYTES: Final = 2048
 PROMPT_SECTIONS: Final = (INSTRUCTIONS_TAG, CONTEXT_TAG, MESSAGES_TAG)
 """Top-level blocks of a prompt, in the order they appear."""
 
-ENTRY_KINDS: Final = (
-    "text",
-    "reasoning",
-    "tool_call",
-    "tool_result",
-    "image",
-    "binary",
-    "block",
-)
+ENTRY_KINDS: Final = ("text", "reasoning", "tool_call", "tool_result", "image", "binary", "block")
 """Element names of the entries inside a ``<message>``: one per part (reasoning apart);
 ``block`` is a provider's own part (a server tool's call or result), shown as a label."""
 
@@ -254,19 +243,15 @@ def prompt_entry(
         kind == "text" and content.startswith(SUMMARIZED_CONTENT_PREFIX)
     )
     ref = ""
-    if kind in ("text", "tool_result") and _last_visible(content) == "]":
-        ref = split_archive_line(content.rstrip())[1]
+    if kind in ("text", "tool_result"):
+        end = len(content)
+        while end and content[end - 1].isspace():  # to its last visible character, no copy
+            end -= 1
+        if end and content[end - 1] == "]":
+            ref = split_archive_line(content.rstrip())[1]
     return PromptEntry(
         section, message_index, role, kind, content, name, call_id, args, earlier, ref
     )
-
-
-def _last_visible(text: str) -> str:
-    """The last non-space character of ``text`` ("" when none), without copying it."""
-    end = len(text)
-    while end and text[end - 1].isspace():
-        end -= 1
-    return text[end - 1] if end else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,12 +269,10 @@ class RequestMessage:
 @dataclass(frozen=True, slots=True)
 class SummaryRequest:
     """What a handler is asked to summarize (:mod:`csum.request`): the prompt text and
-    the entries it was rendered from (:func:`summary_request`), so a handler reads the
-    structure instead of parsing the text. Both are made from the same messages, part by
-    part (a :func:`text_request` has a plain text as both).
-
-    The entries are built when first read (a handler taking the prompt text never pays
-    for them): the request holds the fields they are made of."""
+    the entries it was rendered from (:func:`summary_request`) part by part, so a handler
+    reads the structure instead of parsing the text (a :func:`text_request` has a plain
+    text as both). The entries are built when first read: a handler taking the prompt
+    text never pays for them."""
 
     prompt: str
     """The prompt text, as :func:`messages_to_prompt` makes it (cache keys use it)."""
@@ -375,7 +358,6 @@ _ROLE_NAMES = {role: role.value for role in Role}
 _SIZE: Callable[[Message], int] = attrgetter("size")
 
 _Blocks = tuple[tuple[str, tuple[Message, ...]], ...]
-"""The messages of a prompt: (block tag, its messages), in order."""
 
 
 def _request_messages(blocks: _Blocks) -> tuple[RequestMessage, ...]:
@@ -421,21 +403,9 @@ _PLAIN_NAME = re.compile(r'[^"&<>]*')
 _SHORT = 256  # content up to this long is copied with its tags, longer once, by the join
 
 
-def _render(case: PromptCase, focus: str, mark: str, blocks: _Blocks) -> tuple[str, int]:
-    """The prompt and how many structure tags carrying ``mark`` it holds. Aliases are
-    written as if every call were linked; when one is not, the prompt is made again."""
-    renderer = _Renderer(mark, _ALIAS)
-    prompt, count = renderer.prompt(case, focus, blocks)
-    linked = sorted(set(renderer.linked))
-    if len(linked) < renderer.calls:
-        numbers = dict.fromkeys(range(renderer.calls), "")
-        numbers.update((call, f' n="{rank}"') for rank, call in enumerate(linked, 1))
-        prompt, count = _Renderer(mark, numbers).prompt(case, focus, blocks)
-    return prompt, count
-
-
 _ALIAS: dict[int, str] = {}
-"""The alias attribute of each call number (``n="1"`` for call 0), made once."""
+"""The alias attribute of each call number (``n="1"`` for call 0), made by the first
+prompt with that many calls."""
 
 
 class _Renderer:
@@ -510,9 +480,12 @@ class _Renderer:
                     content, closing = fields["content"], result_tags[1]
                 elif kind is ToolCall or kind is TextPart:
                     reasoning = fields["reasoning"]
-                    if reasoning is not None and reasoning.content:
+                    if reasoning is not None and (thought := reasoning.content):
                         count += 2
-                        _append(out, think[0], reasoning.content, think[1])
+                        if len(thought) <= _SHORT:
+                            append(f"{think[0]}{thought}{think[1]}")
+                        else:
+                            out += (think[0], thought, think[1])
                     if kind is TextPart:
                         opening, content, closing = text[0], fields["text"], text[1]
                     else:
@@ -522,10 +495,7 @@ class _Renderer:
                         latest[(call_id, name)] = calls
                         if "&" in call_id or '"' in call_id or ">" in call_id:
                             call_id = _attr(call_id)
-                        try:
-                            alias = numbers[calls]
-                        except KeyError:  # the first prompt with this many calls
-                            alias = numbers[calls] = f' n="{calls + 1}"'
+                        alias = numbers.get(calls) or numbers.setdefault(calls, f' n="{calls + 1}"')
                         opening = f'{call_start}{alias} id="{call_id}"{end}'
                         content, closing = fields["arguments"], call_end
                         calls += 1
@@ -542,13 +512,6 @@ class _Renderer:
             append(message_end)
         self.calls = calls
         return count
-
-
-def _append(out: list[str], opening: str, content: str, closing: str) -> None:
-    if len(content) <= _SHORT:
-        out.append(f"{opening}{content}{closing}")
-    else:
-        out += (opening, content, closing)
 
 
 def _attr(value: str) -> str:
@@ -571,10 +534,9 @@ def summary_request(
     """The request asking a handler to summarize ``ai_messages`` (or the human ones):
     the entries of the messages and the prompt rendered from them, which is exactly
     :func:`messages_to_prompt`'s (see there for the cases, the focus and the layout),
-    asked in ``conversation`` whose last ``kept`` messages stay
-    (:attr:`SummaryRequest.conversation`). With no messages at all: an empty request
-    (empty prompt, no entries). ``sizes``: the bytes of the human and of the AI
-    messages, when the caller knows them (else they are summed)."""
+    asked in ``conversation`` whose last ``kept`` messages stay (see
+    :attr:`SummaryRequest.conversation`); an empty request with no messages at all.
+    ``sizes``: the bytes of the human and of the AI messages, when the caller knows them."""
     if not human_messages and not ai_messages:
         return SummaryRequest("", None, "", "", (), conversation, kept)
     if focus is not None:
@@ -596,23 +558,25 @@ def summary_request(
     seed = ":".join(
         f"{len(block)},{size}" for (_, block), size in zip(blocks, block_sizes, strict=True)
     )
+    # Aliases are first written as if every call were linked (one is not: render again).
     focus_text = focus or ""
-    mark = _marker(seed, 0)
-    prompt, expected = _render(case, focus_text, mark, blocks)
-    if prompt.count(mark) != expected:
-        # The content holds the marker. Collect, in one pass, every marker-shaped string
-        # the prompt holds (the content's and our own), then take the first candidate
-        # absent from all of them: one more rendering, however many markers were planted.
-        # Matches cannot overlap ("_" is not a hex digit), so findall sees every one.
-        present = set(_MARKER_SHAPE.findall(prompt))
-        del prompt
-        attempt = 1
+    numbers, present, attempt = _ALIAS, set[str](), 0
+    while True:
         while (mark := _marker(seed, attempt)) in present:
             attempt += 1
-        prompt, expected = _render(case, focus_text, mark, blocks)
-        if prompt.count(mark) != expected:  # pragma: no cover - impossible by construction
-            raise AssertionError("the prompt marker occurs in the content")
-    return SummaryRequest(prompt, case, focus_text, mark, blocks, conversation, kept)
+        renderer = _Renderer(mark, numbers)
+        prompt, expected = renderer.prompt(case, focus_text, blocks)
+        if numbers is _ALIAS and len(linked := sorted(set(renderer.linked))) < renderer.calls:
+            numbers = dict.fromkeys(range(renderer.calls), "")
+            numbers.update((call, f' n="{rank}"') for rank, call in enumerate(linked, 1))
+        elif prompt.count(mark) == expected:
+            return SummaryRequest(prompt, case, focus_text, mark, blocks, conversation, kept)
+        else:
+            # The content holds the marker: the next candidate is the first absent from
+            # every marker-shaped string of the prompt (matches cannot overlap, "_" is no
+            # hex digit), so one more rendering, however many markers were planted.
+            present = set(_MARKER_SHAPE.findall(prompt))
+        del prompt
 
 
 def messages_to_prompt(
@@ -621,18 +585,14 @@ def messages_to_prompt(
     *,
     focus: str | None = None,
 ) -> str:
-    """The prompt asking a handler to summarize ``ai_messages`` (or the human ones).
-
-    ``focus`` (what the next step needs, at most :data:`MAX_FOCUS_BYTES`) goes in a
-    ``<focus>`` block after the instructions, which then say how to use it; its tags
-    carry the marker like the data blocks, so no content can open or close it.
+    """The prompt asking a handler to summarize ``ai_messages`` (or the human ones): the
+    text of :func:`summary_request`, deterministic; empty with no messages at all.
 
     With both kinds, the human messages are context and the AI/tool messages are
-    summarized; with only one kind, those messages are summarized. Every text,
-    reasoning, tool call (name and arguments) and tool result appears in full and
-    verbatim; images, binary data and provider blocks become placeholders.
-    Deterministic. With no messages at all there is nothing to summarize: the prompt is
-    empty. The text of :func:`summary_request`.
+    summarized. Every text, reasoning, tool call and tool result appears in full and
+    verbatim; images, binary data and provider blocks become placeholders. ``focus``
+    (what the next step needs, at most :data:`MAX_FOCUS_BYTES`) goes in a ``<focus>``
+    block after the instructions, its tags carrying the marker like the data blocks.
     """
     return summary_request(human_messages, ai_messages, focus=focus).prompt
 

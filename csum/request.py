@@ -329,18 +329,15 @@ async def gather(jobs: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
 
 def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """A task group's failure: KeyboardInterrupt, SystemExit or a lone exception bare."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(reversed(exc.exceptions))
-        else:
-            leaves.append(exc)
-    for leaf in leaves:
-        if isinstance(leaf, KeyboardInterrupt | SystemExit):
-            return leaf
-    return leaves[0] if len(leaves) == 1 else group
+    leaves = _leaves(group)
+    stops = [leaf for leaf in leaves if isinstance(leaf, KeyboardInterrupt | SystemExit)]
+    return (stops or leaves)[0] if stops or len(leaves) == 1 else group
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
 
 
 # -- the robust handler ------------------------------------------------------------------------

@@ -147,31 +147,26 @@ class _PartCounter:
 
     def count(self, message: Message) -> int:
         total = MESSAGE_OVERHEAD
+        part: Any
         for part in message.parts:
             cls = type(part)
-            if cls is TextPart:
-                total += self.text_tokens(part.text, "text")  # type: ignore[union-attr]
-                reasoning = part.reasoning  # type: ignore[union-attr]
-                if reasoning is not None:
+            if cls is TextPart or cls is ToolCall:
+                if (reasoning := part.reasoning) is not None:
                     total += self.text_tokens(reasoning.content, "reasoning")
-            elif cls is ToolCall:
-                total += CALL_OVERHEAD + self.text_tokens(
-                    part.name + part.arguments,  # type: ignore[union-attr]
-                    "call",
-                )
-                if part.reasoning is not None:  # type: ignore[union-attr]
-                    total += self.text_tokens(part.reasoning.content, "reasoning")  # type: ignore[union-attr]
-            elif cls is ToolResult:
-                total += CALL_OVERHEAD + self.text_tokens(part.content, "result")  # type: ignore[union-attr]
-            elif cls is ImagePart:
-                size = url_image_size(part.url)  # type: ignore[union-attr]
-                total += image_tokens(size, self.image_formula, detail=part.detail)  # type: ignore[union-attr]
-            elif cls is BinaryPart:
-                data: Any = part.data  # type: ignore[union-attr]
-                if part.mime_type.startswith("image/"):  # type: ignore[union-attr]
-                    total += image_tokens(image_size(data[:65536]), self.image_formula)
+                if cls is TextPart:
+                    total += self.text_tokens(part.text, "text")
                 else:
-                    total += math.ceil(len(data) / BYTES_PER_TOKEN["binary"])
+                    total += CALL_OVERHEAD + self.text_tokens(part.name + part.arguments, "call")
+            elif cls is ToolResult:
+                total += CALL_OVERHEAD + self.text_tokens(part.content, "result")
+            elif cls is ImagePart:
+                size = url_image_size(part.url)
+                total += image_tokens(size, self.image_formula, detail=part.detail)
+            elif cls is BinaryPart:
+                if part.mime_type.startswith("image/"):
+                    total += image_tokens(image_size(part.data[:65536]), self.image_formula)
+                else:
+                    total += math.ceil(len(part.data) / BYTES_PER_TOKEN["binary"])
         return total
 
 
@@ -186,11 +181,9 @@ count more tokens than there are: a budget is then kept, not overrun."""
 
 
 class EstimatedTokens(_PartCounter):
-    """The default token counter: no tokenizer, bytes divided by calibrated ratios.
-
-    ``image_formula`` picks the provider formula images are counted with
-    (``"openai"``, ``"anthropic"``, ``"gemini"``).
-    """
+    """The default token counter: no tokenizer, bytes divided by calibrated ratios;
+    ``image_formula`` picks the provider formula images are counted with (``"openai"``,
+    ``"anthropic"``, ``"gemini"``)."""
 
     def __init__(
         self,
@@ -214,13 +207,10 @@ class EstimatedTokens(_PartCounter):
 
 
 class TiktokenCounter(_PartCounter):
-    """Exact text counts with an OpenAI encoding (optional extra ``tiktoken``).
-
-    ``encoding`` is an encoding name (``"o200k_base"``, GPT-4o and later;
-    ``"cl100k_base"``, GPT-4) loaded with ``tiktoken.get_encoding``, or any object with a
-    tiktoken-style ``encode(text)`` method. Framing and images are counted as by
-    :class:`EstimatedTokens`.
-    """
+    """Exact text counts with an OpenAI encoding (optional extra ``tiktoken``): an
+    encoding name (``"o200k_base"``, GPT-4o and later; ``"cl100k_base"``, GPT-4) loaded
+    with ``tiktoken.get_encoding``, or any object with a tiktoken-style ``encode(text)``
+    method. Framing and images are counted as by :class:`EstimatedTokens`."""
 
     def __init__(self, encoding: str | Any = "o200k_base", image_formula: ImageFormula = "openai"):
         if isinstance(encoding, str):
@@ -326,42 +316,30 @@ def image_size(data: bytes) -> tuple[int, int] | None:
         return struct.unpack(">II", data[16:24])
     if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
         return struct.unpack("<HH", data[6:10])
-    if data.startswith(b"\xff\xd8"):
-        return _jpeg_size(data)
-    if data.startswith(b"RIFF") and data[8:12] == b"WEBP":
-        return _webp_size(data)
-    return None
-
-
-def _jpeg_size(data: bytes) -> tuple[int, int] | None:
-    index = 2
-    while index + 9 < len(data):
-        if data[index] != 0xFF:
-            return None
-        marker = data[index + 1]
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
-            index += 2
-            continue
-        (length,) = struct.unpack(">H", data[index + 2 : index + 4])
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            height, width = struct.unpack(">HH", data[index + 5 : index + 9])
+    if data.startswith(b"\xff\xd8"):  # JPEG: the first start-of-frame segment
+        index = 2
+        while index + 9 < len(data) and data[index] == 0xFF:
+            marker = data[index + 1]
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+                index += 2
+                continue
+            (length,) = struct.unpack(">H", data[index + 2 : index + 4])
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                height, width = struct.unpack(">HH", data[index + 5 : index + 9])
+                return width, height
+            index += 2 + length
+    elif data.startswith(b"RIFF") and data[8:12] == b"WEBP":
+        chunk = data[12:16]
+        if chunk == b"VP8 " and len(data) >= 30:
+            width, height = struct.unpack("<HH", data[26:30])
+            return width & 0x3FFF, height & 0x3FFF
+        if chunk == b"VP8L" and len(data) >= 25:
+            bits = int.from_bytes(data[21:25], "little")
+            return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+        if chunk == b"VP8X" and len(data) >= 30:
+            width = int.from_bytes(data[24:27], "little") + 1
+            height = int.from_bytes(data[27:30], "little") + 1
             return width, height
-        index += 2 + length
-    return None
-
-
-def _webp_size(data: bytes) -> tuple[int, int] | None:
-    chunk = data[12:16]
-    if chunk == b"VP8 " and len(data) >= 30:
-        width, height = struct.unpack("<HH", data[26:30])
-        return width & 0x3FFF, height & 0x3FFF
-    if chunk == b"VP8L" and len(data) >= 25:
-        bits = int.from_bytes(data[21:25], "little")
-        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-    if chunk == b"VP8X" and len(data) >= 30:
-        width = int.from_bytes(data[24:27], "little") + 1
-        height = int.from_bytes(data[27:30], "little") + 1
-        return width, height
     return None
 
 
@@ -371,11 +349,10 @@ def url_image_size(url: str, limit: int = 65536) -> tuple[int, int] | None:
     match = _DATA_URL.match(url)
     if match is None:
         return None
-    payload = url[match.end() : match.end() + limit * 4 // 3 + 4].replace("-", "+")
-    payload = payload.replace("_", "/").strip()
+    payload = url[match.end() : match.end() + limit * 4 // 3 + 4].strip()
     payload = payload[: len(payload) // 4 * 4]
     try:
-        return image_size(base64.b64decode(payload))
+        return image_size(base64.urlsafe_b64decode(payload))
     except (binascii.Error, ValueError):
         return None
 
