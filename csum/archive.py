@@ -121,11 +121,6 @@ def archived_references(text: str) -> list[str]:
     return [ref for match in _LINE.finditer(text) for ref in match.group(1).split()]
 
 
-def _record(message: Message) -> ArchiveRecord:
-    body = message_json(message)
-    return ArchiveRecord(xxhash.xxh3_64_hexdigest(body), body)
-
-
 def _check_query(text: object) -> None:
     """Refuse a search text no store can take (the reason, never the text, is said)."""
     if not isinstance(text, str):
@@ -158,18 +153,15 @@ class ArchiveHit:
 class HistoryArchive(StoreClient):
     """The messages summarized away in one session, kept in ``store``.
 
-    ``store``: an :class:`ArchiveStore`, or a location: a SQLite file path (the
-    default kind) or a ``redis://`` URL. ``session`` (required: there is no shared
-    default a second tenant could fall into) names whose messages these are: recall,
-    search, re-insertion and deletion see this session only. ``reinsert_bytes`` > 0
-    turns on re-insertion (:meth:`reinsert`) in the summarizer and the Compactor, up
-    to that many bytes per call (off: 0; the Compactor takes less when its budget
-    leaves less room).
-    ``on_event`` hears what was archived and every store failure. After a failure
-    while archiving or re-inserting (one ``archive_unavailable`` event), the store is
-    left alone for ``breaker_seconds``: summaries then carry no archive line and
-    questions get nothing re-inserted, at handler speed instead of one store timeout
-    per summary. ``recall``, ``search`` and ``add`` always ask the store.
+    ``store``: an :class:`ArchiveStore`, a SQLite file path or a ``redis://`` URL.
+    ``session`` (required: no shared default a second tenant could fall into) is all
+    recall, search, re-insertion and deletion see. ``reinsert_bytes`` > 0 turns on
+    re-insertion (:meth:`reinsert`) in the summarizer and the Compactor, up to that many
+    bytes per call (less when the Compactor's budget leaves less room). ``on_event``
+    hears what was archived and every store failure. After a failure while archiving or
+    re-inserting (one ``archive_unavailable`` event), the store is left alone for
+    ``breaker_seconds``: summaries carry no archive line and questions get nothing
+    re-inserted. ``recall``, ``search`` and ``add`` always ask the store.
     """
 
     def __init__(
@@ -196,7 +188,8 @@ class HistoryArchive(StoreClient):
 
     async def add(self, messages: Iterable[Message]) -> str:
         """Archive ``messages`` as one batch; its reference. Store failures raise."""
-        records = [_record(m) for m in messages]
+        bodies = [message_json(m) for m in messages]
+        records = [ArchiveRecord(xxhash.xxh3_64_hexdigest(body), body) for body in bodies]
         batch = batch_reference([r.reference for r in records])
         await self.store.put(self.session, batch, records)
         return batch
@@ -234,10 +227,6 @@ class HistoryArchive(StoreClient):
         longer than :data:`MAX_QUERY_CHARS` is a ``ValueError`` naming what is wrong;
         ``limit`` must be a positive int."""
         check_count("limit", limit, type_error=False)
-        return await self._search(text, limit)
-
-    async def _search(self, text: str, limit: int) -> list[ArchiveHit]:
-        """:meth:`search` with a limit known to be valid (re-insertion's constant)."""
         _check_query(text)
         needle = text.casefold()
         hits = []
@@ -580,7 +569,7 @@ async def _insertion(
     lists: list[tuple[int, list[str]]] = []
     named: list[str] = []  # the identifiers that found any line
     for identifier in identifiers:
-        hits = await archive._search(identifier, _SEARCH_LIMIT)
+        hits = await archive.search(identifier, limit=_SEARCH_LIMIT)
         found = _candidates(identifier, hits, folded, chain)
         if found:
             lists.append((len(hits), found))
@@ -647,12 +636,9 @@ Provider = Literal["openai", "anthropic", "gemini"]
 
 
 def recall_tool_definition(provider: Provider) -> dict[str, Any]:
-    """The tool's definition as the provider's API takes it in its tool list.
-
-    ``openai``: a Chat Completions function tool; ``anthropic``: a Messages API tool
-    (``input_schema``); ``gemini``: a Tool holding one ``functionDeclarations`` entry
-    (OpenAPI schema types in upper case).
-    """
+    """The tool's definition as the provider's API takes it in its tool list: a Chat
+    Completions function tool (``openai``), a Messages API tool (``anthropic``), a Tool
+    holding one ``functionDeclarations`` entry, types in upper case (``gemini``)."""
     if provider not in ("openai", "anthropic", "gemini"):
         raise ValueError(f"unknown provider {provider!r}: expected openai, anthropic or gemini")
     gemini = provider == "gemini"
@@ -682,14 +668,12 @@ def _render(reference: str, message: Message) -> str:
 
 
 class RecallTool:
-    """Answers calls of the ``recall`` tool from ``archive``, at most ``max_bytes`` each.
-
-    Call it with the tool call's arguments (the JSON text or the parsed object); it
-    returns the tool result text, never longer than ``max_bytes`` UTF-8 bytes. Bad
-    arguments (not JSON, wrong types, a query holding NUL or a lone surrogate or longer
-    than :data:`csum.archive.MAX_QUERY_CHARS`, a reference that is not 16 hex digits)
-    give a result starting ``error:`` saying what was wrong, without echoing it, so the
-    model can retry; store failures propagate.
+    """Answers calls of the ``recall`` tool from ``archive``: called with the tool call's
+    arguments (JSON text or parsed), it returns the tool result text, at most
+    ``max_bytes`` UTF-8 bytes. Bad arguments (not JSON, wrong types, a query
+    :meth:`HistoryArchive.search` refuses, a reference not 16 hex digits) give a result
+    starting ``error:`` saying what was wrong, without echoing it, so the model can
+    retry; store failures propagate.
     """
 
     name = RECALL_TOOL_NAME
