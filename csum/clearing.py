@@ -251,23 +251,18 @@ _SHORT_VALUE: Final = 120  # JSON bytes of an argument value kept whole in a gis
 
 def _gist_arguments(message: Message, excluded: frozenset[str]) -> Message:
     """``message`` with long call arguments as JSON gists (short values whole)."""
-    parts: list[AnyPart] = []
-    changed = False
-    for part in message.parts:
-        if type(part) is ToolCall and part.name not in excluded:
-            call = part
-            text = call.arguments
-            if (
-                call.name != SUMMARIZATION_TOOL_NAME
-                and utf8_len(text) > ARGUMENT_GIST_BYTES
-                and not _arguments_cleared(call)
-            ):
-                short = _arguments_gist(text)
-                if utf8_len(short) < utf8_len(text):
-                    parts.append(call.evolve(arguments=short))
-                    changed = True
-                    continue
-        parts.append(part)
+    parts = [
+        part.evolve(arguments=short)
+        if type(part) is ToolCall
+        and part.name not in excluded
+        and part.name != SUMMARIZATION_TOOL_NAME
+        and utf8_len(part.arguments) > ARGUMENT_GIST_BYTES
+        and not _arguments_cleared(part)
+        and utf8_len(short := _arguments_gist(part.arguments)) < utf8_len(part.arguments)
+        else part
+        for part in message.parts
+    ]
+    changed = any(map(operator.is_not, parts, message.parts))
     return Message.from_parts(Role.AI, parts) if changed else message
 
 
