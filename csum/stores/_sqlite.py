@@ -252,15 +252,13 @@ def fts5_available() -> bool:
 class SQLiteArchiveStore:
     """Archived messages in the SQLite file ``path`` (created when missing).
 
-    ``ttl`` (seconds, None: never) expires a session that many seconds after its last
-    write: each write deletes the sessions expired by then (sessions last written
-    before write times were kept never expire). ``full_text`` (default: when SQLite
-    has FTS5 with trigrams) indexes the messages' text for search, in a contentless
-    index brought up to date by the first search after new writes (writes stay cheap);
-    without it, search scans the JSON with ``LIKE`` (an ASCII query) or reads the
-    session's messages (any other). Either way, candidates are checked for the text
-    (case-insensitive substring, ``str.casefold``) before they are returned, so every
-    store gives one meaning to a query.
+    ``ttl`` (seconds, None: never) expires a session that long after its last write
+    (each write deletes the expired sessions; sessions last written before write times
+    were kept never expire). ``full_text`` (default: when SQLite has FTS5 with trigrams)
+    indexes the messages' text in a contentless index the first search after new writes
+    brings up to date (writes stay cheap); without it, search scans the JSON with
+    ``LIKE`` (an ASCII query) or reads the session's messages. Either way candidates are
+    checked as every store checks them (:func:`~csum.stores._protocol.matching`).
     """
 
     def __init__(
@@ -339,24 +337,18 @@ def _archived(session: str, reference: str, connection: sqlite3.Connection) -> l
     return [bytes(row[0]) for row in rows if row is not None]
 
 
-def _meta(connection: sqlite3.Connection, key: str) -> str | None:
-    row = connection.execute("SELECT value FROM csum_archive_meta WHERE key = ?", (key,)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def _set_meta(connection: sqlite3.Connection, key: str, value: str) -> None:
-    connection.execute(
-        "INSERT OR REPLACE INTO csum_archive_meta (key, value) VALUES (?, ?)", (key, value)
-    )
+def _set_meta(connection: sqlite3.Connection, **values: str) -> None:
+    sql = "INSERT OR REPLACE INTO csum_archive_meta (key, value) VALUES (?, ?)"
+    connection.executemany(sql, values.items())
 
 
 def _indexed_upto(connection: sqlite3.Connection) -> int:
     """The largest message id indexed (0 after forgetting another version's index)."""
-    if _meta(connection, "search_text_version") == SEARCH_TEXT_VERSION:
-        return int(_meta(connection, "indexed_upto") or 0)
+    meta = dict(connection.execute("SELECT key, value FROM csum_archive_meta").fetchall())
+    if meta.get("search_text_version") == SEARCH_TEXT_VERSION:
+        return int(meta.get("indexed_upto") or 0)
     connection.execute(_FORGET_INDEX)
-    _set_meta(connection, "search_text_version", SEARCH_TEXT_VERSION)
-    _set_meta(connection, "indexed_upto", "0")
+    _set_meta(connection, search_text_version=SEARCH_TEXT_VERSION, indexed_upto="0")
     return 0
 
 
@@ -371,7 +363,7 @@ def _bring_index_up_to_date(connection: sqlite3.Connection) -> None:
             "INSERT INTO csum_archive_text (rowid, text) VALUES (?, ?)",
             [(row_id, search_text_of_json(body)) for row_id, body in rows],
         )
-        _set_meta(connection, "indexed_upto", str(rows[-1][0] if rows else upto))
+        _set_meta(connection, indexed_upto=str(rows[-1][0] if rows else upto))
 
 
 _MATCHING = (
@@ -438,5 +430,5 @@ def _delete_session(
             # out again. The mark must stay below them, or those rows would never be
             # indexed (and deleting them would remove entries the index never had).
             (largest,) = connection.execute("SELECT max(id) FROM csum_archive_messages").fetchone()
-            _set_meta(connection, "indexed_upto", str(min(upto, int(largest or 0))))
+            _set_meta(connection, indexed_upto=str(min(upto, int(largest or 0))))
     return int(deleted)
