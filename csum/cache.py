@@ -183,11 +183,8 @@ class SummaryCache(StoreClient):
         a miss, replaced). Exceptions of ``call`` propagate; store failures do not.
         """
         key = self.key(prompt)
-        try:  # the keys being summarized in the current event loop (an event is per loop)
-            flights = self._flights.get()
-        except LookupError:
-            flights = {}
-            self._flights.set(flights)
+        flights = self._flights.get({})  # the keys being summarized in the current event loop
+        self._flights.set(flights)  # (an event is per loop)
         # A flight that failed wakes every waiter: the first to run starts the next
         # flight, the others wait on that one instead of each calling the handler.
         while (flight := flights.get(key)) is not None:
