@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import anyio.to_thread
 
@@ -100,10 +100,6 @@ class SQLiteDatabase:
         """Run ``work`` on the connection in a worker thread."""
         return await anyio.to_thread.run_sync(self.run_sync, work)
 
-    async def execute(self, sql: str, parameters: Sequence[object]) -> list[Any]:
-        """The rows of one statement (autocommit)."""
-        return await self.run(lambda connection: connection.execute(sql, parameters).fetchall())
-
     async def write(self, statements: Sequence[_Statement]) -> int:
         """Run ``statements`` in one transaction; the rows the last one changed."""
         return await self.run(partial(_write, statements))
@@ -170,7 +166,7 @@ class SQLiteStore:
         return f"SQLiteStore({str(self.database.path)!r})"
 
     async def get(self, key: str) -> bytes | None:
-        rows = await self.database.execute(_GET, (key, time.time()))
+        rows = await self.database.run(lambda db: db.execute(_GET, (key, time.time())).fetchall())
         value = rows[0][0] if rows else None
         return bytes(value) if isinstance(value, bytes | memoryview) else None
 
@@ -187,7 +183,7 @@ class SQLiteStore:
         return await self.database.write([(_ACQUIRE, (key, token, now + ttl, now))]) == 1
 
     async def release(self, key: str, token: str) -> None:
-        await self.database.execute(_RELEASE, (key, token))
+        await self.database.run(lambda db: db.execute(_RELEASE, (key, token)))
 
     async def aclose(self) -> None:
         await self.database.aclose()
