@@ -354,16 +354,15 @@ def _recalled_at(messages: Sequence[object], index: int) -> int:
     ):
         return 0
     answer = messages[index + 1]
-    if type(answer) is not Message or answer.role is not Role.TOOL or len(answer.parts) != 1:
-        return 0
-    result = answer.parts[0]
-    return (
-        2
-        if type(result) is ToolResult
+    recalled = (
+        type(answer) is Message
+        and answer.role is Role.TOOL
+        and len(answer.parts) == 1
+        and type(result := answer.parts[0]) is ToolResult
         and result.tool_call_id == calls[0].id
         and is_reinserted(TextPart(text=result.content))
-        else 0
     )
+    return 2 if recalled else 0
 
 
 def _is_human(message: object) -> bool:
@@ -508,6 +507,7 @@ def _candidates(
 
 
 _NAME = regex.compile(r"[^\w.\-]+")
+_SPEAKER: Final = {Role.HUMAN: "user", Role.TOOL: "tool result", Role.AI: "assistant"}
 
 
 def _origin(message: Message, line: str) -> str:
@@ -517,11 +517,7 @@ def _origin(message: Message, line: str) -> str:
             return f"assistant call {_NAME.sub('_', part.name)[:64]}"
         if isinstance(part, ToolResult) and line in part.content:
             return f"tool result of {_NAME.sub('_', part.name)[:64]}"
-    if message.role is Role.HUMAN:
-        return "user"
-    if message.role is Role.TOOL:
-        return "tool result"
-    return "assistant" if message.role is Role.AI else "system"
+    return _SPEAKER.get(message.role, "system")
 
 
 @dataclass(frozen=True, slots=True)
