@@ -181,8 +181,13 @@ def clear_tool_results(
     )
     if last_ai is None:
         return done
-    excluded = options.exclude_tools
-    boundary = _boundary(messages, protected, last_ai)
+    holders = (  # AI messages holding a protected call: reasoning is cleared before the first
+        i
+        for i in range(last_ai)
+        if messages[i].role is Role.AI
+        and any(type(p) is ToolCall and p.id in protected for p in messages[i].parts)
+    )
+    boundary = next(holders, last_ai)
     for index in range(last_ai):
         if goal is not None and done.units_freed >= goal:
             break
@@ -195,7 +200,7 @@ def clear_tool_results(
         if role is Role.AI:
             new = _clear_ai(message, options, protected, old=index < boundary, done=done)
         else:
-            new = _clear_results(message, protected, excluded, references, done)
+            new = _clear_results(message, protected, options.exclude_tools, references, done)
         if new is not message:
             done.units_freed += measure(message) - measure(new)
             out[index] = new
@@ -298,17 +303,6 @@ def _protected_calls(messages: Sequence[Message], keep: int) -> set[str]:
                 if len(ids) >= keep:
                     return ids
     return ids
-
-
-def _boundary(messages: Sequence[Message], protected: set[str], last_ai: int) -> int:
-    """Index of the oldest AI message holding a protected call (reasoning is cleared before)."""
-    for index in range(last_ai):
-        message = messages[index]
-        if message.role is Role.AI and any(
-            type(p) is ToolCall and p.id in protected for p in message.parts
-        ):
-            return index
-    return last_ai
 
 
 def _clear_ai(
