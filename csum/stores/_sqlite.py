@@ -324,12 +324,8 @@ def _archived(session: str, reference: str, connection: sqlite3.Connection) -> l
         "SELECT refs FROM csum_archive_batches WHERE session = ? AND ref = ?", (session, reference)
     ).fetchone()
     refs = str(row[0]).split() if row is not None else [reference]
-    rows = (
-        connection.execute(
-            "SELECT body FROM csum_archive_messages WHERE session = ? AND ref = ?", (session, ref)
-        ).fetchone()
-        for ref in refs
-    )
+    sql = "SELECT body FROM csum_archive_messages WHERE session = ? AND ref = ?"
+    rows = (connection.execute(sql, (session, ref)).fetchone() for ref in refs)
     return [bytes(row[0]) for row in rows if row is not None]
 
 
