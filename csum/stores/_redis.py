@@ -139,12 +139,10 @@ return 1
 class RedisArchiveStore(_RedisBacked):
     """Archived messages on the Redis server at ``url``: per session, a hash of messages
     (reference -> JSON), a hash of batches (reference -> message references) and the
-    list of message references in archiving order.
-
-    Search reads the session's messages in order and matches the text in this process:
-    an archive of one session stays small next to what Redis scans per second.
-    ``ttl`` (seconds, None: never) expires a session's keys that long after its last
-    write.
+    list of message references in archiving order. Search reads the session's messages
+    in order and matches the text in this process (one session's archive is small next
+    to what Redis scans per second). ``ttl`` (seconds, None: never) expires a session's
+    keys that long after its last write.
     """
 
     default_prefix = "csum:archive:"
