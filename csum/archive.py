@@ -501,8 +501,7 @@ def _candidates(
             no_value = not any(ch.isdigit() for ch in rest)
             # smaller is better: (question, -identifiers named, no value, order found)
             rank = (int(question), -named, int(no_value), len(found))
-            origin = _origin(hit.message, line)
-            found.append((rank, f"({hit.reference}, {origin}) {snippet}"))
+            found.append((rank, f"({hit.reference}, {_origin(hit.message, line)}) {snippet}"))
     return [entry for _, entry in sorted(found)]  # ranks differ: entries never compared
 
 
