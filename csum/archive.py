@@ -365,10 +365,6 @@ def _recalled_at(messages: Sequence[object], index: int) -> int:
     return 2 if recalled else 0
 
 
-def _is_human(message: object) -> bool:
-    return type(message) is Message and message.role is Role.HUMAN
-
-
 def recalled_positions(messages: Sequence[object]) -> list[int]:
     """Positions of the messages re-insertion added (recall pairs, assistant turns holding
     a block), in order; not one between two human messages (that would join them)."""
@@ -378,7 +374,7 @@ def recalled_positions(messages: Sequence[object]) -> list[int]:
     while index < len(messages):
         added = _recalled_at(messages, index)
         after = messages[index + added] if index + added < len(messages) else None
-        if added and not (_is_human(kept) and _is_human(after)):
+        if added and not all(type(m) is Message and m.role is Role.HUMAN for m in (kept, after)):
             removed.extend(range(index, index + added))
             index += added
             continue
@@ -405,9 +401,7 @@ def recalled_text(messages: Sequence[Message]) -> str:
         if added == 1:
             blocks.append(message.text)
         elif added == 2:
-            result = messages[index + 1].parts[0]
-            assert type(result) is ToolResult
-            blocks.append(result.content)
+            blocks.append(messages[index + 1].tool_results[0].content)
     return "\n".join(blocks)
 
 
