@@ -227,6 +227,11 @@ class HistoryArchive(StoreClient):
         longer than :data:`MAX_QUERY_CHARS` is a ``ValueError`` naming what is wrong;
         ``limit`` must be a positive int."""
         check_count("limit", limit, type_error=False)
+        return await self._search(text, limit)
+
+    async def _search(self, text: str, limit: int) -> list[ArchiveHit]:
+        """:meth:`search` with a limit known to be valid (re-insertion's constant, so a
+        compaction does not enter csum._checks)."""
         _check_query(text)
         needle = text.casefold()
         hits = []
@@ -558,7 +563,7 @@ async def _insertion(
     lists: list[tuple[int, list[str]]] = []
     named: list[str] = []  # the identifiers that found any line
     for identifier in identifiers:
-        hits = await archive.search(identifier, limit=_SEARCH_LIMIT)
+        hits = await archive._search(identifier, _SEARCH_LIMIT)
         found = _candidates(identifier, hits, folded, chain)
         if found:
             lists.append((len(hits), found))
