@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import count
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
@@ -292,12 +293,8 @@ _MARK_CHARS: Final = 11  # an entry's "[mark] " prefix
 def _marker(entries: Sequence[str]) -> str:
     """A marker in none of ``entries`` (derived from them): text cannot imitate an entry."""
     body = "\n".join(entries)
-    attempt = 0
-    while True:
-        mark = xxhash.xxh32_hexdigest(f"{attempt}\x1f{body}".encode("utf-8", "surrogatepass"))
-        if mark not in body:
-            return mark
-        attempt += 1
+    seeds = (f"{attempt}\x1f{body}".encode("utf-8", "surrogatepass") for attempt in count())
+    return next(mark for mark in map(xxhash.xxh32_hexdigest, seeds) if mark not in body)
 
 
 def reinserted_part(entries: Sequence[str]) -> TextPart:
