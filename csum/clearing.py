@@ -359,10 +359,9 @@ def _clear_results(
     done: ClearingPass,
 ) -> Message:
     """The tool message with its eligible results cleared (itself when none is)."""
-    groups = _result_groups(message.parts)
     parts: list[AnyPart] = []
     changed = False
-    for result, rest in groups:
+    for result, rest in _result_groups(message.parts):
         if result is None:
             parts.extend(rest)
             continue
