@@ -164,10 +164,9 @@ class RedisArchiveStore(_RedisBacked):
 
     async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
         expiry = "0" if self.ttl is None else str(_milliseconds(self.ttl))
-        args: list[str | bytes] = [batch, " ".join(r.reference for r in records), expiry]
-        for record in records:
-            args += [record.reference, record.body]
-        await self.call("eval", _PUT, 3, *self._keys(session), *args)
+        refs = " ".join(r.reference for r in records)
+        fields = [field for r in records for field in (r.reference, r.body)]
+        await self.call("eval", _PUT, 3, *self._keys(session), batch, refs, expiry, *fields)
 
     async def get(self, session: str, reference: str) -> list[bytes]:
         messages, batches, _ = self._keys(session)
