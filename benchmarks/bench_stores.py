@@ -337,13 +337,16 @@ async def _timed_archive(
 async def store_only(folder: Path, variant: str, run: int, batches: list[list[Message]]) -> float:
     """Seconds the SQLite archive store takes once the records are made (the part of
     ``HistoryArchive.add`` that is not serializing and hashing messages)."""
-    from csum.archive import _record, batch_reference
+    from csum.archive import batch_reference, message_json, message_reference
     from csum.stores import SQLiteArchiveStore
+    from csum.stores._protocol import ArchiveRecord
 
     store = SQLiteArchiveStore(
         folder / f"prepared-{variant[8:11]}-{run}.sqlite", full_text=variant == "sqlite (FTS5)"
     )
-    records = [[_record(m) for m in batch] for batch in batches]
+    records = [
+        [ArchiveRecord(message_reference(m), message_json(m)) for m in batch] for batch in batches
+    ]
     started = time.perf_counter()
     for batch in records:
         await store.put("bench", batch_reference([r.reference for r in batch]), batch)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import count
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
@@ -121,11 +122,6 @@ def archived_references(text: str) -> list[str]:
     return [ref for match in _LINE.finditer(text) for ref in match.group(1).split()]
 
 
-def _record(message: Message) -> ArchiveRecord:
-    body = message_json(message)
-    return ArchiveRecord(xxhash.xxh3_64_hexdigest(body), body)
-
-
 def _check_query(text: object) -> None:
     """Refuse a search text no store can take (the reason, never the text, is said)."""
     if not isinstance(text, str):
@@ -158,18 +154,15 @@ class ArchiveHit:
 class HistoryArchive(StoreClient):
     """The messages summarized away in one session, kept in ``store``.
 
-    ``store``: an :class:`ArchiveStore`, or a location: a SQLite file path (the
-    default kind) or a ``redis://`` URL. ``session`` (required: there is no shared
-    default a second tenant could fall into) names whose messages these are: recall,
-    search, re-insertion and deletion see this session only. ``reinsert_bytes`` > 0
-    turns on re-insertion (:meth:`reinsert`) in the summarizer and the Compactor, up
-    to that many bytes per call (off: 0; the Compactor takes less when its budget
-    leaves less room).
-    ``on_event`` hears what was archived and every store failure. After a failure
-    while archiving or re-inserting (one ``archive_unavailable`` event), the store is
-    left alone for ``breaker_seconds``: summaries then carry no archive line and
-    questions get nothing re-inserted, at handler speed instead of one store timeout
-    per summary. ``recall``, ``search`` and ``add`` always ask the store.
+    ``store``: an :class:`ArchiveStore`, a SQLite file path or a ``redis://`` URL.
+    ``session`` (required: no shared default a second tenant could fall into) is all
+    recall, search, re-insertion and deletion see. ``reinsert_bytes`` > 0 turns on
+    re-insertion (:meth:`reinsert`) in the summarizer and the Compactor, up to that many
+    bytes per call (less when the Compactor's budget leaves less room). ``on_event``
+    hears what was archived and every store failure. After a failure while archiving or
+    re-inserting (one ``archive_unavailable`` event), the store is left alone for
+    ``breaker_seconds``: summaries carry no archive line and questions get nothing
+    re-inserted. ``recall``, ``search`` and ``add`` always ask the store.
     """
 
     def __init__(
@@ -196,7 +189,8 @@ class HistoryArchive(StoreClient):
 
     async def add(self, messages: Iterable[Message]) -> str:
         """Archive ``messages`` as one batch; its reference. Store failures raise."""
-        records = [_record(m) for m in messages]
+        bodies = [message_json(m) for m in messages]
+        records = [ArchiveRecord(xxhash.xxh3_64_hexdigest(body), body) for body in bodies]
         batch = batch_reference([r.reference for r in records])
         await self.store.put(self.session, batch, records)
         return batch
@@ -237,7 +231,8 @@ class HistoryArchive(StoreClient):
         return await self._search(text, limit)
 
     async def _search(self, text: str, limit: int) -> list[ArchiveHit]:
-        """:meth:`search` with a limit known to be valid (re-insertion's constant)."""
+        """:meth:`search` with a limit known to be valid (re-insertion's constant, so a
+        compaction does not enter csum._checks)."""
         _check_query(text)
         needle = text.casefold()
         hits = []
@@ -298,12 +293,8 @@ _MARK_CHARS: Final = 11  # an entry's "[mark] " prefix
 def _marker(entries: Sequence[str]) -> str:
     """A marker in none of ``entries`` (derived from them): text cannot imitate an entry."""
     body = "\n".join(entries)
-    attempt = 0
-    while True:
-        mark = xxhash.xxh32_hexdigest(f"{attempt}\x1f{body}".encode("utf-8", "surrogatepass"))
-        if mark not in body:
-            return mark
-        attempt += 1
+    seeds = (f"{attempt}\x1f{body}".encode("utf-8", "surrogatepass") for attempt in count())
+    return next(mark for mark in map(xxhash.xxh32_hexdigest, seeds) if mark not in body)
 
 
 def reinserted_part(entries: Sequence[str]) -> TextPart:
@@ -365,20 +356,15 @@ def _recalled_at(messages: Sequence[object], index: int) -> int:
     ):
         return 0
     answer = messages[index + 1]
-    if type(answer) is not Message or answer.role is not Role.TOOL or len(answer.parts) != 1:
-        return 0
-    result = answer.parts[0]
-    return (
-        2
-        if type(result) is ToolResult
+    recalled = (
+        type(answer) is Message
+        and answer.role is Role.TOOL
+        and len(answer.parts) == 1
+        and type(result := answer.parts[0]) is ToolResult
         and result.tool_call_id == calls[0].id
         and is_reinserted(TextPart(text=result.content))
-        else 0
     )
-
-
-def _is_human(message: object) -> bool:
-    return type(message) is Message and message.role is Role.HUMAN
+    return 2 if recalled else 0
 
 
 def recalled_positions(messages: Sequence[object]) -> list[int]:
@@ -390,7 +376,7 @@ def recalled_positions(messages: Sequence[object]) -> list[int]:
     while index < len(messages):
         added = _recalled_at(messages, index)
         after = messages[index + added] if index + added < len(messages) else None
-        if added and not (_is_human(kept) and _is_human(after)):
+        if added and not all(type(m) is Message and m.role is Role.HUMAN for m in (kept, after)):
             removed.extend(range(index, index + added))
             index += added
             continue
@@ -417,9 +403,7 @@ def recalled_text(messages: Sequence[Message]) -> str:
         if added == 1:
             blocks.append(message.text)
         elif added == 2:
-            result = messages[index + 1].parts[0]
-            assert type(result) is ToolResult
-            blocks.append(result.content)
+            blocks.append(messages[index + 1].tool_results[0].content)
     return "\n".join(blocks)
 
 
@@ -513,12 +497,12 @@ def _candidates(
             no_value = not any(ch.isdigit() for ch in rest)
             # smaller is better: (question, -identifiers named, no value, order found)
             rank = (int(question), -named, int(no_value), len(found))
-            origin = _origin(hit.message, line)
-            found.append((rank, f"({hit.reference}, {origin}) {snippet}"))
+            found.append((rank, f"({hit.reference}, {_origin(hit.message, line)}) {snippet}"))
     return [entry for _, entry in sorted(found)]  # ranks differ: entries never compared
 
 
 _NAME = regex.compile(r"[^\w.\-]+")
+_SPEAKER: Final = {Role.HUMAN: "user", Role.TOOL: "tool result", Role.AI: "assistant"}
 
 
 def _origin(message: Message, line: str) -> str:
@@ -528,11 +512,7 @@ def _origin(message: Message, line: str) -> str:
             return f"assistant call {_NAME.sub('_', part.name)[:64]}"
         if isinstance(part, ToolResult) and line in part.content:
             return f"tool result of {_NAME.sub('_', part.name)[:64]}"
-    if message.role is Role.HUMAN:
-        return "user"
-    if message.role is Role.TOOL:
-        return "tool result"
-    return "assistant" if message.role is Role.AI else "system"
+    return _SPEAKER.get(message.role, "system")
 
 
 @dataclass(frozen=True, slots=True)
@@ -647,12 +627,9 @@ Provider = Literal["openai", "anthropic", "gemini"]
 
 
 def recall_tool_definition(provider: Provider) -> dict[str, Any]:
-    """The tool's definition as the provider's API takes it in its tool list.
-
-    ``openai``: a Chat Completions function tool; ``anthropic``: a Messages API tool
-    (``input_schema``); ``gemini``: a Tool holding one ``functionDeclarations`` entry
-    (OpenAPI schema types in upper case).
-    """
+    """The tool's definition as the provider's API takes it in its tool list: a Chat
+    Completions function tool (``openai``), a Messages API tool (``anthropic``), a Tool
+    holding one ``functionDeclarations`` entry, types in upper case (``gemini``)."""
     if provider not in ("openai", "anthropic", "gemini"):
         raise ValueError(f"unknown provider {provider!r}: expected openai, anthropic or gemini")
     gemini = provider == "gemini"
@@ -682,14 +659,12 @@ def _render(reference: str, message: Message) -> str:
 
 
 class RecallTool:
-    """Answers calls of the ``recall`` tool from ``archive``, at most ``max_bytes`` each.
-
-    Call it with the tool call's arguments (the JSON text or the parsed object); it
-    returns the tool result text, never longer than ``max_bytes`` UTF-8 bytes. Bad
-    arguments (not JSON, wrong types, a query holding NUL or a lone surrogate or longer
-    than :data:`csum.archive.MAX_QUERY_CHARS`, a reference that is not 16 hex digits)
-    give a result starting ``error:`` saying what was wrong, without echoing it, so the
-    model can retry; store failures propagate.
+    """Answers calls of the ``recall`` tool from ``archive``: called with the tool call's
+    arguments (JSON text or parsed), it returns the tool result text, at most
+    ``max_bytes`` UTF-8 bytes. Bad arguments (not JSON, wrong types, a query
+    :meth:`HistoryArchive.search` refuses, a reference not 16 hex digits) give a result
+    starting ``error:`` saying what was wrong, without echoing it, so the model can
+    retry; store failures propagate.
     """
 
     name = RECALL_TOOL_NAME

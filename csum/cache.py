@@ -11,6 +11,7 @@ import hmac
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Final
@@ -182,11 +183,8 @@ class SummaryCache(StoreClient):
         a miss, replaced). Exceptions of ``call`` propagate; store failures do not.
         """
         key = self.key(prompt)
-        try:  # the keys being summarized in the current event loop (an event is per loop)
-            flights = self._flights.get()
-        except LookupError:
-            flights = {}
-            self._flights.set(flights)
+        flights = self._flights.get({})  # the keys being summarized in the current event loop
+        self._flights.set(flights)  # (an event is per loop)
         # A flight that failed wakes every waiter: the first to run starts the next
         # flight, the others wait on that one instead of each calling the handler.
         while (flight := flights.get(key)) is not None:
@@ -226,11 +224,10 @@ class SummaryCache(StoreClient):
             return found, True
         try:
             summary = await call()
-            try:  # skipped when the store failed meanwhile (already reported)
-                await self._use(emit, key, partial(self._store, key, summary))
-            except StoreSkippedError:
-                return summary, False
-            self._emit(emit, StoreEventKind.CACHE_MISS, key)
+            value = encode_summary(summary, secret=self._secret, key=key)
+            with suppress(StoreSkippedError):  # the store failed meanwhile (already reported)
+                await self._use(emit, key, partial(self.store.set, key, value, self.ttl))
+                self._emit(emit, StoreEventKind.CACHE_MISS, key)
             return summary, False
         finally:
             if locked:
@@ -271,10 +268,9 @@ class SummaryCache(StoreClient):
         while True:
             if await self._use(emit, key, partial(self.store.acquire, key, token, self.lock_ttl)):
                 # The holder may have stored its summary between our read and our lock.
-                try:
+                found = None
+                with suppress(StoreSkippedError):
                     found = await self._read(key, emit, again=True, accept=accept)
-                except StoreSkippedError:
-                    found = None
                 if found is not None:
                     await self._release_shielded(key, token, emit)
                     return False, found
@@ -285,9 +281,6 @@ class SummaryCache(StoreClient):
             found = await self._read(key, emit, again=True, accept=accept)
             if found is not None:
                 return False, found
-
-    async def _store(self, key: str, summary: str) -> None:
-        await self.store.set(key, encode_summary(summary, secret=self._secret, key=key), self.ttl)
 
     async def _release_shielded(self, key: str, token: str, emit: EventSink | None) -> None:
         """Give the lock back, also when cancelled (else the next worker waits ``lock_ttl``)."""

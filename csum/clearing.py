@@ -181,8 +181,13 @@ def clear_tool_results(
     )
     if last_ai is None:
         return done
-    excluded = options.exclude_tools
-    boundary = _boundary(messages, protected, last_ai)
+    holders = (  # AI messages holding a protected call: reasoning is cleared before the first
+        i
+        for i in range(last_ai)
+        if messages[i].role is Role.AI
+        and any(type(p) is ToolCall and p.id in protected for p in messages[i].parts)
+    )
+    boundary = next(holders, last_ai)
     for index in range(last_ai):
         if goal is not None and done.units_freed >= goal:
             break
@@ -195,7 +200,7 @@ def clear_tool_results(
         if role is Role.AI:
             new = _clear_ai(message, options, protected, old=index < boundary, done=done)
         else:
-            new = _clear_results(message, protected, excluded, references, done)
+            new = _clear_results(message, protected, options.exclude_tools, references, done)
         if new is not message:
             done.units_freed += measure(message) - measure(new)
             out[index] = new
@@ -251,23 +256,18 @@ _SHORT_VALUE: Final = 120  # JSON bytes of an argument value kept whole in a gis
 
 def _gist_arguments(message: Message, excluded: frozenset[str]) -> Message:
     """``message`` with long call arguments as JSON gists (short values whole)."""
-    parts: list[AnyPart] = []
-    changed = False
-    for part in message.parts:
-        if type(part) is ToolCall and part.name not in excluded:
-            call = part
-            text = call.arguments
-            if (
-                call.name != SUMMARIZATION_TOOL_NAME
-                and utf8_len(text) > ARGUMENT_GIST_BYTES
-                and not _arguments_cleared(call)
-            ):
-                short = _arguments_gist(text)
-                if utf8_len(short) < utf8_len(text):
-                    parts.append(call.evolve(arguments=short))
-                    changed = True
-                    continue
-        parts.append(part)
+    parts = [
+        part.evolve(arguments=short)
+        if type(part) is ToolCall
+        and part.name not in excluded
+        and part.name != SUMMARIZATION_TOOL_NAME
+        and utf8_len(part.arguments) > ARGUMENT_GIST_BYTES
+        and not _arguments_cleared(part)
+        and utf8_len(short := _arguments_gist(part.arguments)) < utf8_len(part.arguments)
+        else part
+        for part in message.parts
+    ]
+    changed = any(map(operator.is_not, parts, message.parts))
     return Message.from_parts(Role.AI, parts) if changed else message
 
 
@@ -303,17 +303,6 @@ def _protected_calls(messages: Sequence[Message], keep: int) -> set[str]:
                 if len(ids) >= keep:
                     return ids
     return ids
-
-
-def _boundary(messages: Sequence[Message], protected: set[str], last_ai: int) -> int:
-    """Index of the oldest AI message holding a protected call (reasoning is cleared before)."""
-    for index in range(last_ai):
-        message = messages[index]
-        if message.role is Role.AI and any(
-            type(p) is ToolCall and p.id in protected for p in message.parts
-        ):
-            return index
-    return last_ai
 
 
 def _clear_ai(
@@ -370,10 +359,9 @@ def _clear_results(
     done: ClearingPass,
 ) -> Message:
     """The tool message with its eligible results cleared (itself when none is)."""
-    groups = _result_groups(message.parts)
     parts: list[AnyPart] = []
     changed = False
-    for result, rest in groups:
+    for result, rest in _result_groups(message.parts):
         if result is None:
             parts.extend(rest)
             continue

@@ -139,12 +139,10 @@ return 1
 class RedisArchiveStore(_RedisBacked):
     """Archived messages on the Redis server at ``url``: per session, a hash of messages
     (reference -> JSON), a hash of batches (reference -> message references) and the
-    list of message references in archiving order.
-
-    Search reads the session's messages in order and matches the text in this process:
-    an archive of one session stays small next to what Redis scans per second.
-    ``ttl`` (seconds, None: never) expires a session's keys that long after its last
-    write.
+    list of message references in archiving order. Search reads the session's messages
+    in order and matches the text in this process (one session's archive is small next
+    to what Redis scans per second). ``ttl`` (seconds, None: never) expires a session's
+    keys that long after its last write.
     """
 
     default_prefix = "csum:archive:"
@@ -166,10 +164,9 @@ class RedisArchiveStore(_RedisBacked):
 
     async def put(self, session: str, batch: str, records: Sequence[ArchiveRecord]) -> None:
         expiry = "0" if self.ttl is None else str(_milliseconds(self.ttl))
-        args: list[str | bytes] = [batch, " ".join(r.reference for r in records), expiry]
-        for record in records:
-            args += [record.reference, record.body]
-        await self.call("eval", _PUT, 3, *self._keys(session), *args)
+        refs = " ".join(r.reference for r in records)
+        fields = [field for r in records for field in (r.reference, r.body)]
+        await self.call("eval", _PUT, 3, *self._keys(session), batch, refs, expiry, *fields)
 
     async def get(self, session: str, reference: str) -> list[bytes]:
         messages, batches, _ = self._keys(session)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import anyio.to_thread
 
@@ -100,10 +100,6 @@ class SQLiteDatabase:
         """Run ``work`` on the connection in a worker thread."""
         return await anyio.to_thread.run_sync(self.run_sync, work)
 
-    async def execute(self, sql: str, parameters: Sequence[object]) -> list[Any]:
-        """The rows of one statement (autocommit)."""
-        return await self.run(lambda connection: connection.execute(sql, parameters).fetchall())
-
     async def write(self, statements: Sequence[_Statement]) -> int:
         """Run ``statements`` in one transaction; the rows the last one changed."""
         return await self.run(partial(_write, statements))
@@ -170,7 +166,7 @@ class SQLiteStore:
         return f"SQLiteStore({str(self.database.path)!r})"
 
     async def get(self, key: str) -> bytes | None:
-        rows = await self.database.execute(_GET, (key, time.time()))
+        rows = await self.database.run(lambda db: db.execute(_GET, (key, time.time())).fetchall())
         value = rows[0][0] if rows else None
         return bytes(value) if isinstance(value, bytes | memoryview) else None
 
@@ -187,7 +183,7 @@ class SQLiteStore:
         return await self.database.write([(_ACQUIRE, (key, token, now + ttl, now))]) == 1
 
     async def release(self, key: str, token: str) -> None:
-        await self.database.execute(_RELEASE, (key, token))
+        await self.database.run(lambda db: db.execute(_RELEASE, (key, token)))
 
     async def aclose(self) -> None:
         await self.database.aclose()
@@ -252,15 +248,13 @@ def fts5_available() -> bool:
 class SQLiteArchiveStore:
     """Archived messages in the SQLite file ``path`` (created when missing).
 
-    ``ttl`` (seconds, None: never) expires a session that many seconds after its last
-    write: each write deletes the sessions expired by then (sessions last written
-    before write times were kept never expire). ``full_text`` (default: when SQLite
-    has FTS5 with trigrams) indexes the messages' text for search, in a contentless
-    index brought up to date by the first search after new writes (writes stay cheap);
-    without it, search scans the JSON with ``LIKE`` (an ASCII query) or reads the
-    session's messages (any other). Either way, candidates are checked for the text
-    (case-insensitive substring, ``str.casefold``) before they are returned, so every
-    store gives one meaning to a query.
+    ``ttl`` (seconds, None: never) expires a session that long after its last write
+    (each write deletes the expired sessions; sessions last written before write times
+    were kept never expire). ``full_text`` (default: when SQLite has FTS5 with trigrams)
+    indexes the messages' text in a contentless index the first search after new writes
+    brings up to date (writes stay cheap); without it, search scans the JSON with
+    ``LIKE`` (an ASCII query) or reads the session's messages. Either way candidates are
+    checked as every store checks them (:func:`~csum.stores._protocol.matching`).
     """
 
     def __init__(
@@ -330,33 +324,23 @@ def _archived(session: str, reference: str, connection: sqlite3.Connection) -> l
         "SELECT refs FROM csum_archive_batches WHERE session = ? AND ref = ?", (session, reference)
     ).fetchone()
     refs = str(row[0]).split() if row is not None else [reference]
-    rows = (
-        connection.execute(
-            "SELECT body FROM csum_archive_messages WHERE session = ? AND ref = ?", (session, ref)
-        ).fetchone()
-        for ref in refs
-    )
+    sql = "SELECT body FROM csum_archive_messages WHERE session = ? AND ref = ?"
+    rows = (connection.execute(sql, (session, ref)).fetchone() for ref in refs)
     return [bytes(row[0]) for row in rows if row is not None]
 
 
-def _meta(connection: sqlite3.Connection, key: str) -> str | None:
-    row = connection.execute("SELECT value FROM csum_archive_meta WHERE key = ?", (key,)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def _set_meta(connection: sqlite3.Connection, key: str, value: str) -> None:
-    connection.execute(
-        "INSERT OR REPLACE INTO csum_archive_meta (key, value) VALUES (?, ?)", (key, value)
-    )
+def _set_meta(connection: sqlite3.Connection, **values: str) -> None:
+    sql = "INSERT OR REPLACE INTO csum_archive_meta (key, value) VALUES (?, ?)"
+    connection.executemany(sql, values.items())
 
 
 def _indexed_upto(connection: sqlite3.Connection) -> int:
     """The largest message id indexed (0 after forgetting another version's index)."""
-    if _meta(connection, "search_text_version") == SEARCH_TEXT_VERSION:
-        return int(_meta(connection, "indexed_upto") or 0)
+    meta = dict(connection.execute("SELECT key, value FROM csum_archive_meta").fetchall())
+    if meta.get("search_text_version") == SEARCH_TEXT_VERSION:
+        return int(meta.get("indexed_upto") or 0)
     connection.execute(_FORGET_INDEX)
-    _set_meta(connection, "search_text_version", SEARCH_TEXT_VERSION)
-    _set_meta(connection, "indexed_upto", "0")
+    _set_meta(connection, search_text_version=SEARCH_TEXT_VERSION, indexed_upto="0")
     return 0
 
 
@@ -371,7 +355,7 @@ def _bring_index_up_to_date(connection: sqlite3.Connection) -> None:
             "INSERT INTO csum_archive_text (rowid, text) VALUES (?, ?)",
             [(row_id, search_text_of_json(body)) for row_id, body in rows],
         )
-        _set_meta(connection, "indexed_upto", str(rows[-1][0] if rows else upto))
+        _set_meta(connection, indexed_upto=str(rows[-1][0] if rows else upto))
 
 
 _MATCHING = (
@@ -438,5 +422,5 @@ def _delete_session(
             # out again. The mark must stay below them, or those rows would never be
             # indexed (and deleting them would remove entries the index never had).
             (largest,) = connection.execute("SELECT max(id) FROM csum_archive_messages").fetchone()
-            _set_meta(connection, "indexed_upto", str(min(upto, int(largest or 0))))
+            _set_meta(connection, indexed_upto=str(min(upto, int(largest or 0))))
     return int(deleted)
