@@ -129,7 +129,12 @@ def write_atomic(target: str | os.PathLike[str], chunks: Iterable[str]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    _sync_folder(path.parent)
+    with contextlib.suppress(OSError):  # the rename made durable (not every system can)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
 
 def _create_temporary(path: Path) -> tuple[Path, TextIO]:
@@ -139,16 +144,6 @@ def _create_temporary(path: Path) -> tuple[Path, TextIO]:
         with contextlib.suppress(FileExistsError):
             return candidate, open(candidate, "x", encoding="utf-8", newline="")
     raise FileExistsError(f"cannot create a temporary file beside {path}")
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the rename itself durable (best effort: not every system can)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 # -- large files a piece at a time ----------------------------------------------------------
@@ -542,7 +537,14 @@ def decode_chain(
     payload (the caller will not read it again) has its message list emptied as it is
     decoded, each raw message released once decoded."""
     if fmt is None:
-        fmt = _detect(payload, option)
+        try:
+            fmt = detect_format(payload)
+        except AmbiguousFormatError as exc:
+            choices = " or ".join(f"{option} {name}" for name in exc.formats)
+            raise InputError(f"{exc.detail}; name one: {choices}") from exc
+        except CodecError as exc:
+            known = ", ".join(known_formats())
+            raise InputError(f"{exc.detail}; pass {option} (one of {known})") from exc
     if owned and fmt in _SINGLE_PASS_DECODERS:
         if isinstance(payload, list):
             payload = _ReleasingList.taking(payload)
@@ -551,18 +553,6 @@ def decode_chain(
     codec = _codec(fmt)
     with _depth_checked(f"the {fmt} chain"):
         return list(codec.decode(payload)), fmt
-
-
-def _detect(payload: Any, option: str) -> str:
-    try:
-        return detect_format(payload)
-    except AmbiguousFormatError as exc:
-        choices = " or ".join(f"{option} {name}" for name in exc.formats)
-        raise InputError(f"{exc.detail}; name one: {choices}") from exc
-    except CodecError as exc:
-        raise InputError(
-            f"{exc.detail}; pass {option} (one of {', '.join(known_formats())})"
-        ) from exc
 
 
 # Formats whose decoder reads the message list once, front to back, and keeps no raw
