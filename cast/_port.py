@@ -130,16 +130,13 @@ def port(
     same_source = source is not None and resolve_provider(source).name == profile.name
     items = [to_message(item, i) for i, item in enumerate(messages)]
     items = _port_compactions(items, profile, same_source, encrypted_compaction)
-    on_messages, on_chain, on_result = _STEPS
+    on_messages, on_chain = _STEPS
     for step in on_messages:
         items = step(items, profile, same_source)
     ast = parse_chain(items, repair=True)  # the structure rules' repair
     for chain_step in on_chain:
         ast = chain_step(ast, profile, same_source)
-    out = ast.to_messages()
-    for final_step in on_result:
-        out = final_step(out, profile, same_source)
-    return out
+    return fix_empty(ast.to_messages(), profile, same_source)
 
 
 def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
@@ -466,9 +463,8 @@ def _with_thought_signature(message: Message) -> Message | None:
 
 
 # The steps in the order port runs them, each ``step(x, profile, same_source)``: on the
-# messages as given, on the chain parsed with repair, on the repaired chain's messages.
+# messages as given, on the chain parsed with repair (fix_empty last, on its messages).
 _STEPS = (
     (fix_content, fix_opening, fix_system, fix_pairing),
     (fix_reasoning, fix_ids, fix_arguments, fix_roles),
-    (fix_empty,),
 )
