@@ -469,12 +469,10 @@ def _close_section(
     body_size: int,
 ) -> int:
     """Append the section of these nodes; its size."""
-    header_size = (system.size if system is not None else 0) + (
-        human.size if human is not None else 0
-    )
-    header = trusted_header(system, human, header_size)
-    sections.append(trusted_section(header, tuple(body), header_size + body_size))
-    return header_size + body_size
+    header = trusted_header(system, human)
+    size = header.size + body_size
+    sections.append(trusted_section(header, tuple(body), size))
+    return size
 
 
 def diagnose(messages: Iterable[Message | dict[str, Any]]) -> list[ChainIssue]:
