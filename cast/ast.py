@@ -349,9 +349,7 @@ class ChainAST:
         _set(self, "size", sum(s.size for s in sections))
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChainAST):
-            return NotImplemented
-        return self.sections == other.sections
+        return self.sections == other.sections if isinstance(other, ChainAST) else NotImplemented
 
     def __hash__(self) -> int:
         return hash(self.sections)

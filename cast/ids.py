@@ -181,9 +181,8 @@ class IdTemplate:
         return self
 
     def __repr__(self) -> str:
-        if self.is_regex:
-            return f"IdTemplate.from_regex({self.pattern!r})"
-        return f"IdTemplate({self.pattern!r})"
+        factory = "IdTemplate.from_regex" if self.is_regex else "IdTemplate"
+        return f"{factory}({self.pattern!r})"
 
     @property
     def uses_function_name(self) -> bool:

@@ -224,9 +224,7 @@ def get_provider(name: str) -> ProviderProfile:
 
 def resolve_provider(target: str | ProviderProfile) -> ProviderProfile:
     """A profile given directly, or the registered one with that name."""
-    if isinstance(target, ProviderProfile):
-        return target
-    return get_provider(target)
+    return target if isinstance(target, ProviderProfile) else get_provider(target)
 
 
 def _builtin(name: str, wire_format: str, id_template: TemplateLike, **options: object) -> None:
