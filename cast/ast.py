@@ -474,13 +474,12 @@ class ChainAST:
             section = sections[s_index]
             for p_index in range(len(section.body) - 1, -1, -1):
                 pair = section.body[p_index]
-                if not any(call.id == tool_call_id for call in pair.tool_calls):
-                    continue
-                new_pair = _set_result(pair, tool_call_id, name, content)
-                body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
-                new_sections = list(sections)
-                new_sections[s_index] = trusted_section(section.header, body)
-                return trusted_chain(tuple(new_sections))
+                if any(call.id == tool_call_id for call in pair.tool_calls):
+                    new_pair = _set_result(pair, tool_call_id, name, content)
+                    body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
+                    new_sections = list(sections)
+                    new_sections[s_index] = trusted_section(section.header, body)
+                    return trusted_chain(tuple(new_sections))
         raise ChainError(
             f"no tool call with id {tool_call_id!r} in the chain", rule=ParseRule.UNKNOWN_TOOL_CALL
         )
