@@ -280,8 +280,6 @@ _template_from_string = lru_cache(maxsize=256)(IdTemplate)
 
 def as_template(template: TemplateLike) -> IdTemplate:
     """The :class:`IdTemplate` for a template string or template."""
-    if isinstance(template, IdTemplate):
-        return template
     if isinstance(template, str):
         return _template_from_string(template)
-    raise TypeError(f"id template must be a str or IdTemplate, not {type(template).__name__}")
+    return template if isinstance(template, IdTemplate) else IdTemplate(template)
