@@ -329,11 +329,8 @@ def check_content(items: list[Message], report: Report) -> None:
     last = len(items) - 1
     for index, message in enumerate(items):
         role = message.role
-        if (
-            role is not Role.SYSTEM
-            and is_empty(message)
-            and not (role is Role.AI and index == last and profile.empty_final_ai_ok)
-        ):
+        final_ok = role is Role.AI and index == last and profile.empty_final_ai_ok
+        if role is not Role.SYSTEM and not final_ok and is_empty(message):
             report.add(Rule.EMPTY_MESSAGE, index)
         place = role.value
         for position, part in enumerate(message.parts):

@@ -285,11 +285,8 @@ def _port_parts(
     for part in message.parts:
         if isinstance(part, ProviderPart):
             # A cache breakpoint with nothing kept before it to mark goes.
-            if (
-                same_source
-                and part.provider == profile.wire_format
-                and (new or not is_cache_point(part))
-            ):
+            own = same_source and part.provider == profile.wire_format
+            if own and (new or not is_cache_point(part)):
                 new.append(part)
                 continue
             if part.kind not in _DROPPED_KINDS:
