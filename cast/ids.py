@@ -99,10 +99,9 @@ def _parse_template(pattern: str) -> tuple[_Piece, ...]:
                     f"must be a whole number from 1 to {_MAX_RUN_LENGTH}"
                 )
             if charset not in CHARSETS:
-                known = ", ".join(CHARSETS)
                 raise IdTemplateError(
                     f"id template {pattern!r}: unknown charset {charset!r} in {match.group(0)};"
-                    f" known charsets: {known}"
+                    f" known charsets: {', '.join(CHARSETS)}"
                 )
             pieces.append((int(length_text), CHARSETS[charset]))
         pos = match.end()
