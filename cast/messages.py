@@ -224,13 +224,10 @@ belong to, not content of their own: Anthropic ``caller`` of a tool call, ``call
 drops them for others) and summaries leave them out."""
 
 
-Part: TypeAlias = Annotated[
-    TextPart | ImagePart | BinaryPart | ToolCall | ToolResult | ProviderPart,
-    Field(discriminator="type"),
-]
-
 AnyPart: TypeAlias = TextPart | ImagePart | BinaryPart | ToolCall | ToolResult | ProviderPart
 """Any one of the six part classes (``Part`` is the same union, tagged for pydantic)."""
+
+Part: TypeAlias = Annotated[AnyPart, Field(discriminator="type")]
 
 _PART_CLASSES = frozenset({TextPart, ImagePart, BinaryPart, ToolCall, ToolResult, ProviderPart})
 
