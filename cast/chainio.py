@@ -167,7 +167,11 @@ def load_json_file(path: str, chunk_chars: int = CHUNK_CHARS) -> Any | None:
     read whole instead (a syntax error, a byte-order mark, an escaped surrogate...)."""
     try:
         with open(path, encoding="utf-8", newline="") as stream:
-            return _Reader(stream, chunk_chars).document()
+            reader = _Reader(stream, chunk_chars)
+            if reader.peek() not in ("[", "{"):
+                return None  # a scalar (or a byte-order mark): nothing to stream
+            value = reader.container()
+            return value if reader.peek() == "" else None  # None: extra data after the value
     except (_NeedsWholeFileError, UnicodeDecodeError, RecursionError, OSError):
         return None
 
@@ -190,7 +194,7 @@ class _Reader:
         self.text = self.text[self.pos :] + chunk
         self.pos = 0
 
-    def _peek(self) -> str:
+    def peek(self) -> str:
         """The next character that is not whitespace ("" at the end of the file)."""
         while True:
             match = _WHITESPACE.match(self.text, self.pos)
@@ -203,39 +207,31 @@ class _Reader:
             self._more(self.chunk_chars)
 
     def _expect(self, allowed: str) -> str:
-        char = self._peek()
+        char = self.peek()
         if char == "" or char not in allowed:
             raise _NeedsWholeFileError
         self.pos += 1
         return char
 
-    def document(self) -> Any:
-        if self._peek() not in ("[", "{"):
-            raise _NeedsWholeFileError  # a scalar (or a byte-order mark): nothing to stream
-        value = self._container()
-        if self._peek() != "":
-            raise _NeedsWholeFileError  # extra data after the value
-        return value
-
-    def _container(self) -> Any:
+    def container(self) -> Any:
         """The array or object at the cursor, each element (and non-array member) parsed whole."""
         is_object = self.text[self.pos] == "{"
         close = "}" if is_object else "]"
         self.pos += 1
         out: Any = {} if is_object else []
-        if self._peek() == close:
+        if self.peek() == close:
             self.pos += 1
             return out
         while True:
             if not is_object:
-                self._peek()
+                self.peek()
                 out.append(self._value())
-            elif self._peek() != '"':
+            elif self.peek() != '"':
                 raise _NeedsWholeFileError
             else:
                 key = self._value()
                 self._expect(":")
-                out[key] = self._container() if self._peek() == "[" else self._value()
+                out[key] = self.container() if self.peek() == "[" else self._value()
             if self._expect("," + close) == close:
                 return out
 
