@@ -19,6 +19,7 @@ The functions that parse, check and repair chains are found by :class:`Registry`
 
 from __future__ import annotations
 
+import copyreg
 from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -93,14 +94,8 @@ class ChainError(ValueError):
         return f"{where}{self.detail}"
 
     def __reduce__(self) -> tuple[object, ...]:
-        # Rebuilt from its state, whatever the subclass's constructor takes.
-        return (_restore, (type(self), self.args), self.__dict__)
-
-
-def _restore(cls: type[ChainError], args: tuple[object, ...]) -> ChainError:
-    error = cls.__new__(cls)
-    error.args = args
-    return error
+        # Rebuilt from its args and state, whatever the subclass's constructor takes.
+        return (copyreg.__newobj__, (type(self), *self.args), self.__dict__)
 
 
 class MessageFormatError(ChainError):
