@@ -19,7 +19,6 @@ The functions that parse, check and repair chains are found by :class:`Registry`
 
 from __future__ import annotations
 
-import copyreg
 from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -95,7 +94,7 @@ class ChainError(ValueError):
 
     def __reduce__(self) -> tuple[object, ...]:
         # Rebuilt from its args and state, whatever the subclass's constructor takes.
-        return (copyreg.__newobj__, (type(self), *self.args), self.__dict__)
+        return (type(self).__new__, (type(self), *self.args), self.__dict__)
 
 
 class MessageFormatError(ChainError):
