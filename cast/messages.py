@@ -61,7 +61,9 @@ _ROLE_ALIASES = {"user": Role.HUMAN, "assistant": Role.AI, **{role.value: role f
 
 def utf8_len(text: str) -> int:
     """Length of ``text`` in UTF-8 bytes, without encoding ASCII text."""
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _bytes_from_json(value: Any) -> Any:
