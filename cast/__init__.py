@@ -119,13 +119,10 @@ __all__ = [
 ]
 
 
-_FROM_CODECS = frozenset({"register_codec", "unregister_codec"})
-
-
 def __getattr__(name: str) -> _Any:
     """``cast.codecs`` (and :func:`register_codec` from it) loads on first use, so
     ``import cast`` stays light."""
-    if name == "codecs" or name in _FROM_CODECS:
+    if name in ("codecs", "register_codec", "unregister_codec"):
         import importlib
 
         codecs = importlib.import_module("cast.codecs")

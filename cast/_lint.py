@@ -124,8 +124,7 @@ def lint(
 @implements
 def check_tools(items: list[Message], report: Report) -> None:
     """A tool call or result in a request that declares no tools."""
-    declared = report.declared
-    if declared is None or declared:
+    if report.declared is None or report.declared:
         return
     for index, message in enumerate(items):
         for position, part in enumerate(message.parts):
@@ -287,12 +286,9 @@ def check_roles(items: list[Message], report: Report) -> None:
     """A system prompt followed by an AI message; a human message right after a tool message."""
     if items and items[0].role is Role.SYSTEM:
         # (A chain that opens with an AI or tool message is a first-message problem.)
-        for index, message in enumerate(items):
-            if message.role is Role.HUMAN:
-                break
-            if message.role is Role.AI:
-                report.add(Rule.FIRST_TURN_NOT_HUMAN, index)
-                break
+        opener = next((i for i, m in enumerate(items) if m.role in (Role.HUMAN, Role.AI)), -1)
+        if opener >= 0 and items[opener].role is Role.AI:
+            report.add(Rule.FIRST_TURN_NOT_HUMAN, opener)
     for index in range(1, len(items)):
         if items[index].role is Role.HUMAN and items[index - 1].role is Role.TOOL:
             report.add(Rule.TOOL_THEN_HUMAN, index)
@@ -333,11 +329,8 @@ def check_content(items: list[Message], report: Report) -> None:
     last = len(items) - 1
     for index, message in enumerate(items):
         role = message.role
-        if (
-            role is not Role.SYSTEM
-            and is_empty(message)
-            and not (role is Role.AI and index == last and profile.empty_final_ai_ok)
-        ):
+        final_ok = role is Role.AI and index == last and profile.empty_final_ai_ok
+        if role is not Role.SYSTEM and not final_ok and is_empty(message):
             report.add(Rule.EMPTY_MESSAGE, index)
         place = role.value
         for position, part in enumerate(message.parts):

@@ -130,16 +130,13 @@ def port(
     same_source = source is not None and resolve_provider(source).name == profile.name
     items = [to_message(item, i) for i, item in enumerate(messages)]
     items = _port_compactions(items, profile, same_source, encrypted_compaction)
-    on_messages, on_chain, on_result = _STEPS
+    on_messages, on_chain = _STEPS
     for step in on_messages:
         items = step(items, profile, same_source)
     ast = parse_chain(items, repair=True)  # the structure rules' repair
     for chain_step in on_chain:
         ast = chain_step(ast, profile, same_source)
-    out = ast.to_messages()
-    for final_step in on_result:
-        out = final_step(out, profile, same_source)
-    return out
+    return fix_empty(ast.to_messages(), profile, same_source)
 
 
 def drop_provider_fields(messages: Iterable[Message]) -> list[Message]:
@@ -288,11 +285,8 @@ def _port_parts(
     for part in message.parts:
         if isinstance(part, ProviderPart):
             # A cache breakpoint with nothing kept before it to mark goes.
-            if (
-                same_source
-                and part.provider == profile.wire_format
-                and (new or not is_cache_point(part))
-            ):
+            own = same_source and part.provider == profile.wire_format
+            if own and (new or not is_cache_point(part)):
                 new.append(part)
                 continue
             if part.kind not in _DROPPED_KINDS:
@@ -466,9 +460,8 @@ def _with_thought_signature(message: Message) -> Message | None:
 
 
 # The steps in the order port runs them, each ``step(x, profile, same_source)``: on the
-# messages as given, on the chain parsed with repair, on the repaired chain's messages.
+# messages as given, on the chain parsed with repair (fix_empty last, on its messages).
 _STEPS = (
     (fix_content, fix_opening, fix_system, fix_pairing),
     (fix_reasoning, fix_ids, fix_arguments, fix_roles),
-    (fix_empty,),
 )

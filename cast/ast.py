@@ -349,9 +349,7 @@ class ChainAST:
         _set(self, "size", sum(s.size for s in sections))
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ChainAST):
-            return NotImplemented
-        return self.sections == other.sections
+        return self.sections == other.sections if isinstance(other, ChainAST) else NotImplemented
 
     def __hash__(self) -> int:
         return hash(self.sections)
@@ -476,13 +474,12 @@ class ChainAST:
             section = sections[s_index]
             for p_index in range(len(section.body) - 1, -1, -1):
                 pair = section.body[p_index]
-                if not any(call.id == tool_call_id for call in pair.tool_calls):
-                    continue
-                new_pair = _set_result(pair, tool_call_id, name, content)
-                body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
-                new_sections = list(sections)
-                new_sections[s_index] = trusted_section(section.header, body)
-                return trusted_chain(tuple(new_sections))
+                if any(call.id == tool_call_id for call in pair.tool_calls):
+                    new_pair = _set_result(pair, tool_call_id, name, content)
+                    body = (*section.body[:p_index], new_pair, *section.body[p_index + 1 :])
+                    new_sections = list(sections)
+                    new_sections[s_index] = trusted_section(section.header, body)
+                    return trusted_chain(tuple(new_sections))
         raise ChainError(
             f"no tool call with id {tool_call_id!r} in the chain", rule=ParseRule.UNKNOWN_TOOL_CALL
         )
@@ -574,26 +571,23 @@ def renamed_tool_call_ids(
             f"{per}, fewer than this chain needs ({needed})"
         )
     replaced: Counter[str] = Counter()  # old id -> how many times it was replaced
-    decisions = iter(renames)
-
-    def new_id(old_id: str, name: str) -> str:
-        """A new id, never one kept or given before (it joins ``kept_ids``)."""
-        seed = f"{old_id}\x1f{name}\x1f{replaced[old_id]}"
-        replaced[old_id] += 1
-        return tmpl.generate_unused(name, seed=seed, used=kept_ids)
-
+    new_ids: list[str | None] = []  # per call, None when kept; each new id joins kept_ids
+    for call, rename in zip(calls, renames, strict=True):
+        seed = f"{call.id}\x1f{call.name}\x1f{replaced[call.id]}"
+        replaced[call.id] += rename
+        new = tmpl.generate_unused(call.name, seed=seed, used=kept_ids) if rename else None
+        new_ids.append(new)
+    decisions = iter(new_ids)
     sections: list[Section] = []
     for section in ast.sections:
-        body = tuple(_rename_pair_calls(pair, decisions, new_id) for pair in section.body)
+        body = tuple(_rename_pair_calls(pair, decisions) for pair in section.body)
         same = all(map(operator.is_, body, section.body))
         sections.append(section if same else trusted_section(section.header, body))
     return trusted_chain(tuple(sections))
 
 
-def _rename_pair_calls(
-    pair: BodyPair, renames: Iterator[bool], new_id: Callable[[str, str], str]
-) -> BodyPair:
-    """The pair with the calls ``renames`` flags renamed; their results follow."""
+def _rename_pair_calls(pair: BodyPair, new_ids: Iterator[str | None]) -> BodyPair:
+    """The pair with its calls given the ids ``new_ids`` holds (None: kept); results follow."""
     parts = list(pair.ai_message.parts)
     delta = 0
     final: dict[str, list[str]] = {}  # old id -> the final ids of its calls, in order
@@ -601,10 +595,11 @@ def _rename_pair_calls(
     for position, part in enumerate(parts):
         if type(part) is not ToolCall:
             continue
-        new = old_id = part.id
-        if next(renames):
+        old_id, new = part.id, next(new_ids)
+        if new is None:
+            new = old_id
+        else:
             renamed = True
-            new = new_id(old_id, part.name)
             parts[position] = with_field(part, "id", new)
             delta += utf8_len(new) - utf8_len(old_id)
         final.setdefault(old_id, []).append(new)

@@ -129,7 +129,12 @@ def write_atomic(target: str | os.PathLike[str], chunks: Iterable[str]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    _sync_folder(path.parent)
+    with contextlib.suppress(OSError):  # the rename made durable (not every system can)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
 
 def _create_temporary(path: Path) -> tuple[Path, TextIO]:
@@ -139,16 +144,6 @@ def _create_temporary(path: Path) -> tuple[Path, TextIO]:
         with contextlib.suppress(FileExistsError):
             return candidate, open(candidate, "x", encoding="utf-8", newline="")
     raise FileExistsError(f"cannot create a temporary file beside {path}")
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the rename itself durable (best effort: not every system can)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 # -- large files a piece at a time ----------------------------------------------------------
@@ -172,7 +167,11 @@ def load_json_file(path: str, chunk_chars: int = CHUNK_CHARS) -> Any | None:
     read whole instead (a syntax error, a byte-order mark, an escaped surrogate...)."""
     try:
         with open(path, encoding="utf-8", newline="") as stream:
-            return _Reader(stream, chunk_chars).document()
+            reader = _Reader(stream, chunk_chars)
+            if reader.peek() not in ("[", "{"):
+                return None  # a scalar (or a byte-order mark): nothing to stream
+            value = reader.container()
+            return value if reader.peek() == "" else None  # None: extra data after the value
     except (_NeedsWholeFileError, UnicodeDecodeError, RecursionError, OSError):
         return None
 
@@ -195,7 +194,7 @@ class _Reader:
         self.text = self.text[self.pos :] + chunk
         self.pos = 0
 
-    def _peek(self) -> str:
+    def peek(self) -> str:
         """The next character that is not whitespace ("" at the end of the file)."""
         while True:
             match = _WHITESPACE.match(self.text, self.pos)
@@ -208,39 +207,31 @@ class _Reader:
             self._more(self.chunk_chars)
 
     def _expect(self, allowed: str) -> str:
-        char = self._peek()
+        char = self.peek()
         if char == "" or char not in allowed:
             raise _NeedsWholeFileError
         self.pos += 1
         return char
 
-    def document(self) -> Any:
-        if self._peek() not in ("[", "{"):
-            raise _NeedsWholeFileError  # a scalar (or a byte-order mark): nothing to stream
-        value = self._container()
-        if self._peek() != "":
-            raise _NeedsWholeFileError  # extra data after the value
-        return value
-
-    def _container(self) -> Any:
+    def container(self) -> Any:
         """The array or object at the cursor, each element (and non-array member) parsed whole."""
         is_object = self.text[self.pos] == "{"
         close = "}" if is_object else "]"
         self.pos += 1
         out: Any = {} if is_object else []
-        if self._peek() == close:
+        if self.peek() == close:
             self.pos += 1
             return out
         while True:
             if not is_object:
-                self._peek()
+                self.peek()
                 out.append(self._value())
-            elif self._peek() != '"':
+            elif self.peek() != '"':
                 raise _NeedsWholeFileError
             else:
                 key = self._value()
                 self._expect(":")
-                out[key] = self._container() if self._peek() == "[" else self._value()
+                out[key] = self.container() if self.peek() == "[" else self._value()
             if self._expect("," + close) == close:
                 return out
 
@@ -542,7 +533,14 @@ def decode_chain(
     payload (the caller will not read it again) has its message list emptied as it is
     decoded, each raw message released once decoded."""
     if fmt is None:
-        fmt = _detect(payload, option)
+        try:
+            fmt = detect_format(payload)
+        except AmbiguousFormatError as exc:
+            choices = " or ".join(f"{option} {name}" for name in exc.formats)
+            raise InputError(f"{exc.detail}; name one: {choices}") from exc
+        except CodecError as exc:
+            known = ", ".join(known_formats())
+            raise InputError(f"{exc.detail}; pass {option} (one of {known})") from exc
     if owned and fmt in _SINGLE_PASS_DECODERS:
         if isinstance(payload, list):
             payload = _ReleasingList.taking(payload)
@@ -551,18 +549,6 @@ def decode_chain(
     codec = _codec(fmt)
     with _depth_checked(f"the {fmt} chain"):
         return list(codec.decode(payload)), fmt
-
-
-def _detect(payload: Any, option: str) -> str:
-    try:
-        return detect_format(payload)
-    except AmbiguousFormatError as exc:
-        choices = " or ".join(f"{option} {name}" for name in exc.formats)
-        raise InputError(f"{exc.detail}; name one: {choices}") from exc
-    except CodecError as exc:
-        raise InputError(
-            f"{exc.detail}; pass {option} (one of {', '.join(known_formats())})"
-        ) from exc
 
 
 # Formats whose decoder reads the message list once, front to back, and keeps no raw

@@ -93,14 +93,8 @@ class ChainError(ValueError):
         return f"{where}{self.detail}"
 
     def __reduce__(self) -> tuple[object, ...]:
-        # Rebuilt from its state, whatever the subclass's constructor takes.
-        return (_restore, (type(self), self.args), self.__dict__)
-
-
-def _restore(cls: type[ChainError], args: tuple[object, ...]) -> ChainError:
-    error = cls.__new__(cls)
-    error.args = args
-    return error
+        # Rebuilt from its args and state, whatever the subclass's constructor takes.
+        return (type(self).__new__, (type(self), *self.args), self.__dict__)
 
 
 class MessageFormatError(ChainError):

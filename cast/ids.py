@@ -99,10 +99,9 @@ def _parse_template(pattern: str) -> tuple[_Piece, ...]:
                     f"must be a whole number from 1 to {_MAX_RUN_LENGTH}"
                 )
             if charset not in CHARSETS:
-                known = ", ".join(CHARSETS)
                 raise IdTemplateError(
                     f"id template {pattern!r}: unknown charset {charset!r} in {match.group(0)};"
-                    f" known charsets: {known}"
+                    f" known charsets: {', '.join(CHARSETS)}"
                 )
             pieces.append((int(length_text), CHARSETS[charset]))
         pos = match.end()
@@ -181,9 +180,8 @@ class IdTemplate:
         return self
 
     def __repr__(self) -> str:
-        if self.is_regex:
-            return f"IdTemplate.from_regex({self.pattern!r})"
-        return f"IdTemplate({self.pattern!r})"
+        factory = "IdTemplate.from_regex" if self.is_regex else "IdTemplate"
+        return f"{factory}({self.pattern!r})"
 
     @property
     def uses_function_name(self) -> bool:
@@ -281,8 +279,6 @@ _template_from_string = lru_cache(maxsize=256)(IdTemplate)
 
 def as_template(template: TemplateLike) -> IdTemplate:
     """The :class:`IdTemplate` for a template string or template."""
-    if isinstance(template, IdTemplate):
-        return template
     if isinstance(template, str):
         return _template_from_string(template)
-    raise TypeError(f"id template must be a str or IdTemplate, not {type(template).__name__}")
+    return template if isinstance(template, IdTemplate) else IdTemplate(template)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import operator
 from collections.abc import Iterable
 from enum import StrEnum
 from functools import cache, cached_property
@@ -52,9 +53,7 @@ class Role(StrEnum):
 
     @classmethod
     def _missing_(cls, value: object) -> Role | None:
-        if isinstance(value, str):
-            return _ROLE_ALIASES.get(value.lower())
-        return None
+        return _ROLE_ALIASES.get(value.lower()) if isinstance(value, str) else None
 
 
 _ROLE_ALIASES = {"user": Role.HUMAN, "assistant": Role.AI, **{role.value: role for role in Role}}
@@ -161,10 +160,6 @@ class TextPart(_Part):
     reasoning: Reasoning | None = None
 
 
-def _is_empty(value: object) -> bool:
-    return value == "" or value is False
-
-
 class ImagePart(_Part):
     """An image by URL (``data:`` URLs included), or other media by URL when
     ``mime_type`` says so (a PDF or a video a provider fetches itself)."""
@@ -172,7 +167,7 @@ class ImagePart(_Part):
     type: Literal["image_url"] = "image_url"
     url: str
     detail: str = ""
-    mime_type: str = Field(default="", exclude_if=_is_empty)
+    mime_type: str = Field(default="", exclude_if=operator.not_)
     """What the URL points to, when the payload said (``""``: an image of any type)."""
 
 
@@ -182,7 +177,7 @@ class BinaryPart(_Part):
     type: Literal["binary"] = "binary"
     mime_type: str
     data: Base64Bytes
-    filename: str = Field(default="", exclude_if=_is_empty)
+    filename: str = Field(default="", exclude_if=operator.not_)
     """The file's name where the payload gave one (OpenAI ``file.filename``, Bedrock
     document ``name``)."""
 
@@ -204,7 +199,7 @@ class ToolResult(_Part):
     tool_call_id: str
     name: str
     content: str
-    is_error: bool = Field(default=False, exclude_if=_is_empty)
+    is_error: bool = Field(default=False, exclude_if=operator.not_)
     """The tool failed (Anthropic ``is_error``, Bedrock ``status: "error"``)."""
 
 
@@ -231,13 +226,10 @@ belong to, not content of their own: Anthropic ``caller`` of a tool call, ``call
 drops them for others) and summaries leave them out."""
 
 
-Part: TypeAlias = Annotated[
-    TextPart | ImagePart | BinaryPart | ToolCall | ToolResult | ProviderPart,
-    Field(discriminator="type"),
-]
-
 AnyPart: TypeAlias = TextPart | ImagePart | BinaryPart | ToolCall | ToolResult | ProviderPart
 """Any one of the six part classes (``Part`` is the same union, tagged for pydantic)."""
+
+Part: TypeAlias = Annotated[AnyPart, Field(discriminator="type")]
 
 _PART_CLASSES = frozenset({TextPart, ImagePart, BinaryPart, ToolCall, ToolResult, ProviderPart})
 

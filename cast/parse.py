@@ -243,10 +243,6 @@ class _ChainBuilder:
 
     def system_message(self, index: int, message: Message) -> None:
         """Rule 2: the first message; with repair, merged into a leading one or a new section."""
-        if index == 0:
-            self.system = message
-            self.in_section = True
-            return
         text = "a system message may only open the chain (found after the first section began)"
         system = self.system
         if system is not None and self.human is None and not self.body:
@@ -260,7 +256,8 @@ class _ChainBuilder:
                 Role.SYSTEM, system.parts + message.parts, system.size + message.size
             )
             return
-        self.problem(index, ParseRule.SYSTEM_POSITION, text, "repair opens a section with it")
+        if index:
+            self.problem(index, ParseRule.SYSTEM_POSITION, text, "repair opens a section with it")
         if self.in_section:
             self.close_section()
         self.system = message
@@ -469,12 +466,10 @@ def _close_section(
     body_size: int,
 ) -> int:
     """Append the section of these nodes; its size."""
-    header_size = (system.size if system is not None else 0) + (
-        human.size if human is not None else 0
-    )
-    header = trusted_header(system, human, header_size)
-    sections.append(trusted_section(header, tuple(body), header_size + body_size))
-    return header_size + body_size
+    header = trusted_header(system, human)
+    size = header.size + body_size
+    sections.append(trusted_section(header, tuple(body), size))
+    return size
 
 
 def diagnose(messages: Iterable[Message | dict[str, Any]]) -> list[ChainIssue]:

@@ -224,9 +224,7 @@ def get_provider(name: str) -> ProviderProfile:
 
 def resolve_provider(target: str | ProviderProfile) -> ProviderProfile:
     """A profile given directly, or the registered one with that name."""
-    if isinstance(target, ProviderProfile):
-        return target
-    return get_provider(target)
+    return target if isinstance(target, ProviderProfile) else get_provider(target)
 
 
 def _builtin(name: str, wire_format: str, id_template: TemplateLike, **options: object) -> None:
@@ -268,10 +266,6 @@ _BEDROCK_MEDIA = frozenset(
     | set(BEDROCK_DOCUMENT_FORMATS.values())
     | set(BEDROCK_VIDEO_FORMATS.values())
 )
-# Gemini 3 multimodal function responses: images, PDF and plain text.
-_GEMINI_TOOL_MEDIA = frozenset(
-    {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
-)
 
 # Anthropic and Bedrock's Converse take the same chains (Claude's rules behind both).
 _CLAUDE: dict[str, object] = {
@@ -291,7 +285,10 @@ _GEMINI: dict[str, object] = {
     "consecutive_humans_ok": True,
     "tool_error_flag": True,
     "user_media": None,
-    "tool_result_media": _GEMINI_TOOL_MEDIA,
+    # Gemini 3 multimodal function responses: images, PDF and plain text.
+    "tool_result_media": frozenset(
+        {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
+    ),
     "url_media": frozenset({"*"}),
     "ai_media": True,
 }
