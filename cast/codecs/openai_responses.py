@@ -19,6 +19,7 @@ from cast.codecs._common import (
     get_str,
     get_typed,
     optional_str,
+    pack_signature,
     parse_data_url,
     provider_block,
     provider_part,
@@ -61,18 +62,17 @@ _FILE_KEYS = frozenset({"type", "file_data", "filename"})
 
 
 def encode_signature(item_id: str, encrypted_content: str | None) -> bytes:
-    """A reasoning item's ``id`` and ``encrypted_content`` as one signature:
-    ``id`` alone, or ``id + "\\n" + encrypted_content`` (ids hold no newline)."""
-    if encrypted_content is None:
-        return item_id.encode("utf-8")
-    return f"{item_id}\n{encrypted_content}".encode()
+    """A reasoning item's ``id`` and ``encrypted_content`` as one signature, as
+    :func:`~cast.codecs._common.pack_signature` packs them (so LangChain and pydantic-ai
+    read the id as an id): ``id + "\\n" + encrypted_content``, empty with neither."""
+    return pack_signature(item_id, encrypted_content) if item_id or encrypted_content else b""
 
 
 def decode_signature(signature: bytes) -> tuple[str, str | None]:
-    """The ``(id, encrypted_content)`` held in a signature (see :func:`encode_signature`)."""
-    text = signature.decode("utf-8", errors="replace")
-    item_id, sep, encrypted = text.partition("\n")
-    return item_id, encrypted if sep else None
+    """The ``(id, encrypted_content)`` held in a signature (see :func:`encode_signature`;
+    one without a newline, an id alone as older versions wrote it, is that id)."""
+    item_id, _, encrypted = signature.decode("utf-8", errors="replace").partition("\n")
+    return item_id, encrypted or None
 
 
 def decode(payload: object) -> list[Message]:
