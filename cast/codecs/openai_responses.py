@@ -113,7 +113,10 @@ def decode(payload: object) -> list[Message]:
             elif kind == "reasoning":
                 ai.think(_decode_reasoning(item, where, i))
             elif kind == "function_call":
-                ai.append(_decode_call(item, where, i, names, ai.take()))
+                call_id = get_str(item, "call_id", where, i)
+                names[call_id] = name = get_str(item, "name", where, i)
+                arguments = get_str(item, "arguments", where, i)
+                ai.append(ToolCall(id=call_id, name=name, arguments=arguments, reasoning=ai.take()))
                 if not _CALL_KEYS.issuperset(item):
                     ai.append(openai._fields_part(item, _CALL_KEYS, CALL_FIELDS, _PROVIDER))
             else:
@@ -131,11 +134,8 @@ def decode(payload: object) -> list[Message]:
         if kind == "function_call_output":
             message = _decode_output(item, where, i, names)
         elif own_role is None:
-            fail(
-                f"{where}.role",
-                f"expected user, assistant, system or developer, got {role!r}",
-                index=i,
-            )
+            expected = f"expected user, assistant, system or developer, got {role!r}"
+            fail(f"{where}.role", expected, index=i)
         elif kept:  # additional_tools, ...: its own message
             message = trusted_message(own_role, (provider_part(_PROVIDER, kind, item),))
         else:
@@ -229,16 +229,6 @@ def _decode_media(part: dict[str, Any], kind: str) -> Any:
     if isinstance(url, str) and set(part) == {"type", "file_url"}:
         return ImagePart(url=url, mime_type="application/pdf")
     return provider_part(_PROVIDER, kind, part)
-
-
-def _decode_call(
-    item: dict[str, Any], where: str, i: int, names: dict[str, str], reasoning: Reasoning | None
-) -> ToolCall:
-    call_id = get_str(item, "call_id", where, i)
-    name = get_str(item, "name", where, i)
-    arguments = get_str(item, "arguments", where, i)
-    names[call_id] = name
-    return ToolCall(id=call_id, name=name, arguments=arguments, reasoning=reasoning)
 
 
 def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:
