@@ -229,12 +229,8 @@ def provider_part(provider: str, kind: str, block: object) -> ProviderPart:
 def provider_block(part: ProviderPart, provider: str, path: str, index: int) -> Any:
     """The block a :class:`ProviderPart` of ``provider`` holds; another provider's raises."""
     if part.provider != provider:
-        fail(
-            path,
-            f"a {part.provider} {part.kind!r} block cannot be sent to {provider} "
-            "(port the chain to turn it into text)",
-            index=index,
-        )
+        held = f"a {part.provider} {part.kind!r} block cannot be sent to {provider}"
+        fail(path, f"{held} (port the chain to turn it into text)", index=index)
     try:
         return loads_strict(part.data)
     except (ValueError, RecursionError):
@@ -447,13 +443,10 @@ def typed_parts_style(dicts: list[dict[str, Any]]) -> str | None:
                 return "chaincast"
             if kind == "text":
                 reasoning = part.get("reasoning", ...)
-                if reasoning is None or (
-                    isinstance(reasoning, dict)
-                    and "content" in reasoning
-                    and "signature" in reasoning
-                ):
-                    return "chaincast"
-                return "langchaingo"
+                chaincast = reasoning is None or (
+                    isinstance(reasoning, dict) and {"content", "signature"} <= reasoning.keys()
+                )
+                return "chaincast" if chaincast else "langchaingo"
     return "chaincast"
 
 
@@ -600,9 +593,7 @@ class BlockShapes:
                         turn = {"role": "user", content: write_content(message, i, self)}
                 elif role is _AI:
                     turn = {"role": self.ai_role, content: write_blocks(message, i, self)}
-                elif (
-                    i != 0 and self.system_turn is not None
-                ):  # it reads system turns: one is written
+                elif i != 0 and self.system_turn is not None:  # written as it is read
                     turn = {"role": "system", content: write_content(message, i, self)}
                 else:
                     if i != 0:

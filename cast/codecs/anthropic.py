@@ -217,9 +217,8 @@ def _encode_media(part: ImagePart | BinaryPart, where: str, i: int) -> dict[str,
     if isinstance(part, ImagePart):
         inline = parse_data_url(part.url)
         if inline is None:
-            # The url source takes http(s) URLs of images and PDFs.
-            # Images of any stated type go as an image (the API reads the type from
-            # what it fetches), PDFs as a document: as cast.lint's url_media says.
+            # The url source takes http(s) URLs of images (of any stated type: the API reads
+            # it from what it fetches) and PDFs (a document), as cast.lint's url_media says.
             mime = part.mime_type
             if mime and mime != "application/pdf" and not mime.startswith("image/"):
                 fail(where, f"the Messages API takes no {mime} by URL", index=i)
@@ -283,16 +282,11 @@ def _encode_results(message: Message, i: int, blocks: list[dict[str, Any]]) -> N
         if current is None or isinstance(part, ToolCall):
             fail(where, _RESULT_EXPECTED, index=i)  # inline: tool_parts costs 3 % here
         content = current["content"]
-        if (
-            isinstance(part, ProviderPart)
-            and part.kind == CACHE_CONTROL
-            and isinstance(content, str)
-        ):
-            _add_provider_block([], part, where, i, owner=current)
-            continue
         if isinstance(content, str):
-            # An empty result text is left out unless a text block follows (which would
-            # otherwise be read back as the result itself).
+            if isinstance(part, ProviderPart) and part.kind == CACHE_CONTROL:  # the result's own
+                current[CACHE_CONTROL] = provider_block(part, _PROVIDER, where, i)
+                continue
+            # An empty result text is left out unless a text follows (read back as the result).
             keep = bool(content) or isinstance(part, TextPart)
             content = current["content"] = [{"type": "text", "text": content}] if keep else []
         if isinstance(part, TextPart):

@@ -79,20 +79,18 @@ def _merge(entries: Iterable[object], origin: list[list[tuple[int, int]]]) -> li
         results: list[Any] | None = None  # the open results message, while it can grow
         results_from: list[tuple[int, int]] = []
         for k, content in users:
-            if _is_results(content):
-                if results is None:
-                    results, results_from = [], []
-                    emit(results, results_from)
-                results.extend(content)
-                results_from.extend((k, b) for b in range(len(content)))
-                continue
             blocks = _blocks(content, f"entries[{k}].content", k)
+            joins = _is_results(content)  # else other blocks: they end the results message
+            if joins and results is None:
+                results, results_from = [], []
+                emit(results, results_from)
             if results is not None and blocks:
                 results.extend(blocks)
                 results_from.extend((k, b) for b in range(len(blocks)))
             else:
                 emit(content, [(k, b) for b in range(len(blocks))])
-            results = None
+            if not joins:
+                results = None
         group, group_from, users, only_results = None, [], [], True
 
     for k, entry in enumerate(entries):

@@ -28,9 +28,6 @@ CLI_VERSION = "0.171.0"
 ORIGINATOR = "chaincast"
 """What ``session_meta.originator`` says wrote the rollout."""
 
-_CUSTOM_CALL = "custom_tool_call"
-_CUSTOM_OUTPUT = "custom_tool_call_output"
-
 
 def session_meta(payload: object) -> dict[str, Any] | None:
     """The ``session_meta`` line's payload (None when the rollout has none)."""
@@ -44,12 +41,12 @@ def session_meta(payload: object) -> dict[str, Any] | None:
 def _as_function_item(item: dict[str, Any]) -> dict[str, Any]:
     """A free-form tool's call or output as a function call or output item."""
     kind = item.get("type")
-    if kind == _CUSTOM_CALL:
+    if kind == "custom_tool_call":
         call = {key: value for key, value in item.items() if key != "input"}
         call["type"] = "function_call"
         call["arguments"] = json.dumps({"input": item.get("input", "")}, ensure_ascii=False)
         return call
-    if kind == _CUSTOM_OUTPUT:
+    if kind == "custom_tool_call_output":
         return {**item, "type": "function_call_output"}
     return item
 

@@ -189,11 +189,8 @@ def _decode_media(part: dict[str, Any], c: int, where: str) -> Any:
             (str(k) for k in part if k not in ("thoughtSignature", "thought_signature")), ""
         )
         if not kind:
-            fail(
-                where,
-                "a text, functionCall, functionResponse, inlineData or fileData part",
-                index=c,
-            )
+            expected = "a text, functionCall, functionResponse, inlineData or fileData part"
+            fail(where, expected, index=c)
         return provider_part(_PROVIDER, kind, part)
     inline = _get(part, "inlineData")
     if inline is not MISSING:

@@ -325,9 +325,5 @@ _LANGCHAIN_TYPES = ("system", "human", "ai", "tool", "chat", "function")
 def detect_messages(dicts: list[dict[str, Any]]) -> int:
     """LangChain's ``messages_to_dict`` items are ``{"type": ..., "data": {...}}``."""
     first = dicts[0]
-    fits = (
-        first.get("type") in _LANGCHAIN_TYPES
-        and isinstance(first.get("data"), dict)
-        and "role" not in first
-    )
-    return EVIDENCE if fits else 0
+    fits = first.get("type") in _LANGCHAIN_TYPES and isinstance(first.get("data"), dict)
+    return EVIDENCE if fits and "role" not in first else 0

@@ -18,6 +18,7 @@ from cast.codecs._common import (
     get_str,
     get_typed,
     image_url_block,
+    optional_str,
     typed_parts_style,
 )
 from cast.messages import (
@@ -50,11 +51,8 @@ def decode(payload: object) -> list[Message]:
         wire_role = item.get("role")
         role = _ROLES.get(wire_role) if isinstance(wire_role, str) else None
         if role is None:
-            fail(
-                f"{where}.role",
-                f"expected human, ai, system, tool or generic, got {wire_role!r}",
-                index=i,
-            )
+            expected = f"expected human, ai, system, tool or generic, got {wire_role!r}"
+            fail(f"{where}.role", expected, index=i)
         parts: tuple[Any, ...] = ()
         raw_parts = item.get("parts")
         if raw_parts is not None:
@@ -62,11 +60,8 @@ def decode(payload: object) -> list[Message]:
             parts = tuple(_decode_part(p, i, j) for j, p in enumerate(raw_parts))
         # UnmarshalJSON: a top-level "text" is the single text part when parts are empty.
         if not parts:
-            text = item.get("text")
-            if isinstance(text, str):
-                parts = (TextPart(text=text),)
-            elif text is not None:
-                fail(f"{where}.text", "a string", text, i)
+            text = optional_str(item, "text", where, i)
+            parts = () if text is None else (TextPart(text=text),)
         out.append(trusted_message(role, parts))
     return out
 
@@ -77,11 +72,8 @@ def _decode_reasoning(value: object, where: str, i: int) -> Reasoning | None:
         return None
     value = ensure(value, dict, where, "a reasoning object", i)
     content = get_str(value, "content", where, i, "")
-    signature = value.get("signature")
-    data = b""
-    if signature is not None:
-        signature = ensure(signature, str, f"{where}.signature", "base64 text", i)
-        data = b64decode(signature, f"{where}.signature", i)
+    signature = optional_str(value, "signature", where, i, "base64 text")
+    data = b"" if signature is None else b64decode(signature, f"{where}.signature", i)
     if not content and not data:
         return None
     return Reasoning(content=content, signature=data)
@@ -150,12 +142,8 @@ def _with_reasoning(out: dict[str, Any], reasoning: Reasoning | None) -> dict[st
 
 def _encode_part(part: Any, i: int, j: int) -> dict[str, Any]:
     if isinstance(part, ProviderPart):  # langchaingo has no opaque block to carry it
-        fail_part(
-            i,
-            j,
-            f"{part.provider}'s {part.kind!r} block cannot be sent to langchaingo "
-            "(port the chain to turn it into text)",
-        )
+        held = f"{part.provider}'s {part.kind!r} block cannot be sent to langchaingo"
+        fail_part(i, j, f"{held} (port the chain to turn it into text)")
     if isinstance(part, TextPart):
         return _with_reasoning({"type": "text", "text": part.text}, part.reasoning)
     if isinstance(part, ToolCall):

@@ -102,11 +102,8 @@ def decode(payload: object) -> list[Message]:
         elif role == "function":
             fail(f"messages[{i}].role", "legacy function messages are not supported", index=i)
         else:
-            fail(
-                f"messages[{i}].role",
-                f"expected system, developer, user, assistant or tool, got {role!r}",
-                index=i,
-            )
+            expected = f"expected system, developer, user, assistant or tool, got {role!r}"
+            fail(f"messages[{i}].role", expected, index=i)
     return out
 
 
@@ -208,11 +205,8 @@ def _decode_assistant(item: dict[str, Any], i: int, names: dict[str, str]) -> Me
             elif kind in ("text", "refusal"):
                 _decode_text(part, kind, where, i, parts)
             else:
-                fail(
-                    f"{where}.type",
-                    f"expected a text, refusal or thinking part, got {kind!r}",
-                    index=i,
-                )
+                expected = f"expected a text, refusal or thinking part, got {kind!r}"
+                fail(f"{where}.type", expected, index=i)
     elif content is not None:
         fail(f"messages[{i}].content", "a string, an array or null", content, i)
 
@@ -292,9 +286,7 @@ def _decode_call(call: object, i: int, j: int, names: dict[str, str]) -> ToolCal
 
 
 def _decode_tool(item: dict[str, Any], i: int, names: dict[str, str]) -> Message:
-    call_id = item.get("tool_call_id")
-    if not isinstance(call_id, str):
-        fail(f"messages[{i}].tool_call_id", "a string", call_id, i)
+    call_id = get_str(item, "tool_call_id", f"messages[{i}]", i)
     name = item.get("name")
     if name is None:
         name = names.get(call_id, "")
@@ -332,16 +324,11 @@ def encode(
     ``tool_names`` every tool message carries its function ``name`` (as Mistral
     requires); OpenAI itself only needs ``tool_call_id``.
     """
-    return _encode_stream(
-        as_messages(messages), reasoning_field=reasoning_field, tool_names=tool_names
-    ).whole()
+    return _encode_stream(as_messages(messages), reasoning_field, tool_names).whole()
 
 
 def _encode_stream(
-    messages: Iterable[Message],
-    *,
-    reasoning_field: str = "reasoning_content",
-    tool_names: bool = True,
+    messages: Iterable[Message], reasoning_field: str = "reasoning_content", tool_names: bool = True
 ) -> PayloadStream:
     """:func:`encode`, one message at a time (the command lines write it as it comes)."""
 

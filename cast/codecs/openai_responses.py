@@ -19,6 +19,7 @@ from cast.codecs._common import (
     get_str,
     get_typed,
     optional_str,
+    pack_signature,
     parse_data_url,
     provider_block,
     provider_part,
@@ -61,18 +62,17 @@ _FILE_KEYS = frozenset({"type", "file_data", "filename"})
 
 
 def encode_signature(item_id: str, encrypted_content: str | None) -> bytes:
-    """A reasoning item's ``id`` and ``encrypted_content`` as one signature:
-    ``id`` alone, or ``id + "\\n" + encrypted_content`` (ids hold no newline)."""
-    if encrypted_content is None:
-        return item_id.encode("utf-8")
-    return f"{item_id}\n{encrypted_content}".encode()
+    """A reasoning item's ``id`` and ``encrypted_content`` as one signature, as
+    :func:`~cast.codecs._common.pack_signature` packs them (so LangChain and pydantic-ai
+    read the id as an id): ``id + "\\n" + encrypted_content``, empty with neither."""
+    return pack_signature(item_id, encrypted_content) if item_id or encrypted_content else b""
 
 
 def decode_signature(signature: bytes) -> tuple[str, str | None]:
-    """The ``(id, encrypted_content)`` held in a signature (see :func:`encode_signature`)."""
-    text = signature.decode("utf-8", errors="replace")
-    item_id, sep, encrypted = text.partition("\n")
-    return item_id, encrypted if sep else None
+    """The ``(id, encrypted_content)`` held in a signature (see :func:`encode_signature`;
+    one without a newline, an id alone as older versions wrote it, is that id)."""
+    item_id, _, encrypted = signature.decode("utf-8", errors="replace").partition("\n")
+    return item_id, encrypted or None
 
 
 def decode(payload: object) -> list[Message]:
@@ -113,7 +113,10 @@ def decode(payload: object) -> list[Message]:
             elif kind == "reasoning":
                 ai.think(_decode_reasoning(item, where, i))
             elif kind == "function_call":
-                ai.append(_decode_call(item, where, i, names, ai.take()))
+                call_id = get_str(item, "call_id", where, i)
+                names[call_id] = name = get_str(item, "name", where, i)
+                arguments = get_str(item, "arguments", where, i)
+                ai.append(ToolCall(id=call_id, name=name, arguments=arguments, reasoning=ai.take()))
                 if not _CALL_KEYS.issuperset(item):
                     ai.append(openai._fields_part(item, _CALL_KEYS, CALL_FIELDS, _PROVIDER))
             else:
@@ -131,11 +134,8 @@ def decode(payload: object) -> list[Message]:
         if kind == "function_call_output":
             message = _decode_output(item, where, i, names)
         elif own_role is None:
-            fail(
-                f"{where}.role",
-                f"expected user, assistant, system or developer, got {role!r}",
-                index=i,
-            )
+            expected = f"expected user, assistant, system or developer, got {role!r}"
+            fail(f"{where}.role", expected, index=i)
         elif kept:  # additional_tools, ...: its own message
             message = trusted_message(own_role, (provider_part(_PROVIDER, kind, item),))
         else:
@@ -229,16 +229,6 @@ def _decode_media(part: dict[str, Any], kind: str) -> Any:
     if isinstance(url, str) and set(part) == {"type", "file_url"}:
         return ImagePart(url=url, mime_type="application/pdf")
     return provider_part(_PROVIDER, kind, part)
-
-
-def _decode_call(
-    item: dict[str, Any], where: str, i: int, names: dict[str, str], reasoning: Reasoning | None
-) -> ToolCall:
-    call_id = get_str(item, "call_id", where, i)
-    name = get_str(item, "name", where, i)
-    arguments = get_str(item, "arguments", where, i)
-    names[call_id] = name
-    return ToolCall(id=call_id, name=name, arguments=arguments, reasoning=reasoning)
 
 
 def _decode_reasoning(item: dict[str, Any], where: str, i: int) -> Reasoning:

@@ -335,7 +335,5 @@ def detect_messages(dicts: list[dict[str, Any]]) -> int:
     """pydantic-ai messages carry ``kind`` and ``parts`` (whose items have ``part_kind``):
     evidence only this format has."""
     first = dicts[0]
-    kind_and_parts = first.get("kind") in ("request", "response") and isinstance(
-        first.get("parts"), list
-    )
-    return EVIDENCE if kind_and_parts else 0
+    fits = first.get("kind") in ("request", "response") and isinstance(first.get("parts"), list)
+    return EVIDENCE if fits else 0

@@ -26,7 +26,7 @@ from cast import (
     ToolCall,
     lint,
 )
-from cast.codecs import detect_format, langchain, openai_agents, pydantic_ai
+from cast.codecs import detect_format, langchain, openai_agents, openai_responses, pydantic_ai
 from cast.errors import CodecError
 from strategies import valid_chains
 
@@ -230,6 +230,23 @@ def test_a_signature_holding_line_breaks_reads_back_whole(name: str, signature: 
     once = codec.decode(json.loads(json.dumps(codec.encode(chain))))
     assert codec.decode(codec.encode(once)) == once
     assert once[1].parts[0].reasoning.signature == signature
+
+
+def test_a_responses_reasoning_id_stays_an_id_in_the_frameworks() -> None:
+    """A Responses reasoning item without encrypted content keeps its id as the id (not
+    as a signature LangChain would send to Anthropic), and an id without a signature read
+    from a framework goes back to Responses without an empty ``encrypted_content``."""
+    item = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "r"}]}
+    chain = openai_responses.decode([{"role": "user", "content": "hi"}, item])
+    blocks = langchain.encode(chain)[1]["data"]["content"]
+    assert blocks == [{"type": "reasoning", "reasoning": "r", "id": "rs_1"}]
+    parts = pydantic_ai.encode(chain)[1]["parts"]
+    assert parts == [{"part_kind": "thinking", "content": "r", "id": "rs_1"}]
+    for codec in CODECS.values():
+        assert openai_responses.encode(codec.decode(codec.encode(chain)))["input"][1] == {
+            **item,
+            "summary": [{"type": "summary_text", "text": "r"}],
+        }
 
 
 def test_openai_agents_groups_items_as_decode_reads_them() -> None:

@@ -89,9 +89,11 @@ def test_recorded_payload_mapping() -> None:
 
 def test_signature_holds_item_id_and_encrypted_content() -> None:
     assert encode_signature("rs_1", "enc") == b"rs_1\nenc"
-    assert encode_signature("rs_1", None) == b"rs_1"
-    for signature in (b"rs_1\nenc", b"rs_1", b"\nenc", b"", b"a\nb\nc"):
+    assert encode_signature("rs_1", None) == encode_signature("rs_1", "") == b"rs_1\n"
+    assert encode_signature("", None) == b""
+    for signature in (b"rs_1\nenc", b"rs_1\n", b"\nenc", b"", b"a\nb\nc"):
         assert encode_signature(*decode_signature(signature)) == signature
+    assert decode_signature(b"rs_1") == ("rs_1", None)  # an id alone, as older versions wrote it
 
 
 def test_normalizations() -> None:
@@ -136,7 +138,7 @@ def test_normalizations() -> None:
         Role.TOOL,
     ]
     assert messages[3].parts[-1] == TextPart(
-        text="", reasoning=Reasoning(content="a\n\nb", signature=b"rs_1")
+        text="", reasoning=Reasoning(content="a\n\nb", signature=b"rs_1\n")
     )
     assert openai_responses.encode(messages) == {
         "input": [
@@ -292,7 +294,9 @@ def test_unencodable_messages_raise_codec_error(messages: list[Message], path: s
 # -- Hypothesis round trip ---------------------------------------------------------------
 
 _text = st.text(max_size=10)
-_reasoning = st.builds(Reasoning, content=_text, signature=_text.map(str.encode))
+# Signatures as decode writes them (an id alone or "id\n" both read back as "id\n").
+_signature = _text.map(lambda text: encode_signature(*decode_signature(text.encode())))
+_reasoning = st.builds(Reasoning, content=_text, signature=_signature)
 _plain_text = st.builds(TextPart, text=_text)
 _image = st.builds(ImagePart, url=_text, detail=st.sampled_from(["", "low", "high"]))
 _ai_part = st.one_of(
