@@ -197,7 +197,7 @@ class Gateway:
             sending.body, sending.asked = self._translated(translation, body, outcome)
         except RefusedError as exc:
             return self._refused(api.name, translation.client.provider, exc.status, exc.message)
-        except TranslationError as exc:
+        except ValueError as exc:  # a TranslationError, or the codec's on a bad history
             return _error(400, "invalid_request_error", f"cannot translate: {exc}")
         sending.translation = translation
         sending.path = sending.target = translation.target.path

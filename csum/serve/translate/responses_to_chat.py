@@ -26,11 +26,8 @@ def chat_request_for_responses(
         if payload.get(key) is not None:
             raise TranslationError(f"{key}: stored upstream state cannot be translated")
     tools = chat_tools(payload)
-    try:
-        history = RESPONSES.decode(payload) if chain is None else chain
-        messages = port(function_messages(history, tools), "openai")
-    except ValueError as exc:
-        raise TranslationError(str(exc)) from exc
+    history = RESPONSES.decode(payload) if chain is None else chain
+    messages = port(function_messages(history, tools), "openai")
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
     out["messages"] = openai_codec.encode(messages, tool_names=False)["messages"]
     if payload.get("max_output_tokens") is not None:

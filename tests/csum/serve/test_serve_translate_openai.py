@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from cast import lint
 from cast.codecs import anthropic, openai
 from csum.serve.apis import APIS
-from csum.serve.translate import TranslationError
 from csum.serve.translate.anthropic_to_chat import ChatStream, chat_response
 from csum.serve.translate.anthropic_to_responses import (
     AnthropicResponsesStream,
@@ -129,7 +128,8 @@ def test_limits_and_choices_of_a_chat_request() -> None:
     ],
 )
 def test_what_a_chat_request_cannot_carry_is_named(change: dict[str, Any], where: str) -> None:
-    with pytest.raises(TranslationError, match=where.replace("[", r"\[").replace(".", r"\.")):
+    # a TranslationError, or the codec's own ValueError on a bad history
+    with pytest.raises(ValueError, match=where.replace("[", r"\[").replace(".", r"\.")):
         messages_request({**CHAT, **change})
 
 
@@ -280,7 +280,8 @@ def test_a_responses_request_becomes_a_chat_request() -> None:
     ],
 )
 def test_what_a_responses_request_cannot_carry_is_named(change: dict[str, Any], where: str) -> None:
-    with pytest.raises(TranslationError, match=where.replace("[", r"\[").replace(".", r"\.")):
+    # a TranslationError, or the codec's own ValueError on a bad history
+    with pytest.raises(ValueError, match=where.replace("[", r"\[").replace(".", r"\.")):
         chat_request_for_responses({**RESPONSES, **change})
 
 
