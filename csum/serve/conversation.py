@@ -215,6 +215,5 @@ class ConversationStates:
 
 def dumps(value: object) -> bytes:
     """``value`` as the gateway writes JSON: compact, not ASCII-escaped."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
-        "utf-8", "surrogatepass"
-    )
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")
