@@ -212,14 +212,10 @@ class Gateway:
         provider = (upstream or api).provider
         asks_upstream = self.config.summarizer == "upstream"
         api_key = client_key(request.headers, provider) if asks_upstream else None
+        conversation = request.headers.get(CONVERSATION_HEADER)
         with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": api.name}):
             outcome = await self.rewriter.rewrite(
-                api,
-                body,
-                request.headers.get(CONVERSATION_HEADER),
-                api_key,
-                tenant,
-                upstream=upstream,
+                api, body, conversation, api_key, tenant, upstream=upstream
             )
             annotate(self.tracer, outcome_attributes(outcome))
         self.metrics.count(api.name, outcome)
