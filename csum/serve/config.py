@@ -106,10 +106,8 @@ class ServeConfig:
                 raise ValueError(f"{_said(name)} must be one of {', '.join(kinds)}, got {value!r}")
         if self.tenant_secret is not None and len(self.tenant_secret) < 16:
             raise ValueError("the tenant secret must be at least 16 characters")
-        if self.archive_reinsert_bytes < 0:
-            raise ValueError(
-                f"archive reinsert bytes must be 0 or positive, got {self.archive_reinsert_bytes}"
-            )
+        if (reinsert := self.archive_reinsert_bytes) < 0:
+            raise ValueError(f"archive reinsert bytes must be 0 or positive, got {reinsert}")
         separate = self.summarizer in ("openai", "anthropic")
         if separate and not self.summarizer_model:
             raise ValueError(f"summarizer {self.summarizer} needs a summarizer model")
