@@ -120,10 +120,8 @@ class ResponsesWriter(TranslatedStream):
         if self._key != key:
             yield from self._close_item()
             item = _message_item(f"msg_{self._base}_{len(self._output)}", "", "in_progress")
-            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            yield from self._add(
-                key, {**item, "content": []}, ("content_part", "content_index", part)
-            )
+            part = ("content_part", "content_index", item["content"][0])
+            yield from self._add(key, {**item, "content": []}, part)
         yield from self._append("output_text", "content_index", text, logprobs=[])
 
     def _append(self, kind: str, where: str, text: str, **extra: Any) -> Iterator[bytes]:
