@@ -39,8 +39,7 @@ from csum.serve.translate.pairs import (
     translated_headers,
     translation_for,
 )
-from csum.serve.translate.responses_to_chat import dropped_tools
-from csum.serve.translate.responses_tools import DROPPED_TOOLS_HEADER
+from csum.serve.translate.responses_tools import DROPPED_TOOLS_HEADER, chat_tools
 from csum.stores import ArchiveStore, MemoryStore, SummaryStore, open_archive, open_store
 
 __all__ = [
@@ -455,7 +454,10 @@ def _has_dot_segment(raw_path: bytes) -> bool:
 
 def _dropped_header(translation: Translation, asked: dict[str, Any]) -> dict[str, str]:
     """The header naming the built-in tools a translated Responses request loses, if any."""
-    dropped = dropped_tools(asked) if translation.client.name == "responses" else []
+    try:
+        dropped = chat_tools(asked).dropped if translation.client.name == "responses" else []
+    except TranslationError:  # tools it cannot carry: the request is refused
+        dropped = []
     return {DROPPED_TOOLS_HEADER: ", ".join(dropped)} if dropped else {}
 
 

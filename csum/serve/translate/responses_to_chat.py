@@ -11,7 +11,7 @@ from csum.serve.apis import RESPONSES
 from csum.serve.translate import TranslationError
 from csum.serve.translate.responses_tools import ChatTools, chat_tools, function_messages
 
-__all__ = ["chat_request_for_responses", "dropped_tools"]
+__all__ = ["chat_request_for_responses"]
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
 _REFUSED = ("previous_response_id", "conversation")
@@ -49,14 +49,6 @@ def chat_request_for_responses(
     if payload.get("tool_choice") is not None and (tools.functions or payload.get("tools") is None):
         out["tool_choice"] = _tool_choice(payload["tool_choice"], tools)
     return out
-
-
-def dropped_tools(payload: dict[str, Any]) -> list[str]:
-    """The built-in tools of a Responses request a Chat upstream cannot run (left out)."""
-    try:
-        return chat_tools(payload).dropped
-    except TranslationError:
-        return []
 
 
 def _tool_choice(choice: object, tools: ChatTools) -> Any:

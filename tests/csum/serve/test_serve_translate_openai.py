@@ -32,7 +32,8 @@ from csum.serve.translate.chat_to_anthropic import (
 from csum.serve.translate.chat_to_responses import ResponsesStream, responses_response
 from csum.serve.translate.pairs import translated_headers, translation_for
 from csum.serve.translate.responses_to_anthropic import messages_request_for_responses
-from csum.serve.translate.responses_to_chat import chat_request_for_responses, dropped_tools
+from csum.serve.translate.responses_to_chat import chat_request_for_responses
+from csum.serve.translate.responses_tools import chat_tools
 from serve_payloads import (
     REASONER,
     chat_body,
@@ -616,7 +617,7 @@ def test_codex_tools_become_chat_functions_and_built_ins_are_dropped() -> None:
     patch = functions["apply_patch"]["parameters"]
     assert patch["required"] == ["input"]
     assert "start: begin_patch" in patch["properties"]["input"]["description"]
-    assert dropped_tools(CODEX) == ["web_search", "tool_search"]
+    assert chat_tools(CODEX).dropped == ["web_search", "tool_search"]
     messages = out["messages"]
     (call,) = messages[1]["tool_calls"]
     assert call["function"]["name"] == "apply_patch"
