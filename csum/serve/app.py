@@ -404,10 +404,12 @@ class RequestGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             names = {name.lower() for name, _ in scope["headers"]}
+            raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+            path = unquote(raw.split("?", 1)[0]).replace("\\", "/")
             problem = None
             if b"content-length" in names and b"transfer-encoding" in names:
                 problem = "both Content-Length and Transfer-Encoding"
-            elif _has_dot_segment(scope.get("raw_path") or scope["path"].encode()):
+            elif any(part in (".", "..") for part in path.split("/")):
                 problem = "a dot segment in the path"
             if problem is not None:
                 refused = f"request refused: {problem}"
@@ -445,11 +447,6 @@ def _translated_answer(
         return translation.response(answer, model, asked)
     except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
         return f"cannot be read: not an answer of its API ({type(exc).__name__})"
-
-
-def _has_dot_segment(raw_path: bytes) -> bool:
-    path = unquote(raw_path.decode("latin-1").split("?", 1)[0])
-    return any(part in (".", "..") for part in path.replace("\\", "/").split("/"))
 
 
 def _dropped_header(translation: Translation, asked: dict[str, Any]) -> dict[str, str]:
