@@ -74,13 +74,9 @@ class Gateway:
     def __init__(self, config: ServeConfig, store: SummaryStore | None = None) -> None:
         self.config = config
         self.metrics = Metrics()
-        if store is None:
-            store = (
-                MemoryStore(max_bytes=config.memory_store_bytes)
-                if config.store == "memory"
-                else open_store(config.store)
-            )
-        self.store = store
+        if store is None and config.store == "memory":
+            store = MemoryStore(max_bytes=config.memory_store_bytes)
+        self.store = open_store(config.store) if store is None else store
         self.archive_store: ArchiveStore | None = None
         if config.archive is not None:
             self.archive_store = open_archive(config.archive, ttl=config.archive_ttl)
@@ -111,28 +107,27 @@ class Gateway:
     async def forward(self, request: Request) -> Response:
         """Every proxied request: read, compact when it is one of the APIs, relay."""
         with span(self.tracer, "csum.serve.request", {"http.request.method": request.method}):
-            return await self._forward(request)
-
-    async def _forward(self, request: Request) -> Response:
-        started = time.perf_counter()
-        refused = self.unauthorized(request)
-        if refused is not None:
-            return refused
-        body = await self._request_body(request)
-        if isinstance(body, Response):
-            return body
-        api = api_for(request.url.path) if request.method == "POST" else None
-        counting = request.method == "POST" and request.url.path.rstrip("/") == COUNT_TOKENS_PATH
-        decoded = self._decoded(request, body) if api is not None or counting else body
-        if isinstance(decoded, Response):
-            return decoded
-        if self.config.upstream_api == "openai" and counting:
-            return self._count_tokens(decoded)
-        translation = None if api is None else translation_for(api.name, self.config.upstream_api)
-        sending = await self._outgoing(request, api, (body, decoded), translation)
-        if isinstance(sending, Response):
-            return sending
-        return await self._relay(request, started, body, sending)
+            started = time.perf_counter()
+            refused = self.unauthorized(request)
+            if refused is not None:
+                return refused
+            body = await self._request_body(request)
+            if isinstance(body, Response):
+                return body
+            path, posted = request.url.path, request.method == "POST"
+            api = api_for(path) if posted else None
+            counting = posted and path.rstrip("/") == COUNT_TOKENS_PATH
+            decoded = self._decoded(request, body) if api is not None or counting else body
+            if isinstance(decoded, Response):
+                return decoded
+            if self.config.upstream_api == "openai" and counting:
+                return self._count_tokens(decoded)
+            upstream_api = self.config.upstream_api
+            translation = None if api is None else translation_for(api.name, upstream_api)
+            sending = await self._outgoing(request, api, (body, decoded), translation)
+            if isinstance(sending, Response):
+                return sending
+            return await self._relay(request, started, body, sending)
 
     async def _request_body(self, request: Request) -> bytes | Response:
         """The body, or 413 past ``max_body_bytes`` (not all read), 408 past ``body_timeout``."""
@@ -464,9 +459,8 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
 
     async def healthz(request: Request) -> Response:
         workers, stuck = gateway.rewriter.pool.state()
-        if stuck:
-            return JSONResponse({"status": "stuck", "workers": workers}, 503)
-        return JSONResponse({"status": "ok", "workers": workers})
+        status = "stuck" if stuck else "ok"
+        return JSONResponse({"status": status, "workers": workers}, 503 if stuck else 200)
 
     async def metrics(request: Request) -> Response:
         refused = gateway.unauthorized(request)  # its counters tell what others sent
