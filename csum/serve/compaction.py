@@ -112,9 +112,7 @@ class Outcome:
 
 class Rewriter:
     """Compacts requests for one gateway; ``store`` holds the conversations' state and
-    the summary cache, ``archive_store`` (when given) the messages summarized away. A
-    request's CPU work runs in a worker thread of :attr:`pool` on its own event loop;
-    store calls go back to the gateway's loop (:class:`OnLoop`)."""
+    the summary cache, ``archive_store`` (when given) the messages summarized away."""
 
     def __init__(
         self, config: ServeConfig, store: SummaryStore, archive_store: ArchiveStore | None = None

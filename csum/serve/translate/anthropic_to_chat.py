@@ -38,8 +38,7 @@ _CARRIED = ("model", "max_tokens", "temperature", "top_p", "stream")
 
 
 def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) -> dict[str, Any]:
-    """The Chat Completions request for a Messages request ``payload`` (``chain``: its
-    history decoded, compacted when it was; else decoded here)."""
+    """The Chat Completions request for a Messages request (``chain``: decoded, or None)."""
     if not isinstance(payload.get("messages"), list):
         raise TranslationError("messages: expected an array of messages")
     if chain is None:

@@ -44,8 +44,7 @@ _FIELDS = ("openai", "message_fields")  # the codec's part of a message's other 
 
 
 def messages_request(payload: dict[str, Any], chain: list[Message] | None = None) -> dict[str, Any]:
-    """The Messages request for a Chat Completions request ``payload`` (``chain``: its
-    history decoded, compacted when it was; else decoded here)."""
+    """The Messages request for a Chat Completions request (``chain``: decoded, or None)."""
     if not isinstance(payload.get("messages"), list):
         raise TranslationError("messages: expected an array of messages")
     if payload.get("n", 1) != 1:

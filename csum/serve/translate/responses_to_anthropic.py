@@ -22,8 +22,7 @@ __all__ = ["messages_request_for_responses"]
 def messages_request_for_responses(
     payload: dict[str, Any], chain: list[Message] | None = None
 ) -> dict[str, Any]:
-    """The Messages request for a Responses request ``payload`` (``chain``: its history
-    decoded, compacted when it was; else decoded here)."""
+    """The Messages request for a Responses request (``chain``: decoded, or None)."""
     out = messages_request(chat_request_for_responses(payload, []), [])
     history = RESPONSES.decode(payload) if chain is None else chain
     chain = [_signed(m) for m in function_messages(history, chat_tools(payload))]

@@ -20,8 +20,7 @@ _REFUSED = ("previous_response_id", "conversation")
 def chat_request_for_responses(
     payload: dict[str, Any], chain: list[Message] | None = None
 ) -> dict[str, Any]:
-    """The Chat Completions request for a Responses request ``payload`` (``chain``: its
-    history decoded, compacted when it was; else decoded here)."""
+    """The Chat Completions request for a Responses request (``chain``: decoded, or None)."""
     for key in _REFUSED:
         if payload.get(key) is not None:
             raise TranslationError(f"{key}: stored upstream state cannot be translated")
