@@ -35,13 +35,8 @@ def _responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
 def _message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
     """An assistant message output item of one ``output_text`` part."""
     content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
-    return {
-        "type": "message",
-        "id": item_id,
-        "role": "assistant",
-        "status": status,
-        "content": content,
-    }
+    head = {"type": "message", "id": item_id, "role": "assistant", "status": status}
+    return {**head, "content": content}
 
 
 _REASONING_NAMES = {  # summary or not: (index field, part type, part events, text events)
